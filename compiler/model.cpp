@@ -1,0 +1,152 @@
+#include "compiler/model.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "dsl/diagnostics.hpp"
+
+namespace collsched {
+
+std::string_view to_string(Timing t) { return t == Timing::hop ? "hop" : "wormhole"; }
+
+std::string_view to_string(Ports p) {
+    switch (p) {
+        case Ports::multi: return "multi";
+        case Ports::single: return "single";
+        case Ports::half: return "half";
+    }
+    return "?";
+}
+
+std::string queues_to_string(const Model& m) {
+    switch (m.queues) {
+        case QueueKind::unbounded: return "unbounded";
+        case QueueKind::none: return "none";
+        case QueueKind::bounded: return std::to_string(m.queue_bound);
+    }
+    return "?";
+}
+
+std::string to_string(const Model& m) {
+    std::string timing = m.timing == Timing::hop
+                             ? std::string("hop")
+                             : fmt::format("wormhole,ts={},tc={}", m.ts, m.tc);
+    return fmt::format("timing={},ports={},queues={},replicate={}", timing, to_string(m.ports),
+                       queues_to_string(m), m.replicate ? "yes" : "no");
+}
+
+namespace {
+
+[[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view expected) {
+    throw InputError(fmt::format("model: bad value '{}' for '{}': expected {}", value, key, expected));
+}
+
+std::uint32_t parse_bound(std::string_view key, std::string_view v) {
+    std::uint32_t b = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), b);
+    if (ec != std::errc{} || p != v.data() + v.size())
+        bad_value(key, v, "unbounded, none, or a queue bound B >= 0");
+    return b;
+}
+
+double parse_cost(std::string_view key, std::string_view v) {
+    // std::from_chars for double is available in libstdc++ 11+.
+    double d = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+    if (ec != std::errc{} || p != v.data() + v.size() || !std::isfinite(d) || d < 0)
+        bad_value(key, v, "a non-negative number");
+    return d;
+}
+
+void set_queues(Model& m, std::string_view key, std::string_view v) {
+    if (v == "unbounded") {
+        m.queues = QueueKind::unbounded;
+    } else if (v == "none") {
+        m.queues = QueueKind::none;
+    } else {
+        m.queues = QueueKind::bounded;
+        m.queue_bound = parse_bound(key, v);
+    }
+}
+
+void set_key(Model& m, std::string_view key, std::string_view v) {
+    if (key == "timing") {
+        if (v == "hop") m.timing = Timing::hop;
+        else if (v == "wormhole") m.timing = Timing::wormhole;
+        else bad_value(key, v, "hop or wormhole");
+    } else if (key == "ts") {
+        m.ts = parse_cost(key, v);
+    } else if (key == "tc") {
+        m.tc = parse_cost(key, v);
+    } else if (key == "ports") {
+        if (v == "multi") m.ports = Ports::multi;
+        else if (v == "single") m.ports = Ports::single;
+        else if (v == "half") m.ports = Ports::half;
+        else bad_value(key, v, "multi, single or half");
+    } else if (key == "queues") {
+        set_queues(m, key, v);
+    } else if (key == "replicate") {
+        if (v == "yes" || v == "true") m.replicate = true;
+        else if (v == "no" || v == "false") m.replicate = false;
+        else bad_value(key, v, "yes or no");
+    } else {
+        throw InputError(fmt::format(
+            "model: unknown key '{}': expected one of timing, ts, tc, ports, queues, replicate", key));
+    }
+}
+
+}  // namespace
+
+Model apply_model_options(Model m, std::string_view options) {
+    while (!options.empty()) {
+        std::size_t comma = options.find(',');
+        std::string_view item = options.substr(0, comma);
+        options = comma == std::string_view::npos ? std::string_view{} : options.substr(comma + 1);
+        if (item.empty()) continue;
+        std::size_t eq = item.find('=');
+        if (eq == std::string_view::npos)
+            throw InputError(fmt::format("model: '{}' is not key=value (for example ports=single)", item));
+        set_key(m, item.substr(0, eq), item.substr(eq + 1));
+    }
+    return m;
+}
+
+nlohmann::json to_json(const Model& m) {
+    nlohmann::json out = nlohmann::json::object();
+    out["timing"] = std::string(to_string(m.timing));
+    if (m.timing == Timing::wormhole) {
+        out["ts"] = m.ts;
+        out["tc"] = m.tc;
+    }
+    out["ports"] = std::string(to_string(m.ports));
+    if (m.queues == QueueKind::bounded) out["queues"] = m.queue_bound;
+    else out["queues"] = queues_to_string(m);
+    out["replicate"] = m.replicate;
+    return out;
+}
+
+Model model_from_json(const nlohmann::json& j, Model m) {
+    if (!j.is_object()) throw InputError("table: \"model\" must be an object such as {\"timing\": \"hop\"}");
+    for (const auto& [key, value] : j.items()) {
+        if (key == "replicate" && value.is_boolean()) {
+            m.replicate = value.get<bool>();
+        } else if ((key == "ts" || key == "tc") && value.is_number()) {
+            double d = value.get<double>();
+            if (!std::isfinite(d) || d < 0) bad_value(key, value.dump(), "a non-negative number");
+            (key == "ts" ? m.ts : m.tc) = d;
+        } else if (key == "queues" && value.is_number_unsigned()) {
+            m.queues = QueueKind::bounded;
+            m.queue_bound = value.get<std::uint32_t>();
+        } else if (value.is_string()) {
+            set_key(m, key, value.get<std::string>());
+        } else {
+            throw InputError(fmt::format("table: model key '{}' has value {} of the wrong type", key, value.dump()));
+        }
+    }
+    return m;
+}
+
+}  // namespace collsched

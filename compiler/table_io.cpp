@@ -1,0 +1,534 @@
+#include "compiler/table_io.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/json_error.hpp"
+#include "dsl/diagnostics.hpp"
+
+namespace collsched {
+
+namespace {
+
+using json = nlohmann::json;
+
+/// Turns the strings of one transfer into ids; all lookups of a table go through one resolver.
+class Resolver {
+public:
+    Resolver(const SendTable& t, std::string_view name) : table_(t), name_(name), messages_(t.messages()) {}
+
+    Transfer resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg) const {
+        const Topology& topo = *table_.topology;
+        auto where = [&] { return fmt::format("{}: transfers[{}] (step {})", name_, i, step); };
+        if (step < 1) throw InputError(fmt::format("{}: transfers[{}]: step {} is below 1 (steps are numbered from 1)", name_, i, step));
+        if (step > (1u << 31)) throw InputError(fmt::format("{}: step {} is too large", where(), step));
+        auto u = topo.find_node(from), v = topo.find_node(to);
+        auto describe = [&] {
+            std::string s = fmt::format("processors 0..{}", topo.processors() - 1);
+            if (topo.routers() > 0)
+                s += fmt::format(", routers {}..{}", topo.node_name(Node{topo.processors()}), topo.node_name(Node{topo.nodes() - 1}));
+            return s;
+        };
+        if (!u) throw InputError(fmt::format("{}: node '{}' does not exist in {} ({})", where(), from, topo.spec(), describe()));
+        if (!v) throw InputError(fmt::format("{}: node '{}' does not exist in {} ({})", where(), to, topo.spec(), describe()));
+        auto c = topo.find_channel(*u, *v);
+        if (!c) throw InputError(fmt::format("{}: there is no channel {} -> {} in {}", where(), from, to, topo.spec()));
+        auto m = messages_.parse(msg);
+        if (!m)
+            throw InputError(fmt::format("{}: unknown message '{}' (expected m(s,d), b(s) or a(s) with processors 0..{})", where(),
+                                         msg, topo.processors() - 1));
+        return {static_cast<Step>(step), *c, *m};
+    }
+
+private:
+    const SendTable& table_;
+    std::string_view name_;
+    Messages messages_;
+};
+
+/// Builds a JSON value from SAX events (for fields collsched keeps but does not interpret).
+class Capture {
+public:
+    bool active() const { return active_; }
+    void begin() {
+        active_ = true;
+        root_ = json();
+        stack_.clear();
+    }
+    void value(json v) { insert(std::move(v), false); }
+    void open(json container) { insert(std::move(container), true); }
+    void close() {
+        stack_.pop_back();
+        if (stack_.empty()) active_ = false;
+    }
+    void key(std::string k) { key_ = std::move(k); }
+    json take() { return std::move(root_); }
+
+private:
+    void insert(json v, bool container) {
+        json* at;
+        if (stack_.empty()) {
+            root_ = std::move(v);
+            at = &root_;
+        } else if (stack_.back()->is_array()) {
+            stack_.back()->push_back(std::move(v));
+            at = &stack_.back()->back();
+        } else {
+            at = &((*stack_.back())[key_] = std::move(v));
+        }
+        if (container) stack_.push_back(at);
+        else if (stack_.empty()) active_ = false;
+    }
+    bool active_ = false;
+    json root_;
+    std::vector<json*> stack_;
+    std::string key_;
+};
+
+struct RawTransfer {
+    std::uint64_t step;
+    std::string from, to, msg;
+};
+
+/// The SAX handler for table files: top-level fields are captured whole, the transfers array is
+/// streamed element by element and resolved as soon as the topology is known.
+class TableSax {
+public:
+    explicit TableSax(std::string_view name) : name_(name) {}
+
+    bool null() { return scalar(json(nullptr)); }
+    bool boolean(bool b) { return scalar(json(b)); }
+    bool number_integer(json::number_integer_t v) { return scalar(json(v)); }
+    bool number_unsigned(json::number_unsigned_t v) { return scalar(json(v)); }
+    bool number_float(json::number_float_t v, const std::string&) { return scalar(json(v)); }
+    bool string(std::string& s) { return scalar(json(std::move(s))); }
+    bool binary(json::binary_t&) { fail("binary values are not allowed"); }
+
+    bool start_object(std::size_t) {
+        if (capture_.active()) return capture_.open(json::object()), true;
+        if (depth_ == 0) return ++depth_, true;
+        if (in_transfers_ && depth_ == 2) {
+            ++depth_;
+            cur_ = Fields{};
+            return true;
+        }
+        if (in_transfers_) fail(fmt::format("transfers[{}]: expected a transfer object", count_));
+        capture_.begin();
+        capture_.open(json::object());
+        return true;
+    }
+    bool end_object() {
+        if (capture_.active()) {
+            capture_.close();
+            if (!capture_.active()) finish_capture();
+            return true;
+        }
+        if (in_transfers_ && depth_ == 3) {
+            --depth_;
+            end_transfer();
+            return true;
+        }
+        --depth_;
+        return true;
+    }
+    bool start_array(std::size_t) {
+        if (capture_.active()) return capture_.open(json::array()), true;
+        if (depth_ == 0) fail("expected a JSON object at the top level");
+        if (depth_ == 1 && key_ == "transfers") {
+            in_transfers_ = true;
+            ++depth_;
+            seen_transfers_ = true;
+            return true;
+        }
+        if (in_transfers_) fail(fmt::format("transfers[{}]: expected a transfer object", count_));
+        capture_.begin();
+        capture_.open(json::array());
+        return true;
+    }
+    bool end_array() {
+        if (capture_.active()) {
+            capture_.close();
+            if (!capture_.active()) finish_capture();
+            return true;
+        }
+        if (in_transfers_ && depth_ == 2) {
+            in_transfers_ = false;
+            --depth_;
+        }
+        return true;
+    }
+    bool key(std::string& k) {
+        if (capture_.active()) return capture_.key(k), true;
+        key_ = k;
+        return true;
+    }
+    bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+        error_position_ = position;
+        error_text_ = e.what();
+        return false;
+    }
+
+    std::optional<std::size_t> error_position_;
+    std::string error_text_;
+
+    SendTable finish() {
+        auto need = [&](std::string_view key, std::string_view what) -> const json& {
+            auto it = top_.find(std::string(key));
+            if (it == top_.end()) fail(fmt::format("missing \"{}\" ({})", key, what));
+            return it->second;
+        };
+        const json& format = need("format", "\"collsched.table/1\"");
+        if (!format.is_string()) fail("\"format\" must be a string");
+        if (format.get<std::string>() != table_format)
+            fail(fmt::format("unknown format version '{}': this collsched reads {}", format.get<std::string>(), table_format));
+        ensure_topology();
+        const json& coll = need("collective", "for example \"alltoall\" or \"broadcast:0\"");
+        if (!coll.is_string()) fail("\"collective\" must be a string such as \"alltoall\"");
+        table_.collective = Collective::parse(coll.get<std::string>(), *table_.topology);
+        if (auto it = top_.find("model"); it != top_.end()) {
+            table_.model = model_from_json(it->second, table_.model);
+        }
+        if (top_.count("transfers")) fail("\"transfers\" must be a list of {\"step\", \"from\", \"to\", \"msg\"} objects");
+        if (!seen_transfers_) fail("missing \"transfers\" (a list of {\"step\", \"from\", \"to\", \"msg\"} objects)");
+        Resolver r(table_, name_);
+        for (std::uint64_t i = 0; i < pending_.size(); ++i) {
+            const RawTransfer& p = pending_[i];
+            table_.transfers.push_back(r.resolve(i, p.step, p.from, p.to, p.msg));
+        }
+        if (auto it = top_.find("requirements"); it != top_.end()) read_requirements(it->second);
+        for (auto& [k, v] : top_) {
+            if (k == "format" || k == "topology" || k == "collective" || k == "model" || k == "requirements" || k == "steps")
+                continue;
+            table_.extra_fields.emplace_back(k, v.dump());
+        }
+        table_.sort();
+        return std::move(table_);
+    }
+
+private:
+    struct Fields {
+        std::optional<std::uint64_t> step;
+        std::optional<std::string> from, to, msg;
+        std::string extra;
+        bool bad_step = false;
+    };
+
+    [[noreturn]] void fail(std::string_view what) const { throw InputError(fmt::format("{}: {}", name_, what)); }
+
+    bool scalar(json v) {
+        if (capture_.active()) {
+            capture_.value(std::move(v));
+            if (!capture_.active()) finish_capture();
+            return true;
+        }
+        if (depth_ == 0) fail("expected a JSON object at the top level");
+        if (in_transfers_ && depth_ == 3) {
+            field(std::move(v));
+            return true;
+        }
+        if (in_transfers_) fail(fmt::format("transfers[{}]: expected a transfer object", count_));
+        top_[key_] = std::move(v);
+        if (key_ == "topology") ensure_topology();
+        return true;
+    }
+
+    void finish_capture() {
+        if (in_transfers_ && depth_ == 3) {
+            append_extra(capture_.take());
+            return;
+        }
+        top_[key_] = capture_.take();
+    }
+
+    void append_extra(const json& v) {
+        if (!cur_.extra.empty()) cur_.extra += ", ";
+        cur_.extra += json(key_).dump() + ": " + v.dump();
+    }
+
+    void field(json v) {
+        auto str = [&](std::optional<std::string>& slot) {
+            if (!v.is_string()) fail(fmt::format("transfers[{}]: \"{}\" must be a string, got {}", count_, key_, v.dump()));
+            slot = v.get<std::string>();
+        };
+        if (key_ == "step") {
+            if (v.is_number_unsigned()) cur_.step = v.get<std::uint64_t>();
+            else if (v.is_number_integer()) cur_.step = 0;  // negative: reported as below 1
+            else fail(fmt::format("transfers[{}]: \"step\" must be an integer >= 1, got {}", count_, v.dump()));
+        } else if (key_ == "from") {
+            str(cur_.from);
+        } else if (key_ == "to") {
+            str(cur_.to);
+        } else if (key_ == "msg") {
+            str(cur_.msg);
+        } else {
+            append_extra(v);
+        }
+    }
+
+    void end_transfer() {
+        const char* missing = !cur_.step ? "step" : !cur_.from ? "from" : !cur_.to ? "to" : !cur_.msg ? "msg" : nullptr;
+        if (missing) fail(fmt::format("transfers[{}]: missing \"{}\"", count_, missing));
+        if (!cur_.extra.empty()) table_.transfer_extras.emplace_back(count_, std::move(cur_.extra));
+        if (table_.topology) {
+            table_.transfers.push_back(resolver_->resolve(count_, *cur_.step, *cur_.from, *cur_.to, *cur_.msg));
+        } else {
+            pending_.push_back({*cur_.step, std::move(*cur_.from), std::move(*cur_.to), std::move(*cur_.msg)});
+        }
+        ++count_;
+    }
+
+    void ensure_topology() {
+        if (table_.topology) return;
+        auto it = top_.find("topology");
+        if (it == top_.end()) fail("missing \"topology\" (a spec such as \"ebft:8\")");
+        if (!it->second.is_string()) fail("\"topology\" must be a spec string such as \"ebft:8\"");
+        table_.topology = Topology::parse(it->second.get<std::string>());
+        table_.model = table_.topology->default_model();
+        resolver_.emplace(table_, name_);
+    }
+
+    void read_requirements(const json& list) {
+        if (!list.is_array()) fail("\"requirements\" must be a list of {\"msg\", \"at\"} objects");
+        Messages ms = table_.messages();
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const json& r = list[i];
+            if (!r.is_object() || !r.contains("msg") || !r.contains("at") || !r["msg"].is_string() || !r["at"].is_string())
+                fail(fmt::format("requirements[{}]: expected {{\"msg\": \"m(0,3)\", \"at\": \"3\"}}", i));
+            auto m = ms.parse(r["msg"].get<std::string>());
+            auto at = table_.topology->find_node(r["at"].get<std::string>());
+            if (!m) fail(fmt::format("requirements[{}]: unknown message '{}'", i, r["msg"].get<std::string>()));
+            if (!at || !table_.topology->is_processor(*at))
+                fail(fmt::format("requirements[{}]: '{}' is not a processor", i, r["at"].get<std::string>()));
+            table_.requirements.push_back({*m, *at});
+        }
+    }
+
+    std::string_view name_;
+    int depth_ = 0;
+    bool in_transfers_ = false, seen_transfers_ = false;
+    std::string key_;
+    Capture capture_;
+    Fields cur_;
+    std::uint64_t count_ = 0;
+    std::map<std::string, json> top_;
+    SendTable table_;
+    std::optional<Resolver> resolver_;
+    std::vector<RawTransfer> pending_;
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot open file", path));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    return s;
+}
+
+}  // namespace
+
+SendTable parse_table_json(std::string_view text, std::string_view name) {
+    TableSax sax(name);
+    bool ok = json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, true);
+    if (!ok) {
+        throw InputError(malformed_json(name, text, sax.error_position_.value_or(0), sax.error_text_));
+    }
+    return sax.finish();
+}
+
+/// CSV: optional `# key=value` header lines (format, topology, model, collective), then a
+/// `step,from,to,message` header row and one row per transfer.
+SendTable parse_table_csv(std::string_view text, std::string_view name) {
+    SendTable t;
+    std::string model_text, collective = "custom";
+    std::size_t line_no = 0;
+    bool header = false;
+    std::optional<Resolver> resolver;
+    std::uint64_t count = 0;
+    while (!text.empty()) {
+        std::size_t nl = text.find('\n');
+        std::string_view line = trim(text.substr(0, nl));
+        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+        ++line_no;
+        auto fail = [&](std::string_view what) { throw InputError(fmt::format("{}:{}: {}", name, line_no, what)); };
+        if (line.empty()) continue;
+        if (line[0] == '#') {
+            std::string_view kv = trim(line.substr(1));
+            std::size_t eq = kv.find('=');
+            if (eq == std::string_view::npos) continue;  // a comment
+            std::string_view k = trim(kv.substr(0, eq)), v = trim(kv.substr(eq + 1));
+            if (k == "format" && v != table_format)
+                fail(fmt::format("unknown format version '{}': this collsched reads {}", v, table_format));
+            if (k == "topology") t.topology = Topology::parse(v);
+            if (k == "model") model_text = v;
+            if (k == "collective") collective = v;
+            continue;
+        }
+        if (!header) {
+            if (line != "step,from,to,message") fail(fmt::format("expected the header row 'step,from,to,message', got '{}'", line));
+            if (!t.topology) fail("missing '# topology=SPEC' line before the header row");
+            t.model = apply_model_options(t.topology->default_model(), model_text);
+            t.collective = Collective::parse(collective, *t.topology);
+            resolver.emplace(t, name);
+            header = true;
+            continue;
+        }
+        std::string_view f[4];
+        for (int i = 0; i < 4; ++i) {
+            if (i < 3) {
+                std::size_t c = line.find(',');
+                if (c == std::string_view::npos) fail("expected 4 fields: step,from,to,message");
+                f[i] = trim(line.substr(0, c));
+                line = line.substr(c + 1);
+            } else {
+                f[i] = line;
+                // messages contain a comma (m(s,d)): the rest of the line is the message, unquoted or quoted
+                if (f[i].size() >= 2 && f[i].front() == '"' && f[i].back() == '"') f[i] = f[i].substr(1, f[i].size() - 2);
+            }
+        }
+        std::uint64_t step = 0;
+        auto [p, ec] = std::from_chars(f[0].data(), f[0].data() + f[0].size(), step);
+        if (ec != std::errc{} || p != f[0].data() + f[0].size()) fail(fmt::format("step '{}' is not an integer >= 1", f[0]));
+        try {
+            t.transfers.push_back(resolver->resolve(count++, step, f[1], f[2], f[3]));
+        } catch (const InputError& e) {
+            fail(std::string(e.what()).substr(name.size() + 2));
+        }
+    }
+    if (!header) throw InputError(fmt::format("{}: not a table: no 'step,from,to,message' header row", name));
+    t.sort();
+    return t;
+}
+
+SendTable read_table(const std::string& path) {
+    std::string text = slurp(path);
+    std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) throw InputError(fmt::format("{}: the file is empty (expected a table in JSON or CSV)", path));
+    if (text[first] == '{' || text[first] == '[') return parse_table_json(text, path);
+    return parse_table_csv(text, path);
+}
+
+namespace {
+
+constexpr std::size_t flush_at = 1 << 22;
+
+std::vector<std::string> node_names(const Topology& t) {
+    std::vector<std::string> names(t.nodes());
+    for (std::uint32_t v = 0; v < t.nodes(); ++v) names[v] = t.node_name(Node{v});
+    return names;
+}
+
+}  // namespace
+
+void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
+    auto it = std::back_inserter(out);
+    fmt::format_to(it, "{{\"format\": \"{}\", \"topology\": {},\n \"model\": {},\n \"collective\": \"{}\",\n", table_format,
+                   json(t.topology->spec()).dump(), to_json(t.model).dump(), t.collective.to_string());
+    Messages ms = t.messages();
+    if (!t.requirements.empty()) {
+        fmt::format_to(it, " \"requirements\": [");
+        for (std::size_t i = 0; i < t.requirements.size(); ++i)
+            fmt::format_to(it, "{}{{\"msg\": \"{}\", \"at\": \"{}\"}}", i ? ", " : "", ms.name(t.requirements[i].message),
+                           idx(t.requirements[i].at));
+        fmt::format_to(it, "],\n");
+    }
+    for (const auto& [k, v] : t.extra_fields) fmt::format_to(it, " {}: {},\n", json(k).dump(), v);
+    fmt::format_to(it, " \"steps\": {},\n \"transfers\": [", t.steps());
+    std::vector<std::string> names = node_names(*t.topology);
+    auto extra = t.transfer_extras.begin();
+    for (std::uint64_t i = 0; i < t.transfers.size(); ++i) {
+        const Transfer& x = t.transfers[i];
+        const Channel& c = t.topology->channel(x.channel);
+        fmt::format_to(it, "{}\n  {{\"step\": {}, \"from\": \"{}\", \"to\": \"{}\", \"msg\": \"{}\"", i ? "," : "", x.step,
+                       names[idx(c.from)], names[idx(c.to)], ms.name(x.message));
+        if (extra != t.transfer_extras.end() && extra->first == i) {
+            fmt::format_to(it, ", {}", extra->second);
+            ++extra;
+        }
+        out.push_back('}');
+        if (out.size() > flush_at) flush(out);
+    }
+    fmt::format_to(it, "\n ]}}\n");
+    flush(out);
+}
+
+void write_table_csv(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
+    auto it = std::back_inserter(out);
+    fmt::format_to(it, "# format={}\n# topology={}\n# model={}\n# collective={}\nstep,from,to,message\n", table_format,
+                   t.topology->spec(), to_string(t.model), t.collective.to_string());
+    Messages ms = t.messages();
+    std::vector<std::string> names = node_names(*t.topology);
+    for (const Transfer& x : t.transfers) {
+        const Channel& c = t.topology->channel(x.channel);
+        fmt::format_to(it, "{},{},{},\"{}\"\n", x.step, names[idx(c.from)], names[idx(c.to)], ms.name(x.message));
+        if (out.size() > flush_at) flush(out);
+    }
+    flush(out);
+}
+
+namespace {
+
+std::string collect(void (*writer)(const SendTable&, fmt::memory_buffer&, const Flush&), const SendTable& t) {
+    std::string s;
+    fmt::memory_buffer buf;
+    writer(t, buf, [&](fmt::memory_buffer& b) {
+        s.append(b.data(), b.size());
+        b.clear();
+    });
+    return s;
+}
+
+}  // namespace
+
+std::string table_to_json(const SendTable& t) { return collect(write_table_json, t); }
+std::string table_to_csv(const SendTable& t) { return collect(write_table_csv, t); }
+
+void write_output(const std::string& path, const std::function<void(const Flush&, fmt::memory_buffer&)>& produce) {
+    fmt::memory_buffer buf;
+    if (path == "-") {
+        produce([](fmt::memory_buffer& b) {
+            std::fwrite(b.data(), 1, b.size(), stdout);
+            b.clear();
+        }, buf);
+        std::fflush(stdout);
+        return;
+    }
+    std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw InputError(fmt::format("{}: cannot write (directory missing or not writable)", path));
+    bool failed = false;
+    try {
+        produce([&](fmt::memory_buffer& b) {
+            if (std::fwrite(b.data(), 1, b.size(), f) != b.size()) failed = true;
+            b.clear();
+        }, buf);
+    } catch (...) {
+        std::fclose(f);
+        std::remove(tmp.c_str());
+        throw;
+    }
+    if (std::fclose(f) != 0 || failed) {
+        std::remove(tmp.c_str());
+        throw InputError(fmt::format("{}: write failed (disk full?)", path));
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw InputError(fmt::format("{}: cannot rename the finished file into place", path));
+    }
+}
+
+}  // namespace collsched

@@ -1,0 +1,43 @@
+/** \file
+ * Send tables on disk. The interchange format is JSON (`"format": "collsched.table/1"`,
+ * schema in schema/collsched.table.schema.json, described in docs/formats.md); CSV is an
+ * export with the same content (`# collsched.table/1 ...` header lines, then
+ * `step,from,to,message`). The reader streams through the file with a SAX parser, so a table
+ * of 10^8 transfers never exists as a JSON tree, and it rejects bad input with one line that
+ * says what, where and what was expected (InputError). Output files are written to a temporary
+ * name and renamed, so a failed or interrupted run leaves no partial file.
+ */
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "compiler/send_table.hpp"
+
+namespace collsched {
+
+inline constexpr std::string_view table_format = "collsched.table/1";
+
+/// Reads a table from a JSON or CSV file (decided by its first non-blank character).
+SendTable read_table(const std::string& path);
+/// Parses table JSON held in memory; `name` is used in messages.
+SendTable parse_table_json(std::string_view text, std::string_view name);
+SendTable parse_table_csv(std::string_view text, std::string_view name);
+
+/// Appends the table as JSON or CSV to `out`, calling `flush` whenever the buffer grows large
+/// (so a huge table streams to a file instead of sitting in memory twice).
+using Flush = std::function<void(fmt::memory_buffer&)>;
+void write_table_json(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
+void write_table_csv(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
+
+std::string table_to_json(const SendTable&);
+std::string table_to_csv(const SendTable&);
+
+/// Writes `path` (or stdout when path is "-") through `produce`. Files are written to
+/// `path.tmp.<pid>` and renamed at the end; on an exception the temporary is removed.
+void write_output(const std::string& path, const std::function<void(const Flush&, fmt::memory_buffer&)>& produce);
+
+}  // namespace collsched

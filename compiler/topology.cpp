@@ -1,0 +1,789 @@
+#include "compiler/topology.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/json_error.hpp"
+#include "dsl/diagnostics.hpp"
+
+namespace collsched {
+
+std::string_view to_string(Family f) {
+    switch (f) {
+        case Family::bft: return "bft";
+        case Family::fattree: return "fattree";
+        case Family::ideal: return "ideal";
+        case Family::ring: return "ring";
+        case Family::linear: return "linear";
+        case Family::mesh: return "mesh";
+        case Family::torus: return "torus";
+        case Family::hypercube: return "hypercube";
+        case Family::complete: return "complete";
+        case Family::product: return "product";
+        case Family::graph: return "graph";
+    }
+    return "?";
+}
+
+namespace {
+
+[[noreturn]] void bad_spec(std::string_view spec, std::string_view what) {
+    throw InputError(fmt::format("topology '{}': {}", spec, what));
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+    std::vector<std::string_view> parts;
+    while (true) {
+        std::size_t p = s.find(sep);
+        parts.push_back(s.substr(0, p));
+        if (p == std::string_view::npos) break;
+        s = s.substr(p + 1);
+    }
+    return parts;
+}
+
+std::uint64_t parse_count(std::string_view spec, std::string_view text, std::string_view what) {
+    std::uint64_t v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc{} || p != text.data() + text.size())
+        bad_spec(spec, fmt::format("'{}' is not a valid {} (expected a positive integer)", text, what));
+    return v;
+}
+
+bool is_power_of(std::uint64_t n, std::uint64_t b) {
+    if (n < 1) return false;
+    while (n % b == 0) n /= b;
+    return n == 1;
+}
+
+std::uint32_t log_base(std::uint64_t n, std::uint64_t b) {
+    std::uint32_t l = 0;
+    while (n > 1) {
+        n /= b;
+        ++l;
+    }
+    return l;
+}
+
+void check_processors(std::string_view spec, std::uint64_t n) {
+    if (n > max_processors)
+        bad_spec(spec, fmt::format("{} processors is more than collsched supports ({})", n, max_processors));
+}
+
+void check_channels(std::string_view spec, std::uint64_t c) {
+    if (c > max_channels)
+        bad_spec(spec, fmt::format("{} channels is more than collsched supports ({})", c, max_channels));
+}
+
+/// A tiny evaluator for the ideal fat tree's capacity function w(n): integers, n, + - * / %,
+/// parentheses, log2/log (base 2, floor), sqrt (floor), min, max. Floors keep it integral.
+class CapExpr {
+public:
+    CapExpr(std::string_view spec, std::string_view text) : spec_(spec), text_(text) {}
+
+    std::int64_t eval(std::int64_t n) {
+        n_ = n;
+        pos_ = 0;
+        std::int64_t v = expr();
+        skip();
+        if (pos_ != text_.size()) fail("unexpected text");
+        return v;
+    }
+
+private:
+    [[noreturn]] void fail(std::string_view what) {
+        bad_spec(spec_, fmt::format("in w={}: {} at column {} (expected integers, n, + - * / %, "
+                                    "log2(), sqrt(), min(,), max(,))",
+                                    text_, what, pos_ + 1));
+    }
+    void skip() {
+        while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
+    }
+    bool eat(char c) {
+        skip();
+        if (pos_ < text_.size() && text_[pos_] == c) {
+            ++pos_;
+            return true;
+        }
+        return false;
+    }
+    std::int64_t expr() {
+        std::int64_t v = term();
+        while (true) {
+            if (eat('+')) v += term();
+            else if (eat('-')) v -= term();
+            else return v;
+        }
+    }
+    std::int64_t term() {
+        std::int64_t v = unary();
+        while (true) {
+            if (eat('*')) {
+                v *= unary();
+            } else if (eat('/') || eat('%')) {
+                char op = text_[pos_ - 1];
+                std::int64_t d = unary();
+                if (d == 0) fail("division by zero");
+                v = op == '/' ? v / d : v % d;
+            } else {
+                return v;
+            }
+            if (v > (1ll << 40) || v < -(1ll << 40)) fail("value too large");
+        }
+    }
+    std::int64_t unary() {
+        if (eat('-')) return -unary();
+        return primary();
+    }
+    std::int64_t primary() {
+        skip();
+        if (eat('(')) {
+            std::int64_t v = expr();
+            if (!eat(')')) fail("missing ')'");
+            return v;
+        }
+        std::size_t start = pos_;
+        if (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+            std::int64_t v = 0;
+            while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+                v = v * 10 + (text_[pos_++] - '0');
+                if (v > (1ll << 40)) fail("number too large");
+            }
+            return v;
+        }
+        while (pos_ < text_.size() && std::isalnum(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+        std::string_view word = text_.substr(start, pos_ - start);
+        if (word == "n") return n_;
+        if (word == "log2" || word == "log" || word == "sqrt") {
+            std::int64_t a = primary();
+            if (a < 1) fail(fmt::format("{} of {}", word, a));
+            if (word == "sqrt") {
+                std::int64_t r = 0;
+                while ((r + 1) * (r + 1) <= a) ++r;
+                return r;
+            }
+            std::int64_t l = 0;
+            while (a > 1) {
+                a /= 2;
+                ++l;
+            }
+            return l;
+        }
+        if (word == "min" || word == "max") {
+            if (!eat('(')) fail("expected '('");
+            std::int64_t a = expr();
+            if (!eat(',')) fail("expected ','");
+            std::int64_t b = expr();
+            if (!eat(')')) fail("missing ')'");
+            return word == "min" ? std::min(a, b) : std::max(a, b);
+        }
+        fail(word.empty() ? std::string("expected a value") : fmt::format("unknown name '{}'", word));
+    }
+
+    std::string_view spec_;
+    std::string_view text_;
+    std::size_t pos_ = 0;
+    std::int64_t n_ = 0;
+};
+
+}  // namespace
+
+struct Topology::Impl {
+    static std::shared_ptr<Topology> tree(std::string_view spec, Family fam, std::uint64_t b, std::uint64_t n,
+                                          std::vector<std::uint32_t> caps) {
+        if (b < 2) bad_spec(spec, "the arity must be at least 2");
+        if (n < b || !is_power_of(n, b))
+            bad_spec(spec, fmt::format("{} leaves is not a power of {} (at least {})", n, b, b));
+        check_processors(spec, n);
+        std::uint32_t L = log_base(n, b);
+        if (caps.size() != L)
+            bad_spec(spec, fmt::format("{} capacities given, the tree has {} levels (one capacity per level, leaves first)",
+                                       caps.size(), L));
+        for (std::uint32_t i = 0; i < L; ++i) {
+            if (caps[i] < 1) bad_spec(spec, fmt::format("capacity of level {} is {}; capacities must be at least 1", i + 1, caps[i]));
+            if (fam != Family::ideal && i > 0 && caps[i] < caps[i - 1])
+                bad_spec(spec, fmt::format("capacity pattern decreases at level {} ({} after {}); it must be non-decreasing toward the root",
+                                           i + 1, caps[i], caps[i - 1]));
+        }
+        auto t = std::shared_ptr<Topology>(new Topology());
+        t->spec_ = std::string(spec);
+        t->family_ = fam;
+        t->arity_ = static_cast<std::uint32_t>(b);
+        t->tree_levels_ = L;
+        t->level_caps_ = std::move(caps);
+        t->processors_ = static_cast<std::uint32_t>(n);
+        std::uint64_t per_level = n, first = 0, routers = 0;
+        for (std::uint32_t l = 0; l <= L; ++l) {
+            t->level_first_.push_back(static_cast<std::uint32_t>(first));
+            first += per_level;
+            if (l > 0) routers += per_level;
+            per_level /= b;
+        }
+        t->level_first_.push_back(static_cast<std::uint32_t>(first));
+        t->routers_ = static_cast<std::uint32_t>(routers);
+        std::uint32_t N = t->nodes();
+        t->level_.resize(N);
+        t->parent_.assign(N, Node{std::numeric_limits<std::uint32_t>::max()});
+        t->channels_.reserve(2 * (N - 1));
+        for (std::uint32_t l = 0; l <= L; ++l) {
+            for (std::uint32_t v = t->level_first_[l]; v < t->level_first_[l + 1]; ++v) {
+                t->level_[v] = l;
+                if (l == L) continue;
+                std::uint32_t j = v - t->level_first_[l];
+                Node p{t->level_first_[l + 1] + j / static_cast<std::uint32_t>(b)};
+                t->parent_[v] = p;
+                std::uint32_t cap = t->level_caps_[l];
+                t->channels_.push_back({Node{v}, p, cap, l + 1});
+                t->channels_.push_back({p, Node{v}, cap, l + 1});
+            }
+        }
+        t->finish();
+        return t;
+    }
+
+    static std::shared_ptr<Topology> base(std::string_view spec, Family fam, std::uint64_t n) {
+        if (n < 1) bad_spec(spec, "the size must be at least 1");
+        check_processors(spec, n);
+        if (fam == Family::complete) check_channels(spec, n * (n - 1));
+        auto t = std::shared_ptr<Topology>(new Topology());
+        t->spec_ = std::string(spec);
+        t->family_ = fam;
+        t->processors_ = static_cast<std::uint32_t>(n);
+        std::uint32_t N = t->processors_;
+        auto add = [&](std::uint32_t u, std::uint32_t v) {
+            if (u != v) t->channels_.push_back({Node{u}, Node{v}, 1, 0});
+        };
+        if (fam == Family::complete) {
+            for (std::uint32_t u = 0; u < N; ++u)
+                for (std::uint32_t v = 0; v < N; ++v) add(u, v);
+        } else {
+            for (std::uint32_t u = 0; u + 1 < N; ++u) {
+                add(u, u + 1);
+                add(u + 1, u);
+            }
+            if (fam == Family::ring && N > 2) {
+                add(N - 1, 0);
+                add(0, N - 1);
+            }
+        }
+        t->finish();
+        return t;
+    }
+
+    static std::shared_ptr<Topology> product(std::string_view spec, Family fam,
+                                             std::vector<std::shared_ptr<const Topology>> factors,
+                                             bool lowest_first) {
+        std::uint64_t n = 1, chans = 0;
+        for (const auto& f : factors) {
+            if (f->routers() != 0) bad_spec(spec, fmt::format("factor '{}' has routers; products take graphs of processors only", f->spec()));
+            n *= f->processors();
+            check_processors(spec, n);
+        }
+        for (const auto& f : factors) chans += n / f->processors() * f->channels().size();
+        check_channels(spec, chans);
+        auto t = std::shared_ptr<Topology>(new Topology());
+        t->spec_ = std::string(spec);
+        t->family_ = fam;
+        t->processors_ = static_cast<std::uint32_t>(n);
+        std::size_t k = factors.size();
+        t->strides_.assign(k, 1);
+        for (std::size_t i = k; i-- > 1;) t->strides_[i - 1] = t->strides_[i] * factors[i]->processors();
+        for (const auto& f : factors) t->dims_.push_back(f->processors());
+        for (std::size_t i = 0; i < k; ++i) t->route_order_.push_back(static_cast<std::uint32_t>(lowest_first ? k - 1 - i : i));
+        t->channels_.reserve(chans);
+        for (std::uint32_t v = 0; v < n; ++v) {
+            for (std::size_t i = 0; i < k; ++i) {
+                std::uint32_t c = v / t->strides_[i] % t->dims_[i];
+                for (ChannelId fc : factors[i]->out_channels(Node{c})) {
+                    const Channel& ch = factors[i]->channel(fc);
+                    std::uint32_t w = v + (idx(ch.to) - c) * t->strides_[i];  // unsigned wrap is intended
+                    t->channels_.push_back({Node{v}, Node{w}, ch.cap, 0});
+                }
+            }
+        }
+        t->factors_ = std::move(factors);
+        t->finish();
+        return t;
+    }
+
+    static std::shared_ptr<Topology> graph(std::string_view spec, std::string_view file);
+};
+
+namespace {
+
+std::string read_file_text(std::string_view spec, std::string_view file) {
+    std::ifstream in{std::string(file), std::ios::binary};
+    if (!in) bad_spec(spec, fmt::format("cannot open graph file '{}'", file));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace
+
+/// Graph file: {"processors": P, "routers": R (optional), "edges": [[u, v], [u, v, cap], ...]}
+/// or edges as {"from": u, "to": v, "cap": c}; nodes are processor numbers or router names
+/// "r1.<i>". Every edge is a bidirectional link (one channel each way).
+std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::string_view file) {
+    std::string text = read_file_text(spec, file);
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(malformed_json(file, text, e.byte, e.what(), "JSON graph"));
+    }
+    auto where = [&](std::string_view what) { return fmt::format("{}: {}", file, what); };
+    if (!j.is_object() || !j.contains("processors") || !j["processors"].is_number_unsigned() || !j.contains("edges") ||
+        !j["edges"].is_array())
+        throw InputError(where("expected {\"processors\": P, \"edges\": [[u, v], ...]} (optional \"routers\": R)"));
+    std::uint64_t P = j["processors"].get<std::uint64_t>();
+    std::uint64_t R = j.value("routers", std::uint64_t{0});
+    if (P < 1) throw InputError(where("\"processors\" must be at least 1"));
+    check_processors(spec, P);
+    if (P + R > 4096) throw InputError(where(fmt::format("{} nodes; graph topologies are limited to 4096 nodes", P + R)));
+    auto t = std::shared_ptr<Topology>(new Topology());
+    t->spec_ = std::string(spec);
+    t->family_ = Family::graph;
+    t->processors_ = static_cast<std::uint32_t>(P);
+    t->routers_ = static_cast<std::uint32_t>(R);
+    std::size_t e_index = 0;
+    auto node_of = [&](const nlohmann::json& v) -> std::uint32_t {
+        std::optional<Node> n;
+        if (v.is_number_unsigned()) {
+            if (v.get<std::uint64_t>() < P) n = Node{v.get<std::uint32_t>()};
+        } else if (v.is_string()) {
+            n = t->find_node(v.get<std::string>());
+        }
+        if (!n) throw InputError(where(fmt::format("edges[{}]: node {} does not exist (processors 0..{}{})", e_index, v.dump(),
+                                                    P - 1, R ? fmt::format(", routers r1.0..r1.{}", R - 1) : "")));
+        return idx(*n);
+    };
+    for (const auto& e : j["edges"]) {
+        std::uint32_t u, v, cap = 1;
+        if (e.is_array() && (e.size() == 2 || e.size() == 3)) {
+            u = node_of(e[0]);
+            v = node_of(e[1]);
+            if (e.size() == 3) {
+                if (!e[2].is_number_unsigned() || e[2].get<std::uint64_t>() < 1 || e[2].get<std::uint64_t>() > 1u << 30)
+                    throw InputError(where(fmt::format("edges[{}]: capacity {} must be a positive integer", e_index, e[2].dump())));
+                cap = e[2].get<std::uint32_t>();
+            }
+        } else if (e.is_object() && e.contains("from") && e.contains("to")) {
+            u = node_of(e["from"]);
+            v = node_of(e["to"]);
+            if (e.contains("cap")) {
+                if (!e["cap"].is_number_unsigned() || e["cap"].get<std::uint64_t>() < 1 || e["cap"].get<std::uint64_t>() > 1u << 30)
+                    throw InputError(where(fmt::format("edges[{}]: capacity {} must be a positive integer", e_index, e["cap"].dump())));
+                cap = e["cap"].get<std::uint32_t>();
+            }
+        } else {
+            throw InputError(where(fmt::format("edges[{}]: expected [u, v], [u, v, cap] or {{\"from\", \"to\", \"cap\"}}", e_index)));
+        }
+        if (u == v) throw InputError(where(fmt::format("edges[{}]: a self-loop on {}", e_index, t->node_name(Node{u}))));
+        t->channels_.push_back({Node{u}, Node{v}, cap, 0});
+        t->channels_.push_back({Node{v}, Node{u}, cap, 0});
+        ++e_index;
+    }
+    std::sort(t->channels_.begin(), t->channels_.end(),
+              [](const Channel& a, const Channel& b) { return std::pair(a.from, a.to) < std::pair(b.from, b.to); });
+    for (std::size_t i = 1; i < t->channels_.size(); ++i)
+        if (t->channels_[i].from == t->channels_[i - 1].from && t->channels_[i].to == t->channels_[i - 1].to)
+            throw InputError(where(fmt::format("the edge {} -- {} is listed twice (give one edge with a capacity instead)",
+                                               t->node_name(t->channels_[i].from), t->node_name(t->channels_[i].to))));
+    t->finish();
+    // Next hops by BFS from every destination, ties to the lowest-numbered neighbour.
+    std::uint32_t N = t->nodes();
+    t->next_.assign(std::size_t{N} * N, Node{0});
+    std::vector<std::uint32_t> dist(N), queue(N);
+    constexpr std::uint32_t inf = std::numeric_limits<std::uint32_t>::max();
+    for (std::uint32_t d = 0; d < N; ++d) {
+        std::fill(dist.begin(), dist.end(), inf);
+        std::size_t head = 0, tail = 0;
+        dist[d] = 0;
+        queue[tail++] = d;
+        while (head < tail) {
+            std::uint32_t x = queue[head++];
+            for (ChannelId c : t->in_channels(Node{x})) {
+                std::uint32_t y = idx(t->channel(c).from);
+                if (dist[y] == inf) {
+                    dist[y] = dist[x] + 1;
+                    queue[tail++] = y;
+                }
+            }
+        }
+        for (std::uint32_t at = 0; at < N; ++at) {
+            if (dist[at] == inf)
+                throw InputError(where(fmt::format("the graph is not connected: no path from {} to {}", t->node_name(Node{at}),
+                                                   t->node_name(Node{d}))));
+            if (at == d) continue;
+            std::uint32_t best = inf;
+            for (ChannelId c : t->out_channels(Node{at})) {
+                std::uint32_t y = idx(t->channel(c).to);
+                if (dist[y] + 1 == dist[at]) best = std::min(best, y);
+            }
+            t->next_[std::size_t{d} * N + at] = Node{best};
+        }
+    }
+    return t;
+}
+
+void Topology::finish() {
+    std::sort(channels_.begin(), channels_.end(),
+              [](const Channel& a, const Channel& b) { return std::pair(a.from, a.to) < std::pair(b.from, b.to); });
+    channels_.erase(std::unique(channels_.begin(), channels_.end(),
+                                [](const Channel& a, const Channel& b) { return a.from == b.from && a.to == b.to; }),
+                    channels_.end());
+    std::uint32_t N = nodes();
+    out_begin_.assign(N + 1, 0);
+    in_begin_.assign(N + 1, 0);
+    for (const Channel& c : channels_) {
+        ++out_begin_[idx(c.from) + 1];
+        ++in_begin_[idx(c.to) + 1];
+    }
+    std::partial_sum(out_begin_.begin(), out_begin_.end(), out_begin_.begin());
+    std::partial_sum(in_begin_.begin(), in_begin_.end(), in_begin_.begin());
+    out_ids_.resize(channels_.size());
+    in_ids_.resize(channels_.size());
+    std::vector<std::uint32_t> fill_in(in_begin_.begin(), in_begin_.end() - 1);
+    for (std::uint32_t i = 0; i < channels_.size(); ++i) {
+        out_ids_[i] = ChannelId{i};  // channels are sorted by from, so out lists are contiguous
+        in_ids_[fill_in[idx(channels_[i].to)]++] = ChannelId{i};
+    }
+}
+
+std::optional<ChannelId> Topology::find_channel(Node from, Node to) const {
+    if (idx(from) >= nodes() || idx(to) >= nodes()) return std::nullopt;
+    auto outs = out_channels(from);
+    auto it = std::lower_bound(outs.begin(), outs.end(), to,
+                               [&](ChannelId c, Node t) { return idx(channels_[idx(c)].to) < idx(t); });
+    if (it != outs.end() && channels_[idx(*it)].to == to) return *it;
+    return std::nullopt;
+}
+
+std::string Topology::node_name(Node n) const {
+    std::uint32_t v = idx(n);
+    if (v < processors_) return std::to_string(v);
+    if (is_tree()) {
+        std::uint32_t l = level_[v];
+        return fmt::format("r{}.{}", l, v - level_first_[l]);
+    }
+    return fmt::format("r1.{}", v - processors_);
+}
+
+std::optional<Node> Topology::find_node(std::string_view s) const {
+    auto number = [](std::string_view t) -> std::optional<std::uint32_t> {
+        std::uint32_t v = 0;
+        if (t.empty() || (t.size() > 1 && t[0] == '0')) return std::nullopt;
+        auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (ec != std::errc{} || p != t.data() + t.size()) return std::nullopt;
+        return v;
+    };
+    if (!s.empty() && s[0] == 'r') {
+        std::size_t dot = s.find('.');
+        if (dot == std::string_view::npos) return std::nullopt;
+        auto l = number(s.substr(1, dot - 1));
+        auto i = number(s.substr(dot + 1));
+        if (!l || !i) return std::nullopt;
+        if (is_tree()) {
+            if (*l < 1 || *l > tree_levels_ || *i >= level_first_[*l + 1] - level_first_[*l]) return std::nullopt;
+            return Node{level_first_[*l] + *i};
+        }
+        if (*l != 1 || *i >= routers_) return std::nullopt;
+        return Node{processors_ + *i};
+    }
+    if (!s.empty() && s[0] == '(' && s.back() == ')' && !dims_.empty()) {
+        auto parts = split(s.substr(1, s.size() - 2), ',');
+        if (parts.size() != dims_.size()) return std::nullopt;
+        std::uint32_t v = 0;
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            std::string_view p = parts[i];
+            while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
+            while (!p.empty() && p.back() == ' ') p.remove_suffix(1);
+            auto c = number(p);
+            if (!c || *c >= dims_[i]) return std::nullopt;
+            v += *c * strides_[i];
+        }
+        return Node{v};
+    }
+    auto v = number(s);
+    if (!v || *v >= processors_) return std::nullopt;
+    return Node{*v};
+}
+
+void Topology::route(Node src, Node dst, std::vector<ChannelId>& out) const {
+    COLLSCHED_ASSERT(idx(src) < nodes() && idx(dst) < nodes());
+    if (src == dst) return;
+    auto must = [&](Node a, Node b) {
+        auto c = find_channel(a, b);
+        COLLSCHED_ASSERT(c.has_value());
+        return *c;
+    };
+    if (is_tree()) {
+        std::uint32_t a = idx(src), b = idx(dst);
+        std::vector<ChannelId> down;
+        while (level_[a] < level_[b]) {
+            out.push_back(must(Node{a}, parent_[a]));
+            a = idx(parent_[a]);
+        }
+        while (level_[b] < level_[a]) {
+            down.push_back(must(parent_[b], Node{b}));
+            b = idx(parent_[b]);
+        }
+        while (a != b) {
+            out.push_back(must(Node{a}, parent_[a]));
+            a = idx(parent_[a]);
+            down.push_back(must(parent_[b], Node{b}));
+            b = idx(parent_[b]);
+        }
+        out.insert(out.end(), down.rbegin(), down.rend());
+        return;
+    }
+    switch (family_) {
+        case Family::ring: {
+            std::uint32_t n = processors_, s = idx(src), d = idx(dst);
+            std::uint32_t fwd = (d + n - s) % n;
+            bool up = fwd <= n - fwd;
+            for (std::uint32_t at = s; at != d;) {
+                std::uint32_t nx = up ? (at + 1) % n : (at + n - 1) % n;
+                out.push_back(must(Node{at}, Node{nx}));
+                at = nx;
+            }
+            return;
+        }
+        case Family::linear: {
+            std::uint32_t s = idx(src), d = idx(dst);
+            for (std::uint32_t at = s; at != d;) {
+                std::uint32_t nx = at < d ? at + 1 : at - 1;
+                out.push_back(must(Node{at}, Node{nx}));
+                at = nx;
+            }
+            return;
+        }
+        case Family::complete: out.push_back(must(src, dst)); return;
+        case Family::graph: {
+            std::uint32_t N = nodes();
+            for (Node at = src; at != dst;) {
+                Node nx = next_[std::size_t{idx(dst)} * N + idx(at)];
+                out.push_back(must(at, nx));
+                at = nx;
+            }
+            return;
+        }
+        default: break;
+    }
+    // Products: correct one coordinate at a time, each by its factor's route.
+    std::uint32_t at = idx(src);
+    std::vector<ChannelId> fr;
+    for (std::uint32_t i : route_order_) {
+        std::uint32_t c = at / strides_[i] % dims_[i];
+        std::uint32_t want = idx(dst) / strides_[i] % dims_[i];
+        fr.clear();
+        factors_[i]->route(Node{c}, Node{want}, fr);
+        for (ChannelId fc : fr) {
+            const Channel& ch = factors_[i]->channel(fc);
+            std::uint32_t nx = at + (idx(ch.to) - idx(ch.from)) * strides_[i];
+            out.push_back(must(Node{at}, Node{nx}));
+            at = nx;
+        }
+    }
+    COLLSCHED_ASSERT(at == idx(dst));
+}
+
+std::uint32_t Topology::distance(Node src, Node dst) const {
+    if (is_tree()) {
+        std::uint32_t a = idx(src), b = idx(dst), d = 0;
+        while (a != b) {
+            if (level_[a] < level_[b]) {
+                a = idx(parent_[a]);
+                d += 1;
+            } else if (level_[b] < level_[a]) {
+                b = idx(parent_[b]);
+                d += 1;
+            } else {
+                a = idx(parent_[a]);
+                b = idx(parent_[b]);
+                d += 2;
+            }
+        }
+        return d;
+    }
+    thread_local std::vector<ChannelId> r;
+    r.clear();
+    route(src, dst, r);
+    return static_cast<std::uint32_t>(r.size());
+}
+
+std::uint32_t Topology::diameter() const {
+    if (is_tree()) return 2 * tree_levels_;
+    std::uint32_t best = 0;
+    std::uint32_t P = processors_;
+    if (std::uint64_t{P} * P > (1u << 22)) {
+        for (std::uint32_t d = 0; d < P; ++d) best = std::max(best, distance(Node{0}, Node{d}));
+        return best;  // vertex-transitive families; a bound for the others
+    }
+    for (std::uint32_t s = 0; s < P; ++s)
+        for (std::uint32_t d = 0; d < P; ++d) best = std::max(best, distance(Node{s}, Node{d}));
+    return best;
+}
+
+Model Topology::default_model() const {
+    Model m;
+    if (family_ == Family::ideal) {
+        m.ports = Ports::single;
+        m.queues = QueueKind::none;
+    }
+    return m;
+}
+
+std::string Topology::to_dot() const {
+    std::string out = fmt::format("digraph \"{}\" {{\n  node [shape=circle];\n", spec_);
+    for (std::uint32_t v = 0; v < nodes(); ++v) {
+        bool proc = v < processors_;
+        out += fmt::format("  \"{}\" [shape={}];\n", node_name(Node{v}), proc ? "box" : "circle");
+    }
+    for (std::uint32_t i = 0; i < channels_.size(); ++i) {
+        const Channel& c = channels_[i];
+        auto back = find_channel(c.to, c.from);
+        if (back && channels_[idx(*back)].cap == c.cap) {
+            if (idx(c.from) > idx(c.to)) continue;
+            out += fmt::format("  \"{}\" -> \"{}\" [dir=both, label=\"{}\"];\n", node_name(c.from), node_name(c.to), c.cap);
+        } else {
+            out += fmt::format("  \"{}\" -> \"{}\" [label=\"{}\"];\n", node_name(c.from), node_name(c.to), c.cap);
+        }
+    }
+    out += "}\n";
+    return out;
+}
+
+std::string Topology::to_json() const {
+    std::string out = fmt::format("{{\"topology\": {}, \"family\": \"{}\",\n \"processors\": [", nlohmann::json(spec_).dump(),
+                                  to_string(family_));
+    for (std::uint32_t v = 0; v < processors_; ++v) out += fmt::format("{}\"{}\"", v ? ", " : "", v);
+    out += "],\n \"routers\": [";
+    for (std::uint32_t v = processors_; v < nodes(); ++v)
+        out += fmt::format("{}\"{}\"", v > processors_ ? ", " : "", node_name(Node{v}));
+    out += "],\n \"channels\": [";
+    for (std::size_t i = 0; i < channels_.size(); ++i) {
+        const Channel& c = channels_[i];
+        out += fmt::format("{}\n  {{\"from\": \"{}\", \"to\": \"{}\", \"cap\": {}", i ? "," : "", node_name(c.from),
+                           node_name(c.to), c.cap);
+        if (is_tree()) out += fmt::format(", \"level\": {}", c.level);
+        out += "}";
+    }
+    out += "]}\n";
+    return out;
+}
+
+std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
+    if (spec.empty()) bad_spec(spec, "empty spec");
+    std::size_t colon = spec.find(':');
+    std::string_view fam = spec.substr(0, colon);
+    std::string_view rest = colon == std::string_view::npos ? std::string_view{} : spec.substr(colon + 1);
+    auto need_rest = [&](std::string_view form) {
+        if (rest.empty()) bad_spec(spec, fmt::format("missing size: expected {}", form));
+    };
+    auto caps_list = [&](std::string_view text) {
+        std::vector<std::uint32_t> caps;
+        for (std::string_view c : split(text, ',')) {
+            std::uint64_t v = parse_count(spec, c, "capacity");
+            if (v > (1u << 30)) bad_spec(spec, fmt::format("capacity {} is too large", v));
+            caps.push_back(static_cast<std::uint32_t>(v));
+        }
+        return caps;
+    };
+    auto tree_size = [&](std::string_view text, std::uint64_t b) {
+        std::uint64_t n = parse_count(spec, text, "number of leaves");
+        if (n > max_processors) check_processors(spec, n);
+        if (n < b || !is_power_of(n, b)) bad_spec(spec, fmt::format("{} leaves is not a power of {} (at least {})", n, b, b));
+        return n;
+    };
+    if (fam == "ebft" || fam == "cbft") {
+        need_rest(fmt::format("{}:N with N a power of two", fam));
+        std::uint64_t n = tree_size(rest, 2);
+        std::vector<std::uint32_t> caps;
+        for (std::uint32_t i = 1; i <= log_base(n, 2); ++i) caps.push_back(fam == "ebft" ? 1u << (i - 1) : 1u);
+        return Impl::tree(spec, Family::bft, 2, n, std::move(caps));
+    }
+    if (fam == "bft") {
+        auto parts = split(rest, ':');
+        if (rest.empty() || parts.size() != 2) bad_spec(spec, "expected bft:N:c1,c2,...,cL (one capacity per level, leaves first)");
+        std::uint64_t n = tree_size(parts[0], 2);
+        return Impl::tree(spec, Family::bft, 2, n, caps_list(parts[1]));
+    }
+    if (fam == "fattree") {
+        auto parts = split(rest, ':');
+        if (rest.empty() || parts.size() != 3) bad_spec(spec, "expected fattree:B:N:c1,...,cL (arity, leaves, capacities per level)");
+        std::uint64_t b = parse_count(spec, parts[0], "arity");
+        if (b < 2 || b > 1024) bad_spec(spec, "the arity must be between 2 and 1024");
+        std::uint64_t n = tree_size(parts[1], b);
+        return Impl::tree(spec, Family::fattree, b, n, caps_list(parts[2]));
+    }
+    if (fam == "ideal") {
+        auto parts = split(rest, ':');
+        if (rest.empty() || parts.size() > 2) bad_spec(spec, "expected ideal:N or ideal:N:w=EXPR (w of the subtree size n)");
+        std::uint64_t n = tree_size(parts[0], 2);
+        std::string_view w = parts.size() == 2 ? parts[1] : std::string_view("w=1");
+        if (w.substr(0, 2) != "w=") bad_spec(spec, fmt::format("'{}': expected w=EXPR, for example w=n or w=log2(n)+1", w));
+        CapExpr expr(spec, w.substr(2));
+        std::vector<std::uint32_t> caps;
+        for (std::uint32_t i = 1; i <= log_base(n, 2); ++i) {
+            std::int64_t sub = std::int64_t{1} << (i - 1);
+            std::int64_t c = expr.eval(sub);
+            if (c < 1 || c > (1ll << 30))
+                bad_spec(spec, fmt::format("w({}) = {}; capacities must be between 1 and 2^30", sub, c));
+            caps.push_back(static_cast<std::uint32_t>(c));
+        }
+        return Impl::tree(spec, Family::ideal, 2, n, std::move(caps));
+    }
+    if (fam == "ring" || fam == "linear" || fam == "complete") {
+        need_rest(fmt::format("{}:N", fam));
+        std::uint64_t n = parse_count(spec, rest, "size");
+        if (n < 2) bad_spec(spec, "the size must be at least 2");
+        return Impl::base(spec, fam == "ring" ? Family::ring : fam == "linear" ? Family::linear : Family::complete, n);
+    }
+    if (fam == "mesh" || fam == "torus") {
+        need_rest(fmt::format("{}:AxB[x...]", fam));
+        std::vector<std::shared_ptr<const Topology>> factors;
+        std::uint64_t total = 1;
+        for (std::string_view d : split(rest, 'x')) {
+            std::uint64_t a = parse_count(spec, d, "dimension");
+            if (a < 2) bad_spec(spec, fmt::format("dimension {} must be at least 2", a));
+            total *= a;
+            check_processors(spec, total);
+            factors.push_back(Impl::base(fmt::format("{}:{}", fam == "mesh" ? "linear" : "ring", a),
+                                         fam == "mesh" ? Family::linear : Family::ring, a));
+        }
+        return Impl::product(spec, fam == "mesh" ? Family::mesh : Family::torus, std::move(factors), false);
+    }
+    if (fam == "hypercube") {
+        need_rest("hypercube:D");
+        std::uint64_t d = parse_count(spec, rest, "dimension");
+        if (d < 1 || d > 15) bad_spec(spec, "the dimension must be between 1 and 15");
+        std::vector<std::shared_ptr<const Topology>> factors;
+        for (std::uint64_t i = 0; i < d; ++i) factors.push_back(Impl::base("linear:2", Family::linear, 2));
+        return Impl::product(spec, Family::hypercube, std::move(factors), true);
+    }
+    if (fam == "product") {
+        need_rest("product:SPEC*SPEC[*...]");
+        std::vector<std::shared_ptr<const Topology>> factors;
+        for (std::string_view f : split(rest, '*')) factors.push_back(parse(f));
+        if (factors.size() < 2) bad_spec(spec, "a product needs at least two factors separated by '*'");
+        return Impl::product(spec, Family::product, std::move(factors), false);
+    }
+    if (fam == "graph") {
+        need_rest("graph:FILE.json");
+        return Impl::graph(spec, rest);
+    }
+    bad_spec(spec, fmt::format("unknown family '{}': expected ebft, cbft, bft, fattree, ideal, ring, linear, mesh, torus, "
+                               "hypercube, complete, product or graph",
+                               fam));
+}
+
+}  // namespace collsched

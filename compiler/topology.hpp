@@ -1,0 +1,131 @@
+/** \file
+ * Topologies (DESIGN.md section 2): nodes, channels with capacities, node names and the
+ * deterministic routing function of every family. A topology is built from a spec string
+ * (`ebft:8`, `torus:3x5`, `product:ring:3*ring:5`, `graph:FILE.json`, ...) and is immutable
+ * afterwards. Processors are nodes 0..P-1, routers follow; channels are sorted by (from, to) and
+ * there is at most one channel per ordered pair of nodes.
+ *
+ * Routing rules (also in docs/topologies.md):
+ *  - trees (bft, cbft, ebft, fattree, ideal): the unique path, up to the lowest common ancestor
+ *    and down again;
+ *  - ring: the shorter way round; a tie (distance n/2) goes the increasing way (i -> i+1);
+ *  - linear, complete: the only shortest path;
+ *  - mesh, torus, product: dimension by dimension in the order written (the first dimension,
+ *    which is the most significant in the row-major numbering, first), each by its factor's rule;
+ *  - hypercube: e-cube, lowest differing bit first;
+ *  - graph: shortest paths; at each node the next hop is the lowest-numbered neighbour that is
+ *    one step closer to the destination.
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ids.hpp"
+#include "compiler/model.hpp"
+
+namespace collsched {
+
+enum class Family : std::uint8_t { bft, fattree, ideal, ring, linear, mesh, torus, hypercube, complete, product, graph };
+
+std::string_view to_string(Family);
+
+struct Channel {
+    Node from;
+    Node to;
+    std::uint32_t cap;
+    std::uint32_t level;  ///< fat trees: the branch level i (between levels i-1 and i); else 0
+    bool operator==(const Channel&) const = default;
+};
+
+/// Most processors a topology may have: messages m(s,d), b(s), a(s) are numbered densely in 32 bits.
+inline constexpr std::uint32_t max_processors = 65534;
+/// Most channels a topology may have (bounds memory before anything is allocated).
+inline constexpr std::uint64_t max_channels = 1ull << 27;
+
+class Topology {
+public:
+    /// Builds a topology from its spec. Throws InputError with what was wrong and what was expected.
+    static std::shared_ptr<const Topology> parse(std::string_view spec);
+
+    const std::string& spec() const { return spec_; }
+    Family family() const { return family_; }
+    std::uint32_t processors() const { return processors_; }
+    std::uint32_t routers() const { return routers_; }
+    std::uint32_t nodes() const { return processors_ + routers_; }
+    bool is_processor(Node n) const { return idx(n) < processors_; }
+
+    std::span<const Channel> channels() const { return channels_; }
+    const Channel& channel(ChannelId c) const { return channels_[idx(c)]; }
+    std::span<const ChannelId> out_channels(Node n) const {
+        return {out_ids_.data() + out_begin_[idx(n)], out_ids_.data() + out_begin_[idx(n) + 1]};
+    }
+    std::span<const ChannelId> in_channels(Node n) const {
+        return {in_ids_.data() + in_begin_[idx(n)], in_ids_.data() + in_begin_[idx(n) + 1]};
+    }
+    /// The channel from -> to, if the two nodes are adjacent.
+    std::optional<ChannelId> find_channel(Node from, Node to) const;
+
+    /// Processors: decimal; fat-tree routers `r<level>.<index>`; graph routers `r1.<index>`.
+    std::string node_name(Node n) const;
+    /// Accepts node_name() spellings and, for mesh, torus and product, `(x,y,...)` coordinates.
+    std::optional<Node> find_node(std::string_view name) const;
+
+    /// Tree families: levels 1..L of the routers (0 for processors), the number of levels L, the arity.
+    std::uint32_t level(Node n) const { return level_.empty() ? 0 : level_[idx(n)]; }
+    std::uint32_t tree_levels() const { return tree_levels_; }
+    std::uint32_t arity() const { return arity_; }
+    bool is_tree() const { return family_ == Family::bft || family_ == Family::fattree || family_ == Family::ideal; }
+    /// Capacities per tree level 1..L (index 0 is level 1).
+    const std::vector<std::uint32_t>& level_caps() const { return level_caps_; }
+
+    /// Mesh, torus, product and hypercube: the factor sizes, first factor most significant.
+    const std::vector<std::uint32_t>& dims() const { return dims_; }
+
+    /// Appends the channels of the route from src to dst (empty when src == dst).
+    void route(Node src, Node dst, std::vector<ChannelId>& out) const;
+    std::vector<ChannelId> route(Node src, Node dst) const {
+        std::vector<ChannelId> r;
+        route(src, dst, r);
+        return r;
+    }
+    std::uint32_t distance(Node src, Node dst) const;
+    std::uint32_t diameter() const;
+
+    /// The family's default model (the ideal fat tree: single ports, no queues; others: hop, multi).
+    Model default_model() const;
+
+    /// Graphviz DOT and the JSON description (processors, routers, channels with from/to/cap).
+    std::string to_dot() const;
+    std::string to_json() const;
+
+    struct Impl;  // construction helpers (topology.cpp)
+
+private:
+    Topology() = default;
+    void finish();  // sorts channels, builds adjacency
+
+    std::string spec_;
+    Family family_ = Family::graph;
+    std::uint32_t processors_ = 0;
+    std::uint32_t routers_ = 0;
+    std::vector<Channel> channels_;
+    std::vector<std::uint32_t> out_begin_, in_begin_;
+    std::vector<ChannelId> out_ids_, in_ids_;
+    // trees
+    std::uint32_t arity_ = 0, tree_levels_ = 0;
+    std::vector<std::uint32_t> level_caps_, level_, level_first_;  // level_first_[l]: first node id of level l
+    std::vector<Node> parent_;
+    // products (mesh, torus, hypercube, product): factors, first most significant
+    std::vector<std::shared_ptr<const Topology>> factors_;
+    std::vector<std::uint32_t> dims_, strides_, route_order_;
+    // graph: next hop table, next_[dst * nodes + at]
+    std::vector<Node> next_;
+};
+
+}  // namespace collsched

@@ -1,0 +1,73 @@
+#include "dsl/diagnostics.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace collsched {
+
+void Diagnostics::error(std::string code, SourceLoc loc, std::string message) {
+    list_.push_back({Severity::error, std::move(code), loc, std::move(message)});
+    ++errors_;
+}
+
+void Diagnostics::note(SourceLoc loc, std::string message) {
+    list_.push_back({Severity::note, {}, loc, std::move(message)});
+}
+
+namespace {
+
+std::string_view line_of(std::string_view text, std::uint32_t line) {
+    std::size_t begin = 0;
+    for (std::uint32_t l = 1; l < line; ++l) {
+        std::size_t nl = text.find('\n', begin);
+        if (nl == std::string_view::npos) return {};
+        begin = nl + 1;
+    }
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view s = text.substr(begin, end - begin);
+    if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
+    return s;
+}
+
+}  // namespace
+
+std::string Diagnostics::render() const {
+    std::string out;
+    for (const Diagnostic& d : list_) {
+        std::string head = d.severity == Severity::error ? fmt::format("error[{}]", d.code) : "note";
+        if (d.loc.known())
+            out += fmt::format("{}:{}:{}: {}: {}\n", file_, d.loc.line, d.loc.column, head, d.message);
+        else
+            out += fmt::format("{}: {}: {}\n", file_, head, d.message);
+        if (!d.loc.known()) continue;
+        std::string_view src = line_of(text_, d.loc.line);
+        out += fmt::format("  {}\n  ", src);
+        for (std::uint32_t c = 1; c < d.loc.column && c - 1 < src.size(); ++c)
+            out += src[c - 1] == '\t' ? '\t' : ' ';
+        out += "^\n";
+    }
+    return out;
+}
+
+SourceLoc location_of(std::string_view text, std::size_t offset) {
+    SourceLoc loc{1, 1};
+    for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+        if (text[i] == '\n') {
+            ++loc.line;
+            loc.column = 1;
+        } else {
+            ++loc.column;
+        }
+    }
+    return loc;
+}
+
+void assertion_failed(const char* expr, const char* file, int line) {
+    std::fprintf(stderr, "collsched: internal error: assertion `%s` failed at %s:%d\n", expr, file, line);
+    std::abort();
+}
+
+}  // namespace collsched

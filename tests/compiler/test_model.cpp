@@ -1,0 +1,50 @@
+// Models: the key=value option syntax, defaults, and the JSON form.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/model.hpp"
+#include "dsl/diagnostics.hpp"
+
+using namespace collsched;
+
+TEST_CASE("model: options apply on top of a base") {
+    Model m = apply_model_options(Model{}, "ports=half,queues=none");
+    CHECK(m.ports == Ports::half);
+    CHECK(m.queues == QueueKind::none);
+    CHECK(m.timing == Timing::hop);
+    CHECK(to_string(m) == "timing=hop,ports=half,queues=none,replicate=no");
+    m = apply_model_options(m, "queues=4,replicate=yes");
+    CHECK(m.queues == QueueKind::bounded);
+    CHECK(m.queue_bound == 4);
+    CHECK(m.replicate);
+    m = apply_model_options(Model{}, "timing=wormhole,ts=1,tc=0.01");
+    CHECK(m.timing == Timing::wormhole);
+    CHECK(m.tc == doctest::Approx(0.01));
+    CHECK(to_string(m) == "timing=wormhole,ts=1,tc=0.01,ports=multi,queues=unbounded,replicate=no");
+}
+
+TEST_CASE("model: bad options name the key and the accepted values") {
+    auto err = [](std::string_view s) {
+        try {
+            apply_model_options(Model{}, s);
+        } catch (const InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(err("ports=duplex") == "model: bad value 'duplex' for 'ports': expected multi, single or half");
+    CHECK(err("port=single") == "model: unknown key 'port': expected one of timing, ts, tc, ports, queues, replicate");
+    CHECK(err("queues=-1") == "model: bad value '-1' for 'queues': expected unbounded, none, or a queue bound B >= 0");
+    CHECK(err("single") == "model: 'single' is not key=value (for example ports=single)");
+    CHECK(err("tc=abc") == "model: bad value 'abc' for 'tc': expected a non-negative number");
+}
+
+TEST_CASE("model: JSON round trip") {
+    Model m = apply_model_options(Model{}, "ports=single,queues=3,replicate=yes");
+    nlohmann::json j = to_json(m);
+    CHECK(j["queues"] == 3);
+    CHECK(j["replicate"] == true);
+    CHECK(model_from_json(j, Model{}) == m);
+    CHECK(model_from_json(nlohmann::json::parse(R"J({"queues": "none"})J"), Model{}).queues == QueueKind::none);
+}

@@ -1,0 +1,200 @@
+// Topologies: node and channel counts, capacities per level, names and routes of every family.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "compiler/topology.hpp"
+#include "dsl/diagnostics.hpp"
+
+using namespace collsched;
+
+namespace {
+
+/// The route as "a->b->c" node names.
+std::string path(const Topology& t, std::string_view from, std::string_view to) {
+    auto r = t.route(*t.find_node(from), *t.find_node(to));
+    std::string s(from);
+    for (ChannelId c : r) s += "->" + t.node_name(t.channel(c).to);
+    return s;
+}
+
+std::vector<std::uint32_t> caps_by_level(const Topology& t) {
+    std::vector<std::uint32_t> caps(t.tree_levels() + 1, 0);
+    for (const Channel& c : t.channels()) {
+        if (caps[c.level] == 0) caps[c.level] = c.cap;
+        CHECK(caps[c.level] == c.cap);
+    }
+    return caps;
+}
+
+std::string error_of(std::string_view spec) {
+    try {
+        Topology::parse(spec);
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("topology: ebft:8 has 8 processors, 7 routers, 28 channels with capacities 1, 2, 4") {
+    auto t = Topology::parse("ebft:8");
+    CHECK(t->processors() == 8);
+    CHECK(t->routers() == 7);
+    CHECK(t->channels().size() == 28);
+    CHECK(t->tree_levels() == 3);
+    CHECK(caps_by_level(*t) == std::vector<std::uint32_t>{0, 1, 2, 4});
+    CHECK(t->node_name(Node{8}) == "r1.0");
+    CHECK(t->node_name(Node{14}) == "r3.0");
+    CHECK(t->find_node("r2.1") == Node{13});
+    CHECK(t->find_node("r4.0") == std::nullopt);
+    CHECK(t->find_node("8") == std::nullopt);
+    CHECK(path(*t, "0", "1") == "0->r1.0->1");
+    CHECK(path(*t, "0", "7") == "0->r1.0->r2.0->r3.0->r2.1->r1.3->7");
+    CHECK(path(*t, "5", "6") == "5->r1.2->r2.1->r1.3->6");
+    CHECK(t->distance(Node{0}, Node{7}) == 6);
+    CHECK(t->distance(Node{2}, Node{3}) == 2);
+    CHECK(t->diameter() == 6);
+}
+
+TEST_CASE("topology: cbft, bft and b-ary fat trees") {
+    auto c = Topology::parse("cbft:16");
+    CHECK(c->processors() == 16);
+    CHECK(c->routers() == 15);
+    CHECK(c->channels().size() == 60);
+    CHECK(caps_by_level(*c) == std::vector<std::uint32_t>{0, 1, 1, 1, 1});
+
+    auto b = Topology::parse("bft:8:1,2,2");
+    CHECK(caps_by_level(*b) == std::vector<std::uint32_t>{0, 1, 2, 2});
+
+    auto f = Topology::parse("fattree:4:16:1,4");
+    CHECK(f->processors() == 16);
+    CHECK(f->routers() == 5);
+    CHECK(f->channels().size() == 40);
+    CHECK(f->arity() == 4);
+    CHECK(caps_by_level(*f) == std::vector<std::uint32_t>{0, 1, 4});
+    CHECK(path(*f, "0", "3") == "0->r1.0->3");
+    CHECK(path(*f, "0", "15") == "0->r1.0->r2.0->r1.3->15");
+}
+
+TEST_CASE("topology: ideal fat tree capacities come from w of the subtree size") {
+    auto t = Topology::parse("ideal:16:w=n");
+    CHECK(caps_by_level(*t) == std::vector<std::uint32_t>{0, 1, 2, 4, 8});
+    CHECK(t->default_model().ports == Ports::single);
+    CHECK(t->default_model().queues == QueueKind::none);
+    CHECK(caps_by_level(*Topology::parse("ideal:16:w=log2(n)+1")) == std::vector<std::uint32_t>{0, 1, 2, 3, 4});
+    CHECK(caps_by_level(*Topology::parse("ideal:16:w=sqrt(n)")) == std::vector<std::uint32_t>{0, 1, 1, 2, 2});
+    CHECK(caps_by_level(*Topology::parse("ideal:8")) == std::vector<std::uint32_t>{0, 1, 1, 1});
+    CHECK(error_of("ideal:16:w=log2(n)") ==
+          "topology 'ideal:16:w=log2(n)': w(1) = 0; capacities must be between 1 and 2^30");
+}
+
+TEST_CASE("topology: ring and linear array") {
+    auto r = Topology::parse("ring:5");
+    CHECK(r->processors() == 5);
+    CHECK(r->routers() == 0);
+    CHECK(r->channels().size() == 10);
+    CHECK(path(*r, "0", "2") == "0->1->2");
+    CHECK(path(*r, "0", "3") == "0->4->3");
+    CHECK(path(*r, "4", "1") == "4->0->1");
+    CHECK(path(*Topology::parse("ring:4"), "0", "2") == "0->1->2");  // a tie goes the increasing way
+    CHECK(path(*Topology::parse("ring:4"), "3", "1") == "3->0->1");
+    auto l = Topology::parse("linear:6");
+    CHECK(l->channels().size() == 10);
+    CHECK(path(*l, "4", "1") == "4->3->2->1");
+    CHECK(l->diameter() == 5);
+}
+
+TEST_CASE("topology: mesh and torus route dimension by dimension, the shorter way round") {
+    auto m = Topology::parse("mesh:4x4");
+    CHECK(m->processors() == 16);
+    CHECK(m->channels().size() == 48);
+    CHECK(m->find_node("(2,3)") == Node{11});
+    CHECK(path(*m, "0", "11") == "0->4->8->9->10->11");
+    auto t = Topology::parse("torus:3x5");
+    CHECK(t->processors() == 15);
+    CHECK(t->channels().size() == 60);
+    CHECK(t->find_node("(1, 2)") == Node{7});
+    CHECK(path(*t, "0", "14") == "0->10->14");
+    CHECK(path(*t, "(0,0)", "(1,2)") == "(0,0)->5->6->7");
+    CHECK(t->diameter() == 3);
+    auto t3 = Topology::parse("torus:4x4x4");
+    CHECK(t3->channels().size() == 64 * 6);
+}
+
+TEST_CASE("topology: hypercube uses e-cube routing, lowest differing bit first") {
+    auto h = Topology::parse("hypercube:3");
+    CHECK(h->processors() == 8);
+    CHECK(h->channels().size() == 24);
+    CHECK(path(*h, "0", "7") == "0->1->3->7");
+    CHECK(path(*h, "5", "2") == "5->4->6->2");
+    CHECK(h->diameter() == 3);
+}
+
+TEST_CASE("topology: complete graph and products") {
+    auto c = Topology::parse("complete:8");
+    CHECK(c->channels().size() == 56);
+    CHECK(path(*c, "3", "6") == "3->6");
+    auto p = Topology::parse("product:ring:3*ring:5");
+    auto t = Topology::parse("torus:3x5");
+    REQUIRE(p->channels().size() == t->channels().size());
+    for (std::size_t i = 0; i < p->channels().size(); ++i) CHECK(p->channels()[i] == t->channels()[i]);
+    CHECK(path(*p, "0", "14") == "0->10->14");
+    auto q = Topology::parse("product:linear:2*complete:3");
+    CHECK(q->processors() == 6);
+    CHECK(q->channels().size() == 2 * 3 + 2 * 6);
+    CHECK(path(*q, "0", "5") == "0->3->5");  // first factor first: (0,0)->(1,0)->(1,2)
+    CHECK(error_of("product:ebft:4*ring:3").find("has routers") != std::string::npos);
+}
+
+TEST_CASE("topology: graph files route by BFS with ties to the lower id") {
+    std::string file = "/tmp/collsched_test_graph.json";
+    {
+        std::ofstream out(file);
+        out << R"J({"processors": 4, "routers": 1, "edges": [[0, 1], [1, 2, 2], [2, 3], [3, 0], {"from": 0, "to": "r1.0"}, ["r1.0", 2]]})J";
+    }
+    auto g = Topology::parse("graph:" + file);
+    CHECK(g->processors() == 4);
+    CHECK(g->routers() == 1);
+    CHECK(g->channels().size() == 12);
+    CHECK(g->channel(*g->find_channel(Node{1}, Node{2})).cap == 2);
+    CHECK(path(*g, "0", "2") == "0->1->2");  // 0->1->2, 0->3->2 and 0->r1.0->2 tie: lowest next hop
+    CHECK(path(*g, "1", "3") == "1->0->3");
+    std::ofstream(file) << R"J({"processors": 3, "edges": [[0, 1]]})J";
+    CHECK(error_of("graph:" + file).find("not connected") != std::string::npos);
+    std::ofstream(file) << R"J({"processors": 3, "edges": [[0, 1], [1, 7]]})J";
+    CHECK(error_of("graph:" + file).find("edges[1]: node 7 does not exist") != std::string::npos);
+    std::ofstream(file) << "{\"processors\": 3,\n \"edges\": [[0, 1] [1, 2]]}";
+    CHECK(error_of("graph:" + file).find(":2:19: malformed JSON graph: syntax error while parsing array - unexpected '['; expected ']'") != std::string::npos);
+    std::remove(file.c_str());
+}
+
+TEST_CASE("topology: bad specs get one clear line") {
+    CHECK(error_of("ebft:6") == "topology 'ebft:6': 6 leaves is not a power of 2 (at least 2)");
+    CHECK(error_of("bft:8:2,1,2") ==
+          "topology 'bft:8:2,1,2': capacity pattern decreases at level 2 (1 after 2); it must be non-decreasing toward the root");
+    CHECK(error_of("bft:8:1,2") ==
+          "topology 'bft:8:1,2': 2 capacities given, the tree has 3 levels (one capacity per level, leaves first)");
+    CHECK(error_of("foo:3").starts_with("topology 'foo:3': unknown family 'foo'"));
+    CHECK(error_of("ebft:1048576") == "topology 'ebft:1048576': 1048576 processors is more than collsched supports (65534)");
+    CHECK(error_of("ring:x") == "topology 'ring:x': 'x' is not a valid size (expected a positive integer)");
+    CHECK(error_of("ring") == "topology 'ring': missing size: expected ring:N");
+    CHECK(error_of("torus:3x1") == "topology 'torus:3x1': dimension 1 must be at least 2");
+    CHECK(error_of("complete:60000").find("channels is more than collsched supports") != std::string::npos);
+    CHECK(error_of("").find("empty spec") != std::string::npos);
+}
+
+TEST_CASE("topology: JSON and DOT output") {
+    auto t = Topology::parse("ebft:4");
+    std::string j = t->to_json();
+    CHECK(j.find("\"processors\": [\"0\", \"1\", \"2\", \"3\"]") != std::string::npos);
+    CHECK(j.find("\"routers\": [\"r1.0\", \"r1.1\", \"r2.0\"]") != std::string::npos);
+    CHECK(j.find("{\"from\": \"r2.0\", \"to\": \"r1.1\", \"cap\": 2, \"level\": 2}") != std::string::npos);
+    std::string d = t->to_dot();
+    CHECK(d.find("\"0\" -> \"r1.0\" [dir=both, label=\"1\"];") != std::string::npos);
+    CHECK(d.find("\"r1.1\" -> \"r2.0\" [dir=both, label=\"2\"];") != std::string::npos);
+}

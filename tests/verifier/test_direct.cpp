@@ -1,0 +1,261 @@
+// The direct checker: the papers' step counts on generated tables, and for every property a
+// broken table whose counterexample names the right step and channel, node or message.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "compiler/builder.hpp"
+#include "compiler/table_io.hpp"
+#include "verifier/direct.hpp"
+
+using namespace collsched;
+
+namespace {
+
+SendTable load(const std::string& name) {
+    std::ifstream in(std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/" + name);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return parse_table_json(ss.str(), name);
+}
+
+/// A table built from "step from to msg" lines, for small hand-made cases.
+SendTable table(std::string_view spec, std::string_view model, std::string_view collective,
+                std::initializer_list<std::tuple<Step, const char*, const char*, const char*>> hops) {
+    auto topo = Topology::parse(spec);
+    TableBuilder b(topo, apply_model_options(topo->default_model(), model), Collective::parse(collective, *topo));
+    for (auto [s, from, to, m] : hops) {
+        auto c = topo->find_channel(*topo->find_node(from), *topo->find_node(to));
+        REQUIRE(c.has_value());
+        b.hop(s, *c, *b.messages().parse(m));
+    }
+    return std::move(b).finish();
+}
+
+Status status(const VerifyReport& r, Property p) { return r.status[static_cast<std::size_t>(p)]; }
+
+const Violation& first(const VerifyReport& r, Property p) {
+    for (const Violation& v : r.violations)
+        if (v.property == p) return v;
+    FAIL("no violation of ", to_string(p));
+    throw 0;
+}
+
+std::string channel(const SendTable& t, const Violation& v) {
+    REQUIRE(v.channel.has_value());
+    const Channel& c = t.topology->channel(*v.channel);
+    return t.topology->node_name(c.from) + "->" + t.topology->node_name(c.to);
+}
+
+void move_transfer(SendTable& t, const char* from, const char* to, const char* m, Step old_step, Step new_step) {
+    auto c = *t.topology->find_channel(*t.topology->find_node(from), *t.topology->find_node(to));
+    auto msg = *t.messages().parse(m);
+    for (Transfer& x : t.transfers)
+        if (x.step == old_step && x.channel == c && x.message == msg) x.step = new_step;
+    t.sort();
+}
+
+}  // namespace
+
+TEST_CASE("direct: the hand-written EBFT n=4 total exchange holds in 6 steps") {
+    SendTable t = load("ebft4_alltoall.json");
+    VerifyReport r = verify_direct(t);
+    CHECK(r.holds());
+    CHECK(r.verdict() == "holds");
+    CHECK(r.steps == 6);
+    CHECK(r.transfers == 40);
+    CHECK(status(r, Property::capacity) == Status::holds);
+    CHECK(status(r, Property::queues) == Status::holds);
+    CHECK(status(r, Property::completeness) == Status::holds);
+    CHECK(status(r, Property::ports) == Status::skipped);
+    CHECK(verify_direct(t, {.fixed_routes = true}).holds());
+}
+
+TEST_CASE("direct: a transfer moved onto an occupied leaf channel fails capacity at that step and channel") {
+    SendTable t = load("ebft4_alltoall.json");
+    move_transfer(t, "0", "r1.0", "m(0,3)", 2, 1);
+    VerifyReport r = verify_direct(t);
+    CHECK_FALSE(r.holds());
+    CHECK(r.violation_count[static_cast<std::size_t>(Property::capacity)] == 1);
+    const Violation& v = first(r, Property::capacity);
+    CHECK(v.step == 1);
+    CHECK(channel(t, v) == "0->r1.0");
+    CHECK(v.detail == "2 messages (m(0,2), m(0,3)) but capacity 1");
+    // The moved message now waits a step in r1.0, which queues=none forbids.
+    const Violation& q = first(r, Property::queues);
+    CHECK(q.step == 2);
+    CHECK(t.topology->node_name(*q.node) == "r1.0");
+    CHECK(format_report(r, t).find("capacity: step 1, channel 0->r1.0: 2 messages (m(0,2), m(0,3)) but capacity 1") !=
+          std::string::npos);
+}
+
+TEST_CASE("direct: a table missing one delivery fails completeness naming the message") {
+    SendTable t = load("ebft4_alltoall.json");
+    auto c = *t.topology->find_channel(*t.topology->find_node("r1.0"), Node{1});
+    std::erase_if(t.transfers, [&](const Transfer& x) { return x.channel == c && x.message == *t.messages().parse("m(0,1)"); });
+    VerifyReport r = verify_direct(t);
+    CHECK(r.verdict() == "violated");
+    CHECK(r.violation_count[static_cast<std::size_t>(Property::completeness)] == 1);
+    const Violation& v = first(r, Property::completeness);
+    CHECK(v.detail == "m(0,1) never reaches processor 1");
+    CHECK(*v.node == Node{1});
+    CHECK(v.messages == std::vector<MessageId>{*t.messages().parse("m(0,1)")});
+}
+
+TEST_CASE("direct: the phase total exchange takes n + 2 log n - 2 steps on EBFTs") {
+    for (std::uint32_t n : {2u, 4u, 8u, 16u, 32u, 64u, 128u, 256u}) {
+        CAPTURE(n);
+        std::uint32_t L = 0;
+        while ((1u << L) < n) ++L;
+        SendTable t = bft_phase_alltoall(Topology::parse("ebft:" + std::to_string(n)));
+        VerifyReport r = verify_direct(t, {.fixed_routes = true});
+        CHECK(r.holds());
+        CHECK(r.steps == n + 2 * L - 2);
+        CHECK(t.transfers.size() == [&] {
+            std::uint64_t sum = 0;  // each message crosses 2h channels, h its LCA height
+            for (std::uint32_t s = 0; s < n; ++s)
+                for (std::uint32_t d = 0; d < n; ++d)
+                    if (s != d) sum += t.topology->distance(Node{s}, Node{d});
+            return sum;
+        }());
+    }
+}
+
+TEST_CASE("direct: the phase total exchange takes (n^2-1)/3 + 2 log n - 1 steps on CBFTs") {
+    for (std::uint32_t n : {2u, 4u, 8u, 16u, 32u}) {
+        CAPTURE(n);
+        std::uint32_t L = 0;
+        while ((1u << L) < n) ++L;
+        VerifyReport r = verify_direct(bft_phase_alltoall(Topology::parse("cbft:" + std::to_string(n))));
+        CHECK(r.holds());
+        CHECK(r.steps == (n * n - 1) / 3 + 2 * L - 1);
+    }
+}
+
+TEST_CASE("direct: ports") {
+    // Processor 0 sends b(0) both ways round the ring in step 1.
+    auto hops = {std::tuple<Step, const char*, const char*, const char*>{1, "0", "1", "b(0)"},
+                 {1, "0", "3", "b(0)"},
+                 {2, "1", "2", "b(0)"}};
+    SendTable multi = table("ring:4", "ports=multi", "broadcast:0", hops);
+    CHECK(verify_direct(multi).holds());
+    SendTable single = table("ring:4", "ports=single", "broadcast:0", hops);
+    VerifyReport r = verify_direct(single);
+    CHECK(r.verdict() == "violated");
+    const Violation& v = first(r, Property::ports);
+    CHECK(v.step == 1);
+    CHECK(*v.node == Node{0});
+    CHECK(v.detail == "2 sends and 0 receives (b(0), b(0)) but single-port allows one of each per step");
+    // Half duplex: processor 1 receives in step 1 and sends in step 2: fine; sending in step 1 too is not.
+    SendTable half_ok = table("ring:4", "ports=half", "broadcast:0", {{1, "0", "1", "b(0)"}, {2, "1", "2", "b(0)"}, {2, "0", "3", "b(0)"}});
+    CHECK(verify_direct(half_ok).holds());
+    SendTable half = table("ring:4", "ports=half", "allgather",
+                           {{1, "0", "1", "b(0)"}, {1, "1", "2", "b(1)"}});
+    VerifyReport h = verify_direct(half);
+    const Violation& hv = first(h, Property::ports);
+    CHECK(hv.step == 1);
+    CHECK(*hv.node == Node{1});
+    CHECK(hv.detail == "1 sends and 1 receives (b(0), b(1)) but half-duplex allows one transfer per step");
+}
+
+TEST_CASE("direct: queues=none and queue bounds") {
+    // m(0,1) waits one step in r1.0.
+    SendTable t = table("ebft:4", "queues=none", "scatter:0",
+                        {{1, "0", "r1.0", "m(0,1)"}, {3, "r1.0", "1", "m(0,1)"},
+                         {2, "0", "r1.0", "m(0,2)"}, {3, "r1.0", "r2.0", "m(0,2)"}, {4, "r2.0", "r1.1", "m(0,2)"}, {5, "r1.1", "2", "m(0,2)"},
+                         {3, "0", "r1.0", "m(0,3)"}, {4, "r1.0", "r2.0", "m(0,3)"}, {5, "r2.0", "r1.1", "m(0,3)"}, {6, "r1.1", "3", "m(0,3)"}});
+    VerifyReport r = verify_direct(t);
+    CHECK(r.violation_count[static_cast<std::size_t>(Property::queues)] == 1);
+    const Violation& v = first(r, Property::queues);
+    CHECK(v.step == 2);
+    CHECK(t.topology->node_name(*v.node) == "r1.0");
+    CHECK(v.detail == "m(0,1) entered r1.0 in step 1 and leaves in step 3; with queues=none it must leave in step 2");
+    t.model = apply_model_options(t.model, "queues=unbounded");
+    CHECK(verify_direct(t).holds());
+    t.model = apply_model_options(t.model, "queues=1");
+    CHECK(verify_direct(t).holds());
+    // Two copies wait in r1.0 after step 2: m(0,1) (arrived 1, leaves 4) and m(0,2) (arrived 2, leaves 4).
+    SendTable b = table("ebft:4", "queues=1", "scatter:0",
+                        {{1, "0", "r1.0", "m(0,1)"}, {4, "r1.0", "1", "m(0,1)"},
+                         {2, "0", "r1.0", "m(0,2)"}, {4, "r1.0", "r2.0", "m(0,2)"}, {5, "r2.0", "r1.1", "m(0,2)"}, {6, "r1.1", "2", "m(0,2)"},
+                         {3, "0", "r1.0", "m(0,3)"}, {5, "r1.0", "r2.0", "m(0,3)"}, {6, "r2.0", "r1.1", "m(0,3)"}, {7, "r1.1", "3", "m(0,3)"}});
+    VerifyReport br = verify_direct(b);
+    CHECK(br.verdict() == "violated");
+    const Violation& bv = first(br, Property::queues);
+    CHECK(bv.step == 2);
+    CHECK(b.topology->node_name(*bv.node) == "r1.0");
+    CHECK(bv.detail == "2 messages wait in the router after step 2 but the queue bound is 1");
+    b.model = apply_model_options(b.model, "queues=2");
+    CHECK(verify_direct(b).holds());
+}
+
+TEST_CASE("direct: replication and causality") {
+    // r1.0 sends its one copy of b(0) both to 1 and up: needs replicate=yes.
+    auto hops = {std::tuple<Step, const char*, const char*, const char*>{1, "0", "r1.0", "b(0)"},
+                 {2, "r1.0", "1", "b(0)"},
+                 {2, "r1.0", "r2.0", "b(0)"},
+                 {3, "r2.0", "r1.1", "b(0)"},
+                 {4, "r1.1", "2", "b(0)"},
+                 {4, "r1.1", "3", "b(0)"}};
+    SendTable yes = table("ebft:4", "replicate=yes,queues=none", "broadcast:0", hops);
+    VerifyReport ry = verify_direct(yes);
+    CHECK(ry.holds());
+    CHECK(ry.steps == 4);  // 2 log n
+    SendTable no = table("ebft:4", "replicate=no,queues=none", "broadcast:0", hops);
+    VerifyReport rn = verify_direct(no);
+    CHECK(rn.violation_count[static_cast<std::size_t>(Property::replication)] == 2);
+    const Violation& v = first(rn, Property::replication);
+    CHECK(v.step == 2);
+    CHECK(no.topology->node_name(*v.node) == "r1.0");
+    CHECK(channel(no, v) == "r1.0->r2.0");
+    // Processor 1 forwards m(0,2) in the step it receives it.
+    SendTable c = table("ring:4", "", "scatter:0", {{1, "0", "1", "m(0,2)"}, {1, "1", "2", "m(0,2)"}});
+    VerifyReport rc = verify_direct(c);
+    const Violation& cv = first(rc, Property::causality);
+    CHECK(cv.step == 1);
+    CHECK(channel(c, cv) == "1->2");
+    CHECK(cv.detail == "1 sends m(0,2) in step 1 but holds it only from the end of step 1");
+    // Sending data no one has: m(1,2) is not part of a scatter from 0.
+    SendTable d = table("ring:4", "", "scatter:0", {{1, "1", "2", "m(1,2)"}});
+    CHECK(first(verify_direct(d), Property::causality).detail == "1 sends m(1,2) but never holds it");
+    // A router forwarding before anything arrived.
+    SendTable e = table("ebft:4", "", "scatter:0", {{1, "r1.0", "1", "m(0,1)"}});
+    CHECK(first(verify_direct(e), Property::causality).detail == "r1.0 forwards m(0,1) in step 1 but has not received it");
+}
+
+TEST_CASE("direct: fixed routes") {
+    // m(0,2) goes the long way round the ring: legal hops, but not its route.
+    SendTable t = table("ring:5", "", "custom",
+                        {{1, "0", "4", "m(0,2)"}, {2, "4", "3", "m(0,2)"}, {3, "3", "2", "m(0,2)"}});
+    CHECK(verify_direct(t).holds());
+    VerifyReport r = verify_direct(t, {.fixed_routes = true});
+    CHECK(r.violation_count[static_cast<std::size_t>(Property::routes)] == 3);
+    const Violation& v = first(r, Property::routes);
+    CHECK(v.step == 1);
+    CHECK(channel(t, v) == "0->4");
+}
+
+TEST_CASE("direct: wormhole rounds carry a message along its whole path") {
+    SendTable t = table("linear:4", "timing=wormhole,ts=2,tc=0.5", "broadcast:0",
+                        {{1, "0", "1", "b(0)"}, {1, "1", "2", "b(0)"}, {1, "2", "3", "b(0)"}});
+    VerifyReport r = verify_direct(t);
+    CHECK(r.holds());
+    CHECK(r.steps == 1);
+    CHECK(r.cost == doctest::Approx(2.5));
+    SendTable bad = table("linear:4", "timing=wormhole", "broadcast:0",
+                          {{1, "0", "1", "b(0)"}, {1, "2", "3", "b(0)"}, {2, "1", "2", "b(0)"}});
+    VerifyReport br = verify_direct(bad);
+    const Violation& v = first(br, Property::causality);
+    CHECK(v.step == 1);
+    CHECK(channel(bad, v) == "2->3");
+}
+
+TEST_CASE("direct: counterexamples are capped but all are counted") {
+    SendTable t = load("ebft4_alltoall.json");
+    t.transfers.clear();
+    VerifyReport r = verify_direct(t, {.max_violations = 5});
+    CHECK(r.violation_count[static_cast<std::size_t>(Property::completeness)] == 12);
+    CHECK(r.violations.size() == 5);
+    CHECK(format_report(r, t).find("(7 more completeness violations not shown)") != std::string::npos);
+}

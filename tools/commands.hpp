@@ -1,0 +1,25 @@
+/** \file
+ * The subcommands of the `collsched` executable. Each lives in its own `cmd_<name>.cpp` and
+ * registers itself on the CLI11 app; its callback stores the process exit code in the context
+ * (0 holds/done, 1 property violated, 2 bad input or usage, 3 timeout or unknown). Bad input is
+ * thrown as InputError and turned into exit code 2 by main().
+ */
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace collsched::tools {
+
+struct Context {
+    int exit_code = 0;
+};
+
+void add_demo_command(CLI::App&, Context&);
+void add_topo_command(CLI::App&, Context&);
+void add_verify_command(CLI::App&, Context&);
+void add_simulate_command(CLI::App&, Context&);
+
+}  // namespace collsched::tools

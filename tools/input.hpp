@@ -1,0 +1,18 @@
+/** \file
+ * Loading what the user names on the command line: a table file (JSON or CSV) or, for `.sched`
+ * files, a schedule compiled in memory with `-D name=value` overrides.
+ */
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/send_table.hpp"
+
+namespace collsched::tools {
+
+/// Reads a table or compiles a schedule. Throws InputError (exit 2) on bad input; DSL
+/// diagnostics are printed to stderr before the InputError that stops the command.
+SendTable load_input(const std::string& path, const std::vector<std::string>& defines);
+
+}  // namespace collsched::tools

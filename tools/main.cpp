@@ -1,0 +1,41 @@
+// The collsched command line: registers the subcommands and maps failures to exit codes.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "dsl/diagnostics.hpp"
+#include "tools/commands.hpp"
+
+int main(int argc, char** argv) {
+    using namespace collsched;
+    CLI::App app{"collsched: compile, verify, simulate and synthesize collective communication schedules"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "collsched 0.1.0");
+    tools::Context ctx;
+    tools::add_demo_command(app, ctx);
+    tools::add_topo_command(app, ctx);
+    tools::add_verify_command(app, ctx);
+    tools::add_simulate_command(app, ctx);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        app.exit(e);
+        return 2;
+    } catch (const InputError& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "collsched: error: %s\n", e.what());
+        return 2;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "collsched: error: out of memory (the input is too large for this machine)\n");
+        return 2;
+    }
+    return ctx.exit_code;
+}

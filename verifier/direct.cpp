@@ -1,0 +1,609 @@
+#include "verifier/direct.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "dsl/diagnostics.hpp"
+
+namespace collsched {
+
+namespace {
+
+constexpr Step never = std::numeric_limits<Step>::max();
+
+/// Keeps the first few counterexamples of each property and counts all of them.
+class Findings {
+public:
+    Findings(VerifyReport& r, std::size_t cap) : report_(r), cap_(cap) {}
+
+    /// Whether a violation of p would still be shown (lets callers skip building details).
+    bool wants(Property p) const { return report_.violation_count[static_cast<std::size_t>(p)] < cap_; }
+
+    void add(Property p, Violation v) {
+        auto i = static_cast<std::size_t>(p);
+        if (report_.violation_count[i]++ < cap_) {
+            v.property = p;
+            report_.violations.push_back(std::move(v));
+        }
+    }
+    void count(Property p) { ++report_.violation_count[static_cast<std::size_t>(p)]; }
+
+private:
+    VerifyReport& report_;
+    std::size_t cap_;
+};
+
+/// The checker's state for one table; each pass is a member function.
+class Checker {
+public:
+    Checker(const SendTable& t, const VerifyOptions& opt, VerifyReport& r)
+        : t_(t), topo_(*t.topology), ms_(t.messages()), opt_(opt), found_(r, opt.max_violations) {}
+
+    void by_step();
+    void by_message();
+    void queue_intervals();
+
+private:
+    std::string node(Node n) const { return topo_.node_name(n); }
+    std::string chan(ChannelId c) const {
+        const Channel& ch = topo_.channel(c);
+        return fmt::format("{}->{}", node(ch.from), node(ch.to));
+    }
+    std::string msg(MessageId m) const { return ms_.name(m); }
+    std::string msg_list(const std::vector<MessageId>& ms) const {
+        std::string s;
+        for (std::size_t i = 0; i < ms.size() && i < 8; ++i) s += fmt::format("{}{}", i ? ", " : "", msg(ms[i]));
+        if (ms.size() > 8) s += ", ...";
+        return s;
+    }
+
+    void check_ports(std::size_t begin, std::size_t end);
+    void queue_bound();
+    void message(MessageId m, const std::uint64_t* first, const std::uint64_t* last);
+    void hop_message(MessageId m, const std::uint64_t* first, const std::uint64_t* last);
+    void wormhole_message(MessageId m, const std::uint64_t* first, const std::uint64_t* last);
+    void routers_no_replicate(MessageId m);
+    void routers_replicate(MessageId m);
+    void goals(MessageId m);
+    template <class F>
+    void goal_processors(MessageId m, F&& f) const;
+
+    const SendTable& t_;
+    const Topology& topo_;
+    Messages ms_;
+    const VerifyOptions& opt_;
+    Findings found_;
+
+    // by-step state
+    std::vector<std::uint32_t> sends_, recvs_;
+    std::vector<std::vector<MessageId>> port_msgs_;
+
+    // by-message state
+    std::vector<Step> since_;            ///< per node: first step at whose end it holds the message
+    std::vector<std::uint32_t> touched_;
+    struct RouterEvent {
+        std::uint32_t router;
+        Step step;
+        bool departure;
+        ChannelId channel;
+    };
+    std::vector<RouterEvent> events_;
+    std::vector<ChannelId> route_;
+    struct Interval {
+        std::uint32_t router;
+        Step from, to;  ///< waiting at boundaries from..to inclusive
+    };
+    std::vector<Interval> waiting_;      ///< replicate=yes with a queue bound
+    std::size_t req_ = 0;
+    std::vector<Requirement> reqs_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Pass 1, by step: capacity per (step, channel), ports per (step, processor), and the queue
+// bound. Transfers are sorted by (step, channel), so every check is a scan of one step's slice.
+
+void Checker::by_step() {
+    const auto& xs = t_.transfers;
+    bool ports = t_.model.ports != Ports::multi;
+    bool bound = t_.model.timing == Timing::hop && t_.model.queues == QueueKind::bounded && !t_.model.replicate;
+    if (ports) {
+        sends_.assign(topo_.processors(), 0);
+        recvs_.assign(topo_.processors(), 0);
+        port_msgs_.resize(topo_.processors());
+    }
+    for (std::size_t i = 0; i < xs.size();) {
+        Step s = xs[i].step;
+        std::size_t end = i;
+        while (end < xs.size() && xs[end].step == s) ++end;
+        for (std::size_t a = i; a < end;) {
+            std::size_t b = a;
+            while (b < end && xs[b].channel == xs[a].channel) ++b;
+            std::uint32_t cap = topo_.channel(xs[a].channel).cap;
+            if (b - a > cap) {
+                if (found_.wants(Property::capacity)) {
+                    std::vector<MessageId> ms;
+                    for (std::size_t k = a; k < b; ++k) ms.push_back(xs[k].message);
+                    std::string detail = fmt::format("{} messages ({}) but capacity {}", b - a, msg_list(ms), cap);
+                    found_.add(Property::capacity, {Property::capacity, s, xs[a].channel, std::nullopt, std::move(ms), std::move(detail)});
+                } else {
+                    found_.count(Property::capacity);
+                }
+            }
+            a = b;
+        }
+        if (ports) check_ports(i, end);
+        i = end;
+    }
+    if (bound) queue_bound();
+}
+
+void Checker::check_ports(std::size_t begin, std::size_t end) {
+    const auto& xs = t_.transfers;
+    std::vector<std::uint32_t> touched;
+    for (std::size_t k = begin; k < end; ++k) {
+        const Channel& c = topo_.channel(xs[k].channel);
+        if (topo_.is_processor(c.from)) {
+            if (sends_[idx(c.from)]++ == 0 && recvs_[idx(c.from)] == 0) touched.push_back(idx(c.from));
+            port_msgs_[idx(c.from)].push_back(xs[k].message);
+        }
+        if (topo_.is_processor(c.to)) {
+            if (recvs_[idx(c.to)]++ == 0 && sends_[idx(c.to)] == 0) touched.push_back(idx(c.to));
+            port_msgs_[idx(c.to)].push_back(xs[k].message);
+        }
+    }
+    std::sort(touched.begin(), touched.end());
+    Step s = xs[begin].step;
+    for (std::uint32_t p : touched) {
+        std::uint32_t snd = sends_[p], rcv = recvs_[p];
+        bool bad = t_.model.ports == Ports::single ? (snd > 1 || rcv > 1) : snd + rcv > 1;
+        if (bad) {
+            std::string detail =
+                t_.model.ports == Ports::single
+                    ? fmt::format("{} sends and {} receives ({}) but single-port allows one of each per step", snd, rcv,
+                                  msg_list(port_msgs_[p]))
+                    : fmt::format("{} sends and {} receives ({}) but half-duplex allows one transfer per step", snd, rcv,
+                                  msg_list(port_msgs_[p]));
+            found_.add(Property::ports, {Property::ports, s, std::nullopt, Node{p}, port_msgs_[p], std::move(detail)});
+        }
+        sends_[p] = recvs_[p] = 0;
+        port_msgs_[p].clear();
+    }
+}
+
+/// Queue bound with replicate=no. The copies waiting in router r at the boundary after step b
+/// (arrived at step <= b, leaving at step >= b+2) number A_r(<= b) - D_r(<= b+1): with FIFO
+/// forwarding the departures up to b+1 take the earliest arrivals, all of which are <= b. So
+/// the occupancy changes only at arrivals (boundary = step) and departures (boundary = step-1),
+/// and two pointers into the step-sorted table visit every boundary where it changes.
+void Checker::queue_bound() {
+    const auto& xs = t_.transfers;
+    const std::size_t N = xs.size();
+    std::vector<std::int64_t> occupancy(topo_.nodes(), 0);
+    std::vector<std::uint32_t> touched;
+    std::size_t arrival = 0, departure = 0;
+    while (arrival < N || departure < N) {
+        Step b = std::min(arrival < N ? xs[arrival].step : never, departure < N ? xs[departure].step - 1 : never);
+        touched.clear();
+        for (; arrival < N && xs[arrival].step == b; ++arrival) {
+            Node to = topo_.channel(xs[arrival].channel).to;
+            if (topo_.is_processor(to)) continue;
+            ++occupancy[idx(to)];
+            touched.push_back(idx(to));
+        }
+        for (; departure < N && xs[departure].step == b + 1; ++departure) {
+            Node from = topo_.channel(xs[departure].channel).from;
+            if (!topo_.is_processor(from)) --occupancy[idx(from)];
+        }
+        std::sort(touched.begin(), touched.end());
+        touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+        for (std::uint32_t r : touched)
+            if (occupancy[r] > static_cast<std::int64_t>(t_.model.queue_bound))
+                found_.add(Property::queues,
+                           {Property::queues, b, std::nullopt, Node{r}, {},
+                            fmt::format("{} messages wait in the router after step {} but the queue bound is {}", occupancy[r], b,
+                                        t_.model.queue_bound)});
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass 2, by message: causality, replication, queue timing, routes and completeness. The
+// transfers of one message are few (a path, or a tree for a broadcast), so each message is
+// checked on its own with per-node state reset through a touched list.
+
+void Checker::by_message() {
+    const auto& xs = t_.transfers;
+    const std::uint64_t N = xs.size();
+    since_.assign(topo_.nodes(), never);
+    // Group transfer indices by message, stably (so each group stays in step order).
+    std::vector<std::uint64_t> order(N);
+    std::vector<MessageId> keys;  // distinct messages in increasing order
+    std::vector<std::uint64_t> starts;
+    std::uint64_t space = ms_.size();
+    if (space <= std::max<std::uint64_t>(1u << 24, 2 * N)) {
+        std::vector<std::uint64_t> count(space + 1, 0);
+        for (const Transfer& x : xs) ++count[idx(x.message) + 1];
+        for (std::uint64_t m = 0; m < space; ++m) {
+            if (count[m + 1]) {
+                keys.push_back(MessageId{static_cast<std::uint32_t>(m)});
+                starts.push_back(count[m]);
+            }
+            count[m + 1] += count[m];
+        }
+        for (std::uint64_t i = 0; i < N; ++i) order[count[idx(xs[i].message)]++] = i;
+    } else {
+        for (std::uint64_t i = 0; i < N; ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return idx(xs[a].message) < idx(xs[b].message); });
+        for (std::uint64_t i = 0; i < N; ++i)
+            if (i == 0 || xs[order[i]].message != xs[order[i - 1]].message) {
+                keys.push_back(xs[order[i]].message);
+                starts.push_back(i);
+            }
+    }
+    starts.push_back(N);
+
+    reqs_ = t_.requirements;
+    std::sort(reqs_.begin(), reqs_.end(), [](auto& a, auto& b) { return idx(a.message) < idx(b.message); });
+
+    // Messages with goals, merged with messages that move: each is checked once, in id order.
+    std::vector<MessageId> goal_msgs;
+    const std::uint32_t P = topo_.processors();
+    const Collective& c = t_.collective;
+    std::uint32_t r = idx(c.root);
+    switch (c.kind) {
+        case CollectiveKind::alltoall:
+            for (std::uint32_t s = 0; s < P; ++s)
+                for (std::uint32_t d = 0; d < P; ++d)
+                    if (s != d) goal_msgs.push_back(ms_.personal(s, d));
+            break;
+        case CollectiveKind::scatter:
+            for (std::uint32_t d = 0; d < P; ++d)
+                if (d != r) goal_msgs.push_back(ms_.personal(r, d));
+            break;
+        case CollectiveKind::gather:
+            for (std::uint32_t s = 0; s < P; ++s)
+                if (s != r) goal_msgs.push_back(ms_.personal(s, r));
+            break;
+        case CollectiveKind::allgather:
+            if (P > 1)
+                for (std::uint32_t s = 0; s < P; ++s) goal_msgs.push_back(ms_.broadcast(s));
+            break;
+        case CollectiveKind::broadcast:
+            if (P > 1) goal_msgs.push_back(ms_.broadcast(r));
+            break;
+        case CollectiveKind::multicast:
+            if (c.goal_count(P) > 0) goal_msgs.push_back(ms_.broadcast(r));
+            break;
+        case CollectiveKind::custom: break;
+    }
+    for (const Requirement& q : reqs_) goal_msgs.push_back(q.message);
+    std::sort(goal_msgs.begin(), goal_msgs.end(), [](MessageId a, MessageId b) { return idx(a) < idx(b); });
+    goal_msgs.erase(std::unique(goal_msgs.begin(), goal_msgs.end()), goal_msgs.end());
+
+    std::size_t gi = 0, ki = 0;
+    while (gi < goal_msgs.size() || ki < keys.size()) {
+        std::uint32_t g = gi < goal_msgs.size() ? idx(goal_msgs[gi]) : std::numeric_limits<std::uint32_t>::max();
+        std::uint32_t k = ki < keys.size() ? idx(keys[ki]) : std::numeric_limits<std::uint32_t>::max();
+        MessageId m{std::min(g, k)};
+        const std::uint64_t* first = nullptr;
+        const std::uint64_t* last = nullptr;
+        if (k == idx(m)) {
+            first = order.data() + starts[ki];
+            last = order.data() + starts[ki + 1];
+            ++ki;
+        }
+        if (g == idx(m)) ++gi;
+        message(m, first, last);
+    }
+}
+
+void Checker::message(MessageId m, const std::uint64_t* first, const std::uint64_t* last) {
+    touched_.clear();
+    Node origin = ms_.origin(m);
+    if (t_.collective.initial(ms_, m)) {
+        since_[idx(origin)] = 0;
+        touched_.push_back(idx(origin));
+    }
+    if (first != last) {
+        if (t_.model.timing == Timing::hop) hop_message(m, first, last);
+        else wormhole_message(m, first, last);
+    }
+    goals(m);
+    for (std::uint32_t v : touched_) since_[v] = never;
+}
+
+void Checker::hop_message(MessageId m, const std::uint64_t* first, const std::uint64_t* last) {
+    const auto& xs = t_.transfers;
+    for (const std::uint64_t* p = first; p != last; ++p) {
+        const Transfer& x = xs[*p];
+        std::uint32_t to = idx(topo_.channel(x.channel).to);
+        if (since_[to] == never) touched_.push_back(to);
+        since_[to] = std::min(since_[to], x.step);
+    }
+    events_.clear();
+    for (const std::uint64_t* p = first; p != last; ++p) {
+        const Transfer& x = xs[*p];
+        const Channel& c = topo_.channel(x.channel);
+        if (topo_.is_processor(c.from)) {
+            if (since_[idx(c.from)] > x.step - 1) {
+                std::string detail =
+                    since_[idx(c.from)] == never
+                        ? fmt::format("{} sends {} but never holds it", node(c.from), msg(m))
+                        : fmt::format("{} sends {} in step {} but holds it only from the end of step {}", node(c.from), msg(m),
+                                      x.step, since_[idx(c.from)]);
+                found_.add(Property::causality, {Property::causality, x.step, x.channel, c.from, {m}, std::move(detail)});
+            }
+        } else {
+            events_.push_back({idx(c.from), x.step, true, x.channel});
+        }
+        if (!topo_.is_processor(c.to)) events_.push_back({idx(c.to), x.step, false, x.channel});
+    }
+    if (!events_.empty()) {
+        // Per router, in step order; at equal steps departures first (an arrival in step s
+        // cannot serve a departure in step s).
+        std::sort(events_.begin(), events_.end(), [](const RouterEvent& a, const RouterEvent& b) {
+            return std::tuple(a.router, a.step, !a.departure) < std::tuple(b.router, b.step, !b.departure);
+        });
+        if (t_.model.replicate) routers_replicate(m);
+        else routers_no_replicate(m);
+    }
+    if (opt_.fixed_routes) {
+        MessageKey k = ms_.key(m);
+        if (k.kind == MessageKind::personal) {
+            route_.clear();
+            topo_.route(Node{k.src}, Node{k.dst}, route_);
+            for (const std::uint64_t* p = first; p != last; ++p) {
+                const Transfer& x = xs[*p];
+                if (std::find(route_.begin(), route_.end(), x.channel) == route_.end())
+                    found_.add(Property::routes, {Property::routes, x.step, x.channel, std::nullopt, {m},
+                                                  fmt::format("{} crosses {}, which is not on its route {} -> {}", msg(m),
+                                                              chan(x.channel), k.src, k.dst)});
+            }
+        }
+    }
+}
+
+/// replicate=no: each copy that enters a router leaves it exactly once. Departures are served
+/// FIFO by the earliest unconsumed arrival of an earlier step; a departure with no such copy is
+/// a causality violation if the router had not received the message yet, and a replication
+/// violation if it had (it forwards more copies than it received).
+void Checker::routers_no_replicate(MessageId m) {
+    const bool none = t_.model.queues == QueueKind::none;
+    std::vector<const RouterEvent*> arrivals;
+    for (std::size_t i = 0; i < events_.size();) {
+        std::uint32_t r = events_[i].router;
+        arrivals.clear();
+        std::size_t head = 0;
+        for (; i < events_.size() && events_[i].router == r; ++i) {
+            const RouterEvent& e = events_[i];
+            if (!e.departure) {
+                arrivals.push_back(&e);
+                continue;
+            }
+            if (head < arrivals.size()) {
+                Step a = arrivals[head++]->step;
+                if (none && e.step != a + 1)
+                    found_.add(Property::queues,
+                               {Property::queues, a + 1, e.channel, Node{r}, {m},
+                                fmt::format("{} entered {} in step {} and leaves in step {}; with queues=none it must leave in step {}",
+                                            msg(m), node(Node{r}), a, e.step, a + 1)});
+            } else if (arrivals.empty()) {
+                found_.add(Property::causality, {Property::causality, e.step, e.channel, Node{r}, {m},
+                                                 fmt::format("{} forwards {} in step {} but has not received it", node(Node{r}), msg(m), e.step)});
+            } else {
+                found_.add(Property::replication,
+                           {Property::replication, e.step, e.channel, Node{r}, {m},
+                            fmt::format("{} forwards {} in step {} but received only {} cop{} and has sent them on; "
+                                        "routers do not replicate (replicate=no)",
+                                        node(Node{r}), msg(m), e.step, arrivals.size(), arrivals.size() == 1 ? "y" : "ies")});
+            }
+        }
+        if (none)
+            for (; head < arrivals.size(); ++head)
+                found_.add(Property::queues, {Property::queues, arrivals[head]->step + 1, arrivals[head]->channel, Node{r}, {m},
+                                              fmt::format("{} entered {} in step {} and never leaves; with queues=none it must leave in step {}",
+                                                          msg(m), node(Node{r}), arrivals[head]->step, arrivals[head]->step + 1)});
+    }
+}
+
+/// replicate=yes: a router holds the message from its first arrival and may send it on any
+/// number of channels. With queues=none every send must follow an arrival of the step before;
+/// with a bound, the message waits from its first arrival to its last send.
+void Checker::routers_replicate(MessageId m) {
+    const bool none = t_.model.queues == QueueKind::none;
+    const bool bound = t_.model.queues == QueueKind::bounded;
+    for (std::size_t i = 0; i < events_.size();) {
+        std::uint32_t r = events_[i].router;
+        Step first_arrival = never, last_arrival = never, last_departure = 0;
+        for (; i < events_.size() && events_[i].router == r; ++i) {
+            const RouterEvent& e = events_[i];
+            if (!e.departure) {
+                first_arrival = std::min(first_arrival, e.step);
+                last_arrival = e.step;
+                continue;
+            }
+            if (first_arrival == never) {
+                found_.add(Property::causality, {Property::causality, e.step, e.channel, Node{r}, {m},
+                                                 fmt::format("{} forwards {} in step {} but has not received it", node(Node{r}), msg(m), e.step)});
+                continue;
+            }
+            last_departure = e.step;
+            if (none && last_arrival + 1 != e.step)
+                found_.add(Property::queues,
+                           {Property::queues, e.step, e.channel, Node{r}, {m},
+                            fmt::format("{} sends {} in step {} but received it last in step {}; with queues=none a router "
+                                        "sends only in the step after an arrival",
+                                        node(Node{r}), msg(m), e.step, last_arrival)});
+        }
+        if (bound && first_arrival != never && last_departure >= first_arrival + 2)
+            waiting_.push_back({r, first_arrival, last_departure - 2});
+    }
+}
+
+template <class F>
+void Checker::goal_processors(MessageId m, F&& f) const {
+    const Collective& c = t_.collective;
+    MessageKey k = ms_.key(m);
+    const std::uint32_t P = topo_.processors();
+    if (c.initial(ms_, m) || c.kind == CollectiveKind::custom) {
+        switch (c.kind) {
+            case CollectiveKind::alltoall:
+            case CollectiveKind::scatter:
+            case CollectiveKind::gather:
+                f(Node{k.dst});
+                break;
+            case CollectiveKind::allgather:
+            case CollectiveKind::broadcast:
+                for (std::uint32_t p = 0; p < P; ++p)
+                    if (p != k.src) f(Node{p});
+                break;
+            case CollectiveKind::multicast:
+                for (Node p : c.members)
+                    if (p != c.root) f(p);
+                break;
+            case CollectiveKind::custom: break;
+        }
+    }
+}
+
+void Checker::goals(MessageId m) {
+    auto check = [&](Node p) {
+        if (since_[idx(p)] != never) return;
+        found_.add(Property::completeness, {Property::completeness, 0, std::nullopt, p, {m},
+                                            fmt::format("{} never reaches processor {}", msg(m), node(p))});
+    };
+    goal_processors(m, check);
+    while (req_ < reqs_.size() && idx(reqs_[req_].message) < idx(m)) ++req_;
+    for (; req_ < reqs_.size() && reqs_[req_].message == m; ++req_) check(reqs_[req_].at);
+}
+
+/// Wormhole timing: within a round a message travels a whole path. A transfer is legal if its
+/// sender held the message at the end of the previous round (processors) or received it earlier
+/// in the same round through a legal transfer (a worm passing through). Found by a fixpoint
+/// over the round's transfers of this message, which are few.
+void Checker::wormhole_message(MessageId m, const std::uint64_t* first, const std::uint64_t* last) {
+    const auto& xs = t_.transfers;
+    std::vector<const Transfer*> round;
+    std::vector<char> ok;
+    std::vector<std::uint32_t> reached;
+    for (const std::uint64_t* p = first; p != last;) {
+        Step r = xs[*p].step;
+        round.clear();
+        for (; p != last && xs[*p].step == r; ++p) round.push_back(&xs[*p]);
+        ok.assign(round.size(), 0);
+        reached.clear();
+        bool changed = true;
+        while (changed) {
+            changed = false;
+            for (std::size_t i = 0; i < round.size(); ++i) {
+                if (ok[i]) continue;
+                const Channel& c = topo_.channel(round[i]->channel);
+                bool held = (topo_.is_processor(c.from) && since_[idx(c.from)] <= r - 1) ||
+                            std::find(reached.begin(), reached.end(), idx(c.from)) != reached.end();
+                if (held) {
+                    ok[i] = 1;
+                    reached.push_back(idx(c.to));
+                    changed = true;
+                }
+            }
+        }
+        // replicate=no: a router passes on at most as many copies as it receives in the round
+        if (!t_.model.replicate) {
+            std::vector<std::pair<std::uint32_t, int>> balance;
+            for (std::size_t i = 0; i < round.size(); ++i) {
+                if (!ok[i]) continue;
+                const Channel& c = topo_.channel(round[i]->channel);
+                if (!topo_.is_processor(c.to)) balance.push_back({idx(c.to), 1});
+                if (!topo_.is_processor(c.from)) balance.push_back({idx(c.from), -1});
+            }
+            std::sort(balance.begin(), balance.end());
+            for (std::size_t i = 0; i < balance.size();) {
+                int sum = 0;
+                std::size_t j = i;
+                for (; j < balance.size() && balance[j].first == balance[i].first; ++j) sum += balance[j].second;
+                if (sum < 0)
+                    found_.add(Property::replication, {Property::replication, r, std::nullopt, Node{balance[i].first}, {m},
+                                                       fmt::format("{} sends {} more often than it receives it in round {}",
+                                                                   node(Node{balance[i].first}), msg(m), r)});
+                i = j;
+            }
+        }
+        for (std::size_t i = 0; i < round.size(); ++i) {
+            const Channel& c = topo_.channel(round[i]->channel);
+            if (!ok[i]) {
+                found_.add(Property::causality, {Property::causality, r, round[i]->channel, c.from, {m},
+                                                 fmt::format("{} sends {} in round {} but does not hold it", node(c.from), msg(m), r)});
+                continue;
+            }
+            if (topo_.is_processor(c.to)) {
+                if (since_[idx(c.to)] == never) touched_.push_back(idx(c.to));
+                since_[idx(c.to)] = std::min(since_[idx(c.to)], r);
+            }
+        }
+    }
+}
+
+/// Queue bound with replicate=yes: sweep the waiting intervals collected per (router, message).
+void Checker::queue_intervals() {
+    if (waiting_.empty()) return;
+    struct Event {
+        Step boundary;
+        std::uint32_t router;
+        int delta;
+    };
+    std::vector<Event> ev;
+    ev.reserve(2 * waiting_.size());
+    for (const Interval& w : waiting_) {
+        ev.push_back({w.from, w.router, +1});
+        ev.push_back({w.to + 1, w.router, -1});
+    }
+    std::sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) { return std::tie(a.boundary, a.delta) < std::tie(b.boundary, b.delta); });
+    std::vector<std::int64_t> q(topo_.nodes(), 0);
+    for (std::size_t i = 0; i < ev.size();) {
+        Step b = ev[i].boundary;
+        std::vector<std::uint32_t> up;
+        for (; i < ev.size() && ev[i].boundary == b; ++i) {
+            q[ev[i].router] += ev[i].delta;
+            if (ev[i].delta > 0) up.push_back(ev[i].router);
+        }
+        std::sort(up.begin(), up.end());
+        up.erase(std::unique(up.begin(), up.end()), up.end());
+        for (std::uint32_t r : up)
+            if (q[r] > static_cast<std::int64_t>(t_.model.queue_bound))
+                found_.add(Property::queues, {Property::queues, b, std::nullopt, Node{r}, {},
+                                              fmt::format("{} messages wait in the router after step {} but the queue bound is {}", q[r],
+                                                          b, t_.model.queue_bound)});
+    }
+}
+
+}  // namespace
+
+VerifyReport verify_direct(const SendTable& t, const VerifyOptions& opt) {
+    COLLSCHED_ASSERT(t.is_sorted());
+    auto start = std::chrono::steady_clock::now();
+    VerifyReport r;
+    r.engine = "direct";
+    r.steps = t.steps();
+    r.transfers = t.transfers.size();
+    r.cost = t.model.timing == Timing::wormhole ? r.steps * (t.model.ts + t.model.tc) : r.steps;
+    Checker c(t, opt, r);
+    c.by_step();
+    c.by_message();
+    c.queue_intervals();
+    std::stable_sort(r.violations.begin(), r.violations.end(), [](const Violation& a, const Violation& b) {
+        return std::tuple(static_cast<int>(a.property), a.step) < std::tuple(static_cast<int>(b.property), b.step);
+    });
+    for (std::size_t i = 0; i < property_count; ++i) r.status[i] = r.violation_count[i] ? Status::violated : Status::holds;
+    auto skip = [&](Property p) { r.status[static_cast<std::size_t>(p)] = Status::skipped; };
+    if (t.model.ports == Ports::multi) skip(Property::ports);
+    if (t.model.timing == Timing::wormhole || t.model.queues == QueueKind::unbounded) {
+        if (r.violation_count[static_cast<std::size_t>(Property::queues)] == 0) skip(Property::queues);
+    }
+    if (!opt.fixed_routes) skip(Property::routes);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+}
+
+}  // namespace collsched

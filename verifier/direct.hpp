@@ -1,0 +1,14 @@
+/** \file
+ * The direct checker: exact counting over the send table, linear in its size (one pass by
+ * step for capacities, ports and queue bounds; one pass by message for causality, replication,
+ * routes and completeness).
+ */
+#pragma once
+
+#include "verifier/report.hpp"
+
+namespace collsched {
+
+VerifyReport verify_direct(const SendTable&, const VerifyOptions& = {});
+
+}  // namespace collsched

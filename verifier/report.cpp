@@ -1,0 +1,126 @@
+#include "verifier/report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace collsched {
+
+std::string_view to_string(Property p) {
+    switch (p) {
+        case Property::capacity: return "capacity";
+        case Property::ports: return "ports";
+        case Property::queues: return "queues";
+        case Property::replication: return "replication";
+        case Property::causality: return "causality";
+        case Property::routes: return "routes";
+        case Property::completeness: return "completeness";
+    }
+    return "?";
+}
+
+std::string_view to_string(Status s) {
+    switch (s) {
+        case Status::holds: return "holds";
+        case Status::violated: return "violated";
+        case Status::unknown: return "unknown";
+        case Status::skipped: return "skipped";
+    }
+    return "?";
+}
+
+bool VerifyReport::holds() const {
+    for (Status s : status)
+        if (s == Status::violated || s == Status::unknown) return false;
+    return true;
+}
+
+std::string_view VerifyReport::verdict() const {
+    bool unknown = false;
+    for (Status s : status) {
+        if (s == Status::violated) return "violated";
+        unknown = unknown || s == Status::unknown;
+    }
+    return unknown ? "unknown" : "holds";
+}
+
+namespace {
+
+std::string channel_name(const SendTable& t, ChannelId c) {
+    const Channel& ch = t.topology->channel(c);
+    return fmt::format("{}->{}", t.topology->node_name(ch.from), t.topology->node_name(ch.to));
+}
+
+std::string where(const Violation& v, const SendTable& t) {
+    std::string s;
+    if (v.step) s += fmt::format("step {}", v.step);
+    if (v.channel) s += fmt::format("{}channel {}", s.empty() ? "" : ", ", channel_name(t, *v.channel));
+    if (v.node) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", t.topology->is_processor(*v.node) ? "processor" : "router",
+                                 t.topology->node_name(*v.node));
+    return s;
+}
+
+}  // namespace
+
+std::string format_report(const VerifyReport& r, const SendTable& t) {
+    std::string out = fmt::format("verdict: {} ({} steps, {} transfers; engine {}, {:.3f} s)\n", r.verdict(), r.steps,
+                                  r.transfers, r.engine, r.seconds);
+    if (t.model.timing == Timing::wormhole) out += fmt::format("wormhole cost: {}\n", r.cost);
+    for (std::size_t i = 0; i < property_count; ++i) {
+        out += fmt::format("  {:<13} {}", to_string(static_cast<Property>(i)), to_string(r.status[i]));
+        if (r.violation_count[i]) out += fmt::format(" ({} violation{})", r.violation_count[i], r.violation_count[i] == 1 ? "" : "s");
+        out += '\n';
+    }
+    if (!r.violations.empty()) {
+        out += "counterexamples:\n";
+        for (const Violation& v : r.violations)
+            out += fmt::format("  {}: {}: {}\n", to_string(v.property), where(v, t), v.detail);
+        for (std::size_t i = 0; i < property_count; ++i) {
+            std::uint64_t shown = 0;
+            for (const Violation& v : r.violations) shown += static_cast<std::size_t>(v.property) == i;
+            if (r.violation_count[i] > shown)
+                out += fmt::format("  ({} more {} violations not shown)\n", r.violation_count[i] - shown,
+                                   to_string(static_cast<Property>(i)));
+        }
+    }
+    return out;
+}
+
+std::string report_to_json(const VerifyReport& r, const SendTable& t) {
+    nlohmann::ordered_json j;
+    j["verdict"] = std::string(r.verdict());
+    j["engine"] = r.engine;
+    j["steps"] = r.steps;
+    j["transfers"] = r.transfers;
+    if (t.model.timing == Timing::wormhole) j["cost"] = r.cost;
+    nlohmann::ordered_json props = nlohmann::ordered_json::object(), counts = nlohmann::ordered_json::object();
+    for (std::size_t i = 0; i < property_count; ++i) {
+        props[std::string(to_string(static_cast<Property>(i)))] = std::string(to_string(r.status[i]));
+        counts[std::string(to_string(static_cast<Property>(i)))] = r.violation_count[i];
+    }
+    j["properties"] = props;
+    j["violation_counts"] = counts;
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    Messages ms = t.messages();
+    for (const Violation& v : r.violations) {
+        nlohmann::ordered_json x;
+        x["property"] = std::string(to_string(v.property));
+        x["step"] = v.step ? nlohmann::ordered_json(v.step) : nlohmann::ordered_json(nullptr);
+        if (v.channel) {
+            const Channel& c = t.topology->channel(*v.channel);
+            x["channel"] = {{"from", t.topology->node_name(c.from)}, {"to", t.topology->node_name(c.to)}};
+        } else {
+            x["channel"] = nullptr;
+        }
+        x["node"] = v.node ? nlohmann::ordered_json(t.topology->node_name(*v.node)) : nlohmann::ordered_json(nullptr);
+        nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+        for (MessageId m : v.messages) msgs.push_back(ms.name(m));
+        x["messages"] = msgs;
+        x["detail"] = v.detail;
+        list.push_back(x);
+    }
+    j["violations"] = list;
+    j["seconds"] = r.seconds;
+    return j.dump() + "\n";
+}
+
+}  // namespace collsched

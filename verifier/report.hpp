@@ -1,0 +1,60 @@
+/** \file
+ * What a verifier engine answers: per property a status, and for each violation a
+ * counterexample that names the step, the channel or node, and the messages involved. Shared
+ * by the direct checker and the Z3 engine so that `--engine both` can compare them.
+ */
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/send_table.hpp"
+
+namespace collsched {
+
+/// The property families of DESIGN.md section 7, in report order.
+enum class Property : std::uint8_t { capacity, ports, queues, replication, causality, routes, completeness };
+inline constexpr std::size_t property_count = 7;
+std::string_view to_string(Property);
+
+enum class Status : std::uint8_t { holds, violated, unknown, skipped };
+std::string_view to_string(Status);
+
+struct Violation {
+    Property property;
+    Step step = 0;                      ///< 0 when the violation is not tied to a step (completeness)
+    std::optional<ChannelId> channel;
+    std::optional<Node> node;
+    std::vector<MessageId> messages;
+    std::string detail;                 ///< one sentence, with names resolved
+};
+
+struct VerifyOptions {
+    bool fixed_routes = false;          ///< also require personalized messages to follow the topology's routes
+    std::size_t max_violations = 20;    ///< counterexamples kept per property (all are counted)
+};
+
+struct VerifyReport {
+    std::string engine;
+    std::array<Status, property_count> status{};
+    std::array<std::uint64_t, property_count> violation_count{};
+    std::vector<Violation> violations;  ///< at most max_violations per property, in property then step order
+    Step steps = 0;                     ///< completion time T
+    std::uint64_t transfers = 0;
+    double cost = 0;                    ///< wormhole: sum over rounds of ts + tc * payload; hop: = steps
+    double seconds = 0;
+
+    bool holds() const;
+    std::string_view verdict() const;   ///< "holds", "violated" or "unknown"
+};
+
+/// Human-readable report: a verdict line, one line per property, then the counterexamples.
+std::string format_report(const VerifyReport&, const SendTable&);
+/// `{"verdict": ..., "engine": ..., "steps": ..., "properties": {...}, "violations": [...], "seconds": ...}`.
+std::string report_to_json(const VerifyReport&, const SendTable&);
+
+}  // namespace collsched
