@@ -21,5 +21,6 @@ void add_demo_command(CLI::App&, Context&);
 void add_topo_command(CLI::App&, Context&);
 void add_verify_command(CLI::App&, Context&);
 void add_simulate_command(CLI::App&, Context&);
+void add_convert_command(CLI::App&, Context&);
 
 }  // namespace collsched::tools

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
     tools::add_topo_command(app, ctx);
     tools::add_verify_command(app, ctx);
     tools::add_simulate_command(app, ctx);
+    tools::add_convert_command(app, ctx);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -186,6 +186,7 @@ void Checker::queue_bound() {
     std::size_t arrival = 0, departure = 0;
     while (arrival < N || departure < N) {
         Step b = std::min(arrival < N ? xs[arrival].step : never, departure < N ? xs[departure].step - 1 : never);
+        if (b >= t_.steps()) break;  // the boundaries that count are those between steps: 0..T-1
         touched.clear();
         for (; arrival < N && xs[arrival].step == b; ++arrival) {
             Node to = topo_.channel(xs[arrival].channel).to;

@@ -78,7 +78,7 @@ TEST_CASE("cli: bad input is one clear line and exit code 2") {
                            "  {\"step\": 1, \"from\": \"0\", \"to\": \"r1.0\", \"msg\": \"m(0,1)\"},\n  {\"step\": 2, \"from\": \"r1.0\"";
     auto trunc = run("verify " + file);
     CHECK(trunc.code == 2);
-    CHECK(trunc.err.find("collsched: error: " + file + ":4:33: malformed JSON:") == 0);
+    CHECK(trunc.err.find("collsched: error: " + file + ":4:29: malformed JSON:") == 0);
     std::remove(file.c_str());
 }
 

@@ -1,0 +1,1016 @@
+// The step-accurate simulator: slot assignment, the step loop for `hop` and `wormhole` timing,
+// the messages of broken rules, and the text and JSON reports. See simulator.hpp for the model.
+#include "runtime/simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <span>
+
+#include <fmt/format.h>
+
+#include "dsl/diagnostics.hpp"
+
+namespace collsched {
+
+std::string_view to_string(SimStatus s) {
+    switch (s) {
+        case SimStatus::completed: return "completed";
+        case SimStatus::halted: return "halted";
+        case SimStatus::incomplete: return "incomplete";
+    }
+    return "?";
+}
+
+std::string_view to_string(SimRule r) {
+    switch (r) {
+        case SimRule::capacity: return "capacity";
+        case SimRule::ports: return "ports";
+        case SimRule::queues: return "queues";
+        case SimRule::replication: return "replication";
+        case SimRule::causality: return "causality";
+        case SimRule::completeness: return "completeness";
+    }
+    return "?";
+}
+
+double SimReport::utilization(const SendTable& t, ChannelId c) const {
+    if (simulated_steps == 0 || idx(c) >= channel_transfers.size()) return 0;
+    return static_cast<double>(channel_transfers[idx(c)]) /
+           (static_cast<double>(t.topology->channel(c).cap) * static_cast<double>(simulated_steps));
+}
+
+namespace {
+
+constexpr std::uint32_t never = std::numeric_limits<std::uint32_t>::max();
+constexpr std::size_t no_index = std::numeric_limits<std::size_t>::max();
+constexpr std::size_t listed_missing = 10;
+constexpr std::size_t listed_busiest = 5;
+constexpr std::size_t listed_in_message = 8;
+
+/// What phase 1 of a step found: the first offending transfer (table index) per rule.
+struct StepFaults {
+    std::size_t capacity = no_index;    ///< first transfer of the first over-full channel run
+    std::uint32_t ports = never;        ///< lowest processor over its port limit
+    std::size_t causality = no_index;   ///< first send of a message the sender cannot send
+    std::size_t queue_send = no_index;  ///< queues=none, replicate=yes: first send without arrival in s-1
+};
+
+/// The slots of a transfer's sender and receiver.
+struct SlotPair {
+    std::uint32_t src;
+    std::uint32_t dst;
+};
+
+/// A change of a router's waiting count at a boundary (replicate=yes: residence intervals).
+struct QueueEvent {
+    Step boundary;
+    std::uint32_t router;
+    std::int32_t delta;
+};
+
+/// One replay of one table.
+///
+/// State. The simulator needs "does node x hold message m" for the (node, message) pairs a table
+/// touches, which are few compared with nodes x messages (n=1024: 2047 nodes, 10^6 messages, but
+/// only ~2*10^7 pairs used). So every pair that occurs as the sender or receiver of a transfer, or
+/// as the origin of an initial message, gets a dense *slot*. Slots are assigned once, message by
+/// message: the transfers are bucketed by message with a counting sort (dense message ids when the
+/// message space is not much larger than the table, otherwise a sorted list of the messages in the
+/// table), each bucket's nodes are sorted, and every transfer records its source and destination
+/// slot. The step loop then reads the table and the slot pairs in sequence and the slot state at
+/// random, with no hashing and no allocation per transfer. Memory: 8 bytes per transfer for the
+/// slot pairs (plus 8 while slots are assigned) and about 12 per slot.
+///
+/// Per slot: `held_` is the first step at the end of which the node has the message (0 for
+/// initial data, `never` if not yet), `stock_` (replicate=no) the copies a router has now, and
+/// `last_arrival_` (queues=none with replicate=yes) the last step in which it arrived.
+class Simulator {
+public:
+    Simulator(const SendTable& table, const SimOptions& options)
+        : table_(table),
+          topo_(*table.topology),
+          model_(table.model),
+          msgs_(table.messages()),
+          options_(options),
+          P_(topo_.processors()),
+          R_(topo_.routers()),
+          wormhole_(table.model.timing == Timing::wormhole),
+          replicate_(table.model.replicate) {}
+
+    SimReport run() {
+        load_transfers();
+        rep_.transfers = tr_.size();
+        rep_.steps = tr_.empty() ? 0 : tr_.back().step;
+        rep_.wormhole = wormhole_;
+        rep_.queues_apply = !wormhole_;
+        rep_.cost = wormhole_ ? static_cast<double>(rep_.steps) * (model_.ts + model_.tc) : static_cast<double>(rep_.steps);
+        assign_slots();
+        allocate_state();
+        if (options_.trace) {
+            names_.reserve(topo_.nodes());
+            for (std::uint32_t v = 0; v < topo_.nodes(); ++v) names_.push_back(topo_.node_name(Node{v}));
+        }
+        bool ran_through = wormhole_ ? run_wormhole() : run_hop();
+        finish(ran_through);
+        return std::move(rep_);
+    }
+
+private:
+    bool processor(std::uint32_t v) const { return v < P_; }
+    bool queues_none() const { return model_.queues == QueueKind::none; }
+    const Channel& channel_of(std::size_t i) const { return topo_.channel(tr_[i].channel); }
+    std::string node_label(std::uint32_t v) const {
+        return fmt::format("{} {}", processor(v) ? "processor" : "router", topo_.node_name(Node{v}));
+    }
+    std::string channel_name(ChannelId c) const {
+        const Channel& ch = topo_.channel(c);
+        return fmt::format("{}->{}", topo_.node_name(ch.from), topo_.node_name(ch.to));
+    }
+    std::string_view unit() const { return wormhole_ ? "round" : "step"; }
+
+    // ---- loading -------------------------------------------------------------------------
+
+    void load_transfers() {
+        const std::uint64_t C = topo_.channels().size(), M = msgs_.size();
+        const auto& all = table_.transfers;
+        if (all.size() >= never)
+            throw InputError(fmt::format("the table has {} transfers; the simulator replays at most {}", all.size(), never - 1));
+        bool sorted = true;
+        for (std::size_t i = 0; i < all.size(); ++i) {
+            const Transfer& t = all[i];
+            if (t.step < 1) throw InputError(fmt::format("transfers[{}]: step {} is below 1 (steps are numbered from 1)", i, t.step));
+            if (t.step >= never - 2) throw InputError(fmt::format("transfers[{}]: step {} is too large", i, t.step));
+            if (idx(t.channel) >= C)
+                throw InputError(fmt::format("transfers[{}] (step {}): channel id {} does not exist in {} ({} channels)", i,
+                                             t.step, idx(t.channel), topo_.spec(), C));
+            if (idx(t.message) >= M)
+                throw InputError(fmt::format("transfers[{}] (step {}): message id {} does not exist ({} messages)", i, t.step,
+                                             idx(t.message), M));
+            if (i > 0 && t < all[i - 1]) sorted = false;
+        }
+        if (sorted) {
+            tr_ = all;
+        } else {
+            sorted_copy_ = all;
+            std::sort(sorted_copy_.begin(), sorted_copy_.end());
+            tr_ = sorted_copy_;
+        }
+    }
+
+    std::uint32_t bucket_count() const { return dense_ ? static_cast<std::uint32_t>(msgs_.size()) : static_cast<std::uint32_t>(uniq_.size()); }
+    /// The bucket of a message, or `never` when the table does not mention it.
+    std::uint32_t bucket(MessageId m) const {
+        if (dense_) return idx(m);
+        auto it = std::lower_bound(uniq_.begin(), uniq_.end(), idx(m));
+        return it != uniq_.end() && *it == idx(m) ? static_cast<std::uint32_t>(it - uniq_.begin()) : never;
+    }
+    MessageId bucket_message(std::uint32_t b) const { return dense_ ? MessageId{b} : MessageId{uniq_[b]}; }
+
+    // Assigns the slots (see the class comment). The bucketing keeps the transfers of one message in
+    // table order, so the first arrival and last send of a router slot (for replicate=yes queue
+    // residence) fall out of the same pass.
+    void assign_slots() {
+        const std::size_t N = tr_.size();
+        const std::uint64_t M = msgs_.size();
+        dense_ = M <= (std::uint64_t{1} << 22) || M <= 2 * std::uint64_t{N};
+        if (!dense_) {
+            uniq_.reserve(N);
+            for (const Transfer& t : tr_) uniq_.push_back(idx(t.message));
+            std::sort(uniq_.begin(), uniq_.end());
+            uniq_.erase(std::unique(uniq_.begin(), uniq_.end()), uniq_.end());
+            uniq_.shrink_to_fit();
+        }
+        const std::uint32_t U = bucket_count();
+        // Counting sort by bucket; afterwards end[b] is the end of bucket b, which starts at end[b-1].
+        std::vector<std::uint32_t> end(std::size_t{U} + 1, 0);
+        for (const Transfer& t : tr_) ++end[bucket(t.message) + 1];
+        std::partial_sum(end.begin(), end.end(), end.begin());
+        // The bucketed copy keeps the channel next to the index, so the pass over the buckets reads
+        // it in sequence instead of going back to the table.
+        struct Entry {
+            std::uint32_t index;
+            ChannelId channel;
+        };
+        std::vector<Entry> by_msg(N);
+        for (std::size_t i = 0; i < N; ++i)
+            by_msg[end[bucket(tr_[i].message)]++] = {static_cast<std::uint32_t>(i), tr_[i].channel};
+
+        const bool residence = replicate_ && !wormhole_;
+        slot_begin_.assign(std::size_t{U} + 1, 0);
+        slot_node_.reserve(N + std::min<std::size_t>(U, N) + 1);
+        held_.reserve(slot_node_.capacity());
+        slots_.resize(N);
+        std::vector<std::uint32_t> nodes, first_arrival, last_send;
+        std::uint64_t S = 0;
+        for (std::uint32_t b = 0; b < U; ++b) {
+            slot_begin_[b] = static_cast<std::uint32_t>(S);
+            const std::uint32_t lo = b == 0 ? 0 : end[b - 1], hi = end[b];
+            if (lo == hi) continue;  // not in the table: answered from the initial data
+            const MessageId m = bucket_message(b);
+            nodes.clear();
+            for (std::uint32_t k = lo; k < hi; ++k) {
+                const Channel& ch = topo_.channel(by_msg[k].channel);
+                nodes.push_back(idx(ch.from));
+                nodes.push_back(idx(ch.to));
+            }
+            const bool initial = table_.collective.initial(msgs_, m);
+            if (initial) nodes.push_back(idx(msgs_.origin(m)));
+            std::sort(nodes.begin(), nodes.end());
+            nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+            auto local = [&](Node v) {
+                return static_cast<std::uint32_t>(std::lower_bound(nodes.begin(), nodes.end(), idx(v)) - nodes.begin());
+            };
+            for (std::uint32_t v : nodes) {
+                slot_node_.push_back(v);
+                held_.push_back(never);
+            }
+            if (initial) held_[S + local(msgs_.origin(m))] = 0;
+            if (residence) {
+                first_arrival.assign(nodes.size(), never);
+                last_send.assign(nodes.size(), 0);
+            }
+            for (std::uint32_t k = lo; k < hi; ++k) {
+                const std::uint32_t i = by_msg[k].index;
+                const Channel& ch = topo_.channel(by_msg[k].channel);
+                const std::uint32_t a = local(ch.from), z = local(ch.to);
+                slots_[i] = {static_cast<std::uint32_t>(S + a), static_cast<std::uint32_t>(S + z)};
+                if (residence) {
+                    first_arrival[z] = std::min(first_arrival[z], tr_[i].step);
+                    last_send[a] = std::max(last_send[a], tr_[i].step);
+                }
+            }
+            if (residence)
+                for (std::size_t j = 0; j < nodes.size(); ++j)
+                    if (!processor(nodes[j]) && first_arrival[j] != never && last_send[j] >= first_arrival[j] + 2) {
+                        events_.push_back({first_arrival[j], nodes[j] - P_, +1});
+                        events_.push_back({last_send[j] - 1, nodes[j] - P_, -1});
+                    }
+            S += nodes.size();
+            if (S >= never) throw InputError(fmt::format("the table touches more than {} (node, message) pairs; too large to simulate", never - 1));
+        }
+        slot_begin_[U] = static_cast<std::uint32_t>(S);
+        std::sort(events_.begin(), events_.end(), [](const QueueEvent& x, const QueueEvent& y) {
+            return std::tie(x.boundary, x.router, x.delta) < std::tie(y.boundary, y.router, y.delta);
+        });
+    }
+
+    void allocate_state() {
+        const std::size_t S = slot_node_.size();
+        if (!replicate_) stock_.assign(S, 0);
+        if (replicate_ && queues_none() && !wormhole_) last_arrival_.assign(S, never);
+        waiting_.assign(R_, 0);
+        touch_gen_.assign(R_, 0);
+        rep_.router_high_water.assign(R_, 0);
+        port_stamp_.assign(P_, 0);
+        sends_.assign(P_, 0);
+        recvs_.assign(P_, 0);
+        recv_stamp_.assign(P_, 0);
+        recv_steps_.assign(P_, 0);
+        rep_.channel_transfers.assign(topo_.channels().size(), 0);
+    }
+
+    // ---- the step loop -------------------------------------------------------------------
+
+    void touch_router(std::uint32_t r) {
+        if (touch_gen_[r] != gen_) {
+            touch_gen_[r] = gen_;
+            touched_.push_back(r);
+        }
+    }
+
+    void count_port(std::uint32_t v, Step s, bool send, StepFaults& f) {
+        if (port_stamp_[v] != s) {
+            port_stamp_[v] = s;
+            sends_[v] = recvs_[v] = 0;
+        }
+        ++(send ? sends_[v] : recvs_[v]);
+        bool over = model_.ports == Ports::half ? sends_[v] + recvs_[v] > 1 : sends_[v] > 1 || recvs_[v] > 1;
+        if (over) f.ports = std::min(f.ports, v);
+    }
+
+    // Phase 1 of step s: checks capacity and ports for [b, e) and, under `hop` timing, whether each
+    // sender has the message at the end of step s-1. Router departures (replicate=no) take a copy
+    // from the router's stock and its waiting count here; arrivals of step s are applied only in
+    // commit(), so nothing received in step s can be sent on in step s.
+    StepFaults check_step(std::size_t b, std::size_t e, Step s) {
+        StepFaults f;
+        const bool ports = model_.ports != Ports::multi, none_sends = replicate_ && queues_none();
+        std::size_t run = b;
+        for (std::size_t i = b; i < e; ++i) {
+            const Channel& ch = channel_of(i);
+            if (i + 1 == e || tr_[i + 1].channel != tr_[i].channel) {
+                if (i + 1 - run > ch.cap && f.capacity == no_index) f.capacity = run;
+                run = i + 1;
+            }
+            const std::uint32_t u = idx(ch.from), v = idx(ch.to);
+            if (ports) {
+                if (processor(u)) count_port(u, s, true, f);
+                if (processor(v)) count_port(v, s, false, f);
+            }
+            if (wormhole_) continue;
+            const std::uint32_t src = slots_[i].src;
+            if (processor(u) || replicate_) {
+                if (held_[src] >= s) {
+                    if (f.causality == no_index) f.causality = i;
+                } else if (none_sends && !processor(u) && last_arrival_[src] != s - 1 && f.queue_send == no_index) {
+                    f.queue_send = i;
+                }
+            } else if (stock_[src] > 0) {
+                --stock_[src];
+                --waiting_[u - P_];
+                touch_router(u - P_);
+            } else if (f.causality == no_index) {
+                f.causality = i;
+            }
+        }
+        return f;
+    }
+
+    // Phase 2 of step s: the transfers of [b, e) arrive; statistics and trace.
+    void commit(std::size_t b, std::size_t e, Step s) {
+        const bool track_last = !last_arrival_.empty();
+        for (std::size_t i = b; i < e; ++i) {
+            const std::uint32_t v = idx(channel_of(i).to);
+            if (!wormhole_) {
+                const std::uint32_t dst = slots_[i].dst;
+                if (held_[dst] > s) held_[dst] = s;
+                if (!processor(v)) {
+                    if (!replicate_) {
+                        ++stock_[dst];
+                        ++waiting_[v - P_];
+                        touch_router(v - P_);
+                    }
+                    if (track_last) last_arrival_[dst] = s;
+                }
+            }
+            if (processor(v) && recv_stamp_[v] != s) {
+                recv_stamp_[v] = s;
+                ++recv_steps_[v];
+            }
+            ++rep_.channel_transfers[idx(tr_[i].channel)];
+        }
+        rep_.transfers_replayed += e - b;
+        if (options_.trace) trace_step(b, e, s);
+    }
+
+    // The waiting counts of the routers touched since the last boundary are final for `boundary`
+    // (arrivals up to `boundary`, departures up to `boundary + 1`): fold them into the high-water
+    // marks and check the queue rule. Routers not touched keep a count already checked.
+    std::optional<SimViolation> check_boundary(Step boundary) {
+        if (replicate_)
+            for (; next_event_ < events_.size() && events_[next_event_].boundary <= boundary; ++next_event_) {
+                waiting_[events_[next_event_].router] += events_[next_event_].delta;
+                touch_router(events_[next_event_].router);
+            }
+        std::uint32_t bad = never;
+        for (std::uint32_t r : touched_) {
+            const std::int64_t w = waiting_[r];
+            COLLSCHED_ASSERT(w >= 0);
+            rep_.router_high_water[r] = std::max(rep_.router_high_water[r], static_cast<std::uint32_t>(w));
+            bool over = model_.queues == QueueKind::bounded ? w > model_.queue_bound
+                                                            : model_.queues == QueueKind::none && !replicate_ && w > 0;
+            if (over) bad = std::min(bad, r);
+        }
+        touched_.clear();
+        ++gen_;
+        if (bad == never) return std::nullopt;
+        return queue_violation(boundary, bad);
+    }
+
+    bool halt(SimViolation v) {
+        rep_.status = SimStatus::halted;
+        // A bounded-queue violation is at the boundary after its step: steps 1..s are complete.
+        rep_.simulated_steps = v.rule == SimRule::queues && model_.queues == QueueKind::bounded ? v.step : v.step - 1;
+        rep_.violation = std::move(v);
+        return false;
+    }
+
+    // `hop` timing. For every step that has transfers: the boundary after the previous step when
+    // steps without transfers lie between (nothing leaves in them), phase 1, the boundary before
+    // this step, then the first violation in the order boundary (bounded queues), capacity, ports,
+    // causality/replication, queues=none; then phase 2.
+    bool run_hop() {
+        const std::size_t N = tr_.size();
+        std::size_t b = 0;
+        Step prev = 0;
+        while (b < N) {
+            const Step s = tr_[b].step;
+            std::size_t e = b;
+            while (e < N && tr_[e].step == s) ++e;
+            if (prev != 0 && s > prev + 1)
+                if (auto v = check_boundary(prev)) return halt(std::move(*v));
+            StepFaults f = check_step(b, e, s);
+            std::optional<SimViolation> qv;
+            if (s >= 2) qv = check_boundary(s - 1);
+            if (qv && qv->step < s) return halt(std::move(*qv));
+            if (f.capacity != no_index) return halt(capacity_violation(f.capacity, s));
+            if (f.ports != never) return halt(ports_violation(f.ports, b, e, s));
+            if (f.causality != no_index) return halt(causality_violation(f.causality, s));
+            if (qv) return halt(std::move(*qv));
+            if (f.queue_send != no_index) return halt(queue_send_violation(f.queue_send, s));
+            commit(b, e, s);
+            prev = s;
+            b = e;
+        }
+        // queues=none: a copy that entered a router in the last step would have to leave in the
+        // step after it, which the table does not have.
+        if (queues_none() && !replicate_ && prev != 0)
+            if (auto v = check_boundary(prev)) return halt(std::move(*v));
+        return true;
+    }
+
+    // `wormhole` timing: within a round a message may travel a whole path. A transfer is legal
+    // when its sender held the message at the end of the previous round or receives it in this
+    // round through a legal transfer, so legality is a reachability fixpoint per round: the round's
+    // transfers are ordered by source slot, every transfer whose source is ready fires, and each
+    // slot that gains the message (or, for a replicate=no router, a copy) wakes the transfers
+    // leaving it. Whatever never fires is the violation.
+    bool run_wormhole() {
+        const std::size_t N = tr_.size();
+        std::size_t b = 0;
+        while (b < N) {
+            const Step r = tr_[b].step;
+            std::size_t e = b;
+            while (e < N && tr_[e].step == r) ++e;
+            StepFaults f = check_step(b, e, r);
+            if (f.capacity != no_index) return halt(capacity_violation(f.capacity, r));
+            if (f.ports != never) return halt(ports_violation(f.ports, b, e, r));
+            std::size_t bad = propagate_round(b, e, r);
+            if (bad != no_index) {
+                SimViolation v = causality_violation(bad, r);
+                for (std::uint32_t slot : round_gains_) held_[slot] = never;  // the round does not happen
+                return halt(std::move(v));
+            }
+            commit(b, e, r);
+            // Routers do not store between rounds: a worm passes through within its round.
+            for (std::size_t i = b; i < e; ++i) {
+                const Channel& ch = channel_of(i);
+                for (auto [slot, v] : {std::pair(slots_[i].src, idx(ch.from)), std::pair(slots_[i].dst, idx(ch.to))}) {
+                    if (processor(v)) continue;
+                    held_[slot] = never;
+                    if (!replicate_) stock_[slot] = 0;
+                }
+            }
+            b = e;
+        }
+        return true;
+    }
+
+    std::size_t propagate_round(std::size_t b, std::size_t e, Step r) {
+        const auto n = static_cast<std::uint32_t>(e - b);
+        order_.resize(n);
+        std::iota(order_.begin(), order_.end(), 0u);
+        std::sort(order_.begin(), order_.end(), [&](std::uint32_t x, std::uint32_t y) {
+            return std::pair(slots_[b + x].src, x) < std::pair(slots_[b + y].src, y);
+        });
+        legal_.assign(n, 0);
+        worklist_.clear();
+        round_gains_.clear();
+        auto attempt = [&](std::uint32_t k) {
+            const std::size_t i = b + k;
+            const std::uint32_t src = slots_[i].src;
+            const Channel& ch = channel_of(i);
+            if (processor(idx(ch.from)) || replicate_) {
+                if (held_[src] > r) return;
+            } else {
+                if (stock_[src] == 0) return;
+                --stock_[src];
+            }
+            legal_[k] = 1;
+            const std::uint32_t dst = slots_[i].dst;
+            bool gained = false;
+            if (!processor(idx(ch.to)) && !replicate_) {
+                ++stock_[dst];
+                gained = true;
+            }
+            if (held_[dst] > r) {
+                held_[dst] = r;
+                round_gains_.push_back(dst);
+                gained = true;
+            }
+            if (gained) worklist_.push_back(dst);
+        };
+        for (std::uint32_t k : order_) attempt(k);
+        while (!worklist_.empty()) {
+            const std::uint32_t slot = worklist_.back();
+            worklist_.pop_back();
+            auto first = std::lower_bound(order_.begin(), order_.end(), slot,
+                                          [&](std::uint32_t k, std::uint32_t x) { return slots_[b + k].src < x; });
+            for (auto it = first; it != order_.end() && slots_[b + *it].src == slot; ++it)
+                if (!legal_[*it]) attempt(*it);
+        }
+        for (std::uint32_t k = 0; k < n; ++k)
+            if (!legal_[k]) return b + k;
+        return no_index;
+    }
+
+    void trace_step(std::size_t b, std::size_t e, Step s) {
+        std::string line = fmt::format("{} {}:", unit(), s);
+        for (std::size_t i = b; i < e; ++i) {
+            const Channel& ch = channel_of(i);
+            line += fmt::format("{} {}->{} {}", i == b ? "" : ",", names_[idx(ch.from)], names_[idx(ch.to)],
+                                msgs_.name(tr_[i].message));
+        }
+        rep_.trace.push_back(std::move(line));
+    }
+
+    // ---- the messages of broken rules (error paths: plain scans are fine) -------------------
+
+    std::string message_list(std::span<const MessageId> ms) const {
+        std::string out;
+        for (std::size_t i = 0; i < ms.size() && i < listed_in_message; ++i) out += fmt::format("{}{}", i ? ", " : "", msgs_.name(ms[i]));
+        if (ms.size() > listed_in_message) out += fmt::format(", ... {} in all", ms.size());
+        return out;
+    }
+
+    SimViolation capacity_violation(std::size_t run, Step s) const {
+        SimViolation v;
+        v.rule = SimRule::capacity;
+        v.step = s;
+        v.channel = tr_[run].channel;
+        for (std::size_t i = run; i < tr_.size() && tr_[i].step == s && tr_[i].channel == tr_[run].channel; ++i)
+            v.messages.push_back(tr_[i].message);
+        v.message = fmt::format("{} {}: channel {} carries {} messages ({}) but its capacity is {}", unit(), s,
+                                channel_name(*v.channel), v.messages.size(), message_list(v.messages),
+                                topo_.channel(*v.channel).cap);
+        return v;
+    }
+
+    SimViolation ports_violation(std::uint32_t p, std::size_t b, std::size_t e, Step s) const {
+        SimViolation v;
+        v.rule = SimRule::ports;
+        v.step = s;
+        v.node = Node{p};
+        std::vector<std::string> sends, recvs;
+        std::vector<MessageId> sm, rm;
+        for (std::size_t i = b; i < e; ++i) {
+            const Channel& ch = channel_of(i);
+            std::string what = fmt::format("{} on {}", msgs_.name(tr_[i].message), channel_name(tr_[i].channel));
+            if (idx(ch.from) == p) {
+                sends.push_back(what);
+                sm.push_back(tr_[i].message);
+            }
+            if (idx(ch.to) == p) {
+                recvs.push_back(what);
+                rm.push_back(tr_[i].message);
+            }
+        }
+        auto join = [](const std::vector<std::string>& xs) {
+            std::string out;
+            for (std::size_t i = 0; i < xs.size() && i < listed_in_message; ++i) out += fmt::format("{}{}", i ? ", " : "", xs[i]);
+            if (xs.size() > listed_in_message) out += ", ...";
+            return out;
+        };
+        auto plural = [](std::size_t k) { return k == 1 ? "message" : "messages"; };
+        if (model_.ports == Ports::half) {
+            v.messages = sm;
+            v.messages.insert(v.messages.end(), rm.begin(), rm.end());
+            std::vector<std::string> all = sends;
+            all.insert(all.end(), recvs.begin(), recvs.end());
+            v.message = fmt::format("{} {}: processor {} sends {} and receives {} {} ({}) but ports=half allows one send or one "
+                                    "receive per {}",
+                                    unit(), s, topo_.node_name(Node{p}), sends.size(), recvs.size(), plural(recvs.size()),
+                                    join(all), unit());
+        } else if (sends.size() > 1) {
+            v.messages = sm;
+            v.message = fmt::format("{} {}: processor {} sends {} messages ({}) but ports=single allows one send per {}", unit(),
+                                    s, topo_.node_name(Node{p}), sends.size(), join(sends), unit());
+        } else {
+            v.messages = rm;
+            v.message = fmt::format("{} {}: processor {} receives {} messages ({}) but ports=single allows one receive per {}",
+                                    unit(), s, topo_.node_name(Node{p}), recvs.size(), join(recvs), unit());
+        }
+        return v;
+    }
+
+    SimViolation causality_violation(std::size_t i, Step s) const {
+        const Channel& ch = channel_of(i);
+        const std::uint32_t u = idx(ch.from);
+        const MessageId m = tr_[i].message;
+        const std::uint32_t src = slots_[i].src;
+        SimViolation v;
+        v.step = s;
+        v.node = Node{u};
+        v.channel = tr_[i].channel;
+        v.messages = {m};
+        const Step held_by = wormhole_ ? s : s - 1;
+        if (!processor(u) && !replicate_ && held_[src] <= held_by) {
+            std::uint64_t arrived = 0, sent = 0;
+            for (std::size_t j = 0; j < tr_.size() && tr_[j].step <= s; ++j) {
+                if (tr_[j].message != m) continue;
+                const Channel& c = channel_of(j);
+                if (idx(c.to) == u && tr_[j].step <= held_by) ++arrived;
+                if (idx(c.from) == u) ++sent;
+            }
+            v.rule = SimRule::replication;
+            v.message = fmt::format(
+                "{} {}: router {} forwards {} on {} but has no copy left: it received {} {} by the end of {} {} and forwards {} "
+                "by {} {} (replicate=no: a router forwards each copy it receives exactly once)",
+                unit(), s, topo_.node_name(Node{u}), msgs_.name(m), channel_name(tr_[i].channel), arrived,
+                arrived == 1 ? "copy" : "copies", unit(), held_by, sent, unit(), s);
+            return v;
+        }
+        v.rule = SimRule::causality;
+        if (wormhole_) {
+            v.message = fmt::format("round {}: {} sends {} on {} but neither holds it at the end of round {} nor receives it "
+                                    "in round {} through a legal transfer",
+                                    s, node_label(u), msgs_.name(m), channel_name(tr_[i].channel), s - 1, s);
+            return v;
+        }
+        Step first = never;
+        for (std::size_t j = 0; j < tr_.size(); ++j)
+            if (tr_[j].message == m && idx(channel_of(j).to) == u) {
+                first = tr_[j].step;
+                break;
+            }
+        std::string why = first == never ? "it never receives it"
+                          : first == s   ? fmt::format("it receives it in step {}, and what arrives in a step cannot be sent on "
+                                                       "in the same step", s)
+                                         : fmt::format("it first receives it in step {}", first);
+        v.message = fmt::format("step {}: {} sends {} on {} but does not hold it at the end of step {} ({})", s, node_label(u),
+                                msgs_.name(m), channel_name(tr_[i].channel), s - 1, why);
+        return v;
+    }
+
+    SimViolation queue_send_violation(std::size_t i, Step s) const {
+        const std::uint32_t u = idx(channel_of(i).from);
+        const MessageId m = tr_[i].message;
+        SimViolation v;
+        v.rule = SimRule::queues;
+        v.step = s;
+        v.node = Node{u};
+        v.channel = tr_[i].channel;
+        v.messages = {m};
+        v.message = fmt::format(
+            "step {}: router {} sends {} on {} but {} did not arrive at {} in step {} (it last arrived in step {}); with "
+            "queues=none a router sends a message only in the step after it arrives",
+            s, topo_.node_name(Node{u}), msgs_.name(m), channel_name(tr_[i].channel), msgs_.name(m),
+            topo_.node_name(Node{u}), s - 1, last_arrival_[slots_[i].src]);
+        return v;
+    }
+
+    // Names the copies (replicate=no) or messages (replicate=yes) waiting in router r at the
+    // boundary after step `boundary`, recomputed from the table.
+    SimViolation queue_violation(Step boundary, std::uint32_t r) const {
+        const std::uint32_t node = P_ + r;
+        std::map<std::uint32_t, std::int64_t> copies;                      // replicate=no: message -> balance
+        std::map<std::uint32_t, std::pair<Step, Step>> residence;          // replicate=yes: first arrival, last send
+        for (std::size_t j = 0; j < tr_.size(); ++j) {
+            const Transfer& t = tr_[j];
+            const Channel& ch = channel_of(j);
+            if (!replicate_) {
+                if (t.step > boundary + 1) break;
+                if (idx(ch.to) == node && t.step <= boundary) ++copies[idx(t.message)];
+                if (idx(ch.from) == node) --copies[idx(t.message)];
+            } else {
+                if (idx(ch.to) == node) residence.try_emplace(idx(t.message), t.step, 0);
+                if (idx(ch.from) == node) {
+                    auto it = residence.find(idx(t.message));
+                    if (it != residence.end()) it->second.second = t.step;
+                }
+            }
+        }
+        SimViolation v;
+        v.rule = SimRule::queues;
+        v.node = Node{node};
+        for (auto [m, k] : copies)
+            for (std::int64_t c = 0; c < k; ++c) v.messages.push_back(MessageId{m});
+        for (auto [m, iv] : residence)
+            if (iv.first <= boundary && iv.second >= boundary + 2) v.messages.push_back(MessageId{m});
+        const std::int64_t w = waiting_[r];
+        const std::string name = topo_.node_name(Node{node});
+        if (model_.queues == QueueKind::bounded) {
+            v.step = boundary;
+            v.message = fmt::format(
+                "step {}: after step {}, router {} has {} {} waiting ({}) but queues={} allows at most {} ({})", boundary,
+                boundary, name, w, replicate_ ? (w == 1 ? "message" : "messages") : (w == 1 ? "copy" : "copies"),
+                message_list(v.messages), model_.queue_bound, model_.queue_bound,
+                replicate_ ? fmt::format("a message waits from its first arrival, by step {}, to its last send, in step {} or later",
+                                         boundary, boundary + 2)
+                           : fmt::format("a copy waits when it arrived by step {} and leaves in step {} or later, or never",
+                                         boundary, boundary + 2));
+        } else {
+            v.step = boundary + 1;
+            const bool last = boundary == rep_.steps;
+            v.message = fmt::format(
+                "step {}: {} entered router {} in step {} but {} (queues=none: a copy leaves a router in the step after it "
+                "arrives)",
+                boundary + 1, message_list(v.messages), name, boundary,
+                last ? fmt::format("the table ends with step {}", boundary)
+                     : fmt::format("{} not leave it in step {}", v.messages.size() == 1 ? "does" : "do", boundary + 1));
+        }
+        return v;
+    }
+
+    // ---- the end of the run ----------------------------------------------------------------
+
+    bool holds(MessageId m, Node d) const {
+        const std::uint32_t b = bucket(m);
+        if (b == never || slot_begin_[b] == slot_begin_[b + 1])
+            return table_.collective.initial(msgs_, m) && msgs_.origin(m) == d;
+        auto first = slot_node_.begin() + slot_begin_[b], last = slot_node_.begin() + slot_begin_[b + 1];
+        auto it = std::lower_bound(first, last, idx(d));
+        if (it == last || *it != idx(d)) return false;
+        const auto slot = static_cast<std::size_t>(it - slot_node_.begin());
+        if (!processor(idx(d)) && !replicate_) return stock_[slot] > 0;
+        return held_[slot] != never;
+    }
+
+    // Deliveries: every goal of the collective, then every requirement that is not one of them.
+    void count_deliveries() {
+        std::vector<Requirement> reqs = table_.requirements;
+        auto key = [](const Requirement& x) { return std::pair(idx(x.message), idx(x.at)); };
+        std::sort(reqs.begin(), reqs.end(), [&](const auto& x, const auto& y) { return key(x) < key(y); });
+        reqs.erase(std::unique(reqs.begin(), reqs.end()), reqs.end());
+        std::vector<std::uint8_t> is_goal(reqs.size(), 0);
+        auto visit = [&](MessageId m, Node d) {
+            ++rep_.deliveries_required;
+            if (holds(m, d)) {
+                ++rep_.deliveries_done;
+            } else {
+                ++rep_.missing_count;
+                if (rep_.missing.size() < listed_missing) rep_.missing.push_back({m, d});
+            }
+        };
+        table_.collective.for_each_goal(P_, [&](MessageId m, Node d) {
+            if (!reqs.empty()) {
+                Requirement r{m, d};
+                auto it = std::lower_bound(reqs.begin(), reqs.end(), r, [&](const auto& x, const auto& y) { return key(x) < key(y); });
+                if (it != reqs.end() && *it == r) is_goal[static_cast<std::size_t>(it - reqs.begin())] = 1;
+            }
+            visit(m, d);
+        });
+        for (std::size_t i = 0; i < reqs.size(); ++i)
+            if (!is_goal[i]) visit(reqs[i].message, reqs[i].at);
+    }
+
+    void finish(bool ran_through) {
+        if (ran_through) rep_.simulated_steps = rep_.steps;
+        const Step W = rep_.simulated_steps;
+        rep_.holes.resize(P_);
+        for (std::uint32_t p = 0; p < P_; ++p) {
+            rep_.holes[p] = W - recv_steps_[p];
+            rep_.total_holes += rep_.holes[p];
+        }
+        if (!wormhole_) {
+            for (std::uint32_t r = 0; r < R_; ++r) {
+                const std::uint32_t level = std::max<std::uint32_t>(1, topo_.level(Node{P_ + r}));
+                if (rep_.level_high_water.size() < level) rep_.level_high_water.resize(level, 0);
+                rep_.level_high_water[level - 1] = std::max(rep_.level_high_water[level - 1], rep_.router_high_water[r]);
+                rep_.max_high_water = std::max(rep_.max_high_water, rep_.router_high_water[r]);
+            }
+        } else {
+            rep_.router_high_water.clear();
+        }
+        std::vector<ChannelId> used;
+        for (std::uint32_t c = 0; c < rep_.channel_transfers.size(); ++c)
+            if (rep_.channel_transfers[c] > 0) used.push_back(ChannelId{c});
+        // Busiest by transfers / cap, compared exactly by cross-multiplication (both factors are
+        // below 2^32); ties to the lower id.
+        auto busier = [&](ChannelId x, ChannelId y) {
+            const std::uint64_t a = rep_.channel_transfers[idx(x)] * topo_.channel(y).cap;
+            const std::uint64_t z = rep_.channel_transfers[idx(y)] * topo_.channel(x).cap;
+            return a != z ? a > z : idx(x) < idx(y);
+        };
+        const std::size_t top = std::min(listed_busiest, used.size());
+        std::partial_sort(used.begin(), used.begin() + static_cast<std::ptrdiff_t>(top), used.end(), busier);
+        rep_.busiest.assign(used.begin(), used.begin() + static_cast<std::ptrdiff_t>(top));
+        count_deliveries();
+        if (!ran_through) {
+            rep_.missing.clear();  // obvious after a halt; the report names the broken rule instead
+            return;
+        }
+        if (rep_.missing_count == 0) {
+            rep_.status = SimStatus::completed;
+            return;
+        }
+        rep_.status = SimStatus::incomplete;
+        SimViolation v;
+        v.rule = SimRule::completeness;
+        v.step = rep_.steps;
+        v.node = rep_.missing.front().at;
+        v.messages = {rep_.missing.front().message};
+        const std::uint64_t more = rep_.missing_count - 1;
+        v.message = fmt::format("{} {}: processor {} does not hold {} at the end of {} {}{}", unit(), rep_.steps,
+                                topo_.node_name(rep_.missing.front().at), msgs_.name(rep_.missing.front().message), unit(),
+                                rep_.steps,
+                                more == 0 ? std::string() : fmt::format(" ({} more {} missing)", more, more == 1 ? "delivery is" : "deliveries are"));
+        rep_.violation = std::move(v);
+    }
+
+    const SendTable& table_;
+    const Topology& topo_;
+    const Model& model_;
+    const Messages msgs_;
+    const SimOptions options_;
+    const std::uint32_t P_, R_;
+    const bool wormhole_, replicate_;
+
+    std::span<const Transfer> tr_;
+    std::vector<Transfer> sorted_copy_;
+
+    bool dense_ = true;
+    std::vector<std::uint32_t> uniq_;        // sparse message space: the messages of the table, sorted
+    std::vector<std::uint32_t> slot_begin_;  // per bucket: its first slot (bucket b: [begin[b], begin[b+1]))
+    std::vector<std::uint32_t> slot_node_;   // per slot: its node; sorted within a bucket
+    std::vector<SlotPair> slots_;  // per transfer: the sender's and the receiver's slot
+    std::vector<std::uint32_t> held_, stock_, last_arrival_;  // per slot
+
+    std::vector<std::int64_t> waiting_;  // per router: copies (or messages) waiting at the current boundary
+    std::vector<std::uint32_t> touch_gen_, touched_;
+    std::uint32_t gen_ = 1;
+    std::vector<QueueEvent> events_;
+    std::size_t next_event_ = 0;
+
+    std::vector<std::uint32_t> port_stamp_, sends_, recvs_;  // per processor, for the current step
+    std::vector<std::uint32_t> recv_stamp_, recv_steps_;     // per processor: last step with a receive, steps with one
+
+    std::vector<std::uint32_t> order_, worklist_, round_gains_;  // wormhole rounds
+    std::vector<std::uint8_t> legal_;
+
+    std::vector<std::string> names_;  // node names, for the trace
+    SimReport rep_;
+};
+
+std::string json_escape(std::string_view s) {
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '"';
+    for (char c : s) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+                else out += c;
+        }
+    }
+    out += '"';
+    return out;
+}
+
+/// Six decimals are plenty for a ratio and keep golden files stable.
+double rounded(double x) { return std::round(x * 1e6) / 1e6; }
+
+}  // namespace
+
+SimReport simulate(const SendTable& table, const SimOptions& options) {
+    COLLSCHED_ASSERT(table.topology != nullptr);
+    return Simulator(table, options).run();
+}
+
+std::string format_sim_report(const SimReport& r, const SendTable& t) {
+    const Topology& topo = *t.topology;
+    const Messages ms = t.messages();
+    auto unit_of = [&](std::uint64_t k) {
+        return std::string(r.wormhole ? "round" : "step") + (k == 1 ? "" : "s");
+    };
+    auto chan = [&](ChannelId c) {
+        const Channel& ch = topo.channel(c);
+        return fmt::format("{}->{}", topo.node_name(ch.from), topo.node_name(ch.to));
+    };
+    std::string out;
+    for (const std::string& line : r.trace) out += line + '\n';
+    out += fmt::format("simulate {}: {}, {}\n", topo.spec(), t.collective.to_string(), to_string(t.model));
+    switch (r.status) {
+        case SimStatus::completed:
+            out += fmt::format("status: completed in {} {} ({} transfers)\n", r.steps, unit_of(r.steps), r.transfers);
+            break;
+        case SimStatus::halted:
+            out += fmt::format("status: halted on rule '{}' after {} of {} {}\n  {}\n", to_string(r.violation->rule),
+                               r.simulated_steps, r.steps, unit_of(r.steps), r.violation->message);
+            break;
+        case SimStatus::incomplete:
+            out += fmt::format("status: incomplete after {} {} ({} transfers)\n  {}\n", r.steps, unit_of(r.steps), r.transfers,
+                               r.violation->message);
+            break;
+    }
+    if (r.wormhole) out += fmt::format("cost: {} rounds x (ts + tc) = {}\n", r.steps, r.cost);
+    out += fmt::format("deliveries: {} of {}", r.deliveries_done, r.deliveries_required);
+    if (!r.missing.empty()) {
+        out += "; missing ";
+        for (std::size_t i = 0; i < r.missing.size() && i < 4; ++i)
+            out += fmt::format("{}{} at {}", i ? ", " : "", ms.name(r.missing[i].message), topo.node_name(r.missing[i].at));
+        if (r.missing_count > 4) out += fmt::format(", ... ({} in all)", r.missing_count);
+    }
+    out += '\n';
+    std::uint64_t used = 0, moved = 0, capacity = 0;
+    for (std::size_t c = 0; c < r.channel_transfers.size(); ++c) {
+        used += r.channel_transfers[c] > 0;
+        moved += r.channel_transfers[c];
+        capacity += topo.channels()[c].cap;
+    }
+    const double mean = r.simulated_steps == 0 || capacity == 0
+                            ? 0.0
+                            : static_cast<double>(moved) / (static_cast<double>(capacity) * r.simulated_steps);
+    out += fmt::format("channels: {} of {} used over {} {}, mean utilization {:.3f}\n", used, r.channel_transfers.size(),
+                       r.simulated_steps, unit_of(r.simulated_steps), mean);
+    if (!r.busiest.empty()) {
+        out += "busiest:";
+        for (std::size_t i = 0; i < r.busiest.size(); ++i)
+            out += fmt::format("{} {} {:.3f} ({})", i ? "," : "", chan(r.busiest[i]), r.utilization(t, r.busiest[i]),
+                               r.channel_transfers[idx(r.busiest[i])]);
+        out += '\n';
+    }
+    if (!r.queues_apply) {
+        out += "queues: do not apply (wormhole timing)\n";
+    } else if (topo.routers() > 0) {
+        out += fmt::format("queue high-water: max {}", r.max_high_water);
+        if (r.level_high_water.size() > 1) {
+            out += " (";
+            for (std::size_t l = 0; l < r.level_high_water.size(); ++l)
+                out += fmt::format("{}level {}: {}", l ? ", " : "", l + 1, r.level_high_water[l]);
+            out += ")";
+        }
+        out += '\n';
+    }
+    if (!r.holes.empty()) {
+        auto most = std::max_element(r.holes.begin(), r.holes.end());
+        out += fmt::format("holes: {} idle receive {} in all; most at processor {} ({} of {})\n", r.total_holes, unit_of(r.total_holes),
+                           topo.node_name(Node{static_cast<std::uint32_t>(most - r.holes.begin())}), *most, r.simulated_steps);
+    }
+    return out;
+}
+
+std::string sim_report_to_json(const SimReport& r, const SendTable& t) {
+    const Topology& topo = *t.topology;
+    const Messages ms = t.messages();
+    fmt::memory_buffer b;
+    auto it = std::back_inserter(b);
+    auto channel_obj = [&](ChannelId c) {
+        const Channel& ch = topo.channel(c);
+        fmt::format_to(it, "{{\"from\": {}, \"to\": {}, \"cap\": {}, \"transfers\": {}, \"utilization\": {}}}",
+                       json_escape(topo.node_name(ch.from)), json_escape(topo.node_name(ch.to)), ch.cap,
+                       r.channel_transfers[idx(c)], rounded(r.utilization(t, c)));
+    };
+    fmt::format_to(it, "{{\"status\": \"{}\", \"rule\": ", to_string(r.status));
+    if (r.violation) fmt::format_to(it, "\"{}\"", to_string(r.violation->rule));
+    else fmt::format_to(it, "null");
+    fmt::format_to(it, ", \"steps\": {}, \"simulated_steps\": {}, \"timing\": \"{}\", \"cost\": {}, \"transfers\": {}", r.steps,
+                   r.simulated_steps, r.wormhole ? "wormhole" : "hop", r.cost, r.transfers);
+    fmt::format_to(it, ", \"deliveries\": {{\"done\": {}, \"required\": {}}}", r.deliveries_done, r.deliveries_required);
+    fmt::format_to(it, ", \"halt\": ");
+    if (r.status == SimStatus::halted) {
+        const SimViolation& v = *r.violation;
+        fmt::format_to(it, "{{\"rule\": \"{}\", \"step\": {}, \"message\": {}, \"node\": ", to_string(v.rule), v.step,
+                       json_escape(v.message));
+        if (v.node) fmt::format_to(it, "{}", json_escape(topo.node_name(*v.node)));
+        else fmt::format_to(it, "null");
+        fmt::format_to(it, ", \"channel\": ");
+        if (v.channel) {
+            const Channel& ch = topo.channel(*v.channel);
+            fmt::format_to(it, "{{\"from\": {}, \"to\": {}}}", json_escape(topo.node_name(ch.from)), json_escape(topo.node_name(ch.to)));
+        } else {
+            fmt::format_to(it, "null");
+        }
+        fmt::format_to(it, ", \"messages\": [");
+        for (std::size_t i = 0; i < v.messages.size(); ++i) fmt::format_to(it, "{}\"{}\"", i ? ", " : "", ms.name(v.messages[i]));
+        fmt::format_to(it, "]}}");
+    } else {
+        fmt::format_to(it, "null");
+    }
+    fmt::format_to(it, ", \"missing\": [");
+    for (std::size_t i = 0; i < r.missing.size(); ++i)
+        fmt::format_to(it, "{}{{\"message\": \"{}\", \"at\": {}}}", i ? ", " : "", ms.name(r.missing[i].message),
+                       json_escape(topo.node_name(r.missing[i].at)));
+    fmt::format_to(it, "], \"queue_high_water\": ");
+    if (r.queues_apply) {
+        fmt::format_to(it, "{{\"max\": {}, \"per_level\": {{", r.max_high_water);
+        for (std::size_t l = 0; l < r.level_high_water.size(); ++l)
+            fmt::format_to(it, "{}\"{}\": {}", l ? ", " : "", l + 1, r.level_high_water[l]);
+        fmt::format_to(it, "}}, \"per_router\": {{");
+        for (std::size_t i = 0; i < r.router_high_water.size(); ++i)
+            fmt::format_to(it, "{}{}: {}", i ? ", " : "", json_escape(topo.node_name(Node{topo.processors() + static_cast<std::uint32_t>(i)})),
+                           r.router_high_water[i]);
+        fmt::format_to(it, "}}}}");
+    } else {
+        fmt::format_to(it, "null");
+    }
+    fmt::format_to(it, ", \"holes\": {{\"total\": {}, \"per_processor\": [", r.total_holes);
+    for (std::size_t p = 0; p < r.holes.size(); ++p) fmt::format_to(it, "{}{}", p ? ", " : "", r.holes[p]);
+    fmt::format_to(it, "]}}, \"busiest\": [");
+    for (std::size_t i = 0; i < r.busiest.size(); ++i) {
+        if (i) fmt::format_to(it, ", ");
+        channel_obj(r.busiest[i]);
+    }
+    fmt::format_to(it, "], \"channels\": [");
+    for (std::uint32_t c = 0; c < r.channel_transfers.size(); ++c) {
+        if (c) fmt::format_to(it, ", ");
+        channel_obj(ChannelId{c});
+    }
+    fmt::format_to(it, "]");
+    if (!r.trace.empty()) {
+        fmt::format_to(it, ", \"trace\": [");
+        for (std::size_t i = 0; i < r.trace.size(); ++i) fmt::format_to(it, "{}{}", i ? ", " : "", json_escape(r.trace[i]));
+        fmt::format_to(it, "]");
+    }
+    fmt::format_to(it, "}}\n");
+    return fmt::to_string(b);
+}
+
+}  // namespace collsched
