@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/json_error.hpp"
+#include "compiler/ranks_import.hpp"
 #include "dsl/diagnostics.hpp"
 
 namespace collsched {
@@ -418,6 +419,7 @@ SendTable read_table(const std::string& path) {
     std::string text = slurp(path);
     std::size_t first = text.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) throw InputError(fmt::format("{}: the file is empty (expected a table in JSON or CSV)", path));
+    if (text[first] == '{' && looks_like_ranks(text)) return parse_ranks_json(text, path);
     if (text[first] == '{' || text[first] == '[') return parse_table_json(text, path);
     return parse_table_csv(text, path);
 }

@@ -21,7 +21,8 @@ namespace collsched {
 
 inline constexpr std::string_view table_format = "collsched.table/1";
 
-/// Reads a table from a JSON or CSV file (decided by its first non-blank character).
+/// Reads a table from a JSON or CSV file (decided by its first non-blank character); a JSON file
+/// whose "format" is "collsched.ranks/1" is a per-rank file (compiler/ranks_import.hpp).
 SendTable read_table(const std::string& path);
 /// Parses table JSON held in memory; `name` is used in messages.
 SendTable parse_table_json(std::string_view text, std::string_view name);

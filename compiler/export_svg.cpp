@@ -1,0 +1,433 @@
+#include "compiler/export_svg.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "dsl/diagnostics.hpp"
+
+namespace collsched {
+
+namespace {
+
+constexpr std::size_t flush_at = 1 << 20;
+constexpr std::uint64_t max_cells = 4'000'000;
+constexpr const char* idle_colour = "#eeeeee";
+constexpr const char* shade[4] = {"#c6dbef", "#6baed6", "#2171b5", "#08306b"};
+constexpr const char* over_colour = "#d62728";
+constexpr const char* shade_label[4] = {"up to 1/4", "up to 1/2", "up to 3/4", "full"};
+
+const char* colour(std::uint32_t load, std::uint32_t cap) {
+    if (load == 0) return idle_colour;
+    if (load > cap) return over_colour;
+    int b = static_cast<int>(std::ceil(4.0 * load / cap)) - 1;
+    return shade[std::clamp(b, 0, 3)];
+}
+
+std::string escape(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+std::string model_text(const Model& m) {
+    std::string s = fmt::format("{}, ports={}, queues={}, replicate={}", to_string(m.timing), to_string(m.ports),
+                                queues_to_string(m), m.replicate ? "yes" : "no");
+    return s;
+}
+
+/// What the timeline draws: rows, their capacities and per (row, step) loads.
+struct Grid {
+    bool processors = false;
+    std::uint32_t rows = 0;
+    Step steps = 0;
+    std::vector<std::string> labels;
+    std::vector<std::uint32_t> cap, cap2;    ///< per row; cap2: processors' receive capacity
+    std::vector<std::uint32_t> load, load2;  ///< rows * steps; load2: processors' receives
+    struct Group {
+        std::uint32_t first, count;
+        std::string label;
+    };
+    std::vector<Group> groups;
+    std::unordered_map<std::uint64_t, std::vector<MessageId>> msgs, msgs2;  ///< titles only
+    std::uint64_t cell(std::uint32_t row, Step s) const { return std::uint64_t{row} * steps + (s - 1); }
+};
+
+std::string arrow(const Topology& t, const Channel& c) { return fmt::format("{}\u2192{}", t.node_name(c.from), t.node_name(c.to)); }
+
+Grid build_grid(const SendTable& t, const TimelineOptions& opt) {
+    const Topology& topo = *t.topology;
+    Grid g;
+    g.steps = std::max<Step>(t.steps(), 1);
+    TimelineRows rows = opt.rows;
+    if (rows == TimelineRows::automatic) rows = topo.channels().size() <= 128 ? TimelineRows::channels : TimelineRows::processors;
+    g.processors = rows == TimelineRows::processors;
+    std::vector<std::uint32_t> row_of(topo.channels().size(), 0);
+    if (!g.processors) {
+        std::vector<ChannelId> order;
+        auto add_group = [&](std::vector<ChannelId> list, std::string label) {
+            if (list.empty()) return;
+            std::uint32_t lo = ~0u, hi = 0;
+            for (ChannelId c : list) {
+                lo = std::min(lo, topo.channel(c).cap);
+                hi = std::max(hi, topo.channel(c).cap);
+            }
+            label += lo == hi ? fmt::format(" \u00b7 cap {}", lo) : fmt::format(" \u00b7 cap {}\u2013{}", lo, hi);
+            g.groups.push_back({static_cast<std::uint32_t>(order.size()), static_cast<std::uint32_t>(list.size()), label});
+            order.insert(order.end(), list.begin(), list.end());
+        };
+        if (topo.is_tree()) {
+            const std::uint32_t L = topo.tree_levels();
+            std::vector<std::vector<ChannelId>> up(L + 1), down(L + 1);
+            for (std::uint32_t i = 0; i < topo.channels().size(); ++i) {
+                const Channel& c = topo.channel(ChannelId{i});
+                if (topo.level(c.from) < topo.level(c.to)) up[c.level].push_back(ChannelId{i});
+                else down[c.level].push_back(ChannelId{i});
+            }
+            auto by = [&](bool from) {
+                return [&, from](ChannelId a, ChannelId b) {
+                    const Channel &x = topo.channel(a), &y = topo.channel(b);
+                    return from ? idx(x.from) < idx(y.from) : idx(x.to) < idx(y.to);
+                };
+            };
+            for (std::uint32_t l = 1; l <= L; ++l) {
+                std::sort(up[l].begin(), up[l].end(), by(true));
+                add_group(up[l], fmt::format("up {}", l));
+            }
+            for (std::uint32_t l = L; l >= 1; --l) {
+                std::sort(down[l].begin(), down[l].end(), by(false));
+                add_group(down[l], fmt::format("down {}", l));
+            }
+        } else {
+            for (std::uint32_t i = 0; i < topo.channels().size(); ++i) order.push_back(ChannelId{i});
+        }
+        g.rows = static_cast<std::uint32_t>(order.size());
+        for (std::uint32_t r = 0; r < g.rows; ++r) {
+            const Channel& c = topo.channel(order[r]);
+            row_of[idx(order[r])] = r;
+            g.labels.push_back(arrow(topo, c));
+            g.cap.push_back(c.cap);
+        }
+    } else {
+        g.rows = topo.processors();
+        for (std::uint32_t p = 0; p < g.rows; ++p) {
+            std::uint32_t out = 0, in = 0;
+            for (ChannelId c : topo.out_channels(Node{p})) out += topo.channel(c).cap;
+            for (ChannelId c : topo.in_channels(Node{p})) in += topo.channel(c).cap;
+            if (t.model.ports != Ports::multi) out = in = 1;
+            g.labels.push_back(fmt::format("P{}", p));
+            g.cap.push_back(out);
+            g.cap2.push_back(in);
+        }
+    }
+    if (std::uint64_t{g.rows} * g.steps > max_cells)
+        throw InputError(fmt::format("the timeline would have {} rows x {} steps, more than {} cells; draw a smaller instance", g.rows,
+                                     g.steps, max_cells));
+    g.load.assign(std::uint64_t{g.rows} * g.steps, 0);
+    if (g.processors) g.load2.assign(g.load.size(), 0);
+    for (const Transfer& x : t.transfers) {
+        const Channel& c = topo.channel(x.channel);
+        if (!g.processors) {
+            std::uint64_t cell = g.cell(row_of[idx(x.channel)], x.step);
+            ++g.load[cell];
+            if (opt.titles) g.msgs[cell].push_back(x.message);
+            continue;
+        }
+        if (topo.is_processor(c.from)) {
+            std::uint64_t cell = g.cell(idx(c.from), x.step);
+            ++g.load[cell];
+            if (opt.titles) g.msgs[cell].push_back(x.message);
+        }
+        if (topo.is_processor(c.to)) {
+            std::uint64_t cell = g.cell(idx(c.to), x.step);
+            ++g.load2[cell];
+            if (opt.titles) g.msgs2[cell].push_back(x.message);
+        }
+    }
+    return g;
+}
+
+/// Writes the timeline; `html` adds a class and a <title> to every cell for the page's script.
+void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::memory_buffer& out, const Flush& flush) {
+    Grid g = build_grid(t, opt);
+    const bool titles = opt.titles || html;
+    Messages ms = t.messages();
+    const Step T = g.steps;
+    const int cw = std::clamp(static_cast<int>(1100 / T), 3, 22);
+    const int rh = g.processors ? (g.rows <= 40 ? 18 : g.rows <= 80 ? 12 : 10)
+                                : (g.rows <= 40 ? 16 : g.rows <= 80 ? 12 : g.rows <= 140 ? 10 : 8);
+    const int font = std::clamp(rh - 3, 7, 11);
+    const int every_row = rh >= 9 ? 1 : 2;
+    const int gap = cw >= 6 ? 1 : 0;
+    std::size_t longest = 0;
+    for (const auto& l : g.labels) longest = std::max(longest, l.size());
+    const int left = static_cast<int>(longest * font * 0.62) + 14;
+    const int top = 70;
+    const int group_gap = g.groups.empty() ? 0 : 5;
+    const int right = g.groups.empty() ? 16 : 110;
+    std::vector<int> y(g.rows + 1);
+    {
+        int at = top;
+        std::size_t gi = 0;
+        for (std::uint32_t r = 0; r <= g.rows; ++r) {
+            if (gi < g.groups.size() && g.groups[gi].first == r && r > 0) at += group_gap;
+            if (gi < g.groups.size() && g.groups[gi].first == r) ++gi;
+            y[r] = at;
+            at += rh;
+        }
+    }
+    const int grid_w = static_cast<int>(T) * cw;
+    const int grid_bottom = y[g.rows];
+    const int legend_y = grid_bottom + 26;
+    const int width = std::max(left + grid_w + right, 660);
+    const int height = legend_y + 44;
+
+    auto it = std::back_inserter(out);
+    fmt::format_to(it,
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+                   "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"{2}\">\n",
+                   width, height, font);
+    fmt::format_to(it, "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
+    fmt::format_to(it, "<text x=\"{}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{} \u00b7 {} \u00b7 {} steps \u00b7 {} transfers</text>\n",
+                   8, escape(t.topology->spec()), escape(t.collective.to_string()), t.steps(), t.transfers.size());
+    fmt::format_to(it, "<text x=\"8\" y=\"32\" font-size=\"10\" fill=\"#555555\">model: {}</text>\n", escape(model_text(t.model)));
+    fmt::format_to(it, "<text x=\"8\" y=\"45\" font-size=\"10\" fill=\"#555555\">rows: {} \u00b7 cell colour: load in the step against capacity</text>\n",
+                   g.processors ? "processors (upper half sends, lower half receives)"
+                                : t.topology->is_tree() ? "channels, up the tree level by level, then down" : "channels");
+    // step axis
+    int label_every = 1;
+    for (int k : {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}) {
+        label_every = k;
+        if (k * cw >= 22) break;
+    }
+    fmt::format_to(it, "<g id=\"steps\" font-size=\"9\" fill=\"#333333\" text-anchor=\"middle\">\n");
+    fmt::format_to(it, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">step</text>\n", left - 4, top - 6);
+    for (Step s = 1; s <= T; ++s)
+        if ((s == 1 && label_every != 2) || s % label_every == 0)
+            fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", left + (s - 1) * cw + cw / 2.0, top - 6, s);
+    fmt::format_to(it, "</g>\n");
+    // group labels
+    if (!g.groups.empty()) {
+        fmt::format_to(it, "<g id=\"groups\" font-size=\"10\" fill=\"#333333\">\n");
+        for (const auto& gr : g.groups) {
+            int y0 = y[gr.first], y1 = y[gr.first + gr.count - 1] + rh;
+            int x = left + grid_w + 6;
+            fmt::format_to(it, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#999999\"/>\n", x, y0 + 1, y1 - 1);
+            fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", x + 5, (y0 + y1) / 2 + 4, escape(gr.label));
+        }
+        fmt::format_to(it, "</g>\n");
+    }
+    auto title = [&](std::string_view what, std::uint32_t load, std::uint32_t cap, Step s, std::string_view row,
+                     const std::unordered_map<std::uint64_t, std::vector<MessageId>>& msgs, std::uint64_t cell) {
+        std::string text = fmt::format("step {} \u00b7 {} \u00b7 ", s, row);
+        if (load == 0) {
+            text += fmt::format("{}idle", what);
+        } else {
+            text += fmt::format("{}{}/{}", what, load, cap);
+            if (load > cap) text += " OVER CAPACITY";
+            if (auto m = msgs.find(cell); m != msgs.end()) {
+                text += ": ";
+                for (std::size_t i = 0; i < m->second.size() && i < 12; ++i) {
+                    if (i) text += ", ";
+                    text += ms.name(m->second[i]);
+                }
+                if (m->second.size() > 12) text += fmt::format(" and {} more", m->second.size() - 12);
+            }
+        }
+        return fmt::format("<title>{}</title>", escape(text));
+    };
+    // rows
+    fmt::format_to(it, "<g id=\"rows\" text-anchor=\"end\" fill=\"#222222\">\n");
+    for (std::uint32_t r = 0; r < g.rows; r += every_row)
+        fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", left - 4, y[r] + rh / 2.0 + font * 0.36, escape(g.labels[r]));
+    fmt::format_to(it, "</g>\n<g id=\"cells\">\n");
+    const char* cls = html ? " class=\"c\"" : "";
+    for (std::uint32_t r = 0; r < g.rows; ++r) {
+        for (Step s = 1; s <= T; ++s) {
+            std::uint64_t cell = g.cell(r, s);
+            int x = left + static_cast<int>(s - 1) * cw;
+            if (!g.processors) {
+                std::uint32_t load = g.load[cell];
+                fmt::format_to(it, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y[r], cw - gap, rh - gap,
+                               colour(load, g.cap[r]));
+                if (titles) fmt::format_to(it, ">{}</rect>\n", title("", load, g.cap[r], s, g.labels[r], g.msgs, cell));
+                else fmt::format_to(it, "/>\n");
+            } else {
+                int h1 = rh / 2 - (rh >= 10 ? 1 : 0), h2 = rh - rh / 2 - gap;
+                std::uint32_t sl = g.load[cell], rl = g.load2[cell];
+                fmt::format_to(it, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y[r], cw - gap, h1,
+                               colour(sl, g.cap[r]));
+                if (titles) fmt::format_to(it, ">{}</rect>\n", title("sends ", sl, g.cap[r], s, g.labels[r], g.msgs, cell));
+                else fmt::format_to(it, "/>\n");
+                fmt::format_to(it, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y[r] + rh / 2, cw - gap,
+                               std::max(h2, 1), colour(rl, g.cap2[r]));
+                if (titles) fmt::format_to(it, ">{}</rect>\n", title("receives ", rl, g.cap2[r], s, g.labels[r], g.msgs2, cell));
+                else fmt::format_to(it, "/>\n");
+            }
+        }
+        if (out.size() > flush_at) flush(out);
+    }
+    fmt::format_to(it, "</g>\n");
+    // legend
+    fmt::format_to(it, "<g id=\"legend\" font-size=\"10\" fill=\"#333333\">\n<text x=\"8\" y=\"{}\">load / capacity:</text>\n", legend_y + 11);
+    int lx = 100;
+    auto swatch = [&](const char* fill, std::string_view label) {
+        fmt::format_to(it, "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\" stroke=\"#bbbbbb\" stroke-width=\"0.5\"/>\n", lx,
+                       legend_y + 1, fill);
+        fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 16, legend_y + 11, escape(label));
+        lx += 16 + static_cast<int>(label.size() * 6.2) + 14;
+    };
+    swatch(idle_colour, "idle (hole)");
+    for (int b = 0; b < 4; ++b) swatch(shade[b], shade_label[b]);
+    swatch(over_colour, "over capacity");
+    fmt::format_to(it, "<text x=\"8\" y=\"{}\" fill=\"#777777\">collsched \u00b7 steps across, {} down</text>\n</g>\n</svg>\n",
+                   legend_y + 32, g.processors ? "processors" : "channels");
+    flush(out);
+}
+
+}  // namespace
+
+TimelineRows parse_timeline_rows(std::string_view s) {
+    if (s == "auto") return TimelineRows::automatic;
+    if (s == "channels") return TimelineRows::channels;
+    if (s == "processors") return TimelineRows::processors;
+    throw InputError(fmt::format("unknown timeline rows '{}' (expected auto, channels or processors)", s));
+}
+
+void write_table_svg(const SendTable& t, const TimelineOptions& opt, fmt::memory_buffer& out, const Flush& flush) {
+    write_svg(t, opt, false, out, flush);
+}
+
+void write_table_html(const SendTable& t, const TimelineOptions& opt, fmt::memory_buffer& out, const Flush& flush) {
+    auto it = std::back_inserter(out);
+    std::string head = fmt::format("{} \u00b7 {} \u00b7 {} steps", t.topology->spec(), t.collective.to_string(), t.steps());
+    fmt::format_to(it,
+                   "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>collsched timeline: {0}</title>\n"
+                   "<style>\nbody {{ font-family: DejaVu Sans, Helvetica, Arial, sans-serif; margin: 16px; }}\n"
+                   "#info {{ position: sticky; top: 0; background: #ffffff; border: 1px solid #cccccc; padding: 6px 10px; "
+                   "min-height: 1.3em; font-family: monospace; white-space: pre-wrap; }}\n"
+                   "rect.c:hover {{ stroke: #000000; stroke-width: 1.5; }}\n</style>\n</head>\n<body>\n"
+                   "<h1 style=\"font-size: 18px\">{0}</h1>\n"
+                   "<p>{1} transfers, model {2}. Each cell is one step of one {3}; its colour is the load against the capacity. "
+                   "Hover over a cell for its messages.</p>\n"
+                   "<div id=\"info\">Hover over a cell.</div>\n",
+                   escape(head), t.transfers.size(), escape(model_text(t.model)),
+                   (opt.rows == TimelineRows::processors ||
+                    (opt.rows == TimelineRows::automatic && t.topology->channels().size() > 128))
+                       ? "processor"
+                       : "channel");
+    TimelineOptions o = opt;
+    o.titles = true;
+    write_svg(t, o, true, out, flush);
+    fmt::format_to(it,
+                   "<script>\n"
+                   "const info = document.getElementById('info');\n"
+                   "document.querySelector('svg').addEventListener('mouseover', (e) => {{\n"
+                   "  const t = e.target.querySelector ? e.target.querySelector('title') : null;\n"
+                   "  if (t) info.textContent = t.textContent;\n"
+                   "}});\n"
+                   "</script>\n</body>\n</html>\n");
+    flush(out);
+}
+
+void write_table_dot(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
+    const Topology& topo = *t.topology;
+    const std::size_t C = topo.channels().size();
+    std::vector<std::uint64_t> total(C, 0);
+    std::vector<std::uint32_t> peak(C, 0);
+    if (t.is_sorted()) {
+        std::size_t i = 0;
+        while (i < t.transfers.size()) {
+            std::size_t j = i;
+            while (j < t.transfers.size() && t.transfers[j].step == t.transfers[i].step && t.transfers[j].channel == t.transfers[i].channel) ++j;
+            std::uint32_t c = idx(t.transfers[i].channel);
+            total[c] += j - i;
+            peak[c] = std::max<std::uint32_t>(peak[c], static_cast<std::uint32_t>(j - i));
+            i = j;
+        }
+    } else {
+        std::map<std::pair<Step, std::uint32_t>, std::uint32_t> per;
+        for (const Transfer& x : t.transfers) ++per[{x.step, idx(x.channel)}];
+        for (auto& [k, n] : per) {
+            total[k.second] += n;
+            peak[k.second] = std::max(peak[k.second], n);
+        }
+    }
+    auto it = std::back_inserter(out);
+    auto q = [&](Node n) { return fmt::format("\"{}\"", escape(topo.node_name(n))); };
+    fmt::format_to(it, "digraph \"{}\" {{\n", escape(topo.spec()));
+    fmt::format_to(it,
+                   "  label=\"{} \u00b7 {} \u00b7 {} steps \u00b7 {} transfers\\nedge label: capacity per step; messages carried "
+                   "each way over the whole schedule; colour: peak load / capacity\";\n  labelloc=t;\n",
+                   escape(topo.spec()), escape(t.collective.to_string()), t.steps(), t.transfers.size());
+    fmt::format_to(it, "  fontname=\"Helvetica\";\n  node [fontname=\"Helvetica\", fontsize=10, shape=circle, width=0.3];\n"
+                       "  edge [fontname=\"Helvetica\", fontsize=8, arrowsize=0.5];\n");
+    for (std::uint32_t v = 0; v < topo.nodes(); ++v)
+        fmt::format_to(it, "  {} [shape={}];\n", q(Node{v}), topo.is_processor(Node{v}) ? "box" : "circle");
+    if (topo.is_tree()) {
+        for (std::uint32_t l = 0; l <= topo.tree_levels(); ++l) {
+            fmt::format_to(it, "  {{ rank=same;");
+            for (std::uint32_t v = 0; v < topo.nodes(); ++v)
+                if (topo.level(Node{v}) == l) fmt::format_to(it, " {};", q(Node{v}));
+            fmt::format_to(it, " }}\n");
+        }
+    }
+    for (std::uint32_t i = 0; i < C; ++i) {
+        const Channel& c = topo.channel(ChannelId{i});
+        auto back = topo.find_channel(c.to, c.from);
+        // One edge per link, drawn from the parent (trees) or the lower node id.
+        bool lead = topo.is_tree() ? topo.level(c.from) > topo.level(c.to) : idx(c.from) < idx(c.to);
+        if (back && !lead) continue;
+        std::uint32_t b = back ? idx(*back) : i;
+        std::uint32_t cap_back = back ? topo.channel(*back).cap : 0;
+        std::string label = !back ? fmt::format("cap {}", c.cap)
+                            : c.cap == cap_back ? fmt::format("cap {}", c.cap)
+                                                : fmt::format("cap {}/{}", c.cap, cap_back);
+        if (!t.transfers.empty()) {
+            label += back ? fmt::format("\\n{}\u2193 {}\u2191", total[i], total[b]) : fmt::format("\\n{} msgs", total[i]);
+        }
+        double ratio = std::max(c.cap ? double(peak[i]) / c.cap : 0.0, back && cap_back ? double(peak[b]) / cap_back : 0.0);
+        std::uint32_t over = (peak[i] > c.cap || (back && peak[b] > cap_back)) ? 1 : 0;
+        const char* col = over ? over_colour : ratio == 0 ? "#999999" : shade[std::clamp(int(std::ceil(4 * ratio)) - 1, 0, 3)];
+        double width = 1.0 + std::log2(double(std::max(c.cap, cap_back)));
+        fmt::format_to(it, "  {} -> {} [{}label=\"{}\", color=\"{}\", penwidth={:.1f}];\n", q(c.from), q(c.to),
+                       back ? "dir=both, " : "", label, col, width);
+        if (out.size() > flush_at) flush(out);
+    }
+    fmt::format_to(it, "}}\n");
+    flush(out);
+}
+
+namespace {
+template <class F>
+std::string collect(F&& f) {
+    std::string s;
+    fmt::memory_buffer buf;
+    f(buf, [&](fmt::memory_buffer& b) {
+        s.append(b.data(), b.size());
+        b.clear();
+    });
+    return s;
+}
+}  // namespace
+
+std::string table_to_svg(const SendTable& t, const TimelineOptions& o) {
+    return collect([&](fmt::memory_buffer& b, const Flush& f) { write_table_svg(t, o, b, f); });
+}
+std::string table_to_html(const SendTable& t, const TimelineOptions& o) {
+    return collect([&](fmt::memory_buffer& b, const Flush& f) { write_table_html(t, o, b, f); });
+}
+std::string table_to_dot(const SendTable& t) {
+    return collect([&](fmt::memory_buffer& b, const Flush& f) { write_table_dot(t, b, f); });
+}
+
+}  // namespace collsched

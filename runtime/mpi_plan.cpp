@@ -1,0 +1,140 @@
+#include "runtime/mpi_plan.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/collective.hpp"
+#include "compiler/json_error.hpp"
+#include "dsl/diagnostics.hpp"
+
+namespace collsched::mpi {
+
+namespace {
+
+using json = nlohmann::json;
+
+class PlanReader {
+public:
+    PlanReader(const json& j, std::string_view name) : j_(j), name_(name) {}
+
+    Plan read() {
+        if (!j_.is_object() || j_.value("format", "") != "collsched.ranks/1")
+            fail("not a per-rank file (expected \"format\": \"collsched.ranks/1\")");
+        plan_.topology = string_field("topology");
+        plan_.collective = string_field("collective");
+        if (!j_.contains("processors") || !j_["processors"].is_number_unsigned() || j_["processors"].get<std::uint64_t>() < 1 ||
+            j_["processors"].get<std::uint64_t>() > 65534)
+            fail("\"processors\" must be an integer 1..65534");
+        plan_.processors = j_["processors"].get<std::uint32_t>();
+        ms_.emplace(plan_.processors);
+        plan_.ranks.resize(plan_.processors);
+        if (!j_.contains("ranks") || !j_["ranks"].is_array()) fail("missing \"ranks\" (a list of {\"rank\", \"steps\"} objects)");
+        std::vector<std::map<Step, RankStep>> steps(plan_.processors);
+        const json& ranks = j_["ranks"];
+        for (std::size_t i = 0; i < ranks.size(); ++i) {
+            std::string where = fmt::format("ranks[{}]", i);
+            const json& r = ranks[i];
+            if (!r.is_object()) fail(fmt::format("{}: expected an object", where));
+            std::uint32_t p = processor(r.value("rank", json()), where);
+            RankPlan& rp = plan_.ranks[p];
+            rp.initial = messages(r.value("initial", json::array()), where + ".initial");
+            rp.final = messages(r.value("final", json::array()), where + ".final");
+            const json& st = r.value("steps", json::array());
+            if (!st.is_array()) fail(fmt::format("{}: \"steps\" must be a list", where));
+            for (std::size_t k = 0; k < st.size(); ++k) {
+                std::string at = fmt::format("{}.steps[{}]", where, k);
+                const json& s = st[k];
+                Step step = step_of(s.value("step", json()), at);
+                for (const json& x : s.value("send", json::array())) {
+                    Step sent = step;
+                    std::uint32_t q = processor(x.value("to", json()), at + ".send");
+                    steps[p][sent].sends.push_back({q, message(x.value("msg", json()), at + ".send")});
+                    ++plan_.endpoint_transfers;
+                }
+                for (const json& x : s.value("recv", json::array())) {
+                    Step sent = step_of(x.value("sent", json()), at + ".recv");
+                    std::uint32_t q = processor(x.value("from", json()), at + ".recv");
+                    steps[p][sent].recvs.push_back({q, message(x.value("msg", json()), at + ".recv")});
+                }
+            }
+        }
+        auto order = [](const PeerMessage& a, const PeerMessage& b) { return std::pair(a.peer, a.message) < std::pair(b.peer, b.message); };
+        for (std::uint32_t p = 0; p < plan_.processors; ++p) {
+            for (auto& [s, rs] : steps[p]) {
+                rs.step = s;
+                std::sort(rs.sends.begin(), rs.sends.end(), order);
+                std::sort(rs.recvs.begin(), rs.recvs.end(), order);
+                plan_.steps = std::max(plan_.steps, s);
+                plan_.ranks[p].steps.push_back(std::move(rs));
+            }
+        }
+        if (j_.contains("steps") && j_["steps"].is_number_unsigned()) plan_.steps = std::max<Step>(plan_.steps, j_["steps"].get<Step>());
+        plan_.message_names = std::move(names_);
+        return std::move(plan_);
+    }
+
+private:
+    [[noreturn]] void fail(std::string_view what) const { throw InputError(fmt::format("{}: {}", name_, what)); }
+
+    std::string string_field(const char* key) const {
+        if (!j_.contains(key) || !j_[key].is_string()) fail(fmt::format("missing \"{}\" (a string)", key));
+        return j_[key].get<std::string>();
+    }
+    std::uint32_t processor(const json& v, std::string_view where) const {
+        if (!v.is_number_unsigned() || v.get<std::uint64_t>() >= plan_.processors)
+            fail(fmt::format("{}: expected a rank 0..{}, got {}", where, plan_.processors - 1, v.dump()));
+        return v.get<std::uint32_t>();
+    }
+    Step step_of(const json& v, std::string_view where) const {
+        if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > (1u << 31))
+            fail(fmt::format("{}: expected a step >= 1, got {}", where, v.dump()));
+        return v.get<Step>();
+    }
+    std::uint32_t message(const json& v, std::string_view where) {
+        auto m = v.is_string() ? ms_->parse(v.get<std::string>()) : std::nullopt;
+        if (!m) fail(fmt::format("{}: unknown message {}", where, v.dump()));
+        if (names_.size() <= idx(*m)) names_.resize(idx(*m) + 1);
+        if (names_[idx(*m)].empty()) names_[idx(*m)] = v.get<std::string>();
+        return idx(*m);
+    }
+    std::vector<std::uint32_t> messages(const json& list, std::string_view where) {
+        if (!list.is_array()) fail(fmt::format("{}: expected a list of messages", where));
+        std::vector<std::uint32_t> out;
+        for (const json& x : list) out.push_back(message(x, where));
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+        return out;
+    }
+
+    const json& j_;
+    std::string_view name_;
+    Plan plan_;
+    std::optional<Messages> ms_;
+    std::vector<std::string> names_;
+};
+
+}  // namespace
+
+Plan read_plan(std::string_view text, std::string_view name) {
+    json j;
+    try {
+        j = json::parse(text.begin(), text.end());
+    } catch (const json::parse_error& e) {
+        throw InputError(malformed_json(name, text, e.byte, e.what()));
+    }
+    return PlanReader(j, name).read();
+}
+
+std::string baseline_name(std::string_view c) {
+    if (c == "alltoall") return "MPI_Alltoall";
+    if (c == "allgather") return "MPI_Allgather";
+    if (c.starts_with("broadcast:")) return "MPI_Bcast";
+    if (c.starts_with("scatter:")) return "MPI_Scatter";
+    if (c.starts_with("gather:")) return "MPI_Gather";
+    return "";
+}
+
+}  // namespace collsched::mpi

@@ -1,0 +1,319 @@
+// collsched-rank: the rank program that `collsched mpirun` starts on every MPI rank. It reads
+// the per-rank JSON written for the run, executes its rank's endpoint sends step by step
+// (non-blocking sends and receives of each message's bytes, then a barrier), checks every byte
+// it must hold at the end, and times the steps; then it times the matching MPI collective
+// (MPI_Alltoall, MPI_Allgather, ...) on the same ranks with the same payload. Rank 0 prints the
+// report. The execution rule is in runtime/mpi_plan.hpp. This is the only file that includes
+// <mpi.h>.
+//
+// Usage: collsched-rank PLAN.json [--bytes B] [--repeat R] [--json] [--result FILE]
+// Exit code: 0 every byte checked, 1 a byte check failed, 2 bad input or usage. With --result,
+// rank 0 writes that code to FILE and every rank exits 0, so mpirun does not add its own report
+// of failed processes to ours.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "dsl/diagnostics.hpp"
+#include "runtime/mpi_plan.hpp"
+
+namespace {
+
+using namespace collsched;
+using namespace collsched::mpi;
+
+struct Options {
+    std::string plan;
+    std::uint64_t bytes = 1024;
+    int repeat = 3;
+    bool json = false;
+    std::string result;  ///< where rank 0 writes the exit code, if given
+};
+
+std::vector<std::uint8_t> payload(std::uint32_t m, std::uint64_t bytes) {
+    std::vector<std::uint8_t> b(bytes);
+    for (std::uint64_t i = 0; i < bytes; ++i) b[i] = payload_byte(m, i);
+    return b;
+}
+
+int tag_of(std::uint32_t m) { return static_cast<int>(m % 32768); }
+
+struct RunResult {
+    std::vector<double> step_seconds;  ///< this rank's view of each step 1..T
+    double total = 0;
+    std::uint64_t errors = 0;           ///< byte-check failures on this rank
+    std::uint64_t messages_checked = 0;
+    std::vector<std::string> first_errors;
+};
+
+/// One execution of the schedule; the byte check runs after the last one.
+RunResult run_schedule(const Plan& plan, const RankPlan& me, int rank, std::uint64_t bytes, bool check) {
+    RunResult res;
+    res.step_seconds.assign(plan.steps, 0.0);
+    std::unordered_map<std::uint32_t, std::vector<std::uint8_t>> held;
+    for (std::uint32_t m : me.initial) held.emplace(m, payload(m, bytes));
+    auto name = [&](std::uint32_t m) { return m < plan.message_names.size() ? plan.message_names[m] : fmt::format("#{}", m); };
+    auto error = [&](std::string text) {
+        ++res.errors;
+        if (res.first_errors.size() < 5) res.first_errors.push_back(fmt::format("rank {}: {}", rank, text));
+    };
+    std::vector<std::uint8_t> missing(bytes, 0);
+    std::vector<MPI_Request> reqs;
+    std::vector<std::vector<std::uint8_t>> inbox;
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    double prev = start;
+    std::size_t k = 0;
+    for (Step s = 1; s <= plan.steps; ++s) {
+        reqs.clear();
+        inbox.clear();
+        const RankStep* rs = k < me.steps.size() && me.steps[k].step == s ? &me.steps[k++] : nullptr;
+        if (rs) {
+            inbox.resize(rs->recvs.size(), std::vector<std::uint8_t>(bytes));
+            for (std::size_t i = 0; i < rs->recvs.size(); ++i) {
+                reqs.emplace_back();
+                MPI_Irecv(inbox[i].data(), static_cast<int>(bytes), MPI_BYTE, static_cast<int>(rs->recvs[i].peer),
+                          tag_of(rs->recvs[i].message), MPI_COMM_WORLD, &reqs.back());
+            }
+            for (const PeerMessage& x : rs->sends) {
+                auto h = held.find(x.message);
+                const std::uint8_t* data = missing.data();
+                if (h != held.end()) data = h->second.data();
+                else error(fmt::format("step {}: must send {} to rank {} but does not hold it", s, name(x.message), x.peer));
+                reqs.emplace_back();
+                MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(x.peer), tag_of(x.message), MPI_COMM_WORLD,
+                          &reqs.back());
+            }
+            MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+            for (std::size_t i = 0; i < rs->recvs.size(); ++i) {
+                std::uint32_t m = rs->recvs[i].message;
+                auto h = held.find(m);
+                if (h == held.end()) held.emplace(m, std::move(inbox[i]));
+                else if (check && h->second != inbox[i])
+                    error(fmt::format("step {}: a second copy of {} from rank {} differs from the first", s, name(m), rs->recvs[i].peer));
+            }
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        double now = MPI_Wtime();
+        res.step_seconds[s - 1] = now - prev;
+        prev = now;
+    }
+    res.total = prev - start;
+    if (check) {
+        for (std::uint32_t m : me.final) {
+            ++res.messages_checked;
+            auto h = held.find(m);
+            if (h == held.end()) {
+                error(fmt::format("does not hold {} at the end", name(m)));
+                continue;
+            }
+            for (std::uint64_t i = 0; i < bytes; ++i) {
+                if (h->second[i] != payload_byte(m, i)) {
+                    error(fmt::format("byte {} of {} is {:#04x}, expected {:#04x}", i, name(m), h->second[i], payload_byte(m, i)));
+                    break;
+                }
+            }
+        }
+    }
+    return res;
+}
+
+/// Runs the MPI collective with the same job once; returns this rank's time, or -1 if none.
+double run_baseline(const Plan& plan, int rank, int size, std::uint64_t bytes) {
+    const std::string name = baseline_name(plan.collective);
+    if (name.empty()) return -1;
+    int root = 0;
+    if (auto c = plan.collective.find(':'); c != std::string::npos) root = std::atoi(plan.collective.c_str() + c + 1);
+    const int n = static_cast<int>(bytes);
+    std::vector<std::uint8_t> send(bytes * size, static_cast<std::uint8_t>(rank)), recv(bytes * size, 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (name == "MPI_Alltoall") MPI_Alltoall(send.data(), n, MPI_BYTE, recv.data(), n, MPI_BYTE, MPI_COMM_WORLD);
+    else if (name == "MPI_Allgather") MPI_Allgather(send.data(), n, MPI_BYTE, recv.data(), n, MPI_BYTE, MPI_COMM_WORLD);
+    else if (name == "MPI_Bcast") MPI_Bcast(send.data(), n, MPI_BYTE, root, MPI_COMM_WORLD);
+    else if (name == "MPI_Scatter") MPI_Scatter(send.data(), n, MPI_BYTE, recv.data(), n, MPI_BYTE, root, MPI_COMM_WORLD);
+    else if (name == "MPI_Gather") MPI_Gather(send.data(), n, MPI_BYTE, recv.data(), n, MPI_BYTE, root, MPI_COMM_WORLD);
+    return MPI_Wtime() - t0;
+}
+
+bool parse_args(int argc, char** argv, Options& o, std::string& err) {
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&](const char* what) -> const char* {
+            if (i + 1 >= argc) {
+                err = fmt::format("{} needs {}", a, what);
+                return nullptr;
+            }
+            return argv[++i];
+        };
+        if (a == "--bytes") {
+            const char* v = value("a number of bytes");
+            if (!v) return false;
+            o.bytes = std::strtoull(v, nullptr, 10);
+            if (o.bytes < 1 || o.bytes > (1u << 30)) return err = "--bytes must be 1..2^30", false;
+        } else if (a == "--repeat") {
+            const char* v = value("a count");
+            if (!v) return false;
+            o.repeat = std::atoi(v);
+            if (o.repeat < 1 || o.repeat > 1000000) return err = "--repeat must be 1..10^6", false;
+        } else if (a == "--json") {
+            o.json = true;
+        } else if (a == "--result") {
+            const char* v = value("a file");
+            if (!v) return false;
+            o.result = v;
+        } else if (!a.empty() && a[0] == '-') {
+            return err = fmt::format("unknown option {}", a), false;
+        } else if (o.plan.empty()) {
+            o.plan = a;
+        } else {
+            return err = fmt::format("unexpected argument {}", a), false;
+        }
+    }
+    if (o.plan.empty()) return err = "usage: collsched-rank PLAN.json [--bytes B] [--repeat R] [--json] [--result FILE]", false;
+    return true;
+}
+
+std::string gather_errors(const std::vector<std::string>& mine, int rank, int size) {
+    std::string text;
+    for (const auto& e : mine) text += e + "\n";
+    int len = static_cast<int>(text.size());
+    std::vector<int> lens(size), displs(size);
+    MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::string all;
+    if (rank == 0) {
+        int total = 0;
+        for (int i = 0; i < size; ++i) displs[i] = total, total += lens[i];
+        all.resize(total);
+    }
+    MPI_Gatherv(text.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+    return all;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    MPI_Init(&argc, &argv);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    Options opt;
+    std::string err;
+    bool args_ok = parse_args(argc, argv, opt, err);
+    auto stop = [&](int code, const std::string& message) {
+        if (rank == 0 && !message.empty()) std::fprintf(stderr, "collsched-rank: error: %s\n", message.c_str());
+        if (rank == 0 && !opt.result.empty()) {
+            if (std::FILE* f = std::fopen(opt.result.c_str(), "w")) {
+                std::fprintf(f, "%d\n", code);
+                std::fclose(f);
+            }
+        }
+        MPI_Finalize();
+        return opt.result.empty() ? code : 0;
+    };
+    if (!args_ok) return stop(2, err);
+    Plan plan;
+    try {
+        std::ifstream in(opt.plan, std::ios::binary);
+        if (!in) throw InputError(fmt::format("{}: cannot open file", opt.plan));
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        plan = read_plan(ss.str(), opt.plan);
+    } catch (const InputError& e) {
+        return stop(2, e.what());
+    }
+    if (static_cast<std::uint32_t>(size) != plan.processors)
+        return stop(2, fmt::format("the table has {} processors but {} MPI ranks were started", plan.processors, size));
+    const RankPlan& me = plan.ranks[rank];
+
+    std::vector<double> best_steps(plan.steps, std::numeric_limits<double>::infinity());
+    double best_total = std::numeric_limits<double>::infinity(), best_base = std::numeric_limits<double>::infinity();
+    RunResult last;
+    std::vector<double> max_steps(plan.steps);
+    for (int r = 0; r < opt.repeat; ++r) {
+        RunResult res = run_schedule(plan, me, rank, opt.bytes, r == opt.repeat - 1);
+        // a step takes as long as its slowest rank; keep the best run of each step and in total
+        MPI_Allreduce(res.step_seconds.data(), max_steps.data(), static_cast<int>(plan.steps), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        double total = 0;
+        MPI_Allreduce(&res.total, &total, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        for (Step s = 0; s < plan.steps; ++s) best_steps[s] = std::min(best_steps[s], max_steps[s]);
+        best_total = std::min(best_total, total);
+        if (r == opt.repeat - 1) last = std::move(res);
+    }
+    const std::string base_name = baseline_name(plan.collective);
+    for (int r = 0; r < opt.repeat && !base_name.empty(); ++r) {
+        double mine = run_baseline(plan, rank, size, opt.bytes), t = 0;
+        MPI_Allreduce(&mine, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        best_base = std::min(best_base, t);
+    }
+    std::uint64_t counts[2] = {last.errors, last.messages_checked}, sums[2] = {0, 0};
+    MPI_Reduce(counts, sums, 2, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    std::string errors = gather_errors(last.first_errors, rank, size);
+
+    if (rank == 0) {
+        // per step: sends issued and bytes moved, from the plan
+        std::vector<std::uint64_t> sends(plan.steps, 0);
+        for (const RankPlan& rp : plan.ranks)
+            for (const RankStep& rs : rp.steps) sends[rs.step - 1] += rs.sends.size();
+        const bool passed = sums[0] == 0;
+        if (opt.json) {
+            nlohmann::json j;
+            j["topology"] = plan.topology;
+            j["collective"] = plan.collective;
+            j["ranks"] = size;
+            j["steps"] = plan.steps;
+            j["endpoint_transfers"] = plan.endpoint_transfers;
+            j["bytes_per_message"] = opt.bytes;
+            j["repeat"] = opt.repeat;
+            j["step_seconds"] = best_steps;
+            j["step_sends"] = sends;
+            j["total_seconds"] = best_total;
+            if (!base_name.empty()) j["baseline"] = {{"name", base_name}, {"seconds", best_base}};
+            else j["baseline"] = nullptr;
+            j["byte_check"] = passed ? "passed" : "failed";
+            j["messages_checked"] = sums[1];
+            j["bytes_checked"] = sums[1] * opt.bytes;
+            j["errors"] = sums[0];
+            std::vector<std::string> lines;
+            std::istringstream es(errors);
+            for (std::string l; std::getline(es, l);) lines.push_back(l);
+            j["first_errors"] = lines;
+            std::printf("%s\n", j.dump().c_str());
+        } else {
+            std::string out = fmt::format(
+                "collsched mpirun: {} {} on {} MPI ranks: {} steps, {} endpoint sends, {} bytes per message, best of {} run{}\n",
+                plan.topology, plan.collective, size, plan.steps, plan.endpoint_transfers, opt.bytes, opt.repeat,
+                opt.repeat == 1 ? "" : "s");
+            out += fmt::format("{:>6} {:>12} {:>8} {:>12}\n", "step", "time (us)", "sends", "bytes");
+            for (Step s = 0; s < plan.steps; ++s)
+                out += fmt::format("{:>6} {:>12.1f} {:>8} {:>12}\n", s + 1, best_steps[s] * 1e6, sends[s], sends[s] * opt.bytes);
+            out += fmt::format("table schedule: {:.3f} ms in total (steps separated by barriers)\n", best_total * 1e3);
+            if (!base_name.empty())
+                out += fmt::format("{}: {:.3f} ms on the same ranks with the same payload\n", base_name, best_base * 1e3);
+            else
+                out += fmt::format("no MPI collective does the same job as {}\n", plan.collective);
+            if (passed)
+                out += fmt::format("byte check: passed ({} messages held where the collective needs them, {} bytes checked)\n",
+                                   sums[1], sums[1] * opt.bytes);
+            else
+                out += fmt::format("byte check: FAILED ({} errors)\n{}", sums[0], errors);
+            std::fwrite(out.data(), 1, out.size(), stdout);
+        }
+        std::fflush(stdout);
+    }
+    int code = sums[0] == 0 ? 0 : 1;
+    MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return stop(code, "");
+}

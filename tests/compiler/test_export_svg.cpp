@@ -1,0 +1,183 @@
+// Pictures: the SVG timeline is well-formed XML with one cell per (row, step), coloured by load
+// against capacity (checked against an independent count), renders with rsvg-convert when it is
+// installed, stays a readable size for n = 64; the HTML wraps it with hover titles; DOT draws the
+// topology with capacities and traffic.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+
+#include "compiler/export_svg.hpp"
+#include "tests/compiler/export_fixtures.hpp"
+
+using namespace collsched;
+using namespace collsched::test;
+namespace pt = boost::property_tree;
+
+namespace {
+
+pt::ptree parse_xml(const std::string& text) {
+    std::istringstream in(text);
+    pt::ptree tree;
+    pt::read_xml(in, tree);
+    return tree;
+}
+
+/// The <g id="..."> child of the svg element.
+const pt::ptree& group(const pt::ptree& svg, const std::string& id) {
+    for (const auto& [name, child] : svg)
+        if (name == "g" && child.get<std::string>("<xmlattr>.id", "") == id) return child;
+    throw std::runtime_error("no group " + id);
+}
+
+/// A copy of the cells group of an SVG text.
+pt::ptree cells_of(const std::string& svg) {
+    pt::ptree tree = parse_xml(svg);
+    return group(tree.get_child("svg"), "cells");
+}
+
+std::size_t count(const pt::ptree& node, const std::string& name) { return node.count(name); }
+
+std::map<std::string, int> fills(const pt::ptree& cells) {
+    std::map<std::string, int> out;
+    for (const auto& [name, child] : cells)
+        if (name == "rect") ++out[child.get<std::string>("<xmlattr>.fill")];
+    return out;
+}
+
+/// The colour each (channel, step) cell must have, counted straight from the transfers.
+std::map<std::string, int> expected_fills(const SendTable& t) {
+    std::map<std::pair<Step, std::uint32_t>, std::uint32_t> load;
+    for (const Transfer& x : t.transfers) ++load[{x.step, idx(x.channel)}];
+    std::map<std::string, int> out;
+    for (Step s = 1; s <= t.steps(); ++s)
+        for (std::uint32_t c = 0; c < t.topology->channels().size(); ++c) {
+            std::uint32_t l = load.count({s, c}) ? load[{s, c}] : 0, cap = t.topology->channel(ChannelId{c}).cap;
+            const char* f = l == 0 ? "#eeeeee" : l > cap ? "#d62728" : 4 * l <= cap ? "#c6dbef" : 2 * l <= cap ? "#6baed6" : 4 * l <= 3 * cap ? "#2171b5" : "#08306b";
+            ++out[f];
+        }
+    return out;
+}
+
+bool have(const char* tool) { return std::system(fmt::format("command -v {} >/dev/null 2>&1", tool).c_str()) == 0; }
+
+/// Width and height from a PNG header.
+std::pair<std::uint32_t, std::uint32_t> png_size(const std::string& data) {
+    auto be = [&](std::size_t at) {
+        return (std::uint32_t(std::uint8_t(data[at])) << 24) | (std::uint32_t(std::uint8_t(data[at + 1])) << 16) |
+               (std::uint32_t(std::uint8_t(data[at + 2])) << 8) | std::uint32_t(std::uint8_t(data[at + 3]));
+    };
+    if (data.size() < 24 || data.compare(1, 3, "PNG") != 0) return {0, 0};
+    return {be(16), be(20)};
+}
+
+}  // namespace
+
+TEST_CASE("svg: the EBFT timeline has one cell per channel and step, coloured by load against capacity") {
+    SendTable t = ebft_alltoall(4);
+    std::string svg = table_to_svg(t);
+    check_golden("tests/golden/export/ebft4_alltoall.svg", svg);
+    pt::ptree tree = parse_xml(svg);
+    const pt::ptree& root = tree.get_child("svg");
+    CHECK(root.get<std::string>("<xmlattr>.xmlns") == "http://www.w3.org/2000/svg");
+    const pt::ptree& cells = group(root, "cells");
+    CHECK(count(cells, "rect") == 12 * 6);
+    CHECK(fills(cells) == expected_fills(t));
+    CHECK(count(group(root, "rows"), "text") == 12);
+    CHECK(group(root, "groups").count("text") == 4);  // up 1, up 2, down 2, down 1
+    CHECK(group(root, "legend").count("rect") == 6);
+
+    SendTable ebft16 = ebft_alltoall(16);
+    pt::ptree cells16 = cells_of(table_to_svg(ebft16));
+    CHECK(count(cells16, "rect") == 60 * 22);
+    CHECK(fills(cells16) == expected_fills(ebft16));
+}
+
+TEST_CASE("svg: a channel over capacity is red, and the processor view splits each cell into sends and receives") {
+    SendTable t = ebft_alltoall(4);
+    t.transfers.push_back(t.transfers.front());
+    t.sort();
+    auto f = fills(cells_of(table_to_svg(t)));
+    CHECK(f["#d62728"] == 1);
+    TimelineOptions o;
+    o.rows = TimelineRows::processors;
+    pt::ptree cells = cells_of(table_to_svg(ebft_alltoall(8), o));
+    CHECK(count(cells, "rect") == 2 * 8 * 12);
+}
+
+TEST_CASE("svg: n = 64 stays readable: channels up to 128, processors beyond, every row labelled") {
+    for (std::uint32_t n : {32u, 64u}) {
+        INFO("n = " << n);
+        SendTable t = ebft_alltoall(n);
+        pt::ptree tree = parse_xml(table_to_svg(t));
+        const pt::ptree& svg = tree.get_child("svg");
+        int w = svg.get<int>("<xmlattr>.width"), h = svg.get<int>("<xmlattr>.height");
+        std::size_t rows = n == 32 ? 124 : 64;
+        CHECK(count(group(svg, "rows"), "text") == rows);
+        CHECK(w <= 1400);
+        CHECK(h <= 1600);
+        CHECK(svg.get<int>("<xmlattr>.font-size") >= 7);
+    }
+}
+
+TEST_CASE("svg: renders to a PNG of its declared size (rsvg-convert)") {
+    if (!have("rsvg-convert")) {
+        MESSAGE("rsvg-convert is not installed (Debian: librsvg2-bin); checked as XML only");
+        return;
+    }
+    for (std::string spec : {"ebft16", "flood"}) {
+        SendTable t = spec == "ebft16" ? ebft_alltoall(16) : flood_allgather("cbft:8");
+        std::string base = fmt::format("/tmp/collsched_svg_{}_{}", ::getpid(), spec);
+        std::string svg = table_to_svg(t);
+        std::FILE* f = std::fopen((base + ".svg").c_str(), "wb");
+        std::fwrite(svg.data(), 1, svg.size(), f);
+        std::fclose(f);
+        REQUIRE(std::system(fmt::format("rsvg-convert {0}.svg -o {0}.png", base).c_str()) == 0);
+        auto [w, h] = png_size(read_file(base + ".png"));
+        pt::ptree tree = parse_xml(svg);
+        CHECK(w == tree.get<std::uint32_t>("svg.<xmlattr>.width"));
+        CHECK(h == tree.get<std::uint32_t>("svg.<xmlattr>.height"));
+        std::remove((base + ".svg").c_str());
+        std::remove((base + ".png").c_str());
+    }
+}
+
+TEST_CASE("html: the timeline with a title on every cell and a hover script") {
+    SendTable t = ebft_alltoall(4);
+    std::string html = table_to_html(t);
+    check_golden("tests/golden/export/ebft4_alltoall.html", html);
+    CHECK(html.starts_with("<!DOCTYPE html>"));
+    auto a = html.find("<svg"), b = html.find("</svg>");
+    REQUIRE(a != std::string::npos);
+    REQUIRE(b != std::string::npos);
+    pt::ptree cells = cells_of(html.substr(a, b + 6 - a));
+    REQUIRE(count(cells, "rect") == 72);
+    int titled = 0;
+    for (const auto& [name, cell] : cells) titled += static_cast<int>(cell.count("title"));
+    CHECK(titled == 72);
+    CHECK(html.find("step 1 \u00b7 0\u2192r1.0 \u00b7 1/1: m(0,2)") != std::string::npos);
+    CHECK(html.find("step 3 \u00b7 0\u2192r1.0 \u00b7 idle") != std::string::npos);
+    CHECK(html.find("addEventListener('mouseover'") != std::string::npos);
+    CHECK(html.find("id=\"info\"") != std::string::npos);
+}
+
+TEST_CASE("dot: the topology with capacities per link and the table's traffic each way") {
+    SendTable t = ebft_alltoall(4);
+    std::string dot = table_to_dot(t);
+    check_golden("tests/golden/export/ebft4_alltoall.dot", dot);
+    CHECK(dot.starts_with("digraph \"ebft:4\" {"));
+    CHECK(std::count(dot.begin(), dot.end(), '{') == std::count(dot.begin(), dot.end(), '}'));
+    int edges = 0;
+    std::istringstream in(dot);
+    for (std::string line; std::getline(in, line);) edges += line.find(" -> ") != std::string::npos ? 1 : 0;
+    CHECK(edges == 6);  // 6 links, both directions on one edge
+    CHECK(dot.find("\"r2.0\" -> \"r1.0\" [dir=both, label=\"cap 2\\n4\u2193 4\u2191\"") != std::string::npos);
+    if (have("dot")) CHECK(std::system(fmt::format("echo '{}' | dot -Tsvg > /dev/null", dot).c_str()) == 0);
+}
