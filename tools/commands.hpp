@@ -23,5 +23,6 @@ void add_verify_command(CLI::App&, Context&);
 void add_simulate_command(CLI::App&, Context&);
 void add_convert_command(CLI::App&, Context&);
 void add_mpirun_command(CLI::App&, Context&);
+void add_compile_command(CLI::App&, Context&);
 
 }  // namespace collsched::tools

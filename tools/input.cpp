@@ -1,15 +1,28 @@
 #include "tools/input.hpp"
 
+#include <cstdio>
+
 #include <fmt/format.h>
 
+#include "compiler/lower.hpp"
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
 
 namespace collsched::tools {
 
 SendTable load_input(const std::string& path, const std::vector<std::string>& defines) {
-    if (path.size() >= 6 && path.ends_with(".sched"))
-        throw InputError(fmt::format("{}: schedules are not supported yet (the DSL lands with issue 3)", path));
+    if (path.size() >= 6 && path.ends_with(".sched")) {
+        Diagnostics diags;
+        std::optional<SendTable> table = compile_file(path, defines, {}, diags);
+        if (!table) {
+            std::string text = diags.render();
+            std::fflush(stdout);
+            std::fwrite(text.data(), 1, text.size(), stderr);
+            std::size_t n = diags.error_count();
+            throw InputError(fmt::format("{} error{} in {}", n, n == 1 ? "" : "s", path));
+        }
+        return std::move(*table);
+    }
     if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
     return read_table(path);
 }

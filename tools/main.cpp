@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     tools::add_simulate_command(app, ctx);
     tools::add_convert_command(app, ctx);
     tools::add_mpirun_command(app, ctx);
+    tools::add_compile_command(app, ctx);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

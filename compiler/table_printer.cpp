@@ -1,0 +1,85 @@
+#include "compiler/table_printer.hpp"
+
+#include <fmt/format.h>
+
+#include "dsl/printer.hpp"
+
+namespace collsched {
+
+std::string dsl_node_name(const Topology& t, Node n) {
+    if (t.is_processor(n)) return std::to_string(idx(n));
+    std::string name = t.node_name(n);  // r<level>.<index>
+    std::size_t dot = name.find('.');
+    return fmt::format("r({}, {})", name.substr(1, dot - 1), name.substr(dot + 1));
+}
+
+namespace {
+
+std::string model_text(const Model& m) {
+    std::string args;
+    if (m.timing == Timing::wormhole || m.ts != Model{}.ts || m.tc != Model{}.tc)
+        args += fmt::format("ts = {}, tc = {}, ", m.ts, m.tc);
+    args += fmt::format("ports = {}, queues = {}, replicate = {}", to_string(m.ports), queues_to_string(m), m.replicate ? "yes" : "no");
+    return fmt::format("model {}({})", to_string(m.timing), args);
+}
+
+}  // namespace
+
+std::string dsl_collective(const Collective& c) {
+    switch (c.kind) {
+        case CollectiveKind::alltoall: return "alltoall";
+        case CollectiveKind::allgather: return "allgather";
+        case CollectiveKind::custom: return "custom";
+        case CollectiveKind::broadcast: return fmt::format("broadcast({})", idx(c.root));
+        case CollectiveKind::scatter: return fmt::format("scatter({})", idx(c.root));
+        case CollectiveKind::gather: return fmt::format("gather({})", idx(c.root));
+        case CollectiveKind::multicast: {
+            std::string s = fmt::format("multicast({}, {{", idx(c.root));
+            for (std::size_t i = 0; i < c.members.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", idx(c.members[i]));
+            return s + "})";
+        }
+    }
+    return "custom";
+}
+
+void write_table_dsl(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
+    const Topology& topo = *t.topology;
+    Messages ms = t.messages();
+    auto put = [&](std::string_view s) { out.append(s.data(), s.data() + s.size()); };
+    fmt::format_to(std::back_inserter(out), "# A send table written as a schedule (transfers: {}, steps: {}).\n",
+                   t.transfers.size(), t.steps());
+    fmt::format_to(std::back_inserter(out), "topology {}\n{}\ncollective {}\n", dsl::quote(topo.spec()), model_text(t.model),
+                   dsl_collective(t.collective));
+    for (const Requirement& r : t.requirements) fmt::format_to(std::back_inserter(out), "require {} at {}\n", ms.name(r.message), idx(r.at));
+    std::vector<std::string> names(topo.nodes());
+    for (std::uint32_t v = 0; v < topo.nodes(); ++v) names[v] = dsl_node_name(topo, Node{v});
+    const std::uint32_t P = topo.processors();
+    for (std::size_t i = 0; i < t.transfers.size();) {
+        Step s = t.transfers[i].step;
+        fmt::format_to(std::back_inserter(out), "step {} {{\n", s);
+        for (; i < t.transfers.size() && t.transfers[i].step == s; ++i) {
+            const Transfer& x = t.transfers[i];
+            const Channel& c = topo.channel(x.channel);
+            put("  hop ");
+            put(names[idx(c.from)]);
+            put(" -> ");
+            put(names[idx(c.to)]);
+            put(" msg ");
+            std::uint64_t v = idx(x.message), pp = std::uint64_t{P} * P;
+            if (v < pp) fmt::format_to(std::back_inserter(out), "m({},{})\n", v / P, v % P);
+            else if (v < pp + P) fmt::format_to(std::back_inserter(out), "b({})\n", v - pp);
+            else fmt::format_to(std::back_inserter(out), "a({})\n", v - pp - P);
+            if (out.size() > (1u << 20) && flush) flush(out);
+        }
+        put("}\n");
+    }
+    if (flush) flush(out);
+}
+
+std::string table_to_dsl(const SendTable& t) {
+    fmt::memory_buffer out;
+    write_table_dsl(t, out, {});
+    return fmt::to_string(out);
+}
+
+}  // namespace collsched

@@ -1,0 +1,767 @@
+/** \file
+ * The X3 grammar of the schedule language (the rexpr_full / calc9 file set: rules are
+ * `<name>` / `<name>_def` / `<name>_class`). Included only by dsl/parser.cpp, so X3 is
+ * instantiated once.
+ *
+ * Layout: lexical parsers written by hand (keywords, names, integers, strings, operator tokens,
+ * model words) because they need the parse state to record locations and errors; then the
+ * expression rules, one per precedence level, folding left-associative chains with semantic
+ * actions; then statements, which use `>` after their keyword so a failure says what was
+ * expected. `statement_class::on_error` records the error and resynchronizes at the next line
+ * (braces balanced), which is how one run reports several syntax errors.
+ */
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/fusion/include/at_c.hpp>
+#include <boost/spirit/home/x3.hpp>
+#include <fmt/format.h>
+
+#include "dsl/ast.hpp"
+#include "dsl/ast_adapted.hpp"
+#include "dsl/diagnostics.hpp"
+#include "dsl/parser.hpp"
+
+// std::optional as an X3 optional attribute (X3 in Boost 1.74 knows only boost::optional).
+namespace boost::spirit::x3::traits {
+template <typename T>
+struct is_optional<std::optional<T>> : mpl::true_ {};
+template <typename T>
+struct build_optional<std::optional<T>> {
+    using type = std::optional<T>;
+};
+template <typename T>
+struct optional_value<std::optional<T>> : mpl::identity<T> {};
+}  // namespace boost::spirit::x3::traits
+
+namespace collsched::dsl::parser {
+
+namespace x3 = boost::spirit::x3;
+namespace fusion = boost::fusion;
+using It = const char*;
+
+inline constexpr std::string_view keywords[] = {"param", "topology", "model", "collective", "let", "for", "in",
+                                                "if",    "else",     "step",  "send",       "hop", "require",
+                                                "msg",   "at"};
+
+inline bool reserved(std::string_view word) {
+    return std::find(std::begin(keywords), std::end(keywords), word) != std::end(keywords);
+}
+
+/// Edit distance with adjacent transpositions (optimal string alignment), for "did you mean"
+/// hints on misspelled keywords: `sned` is one edit from `send`.
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i)
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[a.size()][b.size()];
+}
+
+inline bool word_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+inline bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// ---------------------------------------------------------------------------------------------
+// Parse state: positions to locations, error recording, resynchronization.
+
+struct state_tag;
+
+class ParseState {
+public:
+    ParseState(std::string_view text, Diagnostics& diags) : begin_(text.data()), end_(text.data() + text.size()), diags_(diags) {
+        line_starts_.push_back(0);
+        for (std::size_t i = 0; i < text.size(); ++i)
+            if (text[i] == '\n') line_starts_.push_back(static_cast<std::uint32_t>(i + 1));
+    }
+
+    It begin() const { return begin_; }
+    It end() const { return end_; }
+    bool gave_up() const { return gave_up_; }
+    std::size_t errors() const { return errors_; }
+
+    /// The exact location of p.
+    SourceLoc loc_of(It p) const {
+        auto off = static_cast<std::uint32_t>(p - begin_);
+        auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), off);
+        auto line = static_cast<std::uint32_t>(it - line_starts_.begin());
+        return {line, off - line_starts_[line - 1] + 1};
+    }
+
+    /// Skips white space and comments (what the skipper skips).
+    It skip(It p) const {
+        while (p != end_) {
+            if (std::isspace(static_cast<unsigned char>(*p))) {
+                ++p;
+            } else if (*p == '#') {
+                while (p != end_ && *p != '\n') ++p;
+            } else {
+                break;
+            }
+        }
+        return p;
+    }
+
+    /// The location of the first token at or after p.
+    SourceLoc token_loc(It p) const { return loc_of(skip(p)); }
+
+    /// The token at p for "found ..." messages.
+    std::string describe(It p) const {
+        p = skip(p);
+        if (p == end_) return "end of file";
+        if (word_start(*p) || std::isdigit(static_cast<unsigned char>(*p))) {
+            It q = p;
+            while (q != end_ && word_char(*q)) ++q;
+            return fmt::format("'{}'", std::string_view(p, static_cast<std::size_t>(q - p)));
+        }
+        if (*p == '"') return "a string";
+        static constexpr std::string_view two[] = {"->", "..", "==", "!=", "<=", ">=", "<<", ">>", "&&", "||", "**"};
+        for (std::string_view t : two)
+            if (static_cast<std::size_t>(end_ - p) >= 2 && std::string_view(p, 2) == t) return fmt::format("'{}'", t);
+        if (static_cast<unsigned char>(*p) < 0x20 || static_cast<unsigned char>(*p) >= 0x7f)
+            return fmt::format("byte 0x{:02x}", static_cast<unsigned char>(*p));
+        return fmt::format("'{}'", *p);
+    }
+
+    void error(std::string_view code, It at, std::string message) {
+        if (gave_up_) return;
+        if (errors_ == max_syntax_errors) {
+            diags_.note(token_loc(at), fmt::format("stopping after {} syntax errors", max_syntax_errors));
+            gave_up_ = true;
+            return;
+        }
+        ++errors_;
+        diags_.error(std::string(code), token_loc(at), std::move(message));
+    }
+
+    /// An expectation failure: `which` is X3's description of what was expected.
+    void expected(It where, std::string which) {
+        if (which.size() >= 2 && which.front() == '"' && which.back() == '"')
+            which = fmt::format("'{}'", std::string_view(which).substr(1, which.size() - 2));
+        error("E001", where, fmt::format("expected {}, found {}", which, describe(where)));
+    }
+
+    /// Where a statement that started at `start` and failed at `where` resumes. When the token
+    /// found is the first of a later line, the statement was cut short at the end of a line and
+    /// that token likely starts the next statement: resume there. Otherwise resume at sync().
+    It resume_after(It start, It where) const {
+        It t = skip(where);
+        if (t != end_ && loc_of(t).line > loc_of(skip(start)).line) {
+            It b = t;
+            while (b != begin_ && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\r')) --b;
+            if (b == begin_ || b[-1] == '\n') return t;
+        }
+        return sync(where);
+    }
+
+    /// Where parsing resumes after an error at p: the start of the next line, skipping a block
+    /// opened on the way as a whole (and an `else` that follows it); never past a '}' that
+    /// closes a block opened before p.
+    It sync(It p) const {
+        int depth = 0;
+        while (p != end_) {
+            char c = *p;
+            if (c == '#') {
+                while (p != end_ && *p != '\n') ++p;
+                continue;
+            }
+            if (c == '"') {
+                ++p;
+                while (p != end_ && *p != '"' && *p != '\n') ++p;
+                if (p != end_ && *p == '"') ++p;
+                continue;
+            }
+            if (c == '{') {
+                ++depth;
+            } else if (c == '}') {
+                if (depth == 0) return p;
+                if (--depth == 0) {
+                    It q = skip(p + 1);
+                    if (static_cast<std::size_t>(end_ - q) >= 4 && std::string_view(q, 4) == "else" &&
+                        (q + 4 == end_ || !word_char(q[4]))) {
+                        p = q + 4;
+                        continue;
+                    }
+                    return p + 1;
+                }
+            } else if (c == '\n' && depth == 0) {
+                return p + 1;
+            }
+            ++p;
+        }
+        return p;
+    }
+
+private:
+    It begin_;
+    It end_;
+    Diagnostics& diags_;
+    std::vector<std::uint32_t> line_starts_;
+    std::size_t errors_ = 0;
+    bool gave_up_ = false;
+};
+
+template <class Ctx>
+ParseState& state(const Ctx& ctx) {
+    return x3::get<state_tag>(ctx);
+}
+
+template <class Attr, class Value>
+void assign(Attr& attr, Value&& v) {
+    if constexpr (!std::is_same_v<Attr, const x3::unused_type> && !std::is_same_v<Attr, x3::unused_type>)
+        x3::traits::move_to(std::forward<Value>(v), attr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lexical parsers
+
+/// A reserved word, not followed by a letter, digit or '_'.
+struct Keyword : x3::parser<Keyword> {
+    using attribute_type = x3::unused_type;
+    static const bool has_attribute = false;
+    const char* word;
+    constexpr explicit Keyword(const char* w) : word(w) {}
+
+    template <class Ctx, class RCtx, class Attr>
+    bool parse(It& first, const It& last, const Ctx& ctx, RCtx&, Attr&) const {
+        x3::skip_over(first, last, ctx);
+        It i = first;
+        for (const char* w = word; *w; ++w, ++i)
+            if (i == last || *i != *w) return false;
+        if (i != last && word_char(*i)) return false;
+        first = i;
+        return true;
+    }
+};
+
+/// A name that is not a keyword (unless `any_word`); the attribute is an ast::Ident (with its
+/// location) or a string.
+template <class Out, bool any_word = false>
+struct NameParser : x3::parser<NameParser<Out, any_word>> {
+    using attribute_type = Out;
+    static const bool has_attribute = true;
+
+    template <class Ctx, class RCtx, class Attr>
+    bool parse(It& first, const It& last, const Ctx& ctx, RCtx&, Attr& attr) const {
+        x3::skip_over(first, last, ctx);
+        if (first == last || !word_start(*first)) return false;
+        It i = first;
+        while (i != last && word_char(*i)) ++i;
+        std::string_view word(first, static_cast<std::size_t>(i - first));
+        if (!any_word && reserved(word)) return false;
+        if constexpr (std::is_same_v<Out, ast::Ident>)
+            assign(attr, ast::Ident{state(ctx).loc_of(first), std::string(word)});
+        else
+            assign(attr, std::string(word));
+        first = i;
+        return true;
+    }
+};
+
+/// A decimal or 0x hexadecimal integer literal. A literal that does not fit in 64 bits is
+/// reported (E003) and parses as 0, so the rest of the file is still checked.
+struct IntParser : x3::parser<IntParser> {
+    using attribute_type = ast::IntLit;
+    static const bool has_attribute = true;
+
+    template <class Ctx, class RCtx, class Attr>
+    bool parse(It& first, const It& last, const Ctx& ctx, RCtx&, Attr& attr) const {
+        x3::skip_over(first, last, ctx);
+        if (first == last || !std::isdigit(static_cast<unsigned char>(*first))) return false;
+        It i = first;
+        int base = 10;
+        if (last - first > 2 && first[0] == '0' && (first[1] == 'x' || first[1] == 'X') &&
+            std::isxdigit(static_cast<unsigned char>(first[2]))) {
+            base = 16;
+            i += 2;
+        }
+        It digits = i;
+        while (i != last && (base == 16 ? std::isxdigit(static_cast<unsigned char>(*i)) : std::isdigit(static_cast<unsigned char>(*i))))
+            ++i;
+        std::int64_t v = 0;
+        auto [p, ec] = std::from_chars(digits, i, v, base);
+        if (ec != std::errc{} || p != i) {
+            state(ctx).error("E003", first,
+                             fmt::format("integer literal {} is too large (the largest is 9223372036854775807)",
+                                         std::string_view(first, static_cast<std::size_t>(i - first))));
+            v = 0;
+        }
+        assign(attr, ast::IntLit{state(ctx).loc_of(first), v});
+        first = i;
+        return true;
+    }
+};
+
+/// `"..."` on one line; `\"` and `\\` are the only escapes. An unterminated string is E004.
+struct StringParser : x3::parser<StringParser> {
+    using attribute_type = ast::StringLit;
+    static const bool has_attribute = true;
+
+    template <class Ctx, class RCtx, class Attr>
+    bool parse(It& first, const It& last, const Ctx& ctx, RCtx&, Attr& attr) const {
+        x3::skip_over(first, last, ctx);
+        if (first == last || *first != '"') return false;
+        std::string value;
+        It i = first + 1;
+        while (i != last && *i != '"' && *i != '\n') {
+            if (*i == '\\' && i + 1 != last && (i[1] == '"' || i[1] == '\\')) ++i;
+            value += *i++;
+        }
+        if (i == last || *i != '"') {
+            state(ctx).error("E004", first, "unterminated string: expected '\"' before the end of the line");
+        } else {
+            ++i;
+        }
+        assign(attr, ast::StringLit{state(ctx).loc_of(first), std::move(value)});
+        first = i;
+        return true;
+    }
+};
+
+/// A model value word: letters, digits, '_', '-', '.', '+' (`cut-through`, `none`, `4`, `0.01`, `1e-05`).
+struct ModelWordParser : x3::parser<ModelWordParser> {
+    using attribute_type = std::string;
+    static const bool has_attribute = true;
+
+    template <class Ctx, class RCtx, class Attr>
+    bool parse(It& first, const It& last, const Ctx& ctx, RCtx&, Attr& attr) const {
+        x3::skip_over(first, last, ctx);
+        auto ok = [](char c) { return word_char(c) || c == '-' || c == '.' || c == '+'; };
+        if (first == last || !(word_char(*first) || *first == '.')) return false;
+        It i = first;
+        while (i != last && ok(*i)) ++i;
+        assign(attr, std::string(first, i));
+        first = i;
+        return true;
+    }
+};
+
+/// One binary operator of a precedence level. Each spelling may forbid a following character,
+/// so `-` does not eat the `->` of a send, `*` the `**` of a power, `&` the `&&`, and so on.
+struct OpSpelling {
+    const char* text;
+    ast::BinOp op;
+    const char* not_followed_by;
+};
+
+template <std::size_t N>
+struct OpParser : x3::parser<OpParser<N>> {
+    using attribute_type = ast::OpTok;
+    static const bool has_attribute = true;
+    std::array<OpSpelling, N> ops;
+    constexpr explicit OpParser(std::array<OpSpelling, N> o) : ops(o) {}
+
+    template <class Ctx, class RCtx, class Attr>
+    bool parse(It& first, const It& last, const Ctx& ctx, RCtx&, Attr& attr) const {
+        x3::skip_over(first, last, ctx);
+        for (const OpSpelling& s : ops) {
+            std::size_t len = std::char_traits<char>::length(s.text);
+            if (static_cast<std::size_t>(last - first) < len || std::string_view(first, len) != s.text) continue;
+            It after = first + len;
+            if (after != last && std::string_view(s.not_followed_by).find(*after) != std::string_view::npos) continue;
+            assign(attr, ast::OpTok{state(ctx).loc_of(first), s.op});
+            first = after;
+            return true;
+        }
+        return false;
+    }
+};
+
+/// A unary operator token (not part of the public AST: a Unary node takes its location).
+struct UnOpTok {
+    SourceLoc loc;
+    ast::UnOp op = ast::UnOp::neg;
+};
+
+struct UnOpParser : x3::parser<UnOpParser> {
+    using attribute_type = UnOpTok;
+    static const bool has_attribute = true;
+
+    template <class Ctx, class RCtx, class Attr>
+    bool parse(It& first, const It& last, const Ctx& ctx, RCtx&, Attr& attr) const {
+        x3::skip_over(first, last, ctx);
+        if (first == last) return false;
+        ast::UnOp op;
+        if (*first == '-' && (first + 1 == last || first[1] != '>')) op = ast::UnOp::neg;
+        else if (*first == '~') op = ast::UnOp::bnot;
+        else if (*first == '!' && (first + 1 == last || first[1] != '=')) op = ast::UnOp::lnot;
+        else return false;
+        assign(attr, UnOpTok{state(ctx).loc_of(first), op});
+        ++first;
+        return true;
+    }
+};
+
+/// Matches nothing; its attribute is the location of the next token. Semantic actions use it
+/// for the location of what they build (X3 1.74's _where ends where the match ended).
+struct HereParser : x3::parser<HereParser> {
+    using attribute_type = SourceLoc;
+    static const bool has_attribute = true;
+
+    template <class Ctx, class RCtx, class Attr>
+    bool parse(It& first, const It& last, const Ctx& ctx, RCtx&, Attr& attr) const {
+        x3::skip_over(first, last, ctx);
+        assign(attr, state(ctx).loc_of(first));
+        return true;
+    }
+};
+
+/// Text where a statement should start (E002): reported, then skipped to the next line.
+struct JunkParser : x3::parser<JunkParser> {
+    using attribute_type = x3::unused_type;
+    static const bool has_attribute = false;
+
+    template <class Ctx, class RCtx, class Attr>
+    bool parse(It& first, const It& last, const Ctx& ctx, RCtx&, Attr&) const {
+        x3::skip_over(first, last, ctx);
+        ParseState& st = state(ctx);
+        if (first == last || *first == '}' || st.gave_up()) return false;
+        // A misspelled statement keyword gets a hint.
+        std::string hint;
+        if (word_start(*first)) {
+            It e = first;
+            while (e != last && word_char(*e)) ++e;
+            std::string_view word(first, static_cast<std::size_t>(e - first));
+            std::size_t best = 3;
+            for (std::string_view k : {"param", "topology", "model", "collective", "let", "for", "if", "step", "send", "hop", "require"}) {
+                std::size_t d = edit_distance(word, k);
+                if (word.size() > 2 && d < best && d <= (k.size() >= 4 ? 2u : 1u)) {
+                    best = d;
+                    hint = fmt::format(" (did you mean '{}'?)", k);
+                }
+            }
+        }
+        st.error("E002", first,
+                 fmt::format("expected a statement (param, topology, model, collective, let, for, if, step, send, hop or "
+                             "require), found {}{}",
+                             st.describe(first), hint));
+        It next = st.sync(first);
+        if (next == first) return false;
+        first = next;
+        return true;
+    }
+};
+
+}  // namespace collsched::dsl::parser
+
+namespace boost::spirit::x3 {
+template <>
+struct get_info<collsched::dsl::parser::Keyword> {
+    using result_type = std::string;
+    std::string operator()(const collsched::dsl::parser::Keyword& k) const { return fmt::format("'{}'", k.word); }
+};
+template <class Out, bool any_word>
+struct get_info<collsched::dsl::parser::NameParser<Out, any_word>> {
+    using result_type = std::string;
+    std::string operator()(const collsched::dsl::parser::NameParser<Out, any_word>&) const {
+        return any_word ? "hop or wormhole" : "a name";
+    }
+};
+template <>
+struct get_info<collsched::dsl::parser::ModelWordParser> {
+    using result_type = std::string;
+    std::string operator()(const collsched::dsl::parser::ModelWordParser&) const { return "a value"; }
+};
+}  // namespace boost::spirit::x3
+
+namespace collsched::dsl::parser {
+
+// ---------------------------------------------------------------------------------------------
+// Rule bases: location annotation and error recovery
+
+/// Sets `loc` of every attribute that has one to the first token the rule matched (X3's
+/// annotate_on_success, without X3 types in the AST). A rule whose right side has semantic
+/// actions gets no attribute here (X3 passes `unused`); those actions take their location
+/// from the `here` parser instead.
+struct annotate {
+    template <class Attr, class Ctx>
+    void on_success(const It& first, const It&, Attr& attr, const Ctx& ctx) const {
+        if constexpr (requires { attr.loc = SourceLoc{}; }) attr.loc = state(ctx).loc_of(first);
+    }
+};
+
+/// Statements: record the expectation failure, resume at the next line (see ParseState::sync).
+struct recover : annotate {
+    template <class Exception, class Ctx>
+    x3::error_handler_result on_error(It& first, const It& last, const Exception& x, const Ctx& ctx) const {
+        ParseState& st = state(ctx);
+        st.expected(x.where(), x.which());
+        if (st.gave_up()) {
+            first = last;
+            return x3::error_handler_result::fail;
+        }
+        It next = st.resume_after(first, x.where());
+        first = next > first ? next : first + (first != last);
+        return x3::error_handler_result::retry;
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Tokens
+
+inline constexpr Keyword kw_param{"param"}, kw_topology{"topology"}, kw_model{"model"}, kw_collective{"collective"},
+    kw_let{"let"}, kw_for{"for"}, kw_in{"in"}, kw_if{"if"}, kw_else{"else"}, kw_step{"step"}, kw_send{"send"},
+    kw_hop{"hop"}, kw_require{"require"}, kw_msg{"msg"}, kw_at{"at"};
+
+inline const NameParser<ast::Ident> name{};
+inline const NameParser<std::string> name_str{};
+inline const NameParser<ast::Ident, true> timing_word{};
+inline const IntParser int_lit{};
+inline const StringParser string_lit{};
+inline const ModelWordParser model_word{};
+inline const UnOpParser op_unary{};
+inline const JunkParser junk{};
+inline const HereParser here{};
+
+using ast::BinOp;
+inline const OpParser<1> op_lor{std::array<OpSpelling, 1>{{{"||", BinOp::lor, ""}}}};
+inline const OpParser<1> op_land{std::array<OpSpelling, 1>{{{"&&", BinOp::land, ""}}}};
+inline const OpParser<6> op_cmp{std::array<OpSpelling, 6>{{{"==", BinOp::eq, ""},
+                                 {"!=", BinOp::ne, ""},
+                                 {"<=", BinOp::le, ""},
+                                 {">=", BinOp::ge, ""},
+                                 {"<", BinOp::lt, "<"},
+                                 {">", BinOp::gt, ">"}}}};
+inline const OpParser<1> op_bor{std::array<OpSpelling, 1>{{{"|", BinOp::bor, "|"}}}};
+inline const OpParser<1> op_bxor{std::array<OpSpelling, 1>{{{"^", BinOp::bxor, ""}}}};
+inline const OpParser<1> op_band{std::array<OpSpelling, 1>{{{"&", BinOp::band, "&"}}}};
+inline const OpParser<2> op_shift{std::array<OpSpelling, 2>{{{"<<", BinOp::shl, ""}, {">>", BinOp::shr, ""}}}};
+inline const OpParser<2> op_add{std::array<OpSpelling, 2>{{{"+", BinOp::add, ""}, {"-", BinOp::sub, ">"}}}};
+inline const OpParser<3> op_mul{std::array<OpSpelling, 3>{{{"*", BinOp::mul, "*"}, {"/", BinOp::div, ""}, {"%", BinOp::mod, ""}}}};
+inline const OpParser<1> op_pow{std::array<OpSpelling, 1>{{{"**", BinOp::pow, ""}}}};
+
+// ---------------------------------------------------------------------------------------------
+// Semantic actions
+
+inline const auto set_val = [](auto& ctx) { x3::_val(ctx) = std::move(x3::_attr(ctx)); };
+
+/// `lhs op rhs`, left-associative: the value so far becomes the left operand.
+inline const auto fold = [](auto& ctx) {
+    auto& a = x3::_attr(ctx);
+    ast::OpTok& op = fusion::at_c<0>(a);
+    ast::Binary b{op.loc, op.op, ast::Box<ast::Expr>(std::move(x3::_val(ctx))), ast::Box<ast::Expr>(std::move(fusion::at_c<1>(a)))};
+    x3::_val(ctx) = ast::Expr(std::move(b));
+};
+
+inline const auto make_unary = [](auto& ctx) {
+    auto& a = x3::_attr(ctx);
+    UnOpTok& op = fusion::at_c<0>(a);
+    x3::_val(ctx) = ast::Expr(ast::Unary{op.loc, op.op, ast::Box<ast::Expr>(std::move(fusion::at_c<1>(a)))});
+};
+
+/// `(e)` is e; `(a, b, ...)` is a Tuple located at its '('.
+inline const auto make_paren = [](auto& ctx) {
+    SourceLoc loc = fusion::at_c<0>(x3::_attr(ctx));
+    std::vector<ast::Expr>& items = fusion::at_c<1>(x3::_attr(ctx));
+    if (items.size() == 1) x3::_val(ctx) = std::move(items.front());
+    else x3::_val(ctx) = ast::Expr(ast::Tuple{loc, std::move(items)});
+};
+
+/// The items of `-(item % ',')`: X3 gives an optional vector.
+template <class T>
+std::vector<T> take_items(boost::optional<std::vector<T>>& items) {
+    return items ? std::move(*items) : std::vector<T>{};
+}
+template <class T>
+std::vector<T> take_items(std::vector<T>& items) {
+    return std::move(items);
+}
+
+inline const auto make_list = [](auto& ctx) {
+    x3::_val(ctx) = ast::ListLit{fusion::at_c<0>(x3::_attr(ctx)), take_items(fusion::at_c<1>(x3::_attr(ctx)))};
+};
+
+inline const auto make_set = [](auto& ctx) {
+    x3::_val(ctx) = ast::SetLit{fusion::at_c<0>(x3::_attr(ctx)), take_items(fusion::at_c<1>(x3::_attr(ctx)))};
+};
+
+inline const auto push_stmt = [](auto& ctx) { x3::_val(ctx).push_back(ast::Stmt(std::move(x3::_attr(ctx)))); };
+
+inline const auto set_spec = [](auto& ctx) { x3::_val(ctx).spec = std::move(x3::_attr(ctx)); };
+
+inline const auto set_positional = [](auto& ctx) {
+    x3::_val(ctx).key.clear();
+    x3::_val(ctx).value = std::move(x3::_attr(ctx));
+};
+
+inline const auto model_expr = [](auto& ctx) {
+    x3::_val(ctx).loc = fusion::at_c<0>(x3::_attr(ctx));
+    x3::_val(ctx).word.clear();
+    x3::_val(ctx).expr = std::move(fusion::at_c<1>(x3::_attr(ctx)));
+};
+inline const auto model_text = [](auto& ctx) {
+    x3::_val(ctx).loc = fusion::at_c<0>(x3::_attr(ctx));
+    x3::_val(ctx).word = std::move(fusion::at_c<1>(x3::_attr(ctx)));
+    x3::_val(ctx).expr.reset();
+};
+
+// ---------------------------------------------------------------------------------------------
+// Rules
+
+using TopoValue = std::variant<ast::Expr, ast::ListLit, ast::StringLit>;
+using CollArg = std::variant<ast::Expr, ast::SetLit>;
+
+struct expr_class : annotate {};
+struct lor_class : annotate {};
+struct land_class : annotate {};
+struct cmp_class : annotate {};
+struct bor_class : annotate {};
+struct bxor_class : annotate {};
+struct band_class : annotate {};
+struct shift_class : annotate {};
+struct additive_class : annotate {};
+struct mult_class : annotate {};
+struct unary_class : annotate {};
+struct power_class : annotate {};
+struct primary_class : annotate {};
+struct call_class : annotate {};
+struct paren_class : annotate {};
+struct statement_class : recover {};
+struct stmts_class : annotate {};
+struct block_class : annotate {};
+struct close_class : annotate {};
+struct param_class : annotate {};
+struct let_class : annotate {};
+struct for_class : annotate {};
+struct if_class : annotate {};
+struct else_class : annotate {};
+struct else_if_class : annotate {};
+struct step_class : annotate {};
+struct send_class : annotate {};
+struct hop_class : annotate {};
+struct require_class : annotate {};
+struct topology_class : annotate {};
+struct topo_spec_class : annotate {};
+struct topo_call_class : annotate {};
+struct topo_arg_class : annotate {};
+struct keyword_arg_class : annotate {};
+struct positional_arg_class : annotate {};
+struct topo_value_class : annotate {};
+struct list_class : annotate {};
+struct model_class : annotate {};
+struct model_arg_class : annotate {};
+struct model_value_class : annotate {};
+struct collective_class : annotate {};
+struct coll_arg_class : annotate {};
+struct set_class : annotate {};
+struct set_item_class : annotate {};
+
+const x3::rule<expr_class, ast::Expr> expr = "an expression";
+const x3::rule<lor_class, ast::Expr> lor = "an expression";
+const x3::rule<land_class, ast::Expr> land = "an expression";
+const x3::rule<cmp_class, ast::Expr> cmp = "an expression";
+const x3::rule<bor_class, ast::Expr> bor = "an expression";
+const x3::rule<bxor_class, ast::Expr> bxor = "an expression";
+const x3::rule<band_class, ast::Expr> band = "an expression";
+const x3::rule<shift_class, ast::Expr> shift = "an expression";
+const x3::rule<additive_class, ast::Expr> additive = "an expression";
+const x3::rule<mult_class, ast::Expr> mult = "an expression";
+const x3::rule<unary_class, ast::Expr> unary = "an expression";
+const x3::rule<power_class, ast::Expr> power = "an expression";
+const x3::rule<primary_class, ast::Expr> primary = "an expression";
+const x3::rule<call_class, ast::Call> call = "a call";
+const x3::rule<paren_class, ast::Expr> paren = "an expression";
+
+const x3::rule<statement_class, ast::Stmt> statement = "a statement";
+const x3::rule<stmts_class, ast::Block> stmts = "statements";
+const x3::rule<block_class, ast::Block> block = "'{'";
+const x3::rule<close_class> close_brace = "a statement or '}'";
+const x3::rule<param_class, ast::Param> param = "a param";
+const x3::rule<let_class, ast::Let> let = "a let";
+const x3::rule<for_class, ast::For> for_ = "a for loop";
+const x3::rule<if_class, ast::If> if_ = "an if";
+const x3::rule<else_class, ast::Block> else_body = "'{' or 'if'";
+const x3::rule<else_if_class, ast::Block> else_if = "'if'";
+const x3::rule<step_class, ast::StepBlock> step = "a step";
+const x3::rule<send_class, ast::Send> send = "a send";
+const x3::rule<hop_class, ast::Hop> hop = "a hop";
+const x3::rule<require_class, ast::Require> require = "a require";
+const x3::rule<topology_class, ast::TopologyDecl> topology = "a topology";
+const x3::rule<topo_spec_class, ast::TopologyDecl> topo_spec = "a topology (a family such as ebft(8), or a spec string such as \"ebft:8\")";
+const x3::rule<topo_call_class, ast::TopoCall> topo_call = "a topology family";
+const x3::rule<topo_arg_class, ast::TopoArg> topo_arg = "an argument";
+const x3::rule<keyword_arg_class, ast::TopoArg> keyword_arg = "an argument";
+const x3::rule<positional_arg_class, ast::TopoArg> positional_arg = "an argument";
+const x3::rule<topo_value_class, TopoValue> topo_value = "a value";
+const x3::rule<list_class, ast::ListLit> list = "a list";
+const x3::rule<model_class, ast::ModelDecl> model = "a model";
+const x3::rule<model_arg_class, ast::ModelArg> model_arg = "key = value";
+const x3::rule<model_value_class, ast::ModelValue> model_value = "a value";
+const x3::rule<collective_class, ast::CollectiveDecl> collective = "a collective";
+const x3::rule<coll_arg_class, CollArg> coll_arg = "an argument";
+const x3::rule<set_class, ast::SetLit> set = "a set";
+const x3::rule<set_item_class, ast::SetItem> set_item = "a member";
+
+// Expressions, loosest binding first. Comparisons do not chain; `**` is right-associative and
+// binds tighter than unary minus on its left (-2 ** 2 is -4).
+const auto expr_def = lor;
+const auto lor_def = land[set_val] >> *((op_lor > land)[fold]);
+const auto land_def = cmp[set_val] >> *((op_land > cmp)[fold]);
+const auto cmp_def = bor[set_val] >> -((op_cmp > bor)[fold]);
+const auto bor_def = bxor[set_val] >> *((op_bor > bxor)[fold]);
+const auto bxor_def = band[set_val] >> *((op_bxor > band)[fold]);
+const auto band_def = shift[set_val] >> *((op_band > shift)[fold]);
+const auto shift_def = additive[set_val] >> *((op_shift > additive)[fold]);
+const auto additive_def = mult[set_val] >> *((op_add > mult)[fold]);
+const auto mult_def = unary[set_val] >> *((op_mul > unary)[fold]);
+const auto unary_def = (op_unary > unary)[make_unary] | power[set_val];
+const auto power_def = primary[set_val] >> -((op_pow > unary)[fold]);
+const auto primary_def = int_lit[set_val] | call[set_val] | name[set_val] | paren[set_val];
+const auto call_def = name_str >> '(' > -(expr % ',') > ')';
+const auto paren_def = (here >> '(' > (expr % ',') > ')')[make_paren];
+
+BOOST_SPIRIT_DEFINE(expr, lor, land, cmp, bor, bxor, band, shift, additive, mult, unary, power, primary, call, paren)
+
+// Statements.
+const auto statement_def = param | topology | model | collective | let | for_ | if_ | step | send | hop | require;
+const auto stmts_def = *(statement[push_stmt] | x3::lit(';') | junk);
+const auto block_def = '{' > stmts > close_brace;
+const auto close_brace_def = x3::lit('}');
+const auto param_def = kw_param > name > '=' > expr;
+const auto let_def = kw_let > name > '=' > expr;
+const auto for__def = kw_for > name > kw_in > expr > ".." > expr > block;
+const auto if__def = kw_if > expr > block > -(kw_else > else_body);
+const auto else_body_def = block | else_if;
+const auto else_if_def = if_[push_stmt];
+const auto step_def = kw_step > expr > block;
+const auto send_def = kw_send > expr > "->" > expr > -(kw_msg > expr);
+const auto hop_def = kw_hop > expr > "->" > expr > kw_msg > expr;
+const auto require_def = kw_require > expr > kw_at > expr;
+
+BOOST_SPIRIT_DEFINE(statement, stmts, block, close_brace, param, let, for_, if_, else_body, else_if, step, send, hop, require)
+
+// Declarations.
+const auto topology_def = kw_topology > topo_spec;
+const auto topo_spec_def = string_lit[set_spec] | topo_call[set_spec];
+const auto topo_call_def = name_str > '(' > -(topo_arg % ',') > ')';
+const auto topo_arg_def = keyword_arg | positional_arg;
+const auto keyword_arg_def = name_str >> ('=' >> !x3::lit('=')) > topo_value;
+const auto positional_arg_def = topo_value[set_positional];
+const auto topo_value_def = string_lit | list | expr;
+const auto list_def = (here >> '[' > -(expr % ',') > ']')[make_list];
+const auto model_def = kw_model > timing_word > -('(' > -(model_arg % ',') > ')');
+const auto model_arg_def = name > '=' > model_value;
+const auto model_value_def = (here >> '(' > expr > ')')[model_expr] | (here >> model_word)[model_text];
+const auto collective_def = kw_collective > name > -('(' > -(coll_arg % ',') > ')');
+const auto coll_arg_def = set | expr;
+const auto set_def = (here >> '{' > -(set_item % ',') > '}')[make_set];
+const auto set_item_def = expr > -(".." > expr);
+
+BOOST_SPIRIT_DEFINE(topology, topo_spec, topo_call, topo_arg, keyword_arg, positional_arg, topo_value, list, model, model_arg,
+                    model_value, collective, coll_arg, set, set_item)
+
+/// What the skipper skips: white space and `#` comments.
+const auto skipper = x3::space | x3::lexeme['#' >> *(x3::char_ - x3::eol)];
+
+}  // namespace collsched::dsl::parser

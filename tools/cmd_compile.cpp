@@ -1,0 +1,82 @@
+// `collsched compile FILE.sched [-D k=v]... [-o OUT] [--format json|csv|dsl|...] [--max-transfers N]
+// [--max-iterations N]`:
+// compiles a schedule to a send table. Diagnostics go to stderr (exit code 2) and nothing is
+// written; on success the table is written atomically (compiler/table_io.hpp write_output).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "compiler/export_formats.hpp"
+#include "compiler/lower.hpp"
+#include "compiler/table_io.hpp"
+#include "compiler/table_printer.hpp"
+#include "tools/commands.hpp"
+
+namespace collsched::tools {
+
+void add_compile_command(CLI::App& app, Context& ctx) {
+    struct Args {
+        std::string input, output = "-", format = "json";
+        std::vector<std::string> defines;
+        std::uint64_t max_transfers = CompileOptions{}.max_transfers;
+        std::uint64_t max_iterations = CompileOptions{}.max_iterations;
+    };
+    auto args = std::make_shared<Args>();
+    auto* cmd = app.add_subcommand("compile",
+                                   "Compile a schedule (.sched, docs/dsl.md) to a send table. Errors are printed as "
+                                   "file:line:col: error[CODE]: message with the source line (docs/errors.md); the output is "
+                                   "written only when compilation succeeded.\nExit code: 0 compiled, 2 errors.");
+    cmd->add_option("FILE", args->input, "Schedule file (.sched)")->required();
+    cmd->add_option("-D", args->defines, "Override a param of the schedule: -D n=16 (repeatable)");
+    cmd->add_option("-o,--output", args->output, "Output file (default: standard output)");
+    std::vector<std::string> formats(table_formats.begin(), table_formats.end());
+    formats.emplace_back("dsl");
+    cmd->add_option("--format", args->format,
+                    "Output format: json (the table file), csv, dsl (the table as a schedule of hops), or an export format "
+                    "(ranks, msccl, dot, svg, html; see `collsched convert`)")
+        ->check(CLI::IsMember(formats));
+    cmd->add_option("--max-transfers", args->max_transfers,
+                    fmt::format("Stop with an error when the schedule makes more transfers (default {})", args->max_transfers));
+    cmd->add_option("--max-iterations", args->max_iterations,
+                    fmt::format("Stop with an error when the schedule's loops run more iterations (default {})", args->max_iterations));
+    cmd->callback([&ctx, args] {
+        CompileOptions options;
+        options.max_transfers = args->max_transfers;
+        options.max_iterations = args->max_iterations;
+        // Progress on a terminal only: large schedules take seconds to compile and to write.
+        const bool tty = ::isatty(2) != 0;
+        auto t0 = std::chrono::steady_clock::now();
+        if (tty) std::fprintf(stderr, "collsched: compiling %s ...", args->input.c_str());
+        Diagnostics diags;
+        std::optional<SendTable> table = compile_file(args->input, args->defines, options, diags);
+        if (tty) std::fprintf(stderr, "\r\033[K");
+        if (!table) {
+            std::string text = diags.render();
+            std::fflush(stdout);
+            std::fwrite(text.data(), 1, text.size(), stderr);
+            std::size_t n = diags.error_count();
+            throw InputError(fmt::format("{} error{} in {}; nothing written", n, n == 1 ? "" : "s", args->input));
+        }
+        const bool progress = tty && args->output != "-" && table->transfers.size() >= 1'000'000;
+        if (progress)
+            std::fprintf(stderr, "collsched: compiled %zu transfers in %u steps (%.1f s); writing %s ...", table->transfers.size(),
+                         table->steps(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                         args->output.c_str());
+        try {
+            write_output(args->output, [&](const Flush& flush, fmt::memory_buffer& buf) {
+                if (args->format == "dsl") write_table_dsl(*table, buf, flush);
+                else write_table_as(*table, args->format, {}, buf, flush);
+            });
+        } catch (...) {
+            if (progress) std::fprintf(stderr, "\r\033[K");
+            throw;
+        }
+        if (progress) std::fprintf(stderr, "\r\033[K");
+        ctx.exit_code = 0;
+    });
+}
+
+}  // namespace collsched::tools
