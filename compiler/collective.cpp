@@ -77,6 +77,7 @@ Collective Collective::parse(std::string_view text, const Topology& topo) {
         c.kind = name == "alltoall" ? CollectiveKind::alltoall
                  : name == "allgather" ? CollectiveKind::allgather
                                        : CollectiveKind::custom;
+        c.check_goal_count(topo);
         return c;
     }
     if (name == "broadcast" || name == "scatter" || name == "gather") {
@@ -136,6 +137,14 @@ bool Collective::initial(const Messages& ms, MessageId m) const {
         case CollectiveKind::custom: return k.kind != MessageKind::personal || k.src != k.dst;
     }
     return false;
+}
+
+void Collective::check_goal_count(const Topology& topo) const {
+    std::uint64_t n = goal_count(topo.processors());
+    if (n > max_goal_pairs)
+        throw InputError(fmt::format("collective {} on {} has {} goal pairs (message, processor); collsched checks at most "
+                                     "{} (alltoall and allgather up to 16384 processors)",
+                                     to_string(), topo.spec(), n, max_goal_pairs));
 }
 
 std::uint64_t Collective::goal_count(std::uint32_t P) const {

@@ -46,6 +46,12 @@ private:
     std::uint32_t p_;
 };
 
+/// Most (message, processor) goal pairs a collective may have on a topology: 2^28, so alltoall and
+/// allgather up to 16,384 processors. The checkers enumerate the pairs (a complete table needs a
+/// transfer for each), so alltoall on 65,534 processors (4.3e9 pairs) would take 17 GB and about
+/// half an hour to verify; it is refused when a table is read or compiled instead.
+inline constexpr std::uint64_t max_goal_pairs = std::uint64_t{1} << 28;
+
 enum class CollectiveKind : std::uint8_t { alltoall, allgather, broadcast, scatter, gather, multicast, custom };
 
 struct Collective {
@@ -66,6 +72,8 @@ struct Collective {
     void for_each_goal(std::uint32_t processors, F&& f) const;
     /// How many (message, processor) pairs the postcondition has.
     std::uint64_t goal_count(std::uint32_t processors) const;
+    /// Throws InputError when the postcondition has more than max_goal_pairs pairs on `topo`.
+    void check_goal_count(const Topology& topo) const;
 };
 
 template <class F>

@@ -1,10 +1,12 @@
 /** \file
  * One wording for malformed JSON everywhere: `file:line:col: malformed JSON: what`, with the
  * position nlohmann reports (the end of the offending token) and its message without the
- * library's own prefix.
+ * library's own prefix. Also the one bound on how deeply JSON input may nest, checked before any
+ * reader parses it.
  */
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,40 @@ inline std::string malformed_json(std::string_view file, std::string_view text, 
     if (auto p = what.find("column "); p != std::string_view::npos)
         if (auto q = what.find(": ", p); q != std::string_view::npos) what = what.substr(q + 2);
     return fmt::format("{}:{}:{}: malformed {}: {}", file, loc.line, loc.column, kind, what);
+}
+
+/// Deepest nesting of arrays and objects a JSON input may have. collsched's formats need at most
+/// 7 levels; unknown fields are kept and written back (nlohmann's writer recurses once per level),
+/// so without a bound `[[[[...]]]]` nested a million deep would overflow the stack.
+inline constexpr int max_json_depth = 100;
+
+/// The byte offset of the first '[' or '{' of `text` that opens level max_json_depth + 1 (outside
+/// strings), if any. A scan without parsing: cheap next to the parse that follows it.
+inline std::optional<std::size_t> json_too_deep(std::string_view text) {
+    int depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_json_depth) return i;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return std::nullopt;
+}
+
+/// Throws InputError (`file:line:col: JSON nested more than 100 levels deep`) when json_too_deep finds a place.
+inline void check_json_depth(std::string_view file, std::string_view text, std::string_view kind = "JSON") {
+    if (auto at = json_too_deep(text)) {
+        SourceLoc loc = location_of(text, *at);
+        throw InputError(fmt::format("{}:{}:{}: {} nested more than {} levels deep", file, loc.line, loc.column, kind, max_json_depth));
+    }
 }
 
 }  // namespace collsched

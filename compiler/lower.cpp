@@ -1,6 +1,7 @@
 #include "compiler/lower.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <filesystem>
@@ -8,11 +9,13 @@
 #include <limits>
 #include <memory>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "compiler/table_printer.hpp"
 #include "dsl/parser.hpp"
@@ -20,7 +23,15 @@
 
 namespace collsched {
 
-std::string_view to_string(LoweringPolicy p) { return p == LoweringPolicy::fifo ? "fifo" : "cut-through"; }
+std::string_view to_string(LoweringPolicy p) {
+    switch (p) {
+        case LoweringPolicy::cut_through: return "cut-through";
+        case LoweringPolicy::fifo: return "fifo";
+        case LoweringPolicy::flood: return "flood";
+        case LoweringPolicy::adaptive: return "adaptive";
+    }
+    return "?";
+}
 
 namespace {
 
@@ -54,6 +65,8 @@ enum class Op : std::uint8_t {
     add, sub, mul, div, mod, pow, band, bor, bxor, shl, shr,
     eq, ne, lt, le, gt, ge, land, lor,
     log2, min, max, abs,
+    cap,       // capacity of a tree's branch level
+    fold_sum, fold_min, fold_max,  // comprehensions: a = first of (first, last, body) in `lists`, b = slot
     node_of,   // integer -> processor node (range checked)
     proc_of,   // integer or node -> processor number (range checked; routers refused)
     router,    // r(level, index)
@@ -70,7 +83,10 @@ struct XExpr {
     SourceLoc loc;
 };
 
-enum class SKind : std::uint8_t { param, let, for_, if_, step, send, hop, require, topology, model, collective };
+enum class SKind : std::uint8_t { param, let, for_, if_, step, send, hop, require, topology, model, collective, claim };
+
+/// The shape of a claim's value: one integer, a list of items, or a list comprehension.
+enum class Form : std::uint8_t { scalar, list, comprehension };
 
 struct XStmt {
     SKind kind = SKind::let;
@@ -80,7 +96,8 @@ struct XStmt {
     std::uint32_t body = 0, body_n = 0, orelse = 0, orelse_n = 0;  // ranges of `children`
     const void* decl = nullptr;                                     // topology/model/collective AST
     SourceLoc at;                                                   // step: where the step number starts
-    std::string name;                                               // loop variable, for messages
+    std::string name;                                               // loop variable, for messages; claim: JSON key; cite: text
+    Form form = Form::scalar;                                       // claim: the value's shape
 };
 
 struct IR {
@@ -94,6 +111,23 @@ struct IR {
     std::unordered_map<const ast::Expr*, std::uint32_t> header_exprs;     // declaration arguments
     std::unordered_map<const ast::ModelValue*, std::uint32_t> model_vars;  // model words naming variables
     std::unordered_map<const ast::Ident*, std::uint32_t> w_vars;          // names in ideal(w = ...)
+    /// Topology strings with `{name}` placeholders: the names and their slots, in order.
+    std::unordered_map<const ast::StringLit*, std::vector<std::pair<std::string, std::uint32_t>>> string_vars;
+    /// List comprehensions in topology arguments: (first, last, body, slot).
+    std::unordered_map<const ast::ListLit*, std::array<std::uint32_t, 4>> list_comps;
+};
+
+/// The claims a schedule may state (docs/dsl.md): the name, whether the value is a list, and the
+/// key of the table's extra field (with `_at_most` appended for `<=`).
+struct ClaimKind {
+    std::string_view name;
+    bool list;
+    std::string_view key;
+};
+constexpr ClaimKind claim_kinds[] = {
+    {"steps", false, "claim"},           // the completion time T
+    {"queue", true, "claim_queue"},      // per router level: the most copies waiting for one outgoing channel
+    {"buffer", false, "claim_buffer"},   // the most messages a processor holds that it still has to send
 };
 
 bool is_family(std::string_view f) {
@@ -340,6 +374,22 @@ private:
             return false;
         };
         const std::string& f = n.name;
+        if (!n.over.empty()) return comprehension(n);
+        if (f == "sum") {
+            if (!arity(1, std::numeric_limits<std::size_t>::max(), "at least 1 argument, or `e for i in a .. b`")) return bad(n.loc);
+            std::vector<std::uint32_t> xs;
+            for (std::size_t i = 0; i < n.args.size(); ++i) xs.push_back(want(n.args[i], Type::integer, fmt::format("argument {} of sum()", i + 1)));
+            if (std::any_of(xs.begin(), xs.end(), [&](std::uint32_t x) { return type(x) == Type::bad; })) return bad(n.loc);
+            std::uint32_t acc = xs[0];
+            for (std::size_t i = 1; i < xs.size(); ++i) acc = add({Op::add, Type::integer, acc, xs[i], 0, n.loc});
+            return acc;
+        }
+        if (f == "cap") {
+            if (!arity(1, 1, "1 argument (the branch level)")) return bad(n.loc);
+            std::uint32_t l = want(n.args[0], Type::integer, "the level of cap()");
+            if (!need_topology(n.loc, "cap()") || type(l) == Type::bad) return bad(n.loc);
+            return add({Op::cap, Type::integer, l, 0, 0, n.loc});
+        }
         if (f == "log2" || f == "abs") {
             if (!arity(1, 1, "1 argument")) return bad(n.loc);
             std::uint32_t x = want(n.args[0], Type::integer, fmt::format("the argument of {}()", f));
@@ -380,10 +430,41 @@ private:
             diags_.error("E013", n.loc, fmt::format("'{}' is a topology family; families are written only in `topology` declarations", f));
         else
             diags_.error("E013", n.loc,
-                         fmt::format("unknown function '{}' (functions: log2, min, max, abs; nodes: r(level, index); "
+                         fmt::format("unknown function '{}' (functions: log2, min, max, abs, sum, cap; nodes: r(level, index); "
                                      "messages: m(s, d), b(s), a(s))",
                                      f));
         return bad(n.loc);
+    }
+
+    /// `sum(e for i in a .. b)`, `min(...)`, `max(...)`: the range is resolved outside the
+    /// variable's scope, the body inside it.
+    std::uint32_t comprehension(const ast::Call& n) {
+        const std::string& f = n.name;
+        if (f != "sum" && f != "min" && f != "max") {
+            diags_.error("E014", n.loc, fmt::format("{}() takes no comprehension (`for i in a .. b` works in sum, min, max and lists)", f));
+            return bad(n.loc);
+        }
+        if (n.args.size() != 1) {
+            diags_.error("E014", n.loc, fmt::format("{}(e for i in a .. b) takes one expression before `for`, found {}", f, n.args.size()));
+            return bad(n.loc);
+        }
+        auto [first, last, body, slot] = comprehension_parts(n.over.front(), n.args[0], fmt::format("the body of {}()", f));
+        if (type(first) == Type::bad || type(last) == Type::bad || type(body) == Type::bad) return bad(n.loc);
+        auto at = static_cast<std::uint32_t>(ir_.lists.size());
+        ir_.lists.insert(ir_.lists.end(), {first, last, body});
+        Op op = f == "sum" ? Op::fold_sum : f == "min" ? Op::fold_min : Op::fold_max;
+        return add({op, Type::integer, at, slot, 0, n.loc});
+    }
+
+    /// Resolves `body for var in first .. last`: (first, last, body, slot of var).
+    std::array<std::uint32_t, 4> comprehension_parts(const ast::Comprehension& c, const ast::Expr& body, std::string_view what) {
+        std::uint32_t first = want(c.first, Type::integer, "the start of a range");
+        std::uint32_t last = want(c.last, Type::integer, "the end of a range");
+        std::size_t mark = vars_.size();
+        std::uint32_t slot = declare(c.var, Type::integer);
+        std::uint32_t b = want(body, Type::integer, what);
+        vars_.resize(mark);
+        return {first, last, b, slot};
     }
 
     // -- statements ----------------------------------------------------------------------------
@@ -522,12 +603,91 @@ private:
         return add(std::move(x));
     }
 
+    // Claims, bounds and citations: metadata at the top level, once per key, carried into the
+    // table as extra fields (docs/dsl.md, "Claims").
+
+    /// Placement of metadata: top level; a key at most once (`what` names it in messages).
+    void metadata(const std::string& key, SourceLoc loc, std::string_view what) {
+        if (depth_ > 0) diags_.error("E017", loc, fmt::format("'{}' must be at the top level of the schedule, not inside a block", what));
+        auto [it, fresh] = metadata_.emplace(key, loc);
+        if (!fresh) {
+            diags_.error("E018", loc, fmt::format("the schedule states '{}' twice", what));
+            diags_.note(it->second, fmt::format("the first '{}' is here", what));
+        }
+    }
+
+    std::uint32_t stmt(const ast::Claim& s) {
+        const ClaimKind* kind = nullptr;
+        for (const ClaimKind& k : claim_kinds)
+            if (k.name == s.name.name) kind = &k;
+        XStmt x = make(SKind::claim, s.loc);
+        if (!kind) {
+            diags_.error("E034", s.name.loc, fmt::format("unknown claim '{}': expected steps, queue or buffer", s.name.name));
+            return add(std::move(x));
+        }
+        std::string what = fmt::format("claim {}", kind->name);
+        x.name = std::string(kind->key) + (s.at_most ? "_at_most" : "");
+        metadata(x.name, s.loc, what);
+        const auto* list = std::get_if<ast::ListLit>(&s.value);
+        if (kind->list != (list != nullptr)) {
+            SourceLoc at = list ? list->loc : ast::start_loc(std::get<ast::Expr>(s.value));
+            diags_.error("E034", at,
+                         kind->list ? fmt::format("claim {} takes a list, one value per level: [e1, e2, ...] or [e for i in 1 .. L]", kind->name)
+                                    : fmt::format("claim {} takes one integer, not a list", kind->name));
+            return add(std::move(x));
+        }
+        if (!list) {
+            x.e0 = want(std::get<ast::Expr>(s.value), Type::integer, fmt::format("the value of {}", what));
+        } else if (!list->over.empty()) {
+            if (list->items.size() != 1) {
+                diags_.error("E014", list->loc, "a list comprehension [e for i in a .. b] takes one expression before `for`");
+                return add(std::move(x));
+            }
+            x.form = Form::comprehension;
+            auto [first, last, body, slot] = comprehension_parts(list->over.front(), list->items[0], "an item of the list");
+            x.e0 = first;
+            x.e1 = last;
+            x.e2 = body;
+            x.slot = slot;
+        } else {
+            x.form = Form::list;
+            std::vector<std::uint32_t> items;
+            for (const ast::Expr& e : list->items) items.push_back(want(e, Type::integer, "an item of the list"));
+            x.body = static_cast<std::uint32_t>(ir_.lists.size());
+            x.body_n = static_cast<std::uint32_t>(items.size());
+            ir_.lists.insert(ir_.lists.end(), items.begin(), items.end());
+        }
+        return add(std::move(x));
+    }
+
+    std::uint32_t stmt(const ast::Bound& s) {
+        XStmt x = make(SKind::claim, s.loc);
+        if (s.kind.name != "lower") {
+            diags_.error("E034", s.kind.loc,
+                         fmt::format("unknown bound '{}': expected lower (an upper bound is a claim: claim steps <= e)", s.kind.name));
+            return add(std::move(x));
+        }
+        x.name = "lower_bound";
+        metadata(x.name, s.loc, "bound lower");
+        x.e0 = want(s.value, Type::integer, "the value of a bound");
+        return add(std::move(x));
+    }
+
+    std::uint32_t stmt(const ast::Cite& s) {
+        XStmt x = make(SKind::claim, s.loc);
+        x.name = "cite";
+        x.decl = &s;  // the text
+        metadata(x.name, s.loc, "cite");
+        return add(std::move(x));
+    }
+
     // Declarations: their expressions are resolved here and evaluated once by the machine.
 
     void header_int(const ast::Expr& e, std::string_view what) { ir_.header_exprs[&e] = want(e, Type::integer, what); }
 
     void topo_args(std::string_view family, const std::vector<ast::TopoArg>& args) {
         for (const ast::TopoArg& a : args) {
+            if (const auto* str = std::get_if<ast::StringLit>(&a.value)) topo_string(*str);
             if (const auto* e = std::get_if<ast::Expr>(&a.value)) {
                 const auto* call = std::get_if<ast::Call>(&e->node);
                 if (family == "product" && a.key.empty() && call) {
@@ -538,7 +698,13 @@ private:
                     header_int(*e, fmt::format("the argument of {}()", family));
                 }
             } else if (const auto* l = std::get_if<ast::ListLit>(&a.value)) {
-                for (const ast::Expr& item : l->items) header_int(item, "a list item");
+                if (l->over.empty()) {
+                    for (const ast::Expr& item : l->items) header_int(item, "a list item");
+                } else if (l->items.size() != 1) {
+                    diags_.error("E014", l->loc, "a list comprehension [e for i in a .. b] takes one expression before `for`");
+                } else {
+                    ir_.list_comps[l] = comprehension_parts(l->over.front(), l->items[0], "an item of the list");
+                }
             }
         }
     }
@@ -578,9 +744,31 @@ private:
             e.node);
     }
 
+    /// `{name}` in a topology string (a spec string or a graph file's path) stands for the value
+    /// of a param or let: `graph("omega-{n}.json")`.
+    void topo_string(const ast::StringLit& str) {
+        std::vector<std::pair<std::string, std::uint32_t>> names;
+        const std::string& v = str.value;
+        for (std::size_t open = v.find('{'); open != std::string::npos; open = v.find('{', open + 1)) {
+            std::size_t close = v.find('}', open);
+            if (close == std::string::npos) break;
+            std::string name = v.substr(open + 1, close - open - 1);
+            const Var* var = lookup(name);
+            if (!var) {
+                unknown_name(ast::Ident{str.loc, name});
+                continue;
+            }
+            if (var->type != Type::integer && var->type != Type::bad)
+                diags_.error("E012", str.loc, fmt::format("'{{{}}}' in a topology string must be an integer, found {}", name, type_name(var->type)));
+            names.emplace_back(name, var->slot);
+        }
+        if (!names.empty()) ir_.string_vars[&str] = std::move(names);
+    }
+
     std::uint32_t stmt(const ast::TopologyDecl& s) {
         declaration(&s, s.loc, "topology", topology_, topology_loc_);
         if (const auto* call = std::get_if<ast::TopoCall>(&s.spec)) topo_args(call->family, call->args);
+        if (const auto* str = std::get_if<ast::StringLit>(&s.spec)) topo_string(*str);
         XStmt x = make(SKind::topology, s.loc);
         x.decl = &s;
         return add(std::move(x));
@@ -631,6 +819,7 @@ private:
     const void* model_ = nullptr;
     const void* collective_ = nullptr;
     SourceLoc topology_loc_, model_loc_, collective_loc_;
+    std::unordered_map<std::string, SourceLoc> metadata_;  // claim/bound/cite keys stated so far
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -748,7 +937,8 @@ public:
             }
             finish_header();
             if (diags_.has_errors()) return std::nullopt;
-            if (policy_ == LoweringPolicy::fifo) lower_fifo();
+            if (policy_ == LoweringPolicy::fifo || policy_ == LoweringPolicy::flood) lower_fifo();
+            if (policy_ == LoweringPolicy::adaptive) lower_adaptive();
             if (diags_.has_errors()) return std::nullopt;
             std::vector<Transfer> transfers = sink_.take_sorted(topo_->channels().size());
             check_holds(transfers);
@@ -759,6 +949,7 @@ public:
             t.collective = collective_;
             t.requirements = std::move(requirements_);
             t.transfers = std::move(transfers);
+            t.extra_fields = std::move(extra_);
             return t;
         } catch (const Stop&) {
             return std::nullopt;
@@ -897,6 +1088,17 @@ private:
             }
             case Op::min: return std::min(eval(x.a), eval(x.b));
             case Op::max: return std::max(eval(x.a), eval(x.b));
+            case Op::cap: {
+                std::int64_t l = eval(x.a);
+                if (!topo_->is_tree())
+                    fail("E041", x.loc, fmt::format("cap({}): {} is not a fat tree (cap gives the capacity of a tree's branch level)", l, topo_->spec()));
+                if (l < 1 || l > std::int64_t{topo_->tree_levels()})
+                    fail("E041", x.loc, fmt::format("cap({}): {} has branch levels 1..{}", l, topo_->spec(), topo_->tree_levels()));
+                return topo_->level_caps()[static_cast<std::size_t>(l - 1)];
+            }
+            case Op::fold_sum:
+            case Op::fold_min:
+            case Op::fold_max: return fold(x);
             case Op::abs: {
                 std::int64_t v = eval(x.a);
                 if (v == std::numeric_limits<std::int64_t>::min()) fail("E020", x.loc, fmt::format("integer overflow: abs({}) does not fit in 64 bits", v));
@@ -927,6 +1129,30 @@ private:
             case Op::msg_a: return idx(messages_.value(static_cast<std::uint32_t>(eval(x.a))));
         }
         return 0;
+    }
+
+    /// `sum(e for i in a .. b)`, `min(...)`, `max(...)`: runs the body for each i, counting the
+    /// iterations against the limit like a loop. min and max of an empty range are E026.
+    std::int64_t fold(const XExpr& x) {
+        std::int64_t lo = eval(ir_.lists[x.a]), hi = eval(ir_.lists[x.a + 1]);
+        std::uint32_t body = ir_.lists[x.a + 2];
+        if (hi < lo) {
+            if (x.op == Op::fold_sum) return 0;
+            fail("E026", x.loc, fmt::format("{}() over the empty range {} .. {}", x.op == Op::fold_min ? "min" : "max", lo, hi));
+        }
+        std::int64_t saved = slots_[x.b], acc = 0;
+        for (std::int64_t v = lo;; ++v) {
+            if (++iterations_ > options_.max_iterations) iteration_limit();
+            slots_[x.b] = v;
+            std::int64_t y = eval(body);
+            if (v == lo) acc = y;
+            else if (x.op == Op::fold_min) acc = std::min(acc, y);
+            else if (x.op == Op::fold_max) acc = std::max(acc, y);
+            else if (__builtin_add_overflow(acc, y, &acc)) fail("E020", x.loc, fmt::format("integer overflow: the sum does not fit in 64 bits"));
+            if (v == hi) break;
+        }
+        slots_[x.b] = saved;
+        return acc;
     }
 
     std::int64_t router(const XExpr& x, std::int64_t level, std::int64_t index) {
@@ -1010,6 +1236,7 @@ private:
                 case SKind::send: send(s); return true;
                 case SKind::hop: hop(s); return true;
                 case SKind::require: require(s); return true;
+                case SKind::claim: claim(s); return true;
                 case SKind::topology: topology(s); return true;
                 case SKind::model:
                 case SKind::collective: return true;  // built by finish_header()
@@ -1017,7 +1244,7 @@ private:
         } catch (const EvalError& e) {
             report(e.code, e.loc, e.message + context());
             if (s.kind == SKind::topology) throw Stop{};
-            return s.kind == SKind::send || s.kind == SKind::hop || s.kind == SKind::require;
+            return s.kind == SKind::send || s.kind == SKind::hop || s.kind == SKind::require || s.kind == SKind::claim;
         }
         return true;
     }
@@ -1036,7 +1263,8 @@ private:
         report("E050", at.loc,
                fmt::format("this {} makes more than {} transfers, the limit (raise it with --max-transfers)", what,
                            options_.max_transfers));
-        diags_.note(s.loc, "the transfers come from here");
+        diags_.note(s.loc, s.kind == SKind::require ? "requirements count toward the limit too; they come from here"
+                                                    : "the transfers come from here");
         throw Stop{};
     }
 
@@ -1058,7 +1286,7 @@ private:
                       : personalized_ ? messages_.personal(src, dst)
                       : rooted_       ? messages_.broadcast(idx(collective_.root))
                                       : messages_.broadcast(src);
-        if (policy_ == LoweringPolicy::fifo) {
+        if (policy_ != LoweringPolicy::cut_through) {
             std::uint32_t d = topo_->distance(Node{src}, Node{dst});
             if (step_ + std::int64_t{d} - 1 >= max_step)
                 fail("E025", s.loc, fmt::format("a send in step {} would arrive after step 2^31", step_));
@@ -1090,9 +1318,35 @@ private:
                              node_text(b), topo_->spec()));
         MessageId m{static_cast<std::uint32_t>(eval(s.e2))};
         sink_.push({step_, *c, m});
-        if (policy_ == LoweringPolicy::fifo) ++explicit_[(std::uint64_t{step_} << 32) | idx(*c)];
+        if (policy_ != LoweringPolicy::cut_through) ++explicit_[(std::uint64_t{step_} << 32) | idx(*c)];
         ++count_;
         check_limit(s);
+    }
+
+    /// A claim, bound or citation: its value as JSON text, appended to the table's extra fields
+    /// in the order written.
+    void claim(const XStmt& s) {
+        std::string text;
+        if (s.name == "cite") {
+            text = nlohmann::json(static_cast<const ast::Cite*>(s.decl)->text.value).dump();
+        } else if (s.form == Form::scalar) {
+            text = std::to_string(eval(s.e0));
+        } else {
+            std::vector<std::int64_t> items;
+            if (s.form == Form::list) {
+                for (std::uint32_t k = 0; k < s.body_n; ++k) items.push_back(eval(ir_.lists[s.body + k]));
+            } else {
+                std::int64_t lo = eval(s.e0), hi = eval(s.e1);
+                for (std::int64_t v = lo; v <= hi; ++v) {
+                    if (++iterations_ > options_.max_iterations) iteration_limit();
+                    slots_[s.slot] = v;
+                    items.push_back(eval(s.e2));
+                    if (v == hi) break;
+                }
+            }
+            text = nlohmann::json(items).dump();
+        }
+        extra_.emplace_back(s.name, std::move(text));
     }
 
     void require(const XStmt& s) {
@@ -1101,6 +1355,8 @@ private:
         if (at >= processors_)
             fail("E043", ir_.exprs[s.e1].loc, fmt::format("require names a processor; {} is a router", node_text(at)));
         requirements_.push_back({m, Node{static_cast<std::uint32_t>(at)}});
+        ++count_;  // requirements take memory like transfers and count toward the same limit
+        check_limit(s);
     }
 
     // -- declarations --------------------------------------------------------------------------
@@ -1156,6 +1412,15 @@ private:
             if (!a || !a->list)
                 fail("E031", a ? a->loc : loc, fmt::format("{}() needs the capacities per level: caps = [c1, ..., cL]", family));
             std::string s;
+            if (auto it = ir_.list_comps.find(a->list); it != ir_.list_comps.end()) {
+                auto [first, last, body, slot] = it->second;
+                std::int64_t lo = eval(first), hi = eval(last);
+                for (std::int64_t v = lo; v <= hi && v - lo < 64; ++v) {
+                    slots_[slot] = v;
+                    s += fmt::format("{}{}", s.empty() ? "" : ",", eval(body));
+                }
+                return s;
+            }
             for (const ast::Expr& e : a->list->items) s += fmt::format("{}{}", s.empty() ? "" : ",", header(e));
             return s;
         };
@@ -1211,7 +1476,7 @@ private:
                 const Arg& a = *pos[i];
                 std::string factor;
                 const ast::Call* call = a.expr ? std::get_if<ast::Call>(&a.expr->node) : nullptr;
-                if (a.str) factor = a.str->value;
+                if (a.str) factor = substitute(*a.str);
                 else if (call) factor = factor_spec(*call);
                 else fail("E031", a.loc, "a factor of product() is a topology such as ring(3) or \"ring:3\"");
                 s += (i ? "*" : "") + factor;
@@ -1221,9 +1486,22 @@ private:
         // graph
         count(1, 1, "the path of a JSON edge list");
         if (!pos[0]->str) fail("E031", pos[0]->loc, "graph() takes the path of a JSON edge list as a string, for example graph(\"net.json\")");
-        std::filesystem::path path(pos[0]->str->value);
+        std::filesystem::path path(substitute(*pos[0]->str));
         if (path.is_relative() && !options_.base_dir.empty()) path = std::filesystem::path(options_.base_dir) / path;
         return "graph:" + path.string();
+    }
+
+    /// A topology string with every `{name}` replaced by the value of the param or let.
+    std::string substitute(const ast::StringLit& str) const {
+        auto it = ir_.string_vars.find(&str);
+        if (it == ir_.string_vars.end()) return str.value;
+        std::string out = str.value;
+        for (const auto& [name, slot] : it->second) {
+            std::string key = "{" + name + "}";
+            for (std::size_t at = out.find(key); at != std::string::npos; at = out.find(key, at))
+                out.replace(at, key.size(), std::to_string(slots_[slot]));
+        }
+        return out;
     }
 
     std::string factor_spec(const ast::Call& c) {
@@ -1237,7 +1515,7 @@ private:
         std::string spec;
         SourceLoc loc = s.loc;
         if (const auto* lit = std::get_if<ast::StringLit>(&d.spec)) {
-            spec = lit->value;
+            spec = substitute(*lit);
             loc = lit->loc;
         } else {
             const auto& call = std::get<ast::TopoCall>(d.spec);
@@ -1316,7 +1594,9 @@ private:
                 if (key == "policy") {
                     if (value == "cut-through") policy_ = LoweringPolicy::cut_through;
                     else if (value == "fifo") policy_ = LoweringPolicy::fifo;
-                    else fail("E032", a.value.loc, fmt::format("unknown policy '{}': expected cut-through or fifo", value));
+                    else if (value == "flood") policy_ = LoweringPolicy::flood;
+                    else if (value == "adaptive") policy_ = LoweringPolicy::adaptive;
+                    else fail("E032", a.value.loc, fmt::format("unknown policy '{}': expected cut-through, fifo, flood or adaptive", value));
                     continue;
                 }
                 if (key == "timing")
@@ -1336,8 +1616,8 @@ private:
                 bad = true;
             }
         }
-        if (!bad && policy_ == LoweringPolicy::fifo && m.timing == Timing::wormhole)
-            fail("E032", d.loc, "policy fifo needs hop timing (under wormhole a send crosses its whole route in one round)");
+        if (!bad && policy_ != LoweringPolicy::cut_through && m.timing == Timing::wormhole)
+            fail("E032", d.loc, fmt::format("policy {} needs hop timing (under wormhole a send crosses its whole route in one round)", to_string(policy_)));
         model_ = m;
     }
 
@@ -1391,6 +1671,11 @@ private:
                 break;
             }
         }
+        try {
+            c.check_goal_count(*topo_);
+        } catch (const InputError& e) {
+            fail("E053", d.loc, e.what());
+        }
         collective_ = std::move(c);
     }
 
@@ -1402,50 +1687,124 @@ private:
         MessageId message;
     };
 
-    /// The fifo policy. Every outgoing channel has a queue; a message joins the queue of the
-    /// first channel of its route in the step its send is issued, and the queue of the next
-    /// channel in the step after it crossed one (a message that arrives at the end of step t
+    /// The fifo and flood policies. Every outgoing channel has a queue; a message joins the queue
+    /// of the first channel of its route in the step its send is issued, and the queue of the
+    /// next channel in the step after it crossed one (a message that arrives at the end of step t
     /// may leave at t+1). In each step a channel forwards up to its capacity (less the explicit
     /// hops on it in that step) from the head of its queue. Queue order: earlier arrival first
     /// (FIFO); at equal arrival, the larger remaining distance first, then the lower message id,
     /// then the send written first.
+    ///
+    /// Under flood, the sends of one message by one processor in one step are one multicast: the
+    /// union of their routes is a tree, a copy crosses each of its channels once, and a copy that
+    /// crosses a channel joins the queues of all the tree's channels after it (the router
+    /// replicates). Its remaining distance is the longest route still ahead of it. Both policies
+    /// walk a forest of route trees: under fifo every send is a chain of its own.
     void lower_fifo() {
+        struct TreeNode {
+            ChannelId channel;
+            std::uint32_t remaining;         // the longest route ahead, this channel included
+            std::uint32_t kids = 0, kids_n = 0;  // range of `kids`
+        };
+        struct Unit {
+            Step issue;
+            MessageId message;
+            std::uint32_t roots = 0, roots_n = 0;  // range of `kids`
+        };
+        std::vector<TreeNode> tree;
+        std::vector<std::uint32_t> kids;
+        std::vector<Unit> units;
+        std::vector<ChannelId> route;
+        const bool flood = policy_ == LoweringPolicy::flood;
+        // Group sends into units: one per send (fifo), one per (step, source, message) (flood).
+        std::vector<std::uint32_t> order(fifo_.size());
+        for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+        auto key = [&](std::uint32_t i) { return std::tuple(fifo_[i].issue, idx(fifo_[i].src), idx(fifo_[i].message)); };
+        if (flood) std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> unit_of_first;  // (first send index, unit) to number units in program order
+        for (std::size_t g = 0; g < order.size();) {
+            std::size_t h = g + 1;
+            if (flood)
+                while (h < order.size() && key(order[h]) == key(order[g])) ++h;
+            // The union of the group's routes: per channel, the channels after it.
+            std::vector<ChannelId> chans;                          // tree nodes of this unit, in discovery order
+            std::unordered_map<std::uint32_t, std::uint32_t> at;   // channel -> position in chans
+            std::vector<std::vector<std::uint32_t>> next;          // position -> positions after it
+            std::vector<std::uint32_t> remaining, roots;
+            for (std::size_t k = g; k < h; ++k) {
+                const FifoSend& f = fifo_[order[k]];
+                route.clear();
+                topo_->route(f.src, f.dst, route);
+                std::uint32_t prev = none;
+                for (std::size_t j = 0; j < route.size(); ++j) {
+                    auto [it, fresh] = at.emplace(idx(route[j]), static_cast<std::uint32_t>(chans.size()));
+                    if (fresh) {
+                        chans.push_back(route[j]);
+                        next.emplace_back();
+                        remaining.push_back(0);
+                    }
+                    std::uint32_t pos = it->second;
+                    remaining[pos] = std::max(remaining[pos], static_cast<std::uint32_t>(route.size() - j));
+                    auto& list = prev == none ? roots : next[prev];
+                    if (std::find(list.begin(), list.end(), pos) == list.end()) list.push_back(pos);
+                    prev = pos;
+                }
+            }
+            auto base = static_cast<std::uint32_t>(tree.size());
+            for (std::size_t p = 0; p < chans.size(); ++p) {
+                TreeNode node{chans[p], remaining[p]};
+                node.kids = static_cast<std::uint32_t>(kids.size());
+                node.kids_n = static_cast<std::uint32_t>(next[p].size());
+                for (std::uint32_t q : next[p]) kids.push_back(base + q);
+                tree.push_back(node);
+            }
+            Unit u{fifo_[order[g]].issue, fifo_[order[g]].message};
+            u.roots = static_cast<std::uint32_t>(kids.size());
+            u.roots_n = static_cast<std::uint32_t>(roots.size());
+            for (std::uint32_t q : roots) kids.push_back(base + q);
+            unit_of_first.emplace_back(*std::min_element(order.begin() + static_cast<std::ptrdiff_t>(g), order.begin() + static_cast<std::ptrdiff_t>(h)),
+                                       static_cast<std::uint32_t>(units.size()));
+            units.push_back(u);
+            g = h;
+        }
+        // Units rank by the send written first (the last tie-break of the queue order).
+        std::sort(unit_of_first.begin(), unit_of_first.end());
+        std::vector<std::uint32_t> rank(units.size());
+        for (std::uint32_t r = 0; r < unit_of_first.size(); ++r) rank[unit_of_first[r].second] = r;
+
         struct Entry {
             Step ready;
             std::uint32_t remaining;
             MessageId message;
-            std::uint32_t send;
-            std::uint32_t hop;
+            std::uint32_t rank;
+            std::uint32_t node;
         };
         auto later = [](const Entry& a, const Entry& b) {  // heap order: the top is the first to go
             if (a.ready != b.ready) return a.ready > b.ready;
             if (a.remaining != b.remaining) return a.remaining < b.remaining;
             if (a.message != b.message) return idx(a.message) > idx(b.message);
-            return a.send > b.send;
+            return a.rank > b.rank;
         };
-        std::vector<std::uint64_t> route_begin{0};
-        std::vector<ChannelId> routes;
-        for (const FifoSend& f : fifo_) {
-            topo_->route(f.src, f.dst, routes);
-            route_begin.push_back(routes.size());
-        }
         std::vector<std::vector<Entry>> queue(topo_->channels().size());
         std::vector<std::uint32_t> active;
         std::vector<char> is_active(queue.size(), 0);
-        auto enqueue = [&](ChannelId c, Entry e) {
-            auto& q = queue[idx(c)];
+        auto enqueue = [&](Entry e) {
+            std::uint32_t c = idx(tree[e.node].channel);
+            auto& q = queue[c];
             q.push_back(e);
             std::push_heap(q.begin(), q.end(), later);
-            if (!is_active[idx(c)]) {
-                is_active[idx(c)] = 1;
-                active.push_back(idx(c));
+            if (!is_active[c]) {
+                is_active[c] = 1;
+                active.push_back(c);
             }
         };
         Step t = std::numeric_limits<Step>::max();
-        for (std::uint32_t i = 0; i < fifo_.size(); ++i) {
-            auto len = static_cast<std::uint32_t>(route_begin[i + 1] - route_begin[i]);
-            enqueue(routes[route_begin[i]], {fifo_[i].issue, len, fifo_[i].message, i, 0});
-            t = std::min(t, fifo_[i].issue);
+        for (std::uint32_t u = 0; u < units.size(); ++u) {
+            for (std::uint32_t k = 0; k < units[u].roots_n; ++k) {
+                std::uint32_t node = kids[units[u].roots + k];
+                enqueue({units[u].issue, tree[node].remaining, units[u].message, rank[u], node});
+            }
+            t = std::min(t, units[u].issue);
         }
         while (!active.empty()) {
             std::sort(active.begin(), active.end());
@@ -1462,12 +1821,14 @@ private:
                     q.pop_back();
                     --room;
                     sink_.push({t, ChannelId{c}, e.message});
-                    if (e.remaining > 1) {
-                        if (t + 1 >= max_step) {
-                            report("E025", {}, "the fifo lowering runs past step 2^31");
-                            throw Stop{};
-                        }
-                        enqueue(routes[route_begin[e.send] + e.hop + 1], {t + 1, e.remaining - 1, e.message, e.send, e.hop + 1});
+                    const TreeNode& node = tree[e.node];
+                    if (node.kids_n > 0 && t + 1 >= max_step) {
+                        report("E025", {}, "the fifo lowering runs past step 2^31");
+                        throw Stop{};
+                    }
+                    for (std::uint32_t k = 0; k < node.kids_n; ++k) {
+                        std::uint32_t child = kids[node.kids + k];
+                        enqueue({t + 1, tree[child].remaining, e.message, e.rank, child});
                     }
                 }
                 if (!q.empty() && !is_active[c]) {
@@ -1477,6 +1838,110 @@ private:
             }
             Step next = std::numeric_limits<Step>::max();
             for (std::uint32_t c : active) next = std::min(next, queue[c].front().ready);
+            t = std::max(t + 1, next);
+        }
+    }
+
+    /// The adaptive policy (the Connection Machine router, Stanfill 1987): every node keeps one
+    /// queue of the messages it holds for forwarding. In each step each node, in queue order
+    /// (earlier arrival first; then the larger remaining distance, the lower message id, the send
+    /// written first), sends every message it can over a channel that brings it one step closer
+    /// to its destination and still has room in that step: the channel of the topology's route
+    /// first, else the other such channels in the order of their far end. A message that finds
+    /// no room waits (it is buffered) and tries again in the next step. A message that reaches
+    /// a node at the end of step t joins its queue for step t+1; at its destination it leaves.
+    void lower_adaptive() {
+        struct Entry {
+            Step ready;
+            std::uint32_t remaining;
+            MessageId message;
+            std::uint32_t send;
+        };
+        auto before = [](const Entry& a, const Entry& b) {
+            if (a.ready != b.ready) return a.ready < b.ready;
+            if (a.remaining != b.remaining) return a.remaining > b.remaining;
+            if (a.message != b.message) return idx(a.message) < idx(b.message);
+            return a.send < b.send;
+        };
+        const Topology& topo = *topo_;
+        std::vector<std::vector<Entry>> queue(topo.nodes());
+        std::vector<std::uint32_t> active;
+        std::vector<char> is_active(topo.nodes(), 0);
+        auto enqueue = [&](std::uint32_t v, Entry e) {
+            queue[v].push_back(e);
+            if (!is_active[v]) {
+                is_active[v] = 1;
+                active.push_back(v);
+            }
+        };
+        Step t = std::numeric_limits<Step>::max();
+        for (std::uint32_t i = 0; i < fifo_.size(); ++i) {
+            const FifoSend& f = fifo_[i];
+            enqueue(idx(f.src), {f.issue, topo.distance(f.src, f.dst), f.message, i});
+            t = std::min(t, f.issue);
+        }
+        std::vector<std::int64_t> room(topo.channels().size());
+        std::vector<Step> stamp(topo.channels().size(), 0);  // the step room[c] is for
+        std::vector<ChannelId> route;
+        while (!active.empty()) {
+            std::sort(active.begin(), active.end());
+            std::vector<std::uint32_t> now;
+            now.swap(active);
+            for (std::uint32_t v : now) is_active[v] = 0;
+            auto room_of = [&](ChannelId c) -> std::int64_t& {
+                std::uint32_t k = idx(c);
+                if (stamp[k] != t) {
+                    stamp[k] = t;
+                    room[k] = topo.channel(c).cap;
+                    if (auto it = explicit_.find((std::uint64_t{t} << 32) | k); it != explicit_.end()) room[k] -= it->second;
+                }
+                return room[k];
+            };
+            std::vector<std::pair<std::uint32_t, Entry>> arrivals;
+            for (std::uint32_t v : now) {
+                auto& q = queue[v];
+                std::sort(q.begin(), q.end(), before);
+                std::vector<Entry> stay;
+                for (const Entry& e : q) {
+                    if (e.ready > t) {
+                        stay.push_back(e);
+                        continue;
+                    }
+                    Node dst = fifo_[e.send].dst;
+                    route.clear();
+                    topo.route(Node{v}, dst, route);
+                    std::optional<ChannelId> pick;
+                    if (room_of(route.front()) > 0) pick = route.front();
+                    for (ChannelId c : topo.out_channels(Node{v})) {
+                        if (pick) break;
+                        Node w = topo.channel(c).to;
+                        if (topo.distance(w, dst) + 1 == e.remaining && room_of(c) > 0) pick = c;
+                    }
+                    if (!pick) {
+                        stay.push_back(e);
+                        continue;
+                    }
+                    --room_of(*pick);
+                    sink_.push({t, *pick, e.message});
+                    Node w = topo.channel(*pick).to;
+                    if (w != dst) {
+                        if (t + 1 >= max_step) {
+                            report("E025", {}, "the adaptive lowering runs past step 2^31");
+                            throw Stop{};
+                        }
+                        arrivals.emplace_back(idx(w), Entry{t + 1, e.remaining - 1, e.message, e.send});
+                    }
+                }
+                q.swap(stay);
+                if (!q.empty() && !is_active[v]) {
+                    is_active[v] = 1;
+                    active.push_back(v);
+                }
+            }
+            for (auto& [v, e] : arrivals) enqueue(v, e);
+            Step next = std::numeric_limits<Step>::max();
+            for (std::uint32_t v : active)
+                for (const Entry& e : queue[v]) next = std::min(next, e.ready);
             t = std::max(t + 1, next);
         }
     }
@@ -1557,6 +2022,7 @@ private:
     std::vector<FifoSend> fifo_;
     std::unordered_map<std::uint64_t, std::uint32_t> explicit_;  // (step, channel) -> hops written
     std::vector<Requirement> requirements_;
+    std::vector<std::pair<std::string, std::string>> extra_;  // claims, bounds, citations
     std::vector<Pending> pending_;
     std::unordered_set<std::string> reported_;
 };

@@ -7,11 +7,12 @@
  *  2. evaluate: runs the program with checked int64 arithmetic, builds the topology, model and
  *     collective, and lowers every `send` by the policy (cut-through: hop k of a send issued in
  *     step s crosses its channel in step s+k-1; under wormhole timing the whole route is one
- *     round) and every `hop` as written;
- *  3. finish: the fifo policy's arbitration (if chosen), sorting, and the check that every send
- *     moves data its source holds at that step.
+ *     round) and every `hop` as written; claims, bounds and citations become the table's extra
+ *     fields (`"claim"`, `"lower_bound"`, `"cite"`, ...);
+ *  3. finish: the arbitration of the fifo, flood or adaptive policy (if chosen), sorting, and the
+ *     check that every send moves data its source holds at that step.
  *
- * The error codes (E001..E051) are listed with examples in docs/errors.md; the language in
+ * The error codes (E001..E053) are listed with examples in docs/errors.md; the language in
  * docs/dsl.md.
  */
 #pragma once
@@ -31,7 +32,9 @@ namespace collsched {
 /// How endpoint sends become hops (the `policy` key of `model`).
 enum class LoweringPolicy : std::uint8_t {
     cut_through,  ///< hop k of a send issued in step s happens in step s+k-1
-    fifo          ///< as soon as possible, FIFO per channel, farthest remaining distance first
+    fifo,         ///< as soon as possible, FIFO per channel, farthest remaining distance first
+    flood,        ///< fifo, but the sends of one message by one processor in one step travel as one multicast
+    adaptive      ///< as soon as possible over any channel one step closer (the route's first), FIFO per node
 };
 
 std::string_view to_string(LoweringPolicy);

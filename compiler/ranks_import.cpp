@@ -244,6 +244,10 @@ private:
         }
     }
 
+    /// A send record of a few dozen bytes becomes as many transfers as its route has channels
+    /// (up to 32,767 on ring:65534), so the rebuilt table is bounded like a compiled one.
+    static constexpr std::uint64_t max_rebuilt_transfers = 500'000'000;
+
     void rebuild() {
         const Topology& topo = *t_.topology;
         for (const Record& r : sends_) {
@@ -251,6 +255,10 @@ private:
                 fail(fmt::format("{}: {}; a file whose copies do not follow the cut-through rule must list its hops "
                                  "(\"hops\": \"listed\" with \"transfers\")",
                                  r.where, *err));
+            if (t_.transfers.size() > max_rebuilt_transfers)
+                fail(fmt::format("{}: the send records so far make {} transfers along their routes, more than the {} "
+                                 "collsched rebuilds from a per-rank file",
+                                 r.where, t_.transfers.size(), max_rebuilt_transfers));
         }
     }
 
@@ -299,6 +307,7 @@ bool looks_like_ranks(std::string_view text) {
 }
 
 SendTable parse_ranks_json(std::string_view text, std::string_view name) {
+    check_json_depth(name, text);
     json j;
     try {
         j = json::parse(text.begin(), text.end());

@@ -1,9 +1,13 @@
 #include "compiler/table_io.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
+#include <csignal>
 #include <cstdio>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -343,6 +347,7 @@ std::string_view trim(std::string_view s) {
 }  // namespace
 
 SendTable parse_table_json(std::string_view text, std::string_view name) {
+    check_json_depth(name, text);
     TableSax sax(name);
     bool ok = json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, true);
     if (!ok) {
@@ -499,6 +504,53 @@ std::string collect(void (*writer)(const SendTable&, fmt::memory_buffer&, const 
 std::string table_to_json(const SendTable& t) { return collect(write_table_json, t); }
 std::string table_to_csv(const SendTable& t) { return collect(write_table_csv, t); }
 
+namespace {
+
+// The temporary file write_output is writing, for the signal handler: an interrupted run (Ctrl-C,
+// kill, a closed terminal) removes it before it dies, so it leaves neither a partial output nor a
+// stray temporary. Plain storage and unlink()/signal()/raise() only: async-signal-safe.
+char pending_tmp[4096];
+volatile std::sig_atomic_t pending_tmp_set = 0;
+constexpr int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+extern "C" void remove_pending_tmp(int sig) {
+    if (pending_tmp_set) ::unlink(pending_tmp);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+
+/// Installs remove_pending_tmp for `tmp` while it is being written, where the signal's action is
+/// the default one (a signal the caller ignores or handles stays as it is); restores on exit.
+class TmpCleanup {
+public:
+    explicit TmpCleanup(const std::string& tmp) {
+        if (tmp.size() >= sizeof pending_tmp) return;
+        std::copy(tmp.begin(), tmp.end(), pending_tmp);
+        pending_tmp[tmp.size()] = '\0';
+        pending_tmp_set = 1;
+        for (std::size_t i = 0; i < std::size(cleanup_signals); ++i) {
+            struct sigaction now {};
+            if (::sigaction(cleanup_signals[i], nullptr, &old_[i]) != 0 || old_[i].sa_handler != SIG_DFL) continue;
+            now.sa_handler = remove_pending_tmp;
+            sigemptyset(&now.sa_mask);
+            installed_[i] = ::sigaction(cleanup_signals[i], &now, nullptr) == 0;
+        }
+    }
+    ~TmpCleanup() {
+        for (std::size_t i = 0; i < std::size(cleanup_signals); ++i)
+            if (installed_[i]) ::sigaction(cleanup_signals[i], &old_[i], nullptr);
+        pending_tmp_set = 0;
+    }
+    TmpCleanup(const TmpCleanup&) = delete;
+    TmpCleanup& operator=(const TmpCleanup&) = delete;
+
+private:
+    struct sigaction old_[std::size(cleanup_signals)] {};
+    bool installed_[std::size(cleanup_signals)] = {};
+};
+
+}  // namespace
+
 void write_output(const std::string& path, const std::function<void(const Flush&, fmt::memory_buffer&)>& produce) {
     fmt::memory_buffer buf;
     if (path == "-") {
@@ -510,6 +562,7 @@ void write_output(const std::string& path, const std::function<void(const Flush&
         return;
     }
     std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+    TmpCleanup cleanup(tmp);
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) throw InputError(fmt::format("{}: cannot write (directory missing or not writable)", path));
     bool failed = false;

@@ -38,7 +38,8 @@ std::string table_to_json(const SendTable&);
 std::string table_to_csv(const SendTable&);
 
 /// Writes `path` (or stdout when path is "-") through `produce`. Files are written to
-/// `path.tmp.<pid>` and renamed at the end; on an exception the temporary is removed.
+/// `path.tmp.<pid>` and renamed at the end; on an exception, or when SIGINT, SIGTERM or SIGHUP
+/// (left at their default action) interrupts the write, the temporary is removed.
 void write_output(const std::string& path, const std::function<void(const Flush&, fmt::memory_buffer&)>& produce);
 
 }  // namespace collsched

@@ -82,6 +82,29 @@ void check_channels(std::string_view spec, std::uint64_t c) {
         bad_spec(spec, fmt::format("{} channels is more than collsched supports ({})", c, max_channels));
 }
 
+/// The offset of the first byte of `s` that is an ASCII control character or not part of a
+/// well-formed UTF-8 sequence (overlong forms, surrogates and code points above U+10FFFF included).
+std::optional<std::size_t> first_bad_text_byte(std::string_view s) {
+    for (std::size_t i = 0; i < s.size();) {
+        auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x20 || c == 0x7f) return i;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        if (n == 0 || i + n > s.size()) return i;
+        auto b1 = static_cast<unsigned char>(s[i + 1]);
+        unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+        unsigned hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+        if (b1 < lo || b1 > hi) return i;
+        for (std::size_t k = 2; k < n; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return i;
+        i += n;
+    }
+    return std::nullopt;
+}
+
 /// A tiny evaluator for the ideal fat tree's capacity function w(n): integers, n, + - * / %,
 /// parentheses, log2/log (base 2, floor), sqrt (floor), min, max. Floors keep it integral.
 class CapExpr {
@@ -91,6 +114,7 @@ public:
     std::int64_t eval(std::int64_t n) {
         n_ = n;
         pos_ = 0;
+        depth_ = 0;
         std::int64_t v = expr();
         skip();
         if (pos_ != text_.size()) fail("unexpected text");
@@ -114,11 +138,16 @@ private:
         }
         return false;
     }
+    // Every value is kept within +-2^40, so sums cannot overflow and products are checked.
+    std::int64_t bounded(std::int64_t v) {
+        if (v > (1ll << 40) || v < -(1ll << 40)) fail("value too large");
+        return v;
+    }
     std::int64_t expr() {
         std::int64_t v = term();
         while (true) {
-            if (eat('+')) v += term();
-            else if (eat('-')) v -= term();
+            if (eat('+')) v = bounded(v + term());
+            else if (eat('-')) v = bounded(v - term());
             else return v;
         }
     }
@@ -126,7 +155,7 @@ private:
         std::int64_t v = unary();
         while (true) {
             if (eat('*')) {
-                v *= unary();
+                if (__builtin_mul_overflow(v, unary(), &v)) fail("value too large");
             } else if (eat('/') || eat('%')) {
                 char op = text_[pos_ - 1];
                 std::int64_t d = unary();
@@ -135,12 +164,16 @@ private:
             } else {
                 return v;
             }
-            if (v > (1ll << 40) || v < -(1ll << 40)) fail("value too large");
+            bounded(v);
         }
     }
+    // Every cycle of the recursion (parentheses, function arguments, unary minus) passes here,
+    // so the depth bound keeps a long spec such as "w=((((...))))" off the end of the stack.
     std::int64_t unary() {
-        if (eat('-')) return -unary();
-        return primary();
+        if (++depth_ > max_depth) fail("nested too deeply");
+        std::int64_t v = eat('-') ? -unary() : primary();
+        --depth_;
+        return bounded(v);
     }
     std::int64_t primary() {
         skip();
@@ -162,7 +195,7 @@ private:
         std::string_view word = text_.substr(start, pos_ - start);
         if (word == "n") return n_;
         if (word == "log2" || word == "log" || word == "sqrt") {
-            std::int64_t a = primary();
+            std::int64_t a = unary();
             if (a < 1) fail(fmt::format("{} of {}", word, a));
             if (word == "sqrt") {
                 std::int64_t r = 0;
@@ -187,10 +220,12 @@ private:
         fail(word.empty() ? std::string("expected a value") : fmt::format("unknown name '{}'", word));
     }
 
+    static constexpr int max_depth = 200;
     std::string_view spec_;
     std::string_view text_;
     std::size_t pos_ = 0;
     std::int64_t n_ = 0;
+    int depth_ = 0;
 };
 
 }  // namespace
@@ -318,12 +353,22 @@ struct Topology::Impl {
 
 namespace {
 
+/// Largest graph file read: a graph has at most 4096 nodes, so at most 8,386,560 edges, which
+/// take about 120 MB as JSON. The bound stops `graph:/dev/zero` before it fills the memory.
+constexpr std::size_t max_graph_file_bytes = std::size_t{256} << 20;
+
 std::string read_file_text(std::string_view spec, std::string_view file) {
     std::ifstream in{std::string(file), std::ios::binary};
     if (!in) bad_spec(spec, fmt::format("cannot open graph file '{}'", file));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    std::string text;
+    std::vector<char> buf(1 << 16);
+    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+        text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
+        if (text.size() > max_graph_file_bytes)
+            bad_spec(spec, fmt::format("graph file '{}' is larger than {} MiB (a graph has at most 4096 nodes)", file,
+                                       max_graph_file_bytes >> 20));
+    }
+    return text;
 }
 
 }  // namespace
@@ -333,6 +378,7 @@ std::string read_file_text(std::string_view spec, std::string_view file) {
 /// "r1.<i>". Every edge is a bidirectional link (one channel each way).
 std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::string_view file) {
     std::string text = read_file_text(spec, file);
+    check_json_depth(file, text, "JSON graph");
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(text);
@@ -683,6 +729,13 @@ std::string Topology::to_json() const {
 
 std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
     if (spec.empty()) bad_spec(spec, "empty spec");
+    // Specs are written back into JSON, XML and DOT output, and a graph file name is passed to
+    // the C library: control characters (a NUL would cut the file name short) and bytes that are
+    // not UTF-8 are refused here, without echoing them.
+    if (auto bad = first_bad_text_byte(spec))
+        throw InputError(fmt::format("topology spec: byte {} is a control character or not UTF-8 text (specs are printable text, "
+                                     "such as \"ebft:8\" or \"graph:net.json\")",
+                                     *bad + 1));
     std::size_t colon = spec.find(':');
     std::string_view fam = spec.substr(0, colon);
     std::string_view rest = colon == std::string_view::npos ? std::string_view{} : spec.substr(colon + 1);

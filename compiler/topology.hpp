@@ -45,8 +45,17 @@ struct Channel {
 
 /// Most processors a topology may have: messages m(s,d), b(s), a(s) are numbered densely in 32 bits.
 inline constexpr std::uint32_t max_processors = 65534;
-/// Most channels a topology may have (bounds memory before anything is allocated).
-inline constexpr std::uint64_t max_channels = 1ull << 27;
+/// Most channels a topology may have (bounds memory before anything is allocated): 2^24, so a
+/// topology takes at most about 400 MB, and the verifier and simulator a few bytes more per
+/// channel. complete:4096 (16,773,120 channels) is the largest complete graph, as for graphs
+/// given as files (at most 4096 nodes).
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+inline constexpr std::uint64_t max_channels = 1ull << 24;
+#else
+/// Fuzzing builds (fuzz/, the libFuzzer convention): the same checks with a smaller bound, so that
+/// one input stays fast under coverage instrumentation.
+inline constexpr std::uint64_t max_channels = 1ull << 18;
+#endif
 
 class Topology {
 public:

@@ -68,6 +68,7 @@ struct OpTok {
 };
 
 struct Expr;
+struct Comprehension;
 
 struct IntLit {
     SourceLoc loc;
@@ -82,12 +83,14 @@ struct Ident {
     bool operator==(const Ident&) const = default;
 };
 
-/// `f(args)`: built-in functions (log2, min, max, abs), routers `r(level, index)`, messages
-/// `m(s, d)`, `b(s)`, `a(s)`, and topology families inside `product(...)`.
+/// `f(args)`: built-in functions (log2, min, max, abs, sum, cap), routers `r(level, index)`,
+/// messages `m(s, d)`, `b(s)`, `a(s)`, and topology families inside `product(...)`.
+/// `sum(e for i in a .. b)` (also min, max) has one argument and one comprehension in `over`.
 struct Call {
     SourceLoc loc;
     std::string name;
     std::vector<Expr> args;
+    std::vector<Comprehension> over;  ///< empty, or the one `for i in a .. b` of a comprehension
     bool operator==(const Call&) const = default;
 };
 
@@ -128,6 +131,16 @@ struct Expr {
     bool operator==(const Expr&) const = default;
 };
 
+/// `for i in a .. b` inside `sum(...)`, `min(...)`, `max(...)` or `[...]`: the expression before
+/// it is evaluated for i = a, a+1, ..., b (both included).
+struct Comprehension {
+    SourceLoc loc;
+    Ident var;
+    Expr first;
+    Expr last;
+    bool operator==(const Comprehension&) const = default;
+};
+
 /// Where an expression starts (its leftmost token); `Expr::loc()` of a binary expression is its
 /// operator. Errors about a whole value point here, errors of one operation at the operator.
 inline SourceLoc start_loc(const Expr& e) {
@@ -144,10 +157,11 @@ struct StringLit {
     bool operator==(const StringLit&) const = default;
 };
 
-/// `[e, e, ...]`, as in `caps=[1, 2, 2]`.
+/// `[e, e, ...]`, as in `caps=[1, 2, 2]`, or `[e for i in a .. b]` (one item and `over`).
 struct ListLit {
     SourceLoc loc;
     std::vector<Expr> items;
+    std::vector<Comprehension> over;  ///< empty, or the one comprehension
     bool operator==(const ListLit&) const = default;
 };
 
@@ -294,8 +308,34 @@ struct Require {
     bool operator==(const Require&) const = default;
 };
 
+/// `claim steps = e`, `claim steps <= e`, `claim queue = [...]`: what the schedule's source
+/// (a paper) claims about it, evaluated with the params and carried in the table.
+struct Claim {
+    SourceLoc loc;
+    Ident name;
+    bool at_most = false;  ///< `<=` instead of `=`
+    std::variant<Expr, ListLit> value;
+    bool operator==(const Claim&) const = default;
+};
+
+/// `bound lower = e`: a lower bound on the steps of any schedule for the same problem.
+struct Bound {
+    SourceLoc loc;
+    Ident kind;
+    Expr value;
+    bool operator==(const Bound&) const = default;
+};
+
+/// `cite "..."`: where the algorithm and its claims come from.
+struct Cite {
+    SourceLoc loc;
+    StringLit text;
+    bool operator==(const Cite&) const = default;
+};
+
 struct Stmt {
-    using Node = std::variant<Param, TopologyDecl, ModelDecl, CollectiveDecl, Let, For, If, StepBlock, Send, Hop, Require>;
+    using Node = std::variant<Param, TopologyDecl, ModelDecl, CollectiveDecl, Let, For, If, StepBlock, Send, Hop, Require, Claim,
+                              Bound, Cite>;
     Node node;
 
     Stmt() = default;

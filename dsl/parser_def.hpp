@@ -48,9 +48,9 @@ namespace x3 = boost::spirit::x3;
 namespace fusion = boost::fusion;
 using It = const char*;
 
-inline constexpr std::string_view keywords[] = {"param", "topology", "model", "collective", "let", "for", "in",
-                                                "if",    "else",     "step",  "send",       "hop", "require",
-                                                "msg",   "at"};
+inline constexpr std::string_view keywords[] = {"param", "topology", "model", "collective", "let",   "for",
+                                                "in",    "if",       "else",  "step",       "send",  "hop",
+                                                "require", "msg",    "at",    "claim",      "bound", "cite"};
 
 inline bool reserved(std::string_view word) {
     return std::find(std::begin(keywords), std::end(keywords), word) != std::end(keywords);
@@ -434,7 +434,8 @@ struct JunkParser : x3::parser<JunkParser> {
             while (e != last && word_char(*e)) ++e;
             std::string_view word(first, static_cast<std::size_t>(e - first));
             std::size_t best = 3;
-            for (std::string_view k : {"param", "topology", "model", "collective", "let", "for", "if", "step", "send", "hop", "require"}) {
+            for (std::string_view k : {"param", "topology", "model", "collective", "let", "for", "if", "step", "send", "hop", "require",
+                                       "claim", "bound", "cite"}) {
                 std::size_t d = edit_distance(word, k);
                 if (word.size() > 2 && d < best && d <= (k.size() >= 4 ? 2u : 1u)) {
                     best = d;
@@ -443,8 +444,8 @@ struct JunkParser : x3::parser<JunkParser> {
             }
         }
         st.error("E002", first,
-                 fmt::format("expected a statement (param, topology, model, collective, let, for, if, step, send, hop or "
-                             "require), found {}{}",
+                 fmt::format("expected a statement (param, topology, model, collective, let, for, if, step, send, hop, "
+                             "require, claim, bound or cite), found {}{}",
                              st.describe(first), hint));
         It next = st.sync(first);
         if (next == first) return false;
@@ -512,7 +513,7 @@ struct recover : annotate {
 
 inline constexpr Keyword kw_param{"param"}, kw_topology{"topology"}, kw_model{"model"}, kw_collective{"collective"},
     kw_let{"let"}, kw_for{"for"}, kw_in{"in"}, kw_if{"if"}, kw_else{"else"}, kw_step{"step"}, kw_send{"send"},
-    kw_hop{"hop"}, kw_require{"require"}, kw_msg{"msg"}, kw_at{"at"};
+    kw_hop{"hop"}, kw_require{"require"}, kw_msg{"msg"}, kw_at{"at"}, kw_claim{"claim"}, kw_bound{"bound"}, kw_cite{"cite"};
 
 inline const NameParser<ast::Ident> name{};
 inline const NameParser<std::string> name_str{};
@@ -578,9 +579,29 @@ std::vector<T> take_items(std::vector<T>& items) {
     return std::move(items);
 }
 
+/// The comprehension of a call or list: X3 gives an optional.
+inline std::vector<ast::Comprehension> take_over(boost::optional<ast::Comprehension>& c) {
+    std::vector<ast::Comprehension> v;
+    if (c) v.push_back(std::move(*c));
+    return v;
+}
+inline std::vector<ast::Comprehension> take_over(std::optional<ast::Comprehension>& c) {
+    std::vector<ast::Comprehension> v;
+    if (c) v.push_back(std::move(*c));
+    return v;
+}
+
 inline const auto make_list = [](auto& ctx) {
-    x3::_val(ctx) = ast::ListLit{fusion::at_c<0>(x3::_attr(ctx)), take_items(fusion::at_c<1>(x3::_attr(ctx)))};
+    auto& a = x3::_attr(ctx);
+    x3::_val(ctx) = ast::ListLit{fusion::at_c<0>(a), take_items(fusion::at_c<1>(a)), take_over(fusion::at_c<2>(a))};
 };
+
+inline const auto make_call = [](auto& ctx) {
+    auto& a = x3::_attr(ctx);
+    x3::_val(ctx) = ast::Call{fusion::at_c<0>(a), std::move(fusion::at_c<1>(a)), take_items(fusion::at_c<2>(a)), take_over(fusion::at_c<3>(a))};
+};
+
+inline const auto set_cite = [](auto& ctx) { x3::_val(ctx).text = std::move(x3::_attr(ctx)); };
 
 inline const auto make_set = [](auto& ctx) {
     x3::_val(ctx) = ast::SetLit{fusion::at_c<0>(x3::_attr(ctx)), take_items(fusion::at_c<1>(x3::_attr(ctx)))};
@@ -656,6 +677,13 @@ struct collective_class : annotate {};
 struct coll_arg_class : annotate {};
 struct set_class : annotate {};
 struct set_item_class : annotate {};
+struct comprehension_class : annotate {};
+struct claim_class : annotate {};
+struct claim_rel_class : annotate {};
+struct claim_value_class : annotate {};
+struct bound_class : annotate {};
+struct cite_class : annotate {};
+struct cite_text_class : annotate {};
 
 const x3::rule<expr_class, ast::Expr> expr = "an expression";
 const x3::rule<lor_class, ast::Expr> lor = "an expression";
@@ -672,6 +700,7 @@ const x3::rule<power_class, ast::Expr> power = "an expression";
 const x3::rule<primary_class, ast::Expr> primary = "an expression";
 const x3::rule<call_class, ast::Call> call = "a call";
 const x3::rule<paren_class, ast::Expr> paren = "an expression";
+const x3::rule<comprehension_class, ast::Comprehension> comprehension = "a comprehension";
 
 const x3::rule<statement_class, ast::Stmt> statement = "a statement";
 const x3::rule<stmts_class, ast::Block> stmts = "statements";
@@ -687,6 +716,12 @@ const x3::rule<step_class, ast::StepBlock> step = "a step";
 const x3::rule<send_class, ast::Send> send = "a send";
 const x3::rule<hop_class, ast::Hop> hop = "a hop";
 const x3::rule<require_class, ast::Require> require = "a require";
+const x3::rule<claim_class, ast::Claim> claim = "a claim";
+const x3::rule<claim_rel_class, bool> claim_rel = "'=' or '<='";
+const x3::rule<claim_value_class, std::variant<ast::Expr, ast::ListLit>> claim_value = "a value or a list";
+const x3::rule<bound_class, ast::Bound> bound = "a bound";
+const x3::rule<cite_class, ast::Cite> cite = "a cite";
+const x3::rule<cite_text_class, ast::Cite> cite_text = "a string";
 const x3::rule<topology_class, ast::TopologyDecl> topology = "a topology";
 const x3::rule<topo_spec_class, ast::TopologyDecl> topo_spec = "a topology (a family such as ebft(8), or a spec string such as \"ebft:8\")";
 const x3::rule<topo_call_class, ast::TopoCall> topo_call = "a topology family";
@@ -718,13 +753,14 @@ const auto mult_def = unary[set_val] >> *((op_mul > unary)[fold]);
 const auto unary_def = (op_unary > unary)[make_unary] | power[set_val];
 const auto power_def = primary[set_val] >> -((op_pow > unary)[fold]);
 const auto primary_def = int_lit[set_val] | call[set_val] | name[set_val] | paren[set_val];
-const auto call_def = name_str >> '(' > -(expr % ',') > ')';
+const auto call_def = (here >> name_str >> '(' > -(expr % ',') > -comprehension > ')')[make_call];
 const auto paren_def = (here >> '(' > (expr % ',') > ')')[make_paren];
+const auto comprehension_def = kw_for > name > kw_in > expr > ".." > expr;
 
-BOOST_SPIRIT_DEFINE(expr, lor, land, cmp, bor, bxor, band, shift, additive, mult, unary, power, primary, call, paren)
+BOOST_SPIRIT_DEFINE(expr, lor, land, cmp, bor, bxor, band, shift, additive, mult, unary, power, primary, call, paren, comprehension)
 
 // Statements.
-const auto statement_def = param | topology | model | collective | let | for_ | if_ | step | send | hop | require;
+const auto statement_def = param | topology | model | collective | let | for_ | if_ | step | send | hop | require | claim | bound | cite;
 const auto stmts_def = *(statement[push_stmt] | x3::lit(';') | junk);
 const auto block_def = '{' > stmts > close_brace;
 const auto close_brace_def = x3::lit('}');
@@ -738,8 +774,15 @@ const auto step_def = kw_step > expr > block;
 const auto send_def = kw_send > expr > "->" > expr > -(kw_msg > expr);
 const auto hop_def = kw_hop > expr > "->" > expr > kw_msg > expr;
 const auto require_def = kw_require > expr > kw_at > expr;
+const auto claim_def = kw_claim > name > claim_rel > claim_value;
+const auto claim_rel_def = (x3::lit("<=") >> x3::attr(true)) | (('=' >> !x3::lit('=')) >> x3::attr(false));
+const auto claim_value_def = list | expr;
+const auto bound_def = kw_bound > name > '=' > expr;
+const auto cite_def = kw_cite > cite_text;
+const auto cite_text_def = string_lit[set_cite];
 
-BOOST_SPIRIT_DEFINE(statement, stmts, block, close_brace, param, let, for_, if_, else_body, else_if, step, send, hop, require)
+BOOST_SPIRIT_DEFINE(statement, stmts, block, close_brace, param, let, for_, if_, else_body, else_if, step, send, hop, require, claim,
+                    claim_rel, claim_value, bound, cite, cite_text)
 
 // Declarations.
 const auto topology_def = kw_topology > topo_spec;
@@ -749,7 +792,7 @@ const auto topo_arg_def = keyword_arg | positional_arg;
 const auto keyword_arg_def = name_str >> ('=' >> !x3::lit('=')) > topo_value;
 const auto positional_arg_def = topo_value[set_positional];
 const auto topo_value_def = string_lit | list | expr;
-const auto list_def = (here >> '[' > -(expr % ',') > ']')[make_list];
+const auto list_def = (here >> '[' > -(expr % ',') > -comprehension > ']')[make_list];
 const auto model_def = kw_model > timing_word > -('(' > -(model_arg % ',') > ')');
 const auto model_arg_def = name > '=' > model_value;
 const auto model_value_def = (here >> '(' > expr > ')')[model_expr] | (here >> model_word)[model_text];

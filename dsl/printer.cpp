@@ -76,7 +76,20 @@ private:
     }
     void node(const Call& n) {
         out += n.name;
-        list(n.args);
+        if (n.over.empty()) return list(n.args);
+        out += '(';
+        for (std::size_t i = 0; i < n.args.size(); ++i) {
+            if (i) out += ", ";
+            print(n.args[i], 0);
+        }
+        comprehension(n.over.front());
+        out += ')';
+    }
+    void comprehension(const Comprehension& c) {
+        out += fmt::format(" for {} in ", c.var.name);
+        print(c.first, 0);
+        out += " .. ";
+        print(c.last, 0);
     }
     void node(const Tuple& n) { list(n.items); }
     void node(const Unary& n) {
@@ -108,6 +121,14 @@ private:
 
     const NameSubst& subst_;
 };
+
+/// `[a, b, c]` or `[e for i in a .. b]`.
+std::string print_list(const ListLit& l) {
+    std::string out = "[";
+    for (std::size_t j = 0; j < l.items.size(); ++j) out += (j ? ", " : "") + dsl::print(l.items[j]);
+    for (const Comprehension& c : l.over) out += fmt::format(" for {} in {} .. {}", c.var.name, dsl::print(c.first), dsl::print(c.last));
+    return out + "]";
+}
 
 class ProgramPrinter {
 public:
@@ -151,9 +172,7 @@ private:
                 if (auto* e = std::get_if<Expr>(&a.value)) {
                     out += expr(*e);
                 } else if (auto* l = std::get_if<ListLit>(&a.value)) {
-                    out += "[";
-                    for (std::size_t j = 0; j < l->items.size(); ++j) out += (j ? ", " : "") + expr(l->items[j]);
-                    out += "]";
+                    out += print_list(*l);
                 } else {
                     out += quote(std::get<StringLit>(a.value).value);
                 }
@@ -245,6 +264,19 @@ private:
     void stmt(const Require& s, int depth) {
         indent(depth);
         out += fmt::format("require {} at {}\n", expr(s.msg), expr(s.at));
+    }
+    void stmt(const Claim& s, int depth) {
+        indent(depth);
+        const auto* l = std::get_if<ListLit>(&s.value);
+        out += fmt::format("claim {} {} {}\n", s.name.name, s.at_most ? "<=" : "=", l ? print_list(*l) : expr(std::get<Expr>(s.value)));
+    }
+    void stmt(const Bound& s, int depth) {
+        indent(depth);
+        out += fmt::format("bound {} = {}\n", s.kind.name, expr(s.value));
+    }
+    void stmt(const Cite& s, int depth) {
+        indent(depth);
+        out += fmt::format("cite {}\n", quote(s.text.value));
     }
 };
 

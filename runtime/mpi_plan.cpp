@@ -119,6 +119,7 @@ private:
 }  // namespace
 
 Plan read_plan(std::string_view text, std::string_view name) {
+    check_json_depth(name, text);
     json j;
     try {
         j = json::parse(text.begin(), text.end());

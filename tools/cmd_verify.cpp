@@ -1,11 +1,15 @@
-// `collsched verify FILE`: proves a table (or a compiled schedule) against the model.
+// `collsched verify FILE`: proves a table (or a compiled schedule) against the model, with the
+// direct checker, the Z3 engine, or both (which must agree property by property).
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "tools/commands.hpp"
 #include "tools/input.hpp"
 #include "verifier/direct.hpp"
+#include "verifier/z3_engine.hpp"
 
 namespace collsched::tools {
 
@@ -18,7 +22,88 @@ struct VerifyArgs {
     std::string routes = "any";
     bool json = false;
     std::size_t max_violations = 20;
+    double timeout = 60;
 };
+
+int exit_code(std::string_view verdict) { return verdict == "holds" ? 0 : verdict == "unknown" ? 3 : 1; }
+
+/// A property on which one engine says holds (or skipped) and the other violated (or another
+/// of holds/skipped). An unknown answer disagrees with nothing.
+struct Disagreement {
+    Property property;
+    Status direct, z3;
+};
+
+std::vector<Disagreement> compare(const VerifyReport& d, const VerifyReport& z) {
+    std::vector<Disagreement> out;
+    for (std::size_t i = 0; i < property_count; ++i)
+        if (d.status[i] != z.status[i] && d.status[i] != Status::unknown && z.status[i] != Status::unknown)
+            out.push_back({static_cast<Property>(i), d.status[i], z.status[i]});
+    return out;
+}
+
+/// `--engine both`: the two reports, then whether they agree. A disagreement is a bug in one of
+/// the engines: it is printed on stderr, the verdict is "disagreement" and the exit code 1.
+int run_both(const SendTable& table, const VerifyOptions& opt, const Z3Options& zopt, bool json) {
+    VerifyReport d = verify_direct(table, opt);
+    attach_origins(d, table);
+    VerifyReport z = verify_z3(table, zopt);
+    attach_origins(z, table);
+    std::vector<Disagreement> dis = compare(d, z);
+    std::string verdict;
+    std::array<std::string, property_count> status;
+    bool unknown = false, violated = false;
+    for (std::size_t i = 0; i < property_count; ++i) {
+        Status a = d.status[i], b = z.status[i];
+        status[i] = a == b                                          ? std::string(to_string(a))
+                    : a == Status::unknown || b == Status::unknown ? "unknown"
+                                                                   : "disagreement";
+        unknown = unknown || status[i] == "unknown";
+        violated = violated || status[i] == "violated";
+    }
+    verdict = !dis.empty() ? "disagreement" : violated ? "violated" : unknown ? "unknown" : "holds";
+    std::string out;
+    if (json) {
+        nlohmann::ordered_json j;
+        j["verdict"] = verdict;
+        j["engine"] = "both";
+        j["steps"] = d.steps;
+        j["transfers"] = d.transfers;
+        if (table.model.timing == Timing::wormhole) j["cost"] = d.cost;
+        nlohmann::ordered_json props = nlohmann::ordered_json::object();
+        for (std::size_t i = 0; i < property_count; ++i) props[std::string(to_string(static_cast<Property>(i)))] = status[i];
+        j["properties"] = props;
+        nlohmann::ordered_json direct = nlohmann::ordered_json::parse(report_to_json(d, table));
+        nlohmann::ordered_json z3 = nlohmann::ordered_json::parse(report_to_json(z, table));
+        j["violations"] = direct["violations"];
+        nlohmann::ordered_json list = nlohmann::ordered_json::array();
+        for (const Disagreement& x : dis)
+            list.push_back({{"property", std::string(to_string(x.property))},
+                            {"direct", std::string(to_string(x.direct))},
+                            {"z3", std::string(to_string(x.z3))}});
+        j["disagreements"] = list;
+        j["engines"] = {{"direct", direct}, {"z3", z3}};
+        j["seconds"] = d.seconds + z.seconds;
+        out = j.dump() + "\n";
+    } else {
+        out = "engine direct\n" + format_report(d, table) + "\nengine z3\n" + format_report(z, table) + "\n";
+        out += dis.empty() ? fmt::format("both engines: {}{}\n", verdict,
+                                         unknown ? " (the Z3 engine could not decide every property; see its notes)" : "")
+                           : "both engines: DISAGREEMENT (a bug in collsched; see stderr)\n";
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    if (!dis.empty()) {
+        std::fflush(stdout);
+        for (const Disagreement& x : dis)
+            std::fprintf(stderr, "collsched: error: the engines disagree on %s: direct says %s, z3 says %s\n",
+                         std::string(to_string(x.property)).c_str(), std::string(to_string(x.direct)).c_str(),
+                         std::string(to_string(x.z3)).c_str());
+        std::fprintf(stderr,
+                     "collsched: error: this is a bug in collsched (one engine is wrong); please report it with the table\n");
+        return 1;
+    }
+    return exit_code(verdict);
+}
 
 }  // namespace
 
@@ -27,11 +112,16 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
         "verify",
         "Check a send table (JSON or CSV) or a schedule (.sched) against its model: capacity per channel and step, ports, "
-        "queues, replication, causality, routes and completeness.\nExit code: 0 every property holds, 1 a property is "
-        "violated (counterexamples printed), 2 bad input.");
+        "queues, replication, causality, routes and completeness.\nEngines: direct (exact counting), z3 (each property an "
+        "SMT/Horn query to Z3; unsat of its negation is the proof), both (the two must agree on every property).\nExit code: 0 "
+        "every property holds, 1 a property is violated (counterexamples printed) or the engines disagree (--engine both; "
+        "a bug, reported on stderr), 2 bad input, 3 unknown (Z3 time or resource limit).");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched)")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
-    cmd->add_option("--engine", args->engine, "Verification engine")->check(CLI::IsMember({"direct"}));
+    cmd->add_option("--engine", args->engine, "Verification engine: direct, z3 or both (default direct)")
+        ->check(CLI::IsMember({"direct", "z3", "both"}));
+    cmd->add_option("--timeout", args->timeout, "Time limit of the Z3 engine in seconds (default 60); past it, unknown (exit 3)")
+        ->check(CLI::PositiveNumber);
     cmd->add_option("--routes", args->routes,
                     "any: hops may take any channels; fixed: personalized messages must follow the topology's routes")
         ->check(CLI::IsMember({"any", "fixed"}));
@@ -42,10 +132,19 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         VerifyOptions opt;
         opt.fixed_routes = args->routes == "fixed";
         opt.max_violations = args->max_violations;
-        VerifyReport r = verify_direct(table, opt);
+        Z3Options zopt;
+        zopt.fixed_routes = opt.fixed_routes;
+        zopt.max_violations = opt.max_violations;
+        zopt.timeout_ms = static_cast<std::uint64_t>(std::ceil(std::min(args->timeout, 1e9) * 1000));
+        if (args->engine == "both") {
+            ctx.exit_code = run_both(table, opt, zopt, args->json);
+            return;
+        }
+        VerifyReport r = args->engine == "z3" ? verify_z3(table, zopt) : verify_direct(table, opt);
+        attach_origins(r, table);
         std::string out = args->json ? report_to_json(r, table) : format_report(r, table);
         std::fwrite(out.data(), 1, out.size(), stdout);
-        ctx.exit_code = r.holds() ? 0 : r.verdict() == "unknown" ? 3 : 1;
+        ctx.exit_code = exit_code(r.verdict());
     });
 }
 

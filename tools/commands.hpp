@@ -24,5 +24,8 @@ void add_simulate_command(CLI::App&, Context&);
 void add_convert_command(CLI::App&, Context&);
 void add_mpirun_command(CLI::App&, Context&);
 void add_compile_command(CLI::App&, Context&);
+void add_optimize_command(CLI::App&, Context&);
+void add_probe_command(CLI::App&, Context&);
+void add_reproduce_command(CLI::App&, Context&);
 
 }  // namespace collsched::tools

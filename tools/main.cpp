@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
     tools::add_convert_command(app, ctx);
     tools::add_mpirun_command(app, ctx);
     tools::add_compile_command(app, ctx);
+    tools::add_optimize_command(app, ctx);
+    tools::add_probe_command(app, ctx);
+    tools::add_reproduce_command(app, ctx);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -1,5 +1,7 @@
 #include "verifier/report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -61,6 +63,28 @@ std::string where(const Violation& v, const SendTable& t) {
 
 }  // namespace
 
+std::optional<std::uint64_t> violation_transfer(const SendTable& t, const Violation& v) {
+    if (!v.step || !v.channel || v.messages.empty()) return std::nullopt;
+    Transfer key{v.step, *v.channel, v.messages.front()};
+    auto it = std::lower_bound(t.transfers.begin(), t.transfers.end(), key);
+    if (it == t.transfers.end() || *it != key) return std::nullopt;
+    return static_cast<std::uint64_t>(it - t.transfers.begin());
+}
+
+void attach_origins(VerifyReport& r, const SendTable& t) {
+    if (t.transfer_extras.empty()) return;
+    auto extras = t.transfer_extras;
+    std::sort(extras.begin(), extras.end());
+    for (Violation& v : r.violations) {
+        auto i = violation_transfer(t, v);
+        if (!i) continue;
+        auto it = std::lower_bound(extras.begin(), extras.end(), *i, [](const auto& e, std::uint64_t k) { return e.first < k; });
+        if (it == extras.end() || it->first != *i) continue;
+        nlohmann::json extra = nlohmann::json::parse("{" + it->second + "}", nullptr, false);
+        if (extra.is_object() && extra.contains("at") && extra["at"].is_string()) v.origin = extra["at"].get<std::string>();
+    }
+}
+
 std::string format_report(const VerifyReport& r, const SendTable& t) {
     std::string out = fmt::format("verdict: {} ({} steps, {} transfers; engine {}, {:.3f} s)\n", r.verdict(), r.steps,
                                   r.transfers, r.engine, r.seconds);
@@ -70,10 +94,12 @@ std::string format_report(const VerifyReport& r, const SendTable& t) {
         if (r.violation_count[i]) out += fmt::format(" ({} violation{})", r.violation_count[i], r.violation_count[i] == 1 ? "" : "s");
         out += '\n';
     }
+    for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
     if (!r.violations.empty()) {
         out += "counterexamples:\n";
         for (const Violation& v : r.violations)
-            out += fmt::format("  {}: {}: {}\n", to_string(v.property), where(v, t), v.detail);
+            out += fmt::format("  {}: {}: {}{}\n", to_string(v.property), where(v, t), v.detail,
+                               v.origin.empty() ? "" : fmt::format(" (at {})", v.origin));
         for (std::size_t i = 0; i < property_count; ++i) {
             std::uint64_t shown = 0;
             for (const Violation& v : r.violations) shown += static_cast<std::size_t>(v.property) == i;
@@ -116,9 +142,11 @@ std::string report_to_json(const VerifyReport& r, const SendTable& t) {
         for (MessageId m : v.messages) msgs.push_back(ms.name(m));
         x["messages"] = msgs;
         x["detail"] = v.detail;
+        if (!v.origin.empty()) x["origin"] = v.origin;
         list.push_back(x);
     }
     j["violations"] = list;
+    if (!r.notes.empty()) j["notes"] = r.notes;
     j["seconds"] = r.seconds;
     return j.dump() + "\n";
 }

@@ -31,6 +31,7 @@ struct Violation {
     std::optional<Node> node;
     std::vector<MessageId> messages;
     std::string detail;                 ///< one sentence, with names resolved
+    std::string origin = {};            ///< `file:line:col` of the schedule statement behind it (DSL input), else empty
 };
 
 struct VerifyOptions {
@@ -47,10 +48,22 @@ struct VerifyReport {
     std::uint64_t transfers = 0;
     double cost = 0;                    ///< wormhole: sum over rounds of ts + tc * payload; hop: = steps
     double seconds = 0;
+    std::vector<std::string> notes;     ///< remarks of the engine, e.g. why a property is unknown
 
     bool holds() const;
     std::string_view verdict() const;   ///< "holds", "violated" or "unknown"
 };
+
+/// The transfer a violation points at: the first one with its step, channel and first message
+/// (violations without a channel, such as completeness, point at none). This is the hook that
+/// maps counterexamples back to DSL source locations (Violation::origin).
+std::optional<std::uint64_t> violation_transfer(const SendTable&, const Violation&);
+
+/// Fills Violation::origin for every violation whose transfer carries an `"at": "file:line:col"`
+/// extra field (SendTable::transfer_extras, kept attached through sorting and written back to
+/// table files). This is the hook for DSL input: the lowering records where each transfer's
+/// `send` or `hop` statement is, and counterexamples then point at the source.
+void attach_origins(VerifyReport&, const SendTable&);
 
 /// Human-readable report: a verdict line, one line per property, then the counterexamples.
 std::string format_report(const VerifyReport&, const SendTable&);

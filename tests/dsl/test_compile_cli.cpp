@@ -47,6 +47,8 @@ TEST_CASE("--max-transfers and --format dsl") {
     CHECK(c.err.find("error[E050]: this loop makes more than 100 transfers") != std::string::npos);
     auto d = run("compile " + source("schedules/bft/ebft_alltoall.sched") + " -D n=4 --format dsl");
     CHECK(d.code == 0);
-    CHECK(d.out.find("topology \"ebft:4\"\nmodel hop(ports = multi, queues = none, replicate = no)\ncollective alltoall\nstep 1 {\n"
+    CHECK(d.out.find("topology \"ebft:4\"\nmodel hop(ports = multi, queues = none, replicate = no)\ncollective alltoall\n"
+                     "cite \"Dimakopoulos & Dimopoulos, Communications in binary fat trees, sec. 5, equation (3) and Lemma 3\"\n"
+                     "claim steps = 6\nbound lower = 5\nstep 1 {\n"
                      "  hop 0 -> r(1, 0) msg m(0,2)\n") != std::string::npos);
 }

@@ -1,0 +1,47 @@
+/** \file
+ * The bodies of the libFuzzer harnesses (fuzz_dsl, fuzz_table, fuzz_topology; docs/fuzzing.md),
+ * as plain functions so that the doctest suite can replay saved inputs through exactly the same
+ * code (tests/tools/test_fuzz_regressions.cpp replays tests/data/fuzz/). Each takes the input's
+ * bytes. InputError and diagnostics are the expected answers to bad input; anything else (a
+ * sanitizer report, an abort, an uncaught exception, a timeout, too much memory) is a finding,
+ * and so is a broken invariant, which the functions report through invariant_failed (abort).
+ * Whatever a reader or the compiler accepts goes on through check_table. Tables on large
+ * topologies are only parsed, not checked further, so one input stays fast; large inputs have
+ * their own limits and tests (tests/tools/test_limits.cpp).
+ */
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "compiler/send_table.hpp"
+
+namespace collsched::fuzz {
+
+/// Largest tables the harnesses check further after parsing them.
+inline constexpr std::uint32_t check_max_processors = 256;
+inline constexpr std::uint64_t check_max_transfers = 20'000;
+inline constexpr std::uint64_t check_max_channels = 100'000;
+
+/// A broken invariant that is not a crash by itself: printed, then abort() so libFuzzer saves the input.
+[[noreturn]] void invariant_failed(std::string_view what);
+
+/// Verifies (direct checker, with and without fixed routes), simulates and writes back (JSON,
+/// CSV, per-rank JSON and the other exports) a table that a reader or the compiler produced;
+/// the JSON, CSV and per-rank round trips must give the same transfers back.
+void check_table(const SendTable&);
+
+/// The schedule language: compile_text with small limits (20,000 transfers, 200,000 loop
+/// iterations), the diagnostics rendered; a compiled table goes through check_table, is printed
+/// as DSL and compiled again, which must give the same table.
+void run_dsl(std::string_view input);
+
+/// The table readers, chosen by the first bytes as read_table does: per-rank JSON, table JSON or CSV.
+void run_table(std::string_view input);
+
+/// Topology specs: the first line is a spec, the optional second a collective, the rest node
+/// names and messages, one per line. A topology that parses is checked: node names round-trip,
+/// channels are sorted and unique, routes are paths of the length distance() reports.
+void run_topology(std::string_view input);
+
+}  // namespace collsched::fuzz

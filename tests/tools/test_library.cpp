@@ -1,0 +1,269 @@
+// The algorithm library (schedules/, schedules/catalog.json): every schedule compiles, is proved
+// by the direct checker, agrees with the simulator and takes the pinned number of steps at three
+// or more sizes; its claims hold or a catalog note explains why not. Also the measurements of
+// tools/reproduce.hpp, the round trips of the library's programs and the catalog reader.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "compiler/lower.hpp"
+#include "compiler/table_io.hpp"
+#include "compiler/table_printer.hpp"
+#include "dsl/parser.hpp"
+#include "dsl/printer.hpp"
+#include "runtime/simulator.hpp"
+#include "tools/reproduce.hpp"
+#include "verifier/direct.hpp"
+
+using namespace collsched;
+using namespace collsched::tools;
+
+namespace {
+
+std::string source(const std::string& rel) { return std::string(COLLSCHED_SOURCE_DIR) + "/" + rel; }
+
+const Catalog& catalog() {
+    static const Catalog c = read_catalog(source("schedules/catalog.json"));
+    return c;
+}
+
+/// "n=16 a=1" -> params.
+std::vector<std::pair<std::string, std::int64_t>> parse_params(const std::string& text) {
+    std::vector<std::pair<std::string, std::int64_t>> out;
+    std::istringstream in(text);
+    std::string kv;
+    while (in >> kv) {
+        auto eq = kv.find('=');
+        out.emplace_back(kv.substr(0, eq), std::stoll(kv.substr(eq + 1)));
+    }
+    return out;
+}
+
+struct Pin {
+    const char* params;
+    std::uint64_t steps;
+};
+
+/// The step counts of every library schedule at three or more sizes, written out so that a
+/// change to a schedule, the compiler or the claims machinery shows up here.
+const std::map<std::string, std::vector<Pin>>& pins() {
+    static const std::map<std::string, std::vector<Pin>> p = {
+        {"bft/broadcast.sched", {{"n=4 r=0", 4}, {"n=16 r=0", 8}, {"n=64 r=0", 12}, {"n=16 r=11", 8}}},
+        {"bft/scatter_farthest_first.sched", {{"n=4", 5}, {"n=16", 17}, {"n=64", 65}}},
+        {"bft/gather_reversed.sched", {{"n=4", 5}, {"n=16", 17}, {"n=64", 65}}},
+        {"bft/allgather_flood.sched", {{"n=4", 5}, {"n=16", 17}, {"n=64", 65}}},
+        {"bft/allgather_no_queue.sched", {{"n=4", 6}, {"n=16", 22}, {"n=64", 74}}},
+        {"bft/alltoall_phases.sched",
+         {{"n=8 a=0 d=0", 30}, {"n=16 a=0 d=0", 101}, {"n=32 a=0 d=0", 366}, {"n=8 a=1 d=0", 16}, {"n=16 a=1 d=0", 31},
+          {"n=32 a=1 d=0", 56}, {"n=8 a=2 d=2", 22}, {"n=16 a=2 d=2", 45}, {"n=32 a=2 d=2", 86}}},
+        {"bft/alltoall_pipelined.sched",
+         {{"n=8 a=0 d=0", 26}, {"n=16 a=0 d=0", 92}, {"n=32 a=0 d=0", 350}, {"n=8 a=1 d=0", 12}, {"n=16 a=1 d=0", 22},
+          {"n=32 a=1 d=0", 40}, {"n=8 a=2 d=2", 18}, {"n=16 a=2 d=2", 36}, {"n=32 a=2 d=2", 70}}},
+        {"bft/cbft_alltoall.sched", {{"n=4", 8}, {"n=16", 92}, {"n=64", 1376}}},
+        {"bft/ebft_alltoall.sched", {{"n=4", 6}, {"n=16", 22}, {"n=64", 74}}},
+        {"bft/alltoall_scatterings.sched", {{"n=4", 20}, {"n=16", 272}, {"n=64", 4160}}},
+        {"bft/alltoall_two_scatterings.sched", {{"n=4", 10}, {"n=16", 136}, {"n=64", 2080}}},
+        {"single_port/ring_full_duplex.sched", {{"n=2", 1}, {"n=9", 8}, {"n=64", 63}}},
+        {"single_port/ring_half_duplex_even.sched", {{"n=2", 2}, {"n=10", 18}, {"n=64", 126}}},
+        {"single_port/ring_half_duplex_odd.sched", {{"n=3", 6}, {"n=11", 22}, {"n=63", 126}}},
+        {"single_port/hypercube_gray_full_duplex.sched", {{"n=2", 1}, {"n=16", 15}, {"n=64", 63}}},
+        {"single_port/hypercube_gray_half_duplex.sched", {{"n=2", 2}, {"n=16", 30}, {"n=64", 126}}},
+        {"single_port/torus_hamiltonian_full_duplex.sched", {{"a=2 b=2", 3}, {"a=3 b=5", 14}, {"a=8 b=8", 63}}},
+        {"single_port/torus_hamiltonian_half_duplex_odd.sched", {{"a=3 b=3", 18}, {"a=5 b=5", 50}, {"a=7 b=9", 126}}},
+        {"single_port/product_full_duplex.sched", {{"n1=2 n2=2", 3}, {"n1=4 n2=5", 19}, {"n1=8 n2=8", 63}}},
+        {"single_port/product_half_duplex_even.sched", {{"n1=2 n2=2", 6}, {"n1=4 n2=6", 46}, {"n1=8 n2=8", 126}}},
+        {"single_port/product_half_duplex_mixed.sched", {{"n1=2 n2=3", 12}, {"n1=4 n2=5", 40}, {"n1=8 n2=7", 112}}},
+        {"single_port/product_half_duplex_odd.sched", {{"n1=3 n2=3", 24}, {"n1=5 n2=3", 36}, {"n1=7 n2=9", 144}}},
+        {"cm/hypercube_complement.sched", {{"n=2", 1}, {"n=16", 4}, {"n=64", 6}}},
+        {"cm/hypercube_bit_reversal.sched", {{"n=4", 2}, {"n=16", 4}, {"n=64", 6}, {"n=512", 8}}},
+        {"cm/hypercube_bit_reversal_ecube.sched", {{"n=4", 2}, {"n=16", 4}, {"n=64", 7}, {"n=512", 12}}},
+        {"cm/hypercube_affine.sched", {{"n=4", 2}, {"n=16", 4}, {"n=64", 6}}},
+        {"cm/omega_shift.sched", {{"n=4 k=1", 3}, {"n=16 k=3", 5}, {"n=64 k=3", 7}}},
+        {"cm/omega_bit_reversal.sched", {{"n=4", 4}, {"n=16", 8}, {"n=64", 14}}},
+        {"cm/crossbar_permutation.sched", {{"n=4", 1}, {"n=16", 1}, {"n=64", 1}}},
+        {"cm/crossbar_broadcast.sched", {{"n=2", 1}, {"n=16", 1}, {"n=64", 1}}},
+    };
+    return p;
+}
+
+const CatalogEntry* entry_for(const std::string& file) {
+    for (const CatalogEntry& e : catalog().entries)
+        if (e.file == std::filesystem::path(source("schedules/" + file)).lexically_normal().string()) return &e;
+    return nullptr;
+}
+
+SendTable compile_or_fail(const std::string& file, const std::vector<std::string>& defines) {
+    Diagnostics diags;
+    auto t = compile_file(source("schedules/" + file), defines, {}, diags);
+    INFO(diags.render());
+    REQUIRE(t.has_value());
+    return std::move(*t);
+}
+
+}  // namespace
+
+TEST_CASE("library: every schedule takes its pinned steps, is proved, agrees with the simulator, and meets its claim") {
+    for (const auto& [file, list] : pins()) {
+        CAPTURE(file);
+        const CatalogEntry* entry = entry_for(file);
+        REQUIRE_MESSAGE(entry != nullptr, "not in schedules/catalog.json");
+        CHECK(list.size() >= 3);
+        for (const Pin& pin : list) {
+            CAPTURE(pin.params);
+            ReproRow row = run_row(*entry, parse_params(pin.params));
+            INFO(row.error);
+            CHECK(row.steps == pin.steps);
+            CHECK(row.simulator == "agrees");
+            CHECK(row.verdict != "error");
+            CHECK(row.verdict != "violated");
+            CHECK(row.ok());
+            REQUIRE(row.claim.has_value());
+            if (row.verdict == "holds") {
+                if (row.claim_at_most) CHECK(static_cast<std::int64_t>(row.steps) <= *row.claim);
+                else CHECK(static_cast<std::int64_t>(row.steps) == *row.claim);
+            }
+            if (row.lower_bound) CHECK(static_cast<std::int64_t>(row.steps) >= *row.lower_bound);
+        }
+    }
+}
+
+TEST_CASE("library: the catalog and the pinned tests cover the same schedules, and every schedule is in the catalog") {
+    std::set<std::string> in_catalog, pinned, on_disk;
+    for (const CatalogEntry& e : catalog().entries) in_catalog.insert(e.file);
+    for (const auto& [file, list] : pins()) pinned.insert(std::filesystem::path(source("schedules/" + file)).lexically_normal().string());
+    for (const auto& d : std::filesystem::recursive_directory_iterator(source("schedules"))) {
+        std::string rel = std::filesystem::relative(d.path(), source("schedules")).string();
+        if (d.path().extension() == ".sched" && !rel.starts_with("found/")) on_disk.insert(d.path().lexically_normal().string());
+    }
+    CHECK(in_catalog == pinned);
+    CHECK(in_catalog == on_disk);
+    CHECK(catalog().papers.size() == 3);
+}
+
+TEST_CASE("library: the queue-free multinode broadcast holds on other binary fat trees with the same table") {
+    // The schedule is written for cbft(n); the same transfers on any BFT of n leaves (more
+    // capacity, the same channels and node numbers) must verify too.
+    SendTable t = compile_or_fail("bft/allgather_no_queue.sched", {"n=16"});
+    std::string json = table_to_json(t);
+    for (std::string spec : {"ebft:16", "bft:16:1,2,2,4", "bft:16:2,2,2,2"}) {
+        CAPTURE(spec);
+        std::string other = json;
+        other.replace(other.find("\"cbft:16\""), 9, "\"" + spec + "\"");
+        SendTable u = parse_table_json(other, spec);
+        VerifyReport v = verify_direct(u);
+        CHECK(v.holds());
+        CHECK(v.steps == 22);
+    }
+}
+
+TEST_CASE("library: per-link queues of flooding and forwarding buffers of rings") {
+    SendTable flood = compile_or_fail("bft/allgather_flood.sched", {"n=8"});
+    CHECK(link_queue_high_water(flood) == std::vector<std::uint32_t>{1, 2, 0});
+    // The queue-free schedules never queue.
+    SendTable nq = compile_or_fail("bft/allgather_no_queue.sched", {"n=8"});
+    CHECK(link_queue_high_water(nq) == std::vector<std::uint32_t>{0, 0, 0});
+
+    BufferUse full = processor_buffers(compile_or_fail("single_port/ring_full_duplex.sched", {"n=8"}));
+    CHECK(full.high_water == 1);
+    CHECK(full.fifo);
+    BufferUse even = processor_buffers(compile_or_fail("single_port/ring_half_duplex_even.sched", {"n=8"}));
+    CHECK(even.high_water == 2);
+    CHECK(even.fifo);
+    BufferUse odd = processor_buffers(compile_or_fail("single_port/ring_half_duplex_odd.sched", {"n=9"}));
+    CHECK(odd.high_water == 2);
+    CHECK(odd.fifo);
+
+    // A node that forwards the later arrival first is not FIFO.
+    Diagnostics diags;
+    auto t = compile_text("topology linear(3)\ncollective allgather\n"
+                          "step 1 { send 0 -> 1 }\nstep 2 { send 2 -> 1 }\nstep 3 { send 1 -> 0 msg b(2) }\n"
+                          "step 4 { send 1 -> 2 msg b(0) }\nstep 5 { send 1 -> 0 msg b(1)\n send 1 -> 2 msg b(1) }\n",
+                          "lifo.sched", {}, diags);
+    REQUIRE_MESSAGE(t, diags.render());
+    BufferUse lifo = processor_buffers(*t);
+    CHECK_FALSE(lifo.fifo);
+    CHECK(lifo.high_water == 3);
+}
+
+TEST_CASE("library: every schedule round-trips (program -> DSL -> table, table -> DSL -> table)") {
+    for (const CatalogEntry& e : catalog().entries) {
+        CAPTURE(e.file);
+        std::vector<std::string> defines;
+        for (const auto& [k, v] : e.rows.front()) defines.push_back(k + "=" + std::to_string(v));
+        Diagnostics diags;
+        auto table = compile_file(e.file, defines, {}, diags);
+        REQUIRE_MESSAGE(table, diags.render());
+        std::string json = table_to_json(*table);
+
+        std::ifstream in(e.file);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        Diagnostics pd("in.sched", ss.str());
+        auto program = dsl::parse(ss.str(), e.file, pd);
+        REQUIRE(program);
+        std::string printed = dsl::print(*program);
+        CompileOptions options;
+        options.base_dir = std::filesystem::path(e.file).parent_path().string();
+        REQUIRE(parse_defines(defines, options.defines, diags));
+        auto again = compile_text(printed, e.file, options, diags);
+        REQUIRE_MESSAGE(again, diags.render());
+        CHECK(table_to_json(*again) == json);
+
+        auto from_dsl = compile_text(table_to_dsl(*table), e.file + ".dsl", {}, diags);
+        REQUIRE_MESSAGE(from_dsl, diags.render());
+        CHECK(table_to_json(*from_dsl) == json);
+    }
+}
+
+TEST_CASE("library: {name} in topology strings takes the value of a param") {
+    Diagnostics diags;
+    CompileOptions options;
+    options.defines.push_back({"n", 6});
+    auto t = compile_text("param n = 4\ntopology \"ring:{n}\"\ncollective allgather\n", "s.sched", options, diags);
+    REQUIRE_MESSAGE(t, diags.render());
+    CHECK(t->topology->spec() == "ring:6");
+    auto bad = compile_text("topology \"ring:{m}\"\n", "s.sched", {}, diags);
+    CHECK_FALSE(bad);
+    CHECK(diags.render().find("error[E010]: unknown name 'm'") != std::string::npos);
+}
+
+TEST_CASE("library: the catalog reader refuses malformed catalogs with one clear line") {
+    auto write = [](const std::string& text) {
+        std::string path = "/tmp/collsched_catalog_" + std::to_string(::getpid()) + ".json";
+        std::ofstream(path) << text;
+        return path;
+    };
+    auto refused = [&](const std::string& text, const std::string& expect) {
+        CAPTURE(text);
+        std::string path = write(text);
+        try {
+            read_catalog(path);
+            FAIL("accepted");
+        } catch (const InputError& e) {
+            CHECK(std::string(e.what()).find(expect) != std::string::npos);
+        }
+        std::filesystem::remove(path);
+    };
+    refused("{", "not valid JSON");
+    refused(R"({"format": "x"})", "collsched.catalog/1");
+    refused(R"({"format": "collsched.catalog/1", "papers": [], "schedules": [{"file": "a.sched", "paper": "p", "sweep": {"n": [4]}}]})",
+            "unknown paper \"p\"");
+    refused(R"({"format": "collsched.catalog/1", "papers": [{"id": "p", "title": "P"}], "schedules": [{"file": "a.sched", "paper": "p"}]})",
+            "no rows");
+    refused(R"({"format": "collsched.catalog/1", "papers": [{"id": "p", "title": "P"}], "schedules": [{"file": "a.sched", "paper": "p", "sweep": {"n": ["4"]}}]})",
+            "must list integers");
+    std::string path = write(R"({"format": "collsched.catalog/1", "papers": [{"id": "p", "title": "P"}],
+        "schedules": [{"file": "x/a.sched", "paper": "p", "sweep": {"n": [4, 8], "m": [1, 2]}, "cases": [{"k": 0}, {"k": 1}]}]})");
+    Catalog c = read_catalog(path);
+    std::filesystem::remove(path);
+    REQUIRE(c.entries.size() == 1);
+    CHECK(c.entries[0].rows.size() == 8);
+    CHECK(c.entries[0].rows[1] == std::vector<std::pair<std::string, std::int64_t>>{{"n", 4}, {"m", 1}, {"k", 1}});
+    CHECK(c.entries[0].file == "/tmp/x/a.sched");
+}

@@ -1,0 +1,526 @@
+#include "tools/reproduce.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <tuple>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/lower.hpp"
+#include "dsl/diagnostics.hpp"
+#include "runtime/simulator.hpp"
+#include "verifier/direct.hpp"
+
+namespace collsched::tools {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+using Params = std::vector<std::pair<std::string, std::int64_t>>;
+
+[[noreturn]] void bad_catalog(const std::string& path, const std::string& what) {
+    throw InputError(fmt::format("{}: {}", path, what));
+}
+
+/// `{"n": 8, "a": 1}` as (name, value) pairs in the order written.
+Params read_params(const std::string& path, const ojson& obj, std::string_view where) {
+    if (!obj.is_object()) bad_catalog(path, fmt::format("{}: expected an object of params, such as {{\"n\": 16}}", where));
+    Params p;
+    for (const auto& [k, v] : obj.items()) {
+        if (!v.is_number_integer()) bad_catalog(path, fmt::format("{}: param \"{}\" must be an integer", where, k));
+        p.emplace_back(k, v.get<std::int64_t>());
+    }
+    return p;
+}
+
+std::string string_field(const std::string& path, const ojson& obj, const char* key, std::string_view where, bool required) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+        if (required) bad_catalog(path, fmt::format("{}: missing \"{}\"", where, key));
+        return {};
+    }
+    if (!it->is_string()) bad_catalog(path, fmt::format("{}: \"{}\" must be a string", where, key));
+    return it->get<std::string>();
+}
+
+std::string params_text(const Params& p) {
+    std::string s;
+    for (const auto& [k, v] : p) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
+    return s;
+}
+
+/// The first line of the first diagnostic (without the source line and caret).
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::optional<std::int64_t> int_field(const SendTable& t, std::string_view key) {
+    for (const auto& [k, v] : t.extra_fields)
+        if (k == key) {
+            auto j = nlohmann::json::parse(v, nullptr, false);
+            if (j.is_number_integer()) return j.get<std::int64_t>();
+        }
+    return std::nullopt;
+}
+
+std::optional<std::vector<std::int64_t>> list_field(const SendTable& t, std::string_view key) {
+    for (const auto& [k, v] : t.extra_fields)
+        if (k == key) {
+            auto j = nlohmann::json::parse(v, nullptr, false);
+            if (!j.is_array()) return std::nullopt;
+            std::vector<std::int64_t> out;
+            for (const auto& x : j)
+                if (x.is_number_integer()) out.push_back(x.get<std::int64_t>());
+            return out;
+        }
+    return std::nullopt;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The catalog
+
+Catalog read_catalog(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot read the catalog", path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    ojson doc = ojson::parse(ss.str(), nullptr, false);
+    if (doc.is_discarded()) bad_catalog(path, "not valid JSON");
+    if (!doc.is_object() || doc.value("format", "") != "collsched.catalog/1")
+        bad_catalog(path, "expected an object with \"format\": \"collsched.catalog/1\"");
+    std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    Catalog c;
+    if (auto it = doc.find("papers"); it != doc.end()) {
+        if (!it->is_array()) bad_catalog(path, "\"papers\" must be a list");
+        for (const auto& p : *it) {
+            std::string where = "a paper";
+            c.papers.push_back({string_field(path, p, "id", where, true), string_field(path, p, "title", where, true),
+                                string_field(path, p, "file", where, false), string_field(path, p, "model", where, false)});
+        }
+    }
+    auto sched = doc.find("schedules");
+    if (sched == doc.end() || !sched->is_array()) bad_catalog(path, "missing \"schedules\", the list of schedule entries");
+    for (const auto& e : *sched) {
+        if (!e.is_object()) bad_catalog(path, "every entry of \"schedules\" must be an object");
+        CatalogEntry entry;
+        std::string file = string_field(path, e, "file", "an entry", true);
+        std::string where = fmt::format("entry \"{}\"", file);
+        entry.file = (dir / file).lexically_normal().string();
+        entry.paper = string_field(path, e, "paper", where, true);
+        if (std::none_of(c.papers.begin(), c.papers.end(), [&](const CatalogPaper& p) { return p.id == entry.paper; }))
+            bad_catalog(path, fmt::format("{}: unknown paper \"{}\"", where, entry.paper));
+        entry.title = string_field(path, e, "title", where, false);
+        if (auto it = e.find("rows"); it != e.end()) {
+            if (!it->is_array()) bad_catalog(path, fmt::format("{}: \"rows\" must be a list of param objects", where));
+            for (const auto& r : *it) entry.rows.push_back(read_params(path, r, where));
+        }
+        if (auto it = e.find("sweep"); it != e.end()) {
+            // The cartesian product of the lists, the first param varying slowest.
+            if (!it->is_object()) bad_catalog(path, fmt::format("{}: \"sweep\" must map params to lists of values", where));
+            std::vector<Params> rows{{}};
+            for (const auto& [k, vs] : it->items()) {
+                if (!vs.is_array() || vs.empty()) bad_catalog(path, fmt::format("{}: sweep \"{}\" must be a non-empty list", where, k));
+                std::vector<Params> next;
+                for (const Params& r : rows)
+                    for (const auto& v : vs) {
+                        if (!v.is_number_integer()) bad_catalog(path, fmt::format("{}: sweep \"{}\" must list integers", where, k));
+                        Params x = r;
+                        x.emplace_back(k, v.get<std::int64_t>());
+                        next.push_back(std::move(x));
+                    }
+                rows = std::move(next);
+            }
+            // Every row of the sweep with each case (a set of values that go together).
+            std::vector<Params> cases{{}};
+            if (auto f = e.find("cases"); f != e.end()) {
+                if (!f->is_array() || f->empty()) bad_catalog(path, fmt::format("{}: \"cases\" must be a non-empty list of param objects", where));
+                cases.clear();
+                for (const auto& k : *f) cases.push_back(read_params(path, k, where));
+            }
+            for (const Params& r : rows)
+                for (const Params& cs : cases) {
+                    Params x = r;
+                    x.insert(x.end(), cs.begin(), cs.end());
+                    entry.rows.push_back(std::move(x));
+                }
+        }
+        if (entry.rows.empty()) bad_catalog(path, fmt::format("{}: no rows (give \"sweep\" or \"rows\")", where));
+        if (auto it = e.find("size"); it != e.end()) {
+            if (!it->is_array()) bad_catalog(path, fmt::format("{}: \"size\" must list the params whose product is the size", where));
+            for (const auto& s : *it) entry.size.push_back(s.get<std::string>());
+        } else {
+            entry.size = {"n"};
+        }
+        if (auto it = e.find("notes"); it != e.end()) {
+            if (!it->is_array()) bad_catalog(path, fmt::format("{}: \"notes\" must be a list", where));
+            for (const auto& n : *it) {
+                CatalogNote note;
+                if (auto w = n.find("when"); w != n.end()) note.when = read_params(path, *w, where);
+                note.verdict = string_field(path, n, "verdict", where, true);
+                note.text = string_field(path, n, "note", where, true);
+                entry.notes.push_back(std::move(note));
+            }
+        }
+        c.entries.push_back(std::move(entry));
+    }
+    return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurements
+
+std::vector<std::uint32_t> link_queue_high_water(const SendTable& t) {
+    const Topology& topo = *t.topology;
+    const std::uint32_t P = topo.processors();
+    // Arrivals at and departures from routers, grouped by (router, message) after sorting.
+    struct Event {
+        std::uint64_t key;  // router << 32 | message
+        Step step;
+        std::uint32_t channel;
+        bool operator<(const Event& o) const { return std::tie(key, step, channel) < std::tie(o.key, o.step, o.channel); }
+    };
+    std::vector<Event> arrivals, departures;
+    for (const Transfer& x : t.transfers) {
+        const Channel& c = topo.channel(x.channel);
+        if (idx(c.to) >= P) arrivals.push_back({std::uint64_t{idx(c.to)} << 32 | idx(x.message), x.step, 0});
+        if (idx(c.from) >= P) departures.push_back({std::uint64_t{idx(c.from)} << 32 | idx(x.message), x.step, idx(x.channel)});
+    }
+    std::sort(arrivals.begin(), arrivals.end());
+    std::sort(departures.begin(), departures.end());
+    // Waiting intervals per channel, as +1/-1 events on boundaries.
+    std::vector<std::vector<std::pair<Step, int>>> events(topo.channels().size());
+    std::size_t ai = 0;
+    for (std::size_t di = 0; di < departures.size();) {
+        std::uint64_t key = departures[di].key;
+        std::size_t dj = di;
+        while (dj < departures.size() && departures[dj].key == key) ++dj;
+        while (ai < arrivals.size() && arrivals[ai].key < key) ++ai;
+        std::size_t aj = ai;
+        while (aj < arrivals.size() && arrivals[aj].key == key) ++aj;
+        for (std::size_t k = di; k < dj; ++k) {
+            Step t_out = departures[k].step;
+            Step a;
+            if (t.model.replicate) {
+                // The latest arrival before the departure (causality is the verifier's business).
+                auto ub = std::lower_bound(arrivals.begin() + static_cast<std::ptrdiff_t>(ai), arrivals.begin() + static_cast<std::ptrdiff_t>(aj),
+                                           t_out, [](const Event& e, Step s) { return e.step < s; });
+                if (ub == arrivals.begin() + static_cast<std::ptrdiff_t>(ai)) continue;
+                a = (ub - 1)->step;
+            } else {
+                if (ai + (k - di) >= aj) continue;
+                a = arrivals[ai + (k - di)].step;  // the k-th departure takes the k-th arrival
+            }
+            if (t_out >= a + 2) {
+                events[departures[k].channel].emplace_back(a, 1);
+                events[departures[k].channel].emplace_back(t_out - 1, -1);  // waits at boundaries a .. t_out-2
+            }
+        }
+        di = dj;
+        ai = aj;
+    }
+    std::size_t levels = topo.is_tree() ? topo.tree_levels() : 1;
+    std::vector<std::uint32_t> high(levels, 0);
+    for (std::size_t c = 0; c < events.size(); ++c) {
+        auto& ev = events[c];
+        if (ev.empty()) continue;
+        std::sort(ev.begin(), ev.end());
+        int cur = 0, best = 0;
+        for (const auto& [s, d] : ev) {
+            cur += d;
+            best = std::max(best, cur);
+        }
+        Node from = topo.channel(ChannelId{static_cast<std::uint32_t>(c)}).from;
+        std::size_t level = topo.is_tree() ? topo.level(from) - 1 : 0;
+        high[level] = std::max(high[level], static_cast<std::uint32_t>(best));
+    }
+    return high;
+}
+
+BufferUse processor_buffers(const SendTable& t) {
+    const Topology& topo = *t.topology;
+    const std::uint32_t P = topo.processors();
+    const Messages ms = t.messages();
+    // Receptions and sends of processors, grouped by (processor, message) after sorting.
+    struct Event {
+        std::uint64_t key;  // processor << 32 | message
+        Step step;
+        bool send;
+        bool operator<(const Event& o) const { return std::tie(key, step, send) < std::tie(o.key, o.step, o.send); }
+    };
+    std::vector<Event> ev;
+    for (const Transfer& x : t.transfers) {
+        const Channel& c = topo.channel(x.channel);
+        if (idx(c.to) < P) ev.push_back({std::uint64_t{idx(c.to)} << 32 | idx(x.message), x.step, false});
+        if (idx(c.from) < P) ev.push_back({std::uint64_t{idx(c.from)} << 32 | idx(x.message), x.step, true});
+    }
+    std::sort(ev.begin(), ev.end());
+    BufferUse out;
+    std::vector<std::vector<std::pair<Step, int>>> held(P);     // +1/-1 on boundaries, per processor
+    std::vector<std::vector<std::pair<Step, Step>>> order(P);  // (first send, got) of the messages each forwards
+    for (std::size_t i = 0; i < ev.size();) {
+        std::size_t j = i;
+        constexpr Step never = std::numeric_limits<Step>::max();
+        Step got = never, first = never, last = 0;
+        auto p = static_cast<std::uint32_t>(ev[i].key >> 32);
+        MessageId m{static_cast<std::uint32_t>(ev[i].key)};
+        if (ms.key(m).src == p && t.collective.initial(ms, m)) got = 0;
+        for (; j < ev.size() && ev[j].key == ev[i].key; ++j) {
+            if (ev[j].send) {
+                first = std::min(first, ev[j].step);
+                last = std::max(last, ev[j].step);
+            } else {
+                got = std::min(got, ev[j].step);
+            }
+        }
+        i = j;
+        if (last == 0 || got >= first) continue;  // never sent, or sent before it was held (not ours to judge)
+        held[p].emplace_back(got, 1);     // held from boundary `got` ...
+        held[p].emplace_back(last, -1);   // ... to boundary last-1
+        order[p].emplace_back(first, got);
+    }
+    for (std::uint32_t p = 0; p < P; ++p) {
+        auto& h = held[p];
+        std::sort(h.begin(), h.end());
+        int cur = 0;
+        for (const auto& [s, d] : h) {
+            cur += d;
+            out.high_water = std::max(out.high_water, static_cast<std::uint32_t>(std::max(cur, 0)));
+        }
+        auto& o = order[p];
+        std::sort(o.begin(), o.end());
+        for (std::size_t k = 1; k < o.size(); ++k)
+            if (o[k].second < o[k - 1].second) out.fifo = false;
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One row
+
+ReproRow run_row(const CatalogEntry& entry, const Params& params) {
+    auto t0 = std::chrono::steady_clock::now();
+    ReproRow row;
+    row.entry = &entry;
+    row.params = params;
+    row.size = 1;
+    for (const std::string& s : entry.size)
+        for (const auto& [k, v] : params)
+            if (k == s) row.size *= static_cast<std::uint64_t>(std::max<std::int64_t>(v, 1));
+    auto finish = [&]() {
+        row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (row.verdict != "holds")
+            for (const CatalogNote& n : entry.notes) {
+                bool match = n.verdict == row.verdict;
+                for (const auto& [k, v] : n.when)
+                    match = match && std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == k && p.second == v; });
+                if (match) {
+                    row.note = &n;
+                    break;
+                }
+            }
+        return row;
+    };
+    std::vector<std::string> defines;
+    for (const auto& [k, v] : params) defines.push_back(fmt::format("{}={}", k, v));
+    Diagnostics diags;
+    std::optional<SendTable> table;
+    try {
+        table = compile_file(entry.file, defines, {}, diags);
+    } catch (const InputError& e) {
+        row.verdict = "error";
+        row.error = e.what();
+        return finish();
+    }
+    if (!table) {
+        row.verdict = "error";
+        row.error = first_line(diags.render());
+        return finish();
+    }
+    const SendTable& t = *table;
+    row.topology = t.topology->spec();
+    row.model = to_string(t.model);
+    row.claim = int_field(t, "claim");
+    if (!row.claim) {
+        row.claim = int_field(t, "claim_at_most");
+        row.claim_at_most = row.claim.has_value();
+    }
+    row.lower_bound = int_field(t, "lower_bound");
+    row.claim_queue = list_field(t, "claim_queue");
+    row.claim_buffer = int_field(t, "claim_buffer");
+    row.transfers = t.transfers.size();
+
+    VerifyReport v = verify_direct(t);
+    row.steps = v.steps;
+    SimReport s = simulate(t);
+    bool sim_ok = s.status == SimStatus::completed;
+    if (sim_ok != v.holds() || (sim_ok && s.steps != v.steps))
+        row.simulator = fmt::format("{} in {} steps{}", to_string(s.status), s.steps,
+                                    s.violation ? ": " + s.violation->message : std::string());
+    else
+        row.simulator = "agrees";
+    if (row.claim_queue) {
+        row.queue_high_water = link_queue_high_water(t);
+        row.router_high_water = s.level_high_water;
+    }
+    if (row.claim_buffer) {
+        BufferUse b = processor_buffers(t);
+        row.buffer_high_water = b.high_water;
+        row.fifo = b.fifo;
+    }
+
+    auto steps = static_cast<std::int64_t>(row.steps);
+    if (!v.holds()) {
+        row.verdict = "violated";
+        if (!v.violations.empty()) row.error = fmt::format("{}: {}", to_string(v.violations.front().property), v.violations.front().detail);
+    } else if (row.simulator != "agrees") {
+        row.verdict = "simulator-disagrees";
+    } else if (row.lower_bound && steps < *row.lower_bound) {
+        row.verdict = "below-lower-bound";
+    } else if (row.claim && (row.claim_at_most ? steps > *row.claim : steps != *row.claim)) {
+        row.verdict = "claim-mismatch";
+    } else if (row.claim_queue && [&] {
+                   if (row.claim_queue->size() != row.queue_high_water.size()) return true;
+                   for (std::size_t i = 0; i < row.queue_high_water.size(); ++i)
+                       if ((*row.claim_queue)[i] != std::int64_t{row.queue_high_water[i]}) return true;
+                   return false;
+               }()) {
+        row.verdict = "queue-mismatch";
+    } else if (row.claim_buffer && (std::int64_t{row.buffer_high_water} != *row.claim_buffer || !row.fifo)) {
+        row.verdict = "buffer-mismatch";
+    } else {
+        row.verdict = "holds";
+    }
+    return finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+namespace {
+
+std::string list_text(const auto& xs) {
+    std::string s;
+    for (auto x : xs) s += fmt::format("{}{}", s.empty() ? "" : ",", x);
+    return s;
+}
+
+/// Extra measurements of a row, for the last column of the text table.
+std::string details(const ReproRow& r) {
+    std::string d;
+    if (r.claim_queue) d += fmt::format("queue {} (claim {})", list_text(r.queue_high_water), list_text(*r.claim_queue));
+    if (r.claim_buffer)
+        d += fmt::format("{}buffer {}{} (claim {})", d.empty() ? "" : "; ", r.buffer_high_water, r.fifo ? " fifo" : " NOT fifo", *r.claim_buffer);
+    if (r.simulator != "agrees") d += fmt::format("{}simulator: {}", d.empty() ? "" : "; ", r.simulator);
+    if (!r.error.empty()) d += fmt::format("{}{}", d.empty() ? "" : "; ", r.error);
+    return d;
+}
+
+}  // namespace
+
+std::string format_rows(const Catalog& catalog, const std::vector<ReproRow>& rows) {
+    // Column widths from the content, so the table stays aligned for any catalog.
+    struct Line {
+        std::string algorithm, params, claim, steps, lower, sim, verdict, details;
+    };
+    std::vector<Line> lines;
+    std::vector<const CatalogNote*> notes;
+    for (const ReproRow& r : rows) {
+        Line l;
+        l.algorithm = r.entry->file;
+        l.params = params_text(r.params);
+        l.claim = r.claim ? fmt::format("{}{}", r.claim_at_most ? "<= " : "", *r.claim) : "-";
+        l.steps = r.verdict == "error" ? "-" : std::to_string(r.steps);
+        l.lower = r.lower_bound ? std::to_string(*r.lower_bound) : "-";
+        l.sim = r.verdict == "error" ? "-" : r.simulator == "agrees" ? "agrees" : "DIFFERS";
+        l.verdict = r.verdict;
+        if (r.note) {
+            auto it = std::find_if(notes.begin(), notes.end(), [&](const CatalogNote* n) { return n->text == r.note->text; });
+            if (it == notes.end()) {
+                notes.push_back(r.note);
+                it = notes.end() - 1;
+            }
+            l.verdict += fmt::format(" [{}]", it - notes.begin() + 1);
+        }
+        l.details = details(r);
+        lines.push_back(std::move(l));
+    }
+    Line head{"algorithm", "params", "claim", "steps", "lower", "simulator", "verdict", "details"};
+    std::size_t w[7] = {};
+    auto widen = [&](const Line& l) {
+        w[0] = std::max(w[0], l.algorithm.size());
+        w[1] = std::max(w[1], l.params.size());
+        w[2] = std::max(w[2], l.claim.size());
+        w[3] = std::max(w[3], l.steps.size());
+        w[4] = std::max(w[4], l.lower.size());
+        w[5] = std::max(w[5], l.sim.size());
+        w[6] = std::max(w[6], l.verdict.size());
+    };
+    widen(head);
+    for (const Line& l : lines) widen(l);
+    auto put = [&](const Line& l) {
+        std::string s = fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:<{}}  {:<{}}", l.algorithm, w[0], l.params, w[1], l.claim,
+                                    w[2], l.steps, w[3], l.lower, w[4], l.sim, w[5], l.verdict, w[6]);
+        if (!l.details.empty()) s += "  " + l.details;
+        while (!s.empty() && s.back() == ' ') s.pop_back();
+        return s + "\n";
+    };
+    std::string out = put(head);
+    std::string paper;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i].entry->paper != paper) {
+            paper = rows[i].entry->paper;
+            auto it = std::find_if(catalog.papers.begin(), catalog.papers.end(), [&](const CatalogPaper& p) { return p.id == paper; });
+            out += fmt::format("# {}\n", it != catalog.papers.end() ? it->title : paper);
+        }
+        out += put(lines[i]);
+    }
+    for (std::size_t i = 0; i < notes.size(); ++i) out += fmt::format("[{}] {}\n", i + 1, notes[i]->text);
+    return out;
+}
+
+std::string rows_to_json(const std::vector<ReproRow>& rows) {
+    ojson list = ojson::array();
+    for (const ReproRow& r : rows) {
+        ojson j;
+        j["algorithm"] = r.entry->file;
+        ojson p = ojson::object();
+        for (const auto& [k, v] : r.params) p[k] = v;
+        j["params"] = p;
+        j["claim"] = r.claim ? ojson(*r.claim) : ojson(nullptr);
+        if (r.claim_at_most) j["claim_relation"] = "<=";
+        j["steps"] = r.verdict == "error" ? ojson(nullptr) : ojson(r.steps);
+        j["lower_bound"] = r.lower_bound ? ojson(*r.lower_bound) : ojson(nullptr);
+        j["verdict"] = r.verdict;
+        if (r.note) j["note"] = r.note->text;
+        if (!r.error.empty()) j["error"] = r.error;
+        if (r.verdict != "error") {
+            j["simulator"] = r.simulator;
+            j["topology"] = r.topology;
+            j["model"] = r.model;
+            j["transfers"] = r.transfers;
+        }
+        if (r.claim_queue) {
+            j["claim_queue"] = *r.claim_queue;
+            j["queue_high_water"] = r.queue_high_water;
+            j["router_queue_high_water"] = r.router_high_water;
+        }
+        if (r.claim_buffer) {
+            j["claim_buffer"] = *r.claim_buffer;
+            j["buffer_high_water"] = r.buffer_high_water;
+            j["fifo"] = r.fifo;
+        }
+        j["paper"] = r.entry->paper;
+        j["seconds"] = std::round(r.seconds * 1000) / 1000;
+        list.push_back(std::move(j));
+    }
+    std::string out = "[";
+    for (std::size_t i = 0; i < list.size(); ++i) out += fmt::format("{}\n {}", i ? "," : "", list[i].dump());
+    return out + "\n]\n";
+}
+
+}  // namespace collsched::tools

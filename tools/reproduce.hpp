@@ -1,0 +1,108 @@
+/** \file
+ * `collsched reproduce`: the algorithm library (schedules/catalog.json) checked against the
+ * papers' claims. The catalog lists each schedule file with the parameter values to run it at;
+ * every (schedule, values) row is compiled, proved by the direct checker, replayed by the
+ * simulator, and compared with the claims the schedule states (`claim steps = ...`,
+ * `bound lower = ...`, docs/dsl.md). Rows are independent, so they run on several threads.
+ *
+ * Besides the step count, two claims are measured from the table here: `queue` (per router
+ * level, the most copies waiting for one outgoing channel at a step boundary: the per-link queue
+ * of the flooding algorithms) and `buffer` (the most messages a processor holds that it still has
+ * to send, and whether it sends them first in, first out: the forwarding buffers of the ring
+ * algorithms). The catalog format and the verdicts are described in docs/reproduction.md.
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/send_table.hpp"
+
+namespace collsched::tools {
+
+/// A note of the catalog: why rows whose params match `when` get `verdict` (the paper's claim
+/// does not hold under the model). A matching row with that verdict is "explained".
+struct CatalogNote {
+    std::vector<std::pair<std::string, std::int64_t>> when;  ///< params that must all match (empty: every row)
+    std::string verdict;
+    std::string text;
+};
+
+struct CatalogEntry {
+    std::string file;   ///< the schedule, as given in the catalog joined to the catalog's directory
+    std::string paper;  ///< a key of Catalog::papers
+    std::string title;
+    std::vector<std::vector<std::pair<std::string, std::int64_t>>> rows;  ///< -D values, one list per row
+    std::vector<std::string> size;  ///< params whose product is a row's size (for --max-n)
+    std::vector<CatalogNote> notes;
+};
+
+struct CatalogPaper {
+    std::string id, title, file, model;
+};
+
+struct Catalog {
+    std::vector<CatalogPaper> papers;
+    std::vector<CatalogEntry> entries;
+};
+
+/// Reads a catalog file. Throws InputError (one line: file, what is wrong, what was expected).
+Catalog read_catalog(const std::string& path);
+
+/// One row of the reproduction: what was claimed, measured and concluded.
+struct ReproRow {
+    const CatalogEntry* entry = nullptr;
+    std::vector<std::pair<std::string, std::int64_t>> params;
+    std::uint64_t size = 0;
+
+    std::string verdict;  ///< holds, violated, simulator-disagrees, below-lower-bound, claim-mismatch, queue-mismatch, buffer-mismatch, error
+    std::string error;    ///< the compiler's first diagnostic for `error`, the first violation for `violated`
+    const CatalogNote* note = nullptr;  ///< set when a catalog note explains the verdict
+
+    std::string topology, model;
+    std::optional<std::int64_t> claim;  ///< claimed steps
+    bool claim_at_most = false;         ///< `claim steps <= ...`
+    std::optional<std::int64_t> lower_bound;
+    std::uint64_t steps = 0, transfers = 0;
+    std::string simulator;  ///< agrees, or what it said instead
+
+    std::optional<std::vector<std::int64_t>> claim_queue;
+    std::vector<std::uint32_t> queue_high_water;   ///< per router level, when a queue claim is made (per outgoing link)
+    std::vector<std::uint32_t> router_high_water;  ///< the simulator's per-level high-water (all copies in a router)
+    std::optional<std::int64_t> claim_buffer;
+    std::uint32_t buffer_high_water = 0;  ///< when a buffer claim is made
+    bool fifo = true;
+    double seconds = 0;
+
+    bool ok() const { return verdict == "holds" || note != nullptr; }
+};
+
+/// Compiles, verifies and simulates one row and fills in its verdict.
+ReproRow run_row(const CatalogEntry& entry, const std::vector<std::pair<std::string, std::int64_t>>& params);
+
+/// Per tree level of routers (index 0 is level 1): the most copies of messages waiting at a step
+/// boundary for one outgoing channel of a router of that level. A copy that arrives at router u in
+/// step a and leaves on channel c in step t waits for c at the boundaries a .. t-2. With
+/// replicate=yes a departure is matched with the latest earlier arrival of the message, with
+/// replicate=no the k-th departure of a message with its k-th arrival. Non-tree topologies report
+/// one entry for all routers.
+std::vector<std::uint32_t> link_queue_high_water(const SendTable&);
+
+/// The forwarding buffers of processors: the most messages a processor holds (initially, or
+/// received by the end of step b) that it still sends after step b, over all processors and
+/// boundaries b = 0 .. T-1; and whether every processor sends the messages it forwards in the
+/// order it got them (first in, first out).
+struct BufferUse {
+    std::uint32_t high_water = 0;
+    bool fifo = true;
+};
+BufferUse processor_buffers(const SendTable&);
+
+/// The text table (one line per row, then the notes), and the JSON list of rows.
+std::string format_rows(const Catalog&, const std::vector<ReproRow>&);
+std::string rows_to_json(const std::vector<ReproRow>&);
+
+}  // namespace collsched::tools

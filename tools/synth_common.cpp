@@ -1,0 +1,185 @@
+#include "tools/synth_common.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "compiler/export_ranks.hpp"
+#include "compiler/lower.hpp"
+#include "compiler/table_io.hpp"
+#include "dsl/diagnostics.hpp"
+#include "compiler/table_printer.hpp"
+
+namespace collsched::tools {
+
+void SolverArgs::add_to(CLI::App& cmd, bool allow_both) {
+    std::vector<std::string> solvers{"cadical", "z3"};
+    if (allow_both) solvers.push_back("both");
+    cmd.add_option("--solver", solver,
+                   allow_both ? "SAT backend: cadical (CNF with totalizer cardinalities), z3 (pseudo-Boolean), or both "
+                                "(run each instance with each, compare answers and times)"
+                              : "SAT backend: cadical (CNF with totalizer cardinalities) or z3 (pseudo-Boolean)")
+        ->check(CLI::IsMember(solvers));
+    cmd.add_option("--timeout", timeout, "Seconds for the whole search (per instance); 0 means no limit")
+        ->check(CLI::NonNegativeNumber);
+    cmd.add_flag("--incremental", incremental, "One solver for all horizons (horizons as assumptions) instead of one per horizon");
+    cmd.add_flag("--no-symmetry", no_symmetry, "Leave out the symmetry-breaking constraints");
+    cmd.add_flag("--no-implied", no_implied, "Leave out the implied cumulative counting constraints");
+    cmd.add_option("--cardinality", cardinality, "CNF encoding of cardinality constraints (cadical)")
+        ->check(CLI::IsMember({"totalizer", "sequential"}));
+    cmd.add_flag("--no-constructions", no_constructions,
+                 "First upper bound from the papers' algorithms and the greedy only, not from collsched's own constructions");
+    cmd.add_flag("--solver-proof", solver_proof,
+                 "When a counting bound already proves the optimum T, also show T-1 UNSAT with the solver");
+}
+
+OptimizeOptions SolverArgs::options(SatBackend fallback) const {
+    OptimizeOptions o;
+    o.synth.backend = solver == "z3" ? SatBackend::z3 : solver == "cadical" ? SatBackend::cadical : fallback;
+    o.synth.symmetry = !no_symmetry;
+    o.synth.implied = !no_implied;
+    o.synth.cardinality = cardinality == "sequential" ? CardinalityKind::sequential : CardinalityKind::totalizer;
+    o.timeout = timeout;
+    o.incremental = incremental;
+    o.constructions = !no_constructions;
+    o.solver_proof = solver_proof;
+    return o;
+}
+
+Progress::Progress(std::string prefix) : prefix_(std::move(prefix)), tty_(::isatty(2) == 1) {}
+
+std::function<void(const OptimizeProgress&)> Progress::callback() {
+    if (!tty_) return {};
+    return [this](const OptimizeProgress& p) {
+        std::string line = p.done ? fmt::format("{}: T = {} {} ({}), {:.1f} s", prefix_, p.horizon, to_string(p.answer), to_string(p.backend), p.elapsed)
+                                  : fmt::format("{}: T = {} solving ({}), {:.1f} s", prefix_, p.horizon, to_string(p.backend), p.elapsed);
+        std::fprintf(stderr, "\r\033[K%s", line.c_str());
+        if (p.done) std::fputc('\n', stderr);
+        open_ = !p.done;
+        std::fflush(stderr);
+    };
+}
+
+void Progress::finish() {
+    if (tty_ && open_) {
+        std::fputc('\n', stderr);
+        open_ = false;
+    }
+}
+
+nlohmann::ordered_json result_json(const SynthInstance& in, const OptimizeResult& r, const SolverArgs& sa) {
+    nlohmann::ordered_json j;
+    j["optimum"] = r.optimum ? nlohmann::ordered_json(*r.optimum) : nlohmann::ordered_json();
+    j["status"] = to_string(r.status);
+    j["lower_bound"] = r.lower_bound;
+    j["upper_bound"] = r.upper_bound ? nlohmann::ordered_json(*r.upper_bound) : nlohmann::ordered_json();
+    j["seconds"] = r.seconds;
+    j["topology"] = in.topology->spec();
+    j["collective"] = in.collective.to_string();
+    j["model"] = to_string(in.model);
+    j["encoding"] = to_string(r.encoding);
+    j["solver"] = sa.backend_name();
+    j["lower_bound_reason"] = r.lower_bound_reason;
+    j["solver_unsat"] = r.solver_unsat;
+    j["upper_bound_source"] = r.upper_bound_source;
+    j["known_schedule"] = r.known_steps ? nlohmann::ordered_json(*r.known_steps) : nlohmann::ordered_json();
+    j["known_schedule_source"] = r.known_source;
+    auto& bounds = j["bounds"] = nlohmann::ordered_json::array();
+    for (const Bound& b : r.bounds) bounds.push_back({{"steps", b.steps}, {"name", b.name}, {"detail", b.detail}});
+    auto& at = j["attempts"] = nlohmann::ordered_json::array();
+    for (const Attempt& a : r.attempts) at.push_back({{"horizon", a.horizon}, {"answer", to_string(a.answer)}, {"seconds", a.seconds}});
+    if (!r.note.empty()) j["note"] = r.note;
+    return j;
+}
+
+std::string status_sentence(const OptimizeResult& r) {
+    switch (r.status) {
+        case OptStatus::proved:
+            return fmt::format("optimum: {} steps (proved: a verified {}-step schedule from {}; lower bound by {})", *r.optimum,
+                               *r.optimum, r.upper_bound_source, r.lower_bound_reason);
+        case OptStatus::found:
+            return fmt::format("best found: {} steps, not proved optimal (the time limit ended the search); proven lower bound {} ({})",
+                               *r.optimum, r.lower_bound, r.lower_bound_reason);
+        case OptStatus::timeout:
+            return fmt::format("no schedule found within the time limit; proven lower bound {} ({})", r.lower_bound, r.lower_bound_reason);
+        case OptStatus::infeasible: return fmt::format("no schedule exists: {}", r.note);
+    }
+    return {};
+}
+
+int exit_code(const OptimizeResult& r) {
+    switch (r.status) {
+        case OptStatus::proved: return 0;
+        case OptStatus::infeasible: return 1;
+        default: return 3;
+    }
+}
+
+std::string witness_comment(const SynthInstance& in, const OptimizeResult& r) {
+    std::string c = fmt::format("{} on {}, model {}: {} steps, {}.\n", in.collective.to_string(), in.topology->spec(), to_string(in.model),
+                                r.witness ? r.witness->steps() : 0, to_string(r.status));
+    if (r.status == OptStatus::proved) c += fmt::format("Lower bound: {}.\n", r.lower_bound_reason);
+    else c += fmt::format("Proven lower bound {}: {}.\n", r.lower_bound, r.lower_bound_reason);
+    c += fmt::format("Found by: {}. Verified by collsched's direct checker before it was written.\n", r.upper_bound_source);
+    c += "Written by collsched optimize/probe (docs/synthesis.md).";
+    return c;
+}
+
+std::string witness_dsl(const SendTable& t, const std::string& comment) {
+    std::string hops = table_to_dsl(t);
+    std::size_t body = hops.find("\nstep ");
+    std::size_t head = hops.find('\n');  // the printer's own comment line
+    std::string header = hops.substr(head + 1, body == std::string::npos ? std::string::npos : body - head);
+    std::string lead;
+    for (std::size_t b = 0; b < comment.size();) {
+        std::size_t e = comment.find('\n', b);
+        if (e == std::string::npos) e = comment.size();
+        lead += "# " + comment.substr(b, e - b) + "\n";
+        b = e + 1;
+    }
+    // Endpoint form when every copy goes from processor to processor cut-through along its route
+    // (no replication in routers): one `send` per copy instead of one `hop` per channel.
+    if (t.model.timing == Timing::hop && body != std::string::npos) {
+        try {
+            EndpointView ev = endpoint_view(t);
+            if (ev.cut_through && ev.fanout == 0 && ev.stranded == 0) {
+                const Topology& topo = *t.topology;
+                Messages ms = t.messages();
+                std::string text = lead + "# Endpoint sends, cut-through: hop k of a send in step s crosses its channel in step s+k-1.\n" + header;
+                std::size_t i = 0;
+                while (i < ev.transfers.size()) {
+                    Step s = ev.transfers[i].sent;
+                    text += fmt::format("step {} {{\n", s);
+                    for (; i < ev.transfers.size() && ev.transfers[i].sent == s; ++i) {
+                        const EndpointTransfer& e = ev.transfers[i];
+                        text += fmt::format("  send {} -> {}", idx(e.src), idx(e.dst));
+                        if (e.message != ms.personal(idx(e.src), idx(e.dst))) text += " msg " + ms.name(e.message);
+                        text += "\n";
+                    }
+                    text += "}\n";
+                }
+                (void)topo;
+                Diagnostics diags;
+                std::optional<SendTable> back = compile_text(text, "witness", CompileOptions{}, diags);
+                if (back && back->transfers == t.transfers) return text;
+            }
+        } catch (const InputError&) {
+            // not an endpoint-regular table: the hop form below
+        }
+    }
+    return lead + "# Hop by hop: every transfer of the table.\n" + header + (body == std::string::npos ? "" : hops.substr(body + 1));
+}
+
+void write_witness(const std::string& path, const SendTable& t, const std::string& comment) {
+    bool dsl = path.size() > 6 && path.ends_with(".sched");
+    std::string text = dsl ? witness_dsl(t, comment) : std::string();
+    write_output(path, [&](const Flush& flush, fmt::memory_buffer& buf) {
+        if (dsl) buf.append(text.data(), text.data() + text.size());
+        else write_table_json(t, buf, flush);
+        flush(buf);
+    });
+}
+
+}  // namespace collsched::tools

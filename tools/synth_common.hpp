@@ -1,0 +1,62 @@
+/** \file
+ * What `optimize` and `probe` share: the solver options on the command line, progress lines on
+ * stderr (only when stderr is a terminal), the JSON object and the sentence that report an
+ * optimization result, the exit code it maps to, and writing a witness schedule.
+ */
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "verifier/synth.hpp"
+
+namespace collsched::tools {
+
+struct SolverArgs {
+    std::string solver = "cadical";
+    double timeout = 300;
+    bool incremental = false;
+    bool no_symmetry = false;
+    bool no_implied = false;
+    std::string cardinality = "totalizer";
+    bool no_constructions = false;
+    bool solver_proof = false;
+
+    /// Adds --solver, --timeout, --incremental, --no-symmetry, --no-implied, --cardinality,
+    /// --no-constructions, --solver-proof.
+    void add_to(CLI::App&, bool allow_both = false);
+    OptimizeOptions options(SatBackend = SatBackend::cadical) const;
+    std::string backend_name() const { return solver; }
+};
+
+/// Prints "T = 11, cadical, 3.2 s" lines on stderr while a search runs, if stderr is a terminal.
+class Progress {
+public:
+    Progress(std::string prefix = "optimize");
+    std::function<void(const OptimizeProgress&)> callback();
+    /// Ends the current progress line.
+    void finish();
+
+private:
+    std::string prefix_;
+    bool tty_;
+    bool open_ = false;
+};
+
+nlohmann::ordered_json result_json(const SynthInstance&, const OptimizeResult&, const SolverArgs&);
+/// "optimum: 11 steps (proved: ...)" and the like, one line.
+std::string status_sentence(const OptimizeResult&);
+/// 0 proved, 3 found-only or timeout, 1 infeasible.
+int exit_code(const OptimizeResult&);
+/// The schedule text of a witness: `send` statements when every copy travels cut-through from
+/// processor to processor (checked by compiling the text back to the same table), else one
+/// `hop` per transfer. `comment` (lines) goes on top.
+std::string witness_dsl(const SendTable&, const std::string& comment);
+/// FILE.sched: the schedule as DSL; anything else: the JSON table. Atomic (write_output).
+void write_witness(const std::string& path, const SendTable&, const std::string& comment = {});
+/// The comment block of a witness: instance, steps, status and how it was checked.
+std::string witness_comment(const SynthInstance&, const OptimizeResult&);
+
+}  // namespace collsched::tools

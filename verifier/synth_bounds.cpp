@@ -1,0 +1,711 @@
+// Lower bounds proved by counting (no solver), and upper bounds from schedules: the known
+// algorithms of the papers where one applies, and greedy list schedules otherwise. Every
+// schedule returned here has been verified by the direct checker under the instance's model.
+#include <algorithm>
+#include <random>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "compiler/builder.hpp"
+#include "dsl/diagnostics.hpp"
+#include "verifier/direct.hpp"
+#include "verifier/synth_encode.hpp"
+
+namespace collsched {
+
+namespace {
+
+constexpr std::uint32_t unreachable = std::numeric_limits<std::uint32_t>::max();
+
+/// One unit job of a resource: it may be processed in step `release` or later, and `tail` more
+/// steps must follow it. With `cap` jobs per step, the least possible max(step + tail) is what
+/// list scheduling by largest tail achieves (for unit jobs with integer releases on identical
+/// machines this rule is optimal: an exchange argument moves any job with a larger tail into
+/// an earlier slot without delaying the other).
+struct Job {
+    Step release;
+    Step tail;
+};
+
+Step least_makespan(std::vector<Job> jobs, std::uint32_t cap) {
+    if (jobs.empty()) return 0;
+    std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.release < b.release; });
+    std::priority_queue<Step> ready;
+    std::size_t next = 0;
+    Step t = jobs.front().release, best = 0;
+    while (next < jobs.size() || !ready.empty()) {
+        if (ready.empty() && jobs[next].release > t) t = jobs[next].release;
+        while (next < jobs.size() && jobs[next].release <= t) ready.push(jobs[next++].tail);
+        for (std::uint32_t k = 0; k < cap && !ready.empty(); ++k) {
+            best = std::max(best, t + ready.top());
+            ready.pop();
+        }
+        ++t;
+    }
+    return best;
+}
+
+std::string channel_name(const Topology& t, ChannelId c) {
+    return t.node_name(t.channel(c).from) + "->" + t.node_name(t.channel(c).to);
+}
+
+struct GoalPair {
+    MessageId m;
+    Node src, dst;
+};
+
+std::vector<GoalPair> goal_pairs(const SynthInstance& in) {
+    std::vector<GoalPair> g;
+    Messages ms(in.topology->processors());
+    in.collective.for_each_goal(in.topology->processors(), [&](MessageId m, Node d) { g.push_back({m, ms.origin(m), d}); });
+    return g;
+}
+
+void keep_max(std::vector<Bound>& out, Bound b) {
+    for (Bound& x : out)
+        if (x.name == b.name) {
+            if (b.steps > x.steps) x = std::move(b);
+            return;
+        }
+    out.push_back(std::move(b));
+}
+
+std::vector<Bound> personal_bounds(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const Model& model = in.model;
+    std::vector<Bound> out;
+    auto goals = goal_pairs(in);
+    const std::uint32_t P = t.processors();
+    std::vector<std::vector<Job>> chan(t.channels().size()), send(P), recv(P), port(P);
+    Step far = 0;
+    std::string far_what;
+    for (const GoalPair& g : goals) {
+        auto r = t.route(g.src, g.dst);
+        const Step k = static_cast<Step>(r.size());
+        if (k > far) {
+            far = k;
+            far_what = Messages(P).name(g.m);
+        }
+        for (Step j = 0; j < k; ++j) {
+            Job job{j + 1, k - 1 - j};
+            chan[idx(r[j])].push_back(job);
+            const Channel& c = t.channel(r[j]);
+            if (t.is_processor(c.from)) {
+                send[idx(c.from)].push_back(job);
+                port[idx(c.from)].push_back(job);
+            }
+            if (t.is_processor(c.to)) {
+                recv[idx(c.to)].push_back(job);
+                port[idx(c.to)].push_back(job);
+            }
+        }
+    }
+    out.push_back({far, "distance", fmt::format("{} has a route of {} channels", far_what, far)});
+    {
+        // Send/receive sums. A processor starts at most c_out of its own messages per step, so the
+        // injection steps of its k messages sum to at least sum_j (floor(j/c_out) + 1); a
+        // processor receives at most c_in per step, so the arrival steps of its k messages sum
+        // to at most sum_j (T - floor(j/c_in)); and every message arrives at least len-1 steps
+        // after its injection. Summed over all messages: N*T - R - S >= sum (len - 1).
+        std::vector<std::uint64_t> outs(P, 0), ins(P, 0);
+        std::uint64_t lam = 0;
+        for (const GoalPair& g : goals) {
+            ++outs[idx(g.src)];
+            ++ins[idx(g.dst)];
+            lam += t.distance(g.src, g.dst) - 1;
+        }
+        auto capacity = [&](std::span<const ChannelId> cs) {
+            if (model.ports != Ports::multi) return std::uint64_t{1};
+            std::uint64_t c = 0;
+            for (ChannelId x : cs) c += t.channel(x).cap;
+            return std::max<std::uint64_t>(c, 1);
+        };
+        std::uint64_t S = 0, R = 0;
+        for (std::uint32_t p = 0; p < P; ++p) {
+            std::uint64_t co = capacity(t.out_channels(Node{p})), ci = capacity(t.in_channels(Node{p}));
+            for (std::uint64_t j = 0; j < outs[p]; ++j) S += j / co + 1;
+            for (std::uint64_t j = 0; j < ins[p]; ++j) R += j / ci;
+        }
+        const std::uint64_t N = goals.size();
+        if (N > 0) {
+            Step v = static_cast<Step>((lam + S + R + N - 1) / N);
+            out.push_back({v, "send/receive sums",
+                           fmt::format("injections of each processor take distinct slots (sum >= {}), arrivals distinct slots "
+                                       "(sum <= {}*T - {}), and arrivals exceed injections by sum(len - 1) = {} in all: "
+                                       "T >= ({} + {} + {}) / {} = {:.2f}",
+                                       S, N, R, lam, lam, S, R, N, static_cast<double>(lam + S + R) / static_cast<double>(N))});
+        }
+    }
+    for (std::size_t c = 0; c < chan.size(); ++c) {
+        if (chan[c].empty()) continue;
+        const Channel& ch = t.channels()[c];
+        Step v = least_makespan(chan[c], ch.cap);
+        bool leaf = t.is_processor(ch.from) || t.is_processor(ch.to);
+        keep_max(out, {v, leaf ? "processor channels" : "router channels",
+                       fmt::format("{} messages cross {} (capacity {}) at the earliest in their hop's step and with their "
+                                   "remaining hops after it",
+                                   chan[c].size(), channel_name(t, ChannelId{static_cast<std::uint32_t>(c)}), ch.cap)});
+    }
+    if (model.ports != Ports::multi)
+        for (std::uint32_t p = 0; p < P; ++p) {
+            if (model.ports == Ports::single) {
+                keep_max(out, {least_makespan(send[p], 1), "ports",
+                               fmt::format("processor {} sends {} hops, one per step (single port)", p, send[p].size())});
+                keep_max(out, {least_makespan(recv[p], 1), "ports",
+                               fmt::format("processor {} receives {} hops, one per step (single port)", p, recv[p].size())});
+            } else {
+                keep_max(out, {least_makespan(port[p], 1), "ports",
+                               fmt::format("processor {} sends or receives {} hops, one per step (half duplex)", p,
+                                           port[p].size())});
+            }
+        }
+    return out;
+}
+
+std::vector<Bound> dissemination_bounds(const SynthInstance& in, EncodingKind kind) {
+    const Topology& t = *in.topology;
+    const Model& model = in.model;
+    const std::uint32_t P = t.processors();
+    std::vector<Bound> out;
+    auto goals = goal_pairs(in);
+    std::map<std::uint32_t, std::vector<std::uint32_t>> dist;  // per origin
+    Step far = 0;
+    std::string far_what;
+    std::vector<std::vector<Job>> recv(P);
+    for (const GoalPair& g : goals) {
+        auto it = dist.find(idx(g.src));
+        if (it == dist.end()) it = dist.emplace(idx(g.src), synth::bfs_distances(t, g.src)).first;
+        std::uint32_t d = it->second[idx(g.dst)];
+        if (d == unreachable) continue;
+        if (d > far) {
+            far = d;
+            far_what = fmt::format("{} to {}", Messages(P).name(g.m), idx(g.dst));
+        }
+        recv[idx(g.dst)].push_back({d, 0});
+    }
+    out.push_back({far, "distance", fmt::format("{} is {} channels away", far_what, far)});
+    for (std::uint32_t p = 0; p < P; ++p) {
+        if (recv[p].empty()) continue;
+        std::uint32_t cap = 0;
+        if (model.ports != Ports::multi) cap = 1;
+        else
+            for (ChannelId c : t.in_channels(Node{p})) cap += t.channel(c).cap;
+        keep_max(out, {least_makespan(recv[p], cap), "receptions",
+                       fmt::format("processor {} must receive {} messages, {} per step, each no earlier than its distance",
+                                   p, recv[p].size(), cap)});
+    }
+    if (model.ports == Ports::half && t.routers() == 0 && P >= 2) {
+        std::uint64_t per = P / 2;
+        Step v = static_cast<Step>((goals.size() + per - 1) / per);
+        out.push_back({v, "half-duplex pairing",
+                       fmt::format("{} receptions are needed and a step has at most {} transfers (each uses a sender and a "
+                                   "receiver, every processor does one of the two)",
+                                   goals.size(), per)});
+    }
+    // Informed processors of one message: each holder starts at most k copies per step, a copy
+    // arrives at least dmin steps after it leaves; I(t) <= 1 + k * sum_{s <= t-dmin+1} I(s-1).
+    bool router_free = t.routers() == 0;
+    if (kind == EncodingKind::end_to_end || router_free) {
+        std::uint32_t dmin = 1;
+        if (kind == EncodingKind::end_to_end) {
+            dmin = unreachable;
+            for (std::uint32_t q = 1; q < P; ++q) dmin = std::min(dmin, t.distance(Node{0}, Node{q}));
+        }
+        std::uint32_t k = 1;
+        if (model.ports == Ports::multi) {
+            k = 0;
+            for (std::uint32_t p = 0; p < P; ++p) {
+                std::uint32_t s = 0;
+                for (ChannelId c : t.out_channels(Node{p})) s += t.channel(c).cap;
+                k = std::max(k, s);
+            }
+        }
+        std::map<std::uint32_t, std::size_t> need;  // per message: goal processors + its origin
+        for (const GoalPair& g : goals) ++need[idx(g.m)];
+        std::size_t most = 0;
+        for (auto& [m, n] : need) most = std::max(most, n + 1);
+        if (most > 1) {
+            std::vector<double> I{1};
+            Step T = 0;
+            while (I.back() < static_cast<double>(most)) {
+                ++T;
+                double v = 1;
+                for (Step s = 1; s + dmin <= T + 1; ++s) v += k * I[s - 1];
+                I.push_back(v);
+            }
+            out.push_back({T, "informed growth",
+                           fmt::format("a message must reach {} processors; every holder starts at most {} cop{} per step "
+                                       "and a copy needs at least {} step{}, so at most {} hold it after {} steps",
+                                       most, k, k == 1 ? "y" : "ies", dmin, dmin == 1 ? "" : "s",
+                                       static_cast<std::uint64_t>(I[T - 1]), T - 1)});
+        }
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------- greedy schedules
+
+/// Capacity left per (resource, step), growing on demand.
+class Ledger {
+public:
+    explicit Ledger(std::vector<std::uint32_t> caps) : caps_(std::move(caps)) {}
+    bool free(std::size_t r, Step t) {
+        grow(t);
+        return used_[t * caps_.size() + r] < caps_[r];
+    }
+    void take(std::size_t r, Step t) {
+        grow(t);
+        ++used_[t * caps_.size() + r];
+    }
+    std::size_t resources() const { return caps_.size(); }
+
+private:
+    void grow(Step t) {
+        if ((t + 1) * caps_.size() > used_.size()) used_.resize((t + 64) * caps_.size(), 0);
+    }
+    std::vector<std::uint32_t> caps_;
+    std::vector<std::uint32_t> used_;
+};
+
+/// Resources a transfer on channel c uses: the channel, and processor ports.
+struct PortMap {
+    const Topology& t;
+    Ports ports;
+    std::size_t C, P;
+    std::vector<std::uint32_t> caps() const {
+        std::vector<std::uint32_t> v;
+        for (const Channel& c : t.channels()) v.push_back(c.cap);
+        v.resize(C + 2 * P, 1);
+        return v;
+    }
+    template <class F>
+    void each(ChannelId c, F&& f) const {
+        f(idx(c));
+        if (ports == Ports::multi) return;
+        const Channel& ch = t.channel(c);
+        if (ports == Ports::single) {
+            if (t.is_processor(ch.from)) f(C + idx(ch.from));
+            if (t.is_processor(ch.to)) f(C + P + idx(ch.to));
+        } else {
+            if (t.is_processor(ch.from)) f(C + idx(ch.from));
+            if (t.is_processor(ch.to)) f(C + idx(ch.to));
+        }
+    }
+};
+
+/// First fit, message by message, farthest first: each segment of the route (see synth.hpp)
+/// starts at the earliest step where all its hops find capacity and free ports.
+SendTable greedy_personal(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors();
+    PortMap pm{t, in.model.ports, t.channels().size(), P};
+    Ledger led(pm.caps());
+    auto goals = goal_pairs(in);
+    std::vector<std::vector<ChannelId>> routes;
+    for (const GoalPair& g : goals) routes.push_back(t.route(g.src, g.dst));
+    std::vector<std::size_t> order(goals.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto rot = [&](const GoalPair& g) { return (idx(g.dst) + P - idx(g.src)) % P; };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        if (routes[a].size() != routes[b].size()) return routes[a].size() > routes[b].size();
+        return rot(goals[a]) < rot(goals[b]);
+    });
+    TableBuilder b(in.topology, in.model, in.collective);
+    for (std::size_t gi : order) {
+        const auto& r = routes[gi];
+        Step earliest = 1;
+        std::size_t j0 = 0;
+        while (j0 < r.size()) {
+            std::size_t j1 = j0 + 1;
+            while (j1 < r.size()) {
+                Node at = t.channel(r[j1]).from;
+                if (t.is_processor(at) || in.model.queues != QueueKind::none) break;
+                ++j1;
+            }
+            Step s = earliest;
+            for (;; ++s) {
+                bool ok = true;
+                for (std::size_t j = j0; j < j1 && ok; ++j)
+                    pm.each(r[j], [&](std::size_t res) { ok = ok && led.free(res, s + static_cast<Step>(j - j0)); });
+                if (ok) break;
+            }
+            for (std::size_t j = j0; j < j1; ++j) {
+                Step st = s + static_cast<Step>(j - j0);
+                pm.each(r[j], [&](std::size_t res) { led.take(res, st); });
+                b.hop(st, r[j], goals[gi].m);
+            }
+            earliest = s + static_cast<Step>(j1 - j0);
+            j0 = j1;
+        }
+    }
+    return std::move(b).finish();
+}
+
+struct Dissem {
+    std::vector<MessageId> msgs;
+    std::vector<Node> origin;
+    std::vector<std::vector<bool>> goal;  // [message][processor]
+};
+
+Dissem dissem_of(const SynthInstance& in) {
+    Dissem d;
+    const std::uint32_t P = in.topology->processors();
+    std::map<std::uint32_t, std::size_t> at;
+    Messages ms(P);
+    in.collective.for_each_goal(P, [&](MessageId m, Node p) {
+        auto [it, fresh] = at.try_emplace(idx(m), d.msgs.size());
+        if (fresh) {
+            d.msgs.push_back(m);
+            d.origin.push_back(ms.origin(m));
+            d.goal.emplace_back(P, false);
+        }
+        d.goal[it->second][idx(p)] = true;
+    });
+    return d;
+}
+
+/// Step-by-step flooding under hop timing: in every step, every node offers the messages it
+/// may send (held, or arrived in the previous step at a queue-free replicating router) to each
+/// neighbour closer to a goal processor that still lacks them; capacities and ports are taken
+/// first come first served, the oldest message first. Returns nullopt when it stalls.
+std::optional<SendTable> greedy_flood(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const Model& model = in.model;
+    const std::uint32_t N = t.nodes(), P = t.processors();
+    Dissem dm = dissem_of(in);
+    const std::size_t M = dm.msgs.size();
+    const bool routers_hold = model.replicate && model.queues == QueueKind::unbounded;
+    auto holder = [&](std::uint32_t v) { return v < P || routers_hold; };
+    std::vector<std::vector<std::uint32_t>> dist(N);
+    for (std::uint32_t v = 0; v < N; ++v) dist[v] = synth::bfs_distances(t, Node{v});
+    constexpr Step never = std::numeric_limits<Step>::max();
+    std::vector<Step> since(M * N, never);      // holders: step after which v holds m
+    std::vector<Step> arrived(M * N, never);    // queue-free routers: last arrival step
+    for (std::size_t i = 0; i < M; ++i) since[i * N + idx(dm.origin[i])] = 0;
+    std::size_t missing = 0;
+    for (std::size_t i = 0; i < M; ++i)
+        for (std::uint32_t p = 0; p < P; ++p) missing += dm.goal[i][p];
+    PortMap pm{t, model.ports, t.channels().size(), P};
+    TableBuilder b(in.topology, model, in.collective);
+    const Step cap_steps = 8 * (P + 8) * static_cast<Step>(M + 1);
+    std::vector<std::uint8_t> pending(M * N, 0);  // copies arriving this step (for holders)
+    for (Step s = 1; missing > 0; ++s) {
+        if (s > cap_steps) return std::nullopt;
+        Ledger led(pm.caps());
+        std::vector<std::pair<std::size_t, std::uint32_t>> got;  // (message, node) receiving in step s
+        std::fill(pending.begin(), pending.end(), 0);
+        for (std::uint32_t k = 0; k < N; ++k) {
+            std::uint32_t u = (k + s) % N;
+            std::vector<std::pair<Step, std::size_t>> offer;
+            for (std::size_t i = 0; i < M; ++i) {
+                if (holder(u) ? since[i * N + u] < s : arrived[i * N + u] == s - 1) offer.push_back({holder(u) ? since[i * N + u] : 0, i});
+            }
+            std::stable_sort(offer.begin(), offer.end());
+            for (auto [when, i] : offer) {
+                for (ChannelId c : t.out_channels(Node{u})) {
+                    std::uint32_t v = idx(t.channel(c).to);
+                    if (holder(v) && (since[i * N + v] != never || pending[i * N + v])) continue;
+                    // Useful: a goal processor lacking m that v is closer to than u.
+                    bool useful = false;
+                    for (std::uint32_t p = 0; p < P && !useful; ++p)
+                        useful = dm.goal[i][p] && since[i * N + p] == never && !pending[i * N + p] && dist[v][p] < dist[u][p];
+                    if (!useful) continue;
+                    bool ok = true;
+                    pm.each(c, [&](std::size_t r) { ok = ok && led.free(r, 0); });
+                    if (!ok) continue;
+                    pm.each(c, [&](std::size_t r) { led.take(r, 0); });
+                    b.hop(s, c, dm.msgs[i]);
+                    got.push_back({i, v});
+                    if (holder(v)) pending[i * N + v] = 1;
+                }
+            }
+        }
+        for (auto [i, v] : got) {
+            if (holder(v)) {
+                if (since[i * N + v] == never) {
+                    since[i * N + v] = s;
+                    if (v < P && dm.goal[i][v]) --missing;
+                }
+            } else {
+                arrived[i * N + v] = s;
+            }
+        }
+    }
+    return std::move(b).finish();
+}
+
+/// End-to-end sends (ideal fat tree): in every step every holder with a free send port sends a
+/// message it holds to the nearest processor that lacks it and is not already being sent it,
+/// when capacity along the route and the receiver's port at arrival allow.
+std::optional<SendTable> greedy_end_to_end(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const Model& model = in.model;
+    const std::uint32_t P = t.processors();
+    Dissem dm = dissem_of(in);
+    const std::size_t M = dm.msgs.size();
+    constexpr Step never = std::numeric_limits<Step>::max();
+    std::vector<Step> since(M * P, never);
+    std::vector<std::uint8_t> targeted(M * P, 0);
+    for (std::size_t i = 0; i < M; ++i) {
+        since[i * P + idx(dm.origin[i])] = 0;
+        targeted[i * P + idx(dm.origin[i])] = 1;
+    }
+    std::size_t missing = 0;
+    for (std::size_t i = 0; i < M; ++i)
+        for (std::uint32_t p = 0; p < P; ++p) missing += dm.goal[i][p];
+    PortMap pm{t, model.ports, t.channels().size(), P};
+    Ledger led(pm.caps());
+    TableBuilder b(in.topology, model, in.collective);
+    std::vector<std::tuple<Step, std::size_t, std::uint32_t>> inflight;  // arrival, message, processor
+    const Step cap_steps = 8 * (P + 8) * static_cast<Step>(M + 1);
+    for (Step s = 1; missing > 0; ++s) {
+        if (s > cap_steps) return std::nullopt;
+        for (std::uint32_t k = 0; k < P; ++k) {
+            std::uint32_t p = (k + s) % P;
+            bool sent = false;
+            for (std::size_t i = 0; i < M && !sent; ++i) {
+                if (since[i * P + p] >= s) continue;
+                std::vector<std::pair<std::uint32_t, std::uint32_t>> cand;
+                for (std::uint32_t q = 0; q < P; ++q)
+                    if (!targeted[i * P + q] && dm.goal[i][q]) cand.push_back({t.distance(Node{p}, Node{q}), q});
+                std::sort(cand.begin(), cand.end());
+                for (auto [len, q] : cand) {
+                    auto r = t.route(Node{p}, Node{q});
+                    bool ok = true;
+                    for (std::size_t j = 0; j < r.size() && ok; ++j)
+                        pm.each(r[j], [&](std::size_t res) { ok = ok && led.free(res, s + static_cast<Step>(j)); });
+                    if (!ok) continue;
+                    for (std::size_t j = 0; j < r.size(); ++j) {
+                        pm.each(r[j], [&](std::size_t res) { led.take(res, s + static_cast<Step>(j)); });
+                        b.hop(s + static_cast<Step>(j), r[j], dm.msgs[i]);
+                    }
+                    targeted[i * P + q] = 1;
+                    inflight.push_back({s + len - 1, i, q});
+                    sent = true;
+                    break;
+                }
+                if (model.ports == Ports::multi) sent = false;
+            }
+        }
+        for (auto& [a, i, q] : inflight)
+            if (a == s) {
+                since[i * P + q] = s;
+                --missing;
+            }
+    }
+    return std::move(b).finish();
+}
+
+/// Total exchange on a binary fat tree that is invariant under the translations s -> s ^ a
+/// (each is an automorphism of the tree: it swaps children at some levels): processor s sends
+/// m(s, s^k) in step f(k), for every s. A processor's injections are then distinct iff f is
+/// injective, and its arrivals f(k) + len(k) - 1 (len(k), the distance from s to s^k, is the
+/// same for every s) are distinct iff f + len - 1 is injective: a problem of n-1 items for one
+/// processor, solved with CaDiCaL for T from its own sum bound up to max_T. Inner channels are
+/// left to the verification (on the EBFT they cannot overflow: a subtree of s leaves has
+/// channels of capacity s above it, and its leaves inject and receive one message per step).
+/// Total exchange on a binary fat tree that is invariant under the translations s -> s ^ a
+/// (each is an automorphism of the tree: it swaps children at some levels): processor s sends
+/// m(s, s^k) in step f(k), for every s. A processor's injections are then distinct iff f is
+/// injective, and its arrivals f(k) + len(k) - 1 (len(k), the distance from s to s^k, is the
+/// same for every s) are distinct iff f + len - 1 is injective (half duplex: and no step holds
+/// both a start and an end). That is a problem of n-1 items for one processor, solved here by
+/// min-conflicts local search (fixed seed, so the result is reproducible) for T from its own
+/// sum bound up to max_T. Inner channels are left to the verification: on the EBFT they cannot
+/// overflow (a subtree of s leaves has channels of capacity s above it, and its leaves inject
+/// and receive one message per step, all moving in lockstep).
+std::optional<SendTable> xor_invariant_alltoall(const SynthInstance& in, Step max_T) {
+    const Topology& t = *in.topology;
+    const std::uint32_t n = t.processors();
+    if (t.family() != Family::bft || in.collective.kind != CollectiveKind::alltoall || n < 4 || (n & (n - 1)) != 0) return std::nullopt;
+    const std::uint32_t m = n - 1;
+    std::vector<Step> len(n);
+    std::uint64_t sum = 0;
+    for (std::uint32_t k = 1; k < n; ++k) sum += (len[k] = t.distance(Node{0}, Node{k})) - 1;
+    const bool half = in.model.ports == Ports::half;
+    std::mt19937 rng(20240601);
+    for (Step T = static_cast<Step>(m + (sum + m - 1) / m); T <= max_T; ++T) {
+        // occupancy per step: starts in starts[], ends in ends[] (the same array under half duplex)
+        std::vector<std::uint32_t> starts(T + 2, 0), ends_own(T + 2, 0);
+        std::vector<std::uint32_t>& ends = half ? starts : ends_own;
+        std::vector<Step> f(n, 0);
+        bool room = true;
+        for (std::uint32_t k = 1; k < n && room; ++k) {
+            if (len[k] > T) room = false;
+            else {
+                f[k] = 1 + static_cast<Step>(rng() % (T - len[k] + 1));
+                ++starts[f[k]];
+                ++ends[f[k] + len[k] - 1];
+            }
+        }
+        if (!room) continue;
+        auto clash = [&](std::uint32_t k) { return starts[f[k]] > 1 || ends[f[k] + len[k] - 1] > 1; };
+        std::vector<std::uint32_t> bad, best;
+        for (std::uint64_t move = 0; move < 400000; ++move) {
+            bad.clear();
+            for (std::uint32_t k = 1; k < n; ++k)
+                if (clash(k)) bad.push_back(k);
+            if (bad.empty()) {
+                TableBuilder b(in.topology, in.model, in.collective);
+                Messages ms(n);
+                for (std::uint32_t k = 1; k < n; ++k)
+                    for (std::uint32_t p = 0; p < n; ++p) b.send_cut_through(f[k], Node{p}, Node{p ^ k}, ms.personal(p, p ^ k));
+                return std::move(b).finish();
+            }
+            std::uint32_t k = bad[rng() % bad.size()];
+            --starts[f[k]];
+            --ends[f[k] + len[k] - 1];
+            std::uint32_t low = std::numeric_limits<std::uint32_t>::max();
+            best.clear();
+            for (Step s = 1; s + len[k] - 1 <= T; ++s) {
+                std::uint32_t c = starts[s] + ends[s + len[k] - 1];
+                if (c < low) {
+                    low = c;
+                    best.clear();
+                }
+                if (c == low) best.push_back(s);
+            }
+            // Mostly the least-conflict step; now and then a random one, to leave plateaus.
+            f[k] = rng() % 10 == 0 ? 1 + static_cast<Step>(rng() % (T - len[k] + 1)) : best[rng() % best.size()];
+            ++starts[f[k]];
+            ++ends[f[k] + len[k] - 1];
+        }
+    }
+    return std::nullopt;
+}
+
+/// A Hamiltonian cycle of a router-free topology (depth-first search, fewest onward choices
+/// first, a bounded number of backtracking steps); empty when none is found.
+std::vector<std::uint32_t> hamiltonian_cycle(const Topology& t) {
+    const std::uint32_t P = t.processors();
+    if (t.routers() != 0 || P < 3) return {};
+    std::vector<std::vector<std::uint32_t>> adj(P);
+    for (const Channel& c : t.channels()) adj[idx(c.from)].push_back(idx(c.to));
+    std::vector<std::uint32_t> path{0};
+    std::vector<char> used(P, 0);
+    used[0] = 1;
+    std::uint64_t budget = 2000000;
+    auto closes = [&](std::uint32_t v) { return std::find(adj[v].begin(), adj[v].end(), 0u) != adj[v].end(); };
+    std::function<bool()> dfs = [&]() -> bool {
+        if (budget-- == 0) return false;
+        std::uint32_t u = path.back();
+        if (path.size() == P) return closes(u);
+        std::vector<std::pair<std::size_t, std::uint32_t>> next;
+        for (std::uint32_t v : adj[u])
+            if (!used[v]) {
+                std::size_t deg = 0;
+                for (std::uint32_t w : adj[v]) deg += !used[w];
+                next.push_back({deg, v});
+            }
+        std::sort(next.begin(), next.end());
+        for (auto [deg, v] : next) {
+            used[v] = 1;
+            path.push_back(v);
+            if (dfs()) return true;
+            path.pop_back();
+            used[v] = 0;
+        }
+        return false;
+    };
+    return dfs() ? path : std::vector<std::uint32_t>{};
+}
+
+/// Multinode broadcast along a Hamiltonian cycle, as in the single-port paper (Dimakopoulos,
+/// section 3): messages rotate one way round the cycle through FIFO buffers, a message is
+/// forwarded until it has made n-1 hops. Who transmits in step j (position i on the cycle):
+/// everybody (full duplex), positions of the parity of j (half duplex, n even), positions
+/// j, j+2, ..., j+n-3 (half duplex, n odd: position j-1 idles). 2n steps for odd n, 2(n-1) for
+/// even n under half duplex, n-1 under full duplex, which are the lower bounds.
+std::optional<SendTable> ring_allgather(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    if (in.collective.kind != CollectiveKind::allgather) return std::nullopt;
+    std::vector<std::uint32_t> cyc = hamiltonian_cycle(t);
+    if (cyc.empty()) return std::nullopt;
+    const std::uint32_t n = static_cast<std::uint32_t>(cyc.size());
+    const bool half = in.model.ports == Ports::half;
+    Messages ms(n);
+    struct Copy {
+        std::uint32_t origin;
+        std::uint32_t hops;
+    };
+    std::vector<std::deque<Copy>> fifo(n);
+    for (std::uint32_t i = 0; i < n; ++i) fifo[i].push_back({cyc[i], 0});
+    TableBuilder b(in.topology, in.model, in.collective);
+    std::uint64_t pending = std::uint64_t{n} * (n - 1);
+    for (Step j = 1; pending > 0; ++j) {
+        if (j > 4 * n + 8) return std::nullopt;
+        std::vector<std::pair<std::uint32_t, Copy>> moves;
+        for (std::uint32_t i = 0; i < n; ++i) {
+            bool sends = !half || (n % 2 == 0 ? (i + j) % 2 == 0 : ((i + n - j % n) % n) % 2 == 0 && (i + 1) % n != j % n);
+            if (!sends || fifo[i].empty()) continue;
+            moves.push_back({i, fifo[i].front()});
+            fifo[i].pop_front();
+        }
+        for (auto [i, c] : moves) {
+            std::uint32_t to = (i + 1) % n;
+            b.hop(j, *t.find_channel(Node{cyc[i]}, Node{cyc[to]}), ms.broadcast(c.origin));
+            --pending;
+            if (c.hops + 1 < n - 1) fifo[to].push_back({c.origin, c.hops + 1});
+        }
+    }
+    return std::move(b).finish();
+}
+
+bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes) {
+    table.model = in.model;
+    VerifyOptions vo;
+    vo.fixed_routes = fixed_routes;
+    return verify_direct(table, vo).holds();
+}
+
+}  // namespace
+
+std::vector<Bound> lower_bounds(const SynthInstance& in) {
+    EncodingKind k = encoding_for(in);
+    std::vector<Bound> b = k == EncodingKind::personal ? personal_bounds(in) : dissemination_bounds(in, k);
+    std::stable_sort(b.begin(), b.end(), [](const Bound& x, const Bound& y) { return x.steps > y.steps; });
+    return b;
+}
+
+std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions) {
+    EncodingKind k = encoding_for(in);
+    std::vector<KnownSchedule> found;
+    const Topology& t = *in.topology;
+    if (k == EncodingKind::personal) {
+        if (in.collective.kind == CollectiveKind::alltoall && t.family() == Family::bft) {
+            try {
+                SendTable s = bft_phase_alltoall(in.topology);
+                if (holds(s, in, true)) found.push_back({std::move(s), "bft_phase_alltoall (Dimakopoulos & Dimopoulos, section 5, eq. 2)"});
+            } catch (const InputError&) {
+                // capacity pattern not covered by the built-in algorithm: the greedy below applies
+            }
+        }
+        Step cap = 4 * t.processors() + 4 * t.tree_levels() + 8;
+        if (!found.empty()) cap = found.front().table.steps() - 1;
+        if (!constructions) {
+        } else if (auto x = xor_invariant_alltoall(in, cap); x && holds(*x, in, true)) {
+            found.push_back({std::move(*x), "XOR-invariant total exchange (collsched construction, docs/synthesis.md)"});
+        }
+        SendTable g = greedy_personal(in);
+        if (holds(g, in, true)) found.push_back({std::move(g), "greedy first fit, farthest first"});
+    } else if (k == EncodingKind::dissemination) {
+        if (auto r = ring_allgather(in); r && holds(*r, in, false))
+            found.push_back({std::move(*r), "ring algorithm on a Hamiltonian cycle (Dimakopoulos, single-port paper, section 3)"});
+        if (auto g = greedy_flood(in); g && holds(*g, in, false)) found.push_back({std::move(*g), "greedy flooding, oldest first"});
+    } else {
+        if (auto g = greedy_end_to_end(in); g && holds(*g, in, false)) found.push_back({std::move(*g), "greedy end-to-end sends, nearest first"});
+    }
+    if (found.empty()) return std::nullopt;
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < found.size(); ++i)
+        if (found[i].table.steps() < found[best].table.steps()) best = i;
+    return std::move(found[best]);
+}
+
+}  // namespace collsched

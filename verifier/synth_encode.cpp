@@ -1,0 +1,746 @@
+// The three encodings of "a schedule completes by step T" (docs/synthesis.md has the same
+// text with the arguments for every reduction). All of them are built once for a largest
+// horizon H; completion by T <= H is the assumption deadline[T].
+#include "verifier/synth_encode.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "dsl/diagnostics.hpp"
+
+namespace collsched::synth {
+
+// ---------------------------------------------------------------- Formula
+
+void Formula::clause(std::span<const int> lits) {
+    scratch_.clear();
+    for (int l : lits) {
+        if (l == top) return;
+        if (l == -top) continue;
+        scratch_.push_back(l);
+    }
+    if (scratch_.empty()) unsat_ = true;
+    clauses_.insert(clauses_.end(), scratch_.begin(), scratch_.end());
+    clauses_.push_back(0);
+    ++clause_count_;
+}
+
+void Formula::at_most(std::vector<int> lits, std::int64_t k) {
+    std::erase(lits, -top);
+    k -= std::erase(lits, top);
+    if (k < 0) {
+        clause({});
+        return;
+    }
+    if (static_cast<std::size_t>(k) >= lits.size()) return;
+    if (k == 0) {
+        for (int l : lits) clause({-l});
+        return;
+    }
+    if (k == 1 && lits.size() == 2) {
+        clause({-lits[0], -lits[1]});
+        return;
+    }
+    cards_.push_back({std::move(lits), static_cast<std::uint32_t>(k), false});
+}
+
+void Formula::at_least(std::vector<int> lits, std::int64_t k) {
+    std::erase(lits, -top);
+    k -= std::erase(lits, top);
+    if (k <= 0) return;
+    if (static_cast<std::size_t>(k) > lits.size()) {
+        clause({});
+        return;
+    }
+    if (k == 1) {
+        clause(lits);
+        return;
+    }
+    if (static_cast<std::size_t>(k) == lits.size()) {
+        for (int l : lits) clause({l});
+        return;
+    }
+    cards_.push_back({std::move(lits), static_cast<std::uint32_t>(k), true});
+}
+
+int Formula::and_of(int a, int b) {
+    if (a == -top || b == -top) return -top;
+    if (a == top) return b;
+    if (b == top) return a;
+    int v = new_var();
+    clause({-v, a});
+    clause({-v, b});
+    clause({-a, -b, v});
+    return v;
+}
+
+int Formula::or_of(std::span<const int> lits) {
+    std::vector<int> ls;
+    for (int l : lits) {
+        if (l == top) return top;
+        if (l != -top) ls.push_back(l);
+    }
+    if (ls.empty()) return -top;
+    if (ls.size() == 1) return ls[0];
+    int v = new_var();
+    std::vector<int> big{-v};
+    for (int l : ls) {
+        big.push_back(l);
+        clause({-l, v});
+    }
+    clause(big);
+    return v;
+}
+
+std::vector<std::uint32_t> bfs_distances(const Topology& t, Node from) {
+    constexpr std::uint32_t inf = std::numeric_limits<std::uint32_t>::max();
+    std::vector<std::uint32_t> d(t.nodes(), inf);
+    std::deque<Node> q{from};
+    d[idx(from)] = 0;
+    while (!q.empty()) {
+        Node u = q.front();
+        q.pop_front();
+        for (ChannelId c : t.out_channels(u)) {
+            Node v = t.channel(c).to;
+            if (d[idx(v)] == inf) {
+                d[idx(v)] = d[idx(u)] + 1;
+                q.push_back(v);
+            }
+        }
+    }
+    return d;
+}
+
+namespace {
+
+constexpr std::uint32_t unreachable = std::numeric_limits<std::uint32_t>::max();
+
+bool personal_kind(CollectiveKind k) {
+    return k == CollectiveKind::alltoall || k == CollectiveKind::scatter || k == CollectiveKind::gather;
+}
+
+/// Buckets of literals per (resource, step): the literals whose truth puts one unit of load on
+/// the resource in that step.
+struct Buckets {
+    std::uint32_t steps;  // H + 1
+    std::vector<std::vector<int>> b;
+    Buckets(std::size_t resources, Step horizon) : steps(horizon + 1), b(resources * (horizon + 1)) {}
+    std::vector<int>& at(std::size_t r, Step t) { return b[r * steps + t]; }
+};
+
+// ---------------------------------------------------------------- personal
+
+/// One segment of a message's route: hops [j0, j0+len) cross their channels in consecutive
+/// steps, starting at a step in [lo, hi]. order[t-lo] (t < hi) means "started by step t";
+/// at_[t-lo] means "started exactly at step t".
+struct Segment {
+    std::uint32_t goal;
+    std::uint32_t j0, len;
+    Step lo, hi;
+    std::vector<int> order;
+    std::vector<int> at_;
+    int by(std::int64_t t) const {
+        if (t < lo) return -Formula::top;
+        if (t >= hi) return Formula::top;
+        return order[t - lo];
+    }
+    int at(std::int64_t t) const {
+        if (t < lo || t > hi) return -Formula::top;
+        return at_[t - lo];
+    }
+};
+
+/// A load on a resource: segment s crosses it `off` steps after the segment starts.
+struct Use {
+    std::uint32_t seg;
+    std::uint32_t off;
+};
+
+struct Resource {
+    std::uint32_t cap;
+    std::vector<Use> uses;
+};
+
+struct Tree {
+    std::vector<std::vector<Node>> children;  // per node, sorted by smallest leaf below
+    std::vector<std::vector<std::uint32_t>> leaves;
+};
+
+Tree tree_shape(const Topology& t) {
+    Tree tr;
+    tr.children.resize(t.nodes());
+    tr.leaves.resize(t.nodes());
+    for (const Channel& c : t.channels())
+        if (t.level(c.to) < t.level(c.from)) tr.children[idx(c.from)].push_back(c.to);
+    // Leaves bottom-up by level.
+    std::vector<Node> order;
+    for (std::uint32_t v = 0; v < t.nodes(); ++v) order.push_back(Node{v});
+    std::sort(order.begin(), order.end(), [&](Node a, Node b) { return t.level(a) < t.level(b); });
+    for (Node v : order) {
+        if (t.is_processor(v)) {
+            tr.leaves[idx(v)] = {idx(v)};
+            continue;
+        }
+        auto& ch = tr.children[idx(v)];
+        std::sort(ch.begin(), ch.end(), [&](Node a, Node b) { return tr.leaves[idx(a)].front() < tr.leaves[idx(b)].front(); });
+        for (Node c : ch) {
+            const auto& l = tr.leaves[idx(c)];
+            tr.leaves[idx(v)].insert(tr.leaves[idx(v)].end(), l.begin(), l.end());
+        }
+        std::sort(tr.leaves[idx(v)].begin(), tr.leaves[idx(v)].end());
+    }
+    return tr;
+}
+
+void encode_personal(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e) {
+    const Topology& topo = *in.topology;
+    const Model& model = in.model;
+    Formula& f = e.f;
+    e.fixed_routes = true;
+
+    struct Goal {
+        MessageId m;
+        Node src, dst;
+        std::vector<ChannelId> route;
+        std::uint32_t first_seg, segs;
+    };
+    std::vector<Goal> goals;
+    Messages ms(topo.processors());
+    in.collective.for_each_goal(topo.processors(), [&](MessageId m, Node d) {
+        goals.push_back({m, ms.origin(m), d, topo.route(ms.origin(m), d), 0, 0});
+    });
+    Step longest = 0;
+    for (const Goal& g : goals) longest = std::max<Step>(longest, static_cast<Step>(g.route.size()));
+    e.min_horizon = longest;
+    if (H < longest) {
+        f.clause({});
+        return;
+    }
+
+    // Segments: a new one starts at every hop leaving a node where the message may wait.
+    std::vector<Segment> segs;
+    for (std::uint32_t gi = 0; gi < goals.size(); ++gi) {
+        Goal& g = goals[gi];
+        const std::uint32_t k = static_cast<std::uint32_t>(g.route.size());
+        g.first_seg = static_cast<std::uint32_t>(segs.size());
+        std::uint32_t j0 = 0;
+        for (std::uint32_t j = 1; j <= k; ++j) {
+            bool cut = j == k;
+            if (!cut) {
+                Node at = topo.channel(g.route[j]).from;
+                cut = topo.is_processor(at) || model.queues != QueueKind::none;
+            }
+            if (!cut) continue;
+            Segment s{gi, j0, j - j0, j0 + 1, H - (k - 1 - j0), {}, {}};
+            segs.push_back(std::move(s));
+            j0 = j;
+        }
+        g.segs = static_cast<std::uint32_t>(segs.size()) - g.first_seg;
+    }
+
+    // Order encoding of each segment's start, and the exact "starts at t" literals.
+    for (Segment& s : segs) {
+        for (Step t = s.lo; t < s.hi; ++t) s.order.push_back(f.new_var());
+        for (std::size_t i = 0; i + 1 < s.order.size(); ++i) f.clause({-s.order[i], s.order[i + 1]});
+        for (Step t = s.lo; t <= s.hi; ++t) {
+            int now = s.by(t), before = s.by(static_cast<std::int64_t>(t) - 1);
+            int x = f.and_of(now, -before);
+            s.at_.push_back(x);
+        }
+    }
+    // Segments of one message in order: the next starts after the previous has ended.
+    for (const Goal& g : goals)
+        for (std::uint32_t i = 1; i < g.segs; ++i) {
+            const Segment& a = segs[g.first_seg + i - 1];
+            const Segment& b = segs[g.first_seg + i];
+            for (Step t = b.lo; t <= b.hi; ++t) f.clause({-b.by(t), a.by(static_cast<std::int64_t>(t) - a.len)});
+        }
+
+    // Resources: channels, then processor ports.
+    std::vector<Resource> res(topo.channels().size());
+    for (std::size_t c = 0; c < res.size(); ++c) res[c].cap = topo.channels()[c].cap;
+    const std::size_t P = topo.processors();
+    std::size_t send0 = res.size(), recv0 = res.size();
+    if (model.ports == Ports::single) {
+        send0 = res.size();
+        recv0 = send0 + P;
+        res.resize(res.size() + 2 * P, Resource{1, {}});
+    } else if (model.ports == Ports::half) {
+        send0 = recv0 = res.size();
+        res.resize(res.size() + P, Resource{1, {}});
+    }
+    for (std::uint32_t si = 0; si < segs.size(); ++si) {
+        const Segment& s = segs[si];
+        const Goal& g = goals[s.goal];
+        for (std::uint32_t j = s.j0; j < s.j0 + s.len; ++j) {
+            const Channel& ch = topo.channel(g.route[j]);
+            res[idx(g.route[j])].uses.push_back({si, j - s.j0});
+            if (model.ports != Ports::multi) {
+                // A single-port limit equal to a single channel of capacity 1 adds nothing.
+                auto same = [&](std::span<const ChannelId> cs) {
+                    return model.ports == Ports::single && cs.size() == 1 && topo.channel(cs[0]).cap <= 1;
+                };
+                if (topo.is_processor(ch.from) && !same(topo.out_channels(ch.from)))
+                    res[send0 + idx(ch.from)].uses.push_back({si, j - s.j0});
+                if (topo.is_processor(ch.to) && !same(topo.in_channels(ch.to)))
+                    res[recv0 + idx(ch.to)].uses.push_back({si, j - s.j0});
+            }
+        }
+    }
+    std::size_t implied = 0;
+    for (const Resource& r : res) {
+        if (r.uses.size() <= r.cap) continue;
+        std::vector<std::vector<int>> per_step(H + 1);
+        Step emin = H, lmax = 0;
+        for (const Use& u : r.uses) {
+            const Segment& s = segs[u.seg];
+            for (Step t = s.lo; t <= s.hi; ++t) per_step[t + u.off].push_back(s.at(t));
+            emin = std::min<Step>(emin, s.lo + u.off);
+            lmax = std::max<Step>(lmax, s.hi + u.off);
+        }
+        for (Step t = 1; t <= H; ++t) f.at_most(std::move(per_step[t]), r.cap);
+        if (!opt.implied) continue;
+        // Cumulative counting: by step t at most cap*(t-emin+1) uses are done, and at most
+        // cap*(lmax-t) are still to come.
+        // Each constraint costs about n * min(k, n - k) clauses in CNF: skip resources where the
+        // counters would dwarf the rest of the formula (they are implied, so leaving them out is safe).
+        if (r.uses.size() * std::min<std::size_t>(r.uses.size(), 64) > 4096) continue;
+        for (Step t = emin; t < lmax; ++t) {
+            std::vector<int> done, todo;
+            for (const Use& u : r.uses) {
+                int b = segs[u.seg].by(static_cast<std::int64_t>(t) - u.off);
+                done.push_back(b);
+                todo.push_back(-b);
+            }
+            std::size_t before = f.cards().size();
+            f.at_most(std::move(done), static_cast<std::int64_t>(r.cap) * (t - emin + 1));
+            f.at_most(std::move(todo), static_cast<std::int64_t>(r.cap) * (lmax - t));
+            implied += f.cards().size() - before;
+        }
+    }
+    if (opt.implied) e.notes.push_back(fmt::format("implied: {} cumulative counting constraints", implied));
+
+    // Symmetry breaking (docs/synthesis.md, "Symmetry"). Time shift: a schedule without a
+    // transfer in step 1 can be moved one step earlier, so some first hop happens in step 1.
+    if (opt.symmetry) {
+        std::vector<int> first;
+        bool tree = topo.is_tree() && topo.family() != Family::graph;
+        CollectiveKind ck = in.collective.kind;
+        // On trees, alltoall: any leaf can be mapped onto processor 0 by an automorphism.
+        for (const Goal& g : goals)
+            if (!(tree && ck == CollectiveKind::alltoall) || idx(g.src) == 0) first.push_back(segs[g.first_seg].at(1));
+        if (!first.empty()) {
+            f.clause(first);
+            e.notes.push_back("symmetry: some first hop in step 1 (time shift)");
+        }
+        if (tree) {
+            // Pivot p: processor 0 (alltoall) or the root of scatter/gather. For every router v
+            // whose subtree does not contain p, the messages tied to the leaves of v's children
+            // leave their source in child order (first departures non-decreasing).
+            Node pivot = ck == CollectiveKind::alltoall ? Node{0} : in.collective.root;
+            std::vector<int> seg_of_leaf(P, -1);
+            for (const Goal& g : goals) {
+                if (ck == CollectiveKind::gather) {
+                    if (g.dst == pivot) seg_of_leaf[idx(g.src)] = static_cast<int>(g.first_seg);
+                } else if (g.src == pivot) {
+                    seg_of_leaf[idx(g.dst)] = static_cast<int>(g.first_seg);
+                }
+            }
+            Tree tr = tree_shape(topo);
+            std::size_t rules = 0;
+            for (std::uint32_t v = P; v < topo.nodes(); ++v) {
+                const auto& lv = tr.leaves[v];
+                if (std::binary_search(lv.begin(), lv.end(), idx(pivot))) continue;
+                const auto& ch = tr.children[v];
+                for (std::size_t i = 0; i + 1 < ch.size(); ++i) {
+                    for (Step t = 1; t <= H; ++t) {
+                        std::vector<int> left;
+                        for (std::uint32_t d : tr.leaves[idx(ch[i])]) left.push_back(segs[seg_of_leaf[d]].by(t));
+                        int any_left = f.or_of(left);
+                        for (std::uint32_t d : tr.leaves[idx(ch[i + 1])]) f.clause({-segs[seg_of_leaf[d]].by(t), any_left});
+                    }
+                    ++rules;
+                }
+            }
+            e.notes.push_back(fmt::format("symmetry: {} child-order rules around processor {}", rules, idx(pivot)));
+        }
+    }
+
+    // Deadlines: the last segment of every message ends by T.
+    e.deadline.assign(H + 1, 0);
+    for (Step T = longest; T < H; ++T) {
+        int d = f.new_var();
+        e.deadline[T] = d;
+        for (const Goal& g : goals) {
+            const Segment& s = segs[g.first_seg + g.segs - 1];
+            f.clause({-d, s.by(static_cast<std::int64_t>(T) - s.len + 1)});
+        }
+    }
+
+    // Decoding: a segment starting at t puts its hops in steps t, t+1, ...
+    for (const Segment& s : segs) {
+        const Goal& g = goals[s.goal];
+        for (Step t = s.lo; t <= s.hi; ++t) {
+            Candidate c{s.at(t), static_cast<std::uint32_t>(e.pool.size()), s.len, t + s.len - 1};
+            for (std::uint32_t j = 0; j < s.len; ++j) e.pool.push_back({t + j, g.route[s.j0 + j], g.m});
+            e.candidates.push_back(c);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- dissemination
+
+struct Dissem {
+    std::vector<MessageId> msgs;
+    std::vector<Node> origin;
+    std::vector<std::vector<Node>> goals;  // per message
+};
+
+Dissem dissemination_goals(const SynthInstance& in) {
+    Dissem d;
+    const std::uint32_t P = in.topology->processors();
+    Messages ms(P);
+    std::map<std::uint32_t, std::size_t> at;
+    in.collective.for_each_goal(P, [&](MessageId m, Node p) {
+        auto [it, fresh] = at.try_emplace(idx(m), d.msgs.size());
+        if (fresh) {
+            d.msgs.push_back(m);
+            d.origin.push_back(ms.origin(m));
+            d.goals.emplace_back();
+        }
+        d.goals[it->second].push_back(p);
+    });
+    return d;
+}
+
+void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e) {
+    const Topology& topo = *in.topology;
+    const Model& model = in.model;
+    Formula& f = e.f;
+    Dissem dm = dissemination_goals(in);
+    const std::uint32_t N = topo.nodes(), P = topo.processors();
+    const bool routers_hold = model.replicate && model.queues == QueueKind::unbounded;
+    auto holder = [&](Node v) { return topo.is_processor(v) || routers_hold; };
+
+    std::vector<std::vector<std::uint32_t>> dist;
+    Step far = 0;
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
+        dist.push_back(bfs_distances(topo, dm.origin[i]));
+        for (Node g : dm.goals[i]) {
+            if (dist[i][idx(g)] == unreachable)
+                throw InputError(fmt::format("{} cannot reach processor {} from {}: no schedule exists",
+                                             Messages(P).name(dm.msgs[i]), idx(g), idx(dm.origin[i])));
+            far = std::max<Step>(far, dist[i][idx(g)]);
+        }
+    }
+    e.min_horizon = far;
+    if (H < far) {
+        f.clause({});
+        return;
+    }
+    const std::size_t C = topo.channels().size();
+    // hold[i][v][t], cross[i][c][t] (0 where the variable does not exist: false).
+    auto hidx = [&](std::size_t i, std::uint32_t v, Step t) { return (i * N + v) * (H + 1) + t; };
+    auto xidx = [&](std::size_t i, std::size_t c, Step t) { return (i * C + c) * (H + 1) + t; };
+    std::vector<int> hold(dm.msgs.size() * N * (H + 1), -Formula::top);
+    std::vector<int> cross(dm.msgs.size() * C * (H + 1), -Formula::top);
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
+        for (std::uint32_t v = 0; v < N; ++v) {
+            if (!holder(Node{v}) || dist[i][v] == unreachable) continue;
+            for (Step t = dist[i][v]; t <= H; ++t) hold[hidx(i, v, t)] = Node{v} == dm.origin[i] ? Formula::top : f.new_var();
+        }
+        for (std::size_t c = 0; c < C; ++c) {
+            const Channel& ch = topo.channels()[c];
+            if (ch.to == dm.origin[i] || dist[i][idx(ch.from)] == unreachable) continue;
+            for (Step t = dist[i][idx(ch.from)] + 1; t <= H; ++t) cross[xidx(i, c, t)] = f.new_var();
+        }
+    }
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
+        for (std::size_t c = 0; c < C; ++c) {
+            const Channel& ch = topo.channels()[c];
+            for (Step t = 1; t <= H; ++t) {
+                int x = cross[xidx(i, c, t)];
+                if (x == -Formula::top) continue;
+                // Causality: the sender holds m, or (a queue-free replicating router) received it
+                // in the step before.
+                if (holder(ch.from)) {
+                    f.clause({-x, hold[hidx(i, idx(ch.from), t - 1)]});
+                } else {
+                    std::vector<int> cl{-x};
+                    for (ChannelId in_c : topo.in_channels(ch.from)) cl.push_back(cross[xidx(i, idx(in_c), t - 1)]);
+                    f.clause(cl);
+                }
+                if (holder(ch.to)) {
+                    f.clause({-x, hold[hidx(i, idx(ch.to), t)]});
+                    // Dominance: never send m to a holder that already has it (drop such a transfer).
+                    f.clause({-x, -hold[hidx(i, idx(ch.to), t - 1)]});
+                }
+            }
+        }
+        for (std::uint32_t v = 0; v < N; ++v) {
+            if (!holder(Node{v}) || Node{v} == dm.origin[i]) continue;
+            for (Step t = 1; t <= H; ++t) {
+                int h = hold[hidx(i, v, t)];
+                if (h == -Formula::top) continue;
+                f.clause({-hold[hidx(i, v, t - 1)], h});
+                std::vector<int> cl{-h, hold[hidx(i, v, t - 1)]};
+                for (ChannelId in_c : topo.in_channels(Node{v})) cl.push_back(cross[xidx(i, idx(in_c), t)]);
+                f.clause(cl);
+            }
+        }
+    }
+    // Capacity per channel and step; ports per processor and step.
+    for (std::size_t c = 0; c < C; ++c)
+        for (Step t = 1; t <= H; ++t) {
+            std::vector<int> ls;
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i) ls.push_back(cross[xidx(i, c, t)]);
+            f.at_most(std::move(ls), topo.channels()[c].cap);
+        }
+    if (model.ports != Ports::multi)
+        for (std::uint32_t p = 0; p < P; ++p)
+            for (Step t = 1; t <= H; ++t) {
+                std::vector<int> out, inn;
+                for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
+                    for (ChannelId c : topo.out_channels(Node{p})) out.push_back(cross[xidx(i, idx(c), t)]);
+                    for (ChannelId c : topo.in_channels(Node{p})) inn.push_back(cross[xidx(i, idx(c), t)]);
+                }
+                if (model.ports == Ports::half) {
+                    out.insert(out.end(), inn.begin(), inn.end());
+                    f.at_most(std::move(out), 1);
+                } else {
+                    f.at_most(std::move(out), 1);
+                    f.at_most(std::move(inn), 1);
+                }
+            }
+    if (opt.implied) {
+        // A processor gains at most (its receive capacity per step) messages per step.
+        std::size_t n = 0;
+        for (std::uint32_t p = 0; p < P; ++p) {
+            std::int64_t per_step = 0;
+            if (model.ports != Ports::multi) per_step = 1;
+            else
+                for (ChannelId c : topo.in_channels(Node{p})) per_step += topo.channel(c).cap;
+            for (Step t = 1; t <= H; ++t) {
+                std::vector<int> ls;
+                for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                    if (dm.origin[i] != Node{p}) ls.push_back(hold[hidx(i, p, t)]);
+                std::size_t before = f.cards().size();
+                f.at_most(std::move(ls), per_step * t);
+                n += f.cards().size() - before;
+            }
+        }
+        e.notes.push_back(fmt::format("implied: {} per-processor reception counts", n));
+        if (model.ports == Ports::half && topo.routers() == 0) {
+            // Every transfer joins a sending and a receiving processor, and under half duplex
+            // each processor does one of the two per step: at most floor(P/2) new holdings per step.
+            std::size_t g = 0;
+            for (Step t = 1; t <= H; ++t) {
+                std::vector<int> ls;
+                for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                    for (std::uint32_t p = 0; p < P; ++p)
+                        if (dm.origin[i] != Node{p}) ls.push_back(hold[hidx(i, p, t)]);
+                std::size_t before = f.cards().size();
+                f.at_most(std::move(ls), static_cast<std::int64_t>(P / 2) * t);
+                g += f.cards().size() - before;
+            }
+            e.notes.push_back(fmt::format("implied: {} half-duplex pairing counts", g));
+        }
+    }
+    e.deadline.assign(H + 1, 0);
+    for (Step T = far; T <= H; ++T) {
+        if (T == H) {
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                for (Node g : dm.goals[i]) f.clause({hold[hidx(i, idx(g), H)]});
+            continue;
+        }
+        int d = f.new_var();
+        e.deadline[T] = d;
+        for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+            for (Node g : dm.goals[i]) f.clause({-d, hold[hidx(i, idx(g), T)]});
+    }
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+        for (std::size_t c = 0; c < C; ++c)
+            for (Step t = 1; t <= H; ++t) {
+                int x = cross[xidx(i, c, t)];
+                if (x == -Formula::top) continue;
+                e.candidates.push_back({x, static_cast<std::uint32_t>(e.pool.size()), 1, t});
+                e.pool.push_back({t, ChannelId{static_cast<std::uint32_t>(c)}, dm.msgs[i]});
+            }
+}
+
+// ---------------------------------------------------------------- end to end
+
+void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e) {
+    const Topology& topo = *in.topology;
+    const Model& model = in.model;
+    Formula& f = e.f;
+    Dissem dm = dissemination_goals(in);
+    const std::uint32_t P = topo.processors();
+    std::vector<std::uint32_t> len(P * P);
+    std::vector<std::vector<ChannelId>> routes(P * P);
+    for (std::uint32_t p = 0; p < P; ++p)
+        for (std::uint32_t q = 0; q < P; ++q) {
+            routes[p * P + q] = topo.route(Node{p}, Node{q});
+            len[p * P + q] = static_cast<std::uint32_t>(routes[p * P + q].size());
+        }
+    Step far = 0;
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+        for (Node g : dm.goals[i]) far = std::max<Step>(far, len[idx(dm.origin[i]) * P + idx(g)]);
+    e.min_horizon = far;
+    if (H < far) {
+        f.clause({});
+        return;
+    }
+    auto hidx = [&](std::size_t i, std::uint32_t p, Step t) { return (i * P + p) * (H + 1) + t; };
+    std::vector<int> hold(dm.msgs.size() * P * (H + 1), -Formula::top);
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+        for (std::uint32_t p = 0; p < P; ++p)
+            for (Step t = len[idx(dm.origin[i]) * P + p]; t <= H; ++t)
+                hold[hidx(i, p, t)] = Node{p} == dm.origin[i] ? Formula::top : f.new_var();
+
+    struct Send {
+        std::uint32_t msg, p, q;
+        Step s;
+        int lit;
+    };
+    std::vector<Send> sends;
+    // arrivals[i][q][t]: sends of message i arriving at q in step t.
+    std::vector<std::vector<int>> arrivals(dm.msgs.size() * P * (H + 1));
+    const std::size_t C = topo.channels().size();
+    std::vector<std::vector<int>> load(C * (H + 1));
+    std::vector<std::vector<int>> out_port(P * (H + 1)), in_port(P * (H + 1));
+    for (std::uint32_t i = 0; i < dm.msgs.size(); ++i)
+        for (std::uint32_t p = 0; p < P; ++p) {
+            Step first = len[idx(dm.origin[i]) * P + p] + 1;
+            for (std::uint32_t q = 0; q < P; ++q) {
+                if (q == p || Node{q} == dm.origin[i]) continue;
+                const std::uint32_t L = len[p * P + q];
+                for (Step s = first; s + L - 1 <= H; ++s) {
+                    int x = f.new_var();
+                    Step a = s + L - 1;
+                    sends.push_back({i, p, q, s, x});
+                    f.clause({-x, hold[hidx(i, p, s - 1)]});
+                    f.clause({-x, hold[hidx(i, q, a)]});
+                    // Dominance: a copy that reaches a processor already holding m is dropped.
+                    f.clause({-x, -hold[hidx(i, q, a - 1)]});
+                    arrivals[hidx(i, q, a)].push_back(x);
+                    for (std::uint32_t k = 0; k < L; ++k) load[idx(routes[p * P + q][k]) * (H + 1) + s + k].push_back(x);
+                    out_port[p * (H + 1) + s].push_back(x);
+                    in_port[q * (H + 1) + a].push_back(x);
+                }
+            }
+        }
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+        for (std::uint32_t q = 0; q < P; ++q) {
+            if (Node{q} == dm.origin[i]) continue;
+            for (Step t = 1; t <= H; ++t) {
+                int h = hold[hidx(i, q, t)];
+                if (h == -Formula::top) continue;
+                f.clause({-hold[hidx(i, q, t - 1)], h});
+                std::vector<int> cl{-h, hold[hidx(i, q, t - 1)]};
+                const auto& arr = arrivals[hidx(i, q, t)];
+                cl.insert(cl.end(), arr.begin(), arr.end());
+                f.clause(cl);
+            }
+        }
+    for (std::size_t c = 0; c < C; ++c)
+        for (Step t = 1; t <= H; ++t) f.at_most(std::move(load[c * (H + 1) + t]), topo.channels()[c].cap);
+    if (model.ports != Ports::multi)
+        for (std::uint32_t p = 0; p < P; ++p)
+            for (Step t = 1; t <= H; ++t) {
+                auto& o = out_port[p * (H + 1) + t];
+                auto& r = in_port[p * (H + 1) + t];
+                if (model.ports == Ports::half) {
+                    o.insert(o.end(), r.begin(), r.end());
+                    f.at_most(std::move(o), 1);
+                } else {
+                    f.at_most(std::move(o), 1);
+                    f.at_most(std::move(r), 1);
+                }
+            }
+    if (opt.implied && model.ports != Ports::multi) {
+        std::size_t n = 0;
+        for (std::uint32_t p = 0; p < P; ++p)
+            for (Step t = 1; t <= H; ++t) {
+                std::vector<int> ls;
+                for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                    if (dm.origin[i] != Node{p}) ls.push_back(hold[hidx(i, p, t)]);
+                std::size_t before = f.cards().size();
+                f.at_most(std::move(ls), t);
+                n += f.cards().size() - before;
+            }
+        e.notes.push_back(fmt::format("implied: {} per-processor reception counts", n));
+    }
+    e.deadline.assign(H + 1, 0);
+    for (Step T = far; T <= H; ++T) {
+        if (T == H) {
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                for (Node g : dm.goals[i]) f.clause({hold[hidx(i, idx(g), H)]});
+            continue;
+        }
+        int d = f.new_var();
+        e.deadline[T] = d;
+        for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+            for (Node g : dm.goals[i]) f.clause({-d, hold[hidx(i, idx(g), T)]});
+    }
+    for (const Send& s : sends) {
+        const auto& r = routes[s.p * P + s.q];
+        e.candidates.push_back({s.lit, static_cast<std::uint32_t>(e.pool.size()), static_cast<std::uint32_t>(r.size()),
+                                s.s + static_cast<Step>(r.size()) - 1});
+        for (std::uint32_t k = 0; k < r.size(); ++k) e.pool.push_back({s.s + k, r[k], dm.msgs[s.msg]});
+    }
+}
+
+}  // namespace
+
+Encoding encode(const SynthInstance& in, Step max_horizon, const SynthOptions& opt) {
+    Encoding e;
+    e.kind = encoding_for(in);
+    e.max_horizon = max_horizon;
+    switch (e.kind) {
+        case EncodingKind::personal: encode_personal(in, max_horizon, opt, e); break;
+        case EncodingKind::dissemination: encode_dissemination(in, max_horizon, opt, e); break;
+        case EncodingKind::end_to_end: encode_end_to_end(in, max_horizon, opt, e); break;
+    }
+    if (e.deadline.size() < max_horizon + 1u) e.deadline.resize(max_horizon + 1, 0);
+    return e;
+}
+
+}  // namespace collsched::synth
+
+namespace collsched {
+
+std::string_view to_string(EncodingKind k) {
+    switch (k) {
+        case EncodingKind::personal: return "personal";
+        case EncodingKind::dissemination: return "dissemination";
+        case EncodingKind::end_to_end: return "end_to_end";
+    }
+    return "?";
+}
+
+EncodingKind encoding_for(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const Model& m = in.model;
+    if (m.timing != Timing::hop)
+        throw InputError("the synthesizer encodes hop timing only (timing=hop); wormhole rounds are not supported");
+    if (m.queues == QueueKind::bounded)
+        throw InputError(fmt::format("the synthesizer encodes queues=none and queues=unbounded; a queue bound ({}) is not supported",
+                                     m.queue_bound));
+    CollectiveKind k = in.collective.kind;
+    if (k == CollectiveKind::custom)
+        throw InputError("the synthesizer needs a named collective (alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:...)");
+    if (synth::personal_kind(k)) return EncodingKind::personal;
+    if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
+    if (t.family() == Family::ideal && m.queues == QueueKind::none) return EncodingKind::end_to_end;
+    throw InputError(fmt::format(
+        "{} on {} with replicate=no: copies through routers are encoded only on the ideal fat tree (end-to-end sends, "
+        "queues=none); use --model replicate=yes, a topology without routers, or ideal:N",
+        in.collective.to_string(), t.spec()));
+}
+
+}  // namespace collsched

@@ -1,0 +1,86 @@
+/** \file
+ * Internal to the synthesizer: the solver-independent formula (Boolean variables, clauses,
+ * cardinality constraints) that the encodings produce and both backends consume, and the
+ * decoding data that turns a model back into transfers. Variable 1 is the constant true
+ * (`Formula::top`), so encodings can write constants without special cases; `clause` and the
+ * cardinality helpers simplify them away.
+ */
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "verifier/synth.hpp"
+
+namespace collsched::synth {
+
+struct Card {
+    std::vector<int> lits;
+    std::uint32_t bound = 0;
+    bool at_least = false;  ///< sum >= bound; otherwise sum <= bound
+};
+
+class Formula {
+public:
+    static constexpr int top = 1;
+
+    int new_var() { return ++vars_; }
+    int vars() const { return vars_; }
+
+    /// Adds a clause; drops false constants, skips the clause when it holds by a true constant.
+    void clause(std::span<const int> lits);
+    void clause(std::initializer_list<int> lits) { clause(std::span<const int>(lits.begin(), lits.size())); }
+    /// sum(lits) <= k, with constants folded in. Trivial constraints are dropped.
+    void at_most(std::vector<int> lits, std::int64_t k);
+    /// sum(lits) >= k, with constants folded in.
+    void at_least(std::vector<int> lits, std::int64_t k);
+    /// A fresh variable equivalent to the conjunction (a and b).
+    int and_of(int a, int b);
+    /// A fresh variable implied by... and implying the disjunction of `lits` (v <-> OR lits).
+    int or_of(std::span<const int> lits);
+
+    std::span<const int> flat_clauses() const { return clauses_; }
+    std::size_t clause_count() const { return clause_count_; }
+    const std::vector<Card>& cards() const { return cards_; }
+    bool trivially_unsat() const { return unsat_; }
+
+private:
+    int vars_ = 1;  // variable 1 is `top`; clause_count_ counts its unit clause
+    std::vector<int> clauses_{top, 0};
+    std::size_t clause_count_ = 1;
+    std::vector<Card> cards_;
+    bool unsat_ = false;
+    std::vector<int> scratch_;
+};
+
+/// A literal that, when true in a model, puts transfers pool[first, first+count) in the table.
+struct Candidate {
+    int lit;
+    std::uint32_t first;
+    std::uint32_t count;
+    Step last_step;  ///< the latest step among its transfers
+};
+
+struct Encoding {
+    EncodingKind kind = EncodingKind::personal;
+    Formula f;
+    std::vector<Candidate> candidates;
+    std::vector<Transfer> pool;
+    Step max_horizon = 0;
+    Step min_horizon = 0;                   ///< below this the instance is infeasible by the windows
+    std::vector<int> deadline;              ///< deadline[T]: the literal forcing completion by T (0: none needed)
+    bool fixed_routes = false;              ///< verify with fixed routes (personal)
+    std::vector<std::string> notes;         ///< what was added (symmetry, implied), for --verbose output
+};
+
+/// Encodes "a schedule completes by step T" for every T <= max_horizon at once: completion by T
+/// is the assumption `deadline[T]`.
+Encoding encode(const SynthInstance&, Step max_horizon, const SynthOptions&);
+
+/// Distances in the graph of channels (BFS, every channel usable), from one node to all.
+std::vector<std::uint32_t> bfs_distances(const Topology&, Node from);
+
+}  // namespace collsched::synth

@@ -1,0 +1,152 @@
+// The search for the least completion time: static lower bound L, known schedule U, then
+// horizons U-1, U-2, ... until one is UNSAT (the optimum is proved) or L is reached.
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "verifier/synth.hpp"
+
+namespace collsched {
+
+std::string_view to_string(OptStatus s) {
+    switch (s) {
+        case OptStatus::proved: return "proved";
+        case OptStatus::found: return "found";
+        case OptStatus::timeout: return "timeout";
+        case OptStatus::infeasible: return "infeasible";
+    }
+    return "?";
+}
+
+OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+    OptimizeResult res;
+    res.encoding = encoding_for(in);
+    res.bounds = lower_bounds(in);
+    if (!res.bounds.empty()) {
+        res.lower_bound = res.bounds.front().steps;
+        res.lower_bound_reason = fmt::format("{}: {}", res.bounds.front().name, res.bounds.front().detail);
+    }
+    if (in.collective.goal_count(in.topology->processors()) == 0) {
+        res.status = OptStatus::proved;
+        res.optimum = 0;
+        res.upper_bound = 0;
+        res.lower_bound = 0;
+        res.upper_bound_source = "nothing to deliver";
+        res.lower_bound_reason = "nothing to deliver";
+        res.seconds = elapsed();
+        return res;
+    }
+    if (auto k = known_schedule(in, opt.constructions)) {
+        res.upper_bound = res.known_steps = k->table.steps();
+        res.upper_bound_source = res.known_source = k->source;
+        res.witness = std::move(k->table);
+    }
+
+    auto settle = [&] {
+        if (res.upper_bound && *res.upper_bound <= res.lower_bound) {
+            res.status = OptStatus::proved;
+            res.optimum = res.upper_bound;
+            res.lower_bound = *res.upper_bound;
+            return true;
+        }
+        return false;
+    };
+    auto remaining = [&]() -> double {
+        if (opt.timeout <= 0) return 0;
+        return opt.timeout - elapsed();
+    };
+    auto out_of_time = [&] { return opt.timeout > 0 && remaining() <= 0.01; };
+
+    std::unique_ptr<Synthesizer> session;
+    auto run = [&](Step T) -> SynthResult {
+        SynthOptions so = opt.synth;
+        if (opt.timeout > 0) so.timeout = so.timeout > 0 ? std::min(so.timeout, remaining()) : remaining();
+        if (opt.progress) {
+            so.tick = [&, T](double) { opt.progress({T, so.backend, elapsed(), false, Answer::unknown}); };
+            opt.progress({T, so.backend, elapsed(), false, Answer::unknown});
+        }
+        auto s0 = Clock::now();
+        // The solver gets what is left of the time limit after encoding.
+        auto left = [&]() { return opt.timeout > 0 ? std::max(0.01, remaining()) : 0.0; };
+        SynthResult r;
+        if (opt.incremental && res.upper_bound) {
+            if (!session) session = std::make_unique<Synthesizer>(in, *res.upper_bound - 1, so);
+            r = session->solve(T, left());
+        } else {
+            Synthesizer fresh(in, T, so);
+            r = fresh.solve(T, left());
+        }
+        double secs = std::chrono::duration<double>(Clock::now() - s0).count();
+        res.attempts.push_back({T, r.answer, secs});
+        if (opt.progress) opt.progress({T, so.backend, elapsed(), true, r.answer});
+        return r;
+    };
+
+    if (!settle()) {
+        if (res.upper_bound) {
+            // Downward: every SAT answer is a better schedule, the first UNSAT proves the last one.
+            Step T = *res.upper_bound - 1;
+            while (T >= res.lower_bound && !out_of_time()) {
+                SynthResult r = run(T);
+                if (r.answer == Answer::sat) {
+                    res.upper_bound = r.witness->steps();
+                    res.upper_bound_source = fmt::format("solver ({}), T = {}", to_string(opt.synth.backend), T);
+                    res.witness = std::move(r.witness);
+                    if (settle()) break;
+                    T = *res.upper_bound - 1;
+                } else if (r.answer == Answer::unsat) {
+                    res.solver_unsat = true;
+                    res.lower_bound = T + 1;
+                    res.lower_bound_reason = fmt::format("solver ({}): no schedule completes by step {}", to_string(opt.synth.backend), T);
+                    settle();
+                    break;
+                } else {
+                    break;
+                }
+            }
+        } else {
+            // No schedule known: upward from the lower bound (each UNSAT raises it).
+            Step T = res.lower_bound;
+            const Step cap = res.lower_bound + 64 * (in.topology->processors() + 4);
+            while (T <= cap && !out_of_time()) {
+                SynthResult r = run(T);
+                if (r.answer == Answer::sat) {
+                    res.upper_bound = r.witness->steps();
+                    res.upper_bound_source = fmt::format("solver ({}), T = {}", to_string(opt.synth.backend), T);
+                    res.witness = std::move(r.witness);
+                    settle();
+                    break;
+                }
+                if (r.answer != Answer::unsat) break;
+                res.lower_bound = T + 1;
+                res.lower_bound_reason = fmt::format("solver ({}): no schedule completes by step {}", to_string(opt.synth.backend), T);
+                ++T;
+            }
+        }
+    }
+    // A second proof by the solver alone, on request: optimum - 1 must be UNSAT.
+    if (res.status == OptStatus::proved && opt.solver_proof && !res.solver_unsat && *res.optimum > 0 && !out_of_time()) {
+        Step T = *res.optimum - 1;
+        SynthResult r = run(T);
+        if (r.answer == Answer::sat)
+            throw std::logic_error(fmt::format("synthesizer bug: {} steps proved a lower bound ({}), yet the solver found a {}-step schedule",
+                                               *res.optimum, res.lower_bound_reason, r.witness->steps()));
+        if (r.answer == Answer::unsat) {
+            res.solver_unsat = true;
+            res.lower_bound_reason += fmt::format("; and solver ({}): no schedule completes by step {}", to_string(opt.synth.backend), T);
+        }
+    }
+    if (res.status != OptStatus::proved) {
+        res.status = res.witness ? OptStatus::found : OptStatus::timeout;
+        res.optimum = res.upper_bound;
+    }
+    res.seconds = elapsed();
+    return res;
+}
+
+}  // namespace collsched

@@ -1,0 +1,319 @@
+// The two backends of the synthesizer and the decoding of a model into a verified send table.
+// CaDiCaL gets the clauses as they are and every cardinality constraint through
+// verifier/cardinality.hpp; Z3 gets the same clauses and native atmost/atleast terms, so the two
+// paths decide literally the same formula and must agree.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <cadical.hpp>
+#include <fmt/format.h>
+#include <z3++.h>
+
+#include "compiler/builder.hpp"
+#include "verifier/cardinality.hpp"
+#include "verifier/direct.hpp"
+#include "verifier/synth_encode.hpp"
+
+namespace collsched {
+
+std::string_view to_string(SatBackend b) { return b == SatBackend::cadical ? "cadical" : "z3"; }
+
+std::string_view to_string(Answer a) {
+    switch (a) {
+        case Answer::sat: return "sat";
+        case Answer::unsat: return "unsat";
+        case Answer::unknown: return "unknown";
+    }
+    return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+class CadicalSink final : public sat::ClauseSink {
+public:
+    CadicalSink(CaDiCaL::Solver& s, int vars) : s_(s), next_(vars) {}
+    int new_var() override { return ++next_; }
+    void add_clause(std::span<const int> lits) override {
+        for (int l : lits) s_.add(l);
+        s_.add(0);
+        ++clauses_;
+    }
+    using sat::ClauseSink::add_clause;
+    std::uint64_t clauses() const { return clauses_; }
+    int vars() const { return next_; }
+
+private:
+    CaDiCaL::Solver& s_;
+    int next_;
+    std::uint64_t clauses_ = 0;
+};
+
+/// Stops CaDiCaL at the deadline or on the caller's interrupt, and reports progress.
+class Stopper final : public CaDiCaL::Terminator {
+public:
+    Stopper(double timeout, const SynthOptions& opt) : opt_(opt), t0_(Clock::now()), timeout_(timeout) {}
+    bool terminate() override {
+        if (++calls_ % 64 != 0) return false;
+        double s = since(t0_);
+        if (timeout_ > 0 && s >= timeout_) {
+            why_ = "time limit";
+            return true;
+        }
+        if (opt_.interrupt && opt_.interrupt()) {
+            why_ = "interrupted";
+            return true;
+        }
+        if (opt_.tick && s >= next_tick_) {
+            next_tick_ = s + 1.0;
+            opt_.tick(s);
+        }
+        return false;
+    }
+    const std::string& why() const { return why_; }
+
+private:
+    const SynthOptions& opt_;
+    Clock::time_point t0_;
+    double timeout_;
+    double next_tick_ = 1.0;
+    std::uint64_t calls_ = 0;
+    std::string why_;
+};
+
+}  // namespace
+
+struct Synthesizer::Impl {
+    SynthInstance inst;
+    SynthOptions opt;
+    synth::Encoding enc;
+    double encode_seconds = 0;
+    std::uint64_t variables = 0, clauses = 0;
+    // CaDiCaL
+    std::unique_ptr<CaDiCaL::Solver> cad;
+    // Z3
+    std::unique_ptr<z3::context> ctx;
+    std::unique_ptr<z3::solver> z3s;
+    std::vector<z3::expr> z3vars;
+
+    z3::expr z3lit(int l) { return l > 0 ? z3vars[l] : !z3vars[-l]; }
+
+    void load_cadical() {
+        cad = std::make_unique<CaDiCaL::Solver>();
+        cad->set("quiet", 1);
+        CadicalSink sink(*cad, enc.f.vars());
+        std::span<const int> cl = enc.f.flat_clauses();
+        for (int l : cl) cad->add(l);
+        sat::CardEncoding ce =
+            opt.cardinality == CardinalityKind::sequential ? sat::CardEncoding::sequential : sat::CardEncoding::totalizer;
+        for (const synth::Card& c : enc.f.cards()) {
+            if (c.at_least) sat::at_least(sink, c.lits, c.bound, ce);
+            else sat::at_most(sink, c.lits, c.bound, ce);
+        }
+        variables = static_cast<std::uint64_t>(sink.vars());
+        clauses = enc.f.clause_count() + sink.clauses();
+    }
+
+    void load_z3() {
+        ctx = std::make_unique<z3::context>();
+        z3s = std::make_unique<z3::solver>(*ctx, "QF_FD");
+        z3vars.reserve(enc.f.vars() + 1);
+        z3vars.push_back(ctx->bool_val(false));  // index 0 unused
+        for (int v = 1; v <= enc.f.vars(); ++v) z3vars.push_back(ctx->bool_const(fmt::format("v{}", v).c_str()));
+        z3::expr_vector lits(*ctx);
+        for (int l : enc.f.flat_clauses()) {
+            if (l != 0) {
+                lits.push_back(z3lit(l));
+                continue;
+            }
+            z3s->add(z3::mk_or(lits));
+            lits = z3::expr_vector(*ctx);
+        }
+        for (const synth::Card& c : enc.f.cards()) {
+            z3::expr_vector xs(*ctx);
+            for (int l : c.lits) xs.push_back(z3lit(l));
+            z3s->add(c.at_least ? z3::atleast(xs, c.bound) : z3::atmost(xs, c.bound));
+        }
+        variables = static_cast<std::uint64_t>(enc.f.vars());
+        clauses = enc.f.clause_count();
+    }
+
+    bool value(int lit) {
+        if (lit == synth::Formula::top) return true;
+        if (lit == -synth::Formula::top) return false;
+        if (cad) return cad->val(lit) > 0;
+        return false;  // Z3 values are read in decode_z3
+    }
+
+    /// Dissemination models leave the solver free to add transfers nobody needs (a copy sent
+    /// again, a replica that leads nowhere). Keeps only what leads to a goal, walking back from
+    /// every goal's first arrival: a kept piece that leaves a holder needs that holder's first
+    /// acquisition of the message; one that leaves a queue-free router needs an arrival there in
+    /// the step before. Dropping the rest keeps causality and only lowers every count.
+    std::vector<std::size_t> needed(const std::vector<std::size_t>& chosen) {
+        const Topology& t = *inst.topology;
+        const bool routers_hold = inst.model.replicate && inst.model.queues == QueueKind::unbounded;
+        auto holder = [&](Node v) { return t.is_processor(v) || routers_hold; };
+        auto src = [&](std::size_t c) { return t.channel(enc.pool[enc.candidates[c].first].channel).from; };
+        auto dst = [&](std::size_t c) {
+            const synth::Candidate& k = enc.candidates[c];
+            return t.channel(enc.pool[k.first + k.count - 1].channel).to;
+        };
+        auto msg = [&](std::size_t c) { return enc.pool[enc.candidates[c].first].message; };
+        auto first_step = [&](std::size_t c) { return enc.pool[enc.candidates[c].first].step; };
+        // (message, node) -> pieces arriving there, earliest first.
+        std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<std::size_t>> arrive;
+        for (std::size_t c : chosen) arrive[{idx(msg(c)), idx(dst(c))}].push_back(c);
+        for (auto& [k, v] : arrive)
+            std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return enc.candidates[a].last_step < enc.candidates[b].last_step; });
+        std::set<std::size_t> keep;
+        std::vector<std::size_t> work;
+        auto mark = [&](std::size_t c) {
+            if (keep.insert(c).second) work.push_back(c);
+        };
+        Messages ms(t.processors());
+        inst.collective.for_each_goal(t.processors(), [&](MessageId m, Node d) {
+            auto it = arrive.find({idx(m), idx(d)});
+            if (it != arrive.end()) mark(it->second.front());
+        });
+        while (!work.empty()) {
+            std::size_t c = work.back();
+            work.pop_back();
+            Node u = src(c);
+            MessageId m = msg(c);
+            if (u == ms.origin(m)) continue;
+            auto it = arrive.find({idx(m), idx(u)});
+            if (it == arrive.end()) continue;  // cannot happen in a model; verification will tell
+            if (holder(u)) {
+                mark(it->second.front());
+            } else {
+                for (std::size_t a : it->second)
+                    if (enc.candidates[a].last_step + 1 == first_step(c)) {
+                        mark(a);
+                        break;
+                    }
+            }
+        }
+        return {keep.begin(), keep.end()};
+    }
+
+    SendTable decode(Step horizon, const std::function<bool(int)>& val) {
+        TableBuilder b(inst.topology, inst.model, inst.collective);
+        std::vector<std::size_t> chosen;
+        for (std::size_t i = 0; i < enc.candidates.size(); ++i) {
+            const synth::Candidate& c = enc.candidates[i];
+            if (c.last_step <= horizon && val(c.lit)) chosen.push_back(i);
+        }
+        if (enc.kind != EncodingKind::personal) chosen = needed(chosen);
+        for (std::size_t i : chosen) {
+            const synth::Candidate& c = enc.candidates[i];
+            for (std::uint32_t k = 0; k < c.count; ++k) {
+                const Transfer& t = enc.pool[c.first + k];
+                b.hop(t.step, t.channel, t.message);
+            }
+        }
+        SendTable table = std::move(b).finish();
+        VerifyOptions vo;
+        vo.fixed_routes = enc.fixed_routes;
+        VerifyReport r = verify_direct(table, vo);
+        if (!r.holds() || table.steps() > horizon) {
+            std::string why = r.violations.empty() ? std::string(r.verdict()) : r.violations.front().detail;
+            throw std::logic_error(fmt::format("synthesizer bug: the schedule decoded for T = {} on {} does not verify ({} steps): {}",
+                                               horizon, inst.topology->spec(), table.steps(), why));
+        }
+        return table;
+    }
+};
+
+Synthesizer::Synthesizer(const SynthInstance& inst, Step max_horizon, const SynthOptions& opt) : impl_(std::make_unique<Impl>()) {
+    auto t0 = Clock::now();
+    impl_->inst = inst;
+    impl_->opt = opt;
+    impl_->enc = synth::encode(inst, max_horizon, opt);
+    if (opt.backend == SatBackend::cadical) impl_->load_cadical();
+    else impl_->load_z3();
+    impl_->encode_seconds = since(t0);
+}
+
+Synthesizer::~Synthesizer() = default;
+
+EncodingKind Synthesizer::kind() const { return impl_->enc.kind; }
+
+SynthResult Synthesizer::solve(Step horizon, double timeout) {
+    Impl& im = *impl_;
+    const double limit = timeout >= 0 ? timeout : im.opt.timeout;
+    if (horizon > im.enc.max_horizon)
+        throw std::logic_error(fmt::format("Synthesizer::solve({}) beyond its horizon {}", horizon, im.enc.max_horizon));
+    SynthResult r;
+    r.encode_seconds = im.encode_seconds;
+    r.variables = im.variables;
+    r.clauses = im.clauses;
+    r.cardinalities = im.enc.f.cards().size();
+    if (horizon < im.enc.min_horizon) {
+        r.answer = Answer::unsat;
+        r.reason = fmt::format("a message needs {} steps on its route", im.enc.min_horizon);
+        return r;
+    }
+    int assumption = im.enc.deadline[horizon];
+    auto t0 = Clock::now();
+    if (im.cad) {
+        Stopper stop(limit, im.opt);
+        im.cad->connect_terminator(&stop);
+        if (assumption != 0) im.cad->assume(assumption);
+        int res = im.cad->solve();
+        im.cad->disconnect_terminator();
+        r.seconds = since(t0);
+        if (res == 10) {
+            r.answer = Answer::sat;
+            r.witness = im.decode(horizon, [&](int l) { return im.value(l); });
+        } else if (res == 20) {
+            r.answer = Answer::unsat;
+        } else {
+            r.answer = Answer::unknown;
+            r.reason = stop.why().empty() ? "cadical gave up" : stop.why();
+        }
+        return r;
+    }
+    try {
+        z3::params p(*im.ctx);
+        p.set("timeout", limit > 0 ? static_cast<unsigned>(std::max(1.0, limit * 1000)) : 4294967295u);
+        im.z3s->set(p);
+        z3::expr_vector as(*im.ctx);
+        if (assumption != 0) as.push_back(im.z3lit(assumption));
+        z3::check_result res = im.z3s->check(as);
+        r.seconds = since(t0);
+        if (res == z3::sat) {
+            r.answer = Answer::sat;
+            z3::model m = im.z3s->get_model();
+            r.witness = im.decode(horizon, [&](int l) {
+                if (l == synth::Formula::top) return true;
+                if (l == -synth::Formula::top) return false;
+                return m.eval(im.z3lit(l), true).is_true();
+            });
+        } else if (res == z3::unsat) {
+            r.answer = Answer::unsat;
+        } else {
+            r.answer = Answer::unknown;
+            r.reason = im.z3s->reason_unknown();
+            if (r.reason == "timeout" || r.reason == "canceled") r.reason = "time limit";
+        }
+    } catch (const z3::exception& ex) {
+        r.seconds = since(t0);
+        r.answer = Answer::unknown;
+        r.reason = fmt::format("z3: {}", ex.msg());
+    }
+    return r;
+}
+
+SynthResult synthesize(const SynthInstance& inst, Step horizon, const SynthOptions& opt) {
+    Synthesizer s(inst, horizon, opt);
+    return s.solve(horizon);
+}
+
+}  // namespace collsched

@@ -1,0 +1,1109 @@
+#include "verifier/z3_engine.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <z3++.h>
+
+#include "dsl/diagnostics.hpp"
+
+// The encoding in one paragraph (details and soundness arguments: docs/z3-engine.md).
+//
+// The table is a set of facts tr(i, step, channel, message) over bit-vector columns, the
+// topology is chn(channel, from, to, capacity), proc(node) and rtr(node), the collective is
+// init(message, holder) and goal(message, processor), and fixed routes are onroute(message,
+// channel). Each property family P is a set of Horn rules that derive bad_P tuples exactly when
+// P fails, following the direct checker's semantics; the query `bad_P(x)?` is answered by Z3's
+// fixedpoint engine (muZ) with its relational Datalog backend, which computes the least model
+// with hash joins. "Nothing derivable" (unsat) is the proof; derived tuples are the
+// counterexamples. Joins, existence and absence ("no earlier arrival") are plain Datalog with
+// stratified negation. Counting ("more than cap transfers on a channel in a step", queue
+// occupancy, FIFO matching) is not expressible in Datalog, so it goes through rank
+// certificates: for each group this file numbers the members 0, 1, 2, ... (sorted by a value
+// where order matters) and Z3 checks, in a separate query run before any property, that the
+// numbering is a bijection onto 0..g-1 of every group it derives itself (and sorted). Then
+// "count > c" is "some member has rank >= c", and the k-th smallest value is the member with
+// rank k. A wrong certificate can only make that check fail (reported as an internal error and
+// every property as unknown); it can never make a property look proved.
+
+namespace collsched {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using U64 = std::uint64_t;
+
+/// Bits needed to represent every value 0..max_value.
+unsigned bits_for(U64 max_value) {
+    unsigned b = 1;
+    while (b < 63 && (max_value >> b) != 0) ++b;
+    return b;
+}
+
+/// f(args...) for any number of arguments (z3::func_decl::operator() stops at five).
+z3::expr ap(const z3::func_decl& f, std::initializer_list<z3::expr> args) {
+    z3::expr_vector v(f.ctx());
+    for (const z3::expr& a : args) v.push_back(a);
+    return f(v);
+}
+
+/// Raised when Z3 answers in a form this file does not expect; the run reports it as unknown.
+struct EngineError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// ---------------------------------------------------------------------------------------------
+// A Datalog program in Z3's fixedpoint engine: relations over bit-vector columns, facts, named
+// rules (each closed over its free variables) and queries that return the derived tuples.
+
+class Datalog {
+public:
+    explicit Datalog(z3::context& c) : c_(c), fp_(c) {
+        z3::params p(c_);
+        p.set("engine", "datalog");
+        fp_.set(p);
+    }
+
+    z3::func_decl relation(const std::string& name, const std::vector<z3::sort>& columns) {
+        z3::sort_vector dom(c_);
+        for (const z3::sort& s : columns) dom.push_back(s);
+        z3::func_decl f = c_.function(name.c_str(), dom, c_.bool_sort());
+        fp_.register_relation(f);
+        all_.push_back(f);
+        return f;
+    }
+
+    void fact(z3::func_decl& rel, std::initializer_list<U64> values) { fact(rel, values.begin(), values.size()); }
+    void fact(z3::func_decl& rel, const std::vector<U64>& values) { fact(rel, values.data(), values.size()); }
+    void fact(z3::func_decl& rel, const U64* values, std::size_t n) {
+        std::array<unsigned, 8> args{};
+        COLLSCHED_ASSERT(n == rel.arity() && n <= args.size());
+        for (std::size_t k = 0; k < n; ++k) {
+            COLLSCHED_ASSERT(values[k] <= 0xffffffffull);
+            args[k] = static_cast<unsigned>(values[k]);
+        }
+        fp_.add_fact(rel, args.data());
+        ++facts_;
+    }
+
+    /// head :- body[0], body[1], ...; the free variables (uninterpreted constants) are bound.
+    void rule(const std::string& name, const z3::expr& head, const std::vector<z3::expr>& body) {
+        std::vector<Z3_app> vars;
+        std::set<unsigned> seen;
+        collect_vars(head, vars, seen);
+        for (const z3::expr& b : body) collect_vars(b, vars, seen);
+        z3::expr_vector conj(c_);
+        for (const z3::expr& b : body) conj.push_back(b);
+        z3::expr imp = body.empty() ? head : z3::implies(z3::mk_and(conj), head);
+        z3::expr closed = vars.empty()
+                              ? imp
+                              : z3::expr(c_, Z3_mk_forall_const(c_, 0, static_cast<unsigned>(vars.size()), vars.data(), 0,
+                                                                nullptr, imp));
+        fp_.add_rule(closed, c_.str_symbol(name.c_str()));
+        ++rules_;
+    }
+
+    struct Answer {
+        z3::check_result result = z3::unknown;
+        std::vector<std::vector<U64>> tuples;  ///< derived tuples of the queried relation (sat)
+        std::string reason;                    ///< why the answer is unknown
+    };
+
+    /// Is anything derivable in `rel`? Runs with a time limit in milliseconds.
+    Answer query(const z3::func_decl& rel, U64 timeout_ms) {
+        Answer a;
+        if (timeout_ms == 0) {  // Z3 reads a zero time limit as "none"
+            a.reason = "time limit reached";
+            return a;
+        }
+        z3::params p(c_);
+        p.set("engine", "datalog");
+        // Keep the rules as written: inlining merges the two-relation joins back into
+        // many-atom rules, which the relational backend may evaluate as cross products.
+        p.set("xform.inline_eager", false);
+        p.set("xform.inline_linear", false);
+        p.set("timeout", static_cast<unsigned>(std::min<U64>(timeout_ms, 0xffffffffu)));
+        if (std::getenv("COLLSCHED_Z3_DLPROFILE")) p.set("datalog.output_profile", true);
+        fp_.set(p);
+        z3::func_decl_vector rels(c_);
+        rels.push_back(rel);
+        auto t0 = std::chrono::steady_clock::now();
+        a.result = fp_.query(rels);
+        if (std::getenv("COLLSCHED_Z3_DEBUG"))
+            std::fprintf(stderr, "z3 query %s: %s %.3f s\n", rel.name().str().c_str(),
+                         a.result == z3::sat ? "sat" : a.result == z3::unsat ? "unsat" : "unknown",
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        if (a.result == z3::sat) parse_answer(fp_.get_answer(), rel.arity(), a.tuples);
+        if (a.result == z3::unknown) a.reason = fp_.reason_unknown();
+        return a;
+    }
+
+    std::size_t facts() const { return facts_; }
+    std::size_t rules() const { return rules_; }
+
+private:
+    void collect_vars(const z3::expr& e, std::vector<Z3_app>& vars, std::set<unsigned>& seen) {
+        if (!e.is_app()) return;
+        unsigned id = Z3_get_ast_id(c_, e);
+        if (!seen.insert(id).second) return;
+        if (e.num_args() == 0) {
+            if (!e.is_numeral() && e.decl().decl_kind() == Z3_OP_UNINTERPRETED && !e.is_bool()) vars.push_back(Z3_to_app(c_, e));
+            return;
+        }
+        for (unsigned i = 0; i < e.num_args(); ++i) collect_vars(e.arg(i), vars, seen);
+    }
+
+    static U64 numeral(const z3::expr& e) {
+        U64 v = 0;
+        if (!e.is_numeral() || !Z3_get_numeral_uint64(e.ctx(), e, &v)) throw EngineError("unexpected value in a Z3 answer");
+        return v;
+    }
+
+    void parse_eq(const z3::expr& e, std::vector<U64>& tuple, std::vector<char>& set) {
+        if (e.decl().decl_kind() != Z3_OP_EQ || e.num_args() != 2)
+            throw EngineError("unexpected answer form from Z3: " + e.to_string().substr(0, 200));
+        z3::expr a = e.arg(0), b = e.arg(1);
+        if (!a.is_var()) std::swap(a, b);
+        if (!a.is_var()) throw EngineError("unexpected answer form from Z3: " + e.to_string().substr(0, 200));
+        unsigned k = Z3_get_index_value(c_, a);
+        if (k >= tuple.size()) throw EngineError("answer column out of range");
+        tuple[k] = numeral(b);
+        set[k] = 1;
+    }
+
+    void parse_conj(const z3::expr& e, unsigned arity, std::vector<std::vector<U64>>& out) {
+        std::vector<U64> tuple(arity, 0);
+        std::vector<char> set(arity, 0);
+        if (e.decl().decl_kind() == Z3_OP_AND)
+            for (unsigned i = 0; i < e.num_args(); ++i) parse_eq(e.arg(i), tuple, set);
+        else
+            parse_eq(e, tuple, set);
+        if (std::find(set.begin(), set.end(), 0) != set.end())
+            throw EngineError("Z3 answer leaves a column open: " + e.to_string().substr(0, 200));
+        out.push_back(std::move(tuple));
+    }
+
+    void parse_answer(const z3::expr& e, unsigned arity, std::vector<std::vector<U64>>& out) {
+        if (e.is_false()) return;
+        if (e.decl().decl_kind() == Z3_OP_OR)
+            for (unsigned i = 0; i < e.num_args(); ++i) parse_conj(e.arg(i), arity, out);
+        else
+            parse_conj(e, arity, out);
+    }
+
+    z3::context& c_;
+    z3::fixedpoint fp_;
+    std::size_t facts_ = 0, rules_ = 0;
+
+public:
+    std::vector<z3::func_decl> all_;
+    std::string rules_text() { z3::expr_vector rs = fp_.rules(); std::string out; for (unsigned k = 0; k < rs.size(); ++k) out += rs[k].to_string() + "\n"; return out; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Rank certificates, computed here and checked by Z3. A member has an id (up to two values), a
+// group key and a sort value; ranks number each group's members 0, 1, ... by (value, id).
+
+struct Member {
+    std::array<U64, 2> id{};
+    std::array<U64, 3> group{};
+    U64 value = 0;
+};
+
+std::vector<U64> ranks_of(const std::vector<Member>& ms) {
+    std::vector<std::size_t> order(ms.size());
+    for (std::size_t i = 0; i < ms.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return std::tie(ms[a].group, ms[a].value, ms[a].id) < std::tie(ms[b].group, ms[b].value, ms[b].id);
+    });
+    std::vector<U64> rank(ms.size(), 0);
+    for (std::size_t k = 1; k < order.size(); ++k)
+        if (ms[order[k]].group == ms[order[k - 1]].group) rank[order[k]] = rank[order[k - 1]] + 1;
+    return rank;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine for one table.
+
+class Engine {
+public:
+    Engine(const SendTable& t, const Z3Options& opt, VerifyReport& r)
+        : t_(t), topo_(*t.topology), ms_(t.messages()), opt_(opt), report_(r), dl_(c_), start_(Clock::now()) {}
+
+    void run();
+
+private:
+    // --- helpers -------------------------------------------------------------------------------
+    z3::expr var(const char* name, const z3::sort& s) { return c_.constant(name, s); }
+    z3::expr num(U64 v, const z3::sort& s) { return c_.bv_val(static_cast<std::uint64_t>(v), s.bv_size()); }
+    const Channel& chan(U64 i) const { return topo_.channel(t_.transfers[i].channel); }
+    U64 from(U64 i) const { return idx(chan(i).from); }
+    U64 to(U64 i) const { return idx(chan(i).to); }
+    bool is_router(U64 node) const { return node >= topo_.processors(); }
+    std::string node_name(U64 n) const { return topo_.node_name(Node{static_cast<std::uint32_t>(n)}); }
+    std::string msg_name(U64 m) const { return ms_.name(MessageId{static_cast<std::uint32_t>(m)}); }
+    std::string chan_name(ChannelId c) const {
+        const Channel& ch = topo_.channel(c);
+        return fmt::format("{}->{}", topo_.node_name(ch.from), topo_.node_name(ch.to));
+    }
+    U64 remaining_ms() const {
+        auto used = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
+        return used >= static_cast<long long>(opt_.timeout_ms) ? 0 : opt_.timeout_ms - static_cast<U64>(used);
+    }
+
+    // --- building --------------------------------------------------------------------------------
+    void declare();
+    void base_facts();
+    void base_rules();
+    z3::func_decl ranking(Property user, const std::string& name, const z3::func_decl& mem, const std::vector<z3::expr>& id,
+                          const std::vector<z3::expr>& group, std::optional<z3::expr> value, bool kmb,
+                          const std::vector<Member>& members);
+    void capacity_rules();
+    void ports_rules();
+    void causality_rules();
+    void replication_rules();
+    void queue_rules();
+    void route_rules();
+    void completeness_rules();
+    std::vector<char> wormhole_legal() const;
+
+    // --- answering -------------------------------------------------------------------------------
+    void add(Property p, Violation v) {
+        v.property = p;
+        found_[static_cast<std::size_t>(p)].push_back(std::move(v));
+    }
+    void decode(Property p, const std::vector<std::vector<U64>>& tuples);
+    void set_status(Property p, Status s) { report_.status[static_cast<std::size_t>(p)] = s; }
+
+    const SendTable& t_;
+    const Topology& topo_;
+    Messages ms_;
+    const Z3Options& opt_;
+    VerifyReport& report_;
+    z3::context c_;
+    Datalog dl_;
+    Clock::time_point start_;
+
+    bool hop_ = true, none_ = false, bounded_ = false, replicate_ = false;
+    U64 N_ = 0, B_ = 0, sentinel_ = 0;
+    // column sorts
+    std::optional<z3::sort> IX_, ST_, CH_, ND_, MS_, CODE_;
+    // relations
+    std::map<std::string, z3::func_decl> rel_;
+    z3::func_decl& R(const std::string& n) { return rel_.at(n); }
+    std::map<Property, std::string> bad_;  ///< the bad_* relation of each property family
+    std::vector<std::string> cert_names_;  ///< certificate check codes (index = code)
+    std::vector<Property> cert_users_;     ///< the property family each certificate serves
+    std::vector<U64> post_rank_;            ///< ranks of post-arrival departures (per transfer; sentinel if none)
+    std::array<std::vector<Violation>, property_count> found_;
+};
+
+// Column sorts and relations. Widths follow the table, so every value fits and the sentinel
+// (all ones in IX) is no rank.
+void Engine::declare() {
+    hop_ = t_.model.timing == Timing::hop;
+    none_ = hop_ && t_.model.queues == QueueKind::none;
+    bounded_ = hop_ && t_.model.queues == QueueKind::bounded;
+    replicate_ = t_.model.replicate;
+    N_ = t_.transfers.size();
+    unsigned ix = bits_for(N_ + 2);
+    sentinel_ = (U64{1} << ix) - 1;
+    B_ = std::min<U64>(t_.model.queue_bound, N_ + 1);
+    IX_ = c_.bv_sort(ix);
+    ST_ = c_.bv_sort(bits_for(U64{t_.steps()} + 2));
+    CH_ = c_.bv_sort(bits_for(topo_.channels().size()));
+    ND_ = c_.bv_sort(bits_for(topo_.nodes()));
+    MS_ = c_.bv_sort(bits_for(ms_.size()));
+    CODE_ = c_.bv_sort(6);
+    const z3::sort IX = *IX_, ST = *ST_, CH = *CH_, ND = *ND_, MS = *MS_;
+    auto rel = [&](const std::string& n, std::vector<z3::sort> cols) { rel_.emplace(n, dl_.relation(n, cols)); };
+    // facts
+    rel("tr", {IX, ST, CH, MS});
+    rel("chn", {CH, ND, ND, IX});
+    rel("proc", {ND});
+    rel("rtr", {ND});
+    rel("init", {MS, ND});
+    rel("goal", {MS, ND});
+    rel("onroute", {MS, CH});
+    rel("succ", {ST, ST});
+    // derived
+    rel("dep", {IX, MS, ND, ST});
+    rel("arr", {IX, MS, ND, ST});
+    rel("early", {IX});
+    rel("legal", {IX});
+    rel("delivered", {MS, ND});
+    rel("rdep", {IX, MS, ND, ST});   // departures from routers
+    rel("rarr", {IX, MS, ND, ST});   // arrivals at routers
+    rel("postdep", {IX, MS, ND, ST});  // router departures after an earlier arrival (hop)
+    rel("legal_arr", {IX, MS, ND, ST});
+    rel("legal_dep", {IX, MS, ND, ST});
+    rel("bad_cert", {*CODE_});
+    for (Property p : {Property::capacity, Property::ports, Property::queues, Property::replication, Property::causality,
+                       Property::routes, Property::completeness}) {
+        std::string n = fmt::format("bad_{}", to_string(p));
+        bad_[p] = n;
+    }
+    rel("bad_capacity", {ST, CH});
+    rel("bad_ports", {ST, ND});
+    rel("bad_queues", {IX, MS, ND, ST});  // (witness transfer or 0, message, node, boundary/step)
+    rel("bad_replication", {IX, MS, ND, ST});
+    rel("bad_causality", {IX});
+    rel("bad_routes", {IX});
+    rel("bad_completeness", {MS, ND});
+}
+
+void Engine::base_facts() {
+    const auto& xs = t_.transfers;
+    for (U64 i = 0; i < N_; ++i) dl_.fact(R("tr"), {i, xs[i].step, idx(xs[i].channel), idx(xs[i].message)});
+    auto chans = topo_.channels();
+    for (U64 c = 0; c < chans.size(); ++c)
+        dl_.fact(R("chn"), {c, idx(chans[c].from), idx(chans[c].to), std::min<U64>(chans[c].cap, N_ + 1)});
+    for (U64 v = 0; v < topo_.nodes(); ++v) dl_.fact(R(is_router(v) ? "rtr" : "proc"), {v});
+    for (U64 s = 0; s <= t_.steps(); ++s) dl_.fact(R("succ"), {s, s + 1});
+    // Goals: the collective's postcondition and the table's requirements.
+    std::set<std::pair<U64, U64>> goals;
+    t_.collective.for_each_goal(topo_.processors(), [&](MessageId m, Node p) { goals.insert({idx(m), idx(p)}); });
+    for (const Requirement& q : t_.requirements) goals.insert({idx(q.message), idx(q.at)});
+    for (auto [m, p] : goals) dl_.fact(R("goal"), {m, p});
+    // Initial data (the precondition) for every message that moves or is a goal.
+    std::vector<char> seen(ms_.size(), 0);
+    auto initial = [&](U64 m) {
+        if (seen[m]) return;
+        seen[m] = 1;
+        MessageId id{static_cast<std::uint32_t>(m)};
+        if (t_.collective.initial(ms_, id)) dl_.fact(R("init"), {m, idx(ms_.origin(id))});
+    };
+    for (const Transfer& x : xs) initial(idx(x.message));
+    for (auto [m, p] : goals) initial(m);
+    // Fixed routes of the personalized messages that move (hop timing, as the direct checker).
+    if (opt_.fixed_routes && hop_) {
+        std::vector<char> done(ms_.size(), 0);
+        std::vector<ChannelId> route;
+        for (const Transfer& x : xs) {
+            MessageKey k = ms_.key(x.message);
+            if (k.kind != MessageKind::personal || done[idx(x.message)]) continue;
+            done[idx(x.message)] = 1;
+            route.clear();
+            topo_.route(Node{k.src}, Node{k.dst}, route);
+            for (ChannelId c : route) dl_.fact(R("onroute"), {idx(x.message), idx(c)});
+        }
+    }
+}
+
+void Engine::base_rules() {
+    const z3::sort IX = *IX_, ST = *ST_, CH = *CH_, ND = *ND_, MS = *MS_;
+    z3::expr i = var("i", IX), j = var("j", IX), s = var("s", ST), s2 = var("s2", ST), t = var("t", ST), t1 = var("t1", ST);
+    z3::expr c = var("c", CH), u = var("u", ND), v = var("v", ND), m = var("m", MS), cap = var("cap", IX);
+    dl_.rule("departure", R("dep")(i, m, u, s), {R("tr")(i, s, c, m), R("chn")(c, u, v, cap)});
+    dl_.rule("arrival", R("arr")(i, m, v, s), {R("tr")(i, s, c, m), R("chn")(c, u, v, cap)});
+    // Every rule below joins at most two relations, so the engine's joins are keyed on their
+    // shared columns (a third atom can otherwise be joined as a cross product first).
+    dl_.rule("router_departure", R("rdep")(i, m, u, s), {R("dep")(i, m, u, s), R("rtr")(u)});
+    dl_.rule("router_arrival", R("rarr")(i, m, v, s), {R("arr")(i, m, v, s), R("rtr")(v)});
+    dl_.rule("post_departure", R("postdep")(i, m, u, s), {R("rdep")(i, m, u, s), R("early")(i)});
+    // The arithmetic table succ(t, t+1) for t = 0..T: checked, and present for every step used.
+    dl_.rule("cert_succ", R("bad_cert")(num(0, *CODE_)), {R("succ")(t, t1), t1 != t + num(1, ST)});
+    rel_.emplace("has_succ", dl_.relation("has_succ", {ST}));
+    rel_.emplace("has_pred", dl_.relation("has_pred", {ST}));
+    dl_.rule("has_succ", R("has_succ")(t), {R("succ")(t, t1)});
+    dl_.rule("has_pred", R("has_pred")(t1), {R("succ")(t, t1)});
+    dl_.rule("cert_succ_cover", R("bad_cert")(num(0, *CODE_)), {R("tr")(i, s, c, m), !R("has_succ")(s)});
+    dl_.rule("cert_pred_cover", R("bad_cert")(num(0, *CODE_)), {R("tr")(i, s, c, m), !R("has_pred")(s)});
+    cert_names_.push_back("succ (the step successor table)");
+    cert_users_.push_back(Property::queues);
+    (void)j;
+    (void)s2;
+}
+
+/// The generic rank certificate of one family. Members are derived by Z3 through `mem`
+/// (columns id ++ group [++ value]); the certificate is the facts rk_<name>(id ++ group
+/// [++ value] ++ [k, kp] [++ kmb]), one per member, numbering each group 0, 1, ... (by value,
+/// then id). Z3 checks that every member has a rank fact and every rank fact names a member with
+/// its true group and value, that a member has one rank, that a rank occurs once per group,
+/// that kp = k - 1 and rank k > 0 has rank k - 1 in its group (so a group of g members has
+/// exactly the ranks 0..g-1), with a value that consecutive ranks have non-decreasing values
+/// (rank k is then the k-th smallest), and with kmb that kmb = k - B for k >= B. Since the rank
+/// facts carry the group and value, the checks and the property rules need no join with `mem`.
+z3::func_decl Engine::ranking(Property user, const std::string& name, const z3::func_decl& mem_in,
+                              const std::vector<z3::expr>& id, const std::vector<z3::expr>& group,
+                              std::optional<z3::expr> value, bool kmb, const std::vector<Member>& members) {
+    z3::func_decl mem = mem_in;
+    const z3::sort IX = *IX_;
+    U64 code = cert_names_.size();
+    cert_names_.push_back(name);
+    cert_users_.push_back(user);
+    z3::expr bad = R("bad_cert")(num(code, *CODE_));
+    auto sorts_of = [](const std::vector<z3::expr>& xs) {
+        std::vector<z3::sort> out;
+        for (const z3::expr& x : xs) out.push_back(x.get_sort());
+        return out;
+    };
+    auto cat = [](auto a, const auto& b) {
+        a.insert(a.end(), b.begin(), b.end());
+        return a;
+    };
+    // rk columns: id ++ group ++ [value] ++ [k, kp] ++ [kmb]
+    std::vector<z3::expr> key = cat(id, group);
+    if (value) key.push_back(*value);
+    std::vector<z3::sort> rk_cols = cat(sorts_of(key), std::vector<z3::sort>{IX, IX});
+    if (kmb) rk_cols.push_back(IX);
+    z3::func_decl rk = dl_.relation("rk_" + name, rk_cols);
+    rel_.emplace("rk_" + name, rk);
+    std::vector<U64> rank = ranks_of(members);
+    for (std::size_t n = 0; n < members.size(); ++n) {
+        const Member& mb = members[n];
+        U64 k = rank[n];
+        std::vector<U64> vals;
+        for (std::size_t a = 0; a < id.size(); ++a) vals.push_back(mb.id[a]);
+        for (std::size_t a = 0; a < group.size(); ++a) vals.push_back(mb.group[a]);
+        if (value) vals.push_back(mb.value);
+        vals.push_back(k);
+        vals.push_back(k ? k - 1 : sentinel_);
+        if (kmb) vals.push_back(k >= B_ ? k - B_ : sentinel_);
+        dl_.fact(rk, vals);
+    }
+    if (const char* only = std::getenv("COLLSCHED_Z3_ONLY"); only && name != only) return rk;
+    auto copy = [&](const std::vector<z3::expr>& xs, const char* suffix) {
+        std::vector<z3::expr> out;
+        for (const z3::expr& x : xs) out.push_back(c_.constant((x.decl().name().str() + suffix).c_str(), x.get_sort()));
+        return out;
+    };
+    std::vector<z3::expr> id2 = copy(id, "_2"), grp2 = copy(group, "_2");
+    z3::expr k = var("rk_k", IX), kp = var("rk_kp", IX), k2 = var("rk_k2", IX), kp2 = var("rk_kp2", IX);
+    z3::expr mb = var("rk_mb", IX), mb2 = var("rk_mb2", IX);
+    std::optional<z3::expr> val2;
+    if (value) val2 = c_.constant("rk_val2", value->get_sort());
+    auto app = [&](const z3::func_decl& f, const std::vector<z3::expr>& args) {
+        z3::expr_vector a(c_);
+        for (const z3::expr& x : args) a.push_back(x);
+        return f(a);
+    };
+    // rk(ids, grp, val, k, kp, mb)
+    auto rk_app = [&](const std::vector<z3::expr>& ids, const std::vector<z3::expr>& grp, std::optional<z3::expr> v,
+                      const z3::expr& kk, const z3::expr& kkp, const z3::expr& m) {
+        std::vector<z3::expr> a = cat(ids, grp);
+        if (value) a.push_back(*v);
+        a.push_back(kk);
+        a.push_back(kkp);
+        if (kmb) a.push_back(m);
+        return app(rk, a);
+    };
+    auto ids_differ = [&](const std::vector<z3::expr>& a, const std::vector<z3::expr>& b) {
+        z3::expr_vector d(c_);
+        for (std::size_t n = 0; n < a.size(); ++n) d.push_back(a[n] != b[n]);
+        return z3::mk_or(d);
+    };
+    z3::func_decl has = dl_.relation("has_" + name, sorts_of(id));
+    z3::func_decl gr = dl_.relation("gr_" + name, cat(sorts_of(group), std::vector<z3::sort>{IX}));
+    z3::expr mine = rk_app(id, group, value, k, kp, mb);
+    dl_.rule("has_" + name, app(has, id), {mine});
+    dl_.rule("gr_" + name, app(gr, cat(group, std::vector<z3::expr>{k})), {mine});
+    dl_.rule("cert_" + name + "_cover", bad, {app(mem, key), !app(has, id)});
+    dl_.rule("cert_" + name + "_true", bad, {mine, !app(mem, key)});
+    dl_.rule("cert_" + name + "_one", bad, {mine, rk_app(id, grp2, val2, k2, kp2, mb2), k != k2});
+    dl_.rule("cert_" + name + "_unique", bad, {mine, rk_app(id2, group, val2, k, kp2, mb2), ids_differ(id, id2)});
+    dl_.rule("cert_" + name + "_pred", bad, {mine, k != num(0, IX), kp + num(1, IX) != k});
+    dl_.rule("cert_" + name + "_gap", bad, {mine, k != num(0, IX), !app(gr, cat(group, std::vector<z3::expr>{kp}))});
+    if (value) {
+        z3::func_decl gv = dl_.relation("gv_" + name, cat(sorts_of(group), std::vector<z3::sort>{IX, value->get_sort()}));
+        dl_.rule("gv_" + name, app(gv, cat(group, std::vector<z3::expr>{k, *value})), {mine});
+        dl_.rule("cert_" + name + "_sorted", bad,
+                 {mine, k != num(0, IX), app(gv, cat(group, std::vector<z3::expr>{kp, *val2})), z3::ugt(*val2, *value)});
+    }
+    if (kmb) dl_.rule("cert_" + name + "_kmb", bad, {mine, z3::uge(k, num(B_, IX)), mb + num(B_, IX) != k});
+    return rk;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property families. Each derives bad_<family> tuples exactly when the family fails.
+
+/// capacity: more transfers on (step, channel) than its capacity. Ranks number each group;
+/// count > cap iff some member has rank >= cap.
+void Engine::capacity_rules() {
+    const z3::sort IX = *IX_, ST = *ST_, CH = *CH_, ND = *ND_, MS = *MS_;
+    z3::expr i = var("i", IX), s = var("s", ST), c = var("c", CH), m = var("m", MS), u = var("u", ND), v = var("v", ND);
+    z3::expr k = var("k", IX), kp = var("kp", IX), cap = var("cap", IX);
+    rel_.emplace("mem_cap", dl_.relation("mem_cap", {IX, ST, CH}));
+    dl_.rule("mem_cap", R("mem_cap")(i, s, c), {R("tr")(i, s, c, m)});
+    std::vector<Member> members;
+    for (U64 x = 0; x < N_; ++x) members.push_back({{x, 0}, {t_.transfers[x].step, idx(t_.transfers[x].channel), 0}, 0});
+    z3::func_decl rk = ranking(Property::capacity, "cap", R("mem_cap"), {i}, {s, c}, std::nullopt, false, members);
+    dl_.rule("capacity", R("bad_capacity")(s, c), {rk(i, s, c, k, kp), R("chn")(c, u, v, cap), z3::uge(k, cap)});
+}
+
+/// ports: single = two sends or two receives of a processor in one step; half = two transfers
+/// of any direction. "Two" is rank 1 in the (step, processor) group.
+void Engine::ports_rules() {
+    if (t_.model.ports == Ports::multi) return;
+    const z3::sort IX = *IX_, ST = *ST_, CH = *CH_, ND = *ND_, MS = *MS_;
+    z3::expr i = var("i", IX), s = var("s", ST), c = var("c", CH), m = var("m", MS), u = var("u", ND), v = var("v", ND);
+    z3::expr p = var("p", ND), k = var("k", IX), kp = var("kp", IX), cap = var("cap", IX);
+    for (const char* dir : {"snd", "rcv"}) {
+        std::string mem = fmt::format("mem_{}", dir);
+        rel_.emplace(mem, dl_.relation(mem, {IX, ST, ND}));
+        bool send = dir[0] == 's';
+        dl_.rule(mem, R(mem)(i, s, p), {send ? R("dep")(i, m, p, s) : R("arr")(i, m, p, s), R("proc")(p)});
+        std::vector<Member> members;
+        for (U64 x = 0; x < N_; ++x) {
+            U64 node = send ? from(x) : to(x);
+            if (!is_router(node)) members.push_back({{x, 0}, {t_.transfers[x].step, node, 0}, 0});
+        }
+        z3::func_decl rk = ranking(Property::ports, dir, R(mem), {i}, {s, p}, std::nullopt, false, members);
+        dl_.rule(std::string("ports_two_") + dir, R("bad_ports")(s, p), {rk(i, s, p, k, kp), k != num(0, IX)});
+    }
+    if (t_.model.ports == Ports::half) {
+        z3::expr j = var("j", IX);
+        rel_.emplace("sends_at", dl_.relation("sends_at", {ST, ND}));
+        rel_.emplace("recvs_at", dl_.relation("recvs_at", {ST, ND}));
+        dl_.rule("sends_at", R("sends_at")(s, p), {R("mem_snd")(i, s, p)});
+        dl_.rule("recvs_at", R("recvs_at")(s, p), {R("mem_rcv")(j, s, p)});
+        dl_.rule("ports_half", R("bad_ports")(s, p), {R("sends_at")(s, p), R("recvs_at")(s, p)});
+    }
+}
+
+/// causality. hop: a transfer from u in step s needs u to hold the message at the end of step
+/// s-1: u is its initial holder, or some transfer delivered it to u in an earlier step (any
+/// transfer, as the direct checker: one broken hop is reported once, not again downstream).
+/// wormhole: the least fixpoint `legal` of "the sender held the message before the round, or a
+/// legal transfer of this round reached it"; every transfer outside it is a violation.
+void Engine::causality_rules() {
+    const z3::sort IX = *IX_, ST = *ST_, ND = *ND_, MS = *MS_;
+    z3::expr i = var("i", IX), j = var("j", IX), s = var("s", ST), s2 = var("s2", ST), m = var("m", MS), u = var("u", ND);
+    if (hop_) {
+        dl_.rule("held_before", R("early")(i), {R("dep")(i, m, u, s), R("arr")(j, m, u, s2), z3::ult(s2, s)});
+        dl_.rule("held_initially", R("early")(i), {R("dep")(i, m, u, s), R("init")(m, u)});
+        dl_.rule("causality", R("bad_causality")(i), {R("dep")(i, m, u, s), !R("early")(i)});
+    } else {
+        rel_.emplace("pdep", dl_.relation("pdep", {IX, MS, ND, ST}));
+        dl_.rule("processor_departure", R("pdep")(i, m, u, s), {R("dep")(i, m, u, s), R("proc")(u)});
+        dl_.rule("legal_arrival", R("legal_arr")(j, m, u, s2), {R("arr")(j, m, u, s2), R("legal")(j)});
+        dl_.rule("legal_departure", R("legal_dep")(j, m, u, s2), {R("dep")(j, m, u, s2), R("legal")(j)});
+        dl_.rule("legal_initial", R("legal")(i), {R("dep")(i, m, u, s), R("init")(m, u)});
+        dl_.rule("legal_earlier_round", R("legal")(i), {R("pdep")(i, m, u, s), R("legal_arr")(j, m, u, s2), z3::ult(s2, s)});
+        dl_.rule("legal_same_round", R("legal")(i), {R("dep")(i, m, u, s), R("legal_arr")(j, m, u, s)});
+        dl_.rule("causality", R("bad_causality")(i), {R("dep")(i, m, u, s), !R("legal")(i)});
+    }
+}
+
+/// The wormhole `legal` set, computed here only to rank legal arrivals and departures (Z3
+/// derives its own and checks that the ranked sets are exactly it).
+std::vector<char> Engine::wormhole_legal() const {
+    const auto& xs = t_.transfers;
+    std::vector<U64> order(N_);
+    for (U64 i = 0; i < N_; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](U64 a, U64 b) {
+        return std::tuple(idx(xs[a].message), xs[a].step) < std::tuple(idx(xs[b].message), xs[b].step);
+    });
+    std::vector<char> legal(N_, 0);
+    std::unordered_map<U64, Step> since;  // processor -> first round after which it holds the message
+    for (U64 a = 0; a < N_;) {
+        MessageId m = xs[order[a]].message;
+        since.clear();
+        if (t_.collective.initial(ms_, m)) since[idx(ms_.origin(m))] = 0;
+        U64 end_m = a;
+        while (end_m < N_ && xs[order[end_m]].message == m) ++end_m;
+        for (U64 b = a; b < end_m;) {
+            Step r = xs[order[b]].step;
+            U64 end_r = b;
+            while (end_r < end_m && xs[order[end_r]].step == r) ++end_r;
+            std::set<U64> reached;
+            for (bool changed = true; changed;) {
+                changed = false;
+                for (U64 q = b; q < end_r; ++q) {
+                    U64 x = order[q];
+                    if (legal[x]) continue;
+                    U64 f = from(x);
+                    auto it = since.find(f);
+                    bool held = (!is_router(f) && it != since.end() && it->second + 1 <= r) || reached.count(f);
+                    if (held) {
+                        legal[x] = 1;
+                        reached.insert(to(x));
+                        changed = true;
+                    }
+                }
+            }
+            for (U64 q = b; q < end_r; ++q)
+                if (legal[order[q]] && !is_router(to(order[q])) && !since.count(to(order[q]))) since[to(order[q])] = r;
+            b = end_r;
+        }
+        a = end_m;
+    }
+    return legal;
+}
+
+/// replication (replicate=no). hop: per (message, router), FIFO: the k-th departure after the
+/// first arrival needs the k-th arrival (by step) to come strictly earlier. wormhole: per
+/// (message, router, round), no more legal departures than legal arrivals.
+void Engine::replication_rules() {
+    if (replicate_) return;
+    const z3::sort IX = *IX_, ST = *ST_, ND = *ND_, MS = *MS_;
+    z3::expr i = var("i", IX), j = var("j", IX), s = var("s", ST), sa = var("sa", ST), sd = var("sd", ST);
+    z3::expr m = var("m", MS), r = var("r", ND), k = var("k", IX), kp = var("kp", IX), kq = var("kq", IX);
+    const auto& xs = t_.transfers;
+    if (hop_) {
+        // Members and ranks of the router arrivals and post-first-arrival departures.
+        rel_.emplace("mem_ar", dl_.relation("mem_ar", {IX, MS, ND, ST}));
+        dl_.rule("mem_ar", R("mem_ar")(j, m, r, s), {R("rarr")(j, m, r, s)});
+        std::vector<Member> ar;
+        for (U64 x = 0; x < N_; ++x)
+            if (is_router(to(x))) ar.push_back({{x, 0}, {idx(xs[x].message), to(x), 0}, xs[x].step});
+        z3::func_decl rk_ar = ranking(Property::replication, "ar", R("mem_ar"), {j}, {m, r}, s, false, ar);
+        rel_.emplace("arK", dl_.relation("arK", {MS, ND, IX, ST}));
+        rel_.emplace("okpost", dl_.relation("okpost", {IX}));
+        dl_.rule("arK", R("arK")(m, r, k, sa), {ap(rk_ar, {j, m, r, sa, k, kp})});
+        dl_.rule("fifo_match", R("okpost")(i), {ap(R("rk_post"), {i, m, r, sd, k, kq}), R("arK")(m, r, k, sa), z3::ult(sa, sd)});
+        dl_.rule("replication", R("bad_replication")(i, m, r, sd), {R("mem_post")(i, m, r, sd), !R("okpost")(i)});
+    } else {
+        std::vector<char> legal = wormhole_legal();
+        for (const char* dir : {"wa", "wd"}) {
+            std::string mem = fmt::format("mem_{}", dir);
+            bool arrive = dir[1] == 'a';
+            rel_.emplace(mem, dl_.relation(mem, {IX, MS, ND, ST}));
+            dl_.rule(mem, R(mem)(i, m, r, s), {arrive ? R("legal_arr")(i, m, r, s) : R("legal_dep")(i, m, r, s), R("rtr")(r)});
+            std::vector<Member> members;
+            for (U64 x = 0; x < N_; ++x) {
+                U64 node = arrive ? to(x) : from(x);
+                if (legal[x] && is_router(node)) members.push_back({{x, 0}, {idx(xs[x].message), node, xs[x].step}, 0});
+            }
+            ranking(Property::replication, dir, R(mem), {i}, {m, r, s}, std::nullopt, false, members);
+        }
+        rel_.emplace("waK", dl_.relation("waK", {MS, ND, ST, IX}));
+        dl_.rule("waK", R("waK")(m, r, s, k), {ap(R("rk_wa"), {j, m, r, s, k, kp})});
+        dl_.rule("replication", R("bad_replication")(i, m, r, s), {ap(R("rk_wd"), {i, m, r, s, k, kp}), !R("waK")(m, r, s, k)});
+    }
+}
+
+/// queues (hop timing; routers only).
+///  none, replicate=no: per (message, router, step t), every copy that arrives in t leaves in
+///    t+1: arrival rank k needs departure rank k in t+1 (the FIFO of the direct checker fails
+///    first exactly where #arrivals(t) > #departures(t+1)).
+///  none, replicate=yes: a router sends a message it holds only in the step after an arrival.
+///  bound B, replicate=no: copies waiting at boundary b (1 <= b < T) are #arrivals(<= b) -
+///    #departures(<= b+1); with arrivals a_0 <= a_1 <= ... and departures d_0 <= d_1 <= ... of the
+///    router this exceeds B at an arrival boundary b = a_k iff k >= B and d_{k-B} is missing or
+///    d_{k-B} >= a_k + 2.
+///  bound B, replicate=yes: a message waits from its first arrival F to its last departure L
+///    minus 2; the same argument on starts F and ends L-1 ranked per router.
+void Engine::queue_rules() {
+    if (!hop_ || t_.model.queues == QueueKind::unbounded) return;
+    const z3::sort IX = *IX_, ST = *ST_, ND = *ND_, MS = *MS_, CH = *CH_;
+    z3::expr i = var("i", IX), j = var("j", IX), s = var("s", ST), t = var("t", ST), t1 = var("t1", ST);
+    z3::expr sa = var("sa", ST), sd = var("sd", ST), f = var("f", ST), e = var("e", ST), L = var("L", ST);
+    z3::expr m = var("m", MS), r = var("r", ND), k = var("k", IX), kp = var("kp", IX), q = var("q", IX), c = var("c", CH);
+    const auto& xs = t_.transfers;
+    if (none_ && !replicate_) {
+        for (const char* dir : {"qa", "qd"}) {
+            std::string mem = fmt::format("mem_{}", dir);
+            bool arrive = dir[1] == 'a';
+            rel_.emplace(mem, dl_.relation(mem, {IX, MS, ND, ST}));
+            dl_.rule(mem, R(mem)(i, m, r, s), {arrive ? R("rarr")(i, m, r, s) : R("rdep")(i, m, r, s)});
+            std::vector<Member> members;
+            for (U64 x = 0; x < N_; ++x) {
+                U64 node = arrive ? to(x) : from(x);
+                if (is_router(node)) members.push_back({{x, 0}, {idx(xs[x].message), node, xs[x].step}, 0});
+            }
+            ranking(Property::queues, dir, R(mem), {i}, {m, r, s}, std::nullopt, false, members);
+        }
+        rel_.emplace("qdK", dl_.relation("qdK", {MS, ND, ST, IX}));
+        dl_.rule("qdK", R("qdK")(m, r, s, k), {ap(R("rk_qd"), {j, m, r, s, k, kp})});
+        dl_.rule("queues_none", R("bad_queues")(i, m, r, t1),
+                 {ap(R("rk_qa"), {i, m, r, t, k, kp}), R("succ")(t, t1), !R("qdK")(m, r, t1, k)});
+    } else if (none_) {
+        rel_.emplace("arrat", dl_.relation("arrat", {MS, ND, ST}));
+        dl_.rule("arrat", R("arrat")(m, r, t), {R("rarr")(j, m, r, t)});
+        dl_.rule("queues_none", R("bad_queues")(i, m, r, s), {R("postdep")(i, m, r, s), R("succ")(t, s), !R("arrat")(m, r, t)});
+    } else if (bounded_ && !replicate_) {
+        for (const char* dir : {"ra", "rd"}) {
+            std::string mem = fmt::format("mem_{}", dir);
+            bool arrive = dir[1] == 'a';
+            rel_.emplace(mem, dl_.relation(mem, {IX, ND, ST}));
+            dl_.rule(mem, R(mem)(i, r, s), {arrive ? R("rarr")(i, m, r, s) : R("rdep")(i, m, r, s)});
+            std::vector<Member> members;
+            for (U64 x = 0; x < N_; ++x) {
+                U64 node = arrive ? to(x) : from(x);
+                if (is_router(node)) members.push_back({{x, 0}, {node, 0, 0}, xs[x].step});
+            }
+            ranking(Property::queues, dir, R(mem), {i}, {r}, s, arrive, members);
+        }
+        rel_.emplace("rdK", dl_.relation("rdK", {ND, IX, ST}));
+        rel_.emplace("need", dl_.relation("need", {ND, IX, ST}));
+        rel_.emplace("endok", dl_.relation("endok", {ND, IX, ST}));
+        rel_.emplace("raK", dl_.relation("raK", {IX, ND, ST, IX}));
+        rel_.emplace("qover", dl_.relation("qover", {IX, ND, ST}));
+        dl_.rule("rdK", R("rdK")(r, k, sd), {ap(R("rk_rd"), {j, r, sd, k, kp})});
+        // Boundaries are those between steps, 1..T-1: a copy arriving in the last step waits at none.
+        dl_.rule("raK", R("raK")(i, r, sa, q),
+                 {ap(R("rk_ra"), {i, r, sa, k, kp, q}), z3::uge(k, num(B_, IX)), z3::ult(sa, num(t_.steps(), ST))});
+        dl_.rule("need", R("need")(r, q, sa), {R("raK")(i, r, sa, q)});
+        dl_.rule("endok", R("endok")(r, q, sa), {R("need")(r, q, sa), R("rdK")(r, q, sd), z3::ule(sd, sa + num(1, ST))});
+        dl_.rule("qover", R("qover")(i, r, sa), {R("raK")(i, r, sa, q), !R("endok")(r, q, sa)});
+        dl_.rule("queues_bound", R("bad_queues")(i, m, r, sa), {R("qover")(i, r, sa), R("tr")(i, sa, c, m)});
+    } else if (bounded_) {
+        rel_.emplace("earlier_arr", dl_.relation("earlier_arr", {IX}));
+        rel_.emplace("haspost", dl_.relation("haspost", {MS, ND}));
+        rel_.emplace("istart", dl_.relation("istart", {MS, ND, ST}));
+        rel_.emplace("postsucc", dl_.relation("postsucc", {MS, ND, IX}));
+        rel_.emplace("lastpost", dl_.relation("lastpost", {MS, ND, ST}));
+        rel_.emplace("iend", dl_.relation("iend", {MS, ND, ST}));
+        rel_.emplace("ival", dl_.relation("ival", {MS, ND, ST, ST}));
+        z3::expr j2 = var("j2", IX), s2 = var("s2", ST);
+        dl_.rule("earlier_arr", R("earlier_arr")(j), {R("rarr")(j, m, r, s), R("rarr")(j2, m, r, s2), z3::ult(s2, s)});
+        dl_.rule("haspost", R("haspost")(m, r), {R("mem_post")(i, m, r, s)});
+        dl_.rule("istart", R("istart")(m, r, f), {R("rarr")(j, m, r, f), R("haspost")(m, r), !R("earlier_arr")(j)});
+        dl_.rule("postsucc", R("postsucc")(m, r, kp), {ap(R("rk_post"), {i, m, r, s, k, kp}), k != num(0, IX)});
+        dl_.rule("lastpost", R("lastpost")(m, r, L), {ap(R("rk_post"), {i, m, r, L, k, kp}), !R("postsucc")(m, r, k)});
+        dl_.rule("iend", R("iend")(m, r, e), {R("lastpost")(m, r, L), R("succ")(e, L)});
+        // Waiting at boundaries f..e-1; empty when e = f (the direct checker keeps no interval then).
+        dl_.rule("interval", R("ival")(m, r, f, e), {R("istart")(m, r, f), R("iend")(m, r, e), z3::ugt(e, f)});
+        // Intervals per (message, router), ranked per router by start and by end.
+        std::map<std::pair<U64, U64>, std::pair<U64, U64>> iv;  // (m, r) -> (first arrival, last post departure)
+        {
+            std::map<std::pair<U64, U64>, U64> first;
+            for (U64 x = 0; x < N_; ++x)
+                if (is_router(to(x))) {
+                    auto key = std::pair<U64, U64>(idx(xs[x].message), to(x));
+                    auto it = first.find(key);
+                    if (it == first.end() || xs[x].step < it->second) first[key] = xs[x].step;
+                }
+            for (U64 x = 0; x < N_; ++x)
+                if (is_router(from(x))) {
+                    auto key = std::pair<U64, U64>(idx(xs[x].message), from(x));
+                    auto it = first.find(key);
+                    if (it == first.end() || it->second >= xs[x].step) continue;
+                    auto [pos, fresh] = iv.emplace(key, std::pair<U64, U64>(it->second, xs[x].step));
+                    if (!fresh) pos->second.second = std::max<U64>(pos->second.second, xs[x].step);
+                }
+        }
+        for (const char* dir : {"is", "ie"}) {
+            std::string mem = fmt::format("mem_{}", dir);
+            bool start = dir[1] == 's';
+            rel_.emplace(mem, dl_.relation(mem, {MS, ND, ND, ST}));
+            z3::expr val = start ? f : e;
+            dl_.rule(mem, R(mem)(m, r, r, val), {R("ival")(m, r, f, e)});
+            std::vector<Member> members;
+            for (const auto& [key, se] : iv)
+                if (se.second >= se.first + 2)
+                    members.push_back({{key.first, key.second}, {key.second, 0, 0}, start ? se.first : se.second - 1});
+            ranking(Property::queues, dir, R(mem), {m, r}, {r}, val, start, members);
+        }
+        rel_.emplace("ieK", dl_.relation("ieK", {ND, IX, ST}));
+        rel_.emplace("needI", dl_.relation("needI", {ND, IX, ST}));
+        rel_.emplace("iendok", dl_.relation("iendok", {ND, IX, ST}));
+        rel_.emplace("isK", dl_.relation("isK", {MS, ND, ST, IX}));
+        dl_.rule("ieK", R("ieK")(r, k, e), {ap(R("rk_ie"), {m, r, r, e, k, kp})});
+        dl_.rule("isK", R("isK")(m, r, f, q), {ap(R("rk_is"), {m, r, r, f, k, kp, q}), z3::uge(k, num(B_, IX))});
+        dl_.rule("needI", R("needI")(r, q, f), {R("isK")(m, r, f, q)});
+        dl_.rule("iendok", R("iendok")(r, q, f), {R("needI")(r, q, f), R("ieK")(r, q, e), z3::ule(e, f)});
+        dl_.rule("queues_bound", R("bad_queues")(num(0, IX), m, r, f), {R("isK")(m, r, f, q), !R("iendok")(r, q, f)});
+    }
+}
+
+/// routes (hop timing with fixed routes, as the direct checker): a personalized message m(s,d)
+/// may only cross channels of route(s, d).
+void Engine::route_rules() {
+    if (!opt_.fixed_routes || !hop_) return;
+    const z3::sort IX = *IX_, ST = *ST_, CH = *CH_, MS = *MS_;
+    z3::expr i = var("i", IX), s = var("s", ST), c = var("c", CH), m = var("m", MS);
+    U64 P = topo_.processors();
+    dl_.rule("routes", R("bad_routes")(i), {R("tr")(i, s, c, m), z3::ult(m, num(P * P, MS)), !R("onroute")(m, c)});
+}
+
+/// completeness: every goal (message, processor) is initial data there or is delivered there
+/// by some transfer (hop), by some legal transfer (wormhole).
+void Engine::completeness_rules() {
+    const z3::sort IX = *IX_, ST = *ST_, ND = *ND_, MS = *MS_;
+    z3::expr i = var("i", IX), s = var("s", ST), m = var("m", MS), p = var("p", ND);
+    if (hop_)
+        dl_.rule("delivered", R("delivered")(m, p), {R("arr")(i, m, p, s)});
+    else
+        dl_.rule("delivered", R("delivered")(m, p), {R("legal_arr")(i, m, p, s), R("proc")(p)});
+    dl_.rule("delivered_initially", R("delivered")(m, p), {R("init")(m, p)});
+    dl_.rule("completeness", R("bad_completeness")(m, p), {R("goal")(m, p), !R("delivered")(m, p)});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counterexamples from derived tuples, worded like the direct checker's.
+
+void Engine::decode(Property p, const std::vector<std::vector<U64>>& tuples) {
+    const auto& xs = t_.transfers;
+    auto mid = [](U64 m) { return MessageId{static_cast<std::uint32_t>(m)}; };
+    auto nid = [](U64 n) { return Node{static_cast<std::uint32_t>(n)}; };
+    auto list = [&](const std::vector<MessageId>& v) {
+        std::string out;
+        for (std::size_t a = 0; a < v.size() && a < 8; ++a) out += fmt::format("{}{}", a ? ", " : "", ms_.name(v[a]));
+        if (v.size() > 8) out += ", ...";
+        return out;
+    };
+    switch (p) {
+        case Property::capacity:
+            for (const auto& tu : tuples) {
+                Step s = static_cast<Step>(tu[0]);
+                ChannelId c{static_cast<std::uint32_t>(tu[1])};
+                auto lo = std::lower_bound(xs.begin(), xs.end(), Transfer{s, c, MessageId{0}});
+                std::vector<MessageId> msgs;
+                for (auto it = lo; it != xs.end() && it->step == s && it->channel == c; ++it) msgs.push_back(it->message);
+                add(p, {p, s, c, std::nullopt, msgs,
+                        fmt::format("{} messages ({}) but capacity {}", msgs.size(), list(msgs), topo_.channel(c).cap)});
+            }
+            break;
+        case Property::ports:
+            for (const auto& tu : tuples) {
+                Step s = static_cast<Step>(tu[0]);
+                U64 node = tu[1];
+                auto lo = std::lower_bound(xs.begin(), xs.end(), Transfer{s, ChannelId{0}, MessageId{0}});
+                std::vector<MessageId> msgs;
+                U64 snd = 0, rcv = 0;
+                for (auto it = lo; it != xs.end() && it->step == s; ++it) {
+                    const Channel& ch = topo_.channel(it->channel);
+                    if (idx(ch.from) == node) ++snd, msgs.push_back(it->message);
+                    if (idx(ch.to) == node) ++rcv, msgs.push_back(it->message);
+                }
+                std::string detail =
+                    t_.model.ports == Ports::single
+                        ? fmt::format("{} sends and {} receives ({}) but single-port allows one of each per step", snd, rcv, list(msgs))
+                        : fmt::format("{} sends and {} receives ({}) but half-duplex allows one transfer per step", snd, rcv, list(msgs));
+                add(p, {p, s, std::nullopt, nid(node), msgs, detail});
+            }
+            break;
+        case Property::queues: {
+            std::set<std::pair<U64, U64>> seen;  // bounded queues: one violation per (router, boundary)
+            for (const auto& tu : tuples) {
+                U64 i = tu[0], m = tu[1], r = tu[2];
+                Step b = static_cast<Step>(tu[3]);
+                if (bounded_) {
+                    if (!seen.insert({r, b}).second) continue;
+                    add(p, {p, b, std::nullopt, nid(r), {},
+                            fmt::format("more than {} messages wait in the router after step {} but the queue bound is {}",
+                                        t_.model.queue_bound, b, t_.model.queue_bound)});
+                } else if (!replicate_) {
+                    add(p, {p, b, xs[i].channel, nid(r), {mid(m)},
+                            fmt::format("{} entered {} in step {} (over {}) and does not leave in step {}; with queues=none every copy "
+                                        "leaves in the step after it arrives",
+                                        msg_name(m), node_name(r), b - 1, chan_name(xs[i].channel), b)});
+                } else {
+                    add(p, {p, b, xs[i].channel, nid(r), {mid(m)},
+                            fmt::format("{} sends {} in step {} but did not receive it in step {}; with queues=none a router sends "
+                                        "only in the step after an arrival",
+                                        node_name(r), msg_name(m), b, b - 1)});
+                }
+            }
+            break;
+        }
+        case Property::replication: {
+            if (hop_) {
+                // The first unmatched departure per (message, router) is the FIFO's; later ones
+                // depend on how the first is resolved, so only the first is claimed.
+                std::map<std::pair<U64, U64>, std::pair<U64, U64>> first;  // (m, r) -> (rank, transfer)
+                for (const auto& tu : tuples) {
+                    auto key = std::pair<U64, U64>(tu[1], tu[2]);
+                    auto val = std::pair<U64, U64>(post_rank_.at(tu[0]), tu[0]);
+                    auto it = first.find(key);
+                    if (it == first.end() || val < it->second) first[key] = val;
+                }
+                for (const auto& [key, val] : first) {
+                    U64 i = val.second;
+                    add(p, {p, xs[i].step, xs[i].channel, nid(key.second), {mid(key.first)},
+                            fmt::format("{} forwards {} in step {} but every copy it received before step {} has been sent on; "
+                                        "routers do not replicate (replicate=no)",
+                                        node_name(key.second), msg_name(key.first), xs[i].step, xs[i].step)});
+                }
+            } else {
+                std::set<std::tuple<U64, U64, U64>> seen;
+                for (const auto& tu : tuples) {
+                    if (!seen.insert({tu[1], tu[2], tu[3]}).second) continue;
+                    add(p, {p, static_cast<Step>(tu[3]), std::nullopt, nid(tu[2]), {mid(tu[1])},
+                            fmt::format("{} sends {} more often than it receives it in round {}", node_name(tu[2]), msg_name(tu[1]),
+                                        tu[3])});
+                }
+            }
+            break;
+        }
+        case Property::causality:
+            for (const auto& tu : tuples) {
+                U64 i = tu[0];
+                const Transfer& x = xs[i];
+                U64 u = from(i);
+                std::string detail =
+                    !hop_ ? fmt::format("{} sends {} in round {} but does not hold it", node_name(u), msg_name(idx(x.message)), x.step)
+                    : is_router(u)
+                        ? fmt::format("{} forwards {} in step {} but has not received it", node_name(u), msg_name(idx(x.message)), x.step)
+                        : fmt::format("{} sends {} in step {} but does not hold it at the end of step {}", node_name(u),
+                                      msg_name(idx(x.message)), x.step, x.step - 1);
+                add(p, {p, x.step, x.channel, nid(u), {x.message}, detail});
+            }
+            break;
+        case Property::routes:
+            for (const auto& tu : tuples) {
+                const Transfer& x = xs[tu[0]];
+                MessageKey k = ms_.key(x.message);
+                add(p, {p, x.step, x.channel, std::nullopt, {x.message},
+                        fmt::format("{} crosses {}, which is not on its route {} -> {}", ms_.name(x.message), chan_name(x.channel), k.src,
+                                    k.dst)});
+            }
+            break;
+        case Property::completeness:
+            for (const auto& tu : tuples)
+                add(p, {p, 0, std::nullopt, nid(tu[1]), {mid(tu[0])},
+                        fmt::format("{} never reaches processor {}", msg_name(tu[0]), node_name(tu[1]))});
+            break;
+    }
+}
+
+void Engine::run() {
+    declare();
+    base_facts();
+    base_rules();
+    const auto& xs = t_.transfers;
+    // post-first-arrival router departures (replication FIFO, replicate=yes queue intervals)
+    bool need_post = hop_ && (!replicate_ || bounded_);
+    if (need_post) {
+        const z3::sort IX = *IX_, ST = *ST_, ND = *ND_, MS = *MS_;
+        z3::expr i = var("i", IX), s = var("s", ST), m = var("m", MS), r = var("r", ND);
+        rel_.emplace("mem_post", dl_.relation("mem_post", {IX, MS, ND, ST}));
+        dl_.rule("mem_post", R("mem_post")(i, m, r, s), {R("postdep")(i, m, r, s)});
+        std::unordered_map<U64, Step> first;  // m * nodes + router -> first arrival step
+        const U64 nodes = topo_.nodes();
+        for (U64 x = 0; x < N_; ++x)
+            if (is_router(to(x))) {
+                U64 key = idx(xs[x].message) * nodes + to(x);
+                auto it = first.find(key);
+                if (it == first.end() || xs[x].step < it->second) first[key] = xs[x].step;
+            }
+        std::vector<Member> post;
+        std::vector<U64> which;
+        for (U64 x = 0; x < N_; ++x) {
+            if (!is_router(from(x))) continue;
+            auto it = first.find(idx(xs[x].message) * nodes + from(x));
+            if (it == first.end() || it->second >= xs[x].step) continue;
+            post.push_back({{x, 0}, {idx(xs[x].message), from(x), 0}, xs[x].step});
+            which.push_back(x);
+        }
+        ranking(replicate_ ? Property::queues : Property::replication, "post", R("mem_post"), {i}, {m, r}, s, false, post);
+        std::vector<U64> rk = ranks_of(post);
+        post_rank_.assign(N_, sentinel_);
+        for (std::size_t a = 0; a < which.size(); ++a) post_rank_[which[a]] = rk[a];
+    }
+    capacity_rules();
+    ports_rules();
+    causality_rules();
+    replication_rules();
+    queue_rules();
+    route_rules();
+    completeness_rules();
+
+    // Which families run: as the direct checker, ports only with single/half ports, queues only
+    // under hop timing with a queue rule, routes only with fixed routes.
+    std::array<bool, property_count> run{};
+    run.fill(true);
+    auto at = [](Property p) { return static_cast<std::size_t>(p); };
+    if (t_.model.ports == Ports::multi) run[at(Property::ports)] = false;
+    if (!hop_ || t_.model.queues == QueueKind::unbounded) run[at(Property::queues)] = false;
+    if (!opt_.fixed_routes) run[at(Property::routes)] = false;
+    for (std::size_t a = 0; a < property_count; ++a)
+        if (!run[a]) set_status(static_cast<Property>(a), Status::skipped);
+
+    // The certificate lemma first: a family whose certificate Z3 rejects (or cannot check in
+    // time) is unknown, whatever its own query says.
+    if (std::getenv("COLLSCHED_Z3_RULES")) std::fprintf(stderr, "%s", dl_.rules_text().c_str());
+    if (std::getenv("COLLSCHED_Z3_PROFILE"))
+        for (auto& decl : dl_.all_) dl_.query(decl, 600000);
+    std::array<std::string, property_count> blocked;
+    {
+        Datalog::Answer a = dl_.query(R("bad_cert"), remaining_ms());
+        if (a.result == z3::sat) {
+            for (const auto& tu : a.tuples) {
+                Property user = cert_users_.at(tu[0]);
+                blocked[at(user)] = fmt::format("internal error: Z3 rejected the {} rank certificate (a bug in collsched)",
+                                                cert_names_.at(tu[0]));
+            }
+        } else if (a.result == z3::unknown) {
+            for (Property user : cert_users_)
+                blocked[at(user)] = fmt::format("the rank certificates could not be checked: {}",
+                                                remaining_ms() == 0 ? fmt::format("time limit of {} ms reached", opt_.timeout_ms)
+                                                                    : "Z3 answered unknown (" + a.reason + ")");
+        }
+    }
+    for (std::size_t a = 0; a < property_count; ++a) {
+        if (!run[a]) continue;
+        Property p = static_cast<Property>(a);
+        if (!blocked[a].empty()) {
+            set_status(p, Status::unknown);
+            report_.notes.push_back(fmt::format("{}: unknown: {}", to_string(p), blocked[a]));
+            continue;
+        }
+        U64 left = remaining_ms();
+        if (left == 0) {
+            set_status(p, Status::unknown);
+            report_.notes.push_back(fmt::format("{}: unknown: time limit of {} ms reached before its query", to_string(p), opt_.timeout_ms));
+            continue;
+        }
+        Datalog::Answer ans = dl_.query(R(bad_.at(p)), left);
+        if (ans.result == z3::unsat) {
+            set_status(p, Status::holds);
+        } else if (ans.result == z3::sat) {
+            decode(p, ans.tuples);
+            set_status(p, found_[a].empty() ? Status::holds : Status::violated);
+        } else {
+            set_status(p, Status::unknown);
+            report_.notes.push_back(fmt::format("{}: unknown: {}", to_string(p),
+                                                remaining_ms() == 0 ? fmt::format("time limit of {} ms reached", opt_.timeout_ms)
+                                                                    : "Z3 answered unknown (" + ans.reason + ")"));
+        }
+    }
+    for (std::size_t a = 0; a < property_count; ++a) {
+        auto& v = found_[a];
+        std::stable_sort(v.begin(), v.end(), [](const Violation& x, const Violation& y) { return x.step < y.step; });
+        report_.violation_count[a] = v.size();
+        for (std::size_t n = 0; n < v.size() && n < opt_.max_violations; ++n) report_.violations.push_back(std::move(v[n]));
+    }
+}
+
+}  // namespace
+
+VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
+    COLLSCHED_ASSERT(t.is_sorted());
+    auto start = Clock::now();
+    VerifyReport r;
+    r.engine = "z3";
+    r.steps = t.steps();
+    r.transfers = t.transfers.size();
+    r.cost = t.model.timing == Timing::wormhole ? r.steps * (t.model.ts + t.model.tc) : r.steps;
+    try {
+        Engine e(t, opt, r);
+        e.run();
+    } catch (const z3::exception& ex) {
+        VerifyReport u;
+        u.engine = "z3";
+        u.steps = r.steps;
+        u.transfers = r.transfers;
+        u.cost = r.cost;
+        u.status.fill(Status::unknown);
+        u.notes.push_back(fmt::format("Z3 failed: {}", ex.msg()));
+        r = std::move(u);
+    } catch (const EngineError& ex) {
+        VerifyReport u;
+        u.engine = "z3";
+        u.steps = r.steps;
+        u.transfers = r.transfers;
+        u.cost = r.cost;
+        u.status.fill(Status::unknown);
+        u.notes.push_back(fmt::format("internal error: {}", ex.what()));
+        r = std::move(u);
+    }
+    r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return r;
+}
+
+}  // namespace collsched
