@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -12,6 +10,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -35,8 +34,8 @@
 // where order matters) and Z3 checks, in a separate query run before any property, that the
 // numbering is a bijection onto 0..g-1 of every group it derives itself (and sorted). Then
 // "count > c" is "some member has rank >= c", and the k-th smallest value is the member with
-// rank k. A wrong certificate can only make that check fail (reported as an internal error and
-// every property as unknown); it can never make a property look proved.
+// rank k. A wrong certificate can only make that check fail (reported as an internal error, and
+// the families that use it as unknown); it can never make a property look proved.
 
 namespace collsched {
 
@@ -81,7 +80,6 @@ public:
         for (const z3::sort& s : columns) dom.push_back(s);
         z3::func_decl f = c_.function(name.c_str(), dom, c_.bool_sort());
         fp_.register_relation(f);
-        all_.push_back(f);
         return f;
     }
 
@@ -95,7 +93,6 @@ public:
             args[k] = static_cast<unsigned>(values[k]);
         }
         fp_.add_fact(rel, args.data());
-        ++facts_;
     }
 
     /// head :- body[0], body[1], ...; the free variables (uninterpreted constants) are bound.
@@ -112,7 +109,6 @@ public:
                               : z3::expr(c_, Z3_mk_forall_const(c_, 0, static_cast<unsigned>(vars.size()), vars.data(), 0,
                                                                 nullptr, imp));
         fp_.add_rule(closed, c_.str_symbol(name.c_str()));
-        ++rules_;
     }
 
     struct Answer {
@@ -135,23 +131,14 @@ public:
         p.set("xform.inline_eager", false);
         p.set("xform.inline_linear", false);
         p.set("timeout", static_cast<unsigned>(std::min<U64>(timeout_ms, 0xffffffffu)));
-        if (std::getenv("COLLSCHED_Z3_DLPROFILE")) p.set("datalog.output_profile", true);
         fp_.set(p);
         z3::func_decl_vector rels(c_);
         rels.push_back(rel);
-        auto t0 = std::chrono::steady_clock::now();
         a.result = fp_.query(rels);
-        if (std::getenv("COLLSCHED_Z3_DEBUG"))
-            std::fprintf(stderr, "z3 query %s: %s %.3f s\n", rel.name().str().c_str(),
-                         a.result == z3::sat ? "sat" : a.result == z3::unsat ? "unsat" : "unknown",
-                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         if (a.result == z3::sat) parse_answer(fp_.get_answer(), rel.arity(), a.tuples);
         if (a.result == z3::unknown) a.reason = fp_.reason_unknown();
         return a;
     }
-
-    std::size_t facts() const { return facts_; }
-    std::size_t rules() const { return rules_; }
 
 private:
     void collect_vars(const z3::expr& e, std::vector<Z3_app>& vars, std::set<unsigned>& seen) {
@@ -205,11 +192,6 @@ private:
 
     z3::context& c_;
     z3::fixedpoint fp_;
-    std::size_t facts_ = 0, rules_ = 0;
-
-public:
-    std::vector<z3::func_decl> all_;
-    std::string rules_text() { z3::expr_vector rs = fp_.rules(); std::string out; for (unsigned k = 0; k < rs.size(); ++k) out += rs[k].to_string() + "\n"; return out; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -371,30 +353,41 @@ void Engine::base_facts() {
     for (U64 c = 0; c < chans.size(); ++c)
         dl_.fact(R("chn"), {c, idx(chans[c].from), idx(chans[c].to), std::min<U64>(chans[c].cap, N_ + 1)});
     for (U64 v = 0; v < topo_.nodes(); ++v) dl_.fact(R(is_router(v) ? "rtr" : "proc"), {v});
-    for (U64 s = 0; s <= t_.steps(); ++s) dl_.fact(R("succ"), {s, s + 1});
-    // Goals: the collective's postcondition and the table's requirements.
-    std::set<std::pair<U64, U64>> goals;
-    t_.collective.for_each_goal(topo_.processors(), [&](MessageId m, Node p) { goals.insert({idx(m), idx(p)}); });
-    for (const Requirement& q : t_.requirements) goals.insert({idx(q.message), idx(q.at)});
-    for (auto [m, p] : goals) dl_.fact(R("goal"), {m, p});
-    // Initial data (the precondition) for every message that moves or is a goal.
-    std::vector<char> seen(ms_.size(), 0);
+    // succ(t, t+1) around every step used (not for all of 0..T: T can be 2^31 with few transfers).
+    {
+        std::vector<U64> steps;
+        for (const Transfer& x : xs) steps.push_back(x.step);
+        std::sort(steps.begin(), steps.end());
+        steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+        U64 last = ~U64{0};
+        for (U64 s : steps) {
+            if (s != 0 && s - 1 != last) dl_.fact(R("succ"), {s - 1, s});
+            dl_.fact(R("succ"), {s, s + 1});
+            last = s;
+        }
+    }
+    // Initial data (the precondition) for every message that moves or is a goal; goals (the
+    // collective's postcondition and the table's requirements). Facts are sets: repeats are harmless.
+    std::unordered_set<U64> seen;
     auto initial = [&](U64 m) {
-        if (seen[m]) return;
-        seen[m] = 1;
+        if (!seen.insert(m).second) return;
         MessageId id{static_cast<std::uint32_t>(m)};
         if (t_.collective.initial(ms_, id)) dl_.fact(R("init"), {m, idx(ms_.origin(id))});
     };
     for (const Transfer& x : xs) initial(idx(x.message));
-    for (auto [m, p] : goals) initial(m);
+    auto goal = [&](MessageId m, Node p) {
+        dl_.fact(R("goal"), {idx(m), idx(p)});
+        initial(idx(m));
+    };
+    t_.collective.for_each_goal(topo_.processors(), goal);
+    for (const Requirement& q : t_.requirements) goal(q.message, q.at);
     // Fixed routes of the personalized messages that move (hop timing, as the direct checker).
     if (opt_.fixed_routes && hop_) {
-        std::vector<char> done(ms_.size(), 0);
+        std::unordered_set<U64> done;
         std::vector<ChannelId> route;
         for (const Transfer& x : xs) {
             MessageKey k = ms_.key(x.message);
-            if (k.kind != MessageKind::personal || done[idx(x.message)]) continue;
-            done[idx(x.message)] = 1;
+            if (k.kind != MessageKind::personal || !done.insert(idx(x.message)).second) continue;
             route.clear();
             topo_.route(Node{k.src}, Node{k.dst}, route);
             for (ChannelId c : route) dl_.fact(R("onroute"), {idx(x.message), idx(c)});
@@ -404,7 +397,7 @@ void Engine::base_facts() {
 
 void Engine::base_rules() {
     const z3::sort IX = *IX_, ST = *ST_, CH = *CH_, ND = *ND_, MS = *MS_;
-    z3::expr i = var("i", IX), j = var("j", IX), s = var("s", ST), s2 = var("s2", ST), t = var("t", ST), t1 = var("t1", ST);
+    z3::expr i = var("i", IX), s = var("s", ST), t = var("t", ST), t1 = var("t1", ST);
     z3::expr c = var("c", CH), u = var("u", ND), v = var("v", ND), m = var("m", MS), cap = var("cap", IX);
     dl_.rule("departure", R("dep")(i, m, u, s), {R("tr")(i, s, c, m), R("chn")(c, u, v, cap)});
     dl_.rule("arrival", R("arr")(i, m, v, s), {R("tr")(i, s, c, m), R("chn")(c, u, v, cap)});
@@ -413,7 +406,7 @@ void Engine::base_rules() {
     dl_.rule("router_departure", R("rdep")(i, m, u, s), {R("dep")(i, m, u, s), R("rtr")(u)});
     dl_.rule("router_arrival", R("rarr")(i, m, v, s), {R("arr")(i, m, v, s), R("rtr")(v)});
     dl_.rule("post_departure", R("postdep")(i, m, u, s), {R("rdep")(i, m, u, s), R("early")(i)});
-    // The arithmetic table succ(t, t+1) for t = 0..T: checked, and present for every step used.
+    // The arithmetic table succ: checked (t1 = t + 1), and present around every step used.
     dl_.rule("cert_succ", R("bad_cert")(num(0, *CODE_)), {R("succ")(t, t1), t1 != t + num(1, ST)});
     rel_.emplace("has_succ", dl_.relation("has_succ", {ST}));
     rel_.emplace("has_pred", dl_.relation("has_pred", {ST}));
@@ -423,8 +416,6 @@ void Engine::base_rules() {
     dl_.rule("cert_pred_cover", R("bad_cert")(num(0, *CODE_)), {R("tr")(i, s, c, m), !R("has_pred")(s)});
     cert_names_.push_back("succ (the step successor table)");
     cert_users_.push_back(Property::queues);
-    (void)j;
-    (void)s2;
 }
 
 /// The generic rank certificate of one family. Members are derived by Z3 through `mem`
@@ -474,7 +465,6 @@ z3::func_decl Engine::ranking(Property user, const std::string& name, const z3::
         if (kmb) vals.push_back(k >= B_ ? k - B_ : sentinel_);
         dl_.fact(rk, vals);
     }
-    if (const char* only = std::getenv("COLLSCHED_Z3_ONLY"); only && name != only) return rk;
     auto copy = [&](const std::vector<z3::expr>& xs, const char* suffix) {
         std::vector<z3::expr> out;
         for (const z3::expr& x : xs) out.push_back(c_.constant((x.decl().name().str() + suffix).c_str(), x.get_sort()));
@@ -1016,9 +1006,6 @@ void Engine::run() {
 
     // The certificate lemma first: a family whose certificate Z3 rejects (or cannot check in
     // time) is unknown, whatever its own query says.
-    if (std::getenv("COLLSCHED_Z3_RULES")) std::fprintf(stderr, "%s", dl_.rules_text().c_str());
-    if (std::getenv("COLLSCHED_Z3_PROFILE"))
-        for (auto& decl : dl_.all_) dl_.query(decl, 600000);
     std::array<std::string, property_count> blocked;
     {
         Datalog::Answer a = dl_.query(R("bad_cert"), remaining_ms());
@@ -1074,6 +1061,8 @@ void Engine::run() {
 
 VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
     COLLSCHED_ASSERT(t.is_sorted());
+    if (!t.transfers.empty() && t.transfers.front().step < 1)
+        throw InputError("a transfer in step 0: steps are numbered from 1 (time 0 is the initial state)");
     auto start = Clock::now();
     VerifyReport r;
     r.engine = "z3";

@@ -28,7 +28,8 @@ struct Z3Options {
     VerifyOptions verify_options() const { return {fixed_routes, max_violations}; }
 };
 
-/// Proves or refutes every property of `table` (which must be sorted) with Z3.
+/// Proves or refutes every property of `table` (which must be sorted) with Z3. Throws InputError
+/// for a transfer in step 0 (steps are numbered from 1), as the simulator does.
 VerifyReport verify_z3(const SendTable& table, const Z3Options& options = {});
 
 }  // namespace collsched

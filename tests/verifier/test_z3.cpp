@@ -8,6 +8,7 @@
 
 #include "compiler/builder.hpp"
 #include "compiler/table_io.hpp"
+#include "dsl/diagnostics.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/z3_engine.hpp"
 
@@ -376,6 +377,25 @@ TEST_CASE("z3: a time limit is an unknown answer, not a hang") {
     REQUIRE_FALSE(r.notes.empty());
     CHECK(r.notes.front().find("time limit of 1 ms") != std::string::npos);
     CHECK(report_to_json(r, t).find("\"notes\":[") != std::string::npos);
+}
+
+TEST_CASE("z3: steps far apart cost nothing (no table over all steps)") {
+    // Two hops of m(0,2) around r1.0 in steps 2^31 - 1 and 2^31: a copy waits 0 steps.
+    Step big = Step{1} << 31;
+    SendTable t = table("ebft:4", "queues=none", "custom", {{big - 1, "0", "r1.0", "m(0,1)"}, {big, "r1.0", "1", "m(0,1)"}});
+    VerifyReport r = verify_z3(t);
+    CHECK(r.holds());
+    CHECK(r.seconds < 5);
+    t.transfers.back().step = big - 1 + 3;
+    t.sort();
+    VerifyReport late = verify_z3(t);
+    CHECK(first(late, Property::queues).step == big);
+    agree(t, late);
+}
+
+TEST_CASE("z3: a transfer in step 0 is bad input") {
+    SendTable t = table("ring:4", "", "broadcast:0", {{0, "0", "1", "b(0)"}});
+    CHECK_THROWS_WITH_AS(verify_z3(t), "a transfer in step 0: steps are numbered from 1 (time 0 is the initial state)", InputError);
 }
 
 TEST_CASE("z3: JSON report") {
