@@ -145,7 +145,6 @@ std::string witness_dsl(const SendTable& t, const std::string& comment) {
         try {
             EndpointView ev = endpoint_view(t);
             if (ev.cut_through && ev.fanout == 0 && ev.stranded == 0) {
-                const Topology& topo = *t.topology;
                 Messages ms = t.messages();
                 std::string text = lead + "# Endpoint sends, cut-through: hop k of a send in step s crosses its channel in step s+k-1.\n" + header;
                 std::size_t i = 0;
@@ -160,7 +159,6 @@ std::string witness_dsl(const SendTable& t, const std::string& comment) {
                     }
                     text += "}\n";
                 }
-                (void)topo;
                 Diagnostics diags;
                 std::optional<SendTable> back = compile_text(text, "witness", CompileOptions{}, diags);
                 if (back && back->transfers == t.transfers) return text;

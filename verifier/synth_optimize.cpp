@@ -63,6 +63,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     auto out_of_time = [&] { return opt.timeout > 0 && remaining() <= 0.01; };
 
     std::unique_ptr<Synthesizer> session;
+    Step solver_bound = 0;  // the largest lower bound the solver proved (T+1 after UNSAT at T)
     auto run = [&](Step T) -> SynthResult {
         SynthOptions so = opt.synth;
         if (opt.timeout > 0) so.timeout = so.timeout > 0 ? std::min(so.timeout, remaining()) : remaining();
@@ -89,26 +90,31 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
 
     if (!settle()) {
         if (res.upper_bound) {
-            // Downward: every SAT answer is a better schedule, the first UNSAT proves the last one.
-            Step T = *res.upper_bound - 1;
-            while (T >= res.lower_bound && !out_of_time()) {
+            // Downward, galloping: the step below the best schedule doubles after every SAT
+            // answer and halves the open interval after an UNSAT one, so a weak first schedule
+            // costs O(log) solves; a time-out on a jump falls back to one step below the best.
+            Step gap = 1;
+            while (!out_of_time() && res.lower_bound < *res.upper_bound) {
+                const Step U = *res.upper_bound;
+                const Step T = U - std::min<Step>(gap, U - res.lower_bound);
                 SynthResult r = run(T);
                 if (r.answer == Answer::sat) {
                     res.upper_bound = r.witness->steps();
                     res.upper_bound_source = fmt::format("solver ({}), T = {}", to_string(opt.synth.backend), T);
                     res.witness = std::move(r.witness);
-                    if (settle()) break;
-                    T = *res.upper_bound - 1;
+                    gap *= 2;
                 } else if (r.answer == Answer::unsat) {
-                    res.solver_unsat = true;
+                    solver_bound = T + 1;
                     res.lower_bound = T + 1;
                     res.lower_bound_reason = fmt::format("solver ({}): no schedule completes by step {}", to_string(opt.synth.backend), T);
-                    settle();
-                    break;
+                    gap = std::max<Step>(1, (U - res.lower_bound) / 2);
+                } else if (T + 1 < U) {
+                    gap = 1;
                 } else {
                     break;
                 }
             }
+            settle();
         } else {
             // No schedule known: upward from the lower bound (each UNSAT raises it).
             Step T = res.lower_bound;
@@ -123,12 +129,14 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
                     break;
                 }
                 if (r.answer != Answer::unsat) break;
+                solver_bound = T + 1;
                 res.lower_bound = T + 1;
                 res.lower_bound_reason = fmt::format("solver ({}): no schedule completes by step {}", to_string(opt.synth.backend), T);
                 ++T;
             }
         }
     }
+    res.solver_unsat = res.status == OptStatus::proved && solver_bound == *res.optimum;
     // A second proof by the solver alone, on request: optimum - 1 must be UNSAT.
     if (res.status == OptStatus::proved && opt.solver_proof && !res.solver_unsat && *res.optimum > 0 && !out_of_time()) {
         Step T = *res.optimum - 1;
