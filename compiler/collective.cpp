@@ -147,6 +147,20 @@ void Collective::check_goal_count(const Topology& topo) const {
                                      to_string(), topo.spec(), n, max_goal_pairs));
 }
 
+std::uint64_t Collective::initial_count(std::uint32_t P) const {
+    std::uint64_t p = P;
+    switch (kind) {
+        case CollectiveKind::alltoall: return p * (p - 1);
+        case CollectiveKind::scatter:
+        case CollectiveKind::gather: return p - 1;
+        case CollectiveKind::allgather: return p;
+        case CollectiveKind::broadcast:
+        case CollectiveKind::multicast: return 1;
+        case CollectiveKind::custom: return p * p + p;  // all but m(s,s)
+    }
+    return 0;
+}
+
 std::uint64_t Collective::goal_count(std::uint32_t P) const {
     std::uint64_t p = P;
     switch (kind) {

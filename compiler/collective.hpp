@@ -72,6 +72,8 @@ struct Collective {
     void for_each_goal(std::uint32_t processors, F&& f) const;
     /// How many (message, processor) pairs the postcondition has.
     std::uint64_t goal_count(std::uint32_t processors) const;
+    /// How many messages are initial data (held by their origins at time 0); `initial` counted.
+    std::uint64_t initial_count(std::uint32_t processors) const;
     /// Throws InputError when the postcondition has more than max_goal_pairs pairs on `topo`.
     void check_goal_count(const Topology& topo) const;
 };

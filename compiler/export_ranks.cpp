@@ -239,14 +239,10 @@ void write_table_ranks(const SendTable& t, fmt::memory_buffer& out, const Flush&
     const std::uint32_t P = topo.processors();
     // Every rank lists its initial data: under `custom` every m(s,d) is initial at s, so
     // custom on 65,534 processors would list 4.3e9 messages (about 40 GB). Bounded like the goals.
-    std::uint64_t listed = 0;
-    for (std::uint32_t p = 0; std::uint64_t{P} * P > max_goal_pairs && p < P; ++p) {
-        listed += initial_messages(t, Node{p}).size();
-        if (listed > max_goal_pairs)
-            throw InputError(fmt::format("cannot write the per-rank view of {} on {}: its ranks would list more than {} initial "
-                                         "messages, the most collsched writes",
-                                         t.collective.to_string(), topo.spec(), max_goal_pairs));
-    }
+    if (std::uint64_t n = t.collective.initial_count(P); n > max_goal_pairs)
+        throw InputError(fmt::format("cannot write the per-rank view of {} on {}: its ranks would list {} initial messages, "
+                                     "more than the {} collsched writes",
+                                     t.collective.to_string(), topo.spec(), n, max_goal_pairs));
     EndpointView view = endpoint_view(t);
     Messages ms = t.messages();
     auto it = std::back_inserter(out);

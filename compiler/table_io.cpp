@@ -377,6 +377,10 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
             std::size_t eq = kv.find('=');
             if (eq == std::string_view::npos) continue;  // a comment
             std::string_view k = trim(kv.substr(0, eq)), v = trim(kv.substr(eq + 1));
+            // The transfers above were resolved against the topology, model and collective already
+            // read; changing them now would leave channel ids of another topology in the table.
+            if (header && (k == "format" || k == "topology" || k == "model" || k == "collective"))
+                fail(fmt::format("'# {}=' after the header row: the '# key=value' lines come before 'step,from,to,message'", k));
             if (k == "format" && v != table_format)
                 fail(fmt::format("unknown format version '{}': this collsched reads {}", v, table_format));
             if (k == "topology") t.topology = Topology::parse(v);

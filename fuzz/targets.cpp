@@ -38,6 +38,13 @@ bool small(const SendTable& t) {
 void check_table(const SendTable& t) {
     if (!t.topology) invariant_failed("a reader returned a table without a topology");
     if (!t.is_sorted()) invariant_failed("a reader returned an unsorted table");
+    const std::uint64_t channels = t.topology->channels().size(), messages = t.messages().size();
+    for (const Transfer& x : t.transfers)
+        if (x.step < 1 || idx(x.channel) >= channels || idx(x.message) >= messages)
+            invariant_failed(fmt::format("a reader returned a transfer that does not exist in {}: step {}, channel {}, message {}",
+                                         t.topology->spec(), x.step, idx(x.channel), idx(x.message)));
+    for (const Requirement& r : t.requirements)
+        if (idx(r.message) >= messages || !t.topology->is_processor(r.at)) invariant_failed("a reader returned a bad requirement");
     if (!small(t)) return;
 
     VerifyOptions vo;
