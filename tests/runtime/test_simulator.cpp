@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/builder.hpp"
+#include "compiler/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
 
@@ -749,4 +750,33 @@ TEST_CASE("simulator: random tables agree with a slow reference") {
         CAPTURE(outcome);
         CHECK(seen[outcome] >= 20);
     }
+}
+
+TEST_CASE("simulator: an ideal fat tree halts at the step and channel where a round exceeds w(k)") {
+    // Bilardi et al., sec. 2: "If capacity is exceeded, the system halts." On ideal:8 with
+    // w(n) = log2(n) + 1 the channel above a subtree of 4 leaves carries 3 messages per step.
+    // Sends in step 1 from leaves of the left half to the right half cross r2.0->r3.0 in step 3
+    // (cut-through: hop k in step k): three fit, four halt there.
+    auto run = [](int senders) {
+        std::string text = "topology ideal(8, w = log2(n) + 1)\ncollective custom\nstep 1 {\n";
+        for (int k = 0; k < senders; ++k) text += fmt::format("  send {} -> {}\n", k, k + 4);
+        Diagnostics diags;
+        auto t = compile_text(text + "}\n", "ideal.sched", {}, diags);
+        REQUIRE_MESSAGE(t, diags.render());
+        return std::pair{simulate(*t), *t};
+    };
+    auto [fits, fits_table] = run(3);
+    CHECK(fits.status == SimStatus::completed);
+    CHECK(fits.steps == 6);
+
+    auto [over, table] = run(4);
+    REQUIRE(over.status == SimStatus::halted);
+    CHECK(over.violation->rule == SimRule::capacity);
+    CHECK(over.violation->step == 3);
+    const Topology& topo = *table.topology;
+    CHECK(over.violation->channel == topo.find_channel(*topo.find_node("r2.0"), *topo.find_node("r3.0")));
+    CHECK(over.violation->message == "step 3: channel r2.0->r3.0 carries 4 messages (b(0), b(1), b(2), b(3)) but its capacity is 3");
+    CHECK(over.simulated_steps == 2);
+    // Below the root the two-leaf channels (capacity 2) carry 2 each in step 2: no halt there.
+    CHECK(over.transfers_replayed == 8);
 }

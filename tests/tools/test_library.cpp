@@ -20,6 +20,7 @@
 #include "runtime/simulator.hpp"
 #include "tools/reproduce.hpp"
 #include "verifier/direct.hpp"
+#include "verifier/z3_engine.hpp"
 
 using namespace collsched;
 using namespace collsched::tools;
@@ -88,6 +89,17 @@ const std::map<std::string, std::vector<Pin>>& pins() {
         {"cm/omega_bit_reversal.sched", {{"n=4", 4}, {"n=16", 8}, {"n=64", 14}}},
         {"cm/crossbar_permutation.sched", {{"n=4", 1}, {"n=16", 1}, {"n=64", 1}}},
         {"cm/crossbar_broadcast.sched", {{"n=2", 1}, {"n=16", 1}, {"n=64", 1}}},
+        // Algorithms 1-2 (pipelined=0) and the pipelined variant, for w = 1, log n, sqrt n, n
+        // (wk = 0 .. 3); docs/reproduction.md has the recurrences beside these.
+        {"ideal/broadcast.sched",
+         {{"pipelined=0 wk=0 n=16", 20}, {"pipelined=0 wk=0 n=64", 42}, {"pipelined=0 wk=0 n=256", 72},
+          {"pipelined=0 wk=1 n=16", 28}, {"pipelined=0 wk=1 n=64", 58}, {"pipelined=0 wk=1 n=256", 94},
+          {"pipelined=0 wk=2 n=16", 28}, {"pipelined=0 wk=2 n=64", 60}, {"pipelined=0 wk=2 n=256", 100},
+          {"pipelined=0 wk=3 n=16", 24}, {"pipelined=0 wk=3 n=64", 44}, {"pipelined=0 wk=3 n=256", 64},
+          {"pipelined=1 wk=0 n=16", 17}, {"pipelined=1 wk=0 n=64", 35}, {"pipelined=1 wk=0 n=256", 50},
+          {"pipelined=1 wk=1 n=16", 27}, {"pipelined=1 wk=1 n=64", 45}, {"pipelined=1 wk=1 n=256", 75},
+          {"pipelined=1 wk=2 n=16", 27}, {"pipelined=1 wk=2 n=64", 57}, {"pipelined=1 wk=2 n=256", 85},
+          {"pipelined=1 wk=3 n=16", 24}, {"pipelined=1 wk=3 n=64", 44}, {"pipelined=1 wk=3 n=256", 64}}},
     };
     return p;
 }
@@ -143,7 +155,7 @@ TEST_CASE("library: the catalog and the pinned tests cover the same schedules, a
     }
     CHECK(in_catalog == pinned);
     CHECK(in_catalog == on_disk);
-    CHECK(catalog().papers.size() == 3);
+    CHECK(catalog().papers.size() == 4);
 }
 
 TEST_CASE("library: the queue-free multinode broadcast holds on other binary fat trees with the same table") {
@@ -160,6 +172,65 @@ TEST_CASE("library: the queue-free multinode broadcast holds on other binary fat
         CHECK(v.holds());
         CHECK(v.steps == 22);
     }
+}
+
+TEST_CASE("library: ideal fat tree broadcast: the recurrences, the lower bounds and the proven optima") {
+    // Algorithm 1 with w = 1 is the binomial tree: T(N) = sum 2h = L(L + 1), recurrence (3) exactly.
+    // With w = n, lines 11-14 send to themselves, so the measured time is below recurrence (2),
+    // which charges 4 log n per level: n = 16 takes 24 steps, the recurrence says 40.
+    for (auto [params, claim, lower] : {std::tuple{"pipelined=0 wk=0 n=1024", 110, 36}, std::tuple{"pipelined=0 wk=3 n=16", 40, 8},
+                                        std::tuple{"pipelined=0 wk=0 n=256", 72, 29}, std::tuple{"pipelined=1 wk=0 n=256", 60, 16}}) {
+        CAPTURE(params);
+        ReproRow row = run_row(*entry_for("ideal/broadcast.sched"), parse_params(params));
+        CHECK(row.verdict == "holds");
+        CHECK(row.claim_at_most);
+        CHECK(row.claim == claim);
+        CHECK(row.lower_bound == lower);
+    }
+    // The Z3 engine proves the n = 16 tables too.
+    for (const char* p : {"pipelined=0", "pipelined=1"})
+        for (const char* w : {"wk=0", "wk=1", "wk=2", "wk=3"}) {
+            CAPTURE(p);
+            CAPTURE(w);
+            SendTable t = compile_or_fail("ideal/broadcast.sched", {"n=16", w, p});
+            VerifyReport z = verify_z3(t);
+            CHECK(z.holds());
+            CHECK(z.steps == verify_direct(t).steps);
+        }
+    // The synthesizer's proven optima (schedules/found) are at most the paper's algorithms.
+    for (auto [found, params] : {std::pair{"ideal16-w1-broadcast.json", "n=16 wk=0"}, std::pair{"ideal32-w1-broadcast.json", "n=32 wk=0"},
+                                 std::pair{"ideal16-wn-broadcast.json", "n=16 wk=3"}, std::pair{"ideal32-wn-broadcast.json", "n=32 wk=3"}}) {
+        CAPTURE(found);
+        VerifyReport opt = verify_direct(read_table(source(std::string("schedules/found/") + found)));
+        REQUIRE(opt.holds());
+        for (const char* p : {"pipelined=0 ", "pipelined=1 "}) {
+            ReproRow row = run_row(*entry_for("ideal/broadcast.sched"), parse_params(p + std::string(params)));
+            CHECK(opt.steps <= row.steps);
+        }
+    }
+}
+
+TEST_CASE("library: on a thinner ideal fat tree the broadcast table exceeds a capacity and the simulator halts there") {
+    // The w = n table of n = 16 moved to ideal:16:w=1: the direct checker's first capacity
+    // violation and the simulator's halt are the same step and channel.
+    SendTable t = compile_or_fail("ideal/broadcast.sched", {"n=16", "wk=3"});
+    std::string json = table_to_json(t);
+    const std::string spec = "\"" + t.topology->spec() + "\"";
+    json.replace(json.find(spec), spec.size(), "\"ideal:16:w=1\"");
+    SendTable thin = parse_table_json(json, "thin");
+    VerifyReport v = verify_direct(thin);
+    REQUIRE_FALSE(v.holds());
+    const Violation& first = v.violations.front();
+    CHECK(first.property == Property::capacity);
+    VerifyReport z = verify_z3(thin);
+    CHECK(z.verdict() == "violated");
+    CHECK(z.status[static_cast<std::size_t>(Property::capacity)] == Status::violated);
+    SimReport s = simulate(thin);
+    REQUIRE(s.status == SimStatus::halted);
+    CHECK(s.violation->rule == SimRule::capacity);
+    CHECK(s.violation->step == first.step);
+    CHECK(s.violation->channel == first.channel);
+    CHECK(s.violation->message.find("capacity is 1") != std::string::npos);
 }
 
 TEST_CASE("library: per-link queues of flooding and forwarding buffers of rings") {
