@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -14,17 +15,73 @@ MessageKey Messages::key(MessageId m) const {
     std::uint64_t v = idx(m), pp = std::uint64_t{p_} * p_;
     if (v < pp) return {MessageKind::personal, static_cast<std::uint32_t>(v / p_), static_cast<std::uint32_t>(v % p_)};
     if (v < pp + p_) return {MessageKind::broadcast, static_cast<std::uint32_t>(v - pp), 0};
-    return {MessageKind::value, static_cast<std::uint32_t>(v - pp - p_), 0};
+    if (v < pp + 2ull * p_) return {MessageKind::value, static_cast<std::uint32_t>(v - pp - p_), 0};
+    if (!c_) return {MessageKind::bundle, static_cast<std::uint32_t>(v - base_size()), 0};  // a composite id without its registry
+    const Composite& c = composite(m);
+    if (c.kind == MessageKind::combined) return {MessageKind::combined, c.lo, c.hi};
+    return {MessageKind::bundle, static_cast<std::uint32_t>(v - base_size()), 0};
 }
 
 std::string Messages::name(MessageId m) const {
+    if (is_composite(m) && !c_) return fmt::format("composite #{}", idx(m) - base_size());
     MessageKey k = key(m);
     switch (k.kind) {
         case MessageKind::personal: return fmt::format("m({},{})", k.src, k.dst);
         case MessageKind::broadcast: return fmt::format("b({})", k.src);
         case MessageKind::value: return fmt::format("a({})", k.src);
+        case MessageKind::combined: return fmt::format("a({}..{})", k.src, k.dst);
+        case MessageKind::bundle: {
+            std::string s;
+            for (MessageId p : composite(m).parts) {
+                if (!s.empty()) s += '+';
+                s += name(p);
+            }
+            return s;
+        }
     }
     return "?";
+}
+
+namespace {
+
+std::vector<std::uint32_t> composite_key(const Composite& c) {
+    std::vector<std::uint32_t> k{static_cast<std::uint32_t>(c.kind), c.lo, c.hi};
+    for (MessageId p : c.parts) k.push_back(idx(p));
+    return k;
+}
+
+}  // namespace
+
+MessageId Composites::intern(Composite c) {
+    std::vector<std::uint32_t> k = composite_key(c);
+    auto [it, fresh] = index_.emplace(std::move(k), static_cast<std::uint32_t>(base_ + items_.size()));
+    if (fresh) items_.push_back(std::move(c));
+    return MessageId{it->second};
+}
+
+std::optional<MessageId> Composites::find(const Composite& c) const {
+    auto it = index_.find(composite_key(c));
+    if (it == index_.end()) return std::nullopt;
+    return MessageId{it->second};
+}
+
+std::vector<MessageId> Composites::canonicalize() {
+    std::vector<std::uint32_t> order(items_.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return composite_key(items_[a]) < composite_key(items_[b]);
+    });
+    std::vector<MessageId> remap(items_.size());
+    std::vector<Composite> sorted;
+    sorted.reserve(items_.size());
+    index_.clear();
+    for (std::uint32_t i = 0; i < order.size(); ++i) {
+        remap[order[i]] = MessageId{static_cast<std::uint32_t>(base_ + i)};
+        index_.emplace(composite_key(items_[order[i]]), static_cast<std::uint32_t>(base_ + i));
+        sorted.push_back(std::move(items_[order[i]]));
+    }
+    items_ = std::move(sorted);
+    return remap;
 }
 
 namespace {
@@ -41,7 +98,76 @@ std::optional<std::uint32_t> number(std::string_view t) {
 
 }  // namespace
 
+namespace {
+
+/// A base message name, or `a(i..j)`; `ms` names the base range.
+std::optional<MessageId> parse_one(const Messages& ms, std::uint32_t P, std::string_view s, std::optional<Composite>& combined,
+                                   std::string* why) {
+    auto bad = [&](std::string text) -> std::optional<MessageId> {
+        if (why) *why = std::move(text);
+        return std::nullopt;
+    };
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    if (s.size() < 4 || s[1] != '(' || s.back() != ')') return bad(fmt::format("'{}' is not a message name", s));
+    std::string_view inner = s.substr(2, s.size() - 3);
+    if (s[0] == 'a') {
+        if (std::size_t dots = inner.find(".."); dots != std::string_view::npos) {
+            auto i = number(inner.substr(0, dots)), j = number(inner.substr(dots + 2));
+            if (!i || !j) return bad(fmt::format("'{}' is not a message name", s));
+            if (*i > *j || *j >= P) return bad(fmt::format("{}: a combined value a(i..j) needs 0 <= i <= j < {}", s, P));
+            if (*i == *j) return ms.value(*i);
+            combined = Composite{MessageKind::combined, *i, *j, {}};
+            return std::nullopt;
+        }
+    }
+    if (auto m = ms.parse_base(s)) return m;
+    return bad(fmt::format("'{}' is not a message of a topology with {} processors", s, P));
+}
+
+std::optional<MessageId> parse_any(std::string_view text, std::uint32_t P, const std::function<std::optional<MessageId>(Composite)>& lookup,
+                                   std::string* why) {
+    Messages ms(P);
+    std::optional<Composite> combined;
+    if (text.find('+') == std::string_view::npos) {
+        if (auto m = parse_one(ms, P, text, combined, why)) return m;
+        return combined ? lookup(*combined) : std::nullopt;
+    }
+    Composite b{MessageKind::bundle, 0, 0, {}};
+    for (std::string_view rest = text;;) {
+        std::size_t plus = rest.find('+');
+        std::string_view part = rest.substr(0, plus);
+        auto m = parse_one(ms, P, part, combined, why);
+        if (!m) {
+            if (combined && why) *why = fmt::format("{}: a bundle joins base messages, not combined values", text);
+            return std::nullopt;
+        }
+        b.parts.push_back(*m);
+        if (plus == std::string_view::npos) break;
+        rest = rest.substr(plus + 1);
+    }
+    std::sort(b.parts.begin(), b.parts.end(), [](MessageId x, MessageId y) { return idx(x) < idx(y); });
+    if (std::adjacent_find(b.parts.begin(), b.parts.end()) != b.parts.end()) {
+        if (why) *why = fmt::format("{}: a bundle lists a message twice", text);
+        return std::nullopt;
+    }
+    return lookup(std::move(b));
+}
+
+}  // namespace
+
+std::optional<MessageId> parse_message(std::string_view text, std::uint32_t P, Composites& reg, std::string* why) {
+    return parse_any(text, P, [&](Composite c) -> std::optional<MessageId> { return reg.intern(std::move(c)); }, why);
+}
+
 std::optional<MessageId> Messages::parse(std::string_view s) const {
+    if (auto m = parse_base(s)) return m;  // the fast path
+    if (s.size() >= 4 && (s.find('+') != std::string_view::npos || s.find("..") != std::string_view::npos))
+        return parse_any(s, p_, [&](Composite c) -> std::optional<MessageId> { return c_ ? c_->find(c) : std::nullopt; }, nullptr);
+    return std::nullopt;
+}
+
+std::optional<MessageId> Messages::parse_base(std::string_view s) const {
     if (s.size() < 4 || s[1] != '(' || s.back() != ')') return std::nullopt;
     std::string_view inner = s.substr(2, s.size() - 3);
     if (s[0] == 'm') {
@@ -80,10 +206,16 @@ Collective Collective::parse(std::string_view text, const Topology& topo) {
         c.check_goal_count(topo);
         return c;
     }
-    if (name == "broadcast" || name == "scatter" || name == "gather") {
+    if (name == "prefix") {
+        if (!rest.empty()) fail("'prefix' takes no root");
+        c.kind = CollectiveKind::prefix;
+        return c;
+    }
+    if (name == "broadcast" || name == "scatter" || name == "gather" || name == "reduce") {
         if (rest.empty()) fail(fmt::format("expected {}:R with R the root processor", name));
         c.kind = name == "broadcast" ? CollectiveKind::broadcast
                  : name == "scatter" ? CollectiveKind::scatter
+                 : name == "reduce"  ? CollectiveKind::reduce
                                      : CollectiveKind::gather;
         c.root = proc(rest);
         return c;
@@ -104,7 +236,7 @@ Collective Collective::parse(std::string_view text, const Topology& topo) {
         if (std::adjacent_find(c.members.begin(), c.members.end()) != c.members.end()) fail("a member is listed twice");
         return c;
     }
-    return fail("unknown collective: expected alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:a,b,c or custom");
+    return fail("unknown collective: expected alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:a,b,c, reduce:R, prefix or custom");
 }
 
 std::string Collective::to_string() const {
@@ -120,11 +252,14 @@ std::string Collective::to_string() const {
             return s;
         }
         case CollectiveKind::custom: return "custom";
+        case CollectiveKind::reduce: return fmt::format("reduce:{}", idx(root));
+        case CollectiveKind::prefix: return "prefix";
     }
     return "?";
 }
 
 bool Collective::initial(const Messages& ms, MessageId m) const {
+    if (ms.is_composite(m)) return false;  // composites are made, never given
     MessageKey k = ms.key(m);
     std::uint32_t r = idx(root);
     switch (kind) {
@@ -135,6 +270,8 @@ bool Collective::initial(const Messages& ms, MessageId m) const {
         case CollectiveKind::broadcast:
         case CollectiveKind::multicast: return k.kind == MessageKind::broadcast && k.src == r;
         case CollectiveKind::custom: return k.kind != MessageKind::personal || k.src != k.dst;
+        case CollectiveKind::reduce:
+        case CollectiveKind::prefix: return k.kind == MessageKind::value;
     }
     return false;
 }
@@ -157,6 +294,8 @@ std::uint64_t Collective::initial_count(std::uint32_t P) const {
         case CollectiveKind::broadcast:
         case CollectiveKind::multicast: return 1;
         case CollectiveKind::custom: return p * p + p;  // all but m(s,s)
+        case CollectiveKind::reduce:
+        case CollectiveKind::prefix: return p;
     }
     return 0;
 }
@@ -172,6 +311,8 @@ std::uint64_t Collective::goal_count(std::uint32_t P) const {
         case CollectiveKind::multicast:
             return members.size() - static_cast<std::uint64_t>(std::count(members.begin(), members.end(), root));
         case CollectiveKind::custom: return 0;
+        case CollectiveKind::reduce: return p > 1 ? 1 : 0;
+        case CollectiveKind::prefix: return p > 0 ? p - 1 : 0;
     }
     return 0;
 }

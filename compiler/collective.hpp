@@ -1,12 +1,16 @@
 /** \file
  * Messages and collectives (DESIGN.md section 4). Messages of a topology with P processors are
  * numbered densely: m(s,d) is s*P+d, b(s) is P*P+s, a(s) is P*P+P+s; the origin of a message
- * (s) is the only processor that can hold it at time 0. A collective fixes which messages are
- * initial data and which (message, processor) pairs must hold at the end.
+ * (s) is the only processor that can hold it at time 0. These are the base messages. Composite
+ * messages (docs/semantics.md, "Combined values and bundles") are interned per table in a
+ * Composites registry and numbered after the base range: combined values a(i..j) and bundles
+ * b(0)+b(4). A collective fixes which messages are initial data and which (message, processor)
+ * pairs must hold at the end.
  */
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,33 +22,92 @@ namespace collsched {
 
 class Topology;
 
-enum class MessageKind : std::uint8_t { personal, broadcast, value };
+/// combined: a(src..dst), src < dst; bundle: src is its index in the Composites registry.
+enum class MessageKind : std::uint8_t { personal, broadcast, value, combined, bundle };
 
 struct MessageKey {
     MessageKind kind;
     std::uint32_t src;
-    std::uint32_t dst;  ///< personal messages only
+    std::uint32_t dst;  ///< personal messages only (combined values: the last source)
     bool operator==(const MessageKey&) const = default;
 };
 
-/// The message space of a topology: the dense numbering above, names and their parser.
+/// A composite message: the combined value a(lo..hi) (lo < hi), or a bundle of two or more
+/// distinct base messages (parts, in increasing id order).
+struct Composite {
+    MessageKind kind = MessageKind::combined;
+    std::uint32_t lo = 0, hi = 0;
+    std::vector<MessageId> parts;
+    bool operator==(const Composite&) const = default;
+};
+
+/// The composite messages of one table, numbered from `base` (the size of the base range) in
+/// the order they were interned; canonical() orders them (combined values by (lo, hi), then
+/// bundles by their parts) so that equal tables number them alike.
+class Composites {
+public:
+    explicit Composites(std::uint64_t base) : base_(base) {}
+    std::uint64_t base() const { return base_; }
+    std::size_t size() const { return items_.size(); }
+    bool empty() const { return items_.empty(); }
+    const Composite& at(MessageId m) const { return items_[idx(m) - base_]; }
+    const std::vector<Composite>& items() const { return items_; }
+    /// The id of a composite, interning it when new. A combined value a(i..i) is a(i) (a base
+    /// message: pass its id as `single`); a bundle's parts are sorted and must be distinct.
+    MessageId intern(Composite c);
+    std::optional<MessageId> find(const Composite& c) const;
+    /// Renumbers in canonical order; returns the map old id -> new id (composites only, indexed
+    /// by id - base).
+    std::vector<MessageId> canonicalize();
+
+private:
+    std::uint64_t base_;
+    std::vector<Composite> items_;
+    std::map<std::vector<std::uint32_t>, std::uint32_t> index_;
+};
+
+/// The message space of a topology: the dense numbering above, names and their parser. With a
+/// registry it also names and parses the table's composites.
 class Messages {
 public:
-    explicit Messages(std::uint32_t processors) : p_(processors) {}
-    std::uint64_t size() const { return std::uint64_t{p_} * p_ + 2ull * p_; }
+    explicit Messages(std::uint32_t processors, const Composites* composites = nullptr) : p_(processors), c_(composites) {}
+    /// The size of the dense base range (ids below are base messages).
+    std::uint64_t base_size() const { return std::uint64_t{p_} * p_ + 2ull * p_; }
+    std::uint64_t size() const { return base_size() + (c_ ? c_->size() : 0); }
     MessageId personal(std::uint32_t s, std::uint32_t d) const { return MessageId{s * p_ + d}; }
     MessageId broadcast(std::uint32_t s) const { return MessageId{p_ * p_ + s}; }
     MessageId value(std::uint32_t s) const { return MessageId{p_ * p_ + p_ + s}; }
+    bool is_composite(MessageId m) const { return idx(m) >= base_size(); }
+    const Composite& composite(MessageId m) const { return c_->at(m); }
+    const Composites* composites() const { return c_; }
     MessageKey key(MessageId m) const;
+    /// Base messages: the processor that holds it initially. Combined values: their first source.
     Node origin(MessageId m) const { return Node{key(m).src}; }
-    /// `m(3,5)`, `b(3)`, `a(3)`.
+    /// `m(3,5)`, `b(3)`, `a(3)`, `a(0..3)`, `b(0)+b(4)`.
     std::string name(MessageId m) const;
-    /// Parses a name as written by name(); nullopt when malformed or out of range.
+    /// Parses a name as written by name(); nullopt when malformed, out of range, or a composite
+    /// the registry does not hold (parse_message interns those).
     std::optional<MessageId> parse(std::string_view) const;
+    /// Base messages only: `m(3,5)`, `b(3)`, `a(3)`.
+    std::optional<MessageId> parse_base(std::string_view) const;
+    /// The parts a message stands for when received: a bundle's parts, else the message itself.
+    template <class F>
+    void for_each_part(MessageId m, F&& f) const {
+        if (c_ && is_composite(m) && composite(m).kind == MessageKind::bundle) {
+            for (MessageId p : composite(m).parts) f(p);
+        } else {
+            f(m);
+        }
+    }
 
 private:
     std::uint32_t p_;
+    const Composites* c_;
 };
+
+/// Parses a message name with P processors, interning composites into `reg`; nullopt when
+/// malformed or out of range. `why` (when given) says what is wrong.
+std::optional<MessageId> parse_message(std::string_view text, std::uint32_t processors, Composites& reg, std::string* why = nullptr);
 
 /// Most (message, processor) goal pairs a collective may have on a topology: 2^28, so alltoall and
 /// allgather up to 16,384 processors. The checkers enumerate the pairs (a complete table needs a
@@ -52,7 +115,7 @@ private:
 /// half an hour to verify; it is refused when a table is read or compiled instead.
 inline constexpr std::uint64_t max_goal_pairs = std::uint64_t{1} << 28;
 
-enum class CollectiveKind : std::uint8_t { alltoall, allgather, broadcast, scatter, gather, multicast, custom };
+enum class CollectiveKind : std::uint8_t { alltoall, allgather, broadcast, scatter, gather, multicast, custom, reduce, prefix };
 
 struct Collective {
     CollectiveKind kind = CollectiveKind::custom;
@@ -60,16 +123,28 @@ struct Collective {
     std::vector<Node> members;  ///< multicast targets, sorted
     bool operator==(const Collective&) const = default;
 
-    /// `alltoall`, `allgather`, `broadcast:R`, `scatter:R`, `gather:R`, `multicast:R:a,b,c`, `custom`.
+    /// `alltoall`, `allgather`, `broadcast:R`, `scatter:R`, `gather:R`, `multicast:R:a,b,c`, `custom`,
+    /// `reduce:R`, `prefix`.
     /// Throws InputError for unknown names and processors that do not exist.
     static Collective parse(std::string_view text, const Topology&);
     std::string to_string() const;
 
     /// Whether m is part of the initial data (held by its origin at time 0).
     bool initial(const Messages&, MessageId m) const;
-    /// Calls f(message, processor) for every pair of the postcondition, in message order.
+    /// Calls f(message, processor) for every pair of the postcondition on base messages, in
+    /// message order (none for reduce and prefix: see for_each_value_goal).
     template <class F>
     void for_each_goal(std::uint32_t processors, F&& f) const;
+    /// Whether the goals are combined values (reduce, prefix).
+    bool combines() const { return kind == CollectiveKind::reduce || kind == CollectiveKind::prefix; }
+    /// Calls f(lo, hi, processor) for every goal `processor holds a(lo..hi)` of reduce and prefix
+    /// with lo < hi (a(p..p) = a(p) is initial data and holds from the start).
+    template <class F>
+    void for_each_value_goal(std::uint32_t processors, F&& f) const {
+        if (kind == CollectiveKind::reduce && processors > 1) f(0u, processors - 1, root);
+        if (kind == CollectiveKind::prefix)
+            for (std::uint32_t p = 1; p < processors; ++p) f(0u, p, Node{p});
+    }
     /// How many (message, processor) pairs the postcondition has.
     std::uint64_t goal_count(std::uint32_t processors) const;
     /// How many messages are initial data (held by their origins at time 0); `initial` counted.
@@ -109,7 +184,9 @@ void Collective::for_each_goal(std::uint32_t P, F&& f) const {
             for (Node d : members)
                 if (d != root) f(ms.broadcast(r), d);
             break;
-        case CollectiveKind::custom: break;
+        case CollectiveKind::custom:
+        case CollectiveKind::reduce:
+        case CollectiveKind::prefix: break;
     }
 }
 

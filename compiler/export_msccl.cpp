@@ -109,6 +109,9 @@ Plan build_plan(const SendTable& t) {
         refuse(t, "MSCCL-IR export covers alltoall, allgather and broadcast, the collectives whose buffer layout the MSCCL "
                   "executor fixes; use --format ranks for this one");
     if (!t.requirements.empty()) refuse(t, "extra requirements have no place in an MSCCL buffer layout");
+    if (t.has_composites())
+        refuse(t, "MSCCL-IR cannot express combined values (a(i..j)) or bundles (b(0)+b(4)): a threadblock step copies one chunk; "
+                  "use --format ranks, which names them");
     const std::uint32_t P = t.topology->processors();
     if (P < 2) refuse(t, "MSCCL needs at least 2 GPUs");
     if (P > MscclLimits::max_gpus) refuse(t, fmt::format("{} GPUs; the executor's XML reader takes at most {}", P, MscclLimits::max_gpus));

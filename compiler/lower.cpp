@@ -71,7 +71,10 @@ enum class Op : std::uint8_t {
     proc_of,   // integer or node -> processor number (range checked; routers refused)
     router,    // r(level, index)
     coord,     // (x, y, ...): a = first item in `lists`, b = count
-    msg_m, msg_b, msg_a
+    msg_m, msg_b, msg_a,
+    msg_range,   // a(i .. j): a and b are the ends
+    msg_join,    // l + r of messages: a bundle of both operands' parts
+    fold_bundle  // bundle(e for i in a .. b if c): a = first of (first, last, body, cond) in `lists`, b = slot
 };
 
 struct XExpr {
@@ -234,8 +237,10 @@ private:
     }
 
     /// An expression that must have type `want`; `what` names it in the message.
-    std::uint32_t want(const ast::Expr& e, Type want_type, std::string_view what) {
-        std::uint32_t x = expr(e);
+    std::uint32_t want(const ast::Expr& e, Type want_type, std::string_view what) { return checked(expr(e), e, want_type, what); }
+
+    /// The compiled expression x of e, checked to have type `want_type`.
+    std::uint32_t checked(std::uint32_t x, const ast::Expr& e, Type want_type, std::string_view what) {
         Type t = type(x);
         if (t == Type::bad || t == want_type) return x;
         std::string msg = fmt::format("{} must be {}, found {}", what, type_name(want_type), type_name(t));
@@ -342,6 +347,20 @@ private:
             case B::pow: op = Op::pow; break;
             default: op = Op::add; break;
         }
+        if (n.op == B::add) {
+            // `+` adds integers, or joins messages into a bundle (docs/dsl.md, "Bundles").
+            std::uint32_t l = expr(*n.lhs), r = expr(*n.rhs);
+            if (type(l) == Type::message || type(r) == Type::message) {
+                l = checked(l, *n.lhs, Type::message, "the left operand of '+' (a bundle joins messages)");
+                r = checked(r, *n.rhs, Type::message, "the right operand of '+' (a bundle joins messages)");
+                if (type(l) == Type::bad || type(r) == Type::bad) return bad(n.loc);
+                return add({Op::msg_join, Type::message, l, r, 0, n.loc});
+            }
+            l = checked(l, *n.lhs, Type::integer, "the left operand of '+'");
+            r = checked(r, *n.rhs, Type::integer, "the right operand of '+'");
+            if (type(l) == Type::bad || type(r) == Type::bad) return bad(n.loc);
+            return add({Op::add, Type::integer, l, r, 0, n.loc});
+        }
         if (n.op == B::lor || n.op == B::land) {
             auto [l, r] = operands(Type::boolean);
             if (type(l) == Type::bad || type(r) == Type::bad) return bad(n.loc);
@@ -374,7 +393,27 @@ private:
             return false;
         };
         const std::string& f = n.name;
+        if (n.range) {
+            if (f != "a") {
+                for (const auto& a : n.args) expr(a);
+                diags_.error("E014", n.loc, fmt::format("{}() takes no range (only a combined value a(i .. j) does)", f));
+                return bad(n.loc);
+            }
+            std::uint32_t lo = proc(n.args[0], "the first source of a(i .. j)");
+            std::uint32_t hi = proc(n.args[1], "the last source of a(i .. j)");
+            if (type(lo) == Type::bad || type(hi) == Type::bad) return bad(n.loc);
+            return add({Op::msg_range, Type::message, lo, hi, 0, n.loc});
+        }
         if (!n.over.empty()) return comprehension(n);
+        if (f == "bundle") {
+            if (!arity(2, std::numeric_limits<std::size_t>::max(), "at least 2 messages, or `e for i in a .. b [if c]`")) return bad(n.loc);
+            std::uint32_t acc = want(n.args[0], Type::message, "argument 1 of bundle()");
+            for (std::size_t i = 1; i < n.args.size(); ++i) {
+                std::uint32_t x = want(n.args[i], Type::message, fmt::format("argument {} of bundle()", i + 1));
+                acc = type(acc) == Type::bad || type(x) == Type::bad ? bad(n.loc) : add({Op::msg_join, Type::message, acc, x, 0, n.loc});
+            }
+            return acc;
+        }
         if (f == "sum") {
             if (!arity(1, std::numeric_limits<std::size_t>::max(), "at least 1 argument, or `e for i in a .. b`")) return bad(n.loc);
             std::vector<std::uint32_t> xs;
@@ -431,7 +470,7 @@ private:
         else
             diags_.error("E013", n.loc,
                          fmt::format("unknown function '{}' (functions: log2, min, max, abs, sum, cap; nodes: r(level, index); "
-                                     "messages: m(s, d), b(s), a(s))",
+                                     "messages: m(s, d), b(s), a(s), a(i .. j), bundle(...))",
                                      f));
         return bad(n.loc);
     }
@@ -440,29 +479,38 @@ private:
     /// variable's scope, the body inside it.
     std::uint32_t comprehension(const ast::Call& n) {
         const std::string& f = n.name;
-        if (f != "sum" && f != "min" && f != "max") {
-            diags_.error("E014", n.loc, fmt::format("{}() takes no comprehension (`for i in a .. b` works in sum, min, max and lists)", f));
+        if (f != "sum" && f != "min" && f != "max" && f != "bundle") {
+            diags_.error("E014", n.loc, fmt::format("{}() takes no comprehension (`for i in a .. b` works in sum, min, max, bundle and lists)", f));
             return bad(n.loc);
         }
         if (n.args.size() != 1) {
             diags_.error("E014", n.loc, fmt::format("{}(e for i in a .. b) takes one expression before `for`, found {}", f, n.args.size()));
             return bad(n.loc);
         }
-        auto [first, last, body, slot] = comprehension_parts(n.over.front(), n.args[0], fmt::format("the body of {}()", f));
-        if (type(first) == Type::bad || type(last) == Type::bad || type(body) == Type::bad) return bad(n.loc);
+        Type body_type = f == "bundle" ? Type::message : Type::integer;
+        std::uint32_t cond = none;
+        auto [first, last, body, slot] = comprehension_parts(n.over.front(), n.args[0], fmt::format("the body of {}()", f), body_type, &cond);
+        if (type(first) == Type::bad || type(last) == Type::bad || type(body) == Type::bad || (cond != none && type(cond) == Type::bad))
+            return bad(n.loc);
         auto at = static_cast<std::uint32_t>(ir_.lists.size());
-        ir_.lists.insert(ir_.lists.end(), {first, last, body});
-        Op op = f == "sum" ? Op::fold_sum : f == "min" ? Op::fold_min : Op::fold_max;
-        return add({op, Type::integer, at, slot, 0, n.loc});
+        ir_.lists.insert(ir_.lists.end(), {first, last, body, cond});
+        Op op = f == "sum" ? Op::fold_sum : f == "min" ? Op::fold_min : f == "max" ? Op::fold_max : Op::fold_bundle;
+        return add({op, body_type, at, slot, 0, n.loc});
     }
 
-    /// Resolves `body for var in first .. last`: (first, last, body, slot of var).
-    std::array<std::uint32_t, 4> comprehension_parts(const ast::Comprehension& c, const ast::Expr& body, std::string_view what) {
+    /// Resolves `body for var in first .. last [if c]`: (first, last, body, slot of var); the
+    /// condition goes to *cond (none without one; an `if` is refused where cond is null).
+    std::array<std::uint32_t, 4> comprehension_parts(const ast::Comprehension& c, const ast::Expr& body, std::string_view what,
+                                                     Type body_type = Type::integer, std::uint32_t* cond = nullptr) {
         std::uint32_t first = want(c.first, Type::integer, "the start of a range");
         std::uint32_t last = want(c.last, Type::integer, "the end of a range");
         std::size_t mark = vars_.size();
         std::uint32_t slot = declare(c.var, Type::integer);
-        std::uint32_t b = want(body, Type::integer, what);
+        std::uint32_t b = want(body, body_type, what);
+        if (c.cond) {
+            if (cond) *cond = want(*c.cond, Type::boolean, "the condition of a comprehension");
+            else diags_.error("E014", c.cond->loc(), "`if` in a comprehension works in sum, min, max and bundle, not in lists");
+        }
         vars_.resize(mark);
         return {first, last, b, slot};
     }
@@ -950,6 +998,8 @@ public:
             t.requirements = std::move(requirements_);
             t.transfers = std::move(transfers);
             t.extra_fields = std::move(extra_);
+            t.composites = std::move(composites_);
+            t.canonicalize_composites();
             return t;
         } catch (const Stop&) {
             return std::nullopt;
@@ -1127,31 +1177,96 @@ private:
             }
             case Op::msg_b: return idx(messages_.broadcast(static_cast<std::uint32_t>(eval(x.a))));
             case Op::msg_a: return idx(messages_.value(static_cast<std::uint32_t>(eval(x.a))));
+            case Op::msg_range: {
+                std::int64_t lo = eval(x.a), hi = eval(x.b);
+                if (lo > hi) fail("E048", x.loc, fmt::format("a({} .. {}): a combined value a(i .. j) needs i <= j", lo, hi));
+                if (lo == hi) return idx(messages_.value(static_cast<std::uint32_t>(lo)));
+                return idx(composites().intern({MessageKind::combined, static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(hi), {}}));
+            }
+            case Op::msg_join: {
+                std::vector<MessageId> parts;
+                add_parts(parts, MessageId{static_cast<std::uint32_t>(eval(x.a))}, x);
+                add_parts(parts, MessageId{static_cast<std::uint32_t>(eval(x.b))}, x);
+                return make_bundle(std::move(parts), x);
+            }
+            case Op::fold_bundle: return fold_bundle(x);
         }
         return 0;
+    }
+
+    Composites& composites() { return *composites_; }
+
+    /// Bundles move only under wormhole timing (docs/semantics.md): E047 otherwise.
+    void check_bundle(MessageId m, const XStmt& s) {
+        if (timing_wormhole_ || !messages_.is_composite(m) || messages_.composite(m).kind != MessageKind::bundle) return;
+        fail("E047", ir_.exprs[s.e2].loc,
+             fmt::format("{} is a bundle, and bundles need timing=wormhole: under hop timing a step moves one message per unit of "
+                         "capacity (send the parts one by one)",
+                         messages_.name(m)));
+    }
+
+    /// Appends the base messages m stands for (a bundle's parts) to a bundle under construction.
+    void add_parts(std::vector<MessageId>& parts, MessageId m, const XExpr& x) {
+        if (messages_.is_composite(m) && messages_.composite(m).kind == MessageKind::combined)
+            fail("E048", x.loc, fmt::format("a bundle joins base messages; {} is a combined value", messages_.name(m)));
+        messages_.for_each_part(m, [&](MessageId p) {
+            if (std::find(parts.begin(), parts.end(), p) != parts.end())
+                fail("E048", x.loc, fmt::format("{} is twice in the bundle", messages_.name(p)));
+            parts.push_back(p);
+        });
+    }
+
+    std::int64_t make_bundle(std::vector<MessageId> parts, const XExpr& x) {
+        if (parts.empty()) fail("E048", x.loc, "bundle() of no message");
+        if (parts.size() == 1) return idx(parts[0]);  // a bundle of one message is that message
+        std::sort(parts.begin(), parts.end(), [](MessageId a, MessageId b) { return idx(a) < idx(b); });
+        return idx(composites().intern({MessageKind::bundle, 0, 0, std::move(parts)}));
+    }
+
+    /// `bundle(e for i in a .. b if c)`: the parts of every e where c holds.
+    std::int64_t fold_bundle(const XExpr& x) {
+        std::int64_t lo = eval(ir_.lists[x.a]), hi = eval(ir_.lists[x.a + 1]);
+        std::uint32_t body = ir_.lists[x.a + 2], cond = ir_.lists[x.a + 3];
+        std::vector<MessageId> parts;
+        std::int64_t saved = slots_[x.b];
+        for (std::int64_t v = lo; v <= hi; ++v) {
+            if (++iterations_ > options_.max_iterations) iteration_limit();
+            slots_[x.b] = v;
+            if (cond != none && !eval(cond)) continue;
+            add_parts(parts, MessageId{static_cast<std::uint32_t>(eval(body))}, x);
+        }
+        slots_[x.b] = saved;
+        return make_bundle(std::move(parts), x);
     }
 
     /// `sum(e for i in a .. b)`, `min(...)`, `max(...)`: runs the body for each i, counting the
     /// iterations against the limit like a loop. min and max of an empty range are E026.
     std::int64_t fold(const XExpr& x) {
         std::int64_t lo = eval(ir_.lists[x.a]), hi = eval(ir_.lists[x.a + 1]);
-        std::uint32_t body = ir_.lists[x.a + 2];
+        std::uint32_t body = ir_.lists[x.a + 2], cond = ir_.lists[x.a + 3];
         if (hi < lo) {
             if (x.op == Op::fold_sum) return 0;
             fail("E026", x.loc, fmt::format("{}() over the empty range {} .. {}", x.op == Op::fold_min ? "min" : "max", lo, hi));
         }
         std::int64_t saved = slots_[x.b], acc = 0;
+        bool any = false;
         for (std::int64_t v = lo;; ++v) {
             if (++iterations_ > options_.max_iterations) iteration_limit();
             slots_[x.b] = v;
+            if (cond != none && !eval(cond)) {
+                if (v == hi) break;
+                continue;
+            }
             std::int64_t y = eval(body);
-            if (v == lo) acc = y;
+            if (!any) acc = y, any = true;
             else if (x.op == Op::fold_min) acc = std::min(acc, y);
             else if (x.op == Op::fold_max) acc = std::max(acc, y);
             else if (__builtin_add_overflow(acc, y, &acc)) fail("E020", x.loc, fmt::format("integer overflow: the sum does not fit in 64 bits"));
             if (v == hi) break;
         }
         slots_[x.b] = saved;
+        if (!any && x.op != Op::fold_sum)
+            fail("E026", x.loc, fmt::format("{}() over {} .. {}: the condition holds for no value", x.op == Op::fold_min ? "min" : "max", lo, hi));
         return acc;
     }
 
@@ -1285,7 +1400,9 @@ private:
         MessageId m = s.e2 != none     ? MessageId{static_cast<std::uint32_t>(eval(s.e2))}
                       : personalized_ ? messages_.personal(src, dst)
                       : rooted_       ? messages_.broadcast(idx(collective_.root))
+                      : collective_.combines() ? messages_.value(src)
                                       : messages_.broadcast(src);
+        if (s.e2 != none) check_bundle(m, s);
         if (policy_ != LoweringPolicy::cut_through) {
             std::uint32_t d = topo_->distance(Node{src}, Node{dst});
             if (step_ + std::int64_t{d} - 1 >= max_step)
@@ -1305,7 +1422,14 @@ private:
             }
             count_ += route_.size();
         }
-        if (!held_initially(m, src)) pending_.push_back({m, src, step_, s.loc});
+        // Combined values are left to the verifier (holding one depends on what combines);
+        // a bundle needs each of its parts.
+        if (!messages_.is_composite(m)) {
+            if (!held_initially(m, src)) pending_.push_back({m, src, step_, s.loc});
+        } else if (messages_.composite(m).kind == MessageKind::bundle) {
+            for (MessageId p : messages_.composite(m).parts)
+                if (!held_initially(p, src)) pending_.push_back({p, src, step_, s.loc});
+        }
         check_limit(s);
     }
 
@@ -1317,6 +1441,7 @@ private:
                  fmt::format("there is no channel {} -> {} in {} (a hop crosses one channel; `send` follows a whole route)", node_text(a),
                              node_text(b), topo_->spec()));
         MessageId m{static_cast<std::uint32_t>(eval(s.e2))};
+        check_bundle(m, s);
         sink_.push({step_, *c, m});
         if (policy_ != LoweringPolicy::cut_through) ++explicit_[(std::uint64_t{step_} << 32) | idx(*c)];
         ++count_;
@@ -1354,7 +1479,8 @@ private:
         std::int64_t at = eval(s.e1);
         if (at >= processors_)
             fail("E043", ir_.exprs[s.e1].loc, fmt::format("require names a processor; {} is a router", node_text(at)));
-        requirements_.push_back({m, Node{static_cast<std::uint32_t>(at)}});
+        // `require b(0) + b(1) at p` requires each part.
+        messages_.for_each_part(m, [&](MessageId p) { requirements_.push_back({p, Node{static_cast<std::uint32_t>(at)}}); });
         ++count_;  // requirements take memory like transfers and count toward the same limit
         check_limit(s);
     }
@@ -1532,7 +1658,8 @@ private:
             fail("E031", loc, e.what());
         }
         processors_ = topo_->processors();
-        messages_ = Messages(topo_->processors());
+        composites_ = std::make_shared<Composites>(Messages(topo_->processors()).base_size());
+        messages_ = Messages(topo_->processors(), composites_.get());
         // Router numbering per level, for r(level, index).
         if (topo_->is_tree()) {
             std::uint64_t count = topo_->processors();
@@ -1625,15 +1752,13 @@ private:
         static constexpr std::pair<std::string_view, CollectiveKind> kinds[] = {
             {"alltoall", CollectiveKind::alltoall},   {"allgather", CollectiveKind::allgather}, {"broadcast", CollectiveKind::broadcast},
             {"scatter", CollectiveKind::scatter},     {"gather", CollectiveKind::gather},       {"multicast", CollectiveKind::multicast},
-            {"custom", CollectiveKind::custom}};
+            {"custom", CollectiveKind::custom},       {"reduce", CollectiveKind::reduce},       {"prefix", CollectiveKind::prefix}};
         const std::string& name = d.name.name;
         auto it = std::find_if(std::begin(kinds), std::end(kinds), [&](const auto& k) { return k.first == name; });
-        if (name == "reduce" || name == "prefix")
-            fail("E033", d.name.loc, fmt::format("'{}' combines values and is not supported by send tables yet", name));
         if (it == std::end(kinds))
             fail("E033", d.name.loc,
                  fmt::format("unknown collective '{}': expected alltoall, allgather, broadcast(r), scatter(r), gather(r), "
-                             "multicast(r, {{members}}) or custom",
+                             "multicast(r, {{members}}), reduce(r), prefix or custom",
                              name));
         Collective c;
         c.kind = it->second;
@@ -1646,10 +1771,12 @@ private:
             case CollectiveKind::alltoall:
             case CollectiveKind::allgather:
             case CollectiveKind::custom:
+            case CollectiveKind::prefix:
                 if (!d.args.empty()) fail("E033", d.loc, fmt::format("{} takes no arguments", name));
                 break;
             case CollectiveKind::broadcast:
             case CollectiveKind::scatter:
+            case CollectiveKind::reduce:
             case CollectiveKind::gather:
                 if (d.args.size() != 1) fail("E033", d.loc, fmt::format("{} takes the root processor: {}(r)", name, name));
                 c.root = Node{static_cast<std::uint32_t>(header(expr_arg(0)))};
@@ -1971,12 +2098,17 @@ private:
             first.emplace(key(p.message, p.at), never);
             if (filter) wanted[idx(p.message)] = true;
         }
+        const bool bundles = !composites_->empty();
         for (const Transfer& t : transfers) {
-            if (filter && !wanted[idx(t.message)]) continue;
-            std::uint32_t to = idx(topo_->channel(t.channel).to);
-            if (to >= processors_) continue;
-            auto it = first.find(key(t.message, to));
-            if (it != first.end() && it->second == never) it->second = t.step;
+            auto arrive = [&](MessageId m) {
+                if (filter && !wanted[idx(m)]) return;
+                std::uint32_t to = idx(topo_->channel(t.channel).to);
+                if (to >= processors_) return;
+                auto it = first.find(key(m, to));
+                if (it != first.end() && it->second == never) it->second = t.step;
+            };
+            if (bundles && messages_.is_composite(t.message)) messages_.for_each_part(t.message, arrive);  // a bundle brings its parts
+            else arrive(t.message);
         }
         for (const Pending& p : pending_) {
             Step arrive = first[key(p.message, p.at)];
@@ -2002,6 +2134,7 @@ private:
     std::shared_ptr<const Topology> topo_;
     std::int64_t processors_ = 0;
     Messages messages_{0};
+    std::shared_ptr<Composites> composites_;  ///< a(i..j) and bundles, interned as they are met
     std::vector<std::int64_t> level_first_, level_count_;
     Model model_;
     Collective collective_;

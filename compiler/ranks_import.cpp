@@ -109,6 +109,8 @@ public:
                                                          "processors", "endpoint_transfers", "hops", "ranks", "transfers"};
             if (std::find(std::begin(known), std::end(known), k) == std::end(known)) t_.extra_fields.emplace_back(k, v.dump());
         }
+        t_.canonicalize_composites();
+        if (std::string why = composite_problem(t_); !why.empty()) fail(why);
         t_.sort();
         return std::move(t_);
     }
@@ -141,22 +143,22 @@ private:
         return Node{static_cast<std::uint32_t>(v.get<std::uint64_t>())};
     }
 
-    MessageId message(const json& v, std::string_view where) const {
-        auto m = v.is_string() ? t_.messages().parse(v.get<std::string>()) : std::nullopt;
+    MessageId message(const json& v, std::string_view where) {
+        auto m = v.is_string() ? parse_message(v.get<std::string>(), t_.topology->processors(), t_.composite_registry()) : std::nullopt;
         if (!m)
-            fail(fmt::format("{}: unknown message {} (expected m(s,d), b(s) or a(s) with processors 0..{})", where, v.dump(),
-                             t_.topology->processors() - 1));
+            fail(fmt::format("{}: unknown message {} (expected m(s,d), b(s), a(s), a(i..j) or a bundle such as b(0)+b(4), with "
+                             "processors 0..{})",
+                             where, v.dump(), t_.topology->processors() - 1));
         return *m;
     }
 
     void read_requirements(const json& list) {
         if (!list.is_array()) fail("\"requirements\" must be a list of {\"msg\", \"at\"} objects");
-        Messages ms = t_.messages();
         for (std::size_t i = 0; i < list.size(); ++i) {
             const json& r = list[i];
             if (!r.is_object() || !r.contains("msg") || !r.contains("at") || !r["msg"].is_string() || !r["at"].is_string())
                 fail(fmt::format("requirements[{}]: expected {{\"msg\": \"m(0,3)\", \"at\": \"3\"}}", i));
-            auto m = ms.parse(r["msg"].get<std::string>());
+            auto m = parse_message(r["msg"].get<std::string>(), t_.topology->processors(), t_.composite_registry());
             auto at = t_.topology->find_node(r["at"].get<std::string>());
             if (!m) fail(fmt::format("requirements[{}]: unknown message '{}'", i, r["msg"].get<std::string>()));
             if (!at || !t_.topology->is_processor(*at))

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include <fmt/format.h>
+
 namespace collsched {
 
 bool SendTable::is_sorted() const { return std::is_sorted(transfers.begin(), transfers.end()); }
@@ -25,6 +27,83 @@ void SendTable::sort() {
     transfers = std::move(sorted);
     for (auto& [i, text] : transfer_extras) i = where[i];
     std::sort(transfer_extras.begin(), transfer_extras.end());
+}
+
+std::uint32_t payload(const Messages& ms, MessageId m) {
+    if (!ms.is_composite(m) || ms.composite(m).kind != MessageKind::bundle) return 1;
+    return static_cast<std::uint32_t>(ms.composite(m).parts.size());
+}
+
+double table_cost(const SendTable& t) {
+    const Step T = t.steps();
+    if (t.model.timing != Timing::wormhole) return T;
+    if (!t.has_composites()) return T * (t.model.ts + t.model.tc);
+    Messages ms = t.messages();
+    double cost = 0;
+    Step done = 0;  // rounds costed so far
+    for (std::size_t i = 0; i < t.transfers.size();) {
+        Step r = t.transfers[i].step;
+        std::uint32_t most = 1;
+        for (; i < t.transfers.size() && t.transfers[i].step == r; ++i) most = std::max(most, payload(ms, t.transfers[i].message));
+        cost += (r - 1 - done) * (t.model.ts + t.model.tc) + t.model.ts + t.model.tc * most;
+        done = r;
+    }
+    return cost;
+}
+
+std::string cost_breakdown(const SendTable& t) {
+    if (t.model.timing != Timing::wormhole || !t.has_composites()) return "";
+    Messages ms = t.messages();
+    std::vector<std::uint32_t> most(t.steps(), 1);
+    for (const Transfer& x : t.transfers) most[x.step - 1] = std::max(most[x.step - 1], payload(ms, x.message));
+    std::string list;
+    for (std::size_t r = 0; r < most.size() && r < 16; ++r) list += fmt::format("{}{}", r ? ", " : "", most[r]);
+    if (most.size() > 16) list += ", ...";
+    return fmt::format("sum over {} rounds of ts + tc * payload, largest payload per round: {}", most.size(), list);
+}
+
+std::string composite_problem(const SendTable& t) {
+    if (!t.has_composites()) return "";
+    Messages ms = t.messages();
+    for (const Requirement& q : t.requirements)
+        if (ms.is_composite(q.message) && ms.composite(q.message).kind == MessageKind::bundle)
+            return fmt::format("requirement {} at {}: require each part of a bundle, not the bundle", ms.name(q.message), idx(q.at));
+    if (t.model.timing == Timing::wormhole) return "";
+    for (const Transfer& x : t.transfers)
+        if (ms.is_composite(x.message) && ms.composite(x.message).kind == MessageKind::bundle)
+            return fmt::format("step {}: {} is a bundle, and bundles need timing=wormhole: under hop timing a step moves one message "
+                               "per unit of capacity",
+                               x.step, ms.name(x.message));
+    return "";
+}
+
+void SendTable::canonicalize_composites() {
+    if (collective.combines()) composite_registry();  // the goals a(0..p) get ids too
+    if (composites && composites->empty() && !collective.combines()) composites.reset();  // the fast path: no pass
+    if (!composites) return;
+    const std::uint64_t base = composites->base();
+    // Keep only the composites in use: rebuild the registry from them.
+    std::vector<char> used(composites->size(), 0);
+    for (const Transfer& x : transfers)
+        if (idx(x.message) >= base) used[idx(x.message) - base] = 1;
+    for (const Requirement& q : requirements)
+        if (idx(q.message) >= base) used[idx(q.message) - base] = 1;
+    auto fresh = std::make_shared<Composites>(base);
+    std::vector<MessageId> first(composites->size());
+    for (std::size_t i = 0; i < used.size(); ++i)
+        if (used[i]) first[i] = fresh->intern(composites->items()[i]);
+    collective.for_each_value_goal(topology->processors(), [&](std::uint32_t lo, std::uint32_t hi, Node) {
+        fresh->intern({MessageKind::combined, lo, hi, {}});
+    });
+    std::vector<MessageId> second = fresh->canonicalize();
+    auto map = [&](MessageId m) {
+        if (idx(m) < base) return m;
+        return second[idx(first[idx(m) - base]) - base];
+    };
+    for (Transfer& x : transfers) x.message = map(x.message);
+    for (Requirement& q : requirements) q.message = map(q.message);
+    composites = fresh->empty() ? nullptr : std::move(fresh);
+    sort();
 }
 
 }  // namespace collsched

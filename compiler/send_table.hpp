@@ -49,7 +49,22 @@ struct SendTable {
     std::vector<std::pair<std::string, std::string>> extra_fields;
     std::vector<std::pair<std::uint64_t, std::string>> transfer_extras;
 
-    Messages messages() const { return Messages(topology->processors()); }
+    /// The composite messages the transfers and requirements use (null when there are none):
+    /// combined values a(i..j) and bundles, numbered after the base range (docs/semantics.md).
+    std::shared_ptr<Composites> composites;
+
+    Messages messages() const { return Messages(topology->processors(), composites.get()); }
+    bool has_composites() const { return composites && !composites->empty(); }
+    /// The registry, created on first use (for readers and the compiler, which intern names).
+    Composites& composite_registry() {
+        if (!composites) composites = std::make_shared<Composites>(Messages(topology->processors()).base_size());
+        return *composites;
+    }
+    /// Numbers the composites canonically and drops those no transfer or requirement uses, so
+    /// equal tables get equal ids whatever order their composites were met in; then sorts.
+    /// Under reduce and prefix the goals a(0..p) are interned too. Every producer of a table
+    /// with composites calls it (the compiler, the readers, tests that build tables).
+    void canonicalize_composites();
     /// The completion time T: the last step with a transfer (0 for an empty table).
     Step steps() const { return transfers.empty() ? 0 : transfers.back().step; }
     /// Sorts the transfers, keeping per-transfer extras attached. Duplicates stay: a transfer
@@ -57,5 +72,19 @@ struct SendTable {
     void sort();
     bool is_sorted() const;
 };
+
+/// How many messages a packet carries: a bundle's parts, else 1.
+std::uint32_t payload(const Messages&, MessageId);
+/// The completion cost. Hop timing: the steps T. Wormhole timing: the sum over rounds 1..T of
+/// ts + tc * (largest payload among the round's packets; 1 for a round without packets).
+double table_cost(const SendTable&);
+/// How the wormhole cost adds up when bundles make payloads differ: "sum over 4 rounds of ts +
+/// tc * payload, largest payload per round: 1, 2, 2, 1" (the first 16 rounds). Empty for tables
+/// without composites or under hop timing.
+std::string cost_breakdown(const SendTable&);
+
+/// Why the table's composites are not allowed (a bundle under hop timing, a bundle among the
+/// requirements), or "" when they are.
+std::string composite_problem(const SendTable& t);
 
 }  // namespace collsched

@@ -26,10 +26,17 @@ namespace {
 
 using json = nlohmann::json;
 
+/// Composites read from a file: canonical ids, and bundles only under wormhole timing.
+void finish_composites(SendTable& t, std::string_view name) {
+    t.canonicalize_composites();
+    if (std::string why = composite_problem(t); !why.empty()) throw InputError(fmt::format("{}: {}", name, why));
+}
+
 /// Turns the strings of one transfer into ids; all lookups of a table go through one resolver.
 class Resolver {
 public:
-    Resolver(const SendTable& t, std::string_view name) : table_(t), name_(name), messages_(t.messages()) {}
+    Resolver(SendTable& t, std::string_view name)
+        : table_(t), name_(name), reg_(t.composite_registry()), messages_(t.topology->processors(), &reg_) {}
 
     Transfer resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg) const {
         const Topology& topo = *table_.topology;
@@ -48,15 +55,20 @@ public:
         auto c = topo.find_channel(*u, *v);
         if (!c) throw InputError(fmt::format("{}: there is no channel {} -> {} in {}", where(), from, to, topo.spec()));
         auto m = messages_.parse(msg);
+        std::string why;
+        if (!m && (msg.find('+') != std::string_view::npos || msg.find("..") != std::string_view::npos))
+            m = parse_message(msg, topo.processors(), reg_, &why);  // a composite met for the first time
         if (!m)
-            throw InputError(fmt::format("{}: unknown message '{}' (expected m(s,d), b(s) or a(s) with processors 0..{})", where(),
-                                         msg, topo.processors() - 1));
+            throw InputError(fmt::format("{}: unknown message '{}' (expected m(s,d), b(s), a(s), a(i..j) or a bundle such as "
+                                         "b(0)+b(4), with processors 0..{}){}",
+                                         where(), msg, topo.processors() - 1, why.empty() ? "" : ": " + why));
         return {static_cast<Step>(step), *c, *m};
     }
 
 private:
     const SendTable& table_;
     std::string_view name_;
+    Composites& reg_;
     Messages messages_;
 };
 
@@ -215,6 +227,7 @@ public:
                 continue;
             table_.extra_fields.emplace_back(k, v.dump());
         }
+        finish_composites(table_, name_);
         table_.sort();
         return std::move(table_);
     }
@@ -303,12 +316,12 @@ private:
 
     void read_requirements(const json& list) {
         if (!list.is_array()) fail("\"requirements\" must be a list of {\"msg\", \"at\"} objects");
-        Messages ms = table_.messages();
+        Composites& reg = table_.composite_registry();
         for (std::size_t i = 0; i < list.size(); ++i) {
             const json& r = list[i];
             if (!r.is_object() || !r.contains("msg") || !r.contains("at") || !r["msg"].is_string() || !r["at"].is_string())
                 fail(fmt::format("requirements[{}]: expected {{\"msg\": \"m(0,3)\", \"at\": \"3\"}}", i));
-            auto m = ms.parse(r["msg"].get<std::string>());
+            auto m = parse_message(r["msg"].get<std::string>(), table_.topology->processors(), reg);
             auto at = table_.topology->find_node(r["at"].get<std::string>());
             if (!m) fail(fmt::format("requirements[{}]: unknown message '{}'", i, r["msg"].get<std::string>()));
             if (!at || !table_.topology->is_processor(*at))
@@ -420,6 +433,7 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
         }
     }
     if (!header) throw InputError(fmt::format("{}: not a table: no 'step,from,to,message' header row", name));
+    finish_composites(t, name);
     t.sort();
     return t;
 }

@@ -60,6 +60,8 @@ std::string dsl_collective(const Collective& c) {
         case CollectiveKind::alltoall: return "alltoall";
         case CollectiveKind::allgather: return "allgather";
         case CollectiveKind::custom: return "custom";
+        case CollectiveKind::reduce: return fmt::format("reduce({})", idx(c.root));
+        case CollectiveKind::prefix: return "prefix";
         case CollectiveKind::broadcast: return fmt::format("broadcast({})", idx(c.root));
         case CollectiveKind::scatter: return fmt::format("scatter({})", idx(c.root));
         case CollectiveKind::gather: return fmt::format("gather({})", idx(c.root));
@@ -100,7 +102,8 @@ void write_table_dsl(const SendTable& t, fmt::memory_buffer& out, const Flush& f
             std::uint64_t v = idx(x.message), pp = std::uint64_t{P} * P;
             if (v < pp) fmt::format_to(std::back_inserter(out), "m({},{})\n", v / P, v % P);
             else if (v < pp + P) fmt::format_to(std::back_inserter(out), "b({})\n", v - pp);
-            else fmt::format_to(std::back_inserter(out), "a({})\n", v - pp - P);
+            else if (v < pp + 2ull * P) fmt::format_to(std::back_inserter(out), "a({})\n", v - pp - P);
+            else fmt::format_to(std::back_inserter(out), "{}\n", ms.name(x.message));  // a(i..j), b(0)+b(4): DSL syntax too
             if (out.size() > (1u << 20) && flush) flush(out);
         }
         put("}\n");

@@ -86,11 +86,14 @@ struct Ident {
 /// `f(args)`: built-in functions (log2, min, max, abs, sum, cap), routers `r(level, index)`,
 /// messages `m(s, d)`, `b(s)`, `a(s)`, and topology families inside `product(...)`.
 /// `sum(e for i in a .. b)` (also min, max) has one argument and one comprehension in `over`.
+/// `a(i .. j)` (a combined value) has the two ends in `args` and `range` set;
+/// `bundle(e for i in a .. b if c)` is a comprehension of messages.
 struct Call {
     SourceLoc loc;
     std::string name;
     std::vector<Expr> args;
     std::vector<Comprehension> over;  ///< empty, or the one `for i in a .. b` of a comprehension
+    bool range = false;               ///< `f(x .. y)`: args are x and y
     bool operator==(const Call&) const = default;
 };
 
@@ -131,13 +134,14 @@ struct Expr {
     bool operator==(const Expr&) const = default;
 };
 
-/// `for i in a .. b` inside `sum(...)`, `min(...)`, `max(...)` or `[...]`: the expression before
-/// it is evaluated for i = a, a+1, ..., b (both included).
+/// `for i in a .. b [if c]` inside `sum(...)`, `min(...)`, `max(...)`, `bundle(...)` or `[...]`:
+/// the expression before it is evaluated for i = a, a+1, ..., b (both included) where c holds.
 struct Comprehension {
     SourceLoc loc;
     Ident var;
     Expr first;
     Expr last;
+    std::optional<Expr> cond;  ///< `if c`: only the values of i where c holds
     bool operator==(const Comprehension&) const = default;
 };
 

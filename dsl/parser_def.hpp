@@ -591,6 +591,17 @@ inline std::vector<ast::Comprehension> take_over(std::optional<ast::Comprehensio
     return v;
 }
 
+/// `for i in a .. b [if c]` (X3 gives the condition as a boost::optional).
+inline const auto make_comprehension = [](auto& ctx) {
+    auto& a = x3::_attr(ctx);
+    ast::Comprehension& c = x3::_val(ctx);
+    c.var = std::move(fusion::at_c<0>(a));
+    c.first = std::move(fusion::at_c<1>(a));
+    c.last = std::move(fusion::at_c<2>(a));
+    if (auto& cond = fusion::at_c<3>(a)) c.cond = std::move(*cond);
+    else c.cond.reset();
+};
+
 inline const auto make_list = [](auto& ctx) {
     auto& a = x3::_attr(ctx);
     x3::_val(ctx) = ast::ListLit{fusion::at_c<0>(a), take_items(fusion::at_c<1>(a)), take_over(fusion::at_c<2>(a))};
@@ -598,7 +609,12 @@ inline const auto make_list = [](auto& ctx) {
 
 inline const auto make_call = [](auto& ctx) {
     auto& a = x3::_attr(ctx);
-    x3::_val(ctx) = ast::Call{fusion::at_c<0>(a), std::move(fusion::at_c<1>(a)), take_items(fusion::at_c<2>(a)), take_over(fusion::at_c<3>(a))};
+    ast::Call c{fusion::at_c<0>(a), std::move(fusion::at_c<1>(a)), take_items(fusion::at_c<2>(a)), take_over(fusion::at_c<4>(a))};
+    if (auto& last = fusion::at_c<3>(a)) {  // `f(x .. y)`
+        c.args.push_back(std::move(*last));
+        c.range = true;
+    }
+    x3::_val(ctx) = std::move(c);
 };
 
 inline const auto set_cite = [](auto& ctx) { x3::_val(ctx).text = std::move(x3::_attr(ctx)); };
@@ -753,9 +769,9 @@ const auto mult_def = unary[set_val] >> *((op_mul > unary)[fold]);
 const auto unary_def = (op_unary > unary)[make_unary] | power[set_val];
 const auto power_def = primary[set_val] >> -((op_pow > unary)[fold]);
 const auto primary_def = int_lit[set_val] | call[set_val] | name[set_val] | paren[set_val];
-const auto call_def = (here >> name_str >> '(' > -(expr % ',') > -comprehension > ')')[make_call];
+const auto call_def = (here >> name_str >> '(' > -(expr % ',') > -(".." > expr) > -comprehension > ')')[make_call];
 const auto paren_def = (here >> '(' > (expr % ',') > ')')[make_paren];
-const auto comprehension_def = kw_for > name > kw_in > expr > ".." > expr;
+const auto comprehension_def = (kw_for > name > kw_in > expr > ".." > expr > -(kw_if > expr))[make_comprehension];
 
 BOOST_SPIRIT_DEFINE(expr, lor, land, cmp, bor, bxor, band, shift, additive, mult, unary, power, primary, call, paren, comprehension)
 

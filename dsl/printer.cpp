@@ -76,6 +76,14 @@ private:
     }
     void node(const Call& n) {
         out += n.name;
+        if (n.range && n.args.size() == 2) {
+            out += '(';
+            print(n.args[0], 0);
+            out += " .. ";
+            print(n.args[1], 0);
+            out += ')';
+            return;
+        }
         if (n.over.empty()) return list(n.args);
         out += '(';
         for (std::size_t i = 0; i < n.args.size(); ++i) {
@@ -90,6 +98,10 @@ private:
         print(c.first, 0);
         out += " .. ";
         print(c.last, 0);
+        if (c.cond) {
+            out += " if ";
+            print(*c.cond, 0);
+        }
     }
     void node(const Tuple& n) { list(n.items); }
     void node(const Unary& n) {
@@ -126,7 +138,10 @@ private:
 std::string print_list(const ListLit& l) {
     std::string out = "[";
     for (std::size_t j = 0; j < l.items.size(); ++j) out += (j ? ", " : "") + dsl::print(l.items[j]);
-    for (const Comprehension& c : l.over) out += fmt::format(" for {} in {} .. {}", c.var.name, dsl::print(c.first), dsl::print(c.last));
+    for (const Comprehension& c : l.over) {
+        out += fmt::format(" for {} in {} .. {}", c.var.name, dsl::print(c.first), dsl::print(c.last));
+        if (c.cond) out += " if " + dsl::print(*c.cond);
+    }
     return out + "]";
 }
 

@@ -7,7 +7,9 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <span>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -71,6 +73,84 @@ struct QueueEvent {
     std::int32_t delta;
 };
 
+/// What the processors hold when messages combine (docs/semantics.md, "Combined values and
+/// bundles"): per processor the messages received (a bundle's parts, each) and, for combining,
+/// the source ranges held, as a map start -> ends. Used only for tables with composites or a
+/// reduce/prefix collective; the slot state below stays the fast path for all others.
+class Holdings {
+public:
+    Holdings(const SendTable& t, const Messages& ms, std::uint32_t P) : t_(t), ms_(ms), got_(P), starts_(P) {
+        for (std::uint32_t p = 0; p < P; ++p)
+            if (t.collective.initial(ms, ms.value(p))) starts_[p][p].push_back(p);
+    }
+
+    void receive(std::uint32_t p, MessageId m) {
+        ms_.for_each_part(m, [&](MessageId q) {
+            if (!got_[p].insert(idx(q)).second) return;
+            MessageKey k = ms_.key(q);
+            if (k.kind == MessageKind::value) starts_[p][k.src].push_back(k.src);
+            if (k.kind == MessageKind::combined) starts_[p][k.src].push_back(k.dst);
+        });
+    }
+
+    /// Breadth-first over the positions a chain of held ranges can reach from lo, within hi.
+    /// Returns the farthest end reached (lo - 1 when none starts at lo).
+    std::int64_t farthest(std::uint32_t p, std::uint32_t lo, std::uint32_t hi) const {
+        std::vector<std::uint32_t> todo{lo};
+        std::set<std::uint32_t> seen{lo};
+        std::int64_t best = std::int64_t{lo} - 1;
+        while (!todo.empty()) {
+            std::uint32_t at = todo.back();
+            todo.pop_back();
+            auto it = starts_[p].find(at);
+            if (it == starts_[p].end()) continue;
+            for (std::uint32_t end : it->second) {
+                if (end > hi) continue;
+                best = std::max<std::int64_t>(best, end);
+                if (end < hi && seen.insert(end + 1).second) todo.push_back(end + 1);
+            }
+        }
+        return best;
+    }
+
+    bool holds(std::uint32_t p, MessageId m) const {
+        MessageKey k = ms_.key(m);
+        switch (k.kind) {
+            case MessageKind::value: return farthest(p, k.src, k.src) == k.src;
+            case MessageKind::combined: return got_[p].count(idx(m)) || farthest(p, k.src, k.dst) == k.dst;
+            case MessageKind::bundle: {
+                const auto& parts = ms_.composite(m).parts;
+                return std::all_of(parts.begin(), parts.end(), [&](MessageId q) { return holds(p, q); });
+            }
+            default: return got_[p].count(idx(m)) || (k.src == p && t_.collective.initial(ms_, m));
+        }
+    }
+
+    /// "holds only a(0..1)": what p can form of a(lo..hi) (combined values and a(k)).
+    std::string formed(std::uint32_t p, std::uint32_t lo, std::uint32_t hi) const {
+        std::int64_t f = farthest(p, lo, hi);
+        if (f < lo) return fmt::format("holds nothing that starts at a({})", lo);
+        return f == lo ? fmt::format("holds only a({})", lo) : fmt::format("holds only a({}..{})", lo, f);
+    }
+
+    /// Why p does not hold m, for a message; empty when m is not a value, combined or bundle.
+    std::string why_not(std::uint32_t p, MessageId m) const {
+        MessageKey k = ms_.key(m);
+        if (k.kind == MessageKind::value) return formed(p, k.src, k.src);
+        if (k.kind == MessageKind::combined) return formed(p, k.src, k.dst);
+        if (k.kind == MessageKind::bundle)
+            for (MessageId q : ms_.composite(m).parts)
+                if (!holds(p, q)) return fmt::format("lacks its part {}", ms_.name(q));
+        return "";
+    }
+
+private:
+    const SendTable& t_;
+    const Messages& ms_;
+    std::vector<std::unordered_set<std::uint32_t>> got_;
+    std::vector<std::map<std::uint32_t, std::vector<std::uint32_t>>> starts_;
+};
+
 /// One replay of one table.
 ///
 /// State. The simulator needs "does node x hold message m" for the (node, message) pairs a table
@@ -98,7 +178,9 @@ public:
           P_(topo_.processors()),
           R_(topo_.routers()),
           wormhole_(table.model.timing == Timing::wormhole),
-          replicate_(table.model.replicate) {}
+          replicate_(table.model.replicate) {
+        if (table.has_composites() || table.collective.combines()) have_.emplace(table, msgs_, P_);
+    }
 
     SimReport run() {
         load_transfers();
@@ -106,7 +188,7 @@ public:
         rep_.steps = tr_.empty() ? 0 : tr_.back().step;
         rep_.wormhole = wormhole_;
         rep_.queues_apply = !wormhole_;
-        rep_.cost = wormhole_ ? static_cast<double>(rep_.steps) * (model_.ts + model_.tc) : static_cast<double>(rep_.steps);
+        rep_.cost = table_cost(table_);  // wormhole: payloads of bundles count
         assign_slots();
         allocate_state();
         if (options_.trace) {
@@ -312,7 +394,9 @@ private:
             }
             if (wormhole_) continue;
             const std::uint32_t src = slots_[i].src;
-            if (processor(u) || replicate_) {
+            if (have_ && processor(u)) {
+                if (!have_->holds(u, tr_[i].message) && f.causality == no_index) f.causality = i;
+            } else if (processor(u) || replicate_) {
                 if (held_[src] >= s) {
                     if (f.causality == no_index) f.causality = i;
                 } else if (none_sends && !processor(u) && last_arrival_[src] != s - 1 && f.queue_send == no_index) {
@@ -346,6 +430,7 @@ private:
                     if (track_last) last_arrival_[dst] = s;
                 }
             }
+            if (have_ && processor(v)) have_->receive(v, tr_[i].message);
             if (processor(v) && recv_stamp_[v] != s) {
                 recv_stamp_[v] = s;
                 ++recv_steps_[v];
@@ -473,7 +558,9 @@ private:
             const std::size_t i = b + k;
             const std::uint32_t src = slots_[i].src;
             const Channel& ch = channel_of(i);
-            if (processor(idx(ch.from)) || replicate_) {
+            if (have_ && processor(idx(ch.from))) {
+                if (held_[src] != r && !have_->holds(idx(ch.from), tr_[i].message)) return;  // held before, or passing through
+            } else if (processor(idx(ch.from)) || replicate_) {
                 if (held_[src] > r) return;
             } else {
                 if (stock_[src] == 0) return;
@@ -614,6 +701,14 @@ private:
             return v;
         }
         v.rule = SimRule::causality;
+        if (have_ && processor(u)) {
+            std::string why = have_->why_not(u, m);
+            if (!why.empty()) {
+                v.message = fmt::format("{} {}: {} sends {} on {} but at the end of {} {} it {}", unit(), s, node_label(u), msgs_.name(m),
+                                        channel_name(tr_[i].channel), unit(), s - 1, why);
+                return v;
+            }
+        }
         if (wormhole_) {
             v.message = fmt::format("round {}: {} sends {} on {} but neither holds it at the end of round {} nor receives it "
                                     "in round {} through a legal transfer",
@@ -708,6 +803,7 @@ private:
     // ---- the end of the run ----------------------------------------------------------------
 
     bool holds(MessageId m, Node d) const {
+        if (have_ && processor(idx(d))) return have_->holds(idx(d), m);
         const std::uint32_t b = bucket(m);
         if (b == never || slot_begin_[b] == slot_begin_[b + 1])
             return table_.collective.initial(msgs_, m) && msgs_.origin(m) == d;
@@ -745,6 +841,13 @@ private:
         });
         for (std::size_t i = 0; i < reqs.size(); ++i)
             if (!is_goal[i]) visit(reqs[i].message, reqs[i].at);
+        // reduce and prefix: the combined values a(lo..hi) (interned with the table's composites)
+        table_.collective.for_each_value_goal(P_, [&](std::uint32_t lo, std::uint32_t hi, Node d) {
+            const Composites* reg = msgs_.composites();
+            auto id = reg ? reg->find({MessageKind::combined, lo, hi, {}}) : std::nullopt;
+            COLLSCHED_ASSERT(id.has_value());  // SendTable::canonicalize_composites interns the goals
+            visit(*id, d);
+        });
     }
 
     void finish(bool ran_through) {
@@ -829,6 +932,7 @@ private:
     std::vector<std::uint32_t> recv_stamp_, recv_steps_;     // per processor: last step with a receive, steps with one
 
     std::vector<std::uint32_t> order_, worklist_, round_gains_;  // wormhole rounds
+    std::optional<Holdings> have_;  // tables with composites or a combining collective
     std::vector<std::uint8_t> legal_;
 
     std::vector<std::string> names_;  // node names, for the trace
@@ -890,7 +994,10 @@ std::string format_sim_report(const SimReport& r, const SendTable& t) {
                                r.violation->message);
             break;
     }
-    if (r.wormhole) out += fmt::format("cost: {} rounds x (ts + tc) = {}\n", r.steps, r.cost);
+    if (r.wormhole) {
+        std::string how = cost_breakdown(t);  // bundles: payloads differ from round to round
+        out += how.empty() ? fmt::format("cost: {} rounds x (ts + tc) = {}\n", r.steps, r.cost) : fmt::format("cost: {} = {}\n", how, r.cost);
+    }
     out += fmt::format("deliveries: {} of {}", r.deliveries_done, r.deliveries_required);
     if (!r.missing.empty()) {
         out += "; missing ";

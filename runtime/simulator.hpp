@@ -24,8 +24,11 @@
  *  - within one step the rules are checked in the order capacity, ports, causality/replication,
  *    queues; the first violation of the first failing rule is the one reported;
  *  - `wormhole` timing: steps are rounds, a message may cross a whole path in one round, queues do
- *    not apply and the cost is T * (ts + tc). Nodes keep what they hold from round to round as
- *    under `hop` (a router with replicate=no keeps an unforwarded copy for a later round).
+ *    not apply and the cost is the sum over rounds of ts + tc * (largest payload: a bundle's
+ *    parts, else 1), T * (ts + tc) without bundles. Routers keep nothing from one round to the next.
+ *  - combined values and bundles (docs/semantics.md): for tables with composites or a reduce or
+ *    prefix collective, what processors hold is kept per processor (received messages, a
+ *    bundle's parts, the source ranges that combine), next to the slot state of the fast path.
  */
 #pragma once
 
@@ -74,7 +77,7 @@ struct SimReport {
     std::uint64_t transfers = 0;           ///< transfers in the table
     std::uint64_t transfers_replayed = 0;  ///< transfers of the steps replayed completely
     bool wormhole = false;
-    double cost = 0;  ///< hop: T; wormhole: T * (ts + tc)
+    double cost = 0;  ///< hop: T; wormhole: sum over rounds of ts + tc * largest payload
 
     std::uint64_t deliveries_done = 0;      ///< goal pairs held at the end of the replayed steps
     std::uint64_t deliveries_required = 0;  ///< collective goals plus distinct extra requirements

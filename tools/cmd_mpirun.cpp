@@ -169,6 +169,9 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
                   "Print one JSON object (ranks, steps, step_seconds, total_seconds, baseline, byte_check, ...) instead of text");
     cmd->callback([&ctx, args] {
         SendTable t = load_input(args->input, args->defines);
+        if (t.has_composites() || t.collective.combines())
+            throw InputError("the MPI runner moves base messages only; combined values (a(i..j)), bundles and reduce/prefix are "
+                             "checked by verify and simulate");
         const std::uint32_t P = t.topology->processors();
         if (args->ranks != 0 && args->ranks != P)
             throw InputError(fmt::format("--ranks {}: the table has {} processors and runs with one MPI rank per processor", args->ranks, P));

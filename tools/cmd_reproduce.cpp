@@ -33,7 +33,9 @@ void add_reproduce_command(CLI::App& app, Context& ctx) {
         "size it lists is compiled, proved by the direct checker, replayed by the simulator and compared with the claims it "
         "states (claim steps, bound lower, claim queue, claim buffer). One row per (algorithm, size): claim, measured steps, "
         "lower bound, verdict (holds, violated, simulator-disagrees, below-lower-bound, claim-mismatch, queue-mismatch, "
-        "buffer-mismatch, error). Every row can be recompiled with `collsched compile FILE -D name=value ...`.\n"
+        "buffer-mismatch, error). Rows under wormhole timing also show their cost, T ts + W tc (T rounds, W the sum of "
+        "the rounds' largest payloads), beside the cost formulas the catalog gives for them. Every row can be recompiled "
+        "with `collsched compile FILE -D name=value ...`.\n"
         "Exit code: 0 every row holds or is explained by a note of the catalog, 1 otherwise, 2 bad input.");
     cmd->add_option("--catalog", args->catalog, "The catalog file (default: schedules/catalog.json)");
     cmd->add_flag("--json", args->json, "Print a JSON list of rows instead of the table");

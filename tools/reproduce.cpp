@@ -166,6 +166,19 @@ Catalog read_catalog(const std::string& path) {
                 entry.notes.push_back(std::move(note));
             }
         }
+        if (auto it = e.find("let"); it != e.end()) {
+            if (!it->is_array()) bad_catalog(path, fmt::format("{}: \"let\" must be a list of \"name = expr\" strings", where));
+            for (const auto& l : *it) {
+                if (!l.is_string()) bad_catalog(path, fmt::format("{}: \"let\" must be a list of \"name = expr\" strings", where));
+                entry.let.push_back(l.get<std::string>());
+            }
+        }
+        if (auto it = e.find("compare"); it != e.end()) {
+            if (!it->is_array()) bad_catalog(path, fmt::format("{}: \"compare\" must be a list of {{\"name\", \"rounds\", \"payload\"}}", where));
+            for (const auto& x : *it)
+                entry.compare.push_back({string_field(path, x, "name", where, true), string_field(path, x, "rounds", where, true),
+                                         string_field(path, x, "payload", where, true)});
+        }
         c.entries.push_back(std::move(entry));
     }
     return c;
@@ -299,6 +312,37 @@ BufferUse processor_buffers(const SendTable& t) {
     return out;
 }
 
+std::uint64_t wormhole_payload(const SendTable& t) {
+    const Messages ms = t.messages();
+    std::uint64_t total = 0;
+    Step round = 0;
+    std::uint32_t largest = 0;
+    for (const Transfer& x : t.transfers) {  // sorted by step
+        if (x.step != round) {
+            total += largest + (x.step - round - 1);  // the finished round, then the empty ones (payload 1 each)
+            round = x.step;
+            largest = 0;
+        }
+        largest = std::max(largest, payload(ms, x.message));
+    }
+    return total + largest;
+}
+
+std::int64_t evaluate_formula(const std::string& expr, const Params& params, const std::vector<std::string>& let) {
+    // The schedule language evaluates it: a program whose only claim is the formula.
+    std::string text;
+    for (const auto& [k, v] : params) text += fmt::format("param {} = {}\n", k, v);
+    text += "topology linear(2)\n";
+    for (const std::string& l : let) text += fmt::format("let {}\n", l);
+    text += fmt::format("claim steps = {}\n", expr);
+    Diagnostics diags;
+    auto t = compile_text(text, "formula", {}, diags);
+    if (!t) throw InputError(fmt::format("formula '{}': {}", expr, first_line(diags.render())));
+    auto v = int_field(*t, "claim");
+    if (!v) throw InputError(fmt::format("formula '{}' has no integer value", expr));
+    return *v;
+}
+
 // ---------------------------------------------------------------------------------------------
 // One row
 
@@ -373,6 +417,22 @@ ReproRow run_row(const CatalogEntry& entry, const Params& params) {
         row.fifo = b.fifo;
     }
 
+    if (t.model.timing == Timing::wormhole) {
+        row.wormhole = true;
+        row.payload = wormhole_payload(t);
+        row.cost = v.cost;
+        for (const CatalogCompare& c : entry.compare) {
+            ReproRow::Compared k{c.name, {}, {}, {}};
+            try {
+                k.rounds = evaluate_formula(c.rounds, params, entry.let);
+                k.payload = evaluate_formula(c.payload, params, entry.let);
+            } catch (const InputError& e) {
+                k.error = e.what();
+            }
+            row.compared.push_back(std::move(k));
+        }
+    }
+
     auto steps = static_cast<std::int64_t>(row.steps);
     if (!v.holds()) {
         row.verdict = "violated";
@@ -415,6 +475,13 @@ std::string details(const ReproRow& r) {
     if (r.claim_queue) d += fmt::format("queue {} (claim {})", list_text(r.queue_high_water), list_text(*r.claim_queue));
     if (r.claim_buffer)
         d += fmt::format("{}buffer {}{} (claim {})", d.empty() ? "" : "; ", r.buffer_high_water, r.fifo ? " fifo" : " NOT fifo", *r.claim_buffer);
+    if (r.wormhole && r.verdict != "error") {
+        d += fmt::format("{}cost {} ts + {} tc", d.empty() ? "" : "; ", r.steps, r.payload);
+        for (const auto& c : r.compared) {
+            if (c.error.empty()) d += fmt::format("; {}: {} ts + {} tc", c.name, *c.rounds, *c.payload);
+            else d += fmt::format("; {}: {}", c.name, c.error);
+        }
+    }
     if (r.simulator != "agrees") d += fmt::format("{}simulator: {}", d.empty() ? "" : "; ", r.simulator);
     if (!r.error.empty()) d += fmt::format("{}{}", d.empty() ? "" : "; ", r.error);
     return d;
@@ -513,6 +580,21 @@ std::string rows_to_json(const std::vector<ReproRow>& rows) {
             j["claim_buffer"] = *r.claim_buffer;
             j["buffer_high_water"] = r.buffer_high_water;
             j["fifo"] = r.fifo;
+        }
+        if (r.wormhole && r.verdict != "error") {
+            j["rounds"] = r.steps;
+            j["payload"] = r.payload;
+            j["cost"] = r.cost;
+            ojson cs = ojson::array();
+            for (const auto& c : r.compared) {
+                ojson x;
+                x["name"] = c.name;
+                x["rounds"] = c.rounds ? ojson(*c.rounds) : ojson(nullptr);
+                x["payload"] = c.payload ? ojson(*c.payload) : ojson(nullptr);
+                if (!c.error.empty()) x["error"] = c.error;
+                cs.push_back(std::move(x));
+            }
+            if (!cs.empty()) j["compare"] = std::move(cs);
         }
         j["paper"] = r.entry->paper;
         j["seconds"] = std::round(r.seconds * 1000) / 1000;

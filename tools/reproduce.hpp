@@ -9,7 +9,10 @@
  * level, the most copies waiting for one outgoing channel at a step boundary: the per-link queue
  * of the flooding algorithms) and `buffer` (the most messages a processor holds that it still has
  * to send, and whether it sends them first in, first out: the forwarding buffers of the ring
- * algorithms). The catalog format and the verdicts are described in docs/reproduction.md.
+ * algorithms). Under wormhole timing a row also reports its cost, T ts + W tc (W the sum of the
+ * rounds' largest payloads), beside the catalog's cost formulas for it (the paper's bounds,
+ * evaluated by the schedule language). The catalog format and the verdicts are described in
+ * docs/reproduction.md.
  */
 #pragma once
 
@@ -31,6 +34,14 @@ struct CatalogNote {
     std::string text;
 };
 
+/// A cost to print beside a wormhole row's measured cost: rounds (start-ups, the coefficient of
+/// ts) and payload (the coefficient of tc), as integer expressions of the schedule language over
+/// the row's params (docs/reproduction.md, "The catalog"). `let` holds `name = expr` definitions
+/// the two formulas may use.
+struct CatalogCompare {
+    std::string name, rounds, payload;
+};
+
 struct CatalogEntry {
     std::string file;   ///< the schedule, as given in the catalog joined to the catalog's directory
     std::string paper;  ///< a key of Catalog::papers
@@ -38,6 +49,8 @@ struct CatalogEntry {
     std::vector<std::vector<std::pair<std::string, std::int64_t>>> rows;  ///< -D values, one list per row
     std::vector<std::string> size;  ///< params whose product is a row's size (for --max-n)
     std::vector<CatalogNote> notes;
+    std::vector<std::string> let;          ///< `name = expr` definitions for the compare formulas
+    std::vector<CatalogCompare> compare;  ///< costs from the paper, evaluated per row
 };
 
 struct CatalogPaper {
@@ -75,6 +88,18 @@ struct ReproRow {
     std::optional<std::int64_t> claim_buffer;
     std::uint32_t buffer_high_water = 0;  ///< when a buffer claim is made
     bool fifo = true;
+
+    // Wormhole timing: rounds T, payload W = sum over rounds of the largest packet (1 for an empty
+    // round), cost = T ts + W tc (the verifier's cost); and the catalog's formulas at this row.
+    bool wormhole = false;
+    std::uint64_t payload = 0;
+    double cost = 0;
+    struct Compared {
+        std::string name;
+        std::optional<std::int64_t> rounds, payload;
+        std::string error;
+    };
+    std::vector<Compared> compared;
     double seconds = 0;
 
     bool ok() const { return verdict == "holds" || note != nullptr; }
@@ -100,6 +125,16 @@ struct BufferUse {
     bool fifo = true;
 };
 BufferUse processor_buffers(const SendTable&);
+
+/// The payload coefficient of a wormhole table's cost: the sum over rounds 1..T of the largest
+/// payload (number of parts) among the round's packets, 1 for a round without packets; so the
+/// cost is T ts + W tc.
+std::uint64_t wormhole_payload(const SendTable&);
+
+/// An integer expression of the schedule language with the given params and `name = expr`
+/// definitions. Throws InputError with the compiler's first diagnostic when it does not evaluate.
+std::int64_t evaluate_formula(const std::string& expr, const std::vector<std::pair<std::string, std::int64_t>>& params,
+                              const std::vector<std::string>& let = {});
 
 /// The text table (one line per row, then the notes), and the JSON list of rows.
 std::string format_rows(const Catalog&, const std::vector<ReproRow>&);

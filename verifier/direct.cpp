@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "dsl/diagnostics.hpp"
+#include "verifier/composite.hpp"
+#include "verifier/findings.hpp"
 
 namespace collsched {
 
@@ -14,27 +16,7 @@ namespace {
 
 constexpr Step never = std::numeric_limits<Step>::max();
 
-/// Keeps the first few counterexamples of each property and counts all of them.
-class Findings {
-public:
-    Findings(VerifyReport& r, std::size_t cap) : report_(r), cap_(cap) {}
-
-    /// Whether a violation of p would still be shown (lets callers skip building details).
-    bool wants(Property p) const { return report_.violation_count[static_cast<std::size_t>(p)] < cap_; }
-
-    void add(Property p, Violation v) {
-        auto i = static_cast<std::size_t>(p);
-        if (report_.violation_count[i]++ < cap_) {
-            v.property = p;
-            report_.violations.push_back(std::move(v));
-        }
-    }
-    void count(Property p) { ++report_.violation_count[static_cast<std::size_t>(p)]; }
-
-private:
-    VerifyReport& report_;
-    std::size_t cap_;
-};
+using detail::Findings;
 
 /// The checker's state for one table; each pass is a member function.
 class Checker {
@@ -92,11 +74,7 @@ private:
     };
     std::vector<RouterEvent> events_;
     std::vector<ChannelId> route_;
-    struct Interval {
-        std::uint32_t router;
-        Step from, to;  ///< waiting at boundaries from..to inclusive
-    };
-    std::vector<Interval> waiting_;      ///< replicate=yes with a queue bound
+    std::vector<detail::WaitInterval> waiting_;  ///< replicate=yes with a queue bound
     std::size_t req_ = 0;
     std::vector<Requirement> reqs_;
 };
@@ -277,7 +255,9 @@ void Checker::by_message() {
         case CollectiveKind::multicast:
             if (c.goal_count(P) > 0) goal_msgs.push_back(ms_.broadcast(r));
             break;
-        case CollectiveKind::custom: break;
+        case CollectiveKind::custom:
+        case CollectiveKind::reduce:  // checked by verifier/composite.cpp
+        case CollectiveKind::prefix: break;
     }
     for (const Requirement& q : reqs_) goal_msgs.push_back(q.message);
     std::sort(goal_msgs.begin(), goal_msgs.end(), [](MessageId a, MessageId b) { return idx(a) < idx(b); });
@@ -464,7 +444,9 @@ void Checker::goal_processors(MessageId m, F&& f) const {
                 for (Node p : c.members)
                     if (p != c.root) f(p);
                 break;
-            case CollectiveKind::custom: break;
+            case CollectiveKind::custom:
+            case CollectiveKind::reduce:
+            case CollectiveKind::prefix: break;
         }
     }
 }
@@ -547,37 +529,7 @@ void Checker::wormhole_message(MessageId m, const std::uint64_t* first, const st
 }
 
 /// Queue bound with replicate=yes: sweep the waiting intervals collected per (router, message).
-void Checker::queue_intervals() {
-    if (waiting_.empty()) return;
-    struct Event {
-        Step boundary;
-        std::uint32_t router;
-        int delta;
-    };
-    std::vector<Event> ev;
-    ev.reserve(2 * waiting_.size());
-    for (const Interval& w : waiting_) {
-        ev.push_back({w.from, w.router, +1});
-        ev.push_back({w.to + 1, w.router, -1});
-    }
-    std::sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) { return std::tie(a.boundary, a.delta) < std::tie(b.boundary, b.delta); });
-    std::vector<std::int64_t> q(topo_.nodes(), 0);
-    for (std::size_t i = 0; i < ev.size();) {
-        Step b = ev[i].boundary;
-        std::vector<std::uint32_t> up;
-        for (; i < ev.size() && ev[i].boundary == b; ++i) {
-            q[ev[i].router] += ev[i].delta;
-            if (ev[i].delta > 0) up.push_back(ev[i].router);
-        }
-        std::sort(up.begin(), up.end());
-        up.erase(std::unique(up.begin(), up.end()), up.end());
-        for (std::uint32_t r : up)
-            if (q[r] > static_cast<std::int64_t>(t_.model.queue_bound))
-                found_.add(Property::queues, {Property::queues, b, std::nullopt, Node{r}, {},
-                                              fmt::format("{} messages wait in the router after step {} but the queue bound is {}", q[r],
-                                                          b, t_.model.queue_bound)});
-    }
-}
+void Checker::queue_intervals() { detail::sweep_waiting(waiting_, topo_.nodes(), t_.model.queue_bound, found_); }
 
 }  // namespace
 
@@ -588,11 +540,15 @@ VerifyReport verify_direct(const SendTable& t, const VerifyOptions& opt) {
     r.engine = "direct";
     r.steps = t.steps();
     r.transfers = t.transfers.size();
-    r.cost = t.model.timing == Timing::wormhole ? r.steps * (t.model.ts + t.model.tc) : r.steps;
+    r.cost = table_cost(t);
     Checker c(t, opt, r);
     c.by_step();
-    c.by_message();
-    c.queue_intervals();
+    if (detail::needs_composite_check(t)) {
+        detail::check_composites(t, opt, r);  // combined values and bundles: verifier/composite.cpp
+    } else {
+        c.by_message();
+        c.queue_intervals();
+    }
     std::stable_sort(r.violations.begin(), r.violations.end(), [](const Violation& a, const Violation& b) {
         return std::tuple(static_cast<int>(a.property), a.step) < std::tuple(static_cast<int>(b.property), b.step);
     });

@@ -1,7 +1,8 @@
 /** \file
  * The direct checker: exact counting over the send table, linear in its size (one pass by
  * step for capacities, ports and queue bounds; one pass by message for causality, replication,
- * routes and completeness).
+ * routes and completeness). Tables with combined values or bundles, and reduce and prefix, take
+ * a step-ordered pass instead of the by-message one (verifier/composite.hpp).
  */
 #pragma once
 

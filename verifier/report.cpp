@@ -88,7 +88,10 @@ void attach_origins(VerifyReport& r, const SendTable& t) {
 std::string format_report(const VerifyReport& r, const SendTable& t) {
     std::string out = fmt::format("verdict: {} ({} steps, {} transfers; engine {}, {:.3f} s)\n", r.verdict(), r.steps,
                                   r.transfers, r.engine, r.seconds);
-    if (t.model.timing == Timing::wormhole) out += fmt::format("wormhole cost: {}\n", r.cost);
+    if (t.model.timing == Timing::wormhole) {
+        std::string how = cost_breakdown(t);
+        out += how.empty() ? fmt::format("wormhole cost: {}\n", r.cost) : fmt::format("wormhole cost: {} ({})\n", r.cost, how);
+    }
     for (std::size_t i = 0; i < property_count; ++i) {
         out += fmt::format("  {:<13} {}", to_string(static_cast<Property>(i)), to_string(r.status[i]));
         if (r.violation_count[i]) out += fmt::format(" ({} violation{})", r.violation_count[i], r.violation_count[i] == 1 ? "" : "s");

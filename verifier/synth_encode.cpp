@@ -734,6 +734,10 @@ EncodingKind encoding_for(const SynthInstance& in) {
     CollectiveKind k = in.collective.kind;
     if (k == CollectiveKind::custom)
         throw InputError("the synthesizer needs a named collective (alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:...)");
+    if (in.collective.combines())
+        throw InputError(fmt::format("the synthesizer does not encode combining collectives ({}): values that combine at processors "
+                                     "are checked by verify and simulate, not searched for",
+                                     in.collective.to_string()));
     if (synth::personal_kind(k)) return EncodingKind::personal;
     if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
     if (t.family() == Family::ideal && m.queues == QueueKind::none) return EncodingKind::end_to_end;

@@ -259,7 +259,10 @@ private:
     void queue_rules();
     void route_rules();
     void completeness_rules();
+    void composite_facts();
+    void composite_rules();
     std::vector<char> wormhole_legal() const;
+    std::vector<char> wormhole_legal_composite() const;
 
     // --- answering -------------------------------------------------------------------------------
     void add(Property p, Violation v) {
@@ -279,6 +282,7 @@ private:
     Clock::time_point start_;
 
     bool hop_ = true, none_ = false, bounded_ = false, replicate_ = false;
+    bool comp_ = false;  ///< composites or a combining collective: the rules of composite_rules()
     U64 N_ = 0, B_ = 0, sentinel_ = 0;
     // column sorts
     std::optional<z3::sort> IX_, ST_, CH_, ND_, MS_, CODE_;
@@ -296,6 +300,7 @@ private:
 // (all ones in IX) is no rank.
 void Engine::declare() {
     hop_ = t_.model.timing == Timing::hop;
+    comp_ = t_.has_composites() || t_.collective.combines();
     none_ = hop_ && t_.model.queues == QueueKind::none;
     bounded_ = hop_ && t_.model.queues == QueueKind::bounded;
     replicate_ = t_.model.replicate;
@@ -381,6 +386,18 @@ void Engine::base_facts() {
     };
     t_.collective.for_each_goal(topo_.processors(), goal);
     for (const Requirement& q : t_.requirements) goal(q.message, q.at);
+    if (comp_) {
+        // Values combine: every initial a(k) may take part, and so may the parts of bundles.
+        for (std::uint32_t k = 0; k < topo_.processors(); ++k) initial(idx(ms_.value(k)));
+        if (const Composites* reg = ms_.composites())
+            for (const Composite& cp : reg->items())
+                for (MessageId q : cp.parts) initial(idx(q));
+        t_.collective.for_each_value_goal(topo_.processors(), [&](std::uint32_t lo, std::uint32_t hi, Node p) {
+            auto id = ms_.composites()->find({MessageKind::combined, lo, hi, {}});
+            COLLSCHED_ASSERT(id.has_value());  // SendTable::canonicalize_composites interns the goals
+            goal(*id, p);
+        });
+    }
     // Fixed routes of the personalized messages that move (hop timing, as the direct checker).
     if (opt_.fixed_routes && hop_) {
         std::unordered_set<U64> done;
@@ -633,6 +650,71 @@ std::vector<char> Engine::wormhole_legal() const {
     return legal;
 }
 
+/// wormhole_legal for tables with composites: rounds in order, since holding a value or a
+/// bundle depends on several messages. Mirrors the rules of composite_rules().
+std::vector<char> Engine::wormhole_legal_composite() const {
+    const auto& xs = t_.transfers;
+    const U64 P = topo_.processors();
+    std::vector<std::set<U64>> got(P);  // per processor: messages held (parts of bundles too)
+    for (std::uint32_t k = 0; k < P; ++k)
+        if (t_.collective.initial(ms_, ms_.value(k))) got[k].insert(idx(ms_.value(k)));
+    auto span = [&](U64 m, U64& lo, U64& hi) {  // values and combined values
+        MessageKey k = ms_.key(MessageId{static_cast<std::uint32_t>(m)});
+        if (k.kind == MessageKind::value) lo = hi = k.src;
+        else if (k.kind == MessageKind::combined) lo = k.src, hi = k.dst;
+        else return false;
+        return true;
+    };
+    auto has = [&](U64 p, U64 m) {
+        MessageId id{static_cast<std::uint32_t>(m)};
+        if (got[p].count(m) || (t_.collective.initial(ms_, id) && idx(ms_.origin(id)) == p)) return true;
+        U64 lo = 0, hi = 0;
+        if (span(m, lo, hi)) {
+            std::set<U64> ends;  // x such that a(lo..x) can be formed
+            for (bool more = true; more;) {
+                more = false;
+                for (U64 g : got[p]) {
+                    U64 a = 0, z = 0;
+                    if (!span(g, a, z) || z > hi || ends.count(z)) continue;
+                    if (a == lo || (a > lo && ends.count(a - 1))) ends.insert(z), more = true;
+                }
+            }
+            return ends.count(hi) > 0;
+        }
+        if (ms_.is_composite(id) && ms_.composite(id).kind == MessageKind::bundle) {
+            for (MessageId q : ms_.composite(id).parts)
+                if (!got[p].count(idx(q)) && !(t_.collective.initial(ms_, q) && idx(ms_.origin(q)) == p)) return false;
+            return true;
+        }
+        return false;
+    };
+    std::vector<char> legal(N_, 0);
+    for (U64 a = 0; a < N_;) {
+        const Step r = xs[a].step;
+        U64 e = a;
+        while (e < N_ && xs[e].step == r) ++e;
+        std::set<std::pair<U64, U64>> reached;  // (node, message) reached in the round
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (U64 x = a; x < e; ++x) {
+                if (legal[x]) continue;
+                U64 f = from(x), m = idx(xs[x].message);
+                if (!reached.count({f, m}) && (is_router(f) || !has(f, m))) continue;
+                legal[x] = 1;
+                reached.insert({to(x), m});
+                changed = true;
+            }
+        }
+        for (U64 x = a; x < e; ++x) {
+            if (!legal[x] || is_router(to(x))) continue;
+            ms_.for_each_part(xs[x].message, [&](MessageId q) { got[to(x)].insert(idx(q)); });
+            got[to(x)].insert(idx(xs[x].message));
+        }
+        a = e;
+    }
+    return legal;
+}
+
 /// replication (replicate=no). hop: per (message, router), FIFO: the k-th departure after the
 /// first arrival needs the k-th arrival (by step) to come strictly earlier. wormhole: per
 /// (message, router, round), no more legal departures than legal arrivals.
@@ -656,7 +738,7 @@ void Engine::replication_rules() {
         dl_.rule("fifo_match", R("okpost")(i), {ap(R("rk_post"), {i, m, r, sd, k, kq}), R("arK")(m, r, k, sa), z3::ult(sa, sd)});
         dl_.rule("replication", R("bad_replication")(i, m, r, sd), {R("mem_post")(i, m, r, sd), !R("okpost")(i)});
     } else {
-        std::vector<char> legal = wormhole_legal();
+        std::vector<char> legal = comp_ ? wormhole_legal_composite() : wormhole_legal();
         for (const char* dir : {"wa", "wd"}) {
             std::string mem = fmt::format("mem_{}", dir);
             bool arrive = dir[1] == 'a';
@@ -808,6 +890,88 @@ void Engine::route_rules() {
     z3::expr i = var("i", IX), s = var("s", ST), c = var("c", CH), m = var("m", MS);
     U64 P = topo_.processors();
     dl_.rule("routes", R("bad_routes")(i), {R("tr")(i, s, c, m), z3::ult(m, num(P * P, MS)), !R("onroute")(m, c)});
+}
+
+/// Facts of composite messages: val(m, lo, hi) for every value a(k) (lo = hi = k) and combined
+/// value a(lo..hi); nxt(k, k+1) over sources; a bundle's parts as a list bfirst(b, q),
+/// bnext(b, q, q'), blast(b, q), and part(b, q).
+void Engine::composite_facts() {
+    const z3::sort ND = *ND_, MS = *MS_;
+    for (const char* n : {"val"}) rel_.emplace(n, dl_.relation(n, {MS, ND, ND}));
+    rel_.emplace("nxt", dl_.relation("nxt", {ND, ND}));
+    rel_.emplace("bfirst", dl_.relation("bfirst", {MS, MS}));
+    rel_.emplace("blast", dl_.relation("blast", {MS, MS}));
+    rel_.emplace("part", dl_.relation("part", {MS, MS}));
+    rel_.emplace("bnext", dl_.relation("bnext", {MS, MS, MS}));
+    const U64 P = topo_.processors();
+    for (U64 k = 0; k < P; ++k) {
+        dl_.fact(R("val"), {idx(ms_.value(static_cast<std::uint32_t>(k))), k, k});
+        if (k + 1 < P) dl_.fact(R("nxt"), {k, k + 1});
+    }
+    if (const Composites* reg = ms_.composites()) {
+        for (std::size_t n = 0; n < reg->size(); ++n) {
+            const Composite& cp = reg->items()[n];
+            const U64 id = reg->base() + n;
+            if (cp.kind == MessageKind::combined) {
+                dl_.fact(R("val"), {id, cp.lo, cp.hi});
+                continue;
+            }
+            dl_.fact(R("bfirst"), {id, idx(cp.parts.front())});
+            dl_.fact(R("blast"), {id, idx(cp.parts.back())});
+            for (std::size_t a = 0; a < cp.parts.size(); ++a) {
+                dl_.fact(R("part"), {id, idx(cp.parts[a])});
+                if (a + 1 < cp.parts.size()) dl_.fact(R("bnext"), {id, idx(cp.parts[a]), idx(cp.parts[a + 1])});
+            }
+        }
+    }
+}
+
+/// What processors hold when values combine and bundles carry parts (docs/z3-engine.md,
+/// "Combined values and bundles"). got(m, p, s): processor p has m from the end of step s (0:
+/// initially): it received m (hop: any transfer; wormhole: a legal one) or a bundle with m.
+/// A processor's send i of a value a(lo..hi) in step s is held when chain(i, hi): a chain of
+/// values got before s covers lo..hi; of a bundle when bhas reaches its last part; of a base
+/// message when got before s. These add to `early` (hop) and `legal` (wormhole), positively.
+void Engine::composite_rules() {
+    const z3::sort IX = *IX_, ST = *ST_, ND = *ND_, MS = *MS_;
+    z3::expr i = var("i", IX), j = var("j", IX), s = var("s", ST), s2 = var("s2", ST), m = var("m", MS), b = var("b", MS);
+    z3::expr q = var("q", MS), q2 = var("q2", MS), u = var("u", ND), p = var("p", ND);
+    z3::expr lo = var("lo", ND), hi = var("hi", ND), x = var("x", ND), x1 = var("x1", ND), y = var("y", ND);
+    auto rel = [&](const std::string& n, std::vector<z3::sort> cols) { rel_.emplace(n, dl_.relation(n, cols)); };
+    rel("got", {MS, ND, ST});
+    rel("cdep", {IX, ND, ND, ND, ST});
+    rel("chain", {IX, ND});
+    rel("bhas", {IX, MS});
+    rel("gwant", {ND, ND});
+    rel("fchain", {ND, ND, ND});
+    z3::func_decl held = R(hop_ ? "early" : "legal");
+    if (hop_)
+        dl_.rule("got", R("got")(m, p, s), {R("arr")(i, m, p, s), R("proc")(p)});
+    else
+        dl_.rule("got", R("got")(m, p, s), {R("legal_arr")(i, m, p, s), R("proc")(p)});
+    dl_.rule("got_initially", R("got")(m, p, num(0, ST)), {R("init")(m, p)});
+    dl_.rule("got_part", R("got")(q, p, s), {R("got")(b, p, s), R("part")(b, q)});
+    // sends of base messages held through a bundle
+    dl_.rule("held_part", held(i), {R("dep")(i, m, u, s), R("proc")(u), R("got")(m, u, s2), z3::ult(s2, s)});
+    // sends of values: a chain of values got before the step, from lo on
+    dl_.rule("value_departure", R("cdep")(i, lo, hi, u, s), {R("dep")(i, m, u, s), R("proc")(u), R("val")(m, lo, hi)});
+    dl_.rule("chain_start", R("chain")(i, y), {R("cdep")(i, lo, hi, u, s), R("got")(m, u, s2), z3::ult(s2, s), R("val")(m, lo, y)});
+    dl_.rule("chain_step", R("chain")(i, y),
+             {R("chain")(i, x), R("nxt")(x, x1), R("cdep")(i, lo, hi, u, s), R("got")(m, u, s2), z3::ult(s2, s), R("val")(m, x1, y)});
+    dl_.rule("held_value", held(i), {R("cdep")(i, lo, hi, u, s), R("chain")(i, hi)});
+    // sends of bundles: every part, in order
+    dl_.rule("bundle_first", R("bhas")(i, q),
+             {R("dep")(i, b, u, s), R("proc")(u), R("bfirst")(b, q), R("got")(q, u, s2), z3::ult(s2, s)});
+    dl_.rule("bundle_next", R("bhas")(i, q2),
+             {R("bhas")(i, q), R("dep")(i, b, u, s), R("bnext")(b, q, q2), R("got")(q2, u, s2), z3::ult(s2, s)});
+    dl_.rule("held_bundle", held(i), {R("bhas")(i, q), R("dep")(i, b, u, s), R("blast")(b, q)});
+    // completeness: parts of bundles, and goals a(lo..hi) formed from the values held at the end
+    dl_.rule("delivered_part", R("delivered")(m, p), {R("got")(m, p, s)});
+    dl_.rule("goal_value", R("gwant")(p, lo), {R("goal")(m, p), R("val")(m, lo, hi)});
+    dl_.rule("final_chain_start", R("fchain")(p, lo, y), {R("gwant")(p, lo), R("got")(m, p, s), R("val")(m, lo, y)});
+    dl_.rule("final_chain_step", R("fchain")(p, lo, y), {R("fchain")(p, lo, x), R("nxt")(x, x1), R("got")(m, p, s), R("val")(m, x1, y)});
+    dl_.rule("delivered_value", R("delivered")(m, p), {R("goal")(m, p), R("val")(m, lo, hi), R("fchain")(p, lo, hi)});
+    (void)j;
 }
 
 /// completeness: every goal (message, processor) is initial data there or is delivered there
@@ -988,6 +1152,10 @@ void Engine::run() {
     capacity_rules();
     ports_rules();
     causality_rules();
+    if (comp_) {
+        composite_facts();
+        composite_rules();
+    }
     replication_rules();
     queue_rules();
     route_rules();
@@ -1068,7 +1236,7 @@ VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
     r.engine = "z3";
     r.steps = t.steps();
     r.transfers = t.transfers.size();
-    r.cost = t.model.timing == Timing::wormhole ? r.steps * (t.model.ts + t.model.tc) : r.steps;
+    r.cost = table_cost(t);
     try {
         Engine e(t, opt, r);
         e.run();

@@ -123,16 +123,11 @@ std::vector<ChannelId> out_channels(const Topology& t, Node n) {
     return {s.begin(), s.end()};
 }
 
-/// A random instance: topology, model, collective, a schedule built by greedy placement of
-/// endpoint sends (cut-through, with occasional waits where the model allows them) or of
-/// flooding trees (replicate=yes), then zero, one or two injected faults.
-Instance make_instance(std::uint64_t seed, const std::vector<std::string>& topologies) {
-    Rng rng(seed);
-    auto topo = Topology::parse(rng.pick(topologies));
-    const Topology& T = *topo;
-    const std::uint32_t P = T.processors();
+/// A random model of the topology: wormhole timing with probability p_wormhole, any ports,
+/// queues unbounded, none or bounded (0..2), routers replicating with probability p_replicate.
+Model random_model(Rng& rng, const Topology& T, double p_wormhole, double p_replicate) {
     Model model = T.default_model();
-    if (rng.chance(0.2)) {
+    if (rng.chance(p_wormhole)) {
         model.timing = Timing::wormhole;
         model.ts = 1;
         model.tc = 0.5;
@@ -145,7 +140,19 @@ Instance make_instance(std::uint64_t seed, const std::vector<std::string>& topol
             model.queues = QueueKind::bounded;
             model.queue_bound = static_cast<std::uint32_t>(rng.in(0, 2));
     }
-    model.replicate = rng.chance(0.5);
+    model.replicate = rng.chance(p_replicate);
+    return model;
+}
+
+/// A random instance: topology, model, collective, a schedule built by greedy placement of
+/// endpoint sends (cut-through, with occasional waits where the model allows them) or of
+/// flooding trees (replicate=yes), then zero, one or two injected faults.
+Instance make_instance(std::uint64_t seed, const std::vector<std::string>& topologies) {
+    Rng rng(seed);
+    auto topo = Topology::parse(rng.pick(topologies));
+    const Topology& T = *topo;
+    const std::uint32_t P = T.processors();
+    Model model = random_model(rng, T, 0.2, 0.5);
     const bool hop = model.timing == Timing::hop;
     Messages ms(P);
 
@@ -362,6 +369,139 @@ Instance make_instance(std::uint64_t seed, const std::vector<std::string>& topol
     return in;
 }
 
+/// A random table with composite messages (docs/semantics.md, "Combined values and bundles"):
+/// reduce(r) and prefix by combining up a tree of processors (and prefixes down), under hop or
+/// wormhole timing; under wormhole also allgather through an aggregator that sends bundles.
+/// Then zero or one fault: causality (a message moved a step earlier), a wrong value (a range
+/// one longer), a bundle with a part the sender lacks, a missing delivery, a capacity overflow.
+Instance make_composite_instance(std::uint64_t seed, const std::vector<std::string>& topologies) {
+    Rng rng(seed * 7919 + 17);
+    auto topo = Topology::parse(rng.pick(topologies));
+    const Topology& T = *topo;
+    const std::uint32_t P = T.processors();
+    Model model = random_model(rng, T, 0.5, 0.3);
+    const bool hop = model.timing == Timing::hop;
+    SendTable t;
+    t.topology = topo;
+    t.model = model;
+    Composites& reg = t.composite_registry();
+    Messages ms(P, &reg);
+    auto value = [&](std::uint32_t lo, std::uint32_t hi) {
+        return lo == hi ? ms.value(lo) : reg.intern({MessageKind::combined, lo, hi, {}});
+    };
+    int kind = hop ? rng.in(0, 1) : rng.in(0, 2);
+    Collective coll;
+    coll.kind = kind == 0 ? CollectiveKind::reduce : kind == 1 ? CollectiveKind::prefix : CollectiveKind::allgather;
+    coll.root = Node{static_cast<std::uint32_t>(rng.in(0, static_cast<int>(P) - 1))};
+
+    std::vector<Transfer> xs;
+    Grid grid(T, model.ports);
+    Step next = 1;  // the first step after everything placed so far has arrived
+    // One endpoint send, contention-free, not before `base`; returns its last step.
+    auto send = [&](std::uint32_t a, std::uint32_t b, MessageId m, Step base) {
+        std::vector<ChannelId> path = T.route(Node{a}, Node{b});
+        Step start = base;
+        for (int tries = 0; tries < 60; ++tries, ++start) {
+            bool ok = true;
+            if (hop) {
+                for (std::size_t k = 0; k < path.size() && ok; ++k) ok = grid.fits(start + static_cast<Step>(k), path[k]);
+            } else {
+                ok = grid.fits_round(start, path);
+            }
+            if (ok) break;
+        }
+        Step last = start;
+        for (std::size_t k = 0; k < path.size(); ++k) {
+            Step s = hop ? start + static_cast<Step>(k) : start;
+            grid.take(s, path[k]);
+            xs.push_back({s, path[k], m});
+            last = s;
+        }
+        next = std::max(next, last + 1);
+        return last;
+    };
+    int levels = 0;
+    while ((1u << levels) < P) ++levels;
+    if (coll.kind == CollectiveKind::allgather) {
+        // Everyone sends b(s) to an aggregator g, which sends the bundle of all to everyone.
+        auto g = static_cast<std::uint32_t>(rng.in(0, static_cast<int>(P) - 1));
+        for (std::uint32_t s = 0; s < P; ++s)
+            if (s != g) send(s, g, ms.broadcast(s), static_cast<Step>(rng.in(1, 2)));
+        Composite all{MessageKind::bundle, 0, 0, {}};
+        for (std::uint32_t s = 0; s < P; ++s) all.parts.push_back(ms.broadcast(s));
+        MessageId b = reg.intern(all);
+        Step base = next;
+        for (std::uint32_t d = 0; d < P; ++d)
+            if (d != g) send(g, d, b, base);
+    } else {
+        // Up: after level h the leader p (p % 2^h == 0) holds a(p .. min(p + 2^h, P) - 1).
+        int up = coll.kind == CollectiveKind::prefix ? levels - 1 : levels;
+        for (int h = 1; h <= up; ++h) {
+            std::uint32_t half = 1u << (h - 1);
+            Step base = next;
+            for (std::uint32_t p = 0; p + half < P; p += 2 * half)
+                send(p + half, p, value(p + half, std::min(p + 2 * half, P) - 1), base + static_cast<Step>(rng.in(0, 1)));
+        }
+        if (coll.kind == CollectiveKind::reduce && idx(coll.root) != 0 && P > 1) send(0, idx(coll.root), value(0, P - 1), next);
+        if (coll.kind == CollectiveKind::prefix)
+            for (int h = levels; h >= 1; --h) {
+                std::uint32_t half = 1u << (h - 1);
+                Step base = next;
+                for (std::uint32_t p = 0; p + half < P; p += 2 * half) send(p, p + half, value(0, p + half - 1), base);
+            }
+    }
+
+    static const std::vector<std::string> kinds = {"causality", "value", "bundle", "missing", "capacity"};
+    std::string fault = rng.chance(0.4) || xs.empty() ? "" : rng.pick(kinds);
+    auto pick = [&](auto pred) -> Transfer* {
+        std::vector<std::size_t> ok;
+        for (std::size_t k = 0; k < xs.size(); ++k)
+            if (pred(xs[k])) ok.push_back(k);
+        return ok.empty() ? nullptr : &xs[rng.pick(ok)];
+    };
+    if (fault == "causality") {
+        if (Transfer* x = pick([](const Transfer& y) { return y.step > 1; })) {
+            Transfer a = *x;
+            for (Transfer& y : xs)
+                if (y.message == a.message && y.step >= a.step) --y.step;
+        }
+    } else if (fault == "value") {  // a range one longer than the sender can form
+        if (Transfer* x = pick([&](const Transfer& y) { return ms.key(y.message).kind == MessageKind::combined; })) {
+            MessageKey k = ms.key(x->message);
+            MessageId wrong = k.dst + 1 < P ? value(k.src, k.dst + 1) : value(k.src + 1, k.dst);
+            MessageId old = x->message;
+            for (Transfer& y : xs)
+                if (y.message == old) y.message = wrong;
+        }
+    } else if (fault == "bundle") {  // a bundle with one part more
+        if (Transfer* x = pick([&](const Transfer& y) { return ms.key(y.message).kind == MessageKind::bundle; })) {
+            Composite c = ms.composite(x->message);
+            c.parts.push_back(ms.personal(0, P - 1));
+            std::sort(c.parts.begin(), c.parts.end(), [](MessageId a, MessageId b) { return idx(a) < idx(b); });
+            MessageId old = x->message, wrong = reg.intern(c);
+            for (Transfer& y : xs)
+                if (y.message == old) y.message = wrong;
+        }
+    } else if (fault == "missing") {
+        if (Transfer* x = pick([&](const Transfer& y) { return T.is_processor(T.channel(y.channel).to); })) {
+            Transfer a = *x;
+            std::erase_if(xs, [&](const Transfer& y) { return y.message == a.message && T.channel(y.channel).to == T.channel(a.channel).to; });
+        }
+    } else if (fault == "capacity") {
+        Transfer x = xs[static_cast<std::size_t>(rng.in(0, static_cast<int>(xs.size()) - 1))];
+        for (std::uint32_t c = 0; c < T.channel(x.channel).cap; ++c) xs.push_back(x);
+    }
+    Instance in;
+    t.collective = coll;
+    t.transfers = std::move(xs);
+    t.sort();
+    t.canonicalize_composites();
+    in.table = std::move(t);
+    in.description = fmt::format("composite seed {}: {} model {} collective {} fault [{}], {} transfers", seed, T.spec(), to_string(model),
+                                 coll.to_string(), fault, in.table.transfers.size());
+    return in;
+}
+
 /// The fields that identify a counterexample for each property (the channel is left out where
 /// the two engines may name different but equally right ones: the direct checker names the
 /// channel a late copy finally leaves on, and which of two same-step departures is "the extra
@@ -506,6 +646,30 @@ void run_seeds(std::uint64_t first, std::uint64_t count, const std::vector<std::
 
 TEST_CASE("agreement: z3, direct and simulator on 1200 seeded random tables") { run_seeds(1, 1200, kSmall); }
 
+static void run_composite_seeds(std::uint64_t first, std::uint64_t count, const std::vector<std::string>& topologies) {
+    if (const char* one = std::getenv("COLLSCHED_SEED")) first = std::stoull(one), count = 1;
+    Tally tally;
+    for (std::uint64_t seed = first; seed < first + count; ++seed) {
+        CAPTURE(seed);
+        check_agreement(make_composite_instance(seed, topologies), tally);
+    }
+    MESSAGE(fmt::format("{} composite tables: {} hold, {} violated; causality {}, completeness {}, capacity {}", count, tally.holds,
+                        tally.violated, tally.violated_by[4], tally.violated_by[6], tally.violated_by[0]));
+    if (count > 100) {
+        CHECK(tally.holds > static_cast<int>(count) / 4);
+        for (Property p : {Property::causality, Property::completeness, Property::capacity}) CHECK(tally.violated_by[static_cast<std::size_t>(p)] > 0);
+        for (std::string v : {"causality/hop", "causality/wormhole", "completeness/hop", "completeness/wormhole"}) {
+            CAPTURE(v);
+            CHECK(tally.variants[v].first > 0);
+            CHECK(tally.variants[v].second > 0);
+        }
+    }
+}
+
+TEST_CASE("agreement: z3, direct and simulator on 300 seeded random tables with combined values and bundles") {
+    run_composite_seeds(1, 300, kSmall);
+}
+
 TEST_CASE("agreement: the generated phase total exchanges") {
     for (std::string spec : {"ebft:4", "ebft:8", "ebft:16", "cbft:8"}) {
         Instance in;
@@ -521,6 +685,8 @@ TEST_CASE("agreement: the generated phase total exchanges") {
 TEST_SUITE("slow") {
     TEST_CASE("agreement: 5000 more seeds on small topologies" * doctest::skip()) { run_seeds(100000, 5000, kSmall); }
     TEST_CASE("agreement: 1000 seeds on larger topologies" * doctest::skip()) { run_seeds(200000, 1000, kLarge); }
+    TEST_CASE("agreement: 3000 more composite seeds on small topologies" * doctest::skip()) { run_composite_seeds(100000, 3000, kSmall); }
+    TEST_CASE("agreement: 500 composite seeds on larger topologies" * doctest::skip()) { run_composite_seeds(200000, 500, kLarge); }
 }
 
 TEST_CASE("agreement: collsched verify --engine z3 and --engine both") {

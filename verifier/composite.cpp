@@ -1,0 +1,326 @@
+#include "verifier/composite.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "verifier/findings.hpp"
+
+namespace collsched::detail {
+
+bool needs_composite_check(const SendTable& t) { return t.has_composites() || t.collective.combines(); }
+
+namespace {
+
+constexpr Step never = std::numeric_limits<Step>::max();
+
+/// What a processor holds at the end of a step: messages received (base ids and combined
+/// values by id) and, for combining, the source ranges it holds, sorted (a(k) is (k, k)).
+struct Holdings {
+    std::unordered_set<std::uint32_t> received;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;
+};
+
+/// One router's copies of one message (hop timing).
+struct RouterCopies {
+    std::deque<Step> waiting;  ///< replicate=no: arrival steps of copies not yet sent on (FIFO)
+    std::uint32_t received = 0;
+    Step first = never, last = never, last_departure = 0;
+};
+
+class CompositeChecker {
+public:
+    CompositeChecker(const SendTable& t, const VerifyOptions& opt, VerifyReport& r)
+        : t_(t), topo_(*t.topology), ms_(t.messages()), opt_(opt), found_(r, opt.max_violations), P_(topo_.processors()), held_(P_) {
+        for (std::uint32_t p = 0; p < P_; ++p)
+            if (t_.collective.initial(ms_, ms_.value(p))) held_[p].ranges.push_back({p, p});
+    }
+
+    void run() {
+        if (t_.model.timing == Timing::wormhole) wormhole();
+        else hop();
+        goals();
+    }
+
+private:
+    std::string node(Node n) const { return topo_.node_name(n); }
+    std::string msg(MessageId m) const { return ms_.name(m); }
+
+    /// Whether processor p can form a(lo..hi) from the ranges it holds; `reach` (when given)
+    /// gets the farthest hi' such that it can form a(lo..hi').
+    bool forms(std::uint32_t p, std::uint32_t lo, std::uint32_t hi, std::int64_t* reach = nullptr) const {
+        std::vector<char> r(hi - lo + 2, 0);
+        r[0] = 1;
+        for (const auto& [a, b] : held_[p].ranges) {  // sorted by start: r[a - lo] is final when a is met
+            if (a < lo || a > hi || b > hi || !r[a - lo]) continue;
+            r[b + 1 - lo] = 1;
+        }
+        if (reach) {
+            *reach = -1;
+            for (std::uint32_t x = hi + 1; x > lo; --x)
+                if (r[x - lo]) {
+                    *reach = x - 1;
+                    break;
+                }
+        }
+        return r[hi + 1 - lo] != 0;
+    }
+
+    /// Whether processor p holds m at the end of the step processed last.
+    bool holds(std::uint32_t p, MessageId m) const {
+        if (!ms_.is_composite(m)) {
+            MessageKey k = ms_.key(m);
+            if (k.kind == MessageKind::value) return forms(p, k.src, k.src);
+            return (k.src == p && t_.collective.initial(ms_, m)) || held_[p].received.count(idx(m));
+        }
+        const Composite& c = ms_.composite(m);
+        if (c.kind == MessageKind::combined) return held_[p].received.count(idx(m)) || forms(p, c.lo, c.hi);
+        return std::all_of(c.parts.begin(), c.parts.end(), [&](MessageId q) { return holds(p, q); });
+    }
+
+    /// Why processor p does not hold m (after "... sends m in step s but").
+    std::string lacking(std::uint32_t p, MessageId m) const {
+        if (ms_.is_composite(m) || ms_.key(m).kind == MessageKind::value) {
+            MessageKey k = ms_.key(m);
+            if (k.kind == MessageKind::bundle) {
+                for (MessageId q : ms_.composite(m).parts)
+                    if (!holds(p, q)) return fmt::format("does not hold its part {}", msg(q));
+            }
+            return lacking_range(p, k.src, k.kind == MessageKind::value ? k.src : k.dst);
+        }
+        return "does not hold it";
+    }
+
+    void receive(std::uint32_t p, MessageId m) {
+        ms_.for_each_part(m, [&](MessageId q) {
+            if (!held_[p].received.insert(idx(q)).second) return;
+            MessageKey k = ms_.key(q);
+            if (k.kind != MessageKind::value && k.kind != MessageKind::combined) return;
+            std::pair<std::uint32_t, std::uint32_t> range{k.src, k.kind == MessageKind::value ? k.src : k.dst};
+            auto& rs = held_[p].ranges;
+            auto at = std::lower_bound(rs.begin(), rs.end(), range);
+            if (at == rs.end() || *at != range) rs.insert(at, range);
+        });
+    }
+
+    void causality(const Transfer& x, Node at, std::string detail) {
+        found_.add(Property::causality, {Property::causality, x.step, x.channel, at, {x.message}, std::move(detail)});
+    }
+
+    void route(const Transfer& x) {
+        if (!opt_.fixed_routes || ms_.is_composite(x.message)) return;
+        MessageKey k = ms_.key(x.message);
+        if (k.kind != MessageKind::personal) return;
+        route_.clear();
+        topo_.route(Node{k.src}, Node{k.dst}, route_);
+        if (std::find(route_.begin(), route_.end(), x.channel) == route_.end()) {
+            const Channel& c = topo_.channel(x.channel);
+            found_.add(Property::routes, {Property::routes, x.step, x.channel, std::nullopt, {x.message},
+                                          fmt::format("{} crosses {}->{}, which is not on its route {} -> {}", msg(x.message), node(c.from),
+                                                      node(c.to), k.src, k.dst)});
+        }
+    }
+
+    // -- hop timing: per step, the sends against the holdings of the step before, then arrivals.
+
+    void hop() {
+        const auto& xs = t_.transfers;
+        const bool none = t_.model.queues == QueueKind::none;
+        for (std::size_t i = 0; i < xs.size();) {
+            std::size_t end = i;
+            while (end < xs.size() && xs[end].step == xs[i].step) ++end;
+            for (std::size_t k = i; k < end; ++k) {
+                const Transfer& x = xs[k];
+                const Channel& c = topo_.channel(x.channel);
+                route(x);
+                if (topo_.is_processor(c.from)) {
+                    if (!holds(idx(c.from), x.message))
+                        causality(x, c.from, fmt::format("processor {} sends {} in step {} but {}", node(c.from), msg(x.message), x.step,
+                                                         lacking(idx(c.from), x.message)));
+                    continue;
+                }
+                RouterCopies& rc = routers_[key(c.from, x.message)];
+                if (rc.first == never) {
+                    causality(x, c.from, fmt::format("{} forwards {} in step {} but has not received it", node(c.from), msg(x.message), x.step));
+                } else if (t_.model.replicate) {
+                    rc.last_departure = x.step;
+                    if (none && rc.last + 1 != x.step)
+                        found_.add(Property::queues,
+                                   {Property::queues, x.step, x.channel, c.from, {x.message},
+                                    fmt::format("{} sends {} in step {} but received it last in step {}; with queues=none a router "
+                                                "sends only in the step after an arrival",
+                                                node(c.from), msg(x.message), x.step, rc.last)});
+                } else if (rc.waiting.empty()) {
+                    found_.add(Property::replication,
+                               {Property::replication, x.step, x.channel, c.from, {x.message},
+                                fmt::format("{} forwards {} in step {} but received only {} cop{} and has sent them on; routers do not "
+                                            "replicate (replicate=no)",
+                                            node(c.from), msg(x.message), x.step, rc.received, rc.received == 1 ? "y" : "ies")});
+                } else {
+                    Step a = rc.waiting.front();
+                    rc.waiting.pop_front();
+                    if (none && x.step != a + 1)
+                        found_.add(Property::queues, {Property::queues, a + 1, x.channel, c.from, {x.message},
+                                                      fmt::format("{} entered {} in step {} and leaves in step {}; with queues=none it "
+                                                                  "must leave in step {}",
+                                                                  msg(x.message), node(c.from), a, x.step, a + 1)});
+                }
+            }
+            for (std::size_t k = i; k < end; ++k) {
+                const Transfer& x = xs[k];
+                Node to = topo_.channel(x.channel).to;
+                if (topo_.is_processor(to)) {
+                    receive(idx(to), x.message);
+                    continue;
+                }
+                RouterCopies& rc = routers_[key(to, x.message)];
+                rc.first = std::min(rc.first, x.step);
+                rc.last = x.step;
+                ++rc.received;
+                if (!t_.model.replicate) rc.waiting.push_back(x.step);
+            }
+            i = end;
+        }
+        std::vector<WaitInterval> waiting;
+        std::vector<std::pair<std::uint64_t, const RouterCopies*>> order(routers_.size());
+        std::size_t n = 0;
+        for (const auto& [k, rc] : routers_) order[n++] = {k, &rc};
+        std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (const auto& [k, rc] : order) {
+            Node r{static_cast<std::uint32_t>(k >> 32)};
+            MessageId m{static_cast<std::uint32_t>(k)};
+            if (none && !t_.model.replicate)
+                for (Step a : rc->waiting)
+                    found_.add(Property::queues, {Property::queues, a + 1, std::nullopt, r, {m},
+                                                  fmt::format("{} entered {} in step {} and never leaves; with queues=none it must leave in "
+                                                              "step {}",
+                                                              msg(m), node(r), a, a + 1)});
+            if (t_.model.replicate && t_.model.queues == QueueKind::bounded && rc->first != never && rc->last_departure >= rc->first + 2)
+                waiting.push_back({idx(r), rc->first, rc->last_departure - 2});
+        }
+        sweep_waiting(waiting, topo_.nodes(), t_.model.queue_bound, found_);
+    }
+
+    static std::uint64_t key(Node n, MessageId m) { return (std::uint64_t{idx(n)} << 32) | idx(m); }
+
+    // -- wormhole timing: a round's worms, found by a fixpoint; processors send what they held
+    // at the end of the round before, any node passes on what reached it in the round.
+
+    void wormhole() {
+        const auto& xs = t_.transfers;
+        std::vector<char> ok;
+        std::unordered_set<std::uint64_t> reached;  // (node, message) that arrived in the round
+        for (std::size_t i = 0; i < xs.size();) {
+            std::size_t end = i;
+            const Step r = xs[i].step;
+            while (end < xs.size() && xs[end].step == r) ++end;
+            ok.assign(end - i, 0);
+            reached.clear();
+            for (bool changed = true; changed;) {
+                changed = false;
+                for (std::size_t k = i; k < end; ++k) {
+                    if (ok[k - i]) continue;
+                    const Transfer& x = xs[k];
+                    const Channel& c = topo_.channel(x.channel);
+                    bool held = reached.count(key(c.from, x.message)) || (topo_.is_processor(c.from) && holds(idx(c.from), x.message));
+                    if (!held) continue;
+                    ok[k - i] = 1;
+                    changed = true;
+                    reached.insert(key(c.to, x.message));  // a bundle passes on whole: one packet
+                }
+            }
+            if (!t_.model.replicate) balance(i, end, ok);
+            for (std::size_t k = i; k < end; ++k) {
+                const Transfer& x = xs[k];
+                const Channel& c = topo_.channel(x.channel);
+                route(x);
+                if (!ok[k - i])
+                    causality(x, c.from,
+                              fmt::format("{} sends {} in round {} but {}", node(c.from), msg(x.message), r,
+                                          topo_.is_processor(c.from) ? lacking(idx(c.from), x.message) : "has not received it in this round"));
+            }
+            for (std::size_t k = i; k < end; ++k) {
+                Node to = topo_.channel(xs[k].channel).to;
+                if (ok[k - i] && topo_.is_processor(to)) receive(idx(to), xs[k].message);
+            }
+            i = end;
+        }
+    }
+
+    /// replicate=no under wormhole: a router passes on each message (a bundle is one packet) at
+    /// most as often as it receives it in the round.
+    void balance(std::size_t i, std::size_t end, const std::vector<char>& ok) {
+        std::vector<std::pair<std::uint64_t, int>> b;
+        for (std::size_t k = i; k < end; ++k) {
+            if (!ok[k - i]) continue;
+            const Channel& c = topo_.channel(t_.transfers[k].channel);
+            const MessageId m = t_.transfers[k].message;
+            if (!topo_.is_processor(c.to)) b.push_back({key(c.to, m), 1});
+            if (!topo_.is_processor(c.from)) b.push_back({key(c.from, m), -1});
+        }
+        std::sort(b.begin(), b.end());
+        for (std::size_t a = 0; a < b.size();) {
+            int sum = 0;
+            std::size_t z = a;
+            for (; z < b.size() && b[z].first == b[a].first; ++z) sum += b[z].second;
+            if (sum < 0) {
+                Node n{static_cast<std::uint32_t>(b[a].first >> 32)};
+                MessageId m{static_cast<std::uint32_t>(b[a].first)};
+                found_.add(Property::replication, {Property::replication, t_.transfers[i].step, std::nullopt, n, {m},
+                                                   fmt::format("{} sends {} more often than it receives it in round {}", node(n), msg(m),
+                                                               t_.transfers[i].step)});
+            }
+            a = z;
+        }
+    }
+
+    // -- completeness --------------------------------------------------------------------------
+
+    void goals() {
+        auto missing = [&](MessageId m, Node p) {
+            found_.add(Property::completeness, {Property::completeness, 0, std::nullopt, p, {m},
+                                                fmt::format("{} never reaches processor {}", msg(m), node(p))});
+        };
+        t_.collective.for_each_goal(P_, [&](MessageId m, Node p) {
+            if (!holds(idx(p), m)) missing(m, p);
+        });
+        for (const Requirement& q : t_.requirements)
+            if (!holds(idx(q.at), q.message)) missing(q.message, q.at);
+        t_.collective.for_each_value_goal(P_, [&](std::uint32_t lo, std::uint32_t hi, Node p) {
+            if (forms(idx(p), lo, hi)) return;
+            std::vector<MessageId> ids;
+            if (const Composites* reg = ms_.composites())
+                if (auto id = reg->find({MessageKind::combined, lo, hi, {}})) ids.push_back(*id);
+            found_.add(Property::completeness, {Property::completeness, 0, std::nullopt, p, std::move(ids),
+                                                fmt::format("processor {} never holds a({}..{}): at the end it {}", node(p), lo, hi,
+                                                            lacking_range(idx(p), lo, hi))});
+        });
+    }
+
+    std::string lacking_range(std::uint32_t p, std::uint32_t lo, std::uint32_t hi) const {
+        std::int64_t reach = -1;
+        forms(p, lo, hi, &reach);
+        if (reach < 0) return fmt::format("holds no value that starts at a({})", lo);
+        return fmt::format("holds only {}", reach == lo ? fmt::format("a({})", lo) : fmt::format("a({}..{})", lo, reach));
+    }
+
+    const SendTable& t_;
+    const Topology& topo_;
+    Messages ms_;
+    const VerifyOptions& opt_;
+    Findings found_;
+    const std::uint32_t P_;
+    std::vector<Holdings> held_;
+    std::unordered_map<std::uint64_t, RouterCopies> routers_;
+    std::vector<ChannelId> route_;
+};
+
+}  // namespace
+
+void check_composites(const SendTable& t, const VerifyOptions& opt, VerifyReport& r) { CompositeChecker(t, opt, r).run(); }
+
+}  // namespace collsched::detail
