@@ -86,7 +86,7 @@ struct XExpr {
     SourceLoc loc;
 };
 
-enum class SKind : std::uint8_t { param, let, for_, if_, step, send, hop, require, topology, model, collective, claim };
+enum class SKind : std::uint8_t { param, let, for_, if_, step, send, hop, require, assert_, topology, model, collective, claim };
 
 /// The shape of a claim's value: one integer, a list of items, or a list comprehension.
 enum class Form : std::uint8_t { scalar, list, comprehension };
@@ -110,6 +110,7 @@ struct IR {
     std::vector<std::uint32_t> children;
     std::uint32_t top = 0, top_n = 0;
     std::uint32_t slots = 0;
+    std::vector<std::string> slot_names;                                  // per slot, the variable's name
     std::vector<std::pair<std::string, std::uint32_t>> params;            // name, slot
     std::unordered_map<const ast::Expr*, std::uint32_t> header_exprs;     // declaration arguments
     std::unordered_map<const ast::ModelValue*, std::uint32_t> model_vars;  // model words naming variables
@@ -202,6 +203,7 @@ private:
             diags_.note(prev->loc, fmt::format("'{}' is defined here", id.name));
         }
         std::uint32_t slot = ir_.slots++;
+        ir_.slot_names.push_back(id.name);
         vars_.push_back({id.name, slot, type, id.loc});
         return slot;
     }
@@ -651,6 +653,28 @@ private:
         return add(std::move(x));
     }
 
+    /// `assert c, "message"`: evaluated where it stands, like a let. The variables c names
+    /// (visible here, not bound inside c) go to `lists` as their load expressions, once per
+    /// variable, so a failure can show their values.
+    std::uint32_t stmt(const ast::Assert& s) {
+        auto mark = static_cast<std::uint32_t>(ir_.exprs.size());
+        XStmt x = make(SKind::assert_, s.loc);
+        x.e0 = want(s.cond, Type::boolean, "the condition of 'assert'");
+        x.name = s.message.value;
+        x.body = static_cast<std::uint32_t>(ir_.lists.size());
+        std::vector<std::uint32_t> seen;
+        for (auto e = mark; e < ir_.exprs.size(); ++e) {
+            const XExpr& load = ir_.exprs[e];
+            if (load.op != Op::load || std::find(seen.begin(), seen.end(), load.a) != seen.end()) continue;
+            bool visible = std::any_of(vars_.begin(), vars_.end(), [&](const Var& v) { return v.slot == load.a; });
+            if (!visible) continue;  // a comprehension's variable
+            seen.push_back(load.a);
+            ir_.lists.push_back(e);
+        }
+        x.body_n = static_cast<std::uint32_t>(seen.size());
+        return add(std::move(x));
+    }
+
     // Claims, bounds and citations: metadata at the top level, once per key, carried into the
     // table as extra fields (docs/dsl.md, "Claims").
 
@@ -1022,6 +1046,24 @@ private:
         return s + ")";
     }
 
+    /// The values of the variables an assert's condition names, but the loop variables that
+    /// context() shows: ` (wk = 5, n = 16)`, or nothing.
+    std::string assert_values(const XStmt& s) {
+        std::string out;
+        for (std::uint32_t k = 0; k < s.body_n; ++k) {
+            const XExpr& load = ir_.exprs[ir_.lists[s.body + k]];
+            if (std::any_of(loops_.begin(), loops_.end(), [&](const XStmt* l) { return l->slot == load.a; })) continue;
+            std::int64_t v = slots_[load.a];
+            std::string text = std::to_string(v);
+            if (load.type == Type::boolean) text = v ? "true" : "false";
+            if (load.type == Type::node) text = node_text(v);
+            if (load.type == Type::message)
+                text = v == empty_bundle ? "a bundle of no message" : messages_.name(MessageId{static_cast<std::uint32_t>(v)});
+            out += fmt::format("{}{} = {}", out.empty() ? " (" : ", ", ir_.slot_names[load.a], text);
+        }
+        return out.empty() ? out : out + ")";
+    }
+
     /// Reports an evaluation error once per location (a loop repeats it), up to max_eval_errors.
     void report(const char* code, SourceLoc loc, std::string message) {
         if (!reported_.insert(fmt::format("{}:{}:{}", code, loc.line, loc.column)).second) return;
@@ -1187,7 +1229,7 @@ private:
                 std::vector<MessageId> parts;
                 add_parts(parts, MessageId{static_cast<std::uint32_t>(eval(x.a))}, x);
                 add_parts(parts, MessageId{static_cast<std::uint32_t>(eval(x.b))}, x);
-                return make_bundle(std::move(parts), x);
+                return make_bundle(std::move(parts));
             }
             case Op::fold_bundle: return fold_bundle(x);
         }
@@ -1195,6 +1237,11 @@ private:
     }
 
     Composites& composites() { return *composites_; }
+
+    /// The value of a bundle with no part (a comprehension whose condition holds nowhere): no
+    /// message id. It joins as nothing, a send or hop of it moves nothing, and a require of it
+    /// requires nothing (docs/dsl.md, "Bundles").
+    static constexpr std::int64_t empty_bundle = std::numeric_limits<std::uint32_t>::max();
 
     /// Bundles move only under wormhole timing (docs/semantics.md): E047 otherwise.
     void check_bundle(MessageId m, const XStmt& s) {
@@ -1207,6 +1254,7 @@ private:
 
     /// Appends the base messages m stands for (a bundle's parts) to a bundle under construction.
     void add_parts(std::vector<MessageId>& parts, MessageId m, const XExpr& x) {
+        if (idx(m) == empty_bundle) return;
         if (messages_.is_composite(m) && messages_.composite(m).kind == MessageKind::combined)
             fail("E048", x.loc, fmt::format("a bundle joins base messages; {} is a combined value", messages_.name(m)));
         messages_.for_each_part(m, [&](MessageId p) {
@@ -1216,8 +1264,8 @@ private:
         });
     }
 
-    std::int64_t make_bundle(std::vector<MessageId> parts, const XExpr& x) {
-        if (parts.empty()) fail("E048", x.loc, "bundle() of no message");
+    std::int64_t make_bundle(std::vector<MessageId> parts) {
+        if (parts.empty()) return empty_bundle;
         if (parts.size() == 1) return idx(parts[0]);  // a bundle of one message is that message
         std::sort(parts.begin(), parts.end(), [](MessageId a, MessageId b) { return idx(a) < idx(b); });
         return idx(composites().intern({MessageKind::bundle, 0, 0, std::move(parts)}));
@@ -1236,7 +1284,7 @@ private:
             add_parts(parts, MessageId{static_cast<std::uint32_t>(eval(body))}, x);
         }
         slots_[x.b] = saved;
-        return make_bundle(std::move(parts), x);
+        return make_bundle(std::move(parts));
     }
 
     /// `sum(e for i in a .. b)`, `min(...)`, `max(...)`: runs the body for each i, counting the
@@ -1351,6 +1399,9 @@ private:
                 case SKind::send: send(s); return true;
                 case SKind::hop: hop(s); return true;
                 case SKind::require: require(s); return true;
+                case SKind::assert_:
+                    if (!eval(s.e0)) fail("E027", s.loc, fmt::format("assertion failed: {}{}", s.name, assert_values(s)));
+                    return true;
                 case SKind::claim: claim(s); return true;
                 case SKind::topology: topology(s); return true;
                 case SKind::model:
@@ -1402,6 +1453,7 @@ private:
                       : rooted_       ? messages_.broadcast(idx(collective_.root))
                       : collective_.combines() ? messages_.value(src)
                                       : messages_.broadcast(src);
+        if (idx(m) == empty_bundle) return;  // a bundle of no message: nothing moves
         if (s.e2 != none) check_bundle(m, s);
         if (policy_ != LoweringPolicy::cut_through) {
             std::uint32_t d = topo_->distance(Node{src}, Node{dst});
@@ -1441,6 +1493,7 @@ private:
                  fmt::format("there is no channel {} -> {} in {} (a hop crosses one channel; `send` follows a whole route)", node_text(a),
                              node_text(b), topo_->spec()));
         MessageId m{static_cast<std::uint32_t>(eval(s.e2))};
+        if (idx(m) == empty_bundle) return;  // a bundle of no message: nothing moves
         check_bundle(m, s);
         sink_.push({step_, *c, m});
         if (policy_ != LoweringPolicy::cut_through) ++explicit_[(std::uint64_t{step_} << 32) | idx(*c)];
@@ -1479,6 +1532,7 @@ private:
         std::int64_t at = eval(s.e1);
         if (at >= processors_)
             fail("E043", ir_.exprs[s.e1].loc, fmt::format("require names a processor; {} is a router", node_text(at)));
+        if (idx(m) == empty_bundle) return;  // a bundle of no message requires nothing
         // `require b(0) + b(1) at p` requires each part.
         messages_.for_each_part(m, [&](MessageId p) { requirements_.push_back({p, Node{static_cast<std::uint32_t>(at)}}); });
         ++count_;  // requirements take memory like transfers and count toward the same limit

@@ -312,6 +312,14 @@ struct Require {
     bool operator==(const Require&) const = default;
 };
 
+/// `assert c, "message"`: the compile stops with E027 and the message where c does not hold.
+struct Assert {
+    SourceLoc loc;
+    Expr cond;
+    StringLit message;
+    bool operator==(const Assert&) const = default;
+};
+
 /// `claim steps = e`, `claim steps <= e`, `claim queue = [...]`: what the schedule's source
 /// (a paper) claims about it, evaluated with the params and carried in the table.
 struct Claim {
@@ -338,8 +346,8 @@ struct Cite {
 };
 
 struct Stmt {
-    using Node = std::variant<Param, TopologyDecl, ModelDecl, CollectiveDecl, Let, For, If, StepBlock, Send, Hop, Require, Claim,
-                              Bound, Cite>;
+    using Node = std::variant<Param, TopologyDecl, ModelDecl, CollectiveDecl, Let, For, If, StepBlock, Send, Hop, Require, Assert,
+                              Claim, Bound, Cite>;
     Node node;
 
     Stmt() = default;

@@ -50,7 +50,8 @@ using It = const char*;
 
 inline constexpr std::string_view keywords[] = {"param", "topology", "model", "collective", "let",   "for",
                                                 "in",    "if",       "else",  "step",       "send",  "hop",
-                                                "require", "msg",    "at",    "claim",      "bound", "cite"};
+                                                "require", "msg",    "at",    "claim",      "bound", "cite",
+                                                "assert"};
 
 inline bool reserved(std::string_view word) {
     return std::find(std::begin(keywords), std::end(keywords), word) != std::end(keywords);
@@ -435,7 +436,7 @@ struct JunkParser : x3::parser<JunkParser> {
             std::string_view word(first, static_cast<std::size_t>(e - first));
             std::size_t best = 3;
             for (std::string_view k : {"param", "topology", "model", "collective", "let", "for", "if", "step", "send", "hop", "require",
-                                       "claim", "bound", "cite"}) {
+                                       "assert", "claim", "bound", "cite"}) {
                 std::size_t d = edit_distance(word, k);
                 if (word.size() > 2 && d < best && d <= (k.size() >= 4 ? 2u : 1u)) {
                     best = d;
@@ -445,7 +446,7 @@ struct JunkParser : x3::parser<JunkParser> {
         }
         st.error("E002", first,
                  fmt::format("expected a statement (param, topology, model, collective, let, for, if, step, send, hop, "
-                             "require, claim, bound or cite), found {}{}",
+                             "require, assert, claim, bound or cite), found {}{}",
                              st.describe(first), hint));
         It next = st.sync(first);
         if (next == first) return false;
@@ -513,7 +514,8 @@ struct recover : annotate {
 
 inline constexpr Keyword kw_param{"param"}, kw_topology{"topology"}, kw_model{"model"}, kw_collective{"collective"},
     kw_let{"let"}, kw_for{"for"}, kw_in{"in"}, kw_if{"if"}, kw_else{"else"}, kw_step{"step"}, kw_send{"send"},
-    kw_hop{"hop"}, kw_require{"require"}, kw_msg{"msg"}, kw_at{"at"}, kw_claim{"claim"}, kw_bound{"bound"}, kw_cite{"cite"};
+    kw_hop{"hop"}, kw_require{"require"}, kw_msg{"msg"}, kw_at{"at"}, kw_claim{"claim"}, kw_bound{"bound"}, kw_cite{"cite"},
+    kw_assert{"assert"};
 
 inline const NameParser<ast::Ident> name{};
 inline const NameParser<std::string> name_str{};
@@ -678,6 +680,8 @@ struct step_class : annotate {};
 struct send_class : annotate {};
 struct hop_class : annotate {};
 struct require_class : annotate {};
+struct assert_class : annotate {};
+struct assert_text_class : annotate {};
 struct topology_class : annotate {};
 struct topo_spec_class : annotate {};
 struct topo_call_class : annotate {};
@@ -732,6 +736,8 @@ const x3::rule<step_class, ast::StepBlock> step = "a step";
 const x3::rule<send_class, ast::Send> send = "a send";
 const x3::rule<hop_class, ast::Hop> hop = "a hop";
 const x3::rule<require_class, ast::Require> require = "a require";
+const x3::rule<assert_class, ast::Assert> assert_ = "an assert";
+const x3::rule<assert_text_class, ast::StringLit> assert_text = "a string (the message)";
 const x3::rule<claim_class, ast::Claim> claim = "a claim";
 const x3::rule<claim_rel_class, bool> claim_rel = "'=' or '<='";
 const x3::rule<claim_value_class, std::variant<ast::Expr, ast::ListLit>> claim_value = "a value or a list";
@@ -776,7 +782,8 @@ const auto comprehension_def = (kw_for > name > kw_in > expr > ".." > expr > -(k
 BOOST_SPIRIT_DEFINE(expr, lor, land, cmp, bor, bxor, band, shift, additive, mult, unary, power, primary, call, paren, comprehension)
 
 // Statements.
-const auto statement_def = param | topology | model | collective | let | for_ | if_ | step | send | hop | require | claim | bound | cite;
+const auto statement_def = param | topology | model | collective | let | for_ | if_ | step | send | hop | require | assert_ | claim | bound
+                            | cite;
 const auto stmts_def = *(statement[push_stmt] | x3::lit(';') | junk);
 const auto block_def = '{' > stmts > close_brace;
 const auto close_brace_def = x3::lit('}');
@@ -790,6 +797,8 @@ const auto step_def = kw_step > expr > block;
 const auto send_def = kw_send > expr > "->" > expr > -(kw_msg > expr);
 const auto hop_def = kw_hop > expr > "->" > expr > kw_msg > expr;
 const auto require_def = kw_require > expr > kw_at > expr;
+const auto assert__def = kw_assert > expr > ',' > assert_text;
+const auto assert_text_def = string_lit;
 const auto claim_def = kw_claim > name > claim_rel > claim_value;
 const auto claim_rel_def = (x3::lit("<=") >> x3::attr(true)) | (('=' >> !x3::lit('=')) >> x3::attr(false));
 const auto claim_value_def = list | expr;
@@ -797,8 +806,8 @@ const auto bound_def = kw_bound > name > '=' > expr;
 const auto cite_def = kw_cite > cite_text;
 const auto cite_text_def = string_lit[set_cite];
 
-BOOST_SPIRIT_DEFINE(statement, stmts, block, close_brace, param, let, for_, if_, else_body, else_if, step, send, hop, require, claim,
-                    claim_rel, claim_value, bound, cite, cite_text)
+BOOST_SPIRIT_DEFINE(statement, stmts, block, close_brace, param, let, for_, if_, else_body, else_if, step, send, hop, require, assert_,
+                    assert_text, claim, claim_rel, claim_value, bound, cite, cite_text)
 
 // Declarations.
 const auto topology_def = kw_topology > topo_spec;

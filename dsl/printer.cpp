@@ -280,6 +280,10 @@ private:
         indent(depth);
         out += fmt::format("require {} at {}\n", expr(s.msg), expr(s.at));
     }
+    void stmt(const Assert& s, int depth) {
+        indent(depth);
+        out += fmt::format("assert {}, {}\n", expr(s.cond), quote(s.message.value));
+    }
     void stmt(const Claim& s, int depth) {
         indent(depth);
         const auto* l = std::get_if<ListLit>(&s.value);

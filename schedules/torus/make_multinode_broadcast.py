@@ -62,15 +62,15 @@ def aligned_window(center, G, z):
     return tuned(a0, b0, f"({z}) / h % h", f"({z}) % h", "v3")
 
 
-def bundle_and_count(body, cond, var, last):
-    return (f"bundle(b({body}) for {var} in 0 .. {last} if {cond})",
-            f"sum(1 for {var} in 0 .. {last} if {cond})")
+def bundle(body, cond, var, last):
+    """The bundle of the sources' messages; a send of a bundle with no message moves nothing."""
+    return f"bundle(b({body}) for {var} in 0 .. {last} if {cond})"
 
 
 def main():
     # Phase 1: the messages at (x, y) at the start of aggregation round t.
     p1 = f"(x - {vert('w', 't - 1', 'v')}) % n * n + (y + {horz('w', 't - 1', 'v')}) % n"
-    agg_msg, agg_cnt = bundle_and_count(p1, is_src(p1), "w", "g - 1")
+    agg_msg = bundle(p1, is_src(p1), "w", "g - 1")
 
     # Phase 1b: at diagonal node (x, y), the messages of roots (x, y) - off (1, 1) whose offset
     # has lowest digits w = z / h and digit u equal to sg * e.
@@ -79,30 +79,25 @@ def main():
     p = source_of(cx, cy, "z % h", "v")
     u = ul(p, cx)
     tune_cond = f"{is_src(p)} && {u} % G == z / h && {u} / G % 5 - 2 == sg * e"
-    tune_msg, tune_cnt = bundle_and_count(p, tune_cond, "z", "G * h - 1")
+    tune_msg = bundle(p, tune_cond, "z", "G * h - 1")
 
     # Phase 2a: at DDN node (a, b) of DDN k, alignment round t.
     a0 = f"(ar - {vert('z / (h * h)', 't - 1', 'v1')}) % q"
     b0 = f"(bc + {horz('z / (h * h)', 't - 1', 'v2')}) % q"
     pa, ca = tuned(a0, b0, "z / h % h", "z % h", "v3")
-    align_msg, align_cnt = bundle_and_count(pa, ca, "z", "G * h * h - 1")
+    align_msg = bundle(pa, ca, "z", "G * h * h - 1")
 
     # Phase 2b: windows of aligned messages.
     windows = {}
     for name, center in [("own", "i"), ("up", "i + G"), ("dn", "i - G"), ("up2", "i + 2 * G"), ("dn2", "i - 2 * G")]:
         body, cond = aligned_window(center, "G", "z")
-        windows[name] = bundle_and_count(body, cond, "z", "G * q * h * h - 1")
+        windows[name] = bundle(body, cond, "z", "G * q * h * h - 1")
 
     with open(os.path.join(HERE, "multinode_broadcast.sched.in")) as f:
         text = f.read()
-    subst = {
-        "AGG_MSG": agg_msg, "AGG_CNT": agg_cnt,
-        "TUNE_MSG": tune_msg, "TUNE_CNT": tune_cnt,
-        "ALIGN_MSG": align_msg, "ALIGN_CNT": align_cnt,
-    }
-    for name, (m, c) in windows.items():
+    subst = {"AGG_MSG": agg_msg, "TUNE_MSG": tune_msg, "ALIGN_MSG": align_msg}
+    for name, m in windows.items():
         subst[f"WIN_{name.upper()}_MSG"] = m
-        subst[f"WIN_{name.upper()}_CNT"] = c
     for k, v in subst.items():
         text = text.replace("@" + k + "@", v)
     assert "@" not in text, "unexpanded template"

@@ -105,6 +105,7 @@ TEST_CASE("statements print back as written, without comments") {
         "model hop(queues = none, policy = cut-through, tc = 0.5, ts = (n / 2))\n"
         "collective multicast(0, {1, 3 .. 5})\n"
         "let L = log2(n)\n"
+        "assert n >= 2 && n % 2 == 0, \"n must be even, \\\"at least\\\" 2\"\n"
         "for i in 0 .. L - 1 {\n"
         "  if i == 0 {\n"
         "    step i + 1 {\n"
@@ -115,6 +116,7 @@ TEST_CASE("statements print back as written, without comments") {
         "    require b(0) at 3\n"
         "  } else {\n"
         "    step 9 {\n"
+        "      assert i < L, \"i < L\"\n"
         "    }\n"
         "  }\n"
         "}\n";
@@ -169,4 +171,21 @@ TEST_CASE("recovery: one run reports the errors of several statements") {
     for (int i = 0; i < 30; ++i) many += "let = 1\n";
     std::string capped = errors(many);
     CHECK(capped.find("note: stopping after 20 syntax errors") != std::string::npos);
+}
+
+TEST_CASE("assert: a condition, a comma and a message string") {
+    Diagnostics d;
+    auto p = parse_text("param n = 8\n  assert n >= 2 && n % 2 == 0, \"n must be even, \\\"at least\\\" 2\"\n", d);
+    REQUIRE_MESSAGE(p, d.render());
+    const auto& a = std::get<ast::Assert>(p->statements.at(1).node);
+    CHECK(a.loc == SourceLoc{2, 3});
+    CHECK(a.message.loc == SourceLoc{2, 32});
+    CHECK(a.message.value == "n must be even, \"at least\" 2");
+    CHECK(shape(a.cond) == "((n >= 2) && ((n % 2) == 0))");
+    CHECK(is_keyword("assert"));
+    CHECK(errors("assert n > 0\n").find("2:1: error[E001]: expected ',', found end of file") != std::string::npos);
+    CHECK(errors("assert n > 0 \"msg\"\n").find("1:14: error[E001]: expected ',', found a string") != std::string::npos);
+    CHECK(errors("assert n > 0, n\n").find("1:15: error[E001]: expected a string (the message), found 'n'") != std::string::npos);
+    CHECK(errors("let assert = 1\n").find("expected a name, found 'assert'") != std::string::npos);
+    CHECK(errors("asert n > 0, \"m\"\n").find("(did you mean 'assert'?)") != std::string::npos);
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -227,14 +228,21 @@ TEST_CASE("torus wormhole: the strict replay catches a worm that relies on passi
 }
 
 TEST_CASE("torus wormhole: sizes the construction does not cover are refused") {
-    for (Size z : {Size{10, 2, 100}, Size{6, 1, 36}, Size{5, 5, 26}, Size{5, 5, 0}, Size{5, 5, 5, 2}}) {
+    const std::pair<Size, std::string> refused[] = {
+        {Size{10, 2, 100}, "h must be a power of 5 that divides n (q = 5, h = 2, n = 10, A = 0)"},
+        {Size{6, 1, 36}, "n / h must be a power of 5 (B = 1, q = 6)"},
+        {Size{5, 5, 26}, "s must be 1 .. n * n (s = 26, P = 25)"},
+        {Size{5, 5, 0}, "s must be 1 .. n * n (s = 0, P = 25)"},
+        {Size{5, 5, 5, 2}, "first must be 0 or 1 (first = 2)"},
+    };
+    for (const auto& [z, message] : refused) {
         CAPTURE(z.n);
         CAPTURE(z.h);
         CAPTURE(z.s);
         Diagnostics diags;
         auto t = compile_file(source("schedules/" + kFile), z.defines(), {}, diags);
         CHECK_FALSE(t.has_value());
-        CHECK(diags.render().find("E021") != std::string::npos);
+        CHECK(diags.render().find("error[E027]: assertion failed: " + message) != std::string::npos);
     }
 }
 
