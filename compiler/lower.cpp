@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/flat_map.hpp"
+#include "compiler/stream.hpp"
 #include "compiler/table_printer.hpp"
 #include "dsl/parser.hpp"
 #include "dsl/printer.hpp"
@@ -898,25 +900,60 @@ private:
 // Transfers in chunks, sorted once at the end.
 
 /// Collects transfers in fixed-size chunks (no reallocation copies of a huge vector), then
-/// sorts them: a counting sort on the step into the final vector, then within each step a
-/// counting sort on the channel (through a buffer the size of the step, which stays in cache)
-/// when the step is large next to the number of channels, else a comparison sort, and finally
-/// the few transfers of one channel in one step by message. Linear in the table; the peak
-/// memory is two copies of it.
+/// sorts them: a counting sort on the step into the final vector, then StepSorter on each step
+/// (send_table.hpp). Linear in the table; the peak memory is two copies of it.
+///
+/// Streaming (compiler/stream.hpp): transfers go to per-step buckets instead, and every step
+/// below the step the lowering is issuing sends in is final, so it is sorted and handed to the
+/// consumer and its bucket reused. A transfer for a step already handed over means the schedule
+/// goes back in time: NotStreamable.
 class TransferSink {
 public:
     static constexpr std::size_t chunk = std::size_t{1} << 20;
 
+    void stream_to(StepConsumer* consumer, std::size_t channels) {
+        consumer_ = consumer;
+        channels_ = channels;
+    }
+    bool streaming() const { return consumer_ != nullptr; }
+
     void push(const Transfer& t) {
+        ++size_;
+        max_step_ = std::max(max_step_, t.step);
+        if (consumer_) {
+            if (t.step <= flushed_)
+                throw NotStreamable(fmt::format("a transfer in step {} comes after step {} was handed over (the step blocks "
+                                                "go back in time)",
+                                                t.step, flushed_));
+            const std::size_t k = t.step - flushed_ - 1;
+            if (k >= window_.size()) window_.resize(k + 1);
+            window_[k].push_back(t);
+            ++buffered_;
+            return;
+        }
         if (chunks_.empty() || chunks_.back().size() == chunk) {
             chunks_.emplace_back();
             chunks_.back().reserve(chunk);
         }
         chunks_.back().push_back(t);
-        ++size_;
-        max_step_ = std::max(max_step_, t.step);
     }
     std::uint64_t size() const { return size_; }
+
+    /// Streaming: hands over every step below `step` (all of them when step is 0).
+    void flush_below(Step step) {
+        while (buffered_ > 0 && (step == 0 || flushed_ + 1 < step)) {
+            std::vector<Transfer>& first = window_.front();
+            ++flushed_;
+            if (!first.empty()) {
+                sorter_.sort(first, channels_);
+                consumer_->step(flushed_, first);
+                buffered_ -= first.size();
+                first.clear();
+            }
+            std::rotate(window_.begin(), window_.begin() + 1, window_.end());  // keeps the bucket's capacity
+        }
+        if (buffered_ == 0 && step > flushed_ + 1) flushed_ = step - 1;  // nothing buffered: skip ahead
+    }
 
     std::vector<Transfer> take_sorted(std::size_t channels) {
         std::vector<Transfer> out;
@@ -941,34 +978,9 @@ public:
             }
             chunks_.clear();
         }
-        std::vector<std::uint32_t> at(channels + 1);
-        std::vector<Transfer> buf;
-        auto by_channel = [](const Transfer& a, const Transfer& b) {
-            return std::pair(idx(a.channel), idx(a.message)) < std::pair(idx(b.channel), idx(b.message));
-        };
-        auto by_message = [](const Transfer& a, const Transfer& b) { return idx(a.message) < idx(b.message); };
-        for (std::size_t s = 0; s + 1 < start.size(); ++s) {
-            auto first = out.begin() + static_cast<std::ptrdiff_t>(start[s]);
-            auto last = out.begin() + static_cast<std::ptrdiff_t>(start[s + 1]);
-            std::size_t n = static_cast<std::size_t>(last - first);
-            if (n < 2) continue;
-            if (n * 8 < channels) {
-                std::sort(first, last, by_channel);
-                continue;
-            }
-            std::fill(at.begin(), at.end(), 0);
-            for (auto it = first; it != last; ++it) ++at[idx(it->channel) + 1];
-            for (std::size_t c = 1; c <= channels; ++c) at[c] += at[c - 1];
-            buf.resize(n);
-            for (auto it = first; it != last; ++it) buf[at[idx(it->channel)]++] = *it;
-            std::copy(buf.begin(), buf.end(), first);
-            for (auto run = first; run != last;) {
-                auto end = run + 1;
-                while (end != last && end->channel == run->channel) ++end;
-                if (end - run > 1 && !std::is_sorted(run, end, by_message)) std::sort(run, end, by_message);
-                run = end;
-            }
-        }
+        StepSorter sorter;
+        for (std::size_t s = 0; s + 1 < start.size(); ++s)
+            sorter.sort(std::span<Transfer>(out.data() + start[s], out.data() + start[s + 1]), channels);
         return out;
     }
 
@@ -976,6 +988,13 @@ private:
     std::vector<std::vector<Transfer>> chunks_;
     std::uint64_t size_ = 0;
     Step max_step_ = 0;
+    // streaming
+    StepConsumer* consumer_ = nullptr;
+    std::size_t channels_ = 0;
+    Step flushed_ = 0;                            ///< steps 1..flushed_ are handed over
+    std::uint64_t buffered_ = 0;                  ///< transfers in the window
+    std::vector<std::vector<Transfer>> window_;   ///< window_[k]: step flushed_ + 1 + k
+    StepSorter sorter_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1000,28 +1019,15 @@ public:
 
     std::optional<SendTable> run() {
         try {
-            for (std::uint32_t k = 0; k < ir_.top_n; ++k) {
-                const XStmt& s = ir_.stmts[ir_.children[ir_.top + k]];
-                top_ = &s;
-                bool schedule = s.kind == SKind::for_ || s.kind == SKind::if_ || s.kind == SKind::step || s.kind == SKind::require;
-                if (schedule) finish_header();
-                if (!exec(ir_.children[ir_.top + k])) break;
-            }
-            finish_header();
-            if (diags_.has_errors()) return std::nullopt;
+            if (!evaluate()) return std::nullopt;
             if (policy_ == LoweringPolicy::fifo || policy_ == LoweringPolicy::flood) lower_fifo();
             if (policy_ == LoweringPolicy::adaptive) lower_adaptive();
             if (diags_.has_errors()) return std::nullopt;
             std::vector<Transfer> transfers = sink_.take_sorted(topo_->channels().size());
             check_holds(transfers);
             if (diags_.has_errors()) return std::nullopt;
-            SendTable t;
-            t.topology = topo_;
-            t.model = model_;
-            t.collective = collective_;
-            t.requirements = std::move(requirements_);
+            SendTable t = header(true);
             t.transfers = std::move(transfers);
-            t.extra_fields = std::move(extra_);
             t.composites = std::move(composites_);
             t.canonicalize_composites();
             return t;
@@ -1030,7 +1036,56 @@ public:
         }
     }
 
+    /// Streaming (compiler/stream.hpp): the same evaluation, with steps handed to `consumer` as
+    /// soon as no later send can reach them.
+    bool stream(StepConsumer& consumer) {
+        consumer_ = &consumer;
+        try {
+            if (!evaluate()) return false;
+            begin_stream();
+            sink_.flush_below(0);
+            consumer.finish(header(true));
+            return true;
+        } catch (const Stop&) {
+            return false;
+        }
+    }
+
 private:
+    /// Runs the program (stage 2): every send and hop into the sink. False after errors.
+    bool evaluate() {
+        for (std::uint32_t k = 0; k < ir_.top_n; ++k) {
+            const XStmt& s = ir_.stmts[ir_.children[ir_.top + k]];
+            top_ = &s;
+            bool schedule = s.kind == SKind::for_ || s.kind == SKind::if_ || s.kind == SKind::step || s.kind == SKind::require;
+            if (schedule) finish_header();
+            if (!exec(ir_.children[ir_.top + k])) break;
+        }
+        finish_header();
+        return !diags_.has_errors();
+    }
+
+    /// The table without transfers; `take` moves the requirements and extra fields out (at the end).
+    SendTable header(bool take = false) {
+        SendTable t;
+        t.topology = topo_;
+        t.model = model_;
+        t.collective = collective_;
+        t.requirements = take ? std::move(requirements_) : requirements_;
+        t.extra_fields = take ? std::move(extra_) : extra_;
+        return t;
+    }
+
+    /// Streaming: once the header is known, checks that the schedule can stream and tells the consumer.
+    void begin_stream() {
+        if (sink_.streaming() || !consumer_) return;
+        if (!topo_) throw Stop{};
+        if (policy_ != LoweringPolicy::cut_through) throw NotStreamable(fmt::format("the {} policy arbitrates over all sends at the end", to_string(policy_)));
+        if (timing_wormhole_) throw NotStreamable("wormhole timing is not streamed");
+        sink_.stream_to(consumer_, topo_->channels().size());
+        consumer_->begin(header());
+    }
+
     // -- errors --------------------------------------------------------------------------------
 
     [[noreturn]] void fail(const char* code, SourceLoc loc, std::string message) const {
@@ -1392,6 +1447,10 @@ private:
                     if (v >= max_step) fail("E025", s.at, fmt::format("step {} is too large (steps are below 2^31)", v));
                     Step outer = step_;
                     step_ = static_cast<Step>(v);
+                    if (consumer_) {
+                        begin_stream();
+                        sink_.flush_below(step_);
+                    }
                     exec_block(s.body, s.body_n);
                     step_ = outer;
                     return true;
@@ -1475,9 +1534,10 @@ private:
             count_ += route_.size();
         }
         // Combined values are left to the verifier (holding one depends on what combines);
-        // a bundle needs each of its parts.
+        // a bundle needs each of its parts. A streamed run checks holding in the consumer.
+        if (consumer_ && messages_.is_composite(m)) throw NotStreamable("combined values and bundles are not streamed");
         if (!messages_.is_composite(m)) {
-            if (!held_initially(m, src)) pending_.push_back({m, src, step_, s.loc});
+            if (!consumer_ && !held_initially(m, src)) pending_.push_back({m, src, step_, s.loc});
         } else if (messages_.composite(m).kind == MessageKind::bundle) {
             for (MessageId p : messages_.composite(m).parts)
                 if (!held_initially(p, src)) pending_.push_back({p, src, step_, s.loc});
@@ -2143,29 +2203,49 @@ private:
         if (pending_.empty()) return;
         auto key = [](MessageId m, std::uint32_t at) { return (std::uint64_t{idx(m)} << 32) | at; };
         constexpr Step never = std::numeric_limits<Step>::max();
-        std::unordered_map<std::uint64_t, Step> first;
-        first.reserve(pending_.size() * 2);
+        FlatMap first;  // (message, processor) -> first arrival step, 0 while none
+        first.reserve(pending_.size());
         // A bitmap of the messages asked about skips most transfers cheaply (when it is small).
         const bool filter = messages_.size() <= (std::uint64_t{1} << 28);
         std::vector<bool> wanted(filter ? messages_.size() : 0, false);
-        for (const Pending& p : pending_) {
-            first.emplace(key(p.message, p.at), never);
+        // Each loop prefetches the map entry it needs a few iterations ahead, so the cache
+        // misses of these random lookups overlap (they are most of the cost of this check).
+        constexpr std::size_t ahead = 16;
+        const std::size_t P = pending_.size(), N = transfers.size();
+        for (std::size_t i = 0; i < P; ++i) {
+            if (i + ahead < P) first.prefetch(key(pending_[i + ahead].message, pending_[i + ahead].at));
+            const Pending& p = pending_[i];
+            first.find_or_insert(key(p.message, p.at), [] { return 0u; });
             if (filter) wanted[idx(p.message)] = true;
         }
-        const bool bundles = !composites_->empty();
-        for (const Transfer& t : transfers) {
-            auto arrive = [&](MessageId m) {
-                if (filter && !wanted[idx(m)]) return;
-                std::uint32_t to = idx(topo_->channel(t.channel).to);
-                if (to >= processors_) return;
-                auto it = first.find(key(m, to));
-                if (it != first.end() && it->second == never) it->second = t.step;
-            };
-            if (bundles && messages_.is_composite(t.message)) messages_.for_each_part(t.message, arrive);  // a bundle brings its parts
-            else arrive(t.message);
+        auto arrival = [&](MessageId m, const Transfer& t) -> std::uint64_t {  // the key of an arrival at a processor, or FlatMap::empty
+            if (filter && !wanted[idx(m)]) return FlatMap::empty;
+            std::uint32_t to = idx(topo_->channel(t.channel).to);
+            return to >= processors_ ? FlatMap::empty : key(m, to);
+        };
+        auto record = [&](std::uint64_t k, Step step) {
+            if (k != FlatMap::empty && first.find(k) == 0) first.at(k) = step;
+        };
+        if (!composites_->empty()) {  // a bundle brings its parts
+            for (const Transfer& t : transfers) {
+                if (messages_.is_composite(t.message))
+                    messages_.for_each_part(t.message, [&](MessageId m) { record(arrival(m, t), t.step); });
+                else
+                    record(arrival(t.message, t), t.step);
+            }
+        } else {
+            for (std::size_t i = 0; i < N; ++i) {
+                if (i + ahead < N)
+                    if (std::uint64_t k = arrival(transfers[i + ahead].message, transfers[i + ahead]); k != FlatMap::empty)
+                        first.prefetch(k);
+                record(arrival(transfers[i].message, transfers[i]), transfers[i].step);
+            }
         }
-        for (const Pending& p : pending_) {
-            Step arrive = first[key(p.message, p.at)];
+        for (std::size_t i = 0; i < P; ++i) {
+            if (i + ahead < P) first.prefetch(key(pending_[i + ahead].message, pending_[i + ahead].at));
+            const Pending& p = pending_[i];
+            Step arrive = first.find(key(p.message, p.at));
+            if (arrive == 0) arrive = never;
             if (arrive < p.step) continue;
             std::string name = messages_.name(p.message);
             std::string why;
@@ -2205,6 +2285,7 @@ private:
     std::uint64_t count_ = 0;  // transfers made so far (fifo: route lengths of the sends)
 
     TransferSink sink_;
+    StepConsumer* consumer_ = nullptr;  // streaming
     std::vector<ChannelId> route_;
     std::vector<FifoSend> fifo_;
     std::unordered_map<std::uint64_t, std::uint32_t> explicit_;  // (step, channel) -> hops written
@@ -2229,6 +2310,17 @@ std::optional<SendTable> compile_text(std::string_view text, const std::string& 
     auto program = dsl::parse(text, name, diags);
     if (!program) return std::nullopt;
     return compile(*program, options, diags);
+}
+
+bool compile_stream(std::string_view text, const std::string& name, const CompileOptions& options, Diagnostics& diags,
+                    StepConsumer& consumer) {
+    diags = Diagnostics(name, std::string(text));
+    auto program = dsl::parse(text, name, diags);
+    if (!program) return false;
+    IR ir;
+    Resolver(ir, diags).program(*program, options.defines);
+    if (diags.has_errors()) return false;
+    return Machine(ir, options, diags).stream(consumer);
 }
 
 bool parse_defines(const std::vector<std::string>& defines, std::vector<Define>& out, Diagnostics& diags) {

@@ -8,6 +8,7 @@
 #include <compare>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -86,5 +87,23 @@ std::string cost_breakdown(const SendTable&);
 /// Why the table's composites are not allowed (a bundle under hop timing, a bundle among the
 /// requirements), or "" when they are.
 std::string composite_problem(const SendTable& t);
+
+/// Sorts transfers that all have one step by (channel, message): a counting sort on the channel
+/// (through a buffer the size of the step, which stays in cache) when the step is large next to
+/// the number of channels, else a comparison sort; then the few transfers of one channel by
+/// message. Keeps its buffers between calls, so sorting step after step allocates nothing.
+class StepSorter {
+public:
+    void sort(std::span<Transfer> step, std::size_t channels);
+
+private:
+    std::vector<std::uint32_t> at_;
+    std::vector<Transfer> buf_;
+};
+
+/// Sorts a table's transfers by (step, channel, message) in linear time: a counting sort on the
+/// step (steps are small integers) into a second vector, then StepSorter per step. Falls back to
+/// one comparison sort when the steps are sparse (the largest step far above the count).
+void sort_transfers(std::vector<Transfer>& transfers, std::size_t channels);
 
 }  // namespace collsched

@@ -502,6 +502,14 @@ void Topology::finish() {
         out_ids_[i] = ChannelId{i};  // channels are sorted by from, so out lists are contiguous
         in_ids_[fill_in[idx(channels_[i].to)]++] = ChannelId{i};
     }
+    // Trees: the channels to and from each node's parent, so routing does no searching.
+    up_.assign(parent_.size(), ChannelId{0});
+    down_.assign(parent_.size(), ChannelId{0});
+    for (std::uint32_t v = 0; v < parent_.size(); ++v) {
+        if (idx(parent_[v]) >= N) continue;
+        up_[v] = *find_channel(Node{v}, parent_[v]);
+        down_[v] = *find_channel(parent_[v], Node{v});
+    }
 }
 
 std::optional<ChannelId> Topology::find_channel(Node from, Node to) const {
@@ -572,23 +580,19 @@ void Topology::route(Node src, Node dst, std::vector<ChannelId>& out) const {
         return *c;
     };
     if (is_tree()) {
-        std::uint32_t a = idx(src), b = idx(dst);
-        std::vector<ChannelId> down;
-        while (level_[a] < level_[b]) {
-            out.push_back(must(Node{a}, parent_[a]));
-            a = idx(parent_[a]);
-        }
-        while (level_[b] < level_[a]) {
-            down.push_back(must(parent_[b], Node{b}));
-            b = idx(parent_[b]);
-        }
-        while (a != b) {
-            out.push_back(must(Node{a}, parent_[a]));
-            a = idx(parent_[a]);
-            down.push_back(must(parent_[b], Node{b}));
-            b = idx(parent_[b]);
-        }
-        out.insert(out.end(), down.rbegin(), down.rend());
+        // Count the hops up from src and from dst to the lowest common ancestor, then write the
+        // up half forward and the down half backward from dst (no searching, no allocation:
+        // this is the lowering's hot path).
+        std::uint32_t a = idx(src), b = idx(dst), ua = 0, ub = 0;
+        while (level_[a] < level_[b]) a = idx(parent_[a]), ++ua;
+        while (level_[b] < level_[a]) b = idx(parent_[b]), ++ub;
+        while (a != b) a = idx(parent_[a]), b = idx(parent_[b]), ++ua, ++ub;
+        const std::size_t base = out.size();
+        out.resize(base + ua + ub);
+        a = idx(src);
+        for (std::uint32_t k = 0; k < ua; ++k, a = idx(parent_[a])) out[base + k] = up_[a];
+        b = idx(dst);
+        for (std::uint32_t k = 0; k < ub; ++k, b = idx(parent_[b])) out[base + ua + ub - 1 - k] = down_[b];
         return;
     }
     switch (family_) {

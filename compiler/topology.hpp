@@ -130,6 +130,7 @@ private:
     std::uint32_t arity_ = 0, tree_levels_ = 0;
     std::vector<std::uint32_t> level_caps_, level_, level_first_;  // level_first_[l]: first node id of level l
     std::vector<Node> parent_;
+    std::vector<ChannelId> up_, down_;  // per node: the channel to its parent, and from its parent
     // products (mesh, torus, hypercube, product): factors, first most significant
     std::vector<std::shared_ptr<const Topology>> factors_;
     std::vector<std::uint32_t> dims_, strides_, route_order_;

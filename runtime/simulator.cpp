@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/flat_map.hpp"
 #include "dsl/diagnostics.hpp"
 
 namespace collsched {
@@ -200,7 +201,95 @@ public:
         return std::move(rep_);
     }
 
+    // ---- streaming (StreamSimulator, compiler/stream.hpp): the table arrives step by step ----
+    //
+    // There is no table to assign slots from, so a slot is made when a (node, message) pair is
+    // first touched, found again through a hash map: one for processors (kept to the end for the
+    // completeness check) and one for routers. With replicate=no a router slot whose last copy
+    // has left is erased and its slot reused, so router state stays as small as the traffic in
+    // flight. Only `hop` timing with replicate=no streams; the rule checks are the same code as a
+    // whole-table run.
+
+    void stream_begin() {
+        streamed_ = true;
+        COLLSCHED_ASSERT(!wormhole_ && !replicate_);
+        allocate_state();
+        if (options_.trace) {
+            names_.reserve(topo_.nodes());
+            for (std::uint32_t v = 0; v < topo_.nodes(); ++v) names_.push_back(topo_.node_name(Node{v}));
+        }
+    }
+
+    /// One step (sorted by channel, message). False once the run has halted.
+    bool stream_step(Step s, std::span<const Transfer> step) {
+        rep_.transfers += step.size();
+        rep_.steps = s;
+        if (halted_) return false;
+        tr_ = step;
+        const std::size_t n = step.size();
+        slots_.resize(n);
+        // The processor map is large and probed at random: prefetch a few transfers ahead so the
+        // cache misses overlap.
+        constexpr std::size_t ahead = 16;
+        auto prefetch = [&](std::size_t i) {
+            const Channel& ch = topo_.channel(step[i].channel);
+            for (std::uint32_t v : {idx(ch.from), idx(ch.to)})
+                (processor(v) ? proc_map_ : router_map_).prefetch(stream_key(v, step[i].message));
+        };
+        for (std::size_t i = 0; i < std::min(n, ahead); ++i) prefetch(i);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i + ahead < n) prefetch(i + ahead);
+            const Channel& ch = topo_.channel(step[i].channel);
+            slots_[i] = {stream_slot(idx(ch.from), step[i].message), stream_slot(idx(ch.to), step[i].message)};
+        }
+        if (!hop_step(0, n, s)) {
+            halted_ = true;
+            return false;
+        }
+        // replicate=no: a router slot whose last copy has left is forgotten
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint32_t src = slots_[i].src;
+            if (processor(idx(topo_.channel(step[i].channel).from)) || stock_[src] > 0 || slot_key_[src] == FlatMap::empty) continue;
+            router_map_.erase(slot_key_[src]);
+            slot_key_[src] = FlatMap::empty;
+            free_slots_.push_back(src);
+        }
+        return true;
+    }
+
+    SimReport stream_finish() {
+        rep_.cost = static_cast<double>(rep_.steps);
+        const bool ran_through = !halted_ && hop_end();
+        finish(ran_through);
+        return std::move(rep_);
+    }
+
 private:
+    static std::uint64_t stream_key(std::uint32_t v, MessageId m) { return (std::uint64_t{idx(m)} << 32) | v; }
+
+    std::uint32_t stream_slot(std::uint32_t v, MessageId m) {
+        const std::uint64_t key = stream_key(v, m);
+        auto make = [&] {
+            std::uint32_t slot;
+            const Step held = processor(v) && table_.collective.initial(msgs_, m) && idx(msgs_.origin(m)) == v ? 0 : never;
+            if (!free_slots_.empty()) {  // replicate=no (the only streamed case): held_ and stock_ per slot
+                slot = free_slots_.back();
+                free_slots_.pop_back();
+                held_[slot] = held;
+                stock_[slot] = 0;
+                slot_key_[slot] = key;
+            } else {
+                slot = static_cast<std::uint32_t>(held_.size());
+                if (slot == never) throw InputError("the streamed table touches more than 2^32 (node, message) pairs; too large to simulate");
+                held_.push_back(held);
+                stock_.push_back(0);
+                slot_key_.push_back(key);
+            }
+            return slot;
+        };
+        return (processor(v) ? proc_map_ : router_map_).find_or_insert(key, make).first;
+    }
+
     bool processor(std::uint32_t v) const { return v < P_; }
     bool queues_none() const { return model_.queues == QueueKind::none; }
     const Channel& channel_of(std::size_t i) const { return topo_.channel(tr_[i].channel); }
@@ -286,6 +375,7 @@ private:
         held_.reserve(slot_node_.capacity());
         slots_.resize(N);
         std::vector<std::uint32_t> nodes, first_arrival, last_send;
+        std::vector<std::uint32_t> local_of(topo_.nodes());  // node -> its index in `nodes`, for the current bucket
         std::uint64_t S = 0;
         for (std::uint32_t b = 0; b < U; ++b) {
             slot_begin_[b] = static_cast<std::uint32_t>(S);
@@ -302,9 +392,8 @@ private:
             if (initial) nodes.push_back(idx(msgs_.origin(m)));
             std::sort(nodes.begin(), nodes.end());
             nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-            auto local = [&](Node v) {
-                return static_cast<std::uint32_t>(std::lower_bound(nodes.begin(), nodes.end(), idx(v)) - nodes.begin());
-            };
+            for (std::uint32_t j = 0; j < nodes.size(); ++j) local_of[nodes[j]] = j;
+            auto local = [&](Node v) { return local_of[idx(v)]; };
             for (std::uint32_t v : nodes) {
                 slot_node_.push_back(v);
                 held_.push_back(never);
@@ -480,30 +569,39 @@ private:
     bool run_hop() {
         const std::size_t N = tr_.size();
         std::size_t b = 0;
-        Step prev = 0;
         while (b < N) {
             const Step s = tr_[b].step;
             std::size_t e = b;
             while (e < N && tr_[e].step == s) ++e;
-            if (prev != 0 && s > prev + 1)
-                if (auto v = check_boundary(prev)) return halt(std::move(*v));
-            StepFaults f = check_step(b, e, s);
-            std::optional<SimViolation> qv;
-            if (s >= 2) qv = check_boundary(s - 1);
-            if (qv && qv->step < s) return halt(std::move(*qv));
-            if (f.capacity != no_index) return halt(capacity_violation(f.capacity, s));
-            if (f.ports != never) return halt(ports_violation(f.ports, b, e, s));
-            if (f.causality != no_index) return halt(causality_violation(f.causality, s));
-            if (qv) return halt(std::move(*qv));
-            if (f.queue_send != no_index) return halt(queue_send_violation(f.queue_send, s));
-            commit(b, e, s);
-            prev = s;
+            if (!hop_step(b, e, s)) return false;
             b = e;
         }
-        // queues=none: a copy that entered a router in the last step would have to leave in the
-        // step after it, which the table does not have.
-        if (queues_none() && !replicate_ && prev != 0)
-            if (auto v = check_boundary(prev)) return halt(std::move(*v));
+        return hop_end();
+    }
+
+    /// Step s of a `hop` run: the transfers [b, e) of tr_. False when the run halts.
+    bool hop_step(std::size_t b, std::size_t e, Step s) {
+        if (prev_ != 0 && s > prev_ + 1)
+            if (auto v = check_boundary(prev_)) return halt(std::move(*v));
+        StepFaults f = check_step(b, e, s);
+        std::optional<SimViolation> qv;
+        if (s >= 2) qv = check_boundary(s - 1);
+        if (qv && qv->step < s) return halt(std::move(*qv));
+        if (f.capacity != no_index) return halt(capacity_violation(f.capacity, s));
+        if (f.ports != never) return halt(ports_violation(f.ports, b, e, s));
+        if (f.causality != no_index) return halt(causality_violation(f.causality, s));
+        if (qv) return halt(std::move(*qv));
+        if (f.queue_send != no_index) return halt(queue_send_violation(f.queue_send, s));
+        commit(b, e, s);
+        prev_ = s;
+        return true;
+    }
+
+    /// After the last step of a `hop` run. queues=none: a copy that entered a router in the last
+    /// step would have to leave in the step after it, which the table does not have.
+    bool hop_end() {
+        if (queues_none() && !replicate_ && prev_ != 0)
+            if (auto v = check_boundary(prev_)) return halt(std::move(*v));
         return true;
     }
 
@@ -684,6 +782,13 @@ private:
         v.channel = tr_[i].channel;
         v.messages = {m};
         const Step held_by = wormhole_ ? s : s - 1;
+        if (!processor(u) && !replicate_ && held_[src] <= held_by && streamed_) {
+            v.rule = SimRule::replication;
+            v.message = fmt::format("step {}: router {} forwards {} on {} but has no copy left (replicate=no: a router forwards "
+                                    "each copy it receives exactly once)",
+                                    s, topo_.node_name(Node{u}), msgs_.name(m), channel_name(tr_[i].channel));
+            return v;
+        }
         if (!processor(u) && !replicate_ && held_[src] <= held_by) {
             std::uint64_t arrived = 0, sent = 0;
             for (std::size_t j = 0; j < tr_.size() && tr_[j].step <= s; ++j) {
@@ -716,6 +821,13 @@ private:
             return v;
         }
         Step first = never;
+        if (streamed_) {  // no table to look ahead in: what is known by now
+            v.message = fmt::format("step {}: {} sends {} on {} but does not hold it at the end of step {} ({})", s, node_label(u),
+                                    msgs_.name(m), channel_name(tr_[i].channel), s - 1,
+                                    held_[src] == never ? std::string("it has not received it so far")
+                                                        : fmt::format("it first receives it in step {}", held_[src]));
+            return v;
+        }
         for (std::size_t j = 0; j < tr_.size(); ++j)
             if (tr_[j].message == m && idx(channel_of(j).to) == u) {
                 first = tr_[j].step;
@@ -768,6 +880,10 @@ private:
                 }
             }
         }
+        if (streamed_) {  // only the current step is at hand: the waiting messages are not named
+            copies.clear();
+            residence.clear();
+        }
         SimViolation v;
         v.rule = SimRule::queues;
         v.node = Node{node};
@@ -804,6 +920,12 @@ private:
 
     bool holds(MessageId m, Node d) const {
         if (have_ && processor(idx(d))) return have_->holds(idx(d), m);
+        if (streamed_) {
+            const std::uint32_t slot = (processor(idx(d)) ? proc_map_ : router_map_).find(stream_key(idx(d), m));
+            if (slot == never) return table_.collective.initial(msgs_, m) && msgs_.origin(m) == d;
+            if (!processor(idx(d)) && !replicate_) return stock_[slot] > 0;
+            return held_[slot] != never;
+        }
         const std::uint32_t b = bucket(m);
         if (b == never || slot_begin_[b] == slot_begin_[b + 1])
             return table_.collective.initial(msgs_, m) && msgs_.origin(m) == d;
@@ -927,6 +1049,12 @@ private:
     std::uint32_t gen_ = 1;
     std::vector<QueueEvent> events_;
     std::size_t next_event_ = 0;
+    Step prev_ = 0;  // hop: the last step replayed
+
+    bool streamed_ = false, halted_ = false;  // streaming
+    FlatMap proc_map_, router_map_;
+    std::vector<std::uint64_t> slot_key_;      // per slot: its map key (empty once freed)
+    std::vector<std::uint32_t> free_slots_;
 
     std::vector<std::uint32_t> port_stamp_, sends_, recvs_;  // per processor, for the current step
     std::vector<std::uint32_t> recv_stamp_, recv_steps_;     // per processor: last step with a receive, steps with one
@@ -966,6 +1094,49 @@ double rounded(double x) { return std::round(x * 1e6) / 1e6; }
 SimReport simulate(const SendTable& table, const SimOptions& options) {
     COLLSCHED_ASSERT(table.topology != nullptr);
     return Simulator(table, options).run();
+}
+
+struct StreamSimulator::Impl {
+    SimOptions options;
+    SendTable header;
+    std::optional<Simulator> sim;
+    SimReport report;
+};
+
+StreamSimulator::StreamSimulator(const SimOptions& options) : impl_(std::make_unique<Impl>()) { impl_->options = options; }
+StreamSimulator::~StreamSimulator() = default;
+
+void StreamSimulator::begin(const SendTable& header) {
+    COLLSCHED_ASSERT(header.topology != nullptr && !impl_->sim);
+    if (header.model.timing == Timing::wormhole) throw NotStreamable("wormhole timing is not streamed");
+    if (header.model.replicate)
+        throw NotStreamable("with replicate=yes a message occupies a router from its first arrival to its last send, "
+                            "which needs the whole table");
+    if (header.collective.kind == CollectiveKind::reduce || header.collective.kind == CollectiveKind::prefix)
+        throw NotStreamable("combined values (reduce, prefix) are not streamed");
+    impl_->header = header;
+    impl_->sim.emplace(impl_->header, impl_->options);
+    impl_->sim->stream_begin();
+}
+
+void StreamSimulator::step(Step s, std::span<const Transfer> transfers) { impl_->sim->stream_step(s, transfers); }
+
+void StreamSimulator::finish(const SendTable& header) {
+    if (!impl_->sim) begin(header);  // a table without transfers
+    impl_->header.requirements = header.requirements;
+    impl_->header.extra_fields = header.extra_fields;
+    impl_->report = impl_->sim->stream_finish();
+    impl_->sim.reset();
+}
+
+const SimReport& StreamSimulator::report() const { return impl_->report; }
+const SendTable& StreamSimulator::header() const { return impl_->header; }
+
+std::optional<SimReport> stream_simulate_text(std::string_view text, const std::string& name, const CompileOptions& options,
+                                             Diagnostics& diags, const SimOptions& sim) {
+    StreamSimulator consumer(sim);
+    if (!compile_stream(text, name, options, diags, consumer)) return std::nullopt;
+    return consumer.report();
 }
 
 std::string format_sim_report(const SimReport& r, const SendTable& t) {

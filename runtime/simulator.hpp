@@ -33,12 +33,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "compiler/send_table.hpp"
+#include "compiler/stream.hpp"
 
 namespace collsched {
 
@@ -104,6 +107,37 @@ struct SimReport {
 /// Replays `table` (sorted, or sorted here on a copy) and reports. Throws InputError when a
 /// transfer names a step below 1, a channel or a message that does not exist.
 SimReport simulate(const SendTable& table, const SimOptions& options = {});
+
+/// Replays a table handed over step by step (compiler/stream.hpp) without holding it: the same
+/// rule checks, statistics and completeness check as simulate(), with (node, message) state kept
+/// only for pairs the steps touch (router pairs with replicate=no only while a copy waits).
+/// `hop` timing with replicate=no only (begin() throws NotStreamable otherwise: rounds and the
+/// residence of replicated messages need to look ahead in the table). A run that halts names the rule, step, node, channel and messages as
+/// simulate() does; its sentence says only what is known by that step (no look-ahead, and the
+/// copies waiting in a router are not listed), and a router's replication fault can show as
+/// causality once its earlier copies are forgotten. Replay the table with simulate() for the
+/// full counterexample.
+class StreamSimulator : public StepConsumer {
+public:
+    explicit StreamSimulator(const SimOptions& options = {});
+    ~StreamSimulator() override;
+    void begin(const SendTable& header) override;
+    void step(Step s, std::span<const Transfer> transfers) override;
+    void finish(const SendTable& header) override;
+    /// After finish(): the report; header(): the table without transfers, for the formatters.
+    const SimReport& report() const;
+    const SendTable& header() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+/// Compiles `text` (a schedule) streaming its steps into a StreamSimulator: the pipeline for
+/// tables too large to hold. Nullopt after DSL errors (in `diags`); throws NotStreamable when the
+/// schedule cannot stream (compiler/stream.hpp).
+std::optional<SimReport> stream_simulate_text(std::string_view text, const std::string& name, const CompileOptions& options,
+                                             Diagnostics& diags, const SimOptions& sim = {});
 
 /// A short human-readable report (about a dozen lines), preceded by the trace when there is one.
 std::string format_sim_report(const SimReport&, const SendTable&);

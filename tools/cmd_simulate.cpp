@@ -1,6 +1,14 @@
 // `collsched simulate FILE [-D k=v]... [--json] [--trace]`: replays a table on the step-accurate
 // simulator and prints what happened on the network.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "compiler/lower.hpp"
+#include "dsl/diagnostics.hpp"
 
 #include "runtime/simulator.hpp"
 #include "tools/commands.hpp"
@@ -15,7 +23,29 @@ struct SimulateArgs {
     std::vector<std::string> defines;
     bool json = false;
     bool trace = false;
+    bool stream = false;
 };
+
+/// `--stream`: compiles the schedule step by step into the streamed simulator (runtime/simulator.hpp).
+SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
+    if (!args.input.ends_with(".sched")) throw InputError("--stream applies to .sched schedules, not to table files");
+    std::ifstream in(args.input, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot read the schedule file", args.input));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    Diagnostics diags;
+    CompileOptions options;
+    options.base_dir = std::filesystem::path(args.input).parent_path().string();
+    StreamSimulator sim(SimOptions{.trace = args.trace});
+    if (parse_defines(args.defines, options.defines, diags) && compile_stream(ss.str(), args.input, options, diags, sim)) {
+        header = sim.header();
+        return sim.report();
+    }
+    std::string text = diags.render();
+    std::fflush(stdout);
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    throw InputError(fmt::format("{} error{} in {}", diags.error_count(), diags.error_count() == 1 ? "" : "s", args.input));
+}
 
 }  // namespace
 
@@ -39,11 +69,25 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
                   "Print one JSON object (status, rule, steps, deliveries, halt, missing, queue_high_water, holes, busiest, "
                   "channels) instead of text");
     cmd->add_flag("--trace", args->trace, "Also list the transfers of every step (one line per step; large for big tables)");
+    cmd->add_flag("--stream", args->stream,
+                  "Schedules only: replay each step as the compiler produces it, never holding the whole table (for tables "
+                  "too large for memory; cut-through policy, hop timing, replicate=no). A halt names the rule, step and "
+                  "place; its sentence says only what is known by that step (docs/performance.md)");
     cmd->callback([&ctx, args] {
-        SendTable table = load_input(args->input, args->defines);
-        SimOptions opt;
-        opt.trace = args->trace;
-        SimReport r = simulate(table, opt);
+        SendTable table;
+        SimReport r;
+        if (args->stream) {
+            try {
+                r = simulate_streamed(*args, table);
+            } catch (const NotStreamable& e) {
+                throw InputError(fmt::format("{}: cannot stream: {}; simulate without --stream", args->input, e.what()));
+            }
+        } else {
+            table = load_input(args->input, args->defines);
+            SimOptions opt;
+            opt.trace = args->trace;
+            r = simulate(table, opt);
+        }
         std::string out = args->json ? sim_report_to_json(r, table) : format_sim_report(r, table);
         std::fwrite(out.data(), 1, out.size(), stdout);
         ctx.exit_code = r.status == SimStatus::completed ? 0 : 1;

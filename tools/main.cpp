@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     tools::add_optimize_command(app, ctx);
     tools::add_probe_command(app, ctx);
     tools::add_reproduce_command(app, ctx);
+    tools::add_bench_command(app, ctx);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

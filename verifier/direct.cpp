@@ -44,9 +44,14 @@ private:
 
     void check_ports(std::size_t begin, std::size_t end);
     void queue_bound();
-    void message(MessageId m, const std::uint64_t* first, const std::uint64_t* last);
-    void hop_message(MessageId m, const std::uint64_t* first, const std::uint64_t* last);
-    void wormhole_message(MessageId m, const std::uint64_t* first, const std::uint64_t* last);
+    /// One transfer of the message being checked (pass 2 reads these in sequence).
+    struct Hop {
+        Step step;
+        ChannelId channel;
+    };
+    void message(MessageId m, const Hop* first, const Hop* last);
+    void hop_message(MessageId m, const Hop* first, const Hop* last);
+    void wormhole_message(MessageId m, const Hop* first, const Hop* last);
     void routers_no_replicate(MessageId m);
     void routers_replicate(MessageId m);
     void goals(MessageId m);
@@ -71,6 +76,7 @@ private:
         Step step;
         bool departure;
         ChannelId channel;
+        std::uint64_t key;  ///< (router, step, arrival after departure) packed, the sort order
     };
     std::vector<RouterEvent> events_;
     std::vector<ChannelId> route_;
@@ -196,8 +202,10 @@ void Checker::by_message() {
     const auto& xs = t_.transfers;
     const std::uint64_t N = xs.size();
     since_.assign(topo_.nodes(), never);
-    // Group transfer indices by message, stably (so each group stays in step order).
-    std::vector<std::uint64_t> order(N);
+    // Group the transfers by message, stably (so each group stays in step order), as (step,
+    // channel) pairs: the per-message pass then reads them in sequence instead of jumping
+    // through the table.
+    std::vector<Hop> hops(N);
     std::vector<MessageId> keys;  // distinct messages in increasing order
     std::vector<std::uint64_t> starts;
     std::uint64_t space = ms_.size();
@@ -211,15 +219,19 @@ void Checker::by_message() {
             }
             count[m + 1] += count[m];
         }
-        for (std::uint64_t i = 0; i < N; ++i) order[count[idx(xs[i].message)]++] = i;
+        for (const Transfer& x : xs) hops[count[idx(x.message)]++] = {x.step, x.channel};
     } else {
+        std::vector<std::uint64_t> order(N);
         for (std::uint64_t i = 0; i < N; ++i) order[i] = i;
         std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return idx(xs[a].message) < idx(xs[b].message); });
-        for (std::uint64_t i = 0; i < N; ++i)
-            if (i == 0 || xs[order[i]].message != xs[order[i - 1]].message) {
-                keys.push_back(xs[order[i]].message);
+        for (std::uint64_t i = 0; i < N; ++i) {
+            const Transfer& x = xs[order[i]];
+            hops[i] = {x.step, x.channel};
+            if (i == 0 || x.message != xs[order[i - 1]].message) {
+                keys.push_back(x.message);
                 starts.push_back(i);
             }
+        }
     }
     starts.push_back(N);
 
@@ -260,7 +272,8 @@ void Checker::by_message() {
         case CollectiveKind::prefix: break;
     }
     for (const Requirement& q : reqs_) goal_msgs.push_back(q.message);
-    std::sort(goal_msgs.begin(), goal_msgs.end(), [](MessageId a, MessageId b) { return idx(a) < idx(b); });
+    auto by_id = [](MessageId a, MessageId b) { return idx(a) < idx(b); };
+    if (!std::is_sorted(goal_msgs.begin(), goal_msgs.end(), by_id)) std::sort(goal_msgs.begin(), goal_msgs.end(), by_id);
     goal_msgs.erase(std::unique(goal_msgs.begin(), goal_msgs.end()), goal_msgs.end());
 
     std::size_t gi = 0, ki = 0;
@@ -268,11 +281,11 @@ void Checker::by_message() {
         std::uint32_t g = gi < goal_msgs.size() ? idx(goal_msgs[gi]) : std::numeric_limits<std::uint32_t>::max();
         std::uint32_t k = ki < keys.size() ? idx(keys[ki]) : std::numeric_limits<std::uint32_t>::max();
         MessageId m{std::min(g, k)};
-        const std::uint64_t* first = nullptr;
-        const std::uint64_t* last = nullptr;
+        const Hop* first = nullptr;
+        const Hop* last = nullptr;
         if (k == idx(m)) {
-            first = order.data() + starts[ki];
-            last = order.data() + starts[ki + 1];
+            first = hops.data() + starts[ki];
+            last = hops.data() + starts[ki + 1];
             ++ki;
         }
         if (g == idx(m)) ++gi;
@@ -280,7 +293,7 @@ void Checker::by_message() {
     }
 }
 
-void Checker::message(MessageId m, const std::uint64_t* first, const std::uint64_t* last) {
+void Checker::message(MessageId m, const Hop* first, const Hop* last) {
     touched_.clear();
     Node origin = ms_.origin(m);
     if (t_.collective.initial(ms_, m)) {
@@ -295,17 +308,20 @@ void Checker::message(MessageId m, const std::uint64_t* first, const std::uint64
     for (std::uint32_t v : touched_) since_[v] = never;
 }
 
-void Checker::hop_message(MessageId m, const std::uint64_t* first, const std::uint64_t* last) {
-    const auto& xs = t_.transfers;
-    for (const std::uint64_t* p = first; p != last; ++p) {
-        const Transfer& x = xs[*p];
+void Checker::hop_message(MessageId m, const Hop* first, const Hop* last) {
+    for (const Hop* p = first; p != last; ++p) {
+        const Hop& x = *p;
         std::uint32_t to = idx(topo_.channel(x.channel).to);
         if (since_[to] == never) touched_.push_back(to);
         since_[to] = std::min(since_[to], x.step);
     }
     events_.clear();
-    for (const std::uint64_t* p = first; p != last; ++p) {
-        const Transfer& x = xs[*p];
+    auto event = [](std::uint32_t router, Step step, bool departure, ChannelId c) {
+        return RouterEvent{router, step, departure, c,
+                           (std::uint64_t{router} << 33) | (std::uint64_t{step} << 1) | (departure ? 0u : 1u)};
+    };
+    for (const Hop* p = first; p != last; ++p) {
+        const Hop& x = *p;
         const Channel& c = topo_.channel(x.channel);
         if (topo_.is_processor(c.from)) {
             if (since_[idx(c.from)] > x.step - 1) {
@@ -317,16 +333,14 @@ void Checker::hop_message(MessageId m, const std::uint64_t* first, const std::ui
                 found_.add(Property::causality, {Property::causality, x.step, x.channel, c.from, {m}, std::move(detail)});
             }
         } else {
-            events_.push_back({idx(c.from), x.step, true, x.channel});
+            events_.push_back(event(idx(c.from), x.step, true, x.channel));
         }
-        if (!topo_.is_processor(c.to)) events_.push_back({idx(c.to), x.step, false, x.channel});
+        if (!topo_.is_processor(c.to)) events_.push_back(event(idx(c.to), x.step, false, x.channel));
     }
     if (!events_.empty()) {
         // Per router, in step order; at equal steps departures first (an arrival in step s
         // cannot serve a departure in step s).
-        std::sort(events_.begin(), events_.end(), [](const RouterEvent& a, const RouterEvent& b) {
-            return std::tuple(a.router, a.step, !a.departure) < std::tuple(b.router, b.step, !b.departure);
-        });
+        std::sort(events_.begin(), events_.end(), [](const RouterEvent& a, const RouterEvent& b) { return a.key < b.key; });
         if (t_.model.replicate) routers_replicate(m);
         else routers_no_replicate(m);
     }
@@ -335,8 +349,8 @@ void Checker::hop_message(MessageId m, const std::uint64_t* first, const std::ui
         if (k.kind == MessageKind::personal) {
             route_.clear();
             topo_.route(Node{k.src}, Node{k.dst}, route_);
-            for (const std::uint64_t* p = first; p != last; ++p) {
-                const Transfer& x = xs[*p];
+            for (const Hop* p = first; p != last; ++p) {
+                const Hop& x = *p;
                 if (std::find(route_.begin(), route_.end(), x.channel) == route_.end())
                     found_.add(Property::routes, {Property::routes, x.step, x.channel, std::nullopt, {m},
                                                   fmt::format("{} crosses {}, which is not on its route {} -> {}", msg(m),
@@ -466,15 +480,14 @@ void Checker::goals(MessageId m) {
 /// sender held the message at the end of the previous round (processors) or received it earlier
 /// in the same round through a legal transfer (a worm passing through). Found by a fixpoint
 /// over the round's transfers of this message, which are few.
-void Checker::wormhole_message(MessageId m, const std::uint64_t* first, const std::uint64_t* last) {
-    const auto& xs = t_.transfers;
-    std::vector<const Transfer*> round;
+void Checker::wormhole_message(MessageId m, const Hop* first, const Hop* last) {
+    std::vector<const Hop*> round;
     std::vector<char> ok;
     std::vector<std::uint32_t> reached;
-    for (const std::uint64_t* p = first; p != last;) {
-        Step r = xs[*p].step;
+    for (const Hop* p = first; p != last;) {
+        Step r = p->step;
         round.clear();
-        for (; p != last && xs[*p].step == r; ++p) round.push_back(&xs[*p]);
+        for (; p != last && p->step == r; ++p) round.push_back(p);
         ok.assign(round.size(), 0);
         reached.clear();
         bool changed = true;

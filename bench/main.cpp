@@ -1,0 +1,82 @@
+// collsched-bench: the plain benchmark harness (docs/performance.md). Runs the pipeline benchmark
+// of `collsched bench` and, for one EBFT table, times the parts around it: sorting a shuffled
+// table, writing and reading it as JSON and CSV. Usage: collsched-bench [n] (default 256).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "bench/bench.hpp"
+#include "compiler/builder.hpp"
+#include "compiler/table_io.hpp"
+#include "dsl/diagnostics.hpp"
+
+namespace {
+
+template <class F>
+double seconds(F&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void row(const char* what, std::uint64_t transfers, double s) {
+    std::printf("%-28s %12llu transfers %9.3f s %10.1f M transfers/s\n", what, static_cast<unsigned long long>(transfers), s,
+                s > 0 ? static_cast<double>(transfers) / s / 1e6 : 0.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace collsched;
+    try {
+        const std::uint32_t n = argc > 1 ? static_cast<std::uint32_t>(std::stoul(argv[1])) : 256;
+        bench::Options opt;
+        opt.sizes = {n};
+        std::vector<bench::CaseResult> results;
+        for (const bench::Case& c : bench::cases(opt))
+            results.push_back(bench::run(c, opt, [](std::string_view line) { std::fprintf(stderr, "%.*s\n", int(line.size()), line.data()); }));
+        std::string text = bench::to_text(results);
+        std::fwrite(text.data(), 1, text.size(), stdout);
+
+        SendTable t = bft_phase_alltoall(Topology::parse(fmt::format("ebft:{}", n)));
+        const std::uint64_t N = t.transfers.size();
+        std::printf("\nparts, on the built-in EBFT total exchange at n = %u\n", n);
+        // The memory limits per transfer: one sequential pass over the 12-byte transfers (what a
+        // by-step check costs at the least), and regrouping them by message with a counting sort
+        // (one random write per transfer: what any per-message or per-(node, message) check pays).
+        std::uint64_t sink = 0;
+        row("limit: sequential read", N, seconds([&] {
+                for (const Transfer& x : t.transfers) sink += x.step + idx(x.channel) + idx(x.message);
+            }));
+        row("limit: scatter by message", N, seconds([&] {
+                std::vector<std::uint32_t> at(t.messages().size() + 1, 0);
+                for (const Transfer& x : t.transfers) ++at[idx(x.message) + 1];
+                for (std::size_t m = 1; m < at.size(); ++m) at[m] += at[m - 1];
+                std::vector<std::uint64_t> grouped(N);
+                for (const Transfer& x : t.transfers) grouped[at[idx(x.message)]++] = (std::uint64_t{x.step} << 32) | idx(x.channel);
+                sink += grouped[N / 2];
+            }));
+        if (sink == 42) std::printf(" ");
+        std::vector<Transfer> shuffled = t.transfers;
+        std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937_64(1));
+        SendTable u = t;
+        u.transfers = shuffled;
+        row("sort (counting, shuffled)", N, seconds([&] { u.sort(); }));
+        u.transfers = shuffled;
+        row("std::sort (shuffled)", N, seconds([&] { std::sort(u.transfers.begin(), u.transfers.end()); }));
+        std::string json, csv;
+        row("write JSON (in memory)", N, seconds([&] { json = table_to_json(t); }));
+        row("read JSON (in memory)", N, seconds([&] { (void)parse_table_json(json, "bench.json"); }));
+        row("write CSV (in memory)", N, seconds([&] { csv = table_to_csv(t); }));
+        row("read CSV (in memory)", N, seconds([&] { (void)parse_table_csv(csv, "bench.csv"); }));
+        return 0;
+    } catch (const InputError& e) {
+        std::fprintf(stderr, "collsched-bench: error: %s\n", e.what());
+        return 2;
+    }
+}
