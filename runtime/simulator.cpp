@@ -495,8 +495,14 @@ private:
                 --stock_[src];
                 --waiting_[u - P_];
                 touch_router(u - P_);
-            } else if (f.causality == no_index) {
-                f.causality = i;
+            } else {
+                if (f.causality == no_index) f.causality = i;
+                // A queue bound counts every departure, matched to a copy or not (docs/semantics.md):
+                // the count is A_r(<= b) - D_r(<= b+1) over the table's transfers.
+                if (model_.queues == QueueKind::bounded) {
+                    --waiting_[u - P_];
+                    touch_router(u - P_);
+                }
             }
         }
         return f;
@@ -541,9 +547,9 @@ private:
             }
         std::uint32_t bad = never;
         for (std::uint32_t r : touched_) {
-            const std::int64_t w = waiting_[r];
-            COLLSCHED_ASSERT(w >= 0);
-            rep_.router_high_water[r] = std::max(rep_.router_high_water[r], static_cast<std::uint32_t>(w));
+            const std::int64_t w = waiting_[r];  // negative only after a departure without a copy (bounded queues)
+            COLLSCHED_ASSERT(w >= 0 || model_.queues == QueueKind::bounded);
+            rep_.router_high_water[r] = std::max(rep_.router_high_water[r], static_cast<std::uint32_t>(std::max<std::int64_t>(w, 0)));
             bool over = model_.queues == QueueKind::bounded ? w > model_.queue_bound
                                                             : model_.queues == QueueKind::none && !replicate_ && w > 0;
             if (over) bad = std::min(bad, r);
@@ -687,9 +693,17 @@ private:
             for (auto it = first; it != order_.end() && slots_[b + *it].src == slot; ++it)
                 if (!legal_[*it]) attempt(*it);
         }
-        for (std::uint32_t k = 0; k < n; ++k)
-            if (!legal_[k]) return b + k;
-        return no_index;
+        // The violation to report: a replicate=no router that received copies in the round but
+        // has none left for a departure is a replication violation, and it comes first: the worm
+        // it would carry makes the later hops illegal too, but those are its consequence, not a
+        // separate causality fault (the direct checker reports only the replication).
+        std::size_t bad = no_index;
+        for (std::uint32_t k = 0; k < n; ++k) {
+            if (legal_[k]) continue;
+            if (bad == no_index) bad = b + k;
+            if (!replicate_ && !processor(idx(channel_of(b + k).from)) && held_[slots_[b + k].src] <= r) return b + k;
+        }
+        return bad;
     }
 
     void trace_step(std::size_t b, std::size_t e, Step s) {

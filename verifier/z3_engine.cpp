@@ -398,8 +398,8 @@ void Engine::base_facts() {
             goal(*id, p);
         });
     }
-    // Fixed routes of the personalized messages that move (hop timing, as the direct checker).
-    if (opt_.fixed_routes && hop_) {
+    // Fixed routes of the personalized messages that move (both timings, as the direct checker).
+    if (opt_.fixed_routes) {
         std::unordered_set<U64> done;
         std::vector<ChannelId> route;
         for (const Transfer& x : xs) {
@@ -882,10 +882,10 @@ void Engine::queue_rules() {
     }
 }
 
-/// routes (hop timing with fixed routes, as the direct checker): a personalized message m(s,d)
-/// may only cross channels of route(s, d).
+/// routes (fixed routes, either timing, as the direct checker): a personalized message m(s,d)
+/// may only cross channels of route(s, d); under wormhole timing this is every channel of its worms.
 void Engine::route_rules() {
-    if (!opt_.fixed_routes || !hop_) return;
+    if (!opt_.fixed_routes) return;
     const z3::sort IX = *IX_, ST = *ST_, CH = *CH_, MS = *MS_;
     z3::expr i = var("i", IX), s = var("s", ST), c = var("c", CH), m = var("m", MS);
     U64 P = topo_.processors();

@@ -282,6 +282,23 @@ TEST_CASE("simulator: a bounded queue halts at the boundary where it overflows")
     CHECK(ok.max_high_water == 2);
 }
 
+TEST_CASE("simulator: a bounded queue counts a departure without a copy, as the checker does") {
+    // r1.0 receives two copies in step 1 and in step 2 sends m(0,3), which it never received.
+    // After step 1: 2 arrivals - 1 departure by step 2 = 1 waiting, within queues=1; the run
+    // halts on the causality violation of step 2 (it used to halt on queues after step 1).
+    Hand h("ebft:4", "queues=1,replicate=no");
+    h.hop(1, "0", "r1.0", "m(0,2)").hop(1, "1", "r1.0", "m(1,2)").hop(2, "r1.0", "r2.0", "m(0,3)");
+    h.hop(3, "r1.0", "r2.0", "m(0,2)").hop(4, "r1.0", "r2.0", "m(1,2)");
+    h.hop(3, "r2.0", "r1.1", "m(0,3)").hop(4, "r2.0", "r1.1", "m(0,2)").hop(5, "r2.0", "r1.1", "m(1,2)");
+    h.hop(4, "r1.1", "3", "m(0,3)").hop(5, "r1.1", "2", "m(0,2)").hop(6, "r1.1", "2", "m(1,2)");
+    SimReport r = h.run();
+    REQUIRE(r.status == SimStatus::halted);
+    CHECK(r.violation->rule == SimRule::causality);
+    CHECK(r.violation->step == 2);
+    CHECK(r.violation->node == h.node("r1.0"));
+    CHECK(r.violation->channel == h.channel("r1.0", "r2.0"));
+}
+
 TEST_CASE("simulator: replication") {
     auto broadcast = [](std::string_view model) {
         Hand h("ebft:4", model, "broadcast:0");
@@ -440,6 +457,23 @@ TEST_CASE("simulator: wormhole rounds cross whole paths") {
     CHECK(once.violation->channel == flood.channel("r1.0", "r2.0"));
 }
 
+TEST_CASE("simulator: wormhole, replicate=no: an extra copy is a replication violation, not causality downstream") {
+    // r1.1 receives one copy of b(3) in round 1 and sends it to 2 and up to r2.0, whose worm goes
+    // on to 0. The checker reports replication at r1.1; the simulator used to halt on the
+    // first hop downstream that had no copy (causality at r2.0 or r1.0) when its channel came
+    // first in the table.
+    Hand h("ebft:4", "timing=wormhole,replicate=no", "broadcast:3");
+    h.hop(1, "3", "r1.1", "b(3)").hop(1, "r1.1", "2", "b(3)").hop(1, "r1.1", "r2.0", "b(3)");
+    h.hop(1, "r2.0", "r1.0", "b(3)").hop(1, "r1.0", "0", "b(3)");
+    SimReport r = h.run();
+    REQUIRE(r.status == SimStatus::halted);
+    CHECK(r.violation->rule == SimRule::replication);
+    CHECK(r.violation->step == 1);
+    CHECK(r.violation->node == h.node("r1.1"));
+    CHECK(r.violation->channel == h.channel("r1.1", "r2.0"));
+    // (tests/verifier/test_direct.cpp checks that the direct checker reports replication at r1.1 too)
+}
+
 TEST_CASE("simulator: an unsorted table is replayed in step order") {
     Hand h("ring:4", "", "broadcast:0");
     h.hop(1, "0", "1", "b(0)").hop(1, "0", "3", "b(0)").hop(2, "1", "2", "b(0)");
@@ -525,7 +559,7 @@ RefResult reference(const SendTable& t) {
     std::map<Key, std::int64_t> copies;
     for (std::uint32_t m = 0; m < ms.size(); ++m)
         if (t.collective.initial(ms, MessageId{m})) held[{idx(ms.origin(MessageId{m})), m}] = 0;
-    std::vector<std::tuple<Step, std::uint32_t, std::uint32_t>> departures;  // legal router departures
+    std::vector<std::tuple<Step, std::uint32_t, std::uint32_t>> departures;  // router departures that count
     std::vector<std::uint32_t> high(topo.routers(), 0), recv_steps(P, 0);
     RefResult res;
     auto from = [&](const Transfer& x) { return idx(topo.channel(x.channel).from); };
@@ -590,6 +624,8 @@ RefResult reference(const SendTable& t) {
                     departures.emplace_back(s, from(x), idx(x.message));
                 } else {
                     fault(3, has ? SimRule::replication : SimRule::causality);
+                    // a queue bound counts every departure, with a copy or not (docs/semantics.md)
+                    if (model.queues == QueueKind::bounded) departures.emplace_back(s, from(x), idx(x.message));
                 }
             }
             if (s >= 2) {

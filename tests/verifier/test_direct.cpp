@@ -2,12 +2,14 @@
 // broken table whose counterexample names the right step and channel, node or message.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "compiler/builder.hpp"
 #include "compiler/table_io.hpp"
 #include "verifier/direct.hpp"
+#include "verifier/z3_engine.hpp"
 
 using namespace collsched;
 
@@ -190,6 +192,25 @@ TEST_CASE("direct: queues=none and queue bounds") {
     CHECK(verify_direct(b).holds());
 }
 
+TEST_CASE("direct: a bounded queue counts a departure without a copy") {
+    // As the simulator's test: 2 arrivals at r1.0 by step 1, 1 departure (of a message it never
+    // received) by step 2: 1 waiting, within queues=1; only the causality violation is reported.
+    SendTable t = table("ebft:4", "queues=1,replicate=no", "custom",
+                        {{1, "0", "r1.0", "m(0,2)"}, {1, "1", "r1.0", "m(1,2)"}, {2, "r1.0", "r2.0", "m(0,3)"},
+                         {3, "r1.0", "r2.0", "m(0,2)"}, {4, "r1.0", "r2.0", "m(1,2)"}, {3, "r2.0", "r1.1", "m(0,3)"},
+                         {4, "r2.0", "r1.1", "m(0,2)"}, {5, "r2.0", "r1.1", "m(1,2)"}, {4, "r1.1", "3", "m(0,3)"},
+                         {5, "r1.1", "2", "m(0,2)"}, {6, "r1.1", "2", "m(1,2)"}});
+    VerifyReport r = verify_direct(t);
+    CHECK(status(r, Property::queues) == Status::holds);
+    const Violation& v = first(r, Property::causality);
+    CHECK(v.step == 2);
+    CHECK(channel(t, v) == "r1.0->r2.0");
+    CHECK(v.detail == "r1.0 forwards m(0,3) in step 2 but has not received it");
+    VerifyReport z = verify_z3(t);  // the Z3 engine counts the same way
+    CHECK(status(z, Property::queues) == Status::holds);
+    CHECK(status(z, Property::causality) == Status::violated);
+}
+
 TEST_CASE("direct: replication and causality") {
     // r1.0 sends its one copy of b(0) both to 1 and up: needs replicate=yes.
     auto hops = {std::tuple<Step, const char*, const char*, const char*>{1, "0", "r1.0", "b(0)"},
@@ -234,6 +255,71 @@ TEST_CASE("direct: fixed routes") {
     const Violation& v = first(r, Property::routes);
     CHECK(v.step == 1);
     CHECK(channel(t, v) == "0->4");
+}
+
+TEST_CASE("direct: fixed routes under wormhole timing") {
+    // One worm of m(0,2) the long way round the ring in round 1: each of its channels is off the
+    // route 0 -> 2 (before, wormhole tables were never checked against routes).
+    SendTable t = table("ring:5", "timing=wormhole", "custom",
+                        {{1, "0", "4", "m(0,2)"}, {1, "4", "3", "m(0,2)"}, {1, "3", "2", "m(0,2)"}});
+    CHECK(verify_direct(t).holds());
+    VerifyReport r = verify_direct(t, {.fixed_routes = true});
+    CHECK(status(r, Property::routes) == Status::violated);
+    CHECK(r.violation_count[static_cast<std::size_t>(Property::routes)] == 3);
+    const Violation& v = first(r, Property::routes);
+    CHECK(v.step == 1);
+    CHECK(channel(t, v) == "0->4");
+    CHECK(v.detail == "m(0,2) crosses 0->4, which is not on its route 0 -> 2");
+    // The worm along the route holds.
+    SendTable ok = table("ring:5", "timing=wormhole", "custom", {{1, "0", "1", "m(0,2)"}, {1, "1", "2", "m(0,2)"}});
+    CHECK(status(verify_direct(ok, {.fixed_routes = true}), Property::routes) == Status::holds);
+}
+
+TEST_CASE("direct: wormhole, replicate=no: a worm from an extra copy is one replication violation") {
+    // The same table as the simulator's test: r1.1 passes on two copies of the one it receives.
+    SendTable t = table("ebft:4", "timing=wormhole,replicate=no", "broadcast:3",
+                        {{1, "3", "r1.1", "b(3)"}, {1, "r1.1", "2", "b(3)"}, {1, "r1.1", "r2.0", "b(3)"},
+                         {1, "r2.0", "r1.0", "b(3)"}, {1, "r1.0", "0", "b(3)"}});
+    VerifyReport r = verify_direct(t);
+    CHECK(r.violation_count[static_cast<std::size_t>(Property::replication)] == 1);
+    CHECK(status(r, Property::causality) == Status::holds);
+    const Violation& v = first(r, Property::replication);
+    CHECK(v.step == 1);
+    CHECK(t.topology->node_name(*v.node) == "r1.1");
+}
+
+TEST_CASE("direct: of two same-step departures from a router the one on the higher channel is the extra copy") {
+    // b(2) circles between r1.1 and r2.0 for 40 steps, then reaches r1.0, which sends its one
+    // copy on all three of its channels in the next step, twice up (capacity 2). The router
+    // events are sorted by introsort, far from their table order (which is by step, theirs by
+    // router first), which used to order equal (router, step) departures arbitrarily; now they
+    // go by channel, so the three extra copies are those on the higher channels, in channel order.
+    std::vector<std::tuple<Step, const char*, const char*, const char*>> hops = {{1, "2", "r1.1", "b(2)"}};
+    for (Step s = 2; s < 42; s += 2) {
+        hops.push_back({s, "r1.1", "r2.0", "b(2)"});
+        hops.push_back({s + 1, "r2.0", "r1.1", "b(2)"});
+    }
+    for (auto h : std::initializer_list<std::tuple<Step, const char*, const char*, const char*>>{
+             {42, "r1.1", "r2.0", "b(2)"}, {43, "r2.0", "r1.0", "b(2)"}, {44, "r1.0", "0", "b(2)"},
+             {44, "r1.0", "1", "b(2)"}, {44, "r1.0", "r2.0", "b(2)"}, {44, "r1.0", "r2.0", "b(2)"}})
+        hops.push_back(h);
+    auto topo = Topology::parse("ebft:4");
+    TableBuilder b(topo, apply_model_options(topo->default_model(), "replicate=no"), Collective::parse("broadcast:2", *topo));
+    for (auto [s, from, to, m] : hops) b.hop(s, *topo->find_channel(*topo->find_node(from), *topo->find_node(to)), *b.messages().parse(m));
+    SendTable t = std::move(b).finish();
+    VerifyReport r = verify_direct(t);
+    std::vector<std::uint32_t> out;  // r1.0's channels, by id
+    for (const char* to : {"0", "1", "r2.0", "r2.0"}) out.push_back(idx(*topo->find_channel(*topo->find_node("r1.0"), *topo->find_node(to))));
+    std::sort(out.begin(), out.end());
+    std::vector<std::uint32_t> extra;
+    for (const Violation& v : r.violations)
+        if (v.property == Property::replication && v.step == 44 && topo->node_name(*v.node) == "r1.0") extra.push_back(idx(*v.channel));
+    auto show = [](const std::vector<std::uint32_t>& xs) {
+        std::string s;
+        for (std::uint32_t x : xs) s += std::to_string(x) + " ";
+        return s;
+    };
+    CHECK(show(extra) == show(std::vector<std::uint32_t>(out.begin() + 1, out.end())));
 }
 
 TEST_CASE("direct: wormhole rounds carry a message along its whole path") {

@@ -296,16 +296,22 @@ TEST_CASE("z3: replication and causality") {
 }
 
 TEST_CASE("z3: fixed routes") {
-    // m(0,2) goes the long way round the ring: legal hops, but not its route.
-    SendTable t = table("ring:5", "", "custom", {{1, "0", "4", "m(0,2)"}, {2, "4", "3", "m(0,2)"}, {3, "3", "2", "m(0,2)"}});
-    CHECK(verify_z3(t).holds());
-    VerifyReport r = verify_z3(t, {.fixed_routes = true});
-    CHECK(count(r, Property::routes) == 3);
-    const Violation& v = first(r, Property::routes);
-    CHECK(v.step == 1);
-    CHECK(channel(t, v) == "0->4");
-    CHECK(v.detail == "m(0,2) crosses 0->4, which is not on its route 0 -> 2");
-    agree(t, r, true);
+    // m(0,2) goes the long way round the ring: legal hops, but not its route; under hop timing
+    // in three steps, under wormhole timing as one worm in round 1 (checked too, as by the checker).
+    for (bool wormhole : {false, true}) {
+        CAPTURE(wormhole);
+        Step s2 = wormhole ? 1 : 2, s3 = wormhole ? 1 : 3;
+        SendTable t = table("ring:5", wormhole ? "timing=wormhole" : "", "custom",
+                            {{1, "0", "4", "m(0,2)"}, {s2, "4", "3", "m(0,2)"}, {s3, "3", "2", "m(0,2)"}});
+        CHECK(verify_z3(t).holds());
+        VerifyReport r = verify_z3(t, {.fixed_routes = true});
+        CHECK(count(r, Property::routes) == 3);
+        const Violation& v = first(r, Property::routes);
+        CHECK(v.step == 1);
+        CHECK(channel(t, v) == "0->4");
+        CHECK(v.detail == "m(0,2) crosses 0->4, which is not on its route 0 -> 2");
+        agree(t, r, true);
+    }
 }
 
 TEST_CASE("z3: wormhole rounds carry a message along its whole path") {
