@@ -323,13 +323,7 @@ void write_table_ranks(const SendTable& t, fmt::memory_buffer& out, const Flush&
 }
 
 std::string table_to_ranks(const SendTable& t) {
-    std::string s;
-    fmt::memory_buffer buf;
-    write_table_ranks(t, buf, [&](fmt::memory_buffer& b) {
-        s.append(b.data(), b.size());
-        b.clear();
-    });
-    return s;
+    return write_to_string([&](fmt::memory_buffer& b, const Flush& f) { write_table_ranks(t, b, f); });
 }
 
 }  // namespace collsched

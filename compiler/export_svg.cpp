@@ -407,27 +407,14 @@ void write_table_dot(const SendTable& t, fmt::memory_buffer& out, const Flush& f
     flush(out);
 }
 
-namespace {
-template <class F>
-std::string collect(F&& f) {
-    std::string s;
-    fmt::memory_buffer buf;
-    f(buf, [&](fmt::memory_buffer& b) {
-        s.append(b.data(), b.size());
-        b.clear();
-    });
-    return s;
-}
-}  // namespace
-
 std::string table_to_svg(const SendTable& t, const TimelineOptions& o) {
-    return collect([&](fmt::memory_buffer& b, const Flush& f) { write_table_svg(t, o, b, f); });
+    return write_to_string([&](fmt::memory_buffer& b, const Flush& f) { write_table_svg(t, o, b, f); });
 }
 std::string table_to_html(const SendTable& t, const TimelineOptions& o) {
-    return collect([&](fmt::memory_buffer& b, const Flush& f) { write_table_html(t, o, b, f); });
+    return write_to_string([&](fmt::memory_buffer& b, const Flush& f) { write_table_html(t, o, b, f); });
 }
 std::string table_to_dot(const SendTable& t) {
-    return collect([&](fmt::memory_buffer& b, const Flush& f) { write_table_dot(t, b, f); });
+    return write_to_string([&](fmt::memory_buffer& b, const Flush& f) { write_table_dot(t, b, f); });
 }
 
 }  // namespace collsched

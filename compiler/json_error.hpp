@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "dsl/diagnostics.hpp"
 
@@ -55,6 +56,18 @@ inline void check_json_depth(std::string_view file, std::string_view text, std::
     if (auto at = json_too_deep(text)) {
         SourceLoc loc = location_of(text, *at);
         throw InputError(fmt::format("{}:{}:{}: {} nested more than {} levels deep", file, loc.line, loc.column, kind, max_json_depth));
+    }
+}
+
+/// Parses a whole JSON document read from `file`: refuses nesting deeper than max_json_depth,
+/// and turns a syntax error into an InputError at file:line:col. `kind` names the document in
+/// messages ("JSON", "JSON graph").
+inline nlohmann::json parse_json_document(std::string_view file, std::string_view text, std::string_view kind = "JSON") {
+    check_json_depth(file, text, kind);
+    try {
+        return nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(malformed_json(file, text, e.byte, e.what(), kind));
     }
 }
 

@@ -309,13 +309,7 @@ bool looks_like_ranks(std::string_view text) {
 }
 
 SendTable parse_ranks_json(std::string_view text, std::string_view name) {
-    check_json_depth(name, text);
-    json j;
-    try {
-        j = json::parse(text.begin(), text.end());
-    } catch (const json::parse_error& e) {
-        throw InputError(malformed_json(name, text, e.byte, e.what()));
-    }
+    json j = parse_json_document(name, text);
     return RanksReader(j, name).read();
 }
 

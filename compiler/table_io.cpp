@@ -554,22 +554,12 @@ void write_table_csv(const SendTable& t, fmt::memory_buffer& out, const Flush& f
     flush(out);
 }
 
-namespace {
-
-std::string collect(void (*writer)(const SendTable&, fmt::memory_buffer&, const Flush&), const SendTable& t) {
-    std::string s;
-    fmt::memory_buffer buf;
-    writer(t, buf, [&](fmt::memory_buffer& b) {
-        s.append(b.data(), b.size());
-        b.clear();
-    });
-    return s;
+std::string table_to_json(const SendTable& t) {
+    return write_to_string([&](fmt::memory_buffer& b, const Flush& f) { write_table_json(t, b, f); });
 }
-
-}  // namespace
-
-std::string table_to_json(const SendTable& t) { return collect(write_table_json, t); }
-std::string table_to_csv(const SendTable& t) { return collect(write_table_csv, t); }
+std::string table_to_csv(const SendTable& t) {
+    return write_to_string([&](fmt::memory_buffer& b, const Flush& f) { write_table_csv(t, b, f); });
+}
 
 namespace {
 

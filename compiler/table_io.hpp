@@ -34,6 +34,18 @@ using Flush = std::function<void(fmt::memory_buffer&)>;
 void write_table_json(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
 void write_table_csv(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
 
+/// The whole text a streaming writer produces, in memory: `produce(buffer, flush)` writes into
+/// the buffer and calls flush when it is full (as write_output's callers do).
+template <class Produce>
+std::string write_to_string(Produce&& produce) {
+    std::string s;
+    fmt::memory_buffer buf;
+    produce(buf, Flush([&](fmt::memory_buffer& b) {
+        s.append(b.data(), b.size());
+        b.clear();
+    }));
+    return s;
+}
 std::string table_to_json(const SendTable&);
 std::string table_to_csv(const SendTable&);
 

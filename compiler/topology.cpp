@@ -378,13 +378,7 @@ std::string read_file_text(std::string_view spec, std::string_view file) {
 /// "r1.<i>". Every edge is a bidirectional link (one channel each way).
 std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::string_view file) {
     std::string text = read_file_text(spec, file);
-    check_json_depth(file, text, "JSON graph");
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw InputError(malformed_json(file, text, e.byte, e.what(), "JSON graph"));
-    }
+    nlohmann::json j = parse_json_document(file, text, "JSON graph");
     auto where = [&](std::string_view what) { return fmt::format("{}: {}", file, what); };
     if (!j.is_object() || !j.contains("processors") || !j["processors"].is_number_unsigned() || !j.contains("edges") ||
         !j["edges"].is_array())

@@ -119,13 +119,7 @@ private:
 }  // namespace
 
 Plan read_plan(std::string_view text, std::string_view name) {
-    check_json_depth(name, text);
-    json j;
-    try {
-        j = json::parse(text.begin(), text.end());
-    } catch (const json::parse_error& e) {
-        throw InputError(malformed_json(name, text, e.byte, e.what()));
-    }
+    json j = parse_json_document(name, text);
     return PlanReader(j, name).read();
 }
 
