@@ -939,6 +939,14 @@ public:
     }
     std::uint64_t size() const { return size_; }
 
+    /// Recording origins (CompileOptions::record_locations, never while streaming): `origin(n,
+    /// loc)` tags the last n transfers pushed with a location index. Called once per statement,
+    /// so the transfer path itself does no extra work; a run that does not record pays one test.
+    void record_origins() { record_ = true; }
+    void origin(std::uint64_t n, std::uint32_t loc) {
+        if (record_) origins_.insert(origins_.end(), n, loc);
+    }
+
     /// Streaming: hands over every step below `step` (all of them when step is 0).
     void flush_below(Step step) {
         while (buffered_ > 0 && (step == 0 || flushed_ + 1 < step)) {
@@ -984,9 +992,71 @@ public:
         return out;
     }
 
+    /// take_sorted() for a recording run: the location indices follow their transfers into
+    /// `origins`. The counting sort on the step (one range when the steps are sparse), then per
+    /// step StepSorter's sort on (transfer, origin) pairs: a counting sort on the channel when
+    /// the step is large next to the number of channels, else a stable comparison sort.
+    std::vector<Transfer> take_sorted_with_origins(std::vector<std::uint32_t>& origins, std::size_t channels) {
+        std::vector<Transfer> out;
+        origins.clear();
+        if (size_ == 0) return out;
+        COLLSCHED_ASSERT(origins_.size() == size_);
+        const bool sparse = max_step_ > 4 * size_ + 1024;
+        std::vector<std::uint64_t> start(sparse ? 2 : std::size_t{max_step_} + 2, 0);
+        if (sparse) start[1] = size_;
+        else {
+            for (const auto& c : chunks_)
+                for (const Transfer& t : c) ++start[t.step + 1];
+            for (std::size_t s = 1; s < start.size(); ++s) start[s] += start[s - 1];
+        }
+        out.resize(size_);
+        origins.resize(size_);
+        {
+            std::vector<std::uint64_t> pos(start.begin(), start.end() - 1);
+            std::uint64_t k = 0;
+            for (auto& c : chunks_) {
+                for (const Transfer& t : c) {
+                    std::uint64_t p = pos[sparse ? 0 : t.step]++;
+                    out[p] = t;
+                    origins[p] = origins_[k++];
+                }
+                std::vector<Transfer>().swap(c);
+            }
+            chunks_.clear();
+            std::vector<std::uint32_t>().swap(origins_);
+        }
+        std::vector<std::pair<Transfer, std::uint32_t>> buf;
+        std::vector<std::uint64_t> at;
+        auto by_transfer = [](const auto& x, const auto& y) { return x.first < y.first; };
+        for (std::size_t s = 0; s + 1 < start.size(); ++s) {
+            const std::uint64_t a = start[s], n = start[s + 1] - a;
+            if (n < 2) continue;
+            buf.resize(n);
+            if (sparse || n * 8 < channels) {
+                for (std::uint64_t i = 0; i < n; ++i) buf[i] = {out[a + i], origins[a + i]};
+                std::stable_sort(buf.begin(), buf.end(), by_transfer);
+            } else {
+                at.assign(channels + 1, 0);
+                for (std::uint64_t i = 0; i < n; ++i) ++at[idx(out[a + i].channel) + 1];
+                for (std::size_t c = 1; c <= channels; ++c) at[c] += at[c - 1];
+                for (std::uint64_t i = 0; i < n; ++i) buf[at[idx(out[a + i].channel)]++] = {out[a + i], origins[a + i]};
+                for (auto run = buf.begin(); run != buf.end();) {
+                    auto end = run + 1;
+                    while (end != buf.end() && end->first.channel == run->first.channel) ++end;
+                    if (end - run > 1) std::stable_sort(run, end, by_transfer);
+                    run = end;
+                }
+            }
+            for (std::uint64_t i = 0; i < n; ++i) std::tie(out[a + i], origins[a + i]) = buf[i];
+        }
+        return out;
+    }
+
 private:
     std::vector<std::vector<Transfer>> chunks_;
     std::uint64_t size_ = 0;
+    bool record_ = false;
+    std::vector<std::uint32_t> origins_;  ///< recording: the location index of each transfer, in push order
     Step max_step_ = 0;
     // streaming
     StepConsumer* consumer_ = nullptr;
@@ -1018,17 +1088,22 @@ public:
     }
 
     std::optional<SendTable> run() {
+        if (options_.record_locations) sink_.record_origins();
         try {
             if (!evaluate()) return std::nullopt;
             if (policy_ == LoweringPolicy::fifo || policy_ == LoweringPolicy::flood) lower_fifo();
             if (policy_ == LoweringPolicy::adaptive) lower_adaptive();
             if (diags_.has_errors()) return std::nullopt;
-            std::vector<Transfer> transfers = sink_.take_sorted(topo_->channels().size());
+            std::vector<std::uint32_t> origins;
+            std::vector<Transfer> transfers = options_.record_locations ? sink_.take_sorted_with_origins(origins, topo_->channels().size())
+                                                                        : sink_.take_sorted(topo_->channels().size());
             check_holds(transfers);
             if (diags_.has_errors()) return std::nullopt;
             SendTable t = header(true);
             t.transfers = std::move(transfers);
-            t.composites = std::move(composites_);
+            t.transfer_origins = std::move(origins);
+            t.origins = std::move(origin_names_);
+            t.composites = std::move(composites_);  // canonicalize_composites sorts; the origins follow
             t.canonicalize_composites();
             return t;
         } catch (const Stop&) {
@@ -1519,6 +1594,7 @@ private:
             if (step_ + std::int64_t{d} - 1 >= max_step)
                 fail("E025", s.loc, fmt::format("a send in step {} would arrive after step 2^31", step_));
             fifo_.push_back({step_, Node{src}, Node{dst}, m});
+            if (options_.record_locations) fifo_origins_.push_back(origin_of(s));
             count_ += d;
         } else {
             route_.clear();
@@ -1531,6 +1607,7 @@ private:
                 Step t = step_;
                 for (ChannelId c : route_) sink_.push({t++, c, m});
             }
+            if (options_.record_locations) sink_.origin(route_.size(), origin_of(s));
             count_ += route_.size();
         }
         // Combined values are left to the verifier (holding one depends on what combines);
@@ -1545,6 +1622,13 @@ private:
         check_limit(s);
     }
 
+    /// Recording: the index of the statement's location in origin_names_ (SendTable::origins).
+    std::uint32_t origin_of(const XStmt& s) {
+        auto [it, fresh] = origin_index_.emplace(&s, static_cast<std::uint32_t>(origin_names_.size()));
+        if (fresh) origin_names_.push_back(fmt::format("{}:{}:{}", diags_.file(), s.loc.line, s.loc.column));
+        return it->second;
+    }
+
     void hop(const XStmt& s) {
         std::int64_t a = eval(s.e0), b = eval(s.e1);
         auto c = topo_->find_channel(Node{static_cast<std::uint32_t>(a)}, Node{static_cast<std::uint32_t>(b)});
@@ -1556,6 +1640,7 @@ private:
         if (idx(m) == empty_bundle) return;  // a bundle of no message: nothing moves
         check_bundle(m, s);
         sink_.push({step_, *c, m});
+        if (options_.record_locations) sink_.origin(1, origin_of(s));
         if (policy_ != LoweringPolicy::cut_through) ++explicit_[(std::uint64_t{step_} << 32) | idx(*c)];
         ++count_;
         check_limit(s);
@@ -1956,6 +2041,7 @@ private:
         std::vector<std::uint32_t> kids;
         std::vector<Unit> units;
         std::vector<ChannelId> route;
+        std::vector<std::uint32_t> tree_origin;  // recording: per tree node, the send whose route added it
         const bool flood = policy_ == LoweringPolicy::flood;
         // Group sends into units: one per send (fifo), one per (step, source, message) (flood).
         std::vector<std::uint32_t> order(fifo_.size());
@@ -1971,7 +2057,7 @@ private:
             std::vector<ChannelId> chans;                          // tree nodes of this unit, in discovery order
             std::unordered_map<std::uint32_t, std::uint32_t> at;   // channel -> position in chans
             std::vector<std::vector<std::uint32_t>> next;          // position -> positions after it
-            std::vector<std::uint32_t> remaining, roots;
+            std::vector<std::uint32_t> remaining, roots, origin;
             for (std::size_t k = g; k < h; ++k) {
                 const FifoSend& f = fifo_[order[k]];
                 route.clear();
@@ -1983,6 +2069,7 @@ private:
                         chans.push_back(route[j]);
                         next.emplace_back();
                         remaining.push_back(0);
+                        if (options_.record_locations) origin.push_back(fifo_origins_[order[k]]);
                     }
                     std::uint32_t pos = it->second;
                     remaining[pos] = std::max(remaining[pos], static_cast<std::uint32_t>(route.size() - j));
@@ -1998,6 +2085,7 @@ private:
                 node.kids_n = static_cast<std::uint32_t>(next[p].size());
                 for (std::uint32_t q : next[p]) kids.push_back(base + q);
                 tree.push_back(node);
+                if (options_.record_locations) tree_origin.push_back(origin[p]);
             }
             Unit u{fifo_[order[g]].issue, fifo_[order[g]].message};
             u.roots = static_cast<std::uint32_t>(kids.size());
@@ -2062,6 +2150,7 @@ private:
                     q.pop_back();
                     --room;
                     sink_.push({t, ChannelId{c}, e.message});
+                    if (options_.record_locations) sink_.origin(1, tree_origin[e.node]);
                     const TreeNode& node = tree[e.node];
                     if (node.kids_n > 0 && t + 1 >= max_step) {
                         report("E025", {}, "the fifo lowering runs past step 2^31");
@@ -2164,6 +2253,7 @@ private:
                     }
                     --room_of(*pick);
                     sink_.push({t, *pick, e.message});
+                    if (options_.record_locations) sink_.origin(1, fifo_origins_[e.send]);
                     Node w = topo.channel(*pick).to;
                     if (w != dst) {
                         if (t + 1 >= max_step) {
@@ -2288,6 +2378,9 @@ private:
     StepConsumer* consumer_ = nullptr;  // streaming
     std::vector<ChannelId> route_;
     std::vector<FifoSend> fifo_;
+    std::vector<std::uint32_t> fifo_origins_;  // recording: the location index of each fifo_ send
+    std::unordered_map<const XStmt*, std::uint32_t> origin_index_;  // recording: statement -> index into origin_names_
+    std::vector<std::string> origin_names_;    // recording: "file:line:col" of each send or hop that moved data
     std::unordered_map<std::uint64_t, std::uint32_t> explicit_;  // (step, channel) -> hops written
     std::vector<Requirement> requirements_;
     std::vector<std::pair<std::string, std::string>> extra_;  // claims, bounds, citations

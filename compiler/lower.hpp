@@ -52,6 +52,10 @@ struct CompileOptions {
     /// The most loop iterations a schedule may run, so a runaway loop stops (E051) after about
     /// ten seconds instead of running for hours.
     std::uint64_t max_iterations = std::uint64_t{1} << 30;
+    /// Also record which `send` or `hop` statement made each transfer (SendTable::transfer_origins
+    /// and origins, 4 bytes per transfer), so counterexamples can name the source line. Off by
+    /// default; streaming ignores it.
+    bool record_locations = false;
     /// Directory that relative `graph("FILE.json")` paths are taken from ("" = working directory).
     std::string base_dir;
 };

@@ -65,7 +65,7 @@ bool SendTable::is_sorted() const { return std::is_sorted(transfers.begin(), tra
 
 void SendTable::sort() {
     if (is_sorted()) return;
-    if (transfer_extras.empty()) {
+    if (transfer_extras.empty() && transfer_origins.empty()) {
         sort_transfers(transfers, topology ? topology->channels().size() : 0);
         return;
     }
@@ -81,6 +81,11 @@ void SendTable::sort() {
     transfers = std::move(sorted);
     for (auto& [i, text] : transfer_extras) i = where[i];
     std::sort(transfer_extras.begin(), transfer_extras.end());
+    if (transfer_origins.size() == order.size()) {
+        std::vector<std::uint32_t> origin(order.size());
+        for (std::uint64_t i = 0; i < order.size(); ++i) origin[i] = transfer_origins[order[i]];
+        transfer_origins = std::move(origin);
+    }
 }
 
 std::uint32_t payload(const Messages& ms, MessageId m) {

@@ -50,6 +50,13 @@ struct SendTable {
     std::vector<std::pair<std::string, std::string>> extra_fields;
     std::vector<std::pair<std::uint64_t, std::string>> transfer_extras;
 
+    /// Where each transfer came from, recorded only on request (CompileOptions::record_locations):
+    /// transfer i was made by the `send` or `hop` statement at origins[transfer_origins[i]]
+    /// ("file:line:col"). Empty otherwise (and for tables read from files, which carry "at"
+    /// extras instead). 4 bytes per transfer; sort() keeps it attached.
+    std::vector<std::uint32_t> transfer_origins;
+    std::vector<std::string> origins;
+
     /// The composite messages the transfers and requirements use (null when there are none):
     /// combined values a(i..j) and bundles, numbered after the base range (docs/semantics.md).
     std::shared_ptr<Composites> composites;
@@ -68,7 +75,7 @@ struct SendTable {
     void canonicalize_composites();
     /// The completion time T: the last step with a transfer (0 for an empty table).
     Step steps() const { return transfers.empty() ? 0 : transfers.back().step; }
-    /// Sorts the transfers, keeping per-transfer extras attached. Duplicates stay: a transfer
+    /// Sorts the transfers, keeping per-transfer extras and origins attached. Duplicates stay: a transfer
     /// listed twice is two copies on one channel, which the verifier must count.
     void sort();
     bool is_sorted() const;

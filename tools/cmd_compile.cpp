@@ -1,5 +1,5 @@
 // `collsched compile FILE.sched [-D k=v]... [-o OUT] [--format json|csv|dsl|...] [--max-transfers N]
-// [--max-iterations N]`:
+// [--max-iterations N] [--locations]`:
 // compiles a schedule to a send table. Diagnostics go to stderr (exit code 2) and nothing is
 // written; on success the table is written atomically (compiler/table_io.hpp write_output).
 #include <unistd.h>
@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "compiler/export_formats.hpp"
 #include "compiler/lower.hpp"
@@ -23,6 +24,7 @@ void add_compile_command(CLI::App& app, Context& ctx) {
         std::vector<std::string> defines;
         std::uint64_t max_transfers = CompileOptions{}.max_transfers;
         std::uint64_t max_iterations = CompileOptions{}.max_iterations;
+        bool locations = false;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("compile",
@@ -42,8 +44,14 @@ void add_compile_command(CLI::App& app, Context& ctx) {
                     fmt::format("Stop with an error when the schedule makes more transfers (default {})", args->max_transfers));
     cmd->add_option("--max-iterations", args->max_iterations,
                     fmt::format("Stop with an error when the schedule's loops run more iterations (default {})", args->max_iterations));
+    cmd->add_flag("--locations", args->locations,
+                  "Give every transfer of the JSON table an \"at\": \"file:line:col\" field naming the send or hop statement "
+                  "that made it, so `collsched verify` of the table points counterexamples at the schedule (docs/formats.md)");
     cmd->callback([&ctx, args] {
+        if (args->locations && args->format != "json")
+            throw InputError(fmt::format("--locations applies to --format json, not {}", args->format));
         CompileOptions options;
+        options.record_locations = args->locations;
         options.max_transfers = args->max_transfers;
         options.max_iterations = args->max_iterations;
         // Progress on a terminal only: large schedules take seconds to compile and to write.
@@ -59,6 +67,14 @@ void add_compile_command(CLI::App& app, Context& ctx) {
             std::fwrite(text.data(), 1, text.size(), stderr);
             std::size_t n = diags.error_count();
             throw InputError(fmt::format("{} error{} in {}; nothing written", n, n == 1 ? "" : "s", args->input));
+        }
+        if (args->locations) {
+            // The origins become "at" extras, which the JSON writer puts on each transfer.
+            table->transfer_extras.reserve(table->transfers.size());
+            std::vector<std::string> at;
+            for (const std::string& o : table->origins) at.push_back("\"at\": " + nlohmann::json(o).dump());
+            for (std::uint64_t i = 0; i < table->transfer_origins.size(); ++i)
+                table->transfer_extras.emplace_back(i, at[table->transfer_origins[i]]);
         }
         const bool progress = tty && args->output != "-" && table->transfers.size() >= 1'000'000;
         if (progress)

@@ -11,6 +11,7 @@
 #include "dsl/diagnostics.hpp"
 
 #include "runtime/simulator.hpp"
+#include "verifier/report.hpp"
 #include "tools/commands.hpp"
 #include "tools/input.hpp"
 
@@ -45,6 +46,21 @@ SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
     std::fflush(stdout);
     std::fwrite(text.data(), 1, text.size(), stderr);
     throw InputError(fmt::format("{} error{} in {}", diags.error_count(), diags.error_count() == 1 ? "" : "s", args.input));
+}
+
+/// A halt on a transfer of a schedule ends with the `send` or `hop` statement that made it,
+/// " (at file:line:col)", as verify's counterexamples do (verifier/report.hpp transfer_origin).
+void attach_origin(SimReport& r, const SendTable& table) {
+    if (r.status != SimStatus::halted || !r.violation || !r.violation->channel || r.violation->messages.empty()) return;
+    const SimViolation& v = *r.violation;
+    Violation key{};
+    key.step = v.step;
+    key.channel = v.channel;
+    key.messages = v.messages;
+    auto i = violation_transfer(table, key);
+    if (!i) return;
+    std::string origin = transfer_origin(table, *i);
+    if (!origin.empty()) r.violation->message += fmt::format(" (at {})", origin);
 }
 
 }  // namespace
@@ -87,6 +103,7 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
             SimOptions opt;
             opt.trace = args->trace;
             r = simulate(table, opt);
+            attach_origin(r, table);
         }
         std::string out = args->json ? sim_report_to_json(r, table) : format_sim_report(r, table);
         std::fwrite(out.data(), 1, out.size(), stdout);

@@ -13,7 +13,9 @@ namespace collsched::tools {
 SendTable load_input(const std::string& path, const std::vector<std::string>& defines) {
     if (path.size() >= 6 && path.ends_with(".sched")) {
         Diagnostics diags;
-        std::optional<SendTable> table = compile_file(path, defines, {}, diags);
+        CompileOptions options;
+        options.record_locations = true;  // counterexamples name the send or hop behind them
+        std::optional<SendTable> table = compile_file(path, defines, options, diags);
         if (!table) {
             std::string text = diags.render();
             std::fflush(stdout);

@@ -11,7 +11,8 @@
 
 namespace collsched::tools {
 
-/// Reads a table or compiles a schedule. Throws InputError (exit 2) on bad input; DSL
+/// Reads a table or compiles a schedule, recording which `send` or `hop` made each transfer
+/// (SendTable::transfer_origins) so that counterexamples can name it. Throws InputError (exit 2) on bad input; DSL
 /// diagnostics are printed to stderr before the InputError that stops the command.
 SendTable load_input(const std::string& path, const std::vector<std::string>& defines);
 

@@ -71,18 +71,20 @@ std::optional<std::uint64_t> violation_transfer(const SendTable& t, const Violat
     return static_cast<std::uint64_t>(it - t.transfers.begin());
 }
 
+std::string transfer_origin(const SendTable& t, std::uint64_t i) {
+    if (i < t.transfer_origins.size() && t.transfer_origins[i] < t.origins.size()) return t.origins[t.transfer_origins[i]];
+    auto it = std::lower_bound(t.transfer_extras.begin(), t.transfer_extras.end(), i,
+                               [](const auto& e, std::uint64_t k) { return e.first < k; });
+    if (it == t.transfer_extras.end() || it->first != i) return {};
+    nlohmann::json extra = nlohmann::json::parse("{" + it->second + "}", nullptr, false);
+    if (extra.is_object() && extra.contains("at") && extra["at"].is_string()) return extra["at"].get<std::string>();
+    return {};
+}
+
 void attach_origins(VerifyReport& r, const SendTable& t) {
-    if (t.transfer_extras.empty()) return;
-    auto extras = t.transfer_extras;
-    std::sort(extras.begin(), extras.end());
-    for (Violation& v : r.violations) {
-        auto i = violation_transfer(t, v);
-        if (!i) continue;
-        auto it = std::lower_bound(extras.begin(), extras.end(), *i, [](const auto& e, std::uint64_t k) { return e.first < k; });
-        if (it == extras.end() || it->first != *i) continue;
-        nlohmann::json extra = nlohmann::json::parse("{" + it->second + "}", nullptr, false);
-        if (extra.is_object() && extra.contains("at") && extra["at"].is_string()) v.origin = extra["at"].get<std::string>();
-    }
+    if (t.transfer_extras.empty() && t.transfer_origins.empty()) return;
+    for (Violation& v : r.violations)
+        if (auto i = violation_transfer(t, v)) v.origin = transfer_origin(t, *i);
 }
 
 std::string format_report(const VerifyReport& r, const SendTable& t) {

@@ -59,10 +59,13 @@ struct VerifyReport {
 /// maps counterexamples back to DSL source locations (Violation::origin).
 std::optional<std::uint64_t> violation_transfer(const SendTable&, const Violation&);
 
-/// Fills Violation::origin for every violation whose transfer carries an `"at": "file:line:col"`
-/// extra field (SendTable::transfer_extras, kept attached through sorting and written back to
-/// table files). This is the hook for DSL input: the lowering records where each transfer's
-/// `send` or `hop` statement is, and counterexamples then point at the source.
+/// Where transfer i of the table came from, as "file:line:col", or "" when unknown: from the
+/// origins the lowering recorded (SendTable::transfer_origins, CompileOptions::record_locations)
+/// or else from an `"at": "file:line:col"` extra field of a table file (SendTable::transfer_extras).
+std::string transfer_origin(const SendTable&, std::uint64_t i);
+
+/// Fills Violation::origin with transfer_origin() of the transfer each violation points at, so
+/// counterexamples of a schedule name its `send` or `hop` statement.
 void attach_origins(VerifyReport&, const SendTable&);
 
 /// Human-readable report: a verdict line, one line per property, then the counterexamples.

@@ -1,0 +1,128 @@
+// Counterexamples of a schedule name the `send` or `hop` statement behind them: verify and
+// simulate on a .sched, `compile --locations` and the "at" field, and the lowering's side table
+// of origins (CompileOptions::record_locations), which must follow the transfers through sorting.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/lower.hpp"
+#include "tests/tools/cli_run.hpp"
+#include "verifier/report.hpp"
+
+using collsched::test::run;
+using collsched::test::source;
+
+namespace {
+
+const std::string broken = "tests/tools/data/origins_broken.sched";
+
+std::string line_with(const std::string& text, const std::string& start) {
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (line.starts_with(start)) return line;
+    return {};
+}
+
+}  // namespace
+
+TEST_CASE("origins: verify of a schedule names the statement of the capacity and causality counterexamples") {
+    const std::string file = source(broken);
+    auto r = run("verify " + file);
+    CHECK(r.code == 1);
+    CHECK(line_with(r.out, "  capacity: ") ==
+          "  capacity: step 2, channel r1.0->r2.0: 2 messages (b(0), b(1)) but capacity 1 (at " + file + ":13:3)");
+    CHECK(line_with(r.out, "  causality: ") ==
+          "  causality: step 2, channel r1.1->2, router r1.1: r1.1 forwards b(3) in step 2 but has not received it (at " + file +
+              ":15:5)");
+    // completeness is not tied to a transfer: no origin
+    CHECK(line_with(r.out, "  completeness: ") == "  completeness: processor 1: b(0) never reaches processor 1");
+
+    auto z = run("verify --engine z3 " + file);
+    CHECK(z.code == 1);
+    CHECK(line_with(z.out, "  capacity: ").ends_with("(at " + file + ":13:3)"));
+
+    auto js = run("verify --json " + file);
+    CHECK(js.code == 1);
+    auto j = nlohmann::json::parse(js.out);
+    REQUIRE(j["violations"].size() >= 2);
+    CHECK(j["violations"][0]["origin"] == file + ":13:3");
+    CHECK(j["violations"][1]["origin"] == file + ":15:5");
+}
+
+TEST_CASE("origins: simulate of a schedule ends its halt message with the statement") {
+    const std::string file = source(broken);
+    auto r = run("simulate " + file);
+    CHECK(r.code == 1);
+    CHECK(line_with(r.out, "  step 2: ") ==
+          "  step 2: channel r1.0->r2.0 carries 2 messages (b(0), b(1)) but its capacity is 1 (at " + file + ":13:3)");
+}
+
+TEST_CASE("origins: compile --locations writes \"at\" per transfer and verify of that table names the statement") {
+    const std::string file = source(broken);
+    const std::string out = "/tmp/collsched_test_origins." + std::to_string(::getpid()) + ".json";
+    auto c = run("compile --locations -o " + out + " " + file);
+    REQUIRE(c.code == 0);
+    std::ifstream in(out);
+    auto j = nlohmann::json::parse(in);
+    REQUIRE(j["transfers"].size() == 5);
+    for (const auto& t : j["transfers"]) CHECK(t["at"].get<std::string>().starts_with(file + ":"));
+    CHECK(j["transfers"][0]["at"] == file + ":9:3");  // step 1, 0->r1.0
+
+    auto from_table = run("verify " + out);
+    auto from_schedule = run("verify " + file);
+    CHECK(from_table.code == 1);
+    CHECK(line_with(from_table.out, "  capacity: ") == line_with(from_schedule.out, "  capacity: "));
+    CHECK(line_with(from_table.out, "  causality: ") == line_with(from_schedule.out, "  causality: "));
+    std::remove(out.c_str());
+
+    // the default table has no "at"; --locations is for the JSON table only
+    auto plain = run("compile " + file);
+    REQUIRE(plain.code == 0);
+    CHECK(plain.out.find("\"at\"") == std::string::npos);
+    auto csv = run("compile --locations --format csv " + file);
+    CHECK(csv.code == 2);
+    CHECK(csv.err.find("--locations applies to --format json, not csv") != std::string::npos);
+}
+
+TEST_CASE("origins: the lowering records them only on request, and they follow the sort under every policy") {
+    using namespace collsched;
+    // The step 2 statement comes first in the text, so the sort moves its transfers after step 1's.
+    const std::string text = R"(topology ring(4)
+model hop(policy = POLICY)
+collective broadcast(0)
+step 2 { send 1 -> 2 }
+step 1 { send 0 -> 1
+         send 0 -> 3 }
+)";
+    for (const char* policy : {"cut-through", "fifo", "flood", "adaptive"}) {
+        CAPTURE(policy);
+        std::string t = text;
+        t.replace(t.find("POLICY"), 6, policy);
+        Diagnostics diags;
+        CompileOptions plain;
+        auto a = compile_text(t, "x.sched", plain, diags);
+        REQUIRE(a);
+        CHECK(a->transfer_origins.empty());
+        CHECK(a->origins.empty());
+        CompileOptions record;
+        record.record_locations = true;
+        auto b = compile_text(t, "x.sched", record, diags);
+        REQUIRE(b);
+        CHECK(b->transfers == a->transfers);  // recording changes nothing else
+        REQUIRE(b->transfer_origins.size() == b->transfers.size());
+        for (std::size_t i = 0; i < b->transfers.size(); ++i) {
+            const Channel& ch = b->topology->channel(b->transfers[i].channel);
+            std::string at = b->origins[b->transfer_origins[i]];
+            std::string want = idx(ch.from) == 1 ? "x.sched:4:10" : idx(ch.to) == 1 ? "x.sched:5:10" : "x.sched:6:10";
+            CHECK(at == want);
+        }
+    }
+}
