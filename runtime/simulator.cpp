@@ -214,6 +214,18 @@ public:
         streamed_ = true;
         COLLSCHED_ASSERT(!wormhole_ && !replicate_);
         allocate_state();
+        // Processor slots: when the message space is dense enough, slots 2m and 2m+1 belong to
+        // the first two processors that touch message m (the holders of a message with one
+        // origin are few: EBFT all-to-all has exactly two), found by comparing `proc_node_`
+        // instead of hashing; a third processor goes to the hash map. Router slots and those
+        // overflow slots follow from `pool_base_` = 2M on.
+        const std::uint64_t M = msgs_.size();
+        if (M <= dense_processor_limit) {
+            pool_base_ = static_cast<std::uint32_t>(2 * M);
+            proc_node_.assign(2 * M, never);
+            held_.assign(2 * M, never);
+            stock_.assign(2 * M, 0);
+        }
         if (options_.trace) {
             names_.reserve(topo_.nodes());
             for (std::uint32_t v = 0; v < topo_.nodes(); ++v) names_.push_back(topo_.node_name(Node{v}));
@@ -233,8 +245,15 @@ public:
         constexpr std::size_t ahead = 16;
         auto prefetch = [&](std::size_t i) {
             const Channel& ch = topo_.channel(step[i].channel);
-            for (std::uint32_t v : {idx(ch.from), idx(ch.to)})
-                (processor(v) ? proc_map_ : router_map_).prefetch(stream_key(v, step[i].message));
+            for (std::uint32_t v : {idx(ch.from), idx(ch.to)}) {
+                if (processor(v) && pool_base_ > 0) {
+                    const std::size_t d = 2 * std::size_t{idx(step[i].message)};
+                    __builtin_prefetch(&proc_node_[d]);
+                    __builtin_prefetch(&held_[d]);
+                } else {
+                    (processor(v) ? proc_map_ : router_map_).prefetch(stream_key(v, step[i].message));
+                }
+            }
         };
         for (std::size_t i = 0; i < std::min(n, ahead); ++i) prefetch(i);
         for (std::size_t i = 0; i < n; ++i) {
@@ -249,9 +268,10 @@ public:
         // replicate=no: a router slot whose last copy has left is forgotten
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t src = slots_[i].src;
-            if (processor(idx(topo_.channel(step[i].channel).from)) || stock_[src] > 0 || slot_key_[src] == FlatMap::empty) continue;
-            router_map_.erase(slot_key_[src]);
-            slot_key_[src] = FlatMap::empty;
+            if (processor(idx(topo_.channel(step[i].channel).from)) || stock_[src] > 0 || slot_key_[src - pool_base_] == FlatMap::empty)
+                continue;
+            router_map_.erase(slot_key_[src - pool_base_]);
+            slot_key_[src - pool_base_] = FlatMap::empty;
             free_slots_.push_back(src);
         }
         return true;
@@ -277,7 +297,7 @@ private:
                 free_slots_.pop_back();
                 held_[slot] = held;
                 stock_[slot] = 0;
-                slot_key_[slot] = key;
+                slot_key_[slot - pool_base_] = key;
             } else {
                 slot = static_cast<std::uint32_t>(held_.size());
                 if (slot == never) throw InputError("the streamed table touches more than 2^32 (node, message) pairs; too large to simulate");
@@ -287,7 +307,29 @@ private:
             }
             return slot;
         };
+        if (processor(v) && pool_base_ > 0) {
+            const std::uint32_t d = 2 * idx(m);
+            for (std::uint32_t j = d; j < d + 2; ++j) {
+                if (proc_node_[j] == v) return j;
+                if (proc_node_[j] == never) {
+                    proc_node_[j] = v;
+                    held_[j] = table_.collective.initial(msgs_, m) && idx(msgs_.origin(m)) == v ? 0 : never;
+                    return j;
+                }
+            }
+        }
         return (processor(v) ? proc_map_ : router_map_).find_or_insert(key, make).first;
+    }
+
+    /// The slot of (v, m) if it has one, else `never`.
+    std::uint32_t stream_find(std::uint32_t v, MessageId m) const {
+        if (processor(v) && pool_base_ > 0) {
+            const std::uint32_t d = 2 * idx(m);
+            if (proc_node_[d] == v) return d;
+            if (proc_node_[d + 1] == v) return d + 1;
+            if (proc_node_[d + 1] == never) return never;
+        }
+        return (processor(v) ? proc_map_ : router_map_).find(stream_key(v, m));
     }
 
     bool processor(std::uint32_t v) const { return v < P_; }
@@ -935,7 +977,7 @@ private:
     bool holds(MessageId m, Node d) const {
         if (have_ && processor(idx(d))) return have_->holds(idx(d), m);
         if (streamed_) {
-            const std::uint32_t slot = (processor(idx(d)) ? proc_map_ : router_map_).find(stream_key(idx(d), m));
+            const std::uint32_t slot = stream_find(idx(d), m);
             if (slot == never) return table_.collective.initial(msgs_, m) && msgs_.origin(m) == d;
             if (!processor(idx(d)) && !replicate_) return stock_[slot] > 0;
             return held_[slot] != never;
@@ -1067,7 +1109,10 @@ private:
 
     bool streamed_ = false, halted_ = false;  // streaming
     FlatMap proc_map_, router_map_;
-    std::vector<std::uint64_t> slot_key_;      // per slot: its map key (empty once freed)
+    std::vector<std::uint64_t> slot_key_;      // per slot from pool_base_ on: its map key (empty once freed)
+    std::vector<std::uint32_t> proc_node_;     // per dense processor slot 2m, 2m+1: its processor, or never
+    std::uint32_t pool_base_ = 0;              // the first slot that is not a dense processor slot
+    static constexpr std::uint64_t dense_processor_limit = std::uint64_t{1} << 25;  // messages: at most 768 MiB of dense slots
     std::vector<std::uint32_t> free_slots_;
 
     std::vector<std::uint32_t> port_stamp_, sends_, recvs_;  // per processor, for the current step
