@@ -417,6 +417,25 @@ Dissem dissemination_goals(const SynthInstance& in) {
     return d;
 }
 
+/// The goals as horizons: every goal holds at H, and for each earlier horizon T >= far a
+/// deadline variable (e.deadline[T]) that, assumed true, makes every goal hold at T.
+template <class Index>
+void add_deadlines(Encoding& e, const Dissem& dm, const std::vector<int>& hold, Index hidx, Step far, Step H) {
+    Formula& f = e.f;
+    e.deadline.assign(H + 1, 0);
+    for (Step T = far; T <= H; ++T) {
+        if (T == H) {
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                for (Node g : dm.goals[i]) f.clause({hold[hidx(i, idx(g), H)]});
+            continue;
+        }
+        int d = f.new_var();
+        e.deadline[T] = d;
+        for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+            for (Node g : dm.goals[i]) f.clause({-d, hold[hidx(i, idx(g), T)]});
+    }
+}
+
 void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e) {
     const Topology& topo = *in.topology;
     const Model& model = in.model;
@@ -550,18 +569,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
             e.notes.push_back(fmt::format("implied: {} half-duplex pairing counts", g));
         }
     }
-    e.deadline.assign(H + 1, 0);
-    for (Step T = far; T <= H; ++T) {
-        if (T == H) {
-            for (std::size_t i = 0; i < dm.msgs.size(); ++i)
-                for (Node g : dm.goals[i]) f.clause({hold[hidx(i, idx(g), H)]});
-            continue;
-        }
-        int d = f.new_var();
-        e.deadline[T] = d;
-        for (std::size_t i = 0; i < dm.msgs.size(); ++i)
-            for (Node g : dm.goals[i]) f.clause({-d, hold[hidx(i, idx(g), T)]});
-    }
+    add_deadlines(e, dm, hold, hidx, far, H);
     for (std::size_t i = 0; i < dm.msgs.size(); ++i)
         for (std::size_t c = 0; c < C; ++c)
             for (Step t = 1; t <= H; ++t) {
@@ -675,18 +683,7 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
             }
         e.notes.push_back(fmt::format("implied: {} per-processor reception counts", n));
     }
-    e.deadline.assign(H + 1, 0);
-    for (Step T = far; T <= H; ++T) {
-        if (T == H) {
-            for (std::size_t i = 0; i < dm.msgs.size(); ++i)
-                for (Node g : dm.goals[i]) f.clause({hold[hidx(i, idx(g), H)]});
-            continue;
-        }
-        int d = f.new_var();
-        e.deadline[T] = d;
-        for (std::size_t i = 0; i < dm.msgs.size(); ++i)
-            for (Node g : dm.goals[i]) f.clause({-d, hold[hidx(i, idx(g), T)]});
-    }
+    add_deadlines(e, dm, hold, hidx, far, H);
     for (const Send& s : sends) {
         const auto& r = routes[s.p * P + s.q];
         e.candidates.push_back({s.lit, static_cast<std::uint32_t>(e.pool.size()), static_cast<std::uint32_t>(r.size()),

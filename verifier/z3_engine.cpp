@@ -1225,6 +1225,18 @@ void Engine::run() {
     }
 }
 
+/// What is left of a run that failed inside: its size and cost, every property unknown, and why.
+VerifyReport unknown_report(const VerifyReport& r, std::string why) {
+    VerifyReport u;
+    u.engine = "z3";
+    u.steps = r.steps;
+    u.transfers = r.transfers;
+    u.cost = r.cost;
+    u.status.fill(Status::unknown);
+    u.notes.push_back(std::move(why));
+    return u;
+}
+
 }  // namespace
 
 VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
@@ -1241,23 +1253,9 @@ VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
         Engine e(t, opt, r);
         e.run();
     } catch (const z3::exception& ex) {
-        VerifyReport u;
-        u.engine = "z3";
-        u.steps = r.steps;
-        u.transfers = r.transfers;
-        u.cost = r.cost;
-        u.status.fill(Status::unknown);
-        u.notes.push_back(fmt::format("Z3 failed: {}", ex.msg()));
-        r = std::move(u);
+        r = unknown_report(r, fmt::format("Z3 failed: {}", ex.msg()));
     } catch (const EngineError& ex) {
-        VerifyReport u;
-        u.engine = "z3";
-        u.steps = r.steps;
-        u.transfers = r.transfers;
-        u.cost = r.cost;
-        u.status.fill(Status::unknown);
-        u.notes.push_back(fmt::format("internal error: {}", ex.what()));
-        r = std::move(u);
+        r = unknown_report(r, fmt::format("internal error: {}", ex.what()));
     }
     r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return r;
