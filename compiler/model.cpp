@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -138,8 +139,13 @@ Model model_from_json(const nlohmann::json& j, Model m) {
             if (!std::isfinite(d) || d < 0) bad_value(key, value.dump(), "a non-negative number");
             (key == "ts" ? m.ts : m.tc) = d;
         } else if (key == "queues" && value.is_number_unsigned()) {
+            // range-checked before narrowing: 4294967296 must not wrap to a bound of 0
+            std::uint64_t b = value.get<std::uint64_t>();
+            if (b > std::numeric_limits<std::uint32_t>::max())
+                bad_value(key, value.dump(), fmt::format("unbounded, none, or a queue bound 0 <= B <= {}",
+                                                         std::numeric_limits<std::uint32_t>::max()));
             m.queues = QueueKind::bounded;
-            m.queue_bound = value.get<std::uint32_t>();
+            m.queue_bound = static_cast<std::uint32_t>(b);
         } else if (value.is_string()) {
             set_key(m, key, value.get<std::string>());
         } else {

@@ -219,6 +219,7 @@ public:
         // origin are few: EBFT all-to-all has exactly two), found by comparing `proc_node_`
         // instead of hashing; a third processor goes to the hash map. Router slots and those
         // overflow slots follow from `pool_base_` = 2M on.
+        router_maps_.assign(R_, FlatMap(16));
         const std::uint64_t M = msgs_.size();
         if (M <= dense_processor_limit) {
             pool_base_ = static_cast<std::uint32_t>(2 * M);
@@ -250,8 +251,10 @@ public:
                     const std::size_t d = 2 * std::size_t{idx(step[i].message)};
                     __builtin_prefetch(&proc_node_[d]);
                     __builtin_prefetch(&held_[d]);
+                } else if (processor(v)) {
+                    proc_map_.prefetch(stream_key(v, step[i].message));
                 } else {
-                    (processor(v) ? proc_map_ : router_map_).prefetch(stream_key(v, step[i].message));
+                    router_maps_[v - P_].prefetch(idx(step[i].message));
                 }
             }
         };
@@ -270,7 +273,8 @@ public:
             const std::uint32_t src = slots_[i].src;
             if (processor(idx(topo_.channel(step[i].channel).from)) || stock_[src] > 0 || slot_key_[src - pool_base_] == FlatMap::empty)
                 continue;
-            router_map_.erase(slot_key_[src - pool_base_]);
+            const std::uint64_t key = slot_key_[src - pool_base_];
+            router_maps_[static_cast<std::uint32_t>(key) - P_].erase(key >> 32);
             slot_key_[src - pool_base_] = FlatMap::empty;
             free_slots_.push_back(src);
         }
@@ -318,7 +322,8 @@ private:
                 }
             }
         }
-        return (processor(v) ? proc_map_ : router_map_).find_or_insert(key, make).first;
+        if (processor(v)) return proc_map_.find_or_insert(key, make).first;
+        return router_maps_[v - P_].find_or_insert(idx(m), make).first;
     }
 
     /// The slot of (v, m) if it has one, else `never`.
@@ -329,7 +334,7 @@ private:
             if (proc_node_[d + 1] == v) return d + 1;
             if (proc_node_[d + 1] == never) return never;
         }
-        return (processor(v) ? proc_map_ : router_map_).find(stream_key(v, m));
+        return processor(v) ? proc_map_.find(stream_key(v, m)) : router_maps_[v - P_].find(idx(m));
     }
 
     bool processor(std::uint32_t v) const { return v < P_; }
@@ -706,11 +711,11 @@ private:
             const Channel& ch = channel_of(i);
             if (have_ && processor(idx(ch.from))) {
                 if (held_[src] != r && !have_->holds(idx(ch.from), tr_[i].message)) return;  // held before, or passing through
-            } else if (processor(idx(ch.from)) || replicate_) {
-                if (held_[src] > r) return;
             } else {
-                if (stock_[src] == 0) return;
-                --stock_[src];
+                // A router's departure is legal once the router received the message in the round;
+                // with replicate=no the copies are counted after the fixpoint (below), so which
+                // departure takes which copy does not depend on the order they are tried in.
+                if (held_[src] > r) return;
             }
             legal_[k] = 1;
             const std::uint32_t dst = slots_[i].dst;
@@ -735,17 +740,21 @@ private:
             for (auto it = first; it != order_.end() && slots_[b + *it].src == slot; ++it)
                 if (!legal_[*it]) attempt(*it);
         }
-        // The violation to report: a replicate=no router that received copies in the round but
-        // has none left for a departure is a replication violation, and it comes first: the worm
-        // it would carry makes the later hops illegal too, but those are its consequence, not a
-        // separate causality fault (the direct checker reports only the replication).
-        std::size_t bad = no_index;
-        for (std::uint32_t k = 0; k < n; ++k) {
-            if (legal_[k]) continue;
-            if (bad == no_index) bad = b + k;
-            if (!replicate_ && !processor(idx(channel_of(b + k).from)) && held_[slots_[b + k].src] <= r) return b + k;
-        }
-        return bad;
+        // replicate=no: a router passes on at most as many copies of a message as it receives in
+        // the round (docs/semantics.md). stock_ now holds the legal arrivals of each router slot;
+        // the legal departures take them in table order, and the first one left without a copy
+        // is the replication violation. It comes first: the hops downstream of an extra copy are
+        // legal (the router did receive the message), as in the direct checker.
+        if (!replicate_)
+            for (std::uint32_t k = 0; k < n; ++k) {
+                if (!legal_[k] || processor(idx(channel_of(b + k).from))) continue;
+                const std::uint32_t src = slots_[b + k].src;
+                if (stock_[src] == 0) return b + k;
+                --stock_[src];
+            }
+        for (std::uint32_t k = 0; k < n; ++k)
+            if (!legal_[k]) return b + k;
+        return no_index;
     }
 
     void trace_step(std::size_t b, std::size_t e, Step s) {
@@ -843,6 +852,24 @@ private:
             v.message = fmt::format("step {}: router {} forwards {} on {} but has no copy left (replicate=no: a router forwards "
                                     "each copy it receives exactly once)",
                                     s, topo_.node_name(Node{u}), msgs_.name(m), channel_name(tr_[i].channel));
+            return v;
+        }
+        if (wormhole_ && !processor(u) && !replicate_ && held_[src] <= held_by) {
+            // The round's legal transfers (legal_ is indexed from the round's first transfer).
+            std::size_t b = i;
+            while (b > 0 && tr_[b - 1].step == s) --b;
+            std::uint64_t arrived = 0, sent = 0;
+            for (std::size_t j = b; j < tr_.size() && tr_[j].step == s; ++j) {
+                if (tr_[j].message != m || !legal_[j - b]) continue;
+                const Channel& c = channel_of(j);
+                if (idx(c.to) == u) ++arrived;
+                if (idx(c.from) == u) ++sent;
+            }
+            v.rule = SimRule::replication;
+            v.message = fmt::format("round {}: router {} forwards {} on {} but has no copy left: it receives {} {} in round {} and "
+                                    "forwards {} (replicate=no: a router passes on at most as many copies as it receives in the round)",
+                                    s, topo_.node_name(Node{u}), msgs_.name(m), channel_name(tr_[i].channel), arrived,
+                                    arrived == 1 ? "copy" : "copies", s, sent);
             return v;
         }
         if (!processor(u) && !replicate_ && held_[src] <= held_by) {
@@ -1108,7 +1135,12 @@ private:
     Step prev_ = 0;  // hop: the last step replayed
 
     bool streamed_ = false, halted_ = false;  // streaming
-    FlatMap proc_map_, router_map_;
+    FlatMap proc_map_;
+    // Routers: one small map per router, from message to slot. The transfers of a step come by
+    // channel, so one channel's run of transfers touches the maps of its two ends only, and they
+    // stay in cache; one map of all (router, message) pairs (32 MiB at n = 4096) missed the cache
+    // at every probe (docs/performance.md).
+    std::vector<FlatMap> router_maps_;
     std::vector<std::uint64_t> slot_key_;      // per slot from pool_base_ on: its map key (empty once freed)
     std::vector<std::uint32_t> proc_node_;     // per dense processor slot 2m, 2m+1: its processor, or never
     std::uint32_t pool_base_ = 0;              // the first slot that is not a dense processor slot
