@@ -100,7 +100,7 @@ namespace {
 /// SAX events into a Capture, for parse_piece: stops at the first duplicate key or too deep a level.
 class PieceSax {
 public:
-    explicit PieceSax(int max_depth) : max_depth_(max_depth), capture_([this](const std::string&) { throw Duplicate{}; }) {
+    explicit PieceSax(int max_depth) : max_depth_(max_depth), capture_([](const std::string&) { throw Duplicate{}; }) {
         capture_.begin();
     }
     struct Duplicate {};
