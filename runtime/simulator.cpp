@@ -233,7 +233,7 @@ public:
         proc_end_ = held_.size();
         message_bits_ = std::max(1, static_cast<int>(std::bit_width(M)));
         const int bits = message_bits_ + std::max(1, static_cast<int>(std::bit_width(std::max<std::uint32_t>(R_, 1))));
-        radix_passes_ = (bits + 10) / 11;
+        radix_passes_ = (bits + 12) / 13;  // digits of at most 13 bits: 8192 buckets (64 KiB of counts) stay in L2
         radix_digit_ = (bits + radix_passes_ - 1) / radix_passes_;
         if (options_.trace) {
             names_.reserve(topo_.nodes());
@@ -311,7 +311,7 @@ private:
 
     std::uint64_t router_key(std::uint32_t v, MessageId m) const { return (std::uint64_t{v - P_} << message_bits_) | idx(m); }
 
-    /// requests_ sorted by key: an LSD radix sort (a few passes of about 11 bits over the bits
+    /// requests_ sorted by key: an LSD radix sort (a few passes of at most 13 bits over the bits
     /// router and message take), stable, through one buffer the size of the step.
     void sort_requests() {
         if (requests_.size() < 64) {
