@@ -1258,6 +1258,30 @@ double rounded(double x) { return std::round(x * 1e6) / 1e6; }
 
 SimReport simulate(const SendTable& table, const SimOptions& options) {
     COLLSCHED_ASSERT(table.topology != nullptr);
+    // The streamed replay (router state by a step-to-step merge, docs/performance.md) over the
+    // table's steps, which are in the order StepSorter gives a stream: its completed reports are
+    // the whole-table replay's field for field (tests/tools/test_bench.cpp); anything else is
+    // replayed again whole, for the full counterexample. Only when the table is dense enough that
+    // the streamed processor slots (24 bytes per message of the message space) cost no more
+    // than the whole-table slots (about 8 bytes per transfer).
+    const std::uint64_t M = table.messages().size();
+    if (!options.whole_table && !options.trace && table.model.timing == Timing::hop && !table.model.replicate &&
+        !table.has_composites() && !table.collective.combines() && !table.transfers.empty() && 3 * M <= table.transfers.size()) {
+        Simulator sim(table, options);
+        sim.stream_begin();
+        const auto& xs = table.transfers;
+        bool going = true;
+        for (std::size_t b = 0; b < xs.size() && going;) {
+            std::size_t e = b;
+            while (e < xs.size() && xs[e].step == xs[b].step) ++e;
+            going = sim.stream_step(xs[b].step, std::span<const Transfer>(xs.data() + b, e - b));
+            b = e;
+        }
+        if (going) {
+            SimReport r = sim.stream_finish();
+            if (r.status == SimStatus::completed) return r;
+        }
+    }
     return Simulator(table, options).run();
 }
 
