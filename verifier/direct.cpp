@@ -72,12 +72,15 @@ private:
     // by-message state
     std::vector<Step> since_;            ///< per node: first step at whose end it holds the message
     std::vector<std::uint32_t> touched_;
+    /// One arrival or departure of the current message at a router: 16 bytes, so that the
+    /// per-message sort moves little. The key packs (router, step, arrival after departure), the
+    /// sort order.
     struct RouterEvent {
-        std::uint32_t router;
-        Step step;
-        bool departure;
+        std::uint64_t key;
         ChannelId channel;
-        std::uint64_t key;  ///< (router, step, arrival after departure) packed, the sort order
+        std::uint32_t router() const { return static_cast<std::uint32_t>(key >> 33); }
+        Step step() const { return static_cast<Step>((key >> 1) & 0xFFFFFFFFu); }
+        bool departure() const { return (key & 1) == 0; }
     };
     std::vector<RouterEvent> events_;
     std::vector<ChannelId> route_;
@@ -319,8 +322,7 @@ void Checker::hop_message(MessageId m, const Hop* first, const Hop* last) {
     }
     events_.clear();
     auto event = [](std::uint32_t router, Step step, bool departure, ChannelId c) {
-        return RouterEvent{router, step, departure, c,
-                           (std::uint64_t{router} << 33) | (std::uint64_t{step} << 1) | (departure ? 0u : 1u)};
+        return RouterEvent{(std::uint64_t{router} << 33) | (std::uint64_t{step} << 1) | (departure ? 0u : 1u), c};
     };
     for (const Hop* p = first; p != last; ++p) {
         const Hop& x = *p;
@@ -377,38 +379,38 @@ void Checker::routers_no_replicate(MessageId m) {
     const bool none = t_.model.queues == QueueKind::none;
     std::vector<const RouterEvent*> arrivals;
     for (std::size_t i = 0; i < events_.size();) {
-        std::uint32_t r = events_[i].router;
+        std::uint32_t r = events_[i].router();
         arrivals.clear();
         std::size_t head = 0;
-        for (; i < events_.size() && events_[i].router == r; ++i) {
+        for (; i < events_.size() && events_[i].router() == r; ++i) {
             const RouterEvent& e = events_[i];
-            if (!e.departure) {
+            if (!e.departure()) {
                 arrivals.push_back(&e);
                 continue;
             }
             if (head < arrivals.size()) {
-                Step a = arrivals[head++]->step;
-                if (none && e.step != a + 1)
+                Step a = arrivals[head++]->step();
+                if (none && e.step() != a + 1)
                     found_.add(Property::queues,
                                {Property::queues, a + 1, e.channel, Node{r}, {m},
                                 fmt::format("{} entered {} in step {} and leaves in step {}; with queues=none it must leave in step {}",
-                                            msg(m), node(Node{r}), a, e.step, a + 1)});
+                                            msg(m), node(Node{r}), a, e.step(), a + 1)});
             } else if (arrivals.empty()) {
-                found_.add(Property::causality, {Property::causality, e.step, e.channel, Node{r}, {m},
-                                                 fmt::format("{} forwards {} in step {} but has not received it", node(Node{r}), msg(m), e.step)});
+                found_.add(Property::causality, {Property::causality, e.step(), e.channel, Node{r}, {m},
+                                                 fmt::format("{} forwards {} in step {} but has not received it", node(Node{r}), msg(m), e.step())});
             } else {
                 found_.add(Property::replication,
-                           {Property::replication, e.step, e.channel, Node{r}, {m},
+                           {Property::replication, e.step(), e.channel, Node{r}, {m},
                             fmt::format("{} forwards {} in step {} but received only {} cop{} and has sent them on; "
                                         "routers do not replicate (replicate=no)",
-                                        node(Node{r}), msg(m), e.step, arrivals.size(), arrivals.size() == 1 ? "y" : "ies")});
+                                        node(Node{r}), msg(m), e.step(), arrivals.size(), arrivals.size() == 1 ? "y" : "ies")});
             }
         }
         if (none)
             for (; head < arrivals.size(); ++head)
-                found_.add(Property::queues, {Property::queues, arrivals[head]->step + 1, arrivals[head]->channel, Node{r}, {m},
+                found_.add(Property::queues, {Property::queues, arrivals[head]->step() + 1, arrivals[head]->channel, Node{r}, {m},
                                               fmt::format("{} entered {} in step {} and never leaves; with queues=none it must leave in step {}",
-                                                          msg(m), node(Node{r}), arrivals[head]->step, arrivals[head]->step + 1)});
+                                                          msg(m), node(Node{r}), arrivals[head]->step(), arrivals[head]->step() + 1)});
     }
 }
 
@@ -419,27 +421,27 @@ void Checker::routers_replicate(MessageId m) {
     const bool none = t_.model.queues == QueueKind::none;
     const bool bound = t_.model.queues == QueueKind::bounded;
     for (std::size_t i = 0; i < events_.size();) {
-        std::uint32_t r = events_[i].router;
+        std::uint32_t r = events_[i].router();
         Step first_arrival = never, last_arrival = never, last_departure = 0;
-        for (; i < events_.size() && events_[i].router == r; ++i) {
+        for (; i < events_.size() && events_[i].router() == r; ++i) {
             const RouterEvent& e = events_[i];
-            if (!e.departure) {
-                first_arrival = std::min(first_arrival, e.step);
-                last_arrival = e.step;
+            if (!e.departure()) {
+                first_arrival = std::min(first_arrival, e.step());
+                last_arrival = e.step();
                 continue;
             }
             if (first_arrival == never) {
-                found_.add(Property::causality, {Property::causality, e.step, e.channel, Node{r}, {m},
-                                                 fmt::format("{} forwards {} in step {} but has not received it", node(Node{r}), msg(m), e.step)});
+                found_.add(Property::causality, {Property::causality, e.step(), e.channel, Node{r}, {m},
+                                                 fmt::format("{} forwards {} in step {} but has not received it", node(Node{r}), msg(m), e.step())});
                 continue;
             }
-            last_departure = e.step;
-            if (none && last_arrival + 1 != e.step)
+            last_departure = e.step();
+            if (none && last_arrival + 1 != e.step())
                 found_.add(Property::queues,
-                           {Property::queues, e.step, e.channel, Node{r}, {m},
+                           {Property::queues, e.step(), e.channel, Node{r}, {m},
                             fmt::format("{} sends {} in step {} but received it last in step {}; with queues=none a router "
                                         "sends only in the step after an arrival",
-                                        node(Node{r}), msg(m), e.step, last_arrival)});
+                                        node(Node{r}), msg(m), e.step(), last_arrival)});
         }
         if (bound && first_arrival != never && last_departure >= first_arrival + 2)
             waiting_.push_back({r, first_arrival, last_departure - 2});
