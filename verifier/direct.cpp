@@ -52,6 +52,7 @@ private:
     void message(MessageId m, const Hop* first, const Hop* last);
     void hop_message(MessageId m, const Hop* first, const Hop* last);
     void wormhole_message(MessageId m, const Hop* first, const Hop* last);
+    void note(std::uint32_t router, std::vector<Step>& one, Step step);
     void routes(MessageId m, const Hop* first, const Hop* last);
     void routers_no_replicate(MessageId m);
     void routers_replicate(MessageId m);
@@ -83,6 +84,12 @@ private:
         bool departure() const { return (key & 1) == 0; }
     };
     std::vector<RouterEvent> events_;
+    /// replicate=no, per router of the current message: the step of its one arrival and of its
+    /// one departure (never: none yet; `many`: more than one), to skip the sort of events_ when
+    /// every router passes one copy on correctly (then there is nothing to report).
+    std::vector<Step> one_arrival_, one_departure_;
+    std::vector<std::uint32_t> event_routers_;
+    static constexpr Step many = never - 1;
     std::vector<ChannelId> route_;
     std::vector<detail::WaitInterval> waiting_;  ///< replicate=yes with a queue bound
     std::size_t req_ = 0;
@@ -206,6 +213,8 @@ void Checker::by_message() {
     const auto& xs = t_.transfers;
     const std::uint64_t N = xs.size();
     since_.assign(topo_.nodes(), never);
+    one_arrival_.assign(topo_.nodes(), never);
+    one_departure_.assign(topo_.nodes(), never);
     // Group the transfers by message, stably (so each group stays in step order), as (step,
     // channel) pairs: the per-message pass then reads them in sequence instead of jumping
     // through the table.
@@ -313,6 +322,11 @@ void Checker::message(MessageId m, const Hop* first, const Hop* last) {
     for (std::uint32_t v : touched_) since_[v] = never;
 }
 
+void Checker::note(std::uint32_t router, std::vector<Step>& one, Step step) {
+    if (one_arrival_[router] == never && one_departure_[router] == never) event_routers_.push_back(router);
+    one[router] = one[router] == never ? step : many;
+}
+
 void Checker::hop_message(MessageId m, const Hop* first, const Hop* last) {
     for (const Hop* p = first; p != last; ++p) {
         const Hop& x = *p;
@@ -338,10 +352,25 @@ void Checker::hop_message(MessageId m, const Hop* first, const Hop* last) {
             }
         } else {
             events_.push_back(event(idx(c.from), x.step, true, x.channel));
+            note(idx(c.from), one_departure_, x.step);
         }
-        if (!topo_.is_processor(c.to)) events_.push_back(event(idx(c.to), x.step, false, x.channel));
+        if (!topo_.is_processor(c.to)) {
+            events_.push_back(event(idx(c.to), x.step, false, x.channel));
+            note(idx(c.to), one_arrival_, x.step);
+        }
     }
-    if (!events_.empty()) {
+    // replicate=no: when every router of the message receives one copy and passes it on in a
+    // later step (in the next step under queues=none), routers_no_replicate would find nothing:
+    // skip its sort. Otherwise the events go through it in their canonical order.
+    bool clean = !t_.model.replicate;
+    const bool none = t_.model.queues == QueueKind::none;
+    for (std::uint32_t r : event_routers_) {
+        const Step a = one_arrival_[r], d = one_departure_[r];
+        if (a == never || d == never || a == many || d == many || a >= d || (none && d != a + 1)) clean = false;
+        one_arrival_[r] = one_departure_[r] = never;
+    }
+    event_routers_.clear();
+    if (!events_.empty() && !clean) {
         // Per router, in step order; at equal steps departures first (an arrival in step s
         // cannot serve a departure in step s), then by channel: of two same-step departures
         // the one on the lower channel takes the copy, so the extra one reported is fixed.
