@@ -56,9 +56,9 @@ private:
     void routes(MessageId m, const Hop* first, const Hop* last);
     void routers_no_replicate(MessageId m);
     void routers_replicate(MessageId m);
-    void goals(MessageId m);
+    void goals(MessageId m, const MessageKey& k, bool initial);
     template <class F>
-    void goal_processors(MessageId m, F&& f) const;
+    void goal_processors(const MessageKey& k, bool initial, F&& f) const;
 
     const SendTable& t_;
     const Topology& topo_;
@@ -308,8 +308,11 @@ void Checker::by_message() {
 
 void Checker::message(MessageId m, const Hop* first, const Hop* last) {
     touched_.clear();
-    Node origin = ms_.origin(m);
-    if (t_.collective.initial(ms_, m)) {
+    // The message's key and whether it is initial data, once per message (Messages::key divides).
+    const MessageKey key = ms_.key(m);
+    const bool initial = t_.collective.initial(ms_, m);
+    const Node origin{key.src};
+    if (initial) {
         since_[idx(origin)] = 0;
         touched_.push_back(idx(origin));
     }
@@ -318,7 +321,7 @@ void Checker::message(MessageId m, const Hop* first, const Hop* last) {
         else wormhole_message(m, first, last);
         if (opt_.fixed_routes) routes(m, first, last);
     }
-    goals(m);
+    goals(m, key, initial);
     for (std::uint32_t v : touched_) since_[v] = never;
 }
 
@@ -478,11 +481,10 @@ void Checker::routers_replicate(MessageId m) {
 }
 
 template <class F>
-void Checker::goal_processors(MessageId m, F&& f) const {
+void Checker::goal_processors(const MessageKey& k, bool initial, F&& f) const {
     const Collective& c = t_.collective;
-    MessageKey k = ms_.key(m);
     const std::uint32_t P = topo_.processors();
-    if (c.initial(ms_, m) || c.kind == CollectiveKind::custom) {
+    if (initial || c.kind == CollectiveKind::custom) {
         switch (c.kind) {
             case CollectiveKind::alltoall:
             case CollectiveKind::scatter:
@@ -505,13 +507,13 @@ void Checker::goal_processors(MessageId m, F&& f) const {
     }
 }
 
-void Checker::goals(MessageId m) {
+void Checker::goals(MessageId m, const MessageKey& k, bool initial) {
     auto check = [&](Node p) {
         if (since_[idx(p)] != never) return;
         found_.add(Property::completeness, {Property::completeness, 0, std::nullopt, p, {m},
                                             fmt::format("{} never reaches processor {}", msg(m), node(p))});
     };
-    goal_processors(m, check);
+    goal_processors(k, initial, check);
     while (req_ < reqs_.size() && idx(reqs_[req_].message) < idx(m)) ++req_;
     for (; req_ < reqs_.size() && reqs_[req_].message == m; ++req_) check(reqs_[req_].at);
 }
