@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/names.hpp"
 #include "compiler/resolve.hpp"
 #include "dsl/printer.hpp"
 
@@ -60,9 +61,7 @@ std::string spec_of(Env& env, std::string_view family, SourceLoc loc, const std:
     }
     if (!is_family(family))
         fail("E030", loc,
-             fmt::format("unknown topology family '{}': expected ebft, cbft, bft, fattree, ideal, ring, linear, mesh, torus, "
-                         "hypercube, complete, product or graph",
-                         family));
+             fmt::format("unknown topology family '{}': expected {}", family, name_list(family_names, &FamilyName::name)));
     auto count = [&](std::size_t lo, std::size_t hi, std::string_view shape) {
         if (pos.size() < lo || pos.size() > hi)
             fail("E031", loc, fmt::format("{}() takes {}, found {} positional argument{}", family, shape, pos.size(), pos.size() == 1 ? "" : "s"));
@@ -265,19 +264,12 @@ Model build_model(Env& env, const ast::ModelDecl& d, Model base, LoweringPolicy&
 }
 
 Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
-    static constexpr std::pair<std::string_view, CollectiveKind> kinds[] = {
-        {"alltoall", CollectiveKind::alltoall},   {"allgather", CollectiveKind::allgather}, {"broadcast", CollectiveKind::broadcast},
-        {"scatter", CollectiveKind::scatter},     {"gather", CollectiveKind::gather},       {"multicast", CollectiveKind::multicast},
-        {"custom", CollectiveKind::custom},       {"reduce", CollectiveKind::reduce},       {"prefix", CollectiveKind::prefix}};
     const std::string& name = d.name.name;
-    auto it = std::find_if(std::begin(kinds), std::end(kinds), [&](const auto& k) { return k.first == name; });
-    if (it == std::end(kinds))
-        fail("E033", d.name.loc,
-             fmt::format("unknown collective '{}': expected alltoall, allgather, broadcast(r), scatter(r), gather(r), "
-                         "multicast(r, {{members}}), reduce(r), prefix or custom",
-                         name));
+    const CollectiveName* known = find_collective(name);
+    if (!known)
+        fail("E033", d.name.loc, fmt::format("unknown collective '{}': expected {}", name, name_list(collective_names, &CollectiveName::dsl)));
     Collective c;
-    c.kind = it->second;
+    c.kind = known->kind;
     auto expr_arg = [&](std::size_t i) -> const ast::Expr& {
         const auto* e = std::get_if<ast::Expr>(&d.args[i]);
         if (!e) fail("E033", std::get<ast::SetLit>(d.args[i]).loc, fmt::format("argument {} of {} is a processor, not a set", i + 1, name));

@@ -6,16 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "compiler/names.hpp"
 #include "dsl/printer.hpp"
 #include "support/edit_distance.hpp"
 
 namespace collsched::compiler {
 
-bool is_family(std::string_view f) {
-    static constexpr std::string_view families[] = {"ebft", "cbft",   "bft",       "fattree",  "ideal",   "ring", "linear",
-                                                    "mesh", "torus", "hypercube", "complete", "product", "graph"};
-    return std::find(std::begin(families), std::end(families), f) != std::end(families);
-}
+bool is_family(std::string_view f) { return find_family(f) != nullptr; }
 
 namespace {
 

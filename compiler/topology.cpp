@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/json_error.hpp"
+#include "compiler/names.hpp"
 #include "dsl/diagnostics.hpp"
 
 namespace collsched {
@@ -776,9 +777,7 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
         need_rest("graph:FILE.json");
         return Impl::graph(spec, rest);
     }
-    bad_spec(spec, fmt::format("unknown family '{}': expected ebft, cbft, bft, fattree, ideal, ring, linear, mesh, torus, "
-                               "hypercube, complete, product or graph",
-                               fam));
+    bad_spec(spec, fmt::format("unknown family '{}': expected {}", fam, name_list(family_names, &FamilyName::name)));
 }
 
 }  // namespace collsched
