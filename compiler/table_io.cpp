@@ -13,6 +13,9 @@
 #include <cstdio>
 #include <iterator>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <map>
 #include <optional>
 
@@ -298,6 +301,8 @@ public:
                 const RawTransfer& p = pending_[i];
                 table_.transfers.push_back(r.resolve(i, p.step, p.from, p.to, p.msg));
             }
+            // before the sort, which keeps origins attached to their transfers
+            if (!table_.transfer_origins.empty()) table_.transfer_origins.resize(count_, no_origin);
         });
         return std::move(table_);
     }
@@ -308,6 +313,7 @@ private:
         std::optional<std::string> from, to, msg;
         std::string extra;
         std::vector<std::string> extra_keys;
+        std::optional<std::string> at;  ///< "at": the statement that made the transfer
     };
 
     [[noreturn]] void fail(std::string_view what) const { throw InputError(fmt::format("{}: {}", name_, what)); }
@@ -334,8 +340,18 @@ private:
                    : key_ == "from" ? cur_.from.has_value()
                    : key_ == "to"   ? cur_.to.has_value()
                    : key_ == "msg"  ? cur_.msg.has_value()
+                   : key_ == "at" && cur_.at ? true
                                     : std::find(cur_.extra_keys.begin(), cur_.extra_keys.end(), key_) != cur_.extra_keys.end();
         if (dup) fail(fmt::format("transfers[{}]: duplicate key \"{}\"", count_, key_));
+    }
+
+    /// "at" of transfer count_: into SendTable::origins (each location once) and
+    /// transfer_origins (no_origin for the transfers without one).
+    void record_origin(const std::string& at) {
+        auto [it, fresh] = origin_index_.emplace(at, static_cast<std::uint32_t>(table_.origins.size()));
+        if (fresh) table_.origins.push_back(at);
+        table_.transfer_origins.resize(count_ + 1, no_origin);
+        table_.transfer_origins[count_] = it->second;
     }
 
     bool scalar(json v) {
@@ -386,6 +402,8 @@ private:
             str(cur_.to);
         } else if (key_ == "msg") {
             str(cur_.msg);
+        } else if (key_ == "at" && v.is_string()) {
+            cur_.at = v.get<std::string>();
         } else {
             append_extra(v);
         }
@@ -395,6 +413,7 @@ private:
         const char* missing = !cur_.step ? "step" : !cur_.from ? "from" : !cur_.to ? "to" : !cur_.msg ? "msg" : nullptr;
         if (missing) fail(fmt::format("transfers[{}]: missing \"{}\"", count_, missing));
         if (!cur_.extra.empty()) table_.transfer_extras.emplace_back(count_, std::move(cur_.extra));
+        if (cur_.at) record_origin(*cur_.at);
         if (table_.topology) {
             table_.transfers.push_back(resolver_->resolve(count_, *cur_.step, *cur_.from, *cur_.to, *cur_.msg));
         } else {
@@ -420,6 +439,7 @@ private:
     SendTable table_;
     std::optional<Resolver> resolver_;
     std::vector<RawTransfer> pending_;
+    std::map<std::string, std::uint32_t> origin_index_;
 };
 
 std::string_view trim(std::string_view s) {
@@ -448,11 +468,11 @@ SendTable parse_table_json(std::string_view text, std::string_view name) {
 
 namespace {
 
-/// A JSON table held in a buffer padded for simdjson: the fast reader, else (a per-rank file, or
-/// anything the fast reader leaves to it, including every error) the reference readers.
-SendTable read_json_file(std::string_view text, std::string_view name) {
+/// A JSON table: the fast reader, else (a per-rank file, or anything the fast reader leaves to it,
+/// including every error) the reference readers. `padded`: simdjson's padding follows the text.
+SendTable read_json(std::string_view text, bool padded, std::string_view name) {
     bool ranks = false;
-    if (auto t = table_read::parse_fast(text, true, name, ranks)) return std::move(*t);
+    if (auto t = table_read::parse_fast(text, padded, name, ranks)) return std::move(*t);
     if (ranks || looks_like_ranks(text)) return parse_ranks_json(text, name);
     return parse_table_json_reference(text, name);
 }
@@ -644,13 +664,48 @@ private:
 
 }  // namespace
 
-SendTable read_table(const std::string& path) {
-    FileText file(path);
-    std::string_view text = file.text();
+std::string read_input_text(const std::string& path) {
+    if (path != "-") {
+        FileText file(path);
+        return std::string(file.text());
+    }
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    if (std::cin.bad()) throw InputError("<stdin>: cannot read standard input");
+    return ss.str();
+}
+
+bool looks_like_table(std::string_view text) {
     std::size_t first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) throw InputError(fmt::format("{}: the file is empty (expected a table in JSON or CSV)", path));
-    if (text[first] == '{' || text[first] == '[') return read_json_file(text, path);
-    return parse_table_csv(text, path);
+    if (first == std::string_view::npos) return false;
+    if (text[first] == '{' || text[first] == '[') return true;
+    if (text.substr(first).starts_with("# format=collsched.table")) return true;
+    for (std::size_t at = 0; at < text.size();) {  // CSV: its header row
+        std::size_t end = std::min(text.find('\n', at), text.size());
+        if (trim(text.substr(at, end - at)) == "step,from,to,message") return true;
+        at = end + 1;
+    }
+    return false;
+}
+
+namespace {
+
+/// A table in `text`; `padded` when SIMDJSON_PADDING readable bytes follow it (read_table's buffers).
+SendTable parse_table_text(std::string_view text, bool padded, std::string_view name) {
+    std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) throw InputError(fmt::format("{}: the file is empty (expected a table in JSON or CSV)", name));
+    if (text[first] == '{' || text[first] == '[') return read_json(text, padded, name);
+    return parse_table_csv(text, name);
+}
+
+}  // namespace
+
+SendTable parse_table(std::string_view text, std::string_view name) { return parse_table_text(text, false, name); }
+
+SendTable read_table(const std::string& path) {
+    if (path == "-") return parse_table(read_input_text(path), "<stdin>");
+    FileText file(path);
+    return parse_table_text(file.text(), true, path);
 }
 
 namespace {
@@ -716,6 +771,8 @@ void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& 
     fmt::format_to(it, " \"steps\": {},\n \"transfers\": [", t.steps());
     std::vector<std::string> names = node_names(*t.topology);
     auto extra = t.transfer_extras.begin();
+    std::vector<std::string> origin_json;  // "at" of each origin, as JSON strings
+    for (const std::string& o : t.origins) origin_json.push_back(json(o).dump());
     for (std::uint64_t i = 0; i < t.transfers.size(); ++i) {
         const Transfer& x = t.transfers[i];
         const Channel& c = t.topology->channel(x.channel);
@@ -728,6 +785,10 @@ void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& 
         put(out, "\", \"msg\": \"");
         put_message(out, ms, x.message);
         out.push_back('"');
+        if (i < t.transfer_origins.size() && t.transfer_origins[i] < origin_json.size()) {
+            put(out, ", \"at\": ");
+            put(out, origin_json[t.transfer_origins[i]]);
+        }
         if (extra != t.transfer_extras.end() && extra->first == i) {
             fmt::format_to(it, ", {}", extra->second);
             ++extra;
