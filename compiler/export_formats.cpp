@@ -11,7 +11,7 @@ void write_table_as(const SendTable& t, std::string_view format, const ExportOpt
     if (format == "json") return write_table_json(t, out, flush);
     if (format == "csv") return write_table_csv(t, out, flush);
     if (format == "ranks") return write_table_ranks(t, out, flush);
-    if (format == "msccl") return write_table_msccl(t, out, flush);
+    if (format == "msccl") return write_table_msccl(t, options.msccl, out, flush);
     if (format == "dot") return write_table_dot(t, out, flush);
     if (format == "svg") return write_table_svg(t, options.timeline, out, flush);
     if (format == "html") return write_table_html(t, options.timeline, out, flush);

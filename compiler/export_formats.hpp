@@ -9,6 +9,7 @@
 #include <array>
 #include <string_view>
 
+#include "compiler/export_msccl.hpp"
 #include "compiler/export_svg.hpp"
 #include "compiler/send_table.hpp"
 #include "compiler/table_io.hpp"
@@ -19,6 +20,7 @@ inline constexpr std::array<std::string_view, 7> table_formats = {"json", "csv",
 
 struct ExportOptions {
     TimelineOptions timeline;  ///< svg and html
+    MscclOptions msccl;        ///< msccl
 };
 
 /// Writes `t` in `format` (one of table_formats). Throws InputError for an unknown format and

@@ -12,6 +12,8 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     struct Args {
         std::string input, output = "-", format = "json", rows = "auto";
         std::vector<std::string> defines;
+        MscclOptions msccl;
+        std::string topology;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("convert",
@@ -26,11 +28,18 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--rows", args->rows, "Timeline rows for svg and html: auto (channels up to 128, else processors), "
                                           "channels or processors")
         ->check(CLI::IsMember({"auto", "channels", "processors"}));
+    cmd->add_option("--max-steps", args->msccl.max_steps,
+                    "msccl: steps per thread block the executor allows (its MSCCL_MAX_NUM_STEPS; default 64)");
+    cmd->add_option("--channels", args->msccl.channels,
+                    "msccl: thread blocks (each on its own channel) per connection, to fit the step limit (default 1)");
+    cmd->add_option("--topology", args->topology,
+                    "MSCCL-IR input: the topology the program runs on (default complete:P)");
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output); written only on success");
     cmd->callback([&ctx, args] {
-        SendTable t = load_input(args->input, args->defines);
+        SendTable t = load_input(args->input, args->defines, {args->topology, args->msccl.max_steps});
         ExportOptions options;
         options.timeline.rows = parse_timeline_rows(args->rows);
+        options.msccl = args->msccl;
         write_output(args->output,
                      [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_as(t, args->format, options, buf, flush); });
         ctx.exit_code = 0;

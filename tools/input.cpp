@@ -1,6 +1,9 @@
 #include "tools/input.hpp"
 
 #include <cstdio>
+#include <fstream>
+#include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -10,8 +13,34 @@
 
 namespace collsched::tools {
 
-SendTable load_input(const std::string& path, const std::vector<std::string>& defines) {
-    if (path.size() >= 6 && path.ends_with(".sched")) {
+namespace {
+
+/// The file's text when it is an MSCCL-IR program (first non-blank character '<'), else nullopt.
+std::optional<std::string> msccl_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;  // the table reader names the problem
+    char c = 0;
+    while (in.get(c) && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+    }
+    if (!in || c != '<') return std::nullopt;
+    in.seekg(0);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return std::move(text).str();
+}
+
+}  // namespace
+
+SendTable load_input(const std::string& path, const std::vector<std::string>& defines, const MscclImportOptions& msccl) {
+    const bool sched = path.size() >= 6 && path.ends_with(".sched");
+    if (!sched) {
+        if (auto xml = msccl_text(path)) {
+            if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL-IR files");
+            return parse_msccl_ir(*xml, path, msccl);
+        }
+    }
+    if (!msccl.topology.empty()) throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
+    if (sched) {
         Diagnostics diags;
         CompileOptions options;
         options.record_locations = true;  // counterexamples name the send or hop behind them
