@@ -34,6 +34,16 @@ inline SendTable ring_allgather(std::uint32_t n) {
     return std::move(b).finish();
 }
 
+/// One-step alltoall on complete:P: every m(s,d) on the channel s -> d in step 1.
+inline SendTable complete_alltoall(std::uint32_t P) {
+    auto topo = Topology::parse(fmt::format("complete:{}", P));
+    TableBuilder b(topo, topo->default_model(), Collective{CollectiveKind::alltoall, Node{0}, {}});
+    for (std::uint32_t s = 0; s < P; ++s)
+        for (std::uint32_t d = 0; d < P; ++d)
+            if (s != d) b.hop(1, *topo->find_channel(Node{s}, Node{d}), b.messages().personal(s, d));
+    return std::move(b).finish();
+}
+
 /// Flooding allgather with replicate=yes and unbounded queues: processors put their datum on
 /// every out-channel at time 0; a node that receives a message for the first time queues it on
 /// every out-channel except back where it came from (processors only keep it); each channel

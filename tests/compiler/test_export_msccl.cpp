@@ -91,16 +91,6 @@ SendTable hypercube_broadcast(std::uint32_t root) {
     return std::move(b).finish();
 }
 
-/// One-step alltoall on complete:P: every m(s,d) on the channel s -> d in step 1.
-SendTable complete_alltoall(std::uint32_t P) {
-    auto topo = Topology::parse(fmt::format("complete:{}", P));
-    TableBuilder b(topo, topo->default_model(), Collective{CollectiveKind::alltoall, Node{0}, {}});
-    for (std::uint32_t s = 0; s < P; ++s)
-        for (std::uint32_t d = 0; d < P; ++d)
-            if (s != d) b.hop(1, *topo->find_channel(Node{s}, Node{d}), b.messages().personal(s, d));
-    return std::move(b).finish();
-}
-
 TEST_CASE("msccl: a broadcast on a hypercube; a root other than 0 is refused") {
     SendTable t = hypercube_broadcast(0);
     check_msccl(t);
