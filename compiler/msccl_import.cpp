@@ -142,6 +142,7 @@ private:
                 ++i_;
                 break;
             }
+            if (at("<") || i_ >= s_.size()) fail(fmt::format("<{}> is not closed with '>'", e.name));
             std::string k = name();
             skip_space();
             if (!at("=")) fail(fmt::format("attribute '{}' of <{}> without a value", k, e.name));
@@ -729,9 +730,16 @@ void run(const Program& prog, const Graph& g, const Clocks& clocks, bool inplace
         bool write;
     };
     std::map<std::tuple<int, char, int>, std::vector<Access>> accesses;
+    // a copy onto the same chunk (the local copy of an in-place allgather or broadcast) is no access
+    auto self_copy = [&](const Op& op, int x) {
+        if (op.type != OpType::copy) return false;
+        Location a = layout.locate(op.rank, op.srcbuf, op.srcoff + x), b = layout.locate(op.rank, op.dstbuf, op.dstoff + x);
+        return a.buf == b.buf && a.off == b.off;
+    };
     for (int o : g.order) {
         const Op& op = prog.ops[o];
         for (int x = 0; x < op.cnt; ++x) {
+            if (self_copy(op, x)) continue;
             if (op.type == OpType::send || op.type == OpType::copy) {
                 Location l = layout.locate(op.rank, op.srcbuf, op.srcoff + x);
                 accesses[{op.rank, l.buf, l.off}].push_back({o, false});
@@ -811,6 +819,7 @@ void run(const Program& prog, const Graph& g, const Clocks& clocks, bool inplace
         }
         if (op.type == OpType::copy)
             for (int x = 0; x < op.cnt; ++x) {
+                if (self_copy(op, x)) continue;
                 cell(op.rank, op.dstbuf, op.dstoff + x) = vals[x];
                 note_write(op.rank, op.dstbuf, op.dstoff + x, o);
             }
