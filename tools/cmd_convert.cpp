@@ -1,12 +1,45 @@
-// `collsched convert FILE --format json|csv|ranks|msccl|dot|svg|html [-o OUT]`: rewrites a
-// table (JSON, CSV, per-rank JSON, or a compiled schedule) in another format; the output file
-// appears only when everything succeeded (docs/formats.md, docs/exports.md).
+// `collsched convert FILE --format json|csv|ranks|msccl|dot|svg|html|chakra [-o OUT]`: rewrites a
+// table (JSON, CSV, per-rank JSON, MSCCL-IR, Chakra traces, or a compiled schedule) in another
+// format; the output files appear only when everything succeeded (docs/formats.md, docs/exports.md).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "compiler/export_chakra.hpp"
 #include "compiler/export_formats.hpp"
 #include "compiler/table_io.hpp"
+#include "dsl/diagnostics.hpp"
 #include "tools/commands.hpp"
 #include "tools/input.hpp"
 
 namespace collsched::tools {
+
+namespace {
+
+/// Writes every file to a temporary name first and renames them only when all were written.
+void write_files(const std::vector<ChakraFile>& files) {
+    std::vector<std::string> tmps;
+    auto cleanup = [&] {
+        for (const std::string& t : tmps) std::remove(t.c_str());
+    };
+    for (const ChakraFile& f : files) {
+        tmps.push_back(fmt::format("{}.tmp.{}", f.path, ::getpid()));
+        std::FILE* out = std::fopen(tmps.back().c_str(), "wb");
+        const bool ok = out && std::fwrite(f.content.data(), 1, f.content.size(), out) == f.content.size();
+        if (!out || std::fclose(out) != 0 || !ok) {
+            cleanup();
+            throw InputError(fmt::format("{}: cannot write (directory missing or not writable, or disk full)", f.path));
+        }
+    }
+    for (std::size_t i = 0; i < files.size(); ++i)
+        if (std::rename(tmps[i].c_str(), files[i].path.c_str()) != 0) {
+            cleanup();
+            throw InputError(fmt::format("{}: cannot rename the finished file into place", files[i].path));
+        }
+}
+
+}  // namespace
 
 void add_convert_command(CLI::App& app, Context& ctx) {
     struct Args {
@@ -14,6 +47,7 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         std::vector<std::string> defines;
         MscclOptions msccl;
         std::string topology;
+        std::uint64_t bytes = 1024;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("convert",
@@ -24,7 +58,7 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched)")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--format", args->format, "Output format")
-        ->check(CLI::IsMember({"json", "csv", "ranks", "msccl", "dot", "svg", "html"}));
+        ->check(CLI::IsMember({"json", "csv", "ranks", "msccl", "dot", "svg", "html", "chakra"}));
     cmd->add_option("--rows", args->rows, "Timeline rows for svg and html: auto (channels up to 128, else processors), "
                                           "channels or processors")
         ->check(CLI::IsMember({"auto", "channels", "processors"}));
@@ -34,9 +68,16 @@ void add_convert_command(CLI::App& app, Context& ctx) {
                     "msccl: thread blocks (each on its own channel) per connection, to fit the step limit (default 1)");
     cmd->add_option("--topology", args->topology,
                     "MSCCL-IR input: the topology the program runs on (default complete:P)");
+    cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output); written only on success");
     cmd->callback([&ctx, args] {
         SendTable t = load_input(args->input, args->defines, {args->topology, args->msccl.max_steps});
+        if (args->format == "chakra") {
+            if (args->output == "-") throw InputError("--format chakra writes several files: give -o DIR/PREFIX");
+            write_files(table_to_chakra(t, {std::filesystem::absolute(args->output).string(), args->bytes}));
+            ctx.exit_code = 0;
+            return;
+        }
         ExportOptions options;
         options.timeline.rows = parse_timeline_rows(args->rows);
         options.msccl = args->msccl;

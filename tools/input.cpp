@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/export_chakra.hpp"
 #include "compiler/lower.hpp"
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
@@ -40,6 +41,10 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
         }
     }
     if (!msccl.topology.empty()) throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
+    if (!sched && is_chakra_trace(path)) {
+        if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to Chakra traces");
+        return read_chakra(path.substr(0, path.size() - 5));
+    }
     if (sched) {
         Diagnostics diags;
         CompileOptions options;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "compiler/builder.hpp"
 #include "compiler/send_table.hpp"
