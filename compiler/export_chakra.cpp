@@ -1,6 +1,7 @@
 #include "compiler/export_chakra.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -288,8 +289,15 @@ SendTable read_chakra(const std::string& prefix) {
                 throw InputError(fmt::format("{}: the name does not say '{} MSG {} RANK step N'", where(), send ? "send" : "recv",
                                              send ? "to" : "from"));
             rn.msg = w[1];
-            rn.peer = std::uint32_t(std::stoul(w[3]));
-            rn.step = Step(std::stoul(w[5]));
+            auto number = [&](const std::string& x) {
+                std::uint32_t v = 0;
+                auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
+                if (ec != std::errc() || p != x.data() + x.size())
+                    throw InputError(fmt::format("{}: '{}' in its name is not a number", where(), x));
+                return v;
+            };
+            rn.peer = number(w[3]);
+            rn.step = number(w[5]);
             if ((send ? *rn.dst : *rn.src) != std::int32_t(rn.peer) || rn.peer >= P || rn.peer == r)
                 throw InputError(fmt::format("{}: the peer in its name and its attributes disagree or are out of range", where()));
             ranks[r].push_back(std::move(rn));

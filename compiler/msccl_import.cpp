@@ -211,6 +211,7 @@ struct Program {
 };
 
 constexpr std::size_t max_reported = 20;
+constexpr int max_chunks = 1 << 20;  ///< per buffer and rank: the reader holds one value per chunk
 
 /// Collects problems, each with the step's location; throws them all at the end of a phase.
 class Problems {
@@ -312,7 +313,10 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
             pr.add(g, fmt::format("gpu id {} is outside 0..{} or listed twice", *id, prog.P - 1));
             continue;
         }
-        if (*ic < 0 || *oc < 0 || *sc < 0) pr.add(g, fmt::format("gpu {}: negative chunk counts", *id));
+        if (*ic < 0 || *oc < 0 || *sc < 0 || *ic > max_chunks || *oc > max_chunks || *sc > max_chunks) {
+            pr.add(g, fmt::format("gpu {}: chunk counts must be in 0..{}", *id, max_chunks));
+            continue;
+        }
         seen[*id] = true;
         Gpu& gpu = prog.gpus[*id];
         gpu.i_chunks = *ic;

@@ -228,3 +228,31 @@ TEST_CASE("msccl export: every catalog schedule up to 64 processors passes the e
     MESSAGE(fmt::format("catalog rows up to 64 processors: {} exported within the executor's rules, {} refused", written, refused));
     CHECK(written > 0);
 }
+
+TEST_CASE("msccl import: every prefix and seeded byte edits of a program are read or refused with an InputError") {
+    const std::string two = data("alltoall_two_step.xml");
+    int read = 0, refused = 0;
+    auto attempt = [&](const std::string& text) {
+        try {
+            parse_msccl_ir(text, "x.xml");
+            ++read;
+        } catch (const InputError&) {
+            ++refused;
+        }
+    };
+    for (std::size_t n = 0; n < two.size(); n += 7) attempt(two.substr(0, n));
+    std::uint64_t seed = 17;
+    auto next = [&] {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        return seed >> 33;
+    };
+    const std::string alphabet = "0123456789-\"<>/= sriox";
+    for (int i = 0; i < 400; ++i) {
+        std::string x = two;
+        for (int k = 0; k < 3; ++k) x[next() % x.size()] = alphabet[next() % alphabet.size()];
+        INFO("seed step " << i);
+        attempt(x);
+    }
+    CHECK(refused > 0);
+    CHECK(read + refused == int((two.size() + 6) / 7) + 400);
+}
