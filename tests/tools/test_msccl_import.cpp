@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/ranges.h>
 
@@ -190,8 +191,11 @@ TEST_CASE("msccl import: reductions, other collectives, the executor's rules and
     CHECK(r.err == "collsched: error: --topology applies to MSCCL-IR files only (tables and schedules name theirs)\n");
 }
 
-TEST_CASE("msccl export: every catalog schedule up to 64 processors passes the executor's load rules or is refused with the reason") {
+TEST_CASE("msccl export: every catalog schedule passes the executor's load rules or is refused with the reason") {
     Catalog catalog = read_catalog(source("schedules/catalog.json"));
+    // the default suite stops at 64 processors; ctest -L slow runs msccl_catalog_1024 (6 minutes)
+    const char* env = std::getenv("COLLSCHED_MSCCL_CATALOG_MAX");
+    const std::uint64_t max_size = env ? std::strtoull(env, nullptr, 10) : 64;
     int written = 0, refused = 0;
     for (const CatalogEntry& e : catalog.entries)
         for (const auto& row : e.rows) {
@@ -201,7 +205,7 @@ TEST_CASE("msccl export: every catalog schedule up to 64 processors passes the e
                 defines.push_back(fmt::format("{}={}", k, v));
                 if (std::find(e.size.begin(), e.size.end(), k) != e.size.end()) size *= std::uint64_t(v);
             }
-            if (size > 64) continue;
+            if (size > max_size) continue;
             CAPTURE(e.file);
             CAPTURE(fmt::format("{}", fmt::join(defines, " ")));
             Diagnostics diags;
@@ -225,7 +229,8 @@ TEST_CASE("msccl export: every catalog schedule up to 64 processors passes the e
             CHECK(test::msccl_limits(algo) == "");
             ++written;
         }
-    MESSAGE(fmt::format("catalog rows up to 64 processors: {} exported within the executor's rules, {} refused", written, refused));
+    MESSAGE(fmt::format("catalog rows up to {} processors: {} exported within the executor's rules, {} refused", max_size, written,
+                        refused));
     CHECK(written > 0);
 }
 
