@@ -219,7 +219,8 @@ public:
     explicit Problems(std::string_view name) : name_(name) {}
     void add(int line, int col, std::string what) {
         ++count_;
-        if (lines_.size() < max_reported) lines_.push_back(fmt::format("{}:{}:{}: {}", name_, line, col, what));
+        if (lines_.size() >= max_reported) return;
+        lines_.push_back(line > 0 ? fmt::format("{}:{}:{}: {}", name_, line, col, what) : fmt::format("{}: {}", name_, what));
     }
     void add(const Elem& e, std::string what) { add(e.line, e.col, std::move(what)); }
     void check() const {

@@ -79,6 +79,10 @@ TEST_CASE("msccl import: what collsched exports reads back to the same table on 
     }
     SendTable a = test::complete_alltoall(8);
     CHECK(parse_msccl_ir(table_to_msccl(a), "a.xml").transfers == a.transfers);
+    // the exports of relaying and replicating tables pass the reader's checks (no race, no
+    // deadlock, complete outputs), the allgather both in place and out of place
+    CHECK_NOTHROW(parse_msccl_ir(table_to_msccl(test::flood_allgather("cbft:8")), "f.xml"));
+    CHECK_NOTHROW(parse_msccl_ir(table_to_msccl(test::ebft_alltoall(16)), "e.xml"));
     // a broadcast: MSCCL-IR has no global clock, so the levelling is as soon as possible (the
     // root's three sends all in step 1 on the multi-port hypercube), a different table with the
     // same three steps that still verifies
