@@ -247,9 +247,12 @@ Plan build_plan(const SendTable& t, const MscclOptions& opt) {
         if (auto copy = layout.local_copy(g)) gpu.tbs.push_back(Tb{-1, -1, 0, {*copy}});
     }
     // (gpu, peer, channel) -> tb index; std::map iterates in msccl-tools' order
+    // (a connection with fewer than K transfers gets one instance per transfer)
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> count;
+    for (const EndpointTransfer& e : ev) ++count[{idx(e.src), idx(e.dst)}];
     std::map<std::tuple<std::uint32_t, std::uint32_t, int>, int> recv_tb, send_tb;
     for (auto& [pair, chan] : chan_of)
-        for (int j = 0; j < K; ++j) {
+        for (int j = 0; j < K && std::uint64_t(j) < count[pair]; ++j) {
             recv_tb[{pair.second, pair.first, chan + j * B}] = 0;
             send_tb[{pair.first, pair.second, chan + j * B}] = 0;
         }
