@@ -39,11 +39,17 @@ void write_files(const std::vector<ChakraFile>& files) {
         }
 }
 
+std::vector<std::string> format_names_and_chakra() {
+    std::vector<std::string> names = output_format_names();
+    names.emplace_back("chakra");
+    return names;
+}
+
 }  // namespace
 
 void add_convert_command(CLI::App& app, Context& ctx) {
     struct Args {
-        std::string input, output = "-", format = "json", rows = "auto";
+        std::string input, output = "-", format, rows = "auto";
         std::vector<std::string> defines;
         MscclOptions msccl;
         std::string topology;
@@ -55,13 +61,16 @@ void add_convert_command(CLI::App& app, Context& ctx) {
                                    "format: json, csv, ranks (per-rank sends and receives), msccl (MSCCL-IR XML), dot (the "
                                    "topology with capacities and traffic), svg (timeline of link use), html (the timeline "
                                    "with hover details). Transfers come out sorted by (step, channel, message).");
-    cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched)")->required();
+    cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
-    cmd->add_option("--format", args->format, "Output format")
-        ->check(CLI::IsMember({"json", "csv", "ranks", "msccl", "dot", "svg", "html", "chakra"}));
-    cmd->add_option("--rows", args->rows, "Timeline rows for svg and html: auto (channels up to 128, else processors), "
-                                          "channels or processors")
-        ->check(CLI::IsMember({"auto", "channels", "processors"}));
+    cmd->add_option("--format", args->format,
+                    fmt::format("Output format: {}, or chakra (traces per rank for ASTRA-sim, -o DIR/PREFIX) (default: the one "
+                                "-o FILE's extension names, else json)",
+                                output_format_list()))
+        ->check(CLI::IsMember(format_names_and_chakra()));
+    cmd->add_option("--rows", args->rows, "Timeline rows for svg and html: auto (channels up to 128, else a fat tree's router "
+                                          "links up to 128, else processors), channels, routers or processors")
+        ->check(CLI::IsMember({"auto", "channels", "routers", "processors"}));
     cmd->add_option("--max-steps", args->msccl.max_steps,
                     "msccl: steps per thread block the executor allows (its MSCCL_MAX_NUM_STEPS; default 64)");
     cmd->add_option("--channels", args->msccl.channels,
@@ -71,8 +80,10 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output); written only on success");
     cmd->callback([&ctx, args] {
-        SendTable t = load_input(args->input, args->defines, {args->topology, args->msccl.max_steps});
-        if (args->format == "chakra") {
+        const std::string format = output_format(args->format, args->output);
+        // a table's own "at" fields stay
+        SendTable t = load_input(args->input, args->defines, false, false, {args->topology, args->msccl.max_steps});
+        if (format == "chakra") {
             if (args->output == "-") throw InputError("--format chakra writes several files: give -o DIR/PREFIX");
             write_files(table_to_chakra(t, {std::filesystem::absolute(args->output).string(), args->bytes}));
             ctx.exit_code = 0;
@@ -82,7 +93,7 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         options.timeline.rows = parse_timeline_rows(args->rows);
         options.msccl = args->msccl;
         write_output(args->output,
-                     [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_as(t, args->format, options, buf, flush); });
+                     [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_as(t, format, options, buf, flush); });
         ctx.exit_code = 0;
     });
 }

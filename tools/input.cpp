@@ -1,11 +1,10 @@
 #include "tools/input.hpp"
 
 #include <cstdio>
-#include <fstream>
-#include <optional>
-#include <sstream>
+#include <filesystem>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "compiler/export_chakra.hpp"
 #include "compiler/lower.hpp"
@@ -14,53 +13,96 @@
 
 namespace collsched::tools {
 
+void fail_with_diagnostics(const Diagnostics& diags, std::string_view what) {
+    std::size_t n = diags.error_count();
+    throw DiagnosticError(diags, fmt::format("{} error{} in {}{}", n, n == 1 ? "" : "s", diags.file(), what));
+}
+
+void print_error(const InputError& e, bool json) {
+    const auto* d = dynamic_cast<const DiagnosticError*>(&e);
+    std::fflush(stdout);
+    if (!json) {
+        if (d) std::fwrite(d->rendered.data(), 1, d->rendered.size(), stderr);
+        std::fprintf(stderr, "collsched: error: %s\n", e.what());
+        return;
+    }
+    nlohmann::ordered_json j;
+    j["error"] = e.what();
+    j["exit_code"] = 2;
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    if (d)
+        for (const Diagnostic& x : d->list) {
+            nlohmann::ordered_json o;
+            o["file"] = d->file;
+            o["line"] = x.loc.line ? nlohmann::ordered_json(x.loc.line) : nlohmann::ordered_json(nullptr);
+            o["column"] = x.loc.line ? nlohmann::ordered_json(x.loc.column) : nlohmann::ordered_json(nullptr);
+            o["severity"] = x.severity == Severity::error ? "error" : x.severity == Severity::warning ? "warning" : "note";
+            o["code"] = x.code;
+            o["message"] = x.message;
+            list.push_back(o);
+        }
+    j["diagnostics"] = list;
+    std::string out = j.dump() + "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+}
+
+void print_warnings(const Diagnostics& diags) {
+    if (diags.warning_count() == 0) return;
+    std::string text = diags.render();
+    std::fflush(stdout);
+    std::fwrite(text.data(), 1, text.size(), stderr);
+}
+
 namespace {
 
-/// The file's text when it is an MSCCL-IR program (first non-blank character '<'), else nullopt.
-std::optional<std::string> msccl_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;  // the table reader names the problem
-    char c = 0;
-    while (in.get(c) && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
-    }
-    if (!in || c != '<') return std::nullopt;
-    in.seekg(0);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return std::move(text).str();
-}
+bool has_extension(const std::string& path, std::string_view ext) { return path.size() > ext.size() && path.ends_with(ext); }
 
 }  // namespace
 
-SendTable load_input(const std::string& path, const std::vector<std::string>& defines, const MscclImportOptions& msccl) {
-    const bool sched = path.size() >= 6 && path.ends_with(".sched");
-    if (!sched) {
-        if (auto xml = msccl_text(path)) {
-            if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL-IR files");
-            return parse_msccl_ir(*xml, path, msccl);
-        }
-    }
-    if (!msccl.topology.empty()) throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
-    if (!sched && is_chakra_trace(path)) {
+SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations, bool strict,
+                     const MscclImportOptions& msccl) {
+    if (!msccl.topology.empty() && (has_extension(path, ".sched") || has_extension(path, ".0.et")))
+        throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
+    if (is_chakra_trace(path)) {
         if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to Chakra traces");
         return read_chakra(path.substr(0, path.size() - 5));
     }
-    if (sched) {
-        Diagnostics diags;
-        CompileOptions options;
-        options.record_locations = true;  // counterexamples name the send or hop behind them
+    CompileOptions options;
+    options.record_locations = locations;
+    options.warnings_are_errors = strict;
+    Diagnostics diags;
+    if (has_extension(path, ".sched")) {
         std::optional<SendTable> table = compile_file(path, defines, options, diags);
-        if (!table) {
-            std::string text = diags.render();
-            std::fflush(stdout);
-            std::fwrite(text.data(), 1, text.size(), stderr);
-            std::size_t n = diags.error_count();
-            throw InputError(fmt::format("{} error{} in {}", n, n == 1 ? "" : "s", path));
-        }
+        if (!table) fail_with_diagnostics(diags);
+        print_warnings(diags);
         return std::move(*table);
     }
-    if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
-    return read_table(path);
+    // Standard input and other extensions: a table or a schedule, told apart by the content
+    // (a schedule saved as .txt is not CSV). .json and .csv files are tables.
+    std::string text = read_input_text(path);
+    const std::string name = path == "-" ? "<stdin>" : path;
+    if (looks_like_xml(text)) {
+        if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL-IR files");
+        return parse_msccl_ir(text, name, msccl);
+    }
+    if (!msccl.topology.empty()) throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
+    if (has_extension(path, ".json") || has_extension(path, ".csv") || looks_like_table(text)) {
+        if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
+        return parse_table(text, name);
+    }
+    if (path != "-") options.base_dir = std::filesystem::path(path).parent_path().string();
+    std::optional<SendTable> table = compile_source(text, name, defines, options, diags);
+    if (!table) fail_with_diagnostics(diags);
+    print_warnings(diags);
+    return std::move(*table);
+}
+
+std::string output_format(const std::string& format, const std::string& output, bool dsl) {
+    if (!format.empty()) return format;
+    if (dsl && output.size() > 6 && output.ends_with(".sched")) return "dsl";
+    if (const OutputFormat* f = format_of_path(output)) return std::string(f->name);
+    return "json";
 }
 
 }  // namespace collsched::tools
