@@ -50,10 +50,6 @@ OptimizeOptions SolverArgs::options(SatBackend fallback) const {
     o.incremental = incremental;
     o.constructions = !no_constructions;
     o.solver_proof = solver_proof;
-    o.max_goals = std::uint64_t{1} << 22;
-    // Encodings beyond about 40 million variables need more memory than a workstation has
-    // (CaDiCaL: roughly 100 bytes per variable with its clauses); refuse them up front.
-    o.synth.max_variables = 40'000'000;
     return o;
 }
 

@@ -91,8 +91,9 @@ struct SynthOptions {
     /// during encoding"); default: never.
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     /// An encoding estimated to need more Boolean variables than this is not built (the solve
-    /// answers unknown and says so); 0 means no limit.
-    std::uint64_t max_variables = 0;
+    /// answers unknown and says so); 0 means no limit. The default keeps CaDiCaL within a few
+    /// GB (roughly 100 bytes per variable with its clauses).
+    std::uint64_t max_variables = 40'000'000;
     /// Polled during a solve (CaDiCaL: often; Z3: not at all); returning true stops it.
     std::function<bool()> interrupt;
     /// Called about once a second during a CaDiCaL solve with the seconds spent so far.
@@ -186,7 +187,7 @@ struct OptimizeOptions {
     /// UNSAT (a second, independent proof; its time is what `probe` reports as the solver's).
     bool solver_proof = false;
     /// More goal pairs than this (0: no limit) is bad input (InputError) before any work.
-    std::uint64_t max_goals = 0;
+    std::uint64_t max_goals = std::uint64_t{1} << 22;
     std::function<void(const OptimizeProgress&)> progress;
 };
 
