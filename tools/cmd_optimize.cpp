@@ -31,7 +31,7 @@ struct OptimizeArgs {
 std::string text_report(const SynthInstance& in, const OptimizeResult& r, const SolverArgs& sa) {
     std::string s = fmt::format("optimize {} on {} ({}), encoding {}, solver {}\n", in.collective.to_string(), in.topology->spec(),
                                 to_string(in.model), to_string(r.encoding), sa.backend_name());
-    s += search_line(in, r) + "\n";
+    s += "search: " + search_line(in, r) + "\n";
     s += "lower bounds (proved by counting):\n";
     for (const Bound& b : r.bounds) s += bound_line(in, b);
     s += r.known_steps ? fmt::format("known schedule: {} steps ({})\n", *r.known_steps, r.known_source)

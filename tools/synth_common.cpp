@@ -118,7 +118,7 @@ nlohmann::ordered_json result_json(const SynthInstance& in, const OptimizeResult
 }
 
 std::string search_line(const SynthInstance& in, const OptimizeResult& r) {
-    return fmt::format("search: {}; encoding {}", search_space(in), encoding_label(in, r.encoding));
+    return fmt::format("{}; encoding {}", search_space(in), encoding_label(in, r.encoding));
 }
 
 std::string bound_line(const SynthInstance& in, const Bound& b) {
