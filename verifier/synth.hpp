@@ -86,6 +86,9 @@ struct SynthOptions {
     CardinalityKind cardinality = CardinalityKind::totalizer;
     bool symmetry = true;  ///< sound symmetry breaking (docs/synthesis.md, "Symmetry")
     bool implied = true;   ///< implied cumulative counting constraints
+    /// Tests and benchmarks: run the free-route encoding for a personalized collective even where
+    /// the fixed-route one is exact (to compare the two).
+    bool force_free_route = false;
     double timeout = 0;    ///< seconds for one solve; 0 means no limit
     /// Encoding stops once this point has passed (the solve then answers unknown, "time limit
     /// during encoding"); default: never.

@@ -798,6 +798,7 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
 Encoding encode(const SynthInstance& in, Step max_horizon, const SynthOptions& opt) {
     Encoding e;
     e.kind = encoding_for(in);
+    if (opt.force_free_route && e.kind == EncodingKind::personal) e.kind = EncodingKind::free_route;
     e.max_horizon = max_horizon;
     if (opt.max_variables > 0) {
         std::uint64_t est = estimate_variables(in, e.kind, max_horizon);
