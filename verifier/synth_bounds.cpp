@@ -346,6 +346,24 @@ std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<
             }
         }
     }
+    // Voronoi halves: for two processors a, b the nodes at least as close to a as to b (the
+    // bisections of machines joined by a few links, e.g. two DGX-1s); bounded work.
+    if (goals.size() * std::uint64_t{P} * P <= 20'000'000) {
+        for (std::uint32_t p = 0; p < P; ++p)
+            if (from[p].empty()) from[p] = synth::bfs_distances(t, Node{p});
+        for (std::uint32_t a = 0; a < P; ++a)
+            for (std::uint32_t b = a + 1; b < P; ++b) {
+                std::uint64_t out_cap = 0, in_cap = 0;
+                for (std::uint32_t v = 0; v < N; ++v) inside[v] = from[a][v] <= from[b][v];
+                for (const Channel& ch : t.channels()) {
+                    if (inside[idx(ch.from)] && !inside[idx(ch.to)]) out_cap += ch.cap;
+                    if (!inside[idx(ch.from)] && inside[idx(ch.to)]) in_cap += ch.cap;
+                }
+                cut_bound(inside, all[0], out_cap, fmt::format("out of the nodes at least as close to {} as to {}", a, b), {});
+                for (std::uint32_t v = 0; v < N; ++v) inside[v] = !inside[v];
+                cut_bound(inside, all[0], in_cap, fmt::format("into the nodes at least as close to {} as to {}", a, b), {});
+            }
+    }
     return out;
 }
 

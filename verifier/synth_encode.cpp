@@ -547,7 +547,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
     std::vector<int> hold(dm.msgs.size() * N * (H + 1), -Formula::top);
     std::vector<int> cross(dm.msgs.size() * C * (H + 1), -Formula::top);
     for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
-        if (i % 64 == 0) check_deadline(opt);
+        check_deadline(opt);
         for (std::uint32_t v = 0; v < N; ++v) {
             if (!holder(Node{v}) || dist[i][v] == unreachable) continue;
             if (personal && (to_goal(i, v) == unreachable || dist[i][v] + to_goal(i, v) > H)) continue;
@@ -575,7 +575,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
         e.notes.push_back("symmetry: some transfer in step 1 (time shift)");
     }
     for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
-        if (i % 64 == 0) check_deadline(opt);
+        check_deadline(opt);
         for (std::size_t c = 0; c < C; ++c) {
             const Channel& ch = topo.channels()[c];
             for (Step t = 1; t <= H; ++t) {
@@ -610,12 +610,14 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
         }
     }
     // Capacity per channel and step; ports per processor and step.
-    for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t c = 0; c < C; ++c) {
+        if (c % 16 == 0) check_deadline(opt);
         for (Step t = 1; t <= H; ++t) {
             std::vector<int> ls;
             for (std::size_t i = 0; i < dm.msgs.size(); ++i) ls.push_back(cross[xidx(i, c, t)]);
             f.at_most(std::move(ls), topo.channels()[c].cap);
         }
+    }
     if (model.ports != Ports::multi)
         for (std::uint32_t p = 0; p < P; ++p)
             for (Step t = 1; t <= H; ++t) {

@@ -102,6 +102,7 @@ struct Synthesizer::Impl {
     std::unique_ptr<z3::solver> z3s;
     std::vector<z3::expr> z3vars;
     std::string stopped;  ///< non-empty: the encoding was not built (EncodeStopped), why
+    std::uint64_t card_clauses = 0;  ///< estimated CNF clauses of the cardinality constraints
 
     z3::expr z3lit(int l) { return l > 0 ? z3vars[l] : !z3vars[-l]; }
 
@@ -111,8 +112,19 @@ struct Synthesizer::Impl {
         CadicalSink sink(*cad, enc.f.vars());
         std::span<const int> cl = enc.f.flat_clauses();
         const bool limited = opt.deadline != Clock::time_point::max();
+        // Loading a formula that cannot finish in time only to free it again costs about 1.5x
+        // the time spent: after the first million literals, extrapolate and give up early.
+        const auto start = Clock::now();
+        const double work = static_cast<double>(cl.size()) + 3.0 * static_cast<double>(card_clauses);
         for (std::size_t i = 0; i < cl.size(); ++i) {
-            if (limited && i % 65536 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
+            if (limited && i % 65536 == 0) {
+                auto now = Clock::now();
+                if (now >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
+                double spent = std::chrono::duration<double>(now - start).count();
+                double left = std::chrono::duration<double>(opt.deadline - now).count();
+                if (i >= (1u << 20) && spent * (work / static_cast<double>(i) - 1.0) > left)
+                    throw synth::EncodeStopped{"time limit (the formula could not be loaded in the time left)"};
+            }
             cad->add(cl[i]);
         }
         sat::CardEncoding ce =
@@ -256,6 +268,7 @@ Synthesizer::Synthesizer(const SynthInstance& inst, Step max_horizon, const Synt
                 std::uint64_t n = c.lits.size(), k = std::min<std::uint64_t>(c.bound, n - std::min<std::uint64_t>(c.bound, n));
                 est += n * std::max<std::uint64_t>(1, std::min<std::uint64_t>(k + 1, 64));
             }
+            impl_->card_clauses = est;
             if (est > 4 * opt.max_variables)
                 throw synth::EncodeStopped{fmt::format("the cardinality constraints for T = {} would need about {} clauses (limit {}); not built",
                                                        max_horizon, est, 4 * opt.max_variables)};
