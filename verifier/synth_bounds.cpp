@@ -1036,6 +1036,76 @@ std::optional<SendTable> translation_invariant_alltoall(const SynthInstance& in)
     return std::move(b).finish();
 }
 
+/// Total exchange on an even ring invariant under translations by 2 and mirrored between the
+/// two classes: an even source s sends m(s, s+k) along pattern A, an odd one along A mirrored
+/// (directions swapped). A move of A in direction + from a relative position of parity p (or -
+/// from parity 1-p) loads, in its step, the + channels out of nodes of parity p and the -
+/// channels out of nodes of parity 1-p, once each (the odd sources' mirrored moves fill the
+/// other parity), so the table is valid iff each step has at most one move of class X (+ from
+/// even, - from odd) and one of class Y (the others). A message's moves alternate X, Y, ...
+/// (+) or Y, X, ... (-): a two-machine problem of chains, scheduled greedily (longest remaining
+/// chain first). The antipodal message takes the direction that balances X and Y. Meets the
+/// counting bound n^2/8 when the greedy packs both machines.
+std::optional<SendTable> mirrored_ring_alltoall(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const std::uint32_t n = t.processors();
+    if (t.family() != Family::ring || in.collective.kind != CollectiveKind::alltoall || n < 4 || n % 2 != 0 || n > 4096)
+        return std::nullopt;
+    struct Chain {
+        std::uint32_t offset;
+        int dir;              // +1 or -1
+        std::uint32_t left;   // moves still to do
+        std::uint32_t cls;    // class of the next move: 0 = X, 1 = Y
+        Step ready = 1;       // earliest step of the next move
+        std::vector<Step> steps;
+    };
+    std::vector<Chain> chains;
+    std::uint64_t load[2] = {0, 0};
+    for (std::uint32_t k = 1; k < n / 2; ++k) {
+        chains.push_back({k, +1, k, 0, 1, {}});
+        chains.push_back({n - k, -1, k, 1, 1, {}});
+        load[0] += k;  // the two chains of length k have k moves of each class in all
+        load[1] += k;
+    }
+    {
+        // Antipodal: n/2 moves, starting with X (+) or Y (-); the odd one out goes to the lighter class.
+        std::uint32_t h = n / 2;
+        bool plus = h % 2 == 0 || load[0] <= load[1];
+        chains.push_back({h, plus ? +1 : -1, h, plus ? 0u : 1u, 1, {}});
+    }
+    std::size_t pending = chains.size();
+    const Step cap = static_cast<Step>(n) * n;
+    for (Step s = 1; pending > 0; ++s) {
+        if (s > cap) return std::nullopt;
+        for (std::uint32_t cls : {0u, 1u}) {
+            Chain* best = nullptr;
+            for (Chain& c : chains)
+                if (c.left > 0 && c.cls == cls && c.ready <= s && (!best || c.left > best->left)) best = &c;
+            if (!best) continue;
+            best->steps.push_back(s);
+            best->ready = s + 1;
+            best->cls ^= 1;
+            if (--best->left == 0) --pending;
+        }
+    }
+    TableBuilder b(in.topology, in.model, in.collective);
+    Messages ms(n);
+    for (const Chain& c : chains)
+        for (std::uint32_t src = 0; src < n; ++src) {
+            int dir = src % 2 == 0 ? c.dir : -c.dir;
+            std::uint32_t off = src % 2 == 0 ? c.offset : n - c.offset;
+            std::uint32_t at = src;
+            for (Step st : c.steps) {
+                std::uint32_t next = (at + n + static_cast<std::uint32_t>(dir + static_cast<int>(n))) % n;
+                auto ch = t.find_channel(Node{at}, Node{next});
+                if (!ch) return std::nullopt;
+                b.hop(st, *ch, ms.personal(src, (src + off) % n));
+                at = next;
+            }
+        }
+    return std::move(b).finish();
+}
+
 /// A Hamiltonian cycle of a router-free topology (depth-first search, fewest onward choices
 /// first, a bounded number of backtracking steps); empty when none is found.
 std::vector<std::uint32_t> hamiltonian_cycle(const Topology& t) {
@@ -1159,9 +1229,12 @@ std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constr
         } else if (auto x = xor_invariant_alltoall(in, cap); x && holds(*x, in, true)) {
             found.push_back({std::move(*x), "XOR-invariant total exchange (collsched construction, docs/synthesis.md)"});
         }
-        if (constructions && k == EncodingKind::free_route)
+        if (constructions && k == EncodingKind::free_route) {
             if (auto x = translation_invariant_alltoall(in); x && holds(*x, in, false))
                 found.push_back({std::move(*x), "translation-invariant total exchange (collsched construction, docs/synthesis.md)"});
+            if (auto x = mirrored_ring_alltoall(in); x && holds(*x, in, false))
+                found.push_back({std::move(*x), "mirrored ring total exchange (collsched construction, docs/synthesis.md)"});
+        }
         if (auto g = greedy_personal(in, deadline); g && holds(*g, in, true))
             found.push_back({std::move(*g), "greedy first fit, farthest first"});
         if (k == EncodingKind::free_route)
