@@ -621,6 +621,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
     if (model.ports != Ports::multi)
         for (std::uint32_t p = 0; p < P; ++p)
             for (Step t = 1; t <= H; ++t) {
+                if (t == 1) check_deadline(opt);
                 std::vector<int> out, inn;
                 for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
                     for (ChannelId c : topo.out_channels(Node{p})) out.push_back(cross[xidx(i, idx(c), t)]);
@@ -646,6 +647,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
             std::vector<std::size_t> mine;
             for (std::size_t i = 0; i < dm.msgs.size(); ++i)
                 if (dm.origin[i] != Node{p} && (!personal || dm.goals[i].front() == Node{p})) mine.push_back(i);
+            check_deadline(opt);
             for (Step t = 1; t <= H; ++t) {
                 std::vector<int> ls;
                 for (std::size_t i : mine) ls.push_back(hold[hidx(i, p, t)]);
