@@ -571,8 +571,10 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
         for (std::size_t i = 0; i < dm.msgs.size(); ++i)
             for (std::size_t c = 0; c < C; ++c)
                 if (cross[xidx(i, c, 1)] != -Formula::top) first.push_back(cross[xidx(i, c, 1)]);
-        f.clause(first);
-        e.notes.push_back("symmetry: some transfer in step 1 (time shift)");
+        if (!first.empty()) {
+            f.clause(first);
+            e.notes.push_back("symmetry: some transfer in step 1 (time shift)");
+        }
     }
     for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
         check_deadline(opt);
