@@ -144,13 +144,19 @@ struct Synthesizer::Impl {
         z3s = std::make_unique<z3::solver>(*ctx, "QF_FD");
         z3vars.reserve(enc.f.vars() + 1);
         z3vars.push_back(ctx->bool_val(false));  // index 0 unused
-        for (int v = 1; v <= enc.f.vars(); ++v) z3vars.push_back(ctx->bool_const(fmt::format("v{}", v).c_str()));
+        for (int v = 1; v <= enc.f.vars(); ++v) {
+            if (v % 65536 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
+            z3vars.push_back(ctx->bool_const(fmt::format("v{}", v).c_str()));
+        }
         z3::expr_vector lits(*ctx);
+        const bool limited = opt.deadline != Clock::time_point::max();
+        std::size_t seen = 0;
         for (int l : enc.f.flat_clauses()) {
             if (l != 0) {
                 lits.push_back(z3lit(l));
                 continue;
             }
+            if (limited && ++seen % 4096 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
             z3s->add(z3::mk_or(lits));
             lits = z3::expr_vector(*ctx);
         }
