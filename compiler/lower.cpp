@@ -1934,7 +1934,7 @@ private:
                     if (msg.starts_with("model: ")) msg.remove_prefix(7);
                     bool key_error = msg.starts_with("unknown key");
                     fail("E032", key_error ? a.key.loc : a.value.loc,
-                         key_error ? fmt::format("unknown model key '{}': expected ports, queues, replicate, policy, ts or tc", key)
+                         key_error ? fmt::format("unknown model key '{}': expected ports, queues, replicate, inject, policy, ts or tc", key)
                                    : std::string(msg));
                 }
             } catch (const EvalError& e) {

@@ -34,8 +34,8 @@ std::string to_string(const Model& m) {
     std::string timing = m.timing == Timing::hop
                              ? std::string("hop")
                              : fmt::format("wormhole,ts={},tc={}", m.ts, m.tc);
-    return fmt::format("timing={},ports={},queues={},replicate={}", timing, to_string(m.ports),
-                       queues_to_string(m), m.replicate ? "yes" : "no");
+    return fmt::format("timing={},ports={},queues={},replicate={}{}", timing, to_string(m.ports),
+                       queues_to_string(m), m.replicate ? "yes" : "no", m.inject_once ? ",inject=once" : "");
 }
 
 namespace {
@@ -92,9 +92,13 @@ void set_key(Model& m, std::string_view key, std::string_view v) {
         if (v == "yes" || v == "true") m.replicate = true;
         else if (v == "no" || v == "false") m.replicate = false;
         else bad_value(key, v, "yes or no");
+    } else if (key == "inject") {
+        if (v == "once") m.inject_once = true;
+        else if (v == "any") m.inject_once = false;
+        else bad_value(key, v, "once or any");
     } else {
         throw InputError(fmt::format(
-            "model: unknown key '{}': expected one of timing, ts, tc, ports, queues, replicate", key));
+            "model: unknown key '{}': expected one of timing, ts, tc, ports, queues, replicate, inject", key));
     }
 }
 
@@ -125,6 +129,7 @@ nlohmann::json to_json(const Model& m) {
     if (m.queues == QueueKind::bounded) out["queues"] = m.queue_bound;
     else out["queues"] = queues_to_string(m);
     out["replicate"] = m.replicate;
+    if (m.inject_once) out["inject"] = "once";
     return out;
 }
 
