@@ -78,6 +78,7 @@ const std::map<std::string, std::vector<Pin>>& pins() {
         {"single_port/ring_half_duplex_odd.sched", {{"n=3", 6}, {"n=11", 22}, {"n=63", 126}}},
         {"single_port/hypercube_gray_full_duplex.sched", {{"n=2", 1}, {"n=16", 15}, {"n=64", 63}}},
         {"single_port/hypercube_gray_half_duplex.sched", {{"n=2", 2}, {"n=16", 30}, {"n=64", 126}}},
+        {"single_port/kary_cube_gray_full_duplex.sched", {{"k=2", 7}, {"k=3", 26}, {"k=4", 63}}},
         {"single_port/torus_hamiltonian_full_duplex.sched", {{"a=2 b=2", 3}, {"a=3 b=5", 14}, {"a=8 b=8", 63}}},
         {"single_port/torus_hamiltonian_half_duplex_odd.sched", {{"a=3 b=3", 18}, {"a=5 b=5", 50}, {"a=7 b=9", 126}}},
         {"single_port/product_full_duplex.sched", {{"n1=2 n2=2", 3}, {"n1=4 n2=5", 19}, {"n1=8 n2=8", 63}}},

@@ -274,7 +274,9 @@ TEST_CASE("direct: inject=once: the source sends its datum once, no other proces
                             {{1, "0", "r1.0", "b(0)"}, {2, "r1.0", "1", "b(0)"}, {3, "1", "r1.0", "b(0)"},
                              {4, "r1.0", "r2.0", "b(0)"}, {5, "r2.0", "r1.1", "b(0)"}, {6, "r1.1", "2", "b(0)"},
                              {6, "r1.1", "3", "b(0)"}});
-    const Violation& w = first(verify_direct(relay), Property::replication);
+    VerifyReport rr = verify_direct(relay);
+    CHECK(rr.violation_count[static_cast<std::size_t>(Property::replication)] == 1);
+    const Violation& w = first(rr, Property::replication);
     CHECK(w.step == 3);
     CHECK(relay.topology->node_name(*w.node) == "1");
     CHECK(w.detail == "1 sends b(0) in step 3 on 1->r1.0, back toward its source 0; inject=once: a datum is injected once and "
