@@ -34,7 +34,7 @@ SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
     if (!in) throw InputError(fmt::format("{}: cannot read the schedule file", args.input));
     std::ostringstream ss;
     ss << in.rdbuf();
-    Diagnostics diags;
+    Diagnostics diags(args.input, ss.str());
     CompileOptions options;
     options.base_dir = std::filesystem::path(args.input).parent_path().string();
     StreamSimulator sim(SimOptions{.trace = args.trace});
@@ -42,10 +42,7 @@ SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
         header = sim.header();
         return sim.report();
     }
-    std::string text = diags.render();
-    std::fflush(stdout);
-    std::fwrite(text.data(), 1, text.size(), stderr);
-    throw InputError(fmt::format("{} error{} in {}", diags.error_count(), diags.error_count() == 1 ? "" : "s", args.input));
+    fail_with_diagnostics(diags);
 }
 
 /// A halt on a transfer of a schedule ends with the `send` or `hop` statement that made it,
