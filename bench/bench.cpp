@@ -102,6 +102,13 @@ std::vector<Case> cases(const Options& opt) {
                 c.text = ebft_alltoall_text;
                 c.file = "schedules/bft/ebft_alltoall.sched";
                 c.defines = {fmt::format("n={}", n)};
+            } else if (name == "ebft_alltoall_optimal") {
+                if (!power_of_two(n) || n < 8)
+                    throw InputError(fmt::format("bench: ebft_alltoall_optimal needs n a power of two >= 8, not {}", n));
+                c.topology = fmt::format("ebft:{}", n);
+                c.text = ebft_alltoall_optimal_text;
+                c.file = "schedules/bft/ebft_alltoall_optimal.sched";
+                c.defines = {fmt::format("n={}", n)};
             } else if (name == "torus_allgather") {
                 auto shape = torus_shape(n);
                 if (!shape) throw InputError(fmt::format("bench: torus_allgather needs n = a b with a, b >= 2, not {}", n));
@@ -116,7 +123,7 @@ std::vector<Case> cases(const Options& opt) {
                 c.file = "schedules/single_port/ring_full_duplex.sched";
                 c.defines = {fmt::format("n={}", n)};
             } else {
-                throw InputError(fmt::format("bench: unknown schedule '{}' (expected ebft_alltoall, torus_allgather, ring_allgather)", name));
+                throw InputError(fmt::format("bench: unknown schedule '{}' (expected ebft_alltoall, ebft_alltoall_optimal, torus_allgather, ring_allgather)", name));
             }
             out.push_back(std::move(c));
         }
@@ -126,7 +133,7 @@ std::vector<Case> cases(const Options& opt) {
 
 std::uint64_t expected_transfers(const Case& c) {
     const std::uint64_t n = c.n;
-    if (c.name != "ebft_alltoall") return n * (n - 1);  // allgather along a cycle: n - 1 steps of n one-hop sends
+    if (c.name != "ebft_alltoall" && c.name != "ebft_alltoall_optimal") return n * (n - 1);  // allgather along a cycle: n - 1 steps of n one-hop sends
     // A pair whose lowest common ancestor is at height h crosses 2h channels; each leaf has
     // 2^(h-1) partners at height h.
     std::uint64_t sum = 0;

@@ -36,8 +36,8 @@ std::string to_string(const Model& m) {
     std::string timing = m.timing == Timing::hop
                              ? std::string("hop")
                              : fmt::format("wormhole,ts={},tc={}", m.ts, m.tc);
-    return fmt::format("timing={},ports={},queues={},replicate={}", timing, to_string(m.ports),
-                       queues_to_string(m), m.replicate ? "yes" : "no");
+    return fmt::format("timing={},ports={},queues={},replicate={}{}", timing, to_string(m.ports),
+                       queues_to_string(m), m.replicate ? "yes" : "no", m.inject_once ? ",inject=once" : "");
 }
 
 namespace {
@@ -95,6 +95,12 @@ void set_replicate(Model& m, std::string_view key, std::string_view v) {
     else bad_value(key, v);
 }
 
+void set_inject(Model& m, std::string_view key, std::string_view v) {
+    if (v == "once") m.inject_once = true;
+    else if (v == "any") m.inject_once = false;
+    else bad_value(key, v);
+}
+
 /// The model's knobs, one line each (as CaDiCaL keeps its options): the `--model` option, the
 /// table readers, the DSL's `model` declaration and the messages listing the keys all read this
 /// list, so a new knob is one line here, its field in Model, and its printers.
@@ -105,6 +111,7 @@ constexpr ModelKey keys[] = {
     {"ports", "multi, single or half", "multi", false, set_ports},
     {"queues", "unbounded, none, or a queue bound B >= 0", "unbounded", false, set_queues},
     {"replicate", "yes or no", "no", false, set_replicate},
+    {"inject", "once or any", "any", false, set_inject},  // a restriction, printed only when once
 };
 
 }  // namespace
@@ -157,6 +164,7 @@ nlohmann::json to_json(const Model& m) {
     if (m.queues == QueueKind::bounded) out["queues"] = m.queue_bound;
     else out["queues"] = queues_to_string(m);
     out["replicate"] = m.replicate;
+    if (m.inject_once) out["inject"] = "once";
     return out;
 }
 

@@ -1,6 +1,7 @@
 /** \file
  * The model of DESIGN.md section 3: four orthogonal knobs (timing, ports, queues, replicate)
- * that fix what a legal send table is. Parsed from `key=value,...` (the `--model` option), from
+ * that fix what a legal send table is, and one restriction (inject=once, docs/semantics.md).
+ * Parsed from `key=value,...` (the `--model` option), from
  * the table JSON, and printed back in both forms.
  */
 #pragma once
@@ -28,6 +29,7 @@ struct Model {
     QueueKind queues = QueueKind::unbounded;
     std::uint32_t queue_bound = 0;  ///< B when queues == bounded
     bool replicate = false;
+    bool inject_once = false;  ///< inject=once: an initial datum leaves a processor once, from its source
     bool operator==(const Model&) const = default;
 };
 
@@ -35,7 +37,8 @@ std::string_view to_string(Timing);
 std::string_view to_string(Ports);
 std::string queues_to_string(const Model&);
 
-/// `timing=hop,ports=multi,queues=none,replicate=no` (every key, canonical order).
+/// `timing=hop,ports=multi,queues=none,replicate=no` (every key, canonical order; `,inject=once`
+/// is appended only when set, so tables and outputs without it read as before).
 std::string to_string(const Model&);
 
 /// One knob of the model, by the name the `--model` option, table files and the DSL use.

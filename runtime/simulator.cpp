@@ -10,6 +10,7 @@
 #include <numeric>
 #include <set>
 #include <span>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -60,6 +61,7 @@ struct StepFaults {
     std::uint32_t ports = never;        ///< lowest processor over its port limit
     std::size_t causality = no_index;   ///< first send of a message the sender cannot send
     std::size_t queue_send = no_index;  ///< queues=none, replicate=yes: first send without arrival in s-1
+    std::size_t injection = no_index;   ///< inject=once: first second injection of a datum by its origin
 };
 
 /// The slots of a transfer's sender and receiver.
@@ -603,6 +605,17 @@ private:
                 if (processor(u)) count_port(u, s, true, f);
                 if (processor(v)) count_port(v, s, false, f);
             }
+            if (model_.inject_once && f.injection == no_index) {
+                const MessageId m = tr_[i].message;
+                if (table_.collective.initial(msgs_, m)) {
+                    const Node o = msgs_.origin(m);
+                    if (o != Node{u}) {  // every other transfer moves the datum away from its source
+                        if (topo_.distance(o, Node{v}) != topo_.distance(o, Node{u}) + 1) f.injection = i;
+                    } else if (!injected_.try_emplace(idx(m), s, tr_[i].channel).second) {
+                        f.injection = i;
+                    }
+                }
+            }
             if (wormhole_) continue;
             const std::uint32_t src = slots_[i].src;
             if (have_ && processor(u)) {
@@ -718,6 +731,7 @@ private:
         if (f.capacity != no_index) return halt(capacity_violation(f.capacity, s));
         if (f.ports != never) return halt(ports_violation(f.ports, b, e, s));
         if (f.causality != no_index) return halt(causality_violation(f.causality, s));
+        if (f.injection != no_index) return halt(injection_violation(f.injection, s));
         if (qv) return halt(std::move(*qv));
         if (f.queue_send != no_index) return halt(queue_send_violation(f.queue_send, s));
         commit(b, e, s);
@@ -749,6 +763,7 @@ private:
             StepFaults f = check_step(b, e, r);
             if (f.capacity != no_index) return halt(capacity_violation(f.capacity, r));
             if (f.ports != never) return halt(ports_violation(f.ports, b, e, r));
+            if (f.injection != no_index) return halt(injection_violation(f.injection, r));
             std::size_t bad = propagate_round(b, e, r);
             if (bad != no_index) {
                 SimViolation v = causality_violation(bad, r);
@@ -908,6 +923,29 @@ private:
             v.message = fmt::format("{} {}: processor {} receives {} messages ({}) but ports=single allows one receive per {}",
                                     unit(), s, topo_.node_name(Node{p}), recvs.size(), join(recvs), unit());
         }
+        return v;
+    }
+
+    SimViolation injection_violation(std::size_t i, Step s) const {
+        const MessageId m = tr_[i].message;
+        const Node u = channel_of(i).from;
+        SimViolation v;
+        v.rule = SimRule::replication;
+        v.step = s;
+        v.node = u;
+        v.channel = tr_[i].channel;
+        v.messages = {m};
+        if (u != msgs_.origin(m)) {
+            v.message = fmt::format("step {}: {} sends {} on {}, back toward its source {}; inject=once: a datum is injected once "
+                                    "and only moves away from its source",
+                                    s, topo_.node_name(u), msgs_.name(m), channel_name(tr_[i].channel),
+                                    topo_.node_name(msgs_.origin(m)));
+            return v;
+        }
+        const auto& [step0, chan0] = injected_.at(idx(m));
+        v.message = fmt::format("step {}: processor {} injects {} again on {} (first in step {} on {}); inject=once: each source "
+                                "injects its datum exactly once",
+                                s, topo_.node_name(u), msgs_.name(m), channel_name(tr_[i].channel), step0, channel_name(chan0));
         return v;
     }
 
@@ -1201,6 +1239,7 @@ private:
     std::vector<std::uint32_t> slot_node_;   // per slot: its node; sorted within a bucket
     std::vector<SlotPair> slots_;  // per transfer: the sender's and the receiver's slot
     std::vector<std::uint32_t> held_, stock_, last_arrival_;  // per slot
+    std::unordered_map<std::uint32_t, std::pair<Step, ChannelId>> injected_;  // inject=once: message -> first injection
 
     std::vector<std::int64_t> waiting_;  // per router: copies (or messages) waiting at the current boundary
     std::vector<std::uint32_t> touch_gen_, touched_;

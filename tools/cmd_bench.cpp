@@ -39,7 +39,7 @@ void add_bench_command(CLI::App& app, Context& ctx) {
         ->delimiter(',')
         ->check(CLI::Range(2u, 65534u));
     cmd->add_option("--schedules", args->schedules,
-                    "Which schedules, comma-separated: ebft_alltoall, torus_allgather, ring_allgather (default all three)")
+                    "Which schedules, comma-separated: ebft_alltoall, ebft_alltoall_optimal, torus_allgather, ring_allgather (default: all but ebft_alltoall_optimal)")
         ->delimiter(',');
     cmd->add_flag("--quick", args->quick, "A tiny run (n = 16 unless --sizes is given), for tests and a first look");
     cmd->add_flag("--stream", args->stream, "Stream every case (compile into the simulator step by step)");

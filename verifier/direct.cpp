@@ -50,6 +50,7 @@ private:
         ChannelId channel;
     };
     void message(MessageId m, const Hop* first, const Hop* last);
+    void injections(MessageId m, Node origin, const Hop* first, const Hop* last);
     void hop_message(MessageId m, const Hop* first, const Hop* last);
     void wormhole_message(MessageId m, const Hop* first, const Hop* last);
     void note(std::uint32_t router, std::vector<Step>& one, Step step);
@@ -317,6 +318,7 @@ void Checker::message(MessageId m, const Hop* first, const Hop* last) {
         touched_.push_back(idx(origin));
     }
     if (first != last) {
+        if (t_.model.inject_once && initial) injections(m, origin, first, last);
         if (t_.model.timing == Timing::hop) hop_message(m, first, last);
         else wormhole_message(m, first, last);
         if (opt_.fixed_routes) routes(m, first, last);
@@ -328,6 +330,35 @@ void Checker::message(MessageId m, const Hop* first, const Hop* last) {
 void Checker::note(std::uint32_t router, std::vector<Step>& one, Step step) {
     if (one_arrival_[router] == never && one_departure_[router] == never) event_routers_.push_back(router);
     one[router] = one[router] == never ? step : many;
+}
+
+/// inject=once: an initial datum m is injected once and only spreads away from its source: the
+/// source sends it over one transfer, and every other transfer moves it one hop farther from the
+/// source (so no processor relays it back into the network and no copy turns back). A second
+/// injection (by step, then channel: the order of the hops) or a transfer that does not move
+/// away is a replication violation.
+void Checker::injections(MessageId m, Node origin, const Hop* first, const Hop* last) {
+    const Hop* once = nullptr;
+    for (const Hop* p = first; p != last; ++p) {
+        const Channel& c = topo_.channel(p->channel);
+        if (c.from == origin) {
+            if (!once) {
+                once = p;
+                continue;
+            }
+            found_.add(Property::replication,
+                       {Property::replication, p->step, p->channel, origin, {m},
+                        fmt::format("processor {} injects {} again in step {} on {} (first in step {} on {}); inject=once: each "
+                                    "source injects its datum exactly once",
+                                    node(origin), msg(m), p->step, chan(p->channel), once->step, chan(once->channel))});
+        } else if (topo_.distance(origin, c.to) != topo_.distance(origin, c.from) + 1) {
+            found_.add(Property::replication,
+                       {Property::replication, p->step, p->channel, c.from, {m},
+                        fmt::format("{} sends {} in step {} on {}, back toward its source {}; inject=once: a datum is injected "
+                                    "once and only moves away from its source",
+                                    node(c.from), msg(m), p->step, chan(p->channel), node(origin))});
+        }
+    }
 }
 
 void Checker::hop_message(MessageId m, const Hop* first, const Hop* last) {

@@ -620,6 +620,22 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
             f.at_most(std::move(ls), topo.channels()[c].cap);
         }
     }
+    if (model.inject_once)  // one transfer out of the origin; every other one moves away from it
+        for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
+            std::vector<int> ls;
+            for (std::size_t c = 0; c < C; ++c) {
+                const Channel& ch = topo.channels()[c];
+                const bool out = ch.from == dm.origin[i];
+                const bool away = dist[i][idx(ch.to)] == dist[i][idx(ch.from)] + 1;
+                for (Step t = 1; t <= H; ++t) {
+                    int x = cross[xidx(i, c, t)];
+                    if (x == -Formula::top) continue;
+                    if (out) ls.push_back(x);
+                    else if (!away) f.clause({-x});
+                }
+            }
+            f.at_most(std::move(ls), 1);
+        }
     if (model.ports != Ports::multi)
         for (std::uint32_t p = 0; p < P; ++p)
             for (Step t = 1; t <= H; ++t) {
@@ -853,10 +869,20 @@ EncodingKind encoding_for(const SynthInstance& in) {
         throw InputError(fmt::format("the synthesizer does not encode combining collectives ({}): values that combine at processors "
                                      "are checked by verify and simulate, not searched for",
                                      in.collective.to_string()));
-    if (synth::personal_kind(k))
-        return in.routes == RouteSpace::fixed || fixed_routes_exact(in) ? EncodingKind::personal : EncodingKind::free_route;
+    if (synth::personal_kind(k)) {
+        if (in.routes == RouteSpace::fixed || fixed_routes_exact(in)) return EncodingKind::personal;
+        if (m.inject_once)
+            throw InputError("inject=once is not encoded for personalized messages on any route (a walk may turn back); use "
+                             "--routes fixed");
+        return EncodingKind::free_route;
+    }
     if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
-    if (t.family() == Family::ideal && m.queues == QueueKind::none) return EncodingKind::end_to_end;
+    if (t.family() == Family::ideal && m.queues == QueueKind::none) {
+        if (m.inject_once)
+            throw InputError("inject=once is encoded for the personal and dissemination encodings, not for the ideal fat tree's "
+                             "end-to-end sends");
+        return EncodingKind::end_to_end;
+    }
     throw InputError(fmt::format(
         "{} on {} with replicate=no: copies through routers are encoded only on the ideal fat tree (end-to-end sends, "
         "queues=none); use --model replicate=yes, a topology without routers, or ideal:N",

@@ -1243,6 +1243,9 @@ VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
     COLLSCHED_ASSERT(t.is_sorted());
     if (!t.transfers.empty() && t.transfers.front().step < 1)
         throw InputError("a transfer in step 0: steps are numbered from 1 (time 0 is the initial state)");
+    if (t.model.inject_once)
+        throw InputError("the Z3 engine does not encode inject=once (each source injects its datum once); use the direct "
+                         "checker (--engine direct) or simulate");
     auto start = Clock::now();
     VerifyReport r;
     r.engine = "z3";

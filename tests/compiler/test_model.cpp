@@ -34,7 +34,7 @@ TEST_CASE("model: bad options name the key and the accepted values") {
         return std::string();
     };
     CHECK(err("ports=duplex") == "model: bad value 'duplex' for 'ports': expected multi, single or half");
-    CHECK(err("port=single") == "model: unknown key 'port': expected one of timing, ts, tc, ports, queues, replicate");
+    CHECK(err("port=single") == "model: unknown key 'port': expected one of timing, ts, tc, ports, queues, replicate, inject");
     CHECK(err("queues=-1") == "model: bad value '-1' for 'queues': expected unbounded, none, or a queue bound B >= 0");
     CHECK(err("single") == "model: 'single' is not key=value (for example ports=single)");
     CHECK(err("tc=abc") == "model: bad value 'abc' for 'tc': expected a non-negative number");
@@ -47,4 +47,22 @@ TEST_CASE("model: JSON round trip") {
     CHECK(j["replicate"] == true);
     CHECK(model_from_json(j, Model{}) == m);
     CHECK(model_from_json(nlohmann::json::parse(R"J({"queues": "none"})J"), Model{}).queues == QueueKind::none);
+}
+
+TEST_CASE("model: inject=once is printed and stored only when set") {
+    Model m = apply_model_options(Model{}, "queues=none,replicate=yes,inject=once");
+    CHECK(m.inject_once);
+    CHECK(to_string(m) == "timing=hop,ports=multi,queues=none,replicate=yes,inject=once");
+    nlohmann::json j = to_json(m);
+    CHECK(j["inject"] == "once");
+    CHECK(model_from_json(j, Model{}) == m);
+    CHECK_FALSE(apply_model_options(m, "inject=any").inject_once);
+    CHECK_FALSE(to_json(Model{}).contains("inject"));
+    CHECK(to_string(Model{}) == "timing=hop,ports=multi,queues=unbounded,replicate=no");
+    try {
+        apply_model_options(Model{}, "inject=twice");
+        FAIL("accepted inject=twice");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what()) == "model: bad value 'twice' for 'inject': expected once or any");
+    }
 }

@@ -127,6 +127,34 @@ TEST_CASE("simulator: capacity violation halts at its step and channel") {
     }
 }
 
+TEST_CASE("simulator: inject=once halts at a second injection and at a relay") {
+    SUBCASE("the source injects twice") {
+        Hand h("cbft:4", "replicate=yes,queues=none,inject=once", "broadcast:0");
+        SimReport r = h.hop(1, "0", "r1.0", "b(0)").hop(2, "r1.0", "1", "b(0)").hop(2, "0", "r1.0", "b(0)").run();
+        REQUIRE(r.status == SimStatus::halted);
+        CHECK(r.violation->rule == SimRule::replication);
+        CHECK(r.violation->step == 2);
+        CHECK(r.violation->node == h.node("0"));
+        CHECK(r.violation->message == "step 2: processor 0 injects b(0) again on 0->r1.0 (first in step 1 on 0->r1.0); "
+                                      "inject=once: each source injects its datum exactly once");
+    }
+    SUBCASE("another processor forwards the datum") {
+        Hand h("cbft:4", "replicate=yes,queues=none,inject=once", "broadcast:0");
+        SimReport r = h.hop(1, "0", "r1.0", "b(0)").hop(2, "r1.0", "1", "b(0)").hop(3, "1", "r1.0", "b(0)").run();
+        REQUIRE(r.status == SimStatus::halted);
+        CHECK(r.violation->rule == SimRule::replication);
+        CHECK(r.violation->step == 3);
+        CHECK(r.violation->node == h.node("1"));
+        CHECK(r.violation->message == "step 3: 1 sends b(0) on 1->r1.0, back toward its source 0; inject=once: a datum is "
+                                      "injected once and only moves away from its source");
+    }
+    SUBCASE("without the restriction both tables replay") {
+        Hand h("cbft:4", "replicate=yes,queues=none", "broadcast:0");
+        SimReport r = h.hop(1, "0", "r1.0", "b(0)").hop(2, "r1.0", "1", "b(0)").hop(3, "1", "r1.0", "b(0)").run();
+        CHECK(r.status != SimStatus::halted);
+    }
+}
+
 TEST_CASE("simulator: causality violation names the sender and the message") {
     SUBCASE("a router forwards in the step it receives") {
         Hand h("ebft:4");

@@ -3,6 +3,7 @@
 // or more sizes; its claims hold or a catalog note explains why not. Also the measurements of
 // tools/reproduce.hpp, the round trips of the library's programs and the catalog reader.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <unistd.h>
 
@@ -68,6 +69,8 @@ const std::map<std::string, std::vector<Pin>>& pins() {
           {"n=32 a=1 d=0", 40}, {"n=8 a=2 d=2", 18}, {"n=16 a=2 d=2", 36}, {"n=32 a=2 d=2", 70}}},
         {"bft/cbft_alltoall.sched", {{"n=4", 8}, {"n=16", 92}, {"n=64", 1376}}},
         {"bft/ebft_alltoall.sched", {{"n=4", 6}, {"n=16", 22}, {"n=64", 74}}},
+        {"bft/ebft_alltoall_optimal.sched", {{"n=8", 11}, {"n=16", 21}, {"n=64", 73}}},
+        {"bft/cbft_alltoall_optimal.sched", {{"n=2", 2}, {"n=4", 7}, {"n=16", 71}, {"n=64", 1035}}},
         {"bft/alltoall_scatterings.sched", {{"n=4", 20}, {"n=16", 272}, {"n=64", 4160}}},
         {"bft/alltoall_two_scatterings.sched", {{"n=4", 10}, {"n=16", 136}, {"n=64", 2080}}},
         {"single_port/ring_full_duplex.sched", {{"n=2", 1}, {"n=9", 8}, {"n=64", 63}}},
@@ -75,6 +78,7 @@ const std::map<std::string, std::vector<Pin>>& pins() {
         {"single_port/ring_half_duplex_odd.sched", {{"n=3", 6}, {"n=11", 22}, {"n=63", 126}}},
         {"single_port/hypercube_gray_full_duplex.sched", {{"n=2", 1}, {"n=16", 15}, {"n=64", 63}}},
         {"single_port/hypercube_gray_half_duplex.sched", {{"n=2", 2}, {"n=16", 30}, {"n=64", 126}}},
+        {"single_port/kary_cube_gray_full_duplex.sched", {{"k=2", 7}, {"k=3", 26}, {"k=4", 63}}},
         {"single_port/torus_hamiltonian_full_duplex.sched", {{"a=2 b=2", 3}, {"a=3 b=5", 14}, {"a=8 b=8", 63}}},
         {"single_port/torus_hamiltonian_half_duplex_odd.sched", {{"a=3 b=3", 18}, {"a=5 b=5", 50}, {"a=7 b=9", 126}}},
         {"single_port/product_full_duplex.sched", {{"n1=2 n2=2", 3}, {"n1=4 n2=5", 19}, {"n1=8 n2=8", 63}}},
@@ -160,6 +164,42 @@ TEST_CASE("library: the catalog and the pinned tests cover the same schedules, a
     CHECK(in_catalog == pinned);
     CHECK(in_catalog == on_disk);
     CHECK(catalog().papers.size() == 5);
+}
+
+TEST_CASE("library: Theorem 1: the closed-form EBFT total exchange takes exactly n + 2 log n - 3 steps, n = 8 .. 256") {
+    // docs/findings.md, Theorem 1: the schedule meets the send/receive-sum bound for every n >= 8.
+    for (std::uint32_t n = 8, L = 3; n <= 256; n *= 2, ++L) {
+        CAPTURE(n);
+        SendTable t = compile_or_fail("bft/ebft_alltoall_optimal.sched", {fmt::format("n={}", n)});
+        VerifyReport v = verify_direct(t);
+        CHECK(v.holds());
+        CHECK(v.steps == n + 2 * L - 3);
+        CHECK(t.transfers.size() == 2 * std::uint64_t{n} * (std::uint64_t{L} * n - n + 1));  // n * sum_h 2^(h-1) 2h
+        if (n <= 64) {
+            SimReport sim = simulate(t);
+            CHECK(sim.status == SimStatus::completed);
+            CHECK(sim.steps == n + 2 * L - 3);
+        }
+    }
+    // n = 4 is outside the theorem (the optimum is 6 = n + 2 log n - 2): the schedule refuses it.
+    Diagnostics diags;
+    CHECK_FALSE(compile_file(source("schedules/bft/ebft_alltoall_optimal.sched"), {"n=4"}, {}, diags).has_value());
+    CHECK(diags.render().find("the construction needs n >= 8") != std::string::npos);
+}
+
+TEST_CASE("library: Theorem 2: the CBFT total exchange takes exactly n^2/4 + 2 log n - 1 steps, n = 2 .. 256") {
+    for (std::uint32_t n = 2, L = 1; n <= 256; n *= 2, ++L) {
+        CAPTURE(n);
+        SendTable t = compile_or_fail("bft/cbft_alltoall_optimal.sched", {fmt::format("n={}", n)});
+        VerifyReport v = verify_direct(t);
+        CHECK(v.holds());
+        CHECK(v.steps == n * n / 4 + 2 * L - 1);
+        if (n <= 64) {
+            SimReport sim = simulate(t);
+            CHECK(sim.status == SimStatus::completed);
+            CHECK(sim.steps == n * n / 4 + 2 * L - 1);
+        }
+    }
 }
 
 TEST_CASE("library: the queue-free multinode broadcast holds on other binary fat trees with the same table") {

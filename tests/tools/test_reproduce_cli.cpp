@@ -40,7 +40,7 @@ struct Scratch {
 }  // namespace
 
 TEST_CASE("reproduce --json: rows with claim, steps, lower bound and verdict, recompilable with -D") {
-    auto r = run("reproduce --json --max-n 16 --filter ebft_alltoall" + catalog_arg());
+    auto r = run("reproduce --json --max-n 16 --filter ebft_alltoall.sched" + catalog_arg());
     REQUIRE(r.code == 0);
     auto rows = nlohmann::json::parse(r.out);
     REQUIRE(rows.size() == 3);  // n = 4, 8, 16

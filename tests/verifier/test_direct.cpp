@@ -245,6 +245,44 @@ TEST_CASE("direct: replication and causality") {
     CHECK(first(verify_direct(e), Property::causality).detail == "r1.0 forwards m(0,1) in step 1 but has not received it");
 }
 
+TEST_CASE("direct: inject=once: the source sends its datum once, no other processor forwards it") {
+    // b(0) on cbft:4: up to r1.0, which copies it to 1 and up; the root copies it down to r1.1.
+    auto once = {std::tuple<Step, const char*, const char*, const char*>{1, "0", "r1.0", "b(0)"},
+                 {2, "r1.0", "1", "b(0)"},
+                 {2, "r1.0", "r2.0", "b(0)"},
+                 {3, "r2.0", "r1.1", "b(0)"},
+                 {4, "r1.1", "2", "b(0)"},
+                 {4, "r1.1", "3", "b(0)"}};
+    CHECK(verify_direct(table("cbft:4", "replicate=yes,queues=none,inject=once", "broadcast:0", once)).holds());
+    // The source sends b(0) twice: once to reach 1, once more to reach 2 and 3.
+    SendTable twice = table("cbft:4", "replicate=yes,queues=none,inject=once", "broadcast:0",
+                            {{1, "0", "r1.0", "b(0)"}, {2, "r1.0", "1", "b(0)"}, {2, "0", "r1.0", "b(0)"},
+                             {3, "r1.0", "r2.0", "b(0)"}, {4, "r2.0", "r1.1", "b(0)"}, {5, "r1.1", "2", "b(0)"},
+                             {5, "r1.1", "3", "b(0)"}});
+    VerifyReport r = verify_direct(twice);
+    CHECK(r.violation_count[static_cast<std::size_t>(Property::replication)] == 1);
+    const Violation& v = first(r, Property::replication);
+    CHECK(v.step == 2);
+    CHECK(channel(twice, v) == "0->r1.0");
+    CHECK(v.detail == "processor 0 injects b(0) again in step 2 on 0->r1.0 (first in step 1 on 0->r1.0); inject=once: each "
+                      "source injects its datum exactly once");
+    // The same table without the restriction holds.
+    twice.model.inject_once = false;
+    CHECK(verify_direct(twice).holds());
+    // Leaf 1 relays b(0) to 2 and 3.
+    SendTable relay = table("cbft:4", "replicate=yes,queues=none,inject=once", "broadcast:0",
+                            {{1, "0", "r1.0", "b(0)"}, {2, "r1.0", "1", "b(0)"}, {3, "1", "r1.0", "b(0)"},
+                             {4, "r1.0", "r2.0", "b(0)"}, {5, "r2.0", "r1.1", "b(0)"}, {6, "r1.1", "2", "b(0)"},
+                             {6, "r1.1", "3", "b(0)"}});
+    VerifyReport rr = verify_direct(relay);
+    CHECK(rr.violation_count[static_cast<std::size_t>(Property::replication)] == 1);
+    const Violation& w = first(rr, Property::replication);
+    CHECK(w.step == 3);
+    CHECK(relay.topology->node_name(*w.node) == "1");
+    CHECK(w.detail == "1 sends b(0) in step 3 on 1->r1.0, back toward its source 0; inject=once: a datum is injected once and "
+                      "only moves away from its source");
+}
+
 TEST_CASE("direct: fixed routes") {
     // m(0,2) goes the long way round the ring: legal hops, but not its route.
     SendTable t = table("ring:5", "", "custom",

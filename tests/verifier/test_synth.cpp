@@ -199,6 +199,18 @@ TEST_CASE("multinode broadcast on cbft:4 without queueing") {
     CHECK(proved_optimum(inst("cbft:4", "allgather", "queues=none,replicate=yes")) == 5);
 }
 
+TEST_CASE("multinode broadcast on cbft:8 without queueing, single injection: 13 steps (9 without the restriction)") {
+    // docs/findings.md, section 3: each source injects its datum once and copies only move away.
+    CHECK(proved_optimum(inst("cbft:8", "allgather", "queues=none,replicate=yes,inject=once")) == 13);
+    CHECK(proved_optimum(inst("cbft:4", "allgather", "queues=none,replicate=yes,inject=once")) == 5);
+    // The ideal fat tree's end-to-end encoding does not take the restriction.
+    OptimizeOptions o;
+    CHECK_THROWS_WITH_AS(optimize(inst("ideal:8", "broadcast:0", "inject=once"), o),
+                         "inject=once is encoded for the personal and dissemination encodings, not for the ideal fat tree's "
+                         "end-to-end sends",
+                         InputError);
+}
+
 TEST_CASE("both backends and both modes agree horizon by horizon") {
     struct Q {
         SynthInstance in;
