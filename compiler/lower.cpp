@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/flat_map.hpp"
+#include "compiler/input_file.hpp"
 #include "compiler/stream.hpp"
 #include "compiler/table_printer.hpp"
 #include "dsl/parser.hpp"
@@ -2444,15 +2445,12 @@ bool parse_defines(const std::vector<std::string>& defines, std::vector<Define>&
 
 std::optional<SendTable> compile_file(const std::string& path, const std::vector<std::string>& defines, CompileOptions options,
                                       Diagnostics& diags) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
+    std::string text;
+    if (std::string error = read_input_file(path, "schedule", max_input_bytes(), max_input_hint, text); !error.empty()) {
         diags = Diagnostics(path, "");
-        diags.error("E005", {}, "cannot read the schedule file");
+        diags.error("E005", {}, "cannot read the schedule file: " + error);
         return std::nullopt;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
     diags = Diagnostics(path, text);
     if (!parse_defines(defines, options.defines, diags)) return std::nullopt;
     if (options.base_dir.empty()) options.base_dir = std::filesystem::path(path).parent_path().string();

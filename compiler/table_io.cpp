@@ -1,11 +1,7 @@
 #include "compiler/table_io.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
-#include <csignal>
 #include <cstdio>
 #include <iterator>
 #include <filesystem>
@@ -16,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/input_file.hpp"
 #include "compiler/json_error.hpp"
 #include "compiler/ranks_import.hpp"
 #include "dsl/diagnostics.hpp"
@@ -279,7 +276,8 @@ private:
         };
         if (key_ == "step") {
             if (v.is_number_unsigned()) cur_.step = v.get<std::uint64_t>();
-            else if (v.is_number_integer()) cur_.step = 0;  // negative: reported as below 1
+            else if (v.is_number_integer())  // negative: reported with its value
+                fail(fmt::format("transfers[{}]: step {} is below 1 (steps are numbered from 1)", count_, v.get<std::int64_t>()));
             else fail(fmt::format("transfers[{}]: \"step\" must be an integer >= 1, got {}", count_, v.dump()));
         } else if (key_ == "from") {
             str(cur_.from);
@@ -343,13 +341,6 @@ private:
     std::vector<RawTransfer> pending_;
 };
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(fmt::format("{}: cannot open file", path));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -439,7 +430,7 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
 }
 
 SendTable read_table(const std::string& path) {
-    std::string text = slurp(path);
+    std::string text = read_input_file(path, "table", max_input_bytes(), max_input_hint);
     std::size_t first = text.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) throw InputError(fmt::format("{}: the file is empty (expected a table in JSON or CSV)", path));
     if (text[first] == '{' && looks_like_ranks(text)) return parse_ranks_json(text, path);
@@ -559,88 +550,6 @@ std::string table_to_json(const SendTable& t) {
 }
 std::string table_to_csv(const SendTable& t) {
     return write_to_string([&](fmt::memory_buffer& b, const Flush& f) { write_table_csv(t, b, f); });
-}
-
-namespace {
-
-// The temporary file write_output is writing, for the signal handler: an interrupted run (Ctrl-C,
-// kill, a closed terminal) removes it before it dies, so it leaves neither a partial output nor a
-// stray temporary. Plain storage and unlink()/signal()/raise() only: async-signal-safe.
-char pending_tmp[4096];
-volatile std::sig_atomic_t pending_tmp_set = 0;
-constexpr int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
-
-extern "C" void remove_pending_tmp(int sig) {
-    if (pending_tmp_set) ::unlink(pending_tmp);
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-}
-
-/// Installs remove_pending_tmp for `tmp` while it is being written, where the signal's action is
-/// the default one (a signal the caller ignores or handles stays as it is); restores on exit.
-class TmpCleanup {
-public:
-    explicit TmpCleanup(const std::string& tmp) {
-        if (tmp.size() >= sizeof pending_tmp) return;
-        std::copy(tmp.begin(), tmp.end(), pending_tmp);
-        pending_tmp[tmp.size()] = '\0';
-        pending_tmp_set = 1;
-        for (std::size_t i = 0; i < std::size(cleanup_signals); ++i) {
-            struct sigaction now {};
-            if (::sigaction(cleanup_signals[i], nullptr, &old_[i]) != 0 || old_[i].sa_handler != SIG_DFL) continue;
-            now.sa_handler = remove_pending_tmp;
-            sigemptyset(&now.sa_mask);
-            installed_[i] = ::sigaction(cleanup_signals[i], &now, nullptr) == 0;
-        }
-    }
-    ~TmpCleanup() {
-        for (std::size_t i = 0; i < std::size(cleanup_signals); ++i)
-            if (installed_[i]) ::sigaction(cleanup_signals[i], &old_[i], nullptr);
-        pending_tmp_set = 0;
-    }
-    TmpCleanup(const TmpCleanup&) = delete;
-    TmpCleanup& operator=(const TmpCleanup&) = delete;
-
-private:
-    struct sigaction old_[std::size(cleanup_signals)] {};
-    bool installed_[std::size(cleanup_signals)] = {};
-};
-
-}  // namespace
-
-void write_output(const std::string& path, const std::function<void(const Flush&, fmt::memory_buffer&)>& produce) {
-    fmt::memory_buffer buf;
-    if (path == "-") {
-        produce([](fmt::memory_buffer& b) {
-            std::fwrite(b.data(), 1, b.size(), stdout);
-            b.clear();
-        }, buf);
-        std::fflush(stdout);
-        return;
-    }
-    std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-    TmpCleanup cleanup(tmp);
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw InputError(fmt::format("{}: cannot write (directory missing or not writable)", path));
-    bool failed = false;
-    try {
-        produce([&](fmt::memory_buffer& b) {
-            if (std::fwrite(b.data(), 1, b.size(), f) != b.size()) failed = true;
-            b.clear();
-        }, buf);
-    } catch (...) {
-        std::fclose(f);
-        std::remove(tmp.c_str());
-        throw;
-    }
-    if (std::fclose(f) != 0 || failed) {
-        std::remove(tmp.c_str());
-        throw InputError(fmt::format("{}: write failed (disk full?)", path));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw InputError(fmt::format("{}: cannot rename the finished file into place", path));
-    }
 }
 
 }  // namespace collsched

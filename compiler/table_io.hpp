@@ -4,8 +4,8 @@
  * export with the same content (`# collsched.table/1 ...` header lines, then
  * `step,from,to,message`). The reader streams through the file with a SAX parser, so a table
  * of 10^8 transfers never exists as a JSON tree, and it rejects bad input with one line that
- * says what, where and what was expected (InputError). Output files are written to a temporary
- * name and renamed, so a failed or interrupted run leaves no partial file.
+ * says what, where and what was expected (InputError). The writers stream into a buffer and a
+ * flush callback; where the bytes go (atomically to a file, or standard output) is tools/output.hpp.
  */
 #pragma once
 
@@ -35,7 +35,7 @@ void write_table_json(const SendTable&, fmt::memory_buffer& out, const Flush& fl
 void write_table_csv(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
 
 /// The whole text a streaming writer produces, in memory: `produce(buffer, flush)` writes into
-/// the buffer and calls flush when it is full (as write_output's callers do).
+/// the buffer and calls flush when it is full (as tools/output.hpp write_output's callers do).
 template <class Produce>
 std::string write_to_string(Produce&& produce) {
     std::string s;
@@ -48,10 +48,5 @@ std::string write_to_string(Produce&& produce) {
 }
 std::string table_to_json(const SendTable&);
 std::string table_to_csv(const SendTable&);
-
-/// Writes `path` (or stdout when path is "-") through `produce`. Files are written to
-/// `path.tmp.<pid>` and renamed at the end; on an exception, or when SIGINT, SIGTERM or SIGHUP
-/// (left at their default action) interrupts the write, the temporary is removed.
-void write_output(const std::string& path, const std::function<void(const Flush&, fmt::memory_buffer&)>& produce);
 
 }  // namespace collsched

@@ -4,6 +4,7 @@
 #include "compiler/export_formats.hpp"
 #include "compiler/table_io.hpp"
 #include "tools/commands.hpp"
+#include "tools/output.hpp"
 #include "tools/input.hpp"
 
 namespace collsched::tools {

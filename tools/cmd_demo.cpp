@@ -9,6 +9,7 @@
 #include "compiler/lower.hpp"
 #include "runtime/simulator.hpp"
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 #include "tools/demo_schedule.hpp"
 #include "verifier/direct.hpp"
 
@@ -21,7 +22,7 @@ void add_demo_command(CLI::App& app, Context& ctx) {
                                    "Dimakopoulos & Dimopoulos on an exponential binary fat tree (n + 2 log n - 2 steps), "
                                    "from the schedule schedules/bft/ebft_alltoall.sched built into the binary.\n"
                                    "Exit code: 0 the schedule holds with the paper's step count, 1 it does not, 2 bad input.");
-    cmd->add_option("-n", *n, "Number of processors (a power of two, at least 2)");
+    cmd->add_option("-n", *n, "Number of processors (a power of two, at least 2)")->check(count_option(2, 65534));
     cmd->callback([&ctx, n] {
         CompileOptions options;
         options.defines.push_back({"n", *n});

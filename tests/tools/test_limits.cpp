@@ -16,6 +16,7 @@
 #include "compiler/topology.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/tools/cli_run.hpp"
+#include "tools/output.hpp"
 
 using namespace collsched;
 using collsched::test::run;
@@ -167,7 +168,7 @@ TEST_CASE("limits: an interrupted write leaves neither the output nor a temporar
         REQUIRE(child >= 0);
         if (child == 0) {
             default_actions();
-            write_output(out, [&](const Flush& flush, fmt::memory_buffer& buf) {
+            tools::write_output(out, [&](const Flush& flush, fmt::memory_buffer& buf) {
                 buf.append(std::string_view("{\"half\": "));
                 flush(buf);  // the temporary now holds a partial file
                 ::raise(sig);
@@ -189,7 +190,7 @@ TEST_CASE("limits: an interrupted write leaves neither the output nor a temporar
     if (child == 0) {
         default_actions();
         ::signal(SIGHUP, SIG_IGN);
-        write_output(out, [&](const Flush& flush, fmt::memory_buffer& buf) {
+        tools::write_output(out, [&](const Flush& flush, fmt::memory_buffer& buf) {
             ::raise(SIGHUP);
             buf.append(std::string_view("{}\n"));
             flush(buf);

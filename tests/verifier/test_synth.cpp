@@ -169,7 +169,7 @@ TEST_CASE("EBFT total exchange is settled by counting and construction: n + 2 lo
     }
 }
 
-TEST_CASE("total exchange on ebft:8 in 11 steps, and not in 10 (CaDiCaL; both solvers in the slow suite)") {
+TEST_CASE("total exchange on ebft:8 in 11 steps, and not in 10 (CaDiCaL, both solvers in the slow suite)") {
     auto in = inst("ebft:8", "alltoall", "queues=none");
     SynthOptions o;
     SynthResult sat = synthesize(in, 11, o);
