@@ -23,35 +23,42 @@ std::string excerpt(std::string_view s, std::size_t max) {
     return std::string(s.substr(0, keep)) + "...";
 }
 
-// Two passes in one scan: a quotation (from a ' to the next ') longer than max_quote is
-// shortened, and so is a long run of non-blank characters outside quotations. A quote with no
-// closing partner is treated as an ordinary character.
+// Three passes. (1) A quotation (from a ' to the next ') longer than max_quote is shortened; a
+// quote with no closing partner is an ordinary character. (2) A run of non-blank bytes (quotes
+// included) longer than max_quote + 40 is shortened, so that `a'b'c'd'...` cannot echo itself in
+// short quotations. (3) A message still longer than max_message keeps its beginning and its end.
 std::string shorten_quotes(std::string_view m) {
-    std::string out;
-    out.reserve(std::min<std::size_t>(m.size(), 4096));
-    std::size_t i = 0;
-    while (i < m.size()) {
-        if (m[i] == '\'') {
-            std::size_t close = m.find('\'', i + 1);
-            if (close != std::string_view::npos) {
-                out += '\'';
-                out += excerpt(m.substr(i + 1, close - i - 1));
-                out += '\'';
-                i = close + 1;
-                continue;
-            }
+    std::string quoted;
+    quoted.reserve(std::min<std::size_t>(m.size(), 4096));
+    for (std::size_t i = 0; i < m.size();) {
+        std::size_t close = m[i] == '\'' ? m.find('\'', i + 1) : std::string_view::npos;
+        if (close == std::string_view::npos) {
+            quoted += m[i++];
+            continue;
         }
-        if (blank(m[i])) {
-            out += m[i++];
+        quoted += '\'';
+        quoted += excerpt(m.substr(i + 1, close - i - 1));
+        quoted += '\'';
+        i = close + 1;
+    }
+    std::string out;
+    out.reserve(quoted.size());
+    for (std::size_t i = 0; i < quoted.size();) {
+        if (blank(quoted[i])) {
+            out += quoted[i++];
             continue;
         }
         std::size_t end = i;
-        while (end < m.size() && !blank(m[end]) && (m[end] != '\'' || m.find('\'', end + 1) == std::string_view::npos)) ++end;
-        std::string_view run = m.substr(i, end - i);
+        while (end < quoted.size() && !blank(quoted[end])) ++end;
+        std::string_view run = std::string_view(quoted).substr(i, end - i);
         out += run.size() > max_quote + 40 ? excerpt(run) : std::string(run);
         i = end;
     }
-    return out;
+    if (out.size() <= max_message) return out;
+    std::size_t head = char_boundary(out, max_message * 6 / 10);
+    std::size_t tail = out.size() - max_message * 3 / 10;
+    while (tail < out.size() && (static_cast<unsigned char>(out[tail]) & 0xC0) == 0x80) ++tail;
+    return out.substr(0, head) + " [... " + std::to_string(tail - head) + " bytes left out ...] " + out.substr(tail);
 }
 
 std::string source_window(std::string_view line, std::size_t column, std::size_t& caret) {
@@ -62,7 +69,10 @@ std::string source_window(std::string_view line, std::size_t column, std::size_t
     }
     std::size_t begin = char_boundary(line, at > max_quote / 2 ? at - max_quote / 2 : 0);
     std::size_t end = char_boundary(line, begin + max_quote);
-    if (end < at + 1) end = char_boundary(line, at + 1);  // the column itself is always shown
+    if (end < at + 1) {  // the column itself is always shown, with the rest of its character
+        end = at + 1;
+        while (end < line.size() && (static_cast<unsigned char>(line[end]) & 0xC0) == 0x80) ++end;
+    }
     std::string out = begin > 0 ? "..." : "";
     caret = out.size() + (at - begin);
     out += line.substr(begin, end - begin);

@@ -20,9 +20,13 @@ inline constexpr std::size_t max_quote = 80;
 /// boundary) followed by "...", max bytes in all.
 std::string excerpt(std::string_view s, std::size_t max = max_quote);
 
+/// Longest message kept whole by shorten_quotes, in bytes.
+inline constexpr std::size_t max_message = 1000;
+
 /// `message` with every quotation longer than max_quote shortened by excerpt(): a span between
 /// single quotes, and any run of non-blank characters longer than max_quote + 40 (a long value
-/// echoed without quotes). Everything else is kept as it is.
+/// echoed without quotes, or many short quotations in a row). A message still longer than
+/// max_message keeps its first 60% and last 30% with the number of bytes left out between.
 std::string shorten_quotes(std::string_view message);
 
 /// The part of a long source line around `column` (1-based, bytes) that a diagnostic shows:
