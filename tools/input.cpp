@@ -1,6 +1,7 @@
 #include "tools/input.hpp"
 
 #include <cstdio>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -26,7 +27,15 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
         return std::move(*table);
     }
     if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
-    return read_table(path);
+    try {
+        return read_table(path);
+    } catch (const InputError& e) {
+        // Every error from a file names the file: messages of the stages a reader calls (a
+        // topology spec, a collective, a model inside the table) do not know it.
+        std::string_view what = e.what();
+        if (what.starts_with(path)) throw;
+        throw InputError(fmt::format("{}: {}", path, what));
+    }
 }
 
 }  // namespace collsched::tools

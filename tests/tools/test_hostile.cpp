@@ -261,6 +261,13 @@ TEST_CASE("hostile messages: the offending value is kept") {
         t.replace(t.find("\"step\": 1"), 9, "\"step\": " + step);
         refused(run("verify " + s.file("s.json", t)), "s.json: transfers[0]: step " + step + " is below 1 (steps are numbered from 1)");
     }
+    // Errors of the stages a table reader calls name the table file too.
+    std::string t = table;
+    t.replace(t.find("\"topology\": \"ebft:4\""), 20, "\"topology\": \"ebft:6\"");
+    std::string bad = s.file("topo.json", t);
+    auto r = run("verify " + bad);
+    CHECK(r.code == 2);
+    CHECK(r.err.starts_with("collsched: error: " + bad + ": topology 'ebft:6': "));
     refused(run("topo torus:1000000x1000000"),
             "topology 'torus:1000000x1000000': 1000000000000 processors (1000000x1000000) is more than collsched supports (65534)");
     refused(run("topo mesh:4294967296x4294967296x2"), "more than 2^64 processors (4294967296x4294967296x2)");
