@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dsl/excerpt.hpp"
+#include "fuzz/targets.hpp"
 #include "tests/tools/cli_run.hpp"
 
 using namespace collsched;
@@ -363,5 +364,46 @@ TEST_CASE("shorten_quotes and source_window on 2,000 random inputs") {
             REQUIRE(caret < w.size());
             CHECK(w[caret] == m[column - 1]);
         }
+    }
+}
+
+// The cli harness body (fuzz/target_cli.cpp) on its seeds, on long values, and on 3,000 seeded
+// random argument lists drawn from its dictionary: option parsing never throws anything but a
+// parse error, and every message stays short (run_cli aborts otherwise).
+TEST_CASE("fuzz cli: seeds, long values and random argument lists parse or fail with a short message") {
+    std::size_t seeds = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(source("fuzz/corpus/cli"))) {
+        CAPTURE(entry.path().string());
+        fuzz::run_cli(slurp(entry.path().string()));
+        ++seeds;
+    }
+    CHECK(seeds >= 10);
+    std::string x(100'000, 'x');
+    for (std::string args : {"verify\nt.json\n--engine\n" + x, "optimize\n--timeout\n" + x, "compile\n" + x + "\n--max-transfers\n" + x,
+                             x, "topo\n" + x + "\n" + x, "--" + x, "verify\n--" + x}) {
+        fuzz::run_cli(args);
+    }
+    std::vector<std::string> words;
+    {
+        std::ifstream dict(source("fuzz/cli.dict"));
+        for (std::string line; std::getline(dict, line);)
+            if (line.size() >= 2 && line.front() == '"' && line.back() == '"') words.push_back(line.substr(1, line.size() - 2));
+    }
+    REQUIRE(words.size() > 20);
+    words.push_back(std::string(300, 'q'));
+    words.push_back("'" + std::string(200, 'a') + "'");
+    std::uint64_t state = 88172645463325252ull;
+    auto next = [&] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    };
+    for (int seed = 0; seed < 3000; ++seed) {
+        std::string args;
+        std::size_t n = next() % 8;
+        for (std::size_t i = 0; i < n; ++i) args += (i ? "\n" : "") + words[next() % words.size()];
+        CAPTURE(args);
+        fuzz::run_cli(args);
     }
 }
