@@ -217,6 +217,27 @@ TEST_CASE("hostile output: regular files are replaced atomically, links followed
             s.dir.string() + ": is a directory; output goes to regular files, character devices and pipes; nothing written");
 }
 
+// A write that fails half way (here: the file size limit, EFBIG) is exit 2 with the reason, and
+// leaves neither the output nor its temporary; the old file, if any, is kept as it was.
+TEST_CASE("hostile output: a failed write leaves no partial file") {
+    Scratch s;
+    std::string big = source("tests/data/ebft16_alltoall.json");
+    std::string out = s.file("out.json");
+    auto r = shell("trap '' XFSZ; ulimit -f 8; $C convert " + big + " -o " + out);
+    CHECK(r.code == 2);
+    CHECK(r.err == "collsched: error: " + out + ": write failed (File too large)\n");
+    CHECK(s.entries() == 0);
+    std::string kept = s.file("kept.json", "old content");
+    r = shell("trap '' XFSZ; ulimit -f 8; $C convert " + big + " -o " + kept);
+    CHECK(r.code == 2);
+    CHECK(slurp(kept) == "old content");
+    CHECK(s.entries() == 1);
+    // The same limit on standard output redirected to a file: exit 2, not 0.
+    r = shell("trap '' XFSZ; ulimit -f 8; $C convert " + big + " > " + s.file("stdout.json"));
+    CHECK(r.code == 2);
+    CHECK(r.err == "collsched: error: standard output: write failed (File too large)\n");
+}
+
 TEST_CASE("hostile messages: an unknown subcommand is named, with the closest one") {
     refused(run("foo"), "collsched: error: unknown subcommand 'foo' (did you mean 'topo'?); run `collsched --help` for the list\n");
     refused(run("comple x.sched"), "unknown subcommand 'comple' (did you mean 'compile'?)");
