@@ -1,6 +1,7 @@
 // The collsched command line: registers the subcommands and maps failures to exit codes.
 #include <cstdio>
 #include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,18 @@
 #include "dsl/excerpt.hpp"
 #include "tools/app.hpp"
 #include "tools/output.hpp"
+
+namespace {
+
+/// CLI11 prints help and the version to std::cout: `collsched --help > /dev/full` is exit 2 too.
+int help_written(int code) {
+    std::cout.flush();
+    if (std::cout) return code;
+    std::fprintf(stderr, "collsched: error: standard output: write failed\n");
+    return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     using namespace collsched;
@@ -25,11 +38,11 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
         tools::check_stdout();  // output lost to a full disk or a closed descriptor is an error, not exit 0
     } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);
+        return help_written(app.exit(e));
     } catch (const CLI::CallForAllHelp& e) {
-        return app.exit(e);
+        return help_written(app.exit(e));
     } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
+        return help_written(app.exit(e));
     } catch (const CLI::ParseError& e) {
         app.exit(e);
         return 2;
