@@ -31,20 +31,6 @@ std::string size_text(std::uint64_t bytes) {
     return fmt::format("{} MiB", bytes >> 20);
 }
 
-class Fd {
-public:
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
 }  // namespace
 
 std::uint64_t max_input_bytes() {
@@ -59,16 +45,19 @@ std::uint64_t max_input_bytes() {
     return mb << 20;
 }
 
+InputFile::~InputFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+std::string input_too_large(std::string_view what, std::uint64_t limit, std::string_view override_hint) {
+    return fmt::format("the {} is larger than {}{}{}", what, size_text(limit), override_hint.empty() ? "" : "; ", override_hint);
+}
+
 // Checks the kind of file before opening it (opening a device can have effects of its own), and
 // again on the descriptor (the name may have changed in between). A regular file larger than the
-// limit is refused from its size; a pipe is read until the limit is passed.
-std::string read_input_file(const std::string& path, std::string_view what, std::uint64_t limit,
-                            std::string_view override_hint, std::string& text) {
-    text.clear();
-    auto too_large = [&] {
-        return fmt::format("the {} is larger than {}{}{}", what, size_text(limit), override_hint.empty() ? "" : "; ",
-                           override_hint);
-    };
+// limit is refused from its size.
+std::string open_input_file(const std::string& path, std::string_view what, std::uint64_t limit,
+                            std::string_view override_hint, InputFile& file) {
     auto refuse = [&](mode_t mode) -> std::string {
         if (S_ISDIR(mode)) return fmt::format("is a directory, not a {}", what);
         return fmt::format("is {}, not a {} (only regular files and pipes are read)", kind_of(mode), what);
@@ -76,17 +65,27 @@ std::string read_input_file(const std::string& path, std::string_view what, std:
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return fmt::format("cannot open file ({})", std::strerror(errno));
     if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) return refuse(st.st_mode);
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) return fmt::format("cannot open file ({})", std::strerror(errno));
-    if (::fstat(fd.get(), &st) != 0) return fmt::format("cannot read file ({})", std::strerror(errno));
+    if (file.fd_ >= 0) ::close(file.fd_);
+    file.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (file.fd_ < 0) return fmt::format("cannot open file ({})", std::strerror(errno));
+    if (::fstat(file.fd_, &st) != 0) return fmt::format("cannot read file ({})", std::strerror(errno));
     if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) return refuse(st.st_mode);
-    if (S_ISREG(st.st_mode)) {
-        if (static_cast<std::uint64_t>(st.st_size) > limit) return too_large();
-        text.reserve(static_cast<std::size_t>(st.st_size));
-    }
+    file.regular_ = S_ISREG(st.st_mode);
+    file.size_ = file.regular_ ? static_cast<std::uint64_t>(st.st_size) : 0;
+    if (file.size_ > limit) return input_too_large(what, limit, override_hint);
+    return {};
+}
+
+// A pipe is read until it passes the limit; so is a regular file that grows while it is read.
+std::string read_input_file(const std::string& path, std::string_view what, std::uint64_t limit,
+                            std::string_view override_hint, std::string& text) {
+    text.clear();
+    InputFile file;
+    if (std::string error = open_input_file(path, what, limit, override_hint, file); !error.empty()) return error;
+    text.reserve(static_cast<std::size_t>(file.size()));
     char buf[1 << 16];
     for (;;) {
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        ssize_t n = ::read(file.fd(), buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             std::string error = fmt::format("cannot read file ({})", std::strerror(errno));
@@ -94,10 +93,10 @@ std::string read_input_file(const std::string& path, std::string_view what, std:
             return error;
         }
         if (n == 0) break;
-        if (text.size() + static_cast<std::size_t>(n) > limit) {  // a pipe, or a file that grows while read
+        if (text.size() + static_cast<std::size_t>(n) > limit) {
             text.clear();
             text.shrink_to_fit();
-            return too_large();
+            return input_too_large(what, limit, override_hint);
         }
         text.append(buf, static_cast<std::size_t>(n));
     }

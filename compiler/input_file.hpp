@@ -22,6 +22,34 @@ inline constexpr std::uint64_t default_max_input_bytes = std::uint64_t{4} << 30;
 /// Throws InputError when the variable is set to anything else.
 std::uint64_t max_input_bytes();
 
+/// A file opened for reading under the policy (open_input_file); closes its descriptor.
+class InputFile {
+public:
+    InputFile() = default;
+    ~InputFile();
+    InputFile(const InputFile&) = delete;
+    InputFile& operator=(const InputFile&) = delete;
+    int fd() const { return fd_; }
+    /// A regular file (its size is known and within the limit), else a pipe (read until the limit).
+    bool regular() const { return regular_; }
+    std::uint64_t size() const { return size_; }
+
+private:
+    friend std::string open_input_file(const std::string&, std::string_view, std::uint64_t, std::string_view, InputFile&);
+    int fd_ = -1;
+    bool regular_ = false;
+    std::uint64_t size_ = 0;
+};
+
+/// Opens `path` for reading: refuses directories, devices and sockets, and a regular file larger
+/// than `limit`. Returns the error message without the path (empty on success). For readers
+/// that read the descriptor themselves (a pipe must still stop at `limit`: input_too_large).
+std::string open_input_file(const std::string& path, std::string_view what, std::uint64_t limit,
+                            std::string_view override_hint, InputFile& file);
+
+/// The message for an input over its limit ("the table is larger than 4 GiB; set ...").
+std::string input_too_large(std::string_view what, std::uint64_t limit, std::string_view override_hint);
+
 /// The whole content of `path`, or an error message without the path (empty on success), for
 /// callers that report through Diagnostics. `what` names the kind of file ("table", "schedule",
 /// "graph file") and `override_hint` says how to raise the limit (empty: it cannot be raised).
