@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/names.hpp"
 #include "compiler/topology.hpp"
 #include "dsl/diagnostics.hpp"
 
@@ -198,29 +199,29 @@ Collective Collective::parse(std::string_view text, const Topology& topo) {
     std::string_view name = text.substr(0, colon);
     std::string_view rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
     Collective c;
-    if (name == "alltoall" || name == "allgather" || name == "custom") {
-        if (!rest.empty()) fail(fmt::format("'{}' takes no root", name));
-        c.kind = name == "alltoall" ? CollectiveKind::alltoall
-                 : name == "allgather" ? CollectiveKind::allgather
-                                       : CollectiveKind::custom;
-        c.check_goal_count(topo);
-        return c;
+    const CollectiveName* known = find_collective(name);
+    if (!known) return fail(fmt::format("unknown collective: expected {}", name_list(collective_names, &CollectiveName::spec)));
+    c.kind = known->kind;
+    switch (c.kind) {
+        case CollectiveKind::alltoall:
+        case CollectiveKind::allgather:
+        case CollectiveKind::custom:
+            if (!rest.empty()) fail(fmt::format("'{}' takes no root", name));
+            c.check_goal_count(topo);
+            return c;
+        case CollectiveKind::prefix:
+            if (!rest.empty()) fail("'prefix' takes no root");
+            return c;
+        case CollectiveKind::broadcast:
+        case CollectiveKind::scatter:
+        case CollectiveKind::gather:
+        case CollectiveKind::reduce:
+            if (rest.empty()) fail(fmt::format("expected {}:R with R the root processor", name));
+            c.root = proc(rest);
+            return c;
+        case CollectiveKind::multicast: break;
     }
-    if (name == "prefix") {
-        if (!rest.empty()) fail("'prefix' takes no root");
-        c.kind = CollectiveKind::prefix;
-        return c;
-    }
-    if (name == "broadcast" || name == "scatter" || name == "gather" || name == "reduce") {
-        if (rest.empty()) fail(fmt::format("expected {}:R with R the root processor", name));
-        c.kind = name == "broadcast" ? CollectiveKind::broadcast
-                 : name == "scatter" ? CollectiveKind::scatter
-                 : name == "reduce"  ? CollectiveKind::reduce
-                                     : CollectiveKind::gather;
-        c.root = proc(rest);
-        return c;
-    }
-    if (name == "multicast") {
+    {  // multicast
         std::size_t c2 = rest.find(':');
         if (rest.empty() || c2 == std::string_view::npos) fail("expected multicast:R:a,b,c");
         c.kind = CollectiveKind::multicast;
@@ -236,7 +237,6 @@ Collective Collective::parse(std::string_view text, const Topology& topo) {
         if (std::adjacent_find(c.members.begin(), c.members.end()) != c.members.end()) fail("a member is listed twice");
         return c;
     }
-    return fail("unknown collective: expected alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:a,b,c, reduce:R, prefix or custom");
 }
 
 std::string Collective::to_string() const {

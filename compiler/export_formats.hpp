@@ -3,11 +3,17 @@
  * `compile` and any later command accept the same `--format` names: `json` and `csv`
  * (compiler/table_io.hpp), `ranks` (compiler/export_ranks.hpp), `msccl`
  * (compiler/export_msccl.hpp), `dot`, `svg` and `html` (compiler/export_svg.hpp).
+ *
+ * `output_formats` is the one list of them: to add a format, add a line there (name, file
+ * extension, one-line description, writer); the `--format` checks, the help texts and the choice
+ * of a format from `-o FILE.ext` all read it.
  */
 #pragma once
 
-#include <array>
+#include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "compiler/export_svg.hpp"
 #include "compiler/send_table.hpp"
@@ -15,14 +21,29 @@
 
 namespace collsched {
 
-inline constexpr std::array<std::string_view, 7> table_formats = {"json", "csv", "ranks", "msccl", "dot", "svg", "html"};
-
 struct ExportOptions {
     TimelineOptions timeline;  ///< svg and html
 };
 
-/// Writes `t` in `format` (one of table_formats). Throws InputError for an unknown format and
-/// for tables the format cannot express; the writers check everything before their first byte.
+/// One output format of a send table.
+struct OutputFormat {
+    std::string_view name;         ///< the `--format` value
+    std::string_view extension;    ///< the file extension that selects it (".json")
+    std::string_view description;  ///< for --help
+    void (*write)(const SendTable&, const ExportOptions&, fmt::memory_buffer&, const Flush&);
+};
+
+/// Every format, in the order the help lists them.
+std::span<const OutputFormat> output_formats();
+/// The names of output_formats(), for CLI11's IsMember.
+std::vector<std::string> output_format_names();
+/// "json, csv, ranks, msccl, dot, svg or html".
+std::string output_format_list();
+/// The format whose extension `path` ends with, or null.
+const OutputFormat* format_of_path(std::string_view path);
+
+/// Writes `t` in `format` (a name of output_formats()). Throws InputError for an unknown format
+/// and for tables the format cannot express; the writers check everything before their first byte.
 void write_table_as(const SendTable& t, std::string_view format, const ExportOptions& options, fmt::memory_buffer& out,
                     const Flush& flush);
 

@@ -45,6 +45,10 @@ std::string model_text(const Model& m) {
     return s;
 }
 
+/// The most router-link rows `auto` draws for a fat tree too large for all its channels
+/// (ebft:64 has 124; ebft:128 has 252, drawn with processors instead).
+constexpr std::size_t max_router_rows = 128;
+
 /// What the timeline draws: rows, their capacities and per (row, step) loads.
 struct Grid {
     bool processors = false;
@@ -69,7 +73,17 @@ Grid build_grid(const SendTable& t, const TimelineOptions& opt) {
     Grid g;
     g.steps = std::max<Step>(t.steps(), 1);
     TimelineRows rows = opt.rows;
-    if (rows == TimelineRows::automatic) rows = topo.channels().size() <= 128 ? TimelineRows::channels : TimelineRows::processors;
+    // Router links: the channels between routers of a fat tree (branch levels 2 and up).
+    std::size_t router_links = 0;
+    if (topo.is_tree())
+        for (const Channel& c : topo.channels()) router_links += c.level >= 2;
+    if (rows == TimelineRows::automatic)
+        rows = topo.channels().size() <= 128                  ? TimelineRows::channels
+               : topo.is_tree() && router_links <= max_router_rows ? TimelineRows::routers
+                                                                  : TimelineRows::processors;
+    if (rows == TimelineRows::routers && !topo.is_tree())
+        throw InputError(fmt::format("--rows routers draws the router links of a fat tree; {} is not one", topo.spec()));
+    const bool routers_only = rows == TimelineRows::routers;
     g.processors = rows == TimelineRows::processors;
     std::vector<std::uint32_t> row_of(topo.channels().size(), 0);
     if (!g.processors) {
@@ -90,6 +104,7 @@ Grid build_grid(const SendTable& t, const TimelineOptions& opt) {
             std::vector<std::vector<ChannelId>> up(L + 1), down(L + 1);
             for (std::uint32_t i = 0; i < topo.channels().size(); ++i) {
                 const Channel& c = topo.channel(ChannelId{i});
+                if (routers_only && c.level < 2) continue;
                 if (topo.level(c.from) < topo.level(c.to)) up[c.level].push_back(ChannelId{i});
                 else down[c.level].push_back(ChannelId{i});
             }
@@ -300,7 +315,8 @@ TimelineRows parse_timeline_rows(std::string_view s) {
     if (s == "auto") return TimelineRows::automatic;
     if (s == "channels") return TimelineRows::channels;
     if (s == "processors") return TimelineRows::processors;
-    throw InputError(fmt::format("unknown timeline rows '{}' (expected auto, channels or processors)", s));
+    if (s == "routers") return TimelineRows::routers;
+    throw InputError(fmt::format("unknown timeline rows '{}' (expected auto, channels, routers or processors)", s));
 }
 
 void write_table_svg(const SendTable& t, const TimelineOptions& opt, fmt::memory_buffer& out, const Flush& flush) {
@@ -367,7 +383,7 @@ void write_table_dot(const SendTable& t, fmt::memory_buffer& out, const Flush& f
     fmt::format_to(it, "digraph \"{}\" {{\n", escape(topo.spec()));
     fmt::format_to(it,
                    "  label=\"{} \u00b7 {} \u00b7 {} steps \u00b7 {} transfers\\nedge label: capacity per step; messages carried "
-                   "each way over the whole schedule; colour: peak load / capacity\";\n  labelloc=t;\n",
+                   "each way (from\u2192to) over the whole schedule; colour: peak load / capacity\";\n  labelloc=t;\n",
                    escape(topo.spec()), escape(t.collective.to_string()), t.steps(), t.transfers.size());
     fmt::format_to(it, "  fontname=\"Helvetica\";\n  node [fontname=\"Helvetica\", fontsize=10, shape=circle, width=0.3];\n"
                        "  edge [fontname=\"Helvetica\", fontsize=8, arrowsize=0.5];\n");
@@ -393,7 +409,9 @@ void write_table_dot(const SendTable& t, fmt::memory_buffer& out, const Flush& f
                             : c.cap == cap_back ? fmt::format("cap {}", c.cap)
                                                 : fmt::format("cap {}/{}", c.cap, cap_back);
         if (!t.transfers.empty()) {
-            label += back ? fmt::format("\\n{}\u2193 {}\u2191", total[i], total[b]) : fmt::format("\\n{} msgs", total[i]);
+            // Which way each count goes, by name: "r2.0→r1.0 4, r1.0→r2.0 4".
+            label += back ? fmt::format("\\n{} {}, {} {}", escape(arrow(topo, c)), total[i], escape(arrow(topo, topo.channel(*back))), total[b])
+                          : fmt::format("\\n{} msgs", total[i]);
         }
         double ratio = std::max(c.cap ? double(peak[i]) / c.cap : 0.0, back && cap_back ? double(peak[b]) / cap_back : 0.0);
         std::uint32_t over = (peak[i] > c.cap || (back && peak[b] > cap_back)) ? 1 : 0;

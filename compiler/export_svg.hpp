@@ -9,8 +9,13 @@
  * down the picture as it moves right; other families list channels in (from, to) order. With
  * `processors`, each processor has one row split in two: the upper half is its sends against its
  * send capacity, the lower half its receives against its receive capacity (the channel
- * capacities under multi ports, 1 under single or half ports). `automatic` draws channels when
- * there are at most 128 of them, else processors, so n = 64 stays readable either way.
+ * capacities under multi ports, 1 under single or half ports). With `routers`, only the channels
+ * between routers of a fat tree (branch levels 2 and up), grouped like `channels`: the links that
+ * are a fat tree's bottleneck. `automatic` draws channels when there are at most 128 of them,
+ * else a fat tree's router links when there are at most 128 of those (ebft:64), else processors.
+ *
+ * Every cell of the SVG has a <title> (hover text) naming the row, the step, the load against
+ * the capacity and the messages; the HTML page shows it on hover.
  */
 #pragma once
 
@@ -22,14 +27,14 @@
 
 namespace collsched {
 
-enum class TimelineRows : std::uint8_t { automatic, channels, processors };
+enum class TimelineRows : std::uint8_t { automatic, channels, routers, processors };
 
 struct TimelineOptions {
     TimelineRows rows = TimelineRows::automatic;
-    bool titles = false;  ///< a <title> per cell (hover text); always on in HTML
+    bool titles = true;  ///< a <title> per cell (hover text: load and messages); always on in HTML
 };
 
-/// Parses `auto`, `channels`, `processors`. Throws InputError.
+/// Parses `auto`, `channels`, `routers`, `processors`. Throws InputError.
 TimelineRows parse_timeline_rows(std::string_view);
 
 void write_table_svg(const SendTable&, const TimelineOptions&, fmt::memory_buffer& out, const Flush& flush);

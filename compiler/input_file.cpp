@@ -83,9 +83,15 @@ std::string read_input_file(const std::string& path, std::string_view what, std:
     InputFile file;
     if (std::string error = open_input_file(path, what, limit, override_hint, file); !error.empty()) return error;
     text.reserve(static_cast<std::size_t>(file.size()));
+    return read_input_stream(file.fd(), what, limit, override_hint, text);
+}
+
+std::string read_input_stream(int fd, std::string_view what, std::uint64_t limit, std::string_view override_hint,
+                              std::string& text) {
+    text.clear();
     char buf[1 << 16];
     for (;;) {
-        ssize_t n = ::read(file.fd(), buf, sizeof buf);
+        ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             std::string error = fmt::format("cannot read file ({})", std::strerror(errno));

@@ -56,6 +56,11 @@ std::string input_too_large(std::string_view what, std::uint64_t limit, std::str
 std::string read_input_file(const std::string& path, std::string_view what, std::uint64_t limit,
                             std::string_view override_hint, std::string& text);
 
+/// Everything that can be read from the open descriptor `fd` (standard input: 0), stopping with
+/// an error when it passes `limit`; the error message, or empty on success.
+std::string read_input_stream(int fd, std::string_view what, std::uint64_t limit, std::string_view override_hint,
+                              std::string& text);
+
 /// The whole content of `path`; throws InputError("PATH: reason") on failure.
 std::string read_input_file(const std::string& path, std::string_view what, std::uint64_t limit,
                             std::string_view override_hint);

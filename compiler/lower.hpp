@@ -1,19 +1,21 @@
 /** \file
- * The schedule compiler: an ast::Program (dsl/ast.hpp) to a sorted SendTable. Three stages, each
- * reporting all of its errors before the pipeline stops:
+ * The schedule compiler: an ast::Program (dsl/ast.hpp) to a sorted SendTable. `compile()`
+ * (compiler/lower.cpp) is the whole pipeline, one pass per file, each reporting all of its errors
+ * before the pipeline stops:
  *
- *  1. resolve: names to slots, static types (integer, condition, node, message), placement rules
- *     (sends inside steps, declarations at the top level), -D overrides checked against params;
- *  2. evaluate: runs the program with checked int64 arithmetic, builds the topology, model and
- *     collective, and lowers every `send` by the policy (cut-through: hop k of a send issued in
- *     step s crosses its channel in step s+k-1; under wormhole timing the whole route is one
- *     round) and every `hop` as written; claims, bounds and citations become the table's extra
- *     fields (`"claim"`, `"lower_bound"`, `"cite"`, ...);
- *  3. finish: the arbitration of the fifo, flood or adaptive policy (if chosen), sorting, and the
- *     check that every send moves data its source holds at that step.
+ *  1. resolve (compiler/resolve.hpp): names to slots, static types, placement rules, -D overrides
+ *     checked against params; the AST becomes the IR (compiler/ir.hpp);
+ *  2. evaluate (compiler/evaluate.hpp, with compiler/env.hpp for expressions and
+ *     compiler/declarations.hpp for topology, model and collective): runs the program with
+ *     checked int64 arithmetic, lowers every cut-through `send` and every `hop` into a
+ *     TransferSink (compiler/transfer_sink.hpp); claims, bounds and citations become the table's
+ *     extra fields (`"claim"`, `"lower_bound"`, `"cite"`, ...);
+ *  3. arbitrate (compiler/arbitrate.hpp): the fifo, flood or adaptive policy, if chosen;
+ *  4. sort the transfers (TransferSink::take_sorted);
+ *  5. check_holds (compiler/check_holds.hpp): every send moves data its source holds.
  *
- * The error codes (E001..E053) are listed with examples in docs/errors.md; the language in
- * docs/dsl.md.
+ * docs/architecture.md draws the pipeline. The error codes (E001..E053) are listed with examples
+ * in docs/errors.md; the language in docs/dsl.md.
  */
 #pragma once
 
@@ -58,6 +60,8 @@ struct CompileOptions {
     bool record_locations = false;
     /// Directory that relative `graph("FILE.json")` paths are taken from ("" = working directory).
     std::string base_dir;
+    /// Report warnings (W001, a send whose destination already holds its data) as errors.
+    bool warnings_are_errors = false;
 };
 
 /// Compiles a parsed program. Returns nullopt after reporting errors to `diags`.
@@ -72,6 +76,11 @@ std::optional<SendTable> compile_text(std::string_view text, const std::string& 
 /// read is E005.
 std::optional<SendTable> compile_file(const std::string& path, const std::vector<std::string>& defines,
                                       CompileOptions options, Diagnostics& diags);
+
+/// compile_file() of a text already read (standard input, a file of another extension); `name`
+/// is the file name diagnostics report against.
+std::optional<SendTable> compile_source(std::string_view text, const std::string& name, const std::vector<std::string>& defines,
+                                        CompileOptions options, Diagnostics& diags);
 
 /// Parses `name=value` strings into `out`; reports E006 for malformed ones. Returns false if any was.
 bool parse_defines(const std::vector<std::string>& defines, std::vector<Define>& out, Diagnostics& diags);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <vector>
 
 #include <fmt/format.h>
@@ -42,15 +43,17 @@ std::string to_string(const Model& m) {
 
 namespace {
 
-[[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view expected) {
-    throw InputError(fmt::format("model: bad value '{}' for '{}': expected {}", value, key, expected));
+/// A bad value for a knob: the message says what the knob accepts (its line in `keys` below).
+[[noreturn]] void bad_value(std::string_view key, std::string_view value) {
+    const ModelKey* k = find_model_key(key);
+    throw InputError(fmt::format("model: bad value '{}' for '{}': expected {}", value, key, k ? k->values : "?"));
 }
 
 std::uint32_t parse_bound(std::string_view key, std::string_view v) {
     std::uint32_t b = 0;
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), b);
     if (ec != std::errc{} || p != v.data() + v.size())
-        bad_value(key, v, "unbounded, none, or a queue bound B >= 0");
+        bad_value(key, v);
     return b;
 }
 
@@ -59,7 +62,7 @@ double parse_cost(std::string_view key, std::string_view v) {
     double d = 0;
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
     if (ec != std::errc{} || p != v.data() + v.size() || !std::isfinite(d) || d < 0)
-        bad_value(key, v, "a non-negative number");
+        bad_value(key, v);
     return d;
 }
 
@@ -74,33 +77,61 @@ void set_queues(Model& m, std::string_view key, std::string_view v) {
     }
 }
 
-void set_key(Model& m, std::string_view key, std::string_view v) {
-    if (key == "timing") {
-        if (v == "hop") m.timing = Timing::hop;
-        else if (v == "wormhole") m.timing = Timing::wormhole;
-        else bad_value(key, v, "hop or wormhole");
-    } else if (key == "ts") {
-        m.ts = parse_cost(key, v);
-    } else if (key == "tc") {
-        m.tc = parse_cost(key, v);
-    } else if (key == "ports") {
-        if (v == "multi") m.ports = Ports::multi;
-        else if (v == "single") m.ports = Ports::single;
-        else if (v == "half") m.ports = Ports::half;
-        else bad_value(key, v, "multi, single or half");
-    } else if (key == "queues") {
-        set_queues(m, key, v);
-    } else if (key == "replicate") {
-        if (v == "yes" || v == "true") m.replicate = true;
-        else if (v == "no" || v == "false") m.replicate = false;
-        else bad_value(key, v, "yes or no");
-    } else {
-        throw InputError(fmt::format(
-            "model: unknown key '{}': expected one of timing, ts, tc, ports, queues, replicate", key));
-    }
+void set_timing(Model& m, std::string_view key, std::string_view v) {
+    if (v == "hop") m.timing = Timing::hop;
+    else if (v == "wormhole") m.timing = Timing::wormhole;
+    else bad_value(key, v);
 }
 
+void set_ports(Model& m, std::string_view key, std::string_view v) {
+    if (v == "multi") m.ports = Ports::multi;
+    else if (v == "single") m.ports = Ports::single;
+    else if (v == "half") m.ports = Ports::half;
+    else bad_value(key, v);
+}
+
+void set_replicate(Model& m, std::string_view key, std::string_view v) {
+    if (v == "yes" || v == "true") m.replicate = true;
+    else if (v == "no" || v == "false") m.replicate = false;
+    else bad_value(key, v);
+}
+
+/// The model's knobs, one line each (as CaDiCaL keeps its options): the `--model` option, the
+/// table readers, the DSL's `model` declaration and the messages listing the keys all read this
+/// list, so a new knob is one line here, its field in Model, and its printers.
+constexpr ModelKey keys[] = {
+    {"timing", "hop or wormhole", "hop", false, set_timing},
+    {"ts", "a non-negative number", "1", true, [](Model& m, std::string_view k, std::string_view v) { m.ts = parse_cost(k, v); }},
+    {"tc", "a non-negative number", "0", true, [](Model& m, std::string_view k, std::string_view v) { m.tc = parse_cost(k, v); }},
+    {"ports", "multi, single or half", "multi", false, set_ports},
+    {"queues", "unbounded, none, or a queue bound B >= 0", "unbounded", false, set_queues},
+    {"replicate", "yes or no", "no", false, set_replicate},
+};
+
 }  // namespace
+
+std::span<const ModelKey> model_keys() { return keys; }
+
+const ModelKey* find_model_key(std::string_view name) {
+    for (const ModelKey& k : keys)
+        if (k.name == name) return &k;
+    return nullptr;
+}
+
+std::string model_key_names(std::string_view last_word) {
+    std::string out;
+    for (std::size_t i = 0; i < std::size(keys); ++i) {
+        if (i > 0) out += i + 1 == std::size(keys) && !last_word.empty() ? fmt::format(" {} ", last_word) : std::string(", ");
+        out += keys[i].name;
+    }
+    return out;
+}
+
+void set_model_key(Model& m, std::string_view key, std::string_view value) {
+    const ModelKey* k = find_model_key(key);
+    if (!k) throw UnknownModelKey(fmt::format("model: unknown key '{}': expected one of {}", key, model_key_names()));
+    k->set(m, key, value);
+}
 
 Model apply_model_options(Model m, std::string_view options) {
     std::vector<std::string_view> seen;  // a key given twice is an error, as E032 is in the DSL
@@ -116,7 +147,7 @@ Model apply_model_options(Model m, std::string_view options) {
         if (std::find(seen.begin(), seen.end(), key) != seen.end())
             throw InputError(fmt::format("model: '{}' is given twice", key.substr(0, 40)));
         seen.push_back(key);
-        set_key(m, key, item.substr(eq + 1));
+        set_model_key(m, key, item.substr(eq + 1));
     }
     return m;
 }
@@ -142,13 +173,13 @@ Model model_from_json(const nlohmann::json& j, Model m) {
             m.replicate = value.get<bool>();
         } else if ((key == "ts" || key == "tc") && value.is_number()) {
             double d = value.get<double>();
-            if (!std::isfinite(d) || d < 0) bad_value(key, value.dump(), "a non-negative number");
+            if (!std::isfinite(d) || d < 0) bad_value(key, value.dump());
             (key == "ts" ? m.ts : m.tc) = d;
         } else if (key == "queues" && value.is_number_unsigned()) {
             m.queues = QueueKind::bounded;
             m.queue_bound = value.get<std::uint32_t>();
         } else if (value.is_string()) {
-            set_key(m, key, value.get<std::string>());
+            set_model_key(m, key, value.get<std::string>());
         } else {
             throw InputError(fmt::format("table: model key '{}' has value {} of the wrong type", key, value.dump()));
         }

@@ -6,10 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "dsl/diagnostics.hpp"
 
 namespace collsched {
 
@@ -34,6 +37,31 @@ std::string queues_to_string(const Model&);
 
 /// `timing=hop,ports=multi,queues=none,replicate=no` (every key, canonical order).
 std::string to_string(const Model&);
+
+/// One knob of the model, by the name the `--model` option, table files and the DSL use.
+struct ModelKey {
+    std::string_view name;
+    std::string_view values;         ///< what it accepts, for messages and --help
+    std::string_view default_value;  ///< under Model{} (a topology's default model may differ)
+    bool wormhole_only;              ///< a cost that only wormhole timing reads (ts, tc)
+    void (*set)(Model&, std::string_view key, std::string_view value);  ///< throws InputError for a bad value
+};
+
+/// Every knob, in the canonical order.
+std::span<const ModelKey> model_keys();
+/// The knob called `name`, or null.
+const ModelKey* find_model_key(std::string_view name);
+/// "timing, ts, tc, ports, queues, replicate" (with `last_word`: "..., queues or replicate").
+std::string model_key_names(std::string_view last_word = {});
+
+/// A key that names no knob (a bad value is a plain InputError).
+class UnknownModelKey : public InputError {
+public:
+    using InputError::InputError;
+};
+
+/// Sets one knob by its name. Throws UnknownModelKey or InputError naming the value expected.
+void set_model_key(Model& m, std::string_view key, std::string_view value);
 
 /// Applies `key=value` pairs (comma separated) on top of `base`; keys not given keep their
 /// value. Throws InputError naming the bad key or value and the accepted ones.

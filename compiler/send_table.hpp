@@ -38,6 +38,9 @@ struct Requirement {
     bool operator==(const Requirement&) const = default;
 };
 
+/// SendTable::transfer_origins of a transfer without a recorded origin.
+inline constexpr std::uint32_t no_origin = 0xffffffffu;
+
 struct SendTable {
     std::shared_ptr<const Topology> topology;
     Model model;
@@ -50,10 +53,11 @@ struct SendTable {
     std::vector<std::pair<std::string, std::string>> extra_fields;
     std::vector<std::pair<std::uint64_t, std::string>> transfer_extras;
 
-    /// Where each transfer came from, recorded only on request (CompileOptions::record_locations):
-    /// transfer i was made by the `send` or `hop` statement at origins[transfer_origins[i]]
-    /// ("file:line:col"). Empty otherwise (and for tables read from files, which carry "at"
-    /// extras instead). 4 bytes per transfer; sort() keeps it attached.
+    /// Where each transfer came from, recorded on request (CompileOptions::record_locations) or
+    /// read from the transfers' "at" fields of a table file: transfer i was made by the `send` or
+    /// `hop` statement at origins[transfer_origins[i]] ("file:line:col"; no_origin for none).
+    /// Empty otherwise. 4 bytes per transfer; sort() keeps it attached; the JSON writer writes
+    /// it back as "at".
     std::vector<std::uint32_t> transfer_origins;
     std::vector<std::string> origins;
 

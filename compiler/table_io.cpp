@@ -6,6 +6,7 @@
 #include <iterator>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -224,6 +225,7 @@ public:
                 continue;
             table_.extra_fields.emplace_back(k, v.dump());
         }
+        if (!table_.transfer_origins.empty()) table_.transfer_origins.resize(count_, no_origin);
         finish_composites(table_, name_);
         table_.sort();
         return std::move(table_);
@@ -234,10 +236,20 @@ private:
         std::optional<std::uint64_t> step;
         std::optional<std::string> from, to, msg;
         std::string extra;
+        std::optional<std::string> at;  ///< "at": the statement that made the transfer
         bool bad_step = false;
     };
 
     [[noreturn]] void fail(std::string_view what) const { throw InputError(fmt::format("{}: {}", name_, what)); }
+
+    /// "at" of transfer count_: into SendTable::origins (each location once) and
+    /// transfer_origins (no_origin for the transfers without one).
+    void record_origin(const std::string& at) {
+        auto [it, fresh] = origin_index_.emplace(at, static_cast<std::uint32_t>(table_.origins.size()));
+        if (fresh) table_.origins.push_back(at);
+        table_.transfer_origins.resize(count_ + 1, no_origin);
+        table_.transfer_origins[count_] = it->second;
+    }
 
     bool scalar(json v) {
         if (capture_.active()) {
@@ -285,6 +297,8 @@ private:
             str(cur_.to);
         } else if (key_ == "msg") {
             str(cur_.msg);
+        } else if (key_ == "at" && v.is_string()) {
+            cur_.at = v.get<std::string>();
         } else {
             append_extra(v);
         }
@@ -294,6 +308,7 @@ private:
         const char* missing = !cur_.step ? "step" : !cur_.from ? "from" : !cur_.to ? "to" : !cur_.msg ? "msg" : nullptr;
         if (missing) fail(fmt::format("transfers[{}]: missing \"{}\"", count_, missing));
         if (!cur_.extra.empty()) table_.transfer_extras.emplace_back(count_, std::move(cur_.extra));
+        if (cur_.at) record_origin(*cur_.at);
         if (table_.topology) {
             table_.transfers.push_back(resolver_->resolve(count_, *cur_.step, *cur_.from, *cur_.to, *cur_.msg));
         } else {
@@ -339,6 +354,7 @@ private:
     SendTable table_;
     std::optional<Resolver> resolver_;
     std::vector<RawTransfer> pending_;
+    std::map<std::string, std::uint32_t> origin_index_;
 };
 
 
@@ -429,14 +445,36 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
     return t;
 }
 
-SendTable read_table(const std::string& path) {
-    std::string text = read_input_file(path, "table", max_input_bytes(), max_input_hint);
-    std::size_t first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) throw InputError(fmt::format("{}: the file is empty (expected a table in JSON or CSV)", path));
-    if (text[first] == '{' && looks_like_ranks(text)) return parse_ranks_json(text, path);
-    if (text[first] == '{' || text[first] == '[') return parse_table_json(text, path);
-    return parse_table_csv(text, path);
+std::string read_input_text(const std::string& path, std::string_view what) {
+    std::string text;
+    std::string error = path == "-" ? read_input_stream(0, what, max_input_bytes(), max_input_hint, text)
+                                    : read_input_file(path, what, max_input_bytes(), max_input_hint, text);
+    if (!error.empty()) throw InputError(fmt::format("{}: {}", path == "-" ? "<stdin>" : path, error));
+    return text;
 }
+
+bool looks_like_table(std::string_view text) {
+    std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos) return false;
+    if (text[first] == '{' || text[first] == '[') return true;
+    if (text.substr(first).starts_with("# format=collsched.table")) return true;
+    for (std::size_t at = 0; at < text.size();) {  // CSV: its header row
+        std::size_t end = std::min(text.find('\n', at), text.size());
+        if (trim(text.substr(at, end - at)) == "step,from,to,message") return true;
+        at = end + 1;
+    }
+    return false;
+}
+
+SendTable parse_table(std::string_view text, std::string_view name) {
+    std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) throw InputError(fmt::format("{}: the file is empty (expected a table in JSON or CSV)", name));
+    if (text[first] == '{' && looks_like_ranks(text)) return parse_ranks_json(text, name);
+    if (text[first] == '{' || text[first] == '[') return parse_table_json(text, name);
+    return parse_table_csv(text, name);
+}
+
+SendTable read_table(const std::string& path) { return parse_table(read_input_text(path, "table"), path == "-" ? "<stdin>" : path); }
 
 namespace {
 
@@ -501,6 +539,8 @@ void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& 
     fmt::format_to(it, " \"steps\": {},\n \"transfers\": [", t.steps());
     std::vector<std::string> names = node_names(*t.topology);
     auto extra = t.transfer_extras.begin();
+    std::vector<std::string> origin_json;  // "at" of each origin, as JSON strings
+    for (const std::string& o : t.origins) origin_json.push_back(json(o).dump());
     for (std::uint64_t i = 0; i < t.transfers.size(); ++i) {
         const Transfer& x = t.transfers[i];
         const Channel& c = t.topology->channel(x.channel);
@@ -513,6 +553,10 @@ void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& 
         put(out, "\", \"msg\": \"");
         put_message(out, ms, x.message);
         out.push_back('"');
+        if (i < t.transfer_origins.size() && t.transfer_origins[i] < origin_json.size()) {
+            put(out, ", \"at\": ");
+            put(out, origin_json[t.transfer_origins[i]]);
+        }
         if (extra != t.transfer_extras.end() && extra->first == i) {
             fmt::format_to(it, ", {}", extra->second);
             ++extra;

@@ -22,8 +22,19 @@ namespace collsched {
 inline constexpr std::string_view table_format = "collsched.table/1";
 
 /// Reads a table from a JSON or CSV file (decided by its first non-blank character); a JSON file
-/// whose "format" is "collsched.ranks/1" is a per-rank file (compiler/ranks_import.hpp).
+/// whose "format" is "collsched.ranks/1" is a per-rank file (compiler/ranks_import.hpp). "-" is
+/// standard input.
 SendTable read_table(const std::string& path);
+/// read_table() of text held in memory; `name` is used in messages.
+SendTable parse_table(std::string_view text, std::string_view name);
+/// The whole content of `path`, or of standard input when path is "-", under the input policy
+/// (compiler/input_file.hpp: regular files and pipes, at most max_input_bytes()); `what` names the
+/// kind of file in messages. Throws InputError.
+std::string read_input_text(const std::string& path, std::string_view what = "table or schedule");
+/// Whether `text` is a send table (a JSON document, or CSV with its `step,from,to,message` row or
+/// `# collsched.table` header) rather than a schedule in the DSL: how inputs without a telling
+/// extension (standard input, `.txt`) are told apart.
+bool looks_like_table(std::string_view text);
 /// Parses table JSON held in memory; `name` is used in messages.
 SendTable parse_table_json(std::string_view text, std::string_view name);
 SendTable parse_table_csv(std::string_view text, std::string_view name);

@@ -13,26 +13,10 @@
 
 #include "compiler/input_file.hpp"
 #include "compiler/json_error.hpp"
+#include "compiler/names.hpp"
 #include "dsl/diagnostics.hpp"
 
 namespace collsched {
-
-std::string_view to_string(Family f) {
-    switch (f) {
-        case Family::bft: return "bft";
-        case Family::fattree: return "fattree";
-        case Family::ideal: return "ideal";
-        case Family::ring: return "ring";
-        case Family::linear: return "linear";
-        case Family::mesh: return "mesh";
-        case Family::torus: return "torus";
-        case Family::hypercube: return "hypercube";
-        case Family::complete: return "complete";
-        case Family::product: return "product";
-        case Family::graph: return "graph";
-    }
-    return "?";
-}
 
 namespace {
 
@@ -682,45 +666,6 @@ Model Topology::default_model() const {
     return m;
 }
 
-std::string Topology::to_dot() const {
-    std::string out = fmt::format("digraph \"{}\" {{\n  node [shape=circle];\n", spec_);
-    for (std::uint32_t v = 0; v < nodes(); ++v) {
-        bool proc = v < processors_;
-        out += fmt::format("  \"{}\" [shape={}];\n", node_name(Node{v}), proc ? "box" : "circle");
-    }
-    for (std::uint32_t i = 0; i < channels_.size(); ++i) {
-        const Channel& c = channels_[i];
-        auto back = find_channel(c.to, c.from);
-        if (back && channels_[idx(*back)].cap == c.cap) {
-            if (idx(c.from) > idx(c.to)) continue;
-            out += fmt::format("  \"{}\" -> \"{}\" [dir=both, label=\"{}\"];\n", node_name(c.from), node_name(c.to), c.cap);
-        } else {
-            out += fmt::format("  \"{}\" -> \"{}\" [label=\"{}\"];\n", node_name(c.from), node_name(c.to), c.cap);
-        }
-    }
-    out += "}\n";
-    return out;
-}
-
-std::string Topology::to_json() const {
-    std::string out = fmt::format("{{\"topology\": {}, \"family\": \"{}\",\n \"processors\": [", nlohmann::json(spec_).dump(),
-                                  to_string(family_));
-    for (std::uint32_t v = 0; v < processors_; ++v) out += fmt::format("{}\"{}\"", v ? ", " : "", v);
-    out += "],\n \"routers\": [";
-    for (std::uint32_t v = processors_; v < nodes(); ++v)
-        out += fmt::format("{}\"{}\"", v > processors_ ? ", " : "", node_name(Node{v}));
-    out += "],\n \"channels\": [";
-    for (std::size_t i = 0; i < channels_.size(); ++i) {
-        const Channel& c = channels_[i];
-        out += fmt::format("{}\n  {{\"from\": \"{}\", \"to\": \"{}\", \"cap\": {}", i ? "," : "", node_name(c.from),
-                           node_name(c.to), c.cap);
-        if (is_tree()) out += fmt::format(", \"level\": {}", c.level);
-        out += "}";
-    }
-    out += "]}\n";
-    return out;
-}
-
 std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
     if (spec.empty()) bad_spec(spec, "empty spec");
     // Specs are written back into JSON, XML and DOT output, and a graph file name is passed to
@@ -837,9 +782,7 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
         need_rest("graph:FILE.json");
         return Impl::graph(spec, rest);
     }
-    bad_spec(spec, fmt::format("unknown family '{}': expected ebft, cbft, bft, fattree, ideal, ring, linear, mesh, torus, "
-                               "hypercube, complete, product or graph",
-                               fam));
+    bad_spec(spec, fmt::format("unknown family '{}': expected {}", fam, name_list(family_names, &FamilyName::name)));
 }
 
 }  // namespace collsched

@@ -18,6 +18,11 @@ void Diagnostics::note(SourceLoc loc, std::string message) {
     list_.push_back({Severity::note, {}, loc, std::move(message)});
 }
 
+void Diagnostics::warning(std::string code, SourceLoc loc, std::string message) {
+    list_.push_back({Severity::warning, std::move(code), loc, std::move(message)});
+    ++warnings_;
+}
+
 namespace {
 
 std::string_view line_of(std::string_view text, std::uint32_t line) {
@@ -39,7 +44,9 @@ std::string_view line_of(std::string_view text, std::uint32_t line) {
 std::string Diagnostics::render() const {
     std::string out;
     for (const Diagnostic& d : list_) {
-        std::string head = d.severity == Severity::error ? fmt::format("error[{}]", d.code) : "note";
+        std::string head = d.severity == Severity::error     ? fmt::format("error[{}]", d.code)
+                           : d.severity == Severity::warning ? fmt::format("warning[{}]", d.code)
+                                                             : std::string("note");
         std::string message = shorten_quotes(d.message);  // long inputs quoted in part (dsl/excerpt.hpp)
         if (d.loc.known())
             out += fmt::format("{}:{}:{}: {}: {}\n", file_, d.loc.line, d.loc.column, head, message);

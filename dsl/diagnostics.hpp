@@ -23,7 +23,7 @@ struct SourceLoc {
     bool known() const { return line != 0; }
 };
 
-enum class Severity { error, note };
+enum class Severity { error, note, warning };
 
 struct Diagnostic {
     Severity severity = Severity::error;
@@ -42,9 +42,12 @@ public:
 
     void error(std::string code, SourceLoc loc, std::string message);
     void note(SourceLoc loc, std::string message);
+    /// Something legal but almost certainly not meant (a wasted send): reported, not fatal.
+    void warning(std::string code, SourceLoc loc, std::string message);
 
     bool has_errors() const { return errors_ != 0; }
     std::size_t error_count() const { return errors_; }
+    std::size_t warning_count() const { return warnings_; }
     const std::vector<Diagnostic>& all() const { return list_; }
     const std::string& file() const { return file_; }
     const std::string& text() const { return text_; }
@@ -57,6 +60,7 @@ private:
     std::string text_;
     std::vector<Diagnostic> list_;
     std::size_t errors_ = 0;
+    std::size_t warnings_ = 0;
 };
 
 /// Line and column (1-based, column counted in bytes) of a byte offset into `text`.

@@ -29,6 +29,7 @@
 #include "dsl/ast_adapted.hpp"
 #include "dsl/diagnostics.hpp"
 #include "dsl/parser.hpp"
+#include "support/edit_distance.hpp"
 
 // std::optional as an X3 optional attribute (X3 in Boost 1.74 knows only boost::optional).
 namespace boost::spirit::x3::traits {
@@ -57,19 +58,7 @@ inline bool reserved(std::string_view word) {
     return std::find(std::begin(keywords), std::end(keywords), word) != std::end(keywords);
 }
 
-/// Edit distance with adjacent transpositions (optimal string alignment), for "did you mean"
-/// hints on misspelled keywords: `sned` is one edit from `send`.
-inline std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i)
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-        }
-    return d[a.size()][b.size()];
-}
+using support::edit_distance;
 
 inline bool word_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 inline bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }

@@ -15,6 +15,7 @@
 #include "compiler/table_io.hpp"
 #include "compiler/table_printer.hpp"
 #include "tools/commands.hpp"
+#include "tools/input.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
 
@@ -22,25 +23,27 @@ namespace collsched::tools {
 
 void add_compile_command(CLI::App& app, Context& ctx) {
     struct Args {
-        std::string input, output = "-", format = "json";
+        std::string input, output = "-", format;
         std::vector<std::string> defines;
         std::uint64_t max_transfers = CompileOptions{}.max_transfers;
         std::uint64_t max_iterations = CompileOptions{}.max_iterations;
         bool locations = false;
+        bool strict = false;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("compile",
                                    "Compile a schedule (.sched, docs/dsl.md) to a send table. Errors are printed as "
                                    "file:line:col: error[CODE]: message with the source line (docs/errors.md); the output is "
                                    "written only when compilation succeeded.\nExit code: 0 compiled, 2 errors.");
-    cmd->add_option("FILE", args->input, "Schedule file (.sched)")->required();
+    cmd->add_option("FILE", args->input, "Schedule file (.sched, or - for standard input)")->required();
     cmd->add_option("-D", args->defines, "Override a param of the schedule: -D n=16 (repeatable)");
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output)");
-    std::vector<std::string> formats(table_formats.begin(), table_formats.end());
+    std::vector<std::string> formats = output_format_names();
     formats.emplace_back("dsl");
     cmd->add_option("--format", args->format,
-                    "Output format: json (the table file), csv, dsl (the table as a schedule of hops), or an export format "
-                    "(ranks, msccl, dot, svg, html; see `collsched convert`)")
+                    fmt::format("Output format: {}, or dsl (the table as a schedule of hops); see `collsched convert` (default: "
+                                "the one -o FILE's extension names, such as .csv, .svg or .sched, else json)",
+                                output_format_list()))
         ->check(CLI::IsMember(formats));
     cmd->add_option("--max-transfers", args->max_transfers,
                     fmt::format("Stop with an error when the schedule makes more transfers (default {})", args->max_transfers))
@@ -51,35 +54,27 @@ void add_compile_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--locations", args->locations,
                   "Give every transfer of the JSON table an \"at\": \"file:line:col\" field naming the send or hop statement "
                   "that made it, so `collsched verify` of the table points counterexamples at the schedule (docs/formats.md)");
+    cmd->add_flag("--strict", args->strict,
+                  "Treat warnings as errors: W001, a send whose destination already holds its data (docs/errors.md)");
     cmd->callback([&ctx, args] {
+        args->format = output_format(args->format, args->output, true);
         if (args->locations && args->format != "json")
             throw InputError(fmt::format("--locations applies to --format json, not {}", args->format));
         CompileOptions options;
-        options.record_locations = args->locations;
+        options.record_locations = args->locations;  // the JSON writer writes the origins as "at"
         options.max_transfers = args->max_transfers;
         options.max_iterations = args->max_iterations;
+        options.warnings_are_errors = args->strict;
         // Progress on a terminal only: large schedules take seconds to compile and to write.
         const bool tty = ::isatty(2) != 0;
         auto t0 = std::chrono::steady_clock::now();
         if (tty) std::fprintf(stderr, "collsched: compiling %s ...", args->input.c_str());
         Diagnostics diags;
-        std::optional<SendTable> table = compile_file(args->input, args->defines, options, diags);
+        std::optional<SendTable> table = args->input == "-" ? compile_source(read_input_text("-"), "<stdin>", args->defines, options, diags)
+                                                            : compile_file(args->input, args->defines, options, diags);
         if (tty) std::fprintf(stderr, "\r\033[K");
-        if (!table) {
-            std::string text = diags.render();
-            std::fflush(stdout);
-            std::fwrite(text.data(), 1, text.size(), stderr);
-            std::size_t n = diags.error_count();
-            throw InputError(fmt::format("{} error{} in {}; nothing written", n, n == 1 ? "" : "s", args->input));
-        }
-        if (args->locations) {
-            // The origins become "at" extras, which the JSON writer puts on each transfer.
-            table->transfer_extras.reserve(table->transfers.size());
-            std::vector<std::string> at;
-            for (const std::string& o : table->origins) at.push_back("\"at\": " + nlohmann::json(o).dump());
-            for (std::uint64_t i = 0; i < table->transfer_origins.size(); ++i)
-                table->transfer_extras.emplace_back(i, at[table->transfer_origins[i]]);
-        }
+        if (!table) fail_with_diagnostics(diags, "; nothing written");
+        print_warnings(diags);
         const bool progress = tty && args->output != "-" && table->transfers.size() >= 1'000'000;
         if (progress)
             std::fprintf(stderr, "collsched: compiled %zu transfers in %u steps (%.1f s); writing %s ...", table->transfers.size(),

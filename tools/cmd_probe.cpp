@@ -2,6 +2,7 @@
 // papers' formulas next to collsched's proven bounds and the solver's optimum with its status.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -217,8 +218,15 @@ void add_probe_command(CLI::App& app, Context& ctx) {
     args->solver.timeout = 60;
     args->solver.add_to(*cmd, true);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
-    cmd->add_option("--witness-dir", args->witness_dir, "Write every best schedule as DIR/<instance>.json and .sched");
+    cmd->add_option("--witness-dir", args->witness_dir, "Write every best schedule as DIR/<instance>.json and .sched (DIR is created)");
     cmd->callback([&ctx, args] {
+        if (!args->witness_dir.empty()) {  // before the search, so a bad DIR fails at once
+            std::error_code ec;
+            std::filesystem::create_directories(args->witness_dir, ec);
+            if (ec || !std::filesystem::is_directory(args->witness_dir))
+                throw InputError(fmt::format("--witness-dir {}: cannot create the directory ({})", args->witness_dir,
+                                             ec ? ec.message() : "a file of that name exists"));
+        }
         std::string sizes = args->sizes;
         if (sizes.empty()) sizes = args->name == "torus-allgather-half" ? "3x3,3x5" : args->name == "ideal-broadcast" ? "4,8,16" : "4,8";
         std::vector<Case> cases;

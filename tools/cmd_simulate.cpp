@@ -32,7 +32,7 @@ struct SimulateArgs {
 SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
     if (!args.input.ends_with(".sched")) throw InputError("--stream applies to .sched schedules, not to table files");
     std::string source = read_input_file(args.input, "schedule", max_input_bytes(), max_input_hint);
-    Diagnostics diags;
+    Diagnostics diags(args.input, source);
     CompileOptions options;
     options.base_dir = std::filesystem::path(args.input).parent_path().string();
     StreamSimulator sim(SimOptions{.trace = args.trace});
@@ -40,10 +40,7 @@ SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
         header = sim.header();
         return sim.report();
     }
-    std::string text = diags.render();
-    std::fflush(stdout);
-    std::fwrite(text.data(), 1, text.size(), stderr);
-    throw InputError(fmt::format("{} error{} in {}", diags.error_count(), diags.error_count() == 1 ? "" : "s", args.input));
+    fail_with_diagnostics(diags);
 }
 
 /// A halt on a transfer of a schedule ends with the `send` or `hop` statement that made it,

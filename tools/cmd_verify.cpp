@@ -22,26 +22,12 @@ struct VerifyArgs {
     std::string engine = "direct";
     std::string routes = "any";
     bool json = false;
+    bool strict = false;
     std::size_t max_violations = 20;
     double timeout = 60;
 };
 
 int exit_code(std::string_view verdict) { return verdict == "holds" ? 0 : verdict == "unknown" ? 3 : 1; }
-
-/// A property on which one engine says holds (or skipped) and the other violated (or another
-/// of holds/skipped). An unknown answer disagrees with nothing.
-struct Disagreement {
-    Property property;
-    Status direct, z3;
-};
-
-std::vector<Disagreement> compare(const VerifyReport& d, const VerifyReport& z) {
-    std::vector<Disagreement> out;
-    for (std::size_t i = 0; i < property_count; ++i)
-        if (d.status[i] != z.status[i] && d.status[i] != Status::unknown && z.status[i] != Status::unknown)
-            out.push_back({static_cast<Property>(i), d.status[i], z.status[i]});
-    return out;
-}
 
 /// `--engine both`: the two reports, then whether they agree. A disagreement is a bug in one of
 /// the engines: it is printed on stderr, the verdict is "disagreement" and the exit code 1.
@@ -50,19 +36,11 @@ int run_both(const SendTable& table, const VerifyOptions& opt, const Z3Options& 
     attach_origins(d, table);
     VerifyReport z = verify_z3(table, zopt);
     attach_origins(z, table);
-    std::vector<Disagreement> dis = compare(d, z);
-    std::string verdict;
-    std::array<std::string, property_count> status;
-    bool unknown = false, violated = false;
-    for (std::size_t i = 0; i < property_count; ++i) {
-        Status a = d.status[i], b = z.status[i];
-        status[i] = a == b                                          ? std::string(to_string(a))
-                    : a == Status::unknown || b == Status::unknown ? "unknown"
-                                                                   : "disagreement";
-        unknown = unknown || status[i] == "unknown";
-        violated = violated || status[i] == "violated";
-    }
-    verdict = !dis.empty() ? "disagreement" : violated ? "violated" : unknown ? "unknown" : "holds";
+    const Agreement both = agreement(d, z);
+    const std::vector<Disagreement>& dis = both.disagreements;
+    const std::string& verdict = both.verdict;
+    const bool unknown = both.unknown;
+    const auto& status = both.status;
     std::string out;
     if (json) {
         nlohmann::ordered_json j;
@@ -74,8 +52,8 @@ int run_both(const SendTable& table, const VerifyOptions& opt, const Z3Options& 
         nlohmann::ordered_json props = nlohmann::ordered_json::object();
         for (std::size_t i = 0; i < property_count; ++i) props[std::string(to_string(static_cast<Property>(i)))] = status[i];
         j["properties"] = props;
-        nlohmann::ordered_json direct = nlohmann::ordered_json::parse(report_to_json(d, table));
-        nlohmann::ordered_json z3 = nlohmann::ordered_json::parse(report_to_json(z, table));
+        nlohmann::ordered_json direct = report_to_json(d, table);
+        nlohmann::ordered_json z3 = report_to_json(z, table);
         j["violations"] = direct["violations"];
         nlohmann::ordered_json list = nlohmann::ordered_json::array();
         for (const Disagreement& x : dis)
@@ -117,7 +95,7 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         "SMT/Horn query to Z3; unsat of its negation is the proof), both (the two must agree on every property).\nExit code: 0 "
         "every property holds, 1 a property is violated (counterexamples printed) or the engines disagree (--engine both; "
         "a bug, reported on stderr), 2 bad input, 3 unknown (Z3 time or resource limit).");
-    cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched)")->required();
+    cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--engine", args->engine, "Verification engine: direct, z3 or both (default direct)")
         ->check(CLI::IsMember({"direct", "z3", "both"}));
@@ -128,9 +106,10 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         ->check(CLI::IsMember({"any", "fixed"}));
     cmd->add_option("--max-violations", args->max_violations, "Counterexamples shown per property")
         ->check(count_option(0, 1'000'000'000));
+    cmd->add_flag("--strict", args->strict, "Treat a schedule's warnings as errors (W001, docs/errors.md)");
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->callback([&ctx, args] {
-        SendTable table = load_input(args->input, args->defines);
+        SendTable table = load_input(args->input, args->defines, true, args->strict);
         VerifyOptions opt;
         opt.fixed_routes = args->routes == "fixed";
         opt.max_violations = args->max_violations;
@@ -144,7 +123,7 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         }
         VerifyReport r = args->engine == "z3" ? verify_z3(table, zopt) : verify_direct(table, opt);
         attach_origins(r, table);
-        std::string out = args->json ? report_to_json(r, table) : format_report(r, table);
+        std::string out = args->json ? report_to_json(r, table).dump() + "\n" : format_report(r, table);
         std::fwrite(out.data(), 1, out.size(), stdout);
         ctx.exit_code = exit_code(r.verdict());
     });

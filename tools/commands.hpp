@@ -28,5 +28,6 @@ void add_optimize_command(CLI::App&, Context&);
 void add_probe_command(CLI::App&, Context&);
 void add_reproduce_command(CLI::App&, Context&);
 void add_bench_command(CLI::App&, Context&);
+void add_completion_command(CLI::App&, Context&);
 
 }  // namespace collsched::tools

@@ -1,41 +1,105 @@
 #include "tools/input.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <string_view>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "compiler/lower.hpp"
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
+#include "dsl/excerpt.hpp"
 
 namespace collsched::tools {
 
-SendTable load_input(const std::string& path, const std::vector<std::string>& defines) {
-    if (path.size() >= 6 && path.ends_with(".sched")) {
-        Diagnostics diags;
-        CompileOptions options;
-        options.record_locations = true;  // counterexamples name the send or hop behind them
-        std::optional<SendTable> table = compile_file(path, defines, options, diags);
-        if (!table) {
-            std::string text = diags.render();
-            std::fflush(stdout);
-            std::fwrite(text.data(), 1, text.size(), stderr);
-            std::size_t n = diags.error_count();
-            throw InputError(fmt::format("{} error{} in {}", n, n == 1 ? "" : "s", path));
+void fail_with_diagnostics(const Diagnostics& diags, std::string_view what) {
+    std::size_t n = diags.error_count();
+    throw DiagnosticError(diags, fmt::format("{} error{} in {}{}", n, n == 1 ? "" : "s", diags.file(), what));
+}
+
+void print_error(const InputError& e, bool json) {
+    const auto* d = dynamic_cast<const DiagnosticError*>(&e);
+    std::fflush(stdout);
+    if (!json) {
+        if (d) std::fwrite(d->rendered.data(), 1, d->rendered.size(), stderr);
+        std::fprintf(stderr, "collsched: error: %s\n", shorten_quotes(e.what()).c_str());  // long inputs quoted in part
+        return;
+    }
+    nlohmann::ordered_json j;
+    j["error"] = shorten_quotes(e.what());
+    j["exit_code"] = 2;
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    if (d)
+        for (const Diagnostic& x : d->list) {
+            nlohmann::ordered_json o;
+            o["file"] = d->file;
+            o["line"] = x.loc.line ? nlohmann::ordered_json(x.loc.line) : nlohmann::ordered_json(nullptr);
+            o["column"] = x.loc.line ? nlohmann::ordered_json(x.loc.column) : nlohmann::ordered_json(nullptr);
+            o["severity"] = x.severity == Severity::error ? "error" : x.severity == Severity::warning ? "warning" : "note";
+            o["code"] = x.code;
+            o["message"] = shorten_quotes(x.message);
+            list.push_back(o);
         }
+    j["diagnostics"] = list;
+    std::string out = j.dump() + "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+}
+
+void print_warnings(const Diagnostics& diags) {
+    if (diags.warning_count() == 0) return;
+    std::string text = diags.render();
+    std::fflush(stdout);
+    std::fwrite(text.data(), 1, text.size(), stderr);
+}
+
+namespace {
+
+bool has_extension(const std::string& path, std::string_view ext) { return path.size() > ext.size() && path.ends_with(ext); }
+
+}  // namespace
+
+SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations, bool strict) {
+    CompileOptions options;
+    options.record_locations = locations;
+    options.warnings_are_errors = strict;
+    Diagnostics diags;
+    if (has_extension(path, ".sched")) {
+        std::optional<SendTable> table = compile_file(path, defines, options, diags);
+        if (!table) fail_with_diagnostics(diags);
+        print_warnings(diags);
         return std::move(*table);
     }
-    if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
-    try {
-        return read_table(path);
-    } catch (const InputError& e) {
-        // Every error from a file names the file: messages of the stages a reader calls (a
-        // topology spec, a collective, a model inside the table) do not know it.
-        std::string_view what = e.what();
-        if (what.starts_with(path)) throw;
-        throw InputError(fmt::format("{}: {}", path, what));
+    // Standard input and other extensions: a table or a schedule, told apart by the content
+    // (a schedule saved as .txt is not CSV). .json and .csv files are tables.
+    std::string text = read_input_text(path);
+    const std::string name = path == "-" ? "<stdin>" : path;
+    if (has_extension(path, ".json") || has_extension(path, ".csv") || looks_like_table(text)) {
+        if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
+        try {
+            return parse_table(text, name);
+        } catch (const InputError& e) {
+            // Every error from a file names the file: messages of the stages a reader calls (a
+            // topology spec, a collective, a model inside the table) do not know it.
+            std::string_view what = e.what();
+            if (what.starts_with(name)) throw;
+            throw InputError(fmt::format("{}: {}", name, what));
+        }
     }
+    if (path != "-") options.base_dir = std::filesystem::path(path).parent_path().string();
+    std::optional<SendTable> table = compile_source(text, name, defines, options, diags);
+    if (!table) fail_with_diagnostics(diags);
+    print_warnings(diags);
+    return std::move(*table);
+}
+
+std::string output_format(const std::string& format, const std::string& output, bool dsl) {
+    if (!format.empty()) return format;
+    if (dsl && output.size() > 6 && output.ends_with(".sched")) return "dsl";
+    if (const OutputFormat* f = format_of_path(output)) return std::string(f->name);
+    return "json";
 }
 
 }  // namespace collsched::tools

@@ -1,19 +1,51 @@
 /** \file
- * Loading what the user names on the command line: a table file (JSON or CSV) or, for `.sched`
- * files, a schedule compiled in memory with `-D name=value` overrides.
+ * Loading what the user names on the command line: a table file (JSON or CSV) or a schedule
+ * compiled in memory with `-D name=value` overrides, from a file or from standard input (`-`);
+ * and the one place that prints a schedule's diagnostics and stops the command.
  */
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "compiler/export_formats.hpp"
 #include "compiler/send_table.hpp"
+#include "dsl/diagnostics.hpp"
 
 namespace collsched::tools {
 
-/// Reads a table or compiles a schedule, recording which `send` or `hop` made each transfer
-/// (SendTable::transfer_origins) so that counterexamples can name it. Throws InputError (exit 2) on bad input; DSL
-/// diagnostics are printed to stderr before the InputError that stops the command.
-SendTable load_input(const std::string& path, const std::vector<std::string>& defines);
+/// Reads a table or compiles a schedule, recording (with `locations`) which `send` or `hop` made
+/// each transfer (SendTable::transfer_origins) so that counterexamples can name it. `.sched` files are
+/// schedules, `.json` and `.csv` files tables; anything else, and standard input ("-"), is told
+/// apart by its content (compiler/table_io.hpp, looks_like_table). Throws InputError (exit 2) on
+/// bad input; DSL diagnostics are printed to stderr before the InputError that stops the command.
+SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations = true, bool strict = false);
+
+/// Prints a compiled schedule's warnings (W001) to stderr, if it has any.
+void print_warnings(const Diagnostics& diags);
+
+/// Bad input with diagnostics against a source text: main() prints them (rendered with the
+/// source lines, or as JSON under --json) before the one-line message.
+class DiagnosticError : public InputError {
+public:
+    DiagnosticError(const Diagnostics& diags, const std::string& message)
+        : InputError(message), file(diags.file()), list(diags.all()), rendered(diags.render()) {}
+    std::string file;
+    std::vector<Diagnostic> list;
+    std::string rendered;
+};
+
+/// How main() reports bad input (exit code 2): the diagnostics, if any, then `collsched: error:
+/// MESSAGE` on stderr; with `json`, one object on stdout instead: {"error": MESSAGE, "exit_code":
+/// 2, "diagnostics": [{"file", "line", "column", "severity", "code", "message"}, ...]}.
+void print_error(const InputError& e, bool json);
+
+/// Throws DiagnosticError "N errors in FILE<what>" with the diagnostics.
+[[noreturn]] void fail_with_diagnostics(const Diagnostics& diags, std::string_view what = {});
+
+/// The output format: `format` when given (--format), else the one `output`'s extension names
+/// (`-o t.svg` is svg; `.sched` is dsl where `dsl` allows it), else json.
+std::string output_format(const std::string& format, const std::string& output, bool dsl = false);
 
 }  // namespace collsched::tools

@@ -3,14 +3,15 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "dsl/diagnostics.hpp"
-#include "dsl/excerpt.hpp"
 #include "tools/app.hpp"
+#include "tools/input.hpp"
 #include "tools/output.hpp"
 
 namespace {
@@ -30,8 +31,11 @@ int main(int argc, char** argv) {
     CLI::App app{"collsched: compile, verify, simulate and synthesize collective communication schedules"};
     tools::Context ctx;
     tools::add_commands(app, ctx);
+    // Under --json every error is one JSON object on standard output (tools/input.hpp).
+    bool json = false;
+    for (int i = 1; i < argc; ++i) json = json || std::string_view(argv[i]) == "--json";
     if (auto unknown = tools::unknown_subcommand(app, std::vector<std::string>(argv + 1, argv + argc))) {
-        std::fprintf(stderr, "collsched: error: %s\n", unknown->c_str());
+        tools::print_error(InputError(*unknown), json);
         return 2;
     }
     try {
@@ -44,11 +48,14 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return help_written(app.exit(e));
     } catch (const CLI::ParseError& e) {
-        app.exit(e);
+        if (!json) {
+            app.exit(e);  // CLI11's message, long values quoted in part (tools/app.cpp)
+            return 2;
+        }
+        tools::print_error(InputError(e.what()), json);
         return 2;
     } catch (const InputError& e) {
-        std::fflush(stdout);
-        std::fprintf(stderr, "collsched: error: %s\n", shorten_quotes(e.what()).c_str());
+        tools::print_error(e, json);
         return 2;
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "collsched: error: out of memory (the input is too large for this machine)\n");

@@ -23,8 +23,14 @@
 #include <vector>
 
 #include "compiler/send_table.hpp"
+#include "verifier/measure.hpp"
 
 namespace collsched::tools {
+
+using verifier::BufferUse;
+using verifier::link_queue_high_water;
+using verifier::processor_buffers;
+using verifier::wormhole_payload;
 
 /// A note of the catalog: why rows whose params match `when` get `verdict` (the paper's claim
 /// does not hold under the model). A matching row with that verdict is "explained".
@@ -107,29 +113,6 @@ struct ReproRow {
 
 /// Compiles, verifies and simulates one row and fills in its verdict.
 ReproRow run_row(const CatalogEntry& entry, const std::vector<std::pair<std::string, std::int64_t>>& params);
-
-/// Per tree level of routers (index 0 is level 1): the most copies of messages waiting at a step
-/// boundary for one outgoing channel of a router of that level. A copy that arrives at router u in
-/// step a and leaves on channel c in step t waits for c at the boundaries a .. t-2. With
-/// replicate=yes a departure is matched with the latest earlier arrival of the message, with
-/// replicate=no the k-th departure of a message with its k-th arrival. Non-tree topologies report
-/// one entry for all routers.
-std::vector<std::uint32_t> link_queue_high_water(const SendTable&);
-
-/// The forwarding buffers of processors: the most messages a processor holds (initially, or
-/// received by the end of step b) that it still sends after step b, over all processors and
-/// boundaries b = 0 .. T-1; and whether every processor sends the messages it forwards in the
-/// order it got them (first in, first out).
-struct BufferUse {
-    std::uint32_t high_water = 0;
-    bool fifo = true;
-};
-BufferUse processor_buffers(const SendTable&);
-
-/// The payload coefficient of a wormhole table's cost: the sum over rounds 1..T of the largest
-/// payload (number of parts) among the round's packets, 1 for a round without packets; so the
-/// cost is T ts + W tc.
-std::uint64_t wormhole_payload(const SendTable&);
 
 /// An integer expression of the schedule language with the given params and `name = expr`
 /// definitions. Throws InputError with the compiler's first diagnostic when it does not evaluate.

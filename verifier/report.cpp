@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/text.hpp"
+
 namespace collsched {
 
 std::string_view to_string(Property p) {
@@ -61,6 +63,19 @@ std::string where(const Violation& v, const SendTable& t) {
     return s;
 }
 
+/// The text report's word for a status: a property that does not apply to the model says why
+/// (JSON keeps the status "skipped").
+std::string status_text(Property p, Status s, const SendTable& t) {
+    if (s != Status::skipped) return std::string(to_string(s));
+    switch (p) {
+        case Property::ports: return "not applicable (multi-port)";
+        case Property::queues:
+            return t.model.timing == Timing::wormhole ? "not applicable (wormhole timing)" : "not applicable (queues unbounded)";
+        case Property::routes: return "not checked (routes are checked with --routes fixed)";
+        default: return "not applicable";
+    }
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> violation_transfer(const SendTable& t, const Violation& v) {
@@ -73,29 +88,24 @@ std::optional<std::uint64_t> violation_transfer(const SendTable& t, const Violat
 
 std::string transfer_origin(const SendTable& t, std::uint64_t i) {
     if (i < t.transfer_origins.size() && t.transfer_origins[i] < t.origins.size()) return t.origins[t.transfer_origins[i]];
-    auto it = std::lower_bound(t.transfer_extras.begin(), t.transfer_extras.end(), i,
-                               [](const auto& e, std::uint64_t k) { return e.first < k; });
-    if (it == t.transfer_extras.end() || it->first != i) return {};
-    nlohmann::json extra = nlohmann::json::parse("{" + it->second + "}", nullptr, false);
-    if (extra.is_object() && extra.contains("at") && extra["at"].is_string()) return extra["at"].get<std::string>();
     return {};
 }
 
 void attach_origins(VerifyReport& r, const SendTable& t) {
-    if (t.transfer_extras.empty() && t.transfer_origins.empty()) return;
+    if (t.transfer_origins.empty()) return;
     for (Violation& v : r.violations)
         if (auto i = violation_transfer(t, v)) v.origin = transfer_origin(t, *i);
 }
 
 std::string format_report(const VerifyReport& r, const SendTable& t) {
-    std::string out = fmt::format("verdict: {} ({} steps, {} transfers; engine {}, {:.3f} s)\n", r.verdict(), r.steps,
-                                  r.transfers, r.engine, r.seconds);
+    std::string out = fmt::format("verdict: {} ({}, {}; engine {}, {:.3f} s)\n", r.verdict(), support::count_of(r.steps, "step"),
+                                  support::count_of(r.transfers, "transfer"), r.engine, r.seconds);
     if (t.model.timing == Timing::wormhole) {
         std::string how = cost_breakdown(t);
         out += how.empty() ? fmt::format("wormhole cost: {}\n", r.cost) : fmt::format("wormhole cost: {} ({})\n", r.cost, how);
     }
     for (std::size_t i = 0; i < property_count; ++i) {
-        out += fmt::format("  {:<13} {}", to_string(static_cast<Property>(i)), to_string(r.status[i]));
+        out += fmt::format("  {:<13} {}", to_string(static_cast<Property>(i)), status_text(static_cast<Property>(i), r.status[i], t));
         if (r.violation_count[i]) out += fmt::format(" ({} violation{})", r.violation_count[i], r.violation_count[i] == 1 ? "" : "s");
         out += '\n';
     }
@@ -116,7 +126,7 @@ std::string format_report(const VerifyReport& r, const SendTable& t) {
     return out;
 }
 
-std::string report_to_json(const VerifyReport& r, const SendTable& t) {
+nlohmann::ordered_json report_to_json(const VerifyReport& r, const SendTable& t) {
     nlohmann::ordered_json j;
     j["verdict"] = std::string(r.verdict());
     j["engine"] = r.engine;
@@ -153,7 +163,31 @@ std::string report_to_json(const VerifyReport& r, const SendTable& t) {
     j["violations"] = list;
     if (!r.notes.empty()) j["notes"] = r.notes;
     j["seconds"] = r.seconds;
-    return j.dump() + "\n";
+    return j;
+}
+
+std::vector<Disagreement> disagreements(const VerifyReport& direct, const VerifyReport& z3) {
+    std::vector<Disagreement> out;
+    for (std::size_t i = 0; i < property_count; ++i)
+        if (direct.status[i] != z3.status[i] && direct.status[i] != Status::unknown && z3.status[i] != Status::unknown)
+            out.push_back({static_cast<Property>(i), direct.status[i], z3.status[i]});
+    return out;
+}
+
+Agreement agreement(const VerifyReport& direct, const VerifyReport& z3) {
+    Agreement a;
+    a.disagreements = disagreements(direct, z3);
+    bool violated = false;
+    for (std::size_t i = 0; i < property_count; ++i) {
+        Status x = direct.status[i], y = z3.status[i];
+        a.status[i] = x == y                                          ? std::string(to_string(x))
+                      : x == Status::unknown || y == Status::unknown ? "unknown"
+                                                                     : "disagreement";
+        a.unknown = a.unknown || a.status[i] == "unknown";
+        violated = violated || a.status[i] == "violated";
+    }
+    a.verdict = !a.disagreements.empty() ? "disagreement" : violated ? "violated" : a.unknown ? "unknown" : "holds";
+    return a;
 }
 
 }  // namespace collsched

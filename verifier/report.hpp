@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "compiler/send_table.hpp"
 
 namespace collsched {
@@ -71,6 +73,27 @@ void attach_origins(VerifyReport&, const SendTable&);
 /// Human-readable report: a verdict line, one line per property, then the counterexamples.
 std::string format_report(const VerifyReport&, const SendTable&);
 /// `{"verdict": ..., "engine": ..., "steps": ..., "properties": {...}, "violations": [...], "seconds": ...}`.
-std::string report_to_json(const VerifyReport&, const SendTable&);
+nlohmann::ordered_json report_to_json(const VerifyReport&, const SendTable&);
+
+/// A property on which one engine says holds (or skipped) and the other violated (or another of
+/// holds/skipped). An unknown answer disagrees with nothing. A disagreement is a bug in one of
+/// the engines: the direct checker and the Z3 engine decide the same properties
+/// (docs/z3-engine.md, "Disagreement").
+struct Disagreement {
+    Property property;
+    Status direct, z3;
+};
+std::vector<Disagreement> disagreements(const VerifyReport& direct, const VerifyReport& z3);
+
+/// The two engines' reports taken together (`verify --engine both`): per property the common
+/// status, "unknown" when either engine could not decide, "disagreement" otherwise; the verdict
+/// is "disagreement", "violated", "unknown" or "holds", in that order of precedence.
+struct Agreement {
+    std::array<std::string, property_count> status;
+    std::string verdict;
+    bool unknown = false;
+    std::vector<Disagreement> disagreements;
+};
+Agreement agreement(const VerifyReport& direct, const VerifyReport& z3);
 
 }  // namespace collsched

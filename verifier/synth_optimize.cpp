@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "support/assert.hpp"
 #include "verifier/synth.hpp"
 
 namespace collsched {
@@ -141,9 +142,9 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     if (res.status == OptStatus::proved && opt.solver_proof && !res.solver_unsat && *res.optimum > 0 && !out_of_time()) {
         Step T = *res.optimum - 1;
         SynthResult r = run(T);
-        if (r.answer == Answer::sat)
-            throw std::logic_error(fmt::format("synthesizer bug: {} steps proved a lower bound ({}), yet the solver found a {}-step schedule",
-                                               *res.optimum, res.lower_bound_reason, r.witness->steps()));
+        COLLSCHED_ASSERT_MSG(r.answer != Answer::sat,
+                             fmt::format("{} steps proved a lower bound ({}), yet the solver found a {}-step schedule", *res.optimum,
+                                         res.lower_bound_reason, r.witness->steps()));
         if (r.answer == Answer::unsat) {
             res.solver_unsat = true;
             res.lower_bound_reason += fmt::format("; and solver ({}): no schedule completes by step {}", to_string(opt.synth.backend), T);

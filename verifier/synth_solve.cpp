@@ -13,6 +13,7 @@
 #include <z3++.h>
 
 #include "compiler/builder.hpp"
+#include "support/assert.hpp"
 #include "verifier/cardinality.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/synth_encode.hpp"
@@ -222,11 +223,10 @@ struct Synthesizer::Impl {
         VerifyOptions vo;
         vo.fixed_routes = enc.fixed_routes;
         VerifyReport r = verify_direct(table, vo);
-        if (!r.holds() || table.steps() > horizon) {
-            std::string why = r.violations.empty() ? std::string(r.verdict()) : r.violations.front().detail;
-            throw std::logic_error(fmt::format("synthesizer bug: the schedule decoded for T = {} on {} does not verify ({} steps): {}",
-                                               horizon, inst.topology->spec(), table.steps(), why));
-        }
+        COLLSCHED_ASSERT_MSG(r.holds() && table.steps() <= horizon,
+                             fmt::format("the schedule decoded for T = {} on {} does not verify ({} steps): {}", horizon,
+                                         inst.topology->spec(), table.steps(),
+                                         r.violations.empty() ? std::string(r.verdict()) : r.violations.front().detail));
         return table;
     }
 };
@@ -248,8 +248,8 @@ EncodingKind Synthesizer::kind() const { return impl_->enc.kind; }
 SynthResult Synthesizer::solve(Step horizon, double timeout) {
     Impl& im = *impl_;
     const double limit = timeout >= 0 ? timeout : im.opt.timeout;
-    if (horizon > im.enc.max_horizon)
-        throw std::logic_error(fmt::format("Synthesizer::solve({}) beyond its horizon {}", horizon, im.enc.max_horizon));
+    COLLSCHED_ASSERT_MSG(horizon <= im.enc.max_horizon,
+                         fmt::format("Synthesizer::solve({}) beyond its horizon {}", horizon, im.enc.max_horizon));
     SynthResult r;
     r.encode_seconds = im.encode_seconds;
     r.variables = im.variables;

@@ -268,3 +268,64 @@ TEST_CASE("the EBFT total exchange at n = 256 compiles, sorted, with n + 2 log n
     CHECK(t->steps() == 256 + 16 - 2);
     CHECK(t->is_sorted());
 }
+
+// Issue 13: a comprehension outside any loop that runs past the iteration limit crashed (the
+// limit named the outermost loop, and there was none); list comprehensions in claims ran before
+// counting; a loop that surely makes too many transfers filled gigabytes before E050.
+TEST_CASE("iteration and transfer limits outside loops and before the loop runs") {
+    CompileOptions it;
+    it.max_iterations = 1000;
+    for (std::string f : {"sum", "min", "max"}) {
+        auto r = run("topology ring(4)\nlet s = " + f + "(1 for i in 0 .. 2000)\n", it);
+        REQUIRE(r.codes() == std::vector<std::string>{"E051"});
+        CHECK(r.diags.all()[0].loc == SourceLoc{2, 9});
+        CHECK(r.diags.all()[0].message == "this comprehension runs more than 1000 iterations, the limit (a runaway loop?)");
+    }
+    auto b = run("topology ring(4)\nlet s = bundle(b(i % 4) for i in 0 .. 2000 if i < 4)\n", it);
+    CHECK(b.codes() == std::vector<std::string>{"E051"});
+    // With the default limit (2^30): stops at once instead of crashing after 2^30 iterations.
+    auto big = run("topology ring(4)\nlet s = sum(1 for i in 0 .. 2000000000)\n");
+    CHECK(big.codes() == std::vector<std::string>{"E051"});
+    auto claim = run("topology ebft(4)\nclaim queue = [1 for i in 0 .. 9223372036854775807]\n");
+    REQUIRE(claim.codes() == std::vector<std::string>{"E051"});
+    CHECK(claim.diags.all()[0].loc == SourceLoc{2, 1});
+    // Inside a loop the limit still names the outermost loop.
+    auto nested = run("topology ring(4)\nfor j in 0 .. 1 {\n  let s = sum(1 for i in 0 .. 2000)\n}\n", it);
+    REQUIRE(nested.codes() == std::vector<std::string>{"E051"});
+    CHECK(nested.diags.all()[0].loc == SourceLoc{2, 1});
+    CHECK(nested.diags.all()[0].message == "this loop runs more than 1000 iterations, the limit (a runaway loop?)");
+    // Exactly at the limit is allowed.
+    auto at = run("topology ring(4)\nlet s = sum(1 for i in 1 .. 1000)\nclaim steps = s\n", it);
+    CHECK(at.codes().empty());
+}
+
+TEST_CASE("a loop that surely makes more transfers than the limit stops before it runs") {
+    // 10^9 iterations of one send each: E050 at once (it took 28 s and 5.9 GB to get there).
+    auto r = run("topology ring(4)\ncollective allgather\nfor i in 0 .. 1000000000 { step 1 { send 0 -> 1 } }\n");
+    REQUIRE(r.codes() == std::vector<std::string>{"E050"});
+    CHECK(r.diags.all()[0].loc == SourceLoc{3, 1});
+    CHECK(r.diags.all()[0].message == "this loop makes more than 500000000 transfers, the limit (raise it with --max-transfers)");
+    REQUIRE(r.diags.all().size() == 2);
+    CHECK(r.diags.all()[1].severity == Severity::note);
+    CHECK(r.diags.all()[1].loc == SourceLoc{3, 37});
+    // Under the limit, and a message that may be an empty bundle, count nothing ahead.
+    CompileOptions o;
+    o.max_transfers = 10;
+    auto ok = run("topology ring(4)\ncollective allgather\nfor i in 1 .. 3 { step i { send 0 -> 1 msg b(0)\n send 1 -> 2 msg b(1) } }\n", o);
+    CHECK(ok.codes().empty());
+    auto ahead = run("topology ring(4)\ncollective allgather\nfor i in 1 .. 6 { step i { send 0 -> 1 msg b(0)\n send 1 -> 2 msg b(1) } }\n", o);
+    CHECK(ahead.codes() == std::vector<std::string>{"E050"});
+    auto maybe = run("topology ring(4)\ncollective allgather\nfor i in 1 .. 20 { step i { send 0 -> 1 msg bundle(b(0) for k in 0 .. 0 if i < 0) } }\n", o);
+    CHECK(maybe.codes().empty());
+}
+
+TEST_CASE("diagnostics name mesh and torus processors by their coordinates") {
+    auto hop = run("topology torus(3, 4)\ncollective custom\nstep 1 { hop (0, 1) -> (2, 2) msg b(0) }\n");
+    REQUIRE(hop.codes() == std::vector<std::string>{"E044"});
+    CHECK(hop.diags.all()[0].message ==
+          "there is no channel (0, 1) -> (2, 2) in torus:3x4 (a hop crosses one channel; `send` follows a whole route)");
+    auto held = run("topology mesh(2, 3)\ncollective allgather\nstep 1 { send (1, 2) -> (0, 0) msg b(1) }\n");
+    REQUIRE(held.codes() == std::vector<std::string>{"E046"});
+    CHECK(held.diags.all()[0].message ==
+          "processor (1, 2) does not hold b(1) in step 1: it starts at processor (0, 1), and no transfer brings it to (1, 2)");
+}

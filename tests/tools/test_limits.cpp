@@ -101,7 +101,7 @@ TEST_CASE("limits: collectives with more than 2^28 goal pairs are refused, not e
     std::string small = s.file("small.json", table("ring:65534", "broadcast:0"));
     auto r = run("verify " + small);
     CHECK(r.code == 1);  // incomplete: 65,533 processors miss b(0)
-    CHECK(r.out.starts_with("verdict: violated (1 steps, 1 transfers"));
+    CHECK(r.out.starts_with("verdict: violated (1 step, 1 transfer;"));
 }
 
 TEST_CASE("limits: the per-rank export of a huge custom table is refused before the first byte") {

@@ -1,0 +1,317 @@
+#include "compiler/declarations.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compiler/names.hpp"
+#include "compiler/resolve.hpp"
+#include "dsl/printer.hpp"
+
+namespace collsched::compiler {
+
+namespace {
+
+/// A positional or keyword argument of a topology family, from a declaration or a factor.
+struct Arg {
+    SourceLoc loc;
+    std::string_view key;
+    const ast::Expr* expr = nullptr;
+    const ast::ListLit* list = nullptr;
+    const ast::StringLit* str = nullptr;
+};
+
+std::string substitute(const Env& env, const ast::StringLit& str);
+std::string factor_spec(Env& env, const ast::Call& c);
+
+/// The keys a `model` declaration takes: the model's knobs but the timing (which is the
+/// declaration's name), and the lowering policy.
+std::string dsl_model_keys() {
+    std::vector<std::string_view> names;
+    for (const ModelKey& k : model_keys())
+        if (k.name != "timing" && !k.wormhole_only) names.push_back(k.name);
+    names.push_back("policy");
+    for (const ModelKey& k : model_keys())
+        if (k.wormhole_only) names.push_back(k.name);
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i) out += fmt::format("{}{}", i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", names[i]);
+    return out;
+}
+
+/// The spec string (compiler/topology.hpp) of `family(args)`.
+std::string spec_of(Env& env, std::string_view family, SourceLoc loc, const std::vector<Arg>& args) {
+    std::vector<const Arg*> pos;
+    const Arg* caps = nullptr;
+    const Arg* w = nullptr;
+    for (const Arg& a : args) {
+        if (a.key.empty()) {
+            pos.push_back(&a);
+        } else if (a.key == "caps" && (family == "bft" || family == "fattree")) {
+            caps = &a;
+        } else if (a.key == "w" && family == "ideal") {
+            w = &a;
+        } else {
+            std::string_view accepted = family == "bft" || family == "fattree" ? " (it takes caps = [...])"
+                                        : family == "ideal"                   ? " (it takes w = EXPR)"
+                                                                              : "";
+            fail("E031", a.loc, fmt::format("{}() has no argument '{}'{}", family, a.key, accepted));
+        }
+    }
+    if (!is_family(family))
+        fail("E030", loc,
+             fmt::format("unknown topology family '{}': expected {}", family, name_list(family_names, &FamilyName::name)));
+    auto count = [&](std::size_t lo, std::size_t hi, std::string_view shape) {
+        if (pos.size() < lo || pos.size() > hi)
+            fail("E031", loc, fmt::format("{}() takes {}, found {} positional argument{}", family, shape, pos.size(), pos.size() == 1 ? "" : "s"));
+    };
+    auto integer = [&](const Arg& a) {
+        if (!a.expr) fail("E031", a.loc, fmt::format("expected an integer argument of {}()", family));
+        return env.header(*a.expr);
+    };
+    auto cap_list = [&](const Arg* a) {
+        if (!a || !a->list)
+            fail("E031", a ? a->loc : loc, fmt::format("{}() needs the capacities per level: caps = [c1, ..., cL]", family));
+        std::string s;
+        if (auto it = env.ir.list_comps.find(a->list); it != env.ir.list_comps.end()) {
+            auto [first, last, body, slot] = it->second;
+            std::int64_t lo = env.eval(first), hi = env.eval(last);
+            for (std::int64_t v = lo; v <= hi && v - lo < 64; ++v) {
+                env.slots[slot] = v;
+                s += fmt::format("{}{}", s.empty() ? "" : ",", env.eval(body));
+            }
+            return s;
+        }
+        for (const ast::Expr& e : a->list->items) s += fmt::format("{}{}", s.empty() ? "" : ",", env.header(e));
+        return s;
+    };
+    if (family == "ebft" || family == "cbft" || family == "ring" || family == "linear" || family == "complete" ||
+        family == "hypercube") {
+        count(1, 1, "1 argument");
+        return fmt::format("{}:{}", family, integer(*pos[0]));
+    }
+    if (family == "bft") {
+        if (!caps && pos.size() == 2 && pos[1]->list) {
+            caps = pos[1];
+            pos.pop_back();
+        }
+        count(1, 1, "the number of leaves and caps = [...]");
+        std::int64_t n = integer(*pos[0]);
+        return fmt::format("bft:{}:{}", n, cap_list(caps));
+    }
+    if (family == "fattree") {
+        if (!caps && pos.size() == 3 && pos[2]->list) {
+            caps = pos[2];
+            pos.pop_back();
+        }
+        count(2, 2, "the arity, the number of leaves and caps = [...]");
+        std::int64_t b = integer(*pos[0]), n = integer(*pos[1]);
+        return fmt::format("fattree:{}:{}:{}", b, n, cap_list(caps));
+    }
+    if (family == "ideal") {
+        count(1, 1, "the number of leaves (and w = EXPR)");
+        std::string s = fmt::format("ideal:{}", integer(*pos[0]));
+        if (w) {
+            if (!w->expr) fail("E031", w->loc, "w must be an expression of the subtree size n, for example w = n");
+            dsl::NameSubst subst = [&](const ast::Ident& id) -> std::optional<std::string> {
+                auto it = env.ir.w_vars.find(&id);
+                if (it == env.ir.w_vars.end()) return std::nullopt;
+                return std::to_string(env.slots[it->second]);
+            };
+            std::string text = dsl::print(*w->expr, subst);
+            text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+            s += ":w=" + text;
+        }
+        return s;
+    }
+    if (family == "mesh" || family == "torus") {
+        count(1, 16, "the size of each dimension");
+        std::string s = fmt::format("{}:", family);
+        for (std::size_t i = 0; i < pos.size(); ++i) s += fmt::format("{}{}", i ? "x" : "", integer(*pos[i]));
+        return s;
+    }
+    if (family == "product") {
+        count(2, 16, "at least 2 factors");
+        std::string s = "product:";
+        for (std::size_t i = 0; i < pos.size(); ++i) {
+            const Arg& a = *pos[i];
+            std::string factor;
+            const ast::Call* call = a.expr ? std::get_if<ast::Call>(&a.expr->node) : nullptr;
+            if (a.str) factor = substitute(env, *a.str);
+            else if (call) factor = factor_spec(env, *call);
+            else fail("E031", a.loc, "a factor of product() is a topology such as ring(3) or \"ring:3\"");
+            s += (i ? "*" : "") + factor;
+        }
+        return s;
+    }
+    // graph
+    count(1, 1, "the path of a JSON edge list");
+    if (!pos[0]->str) fail("E031", pos[0]->loc, "graph() takes the path of a JSON edge list as a string, for example graph(\"net.json\")");
+    std::filesystem::path path(substitute(env, *pos[0]->str));
+    if (path.is_relative() && !env.options.base_dir.empty()) path = std::filesystem::path(env.options.base_dir) / path;
+    return "graph:" + path.string();
+}
+
+/// A topology string with every `{name}` replaced by the value of the param or let.
+std::string substitute(const Env& env, const ast::StringLit& str) {
+    auto it = env.ir.string_vars.find(&str);
+    if (it == env.ir.string_vars.end()) return str.value;
+    std::string out = str.value;
+    for (const auto& [name, slot] : it->second) {
+        std::string key = "{" + name + "}";
+        for (std::size_t at = out.find(key); at != std::string::npos; at = out.find(key, at))
+            out.replace(at, key.size(), std::to_string(env.slots[slot]));
+    }
+    return out;
+}
+
+std::string factor_spec(Env& env, const ast::Call& c) {
+    std::vector<Arg> args;
+    for (const ast::Expr& e : c.args) args.push_back({ast::start_loc(e), {}, &e, nullptr, nullptr});
+    return spec_of(env, c.name, c.loc, args);
+}
+
+}  // namespace
+
+void build_topology(Env& env, const XStmt& s) {
+    const auto& d = *static_cast<const ast::TopologyDecl*>(s.decl);
+    std::string spec;
+    SourceLoc loc = s.loc;
+    if (const auto* lit = std::get_if<ast::StringLit>(&d.spec)) {
+        spec = substitute(env, *lit);
+        loc = lit->loc;
+    } else {
+        const auto& call = std::get<ast::TopoCall>(d.spec);
+        std::vector<Arg> args;
+        for (const ast::TopoArg& a : call.args)
+            args.push_back({a.loc, a.key, std::get_if<ast::Expr>(&a.value), std::get_if<ast::ListLit>(&a.value),
+                            std::get_if<ast::StringLit>(&a.value)});
+        spec = spec_of(env, call.family, call.loc, args);
+        loc = call.loc;
+    }
+    try {
+        env.topo = Topology::parse(spec);
+    } catch (const InputError& e) {
+        fail("E031", loc, e.what());
+    }
+    env.processors = env.topo->processors();
+    env.composites = std::make_shared<Composites>(Messages(env.topo->processors()).base_size());
+    env.messages = Messages(env.topo->processors(), env.composites.get());
+    // Router numbering per level, for r(level, index).
+    if (env.topo->is_tree()) {
+        std::uint64_t count = env.topo->processors();
+        for (std::uint32_t l = 1; l <= env.topo->tree_levels(); ++l) {
+            count /= env.topo->arity();
+            auto first = env.topo->find_node(fmt::format("r{}.0", l));
+            COLLSCHED_ASSERT(first.has_value());
+            env.level_first.push_back(idx(*first));
+            env.level_count.push_back(static_cast<std::int64_t>(count));
+        }
+    } else if (env.topo->routers() > 0) {
+        env.level_first.push_back(env.topo->processors());
+        env.level_count.push_back(env.topo->routers());
+    }
+}
+
+
+Model build_model(Env& env, const ast::ModelDecl& d, Model base, LoweringPolicy& policy) {
+    Model m = base;
+    if (d.timing.name == "hop") m.timing = Timing::hop;
+    else if (d.timing.name == "wormhole") m.timing = Timing::wormhole;
+    else fail("E032", d.timing.loc, fmt::format("unknown timing '{}': expected hop or wormhole", d.timing.name));
+    std::set<std::string> seen;
+    bool bad = false;
+    for (const ast::ModelArg& a : d.args) {
+        try {
+            const std::string& key = a.key.name;
+            if (!seen.insert(key).second) fail("E032", a.key.loc, fmt::format("'{}' is given twice", key));
+            std::string value;
+            if (a.value.expr) {
+                value = std::to_string(env.header(*a.value.expr));
+            } else if (auto it = env.ir.model_vars.find(&a.value); it != env.ir.model_vars.end()) {
+                value = std::to_string(env.slots[it->second]);
+            } else {
+                value = a.value.word;
+            }
+            if (key == "policy") {
+                if (value == "cut-through") policy = LoweringPolicy::cut_through;
+                else if (value == "fifo") policy = LoweringPolicy::fifo;
+                else if (value == "flood") policy = LoweringPolicy::flood;
+                else if (value == "adaptive") policy = LoweringPolicy::adaptive;
+                else fail("E032", a.value.loc, fmt::format("unknown policy '{}': expected cut-through, fifo, flood or adaptive", value));
+                continue;
+            }
+            if (key == "timing")
+                fail("E032", a.key.loc, fmt::format("the timing is the model's name: model hop(...) or model wormhole(ts = .., tc = ..)"));
+            const ModelKey* knob = find_model_key(key);
+            if (!knob) fail("E032", a.key.loc, fmt::format("unknown model key '{}': expected {}", key, dsl_model_keys()));
+            try {
+                knob->set(m, key, value);
+            } catch (const InputError& e) {
+                std::string_view msg = e.what();
+                if (msg.starts_with("model: ")) msg.remove_prefix(7);
+                fail("E032", a.value.loc, std::string(msg));
+            }
+        } catch (const EvalError& e) {
+            env.reporter.report(e.code, e.loc, e.message);
+            bad = true;
+        }
+    }
+    if (!bad && policy != LoweringPolicy::cut_through && m.timing == Timing::wormhole)
+        fail("E032", d.loc, fmt::format("policy {} needs hop timing (under wormhole a send crosses its whole route in one round)", to_string(policy)));
+    return m;
+}
+
+Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
+    const std::string& name = d.name.name;
+    const CollectiveName* known = find_collective(name);
+    if (!known)
+        fail("E033", d.name.loc, fmt::format("unknown collective '{}': expected {}", name, name_list(collective_names, &CollectiveName::dsl)));
+    Collective c;
+    c.kind = known->kind;
+    auto expr_arg = [&](std::size_t i) -> const ast::Expr& {
+        const auto* e = std::get_if<ast::Expr>(&d.args[i]);
+        if (!e) fail("E033", std::get<ast::SetLit>(d.args[i]).loc, fmt::format("argument {} of {} is a processor, not a set", i + 1, name));
+        return *e;
+    };
+    switch (c.kind) {
+        case CollectiveKind::alltoall:
+        case CollectiveKind::allgather:
+        case CollectiveKind::custom:
+        case CollectiveKind::prefix:
+            if (!d.args.empty()) fail("E033", d.loc, fmt::format("{} takes no arguments", name));
+            break;
+        case CollectiveKind::broadcast:
+        case CollectiveKind::scatter:
+        case CollectiveKind::reduce:
+        case CollectiveKind::gather:
+            if (d.args.size() != 1) fail("E033", d.loc, fmt::format("{} takes the root processor: {}(r)", name, name));
+            c.root = Node{static_cast<std::uint32_t>(env.header(expr_arg(0)))};
+            break;
+        case CollectiveKind::multicast: {
+            if (d.args.size() != 2 || !std::holds_alternative<ast::SetLit>(d.args[1]))
+                fail("E033", d.loc, "multicast takes the root and the set of members: multicast(r, {a, b, c})");
+            c.root = Node{static_cast<std::uint32_t>(env.header(expr_arg(0)))};
+            for (const ast::SetItem& item : std::get<ast::SetLit>(d.args[1]).items) {
+                std::int64_t lo = env.header(item.first), hi = item.last ? env.header(*item.last) : lo;
+                for (std::int64_t v = lo; v <= hi; ++v) {
+                    Node n{static_cast<std::uint32_t>(v)};
+                    if (std::find(c.members.begin(), c.members.end(), n) != c.members.end())
+                        fail("E033", item.loc, fmt::format("processor {} is listed twice in the multicast set", v));
+                    c.members.push_back(n);
+                }
+            }
+            std::sort(c.members.begin(), c.members.end());
+            break;
+        }
+    }
+    try {
+        c.check_goal_count(*env.topo);
+    } catch (const InputError& e) {
+        fail("E053", d.loc, e.what());
+    }
+    return c;
+}
+
+}  // namespace collsched::compiler

@@ -1,0 +1,23 @@
+/** \file
+ * The first pass of the lowering: names to slots, static types (integer, condition, node,
+ * message), placement rules (sends inside steps, declarations at the top level, each at most
+ * once, before the schedule), and `-D` overrides checked against the params. It turns the AST
+ * (dsl/ast.hpp) into the IR (compiler/ir.hpp) and reports every error it finds (E007, E010..E019,
+ * E034); the IR is usable only when `diags` has no errors afterwards.
+ */
+#pragma once
+
+#include <span>
+
+#include "compiler/ir.hpp"
+#include "compiler/lower.hpp"
+
+namespace collsched::compiler {
+
+/// Resolves `program`; `defines` are the -D overrides (an unknown name is E007).
+IR resolve(const ast::Program& program, std::span<const Define> defines, Diagnostics& diags);
+
+/// Whether `name` is a topology family of the DSL (`topology NAME(...)`).
+bool is_family(std::string_view name);
+
+}  // namespace collsched::compiler

@@ -1,0 +1,65 @@
+// Topology's printers: family names, DOT for Graphviz and the JSON listing of nodes and channels (`collsched topo`).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/topology.hpp"
+
+namespace collsched {
+
+std::string_view to_string(Family f) {
+    switch (f) {
+        case Family::bft: return "bft";
+        case Family::fattree: return "fattree";
+        case Family::ideal: return "ideal";
+        case Family::ring: return "ring";
+        case Family::linear: return "linear";
+        case Family::mesh: return "mesh";
+        case Family::torus: return "torus";
+        case Family::hypercube: return "hypercube";
+        case Family::complete: return "complete";
+        case Family::product: return "product";
+        case Family::graph: return "graph";
+    }
+    return "?";
+}
+
+std::string Topology::to_dot() const {
+    std::string out = fmt::format("digraph \"{}\" {{\n  node [shape=circle];\n", spec_);
+    for (std::uint32_t v = 0; v < nodes(); ++v) {
+        bool proc = v < processors_;
+        out += fmt::format("  \"{}\" [shape={}];\n", node_name(Node{v}), proc ? "box" : "circle");
+    }
+    for (std::uint32_t i = 0; i < channels_.size(); ++i) {
+        const Channel& c = channels_[i];
+        auto back = find_channel(c.to, c.from);
+        if (back && channels_[idx(*back)].cap == c.cap) {
+            if (idx(c.from) > idx(c.to)) continue;
+            out += fmt::format("  \"{}\" -> \"{}\" [dir=both, label=\"{}\"];\n", node_name(c.from), node_name(c.to), c.cap);
+        } else {
+            out += fmt::format("  \"{}\" -> \"{}\" [label=\"{}\"];\n", node_name(c.from), node_name(c.to), c.cap);
+        }
+    }
+    out += "}\n";
+    return out;
+}
+
+std::string Topology::to_json() const {
+    std::string out = fmt::format("{{\"topology\": {}, \"family\": \"{}\",\n \"processors\": [", nlohmann::json(spec_).dump(),
+                                  to_string(family_));
+    for (std::uint32_t v = 0; v < processors_; ++v) out += fmt::format("{}\"{}\"", v ? ", " : "", v);
+    out += "],\n \"routers\": [";
+    for (std::uint32_t v = processors_; v < nodes(); ++v)
+        out += fmt::format("{}\"{}\"", v > processors_ ? ", " : "", node_name(Node{v}));
+    out += "],\n \"channels\": [";
+    for (std::size_t i = 0; i < channels_.size(); ++i) {
+        const Channel& c = channels_[i];
+        out += fmt::format("{}\n  {{\"from\": \"{}\", \"to\": \"{}\", \"cap\": {}", i ? "," : "", node_name(c.from),
+                           node_name(c.to), c.cap);
+        if (is_tree()) out += fmt::format(", \"level\": {}", c.level);
+        out += "}";
+    }
+    out += "]}\n";
+    return out;
+}
+
+}  // namespace collsched
