@@ -74,9 +74,10 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
     }
     // Standard input and other extensions: a table or a schedule, told apart by the content
     // (a schedule saved as .txt is not CSV). .json and .csv files are tables.
-    std::string text = read_input_text(path);
+    const bool table_name = has_extension(path, ".json") || has_extension(path, ".csv");
+    std::string text = read_input_text(path, table_name ? "table" : "table or schedule");
     const std::string name = path == "-" ? "<stdin>" : path;
-    if (has_extension(path, ".json") || has_extension(path, ".csv") || looks_like_table(text)) {
+    if (table_name || looks_like_table(text)) {
         if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
         try {
             return parse_table(text, name);

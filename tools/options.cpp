@@ -22,7 +22,7 @@ CLI::Validator seconds_option(bool zero_is_none) {
                       v <= max_timeout_seconds && (v > 0 || (zero_is_none && v == 0));
             return ok ? std::string() : fmt::format("expected {}, not '{}'", range, excerpt(s));
         },
-        zero_is_none ? "SECONDS (0: none)" : "SECONDS", "seconds");
+        "", "seconds");  // no description: --help keeps the type and the default (FLOAT=60)
 }
 
 CLI::Validator count_option(std::uint64_t min, std::uint64_t max) {
@@ -34,7 +34,7 @@ CLI::Validator count_option(std::uint64_t min, std::uint64_t max) {
             if (digits && ec == std::errc{} && end == s.data() + s.size() && v >= min && v <= max) return {};
             return fmt::format("expected a whole number from {} to {}, not '{}'", min, max, excerpt(s));
         },
-        fmt::format("UINT in [{} - {}]", min, max), "count");
+        "", "count");  // no description: --help keeps the type and the default (UINT=20)
 }
 
 }  // namespace collsched::tools

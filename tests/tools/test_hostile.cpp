@@ -88,10 +88,10 @@ TEST_CASE("hostile input: devices and directories are refused by name, not read"
     Scratch s;
     auto r = run("compile /dev/zero");
     refused(r, "/dev/zero: error[E005]: cannot read the schedule file: is a character device, not a schedule");
-    refused(run("verify /dev/urandom"), "collsched: error: /dev/urandom: is a character device, not a table");
+    refused(run("verify /dev/urandom"), "collsched: error: /dev/urandom: is a character device, not a table or schedule");
     refused(run("convert /dev/zero.json"), "/dev/zero.json: cannot open file (No such file or directory)");
     std::string dir = s.dir.string();
-    refused(run("verify " + dir), dir + ": is a directory, not a table\n");
+    refused(run("verify " + dir), dir + ": is a directory, not a table or schedule\n");
     refused(run("compile " + dir), dir + ": error[E005]: cannot read the schedule file: is a directory, not a schedule\n");
     refused(run("simulate --stream " + s.file("d.sched")), "d.sched: cannot open file (No such file or directory)");
     refused(run("topo graph:" + dir), "topology 'graph:" + dir + "': graph file '" + dir + "': is a directory, not a graph file");
@@ -115,8 +115,8 @@ TEST_CASE("hostile input: files are read up to a size limit that COLLSCHED_MAX_I
     auto piped = shell("cat " + ebft4 + " | $C verify /dev/stdin");
     CHECK(piped.code == 0);
     CHECK(piped.out.starts_with("verdict: holds"));
-    refused(shell("head -c 3000000 /dev/zero | COLLSCHED_MAX_INPUT_MB=1 $C verify /dev/stdin"),
-            "/dev/stdin: the table is larger than 1 MiB");
+    refused(shell("head -c 3000000 /dev/zero | COLLSCHED_MAX_INPUT_MB=1 $C verify -"),
+            "<stdin>: the table or schedule is larger than 1 MiB");
     // Graph files have their own limit, 256 MiB, which the variable does not change.
     refused(shell("head -c 270000000 /dev/zero | COLLSCHED_MAX_INPUT_MB=1024 $C topo graph:/dev/stdin"),
             "topology 'graph:/dev/stdin': graph file '/dev/stdin': the graph file is larger than 256 MiB; a graph has at most 4096 nodes\n");
