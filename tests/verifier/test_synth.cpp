@@ -331,7 +331,7 @@ TEST_CASE("total exchange on rings, tori and hypercubes meets the channel-counti
     }
 }
 
-TEST_CASE("fixed routes are exact on trees with queues and on the linear array; the label says so") {
+TEST_CASE("fixed routes are exact on trees with queues and on the linear array, the label says so") {
     auto tree = inst_routes("ebft:8", "alltoall", "", RouteSpace::any);
     CHECK(fixed_routes_exact(tree));
     CHECK(encoding_for(tree) == EncodingKind::personal);
