@@ -249,7 +249,7 @@ TEST_CASE("hand: shell completion from the command line's own definition, the ma
     std::string got;
     while (std::fgets(buf, sizeof buf, p)) got += buf;
     ::pclose(p);
-    CHECK(got == "verify\n--max-violations\n");
+    CHECK(got == "verify\n--max-steps --max-violations\n");  // verify reads MSCCL-IR too (--max-steps)
     auto z = run("completion zsh");
     REQUIRE(z.code == 0);
     CHECK(z.out.starts_with("#compdef collsched\n"));
