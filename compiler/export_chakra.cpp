@@ -13,6 +13,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "compiler/input_file.hpp"
 #include "compiler/et_def.pb.h"
 #include "compiler/export_ranks.hpp"
 #include "dsl/diagnostics.hpp"
@@ -220,11 +221,7 @@ std::vector<std::string> split(const std::string& s) {
 
 SendTable read_chakra(const std::string& prefix) {
     auto read_file = [](const std::string& path) {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) throw InputError(fmt::format("{}: cannot open", path));
-        std::ostringstream s;
-        s << in.rdbuf();
-        return std::move(s).str();
+        return read_input_file(path, "Chakra trace", max_input_bytes(), max_input_hint);  // the input policy (docs/fuzzing.md)
     };
     // rank 0 names the table
     std::vector<std::vector<ReadNode>> ranks;

@@ -11,6 +11,7 @@
 #include "compiler/arbitrate.hpp"
 #include "compiler/check_holds.hpp"
 #include "compiler/evaluate.hpp"
+#include "compiler/input_file.hpp"
 #include "compiler/resolve.hpp"
 #include "compiler/stream.hpp"
 #include "dsl/parser.hpp"
@@ -124,16 +125,14 @@ std::optional<SendTable> compile_source(std::string_view text, const std::string
 
 std::optional<SendTable> compile_file(const std::string& path, const std::vector<std::string>& defines, CompileOptions options,
                                       Diagnostics& diags) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
+    std::string text;
+    if (std::string error = read_input_file(path, "schedule", max_input_bytes(), max_input_hint, text); !error.empty()) {
         diags = Diagnostics(path, "");
-        diags.error("E005", {}, "cannot read the schedule file");
+        diags.error("E005", {}, "cannot read the schedule file: " + error);
         return std::nullopt;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
     if (options.base_dir.empty()) options.base_dir = std::filesystem::path(path).parent_path().string();
-    return compile_source(ss.str(), path, defines, std::move(options), diags);
+    return compile_source(text, path, defines, std::move(options), diags);
 }
 
 }  // namespace collsched

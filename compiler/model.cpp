@@ -1,9 +1,11 @@
 #include "compiler/model.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -140,6 +142,7 @@ void set_model_key(Model& m, std::string_view key, std::string_view value) {
 }
 
 Model apply_model_options(Model m, std::string_view options) {
+    std::vector<std::string_view> seen;  // a key given twice is an error, as E032 is in the DSL
     while (!options.empty()) {
         std::size_t comma = options.find(',');
         std::string_view item = options.substr(0, comma);
@@ -148,7 +151,11 @@ Model apply_model_options(Model m, std::string_view options) {
         std::size_t eq = item.find('=');
         if (eq == std::string_view::npos)
             throw InputError(fmt::format("model: '{}' is not key=value (for example ports=single)", item));
-        set_model_key(m, item.substr(0, eq), item.substr(eq + 1));
+        std::string_view key = item.substr(0, eq);
+        if (std::find(seen.begin(), seen.end(), key) != seen.end())
+            throw InputError(fmt::format("model: '{}' is given twice", key.substr(0, 40)));
+        seen.push_back(key);
+        set_model_key(m, key, item.substr(eq + 1));
     }
     return m;
 }

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <csignal>
 #include <cstdio>
 #include <iterator>
 #include <filesystem>
@@ -21,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/input_file.hpp"
 #include "compiler/json_error.hpp"
 #include "compiler/ranks_import.hpp"
 #include "compiler/table_read.hpp"
@@ -394,7 +394,8 @@ private:
         };
         if (key_ == "step") {
             if (v.is_number_unsigned()) cur_.step = v.get<std::uint64_t>();
-            else if (v.is_number_integer()) cur_.step = 0;  // negative: reported as below 1
+            else if (v.is_number_integer())  // negative: reported with its value
+                fail(fmt::format("transfers[{}]: step {} is below 1 (steps are numbered from 1)", count_, v.get<std::int64_t>()));
             else fail(fmt::format("transfers[{}]: \"step\" must be an integer >= 1, got {}", count_, v.dump()));
         } else if (key_ == "from") {
             str(cur_.from);
@@ -621,8 +622,13 @@ namespace {
 class FileText {
 public:
     explicit FileText(const std::string& path) : path_(path) {
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) throw InputError(fmt::format("{}: cannot open file", path));
+        // The input policy first (compiler/input_file.hpp): no directories or devices, at most
+        // max_input_bytes(); the descriptor belongs to `file`, which closes it.
+        InputFile file;
+        const std::uint64_t limit = max_input_bytes();
+        if (std::string error = open_input_file(path, "table", limit, max_input_hint, file); !error.empty())
+            throw InputError(fmt::format("{}: {}", path, error));
+        const int fd = file.fd();
         struct stat st {};
         const long page = ::sysconf(_SC_PAGESIZE);
         if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && page > 0 &&
@@ -632,7 +638,6 @@ public:
             if (p != MAP_FAILED) {
                 map_ = p;
                 map_size_ = static_cast<std::size_t>(st.st_size);
-                ::close(fd);
                 return;
             }
         }
@@ -640,12 +645,12 @@ public:
         for (ssize_t got; (got = ::read(fd, chunk, sizeof chunk)) != 0;) {
             if (got < 0) {
                 if (errno == EINTR) continue;
-                ::close(fd);
                 throw InputError(fmt::format("{}: cannot read file", path));
             }
+            if (buf_.size() + static_cast<std::size_t>(got) > limit)  // a pipe past the limit
+                throw InputError(fmt::format("{}: {}", path, input_too_large("table", limit, max_input_hint)));
             buf_.append(chunk, static_cast<std::size_t>(got));
         }
-        ::close(fd);
         size_ = buf_.size();
         buf_.append(table_read::json_padding, '\0');
     }
@@ -664,15 +669,12 @@ private:
 
 }  // namespace
 
-std::string read_input_text(const std::string& path) {
-    if (path != "-") {
-        FileText file(path);
-        return std::string(file.text());
-    }
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    if (std::cin.bad()) throw InputError("<stdin>: cannot read standard input");
-    return ss.str();
+std::string read_input_text(const std::string& path, std::string_view what) {
+    std::string text;
+    std::string error = path == "-" ? read_input_stream(0, what, max_input_bytes(), max_input_hint, text)
+                                    : read_input_file(path, what, max_input_bytes(), max_input_hint, text);
+    if (!error.empty()) throw InputError(fmt::format("{}: {}", path == "-" ? "<stdin>" : path, error));
+    return text;
 }
 
 bool looks_like_table(std::string_view text) {
@@ -703,7 +705,7 @@ SendTable parse_table_text(std::string_view text, bool padded, std::string_view 
 SendTable parse_table(std::string_view text, std::string_view name) { return parse_table_text(text, false, name); }
 
 SendTable read_table(const std::string& path) {
-    if (path == "-") return parse_table(read_input_text(path), "<stdin>");
+    if (path == "-") return parse_table(read_input_text(path, "table"), "<stdin>");
     FileText file(path);
     return parse_table_text(file.text(), true, path);
 }
@@ -841,88 +843,6 @@ std::string table_to_json(const SendTable& t) {
 }
 std::string table_to_csv(const SendTable& t) {
     return write_to_string([&](fmt::memory_buffer& b, const Flush& f) { write_table_csv(t, b, f); });
-}
-
-namespace {
-
-// The temporary file write_output is writing, for the signal handler: an interrupted run (Ctrl-C,
-// kill, a closed terminal) removes it before it dies, so it leaves neither a partial output nor a
-// stray temporary. Plain storage and unlink()/signal()/raise() only: async-signal-safe.
-char pending_tmp[4096];
-volatile std::sig_atomic_t pending_tmp_set = 0;
-constexpr int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
-
-extern "C" void remove_pending_tmp(int sig) {
-    if (pending_tmp_set) ::unlink(pending_tmp);
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-}
-
-/// Installs remove_pending_tmp for `tmp` while it is being written, where the signal's action is
-/// the default one (a signal the caller ignores or handles stays as it is); restores on exit.
-class TmpCleanup {
-public:
-    explicit TmpCleanup(const std::string& tmp) {
-        if (tmp.size() >= sizeof pending_tmp) return;
-        std::copy(tmp.begin(), tmp.end(), pending_tmp);
-        pending_tmp[tmp.size()] = '\0';
-        pending_tmp_set = 1;
-        for (std::size_t i = 0; i < std::size(cleanup_signals); ++i) {
-            struct sigaction now {};
-            if (::sigaction(cleanup_signals[i], nullptr, &old_[i]) != 0 || old_[i].sa_handler != SIG_DFL) continue;
-            now.sa_handler = remove_pending_tmp;
-            sigemptyset(&now.sa_mask);
-            installed_[i] = ::sigaction(cleanup_signals[i], &now, nullptr) == 0;
-        }
-    }
-    ~TmpCleanup() {
-        for (std::size_t i = 0; i < std::size(cleanup_signals); ++i)
-            if (installed_[i]) ::sigaction(cleanup_signals[i], &old_[i], nullptr);
-        pending_tmp_set = 0;
-    }
-    TmpCleanup(const TmpCleanup&) = delete;
-    TmpCleanup& operator=(const TmpCleanup&) = delete;
-
-private:
-    struct sigaction old_[std::size(cleanup_signals)] {};
-    bool installed_[std::size(cleanup_signals)] = {};
-};
-
-}  // namespace
-
-void write_output(const std::string& path, const std::function<void(const Flush&, fmt::memory_buffer&)>& produce) {
-    fmt::memory_buffer buf;
-    if (path == "-") {
-        produce([](fmt::memory_buffer& b) {
-            std::fwrite(b.data(), 1, b.size(), stdout);
-            b.clear();
-        }, buf);
-        std::fflush(stdout);
-        return;
-    }
-    std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-    TmpCleanup cleanup(tmp);
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw InputError(fmt::format("{}: cannot write (directory missing or not writable)", path));
-    bool failed = false;
-    try {
-        produce([&](fmt::memory_buffer& b) {
-            if (std::fwrite(b.data(), 1, b.size(), f) != b.size()) failed = true;
-            b.clear();
-        }, buf);
-    } catch (...) {
-        std::fclose(f);
-        std::remove(tmp.c_str());
-        throw;
-    }
-    if (std::fclose(f) != 0 || failed) {
-        std::remove(tmp.c_str());
-        throw InputError(fmt::format("{}: write failed (disk full?)", path));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw InputError(fmt::format("{}: cannot rename the finished file into place", path));
-    }
 }
 
 }  // namespace collsched

@@ -7,8 +7,8 @@
  * the reference reader (nlohmann SAX) for everything else and for every error, so that bad
  * input gets one line that says what, where (file:line:col for syntax) and what was expected
  * (InputError); neither builds a JSON tree of the transfers. A key given twice is an error.
- * Output files are written to a temporary name and renamed, so a failed or interrupted run
- * leaves no partial file.
+ * The writers stream into a buffer and a flush callback; where the bytes go (atomically to a
+ * file, or standard output) is tools/output.hpp.
  */
 #pragma once
 
@@ -30,8 +30,10 @@ inline constexpr std::string_view table_format = "collsched.table/1";
 SendTable read_table(const std::string& path);
 /// read_table() of text held in memory; `name` is used in messages.
 SendTable parse_table(std::string_view text, std::string_view name);
-/// The whole content of `path`, or of standard input when path is "-". Throws InputError.
-std::string read_input_text(const std::string& path);
+/// The whole content of `path`, or of standard input when path is "-", under the input policy
+/// (compiler/input_file.hpp: regular files and pipes, at most max_input_bytes()); `what` names the
+/// kind of file in messages. Throws InputError.
+std::string read_input_text(const std::string& path, std::string_view what = "table or schedule");
 /// Whether `text` is a send table (a JSON document, or CSV with its `step,from,to,message` row or
 /// `# collsched.table` header) rather than a schedule in the DSL: how inputs without a telling
 /// extension (standard input, `.txt`) are told apart.
@@ -50,7 +52,7 @@ void write_table_json(const SendTable&, fmt::memory_buffer& out, const Flush& fl
 void write_table_csv(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
 
 /// The whole text a streaming writer produces, in memory: `produce(buffer, flush)` writes into
-/// the buffer and calls flush when it is full (as write_output's callers do).
+/// the buffer and calls flush when it is full (as tools/output.hpp write_output's callers do).
 template <class Produce>
 std::string write_to_string(Produce&& produce) {
     std::string s;
@@ -63,10 +65,5 @@ std::string write_to_string(Produce&& produce) {
 }
 std::string table_to_json(const SendTable&);
 std::string table_to_csv(const SendTable&);
-
-/// Writes `path` (or stdout when path is "-") through `produce`. Files are written to
-/// `path.tmp.<pid>` and renamed at the end; on an exception, or when SIGINT, SIGTERM or SIGHUP
-/// (left at their default action) interrupts the write, the temporary is removed.
-void write_output(const std::string& path, const std::function<void(const Flush&, fmt::memory_buffer&)>& produce);
 
 }  // namespace collsched

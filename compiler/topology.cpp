@@ -8,8 +8,10 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/input_file.hpp"
 #include "compiler/json_error.hpp"
 #include "compiler/names.hpp"
 #include "dsl/diagnostics.hpp"
@@ -342,16 +344,10 @@ namespace {
 constexpr std::size_t max_graph_file_bytes = std::size_t{256} << 20;
 
 std::string read_file_text(std::string_view spec, std::string_view file) {
-    std::ifstream in{std::string(file), std::ios::binary};
-    if (!in) bad_spec(spec, fmt::format("cannot open graph file '{}'", file));
     std::string text;
-    std::vector<char> buf(1 << 16);
-    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
-        text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
-        if (text.size() > max_graph_file_bytes)
-            bad_spec(spec, fmt::format("graph file '{}' is larger than {} MiB (a graph has at most 4096 nodes)", file,
-                                       max_graph_file_bytes >> 20));
-    }
+    std::string error = read_input_file(std::string(file), "graph file", max_graph_file_bytes,
+                                        "a graph has at most 4096 nodes", text);
+    if (!error.empty()) bad_spec(spec, fmt::format("graph file '{}': {}", file, error));
     return text;
 }
 
@@ -746,16 +742,25 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
     }
     if (fam == "mesh" || fam == "torus") {
         need_rest(fmt::format("{}:AxB[x...]", fam));
-        std::vector<std::shared_ptr<const Topology>> factors;
+        // All dimensions first, so that a refusal names the real size (10^12 for 10^6 x 10^6).
+        std::vector<std::uint64_t> dims;
         std::uint64_t total = 1;
+        bool overflow = false;
         for (std::string_view d : split(rest, 'x')) {
             std::uint64_t a = parse_count(spec, d, "dimension");
             if (a < 2) bad_spec(spec, fmt::format("dimension {} must be at least 2", a));
-            total *= a;
-            check_processors(spec, total);
+            if (total > std::numeric_limits<std::uint64_t>::max() / a) overflow = true;
+            else total *= a;
+            dims.push_back(a);
+        }
+        if (overflow || total > max_processors)
+            bad_spec(spec, fmt::format("{} processors ({}) is more than collsched supports ({})",
+                                       overflow ? std::string("more than 2^64") : std::to_string(total), fmt::join(dims, "x"),
+                                       max_processors));
+        std::vector<std::shared_ptr<const Topology>> factors;
+        for (std::uint64_t a : dims)
             factors.push_back(Impl::base(fmt::format("{}:{}", fam == "mesh" ? "linear" : "ring", a),
                                          fam == "mesh" ? Family::linear : Family::ring, a));
-        }
         return Impl::product(spec, fam == "mesh" ? Family::mesh : Family::torus, std::move(factors), false);
     }
     if (fam == "hypercube") {

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "dsl/excerpt.hpp"
+
 namespace collsched {
 
 void Diagnostics::error(std::string code, SourceLoc loc, std::string message) {
@@ -45,15 +47,16 @@ std::string Diagnostics::render() const {
         std::string head = d.severity == Severity::error     ? fmt::format("error[{}]", d.code)
                            : d.severity == Severity::warning ? fmt::format("warning[{}]", d.code)
                                                              : std::string("note");
+        std::string message = shorten_quotes(d.message);  // long inputs quoted in part (dsl/excerpt.hpp)
         if (d.loc.known())
-            out += fmt::format("{}:{}:{}: {}: {}\n", file_, d.loc.line, d.loc.column, head, d.message);
+            out += fmt::format("{}:{}:{}: {}: {}\n", file_, d.loc.line, d.loc.column, head, message);
         else
-            out += fmt::format("{}: {}: {}\n", file_, head, d.message);
+            out += fmt::format("{}: {}: {}\n", file_, head, message);
         if (!d.loc.known()) continue;
-        std::string_view src = line_of(text_, d.loc.line);
+        std::size_t caret = 0;
+        std::string src = source_window(line_of(text_, d.loc.line), d.loc.column, caret);
         out += fmt::format("  {}\n  ", src);
-        for (std::uint32_t c = 1; c < d.loc.column && c - 1 < src.size(); ++c)
-            out += src[c - 1] == '\t' ? '\t' : ' ';
+        for (std::size_t c = 0; c < caret && c < src.size(); ++c) out += src[c] == '\t' ? '\t' : ' ';
         out += "^\n";
     }
     return out;

@@ -8,4 +8,4 @@ build=${COLLSCHED_FUZZ_BUILD_DIR:-build-fuzz}
 command -v clang++ >/dev/null || { echo "fuzz/build.sh: clang++ is not installed (apt-get install clang)" >&2; exit 2; }
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCOLLSCHED_FUZZ=ON -DCOLLSCHED_BUILD_TESTS=OFF -DCOLLSCHED_MPI=OFF >/dev/null
-cmake --build "$build" -j "${JOBS:-2}" --target fuzz_dsl fuzz_table fuzz_topology
+cmake --build "$build" -j "${JOBS:-2}" --target fuzz_dsl fuzz_table fuzz_topology fuzz_cli

@@ -8,6 +8,7 @@
 
 #include "bench/bench.hpp"
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 
 namespace collsched::tools {
 
@@ -43,7 +44,8 @@ void add_bench_command(CLI::App& app, Context& ctx) {
         ->delimiter(',');
     cmd->add_flag("--quick", args->quick, "A tiny run (n = 16 unless --sizes is given), for tests and a first look");
     cmd->add_flag("--stream", args->stream, "Stream every case (compile into the simulator step by step)");
-    cmd->add_option("--stream-above", args->stream_above, "Stream cases with more transfers than this (default 100000000)");
+    cmd->add_option("--stream-above", args->stream_above, "Stream cases with more transfers than this (default 100000000)")
+        ->check(count_option(0, std::uint64_t{1} << 62));
     cmd->add_flag("--json", args->json,
                   "Print one JSON object: machine, and per case schedule, file, n, topology, mode, transfers, steps, ok and "
                   "stages (stage, verdict, seconds, cpu_seconds, transfers_per_second, peak_rss_bytes)");

@@ -1,7 +1,7 @@
 // `collsched compile FILE.sched [-D k=v]... [-o OUT] [--format json|csv|dsl|...] [--max-transfers N]
 // [--max-iterations N] [--locations]`:
 // compiles a schedule to a send table. Diagnostics go to stderr (exit code 2) and nothing is
-// written; on success the table is written atomically (compiler/table_io.hpp write_output).
+// written; on success the table is written atomically (tools/output.hpp write_output).
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +16,8 @@
 #include "compiler/table_printer.hpp"
 #include "tools/commands.hpp"
 #include "tools/input.hpp"
+#include "tools/options.hpp"
+#include "tools/output.hpp"
 
 namespace collsched::tools {
 
@@ -44,9 +46,11 @@ void add_compile_command(CLI::App& app, Context& ctx) {
                                 output_format_list()))
         ->check(CLI::IsMember(formats));
     cmd->add_option("--max-transfers", args->max_transfers,
-                    fmt::format("Stop with an error when the schedule makes more transfers (default {})", args->max_transfers));
+                    fmt::format("Stop with an error when the schedule makes more transfers (default {})", args->max_transfers))
+        ->check(count_option(1, max_compile_count));
     cmd->add_option("--max-iterations", args->max_iterations,
-                    fmt::format("Stop with an error when the schedule's loops run more iterations (default {})", args->max_iterations));
+                    fmt::format("Stop with an error when the schedule's loops run more iterations (default {})", args->max_iterations))
+        ->check(count_option(1, max_compile_count));
     cmd->add_flag("--locations", args->locations,
                   "Give every transfer of the JSON table an \"at\": \"file:line:col\" field naming the send or hop statement "
                   "that made it, so `collsched verify` of the table points counterexamples at the schedule (docs/formats.md)");

@@ -11,6 +11,7 @@
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tools/commands.hpp"
+#include "tools/output.hpp"
 #include "tools/input.hpp"
 
 namespace collsched::tools {

@@ -14,6 +14,7 @@
 #include "runtime/simulator.hpp"
 #include "support/text.hpp"
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 #include "tools/demo_schedule.hpp"
 #include "tools/input.hpp"
 #include "verifier/direct.hpp"
@@ -70,7 +71,9 @@ void add_demo_command(CLI::App& app, Context& ctx) {
                                    "4, 8, 16 and 32, the shorter schedule collsched found (schedules/found) and the lower bound "
                                    "that proves it optimal.\n"
                                    "Exit code: 0 the schedules hold with the claimed step counts, 1 they do not, 2 bad input.");
-    cmd->add_option("-n", args->n, "Number of processors (a power of two, at least 2)")->capture_default_str();
+    cmd->add_option("-n", args->n, "Number of processors (a power of two, at least 2)")
+        ->capture_default_str()
+        ->check(count_option(2, 65534));
     cmd->add_flag("--json", args->json, "Print one JSON object instead of the report");
     cmd->callback([&ctx, args] {
         const std::uint32_t n = args->n;

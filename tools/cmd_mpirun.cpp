@@ -20,6 +20,7 @@
 #include "compiler/export_ranks.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 #include "tools/input.hpp"
 
 namespace collsched::tools {
@@ -159,7 +160,8 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
     cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched)")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable; .sched files only)");
     cmd->add_option("--bytes", args->bytes, "Payload bytes per message (default 1024)")->check(CLI::Range(1, 1 << 30));
-    cmd->add_option("--ranks", args->ranks, "Number of MPI ranks; must equal the table's processors (the default)");
+    cmd->add_option("--ranks", args->ranks, "Number of MPI ranks; must equal the table's processors (the default)")
+        ->check(count_option(1, 65534));
     cmd->add_option("--repeat", args->repeat, "Runs of the schedule and of the MPI collective; the best time is shown (default 3)")
         ->check(CLI::Range(1, 1000000));
     cmd->add_option("--timeout", args->timeout, "Seconds before mpirun gives up on a hung run (default 300)")->check(CLI::Range(1, 86400));

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 #include "tools/reproduce.hpp"
 
 namespace collsched::tools {
@@ -40,9 +41,9 @@ void add_reproduce_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--catalog", args->catalog, "The catalog file (default: schedules/catalog.json)");
     cmd->add_flag("--json", args->json, "Print a JSON list of rows instead of the table");
     cmd->add_option("--max-n", args->max_n, "Only rows of at most N processors (as the catalog counts them); CI uses 64")
-        ->check(CLI::PositiveNumber);
+        ->check(count_option(1, 65534));
     cmd->add_option("--filter", args->filters, "Only schedules whose file name contains SUBSTR (repeatable: any of them)");
-    cmd->add_option("-j,--jobs", args->jobs, "Rows run on N threads (0: one per core)");
+    cmd->add_option("-j,--jobs", args->jobs, "Rows run on N threads (0: one per core)")->check(count_option(0, 1024));
     cmd->callback([&ctx, args] {
         auto t0 = std::chrono::steady_clock::now();
         Catalog catalog = read_catalog(args->catalog);

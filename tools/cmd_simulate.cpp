@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/input_file.hpp"
 #include "compiler/lower.hpp"
 #include "dsl/diagnostics.hpp"
 
@@ -32,16 +33,13 @@ struct SimulateArgs {
 /// `--stream`: compiles the schedule step by step into the streamed simulator (runtime/simulator.hpp).
 SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
     if (!args.input.ends_with(".sched")) throw InputError("--stream applies to .sched schedules, not to table files");
-    std::ifstream in(args.input, std::ios::binary);
-    if (!in) throw InputError(fmt::format("{}: cannot read the schedule file", args.input));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    Diagnostics diags(args.input, ss.str());
+    std::string source = read_input_file(args.input, "schedule", max_input_bytes(), max_input_hint);
+    Diagnostics diags(args.input, source);
     CompileOptions options;
     options.base_dir = std::filesystem::path(args.input).parent_path().string();
     options.max_transfers = args.max_transfers;
     StreamSimulator sim(SimOptions{.trace = args.trace});
-    if (parse_defines(args.defines, options.defines, diags) && compile_stream(ss.str(), args.input, options, diags, sim)) {
+    if (parse_defines(args.defines, options.defines, diags) && compile_stream(source, args.input, options, diags, sim)) {
         header = sim.header();
         return sim.report();
     }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 #include "tools/input.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/z3_engine.hpp"
@@ -104,11 +105,12 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--engine", args->engine, "Verification engine: direct, z3 or both (default direct)")
         ->check(CLI::IsMember({"direct", "z3", "both"}));
     cmd->add_option("--timeout", args->timeout, "Time limit of the Z3 engine in seconds (default 60); past it, unknown (exit 3)")
-        ->check(CLI::PositiveNumber);
+        ->check(seconds_option(false));
     cmd->add_option("--routes", args->routes,
                     "any: hops may take any channels; fixed: personalized messages must follow the topology's routes")
         ->check(CLI::IsMember({"any", "fixed"}));
-    cmd->add_option("--max-violations", args->max_violations, "Counterexamples shown per property");
+    cmd->add_option("--max-violations", args->max_violations, "Counterexamples shown per property")
+        ->check(count_option(0, 1'000'000'000));
     cmd->add_flag("--strict", args->strict, "Treat a schedule's warnings as errors (W001, docs/errors.md)");
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->callback([&ctx, args] {

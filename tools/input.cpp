@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "compiler/lower.hpp"
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
+#include "dsl/excerpt.hpp"
 
 namespace collsched::tools {
 
@@ -23,11 +25,11 @@ void print_error(const InputError& e, bool json) {
     std::fflush(stdout);
     if (!json) {
         if (d) std::fwrite(d->rendered.data(), 1, d->rendered.size(), stderr);
-        std::fprintf(stderr, "collsched: error: %s\n", e.what());
+        std::fprintf(stderr, "collsched: error: %s\n", shorten_quotes(e.what()).c_str());  // long inputs quoted in part
         return;
     }
     nlohmann::ordered_json j;
-    j["error"] = e.what();
+    j["error"] = shorten_quotes(e.what());
     j["exit_code"] = 2;
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     if (d)
@@ -38,7 +40,7 @@ void print_error(const InputError& e, bool json) {
             o["column"] = x.loc.line ? nlohmann::ordered_json(x.loc.column) : nlohmann::ordered_json(nullptr);
             o["severity"] = x.severity == Severity::error ? "error" : x.severity == Severity::warning ? "warning" : "note";
             o["code"] = x.code;
-            o["message"] = x.message;
+            o["message"] = shorten_quotes(x.message);
             list.push_back(o);
         }
     j["diagnostics"] = list;
@@ -80,16 +82,25 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
     }
     // Standard input and other extensions: a table or a schedule, told apart by the content
     // (a schedule saved as .txt is not CSV). .json and .csv files are tables.
-    std::string text = read_input_text(path);
+    const bool table_name = has_extension(path, ".json") || has_extension(path, ".csv");
+    std::string text = read_input_text(path, table_name ? "table" : "table or schedule");
     const std::string name = path == "-" ? "<stdin>" : path;
     if (looks_like_xml(text)) {
         if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL-IR files");
         return parse_msccl_ir(text, name, msccl);
     }
     if (!msccl.topology.empty()) throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
-    if (has_extension(path, ".json") || has_extension(path, ".csv") || looks_like_table(text)) {
+    if (table_name || looks_like_table(text)) {
         if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
-        return parse_table(text, name);
+        try {
+            return parse_table(text, name);
+        } catch (const InputError& e) {
+            // Every error from a file names the file: messages of the stages a reader calls (a
+            // topology spec, a collective, a model inside the table) do not know it.
+            std::string_view what = e.what();
+            if (what.starts_with(name)) throw;
+            throw InputError(fmt::format("{}: {}", name, what));
+        }
     }
     if (path != "-") options.base_dir = std::filesystem::path(path).parent_path().string();
     std::optional<SendTable> table = compile_source(text, name, defines, options, diags);

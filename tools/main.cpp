@@ -1,49 +1,55 @@
 // The collsched command line: registers the subcommands and maps failures to exit codes.
 #include <cstdio>
 #include <exception>
+#include <iostream>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "dsl/diagnostics.hpp"
-#include "tools/commands.hpp"
+#include "tools/app.hpp"
 #include "tools/input.hpp"
+#include "tools/output.hpp"
+
+namespace {
+
+/// CLI11 prints help and the version to std::cout: `collsched --help > /dev/full` is exit 2 too.
+int help_written(int code) {
+    std::cout.flush();
+    if (std::cout) return code;
+    std::fprintf(stderr, "collsched: error: standard output: write failed\n");
+    return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     using namespace collsched;
     CLI::App app{"collsched: compile, verify, simulate and synthesize collective communication schedules"};
-    app.require_subcommand(1);
-    // Every option's --help shows its default ([16]); subcommands inherit this from the app.
-    app.option_defaults()->always_capture_default();
-    app.set_version_flag("--version", "collsched 0.1.0");
     tools::Context ctx;
+    tools::add_commands(app, ctx);
     // Under --json every error is one JSON object on standard output (tools/input.hpp).
     bool json = false;
     for (int i = 1; i < argc; ++i) json = json || std::string_view(argv[i]) == "--json";
-    tools::add_demo_command(app, ctx);
-    tools::add_topo_command(app, ctx);
-    tools::add_verify_command(app, ctx);
-    tools::add_simulate_command(app, ctx);
-    tools::add_convert_command(app, ctx);
-    tools::add_mpirun_command(app, ctx);
-    tools::add_compile_command(app, ctx);
-    tools::add_optimize_command(app, ctx);
-    tools::add_probe_command(app, ctx);
-    tools::add_reproduce_command(app, ctx);
-    tools::add_bench_command(app, ctx);
-    tools::add_completion_command(app, ctx);
+    if (auto unknown = tools::unknown_subcommand(app, std::vector<std::string>(argv + 1, argv + argc))) {
+        tools::print_error(InputError(*unknown), json);
+        return 2;
+    }
     try {
         app.parse(argc, argv);
+        tools::check_stdout();  // output lost to a full disk or a closed descriptor is an error, not exit 0
     } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);
+        return help_written(app.exit(e));
     } catch (const CLI::CallForAllHelp& e) {
-        return app.exit(e);
+        return help_written(app.exit(e));
     } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
+        return help_written(app.exit(e));
     } catch (const CLI::ParseError& e) {
         if (!json) {
-            app.exit(e);
+            app.exit(e);  // CLI11's message, long values quoted in part (tools/app.cpp)
             return 2;
         }
         tools::print_error(InputError(e.what()), json);

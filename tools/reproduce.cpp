@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/input_file.hpp"
 #include "compiler/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
@@ -85,11 +86,7 @@ std::optional<std::vector<std::int64_t>> list_field(const SendTable& t, std::str
 // The catalog
 
 Catalog read_catalog(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(fmt::format("{}: cannot read the catalog", path));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    ojson doc = ojson::parse(ss.str(), nullptr, false);
+    ojson doc = ojson::parse(read_input_file(path, "catalog", max_input_bytes(), max_input_hint), nullptr, false);
     if (doc.is_discarded()) bad_catalog(path, "not valid JSON");
     if (!doc.is_object() || doc.value("format", "") != "collsched.catalog/1")
         bad_catalog(path, "expected an object with \"format\": \"collsched.catalog/1\"");

@@ -11,6 +11,8 @@
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
 #include "compiler/table_printer.hpp"
+#include "tools/options.hpp"
+#include "tools/output.hpp"
 
 namespace collsched::tools {
 
@@ -28,7 +30,7 @@ void SolverArgs::add_to(CLI::App& cmd, bool allow_both, bool with_routes) {
                               : "SAT backend: cadical (CNF with totalizer cardinalities) or z3 (pseudo-Boolean)")
         ->check(CLI::IsMember(solvers));
     cmd.add_option("--timeout", timeout, "Seconds for the whole search (per instance); 0 means no limit")
-        ->check(CLI::NonNegativeNumber);
+        ->check(seconds_option(true));
     cmd.add_flag("--incremental", incremental, "One solver for all horizons (horizons as assumptions) instead of one per horizon");
     cmd.add_flag("--no-symmetry", no_symmetry, "Leave out the symmetry-breaking constraints");
     cmd.add_flag("--no-implied", no_implied, "Leave out the implied cumulative counting constraints");

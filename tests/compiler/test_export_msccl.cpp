@@ -91,7 +91,7 @@ SendTable hypercube_broadcast(std::uint32_t root) {
     return std::move(b).finish();
 }
 
-TEST_CASE("msccl: a broadcast on a hypercube; a root other than 0 is refused") {
+TEST_CASE("msccl: a broadcast on a hypercube, a root other than 0 is refused") {
     SendTable t = hypercube_broadcast(0);
     check_msccl(t);
     XmlNode algo = MscclLexer(table_to_msccl(t)).parse();
@@ -115,7 +115,7 @@ TEST_CASE("msccl: in place where the program is correct in place (allgather, bro
     CHECK(flags(ebft_alltoall(4)) == "01");
 }
 
-TEST_CASE("msccl: the step limit (MSCCL_MAX_NUM_STEPS, default 64) at its boundary; --max-steps and --channels") {
+TEST_CASE("msccl: the step limit (MSCCL_MAX_NUM_STEPS, default 64) at its boundary, --max-steps and --channels") {
     // ring:n allgather: every GPU receives n-1 chunks from its left neighbour in one thread block
     check_msccl(ring_allgather(65));  // 64 steps
     CHECK(refusal(ring_allgather(66)) ==

@@ -252,7 +252,7 @@ TEST_CASE("StreamSimulator: the same report as simulate() on 400 seeded random t
     CHECK(fast_path > 0);
 }
 
-TEST_CASE("compile_stream: steps in increasing order, sorted; going back in time is NotStreamable") {
+TEST_CASE("compile_stream: steps in increasing order, sorted, going back in time is NotStreamable") {
     struct Collect : StepConsumer {
         std::vector<Transfer> all;
         int begun = 0, finished = 0;
@@ -287,7 +287,7 @@ TEST_CASE("compile_stream: steps in increasing order, sorted; going back in time
     CHECK_THROWS_AS(compile_stream(fifo, "f.sched", {}, diags, back), NotStreamable);
 }
 
-TEST_CASE("simulate --stream: the same report as a whole-table simulate; refused where it cannot stream") {
+TEST_CASE("simulate --stream: the same report as a whole-table simulate, refused where it cannot stream") {
     auto whole = run("simulate schedules/bft/ebft_alltoall.sched -D n=32 --json");
     auto streamed = run("simulate schedules/bft/ebft_alltoall.sched -D n=32 --json --stream");
     REQUIRE(whole.code == 0);

@@ -64,7 +64,7 @@ TEST_CASE("cli: verify exit codes") {
 TEST_CASE("cli: bad input is one clear line and exit code 2") {
     auto missing = run("verify /nonexistent/table.json");
     CHECK(missing.code == 2);
-    CHECK(missing.err == "collsched: error: /nonexistent/table.json: cannot open file\n");
+    CHECK(missing.err == "collsched: error: /nonexistent/table.json: cannot open file (No such file or directory)\n");
     auto spec = run("topo ebft:6");
     CHECK(spec.code == 2);
     CHECK(spec.out.empty());

@@ -246,7 +246,7 @@ TEST_CASE("composites: MSCCL-IR refuses them") {
                          InputError);
 }
 
-TEST_CASE("composites: on the command line, verify and simulate print the cost with payloads; optimize and mpirun refuse") {
+TEST_CASE("composites: on the command line, verify and simulate print the cost with payloads, optimize and mpirun refuse") {
     std::string sched = std::string(COLLSCHED_SOURCE_DIR) + "/tests/golden/ok/composite_bundles.sched";
     test::Run v = test::run("verify " + sched);
     CHECK(v.code == 0);

@@ -111,7 +111,7 @@ TEST_CASE("hand: verify says why a property does not apply, and counts in the si
     CHECK(j["properties"]["ports"] == "skipped");
 }
 
-TEST_CASE("hand: demo shows the paper's 22 steps, then the 21-step optimum and its proof; --json") {
+TEST_CASE("hand: demo shows the paper's 22 steps, then the 21-step optimum and its proof, --json") {
     auto r = run("demo");
     CHECK(r.code == 0);
     CHECK(r.out.find("1. The paper's schedule: schedules/bft/ebft_alltoall.sched -D n=16") != std::string::npos);
@@ -212,7 +212,7 @@ TEST_CASE("hand: a send whose destination already holds its data is a warning, a
     CHECK(ok.err.empty());
 }
 
-TEST_CASE("hand: SVG cells carry hover titles with the messages; fat trees at 64 show their router links") {
+TEST_CASE("hand: SVG cells carry hover titles with the messages, fat trees at 64 show their router links") {
     Dir d;
     auto svg = run("convert " + source("tests/data/ebft4_alltoall.json") + " --format svg");
     REQUIRE(svg.code == 0);
@@ -230,7 +230,7 @@ TEST_CASE("hand: SVG cells carry hover titles with the messages; fat trees at 64
     CHECK(ring.err.find("draws the router links of a fat tree") != std::string::npos);
 }
 
-TEST_CASE("hand: shell completion from the command line's own definition; the man page from --help") {
+TEST_CASE("hand: shell completion from the command line's own definition, the man page from --help") {
     auto b = run("completion bash");
     REQUIRE(b.code == 0);
     CHECK(b.out.find("complete -o filenames -F _collsched collsched") != std::string::npos);
@@ -249,7 +249,7 @@ TEST_CASE("hand: shell completion from the command line's own definition; the ma
     std::string got;
     while (std::fgets(buf, sizeof buf, p)) got += buf;
     ::pclose(p);
-    CHECK(got == "verify\n--max-violations\n");
+    CHECK(got == "verify\n--max-steps --max-violations\n");  // verify reads MSCCL-IR too (--max-steps)
     auto z = run("completion zsh");
     REQUIRE(z.code == 0);
     CHECK(z.out.starts_with("#compdef collsched\n"));

@@ -113,6 +113,6 @@ TEST_CASE("reproduce exits 1 on a claim that fails without a note, 0 when a note
 TEST_CASE("reproduce: bad catalogs are exit code 2 with one line") {
     auto r = run("reproduce --catalog /nonexistent/catalog.json");
     CHECK(r.code == 2);
-    CHECK(r.err.find("cannot read the catalog") != std::string::npos);
+    CHECK(r.err == "collsched: error: /nonexistent/catalog.json: cannot open file (No such file or directory)\n");
     CHECK(r.out.empty());
 }

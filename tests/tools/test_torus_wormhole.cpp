@@ -191,7 +191,7 @@ TEST_CASE("torus wormhole: the per-round payloads of the phases the paper states
     }
 }
 
-TEST_CASE("torus wormhole: the direct checker, Z3 and the simulator agree; no worm delivers where it only passes") {
+TEST_CASE("torus wormhole: the direct checker, Z3 and the simulator agree, no worm delivers where it only passes") {
     for (Size z : {Size{5, 1, 25}, Size{5, 5, 13}, Size{5, 5, 25}, Size{5, 5, 13, 1}}) {
         CAPTURE(z.n);
         CAPTURE(z.h);

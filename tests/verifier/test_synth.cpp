@@ -179,7 +179,7 @@ TEST_CASE("EBFT total exchange is settled by counting and construction: n + 2 lo
     }
 }
 
-TEST_CASE("total exchange on ebft:8 in 11 steps, and not in 10 (CaDiCaL; both solvers in the slow suite)") {
+TEST_CASE("total exchange on ebft:8 in 11 steps, and not in 10 (CaDiCaL, both solvers in the slow suite)") {
     auto in = inst("ebft:8", "alltoall", "queues=none");
     SynthOptions o;
     SynthResult sat = synthesize(in, 11, o);
@@ -343,7 +343,7 @@ TEST_CASE("total exchange on rings, tori and hypercubes meets the channel-counti
     }
 }
 
-TEST_CASE("fixed routes are exact on trees with queues and on the linear array; the label says so") {
+TEST_CASE("fixed routes are exact on trees with queues and on the linear array, the label says so") {
     auto tree = inst_routes("ebft:8", "alltoall", "", RouteSpace::any);
     CHECK(fixed_routes_exact(tree));
     CHECK(encoding_for(tree) == EncodingKind::personal);

@@ -1,0 +1,25 @@
+# Fails when a doctest case name contains ';' (issue 13): doctest_discover_tests builds a CMake
+# list of the names, so such a name becomes several ctest entries that match no case.
+# Usage: cmake -DEXECUTABLES="a|b|..." -P check_test_names.cmake
+string(REPLACE "|" ";" executables "${EXECUTABLES}")
+set(bad "")
+set(total 0)
+foreach(exe IN LISTS executables)
+  execute_process(COMMAND "${exe}" --list-test-cases --no-skip OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${exe} --list-test-cases failed (${rc})")
+  endif()
+  # Inspect the text before it becomes a list: a ';' would split its own line.
+  string(REPLACE ";" "<SEMICOLON>" out "${out}")
+  string(REGEX MATCHALL "[^\n]*<SEMICOLON>[^\n]*" hits "${out}")
+  foreach(hit IN LISTS hits)
+    string(APPEND bad "  ${exe}: ${hit}\n")
+  endforeach()
+  string(REGEX MATCHALL "\n" lines "${out}")
+  list(LENGTH lines n)
+  math(EXPR total "${total} + ${n}")
+endforeach()
+if(NOT bad STREQUAL "")
+  message(FATAL_ERROR "test case names with ';' (ctest splits them; rename the cases):\n${bad}")
+endif()
+message(STATUS "test names: no ';' in ${total} listed lines of ${EXECUTABLES}")

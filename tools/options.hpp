@@ -1,0 +1,28 @@
+/** \file
+ * Validators for the numbers given on the command line (docs/fuzzing.md, "Resource limits"):
+ * a number is accepted only when it is finite and in range, so `--timeout nan` cannot switch a
+ * limit off and `--max-transfers -1` cannot wrap to 2^64 - 1. The message quotes the value
+ * (shortened) and says what is accepted.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include <CLI/CLI.hpp>
+
+namespace collsched::tools {
+
+/// Largest --timeout accepted, in seconds (about 116 days).
+inline constexpr double max_timeout_seconds = 1e7;
+
+/// Largest --max-transfers and --max-iterations of `compile`: 2^62, far beyond any memory.
+inline constexpr std::uint64_t max_compile_count = std::uint64_t{1} << 62;
+
+/// A time limit in seconds: a finite decimal number, above 0 (or 0 itself when `zero_is_none`,
+/// meaning no limit), at most max_timeout_seconds.
+CLI::Validator seconds_option(bool zero_is_none);
+
+/// A count: decimal digits only (no sign), from `min` to `max`.
+CLI::Validator count_option(std::uint64_t min, std::uint64_t max);
+
+}  // namespace collsched::tools

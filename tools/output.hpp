@@ -1,0 +1,30 @@
+/** \file
+ * Where the output of `compile`, `convert`, `optimize --witness` and the other writers goes
+ * (docs/fuzzing.md, "Output"). A regular file (or a path that does not exist yet, or a symbolic
+ * link to a regular file) is written atomically: to a temporary beside it, renamed over it when
+ * complete, so a failed or interrupted run leaves neither a partial file nor the temporary.
+ * Character devices and pipes (`/dev/null`, a FIFO, `/dev/stdout`) are written into directly and
+ * never replaced; directories, block devices and sockets are refused. Every write is checked:
+ * a failure throws InputError naming the path and the reason (exit code 2).
+ */
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "compiler/table_io.hpp"
+
+namespace collsched::tools {
+
+/// Writes `path` (standard output when path is "-") through `produce`, which appends to the
+/// buffer and calls the flush it is given whenever the buffer is full, and once at the end.
+void write_output(const std::string& path, const std::function<void(const Flush&, fmt::memory_buffer&)>& produce);
+
+/// Flushes standard output and throws InputError when anything written to it was lost (a full
+/// disk, a closed descriptor). main() calls it after every command, so no command exits 0 with
+/// its output missing.
+void check_stdout();
+
+}  // namespace collsched::tools
