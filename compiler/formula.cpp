@@ -6,11 +6,10 @@
 #include "compiler/resolve.hpp"
 #include "dsl/parser.hpp"
 
-namespace collsched {
+namespace collsched::compiler {
 
 std::optional<std::int64_t> evaluate_formula(std::string_view formula, std::span<const Define> params,
                                              std::span<const std::string> lets, Diagnostics& diags) {
-    using namespace compiler;
     // The names as declarations (their values come as overrides), the definitions, then the
     // formula as the last definition; one per line, so a diagnostic's line says which it is.
     std::string text;
@@ -49,4 +48,4 @@ std::optional<std::int64_t> evaluate_formula(std::string_view formula, std::span
     return value;
 }
 
-}  // namespace collsched
+}  // namespace collsched::compiler

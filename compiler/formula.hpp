@@ -16,7 +16,7 @@
 #include "compiler/lower.hpp"
 #include "dsl/diagnostics.hpp"
 
-namespace collsched {
+namespace collsched::compiler {
 
 /// The value of `formula` with `params` bound and `lets` (`name = expr`, in order) defined.
 /// Returns nullopt after reporting errors to `diags`, which is reset to report against the
@@ -24,4 +24,4 @@ namespace collsched {
 std::optional<std::int64_t> evaluate_formula(std::string_view formula, std::span<const Define> params,
                                              std::span<const std::string> lets, Diagnostics& diags);
 
-}  // namespace collsched
+}  // namespace collsched::compiler

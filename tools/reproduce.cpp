@@ -189,7 +189,7 @@ std::int64_t evaluate_formula(const std::string& expr, const Params& params, con
     std::vector<Define> bound;
     for (const auto& [k, v] : params) bound.push_back({k, v});
     Diagnostics diags;
-    std::optional<std::int64_t> v = collsched::evaluate_formula(expr, bound, let, diags);
+    std::optional<std::int64_t> v = compiler::evaluate_formula(expr, bound, let, diags);
     if (!v) throw InputError(fmt::format("formula '{}': {}", expr, first_line(diags.render())));
     return *v;
 }

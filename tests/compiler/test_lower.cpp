@@ -332,6 +332,7 @@ TEST_CASE("diagnostics name mesh and torus processors by their coordinates") {
 }
 
 TEST_CASE("formulas evaluate with the DSL's arithmetic, without a topology or a table") {
+    using compiler::evaluate_formula;
     Diagnostics d;
     std::vector<Define> params{{"n", 16}};
     std::vector<std::string> lets{"L = log2(n)"};
