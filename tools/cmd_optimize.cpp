@@ -31,13 +31,16 @@ struct OptimizeArgs {
 std::string text_report(const SynthInstance& in, const OptimizeResult& r, const SolverArgs& sa) {
     std::string s = fmt::format("optimize {} on {} ({}), encoding {}, solver {}\n", in.collective.to_string(), in.topology->spec(),
                                 to_string(in.model), to_string(r.encoding), sa.backend_name());
+    s += "search: " + search_line(in, r) + "\n";
     s += "lower bounds (proved by counting):\n";
-    for (const Bound& b : r.bounds) s += fmt::format("  {:>5}  {}: {}\n", b.steps, b.name, b.detail);
+    for (const Bound& b : r.bounds) s += bound_line(in, b);
     s += r.known_steps ? fmt::format("known schedule: {} steps ({})\n", *r.known_steps, r.known_source)
                        : std::string("known schedule: none (the greedy did not finish)\n");
     if (!r.attempts.empty())
-        for (const Attempt& a : r.attempts) s += fmt::format("  T = {}: {} ({:.3f} s)\n", a.horizon, to_string(a.answer), a.seconds);
-    s += status_sentence(r) + "\n";
+        for (const Attempt& a : r.attempts)
+            s += fmt::format("  T = {}: {} ({:.3f} s){}\n", a.horizon, to_string(a.answer), a.seconds,
+                             a.reason.empty() ? std::string() : fmt::format(": {}", a.reason));
+    s += status_sentence(in, r) + "\n";
     return s;
 }
 
@@ -61,7 +64,8 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                     "Write the best schedule found: FILE.sched as a schedule (DSL), anything else as a JSON table; repeatable");
     cmd->callback([&ctx, args] {
         auto topo = Topology::parse(args->topology);
-        SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo)};
+        SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
+                         args->solver.route_space()};
         encoding_for(in);  // unsupported models are bad input, before any work
         OptimizeOptions opt = args->solver.options();
         Progress progress;

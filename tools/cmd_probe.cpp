@@ -234,6 +234,8 @@ void add_probe_command(CLI::App& app, Context& ctx) {
         else if (args->name == "cbft-allgather") cases = cbft_allgather(split(sizes, ','));
         else if (args->name == "torus-allgather-half") cases = torus_allgather_half(split(sizes, ','));
         else cases = ideal_broadcast(split(sizes, ','), split(args->widths, ','));
+        for (Case& c : cases) c.instance.routes = args->solver.route_space();
+        std::string searches;
 
         std::vector<SatBackend> backends;
         if (args->solver.solver != "z3") backends.push_back(SatBackend::cadical);
@@ -288,7 +290,9 @@ void add_probe_command(CLI::App& app, Context& ctx) {
             }
             std::vector<std::string> line{c.label, c.variant};
             for (const auto& f : c.formulas) line.push_back(f.second);
-            const Step counting = best.bounds.empty() ? 0u : best.bounds.front().steps;
+            const bool counted = !best.bounds.empty() && bound_applies(best.bounds.front(), c.instance);
+            const Step counting = counted ? best.bounds.front().steps : 0u;
+            searches += fmt::format("  {} {}: {}\n", c.label, c.variant, search_line(c.instance, best));
             line.push_back(std::to_string(counting));
             line.push_back(fmt::format("{} {}", best.optimum ? std::to_string(*best.optimum) : "?", to_string(best.status)));
             line.push_back(how(best));
@@ -300,7 +304,8 @@ void add_probe_command(CLI::App& app, Context& ctx) {
             row["collective"] = c.instance.collective.to_string();
             for (const auto& [k, v] : c.formulas) row["formulas"][k] = v;
             row["counting_bound"] = counting;
-            row["counting_bound_name"] = best.bounds.empty() ? "" : best.bounds.front().name;
+            row["counting_bound_name"] = counted ? best.bounds.front().name : "";
+            row["search"] = search_space(c.instance);
             row["result"] = result_json(c.instance, best, args->solver);
             row["solver_runs"] = nlohmann::ordered_json::array();
             for (const Run& r : runs) {
@@ -323,6 +328,7 @@ void add_probe_command(CLI::App& app, Context& ctx) {
             "the greedy: time of its SAT answers down to the optimum (or the best it reached), and its answer one step below\n",
             args->name, args->solver.timeout);
         text += table_text(table);
+        text += "search (what each optimum is proved over):\n" + searches;
         if (disagree) text += "the solvers DISAGREE on some instance (a bug): see the rows above\n";
         if (args->json) {
             nlohmann::ordered_json j;

@@ -14,7 +14,12 @@
 
 namespace collsched::tools {
 
-void SolverArgs::add_to(CLI::App& cmd, bool allow_both) {
+void SolverArgs::add_to(CLI::App& cmd, bool allow_both, bool with_routes) {
+    if (with_routes)
+        cmd.add_option("--routes", routes,
+                       "Personalized collectives: any (default: every walk the model permits, as verify accepts) or fixed "
+                       "(every message on the topology's route, as verify --routes fixed)")
+            ->check(CLI::IsMember({"any", "fixed"}));
     std::vector<std::string> solvers{"cadical", "z3"};
     if (allow_both) solvers.push_back("both");
     cmd.add_option("--solver", solver,
@@ -80,6 +85,18 @@ nlohmann::ordered_json result_json(const SynthInstance& in, const OptimizeResult
     j["collective"] = in.collective.to_string();
     j["model"] = to_string(in.model);
     j["encoding"] = to_string(r.encoding);
+    {
+        auto& sj = j["search"];
+        sj["routes"] = to_string(r.routes);
+        sj["routes_requested"] = to_string(in.routes);
+        sj["model"] = to_string(in.model);
+        sj["encoding"] = to_string(r.encoding);
+        sj["encoding_label"] = encoding_label(in, r.encoding);
+        sj["space"] = search_space(in);
+        auto& used = sj["bounds"] = nlohmann::ordered_json::array();
+        for (const Bound& b : r.bounds)
+            if (bound_applies(b, in)) used.push_back({{"steps", b.steps}, {"name", b.name}, {"routes", to_string(b.routes)}, {"assumes", b.assumes}});
+    }
     j["solver"] = sa.backend_name();
     j["lower_bound_reason"] = r.lower_bound_reason;
     j["solver_unsat"] = r.solver_unsat;
@@ -87,18 +104,37 @@ nlohmann::ordered_json result_json(const SynthInstance& in, const OptimizeResult
     j["known_schedule"] = r.known_steps ? nlohmann::ordered_json(*r.known_steps) : nlohmann::ordered_json();
     j["known_schedule_source"] = r.known_source;
     auto& bounds = j["bounds"] = nlohmann::ordered_json::array();
-    for (const Bound& b : r.bounds) bounds.push_back({{"steps", b.steps}, {"name", b.name}, {"detail", b.detail}});
+    for (const Bound& b : r.bounds)
+        bounds.push_back({{"steps", b.steps}, {"name", b.name}, {"detail", b.detail}, {"routes", to_string(b.routes)},
+                          {"assumes", b.assumes}, {"used", bound_applies(b, in)}});
     auto& at = j["attempts"] = nlohmann::ordered_json::array();
-    for (const Attempt& a : r.attempts) at.push_back({{"horizon", a.horizon}, {"answer", to_string(a.answer)}, {"seconds", a.seconds}});
+    for (const Attempt& a : r.attempts) {
+        nlohmann::ordered_json x{{"horizon", a.horizon}, {"answer", to_string(a.answer)}, {"seconds", a.seconds}};
+        if (!a.reason.empty()) x["reason"] = a.reason;
+        at.push_back(std::move(x));
+    }
     if (!r.note.empty()) j["note"] = r.note;
     return j;
 }
 
-std::string status_sentence(const OptimizeResult& r) {
+std::string search_line(const SynthInstance& in, const OptimizeResult& r) {
+    return fmt::format("{}; encoding {}", search_space(in), encoding_label(in, r.encoding));
+}
+
+std::string bound_line(const SynthInstance& in, const Bound& b) {
+    std::string where = b.routes == RouteSpace::any ? "any route" : "fixed routes only";
+    std::string s = fmt::format("  {:>5}  {}: {} [{}", b.steps, b.name, b.detail, where);
+    if (!b.assumes.empty()) s += fmt::format("; assumes {}", fmt::join(b.assumes, ", "));
+    s += "]";
+    if (!bound_applies(b, in)) s += " (not used: the search is over any route)";
+    return s + "\n";
+}
+
+std::string status_sentence(const SynthInstance& in, const OptimizeResult& r) {
     switch (r.status) {
         case OptStatus::proved:
-            return fmt::format("optimum: {} steps (proved: a verified {}-step schedule from {}; lower bound by {})", *r.optimum,
-                               *r.optimum, r.upper_bound_source, r.lower_bound_reason);
+            return fmt::format("optimum: {} steps (proved over {}; a verified {}-step schedule from {}; lower bound by {})", *r.optimum,
+                               search_space(in), *r.optimum, r.upper_bound_source, r.lower_bound_reason);
         case OptStatus::found:
             return fmt::format("best found: {} steps, not proved optimal (the time limit ended the search); proven lower bound {} ({})",
                                *r.optimum, r.lower_bound, r.lower_bound_reason);
@@ -120,6 +156,7 @@ int exit_code(const OptimizeResult& r) {
 std::string witness_comment(const SynthInstance& in, const OptimizeResult& r) {
     std::string c = fmt::format("{} on {}, model {}: {} steps, {}.\n", in.collective.to_string(), in.topology->spec(), to_string(in.model),
                                 r.witness ? r.witness->steps() : 0, to_string(r.status));
+    c += fmt::format("Search: {}; encoding {}.\n", search_space(in), encoding_label(in, r.encoding));
     if (r.status == OptStatus::proved) c += fmt::format("Lower bound: {}.\n", r.lower_bound_reason);
     else c += fmt::format("Proven lower bound {}: {}.\n", r.lower_bound, r.lower_bound_reason);
     c += fmt::format("Found by: {}. Verified by collsched's direct checker before it was written.\n", r.upper_bound_source);

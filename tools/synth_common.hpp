@@ -23,11 +23,13 @@ struct SolverArgs {
     std::string cardinality = "totalizer";
     bool no_constructions = false;
     bool solver_proof = false;
+    std::string routes = "any";
 
     /// Adds --solver, --timeout, --incremental, --no-symmetry, --no-implied, --cardinality,
-    /// --no-constructions, --solver-proof.
-    void add_to(CLI::App&, bool allow_both = false);
+    /// --no-constructions, --solver-proof, and (with `routes`) --routes.
+    void add_to(CLI::App&, bool allow_both = false, bool with_routes = true);
     OptimizeOptions options(SatBackend = SatBackend::cadical) const;
+    RouteSpace route_space() const { return routes == "fixed" ? RouteSpace::fixed : RouteSpace::any; }
     std::string backend_name() const { return solver; }
 };
 
@@ -46,8 +48,13 @@ private:
 };
 
 nlohmann::ordered_json result_json(const SynthInstance&, const OptimizeResult&, const SolverArgs&);
-/// "optimum: 11 steps (proved: ...)" and the like, one line.
-std::string status_sentence(const OptimizeResult&);
+/// "optimum: 11 steps (proved over every schedule of model ... with any route; ...)" and the
+/// like, one line.
+std::string status_sentence(const SynthInstance&, const OptimizeResult&);
+/// The search space in one line for text output: routes, encoding and why it is exact.
+std::string search_line(const SynthInstance&, const OptimizeResult&);
+/// One bound in text: "    11  send/receive sums: ... [any route; assumes ...]".
+std::string bound_line(const SynthInstance&, const Bound&);
 /// 0 proved, 3 found-only or timeout, 1 infeasible.
 int exit_code(const OptimizeResult&);
 /// The schedule text of a witness: `send` statements when every copy travels cut-through from

@@ -6,8 +6,14 @@
  * UNSAT proves that T+1 steps are needed. On top: proven lower bounds, known schedules (upper
  * bounds) and `optimize`, the search for the least T with its proof status.
  *
- * Three encodings, chosen from the model (docs/synthesis.md has their variables and clauses):
- *  - personal: scatter, gather, alltoall. Every message follows the topology's route. Its hops
+ * Four encodings, chosen from the model and the route space (docs/synthesis.md has their
+ * variables, clauses and the arguments that they are exact):
+ *  - free_route: scatter, gather, alltoall over any route (the default): "v holds m after step
+ *    t" and "m crosses c in step t", processors relay and keep copies, routers forward as the
+ *    model says. Exact because one copy per message along one walk is always enough.
+ *  - personal: scatter, gather, alltoall on fixed routes (`--routes fixed`, and on trees with
+ *    unbounded queues or without routers, where it is exact for any route). Every message
+ *    follows the topology's route. Its hops
  *    are cut into segments at every node where it may wait (processors, routers with queues);
  *    through a queue-free router the next hop is the next step, so a segment's whole trajectory
  *    is fixed by its start step: the only variables are segment start steps (order encoded).
@@ -19,6 +25,7 @@
  */
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,24 +44,59 @@ std::string_view to_string(SatBackend);
 /// Cardinality encoding used on the CaDiCaL path (Z3 takes cardinalities natively).
 enum class CardinalityKind : std::uint8_t { totalizer, sequential };
 
+/// Which walks a personalized message may take: any (every walk the model permits; what
+/// `verify` accepts by default) or fixed (the topology's route; `verify --routes fixed`).
+/// Dissemination collectives are always searched over every walk.
+enum class RouteSpace : std::uint8_t { any, fixed };
+std::string_view to_string(RouteSpace);
+
 struct SynthInstance {
     std::shared_ptr<const Topology> topology;
     Model model;
     Collective collective;
+    RouteSpace routes = RouteSpace::any;
 };
 
-enum class EncodingKind : std::uint8_t { personal, dissemination, end_to_end };
+enum class EncodingKind : std::uint8_t { personal, free_route, dissemination, end_to_end };
 std::string_view to_string(EncodingKind);
 
 /// The encoding an instance gets. Throws InputError saying what is not supported and what is.
 EncodingKind encoding_for(const SynthInstance&);
+
+/// True when, for a personalized collective, every schedule with any route can be turned into
+/// one on the topology's routes that completes no later: routes are unique (trees) and a
+/// message may wait wherever it passes (no routers, or queues=unbounded). docs/synthesis.md,
+/// "Fixed routes are exact on trees".
+bool fixed_routes_exact(const SynthInstance&);
+
+/// The route space the search covers: RouteSpace::fixed only for a personalized collective
+/// with `routes = fixed` where fixed routes are not exact; any otherwise.
+RouteSpace searched_routes(const SynthInstance&);
+
+/// The encoding's name with why it is exact, e.g. "personal (fixed routes; exact: routes are
+/// unique on trees)" or "free_route (any route)".
+std::string encoding_label(const SynthInstance&, EncodingKind);
+
+/// "every schedule of model timing=hop,ports=multi,... with any route" (or "on the topology's
+/// fixed routes"): the search space a proof of optimality covers.
+std::string search_space(const SynthInstance&);
 
 struct SynthOptions {
     SatBackend backend = SatBackend::cadical;
     CardinalityKind cardinality = CardinalityKind::totalizer;
     bool symmetry = true;  ///< sound symmetry breaking (docs/synthesis.md, "Symmetry")
     bool implied = true;   ///< implied cumulative counting constraints
+    /// Tests and benchmarks: run the free-route encoding for a personalized collective even where
+    /// the fixed-route one is exact (to compare the two).
+    bool force_free_route = false;
     double timeout = 0;    ///< seconds for one solve; 0 means no limit
+    /// Encoding stops once this point has passed (the solve then answers unknown, "time limit
+    /// during encoding"); default: never.
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    /// An encoding estimated to need more Boolean variables than this is not built (the solve
+    /// answers unknown and says so); 0 means no limit. The default keeps CaDiCaL within a few
+    /// GB (roughly 100 bytes per variable with its clauses).
+    std::uint64_t max_variables = 40'000'000;
     /// Polled during a solve (CaDiCaL: often; Z3: not at all); returning true stops it.
     std::function<bool()> interrupt;
     /// Called about once a second during a CaDiCaL solve with the seconds spent so far.
@@ -96,14 +138,25 @@ private:
 /// One horizon, one fresh encoding (the tightest: every time window is cut at T).
 SynthResult synthesize(const SynthInstance&, Step horizon, const SynthOptions&);
 
-/// A proven lower bound on the completion time with the argument that proves it.
+/// A proven lower bound on the completion time with the argument that proves it, and what the
+/// argument assumes of the search space (docs/synthesis.md, "Lower bounds").
 struct Bound {
     Step steps = 0;
     std::string name;    ///< short: "distance", "channel counting", "ports", ...
     std::string detail;  ///< one sentence with the numbers
+    /// The route space the argument holds for: any (every walk) or fixed (only messages on the
+    /// topology's routes).
+    RouteSpace routes = RouteSpace::any;
+    /// The facts of the instance the argument uses, e.g. "ports=single", "unique routes (tree)",
+    /// "no routers", "shortest-path distances". The model facts are those of the instance the
+    /// bound was computed for; `routes` is the one that depends on the search.
+    std::vector<std::string> assumes;
 };
-/// Every lower bound collsched can prove without a solver (docs/synthesis.md, "Bounds").
+/// Every lower bound collsched can prove without a solver (docs/synthesis.md, "Lower bounds"),
+/// also those that hold only on fixed routes; see bound_applies.
 std::vector<Bound> lower_bounds(const SynthInstance&);
+/// Whether the bound holds for the instance's search space (searched_routes).
+bool bound_applies(const Bound&, const SynthInstance&);
 
 /// A schedule from a known algorithm or a greedy, re-stamped with the instance's model and
 /// verified by the direct checker; the shortest one that holds.
@@ -113,7 +166,9 @@ struct KnownSchedule {
 };
 /// With `constructions` false only the papers' algorithms and the greedy are tried (not
 /// collsched's own constructions, e.g. the XOR-invariant total exchange).
-std::optional<KnownSchedule> known_schedule(const SynthInstance&, bool constructions = true);
+/// The greedy schedules give up (and are left out) once `deadline` has passed.
+std::optional<KnownSchedule> known_schedule(const SynthInstance&, bool constructions = true,
+                                            std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 enum class OptStatus : std::uint8_t { proved, found, timeout, infeasible };
 std::string_view to_string(OptStatus);
@@ -134,6 +189,8 @@ struct OptimizeOptions {
     /// When a counting bound already proves the optimum T, still ask the solver to show T-1
     /// UNSAT (a second, independent proof; its time is what `probe` reports as the solver's).
     bool solver_proof = false;
+    /// More goal pairs than this (0: no limit) is bad input (InputError) before any work.
+    std::uint64_t max_goals = std::uint64_t{1} << 22;
     std::function<void(const OptimizeProgress&)> progress;
 };
 
@@ -141,6 +198,7 @@ struct Attempt {
     Step horizon = 0;
     Answer answer = Answer::unknown;
     double seconds = 0;
+    std::string reason;  ///< unknown: why (SynthResult::reason)
 };
 
 struct OptimizeResult {
@@ -154,9 +212,10 @@ struct OptimizeResult {
     std::optional<Step> known_steps;  ///< the known schedule's steps (before any solving)
     std::string known_source;         ///< where it came from
     std::optional<SendTable> witness; ///< a schedule with upper_bound steps, verified
-    std::vector<Bound> bounds;        ///< every static lower bound
+    std::vector<Bound> bounds;        ///< every static lower bound (those that apply first)
     std::vector<Attempt> attempts;
     EncodingKind encoding = EncodingKind::personal;
+    RouteSpace routes = RouteSpace::any;  ///< the route space searched (searched_routes)
     double seconds = 0;
     std::string note;                 ///< infeasible: why
 };

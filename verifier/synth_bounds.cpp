@@ -2,6 +2,7 @@
 // algorithms of the papers where one applies, and greedy list schedules otherwise. Every
 // schedule returned here has been verified by the direct checker under the instance's model.
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <cmath>
 #include <deque>
@@ -76,11 +77,59 @@ void keep_max(std::vector<Bound>& out, Bound b) {
     out.push_back(std::move(b));
 }
 
-std::vector<Bound> personal_bounds(const SynthInstance& in) {
+/// Whether every walk between two processors contains the topology's route (trees, the linear
+/// array): then a bound that counts hops on routes holds for any route.
+bool unique_routes(const Topology& t) { return t.is_tree() || t.family() == Family::linear; }
+
+/// Send/receive sums (docs/synthesis.md): `dist` gives each goal's least number of hops.
+std::optional<Bound> send_receive_sums(const SynthInstance& in, const std::vector<GoalPair>& goals,
+                                       const std::function<std::uint32_t(const GoalPair&)>& dist) {
+    const Topology& t = *in.topology;
+    const Model& model = in.model;
+    const std::uint32_t P = t.processors();
+    // A processor starts at most c_out of its own messages per step, so the injection steps of
+    // its k messages sum to at least sum_j (floor(j/c_out) + 1); a processor receives at most
+    // c_in per step, so the arrival steps of its k messages sum to at most sum_j (T -
+    // floor(j/c_in)); and every message arrives at least len-1 steps after its injection.
+    // Summed over all messages: N*T - R - S >= sum (len - 1).
+    std::vector<std::uint64_t> outs(P, 0), ins(P, 0);
+    std::uint64_t lam = 0;
+    for (const GoalPair& g : goals) {
+        ++outs[idx(g.src)];
+        ++ins[idx(g.dst)];
+        lam += dist(g) - 1;
+    }
+    auto capacity = [&](std::span<const ChannelId> cs) {
+        if (model.ports != Ports::multi) return std::uint64_t{1};
+        std::uint64_t c = 0;
+        for (ChannelId x : cs) c += t.channel(x).cap;
+        return std::max<std::uint64_t>(c, 1);
+    };
+    std::uint64_t S = 0, R = 0;
+    for (std::uint32_t p = 0; p < P; ++p) {
+        std::uint64_t co = capacity(t.out_channels(Node{p})), ci = capacity(t.in_channels(Node{p}));
+        for (std::uint64_t j = 0; j < outs[p]; ++j) S += j / co + 1;
+        for (std::uint64_t j = 0; j < ins[p]; ++j) R += j / ci;
+    }
+    const std::uint64_t N = goals.size();
+    if (N == 0) return std::nullopt;
+    Step v = static_cast<Step>((lam + S + R + N - 1) / N);
+    return Bound{v, "send/receive sums",
+                 fmt::format("injections of each processor take distinct slots (sum >= {}), arrivals distinct slots "
+                             "(sum <= {}*T - {}), and arrivals exceed injections by sum(len - 1) = {} in all: "
+                             "T >= ({} + {} + {}) / {} = {:.2f}",
+                             S, N, R, lam, lam, S, R, N, static_cast<double>(lam + S + R) / static_cast<double>(N)),
+                 RouteSpace::any,
+                 {}};
+}
+
+/// Bounds that count hops on the topology's routes. They hold for any route where routes are
+/// unique (every walk crosses every channel of the route, the j-th of them no earlier than step
+/// j and with at least the route's remaining hops after it); elsewhere only on fixed routes.
+std::vector<Bound> route_bounds(const SynthInstance& in, const std::vector<GoalPair>& goals) {
     const Topology& t = *in.topology;
     const Model& model = in.model;
     std::vector<Bound> out;
-    auto goals = goal_pairs(in);
     const std::uint32_t P = t.processors();
     std::vector<std::vector<Job>> chan(t.channels().size()), send(P), recv(P), port(P);
     Step far = 0;
@@ -107,40 +156,9 @@ std::vector<Bound> personal_bounds(const SynthInstance& in) {
         }
     }
     out.push_back({far, "distance", fmt::format("{} has a route of {} channels", far_what, far)});
-    {
-        // Send/receive sums. A processor starts at most c_out of its own messages per step, so the
-        // injection steps of its k messages sum to at least sum_j (floor(j/c_out) + 1); a
-        // processor receives at most c_in per step, so the arrival steps of its k messages sum
-        // to at most sum_j (T - floor(j/c_in)); and every message arrives at least len-1 steps
-        // after its injection. Summed over all messages: N*T - R - S >= sum (len - 1).
-        std::vector<std::uint64_t> outs(P, 0), ins(P, 0);
-        std::uint64_t lam = 0;
-        for (const GoalPair& g : goals) {
-            ++outs[idx(g.src)];
-            ++ins[idx(g.dst)];
-            lam += t.distance(g.src, g.dst) - 1;
-        }
-        auto capacity = [&](std::span<const ChannelId> cs) {
-            if (model.ports != Ports::multi) return std::uint64_t{1};
-            std::uint64_t c = 0;
-            for (ChannelId x : cs) c += t.channel(x).cap;
-            return std::max<std::uint64_t>(c, 1);
-        };
-        std::uint64_t S = 0, R = 0;
-        for (std::uint32_t p = 0; p < P; ++p) {
-            std::uint64_t co = capacity(t.out_channels(Node{p})), ci = capacity(t.in_channels(Node{p}));
-            for (std::uint64_t j = 0; j < outs[p]; ++j) S += j / co + 1;
-            for (std::uint64_t j = 0; j < ins[p]; ++j) R += j / ci;
-        }
-        const std::uint64_t N = goals.size();
-        if (N > 0) {
-            Step v = static_cast<Step>((lam + S + R + N - 1) / N);
-            out.push_back({v, "send/receive sums",
-                           fmt::format("injections of each processor take distinct slots (sum >= {}), arrivals distinct slots "
-                                       "(sum <= {}*T - {}), and arrivals exceed injections by sum(len - 1) = {} in all: "
-                                       "T >= ({} + {} + {}) / {} = {:.2f}",
-                                       S, N, R, lam, lam, S, R, N, static_cast<double>(lam + S + R) / static_cast<double>(N))});
-        }
+    if (auto b = send_receive_sums(in, goals, [&](const GoalPair& g) { return t.distance(g.src, g.dst); })) {
+        b->assumes.push_back("one injection and one arrival slot per message at its endpoints (holds with relays and copies)");
+        out.push_back(*b);
     }
     for (std::size_t c = 0; c < chan.size(); ++c) {
         if (chan[c].empty()) continue;
@@ -165,6 +183,197 @@ std::vector<Bound> personal_bounds(const SynthInstance& in) {
                                            port[p].size())});
             }
         }
+    const bool unique = unique_routes(t);
+    for (Bound& b : out) {
+        if (unique) {
+            b.assumes.push_back(t.routers() == 0 ? "unique routes (linear array): every walk crosses each channel of the route"
+                                                 : "unique routes (tree): every walk crosses each channel of the route");
+        } else {
+            b.routes = RouteSpace::fixed;
+            b.assumes.push_back("fixed routes: every message crosses exactly the channels of its route");
+            b.name += " (fixed routes)";
+        }
+        if (b.name.starts_with("ports")) b.assumes.push_back(fmt::format("ports={}", model.ports == Ports::single ? "single" : "half"));
+    }
+    return out;
+}
+
+/// Bounds over every walk (no route assumption), from shortest-path distances: distance,
+/// channel counting, cut counting (single processors, balls around processors) and the
+/// send/receive sums with graph distances.
+std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<GoalPair>& goals) {
+    const Topology& t = *in.topology;
+    const Model& model = in.model;
+    const std::uint32_t P = t.processors(), N = t.nodes();
+    std::vector<Bound> out;
+    // Distances from and to every processor that is an endpoint.
+    std::vector<std::vector<std::uint32_t>> from(P), to(P);
+    for (const GoalPair& g : goals) {
+        if (from[idx(g.src)].empty()) from[idx(g.src)] = synth::bfs_distances(t, g.src);
+        if (to[idx(g.dst)].empty()) to[idx(g.dst)] = synth::bfs_distances_to(t, g.dst);
+    }
+    auto d = [&](const GoalPair& g) { return from[idx(g.src)][idx(g.dst)]; };
+    Step far = 0;
+    std::string far_what;
+    std::uint64_t hops = 0;
+    for (const GoalPair& g : goals) {
+        if (d(g) == unreachable)
+            throw InputError(fmt::format("{} cannot reach processor {} from {}: no schedule exists", Messages(P).name(g.m), idx(g.dst), idx(g.src)));
+        hops += d(g);
+        if (d(g) > far) {
+            far = d(g);
+            far_what = Messages(P).name(g.m);
+        }
+    }
+    out.push_back({far, "distance", fmt::format("{} is {} channels away", far_what, far), RouteSpace::any, {"shortest-path distances"}});
+    if (auto b = send_receive_sums(in, goals, d)) {
+        b->assumes = {"shortest-path distances", "one injection and one arrival slot per message at its endpoints (holds with relays and copies)"};
+        if (model.ports != Ports::multi) b->assumes.push_back("at most one send and one receive per processor and step (ports)");
+        out.push_back(*b);
+    }
+    {
+        // Channel counting: every message makes at least its distance in hops, and a step has
+        // at most K hops in all (the channel capacities; without routers also the ports).
+        std::uint64_t K = 0;
+        for (const Channel& c : t.channels()) K += c.cap;
+        std::string what = fmt::format("the channels carry at most {} hops per step", K);
+        std::vector<std::string> as{"shortest-path distances"};
+        if (t.routers() == 0 && model.ports != Ports::multi) {
+            std::uint64_t sends = 0, recvs = 0;
+            for (std::uint32_t p = 0; p < P; ++p) {
+                std::uint64_t o = 0, i = 0;
+                for (ChannelId c : t.out_channels(Node{p})) o += t.channel(c).cap;
+                for (ChannelId c : t.in_channels(Node{p})) i += t.channel(c).cap;
+                sends += std::min<std::uint64_t>(o, 1);
+                recvs += std::min<std::uint64_t>(i, 1);
+            }
+            std::uint64_t k = std::min(sends, recvs);
+            if (model.ports == Ports::half) k = std::min<std::uint64_t>(k, P / 2);
+            if (k < K) {
+                K = k;
+                what = fmt::format("every hop is a send and a receive by processors, at most {} per step ({})", K,
+                                   model.ports == Ports::half ? "half duplex" : "single port");
+                as.push_back(model.ports == Ports::half ? "ports=half" : "ports=single");
+                as.push_back("no routers");
+            }
+        }
+        if (K > 0)
+            out.push_back({static_cast<Step>((hops + K - 1) / K), "channel counting",
+                           fmt::format("the messages need {} hops at least (sum of distances) and {}", hops, what), RouteSpace::any,
+                           as});
+    }
+    // Cut counting: the messages from inside a node set S to outside must each cross a channel
+    // out of S; with c* the one crossed, in a step >= dist(src, from c*) + 1 and with
+    // dist(to c*, dst) hops after it. Unit jobs (release: least over the cut's channels; tail:
+    // least over them) on as many machines as the cut carries per step.
+    std::vector<std::vector<std::uint32_t>> by_src(P), by_dst(P), all(1);
+    for (std::uint32_t i = 0; i < goals.size(); ++i) {
+        by_src[idx(goals[i].src)].push_back(i);
+        by_dst[idx(goals[i].dst)].push_back(i);
+        all[0].push_back(i);
+    }
+    auto cut_bound = [&](const std::vector<char>& inside, const std::vector<std::uint32_t>& which, std::uint64_t machines,
+                         const std::string& what, std::vector<std::string> as) {
+        std::vector<ChannelId> cut;
+        for (std::size_t c = 0; c < t.channels().size(); ++c) {
+            const Channel& ch = t.channels()[c];
+            if (inside[idx(ch.from)] && !inside[idx(ch.to)]) cut.push_back(ChannelId{static_cast<std::uint32_t>(c)});
+        }
+        if (cut.empty() || machines == 0) return;
+        std::vector<Job> jobs;
+        for (std::uint32_t gi : which) {
+            const GoalPair& g = goals[gi];
+            if (!(inside[idx(g.src)] && !inside[idx(g.dst)])) continue;
+            Step rel = std::numeric_limits<Step>::max(), tail = rel;
+            for (ChannelId c : cut) {
+                const Channel& ch = t.channel(c);
+                std::uint32_t a = from[idx(g.src)][idx(ch.from)], b = to[idx(g.dst)][idx(ch.to)];
+                if (a == unreachable || b == unreachable) continue;
+                rel = std::min<Step>(rel, a + 1);
+                tail = std::min<Step>(tail, b);
+            }
+            if (rel == std::numeric_limits<Step>::max()) continue;
+            jobs.push_back({rel, tail});
+        }
+        if (jobs.empty()) return;
+        as.insert(as.begin(), "shortest-path distances");
+        keep_max(out, {least_makespan(jobs, static_cast<std::uint32_t>(std::min<std::uint64_t>(machines, 1u << 30))), "cut counting",
+                       fmt::format("{} messages must cross {} ({} per step), each no earlier than its distance to the cut "
+                                   "and with its distance beyond it still to go",
+                                   jobs.size(), what, machines),
+                       RouteSpace::any, std::move(as)});
+    };
+    auto cap_sum = [&](std::span<const ChannelId> cs) {
+        std::uint64_t c = 0;
+        for (ChannelId x : cs) c += t.channel(x).cap;
+        return c;
+    };
+    std::vector<char> inside(N, 0);
+    // Single processors: injection (out of {p}) and reception (into {p}, i.e. out of V \ {p}).
+    for (std::uint32_t p = 0; p < P; ++p) {
+        std::uint64_t o = cap_sum(t.out_channels(Node{p})), i = cap_sum(t.in_channels(Node{p}));
+        std::vector<std::string> as;
+        if (model.ports != Ports::multi) {
+            o = std::min<std::uint64_t>(o, 1);
+            i = std::min<std::uint64_t>(i, 1);
+            as.push_back(model.ports == Ports::single ? "ports=single" : "ports=half");
+        }
+        std::fill(inside.begin(), inside.end(), 0);
+        inside[p] = 1;
+        cut_bound(inside, by_src[p], o, fmt::format("out of processor {}", p), as);
+        std::fill(inside.begin(), inside.end(), 1);
+        inside[p] = 0;
+        cut_bound(inside, by_dst[p], i, fmt::format("into processor {}", p), as);
+    }
+    // Balls around processors (radius 1 .. eccentricity - 1) and their complements; bounded work.
+    const std::uint64_t work = goals.size() * std::uint64_t{P} * 8;
+    if (work <= 20'000'000) {
+        for (std::uint32_t p = 0; p < P; ++p) {
+            if (from[p].empty()) from[p] = synth::bfs_distances(t, Node{p});
+            std::uint32_t ecc = 0;
+            for (std::uint32_t v = 0; v < N; ++v)
+                if (from[p][v] != unreachable) ecc = std::max(ecc, from[p][v]);
+            for (std::uint32_t r = 1; r < ecc && r <= 8; ++r) {
+                for (std::uint32_t v = 0; v < N; ++v) inside[v] = from[p][v] <= r;
+                std::uint64_t out_cap = 0, in_cap = 0;
+                for (const Channel& ch : t.channels()) {
+                    if (inside[idx(ch.from)] && !inside[idx(ch.to)]) out_cap += ch.cap;
+                    if (!inside[idx(ch.from)] && inside[idx(ch.to)]) in_cap += ch.cap;
+                }
+                cut_bound(inside, all[0], out_cap, fmt::format("out of the ball of radius {} around node {}", r, p), {});
+                for (std::uint32_t v = 0; v < N; ++v) inside[v] = !inside[v];
+                cut_bound(inside, all[0], in_cap, fmt::format("into the ball of radius {} around node {}", r, p), {});
+            }
+        }
+    }
+    // Voronoi halves: for two processors a, b the nodes at least as close to a as to b (the
+    // bisections of machines joined by a few links, e.g. two DGX-1s); bounded work.
+    if (goals.size() * std::uint64_t{P} * P <= 20'000'000) {
+        for (std::uint32_t p = 0; p < P; ++p)
+            if (from[p].empty()) from[p] = synth::bfs_distances(t, Node{p});
+        for (std::uint32_t a = 0; a < P; ++a)
+            for (std::uint32_t b = a + 1; b < P; ++b) {
+                std::uint64_t out_cap = 0, in_cap = 0;
+                for (std::uint32_t v = 0; v < N; ++v) inside[v] = from[a][v] <= from[b][v];
+                for (const Channel& ch : t.channels()) {
+                    if (inside[idx(ch.from)] && !inside[idx(ch.to)]) out_cap += ch.cap;
+                    if (!inside[idx(ch.from)] && inside[idx(ch.to)]) in_cap += ch.cap;
+                }
+                cut_bound(inside, all[0], out_cap, fmt::format("out of the nodes at least as close to {} as to {}", a, b), {});
+                for (std::uint32_t v = 0; v < N; ++v) inside[v] = !inside[v];
+                cut_bound(inside, all[0], in_cap, fmt::format("into the nodes at least as close to {} as to {}", a, b), {});
+            }
+    }
+    return out;
+}
+
+std::vector<Bound> personal_bounds(const SynthInstance& in) {
+    auto goals = goal_pairs(in);
+    std::vector<Bound> out = route_bounds(in, goals);
+    if (!unique_routes(*in.topology)) {
+        auto free = free_route_bounds(in, goals);
+        out.insert(out.end(), free.begin(), free.end());
+    }
     return out;
 }
 
@@ -246,6 +455,16 @@ std::vector<Bound> dissemination_bounds(const SynthInstance& in, EncodingKind ki
                                        static_cast<std::uint64_t>(I[T - 1]), T - 1)});
         }
     }
+    // Assumptions (all hold for any route: they use shortest-path distances only).
+    std::string ports = model.ports == Ports::multi ? "ports=multi (receive capacity = channel capacities)"
+                                                    : fmt::format("ports={}", model.ports == Ports::single ? "single" : "half");
+    for (Bound& b : out) {
+        if (b.name == "distance") b.assumes = {"shortest-path distances"};
+        else if (b.name == "receptions") b.assumes = {"shortest-path distances", ports};
+        else if (b.name == "half-duplex pairing") b.assumes = {"ports=half", "no routers"};
+        else if (b.name == "informed growth")
+            b.assumes = {kind == EncodingKind::end_to_end ? "end-to-end sends (the ideal fat tree's model)" : "no routers", ports};
+    }
     return out;
 }
 
@@ -301,7 +520,7 @@ struct PortMap {
 
 /// First fit, message by message, farthest first: each segment of the route (see synth.hpp)
 /// starts at the earliest step where all its hops find capacity and free ports.
-SendTable greedy_personal(const SynthInstance& in) {
+std::optional<SendTable> greedy_personal(const SynthInstance& in, std::chrono::steady_clock::time_point deadline) {
     const Topology& t = *in.topology;
     const std::uint32_t P = t.processors();
     PortMap pm{t, in.model.ports, t.channels().size(), P};
@@ -317,7 +536,9 @@ SendTable greedy_personal(const SynthInstance& in) {
         return rot(goals[a]) < rot(goals[b]);
     });
     TableBuilder b(in.topology, in.model, in.collective);
+    std::size_t done = 0;
     for (std::size_t gi : order) {
+        if (++done % 256 == 0 && std::chrono::steady_clock::now() >= deadline) return std::nullopt;
         const auto& r = routes[gi];
         Step earliest = 1;
         std::size_t j0 = 0;
@@ -342,6 +563,82 @@ SendTable greedy_personal(const SynthInstance& in) {
             }
             earliest = s + static_cast<Step>(j1 - j0);
             j0 = j1;
+        }
+    }
+    return std::move(b).finish();
+}
+
+/// First fit over any route: message by message, farthest first, each along a path of earliest
+/// arrival in the time-expanded network of what capacity and ports are still free (waiting
+/// where the model allows: processors, routers with unbounded queues). nullopt when a message
+/// finds no path within the step cap or the deadline passes.
+std::optional<SendTable> greedy_free_route(const SynthInstance& in, std::chrono::steady_clock::time_point deadline) {
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors(), N = t.nodes();
+    PortMap pm{t, in.model.ports, t.channels().size(), P};
+    Ledger led(pm.caps());
+    auto goals = goal_pairs(in);
+    const bool routers_wait = in.model.queues == QueueKind::unbounded;
+    auto holder = [&](std::uint32_t v) { return v < P || routers_wait; };
+    std::map<std::uint32_t, std::vector<std::uint32_t>> from;
+    std::vector<std::uint32_t> len(goals.size());
+    for (std::size_t i = 0; i < goals.size(); ++i) {
+        auto it = from.find(idx(goals[i].src));
+        if (it == from.end()) it = from.emplace(idx(goals[i].src), synth::bfs_distances(t, goals[i].src)).first;
+        len[i] = it->second[idx(goals[i].dst)];
+        if (len[i] == unreachable) return std::nullopt;
+    }
+    std::vector<std::size_t> order(goals.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto rot = [&](const GoalPair& g) { return (idx(g.dst) + P - idx(g.src)) % P; };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        if (len[a] != len[b]) return len[a] > len[b];
+        return rot(goals[a]) < rot(goals[b]);
+    });
+    const Step cap_steps = 16 * (N + 8);
+    constexpr std::int64_t unseen = -2, waited = -1;
+    TableBuilder b(in.topology, in.model, in.collective);
+    std::vector<std::vector<std::int64_t>> how;  // how[t][v]: channel taken into v in step t, or waited
+    std::size_t done = 0;
+    for (std::size_t gi : order) {
+        if (++done % 64 == 0 && std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+        const GoalPair& g = goals[gi];
+        how.assign(1, std::vector<std::int64_t>(N, unseen));
+        how[0][idx(g.src)] = waited;
+        std::vector<std::uint32_t> front{idx(g.src)};
+        Step at = 0;
+        while (how[at][idx(g.dst)] == unseen) {
+            if (front.empty() || at >= cap_steps) return std::nullopt;
+            std::vector<std::int64_t> next(N, unseen);
+            std::vector<std::uint32_t> nf;
+            const Step s = at + 1;
+            for (std::uint32_t u : front) {
+                if (holder(u) && next[u] == unseen) {
+                    next[u] = waited;
+                    nf.push_back(u);
+                }
+                for (ChannelId c : t.out_channels(Node{u})) {
+                    std::uint32_t v = idx(t.channel(c).to);
+                    if (next[v] != unseen) continue;
+                    bool ok = true;
+                    pm.each(c, [&](std::size_t r) { ok = ok && led.free(r, s); });
+                    if (!ok) continue;
+                    next[v] = idx(c);
+                    nf.push_back(v);
+                }
+            }
+            how.push_back(std::move(next));
+            front = std::move(nf);
+            ++at;
+        }
+        std::uint32_t v = idx(g.dst);
+        for (Step s = at; s > 0; --s) {
+            std::int64_t h = how[s][v];
+            if (h == waited) continue;
+            ChannelId c{static_cast<std::uint32_t>(h)};
+            pm.each(c, [&](std::size_t r) { led.take(r, s); });
+            b.hop(s, c, g.m);
+            v = idx(t.channel(c).from);
         }
     }
     return std::move(b).finish();
@@ -374,14 +671,17 @@ Dissem dissem_of(const SynthInstance& in) {
 /// may send (held, or arrived in the previous step at a queue-free replicating router) to each
 /// neighbour closer to a goal processor that still lacks them; capacities and ports are taken
 /// first come first served, the oldest message first. Returns nullopt when it stalls.
-std::optional<SendTable> greedy_flood(const SynthInstance& in) {
+std::optional<SendTable> greedy_flood(const SynthInstance& in, std::chrono::steady_clock::time_point deadline) {
     const Topology& t = *in.topology;
     const Model& model = in.model;
     const std::uint32_t N = t.nodes(), P = t.processors();
     Dissem dm = dissem_of(in);
     const std::size_t M = dm.msgs.size();
-    const bool routers_hold = model.replicate && model.queues == QueueKind::unbounded;
+    const bool routers_hold = synth::routers_hold(in, EncodingKind::dissemination);
     auto holder = [&](std::uint32_t v) { return v < P || routers_hold; };
+    // All-pairs distances and a per-step scan of every node: beyond this size the greedy is
+    // not worth its memory and time (the search then starts without a known schedule).
+    if (std::uint64_t{N} * N > 50'000'000) return std::nullopt;
     std::vector<std::vector<std::uint32_t>> dist(N);
     for (std::uint32_t v = 0; v < N; ++v) dist[v] = synth::bfs_distances(t, Node{v});
     constexpr Step never = std::numeric_limits<Step>::max();
@@ -396,7 +696,7 @@ std::optional<SendTable> greedy_flood(const SynthInstance& in) {
     const Step cap_steps = 8 * (P + 8) * static_cast<Step>(M + 1);
     std::vector<std::uint8_t> pending(M * N, 0);  // copies arriving this step (for holders)
     for (Step s = 1; missing > 0; ++s) {
-        if (s > cap_steps) return std::nullopt;
+        if (s > cap_steps || std::chrono::steady_clock::now() >= deadline) return std::nullopt;
         Ledger led(pm.caps());
         std::vector<std::pair<std::size_t, std::uint32_t>> got;  // (message, node) receiving in step s
         std::fill(pending.begin(), pending.end(), 0);
@@ -443,7 +743,7 @@ std::optional<SendTable> greedy_flood(const SynthInstance& in) {
 /// End-to-end sends (ideal fat tree): in every step every holder with a free send port sends a
 /// message it holds to the nearest processor that lacks it and is not already being sent it,
 /// when capacity along the route and the receiver's port at arrival allow.
-std::optional<SendTable> greedy_end_to_end(const SynthInstance& in) {
+std::optional<SendTable> greedy_end_to_end(const SynthInstance& in, std::chrono::steady_clock::time_point deadline) {
     const Topology& t = *in.topology;
     const Model& model = in.model;
     const std::uint32_t P = t.processors();
@@ -465,7 +765,7 @@ std::optional<SendTable> greedy_end_to_end(const SynthInstance& in) {
     std::vector<std::tuple<Step, std::size_t, std::uint32_t>> inflight;  // arrival, message, processor
     const Step cap_steps = 8 * (P + 8) * static_cast<Step>(M + 1);
     for (Step s = 1; missing > 0; ++s) {
-        if (s > cap_steps) return std::nullopt;
+        if (s > cap_steps || std::chrono::steady_clock::now() >= deadline) return std::nullopt;
         for (std::uint32_t k = 0; k < P; ++k) {
             std::uint32_t p = (k + s) % P;
             bool sent = false;
@@ -580,6 +880,232 @@ std::optional<SendTable> xor_invariant_alltoall(const SynthInstance& in, Step ma
     return std::nullopt;
 }
 
+/// Edge colouring of a bipartite multigraph with `colors` >= its largest degree (Koenig's
+/// theorem; alternating-path recolouring). edges[e] = (left, right); returns a colour per edge.
+std::vector<std::uint32_t> bipartite_edge_coloring(std::uint32_t left, std::uint32_t right,
+                                                   const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
+                                                   std::uint32_t colors) {
+    constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+    // at[side][vertex * colors + c]: the edge of colour c at the vertex, or none.
+    std::vector<std::uint32_t> atL(std::size_t{left} * colors, none), atR(std::size_t{right} * colors, none);
+    std::vector<std::uint32_t> col(edges.size(), none);
+    auto free_at = [&](std::vector<std::uint32_t>& at, std::uint32_t v) {
+        for (std::uint32_t c = 0; c < colors; ++c)
+            if (at[std::size_t{v} * colors + c] == none) return c;
+        return none;
+    };
+    for (std::uint32_t e = 0; e < edges.size(); ++e) {
+        auto [u, v] = edges[e];
+        std::uint32_t a = free_at(atL, u), b = free_at(atR, v);
+        if (atR[std::size_t{v} * colors + a] != none) {
+            // Swap a and b along the path from v that alternates a, b, a, ... (it cannot reach u).
+            std::vector<std::uint32_t> path;
+            std::uint32_t x = v, want = a;
+            bool on_right = true;
+            for (;;) {
+                std::uint32_t f = (on_right ? atR : atL)[std::size_t{x} * colors + want];
+                if (f == none) break;
+                path.push_back(f);
+                x = on_right ? edges[f].first : edges[f].second;
+                on_right = !on_right;
+                want = want == a ? b : a;
+            }
+            for (std::uint32_t f : path) {
+                atL[std::size_t{edges[f].first} * colors + col[f]] = none;
+                atR[std::size_t{edges[f].second} * colors + col[f]] = none;
+            }
+            for (std::uint32_t f : path) {
+                col[f] = col[f] == a ? b : a;
+                atL[std::size_t{edges[f].first} * colors + col[f]] = f;
+                atR[std::size_t{edges[f].second} * colors + col[f]] = f;
+            }
+        }
+        col[e] = a;
+        atL[std::size_t{u} * colors + a] = e;
+        atR[std::size_t{v} * colors + a] = e;
+    }
+    return col;
+}
+
+/// Total exchange on a torus, ring or hypercube (a Cayley graph of Z_d1 x ... x Z_dk) that is
+/// invariant under translations: every processor s sends m(s, s+k) along the same moves at the
+/// same steps. Message k takes a shortest path: |k_i| moves in direction +-i (antipodal offsets
+/// on even rings pick the direction with the smaller load so far). A channel in direction D
+/// then carries, in step t, exactly the moves of direction D that the pattern puts in step t,
+/// whatever its position; so the schedule is valid iff every (direction, step) holds at most
+/// cap moves and every message moves at most once per step: an edge colouring of the bipartite
+/// multigraph messages x directions (direction D split into cap copies), which exists with
+/// max(largest direction load / cap, longest message) colours (Koenig). That is the channel
+/// counting bound whenever the loads balance, e.g. torus:4x4 (8) and every hypercube (P/2).
+std::optional<SendTable> translation_invariant_alltoall(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    if (in.collective.kind != CollectiveKind::alltoall || t.routers() != 0) return std::nullopt;
+    std::vector<std::uint32_t> dims;
+    if (t.family() == Family::ring) dims = {t.processors()};
+    else if (t.family() == Family::torus || t.family() == Family::hypercube) dims = t.dims();
+    else return std::nullopt;
+    const std::uint32_t P = t.processors(), k = static_cast<std::uint32_t>(dims.size());
+    if (P > 4096) return std::nullopt;
+    std::vector<std::uint32_t> stride(k, 1);
+    for (std::uint32_t i = k; i-- > 1;) stride[i - 1] = stride[i] * dims[i];
+    auto coord = [&](std::uint32_t v, std::uint32_t i) { return v / stride[i] % dims[i]; };
+    auto add = [&](std::uint32_t v, std::uint32_t i, std::uint32_t delta) {
+        std::uint32_t c = coord(v, i);
+        return v - c * stride[i] + (c + delta) % dims[i] * stride[i];
+    };
+    auto shift = [&](std::uint32_t v, std::uint32_t i, int sgn) { return add(v, i, sgn > 0 ? 1 : dims[i] - 1); };
+    // Directions: (i, +1) for every i; (i, -1) where dims[i] > 2.
+    std::vector<std::pair<std::uint32_t, int>> dirs;
+    for (std::uint32_t i = 0; i < k; ++i) {
+        dirs.push_back({i, 1});
+        if (dims[i] > 2) dirs.push_back({i, -1});
+    }
+    // Channel of direction d at node v; all capacities equal.
+    std::uint32_t cap = 0;
+    std::vector<ChannelId> chan(std::size_t{P} * dirs.size());
+    for (std::uint32_t v = 0; v < P; ++v)
+        for (std::size_t d = 0; d < dirs.size(); ++d) {
+            auto c = t.find_channel(Node{v}, Node{shift(v, dirs[d].first, dirs[d].second)});
+            if (!c) return std::nullopt;
+            if (cap == 0) cap = t.channel(*c).cap;
+            if (t.channel(*c).cap != cap) return std::nullopt;
+            chan[std::size_t{v} * dirs.size() + d] = *c;
+        }
+    // Moves of every offset (offset = node id of 0 + k).
+    std::vector<std::vector<std::uint32_t>> moves(P);  // direction indices
+    std::vector<std::uint64_t> load(dirs.size(), 0);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> antipodal;  // (offset, dimension)
+    auto dir_index = [&](std::uint32_t i, int sgn) {
+        for (std::size_t d = 0; d < dirs.size(); ++d)
+            if (dirs[d].first == i && (dirs[d].second == sgn || dims[i] == 2)) return static_cast<std::uint32_t>(d);
+        return std::uint32_t{0};
+    };
+    for (std::uint32_t o = 1; o < P; ++o)
+        for (std::uint32_t i = 0; i < k; ++i) {
+            std::uint32_t c = coord(o, i), d = dims[i];
+            if (c == 0) continue;
+            if (d == 2) {
+                moves[o].push_back(dir_index(i, 1));
+            } else if (2 * c < d) {
+                moves[o].insert(moves[o].end(), c, dir_index(i, 1));
+            } else if (2 * c > d) {
+                moves[o].insert(moves[o].end(), d - c, dir_index(i, -1));
+            } else {
+                antipodal.push_back({o, i});
+                continue;
+            }
+        }
+    for (std::uint32_t o = 1; o < P; ++o)
+        for (std::uint32_t m : moves[o]) ++load[m];
+    for (auto [o, i] : antipodal) {
+        std::uint32_t plus = dir_index(i, 1), minus = dir_index(i, -1);
+        std::uint32_t pick = load[plus] <= load[minus] ? plus : minus;
+        moves[o].insert(moves[o].end(), dims[i] / 2, pick);
+        load[pick] += dims[i] / 2;
+    }
+    // Bipartite multigraph: offsets x (direction, copy); copies spread round robin.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+    std::vector<std::uint32_t> next_copy(dirs.size(), 0), deg(dirs.size() * cap, 0);
+    std::uint32_t colors = 0;
+    for (std::uint32_t o = 1; o < P; ++o) {
+        colors = std::max<std::uint32_t>(colors, static_cast<std::uint32_t>(moves[o].size()));
+        for (std::uint32_t d : moves[o]) {
+            std::uint32_t r = d * cap + next_copy[d]++ % cap;
+            edges.push_back({o, r});
+            colors = std::max(colors, ++deg[r]);
+        }
+    }
+    std::vector<std::uint32_t> col = bipartite_edge_coloring(P, static_cast<std::uint32_t>(dirs.size() * cap), edges, colors);
+    // Per offset: its moves in step order.
+    std::vector<std::vector<std::pair<Step, std::uint32_t>>> plan(P);
+    for (std::size_t e = 0; e < edges.size(); ++e) plan[edges[e].first].push_back({col[e] + 1, edges[e].second / cap});
+    TableBuilder b(in.topology, in.model, in.collective);
+    Messages ms(P);
+    for (std::uint32_t o = 1; o < P; ++o) {
+        std::sort(plan[o].begin(), plan[o].end());
+        for (std::uint32_t src = 0; src < P; ++src) {
+            std::uint32_t dst = src;
+            for (std::uint32_t i = 0; i < k; ++i) dst = add(dst, i, coord(o, i));
+            std::uint32_t at = src;
+            for (auto [step, d] : plan[o]) {
+                b.hop(step, chan[std::size_t{at} * dirs.size() + d], ms.personal(src, dst));
+                at = shift(at, dirs[d].first, dirs[d].second);
+            }
+        }
+    }
+    return std::move(b).finish();
+}
+
+/// Total exchange on an even ring invariant under translations by 2 and mirrored between the
+/// two classes: an even source s sends m(s, s+k) along pattern A, an odd one along A mirrored
+/// (directions swapped). A move of A in direction + from a relative position of parity p (or -
+/// from parity 1-p) loads, in its step, the + channels out of nodes of parity p and the -
+/// channels out of nodes of parity 1-p, once each (the odd sources' mirrored moves fill the
+/// other parity), so the table is valid iff each step has at most one move of class X (+ from
+/// even, - from odd) and one of class Y (the others). A message's moves alternate X, Y, ...
+/// (+) or Y, X, ... (-): a two-machine problem of chains, scheduled greedily (longest remaining
+/// chain first). The antipodal message takes the direction that balances X and Y. Meets the
+/// counting bound n^2/8 when the greedy packs both machines.
+std::optional<SendTable> mirrored_ring_alltoall(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const std::uint32_t n = t.processors();
+    if (t.family() != Family::ring || in.collective.kind != CollectiveKind::alltoall || n < 4 || n % 2 != 0 || n > 4096)
+        return std::nullopt;
+    struct Chain {
+        std::uint32_t offset;
+        int dir;              // +1 or -1
+        std::uint32_t left;   // moves still to do
+        std::uint32_t cls;    // class of the next move: 0 = X, 1 = Y
+        Step ready = 1;       // earliest step of the next move
+        std::vector<Step> steps;
+    };
+    std::vector<Chain> chains;
+    std::uint64_t load[2] = {0, 0};
+    for (std::uint32_t k = 1; k < n / 2; ++k) {
+        chains.push_back({k, +1, k, 0, 1, {}});
+        chains.push_back({n - k, -1, k, 1, 1, {}});
+        load[0] += k;  // the two chains of length k have k moves of each class in all
+        load[1] += k;
+    }
+    {
+        // Antipodal: n/2 moves, starting with X (+) or Y (-); the odd one out goes to the lighter class.
+        std::uint32_t h = n / 2;
+        bool plus = h % 2 == 0 || load[0] <= load[1];
+        chains.push_back({h, plus ? +1 : -1, h, plus ? 0u : 1u, 1, {}});
+    }
+    std::size_t pending = chains.size();
+    const Step cap = static_cast<Step>(n) * n;
+    for (Step s = 1; pending > 0; ++s) {
+        if (s > cap) return std::nullopt;
+        for (std::uint32_t cls : {0u, 1u}) {
+            Chain* best = nullptr;
+            for (Chain& c : chains)
+                if (c.left > 0 && c.cls == cls && c.ready <= s && (!best || c.left > best->left)) best = &c;
+            if (!best) continue;
+            best->steps.push_back(s);
+            best->ready = s + 1;
+            best->cls ^= 1;
+            if (--best->left == 0) --pending;
+        }
+    }
+    TableBuilder b(in.topology, in.model, in.collective);
+    Messages ms(n);
+    for (const Chain& c : chains)
+        for (std::uint32_t src = 0; src < n; ++src) {
+            int dir = src % 2 == 0 ? c.dir : -c.dir;
+            std::uint32_t off = src % 2 == 0 ? c.offset : n - c.offset;
+            std::uint32_t at = src;
+            for (Step st : c.steps) {
+                std::uint32_t next = (at + n + static_cast<std::uint32_t>(dir + static_cast<int>(n))) % n;
+                auto ch = t.find_channel(Node{at}, Node{next});
+                if (!ch) return std::nullopt;
+                b.hop(st, *ch, ms.personal(src, (src + off) % n));
+                at = next;
+            }
+        }
+    return std::move(b).finish();
+}
+
 /// A Hamiltonian cycle of a router-free topology (depth-first search, fewest onward choices
 /// first, a bounded number of backtracking steps); empty when none is found.
 std::vector<std::uint32_t> hamiltonian_cycle(const Topology& t) {
@@ -668,16 +1194,27 @@ bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes) {
 
 std::vector<Bound> lower_bounds(const SynthInstance& in) {
     EncodingKind k = encoding_for(in);
-    std::vector<Bound> b = k == EncodingKind::personal ? personal_bounds(in) : dissemination_bounds(in, k);
-    std::stable_sort(b.begin(), b.end(), [](const Bound& x, const Bound& y) { return x.steps > y.steps; });
+    bool personal = k == EncodingKind::personal || k == EncodingKind::free_route;
+    std::vector<Bound> b = personal ? personal_bounds(in) : dissemination_bounds(in, k);
+    // Those that hold for the search first, each group by steps.
+    std::stable_sort(b.begin(), b.end(), [&](const Bound& x, const Bound& y) {
+        bool ax = bound_applies(x, in), ay = bound_applies(y, in);
+        if (ax != ay) return ax;
+        return x.steps > y.steps;
+    });
     return b;
 }
 
-std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions) {
+bool bound_applies(const Bound& b, const SynthInstance& in) {
+    return b.routes == RouteSpace::any || searched_routes(in) == RouteSpace::fixed;
+}
+
+std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions,
+                                            std::chrono::steady_clock::time_point deadline) {
     EncodingKind k = encoding_for(in);
     std::vector<KnownSchedule> found;
     const Topology& t = *in.topology;
-    if (k == EncodingKind::personal) {
+    if (k == EncodingKind::personal || k == EncodingKind::free_route) {
         if (in.collective.kind == CollectiveKind::alltoall && t.family() == Family::bft) {
             try {
                 SendTable s = bft_phase_alltoall(in.topology);
@@ -692,14 +1229,23 @@ std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constr
         } else if (auto x = xor_invariant_alltoall(in, cap); x && holds(*x, in, true)) {
             found.push_back({std::move(*x), "XOR-invariant total exchange (collsched construction, docs/synthesis.md)"});
         }
-        SendTable g = greedy_personal(in);
-        if (holds(g, in, true)) found.push_back({std::move(g), "greedy first fit, farthest first"});
+        if (constructions && k == EncodingKind::free_route) {
+            if (auto x = translation_invariant_alltoall(in); x && holds(*x, in, false))
+                found.push_back({std::move(*x), "translation-invariant total exchange (collsched construction, docs/synthesis.md)"});
+            if (auto x = mirrored_ring_alltoall(in); x && holds(*x, in, false))
+                found.push_back({std::move(*x), "mirrored ring total exchange (collsched construction, docs/synthesis.md)"});
+        }
+        if (auto g = greedy_personal(in, deadline); g && holds(*g, in, true))
+            found.push_back({std::move(*g), "greedy first fit, farthest first"});
+        if (k == EncodingKind::free_route)
+            if (auto f = greedy_free_route(in, deadline); f && holds(*f, in, false))
+                found.push_back({std::move(*f), "greedy first fit over any route (earliest arrival), farthest first"});
     } else if (k == EncodingKind::dissemination) {
         if (auto r = ring_allgather(in); r && holds(*r, in, false))
             found.push_back({std::move(*r), "ring algorithm on a Hamiltonian cycle (Dimakopoulos, single-port paper, section 3)"});
-        if (auto g = greedy_flood(in); g && holds(*g, in, false)) found.push_back({std::move(*g), "greedy flooding, oldest first"});
+        if (auto g = greedy_flood(in, deadline); g && holds(*g, in, false)) found.push_back({std::move(*g), "greedy flooding, oldest first"});
     } else {
-        if (auto g = greedy_end_to_end(in); g && holds(*g, in, false)) found.push_back({std::move(*g), "greedy end-to-end sends, nearest first"});
+        if (auto g = greedy_end_to_end(in, deadline); g && holds(*g, in, false)) found.push_back({std::move(*g), "greedy end-to-end sends, nearest first"});
     }
     if (found.empty()) return std::nullopt;
     std::size_t best = 0;

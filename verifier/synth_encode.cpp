@@ -4,9 +4,11 @@
 #include "verifier/synth_encode.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -115,9 +117,65 @@ std::vector<std::uint32_t> bfs_distances(const Topology& t, Node from) {
     return d;
 }
 
+std::vector<std::uint32_t> bfs_distances_to(const Topology& t, Node to) {
+    constexpr std::uint32_t inf = std::numeric_limits<std::uint32_t>::max();
+    std::vector<std::uint32_t> d(t.nodes(), inf);
+    std::deque<Node> q{to};
+    d[idx(to)] = 0;
+    while (!q.empty()) {
+        Node v = q.front();
+        q.pop_front();
+        for (ChannelId c : t.in_channels(v)) {
+            Node u = t.channel(c).from;
+            if (d[idx(u)] == inf) {
+                d[idx(u)] = d[idx(v)] + 1;
+                q.push_back(u);
+            }
+        }
+    }
+    return d;
+}
+
+bool routers_hold(const SynthInstance& in, EncodingKind kind) {
+    if (in.model.queues != QueueKind::unbounded) return false;
+    return kind == EncodingKind::free_route || in.model.replicate;
+}
+
+std::uint64_t estimate_variables(const SynthInstance& in, EncodingKind kind, Step H) {
+    const Topology& t = *in.topology;
+    const std::uint64_t goals = in.collective.goal_count(t.processors());
+    const std::uint64_t steps = std::uint64_t{H} + 1;
+    switch (kind) {
+        case EncodingKind::personal: {
+            // Segments per message: one under queues=none on a tree, else up to the route length.
+            std::uint64_t hops = 2 * std::uint64_t{t.tree_levels()} + 2;
+            if (!t.is_tree()) hops = steps;
+            std::uint64_t segs = t.is_tree() && in.model.queues == QueueKind::none ? 1 : std::min<std::uint64_t>(hops, steps);
+            return goals * segs * 2 * steps;
+        }
+        case EncodingKind::free_route:
+            return goals * (t.nodes() + t.channels().size()) * steps;
+        case EncodingKind::dissemination: {
+            std::uint64_t msgs = std::min<std::uint64_t>(goals, t.processors());
+            return msgs * (t.nodes() + t.channels().size()) * steps;
+        }
+        case EncodingKind::end_to_end: {
+            std::uint64_t msgs = std::min<std::uint64_t>(goals, t.processors());
+            return msgs * std::uint64_t{t.processors()} * t.processors() * steps;
+        }
+    }
+    return 0;
+}
+
 namespace {
 
 constexpr std::uint32_t unreachable = std::numeric_limits<std::uint32_t>::max();
+
+/// Throws EncodeStopped when the options' deadline has passed (checked between large loops).
+void check_deadline(const SynthOptions& opt) {
+    if (opt.deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() >= opt.deadline)
+        throw EncodeStopped{"time limit (during encoding)"};
+}
 
 bool personal_kind(CollectiveKind k) {
     return k == CollectiveKind::alltoall || k == CollectiveKind::scatter || k == CollectiveKind::gather;
@@ -213,6 +271,7 @@ void encode_personal(const SynthInstance& in, Step H, const SynthOptions& opt, E
     in.collective.for_each_goal(topo.processors(), [&](MessageId m, Node d) {
         goals.push_back({m, ms.origin(m), d, topo.route(ms.origin(m), d), 0, 0});
     });
+    check_deadline(opt);
     Step longest = 0;
     for (const Goal& g : goals) longest = std::max<Step>(longest, static_cast<Step>(g.route.size()));
     e.min_horizon = longest;
@@ -224,6 +283,7 @@ void encode_personal(const SynthInstance& in, Step H, const SynthOptions& opt, E
     // Segments: a new one starts at every hop leaving a node where the message may wait.
     std::vector<Segment> segs;
     for (std::uint32_t gi = 0; gi < goals.size(); ++gi) {
+        if (gi % 256 == 0) check_deadline(opt);
         Goal& g = goals[gi];
         const std::uint32_t k = static_cast<std::uint32_t>(g.route.size());
         g.first_seg = static_cast<std::uint32_t>(segs.size());
@@ -243,7 +303,9 @@ void encode_personal(const SynthInstance& in, Step H, const SynthOptions& opt, E
     }
 
     // Order encoding of each segment's start, and the exact "starts at t" literals.
+    std::size_t seen = 0;
     for (Segment& s : segs) {
+        if (++seen % 1024 == 0) check_deadline(opt);
         for (Step t = s.lo; t < s.hi; ++t) s.order.push_back(f.new_var());
         for (std::size_t i = 0; i + 1 < s.order.size(); ++i) f.clause({-s.order[i], s.order[i + 1]});
         for (Step t = s.lo; t <= s.hi; ++t) {
@@ -293,6 +355,7 @@ void encode_personal(const SynthInstance& in, Step H, const SynthOptions& opt, E
     }
     std::size_t implied = 0;
     for (const Resource& r : res) {
+        check_deadline(opt);
         if (r.uses.size() <= r.cap) continue;
         std::vector<std::vector<int>> per_step(H + 1);
         Step emin = H, lmax = 0;
@@ -442,13 +505,29 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
     Formula& f = e.f;
     Dissem dm = dissemination_goals(in);
     const std::uint32_t N = topo.nodes(), P = topo.processors();
-    const bool routers_hold = model.replicate && model.queues == QueueKind::unbounded;
-    auto holder = [&](Node v) { return topo.is_processor(v) || routers_hold; };
+    const bool hold_in_routers = routers_hold(in, e.kind);
+    auto holder = [&](Node v) { return topo.is_processor(v) || hold_in_routers; };
+    // free_route (personalized messages, one goal each): a copy is useful at node v in step t
+    // only if it can still reach its goal by H, and never leaves its goal (windows below).
+    const bool personal = e.kind == EncodingKind::free_route;
 
-    std::vector<std::vector<std::uint32_t>> dist;
+    std::map<std::uint32_t, std::shared_ptr<const std::vector<std::uint32_t>>> from_cache, to_cache;
+    auto cached = [&](auto& cache, Node v, bool forward) {
+        auto [it, fresh] = cache.try_emplace(idx(v));
+        if (fresh)
+            it->second = std::make_shared<const std::vector<std::uint32_t>>(forward ? bfs_distances(topo, v) : bfs_distances_to(topo, v));
+        return it->second;
+    };
+    std::vector<std::span<const std::uint32_t>> dist, to;
     Step far = 0;
     for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
-        dist.push_back(bfs_distances(topo, dm.origin[i]));
+        dist.push_back(*cached(from_cache, dm.origin[i], true));
+        if (personal) to.push_back(*cached(to_cache, dm.goals[i].front(), false));
+    }
+    check_deadline(opt);
+    // Steps still needed from node v to message i's goal (0 for dissemination: no window).
+    auto to_goal = [&](std::size_t i, std::uint32_t v) -> std::uint32_t { return personal ? to[i][v] : 0; };
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
         for (Node g : dm.goals[i]) {
             if (dist[i][idx(g)] == unreachable)
                 throw InputError(fmt::format("{} cannot reach processor {} from {}: no schedule exists",
@@ -468,17 +547,37 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
     std::vector<int> hold(dm.msgs.size() * N * (H + 1), -Formula::top);
     std::vector<int> cross(dm.msgs.size() * C * (H + 1), -Formula::top);
     for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
+        check_deadline(opt);
         for (std::uint32_t v = 0; v < N; ++v) {
             if (!holder(Node{v}) || dist[i][v] == unreachable) continue;
+            if (personal && (to_goal(i, v) == unreachable || dist[i][v] + to_goal(i, v) > H)) continue;
             for (Step t = dist[i][v]; t <= H; ++t) hold[hidx(i, v, t)] = Node{v} == dm.origin[i] ? Formula::top : f.new_var();
         }
         for (std::size_t c = 0; c < C; ++c) {
             const Channel& ch = topo.channels()[c];
             if (ch.to == dm.origin[i] || dist[i][idx(ch.from)] == unreachable) continue;
-            for (Step t = dist[i][idx(ch.from)] + 1; t <= H; ++t) cross[xidx(i, c, t)] = f.new_var();
+            Step last = H;
+            if (personal) {
+                // Never leave the goal; arrive at v no later than H - dist(v, goal).
+                if (ch.from == dm.goals[i].front() || to_goal(i, idx(ch.to)) == unreachable || to_goal(i, idx(ch.to)) > H) continue;
+                last = H - to_goal(i, idx(ch.to));
+            }
+            for (Step t = dist[i][idx(ch.from)] + 1; t <= last; ++t) cross[xidx(i, c, t)] = f.new_var();
+        }
+    }
+    if (personal && opt.symmetry) {
+        // Time shift (docs/synthesis.md, "Symmetry"): some transfer happens in step 1.
+        std::vector<int> first;
+        for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+            for (std::size_t c = 0; c < C; ++c)
+                if (cross[xidx(i, c, 1)] != -Formula::top) first.push_back(cross[xidx(i, c, 1)]);
+        if (!first.empty()) {
+            f.clause(first);
+            e.notes.push_back("symmetry: some transfer in step 1 (time shift)");
         }
     }
     for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
+        check_deadline(opt);
         for (std::size_t c = 0; c < C; ++c) {
             const Channel& ch = topo.channels()[c];
             for (Step t = 1; t <= H; ++t) {
@@ -513,15 +612,18 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
         }
     }
     // Capacity per channel and step; ports per processor and step.
-    for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t c = 0; c < C; ++c) {
+        if (c % 16 == 0) check_deadline(opt);
         for (Step t = 1; t <= H; ++t) {
             std::vector<int> ls;
             for (std::size_t i = 0; i < dm.msgs.size(); ++i) ls.push_back(cross[xidx(i, c, t)]);
             f.at_most(std::move(ls), topo.channels()[c].cap);
         }
+    }
     if (model.ports != Ports::multi)
         for (std::uint32_t p = 0; p < P; ++p)
             for (Step t = 1; t <= H; ++t) {
+                if (t == 1) check_deadline(opt);
                 std::vector<int> out, inn;
                 for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
                     for (ChannelId c : topo.out_channels(Node{p})) out.push_back(cross[xidx(i, idx(c), t)]);
@@ -543,16 +645,21 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
             if (model.ports != Ports::multi) per_step = 1;
             else
                 for (ChannelId c : topo.in_channels(Node{p})) per_step += topo.channel(c).cap;
+            // Personalized: only the messages p is the goal of (a subset of a valid count).
+            std::vector<std::size_t> mine;
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                if (dm.origin[i] != Node{p} && (!personal || dm.goals[i].front() == Node{p})) mine.push_back(i);
+            check_deadline(opt);
             for (Step t = 1; t <= H; ++t) {
                 std::vector<int> ls;
-                for (std::size_t i = 0; i < dm.msgs.size(); ++i)
-                    if (dm.origin[i] != Node{p}) ls.push_back(hold[hidx(i, p, t)]);
+                for (std::size_t i : mine) ls.push_back(hold[hidx(i, p, t)]);
                 std::size_t before = f.cards().size();
                 f.at_most(std::move(ls), per_step * t);
                 n += f.cards().size() - before;
             }
         }
         e.notes.push_back(fmt::format("implied: {} per-processor reception counts", n));
+        check_deadline(opt);
         if (model.ports == Ports::half && topo.routers() == 0) {
             // Every transfer joins a sending and a receiving processor, and under half duplex
             // each processor does one of the two per step: at most floor(P/2) new holdings per step.
@@ -561,7 +668,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
                 std::vector<int> ls;
                 for (std::size_t i = 0; i < dm.msgs.size(); ++i)
                     for (std::uint32_t p = 0; p < P; ++p)
-                        if (dm.origin[i] != Node{p}) ls.push_back(hold[hidx(i, p, t)]);
+                        if (dm.origin[i] != Node{p} && (!personal || dm.goals[i].front() == Node{p})) ls.push_back(hold[hidx(i, p, t)]);
                 std::size_t before = f.cards().size();
                 f.at_most(std::move(ls), static_cast<std::int64_t>(P / 2) * t);
                 g += f.cards().size() - before;
@@ -697,9 +804,17 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
 Encoding encode(const SynthInstance& in, Step max_horizon, const SynthOptions& opt) {
     Encoding e;
     e.kind = encoding_for(in);
+    if (opt.force_free_route && e.kind == EncodingKind::personal) e.kind = EncodingKind::free_route;
     e.max_horizon = max_horizon;
+    if (opt.max_variables > 0) {
+        std::uint64_t est = estimate_variables(in, e.kind, max_horizon);
+        if (est > opt.max_variables)
+            throw EncodeStopped{fmt::format("the {} encoding for T = {} would need about {} variables (limit {}); not built",
+                                            to_string(e.kind), max_horizon, est, opt.max_variables)};
+    }
     switch (e.kind) {
         case EncodingKind::personal: encode_personal(in, max_horizon, opt, e); break;
+        case EncodingKind::free_route:
         case EncodingKind::dissemination: encode_dissemination(in, max_horizon, opt, e); break;
         case EncodingKind::end_to_end: encode_end_to_end(in, max_horizon, opt, e); break;
     }
@@ -711,9 +826,12 @@ Encoding encode(const SynthInstance& in, Step max_horizon, const SynthOptions& o
 
 namespace collsched {
 
+std::string_view to_string(RouteSpace r) { return r == RouteSpace::any ? "any" : "fixed"; }
+
 std::string_view to_string(EncodingKind k) {
     switch (k) {
         case EncodingKind::personal: return "personal";
+        case EncodingKind::free_route: return "free_route";
         case EncodingKind::dissemination: return "dissemination";
         case EncodingKind::end_to_end: return "end_to_end";
     }
@@ -735,13 +853,57 @@ EncodingKind encoding_for(const SynthInstance& in) {
         throw InputError(fmt::format("the synthesizer does not encode combining collectives ({}): values that combine at processors "
                                      "are checked by verify and simulate, not searched for",
                                      in.collective.to_string()));
-    if (synth::personal_kind(k)) return EncodingKind::personal;
+    if (synth::personal_kind(k))
+        return in.routes == RouteSpace::fixed || fixed_routes_exact(in) ? EncodingKind::personal : EncodingKind::free_route;
     if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
     if (t.family() == Family::ideal && m.queues == QueueKind::none) return EncodingKind::end_to_end;
     throw InputError(fmt::format(
         "{} on {} with replicate=no: copies through routers are encoded only on the ideal fat tree (end-to-end sends, "
         "queues=none); use --model replicate=yes, a topology without routers, or ideal:N",
         in.collective.to_string(), t.spec()));
+}
+
+}  // namespace collsched
+
+namespace collsched {
+
+bool fixed_routes_exact(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    // Unique routes: the fat trees (every walk between two leaves contains the tree path) and
+    // the linear array. Waiting: processors always may; routers only with unbounded queues.
+    bool unique = t.is_tree() || t.family() == Family::linear;
+    return unique && (t.routers() == 0 || in.model.queues == QueueKind::unbounded);
+}
+
+RouteSpace searched_routes(const SynthInstance& in) {
+    if (!synth::personal_kind(in.collective.kind)) return RouteSpace::any;
+    if (in.routes == RouteSpace::fixed && !fixed_routes_exact(in)) return RouteSpace::fixed;
+    return RouteSpace::any;
+}
+
+std::string encoding_label(const SynthInstance& in, EncodingKind k) {
+    switch (k) {
+        case EncodingKind::personal:
+            if (fixed_routes_exact(in)) {
+                const char* why = in.topology->routers() == 0 ? "exact: routes are unique on a linear array"
+                                                               : "exact: routes are unique on trees and queues are unbounded";
+                return fmt::format("personal (fixed routes; {})", why);
+            }
+            return "personal (fixed routes, as requested)";
+        case EncodingKind::free_route: return "free_route (any route)";
+        case EncodingKind::dissemination: return "dissemination (any route)";
+        case EncodingKind::end_to_end: return "end_to_end (processor-to-processor sends along the routes, the ideal fat tree's model)";
+    }
+    return "?";
+}
+
+std::string search_space(const SynthInstance& in) {
+    std::string model = to_string(in.model);
+    if (encoding_for(in) == EncodingKind::end_to_end)
+        return fmt::format("every schedule of model {} in which processors send copies to processors along the routes", model);
+    if (searched_routes(in) == RouteSpace::fixed)
+        return fmt::format("every schedule of model {} on the topology's fixed routes", model);
+    return fmt::format("every schedule of model {} with any route", model);
 }
 
 }  // namespace collsched

@@ -76,11 +76,28 @@ struct Encoding {
     std::vector<std::string> notes;         ///< what was added (symmetry, implied), for --verbose output
 };
 
+/// Thrown by encode when SynthOptions::deadline passes or the size estimate exceeds
+/// SynthOptions::max_variables; the Synthesizer turns it into Answer::unknown with `reason`.
+struct EncodeStopped {
+    std::string reason;
+};
+
 /// Encodes "a schedule completes by step T" for every T <= max_horizon at once: completion by T
 /// is the assumption `deadline[T]`.
 Encoding encode(const SynthInstance&, Step max_horizon, const SynthOptions&);
 
 /// Distances in the graph of channels (BFS, every channel usable), from one node to all.
 std::vector<std::uint32_t> bfs_distances(const Topology&, Node from);
+/// Distances from every node to one node (BFS over reversed channels).
+std::vector<std::uint32_t> bfs_distances_to(const Topology&, Node to);
+
+/// Whether routers keep what they receive in the encoding of this kind (they are "holders"):
+/// dissemination with replicate=yes and unbounded queues; free_route with unbounded queues
+/// (one copy per message is enough there, so replicate does not matter; docs/synthesis.md).
+bool routers_hold(const SynthInstance&, EncodingKind);
+
+/// The number of Boolean variables the encoding of `kind` for horizon H is estimated to need
+/// before cardinality auxiliaries (an upper estimate from the message and node counts).
+std::uint64_t estimate_variables(const SynthInstance&, EncodingKind, Step H);
 
 }  // namespace collsched::synth

@@ -1,11 +1,13 @@
 // The search for the least completion time: static lower bound L, known schedule U, then
 // horizons U-1, U-2, ... until one is UNSAT (the optimum is proved) or L is reached.
 #include <chrono>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "dsl/diagnostics.hpp"
 #include "support/assert.hpp"
 #include "verifier/synth.hpp"
 
@@ -27,8 +29,18 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
     OptimizeResult res;
     res.encoding = encoding_for(in);
+    res.routes = searched_routes(in);
+    const auto deadline = opt.timeout > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.timeout))
+                                          : Clock::time_point::max();
+    // The set-up (bounds, schedules) walks every goal pair: refuse sizes it cannot afford.
+    const std::uint64_t goals = in.collective.goal_count(in.topology->processors());
+    if (opt.max_goals > 0 && goals > opt.max_goals)
+        throw InputError(fmt::format("{} on {} has {} goal pairs; the synthesizer handles at most {} (its bounds and schedules "
+                                     "walk every pair, its encodings hold variables per pair and step)",
+                                     in.collective.to_string(), in.topology->spec(), goals, opt.max_goals));
     res.bounds = lower_bounds(in);
-    if (!res.bounds.empty()) {
+    // Only bounds whose assumptions the search satisfies (lower_bounds puts them first).
+    if (!res.bounds.empty() && bound_applies(res.bounds.front(), in)) {
         res.lower_bound = res.bounds.front().steps;
         res.lower_bound_reason = fmt::format("{}: {}", res.bounds.front().name, res.bounds.front().detail);
     }
@@ -42,7 +54,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
         res.seconds = elapsed();
         return res;
     }
-    if (auto k = known_schedule(in, opt.constructions)) {
+    if (auto k = known_schedule(in, opt.constructions, deadline)) {
         res.upper_bound = res.known_steps = k->table.steps();
         res.upper_bound_source = res.known_source = k->source;
         res.witness = std::move(k->table);
@@ -68,6 +80,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     auto run = [&](Step T) -> SynthResult {
         SynthOptions so = opt.synth;
         if (opt.timeout > 0) so.timeout = so.timeout > 0 ? std::min(so.timeout, remaining()) : remaining();
+        so.deadline = std::min(so.deadline, deadline);
         if (opt.progress) {
             so.tick = [&, T](double) { opt.progress({T, so.backend, elapsed(), false, Answer::unknown}); };
             opt.progress({T, so.backend, elapsed(), false, Answer::unknown});
@@ -84,7 +97,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
             r = fresh.solve(T, left());
         }
         double secs = std::chrono::duration<double>(Clock::now() - s0).count();
-        res.attempts.push_back({T, r.answer, secs});
+        res.attempts.push_back({T, r.answer, secs, r.reason});
         if (opt.progress) opt.progress({T, so.backend, elapsed(), true, r.answer});
         return r;
     };

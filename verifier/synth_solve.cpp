@@ -102,6 +102,8 @@ struct Synthesizer::Impl {
     std::unique_ptr<z3::context> ctx;
     std::unique_ptr<z3::solver> z3s;
     std::vector<z3::expr> z3vars;
+    std::string stopped;  ///< non-empty: the encoding was not built (EncodeStopped), why
+    std::uint64_t card_clauses = 0;  ///< estimated CNF clauses of the cardinality constraints
 
     z3::expr z3lit(int l) { return l > 0 ? z3vars[l] : !z3vars[-l]; }
 
@@ -110,10 +112,27 @@ struct Synthesizer::Impl {
         cad->set("quiet", 1);
         CadicalSink sink(*cad, enc.f.vars());
         std::span<const int> cl = enc.f.flat_clauses();
-        for (int l : cl) cad->add(l);
+        const bool limited = opt.deadline != Clock::time_point::max();
+        // Loading a formula that cannot finish in time only to free it again costs about 1.5x
+        // the time spent: after the first million literals, extrapolate and give up early.
+        const auto start = Clock::now();
+        const double work = static_cast<double>(cl.size()) + 3.0 * static_cast<double>(card_clauses);
+        for (std::size_t i = 0; i < cl.size(); ++i) {
+            if (limited && i % 65536 == 0) {
+                auto now = Clock::now();
+                if (now >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
+                double spent = std::chrono::duration<double>(now - start).count();
+                double left = std::chrono::duration<double>(opt.deadline - now).count();
+                if (i >= (1u << 20) && spent * (work / static_cast<double>(i) - 1.0) > left)
+                    throw synth::EncodeStopped{"time limit (the formula could not be loaded in the time left)"};
+            }
+            cad->add(cl[i]);
+        }
         sat::CardEncoding ce =
             opt.cardinality == CardinalityKind::sequential ? sat::CardEncoding::sequential : sat::CardEncoding::totalizer;
+        std::size_t n = 0;
         for (const synth::Card& c : enc.f.cards()) {
+            if (++n % 8 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
             if (c.at_least) sat::at_least(sink, c.lits, c.bound, ce);
             else sat::at_most(sink, c.lits, c.bound, ce);
         }
@@ -126,17 +145,25 @@ struct Synthesizer::Impl {
         z3s = std::make_unique<z3::solver>(*ctx, "QF_FD");
         z3vars.reserve(enc.f.vars() + 1);
         z3vars.push_back(ctx->bool_val(false));  // index 0 unused
-        for (int v = 1; v <= enc.f.vars(); ++v) z3vars.push_back(ctx->bool_const(fmt::format("v{}", v).c_str()));
+        for (int v = 1; v <= enc.f.vars(); ++v) {
+            if (v % 65536 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
+            z3vars.push_back(ctx->bool_const(fmt::format("v{}", v).c_str()));
+        }
         z3::expr_vector lits(*ctx);
+        const bool limited = opt.deadline != Clock::time_point::max();
+        std::size_t seen = 0;
         for (int l : enc.f.flat_clauses()) {
             if (l != 0) {
                 lits.push_back(z3lit(l));
                 continue;
             }
+            if (limited && ++seen % 4096 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
             z3s->add(z3::mk_or(lits));
             lits = z3::expr_vector(*ctx);
         }
+        std::size_t n = 0;
         for (const synth::Card& c : enc.f.cards()) {
+            if (++n % 8 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
             z3::expr_vector xs(*ctx);
             for (int l : c.lits) xs.push_back(z3lit(l));
             z3s->add(c.at_least ? z3::atleast(xs, c.bound) : z3::atmost(xs, c.bound));
@@ -152,15 +179,17 @@ struct Synthesizer::Impl {
         return false;  // Z3 values are read in decode_z3
     }
 
-    /// Dissemination models leave the solver free to add transfers nobody needs (a copy sent
-    /// again, a replica that leads nowhere). Keeps only what leads to a goal, walking back from
-    /// every goal's first arrival: a kept piece that leaves a holder needs that holder's first
-    /// acquisition of the message; one that leaves a queue-free router needs an arrival there in
-    /// the step before. Dropping the rest keeps causality and only lowers every count.
+    /// Dissemination and free-route models leave the solver free to add transfers nobody needs
+    /// (a copy sent again, a replica that leads nowhere). Keeps only what leads to a goal,
+    /// walking back from every goal's first arrival: a kept piece that leaves a holder needs
+    /// that holder's first acquisition of the message; one that leaves a queue-free router needs
+    /// an arrival there in the step before. Dropping the rest keeps causality and only lowers
+    /// every count. A personalized message has one goal, so what is kept is one chain: one copy
+    /// along one walk, which enters every router it visits once per departure (replicate=no).
     std::vector<std::size_t> needed(const std::vector<std::size_t>& chosen) {
         const Topology& t = *inst.topology;
-        const bool routers_hold = inst.model.replicate && inst.model.queues == QueueKind::unbounded;
-        auto holder = [&](Node v) { return t.is_processor(v) || routers_hold; };
+        const bool hold_in_routers = synth::routers_hold(inst, enc.kind);
+        auto holder = [&](Node v) { return t.is_processor(v) || hold_in_routers; };
         auto src = [&](std::size_t c) { return t.channel(enc.pool[enc.candidates[c].first].channel).from; };
         auto dst = [&](std::size_t c) {
             const synth::Candidate& k = enc.candidates[c];
@@ -235,9 +264,35 @@ Synthesizer::Synthesizer(const SynthInstance& inst, Step max_horizon, const Synt
     auto t0 = Clock::now();
     impl_->inst = inst;
     impl_->opt = opt;
-    impl_->enc = synth::encode(inst, max_horizon, opt);
-    if (opt.backend == SatBackend::cadical) impl_->load_cadical();
-    else impl_->load_z3();
+    try {
+        impl_->enc = synth::encode(inst, max_horizon, opt);
+        // The cardinality constraints in CNF (or as Z3 terms) can dwarf the rest: about
+        // n * min(k, n - k) clauses each for the totalizer. Refuse what would not fit.
+        if (opt.max_variables > 0) {
+            std::uint64_t est = 0;
+            for (const synth::Card& c : impl_->enc.f.cards()) {
+                std::uint64_t n = c.lits.size(), k = std::min<std::uint64_t>(c.bound, n - std::min<std::uint64_t>(c.bound, n));
+                est += n * std::max<std::uint64_t>(1, std::min<std::uint64_t>(k + 1, 64));
+            }
+            impl_->card_clauses = est;
+            if (est > 4 * opt.max_variables)
+                throw synth::EncodeStopped{fmt::format("the cardinality constraints for T = {} would need about {} clauses (limit {}); not built",
+                                                       max_horizon, est, 4 * opt.max_variables)};
+        }
+        if (opt.backend == SatBackend::cadical) impl_->load_cadical();
+        else impl_->load_z3();
+    } catch (const synth::EncodeStopped& stop) {
+        impl_->stopped = stop.reason;
+        impl_->cad.reset();
+        impl_->z3s.reset();
+        impl_->z3vars.clear();
+        impl_->ctx.reset();
+        impl_->enc = synth::Encoding{};
+        impl_->enc.kind = encoding_for(inst);
+        impl_->enc.max_horizon = max_horizon;
+        impl_->encode_seconds = since(t0);
+        return;
+    }
     impl_->encode_seconds = since(t0);
 }
 
@@ -255,6 +310,11 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
     r.variables = im.variables;
     r.clauses = im.clauses;
     r.cardinalities = im.enc.f.cards().size();
+    if (!im.stopped.empty()) {
+        r.answer = Answer::unknown;
+        r.reason = im.stopped;
+        return r;
+    }
     if (horizon < im.enc.min_horizon) {
         r.answer = Answer::unsat;
         r.reason = fmt::format("a message needs {} steps on its route", im.enc.min_horizon);

@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <bit>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -22,6 +25,13 @@ SynthInstance inst(const char* spec, const char* coll, const char* model = "") {
     auto topo = Topology::parse(spec);
     return {topo, apply_model_options(topo->default_model(), model), Collective::parse(coll, *topo)};
 }
+
+SynthInstance inst_routes(const std::string& spec, const char* coll, const char* model, RouteSpace routes) {
+    auto topo = Topology::parse(spec);
+    return {topo, apply_model_options(topo->default_model(), model), Collective::parse(coll, *topo), routes};
+}
+
+std::string machine(const char* name) { return fmt::format("graph:{}/schedules/machines/{}.json", COLLSCHED_SOURCE_DIR, name); }
 
 bool verifies(const SendTable& t, bool fixed_routes) {
     VerifyOptions o;
@@ -255,6 +265,208 @@ TEST_CASE("a time limit ends the search with the bounds so far") {
     CHECK(*r.upper_bound > r.lower_bound);
     CHECK(r.witness.has_value());
     CHECK(r.seconds < 5);
+}
+
+TEST_CASE("any route by default, fixed routes on request: ring:6 5/6, DGX-1 3/4, torus:4x4 8/12 (issue 12)") {
+    struct Case {
+        std::string spec;
+        const char* model;
+        Step any, fixed;
+    };
+    for (const Case& c : {Case{"ring:6", "ports=multi", 5, 6}, Case{machine("dgx1"), "", 3, 4}, Case{"torus:4x4", "", 8, 12}}) {
+        CAPTURE(c.spec);
+        OptimizeOptions o;
+        o.timeout = 60;
+        auto any = inst_routes(c.spec, "alltoall", c.model, RouteSpace::any);
+        OptimizeResult r = optimize(any, o);
+        REQUIRE(r.status == OptStatus::proved);
+        CHECK(*r.optimum == c.any);
+        CHECK(r.encoding == EncodingKind::free_route);
+        CHECK(r.routes == RouteSpace::any);
+        CHECK(search_space(any).ends_with("with any route"));
+        REQUIRE(r.witness.has_value());
+        CHECK(verifies(*r.witness, false));
+        // The proof used only bounds that hold for any route.
+        for (const Bound& b : r.bounds)
+            if (b.steps > c.any) CHECK_FALSE(bound_applies(b, any));
+        auto fixed = inst_routes(c.spec, "alltoall", c.model, RouteSpace::fixed);
+        OptimizeResult f = optimize(fixed, o);
+        REQUIRE(f.status == OptStatus::proved);
+        CHECK(*f.optimum == c.fixed);
+        CHECK(f.encoding == EncodingKind::personal);
+        CHECK(f.routes == RouteSpace::fixed);
+        CHECK(search_space(fixed).ends_with("on the topology's fixed routes"));
+        CHECK(verifies(*f.witness, true));
+    }
+    // The solver itself, without constructions: 5 on ring:6 (4 UNSAT), and DGX-1's 2 UNSAT.
+    for (SatBackend b : {SatBackend::cadical, SatBackend::z3}) {
+        SynthOptions so;
+        so.backend = b;
+        auto ring = inst_routes("ring:6", "alltoall", "", RouteSpace::any);
+        SynthResult five = synthesize(ring, 5, so);
+        REQUIRE(five.answer == Answer::sat);
+        CHECK(verifies(*five.witness, false));
+        CHECK_FALSE(verifies(*five.witness, true));  // it needs both directions for some m(s, s+3)
+        CHECK(synthesize(ring, 4, so).answer == Answer::unsat);
+        CHECK(synthesize(inst_routes(machine("dgx1"), "alltoall", "", RouteSpace::any), 2, so).answer == Answer::unsat);
+    }
+}
+
+TEST_CASE("total exchange on rings, tori and hypercubes meets the channel-counting bound (constructions)") {
+    // Odd rings (n^2-1)/8 (translation invariant), even rings n^2/8 (mirrored), torus:4x4 and
+    // hypercubes P/2 (sum of distances / channels); torus:3x5 is 9, its longer dimension's
+    // directions carry 9 moves per source (cut counting). Proved without the solver.
+    struct Case {
+        const char* spec;
+        Step steps;
+    };
+    for (const Case& c : {Case{"ring:9", 10}, Case{"ring:12", 18}, Case{"ring:14", 25}, Case{"ring:16", 32}, Case{"torus:4x4", 8},
+                          Case{"torus:3x5", 9}, Case{"hypercube:5", 16}}) {
+        CAPTURE(c.spec);
+        OptimizeResult r = optimize(inst(c.spec, "alltoall"), OptimizeOptions{});
+        REQUIRE(r.status == OptStatus::proved);
+        CHECK(*r.optimum == c.steps);
+        CHECK(r.attempts.empty());
+        CHECK(verifies(*r.witness, false));
+    }
+}
+
+TEST_CASE("fixed routes are exact on trees with queues and on the linear array; the label says so") {
+    auto tree = inst_routes("ebft:8", "alltoall", "", RouteSpace::any);
+    CHECK(fixed_routes_exact(tree));
+    CHECK(encoding_for(tree) == EncodingKind::personal);
+    CHECK(encoding_label(tree, EncodingKind::personal) == "personal (fixed routes; exact: routes are unique on trees and queues are unbounded)");
+    CHECK(searched_routes(inst_routes("ebft:8", "alltoall", "", RouteSpace::fixed)) == RouteSpace::any);
+    // Without queues a message can wait on a detour through a processor: not exact, so any route
+    // takes the free-route encoding.
+    auto nq = inst_routes("ebft:8", "alltoall", "queues=none", RouteSpace::any);
+    CHECK_FALSE(fixed_routes_exact(nq));
+    CHECK(encoding_for(nq) == EncodingKind::free_route);
+    CHECK(encoding_for(inst_routes("linear:5", "alltoall", "", RouteSpace::any)) == EncodingKind::personal);
+    // The send/receive sums hold for any route on the EBFT (they use leaf channels only).
+    for (const Bound& b : lower_bounds(nq))
+        if (b.name == "send/receive sums") {
+            CHECK(b.steps == 11);
+            CHECK(b.routes == RouteSpace::any);
+            CHECK(bound_applies(b, nq));
+        }
+}
+
+TEST_CASE("free-route encoding and fixed-route encoding agree where fixed routes are exact") {
+    // Trees with unbounded queues (routers hold messages in the free-route encoding): the two
+    // encodings must answer alike horizon by horizon, with both backends.
+    struct Q {
+        SynthInstance in;
+        Step lo, hi;
+    };
+    for (const Q& q : {Q{inst("cbft:4", "alltoall"), 5, 8}, Q{inst("ebft:4", "alltoall", "ports=single"), 5, 8},
+                       Q{inst("cbft:8", "scatter:3"), 7, 10}, Q{inst("ebft:8", "gather:0", "ports=half"), 7, 10}}) {
+        CAPTURE(q.in.topology->spec());
+        CAPTURE(q.in.collective.to_string());
+        REQUIRE(encoding_for(q.in) == EncodingKind::personal);
+        for (Step T = q.lo; T <= q.hi; ++T) {
+            CAPTURE(T);
+            SynthOptions fixed, free, free_z3;
+            free.force_free_route = free_z3.force_free_route = true;
+            free_z3.backend = SatBackend::z3;
+            Answer a = synthesize(q.in, T, fixed).answer;
+            SynthResult f = synthesize(q.in, T, free);
+            CHECK(f.answer == a);
+            CHECK(synthesize(q.in, T, free_z3).answer == a);
+            if (f.witness) CHECK(verifies(*f.witness, false));
+        }
+    }
+    // Trees with unbounded queues: the free-route encoding runs when asked for queues=none; on
+    // the same trees with queues, both encodings must give the same optimum. Compare the
+    // free-route optimum under queues=none with the fixed one under queues=none: free <= fixed.
+    for (const char* spec : {"cbft:4", "ebft:4"}) {
+        CAPTURE(spec);
+        Step free = proved_optimum(inst_routes(spec, "alltoall", "queues=none", RouteSpace::any));
+        Step fixed = proved_optimum(inst_routes(spec, "alltoall", "queues=none", RouteSpace::fixed));
+        CHECK(free <= fixed);
+    }
+    // Scatter and gather on a ring: both directions around.
+    CHECK(proved_optimum(inst_routes("ring:7", "scatter:2", "", RouteSpace::any)) == 3);
+    CHECK(proved_optimum(inst_routes("ring:6", "gather:0", "ports=single", RouteSpace::any)) == 5);
+}
+
+// SCCL (msccl-tools, `least-steps`, one chunk, rounds = steps) on its own topologies, and the
+// same instances in collsched's hop model: graphs of processors, capacities = link counts,
+// ports=multi, any route; HubAndSpoke = complete:n with ports=single. Expected optima from SCCL
+// 2.x runs recorded in docs/synthesis.md ("Parity with SCCL"); the closed forms where there is one.
+TEST_CASE("parity with SCCL: least steps of the non-combining collectives on SCCL's topologies") {
+    auto dir = std::filesystem::temp_directory_path() / "collsched_test_star";
+    std::filesystem::create_directories(dir);
+    auto star = [&](int n) {
+        auto path = dir / fmt::format("star{}.json", n);
+        std::ofstream f(path);
+        f << "{\"processors\": " << n << ", \"routers\": 0, \"edges\": [";
+        for (int i = 1; i < n; ++i) f << (i > 1 ? ", " : "") << "[0, " << i << "]";
+        f << "]}\n";
+        return "graph:" + path.string();
+    };
+    struct Row {
+        std::string spec;
+        const char* model;
+        Step broadcast, scatter, gather, allgather, alltoall;
+    };
+    const std::vector<Row> rows{
+        {"ring:4", "", 2, 2, 2, 2, 2},          {"ring:5", "", 2, 2, 2, 2, 3},
+        {"ring:6", "", 3, 3, 3, 3, 5},          {"ring:7", "", 3, 3, 3, 3, 6},
+        {"linear:4", "", 3, 3, 3, 3, 4},        {"linear:5", "", 4, 4, 4, 4, 6},
+        {"linear:6", "", 5, 5, 5, 5, 9},        {"complete:4", "", 1, 1, 1, 1, 1},
+        {"complete:6", "", 1, 1, 1, 1, 1},      {"complete:8", "", 1, 1, 1, 1, 1},
+        {"complete:4", "ports=single", 2, 3, 3, 3, 3},
+        {"complete:6", "ports=single", 3, 5, 5, 5, 5},
+        {star(4), "", 1, 1, 1, 3, 3},           {star(6), "", 1, 1, 1, 5, 5},
+        {machine("dgx1"), "", 2, 2, 2, 2, 3},   {machine("amd4"), "", 2, 2, 2, 2, 2},
+        {machine("amd8"), "", 1, 1, 1, 1, 1},
+    };
+    for (const Row& r : rows) {
+        const std::pair<const char*, Step> colls[] = {
+            {"broadcast:0", r.broadcast}, {"scatter:0", r.scatter}, {"gather:0", r.gather}, {"allgather", r.allgather}, {"alltoall", r.alltoall}};
+        for (auto [coll, want] : colls) {
+            CAPTURE(r.spec);
+            CAPTURE(r.model);
+            CAPTURE(coll);
+            OptimizeOptions o;
+            o.timeout = 30;
+            OptimizeResult res = optimize(inst_routes(r.spec, coll, r.model, RouteSpace::any), o);
+            CHECK(res.status == OptStatus::proved);
+            CHECK(res.optimum == want);
+            CHECK(res.routes == RouteSpace::any);
+        }
+    }
+}
+
+TEST_CASE("hostile sizes: the time limit covers the set-up, and sizes beyond reach are refused") {
+    // Broadcast along 65,534 processors: no greedy over all pairs (N^2 distances), bounds only.
+    OptimizeOptions o;
+    o.timeout = 5;
+    auto t0 = std::chrono::steady_clock::now();
+    OptimizeResult r = optimize(inst("linear:65534", "broadcast:0"), o);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 10);
+    CHECK(r.status != OptStatus::proved);
+    CHECK(r.lower_bound == 65533);
+    // More goal pairs than the limit: bad input before any work.
+    OptimizeOptions small;
+    small.max_goals = 100;
+    CHECK_THROWS_WITH_AS(optimize(inst("complete:16", "alltoall"), small),
+                         "alltoall on complete:16 has 240 goal pairs; the synthesizer handles at most 100 (its bounds and schedules "
+                         "walk every pair, its encodings hold variables per pair and step)",
+                         InputError);
+    // An encoding estimated beyond the variable limit is not built: unknown, with the reason.
+    SynthOptions so;
+    so.max_variables = 1000;
+    SynthResult big = synthesize(inst("torus:4x4", "alltoall"), 9, so);
+    CHECK(big.answer == Answer::unknown);
+    CHECK(big.reason.find("would need about") != std::string::npos);
+    // A deadline in the past stops the encoding.
+    SynthOptions late;
+    late.deadline = std::chrono::steady_clock::now();
+    SynthResult stopped = synthesize(inst("ebft:16", "alltoall", "queues=none"), 22, late);
+    CHECK(stopped.answer == Answer::unknown);
+    CHECK(stopped.reason == "time limit (during encoding)");
 }
 
 }  // TEST_SUITE

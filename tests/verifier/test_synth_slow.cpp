@@ -16,9 +16,9 @@ using namespace collsched;
 
 namespace {
 
-SynthInstance inst(const char* spec, const char* coll, const char* model = "") {
+SynthInstance inst(const char* spec, const char* coll, const char* model = "", RouteSpace routes = RouteSpace::any) {
     auto topo = Topology::parse(spec);
-    return {topo, apply_model_options(topo->default_model(), model), Collective::parse(coll, *topo)};
+    return {topo, apply_model_options(topo->default_model(), model), Collective::parse(coll, *topo), routes};
 }
 
 /// The solver on its own: no constructions, and optimum-1 must be shown UNSAT by the solver.
@@ -42,11 +42,13 @@ OptimizeResult settle(const SynthInstance& in, SatBackend b, double timeout = 12
 TEST_SUITE("slow") {
 
 TEST_CASE("EBFT total exchange n = 8 is settled by each solver alone in under 10 s: 11 steps, 10 UNSAT") {
+    // The fixed-route encoding (queue-free: --routes fixed; with queues it is exact for any
+    // route). With any route and no queues the free-route encoding runs, see the next test.
     for (SatBackend b : {SatBackend::cadical, SatBackend::z3}) {
         CAPTURE(to_string(b));
         for (const char* q : {"queues=none", "queues=unbounded"}) {
             CAPTURE(q);
-            OptimizeResult r = settle(inst("ebft:8", "alltoall", q), b);
+            OptimizeResult r = settle(inst("ebft:8", "alltoall", q, RouteSpace::fixed), b);
             CHECK(*r.optimum == 11);
             CHECK(r.solver_unsat);
             CHECK(r.seconds < 10);
@@ -54,10 +56,17 @@ TEST_CASE("EBFT total exchange n = 8 is settled by each solver alone in under 10
     }
 }
 
+TEST_CASE("queue-free EBFT total exchange n = 8 over any route: CaDiCaL alone finds 11 and shows 10 UNSAT") {
+    OptimizeResult r = settle(inst("ebft:8", "alltoall", "queues=none"), SatBackend::cadical);
+    CHECK(r.encoding == EncodingKind::free_route);
+    CHECK(*r.optimum == 11);
+    CHECK(r.solver_unsat);
+}
+
 TEST_CASE("the solver alone beats the conjecture for n = 16: a 21-step schedule from the paper's 22") {
     SynthOptions o;
     o.timeout = 120;
-    SynthResult r = synthesize(inst("ebft:16", "alltoall", "queues=none"), 21, o);
+    SynthResult r = synthesize(inst("ebft:16", "alltoall", "queues=none", RouteSpace::fixed), 21, o);
     REQUIRE(r.answer == Answer::sat);
     CHECK(r.witness->steps() <= 21);
     VerifyOptions vo;
@@ -126,6 +135,31 @@ TEST_CASE("collsched optimize and probe on the command line") {
     j = nlohmann::json::parse(r.out);
     CHECK(j["optimum"] == 21);
     CHECK(j["attempts"].empty());
+    // The search space in JSON and text (issue 12).
+    r = test::run("optimize --topology ring:6 --collective alltoall --model ports=multi --json");
+    CHECK(r.code == 0);
+    j = nlohmann::json::parse(r.out);
+    CHECK(j["optimum"] == 5);
+    CHECK(j["search"]["routes"] == "any");
+    CHECK(j["search"]["encoding"] == "free_route");
+    CHECK(j["search"]["space"] == "every schedule of model timing=hop,ports=multi,queues=unbounded,replicate=no with any route");
+    for (auto& b : j["search"]["bounds"]) CHECK(b["routes"] == "any");
+    r = test::run("optimize --topology ring:6 --collective alltoall --model ports=multi --routes fixed");
+    CHECK(r.code == 0);
+    CHECK(r.out.find("optimum: 6 steps (proved over every schedule of model timing=hop,ports=multi,queues=unbounded,replicate=no on the "
+                     "topology's fixed routes;") != std::string::npos);
+    r = test::run("optimize --topology ebft:8 --collective alltoall");
+    CHECK(r.out.find("encoding personal (fixed routes; exact: routes are unique on trees and queues are unbounded)") != std::string::npos);
+    // Hostile sizes (issue 13): the time limit covers the set-up; sizes beyond reach exit 2.
+    auto t0 = std::chrono::steady_clock::now();
+    r = test::run("optimize --topology ebft:64 --collective alltoall --no-constructions --timeout 5");
+    CHECK(r.code == 3);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 15);
+    r = test::run("optimize --topology complete:4096 --collective alltoall --timeout 5");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("has 16773120 goal pairs; the synthesizer handles at most 4194304") != std::string::npos);
+    r = test::run("optimize --topology linear:65534 --collective broadcast:0 --timeout 5 --json");
+    CHECK(r.code == 3);
     // Unsupported models are bad input.
     r = test::run("optimize --topology cbft:8 --collective broadcast:0 --model replicate=no");
     CHECK(r.code == 2);
