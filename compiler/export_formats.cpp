@@ -18,7 +18,9 @@ constexpr OutputFormat formats[] = {
     {"ranks", ".ranks.json", "per-rank sends and receives",
      [](const SendTable& t, const ExportOptions&, fmt::memory_buffer& out, const Flush& flush) { write_table_ranks(t, out, flush); }},
     {"msccl", ".xml", "MSCCL-IR XML",
-     [](const SendTable& t, const ExportOptions&, fmt::memory_buffer& out, const Flush& flush) { write_table_msccl(t, out, flush); }},
+     [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) {
+         write_table_msccl(t, o.msccl, out, flush);
+     }},
     {"dot", ".dot", "the topology with capacities and traffic (Graphviz)",
      [](const SendTable& t, const ExportOptions&, fmt::memory_buffer& out, const Flush& flush) { write_table_dot(t, out, flush); }},
     {"svg", ".svg", "a timeline of link use",

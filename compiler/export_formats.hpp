@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/export_msccl.hpp"
 #include "compiler/export_svg.hpp"
 #include "compiler/send_table.hpp"
 #include "compiler/table_io.hpp"
@@ -23,6 +24,7 @@ namespace collsched {
 
 struct ExportOptions {
     TimelineOptions timeline;  ///< svg and html
+    MscclOptions msccl;        ///< msccl
 };
 
 /// One output format of a send table.

@@ -39,6 +39,8 @@ struct Gpu {
 struct Plan {
     std::string name, coll;
     int nchannels = 1, nchunksperloop = 1;
+    /// Whether the program is also correct in place (the executor's isInPlace, msccl_lifecycle.cc).
+    bool inplace = false;
     std::vector<Gpu> gpus;
 };
 
@@ -102,19 +104,32 @@ std::string algo_name(const SendTable& t) {
     return s;
 }
 
-/// Builds the whole plan (every check happens here, before a byte is written).
-Plan build_plan(const SendTable& t) {
+/// Builds the whole plan (every check happens here, before a byte is written). Every refusal
+/// names the executor's rule; docs/exports.md gives the source line of each.
+Plan build_plan(const SendTable& t, const MscclOptions& opt) {
+    if (opt.max_steps < 1 || opt.max_steps > MscclLimits::max_dependency_step + 1)
+        throw InputError(fmt::format("--max-steps {} is outside 1..{} (the executor stores step numbers in an int16_t)",
+                                     opt.max_steps, MscclLimits::max_dependency_step + 1));
+    if (opt.channels < 1 || opt.channels > MscclLimits::max_channels)
+        throw InputError(fmt::format("--channels {} is outside 1..{} (MAXCHANNELS)", opt.channels, MscclLimits::max_channels));
     const CollectiveKind kind = t.collective.kind;
     if (kind != CollectiveKind::alltoall && kind != CollectiveKind::allgather && kind != CollectiveKind::broadcast)
         refuse(t, "MSCCL-IR export covers alltoall, allgather and broadcast, the collectives whose buffer layout the MSCCL "
                   "executor fixes; use --format ranks for this one");
+    if (kind == CollectiveKind::broadcast && idx(t.collective.root) != 0)
+        refuse(t, fmt::format("the root is processor {}, but the executor picks an algorithm by collective, rank count and size "
+                              "only, never by root (msccl_lifecycle.cc), so the file would also serve ncclBroadcast with "
+                              "root 0 and deliver wrong data [broadcast root]; relabel the processors so that the root is 0",
+                              idx(t.collective.root)));
     if (!t.requirements.empty()) refuse(t, "extra requirements have no place in an MSCCL buffer layout");
     if (t.has_composites())
         refuse(t, "MSCCL-IR cannot express combined values (a(i..j)) or bundles (b(0)+b(4)): a threadblock step copies one chunk; "
                   "use --format ranks, which names them");
     const std::uint32_t P = t.topology->processors();
     if (P < 2) refuse(t, "MSCCL needs at least 2 GPUs");
-    if (P > MscclLimits::max_gpus) refuse(t, fmt::format("{} GPUs; the executor's XML reader takes at most {}", P, MscclLimits::max_gpus));
+    if (P > MscclLimits::max_gpus)
+        refuse(t, fmt::format("{} GPUs; the executor's XML reader takes at most {} children of <algo> [MAX_SUBS]", P,
+                              MscclLimits::max_gpus));
     Messages ms = t.messages();
     Layout layout(t);
     EndpointView view = endpoint_view(t);
@@ -129,6 +144,11 @@ Plan build_plan(const SendTable& t) {
     plan.name = algo_name(t);
     plan.coll = kind == CollectiveKind::alltoall ? "alltoall" : kind == CollectiveKind::allgather ? "allgather" : "broadcast";
     plan.nchunksperloop = layout.chunks_per_loop();
+    // In place, an allgather's input is output chunk g and a broadcast's input is its output:
+    // sends read the GPU's own chunk, which no receive overwrites (receives write other output
+    // chunks or scratch), and the local copy copies a chunk onto itself. An in-place alltoall
+    // would overwrite input chunk s (= output chunk s) before sending it: out of place only.
+    plan.inplace = kind != CollectiveKind::alltoall;
     plan.gpus.resize(P);
 
     // Where each receive puts its chunk: the first arrival of a message the GPU does not start
@@ -170,11 +190,27 @@ Plan build_plan(const SendTable& t) {
         depends_on[i] = c->second;
     }
 
-    // One connection per directed pair of GPUs, on the lowest channel where neither end has its
-    // 32 thread blocks of that direction yet.
+    // One connection per directed pair of GPUs. A channel holds at most 32 sending and 32
+    // receiving thread blocks per GPU. Two assignments, the one with fewer channels wins (the
+    // first at a tie): (a) greedy, the lowest channel where neither end has 32 thread blocks of
+    // that direction yet (one channel for sparse patterns such as rings); (b) by offset, pair
+    // (p, q) on window (q - p - 1) mod P / 32 of the offsets in use, which never exceeds 32 per
+    // GPU and direction because a GPU has one peer per offset, and needs ceil((P-1)/32)
+    // channels for an all-pairs pattern, where (a) fragments. With k instances (--channels k),
+    // instance j of a connection uses channel c + j * B, B being the channels of one instance.
+    const int K = opt.channels;
     std::map<std::pair<std::uint32_t, std::uint32_t>, int> chan_of;
     for (const EndpointTransfer& e : ev) chan_of.emplace(std::pair(idx(e.src), idx(e.dst)), 0);
+    auto window = [&](std::pair<std::uint32_t, std::uint32_t> pq) {
+        return int(((pq.second + P - pq.first) % P - 1) / MscclLimits::max_tbs_per_channel);
+    };
+    std::vector<int> window_channel((P + MscclLimits::max_tbs_per_channel - 1) / MscclLimits::max_tbs_per_channel, -1);
+    int by_offset = 0;
+    for (auto& [pair, chan] : chan_of) window_channel[window(pair)] = 0;
+    for (int& w : window_channel)
+        if (w == 0) w = by_offset++;
     std::vector<std::vector<int>> sends_on(P), recvs_on(P);
+    int greedy = 0;
     for (auto& [pair, chan] : chan_of) {
         auto& so = sends_on[pair.first];
         auto& ro = recvs_on[pair.second];
@@ -182,16 +218,23 @@ Plan build_plan(const SendTable& t) {
         while ((c < int(so.size()) && so[c] >= MscclLimits::max_tbs_per_channel) ||
                (c < int(ro.size()) && ro[c] >= MscclLimits::max_tbs_per_channel))
             ++c;
-        if (c >= MscclLimits::max_channels)
-            refuse(t, fmt::format("GPU {} would need more than {} channels of {} thread blocks each", pair.first,
-                                  MscclLimits::max_channels, MscclLimits::max_tbs_per_channel));
         so.resize(std::max<std::size_t>(so.size(), c + 1));
         ro.resize(std::max<std::size_t>(ro.size(), c + 1));
         ++so[c];
         ++ro[c];
         chan = c;
-        plan.nchannels = std::max(plan.nchannels, c + 1);
+        greedy = std::max(greedy, c + 1);
     }
+    if (by_offset < greedy)
+        for (auto& [pair, chan] : chan_of) chan = window_channel[window(pair)];
+    plan.nchannels = std::max(1, std::min(greedy, by_offset));
+    if (plan.nchannels * K > MscclLimits::max_channels)
+        refuse(t, fmt::format("the connections need {} channels of at most {} sending and {} receiving thread blocks per GPU "
+                              "[MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL], and the executor has {} [MAXCHANNELS]",
+                              plan.nchannels * K, MscclLimits::max_tbs_per_channel, MscclLimits::max_tbs_per_channel,
+                              MscclLimits::max_channels));
+    const int B = plan.nchannels;
+    plan.nchannels = B * K;
 
     // Thread blocks per GPU, sorted as msccl-tools sorts them, by (send, recv, chan): the local
     // copy (-1, -1), then receivers (-1, q), then senders (p, -1).
@@ -203,31 +246,38 @@ Plan build_plan(const SendTable& t) {
         gpu.o_chunks = layout.o_chunks();
         if (auto copy = layout.local_copy(g)) gpu.tbs.push_back(Tb{-1, -1, 0, {*copy}});
     }
-    std::map<std::pair<std::uint32_t, std::uint32_t>, int> recv_tb, send_tb;  // (gpu, peer) -> tb index
-    for (auto& [pair, chan] : chan_of) {
-        (void)chan;
-        recv_tb[{pair.second, pair.first}] = 0;
-        send_tb[{pair.first, pair.second}] = 0;
-    }
-    for (auto& [gp, tb] : recv_tb) {
-        Gpu& gpu = plan.gpus[gp.first];
+    // (gpu, peer, channel) -> tb index; std::map iterates in msccl-tools' order
+    // (a connection with fewer than K transfers gets one instance per transfer)
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> count;
+    for (const EndpointTransfer& e : ev) ++count[{idx(e.src), idx(e.dst)}];
+    std::map<std::tuple<std::uint32_t, std::uint32_t, int>, int> recv_tb, send_tb;
+    for (auto& [pair, chan] : chan_of)
+        for (int j = 0; j < K && std::uint64_t(j) < count[pair]; ++j) {
+            recv_tb[{pair.second, pair.first, chan + j * B}] = 0;
+            send_tb[{pair.first, pair.second, chan + j * B}] = 0;
+        }
+    for (auto& [gpc, tb] : recv_tb) {
+        Gpu& gpu = plan.gpus[std::get<0>(gpc)];
         tb = int(gpu.tbs.size());
-        gpu.tbs.push_back(Tb{-1, int(gp.second), chan_of[{gp.second, gp.first}], {}});
+        gpu.tbs.push_back(Tb{-1, int(std::get<1>(gpc)), std::get<2>(gpc), {}});
     }
-    for (auto& [gp, tb] : send_tb) {
-        Gpu& gpu = plan.gpus[gp.first];
+    for (auto& [gpc, tb] : send_tb) {
+        Gpu& gpu = plan.gpus[std::get<0>(gpc)];
         tb = int(gpu.tbs.size());
-        gpu.tbs.push_back(Tb{int(gp.second), -1, chan_of[{gp.first, gp.second}], {}});
+        gpu.tbs.push_back(Tb{int(std::get<1>(gpc)), -1, std::get<2>(gpc), {}});
     }
     // ev is sorted by (sent, src, dst, message, arrived): filtered by pair, both ends see the
-    // same order, which is the order the executor matches sends and receives in.
+    // same order, which is the order the executor matches sends and receives in; the k-th
+    // transfer of a pair goes to instance k mod K at both ends.
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> nth;
     for (std::size_t i = 0; i < ev.size(); ++i) {
         std::uint32_t a = idx(ev[i].src), b = idx(ev[i].dst);
-        int rt = recv_tb[{b, a}];
+        const int chan = chan_of[{a, b}] + int(nth[{a, b}]++ % K) * B;
+        int rt = recv_tb[{b, a, chan}];
         Tb& r = plan.gpus[b].tbs[rt];
         recv_pos[i] = {rt, int(r.ops.size())};
         r.ops.push_back(Op{"r", src_loc[i], dst_loc[i]});
-        int st = send_tb[{a, b}];
+        int st = send_tb[{a, b, chan}];
         Tb& s = plan.gpus[a].tbs[st];
         send_pos[i] = {st, int(s.ops.size())};
         s.ops.push_back(Op{"s", src_loc[i], dst_loc[i]});
@@ -238,26 +288,43 @@ Plan build_plan(const SendTable& t) {
         auto [tb, step] = recv_pos[*depends_on[i]];
         if (tb > MscclLimits::max_dependency_tb)
             refuse(t, fmt::format("GPU {} would depend on thread block {}; the executor stores dependency ids in an int8_t "
-                                  "(at most {})",
+                                  "(at most {}) [dependentBid]",
                                   g, tb, MscclLimits::max_dependency_tb));
         Op& op = plan.gpus[g].tbs[send_pos[i].first].ops[send_pos[i].second];
         op.depid = tb;
         op.deps = step;
         plan.gpus[g].tbs[tb].ops[step].hasdep = true;
     }
+    // The executor's load rules, per rank: thread blocks, steps per thread block, elements.
+    std::size_t longest = 0;
+    for (std::uint32_t g = 0; g < P; ++g)
+        for (const Tb& tb : plan.gpus[g].tbs) longest = std::max(longest, tb.ops.size());
     for (std::uint32_t g = 0; g < P; ++g) {
-        std::size_t nodes = 1 + P + plan.gpus[g].tbs.size();
-        for (std::size_t k = 0; k < plan.gpus[g].tbs.size(); ++k) {
-            const Tb& tb = plan.gpus[g].tbs[k];
+        const Gpu& gpu = plan.gpus[g];
+        if (gpu.tbs.size() > std::size_t(MscclLimits::max_tbs))
+            refuse(t, fmt::format("GPU {} needs {} thread blocks; the executor allows at most {} per GPU "
+                                  "[MSCCL_MAX_NUM_THREAD_BLOCKS]",
+                                  g, gpu.tbs.size(), MscclLimits::max_tbs));
+        std::size_t nodes = 1 + P + gpu.tbs.size();
+        for (std::size_t k = 0; k < gpu.tbs.size(); ++k) {
+            const Tb& tb = gpu.tbs[k];
             nodes += tb.ops.size();
-            if (tb.ops.size() > std::size_t(MscclLimits::max_steps))
+            if (tb.ops.size() > std::size_t(opt.max_steps)) {
+                const std::size_t fit = (longest * K + opt.max_steps - 1) / opt.max_steps;
+                std::string hint = fit * B <= std::size_t(MscclLimits::max_channels)
+                                       ? fmt::format("; --channels {} spreads every connection over {} thread blocks", fit, fit)
+                                       : "";
                 refuse(t, fmt::format("GPU {}, thread block {} ({} {}) needs {} steps; the executor allows at most {} per thread "
-                                      "block (s < {})",
+                                      "block (s < {}) [MSCCL_MAX_NUM_STEPS]{}; --max-steps N if the executor is built with "
+                                      "MSCCL_MAX_NUM_STEPS=N",
                                       g, k, tb.send >= 0 ? "sending to" : "receiving from", tb.send >= 0 ? tb.send : tb.recv,
-                                      tb.ops.size(), MscclLimits::max_steps, MscclLimits::max_steps));
+                                      tb.ops.size(), opt.max_steps, opt.max_steps, hint));
+            }
         }
-        if (nodes > std::size_t(MscclLimits::max_nodes))
-            refuse(t, fmt::format("GPU {} needs {} XML elements; the executor's reader loads at most {}", g, nodes,
+        if (nodes >= std::size_t(MscclLimits::max_nodes))
+            refuse(t, fmt::format("GPU {} loads {} XML elements (1 <algo>, {} <gpu>, {} <tb>, {} <step>); the executor's reader "
+                                  "holds at most {} [MAX_NODES = {}]",
+                                  g, nodes, P, gpu.tbs.size(), nodes - 1 - P - gpu.tbs.size(), MscclLimits::max_nodes - 1,
                                   MscclLimits::max_nodes));
     }
     return plan;
@@ -265,15 +332,15 @@ Plan build_plan(const SendTable& t) {
 
 }  // namespace
 
-void write_table_msccl(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
-    Plan plan = build_plan(t);
+void write_table_msccl(const SendTable& t, const MscclOptions& opt, fmt::memory_buffer& out, const Flush& flush) {
+    Plan plan = build_plan(t, opt);
     auto it = std::back_inserter(out);
     // The executor's reader wants one space between attributes, double quotes, no XML
     // declaration and `/>` right after the last attribute value.
     fmt::format_to(it,
                    "<algo name=\"{}\" proto=\"Simple\" nchannels=\"{}\" nchunksperloop=\"{}\" ngpus=\"{}\" coll=\"{}\" "
-                   "inplace=\"0\" outofplace=\"1\" minBytes=\"0\" maxBytes=\"0\">\n",
-                   plan.name, plan.nchannels, plan.nchunksperloop, plan.gpus.size(), plan.coll);
+                   "inplace=\"{}\" outofplace=\"1\" minBytes=\"0\" maxBytes=\"0\">\n",
+                   plan.name, plan.nchannels, plan.nchunksperloop, plan.gpus.size(), plan.coll, plan.inplace ? 1 : 0);
     for (std::size_t g = 0; g < plan.gpus.size(); ++g) {
         const Gpu& gpu = plan.gpus[g];
         fmt::format_to(it, "  <gpu id=\"{}\" i_chunks=\"{}\" o_chunks=\"{}\" s_chunks=\"{}\">\n", g, gpu.i_chunks, gpu.o_chunks,
@@ -297,10 +364,10 @@ void write_table_msccl(const SendTable& t, fmt::memory_buffer& out, const Flush&
     flush(out);
 }
 
-std::string table_to_msccl(const SendTable& t) {
+std::string table_to_msccl(const SendTable& t, const MscclOptions& opt) {
     std::string s;
     fmt::memory_buffer buf;
-    write_table_msccl(t, buf, [&](fmt::memory_buffer& b) {
+    write_table_msccl(t, opt, buf, [&](fmt::memory_buffer& b) {
         s.append(b.data(), b.size());
         b.clear();
     });

@@ -14,12 +14,16 @@
  * b(r) of a broadcast is chunk 0. Messages a GPU only relays go to its scratch buffer. A local
  * copy thread block puts each GPU's own chunk into its output, as NCCL's collectives define.
  *
- * Refused (InputError, nothing written): collectives other than alltoall, allgather and
- * broadcast, tables with extra requirements, a copy that leaves and reaches the same GPU, a
- * send of data the GPU does not hold yet, and anything beyond the executor's limits: more than
- * 256 steps in a thread block (s < 256), more than 32 thread blocks sending or receiving on one
- * channel, more than 32 channels, a dependency on a thread block id above 127 (the executor
- * stores it in an int8_t), more than 1024 GPUs.
+ * Refused (InputError, nothing written), each with the executor's rule it would break (file and
+ * line in docs/exports.md): collectives other than alltoall, allgather and broadcast, a broadcast
+ * whose root is not processor 0 (the executor selects an algorithm without looking at the root),
+ * tables with extra requirements or composites, a copy that leaves and reaches the same GPU, a
+ * send of data the GPU does not hold yet, and anything beyond the executor's load rules: more than
+ * MSCCL_MAX_NUM_STEPS steps in a thread block (64 unless the executor is built otherwise:
+ * `MscclOptions::max_steps`), more than 4095 XML elements loaded by one rank (MAX_NODES), more
+ * than 1024 thread blocks on a GPU, more than 32 sending or 32 receiving thread blocks on one
+ * channel, more than 32 channels, a dependency on a thread block id above 127 (int8_t), more than
+ * 1024 GPUs (MAX_SUBS).
  */
 #pragma once
 
@@ -30,18 +34,29 @@
 
 namespace collsched {
 
-/// The executor's limits that the exporter enforces (from msccl_struct.h / msccl_parser.h).
+/// The executor's load rules that the exporter enforces (msccl-executor-nccl: msccl_struct.h,
+/// msccl_parser.h, common.mk; docs/exports.md cites the lines).
 struct MscclLimits {
-    static constexpr int max_steps = 256;             ///< MSCCL_MAX_NUM_STEPS: s < 256 per thread block
+    static constexpr int default_max_steps = 64;      ///< MSCCL_MAX_NUM_STEPS ?= 64 (common.mk): s < 64 per thread block
     static constexpr int max_count = 72;              ///< MSCCL_MAX_COUNT: cnt < 72
     static constexpr int max_tbs_per_channel = 32;    ///< MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL (sends, receives)
     static constexpr int max_channels = 32;           ///< MAXCHANNELS
+    static constexpr int max_tbs = 1024;              ///< MSCCL_MAX_NUM_THREAD_BLOCKS = 32 * MAXCHANNELS: bid < 1024
     static constexpr int max_dependency_tb = 127;     ///< dependentBid is an int8_t
+    static constexpr int max_dependency_step = 32767; ///< dependentStep is an int16_t
     static constexpr int max_gpus = 1024;             ///< MAX_SUBS children of <algo>
-    static constexpr int max_nodes = 32768;           ///< MAX_NODES loaded per rank
+    static constexpr int max_nodes = 4096;            ///< MAX_NODES: a rank loads at most 4095 elements
 };
 
-void write_table_msccl(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
-std::string table_to_msccl(const SendTable&);
+struct MscclOptions {
+    /// The executor's MSCCL_MAX_NUM_STEPS (a build option of msccl-executor-nccl, default 64).
+    int max_steps = MscclLimits::default_max_steps;
+    /// Thread blocks (on channels of their own) per connection: the k-th transfer between two
+    /// GPUs goes to instance k mod channels, as msccl-tools' instances spread chunks.
+    int channels = 1;
+};
+
+void write_table_msccl(const SendTable&, const MscclOptions&, fmt::memory_buffer& out, const Flush& flush);
+std::string table_to_msccl(const SendTable&, const MscclOptions& = {});
 
 }  // namespace collsched

@@ -11,6 +11,7 @@
 #include "compiler/collective.hpp"
 #include "compiler/export_formats.hpp"
 #include "compiler/lower.hpp"
+#include "compiler/msccl_import.hpp"
 #include "compiler/ranks_import.hpp"
 #include "compiler/table_io.hpp"
 #include "compiler/table_printer.hpp"
@@ -124,7 +125,9 @@ void run_table(std::string_view input) {
     std::size_t first = input.find_first_not_of(" \t\r\n");
     try {
         SendTable t;
-        if (first != std::string_view::npos && input[first] == '{' && looks_like_ranks(input))
+        if (first != std::string_view::npos && input[first] == '<')
+            t = parse_msccl_ir(input, "fuzz.xml");
+        else if (first != std::string_view::npos && input[first] == '{' && looks_like_ranks(input))
             t = parse_ranks_json(input, "fuzz.ranks.json");
         else if (first != std::string_view::npos && (input[first] == '{' || input[first] == '['))
             t = parse_table_json(input, "fuzz.json");

@@ -36,7 +36,8 @@ void check_table(const SendTable&);
 /// as DSL and compiled again, which must give the same table.
 void run_dsl(std::string_view input);
 
-/// The table readers, chosen by the first bytes as read_table does: per-rank JSON, table JSON or CSV.
+/// The table readers, chosen by the first bytes as read_table and load_input do: MSCCL-IR XML
+/// (`<`), per-rank JSON, table JSON or CSV.
 void run_table(std::string_view input);
 
 /// Topology specs: the first line is a spec, the optional second a collective, the rest node

@@ -1,17 +1,59 @@
-// `collsched convert FILE --format json|csv|ranks|msccl|dot|svg|html [-o OUT]`: rewrites a
-// table (JSON, CSV, per-rank JSON, or a compiled schedule) in another format; the output file
-// appears only when everything succeeded (docs/formats.md, docs/exports.md).
+// `collsched convert FILE --format json|csv|ranks|msccl|dot|svg|html|chakra [-o OUT]`: rewrites a
+// table (JSON, CSV, per-rank JSON, MSCCL-IR, Chakra traces, or a compiled schedule) in another
+// format; the output files appear only when everything succeeded (docs/formats.md, docs/exports.md).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "compiler/export_chakra.hpp"
 #include "compiler/export_formats.hpp"
 #include "compiler/table_io.hpp"
+#include "dsl/diagnostics.hpp"
 #include "tools/commands.hpp"
 #include "tools/input.hpp"
 
 namespace collsched::tools {
 
+namespace {
+
+/// Writes every file to a temporary name first and renames them only when all were written.
+void write_files(const std::vector<ChakraFile>& files) {
+    std::vector<std::string> tmps;
+    auto cleanup = [&] {
+        for (const std::string& t : tmps) std::remove(t.c_str());
+    };
+    for (const ChakraFile& f : files) {
+        tmps.push_back(fmt::format("{}.tmp.{}", f.path, ::getpid()));
+        std::FILE* out = std::fopen(tmps.back().c_str(), "wb");
+        const bool ok = out && std::fwrite(f.content.data(), 1, f.content.size(), out) == f.content.size();
+        if (!out || std::fclose(out) != 0 || !ok) {
+            cleanup();
+            throw InputError(fmt::format("{}: cannot write (directory missing or not writable, or disk full)", f.path));
+        }
+    }
+    for (std::size_t i = 0; i < files.size(); ++i)
+        if (std::rename(tmps[i].c_str(), files[i].path.c_str()) != 0) {
+            cleanup();
+            throw InputError(fmt::format("{}: cannot rename the finished file into place", files[i].path));
+        }
+}
+
+std::vector<std::string> format_names_and_chakra() {
+    std::vector<std::string> names = output_format_names();
+    names.emplace_back("chakra");
+    return names;
+}
+
+}  // namespace
+
 void add_convert_command(CLI::App& app, Context& ctx) {
     struct Args {
         std::string input, output = "-", format, rows = "auto";
         std::vector<std::string> defines;
+        MscclOptions msccl;
+        std::string topology;
+        std::uint64_t bytes = 1024;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("convert",
@@ -22,17 +64,34 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--format", args->format,
-                    fmt::format("Output format: {} (default: the one -o FILE's extension names, else json)", output_format_list()))
-        ->check(CLI::IsMember(output_format_names()));
+                    fmt::format("Output format: {}, or chakra (traces per rank for ASTRA-sim, -o DIR/PREFIX) (default: the one "
+                                "-o FILE's extension names, else json)",
+                                output_format_list()))
+        ->check(CLI::IsMember(format_names_and_chakra()));
     cmd->add_option("--rows", args->rows, "Timeline rows for svg and html: auto (channels up to 128, else a fat tree's router "
                                           "links up to 128, else processors), channels, routers or processors")
         ->check(CLI::IsMember({"auto", "channels", "routers", "processors"}));
+    cmd->add_option("--max-steps", args->msccl.max_steps,
+                    "msccl: steps per thread block the executor allows (its MSCCL_MAX_NUM_STEPS; default 64)");
+    cmd->add_option("--channels", args->msccl.channels,
+                    "msccl: thread blocks (each on its own channel) per connection, to fit the step limit (default 1)");
+    cmd->add_option("--topology", args->topology,
+                    "MSCCL-IR input: the topology the program runs on (default complete:P)");
+    cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output); written only on success");
     cmd->callback([&ctx, args] {
         const std::string format = output_format(args->format, args->output);
-        SendTable t = load_input(args->input, args->defines, false);  // a table's own "at" fields stay
+        // a table's own "at" fields stay
+        SendTable t = load_input(args->input, args->defines, false, false, {args->topology, args->msccl.max_steps});
+        if (format == "chakra") {
+            if (args->output == "-") throw InputError("--format chakra writes several files: give -o DIR/PREFIX");
+            write_files(table_to_chakra(t, {std::filesystem::absolute(args->output).string(), args->bytes}));
+            ctx.exit_code = 0;
+            return;
+        }
         ExportOptions options;
         options.timeline.rows = parse_timeline_rows(args->rows);
+        options.msccl = args->msccl;
         write_output(args->output,
                      [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_as(t, format, options, buf, flush); });
         ctx.exit_code = 0;

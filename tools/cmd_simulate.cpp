@@ -22,6 +22,7 @@ namespace {
 struct SimulateArgs {
     std::string input;
     std::vector<std::string> defines;
+    MscclImportOptions msccl;
     bool json = false;
     bool trace = false;
     bool stream = false;
@@ -78,6 +79,10 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
         "is incomplete, 2 bad input.");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched)")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable; .sched files only)");
+    cmd->add_option("--topology", args->msccl.topology,
+                    "MSCCL-IR input: the topology the program runs on (default complete:P)");
+    cmd->add_option("--max-steps", args->msccl.max_steps,
+                    "MSCCL-IR input: steps per thread block the executor allows (its MSCCL_MAX_NUM_STEPS; default 64)");
     cmd->add_flag("--json", args->json,
                   "Print one JSON object (status, rule, steps, deliveries, halt, missing, queue_high_water, holes, busiest, "
                   "channels) instead of text");
@@ -96,7 +101,7 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
                 throw InputError(fmt::format("{}: cannot stream: {}; simulate without --stream", args->input, e.what()));
             }
         } else {
-            table = load_input(args->input, args->defines);
+            table = load_input(args->input, args->defines, true, false, args->msccl);
             SimOptions opt;
             opt.trace = args->trace;
             r = simulate(table, opt);

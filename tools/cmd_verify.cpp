@@ -18,6 +18,7 @@ namespace {
 struct VerifyArgs {
     std::string input;
     std::vector<std::string> defines;
+    MscclImportOptions msccl;
     std::string engine = "direct";
     std::string routes = "any";
     bool json = false;
@@ -96,6 +97,10 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         "a bug, reported on stderr), 2 bad input, 3 unknown (Z3 time or resource limit).");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
+    cmd->add_option("--topology", args->msccl.topology,
+                    "MSCCL-IR input: the topology the program runs on (default complete:P)");
+    cmd->add_option("--max-steps", args->msccl.max_steps,
+                    "MSCCL-IR input: steps per thread block the executor allows (its MSCCL_MAX_NUM_STEPS; default 64)");
     cmd->add_option("--engine", args->engine, "Verification engine: direct, z3 or both (default direct)")
         ->check(CLI::IsMember({"direct", "z3", "both"}));
     cmd->add_option("--timeout", args->timeout, "Time limit of the Z3 engine in seconds (default 60); past it, unknown (exit 3)")
@@ -107,7 +112,7 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--strict", args->strict, "Treat a schedule's warnings as errors (W001, docs/errors.md)");
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->callback([&ctx, args] {
-        SendTable table = load_input(args->input, args->defines, true, args->strict);
+        SendTable table = load_input(args->input, args->defines, true, args->strict, args->msccl);
         VerifyOptions opt;
         opt.fixed_routes = args->routes == "fixed";
         opt.max_violations = args->max_violations;

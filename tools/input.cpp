@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/export_chakra.hpp"
 #include "compiler/lower.hpp"
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
@@ -59,7 +60,14 @@ bool has_extension(const std::string& path, std::string_view ext) { return path.
 
 }  // namespace
 
-SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations, bool strict) {
+SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations, bool strict,
+                     const MscclImportOptions& msccl) {
+    if (!msccl.topology.empty() && (has_extension(path, ".sched") || has_extension(path, ".0.et")))
+        throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
+    if (is_chakra_trace(path)) {
+        if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to Chakra traces");
+        return read_chakra(path.substr(0, path.size() - 5));
+    }
     CompileOptions options;
     options.record_locations = locations;
     options.warnings_are_errors = strict;
@@ -74,6 +82,11 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
     // (a schedule saved as .txt is not CSV). .json and .csv files are tables.
     std::string text = read_input_text(path);
     const std::string name = path == "-" ? "<stdin>" : path;
+    if (looks_like_xml(text)) {
+        if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL-IR files");
+        return parse_msccl_ir(text, name, msccl);
+    }
+    if (!msccl.topology.empty()) throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
     if (has_extension(path, ".json") || has_extension(path, ".csv") || looks_like_table(text)) {
         if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
         return parse_table(text, name);

@@ -1,7 +1,9 @@
 /** \file
- * Loading what the user names on the command line: a table file (JSON or CSV) or a schedule
- * compiled in memory with `-D name=value` overrides, from a file or from standard input (`-`);
- * and the one place that prints a schedule's diagnostics and stops the command.
+ * Loading what the user names on the command line: a table file (JSON, CSV, per-rank JSON), an
+ * MSCCL-IR program (XML, checked and levelled by compiler/msccl_import.hpp), Chakra traces
+ * written by collsched (`PREFIX.0.et`, compiler/export_chakra.hpp) or a schedule compiled in
+ * memory with `-D name=value` overrides, from a file or from standard input (`-`); and the one
+ * place that prints a schedule's diagnostics and stops the command.
  */
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "compiler/export_formats.hpp"
+#include "compiler/msccl_import.hpp"
 #include "compiler/send_table.hpp"
 #include "dsl/diagnostics.hpp"
 
@@ -20,7 +23,11 @@ namespace collsched::tools {
 /// schedules, `.json` and `.csv` files tables; anything else, and standard input ("-"), is told
 /// apart by its content (compiler/table_io.hpp, looks_like_table). Throws InputError (exit 2) on
 /// bad input; DSL diagnostics are printed to stderr before the InputError that stops the command.
-SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations = true, bool strict = false);
+/// A text whose first non-blank character is '<' is an MSCCL-IR program, read with `msccl`; a
+/// `--topology` (msccl.topology) given for any other input is refused. A path ending in `.0.et`
+/// names Chakra traces, read back from its prefix.
+SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations = true, bool strict = false,
+                     const MscclImportOptions& msccl = {});
 
 /// Prints a compiled schedule's warnings (W001) to stderr, if it has any.
 void print_warnings(const Diagnostics& diags);

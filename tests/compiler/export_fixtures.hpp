@@ -15,6 +15,7 @@
 #include <string>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "compiler/builder.hpp"
 #include "compiler/send_table.hpp"
@@ -31,6 +32,16 @@ inline SendTable ring_allgather(std::uint32_t n) {
     for (std::uint32_t k = 1; k < n; ++k)
         for (std::uint32_t p = 0; p < n; ++p)
             b.hop(k, *topo->find_channel(Node{p}, Node{(p + 1) % n}), ms.broadcast((p + n - (k - 1)) % n));
+    return std::move(b).finish();
+}
+
+/// One-step alltoall on complete:P: every m(s,d) on the channel s -> d in step 1.
+inline SendTable complete_alltoall(std::uint32_t P) {
+    auto topo = Topology::parse(fmt::format("complete:{}", P));
+    TableBuilder b(topo, topo->default_model(), Collective{CollectiveKind::alltoall, Node{0}, {}});
+    for (std::uint32_t s = 0; s < P; ++s)
+        for (std::uint32_t d = 0; d < P; ++d)
+            if (s != d) b.hop(1, *topo->find_channel(Node{s}, Node{d}), b.messages().personal(s, d));
     return std::move(b).finish();
 }
 

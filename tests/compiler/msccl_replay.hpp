@@ -111,8 +111,8 @@ private:
     std::size_t i_ = 0;
 };
 
-/// Checks the executor's limits; returns the first problem or "".
-inline std::string msccl_limits(const XmlNode& algo) {
+/// Checks the executor's limits (MSCCL_MAX_NUM_STEPS = `max_steps`); returns the first problem or "".
+inline std::string msccl_limits(const XmlNode& algo, int max_steps = 64) {
     try {
         if (algo.name != "algo") return "top element is not <algo>";
         for (const char* a : {"name", "proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace", "outofplace", "minBytes", "maxBytes"})
@@ -122,9 +122,15 @@ inline std::string msccl_limits(const XmlNode& algo) {
         if (nchannels < 1 || nchannels > 32) return "nchannels out of 1..32";
         if (int(algo.subs.size()) != ngpus) return "one <gpu> per GPU expected";
         std::set<int> ids;
+        if (algo.attr("coll") == "alltoall" && algo.num("inplace") != 0) return "an in-place alltoall is not correct";
+        if (ngpus > 1024) return "more than 1024 <gpu> children (MAX_SUBS)";
         for (const XmlNode& g : algo.subs) {
             if (g.name != "gpu") return "unexpected element " + g.name;
             const int id = g.num("id");
+            std::size_t elements = 1 + algo.subs.size() + g.subs.size();
+            for (const XmlNode& tb : g.subs) elements += tb.subs.size();
+            if (elements > 4095) return fmt::format("gpu {} loads {} elements (MAX_NODES 4096)", id, elements);
+            if (g.subs.size() > 1024) return "more than 1024 thread blocks on a gpu";
             ids.insert(id);
             const int ic = g.num("i_chunks"), oc = g.num("o_chunks"), sc = g.num("s_chunks");
             if (sc < 0) return "negative s_chunks";
@@ -142,11 +148,11 @@ inline std::string msccl_limits(const XmlNode& algo) {
                 if (recv >= 0 && !recv_conn.insert({recv, chan}).second) return "two thread blocks receive from one peer on one channel";
                 if (send >= 0 && ++sends_per_chan[chan] > 32) return "more than 32 sending thread blocks on a channel";
                 if (recv >= 0 && ++recvs_per_chan[chan] > 32) return "more than 32 receiving thread blocks on a channel";
-                if (tb.subs.size() > 256) return "more than 256 steps";
+                if (tb.subs.size() > std::size_t(max_steps)) return fmt::format("more than {} steps", max_steps);
                 for (std::size_t s = 0; s < tb.subs.size(); ++s) {
                     const XmlNode& st = tb.subs[s];
                     if (st.name != "step") return "unexpected element " + st.name;
-                    if (st.num("s") != int(s) || st.num("s") >= 256) return "step numbers not 0.. in order, or >= 256";
+                    if (st.num("s") != int(s) || st.num("s") >= max_steps) return "step numbers not 0.. in order, or too large";
                     const int cnt = st.num("cnt");
                     if (cnt < 1 || cnt >= 72) return "cnt out of 1..71";
                     const std::string type = st.attr("type");

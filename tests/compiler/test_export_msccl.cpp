@@ -14,11 +14,11 @@ using namespace collsched::test;
 namespace {
 
 /// Exports, reads, checks the limits and replays `t`; checks the outputs against the collective.
-void check_msccl(const SendTable& t) {
-    std::string xml = table_to_msccl(t);
+void check_msccl(const SendTable& t, const MscclOptions& opt = {}) {
+    std::string xml = table_to_msccl(t, opt);
     XmlNode algo;
     REQUIRE_NOTHROW(algo = MscclLexer(xml).parse());
-    CHECK(msccl_limits(algo) == "");
+    CHECK(msccl_limits(algo, opt.max_steps) == "");
     const int P = static_cast<int>(t.topology->processors());
     CHECK(algo.num("ngpus") == P);
     const CollectiveKind kind = t.collective.kind;
@@ -44,9 +44,9 @@ void check_msccl(const SendTable& t) {
     }
 }
 
-std::string refusal(const SendTable& t) {
+std::string refusal(const SendTable& t, const MscclOptions& opt = {}) {
     try {
-        table_to_msccl(t);
+        table_to_msccl(t, opt);
     } catch (const InputError& e) {
         return e.what();
     }
@@ -80,19 +80,105 @@ TEST_CASE("msccl: ring and flooding multinode broadcasts replay to an allgather,
     check_msccl(flood_allgather("cbft:8"));
 }
 
-TEST_CASE("msccl: a broadcast on a hypercube") {
+/// Binomial broadcast from `root` on hypercube:3.
+SendTable hypercube_broadcast(std::uint32_t root) {
     auto topo = Topology::parse("hypercube:3");
-    TableBuilder b(topo, topo->default_model(), Collective{CollectiveKind::broadcast, Node{5}, {}});
+    TableBuilder b(topo, topo->default_model(), Collective{CollectiveKind::broadcast, Node{root}, {}});
     for (std::uint32_t d = 0; d < 3; ++d)
         for (std::uint32_t p = 0; p < 8; ++p)
-            if (((p ^ 5) >> d) == 0) b.hop(d + 1, *topo->find_channel(Node{p}, Node{p ^ (1u << d)}), b.messages().broadcast(5));
-    SendTable t = std::move(b).finish();
+            if (((p ^ root) >> d) == 0)
+                b.hop(d + 1, *topo->find_channel(Node{p}, Node{p ^ (1u << d)}), b.messages().broadcast(root));
+    return std::move(b).finish();
+}
+
+TEST_CASE("msccl: a broadcast on a hypercube; a root other than 0 is refused") {
+    SendTable t = hypercube_broadcast(0);
     check_msccl(t);
     XmlNode algo = MscclLexer(table_to_msccl(t)).parse();
     CHECK(algo.attr("coll") == "broadcast");
     CHECK(algo.num("nchunksperloop") == 1);
-    CHECK(algo.subs[5].num("i_chunks") == 1);
-    CHECK(algo.subs[0].num("i_chunks") == 0);
+    CHECK(algo.subs[0].num("i_chunks") == 1);
+    CHECK(algo.subs[5].num("i_chunks") == 0);
+    CHECK(refusal(hypercube_broadcast(5)) ==
+          "cannot write MSCCL-IR for broadcast:5 on hypercube:3: the root is processor 5, but the executor picks an algorithm by "
+          "collective, rank count and size only, never by root (msccl_lifecycle.cc), so the file would also serve ncclBroadcast "
+          "with root 0 and deliver wrong data [broadcast root]; relabel the processors so that the root is 0");
+}
+
+TEST_CASE("msccl: in place where the program is correct in place (allgather, broadcast), out of place always") {
+    auto flags = [](const SendTable& t) {
+        XmlNode algo = MscclLexer(table_to_msccl(t)).parse();
+        return algo.attr("inplace") + algo.attr("outofplace");
+    };
+    CHECK(flags(ring_allgather(4)) == "11");
+    CHECK(flags(hypercube_broadcast(0)) == "11");
+    CHECK(flags(ebft_alltoall(4)) == "01");
+}
+
+TEST_CASE("msccl: the step limit (MSCCL_MAX_NUM_STEPS, default 64) at its boundary; --max-steps and --channels") {
+    // ring:n allgather: every GPU receives n-1 chunks from its left neighbour in one thread block
+    check_msccl(ring_allgather(65));  // 64 steps
+    CHECK(refusal(ring_allgather(66)) ==
+          "cannot write MSCCL-IR for allgather on ring:66: GPU 0, thread block 1 (receiving from 65) needs 65 steps; the executor "
+          "allows at most 64 per thread block (s < 64) [MSCCL_MAX_NUM_STEPS]; --channels 2 spreads every connection over 2 "
+          "thread blocks; --max-steps N if the executor is built with MSCCL_MAX_NUM_STEPS=N");
+    check_msccl(ring_allgather(66), {.max_steps = 65});
+    CHECK(refusal(ring_allgather(67), {.max_steps = 65}).find("needs 66 steps") != std::string::npos);
+    // two instances: every connection's transfers alternate between channel 0 and channel 1
+    MscclOptions two{.channels = 2};
+    check_msccl(ring_allgather(66), two);
+    XmlNode algo = MscclLexer(table_to_msccl(ring_allgather(66), two)).parse();
+    CHECK(algo.num("nchannels") == 2);
+    const XmlNode& g0 = algo.subs[0];
+    REQUIRE(g0.subs.size() == 5);  // copy, receive from 65 on channels 0 and 1, send to 1 on channels 0 and 1
+    CHECK(g0.subs[1].attr("recv") == "65");
+    CHECK(g0.subs[1].attr("chan") == "0");
+    CHECK(g0.subs[2].attr("chan") == "1");
+    CHECK(g0.subs[1].subs.size() == 33);
+    CHECK(g0.subs[2].subs.size() == 32);
+    CHECK(refusal(ring_allgather(8), {.channels = 33}) == "--channels 33 is outside 1..32 (MAXCHANNELS)");
+    CHECK(refusal(ring_allgather(8), {.max_steps = 0}) ==
+          "--max-steps 0 is outside 1..32768 (the executor stores step numbers in an int16_t)");
+}
+
+TEST_CASE("msccl: elements loaded per rank (MAX_NODES 4096: at most 4095) at the boundary") {
+    // complete:4 allgather in one step, plus k more copies of b(0) from 0 to 1 (to scratch):
+    // GPU 1 loads 1 <algo> + 4 <gpu> + 7 <tb> + (7 + k) <step> = 19 + k elements
+    auto with_copies = [](std::uint32_t k) {
+        auto topo = Topology::parse("complete:4");
+        TableBuilder b(topo, topo->default_model(), Collective{CollectiveKind::allgather, Node{0}, {}});
+        for (std::uint32_t s = 0; s < 4; ++s)
+            for (std::uint32_t d = 0; d < 4; ++d)
+                if (s != d) b.hop(1, *topo->find_channel(Node{s}, Node{d}), b.messages().broadcast(s));
+        for (std::uint32_t i = 0; i < k; ++i) b.hop(2 + i, *topo->find_channel(Node{0}, Node{1}), b.messages().broadcast(0));
+        return std::move(b).finish();
+    };
+    MscclOptions many{.max_steps = 8192};
+    check_msccl(with_copies(4076), many);  // 4095 elements
+    CHECK(refusal(with_copies(4077), many) ==
+          "cannot write MSCCL-IR for allgather on complete:4: GPU 0 loads 4096 XML elements (1 <algo>, 4 <gpu>, 7 <tb>, 4084 "
+          "<step>); the executor's reader holds at most 4095 [MAX_NODES = 4096]");
+}
+
+TEST_CASE("msccl: thread blocks per GPU (1024) and per channel (32 sending, 32 receiving) at their boundaries") {
+    // complete:P alltoall: 1 copy + (P-1) receiving + (P-1) sending thread blocks per GPU
+    SendTable fits = complete_alltoall(512);  // 1023 thread blocks, 16 channels
+    XmlNode algo = MscclLexer(table_to_msccl(fits)).parse();
+    CHECK(msccl_limits(algo) == "");
+    CHECK(algo.subs[0].subs.size() == 1023);
+    CHECK(algo.num("nchannels") == 16);
+    CHECK(refusal(complete_alltoall(513)) ==
+          "cannot write MSCCL-IR for alltoall on complete:513: GPU 0 needs 1025 thread blocks; the executor allows at most 1024 "
+          "per GPU [MSCCL_MAX_NUM_THREAD_BLOCKS]");
+    // 32 sending thread blocks fit on one channel, the 33rd goes to channel 1
+    check_msccl(complete_alltoall(33));
+    CHECK(MscclLexer(table_to_msccl(complete_alltoall(33))).parse().num("nchannels") == 1);
+    check_msccl(complete_alltoall(34));
+    CHECK(MscclLexer(table_to_msccl(complete_alltoall(34))).parse().num("nchannels") == 2);
+    // 16 channels for one instance, so 2 instances need 32 and 3 would need 48
+    CHECK(refusal(complete_alltoall(512), {.channels = 3}) ==
+          "cannot write MSCCL-IR for alltoall on complete:512: the connections need 48 channels of at most 32 sending and 32 "
+          "receiving thread blocks per GPU [MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL], and the executor has 32 [MAXCHANNELS]");
 }
 
 TEST_CASE("msccl: what the executor cannot run is refused with the reason") {
@@ -104,16 +190,17 @@ TEST_CASE("msccl: what the executor cannot run is refused with the reason") {
               "cannot write MSCCL-IR for scatter:0 on ebft:4: MSCCL-IR export covers alltoall, allgather and broadcast, the "
               "collectives whose buffer layout the MSCCL executor fixes; use --format ranks for this one");
     }
-    SUBCASE("more than 256 steps in one thread block") {
+    SUBCASE("more than 64 steps in one thread block, also with --max-steps 256") {
         auto topo = Topology::parse("linear:40");
         TableBuilder b(topo, topo->default_model(), Collective{CollectiveKind::alltoall, Node{0}, {}});
         for (std::uint32_t s = 0; s < 40; ++s)
             for (std::uint32_t d = 0; d < 40; ++d)
                 if (s != d) b.send_cut_through(1, Node{s}, Node{d}, b.messages().personal(s, d));
-        std::string why = refusal(std::move(b).finish());
+        std::string why = refusal(std::move(b).finish(), {.max_steps = 256});
         INFO(why);
         CHECK(why == "cannot write MSCCL-IR for alltoall on linear:40: GPU 8, thread block 2 (receiving from 9) needs 279 steps; the "
-                     "executor allows at most 256 per thread block (s < 256)");
+                     "executor allows at most 256 per thread block (s < 256) [MSCCL_MAX_NUM_STEPS]; --channels 2 spreads every "
+                     "connection over 2 thread blocks; --max-steps N if the executor is built with MSCCL_MAX_NUM_STEPS=N");
     }
     SUBCASE("a copy that comes back to its sender") {
         SendTable t = ebft_alltoall(4);

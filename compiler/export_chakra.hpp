@@ -1,0 +1,57 @@
+/** \file
+ * Chakra execution traces for ASTRA-sim's custom collectives, and reading them back
+ * (docs/exports.md, "Chakra traces for ASTRA-sim"). Protobuf stays inside export_chakra.cpp; the
+ * schema is schema/chakra/et_def.proto, written from Chakra's published et_def.proto.
+ *
+ * `table_to_chakra` makes, for a table of an alltoall or allgather (the collectives ASTRA-sim
+ * runs custom implementations of), one trace per rank, `PREFIX.<rank>.et`: a varint-length
+ * delimited GlobalMetadata, then one COMM_SEND_NODE per endpoint transfer the rank sends and one
+ * COMM_RECV_NODE per one it receives (compiler/export_ranks.hpp), with `comm_src`, `comm_dst`,
+ * `comm_tag` (int32: the endpoint transfer's index, so every send pairs with exactly one
+ * receive), `comm_size` (int64 bytes) and `comm_type`. A send of a message the rank received
+ * has a data dependency on the receive that brought it first: that is the table's causal order.
+ * Node ids are unique per file. Beside the traces: `PREFIX.system.json` (the custom
+ * implementation and `preferred-dataset-splits` 1), `PREFIX.workload.<rank>.et` (one
+ * COMM_COLL_NODE per rank that triggers the collective), `PREFIX.network.yml` and
+ * `PREFIX.memory.json` for the analytical backend.
+ *
+ * `read_chakra` reads such traces back and replays them: it pairs sends and receives by
+ * (tag, src, dst, size), resolves every dependency, levels the graph (refusing cycles and
+ * unmatched nodes, named by rank and node), checks that every send of received data depends on a
+ * receive of that message, and rebuilds the table from the steps in the node names; the test
+ * compares it with the table the traces were written from.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/send_table.hpp"
+
+namespace collsched {
+
+struct ChakraOptions {
+    /// The absolute path prefix of the traces, as the system file names it.
+    std::string prefix;
+    std::uint64_t bytes = 1024;  ///< bytes per message
+};
+
+struct ChakraFile {
+    std::string path;  ///< prefix + suffix
+    std::string content;
+};
+
+/// Every file of the export, made in memory (nothing written). Throws InputError for tables the
+/// traces cannot express.
+std::vector<ChakraFile> table_to_chakra(const SendTable&, const ChakraOptions&);
+
+/// Reads `prefix.<rank>.et` for every rank (the number of ranks and the table's header come from
+/// rank 0's GlobalMetadata), replays the traces and returns the table they encode. Throws
+/// InputError naming the file, rank and node of the first problems.
+SendTable read_chakra(const std::string& prefix);
+
+/// Whether a path names a trace of rank 0 (`....0.et`); its prefix is the path without `.0.et`.
+bool is_chakra_trace(const std::string& path);
+
+}  // namespace collsched
