@@ -42,11 +42,7 @@ std::uint64_t peak_rss() {
     return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;
 }
 
-double cpu_now() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
+double cpu_now() { return cpu_seconds(); }
 
 /// Times `f` as one stage; `f` returns the stage's verdict.
 template <class F>
@@ -249,6 +245,12 @@ std::string to_text(const std::vector<CaseResult>& results) {
                                static_cast<double>(s.peak_rss) / (1024.0 * 1024), s.verdict);
         }
     return out;
+}
+
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
 }  // namespace collsched::bench

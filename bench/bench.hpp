@@ -70,6 +70,9 @@ std::string to_json(const std::vector<CaseResult>&);
 /// A plain-text table, one row per stage.
 std::string to_text(const std::vector<CaseResult>&);
 
+/// User + system CPU seconds of the process so far.
+double cpu_seconds();
+
 /// `lscpu` model name and core count, total memory, the compiler and build type.
 std::string machine_summary();
 

@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "bench/bench.hpp"
@@ -17,16 +19,23 @@
 
 namespace {
 
+struct Time {
+    double wall, cpu;
+};
+
+/// Wall and CPU seconds (user + system of the process) of f(): the machine is shared, so rates
+/// are per CPU second.
 template <class F>
-double seconds(F&& f) {
+Time seconds(F&& f) {
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = collsched::bench::cpu_seconds();
     f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), collsched::bench::cpu_seconds() - c0};
 }
 
-void row(const char* what, std::uint64_t transfers, double s) {
-    std::printf("%-28s %12llu transfers %9.3f s %10.1f M transfers/s\n", what, static_cast<unsigned long long>(transfers), s,
-                s > 0 ? static_cast<double>(transfers) / s / 1e6 : 0.0);
+void row(const char* what, std::uint64_t transfers, Time t) {
+    std::printf("%-34s %12llu transfers %9.3f s CPU %9.3f s wall %10.1f M transfers/CPU s\n", what,
+                static_cast<unsigned long long>(transfers), t.cpu, t.wall, t.cpu > 0 ? static_cast<double>(transfers) / t.cpu / 1e6 : 0.0);
 }
 
 }  // namespace
@@ -35,13 +44,17 @@ int main(int argc, char** argv) {
     using namespace collsched;
     try {
         const std::uint32_t n = argc > 1 ? static_cast<std::uint32_t>(std::stoul(argv[1])) : 256;
+        const bool parts_only = argc > 2 && std::string(argv[2]) == "--parts";
         bench::Options opt;
         opt.sizes = {n};
         std::vector<bench::CaseResult> results;
-        for (const bench::Case& c : bench::cases(opt))
-            results.push_back(bench::run(c, opt, [](std::string_view line) { std::fprintf(stderr, "%.*s\n", int(line.size()), line.data()); }));
-        std::string text = bench::to_text(results);
-        std::fwrite(text.data(), 1, text.size(), stdout);
+        if (!parts_only) {
+            for (const bench::Case& c : bench::cases(opt))
+                results.push_back(
+                    bench::run(c, opt, [](std::string_view line) { std::fprintf(stderr, "%.*s\n", int(line.size()), line.data()); }));
+            std::string text = bench::to_text(results);
+            std::fwrite(text.data(), 1, text.size(), stdout);
+        }
 
         SendTable t = bft_phase_alltoall(Topology::parse(fmt::format("ebft:{}", n)));
         const std::uint64_t N = t.transfers.size();
@@ -72,6 +85,19 @@ int main(int argc, char** argv) {
         std::string json, csv;
         row("write JSON (in memory)", N, seconds([&] { json = table_to_json(t); }));
         row("read JSON (in memory)", N, seconds([&] { (void)parse_table_json(json, "bench.json"); }));
+        if (N <= 20'000'000)  // the reference reader takes about 10 s at n = 1024
+            row("read JSON, reference reader", N, seconds([&] { (void)parse_table_json_reference(json, "bench.json"); }));
+        {
+            std::string path = fmt::format("/tmp/collsched-bench-{}.json", ::getpid());
+            std::FILE* f = std::fopen(path.c_str(), "wb");
+            if (f) {
+                std::fwrite(json.data(), 1, json.size(), f);
+                std::fclose(f);
+                row("read JSON file (read_table)", N, seconds([&] { (void)read_table(path); }));
+                std::remove(path.c_str());
+            }
+        }
+        json = std::string();
         row("write CSV (in memory)", N, seconds([&] { csv = table_to_csv(t); }));
         row("read CSV (in memory)", N, seconds([&] { (void)parse_table_csv(csv, "bench.csv"); }));
         return 0;

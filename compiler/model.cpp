@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <iterator>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -169,8 +170,13 @@ Model model_from_json(const nlohmann::json& j, Model m) {
             if (!std::isfinite(d) || d < 0) bad_value(key, value.dump());
             (key == "ts" ? m.ts : m.tc) = d;
         } else if (key == "queues" && value.is_number_unsigned()) {
+            // range-checked before narrowing: 4294967296 must not wrap to a bound of 0
+            std::uint64_t b = value.get<std::uint64_t>();
+            if (b > std::numeric_limits<std::uint32_t>::max())
+                throw InputError(fmt::format("model: bad value '{}' for '{}': expected unbounded, none, or a queue bound 0 <= B <= {}",
+                                             value.dump(), key, std::numeric_limits<std::uint32_t>::max()));
             m.queues = QueueKind::bounded;
-            m.queue_bound = value.get<std::uint32_t>();
+            m.queue_bound = static_cast<std::uint32_t>(b);
         } else if (value.is_string()) {
             set_model_key(m, key, value.get<std::string>());
         } else {

@@ -1,9 +1,13 @@
 #include "compiler/table_io.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <cstdio>
@@ -11,21 +15,20 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "compiler/json_error.hpp"
 #include "compiler/ranks_import.hpp"
+#include "compiler/table_read.hpp"
 #include "dsl/diagnostics.hpp"
 
 namespace collsched {
 
 namespace {
-
-using json = nlohmann::json;
 
 /// Composites read from a file: canonical ids, and bundles only under wormhole timing.
 void finish_composites(SendTable& t, std::string_view name) {
@@ -33,95 +36,188 @@ void finish_composites(SendTable& t, std::string_view name) {
     if (std::string why = composite_problem(t); !why.empty()) throw InputError(fmt::format("{}: {}", name, why));
 }
 
-/// Turns the strings of one transfer into ids; all lookups of a table go through one resolver.
-class Resolver {
-public:
-    Resolver(SendTable& t, std::string_view name)
-        : table_(t), name_(name), reg_(t.composite_registry()), messages_(t.topology->processors(), &reg_) {}
+}  // namespace
 
-    Transfer resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg) const {
-        const Topology& topo = *table_.topology;
-        auto where = [&] { return fmt::format("{}: transfers[{}] (step {})", name_, i, step); };
-        if (step < 1) throw InputError(fmt::format("{}: transfers[{}]: step {} is below 1 (steps are numbered from 1)", name_, i, step));
-        if (step > (1u << 31)) throw InputError(fmt::format("{}: step {} is too large", where(), step));
-        auto u = topo.find_node(from), v = topo.find_node(to);
-        auto describe = [&] {
-            std::string s = fmt::format("processors 0..{}", topo.processors() - 1);
-            if (topo.routers() > 0)
-                s += fmt::format(", routers {}..{}", topo.node_name(Node{topo.processors()}), topo.node_name(Node{topo.nodes() - 1}));
-            return s;
-        };
-        if (!u) throw InputError(fmt::format("{}: node '{}' does not exist in {} ({})", where(), from, topo.spec(), describe()));
-        if (!v) throw InputError(fmt::format("{}: node '{}' does not exist in {} ({})", where(), to, topo.spec(), describe()));
-        auto c = topo.find_channel(*u, *v);
-        if (!c) throw InputError(fmt::format("{}: there is no channel {} -> {} in {}", where(), from, to, topo.spec()));
-        auto m = messages_.parse(msg);
-        std::string why;
-        if (!m && (msg.find('+') != std::string_view::npos || msg.find("..") != std::string_view::npos))
-            m = parse_message(msg, topo.processors(), reg_, &why);  // a composite met for the first time
-        if (!m)
-            throw InputError(fmt::format("{}: unknown message '{}' (expected m(s,d), b(s), a(s), a(i..j) or a bundle such as "
-                                         "b(0)+b(4), with processors 0..{}){}",
-                                         where(), msg, topo.processors() - 1, why.empty() ? "" : ": " + why));
-        return {static_cast<Step>(step), *c, *m};
+namespace table_read {
+
+Resolver::Resolver(SendTable& t, std::string_view name)
+    : table_(t), name_(name), reg_(t.composite_registry()), messages_(t.topology->processors(), &reg_) {}
+
+Transfer Resolver::resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to,
+                           std::string_view msg) const {
+    const Topology& topo = *table_.topology;
+    auto where = [&] { return fmt::format("{}: transfers[{}] (step {})", name_, i, step); };
+    if (step < 1) throw InputError(fmt::format("{}: transfers[{}]: step {} is below 1 (steps are numbered from 1)", name_, i, step));
+    if (step > (1u << 31)) throw InputError(fmt::format("{}: step {} is too large", where(), step));
+    auto u = topo.find_node(from), v = topo.find_node(to);
+    auto describe = [&] {
+        std::string s = fmt::format("processors 0..{}", topo.processors() - 1);
+        if (topo.routers() > 0)
+            s += fmt::format(", routers {}..{}", topo.node_name(Node{topo.processors()}), topo.node_name(Node{topo.nodes() - 1}));
+        return s;
+    };
+    if (!u) throw InputError(fmt::format("{}: node '{}' does not exist in {} ({})", where(), from, topo.spec(), describe()));
+    if (!v) throw InputError(fmt::format("{}: node '{}' does not exist in {} ({})", where(), to, topo.spec(), describe()));
+    auto c = topo.find_channel(*u, *v);
+    if (!c) throw InputError(fmt::format("{}: there is no channel {} -> {} in {}", where(), from, to, topo.spec()));
+    auto m = messages_.parse(msg);
+    std::string why;
+    if (!m && (msg.find('+') != std::string_view::npos || msg.find("..") != std::string_view::npos))
+        m = parse_message(msg, topo.processors(), reg_, &why);  // a composite met for the first time
+    if (!m)
+        throw InputError(fmt::format("{}: unknown message '{}' (expected m(s,d), b(s), a(s), a(i..j) or a bundle such as "
+                                     "b(0)+b(4), with processors 0..{}){}",
+                                     where(), msg, topo.processors() - 1, why.empty() ? "" : ": " + why));
+    return {static_cast<Step>(step), *c, *m};
+}
+
+void Capture::begin() {
+    active_ = true;
+    root_ = json();
+    stack_.clear();
+}
+
+void Capture::close() {
+    stack_.pop_back();
+    if (stack_.empty()) active_ = false;
+}
+
+void Capture::insert(json v, bool container) {
+    json* at;
+    if (stack_.empty()) {
+        root_ = std::move(v);
+        at = &root_;
+    } else if (stack_.back()->is_array()) {
+        stack_.back()->push_back(std::move(v));
+        at = &stack_.back()->back();
+    } else {
+        if (stack_.back()->contains(key_)) on_duplicate_(key_);
+        at = &((*stack_.back())[key_] = std::move(v));
     }
+    if (container) stack_.push_back(at);
+    else if (stack_.empty()) active_ = false;
+}
+
+namespace {
+
+/// SAX events into a Capture, for parse_piece: stops at the first duplicate key or too deep a level.
+class PieceSax {
+public:
+    explicit PieceSax(int max_depth) : max_depth_(max_depth), capture_([](const std::string&) { throw Duplicate{}; }) {
+        capture_.begin();
+    }
+    struct Duplicate {};
+    bool null() { return capture_.value(json(nullptr)), true; }
+    bool boolean(bool b) { return capture_.value(json(b)), true; }
+    bool number_integer(json::number_integer_t v) { return capture_.value(json(v)), true; }
+    bool number_unsigned(json::number_unsigned_t v) { return capture_.value(json(v)), true; }
+    bool number_float(json::number_float_t v, const std::string&) { return capture_.value(json(v)), true; }
+    bool string(std::string& s) { return capture_.value(json(std::move(s))), true; }
+    bool binary(json::binary_t&) { return false; }
+    bool start_object(std::size_t) { return ++depth_ <= max_depth_ && (capture_.open(json::object()), true); }
+    bool start_array(std::size_t) { return ++depth_ <= max_depth_ && (capture_.open(json::array()), true); }
+    bool end_object() { return --depth_, capture_.close(), true; }
+    bool end_array() { return --depth_, capture_.close(), true; }
+    bool key(std::string& k) { return capture_.key(k), true; }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+    json take() { return capture_.take(); }
 
 private:
-    const SendTable& table_;
-    std::string_view name_;
-    Composites& reg_;
-    Messages messages_;
+    int max_depth_, depth_ = 0;
+    Capture capture_;
 };
 
-/// Builds a JSON value from SAX events (for fields collsched keeps but does not interpret).
-class Capture {
-public:
-    bool active() const { return active_; }
-    void begin() {
-        active_ = true;
-        root_ = json();
-        stack_.clear();
-    }
-    void value(json v) { insert(std::move(v), false); }
-    void open(json container) { insert(std::move(container), true); }
-    void close() {
-        stack_.pop_back();
-        if (stack_.empty()) active_ = false;
-    }
-    void key(std::string k) { key_ = std::move(k); }
-    json take() { return std::move(root_); }
+}  // namespace
 
-private:
-    void insert(json v, bool container) {
-        json* at;
-        if (stack_.empty()) {
-            root_ = std::move(v);
-            at = &root_;
-        } else if (stack_.back()->is_array()) {
-            stack_.back()->push_back(std::move(v));
-            at = &stack_.back()->back();
-        } else {
-            at = &((*stack_.back())[key_] = std::move(v));
-        }
-        if (container) stack_.push_back(at);
-        else if (stack_.empty()) active_ = false;
+bool parse_piece(std::string_view text, int max_depth, json& out) {
+    PieceSax sax(max_depth);
+    try {
+        if (!json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, true)) return false;
+    } catch (const PieceSax::Duplicate&) {
+        return false;
     }
-    bool active_ = false;
-    json root_;
-    std::vector<json*> stack_;
-    std::string key_;
-};
+    out = sax.take();
+    return true;
+}
+
+void ensure_topology(SendTable& t, const TopFields& top, std::string_view name) {
+    if (t.topology) return;
+    auto it = top.find("topology");
+    if (it == top.end()) throw InputError(fmt::format("{}: missing \"topology\" (a spec such as \"ebft:8\")", name));
+    if (!it->second.is_string()) throw InputError(fmt::format("{}: \"topology\" must be a spec string such as \"ebft:8\"", name));
+    t.topology = naming_file(name, [&] { return Topology::parse(it->second.get<std::string>()); });
+    t.model = t.topology->default_model();
+}
+
+namespace {
+
+void read_requirements(SendTable& t, const json& list, std::string_view name) {
+    auto fail = [&](std::string_view what) { throw InputError(fmt::format("{}: {}", name, what)); };
+    if (!list.is_array()) fail("\"requirements\" must be a list of {\"msg\", \"at\"} objects");
+    Composites& reg = t.composite_registry();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const json& r = list[i];
+        if (!r.is_object() || !r.contains("msg") || !r.contains("at") || !r["msg"].is_string() || !r["at"].is_string())
+            fail(fmt::format("requirements[{}]: expected {{\"msg\": \"m(0,3)\", \"at\": \"3\"}}", i));
+        auto m = parse_message(r["msg"].get<std::string>(), t.topology->processors(), reg);
+        auto at = t.topology->find_node(r["at"].get<std::string>());
+        if (!m) fail(fmt::format("requirements[{}]: unknown message '{}'", i, r["msg"].get<std::string>()));
+        if (!at || !t.topology->is_processor(*at)) fail(fmt::format("requirements[{}]: '{}' is not a processor", i, r["at"].get<std::string>()));
+        t.requirements.push_back({*m, *at});
+    }
+}
+
+}  // namespace
+
+void finish_table(SendTable& t, const TopFields& top, bool seen_transfers, std::string_view name,
+                  const std::function<void(const Resolver&)>& resolve_pending) {
+    auto fail = [&](std::string_view what) { throw InputError(fmt::format("{}: {}", name, what)); };
+    auto need = [&](std::string_view key, std::string_view what) -> const json& {
+        auto it = top.find(std::string(key));
+        if (it == top.end()) fail(fmt::format("missing \"{}\" ({})", key, what));
+        return it->second;
+    };
+    const json& format = need("format", "\"collsched.table/1\"");
+    if (!format.is_string()) fail("\"format\" must be a string");
+    if (format.get<std::string>() != table_format)
+        fail(fmt::format("unknown format version '{}': this collsched reads {}", format.get<std::string>(), table_format));
+    ensure_topology(t, top, name);
+    const json& coll = need("collective", "for example \"alltoall\" or \"broadcast:0\"");
+    if (!coll.is_string()) fail("\"collective\" must be a string such as \"alltoall\"");
+    t.collective = naming_file(name, [&] { return Collective::parse(coll.get<std::string>(), *t.topology); });
+    if (auto it = top.find("model"); it != top.end()) t.model = naming_file(name, [&] { return model_from_json(it->second, t.model); });
+    if (top.count("transfers")) fail("\"transfers\" must be a list of {\"step\", \"from\", \"to\", \"msg\"} objects");
+    if (!seen_transfers) fail("missing \"transfers\" (a list of {\"step\", \"from\", \"to\", \"msg\"} objects)");
+    if (resolve_pending) resolve_pending(Resolver(t, name));
+    if (auto it = top.find("requirements"); it != top.end()) read_requirements(t, it->second, name);
+    for (auto& [k, v] : top) {
+        if (k == "format" || k == "topology" || k == "collective" || k == "model" || k == "requirements" || k == "steps") continue;
+        t.extra_fields.emplace_back(k, v.dump());
+    }
+    finish_composites(t, name);
+    t.sort();
+}
+
+}  // namespace table_read
+
+namespace {
+
+using json = nlohmann::json;
+using table_read::Capture;
+using table_read::Resolver;
 
 struct RawTransfer {
     std::uint64_t step;
     std::string from, to, msg;
 };
 
-/// The SAX handler for table files: top-level fields are captured whole, the transfers array is
-/// streamed element by element and resolved as soon as the topology is known.
+/// The reference reader: a SAX handler for table files. Top-level fields are captured whole, the
+/// transfers array is streamed element by element and resolved as soon as the topology is known.
+/// A key given twice (at the top level, in a transfer, or in a kept value) is an error.
 class TableSax {
 public:
-    explicit TableSax(std::string_view name) : name_(name) {}
+    explicit TableSax(std::string_view name)
+        : name_(name), capture_([this](const std::string& k) { fail(fmt::format("duplicate key \"{}\" in {}", k, where_captured())); }) {}
 
     bool null() { return scalar(json(nullptr)); }
     bool boolean(bool b) { return scalar(json(b)); }
@@ -139,8 +235,8 @@ public:
             cur_ = Fields{};
             return true;
         }
-        if (in_transfers_) fail(fmt::format("transfers[{}]: expected a transfer object", count_));
-        capture_.begin();
+        if (in_transfers_ && depth_ != 3) fail(fmt::format("transfers[{}]: expected a transfer object", count_));
+        begin_capture();  // a kept field: top-level, or an extra field of a transfer (depth 3)
         capture_.open(json::object());
         return true;
     }
@@ -162,13 +258,14 @@ public:
         if (capture_.active()) return capture_.open(json::array()), true;
         if (depth_ == 0) fail("expected a JSON object at the top level");
         if (depth_ == 1 && key_ == "transfers") {
+            claim_top_key();
             in_transfers_ = true;
             ++depth_;
             seen_transfers_ = true;
             return true;
         }
-        if (in_transfers_) fail(fmt::format("transfers[{}]: expected a transfer object", count_));
-        capture_.begin();
+        if (in_transfers_ && depth_ != 3) fail(fmt::format("transfers[{}]: expected a transfer object", count_));
+        begin_capture();
         capture_.open(json::array());
         return true;
     }
@@ -199,38 +296,14 @@ public:
     std::string error_text_;
 
     SendTable finish() {
-        auto need = [&](std::string_view key, std::string_view what) -> const json& {
-            auto it = top_.find(std::string(key));
-            if (it == top_.end()) fail(fmt::format("missing \"{}\" ({})", key, what));
-            return it->second;
-        };
-        const json& format = need("format", "\"collsched.table/1\"");
-        if (!format.is_string()) fail("\"format\" must be a string");
-        if (format.get<std::string>() != table_format)
-            fail(fmt::format("unknown format version '{}': this collsched reads {}", format.get<std::string>(), table_format));
-        ensure_topology();
-        const json& coll = need("collective", "for example \"alltoall\" or \"broadcast:0\"");
-        if (!coll.is_string()) fail("\"collective\" must be a string such as \"alltoall\"");
-        table_.collective = Collective::parse(coll.get<std::string>(), *table_.topology);
-        if (auto it = top_.find("model"); it != top_.end()) {
-            table_.model = model_from_json(it->second, table_.model);
-        }
-        if (top_.count("transfers")) fail("\"transfers\" must be a list of {\"step\", \"from\", \"to\", \"msg\"} objects");
-        if (!seen_transfers_) fail("missing \"transfers\" (a list of {\"step\", \"from\", \"to\", \"msg\"} objects)");
-        Resolver r(table_, name_);
-        for (std::uint64_t i = 0; i < pending_.size(); ++i) {
-            const RawTransfer& p = pending_[i];
-            table_.transfers.push_back(r.resolve(i, p.step, p.from, p.to, p.msg));
-        }
-        if (auto it = top_.find("requirements"); it != top_.end()) read_requirements(it->second);
-        for (auto& [k, v] : top_) {
-            if (k == "format" || k == "topology" || k == "collective" || k == "model" || k == "requirements" || k == "steps")
-                continue;
-            table_.extra_fields.emplace_back(k, v.dump());
-        }
-        if (!table_.transfer_origins.empty()) table_.transfer_origins.resize(count_, no_origin);
-        finish_composites(table_, name_);
-        table_.sort();
+        table_read::finish_table(table_, top_, seen_transfers_, name_, [&](const Resolver& r) {
+            for (std::uint64_t i = 0; i < pending_.size(); ++i) {
+                const RawTransfer& p = pending_[i];
+                table_.transfers.push_back(r.resolve(i, p.step, p.from, p.to, p.msg));
+            }
+            // before the sort, which keeps origins attached to their transfers
+            if (!table_.transfer_origins.empty()) table_.transfer_origins.resize(count_, no_origin);
+        });
         return std::move(table_);
     }
 
@@ -239,11 +312,38 @@ private:
         std::optional<std::uint64_t> step;
         std::optional<std::string> from, to, msg;
         std::string extra;
+        std::vector<std::string> extra_keys;
         std::optional<std::string> at;  ///< "at": the statement that made the transfer
-        bool bad_step = false;
     };
 
     [[noreturn]] void fail(std::string_view what) const { throw InputError(fmt::format("{}: {}", name_, what)); }
+
+    std::string where_captured() const {
+        return in_transfers_ ? fmt::format("transfers[{}].\"{}\"", count_, key_) : fmt::format("\"{}\"", key_);
+    }
+
+    /// The top-level key being read, refused when the object had it already.
+    void claim_top_key() {
+        if (top_.count(key_) || (key_ == "transfers" && seen_transfers_))
+            fail(fmt::format("duplicate key \"{}\" in the top-level object", key_));
+    }
+
+    void begin_capture() {
+        if (in_transfers_ && depth_ == 3) claim_transfer_key();
+        else claim_top_key();
+        capture_.begin();
+    }
+
+    /// The key being read in the current transfer object, refused when the transfer had it already.
+    void claim_transfer_key() {
+        bool dup = key_ == "step"   ? cur_.step.has_value()
+                   : key_ == "from" ? cur_.from.has_value()
+                   : key_ == "to"   ? cur_.to.has_value()
+                   : key_ == "msg"  ? cur_.msg.has_value()
+                   : key_ == "at" && cur_.at ? true
+                                    : std::find(cur_.extra_keys.begin(), cur_.extra_keys.end(), key_) != cur_.extra_keys.end();
+        if (dup) fail(fmt::format("transfers[{}]: duplicate key \"{}\"", count_, key_));
+    }
 
     /// "at" of transfer count_: into SendTable::origins (each location once) and
     /// transfer_origins (no_origin for the transfers without one).
@@ -262,10 +362,12 @@ private:
         }
         if (depth_ == 0) fail("expected a JSON object at the top level");
         if (in_transfers_ && depth_ == 3) {
+            claim_transfer_key();
             field(std::move(v));
             return true;
         }
         if (in_transfers_) fail(fmt::format("transfers[{}]: expected a transfer object", count_));
+        claim_top_key();
         top_[key_] = std::move(v);
         if (key_ == "topology") ensure_topology();
         return true;
@@ -273,13 +375,14 @@ private:
 
     void finish_capture() {
         if (in_transfers_ && depth_ == 3) {
-            append_extra(capture_.take());
+            field(capture_.take());  // "step": [1] is a type error, "note": {...} an extra field
             return;
         }
         top_[key_] = capture_.take();
     }
 
     void append_extra(const json& v) {
+        cur_.extra_keys.push_back(key_);
         if (!cur_.extra.empty()) cur_.extra += ", ";
         cur_.extra += json(key_).dump() + ": " + v.dump();
     }
@@ -321,28 +424,8 @@ private:
 
     void ensure_topology() {
         if (table_.topology) return;
-        auto it = top_.find("topology");
-        if (it == top_.end()) fail("missing \"topology\" (a spec such as \"ebft:8\")");
-        if (!it->second.is_string()) fail("\"topology\" must be a spec string such as \"ebft:8\"");
-        table_.topology = Topology::parse(it->second.get<std::string>());
-        table_.model = table_.topology->default_model();
+        table_read::ensure_topology(table_, top_, name_);
         resolver_.emplace(table_, name_);
-    }
-
-    void read_requirements(const json& list) {
-        if (!list.is_array()) fail("\"requirements\" must be a list of {\"msg\", \"at\"} objects");
-        Composites& reg = table_.composite_registry();
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            const json& r = list[i];
-            if (!r.is_object() || !r.contains("msg") || !r.contains("at") || !r["msg"].is_string() || !r["at"].is_string())
-                fail(fmt::format("requirements[{}]: expected {{\"msg\": \"m(0,3)\", \"at\": \"3\"}}", i));
-            auto m = parse_message(r["msg"].get<std::string>(), table_.topology->processors(), reg);
-            auto at = table_.topology->find_node(r["at"].get<std::string>());
-            if (!m) fail(fmt::format("requirements[{}]: unknown message '{}'", i, r["msg"].get<std::string>()));
-            if (!at || !table_.topology->is_processor(*at))
-                fail(fmt::format("requirements[{}]: '{}' is not a processor", i, r["at"].get<std::string>()));
-            table_.requirements.push_back({*m, *at});
-        }
     }
 
     std::string_view name_;
@@ -352,20 +435,12 @@ private:
     Capture capture_;
     Fields cur_;
     std::uint64_t count_ = 0;
-    std::map<std::string, json> top_;
+    table_read::TopFields top_;
     SendTable table_;
     std::optional<Resolver> resolver_;
     std::vector<RawTransfer> pending_;
     std::map<std::string, std::uint32_t> origin_index_;
 };
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(fmt::format("{}: cannot open file", path));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -375,7 +450,7 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
-SendTable parse_table_json(std::string_view text, std::string_view name) {
+SendTable parse_table_json_reference(std::string_view text, std::string_view name) {
     check_json_depth(name, text);
     TableSax sax(name);
     bool ok = json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, true);
@@ -385,43 +460,121 @@ SendTable parse_table_json(std::string_view text, std::string_view name) {
     return sax.finish();
 }
 
-/// CSV: optional `# key=value` header lines (format, topology, model, collective), then a
-/// `step,from,to,message` header row and one row per transfer.
+SendTable parse_table_json(std::string_view text, std::string_view name) {
+    bool ranks = false;
+    if (auto t = table_read::parse_fast(text, false, name, ranks)) return std::move(*t);
+    return parse_table_json_reference(text, name);
+}
+
+namespace {
+
+/// A JSON table: the fast reader, else (a per-rank file, or anything the fast reader leaves to it,
+/// including every error) the reference readers. `padded`: simdjson's padding follows the text.
+SendTable read_json(std::string_view text, bool padded, std::string_view name) {
+    bool ranks = false;
+    if (auto t = table_read::parse_fast(text, padded, name, ranks)) return std::move(*t);
+    if (ranks || looks_like_ranks(text)) return parse_ranks_json(text, name);
+    return parse_table_json_reference(text, name);
+}
+
+/// `m(0,3)@3 b(0)@2`: the requirements line of a CSV table.
+void read_csv_requirements(SendTable& t, std::string_view v, const std::function<void(std::string_view)>& fail) {
+    Composites& reg = t.composite_registry();
+    while (!v.empty()) {
+        std::size_t sp = v.find(' ');
+        std::string_view item = v.substr(0, sp);
+        v = sp == std::string_view::npos ? std::string_view{} : trim(v.substr(sp + 1));
+        std::size_t at = item.rfind('@');
+        if (at == std::string_view::npos) fail(fmt::format("requirement '{}' is not MESSAGE@PROCESSOR (for example m(0,3)@3)", item));
+        std::string why;
+        auto m = parse_message(item.substr(0, at), t.topology->processors(), reg, &why);
+        auto node = t.topology->find_node(item.substr(at + 1));
+        if (!m) fail(fmt::format("requirement '{}': unknown message '{}'{}", item, item.substr(0, at), why.empty() ? "" : ": " + why));
+        if (!node || !t.topology->is_processor(*node)) fail(fmt::format("requirement '{}': '{}' is not a processor", item, item.substr(at + 1)));
+        t.requirements.push_back({*m, *node});
+    }
+}
+
+}  // namespace
+
+/// CSV: optional `# key=value` header lines (format, topology, model, collective, requirements,
+/// fields, extra[i]), then a `step,from,to,message` header row and one row per transfer.
 SendTable parse_table_csv(std::string_view text, std::string_view name) {
     SendTable t;
     std::string model_text, collective = "custom";
+    std::optional<std::string> requirements;
     std::size_t line_no = 0;
     bool header = false;
     std::optional<Resolver> resolver;
     std::uint64_t count = 0;
+    std::map<std::string, std::size_t, std::less<>> seen;  // header key -> line
+    std::vector<std::pair<std::uint64_t, std::string>> extras;
     while (!text.empty()) {
         std::size_t nl = text.find('\n');
         std::string_view line = trim(text.substr(0, nl));
         text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
         ++line_no;
         auto fail = [&](std::string_view what) { throw InputError(fmt::format("{}:{}: {}", name, line_no, what)); };
+        auto here = [&](auto&& f) {  // a topology, collective or model error, at this line of this file
+            try {
+                return f();
+            } catch (const InputError& e) {
+                fail(e.what());
+                throw;
+            }
+        };
         if (line.empty()) continue;
         if (line[0] == '#') {
             std::string_view kv = trim(line.substr(1));
             std::size_t eq = kv.find('=');
             if (eq == std::string_view::npos) continue;  // a comment
             std::string_view k = trim(kv.substr(0, eq)), v = trim(kv.substr(eq + 1));
+            bool known = k == "format" || k == "topology" || k == "model" || k == "collective" || k == "requirements" || k == "fields" ||
+                         k.starts_with("extra[");
+            if (!known) continue;  // a comment that happens to contain '='
             // The transfers above were resolved against the topology, model and collective already
             // read; changing them now would leave channel ids of another topology in the table.
-            if (header && (k == "format" || k == "topology" || k == "model" || k == "collective"))
-                fail(fmt::format("'# {}=' after the header row: the '# key=value' lines come before 'step,from,to,message'", k));
+            if (header) fail(fmt::format("'# {}=' after the header row: the '# key=value' lines come before 'step,from,to,message'", k));
+            if (auto [it, fresh] = seen.emplace(std::string(k), line_no); !fresh)
+                fail(fmt::format("a second '# {}=' line (the first is line {})", k, it->second));
             if (k == "format" && v != table_format)
                 fail(fmt::format("unknown format version '{}': this collsched reads {}", v, table_format));
-            if (k == "topology") t.topology = Topology::parse(v);
+            if (k == "topology") t.topology = here([&] { return Topology::parse(v); });
             if (k == "model") model_text = v;
             if (k == "collective") collective = v;
+            if (k == "requirements") requirements = std::string(v);
+            if (k == "fields") {
+                json j;
+                if (!table_read::parse_piece(v, max_json_depth - 1, j) || !j.is_object())
+                    fail("'# fields=' must be one JSON object (the table's extra top-level fields) without repeated keys");
+                for (auto& [fk, fv] : j.items()) {
+                    if (fk == "format" || fk == "topology" || fk == "collective" || fk == "model" || fk == "requirements" || fk == "steps" ||
+                        fk == "transfers")
+                        fail(fmt::format("'# fields=' may not hold \"{}\" (it has its own line)", fk));
+                    t.extra_fields.emplace_back(fk, fv.dump());
+                }
+            }
+            if (k.starts_with("extra[")) {
+                std::uint64_t i = 0;
+                std::string_view num = k.substr(6);
+                auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), i);
+                json j;
+                if (ec != std::errc{} || std::string_view(p, num.data() + num.size()) != "]")
+                    fail(fmt::format("'# {}=': expected '# extra[I]={{...}}' with a transfer index I", k));
+                if (!table_read::parse_piece(v, max_json_depth - 1, j) || !j.is_object() || j.empty())
+                    fail(fmt::format("'# {}=' must be one non-empty JSON object (the transfer's extra fields) without repeated keys", k));
+                if (j.contains("step") || j.contains("from") || j.contains("to") || j.contains("msg"))
+                    fail(fmt::format("'# {}=' may not hold step, from, to or msg", k));
+                extras.emplace_back(i, std::string(trim(v.substr(1, v.size() - 2))));
+            }
             continue;
         }
         if (!header) {
             if (line != "step,from,to,message") fail(fmt::format("expected the header row 'step,from,to,message', got '{}'", line));
             if (!t.topology) fail("missing '# topology=SPEC' line before the header row");
-            t.model = apply_model_options(t.topology->default_model(), model_text);
-            t.collective = Collective::parse(collective, *t.topology);
+            t.model = here([&] { return apply_model_options(t.topology->default_model(), model_text); });
+            t.collective = here([&] { return Collective::parse(collective, *t.topology); });
+            if (requirements) read_csv_requirements(t, *requirements, fail);
             resolver.emplace(t, name);
             header = true;
             continue;
@@ -449,13 +602,73 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
         }
     }
     if (!header) throw InputError(fmt::format("{}: not a table: no 'step,from,to,message' header row", name));
+    std::sort(extras.begin(), extras.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [i, extra] : extras)
+        if (i >= t.transfers.size())
+            throw InputError(fmt::format("{}: '# extra[{}]=' names a transfer the table does not have ({} transfers)", name, i, t.transfers.size()));
+    t.transfer_extras = std::move(extras);
     finish_composites(t, name);
     t.sort();
     return t;
 }
 
+namespace {
+
+/// A file's bytes followed by at least table_read::json_padding readable bytes (for the fast JSON
+/// reader): the file mapped (MAP_POPULATE: its pages are mapped in one call, no copy, no page
+/// fault each) when its last page has room for the padding, else read into a padded buffer
+/// (pipes, /proc files, a file ending just before a page boundary).
+class FileText {
+public:
+    explicit FileText(const std::string& path) : path_(path) {
+        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) throw InputError(fmt::format("{}: cannot open file", path));
+        struct stat st {};
+        const long page = ::sysconf(_SC_PAGESIZE);
+        if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && page > 0 &&
+            static_cast<std::size_t>(st.st_size) % static_cast<std::size_t>(page) != 0 &&
+            static_cast<std::size_t>(page) - static_cast<std::size_t>(st.st_size) % static_cast<std::size_t>(page) >= table_read::json_padding) {
+            void* p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+            if (p != MAP_FAILED) {
+                map_ = p;
+                map_size_ = static_cast<std::size_t>(st.st_size);
+                ::close(fd);
+                return;
+            }
+        }
+        char chunk[1 << 16];
+        for (ssize_t got; (got = ::read(fd, chunk, sizeof chunk)) != 0;) {
+            if (got < 0) {
+                if (errno == EINTR) continue;
+                ::close(fd);
+                throw InputError(fmt::format("{}: cannot read file", path));
+            }
+            buf_.append(chunk, static_cast<std::size_t>(got));
+        }
+        ::close(fd);
+        size_ = buf_.size();
+        buf_.append(table_read::json_padding, '\0');
+    }
+    ~FileText() {
+        if (map_) ::munmap(map_, map_size_);
+    }
+    FileText(const FileText&) = delete;
+    FileText& operator=(const FileText&) = delete;
+    std::string_view text() const { return map_ ? std::string_view(static_cast<const char*>(map_), map_size_) : std::string_view(buf_.data(), size_); }
+
+private:
+    std::string path_, buf_;
+    std::size_t size_ = 0, map_size_ = 0;
+    void* map_ = nullptr;
+};
+
+}  // namespace
+
 std::string read_input_text(const std::string& path) {
-    if (path != "-") return slurp(path);
+    if (path != "-") {
+        FileText file(path);
+        return std::string(file.text());
+    }
     std::ostringstream ss;
     ss << std::cin.rdbuf();
     if (std::cin.bad()) throw InputError("<stdin>: cannot read standard input");
@@ -475,15 +688,25 @@ bool looks_like_table(std::string_view text) {
     return false;
 }
 
-SendTable parse_table(std::string_view text, std::string_view name) {
+namespace {
+
+/// A table in `text`; `padded` when SIMDJSON_PADDING readable bytes follow it (read_table's buffers).
+SendTable parse_table_text(std::string_view text, bool padded, std::string_view name) {
     std::size_t first = text.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) throw InputError(fmt::format("{}: the file is empty (expected a table in JSON or CSV)", name));
-    if (text[first] == '{' && looks_like_ranks(text)) return parse_ranks_json(text, name);
-    if (text[first] == '{' || text[first] == '[') return parse_table_json(text, name);
+    if (text[first] == '{' || text[first] == '[') return read_json(text, padded, name);
     return parse_table_csv(text, name);
 }
 
-SendTable read_table(const std::string& path) { return parse_table(read_input_text(path), path == "-" ? "<stdin>" : path); }
+}  // namespace
+
+SendTable parse_table(std::string_view text, std::string_view name) { return parse_table_text(text, false, name); }
+
+SendTable read_table(const std::string& path) {
+    if (path == "-") return parse_table(read_input_text(path), "<stdin>");
+    FileText file(path);
+    return parse_table_text(file.text(), true, path);
+}
 
 namespace {
 
@@ -579,9 +802,24 @@ void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& 
 
 void write_table_csv(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "# format={}\n# topology={}\n# model={}\n# collective={}\nstep,from,to,message\n", table_format,
-                   t.topology->spec(), to_string(t.model), t.collective.to_string());
+    fmt::format_to(it, "# format={}\n# topology={}\n# model={}\n# collective={}\n", table_format, t.topology->spec(),
+                   to_string(t.model), t.collective.to_string());
     Messages ms = t.messages();
+    // What the table holds besides its transfers, so that a CSV export reads back to the same table.
+    if (!t.requirements.empty()) {
+        put(out, "# requirements=");
+        for (std::size_t i = 0; i < t.requirements.size(); ++i)
+            fmt::format_to(it, "{}{}@{}", i ? " " : "", ms.name(t.requirements[i].message), idx(t.requirements[i].at));
+        out.push_back('\n');
+    }
+    if (!t.extra_fields.empty()) {
+        put(out, "# fields={");
+        for (std::size_t i = 0; i < t.extra_fields.size(); ++i)
+            fmt::format_to(it, "{}{}:{}", i ? "," : "", json(t.extra_fields[i].first).dump(), t.extra_fields[i].second);
+        put(out, "}\n");
+    }
+    for (const auto& [i, text] : t.transfer_extras) fmt::format_to(it, "# extra[{}]={{{}}}\n", i, text);
+    put(out, "step,from,to,message\n");
     std::vector<std::string> names = node_names(*t.topology);
     for (const Transfer& x : t.transfers) {
         const Channel& c = t.topology->channel(x.channel);

@@ -2,10 +2,13 @@
  * Send tables on disk. The interchange format is JSON (`"format": "collsched.table/1"`,
  * schema in schema/collsched.table.schema.json, described in docs/formats.md); CSV is an
  * export with the same content (`# collsched.table/1 ...` header lines, then
- * `step,from,to,message`). The reader streams through the file with a SAX parser, so a table
- * of 10^8 transfers never exists as a JSON tree, and it rejects bad input with one line that
- * says what, where and what was expected (InputError). Output files are written to a temporary
- * name and renamed, so a failed or interrupted run leaves no partial file.
+ * `step,from,to,message`). JSON is read by two readers that accept the same language: a fast
+ * one (simdjson On Demand, compiler/table_json_fast.cpp) for the common shape of a table, and
+ * the reference reader (nlohmann SAX) for everything else and for every error, so that bad
+ * input gets one line that says what, where (file:line:col for syntax) and what was expected
+ * (InputError); neither builds a JSON tree of the transfers. A key given twice is an error.
+ * Output files are written to a temporary name and renamed, so a failed or interrupted run
+ * leaves no partial file.
  */
 #pragma once
 
@@ -35,6 +38,9 @@ std::string read_input_text(const std::string& path);
 bool looks_like_table(std::string_view text);
 /// Parses table JSON held in memory; `name` is used in messages.
 SendTable parse_table_json(std::string_view text, std::string_view name);
+/// The reference JSON reader alone (nlohmann SAX): what parse_table_json falls back to; the fuzz
+/// harness checks that the two agree on every input.
+SendTable parse_table_json_reference(std::string_view text, std::string_view name);
 SendTable parse_table_csv(std::string_view text, std::string_view name);
 
 /// Appends the table as JSON or CSV to `out`, calling `flush` whenever the buffer grows large

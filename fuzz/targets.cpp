@@ -68,7 +68,9 @@ void check_table(const SendTable& t) {
         invariant_failed("the JSON round trip changed the table:\n" + json);
     if (table_to_json(back) != json) invariant_failed("the JSON round trip is not stable:\n" + json);
     SendTable csv = parse_table_csv(table_to_csv(t), "roundtrip.csv");
-    if (csv.transfers != t.transfers) invariant_failed("the CSV round trip changed the transfers:\n" + json);
+    if (csv.transfers != t.transfers || csv.requirements != t.requirements || !(csv.model == t.model) ||
+        csv.collective != t.collective || csv.extra_fields != t.extra_fields || csv.transfer_extras != t.transfer_extras)
+        invariant_failed("the CSV round trip changed the table:\n" + json);
 
     for (const OutputFormat& f : output_formats()) {
         const std::string_view format = f.name;
@@ -121,6 +123,35 @@ void run_dsl(std::string_view input) {
         invariant_failed("the printed table compiles to a different table:\n" + printed);
 }
 
+namespace {
+
+/// The fast JSON reader (simdjson, with its fallback) and the reference reader must give the same
+/// table or the same error message on every input.
+SendTable parse_json_both(std::string_view input) {
+    std::optional<SendTable> fast, ref;
+    std::string fast_error, ref_error;
+    try {
+        fast = parse_table_json(input, "fuzz.json");
+    } catch (const InputError& e) {
+        fast_error = e.what();
+    }
+    try {
+        ref = parse_table_json_reference(input, "fuzz.json");
+    } catch (const InputError& e) {
+        ref_error = e.what();
+    }
+    if (fast_error != ref_error)
+        invariant_failed(fmt::format("the JSON readers disagree: fast '{}', reference '{}'", fast_error, ref_error));
+    if (!ref) throw InputError(ref_error);
+    if (fast->topology->spec() != ref->topology->spec() || !(fast->model == ref->model) || fast->collective != ref->collective ||
+        fast->transfers != ref->transfers || fast->requirements != ref->requirements || fast->extra_fields != ref->extra_fields ||
+        fast->transfer_extras != ref->transfer_extras)
+        invariant_failed("the JSON readers read different tables");
+    return std::move(*ref);
+}
+
+}  // namespace
+
 void run_table(std::string_view input) {
     std::size_t first = input.find_first_not_of(" \t\r\n");
     try {
@@ -130,7 +161,7 @@ void run_table(std::string_view input) {
         else if (first != std::string_view::npos && input[first] == '{' && looks_like_ranks(input))
             t = parse_ranks_json(input, "fuzz.ranks.json");
         else if (first != std::string_view::npos && (input[first] == '{' || input[first] == '['))
-            t = parse_table_json(input, "fuzz.json");
+            t = parse_json_both(input);
         else
             t = parse_table_csv(input, "fuzz.csv");
         check_table(t);

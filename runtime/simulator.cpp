@@ -3,6 +3,7 @@
 #include "runtime/simulator.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -204,11 +205,14 @@ public:
 
     // ---- streaming (StreamSimulator, compiler/stream.hpp): the table arrives step by step ----
     //
-    // There is no table to assign slots from, so a slot is made when a (node, message) pair is
-    // first touched, found again through a hash map: one for processors (kept to the end for the
-    // completeness check) and one for routers. With replicate=no a router slot whose last copy
-    // has left is erased and its slot reused, so router state stays as small as the traffic in
-    // flight. Only `hop` timing with replicate=no streams; the rule checks are the same code as a
+    // There is no table to assign slots from. Processors: a slot is made when a (processor,
+    // message) pair is first touched (dense per-message slots, else a hash map) and kept to the
+    // end for the completeness check. Routers (only replicate=no streams, so router state is the
+    // copies in flight): a step-to-step merge. The copies a router still holds after step s-1 are
+    // kept sorted by (router, message) in `carry_`; step s's router endpoints are radix-sorted by
+    // the same key and merged with them, and the merged list numbers the step's router slots, so
+    // router state is read in sequence instead of probed at random; after the step the slots that
+    // still hold a copy become the next `carry_`. The rule checks are the same code as a
     // whole-table run.
 
     void stream_begin() {
@@ -218,8 +222,8 @@ public:
         // Processor slots: when the message space is dense enough, slots 2m and 2m+1 belong to
         // the first two processors that touch message m (the holders of a message with one
         // origin are few: EBFT all-to-all has exactly two), found by comparing `proc_node_`
-        // instead of hashing; a third processor goes to the hash map. Router slots and those
-        // overflow slots follow from `pool_base_` = 2M on.
+        // instead of hashing; a third processor goes to the hash map, whose slots follow from
+        // `pool_base_` = 2M on. Router slots come after all processor slots, renumbered each step.
         const std::uint64_t M = msgs_.size();
         if (M <= dense_processor_limit) {
             pool_base_ = static_cast<std::uint32_t>(2 * M);
@@ -227,6 +231,11 @@ public:
             held_.assign(2 * M, never);
             stock_.assign(2 * M, 0);
         }
+        proc_end_ = held_.size();
+        message_bits_ = std::max(1, static_cast<int>(std::bit_width(M)));
+        const int bits = message_bits_ + std::max(1, static_cast<int>(std::bit_width(std::max<std::uint32_t>(R_, 1))));
+        radix_passes_ = (bits + 12) / 13;  // digits of at most 13 bits: 8192 buckets (64 KiB of counts) stay in L2
+        radix_digit_ = (bits + radix_passes_ - 1) / radix_passes_;
         if (options_.trace) {
             names_.reserve(topo_.nodes());
             for (std::uint32_t v = 0; v < topo_.nodes(); ++v) names_.push_back(topo_.node_name(Node{v}));
@@ -241,39 +250,45 @@ public:
         tr_ = step;
         const std::size_t n = step.size();
         slots_.resize(n);
-        // The processor map is large and probed at random: prefetch a few transfers ahead so the
-        // cache misses overlap.
+        held_.resize(proc_end_);  // the last step's router slots: their state is in carry_
+        stock_.resize(proc_end_);
+        // Processor endpoints get their slots now (the dense slots are prefetched a few transfers
+        // ahead so the cache misses overlap); router endpoints become merge requests.
         constexpr std::size_t ahead = 16;
         auto prefetch = [&](std::size_t i) {
+            if (pool_base_ == 0) return;
             const Channel& ch = topo_.channel(step[i].channel);
-            for (std::uint32_t v : {idx(ch.from), idx(ch.to)}) {
-                if (processor(v) && pool_base_ > 0) {
+            for (std::uint32_t v : {idx(ch.from), idx(ch.to)})
+                if (processor(v)) {
                     const std::size_t d = 2 * std::size_t{idx(step[i].message)};
                     __builtin_prefetch(&proc_node_[d]);
                     __builtin_prefetch(&held_[d]);
-                } else {
-                    (processor(v) ? proc_map_ : router_map_).prefetch(stream_key(v, step[i].message));
                 }
-            }
         };
         for (std::size_t i = 0; i < std::min(n, ahead); ++i) prefetch(i);
+        requests_.clear();
         for (std::size_t i = 0; i < n; ++i) {
             if (i + ahead < n) prefetch(i + ahead);
             const Channel& ch = topo_.channel(step[i].channel);
-            slots_[i] = {stream_slot(idx(ch.from), step[i].message), stream_slot(idx(ch.to), step[i].message)};
+            const MessageId m = step[i].message;
+            const auto at = static_cast<std::uint32_t>(2 * i);
+            if (processor(idx(ch.from))) slots_[i].src = stream_slot(idx(ch.from), m);
+            else requests_.push_back({router_key(idx(ch.from), m), at});
+            if (processor(idx(ch.to))) slots_[i].dst = stream_slot(idx(ch.to), m);
+            else requests_.push_back({router_key(idx(ch.to), m), at + 1});
         }
+        proc_end_ = held_.size();
+        sort_requests();
+        merge_routers();
         if (!hop_step(0, n, s)) {
             halted_ = true;
             return false;
         }
-        // replicate=no: a router slot whose last copy has left is forgotten
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t src = slots_[i].src;
-            if (processor(idx(topo_.channel(step[i].channel).from)) || stock_[src] > 0 || slot_key_[src - pool_base_] == FlatMap::empty)
-                continue;
-            router_map_.erase(slot_key_[src - pool_base_]);
-            slot_key_[src - pool_base_] = FlatMap::empty;
-            free_slots_.push_back(src);
+        // The router slots that still hold a copy are the copies in flight (replicate=no).
+        carry_.clear();
+        for (std::size_t j = 0; j < router_keys_.size(); ++j) {
+            const std::size_t slot = proc_end_ + j;
+            if (stock_[slot] > 0) carry_.push_back({router_keys_[j], held_[slot], stock_[slot]});
         }
         return true;
     }
@@ -286,51 +301,116 @@ public:
     }
 
 private:
+    struct RouterRequest {
+        std::uint64_t key;  ///< router_key(router, message)
+        std::uint32_t at;   ///< 2 * transfer index + (0: source, 1: destination)
+    };
+    struct RouterCopy {
+        std::uint64_t key;
+        std::uint32_t held, stock;
+    };
+
+    std::uint64_t router_key(std::uint32_t v, MessageId m) const { return (std::uint64_t{v - P_} << message_bits_) | idx(m); }
+
+    /// requests_ sorted by key: an LSD radix sort (a few passes of at most 13 bits over the bits
+    /// router and message take), stable, through one buffer the size of the step.
+    void sort_requests() {
+        if (requests_.size() < 64) {
+            std::sort(requests_.begin(), requests_.end(), [](const RouterRequest& a, const RouterRequest& b) { return a.key < b.key; });
+            return;
+        }
+        const std::size_t buckets = std::size_t{1} << radix_digit_;
+        const std::uint64_t mask = buckets - 1;
+        request_buf_.resize(requests_.size());
+        count_.resize(buckets);
+        for (int pass = 0; pass < radix_passes_; ++pass) {
+            const int shift = pass * radix_digit_;
+            std::fill(count_.begin(), count_.end(), 0);
+            for (const RouterRequest& r : requests_) ++count_[(r.key >> shift) & mask];
+            std::size_t sum = 0;
+            for (std::size_t& c : count_) sum += std::exchange(c, sum);
+            for (const RouterRequest& r : requests_) request_buf_[count_[(r.key >> shift) & mask]++] = r;
+            requests_.swap(request_buf_);
+        }
+    }
+
+    /// Numbers the step's router slots (from proc_end_ on) by merging the sorted requests with
+    /// the copies carried from the step before: every key of either gets one slot, in key order,
+    /// with the carried state or (never, 0); each request's transfer gets its slot.
+    void merge_routers() {
+        router_keys_.clear();
+        std::size_t c = 0;
+        auto open = [&](std::uint64_t key, std::uint32_t held, std::uint32_t stock) {
+            router_keys_.push_back(key);
+            held_.push_back(held);
+            stock_.push_back(stock);
+        };
+        if (proc_end_ + requests_.size() + carry_.size() >= never)
+            throw InputError("the streamed table touches more than 2^32 (node, message) pairs in one step; too large to simulate");
+        for (std::size_t r = 0; r < requests_.size();) {
+            const std::uint64_t key = requests_[r].key;
+            for (; c < carry_.size() && carry_[c].key < key; ++c) open(carry_[c].key, carry_[c].held, carry_[c].stock);
+            if (c < carry_.size() && carry_[c].key == key) {
+                open(key, carry_[c].held, carry_[c].stock);
+                ++c;
+            } else {
+                open(key, never, 0);
+            }
+            const auto slot = static_cast<std::uint32_t>(held_.size() - 1);
+            for (; r < requests_.size() && requests_[r].key == key; ++r) {
+                const std::uint32_t at = requests_[r].at;
+                (at & 1 ? slots_[at >> 1].dst : slots_[at >> 1].src) = slot;
+            }
+        }
+        for (; c < carry_.size(); ++c) open(carry_[c].key, carry_[c].held, carry_[c].stock);
+    }
+
     static std::uint64_t stream_key(std::uint32_t v, MessageId m) { return (std::uint64_t{idx(m)} << 32) | v; }
 
+    /// The slot of processor v for message m, made on first touch.
     std::uint32_t stream_slot(std::uint32_t v, MessageId m) {
-        const std::uint64_t key = stream_key(v, m);
-        auto make = [&] {
-            std::uint32_t slot;
-            const Step held = processor(v) && table_.collective.initial(msgs_, m) && idx(msgs_.origin(m)) == v ? 0 : never;
-            if (!free_slots_.empty()) {  // replicate=no (the only streamed case): held_ and stock_ per slot
-                slot = free_slots_.back();
-                free_slots_.pop_back();
-                held_[slot] = held;
-                stock_[slot] = 0;
-                slot_key_[slot - pool_base_] = key;
-            } else {
-                slot = static_cast<std::uint32_t>(held_.size());
-                if (slot == never) throw InputError("the streamed table touches more than 2^32 (node, message) pairs; too large to simulate");
-                held_.push_back(held);
-                stock_.push_back(0);
-                slot_key_.push_back(key);
-            }
-            return slot;
-        };
-        if (processor(v) && pool_base_ > 0) {
+        // Whether v starts with m: only asked for a new slot (it divides, through Messages::key).
+        auto initial = [&]() -> Step { return table_.collective.initial(msgs_, m) && idx(msgs_.origin(m)) == v ? 0 : never; };
+        if (pool_base_ > 0) {
             const std::uint32_t d = 2 * idx(m);
             for (std::uint32_t j = d; j < d + 2; ++j) {
                 if (proc_node_[j] == v) return j;
                 if (proc_node_[j] == never) {
                     proc_node_[j] = v;
-                    held_[j] = table_.collective.initial(msgs_, m) && idx(msgs_.origin(m)) == v ? 0 : never;
+                    held_[j] = initial();
                     return j;
                 }
             }
         }
-        return (processor(v) ? proc_map_ : router_map_).find_or_insert(key, make).first;
+        return proc_map_
+            .find_or_insert(stream_key(v, m),
+                            [&] {
+                                const auto slot = static_cast<std::uint32_t>(held_.size());
+                                if (slot == never)
+                                    throw InputError("the streamed table touches more than 2^32 (node, message) pairs; too large to simulate");
+                                held_.push_back(initial());
+                                stock_.push_back(0);
+                                return slot;
+                            })
+            .first;
     }
 
-    /// The slot of (v, m) if it has one, else `never`.
+    /// The slot of (v, m) if it has one, else `never`: a processor's, or a router's among the
+    /// last step's router slots (the copies it holds after the last step).
     std::uint32_t stream_find(std::uint32_t v, MessageId m) const {
-        if (processor(v) && pool_base_ > 0) {
+        if (!processor(v)) {
+            const std::uint64_t key = router_key(v, m);
+            auto it = std::lower_bound(router_keys_.begin(), router_keys_.end(), key);
+            if (it == router_keys_.end() || *it != key) return never;
+            return static_cast<std::uint32_t>(proc_end_ + static_cast<std::size_t>(it - router_keys_.begin()));
+        }
+        if (pool_base_ > 0) {
             const std::uint32_t d = 2 * idx(m);
             if (proc_node_[d] == v) return d;
             if (proc_node_[d + 1] == v) return d + 1;
             if (proc_node_[d + 1] == never) return never;
         }
-        return (processor(v) ? proc_map_ : router_map_).find(stream_key(v, m));
+        return proc_map_.find(stream_key(v, m));
     }
 
     bool processor(std::uint32_t v) const { return v < P_; }
@@ -707,11 +787,11 @@ private:
             const Channel& ch = channel_of(i);
             if (have_ && processor(idx(ch.from))) {
                 if (held_[src] != r && !have_->holds(idx(ch.from), tr_[i].message)) return;  // held before, or passing through
-            } else if (processor(idx(ch.from)) || replicate_) {
-                if (held_[src] > r) return;
             } else {
-                if (stock_[src] == 0) return;
-                --stock_[src];
+                // A router's departure is legal once the router received the message in the round;
+                // with replicate=no the copies are counted after the fixpoint (below), so which
+                // departure takes which copy does not depend on the order they are tried in.
+                if (held_[src] > r) return;
             }
             legal_[k] = 1;
             const std::uint32_t dst = slots_[i].dst;
@@ -736,17 +816,21 @@ private:
             for (auto it = first; it != order_.end() && slots_[b + *it].src == slot; ++it)
                 if (!legal_[*it]) attempt(*it);
         }
-        // The violation to report: a replicate=no router that received copies in the round but
-        // has none left for a departure is a replication violation, and it comes first: the worm
-        // it would carry makes the later hops illegal too, but those are its consequence, not a
-        // separate causality fault (the direct checker reports only the replication).
-        std::size_t bad = no_index;
-        for (std::uint32_t k = 0; k < n; ++k) {
-            if (legal_[k]) continue;
-            if (bad == no_index) bad = b + k;
-            if (!replicate_ && !processor(idx(channel_of(b + k).from)) && held_[slots_[b + k].src] <= r) return b + k;
-        }
-        return bad;
+        // replicate=no: a router passes on at most as many copies of a message as it receives in
+        // the round (docs/semantics.md). stock_ now holds the legal arrivals of each router slot;
+        // the legal departures take them in table order, and the first one left without a copy
+        // is the replication violation. It comes first: the hops downstream of an extra copy are
+        // legal (the router did receive the message), as in the direct checker.
+        if (!replicate_)
+            for (std::uint32_t k = 0; k < n; ++k) {
+                if (!legal_[k] || processor(idx(channel_of(b + k).from))) continue;
+                const std::uint32_t src = slots_[b + k].src;
+                if (stock_[src] == 0) return b + k;
+                --stock_[src];
+            }
+        for (std::uint32_t k = 0; k < n; ++k)
+            if (!legal_[k]) return b + k;
+        return no_index;
     }
 
     void trace_step(std::size_t b, std::size_t e, Step s) {
@@ -844,6 +928,24 @@ private:
             v.message = fmt::format("step {}: router {} forwards {} on {} but has no copy left (replicate=no: a router forwards "
                                     "each copy it receives exactly once)",
                                     s, topo_.node_name(Node{u}), msgs_.name(m), channel_name(tr_[i].channel));
+            return v;
+        }
+        if (wormhole_ && !processor(u) && !replicate_ && held_[src] <= held_by) {
+            // The round's legal transfers (legal_ is indexed from the round's first transfer).
+            std::size_t b = i;
+            while (b > 0 && tr_[b - 1].step == s) --b;
+            std::uint64_t arrived = 0, sent = 0;
+            for (std::size_t j = b; j < tr_.size() && tr_[j].step == s; ++j) {
+                if (tr_[j].message != m || !legal_[j - b]) continue;
+                const Channel& c = channel_of(j);
+                if (idx(c.to) == u) ++arrived;
+                if (idx(c.from) == u) ++sent;
+            }
+            v.rule = SimRule::replication;
+            v.message = fmt::format("round {}: router {} forwards {} on {} but has no copy left: it receives {} {} in round {} and "
+                                    "forwards {} (replicate=no: a router passes on at most as many copies as it receives in the round)",
+                                    s, topo_.node_name(Node{u}), msgs_.name(m), channel_name(tr_[i].channel), arrived,
+                                    arrived == 1 ? "copy" : "copies", s, sent);
             return v;
         }
         if (!processor(u) && !replicate_ && held_[src] <= held_by) {
@@ -1109,12 +1211,16 @@ private:
     Step prev_ = 0;  // hop: the last step replayed
 
     bool streamed_ = false, halted_ = false;  // streaming
-    FlatMap proc_map_, router_map_;
-    std::vector<std::uint64_t> slot_key_;      // per slot from pool_base_ on: its map key (empty once freed)
+    FlatMap proc_map_;                         // processors beyond the dense slots: (message, node) -> slot
     std::vector<std::uint32_t> proc_node_;     // per dense processor slot 2m, 2m+1: its processor, or never
     std::uint32_t pool_base_ = 0;              // the first slot that is not a dense processor slot
     static constexpr std::uint64_t dense_processor_limit = std::uint64_t{1} << 25;  // messages: at most 768 MiB of dense slots
-    std::vector<std::uint32_t> free_slots_;
+    std::size_t proc_end_ = 0;                 // processor slots are [0, proc_end_); the step's router slots follow
+    std::vector<RouterRequest> requests_, request_buf_;  // the step's router endpoints, sorted by key
+    std::vector<std::size_t> count_;                     // radix buckets
+    std::vector<std::uint64_t> router_keys_;             // per router slot of the step: its key, increasing
+    std::vector<RouterCopy> carry_;                      // the copies in flight after the last step, by key
+    int message_bits_ = 32, radix_passes_ = 1, radix_digit_ = 11;
 
     std::vector<std::uint32_t> port_stamp_, sends_, recvs_;  // per processor, for the current step
     std::vector<std::uint32_t> recv_stamp_, recv_steps_;     // per processor: last step with a receive, steps with one
@@ -1153,6 +1259,30 @@ double rounded(double x) { return std::round(x * 1e6) / 1e6; }
 
 SimReport simulate(const SendTable& table, const SimOptions& options) {
     COLLSCHED_ASSERT(table.topology != nullptr);
+    // The streamed replay (router state by a step-to-step merge, docs/performance.md) over the
+    // table's steps, which are in the order StepSorter gives a stream: its completed reports are
+    // the whole-table replay's field for field (tests/tools/test_bench.cpp); anything else is
+    // replayed again whole, for the full counterexample. Only when the table is dense enough that
+    // the streamed processor slots (24 bytes per message of the message space) cost no more
+    // than the whole-table slots (about 8 bytes per transfer).
+    const std::uint64_t M = table.messages().size();
+    if (!options.whole_table && !options.trace && table.model.timing == Timing::hop && !table.model.replicate &&
+        !table.has_composites() && !table.collective.combines() && !table.transfers.empty() && 3 * M <= table.transfers.size()) {
+        Simulator sim(table, options);
+        sim.stream_begin();
+        const auto& xs = table.transfers;
+        bool going = true;
+        for (std::size_t b = 0; b < xs.size() && going;) {
+            std::size_t e = b;
+            while (e < xs.size() && xs[e].step == xs[b].step) ++e;
+            going = sim.stream_step(xs[b].step, std::span<const Transfer>(xs.data() + b, e - b));
+            b = e;
+        }
+        if (going) {
+            SimReport r = sim.stream_finish();
+            if (r.status == SimStatus::completed) return r;
+        }
+    }
     return Simulator(table, options).run();
 }
 

@@ -47,6 +47,11 @@ namespace collsched {
 
 struct SimOptions {
     bool trace = false;  ///< keep one line per step listing its transfers
+    /// simulate(): always the whole-table replay. By default a table the streamed replay can take
+    /// (hop timing, replicate=no, no composites, dense enough) is replayed step by step first,
+    /// which is faster; when that run does not complete, the whole-table replay runs and gives
+    /// the report (its counterexamples say more). Tests set this to compare the two.
+    bool whole_table = false;
 };
 
 enum class SimStatus : std::uint8_t { completed, halted, incomplete };

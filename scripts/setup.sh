@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libz3-dev libboost-dev doctest-dev libcadical-dev
-          nlohmann-json3-dev libcli11-dev libfmt-dev openmpi-bin libopenmpi-dev
+          nlohmann-json3-dev libsimdjson-dev libcli11-dev libfmt-dev openmpi-bin libopenmpi-dev
           librsvg2-bin graphviz help2man chromium libprotobuf-dev protobuf-compiler)
 missing=()
 for p in "${packages[@]}"; do

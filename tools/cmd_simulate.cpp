@@ -26,6 +26,7 @@ struct SimulateArgs {
     bool json = false;
     bool trace = false;
     bool stream = false;
+    std::uint64_t max_transfers = CompileOptions{}.max_transfers;
 };
 
 /// `--stream`: compiles the schedule step by step into the streamed simulator (runtime/simulator.hpp).
@@ -38,6 +39,7 @@ SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
     Diagnostics diags(args.input, ss.str());
     CompileOptions options;
     options.base_dir = std::filesystem::path(args.input).parent_path().string();
+    options.max_transfers = args.max_transfers;
     StreamSimulator sim(SimOptions{.trace = args.trace});
     if (parse_defines(args.defines, options.defines, diags) && compile_stream(ss.str(), args.input, options, diags, sim)) {
         header = sim.header();
@@ -91,6 +93,10 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
                   "Schedules only: replay each step as the compiler produces it, never holding the whole table (for tables "
                   "too large for memory; cut-through policy, hop timing, replicate=no). A halt names the rule, step and "
                   "place; its sentence says only what is known by that step (docs/performance.md)");
+    cmd->add_option("--max-transfers", args->max_transfers,
+                    fmt::format("With --stream: stop with an error when the schedule makes more transfers (default {}; the "
+                                "streamed replay holds a few steps, so EBFT n = 8192 with 2.9 * 10^9 needs it raised)",
+                                args->max_transfers));
     cmd->callback([&ctx, args] {
         SendTable table;
         SimReport r;

@@ -52,12 +52,13 @@ private:
     void message(MessageId m, const Hop* first, const Hop* last);
     void hop_message(MessageId m, const Hop* first, const Hop* last);
     void wormhole_message(MessageId m, const Hop* first, const Hop* last);
+    void note(std::uint32_t router, std::vector<Step>& one, Step step);
     void routes(MessageId m, const Hop* first, const Hop* last);
     void routers_no_replicate(MessageId m);
     void routers_replicate(MessageId m);
-    void goals(MessageId m);
+    void goals(MessageId m, const MessageKey& k, bool initial);
     template <class F>
-    void goal_processors(MessageId m, F&& f) const;
+    void goal_processors(const MessageKey& k, bool initial, F&& f) const;
 
     const SendTable& t_;
     const Topology& topo_;
@@ -72,14 +73,23 @@ private:
     // by-message state
     std::vector<Step> since_;            ///< per node: first step at whose end it holds the message
     std::vector<std::uint32_t> touched_;
+    /// One arrival or departure of the current message at a router: 16 bytes, so that the
+    /// per-message sort moves little. The key packs (router, step, arrival after departure), the
+    /// sort order.
     struct RouterEvent {
-        std::uint32_t router;
-        Step step;
-        bool departure;
+        std::uint64_t key;
         ChannelId channel;
-        std::uint64_t key;  ///< (router, step, arrival after departure) packed, the sort order
+        std::uint32_t router() const { return static_cast<std::uint32_t>(key >> 33); }
+        Step step() const { return static_cast<Step>((key >> 1) & 0xFFFFFFFFu); }
+        bool departure() const { return (key & 1) == 0; }
     };
     std::vector<RouterEvent> events_;
+    /// replicate=no, per router of the current message: the step of its one arrival and of its
+    /// one departure (never: none yet; `many`: more than one), to skip the sort of events_ when
+    /// every router passes one copy on correctly (then there is nothing to report).
+    std::vector<Step> one_arrival_, one_departure_;
+    std::vector<std::uint32_t> event_routers_;
+    static constexpr Step many = never - 1;
     std::vector<ChannelId> route_;
     std::vector<detail::WaitInterval> waiting_;  ///< replicate=yes with a queue bound
     std::size_t req_ = 0;
@@ -203,6 +213,8 @@ void Checker::by_message() {
     const auto& xs = t_.transfers;
     const std::uint64_t N = xs.size();
     since_.assign(topo_.nodes(), never);
+    one_arrival_.assign(topo_.nodes(), never);
+    one_departure_.assign(topo_.nodes(), never);
     // Group the transfers by message, stably (so each group stays in step order), as (step,
     // channel) pairs: the per-message pass then reads them in sequence instead of jumping
     // through the table.
@@ -296,8 +308,11 @@ void Checker::by_message() {
 
 void Checker::message(MessageId m, const Hop* first, const Hop* last) {
     touched_.clear();
-    Node origin = ms_.origin(m);
-    if (t_.collective.initial(ms_, m)) {
+    // The message's key and whether it is initial data, once per message (Messages::key divides).
+    const MessageKey key = ms_.key(m);
+    const bool initial = t_.collective.initial(ms_, m);
+    const Node origin{key.src};
+    if (initial) {
         since_[idx(origin)] = 0;
         touched_.push_back(idx(origin));
     }
@@ -306,8 +321,13 @@ void Checker::message(MessageId m, const Hop* first, const Hop* last) {
         else wormhole_message(m, first, last);
         if (opt_.fixed_routes) routes(m, first, last);
     }
-    goals(m);
+    goals(m, key, initial);
     for (std::uint32_t v : touched_) since_[v] = never;
+}
+
+void Checker::note(std::uint32_t router, std::vector<Step>& one, Step step) {
+    if (one_arrival_[router] == never && one_departure_[router] == never) event_routers_.push_back(router);
+    one[router] = one[router] == never ? step : many;
 }
 
 void Checker::hop_message(MessageId m, const Hop* first, const Hop* last) {
@@ -319,8 +339,7 @@ void Checker::hop_message(MessageId m, const Hop* first, const Hop* last) {
     }
     events_.clear();
     auto event = [](std::uint32_t router, Step step, bool departure, ChannelId c) {
-        return RouterEvent{router, step, departure, c,
-                           (std::uint64_t{router} << 33) | (std::uint64_t{step} << 1) | (departure ? 0u : 1u)};
+        return RouterEvent{(std::uint64_t{router} << 33) | (std::uint64_t{step} << 1) | (departure ? 0u : 1u), c};
     };
     for (const Hop* p = first; p != last; ++p) {
         const Hop& x = *p;
@@ -336,10 +355,25 @@ void Checker::hop_message(MessageId m, const Hop* first, const Hop* last) {
             }
         } else {
             events_.push_back(event(idx(c.from), x.step, true, x.channel));
+            note(idx(c.from), one_departure_, x.step);
         }
-        if (!topo_.is_processor(c.to)) events_.push_back(event(idx(c.to), x.step, false, x.channel));
+        if (!topo_.is_processor(c.to)) {
+            events_.push_back(event(idx(c.to), x.step, false, x.channel));
+            note(idx(c.to), one_arrival_, x.step);
+        }
     }
-    if (!events_.empty()) {
+    // replicate=no: when every router of the message receives one copy and passes it on in a
+    // later step (in the next step under queues=none), routers_no_replicate would find nothing:
+    // skip its sort. Otherwise the events go through it in their canonical order.
+    bool clean = !t_.model.replicate;
+    const bool none = t_.model.queues == QueueKind::none;
+    for (std::uint32_t r : event_routers_) {
+        const Step a = one_arrival_[r], d = one_departure_[r];
+        if (a == never || d == never || a == many || d == many || a >= d || (none && d != a + 1)) clean = false;
+        one_arrival_[r] = one_departure_[r] = never;
+    }
+    event_routers_.clear();
+    if (!events_.empty() && !clean) {
         // Per router, in step order; at equal steps departures first (an arrival in step s
         // cannot serve a departure in step s), then by channel: of two same-step departures
         // the one on the lower channel takes the copy, so the extra one reported is fixed.
@@ -377,38 +411,38 @@ void Checker::routers_no_replicate(MessageId m) {
     const bool none = t_.model.queues == QueueKind::none;
     std::vector<const RouterEvent*> arrivals;
     for (std::size_t i = 0; i < events_.size();) {
-        std::uint32_t r = events_[i].router;
+        std::uint32_t r = events_[i].router();
         arrivals.clear();
         std::size_t head = 0;
-        for (; i < events_.size() && events_[i].router == r; ++i) {
+        for (; i < events_.size() && events_[i].router() == r; ++i) {
             const RouterEvent& e = events_[i];
-            if (!e.departure) {
+            if (!e.departure()) {
                 arrivals.push_back(&e);
                 continue;
             }
             if (head < arrivals.size()) {
-                Step a = arrivals[head++]->step;
-                if (none && e.step != a + 1)
+                Step a = arrivals[head++]->step();
+                if (none && e.step() != a + 1)
                     found_.add(Property::queues,
                                {Property::queues, a + 1, e.channel, Node{r}, {m},
                                 fmt::format("{} entered {} in step {} and leaves in step {}; with queues=none it must leave in step {}",
-                                            msg(m), node(Node{r}), a, e.step, a + 1)});
+                                            msg(m), node(Node{r}), a, e.step(), a + 1)});
             } else if (arrivals.empty()) {
-                found_.add(Property::causality, {Property::causality, e.step, e.channel, Node{r}, {m},
-                                                 fmt::format("{} forwards {} in step {} but has not received it", node(Node{r}), msg(m), e.step)});
+                found_.add(Property::causality, {Property::causality, e.step(), e.channel, Node{r}, {m},
+                                                 fmt::format("{} forwards {} in step {} but has not received it", node(Node{r}), msg(m), e.step())});
             } else {
                 found_.add(Property::replication,
-                           {Property::replication, e.step, e.channel, Node{r}, {m},
+                           {Property::replication, e.step(), e.channel, Node{r}, {m},
                             fmt::format("{} forwards {} in step {} but received only {} cop{} and has sent them on; "
                                         "routers do not replicate (replicate=no)",
-                                        node(Node{r}), msg(m), e.step, arrivals.size(), arrivals.size() == 1 ? "y" : "ies")});
+                                        node(Node{r}), msg(m), e.step(), arrivals.size(), arrivals.size() == 1 ? "y" : "ies")});
             }
         }
         if (none)
             for (; head < arrivals.size(); ++head)
-                found_.add(Property::queues, {Property::queues, arrivals[head]->step + 1, arrivals[head]->channel, Node{r}, {m},
+                found_.add(Property::queues, {Property::queues, arrivals[head]->step() + 1, arrivals[head]->channel, Node{r}, {m},
                                               fmt::format("{} entered {} in step {} and never leaves; with queues=none it must leave in step {}",
-                                                          msg(m), node(Node{r}), arrivals[head]->step, arrivals[head]->step + 1)});
+                                                          msg(m), node(Node{r}), arrivals[head]->step(), arrivals[head]->step() + 1)});
     }
 }
 
@@ -419,27 +453,27 @@ void Checker::routers_replicate(MessageId m) {
     const bool none = t_.model.queues == QueueKind::none;
     const bool bound = t_.model.queues == QueueKind::bounded;
     for (std::size_t i = 0; i < events_.size();) {
-        std::uint32_t r = events_[i].router;
+        std::uint32_t r = events_[i].router();
         Step first_arrival = never, last_arrival = never, last_departure = 0;
-        for (; i < events_.size() && events_[i].router == r; ++i) {
+        for (; i < events_.size() && events_[i].router() == r; ++i) {
             const RouterEvent& e = events_[i];
-            if (!e.departure) {
-                first_arrival = std::min(first_arrival, e.step);
-                last_arrival = e.step;
+            if (!e.departure()) {
+                first_arrival = std::min(first_arrival, e.step());
+                last_arrival = e.step();
                 continue;
             }
             if (first_arrival == never) {
-                found_.add(Property::causality, {Property::causality, e.step, e.channel, Node{r}, {m},
-                                                 fmt::format("{} forwards {} in step {} but has not received it", node(Node{r}), msg(m), e.step)});
+                found_.add(Property::causality, {Property::causality, e.step(), e.channel, Node{r}, {m},
+                                                 fmt::format("{} forwards {} in step {} but has not received it", node(Node{r}), msg(m), e.step())});
                 continue;
             }
-            last_departure = e.step;
-            if (none && last_arrival + 1 != e.step)
+            last_departure = e.step();
+            if (none && last_arrival + 1 != e.step())
                 found_.add(Property::queues,
-                           {Property::queues, e.step, e.channel, Node{r}, {m},
+                           {Property::queues, e.step(), e.channel, Node{r}, {m},
                             fmt::format("{} sends {} in step {} but received it last in step {}; with queues=none a router "
                                         "sends only in the step after an arrival",
-                                        node(Node{r}), msg(m), e.step, last_arrival)});
+                                        node(Node{r}), msg(m), e.step(), last_arrival)});
         }
         if (bound && first_arrival != never && last_departure >= first_arrival + 2)
             waiting_.push_back({r, first_arrival, last_departure - 2});
@@ -447,11 +481,10 @@ void Checker::routers_replicate(MessageId m) {
 }
 
 template <class F>
-void Checker::goal_processors(MessageId m, F&& f) const {
+void Checker::goal_processors(const MessageKey& k, bool initial, F&& f) const {
     const Collective& c = t_.collective;
-    MessageKey k = ms_.key(m);
     const std::uint32_t P = topo_.processors();
-    if (c.initial(ms_, m) || c.kind == CollectiveKind::custom) {
+    if (initial || c.kind == CollectiveKind::custom) {
         switch (c.kind) {
             case CollectiveKind::alltoall:
             case CollectiveKind::scatter:
@@ -474,13 +507,13 @@ void Checker::goal_processors(MessageId m, F&& f) const {
     }
 }
 
-void Checker::goals(MessageId m) {
+void Checker::goals(MessageId m, const MessageKey& k, bool initial) {
     auto check = [&](Node p) {
         if (since_[idx(p)] != never) return;
         found_.add(Property::completeness, {Property::completeness, 0, std::nullopt, p, {m},
                                             fmt::format("{} never reaches processor {}", msg(m), node(p))});
     };
-    goal_processors(m, check);
+    goal_processors(k, initial, check);
     while (req_ < reqs_.size() && idx(reqs_[req_].message) < idx(m)) ++req_;
     for (; req_ < reqs_.size() && reqs_[req_].message == m; ++req_) check(reqs_[req_].at);
 }

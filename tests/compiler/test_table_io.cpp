@@ -93,7 +93,7 @@ TEST_CASE("table io: bad input gets one clear line") {
     CHECK(error_of(R"J({"topology": "ebft:4", "collective": "alltoall", "transfers": []})J") ==
           "t.json: missing \"format\" (\"collsched.table/1\")");
     CHECK(error_of(R"J({"format": "collsched.table/1", "topology": "ebft:5", "collective": "alltoall", "transfers": []})J") ==
-          "topology 'ebft:5': 5 leaves is not a power of 2 (at least 2)");
+          "t.json: topology 'ebft:5': 5 leaves is not a power of 2 (at least 2)");
     CHECK(error_of(with(R"J({"step": 1, "from": "0", "to": "r1.7", "msg": "m(0,1)"})J")) ==
           "t.json: transfers[0] (step 1): node 'r1.7' does not exist in ebft:4 (processors 0..3, routers r1.0..r2.0)");
     CHECK(error_of(with(R"J({"step": 1, "from": "0", "to": "1", "msg": "m(0,1)"})J")) ==
@@ -113,9 +113,9 @@ TEST_CASE("table io: bad input gets one clear line") {
     CHECK(error_of(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall"})J") ==
           "t.json: missing \"transfers\" (a list of {\"step\", \"from\", \"to\", \"msg\"} objects)");
     CHECK(error_of(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "bcast", "transfers": []})J")
-              .starts_with("collective 'bcast': unknown collective"));
+              .starts_with("t.json: collective 'bcast': unknown collective"));
     CHECK(error_of(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "broadcast:4", "transfers": []})J") ==
-          "collective 'broadcast:4': '4' is not a processor of ebft:4 (0..3)");
+          "t.json: collective 'broadcast:4': '4' is not a processor of ebft:4 (0..3)");
     CHECK(error_of("[1, 2]") == "t.json: expected a JSON object at the top level");
     CHECK(error_of("") .starts_with("t.json:1:1: malformed JSON"));
 }
@@ -133,4 +133,140 @@ TEST_CASE("table io: CSV errors name the line") {
     CHECK(err("step,from,to,message\n") == "t.csv:1: missing '# topology=SPEC' line before the header row");
     CHECK(err("# topology=ring:3\nstep,from,to,message\n1,0,5,\"b(0)\"\n") ==
           "t.csv:3: transfers[0] (step 1): node '5' does not exist in ring:3 (processors 0..2)");
+}
+
+namespace {
+
+/// Both JSON readers on one text: the same table, or the same error.
+std::string both_readers(std::string_view text) {
+    std::string fast, ref;
+    SendTable a, b;
+    try {
+        a = parse_table_json(text, "t.json");
+    } catch (const InputError& e) {
+        fast = e.what();
+    }
+    try {
+        b = parse_table_json_reference(text, "t.json");
+    } catch (const InputError& e) {
+        ref = e.what();
+    }
+    CHECK(fast == ref);
+    if (fast.empty()) {
+        CHECK(a.transfers == b.transfers);
+        CHECK(a.requirements == b.requirements);
+        CHECK(a.extra_fields == b.extra_fields);
+        CHECK(a.transfer_extras == b.transfer_extras);
+        CHECK(a.model == b.model);
+    }
+    return ref;
+}
+
+std::string csv_error(std::string_view text) {
+    try {
+        parse_table_csv(text, "t.csv");
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("table io: the fast and the reference JSON readers agree") {
+    for (const char* f : {"ebft4_alltoall.json", "ebft16_alltoall.json", "ring8_allgather.json", "cbft8_flood_allgather.json"})
+        CHECK(both_readers(data(f)) == "");
+    CHECK(both_readers(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,1)", "note": [1, {"a": 2}]})J")) == "");
+    CHECK(both_readers(with(R"J({"step": 1, "from": "\u0030", "to": "r1.0", "msg": "m(0,1)"})J")) == "");
+    CHECK(both_readers(with(R"J({"st\u0065p": 1, "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) == "");
+    CHECK(both_readers(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,1)"},])J")).starts_with("t.json:1:"));
+    CHECK(both_readers(std::string(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) + " x")
+              .starts_with("t.json:1:"));
+    CHECK(both_readers(std::string(with("")) + "}").starts_with("t.json:1:"));
+    CHECK(both_readers(with(R"J({"step": [1], "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
+          "t.json: transfers[0]: \"step\" must be an integer >= 1, got [1]");
+    CHECK(both_readers(with(R"J({"step": 1, "from": {"a": 0}, "to": "r1.0", "msg": "m(0,1)"})J")) ==
+          "t.json: transfers[0]: \"from\" must be a string, got {\"a\":0}");
+    CHECK(both_readers(with(R"J({"step": 1.0, "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
+          "t.json: transfers[0]: \"step\" must be an integer >= 1, got 1.0");
+    CHECK(both_readers(with(R"J({"step": 18446744073709551616, "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
+          "t.json: transfers[0]: \"step\" must be an integer >= 1, got 1.8446744073709552e+19");
+    CHECK(both_readers(R"J({"format": "collsched.table/1", "topology": "ring:4", "collective": "custom", "steps": 7,
+        "requirements": [{"msg": "b(0)", "at": "1"}], "note": {"deep": [[[]]]}, "transfers": [{"step": 1, "from": "0", "to": "1", "msg": "b(0)"}]})J") == "");
+}
+
+TEST_CASE("table io: a key given twice is an error (issue 13)") {
+    CHECK(both_readers(R"J({"format": "collsched.table/1", "topology": "ebft:4", "topology": "ebft:8", "collective": "alltoall", "transfers": []})J") ==
+          "t.json: duplicate key \"topology\" in the top-level object");
+    CHECK(both_readers(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,1)", "step": 2})J")) ==
+          "t.json: transfers[0]: duplicate key \"step\"");
+    CHECK(both_readers(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,1)", "x": 1, "x": [2]})J")) ==
+          "t.json: transfers[0]: duplicate key \"x\"");
+    CHECK(both_readers(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,1)"}], "transfers": [)J")) ==
+          "t.json: duplicate key \"transfers\" in the top-level object");
+    CHECK(both_readers(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall", "transfers": 3, "transfers": []})J") ==
+          "t.json: duplicate key \"transfers\" in the top-level object");
+    CHECK(both_readers(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall", "model": {"ports": "single", "ports": "multi"}, "transfers": []})J") ==
+          "t.json: duplicate key \"ports\" in \"model\"");
+    CHECK(both_readers(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,1)", "x": {"a": 1, "a": 2}})J")) ==
+          "t.json: duplicate key \"a\" in transfers[0].\"x\"");
+}
+
+TEST_CASE("table io: integers are range-checked before narrowing (issue 13)") {
+    CHECK(both_readers(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall", "model": {"queues": 4294967296}, "transfers": []})J") ==
+          "t.json: model: bad value '4294967296' for 'queues': expected unbounded, none, or a queue bound 0 <= B <= 4294967295");
+    SendTable t = parse_table_json(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall", "model": {"queues": 4294967295}, "transfers": []})J", "t.json");
+    CHECK(t.model.queue_bound == 4294967295u);
+    CHECK(both_readers(with(R"J({"step": 2147483649, "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
+          "t.json: transfers[0] (step 2147483649): step 2147483649 is too large");
+}
+
+TEST_CASE("table io: model, topology and collective errors in a table name the file (issue 13)") {
+    CHECK(both_readers(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall", "model": {"timing": "warp"}, "transfers": []})J") ==
+          "t.json: model: bad value 'warp' for 'timing': expected hop or wormhole");
+    CHECK(both_readers(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall", "model": 3, "transfers": []})J") ==
+          "t.json: \"model\" must be an object such as {\"timing\": \"hop\"}");
+    CHECK(csv_error("# topology=ebft:5\nstep,from,to,message\n") == "t.csv:1: topology 'ebft:5': 5 leaves is not a power of 2 (at least 2)");
+    CHECK(csv_error("# topology=ebft:4\n# model=timing=warp\nstep,from,to,message\n") ==
+          "t.csv:3: model: bad value 'warp' for 'timing': expected hop or wormhole");
+    CHECK(csv_error("# topology=ebft:4\n# collective=bcast\nstep,from,to,message\n").starts_with("t.csv:3: collective 'bcast': unknown collective"));
+}
+
+TEST_CASE("table io: a CSV header line given twice is an error (issue 13)") {
+    CHECK(csv_error("# topology=ring:4\n# topology=ring:8\nstep,from,to,message\n") == "t.csv:2: a second '# topology=' line (the first is line 1)");
+    CHECK(csv_error("# topology=ring:4\n# collective=allgather\n\n# collective=alltoall\nstep,from,to,message\n") ==
+          "t.csv:4: a second '# collective=' line (the first is line 2)");
+    CHECK(csv_error("# topology=ring:4\n# fields={\"a\": 1, \"a\": 2}\nstep,from,to,message\n") ==
+          "t.csv:2: '# fields=' must be one JSON object (the table's extra top-level fields) without repeated keys");
+    CHECK(csv_error("# topology=ring:4\n# requirements=b(0)@9\nstep,from,to,message\n") == "t.csv:3: requirement 'b(0)@9': '9' is not a processor");
+    CHECK(csv_error("# topology=ring:4\n# extra[5]={\"c\": 1}\nstep,from,to,message\n1,0,1,\"b(0)\"\n") ==
+          "t.csv: '# extra[5]=' names a transfer the table does not have (1 transfers)");
+    CHECK(csv_error("# topology=ring:4\n# note: x=1 is a comment\nstep,from,to,message\n") == "");
+}
+
+TEST_CASE("table io: every export that reads back keeps what the table holds (issue 13)") {
+    std::string text = R"J({"format": "collsched.table/1", "topology": "ring:4", "note": {"by": "hand"}, "z": [1, 2],
+      "model": {"ports": "single", "queues": 3}, "collective": "custom",
+      "requirements": [{"msg": "b(0)", "at": "2"}, {"msg": "m(1,3)", "at": "3"}],
+      "transfers": [{"step": 2, "from": "1", "to": "2", "msg": "b(0)", "color": "red", "w": {"k": [1]}},
+                    {"step": 1, "from": "0", "to": "1", "msg": "b(0)"},
+                    {"step": 1, "from": "1", "to": "2", "msg": "m(1,3)"},
+                    {"step": 2, "from": "2", "to": "3", "msg": "m(1,3)", "at": "x.sched:3:1"}]})J";
+    SendTable t = parse_table_json(text, "t.json");
+    auto same = [&](const SendTable& b) {
+        CHECK(b.topology->spec() == t.topology->spec());
+        CHECK(b.model == t.model);
+        CHECK(b.collective == t.collective);
+        CHECK(b.requirements == t.requirements);
+        CHECK(b.transfers == t.transfers);
+        CHECK(b.extra_fields == t.extra_fields);
+        CHECK(b.transfer_extras == t.transfer_extras);
+    };
+    std::string csv = table_to_csv(t);
+    CHECK(csv.find("# requirements=b(0)@2 m(1,3)@3\n") != std::string::npos);
+    CHECK(csv.find("# fields={\"note\":{\"by\":\"hand\"},\"z\":[1,2]}\n") != std::string::npos);
+    CHECK(csv.find("# extra[2]={\"color\": \"red\", \"w\": {\"k\":[1]}}\n") != std::string::npos);
+    same(parse_table_csv(csv, "t.csv"));
+    same(parse_table_json(table_to_json(t), "t.json"));
+    CHECK(table_to_csv(parse_table_csv(csv, "t.csv")) == csv);
 }

@@ -646,6 +646,10 @@ RefResult reference(const SendTable& t) {
             }
         } else if (!found) {
             // Legality within a round is a fixpoint: passes over the round until nothing changes.
+            // A sender is legal when it held the message at the end of the previous round or
+            // received it in this round through a legal transfer (routers included); then, with
+            // replicate=no, a router that passes on more copies than it receives in the round is
+            // a replication violation (docs/semantics.md: counted, whatever the order).
             std::vector<bool> legal(now.size(), false);
             std::map<Key, Step> h2 = held;
             std::map<Key, std::int64_t> c2 = copies;
@@ -654,23 +658,23 @@ RefResult reference(const SendTable& t) {
                 for (std::size_t k = 0; k < now.size(); ++k) {
                     const Transfer& x = now[k];
                     const Key src{from(x), idx(x.message)}, dst{to(x), idx(x.message)};
-                    if (legal[k]) continue;
-                    if (from(x) < P || model.replicate) {
-                        if (!h2.count(src)) continue;
-                    } else {
-                        if (c2[src] <= 0) continue;
-                        --c2[src];
-                    }
+                    if (legal[k] || !h2.count(src)) continue;
                     legal[k] = changed = true;
                     if (!h2.count(dst)) h2[dst] = s;
-                    if (to(x) >= P && !model.replicate) ++c2[dst];
                 }
             }
+            if (!model.replicate) {
+                std::map<Key, std::int64_t> balance;
+                for (std::size_t k = 0; k < now.size(); ++k) {
+                    if (!legal[k]) continue;
+                    if (to(now[k]) >= P) ++balance[{to(now[k]), idx(now[k].message)}];
+                    if (from(now[k]) >= P) --balance[{from(now[k]), idx(now[k].message)}];
+                }
+                for (const auto& [key, b] : balance)
+                    if (b < 0) fault(3, SimRule::replication);
+            }
             for (std::size_t k = 0; k < now.size() && !found; ++k)
-                if (!legal[k])
-                    fault(3, from(now[k]) >= P && !model.replicate && h2.count({from(now[k]), idx(now[k].message)})
-                                 ? SimRule::replication
-                                 : SimRule::causality);
+                if (!legal[k]) fault(3, SimRule::causality);
             if (!found) {
                 // routers keep nothing between rounds
                 std::erase_if(h2, [&](const auto& kv) { return kv.first.first >= P; });

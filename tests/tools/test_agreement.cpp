@@ -280,6 +280,33 @@ Instance make_instance(std::uint64_t seed, const std::vector<std::string>& topol
     }
     for (auto& [m, targets] : broadcasts) place_tree(MessageId{m}, targets, static_cast<Step>(rng.in(1, 3)));
 
+    // Relay shapes (issue 13): a processor p that receives m from router r sends it back into r
+    // and on to another processor q, either in the same step/round (legal under wormhole, where
+    // the router then passes on two copies it received in the round; a causality fault under hop)
+    // or in the next steps (relay back). Which copy the router passes on where must not matter.
+    std::string shape;
+    if (rng.chance(0.2)) {
+        std::vector<std::size_t> last_hops;
+        for (std::size_t k = 0; k < xs.size(); ++k) {
+            const Channel& c = T.channel(xs[k].channel);
+            if (!T.is_processor(c.from) && T.is_processor(c.to)) last_hops.push_back(k);
+        }
+        if (!last_hops.empty()) {
+            const Transfer x = xs[rng.pick(last_hops)];
+            const Channel& c = T.channel(x.channel);
+            std::vector<ChannelId> onward;
+            for (ChannelId o : out_channels(T, c.from))
+                if (T.is_processor(T.channel(o).to) && T.channel(o).to != c.to) onward.push_back(o);
+            auto back = T.find_channel(c.to, c.from);
+            if (back && !onward.empty()) {
+                bool same = rng.chance(0.5);
+                shape = same ? " relay in the same step" : " relay back";
+                xs.push_back({x.step + (same ? 0 : 1), *back, x.message});
+                xs.push_back({x.step + (same ? 0 : hop ? 2 : 1), rng.pick(onward), x.message});
+            }
+        }
+    }
+
     // Faults.
     static const std::vector<std::string> kinds = {"capacity", "ports",   "queue", "replication", "causality",
                                                    "route",    "missing", "junk",  "duplicate"};
@@ -363,8 +390,8 @@ Instance make_instance(std::uint64_t seed, const std::vector<std::string>& topol
     in.table.transfers = std::move(xs);
     in.table.sort();
     in.fixed_routes = rng.chance(0.3);
-    in.description = fmt::format("seed {}: {} model {} collective {}{} faults [{}]{}, {} transfers", seed, T.spec(), to_string(model),
-                                 coll.to_string(), trees ? " (flooding trees)" : "", faults, in.fixed_routes ? " fixed routes" : "",
+    in.description = fmt::format("seed {}: {} model {} collective {}{}{} faults [{}]{}, {} transfers", seed, T.spec(), to_string(model),
+                                 coll.to_string(), trees ? " (flooding trees)" : "", shape, faults, in.fixed_routes ? " fixed routes" : "",
                                  in.table.transfers.size());
     return in;
 }
@@ -663,6 +690,41 @@ static void run_composite_seeds(std::uint64_t first, std::uint64_t count, const 
 
 TEST_CASE("agreement: z3, direct and simulator on 300 seeded random tables with combined values and bundles") {
     run_composite_seeds(1, 300, kSmall);
+}
+
+TEST_CASE("agreement: a processor relaying within a wormhole round (issue 13)") {
+    // cbft:4, one round: 0 -> r1.0 -> 1 and 1 -> r1.0 -> 0, all b(0). The router receives two
+    // copies in the round and passes on two: the table holds, whichever copy goes where.
+    auto topo = Topology::parse("cbft:4");
+    SendTable t;
+    t.topology = topo;
+    t.model = topo->default_model();
+    t.model.timing = Timing::wormhole;
+    t.model.replicate = false;
+    t.collective = Collective::parse("custom", *topo);
+    Messages ms(topo->processors());
+    t.requirements = {{ms.broadcast(0), Node{1}}};
+    Node r = *topo->find_node("r1.0");
+    for (auto [u, v] : {std::pair(Node{0}, r), std::pair(r, Node{1}), std::pair(Node{1}, r), std::pair(r, Node{0})})
+        t.transfers.push_back({1, *topo->find_channel(u, v), ms.broadcast(0)});
+    t.sort();
+    Instance in{t, false, "cbft:4 relay within a round"};
+    Tally tally;
+    check_agreement(in, tally);
+    SimReport s = simulate(t);
+    CHECK(s.status == SimStatus::completed);
+    CHECK(verify_direct(t, {}).holds());
+    // One copy too few: 1 -> r1.0 dropped, so r1.0 passes on two copies of the one it received.
+    SendTable short_one = t;
+    std::erase_if(short_one.transfers, [&](const Transfer& x) { return x.channel == *topo->find_channel(Node{1}, r); });
+    SimReport s2 = simulate(short_one);
+    REQUIRE(s2.violation);
+    CHECK(s2.violation->rule == SimRule::replication);
+    CHECK(s2.violation->message ==
+          "round 1: router r1.0 forwards b(0) on r1.0->1 but has no copy left: it receives 1 copy in round 1 and forwards 2 "
+          "(replicate=no: a router passes on at most as many copies as it receives in the round)");
+    Instance in2{short_one, false, "cbft:4 relay with a copy short"};
+    check_agreement(in2, tally);
 }
 
 TEST_CASE("agreement: the generated phase total exchanges") {

@@ -107,3 +107,33 @@ TEST_CASE("cli: verify and simulate read per-rank files, including ones with lis
                        "lists no such receive\n");
     std::remove(bad.c_str());
 }
+
+TEST_CASE("cli: convert to every format that reads back keeps the verdict (issue 13)") {
+    // A custom table whose verdict rests on its requirements: b(0) must reach 2 and m(1,3) must
+    // reach 3; the table delivers b(0) to 2 only, so completeness is violated (m(1,3) never
+    // arrives). A CSV export that dropped the requirements would turn this into "holds".
+    std::string dir = std::filesystem::temp_directory_path() / ("collsched_rt." + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::string t = dir + "/t.json";
+    {
+        std::FILE* f = std::fopen(t.c_str(), "w");
+        std::fputs(R"J({"format": "collsched.table/1", "topology": "ring:4", "collective": "custom", "note": "kept",
+  "requirements": [{"msg": "b(0)", "at": "2"}, {"msg": "m(1,3)", "at": "3"}],
+  "transfers": [{"step": 1, "from": "0", "to": "1", "msg": "b(0)"}, {"step": 2, "from": "1", "to": "2", "msg": "b(0)", "c": 1}]})J",
+                   f);
+        std::fclose(f);
+    }
+    auto original = run("verify " + t);
+    CHECK(original.code == 1);
+    CHECK(original.out.find("m(1,3) never reaches processor 3") != std::string::npos);
+    for (std::string format : {"json", "csv", "ranks"}) {
+        CAPTURE(format);
+        std::string out = dir + "/t." + format;
+        REQUIRE(run("convert " + t + " --format " + format + " -o " + out).code == 0);
+        auto back = run("verify " + out);
+        CHECK(back.code == original.code);
+        CHECK(back.out == original.out);
+        CHECK(run("simulate " + out).out == run("simulate " + t).out);
+    }
+    std::filesystem::remove_all(dir);
+}

@@ -248,3 +248,16 @@ TEST_CASE("fuzz regressions: CSV header lines after the header row are refused")
                      "# a comment is fine\n# note: so is this=that\n2,1,2,b(0)\n";
     CHECK(parse_table_csv(ok, "t.csv").transfers.size() == 2);  // other '#' lines stay comments anywhere
 }
+
+// The whole committed table corpus through the table harness: the two JSON readers must agree on
+// every file (fuzz/targets.cpp, parse_json_both), and what they accept goes through check_table.
+TEST_CASE("fuzz corpus: the committed table corpus passes the table harness") {
+    InFuzzData here;
+    std::size_t replayed = 0;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(COLLSCHED_SOURCE_DIR) / "fuzz/corpus/table")) {
+        CAPTURE(e.path().string());
+        fuzz::run_table(read_bytes(e.path()));
+        ++replayed;
+    }
+    CHECK(replayed > 1000);
+}

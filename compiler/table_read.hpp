@@ -1,0 +1,104 @@
+/** \file
+ * What the two JSON table readers share (internal to compiler/): the resolver that turns one
+ * transfer's strings into ids, the builder of kept JSON values (refusing duplicate keys), and the
+ * handling of the top-level fields once the document is read. The reference reader
+ * (table_io.cpp, nlohmann SAX) defines the accepted language and every error message; the fast
+ * reader (table_json_fast.cpp, simdjson On Demand) reads the common shape of a table at disk speed
+ * and hands anything else, including every error, back to the reference reader.
+ */
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/send_table.hpp"
+#include "dsl/diagnostics.hpp"
+
+namespace collsched::table_read {
+
+using json = nlohmann::json;
+
+/// Runs `f` (a topology, collective or model parser whose messages start with what they parse)
+/// and puts the file's name in front of an InputError it throws; a message that begins with the
+/// generic "table: " gets the name instead.
+template <class F>
+auto naming_file(std::string_view name, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const InputError& e) {
+        std::string_view what = e.what();
+        if (what.starts_with(name)) throw;
+        if (what.starts_with("table: ")) what.remove_prefix(7);
+        throw InputError(fmt::format("{}: {}", name, what));
+    }
+}
+
+/// Turns the strings of one transfer into ids; all lookups of a table go through one resolver.
+class Resolver {
+public:
+    Resolver(SendTable& t, std::string_view name);
+    Transfer resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg) const;
+
+private:
+    const SendTable& table_;
+    std::string_view name_;
+    Composites& reg_;
+    Messages messages_;
+};
+
+/// Builds a JSON value from SAX-like events (for fields collsched keeps but does not interpret).
+/// A key that appears twice in one object is refused: `on_duplicate(key)` is called (it throws).
+class Capture {
+public:
+    explicit Capture(std::function<void(const std::string&)> on_duplicate) : on_duplicate_(std::move(on_duplicate)) {}
+    bool active() const { return active_; }
+    void begin();
+    void value(json v) { insert(std::move(v), false); }
+    void open(json container) { insert(std::move(container), true); }
+    void close();
+    void key(std::string k) { key_ = std::move(k); }
+    json take() { return std::move(root_); }
+
+private:
+    void insert(json v, bool container);
+    std::function<void(const std::string&)> on_duplicate_;
+    bool active_ = false;
+    json root_;
+    std::vector<json*> stack_;
+    std::string key_;
+};
+
+/// Parses one JSON value (a piece of a table file the fast reader does not interpret) strictly:
+/// false when it is malformed, nests deeper than `max_depth`, or repeats a key in an object.
+bool parse_piece(std::string_view text, int max_depth, json& out);
+
+/// The top-level fields of a table file other than "transfers", in key order.
+using TopFields = std::map<std::string, json>;
+
+/// Sets the table's topology (and default model) from top["topology"] when it is not set yet.
+void ensure_topology(SendTable& t, const TopFields& top, std::string_view name);
+
+/// Everything after the transfers are read: format, topology, collective, model, requirements,
+/// extra fields (in key order), composites, sort. `resolve_pending` resolves transfers read before
+/// the topology was known (the reference reader only). Throws InputError naming `name`.
+void finish_table(SendTable& t, const TopFields& top, bool seen_transfers, std::string_view name,
+                  const std::function<void(const Resolver&)>& resolve_pending);
+
+/// Bytes a buffer must have readable after the text for the fast reader to read it in place
+/// (SIMDJSON_PADDING; checked where simdjson is included).
+inline constexpr std::size_t json_padding = 64;
+
+/// The fast reader: the table, or nullopt when the reference reader must decide (anything it does
+/// not read itself, and every error). `ranks` is set when the file's "format" is a per-rank file.
+/// `text` must stay readable for SIMDJSON_PADDING bytes past its end when `padded` is true;
+/// otherwise it is copied into a padded buffer.
+std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::string_view name, bool& ranks);
+
+}  // namespace collsched::table_read
