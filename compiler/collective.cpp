@@ -199,8 +199,8 @@ Collective Collective::parse(std::string_view text, const Topology& topo) {
     std::string_view name = text.substr(0, colon);
     std::string_view rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
     Collective c;
-    const CollectiveName* known = find_collective(name);
-    if (!known) return fail(fmt::format("unknown collective: expected {}", name_list(collective_names, &CollectiveName::spec)));
+    const compiler::CollectiveName* known = compiler::find_collective(name);
+    if (!known) return fail(fmt::format("unknown collective: expected {}", compiler::name_list(compiler::collective_names, &compiler::CollectiveName::spec)));
     c.kind = known->kind;
     switch (c.kind) {
         case CollectiveKind::alltoall:

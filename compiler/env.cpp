@@ -4,7 +4,6 @@
 #include <bit>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace collsched::compiler {
 
@@ -82,17 +81,6 @@ std::string Env::assert_values(const XStmt& s) const {
 
 void Env::overflow(const XExpr& x, std::int64_t a, std::string_view op, std::int64_t b) const {
     fail("E020", x.loc, fmt::format("integer overflow: {} {} {} does not fit in 64 bits", a, op, b));
-}
-
-std::string processor_text(const Topology& t, std::uint32_t p) {
-    const auto& dims = t.dims();
-    if (dims.size() < 2 || t.family() == Family::hypercube) return std::to_string(p);
-    std::vector<std::uint32_t> c(dims.size());
-    for (std::size_t i = dims.size(); i-- > 0;) {
-        c[i] = p % dims[i];
-        p /= dims[i];
-    }
-    return fmt::format("({})", fmt::join(c, ", "));
 }
 
 std::string Env::node_text(std::int64_t v) const {

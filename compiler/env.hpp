@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "compiler/collective.hpp"
+#include "compiler/coordinates.hpp"
 #include "compiler/ir.hpp"
 #include "compiler/lower.hpp"
 #include "compiler/topology.hpp"
@@ -65,10 +66,6 @@ private:
 /// message id. It joins as nothing, a send or hop of it moves nothing, and a require of it
 /// requires nothing (docs/dsl.md, "Bundles").
 constexpr std::int64_t empty_bundle = std::numeric_limits<std::uint32_t>::max();
-
-/// A processor as a schedule on a mesh, torus or product names it, `(x, y)` (the first
-/// coordinate varies slowest, as in the DSL); on other topologies its number.
-std::string processor_text(const Topology& t, std::uint32_t p);
 
 /// The values of a running program and the evaluation of its expressions.
 class Env {

@@ -217,7 +217,7 @@ private:
     /// delivery of each (message, destination) by sends is kept; past max_tracked of them (a
     /// very large schedule) the check stops, so it never costs more than a few megabytes.
     void check_wasted(const XStmt& s, MessageId m, std::uint32_t dst) {
-        static constexpr std::size_t max_tracked = std::size_t{1} << 20;
+        static constexpr std::size_t max_tracked = std::size_t{1} << 18;
         if (delivered_full_) return;
         const auto at = static_cast<std::size_t>(&s - env_.ir.stmts.data());
         if (warned_.empty()) warned_.assign(env_.ir.stmts.size(), 0);

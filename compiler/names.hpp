@@ -14,7 +14,7 @@
 #include "compiler/collective.hpp"
 #include "compiler/topology.hpp"
 
-namespace collsched {
+namespace collsched::compiler {
 
 /// A topology family: its name in `topology NAME(...)` and in spec strings `NAME:...`.
 struct FamilyName {
@@ -79,4 +79,4 @@ std::string name_list(const Table& table, Field field) {
     return out;
 }
 
-}  // namespace collsched
+}  // namespace collsched::compiler

@@ -23,11 +23,11 @@ class Resolver {
 public:
     Resolver(IR& ir, Diagnostics& diags) : ir_(ir), diags_(diags) {}
 
-    void program(const ast::Program& p, std::span<const Define> defines) {
+    void program(const ast::Program& p, std::span<const Define> defines, bool topology_required) {
         auto [b, n] = block(p.statements);
         ir_.top = b;
         ir_.top_n = n;
-        if (!topology_)
+        if (!topology_ && topology_required)
             diags_.error("E015", {}, "the schedule declares no topology (add one, for example `topology ebft(8)`)");
         for (const Define& d : defines) {
             bool found = std::any_of(ir_.params.begin(), ir_.params.end(), [&](const auto& pr) { return pr.first == d.name; });
@@ -757,9 +757,9 @@ private:
 
 }  // namespace
 
-IR resolve(const ast::Program& program, std::span<const Define> defines, Diagnostics& diags) {
+IR resolve(const ast::Program& program, std::span<const Define> defines, Diagnostics& diags, bool topology_required) {
     IR ir;
-    Resolver(ir, diags).program(program, defines);
+    Resolver(ir, diags).program(program, defines, topology_required);
     return ir;
 }
 

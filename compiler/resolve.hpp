@@ -14,8 +14,9 @@
 
 namespace collsched::compiler {
 
-/// Resolves `program`; `defines` are the -D overrides (an unknown name is E007).
-IR resolve(const ast::Program& program, std::span<const Define> defines, Diagnostics& diags);
+/// Resolves `program`; `defines` are the -D overrides (an unknown name is E007). Without
+/// `topology_required`, a program with no `topology` is fine (formulas: compiler/formula.hpp).
+IR resolve(const ast::Program& program, std::span<const Define> defines, Diagnostics& diags, bool topology_required = true);
 
 /// Whether `name` is a topology family of the DSL (`topology NAME(...)`).
 bool is_family(std::string_view name);

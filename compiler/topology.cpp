@@ -782,7 +782,7 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
         need_rest("graph:FILE.json");
         return Impl::graph(spec, rest);
     }
-    bad_spec(spec, fmt::format("unknown family '{}': expected {}", fam, name_list(family_names, &FamilyName::name)));
+    bad_spec(spec, fmt::format("unknown family '{}': expected {}", fam, compiler::name_list(compiler::family_names, &compiler::FamilyName::name)));
 }
 
 }  // namespace collsched

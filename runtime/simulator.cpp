@@ -17,6 +17,7 @@
 
 #include "compiler/flat_map.hpp"
 #include "dsl/diagnostics.hpp"
+#include "support/text.hpp"
 
 namespace collsched {
 
@@ -1382,14 +1383,14 @@ std::string format_sim_report(const SimReport& r, const SendTable& t) {
     out += fmt::format("simulate {}: {}, {}\n", topo.spec(), t.collective.to_string(), to_string(t.model));
     switch (r.status) {
         case SimStatus::completed:
-            out += fmt::format("status: completed in {} {} ({} transfers)\n", r.steps, unit_of(r.steps), r.transfers);
+            out += fmt::format("status: completed in {} {} ({})\n", r.steps, unit_of(r.steps), support::count_of(r.transfers, "transfer"));
             break;
         case SimStatus::halted:
             out += fmt::format("status: halted on rule '{}' after {} of {} {}\n  {}\n", to_string(r.violation->rule),
                                r.simulated_steps, r.steps, unit_of(r.steps), r.violation->message);
             break;
         case SimStatus::incomplete:
-            out += fmt::format("status: incomplete after {} {} ({} transfers)\n  {}\n", r.steps, unit_of(r.steps), r.transfers,
+            out += fmt::format("status: incomplete after {} {} ({})\n  {}\n", r.steps, unit_of(r.steps), support::count_of(r.transfers, "transfer"),
                                r.violation->message);
             break;
     }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/formula.hpp"
 #include "compiler/input_file.hpp"
 #include "compiler/lower.hpp"
 #include "dsl/diagnostics.hpp"
@@ -182,17 +183,11 @@ Catalog read_catalog(const std::string& path) {
 }
 
 std::int64_t evaluate_formula(const std::string& expr, const Params& params, const std::vector<std::string>& let) {
-    // The schedule language evaluates it: a program whose only claim is the formula.
-    std::string text;
-    for (const auto& [k, v] : params) text += fmt::format("param {} = {}\n", k, v);
-    text += "topology linear(2)\n";
-    for (const std::string& l : let) text += fmt::format("let {}\n", l);
-    text += fmt::format("claim steps = {}\n", expr);
+    std::vector<Define> bound;
+    for (const auto& [k, v] : params) bound.push_back({k, v});
     Diagnostics diags;
-    auto t = compile_text(text, "formula", {}, diags);
-    if (!t) throw InputError(fmt::format("formula '{}': {}", expr, first_line(diags.render())));
-    auto v = int_field(*t, "claim");
-    if (!v) throw InputError(fmt::format("formula '{}' has no integer value", expr));
+    std::optional<std::int64_t> v = compiler::evaluate_formula(expr, bound, let, diags);
+    if (!v) throw InputError(fmt::format("formula '{}': {}", expr, first_line(diags.render())));
     return *v;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/coordinates.hpp"
 #include "support/text.hpp"
 
 namespace collsched {
@@ -49,17 +50,25 @@ std::string_view VerifyReport::verdict() const {
 
 namespace {
 
+/// A channel by its node names; on meshes and tori with the coordinates a schedule uses too:
+/// "3->7 (0, 3)->(1, 3)".
 std::string channel_name(const SendTable& t, ChannelId c) {
     const Channel& ch = t.topology->channel(c);
-    return fmt::format("{}->{}", t.topology->node_name(ch.from), t.topology->node_name(ch.to));
+    std::string s = fmt::format("{}->{}", t.topology->node_name(ch.from), t.topology->node_name(ch.to));
+    auto a = compiler::coordinates(*t.topology, idx(ch.from)), b = compiler::coordinates(*t.topology, idx(ch.to));
+    if (a && b) s += fmt::format(" {}->{}", *a, *b);
+    return s;
 }
 
 std::string where(const Violation& v, const SendTable& t) {
     std::string s;
     if (v.step) s += fmt::format("step {}", v.step);
     if (v.channel) s += fmt::format("{}channel {}", s.empty() ? "" : ", ", channel_name(t, *v.channel));
-    if (v.node) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", t.topology->is_processor(*v.node) ? "processor" : "router",
-                                 t.topology->node_name(*v.node));
+    if (v.node) {
+        s += fmt::format("{}{} {}", s.empty() ? "" : ", ", t.topology->is_processor(*v.node) ? "processor" : "router",
+                         t.topology->node_name(*v.node));
+        if (auto c = compiler::coordinates(*t.topology, idx(*v.node))) s += " " + *c;
+    }
     return s;
 }
 

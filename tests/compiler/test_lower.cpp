@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/builder.hpp"
+#include "compiler/formula.hpp"
 #include "compiler/lower.hpp"
 #include "compiler/table_printer.hpp"
 
@@ -328,4 +329,21 @@ TEST_CASE("diagnostics name mesh and torus processors by their coordinates") {
     REQUIRE(held.codes() == std::vector<std::string>{"E046"});
     CHECK(held.diags.all()[0].message ==
           "processor (1, 2) does not hold b(1) in step 1: it starts at processor (0, 1), and no transfer brings it to (1, 2)");
+}
+
+TEST_CASE("formulas evaluate with the DSL's arithmetic, without a topology or a table") {
+    using compiler::evaluate_formula;
+    Diagnostics d;
+    std::vector<Define> params{{"n", 16}};
+    std::vector<std::string> lets{"L = log2(n)"};
+    CHECK(evaluate_formula("n + 2 * L - 2", params, lets, d) == 22);
+    CHECK(evaluate_formula("sum(i for i in 1 .. n)", params, {}, d) == 136);
+    CHECK_FALSE(evaluate_formula("n / 0", params, {}, d));
+    CHECK(d.all().at(0).code == "E021");
+    CHECK_FALSE(evaluate_formula("n < 3", params, {}, d));
+    CHECK(d.all().at(0).code == "E012");
+    CHECK_FALSE(evaluate_formula("m + 1", params, {}, d));
+    CHECK(d.all().at(0).code == "E010");
+    CHECK_FALSE(evaluate_formula("cap(1)", params, {}, d));
+    CHECK(d.all().at(0).code == "E015");
 }

@@ -275,3 +275,12 @@ TEST_CASE("hand: probe --witness-dir creates the directory, or says why it canno
     CHECK(bad.code == 2);
     CHECK(bad.err.find("--witness-dir " + file + "/sub: cannot create the directory") != std::string::npos);
 }
+
+TEST_CASE("hand: counterexamples on a torus name processors by their coordinates too") {
+    Dir d;
+    auto v = run("verify " + d.file("t.sched", "topology torus(3, 3)\ncollective custom\nstep 1 {\n  send (0, 0) -> (0, 1) msg b(0)\n"
+                                                "  send (1, 0) -> (1, 1) msg b(3)\n  send (0, 0) -> (0, 1) msg b(0)\n}\n"));
+    CHECK(v.code == 1);
+    CHECK(v.out.find("capacity: step 1, channel 0->1 (0, 0)->(0, 1): ") != std::string::npos);
+    CHECK(v.err.find("warning[W001]") != std::string::npos);  // the second send brings b(0) to (0, 1) again
+}
