@@ -7,6 +7,8 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -37,6 +39,29 @@ inline Run run(const std::string& args) {
     std::remove(err_file.c_str());
     return r;
 }
+
+/// A scratch directory for one test, empty at the start and removed afterwards; files named in it.
+struct Scratch {
+    std::filesystem::path dir;
+    explicit Scratch(const std::string& tag)
+        : dir(std::filesystem::temp_directory_path() / ("collsched_" + tag + "." + std::to_string(::getpid()))) {
+        std::filesystem::remove_all(dir);
+        std::filesystem::create_directories(dir);
+    }
+    ~Scratch() { std::filesystem::remove_all(dir); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    /// The path of `name` in the directory; with `text`, the file is written first.
+    std::string file(const std::string& name, const std::string& text = "") const {
+        std::string p = (dir / name).string();
+        if (!text.empty()) std::ofstream(p, std::ios::binary) << text;
+        return p;
+    }
+    /// How many entries the directory holds (a failed write must leave no output, no temporary).
+    std::size_t entries() const {
+        return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
+    }
+};
 
 inline std::string source(const std::string& rel) { return std::string(COLLSCHED_SOURCE_DIR) + "/" + rel; }
 

@@ -26,23 +26,9 @@ using collsched::test::source;
 
 namespace {
 
-/// A scratch directory, removed afterwards.
-struct Scratch {
-    std::filesystem::path dir;
-    Scratch() {
-        dir = std::filesystem::temp_directory_path() / ("collsched_hostile." + std::to_string(::getpid()));
-        std::filesystem::remove_all(dir);
-        std::filesystem::create_directories(dir);
-    }
-    ~Scratch() { std::filesystem::remove_all(dir); }
-    std::string file(const std::string& name, const std::string& text = "") const {
-        std::string p = (dir / name).string();
-        if (!text.empty()) std::ofstream(p, std::ios::binary) << text;
-        return p;
-    }
-    std::size_t entries() const {
-        return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
-    }
+/// This file's scratch directories.
+struct Scratch : collsched::test::Scratch {
+    Scratch() : collsched::test::Scratch("hostile") {}
 };
 
 std::string slurp(const std::string& path) {

@@ -23,23 +23,9 @@ using collsched::test::run;
 
 namespace {
 
-/// A scratch directory, removed afterwards; files named in it.
-struct Scratch {
-    std::filesystem::path dir;
-    Scratch() {
-        dir = std::filesystem::temp_directory_path() / ("collsched_limits." + std::to_string(::getpid()));
-        std::filesystem::create_directories(dir);
-    }
-    ~Scratch() { std::filesystem::remove_all(dir); }
-    std::string file(const std::string& name, const std::string& text = "") const {
-        std::string p = (dir / name).string();
-        if (!text.empty()) std::ofstream(p, std::ios::binary) << text;
-        return p;
-    }
-    /// Nothing but the inputs the test wrote: no output, no temporary.
-    std::size_t entries() const {
-        return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
-    }
+/// This file's scratch directories.
+struct Scratch : collsched::test::Scratch {
+    Scratch() : collsched::test::Scratch("limits") {}
 };
 
 std::string table(const std::string& topology, const std::string& collective) {
