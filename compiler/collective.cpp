@@ -20,7 +20,21 @@ MessageKey Messages::key(MessageId m) const {
     if (!c_) return {MessageKind::bundle, static_cast<std::uint32_t>(v - base_size()), 0};  // a composite id without its registry
     const Composite& c = composite(m);
     if (c.kind == MessageKind::combined) return {MessageKind::combined, c.lo, c.hi};
-    return {MessageKind::bundle, static_cast<std::uint32_t>(v - base_size()), 0};
+    return {c.kind, static_cast<std::uint32_t>(v - base_size()), 0};
+}
+
+std::string source_set_name(const std::vector<std::uint32_t>& s) {
+    std::string out = "{";
+    for (std::size_t i = 0; i < s.size();) {
+        std::size_t j = i;
+        while (j + 1 < s.size() && s[j + 1] == s[j] + 1) ++j;
+        if (i) out += ',';
+        if (j >= i + 2) out += fmt::format("{}..{}", s[i], s[j]);
+        else if (j == i + 1) out += fmt::format("{},{}", s[i], s[j]);
+        else out += fmt::format("{}", s[i]);
+        i = j + 1;
+    }
+    return out + "}";
 }
 
 std::string Messages::name(MessageId m) const {
@@ -31,6 +45,11 @@ std::string Messages::name(MessageId m) const {
         case MessageKind::broadcast: return fmt::format("b({})", k.src);
         case MessageKind::value: return fmt::format("a({})", k.src);
         case MessageKind::combined: return fmt::format("a({}..{})", k.src, k.dst);
+        case MessageKind::partial: {
+            const Composite& c = composite(m);
+            if (c.sources.empty()) return fmt::format("partial({},{})", idx(c.parts[0]), c.lo);  // a DSL reference not yet resolved
+            return c.lo ? fmt::format("a({},{})", source_set_name(c.sources), c.lo) : fmt::format("a({})", source_set_name(c.sources));
+        }
         case MessageKind::bundle: {
             std::string s;
             for (MessageId p : composite(m).parts) {
@@ -48,6 +67,7 @@ namespace {
 std::vector<std::uint32_t> composite_key(const Composite& c) {
     std::vector<std::uint32_t> k{static_cast<std::uint32_t>(c.kind), c.lo, c.hi};
     for (MessageId p : c.parts) k.push_back(idx(p));
+    k.insert(k.end(), c.sources.begin(), c.sources.end());
     return k;
 }
 
@@ -101,6 +121,46 @@ std::optional<std::uint32_t> number(std::string_view t) {
 
 namespace {
 
+/// `a({0..3,6})` or `a({0..3,6},c)`: a partial of chunk c (0 when not written). A set of one
+/// source is that source's value a(s) (chunk 0; chunked names after the foundation).
+std::optional<MessageId> parse_partial(const Messages& ms, std::uint32_t P, std::string_view s, std::string_view inner,
+                                       std::optional<Composite>& out, std::string* why) {
+    auto bad = [&](std::string text) -> std::optional<MessageId> {
+        if (why) *why = std::move(text);
+        return std::nullopt;
+    };
+    std::size_t close = inner.find('}');
+    if (close == std::string_view::npos) return bad(fmt::format("'{}': a partial is a({{sources}}) or a({{sources}},chunk)", s));
+    std::string_view set = inner.substr(1, close - 1), rest = inner.substr(close + 1);
+    std::uint32_t chunk = 0;
+    if (!rest.empty()) {
+        if (rest.front() != ',') return bad(fmt::format("'{}': a partial is a({{sources}}) or a({{sources}},chunk)", s));
+        auto c = number(rest.substr(1));
+        if (!c) return bad(fmt::format("'{}': the chunk is not a number", s));
+        chunk = *c;
+    }
+    std::vector<std::uint32_t> src;
+    while (!set.empty()) {
+        std::size_t comma = set.find(',');
+        std::string_view item = set.substr(0, comma);
+        std::size_t dots = item.find("..");
+        auto lo = number(item.substr(0, dots));
+        auto hi = dots == std::string_view::npos ? lo : number(item.substr(dots + 2));
+        if (!lo || !hi || *lo > *hi) return bad(fmt::format("'{}': '{}' is not a source or a range i..j of sources", s, item));
+        if (*hi >= P) return bad(fmt::format("'{}': source {} is not a processor (0..{})", s, *hi, P - 1));
+        for (std::uint32_t v = *lo; v <= *hi; ++v) src.push_back(v);
+        if (comma == std::string_view::npos) break;
+        set = set.substr(comma + 1);
+    }
+    if (src.empty()) return bad(fmt::format("'{}': a partial needs at least one source", s));
+    std::sort(src.begin(), src.end());
+    if (std::adjacent_find(src.begin(), src.end()) != src.end())
+        return bad(fmt::format("'{}': a source is listed twice (a partial counts each contribution once)", s));
+    if (src.size() == 1 && chunk == 0) return ms.value(src[0]);
+    out = Composite{MessageKind::partial, chunk, 0, {}, std::move(src)};
+    return std::nullopt;
+}
+
 /// A base message name, or `a(i..j)`; `ms` names the base range.
 std::optional<MessageId> parse_one(const Messages& ms, std::uint32_t P, std::string_view s, std::optional<Composite>& combined,
                                    std::string* why) {
@@ -112,13 +172,14 @@ std::optional<MessageId> parse_one(const Messages& ms, std::uint32_t P, std::str
     while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
     if (s.size() < 4 || s[1] != '(' || s.back() != ')') return bad(fmt::format("'{}' is not a message name", s));
     std::string_view inner = s.substr(2, s.size() - 3);
+    if (s[0] == 'a' && !inner.empty() && inner.front() == '{') return parse_partial(ms, P, s, inner, combined, why);
     if (s[0] == 'a') {
         if (std::size_t dots = inner.find(".."); dots != std::string_view::npos) {
             auto i = number(inner.substr(0, dots)), j = number(inner.substr(dots + 2));
             if (!i || !j) return bad(fmt::format("'{}' is not a message name", s));
             if (*i > *j || *j >= P) return bad(fmt::format("{}: a combined value a(i..j) needs 0 <= i <= j < {}", s, P));
             if (*i == *j) return ms.value(*i);
-            combined = Composite{MessageKind::combined, *i, *j, {}};
+            combined = Composite{MessageKind::combined, *i, *j, {}, {}};
             return std::nullopt;
         }
     }
@@ -134,13 +195,13 @@ std::optional<MessageId> parse_any(std::string_view text, std::uint32_t P, const
         if (auto m = parse_one(ms, P, text, combined, why)) return m;
         return combined ? lookup(*combined) : std::nullopt;
     }
-    Composite b{MessageKind::bundle, 0, 0, {}};
+    Composite b{MessageKind::bundle, 0, 0, {}, {}};
     for (std::string_view rest = text;;) {
         std::size_t plus = rest.find('+');
         std::string_view part = rest.substr(0, plus);
         auto m = parse_one(ms, P, part, combined, why);
         if (!m) {
-            if (combined && why) *why = fmt::format("{}: a bundle joins base messages, not combined values", text);
+            if (combined && why) *why = fmt::format("{}: a bundle joins base messages, not combined values or partials", text);
             return std::nullopt;
         }
         b.parts.push_back(*m);
@@ -163,7 +224,7 @@ std::optional<MessageId> parse_message(std::string_view text, std::uint32_t P, C
 
 std::optional<MessageId> Messages::parse(std::string_view s) const {
     if (auto m = parse_base(s)) return m;  // the fast path
-    if (s.size() >= 4 && (s.find('+') != std::string_view::npos || s.find("..") != std::string_view::npos))
+    if (s.size() >= 4 && (s.find('+') != std::string_view::npos || s.find("..") != std::string_view::npos || s.find('{') != std::string_view::npos))
         return parse_any(s, p_, [&](Composite c) -> std::optional<MessageId> { return c_ ? c_->find(c) : std::nullopt; }, nullptr);
     return std::nullopt;
 }
@@ -210,7 +271,11 @@ Collective Collective::parse(std::string_view text, const Topology& topo) {
             c.check_goal_count(topo);
             return c;
         case CollectiveKind::prefix:
-            if (!rest.empty()) fail("'prefix' takes no root");
+        case CollectiveKind::allreduce:
+        case CollectiveKind::reduce_scatter:
+        case CollectiveKind::scan:
+            if (!rest.empty()) fail(fmt::format("'{}' takes no root", name));
+            if (std::string why = c.reduction_problem(topo.processors()); !why.empty()) fail(why);
             return c;
         case CollectiveKind::broadcast:
         case CollectiveKind::scatter:
@@ -254,8 +319,19 @@ std::string Collective::to_string() const {
         case CollectiveKind::custom: return "custom";
         case CollectiveKind::reduce: return fmt::format("reduce:{}", idx(root));
         case CollectiveKind::prefix: return "prefix";
+        case CollectiveKind::allreduce: return "allreduce";
+        case CollectiveKind::reduce_scatter: return "reduce_scatter";
+        case CollectiveKind::scan: return "scan";
     }
     return "?";
+}
+
+std::string Collective::reduction_problem(std::uint32_t P, std::uint32_t chunks) const {
+    if (kind == CollectiveKind::reduce_scatter && chunks % P != 0)
+        return fmt::format("reduce_scatter on {} processors needs a chunk count that is a multiple of {} (processor p ends with "
+                           "block p of the buffer: chunks p*C/{} .. (p+1)*C/{}-1); it has {}",
+                           P, P, P, P, chunks);
+    return "";
 }
 
 bool Collective::initial(const Messages& ms, MessageId m) const {
@@ -271,7 +347,10 @@ bool Collective::initial(const Messages& ms, MessageId m) const {
         case CollectiveKind::multicast: return k.kind == MessageKind::broadcast && k.src == r;
         case CollectiveKind::custom: return k.kind != MessageKind::personal || k.src != k.dst;
         case CollectiveKind::reduce:
-        case CollectiveKind::prefix: return k.kind == MessageKind::value;
+        case CollectiveKind::prefix:
+        case CollectiveKind::allreduce:
+        case CollectiveKind::reduce_scatter:
+        case CollectiveKind::scan: return k.kind == MessageKind::value;
     }
     return false;
 }
@@ -295,7 +374,10 @@ std::uint64_t Collective::initial_count(std::uint32_t P) const {
         case CollectiveKind::multicast: return 1;
         case CollectiveKind::custom: return p * p + p;  // all but m(s,s)
         case CollectiveKind::reduce:
-        case CollectiveKind::prefix: return p;
+        case CollectiveKind::prefix:
+        case CollectiveKind::allreduce:
+        case CollectiveKind::reduce_scatter:
+        case CollectiveKind::scan: return p;
     }
     return 0;
 }
@@ -313,6 +395,9 @@ std::uint64_t Collective::goal_count(std::uint32_t P) const {
         case CollectiveKind::custom: return 0;
         case CollectiveKind::reduce: return p > 1 ? 1 : 0;
         case CollectiveKind::prefix: return p > 0 ? p - 1 : 0;
+        case CollectiveKind::allreduce: return p > 1 ? p : 0;  // per chunk: every processor's buffer
+        case CollectiveKind::reduce_scatter: return p > 1 ? 1 : 0;  // per chunk: the block's owner
+        case CollectiveKind::scan: return p > 0 ? p - 1 : 0;
     }
     return 0;
 }

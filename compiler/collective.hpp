@@ -22,8 +22,8 @@ namespace collsched {
 
 class Topology;
 
-/// combined: a(src..dst), src < dst; bundle: src is its index in the Composites registry.
-enum class MessageKind : std::uint8_t { personal, broadcast, value, combined, bundle };
+/// combined: a(src..dst), src < dst; bundle and partial: src is its index in the Composites registry.
+enum class MessageKind : std::uint8_t { personal, broadcast, value, combined, bundle, partial };
 
 struct MessageKey {
     MessageKind kind;
@@ -32,14 +32,20 @@ struct MessageKey {
     bool operator==(const MessageKey&) const = default;
 };
 
-/// A composite message: the combined value a(lo..hi) (lo < hi), or a bundle of two or more
-/// distinct base messages (parts, in increasing id order).
+/// A composite message: the combined value a(lo..hi) (lo < hi), a bundle of two or more
+/// distinct base messages (parts, in increasing id order), or a partial a({sources}) of a
+/// commutative reduction: the combination of two or more sources' contributions to chunk `lo`
+/// (sources sorted and distinct; docs/semantics.md, "Reductions").
 struct Composite {
     MessageKind kind = MessageKind::combined;
     std::uint32_t lo = 0, hi = 0;
     std::vector<MessageId> parts;
+    std::vector<std::uint32_t> sources;  ///< partials only
     bool operator==(const Composite&) const = default;
 };
+
+/// A contributor set written compactly: `{0..3,6}` (runs of three or more as ranges, `{0,1}`).
+std::string source_set_name(const std::vector<std::uint32_t>& sorted_sources);
 
 /// The composite messages of one table, numbered from `base` (the size of the base range) in
 /// the order they were interned; canonical() orders them (combined values by (lo, hi), then
@@ -53,7 +59,8 @@ public:
     const Composite& at(MessageId m) const { return items_[idx(m) - base_]; }
     const std::vector<Composite>& items() const { return items_; }
     /// The id of a composite, interning it when new. A combined value a(i..i) is a(i) (a base
-    /// message: pass its id as `single`); a bundle's parts are sorted and must be distinct.
+    /// message: pass its id as `single`); a bundle's parts are sorted and must be distinct; a
+    /// partial has two or more sorted distinct sources (a partial of one source is a(s)).
     MessageId intern(Composite c);
     std::optional<MessageId> find(const Composite& c) const;
     /// Renumbers in canonical order; returns the map old id -> new id (composites only, indexed
@@ -115,7 +122,8 @@ std::optional<MessageId> parse_message(std::string_view text, std::uint32_t proc
 /// half an hour to verify; it is refused when a table is read or compiled instead.
 inline constexpr std::uint64_t max_goal_pairs = std::uint64_t{1} << 28;
 
-enum class CollectiveKind : std::uint8_t { alltoall, allgather, broadcast, scatter, gather, multicast, custom, reduce, prefix };
+enum class CollectiveKind : std::uint8_t { alltoall, allgather, broadcast, scatter, gather, multicast, custom, reduce, prefix,
+                                           allreduce, reduce_scatter, scan };
 
 struct Collective {
     CollectiveKind kind = CollectiveKind::custom;
@@ -137,6 +145,32 @@ struct Collective {
     void for_each_goal(std::uint32_t processors, F&& f) const;
     /// Whether the goals are combined values (reduce, prefix).
     bool combines() const { return kind == CollectiveKind::reduce || kind == CollectiveKind::prefix; }
+    /// Whether the collective is a commutative reduction checked by the buffer rule of partials
+    /// (docs/semantics.md, "Reductions"): allreduce, reduce_scatter, scan. `reduce(r)` follows
+    /// the table: partials a({...}) take the buffer rule, combined values a(i..j) the ordered one.
+    bool reduces() const {
+        return kind == CollectiveKind::allreduce || kind == CollectiveKind::reduce_scatter || kind == CollectiveKind::scan;
+    }
+    /// Reductions under the buffer rule: calls f(chunk, hi, processor) for every goal "the buffer
+    /// of `chunk` at `processor` ends holding a({0..hi})" (allreduce, reduce(r) and
+    /// reduce_scatter: hi = P-1; scan: hi = p), chunk by chunk. `chunks` is the collective's C.
+    template <class F>
+    void for_each_partial_goal(std::uint32_t processors, std::uint32_t chunks, F&& f) const {
+        const std::uint32_t P = processors;
+        for (std::uint32_t c = 0; c < chunks; ++c) {
+            switch (kind) {
+                case CollectiveKind::allreduce:
+                    for (std::uint32_t p = 0; p < P; ++p) f(c, P - 1, Node{p});
+                    break;
+                case CollectiveKind::reduce: f(c, P - 1, root); break;
+                case CollectiveKind::scan:
+                    for (std::uint32_t p = 0; p < P; ++p) f(c, p, Node{p});
+                    break;
+                case CollectiveKind::reduce_scatter: f(c, P - 1, Node{c / (chunks / P)}); break;  // block p: chunks p*C/P ..
+                default: break;
+            }
+        }
+    }
     /// Calls f(lo, hi, processor) for every goal `processor holds a(lo..hi)` of reduce and prefix
     /// with lo < hi (a(p..p) = a(p) is initial data and holds from the start).
     template <class F>
@@ -149,6 +183,9 @@ struct Collective {
     std::uint64_t goal_count(std::uint32_t processors) const;
     /// How many messages are initial data (held by their origins at time 0); `initial` counted.
     std::uint64_t initial_count(std::uint32_t processors) const;
+    /// Why a reduction cannot have this many chunks on P processors ("" when it can):
+    /// reduce_scatter needs C a multiple of P.
+    std::string reduction_problem(std::uint32_t processors, std::uint32_t chunks = 1) const;
     /// Throws InputError when the postcondition has more than max_goal_pairs pairs on `topo`.
     void check_goal_count(const Topology& topo) const;
 };
@@ -186,7 +223,10 @@ void Collective::for_each_goal(std::uint32_t P, F&& f) const {
             break;
         case CollectiveKind::custom:
         case CollectiveKind::reduce:
-        case CollectiveKind::prefix: break;
+        case CollectiveKind::prefix:
+        case CollectiveKind::allreduce:
+        case CollectiveKind::reduce_scatter:
+        case CollectiveKind::scan: break;
     }
 }
 

@@ -280,6 +280,9 @@ Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
         case CollectiveKind::allgather:
         case CollectiveKind::custom:
         case CollectiveKind::prefix:
+        case CollectiveKind::allreduce:
+        case CollectiveKind::reduce_scatter:
+        case CollectiveKind::scan:
             if (!d.args.empty()) fail("E033", d.loc, fmt::format("{} takes no arguments", name));
             break;
         case CollectiveKind::broadcast:

@@ -228,6 +228,17 @@ std::int64_t Env::eval(std::uint32_t i) {
             if (lo == hi) return idx(messages.value(static_cast<std::uint32_t>(lo)));
             return idx((*composites).intern({MessageKind::combined, static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(hi), {}}));
         }
+        case Op::msg_partial: {
+            // A reference to p's buffer, resolved to the partial it holds once the table is
+            // complete (resolve_partials, compiler/partials.cpp): kept as a partial without sources.
+            std::int64_t p = eval(x.a), c = x.b == none ? 0 : eval(x.b);
+            if (current_step < 1) fail("E054", x.loc, "partial(p) names what p's buffer holds when it sends: it is written in a step");
+            if (c < 0 || c >= chunks)
+                fail("E054", x.loc, fmt::format("partial({}, {}): the chunk must be in 0 .. {} (the collective has {} chunk{})", p, c,
+                                                chunks - 1, chunks, chunks == 1 ? "" : "s"));
+            return idx((*composites).intern({MessageKind::partial, static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(current_step),
+                                             {MessageId{static_cast<std::uint32_t>(p)}}, {}}));
+        }
         case Op::msg_join: {
             std::vector<MessageId> parts;
             add_parts(parts, MessageId{static_cast<std::uint32_t>(eval(x.a))}, x);

@@ -83,6 +83,8 @@ public:
     std::shared_ptr<const Topology> topo;
     std::int64_t processors = 0;
     std::shared_ptr<Composites> composites;  ///< a(i..j) and bundles, interned as they are met
+    std::int64_t current_step = 0;           ///< the step being evaluated (0 outside steps): partial(p) refers to it
+    std::int64_t chunks = 1;                 ///< the collective's C: partial(p, c) needs c < C
     Messages messages{0};
     std::vector<std::int64_t> level_first, level_count;  ///< per router level: first node, count
 

@@ -31,6 +31,7 @@ bool surely_nonempty(const IR& ir, std::uint32_t e) {
         case Op::msg_m:
         case Op::msg_b:
         case Op::msg_a:
+        case Op::msg_partial:
         case Op::msg_range: return true;
         case Op::msg_join: return surely_nonempty(ir, x.a) || surely_nonempty(ir, x.b);
         default: return false;
@@ -154,12 +155,14 @@ private:
                     if (v >= max_step) fail("E025", s.at, fmt::format("step {} is too large (steps are below 2^31)", v));
                     Step outer = step_;
                     step_ = static_cast<Step>(v);
+                    env_.current_step = v;
                     if (consumer_) {
                         begin_stream();
                         out_.sink.flush_below(step_);
                     }
                     exec_block(s.body, s.body_n);
                     step_ = outer;
+                    env_.current_step = outer;
                     return true;
                 }
                 case SKind::send: send(s); return true;
@@ -268,6 +271,7 @@ private:
         if (a == b) fail("E045", s.loc, fmt::format("send from {} to itself", a));
         auto src = static_cast<std::uint32_t>(a), dst = static_cast<std::uint32_t>(b);
         MessageId m = s.e2 != none     ? MessageId{static_cast<std::uint32_t>(env_.eval(s.e2))}
+                      : out_.collective.reduces() ? (*env_.composites).intern({MessageKind::partial, 0, step_, {MessageId{src}}, {}})
                       : personalized_ ? env_.messages.personal(src, dst)
                       : rooted_       ? env_.messages.broadcast(idx(out_.collective.root))
                       : out_.collective.combines() ? env_.messages.value(src)

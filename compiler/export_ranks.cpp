@@ -226,7 +226,7 @@ std::vector<std::vector<MessageId>> final_messages(const SendTable& t) {
     for (const Requirement& r : t.requirements) out[idx(r.at)].push_back(r.message);
     if (const Composites* reg = t.composites.get())  // reduce, prefix: the goals a(lo..hi), interned with the table
         t.collective.for_each_value_goal(P, [&](std::uint32_t lo, std::uint32_t hi, Node at) {
-            if (auto id = reg->find({MessageKind::combined, lo, hi, {}})) out[idx(at)].push_back(*id);
+            if (auto id = reg->find({MessageKind::combined, lo, hi, {}, {}})) out[idx(at)].push_back(*id);
         });
     for (auto& list : out) {
         std::sort(list.begin(), list.end(), [](MessageId a, MessageId b) { return idx(a) < idx(b); });

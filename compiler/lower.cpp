@@ -11,6 +11,7 @@
 #include "compiler/arbitrate.hpp"
 #include "compiler/check_holds.hpp"
 #include "compiler/evaluate.hpp"
+#include "compiler/partials.hpp"
 #include "compiler/input_file.hpp"
 #include "compiler/resolve.hpp"
 #include "compiler/stream.hpp"
@@ -52,6 +53,7 @@ std::optional<SendTable> compile(const dsl::ast::Program& program, const Compile
         table.transfer_origins = std::move(origins);
         table.origins = std::move(ev.origin_names);
         table.composites = std::move(ev.composites);  // canonicalize_composites sorts; the origins follow
+        resolve_partials(table);                        // partial(p, c): what p's buffer holds when it sends
         table.canonicalize_composites();
         reporter.flush_warnings();
         return table;

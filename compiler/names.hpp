@@ -47,6 +47,9 @@ inline constexpr CollectiveName collective_names[] = {
     {"multicast", CollectiveKind::multicast, "multicast(r, {members})", "multicast:R:a,b,c"},
     {"reduce", CollectiveKind::reduce, "reduce(r)", "reduce:R"},
     {"prefix", CollectiveKind::prefix, "prefix", "prefix"},
+    {"allreduce", CollectiveKind::allreduce, "allreduce", "allreduce"},
+    {"reduce_scatter", CollectiveKind::reduce_scatter, "reduce_scatter", "reduce_scatter"},
+    {"scan", CollectiveKind::scan, "scan", "scan"},
     {"custom", CollectiveKind::custom, "custom", "custom"},
 };
 

@@ -321,6 +321,13 @@ private:
             if (type(s) == Type::bad || type(d) == Type::bad) return bad(n.loc);
             return add({Op::msg_m, Type::message, s, d, 0, n.loc});
         }
+        if (f == "partial") {
+            if (!arity(1, 2, "the processor and optionally the chunk: partial(p) or partial(p, c)")) return bad(n.loc);
+            std::uint32_t p = proc(n.args[0], "the processor of partial()");
+            std::uint32_t c = n.args.size() == 2 ? want(n.args[1], Type::integer, "the chunk of partial()") : none;
+            if (type(p) == Type::bad || (c != none && type(c) == Type::bad)) return bad(n.loc);
+            return add({Op::msg_partial, Type::message, p, c, 0, n.loc});
+        }
         if (f == "b" || f == "a") {
             if (!arity(1, 1, "1 argument (the source)")) return bad(n.loc);
             std::uint32_t s = proc(n.args[0], fmt::format("the source of {}()", f));
@@ -333,7 +340,7 @@ private:
         else
             diags_.error("E013", n.loc,
                          fmt::format("unknown function '{}' (functions: log2, min, max, abs, sum, cap; nodes: r(level, index); "
-                                     "messages: m(s, d), b(s), a(s), a(i .. j), bundle(...))",
+                                     "messages: m(s, d), b(s), a(s), a(i .. j), partial(p, c), bundle(...))",
                                      f));
         return bad(n.loc);
     }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/partials.hpp"
+
 namespace collsched {
 
 void StepSorter::sort(std::span<Transfer> step, std::size_t channels) {
@@ -124,6 +126,17 @@ std::string cost_breakdown(const SendTable& t) {
 std::string composite_problem(const SendTable& t) {
     if (!t.has_composites()) return "";
     Messages ms = t.messages();
+    {
+        const auto& items = t.composites->items();
+        bool ordered = std::any_of(items.begin(), items.end(), [](const Composite& c) { return c.kind == MessageKind::combined; });
+        bool sets = std::any_of(items.begin(), items.end(), [](const Composite& c) { return c.kind == MessageKind::partial; });
+        if (sets && (ordered || t.collective.kind == CollectiveKind::prefix))
+            return "the table mixes partials a({...}) of a commutative reduction with the ordered rule (combined values a(i..j) or "
+                   "prefix); a table uses one of the two (docs/semantics.md, \"Reductions\")";
+        if (ordered && t.collective.reduces())
+            return fmt::format("{} is a commutative reduction: its values are partials a({{...}}), not combined values a(i..j)",
+                               t.collective.to_string());
+    }
     for (const Requirement& q : t.requirements)
         if (ms.is_composite(q.message) && ms.composite(q.message).kind == MessageKind::bundle)
             return fmt::format("requirement {} at {}: require each part of a bundle, not the bundle", ms.name(q.message), idx(q.at));
@@ -137,8 +150,9 @@ std::string composite_problem(const SendTable& t) {
 }
 
 void SendTable::canonicalize_composites() {
-    if (collective.combines()) composite_registry();  // the goals a(0..p) get ids too
-    if (composites && composites->empty() && !collective.combines()) composites.reset();  // the fast path: no pass
+    const bool partial_goals = uses_partials(*this);
+    if (collective.combines() || partial_goals) composite_registry();  // the goals a(0..p) get ids too
+    if (composites && composites->empty() && !collective.combines() && !partial_goals) composites.reset();  // the fast path: no pass
     if (!composites) return;
     const std::uint64_t base = composites->base();
     // Keep only the composites in use: rebuild the registry from them.
@@ -151,9 +165,15 @@ void SendTable::canonicalize_composites() {
     std::vector<MessageId> first(composites->size());
     for (std::size_t i = 0; i < used.size(); ++i)
         if (used[i]) first[i] = fresh->intern(composites->items()[i]);
-    collective.for_each_value_goal(topology->processors(), [&](std::uint32_t lo, std::uint32_t hi, Node) {
-        fresh->intern({MessageKind::combined, lo, hi, {}});
+    if (!partial_goals) collective.for_each_value_goal(topology->processors(), [&](std::uint32_t lo, std::uint32_t hi, Node) {
+        fresh->intern({MessageKind::combined, lo, hi, {}, {}});
     });
+    if (partial_goals) {
+        const Messages ms = messages();
+        collective.for_each_partial_goal(topology->processors(), table_chunks(*this), [&](std::uint32_t c, std::uint32_t hi, Node) {
+            partial_message(*fresh, ms, SourceSet::range(0, hi), c);
+        });
+    }
     std::vector<MessageId> second = fresh->canonicalize();
     auto map = [&](MessageId m) {
         if (idx(m) < base) return m;

@@ -62,10 +62,10 @@ Transfer Resolver::resolve(std::uint64_t i, std::uint64_t step, std::string_view
     if (!c) throw InputError(fmt::format("{}: there is no channel {} -> {} in {}", where(), from, to, topo.spec()));
     auto m = messages_.parse(msg);
     std::string why;
-    if (!m && (msg.find('+') != std::string_view::npos || msg.find("..") != std::string_view::npos))
+    if (!m && (msg.find('+') != std::string_view::npos || msg.find("..") != std::string_view::npos || msg.find('{') != std::string_view::npos))
         m = parse_message(msg, topo.processors(), reg_, &why);  // a composite met for the first time
     if (!m)
-        throw InputError(fmt::format("{}: unknown message '{}' (expected m(s,d), b(s), a(s), a(i..j) or a bundle such as "
+        throw InputError(fmt::format("{}: unknown message '{}' (expected m(s,d), b(s), a(s), a(i..j), a partial a({{0..3}}) or a bundle such as "
                                      "b(0)+b(4), with processors 0..{}){}",
                                      where(), msg, topo.processors() - 1, why.empty() ? "" : ": " + why));
     return {static_cast<Step>(step), *c, *m};

@@ -62,6 +62,9 @@ std::string dsl_collective(const Collective& c) {
         case CollectiveKind::custom: return "custom";
         case CollectiveKind::reduce: return fmt::format("reduce({})", idx(c.root));
         case CollectiveKind::prefix: return "prefix";
+        case CollectiveKind::allreduce: return "allreduce";
+        case CollectiveKind::reduce_scatter: return "reduce_scatter";
+        case CollectiveKind::scan: return "scan";
         case CollectiveKind::broadcast: return fmt::format("broadcast({})", idx(c.root));
         case CollectiveKind::scatter: return fmt::format("scatter({})", idx(c.root));
         case CollectiveKind::gather: return fmt::format("gather({})", idx(c.root));

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "compiler/flat_map.hpp"
+#include "compiler/partials.hpp"
 #include "dsl/diagnostics.hpp"
 #include "support/text.hpp"
 
@@ -84,18 +85,50 @@ struct QueueEvent {
 /// reduce/prefix collective; the slot state below stays the fast path for all others.
 class Holdings {
 public:
-    Holdings(const SendTable& t, const Messages& ms, std::uint32_t P) : t_(t), ms_(ms), got_(P), starts_(P) {
+    Holdings(const SendTable& t, const Messages& ms, std::uint32_t P, std::uint32_t chunks, bool partials)
+        : t_(t), ms_(ms), got_(P), starts_(P), words_((P + 63) / 64), partials_(partials) {
         for (std::uint32_t p = 0; p < P; ++p)
             if (t.collective.initial(ms, ms.value(p))) starts_[p][p].push_back(p);
+        if (partials_) {
+            buffer_.assign(std::size_t{P} * chunks, Bits(words_, 0));
+            for (std::uint32_t p = 0; p < P; ++p)
+                for (std::uint32_t c = 0; c < chunks; ++c) buffer_[std::size_t{p} * chunks + c][p / 64] |= std::uint64_t{1} << (p % 64);
+            chunks_ = chunks;
+        }
     }
 
-    void receive(std::uint32_t p, MessageId m) {
+    /// The buffer rule of partials (docs/semantics.md, "Reductions"), on bit sets: a disjoint
+    /// arrival is combined into the buffer of its chunk, one that covers the buffer replaces it,
+    /// anything else would count a contribution twice: then the buffer stays and the sentence
+    /// (after "processor p receives m in step s while its buffer holds ...") is returned.
+    std::optional<std::string> receive(std::uint32_t p, MessageId m) {
+        if (partials_) {
+            std::uint32_t c = 0;
+            if (Bits in = bits_of(m, c); !in.empty()) {
+                Bits& b = buffer_[std::size_t{p} * chunks_ + c];
+                bool disjoint = true, covers = true;
+                std::uint32_t first_common = 0;
+                for (std::size_t w = words_; w-- > 0;) {
+                    if (b[w] & in[w]) disjoint = false, first_common = static_cast<std::uint32_t>(w * 64 + std::countr_zero(b[w] & in[w]));
+                    if (b[w] & ~in[w]) covers = false;
+                }
+                if (disjoint) {
+                    for (std::size_t w = 0; w < words_; ++w) b[w] |= in[w];
+                } else if (covers) {
+                    b = in;
+                } else {
+                    return fmt::format("{}: a({}) would be counted twice", set_name(b, c), first_common);
+                }
+                return std::nullopt;
+            }
+        }
         ms_.for_each_part(m, [&](MessageId q) {
             if (!got_[p].insert(idx(q)).second) return;
             MessageKey k = ms_.key(q);
             if (k.kind == MessageKind::value) starts_[p][k.src].push_back(k.src);
             if (k.kind == MessageKind::combined) starts_[p][k.src].push_back(k.dst);
         });
+        return std::nullopt;
     }
 
     /// Breadth-first over the positions a chain of held ranges can reach from lo, within hi.
@@ -119,6 +152,10 @@ public:
     }
 
     bool holds(std::uint32_t p, MessageId m) const {
+        if (partials_) {
+            std::uint32_t c = 0;
+            if (Bits in = bits_of(m, c); !in.empty()) return buffer_[std::size_t{p} * chunks_ + c] == in;
+        }
         MessageKey k = ms_.key(m);
         switch (k.kind) {
             case MessageKind::value: return farthest(p, k.src, k.src) == k.src;
@@ -140,6 +177,10 @@ public:
 
     /// Why p does not hold m, for a message; empty when m is not a value, combined or bundle.
     std::string why_not(std::uint32_t p, MessageId m) const {
+        if (partials_) {
+            std::uint32_t c = 0;
+            if (Bits in = bits_of(m, c); !in.empty()) return "its buffer holds " + set_name(buffer_[std::size_t{p} * chunks_ + c], c);
+        }
         MessageKey k = ms_.key(m);
         if (k.kind == MessageKind::value) return formed(p, k.src, k.src);
         if (k.kind == MessageKind::combined) return formed(p, k.src, k.dst);
@@ -150,10 +191,58 @@ public:
     }
 
 private:
+    using Bits = std::vector<std::uint64_t>;
+
+    /// The contributor bits of a value a(s) or partial a({...}) and its chunk; empty for others.
+    Bits bits_of(MessageId m, std::uint32_t& chunk) const {
+        Bits out;
+        auto set = [&](std::uint32_t s) { out[s / 64] |= std::uint64_t{1} << (s % 64); };
+        if (ms_.is_composite(m)) {
+            const Composite& cp = ms_.composite(m);
+            if (cp.kind != MessageKind::partial) return out;
+            out.assign(words_, 0);
+            for (std::uint32_t s : cp.sources) set(s);
+            chunk = cp.lo;
+            return out;
+        }
+        MessageKey k = ms_.key(m);
+        if (k.kind != MessageKind::value) return out;
+        out.assign(words_, 0);
+        set(k.src);
+        chunk = 0;
+        return out;
+    }
+
+    /// `a({0..3})` of a bit set, written out by the simulator's own printer.
+    static std::string set_name(const Bits& b, std::uint32_t chunk) {
+        std::vector<std::uint32_t> v;
+        for (std::size_t w = 0; w < b.size(); ++w)
+            for (std::uint64_t x = b[w]; x; x &= x - 1) v.push_back(static_cast<std::uint32_t>(w * 64 + std::countr_zero(x)));
+        std::string inner;
+        if (v.size() == 1) {
+            inner = std::to_string(v[0]);
+        } else {
+            inner = "{";
+            for (std::size_t i = 0; i < v.size();) {
+                std::size_t j = i;
+                while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+                inner += (i ? "," : "") + (j >= i + 2 ? fmt::format("{}..{}", v[i], v[j]) : j == i + 1 ? fmt::format("{},{}", v[i], v[j])
+                                                                                                      : std::to_string(v[i]));
+                i = j + 1;
+            }
+            inner += "}";
+        }
+        return chunk ? fmt::format("a({},{})", inner, chunk) : fmt::format("a({})", inner);
+    }
+
     const SendTable& t_;
     const Messages& ms_;
     std::vector<std::unordered_set<std::uint32_t>> got_;
     std::vector<std::map<std::uint32_t, std::vector<std::uint32_t>>> starts_;
+    std::size_t words_;
+    bool partials_;
+    std::uint32_t chunks_ = 1;
+    std::vector<Bits> buffer_;  ///< partials: processor * chunks + chunk -> contributor bits
 };
 
 /// One replay of one table.
@@ -184,7 +273,8 @@ public:
           R_(topo_.routers()),
           wormhole_(table.model.timing == Timing::wormhole),
           replicate_(table.model.replicate) {
-        if (table.has_composites() || table.collective.combines()) have_.emplace(table, msgs_, P_);
+        if (table.has_composites() || table.collective.combines() || table.collective.reduces())
+            have_.emplace(table, msgs_, P_, table_chunks(table), uses_partials(table));
     }
 
     SimReport run() {
@@ -661,7 +751,18 @@ private:
                     if (track_last) last_arrival_[dst] = s;
                 }
             }
-            if (have_ && processor(v)) have_->receive(v, tr_[i].message);
+            if (have_ && processor(v))
+                if (auto twice = have_->receive(v, tr_[i].message); twice && !combine_fault_) {
+                    SimViolation x;
+                    x.rule = SimRule::causality;
+                    x.step = s;
+                    x.node = Node{v};
+                    x.channel = tr_[i].channel;
+                    x.messages = {tr_[i].message};
+                    x.message = fmt::format("{} {}: {} receives {} on {} while its buffer holds {}", unit(), s, node_label(v),
+                                            msgs_.name(tr_[i].message), channel_name(tr_[i].channel), *twice);
+                    combine_fault_ = std::move(x);
+                }
             if (processor(v) && recv_stamp_[v] != s) {
                 recv_stamp_[v] = s;
                 ++recv_steps_[v];
@@ -736,6 +837,7 @@ private:
         if (qv) return halt(std::move(*qv));
         if (f.queue_send != no_index) return halt(queue_send_violation(f.queue_send, s));
         commit(b, e, s);
+        if (combine_fault_) return halt(std::move(*combine_fault_));
         prev_ = s;
         return true;
     }
@@ -772,6 +874,7 @@ private:
                 return halt(std::move(v));
             }
             commit(b, e, r);
+            if (combine_fault_) return halt(std::move(*combine_fault_));
             // Routers do not store between rounds: a worm passes through within its round.
             for (std::size_t i = b; i < e; ++i) {
                 const Channel& ch = channel_of(i);
@@ -1161,12 +1264,19 @@ private:
         for (std::size_t i = 0; i < reqs.size(); ++i)
             if (!is_goal[i]) visit(reqs[i].message, reqs[i].at);
         // reduce and prefix: the combined values a(lo..hi) (interned with the table's composites)
-        table_.collective.for_each_value_goal(P_, [&](std::uint32_t lo, std::uint32_t hi, Node d) {
+        if (!uses_partials(table_)) table_.collective.for_each_value_goal(P_, [&](std::uint32_t lo, std::uint32_t hi, Node d) {
             const Composites* reg = msgs_.composites();
-            auto id = reg ? reg->find({MessageKind::combined, lo, hi, {}}) : std::nullopt;
+            auto id = reg ? reg->find({MessageKind::combined, lo, hi, {}, {}}) : std::nullopt;
             COLLSCHED_ASSERT(id.has_value());  // SendTable::canonicalize_composites interns the goals
             visit(*id, d);
         });
+        if (uses_partials(table_)) {
+            table_.collective.for_each_partial_goal(P_, table_chunks(table_), [&](std::uint32_t c, std::uint32_t hi, Node d) {
+                std::optional<MessageId> id = find_partial(msgs_, SourceSet::range(0, hi), c);
+                COLLSCHED_ASSERT(id.has_value());  // SendTable::canonicalize_composites interns the goals
+                visit(*id, d);
+            });
+        }
     }
 
     void finish(bool ran_through) {
@@ -1266,6 +1376,7 @@ private:
 
     std::vector<std::uint32_t> order_, worklist_, round_gains_;  // wormhole rounds
     std::optional<Holdings> have_;  // tables with composites or a combining collective
+    std::optional<SimViolation> combine_fault_;  // partials: the first arrival that counts a contribution twice
     std::vector<std::uint8_t> legal_;
 
     std::vector<std::string> names_;  // node names, for the trace

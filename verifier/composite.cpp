@@ -8,11 +8,12 @@
 
 #include <fmt/format.h>
 
+#include "compiler/partials.hpp"
 #include "verifier/findings.hpp"
 
 namespace collsched::detail {
 
-bool needs_composite_check(const SendTable& t) { return t.has_composites() || t.collective.combines(); }
+bool needs_composite_check(const SendTable& t) { return t.has_composites() || t.collective.combines() || t.collective.reduces(); }
 
 namespace {
 
@@ -23,6 +24,7 @@ constexpr Step never = std::numeric_limits<Step>::max();
 struct Holdings {
     std::unordered_set<std::uint32_t> received;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;
+    std::vector<SourceSet> buffer;  ///< the buffer rule of partials: the contributor set per chunk
 };
 
 /// One router's copies of one message (hop timing).
@@ -35,9 +37,12 @@ struct RouterCopies {
 class CompositeChecker {
 public:
     CompositeChecker(const SendTable& t, const VerifyOptions& opt, VerifyReport& r)
-        : t_(t), topo_(*t.topology), ms_(t.messages()), opt_(opt), found_(r, opt.max_violations), P_(topo_.processors()), held_(P_) {
-        for (std::uint32_t p = 0; p < P_; ++p)
+        : t_(t), topo_(*t.topology), ms_(t.messages()), opt_(opt), found_(r, opt.max_violations), P_(topo_.processors()), held_(P_),
+          partials_(uses_partials(t)), chunks_(table_chunks(t)) {
+        for (std::uint32_t p = 0; p < P_; ++p) {
             if (t_.collective.initial(ms_, ms_.value(p))) held_[p].ranges.push_back({p, p});
+            if (partials_) held_[p].buffer.assign(chunks_, SourceSet{p});
+        }
     }
 
     void run() {
@@ -72,6 +77,9 @@ private:
 
     /// Whether processor p holds m at the end of the step processed last.
     bool holds(std::uint32_t p, MessageId m) const {
+        if (partials_) {
+            if (auto pv = partial_of(ms_, m)) return held_[p].buffer[pv->chunk] == pv->sources;
+        }
         if (!ms_.is_composite(m)) {
             MessageKey k = ms_.key(m);
             if (k.kind == MessageKind::value) return forms(p, k.src, k.src);
@@ -84,6 +92,8 @@ private:
 
     /// Why processor p does not hold m (after "... sends m in step s but").
     std::string lacking(std::uint32_t p, MessageId m) const {
+        if (partials_)
+            if (auto pv = partial_of(ms_, m)) return fmt::format("its buffer holds {}", partial_name(ms_, held_[p].buffer[pv->chunk], pv->chunk));
         if (ms_.is_composite(m) || ms_.key(m).kind == MessageKind::value) {
             MessageKey k = ms_.key(m);
             if (k.kind == MessageKind::bundle) {
@@ -95,7 +105,26 @@ private:
         return "does not hold it";
     }
 
-    void receive(std::uint32_t p, MessageId m) {
+    /// Applies an arrival at processor p; under the buffer rule of partials a partial or value
+    /// combines into the buffer of its chunk or replaces it (docs/semantics.md, "Reductions").
+    void receive(std::uint32_t p, MessageId m, const Transfer& x) {
+        if (partials_) {
+            if (auto pv = partial_of(ms_, m)) {
+                SourceSet& b = held_[p].buffer[pv->chunk];
+                std::string twice;
+                switch (apply_arrival(b, pv->sources, &twice)) {
+                    case Arrival::combined:
+                    case Arrival::replaced: break;
+                    case Arrival::counted_twice:
+                        found_.add(Property::causality,
+                                   {Property::causality, x.step, x.channel, Node{p}, {m},
+                                    fmt::format("processor {} receives {} in step {} while its buffer holds {}: combining them counts {} twice",
+                                                node(Node{p}), msg(m), x.step, partial_name(ms_, b, pv->chunk), twice)});
+                        break;
+                }
+                return;
+            }
+        }
         ms_.for_each_part(m, [&](MessageId q) {
             if (!held_[p].received.insert(idx(q)).second) return;
             MessageKey k = ms_.key(q);
@@ -174,7 +203,7 @@ private:
                 const Transfer& x = xs[k];
                 Node to = topo_.channel(x.channel).to;
                 if (topo_.is_processor(to)) {
-                    receive(idx(to), x.message);
+                    receive(idx(to), x.message, x);
                     continue;
                 }
                 RouterCopies& rc = routers_[key(to, x.message)];
@@ -245,7 +274,7 @@ private:
             }
             for (std::size_t k = i; k < end; ++k) {
                 Node to = topo_.channel(xs[k].channel).to;
-                if (ok[k - i] && topo_.is_processor(to)) receive(idx(to), xs[k].message);
+                if (ok[k - i] && topo_.is_processor(to)) receive(idx(to), xs[k].message, xs[k]);
             }
             i = end;
         }
@@ -290,11 +319,24 @@ private:
         });
         for (const Requirement& q : t_.requirements)
             if (!holds(idx(q.at), q.message)) missing(q.message, q.at);
+        if (partials_) {
+            t_.collective.for_each_partial_goal(P_, chunks_, [&](std::uint32_t c, std::uint32_t hi, Node p) {
+                const SourceSet& b = held_[idx(p)].buffer[c];
+                SourceSet want = SourceSet::range(0, hi);
+                if (b == want) return;
+                std::vector<MessageId> ids;
+                if (auto id = find_partial(ms_, want, c)) ids.push_back(*id);
+                found_.add(Property::completeness, {Property::completeness, 0, std::nullopt, p, std::move(ids),
+                                                    fmt::format("processor {} ends with {} but needs {}: {}", node(p), partial_name(ms_, b, c),
+                                                                partial_name(ms_, want, c), goal_gap(b, want))});
+            });
+            return;
+        }
         t_.collective.for_each_value_goal(P_, [&](std::uint32_t lo, std::uint32_t hi, Node p) {
             if (forms(idx(p), lo, hi)) return;
             std::vector<MessageId> ids;
             if (const Composites* reg = ms_.composites())
-                if (auto id = reg->find({MessageKind::combined, lo, hi, {}})) ids.push_back(*id);
+                if (auto id = reg->find({MessageKind::combined, lo, hi, {}, {}})) ids.push_back(*id);
             found_.add(Property::completeness, {Property::completeness, 0, std::nullopt, p, std::move(ids),
                                                 fmt::format("processor {} never holds a({}..{}): at the end it {}", node(p), lo, hi,
                                                             lacking_range(idx(p), lo, hi))});
@@ -317,6 +359,8 @@ private:
     std::vector<Holdings> held_;
     std::unordered_map<std::uint64_t, RouterCopies> routers_;
     std::vector<ChannelId> route_;
+    const bool partials_;
+    const std::uint32_t chunks_;
 };
 
 }  // namespace

@@ -16,7 +16,9 @@
 #include <fmt/format.h>
 #include <z3++.h>
 
+#include "compiler/partials.hpp"
 #include "dsl/diagnostics.hpp"
+#include "verifier/z3_partial.hpp"
 
 // The encoding in one paragraph (details and soundness arguments: docs/z3-engine.md).
 //
@@ -283,6 +285,7 @@ private:
 
     bool hop_ = true, none_ = false, bounded_ = false, replicate_ = false;
     bool comp_ = false;  ///< composites or a combining collective: the rules of composite_rules()
+    bool partials_ = false;  ///< the buffer rule of partials: verifier/z3_partial.cpp decides it
     U64 N_ = 0, B_ = 0, sentinel_ = 0;
     // column sorts
     std::optional<z3::sort> IX_, ST_, CH_, ND_, MS_, CODE_;
@@ -300,7 +303,8 @@ private:
 // (all ones in IX) is no rank.
 void Engine::declare() {
     hop_ = t_.model.timing == Timing::hop;
-    comp_ = t_.has_composites() || t_.collective.combines();
+    comp_ = t_.has_composites() || t_.collective.combines() || t_.collective.reduces();
+    partials_ = uses_partials(t_);
     none_ = hop_ && t_.model.queues == QueueKind::none;
     bounded_ = hop_ && t_.model.queues == QueueKind::bounded;
     replicate_ = t_.model.replicate;
@@ -392,8 +396,8 @@ void Engine::base_facts() {
         if (const Composites* reg = ms_.composites())
             for (const Composite& cp : reg->items())
                 for (MessageId q : cp.parts) initial(idx(q));
-        t_.collective.for_each_value_goal(topo_.processors(), [&](std::uint32_t lo, std::uint32_t hi, Node p) {
-            auto id = ms_.composites()->find({MessageKind::combined, lo, hi, {}});
+        if (!partials_) t_.collective.for_each_value_goal(topo_.processors(), [&](std::uint32_t lo, std::uint32_t hi, Node p) {
+            auto id = ms_.composites()->find({MessageKind::combined, lo, hi, {}, {}});
             COLLSCHED_ASSERT(id.has_value());  // SendTable::canonicalize_composites interns the goals
             goal(*id, p);
         });
@@ -916,6 +920,7 @@ void Engine::composite_facts() {
                 dl_.fact(R("val"), {id, cp.lo, cp.hi});
                 continue;
             }
+            if (cp.kind == MessageKind::partial) continue;  // verifier/z3_partial.cpp
             dl_.fact(R("bfirst"), {id, idx(cp.parts.front())});
             dl_.fact(R("blast"), {id, idx(cp.parts.back())});
             for (std::size_t a = 0; a < cp.parts.size(); ++a) {
@@ -1156,6 +1161,16 @@ void Engine::run() {
         composite_facts();
         composite_rules();
     }
+    std::optional<detail::PartialAnswer> partial;
+    if (partials_) {
+        // The buffer rule is decided by its own bit-vector query; here its sends count as held,
+        // and the query's violations join causality and completeness below.
+        partial = detail::z3_partials(t_, static_cast<unsigned>(std::max<U64>(1, remaining_ms())));
+        rel_.emplace("pchecked", dl_.relation("pchecked", {*IX_}));
+        for (std::uint64_t i : partial->checked) dl_.fact(R("pchecked"), {i});
+        z3::expr i = var("i", *IX_);
+        dl_.rule("partial_held", R(hop_ ? "early" : "legal")(i), {R("pchecked")(i)});
+    }
     replication_rules();
     queue_rules();
     route_rules();
@@ -1215,6 +1230,18 @@ void Engine::run() {
             report_.notes.push_back(fmt::format("{}: unknown: {}", to_string(p),
                                                 remaining_ms() == 0 ? fmt::format("time limit of {} ms reached", opt_.timeout_ms)
                                                                     : "Z3 answered unknown (" + ans.reason + ")"));
+        }
+    }
+    if (partial) {
+        for (auto [p, list] : {std::pair(Property::causality, &partial->causality), std::pair(Property::completeness, &partial->completeness)}) {
+            const std::size_t a = at(p);
+            if (partial->unknown) {
+                set_status(p, Status::unknown);
+                report_.notes.push_back(fmt::format("{}: unknown: the partials query: {}", to_string(p), partial->reason));
+                continue;
+            }
+            for (Violation& v : *list) found_[a].push_back(std::move(v));
+            if (!found_[a].empty() && report_.status[a] == Status::holds) set_status(p, Status::violated);
         }
     }
     for (std::size_t a = 0; a < property_count; ++a) {

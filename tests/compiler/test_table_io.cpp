@@ -103,7 +103,7 @@ TEST_CASE("table io: bad input gets one clear line") {
     CHECK(error_of(with(R"J({"step": -3, "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
           "t.json: transfers[0]: step -3 is below 1 (steps are numbered from 1)");
     CHECK(error_of(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "x(0)"})J")) ==
-          "t.json: transfers[0] (step 1): unknown message 'x(0)' (expected m(s,d), b(s), a(s), a(i..j) or a bundle such as b(0)+b(4), with processors 0..3)");
+          "t.json: transfers[0] (step 1): unknown message 'x(0)' (expected m(s,d), b(s), a(s), a(i..j), a partial a({0..3}) or a bundle such as b(0)+b(4), with processors 0..3)");
     CHECK(error_of(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,9)"})J")).find("unknown message 'm(0,9)'") !=
           std::string::npos);
     CHECK(error_of(with(R"J({"step": 1, "from": "0", "msg": "m(0,1)"})J")) == "t.json: transfers[0]: missing \"to\"");

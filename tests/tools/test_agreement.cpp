@@ -414,7 +414,7 @@ Instance make_composite_instance(std::uint64_t seed, const std::vector<std::stri
     Composites& reg = t.composite_registry();
     Messages ms(P, &reg);
     auto value = [&](std::uint32_t lo, std::uint32_t hi) {
-        return lo == hi ? ms.value(lo) : reg.intern({MessageKind::combined, lo, hi, {}});
+        return lo == hi ? ms.value(lo) : reg.intern({MessageKind::combined, lo, hi, {}, {}});
     };
     int kind = hop ? rng.in(0, 1) : rng.in(0, 2);
     Collective coll;
@@ -454,7 +454,7 @@ Instance make_composite_instance(std::uint64_t seed, const std::vector<std::stri
         auto g = static_cast<std::uint32_t>(rng.in(0, static_cast<int>(P) - 1));
         for (std::uint32_t s = 0; s < P; ++s)
             if (s != g) send(s, g, ms.broadcast(s), static_cast<Step>(rng.in(1, 2)));
-        Composite all{MessageKind::bundle, 0, 0, {}};
+        Composite all{MessageKind::bundle, 0, 0, {}, {}};
         for (std::uint32_t s = 0; s < P; ++s) all.parts.push_back(ms.broadcast(s));
         MessageId b = reg.intern(all);
         Step base = next;

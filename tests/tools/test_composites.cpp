@@ -204,7 +204,7 @@ TEST_CASE("composites: bundles need wormhole timing (DSL E047, table files exit 
                          "message per unit of capacity",
                          InputError);
     CHECK_THROWS_WITH_AS(parse_table_csv("# topology=ring:4\nstep,from,to,message\n1,0,1,a(3..1)\n", "t.csv"),
-                         "t.csv:3: transfers[0] (step 1): unknown message 'a(3..1)' (expected m(s,d), b(s), a(s), a(i..j) or a bundle "
+                         "t.csv:3: transfers[0] (step 1): unknown message 'a(3..1)' (expected m(s,d), b(s), a(s), a(i..j), a partial a({0..3}) or a bundle "
                          "such as b(0)+b(4), with processors 0..3): a(3..1): a combined value a(i..j) needs 0 <= i <= j < 4",
                          InputError);
 }
