@@ -239,6 +239,26 @@ std::int64_t Env::eval(std::uint32_t i) {
             return idx((*composites).intern({MessageKind::partial, static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(current_step),
                                              {MessageId{static_cast<std::uint32_t>(p)}}, {}}));
         }
+        case Op::msg_set: {
+            std::vector<std::uint32_t> src;
+            for (std::uint32_t k = 0; k < x.b; ++k) {
+                std::int64_t lo = eval(ir.lists[x.a + 2 * k]);
+                std::uint32_t last = ir.lists[x.a + 2 * k + 1];
+                std::int64_t hi = last == none ? lo : eval(last);
+                if (lo > hi) fail("E048", x.loc, fmt::format("a partial's range {} .. {} is empty (write i .. j with i <= j)", lo, hi));
+                for (std::int64_t v = lo; v <= hi; ++v) src.push_back(static_cast<std::uint32_t>(v));
+            }
+            std::sort(src.begin(), src.end());
+            if (auto d = std::adjacent_find(src.begin(), src.end()); d != src.end())
+                fail("E048", x.loc, fmt::format("a partial counts each contribution once; source {} is listed twice", *d));
+            if (src.empty()) fail("E048", x.loc, "a partial needs at least one source");
+            std::int64_t c = x.imm < 0 ? 0 : eval(static_cast<std::uint32_t>(x.imm));
+            if (c < 0 || c >= chunks)
+                fail("E054", x.loc, fmt::format("a partial of chunk {}: the chunk must be in 0 .. {} (the collective has {} chunk{})", c,
+                                                chunks - 1, chunks, chunks == 1 ? "" : "s"));
+            if (src.size() == 1 && c == 0) return idx(messages.value(src[0]));
+            return idx((*composites).intern({MessageKind::partial, static_cast<std::uint32_t>(c), 0, {}, std::move(src)}));
+        }
         case Op::msg_join: {
             std::vector<MessageId> parts;
             add_parts(parts, MessageId{static_cast<std::uint32_t>(eval(x.a))}, x);

@@ -32,6 +32,7 @@ bool surely_nonempty(const IR& ir, std::uint32_t e) {
         case Op::msg_b:
         case Op::msg_a:
         case Op::msg_partial:
+        case Op::msg_set:
         case Op::msg_range: return true;
         case Op::msg_join: return surely_nonempty(ir, x.a) || surely_nonempty(ir, x.b);
         default: return false;

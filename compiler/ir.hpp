@@ -61,6 +61,7 @@ enum class Op : std::uint8_t {
     msg_range,   // a(i .. j): a and b are the ends
     msg_join,    // l + r of messages: a bundle of both operands' parts
     msg_partial, // partial(p [, c]): the partial p's buffer of chunk c holds when it sends (b: chunk or none)
+    msg_set,     // a({i, j .. k}[, c]): a = first of (first, last or none) pairs in `lists`, b = pairs, imm = chunk expr or -1
     fold_bundle  // bundle(e for i in a .. b if c): a = first of (first, last, body, cond) in `lists`, b = slot
 };
 

@@ -256,6 +256,29 @@ private:
             return false;
         };
         const std::string& f = n.name;
+        if (!n.set.empty()) {  // a partial a({0 .. 3, 6}[, c])
+            if (f != "a" || n.args.size() > 1) {
+                diags_.error("E014", n.loc, fmt::format("{}({{...}}): only a partial a({{sources}}) or a({{sources}}, chunk) takes a set", f));
+                return bad(n.loc);
+            }
+            std::vector<std::uint32_t> items;
+            bool ok = true;
+            for (const ast::SetItem& it : n.set[0].items) {
+                items.push_back(proc(it.first, "a source of a partial"));
+                items.push_back(it.last ? proc(*it.last, "the last source of a range") : none);
+                ok = ok && type(items[items.size() - 2]) != Type::bad && (items.back() == none || type(items.back()) != Type::bad);
+            }
+            std::int64_t chunk = -1;
+            if (!n.args.empty()) {
+                std::uint32_t c = want(n.args[0], Type::integer, "the chunk of a partial");
+                ok = ok && type(c) != Type::bad;
+                chunk = c;
+            }
+            if (!ok) return bad(n.loc);
+            auto first = static_cast<std::uint32_t>(ir_.lists.size());
+            ir_.lists.insert(ir_.lists.end(), items.begin(), items.end());
+            return add({Op::msg_set, Type::message, first, static_cast<std::uint32_t>(items.size() / 2), chunk, n.loc});
+        }
         if (n.range) {
             if (f != "a") {
                 for (const auto& a : n.args) expr(a);

@@ -88,12 +88,16 @@ struct Ident {
 /// `sum(e for i in a .. b)` (also min, max) has one argument and one comprehension in `over`.
 /// `a(i .. j)` (a combined value) has the two ends in `args` and `range` set;
 /// `bundle(e for i in a .. b if c)` is a comprehension of messages.
+/// `a({0 .. 3, 6})` and `a({0 .. 3, 6}, c)` (a partial) have the set in `set` and the chunk, if
+/// any, in `args`.
+struct SetLit;
 struct Call {
     SourceLoc loc;
     std::string name;
     std::vector<Expr> args;
     std::vector<Comprehension> over;  ///< empty, or the one `for i in a .. b` of a comprehension
     bool range = false;               ///< `f(x .. y)`: args are x and y
+    std::vector<SetLit> set;         ///< a partial a({...}): one set
     bool operator==(const Call&) const = default;
 };
 

@@ -608,6 +608,14 @@ inline const auto make_call = [](auto& ctx) {
     x3::_val(ctx) = std::move(c);
 };
 
+inline const auto make_set_call = [](auto& ctx) {
+    auto& a = x3::_attr(ctx);
+    ast::Call c{fusion::at_c<0>(a), std::move(fusion::at_c<1>(a)), {}, {}, false, {}};
+    c.set.push_back(std::move(fusion::at_c<2>(a)));
+    if (auto& chunk = fusion::at_c<3>(a)) c.args.push_back(std::move(*chunk));
+    x3::_val(ctx) = std::move(c);
+};
+
 inline const auto set_cite = [](auto& ctx) { x3::_val(ctx).text = std::move(x3::_attr(ctx)); };
 
 inline const auto make_set = [](auto& ctx) {
@@ -654,6 +662,7 @@ struct unary_class : annotate {};
 struct power_class : annotate {};
 struct primary_class : annotate {};
 struct call_class : annotate {};
+struct set_call_class : annotate {};
 struct paren_class : annotate {};
 struct statement_class : recover {};
 struct stmts_class : annotate {};
@@ -708,6 +717,7 @@ const x3::rule<unary_class, ast::Expr> unary = "an expression";
 const x3::rule<power_class, ast::Expr> power = "an expression";
 const x3::rule<primary_class, ast::Expr> primary = "an expression";
 const x3::rule<call_class, ast::Call> call = "a call";
+const x3::rule<set_call_class, ast::Call> set_call = "a partial";
 const x3::rule<paren_class, ast::Expr> paren = "an expression";
 const x3::rule<comprehension_class, ast::Comprehension> comprehension = "a comprehension";
 
@@ -763,12 +773,13 @@ const auto additive_def = mult[set_val] >> *((op_add > mult)[fold]);
 const auto mult_def = unary[set_val] >> *((op_mul > unary)[fold]);
 const auto unary_def = (op_unary > unary)[make_unary] | power[set_val];
 const auto power_def = primary[set_val] >> -((op_pow > unary)[fold]);
-const auto primary_def = int_lit[set_val] | call[set_val] | name[set_val] | paren[set_val];
+const auto primary_def = int_lit[set_val] | set_call[set_val] | call[set_val] | name[set_val] | paren[set_val];
+const auto set_call_def = (here >> name_str >> '(' >> set >> -(',' > expr) > ')')[make_set_call];
 const auto call_def = (here >> name_str >> '(' > -(expr % ',') > -(".." > expr) > -comprehension > ')')[make_call];
 const auto paren_def = (here >> '(' > (expr % ',') > ')')[make_paren];
 const auto comprehension_def = (kw_for > name > kw_in > expr > ".." > expr > -(kw_if > expr))[make_comprehension];
 
-BOOST_SPIRIT_DEFINE(expr, lor, land, cmp, bor, bxor, band, shift, additive, mult, unary, power, primary, call, paren, comprehension)
+BOOST_SPIRIT_DEFINE(expr, lor, land, cmp, bor, bxor, band, shift, additive, mult, unary, power, primary, call, set_call, paren, comprehension)
 
 // Statements.
 const auto statement_def = param | topology | model | collective | let | for_ | if_ | step | send | hop | require | assert_ | claim | bound

@@ -76,6 +76,25 @@ private:
     }
     void node(const Call& n) {
         out += n.name;
+        if (!n.set.empty()) {  // a partial a({0 .. 3, 6}[, c])
+            out += "({";
+            for (std::size_t i = 0; i < n.set[0].items.size(); ++i) {
+                const SetItem& it = n.set[0].items[i];
+                if (i) out += ", ";
+                print(it.first, 0);
+                if (it.last) {
+                    out += " .. ";
+                    print(*it.last, 0);
+                }
+            }
+            out += '}';
+            for (const Expr& a : n.args) {
+                out += ", ";
+                print(a, 0);
+            }
+            out += ')';
+            return;
+        }
         if (n.range && n.args.size() == 2) {
             out += '(';
             print(n.args[0], 0);
