@@ -1,5 +1,7 @@
 #include "compiler/export_ranks.hpp"
 
+#include "compiler/partials.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
@@ -224,10 +226,16 @@ std::vector<std::vector<MessageId>> final_messages(const SendTable& t) {
     std::vector<std::vector<MessageId>> out(P);
     t.collective.for_each_goal(P, [&](MessageId m, Node at) { out[idx(at)].push_back(m); });
     for (const Requirement& r : t.requirements) out[idx(r.at)].push_back(r.message);
-    if (const Composites* reg = t.composites.get())  // reduce, prefix: the goals a(lo..hi), interned with the table
+    if (uses_partials(t)) {  // reductions under the buffer rule: the goal partials, interned with the table
+        const Messages ms = t.messages();
+        t.collective.for_each_partial_goal(P, table_chunks(t), [&](std::uint32_t c, std::uint32_t hi, Node at) {
+            if (auto id = find_partial(ms, SourceSet::range(0, hi), c)) out[idx(at)].push_back(*id);
+        });
+    } else if (const Composites* reg = t.composites.get()) {  // reduce, prefix: the goals a(lo..hi), interned with the table
         t.collective.for_each_value_goal(P, [&](std::uint32_t lo, std::uint32_t hi, Node at) {
             if (auto id = reg->find({MessageKind::combined, lo, hi, {}, {}})) out[idx(at)].push_back(*id);
         });
+    }
     for (auto& list : out) {
         std::sort(list.begin(), list.end(), [](MessageId a, MessageId b) { return idx(a) < idx(b); });
         list.erase(std::unique(list.begin(), list.end()), list.end());

@@ -29,10 +29,13 @@ public:
             j_["processors"].get<std::uint64_t>() > 65534)
             fail("\"processors\" must be an integer 1..65534");
         plan_.processors = j_["processors"].get<std::uint32_t>();
-        ms_.emplace(plan_.processors);
+        reg_.emplace(Messages(plan_.processors).base_size());
+        ms_.emplace(plan_.processors, &*reg_);
+        plan_.reduction = !reduction_baseline(plan_.collective).empty();
         plan_.ranks.resize(plan_.processors);
         if (!j_.contains("ranks") || !j_["ranks"].is_array()) fail("missing \"ranks\" (a list of {\"rank\", \"steps\"} objects)");
         std::vector<std::map<Step, RankStep>> steps(plan_.processors);
+        std::vector<std::map<Step, std::vector<std::pair<PeerMessage, Step>>>> arrives(plan_.processors);
         const json& ranks = j_["ranks"];
         for (std::size_t i = 0; i < ranks.size(); ++i) {
             std::string where = fmt::format("ranks[{}]", i);
@@ -58,6 +61,7 @@ public:
                     Step sent = step_of(x.value("sent", json()), at + ".recv");
                     std::uint32_t q = processor(x.value("from", json()), at + ".recv");
                     steps[p][sent].recvs.push_back({q, message(x.value("msg", json()), at + ".recv")});
+                    arrives[p][sent].push_back({{q, steps[p][sent].recvs.back().message}, step});
                 }
             }
         }
@@ -67,10 +71,14 @@ public:
                 rs.step = s;
                 std::sort(rs.sends.begin(), rs.sends.end(), order);
                 std::sort(rs.recvs.begin(), rs.recvs.end(), order);
+                auto& arr = arrives[p][s];
+                std::sort(arr.begin(), arr.end(), [&](const auto& a, const auto& b) { return order(a.first, b.first); });
+                for (const auto& a : arr) rs.recv_arrives.push_back(a.second);
                 plan_.steps = std::max(plan_.steps, s);
                 plan_.ranks[p].steps.push_back(std::move(rs));
             }
         }
+        if (j_.contains("chunks") && j_["chunks"].is_number_unsigned()) plan_.chunks = std::max(plan_.chunks, j_["chunks"].get<std::uint32_t>());
         if (j_.contains("steps") && j_["steps"].is_number_unsigned()) plan_.steps = std::max<Step>(plan_.steps, j_["steps"].get<Step>());
         plan_.message_names = std::move(names_);
         return std::move(plan_);
@@ -94,10 +102,23 @@ private:
         return v.get<Step>();
     }
     std::uint32_t message(const json& v, std::string_view where) {
-        auto m = v.is_string() ? ms_->parse(v.get<std::string>()) : std::nullopt;
+        auto m = v.is_string() ? parse_message(v.get<std::string>(), plan_.processors, *reg_) : std::nullopt;
         if (!m) fail(fmt::format("{}: unknown message {}", where, v.dump()));
         if (names_.size() <= idx(*m)) names_.resize(idx(*m) + 1);
         if (names_[idx(*m)].empty()) names_[idx(*m)] = v.get<std::string>();
+        if (plan_.reduction) {
+            if (plan_.partials.size() <= idx(*m)) plan_.partials.resize(idx(*m) + 1);
+            if (ms_->is_composite(*m)) {
+                const Composite& c = ms_->composite(*m);
+                if (c.kind != MessageKind::partial) fail(fmt::format("{}: {} is not a partial of a reduction", where, v.dump()));
+                plan_.partials[idx(*m)] = PlanPartial{c.lo, c.sources};
+                plan_.chunks = std::max(plan_.chunks, c.lo + 1);
+            } else if (MessageKey k = ms_->key(*m); k.kind == MessageKind::value) {
+                plan_.partials[idx(*m)] = PlanPartial{0, {k.src}};
+            } else {
+                fail(fmt::format("{}: {} is not a partial of a reduction", where, v.dump()));
+            }
+        }
         return idx(*m);
     }
     std::vector<std::uint32_t> messages(const json& list, std::string_view where) {
@@ -112,6 +133,7 @@ private:
     const json& j_;
     std::string_view name_;
     Plan plan_;
+    std::optional<Composites> reg_;
     std::optional<Messages> ms_;
     std::vector<std::string> names_;
 };
@@ -123,7 +145,16 @@ Plan read_plan(std::string_view text, std::string_view name) {
     return PlanReader(j, name).read();
 }
 
+std::string reduction_baseline(std::string_view c) {
+    if (c == "allreduce") return "MPI_Allreduce";
+    if (c == "reduce_scatter") return "MPI_Reduce_scatter_block";
+    if (c == "scan") return "MPI_Scan";
+    if (c.starts_with("reduce:")) return "MPI_Reduce";
+    return "";
+}
+
 std::string baseline_name(std::string_view c) {
+    if (std::string r = reduction_baseline(c); !r.empty()) return r;
     if (c == "alltoall") return "MPI_Alltoall";
     if (c == "allgather") return "MPI_Allgather";
     if (c.starts_with("broadcast:")) return "MPI_Bcast";

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,7 @@ struct RankStep {
     Step step = 0;
     std::vector<PeerMessage> sends;  ///< sorted by (peer, message)
     std::vector<PeerMessage> recvs;  ///< sorted by (peer, message)
+    std::vector<Step> recv_arrives;  ///< per recv: the table step in which it arrives (>= step)
 };
 
 struct RankPlan {
@@ -51,14 +53,34 @@ struct RankPlan {
     std::vector<RankStep> steps;         ///< steps with something to do, in order
 };
 
+/// A partial of a reduction (docs/semantics.md, "Reductions"): its chunk and contributor set.
+struct PlanPartial {
+    std::uint32_t chunk = 0;
+    std::vector<std::uint32_t> sources;  ///< sorted
+};
+
 struct Plan {
     std::string topology, collective;
+    std::uint32_t chunks = 1;  ///< C: a reduction's buffer is C chunks
     std::uint32_t processors = 0;
     Step steps = 0;
     std::uint64_t endpoint_transfers = 0;
     std::vector<RankPlan> ranks;  ///< one per processor
     std::vector<std::string> message_names;  ///< id -> name, for the messages the plan mentions
+    /// Reductions (allreduce, reduce_scatter, scan, reduce with partials): id -> the partial a
+    /// value a(s) or a({...}) stands for; empty for other collectives.
+    std::vector<std::optional<PlanPartial>> partials;
+    bool reduction = false;
+
+    /// The partial message m stands for, or null.
+    const PlanPartial* partial(std::uint32_t m) const {
+        return m < partials.size() && partials[m] ? &*partials[m] : nullptr;
+    }
 };
+
+/// The MPI reduction that does the same job as a reduction collective ("MPI_Allreduce",
+/// "MPI_Reduce_scatter_block", "MPI_Reduce", "MPI_Scan"), or "".
+std::string reduction_baseline(std::string_view collective);
 
 /// Reads a per-rank JSON text. Throws InputError naming the file and the record.
 Plan read_plan(std::string_view text, std::string_view name);

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "compiler/export_ranks.hpp"
+#include "compiler/partials.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
@@ -35,6 +36,7 @@ struct MpirunArgs {
     int repeat = 3;
     int timeout = 300;
     bool json = false;
+    std::string dtype = "int64";
     std::string mpirun = "mpirun";
     std::vector<std::string> mpi_args;
 };
@@ -167,13 +169,21 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--timeout", args->timeout, "Seconds before mpirun gives up on a hung run (default 300)")->check(CLI::Range(1, 86400));
     cmd->add_option("--mpirun", args->mpirun, "The mpirun to use (default: mpirun on the PATH)");
     cmd->add_option("--mpi-arg", args->mpi_args, "An extra argument for mpirun, e.g. --mpi-arg=--bind-to --mpi-arg=none (repeatable)");
+    cmd->add_option("--dtype", args->dtype,
+                    "Reductions: the element type of the buffers, int64 or double (multiples of 1/8, so every order of adding is exact; "
+                    "default int64)")
+        ->check(CLI::IsMember({"int64", "double"}));
     cmd->add_flag("--json", args->json,
                   "Print one JSON object (ranks, steps, step_seconds, total_seconds, baseline, byte_check, ...) instead of text");
     cmd->callback([&ctx, args] {
         SendTable t = load_input(args->input, args->defines);
-        if (t.has_composites() || t.collective.combines())
-            throw InputError("the MPI runner moves base messages only; combined values (a(i..j)), bundles and reduce/prefix are "
-                             "checked by verify and simulate");
+        const bool partials = uses_partials(t);
+        if (!partials && (t.has_composites() || t.collective.combines()))
+            throw InputError("the MPI runner moves base messages and partials of reductions only; combined values (a(i..j)), "
+                             "bundles and prefix are checked by verify and simulate");
+        if (partials && (t.collective.kind == CollectiveKind::custom || t.collective.kind == CollectiveKind::prefix))
+            throw InputError("the MPI runner performs allreduce, reduce_scatter, scan and reduce(r); this table's collective is " +
+                             t.collective.to_string());
         const std::uint32_t P = t.topology->processors();
         if (args->ranks != 0 && args->ranks != P)
             throw InputError(fmt::format("--ranks {}: the table has {} processors and runs with one MPI rank per processor", args->ranks, P));
@@ -201,6 +211,8 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
         argv.push_back("--repeat");
         argv.push_back(std::to_string(args->repeat));
         if (args->json) argv.push_back("--json");
+        argv.push_back("--dtype");
+        argv.push_back(args->dtype);
         argv.push_back("--result");
         argv.push_back(plan.result());
         int status = spawn(argv);
