@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "compiler/export_ranks.hpp"
+#include "compiler/partials.hpp"
 #include "dsl/diagnostics.hpp"
 
 namespace collsched {
@@ -20,7 +21,7 @@ struct Loc {
 };
 
 struct Op {
-    const char* type;  ///< "s", "r", "cpy"
+    const char* type;  ///< "s", "r", "rrc", "cpy"
     Loc src, dst;
     int depid = -1, deps = -1;
     bool hasdep = false;
@@ -104,52 +105,127 @@ std::string algo_name(const SendTable& t) {
     return s;
 }
 
-/// Builds the whole plan (every check happens here, before a byte is written). Every refusal
-/// names the executor's rule; docs/exports.md gives the source line of each.
-Plan build_plan(const SendTable& t, const MscclOptions& opt) {
-    if (opt.max_steps < 1 || opt.max_steps > MscclLimits::max_dependency_step + 1)
-        throw InputError(fmt::format("--max-steps {} is outside 1..{} (the executor stores step numbers in an int16_t)",
-                                     opt.max_steps, MscclLimits::max_dependency_step + 1));
-    if (opt.channels < 1 || opt.channels > MscclLimits::max_channels)
-        throw InputError(fmt::format("--channels {} is outside 1..{} (MAXCHANNELS)", opt.channels, MscclLimits::max_channels));
-    const CollectiveKind kind = t.collective.kind;
-    if (kind != CollectiveKind::alltoall && kind != CollectiveKind::allgather && kind != CollectiveKind::broadcast)
-        refuse(t, "MSCCL-IR export covers alltoall, allgather and broadcast, the collectives whose buffer layout the MSCCL "
-                  "executor fixes; use --format ranks for this one");
-    if (kind == CollectiveKind::broadcast && idx(t.collective.root) != 0)
-        refuse(t, fmt::format("the root is processor {}, but the executor picks an algorithm by collective, rank count and size "
-                              "only, never by root (msccl_lifecycle.cc), so the file would also serve ncclBroadcast with "
-                              "root 0 and deliver wrong data [broadcast root]; relabel the processors so that the root is 0",
-                              idx(t.collective.root)));
-    if (!t.requirements.empty()) refuse(t, "extra requirements have no place in an MSCCL buffer layout");
-    if (t.has_composites())
-        refuse(t, "MSCCL-IR cannot express combined values (a(i..j)) or bundles (b(0)+b(4)): a threadblock step copies one chunk; "
-                  "use --format ranks, which names them");
-    const std::uint32_t P = t.topology->processors();
-    if (P < 2) refuse(t, "MSCCL needs at least 2 GPUs");
-    if (P > MscclLimits::max_gpus)
-        refuse(t, fmt::format("{} GPUs; the executor's XML reader takes at most {} children of <algo> [MAX_SUBS]", P,
-                              MscclLimits::max_gpus));
-    Messages ms = t.messages();
-    Layout layout(t);
-    EndpointView view = endpoint_view(t);
-    const auto& ev = view.transfers;
-    for (const EndpointTransfer& e : ev)
-        if (e.src == e.dst)
-            refuse(t, fmt::format("processor {} sends {} in step {} and it comes back to itself through routers; in MSCCL a "
-                                  "peer is never the GPU itself",
-                                  idx(e.src), ms.name(e.message), e.sent));
+/// What a step waits for: nothing, the receive or the send of endpoint transfer `index`, or the
+/// local copy of chunk `index` (step `index` of the local-copy thread block).
+struct Dep {
+    enum Kind : std::uint8_t { none, recv, send, local } kind = none;
+    std::size_t index = 0;
+};
 
-    Plan plan;
-    plan.name = algo_name(t);
-    plan.coll = kind == CollectiveKind::alltoall ? "alltoall" : kind == CollectiveKind::allgather ? "allgather" : "broadcast";
+/// Where every endpoint transfer reads and writes, how its receive treats the data ("r" a copy,
+/// "rrc" receive-reduce into the local chunk), and what its send and its receive wait for.
+struct Placement {
+    std::vector<Loc> src, dst;
+    std::vector<Loc> recv_src;  ///< the source a receive names: the sender's (informative), rrc's local operand
+    std::vector<const char*> recv_type;
+    std::vector<Dep> send_dep, recv_dep;
+    std::vector<std::vector<Op>> local;  ///< per GPU, the local-copy thread block's steps (none: no such block)
+};
+
+/// Reductions under the buffer rule (docs/semantics.md, "Reductions"; docs/exports.md,
+/// "Reductions"): GPU g works on one chunk W(g, c) per chunk c of the buffer: output chunk c
+/// (allreduce; reduce at the root), output chunk c - g*C/P for g's own block (reduce_scatter),
+/// scratch chunk c otherwise. A local copy first puts input chunk c into W(g, c). A send reads
+/// W; a receive that combines is `rrc` (receive, reduce with W, write W), one that covers is `r`
+/// into W. The operations on W(g, c) (the copy, sends, receives) are chained in table order,
+/// sends of a step before the receives of that step: each waits for the one before it (one
+/// `depid`), so no receive overwrites W before the sends that read the older partial.
+Placement place_reduction(const SendTable& t, const std::vector<EndpointTransfer>& ev, Plan& plan) {
+    const std::uint32_t P = t.topology->processors(), C = table_chunks(t);
+    const Messages ms = t.messages();
+    const CollectiveKind kind = t.collective.kind;
+    const std::uint32_t block = kind == CollectiveKind::reduce_scatter ? C / P : C;
+    auto work = [&](std::uint32_t g, std::uint32_t c) -> Loc {
+        if (kind == CollectiveKind::allreduce || (kind == CollectiveKind::reduce && g == 0)) return {'o', int(c)};
+        if (kind == CollectiveKind::reduce_scatter && c / block == g) return {'o', int(c - g * block)};
+        return {'s', int(c)};
+    };
+    plan.nchunksperloop = int(C);
+    plan.inplace = true;
+    for (std::uint32_t g = 0; g < P; ++g) {
+        Gpu& gpu = plan.gpus[g];
+        gpu.i_chunks = int(C);
+        gpu.o_chunks = kind == CollectiveKind::allreduce ? int(C) : kind == CollectiveKind::reduce_scatter ? int(block) : g == 0 ? int(C) : 0;
+        gpu.s_chunks = kind == CollectiveKind::allreduce || (kind == CollectiveKind::reduce && g == 0) ? 0 : int(C);
+    }
+    Placement pl;
+    const std::size_t N = ev.size();
+    pl.src.resize(N);
+    pl.dst.resize(N);
+    pl.recv_type.assign(N, "r");
+    pl.send_dep.resize(N);
+    pl.recv_dep.resize(N);
+    // the chain of every (GPU, chunk): (time, phase, transfer); phase 0 sends, 1 receives
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<std::tuple<Step, int, std::size_t>>> chain;
+    std::vector<SourceSet> held;  // the buffer rule, replayed to tell rrc from r
+    for (std::uint32_t g = 0; g < P; ++g)
+        for (std::uint32_t c = 0; c < C; ++c) held.emplace_back(g);
+    for (std::size_t i = 0; i < N; ++i) {
+        auto pv = partial_of(ms, ev[i].message);
+        if (!pv) refuse(t, fmt::format("{} is not a partial of the reduction", ms.name(ev[i].message)));
+        const std::uint32_t a = idx(ev[i].src), b = idx(ev[i].dst), c = pv->chunk;
+        pl.src[i] = work(a, c);
+        pl.dst[i] = work(b, c);
+        chain[{a, c}].push_back({ev[i].sent, 0, i});
+        chain[{b, c}].push_back({ev[i].arrived, 1, i});
+    }
+    // rrc or r, in the order the buffer rule applies arrivals (step, then table order)
+    std::vector<std::size_t> by_arrival(N);
+    for (std::size_t i = 0; i < N; ++i) by_arrival[i] = i;
+    std::stable_sort(by_arrival.begin(), by_arrival.end(), [&](std::size_t x, std::size_t y) { return ev[x].arrived < ev[y].arrived; });
+    for (std::size_t i : by_arrival) {
+        auto pv = partial_of(ms, ev[i].message);
+        const std::uint32_t b = idx(ev[i].dst);
+        switch (apply_arrival(held[std::size_t{b} * C + pv->chunk], pv->sources)) {
+            case Arrival::combined: pl.recv_type[i] = "rrc"; break;
+            case Arrival::replaced: pl.recv_type[i] = "r"; break;
+            case Arrival::counted_twice:
+                refuse(t, fmt::format("GPU {} receives {} in step {} while its buffer shares a contribution with it: the table counts "
+                                      "a contribution twice (`collsched verify` shows where)",
+                                      b, ms.name(ev[i].message), ev[i].arrived));
+        }
+    }
+    pl.local.resize(P);
+    for (std::uint32_t g = 0; g < P; ++g)
+        for (std::uint32_t c = 0; c < C; ++c) pl.local[g].push_back(Op{"cpy", {'i', int(c)}, work(g, c)});
+    pl.recv_src = pl.src;
+    for (std::size_t i = 0; i < N; ++i)
+        if (std::string_view(pl.recv_type[i]) == "rrc") pl.recv_src[i] = pl.dst[i];  // rrc reduces with the chunk it writes
+    for (auto& [gc, events] : chain) {
+        std::stable_sort(events.begin(), events.end(), [](const auto& x, const auto& y) {
+            return std::tie(std::get<0>(x), std::get<1>(x)) < std::tie(std::get<0>(y), std::get<1>(y));
+        });
+        Dep prev{Dep::local, gc.second};
+        for (const auto& [time, phase, i] : events) {
+            (phase == 0 ? pl.send_dep[i] : pl.recv_dep[i]) = prev;
+            prev = Dep{phase == 0 ? Dep::send : Dep::recv, i};
+        }
+    }
+    return pl;
+}
+
+/// Collectives without reductions: a message a GPU starts with is read from its input; the
+/// first arrival of a message is its canonical copy (output chunk, or scratch when the GPU only
+/// relays it); a send of received data waits for the receive that brought it.
+Placement place_copies(const SendTable& t, const std::vector<EndpointTransfer>& ev, Plan& plan) {
+    const CollectiveKind kind = t.collective.kind;
+    const std::uint32_t P = t.topology->processors();
+    const Messages ms = t.messages();
+    Layout layout(t);
     plan.nchunksperloop = layout.chunks_per_loop();
     // In place, an allgather's input is output chunk g and a broadcast's input is its output:
     // sends read the GPU's own chunk, which no receive overwrites (receives write other output
     // chunks or scratch), and the local copy copies a chunk onto itself. An in-place alltoall
     // would overwrite input chunk s (= output chunk s) before sending it: out of place only.
     plan.inplace = kind != CollectiveKind::alltoall;
-    plan.gpus.resize(P);
+    for (std::uint32_t g = 0; g < P; ++g) {
+        plan.gpus[g].i_chunks = layout.i_chunks(g);
+        plan.gpus[g].o_chunks = layout.o_chunks();
+    }
+    Placement pl;
+    pl.local.resize(P);
+    for (std::uint32_t g = 0; g < P; ++g)
+        if (auto copy = layout.local_copy(g)) pl.local[g].push_back(*copy);
 
     // Where each receive puts its chunk: the first arrival of a message the GPU does not start
     // with is its canonical copy (output chunk, or a scratch chunk when the GPU only relays it);
@@ -189,6 +265,72 @@ Plan build_plan(const SendTable& t, const MscclOptions& opt) {
         src_loc[i] = dst_loc[c->second];
         depends_on[i] = c->second;
     }
+
+    pl.src = std::move(src_loc);
+    pl.recv_src = pl.src;
+    pl.dst = std::move(dst_loc);
+    pl.recv_type.assign(ev.size(), "r");
+    pl.send_dep.resize(ev.size());
+    pl.recv_dep.resize(ev.size());
+    for (std::size_t i = 0; i < ev.size(); ++i)
+        if (depends_on[i]) pl.send_dep[i] = Dep{Dep::recv, *depends_on[i]};
+    return pl;
+}
+
+/// Builds the whole plan (every check happens here, before a byte is written). Every refusal
+/// names the executor's rule; docs/exports.md gives the source line of each.
+Plan build_plan(const SendTable& t, const MscclOptions& opt) {
+    if (opt.max_steps < 1 || opt.max_steps > MscclLimits::max_dependency_step + 1)
+        throw InputError(fmt::format("--max-steps {} is outside 1..{} (the executor stores step numbers in an int16_t)",
+                                     opt.max_steps, MscclLimits::max_dependency_step + 1));
+    if (opt.channels < 1 || opt.channels > MscclLimits::max_channels)
+        throw InputError(fmt::format("--channels {} is outside 1..{} (MAXCHANNELS)", opt.channels, MscclLimits::max_channels));
+    const CollectiveKind kind = t.collective.kind;
+    const bool reduction = uses_partials(t);
+    if (reduction && kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::reduce)
+        refuse(t, "MSCCL-IR has allreduce, reducescatter and reduce but no scan or custom reduction; use --format ranks for this one");
+    if (!reduction && kind != CollectiveKind::alltoall && kind != CollectiveKind::allgather && kind != CollectiveKind::broadcast)
+        refuse(t, "MSCCL-IR export covers alltoall, allgather, broadcast and the reductions allreduce, reduce_scatter and reduce "
+                  "with partials, the collectives whose buffer layout the MSCCL executor fixes; use --format ranks for this one");
+    if (kind == CollectiveKind::reduce && reduction && idx(t.collective.root) != 0)
+        refuse(t, fmt::format("the root is processor {}, but the executor picks an algorithm by collective, rank count and size "
+                              "only, never by root (msccl_lifecycle.cc), so the file would also serve ncclReduce with root 0 "
+                              "[reduce root]; relabel the processors so that the root is 0",
+                              idx(t.collective.root)));
+    if (kind == CollectiveKind::broadcast && idx(t.collective.root) != 0)
+        refuse(t, fmt::format("the root is processor {}, but the executor picks an algorithm by collective, rank count and size "
+                              "only, never by root (msccl_lifecycle.cc), so the file would also serve ncclBroadcast with "
+                              "root 0 and deliver wrong data [broadcast root]; relabel the processors so that the root is 0",
+                              idx(t.collective.root)));
+    if (!t.requirements.empty()) refuse(t, "extra requirements have no place in an MSCCL buffer layout");
+    if (t.has_composites() && !reduction)
+        refuse(t, "MSCCL-IR cannot express combined values (a(i..j)) or bundles (b(0)+b(4)): a threadblock step copies one chunk; "
+                  "use --format ranks, which names them");
+    const std::uint32_t P = t.topology->processors();
+    if (P < 2) refuse(t, "MSCCL needs at least 2 GPUs");
+    if (P > MscclLimits::max_gpus)
+        refuse(t, fmt::format("{} GPUs; the executor's XML reader takes at most {} children of <algo> [MAX_SUBS]", P,
+                              MscclLimits::max_gpus));
+    Messages ms = t.messages();
+    Layout layout(t);
+    EndpointView view = endpoint_view(t);
+    const auto& ev = view.transfers;
+    for (const EndpointTransfer& e : ev)
+        if (e.src == e.dst)
+            refuse(t, fmt::format("processor {} sends {} in step {} and it comes back to itself through routers; in MSCCL a "
+                                  "peer is never the GPU itself",
+                                  idx(e.src), ms.name(e.message), e.sent));
+
+    Plan plan;
+    plan.name = algo_name(t);
+    plan.gpus.resize(P);
+    Placement pl = reduction ? place_reduction(t, ev, plan) : place_copies(t, ev, plan);
+    plan.coll = kind == CollectiveKind::alltoall        ? "alltoall"
+                : kind == CollectiveKind::allgather      ? "allgather"
+                : kind == CollectiveKind::broadcast      ? "broadcast"
+                : kind == CollectiveKind::allreduce      ? "allreduce"
+                : kind == CollectiveKind::reduce_scatter ? "reducescatter"
+                                                         : "reduce";
 
     // One connection per directed pair of GPUs. A channel holds at most 32 sending and 32
     // receiving thread blocks per GPU. Two assignments, the one with fewer channels wins (the
@@ -242,9 +384,7 @@ Plan build_plan(const SendTable& t, const MscclOptions& opt) {
     std::vector<std::pair<int, int>> send_pos(ev.size());
     for (std::uint32_t g = 0; g < P; ++g) {
         Gpu& gpu = plan.gpus[g];
-        gpu.i_chunks = layout.i_chunks(g);
-        gpu.o_chunks = layout.o_chunks();
-        if (auto copy = layout.local_copy(g)) gpu.tbs.push_back(Tb{-1, -1, 0, {*copy}});
+        if (!pl.local[g].empty()) gpu.tbs.push_back(Tb{-1, -1, 0, pl.local[g]});
     }
     // (gpu, peer, channel) -> tb index; std::map iterates in msccl-tools' order
     // (a connection with fewer than K transfers gets one instance per transfer)
@@ -276,24 +416,35 @@ Plan build_plan(const SendTable& t, const MscclOptions& opt) {
         int rt = recv_tb[{b, a, chan}];
         Tb& r = plan.gpus[b].tbs[rt];
         recv_pos[i] = {rt, int(r.ops.size())};
-        r.ops.push_back(Op{"r", src_loc[i], dst_loc[i]});
+        r.ops.push_back(Op{pl.recv_type[i], pl.recv_src[i], pl.dst[i]});
         int st = send_tb[{a, b, chan}];
         Tb& s = plan.gpus[a].tbs[st];
         send_pos[i] = {st, int(s.ops.size())};
-        s.ops.push_back(Op{"s", src_loc[i], dst_loc[i]});
+        s.ops.push_back(Op{"s", pl.src[i], pl.dst[i]});
     }
-    for (std::size_t i = 0; i < ev.size(); ++i) {
-        if (!depends_on[i]) continue;
-        std::uint32_t g = idx(ev[i].src);
-        auto [tb, step] = recv_pos[*depends_on[i]];
-        if (tb > MscclLimits::max_dependency_tb)
+    // Dependencies: a step waits for the step it depends on unless that one comes earlier in its
+    // own thread block (steps of a thread block run in order).
+    auto resolve = [&](std::uint32_t g, std::pair<int, int> me, Dep d) {
+        if (d.kind == Dep::none) return;
+        std::pair<int, int> target = d.kind == Dep::recv ? recv_pos[d.index] : d.kind == Dep::send ? send_pos[d.index] : std::pair<int, int>(0, int(d.index));
+        if (target.first == me.first) {
+            if (target.second < me.second) return;
+            refuse(t, fmt::format("GPU {}, thread block {}: step {} must wait for step {} of the same thread block; the table orders "
+                                  "the operations on one chunk against the order of its connection",
+                                  g, me.first, me.second, target.second));
+        }
+        if (target.first > MscclLimits::max_dependency_tb)
             refuse(t, fmt::format("GPU {} would depend on thread block {}; the executor stores dependency ids in an int8_t "
                                   "(at most {}) [dependentBid]",
-                                  g, tb, MscclLimits::max_dependency_tb));
-        Op& op = plan.gpus[g].tbs[send_pos[i].first].ops[send_pos[i].second];
-        op.depid = tb;
-        op.deps = step;
-        plan.gpus[g].tbs[tb].ops[step].hasdep = true;
+                                  g, target.first, MscclLimits::max_dependency_tb));
+        Op& op = plan.gpus[g].tbs[me.first].ops[me.second];
+        op.depid = target.first;
+        op.deps = target.second;
+        plan.gpus[g].tbs[target.first].ops[target.second].hasdep = true;
+    };
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+        resolve(idx(ev[i].src), send_pos[i], pl.send_dep[i]);
+        resolve(idx(ev[i].dst), recv_pos[i], pl.recv_dep[i]);
     }
     // The executor's load rules, per rank: thread blocks, steps per thread block, elements.
     std::size_t longest = 0;

@@ -157,13 +157,15 @@ inline std::string msccl_limits(const XmlNode& algo, int max_steps = 64) {
                     if (cnt < 1 || cnt >= 72) return "cnt out of 1..71";
                     const std::string type = st.attr("type");
                     if (type == "s" && send < 0) return "a send in a thread block without a send peer";
-                    if (type == "r" && recv < 0) return "a receive in a thread block without a receive peer";
+                    if ((type == "r" || type == "rrc") && recv < 0) return "a receive in a thread block without a receive peer";
                     auto bounds = [&](const std::string& buf, int off) {
                         int n = buf == "i" ? ic : buf == "o" ? oc : buf == "s" ? sc : -1;
                         return n >= 0 && off >= 0 && off + cnt <= n;
                     };
-                    if ((type == "s" || type == "cpy") && !bounds(st.attr("srcbuf"), st.num("srcoff"))) return "source out of bounds";
-                    if ((type == "r" || type == "cpy") && !bounds(st.attr("dstbuf"), st.num("dstoff"))) return "destination out of bounds";
+                    if ((type == "s" || type == "cpy" || type == "rrc") && !bounds(st.attr("srcbuf"), st.num("srcoff")))
+                        return "source out of bounds";
+                    if ((type == "r" || type == "cpy" || type == "rrc") && !bounds(st.attr("dstbuf"), st.num("dstoff")))
+                        return "destination out of bounds";
                     const int depid = st.num("depid"), deps = st.num("deps");
                     if (depid >= 0) {
                         if (depid > 127 || depid >= int(g.subs.size()) || depid == int(t)) return "bad depid";
@@ -183,11 +185,18 @@ inline std::string msccl_limits(const XmlNode& algo, int max_steps = 64) {
     return "";
 }
 
+/// `rrc` is not expected (programs without reductions).
+struct NoCombine {
+    long operator()(long, long) const { throw std::runtime_error("unexpected step type rrc"); }
+};
+
 /// Replays the program on chunk identities. `input(g, k)` is what input chunk k of GPU g holds;
 /// returns the output buffers (-1 for a chunk never written) or throws on a deadlock, a receive
-/// of nothing or an unmatched send.
-template <class Input>
-std::vector<std::vector<long>> msccl_replay(const XmlNode& algo, Input&& input) {
+/// of nothing or an unmatched send. `rrc` writes combine(local chunk, received chunk) (which
+/// throws when the two may not combine). Thread blocks are visited in id order, or the reverse
+/// with `reverse`: a program whose result depends on the interleaving gives two answers.
+template <class Input, class Combine = NoCombine>
+std::vector<std::vector<long>> msccl_replay(const XmlNode& algo, Input&& input, Combine combine = {}, bool reverse = false) {
     struct Buffers {
         std::vector<long> i, o, s;
     };
@@ -210,7 +219,8 @@ std::vector<std::vector<long>> msccl_replay(const XmlNode& algo, Input&& input) 
         progress = false;
         for (const XmlNode& g : algo.subs) {
             const int id = g.num("id");
-            for (std::size_t t = 0; t < g.subs.size(); ++t) {
+            for (std::size_t k = 0; k < g.subs.size(); ++k) {
+                const std::size_t t = reverse ? g.subs.size() - 1 - k : k;
                 const XmlNode& tb = g.subs[t];
                 while (pc[id][t] < int(tb.subs.size())) {
                     const XmlNode& st = tb.subs[pc[id][t]];
@@ -226,6 +236,12 @@ std::vector<std::vector<long>> msccl_replay(const XmlNode& algo, Input&& input) 
                         auto& q = conn[{tb.num("recv"), id, chan}];
                         if (q.empty()) break;
                         at(id, st.attr("dstbuf"), st.num("dstoff")) = q.front();
+                        q.pop_front();
+                    } else if (type == "rrc") {
+                        auto& q = conn[{tb.num("recv"), id, chan}];
+                        if (q.empty()) break;
+                        long local = at(id, st.attr("srcbuf"), st.num("srcoff"));
+                        at(id, st.attr("dstbuf"), st.num("dstoff")) = combine(local, q.front());
                         q.pop_front();
                     } else if (type == "cpy") {
                         at(id, st.attr("dstbuf"), st.num("dstoff")) = at(id, st.attr("srcbuf"), st.num("srcoff"));
