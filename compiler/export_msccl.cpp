@@ -288,7 +288,8 @@ Plan build_plan(const SendTable& t, const MscclOptions& opt) {
     const CollectiveKind kind = t.collective.kind;
     const bool reduction = uses_partials(t);
     if (reduction && kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::reduce)
-        refuse(t, "MSCCL-IR has allreduce, reducescatter and reduce but no scan or custom reduction; use --format ranks for this one");
+        refuse(t, "MSCCL-IR export covers allreduce, reduce_scatter and reduce among the reductions (MSCCL has no scan); use --format "
+                  "ranks for this one");
     if (!reduction && kind != CollectiveKind::alltoall && kind != CollectiveKind::allgather && kind != CollectiveKind::broadcast)
         refuse(t, "MSCCL-IR export covers alltoall, allgather, broadcast and the reductions allreduce, reduce_scatter and reduce "
                   "with partials, the collectives whose buffer layout the MSCCL executor fixes; use --format ranks for this one");

@@ -187,8 +187,9 @@ TEST_CASE("msccl: what the executor cannot run is refused with the reason") {
         TableBuilder b(topo, topo->default_model(), Collective{CollectiveKind::scatter, Node{0}, {}});
         b.send_cut_through(1, Node{0}, Node{1}, b.messages().personal(0, 1));
         CHECK(refusal(std::move(b).finish()) ==
-              "cannot write MSCCL-IR for scatter:0 on ebft:4: MSCCL-IR export covers alltoall, allgather and broadcast, the "
-              "collectives whose buffer layout the MSCCL executor fixes; use --format ranks for this one");
+              "cannot write MSCCL-IR for scatter:0 on ebft:4: MSCCL-IR export covers alltoall, allgather, broadcast and the "
+              "reductions allreduce, reduce_scatter and reduce with partials, the collectives whose buffer layout the MSCCL executor "
+              "fixes; use --format ranks for this one");
     }
     SUBCASE("more than 64 steps in one thread block, also with --max-steps 256") {
         auto topo = Topology::parse("linear:40");

@@ -89,7 +89,7 @@ TEST_CASE("composites: names, parsing, interning and canonical ids") {
     CHECK_FALSE(parse_message("b(0)+b(0)", 4, reg, &why));
     CHECK(why == "b(0)+b(0): a bundle lists a message twice");
     CHECK_FALSE(parse_message("b(0)+a(0..1)", 4, reg, &why));
-    CHECK(why == "b(0)+a(0..1): a bundle joins base messages, not combined values");
+    CHECK(why == "b(0)+a(0..1): a bundle joins base messages, not combined values or partials");
     CHECK_FALSE(parse_message("a(0..4)", 4, reg, &why));
     // Canonical order: combined values by range, then bundles by parts, whatever the order met.
     SendTable t = compile_ok("topology ring(4)\nmodel wormhole(ts = 1, tc = 1)\ncollective custom\n"

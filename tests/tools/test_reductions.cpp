@@ -272,7 +272,7 @@ TEST_CASE("reductions: MSCCL-IR exports pass the load rules and replay to the fu
     CHECK(xml.find("coll=\"allreduce\"") != std::string::npos);
     CHECK(xml.find("type=\"rrc\"") != std::string::npos);
     CHECK_THROWS_WITH_AS(table_to_msccl(compile_library("schedules/reduce/scan_hillis_steele.sched", 4), {}),
-                         "cannot write MSCCL-IR for scan on complete:4: MSCCL-IR has allreduce, reducescatter and reduce but no scan or "
-                         "custom reduction; use --format ranks for this one",
+                         "cannot write MSCCL-IR for scan on complete:4: MSCCL-IR export covers allreduce, reduce_scatter and reduce among "
+                         "the reductions (MSCCL has no scan); use --format ranks for this one",
                          InputError);
 }
