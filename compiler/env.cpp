@@ -232,9 +232,9 @@ std::int64_t Env::eval(std::uint32_t i) {
             // A reference to p's buffer, resolved to the partial it holds once the table is
             // complete (resolve_partials, compiler/partials.cpp): kept as a partial without sources.
             std::int64_t p = eval(x.a), c = x.b == none ? 0 : eval(x.b);
-            if (current_step < 1) fail("E054", x.loc, "partial(p) names what p's buffer holds when it sends: it is written in a step");
+            if (current_step < 1) fail("E056", x.loc, "partial(p) names what p's buffer holds when it sends: it is written in a step");
             if (c < 0 || c >= chunks)
-                fail("E054", x.loc, fmt::format("partial({}, {}): the chunk must be in 0 .. {} (the collective has {} chunk{})", p, c,
+                fail("E056", x.loc, fmt::format("partial({}, {}): the chunk must be in 0 .. {} (the collective has {} chunk{})", p, c,
                                                 chunks - 1, chunks, chunks == 1 ? "" : "s"));
             return idx((*composites).intern({MessageKind::partial, static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(current_step),
                                              {MessageId{static_cast<std::uint32_t>(p)}}, {}}));
@@ -254,7 +254,7 @@ std::int64_t Env::eval(std::uint32_t i) {
             if (src.empty()) fail("E048", x.loc, "a partial needs at least one source");
             std::int64_t c = x.imm < 0 ? 0 : eval(static_cast<std::uint32_t>(x.imm));
             if (c < 0 || c >= chunks)
-                fail("E054", x.loc, fmt::format("a partial of chunk {}: the chunk must be in 0 .. {} (the collective has {} chunk{})", c,
+                fail("E056", x.loc, fmt::format("a partial of chunk {}: the chunk must be in 0 .. {} (the collective has {} chunk{})", c,
                                                 chunks - 1, chunks, chunks == 1 ? "" : "s"));
             if (src.size() == 1 && c == 0) return idx(messages.value(src[0]));
             return idx((*composites).intern({MessageKind::partial, static_cast<std::uint32_t>(c), 0, {}, std::move(src)}));
