@@ -51,6 +51,9 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
         z3::expr flag;
         Violation v;
         bool completeness;
+        std::optional<z3::expr> buffer;  ///< counted twice: the buffer before the arrival, named from the model
+        std::uint32_t chunk = 0;
+        std::uint32_t goal_hi = 0;  ///< completeness: the goal a({0..goal_hi})
     };
     std::vector<Bad> bads;
     const auto& xs = t.transfers;
@@ -91,10 +94,9 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
             at_step[key].push_back(x.step);
             bads.push_back({twice,
                             {Property::causality, x.step, x.channel, ch.to, {x.message},
-                             fmt::format("processor {} receives {} in step {} while its buffer holds a partial that shares a "
-                                         "contribution with it and is not covered by it: combining counts a contribution twice",
-                                         topo.node_name(ch.to), ms.name(x.message), x.step)},
-                            false});
+                             fmt::format("processor {} receives {} in step {} while its buffer holds ", topo.node_name(ch.to),
+                                         ms.name(x.message), x.step)},
+                            false, prev, pv->chunk, 0});
         }
         i = end;
     }
@@ -107,8 +109,8 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
         if (auto id = find_partial(ms, want, ch)) ids.push_back(*id);
         bads.push_back({flag,
                         {Property::completeness, 0, std::nullopt, p, std::move(ids),
-                         fmt::format("processor {} does not end with {}", topo.node_name(p), partial_name(ms, want, ch))},
-                        true});
+                         fmt::format("processor {} ends with ", topo.node_name(p))},
+                        true, seq.back(), ch, hi});
     });
     if (bads.empty()) return ans;
     z3::expr_vector any(c);
@@ -126,8 +128,25 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
         case z3::sat: break;
     }
     z3::model model = solver.get_model();
-    for (Bad& b : bads)
-        if (model.eval(b.flag, true).is_true()) (b.completeness ? ans.completeness : ans.causality).push_back(std::move(b.v));
+    for (Bad& b : bads) {
+        if (!model.eval(b.flag, true).is_true()) continue;
+        if (b.buffer) {  // name the buffer and the contributions counted twice from the model
+            std::vector<std::uint32_t> held;
+            for (std::uint32_t k = 0; k < P; ++k)
+                if (model.eval(b.buffer->extract(k, k), true).get_numeral_uint64() == 1) held.push_back(k);
+            if (b.completeness) {
+                SourceSet want = SourceSet::range(0, b.goal_hi);
+                b.v.detail += fmt::format("{} but needs {}: {}", partial_name(ms, SourceSet(held), b.chunk), partial_name(ms, want, b.chunk),
+                                          goal_gap(SourceSet(held), want));
+            } else {
+                SourceSet buffer(held);
+                std::string twice;
+                apply_arrival(buffer, partial_of(ms, b.v.messages[0])->sources, &twice);
+                b.v.detail += fmt::format("{}: combining them counts {} twice", partial_name(ms, SourceSet(held), b.chunk), twice);
+            }
+        }
+        (b.completeness ? ans.completeness : ans.causality).push_back(std::move(b.v));
+    }
     return ans;
 }
 
