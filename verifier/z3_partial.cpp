@@ -54,6 +54,7 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
         std::optional<z3::expr> buffer;  ///< counted twice: the buffer before the arrival, named from the model
         std::uint32_t chunk = 0;
         std::uint32_t goal_hi = 0;  ///< completeness: the goal a({0..goal_hi})
+        bool send = false;          ///< a send of a partial not held: name the buffer only
     };
     std::vector<Bad> bads;
     const auto& xs = t.transfers;
@@ -73,9 +74,9 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
             solver.add(flag == (seq.back() != set_bits(c, P, pv->sources)));
             bads.push_back({flag,
                             {Property::causality, x.step, x.channel, ch.from, {x.message},
-                             fmt::format("processor {} sends {} in step {} but its buffer does not hold it at the end of step {}",
-                                         topo.node_name(ch.from), ms.name(x.message), x.step, x.step - 1)},
-                            false});
+                             fmt::format("processor {} sends {} in step {} but its buffer holds ", topo.node_name(ch.from),
+                                         ms.name(x.message), x.step)},
+                            false, seq.back(), pv->chunk, 0, true});
         }
         for (std::size_t k = i; k < end; ++k) {
             const Transfer& x = xs[k];
@@ -134,7 +135,9 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
             std::vector<std::uint32_t> held;
             for (std::uint32_t k = 0; k < P; ++k)
                 if (model.eval(b.buffer->extract(k, k), true).get_numeral_uint64() == 1) held.push_back(k);
-            if (b.completeness) {
+            if (b.send) {
+                b.v.detail += partial_name(ms, SourceSet(held), b.chunk);
+            } else if (b.completeness) {
                 SourceSet want = SourceSet::range(0, b.goal_hi);
                 b.v.detail += fmt::format("{} but needs {}: {}", partial_name(ms, SourceSet(held), b.chunk), partial_name(ms, want, b.chunk),
                                           goal_gap(SourceSet(held), want));
