@@ -14,6 +14,7 @@
 #include "tools/commands.hpp"
 #include "tools/synth_common.hpp"
 #include "verifier/synth.hpp"
+#include "verifier/synth_duality.hpp"
 
 namespace collsched::tools {
 
@@ -44,6 +45,58 @@ std::string text_report(const SynthInstance& in, const OptimizeResult& r, const 
     return s;
 }
 
+/// reduce, reduce_scatter and allreduce: through duality with broadcast or allgather
+/// (verifier/synth_duality.hpp); the dual's own report, then the reduction's optimum and the
+/// space it is proved over.
+void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& args, Context& ctx) {
+    if (std::string why = reduction_duality_problem(in); !why.empty()) throw InputError(why);
+    OptimizeOptions opt = args.solver.options();
+    Progress progress;
+    opt.progress = progress.callback();
+    ReductionOptimum r;
+    try {
+        r = optimize_reduction(in, opt);
+    } catch (const std::logic_error& e) {
+        progress.finish();
+        throw InputError(fmt::format("internal error (a bug, please report it): {}", e.what()));
+    }
+    progress.finish();
+    for (const std::string& path : args.outputs) {
+        if (!r.witness) break;
+        write_witness(path, *r.witness,
+                      fmt::format("{} on {}: {} steps by duality with {} ({})", in.collective.to_string(), in.topology->spec(),
+                                  r.optimum ? *r.optimum : 0, r.allgather_instance.collective.to_string(), to_string(r.status)));
+    }
+    const std::string status(to_string(r.status));
+    if (args.json) {
+        nlohmann::ordered_json j;
+        j["optimum"] = r.optimum ? nlohmann::ordered_json(*r.optimum) : nlohmann::ordered_json();
+        j["status"] = status;
+        j["lower_bound"] = r.lower_bound;
+        j["seconds"] = r.allgather.seconds;
+        j["topology"] = in.topology->spec();
+        j["collective"] = in.collective.to_string();
+        j["model"] = to_string(in.model);
+        j["method"] = "duality";
+        j["space"] = r.space;
+        j["dual"] = result_json(r.allgather_instance, r.allgather, args.solver);
+        j["witness"] = args.outputs.empty() || !r.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(args.outputs);
+        std::string out = j.dump() + "\n";
+        std::fwrite(out.data(), 1, out.size(), stdout);
+    } else {
+        std::string out = fmt::format("optimize {} on {} ({}) by duality with {}\n", in.collective.to_string(), in.topology->spec(),
+                                      to_string(in.model), r.allgather_instance.collective.to_string());
+        out += "dual: " + text_report(r.allgather_instance, r.allgather, args.solver);
+        out += r.optimum ? fmt::format("{}: {} steps ({}; lower bound {})\n", in.collective.to_string(), *r.optimum, status, r.lower_bound)
+                         : fmt::format("{}: no schedule found ({}; lower bound {})\n", in.collective.to_string(), status, r.lower_bound);
+        out += "space: " + r.space + "\n";
+        if (!args.outputs.empty())
+            out += r.witness ? fmt::format("witness: {}\n", fmt::join(args.outputs, ", ")) : "witness: none found, nothing written\n";
+        std::fwrite(out.data(), 1, out.size(), stdout);
+    }
+    ctx.exit_code = exit_code(r.allgather);
+}
+
 }  // namespace
 
 void add_optimize_command(CLI::App& app, Context& ctx) {
@@ -55,7 +108,9 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         "checker.\nExit code: 0 optimum proved, 3 time limit (best bounds printed), 1 no schedule exists, 2 bad input or "
         "unsupported model.");
     cmd->add_option("--topology", args->topology, "Topology spec, e.g. ebft:8, cbft:16, torus:3x5, ideal:16:w=n")->required();
-    cmd->add_option("--collective", args->collective, "alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:a,b")
+    cmd->add_option("--collective", args->collective,
+                    "alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:a,b; reduce:R, reduce_scatter and allreduce by "
+                    "duality with broadcast and allgather (docs/synthesis.md)")
         ->required();
     cmd->add_option("--model", args->model, "key=value pairs on top of the family's default, e.g. queues=none,ports=half");
     args->solver.add_to(*cmd);
@@ -66,6 +121,9 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         auto topo = Topology::parse(args->topology);
         SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
                          args->solver.route_space()};
+        const CollectiveKind k = in.collective.kind;
+        if (k == CollectiveKind::reduce || k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce)
+            return optimize_reduction_command(in, *args, ctx);
         encoding_for(in);  // unsupported models are bad input, before any work
         OptimizeOptions opt = args->solver.options();
         Progress progress;

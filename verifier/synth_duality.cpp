@@ -1,0 +1,78 @@
+#include "verifier/synth_duality.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "compiler/duality.hpp"
+#include "dsl/diagnostics.hpp"
+#include "verifier/direct.hpp"
+
+namespace collsched {
+
+namespace {
+
+/// The collective's C (the bandwidth work's Collective::chunks once merged).
+std::uint32_t reduction_chunks(const Collective&) { return 1; }
+
+}  // namespace
+
+std::string reduction_duality_problem(const SynthInstance& in) {
+    const CollectiveKind k = in.collective.kind;
+    if (k != CollectiveKind::reduce && k != CollectiveKind::reduce_scatter && k != CollectiveKind::allreduce)
+        return "optimize by duality covers reduce, reduce_scatter and allreduce";
+    const std::uint32_t P = in.topology->processors(), C = reduction_chunks(in.collective);
+    if (k != CollectiveKind::reduce && C != P)
+        return fmt::format("optimize by duality takes C = P chunks (chunk p reduced to processor p): {} chunks on {} processors", C, P);
+    if (k == CollectiveKind::reduce && C != 1) return fmt::format("optimize by duality takes reduce with one chunk, not {}", C);
+    return duality_problem(*in.topology, in.model);
+}
+
+ReductionOptimum optimize_reduction(const SynthInstance& in, const OptimizeOptions& opt) {
+    if (std::string why = reduction_duality_problem(in); !why.empty()) throw InputError(why);
+    ReductionOptimum r;
+    const bool rooted = in.collective.kind == CollectiveKind::reduce;
+    Collective ag;
+    ag.kind = rooted ? CollectiveKind::broadcast : CollectiveKind::allgather;
+    ag.root = in.collective.root;
+    r.allgather_instance = SynthInstance{in.topology, in.model, ag, in.routes};
+    r.allgather = optimize(r.allgather_instance, opt);
+    const bool all = in.collective.kind == CollectiveKind::allreduce;
+    const Step k = all ? 2 : 1;
+    r.status = r.allgather.status;
+    if (r.allgather.optimum) r.optimum = k * *r.allgather.optimum;
+    r.lower_bound = k * r.allgather.lower_bound;
+    if (r.allgather.witness) {
+        SendTable w = all      ? allreduce_from_allgather(*r.allgather.witness)
+                      : rooted ? reduce_from_broadcast(*r.allgather.witness)
+                               : reduce_scatter_from_allgather(*r.allgather.witness);
+        VerifyReport check = verify_direct(w);
+        if (!check.holds()) throw std::logic_error(fmt::format("the reversed allgather does not verify: {}", format_report(check, w)));
+        r.witness = std::move(w);
+    }
+    const std::string model = search_space(r.allgather_instance);
+    if (all)
+        r.space = fmt::format(
+            "every allreduce that is a reduce-scatter of C = {} chunks (chunk p reduced to processor p) followed by an allgather of "
+            "the reduced chunks, under the buffer rule, one chunk per channel and unit of capacity per step (SCCL's Allreduce); "
+            "each half is optimal by duality with the allgather, whose optimum is proved over {}. Allreduces outside this space "
+            "(C = 1, recursive doubling) may take fewer steps and move more data per step",
+            in.topology->processors(), model);
+    else if (rooted)
+        r.space = fmt::format(
+            "every reduce to {} of one chunk under the buffer rule, one partial per channel and unit of capacity per step: reversing "
+            "time and direction maps its schedules onto the broadcast's from {} on {} (a network without routers whose channels "
+            "have reverses of the same capacity) and back (first arrivals only), step for step, so its optimum is the broadcast's, "
+            "proved over {}",
+            idx(in.collective.root), idx(in.collective.root), in.topology->spec(), model);
+    else
+        r.space = fmt::format(
+            "every reduce-scatter of C = {} chunks (chunk p reduced to processor p) under the buffer rule, one chunk per channel and "
+            "unit of capacity per step: reversing time and direction maps its schedules onto the allgather's on {} (a network "
+            "without routers whose channels have reverses of the same capacity) and back (first arrivals only), step for step, "
+            "so its optimum is the allgather's, proved over {}",
+            in.topology->processors(), in.topology->spec(), model);
+    return r;
+}
+
+}  // namespace collsched

@@ -1,0 +1,35 @@
+/** \file
+ * `optimize` for reduce, reduce_scatter and allreduce through duality (docs/synthesis.md, "Reductions
+ * by duality"): the broadcast or allgather on the same topology is optimized (with its proof), and its
+ * witness reversed (compiler/duality.hpp) gives the reduction's witness, re-verified by the
+ * direct checker. The space each optimum is proved over is spelled out in `space`.
+ */
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "verifier/synth.hpp"
+
+namespace collsched {
+
+struct ReductionOptimum {
+    SynthInstance allgather_instance;  ///< the dual: broadcast:r for reduce:r, else allgather
+    OptimizeResult allgather;      ///< the allgather's optimization, with its proof status
+    OptStatus status = OptStatus::timeout;
+    std::optional<Step> optimum;   ///< proved (or best found) steps of the reduction
+    Step lower_bound = 0;
+    std::optional<SendTable> witness;
+    std::string space;             ///< the schedules the optimum is proved over
+};
+
+/// Why optimize_reduction does not apply ("" when it does).
+std::string reduction_duality_problem(const SynthInstance&);
+
+/// reduce(r) (C = 1): T* = the broadcast's optimum from r.
+/// reduce_scatter (C = P chunks, chunk p to processor p): T* = the allgather's optimum.
+/// allreduce: 2 T*, the least over reduce-scatter-then-allgather schedules (SCCL's Allreduce).
+/// Throws InputError when reduction_duality_problem says so.
+ReductionOptimum optimize_reduction(const SynthInstance&, const OptimizeOptions&);
+
+}  // namespace collsched
