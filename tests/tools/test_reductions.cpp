@@ -17,6 +17,7 @@
 #include "runtime/simulator.hpp"
 #include "tests/compiler/msccl_replay.hpp"
 #include "verifier/direct.hpp"
+#include "verifier/synth_duality.hpp"
 #include "verifier/z3_engine.hpp"
 
 using namespace collsched;
@@ -278,4 +279,31 @@ TEST_CASE("reductions: MSCCL-IR exports pass the load rules and replay to the fu
                          "cannot write MSCCL-IR for scan on complete:4: MSCCL-IR export covers allreduce, reduce_scatter and reduce among "
                          "the reductions (MSCCL has no scan); use --format ranks for this one",
                          InputError);
+}
+
+TEST_CASE("reductions: optimize reduce by duality with broadcast: least steps, proved, and a witness that verifies") {
+    struct Row {
+        const char* topology;
+        Step optimum;
+    };
+    for (const Row& row : {Row{"ring:8", 4}, Row{"hypercube:3", 3}, Row{"graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/dgx1.json", 2}}) {
+        CAPTURE(row.topology);
+        auto topo = Topology::parse(row.topology);
+        SynthInstance in{topo, topo->default_model(), Collective::parse("reduce:0", *topo)};
+        ReductionOptimum r = optimize_reduction(in, {});
+        CHECK(r.status == OptStatus::proved);
+        REQUIRE(r.optimum);
+        CHECK(*r.optimum == row.optimum);
+        CHECK(r.lower_bound == row.optimum);
+        REQUIRE(r.witness);
+        CHECK(r.witness->steps() == row.optimum);
+        CHECK(uses_partials(*r.witness));
+        CHECK(verify_all(*r.witness).holds());
+        CHECK(r.space.find("every reduce to 0 of one chunk under the buffer rule") == 0);
+    }
+    auto cbft = Topology::parse("cbft:4");
+    SynthInstance routed{cbft, cbft->default_model(), Collective::parse("reduce:0", *cbft)};
+    CHECK(reduction_duality_problem(routed) ==
+          "cbft:4 has routers; the duality is implemented for direct networks (routers would have to combine partials where the "
+          "allgather replicates)");
 }
