@@ -138,6 +138,8 @@ std::optional<MessageId> parse_partial(const Messages& ms, std::uint32_t P, std:
         auto c = number(rest.substr(1));
         if (!c) return bad(fmt::format("'{}': the chunk is not a number", s));
         chunk = *c;
+        const std::uint32_t C = 1;  // the collective's chunks (the bandwidth work's Messages::chunks once merged)
+        if (chunk >= C) return bad(fmt::format("'{}': chunk {} does not exist (the collective has {} chunk{})", s, chunk, C, C == 1 ? "" : "s"));
     }
     std::vector<std::uint32_t> src;
     while (!set.empty()) {
