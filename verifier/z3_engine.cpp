@@ -671,6 +671,7 @@ std::vector<char> Engine::wormhole_legal_composite() const {
     };
     auto has = [&](U64 p, U64 m) {
         MessageId id{static_cast<std::uint32_t>(m)};
+        if (partials_ && partial_of(ms_, id)) return true;  // decided by verifier/z3_partial.cpp (the pchecked rule)
         if (got[p].count(m) || (t_.collective.initial(ms_, id) && idx(ms_.origin(id)) == p)) return true;
         U64 lo = 0, hi = 0;
         if (span(m, lo, hi)) {

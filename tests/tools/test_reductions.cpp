@@ -307,3 +307,17 @@ TEST_CASE("reductions: optimize reduce by duality with broadcast: least steps, p
           "cbft:4 has routers; the duality is implemented for direct networks (routers would have to combine partials where the "
           "allgather replicates)");
 }
+
+TEST_CASE("reductions: wormhole rounds through routers agree in the three witnesses") {
+    const std::string steps = R"(
+collective allreduce
+step 1 { send 0 -> 1 msg partial(0)  send 1 -> 0 msg partial(1)  send 2 -> 3 msg partial(2)  send 3 -> 2 msg partial(3) }
+step 2 { send 0 -> 2 msg partial(0)  send 2 -> 0 msg partial(2)  send 1 -> 3 msg partial(1)  send 3 -> 1 msg partial(3) }
+)";
+    SendTable ok = compile_ok("topology ebft(4)\nmodel wormhole(ts = 1, tc = 1)\n" + steps);
+    CHECK(verify_all(ok).holds());
+    SendTable narrow = compile_ok("topology cbft(4)\nmodel wormhole(ts = 1, tc = 1)\n" + steps);
+    VerifyReport r = verify_all(narrow);
+    CHECK(r.violation_count[static_cast<std::size_t>(Property::capacity)] == 4);
+    CHECK(r.violation_count[static_cast<std::size_t>(Property::causality)] == 0);
+}
