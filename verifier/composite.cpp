@@ -118,8 +118,8 @@ private:
                     case Arrival::counted_twice:
                         found_.add(Property::causality,
                                    {Property::causality, x.step, x.channel, Node{p}, {m},
-                                    fmt::format("processor {} receives {} in step {} while its buffer holds {}: combining them counts {} twice",
-                                                node(Node{p}), msg(m), x.step, partial_name(ms_, b, pv->chunk), twice)});
+                                    fmt::format("processor {} receives {} in {} {} while its buffer holds {}: combining them counts {} twice",
+                                                node(Node{p}), msg(m), t_.model.timing == Timing::hop ? "step" : "round", x.step, partial_name(ms_, b, pv->chunk), twice)});
                         break;
                 }
                 return;
@@ -255,7 +255,9 @@ private:
                     if (ok[k - i]) continue;
                     const Transfer& x = xs[k];
                     const Channel& c = topo_.channel(x.channel);
-                    bool held = reached.count(key(c.from, x.message)) || (topo_.is_processor(c.from) && holds(idx(c.from), x.message));
+                    // a processor's partial moves whether or not its buffer holds it (that is reported below, once)
+                    bool held = reached.count(key(c.from, x.message)) ||
+                                (topo_.is_processor(c.from) && ((partials_ && partial_of(ms_, x.message)) || holds(idx(c.from), x.message)));
                     if (!held) continue;
                     ok[k - i] = 1;
                     changed = true;
@@ -267,6 +269,9 @@ private:
                 const Transfer& x = xs[k];
                 const Channel& c = topo_.channel(x.channel);
                 route(x);
+                if (ok[k - i] && partials_ && topo_.is_processor(c.from) && partial_of(ms_, x.message) && !holds(idx(c.from), x.message))
+                    causality(x, c.from, fmt::format("processor {} sends {} in round {} but {}", node(c.from), msg(x.message), r,
+                                                     lacking(idx(c.from), x.message)));
                 if (!ok[k - i])
                     causality(x, c.from,
                               fmt::format("{} sends {} in round {} but {}", node(c.from), msg(x.message), r,
@@ -274,7 +279,9 @@ private:
             }
             for (std::size_t k = i; k < end; ++k) {
                 Node to = topo_.channel(xs[k].channel).to;
-                if (ok[k - i] && topo_.is_processor(to)) receive(idx(to), xs[k].message, xs[k]);
+                // an illegal transfer delivers a partial (the rule of both timings for partials, docs/semantics.md)
+                const bool delivers = ok[k - i] || (partials_ && partial_of(ms_, xs[k].message));
+                if (delivers && topo_.is_processor(to)) receive(idx(to), xs[k].message, xs[k]);
             }
             i = end;
         }

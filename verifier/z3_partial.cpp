@@ -74,8 +74,8 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
             solver.add(flag == (seq.back() != set_bits(c, P, pv->sources)));
             bads.push_back({flag,
                             {Property::causality, x.step, x.channel, ch.from, {x.message},
-                             fmt::format("processor {} sends {} in step {} but its buffer holds ", topo.node_name(ch.from),
-                                         ms.name(x.message), x.step)},
+                             fmt::format("processor {} sends {} in {} {} but its buffer holds ", topo.node_name(ch.from),
+                                         ms.name(x.message), t.model.timing == Timing::hop ? "step" : "round", x.step)},
                             false, seq.back(), pv->chunk, 0, true});
         }
         for (std::size_t k = i; k < end; ++k) {
@@ -95,8 +95,8 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
             at_step[key].push_back(x.step);
             bads.push_back({twice,
                             {Property::causality, x.step, x.channel, ch.to, {x.message},
-                             fmt::format("processor {} receives {} in step {} while its buffer holds ", topo.node_name(ch.to),
-                                         ms.name(x.message), x.step)},
+                             fmt::format("processor {} receives {} in {} {} while its buffer holds ", topo.node_name(ch.to),
+                                         ms.name(x.message), t.model.timing == Timing::hop ? "step" : "round", x.step)},
                             false, prev, pv->chunk, 0});
         }
         i = end;
