@@ -13,7 +13,7 @@ namespace collsched {
 std::string duality_problem(const Topology& topo, const Model& model) {
     if (topo.routers() > 0)
         return fmt::format("{} has routers; the duality is implemented for direct networks (routers would have to combine partials "
-                           "where the allgather replicates)",
+                           "where the broadcast or allgather copies)",
                            topo.spec());
     if (model.timing != Timing::hop) return "the duality is stated for hop timing";
     for (const Channel& c : topo.channels()) {

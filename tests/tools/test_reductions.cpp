@@ -314,7 +314,7 @@ TEST_CASE("reductions: optimize reduce by duality with broadcast: least steps, p
     SynthInstance routed{cbft, cbft->default_model(), Collective::parse("reduce:0", *cbft)};
     CHECK(reduction_duality_problem(routed) ==
           "cbft:4 has routers; the duality is implemented for direct networks (routers would have to combine partials where the "
-          "allgather replicates)");
+          "broadcast or allgather copies)");
 }
 
 TEST_CASE("reductions: wormhole rounds through routers agree in the three witnesses") {
