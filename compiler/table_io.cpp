@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/input_file.hpp"
@@ -30,6 +31,12 @@ namespace collsched {
 
 namespace {
 
+/// Rounds read from a file: trimmed to the steps, and only under hop timing.
+void finish_rounds(SendTable& t, std::string_view name) {
+    t.normalize_rounds();
+    if (std::string why = rounds_problem(t); !why.empty()) throw InputError(fmt::format("{}: {}", name, why));
+}
+
 /// Composites read from a file: canonical ids, and bundles only under wormhole timing.
 void finish_composites(SendTable& t, std::string_view name) {
     t.canonicalize_composites();
@@ -41,7 +48,7 @@ void finish_composites(SendTable& t, std::string_view name) {
 namespace table_read {
 
 Resolver::Resolver(SendTable& t, std::string_view name)
-    : table_(t), name_(name), reg_(t.composite_registry()), messages_(t.topology->processors(), &reg_) {}
+    : table_(t), name_(name), reg_(t.composite_registry()), messages_(t.topology->processors(), &reg_, t.collective.chunks) {}
 
 Transfer Resolver::resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to,
                            std::string_view msg) const {
@@ -63,11 +70,18 @@ Transfer Resolver::resolve(std::uint64_t i, std::uint64_t step, std::string_view
     auto m = messages_.parse(msg);
     std::string why;
     if (!m && (msg.find('+') != std::string_view::npos || msg.find("..") != std::string_view::npos))
-        m = parse_message(msg, topo.processors(), reg_, &why);  // a composite met for the first time
-    if (!m)
+        m = parse_message(msg, topo.processors(), reg_, &why, messages_.chunks());  // a composite met for the first time
+    else if (!m)
+        messages_.parse_base(msg, &why);  // why a base name is refused (a whole datum under chunks, ...)
+    if (!m) {
+        if (messages_.chunks() > 1)
+            throw InputError(fmt::format("{}: unknown message '{}' (expected m(s,d,c), b(s,c), a(s,c) or a bundle such as "
+                                         "b(0,0)+b(4,1), with processors 0..{} and chunks 0..{}){}",
+                                         where(), msg, topo.processors() - 1, messages_.chunks() - 1, why.empty() ? "" : ": " + why));
         throw InputError(fmt::format("{}: unknown message '{}' (expected m(s,d), b(s), a(s), a(i..j) or a bundle such as "
                                      "b(0)+b(4), with processors 0..{}){}",
                                      where(), msg, topo.processors() - 1, why.empty() ? "" : ": " + why));
+    }
     return {static_cast<Step>(step), *c, *m};
 }
 
@@ -151,6 +165,13 @@ void ensure_topology(SendTable& t, const TopFields& top, std::string_view name) 
 
 namespace {
 
+/// The chunk count of a "chunks" value, checked (a positive integer up to max_chunks).
+std::uint32_t chunks_value(const json& v, const std::function<void(std::string_view)>& fail) {
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > max_chunks)
+        fail(fmt::format("\"chunks\" must be an integer from 1 to {}, got {}", max_chunks, v.dump()));
+    return v.get<std::uint32_t>();
+}
+
 void read_requirements(SendTable& t, const json& list, std::string_view name) {
     auto fail = [&](std::string_view what) { throw InputError(fmt::format("{}: {}", name, what)); };
     if (!list.is_array()) fail("\"requirements\" must be a list of {\"msg\", \"at\"} objects");
@@ -159,15 +180,39 @@ void read_requirements(SendTable& t, const json& list, std::string_view name) {
         const json& r = list[i];
         if (!r.is_object() || !r.contains("msg") || !r.contains("at") || !r["msg"].is_string() || !r["at"].is_string())
             fail(fmt::format("requirements[{}]: expected {{\"msg\": \"m(0,3)\", \"at\": \"3\"}}", i));
-        auto m = parse_message(r["msg"].get<std::string>(), t.topology->processors(), reg);
+        std::string why;
+        auto m = parse_message(r["msg"].get<std::string>(), t.topology->processors(), reg, &why, t.collective.chunks);
         auto at = t.topology->find_node(r["at"].get<std::string>());
-        if (!m) fail(fmt::format("requirements[{}]: unknown message '{}'", i, r["msg"].get<std::string>()));
+        if (!m) fail(fmt::format("requirements[{}]: unknown message '{}'{}", i, r["msg"].get<std::string>(), why.empty() ? "" : ": " + why));
         if (!at || !t.topology->is_processor(*at)) fail(fmt::format("requirements[{}]: '{}' is not a processor", i, r["at"].get<std::string>()));
         t.requirements.push_back({*m, *at});
     }
 }
 
 }  // namespace
+
+std::optional<std::uint32_t> known_chunks(const TopFields& top, std::string_view name) {
+    auto fail = [&](std::string_view what) { throw InputError(fmt::format("{}: {}", name, what)); };
+    auto f = top.find("format");
+    if (f == top.end() || !f->second.is_string()) return std::nullopt;
+    const std::string& v = f->second.get_ref<const std::string&>();
+    if (v == table_format) return 1;
+    if (v != table_format_2) return std::nullopt;  // finish_table words the error
+    auto c = top.find("chunks");
+    if (c == top.end()) return std::nullopt;
+    return chunks_value(c->second, fail);
+}
+
+std::vector<std::uint32_t> read_rounds(const json& v, const std::function<void(std::string_view)>& fail) {
+    if (!v.is_array()) fail("\"rounds\" must be a list of the rounds of steps 1, 2, ... (positive integers)");
+    std::vector<std::uint32_t> r;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number_unsigned() || v[i].get<std::uint64_t>() < 1 || v[i].get<std::uint64_t>() > (1u << 20))
+            fail(fmt::format("rounds[{}] (step {}): expected an integer from 1 to {}, got {}", i, i + 1, 1u << 20, v[i].dump()));
+        r.push_back(v[i].get<std::uint32_t>());
+    }
+    return r;
+}
 
 void finish_table(SendTable& t, const TopFields& top, bool seen_transfers, std::string_view name,
                   const std::function<void(const Resolver&)>& resolve_pending) {
@@ -179,23 +224,34 @@ void finish_table(SendTable& t, const TopFields& top, bool seen_transfers, std::
     };
     const json& format = need("format", "\"collsched.table/1\"");
     if (!format.is_string()) fail("\"format\" must be a string");
-    if (format.get<std::string>() != table_format)
-        fail(fmt::format("unknown format version '{}': this collsched reads {}", format.get<std::string>(), table_format));
+    const bool v2 = format.get<std::string>() == table_format_2;
+    if (format.get<std::string>() != table_format && !v2)
+        fail(fmt::format("unknown format version '{}': this collsched reads {} and {}", format.get<std::string>(), table_format,
+                         table_format_2));
     ensure_topology(t, top, name);
     const json& coll = need("collective", "for example \"alltoall\" or \"broadcast:0\"");
     if (!coll.is_string()) fail("\"collective\" must be a string such as \"alltoall\"");
-    t.collective = naming_file(name, [&] { return Collective::parse(coll.get<std::string>(), *t.topology); });
+    std::uint32_t chunks = 1;
+    if (auto it = top.find("chunks"); v2 && it != top.end()) chunks = chunks_value(it->second, fail);
+    t.collective = naming_file(name, [&] {
+        Collective c = Collective::parse(coll.get<std::string>(), *t.topology);
+        c.set_chunks(chunks, *t.topology);
+        return c;
+    });
     if (auto it = top.find("model"); it != top.end()) t.model = naming_file(name, [&] { return model_from_json(it->second, t.model); });
+    if (auto it = top.find("rounds"); v2 && it != top.end()) t.step_rounds = read_rounds(it->second, fail);
     if (top.count("transfers")) fail("\"transfers\" must be a list of {\"step\", \"from\", \"to\", \"msg\"} objects");
     if (!seen_transfers) fail("missing \"transfers\" (a list of {\"step\", \"from\", \"to\", \"msg\"} objects)");
     if (resolve_pending) resolve_pending(Resolver(t, name));
     if (auto it = top.find("requirements"); it != top.end()) read_requirements(t, it->second, name);
     for (auto& [k, v] : top) {
         if (k == "format" || k == "topology" || k == "collective" || k == "model" || k == "requirements" || k == "steps") continue;
+        if (v2 && (k == "chunks" || k == "rounds")) continue;
         t.extra_fields.emplace_back(k, v.dump());
     }
     finish_composites(t, name);
     t.sort();
+    finish_rounds(t, name);
 }
 
 }  // namespace table_read
@@ -296,6 +352,16 @@ public:
     std::string error_text_;
 
     SendTable finish() {
+        if (!resolver_ && top_.count("topology")) {  // chunks never fixed while reading: the default
+            table_read::ensure_topology(table_, top_, name_);
+            auto f = top_.find("format");
+            const bool v2 = f != top_.end() && f->second.is_string() && f->second.get<std::string>() == table_format_2;
+            auto c = top_.find("chunks");
+            table_.collective.chunks = v2 && c != top_.end() && c->second.is_number_unsigned() && c->second.get<std::uint64_t>() >= 1 &&
+                                               c->second.get<std::uint64_t>() <= max_chunks
+                                           ? c->second.get<std::uint32_t>()
+                                           : 1;
+        }
         table_read::finish_table(table_, top_, seen_transfers_, name_, [&](const Resolver& r) {
             for (std::uint64_t i = 0; i < pending_.size(); ++i) {
                 const RawTransfer& p = pending_[i];
@@ -369,7 +435,7 @@ private:
         if (in_transfers_) fail(fmt::format("transfers[{}]: expected a transfer object", count_));
         claim_top_key();
         top_[key_] = std::move(v);
-        if (key_ == "topology") ensure_topology();
+        if (key_ == "topology" || key_ == "format" || key_ == "chunks") ensure_topology();
         return true;
     }
 
@@ -415,7 +481,7 @@ private:
         if (missing) fail(fmt::format("transfers[{}]: missing \"{}\"", count_, missing));
         if (!cur_.extra.empty()) table_.transfer_extras.emplace_back(count_, std::move(cur_.extra));
         if (cur_.at) record_origin(*cur_.at);
-        if (table_.topology) {
+        if (resolver_) {
             table_.transfers.push_back(resolver_->resolve(count_, *cur_.step, *cur_.from, *cur_.to, *cur_.msg));
         } else {
             pending_.push_back({*cur_.step, std::move(*cur_.from), std::move(*cur_.to), std::move(*cur_.msg)});
@@ -423,9 +489,13 @@ private:
         ++count_;
     }
 
+    /// The resolver, once the topology and the chunk count are known (transfers read before wait).
     void ensure_topology() {
-        if (table_.topology) return;
+        if (resolver_ || !top_.count("topology")) return;
+        auto chunks = table_read::known_chunks(top_, name_);
+        if (!chunks) return;
         table_read::ensure_topology(table_, top_, name_);
+        table_.collective.chunks = *chunks;
         resolver_.emplace(table_, name_);
     }
 
@@ -488,7 +558,7 @@ void read_csv_requirements(SendTable& t, std::string_view v, const std::function
         std::size_t at = item.rfind('@');
         if (at == std::string_view::npos) fail(fmt::format("requirement '{}' is not MESSAGE@PROCESSOR (for example m(0,3)@3)", item));
         std::string why;
-        auto m = parse_message(item.substr(0, at), t.topology->processors(), reg, &why);
+        auto m = parse_message(item.substr(0, at), t.topology->processors(), reg, &why, t.collective.chunks);
         auto node = t.topology->find_node(item.substr(at + 1));
         if (!m) fail(fmt::format("requirement '{}': unknown message '{}'{}", item, item.substr(0, at), why.empty() ? "" : ": " + why));
         if (!node || !t.topology->is_processor(*node)) fail(fmt::format("requirement '{}': '{}' is not a processor", item, item.substr(at + 1)));
@@ -503,6 +573,8 @@ void read_csv_requirements(SendTable& t, std::string_view v, const std::function
 SendTable parse_table_csv(std::string_view text, std::string_view name) {
     SendTable t;
     std::string model_text, collective = "custom";
+    bool v2 = false;
+    std::optional<std::string_view> chunks_text, rounds_text;
     std::optional<std::string> requirements;
     std::size_t line_no = 0;
     bool header = false;
@@ -531,15 +603,18 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
             if (eq == std::string_view::npos) continue;  // a comment
             std::string_view k = trim(kv.substr(0, eq)), v = trim(kv.substr(eq + 1));
             bool known = k == "format" || k == "topology" || k == "model" || k == "collective" || k == "requirements" || k == "fields" ||
-                         k.starts_with("extra[");
+                         k.starts_with("extra[") || k == "chunks" || k == "rounds";  // the last two: /2 only (else comments)
             if (!known) continue;  // a comment that happens to contain '='
             // The transfers above were resolved against the topology, model and collective already
             // read; changing them now would leave channel ids of another topology in the table.
             if (header) fail(fmt::format("'# {}=' after the header row: the '# key=value' lines come before 'step,from,to,message'", k));
             if (auto [it, fresh] = seen.emplace(std::string(k), line_no); !fresh)
                 fail(fmt::format("a second '# {}=' line (the first is line {})", k, it->second));
-            if (k == "format" && v != table_format)
-                fail(fmt::format("unknown format version '{}': this collsched reads {}", v, table_format));
+            if (k == "format" && v != table_format && v != table_format_2)
+                fail(fmt::format("unknown format version '{}': this collsched reads {} and {}", v, table_format, table_format_2));
+            if (k == "format") v2 = v == table_format_2;
+            if (k == "chunks") chunks_text = v;
+            if (k == "rounds") rounds_text = v;
             if (k == "topology") t.topology = here([&] { return Topology::parse(v); });
             if (k == "model") model_text = v;
             if (k == "collective") collective = v;
@@ -575,6 +650,18 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
             if (!t.topology) fail("missing '# topology=SPEC' line before the header row");
             t.model = here([&] { return apply_model_options(t.topology->default_model(), model_text); });
             t.collective = here([&] { return Collective::parse(collective, *t.topology); });
+            if (chunks_text && v2) {
+                json j;
+                if (!table_read::parse_piece(*chunks_text, 1, j)) fail(fmt::format("'# chunks={}': expected a positive integer", *chunks_text));
+                std::uint32_t c = table_read::chunks_value(j, fail);
+                here([&] { return t.collective.set_chunks(c, *t.topology), 0; });
+            }
+            if (rounds_text && v2) {
+                json j;
+                if (!table_read::parse_piece("[" + std::string(*rounds_text) + "]", 2, j))
+                    fail(fmt::format("'# rounds={}': expected the rounds of steps 1, 2, ... separated by commas", *rounds_text));
+                t.step_rounds = table_read::read_rounds(j, fail);
+            }
             if (requirements) read_csv_requirements(t, *requirements, fail);
             resolver.emplace(t, name);
             header = true;
@@ -610,6 +697,7 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
     t.transfer_extras = std::move(extras);
     finish_composites(t, name);
     t.sort();
+    finish_rounds(t, name);
     return t;
 }
 
@@ -752,6 +840,10 @@ void put_message(fmt::memory_buffer& out, const Messages& ms, MessageId m) {
         case MessageKind::bundle:
             COLLSCHED_ASSERT(false);  // composites are written by name above
     }
+    if (ms.chunks() > 1) {
+        out.push_back(',');
+        put(out, k.chunk);
+    }
     out.push_back(')');
 }
 
@@ -759,8 +851,12 @@ void put_message(fmt::memory_buffer& out, const Messages& ms, MessageId m) {
 
 void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "{{\"format\": \"{}\", \"topology\": {},\n \"model\": {},\n \"collective\": \"{}\",\n", table_format,
+    fmt::format_to(it, "{{\"format\": \"{}\", \"topology\": {},\n \"model\": {},\n \"collective\": \"{}\",\n", table_format_of(t),
                    json(t.topology->spec()).dump(), to_json(t.model).dump(), t.collective.to_string());
+    if (t.uses_bandwidth_model()) {
+        fmt::format_to(it, " \"chunks\": {},\n", t.collective.chunks);
+        if (!t.step_rounds.empty()) fmt::format_to(it, " \"rounds\": [{}],\n", fmt::join(t.step_rounds, ", "));
+    }
     Messages ms = t.messages();
     if (!t.requirements.empty()) {
         fmt::format_to(it, " \"requirements\": [");
@@ -804,8 +900,12 @@ void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& 
 
 void write_table_csv(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "# format={}\n# topology={}\n# model={}\n# collective={}\n", table_format, t.topology->spec(),
+    fmt::format_to(it, "# format={}\n# topology={}\n# model={}\n# collective={}\n", table_format_of(t), t.topology->spec(),
                    to_string(t.model), t.collective.to_string());
+    if (t.uses_bandwidth_model()) {
+        fmt::format_to(it, "# chunks={}\n", t.collective.chunks);
+        if (!t.step_rounds.empty()) fmt::format_to(it, "# rounds={}\n", fmt::join(t.step_rounds, ","));
+    }
     Messages ms = t.messages();
     // What the table holds besides its transfers, so that a CSV export reads back to the same table.
     if (!t.requirements.empty()) {

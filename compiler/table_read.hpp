@@ -85,6 +85,12 @@ using TopFields = std::map<std::string, json>;
 /// Sets the table's topology (and default model) from top["topology"] when it is not set yet.
 void ensure_topology(SendTable& t, const TopFields& top, std::string_view name);
 
+/// The chunk count when the fields seen so far fix it ("format" /1: 1; /2: "chunks", when
+/// present), else nullopt (the transfers must wait). Throws InputError for a bad "chunks" or format.
+std::optional<std::uint32_t> known_chunks(const TopFields& top, std::string_view name);
+/// "rounds" of a /2 table: a list of positive integers, the rounds of steps 1, 2, ...
+std::vector<std::uint32_t> read_rounds(const json& v, const std::function<void(std::string_view)>& fail);
+
 /// Everything after the transfers are read: format, topology, collective, model, requirements,
 /// extra fields (in key order), composites, sort. `resolve_pending` resolves transfers read before
 /// the topology was known (the reference reader only). Throws InputError naming `name`.
