@@ -28,10 +28,8 @@ std::string duality_problem(const Topology& topo, const Model& model) {
 
 namespace {
 
-/// C chunks for a reduction table (the bandwidth work's Collective::set_chunks once merged).
-void set_reduction_chunks(Collective& c, std::uint32_t C, const Topology&) {
-    if (C != 1) throw InputError(fmt::format("{} with {} chunks needs the chunked message space", c.to_string(), C));
-}
+/// C chunks for a reduction table.
+void set_reduction_chunks(Collective& c, std::uint32_t C, const Topology& topo) { c.set_chunks(C, topo); }
 
 /// The reversed first arrivals of every b(s) the table moves, as transfers of DSL-style
 /// references partial(v, c) (resolved by resolve_partials), c = s when `per_source` (allgather:

@@ -268,6 +268,7 @@ void write_table_ranks(const SendTable& t, fmt::memory_buffer& out, const Flush&
         fmt::format_to(it, "],\n");
     }
     for (const auto& [k, v] : t.extra_fields) fmt::format_to(it, " {}: {},\n", nlohmann::json(k).dump(), v);
+    if (t.collective.chunks > 1) fmt::format_to(it, " \"chunks\": {},\n", t.collective.chunks);
     fmt::format_to(it, " \"steps\": {}, \"processors\": {}, \"endpoint_transfers\": {}, \"hops\": \"{}\",\n \"ranks\": [",
                    t.steps(), P, view.transfers.size(), view.cut_through ? "cut-through" : "listed");
 

@@ -24,23 +24,23 @@ std::optional<PartialValue> partial_of(const Messages& ms, MessageId m) {
     }
     MessageKey k = ms.key(m);
     if (k.kind != MessageKind::value) return std::nullopt;
-    return PartialValue{0, {k.src}};
+    return PartialValue{k.chunk, {k.src}};
 }
 
 MessageId partial_message(Composites& reg, const Messages& ms, const SourceSet& s, std::uint32_t chunk) {
-    if (s.size() == 1 && chunk == 0) return ms.value(s.items()[0]);
+    if (s.size() == 1) return ms.value(s.items()[0], chunk);
     return reg.intern(Composite{MessageKind::partial, chunk, 0, {}, s.items()});
 }
 
 std::optional<MessageId> find_partial(const Messages& ms, const SourceSet& s, std::uint32_t chunk) {
-    if (s.size() == 1 && chunk == 0) return ms.value(s.items()[0]);
+    if (s.size() == 1) return ms.value(s.items()[0], chunk);
     if (!ms.composites()) return std::nullopt;
     return ms.composites()->find(Composite{MessageKind::partial, chunk, 0, {}, s.items()});
 }
 
-std::string partial_name(const Messages&, const SourceSet& s, std::uint32_t chunk) {
+std::string partial_name(const Messages& ms, const SourceSet& s, std::uint32_t chunk) {
     std::string set = s.size() == 1 ? fmt::format("{}", s.items()[0]) : source_set_name(s.items());
-    return chunk ? fmt::format("a({},{})", set, chunk) : fmt::format("a({})", set);
+    return ms.chunks() > 1 ? fmt::format("a({},{})", set, chunk) : fmt::format("a({})", set);
 }
 
 namespace {
@@ -130,6 +130,6 @@ bool uses_partials(const SendTable& t) {
     return false;
 }
 
-std::uint32_t table_chunks(const SendTable&) { return 1; }
+std::uint32_t table_chunks(const SendTable& t) { return t.collective.chunks; }
 
 }  // namespace collsched

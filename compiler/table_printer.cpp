@@ -83,8 +83,10 @@ void write_table_dsl(const SendTable& t, fmt::memory_buffer& out, const Flush& f
     auto put = [&](std::string_view s) { out.append(s.data(), s.data() + s.size()); };
     fmt::format_to(std::back_inserter(out), "# A send table written as a schedule (transfers: {}, steps: {}).\n",
                    t.transfers.size(), t.steps());
-    fmt::format_to(std::back_inserter(out), "topology {}\n{}\ncollective {}\n", dsl::quote(topo.spec()), model_text(t.model),
-                   dsl_collective(t.collective));
+    fmt::format_to(std::back_inserter(out), "topology {}\n{}\ncollective {}{}\n", dsl::quote(topo.spec()), model_text(t.model),
+                   dsl_collective(t.collective), t.collective.chunks > 1 ? fmt::format(" chunks {}", t.collective.chunks) : "");
+    for (std::size_t s = 0; s < t.step_rounds.size(); ++s)  // steps of several rounds
+        if (t.step_rounds[s] > 1) fmt::format_to(std::back_inserter(out), "step {} rounds {} {{ }}\n", s + 1, t.step_rounds[s]);
     for (const Requirement& r : t.requirements) fmt::format_to(std::back_inserter(out), "require {} at {}\n", ms.name(r.message), idx(r.at));
     for (const auto& [key, text] : t.extra_fields)
         if (std::string line = metadata_statement(key, text); !line.empty()) fmt::format_to(std::back_inserter(out), "{}\n", line);

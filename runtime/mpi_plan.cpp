@@ -29,8 +29,13 @@ public:
             j_["processors"].get<std::uint64_t>() > 65534)
             fail("\"processors\" must be an integer 1..65534");
         plan_.processors = j_["processors"].get<std::uint32_t>();
-        reg_.emplace(Messages(plan_.processors).base_size());
-        ms_.emplace(plan_.processors, &*reg_);
+        if (j_.contains("chunks")) {
+            if (!j_["chunks"].is_number_unsigned() || j_["chunks"].get<std::uint64_t>() < 1 || j_["chunks"].get<std::uint64_t>() > max_chunks)
+                fail(fmt::format("\"chunks\" must be an integer 1..{}", max_chunks));
+            plan_.chunks = j_["chunks"].get<std::uint32_t>();
+        }
+        reg_.emplace(Messages(plan_.processors, nullptr, plan_.chunks).base_size());
+        ms_.emplace(plan_.processors, &*reg_, plan_.chunks);
         plan_.reduction = !reduction_baseline(plan_.collective).empty();
         plan_.ranks.resize(plan_.processors);
         if (!j_.contains("ranks") || !j_["ranks"].is_array()) fail("missing \"ranks\" (a list of {\"rank\", \"steps\"} objects)");
@@ -78,7 +83,6 @@ public:
                 plan_.ranks[p].steps.push_back(std::move(rs));
             }
         }
-        if (j_.contains("chunks") && j_["chunks"].is_number_unsigned()) plan_.chunks = std::max(plan_.chunks, j_["chunks"].get<std::uint32_t>());
         if (j_.contains("steps") && j_["steps"].is_number_unsigned()) plan_.steps = std::max<Step>(plan_.steps, j_["steps"].get<Step>());
         plan_.message_names = std::move(names_);
         return std::move(plan_);
@@ -102,7 +106,7 @@ private:
         return v.get<Step>();
     }
     std::uint32_t message(const json& v, std::string_view where) {
-        auto m = v.is_string() ? parse_message(v.get<std::string>(), plan_.processors, *reg_) : std::nullopt;
+        auto m = v.is_string() ? parse_message(v.get<std::string>(), plan_.processors, *reg_, nullptr, plan_.chunks) : std::nullopt;
         if (!m) fail(fmt::format("{}: unknown message {}", where, v.dump()));
         if (names_.size() <= idx(*m)) names_.resize(idx(*m) + 1);
         if (names_[idx(*m)].empty()) names_[idx(*m)] = v.get<std::string>();
@@ -112,9 +116,8 @@ private:
                 const Composite& c = ms_->composite(*m);
                 if (c.kind != MessageKind::partial) fail(fmt::format("{}: {} is not a partial of a reduction", where, v.dump()));
                 plan_.partials[idx(*m)] = PlanPartial{c.lo, c.sources};
-                plan_.chunks = std::max(plan_.chunks, c.lo + 1);
             } else if (MessageKey k = ms_->key(*m); k.kind == MessageKind::value) {
-                plan_.partials[idx(*m)] = PlanPartial{0, {k.src}};
+                plan_.partials[idx(*m)] = PlanPartial{k.chunk, {k.src}};
             } else {
                 fail(fmt::format("{}: {} is not a partial of a reduction", where, v.dump()));
             }

@@ -122,8 +122,11 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
                          args->solver.route_space()};
         const CollectiveKind k = in.collective.kind;
-        if (k == CollectiveKind::reduce || k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce)
+        if (k == CollectiveKind::reduce || k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce) {
+            // reduce_scatter and allreduce: C = P chunks, chunk p reduced to processor p (SCCL's ReduceScatter)
+            if (k != CollectiveKind::reduce) in.collective.set_chunks(topo->processors(), *topo);
             return optimize_reduction_command(in, *args, ctx);
+        }
         encoding_for(in);  // unsupported models are bad input, before any work
         OptimizeOptions opt = args->solver.options();
         Progress progress;

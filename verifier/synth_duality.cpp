@@ -12,8 +12,8 @@ namespace collsched {
 
 namespace {
 
-/// The collective's C (the bandwidth work's Collective::chunks once merged).
-std::uint32_t reduction_chunks(const Collective&) { return 1; }
+/// The collective's C.
+std::uint32_t reduction_chunks(const Collective& c) { return c.chunks; }
 
 }  // namespace
 

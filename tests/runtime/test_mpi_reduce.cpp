@@ -51,6 +51,11 @@ TEST_CASE("mpirun reductions: recursive doubling and binomial allreduce equal MP
     }
 }
 
+TEST_CASE("mpirun reductions: the ring allreduce (n chunks) equals MPI_Allreduce, the ring reduce-scatter MPI_Reduce_scatter_block") {
+    for (int n : sizes({2, 5, 8})) check_passes("allreduce_ring.sched", n, "MPI_Allreduce", n % 2 ? "double" : "int64", std::size_t(n) * n);
+    check_passes("reduce_scatter_ring.sched", 6, "MPI_Reduce_scatter_block", "int64", 6);
+}
+
 TEST_CASE("mpirun reductions: scan and reduce equal MPI_Scan and MPI_Reduce") {
     check_passes("scan_hillis_steele.sched", 5, "MPI_Scan", "int64", 5);
     check_passes("reduce_binomial.sched", 6, "MPI_Reduce", "double", 1);

@@ -112,6 +112,10 @@ const std::map<std::string, std::vector<Pin>>& pins() {
         {"reduce/allreduce_binomial.sched", {{"n=5", 6}, {"n=8", 6}, {"n=64", 12}}},
         {"reduce/reduce_binomial.sched", {{"n=5", 3}, {"n=8", 3}, {"n=64", 6}}},
         {"reduce/scan_hillis_steele.sched", {{"n=5", 3}, {"n=8", 3}, {"n=64", 6}}},
+        {"reduce/allreduce_ring.sched", {{"n=5", 8}, {"n=8", 14}, {"n=16", 30}}},
+        {"reduce/reduce_scatter_ring.sched", {{"n=5", 4}, {"n=8", 7}, {"n=16", 15}}},
+        {"reduce/allreduce_rabenseifner.sched", {{"n=4", 4}, {"n=8", 6}, {"n=16", 8}}},
+        {"reduce/allreduce_double_binary_tree.sched", {{"n=5", 6}, {"n=8", 6}, {"n=16", 8}}},
         {"torus/multinode_broadcast.sched", {{"n=5 h=1 s=25", 4}, {"n=5 h=5 s=13", 9}, {"n=25 h=5 s=25", 13}}},  // tests/tools/test_torus_wormhole.cpp
     };
     return p;
