@@ -287,6 +287,14 @@ TEST_CASE("reductions: MSCCL-IR exports pass the load rules and replay to the fu
         auto out = replay_reduction(r);
         CHECK(out[0] == std::vector<long>{(1L << n) - 1});
     }
+    for (std::int64_t n : {3, 4, 6}) {  // n chunks: every GPU ends with every chunk fully reduced
+        CAPTURE(n);
+        auto out = replay_reduction(compile_library("schedules/reduce/allreduce_ring.sched", n));
+        for (std::int64_t g = 0; g < n; ++g)
+            for (std::int64_t c = 0; c < n; ++c) CHECK(out[g][c] == ((long(c) << 40) | ((1L << n) - 1)));
+        auto rs = replay_reduction(compile_library("schedules/reduce/reduce_scatter_ring.sched", n));
+        for (std::int64_t g = 0; g < n; ++g) CHECK(rs[g] == std::vector<long>{(long(g) << 40) | ((1L << n) - 1)});
+    }
     std::string xml = table_to_msccl(compile_library("schedules/reduce/allreduce_recursive_doubling.sched", 4), {});
     CHECK(xml.find("coll=\"allreduce\"") != std::string::npos);
     CHECK(xml.find("type=\"rrc\"") != std::string::npos);
