@@ -299,7 +299,7 @@ void run(const Program& prog, const Graph& g, const Clocks& clocks, bool inplace
         int last_write = -1;
         std::vector<int> reads;
         for (const Access& a : list) {
-            auto race = [&](int other) {
+            auto race = [&, buf = buf, off = off](int other) {  // clang 14 cannot capture bindings by reference
                 const Op &x = prog.ops[other], &y = prog.ops[a.op];
                 pr.add(y.line, y.col,
                        fmt::format("{}{}: {} chunk {}[{}] and {} {} it with nothing ordering the two (a missing dependency) "
