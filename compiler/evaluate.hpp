@@ -84,4 +84,16 @@ struct PendingContexts {
 std::vector<std::string> pending_contexts(const IR& ir, const CompileOptions& options, Reporter& reporter,
                                           std::span<const std::size_t> wanted);
 
+/// The loop values (Env::context) of the statement runs that made the transfers `wanted` (sorted),
+/// by a rerun as for pending_contexts: for counterexamples (a capacity violation names a transfer;
+/// keeping every transfer's loop values would cost far more than the table). Transfers of sends
+/// left to arbitration (fifo, flood, adaptive) get their step only after the run, so they, and
+/// transfers no run makes, get "".
+struct TransferContexts {
+    std::span<const Transfer> wanted;
+    std::vector<std::string> contexts;  ///< parallel to wanted
+};
+std::vector<std::string> transfer_contexts(const IR& ir, const CompileOptions& options, Reporter& reporter,
+                                           std::span<const Transfer> wanted);
+
 }  // namespace collsched::compiler

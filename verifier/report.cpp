@@ -123,7 +123,9 @@ std::string format_report(const VerifyReport& r, const SendTable& t) {
         out += "counterexamples:\n";
         for (const Violation& v : r.violations)
             out += fmt::format("  {}: {}: {}{}\n", to_string(v.property), where(v, t), v.detail,
-                               v.origin.empty() ? "" : fmt::format(" (at {})", v.origin));
+                               v.origin.empty() ? ""
+                               : v.when.empty() ? fmt::format(" (at {})", v.origin)
+                                                : fmt::format(" (at {}, when {})", v.origin, v.when));
         for (std::size_t i = 0; i < property_count; ++i) {
             std::uint64_t shown = 0;
             for (const Violation& v : r.violations) shown += static_cast<std::size_t>(v.property) == i;
@@ -167,6 +169,7 @@ nlohmann::ordered_json report_to_json(const VerifyReport& r, const SendTable& t)
         x["messages"] = msgs;
         x["detail"] = v.detail;
         if (!v.origin.empty()) x["origin"] = v.origin;
+        if (!v.when.empty()) x["when"] = v.when;
         list.push_back(x);
     }
     j["violations"] = list;

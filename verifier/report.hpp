@@ -34,6 +34,7 @@ struct Violation {
     std::vector<MessageId> messages;
     std::string detail;                 ///< one sentence, with names resolved
     std::string origin = {};            ///< `file:line:col` of the schedule statement behind it (DSL input), else empty
+    std::string when = {};              ///< its loop values there, "s = 2, k = 0" (DSL input, tools/cmd_verify.cpp), else empty
 };
 
 struct VerifyOptions {
