@@ -17,7 +17,7 @@ SendTable Evaluated::header(bool take) {
     t.model = model;
     t.collective = collective;
     t.requirements = take ? std::move(requirements) : requirements;
-    t.extra_fields = take ? std::move(extra) : extra;
+    t.claims = take ? std::move(claims) : claims;
     return t;
 }
 
@@ -353,14 +353,15 @@ private:
         check_limit(s);
     }
 
-    /// A claim, bound or citation: its value as JSON text, appended to the table's extra fields
-    /// in the order written.
+    /// A claim, bound or citation with its value, appended to the table's claims in the order
+    /// written (the resolver names each by its table field, XStmt::name).
     void claim(const XStmt& s) {
-        std::string text;
-        if (s.name == "cite") {
-            text = nlohmann::json(static_cast<const ast::Cite*>(s.decl)->text.value).dump();
+        std::optional<Claim> c = Claim::of_key(s.name);
+        COLLSCHED_ASSERT(c.has_value());
+        if (c->kind == Claim::Kind::cite) {
+            c->value = static_cast<const ast::Cite*>(s.decl)->text.value;
         } else if (s.form == Form::scalar) {
-            text = std::to_string(env_.eval(s.e0));
+            c->value = env_.eval(s.e0);
         } else {
             std::vector<std::int64_t> items;
             if (s.form == Form::list) {
@@ -374,9 +375,9 @@ private:
                     if (v == hi) break;
                 }
             }
-            text = nlohmann::json(items).dump();
+            c->value = std::move(items);
         }
-        out_.extra.emplace_back(s.name, std::move(text));
+        out_.claims.push_back(std::move(*c));
     }
 
     void require(const XStmt& s) {

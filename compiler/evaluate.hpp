@@ -53,7 +53,7 @@ struct Evaluated {
     std::shared_ptr<Composites> composites;
     Messages messages{0};
     std::vector<Requirement> requirements;
-    std::vector<std::pair<std::string, std::string>> extra;  ///< claims, bounds, citations: key, JSON text
+    std::vector<Claim> claims;  ///< claims, bounds, citations, in the order written
 
     TransferSink sink;                        ///< cut-through sends and hops (and, after arbitrate, the rest)
     std::vector<FifoSend> sends;              ///< fifo, flood, adaptive: the sends to arbitrate

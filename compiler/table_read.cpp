@@ -171,7 +171,7 @@ void finish_table(SendTable& t, const TopFields& top, bool seen_transfers, std::
     if (auto it = top.find("requirements"); it != top.end()) read_requirements(t, it->second, name);
     for (auto& [k, v] : top) {
         if (k == "format" || k == "topology" || k == "collective" || k == "model" || k == "requirements" || k == "steps") continue;
-        t.extra_fields.emplace_back(k, v.dump());
+        t.add_field(k, v.dump());
     }
     finish_composites(t, name);
     t.sort();

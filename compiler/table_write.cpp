@@ -67,7 +67,7 @@ void write_json_header(const SendTable& t, std::string_view format, fmt::memory_
                            idx(t.requirements[i].at));
         fmt::format_to(it, "],\n");
     }
-    for (const auto& [k, v] : t.extra_fields) fmt::format_to(it, " {}: {},\n", json(k).dump(), v);
+    for (const auto& [k, v] : t.top_fields()) fmt::format_to(it, " {}: {},\n", json(k).dump(), v);
 }
 
 void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
@@ -118,10 +118,10 @@ void write_table_csv(const SendTable& t, fmt::memory_buffer& out, const Flush& f
             fmt::format_to(it, "{}{}@{}", i ? " " : "", ms.name(t.requirements[i].message), idx(t.requirements[i].at));
         out.push_back('\n');
     }
-    if (!t.extra_fields.empty()) {
+    if (const auto fields = t.top_fields(); !fields.empty()) {
         put(out, "# fields={");
-        for (std::size_t i = 0; i < t.extra_fields.size(); ++i)
-            fmt::format_to(it, "{}{}:{}", i ? "," : "", json(t.extra_fields[i].first).dump(), t.extra_fields[i].second);
+        for (std::size_t i = 0; i < fields.size(); ++i)
+            fmt::format_to(it, "{}{}:{}", i ? "," : "", json(fields[i].first).dump(), fields[i].second);
         put(out, "}\n");
     }
     for (const auto& [i, text] : t.transfer_extras) fmt::format_to(it, "# extra[{}]={{{}}}\n", i, text);

@@ -71,6 +71,11 @@ std::string transfer_origin(const SendTable&, std::uint64_t i);
 /// counterexamples of a schedule name its `send` or `hop` statement.
 void attach_origins(VerifyReport&, const SendTable&);
 
+/// A claim of the table checked against its completion time T (`steps`): "holds" or "violated"
+/// for `claim steps` and `bound lower`, "not checked" for queue and buffer claims (measured by
+/// `collsched reproduce`), "" for a citation.
+std::string claim_check(const Claim&, Step steps);
+
 /// Human-readable report: a verdict line, one line per property, then the counterexamples.
 std::string format_report(const VerifyReport&, const SendTable&);
 /// `{"verdict": ..., "engine": ..., "steps": ..., "properties": {...}, "violations": [...], "seconds": ...}`.
