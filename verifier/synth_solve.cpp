@@ -110,6 +110,7 @@ struct Synthesizer::Impl {
     void load_cadical() {
         cad = std::make_unique<CaDiCaL::Solver>();
         cad->set("quiet", 1);
+        if (!opt.cadical_config.empty()) cad->configure(opt.cadical_config.c_str());
         CadicalSink sink(*cad, enc.f.vars());
         std::span<const int> cl = enc.f.flat_clauses();
         const bool limited = opt.deadline != Clock::time_point::max();
@@ -170,6 +171,16 @@ struct Synthesizer::Impl {
         }
         variables = static_cast<std::uint64_t>(enc.f.vars());
         clauses = enc.f.clause_count();
+    }
+
+    /// UNSAT, except under an invariance restriction, where it proves nothing.
+    void unsat(SynthResult& r) const {
+        if (opt.invariant.empty()) {
+            r.answer = Answer::unsat;
+            return;
+        }
+        r.answer = Answer::unknown;
+        r.reason = "no schedule invariant under the automorphisms (a restriction, not a proof)";
     }
 
     bool value(int lit) {
@@ -316,7 +327,7 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
         return r;
     }
     if (horizon < im.enc.min_horizon) {
-        r.answer = Answer::unsat;
+        im.unsat(r);
         r.reason = fmt::format("a message needs {} steps on its route", im.enc.min_horizon);
         return r;
     }
@@ -331,9 +342,9 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
         r.seconds = since(t0);
         if (res == 10) {
             r.answer = Answer::sat;
-            r.witness = im.decode(horizon, [&](int l) { return im.value(l); });
+            if (!im.inst.chunked()) r.witness = im.decode(horizon, [&](int l) { return im.value(l); });
         } else if (res == 20) {
-            r.answer = Answer::unsat;
+            im.unsat(r);
         } else {
             r.answer = Answer::unknown;
             r.reason = stop.why().empty() ? "cadical gave up" : stop.why();
@@ -357,7 +368,7 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
                 return m.eval(im.z3lit(l), true).is_true();
             });
         } else if (res == z3::unsat) {
-            r.answer = Answer::unsat;
+            im.unsat(r);
         } else {
             r.answer = Answer::unknown;
             r.reason = im.z3s->reason_unknown();
