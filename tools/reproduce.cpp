@@ -209,7 +209,7 @@ ReproRow run_row(const CatalogEntry& entry, const Params& params) {
             for (const CatalogNote& n : entry.notes) {
                 bool match = n.verdict == row.verdict;
                 for (const auto& [k, v] : n.when)
-                    match = match && std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == k && p.second == v; });
+                    match = match && std::any_of(params.begin(), params.end(), [&, k = k, v = v](const auto& p) { return p.first == k && p.second == v; });
                 if (match) {
                     row.note = &n;
                     break;
