@@ -55,15 +55,13 @@ struct SynthInstance {
     Model model;
     Collective collective;
     RouteSpace routes = RouteSpace::any;
-    /// Chunks per datum (issue 15): every message of the collective is split into this many
-    /// chunks, each with the message's origin and goals. 1: unsplit.
-    std::uint32_t chunks = 1;
     /// SCCL's rounds (issue 15): the steps last R rounds in all (each at least one), and a step
     /// of r rounds multiplies every capacity and port limit by r. Only for a fixed number of
     /// steps (the horizon solved is the number of steps). nullopt: every step is one round.
-    std::optional<Step> rounds;
+    std::optional<Step> rounds{};
     /// Chunks or rounds: only the hold/cross encodings (free_route, dissemination) take them.
-    bool chunked() const { return chunks > 1 || rounds.has_value(); }
+    /// (The chunks per datum are the collective's: Collective::chunks.)
+    bool chunked() const { return collective.chunks > 1 || rounds.has_value(); }
 };
 
 enum class EncodingKind : std::uint8_t { personal, free_route, dissemination, end_to_end };

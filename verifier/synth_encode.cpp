@@ -146,7 +146,7 @@ bool routers_hold(const SynthInstance& in, EncodingKind kind) {
 
 std::uint64_t estimate_variables(const SynthInstance& in, EncodingKind kind, Step H) {
     const Topology& t = *in.topology;
-    const std::uint64_t goals = in.collective.goal_count(t.processors()) * std::max<std::uint32_t>(1, in.chunks);
+    const std::uint64_t goals = in.collective.goal_count(t.processors()) * std::max<std::uint32_t>(1, in.collective.chunks);
     const std::uint64_t steps = std::uint64_t{H} + 1;
     switch (kind) {
         case EncodingKind::personal: {
@@ -159,7 +159,7 @@ std::uint64_t estimate_variables(const SynthInstance& in, EncodingKind kind, Ste
         case EncodingKind::free_route:
             return goals * (t.nodes() + t.channels().size()) * steps;
         case EncodingKind::dissemination: {
-            std::uint64_t msgs = std::min<std::uint64_t>(goals, std::uint64_t{t.processors()} * std::max<std::uint32_t>(1, in.chunks));
+            std::uint64_t msgs = std::min<std::uint64_t>(goals, std::uint64_t{t.processors()} * std::max<std::uint32_t>(1, in.collective.chunks));
             return msgs * (t.nodes() + t.channels().size()) * steps;
         }
         case EncodingKind::end_to_end: {
@@ -270,7 +270,7 @@ void encode_personal(const SynthInstance& in, Step H, const SynthOptions& opt, E
         std::uint32_t first_seg, segs;
     };
     std::vector<Goal> goals;
-    Messages ms(topo.processors());
+    Messages ms = in.collective.messages(topo.processors());
     in.collective.for_each_goal(topo.processors(), [&](MessageId m, Node d) {
         goals.push_back({m, ms.origin(m), d, topo.route(ms.origin(m), d), 0, 0});
     });
@@ -467,12 +467,12 @@ struct Dissem {
     std::vector<std::uint32_t> chunk;      // per message: its chunk index (0 when unsplit)
 };
 
-/// The messages with their origins and goals; with SynthInstance::chunks = C > 1 every datum
-/// becomes C entries (chunks 0..C-1, adjacent), each with the datum's origin and goals.
+/// The messages with their origins and goals. With C > 1 chunks the collective's goals are
+/// already per chunk (Collective::for_each_goal), the chunks of a datum adjacent.
 Dissem dissemination_goals(const SynthInstance& in) {
     Dissem d;
     const std::uint32_t P = in.topology->processors();
-    Messages ms(P);
+    Messages ms = in.collective.messages(P);
     std::map<std::uint32_t, std::size_t> at;
     in.collective.for_each_goal(P, [&](MessageId m, Node p) {
         auto [it, fresh] = at.try_emplace(idx(m), d.msgs.size());
@@ -480,22 +480,10 @@ Dissem dissemination_goals(const SynthInstance& in) {
             d.msgs.push_back(m);
             d.origin.push_back(ms.origin(m));
             d.goals.emplace_back();
+            d.chunk.push_back(ms.chunk(m));
         }
         d.goals[it->second].push_back(p);
     });
-    d.chunk.assign(d.msgs.size(), 0);
-    const std::uint32_t C = std::max<std::uint32_t>(1, in.chunks);
-    if (C > 1) {
-        Dissem x;
-        for (std::size_t i = 0; i < d.msgs.size(); ++i)
-            for (std::uint32_t c = 0; c < C; ++c) {
-                x.msgs.push_back(d.msgs[i]);
-                x.origin.push_back(d.origin[i]);
-                x.goals.push_back(d.goals[i]);
-                x.chunk.push_back(c);
-            }
-        return x;
-    }
     return d;
 }
 
@@ -612,7 +600,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
         for (Node g : dm.goals[i]) {
             if (dist[i][idx(g)] == unreachable)
                 throw InputError(fmt::format("{} cannot reach processor {} from {}: no schedule exists",
-                                             Messages(P).name(dm.msgs[i]), idx(g), idx(dm.origin[i])));
+                                             in.collective.messages(P).name(dm.msgs[i]), idx(g), idx(dm.origin[i])));
             far = std::max<Step>(far, dist[i][idx(g)]);
         }
     }
@@ -682,7 +670,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
     Rounds rounds(f, H, in.rounds);
     e.round_lits.assign(H + 1, {});
     for (Step t = 1; t <= H; ++t) e.round_lits[t] = rounds.extra(t);
-    if (opt.symmetry && in.chunks > 1 && opt.invariant.empty()) {
+    if (opt.symmetry && in.collective.chunks > 1 && opt.invariant.empty()) {
         // Chunk order (docs/synthesis.md, "Chunks and rounds"): the chunks of one datum are
         // interchangeable, so relabel them by their arrival at one goal (the farthest).
         std::size_t n = 0;
@@ -769,6 +757,15 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
             }
             f.at_most(std::move(ls), 1);
         }
+    // Link groups (SCCL's switches): the channels of a group carry at most its capacity per
+    // round together.
+    for (const LinkGroup& g : topo.groups())
+        for (Step t = 1; t <= H; ++t) {
+            std::vector<int> ls;
+            for (ChannelId c : g.channels)
+                for (std::size_t i = 0; i < dm.msgs.size(); ++i) ls.push_back(cross[xidx(i, idx(c), t)]);
+            rounds.at_most(std::move(ls), g.cap, t, t);
+        }
     if (model.ports != Ports::multi)
         for (std::uint32_t p = 0; p < P; ++p)
             for (Step t = 1; t <= H; ++t) {
@@ -823,6 +820,58 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
         }
         e.notes.push_back(fmt::format("implied: {} per-processor reception counts", n));
         check_deadline(opt);
+        if (personal && in.rounds) {
+            // Departures (docs/synthesis.md, "Chunks, rounds and the Pareto frontier"): every
+            // message leaves its origin at least once, and the origin sends at most its
+            // out-capacity per round. left[i][t]: message i has crossed a channel out of its
+            // origin by step t. By t at most out * rounds(1..t) have left, and at least
+            // |own| - out * rounds(t+1..H).
+            std::size_t d = 0;
+            for (std::uint32_t p = 0; p < P; ++p) {
+                std::int64_t out_cap = 0;
+                if (model.ports != Ports::multi) out_cap = 1;
+                else
+                    for (ChannelId c : topo.out_channels(Node{p})) out_cap += topo.channel(c).cap;
+                std::vector<std::size_t> own;
+                for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                    if (dm.origin[i] == Node{p}) own.push_back(i);
+                if (own.empty() || out_cap == 0) continue;
+                std::vector<std::vector<int>> left(own.size(), std::vector<int>(H + 1, -Formula::top));
+                for (std::size_t k = 0; k < own.size(); ++k)
+                    for (Step t = 1; t <= H; ++t) {
+                        std::vector<int> now{left[k][t - 1]};
+                        for (ChannelId c : topo.out_channels(Node{p})) now.push_back(cross[xidx(own[k], idx(c), t)]);
+                        left[k][t] = f.or_of(now);
+                    }
+                for (Step t = 1; t <= H; ++t) {
+                    std::vector<int> ls;
+                    for (std::size_t k = 0; k < own.size(); ++k) ls.push_back(left[k][t]);
+                    std::size_t before = f.cards().size();
+                    if (t < H) rounds.at_least_minus(ls, static_cast<std::int64_t>(own.size()), out_cap, t + 1, H);
+                    rounds.at_most(std::move(ls), out_cap, 1, t);
+                    d += f.cards().size() - before;
+                }
+            }
+            e.notes.push_back(fmt::format("implied: {} per-processor departure counts", d));
+            // Wasted hops (docs/synthesis.md): a chain table's walks make at least sum dist
+            // hops, and the channels carry at most (sum of capacities) * R in all, so at most
+            // slack = that minus sum dist hops fail to bring a message closer to its goal.
+            std::int64_t cap_total = 0, need = 0;
+            for (const Channel& ch : topo.channels()) cap_total += ch.cap;
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i) need += dist[i][idx(dm.goals[i].front())];
+            const std::int64_t slack = cap_total * static_cast<std::int64_t>(*in.rounds) - need;
+            std::vector<int> waste;
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                for (std::size_t c = 0; c < C; ++c) {
+                    const Channel& ch = topo.channels()[c];
+                    if (to[i][idx(ch.to)] < to[i][idx(ch.from)]) continue;
+                    for (Step t = 1; t <= H; ++t)
+                        if (cross[xidx(i, c, t)] != -Formula::top) waste.push_back(cross[xidx(i, c, t)]);
+                }
+            if (slack < 0) f.clause({});
+            else if (slack <= 512) f.at_most(std::move(waste), slack);
+            e.notes.push_back(fmt::format("implied: at most {} hops away from the goal", slack));
+        }
         if (model.ports == Ports::half && topo.routers() == 0) {
             // Every transfer joins a sending and a receiving processor, and under half duplex
             // each processor does one of the two per step: at most floor(P/2) new holdings per step.
@@ -847,7 +896,6 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
                 if (x == -Formula::top) continue;
                 e.candidates.push_back({x, static_cast<std::uint32_t>(e.pool.size()), 1, t});
                 e.pool.push_back({t, ChannelId{static_cast<std::uint32_t>(c)}, dm.msgs[i]});
-                e.pool_chunk.push_back(dm.chunk[i]);
             }
 }
 
@@ -1010,8 +1058,6 @@ EncodingKind encoding_for(const SynthInstance& in) {
     if (m.queues == QueueKind::bounded)
         throw InputError(fmt::format("the synthesizer encodes queues=none and queues=unbounded; a queue bound ({}) is not supported",
                                      m.queue_bound));
-    if (in.collective.chunks > 1 || !t.groups().empty())
-        throw InputError("the synthesizer does not encode chunks and link groups yet (issue 15: optimize --chunks, collsched pareto)");
     CollectiveKind k = in.collective.kind;
     if (k == CollectiveKind::custom)
         throw InputError("the synthesizer needs a named collective (alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:...)");
@@ -1021,7 +1067,7 @@ EncodingKind encoding_for(const SynthInstance& in) {
                                      in.collective.to_string()));
     if (in.chunked()) {
         // Chunks and rounds are encoded in the hold/cross encodings only (docs/synthesis.md).
-        if (in.chunks == 0) throw InputError("--chunks must be at least 1");
+        if (in.collective.chunks == 0) throw InputError("--chunks must be at least 1");
         if (in.rounds && *in.rounds == 0) throw InputError("--rounds must be at least 1");
         if (in.routes == RouteSpace::fixed && synth::personal_kind(k))
             throw InputError("chunks and rounds are searched over any route; --routes fixed is not supported with them");
@@ -1030,6 +1076,18 @@ EncodingKind encoding_for(const SynthInstance& in) {
         if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
         throw InputError(fmt::format("{} on {} with chunks or rounds: copies through routers need replicate=yes or a topology "
                                      "without routers",
+                                     in.collective.to_string(), t.spec()));
+    }
+    if (!t.groups().empty()) {
+        // Link groups are encoded in the hold/cross encodings only.
+        if (synth::personal_kind(k)) {
+            if (in.routes == RouteSpace::fixed)
+                throw InputError("link groups are encoded for any route only; --routes fixed is not supported on a topology with groups");
+            if (m.inject_once) throw InputError("inject=once is not encoded on a topology with link groups");
+            return EncodingKind::free_route;
+        }
+        if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
+        throw InputError(fmt::format("{} on {}: copies through routers need replicate=yes on a topology with link groups",
                                      in.collective.to_string(), t.spec()));
     }
     if (synth::personal_kind(k)) {
@@ -1092,7 +1150,10 @@ std::string search_space(const SynthInstance& in) {
         return fmt::format("every schedule of model {} in which processors send copies to processors along the routes", model);
     if (searched_routes(in) == RouteSpace::fixed)
         return fmt::format("every schedule of model {} on the topology's fixed routes", model);
-    return fmt::format("every schedule of model {} with any route", model);
+    std::string extra;
+    if (in.collective.chunks > 1) extra += fmt::format(", {} chunks per datum", in.collective.chunks);
+    if (in.rounds) extra += fmt::format(", at most {} rounds in all (a step of r rounds carries r times every capacity)", *in.rounds);
+    return fmt::format("every schedule of model {} with any route{}", model, extra);
 }
 
 }  // namespace collsched

@@ -74,8 +74,6 @@ struct Encoding {
     std::vector<int> deadline;              ///< deadline[T]: the literal forcing completion by T (0: none needed)
     bool fixed_routes = false;              ///< verify with fixed routes (personal)
     std::vector<std::string> notes;         ///< what was added (symmetry, implied), for --verbose output
-    /// Hold/cross encodings: the chunk index of every pool transfer (parallel to `pool`).
-    std::vector<std::uint32_t> pool_chunk;
     /// With SynthInstance::rounds: per step t, the literals "step t has more than i+1 rounds".
     std::vector<std::vector<int>> round_lits;
 };
