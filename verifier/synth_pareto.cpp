@@ -261,15 +261,20 @@ namespace {
 /// whose answer is the one that counts.
 SynthResult decide(const SynthInstance& in, Step S, std::uint32_t C, Step R, const SynthOptions& base,
                    const std::vector<std::vector<std::uint32_t>>& autos, double invariant_share) {
+    SynthOptions full = base;
     if (!autos.empty()) {
         SynthOptions inv = base;
         inv.invariant = autos;
         inv.cadical_config = "sat";
         inv.timeout = base.timeout > 0 ? base.timeout * invariant_share : 2.0;
+        const auto t0 = Clock::now();
         SynthResult r = solve_rounds(in, S, C, R, inv);
         if (r.answer == Answer::sat) return r;
+        // The full encoding gets what is left of this instance's time.
+        if (base.timeout > 0)
+            full.timeout = std::max(0.01, base.timeout - std::chrono::duration<double>(Clock::now() - t0).count());
     }
-    return solve_rounds(in, S, C, R, base);
+    return solve_rounds(in, S, C, R, full);
 }
 
 }  // namespace
@@ -297,19 +302,16 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
         return res;
     }
     const Step smin = *res.least_steps.optimum;
-    // The line to beat: the best R/C of the rows so far. Before the first row, S_min itself
-    // (one chunk, one round per step: the least-steps schedule) is the worst that can be best.
+    // The line to beat: the best R/C of the rows so far. The first row starts from the
+    // least-steps schedule (one chunk, one round per step: R/C = S_min, verified by optimize).
     Ratio line = Ratio::of(smin, 1);
-    bool first = true;
     bool all_proved = true;
-    // The pairs (C <= K, R >= max(S, ceil(bound * C))) below the line (at or below it for the
-    // first row), sorted by R/C, then C.
+    // The pairs (C <= K, R >= max(S, ceil(bound * C))) below the line, sorted by R/C, then C.
     auto candidates = [&](Step S) {
         std::vector<std::pair<std::uint32_t, Step>> out;
         for (std::uint32_t C = 1; C <= opt.max_chunks; ++C)
             for (Step R = static_cast<Step>(std::max<std::uint64_t>(S, lb.ceil_times(C)));; ++R) {
-                Ratio r = Ratio::of(R, C);
-                if (first ? line < r : line <= r) break;
+                if (!(Ratio::of(R, C) < line)) break;
                 out.push_back({C, R});
             }
         std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
@@ -330,6 +332,15 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
         }
         ParetoRow row;
         row.steps = S;
+        if (S == smin && res.least_steps.witness) {
+            ParetoPoint p;
+            p.steps = smin;
+            p.chunks = 1;
+            p.rounds = smin;
+            p.step_rounds.assign(smin, 1);
+            p.table = *res.least_steps.witness;
+            row.best = std::move(p);
+        }
         std::vector<std::string> unsat_pairs;
         // Ascending R/C: the first SAT is the least R/C with S steps, every pair before it
         // was refuted (feasibility is monotone in R, but ascending order tests each pair anyway).
@@ -381,7 +392,6 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
                                    "below it has R < {} (a step lasts at least one round) or R/C below the bandwidth bound {}",
                                    S, opt.max_chunks, line.text(), unsat_pairs.empty() ? "" : "UNSAT for ", fmt::join(unsat_pairs, ", "),
                                    unsat_pairs.empty() ? "" : "; ", S, lb.text());
-        first = false;
         all_proved = all_proved && row.proved;
         res.rows.push_back(std::move(row));
         if (!res.bounds.empty() && line == lb) {
