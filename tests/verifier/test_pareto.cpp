@@ -5,6 +5,11 @@
 // frontier (2 steps at 3/2, 3 steps at 7/6, SCCL's published points) with every point proved.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include "dsl/diagnostics.hpp"
@@ -177,4 +182,39 @@ TEST_CASE("the Pareto frontier of DGX-1 allgather: (2 steps, 3/2) and (3 steps, 
     for (const RoundsAttempt& a : r.rows[0].attempts) unsat += a.answer == Answer::unsat;
     CHECK(unsat == 10);
     CHECK(r.end == "the bandwidth bound 7/6 is met");
+}
+
+TEST_CASE("link groups are honored: SCCL's HubAndSpoke(4) as a graph file with groups is complete:4 with single ports") {
+    // SCCL's hub_and_spoke(n): every pair linked, and per node one send and one receive per
+    // round over all its links (its switches), written as link groups.
+    const std::string path = (std::filesystem::temp_directory_path() / fmt::format("collsched_hub4.{}.json", ::getpid())).string();
+    {
+        std::ofstream f(path);
+        f << R"({"processors": 4, "edges": [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]], "groups": [)";
+        for (int p = 0; p < 4; ++p)
+            f << fmt::format(R"({}{{"name": "n{}out", "cap": 1, "out_of": {}}}, {{"name": "n{}in", "cap": 1, "into": {}}})", p ? ", " : "", p, p,
+                             p, p);
+        f << "]}";
+    }
+    const SynthInstance hub = inst("graph:" + path, "allgather");
+    REQUIRE(hub.topology->groups().size() == 8);
+    CHECK(encoding_for(hub) == EncodingKind::dissemination);
+    // The cut sees the groups: 3 data into {0} over one receive per round.
+    CHECK(bandwidth_bounds(hub).front().rounds_per_chunk == Ratio::of(3, 1));
+    OptimizeOptions o;
+    o.timeout = 60;
+    OptimizeResult r = optimize(hub, o);
+    REQUIRE(r.status == OptStatus::proved);
+    CHECK(*r.optimum == 3);  // SCCL's least steps for HubAndSpoke(4) Allgather; without the groups it is 1
+    CHECK(verify_direct(*r.witness).holds());
+    OptimizeResult free = optimize(inst("complete:4", "allgather"), o);
+    CHECK(*free.optimum == 1);
+    // Two chunks, 6 rounds, 3 steps: the groups allow 2 chunks per 2-round step.
+    SynthResult s = solve_rounds(hub, 3, 2, 6, backend(SatBackend::cadical));
+    REQUIRE(s.answer == Answer::sat);
+    CHECK(verify_direct(*s.witness).holds());
+    CHECK(solve_rounds(hub, 3, 2, 5, backend(SatBackend::cadical)).answer == Answer::unsat);  // below 3 * 2
+    // Automorphisms keep the groups: all 23 non-identity permutations of the 4 nodes.
+    CHECK(automorphisms(hub).size() == 23);
+    std::filesystem::remove(path);
 }
