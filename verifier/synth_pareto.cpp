@@ -341,7 +341,7 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
             p.table = *res.least_steps.witness;
             row.best = std::move(p);
         }
-        std::vector<std::string> unsat_pairs;
+        std::vector<std::string> unsat_pairs, open_pairs;
         // Ascending R/C: the first SAT is the least R/C with S steps, every pair before it
         // was refuted (feasibility is monotone in R, but ascending order tests each pair anyway).
         for (auto [C, R] : candidates(S)) {
@@ -382,12 +382,20 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
                 break;
             }
             if (r.answer == Answer::unsat) unsat_pairs.push_back(fmt::format("(C = {}, R = {})", C, R));
-            else row.proved = false;
+            else {
+                row.proved = false;
+                open_pairs.push_back(fmt::format("(C = {}, R = {})", C, R));
+            }
         }
         if (row.best) {
             line = row.best->rounds_per_chunk();
             row.frontier = true;
         }
+        if (!row.proved)
+            row.excluded = fmt::format("NOT settled whether a schedule with {} steps and at most {} chunks has R/C below {}: {}{}{}no answer for {}",
+                                       S, opt.max_chunks, line.text(), unsat_pairs.empty() ? "" : "UNSAT for ", fmt::join(unsat_pairs, ", "),
+                                       unsat_pairs.empty() ? "" : "; ", open_pairs.empty() ? "the pairs the time limit left" : fmt::format("{}", fmt::join(open_pairs, ", ")));
+        else
         row.excluded = fmt::format("no schedule with {} steps and at most {} chunks has R/C below {}: {}{}{}every other pair (C, R) "
                                    "below it has R < {} (a step lasts at least one round) or R/C below the bandwidth bound {}",
                                    S, opt.max_chunks, line.text(), unsat_pairs.empty() ? "" : "UNSAT for ", fmt::join(unsat_pairs, ", "),
