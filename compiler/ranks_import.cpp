@@ -107,7 +107,7 @@ public:
         for (const auto& [k, v] : j_.items()) {
             static constexpr std::string_view known[] = {"format", "topology", "model", "collective", "requirements", "steps",
                                                          "processors", "endpoint_transfers", "hops", "ranks", "transfers"};
-            if (std::find(std::begin(known), std::end(known), k) == std::end(known)) t_.extra_fields.emplace_back(k, v.dump());
+            if (std::find(std::begin(known), std::end(known), k) == std::end(known)) t_.add_field(k, v.dump());
         }
         t_.canonicalize_composites();
         if (std::string why = composite_problem(t_); !why.empty()) fail(why);
