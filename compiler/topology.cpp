@@ -666,6 +666,92 @@ Model Topology::default_model() const {
     return m;
 }
 
+std::shared_ptr<const Topology> Topology::make(Family fam, const TopologyArgs& a, std::string_view spec) {
+    auto size = [&](std::size_t i) {
+        COLLSCHED_ASSERT(i < a.sizes.size());
+        return a.sizes[i];
+    };
+    auto tree_size = [&](std::uint64_t n, std::uint64_t b) {
+        if (n > max_processors) check_processors(spec, n);
+        if (n < b || !is_power_of(n, b)) bad_spec(spec, fmt::format("{} leaves is not a power of {} (at least {})", n, b, b));
+        return n;
+    };
+    auto given_caps = [&] {
+        std::vector<std::uint32_t> caps;
+        for (std::int64_t v : a.caps) {
+            if (v < 0) bad_spec(spec, fmt::format("'{}' is not a valid capacity (expected a positive integer)", v));
+            if (v > (1 << 30)) bad_spec(spec, fmt::format("capacity {} is too large", v));
+            caps.push_back(static_cast<std::uint32_t>(v));
+        }
+        return caps;
+    };
+    // Binary trees: the capacities given, else w of the subtree size per level (no w: 1).
+    auto binary_caps = [&](std::uint64_t n) {
+        if (!a.caps.empty()) return given_caps();
+        std::vector<std::uint32_t> caps;
+        for (std::uint32_t i = 1; i <= log_base(n, 2); ++i) {
+            std::int64_t sub = std::int64_t{1} << (i - 1);
+            std::int64_t c = a.w ? a.w(sub) : 1;
+            if (c < 1 || c > (1ll << 30)) bad_spec(spec, fmt::format("w({}) = {}; capacities must be between 1 and 2^30", sub, c));
+            caps.push_back(static_cast<std::uint32_t>(c));
+        }
+        return caps;
+    };
+    switch (fam) {
+        case Family::bft:
+        case Family::ideal: {
+            std::uint64_t n = tree_size(size(0), 2);
+            return Impl::tree(spec, fam, 2, n, binary_caps(n));
+        }
+        case Family::fattree: {
+            std::uint64_t b = size(0);
+            if (b < 2 || b > 1024) bad_spec(spec, "the arity must be between 2 and 1024");
+            std::uint64_t n = tree_size(size(1), b);
+            return Impl::tree(spec, Family::fattree, b, n, given_caps());
+        }
+        case Family::ring:
+        case Family::linear:
+        case Family::complete:
+            if (size(0) < 2) bad_spec(spec, "the size must be at least 2");
+            return Impl::base(spec, fam, size(0));
+        case Family::mesh:
+        case Family::torus: {
+            // All dimensions first, so that a refusal names the real size (10^12 for 10^6 x 10^6).
+            std::uint64_t total = 1;
+            bool overflow = a.sizes.empty();
+            for (std::uint64_t d : a.sizes) {
+                if (d < 2) bad_spec(spec, fmt::format("dimension {} must be at least 2", d));
+                if (total > std::numeric_limits<std::uint64_t>::max() / d) overflow = true;
+                else total *= d;
+            }
+            if (overflow || total > max_processors)
+                bad_spec(spec, fmt::format("{} processors ({}) is more than collsched supports ({})",
+                                           overflow ? std::string("more than 2^64") : std::to_string(total), fmt::join(a.sizes, "x"),
+                                           max_processors));
+            const Family line = fam == Family::mesh ? Family::linear : Family::ring;
+            std::vector<std::shared_ptr<const Topology>> factors;
+            for (std::uint64_t d : a.sizes) factors.push_back(Impl::base(fmt::format("{}:{}", to_string(line), d), line, d));
+            return Impl::product(spec, fam, std::move(factors), false);
+        }
+        case Family::hypercube: {
+            std::uint64_t d = size(0);
+            if (d < 1 || d > 15) bad_spec(spec, "the dimension must be between 1 and 15");
+            std::vector<std::shared_ptr<const Topology>> factors;
+            for (std::uint64_t i = 0; i < d; ++i) factors.push_back(Impl::base("linear:2", Family::linear, 2));
+            return Impl::product(spec, Family::hypercube, std::move(factors), true);
+        }
+        case Family::product:
+            if (a.factors.size() < 2) bad_spec(spec, "a product needs at least two factors separated by '*'");
+            return Impl::product(spec, Family::product, a.factors, false);
+        case Family::graph:
+            return Impl::graph(spec, a.file);
+    }
+    COLLSCHED_ASSERT(false);
+    return nullptr;
+}
+
+// The spec language (docs/topologies.md): the text is checked here, as written, and the values
+// go to make(), which checks what a typed caller must get right too.
 std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
     if (spec.empty()) bad_spec(spec, "empty spec");
     // Specs are written back into JSON, XML and DOT output, and a graph file name is passed to
@@ -682,11 +768,11 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
         if (rest.empty()) bad_spec(spec, fmt::format("missing size: expected {}", form));
     };
     auto caps_list = [&](std::string_view text) {
-        std::vector<std::uint32_t> caps;
+        std::vector<std::int64_t> caps;
         for (std::string_view c : split(text, ',')) {
             std::uint64_t v = parse_count(spec, c, "capacity");
             if (v > (1u << 30)) bad_spec(spec, fmt::format("capacity {} is too large", v));
-            caps.push_back(static_cast<std::uint32_t>(v));
+            caps.push_back(static_cast<std::int64_t>(v));
         }
         return caps;
     };
@@ -696,91 +782,69 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
         if (n < b || !is_power_of(n, b)) bad_spec(spec, fmt::format("{} leaves is not a power of {} (at least {})", n, b, b));
         return n;
     };
+    TopologyArgs args;
     if (fam == "ebft" || fam == "cbft") {
         need_rest(fmt::format("{}:N with N a power of two", fam));
-        std::uint64_t n = tree_size(rest, 2);
-        std::vector<std::uint32_t> caps;
-        for (std::uint32_t i = 1; i <= log_base(n, 2); ++i) caps.push_back(fam == "ebft" ? 1u << (i - 1) : 1u);
-        return Impl::tree(spec, Family::bft, 2, n, std::move(caps));
+        args.sizes = {tree_size(rest, 2)};
+        if (fam == "ebft") args.w = [](std::int64_t k) { return k; };
+        return make(Family::bft, args, spec);
     }
     if (fam == "bft") {
         auto parts = split(rest, ':');
         if (rest.empty() || parts.size() != 2) bad_spec(spec, "expected bft:N:c1,c2,...,cL (one capacity per level, leaves first)");
-        std::uint64_t n = tree_size(parts[0], 2);
-        return Impl::tree(spec, Family::bft, 2, n, caps_list(parts[1]));
+        args.sizes = {tree_size(parts[0], 2)};
+        args.caps = caps_list(parts[1]);
+        return make(Family::bft, args, spec);
     }
     if (fam == "fattree") {
         auto parts = split(rest, ':');
         if (rest.empty() || parts.size() != 3) bad_spec(spec, "expected fattree:B:N:c1,...,cL (arity, leaves, capacities per level)");
         std::uint64_t b = parse_count(spec, parts[0], "arity");
         if (b < 2 || b > 1024) bad_spec(spec, "the arity must be between 2 and 1024");
-        std::uint64_t n = tree_size(parts[1], b);
-        return Impl::tree(spec, Family::fattree, b, n, caps_list(parts[2]));
+        args.sizes = {b, tree_size(parts[1], b)};
+        args.caps = caps_list(parts[2]);
+        return make(Family::fattree, args, spec);
     }
     if (fam == "ideal") {
         auto parts = split(rest, ':');
         if (rest.empty() || parts.size() > 2) bad_spec(spec, "expected ideal:N or ideal:N:w=EXPR (w of the subtree size n)");
-        std::uint64_t n = tree_size(parts[0], 2);
+        args.sizes = {tree_size(parts[0], 2)};
         std::string_view w = parts.size() == 2 ? parts[1] : std::string_view("w=1");
         if (w.substr(0, 2) != "w=") bad_spec(spec, fmt::format("'{}': expected w=EXPR, for example w=n or w=log2(n)+1", w));
         CapExpr expr(spec, w.substr(2));
-        std::vector<std::uint32_t> caps;
-        for (std::uint32_t i = 1; i <= log_base(n, 2); ++i) {
-            std::int64_t sub = std::int64_t{1} << (i - 1);
-            std::int64_t c = expr.eval(sub);
-            if (c < 1 || c > (1ll << 30))
-                bad_spec(spec, fmt::format("w({}) = {}; capacities must be between 1 and 2^30", sub, c));
-            caps.push_back(static_cast<std::uint32_t>(c));
-        }
-        return Impl::tree(spec, Family::ideal, 2, n, std::move(caps));
+        args.w = [&](std::int64_t k) { return expr.eval(k); };
+        return make(Family::ideal, args, spec);
     }
     if (fam == "ring" || fam == "linear" || fam == "complete") {
         need_rest(fmt::format("{}:N", fam));
         std::uint64_t n = parse_count(spec, rest, "size");
         if (n < 2) bad_spec(spec, "the size must be at least 2");
-        return Impl::base(spec, fam == "ring" ? Family::ring : fam == "linear" ? Family::linear : Family::complete, n);
+        args.sizes = {n};
+        return make(fam == "ring" ? Family::ring : fam == "linear" ? Family::linear : Family::complete, args, spec);
     }
     if (fam == "mesh" || fam == "torus") {
         need_rest(fmt::format("{}:AxB[x...]", fam));
-        // All dimensions first, so that a refusal names the real size (10^12 for 10^6 x 10^6).
-        std::vector<std::uint64_t> dims;
-        std::uint64_t total = 1;
-        bool overflow = false;
         for (std::string_view d : split(rest, 'x')) {
             std::uint64_t a = parse_count(spec, d, "dimension");
             if (a < 2) bad_spec(spec, fmt::format("dimension {} must be at least 2", a));
-            if (total > std::numeric_limits<std::uint64_t>::max() / a) overflow = true;
-            else total *= a;
-            dims.push_back(a);
+            args.sizes.push_back(a);
         }
-        if (overflow || total > max_processors)
-            bad_spec(spec, fmt::format("{} processors ({}) is more than collsched supports ({})",
-                                       overflow ? std::string("more than 2^64") : std::to_string(total), fmt::join(dims, "x"),
-                                       max_processors));
-        std::vector<std::shared_ptr<const Topology>> factors;
-        for (std::uint64_t a : dims)
-            factors.push_back(Impl::base(fmt::format("{}:{}", fam == "mesh" ? "linear" : "ring", a),
-                                         fam == "mesh" ? Family::linear : Family::ring, a));
-        return Impl::product(spec, fam == "mesh" ? Family::mesh : Family::torus, std::move(factors), false);
+        return make(fam == "mesh" ? Family::mesh : Family::torus, args, spec);
     }
     if (fam == "hypercube") {
         need_rest("hypercube:D");
-        std::uint64_t d = parse_count(spec, rest, "dimension");
-        if (d < 1 || d > 15) bad_spec(spec, "the dimension must be between 1 and 15");
-        std::vector<std::shared_ptr<const Topology>> factors;
-        for (std::uint64_t i = 0; i < d; ++i) factors.push_back(Impl::base("linear:2", Family::linear, 2));
-        return Impl::product(spec, Family::hypercube, std::move(factors), true);
+        args.sizes = {parse_count(spec, rest, "dimension")};
+        return make(Family::hypercube, args, spec);
     }
     if (fam == "product") {
         need_rest("product:SPEC*SPEC[*...]");
-        std::vector<std::shared_ptr<const Topology>> factors;
-        for (std::string_view f : split(rest, '*')) factors.push_back(parse(f));
-        if (factors.size() < 2) bad_spec(spec, "a product needs at least two factors separated by '*'");
-        return Impl::product(spec, Family::product, std::move(factors), false);
+        for (std::string_view f : split(rest, '*')) args.factors.push_back(parse(f));
+        return make(Family::product, args, spec);
     }
     if (fam == "graph") {
         need_rest("graph:FILE.json");
-        return Impl::graph(spec, rest);
+        args.file = std::string(rest);
+        return make(Family::graph, args, spec);
     }
     bad_spec(spec, fmt::format("unknown family '{}': expected {}", fam, compiler::name_list(compiler::family_names, &compiler::FamilyName::name)));
 }
