@@ -14,9 +14,13 @@ namespace collsched {
 
 MessageKey Messages::key(MessageId m) const {
     std::uint64_t v = idx(m), pp = std::uint64_t{p_} * p_;
-    if (v < pp) return {MessageKind::personal, static_cast<std::uint32_t>(v / p_), static_cast<std::uint32_t>(v % p_)};
-    if (v < pp + p_) return {MessageKind::broadcast, static_cast<std::uint32_t>(v - pp), 0};
-    if (v < pp + 2ull * p_) return {MessageKind::value, static_cast<std::uint32_t>(v - pp - p_), 0};
+    if (v < base_size()) {
+        const std::uint32_t c = static_cast<std::uint32_t>(v % chunks_);
+        v /= chunks_;
+        if (v < pp) return {MessageKind::personal, static_cast<std::uint32_t>(v / p_), static_cast<std::uint32_t>(v % p_), c};
+        if (v < pp + p_) return {MessageKind::broadcast, static_cast<std::uint32_t>(v - pp), 0, c};
+        return {MessageKind::value, static_cast<std::uint32_t>(v - pp - p_), 0, c};
+    }
     if (!c_) return {MessageKind::bundle, static_cast<std::uint32_t>(v - base_size()), 0};  // a composite id without its registry
     const Composite& c = composite(m);
     if (c.kind == MessageKind::combined) return {MessageKind::combined, c.lo, c.hi};
@@ -27,9 +31,10 @@ std::string Messages::name(MessageId m) const {
     if (is_composite(m) && !c_) return fmt::format("composite #{}", idx(m) - base_size());
     MessageKey k = key(m);
     switch (k.kind) {
-        case MessageKind::personal: return fmt::format("m({},{})", k.src, k.dst);
-        case MessageKind::broadcast: return fmt::format("b({})", k.src);
-        case MessageKind::value: return fmt::format("a({})", k.src);
+        case MessageKind::personal:
+            return chunks_ > 1 ? fmt::format("m({},{},{})", k.src, k.dst, k.chunk) : fmt::format("m({},{})", k.src, k.dst);
+        case MessageKind::broadcast: return chunks_ > 1 ? fmt::format("b({},{})", k.src, k.chunk) : fmt::format("b({})", k.src);
+        case MessageKind::value: return chunks_ > 1 ? fmt::format("a({},{})", k.src, k.chunk) : fmt::format("a({})", k.src);
         case MessageKind::combined: return fmt::format("a({}..{})", k.src, k.dst);
         case MessageKind::bundle: {
             std::string s;
@@ -117,18 +122,21 @@ std::optional<MessageId> parse_one(const Messages& ms, std::uint32_t P, std::str
             auto i = number(inner.substr(0, dots)), j = number(inner.substr(dots + 2));
             if (!i || !j) return bad(fmt::format("'{}' is not a message name", s));
             if (*i > *j || *j >= P) return bad(fmt::format("{}: a combined value a(i..j) needs 0 <= i <= j < {}", s, P));
+            if (ms.chunks() > 1) return bad(fmt::format("{}: combined values of chunks are not supported yet", s));
             if (*i == *j) return ms.value(*i);
             combined = Composite{MessageKind::combined, *i, *j, {}};
             return std::nullopt;
         }
     }
-    if (auto m = ms.parse_base(s)) return m;
+    std::string reason;
+    if (auto m = ms.parse_base(s, &reason)) return m;
+    if (!reason.empty()) return bad(std::move(reason));
     return bad(fmt::format("'{}' is not a message of a topology with {} processors", s, P));
 }
 
-std::optional<MessageId> parse_any(std::string_view text, std::uint32_t P, const std::function<std::optional<MessageId>(Composite)>& lookup,
-                                   std::string* why) {
-    Messages ms(P);
+std::optional<MessageId> parse_any(std::string_view text, std::uint32_t P, std::uint32_t C,
+                                   const std::function<std::optional<MessageId>(Composite)>& lookup, std::string* why) {
+    Messages ms(P, nullptr, C);
     std::optional<Composite> combined;
     if (text.find('+') == std::string_view::npos) {
         if (auto m = parse_one(ms, P, text, combined, why)) return m;
@@ -157,32 +165,64 @@ std::optional<MessageId> parse_any(std::string_view text, std::uint32_t P, const
 
 }  // namespace
 
-std::optional<MessageId> parse_message(std::string_view text, std::uint32_t P, Composites& reg, std::string* why) {
-    return parse_any(text, P, [&](Composite c) -> std::optional<MessageId> { return reg.intern(std::move(c)); }, why);
+std::optional<MessageId> parse_message(std::string_view text, std::uint32_t P, Composites& reg, std::string* why, std::uint32_t C) {
+    return parse_any(text, P, C, [&](Composite c) -> std::optional<MessageId> { return reg.intern(std::move(c)); }, why);
 }
 
 std::optional<MessageId> Messages::parse(std::string_view s) const {
     if (auto m = parse_base(s)) return m;  // the fast path
     if (s.size() >= 4 && (s.find('+') != std::string_view::npos || s.find("..") != std::string_view::npos))
-        return parse_any(s, p_, [&](Composite c) -> std::optional<MessageId> { return c_ ? c_->find(c) : std::nullopt; }, nullptr);
+        return parse_any(s, p_, chunks_, [&](Composite c) -> std::optional<MessageId> { return c_ ? c_->find(c) : std::nullopt; }, nullptr);
     return std::nullopt;
 }
 
-std::optional<MessageId> Messages::parse_base(std::string_view s) const {
+std::optional<MessageId> Messages::parse_base(std::string_view s, std::string* why) const {
     if (s.size() < 4 || s[1] != '(' || s.back() != ')') return std::nullopt;
+    const char kind = s[0];
+    if (kind != 'm' && kind != 'b' && kind != 'a') return std::nullopt;
     std::string_view inner = s.substr(2, s.size() - 3);
-    if (s[0] == 'm') {
-        std::size_t comma = inner.find(',');
-        if (comma == std::string_view::npos) return std::nullopt;
-        auto a = number(inner.substr(0, comma)), b = number(inner.substr(comma + 1));
-        if (!a || !b || *a >= p_ || *b >= p_) return std::nullopt;
-        return personal(*a, *b);
+    // Up to three comma-separated numbers: m(s,d[,c]), b(s[,c]), a(s[,c]).
+    std::string_view parts[4];
+    std::size_t n = 0;
+    for (std::string_view rest = inner; n < 4;) {
+        std::size_t comma = rest.find(',');
+        parts[n++] = rest.substr(0, comma);
+        if (comma == std::string_view::npos) break;
+        rest = rest.substr(comma + 1);
+        if (n == 4) return std::nullopt;
     }
-    auto a = number(inner);
-    if (!a || *a >= p_) return std::nullopt;
-    if (s[0] == 'b') return broadcast(*a);
-    if (s[0] == 'a') return value(*a);
-    return std::nullopt;
+    const std::size_t whole = kind == 'm' ? 2 : 1;  // arguments of a whole datum
+    if (n != whole && n != whole + 1) return std::nullopt;
+    std::uint32_t v[3] = {0, 0, 0};
+    for (std::size_t i = 0; i < n; ++i) {
+        auto x = number(parts[i]);
+        if (!x) return std::nullopt;
+        v[i] = *x;
+    }
+    for (std::size_t i = 0; i < whole; ++i)
+        if (v[i] >= p_) return std::nullopt;
+    std::uint32_t c = 0;
+    if (n == whole + 1) {
+        if (chunks_ == 1) {
+            if (why) *why = fmt::format("'{}' names a chunk, but the collective does not split its data (chunks 1): write {}", s,
+                                        kind == 'm' ? fmt::format("m({},{})", v[0], v[1]) : fmt::format("{}({})", kind, v[0]));
+            return std::nullopt;
+        }
+        c = v[whole];
+        if (c >= chunks_) {
+            if (why) *why = fmt::format("'{}': chunk {} does not exist (the collective has {} chunks, 0..{})", s, c, chunks_, chunks_ - 1);
+            return std::nullopt;
+        }
+    } else if (chunks_ > 1) {
+        if (why)
+            *why = fmt::format("'{}' names a whole datum, but the collective splits every datum into {} chunks: write {} with a chunk 0..{}",
+                               s, chunks_, kind == 'm' ? fmt::format("m({},{},c)", v[0], v[1]) : fmt::format("{}({},c)", kind, v[0]),
+                               chunks_ - 1);
+        return std::nullopt;
+    }
+    if (kind == 'm') return personal(v[0], v[1], c);
+    if (kind == 'b') return broadcast(v[0], c);
+    return value(v[0], c);
 }
 
 Collective Collective::parse(std::string_view text, const Topology& topo) {
@@ -284,7 +324,26 @@ void Collective::check_goal_count(const Topology& topo) const {
                                      to_string(), topo.spec(), n, max_goal_pairs));
 }
 
+void Collective::set_chunks(std::uint64_t c, const Topology& topo) {
+    if (c < 1 || c > max_chunks)
+        throw InputError(fmt::format("chunks {}: a datum is split into 1 to {} chunks", c, max_chunks));
+    if (c > 1 && combines())
+        throw InputError(fmt::format("chunks {}: {} does not take chunks yet (reductions over chunks are issue 16)", c, to_string()));
+    const std::uint64_t base = Messages(topo.processors()).base_size() * c;
+    if (c > 1 && base > (std::uint64_t{1} << 32) - (std::uint64_t{1} << 24))
+        throw InputError(fmt::format("chunks {}: {} processors with {} chunks make {} messages, more than 32-bit message ids hold "
+                                     "(at most 2^32 - 2^24)",
+                                     c, topo.processors(), c, base));
+    chunks = static_cast<std::uint32_t>(c);
+    check_goal_count(topo);
+}
+
 std::uint64_t Collective::initial_count(std::uint32_t P) const {
+    if (chunks > 1) {
+        Collective whole = *this;
+        whole.chunks = 1;
+        return whole.initial_count(P) * chunks;
+    }
     std::uint64_t p = P;
     switch (kind) {
         case CollectiveKind::alltoall: return p * (p - 1);
@@ -301,6 +360,11 @@ std::uint64_t Collective::initial_count(std::uint32_t P) const {
 }
 
 std::uint64_t Collective::goal_count(std::uint32_t P) const {
+    if (chunks > 1) {
+        Collective whole = *this;
+        whole.chunks = 1;
+        return whole.goal_count(P) * chunks;
+    }
     std::uint64_t p = P;
     switch (kind) {
         case CollectiveKind::alltoall:

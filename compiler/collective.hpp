@@ -1,7 +1,10 @@
 /** \file
  * Messages and collectives (DESIGN.md section 4). Messages of a topology with P processors are
  * numbered densely: m(s,d) is s*P+d, b(s) is P*P+s, a(s) is P*P+P+s; the origin of a message
- * (s) is the only processor that can hold it at time 0. These are the base messages. Composite
+ * (s) is the only processor that can hold it at time 0. A collective may split every datum into
+ * C chunks (docs/semantics.md, "Chunks"): chunk c of the datum numbered i above is i*C+c, so a
+ * datum's chunks are adjacent and C = 1 gives the numbering above; chunked names carry the
+ * chunk last: m(s,d,c), b(s,c), a(s,c). These are the base messages. Composite
  * messages (docs/semantics.md, "Combined values and bundles") are interned per table in a
  * Composites registry and numbered after the base range: combined values a(i..j) and bundles
  * b(0)+b(4). A collective fixes which messages are initial data and which (message, processor)
@@ -29,6 +32,7 @@ struct MessageKey {
     MessageKind kind;
     std::uint32_t src;
     std::uint32_t dst;  ///< personal messages only (combined values: the last source)
+    std::uint32_t chunk = 0;  ///< base messages: the chunk 0..C-1
     bool operator==(const MessageKey&) const = default;
 };
 
@@ -67,29 +71,37 @@ private:
 };
 
 /// The message space of a topology: the dense numbering above, names and their parser. With a
-/// registry it also names and parses the table's composites.
+/// registry it also names and parses the table's composites. `chunks` is the collective's C.
 class Messages {
 public:
-    explicit Messages(std::uint32_t processors, const Composites* composites = nullptr) : p_(processors), c_(composites) {}
+    explicit Messages(std::uint32_t processors, const Composites* composites = nullptr, std::uint32_t chunks = 1)
+        : p_(processors), c_(composites), chunks_(chunks) {}
     /// The size of the dense base range (ids below are base messages).
-    std::uint64_t base_size() const { return std::uint64_t{p_} * p_ + 2ull * p_; }
+    std::uint64_t base_size() const { return (std::uint64_t{p_} * p_ + 2ull * p_) * chunks_; }
     std::uint64_t size() const { return base_size() + (c_ ? c_->size() : 0); }
-    MessageId personal(std::uint32_t s, std::uint32_t d) const { return MessageId{s * p_ + d}; }
-    MessageId broadcast(std::uint32_t s) const { return MessageId{p_ * p_ + s}; }
-    MessageId value(std::uint32_t s) const { return MessageId{p_ * p_ + p_ + s}; }
+    std::uint32_t chunks() const { return chunks_; }
+    std::uint32_t processors() const { return p_; }
+    MessageId personal(std::uint32_t s, std::uint32_t d, std::uint32_t c = 0) const { return MessageId{(s * p_ + d) * chunks_ + c}; }
+    MessageId broadcast(std::uint32_t s, std::uint32_t c = 0) const { return MessageId{(p_ * p_ + s) * chunks_ + c}; }
+    MessageId value(std::uint32_t s, std::uint32_t c = 0) const { return MessageId{(p_ * p_ + p_ + s) * chunks_ + c}; }
+    /// The chunk of a base message (0 when C = 1).
+    std::uint32_t chunk(MessageId m) const { return idx(m) % chunks_; }
+    /// The datum of a base message: its chunk 0.
+    MessageId datum(MessageId m) const { return MessageId{idx(m) - idx(m) % chunks_}; }
     bool is_composite(MessageId m) const { return idx(m) >= base_size(); }
     const Composite& composite(MessageId m) const { return c_->at(m); }
     const Composites* composites() const { return c_; }
     MessageKey key(MessageId m) const;
     /// Base messages: the processor that holds it initially. Combined values: their first source.
     Node origin(MessageId m) const { return Node{key(m).src}; }
-    /// `m(3,5)`, `b(3)`, `a(3)`, `a(0..3)`, `b(0)+b(4)`.
+    /// `m(3,5)`, `b(3)`, `a(3)`, `a(0..3)`, `b(0)+b(4)`; with C > 1 chunks `m(3,5,1)`, `b(3,1)`, `a(3,1)`.
     std::string name(MessageId m) const;
     /// Parses a name as written by name(); nullopt when malformed, out of range, or a composite
     /// the registry does not hold (parse_message interns those).
     std::optional<MessageId> parse(std::string_view) const;
-    /// Base messages only: `m(3,5)`, `b(3)`, `a(3)`.
-    std::optional<MessageId> parse_base(std::string_view) const;
+    /// Base messages only: `m(3,5)`, `b(3)`, `a(3)` (C = 1), `m(3,5,c)`, `b(3,c)`, `a(3,c)` (C > 1).
+    /// `why` (when given) says what is wrong, e.g. a whole datum named under chunks.
+    std::optional<MessageId> parse_base(std::string_view, std::string* why = nullptr) const;
     /// The parts a message stands for when received: a bundle's parts, else the message itself.
     template <class F>
     void for_each_part(MessageId m, F&& f) const {
@@ -103,11 +115,16 @@ public:
 private:
     std::uint32_t p_;
     const Composites* c_;
+    std::uint32_t chunks_ = 1;
 };
 
-/// Parses a message name with P processors, interning composites into `reg`; nullopt when
-/// malformed or out of range. `why` (when given) says what is wrong.
-std::optional<MessageId> parse_message(std::string_view text, std::uint32_t processors, Composites& reg, std::string* why = nullptr);
+/// Parses a message name with P processors and C chunks, interning composites into `reg`; nullopt
+/// when malformed or out of range. `why` (when given) says what is wrong.
+std::optional<MessageId> parse_message(std::string_view text, std::uint32_t processors, Composites& reg, std::string* why = nullptr,
+                                       std::uint32_t chunks = 1);
+
+/// Most chunks a datum may be split into.
+inline constexpr std::uint32_t max_chunks = 1u << 16;
 
 /// Most (message, processor) goal pairs a collective may have on a topology: 2^28, so alltoall and
 /// allgather up to 16,384 processors. The checkers enumerate the pairs (a complete table needs a
@@ -121,6 +138,7 @@ struct Collective {
     CollectiveKind kind = CollectiveKind::custom;
     Node root{0};
     std::vector<Node> members;  ///< multicast targets, sorted
+    std::uint32_t chunks = 1;   ///< C: every datum is split into C chunks (docs/semantics.md)
     bool operator==(const Collective&) const = default;
 
     /// `alltoall`, `allgather`, `broadcast:R`, `scatter:R`, `gather:R`, `multicast:R:a,b,c`, `custom`,
@@ -135,6 +153,9 @@ struct Collective {
     /// message order (none for reduce and prefix: see for_each_value_goal).
     template <class F>
     void for_each_goal(std::uint32_t processors, F&& f) const;
+    /// for_each_goal as if C = 1: the goal pairs of whole data (ids of one chunk per datum).
+    template <class F>
+    void for_each_whole_goal(std::uint32_t processors, F&& f) const;
     /// Whether the goals are combined values (reduce, prefix).
     bool combines() const { return kind == CollectiveKind::reduce || kind == CollectiveKind::prefix; }
     /// Calls f(lo, hi, processor) for every goal `processor holds a(lo..hi)` of reduce and prefix
@@ -151,10 +172,39 @@ struct Collective {
     std::uint64_t initial_count(std::uint32_t processors) const;
     /// Throws InputError when the postcondition has more than max_goal_pairs pairs on `topo`.
     void check_goal_count(const Topology& topo) const;
+    /// Sets C after checking it: 1 <= C <= max_chunks, the chunked message space fits 32-bit ids
+    /// (with room for 2^24 composites), reductions take no chunks yet. Throws InputError.
+    void set_chunks(std::uint64_t c, const Topology& topo);
+    /// The message space of this collective on P processors (its chunks, no composites).
+    Messages messages(std::uint32_t processors, const Composites* composites = nullptr) const {
+        return Messages(processors, composites, chunks);
+    }
 };
 
 template <class F>
 void Collective::for_each_goal(std::uint32_t P, F&& f) const {
+    if (chunks > 1) {  // the goals of C = 1, each datum's run of destinations once per chunk (message order)
+        std::optional<MessageId> cur;
+        std::vector<Node> dests;
+        auto flush = [&] {
+            if (!cur) return;
+            for (std::uint32_t c = 0; c < chunks; ++c)
+                for (Node d : dests) f(MessageId{idx(*cur) * chunks + c}, d);
+            dests.clear();
+        };
+        for_each_whole_goal(P, [&](MessageId m, Node d) {
+            if (cur != m) flush();
+            cur = m;
+            dests.push_back(d);
+        });
+        flush();
+        return;
+    }
+    for_each_whole_goal(P, f);
+}
+
+template <class F>
+void Collective::for_each_whole_goal(std::uint32_t P, F&& f) const {
     Messages ms(P);
     std::uint32_t r = idx(root);
     switch (kind) {

@@ -436,6 +436,19 @@ Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
     } catch (const InputError& e) {
         fail("E053", d.loc, e.what());
     }
+    if (d.chunks) {
+        std::int64_t v = env.header(*d.chunks);
+        try {
+            c.set_chunks(v < 0 ? 0 : static_cast<std::uint64_t>(v), *env.topo);
+        } catch (const InputError& e) {
+            fail(std::string_view(e.what()).find("goal pairs") != std::string_view::npos ? "E053" : "E054", ast::start_loc(*d.chunks), e.what());
+        }
+        if (c.chunks > 1 && env.named_message)
+            fail("E054", ast::start_loc(*d.chunks), "a message is named before the collective: with chunks, declare the collective first");
+        // The message space depends on the chunks: number the composites after the chunked base range.
+        env.composites = std::make_shared<Composites>(Messages(env.topo->processors(), nullptr, c.chunks).base_size());
+        env.messages = Messages(env.topo->processors(), env.composites.get(), c.chunks);
+    }
     return c;
 }
 

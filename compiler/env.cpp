@@ -27,6 +27,26 @@ void Reporter::flush_warnings() {
     warnings_.clear();
 }
 
+/// The chunk of a base message expression (imm: the chunk's expression, -1 when none is written),
+/// checked against the collective's C: a whole datum under chunks, a chunk without chunks, or a
+/// chunk out of range is E054.
+std::uint32_t Env::chunk_of(const XExpr& x, std::int64_t s, std::int64_t d) {
+    const std::uint32_t C = messages.chunks();
+    named_message = true;
+    const char kind = x.op == Op::msg_m ? 'm' : x.op == Op::msg_b ? 'b' : 'a';
+    const std::string whole = d >= 0 ? fmt::format("m({}, {})", s, d) : fmt::format("{}({})", kind, s);
+    if (x.imm < 0) {
+        if (C > 1)
+            fail("E054", x.loc, fmt::format("{} names a whole datum, but the collective splits every datum into {} chunks: write {} with a chunk 0 .. {}",
+                                            whole, C, d >= 0 ? fmt::format("m({}, {}, c)", s, d) : fmt::format("{}({}, c)", kind, s), C - 1));
+        return 0;
+    }
+    std::int64_t c = eval(static_cast<std::uint32_t>(x.imm));
+    if (C == 1) fail("E054", x.loc, fmt::format("a chunk argument, but the collective does not split its data: write {}, or `collective ... chunks C`", whole));
+    if (c < 0 || c >= C) fail("E054", x.loc, fmt::format("chunk {} does not exist (the collective has {} chunks, 0 .. {})", c, C, C - 1));
+    return static_cast<std::uint32_t>(c);
+}
+
 std::int64_t Env::header(const ast::Expr& e) {
     auto it = ir.header_exprs.find(&e);
     COLLSCHED_ASSERT(it != ir.header_exprs.end());
@@ -218,10 +238,16 @@ std::int64_t Env::eval(std::uint32_t i) {
         case Op::coord: return coord(x);
         case Op::msg_m: {
             std::int64_t s = eval(x.a), d = eval(x.b);
-            return idx(messages.personal(static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(d)));
+            return idx(messages.personal(static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(d), chunk_of(x, s, d)));
         }
-        case Op::msg_b: return idx(messages.broadcast(static_cast<std::uint32_t>(eval(x.a))));
-        case Op::msg_a: return idx(messages.value(static_cast<std::uint32_t>(eval(x.a))));
+        case Op::msg_b: {
+            std::int64_t s = eval(x.a);
+            return idx(messages.broadcast(static_cast<std::uint32_t>(s), chunk_of(x, s, -1)));
+        }
+        case Op::msg_a: {
+            std::int64_t s = eval(x.a);
+            return idx(messages.value(static_cast<std::uint32_t>(s), chunk_of(x, s, -1)));
+        }
         case Op::msg_range: {
             std::int64_t lo = eval(x.a), hi = eval(x.b);
             if (lo > hi) fail("E048", x.loc, fmt::format("a({} .. {}): a combined value a(i .. j) needs i <= j", lo, hi));

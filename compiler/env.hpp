@@ -90,6 +90,10 @@ public:
     std::int64_t eval(std::uint32_t i);
     /// The value of a declaration's argument expression (resolved into IR::header_exprs).
     std::int64_t header(const ast::Expr& e);
+    /// The chunk of a base message expression, checked against the collective's chunks (E054).
+    std::uint32_t chunk_of(const XExpr& x, std::int64_t s, std::int64_t d);
+    /// Whether a base message was named yet (a `let` before the header): the chunks must be known first.
+    bool named_message = false;
 
     /// Counts `n` iterations of the loop or comprehension at `where` against the limit; E051 (at
     /// the outermost loop, or at `where` outside loops) and Stop when they go over it. Checked

@@ -8,6 +8,7 @@
 
 #include "compiler/declarations.hpp"
 #include "compiler/flat_map.hpp"
+#include "compiler/stream.hpp"
 
 namespace collsched::compiler {
 
@@ -16,6 +17,8 @@ SendTable Evaluated::header(bool take) {
     t.topology = topology;
     t.model = model;
     t.collective = collective;
+    t.step_rounds.reserve(step_rounds.size());
+    for (std::uint32_t r : step_rounds) t.step_rounds.push_back(r == 0 ? 1 : r);
     t.requirements = take ? std::move(requirements) : requirements;
     t.claims = take ? std::move(claims) : claims;
     return t;
@@ -98,6 +101,28 @@ private:
         consumer_->begin(out_.header());
     }
 
+    /// `step s rounds r`: the rounds of step s, once per step (a second statement may repeat the
+    /// same r, not change it); more than one round needs hop timing (E055).
+    void set_rounds(Step s, std::int64_t r, SourceLoc loc) {
+        constexpr std::int64_t max_rounds = std::int64_t{1} << 20;
+        if (r < 1 || r > max_rounds) fail("E055", loc, fmt::format("step {} rounds {}: a step lasts 1 to {} rounds", s, r, max_rounds));
+        if (timing_wormhole_ && r > 1)
+            fail("E055", loc, fmt::format("step {} rounds {}: under wormhole timing the steps are rounds already (rounds need hop timing)", s, r));
+        if (consumer_ && r > 1) throw NotStreamable("a step of several rounds");
+        auto& v = out_.step_rounds;
+        if (v.size() < s) {
+            v.resize(s, 0);
+            out_.rounds_at.resize(s);
+        }
+        if (v[s - 1] != 0 && v[s - 1] != r) {
+            const SourceLoc& at = out_.rounds_at[s - 1];
+            fail("E055", loc, fmt::format("step {} rounds {}, but step {} has {} rounds already (at line {}, column {})", s, r, s, v[s - 1],
+                                          at.line, at.column));
+        }
+        if (v[s - 1] == 0) out_.rounds_at[s - 1] = loc;
+        v[s - 1] = static_cast<std::uint32_t>(r);
+    }
+
     /// Bundles move only under wormhole timing (docs/semantics.md): E047 otherwise.
     void check_bundle(MessageId m, const XStmt& s) {
         if (timing_wormhole_ || !env_.messages.is_composite(m) || env_.messages.composite(m).kind != MessageKind::bundle) return;
@@ -152,6 +177,7 @@ private:
                     std::int64_t v = env_.eval(s.e0);
                     if (v < 1) fail("E025", s.at, fmt::format("step {} is before the first step (steps are numbered from 1)", v));
                     if (v >= max_step) fail("E025", s.at, fmt::format("step {} is too large (steps are below 2^31)", v));
+                    if (s.e1 != none) set_rounds(static_cast<Step>(v), env_.eval(s.e1), env_.ir.exprs[s.e1].loc);
                     Step outer = step_;
                     step_ = static_cast<Step>(v);
                     if (consumer_) {
@@ -283,6 +309,9 @@ private:
                  fmt::format("a send ends at a processor; {} is a router (write `hop` statements to move data through routers)", env_.node_text(b)));
         if (a == b) fail("E045", s.loc, fmt::format("send from {} to itself", a));
         auto src = static_cast<std::uint32_t>(a), dst = static_cast<std::uint32_t>(b);
+        if (s.e2 == none && env_.messages.chunks() > 1)
+            fail("E054", s.loc, fmt::format("a send without `msg` sends a whole datum, but the collective splits every datum into {} chunks: "
+                                            "write `msg` with a chunk", env_.messages.chunks()));
         MessageId m = s.e2 != none     ? MessageId{static_cast<std::uint32_t>(env_.eval(s.e2))}
                       : personalized_ ? env_.messages.personal(src, dst)
                       : rooted_       ? env_.messages.broadcast(idx(out_.collective.root))
@@ -403,7 +432,11 @@ private:
             const XStmt& s = env_.ir.stmts[env_.ir.children[env_.ir.top + k]];
             try {
                 if (s.kind == SKind::model) out_.model = build_model(env_, *static_cast<const ast::ModelDecl*>(s.decl), out_.model, out_.policy);
-                if (s.kind == SKind::collective) out_.collective = build_collective(env_, *static_cast<const ast::CollectiveDecl*>(s.decl));
+                if (s.kind == SKind::collective) {
+                    out_.collective = build_collective(env_, *static_cast<const ast::CollectiveDecl*>(s.decl));
+                    out_.composites = env_.composites;
+                    out_.messages = env_.messages;
+                }
             } catch (const EvalError& e) {
                 env_.reporter.report(e.code, e.loc, e.message);
             }

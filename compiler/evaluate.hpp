@@ -61,6 +61,8 @@ struct Evaluated {
     ExplicitHops explicit_hops;               ///< fifo, flood, adaptive: hops written per step and channel
     std::vector<Pending> pending;             ///< sends whose data must arrive first
     std::vector<std::string> origin_names;    ///< recording: "file:line:col" of each send or hop that moved data
+    std::vector<std::uint32_t> step_rounds;   ///< `step s rounds r`: r at s-1 (0: not stated, 1 round)
+    std::vector<SourceLoc> rounds_at;         ///< where each stated rounds was first given
 
     /// The table without transfers; `take` moves the requirements and extra fields out.
     SendTable header(bool take = false);

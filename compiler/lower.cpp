@@ -49,6 +49,7 @@ std::optional<SendTable> compile(const dsl::ast::Program& program, const Compile
         if (diags.has_errors()) return std::nullopt;
         SendTable table = ev.header(true);
         table.transfers = std::move(transfers);
+        table.normalize_rounds();
         table.transfer_origins = std::move(origins);
         table.origins = std::move(ev.origin_names);
         table.composites = std::move(ev.composites);  // canonicalize_composites sorts; the origins follow

@@ -315,17 +315,19 @@ private:
             return add({Op::router, Type::node, l, i, 0, n.loc});
         }
         if (f == "m") {
-            if (!arity(2, 2, "2 arguments (source, destination)")) return bad(n.loc);
+            if (!arity(2, 3, "2 arguments (source, destination), or 3 with a chunk (m(s, d, c))")) return bad(n.loc);
             std::uint32_t s = proc(n.args[0], "the source of m()");
             std::uint32_t d = proc(n.args[1], "the destination of m()");
-            if (type(s) == Type::bad || type(d) == Type::bad) return bad(n.loc);
-            return add({Op::msg_m, Type::message, s, d, 0, n.loc});
+            std::uint32_t c = n.args.size() == 3 ? want(n.args[2], Type::integer, "the chunk of m()") : none;
+            if (type(s) == Type::bad || type(d) == Type::bad || (c != none && type(c) == Type::bad)) return bad(n.loc);
+            return add({Op::msg_m, Type::message, s, d, c == none ? -1 : std::int64_t{c}, n.loc});  // imm: the chunk, -1 for none
         }
         if (f == "b" || f == "a") {
-            if (!arity(1, 1, "1 argument (the source)")) return bad(n.loc);
+            if (!arity(1, 2, fmt::format("1 argument (the source), or 2 with a chunk ({}(s, c))", f))) return bad(n.loc);
             std::uint32_t s = proc(n.args[0], fmt::format("the source of {}()", f));
-            if (type(s) == Type::bad) return s;
-            return add({f == "b" ? Op::msg_b : Op::msg_a, Type::message, s, 0, 0, n.loc});
+            std::uint32_t c = n.args.size() == 2 ? want(n.args[1], Type::integer, fmt::format("the chunk of {}()", f)) : none;
+            if (type(s) == Type::bad || (c != none && type(c) == Type::bad)) return bad(n.loc);
+            return add({f == "b" ? Op::msg_b : Op::msg_a, Type::message, s, 0, c == none ? -1 : std::int64_t{c}, n.loc});
         }
         for (const auto& a : n.args) expr(a);  // report errors inside the arguments too
         if (is_family(f))
@@ -478,6 +480,7 @@ private:
         if (in_step_) diags_.error("E016", s.loc, "a step cannot contain another step");
         XStmt x = make(SKind::step, s.loc);
         x.e0 = want(s.step, Type::integer, "the step number");
+        if (s.rounds) x.e1 = want(*s.rounds, Type::integer, "the rounds of a step");
         x.at = ast::start_loc(s.step);
         bool outer = in_step_;
         in_step_ = true;
@@ -736,6 +739,7 @@ private:
                 }
             }
         }
+        if (s.chunks) header_int(*s.chunks, "the chunks of a collective");
         XStmt x = make(SKind::collective, s.loc);
         x.decl = &s;
         return add(std::move(x));

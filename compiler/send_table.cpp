@@ -185,6 +185,36 @@ void SendTable::sort() {
     }
 }
 
+std::uint64_t SendTable::total_rounds() const {
+    const Step T = steps();
+    std::uint64_t r = T;
+    for (std::size_t i = 0; i < step_rounds.size() && i < T; ++i) r += step_rounds[i] - 1;
+    return r;
+}
+
+void SendTable::normalize_rounds() {
+    if (step_rounds.size() > steps()) step_rounds.resize(steps());
+    while (!step_rounds.empty() && step_rounds.back() == 1) step_rounds.pop_back();
+}
+
+std::string BandwidthCost::fraction() const {
+    std::uint64_t a = rounds, b = chunks;
+    std::uint64_t g = std::gcd(a, b);
+    if (g > 1) a /= g, b /= g;
+    return b == 1 ? fmt::format("{}", a) : fmt::format("{}/{}", a, b);
+}
+
+BandwidthCost bandwidth_cost(const SendTable& t) { return {t.steps(), t.total_rounds(), t.collective.chunks}; }
+
+std::string rounds_problem(const SendTable& t) {
+    if (t.model.timing != Timing::wormhole) return "";
+    for (std::size_t i = 0; i < t.step_rounds.size(); ++i)
+        if (t.step_rounds[i] > 1)
+            return fmt::format("step {} has {} rounds, but under wormhole timing the steps are rounds already (rounds need hop timing)", i + 1,
+                               t.step_rounds[i]);
+    return "";
+}
+
 std::uint32_t payload(const Messages& ms, MessageId m) {
     if (!ms.is_composite(m) || ms.composite(m).kind != MessageKind::bundle) return 1;
     return static_cast<std::uint32_t>(ms.composite(m).parts.size());

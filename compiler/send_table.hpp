@@ -101,13 +101,27 @@ struct SendTable {
     /// combined values a(i..j) and bundles, numbered after the base range (docs/semantics.md).
     std::shared_ptr<Composites> composites;
 
-    Messages messages() const { return Messages(topology->processors(), composites.get()); }
+    /// The rounds of steps 1, 2, ...: a step of r rounds multiplies every channel capacity, port
+    /// limit and group limit by r (docs/semantics.md, "Rounds"). Steps past the end have 1 round;
+    /// empty (the default) means every step has 1. normalize_rounds() trims it.
+    std::vector<std::uint32_t> step_rounds;
+
+    Messages messages() const { return Messages(topology->processors(), composites.get(), collective.chunks); }
     bool has_composites() const { return composites && !composites->empty(); }
     /// The registry, created on first use (for readers and the compiler, which intern names).
+    /// Set the collective (its chunks) first: composites are numbered after the chunked base range.
     Composites& composite_registry() {
-        if (!composites) composites = std::make_shared<Composites>(Messages(topology->processors()).base_size());
+        if (!composites) composites = std::make_shared<Composites>(Messages(topology->processors(), nullptr, collective.chunks).base_size());
         return *composites;
     }
+    /// The rounds of step s (1 unless step_rounds says otherwise).
+    std::uint32_t rounds(Step s) const { return s >= 1 && s <= step_rounds.size() ? step_rounds[s - 1] : 1; }
+    /// R: the rounds of steps 1..T.
+    std::uint64_t total_rounds() const;
+    /// Whether the table needs collsched.table/2: chunks or a step of more than one round.
+    bool uses_bandwidth_model() const { return collective.chunks > 1 || !step_rounds.empty(); }
+    /// Drops rounds past the last step and trailing 1s, so equal tables compare equal.
+    void normalize_rounds();
     /// Numbers the composites canonically and drops those no transfer or requirement uses, so
     /// equal tables get equal ids whatever order their composites were met in; then sorts.
     /// Under reduce and prefix the goals a(0..p) are interned too. Every producer of a table
@@ -120,6 +134,21 @@ struct SendTable {
     void sort();
     bool is_sorted() const;
 };
+
+/// S, R and R/C of a table, and its alpha-beta time S*alpha + R*(M/C)*beta (docs/semantics.md).
+struct BandwidthCost {
+    std::uint64_t steps = 0, rounds = 0;
+    std::uint32_t chunks = 1;
+    double rounds_per_chunk() const { return static_cast<double>(rounds) / chunks; }
+    double time(double alpha, double beta, double size) const { return steps * alpha + rounds * (size / chunks) * beta; }
+    /// "R/C" as a reduced fraction, e.g. "3/2", or "7" when C divides R.
+    std::string fraction() const;
+};
+BandwidthCost bandwidth_cost(const SendTable&);
+
+/// Why the table's rounds are not allowed (more than one round per step under wormhole timing),
+/// or "" when they are.
+std::string rounds_problem(const SendTable& t);
 
 /// How many messages a packet carries: a bundle's parts, else 1.
 std::uint32_t payload(const Messages&, MessageId);

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/json_error.hpp"
@@ -29,7 +30,7 @@ void read_csv_requirements(SendTable& t, std::string_view v, const std::function
         std::size_t at = item.rfind('@');
         if (at == std::string_view::npos) fail(fmt::format("requirement '{}' is not MESSAGE@PROCESSOR (for example m(0,3)@3)", item));
         std::string why;
-        auto m = parse_message(item.substr(0, at), t.topology->processors(), reg, &why);
+        auto m = parse_message(item.substr(0, at), t.topology->processors(), reg, &why, t.collective.chunks);
         auto node = t.topology->find_node(item.substr(at + 1));
         if (!m) fail(fmt::format("requirement '{}': unknown message '{}'{}", item, item.substr(0, at), why.empty() ? "" : ": " + why));
         if (!node || !t.topology->is_processor(*node)) fail(fmt::format("requirement '{}': '{}' is not a processor", item, item.substr(at + 1)));
@@ -44,6 +45,8 @@ void read_csv_requirements(SendTable& t, std::string_view v, const std::function
 SendTable parse_table_csv(std::string_view text, std::string_view name) {
     SendTable t;
     std::string model_text, collective = "custom";
+    bool v2 = false;
+    std::optional<std::string_view> chunks_text, rounds_text;
     std::optional<std::string> requirements;
     std::size_t line_no = 0;
     bool header = false;
@@ -72,15 +75,18 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
             if (eq == std::string_view::npos) continue;  // a comment
             std::string_view k = trim(kv.substr(0, eq)), v = trim(kv.substr(eq + 1));
             bool known = k == "format" || k == "topology" || k == "model" || k == "collective" || k == "requirements" || k == "fields" ||
-                         k.starts_with("extra[");
+                         k.starts_with("extra[") || k == "chunks" || k == "rounds";  // the last two: /2 only (else comments)
             if (!known) continue;  // a comment that happens to contain '='
             // The transfers above were resolved against the topology, model and collective already
             // read; changing them now would leave channel ids of another topology in the table.
             if (header) fail(fmt::format("'# {}=' after the header row: the '# key=value' lines come before 'step,from,to,message'", k));
             if (auto [it, fresh] = seen.emplace(std::string(k), line_no); !fresh)
                 fail(fmt::format("a second '# {}=' line (the first is line {})", k, it->second));
-            if (k == "format" && v != table_format)
-                fail(fmt::format("unknown format version '{}': this collsched reads {}", v, table_format));
+            if (k == "format" && v != table_format && v != table_format_2)
+                fail(fmt::format("unknown format version '{}': this collsched reads {} and {}", v, table_format, table_format_2));
+            if (k == "format") v2 = v == table_format_2;
+            if (k == "chunks") chunks_text = v;
+            if (k == "rounds") rounds_text = v;
             if (k == "topology") t.topology = here([&] { return Topology::parse(v); });
             if (k == "model") model_text = v;
             if (k == "collective") collective = v;
@@ -116,6 +122,18 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
             if (!t.topology) fail("missing '# topology=SPEC' line before the header row");
             t.model = here([&] { return apply_model_options(t.topology->default_model(), model_text); });
             t.collective = here([&] { return Collective::parse(collective, *t.topology); });
+            if (chunks_text && v2) {
+                json j;
+                if (!table_read::parse_piece(*chunks_text, 1, j)) fail(fmt::format("'# chunks={}': expected a positive integer", *chunks_text));
+                std::uint32_t c = table_read::chunks_value(j, fail);
+                here([&] { return t.collective.set_chunks(c, *t.topology), 0; });
+            }
+            if (rounds_text && v2) {
+                json j;
+                if (!table_read::parse_piece("[" + std::string(*rounds_text) + "]", 2, j))
+                    fail(fmt::format("'# rounds={}': expected the rounds of steps 1, 2, ... separated by commas", *rounds_text));
+                t.step_rounds = table_read::read_rounds(j, fail);
+            }
             if (requirements) read_csv_requirements(t, *requirements, fail);
             resolver.emplace(t, name);
             header = true;
@@ -151,6 +169,7 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
     t.transfer_extras = std::move(extras);
     table_read::finish_composites(t, name);
     t.sort();
+    table_read::finish_rounds(t, name);
     return t;
 }
 

@@ -23,7 +23,13 @@
 
 namespace collsched {
 
+/// The format versions: /1 (every table up to the bandwidth model) and /2 (adds "chunks" and
+/// "rounds", docs/formats.md). The writers write /1 for a table of one chunk and one round per
+/// step, so such tables stay readable by older collsched, and /2 otherwise; both are read.
 inline constexpr std::string_view table_format = "collsched.table/1";
+inline constexpr std::string_view table_format_2 = "collsched.table/2";
+/// The version a table is written in.
+inline std::string_view table_format_of(const SendTable& t) { return t.uses_bandwidth_model() ? table_format_2 : table_format; }
 
 /// Reads a table from a JSON or CSV file (decided by its first non-blank character); a JSON file
 /// whose "format" is "collsched.ranks/1" is a per-rank file (compiler/ranks_import.hpp). "-" is

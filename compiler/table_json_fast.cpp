@@ -47,7 +47,7 @@ public:
             std::string key(std::string_view(f.unescaped_key()));
             od::value v = f.value();
             if (key == "transfers") {
-                if (seen_transfers || top_.count(key) || !table_.topology) throw Bail{};  // duplicate, or topology after
+                if (seen_transfers || top_.count(key) || !resolver_) throw Bail{};  // duplicate, or topology (or chunks) after
                 seen_transfers = true;
                 read_transfers(v.get_array());
                 continue;
@@ -59,12 +59,16 @@ public:
                 ranks = true;
                 return std::nullopt;
             }
-            auto [it, fresh] = top_.emplace(std::move(key), std::move(j));
-            if (it->first == "topology") {
-                ensure_topology(table_, top_, name_);
-                resolver_.emplace(table_, name_);
-                P_ = table_.topology->processors();
-                ms_.emplace(P_);
+            top_.emplace(std::move(key), std::move(j));
+            if (!resolver_ && top_.count("topology")) {
+                if (auto chunks = known_chunks(top_, name_)) {  // the topology and the chunk count fix the message ids
+                    ensure_topology(table_, top_, name_);
+                    table_.collective.chunks = *chunks;
+                    resolver_.emplace(table_, name_);
+                    P_ = table_.topology->processors();
+                    C_ = *chunks;
+                    ms_.emplace(P_, nullptr, C_);
+                }
             }
         }
         // Trailing content after the top-level object: simdjson reports no position left.
@@ -167,22 +171,28 @@ private:
         return true;
     }
 
-    /// m(s,d), b(s), a(s) written plainly (Messages::parse accepts the same and more).
+    /// m(s,d), b(s), a(s) written plainly, with a last argument c < C under chunks (Messages::parse
+    /// accepts the same and more).
     std::optional<MessageId> message(std::string_view s) const {
         if (s.size() < 4 || s[1] != '(' || s.back() != ')') return std::nullopt;
         const char kind = s[0];
         s = s.substr(2, s.size() - 3);
-        std::uint32_t a = 0, b = 0;
+        std::uint32_t a = 0, b = 0, c = 0;
         if (!digits(s, a) || a >= P_) return std::nullopt;
         if (kind == 'm') {
             if (s.empty() || s[0] != ',') return std::nullopt;
             s.remove_prefix(1);
-            if (!digits(s, b) || b >= P_ || !s.empty()) return std::nullopt;
-            return ms_->personal(a, b);
+            if (!digits(s, b) || b >= P_) return std::nullopt;
+        }
+        if (C_ > 1) {
+            if (s.empty() || s[0] != ',') return std::nullopt;
+            s.remove_prefix(1);
+            if (!digits(s, c) || c >= C_) return std::nullopt;
         }
         if (!s.empty()) return std::nullopt;
-        if (kind == 'b') return ms_->broadcast(a);
-        if (kind == 'a') return ms_->value(a);
+        if (kind == 'm') return ms_->personal(a, b, c);
+        if (kind == 'b') return ms_->broadcast(a, c);
+        if (kind == 'a') return ms_->value(a, c);
         return std::nullopt;
     }
 
@@ -207,7 +217,7 @@ private:
     TopFields top_;
     std::optional<Resolver> resolver_;
     std::size_t text_size_ = 0;
-    std::uint32_t P_ = 0;
+    std::uint32_t P_ = 0, C_ = 1;
     std::optional<Messages> ms_;
     FlatMap nodes_{256};
     std::uint64_t last_from_ = 0, last_to_ = 0;

@@ -1,6 +1,7 @@
 #include <map>
 #include <optional>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/json_error.hpp"
@@ -106,6 +107,16 @@ public:
     std::string error_text_;
 
     SendTable finish() {
+        if (!resolver_ && top_.count("topology")) {  // chunks never fixed while reading: the default
+            table_read::ensure_topology(table_, top_, name_);
+            auto f = top_.find("format");
+            const bool v2 = f != top_.end() && f->second.is_string() && f->second.get<std::string>() == table_format_2;
+            auto c = top_.find("chunks");
+            table_.collective.chunks = v2 && c != top_.end() && c->second.is_number_unsigned() && c->second.get<std::uint64_t>() >= 1 &&
+                                               c->second.get<std::uint64_t>() <= max_chunks
+                                           ? c->second.get<std::uint32_t>()
+                                           : 1;
+        }
         table_read::finish_table(table_, top_, seen_transfers_, name_, [&](const Resolver& r) {
             for (std::uint64_t i = 0; i < pending_.size(); ++i) {
                 const RawTransfer& p = pending_[i];
@@ -179,7 +190,7 @@ private:
         if (in_transfers_) fail(fmt::format("transfers[{}]: expected a transfer object", count_));
         claim_top_key();
         top_[key_] = std::move(v);
-        if (key_ == "topology") ensure_topology();
+        if (key_ == "topology" || key_ == "format" || key_ == "chunks") ensure_topology();
         return true;
     }
 
@@ -225,7 +236,7 @@ private:
         if (missing) fail(fmt::format("transfers[{}]: missing \"{}\"", count_, missing));
         if (!cur_.extra.empty()) table_.transfer_extras.emplace_back(count_, std::move(cur_.extra));
         if (cur_.at) record_origin(*cur_.at);
-        if (table_.topology) {
+        if (resolver_) {
             table_.transfers.push_back(resolver_->resolve(count_, *cur_.step, *cur_.from, *cur_.to, *cur_.msg));
         } else {
             pending_.push_back({*cur_.step, std::move(*cur_.from), std::move(*cur_.to), std::move(*cur_.msg)});
@@ -233,9 +244,13 @@ private:
         ++count_;
     }
 
+    /// The resolver, once the topology and the chunk count are known (transfers read before wait).
     void ensure_topology() {
-        if (table_.topology) return;
+        if (resolver_ || !top_.count("topology")) return;
+        auto chunks = table_read::known_chunks(top_, name_);
+        if (!chunks) return;
         table_read::ensure_topology(table_, top_, name_);
+        table_.collective.chunks = *chunks;
         resolver_.emplace(table_, name_);
     }
 

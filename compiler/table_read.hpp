@@ -48,6 +48,9 @@ std::string_view trim(std::string_view s);
 /// Composites read from a file: canonical ids, and bundles only under wormhole timing. Throws
 /// InputError naming `name`.
 void finish_composites(SendTable& t, std::string_view name);
+/// Rounds read from a file: trimmed to the steps, and only under hop timing. Throws InputError
+/// naming `name`.
+void finish_rounds(SendTable& t, std::string_view name);
 
 /// Turns the strings of one transfer into ids; all lookups of a table go through one resolver.
 class Resolver {
@@ -91,8 +94,18 @@ bool parse_piece(std::string_view text, int max_depth, json& out);
 /// The top-level fields of a table file other than "transfers", in key order.
 using TopFields = std::map<std::string, json>;
 
+/// The chunk count of a "chunks" value, checked (a positive integer up to max_chunks); calls
+/// `fail` (which throws) otherwise.
+std::uint32_t chunks_value(const json& v, const std::function<void(std::string_view)>& fail);
+
 /// Sets the table's topology (and default model) from top["topology"] when it is not set yet.
 void ensure_topology(SendTable& t, const TopFields& top, std::string_view name);
+
+/// The chunk count when the fields seen so far fix it ("format" /1: 1; /2: "chunks", when
+/// present), else nullopt (the transfers must wait). Throws InputError for a bad "chunks" or format.
+std::optional<std::uint32_t> known_chunks(const TopFields& top, std::string_view name);
+/// "rounds" of a /2 table: a list of positive integers, the rounds of steps 1, 2, ...
+std::vector<std::uint32_t> read_rounds(const json& v, const std::function<void(std::string_view)>& fail);
 
 /// Everything after the transfers are read: format, topology, collective, model, requirements,
 /// extra fields (in key order), composites, sort. `resolve_pending` resolves transfers read before

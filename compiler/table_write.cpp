@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/table_io.hpp"
@@ -44,6 +45,10 @@ void put_message(fmt::memory_buffer& out, const Messages& ms, MessageId m) {
         case MessageKind::bundle:
             COLLSCHED_ASSERT(false);  // composites are written by name above
     }
+    if (ms.chunks() > 1) {
+        out.push_back(',');
+        put(out, k.chunk);
+    }
     out.push_back(')');
 }
 
@@ -59,6 +64,10 @@ void write_json_header(const SendTable& t, std::string_view format, fmt::memory_
     auto it = std::back_inserter(out);
     fmt::format_to(it, "{{\"format\": \"{}\", \"topology\": {},\n \"model\": {},\n \"collective\": \"{}\",\n", format,
                    json(t.topology->spec()).dump(), to_json(t.model).dump(), t.collective.to_string());
+    if (t.uses_bandwidth_model()) {
+        fmt::format_to(it, " \"chunks\": {},\n", t.collective.chunks);
+        if (!t.step_rounds.empty()) fmt::format_to(it, " \"rounds\": [{}],\n", fmt::join(t.step_rounds, ", "));
+    }
     if (!t.requirements.empty()) {
         Messages ms = t.messages();
         fmt::format_to(it, " \"requirements\": [");
@@ -72,7 +81,7 @@ void write_json_header(const SendTable& t, std::string_view format, fmt::memory_
 
 void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
     auto it = std::back_inserter(out);
-    write_json_header(t, table_format, out);
+    write_json_header(t, table_format_of(t), out);
     Messages ms = t.messages();
     fmt::format_to(it, " \"steps\": {},\n \"transfers\": [", t.steps());
     std::vector<std::string> names = node_names(*t.topology);
@@ -108,8 +117,12 @@ void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& 
 
 void write_table_csv(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "# format={}\n# topology={}\n# model={}\n# collective={}\n", table_format, t.topology->spec(),
+    fmt::format_to(it, "# format={}\n# topology={}\n# model={}\n# collective={}\n", table_format_of(t), t.topology->spec(),
                    to_string(t.model), t.collective.to_string());
+    if (t.uses_bandwidth_model()) {
+        fmt::format_to(it, "# chunks={}\n", t.collective.chunks);
+        if (!t.step_rounds.empty()) fmt::format_to(it, "# rounds={}\n", fmt::join(t.step_rounds, ","));
+    }
     Messages ms = t.messages();
     // What the table holds besides its transfers, so that a CSV export reads back to the same table.
     if (!t.requirements.empty()) {

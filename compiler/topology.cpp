@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -355,7 +356,9 @@ std::string read_file_text(std::string_view spec, std::string_view file) {
 
 /// Graph file: {"processors": P, "routers": R (optional), "edges": [[u, v], [u, v, cap], ...]}
 /// or edges as {"from": u, "to": v, "cap": c}; nodes are processor numbers or router names
-/// "r1.<i>". Every edge is a bidirectional link (one channel each way).
+/// "r1.<i>". Every edge is a bidirectional link (one channel each way). Optional "groups":
+/// [{"name", "cap", "channels": [[u, v], ...], "out_of": u, "into": v}, ...], each group the union
+/// of its listed channels and all channels out of `out_of` and into `into` (docs/topologies.md).
 std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::string_view file) {
     std::string text = read_file_text(spec, file);
     nlohmann::json j = parse_json_document(file, text, "JSON graph");
@@ -418,6 +421,57 @@ std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::stri
             throw InputError(where(fmt::format("the edge {} -- {} is listed twice (give one edge with a capacity instead)",
                                                t->node_name(t->channels_[i].from), t->node_name(t->channels_[i].to))));
     t->finish();
+    if (j.contains("groups")) {
+        const nlohmann::json& gs = j["groups"];
+        if (!gs.is_array()) throw InputError(where("\"groups\" must be a list of {\"name\", \"cap\", \"channels\"} objects"));
+        std::set<std::string> names;
+        for (std::size_t gi = 0; gi < gs.size(); ++gi) {
+            const nlohmann::json& g = gs[gi];
+            auto gwhere = [&](std::string_view what) { return where(fmt::format("groups[{}]: {}", gi, what)); };
+            if (!g.is_object() || !g.contains("name") || !g["name"].is_string() || !g.contains("cap"))
+                throw InputError(gwhere("expected {\"name\": \"...\", \"cap\": k, \"channels\": [[u, v], ...]} (or \"out_of\": u, \"into\": v)"));
+            for (auto it = g.begin(); it != g.end(); ++it)
+                if (it.key() != "name" && it.key() != "cap" && it.key() != "channels" && it.key() != "out_of" && it.key() != "into")
+                    throw InputError(gwhere(fmt::format("unknown field \"{}\" (a group has name, cap, channels, out_of, into)", it.key())));
+            LinkGroup lg;
+            lg.name = g["name"].get<std::string>();
+            if (lg.name.empty() || lg.name.find_first_of(" \t\n\",") != std::string::npos)
+                throw InputError(gwhere(fmt::format("group name {} must be a non-empty word", g["name"].dump())));
+            if (!names.insert(lg.name).second) throw InputError(gwhere(fmt::format("a second group named '{}'", lg.name)));
+            if (!g["cap"].is_number_unsigned() || g["cap"].get<std::uint64_t>() < 1 || g["cap"].get<std::uint64_t>() > 1u << 30)
+                throw InputError(gwhere(fmt::format("capacity {} must be a positive integer", g["cap"].dump())));
+            lg.cap = g["cap"].get<std::uint32_t>();
+            auto gnode = [&](const nlohmann::json& v) {
+                std::optional<Node> n;
+                if (v.is_number_unsigned()) {
+                    if (v.get<std::uint64_t>() < P) n = Node{v.get<std::uint32_t>()};
+                } else if (v.is_string()) {
+                    n = t->find_node(v.get<std::string>());
+                }
+                if (!n) throw InputError(gwhere(fmt::format("node {} does not exist", v.dump())));
+                return *n;
+            };
+            if (g.contains("channels")) {
+                if (!g["channels"].is_array()) throw InputError(gwhere("\"channels\" must be a list of [u, v] pairs"));
+                for (const auto& c : g["channels"]) {
+                    if (!c.is_array() || c.size() != 2) throw InputError(gwhere(fmt::format("channel {} is not a pair [u, v]", c.dump())));
+                    Node u = gnode(c[0]), v = gnode(c[1]);
+                    auto ch = t->find_channel(u, v);
+                    if (!ch) throw InputError(gwhere(fmt::format("there is no channel {} -> {}", t->node_name(u), t->node_name(v))));
+                    lg.channels.push_back(*ch);
+                }
+            }
+            if (g.contains("out_of"))
+                for (ChannelId c : t->out_channels(gnode(g["out_of"]))) lg.channels.push_back(c);
+            if (g.contains("into"))
+                for (ChannelId c : t->in_channels(gnode(g["into"]))) lg.channels.push_back(c);
+            std::sort(lg.channels.begin(), lg.channels.end());
+            lg.channels.erase(std::unique(lg.channels.begin(), lg.channels.end()), lg.channels.end());
+            if (lg.channels.empty()) throw InputError(gwhere(fmt::format("group '{}' has no channel", lg.name)));
+            t->groups_.push_back(std::move(lg));
+        }
+        t->index_groups();
+    }
     // Next hops by BFS from every destination, ties to the lowest-numbered neighbour.
     std::uint32_t N = t->nodes();
     t->next_.assign(std::size_t{N} * N, Node{0});
@@ -452,6 +506,17 @@ std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::stri
         }
     }
     return t;
+}
+
+void Topology::index_groups() {
+    group_begin_.assign(channels_.size() + 1, 0);
+    for (const LinkGroup& g : groups_)
+        for (ChannelId c : g.channels) ++group_begin_[idx(c) + 1];
+    std::partial_sum(group_begin_.begin(), group_begin_.end(), group_begin_.begin());
+    group_ids_.assign(group_begin_.back(), 0);
+    std::vector<std::uint32_t> at(group_begin_.begin(), group_begin_.end() - 1);
+    for (std::uint32_t g = 0; g < groups_.size(); ++g)
+        for (ChannelId c : groups_[g].channels) group_ids_[at[idx(c)]++] = g;
 }
 
 void Topology::finish() {

@@ -44,6 +44,16 @@ struct Channel {
     bool operator==(const Channel&) const = default;
 };
 
+/// A link group (docs/semantics.md, "Link groups"): channels that share one capacity per step, as
+/// the port budget of a GPU on an NVSwitch or a NIC. In a step of r rounds the group carries at
+/// most r * cap transfers over all its channels together.
+struct LinkGroup {
+    std::string name;
+    std::uint32_t cap = 1;
+    std::vector<ChannelId> channels;  ///< sorted, distinct
+    bool operator==(const LinkGroup&) const = default;
+};
+
 /// Most processors a topology may have: messages m(s,d), b(s), a(s) are numbered densely in 32 bits.
 inline constexpr std::uint32_t max_processors = 65534;
 /// Most channels a topology may have (bounds memory before anything is allocated): 2^24, so a
@@ -101,6 +111,14 @@ public:
     std::span<const ChannelId> in_channels(Node n) const {
         return {in_ids_.data() + in_begin_[idx(n)], in_ids_.data() + in_begin_[idx(n) + 1]};
     }
+    /// The link groups (graph files' "groups"); empty for the built-in families.
+    const std::vector<LinkGroup>& groups() const { return groups_; }
+    /// Per channel, the indices of the groups it belongs to (empty when there are no groups).
+    std::span<const std::uint32_t> groups_of(ChannelId c) const {
+        if (group_begin_.empty()) return {};
+        return {group_ids_.data() + group_begin_[idx(c)], group_ids_.data() + group_begin_[idx(c) + 1]};
+    }
+
     /// The channel from -> to, if the two nodes are adjacent.
     std::optional<ChannelId> find_channel(Node from, Node to) const;
 
@@ -160,6 +178,10 @@ private:
     std::vector<std::uint32_t> dims_, strides_, route_order_;
     // graph: next hop table, next_[dst * nodes + at]
     std::vector<Node> next_;
+    // link groups, and per channel the groups it is in (CSR)
+    std::vector<LinkGroup> groups_;
+    std::vector<std::uint32_t> group_begin_, group_ids_;
+    void index_groups();
 };
 
 }  // namespace collsched

@@ -58,7 +58,21 @@ std::string Topology::to_json() const {
         if (is_tree()) out += fmt::format(", \"level\": {}", c.level);
         out += "}";
     }
-    out += "]}\n";
+    out += "]";
+    if (!groups_.empty()) {
+        out += ",\n \"groups\": [";
+        for (std::size_t g = 0; g < groups_.size(); ++g) {
+            out += fmt::format("{}\n  {{\"name\": {}, \"cap\": {}, \"channels\": [", g ? "," : "", nlohmann::json(groups_[g].name).dump(),
+                               groups_[g].cap);
+            for (std::size_t i = 0; i < groups_[g].channels.size(); ++i) {
+                const Channel& c = channel(groups_[g].channels[i]);
+                out += fmt::format("{}[\"{}\", \"{}\"]", i ? ", " : "", node_name(c.from), node_name(c.to));
+            }
+            out += "]}";
+        }
+        out += "]";
+    }
+    out += "}\n";
     return out;
 }
 

@@ -230,11 +230,13 @@ struct SetLit {
     bool operator==(const SetLit&) const = default;
 };
 
-/// `collective alltoall`, `collective broadcast(0)`, `collective multicast(0, {1, 2, 3})`.
+/// `collective alltoall`, `collective broadcast(0)`, `collective multicast(0, {1, 2, 3})`,
+/// `collective allgather chunks 4`.
 struct CollectiveDecl {
     SourceLoc loc;
     Ident name;
     std::vector<std::variant<Expr, SetLit>> args;
+    std::optional<Expr> chunks;
     bool operator==(const CollectiveDecl&) const = default;
 };
 
@@ -278,10 +280,12 @@ struct If {
     bool operator==(const If&) const = default;
 };
 
-/// `step s { ... }`: the sends and hops inside are issued in step s.
+/// `step s { ... }`: the sends and hops inside are issued in step s; `step s rounds r { ... }`
+/// also says that step s lasts r rounds.
 struct StepBlock {
     SourceLoc loc;
     Expr step;
+    std::optional<Expr> rounds;
     Block body;
     bool operator==(const StepBlock&) const = default;
 };

@@ -53,6 +53,8 @@ inline constexpr std::string_view keywords[] = {"param", "topology", "model", "c
                                                 "in",    "if",       "else",  "step",       "send",  "hop",
                                                 "require", "msg",    "at",    "claim",      "bound", "cite",
                                                 "assert"};
+// `chunks` (after a collective) and `rounds` (after a step number) are matched where they may
+// appear but are not reserved: schedules may still name a variable `rounds`.
 
 inline bool reserved(std::string_view word) {
     return std::find(std::begin(keywords), std::end(keywords), word) != std::end(keywords);
@@ -504,7 +506,7 @@ struct recover : annotate {
 inline constexpr Keyword kw_param{"param"}, kw_topology{"topology"}, kw_model{"model"}, kw_collective{"collective"},
     kw_let{"let"}, kw_for{"for"}, kw_in{"in"}, kw_if{"if"}, kw_else{"else"}, kw_step{"step"}, kw_send{"send"},
     kw_hop{"hop"}, kw_require{"require"}, kw_msg{"msg"}, kw_at{"at"}, kw_claim{"claim"}, kw_bound{"bound"}, kw_cite{"cite"},
-    kw_assert{"assert"};
+    kw_assert{"assert"}, kw_chunks{"chunks"}, kw_rounds{"rounds"};
 
 inline const NameParser<ast::Ident> name{};
 inline const NameParser<std::string> name_str{};
@@ -782,7 +784,7 @@ const auto for__def = kw_for > name > kw_in > expr > ".." > expr > block;
 const auto if__def = kw_if > expr > block > -(kw_else > else_body);
 const auto else_body_def = block | else_if;
 const auto else_if_def = if_[push_stmt];
-const auto step_def = kw_step > expr > block;
+const auto step_def = kw_step > expr > -(kw_rounds > expr) > block;
 const auto send_def = kw_send > expr > "->" > expr > -(kw_msg > expr);
 const auto hop_def = kw_hop > expr > "->" > expr > kw_msg > expr;
 const auto require_def = kw_require > expr > kw_at > expr;
@@ -810,7 +812,7 @@ const auto list_def = (here >> '[' > -(expr % ',') > -comprehension > ']')[make_
 const auto model_def = kw_model > timing_word > -('(' > -(model_arg % ',') > ')');
 const auto model_arg_def = name > '=' > model_value;
 const auto model_value_def = (here >> '(' > expr > ')')[model_expr] | (here >> model_word)[model_text];
-const auto collective_def = kw_collective > name > -('(' > -(coll_arg % ',') > ')');
+const auto collective_def = kw_collective > name > -('(' > -(coll_arg % ',') > ')') > -(kw_chunks > expr);
 const auto coll_arg_def = set | expr;
 const auto set_def = (here >> '{' > -(set_item % ',') > '}')[make_set];
 const auto set_item_def = expr > -(".." > expr);

@@ -234,6 +234,7 @@ private:
             }
             out += ")";
         }
+        if (s.chunks) out += " chunks " + expr(*s.chunks);
         out += "\n";
     }
     void stmt(const For& s, int depth) {
@@ -263,6 +264,7 @@ private:
     void stmt(const StepBlock& s, int depth) {
         indent(depth);
         out += "step " + expr(s.step);
+        if (s.rounds) out += " rounds " + expr(*s.rounds);
         braces(s.body, depth);
         out += "\n";
     }

@@ -63,6 +63,7 @@ struct StepFaults {
     std::size_t causality = no_index;   ///< first send of a message the sender cannot send
     std::size_t queue_send = no_index;  ///< queues=none, replicate=yes: first send without arrival in s-1
     std::size_t injection = no_index;   ///< inject=once: first second injection of a datum by its origin
+    std::uint32_t group = never;        ///< lowest link group over its capacity in the step
 };
 
 /// The slots of a transfer's sender and receiver.
@@ -583,7 +584,7 @@ private:
             sends_[v] = recvs_[v] = 0;
         }
         ++(send ? sends_[v] : recvs_[v]);
-        bool over = model_.ports == Ports::half ? sends_[v] + recvs_[v] > 1 : sends_[v] > 1 || recvs_[v] > 1;
+        bool over = model_.ports == Ports::half ? sends_[v] + recvs_[v] > r_ : sends_[v] > r_ || recvs_[v] > r_;
         if (over) f.ports = std::min(f.ports, v);
     }
 
@@ -594,13 +595,19 @@ private:
     StepFaults check_step(std::size_t b, std::size_t e, Step s) {
         StepFaults f;
         const bool ports = model_.ports != Ports::multi, none_sends = replicate_ && queues_none();
+        r_ = table_.rounds(s);  // a step of r rounds: r times every capacity and port limit
+        const auto& groups = topo_.groups();
+        if (!groups.empty()) group_load_.assign(groups.size(), 0);
         std::size_t run = b;
         for (std::size_t i = b; i < e; ++i) {
             const Channel& ch = channel_of(i);
             if (i + 1 == e || tr_[i + 1].channel != tr_[i].channel) {
-                if (i + 1 - run > ch.cap && f.capacity == no_index) f.capacity = run;
+                if (i + 1 - run > std::uint64_t{ch.cap} * r_ && f.capacity == no_index) f.capacity = run;
                 run = i + 1;
             }
+            if (!groups.empty())
+                for (std::uint32_t g : topo_.groups_of(tr_[i].channel))
+                    if (++group_load_[g] > std::uint64_t{groups[g].cap} * r_) f.group = std::min(f.group, g);
             const std::uint32_t u = idx(ch.from), v = idx(ch.to);
             if (ports) {
                 if (processor(u)) count_port(u, s, true, f);
@@ -730,6 +737,7 @@ private:
         if (s >= 2) qv = check_boundary(s - 1);
         if (qv && qv->step < s) return halt(std::move(*qv));
         if (f.capacity != no_index) return halt(capacity_violation(f.capacity, s));
+        if (f.group != never) return halt(group_violation(f.group, b, e, s));
         if (f.ports != never) return halt(ports_violation(f.ports, b, e, s));
         if (f.causality != no_index) return halt(causality_violation(f.causality, s));
         if (f.injection != no_index) return halt(injection_violation(f.injection, s));
@@ -763,6 +771,7 @@ private:
             while (e < N && tr_[e].step == r) ++e;
             StepFaults f = check_step(b, e, r);
             if (f.capacity != no_index) return halt(capacity_violation(f.capacity, r));
+            if (f.group != never) return halt(group_violation(f.group, b, e, r));
             if (f.ports != never) return halt(ports_violation(f.ports, b, e, r));
             if (f.injection != no_index) return halt(injection_violation(f.injection, r));
             std::size_t bad = propagate_round(b, e, r);
@@ -874,9 +883,28 @@ private:
         v.channel = tr_[run].channel;
         for (std::size_t i = run; i < tr_.size() && tr_[i].step == s && tr_[i].channel == tr_[run].channel; ++i)
             v.messages.push_back(tr_[i].message);
-        v.message = fmt::format("{} {}: channel {} carries {} messages ({}) but its capacity is {}", unit(), s,
+        v.message = fmt::format("{} {}: channel {} carries {} messages ({}) but its capacity is {}{}", unit(), s,
                                 channel_name(*v.channel), v.messages.size(), message_list(v.messages),
-                                topo_.channel(*v.channel).cap);
+                                topo_.channel(*v.channel).cap, rounds_text(topo_.channel(*v.channel).cap));
+        return v;
+    }
+
+    /// " x 2 rounds = 4" in a step of more than one round.
+    std::string rounds_text(std::uint64_t cap) const { return r_ > 1 ? fmt::format(" x {} rounds = {}", r_, cap * r_) : ""; }
+
+    /// Link group g carries more than its capacity (times the rounds) in step s: a capacity violation naming the group.
+    SimViolation group_violation(std::uint32_t g, std::size_t b, std::size_t e, Step s) const {
+        const LinkGroup& lg = topo_.groups()[g];
+        SimViolation v;
+        v.rule = SimRule::capacity;
+        v.step = s;
+        v.group = g;
+        for (std::size_t i = b; i < e; ++i) {
+            auto in = topo_.groups_of(tr_[i].channel);
+            if (std::find(in.begin(), in.end(), g) != in.end()) v.messages.push_back(tr_[i].message);
+        }
+        v.message = fmt::format("{} {}: group {} carries {} messages ({}) on its {} channels but its capacity is {}{}", unit(), s, lg.name,
+                                v.messages.size(), message_list(v.messages), lg.channels.size(), lg.cap, rounds_text(lg.cap));
         return v;
     }
 
@@ -912,17 +940,19 @@ private:
             std::vector<std::string> all = sends;
             all.insert(all.end(), recvs.begin(), recvs.end());
             v.message = fmt::format("{} {}: processor {} sends {} and receives {} {} ({}) but ports=half allows one send or one "
-                                    "receive per {}",
+                                    "receive per {}{}",
                                     unit(), s, topo_.node_name(Node{p}), sends.size(), recvs.size(), plural(recvs.size()),
-                                    join(all), unit());
-        } else if (sends.size() > 1) {
+                                    join(all), r_ > 1 ? "round" : unit(), r_ > 1 ? fmt::format(" ({} rounds in this step)", r_) : "");
+        } else if (sends.size() > r_) {
             v.messages = sm;
-            v.message = fmt::format("{} {}: processor {} sends {} messages ({}) but ports=single allows one send per {}", unit(),
-                                    s, topo_.node_name(Node{p}), sends.size(), join(sends), unit());
+            v.message = fmt::format("{} {}: processor {} sends {} messages ({}) but ports=single allows one send per {}{}", unit(),
+                                    s, topo_.node_name(Node{p}), sends.size(), join(sends), r_ > 1 ? "round" : unit(),
+                                    r_ > 1 ? fmt::format(" ({} rounds in this step)", r_) : "");
         } else {
             v.messages = rm;
-            v.message = fmt::format("{} {}: processor {} receives {} messages ({}) but ports=single allows one receive per {}",
-                                    unit(), s, topo_.node_name(Node{p}), recvs.size(), join(recvs), unit());
+            v.message = fmt::format("{} {}: processor {} receives {} messages ({}) but ports=single allows one receive per {}{}",
+                                    unit(), s, topo_.node_name(Node{p}), recvs.size(), join(recvs), r_ > 1 ? "round" : unit(),
+                                    r_ > 1 ? fmt::format(" ({} rounds in this step)", r_) : "");
         }
         return v;
     }
@@ -1224,6 +1254,8 @@ private:
     }
 
     const SendTable& table_;
+    std::uint32_t r_ = 1;                        ///< the rounds of the step being checked
+    std::vector<std::uint64_t> group_load_;      ///< per link group: transfers in the step so far
     const Topology& topo_;
     const Model& model_;
     const Messages msgs_;
@@ -1476,6 +1508,7 @@ std::string sim_report_to_json(const SimReport& r, const SendTable& t) {
         } else {
             fmt::format_to(it, "null");
         }
+        if (v.group) fmt::format_to(it, ", \"group\": {}", json_escape(topo.groups()[*v.group].name));
         fmt::format_to(it, ", \"messages\": [");
         for (std::size_t i = 0; i < v.messages.size(); ++i) fmt::format_to(it, "{}\"{}\"", i ? ", " : "", ms.name(v.messages[i]));
         fmt::format_to(it, "]}}");

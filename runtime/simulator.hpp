@@ -68,6 +68,7 @@ struct SimViolation {
     std::optional<Node> node;           ///< the processor or router at fault, if one is
     std::optional<ChannelId> channel;   ///< the channel at fault, if one is
     std::vector<MessageId> messages;    ///< the messages involved
+    std::optional<std::uint32_t> group = {};  ///< the link group over its capacity (Topology::groups() index)
 };
 
 struct MissingDelivery {

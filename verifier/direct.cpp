@@ -43,6 +43,8 @@ private:
     }
 
     void check_ports(std::size_t begin, std::size_t end);
+    void check_groups(std::size_t begin, std::size_t end);
+    static std::string of_rounds(std::uint64_t cap, std::uint32_t rounds);
     void queue_bound();
     /// One transfer of the message being checked (pass 2 reads these in sequence).
     struct Hop {
@@ -70,6 +72,7 @@ private:
     // by-step state
     std::vector<std::uint32_t> sends_, recvs_;
     std::vector<std::vector<MessageId>> port_msgs_;
+    std::vector<std::uint64_t> group_load_;
 
     // by-message state
     std::vector<Step> since_;            ///< per node: first step at whose end it holds the message
@@ -112,17 +115,18 @@ void Checker::by_step() {
     }
     for (std::size_t i = 0; i < xs.size();) {
         Step s = xs[i].step;
+        const std::uint32_t rounds = t_.rounds(s);
         std::size_t end = i;
         while (end < xs.size() && xs[end].step == s) ++end;
         for (std::size_t a = i; a < end;) {
             std::size_t b = a;
             while (b < end && xs[b].channel == xs[a].channel) ++b;
-            std::uint32_t cap = topo_.channel(xs[a].channel).cap;
-            if (b - a > cap) {
+            const std::uint32_t cap = topo_.channel(xs[a].channel).cap;
+            if (b - a > std::uint64_t{cap} * rounds) {
                 if (found_.wants(Property::capacity)) {
                     std::vector<MessageId> ms;
                     for (std::size_t k = a; k < b; ++k) ms.push_back(xs[k].message);
-                    std::string detail = fmt::format("{} messages ({}) but capacity {}", b - a, msg_list(ms), cap);
+                    std::string detail = fmt::format("{} messages ({}) but capacity {}{}", b - a, msg_list(ms), cap, of_rounds(cap, rounds));
                     found_.add(Property::capacity, {Property::capacity, s, xs[a].channel, std::nullopt, std::move(ms), std::move(detail)});
                 } else {
                     found_.count(Property::capacity);
@@ -131,9 +135,46 @@ void Checker::by_step() {
             a = b;
         }
         if (ports) check_ports(i, end);
+        if (!topo_.groups().empty()) check_groups(i, end);
         i = end;
     }
     if (bound) queue_bound();
+}
+
+/// " in a step of r rounds (r x c)" when a step has more than one round, else "".
+std::string Checker::of_rounds(std::uint64_t cap, std::uint32_t rounds) {
+    return rounds > 1 ? fmt::format(" x {} rounds = {}", rounds, cap * rounds) : std::string();
+}
+
+/// Link groups: per step, the transfers on all channels of a group together, at most its
+/// capacity times the step's rounds (docs/semantics.md, "Link groups"). Reported as capacity
+/// violations naming the group.
+void Checker::check_groups(std::size_t begin, std::size_t end) {
+    const auto& xs = t_.transfers;
+    const auto& groups = topo_.groups();
+    group_load_.assign(groups.size(), 0);
+    for (std::size_t k = begin; k < end; ++k)
+        for (std::uint32_t g : topo_.groups_of(xs[k].channel)) ++group_load_[g];
+    const Step s = xs[begin].step;
+    const std::uint32_t rounds = t_.rounds(s);
+    for (std::uint32_t g = 0; g < groups.size(); ++g) {
+        if (group_load_[g] <= std::uint64_t{groups[g].cap} * rounds) continue;
+        if (!found_.wants(Property::capacity)) {
+            found_.count(Property::capacity);
+            continue;
+        }
+        std::vector<MessageId> ms;
+        for (std::size_t k = begin; k < end; ++k) {
+            auto in = topo_.groups_of(xs[k].channel);
+            if (std::find(in.begin(), in.end(), g) != in.end()) ms.push_back(xs[k].message);
+        }
+        std::string detail = fmt::format("group {}: {} messages ({}) on its {} channels together but capacity {}{}", groups[g].name,
+                                         group_load_[g], msg_list(ms), groups[g].channels.size(), groups[g].cap,
+                                         of_rounds(groups[g].cap, rounds));
+        Violation v{Property::capacity, s, std::nullopt, std::nullopt, std::move(ms), std::move(detail)};
+        v.group = g;
+        found_.add(Property::capacity, std::move(v));
+    }
 }
 
 void Checker::check_ports(std::size_t begin, std::size_t end) {
@@ -152,16 +193,17 @@ void Checker::check_ports(std::size_t begin, std::size_t end) {
     }
     std::sort(touched.begin(), touched.end());
     Step s = xs[begin].step;
+    const std::uint32_t r = t_.rounds(s);  // a step of r rounds: r sends and r receives (single), r transfers (half)
     for (std::uint32_t p : touched) {
         std::uint32_t snd = sends_[p], rcv = recvs_[p];
-        bool bad = t_.model.ports == Ports::single ? (snd > 1 || rcv > 1) : snd + rcv > 1;
+        bool bad = t_.model.ports == Ports::single ? (snd > r || rcv > r) : snd + rcv > r;
         if (bad) {
             std::string detail =
                 t_.model.ports == Ports::single
-                    ? fmt::format("{} sends and {} receives ({}) but single-port allows one of each per step", snd, rcv,
-                                  msg_list(port_msgs_[p]))
-                    : fmt::format("{} sends and {} receives ({}) but half-duplex allows one transfer per step", snd, rcv,
-                                  msg_list(port_msgs_[p]));
+                    ? fmt::format("{} sends and {} receives ({}) but single-port allows one of each per {}", snd, rcv,
+                                  msg_list(port_msgs_[p]), r > 1 ? fmt::format("round ({} rounds in this step)", r) : "step")
+                    : fmt::format("{} sends and {} receives ({}) but half-duplex allows one transfer per {}", snd, rcv,
+                                  msg_list(port_msgs_[p]), r > 1 ? fmt::format("round ({} rounds in this step)", r) : "step");
             found_.add(Property::ports, {Property::ports, s, std::nullopt, Node{p}, port_msgs_[p], std::move(detail)});
         }
         sends_[p] = recvs_[p] = 0;

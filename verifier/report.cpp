@@ -64,6 +64,7 @@ std::string where(const Violation& v, const SendTable& t) {
     std::string s;
     if (v.step) s += fmt::format("step {}", v.step);
     if (v.channel) s += fmt::format("{}channel {}", s.empty() ? "" : ", ", channel_name(t, *v.channel));
+    if (v.group) s += fmt::format("{}group {}", s.empty() ? "" : ", ", t.topology->groups()[*v.group].name);
     if (v.node) {
         s += fmt::format("{}{} {}", s.empty() ? "" : ", ", t.topology->is_processor(*v.node) ? "processor" : "router",
                          t.topology->node_name(*v.node));
@@ -184,6 +185,7 @@ nlohmann::ordered_json report_to_json(const VerifyReport& r, const SendTable& t)
             x["channel"] = nullptr;
         }
         x["node"] = v.node ? nlohmann::ordered_json(t.topology->node_name(*v.node)) : nlohmann::ordered_json(nullptr);
+        if (v.group) x["group"] = t.topology->groups()[*v.group].name;
         nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
         for (MessageId m : v.messages) msgs.push_back(ms.name(m));
         x["messages"] = msgs;

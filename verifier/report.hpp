@@ -33,6 +33,7 @@ struct Violation {
     std::optional<Node> node;
     std::vector<MessageId> messages;
     std::string detail;                 ///< one sentence, with names resolved
+    std::optional<std::uint32_t> group = {};  ///< capacity of a link group: its index in Topology::groups()
     std::string origin = {};            ///< `file:line:col` of the schedule statement behind it (DSL input), else empty
     std::string when = {};              ///< its loop values there, "s = 2, k = 0" (DSL input, tools/cmd_verify.cpp), else empty
 };

@@ -862,6 +862,8 @@ EncodingKind encoding_for(const SynthInstance& in) {
     if (m.queues == QueueKind::bounded)
         throw InputError(fmt::format("the synthesizer encodes queues=none and queues=unbounded; a queue bound ({}) is not supported",
                                      m.queue_bound));
+    if (in.collective.chunks > 1 || !t.groups().empty())
+        throw InputError("the synthesizer does not encode chunks and link groups yet (issue 15: optimize --chunks, collsched pareto)");
     CollectiveKind k = in.collective.kind;
     if (k == CollectiveKind::custom)
         throw InputError("the synthesizer needs a named collective (alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:...)");

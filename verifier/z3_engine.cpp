@@ -1246,6 +1246,8 @@ VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
     if (t.model.inject_once)
         throw InputError("the Z3 engine does not encode inject=once (each source injects its datum once); use the direct "
                          "checker (--engine direct) or simulate");
+    if (!t.step_rounds.empty() || !t.topology->groups().empty())
+        throw InputError("the Z3 engine does not encode rounds and link groups yet; use the direct checker (--engine direct) or simulate");
     auto start = Clock::now();
     VerifyReport r;
     r.engine = "z3";

@@ -88,8 +88,8 @@ TEST_CASE("table io: bad input gets one clear line") {
     CHECK(error_of("{\"format\": \"collsched.table/1\",\n \"topology\": \"ebft:4\" \"x\": 1}")
               ==
           "t.json:2:25: malformed JSON: syntax error while parsing object - unexpected string literal; expected '}'");
-    CHECK(error_of(R"J({"format": "collsched.table/2", "topology": "ebft:4", "collective": "alltoall", "transfers": []})J") ==
-          "t.json: unknown format version 'collsched.table/2': this collsched reads collsched.table/1");
+    CHECK(error_of(R"J({"format": "collsched.table/3", "topology": "ebft:4", "collective": "alltoall", "transfers": []})J") ==
+          "t.json: unknown format version 'collsched.table/3': this collsched reads collsched.table/1 and collsched.table/2");
     CHECK(error_of(R"J({"topology": "ebft:4", "collective": "alltoall", "transfers": []})J") ==
           "t.json: missing \"format\" (\"collsched.table/1\")");
     CHECK(error_of(R"J({"format": "collsched.table/1", "topology": "ebft:5", "collective": "alltoall", "transfers": []})J") ==
