@@ -71,7 +71,7 @@ TEST_CASE("Ratio is exact and reduced") {
     CHECK(Ratio::of(7, 6).ceil_times(5) == 6);
 }
 
-TEST_CASE("DGX-1 allgather in 2 steps: 3 rounds for 2 chunks, not 4 rounds for 3; both backends, witnesses verified") {
+TEST_CASE("DGX-1 allgather in 2 steps: 3 rounds for 2 chunks, not 4 rounds for 3 (both backends, witnesses verified)") {
     const SynthInstance in = inst(machine("dgx1"), "allgather");
     for (SatBackend b : {SatBackend::cadical, SatBackend::z3}) {
         CAPTURE(to_string(b));
