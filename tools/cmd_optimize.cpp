@@ -27,6 +27,8 @@ struct OptimizeArgs {
     SolverArgs solver;
     bool json = false;
     std::vector<std::string> outputs;
+    std::uint32_t chunks = 1;
+    std::uint32_t rounds = 0;
 };
 
 std::string text_report(const SynthInstance& in, const OptimizeResult& r, const SolverArgs& sa) {
@@ -36,7 +38,8 @@ std::string text_report(const SynthInstance& in, const OptimizeResult& r, const 
     s += "lower bounds (proved by counting):\n";
     for (const Bound& b : r.bounds) s += bound_line(in, b);
     s += r.known_steps ? fmt::format("known schedule: {} steps ({})\n", *r.known_steps, r.known_source)
-                       : std::string("known schedule: none (the greedy did not finish)\n");
+                       : in.chunked() ? std::string("known schedule: none (the known schedules have one chunk and one round per step)\n")
+                                      : std::string("known schedule: none (the greedy did not finish)\n");
     if (!r.attempts.empty())
         for (const Attempt& a : r.attempts)
             s += fmt::format("  T = {}: {} ({:.3f} s){}\n", a.horizon, to_string(a.answer), a.seconds,
@@ -113,6 +116,12 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                     "duality with broadcast and allgather (docs/synthesis.md)")
         ->required();
     cmd->add_option("--model", args->model, "key=value pairs on top of the family's default, e.g. queues=none,ports=half");
+    cmd->add_option("--chunks", args->chunks, "Split every datum into C chunks (messages b(s,c), m(s,d,c)); default 1")
+        ->check(CLI::Range(1u, max_chunks));
+    cmd->add_option("--rounds", args->rounds,
+                    "SCCL's rounds: the steps last R rounds in all, a step of r rounds carries r times every capacity; the least "
+                    "steps S <= R with R rounds (default: one round per step)")
+        ->check(CLI::Range(1u, 1u << 20));
     args->solver.add_to(*cmd);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
@@ -123,10 +132,15 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                          args->solver.route_space()};
         const CollectiveKind k = in.collective.kind;
         if (k == CollectiveKind::reduce || k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce) {
-            // reduce_scatter and allreduce: C = P chunks, chunk p reduced to processor p (SCCL's ReduceScatter)
-            if (k != CollectiveKind::reduce) in.collective.set_chunks(topo->processors(), *topo);
+            // reduce_scatter and allreduce: C = P chunks unless --chunks says otherwise (chunk p reduced to processor p,
+            // SCCL's ReduceScatter); reduce: one chunk
+            if (k != CollectiveKind::reduce) in.collective.set_chunks(args->chunks > 1 ? args->chunks : topo->processors(), *topo);
+            else in.collective.set_chunks(args->chunks, *topo);
             return optimize_reduction_command(in, *args, ctx);
         }
+        in.collective.set_chunks(args->chunks, *topo);
+        if (args->rounds > 0) in.rounds = args->rounds;
+        if (in.rounds && args->solver.incremental) throw InputError("--incremental is not supported with --rounds (every S is its own encoding)");
         encoding_for(in);  // unsupported models are bad input, before any work
         OptimizeOptions opt = args->solver.options();
         Progress progress;
