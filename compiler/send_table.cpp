@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace collsched {
 
@@ -108,6 +109,13 @@ std::string BandwidthCost::fraction() const {
 }
 
 BandwidthCost bandwidth_cost(const SendTable& t) { return {t.steps(), t.total_rounds(), t.collective.chunks}; }
+
+std::string bandwidth_fields_json(const SendTable& t) {
+    if (!t.uses_bandwidth_model()) return "";
+    std::string s = fmt::format(" \"chunks\": {},\n", t.collective.chunks);
+    if (!t.step_rounds.empty()) s += fmt::format(" \"rounds\": [{}],\n", fmt::join(t.step_rounds, ", "));
+    return s;
+}
 
 std::string rounds_problem(const SendTable& t) {
     if (t.model.timing != Timing::wormhole) return "";

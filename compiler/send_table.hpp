@@ -110,6 +110,10 @@ struct BandwidthCost {
 };
 BandwidthCost bandwidth_cost(const SendTable&);
 
+/// The top-level fields of the bandwidth model as the JSON writers put them after "collective"
+/// (table and per-rank files): ` "chunks": C,\n` and ` "rounds": [...],\n`; "" without the model.
+std::string bandwidth_fields_json(const SendTable& t);
+
 /// Why the table's rounds are not allowed (more than one round per step under wormhole timing),
 /// or "" when they are.
 std::string rounds_problem(const SendTable& t);

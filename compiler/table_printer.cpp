@@ -80,17 +80,22 @@ void write_table_dsl(const SendTable& t, fmt::memory_buffer& out, const Flush& f
     auto put = [&](std::string_view s) { out.append(s.data(), s.data() + s.size()); };
     fmt::format_to(std::back_inserter(out), "# A send table written as a schedule (transfers: {}, steps: {}).\n",
                    t.transfers.size(), t.steps());
-    fmt::format_to(std::back_inserter(out), "topology {}\n{}\ncollective {}\n", dsl::quote(topo.spec()), model_text(t.model),
-                   dsl_collective(t.collective));
+    fmt::format_to(std::back_inserter(out), "topology {}\n{}\ncollective {}{}\n", dsl::quote(topo.spec()), model_text(t.model),
+                   dsl_collective(t.collective), t.collective.chunks > 1 ? fmt::format(" chunks {}", t.collective.chunks) : "");
     for (const Requirement& r : t.requirements) fmt::format_to(std::back_inserter(out), "require {} at {}\n", ms.name(r.message), idx(r.at));
     for (const auto& [key, text] : t.extra_fields)
         if (std::string line = metadata_statement(key, text); !line.empty()) fmt::format_to(std::back_inserter(out), "{}\n", line);
     std::vector<std::string> names(topo.nodes());
     for (std::uint32_t v = 0; v < topo.nodes(); ++v) names[v] = dsl_node_name(topo, Node{v});
     const std::uint32_t P = topo.processors();
+    Step stated = 0;  // steps of several rounds up to here are written
+    auto rounds_of = [&](Step s) { return t.rounds(s) > 1 ? fmt::format(" rounds {}", t.rounds(s)) : std::string(); };
     for (std::size_t i = 0; i < t.transfers.size();) {
         Step s = t.transfers[i].step;
-        fmt::format_to(std::back_inserter(out), "step {} {{\n", s);
+        for (Step e = stated + 1; e < s && e <= t.step_rounds.size(); ++e)  // steps without transfers that last several rounds
+            if (t.rounds(e) > 1) fmt::format_to(std::back_inserter(out), "step {}{} {{\n}}\n", e, rounds_of(e));
+        stated = s;
+        fmt::format_to(std::back_inserter(out), "step {}{} {{\n", s, rounds_of(s));
         for (; i < t.transfers.size() && t.transfers[i].step == s; ++i) {
             const Transfer& x = t.transfers[i];
             const Channel& c = topo.channel(x.channel);

@@ -1,10 +1,12 @@
 /** \file
- * What the two JSON table readers share (internal to compiler/): the resolver that turns one
- * transfer's strings into ids, the builder of kept JSON values (refusing duplicate keys), and the
- * handling of the top-level fields once the document is read. The reference reader
- * (table_io.cpp, nlohmann SAX) defines the accepted language and every error message; the fast
- * reader (table_json_fast.cpp, simdjson On Demand) reads the common shape of a table at disk speed
- * and hands anything else, including every error, back to the reference reader.
+ * What the table readers share (internal to compiler/, defined in table_read.cpp): the resolver
+ * that turns one transfer's strings into ids, the builder of kept JSON values (refusing duplicate
+ * keys), and the handling of the top-level fields once the document is read. The reference JSON
+ * reader (table_json_reference.cpp, nlohmann SAX) defines the accepted language and every error
+ * message; the fast reader (table_json_fast.cpp, simdjson On Demand) reads the common shape of a
+ * table at disk speed and hands anything else, including every error, back to the reference
+ * reader. The CSV reader is table_csv_read.cpp, the writers table_write.cpp, and table_io.cpp
+ * opens files and picks the reader.
  */
 #pragma once
 
@@ -39,6 +41,17 @@ auto naming_file(std::string_view name, F&& f) -> decltype(f()) {
         throw InputError(fmt::format("{}: {}", name, what));
     }
 }
+
+/// `s` without leading and trailing blanks (space, tab, carriage return).
+std::string_view trim(std::string_view s);
+
+/// Composites read from a file: canonical ids, and bundles only under wormhole timing. Throws
+/// InputError naming `name`.
+void finish_composites(SendTable& t, std::string_view name);
+/// Rounds read from a file: trimmed to the steps, and refused under wormhole timing.
+void finish_rounds(SendTable& t, std::string_view name);
+/// The chunk count of a "chunks" value (1 to max_chunks); `fail` throws otherwise.
+std::uint32_t chunks_value(const json& v, const std::function<void(std::string_view)>& fail);
 
 /// Turns the strings of one transfer into ids; all lookups of a table go through one resolver.
 class Resolver {
