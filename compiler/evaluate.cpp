@@ -20,7 +20,7 @@ SendTable Evaluated::header(bool take) {
     t.step_rounds.reserve(step_rounds.size());
     for (std::uint32_t r : step_rounds) t.step_rounds.push_back(r == 0 ? 1 : r);
     t.requirements = take ? std::move(requirements) : requirements;
-    t.extra_fields = take ? std::move(extra) : extra;
+    t.claims = take ? std::move(claims) : claims;
     return t;
 }
 
@@ -65,8 +65,8 @@ std::uint64_t surely_made(const IR& ir, std::uint32_t first, std::uint32_t n, co
 class Run {
 public:
     Run(const IR& ir, const CompileOptions& options, Reporter& reporter, Evaluated& out, StepConsumer* consumer,
-        PendingContexts* capture = nullptr)
-        : env_(ir, options, reporter), out_(out), consumer_(consumer), capture_(capture) {
+        PendingContexts* capture = nullptr, TransferContexts* transfer_capture = nullptr)
+        : env_(ir, options, reporter), out_(out), consumer_(consumer), capture_(capture), transfer_capture_(transfer_capture) {
         for (const Define& d : options.defines)
             for (const auto& [name, slot] : ir.params)
                 if (name == d.name) overrides_[slot] = d.value;
@@ -279,6 +279,22 @@ private:
         out_.pending.push_back(p);
     }
 
+    /// A rerun for the loop values of some transfers (transfer_contexts): the transfers this
+    /// send or hop just made (message m over route_, from step_ on, or all in step_ under wormhole
+    /// timing or for a hop), each looked up among the wanted ones; the first run that makes a
+    /// wanted transfer gives its loop values.
+    void capture_transfers(MessageId m, bool one_step = false) {
+        TransferContexts& tc = *transfer_capture_;
+        Step t = step_;
+        for (ChannelId c : route_) {
+            const Transfer x{one_step || timing_wormhole_ ? step_ : t++, c, m};
+            auto it = std::lower_bound(tc.wanted.begin(), tc.wanted.end(), x);
+            if (it == tc.wanted.end() || *it != x) continue;
+            std::string& slot = tc.contexts[static_cast<std::size_t>(it - tc.wanted.begin())];
+            if (slot.empty()) slot = env_.context();
+        }
+    }
+
     bool held_initially(MessageId m, std::uint32_t at) const {
         return env_.messages.key(m).src == at && out_.collective.initial(env_.messages, m);
     }
@@ -321,6 +337,7 @@ private:
                 Step t = step_;
                 for (ChannelId c : route_) out_.sink.push({t++, c, m});
             }
+            if (transfer_capture_) capture_transfers(m);
             if (env_.options.record_locations) out_.sink.origin(route_.size(), origin_of(s));
             count_ += route_.size();
         }
@@ -355,20 +372,25 @@ private:
         if (idx(m) == empty_bundle) return;  // a bundle of no message: nothing moves
         check_bundle(m, s);
         out_.sink.push({step_, *c, m});
+        if (transfer_capture_) {
+            route_.assign(1, *c);
+            capture_transfers(m, true);
+        }
         if (env_.options.record_locations) out_.sink.origin(1, origin_of(s));
         if (out_.policy != LoweringPolicy::cut_through) ++out_.explicit_hops[(std::uint64_t{step_} << 32) | idx(*c)];
         ++count_;
         check_limit(s);
     }
 
-    /// A claim, bound or citation: its value as JSON text, appended to the table's extra fields
-    /// in the order written.
+    /// A claim, bound or citation with its value, appended to the table's claims in the order
+    /// written (the resolver names each by its table field, XStmt::name).
     void claim(const XStmt& s) {
-        std::string text;
-        if (s.name == "cite") {
-            text = nlohmann::json(static_cast<const ast::Cite*>(s.decl)->text.value).dump();
+        std::optional<Claim> c = Claim::of_key(s.name);
+        COLLSCHED_ASSERT(c.has_value());
+        if (c->kind == Claim::Kind::cite) {
+            c->value = static_cast<const ast::Cite*>(s.decl)->text.value;
         } else if (s.form == Form::scalar) {
-            text = std::to_string(env_.eval(s.e0));
+            c->value = env_.eval(s.e0);
         } else {
             std::vector<std::int64_t> items;
             if (s.form == Form::list) {
@@ -382,9 +404,9 @@ private:
                     if (v == hi) break;
                 }
             }
-            text = nlohmann::json(items).dump();
+            c->value = std::move(items);
         }
-        out_.extra.emplace_back(s.name, std::move(text));
+        out_.claims.push_back(std::move(*c));
     }
 
     void require(const XStmt& s) {
@@ -444,6 +466,7 @@ private:
     std::vector<char> warned_;     // per statement: W001 reported
     PendingContexts* capture_ = nullptr;  // a rerun for the loop values of some pending sends
     std::size_t next_capture_ = 0;
+    TransferContexts* transfer_capture_ = nullptr;  // a rerun for the loop values of some transfers
 };
 
 }  // namespace
@@ -462,6 +485,17 @@ std::vector<std::string> pending_contexts(const IR& ir, const CompileOptions& op
     quiet.record_locations = false;
     Run(ir, quiet, reporter, out, nullptr, &capture).run();
     capture.contexts.resize(wanted.size());
+    return std::move(capture.contexts);
+}
+
+std::vector<std::string> transfer_contexts(const IR& ir, const CompileOptions& options, Reporter& reporter,
+                                           std::span<const Transfer> wanted) {
+    COLLSCHED_ASSERT(std::is_sorted(wanted.begin(), wanted.end()));
+    TransferContexts capture{wanted, std::vector<std::string>(wanted.size())};
+    Evaluated out;
+    CompileOptions quiet = options;
+    quiet.record_locations = false;
+    Run(ir, quiet, reporter, out, nullptr, nullptr, &capture).run();
     return std::move(capture.contexts);
 }
 

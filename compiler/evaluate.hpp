@@ -53,7 +53,7 @@ struct Evaluated {
     std::shared_ptr<Composites> composites;
     Messages messages{0};
     std::vector<Requirement> requirements;
-    std::vector<std::pair<std::string, std::string>> extra;  ///< claims, bounds, citations: key, JSON text
+    std::vector<Claim> claims;  ///< claims, bounds, citations, in the order written
 
     TransferSink sink;                        ///< cut-through sends and hops (and, after arbitrate, the rest)
     std::vector<FifoSend> sends;              ///< fifo, flood, adaptive: the sends to arbitrate
@@ -85,5 +85,17 @@ struct PendingContexts {
 };
 std::vector<std::string> pending_contexts(const IR& ir, const CompileOptions& options, Reporter& reporter,
                                           std::span<const std::size_t> wanted);
+
+/// The loop values (Env::context) of the statement runs that made the transfers `wanted` (sorted),
+/// by a rerun as for pending_contexts: for counterexamples (a capacity violation names a transfer;
+/// keeping every transfer's loop values would cost far more than the table). Transfers of sends
+/// left to arbitration (fifo, flood, adaptive) get their step only after the run, so they, and
+/// transfers no run makes, get "".
+struct TransferContexts {
+    std::span<const Transfer> wanted;
+    std::vector<std::string> contexts;  ///< parallel to wanted
+};
+std::vector<std::string> transfer_contexts(const IR& ir, const CompileOptions& options, Reporter& reporter,
+                                           std::span<const Transfer> wanted);
 
 }  // namespace collsched::compiler

@@ -135,12 +135,6 @@ private:
     std::unordered_map<std::uint64_t, std::vector<Arrival>> arrivals_;
 };
 
-std::vector<std::string> node_names(const Topology& t) {
-    std::vector<std::string> names(t.nodes());
-    for (std::uint32_t v = 0; v < t.nodes(); ++v) names[v] = t.node_name(Node{v});
-    return names;
-}
-
 void write_message_list(fmt::memory_buffer& out, const Messages& ms, const std::vector<MessageId>& list) {
     auto it = std::back_inserter(out);
     out.push_back('[');
@@ -254,18 +248,7 @@ void write_table_ranks(const SendTable& t, fmt::memory_buffer& out, const Flush&
     EndpointView view = endpoint_view(t);
     Messages ms = t.messages();
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "{{\"format\": \"{}\", \"topology\": {},\n \"model\": {},\n \"collective\": \"{}\",\n",
-                   t.uses_bandwidth_model() ? ranks_format_2 : ranks_format, nlohmann::json(topo.spec()).dump(), to_json(t.model).dump(),
-                   t.collective.to_string());
-    fmt::format_to(it, "{}", bandwidth_fields_json(t));
-    if (!t.requirements.empty()) {
-        fmt::format_to(it, " \"requirements\": [");
-        for (std::size_t i = 0; i < t.requirements.size(); ++i)
-            fmt::format_to(it, "{}{{\"msg\": \"{}\", \"at\": \"{}\"}}", i ? ", " : "", ms.name(t.requirements[i].message),
-                           idx(t.requirements[i].at));
-        fmt::format_to(it, "],\n");
-    }
-    for (const auto& [k, v] : t.extra_fields) fmt::format_to(it, " {}: {},\n", nlohmann::json(k).dump(), v);
+    write_json_header(t, t.uses_bandwidth_model() ? ranks_format_2 : ranks_format, out);
     fmt::format_to(it, " \"steps\": {}, \"processors\": {}, \"endpoint_transfers\": {}, \"hops\": \"{}\",\n \"ranks\": [",
                    t.steps(), P, view.transfers.size(), view.cut_through ? "cut-through" : "listed");
 

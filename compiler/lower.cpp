@@ -124,6 +124,29 @@ std::optional<SendTable> compile_source(std::string_view text, const std::string
     return compile(*program, options, diags);
 }
 
+std::vector<std::string> transfer_contexts(std::string_view text, const std::string& name, const std::vector<std::string>& defines,
+                                           const CompileOptions& options, std::span<const Transfer> wanted) {
+    using namespace compiler;
+    std::vector<std::string> out(wanted.size());
+    Diagnostics diags(name, std::string(text));
+    CompileOptions run = options;
+    run.defines.clear();
+    if (!parse_defines(defines, run.defines, diags)) return out;
+    auto program = dsl::parse(text, name, diags);
+    if (!program) return out;
+    IR ir = resolve(*program, run.defines, diags);
+    if (diags.has_errors()) return out;
+    Reporter reporter(diags);
+    try {
+        out = compiler::transfer_contexts(ir, run, reporter, wanted);
+    } catch (const Stop&) {
+        return std::vector<std::string>(wanted.size());
+    }
+    for (std::string& c : out)  // Env::context: " (when s = 2, k = 0)"
+        if (c.starts_with(" (when ") && c.ends_with(")")) c = c.substr(7, c.size() - 8);
+    return out;
+}
+
 std::optional<SendTable> compile_file(const std::string& path, const std::vector<std::string>& defines, CompileOptions options,
                                       Diagnostics& diags) {
     std::string text;

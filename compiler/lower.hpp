@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +71,13 @@ std::optional<SendTable> compile(const dsl::ast::Program&, const CompileOptions&
 /// Parses and compiles `text`; `diags` is reset to report against (name, text).
 std::optional<SendTable> compile_text(std::string_view text, const std::string& name, const CompileOptions&,
                                       Diagnostics& diags);
+
+/// The loop values ("s = 2, k = 0") of the statement runs that made `wanted` (sorted transfers of
+/// the table compile_source(text, name, defines, options) made), found by running the program
+/// again (compiler/evaluate.hpp, transfer_contexts): "" for a transfer made outside loops, by a
+/// send left to arbitration, or by no run. For counterexamples; the rerun reports nothing.
+std::vector<std::string> transfer_contexts(std::string_view text, const std::string& name, const std::vector<std::string>& defines,
+                                           const CompileOptions& options, std::span<const Transfer> wanted);
 
 /// Reads, parses and compiles a schedule file; `defines` are `name=value` strings as given to -D
 /// (malformed ones are E006). `diags` is reset to report against the file. A file that cannot be

@@ -116,7 +116,7 @@ public:
             static constexpr std::string_view known[] = {"format", "topology", "model", "collective", "requirements", "steps",
                                                          "processors", "endpoint_transfers", "hops", "ranks", "transfers"};
             if (v2_ && (k == "chunks" || k == "rounds")) continue;
-            if (std::find(std::begin(known), std::end(known), k) == std::end(known)) t_.extra_fields.emplace_back(k, v.dump());
+            if (std::find(std::begin(known), std::end(known), k) == std::end(known)) t_.add_field(k, v.dump());
         }
         t_.canonicalize_composites();
         if (std::string why = composite_problem(t_); !why.empty()) fail(why);

@@ -5,8 +5,105 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "dsl/diagnostics.hpp"
+#include "dsl/printer.hpp"
 
 namespace collsched {
+
+namespace {
+
+struct ClaimField {
+    Claim::Kind kind;
+    std::string_view key;        ///< without "_at_most"
+    std::string_view statement;  ///< "claim steps", "bound lower", "cite"
+};
+constexpr ClaimField claim_fields[] = {
+    {Claim::Kind::steps, "claim", "claim steps"},
+    {Claim::Kind::queue, "claim_queue", "claim queue"},
+    {Claim::Kind::buffer, "claim_buffer", "claim buffer"},
+    {Claim::Kind::lower_bound, "lower_bound", "bound lower"},
+    {Claim::Kind::cite, "cite", "cite"},
+    {Claim::Kind::rounds, "claim_rounds", "claim rounds"},  // R (docs/semantics.md, bandwidth)
+};
+
+const ClaimField& field_of(Claim::Kind k) {
+    for (const ClaimField& f : claim_fields)
+        if (f.kind == k) return f;
+    COLLSCHED_ASSERT(false);
+    return claim_fields[0];
+}
+
+}  // namespace
+
+std::string Claim::key() const { return std::string(field_of(kind).key) + (at_most ? "_at_most" : ""); }
+
+std::string Claim::json() const {
+    return std::visit([](const auto& v) { return nlohmann::json(v).dump(); }, value);
+}
+
+std::string Claim::statement() const {
+    const ClaimField& f = field_of(kind);
+    if (const auto* text = std::get_if<std::string>(&value)) return fmt::format("{} {}", f.statement, dsl::quote(*text));
+    std::string v = std::holds_alternative<std::int64_t>(value) ? std::to_string(std::get<std::int64_t>(value))
+                                                                : fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(value), ", "));
+    return fmt::format("{} {} {}", f.statement, at_most ? "<=" : "=", v);
+}
+
+std::optional<Claim> Claim::of_key(std::string_view key) {
+    Claim c;
+    c.at_most = key.ends_with("_at_most");
+    if (c.at_most) key.remove_suffix(8);
+    const ClaimField* f = nullptr;
+    for (const ClaimField& x : claim_fields)
+        if (x.key == key) f = &x;
+    if (!f || (c.at_most && (f->kind == Kind::lower_bound || f->kind == Kind::cite))) return std::nullopt;
+    c.kind = f->kind;
+    return c;
+}
+
+std::optional<Claim> Claim::from_field(std::string_view key, std::string_view json) {
+    std::optional<Claim> of = of_key(key);
+    if (!of) return std::nullopt;
+    Claim& c = *of;
+    nlohmann::json v = nlohmann::json::parse(json, nullptr, false);
+    if (c.kind == Kind::cite) {
+        if (!v.is_string()) return std::nullopt;
+        c.value = v.get<std::string>();
+    } else if (c.kind == Kind::queue) {
+        if (!v.is_array()) return std::nullopt;
+        std::vector<std::int64_t> items;
+        for (const auto& x : v) {
+            if (!x.is_number_integer()) return std::nullopt;
+            items.push_back(x.get<std::int64_t>());
+        }
+        c.value = std::move(items);
+    } else {
+        if (!v.is_number_integer()) return std::nullopt;
+        c.value = v.get<std::int64_t>();
+    }
+    if (c.json() != json) return std::nullopt;  // written back exactly as read, or kept as text
+    return c;
+}
+
+std::vector<std::pair<std::string, std::string>> SendTable::top_fields() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const Claim& c : claims) out.emplace_back(c.key(), c.json());
+    if (!claims.empty() && !extra_fields.empty()) {
+        // Only a table read from a file has both, and it read them in key order: keep that order.
+        out.insert(out.end(), extra_fields.begin(), extra_fields.end());
+        std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        return out;
+    }
+    out.insert(out.end(), extra_fields.begin(), extra_fields.end());
+    return out;
+}
+
+void SendTable::add_field(std::string key, std::string json) {
+    if (auto c = Claim::from_field(key, json)) claims.push_back(std::move(*c));
+    else extra_fields.emplace_back(std::move(key), std::move(json));
+}
 
 void StepSorter::sort(std::span<Transfer> step, std::size_t channels) {
     const std::size_t n = step.size();
@@ -109,13 +206,6 @@ std::string BandwidthCost::fraction() const {
 }
 
 BandwidthCost bandwidth_cost(const SendTable& t) { return {t.steps(), t.total_rounds(), t.collective.chunks}; }
-
-std::string bandwidth_fields_json(const SendTable& t) {
-    if (!t.uses_bandwidth_model()) return "";
-    std::string s = fmt::format(" \"chunks\": {},\n", t.collective.chunks);
-    if (!t.step_rounds.empty()) s += fmt::format(" \"rounds\": [{}],\n", fmt::join(t.step_rounds, ", "));
-    return s;
-}
 
 std::string rounds_problem(const SendTable& t) {
     if (t.model.timing != Timing::wormhole) return "";

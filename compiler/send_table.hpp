@@ -8,9 +8,11 @@
 #include <compare>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "compiler/collective.hpp"
@@ -38,6 +40,31 @@ struct Requirement {
     bool operator==(const Requirement&) const = default;
 };
 
+/// What a schedule states about itself (docs/dsl.md, "Claims"), kept with its table and checked
+/// by `reproduce`: `claim steps = e` / `<= e`, `claim queue = [e1, ...]`, `claim buffer = e`,
+/// `bound lower = e`, `cite "..."`, each with its value. A table file writes each as a top-level
+/// field named by `key` (the format of collsched.table/1, unchanged): claim, claim_at_most,
+/// claim_queue, claim_queue_at_most, claim_buffer, claim_buffer_at_most, lower_bound, cite.
+struct Claim {
+    enum class Kind : std::uint8_t { steps, queue, buffer, lower_bound, cite, rounds };
+    Kind kind = Kind::steps;
+    bool at_most = false;  ///< `<=` (claims only)
+    std::variant<std::int64_t, std::vector<std::int64_t>, std::string> value;  ///< integer, list per level (queue), or text (cite)
+    bool operator==(const Claim&) const = default;
+
+    /// The table field: "claim", "claim_queue_at_most", "lower_bound", ...
+    std::string key() const;
+    /// The statement as the schedule language writes it: `claim steps <= 40`, `bound lower = 8`, `cite "..."`.
+    std::string statement() const;
+    /// The claim a table field holds, or nullopt when `key` is no claim's or `json` (the value as
+    /// JSON text) does not have the claim's type (such a field stays an extra field).
+    static std::optional<Claim> from_field(std::string_view key, std::string_view json);
+    /// The kind and relation a table field's name stands for (no value), or nullopt.
+    static std::optional<Claim> of_key(std::string_view key);
+    /// The value as JSON text, as the field is written.
+    std::string json() const;
+};
+
 /// SendTable::transfer_origins of a transfer without a recorded origin.
 inline constexpr std::uint32_t no_origin = 0xffffffffu;
 
@@ -48,9 +75,18 @@ struct SendTable {
     std::vector<Requirement> requirements;
     std::vector<Transfer> transfers;  ///< sorted by (step, channel, message)
 
+    /// What the schedule claims (in the order written; a table file's in key order).
+    std::vector<Claim> claims;
+
     /// Fields of a table file that collsched does not interpret, kept and written back:
     /// top-level (name, JSON text) and per transfer (index into transfers, `"k": v, ...` text).
     std::vector<std::pair<std::string, std::string>> extra_fields;
+    /// The claims and the extra fields as (name, JSON text), in the order a table file writes
+    /// them: a compiled table's claims in the order written; a read table's fields (claims and
+    /// extra fields alike) in key order, as they were read.
+    std::vector<std::pair<std::string, std::string>> top_fields() const;
+    /// Adds a top-level field read from a file: a claim when it is one, else an extra field.
+    void add_field(std::string key, std::string json);
     std::vector<std::pair<std::uint64_t, std::string>> transfer_extras;
 
     /// Where each transfer came from, recorded on request (CompileOptions::record_locations) or
@@ -109,10 +145,6 @@ struct BandwidthCost {
     std::string fraction() const;
 };
 BandwidthCost bandwidth_cost(const SendTable&);
-
-/// The top-level fields of the bandwidth model as the JSON writers put them after "collective"
-/// (table and per-rank files): ` "chunks": C,\n` and ` "rounds": [...],\n`; "" without the model.
-std::string bandwidth_fields_json(const SendTable& t);
 
 /// Why the table's rounds are not allowed (more than one round per step under wormhole timing),
 /// or "" when they are.

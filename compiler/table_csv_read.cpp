@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/json_error.hpp"
@@ -98,7 +99,7 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
                     if (fk == "format" || fk == "topology" || fk == "collective" || fk == "model" || fk == "requirements" || fk == "steps" ||
                         fk == "transfers")
                         fail(fmt::format("'# fields=' may not hold \"{}\" (it has its own line)", fk));
-                    t.extra_fields.emplace_back(fk, fv.dump());
+                    t.add_field(fk, fv.dump());
                 }
             }
             if (k.starts_with("extra[")) {

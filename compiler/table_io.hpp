@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -50,6 +51,13 @@ SendTable parse_table_json(std::string_view text, std::string_view name);
 /// harness checks that the two agree on every input.
 SendTable parse_table_json_reference(std::string_view text, std::string_view name);
 SendTable parse_table_csv(std::string_view text, std::string_view name);
+
+/// The opening of a table's JSON document, up to the fields that differ by format: `{"format":
+/// format, "topology", "model", "collective", "requirements" (if any), the extra fields, each on
+/// its line and followed by a comma. Shared by the table and the per-rank writers.
+void write_json_header(const SendTable&, std::string_view format, fmt::memory_buffer& out);
+/// Every node's node_name(), by node id (the writers look names up once per table).
+std::vector<std::string> node_names(const Topology&);
 
 /// Appends the table as JSON or CSV to `out`, calling `flush` whenever the buffer grows large
 /// (so a huge table streams to a file instead of sitting in memory twice).

@@ -1,6 +1,7 @@
 #include <map>
 #include <optional>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/json_error.hpp"

@@ -24,35 +24,6 @@ std::string model_text(const Model& m) {
     return fmt::format("model {}({})", to_string(m.timing), args);
 }
 
-/// A claim, bound or citation kept in the table's extra fields, as the DSL statement that makes
-/// it (docs/dsl.md, "Claims"); empty for fields that are none of these.
-std::string metadata_statement(const std::string& key, const std::string& text) {
-    nlohmann::json v = nlohmann::json::parse(text, nullptr, false);
-    if (v.is_discarded()) return {};
-    auto value = [&]() -> std::string {
-        if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
-        if (!v.is_array()) return {};
-        std::string s = "[";
-        for (std::size_t i = 0; i < v.size(); ++i) {
-            if (!v[i].is_number_integer()) return {};
-            s += fmt::format("{}{}", i ? ", " : "", v[i].get<std::int64_t>());
-        }
-        return s + "]";
-    };
-    if (key == "cite") return v.is_string() ? "cite " + dsl::quote(v.get<std::string>()) : "";
-    if (key == "lower_bound") return v.is_number_integer() ? "bound lower = " + value() : "";
-    if (!key.starts_with("claim")) return {};
-    std::string name = key.substr(5);
-    bool at_most = name.ends_with("_at_most");
-    if (at_most) name.resize(name.size() - 8);
-    if (name.empty()) name = "steps";
-    else if (name.front() == '_') name.erase(0, 1);
-    else return {};
-    std::string text_value = value();
-    if (text_value.empty()) return {};
-    return fmt::format("claim {} {} {}", name, at_most ? "<=" : "=", text_value);
-}
-
 }  // namespace
 
 std::string dsl_collective(const Collective& c) {
@@ -83,8 +54,7 @@ void write_table_dsl(const SendTable& t, fmt::memory_buffer& out, const Flush& f
     fmt::format_to(std::back_inserter(out), "topology {}\n{}\ncollective {}{}\n", dsl::quote(topo.spec()), model_text(t.model),
                    dsl_collective(t.collective), t.collective.chunks > 1 ? fmt::format(" chunks {}", t.collective.chunks) : "");
     for (const Requirement& r : t.requirements) fmt::format_to(std::back_inserter(out), "require {} at {}\n", ms.name(r.message), idx(r.at));
-    for (const auto& [key, text] : t.extra_fields)
-        if (std::string line = metadata_statement(key, text); !line.empty()) fmt::format_to(std::back_inserter(out), "{}\n", line);
+    for (const Claim& c : t.claims) fmt::format_to(std::back_inserter(out), "{}\n", c.statement());
     std::vector<std::string> names(topo.nodes());
     for (std::uint32_t v = 0; v < topo.nodes(); ++v) names[v] = dsl_node_name(topo, Node{v});
     const std::uint32_t P = topo.processors();

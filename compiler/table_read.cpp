@@ -225,7 +225,7 @@ void finish_table(SendTable& t, const TopFields& top, bool seen_transfers, std::
     for (auto& [k, v] : top) {
         if (k == "format" || k == "topology" || k == "collective" || k == "model" || k == "requirements" || k == "steps") continue;
         if (v2 && (k == "chunks" || k == "rounds")) continue;
-        t.extra_fields.emplace_back(k, v.dump());
+        t.add_field(k, v.dump());
     }
     finish_composites(t, name);
     t.sort();

@@ -48,7 +48,8 @@ std::string_view trim(std::string_view s);
 /// Composites read from a file: canonical ids, and bundles only under wormhole timing. Throws
 /// InputError naming `name`.
 void finish_composites(SendTable& t, std::string_view name);
-/// Rounds read from a file: trimmed to the steps, and refused under wormhole timing.
+/// Rounds read from a file: trimmed to the steps, and only under hop timing. Throws InputError
+/// naming `name`.
 void finish_rounds(SendTable& t, std::string_view name);
 /// The chunk count of a "chunks" value (1 to max_chunks); `fail` throws otherwise.
 std::uint32_t chunks_value(const json& v, const std::function<void(std::string_view)>& fail);
@@ -94,6 +95,10 @@ bool parse_piece(std::string_view text, int max_depth, json& out);
 
 /// The top-level fields of a table file other than "transfers", in key order.
 using TopFields = std::map<std::string, json>;
+
+/// The chunk count of a "chunks" value, checked (a positive integer up to max_chunks); calls
+/// `fail` (which throws) otherwise.
+std::uint32_t chunks_value(const json& v, const std::function<void(std::string_view)>& fail);
 
 /// Sets the table's topology (and default model) from top["topology"] when it is not set yet.
 void ensure_topology(SendTable& t, const TopFields& top, std::string_view name);

@@ -16,11 +16,6 @@ using json = nlohmann::json;
 
 constexpr std::size_t flush_at = 1 << 22;
 
-std::vector<std::string> node_names(const Topology& t) {
-    std::vector<std::string> names(t.nodes());
-    for (std::uint32_t v = 0; v < t.nodes(); ++v) names[v] = t.node_name(Node{v});
-    return names;
-}
 
 void put(fmt::memory_buffer& out, std::string_view s) { out.append(s.data(), s.data() + s.size()); }
 void put(fmt::memory_buffer& out, std::uint32_t v) {
@@ -59,20 +54,35 @@ void put_message(fmt::memory_buffer& out, const Messages& ms, MessageId m) {
 
 }  // namespace
 
-void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
+std::vector<std::string> node_names(const Topology& t) {
+    std::vector<std::string> names(t.nodes());
+    for (std::uint32_t v = 0; v < t.nodes(); ++v) names[v] = t.node_name(Node{v});
+    return names;
+}
+
+void write_json_header(const SendTable& t, std::string_view format, fmt::memory_buffer& out) {
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "{{\"format\": \"{}\", \"topology\": {},\n \"model\": {},\n \"collective\": \"{}\",\n", table_format_of(t),
+    fmt::format_to(it, "{{\"format\": \"{}\", \"topology\": {},\n \"model\": {},\n \"collective\": \"{}\",\n", format,
                    json(t.topology->spec()).dump(), to_json(t.model).dump(), t.collective.to_string());
-    fmt::format_to(it, "{}", bandwidth_fields_json(t));
-    Messages ms = t.messages();
+    if (t.uses_bandwidth_model()) {
+        fmt::format_to(it, " \"chunks\": {},\n", t.collective.chunks);
+        if (!t.step_rounds.empty()) fmt::format_to(it, " \"rounds\": [{}],\n", fmt::join(t.step_rounds, ", "));
+    }
     if (!t.requirements.empty()) {
+        Messages ms = t.messages();
         fmt::format_to(it, " \"requirements\": [");
         for (std::size_t i = 0; i < t.requirements.size(); ++i)
             fmt::format_to(it, "{}{{\"msg\": \"{}\", \"at\": \"{}\"}}", i ? ", " : "", ms.name(t.requirements[i].message),
                            idx(t.requirements[i].at));
         fmt::format_to(it, "],\n");
     }
-    for (const auto& [k, v] : t.extra_fields) fmt::format_to(it, " {}: {},\n", json(k).dump(), v);
+    for (const auto& [k, v] : t.top_fields()) fmt::format_to(it, " {}: {},\n", json(k).dump(), v);
+}
+
+void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
+    auto it = std::back_inserter(out);
+    write_json_header(t, table_format_of(t), out);
+    Messages ms = t.messages();
     fmt::format_to(it, " \"steps\": {},\n \"transfers\": [", t.steps());
     std::vector<std::string> names = node_names(*t.topology);
     auto extra = t.transfer_extras.begin();
@@ -121,10 +131,10 @@ void write_table_csv(const SendTable& t, fmt::memory_buffer& out, const Flush& f
             fmt::format_to(it, "{}{}@{}", i ? " " : "", ms.name(t.requirements[i].message), idx(t.requirements[i].at));
         out.push_back('\n');
     }
-    if (!t.extra_fields.empty()) {
+    if (const auto fields = t.top_fields(); !fields.empty()) {
         put(out, "# fields={");
-        for (std::size_t i = 0; i < t.extra_fields.size(); ++i)
-            fmt::format_to(it, "{}{}:{}", i ? "," : "", json(t.extra_fields[i].first).dump(), t.extra_fields[i].second);
+        for (std::size_t i = 0; i < fields.size(); ++i)
+            fmt::format_to(it, "{}{}:{}", i ? "," : "", json(fields[i].first).dump(), fields[i].second);
         put(out, "}\n");
     }
     for (const auto& [i, text] : t.transfer_extras) fmt::format_to(it, "# extra[{}]={{{}}}\n", i, text);

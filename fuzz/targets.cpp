@@ -69,7 +69,7 @@ void check_table(const SendTable& t) {
     if (table_to_json(back) != json) invariant_failed("the JSON round trip is not stable:\n" + json);
     SendTable csv = parse_table_csv(table_to_csv(t), "roundtrip.csv");
     if (csv.transfers != t.transfers || csv.requirements != t.requirements || !(csv.model == t.model) ||
-        csv.collective != t.collective || csv.extra_fields != t.extra_fields || csv.transfer_extras != t.transfer_extras)
+        csv.collective != t.collective || csv.claims != t.claims || csv.extra_fields != t.extra_fields || csv.transfer_extras != t.transfer_extras)
         invariant_failed("the CSV round trip changed the table:\n" + json);
 
     for (const OutputFormat& f : output_formats()) {
@@ -144,7 +144,7 @@ SendTable parse_json_both(std::string_view input) {
         invariant_failed(fmt::format("the JSON readers disagree: fast '{}', reference '{}'", fast_error, ref_error));
     if (!ref) throw InputError(ref_error);
     if (fast->topology->spec() != ref->topology->spec() || !(fast->model == ref->model) || fast->collective != ref->collective ||
-        fast->transfers != ref->transfers || fast->requirements != ref->requirements || fast->extra_fields != ref->extra_fields ||
+        fast->transfers != ref->transfers || fast->requirements != ref->requirements || fast->claims != ref->claims || fast->extra_fields != ref->extra_fields ||
         fast->transfer_extras != ref->transfer_extras)
         invariant_failed("the JSON readers read different tables");
     return std::move(*ref);

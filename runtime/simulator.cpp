@@ -1385,6 +1385,7 @@ void StreamSimulator::step(Step s, std::span<const Transfer> transfers) { impl_-
 void StreamSimulator::finish(const SendTable& header) {
     if (!impl_->sim) begin(header);  // a table without transfers
     impl_->header.requirements = header.requirements;
+    impl_->header.claims = header.claims;
     impl_->header.extra_fields = header.extra_fields;
     impl_->report = impl_->sim->stream_finish();
     impl_->sim.reset();

@@ -1,5 +1,6 @@
 // `collsched verify FILE`: proves a table (or a compiled schedule) against the model, with the
 // direct checker, the Z3 engine, or both (which must agree property by property).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -30,15 +31,40 @@ struct VerifyArgs {
     AlphaBeta ab;
 };
 
+/// The loop values of the statement runs behind the counterexamples that name a transfer
+/// (Violation::when), for a schedule: its program is run again once for all of them.
+void attach_contexts(VerifyReport& r, const SendTable& t, const ScheduleSource& source) {
+    if (source.text.empty() || r.violations.empty()) return;
+    std::vector<Transfer> wanted;
+    for (const Violation& v : r.violations)
+        if (auto i = violation_transfer(t, v)) wanted.push_back(t.transfers[*i]);
+    if (wanted.empty()) return;
+    std::sort(wanted.begin(), wanted.end());
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+    std::vector<std::string> when = transfer_contexts(source.text, source.name, source.defines, source.options, wanted);
+    for (Violation& v : r.violations)
+        if (auto i = violation_transfer(t, v)) {
+            auto it = std::lower_bound(wanted.begin(), wanted.end(), t.transfers[*i]);
+            v.when = when[static_cast<std::size_t>(it - wanted.begin())];
+        }
+}
+
+/// Counterexamples named back to the schedule: the statement (origin) and its loop values.
+void name_sources(VerifyReport& r, const SendTable& t, const ScheduleSource& source) {
+    attach_origins(r, t);
+    attach_contexts(r, t, source);
+}
+
 int exit_code(std::string_view verdict) { return verdict == "holds" ? 0 : verdict == "unknown" ? 3 : 1; }
 
 /// `--engine both`: the two reports, then whether they agree. A disagreement is a bug in one of
 /// the engines: it is printed on stderr, the verdict is "disagreement" and the exit code 1.
-int run_both(const SendTable& table, const VerifyOptions& opt, const Z3Options& zopt, bool json, const AlphaBeta& ab) {
+int run_both(const SendTable& table, const ScheduleSource& source, const VerifyOptions& opt, const Z3Options& zopt, bool json,
+             const AlphaBeta& ab) {
     VerifyReport d = verify_direct(table, opt);
-    attach_origins(d, table);
+    name_sources(d, table, source);
     VerifyReport z = verify_z3(table, zopt);
-    attach_origins(z, table);
+    name_sources(z, table, source);
     const Agreement both = agreement(d, z);
     const std::vector<Disagreement>& dis = both.disagreements;
     const std::string& verdict = both.verdict;
@@ -119,7 +145,8 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     add_alpha_beta_options(cmd, args->ab);
     cmd->callback([&ctx, args] {
         args->ab.check();
-        SendTable table = load_input(args->input, args->defines, true, args->strict, args->msccl);
+        ScheduleSource source;
+        SendTable table = load_input(args->input, args->defines, true, args->strict, args->msccl, &source);
         VerifyOptions opt;
         opt.fixed_routes = args->routes == "fixed";
         opt.max_violations = args->max_violations;
@@ -128,11 +155,11 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         zopt.max_violations = opt.max_violations;
         zopt.timeout_ms = static_cast<std::uint64_t>(std::ceil(std::min(args->timeout, 1e9) * 1000));
         if (args->engine == "both") {
-            ctx.exit_code = run_both(table, opt, zopt, args->json, args->ab);
+            ctx.exit_code = run_both(table, source, opt, zopt, args->json, args->ab);
             return;
         }
         VerifyReport r = args->engine == "z3" ? verify_z3(table, zopt) : verify_direct(table, opt);
-        attach_origins(r, table);
+        name_sources(r, table, source);
         std::string out;
         if (args->json) {
             nlohmann::ordered_json j = report_to_json(r, table);

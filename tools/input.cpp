@@ -63,7 +63,7 @@ bool has_extension(const std::string& path, std::string_view ext) { return path.
 }  // namespace
 
 SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations, bool strict,
-                     const MscclImportOptions& msccl) {
+                     const MscclImportOptions& msccl, ScheduleSource* schedule) {
     if (!msccl.topology.empty() && (has_extension(path, ".sched") || has_extension(path, ".0.et")))
         throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
     if (is_chakra_trace(path)) {
@@ -78,6 +78,10 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
         std::optional<SendTable> table = compile_file(path, defines, options, diags);
         if (!table) fail_with_diagnostics(diags);
         print_warnings(diags);
+        if (schedule) {
+            options.base_dir = std::filesystem::path(path).parent_path().string();  // as compile_file sets it
+            *schedule = {diags.text(), path, defines, options};
+        }
         return std::move(*table);
     }
     // Standard input and other extensions: a table or a schedule, told apart by the content
@@ -106,6 +110,7 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
     std::optional<SendTable> table = compile_source(text, name, defines, options, diags);
     if (!table) fail_with_diagnostics(diags);
     print_warnings(diags);
+    if (schedule) *schedule = {std::move(text), name, defines, options};
     return std::move(*table);
 }
 

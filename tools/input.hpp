@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/export_formats.hpp"
+#include "compiler/lower.hpp"
 #include "compiler/msccl_import.hpp"
 #include "compiler/send_table.hpp"
 #include "dsl/diagnostics.hpp"
@@ -26,8 +27,15 @@ namespace collsched::tools {
 /// A text whose first non-blank character is '<' is an MSCCL-IR program, read with `msccl`; a
 /// `--topology` (msccl.topology) given for any other input is refused. A path ending in `.0.et`
 /// names Chakra traces, read back from its prefix.
+/// When the input is a schedule and `schedule` is given, it receives what compiled it, so that
+/// the program can be run again (compiler/lower.hpp, transfer_contexts).
+struct ScheduleSource {
+    std::string text, name;
+    std::vector<std::string> defines;
+    CompileOptions options;
+};
 SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations = true, bool strict = false,
-                     const MscclImportOptions& msccl = {});
+                     const MscclImportOptions& msccl = {}, ScheduleSource* schedule = nullptr);
 
 /// Prints a compiled schedule's warnings (W001) to stderr, if it has any.
 void print_warnings(const Diagnostics& diags);

@@ -59,25 +59,12 @@ std::string params_text(const Params& p) {
 /// The first line of the first diagnostic (without the source line and caret).
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-std::optional<std::int64_t> int_field(const SendTable& t, std::string_view key) {
-    for (const auto& [k, v] : t.extra_fields)
-        if (k == key) {
-            auto j = nlohmann::json::parse(v, nullptr, false);
-            if (j.is_number_integer()) return j.get<std::int64_t>();
-        }
-    return std::nullopt;
-}
-
-std::optional<std::vector<std::int64_t>> list_field(const SendTable& t, std::string_view key) {
-    for (const auto& [k, v] : t.extra_fields)
-        if (k == key) {
-            auto j = nlohmann::json::parse(v, nullptr, false);
-            if (!j.is_array()) return std::nullopt;
-            std::vector<std::int64_t> out;
-            for (const auto& x : j)
-                if (x.is_number_integer()) out.push_back(x.get<std::int64_t>());
-            return out;
-        }
+/// The value of the table's claim of `kind` (with `at_most` as given), if it states one.
+template <class T>
+std::optional<T> claimed(const SendTable& t, Claim::Kind kind, bool at_most = false) {
+    for (const Claim& c : t.claims)
+        if (c.kind == kind && c.at_most == at_most)
+            if (const T* v = std::get_if<T>(&c.value)) return *v;
     return std::nullopt;
 }
 
@@ -236,20 +223,20 @@ ReproRow run_row(const CatalogEntry& entry, const Params& params) {
     const SendTable& t = *table;
     row.topology = t.topology->spec();
     row.model = to_string(t.model);
-    row.claim = int_field(t, "claim");
+    row.claim = claimed<std::int64_t>(t, Claim::Kind::steps);
     if (!row.claim) {
-        row.claim = int_field(t, "claim_at_most");
+        row.claim = claimed<std::int64_t>(t, Claim::Kind::steps, true);
         row.claim_at_most = row.claim.has_value();
     }
-    row.lower_bound = int_field(t, "lower_bound");
-    row.claim_queue = list_field(t, "claim_queue");
-    row.claim_buffer = int_field(t, "claim_buffer");
+    row.lower_bound = claimed<std::int64_t>(t, Claim::Kind::lower_bound);
+    row.claim_queue = claimed<std::vector<std::int64_t>>(t, Claim::Kind::queue);
+    row.claim_buffer = claimed<std::int64_t>(t, Claim::Kind::buffer);
     row.transfers = t.transfers.size();
 
     VerifyReport v = verify_direct(t);
     row.steps = v.steps;
     if (t.uses_bandwidth_model()) row.bandwidth = bandwidth_cost(t);
-    row.claim_rounds = int_field(t, "claim_rounds");
+    row.claim_rounds = claimed<std::int64_t>(t, Claim::Kind::rounds);
     SimReport s = simulate(t);
     bool sim_ok = s.status == SimStatus::completed;
     if (sim_ok != v.holds() || (sim_ok && s.steps != v.steps))

@@ -130,6 +130,17 @@ void attach_origins(VerifyReport& r, const SendTable& t) {
         if (auto i = violation_transfer(t, v)) v.origin = transfer_origin(t, *i);
 }
 
+std::string claim_check(const Claim& c, Step steps) {
+    const auto* v = std::get_if<std::int64_t>(&c.value);
+    if (c.kind == Claim::Kind::steps && v) {
+        const bool holds = c.at_most ? std::int64_t{steps} <= *v : std::int64_t{steps} == *v;
+        return holds ? "holds" : "violated";
+    }
+    if (c.kind == Claim::Kind::lower_bound && v) return std::int64_t{steps} >= *v ? "holds" : "violated";
+    if (c.kind == Claim::Kind::cite) return {};
+    return "not checked";  // queue and buffer high-water marks: collsched reproduce measures them
+}
+
 std::string format_report(const VerifyReport& r, const SendTable& t) {
     std::string out = fmt::format("verdict: {} ({}, {}; engine {}, {:.3f} s)\n", r.verdict(), support::count_of(r.steps, "step"),
                                   support::count_of(r.transfers, "transfer"), r.engine, r.seconds);
@@ -143,11 +154,22 @@ std::string format_report(const VerifyReport& r, const SendTable& t) {
         out += '\n';
     }
     for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
+    if (!t.claims.empty()) {
+        out += "claims:\n";
+        for (const Claim& c : t.claims) {
+            const std::string check = claim_check(c, r.steps);
+            out += check.empty() ? fmt::format("  {}\n", c.statement())
+                   : check == "not checked" ? fmt::format("  {}: not checked (collsched reproduce measures it)\n", c.statement())
+                                            : fmt::format("  {}: {} ({})\n", c.statement(), check, support::count_of(r.steps, "step"));
+        }
+    }
     if (!r.violations.empty()) {
         out += "counterexamples:\n";
         for (const Violation& v : r.violations)
             out += fmt::format("  {}: {}: {}{}\n", to_string(v.property), where(v, t), v.detail,
-                               v.origin.empty() ? "" : fmt::format(" (at {})", v.origin));
+                               v.origin.empty() ? ""
+                               : v.when.empty() ? fmt::format(" (at {})", v.origin)
+                                                : fmt::format(" (at {}, when {})", v.origin, v.when));
         for (std::size_t i = 0; i < property_count; ++i) {
             std::uint64_t shown = 0;
             for (const Violation& v : r.violations) shown += static_cast<std::size_t>(v.property) == i;
@@ -192,9 +214,22 @@ nlohmann::ordered_json report_to_json(const VerifyReport& r, const SendTable& t)
         x["messages"] = msgs;
         x["detail"] = v.detail;
         if (!v.origin.empty()) x["origin"] = v.origin;
+        if (!v.when.empty()) x["when"] = v.when;
         list.push_back(x);
     }
     j["violations"] = list;
+    if (!t.claims.empty()) {
+        nlohmann::ordered_json claims = nlohmann::ordered_json::array();
+        for (const Claim& c : t.claims) {
+            nlohmann::ordered_json x;
+            x["statement"] = c.statement();
+            x["field"] = c.key();
+            x["value"] = nlohmann::ordered_json::parse(c.json());
+            if (std::string check = claim_check(c, r.steps); !check.empty()) x["check"] = check;
+            claims.push_back(x);
+        }
+        j["claims"] = claims;
+    }
     if (!r.notes.empty()) j["notes"] = r.notes;
     j["seconds"] = r.seconds;
     return j;

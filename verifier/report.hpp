@@ -35,6 +35,7 @@ struct Violation {
     std::string detail;                 ///< one sentence, with names resolved
     std::optional<std::uint32_t> group = {};  ///< capacity of a link group: its index in Topology::groups()
     std::string origin = {};            ///< `file:line:col` of the schedule statement behind it (DSL input), else empty
+    std::string when = {};              ///< its loop values there, "s = 2, k = 0" (DSL input, tools/cmd_verify.cpp), else empty
 };
 
 /// Shared wording of the engines' counterexamples (so both engines say the same):
@@ -80,6 +81,11 @@ std::string transfer_origin(const SendTable&, std::uint64_t i);
 /// Fills Violation::origin with transfer_origin() of the transfer each violation points at, so
 /// counterexamples of a schedule name its `send` or `hop` statement.
 void attach_origins(VerifyReport&, const SendTable&);
+
+/// A claim of the table checked against its completion time T (`steps`): "holds" or "violated"
+/// for `claim steps` and `bound lower`, "not checked" for queue and buffer claims (measured by
+/// `collsched reproduce`), "" for a citation.
+std::string claim_check(const Claim&, Step steps);
 
 /// Human-readable report: a verdict line, one line per property, then the counterexamples.
 std::string format_report(const VerifyReport&, const SendTable&);

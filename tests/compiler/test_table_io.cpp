@@ -270,3 +270,42 @@ TEST_CASE("table io: every export that reads back keeps what the table holds (is
     same(parse_table_json(table_to_json(t), "t.json"));
     CHECK(table_to_csv(parse_table_csv(csv, "t.csv")) == csv);
 }
+
+// Issue 14: claims travel typed (SendTable::claims), not as JSON text among the extra fields;
+// the table format is unchanged, and the fields keep their order on every round trip.
+TEST_CASE("table io: claims are typed values, written and read as the same top-level fields") {
+    const std::string text =
+        R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall",
+ "aaa": 1, "cite": "A, B, \"C\"", "claim_at_most": 7, "claim_queue": [1,2], "lower_bound": 5, "note": {"by":"hand"},
+ "claim_buffer": "not a number", "transfers": [{"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,1)"}]})J";
+    SendTable t = parse_table_json(text, "t.json");
+    REQUIRE(t.claims.size() == 4);
+    CHECK(t.claims[0] == Claim{Claim::Kind::cite, false, std::string("A, B, \"C\"")});
+    CHECK(t.claims[1] == Claim{Claim::Kind::steps, true, std::int64_t{7}});
+    CHECK(t.claims[2] == Claim{Claim::Kind::queue, false, std::vector<std::int64_t>{1, 2}});
+    CHECK(t.claims[3] == Claim{Claim::Kind::lower_bound, false, std::int64_t{5}});
+    CHECK(t.claims[1].statement() == "claim steps <= 7");
+    CHECK(t.claims[2].statement() == "claim queue = [1, 2]");
+    CHECK(t.claims[3].statement() == "bound lower = 5");
+    CHECK(t.claims[0].key() == "cite");
+    CHECK(t.claims[1].key() == "claim_at_most");
+    // A claim's field of the wrong type is no claim: kept as an extra field, as before.
+    CHECK(t.extra_fields == std::vector<std::pair<std::string, std::string>>{
+                                {"aaa", "1"}, {"claim_buffer", "\"not a number\""}, {"note", R"J({"by":"hand"})J"}});
+    // Written back in key order, claims and extra fields interleaved as they were read.
+    const std::string json = table_to_json(t);
+    CHECK(json.find(" \"aaa\": 1,\n \"cite\": \"A, B, \\\"C\\\"\",\n \"claim_at_most\": 7,\n \"claim_buffer\": \"not a number\",\n"
+                    " \"claim_queue\": [1,2],\n \"lower_bound\": 5,\n \"note\": {\"by\":\"hand\"},\n") != std::string::npos);
+    SendTable back = parse_table_json(json, "back.json");
+    CHECK(back.claims == t.claims);
+    CHECK(back.extra_fields == t.extra_fields);
+    CHECK(table_to_json(back) == json);
+    SendTable csv = parse_table_csv(table_to_csv(t), "t.csv");
+    CHECK(csv.claims == t.claims);
+    CHECK(csv.extra_fields == t.extra_fields);
+    CHECK(table_to_json(csv) == json);
+    // A value that would not be written back byte for byte stays text.
+    CHECK_FALSE(Claim::from_field("claim", "7.0"));
+    CHECK_FALSE(Claim::from_field("lower_bound_at_most", "3"));
+    CHECK(Claim::from_field("claim_buffer_at_most", "3") == Claim{Claim::Kind::buffer, true, std::int64_t{3}});
+}

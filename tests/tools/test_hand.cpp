@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -210,6 +211,33 @@ TEST_CASE("hand: a send whose destination already holds its data is a warning, a
     auto ok = run("compile " + source("schedules/bft/ebft_alltoall.sched") + " -D n=8");
     CHECK(ok.code == 0);
     CHECK(ok.err.empty());
+}
+
+// W001 on the catalog's ideal-tree broadcast is right: the schedule (the paper's Algorithm 2 as
+// written) does deliver b(0) to processor 1 four times. Phase 1 of Sparse-Broadcast(first, n)
+// makes its a copies in the first m1 leaves; phase 2 then makes b copies in every block of n/a
+// leaves, block 0 included, where some of them already are. The table shows it, not only the
+// warning: every delivery to processor 1 is r1.0 -> 1 of b(0).
+TEST_CASE("hand: W001 on schedules/ideal/broadcast.sched names real repeated deliveries") {
+    Dir d;
+    const std::string sched = source("schedules/ideal/broadcast.sched");
+    auto c = run("compile " + sched + " -o " + d.path + "/t.json");
+    REQUIRE(c.code == 0);
+    CHECK(c.err.find(sched + ":186:71: warning[W001]: this send brings b(0) to processor 1, which a send in step 1 already brings "
+                     "it to (when u = 0, c1 = 0, c2 = 1, x = 0)") != std::string::npos);
+    CHECK(c.err.find(sched + ":176:97: warning[W001]: this send brings b(0) to processor 2, which a send in step 3 already brings "
+                     "it to (when u = 0, c1 = 1, x = 0, j = 1)") != std::string::npos);
+    auto j = nlohmann::json::parse(d.read("t.json"));
+    std::vector<int> into_1, into_2;
+    for (const auto& x : j["transfers"]) {
+        if (x["to"] == "1") into_1.push_back(x["step"].get<int>());
+        if (x["to"] == "2") into_2.push_back(x["step"].get<int>());
+        if (x["to"] == "1" || x["to"] == "2") CHECK(x["msg"] == "b(0)");
+    }
+    CHECK(into_1 == std::vector<int>{2, 8, 18, 24});
+    CHECK(into_2 == std::vector<int>{6, 22});
+    // Still a correct broadcast: the repeats waste channel time, not correctness.
+    CHECK(run("verify " + sched).code == 0);
 }
 
 TEST_CASE("hand: SVG cells carry hover titles with the messages, fat trees at 64 show their router links") {

@@ -5,11 +5,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +57,41 @@ TEST_CASE("origins: verify of a schedule names the statement of the capacity and
     REQUIRE(j["violations"].size() >= 2);
     CHECK(j["violations"][0]["origin"] == file + ":13:3");
     CHECK(j["violations"][1]["origin"] == file + ":15:5");
+}
+
+// Issue 14: 20 capacity violations made in one loop used to point at one (at file:line:col) with
+// nothing to tell them apart; each now carries the loop values of the run that made its transfer.
+TEST_CASE("origins: counterexamples from a loop carry the loop values of the transfer they name") {
+    const std::string file = "/tmp/collsched_test_when." + std::to_string(::getpid()) + ".sched";
+    std::ofstream(file) << "topology ring(4)\ncollective alltoall\nfor s in 0 .. 3 {\n  step 1 {\n"
+                           "    for d in 1 .. 2 { send s -> (s + 1) % 4 msg m(s, (s + d) % 4) }\n  }\n}\n";
+    auto r = run("verify " + file);
+    CHECK(r.code == 1);
+    // Each channel s -> s+1 carries m(s, (s + 1) % 4) and m(s, (s + 2) % 4) in step 1; the
+    // counterexample names the message with the lower id, so the run it names is d = 1 except
+    // on 2 -> 3, where m(2,0) comes first and was sent by d = 2.
+    CHECK(r.out.find("  capacity: step 1, channel 0->1: 2 messages (m(0,1), m(0,2)) but capacity 1 (at " + file +
+                     ":5:23, when s = 0, d = 1)\n") != std::string::npos);
+    CHECK(r.out.find("  capacity: step 1, channel 2->3: 2 messages (m(2,0), m(2,3)) but capacity 1 (at " + file +
+                     ":5:23, when s = 2, d = 2)\n") != std::string::npos);
+    auto z = run("verify --engine z3 " + file);
+    CHECK(line_with(z.out, "  capacity: step 1, channel 3->0").ends_with("(at " + file + ":5:23, when s = 3, d = 1)"));
+    auto js = run("verify --json " + file);
+    auto j = nlohmann::json::parse(js.out);
+    std::vector<std::string> when;
+    for (const auto& v : j["violations"])
+        if (v["property"] == "capacity") {
+            CHECK(v["origin"] == file + ":5:23");
+            when.push_back(v["when"].get<std::string>());
+        }
+    std::sort(when.begin(), when.end());
+    CHECK(when == std::vector<std::string>{"s = 0, d = 1", "s = 1, d = 1", "s = 2, d = 2", "s = 3, d = 1"});
+    // The table compiled with --locations has the statement but no loop values.
+    const std::string table = file + ".json";
+    REQUIRE(run("compile --locations -o " + table + " " + file).code == 0);
+    CHECK(run("verify " + table).out.find("(at " + file + ":5:23)\n") != std::string::npos);
+    std::remove(table.c_str());
+    std::remove(file.c_str());
 }
 
 TEST_CASE("origins: simulate of a schedule ends its halt message with the statement") {
@@ -125,4 +162,20 @@ step 1 { send 0 -> 1
             CHECK(at == want);
         }
     }
+}
+
+TEST_CASE("origins: verify prints a schedule's claims with their check against the steps") {
+    const std::string file = "/tmp/collsched_test_claims." + std::to_string(::getpid()) + ".sched";
+    std::ofstream(file) << "topology ring(4)\ncollective broadcast(0)\ncite \"a paper\"\nclaim steps <= 1\nbound lower = 2\n"
+                           "claim buffer = 0\nstep 1 { send 0 -> 1 }\nstep 2 { send 1 -> 2\n send 0 -> 3 }\n";
+    auto r = run("verify " + file);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("claims:\n  cite \"a paper\"\n  claim steps <= 1: violated (2 steps)\n  bound lower = 2: holds (2 steps)\n"
+                     "  claim buffer = 0: not checked (collsched reproduce measures it)\n") != std::string::npos);
+    auto js = run("verify --json " + file);
+    auto j = nlohmann::json::parse(js.out);
+    REQUIRE(j["claims"].size() == 4);
+    CHECK(j["claims"][1] == nlohmann::json{{"statement", "claim steps <= 1"}, {"field", "claim_at_most"}, {"value", 1}, {"check", "violated"}});
+    CHECK(j["claims"][0].dump() == R"({"field":"cite","statement":"cite \"a paper\"","value":"a paper"})");
+    std::remove(file.c_str());
 }

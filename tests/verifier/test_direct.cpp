@@ -3,62 +3,23 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "compiler/builder.hpp"
 #include "compiler/table_io.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/z3_engine.hpp"
+#include "tests/verifier/verify_tables.hpp"
 
 using namespace collsched;
-
-namespace {
-
-SendTable load(const std::string& name) {
-    std::ifstream in(std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/" + name);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return parse_table_json(ss.str(), name);
-}
-
-/// A table built from "step from to msg" lines, for small hand-made cases.
-SendTable table(std::string_view spec, std::string_view model, std::string_view collective,
-                std::initializer_list<std::tuple<Step, const char*, const char*, const char*>> hops) {
-    auto topo = Topology::parse(spec);
-    TableBuilder b(topo, apply_model_options(topo->default_model(), model), Collective::parse(collective, *topo));
-    for (auto [s, from, to, m] : hops) {
-        auto c = topo->find_channel(*topo->find_node(from), *topo->find_node(to));
-        REQUIRE(c.has_value());
-        b.hop(s, *c, *b.messages().parse(m));
-    }
-    return std::move(b).finish();
-}
-
-Status status(const VerifyReport& r, Property p) { return r.status[static_cast<std::size_t>(p)]; }
-
-const Violation& first(const VerifyReport& r, Property p) {
-    for (const Violation& v : r.violations)
-        if (v.property == p) return v;
-    FAIL("no violation of ", to_string(p));
-    throw 0;
-}
-
-std::string channel(const SendTable& t, const Violation& v) {
-    REQUIRE(v.channel.has_value());
-    const Channel& c = t.topology->channel(*v.channel);
-    return t.topology->node_name(c.from) + "->" + t.topology->node_name(c.to);
-}
-
-void move_transfer(SendTable& t, const char* from, const char* to, const char* m, Step old_step, Step new_step) {
-    auto c = *t.topology->find_channel(*t.topology->find_node(from), *t.topology->find_node(to));
-    auto msg = *t.messages().parse(m);
-    for (Transfer& x : t.transfers)
-        if (x.step == old_step && x.channel == c && x.message == msg) x.step = new_step;
-    t.sort();
-}
-
-}  // namespace
+using collsched::test::channel;
+using collsched::test::count;
+using collsched::test::first;
+using collsched::test::load;
+using collsched::test::move_transfer;
+using collsched::test::names;
+using collsched::test::node;
+using collsched::test::status;
+using collsched::test::table;
 
 TEST_CASE("direct: the hand-written EBFT n=4 total exchange holds in 6 steps") {
     SendTable t = load("ebft4_alltoall.json");
