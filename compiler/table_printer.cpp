@@ -52,20 +52,28 @@ void write_table_dsl(const SendTable& t, fmt::memory_buffer& out, const Flush& f
     fmt::format_to(std::back_inserter(out), "# A send table written as a schedule (transfers: {}, steps: {}).\n",
                    t.transfers.size(), t.steps());
     fmt::format_to(std::back_inserter(out), "topology {}\n{}\ncollective {}{}\n", dsl::quote(topo.spec()), model_text(t.model),
-                   dsl_collective(t.collective), t.collective.chunks > 1 ? fmt::format(" chunks {}", t.collective.chunks) : "");
+                   dsl_collective(t.collective), t.collective.chunks > 1 ? fmt::format(" chunks {}", t.collective.chunks) : std::string());
     for (const Requirement& r : t.requirements) fmt::format_to(std::back_inserter(out), "require {} at {}\n", ms.name(r.message), idx(r.at));
     for (const Claim& c : t.claims) fmt::format_to(std::back_inserter(out), "{}\n", c.statement());
     std::vector<std::string> names(topo.nodes());
     for (std::uint32_t v = 0; v < topo.nodes(); ++v) names[v] = dsl_node_name(topo, Node{v});
     const std::uint32_t P = topo.processors();
-    Step stated = 0;  // steps of several rounds up to here are written
-    auto rounds_of = [&](Step s) { return t.rounds(s) > 1 ? fmt::format(" rounds {}", t.rounds(s)) : std::string(); };
+    const bool chunked = t.collective.chunks > 1;
+    // A step of several rounds is written with them, also when it has no transfer.
+    auto step_head = [&](Step s) {
+        if (t.rounds(s) > 1) fmt::format_to(std::back_inserter(out), "step {} rounds {} {{\n", s, t.rounds(s));
+        else fmt::format_to(std::back_inserter(out), "step {} {{\n", s);
+    };
+    Step written = 0;
     for (std::size_t i = 0; i < t.transfers.size();) {
         Step s = t.transfers[i].step;
-        for (Step e = stated + 1; e < s && e <= t.step_rounds.size(); ++e)  // steps without transfers that last several rounds
-            if (t.rounds(e) > 1) fmt::format_to(std::back_inserter(out), "step {}{} {{\n}}\n", e, rounds_of(e));
-        stated = s;
-        fmt::format_to(std::back_inserter(out), "step {}{} {{\n", s, rounds_of(s));
+        for (Step e = written + 1; e < s; ++e)
+            if (t.rounds(e) > 1) {
+                step_head(e);
+                put("}\n");
+            }
+        written = s;
+        step_head(s);
         for (; i < t.transfers.size() && t.transfers[i].step == s; ++i) {
             const Transfer& x = t.transfers[i];
             const Channel& c = topo.channel(x.channel);
@@ -75,7 +83,8 @@ void write_table_dsl(const SendTable& t, fmt::memory_buffer& out, const Flush& f
             put(names[idx(c.to)]);
             put(" msg ");
             std::uint64_t v = idx(x.message), pp = std::uint64_t{P} * P;
-            if (v < pp) fmt::format_to(std::back_inserter(out), "m({},{})\n", v / P, v % P);
+            if (chunked) fmt::format_to(std::back_inserter(out), "{}\n", ms.name(x.message));
+            else if (v < pp) fmt::format_to(std::back_inserter(out), "m({},{})\n", v / P, v % P);
             else if (v < pp + P) fmt::format_to(std::back_inserter(out), "b({})\n", v - pp);
             else if (v < pp + 2ull * P) fmt::format_to(std::back_inserter(out), "a({})\n", v - pp - P);
             else fmt::format_to(std::back_inserter(out), "{}\n", ms.name(x.message));  // a(i..j), b(0)+b(4): DSL syntax too

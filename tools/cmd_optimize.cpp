@@ -26,6 +26,8 @@ struct OptimizeArgs {
     SolverArgs solver;
     bool json = false;
     std::vector<std::string> outputs;
+    std::uint32_t chunks = 1;
+    std::uint32_t rounds = 0;
 };
 
 std::string text_report(const SynthInstance& in, const OptimizeResult& r, const SolverArgs& sa) {
@@ -58,6 +60,12 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--collective", args->collective, "alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:a,b")
         ->required();
     cmd->add_option("--model", args->model, "key=value pairs on top of the family's default, e.g. queues=none,ports=half");
+    cmd->add_option("--chunks", args->chunks, "Split every datum into C chunks (messages b(s,c), m(s,d,c)); default 1")
+        ->check(CLI::Range(1u, max_chunks));
+    cmd->add_option("--rounds", args->rounds,
+                    "SCCL's rounds: the steps last R rounds in all, a step of r rounds carries r times every capacity; the least "
+                    "steps S <= R with R rounds (default: one round per step)")
+        ->check(CLI::Range(1u, 1u << 20));
     args->solver.add_to(*cmd);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
@@ -66,6 +74,9 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         auto topo = Topology::parse(args->topology);
         SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
                          args->solver.route_space()};
+        in.collective.set_chunks(args->chunks, *topo);
+        if (args->rounds > 0) in.rounds = args->rounds;
+        if (in.rounds && args->solver.incremental) throw InputError("--incremental is not supported with --rounds (every S is its own encoding)");
         encoding_for(in);  // unsupported models are bad input, before any work
         OptimizeOptions opt = args->solver.options();
         Progress progress;

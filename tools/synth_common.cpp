@@ -189,7 +189,7 @@ std::string witness_dsl(const SendTable& t, const std::string& comment) {
                 std::size_t i = 0;
                 while (i < ev.transfers.size()) {
                     Step s = ev.transfers[i].sent;
-                    text += fmt::format("step {} {{\n", s);
+                    text += t.rounds(s) > 1 ? fmt::format("step {} rounds {} {{\n", s, t.rounds(s)) : fmt::format("step {} {{\n", s);
                     for (; i < ev.transfers.size() && ev.transfers[i].sent == s; ++i) {
                         const EndpointTransfer& e = ev.transfers[i];
                         text += fmt::format("  send {} -> {}", idx(e.src), idx(e.dst));
@@ -200,7 +200,7 @@ std::string witness_dsl(const SendTable& t, const std::string& comment) {
                 }
                 Diagnostics diags;
                 std::optional<SendTable> back = compile_text(text, "witness", CompileOptions{}, diags);
-                if (back && back->transfers == t.transfers) return text;
+                if (back && back->transfers == t.transfers && back->step_rounds == t.step_rounds) return text;
             }
         } catch (const InputError&) {
             // not an endpoint-regular table: the hop form below

@@ -55,6 +55,13 @@ struct SynthInstance {
     Model model;
     Collective collective;
     RouteSpace routes = RouteSpace::any;
+    /// SCCL's rounds (issue 15): the steps last R rounds in all (each at least one), and a step
+    /// of r rounds multiplies every capacity and port limit by r. Only for a fixed number of
+    /// steps (the horizon solved is the number of steps). nullopt: every step is one round.
+    std::optional<Step> rounds{};
+    /// Chunks or rounds: only the hold/cross encodings (free_route, dissemination) take them.
+    /// (The chunks per datum are the collective's: Collective::chunks.)
+    bool chunked() const { return collective.chunks > 1 || rounds.has_value(); }
 };
 
 enum class EncodingKind : std::uint8_t { personal, free_route, dissemination, end_to_end };
@@ -101,6 +108,13 @@ struct SynthOptions {
     std::function<bool()> interrupt;
     /// Called about once a second during a CaDiCaL solve with the seconds spent so far.
     std::function<void(double)> tick;
+    /// Hold/cross encodings, to find schedules faster: only schedules invariant under these
+    /// permutations of the nodes (automorphisms of the topology and the collective, see
+    /// automorphisms()). A restriction, so an UNSAT answer proves nothing: solve() reports it
+    /// as unknown ("no invariant schedule").
+    std::vector<std::vector<std::uint32_t>> invariant;
+    /// CaDiCaL's configuration ("sat" favours finding schedules); empty: its default.
+    std::string cadical_config;
 };
 
 enum class Answer : std::uint8_t { sat, unsat, unknown };
@@ -115,6 +129,9 @@ struct SynthResult {
     std::uint64_t variables = 0;
     std::uint64_t clauses = 0;
     std::uint64_t cardinalities = 0;
+    /// sat with SynthInstance::rounds: the rounds of each step of the witness (index t-1), each
+    /// the least the decoded transfers need (so their sum may be below the budget).
+    std::vector<Step> step_rounds;
 };
 
 /// An encoded instance for every horizon up to `max_horizon`; `solve(T)` decides horizon T
@@ -219,6 +236,12 @@ struct OptimizeResult {
     double seconds = 0;
     std::string note;                 ///< infeasible: why
 };
+
+/// The automorphisms of the topology that map the collective's goals to themselves: node
+/// permutations preserving every channel with its capacity and every link group, and the
+/// collective (a root stays fixed). Topologies without routers only (empty otherwise), at most
+/// `limit` elements (the identity left out).
+std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance&, std::size_t limit = 64);
 
 /// The least T between the proven lower bound and the best known schedule: solves horizons
 /// downward from the upper bound; a SAT answer jumps below the witness found, the first UNSAT

@@ -63,7 +63,7 @@ struct GoalPair {
 
 std::vector<GoalPair> goal_pairs(const SynthInstance& in) {
     std::vector<GoalPair> g;
-    Messages ms(in.topology->processors());
+    Messages ms = in.collective.messages(in.topology->processors());
     in.collective.for_each_goal(in.topology->processors(), [&](MessageId m, Node d) { g.push_back({m, ms.origin(m), d}); });
     return g;
 }
@@ -139,7 +139,7 @@ std::vector<Bound> route_bounds(const SynthInstance& in, const std::vector<GoalP
         const Step k = static_cast<Step>(r.size());
         if (k > far) {
             far = k;
-            far_what = Messages(P).name(g.m);
+            far_what = in.collective.messages(P).name(g.m);
         }
         for (Step j = 0; j < k; ++j) {
             Job job{j + 1, k - 1 - j};
@@ -218,11 +218,11 @@ std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<
     std::uint64_t hops = 0;
     for (const GoalPair& g : goals) {
         if (d(g) == unreachable)
-            throw InputError(fmt::format("{} cannot reach processor {} from {}: no schedule exists", Messages(P).name(g.m), idx(g.dst), idx(g.src)));
+            throw InputError(fmt::format("{} cannot reach processor {} from {}: no schedule exists", in.collective.messages(P).name(g.m), idx(g.dst), idx(g.src)));
         hops += d(g);
         if (d(g) > far) {
             far = d(g);
-            far_what = Messages(P).name(g.m);
+            far_what = in.collective.messages(P).name(g.m);
         }
     }
     out.push_back({far, "distance", fmt::format("{} is {} channels away", far_what, far), RouteSpace::any, {"shortest-path distances"}});
@@ -394,7 +394,7 @@ std::vector<Bound> dissemination_bounds(const SynthInstance& in, EncodingKind ki
         if (d == unreachable) continue;
         if (d > far) {
             far = d;
-            far_what = fmt::format("{} to {}", Messages(P).name(g.m), idx(g.dst));
+            far_what = fmt::format("{} to {}", in.collective.messages(P).name(g.m), idx(g.dst));
         }
         recv[idx(g.dst)].push_back({d, 0});
     }
@@ -654,7 +654,7 @@ Dissem dissem_of(const SynthInstance& in) {
     Dissem d;
     const std::uint32_t P = in.topology->processors();
     std::map<std::uint32_t, std::size_t> at;
-    Messages ms(P);
+    Messages ms = in.collective.messages(P);
     in.collective.for_each_goal(P, [&](MessageId m, Node p) {
         auto [it, fresh] = at.try_emplace(idx(m), d.msgs.size());
         if (fresh) {

@@ -9,10 +9,13 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <tuple>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "dsl/diagnostics.hpp"
+#include "support/assert.hpp"
 
 namespace collsched::synth {
 
@@ -143,7 +146,7 @@ bool routers_hold(const SynthInstance& in, EncodingKind kind) {
 
 std::uint64_t estimate_variables(const SynthInstance& in, EncodingKind kind, Step H) {
     const Topology& t = *in.topology;
-    const std::uint64_t goals = in.collective.goal_count(t.processors());
+    const std::uint64_t goals = in.collective.goal_count(t.processors()) * std::max<std::uint32_t>(1, in.collective.chunks);
     const std::uint64_t steps = std::uint64_t{H} + 1;
     switch (kind) {
         case EncodingKind::personal: {
@@ -156,7 +159,7 @@ std::uint64_t estimate_variables(const SynthInstance& in, EncodingKind kind, Ste
         case EncodingKind::free_route:
             return goals * (t.nodes() + t.channels().size()) * steps;
         case EncodingKind::dissemination: {
-            std::uint64_t msgs = std::min<std::uint64_t>(goals, t.processors());
+            std::uint64_t msgs = std::min<std::uint64_t>(goals, std::uint64_t{t.processors()} * std::max<std::uint32_t>(1, in.collective.chunks));
             return msgs * (t.nodes() + t.channels().size()) * steps;
         }
         case EncodingKind::end_to_end: {
@@ -267,7 +270,7 @@ void encode_personal(const SynthInstance& in, Step H, const SynthOptions& opt, E
         std::uint32_t first_seg, segs;
     };
     std::vector<Goal> goals;
-    Messages ms(topo.processors());
+    Messages ms = in.collective.messages(topo.processors());
     in.collective.for_each_goal(topo.processors(), [&](MessageId m, Node d) {
         goals.push_back({m, ms.origin(m), d, topo.route(ms.origin(m), d), 0, 0});
     });
@@ -461,12 +464,15 @@ struct Dissem {
     std::vector<MessageId> msgs;
     std::vector<Node> origin;
     std::vector<std::vector<Node>> goals;  // per message
+    std::vector<std::uint32_t> chunk;      // per message: its chunk index (0 when unsplit)
 };
 
+/// The messages with their origins and goals. With C > 1 chunks the collective's goals are
+/// already per chunk (Collective::for_each_goal), the chunks of a datum adjacent.
 Dissem dissemination_goals(const SynthInstance& in) {
     Dissem d;
     const std::uint32_t P = in.topology->processors();
-    Messages ms(P);
+    Messages ms = in.collective.messages(P);
     std::map<std::uint32_t, std::size_t> at;
     in.collective.for_each_goal(P, [&](MessageId m, Node p) {
         auto [it, fresh] = at.try_emplace(idx(m), d.msgs.size());
@@ -474,11 +480,74 @@ Dissem dissemination_goals(const SynthInstance& in) {
             d.msgs.push_back(m);
             d.origin.push_back(ms.origin(m));
             d.goals.emplace_back();
+            d.chunk.push_back(ms.chunk(m));
         }
         d.goals[it->second].push_back(p);
     });
     return d;
 }
+
+/// Rounds (SCCL's, issue 15): with a total of R rounds over H steps, step t lasts
+/// r_t = 1 + (number of true extra[t][i]), i < E = R - H, with extra[t][i+1] -> extra[t][i]
+/// (order encoding) and at most E extra rounds in all. A load of k per round in step t becomes
+/// "sum(load) + k * #(not extra[t][i]) <= k * (1 + E)": with r_t - 1 of the E literals true
+/// that is sum(load) <= k * r_t. The k copies of each literal are fresh variables equal to it,
+/// so no cardinality constraint sees a literal twice.
+class Rounds {
+public:
+    Rounds(Formula& f, Step H, std::optional<Step> total) : f_(f), extra_(H + 1) {
+        if (!total) return;
+        if (*total < H) {
+            f.clause({});
+            return;
+        }
+        E_ = *total - H;
+        std::vector<int> all;
+        for (Step t = 1; t <= H; ++t)
+            for (Step i = 0; i < E_; ++i) {
+                extra_[t].push_back(f.new_var());
+                all.push_back(extra_[t].back());
+                if (i > 0) f.clause({-extra_[t][i], extra_[t][i - 1]});
+            }
+        f.at_most(std::move(all), E_);
+        copies_.resize(all_size());
+    }
+    Step extra_per_step() const { return E_; }
+    const std::vector<int>& extra(Step t) const { return extra_[t]; }
+    /// sum(load) <= k * (rounds of the steps in [t0, t1]).
+    void at_most(std::vector<int> load, std::int64_t k, Step t0, Step t1) {
+        for (Step t = t0; t <= t1; ++t)
+            for (Step i = 0; i < E_; ++i)
+                for (std::int64_t j = 0; j < k; ++j) load.push_back(-copy(t, i, static_cast<std::size_t>(j)));
+        f_.at_most(std::move(load), k * static_cast<std::int64_t>(t1 - t0 + 1) * (1 + E_));
+    }
+
+    /// sum(load) >= need - k * (rounds of the steps in [t0, t1]).
+    void at_least_minus(std::vector<int> load, std::int64_t need, std::int64_t k, Step t0, Step t1) {
+        for (Step t = t0; t <= t1; ++t)
+            for (Step i = 0; i < E_; ++i)
+                for (std::int64_t j = 0; j < k; ++j) load.push_back(copy(t, i, static_cast<std::size_t>(j)));
+        f_.at_least(std::move(load), need - k * static_cast<std::int64_t>(t1 - t0 + 1));
+    }
+
+private:
+    std::size_t all_size() const { return extra_.size() * static_cast<std::size_t>(E_); }
+    int copy(Step t, Step i, std::size_t j) {
+        if (j == 0) return extra_[t][i];
+        auto& cs = copies_[t * static_cast<std::size_t>(E_) + i];
+        while (cs.size() < j) {
+            int v = f_.new_var();
+            f_.clause({-v, extra_[t][i]});
+            f_.clause({v, -extra_[t][i]});
+            cs.push_back(v);
+        }
+        return cs[j - 1];
+    }
+    Formula& f_;
+    std::vector<std::vector<int>> extra_;
+    Step E_ = 0;
+    std::vector<std::vector<int>> copies_;
+};
 
 /// The goals as horizons: every goal holds at H, and for each earlier horizon T >= far a
 /// deadline variable (e.deadline[T]) that, assumed true, makes every goal hold at T.
@@ -531,7 +600,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
         for (Node g : dm.goals[i]) {
             if (dist[i][idx(g)] == unreachable)
                 throw InputError(fmt::format("{} cannot reach processor {} from {}: no schedule exists",
-                                             Messages(P).name(dm.msgs[i]), idx(g), idx(dm.origin[i])));
+                                             in.collective.messages(P).name(dm.msgs[i]), idx(g), idx(dm.origin[i])));
             far = std::max<Step>(far, dist[i][idx(g)]);
         }
     }
@@ -564,6 +633,58 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
             }
             for (Step t = dist[i][idx(ch.from)] + 1; t <= last; ++t) cross[xidx(i, c, t)] = f.new_var();
         }
+    }
+    if (!opt.invariant.empty()) {
+        // Invariance under node permutations (SynthOptions::invariant): message i's variables
+        // equal those of its image at the image node or channel.
+        std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::size_t> entry;  // (origin, first goal, chunk)
+        for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+            entry[{idx(dm.origin[i]), personal ? idx(dm.goals[i].front()) : 0u, dm.chunk[i]}] = i;
+        std::size_t n = 0;
+        for (const auto& g : opt.invariant) {
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
+                auto it = entry.find({g[idx(dm.origin[i])], personal ? g[idx(dm.goals[i].front())] : 0u, dm.chunk[i]});
+                COLLSCHED_ASSERT(it != entry.end());
+                const std::size_t j = it->second;
+                for (std::uint32_t v = 0; v < N; ++v)
+                    for (Step t = 0; t <= H; ++t) {
+                        int a = hold[hidx(i, v, t)], b = hold[hidx(j, g[v], t)];
+                        f.clause({-a, b});
+                        f.clause({a, -b});
+                    }
+                for (std::size_t c = 0; c < C; ++c) {
+                    const Channel& ch = topo.channels()[c];
+                    auto gc = topo.find_channel(Node{g[idx(ch.from)]}, Node{g[idx(ch.to)]});
+                    COLLSCHED_ASSERT(gc.has_value());
+                    for (Step t = 1; t <= H; ++t) {
+                        int a = cross[xidx(i, c, t)], b = cross[xidx(j, idx(*gc), t)];
+                        f.clause({-a, b});
+                        f.clause({a, -b});
+                        ++n;
+                    }
+                }
+            }
+        }
+        e.notes.push_back(fmt::format("restriction: invariant under {} automorphisms ({} tied transfers)", opt.invariant.size(), n));
+    }
+    Rounds rounds(f, H, in.rounds);
+    e.round_lits.assign(H + 1, {});
+    for (Step t = 1; t <= H; ++t) e.round_lits[t] = rounds.extra(t);
+    if (opt.symmetry && in.collective.chunks > 1 && opt.invariant.empty()) {
+        // Chunk order (docs/synthesis.md, "Chunks and rounds"): the chunks of one datum are
+        // interchangeable, so relabel them by their arrival at one goal (the farthest).
+        std::size_t n = 0;
+        for (std::size_t i = 0; i + 1 < dm.msgs.size(); ++i) {
+            if (dm.chunk[i + 1] != dm.chunk[i] + 1) continue;
+            Node g = dm.goals[i].front();
+            for (Node q : dm.goals[i])
+                if (dist[i][idx(q)] > dist[i][idx(g)]) g = q;
+            for (Step t = 1; t <= H; ++t) {
+                f.clause({-hold[hidx(i + 1, idx(g), t)], hold[hidx(i, idx(g), t)]});
+                ++n;
+            }
+        }
+        e.notes.push_back(fmt::format("symmetry: chunks of a datum arrive in order at its farthest goal ({} clauses)", n));
     }
     if (personal && opt.symmetry) {
         // Time shift (docs/synthesis.md, "Symmetry"): some transfer happens in step 1.
@@ -617,7 +738,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
         for (Step t = 1; t <= H; ++t) {
             std::vector<int> ls;
             for (std::size_t i = 0; i < dm.msgs.size(); ++i) ls.push_back(cross[xidx(i, c, t)]);
-            f.at_most(std::move(ls), topo.channels()[c].cap);
+            rounds.at_most(std::move(ls), topo.channels()[c].cap, t, t);
         }
     }
     if (model.inject_once)  // one transfer out of the origin; every other one moves away from it
@@ -636,6 +757,15 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
             }
             f.at_most(std::move(ls), 1);
         }
+    // Link groups (SCCL's switches): the channels of a group carry at most its capacity per
+    // round together.
+    for (const LinkGroup& g : topo.groups())
+        for (Step t = 1; t <= H; ++t) {
+            std::vector<int> ls;
+            for (ChannelId c : g.channels)
+                for (std::size_t i = 0; i < dm.msgs.size(); ++i) ls.push_back(cross[xidx(i, idx(c), t)]);
+            rounds.at_most(std::move(ls), g.cap, t, t);
+        }
     if (model.ports != Ports::multi)
         for (std::uint32_t p = 0; p < P; ++p)
             for (Step t = 1; t <= H; ++t) {
@@ -647,10 +777,10 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
                 }
                 if (model.ports == Ports::half) {
                     out.insert(out.end(), inn.begin(), inn.end());
-                    f.at_most(std::move(out), 1);
+                    rounds.at_most(std::move(out), 1, t, t);
                 } else {
-                    f.at_most(std::move(out), 1);
-                    f.at_most(std::move(inn), 1);
+                    rounds.at_most(std::move(out), 1, t, t);
+                    rounds.at_most(std::move(inn), 1, t, t);
                 }
             }
     if (opt.implied) {
@@ -670,12 +800,78 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
                 std::vector<int> ls;
                 for (std::size_t i : mine) ls.push_back(hold[hidx(i, p, t)]);
                 std::size_t before = f.cards().size();
-                f.at_most(std::move(ls), per_step * t);
+                rounds.at_most(std::move(ls), per_step, 1, t);
                 n += f.cards().size() - before;
+            }
+            if (in.rounds) {
+                // With rounds the horizon is exact: what p still lacks after step t must arrive
+                // in steps t+1..H, at most per_step per round.
+                std::vector<std::size_t> goal_of_p;
+                for (std::size_t i : mine)
+                    if (std::find(dm.goals[i].begin(), dm.goals[i].end(), Node{p}) != dm.goals[i].end()) goal_of_p.push_back(i);
+                for (Step t = 1; t < H; ++t) {
+                    std::vector<int> ls;
+                    for (std::size_t i : goal_of_p) ls.push_back(hold[hidx(i, p, t)]);
+                    std::size_t before = f.cards().size();
+                    rounds.at_least_minus(std::move(ls), static_cast<std::int64_t>(goal_of_p.size()), per_step, t + 1, H);
+                    n += f.cards().size() - before;
+                }
             }
         }
         e.notes.push_back(fmt::format("implied: {} per-processor reception counts", n));
         check_deadline(opt);
+        if (personal && in.rounds) {
+            // Departures (docs/synthesis.md, "Chunks, rounds and the Pareto frontier"): every
+            // message leaves its origin at least once, and the origin sends at most its
+            // out-capacity per round. left[i][t]: message i has crossed a channel out of its
+            // origin by step t. By t at most out * rounds(1..t) have left, and at least
+            // |own| - out * rounds(t+1..H).
+            std::size_t d = 0;
+            for (std::uint32_t p = 0; p < P; ++p) {
+                std::int64_t out_cap = 0;
+                if (model.ports != Ports::multi) out_cap = 1;
+                else
+                    for (ChannelId c : topo.out_channels(Node{p})) out_cap += topo.channel(c).cap;
+                std::vector<std::size_t> own;
+                for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                    if (dm.origin[i] == Node{p}) own.push_back(i);
+                if (own.empty() || out_cap == 0) continue;
+                std::vector<std::vector<int>> left(own.size(), std::vector<int>(H + 1, -Formula::top));
+                for (std::size_t k = 0; k < own.size(); ++k)
+                    for (Step t = 1; t <= H; ++t) {
+                        std::vector<int> now{left[k][t - 1]};
+                        for (ChannelId c : topo.out_channels(Node{p})) now.push_back(cross[xidx(own[k], idx(c), t)]);
+                        left[k][t] = f.or_of(now);
+                    }
+                for (Step t = 1; t <= H; ++t) {
+                    std::vector<int> ls;
+                    for (std::size_t k = 0; k < own.size(); ++k) ls.push_back(left[k][t]);
+                    std::size_t before = f.cards().size();
+                    if (t < H) rounds.at_least_minus(ls, static_cast<std::int64_t>(own.size()), out_cap, t + 1, H);
+                    rounds.at_most(std::move(ls), out_cap, 1, t);
+                    d += f.cards().size() - before;
+                }
+            }
+            e.notes.push_back(fmt::format("implied: {} per-processor departure counts", d));
+            // Wasted hops (docs/synthesis.md): a chain table's walks make at least sum dist
+            // hops, and the channels carry at most (sum of capacities) * R in all, so at most
+            // slack = that minus sum dist hops fail to bring a message closer to its goal.
+            std::int64_t cap_total = 0, need = 0;
+            for (const Channel& ch : topo.channels()) cap_total += ch.cap;
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i) need += dist[i][idx(dm.goals[i].front())];
+            const std::int64_t slack = cap_total * static_cast<std::int64_t>(*in.rounds) - need;
+            std::vector<int> waste;
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                for (std::size_t c = 0; c < C; ++c) {
+                    const Channel& ch = topo.channels()[c];
+                    if (to[i][idx(ch.to)] < to[i][idx(ch.from)]) continue;
+                    for (Step t = 1; t <= H; ++t)
+                        if (cross[xidx(i, c, t)] != -Formula::top) waste.push_back(cross[xidx(i, c, t)]);
+                }
+            if (slack < 0) f.clause({});
+            else if (slack <= 512) f.at_most(std::move(waste), slack);
+            e.notes.push_back(fmt::format("implied: at most {} hops away from the goal", slack));
+        }
         if (model.ports == Ports::half && topo.routers() == 0) {
             // Every transfer joins a sending and a receiving processor, and under half duplex
             // each processor does one of the two per step: at most floor(P/2) new holdings per step.
@@ -686,7 +882,7 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
                     for (std::uint32_t p = 0; p < P; ++p)
                         if (dm.origin[i] != Node{p} && (!personal || dm.goals[i].front() == Node{p})) ls.push_back(hold[hidx(i, p, t)]);
                 std::size_t before = f.cards().size();
-                f.at_most(std::move(ls), static_cast<std::int64_t>(P / 2) * t);
+                rounds.at_most(std::move(ls), static_cast<std::int64_t>(P / 2), 1, t);
                 g += f.cards().size() - before;
             }
             e.notes.push_back(fmt::format("implied: {} half-duplex pairing counts", g));
@@ -862,8 +1058,6 @@ EncodingKind encoding_for(const SynthInstance& in) {
     if (m.queues == QueueKind::bounded)
         throw InputError(fmt::format("the synthesizer encodes queues=none and queues=unbounded; a queue bound ({}) is not supported",
                                      m.queue_bound));
-    if (in.collective.chunks > 1 || !t.groups().empty())
-        throw InputError("the synthesizer does not encode chunks and link groups yet (issue 15: optimize --chunks, collsched pareto)");
     CollectiveKind k = in.collective.kind;
     if (k == CollectiveKind::custom)
         throw InputError("the synthesizer needs a named collective (alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:...)");
@@ -871,6 +1065,31 @@ EncodingKind encoding_for(const SynthInstance& in) {
         throw InputError(fmt::format("the synthesizer does not encode combining collectives ({}): values that combine at processors "
                                      "are checked by verify and simulate, not searched for",
                                      in.collective.to_string()));
+    if (in.chunked()) {
+        // Chunks and rounds are encoded in the hold/cross encodings only (docs/synthesis.md).
+        if (in.collective.chunks == 0) throw InputError("--chunks must be at least 1");
+        if (in.rounds && *in.rounds == 0) throw InputError("--rounds must be at least 1");
+        if (in.routes == RouteSpace::fixed && synth::personal_kind(k))
+            throw InputError("chunks and rounds are searched over any route; --routes fixed is not supported with them");
+        if (m.inject_once) throw InputError("inject=once is not encoded with chunks or rounds");
+        if (synth::personal_kind(k)) return EncodingKind::free_route;
+        if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
+        throw InputError(fmt::format("{} on {} with chunks or rounds: copies through routers need replicate=yes or a topology "
+                                     "without routers",
+                                     in.collective.to_string(), t.spec()));
+    }
+    if (!t.groups().empty()) {
+        // Link groups are encoded in the hold/cross encodings only.
+        if (synth::personal_kind(k)) {
+            if (in.routes == RouteSpace::fixed)
+                throw InputError("link groups are encoded for any route only; --routes fixed is not supported on a topology with groups");
+            if (m.inject_once) throw InputError("inject=once is not encoded on a topology with link groups");
+            return EncodingKind::free_route;
+        }
+        if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
+        throw InputError(fmt::format("{} on {}: copies through routers need replicate=yes on a topology with link groups",
+                                     in.collective.to_string(), t.spec()));
+    }
     if (synth::personal_kind(k)) {
         if (in.routes == RouteSpace::fixed || fixed_routes_exact(in)) return EncodingKind::personal;
         if (m.inject_once)
@@ -931,7 +1150,10 @@ std::string search_space(const SynthInstance& in) {
         return fmt::format("every schedule of model {} in which processors send copies to processors along the routes", model);
     if (searched_routes(in) == RouteSpace::fixed)
         return fmt::format("every schedule of model {} on the topology's fixed routes", model);
-    return fmt::format("every schedule of model {} with any route", model);
+    std::string extra;
+    if (in.collective.chunks > 1) extra += fmt::format(", {} chunks per datum", in.collective.chunks);
+    if (in.rounds) extra += fmt::format(", at most {} rounds in all (a step of r rounds carries r times every capacity)", *in.rounds);
+    return fmt::format("every schedule of model {} with any route{}", model, extra);
 }
 
 }  // namespace collsched

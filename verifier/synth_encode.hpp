@@ -74,6 +74,8 @@ struct Encoding {
     std::vector<int> deadline;              ///< deadline[T]: the literal forcing completion by T (0: none needed)
     bool fixed_routes = false;              ///< verify with fixed routes (personal)
     std::vector<std::string> notes;         ///< what was added (symmetry, implied), for --verbose output
+    /// With SynthInstance::rounds: per step t, the literals "step t has more than i+1 rounds".
+    std::vector<std::vector<int>> round_lits;
 };
 
 /// Thrown by encode when SynthOptions::deadline passes or the size estimate exceeds

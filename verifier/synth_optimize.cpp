@@ -9,6 +9,7 @@
 
 #include "dsl/diagnostics.hpp"
 #include "support/assert.hpp"
+#include "verifier/pareto.hpp"
 #include "verifier/synth.hpp"
 
 namespace collsched {
@@ -39,6 +40,36 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
                                      "walk every pair, its encodings hold variables per pair and step)",
                                      in.collective.to_string(), in.topology->spec(), goals, opt.max_goals));
     res.bounds = lower_bounds(in);
+    if (in.chunked()) {
+        // Chunks and rounds (docs/synthesis.md, "Chunks, rounds and the Pareto frontier"). With
+        // rounds only the distance bound counts steps (the others count capacity per step, which
+        // rounds multiply); the bandwidth bound limits R: with one round per step R = S, so
+        // S >= ceil(bound * C); with R given, R < ceil(bound * C) means no schedule at all.
+        if (in.rounds) std::erase_if(res.bounds, [](const Bound& b) { return b.name != "distance"; });
+        SynthInstance whole = in;
+        whole.collective.chunks = 1;
+        whole.rounds.reset();
+        std::vector<BandwidthBound> bw = bandwidth_bounds(whole);
+        if (!bw.empty()) {
+            const Ratio lb = bw.front().rounds_per_chunk;
+            const Step need = static_cast<Step>(lb.ceil_times(in.collective.chunks));
+            if (in.rounds && *in.rounds < need) {
+                res.status = OptStatus::infeasible;
+                res.note = fmt::format("{} rounds are fewer than the bandwidth bound allows for {} chunks: R >= {} * {} ({})", *in.rounds,
+                                       in.collective.chunks, lb.text(), in.collective.chunks, bw.front().detail);
+                res.seconds = elapsed();
+                return res;
+            }
+            if (!in.rounds)
+                res.bounds.push_back({need, "bandwidth",
+                                      fmt::format("one round per step, so S = R >= {} * {} chunks ({})", lb.text(), in.collective.chunks,
+                                                  bw.front().detail),
+                                      RouteSpace::any, {"one round per step"}});
+        }
+        std::stable_sort(res.bounds.begin(), res.bounds.end(), [&](const Bound& a, const Bound& b) {
+            return std::pair(bound_applies(a, in), a.steps) > std::pair(bound_applies(b, in), b.steps);
+        });
+    }
     // Only bounds whose assumptions the search satisfies (lower_bounds puts them first).
     if (!res.bounds.empty() && bound_applies(res.bounds.front(), in)) {
         res.lower_bound = res.bounds.front().steps;
@@ -54,7 +85,8 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
         res.seconds = elapsed();
         return res;
     }
-    if (auto k = known_schedule(in, opt.constructions, deadline)) {
+    // The known schedules are of one chunk and one round per step: none for chunked instances.
+    if (auto k = in.chunked() ? std::nullopt : known_schedule(in, opt.constructions, deadline)) {
         res.upper_bound = res.known_steps = k->table.steps();
         res.upper_bound_source = res.known_source = k->source;
         res.witness = std::move(k->table);
@@ -132,7 +164,10 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
         } else {
             // No schedule known: upward from the lower bound (each UNSAT raises it).
             Step T = res.lower_bound;
-            const Step cap = res.lower_bound + 64 * (in.topology->processors() + 4);
+            const Step first_horizon = T;
+            const std::string first_reason = res.lower_bound_reason;
+            // With R rounds in all, a schedule has at most R steps (each at least one round).
+            const Step cap = in.rounds ? *in.rounds : res.lower_bound + 64 * (in.topology->processors() + 4);
             while (T <= cap && !out_of_time()) {
                 SynthResult r = run(T);
                 if (r.answer == Answer::sat) {
@@ -147,6 +182,14 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
                 res.lower_bound = T + 1;
                 res.lower_bound_reason = fmt::format("solver ({}): no schedule completes by step {}", to_string(opt.synth.backend), T);
                 ++T;
+            }
+            if (in.rounds && T > *in.rounds && res.status != OptStatus::proved) {
+                res.status = OptStatus::infeasible;
+                res.note = fmt::format("no schedule with at most {} rounds: every step lasts at least one round, fewer than {} steps are "
+                                       "impossible ({}), and every number of steps from there to {} is UNSAT",
+                                       *in.rounds, first_horizon, first_reason, *in.rounds);
+                res.seconds = elapsed();
+                return res;
             }
         }
     }

@@ -88,6 +88,48 @@ private:
     std::string why_;
 };
 
+/// The least rounds each step of a table needs (SCCL's rounds): per step the largest
+/// ceil(load / limit) over channels (limit: capacity), processors' ports (single: sends and
+/// receives, 1 each; half: both together, 1) and link groups (limit: the group's capacity); at
+/// least 1. Steps 1..T.
+std::vector<std::uint32_t> least_rounds(const SendTable& t) {
+    const Topology& topo = *t.topology;
+    std::vector<std::uint32_t> r(t.steps(), 1);
+    auto need = [](std::uint64_t load, std::uint64_t limit) { return static_cast<std::uint32_t>((load + limit - 1) / limit); };
+    std::map<std::uint32_t, std::uint64_t> chan, sends, recvs;
+    std::vector<std::uint64_t> group(topo.groups().size(), 0);
+    for (std::size_t i = 0; i < t.transfers.size();) {
+        const Step s = t.transfers[i].step;
+        chan.clear();
+        sends.clear();
+        recvs.clear();
+        std::fill(group.begin(), group.end(), 0);
+        for (; i < t.transfers.size() && t.transfers[i].step == s; ++i) {
+            const ChannelId c = t.transfers[i].channel;
+            ++chan[idx(c)];
+            ++sends[idx(topo.channel(c).from)];
+            ++recvs[idx(topo.channel(c).to)];
+            for (std::uint32_t g : topo.groups_of(c)) ++group[g];
+        }
+        std::uint32_t& x = r[s - 1];
+        for (auto [c, load] : chan) x = std::max(x, need(load, topo.channel(ChannelId{c}).cap));
+        for (std::size_t g = 0; g < group.size(); ++g)
+            if (group[g]) x = std::max(x, need(group[g], topo.groups()[g].cap));
+        if (t.model.ports == Ports::single) {
+            for (auto [v, load] : sends)
+                if (topo.is_processor(Node{v})) x = std::max(x, need(load, 1));
+            for (auto [v, load] : recvs)
+                if (topo.is_processor(Node{v})) x = std::max(x, need(load, 1));
+        } else if (t.model.ports == Ports::half) {
+            std::map<std::uint32_t, std::uint64_t> both = sends;
+            for (auto [v, load] : recvs) both[v] += load;
+            for (auto [v, load] : both)
+                if (topo.is_processor(Node{v})) x = std::max(x, need(load, 1));
+        }
+    }
+    return r;
+}
+
 }  // namespace
 
 struct Synthesizer::Impl {
@@ -110,6 +152,7 @@ struct Synthesizer::Impl {
     void load_cadical() {
         cad = std::make_unique<CaDiCaL::Solver>();
         cad->set("quiet", 1);
+        if (!opt.cadical_config.empty()) cad->configure(opt.cadical_config.c_str());
         CadicalSink sink(*cad, enc.f.vars());
         std::span<const int> cl = enc.f.flat_clauses();
         const bool limited = opt.deadline != Clock::time_point::max();
@@ -172,6 +215,22 @@ struct Synthesizer::Impl {
         clauses = enc.f.clause_count();
     }
 
+    /// With rounds: the witness's rounds per step (steps 1..T of the table).
+    void rounds_of(SynthResult& r) const {
+        if (!inst.rounds || !r.witness) return;
+        for (Step s = 1; s <= r.witness->steps(); ++s) r.step_rounds.push_back(r.witness->rounds(s));
+    }
+
+    /// UNSAT, except under an invariance restriction, where it proves nothing.
+    void unsat(SynthResult& r) const {
+        if (opt.invariant.empty()) {
+            r.answer = Answer::unsat;
+            return;
+        }
+        r.answer = Answer::unknown;
+        r.reason = "no schedule invariant under the automorphisms (a restriction, not a proof)";
+    }
+
     bool value(int lit) {
         if (lit == synth::Formula::top) return true;
         if (lit == -synth::Formula::top) return false;
@@ -207,7 +266,7 @@ struct Synthesizer::Impl {
         auto mark = [&](std::size_t c) {
             if (keep.insert(c).second) work.push_back(c);
         };
-        Messages ms(t.processors());
+        Messages ms = inst.collective.messages(t.processors());
         inst.collective.for_each_goal(t.processors(), [&](MessageId m, Node d) {
             auto it = arrive.find({idx(m), idx(d)});
             if (it != arrive.end()) mark(it->second.front());
@@ -249,10 +308,14 @@ struct Synthesizer::Impl {
             }
         }
         SendTable table = std::move(b).finish();
+        if (inst.rounds) {
+            table.step_rounds = least_rounds(table);
+            table.normalize_rounds();
+        }
         VerifyOptions vo;
         vo.fixed_routes = enc.fixed_routes;
         VerifyReport r = verify_direct(table, vo);
-        COLLSCHED_ASSERT_MSG(r.holds() && table.steps() <= horizon,
+        COLLSCHED_ASSERT_MSG(r.holds() && table.steps() <= horizon && (!inst.rounds || table.total_rounds() <= *inst.rounds),
                              fmt::format("the schedule decoded for T = {} on {} does not verify ({} steps): {}", horizon,
                                          inst.topology->spec(), table.steps(),
                                          r.violations.empty() ? std::string(r.verdict()) : r.violations.front().detail));
@@ -316,7 +379,7 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
         return r;
     }
     if (horizon < im.enc.min_horizon) {
-        r.answer = Answer::unsat;
+        im.unsat(r);
         r.reason = fmt::format("a message needs {} steps on its route", im.enc.min_horizon);
         return r;
     }
@@ -332,8 +395,9 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
         if (res == 10) {
             r.answer = Answer::sat;
             r.witness = im.decode(horizon, [&](int l) { return im.value(l); });
+            im.rounds_of(r);
         } else if (res == 20) {
-            r.answer = Answer::unsat;
+            im.unsat(r);
         } else {
             r.answer = Answer::unknown;
             r.reason = stop.why().empty() ? "cadical gave up" : stop.why();
@@ -356,8 +420,9 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
                 if (l == -synth::Formula::top) return false;
                 return m.eval(im.z3lit(l), true).is_true();
             });
+            im.rounds_of(r);
         } else if (res == z3::unsat) {
-            r.answer = Answer::unsat;
+            im.unsat(r);
         } else {
             r.answer = Answer::unknown;
             r.reason = im.z3s->reason_unknown();

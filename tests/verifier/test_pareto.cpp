@@ -1,0 +1,220 @@
+// Chunks, rounds and the Pareto frontier (issue 15): the bandwidth bounds against SCCL's
+// `analyze rounds`, single (steps, chunks, rounds) instances decided by both backends with their
+// witnesses verified by the direct checker, the automorphisms and the invariance restriction
+// (whose UNSAT is never a proof), optimize with chunks and rounds, and the DGX-1 Allgather
+// frontier (2 steps at 3/2, 3 steps at 7/6, SCCL's published points) with every point proved.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "dsl/diagnostics.hpp"
+#include "verifier/direct.hpp"
+#include "verifier/pareto.hpp"
+#include "verifier/synth.hpp"
+
+using namespace collsched;
+
+namespace {
+
+SynthInstance inst(const std::string& spec, const char* coll, const char* model = "") {
+    auto topo = Topology::parse(spec);
+    return {topo, apply_model_options(topo->default_model(), model), Collective::parse(coll, *topo)};
+}
+
+std::string machine(const char* name) { return fmt::format("graph:{}/schedules/machines/{}.json", COLLSCHED_SOURCE_DIR, name); }
+
+SynthOptions backend(SatBackend b) {
+    SynthOptions o;
+    o.backend = b;
+    o.timeout = 60;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("bandwidth bounds: DGX-1 allgather 7/6 and gather 7/6 (as SCCL's analyze rounds), alltoall 8/3 (SCCL: 5/3)") {
+    auto ag = bandwidth_bounds(inst(machine("dgx1"), "allgather"));
+    REQUIRE(!ag.empty());
+    CHECK(ag.front().rounds_per_chunk == Ratio::of(7, 6));
+    CHECK(ag.front().name == "cut");
+    CHECK(ag.front().detail ==
+          "7 data start outside the processor set {0} and must enter it; the channels into it carry 6 chunks per round: R/C >= 7/6");
+    // Alltoall: the 16 messages from one socket to the other cross 6 NVLinks per round. SCCL's
+    // flow LP says 5/3 (the hops bound), as its relaxation lets a chunk's flow justify itself
+    // around a cycle.
+    auto a2a = bandwidth_bounds(inst(machine("dgx1"), "alltoall"));
+    REQUIRE(a2a.size() == 2);
+    CHECK(a2a[0].rounds_per_chunk == Ratio::of(8, 3));
+    CHECK(a2a[0].detail ==
+          "16 messages start outside the processor set {0, 1, 2, 3} and must enter it; the channels into it carry 6 chunks per round: "
+          "R/C >= 16/6");
+    CHECK(a2a[1].rounds_per_chunk == Ratio::of(5, 3));
+    CHECK(a2a[1].name == "hops");
+    CHECK(bandwidth_bounds(inst(machine("dgx1"), "gather:0")).front().rounds_per_chunk == Ratio::of(7, 6));
+    CHECK(bandwidth_bounds(inst(machine("dgx1"), "scatter:0")).front().rounds_per_chunk == Ratio::of(7, 6));
+    // Two DGX-1s: processor 1 has no link to the other box and receives 15 data over 6 per round.
+    CHECK(bandwidth_bounds(inst(machine("dgx1x2"), "allgather")).front().rounds_per_chunk == Ratio::of(5, 2));
+    // Single ports cut each processor's share to 1: ring allgather needs (n-1)/1.
+    CHECK(bandwidth_bounds(inst("complete:4", "allgather", "ports=single")).front().rounds_per_chunk == Ratio::of(3, 1));
+}
+
+TEST_CASE("Ratio is exact and reduced") {
+    CHECK(Ratio::of(8, 6).text() == "4/3");
+    CHECK(Ratio::of(6, 3).text() == "2");
+    CHECK(Ratio::of(7, 6) < Ratio::of(6, 5));
+    CHECK(Ratio::of(7, 6).ceil_times(6) == 7);
+    CHECK(Ratio::of(7, 6).ceil_times(5) == 6);
+}
+
+TEST_CASE("DGX-1 allgather in 2 steps: 3 rounds for 2 chunks, not 4 rounds for 3 (both backends, witnesses verified)") {
+    const SynthInstance in = inst(machine("dgx1"), "allgather");
+    for (SatBackend b : {SatBackend::cadical, SatBackend::z3}) {
+        CAPTURE(to_string(b));
+        SynthResult r = solve_rounds(in, 2, 2, 3, backend(b));
+        REQUIRE(r.answer == Answer::sat);
+        REQUIRE(r.witness);
+        const SendTable& t = *r.witness;
+        CHECK(t.collective.chunks == 2);
+        CHECK(t.steps() == 2);
+        CHECK(t.total_rounds() == 3);
+        CHECK(r.step_rounds.size() == 2);
+        CHECK(verify_direct(t).holds());
+        CHECK(solve_rounds(in, 2, 3, 4, backend(b)).answer == Answer::unsat);
+        CHECK(solve_rounds(in, 2, 4, 5, backend(b)).answer == Answer::unsat);
+    }
+}
+
+TEST_CASE("automorphisms of the DGX-1, and the invariance restriction never proves UNSAT") {
+    const SynthInstance in = inst(machine("dgx1"), "allgather");
+    auto autos = automorphisms(in);
+    // The hybrid cube-mesh with its NVLink counts: swap the two sockets, swap the two halves of
+    // each, and both (SCCL's own commented-out symmetries of dgx1()).
+    CHECK(autos.size() == 3);
+    for (const auto& g : autos) {
+        for (const Channel& ch : in.topology->channels()) {
+            auto img = in.topology->find_channel(Node{g[idx(ch.from)]}, Node{g[idx(ch.to)]});
+            REQUIRE(img);
+            CHECK(in.topology->channel(*img).cap == ch.cap);
+        }
+    }
+    CHECK(automorphisms(inst(machine("dgx1"), "gather:0")).empty());  // a root stays fixed: nothing moves 0 and keeps the caps
+    SynthOptions o = backend(SatBackend::cadical);
+    o.invariant = autos;
+    SynthResult r = solve_rounds(in, 2, 3, 4, o);
+    CHECK(r.answer == Answer::unknown);
+    CHECK(r.reason == "no schedule invariant under the automorphisms (a restriction, not a proof)");
+    SynthResult s = solve_rounds(in, 2, 2, 3, o);
+    REQUIRE(s.answer == Answer::sat);
+    CHECK(verify_direct(*s.witness).holds());
+}
+
+TEST_CASE("optimize with chunks and rounds: least steps, the search space named, infeasible below the bandwidth bound") {
+    SynthInstance in = inst(machine("dgx1"), "allgather");
+    in.collective.set_chunks(2, *in.topology);
+    in.rounds = 3;
+    OptimizeOptions o;
+    o.timeout = 60;
+    OptimizeResult r = optimize(in, o);
+    REQUIRE(r.status == OptStatus::proved);
+    CHECK(*r.optimum == 2);
+    CHECK(r.witness->total_rounds() <= 3);
+    CHECK(verify_direct(*r.witness).holds());
+    CHECK(search_space(in).find("2 chunks per datum, at most 3 rounds in all") != std::string::npos);
+
+    in.collective.set_chunks(3, *in.topology);
+    in.rounds = 4;  // 2 steps are UNSAT with 4 rounds for 3 chunks; 3 steps work (SCCL's (3, 4, 3))
+    r = optimize(in, o);
+    REQUIRE(r.status == OptStatus::proved);
+    CHECK(*r.optimum == 3);
+    CHECK(r.witness->total_rounds() == 4);
+
+    in.collective.set_chunks(6, *in.topology);
+    in.rounds = 6;  // below 7/6 * 6
+    r = optimize(in, o);
+    CHECK(r.status == OptStatus::infeasible);
+    CHECK(r.note.find("R >= 7/6 * 6") != std::string::npos);
+
+    // One round per step: S = R >= ceil(7/6 * 2) = 3 with 2 chunks.
+    SynthInstance one = inst(machine("dgx1"), "allgather");
+    one.collective.set_chunks(2, *one.topology);
+    r = optimize(one, o);
+    REQUIRE(r.status == OptStatus::proved);
+    CHECK(*r.optimum == 3);
+    CHECK(verify_direct(*r.witness).holds());
+}
+
+TEST_CASE("chunked synthesis refuses what it does not encode") {
+    SynthInstance in = inst("ebft:8", "alltoall");
+    in.collective.set_chunks(2, *in.topology);
+    in.routes = RouteSpace::fixed;
+    CHECK_THROWS_AS(encoding_for(in), InputError);
+    SynthInstance w = inst("ideal:8", "broadcast:0");
+    w.rounds = 3;
+    CHECK_THROWS_AS(encoding_for(w), InputError);
+}
+
+TEST_CASE("the Pareto frontier of DGX-1 allgather: (2 steps, 3/2) and (3 steps, 7/6), every point proved") {
+    ParetoOptions o;
+    o.max_chunks = 8;
+    o.timeout = 120;
+    ParetoResult r = pareto(inst(machine("dgx1"), "allgather"), o);
+    REQUIRE(r.complete);
+    CHECK(r.bandwidth_bound == Ratio::of(7, 6));
+    CHECK(*r.least_steps.optimum == 2);
+    std::vector<std::tuple<Step, Step, std::uint32_t>> frontier;
+    for (const ParetoRow& row : r.rows) {
+        CHECK(row.proved);
+        if (!row.frontier) continue;
+        frontier.push_back({row.best->steps, row.best->rounds, row.best->chunks});
+        CHECK(verify_direct(row.best->table).holds());
+        CHECK(row.best->table.total_rounds() == row.best->rounds);
+        CHECK(row.best->table.collective.chunks == row.best->chunks);
+    }
+    CHECK(frontier == std::vector<std::tuple<Step, Step, std::uint32_t>>{{2, 3, 2}, {3, 7, 6}});
+    // Row 2 refuted every pair below 3/2 with C <= 8 (SCCL assumes five of them without proof).
+    REQUIRE(r.rows.size() == 2);
+    std::size_t unsat = 0;
+    for (const RoundsAttempt& a : r.rows[0].attempts) unsat += a.answer == Answer::unsat;
+    CHECK(unsat == 10);
+    CHECK(r.end == "the bandwidth bound 7/6 is met");
+}
+
+TEST_CASE("link groups are honored: SCCL's HubAndSpoke(4) as a graph file with groups is complete:4 with single ports") {
+    // SCCL's hub_and_spoke(n): every pair linked, and per node one send and one receive per
+    // round over all its links (its switches), written as link groups.
+    const std::string path = (std::filesystem::temp_directory_path() / fmt::format("collsched_hub4.{}.json", ::getpid())).string();
+    {
+        std::ofstream f(path);
+        f << R"({"processors": 4, "edges": [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]], "groups": [)";
+        for (int p = 0; p < 4; ++p)
+            f << fmt::format(R"({}{{"name": "n{}out", "cap": 1, "out_of": {}}}, {{"name": "n{}in", "cap": 1, "into": {}}})", p ? ", " : "", p, p,
+                             p, p);
+        f << "]}";
+    }
+    const SynthInstance hub = inst("graph:" + path, "allgather");
+    REQUIRE(hub.topology->groups().size() == 8);
+    CHECK(encoding_for(hub) == EncodingKind::dissemination);
+    // The cut sees the groups: 3 data into {0} over one receive per round.
+    CHECK(bandwidth_bounds(hub).front().rounds_per_chunk == Ratio::of(3, 1));
+    OptimizeOptions o;
+    o.timeout = 60;
+    OptimizeResult r = optimize(hub, o);
+    REQUIRE(r.status == OptStatus::proved);
+    CHECK(*r.optimum == 3);  // SCCL's least steps for HubAndSpoke(4) Allgather; without the groups it is 1
+    CHECK(verify_direct(*r.witness).holds());
+    OptimizeResult free = optimize(inst("complete:4", "allgather"), o);
+    CHECK(*free.optimum == 1);
+    // Two chunks, 6 rounds, 3 steps: the groups allow 2 chunks per 2-round step.
+    SynthResult s = solve_rounds(hub, 3, 2, 6, backend(SatBackend::cadical));
+    REQUIRE(s.answer == Answer::sat);
+    CHECK(verify_direct(*s.witness).holds());
+    CHECK(solve_rounds(hub, 3, 2, 5, backend(SatBackend::cadical)).answer == Answer::unsat);  // below 3 * 2
+    // Automorphisms keep the groups: all 23 non-identity permutations of the 4 nodes.
+    CHECK(automorphisms(hub).size() == 23);
+    std::filesystem::remove(path);
+}

@@ -1,0 +1,216 @@
+// `collsched pareto`: the Pareto frontier of (steps, rounds per chunk) of a collective on a
+// topology, every point a verified schedule and every point below the frontier proved
+// impossible (docs/synthesis.md, "Chunks, rounds and the Pareto frontier").
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "dsl/diagnostics.hpp"
+#include "tools/commands.hpp"
+#include "tools/options.hpp"
+#include "tools/synth_common.hpp"
+#include "verifier/pareto.hpp"
+
+namespace collsched::tools {
+
+namespace {
+
+struct ParetoArgs {
+    std::string topology;
+    std::string collective;
+    std::string model;
+    SolverArgs solver;
+    std::uint32_t max_chunks = 8;
+    std::uint32_t max_steps = 0;
+    double solve_timeout = 0;
+    bool no_automorphisms = false;
+    bool json = false;
+    std::string dir;
+};
+
+std::string point_name(const SynthInstance& in, const ParetoPoint& p) {
+    std::string c = in.collective.to_string();
+    for (char& ch : c)
+        if (ch == ':' || ch == ',') ch = '-';
+    return fmt::format("{}-S{}-R{}-C{}", c, p.steps, p.rounds, p.chunks);
+}
+
+std::string rounds_text(const std::vector<Step>& r) { return fmt::format("{}", fmt::join(r, "+")); }
+
+std::string point_comment(const SynthInstance& in, const ParetoResult& res, const ParetoRow& row, const std::string& space) {
+    const ParetoPoint& p = *row.best;
+    std::string c = fmt::format("{} on {}, model {}: {} steps, {} rounds ({}), {} chunks: R/C = {}.\n", in.collective.to_string(),
+                                in.topology->spec(), to_string(in.model), p.steps, p.rounds, rounds_text(p.step_rounds), p.chunks,
+                                p.rounds_per_chunk().text());
+    c += fmt::format("A point of the Pareto frontier of (steps, rounds per chunk) over {}.\n", space);
+    c += fmt::format("Proof: {}.\n", row.excluded);
+    if (!res.bounds.empty()) c += fmt::format("Bandwidth bound: R/C >= {} ({}).\n", res.bandwidth_bound.text(), res.bounds.front().detail);
+    c += "Verified by collsched's direct checker before it was written. Written by collsched pareto (docs/synthesis.md).";
+    return c;
+}
+
+nlohmann::ordered_json point_json(const ParetoPoint& p, const std::vector<std::string>& files) {
+    nlohmann::ordered_json j{{"steps", p.steps},
+                             {"rounds", p.rounds},
+                             {"chunks", p.chunks},
+                             {"rounds_per_chunk", p.rounds_per_chunk().text()},
+                             {"rounds_per_chunk_value", p.rounds_per_chunk().value()},
+                             {"step_rounds", p.step_rounds}};
+    j["files"] = files;
+    return j;
+}
+
+}  // namespace
+
+void add_pareto_command(CLI::App& app, Context& ctx) {
+    auto args = std::make_shared<ParetoArgs>();
+    auto* cmd = app.add_subcommand(
+        "pareto",
+        "The Pareto frontier of (steps, rounds per chunk) of a collective: the least steps, a proved lower bound on rounds per "
+        "chunk (cut counting), then for each number of steps the least R/C with at most --max-chunks chunks per datum, until "
+        "the bound is met. Every point is a schedule verified by the direct checker; every (chunks, rounds) below it is UNSAT "
+        "or below the bound.\nExit code: 0 frontier proved, 3 time limit or a solve without answer (what was proved is "
+        "printed), 2 bad input or unsupported model.");
+    cmd->add_option("--topology", args->topology, "Topology spec, e.g. graph:schedules/machines/dgx1.json, ring:8")->required();
+    cmd->add_option("--collective", args->collective, "allgather, alltoall, broadcast:R, scatter:R, gather:R, multicast:R:a,b")
+        ->required();
+    cmd->add_option("--model", args->model, "key=value pairs on top of the family's default, e.g. ports=single");
+    cmd->add_option("--max-chunks", args->max_chunks, "K: search C = 1..K chunks per datum (default 8)")->check(CLI::Range(1u, 4096u));
+    cmd->add_option("--max-steps", args->max_steps, "Stop after this many steps (default: none; the walk ends by itself)")
+        ->check(CLI::Range(1u, 1u << 20));
+    cmd->add_option("--solve-timeout", args->solve_timeout,
+                    "Seconds for one (steps, chunks, rounds) instance; one that ends without answer leaves its row unproved and "
+                    "the walk goes on (default: what is left of --timeout)")
+        ->check(seconds_option(true));
+    cmd->add_flag("--no-automorphisms", args->no_automorphisms,
+                  "Do not look for schedules among those invariant under the topology's automorphisms first");
+    args->solver.timeout = 600;
+    args->solver.add_to(*cmd, false, false);
+    cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+    cmd->add_option("-d,--dir", args->dir, "Write every frontier point as DIR/NAME.sched (DSL) and DIR/NAME.json (table)");
+    cmd->callback([&ctx, args] {
+        auto topo = Topology::parse(args->topology);
+        SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
+                         RouteSpace::any};
+        {
+            SynthInstance probe = in;
+            probe.collective.chunks = 2;
+            encoding_for(probe);  // unsupported models are bad input, before any work
+        }
+        const OptimizeOptions oo = args->solver.options();
+        ParetoOptions po;
+        po.synth = oo.synth;
+        po.timeout = oo.timeout;
+        po.max_chunks = args->max_chunks;
+        po.max_steps = args->max_steps;
+        po.solve_timeout = args->solve_timeout;
+        po.use_automorphisms = !args->no_automorphisms;
+        const bool tty = ::isatty(2) == 1;
+        bool open = false;
+        po.progress = [&](const RoundsAttempt& a, bool done, double elapsed) {
+            if (!tty) return;
+            std::string line = done ? fmt::format("pareto: S = {}, C = {}, R = {}: {}, {:.1f} s", a.steps, a.chunks, a.rounds,
+                                                  to_string(a.answer), elapsed)
+                                    : fmt::format("pareto: S = {}, C = {}, R = {} solving, {:.1f} s", a.steps, a.chunks, a.rounds, elapsed);
+            std::fprintf(stderr, "\r\033[K%s", line.c_str());
+            if (done) std::fputc('\n', stderr);
+            open = !done;
+            std::fflush(stderr);
+        };
+        ParetoResult res;
+        try {
+            res = pareto(in, po);
+        } catch (const std::logic_error& e) {
+            if (open) std::fputc('\n', stderr);
+            throw InputError(fmt::format("internal error (a bug, please report it): {}", e.what()));
+        }
+        if (open) std::fputc('\n', stderr);
+
+        const std::string space = fmt::format("{}; C = 1..{} chunks per datum, any rounds per step", search_space(in), args->max_chunks);
+        // Files first (atomically, each), so the report can name them.
+        std::vector<std::vector<std::string>> files(res.rows.size());
+        if (!args->dir.empty()) {
+            std::filesystem::create_directories(args->dir);
+            for (std::size_t i = 0; i < res.rows.size(); ++i) {
+                if (!res.rows[i].frontier) continue;
+                std::string base = (std::filesystem::path(args->dir) / point_name(in, *res.rows[i].best)).string();
+                std::string comment = point_comment(in, res, res.rows[i], space);
+                for (const char* ext : {".sched", ".json"}) {
+                    write_witness(base + ext, res.rows[i].best->table, comment);
+                    files[i].push_back(base + ext);
+                }
+            }
+        }
+        if (args->json) {
+            nlohmann::ordered_json j;
+            j["topology"] = in.topology->spec();
+            j["collective"] = in.collective.to_string();
+            j["model"] = to_string(in.model);
+            j["search"] = space;
+            j["max_chunks"] = args->max_chunks;
+            j["complete"] = res.complete;
+            j["end"] = res.end;
+            j["seconds"] = res.seconds;
+            j["least_steps"] = result_json(in, res.least_steps, args->solver);
+            j["bandwidth_bound"] = res.bounds.empty()
+                                       ? nlohmann::ordered_json()
+                                       : nlohmann::ordered_json{{"rounds_per_chunk", res.bandwidth_bound.text()},
+                                                                {"value", res.bandwidth_bound.value()},
+                                                                {"name", res.bounds.front().name},
+                                                                {"detail", res.bounds.front().detail}};
+            auto& bj = j["bounds"] = nlohmann::ordered_json::array();
+            for (const BandwidthBound& b : res.bounds)
+                bj.push_back({{"rounds_per_chunk", b.rounds_per_chunk.text()}, {"name", b.name}, {"detail", b.detail}});
+            auto& fj = j["frontier"] = nlohmann::ordered_json::array();
+            auto& rj = j["rows"] = nlohmann::ordered_json::array();
+            for (std::size_t i = 0; i < res.rows.size(); ++i) {
+                const ParetoRow& row = res.rows[i];
+                nlohmann::ordered_json x{{"steps", row.steps}, {"frontier", row.frontier}, {"proved", row.proved}, {"excluded", row.excluded}};
+                x["best"] = row.best ? point_json(*row.best, files[i]) : nlohmann::ordered_json();
+                auto& aj = x["attempts"] = nlohmann::ordered_json::array();
+                for (const RoundsAttempt& a : row.attempts) {
+                    nlohmann::ordered_json y{{"chunks", a.chunks}, {"rounds", a.rounds}, {"answer", to_string(a.answer)}, {"seconds", a.seconds}};
+                    if (!a.reason.empty()) y["reason"] = a.reason;
+                    aj.push_back(std::move(y));
+                }
+                rj.push_back(std::move(x));
+                if (row.frontier) fj.push_back(point_json(*row.best, files[i]));
+            }
+            std::string out = j.dump() + "\n";
+            std::fwrite(out.data(), 1, out.size(), stdout);
+        } else {
+            std::string s = fmt::format("pareto {} on {} ({}), chunks 1..{}, solver {}\n", in.collective.to_string(), in.topology->spec(),
+                                        to_string(in.model), args->max_chunks, args->solver.backend_name());
+            s += fmt::format("search: {}\n", space);
+            s += status_sentence(in, res.least_steps) + "\n";
+            if (res.bounds.empty()) s += "bandwidth bound: none\n";
+            for (const BandwidthBound& b : res.bounds)
+                s += fmt::format("bandwidth bound: R/C >= {} ({}: {})\n", b.rounds_per_chunk.text(), b.name, b.detail);
+            for (const ParetoRow& row : res.rows)
+                for (const RoundsAttempt& a : row.attempts)
+                    s += fmt::format("  S = {}, C = {}, R = {}: {} ({:.3f} s){}\n", a.steps, a.chunks, a.rounds, to_string(a.answer), a.seconds,
+                                     a.reason.empty() ? std::string() : ": " + a.reason);
+            s += "frontier (each point a schedule verified by the direct checker):\n";
+            s += "  steps  rounds  chunks  R/C    rounds per step\n";
+            for (std::size_t i = 0; i < res.rows.size(); ++i) {
+                const ParetoRow& row = res.rows[i];
+                if (!row.frontier) continue;
+                const ParetoPoint& p = *row.best;
+                s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<5}  {}{}\n", p.steps, p.rounds, p.chunks, p.rounds_per_chunk().text(),
+                                 rounds_text(p.step_rounds), files[i].empty() ? "" : fmt::format("  ({})", fmt::join(files[i], ", ")));
+            }
+            s += "proofs:\n";
+            for (const ParetoRow& row : res.rows) s += fmt::format("  {} steps: {}{}\n", row.steps, row.excluded, "");
+            s += fmt::format("end: {}; {} ({:.2f} s)\n", res.end, res.complete ? "every point proved" : "NOT complete", res.seconds);
+            std::fwrite(s.data(), 1, s.size(), stdout);
+        }
+        ctx.exit_code = res.complete ? 0 : 3;
+    });
+}
+
+}  // namespace collsched::tools

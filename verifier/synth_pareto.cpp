@@ -1,0 +1,420 @@
+// Latency against bandwidth: the bandwidth bound by cut counting, one (steps, chunks, rounds)
+// instance through the synthesizer, and the walk over steps that proves the Pareto frontier.
+#include "verifier/pareto.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "dsl/diagnostics.hpp"
+#include "support/assert.hpp"
+#include "verifier/synth_encode.hpp"
+
+namespace collsched {
+
+Ratio Ratio::of(std::uint64_t n, std::uint64_t d) {
+    COLLSCHED_ASSERT(d > 0);
+    std::uint64_t g = std::gcd(n, d);
+    if (g == 0) g = 1;
+    return {n / g, d / g};
+}
+
+std::string Ratio::text() const { return den == 1 ? fmt::format("{}", num) : fmt::format("{}/{}", num, den); }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// One datum of the unsplit collective: where it starts and where it must end.
+struct Datum {
+    Node origin;
+    std::vector<Node> goals;
+};
+
+std::vector<Datum> data_of(const SynthInstance& in) {
+    const std::uint32_t P = in.topology->processors();
+    Collective whole = in.collective;
+    whole.chunks = 1;
+    Messages ms = whole.messages(P);
+    std::vector<Datum> out;
+    std::optional<MessageId> cur;
+    whole.for_each_goal(P, [&](MessageId m, Node d) {
+        if (cur != m) out.push_back({ms.origin(m), {}});
+        cur = m;
+        out.back().goals.push_back(d);
+    });
+    return out;
+}
+
+/// "{0, 1, 5}" for a set of processors given as a bit mask (P <= 64) or a list.
+std::string set_text(const std::vector<std::uint32_t>& xs) { return fmt::format("{{{}}}", fmt::join(xs, ", ")); }
+
+/// The capacity per round across a cut (into X, or out of it): the smaller of two upper bounds.
+/// Per node: the crossing channels' capacities summed at their receiving (into) or sending (out
+/// of) end, each processor's share cut to 1 under single or half ports. Per group: every crossing channel counted
+/// once, in its first link group, and a group's share cut to the group's capacity.
+std::uint64_t cut_capacity(const SynthInstance& in, const std::vector<char>& inside, bool into) {
+    const Topology& t = *in.topology;
+    auto crosses = [&](const Channel& ch) {
+        return into ? (!inside[idx(ch.from)] && inside[idx(ch.to)]) : (inside[idx(ch.from)] && !inside[idx(ch.to)]);
+    };
+    std::vector<std::uint64_t> per_node(t.nodes(), 0), per_group(t.groups().size(), 0);
+    std::uint64_t ungrouped = 0;
+    for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
+        const Channel& ch = t.channels()[c];
+        if (!crosses(ch)) continue;
+        per_node[idx(into ? ch.to : ch.from)] += ch.cap;
+        auto gs = t.groups_of(ChannelId{c});
+        if (gs.empty()) ungrouped += ch.cap;
+        else per_group[gs.front()] += ch.cap;
+    }
+    std::uint64_t by_node = 0;
+    for (std::uint32_t v = 0; v < t.nodes(); ++v) {
+        std::uint64_t x = per_node[v];
+        if (t.is_processor(Node{v}) && in.model.ports != Ports::multi) x = std::min<std::uint64_t>(x, 1);
+        by_node += x;
+    }
+    std::uint64_t by_group = ungrouped;
+    for (std::size_t g = 0; g < per_group.size(); ++g) by_group += std::min<std::uint64_t>(per_group[g], t.groups()[g].cap);
+    return std::min(by_node, by_group);
+}
+
+}  // namespace
+
+std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance& in, std::size_t limit) {
+    const Topology& t = *in.topology;
+    std::vector<std::vector<std::uint32_t>> out;
+    if (t.routers() != 0 || in.collective.kind == CollectiveKind::custom) return out;
+    const std::uint32_t P = t.processors();
+    std::vector<std::uint32_t> cap(std::size_t{P} * P, 0);
+    for (const Channel& ch : t.channels()) cap[idx(ch.from) * P + idx(ch.to)] = ch.cap;
+    // A node's signature (its sorted out- and in-capacities) must be kept.
+    std::vector<std::vector<std::uint32_t>> sig(P);
+    for (std::uint32_t u = 0; u < P; ++u) {
+        std::vector<std::uint32_t> o, i;
+        for (std::uint32_t v = 0; v < P; ++v) {
+            if (cap[u * P + v]) o.push_back(cap[u * P + v]);
+            if (cap[v * P + u]) i.push_back(cap[v * P + u]);
+        }
+        std::sort(o.begin(), o.end());
+        std::sort(i.begin(), i.end());
+        sig[u] = o;
+        sig[u].push_back(0);
+        sig[u].insert(sig[u].end(), i.begin(), i.end());
+    }
+    const bool rooted = in.collective.kind != CollectiveKind::allgather && in.collective.kind != CollectiveKind::alltoall;
+    std::vector<char> member(P, 0);
+    for (Node m : in.collective.members) member[idx(m)] = 1;
+    // Every link group must map onto a group of the same capacity.
+    std::map<std::pair<std::vector<std::uint32_t>, std::uint32_t>, int> group_set;
+    for (const LinkGroup& g : t.groups()) {
+        std::vector<std::uint32_t> cs;
+        for (ChannelId c : g.channels) cs.push_back(idx(c));
+        std::sort(cs.begin(), cs.end());
+        group_set[{cs, g.cap}] = 1;
+    }
+    auto keeps_groups = [&](const std::vector<std::uint32_t>& p) {
+        for (const LinkGroup& g : t.groups()) {
+            std::vector<std::uint32_t> cs;
+            for (ChannelId c : g.channels) {
+                auto img = t.find_channel(Node{p[idx(t.channel(c).from)]}, Node{p[idx(t.channel(c).to)]});
+                if (!img) return false;
+                cs.push_back(idx(*img));
+            }
+            std::sort(cs.begin(), cs.end());
+            if (!group_set.count({cs, g.cap})) return false;
+        }
+        return true;
+    };
+    std::vector<std::uint32_t> pi(P, 0);
+    std::vector<char> used(P, 0);
+    std::function<void(std::uint32_t)> go = [&](std::uint32_t u) {
+        if (out.size() >= limit) return;
+        if (u == P) {
+            bool identity = true;
+            for (std::uint32_t v = 0; v < P; ++v) identity = identity && pi[v] == v;
+            if (!identity && keeps_groups(pi)) out.push_back(pi);
+            return;
+        }
+        for (std::uint32_t x = 0; x < P; ++x) {
+            if (used[x] || sig[x] != sig[u] || member[x] != member[u]) continue;
+            if (rooted && (u == idx(in.collective.root)) != (x == idx(in.collective.root))) continue;
+            bool ok = true;
+            for (std::uint32_t v = 0; v < u && ok; ++v)
+                ok = cap[u * P + v] == cap[x * P + pi[v]] && cap[v * P + u] == cap[pi[v] * P + x];
+            if (!ok) continue;
+            pi[u] = x;
+            used[x] = 1;
+            go(u + 1);
+            used[x] = 0;
+        }
+    };
+    go(0);
+    return out;
+}
+
+std::vector<BandwidthBound> bandwidth_bounds(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors();
+    const std::vector<Datum> data = data_of(in);
+    std::vector<BandwidthBound> out;
+    if (data.empty()) return out;
+    const bool personal = in.collective.kind == CollectiveKind::alltoall || in.collective.kind == CollectiveKind::scatter ||
+                          in.collective.kind == CollectiveKind::gather;
+
+    // Cuts: every set of processors when P <= 16, else each processor, each complement of one,
+    // and the balls around each processor.
+    std::vector<std::vector<std::uint32_t>> sets;
+    if (P <= 16) {
+        for (std::uint32_t mask = 1; mask + 1 < (1u << P); ++mask) {
+            std::vector<std::uint32_t> xs;
+            for (std::uint32_t p = 0; p < P; ++p)
+                if (mask >> p & 1u) xs.push_back(p);
+            sets.push_back(std::move(xs));
+        }
+    } else {
+        for (std::uint32_t p = 0; p < P; ++p) {
+            sets.push_back({p});
+            std::vector<std::uint32_t> rest;
+            for (std::uint32_t q = 0; q < P; ++q)
+                if (q != p) rest.push_back(q);
+            sets.push_back(std::move(rest));
+            std::vector<std::uint32_t> d = synth::bfs_distances(t, Node{p});
+            for (std::uint32_t r = 1; r <= 4; ++r) {
+                std::vector<std::uint32_t> ball;
+                for (std::uint32_t q = 0; q < P; ++q)
+                    if (d[q] <= r) ball.push_back(q);
+                if (ball.size() < P) sets.push_back(std::move(ball));
+            }
+        }
+    }
+    std::optional<BandwidthBound> best_cut;
+    std::vector<char> inside(t.nodes(), 0);
+    for (const auto& xs : sets) {
+        std::fill(inside.begin(), inside.end(), 0);
+        for (std::uint32_t p : xs) inside[p] = 1;
+        for (bool into : {true, false}) {
+            std::uint64_t demand = 0;
+            for (const Datum& d : data) {
+                const bool from_inside = inside[idx(d.origin)] != 0;
+                if (into == from_inside) continue;
+                bool needed = false;
+                for (Node g : d.goals)
+                    if ((inside[idx(g)] != 0) == into) needed = true;
+                demand += needed ? 1 : 0;
+            }
+            if (demand == 0) continue;
+            const std::uint64_t cap = cut_capacity(in, inside, into);
+            if (cap == 0) continue;  // no schedule at all; the step bounds say so
+            Ratio r = Ratio::of(demand, cap);
+            if (best_cut && r <= best_cut->rounds_per_chunk) continue;
+            best_cut = BandwidthBound{
+                r, "cut",
+                fmt::format("{} {} start {} the processor set {} and must {} it; the channels {} it carry {} chunks per round{}: "
+                            "R/C >= {}/{}",
+                            demand, personal ? (demand == 1 ? "message" : "messages") : (demand == 1 ? "datum" : "data"),
+                            into ? "outside" : "inside", set_text(xs), into ? "enter" : "leave", into ? "into" : "out of", cap,
+                            in.model.ports != Ports::multi ? " (at most one per processor under its port limit)" : "", demand, cap)};
+        }
+    }
+    if (best_cut) out.push_back(*best_cut);
+
+    if (personal) {
+        // Hops: every chunk of m(s,d) makes at least dist(s,d) hops; a round carries at most
+        // the sum of all capacities (and, without routers under port limits, one send per
+        // processor, or P/2 transfers under half duplex).
+        std::uint64_t hops = 0;
+        for (const Datum& d : data) {
+            std::vector<std::uint32_t> dist = synth::bfs_distances(t, d.origin);
+            for (Node g : d.goals) hops += dist[idx(g)];
+        }
+        std::uint64_t cap = 0;
+        for (const Channel& ch : t.channels()) cap += ch.cap;
+        if (t.routers() == 0 && in.model.ports == Ports::single) cap = std::min<std::uint64_t>(cap, P);
+        if (t.routers() == 0 && in.model.ports == Ports::half) cap = std::min<std::uint64_t>(cap, P / 2);
+        if (cap > 0 && hops > 0)
+            out.push_back({Ratio::of(hops, cap), "hops",
+                           fmt::format("the messages need {} hops at least (sum of distances) and a round carries at most {}: R/C >= {}/{}",
+                                       hops, cap, hops, cap)});
+    }
+    std::sort(out.begin(), out.end(), [](const BandwidthBound& a, const BandwidthBound& b) { return b.rounds_per_chunk < a.rounds_per_chunk; });
+    return out;
+}
+
+SynthResult solve_rounds(const SynthInstance& base, Step steps, std::uint32_t chunks, Step rounds, const SynthOptions& opt) {
+    SynthInstance in = base;
+    in.collective.chunks = chunks;
+    in.rounds = rounds;
+    Synthesizer s(in, steps, opt);
+    return s.solve(steps);
+}
+
+namespace {
+
+/// One (S, C, R): first, where the topology has automorphisms, a search among the schedules
+/// invariant under them (CaDiCaL's "sat" configuration, a share of the time): a schedule found
+/// there is as good as any (it is verified); its UNSAT proves nothing. Then the full encoding,
+/// whose answer is the one that counts.
+SynthResult decide(const SynthInstance& in, Step S, std::uint32_t C, Step R, const SynthOptions& base,
+                   const std::vector<std::vector<std::uint32_t>>& autos, double invariant_share) {
+    SynthOptions full = base;
+    if (!autos.empty()) {
+        SynthOptions inv = base;
+        inv.invariant = autos;
+        inv.cadical_config = "sat";
+        inv.timeout = base.timeout > 0 ? base.timeout * invariant_share : 2.0;
+        const auto t0 = Clock::now();
+        SynthResult r = solve_rounds(in, S, C, R, inv);
+        if (r.answer == Answer::sat) return r;
+        // The full encoding gets what is left of this instance's time.
+        if (base.timeout > 0)
+            full.timeout = std::max(0.01, base.timeout - std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    return solve_rounds(in, S, C, R, full);
+}
+
+}  // namespace
+
+ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
+    const auto t0 = Clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+    auto out_of_time = [&] { return opt.timeout > 0 && elapsed() >= opt.timeout; };
+    if (opt.max_chunks == 0) throw InputError("--max-chunks must be at least 1");
+    if (in.collective.chunks != 1 || in.rounds)
+        throw InputError("pareto searches the chunks and rounds itself: give the collective without chunks");
+    ParetoResult res;
+    res.bounds = bandwidth_bounds(in);
+    res.bandwidth_bound = res.bounds.empty() ? Ratio{0, 1} : res.bounds.front().rounds_per_chunk;
+    const Ratio lb = res.bandwidth_bound;
+    const auto autos = opt.use_automorphisms ? automorphisms(in) : std::vector<std::vector<std::uint32_t>>{};
+
+    OptimizeOptions oo;
+    oo.synth = opt.synth;
+    oo.timeout = opt.timeout;
+    res.least_steps = optimize(in, oo);
+    if (res.least_steps.status != OptStatus::proved) {
+        res.end = fmt::format("the least number of steps was not proved ({})", to_string(res.least_steps.status));
+        res.seconds = elapsed();
+        return res;
+    }
+    const Step smin = *res.least_steps.optimum;
+    // The line to beat: the best R/C of the rows so far. The first row starts from the
+    // least-steps schedule (one chunk, one round per step: R/C = S_min, verified by optimize).
+    Ratio line = Ratio::of(smin, 1);
+    bool all_proved = true;
+    // The pairs (C <= K, R >= max(S, ceil(bound * C))) below the line, sorted by R/C, then C.
+    auto candidates = [&](Step S) {
+        std::vector<std::pair<std::uint32_t, Step>> out;
+        for (std::uint32_t C = 1; C <= opt.max_chunks; ++C)
+            for (Step R = static_cast<Step>(std::max<std::uint64_t>(S, lb.ceil_times(C)));; ++R) {
+                if (!(Ratio::of(R, C) < line)) break;
+                out.push_back({C, R});
+            }
+        std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+            return std::uint64_t{a.second} * b.first < std::uint64_t{b.second} * a.first;
+        });
+        return out;
+    };
+    for (Step S = smin;; ++S) {
+        if (opt.max_steps > 0 && S > opt.max_steps) {
+            res.end = fmt::format("--max-steps {} reached", opt.max_steps);
+            all_proved = false;
+            break;
+        }
+        if (out_of_time()) {
+            res.end = "time limit";
+            all_proved = false;
+            break;
+        }
+        ParetoRow row;
+        row.steps = S;
+        if (S == smin && res.least_steps.witness) {
+            ParetoPoint p;
+            p.steps = smin;
+            p.chunks = 1;
+            p.rounds = smin;
+            p.step_rounds.assign(smin, 1);
+            p.table = *res.least_steps.witness;
+            row.best = std::move(p);
+        }
+        std::vector<std::string> unsat_pairs, open_pairs;
+        // Ascending R/C: the first SAT is the least R/C with S steps, every pair before it
+        // was refuted (feasibility is monotone in R, but ascending order tests each pair anyway).
+        for (auto [C, R] : candidates(S)) {
+            if (out_of_time()) {
+                row.proved = false;
+                break;
+            }
+            RoundsAttempt a{S, C, R};
+            if (opt.progress) opt.progress(a, false, elapsed());
+            auto s0 = Clock::now();
+            SynthOptions so = opt.synth;
+            if (opt.solve_timeout > 0) so.timeout = so.timeout > 0 ? std::min(so.timeout, opt.solve_timeout) : opt.solve_timeout;
+            if (opt.timeout > 0) {
+                double left = std::max(0.01, opt.timeout - elapsed());
+                so.timeout = so.timeout > 0 ? std::min(so.timeout, left) : left;
+                so.deadline = std::min(so.deadline, t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.timeout)));
+            }
+            SynthResult r = decide(in, S, C, R, so, autos, 0.25);
+            a.answer = r.answer;
+            a.reason = r.reason;
+            a.seconds = std::chrono::duration<double>(Clock::now() - s0).count();
+            row.attempts.push_back(a);
+            if (opt.progress) opt.progress(a, true, elapsed());
+            if (r.answer == Answer::sat) {
+                ParetoPoint p;
+                p.chunks = C;
+                p.step_rounds = r.step_rounds;
+                p.rounds = std::accumulate(r.step_rounds.begin(), r.step_rounds.end(), Step{0});
+                p.table = std::move(*r.witness);
+                p.steps = p.table.steps();
+                // With every answer before it proved, the schedule uses exactly S steps and R
+                // rounds: less would contradict an UNSAT answer or the bandwidth bound (a wrong
+                // proof somewhere, the worst bug this tool can have).
+                COLLSCHED_ASSERT_MSG(!(all_proved && row.proved) || (p.rounds == R && p.steps == S),
+                                     fmt::format("S = {}, C = {}: the schedule found for R = {} uses {} rounds and {} steps", S, C, R,
+                                                 p.rounds, p.steps));
+                row.best = std::move(p);
+                break;
+            }
+            if (r.answer == Answer::unsat) unsat_pairs.push_back(fmt::format("(C = {}, R = {})", C, R));
+            else {
+                row.proved = false;
+                open_pairs.push_back(fmt::format("(C = {}, R = {})", C, R));
+            }
+        }
+        if (row.best) {
+            line = row.best->rounds_per_chunk();
+            row.frontier = true;
+        }
+        if (!row.proved)
+            row.excluded = fmt::format("NOT settled whether a schedule with {} steps and at most {} chunks has R/C below {}: {}{}{}no answer for {}",
+                                       S, opt.max_chunks, line.text(), unsat_pairs.empty() ? "" : "UNSAT for ", fmt::join(unsat_pairs, ", "),
+                                       unsat_pairs.empty() ? "" : "; ", open_pairs.empty() ? "the pairs the time limit left" : fmt::format("{}", fmt::join(open_pairs, ", ")));
+        else
+        row.excluded = fmt::format("no schedule with {} steps and at most {} chunks has R/C below {}: {}{}{}every other pair (C, R) "
+                                   "below it has R < {} (a step lasts at least one round) or R/C below the bandwidth bound {}",
+                                   S, opt.max_chunks, line.text(), unsat_pairs.empty() ? "" : "UNSAT for ", fmt::join(unsat_pairs, ", "),
+                                   unsat_pairs.empty() ? "" : "; ", S, lb.text());
+        all_proved = all_proved && row.proved;
+        res.rows.push_back(std::move(row));
+        if (!res.bounds.empty() && line == lb) {
+            res.end = fmt::format("the bandwidth bound {} is met", lb.text());
+            break;
+        }
+        if (candidates(S + 1).empty()) {
+            res.end = fmt::format("with more steps no R/C below {} is possible with at most {} chunks (R >= S, R/C >= {})", line.text(),
+                                  opt.max_chunks, lb.text());
+            break;
+        }
+    }
+    res.complete = all_proved;
+    res.seconds = elapsed();
+    return res;
+}
+
+}  // namespace collsched
