@@ -5,6 +5,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/names.hpp"
 #include "compiler/resolve.hpp"
@@ -23,8 +24,88 @@ struct Arg {
     const ast::StringLit* str = nullptr;
 };
 
+/// A topology as the declaration states it: the family, its arguments as values, and the spec
+/// string that names it (printed in tables and messages; Topology::parse of it builds the same
+/// topology).
+struct TopoSpec {
+    Family family = Family::graph;
+    TopologyArgs args;
+    std::string name;
+};
+
 std::string substitute(const Env& env, const ast::StringLit& str);
-std::string factor_spec(Env& env, const ast::Call& c);
+TopoSpec factor_spec(Env& env, const ast::Call& c);
+std::shared_ptr<const Topology> build(const TopoSpec& t, SourceLoc loc);
+
+/// w(n) of `ideal(N, w = EXPR)`, evaluated on the AST exactly as the spec reader evaluates the
+/// printed `w=` (topology.cpp, CapExpr), so that the table's spec names the same capacities:
+/// integers, n, params and lets, + - * / % (truncating), unary minus, log2/log and sqrt (floor, of
+/// values >= 1), min and max; every value within +-2^40.
+std::int64_t eval_w(const Env& env, const ast::Expr& e, std::int64_t n) {
+    auto bad = [&](SourceLoc loc, std::string_view what) -> std::int64_t {
+        fail("E031", loc, fmt::format("in w: {} (w may use integers, n, + - * / %, log2(), sqrt(), min(,), max(,))", what));
+    };
+    auto bounded = [&](SourceLoc loc, std::int64_t v) {
+        if (v > (1ll << 40) || v < -(1ll << 40)) bad(loc, "value too large");
+        return v;
+    };
+    return std::visit(
+        [&](const auto& x) -> std::int64_t {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, ast::IntLit>) {
+                if (x.value > (1ll << 40)) bad(x.loc, "number too large");
+                return x.value;
+            } else if constexpr (std::is_same_v<T, ast::Ident>) {
+                if (x.name == "n") return n;
+                auto it = env.ir.w_vars.find(&x);
+                if (it == env.ir.w_vars.end()) return bad(x.loc, fmt::format("unknown name '{}'", x.name));
+                std::int64_t v = env.slots[it->second];
+                if (v > (1ll << 40) || v < -(1ll << 40)) bad(x.loc, "number too large");
+                return v;
+            } else if constexpr (std::is_same_v<T, ast::Unary>) {
+                if (x.op != ast::UnOp::neg) return bad(x.loc, "operator not allowed");
+                return bounded(x.loc, -eval_w(env, *x.operand, n));
+            } else if constexpr (std::is_same_v<T, ast::Binary>) {
+                std::int64_t a = eval_w(env, *x.lhs, n), b = eval_w(env, *x.rhs, n), v = 0;
+                switch (x.op) {
+                    case ast::BinOp::add: return bounded(x.loc, a + b);
+                    case ast::BinOp::sub: return bounded(x.loc, a - b);
+                    case ast::BinOp::mul:
+                        if (__builtin_mul_overflow(a, b, &v)) bad(x.loc, "value too large");
+                        return bounded(x.loc, v);
+                    case ast::BinOp::div:
+                    case ast::BinOp::mod:
+                        if (b == 0) bad(x.loc, "division by zero");
+                        return bounded(x.loc, x.op == ast::BinOp::div ? a / b : a % b);
+                    default: return bad(x.loc, "operator not allowed");
+                }
+            } else if constexpr (std::is_same_v<T, ast::Call>) {
+                const std::string& f = x.name;
+                if (!x.over.empty() || x.range) return bad(x.loc, fmt::format("{}() takes plain arguments here", f));
+                if (f == "log2" || f == "log" || f == "sqrt") {
+                    if (x.args.size() != 1) return bad(x.loc, fmt::format("{}() takes one argument", f));
+                    std::int64_t a = eval_w(env, x.args[0], n);
+                    if (a < 1) bad(x.loc, fmt::format("{} of {}", f, a));
+                    std::int64_t r = 0;
+                    if (f == "sqrt") {
+                        while ((r + 1) * (r + 1) <= a) ++r;
+                    } else {
+                        for (; a > 1; a /= 2) ++r;
+                    }
+                    return r;
+                }
+                if (f == "min" || f == "max") {
+                    if (x.args.size() != 2) return bad(x.loc, fmt::format("{}() takes two arguments", f));
+                    std::int64_t a = eval_w(env, x.args[0], n), b = eval_w(env, x.args[1], n);
+                    return f == "min" ? std::min(a, b) : std::max(a, b);
+                }
+                return bad(x.loc, fmt::format("unknown name '{}'", f));
+            } else {
+                return bad(x.loc, "a tuple is not a value");
+            }
+        },
+        e.node);
+}
 
 /// The keys a `model` declaration takes: the model's knobs but the timing (which is the
 /// declaration's name), and the lowering policy.
@@ -40,8 +121,8 @@ std::string dsl_model_keys() {
     return out;
 }
 
-/// The spec string (compiler/topology.hpp) of `family(args)`.
-std::string spec_of(Env& env, std::string_view family, SourceLoc loc, const std::vector<Arg>& args) {
+/// The topology `family(args)` names: its family, arguments and spec string.
+TopoSpec spec_of(Env& env, std::string_view family, SourceLoc loc, const std::vector<Arg>& args) {
     std::vector<const Arg*> pos;
     const Arg* caps = nullptr;
     const Arg* w = nullptr;
@@ -70,26 +151,36 @@ std::string spec_of(Env& env, std::string_view family, SourceLoc loc, const std:
         if (!a.expr) fail("E031", a.loc, fmt::format("expected an integer argument of {}()", family));
         return env.header(*a.expr);
     };
+    TopoSpec t;
+    // A size as the spec reader reads it: a negative one is refused in its words, naming the spec.
+    auto size = [&](std::int64_t v, std::string_view what) {
+        if (v < 0) throw InputError(fmt::format("topology '{}': '{}' is not a valid {} (expected a positive integer)", t.name, v, what));
+        return static_cast<std::uint64_t>(v);
+    };
     auto cap_list = [&](const Arg* a) {
         if (!a || !a->list)
             fail("E031", a ? a->loc : loc, fmt::format("{}() needs the capacities per level: caps = [c1, ..., cL]", family));
-        std::string s;
         if (auto it = env.ir.list_comps.find(a->list); it != env.ir.list_comps.end()) {
             auto [first, last, body, slot] = it->second;
             std::int64_t lo = env.eval(first), hi = env.eval(last);
             for (std::int64_t v = lo; v <= hi && v - lo < 64; ++v) {
                 env.slots[slot] = v;
-                s += fmt::format("{}{}", s.empty() ? "" : ",", env.eval(body));
+                t.args.caps.push_back(env.eval(body));
             }
-            return s;
+        } else {
+            for (const ast::Expr& e : a->list->items) t.args.caps.push_back(env.header(e));
         }
-        for (const ast::Expr& e : a->list->items) s += fmt::format("{}{}", s.empty() ? "" : ",", env.header(e));
-        return s;
+        t.name += fmt::format(":{}", fmt::join(t.args.caps, ","));
     };
     if (family == "ebft" || family == "cbft" || family == "ring" || family == "linear" || family == "complete" ||
         family == "hypercube") {
         count(1, 1, "1 argument");
-        return fmt::format("{}:{}", family, integer(*pos[0]));
+        std::int64_t n = integer(*pos[0]);
+        t.name = fmt::format("{}:{}", family, n);
+        t.family = find_family(family)->family;
+        t.args.sizes = {size(n, family == "hypercube" ? "dimension" : family == "ebft" || family == "cbft" ? "number of leaves" : "size")};
+        if (family == "ebft") t.args.w = [](std::int64_t k) { return k; };
+        return t;
     }
     if (family == "bft") {
         if (!caps && pos.size() == 2 && pos[1]->list) {
@@ -98,7 +189,11 @@ std::string spec_of(Env& env, std::string_view family, SourceLoc loc, const std:
         }
         count(1, 1, "the number of leaves and caps = [...]");
         std::int64_t n = integer(*pos[0]);
-        return fmt::format("bft:{}:{}", n, cap_list(caps));
+        t.family = Family::bft;
+        t.name = fmt::format("bft:{}", n);
+        cap_list(caps);
+        t.args.sizes = {size(n, "number of leaves")};
+        return t;
     }
     if (family == "fattree") {
         if (!caps && pos.size() == 3 && pos[2]->list) {
@@ -107,13 +202,22 @@ std::string spec_of(Env& env, std::string_view family, SourceLoc loc, const std:
         }
         count(2, 2, "the arity, the number of leaves and caps = [...]");
         std::int64_t b = integer(*pos[0]), n = integer(*pos[1]);
-        return fmt::format("fattree:{}:{}:{}", b, n, cap_list(caps));
+        t.family = Family::fattree;
+        t.name = fmt::format("fattree:{}:{}", b, n);
+        cap_list(caps);
+        t.args.sizes = {size(b, "arity")};
+        t.args.sizes.push_back(size(n, "number of leaves"));
+        return t;
     }
     if (family == "ideal") {
         count(1, 1, "the number of leaves (and w = EXPR)");
-        std::string s = fmt::format("ideal:{}", integer(*pos[0]));
+        std::int64_t n = integer(*pos[0]);
+        t.family = Family::ideal;
+        t.name = fmt::format("ideal:{}", n);
         if (w) {
             if (!w->expr) fail("E031", w->loc, "w must be an expression of the subtree size n, for example w = n");
+            // The name prints w with the params and lets substituted; the capacities come from
+            // evaluating the expression itself.
             dsl::NameSubst subst = [&](const ast::Ident& id) -> std::optional<std::string> {
                 auto it = env.ir.w_vars.find(&id);
                 if (it == env.ir.w_vars.end()) return std::nullopt;
@@ -121,37 +225,59 @@ std::string spec_of(Env& env, std::string_view family, SourceLoc loc, const std:
             };
             std::string text = dsl::print(*w->expr, subst);
             text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
-            s += ":w=" + text;
+            t.name += ":w=" + text;
+            const ast::Expr* expr = w->expr;
+            t.args.w = [&env, expr](std::int64_t k) { return eval_w(env, *expr, k); };
         }
-        return s;
+        t.args.sizes = {size(n, "number of leaves")};
+        return t;
     }
     if (family == "mesh" || family == "torus") {
         count(1, 16, "the size of each dimension");
-        std::string s = fmt::format("{}:", family);
-        for (std::size_t i = 0; i < pos.size(); ++i) s += fmt::format("{}{}", i ? "x" : "", integer(*pos[i]));
-        return s;
+        t.family = family == "mesh" ? Family::mesh : Family::torus;
+        std::vector<std::int64_t> dims;
+        for (const Arg* a : pos) dims.push_back(integer(*a));
+        t.name = fmt::format("{}:{}", family, fmt::join(dims, "x"));
+        for (std::int64_t d : dims) {
+            t.args.sizes.push_back(size(d, "dimension"));
+            if (d < 2) throw InputError(fmt::format("topology '{}': dimension {} must be at least 2", t.name, d));
+        }
+        return t;
     }
     if (family == "product") {
         count(2, 16, "at least 2 factors");
-        std::string s = "product:";
+        t.family = Family::product;
+        t.name = "product:";
         for (std::size_t i = 0; i < pos.size(); ++i) {
             const Arg& a = *pos[i];
-            std::string factor;
             const ast::Call* call = a.expr ? std::get_if<ast::Call>(&a.expr->node) : nullptr;
-            if (a.str) factor = substitute(env, *a.str);
-            else if (call) factor = factor_spec(env, *call);
-            else fail("E031", a.loc, "a factor of product() is a topology such as ring(3) or \"ring:3\"");
-            s += (i ? "*" : "") + factor;
+            if (a.str) {
+                std::string factor = substitute(env, *a.str);
+                t.name += (i ? "*" : "") + factor;
+                t.args.factors.push_back(Topology::parse(factor));  // a spec the schedule writes as text
+            } else if (call) {
+                TopoSpec factor = factor_spec(env, *call);
+                t.name += (i ? "*" : "") + factor.name;
+                t.args.factors.push_back(build(factor, call->loc));
+            } else {
+                fail("E031", a.loc, "a factor of product() is a topology such as ring(3) or \"ring:3\"");
+            }
         }
-        return s;
+        return t;
     }
     // graph
     count(1, 1, "the path of a JSON edge list");
     if (!pos[0]->str) fail("E031", pos[0]->loc, "graph() takes the path of a JSON edge list as a string, for example graph(\"net.json\")");
     std::filesystem::path path(substitute(env, *pos[0]->str));
     if (path.is_relative() && !env.options.base_dir.empty()) path = std::filesystem::path(env.options.base_dir) / path;
-    return "graph:" + path.string();
+    t.family = Family::graph;
+    t.args.file = path.string();
+    t.name = "graph:" + t.args.file;
+    return t;
 }
+
+/// The topology a TopoSpec names; the spec reader's checks, in its words (InputError).
+std::shared_ptr<const Topology> build(const TopoSpec& t, SourceLoc) { return Topology::make(t.family, t.args, t.name); }
 
 /// A topology string with every `{name}` replaced by the value of the param or let.
 std::string substitute(const Env& env, const ast::StringLit& str) {
@@ -166,7 +292,7 @@ std::string substitute(const Env& env, const ast::StringLit& str) {
     return out;
 }
 
-std::string factor_spec(Env& env, const ast::Call& c) {
+TopoSpec factor_spec(Env& env, const ast::Call& c) {
     std::vector<Arg> args;
     for (const ast::Expr& e : c.args) args.push_back({ast::start_loc(e), {}, &e, nullptr, nullptr});
     return spec_of(env, c.name, c.loc, args);
@@ -176,24 +302,23 @@ std::string factor_spec(Env& env, const ast::Call& c) {
 
 void build_topology(Env& env, const XStmt& s) {
     const auto& d = *static_cast<const ast::TopologyDecl*>(s.decl);
-    std::string spec;
-    SourceLoc loc = s.loc;
     if (const auto* lit = std::get_if<ast::StringLit>(&d.spec)) {
-        spec = substitute(env, *lit);
-        loc = lit->loc;
+        try {
+            env.topo = Topology::parse(substitute(env, *lit));  // the schedule writes a spec: read it
+        } catch (const InputError& e) {
+            fail("E031", lit->loc, e.what());
+        }
     } else {
         const auto& call = std::get<ast::TopoCall>(d.spec);
         std::vector<Arg> args;
         for (const ast::TopoArg& a : call.args)
             args.push_back({a.loc, a.key, std::get_if<ast::Expr>(&a.value), std::get_if<ast::ListLit>(&a.value),
                             std::get_if<ast::StringLit>(&a.value)});
-        spec = spec_of(env, call.family, call.loc, args);
-        loc = call.loc;
-    }
-    try {
-        env.topo = Topology::parse(spec);
-    } catch (const InputError& e) {
-        fail("E031", loc, e.what());
+        try {
+            env.topo = build(spec_of(env, call.family, call.loc, args), call.loc);  // values, no spec to read again
+        } catch (const InputError& e) {
+            fail("E031", call.loc, e.what());
+        }
     }
     env.processors = env.topo->processors();
     env.composites = std::make_shared<Composites>(Messages(env.topo->processors()).base_size());

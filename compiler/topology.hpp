@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -67,10 +68,33 @@ inline constexpr std::uint64_t max_channels = 1ull << 24;
 inline constexpr std::uint64_t max_channels = 1ull << 18;
 #endif
 
+class Topology;
+
+/// A family's arguments as values: what a spec string says, for Topology::make.
+struct TopologyArgs {
+    /// ring, linear, complete, bft, ideal: {n}; fattree: {arity, leaves}; mesh, torus: the
+    /// dimensions; hypercube: {d}.
+    std::vector<std::uint64_t> sizes = {};
+    /// bft, fattree: the capacity per level, leaves first (checked: 1 .. 2^30).
+    std::vector<std::int64_t> caps = {};
+    /// bft, ideal, when `caps` is empty: the capacity of the channel above a subtree of k leaves,
+    /// w(k) for k = 1, 2, 4, ... (ebft: k; cbft and ideal without w: 1). May throw.
+    std::function<std::int64_t(std::int64_t)> w = {};
+    /// product: the factors, first most significant.
+    std::vector<std::shared_ptr<const Topology>> factors = {};
+    /// graph: the JSON file.
+    std::string file = {};
+};
+
 class Topology {
 public:
     /// Builds a topology from its spec. Throws InputError with what was wrong and what was expected.
     static std::shared_ptr<const Topology> parse(std::string_view spec);
+    /// Builds a topology of `family` from typed arguments (the lowering's way, which checks them
+    /// as parse() does); `name` is only printed: it is spec() and names the topology in messages
+    /// and files, so it should be the spec that parse() would build the same topology from.
+    /// Throws InputError.
+    static std::shared_ptr<const Topology> make(Family family, const TopologyArgs& args, std::string_view name);
 
     const std::string& spec() const { return spec_; }
     Family family() const { return family_; }

@@ -37,7 +37,8 @@ std::string text_report(const SynthInstance& in, const OptimizeResult& r, const 
     s += "lower bounds (proved by counting):\n";
     for (const Bound& b : r.bounds) s += bound_line(in, b);
     s += r.known_steps ? fmt::format("known schedule: {} steps ({})\n", *r.known_steps, r.known_source)
-                       : std::string("known schedule: none (the greedy did not finish)\n");
+                       : in.chunked() ? std::string("known schedule: none (the known schedules have one chunk and one round per step)\n")
+                                      : std::string("known schedule: none (the greedy did not finish)\n");
     if (!r.attempts.empty())
         for (const Attempt& a : r.attempts)
             s += fmt::format("  T = {}: {} ({:.3f} s){}\n", a.horizon, to_string(a.answer), a.seconds,

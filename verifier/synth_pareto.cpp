@@ -391,15 +391,15 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
             line = row.best->rounds_per_chunk();
             row.frontier = true;
         }
-        if (!row.proved)
-            row.excluded = fmt::format("NOT settled whether a schedule with {} steps and at most {} chunks has R/C below {}: {}{}{}no answer for {}",
-                                       S, opt.max_chunks, line.text(), unsat_pairs.empty() ? "" : "UNSAT for ", fmt::join(unsat_pairs, ", "),
-                                       unsat_pairs.empty() ? "" : "; ", open_pairs.empty() ? "the pairs the time limit left" : fmt::format("{}", fmt::join(open_pairs, ", ")));
+        const std::string refuted = unsat_pairs.empty() ? std::string() : fmt::format("UNSAT for {}; ", fmt::join(unsat_pairs, ", "));
+        if (row.proved)
+            row.excluded = fmt::format("no schedule with {} steps and at most {} chunks has R/C below {}: {}every other pair (C, R) below "
+                                       "it has R < {} (a step lasts at least one round) or R/C below the bandwidth bound {}",
+                                       S, opt.max_chunks, line.text(), refuted, S, lb.text());
         else
-        row.excluded = fmt::format("no schedule with {} steps and at most {} chunks has R/C below {}: {}{}{}every other pair (C, R) "
-                                   "below it has R < {} (a step lasts at least one round) or R/C below the bandwidth bound {}",
-                                   S, opt.max_chunks, line.text(), unsat_pairs.empty() ? "" : "UNSAT for ", fmt::join(unsat_pairs, ", "),
-                                   unsat_pairs.empty() ? "" : "; ", S, lb.text());
+            row.excluded = fmt::format("NOT settled whether a schedule with {} steps and at most {} chunks has R/C below {}: {}no answer for {}",
+                                       S, opt.max_chunks, line.text(), refuted,
+                                       open_pairs.empty() ? std::string("the pairs the time limit left") : fmt::format("{}", fmt::join(open_pairs, ", ")));
         all_proved = all_proved && row.proved;
         res.rows.push_back(std::move(row));
         if (!res.bounds.empty() && line == lb) {

@@ -347,3 +347,70 @@ TEST_CASE("formulas evaluate with the DSL's arithmetic, without a topology or a 
     CHECK_FALSE(evaluate_formula("cap(1)", params, {}, d));
     CHECK(d.all().at(0).code == "E015");
 }
+
+// Issue 14: the lowering hands the topology over as values (Topology::make), not as a spec string
+// that Topology::parse reads again. The spec stays as the printed name, so it must build the same
+// topology: for ideal trees the lowering evaluates w itself, with the spec reader's arithmetic.
+TEST_CASE("lowering: a declared topology is built from values and equals the topology its spec names") {
+    auto compiled = [](const std::string& decl) -> std::shared_ptr<const Topology> {
+        Diagnostics d;
+        auto t = compile_text("param n = 8\nlet k = 3\n" + decl + "\n", "t.sched", {}, d);
+        INFO(d.render());
+        REQUIRE(t);
+        return t->topology;
+    };
+    for (const char* decl : {"topology ideal(16, w = log2(3 * n) + k)", "topology ideal(32, w = sqrt(n) * 2 - 1)",
+                             "topology ideal(16, w = max(1, min(n / 3, 7 % k)) + n % 5)", "topology ideal(16, w = -(-n))",
+                             "topology ideal(8)", "topology ebft(16)", "topology cbft(n)", "topology bft(8, caps = [1, k, 4])",
+                             "topology bft(n, caps = [i for i in 1 .. 3])", "topology fattree(4, 16, caps = [1, 2])",
+                             "topology torus(3, k + 2)", "topology mesh(2, 3, 4)", "topology hypercube(3)", "topology complete(n)",
+                             "topology product(ring(3), \"linear:2\", torus(2, 3))"}) {
+        CAPTURE(decl);
+        auto t = compiled(decl);
+        auto p = Topology::parse(t->spec());
+        CHECK(t->family() == p->family());
+        CHECK(t->level_caps() == p->level_caps());
+        CHECK(t->dims() == p->dims());
+        CHECK(t->processors() == p->processors());
+        REQUIRE(t->channels().size() == p->channels().size());
+        CHECK(std::equal(t->channels().begin(), t->channels().end(), p->channels().begin()));
+    }
+    CHECK(compiled("topology ideal(16, w = log2(3 * n) + k)")->level_caps() == std::vector<std::uint32_t>{4, 5, 6, 7});
+
+    // Topology::make checks values as parse checks text, in the same words.
+    CHECK(Topology::make(Family::torus, {.sizes = {3, 5}}, "torus:3x5")->channels().size() == 60);
+    auto make_error = [](Family f, const TopologyArgs& a, std::string_view name) {
+        try {
+            Topology::make(f, a, name);
+        } catch (const InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK(make_error(Family::ring, {.sizes = {1}}, "ring:1") == "topology 'ring:1': the size must be at least 2");
+    CHECK(make_error(Family::bft, {.sizes = {6}, .caps = {1, 2}}, "bft:6:1,2") == "topology 'bft:6:1,2': 6 leaves is not a power of 2 (at least 2)");
+    CHECK(make_error(Family::ideal, {.sizes = {4}, .w = [](std::int64_t k) { return k - 1; }}, "x") ==
+          "topology 'x': w(1) = 0; capacities must be between 1 and 2^30");
+    CHECK(make_error(Family::product, {.factors = {Topology::parse("ring:3")}}, "product:ring:3") ==
+          "topology 'product:ring:3': a product needs at least two factors separated by '*'");
+}
+
+TEST_CASE("lowering: topology errors read as the spec reader's, and w names what it cannot evaluate") {
+    auto errors = [](const std::string& decl) {
+        Diagnostics d;
+        auto t = compile_text(decl + "\ncollective alltoall\n", "t.sched", {}, d);
+        CHECK_FALSE(t);
+        return d.render();
+    };
+    CHECK(errors("topology ring(-3)").find("error[E031]: topology 'ring:-3': '-3' is not a valid size (expected a positive integer)") !=
+          std::string::npos);
+    CHECK(errors("topology mesh(4, 1)").find("error[E031]: topology 'mesh:4x1': dimension 1 must be at least 2") != std::string::npos);
+    CHECK(errors("topology bft(8, caps = [1, -2, 3])").find("error[E031]: topology 'bft:8:1,-2,3': '-2' is not a valid capacity") !=
+          std::string::npos);
+    CHECK(errors("topology ebft(6)").find("error[E031]: topology 'ebft:6': 6 leaves is not a power of 2 (at least 2)") != std::string::npos);
+    CHECK(errors("topology ideal(16, w = n - 1)").find("error[E031]: topology 'ideal:16:w=n-1': w(1) = 0; capacities must be between 1 and 2^30") !=
+          std::string::npos);
+    CHECK(errors("topology ideal(16, w = n << 1)").find("t.sched:1:26: error[E031]: in w: operator not allowed (w may use integers, n, "
+                                                       "+ - * / %, log2(), sqrt(), min(,), max(,))") != std::string::npos);
+    CHECK(errors("topology ideal(16, w = n / (n - n))").find("error[E031]: in w: division by zero") != std::string::npos);
+}
