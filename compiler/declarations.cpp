@@ -440,6 +440,7 @@ Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
         fail("E053", d.loc, e.what());
     }
     if (d.chunks) {
+        env.chunks_stated = true;
         std::int64_t v = env.header(*d.chunks);
         try {
             c.set_chunks(v < 0 ? 0 : static_cast<std::uint64_t>(v), *env.topo);

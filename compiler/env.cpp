@@ -42,7 +42,8 @@ std::uint32_t Env::chunk_of(const XExpr& x, std::int64_t s, std::int64_t d) {
         return 0;
     }
     std::int64_t c = eval(static_cast<std::uint32_t>(x.imm));
-    if (C == 1) fail("E054", x.loc, fmt::format("a chunk argument, but the collective does not split its data: write {}, or `collective ... chunks C`", whole));
+    if (!chunks_stated)
+        fail("E054", x.loc, fmt::format("a chunk argument, but the collective does not split its data: write {}, or `collective ... chunks C`", whole));
     if (c < 0 || c >= C) fail("E054", x.loc, fmt::format("chunk {} does not exist (the collective has {} chunks, 0 .. {})", c, C, C - 1));
     return static_cast<std::uint32_t>(c);
 }

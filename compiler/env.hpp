@@ -96,6 +96,8 @@ public:
     std::uint32_t chunk_of(const XExpr& x, std::int64_t s, std::int64_t d);
     /// Whether a base message was named yet (a `let` before the header): the chunks must be known first.
     bool named_message = false;
+    /// Whether the collective states `chunks C` (then chunk arguments are allowed, also with C = 1).
+    bool chunks_stated = false;
 
     /// Counts `n` iterations of the loop or comprehension at `where` against the limit; E051 (at
     /// the outermost loop, or at `where` outside loops) and Stop when they go over it. Checked

@@ -89,6 +89,13 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
                                      "traces by it); got '{}'",
                                      opt.prefix));
     if (opt.bytes == 0 || opt.bytes > (std::uint64_t{1} << 40)) throw InputError("--bytes must be in 1..2^40");
+    // --bytes is the size of a datum; with C chunks a message (a chunk) carries bytes / C.
+    const std::uint32_t C = t.collective.chunks;
+    if (opt.bytes % C != 0)
+        throw InputError(fmt::format("--bytes {}: the collective splits every datum into {} chunks, so the bytes must be a multiple "
+                                     "of {} (a chunk is B/C bytes)",
+                                     opt.bytes, C, C));
+    const std::uint64_t msg_bytes = opt.bytes / C;
     const std::uint32_t P = t.topology->processors();
     Messages ms = t.messages();
     EndpointView view = endpoint_view(t);
@@ -136,7 +143,7 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
         attr_int32(s, "comm_src", std::int32_t(idx(e.src)));
         attr_int32(s, "comm_dst", std::int32_t(idx(e.dst)));
         attr_int32(s, "comm_tag", std::int32_t(i));
-        attr_int64(s, "comm_size", std::int64_t(opt.bytes));
+        attr_int64(s, "comm_size", std::int64_t(msg_bytes));
         if (!t.collective.initial(ms, e.message) || ms.origin(e.message) != e.src) {
             auto f = first.find(key(e.src, e.message));
             if (f == first.end() || ev[f->second].arrived >= e.sent)
@@ -153,7 +160,7 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
         attr_int32(r, "comm_src", std::int32_t(idx(e.src)));
         attr_int32(r, "comm_dst", std::int32_t(idx(e.dst)));
         attr_int32(r, "comm_tag", std::int32_t(i));
-        attr_int64(r, "comm_size", std::int64_t(opt.bytes));
+        attr_int64(r, "comm_size", std::int64_t(msg_bytes));
     }
     std::vector<ChakraFile> files;
     for (std::uint32_t r = 0; r < P; ++r) {
@@ -164,6 +171,7 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
         meta_string(meta, "collsched_topology", t.topology->spec());
         meta_string(meta, "collsched_model", to_string(t.model));
         meta_string(meta, "collsched_collective", t.collective.to_string());
+        if (C > 1) meta_string(meta, "collsched_chunks", std::to_string(C));
         std::string out;
         append(out, meta);
         for (const pb::Node& n : per_rank[r]) append(out, n);

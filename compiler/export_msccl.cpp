@@ -24,6 +24,7 @@ struct Op {
     const char* type;  ///< "s", "r", "rrc", "cpy"
     Loc src, dst;
     int depid = -1, deps = -1;
+    int cnt = 1;  ///< chunks copied (the local copy of a chunked datum: C)
     bool hasdep = false;
 };
 
@@ -45,12 +46,26 @@ struct Plan {
     std::vector<Gpu> gpus;
 };
 
-/// Where the collective puts a message in a GPU's input and output buffers.
+/// Where the collective puts a message in a GPU's input and output buffers. With C chunks per
+/// datum (docs/exports.md), datum slot i of a buffer is the C chunks i*C .. i*C + C-1 and chunk c
+/// of the datum sits at offset i*C + c.
 class Layout {
 public:
-    Layout(const SendTable& t) : kind_(t.collective.kind), root_(idx(t.collective.root)), ms_(t.messages()), P_(t.topology->processors()) {}
+    Layout(const SendTable& t)
+        : kind_(t.collective.kind), root_(idx(t.collective.root)), ms_(t.messages()), P_(t.topology->processors()),
+          C_(static_cast<int>(t.collective.chunks)) {}
 
     std::optional<int> input(std::uint32_t g, MessageId m) const {
+        auto slot = input_slot(g, m);
+        return slot ? std::optional<int>(*slot * C_ + static_cast<int>(ms_.key(m).chunk)) : std::nullopt;
+    }
+    std::optional<int> output(std::uint32_t g, MessageId m) const {
+        auto slot = output_slot(g, m);
+        return slot ? std::optional<int>(*slot * C_ + static_cast<int>(ms_.key(m).chunk)) : std::nullopt;
+    }
+
+private:
+    std::optional<int> input_slot(std::uint32_t g, MessageId m) const {
         MessageKey k = ms_.key(m);
         if (k.src != g) return std::nullopt;
         switch (kind_) {
@@ -61,7 +76,7 @@ public:
             default: return std::nullopt;
         }
     }
-    std::optional<int> output(std::uint32_t g, MessageId m) const {
+    std::optional<int> output_slot(std::uint32_t g, MessageId m) const {
         MessageKey k = ms_.key(m);
         switch (kind_) {
             case CollectiveKind::alltoall:
@@ -71,17 +86,25 @@ public:
             default: return std::nullopt;
         }
     }
+
+public:
     int i_chunks(std::uint32_t g) const {
-        return kind_ == CollectiveKind::alltoall ? P_ : kind_ == CollectiveKind::allgather || g == root_ ? 1 : 0;
+        return C_ * (kind_ == CollectiveKind::alltoall ? P_ : kind_ == CollectiveKind::allgather || g == root_ ? 1 : 0);
     }
-    int o_chunks() const { return kind_ == CollectiveKind::broadcast ? 1 : P_; }
+    int o_chunks() const { return C_ * (kind_ == CollectiveKind::broadcast ? 1 : P_); }
     int chunks_per_loop() const { return o_chunks(); }
-    /// The local copy that puts the GPU's own data into its output (NCCL semantics), if any.
+    /// The local copy that puts the GPU's own data into its output (NCCL semantics), if any: the
+    /// C chunks of its datum at once (cnt = C).
     std::optional<Op> local_copy(std::uint32_t g) const {
+        auto op = [&](int in, int out) {
+            Op o{"cpy", {'i', in * C_}, {'o', out * C_}};
+            o.cnt = C_;
+            return o;
+        };
         switch (kind_) {
-            case CollectiveKind::alltoall: return Op{"cpy", {'i', int(g)}, {'o', int(g)}};
-            case CollectiveKind::allgather: return Op{"cpy", {'i', 0}, {'o', int(g)}};
-            case CollectiveKind::broadcast: return g == root_ ? std::optional<Op>(Op{"cpy", {'i', 0}, {'o', 0}}) : std::nullopt;
+            case CollectiveKind::alltoall: return op(int(g), int(g));
+            case CollectiveKind::allgather: return op(0, int(g));
+            case CollectiveKind::broadcast: return g == root_ ? std::optional<Op>(op(0, 0)) : std::nullopt;
             default: return std::nullopt;
         }
     }
@@ -91,6 +114,7 @@ private:
     std::uint32_t root_;
     Messages ms_;
     int P_;
+    int C_ = 1;
 };
 
 [[noreturn]] void refuse(const SendTable& t, std::string_view why) {
@@ -503,9 +527,9 @@ void write_table_msccl(const SendTable& t, const MscclOptions& opt, fmt::memory_
             for (std::size_t s = 0; s < tb.ops.size(); ++s) {
                 const Op& op = tb.ops[s];
                 fmt::format_to(it,
-                               "      <step s=\"{}\" type=\"{}\" srcbuf=\"{}\" srcoff=\"{}\" dstbuf=\"{}\" dstoff=\"{}\" cnt=\"1\" "
+                               "      <step s=\"{}\" type=\"{}\" srcbuf=\"{}\" srcoff=\"{}\" dstbuf=\"{}\" dstoff=\"{}\" cnt=\"{}\" "
                                "depid=\"{}\" deps=\"{}\" hasdep=\"{}\"/>\n",
-                               s, op.type, op.src.buf, op.src.off, op.dst.buf, op.dst.off, op.depid, op.deps, op.hasdep ? 1 : 0);
+                               s, op.type, op.src.buf, op.src.off, op.dst.buf, op.dst.off, op.cnt, op.depid, op.deps, op.hasdep ? 1 : 0);
             }
             fmt::format_to(it, "    </tb>\n");
             if (out.size() > flush_at) flush(out);

@@ -208,10 +208,14 @@ std::vector<MessageId> initial_messages(const SendTable& t, Node p) {
     Messages ms = t.messages();
     std::uint32_t P = t.topology->processors();
     std::vector<MessageId> out;
+    const std::uint32_t C = t.collective.chunks;  // every chunk of every datum it starts with
     for (std::uint32_t d = 0; d < P; ++d)
-        if (t.collective.initial(ms, ms.personal(idx(p), d))) out.push_back(ms.personal(idx(p), d));
-    if (t.collective.initial(ms, ms.broadcast(idx(p)))) out.push_back(ms.broadcast(idx(p)));
-    if (t.collective.initial(ms, ms.value(idx(p)))) out.push_back(ms.value(idx(p)));
+        for (std::uint32_t c = 0; c < C; ++c)
+            if (t.collective.initial(ms, ms.personal(idx(p), d, c))) out.push_back(ms.personal(idx(p), d, c));
+    for (std::uint32_t c = 0; c < C; ++c)
+        if (t.collective.initial(ms, ms.broadcast(idx(p), c))) out.push_back(ms.broadcast(idx(p), c));
+    for (std::uint32_t c = 0; c < C; ++c)
+        if (t.collective.initial(ms, ms.value(idx(p), c))) out.push_back(ms.value(idx(p), c));
     return out;
 }
 
@@ -252,7 +256,7 @@ void write_table_ranks(const SendTable& t, fmt::memory_buffer& out, const Flush&
     EndpointView view = endpoint_view(t);
     Messages ms = t.messages();
     auto it = std::back_inserter(out);
-    write_json_header(t, ranks_format, out);
+    write_json_header(t, t.uses_bandwidth_model() ? ranks_format_2 : ranks_format, out);
     fmt::format_to(it, " \"steps\": {}, \"processors\": {}, \"endpoint_transfers\": {}, \"hops\": \"{}\",\n \"ranks\": [",
                    t.steps(), P, view.transfers.size(), view.cut_through ? "cut-through" : "listed");
 

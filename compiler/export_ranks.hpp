@@ -31,6 +31,8 @@
 namespace collsched {
 
 inline constexpr std::string_view ranks_format = "collsched.ranks/1";
+/// Per-rank files of chunked tables or tables with rounds (docs/formats.md): /1 plus "chunks" and "rounds".
+inline constexpr std::string_view ranks_format_2 = "collsched.ranks/2";
 
 struct EndpointTransfer {
     Step sent;      ///< the step of the hop out of src

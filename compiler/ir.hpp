@@ -120,6 +120,7 @@ inline constexpr ClaimKind claim_kinds[] = {
     {"steps", false, "claim"},           // the completion time T
     {"queue", true, "claim_queue"},      // per router level: the most copies waiting for one outgoing channel
     {"buffer", false, "claim_buffer"},   // the most messages a processor holds that it still has to send
+    {"rounds", false, "claim_rounds"},   // R: the rounds of steps 1..T (docs/semantics.md, bandwidth)
 };
 
 }  // namespace collsched::compiler

@@ -8,6 +8,7 @@
 
 #include "compiler/export_ranks.hpp"
 #include "compiler/json_error.hpp"
+#include "compiler/table_read.hpp"
 #include "dsl/diagnostics.hpp"
 
 namespace collsched {
@@ -79,8 +80,10 @@ public:
         if (!j_.is_object()) fail("expected a JSON object at the top level");
         const json& format = need("format", "\"collsched.ranks/1\"");
         if (!format.is_string()) fail("\"format\" must be a string");
-        if (format.get<std::string>() != ranks_format)
-            fail(fmt::format("unknown format version '{}': this collsched reads {}", format.get<std::string>(), ranks_format));
+        v2_ = format.get<std::string>() == ranks_format_2;
+        if (format.get<std::string>() != ranks_format && !v2_)
+            fail(fmt::format("unknown format version '{}': this collsched reads {} and {}", format.get<std::string>(), ranks_format,
+                             ranks_format_2));
         const json& topo = need("topology", "a spec such as \"ebft:8\"");
         if (!topo.is_string()) fail("\"topology\" must be a spec string such as \"ebft:8\"");
         t_.topology = Topology::parse(topo.get<std::string>());
@@ -89,6 +92,11 @@ public:
         const json& coll = need("collective", "for example \"alltoall\" or \"broadcast:0\"");
         if (!coll.is_string()) fail("\"collective\" must be a string such as \"alltoall\"");
         t_.collective = Collective::parse(coll.get<std::string>(), *t_.topology);
+        if (v2_ && j_.contains("chunks")) {
+            auto bad = [&](std::string_view what) { fail(what); };
+            t_.collective.set_chunks(table_read::chunks_value(j_["chunks"], bad), *t_.topology);
+        }
+        if (v2_ && j_.contains("rounds")) t_.step_rounds = table_read::read_rounds(j_["rounds"], [&](std::string_view what) { fail(what); });
         const std::uint32_t P = t_.topology->processors();
         if (j_.contains("processors") && (!j_["processors"].is_number_unsigned() || j_["processors"].get<std::uint64_t>() != P))
             fail(fmt::format("\"processors\" is {} but {} has {} processors", j_["processors"].dump(), t_.topology->spec(), P));
@@ -107,11 +115,13 @@ public:
         for (const auto& [k, v] : j_.items()) {
             static constexpr std::string_view known[] = {"format", "topology", "model", "collective", "requirements", "steps",
                                                          "processors", "endpoint_transfers", "hops", "ranks", "transfers"};
+            if (v2_ && (k == "chunks" || k == "rounds")) continue;
             if (std::find(std::begin(known), std::end(known), k) == std::end(known)) t_.add_field(k, v.dump());
         }
         t_.canonicalize_composites();
         if (std::string why = composite_problem(t_); !why.empty()) fail(why);
         t_.sort();
+        table_read::finish_rounds(t_, name_);
         return std::move(t_);
     }
 
@@ -144,7 +154,9 @@ private:
     }
 
     MessageId message(const json& v, std::string_view where) {
-        auto m = v.is_string() ? parse_message(v.get<std::string>(), t_.topology->processors(), t_.composite_registry()) : std::nullopt;
+        auto m = v.is_string() ? parse_message(v.get<std::string>(), t_.topology->processors(), t_.composite_registry(), nullptr,
+                                               t_.collective.chunks)
+                               : std::nullopt;
         if (!m)
             fail(fmt::format("{}: unknown message {} (expected m(s,d), b(s), a(s), a(i..j) or a bundle such as b(0)+b(4), with "
                              "processors 0..{})",
@@ -158,7 +170,8 @@ private:
             const json& r = list[i];
             if (!r.is_object() || !r.contains("msg") || !r.contains("at") || !r["msg"].is_string() || !r["at"].is_string())
                 fail(fmt::format("requirements[{}]: expected {{\"msg\": \"m(0,3)\", \"at\": \"3\"}}", i));
-            auto m = parse_message(r["msg"].get<std::string>(), t_.topology->processors(), t_.composite_registry());
+            auto m = parse_message(r["msg"].get<std::string>(), t_.topology->processors(), t_.composite_registry(), nullptr,
+                                   t_.collective.chunks);
             auto at = t_.topology->find_node(r["at"].get<std::string>());
             if (!m) fail(fmt::format("requirements[{}]: unknown message '{}'", i, r["msg"].get<std::string>()));
             if (!at || !t_.topology->is_processor(*at))
@@ -297,6 +310,7 @@ private:
     const json& j_;
     std::string_view name_;
     SendTable t_;
+    bool v2_ = false;  ///< collsched.ranks/2: chunks and rounds
     std::vector<Record> sends_, recvs_;
 };
 

@@ -588,7 +588,7 @@ private:
             if (k.name == s.name.name) kind = &k;
         XStmt x = make(SKind::claim, s.loc);
         if (!kind) {
-            diags_.error("E034", s.name.loc, fmt::format("unknown claim '{}': expected steps, queue or buffer", s.name.name));
+            diags_.error("E034", s.name.loc, fmt::format("unknown claim '{}': expected steps, queue, buffer or rounds", s.name.name));
             return add(std::move(x));
         }
         std::string what = fmt::format("claim {}", kind->name);

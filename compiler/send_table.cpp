@@ -27,6 +27,7 @@ constexpr ClaimField claim_fields[] = {
     {Claim::Kind::buffer, "claim_buffer", "claim buffer"},
     {Claim::Kind::lower_bound, "lower_bound", "bound lower"},
     {Claim::Kind::cite, "cite", "cite"},
+    {Claim::Kind::rounds, "claim_rounds", "claim rounds"},  // R (docs/semantics.md, bandwidth)
 };
 
 const ClaimField& field_of(Claim::Kind k) {

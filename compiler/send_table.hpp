@@ -46,7 +46,7 @@ struct Requirement {
 /// field named by `key` (the format of collsched.table/1, unchanged): claim, claim_at_most,
 /// claim_queue, claim_queue_at_most, claim_buffer, claim_buffer_at_most, lower_bound, cite.
 struct Claim {
-    enum class Kind : std::uint8_t { steps, queue, buffer, lower_bound, cite };
+    enum class Kind : std::uint8_t { steps, queue, buffer, lower_bound, cite, rounds };
     Kind kind = Kind::steps;
     bool at_most = false;  ///< `<=` (claims only)
     std::variant<std::int64_t, std::vector<std::int64_t>, std::string> value;  ///< integer, list per level (queue), or text (cite)

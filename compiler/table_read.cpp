@@ -7,16 +7,16 @@
 
 namespace collsched::table_read {
 
-/// Composites read from a file: canonical ids, and bundles only under wormhole timing.
-void finish_composites(SendTable& t, std::string_view name) {
-    t.canonicalize_composites();
-    if (std::string why = composite_problem(t); !why.empty()) throw InputError(fmt::format("{}: {}", name, why));
-}
-
 /// Rounds read from a file: trimmed to the steps, and only under hop timing.
 void finish_rounds(SendTable& t, std::string_view name) {
     t.normalize_rounds();
     if (std::string why = rounds_problem(t); !why.empty()) throw InputError(fmt::format("{}: {}", name, why));
+}
+
+/// Composites read from a file: canonical ids, and bundles only under wormhole timing.
+void finish_composites(SendTable& t, std::string_view name) {
+    t.canonicalize_composites();
+    if (std::string why = composite_problem(t); !why.empty()) throw InputError(fmt::format("{}: {}", name, why));
 }
 
 std::string_view trim(std::string_view s) {
@@ -141,6 +141,7 @@ void ensure_topology(SendTable& t, const TopFields& top, std::string_view name) 
     t.model = t.topology->default_model();
 }
 
+/// The chunk count of a "chunks" value, checked (a positive integer up to max_chunks).
 std::uint32_t chunks_value(const json& v, const std::function<void(std::string_view)>& fail) {
     if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > max_chunks)
         fail(fmt::format("\"chunks\" must be an integer from 1 to {}, got {}", max_chunks, v.dump()));

@@ -51,6 +51,8 @@ void finish_composites(SendTable& t, std::string_view name);
 /// Rounds read from a file: trimmed to the steps, and only under hop timing. Throws InputError
 /// naming `name`.
 void finish_rounds(SendTable& t, std::string_view name);
+/// The chunk count of a "chunks" value (1 to max_chunks); `fail` throws otherwise.
+std::uint32_t chunks_value(const json& v, const std::function<void(std::string_view)>& fail);
 
 /// Turns the strings of one transfer into ids; all lookups of a table go through one resolver.
 class Resolver {

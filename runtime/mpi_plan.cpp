@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/collective.hpp"
+#include "compiler/export_ranks.hpp"
 #include "compiler/json_error.hpp"
 #include "dsl/diagnostics.hpp"
 
@@ -21,8 +22,8 @@ public:
     PlanReader(const json& j, std::string_view name) : j_(j), name_(name) {}
 
     Plan read() {
-        if (!j_.is_object() || j_.value("format", "") != "collsched.ranks/1")
-            fail("not a per-rank file (expected \"format\": \"collsched.ranks/1\")");
+        if (!j_.is_object() || (j_.value("format", "") != ranks_format && j_.value("format", "") != ranks_format_2))
+            fail(fmt::format("not a per-rank file (expected \"format\": \"{}\" or \"{}\")", ranks_format, ranks_format_2));
         plan_.topology = string_field("topology");
         plan_.collective = string_field("collective");
         if (!j_.contains("processors") || !j_["processors"].is_number_unsigned() || j_["processors"].get<std::uint64_t>() < 1 ||

@@ -43,6 +43,7 @@ using namespace collsched::mpi;
 struct Options {
     std::string plan;
     std::uint64_t bytes = 1024;
+    std::uint64_t datum_bytes = 0;  ///< the MPI collective's bytes per datum (0: `bytes`); with C chunks, C * bytes
     int repeat = 3;
     bool json = false;
     std::string result;  ///< where rank 0 writes the exit code, if given
@@ -349,6 +350,11 @@ bool parse_args(int argc, char** argv, Options& o, std::string& err) {
             if (!v) return false;
             o.bytes = std::strtoull(v, nullptr, 10);
             if (o.bytes < 1 || o.bytes > (1u << 30)) return err = "--bytes must be 1..2^30", false;
+        } else if (a == "--datum-bytes") {
+            const char* v = value("a number of bytes");
+            if (!v) return false;
+            o.datum_bytes = std::strtoull(v, nullptr, 10);
+            if (o.datum_bytes < 1 || o.datum_bytes > (1u << 30)) return err = "--datum-bytes must be 1..2^30", false;
         } else if (a == "--repeat") {
             const char* v = value("a count");
             if (!v) return false;
@@ -531,7 +537,7 @@ int main(int argc, char** argv) {
     }
     const std::string base_name = baseline_name(plan.collective);
     for (int r = 0; r < opt.repeat && !base_name.empty(); ++r) {
-        double mine = run_baseline(plan, rank, size, opt.bytes), t = 0;
+        double mine = run_baseline(plan, rank, size, opt.datum_bytes ? opt.datum_bytes : opt.bytes), t = 0;
         MPI_Allreduce(&mine, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         best_base = std::min(best_base, t);
     }

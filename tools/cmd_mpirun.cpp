@@ -161,7 +161,7 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
         "Exit code: 0 every byte checked, 1 a byte check failed, 2 bad input, MPI missing or mpirun failed.");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched)")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable; .sched files only)");
-    cmd->add_option("--bytes", args->bytes, "Payload bytes per message (default 1024)")->check(CLI::Range(1, 1 << 30));
+    cmd->add_option("--bytes", args->bytes, "Payload bytes per datum (default 1024); with C chunks a message (chunk) carries B/C")->check(CLI::Range(1, 1 << 30));
     cmd->add_option("--ranks", args->ranks, "Number of MPI ranks; must equal the table's processors (the default)")
         ->check(count_option(1, 65534));
     cmd->add_option("--repeat", args->repeat, "Runs of the schedule and of the MPI collective; the best time is shown (default 3)")
@@ -185,6 +185,13 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
             throw InputError("the MPI runner performs allreduce, reduce_scatter, scan and reduce(r); this table's collective is " +
                              t.collective.to_string());
         const std::uint32_t P = t.topology->processors();
+        // With C chunks the datum of --bytes B is split: every message (a chunk) carries B/C bytes,
+        // and the MPI collective it is compared with moves B bytes per datum (docs/exports.md).
+        const std::uint32_t C = t.collective.chunks;
+        if (args->bytes % C != 0)
+            throw InputError(fmt::format("--bytes {}: the collective splits every datum into {} chunks, so the bytes must be a "
+                                         "multiple of {} (a chunk is B/C bytes)",
+                                         args->bytes, C, C));
         if (args->ranks != 0 && args->ranks != P)
             throw InputError(fmt::format("--ranks {}: the table has {} processors and runs with one MPI rank per processor", args->ranks, P));
         std::string mpirun = find_in_path(args->mpirun);
@@ -207,7 +214,11 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
         argv.push_back(rank);
         argv.push_back(plan.path());
         argv.push_back("--bytes");
-        argv.push_back(std::to_string(args->bytes));
+        argv.push_back(std::to_string(args->bytes / C));
+        if (C > 1) {
+            argv.push_back("--datum-bytes");
+            argv.push_back(std::to_string(args->bytes));
+        }
         argv.push_back("--repeat");
         argv.push_back(std::to_string(args->repeat));
         if (args->json) argv.push_back("--json");

@@ -13,6 +13,7 @@
 
 #include "runtime/simulator.hpp"
 #include "verifier/report.hpp"
+#include "tools/bandwidth.hpp"
 #include "tools/commands.hpp"
 #include "tools/input.hpp"
 
@@ -28,6 +29,7 @@ struct SimulateArgs {
     bool trace = false;
     bool stream = false;
     std::uint64_t max_transfers = CompileOptions{}.max_transfers;
+    AlphaBeta ab;
 };
 
 /// `--stream`: compiles the schedule step by step into the streamed simulator (runtime/simulator.hpp).
@@ -95,7 +97,9 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
                     fmt::format("With --stream: stop with an error when the schedule makes more transfers (default {}; the "
                                 "streamed replay holds a few steps, so EBFT n = 8192 with 2.9 * 10^9 needs it raised)",
                                 args->max_transfers));
+    add_alpha_beta_options(cmd, args->ab);
     cmd->callback([&ctx, args] {
+        args->ab.check();
         SendTable table;
         SimReport r;
         if (args->stream) {
@@ -111,7 +115,12 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
             r = simulate(table, opt);
             attach_origin(r, table);
         }
-        std::string out = args->json ? sim_report_to_json(r, table) : format_sim_report(r, table);
+        std::string out = args->json ? sim_report_to_json(r, table) : format_sim_report(r, table) + bandwidth_text(table, args->ab);
+        if (args->json && shows_bandwidth(table, args->ab)) {
+            nlohmann::ordered_json j = nlohmann::ordered_json::parse(out);
+            add_bandwidth_json(j, table, args->ab);
+            out = j.dump() + "\n";
+        }
         std::fwrite(out.data(), 1, out.size(), stdout);
         ctx.exit_code = r.status == SimStatus::completed ? 0 : 1;
     });

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tools/bandwidth.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"
@@ -27,6 +28,7 @@ struct VerifyArgs {
     bool strict = false;
     std::size_t max_violations = 20;
     double timeout = 60;
+    AlphaBeta ab;
 };
 
 /// The loop values of the statement runs behind the counterexamples that name a transfer
@@ -57,7 +59,8 @@ int exit_code(std::string_view verdict) { return verdict == "holds" ? 0 : verdic
 
 /// `--engine both`: the two reports, then whether they agree. A disagreement is a bug in one of
 /// the engines: it is printed on stderr, the verdict is "disagreement" and the exit code 1.
-int run_both(const SendTable& table, const ScheduleSource& source, const VerifyOptions& opt, const Z3Options& zopt, bool json) {
+int run_both(const SendTable& table, const ScheduleSource& source, const VerifyOptions& opt, const Z3Options& zopt, bool json,
+             const AlphaBeta& ab) {
     VerifyReport d = verify_direct(table, opt);
     name_sources(d, table, source);
     VerifyReport z = verify_z3(table, zopt);
@@ -89,9 +92,10 @@ int run_both(const SendTable& table, const ScheduleSource& source, const VerifyO
         j["disagreements"] = list;
         j["engines"] = {{"direct", direct}, {"z3", z3}};
         j["seconds"] = d.seconds + z.seconds;
+        add_bandwidth_json(j, table, ab);
         out = j.dump() + "\n";
     } else {
-        out = "engine direct\n" + format_report(d, table) + "\nengine z3\n" + format_report(z, table) + "\n";
+        out = "engine direct\n" + format_report(d, table) + "\nengine z3\n" + format_report(z, table) + "\n" + bandwidth_text(table, ab);
         out += dis.empty() ? fmt::format("both engines: {}{}\n", verdict,
                                          unknown ? " (the Z3 engine could not decide every property; see its notes)" : "")
                            : "both engines: DISAGREEMENT (a bug in collsched; see stderr)\n";
@@ -138,7 +142,9 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         ->check(count_option(0, 1'000'000'000));
     cmd->add_flag("--strict", args->strict, "Treat a schedule's warnings as errors (W001, docs/errors.md)");
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+    add_alpha_beta_options(cmd, args->ab);
     cmd->callback([&ctx, args] {
+        args->ab.check();
         ScheduleSource source;
         SendTable table = load_input(args->input, args->defines, true, args->strict, args->msccl, &source);
         VerifyOptions opt;
@@ -149,12 +155,19 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         zopt.max_violations = opt.max_violations;
         zopt.timeout_ms = static_cast<std::uint64_t>(std::ceil(std::min(args->timeout, 1e9) * 1000));
         if (args->engine == "both") {
-            ctx.exit_code = run_both(table, source, opt, zopt, args->json);
+            ctx.exit_code = run_both(table, source, opt, zopt, args->json, args->ab);
             return;
         }
         VerifyReport r = args->engine == "z3" ? verify_z3(table, zopt) : verify_direct(table, opt);
         name_sources(r, table, source);
-        std::string out = args->json ? report_to_json(r, table).dump() + "\n" : format_report(r, table);
+        std::string out;
+        if (args->json) {
+            nlohmann::ordered_json j = report_to_json(r, table);
+            add_bandwidth_json(j, table, args->ab);
+            out = j.dump() + "\n";
+        } else {
+            out = format_report(r, table) + bandwidth_text(table, args->ab);
+        }
         std::fwrite(out.data(), 1, out.size(), stdout);
         ctx.exit_code = exit_code(r.verdict());
     });

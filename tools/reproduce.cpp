@@ -235,6 +235,8 @@ ReproRow run_row(const CatalogEntry& entry, const Params& params) {
 
     VerifyReport v = verify_direct(t);
     row.steps = v.steps;
+    if (t.uses_bandwidth_model()) row.bandwidth = bandwidth_cost(t);
+    row.claim_rounds = claimed<std::int64_t>(t, Claim::Kind::rounds);
     SimReport s = simulate(t);
     bool sim_ok = s.status == SimStatus::completed;
     if (sim_ok != v.holds() || (sim_ok && s.steps != v.steps))
@@ -278,6 +280,9 @@ ReproRow run_row(const CatalogEntry& entry, const Params& params) {
         row.verdict = "below-lower-bound";
     } else if (row.claim && (row.claim_at_most ? steps > *row.claim : steps != *row.claim)) {
         row.verdict = "claim-mismatch";
+    } else if (row.claim_rounds && static_cast<std::int64_t>(bandwidth_cost(t).rounds) != *row.claim_rounds) {
+        row.verdict = "claim-mismatch";
+        row.error = fmt::format("claimed {} rounds, measured {}", *row.claim_rounds, bandwidth_cost(t).rounds);
     } else if (row.claim_queue && [&] {
                    if (row.claim_queue->size() != row.queue_high_water.size()) return true;
                    for (std::size_t i = 0; i < row.queue_high_water.size(); ++i)
@@ -337,6 +342,8 @@ std::string format_rows(const Catalog& catalog, const std::vector<ReproRow>& row
         l.params = params_text(r.params);
         l.claim = r.claim ? fmt::format("{}{}", r.claim_at_most ? "<= " : "", *r.claim) : "-";
         l.steps = r.verdict == "error" ? "-" : std::to_string(r.steps);
+        if (r.bandwidth && r.verdict != "error")
+            l.steps += fmt::format(" (R {}, R/C {})", r.bandwidth->rounds, r.bandwidth->fraction());
         l.lower = r.lower_bound ? std::to_string(*r.lower_bound) : "-";
         l.sim = r.verdict == "error" ? "-" : r.simulator == "agrees" ? "agrees" : "DIFFERS";
         l.verdict = r.verdict;
@@ -397,6 +404,12 @@ std::string rows_to_json(const std::vector<ReproRow>& rows) {
         if (r.claim_at_most) j["claim_relation"] = "<=";
         j["steps"] = r.verdict == "error" ? ojson(nullptr) : ojson(r.steps);
         j["lower_bound"] = r.lower_bound ? ojson(*r.lower_bound) : ojson(nullptr);
+        if (r.bandwidth) {
+            j["rounds"] = r.bandwidth->rounds;
+            j["chunks"] = r.bandwidth->chunks;
+            j["rounds_per_chunk"] = r.bandwidth->fraction();
+            if (r.claim_rounds) j["claim_rounds"] = *r.claim_rounds;
+        }
         j["verdict"] = r.verdict;
         if (r.note) j["note"] = r.note->text;
         if (!r.error.empty()) j["error"] = r.error;

@@ -86,6 +86,10 @@ struct ReproRow {
     bool claim_at_most = false;         ///< `claim steps <= ...`
     std::optional<std::int64_t> lower_bound;
     std::uint64_t steps = 0, transfers = 0;
+    /// The bandwidth model (docs/semantics.md): R rounds and C chunks, when the table has them
+    /// (bandwidth set); `claim rounds = e` is compared with R.
+    std::optional<BandwidthCost> bandwidth;
+    std::optional<std::int64_t> claim_rounds;
     std::string simulator;  ///< agrees, or what it said instead
 
     std::optional<std::vector<std::int64_t>> claim_queue;

@@ -35,16 +35,10 @@ private:
         return fmt::format("{}->{}", node(ch.from), node(ch.to));
     }
     std::string msg(MessageId m) const { return ms_.name(m); }
-    std::string msg_list(const std::vector<MessageId>& ms) const {
-        std::string s;
-        for (std::size_t i = 0; i < ms.size() && i < 8; ++i) s += fmt::format("{}{}", i ? ", " : "", msg(ms[i]));
-        if (ms.size() > 8) s += ", ...";
-        return s;
-    }
+    std::string msg_list(const std::vector<MessageId>& ms) const { return message_list(ms_, ms); }
 
     void check_ports(std::size_t begin, std::size_t end);
     void check_groups(std::size_t begin, std::size_t end);
-    static std::string of_rounds(std::uint64_t cap, std::uint32_t rounds);
     void queue_bound();
     /// One transfer of the message being checked (pass 2 reads these in sequence).
     struct Hop {
@@ -126,7 +120,7 @@ void Checker::by_step() {
                 if (found_.wants(Property::capacity)) {
                     std::vector<MessageId> ms;
                     for (std::size_t k = a; k < b; ++k) ms.push_back(xs[k].message);
-                    std::string detail = fmt::format("{} messages ({}) but capacity {}{}", b - a, msg_list(ms), cap, of_rounds(cap, rounds));
+                    std::string detail = fmt::format("{} messages ({}) but capacity {}{}", b - a, msg_list(ms), cap, times_rounds(cap, rounds));
                     found_.add(Property::capacity, {Property::capacity, s, xs[a].channel, std::nullopt, std::move(ms), std::move(detail)});
                 } else {
                     found_.count(Property::capacity);
@@ -139,11 +133,6 @@ void Checker::by_step() {
         i = end;
     }
     if (bound) queue_bound();
-}
-
-/// " in a step of r rounds (r x c)" when a step has more than one round, else "".
-std::string Checker::of_rounds(std::uint64_t cap, std::uint32_t rounds) {
-    return rounds > 1 ? fmt::format(" x {} rounds = {}", rounds, cap * rounds) : std::string();
 }
 
 /// Link groups: per step, the transfers on all channels of a group together, at most its
@@ -168,9 +157,7 @@ void Checker::check_groups(std::size_t begin, std::size_t end) {
             auto in = topo_.groups_of(xs[k].channel);
             if (std::find(in.begin(), in.end(), g) != in.end()) ms.push_back(xs[k].message);
         }
-        std::string detail = fmt::format("group {}: {} messages ({}) on its {} channels together but capacity {}{}", groups[g].name,
-                                         group_load_[g], msg_list(ms), groups[g].channels.size(), groups[g].cap,
-                                         of_rounds(groups[g].cap, rounds));
+        std::string detail = group_detail(groups[g], group_load_[g], msg_list(ms), rounds);
         Violation v{Property::capacity, s, std::nullopt, std::nullopt, std::move(ms), std::move(detail)};
         v.group = g;
         found_.add(Property::capacity, std::move(v));
@@ -198,12 +185,7 @@ void Checker::check_ports(std::size_t begin, std::size_t end) {
         std::uint32_t snd = sends_[p], rcv = recvs_[p];
         bool bad = t_.model.ports == Ports::single ? (snd > r || rcv > r) : snd + rcv > r;
         if (bad) {
-            std::string detail =
-                t_.model.ports == Ports::single
-                    ? fmt::format("{} sends and {} receives ({}) but single-port allows one of each per {}", snd, rcv,
-                                  msg_list(port_msgs_[p]), r > 1 ? fmt::format("round ({} rounds in this step)", r) : "step")
-                    : fmt::format("{} sends and {} receives ({}) but half-duplex allows one transfer per {}", snd, rcv,
-                                  msg_list(port_msgs_[p]), r > 1 ? fmt::format("round ({} rounds in this step)", r) : "step");
+            std::string detail = ports_detail(t_.model.ports, snd, rcv, msg_list(port_msgs_[p]), r);
             found_.add(Property::ports, {Property::ports, s, std::nullopt, Node{p}, port_msgs_[p], std::move(detail)});
         }
         sends_[p] = recvs_[p] = 0;

@@ -48,6 +48,29 @@ std::string_view VerifyReport::verdict() const {
     return unknown ? "unknown" : "holds";
 }
 
+std::string times_rounds(std::uint64_t cap, std::uint32_t rounds) {
+    return rounds > 1 ? fmt::format(" x {} rounds = {}", rounds, cap * rounds) : std::string();
+}
+
+std::string ports_detail(Ports ports, std::uint64_t sends, std::uint64_t receives, const std::string& messages, std::uint32_t rounds) {
+    const std::string per = rounds > 1 ? fmt::format("round ({} rounds in this step)", rounds) : "step";
+    return ports == Ports::single
+               ? fmt::format("{} sends and {} receives ({}) but single-port allows one of each per {}", sends, receives, messages, per)
+               : fmt::format("{} sends and {} receives ({}) but half-duplex allows one transfer per {}", sends, receives, messages, per);
+}
+
+std::string group_detail(const LinkGroup& g, std::uint64_t count, const std::string& messages, std::uint32_t rounds) {
+    return fmt::format("{} messages ({}) on its {} channels together but capacity {}{}", count, messages, g.channels.size(), g.cap,
+                       times_rounds(g.cap, rounds));
+}
+
+std::string message_list(const Messages& ms, const std::vector<MessageId>& list) {
+    std::string s;
+    for (std::size_t i = 0; i < list.size() && i < 8; ++i) s += fmt::format("{}{}", i ? ", " : "", ms.name(list[i]));
+    if (list.size() > 8) s += ", ...";
+    return s;
+}
+
 namespace {
 
 /// A channel by its node names; on meshes and tori with the coordinates a schedule uses too:

@@ -38,6 +38,16 @@ struct Violation {
     std::string when = {};              ///< its loop values there, "s = 2, k = 0" (DSL input, tools/cmd_verify.cpp), else empty
 };
 
+/// Shared wording of the engines' counterexamples (so both engines say the same):
+/// " x 2 rounds = 4" for a capacity in a step of more than one round, else "".
+std::string times_rounds(std::uint64_t cap, std::uint32_t rounds);
+/// "3 sends and 0 receives (...) but single-port allows one of each per step" (or per round).
+std::string ports_detail(Ports ports, std::uint64_t sends, std::uint64_t receives, const std::string& messages, std::uint32_t rounds);
+/// "3 messages (...) on its 7 channels together but capacity 2" (the report names the group before it).
+std::string group_detail(const LinkGroup& g, std::uint64_t count, const std::string& messages, std::uint32_t rounds);
+/// At most 8 message names, comma-separated, then ", ...".
+std::string message_list(const Messages& ms, const std::vector<MessageId>& list);
+
 struct VerifyOptions {
     bool fixed_routes = false;          ///< also require personalized messages to follow the topology's routes
     std::size_t max_violations = 20;    ///< counterexamples kept per property (all are counted)

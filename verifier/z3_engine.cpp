@@ -272,6 +272,7 @@ private:
         found_[static_cast<std::size_t>(p)].push_back(std::move(v));
     }
     void decode(Property p, const std::vector<std::vector<U64>>& tuples);
+    void decode_groups(const std::vector<std::vector<U64>>& tuples);
     void set_status(Property p, Status s) { report_.status[static_cast<std::size_t>(p)] = s; }
 
     const SendTable& t_;
@@ -288,7 +289,8 @@ private:
     bool partials_ = false;  ///< the buffer rule of partials: verifier/z3_partial.cpp decides it
     U64 N_ = 0, B_ = 0, sentinel_ = 0;
     // column sorts
-    std::optional<z3::sort> IX_, ST_, CH_, ND_, MS_, CODE_;
+    std::optional<z3::sort> IX_, ST_, CH_, ND_, MS_, CODE_, GR_;
+    bool rounds_ = false, groups_ = false;  ///< steps of several rounds; link groups (docs/semantics.md)
     // relations
     std::map<std::string, z3::func_decl> rel_;
     z3::func_decl& R(const std::string& n) { return rel_.at(n); }
@@ -318,8 +320,20 @@ void Engine::declare() {
     ND_ = c_.bv_sort(bits_for(topo_.nodes()));
     MS_ = c_.bv_sort(bits_for(ms_.size()));
     CODE_ = c_.bv_sort(6);
+    rounds_ = !t_.step_rounds.empty();
+    groups_ = !topo_.groups().empty();
+    GR_ = c_.bv_sort(bits_for(topo_.groups().size() + 1));
     const z3::sort IX = *IX_, ST = *ST_, CH = *CH_, ND = *ND_, MS = *MS_;
     auto rel = [&](const std::string& n, std::vector<z3::sort> cols) { rel_.emplace(n, dl_.relation(n, cols)); };
+    if (rounds_) {
+        rel("stepcap", {ST, CH, IX});  // the capacity of channel c in step s: cap(c) * rounds(s)
+        rel("srnd", {ST, IX});         // the rounds of step s
+    }
+    if (groups_) {
+        rel("ingrp", {*GR_, CH});       // channel c is in group g
+        rel("gcap", {ST, *GR_, IX});    // the capacity of group g in step s: cap(g) * rounds(s)
+        rel("bad_group", {ST, *GR_});
+    }
     // facts
     rel("tr", {IX, ST, CH, MS});
     rel("chn", {CH, ND, ND, IX});
@@ -362,6 +376,29 @@ void Engine::base_facts() {
     for (U64 c = 0; c < chans.size(); ++c)
         dl_.fact(R("chn"), {c, idx(chans[c].from), idx(chans[c].to), std::min<U64>(chans[c].cap, N_ + 1)});
     for (U64 v = 0; v < topo_.nodes(); ++v) dl_.fact(R(is_router(v) ? "rtr" : "proc"), {v});
+    // Rounds and groups: the capacities of the steps and channels (groups) the table uses,
+    // multiplied out here by the model's definition (cap times the step's rounds), capped like chn.
+    if (rounds_) {
+        U64 last_step = 0, last_channel = ~U64{0};
+        for (const Transfer& x : xs) {
+            const U64 r = t_.rounds(x.step);
+            if (x.step != last_step) dl_.fact(R("srnd"), {x.step, std::min<U64>(r, N_ + 1)});
+            if (x.step != last_step || idx(x.channel) != last_channel)
+                dl_.fact(R("stepcap"), {x.step, idx(x.channel), std::min<U64>(U64{topo_.channel(x.channel).cap} * r, N_ + 1)});
+            last_step = x.step;
+            last_channel = idx(x.channel);
+        }
+    }
+    if (groups_) {
+        const auto& groups = topo_.groups();
+        for (U64 g = 0; g < groups.size(); ++g)
+            for (ChannelId c : groups[g].channels) dl_.fact(R("ingrp"), {g, idx(c)});
+        std::set<std::pair<U64, U64>> used;
+        for (const Transfer& x : xs)
+            for (std::uint32_t g : topo_.groups_of(x.channel))
+                if (used.emplace(x.step, g).second)
+                    dl_.fact(R("gcap"), {x.step, g, std::min<U64>(U64{groups[g].cap} * t_.rounds(x.step), N_ + 1)});
+    }
     // succ(t, t+1) around every step used (not for all of 0..T: T can be 2^31 with few transfers).
     {
         std::vector<U64> steps;
@@ -551,7 +588,21 @@ void Engine::capacity_rules() {
     std::vector<Member> members;
     for (U64 x = 0; x < N_; ++x) members.push_back({{x, 0}, {t_.transfers[x].step, idx(t_.transfers[x].channel), 0}, 0});
     z3::func_decl rk = ranking(Property::capacity, "cap", R("mem_cap"), {i}, {s, c}, std::nullopt, false, members);
-    dl_.rule("capacity", R("bad_capacity")(s, c), {rk(i, s, c, k, kp), R("chn")(c, u, v, cap), z3::uge(k, cap)});
+    if (rounds_) dl_.rule("capacity", R("bad_capacity")(s, c), {rk(i, s, c, k, kp), R("stepcap")(s, c, cap), z3::uge(k, cap)});
+    else dl_.rule("capacity", R("bad_capacity")(s, c), {rk(i, s, c, k, kp), R("chn")(c, u, v, cap), z3::uge(k, cap)});
+    if (!groups_) return;
+    // Link groups: the transfers on the channels of group g in step s, ranked per (s, g); one
+    // member per (transfer, group), so the member id is (i, g).
+    z3::expr g = var("g", *GR_);
+    rel_.emplace("mem_grp", dl_.relation("mem_grp", {IX, *GR_, ST, *GR_}));
+    dl_.rule("mem_grp", R("mem_grp")(i, g, s, g), {R("tr")(i, s, c, m), R("ingrp")(g, c)});
+    std::vector<Member> gmembers;
+    for (U64 x = 0; x < N_; ++x)
+        for (std::uint32_t gi : topo_.groups_of(t_.transfers[x].channel)) gmembers.push_back({{x, gi}, {t_.transfers[x].step, gi, 0}, 0});
+    z3::func_decl grk = ranking(Property::capacity, "grp", R("mem_grp"), {i, g}, {s, g}, std::nullopt, false, gmembers);
+    z3::expr_vector args(c_);
+    for (const z3::expr& a : {i, g, s, g, k, kp}) args.push_back(a);
+    dl_.rule("group", R("bad_group")(s, g), {grk(args), R("gcap")(s, g, cap), z3::uge(k, cap)});
 }
 
 /// ports: single = two sends or two receives of a processor in one step; half = two transfers
@@ -572,7 +623,12 @@ void Engine::ports_rules() {
             if (!is_router(node)) members.push_back({{x, 0}, {t_.transfers[x].step, node, 0}, 0});
         }
         z3::func_decl rk = ranking(Property::ports, dir, R(mem), {i}, {s, p}, std::nullopt, false, members);
-        dl_.rule(std::string("ports_two_") + dir, R("bad_ports")(s, p), {rk(i, s, p, k, kp), k != num(0, IX)});
+        if (rounds_) {  // a step of r rounds allows r sends and r receives: rank r is one too many
+            z3::expr r = var("r", IX);
+            dl_.rule(std::string("ports_two_") + dir, R("bad_ports")(s, p), {rk(i, s, p, k, kp), R("srnd")(s, r), z3::uge(k, r)});
+        } else {
+            dl_.rule(std::string("ports_two_") + dir, R("bad_ports")(s, p), {rk(i, s, p, k, kp), k != num(0, IX)});
+        }
     }
     if (t_.model.ports == Ports::half) {
         z3::expr j = var("j", IX);
@@ -996,6 +1052,24 @@ void Engine::completeness_rules() {
 // ---------------------------------------------------------------------------------------------
 // Counterexamples from derived tuples, worded like the direct checker's.
 
+/// bad_group(s, g): the transfers of step s on the channels of group g, as the direct checker words them.
+void Engine::decode_groups(const std::vector<std::vector<U64>>& tuples) {
+    const auto& xs = t_.transfers;
+    for (const auto& tu : tuples) {
+        const Step s = static_cast<Step>(tu[0]);
+        const auto g = static_cast<std::uint32_t>(tu[1]);
+        const LinkGroup& lg = topo_.groups()[g];
+        std::vector<MessageId> msgs;
+        for (auto it = std::lower_bound(xs.begin(), xs.end(), Transfer{s, ChannelId{0}, MessageId{0}}); it != xs.end() && it->step == s; ++it) {
+            auto in = topo_.groups_of(it->channel);
+            if (std::find(in.begin(), in.end(), g) != in.end()) msgs.push_back(it->message);
+        }
+        Violation v{Property::capacity, s, std::nullopt, std::nullopt, msgs, group_detail(lg, msgs.size(), message_list(ms_, msgs), t_.rounds(s))};
+        v.group = g;
+        add(Property::capacity, std::move(v));
+    }
+}
+
 void Engine::decode(Property p, const std::vector<std::vector<U64>>& tuples) {
     const auto& xs = t_.transfers;
     auto mid = [](U64 m) { return MessageId{static_cast<std::uint32_t>(m)}; };
@@ -1015,7 +1089,8 @@ void Engine::decode(Property p, const std::vector<std::vector<U64>>& tuples) {
                 std::vector<MessageId> msgs;
                 for (auto it = lo; it != xs.end() && it->step == s && it->channel == c; ++it) msgs.push_back(it->message);
                 add(p, {p, s, c, std::nullopt, msgs,
-                        fmt::format("{} messages ({}) but capacity {}", msgs.size(), list(msgs), topo_.channel(c).cap)});
+                        fmt::format("{} messages ({}) but capacity {}{}", msgs.size(), list(msgs), topo_.channel(c).cap,
+                                    times_rounds(topo_.channel(c).cap, t_.rounds(s)))});
             }
             break;
         case Property::ports:
@@ -1030,10 +1105,7 @@ void Engine::decode(Property p, const std::vector<std::vector<U64>>& tuples) {
                     if (idx(ch.from) == node) ++snd, msgs.push_back(it->message);
                     if (idx(ch.to) == node) ++rcv, msgs.push_back(it->message);
                 }
-                std::string detail =
-                    t_.model.ports == Ports::single
-                        ? fmt::format("{} sends and {} receives ({}) but single-port allows one of each per step", snd, rcv, list(msgs))
-                        : fmt::format("{} sends and {} receives ({}) but half-duplex allows one transfer per step", snd, rcv, list(msgs));
+                std::string detail = ports_detail(t_.model.ports, snd, rcv, list(msgs), t_.rounds(s));
                 add(p, {p, s, std::nullopt, nid(node), msgs, detail});
             }
             break;
@@ -1221,6 +1293,15 @@ void Engine::run() {
             continue;
         }
         Datalog::Answer ans = dl_.query(R(bad_.at(p)), left);
+        if (p == Property::capacity && groups_ && ans.result != z3::unknown) {  // link groups are capacity too
+            Datalog::Answer ga = dl_.query(R("bad_group"), remaining_ms());
+            if (ga.result == z3::sat) {
+                decode_groups(ga.tuples);
+                if (ans.result == z3::unsat) ans.result = z3::sat, ans.tuples.clear();
+            } else if (ga.result == z3::unknown) {
+                ans = ga;
+            }
+        }
         if (ans.result == z3::unsat) {
             set_status(p, Status::holds);
         } else if (ans.result == z3::sat) {
@@ -1274,8 +1355,9 @@ VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
     if (t.model.inject_once)
         throw InputError("the Z3 engine does not encode inject=once (each source injects its datum once); use the direct "
                          "checker (--engine direct) or simulate");
-    if (!t.step_rounds.empty() || !t.topology->groups().empty())
-        throw InputError("the Z3 engine does not encode rounds and link groups yet; use the direct checker (--engine direct) or simulate");
+    if (t.model.ports == Ports::half && !t.step_rounds.empty())
+        throw InputError("the Z3 engine does not encode half-duplex ports in steps of several rounds (r transfers in all per "
+                         "processor); use the direct checker (--engine direct) or simulate");
     auto start = Clock::now();
     VerifyReport r;
     r.engine = "z3";

@@ -206,8 +206,8 @@ TEST_CASE("ranks: records that disagree are refused with their place") {
           "r.json: ranks[0].steps[0].send[0]: \"to\" must be a processor 0..3 of ebft:4, got 9");
     CHECK(error_of(tiny(R"J({"to": 2, "msg": "x(0)", "arrive": 4})J", "")).find("unknown message \"x(0)\"") != std::string::npos);
     CHECK(error_of(tiny(R"J({"to": 2, "msg": "m(0,2)", "arrive": 0})J", "")).find("\"arrive\" must be an integer >= 1") != std::string::npos);
-    CHECK(error_of(R"J({"format": "collsched.ranks/2", "topology": "ebft:4", "collective": "custom", "ranks": []})J") ==
-          "r.json: unknown format version 'collsched.ranks/2': this collsched reads collsched.ranks/1");
+    CHECK(error_of(R"J({"format": "collsched.ranks/3", "topology": "ebft:4", "collective": "custom", "ranks": []})J") ==
+          "r.json: unknown format version 'collsched.ranks/3': this collsched reads collsched.ranks/1 and collsched.ranks/2");
     CHECK(error_of("{\"format\": \"collsched.ranks/1\",\n \"ranks\": [}") .starts_with("r.json:2:"));
     CHECK(error_of(R"J({"format": "collsched.ranks/1", "topology": "ebft:4", "collective": "custom", "ranks": [{"rank": 0}, {"rank": 0}]})J") ==
           "r.json: ranks[1]: rank 0 appears twice");

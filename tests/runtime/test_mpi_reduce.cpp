@@ -31,10 +31,12 @@ std::vector<int> sizes(std::vector<int> quick) {
     return quick;
 }
 
-void check_passes(const std::string& file, int n, const std::string& baseline, const std::string& dtype, std::size_t goals) {
+/// `chunks`: the schedule's C; --bytes is per datum (a chunk is B/C bytes), so every goal
+/// buffer (one chunk) holds 64 bytes, 8 elements.
+void check_passes(const std::string& file, int n, const std::string& baseline, const std::string& dtype, std::size_t goals, int chunks = 1) {
     CAPTURE(file);
     CAPTURE(n);
-    auto r = run(fmt::format("mpirun {} -D n={} --bytes 64 --repeat 1 --dtype {} --timeout 120", lib(file), n, dtype));
+    auto r = run(fmt::format("mpirun {} -D n={} --bytes {} --repeat 1 --dtype {} --timeout 120", lib(file), n, 64 * chunks, dtype));
     INFO(r.out << r.err);
     CHECK(r.code == 0);
     CHECK(r.out.find(fmt::format("element check: passed ({} goal buffers, {} elements identical to {})", goals, goals * 8, baseline)) !=
@@ -52,8 +54,8 @@ TEST_CASE("mpirun reductions: recursive doubling and binomial allreduce equal MP
 }
 
 TEST_CASE("mpirun reductions: the ring allreduce (n chunks) equals MPI_Allreduce, the ring reduce-scatter MPI_Reduce_scatter_block") {
-    for (int n : sizes({2, 5, 8})) check_passes("allreduce_ring.sched", n, "MPI_Allreduce", n % 2 ? "double" : "int64", std::size_t(n) * n);
-    check_passes("reduce_scatter_ring.sched", 6, "MPI_Reduce_scatter_block", "int64", 6);
+    for (int n : sizes({2, 5, 8})) check_passes("allreduce_ring.sched", n, "MPI_Allreduce", n % 2 ? "double" : "int64", std::size_t(n) * n, n);
+    check_passes("reduce_scatter_ring.sched", 6, "MPI_Reduce_scatter_block", "int64", 6, 6);
 }
 
 TEST_CASE("mpirun reductions: scan and reduce equal MPI_Scan and MPI_Reduce") {

@@ -116,6 +116,8 @@ const std::map<std::string, std::vector<Pin>>& pins() {
         {"reduce/reduce_scatter_ring.sched", {{"n=5", 4}, {"n=8", 7}, {"n=16", 15}}},
         {"reduce/allreduce_rabenseifner.sched", {{"n=4", 4}, {"n=8", 6}, {"n=16", 8}}},
         {"reduce/allreduce_double_binary_tree.sched", {{"n=5", 6}, {"n=8", 6}, {"n=16", 8}}},
+        {"chunks/ring_allgather.sched", {{"n=4 C=2", 3}, {"n=6 C=4", 5}, {"n=16 C=2", 15}}},
+        {"chunks/nvswitch_allgather.sched", {{"n=8 C=1", 7}, {"n=8 C=2", 7}, {"n=8 C=4", 7}}},
         {"torus/multinode_broadcast.sched", {{"n=5 h=1 s=25", 4}, {"n=5 h=5 s=13", 9}, {"n=25 h=5 s=25", 13}}},  // tests/tools/test_torus_wormhole.cpp
     };
     return p;
@@ -172,7 +174,7 @@ TEST_CASE("library: the catalog and the pinned tests cover the same schedules, a
     }
     CHECK(in_catalog == pinned);
     CHECK(in_catalog == on_disk);
-    CHECK(catalog().papers.size() == 6);
+    CHECK(catalog().papers.size() == 7);
 }
 
 TEST_CASE("library: Theorem 1: the closed-form EBFT total exchange takes exactly n + 2 log n - 3 steps, n = 8 .. 256") {
