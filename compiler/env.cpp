@@ -253,7 +253,7 @@ std::int64_t Env::eval(std::uint32_t i) {
             std::int64_t lo = eval(x.a), hi = eval(x.b);
             if (lo > hi) fail("E048", x.loc, fmt::format("a({} .. {}): a combined value a(i .. j) needs i <= j", lo, hi));
             if (lo == hi) return idx(messages.value(static_cast<std::uint32_t>(lo)));
-            return idx((*composites).intern({MessageKind::combined, static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(hi), {}}));
+            return idx((*composites).intern({MessageKind::combined, static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(hi), {}, {}}));
         }
         case Op::msg_partial: {
             // A reference to p's buffer, resolved to the partial it holds once the table is
@@ -313,7 +313,7 @@ std::int64_t Env::make_bundle(std::vector<MessageId> parts) {
     if (parts.empty()) return empty_bundle;
     if (parts.size() == 1) return idx(parts[0]);  // a bundle of one message is that message
     std::sort(parts.begin(), parts.end(), [](MessageId a, MessageId b) { return idx(a) < idx(b); });
-    return idx((*composites).intern({MessageKind::bundle, 0, 0, std::move(parts)}));
+    return idx((*composites).intern({MessageKind::bundle, 0, 0, std::move(parts), {}}));
 }
 
 /// `bundle(e for i in a .. b if c)`: the parts of every e where c holds.

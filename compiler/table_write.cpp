@@ -43,6 +43,7 @@ void put_message(fmt::memory_buffer& out, const Messages& ms, MessageId m) {
             break;
         case MessageKind::combined:
         case MessageKind::bundle:
+        case MessageKind::partial:
             COLLSCHED_ASSERT(false);  // composites are written by name above
     }
     if (ms.chunks() > 1) {

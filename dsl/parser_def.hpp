@@ -602,7 +602,7 @@ inline const auto make_list = [](auto& ctx) {
 
 inline const auto make_call = [](auto& ctx) {
     auto& a = x3::_attr(ctx);
-    ast::Call c{fusion::at_c<0>(a), std::move(fusion::at_c<1>(a)), take_items(fusion::at_c<2>(a)), take_over(fusion::at_c<4>(a))};
+    ast::Call c{fusion::at_c<0>(a), std::move(fusion::at_c<1>(a)), take_items(fusion::at_c<2>(a)), take_over(fusion::at_c<4>(a)), false, {}};
     if (auto& last = fusion::at_c<3>(a)) {  // `f(x .. y)`
         c.args.push_back(std::move(*last));
         c.range = true;

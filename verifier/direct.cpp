@@ -306,8 +306,17 @@ void Checker::by_message() {
             if (c.goal_count(P) > 0) goal_msgs.push_back(ms_.broadcast(r));
             break;
         case CollectiveKind::custom:
-        case CollectiveKind::reduce:  // checked by verifier/composite.cpp
-        case CollectiveKind::prefix: break;
+        case CollectiveKind::reduce:  // reductions: checked by verifier/composite.cpp
+        case CollectiveKind::prefix:
+        case CollectiveKind::allreduce:
+        case CollectiveKind::reduce_scatter:
+        case CollectiveKind::scan: break;
+    }
+    // Every chunk of a goal datum is a goal: the ids above are chunk 0's.
+    if (const std::uint32_t C = ms_.chunks(); C > 1) {
+        const std::size_t datums = goal_msgs.size();
+        for (std::size_t i = 0; i < datums; ++i)
+            for (std::uint32_t ch = 1; ch < C; ++ch) goal_msgs.push_back(MessageId{idx(goal_msgs[i]) + ch});  // ids datum * C + chunk
     }
     for (const Requirement& q : reqs_) goal_msgs.push_back(q.message);
     auto by_id = [](MessageId a, MessageId b) { return idx(a) < idx(b); };
@@ -557,7 +566,10 @@ void Checker::goal_processors(const MessageKey& k, bool initial, F&& f) const {
                 break;
             case CollectiveKind::custom:
             case CollectiveKind::reduce:
-            case CollectiveKind::prefix: break;
+            case CollectiveKind::prefix:
+            case CollectiveKind::allreduce:
+            case CollectiveKind::reduce_scatter:
+            case CollectiveKind::scan: break;
         }
     }
 }

@@ -91,6 +91,23 @@ TEST_CASE("chunks: a link group over its capacity and a chunk sent before it is 
     CHECK(o.out.find("capacity      holds") != std::string::npos);
 }
 
+TEST_CASE("chunks: every chunk of every datum is a goal: a ring allgather that moves only chunk 0 is incomplete in both engines") {
+    // Found merging issue 15: the direct checker took only chunk 0 of each datum as a goal and
+    // said "holds" here while Z3 and the simulator said incomplete.
+    Scratch dir("chunks_goals");
+    std::string half = dir.file("half.sched", "topology ring(3)\ncollective allgather chunks 2\n"
+                                              "step 1 { send 0 -> 1 msg b(0, 0)  send 1 -> 2 msg b(1, 0)  send 2 -> 0 msg b(2, 0) }\n"
+                                              "step 2 { send 1 -> 2 msg b(0, 0)  send 2 -> 0 msg b(1, 0)  send 0 -> 1 msg b(2, 0) }\n");
+    auto d = run("verify " + half);
+    CHECK(d.code == 1);
+    CHECK(d.out.find("completeness  violated (6 violations)") != std::string::npos);
+    CHECK(d.out.find("completeness: processor 2: b(0,1) never reaches processor 2") != std::string::npos);
+    auto both = run("verify " + half + " --engine both");
+    CHECK(both.code == 1);
+    CHECK(both.out.find("both engines: violated") != std::string::npos);
+    CHECK(run("simulate " + half).code == 1);
+}
+
 TEST_CASE("chunks: the DSL refuses whole data under chunks, chunks without them, and two rounds for one step") {
     Scratch dir("chunks_dsl");
     auto whole = run("compile " + dir.file("w.sched", "topology ring(4)\ncollective allgather chunks 2\nstep 1 { send 0 -> 1 msg b(0) }\n"));
