@@ -75,9 +75,4 @@ SourceLoc location_of(std::string_view text, std::size_t offset) {
     return loc;
 }
 
-void assertion_failed(const char* expr, const char* file, int line) {
-    std::fprintf(stderr, "collsched: internal error: assertion `%s` failed at %s:%d\n", expr, file, line);
-    std::abort();
-}
-
 }  // namespace collsched

@@ -1,9 +1,9 @@
 /** \file
  * Diagnostics shared by every stage: source locations, error records with stable codes, and the
  * renderer that prints `file:line:col: error[CODE]: message` followed by the source line and a
- * caret. Also the two ways a stage stops: `InputError` for bad input that has no source text to
- * point into (a malformed table file, an unknown topology spec), and `COLLSCHED_ASSERT` for
- * broken invariants, which are bugs and abort.
+ * caret. The two other ways a stage stops live in support/ and are included here for every
+ * stage's convenience: `InputError` (support/error.hpp) for bad input that has no source text to
+ * point into, and `COLLSCHED_ASSERT` (support/assert.hpp) for broken invariants.
  */
 #pragma once
 
@@ -12,6 +12,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "support/assert.hpp"
+#include "support/error.hpp"
 
 namespace collsched {
 
@@ -66,16 +69,4 @@ private:
 /// Line and column (1-based, column counted in bytes) of a byte offset into `text`.
 SourceLoc location_of(std::string_view text, std::size_t offset);
 
-/// Bad input outside a source program: one clear line saying what, where and what was expected.
-/// The command line prints it and exits with code 2.
-class InputError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
-
-[[noreturn]] void assertion_failed(const char* expr, const char* file, int line);
-
 }  // namespace collsched
-
-#define COLLSCHED_ASSERT(cond) \
-    ((cond) ? static_cast<void>(0) : ::collsched::assertion_failed(#cond, __FILE__, __LINE__))

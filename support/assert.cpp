@@ -5,6 +5,12 @@
 
 namespace collsched::support {
 
+void assertion_failed(const char* expr, const char* file, int line) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "collsched: internal error (a bug, please report it): assertion `%s` failed at %s:%d\n", expr, file, line);
+    std::abort();
+}
+
 void assertion_failed(const char* expr, const char* file, int line, const std::string& message) {
     std::fflush(stdout);
     std::fprintf(stderr, "collsched: internal error (a bug, please report it): assertion `%s` failed at %s:%d: %s\n", expr, file,
