@@ -1194,6 +1194,18 @@ bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes) {
 
 std::vector<Bound> lower_bounds(const SynthInstance& in) {
     EncodingKind k = encoding_for(in);
+    if (k == EncodingKind::combining) {
+        // Every contribution a goal needs reaches the goal's processor along a chain of transfers
+        // of partials that contain it, one hop per step (a partial received in step t leaves in
+        // step t+1 at the earliest): the largest such distance.
+        const Step d = synth::combining_distance(in);
+        return {Bound{d, "distance",
+                      fmt::format("every contribution must reach every processor whose goal needs it, one hop per step: the "
+                                  "farthest is {} hops",
+                                  d),
+                      RouteSpace::any,
+                      {"hop timing", "a partial received in step t is sent on in step t+1 at the earliest"}}};
+    }
     bool personal = k == EncodingKind::personal || k == EncodingKind::free_route;
     std::vector<Bound> b = personal ? personal_bounds(in) : dissemination_bounds(in, k);
     // Those that hold for the search first, each group by steps.
@@ -1212,6 +1224,7 @@ bool bound_applies(const Bound& b, const SynthInstance& in) {
 std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions,
                                             std::chrono::steady_clock::time_point deadline) {
     EncodingKind k = encoding_for(in);
+    if (k == EncodingKind::combining) return std::nullopt;  // the search starts at the distance bound
     std::vector<KnownSchedule> found;
     const Topology& t = *in.topology;
     if (k == EncodingKind::personal || k == EncodingKind::free_route) {

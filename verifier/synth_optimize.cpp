@@ -40,7 +40,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
                                      "walk every pair, its encodings hold variables per pair and step)",
                                      in.collective.to_string(), in.topology->spec(), goals, opt.max_goals));
     res.bounds = lower_bounds(in);
-    if (in.chunked()) {
+    if (in.chunked() && res.encoding != EncodingKind::combining) {
         // Chunks and rounds (docs/synthesis.md, "Chunks, rounds and the Pareto frontier"). With
         // rounds only the distance bound counts steps (the others count capacity per step, which
         // rounds multiply); the bandwidth bound limits R: with one round per step R = S, so
