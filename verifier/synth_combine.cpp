@@ -53,6 +53,69 @@ Step combining_distance(const SynthInstance& in) {
     return far;
 }
 
+std::vector<Bound> combining_bounds(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors(), C = in.collective.chunks;
+    const Step d = combining_distance(in);
+    std::vector<Bound> out{Bound{d, "distance",
+                                 fmt::format("every contribution must reach every processor whose goal needs it, one hop per step: the "
+                                             "farthest is {} hops",
+                                             d),
+                                 RouteSpace::any,
+                                 {"hop timing", "a partial received in step t is sent on in step t+1 at the earliest"}}};
+    if (in.rounds || P < 2) return out;  // the counts below are per step of one round
+    // Transfers per chunk: a goal processor needs an arrival of every chunk it must complete
+    // (its buffer starts with its own contribution only), and a source must send every chunk
+    // whose contribution some other processor needs. At most K transfers enter (leave) p per
+    // step, K the least of: the channels' capacities, a link group's capacity plus the channels
+    // outside the group, 1 under single or half ports.
+    auto limit = [&](Node p, bool incoming) {
+        const auto& chans = incoming ? t.in_channels(p) : t.out_channels(p);
+        std::uint64_t sum = 0;
+        for (ChannelId c : chans) sum += t.channel(c).cap;
+        std::uint64_t k = sum;
+        for (const LinkGroup& g : t.groups()) {
+            std::uint64_t outside = sum, in_g = 0;
+            for (ChannelId c : chans)
+                if (std::find(g.channels.begin(), g.channels.end(), c) != g.channels.end()) {
+                    outside -= t.channel(c).cap;
+                    ++in_g;
+                }
+            if (in_g > 0) k = std::min<std::uint64_t>(k, g.cap + outside);
+        }
+        if (in.model.ports != Ports::multi) k = std::min<std::uint64_t>(k, 1);
+        return k;
+    };
+    std::vector<std::uint64_t> need_in(P, 0), need_out(P, 0);
+    std::vector<std::vector<bool>> sends(P, std::vector<bool>(C, false));
+    in.collective.for_each_partial_goal(P, C, [&](std::uint32_t c, std::uint32_t hi, Node p) {
+        if (hi > 0 || idx(p) != 0) ++need_in[idx(p)];  // a goal of more than p's own contribution
+        for (std::uint32_t s = 0; s <= hi; ++s)
+            if (s != idx(p)) sends[s][c] = true;
+    });
+    for (std::uint32_t s = 0; s < P; ++s) need_out[s] = static_cast<std::uint64_t>(std::count(sends[s].begin(), sends[s].end(), true));
+    for (bool incoming : {true, false}) {
+        Step best = 0;
+        std::uint32_t at = 0;
+        std::uint64_t need = 0, k = 0;
+        for (std::uint32_t p = 0; p < P; ++p) {
+            const std::uint64_t n = incoming ? need_in[p] : need_out[p], kp = limit(Node{p}, incoming);
+            if (n == 0 || kp == 0) continue;
+            const Step b = static_cast<Step>((n + kp - 1) / kp);
+            if (b > best) best = b, at = p, need = n, k = kp;
+        }
+        if (best == 0) continue;
+        out.push_back({best, incoming ? "receptions" : "departures",
+                       incoming ? fmt::format("processor {} must receive each of {} chunks at least once, at most {} per step", at, need, k)
+                                : fmt::format("processor {} must send each of {} chunks at least once, at most {} per step", at, need, k),
+                       RouteSpace::any,
+                       {"one partial per chunk, channel and step", incoming ? "a buffer starts with its own contribution only"
+                                                                            : "a contribution leaves its source only in a partial"}});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Bound& a, const Bound& b) { return a.steps > b.steps; });
+    return out;
+}
+
 void encode_combining(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e) {
     if (std::string why = combining_problem(in); !why.empty()) throw InputError(why);
     const Topology& topo = *in.topology;

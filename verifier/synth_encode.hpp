@@ -158,6 +158,8 @@ void check_deadline(const SynthOptions&);
 std::uint64_t combining_variables(const SynthInstance&, Step H);
 /// The distance bound: the largest distance from a source to a processor whose goal needs it.
 Step combining_distance(const SynthInstance&);
+/// The lower bounds of combining: distance, and (one round per step) receptions and departures.
+std::vector<Bound> combining_bounds(const SynthInstance&);
 /// The direct encoding of combining (docs/synthesis.md, "The direct encoding of combining").
 void encode_combining(const SynthInstance&, Step H, const SynthOptions&, Encoding&);
 

@@ -86,7 +86,9 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
         return res;
     }
     // The known schedules are of one chunk and one round per step: none for chunked instances.
-    if (auto k = in.chunked() ? std::nullopt : known_schedule(in, opt.constructions, deadline)) {
+    // Combining takes the duality's schedule as its known one (of C chunks, one round per step).
+    const bool known_ok = !in.chunked() || (res.encoding == EncodingKind::combining && !in.rounds);
+    if (auto k = known_ok ? known_schedule(in, opt.constructions, deadline) : std::nullopt) {
         res.upper_bound = res.known_steps = k->table.steps();
         res.upper_bound_source = res.known_source = k->source;
         res.witness = std::move(k->table);
