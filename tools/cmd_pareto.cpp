@@ -154,7 +154,10 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                 least = rp.dual;
             } else {
                 res = pareto(in, po);
-                space = fmt::format("{}; C = 1..{} chunks per datum, any rounds per step", search_space(in), args->max_chunks);
+                std::string base = search_space(in);
+                if (reduction)  // search_space names the one chunk of `in`; the frontier covers C = 1..K
+                    if (auto at = base.find(" of 1 chunk "); at != std::string::npos) base.erase(at, 11);
+                space = fmt::format("{}; C = 1..{} chunks per datum, any rounds per step", base, args->max_chunks);
             }
         } catch (const std::logic_error& e) {
             if (open) std::fputc('\n', stderr);

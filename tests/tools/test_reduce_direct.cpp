@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../tools/cli_run.hpp"
+#include "compiler/export_msccl.hpp"
+#include "compiler/lower.hpp"
 #include "compiler/partials.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
@@ -188,4 +190,29 @@ TEST_CASE("combining: optimize picks the direct encoding for allreduce and keeps
     test::Run bad = test::run("optimize --topology ring:8 --collective allgather --method direct");
     CHECK(bad.code == 2);
     CHECK(bad.err.find("--method direct applies to reduce:R, reduce_scatter, allreduce and scan") != std::string::npos);
+}
+
+TEST_CASE("combining: the library's machine allreduces found by pareto: claims, three witnesses, MSCCL-IR") {
+    struct Row {
+        const char* file;
+        Step steps;
+        std::uint64_t rounds;
+        std::uint32_t chunks;
+    };
+    for (const Row& row : {Row{"schedules/reduce/allreduce_dgx1_pareto.sched", 3, 3, 6}}) {
+        CAPTURE(row.file);
+        Diagnostics diags;
+        auto t = compile_file(std::string(COLLSCHED_SOURCE_DIR) + "/" + row.file, {}, {}, diags);
+        INFO(diags.render());
+        REQUIRE(t.has_value());
+        CHECK(t->collective.kind == CollectiveKind::allreduce);
+        CHECK(t->steps() == row.steps);
+        CHECK(t->total_rounds() == row.rounds);
+        CHECK(t->collective.chunks == row.chunks);
+        holds_everywhere(*t);
+        const std::string xml = table_to_msccl(*t, {});
+        CHECK(xml.find("coll=\"allreduce\"") != std::string::npos);
+        CHECK(xml.find(fmt::format("nchunksperloop=\"{}\"", row.chunks)) != std::string::npos);
+        CHECK(xml.find("type=\"rrc\"") != std::string::npos);
+    }
 }
