@@ -199,7 +199,8 @@ TEST_CASE("combining: the library's machine allreduces found by pareto: claims, 
         std::uint64_t rounds;
         std::uint32_t chunks;
     };
-    for (const Row& row : {Row{"schedules/reduce/allreduce_dgx1_pareto.sched", 3, 3, 6}}) {
+    for (const Row& row : {Row{"schedules/reduce/allreduce_dgx1_pareto.sched", 3, 3, 6},
+                           Row{"schedules/reduce/allreduce_nvswitch8_pareto.sched", 3, 7, 4}}) {
         CAPTURE(row.file);
         Diagnostics diags;
         auto t = compile_file(std::string(COLLSCHED_SOURCE_DIR) + "/" + row.file, {}, {}, diags);
