@@ -217,3 +217,44 @@ TEST_CASE("combining: the library's machine allreduces found by pareto: claims, 
         CHECK(xml.find("type=\"rrc\"") != std::string::npos);
     }
 }
+
+TEST_CASE("pareto for reductions: by duality every frontier point is written and verifies; allreduce composed or direct") {
+    const std::string dgx1 = "graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/dgx1.json";
+    struct Row {
+        const char* collective;
+        const char* method;
+        std::vector<std::tuple<Step, Step, std::uint32_t>> frontier;  // steps, rounds, chunks
+    };
+    for (const Row& row : {Row{"reduce_scatter", "auto", {{2, 3, 16}, {3, 5, 32}}}, Row{"reduce:0", "auto", {{2, 2, 2}, {3, 3, 4}}},
+                           Row{"allreduce", "auto", {{4, 6, 16}, {6, 10, 32}}}, Row{"allreduce", "direct", {{2, 2, 2}, {3, 3, 6}}}}) {
+        CAPTURE(row.collective);
+        CAPTURE(row.method);
+        test::Scratch dir("pareto_reduce");
+        test::Run r = test::run(fmt::format("pareto --topology {} --collective {} --method {} --max-chunks {} --json -d {}", dgx1,
+                                            row.collective, row.method, std::string(row.method) == "direct" ? 8 : 4, dir.dir.string()));
+        REQUIRE(r.code == 0);
+        auto j = nlohmann::json::parse(r.out);
+        CHECK(j["complete"] == true);
+        CHECK(j["method"] == (std::string(row.method) == "direct" ? "direct" : "duality"));
+        if (std::string(row.collective) == "allreduce" && std::string(row.method) == "auto")
+            CHECK(j["search"].get<std::string>().find("(the composed space; not every allreduce") != std::string::npos);
+        REQUIRE(j["frontier"].size() == row.frontier.size());
+        for (std::size_t i = 0; i < row.frontier.size(); ++i) {
+            const auto& p = j["frontier"][i];
+            CHECK(p["steps"] == std::get<0>(row.frontier[i]));
+            CHECK(p["rounds"] == std::get<1>(row.frontier[i]));
+            CHECK(p["chunks"] == std::get<2>(row.frontier[i]));
+            REQUIRE(p["files"].size() == 2);
+            for (const auto& f : p["files"]) {
+                test::Run v = test::run("verify " + f.get<std::string>() + " --engine both");
+                CHECK(v.code == 0);
+                CHECK(v.out.find(fmt::format("bandwidth: S = {} steps, R = {} rounds, C = {} chunks", std::get<0>(row.frontier[i]),
+                                             std::get<1>(row.frontier[i]), std::get<2>(row.frontier[i]))) != std::string::npos);
+                CHECK(test::run("simulate " + f.get<std::string>()).code == 0);
+            }
+        }
+    }
+    test::Run scan = test::run("pareto --topology ring:4 --collective scan --method duality");
+    CHECK(scan.code == 2);
+    CHECK(scan.err.find("scan has no dual collective; use --method direct") != std::string::npos);
+}
