@@ -67,24 +67,9 @@ std::vector<Bound> combining_bounds(const SynthInstance& in) {
     // Transfers per chunk: a goal processor needs an arrival of every chunk it must complete
     // (its buffer starts with its own contribution only), and a source must send every chunk
     // whose contribution some other processor needs. At most K transfers enter (leave) p per
-    // step, K the least of: the channels' capacities, a link group's capacity plus the channels
-    // outside the group, 1 under single or half ports.
+    // step, K = step_capacity of its in- (out-) channels (capacities, ports, link groups).
     auto limit = [&](Node p, bool incoming) {
-        const auto& chans = incoming ? t.in_channels(p) : t.out_channels(p);
-        std::uint64_t sum = 0;
-        for (ChannelId c : chans) sum += t.channel(c).cap;
-        std::uint64_t k = sum;
-        for (const LinkGroup& g : t.groups()) {
-            std::uint64_t outside = sum, in_g = 0;
-            for (ChannelId c : chans)
-                if (std::find(g.channels.begin(), g.channels.end(), c) != g.channels.end()) {
-                    outside -= t.channel(c).cap;
-                    ++in_g;
-                }
-            if (in_g > 0) k = std::min<std::uint64_t>(k, g.cap + outside);
-        }
-        if (in.model.ports != Ports::multi) k = std::min<std::uint64_t>(k, 1);
-        return k;
+        return step_capacity(t, in.model.ports, incoming ? t.in_channels(p) : t.out_channels(p)).hops;
     };
     std::vector<std::uint64_t> need_in(P, 0), need_out(P, 0);
     std::vector<std::vector<bool>> sends(P, std::vector<bool>(C, false));
