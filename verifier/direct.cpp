@@ -657,6 +657,7 @@ void Checker::queue_intervals() { detail::sweep_waiting(waiting_, topo_.nodes(),
 
 VerifyReport verify_direct(const SendTable& t, const VerifyOptions& opt) {
     COLLSCHED_ASSERT(t.is_sorted());
+    if (std::string why = combine_problem(t.model); !why.empty()) throw InputError(why);
     auto start = std::chrono::steady_clock::now();
     VerifyReport r;
     r.engine = "direct";
