@@ -2,7 +2,6 @@
 // of `collsched bench` and, for one EBFT table, times the parts around it: sorting a shuffled
 // table, writing and reading it as JSON and CSV. Usage: collsched-bench [n] (default 256).
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 #include "compiler/builder.hpp"
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
+#include "verifier/by_message.hpp"
 
 namespace {
 
@@ -75,31 +75,17 @@ int main(int argc, char** argv) {
                 for (const Transfer& x : t.transfers) grouped[at[idx(x.message)]++] = (std::uint64_t{x.step} << 32) | idx(x.channel);
                 sink += grouped[N / 2];
             }));
-        // The same regroup in two stable passes (verifier/direct.cpp, for_each_message): into
-        // at most 2048 buckets of consecutive message ids (few write positions, all in cache),
-        // then each bucket by message while it is in L2.
+        // The regroup the direct checker uses (verifier/by_message.hpp): two stable passes, into
+        // at most 2048 buckets of consecutive message ids, then each bucket by message in L2;
+        // here with its own counting pass (the checker counts during its by-step pass).
         row("limit: two-pass regroup by message", N, seconds([&] {
-                const std::uint64_t space = std::max<std::uint64_t>(t.messages().size(), 1);
-                const int bits = std::bit_width(space - 1);
-                const int shift = bits > 11 ? bits - 11 : 0;
-                const std::uint64_t buckets = ((space - 1) >> shift) + 1, width = std::uint64_t{1} << shift;
-                std::vector<std::uint64_t> at(buckets + 1, 0);
-                for (const Transfer& x : t.transfers) ++at[(idx(x.message) >> shift) + 1];
-                std::uint64_t largest = 0;
-                for (std::uint64_t b = 0; b < buckets; ++b) largest = std::max(largest, at[b + 1]), at[b + 1] += at[b];
-                std::vector<Transfer> staged(N);
-                std::vector<std::uint64_t> next(at.begin(), at.end() - 1);
-                for (const Transfer& x : t.transfers) staged[next[idx(x.message) >> shift]++] = x;
-                std::vector<std::uint64_t> grouped(largest), count(width + 1);
-                for (std::uint64_t b = 0; b < buckets; ++b) {
-                    const std::uint32_t base = static_cast<std::uint32_t>(b << shift);
-                    std::fill(count.begin(), count.end(), 0);
-                    for (std::uint64_t i = at[b]; i < at[b + 1]; ++i) ++count[idx(staged[i].message) - base + 1];
-                    for (std::uint64_t k = 0; k < width; ++k) count[k + 1] += count[k];
-                    for (std::uint64_t i = at[b]; i < at[b + 1]; ++i)
-                        grouped[count[idx(staged[i].message) - base]++] = (std::uint64_t{staged[i].step} << 32) | idx(staged[i].channel);
-                    if (at[b + 1] > at[b]) sink += grouped[(at[b + 1] - at[b]) / 2];
-                }
+                detail::MessageGroups g;
+                g.plan(t.messages().size(), N, t.steps(), t.topology->channels().size());
+                if (!g.sort)
+                    for (const Transfer& x : t.transfers) g.add(x.message);
+                detail::for_each_message(t.transfers, g, [&](MessageId m, const detail::Hop* first, const detail::Hop*) {
+                    sink += idx(m) + first->step;
+                });
             }));
         if (sink == 42) std::printf(" ");
         std::vector<Transfer> shuffled = t.transfers;
