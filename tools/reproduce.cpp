@@ -187,9 +187,21 @@ ReproRow run_row(const CatalogEntry& entry, const Params& params) {
     row.entry = &entry;
     row.params = params;
     row.size = 1;
-    for (const std::string& s : entry.size)
+    auto value = [&](std::string_view name) -> std::uint64_t {
         for (const auto& [k, v] : params)
-            if (k == s) row.size *= static_cast<std::uint64_t>(std::max<std::int64_t>(v, 1));
+            if (k == name) return static_cast<std::uint64_t>(std::max<std::int64_t>(v, 1));
+        return 1;
+    };
+    for (const std::string& s : entry.size) {
+        // "k^d": the param k to the power of the param d (a k-ary d-cube has k^d processors).
+        if (auto caret = s.find('^'); caret != std::string::npos) {
+            std::uint64_t base = value(std::string_view(s).substr(0, caret)), p = 1;
+            for (std::uint64_t e = value(std::string_view(s).substr(caret + 1)); e > 0 && p <= (1ULL << 40); --e) p *= base;
+            row.size *= p;
+        } else {
+            row.size *= value(s);
+        }
+    }
     auto finish = [&]() {
         row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (row.verdict != "holds")
