@@ -179,12 +179,12 @@ TopoSpec spec_of(Env& env, std::string_view family, SourceLoc loc, const std::ve
         t.name += fmt::format(":{}", fmt::join(t.args.caps, ","));
     };
     if (family == "ebft" || family == "cbft" || family == "ring" || family == "linear" || family == "complete" ||
-        family == "hypercube") {
+        family == "hypercube" || family == "butterfly") {
         count(1, 1, "1 argument");
         std::int64_t n = integer(*pos[0]);
         t.name = fmt::format("{}:{}", family, n);
         t.family = find_family(family)->family;
-        t.args.sizes = {size(n, family == "hypercube" ? "dimension" : family == "ebft" || family == "cbft" ? "number of leaves" : "size")};
+        t.args.sizes = {size(n, family == "hypercube" || family == "butterfly" ? "dimension" : family == "ebft" || family == "cbft" ? "number of leaves" : "size")};
         if (family == "ebft") t.args.w = [](std::int64_t k) { return k; };
         return t;
     }

@@ -84,6 +84,8 @@ const std::map<std::string, std::vector<Pin>>& pins() {
         {"single_port/mesh_hamiltonian_full_duplex.sched", {{"a=2 b=3", 5}, {"a=4 b=5", 19}, {"a=6 b=7", 41}, {"a=8 b=8", 63}}},
         {"single_port/mesh_hamiltonian_half_duplex.sched", {{"a=2 b=2", 6}, {"a=4 b=5", 38}, {"a=6 b=7", 82}}},
         {"single_port/generalized_hypercube_full_duplex.sched", {{"a=2 b=3", 5}, {"a=3 b=5", 14}, {"a=5 b=7", 34}, {"a=8 b=8", 63}}},
+        {"single_port/butterfly_hamiltonian_full_duplex.sched", {{"d=3", 23}, {"d=4", 63}, {"d=5", 159}}},
+        {"single_port/butterfly_hamiltonian_half_duplex.sched", {{"d=3", 46}, {"d=4", 126}, {"d=5", 318}}},
         {"single_port/kary_cube_product_full_duplex.sched",
          {{"k=2 d=1", 1}, {"k=3 d=3", 26}, {"k=2 d=6", 63}, {"k=4 d=3", 63}, {"k=3 d=4", 80}}},
         {"single_port/kary_cube_product_half_duplex_even.sched", {{"k=2 d=3", 14}, {"k=4 d=2", 30}, {"k=4 d=3", 126}, {"k=6 d=2", 70}}},
@@ -271,7 +273,7 @@ TEST_CASE("library: ideal fat tree broadcast: the recurrences, the lower bounds 
     }
 }
 
-TEST_CASE("library: the single-port paper's meshes, generalized hypercubes and k-ary d-cubes hold in the Z3 engine too") {
+TEST_CASE("library: the single-port paper's meshes, generalized hypercubes, k-ary d-cubes and butterflies hold in the Z3 engine too") {
     // Hamiltonian cycles (sec. 3) and the product recursion over d dimensions (sec. 4): both
     // engines prove the tables, at the lower bounds n - 1 (full duplex) and 2(n - 1) (half).
     for (auto [file, params, steps] :
@@ -280,7 +282,9 @@ TEST_CASE("library: the single-port paper's meshes, generalized hypercubes and k
           std::tuple{"single_port/generalized_hypercube_full_duplex.sched", "a=3 b=4", 11},
           std::tuple{"single_port/kary_cube_product_full_duplex.sched", "k=3 d=2", 8},
           std::tuple{"single_port/kary_cube_product_full_duplex.sched", "k=2 d=4", 15},
-          std::tuple{"single_port/kary_cube_product_half_duplex_even.sched", "k=2 d=3", 14}}) {
+          std::tuple{"single_port/kary_cube_product_half_duplex_even.sched", "k=2 d=3", 14},
+          std::tuple{"single_port/butterfly_hamiltonian_full_duplex.sched", "d=3", 23},
+          std::tuple{"single_port/butterfly_hamiltonian_half_duplex.sched", "d=3", 46}}) {
         CAPTURE(file);
         CAPTURE(params);
         std::vector<std::string> defines;
