@@ -383,6 +383,46 @@ bool parse_args(int argc, char** argv, Options& o, std::string& err) {
     return true;
 }
 
+/// The parts of rank 0's report both runs share (the plain replay and the reduction): sends per
+/// step from the plan, the JSON fields of the run, the per-step table, the error lines.
+std::vector<std::uint64_t> step_sends(const Plan& plan) {
+    std::vector<std::uint64_t> sends(plan.steps, 0);
+    for (const RankPlan& rp : plan.ranks)
+        for (const RankStep& rs : rp.steps) sends[rs.step - 1] += rs.sends.size();
+    return sends;
+}
+
+nlohmann::json run_json(const Plan& plan, int size, const Options& opt, const std::vector<double>& step_seconds,
+                        const std::vector<std::uint64_t>& sends, double total_seconds) {
+    nlohmann::json j;
+    j["topology"] = plan.topology;
+    j["collective"] = plan.collective;
+    j["ranks"] = size;
+    j["steps"] = plan.steps;
+    j["endpoint_transfers"] = plan.endpoint_transfers;
+    j["repeat"] = opt.repeat;
+    j["step_seconds"] = step_seconds;
+    j["step_sends"] = sends;
+    j["total_seconds"] = total_seconds;
+    return j;
+}
+
+std::vector<std::string> error_lines(const std::string& errors) {
+    std::vector<std::string> lines;
+    std::istringstream es(errors);
+    for (std::string l; std::getline(es, l);) lines.push_back(l);
+    return lines;
+}
+
+std::string step_table(const Plan& plan, const std::vector<double>& step_seconds, const std::vector<std::uint64_t>& sends,
+                       std::uint64_t bytes_per_send, double total_seconds) {
+    std::string out = fmt::format("{:>6} {:>12} {:>8} {:>12}\n", "step", "time (us)", "sends", "bytes");
+    for (Step s = 0; s < plan.steps; ++s)
+        out += fmt::format("{:>6} {:>12.1f} {:>8} {:>12}\n", s + 1, step_seconds[s] * 1e6, sends[s], sends[s] * bytes_per_send);
+    out += fmt::format("table schedule: {:.3f} ms in total (steps separated by barriers)\n", total_seconds * 1e3);
+    return out;
+}
+
 std::string gather_errors(const std::vector<std::string>& mine, int rank, int size) {
     std::string text;
     for (const auto& e : mine) text += e + "\n";
@@ -427,43 +467,26 @@ int reduction_main(const Plan& plan, const RankPlan& me, int rank, int size, con
     std::string errors = gather_errors(last.res.first_errors, rank, size);
     const std::string base_name = reduction_baseline(plan.collective);
     if (rank == 0) {
-        std::vector<std::uint64_t> sends(plan.steps, 0);
-        for (const RankPlan& rp : plan.ranks)
-            for (const RankStep& rs : rp.steps) sends[rs.step - 1] += rs.sends.size();
+        const std::vector<std::uint64_t> sends = step_sends(plan);
         const bool passed = sums[0] == 0;
         if (opt.json) {
-            nlohmann::json j;
-            j["topology"] = plan.topology;
-            j["collective"] = plan.collective;
-            j["ranks"] = size;
-            j["steps"] = plan.steps;
+            nlohmann::json j = run_json(plan, size, opt, best_steps, sends, best_total);
             j["chunks"] = plan.chunks;
-            j["endpoint_transfers"] = plan.endpoint_transfers;
             j["dtype"] = opt.dtype;
             j["elements_per_chunk"] = elems;
-            j["repeat"] = opt.repeat;
-            j["step_seconds"] = best_steps;
-            j["step_sends"] = sends;
-            j["total_seconds"] = best_total;
             j["baseline"] = {{"name", base_name}, {"seconds", best_base}};
             j["element_check"] = passed ? "passed" : "failed";
             j["goals_checked"] = sums[1];
             j["elements_checked"] = sums[2];
             j["errors"] = sums[0];
-            std::vector<std::string> lines;
-            std::istringstream es(errors);
-            for (std::string l; std::getline(es, l);) lines.push_back(l);
-            j["first_errors"] = lines;
+            j["first_errors"] = error_lines(errors);
             std::printf("%s\n", j.dump().c_str());
         } else {
             std::string out = fmt::format(
                 "collsched mpirun: {} {} on {} MPI ranks: {} steps, {} chunk{} of {} {} elements, {} endpoint sends, best of {} run{}\n",
                 plan.topology, plan.collective, size, plan.steps, plan.chunks, plan.chunks == 1 ? "" : "s", elems, opt.dtype,
                 plan.endpoint_transfers, opt.repeat, opt.repeat == 1 ? "" : "s");
-            out += fmt::format("{:>6} {:>12} {:>8} {:>12}\n", "step", "time (us)", "sends", "bytes");
-            for (Step s = 0; s < plan.steps; ++s)
-                out += fmt::format("{:>6} {:>12.1f} {:>8} {:>12}\n", s + 1, best_steps[s] * 1e6, sends[s], sends[s] * elems * sizeof(T));
-            out += fmt::format("table schedule: {:.3f} ms in total (steps separated by barriers)\n", best_total * 1e3);
+            out += step_table(plan, best_steps, sends, elems * sizeof(T), best_total);
             out += fmt::format("{}: {:.3f} ms on the same ranks with the same input (MPI_SUM)\n", base_name, best_base * 1e3);
             if (passed)
                 out += fmt::format("element check: passed ({} goal buffers, {} elements identical to {})\n", sums[1], sums[2], base_name);
@@ -547,42 +570,25 @@ int main(int argc, char** argv) {
 
     if (rank == 0) {
         // per step: sends issued and bytes moved, from the plan
-        std::vector<std::uint64_t> sends(plan.steps, 0);
-        for (const RankPlan& rp : plan.ranks)
-            for (const RankStep& rs : rp.steps) sends[rs.step - 1] += rs.sends.size();
+        const std::vector<std::uint64_t> sends = step_sends(plan);
         const bool passed = sums[0] == 0;
         if (opt.json) {
-            nlohmann::json j;
-            j["topology"] = plan.topology;
-            j["collective"] = plan.collective;
-            j["ranks"] = size;
-            j["steps"] = plan.steps;
-            j["endpoint_transfers"] = plan.endpoint_transfers;
+            nlohmann::json j = run_json(plan, size, opt, best_steps, sends, best_total);
             j["bytes_per_message"] = opt.bytes;
-            j["repeat"] = opt.repeat;
-            j["step_seconds"] = best_steps;
-            j["step_sends"] = sends;
-            j["total_seconds"] = best_total;
             if (!base_name.empty()) j["baseline"] = {{"name", base_name}, {"seconds", best_base}};
             else j["baseline"] = nullptr;
             j["byte_check"] = passed ? "passed" : "failed";
             j["messages_checked"] = sums[1];
             j["bytes_checked"] = sums[1] * opt.bytes;
             j["errors"] = sums[0];
-            std::vector<std::string> lines;
-            std::istringstream es(errors);
-            for (std::string l; std::getline(es, l);) lines.push_back(l);
-            j["first_errors"] = lines;
+            j["first_errors"] = error_lines(errors);
             std::printf("%s\n", j.dump().c_str());
         } else {
             std::string out = fmt::format(
                 "collsched mpirun: {} {} on {} MPI ranks: {} steps, {} endpoint sends, {} bytes per message, best of {} run{}\n",
                 plan.topology, plan.collective, size, plan.steps, plan.endpoint_transfers, opt.bytes, opt.repeat,
                 opt.repeat == 1 ? "" : "s");
-            out += fmt::format("{:>6} {:>12} {:>8} {:>12}\n", "step", "time (us)", "sends", "bytes");
-            for (Step s = 0; s < plan.steps; ++s)
-                out += fmt::format("{:>6} {:>12.1f} {:>8} {:>12}\n", s + 1, best_steps[s] * 1e6, sends[s], sends[s] * opt.bytes);
-            out += fmt::format("table schedule: {:.3f} ms in total (steps separated by barriers)\n", best_total * 1e3);
+            out += step_table(plan, best_steps, sends, opt.bytes, best_total);
             if (!base_name.empty())
                 out += fmt::format("{}: {:.3f} ms on the same ranks with the same payload\n", base_name, best_base * 1e3);
             else

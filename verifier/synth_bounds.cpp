@@ -99,11 +99,12 @@ std::optional<Bound> send_receive_sums(const SynthInstance& in, const std::vecto
         ++ins[idx(g.dst)];
         lam += dist(g) - 1;
     }
+    bool grouped = false;
     auto capacity = [&](std::span<const ChannelId> cs) {
         if (model.ports != Ports::multi) return std::uint64_t{1};
-        std::uint64_t c = 0;
-        for (ChannelId x : cs) c += t.channel(x).cap;
-        return std::max<std::uint64_t>(c, 1);
+        auto c = synth::step_capacity(t, model.ports, cs);
+        grouped |= c.by_groups;
+        return std::max<std::uint64_t>(c.hops, 1);
     };
     std::uint64_t S = 0, R = 0;
     for (std::uint32_t p = 0; p < P; ++p) {
@@ -120,7 +121,7 @@ std::optional<Bound> send_receive_sums(const SynthInstance& in, const std::vecto
                              "T >= ({} + {} + {}) / {} = {:.2f}",
                              S, N, R, lam, lam, S, R, N, static_cast<double>(lam + S + R) / static_cast<double>(N)),
                  RouteSpace::any,
-                 {}};
+                 grouped ? std::vector<std::string>{"link groups"} : std::vector<std::string>{}};
 }
 
 /// Bounds that count hops on the topology's routes. They hold for any route where routes are
@@ -155,9 +156,9 @@ std::vector<Bound> route_bounds(const SynthInstance& in, const std::vector<GoalP
             }
         }
     }
-    out.push_back({far, "distance", fmt::format("{} has a route of {} channels", far_what, far)});
+    out.push_back({far, "distance", fmt::format("{} has a route of {} channels", far_what, far), RouteSpace::any, {}});
     if (auto b = send_receive_sums(in, goals, [&](const GoalPair& g) { return t.distance(g.src, g.dst); })) {
-        b->assumes.push_back("one injection and one arrival slot per message at its endpoints (holds with relays and copies)");
+        b->assumes.insert(b->assumes.begin(), "one injection and one arrival slot per message at its endpoints (holds with relays and copies)");
         out.push_back(*b);
     }
     for (std::size_t c = 0; c < chan.size(); ++c) {
@@ -168,19 +169,19 @@ std::vector<Bound> route_bounds(const SynthInstance& in, const std::vector<GoalP
         keep_max(out, {v, leaf ? "processor channels" : "router channels",
                        fmt::format("{} messages cross {} (capacity {}) at the earliest in their hop's step and with their "
                                    "remaining hops after it",
-                                   chan[c].size(), channel_name(t, ChannelId{static_cast<std::uint32_t>(c)}), ch.cap)});
+                                   chan[c].size(), channel_name(t, ChannelId{static_cast<std::uint32_t>(c)}), ch.cap), RouteSpace::any, {}});
     }
     if (model.ports != Ports::multi)
         for (std::uint32_t p = 0; p < P; ++p) {
             if (model.ports == Ports::single) {
                 keep_max(out, {least_makespan(send[p], 1), "ports",
-                               fmt::format("processor {} sends {} hops, one per step (single port)", p, send[p].size())});
+                               fmt::format("processor {} sends {} hops, one per step (single port)", p, send[p].size()), RouteSpace::any, {}});
                 keep_max(out, {least_makespan(recv[p], 1), "ports",
-                               fmt::format("processor {} receives {} hops, one per step (single port)", p, recv[p].size())});
+                               fmt::format("processor {} receives {} hops, one per step (single port)", p, recv[p].size()), RouteSpace::any, {}});
             } else {
                 keep_max(out, {least_makespan(port[p], 1), "ports",
                                fmt::format("processor {} sends or receives {} hops, one per step (half duplex)", p,
-                                           port[p].size())});
+                                           port[p].size()), RouteSpace::any, {}});
             }
         }
     const bool unique = unique_routes(t);
@@ -227,7 +228,7 @@ std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<
     }
     out.push_back({far, "distance", fmt::format("{} is {} channels away", far_what, far), RouteSpace::any, {"shortest-path distances"}});
     if (auto b = send_receive_sums(in, goals, d)) {
-        b->assumes = {"shortest-path distances", "one injection and one arrival slot per message at its endpoints (holds with relays and copies)"};
+        b->assumes.insert(b->assumes.begin(), {"shortest-path distances", "one injection and one arrival slot per message at its endpoints (holds with relays and copies)"});
         if (model.ports != Ports::multi) b->assumes.push_back("at most one send and one receive per processor and step (ports)");
         out.push_back(*b);
     }
@@ -255,6 +256,15 @@ std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<
                                    model.ports == Ports::half ? "half duplex" : "single port");
                 as.push_back(model.ports == Ports::half ? "ports=half" : "ports=single");
                 as.push_back("no routers");
+            }
+        }
+        if (!t.groups().empty()) {
+            std::vector<ChannelId> every(t.channels().size());
+            for (std::uint32_t c = 0; c < every.size(); ++c) every[c] = ChannelId{c};
+            if (auto g = synth::step_capacity(t, Ports::multi, every); g.by_groups && g.hops < K) {
+                K = g.hops;
+                what = fmt::format("the link groups carry at most {} hops per step", K);
+                as = {"shortest-path distances", "link groups"};
             }
         }
         if (K > 0)
@@ -303,27 +313,25 @@ std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<
                                    jobs.size(), what, machines),
                        RouteSpace::any, std::move(as)});
     };
-    auto cap_sum = [&](std::span<const ChannelId> cs) {
-        std::uint64_t c = 0;
-        for (ChannelId x : cs) c += t.channel(x).cap;
-        return c;
+    // What a cut carries per step (ports and link groups) and the assumptions that uses.
+    auto cut_capacity = [&](std::span<const ChannelId> cs, std::vector<std::string>& as) {
+        auto c = synth::step_capacity(t, model.ports, cs);
+        if (c.by_ports) as.push_back(model.ports == Ports::single ? "ports=single" : "ports=half");
+        if (c.by_groups) as.push_back("link groups");
+        return c.hops;
     };
+    auto crossing = [&](const std::vector<char>& inside, bool into) { return synth::crossing_channels(t, inside, into); };
     std::vector<char> inside(N, 0);
     // Single processors: injection (out of {p}) and reception (into {p}, i.e. out of V \ {p}).
     for (std::uint32_t p = 0; p < P; ++p) {
-        std::uint64_t o = cap_sum(t.out_channels(Node{p})), i = cap_sum(t.in_channels(Node{p}));
-        std::vector<std::string> as;
-        if (model.ports != Ports::multi) {
-            o = std::min<std::uint64_t>(o, 1);
-            i = std::min<std::uint64_t>(i, 1);
-            as.push_back(model.ports == Ports::single ? "ports=single" : "ports=half");
-        }
+        std::vector<std::string> as, ais;
+        std::uint64_t o = cut_capacity(t.out_channels(Node{p}), as), i = cut_capacity(t.in_channels(Node{p}), ais);
         std::fill(inside.begin(), inside.end(), 0);
         inside[p] = 1;
         cut_bound(inside, by_src[p], o, fmt::format("out of processor {}", p), as);
         std::fill(inside.begin(), inside.end(), 1);
         inside[p] = 0;
-        cut_bound(inside, by_dst[p], i, fmt::format("into processor {}", p), as);
+        cut_bound(inside, by_dst[p], i, fmt::format("into processor {}", p), ais);
     }
     // Balls around processors (radius 1 .. eccentricity - 1) and their complements; bounded work.
     const std::uint64_t work = goals.size() * std::uint64_t{P} * 8;
@@ -335,14 +343,11 @@ std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<
                 if (from[p][v] != unreachable) ecc = std::max(ecc, from[p][v]);
             for (std::uint32_t r = 1; r < ecc && r <= 8; ++r) {
                 for (std::uint32_t v = 0; v < N; ++v) inside[v] = from[p][v] <= r;
-                std::uint64_t out_cap = 0, in_cap = 0;
-                for (const Channel& ch : t.channels()) {
-                    if (inside[idx(ch.from)] && !inside[idx(ch.to)]) out_cap += ch.cap;
-                    if (!inside[idx(ch.from)] && inside[idx(ch.to)]) in_cap += ch.cap;
-                }
-                cut_bound(inside, all[0], out_cap, fmt::format("out of the ball of radius {} around node {}", r, p), {});
+                std::vector<std::string> oas, ias;
+                std::uint64_t out_cap = cut_capacity(crossing(inside, false), oas), in_cap = cut_capacity(crossing(inside, true), ias);
+                cut_bound(inside, all[0], out_cap, fmt::format("out of the ball of radius {} around node {}", r, p), oas);
                 for (std::uint32_t v = 0; v < N; ++v) inside[v] = !inside[v];
-                cut_bound(inside, all[0], in_cap, fmt::format("into the ball of radius {} around node {}", r, p), {});
+                cut_bound(inside, all[0], in_cap, fmt::format("into the ball of radius {} around node {}", r, p), ias);
             }
         }
     }
@@ -353,15 +358,12 @@ std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<
             if (from[p].empty()) from[p] = synth::bfs_distances(t, Node{p});
         for (std::uint32_t a = 0; a < P; ++a)
             for (std::uint32_t b = a + 1; b < P; ++b) {
-                std::uint64_t out_cap = 0, in_cap = 0;
                 for (std::uint32_t v = 0; v < N; ++v) inside[v] = from[a][v] <= from[b][v];
-                for (const Channel& ch : t.channels()) {
-                    if (inside[idx(ch.from)] && !inside[idx(ch.to)]) out_cap += ch.cap;
-                    if (!inside[idx(ch.from)] && inside[idx(ch.to)]) in_cap += ch.cap;
-                }
-                cut_bound(inside, all[0], out_cap, fmt::format("out of the nodes at least as close to {} as to {}", a, b), {});
+                std::vector<std::string> oas, ias;
+                std::uint64_t out_cap = cut_capacity(crossing(inside, false), oas), in_cap = cut_capacity(crossing(inside, true), ias);
+                cut_bound(inside, all[0], out_cap, fmt::format("out of the nodes at least as close to {} as to {}", a, b), oas);
                 for (std::uint32_t v = 0; v < N; ++v) inside[v] = !inside[v];
-                cut_bound(inside, all[0], in_cap, fmt::format("into the nodes at least as close to {} as to {}", a, b), {});
+                cut_bound(inside, all[0], in_cap, fmt::format("into the nodes at least as close to {} as to {}", a, b), ias);
             }
     }
     return out;
@@ -387,6 +389,7 @@ std::vector<Bound> dissemination_bounds(const SynthInstance& in, EncodingKind ki
     Step far = 0;
     std::string far_what;
     std::vector<std::vector<Job>> recv(P);
+    bool dissem_grouped = false;  // a reception or copy count cut by link groups
     for (const GoalPair& g : goals) {
         auto it = dist.find(idx(g.src));
         if (it == dist.end()) it = dist.emplace(idx(g.src), synth::bfs_distances(t, g.src)).first;
@@ -398,16 +401,17 @@ std::vector<Bound> dissemination_bounds(const SynthInstance& in, EncodingKind ki
         }
         recv[idx(g.dst)].push_back({d, 0});
     }
-    out.push_back({far, "distance", fmt::format("{} is {} channels away", far_what, far)});
+    out.push_back({far, "distance", fmt::format("{} is {} channels away", far_what, far), RouteSpace::any, {}});
     for (std::uint32_t p = 0; p < P; ++p) {
         if (recv[p].empty()) continue;
-        std::uint32_t cap = 0;
-        if (model.ports != Ports::multi) cap = 1;
-        else
-            for (ChannelId c : t.in_channels(Node{p})) cap += t.channel(c).cap;
+        auto c = synth::step_capacity(t, model.ports, t.in_channels(Node{p}));
+        const std::uint32_t cap = static_cast<std::uint32_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(c.hops, 1), 1u << 30));
+        dissem_grouped |= c.by_groups && cap > 0;
         keep_max(out, {least_makespan(recv[p], cap), "receptions",
-                       fmt::format("processor {} must receive {} messages, {} per step, each no earlier than its distance",
-                                   p, recv[p].size(), cap)});
+                       fmt::format("processor {} must receive {} messages, {} per step{}, each no earlier than its distance",
+                                   p, recv[p].size(), cap, c.by_groups ? " (its link groups)" : ""),
+                       RouteSpace::any,
+                       {}});
     }
     if (model.ports == Ports::half && t.routers() == 0 && P >= 2) {
         std::uint64_t per = P / 2;
@@ -415,7 +419,7 @@ std::vector<Bound> dissemination_bounds(const SynthInstance& in, EncodingKind ki
         out.push_back({v, "half-duplex pairing",
                        fmt::format("{} receptions are needed and a step has at most {} transfers (each uses a sender and a "
                                    "receiver, every processor does one of the two)",
-                                   goals.size(), per)});
+                                   goals.size(), per), RouteSpace::any, {}});
     }
     // Informed processors of one message: each holder starts at most k copies per step, a copy
     // arrives at least dmin steps after it leaves; I(t) <= 1 + k * sum_{s <= t-dmin+1} I(s-1).
@@ -430,9 +434,9 @@ std::vector<Bound> dissemination_bounds(const SynthInstance& in, EncodingKind ki
         if (model.ports == Ports::multi) {
             k = 0;
             for (std::uint32_t p = 0; p < P; ++p) {
-                std::uint32_t s = 0;
-                for (ChannelId c : t.out_channels(Node{p})) s += t.channel(c).cap;
-                k = std::max(k, s);
+                auto c = synth::step_capacity(t, model.ports, t.out_channels(Node{p}));
+                dissem_grouped |= c.by_groups;
+                k = std::max(k, static_cast<std::uint32_t>(std::min<std::uint64_t>(c.hops, 1u << 30)));
             }
         }
         std::map<std::uint32_t, std::size_t> need;  // per message: goal processors + its origin
@@ -452,7 +456,7 @@ std::vector<Bound> dissemination_bounds(const SynthInstance& in, EncodingKind ki
                            fmt::format("a message must reach {} processors; every holder starts at most {} cop{} per step "
                                        "and a copy needs at least {} step{}, so at most {} hold it after {} steps",
                                        most, k, k == 1 ? "y" : "ies", dmin, dmin == 1 ? "" : "s",
-                                       static_cast<std::uint64_t>(I[T - 1]), T - 1)});
+                                       static_cast<std::uint64_t>(I[T - 1]), T - 1), RouteSpace::any, {}});
         }
     }
     // Assumptions (all hold for any route: they use shortest-path distances only).
@@ -464,6 +468,7 @@ std::vector<Bound> dissemination_bounds(const SynthInstance& in, EncodingKind ki
         else if (b.name == "half-duplex pairing") b.assumes = {"ports=half", "no routers"};
         else if (b.name == "informed growth")
             b.assumes = {kind == EncodingKind::end_to_end ? "end-to-end sends (the ideal fat tree's model)" : "no routers", ports};
+        if (dissem_grouped && (b.name == "receptions" || b.name == "informed growth")) b.assumes.push_back("link groups");
     }
     return out;
 }
@@ -1036,6 +1041,44 @@ std::optional<SendTable> translation_invariant_alltoall(const SynthInstance& in)
     return std::move(b).finish();
 }
 
+/// Total exchange where every goal pair has a channel of its own (complete graphs, switch boxes
+/// such as dgx2.json): colour the demand (a bipartite multigraph of senders and receivers,
+/// degree D) with D matchings (Koenig), and send k colours per step, k the least per-step
+/// capacity of any processor's out- and in-channels (ports, link groups). ceil(D / k) steps,
+/// which meets the send/receive bound when every processor has the same k. The caller verifies
+/// the result.
+std::optional<SendTable> direct_alltoall(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    if (in.collective.kind != CollectiveKind::alltoall) return std::nullopt;
+    const std::uint32_t P = t.processors();
+    if (P > 4096) return std::nullopt;
+    auto goals = goal_pairs(in);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+    std::vector<ChannelId> chan;
+    std::vector<std::uint32_t> out_deg(P, 0), in_deg(P, 0);
+    for (const GoalPair& g : goals) {
+        auto c = t.find_channel(g.src, g.dst);
+        if (!c) return std::nullopt;
+        chan.push_back(*c);
+        edges.emplace_back(idx(g.src), idx(g.dst));
+        ++out_deg[idx(g.src)];
+        ++in_deg[idx(g.dst)];
+    }
+    if (edges.empty()) return std::nullopt;
+    std::uint64_t k = std::numeric_limits<std::uint64_t>::max();
+    std::uint32_t D = 0;
+    for (std::uint32_t p = 0; p < P; ++p) {
+        D = std::max({D, out_deg[p], in_deg[p]});
+        if (out_deg[p]) k = std::min(k, synth::step_capacity(t, in.model.ports, t.out_channels(Node{p})).hops);
+        if (in_deg[p]) k = std::min(k, synth::step_capacity(t, in.model.ports, t.in_channels(Node{p})).hops);
+    }
+    if (k == 0) return std::nullopt;
+    auto colour = bipartite_edge_coloring(P, P, edges, D);
+    TableBuilder b(in.topology, in.model, in.collective);
+    for (std::size_t e = 0; e < edges.size(); ++e) b.hop(static_cast<Step>(colour[e] / k + 1), chan[e], goals[e].m);
+    return std::move(b).finish();
+}
+
 /// Total exchange on an even ring invariant under translations by 2 and mirrored between the
 /// two classes: an even source s sends m(s, s+k) along pattern A, an odd one along A mirrored
 /// (directions swapped). A move of A in direction + from a relative position of parity p (or -
@@ -1234,6 +1277,8 @@ std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constr
                 found.push_back({std::move(*x), "translation-invariant total exchange (collsched construction, docs/synthesis.md)"});
             if (auto x = mirrored_ring_alltoall(in); x && holds(*x, in, false))
                 found.push_back({std::move(*x), "mirrored ring total exchange (collsched construction, docs/synthesis.md)"});
+            if (auto x = direct_alltoall(in); x && holds(*x, in, false))
+                found.push_back({std::move(*x), "direct total exchange by edge colouring (collsched construction, docs/synthesis.md)"});
         }
         if (auto g = greedy_personal(in, deadline); g && holds(*g, in, true))
             found.push_back({std::move(*g), "greedy first fit, farthest first"});

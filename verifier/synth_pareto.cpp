@@ -53,34 +53,10 @@ std::vector<Datum> data_of(const SynthInstance& in) {
 /// "{0, 1, 5}" for a set of processors given as a bit mask (P <= 64) or a list.
 std::string set_text(const std::vector<std::uint32_t>& xs) { return fmt::format("{{{}}}", fmt::join(xs, ", ")); }
 
-/// The capacity per round across a cut (into X, or out of it): the smaller of two upper bounds.
-/// Per node: the crossing channels' capacities summed at their receiving (into) or sending (out
-/// of) end, each processor's share cut to 1 under single or half ports. Per group: every crossing channel counted
-/// once, in its first link group, and a group's share cut to the group's capacity.
+/// The capacity per round across a cut (into X, or out of it): synth::step_capacity of the
+/// crossing channels (ports at both ends, link groups).
 std::uint64_t cut_capacity(const SynthInstance& in, const std::vector<char>& inside, bool into) {
-    const Topology& t = *in.topology;
-    auto crosses = [&](const Channel& ch) {
-        return into ? (!inside[idx(ch.from)] && inside[idx(ch.to)]) : (inside[idx(ch.from)] && !inside[idx(ch.to)]);
-    };
-    std::vector<std::uint64_t> per_node(t.nodes(), 0), per_group(t.groups().size(), 0);
-    std::uint64_t ungrouped = 0;
-    for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
-        const Channel& ch = t.channels()[c];
-        if (!crosses(ch)) continue;
-        per_node[idx(into ? ch.to : ch.from)] += ch.cap;
-        auto gs = t.groups_of(ChannelId{c});
-        if (gs.empty()) ungrouped += ch.cap;
-        else per_group[gs.front()] += ch.cap;
-    }
-    std::uint64_t by_node = 0;
-    for (std::uint32_t v = 0; v < t.nodes(); ++v) {
-        std::uint64_t x = per_node[v];
-        if (t.is_processor(Node{v}) && in.model.ports != Ports::multi) x = std::min<std::uint64_t>(x, 1);
-        by_node += x;
-    }
-    std::uint64_t by_group = ungrouped;
-    for (std::size_t g = 0; g < per_group.size(); ++g) by_group += std::min<std::uint64_t>(per_group[g], t.groups()[g].cap);
-    return std::min(by_node, by_group);
+    return synth::step_capacity(*in.topology, in.model.ports, synth::crossing_channels(*in.topology, inside, into)).hops;
 }
 
 }  // namespace
@@ -349,7 +325,8 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
                 row.proved = false;
                 break;
             }
-            RoundsAttempt a{S, C, R};
+            RoundsAttempt a;
+            a.steps = S, a.chunks = C, a.rounds = R;
             if (opt.progress) opt.progress(a, false, elapsed());
             auto s0 = Clock::now();
             SynthOptions so = opt.synth;

@@ -15,6 +15,7 @@
 #include "dsl/diagnostics.hpp"
 #include "verifier/cardinality.hpp"
 #include "verifier/direct.hpp"
+#include "verifier/synth_encode.hpp"
 #include "verifier/synth.hpp"
 
 using namespace collsched;
@@ -449,6 +450,38 @@ TEST_CASE("parity with SCCL: least steps of the non-combining collectives on SCC
             CHECK(res.routes == RouteSpace::any);
         }
     }
+}
+
+TEST_CASE("link groups bound receptions and injections: switch boxes proved without a solver") {
+    // dgx2.json: 16 GPUs, every pair joined, but one chunk out and one in per GPU and step
+    // (groups gpuN.out and gpuN.in of capacity 1). Counting the 15 channels into a GPU gives 1
+    // step; its in-group gives 15, which the ring meets (allgather) and the edge-coloured
+    // direct exchange meets (alltoall).
+    OptimizeOptions o;
+    o.timeout = 20;
+    OptimizeResult ag = optimize(inst_routes(machine("dgx2"), "allgather", "", RouteSpace::any), o);
+    CHECK(ag.status == OptStatus::proved);
+    CHECK(ag.optimum == Step{15});
+    CHECK(ag.lower_bound_reason == "receptions: processor 0 must receive 15 messages, 1 per step (its link groups), each no earlier "
+                                   "than its distance");
+    REQUIRE(!ag.bounds.empty());
+    CHECK(ag.bounds.front().assumes.back() == "link groups");
+    OptimizeResult aa = optimize(inst_routes(machine("dgx2"), "alltoall", "", RouteSpace::any), o);
+    CHECK(aa.status == OptStatus::proved);
+    CHECK(aa.optimum == Step{15});
+    CHECK(aa.known_source == "direct total exchange by edge colouring (collsched construction, docs/synthesis.md)");
+    CHECK(aa.attempts.empty());
+    REQUIRE(aa.witness);
+    CHECK(verifies(*aa.witness, false));
+    OptimizeResult nv = optimize(inst_routes(machine("nvswitch8"), "alltoall", "", RouteSpace::any), o);
+    CHECK(nv.status == OptStatus::proved);
+    CHECK(nv.optimum == Step{7});
+    // Without the groups (the same graph, its channels alone) a GPU receives 15 per step.
+    auto topo = Topology::parse(machine("dgx2"));
+    CHECK(synth::step_capacity(*topo, Ports::multi, topo->in_channels(Node{0})).hops == 1);
+    CHECK(synth::step_capacity(*topo, Ports::multi, topo->in_channels(Node{0})).by_groups);
+    CHECK(synth::step_capacity(*topo, Ports::single, topo->in_channels(Node{0})).hops == 1);
+    CHECK(!synth::step_capacity(*topo, Ports::single, topo->in_channels(Node{0})).by_groups);
 }
 
 TEST_CASE("hostile sizes: the time limit covers the set-up, and sizes beyond reach are refused") {
