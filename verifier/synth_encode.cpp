@@ -1072,6 +1072,9 @@ EncodingKind encoding_for(const SynthInstance& in) {
     if (m.queues == QueueKind::bounded)
         throw InputError(fmt::format("the synthesizer encodes queues=none and queues=unbounded; a queue bound ({}) is not supported",
                                      m.queue_bound));
+    if (m.combine_routers)
+        throw InputError("the synthesizer does not encode in-network reduction (combine=routers): its optima would not cover "
+                         "the schedules where routers combine; check such schedules with verify --engine direct or simulate");
     CollectiveKind k = in.collective.kind;
     if (k == CollectiveKind::custom)
         throw InputError("the synthesizer needs a named collective (alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:...)");
