@@ -124,6 +124,8 @@ const std::map<std::string, std::vector<Pin>>& pins() {
         {"reduce/reduce_scatter_ring.sched", {{"n=5", 4}, {"n=8", 7}, {"n=16", 15}}},
         {"reduce/allreduce_rabenseifner.sched", {{"n=4", 4}, {"n=8", 6}, {"n=16", 8}}},
         {"reduce/allreduce_double_binary_tree.sched", {{"n=5", 6}, {"n=8", 6}, {"n=16", 8}}},
+        {"reduce/allreduce_dgx1_pareto.sched", {{"n=8", 3}}},
+        {"reduce/allreduce_nvswitch8_pareto.sched", {{"n=8", 3}}},
         {"chunks/ring_allgather.sched", {{"n=4 C=2", 3}, {"n=6 C=4", 5}, {"n=16 C=2", 15}}},
         {"chunks/nvswitch_allgather.sched", {{"n=8 C=1", 7}, {"n=8 C=2", 7}, {"n=8 C=4", 7}}},
         {"torus/multinode_broadcast.sched", {{"n=5 h=1 s=25", 4}, {"n=5 h=5 s=13", 9}, {"n=25 h=5 s=25", 13}}},  // tests/tools/test_torus_wormhole.cpp
@@ -152,7 +154,7 @@ TEST_CASE("library: every schedule takes its pinned steps, is proved, agrees wit
         CAPTURE(file);
         const CatalogEntry* entry = entry_for(file);
         REQUIRE_MESSAGE(entry != nullptr, "not in schedules/catalog.json");
-        CHECK(list.size() >= 3);
+        CHECK((list.size() >= 3 || entry->rows.size() == 1));  // a schedule for one machine pins its one size
         for (const Pin& pin : list) {
             CAPTURE(pin.params);
             ReproRow row = run_row(*entry, parse_params(pin.params));
