@@ -84,6 +84,8 @@ const std::map<std::string, std::vector<Pin>>& pins() {
         {"single_port/mesh_hamiltonian_full_duplex.sched", {{"a=2 b=3", 5}, {"a=4 b=5", 19}, {"a=6 b=7", 41}, {"a=8 b=8", 63}}},
         {"single_port/mesh_hamiltonian_half_duplex.sched", {{"a=2 b=2", 6}, {"a=4 b=5", 38}, {"a=6 b=7", 82}}},
         {"single_port/generalized_hypercube_full_duplex.sched", {{"a=2 b=3", 5}, {"a=3 b=5", 14}, {"a=5 b=7", 34}, {"a=8 b=8", 63}}},
+        {"single_port/generalized_hypercube_half_duplex_even.sched", {{"a=2 b=3", 10}, {"a=3 b=4", 22}, {"a=5 b=6", 58}}},
+        {"single_port/generalized_hypercube_half_duplex_odd.sched", {{"a=3 b=3", 18}, {"a=5 b=3", 30}, {"a=7 b=9", 126}}},
         {"single_port/butterfly_hamiltonian_full_duplex.sched", {{"d=3", 23}, {"d=4", 63}, {"d=5", 159}}},
         {"single_port/butterfly_hamiltonian_half_duplex.sched", {{"d=3", 46}, {"d=4", 126}, {"d=5", 318}}},
         {"single_port/kary_cube_product_full_duplex.sched",
