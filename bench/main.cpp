@@ -16,6 +16,7 @@
 #include "compiler/builder.hpp"
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
+#include "verifier/by_message.hpp"
 
 namespace {
 
@@ -73,6 +74,18 @@ int main(int argc, char** argv) {
                 std::vector<std::uint64_t> grouped(N);
                 for (const Transfer& x : t.transfers) grouped[at[idx(x.message)]++] = (std::uint64_t{x.step} << 32) | idx(x.channel);
                 sink += grouped[N / 2];
+            }));
+        // The regroup the direct checker uses (verifier/by_message.hpp): two stable passes, into
+        // at most 2048 buckets of consecutive message ids, then each bucket by message in L2;
+        // here with its own counting pass (the checker counts during its by-step pass).
+        row("limit: two-pass regroup by message", N, seconds([&] {
+                detail::MessageGroups g;
+                g.plan(t.messages().size(), N, t.steps(), t.topology->channels().size());
+                if (!g.sort)
+                    for (const Transfer& x : t.transfers) g.add(x.message);
+                detail::for_each_message(t.transfers, g, [&](MessageId m, const detail::Hop* first, const detail::Hop*) {
+                    sink += idx(m) + first->step;
+                });
             }));
         if (sink == 42) std::printf(" ");
         std::vector<Transfer> shuffled = t.transfers;

@@ -21,7 +21,8 @@ Step TableBuilder::send_cut_through(Step step, Node src, Node dst, MessageId m) 
 }
 
 SendTable TableBuilder::finish() && {
-    table_.sort();
+    if (table_.composites) table_.canonicalize_composites();
+    else table_.sort();
     return std::move(table_);
 }
 

@@ -23,11 +23,13 @@ public:
     /// An endpoint send issued in `step`, cut-through along the route from src to dst.
     /// Returns the step in which it arrives (step - 1 when src == dst: nothing moves).
     Step send_cut_through(Step step, Node src, Node dst, MessageId m);
+    /// The table's registry of composites (partials, combined values), made on first use.
+    Composites& composites() { return table_.composite_registry(); }
     void require(MessageId m, Node at) { table_.requirements.push_back({m, at}); }
 
     std::size_t size() const { return table_.transfers.size(); }
     void reserve(std::size_t n) { table_.transfers.reserve(n); }
-    /// The sorted table.
+    /// The sorted table (its composites numbered canonically).
     SendTable finish() &&;
 
 private:

@@ -157,28 +157,34 @@ TopoSpec spec_of(Env& env, std::string_view family, SourceLoc loc, const std::ve
         if (v < 0) throw InputError(fmt::format("topology '{}': '{}' is not a valid {} (expected a positive integer)", t.name, v, what));
         return static_cast<std::uint64_t>(v);
     };
+    // The values of a list argument, a comprehension evaluated for at most `most` items.
+    auto list_values = [&](const Arg& a, std::int64_t most) {
+        std::vector<std::int64_t> out;
+        if (auto it = env.ir.list_comps.find(a.list); it != env.ir.list_comps.end()) {
+            auto [first, last, body, slot] = it->second;
+            std::int64_t lo = env.eval(first), hi = env.eval(last);
+            for (std::int64_t v = lo; v <= hi && v - lo < most; ++v) {
+                env.slots[slot] = v;
+                out.push_back(env.eval(body));
+            }
+        } else {
+            for (const ast::Expr& e : a.list->items) out.push_back(env.header(e));
+        }
+        return out;
+    };
     auto cap_list = [&](const Arg* a) {
         if (!a || !a->list)
             fail("E031", a ? a->loc : loc, fmt::format("{}() needs the capacities per level: caps = [c1, ..., cL]", family));
-        if (auto it = env.ir.list_comps.find(a->list); it != env.ir.list_comps.end()) {
-            auto [first, last, body, slot] = it->second;
-            std::int64_t lo = env.eval(first), hi = env.eval(last);
-            for (std::int64_t v = lo; v <= hi && v - lo < 64; ++v) {
-                env.slots[slot] = v;
-                t.args.caps.push_back(env.eval(body));
-            }
-        } else {
-            for (const ast::Expr& e : a->list->items) t.args.caps.push_back(env.header(e));
-        }
+        t.args.caps = list_values(*a, 64);
         t.name += fmt::format(":{}", fmt::join(t.args.caps, ","));
     };
     if (family == "ebft" || family == "cbft" || family == "ring" || family == "linear" || family == "complete" ||
-        family == "hypercube") {
+        family == "hypercube" || family == "butterfly") {
         count(1, 1, "1 argument");
         std::int64_t n = integer(*pos[0]);
         t.name = fmt::format("{}:{}", family, n);
         t.family = find_family(family)->family;
-        t.args.sizes = {size(n, family == "hypercube" ? "dimension" : family == "ebft" || family == "cbft" ? "number of leaves" : "size")};
+        t.args.sizes = {size(n, family == "hypercube" || family == "butterfly" ? "dimension" : family == "ebft" || family == "cbft" ? "number of leaves" : "size")};
         if (family == "ebft") t.args.w = [](std::int64_t k) { return k; };
         return t;
     }
@@ -236,7 +242,14 @@ TopoSpec spec_of(Env& env, std::string_view family, SourceLoc loc, const std::ve
         count(1, 16, "the size of each dimension");
         t.family = family == "mesh" ? Family::mesh : Family::torus;
         std::vector<std::int64_t> dims;
-        for (const Arg* a : pos) dims.push_back(integer(*a));
+        if (pos.size() == 1 && pos[0]->list) {
+            // torus([k for i in 1 .. d]): the number of dimensions is a value of the schedule.
+            dims = list_values(*pos[0], 17);
+            if (dims.empty() || dims.size() > 16)
+                fail("E031", pos[0]->loc, fmt::format("{}() takes 1 to 16 dimensions, found {}", family, dims.size()));
+        } else {
+            for (const Arg* a : pos) dims.push_back(integer(*a));
+        }
         t.name = fmt::format("{}:{}", family, fmt::join(dims, "x"));
         for (std::int64_t d : dims) {
             t.args.sizes.push_back(size(d, "dimension"));

@@ -172,6 +172,7 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
         meta_string(meta, "collsched_model", to_string(t.model));
         meta_string(meta, "collsched_collective", t.collective.to_string());
         if (C > 1) meta_string(meta, "collsched_chunks", std::to_string(C));
+        if (!t.step_rounds.empty()) meta_string(meta, "collsched_rounds", fmt::format("{}", fmt::join(t.step_rounds, ",")));
         std::string out;
         append(out, meta);
         for (const pb::Node& n : per_rank[r]) append(out, n);
@@ -236,6 +237,7 @@ SendTable read_chakra(const std::string& prefix) {
     std::shared_ptr<const Topology> topo;
     Model model;
     Collective coll;
+    std::vector<std::uint32_t> rounds;  // the table's rounds per step (collsched_rounds)
     std::uint32_t P = 1;
     for (std::uint32_t r = 0; r < P; ++r) {
         const std::string path = fmt::format("{}.{}.et", prefix, r);
@@ -260,6 +262,25 @@ SendTable read_chakra(const std::string& prefix) {
             topo = Topology::parse(m["collsched_topology"]);
             model = apply_model_options(topo->default_model(), m["collsched_model"]);
             coll = Collective::parse(m["collsched_collective"], *topo);
+            if (auto c = m.find("collsched_chunks"); c != m.end()) {  // the chunks C: messages are named b(s,c)
+                std::uint64_t chunks = 0;
+                auto [p, ec] = std::from_chars(c->second.data(), c->second.data() + c->second.size(), chunks);
+                if (ec != std::errc() || p != c->second.data() + c->second.size())
+                    throw InputError(fmt::format("{}: collsched_chunks \"{}\" is not a number", path, c->second));
+                coll.set_chunks(chunks, *topo);
+            }
+            if (auto c = m.find("collsched_rounds"); c != m.end()) {  // the rounds of steps 1, 2, ...
+                std::string_view list = c->second;
+                while (!list.empty()) {
+                    const std::string_view item = list.substr(0, list.find(','));
+                    std::uint32_t r = 0;
+                    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), r);
+                    if (ec != std::errc() || p != item.data() + item.size() || r < 1)
+                        throw InputError(fmt::format("{}: collsched_rounds \"{}\" is not a list of rounds (1, 2, ...)", path, c->second));
+                    rounds.push_back(r);
+                    list.remove_prefix(std::min(list.size(), item.size() + 1));
+                }
+            }
             P = topo->processors();
             ranks.resize(P);
         }
@@ -289,7 +310,7 @@ SendTable read_chakra(const std::string& prefix) {
                 throw InputError(fmt::format("{}: a {} needs comm_{}, comm_size and comm_tag", where(), send ? "send" : "receive",
                                              send ? "dst" : "src"));
             auto w = split(n.name());
-            auto m = w.size() == 6 ? Messages(P).parse(w[1]) : std::nullopt;
+            auto m = w.size() == 6 ? Messages(P, nullptr, coll.chunks).parse(w[1]) : std::nullopt;
             if (!m || w[0] != (send ? "send" : "recv") || w[2] != (send ? "to" : "from") || w[4] != "step")
                 throw InputError(fmt::format("{}: the name does not say '{} MSG {} RANK step N'", where(), send ? "send" : "recv",
                                              send ? "to" : "from"));
@@ -379,7 +400,7 @@ SendTable read_chakra(const std::string& prefix) {
         while (!indeg[stuck]) ++stuck;
         throw InputError(fmt::format("{}: waits in a cycle of dependencies; ASTRA-sim would stop with this rank unfinished", name(stuck)));
     }
-    Messages ms(P);
+    Messages ms(P, nullptr, coll.chunks);
     std::vector<EndpointTransfer> ev;
     for (std::size_t g : order) {
         std::uint32_t r = std::uint32_t(std::upper_bound(base.begin(), base.end(), g) - base.begin() - 1);
@@ -419,6 +440,7 @@ SendTable read_chakra(const std::string& prefix) {
     t.topology = topo;
     t.model = model;
     t.collective = coll;
+    t.step_rounds = std::move(rounds);
     if (auto bad = cut_through_hops(*topo, model.timing, ev, t.transfers))
         throw InputError(fmt::format("{}.*.et: {}", prefix, *bad));
     t.sort();

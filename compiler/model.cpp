@@ -38,8 +38,8 @@ std::string to_string(const Model& m) {
     std::string timing = m.timing == Timing::hop
                              ? std::string("hop")
                              : fmt::format("wormhole,ts={},tc={}", m.ts, m.tc);
-    return fmt::format("timing={},ports={},queues={},replicate={}{}", timing, to_string(m.ports),
-                       queues_to_string(m), m.replicate ? "yes" : "no", m.inject_once ? ",inject=once" : "");
+    return fmt::format("timing={},ports={},queues={},replicate={}{}{}", timing, to_string(m.ports), queues_to_string(m),
+                       m.replicate ? "yes" : "no", m.inject_once ? ",inject=once" : "", m.combine_routers ? ",combine=routers" : "");
 }
 
 namespace {
@@ -97,6 +97,12 @@ void set_replicate(Model& m, std::string_view key, std::string_view v) {
     else bad_value(key, v);
 }
 
+void set_combine(Model& m, std::string_view key, std::string_view v) {
+    if (v == "routers") m.combine_routers = true;
+    else if (v == "processors") m.combine_routers = false;
+    else bad_value(key, v);
+}
+
 void set_inject(Model& m, std::string_view key, std::string_view v) {
     if (v == "once") m.inject_once = true;
     else if (v == "any") m.inject_once = false;
@@ -114,6 +120,7 @@ constexpr ModelKey keys[] = {
     {"queues", "unbounded, none, or a queue bound B >= 0", "unbounded", false, set_queues},
     {"replicate", "yes or no", "no", false, set_replicate},
     {"inject", "once or any", "any", false, set_inject},  // a restriction, printed only when once
+    {"combine", "processors or routers", "processors", false, set_combine},  // printed only when routers
 };
 
 }  // namespace
@@ -160,6 +167,15 @@ Model apply_model_options(Model m, std::string_view options) {
     return m;
 }
 
+std::string combine_problem(const Model& m) {
+    if (!m.combine_routers) return "";
+    if (m.timing != Timing::hop) return "combine=routers (in-network reduction) is defined under hop timing";
+    if (m.replicate) return "combine=routers (in-network reduction) is defined with replicate=no (a combination consumes its inputs)";
+    if (m.queues == QueueKind::bounded)
+        return "combine=routers (in-network reduction) is defined with queues=none or queues=unbounded, not with a queue bound";
+    return "";
+}
+
 nlohmann::json to_json(const Model& m) {
     nlohmann::json out = nlohmann::json::object();
     out["timing"] = std::string(to_string(m.timing));
@@ -172,6 +188,7 @@ nlohmann::json to_json(const Model& m) {
     else out["queues"] = queues_to_string(m);
     out["replicate"] = m.replicate;
     if (m.inject_once) out["inject"] = "once";
+    if (m.combine_routers) out["combine"] = "routers";
     return out;
 }
 

@@ -30,6 +30,9 @@ struct Model {
     std::uint32_t queue_bound = 0;  ///< B when queues == bounded
     bool replicate = false;
     bool inject_once = false;  ///< inject=once: an initial datum leaves a processor once, from its source
+    /// combine=routers: routers may combine partials of one chunk (in-network reduction, as NVLink
+    /// SHARP; docs/semantics.md, "Reductions"); default combine=processors: routers only forward.
+    bool combine_routers = false;
     bool operator==(const Model&) const = default;
 };
 
@@ -38,7 +41,8 @@ std::string_view to_string(Ports);
 std::string queues_to_string(const Model&);
 
 /// `timing=hop,ports=multi,queues=none,replicate=no` (every key, canonical order; `,inject=once`
-/// is appended only when set, so tables and outputs without it read as before).
+/// and `,combine=routers` are appended only when set, so tables and outputs without them read as
+/// before).
 std::string to_string(const Model&);
 
 /// One knob of the model, by the name the `--model` option, table files and the DSL use.
@@ -69,6 +73,10 @@ void set_model_key(Model& m, std::string_view key, std::string_view value);
 /// Applies `key=value` pairs (comma separated) on top of `base`; keys not given keep their
 /// value. Throws InputError naming the bad key or value and the accepted ones.
 Model apply_model_options(Model base, std::string_view options);
+
+/// Why a model's combine=routers cannot be checked ("" when it can, or when it is off): in-network
+/// reduction is defined under hop timing, replicate=no, and queues none or unbounded.
+std::string combine_problem(const Model&);
 
 nlohmann::json to_json(const Model&);
 /// Reads the "model" object of a table file on top of `base`. Throws InputError.

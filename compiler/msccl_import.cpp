@@ -5,12 +5,14 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <variant>
 
 #include <fmt/format.h>
 
 #include "compiler/builder.hpp"
 #include "compiler/export_msccl.hpp"
 #include "compiler/msccl_program.hpp"
+#include "compiler/partials.hpp"
 #include "dsl/diagnostics.hpp"
 
 namespace collsched {
@@ -19,29 +21,43 @@ namespace {
 
 using namespace msccl;
 
-/// A value in a chunk: (origin rank, its input chunk), or none.
+/// A value in a chunk: without reductions (origin rank, its input chunk); in a reduction the
+/// index of a partial in Layout's registry; or none.
 constexpr std::uint64_t no_data = ~std::uint64_t{0};
 std::uint64_t value(int rank, int chunk) { return (std::uint64_t(rank) << 32) | std::uint32_t(chunk); }
 int value_rank(std::uint64_t v) { return int(v >> 32); }
 int value_chunk(std::uint64_t v) { return int(v & 0xffffffffu); }
 
-/// Where a buffer chunk lives: in place, the input is part of the output.
+/// Where a buffer chunk lives: in place, the input and the output share chunks.
 struct Location {
     char buf;
     int off;
 };
 
+/// The buffers of a collective as the executor lays them out (docs/exports.md, "Reading
+/// MSCCL-IR"), what they hold at the start and must hold at the end, and in a reduction the
+/// partials (chunk, set of contributing ranks) the program makes.
 class Layout {
 public:
     Layout(const Program& p, bool inplace) : p_(p), inplace_(inplace) {}
+    /// In place, allgather: input chunk j is output chunk rank*k + j; reducescatter: output chunk
+    /// j is input chunk rank*(C/P) + j; reduce: the same buffer at a rank with a whole output
+    /// (the root); the others the same buffer.
     Location locate(int rank, char buf, int off) const {
-        if (!inplace_ || buf != 'i') return {buf, off};
+        if (!inplace_) return {buf, off};
+        if (p_.coll == "reducescatter") return buf == 'o' ? Location{'i', rank * (p_.k / p_.P) + off} : Location{buf, off};
+        if (buf != 'i') return {buf, off};
         if (p_.coll == "allgather") return {'o', rank * p_.k + off};
-        return {'o', off};  // alltoall, broadcast: the same buffer
+        if (p_.coll == "reduce" && p_.gpus[rank].o_chunks != p_.k) return {buf, off};
+        return {'o', off};
     }
     /// What a chunk holds at the start.
-    std::uint64_t initial(int rank, char buf, int off) const {
+    std::uint64_t initial(int rank, char buf, int off) {
         if (buf == 's') return no_data;
+        if (p_.reduction) {
+            if (buf == 'i' || (inplace_ && p_.coll != "reducescatter")) return partial(off, SourceSet(std::uint32_t(rank)));
+            return no_data;
+        }
         if (p_.coll == "alltoall") {
             if (buf == 'i' || inplace_) return value(rank, off);
         } else if (p_.coll == "allgather") {
@@ -52,14 +68,21 @@ public:
         }
         return no_data;
     }
-    /// What an output chunk must hold at the end.
-    std::uint64_t wanted(int rank, int off) const {
+    /// What an output chunk must hold at the end (nullopt: nothing, the outputs of a reduce
+    /// outside the root).
+    std::optional<std::uint64_t> wanted(int rank, int off) {
+        if (p_.reduction) {
+            if (p_.coll == "reduce" && rank != 0) return std::nullopt;
+            const int chunk = p_.coll == "reducescatter" ? rank * (p_.k / p_.P) + off : off;
+            return partial(chunk, SourceSet::range(0, std::uint32_t(p_.P - 1)));
+        }
         if (p_.coll == "alltoall") return value(off / p_.k, rank * p_.k + off % p_.k);
         if (p_.coll == "allgather") return value(off / p_.k, off % p_.k);
         return value(0, off);
     }
     std::string describe(std::uint64_t v) const {
         if (v == no_data) return "no data";
+        if (p_.reduction) return partial_name(Messages(p_.P, nullptr, p_.k), partials_[v].second, partials_[v].first);
         const int r = value_rank(v), c = value_chunk(v);
         std::string piece = p_.k > 1 ? fmt::format("piece {} of ", c % p_.k) : "";
         if (p_.coll == "alltoall") {
@@ -68,19 +91,55 @@ public:
         }
         return fmt::format("{}b({})", p_.k > 1 ? fmt::format("piece {} of ", c) : "", r);
     }
-    /// The message a value belongs to, or nullopt (an alltoall rank's own chunk).
-    std::optional<MessageId> message(const Messages& ms, std::uint64_t v) const {
+    /// What an output chunk lacks or has too much, after describe (reductions: "; it misses a(3)").
+    std::string gap(std::uint64_t have, std::uint64_t want) const {
+        if (!p_.reduction || have == no_data || partials_[have].first != partials_[want].first) return "";
+        return "; " + goal_gap(partials_[have].second, partials_[want].second);
+    }
+    /// Whether a value stays on its rank: an alltoall rank's own chunk, no message of the collective.
+    bool own_chunk(std::uint64_t v) const {
+        return !p_.reduction && p_.coll == "alltoall" && value_chunk(v) / p_.k == value_rank(v);
+    }
+    /// The message a value belongs to, chunk by chunk (docs/exports.md: piece j of a datum is its
+    /// chunk j); `reg` is the table's registry of partials (reductions only).
+    MessageId message(Composites* reg, const Messages& ms, std::uint64_t v) const {
+        if (p_.reduction) return partial_message(*reg, ms, partials_[v].second, partials_[v].first);
         const int r = value_rank(v), c = value_chunk(v);
-        if (p_.coll == "alltoall") {
-            if (c / p_.k == r) return std::nullopt;
-            return ms.personal(r, c / p_.k);
+        if (p_.coll == "alltoall") return ms.personal(r, c / p_.k, c % p_.k);
+        return ms.broadcast(r, c);
+    }
+    /// The reduction of two partials, or the reason it is wrong (different chunks, a
+    /// contribution counted twice, no data).
+    std::variant<std::uint64_t, std::string> combine(std::uint64_t received, std::uint64_t local) {
+        if (received == no_data || local == no_data) return std::string("holds no data");
+        const auto& [ca, a] = partials_[received];
+        const auto& [cb, b] = partials_[local];
+        if (ca != cb)
+            return fmt::format("combines {} with {}, partials of different chunks [chunks mixed]", describe(received), describe(local));
+        std::vector<std::uint32_t> common, both;
+        std::set_intersection(a.items().begin(), a.items().end(), b.items().begin(), b.items().end(), std::back_inserter(common));
+        if (!common.empty()) {
+            std::string twice;
+            for (std::size_t i = 0; i < common.size() && i < 2; ++i)
+                twice += fmt::format("{}a({})", i == 0 ? "" : common.size() == 2 ? " and " : ", ", common[i]);
+            if (common.size() > 2) twice += fmt::format(" and {} more", common.size() - 2);
+            return fmt::format("combines {} with {}, which counts {} twice [counted twice]", describe(received), describe(local), twice);
         }
-        return ms.broadcast(r);
+        std::set_union(a.items().begin(), a.items().end(), b.items().begin(), b.items().end(), std::back_inserter(both));
+        return partial(int(ca), SourceSet(std::move(both)));
     }
 
 private:
+    std::uint64_t partial(int chunk, SourceSet s) {
+        auto [it, fresh] = index_.try_emplace(std::pair(std::uint32_t(chunk), s.items()), partials_.size());
+        if (fresh) partials_.emplace_back(std::uint32_t(chunk), std::move(s));
+        return it->second;
+    }
+
     const Program& p_;
     bool inplace_;
+    std::vector<std::pair<std::uint32_t, SourceSet>> partials_;
+    std::map<std::pair<std::uint32_t, std::vector<std::uint32_t>>, std::uint64_t> index_;
 };
 
 struct Graph {
@@ -264,7 +323,8 @@ private:
 };
 
 /// Runs the program in one mode (in place or not): checks for data races, simulates the
-/// values, checks the outputs; with `builder`, adds the levelled transfers to it.
+/// values (reductions: the partials, refusing a reduction that mixes chunks or counts a
+/// contribution twice), checks the outputs; with `builder`, adds the levelled transfers to it.
 void run(const Program& prog, const Graph& g, const Clocks& clocks, bool inplace, Problems& pr, TableBuilder* builder) {
     Layout layout(prog, inplace);
     const std::string mode = prog.inplace && prog.outofplace ? (inplace ? " (in place)" : " (out of place)") : "";
@@ -284,11 +344,11 @@ void run(const Program& prog, const Graph& g, const Clocks& clocks, bool inplace
         const Op& op = prog.ops[o];
         for (int x = 0; x < op.cnt; ++x) {
             if (self_copy(op, x)) continue;
-            if (op.type == OpType::send || op.type == OpType::copy) {
+            if (op.reads_src()) {
                 Location l = layout.locate(op.rank, op.srcbuf, op.srcoff + x);
                 accesses[{op.rank, l.buf, l.off}].push_back({o, false});
             }
-            if (op.receives() || op.type == OpType::copy) {
+            if (op.writes_dst()) {
                 Location l = layout.locate(op.rank, op.dstbuf, op.dstoff + x);
                 accesses[{op.rank, l.buf, l.off}].push_back({o, true});
             }
@@ -305,7 +365,7 @@ void run(const Program& prog, const Graph& g, const Clocks& clocks, bool inplace
                        fmt::format("{}{}: {} chunk {}[{}] and {} {} it with nothing ordering the two (a missing dependency) "
                                    "[data race]",
                                    where(prog, y), mode, a.write ? "writes" : "reads", buf, off, where(prog, x),
-                                   x.receives() || x.type == OpType::copy ? "writes" : "reads"));
+                                   x.writes_dst() ? "writes" : "reads"));
             };
             if (a.write) {
                 if (last_write >= 0 && last_write != a.op && !clocks.before(prog, last_write, a.op)) race(last_write);
@@ -320,52 +380,68 @@ void run(const Program& prog, const Graph& g, const Clocks& clocks, bool inplace
         }
     }
     if (!pr.empty()) return;
-    // values and levels
-    std::vector<std::vector<std::uint64_t>> out(prog.P), scr(prog.P), in(prog.P);
-    std::vector<std::vector<int>> writer_o(prog.P);
+    // values and levels; every chunk with the step that wrote it last
+    struct Cell {
+        std::uint64_t value = no_data;
+        int writer = -1;
+    };
+    std::vector<std::vector<Cell>> out(prog.P), scr(prog.P), in(prog.P);
     for (int r = 0; r < prog.P; ++r) {
         const Gpu& gpu = prog.gpus[r];
         in[r].resize(gpu.i_chunks);
         out[r].resize(gpu.o_chunks);
         scr[r].resize(gpu.s_chunks);
-        writer_o[r].assign(gpu.o_chunks, -1);
-        for (int c = 0; c < gpu.i_chunks; ++c) in[r][c] = layout.initial(r, 'i', c);
-        for (int c = 0; c < gpu.o_chunks; ++c) out[r][c] = layout.initial(r, 'o', c);
-        for (int c = 0; c < gpu.s_chunks; ++c) scr[r][c] = no_data;
+        for (int c = 0; c < gpu.i_chunks; ++c) in[r][c].value = layout.initial(r, 'i', c);
+        for (int c = 0; c < gpu.o_chunks; ++c) out[r][c].value = layout.initial(r, 'o', c);
     }
-    auto cell = [&](int rank, char buf, int off) -> std::uint64_t& {
+    auto cell = [&](int rank, char buf, int off) -> Cell& {
         Location l = layout.locate(rank, buf, off);
         return l.buf == 'i' ? in[rank][l.off] : l.buf == 'o' ? out[rank][l.off] : scr[rank][l.off];
-    };
-    auto note_write = [&](int rank, char buf, int off, int o) {
-        Location l = layout.locate(rank, buf, off);
-        if (l.buf == 'o') writer_o[rank][l.off] = o;
     };
     const std::size_t n = prog.ops.size();
     std::vector<Step> finish(n, 0), arrival(n, 0);
     std::vector<std::vector<std::uint64_t>> carried(n);  // per receiving op: the chunks on the wire
-    const Messages ms = builder ? builder->messages() : Messages(prog.P);
+    Composites* reg = builder && prog.reduction ? &builder->composites() : nullptr;
+    const Messages ms = builder ? builder->messages() : Messages(prog.P, nullptr, prog.k);
     for (int o : g.order) {
         const Op& op = prog.ops[o];
         const Tb& tb = prog.tbs[op.tb];
         Step ready = op.pos > 0 ? finish[tb.ops[op.pos - 1]] : 0;
         if (g.publisher[o] >= 0) ready = std::max(ready, finish[g.publisher[o]]);
-        std::vector<std::uint64_t> vals;
+        // the chunks the step makes: received, read, or the reduction of the two (re: of the
+        // destination and the source)
+        std::vector<std::uint64_t> vals(op.cnt, no_data);
         if (op.receives()) {
             vals = std::move(carried[o]);
             ready = std::max(ready, arrival[o]);
-            for (int x = 0; x < op.cnt; ++x) {
-                cell(op.rank, op.dstbuf, op.dstoff + x) = vals[x];
-                note_write(op.rank, op.dstbuf, op.dstoff + x, o);
-            }
-        } else if (op.type == OpType::send || op.type == OpType::copy) {
-            for (int x = 0; x < op.cnt; ++x) vals.push_back(cell(op.rank, op.srcbuf, op.srcoff + x));
         }
-        if (op.type == OpType::copy)
+        for (int x = 0; x < op.cnt && op.type != OpType::nop; ++x) {
+            if (self_copy(op, x)) continue;
+            if (!op.reads_src()) continue;
+            const std::uint64_t local = cell(op.rank, op.srcbuf, op.srcoff + x).value;
+            if (!op.reduces()) {
+                vals[x] = local;
+                continue;
+            }
+            const std::uint64_t other = op.type == OpType::reduce ? cell(op.rank, op.dstbuf, op.dstoff + x).value : vals[x];
+            auto sum = layout.combine(other, local);
+            if (const std::string* why = std::get_if<std::string>(&sum)) {
+                if (other == no_data && op.receives()) continue;  // reported where the missing data was sent
+                const bool src_empty = local == no_data;
+                pr.add(op.line, op.col,
+                       *why == "holds no data"
+                           ? fmt::format("{}{}: reduces with chunk {}[{}], which holds no data at that point", where(prog, op), mode,
+                                         src_empty ? op.srcbuf : op.dstbuf, (src_empty ? op.srcoff : op.dstoff) + x)
+                           : fmt::format("{}{}: {}", where(prog, op), mode, *why));
+                vals[x] = no_data;
+                continue;
+            }
+            vals[x] = std::get<std::uint64_t>(sum);
+        }
+        if (op.writes_dst())
             for (int x = 0; x < op.cnt; ++x) {
                 if (self_copy(op, x)) continue;
-                cell(op.rank, op.dstbuf, op.dstoff + x) = vals[x];
-                note_write(op.rank, op.dstbuf, op.dstoff + x, o);
+                cell(op.rank, op.dstbuf, op.dstoff + x) = Cell{vals[x], o};
             }
         finish[o] = ready;
         if (!op.sends()) continue;
@@ -375,22 +451,22 @@ void run(const Program& prog, const Graph& g, const Clocks& clocks, bool inplace
         for (int x = 0; x < op.cnt; ++x) {
             const std::uint64_t v = vals[x];
             if (v == no_data) {
-                if (op.type == OpType::rcs) continue;  // reported where the missing data was sent
+                if (op.receives()) continue;  // reported where the missing data was sent, or at the reduction
                 pr.add(op.line, op.col,
-                       fmt::format("{}{}: sends chunk {}[{}], which holds no data at that point", where(prog, op), mode,
-                                   op.type == OpType::rcs ? op.dstbuf : op.srcbuf,
-                                   (op.type == OpType::rcs ? op.dstoff : op.srcoff) + x));
+                       fmt::format("{}{}: sends chunk {}[{}], which holds no data at that point", where(prog, op), mode, op.srcbuf,
+                                   op.srcoff + x));
                 continue;
             }
-            auto m = layout.message(ms, v);
-            if (!m) {
+            if (layout.own_chunk(v)) {
                 pr.add(op.line, op.col,
                        fmt::format("{}{}: sends {}, which the alltoall keeps on its own rank (no message of the collective)",
                                    where(prog, op), mode, layout.describe(v)));
                 continue;
             }
             const Step sent = ready + 1 + Step(x);
-            last = builder ? builder->send_cut_through(sent, Node{std::uint32_t(op.rank)}, Node{std::uint32_t(to)}, *m) : sent;
+            last = builder ? builder->send_cut_through(sent, Node{std::uint32_t(op.rank)}, Node{std::uint32_t(to)},
+                                                       layout.message(reg, ms, v))
+                           : sent;
         }
         finish[o] = ready + Step(op.cnt);
         if (recv >= 0) {
@@ -401,17 +477,18 @@ void run(const Program& prog, const Graph& g, const Clocks& clocks, bool inplace
     if (!pr.empty()) return;
     for (int r = 0; r < prog.P; ++r)
         for (int c = 0; c < prog.gpus[r].o_chunks; ++c) {
-            const std::uint64_t want = layout.wanted(r, c);
-            if (out[r][c] == want) continue;
-            const int w = writer_o[r][c];
+            const std::optional<std::uint64_t> want = layout.wanted(r, c);
+            const Cell& have = cell(r, 'o', c);
+            if (!want || have.value == *want) continue;
+            const int w = have.writer;
             std::string by = w < 0                  ? ", never written"
                              : g.source[w] >= 0 ? fmt::format(", written by {}, which {} sent", where(prog, prog.ops[w]),
                                                               where(prog, prog.ops[g.source[w]]))
                                                 : fmt::format(", written by {}", where(prog, prog.ops[w]));
             const Op* at = w >= 0 ? &prog.ops[w] : nullptr;
             pr.add(at ? at->line : 0, at ? at->col : 0,
-                   fmt::format("rank {}{}: output chunk {} holds {}{}, but the {} needs {} there [completeness]", r, mode, c,
-                               layout.describe(out[r][c]), by, prog.coll, layout.describe(want)));
+                   fmt::format("rank {}{}: output chunk {} holds {}{}, but the {} needs {} there{} [completeness]", r, mode, c,
+                               layout.describe(have.value), by, prog.coll, layout.describe(*want), layout.gap(have.value, *want)));
         }
 }
 
@@ -446,11 +523,20 @@ SendTable parse_msccl_ir(std::string_view text, std::string_view name, const Msc
     for (const Tb& tb : prog.tbs)
         if (tb.ops.size() > 65535) throw InputError(fmt::format("{}: a thread block with more than 65535 steps", name));
     Clocks clocks(prog, g);
-    Collective coll{prog.coll == "alltoall"    ? CollectiveKind::alltoall
-                    : prog.coll == "allgather" ? CollectiveKind::allgather
-                                               : CollectiveKind::broadcast,
+    Collective coll{prog.coll == "alltoall"        ? CollectiveKind::alltoall
+                    : prog.coll == "allgather"     ? CollectiveKind::allgather
+                    : prog.coll == "allreduce"     ? CollectiveKind::allreduce
+                    : prog.coll == "reduce"        ? CollectiveKind::reduce
+                    : prog.coll == "reducescatter" ? CollectiveKind::reduce_scatter
+                                                   : CollectiveKind::broadcast,
                     Node{0},
                     {}};
+    // k chunks per datum are the table's chunks (C): piece j of a datum is its chunk j
+    try {
+        coll.set_chunks(std::uint64_t(prog.k), *topo);
+    } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: {} chunks per datum: {}", name, prog.k, e.what()));
+    }
     TableBuilder builder(topo, model, coll);
     bool first = true;
     for (bool inplace : {false, true}) {

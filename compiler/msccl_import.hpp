@@ -15,10 +15,13 @@
  * allgather `i_chunks` = k, input chunk j of rank r is piece j of b(r), output chunk c holds
  * piece c mod k of b(c div k); broadcast: rank 0 is the root (the executor has no root), its k
  * input chunks are b(0). In place (`inplace="1"`) the input aliases the output as the executor's
- * isInPlace test defines it; a file that allows both is checked both ways.
+ * isInPlace test defines it; a file that allows both is checked both ways. k chunks per datum
+ * become the table's chunks C (piece j of a datum is its chunk j). Reductions (allreduce,
+ * reduce with root 0, reducescatter; steps rrc, rrs, rrcs, re) carry partials, sets of ranks'
+ * contributions to one chunk, and send them as the messages a({...},c) of the buffer rule.
  *
- * Refused with file:line:col and the rank, thread block and step: reductions (rrc, rrs, rrcs,
- * re; and allreduce, reduce, reducescatter) until collsched models them, other collectives,
+ * Refused with file:line:col and the rank, thread block and step: a reduction that mixes chunks
+ * or counts a contribution twice, other collectives,
  * malformed or inconsistent files, the executor's load rules (shared with the exporter,
  * compiler/export_msccl.hpp), unmatched sends or receives, waits that never end (a cycle, or a
  * dependency on a step nobody publishes), two unordered accesses to one chunk of which one writes

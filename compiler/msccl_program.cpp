@@ -37,11 +37,22 @@ std::optional<int> int_attr(const Elem& e, std::string_view k, Problems& pr, std
 
 std::string where(const Program& prog, const Op& op) {
     const Tb& tb = prog.tbs[op.tb];
-    const char* what = op.type == OpType::send ? "send" : op.type == OpType::recv ? "receive" : op.type == OpType::rcs ? "receive-copy-send" : op.type == OpType::copy ? "copy" : "nop";
-    std::string peer = op.type == OpType::send ? fmt::format(" to {}", tb.send)
-                       : op.type == OpType::recv ? fmt::format(" from {}", tb.recv)
-                       : op.type == OpType::rcs ? fmt::format(" from {} to {}", tb.recv, tb.send)
-                                                : "";
+    const char* what = "nop";
+    switch (op.type) {
+        case OpType::send: what = "send"; break;
+        case OpType::recv: what = "receive"; break;
+        case OpType::rcs: what = "receive-copy-send"; break;
+        case OpType::rrc: what = "receive-reduce-copy"; break;
+        case OpType::rrs: what = "receive-reduce-send"; break;
+        case OpType::rrcs: what = "receive-reduce-copy-send"; break;
+        case OpType::copy: what = "copy"; break;
+        case OpType::reduce: what = "reduce"; break;
+        case OpType::nop: break;
+    }
+    std::string peer = op.sends() && op.receives() ? fmt::format(" from {} to {}", tb.recv, tb.send)
+                       : op.sends()                ? fmt::format(" to {}", tb.send)
+                       : op.receives()             ? fmt::format(" from {}", tb.recv)
+                                                   : "";
     return fmt::format("rank {}, thread block {}, step {} ({}{}, channel {})", op.rank, tb.id, op.pos, what, peer, tb.chan);
 }
 
@@ -57,12 +68,10 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
     pr.check();
     prog.P = *ngpus;
     prog.coll = *coll;
-    if (prog.coll == "allreduce" || prog.coll == "reduce" || prog.coll == "reducescatter")
-        pr.add(algo, fmt::format("coll=\"{}\" is a reduction; collsched reads only the collectives without reductions "
-                                 "(alltoall, allgather, broadcast) until it models reductions",
+    prog.reduction = prog.coll == "allreduce" || prog.coll == "reduce" || prog.coll == "reducescatter";
+    if (!prog.reduction && prog.coll != "alltoall" && prog.coll != "allgather" && prog.coll != "broadcast")
+        pr.add(algo, fmt::format("coll=\"{}\": collsched reads alltoall, allgather, broadcast, allreduce, reduce and reducescatter",
                                  prog.coll));
-    else if (prog.coll != "alltoall" && prog.coll != "allgather" && prog.coll != "broadcast")
-        pr.add(algo, fmt::format("coll=\"{}\": collsched reads alltoall, allgather and broadcast", prog.coll));
     if (prog.P < 2 || prog.P > MscclLimits::max_gpus)
         pr.add(algo, fmt::format("ngpus=\"{}\" is outside 2..{} [MAX_SUBS]", prog.P, MscclLimits::max_gpus));
     if (const std::string* proto = find_attr(algo, "proto"); proto && *proto != "Simple" && *proto != "LL" && *proto != "LL128")
@@ -150,12 +159,11 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
                 else if (ty == "rcs") op.type = OpType::rcs;
                 else if (ty == "cpy") op.type = OpType::copy;
                 else if (ty == "nop") op.type = OpType::nop;
-                else if (ty == "rrc" || ty == "rrs" || ty == "rrcs" || ty == "re") {
-                    pr.add(se, fmt::format("gpu {}, thread block {}, step {}: type=\"{}\" is a reduction; collsched reads no "
-                                           "reductions until it models them",
-                                           *id, *tid, op.pos, ty));
-                    continue;
-                } else {
+                else if (ty == "rrc") op.type = OpType::rrc;
+                else if (ty == "rrs") op.type = OpType::rrs;
+                else if (ty == "rrcs") op.type = OpType::rrcs;
+                else if (ty == "re") op.type = OpType::reduce;
+                else {
                     pr.add(se, fmt::format("gpu {}, thread block {}, step {}: unknown step type \"{}\"", *id, *tid, op.pos, ty));
                     continue;
                 }
@@ -177,6 +185,9 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
                 if (hasdep != 0 && hasdep != 1) pr.add(se, fmt::format("hasdep=\"{}\" must be 0 or 1", hasdep));
                 if (op.type != OpType::nop && (op.cnt < 1 || op.cnt >= MscclLimits::max_count))
                     pr.add(se, fmt::format("cnt=\"{}\" is outside 1..{} [MSCCL_MAX_COUNT]", op.cnt, MscclLimits::max_count - 1));
+                if (op.reduces() && !prog.reduction)
+                    pr.add(se, fmt::format("gpu {}, thread block {}, step {}: type=\"{}\" reduces, but coll=\"{}\" has no reduction",
+                                           *id, *tid, op.pos, ty, prog.coll));
                 if (op.sends() && *send < 0) pr.add(se, fmt::format("gpu {}, thread block {}, step {} sends, but the thread block has no send peer", *id, *tid, op.pos));
                 if (op.receives() && *recv < 0) pr.add(se, fmt::format("gpu {}, thread block {}, step {} receives, but the thread block has no receive peer", *id, *tid, op.pos));
                 auto bounds = [&](char b, int off, const char* which) {
@@ -186,8 +197,10 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
                                                "chunks",
                                                *id, *tid, op.pos, which, off, off + op.cnt - 1, b, n));
                 };
-                if (op.type == OpType::send || op.type == OpType::copy) bounds(op.srcbuf, op.srcoff, "source");
-                if (op.receives() || op.type == OpType::copy) bounds(op.dstbuf, op.dstoff, "destination");
+                // every chunk a step reads or writes (the executor leaves rrc's unchecked: it would
+                // read or write outside the buffer)
+                if (op.reads_src()) bounds(op.srcbuf, op.srcoff, "source");
+                if (op.writes_dst()) bounds(op.dstbuf, op.dstoff, "destination");
                 prog.tbs[tbi].ops.push_back(int(prog.ops.size()));
                 prog.ops.push_back(op);
             }
@@ -242,6 +255,19 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
         prog.k = std::max(1, prog.gpus[0].i_chunks);
         same([](const Gpu& g) { return g.i_chunks; }, "i_chunks", prog.k);
         same([](const Gpu& g) { return g.o_chunks; }, "o_chunks", P * prog.k);
+    } else if (prog.reduction) {
+        // every rank contributes its whole input: C = i_chunks chunks, each reduced on its own
+        prog.k = std::max(1, prog.gpus[0].i_chunks);
+        same([](const Gpu& g) { return g.i_chunks; }, "i_chunks", prog.k);
+        if (prog.coll == "allreduce") same([](const Gpu& g) { return g.o_chunks; }, "o_chunks", prog.k);
+        else if (prog.coll == "reduce" && prog.gpus[0].o_chunks != prog.k)
+            pr.add(algo, fmt::format("reduce: the root, gpu 0, has o_chunks=\"{}\", expected i_chunks={}", prog.gpus[0].o_chunks,
+                                     prog.k));
+        else if (prog.coll == "reducescatter") {
+            if (prog.k % P)
+                pr.add(algo, fmt::format("reducescatter: i_chunks=\"{}\" of gpu 0 is not a multiple of ngpus={}", prog.k, P));
+            else same([](const Gpu& g) { return g.o_chunks; }, "o_chunks", prog.k / P);
+        }
     } else {
         prog.k = std::max(1, prog.gpus[0].o_chunks);
         same([](const Gpu& g) { return g.o_chunks; }, "o_chunks", prog.k);

@@ -21,7 +21,11 @@
 
 namespace collsched::msccl {
 
-enum class OpType { send, recv, rcs, copy, nop };
+/// The step types of MSCCL-IR as the executor runs them (msccl_kernel.cu): `s` send src; `r`
+/// receive into dst; `rcs` receive into dst and send on; `rrc` receive, reduce with src, write
+/// dst; `rrs` receive, reduce with src, send on (no local write); `rrcs` receive, reduce with
+/// src, write dst and send on; `cpy` dst = src; `re` dst = dst (+) src; `nop` only waits.
+enum class OpType { send, recv, rcs, rrc, rrs, rrcs, copy, reduce, nop };
 
 struct Op {
     OpType type;
@@ -31,8 +35,22 @@ struct Op {
     int depid = -1, deps = -1;
     bool hasdep = false;
     int line = 0, col = 0;
-    bool sends() const { return type == OpType::send || type == OpType::rcs; }
-    bool receives() const { return type == OpType::recv || type == OpType::rcs; }
+    bool sends() const { return type == OpType::send || type == OpType::rcs || type == OpType::rrs || type == OpType::rrcs; }
+    bool receives() const {
+        return type == OpType::recv || type == OpType::rcs || type == OpType::rrc || type == OpType::rrs || type == OpType::rrcs;
+    }
+    /// Whether the step reads its source chunks (srcbuf/srcoff).
+    bool reads_src() const {
+        return type == OpType::send || type == OpType::copy || type == OpType::rrc || type == OpType::rrs || type == OpType::rrcs ||
+               type == OpType::reduce;
+    }
+    /// Whether the step writes its destination chunks (dstbuf/dstoff); `re` also reads them.
+    bool writes_dst() const {
+        return type == OpType::recv || type == OpType::rcs || type == OpType::rrc || type == OpType::rrcs || type == OpType::copy ||
+               type == OpType::reduce;
+    }
+    /// Whether the step combines two values (a reduction).
+    bool reduces() const { return type == OpType::rrc || type == OpType::rrs || type == OpType::rrcs || type == OpType::reduce; }
 };
 
 struct Tb {
@@ -47,8 +65,9 @@ struct Gpu {
 };
 
 struct Program {
-    int P = 0, k = 1;  ///< ranks; chunks per message
+    int P = 0, k = 1;  ///< ranks; chunks per message (a reduction: chunks of the whole buffer, C)
     std::string coll;
+    bool reduction = false;  ///< coll is allreduce, reduce or reducescatter
     bool inplace = false, outofplace = true;
     std::vector<Gpu> gpus;
     std::vector<Tb> tbs;

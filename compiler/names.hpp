@@ -26,7 +26,7 @@ inline constexpr FamilyName family_names[] = {
     {"ebft", Family::bft},      {"cbft", Family::bft},          {"bft", Family::bft},           {"fattree", Family::fattree},
     {"ideal", Family::ideal},   {"ring", Family::ring},         {"linear", Family::linear},     {"mesh", Family::mesh},
     {"torus", Family::torus},   {"hypercube", Family::hypercube}, {"complete", Family::complete}, {"product", Family::product},
-    {"graph", Family::graph},
+    {"butterfly", Family::butterfly}, {"graph", Family::graph},
 };
 
 /// A collective: its name, and how the DSL (`collective broadcast(r)`) and the spec strings

@@ -41,59 +41,45 @@ SendTable read_json(std::string_view text, bool padded, std::string_view name) {
     return parse_table_json_reference(text, name);
 }
 
-/// A file's bytes followed by at least table_read::json_padding readable bytes (for the fast JSON
-/// reader): the file mapped (MAP_POPULATE: its pages are mapped in one call, no copy, no page
-/// fault each) when its last page has room for the padding, else read into a padded buffer
-/// (pipes, /proc files, a file ending just before a page boundary).
-class FileText {
-public:
-    explicit FileText(const std::string& path) : path_(path) {
-        // The input policy first (compiler/input_file.hpp): no directories or devices, at most
-        // max_input_bytes(); the descriptor belongs to `file`, which closes it.
-        InputFile file;
-        const std::uint64_t limit = max_input_bytes();
-        if (std::string error = open_input_file(path, "table", limit, max_input_hint, file); !error.empty())
-            throw InputError(fmt::format("{}: {}", path, error));
-        const int fd = file.fd();
-        struct stat st {};
-        const long page = ::sysconf(_SC_PAGESIZE);
-        if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && page > 0 &&
-            static_cast<std::size_t>(st.st_size) % static_cast<std::size_t>(page) != 0 &&
-            static_cast<std::size_t>(page) - static_cast<std::size_t>(st.st_size) % static_cast<std::size_t>(page) >= table_read::json_padding) {
-            void* p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-            if (p != MAP_FAILED) {
-                map_ = p;
-                map_size_ = static_cast<std::size_t>(st.st_size);
-                return;
-            }
-        }
-        char chunk[1 << 16];
-        for (ssize_t got; (got = ::read(fd, chunk, sizeof chunk)) != 0;) {
-            if (got < 0) {
-                if (errno == EINTR) continue;
-                throw InputError(fmt::format("{}: cannot read file", path));
-            }
-            if (buf_.size() + static_cast<std::size_t>(got) > limit)  // a pipe past the limit
-                throw InputError(fmt::format("{}: {}", path, input_too_large("table", limit, max_input_hint)));
-            buf_.append(chunk, static_cast<std::size_t>(got));
-        }
-        size_ = buf_.size();
-        buf_.append(table_read::json_padding, '\0');
-    }
-    ~FileText() {
-        if (map_) ::munmap(map_, map_size_);
-    }
-    FileText(const FileText&) = delete;
-    FileText& operator=(const FileText&) = delete;
-    std::string_view text() const { return map_ ? std::string_view(static_cast<const char*>(map_), map_size_) : std::string_view(buf_.data(), size_); }
-
-private:
-    std::string path_, buf_;
-    std::size_t size_ = 0, map_size_ = 0;
-    void* map_ = nullptr;
-};
-
 }  // namespace
+
+// The file mapped (MAP_POPULATE: its pages are mapped in one call, no copy, no page fault each)
+// when its last page has room for the padding, else read into a padded buffer (pipes, /proc
+// files, a file ending just before a page boundary).
+TableFile::TableFile(const std::string& path) : path_(path) {
+    // The input policy first (compiler/input_file.hpp): no directories or devices, at most
+    // max_input_bytes(); the descriptor belongs to `file`, which closes it.
+    InputFile file;
+    const std::uint64_t limit = max_input_bytes();
+    if (std::string error = open_input_file(path, "table", limit, max_input_hint, file); !error.empty())
+        throw InputError(fmt::format("{}: {}", path, error));
+    const int fd = file.fd();
+    struct stat st {};
+    const long page = ::sysconf(_SC_PAGESIZE);
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && page > 0 &&
+        static_cast<std::size_t>(st.st_size) % static_cast<std::size_t>(page) != 0 &&
+        static_cast<std::size_t>(page) - static_cast<std::size_t>(st.st_size) % static_cast<std::size_t>(page) >= table_read::json_padding) {
+        void* p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (p != MAP_FAILED) {
+            map_ = p;
+            map_size_ = static_cast<std::size_t>(st.st_size);
+            return;
+        }
+    }
+    // The same reading and messages as read_input_text (a read error, a pipe past the limit).
+    if (std::string error = read_input_stream(fd, "table", limit, max_input_hint, buf_); !error.empty())
+        throw InputError(fmt::format("{}: {}", path, error));
+    size_ = buf_.size();
+    buf_.append(table_read::json_padding, '\0');
+}
+
+TableFile::~TableFile() {
+    if (map_) ::munmap(map_, map_size_);
+}
+
+std::string_view TableFile::text() const {
+    return map_ ? std::string_view(static_cast<const char*>(map_), map_size_) : std::string_view(buf_.data(), size_);
+}
 
 std::string read_input_text(const std::string& path, std::string_view what) {
     std::string text;
@@ -130,10 +116,11 @@ SendTable parse_table_text(std::string_view text, bool padded, std::string_view 
 
 SendTable parse_table(std::string_view text, std::string_view name) { return parse_table_text(text, false, name); }
 
+SendTable TableFile::parse() const { return parse_table_text(text(), true, path_); }
+
 SendTable read_table(const std::string& path) {
     if (path == "-") return parse_table(read_input_text(path, "table"), "<stdin>");
-    FileText file(path);
-    return parse_table_text(file.text(), true, path);
+    return TableFile(path).parse();
 }
 
 }  // namespace collsched

@@ -35,6 +35,24 @@ inline std::string_view table_format_of(const SendTable& t) { return t.uses_band
 /// whose "format" is "collsched.ranks/1" is a per-rank file (compiler/ranks_import.hpp). "-" is
 /// standard input.
 SendTable read_table(const std::string& path);
+/// A table file's text as read_table reads it: mapped when it can be, else read, in both cases
+/// followed by the padding the fast JSON reader needs, so that it reads the text in place (a
+/// copy of a large table costs a page fault per 4 KiB). Throws InputError (the input policy of
+/// compiler/input_file.hpp, with the messages of read_input_text).
+class TableFile {
+public:
+    explicit TableFile(const std::string& path);  ///< not "-"
+    ~TableFile();
+    TableFile(const TableFile&) = delete;
+    TableFile& operator=(const TableFile&) = delete;
+    std::string_view text() const;
+    SendTable parse() const;  ///< read_table(path)
+
+private:
+    std::string path_, buf_;
+    std::size_t size_ = 0, map_size_ = 0;
+    void* map_ = nullptr;
+};
 /// read_table() of text held in memory; `name` is used in messages.
 SendTable parse_table(std::string_view text, std::string_view name);
 /// The whole content of `path`, or of standard input when path is "-", under the input policy

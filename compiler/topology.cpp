@@ -146,6 +146,34 @@ struct Topology::Impl {
     }
 
     static std::shared_ptr<Topology> graph(std::string_view spec, std::string_view file);
+
+    /// The wrapped butterfly of dimension d: processor (l, x), level l in 0 .. d-1 and row x in
+    /// 0 .. 2^d - 1, is l 2^d + x; it is linked to (l + 1 mod d, x) (straight) and to
+    /// (l + 1 mod d, x XOR 2^l) (cross). Routes: next-hop tables as for graphs.
+    static std::shared_ptr<Topology> butterfly(std::string_view spec, std::uint64_t d) {
+        if (d < 3 || d > 8) bad_spec(spec, "the dimension must be between 3 and 8 (d 2^d processors; below 3 links coincide)");
+        auto t = std::shared_ptr<Topology>(new Topology());
+        t->spec_ = std::string(spec);
+        t->family_ = Family::butterfly;
+        const std::uint32_t rows = 1u << d, D = static_cast<std::uint32_t>(d);
+        t->processors_ = D * rows;
+        t->channels_.reserve(4 * std::size_t{t->processors_});
+        for (std::uint32_t l = 0; l < D; ++l)
+            for (std::uint32_t x = 0; x < rows; ++x) {
+                std::uint32_t u = l * rows + x, up = (l + 1) % D * rows;
+                for (std::uint32_t v : {up + x, up + (x ^ (1u << l))}) {
+                    t->channels_.push_back({Node{u}, Node{v}, 1, 0});
+                    t->channels_.push_back({Node{v}, Node{u}, 1, 0});
+                }
+            }
+        t->finish();
+        next_hops(*t, spec);
+        return t;
+    }
+
+    /// Next hops by BFS from every destination, ties to the lowest-numbered neighbour (graphs and
+    /// butterflies). Throws InputError naming two nodes when the graph is not connected.
+    static void next_hops(Topology& t, std::string_view where);
 };
 
 namespace {
@@ -282,7 +310,13 @@ std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::stri
         }
         t->index_groups();
     }
-    // Next hops by BFS from every destination, ties to the lowest-numbered neighbour.
+    next_hops(*t, file);
+    return t;
+}
+
+void Topology::Impl::next_hops(Topology& top, std::string_view file) {
+    auto where = [&](std::string_view what) { return fmt::format("{}: {}", file, what); };
+    Topology* t = &top;
     std::uint32_t N = t->nodes();
     t->next_.assign(std::size_t{N} * N, Node{0});
     std::vector<std::uint32_t> dist(N), queue(N);
@@ -315,7 +349,6 @@ std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::stri
             t->next_[std::size_t{d} * N + at] = Node{best};
         }
     }
-    return t;
 }
 
 void Topology::index_groups() {
@@ -466,7 +499,8 @@ void Topology::route(Node src, Node dst, std::vector<ChannelId>& out) const {
             return;
         }
         case Family::complete: out.push_back(must(src, dst)); return;
-        case Family::graph: {
+        case Family::graph:
+        case Family::butterfly: {
             std::uint32_t N = nodes();
             for (Node at = src; at != dst;) {
                 Node nx = next_[std::size_t{idx(dst)} * N + idx(at)];
@@ -620,6 +654,8 @@ std::shared_ptr<const Topology> Topology::make(Family fam, const TopologyArgs& a
             return Impl::product(spec, Family::product, a.factors, false);
         case Family::graph:
             return Impl::graph(spec, a.file);
+        case Family::butterfly:
+            return Impl::butterfly(spec, size(0));
     }
     COLLSCHED_ASSERT(false);
     return nullptr;

@@ -13,8 +13,8 @@
  *  - mesh, torus, product: dimension by dimension in the order written (the first dimension,
  *    which is the most significant in the row-major numbering, first), each by its factor's rule;
  *  - hypercube: e-cube, lowest differing bit first;
- *  - graph: shortest paths; at each node the next hop is the lowest-numbered neighbour that is
- *    one step closer to the destination.
+ *  - graph, butterfly: shortest paths; at each node the next hop is the lowest-numbered neighbour
+ *    that is one step closer to the destination.
  */
 #pragma once
 
@@ -32,7 +32,7 @@
 
 namespace collsched {
 
-enum class Family : std::uint8_t { bft, fattree, ideal, ring, linear, mesh, torus, hypercube, complete, product, graph };
+enum class Family : std::uint8_t { bft, fattree, ideal, ring, linear, mesh, torus, hypercube, complete, product, graph, butterfly };
 
 std::string_view to_string(Family);
 
@@ -73,7 +73,7 @@ class Topology;
 /// A family's arguments as values: what a spec string says, for Topology::make.
 struct TopologyArgs {
     /// ring, linear, complete, bft, ideal: {n}; fattree: {arity, leaves}; mesh, torus: the
-    /// dimensions; hypercube: {d}.
+    /// dimensions; hypercube, butterfly: {d}.
     std::vector<std::uint64_t> sizes = {};
     /// bft, fattree: the capacity per level, leaves first (checked: 1 .. 2^30).
     std::vector<std::int64_t> caps = {};
@@ -176,7 +176,7 @@ private:
     // products (mesh, torus, hypercube, product): factors, first most significant
     std::vector<std::shared_ptr<const Topology>> factors_;
     std::vector<std::uint32_t> dims_, strides_, route_order_;
-    // graph: next hop table, next_[dst * nodes + at]
+    // graph, butterfly: next hop table, next_[dst * nodes + at]
     std::vector<Node> next_;
     // link groups, and per channel the groups it is in (CSR)
     std::vector<LinkGroup> groups_;

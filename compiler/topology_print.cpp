@@ -19,6 +19,7 @@ std::string_view to_string(Family f) {
         case Family::complete: return "complete";
         case Family::product: return "product";
         case Family::graph: return "graph";
+        case Family::butterfly: return "butterfly";
     }
     return "?";
 }

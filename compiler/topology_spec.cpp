@@ -259,10 +259,10 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
         }
         return make(fam == "mesh" ? Family::mesh : Family::torus, args, spec);
     }
-    if (fam == "hypercube") {
-        need_rest("hypercube:D");
+    if (fam == "hypercube" || fam == "butterfly") {
+        need_rest(fmt::format("{}:D", fam));
         args.sizes = {parse_count(spec, rest, "dimension")};
-        return make(Family::hypercube, args, spec);
+        return make(fam == "hypercube" ? Family::hypercube : Family::butterfly, args, spec);
     }
     if (fam == "product") {
         need_rest("product:SPEC*SPEC[*...]");

@@ -644,8 +644,50 @@ private:
         });
     }
 
+    /// combine=routers (docs/semantics.md, "Reductions"), this witness's own reading: router u
+    /// sends the partial of transfer i without a copy of it. Its inputs are the partials of the
+    /// same chunk that u has copies of and that lie inside it; when their contributor sets are
+    /// pairwise disjoint and cover it exactly, one copy of each is taken (they leave the router's
+    /// queue now) and the send is legal.
+    bool combine_at_router(std::size_t i, std::uint32_t u) {
+        if (!have_) return false;
+        auto px = partial_of(msgs_, tr_[i].message);
+        if (!px) return false;
+        auto list = router_partials_.find((std::uint64_t{u} << 32) | px->chunk);
+        if (list == router_partials_.end()) return false;
+        std::vector<std::uint32_t> cover(px->sources.size(), 0);  // per source of X: inputs that hold it
+        std::vector<std::uint32_t> inputs;
+        for (const auto& [slot, sources] : list->second) {
+            if (stock_[slot] == 0) continue;
+            bool inside = true;
+            for (std::uint32_t src : sources) {
+                auto at = std::lower_bound(px->sources.begin(), px->sources.end(), src);
+                inside = inside && at != px->sources.end() && *at == src;
+            }
+            if (!inside) continue;
+            inputs.push_back(slot);
+            for (std::uint32_t src : sources) ++cover[std::lower_bound(px->sources.begin(), px->sources.end(), src) - px->sources.begin()];
+        }
+        if (inputs.empty() || std::any_of(cover.begin(), cover.end(), [](std::uint32_t c) { return c != 1; })) return false;
+        for (std::uint32_t slot : inputs) {
+            --stock_[slot];
+            --waiting_[u - P_];
+        }
+        touch_router(u - P_);
+        return true;
+    }
+
     void allocate_state() {
         const std::size_t S = slot_node_.size();
+        if (model_.combine_routers && have_) {  // per (router, chunk): the router slots of partials
+            std::unordered_set<std::uint32_t> seen;
+            for (std::size_t i = 0; i < tr_.size(); ++i) {
+                const std::uint32_t v = idx(channel_of(i).to);
+                if (processor(v) || !seen.insert(slots_[i].dst).second) continue;
+                if (auto pv = partial_of(msgs_, tr_[i].message))
+                    router_partials_[(std::uint64_t{v} << 32) | pv->chunk].emplace_back(slots_[i].dst, pv->sources);
+            }
+        }
         if (!replicate_) stock_.assign(S, 0);
         if (replicate_ && queues_none() && !wormhole_) last_arrival_.assign(S, never);
         waiting_.assign(R_, 0);
@@ -728,6 +770,8 @@ private:
                 --stock_[src];
                 --waiting_[u - P_];
                 touch_router(u - P_);
+            } else if (model_.combine_routers && combine_at_router(i, u)) {
+                // in-network reduction: the inputs' copies were taken from the router's stock
             } else {
                 if (f.causality == no_index) f.causality = i;
                 // A queue bound counts every departure, matched to a copy or not (docs/semantics.md):
@@ -1409,6 +1453,8 @@ private:
     std::vector<std::uint32_t> order_, worklist_, round_gains_;  // wormhole rounds
     std::optional<Holdings> have_;  // tables with composites or a combining collective
     std::optional<SimViolation> combine_fault_;  // partials: the first arrival that counts a contribution twice
+    /// combine=routers: per (router << 32 | chunk), the router's slots of partials and their contributors
+    std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>>> router_partials_;
     std::vector<std::uint8_t> legal_;
 
     std::vector<std::string> names_;  // node names, for the trace
@@ -1448,7 +1494,9 @@ SimReport simulate(const SendTable& table, const SimOptions& options) {
     // the streamed processor slots (24 bytes per message of the message space) cost no more
     // than the whole-table slots (about 8 bytes per transfer).
     const std::uint64_t M = table.messages().size();
+    if (std::string why = combine_problem(table.model); !why.empty()) throw InputError(why);
     if (!options.whole_table && !options.trace && table.model.timing == Timing::hop && !table.model.replicate &&
+        !table.model.combine_routers &&
         !table.has_composites() && !table.collective.combines() && !table.transfers.empty() && 3 * M <= table.transfers.size()) {
         Simulator sim(table, options);
         sim.stream_begin();
@@ -1486,6 +1534,7 @@ void StreamSimulator::begin(const SendTable& header) {
                             "which needs the whole table");
     if (header.collective.kind == CollectiveKind::reduce || header.collective.kind == CollectiveKind::prefix)
         throw NotStreamable("combined values (reduce, prefix) are not streamed");
+    if (header.model.combine_routers) throw NotStreamable("in-network reduction (combine=routers) is not streamed");
     impl_->header = header;
     impl_->sim.emplace(impl_->header, impl_->options);
     impl_->sim->stream_begin();

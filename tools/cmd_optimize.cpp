@@ -27,9 +27,21 @@ struct OptimizeArgs {
     SolverArgs solver;
     bool json = false;
     std::vector<std::string> outputs;
-    std::uint32_t chunks = 1;
+    std::uint32_t chunks = 0;  ///< 0: not given (1; C = P for reduce_scatter and allreduce)
     std::uint32_t rounds = 0;
+    std::string method = "auto";
 };
+
+/// Which method optimizes a reduction (docs/synthesis.md, "The direct encoding of combining"):
+/// "duality" or "direct". auto: allreduce directly (the composed space of the duality is not
+/// every allreduce), reduce and reduce_scatter by duality where it applies (the same optimum,
+/// proved over the same space, without a solver), else directly.
+std::string reduction_method(const SynthInstance& in, const std::string& asked) {
+    if (asked != "auto") return asked;
+    if (in.collective.kind != CollectiveKind::allreduce && reduction_duality_problem(in).empty()) return "duality";
+    if (combining_problem(in).empty()) return "direct";
+    return "duality";
+}
 
 std::string text_report(const SynthInstance& in, const OptimizeResult& r, const SolverArgs& sa) {
     std::string s = fmt::format("optimize {} on {} ({}), encoding {}, solver {}\n", in.collective.to_string(), in.topology->spec(),
@@ -38,6 +50,8 @@ std::string text_report(const SynthInstance& in, const OptimizeResult& r, const 
     s += "lower bounds (proved by counting):\n";
     for (const Bound& b : r.bounds) s += bound_line(in, b);
     s += r.known_steps ? fmt::format("known schedule: {} steps ({})\n", *r.known_steps, r.known_source)
+                       : r.encoding == EncodingKind::combining
+                           ? std::string("known schedule: none (combining: the search climbs from the lower bound)\n")
                        : in.chunked() ? std::string("known schedule: none (the known schedules have one chunk and one round per step)\n")
                                       : std::string("known schedule: none (the greedy did not finish)\n");
     if (!r.attempts.empty())
@@ -112,8 +126,8 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         "unsupported model.");
     cmd->add_option("--topology", args->topology, "Topology spec, e.g. ebft:8, cbft:16, torus:3x5, ideal:16:w=n")->required();
     cmd->add_option("--collective", args->collective,
-                    "alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:a,b; reduce:R, reduce_scatter and allreduce by "
-                    "duality with broadcast and allgather (docs/synthesis.md)")
+                    "alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:a,b; reduce:R, reduce_scatter, allreduce and scan "
+                    "(see --method; docs/synthesis.md)")
         ->required();
     cmd->add_option("--model", args->model, "key=value pairs on top of the family's default, e.g. queues=none,ports=half");
     cmd->add_option("--chunks", args->chunks, "Split every datum into C chunks (messages b(s,c), m(s,d,c)); default 1")
@@ -122,6 +136,11 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                     "SCCL's rounds: the steps last R rounds in all, a step of r rounds carries r times every capacity; the least "
                     "steps S <= R with R rounds (default: one round per step)")
         ->check(CLI::Range(1u, 1u << 20));
+    cmd->add_option("--method", args->method,
+                    "Reductions: direct (the encoding of combining under the buffer rule: every schedule of C chunks), duality "
+                    "(optimize the dual broadcast or allgather; allreduce over reduce-scatter then allgather only), auto (default: "
+                    "allreduce and scan direct, reduce and reduce_scatter by duality where it applies)")
+        ->check(CLI::IsMember({"auto", "direct", "duality"}));
     args->solver.add_to(*cmd);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
@@ -131,14 +150,22 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
                          args->solver.route_space()};
         const CollectiveKind k = in.collective.kind;
-        if (k == CollectiveKind::reduce || k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce) {
+        const bool reduction = k == CollectiveKind::reduce || k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce ||
+                               k == CollectiveKind::scan;
+        if (args->method != "auto" && !reduction)
+            throw InputError(fmt::format("--method {} applies to reduce:R, reduce_scatter, allreduce and scan", args->method));
+        if (reduction) {
             // reduce_scatter and allreduce: C = P chunks unless --chunks says otherwise (chunk p reduced to processor p,
-            // SCCL's ReduceScatter); reduce: one chunk
-            if (k != CollectiveKind::reduce) in.collective.set_chunks(args->chunks > 1 ? args->chunks : topo->processors(), *topo);
-            else in.collective.set_chunks(args->chunks, *topo);
-            return optimize_reduction_command(in, *args, ctx);
+            // SCCL's ReduceScatter); reduce and scan: one chunk
+            const bool per_processor = k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce;
+            in.collective.set_chunks(args->chunks > 0 ? args->chunks : per_processor ? topo->processors() : 1, *topo);
+            if (reduction_method(in, args->method) == "duality") {
+                if (args->rounds > 0) throw InputError("--rounds is not supported by the duality method; use --method direct");
+                return optimize_reduction_command(in, *args, ctx);
+            }
+        } else {
+            in.collective.set_chunks(args->chunks > 0 ? args->chunks : 1, *topo);
         }
-        in.collective.set_chunks(args->chunks, *topo);
         if (args->rounds > 0) in.rounds = args->rounds;
         if (in.rounds && args->solver.incremental) throw InputError("--incremental is not supported with --rounds (every S is its own encoding)");
         encoding_for(in);  // unsupported models are bad input, before any work

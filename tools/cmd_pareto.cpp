@@ -14,7 +14,9 @@
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/synth_common.hpp"
+#include "compiler/duality.hpp"
 #include "verifier/pareto.hpp"
+#include "verifier/synth_duality.hpp"
 
 namespace collsched::tools {
 
@@ -31,6 +33,7 @@ struct ParetoArgs {
     bool no_automorphisms = false;
     bool json = false;
     std::string dir;
+    std::string method = "auto";
 };
 
 std::string point_name(const SynthInstance& in, const ParetoPoint& p) {
@@ -77,8 +80,15 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
         "or below the bound.\nExit code: 0 frontier proved, 3 time limit or a solve without answer (what was proved is "
         "printed), 2 bad input or unsupported model.");
     cmd->add_option("--topology", args->topology, "Topology spec, e.g. graph:schedules/machines/dgx1.json, ring:8")->required();
-    cmd->add_option("--collective", args->collective, "allgather, alltoall, broadcast:R, scatter:R, gather:R, multicast:R:a,b")
+    cmd->add_option("--collective", args->collective,
+                    "allgather, alltoall, broadcast:R, scatter:R, gather:R, multicast:R:a,b; reduce:R, reduce_scatter, allreduce, scan "
+                    "(see --method)")
         ->required();
+    cmd->add_option("--method", args->method,
+                    "Reductions: duality (the dual broadcast's or allgather's frontier reversed; allreduce: reduce-scatter then "
+                    "allgather, the composed space) or direct (the encoding of combining: every schedule). auto (default): scan "
+                    "direct, the others by duality")
+        ->check(CLI::IsMember({"auto", "direct", "duality"}));
     cmd->add_option("--model", args->model, "key=value pairs on top of the family's default, e.g. ports=single");
     cmd->add_option("--max-chunks", args->max_chunks, "K: search C = 1..K chunks per datum (default 8)")->check(CLI::Range(1u, 4096u));
     cmd->add_option("--max-steps", args->max_steps, "Stop after this many steps (default: none; the walk ends by itself)")
@@ -97,7 +107,18 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
         auto topo = Topology::parse(args->topology);
         SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
                          RouteSpace::any};
-        {
+        const CollectiveKind kind = in.collective.kind;
+        const bool reduction = kind == CollectiveKind::reduce || kind == CollectiveKind::reduce_scatter ||
+                               kind == CollectiveKind::allreduce || kind == CollectiveKind::scan;
+        if (args->method != "auto" && !reduction)
+            throw InputError(fmt::format("--method {} applies to reduce:R, reduce_scatter, allreduce and scan", args->method));
+        const bool by_duality = reduction && (args->method == "duality" || (args->method == "auto" && kind != CollectiveKind::scan));
+        if (by_duality) {
+            if (kind == CollectiveKind::scan) throw InputError("scan has no dual collective; use --method direct");
+            if (std::string why = duality_problem(*topo, in.model); !why.empty()) throw InputError(why);
+        } else if (kind == CollectiveKind::reduce_scatter) {
+            throw InputError("pareto searches C = 1..K chunks, and reduce_scatter takes a multiple of P: use --method duality");
+        } else {
             SynthInstance probe = in;
             probe.collective.chunks = 2;
             encoding_for(probe);  // unsupported models are bad input, before any work
@@ -123,15 +144,26 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
             std::fflush(stderr);
         };
         ParetoResult res;
+        std::string space;
+        SynthInstance least = in;  // the instance whose least steps the report states
         try {
-            res = pareto(in, po);
+            if (by_duality) {
+                ReductionPareto rp = pareto_reduction(in, po);
+                res = std::move(rp.result);
+                space = std::move(rp.space);
+                least = rp.dual;
+            } else {
+                res = pareto(in, po);
+                std::string base = search_space(in);
+                if (reduction)  // search_space names the one chunk of `in`; the frontier covers C = 1..K
+                    if (auto at = base.find(" of 1 chunk "); at != std::string::npos) base.erase(at, 11);
+                space = fmt::format("{}; C = 1..{} chunks per datum, any rounds per step", base, args->max_chunks);
+            }
         } catch (const std::logic_error& e) {
             if (open) std::fputc('\n', stderr);
             throw InputError(fmt::format("internal error (a bug, please report it): {}", e.what()));
         }
         if (open) std::fputc('\n', stderr);
-
-        const std::string space = fmt::format("{}; C = 1..{} chunks per datum, any rounds per step", search_space(in), args->max_chunks);
         // Files first (atomically, each), so the report can name them.
         std::vector<std::vector<std::string>> files(res.rows.size());
         if (!args->dir.empty()) {
@@ -156,7 +188,9 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
             j["complete"] = res.complete;
             j["end"] = res.end;
             j["seconds"] = res.seconds;
-            j["least_steps"] = result_json(in, res.least_steps, args->solver);
+            j["method"] = !reduction ? "" : by_duality ? "duality" : "direct";
+            if (by_duality) j["dual"] = least.collective.to_string();
+            j["least_steps"] = result_json(least, res.least_steps, args->solver);
             j["bandwidth_bound"] = res.bounds.empty()
                                        ? nlohmann::ordered_json()
                                        : nlohmann::ordered_json{{"rounds_per_chunk", res.bandwidth_bound.text()},
@@ -187,7 +221,10 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
             std::string s = fmt::format("pareto {} on {} ({}), chunks 1..{}, solver {}\n", in.collective.to_string(), in.topology->spec(),
                                         to_string(in.model), args->max_chunks, args->solver.backend_name());
             s += fmt::format("search: {}\n", space);
-            s += status_sentence(in, res.least_steps) + "\n";
+            if (by_duality)
+                s += fmt::format("by duality with {}: its least steps, bounds and frontier below, each point reversed{}\n",
+                                 least.collective.to_string(), kind == CollectiveKind::allreduce ? " and followed by itself" : "");
+            s += status_sentence(least, res.least_steps) + "\n";
             if (res.bounds.empty()) s += "bandwidth bound: none\n";
             for (const BandwidthBound& b : res.bounds)
                 s += fmt::format("bandwidth bound: R/C >= {} ({}: {})\n", b.rounds_per_chunk.text(), b.name, b.detail);

@@ -85,19 +85,21 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
         return std::move(*table);
     }
     // Standard input and other extensions: a table or a schedule, told apart by the content
-    // (a schedule saved as .txt is not CSV). .json and .csv files are tables.
+    // (a schedule saved as .txt is not CSV). .json and .csv files are tables, read in place
+    // (TableFile: mapped, no copy for the fast JSON reader).
     const bool table_name = has_extension(path, ".json") || has_extension(path, ".csv");
-    std::string text = read_input_text(path, table_name ? "table" : "table or schedule");
     const std::string name = path == "-" ? "<stdin>" : path;
-    if (looks_like_xml(text)) {
-        if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL-IR files");
-        return parse_msccl_ir(text, name, msccl);
-    }
-    if (!msccl.topology.empty()) throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
-    if (table_name || looks_like_table(text)) {
+    // An MSCCL-IR program, or a table read by `parse`, or (nullopt) neither.
+    auto program_or_table = [&](std::string_view text, auto&& parse) -> std::optional<SendTable> {
+        if (looks_like_xml(text)) {
+            if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL-IR files");
+            return parse_msccl_ir(text, name, msccl);
+        }
+        if (!msccl.topology.empty()) throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
+        if (!table_name && !looks_like_table(text)) return std::nullopt;
         if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
         try {
-            return parse_table(text, name);
+            return parse();
         } catch (const InputError& e) {
             // Every error from a file names the file: messages of the stages a reader calls (a
             // topology spec, a collective, a model inside the table) do not know it.
@@ -105,7 +107,13 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
             if (what.starts_with(name)) throw;
             throw InputError(fmt::format("{}: {}", name, what));
         }
+    };
+    if (table_name && path != "-") {
+        TableFile file(path);
+        return std::move(*program_or_table(file.text(), [&] { return file.parse(); }));
     }
+    std::string text = read_input_text(path, table_name ? "table" : "table or schedule");
+    if (auto t = program_or_table(text, [&] { return parse_table(text, name); })) return std::move(*t);
     if (path != "-") options.base_dir = std::filesystem::path(path).parent_path().string();
     std::optional<SendTable> table = compile_source(text, name, defines, options, diags);
     if (!table) fail_with_diagnostics(diags);

@@ -1,6 +1,7 @@
 #include "tools/reproduce.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -137,7 +138,11 @@ Catalog read_catalog(const std::string& path) {
         if (entry.rows.empty()) bad_catalog(path, fmt::format("{}: no rows (give \"sweep\" or \"rows\")", where));
         if (auto it = e.find("size"); it != e.end()) {
             if (!it->is_array()) bad_catalog(path, fmt::format("{}: \"size\" must list the params whose product is the size", where));
-            for (const auto& s : *it) entry.size.push_back(s.get<std::string>());
+            for (const auto& s : *it) {
+                if (!s.is_string() || s.get<std::string>().empty())
+                    bad_catalog(path, fmt::format("{}: \"size\" must list param names (or \"k^d\", \"2^d\")", where));
+                entry.size.push_back(s.get<std::string>());
+            }
         } else {
             entry.size = {"n"};
         }
@@ -187,9 +192,25 @@ ReproRow run_row(const CatalogEntry& entry, const Params& params) {
     row.entry = &entry;
     row.params = params;
     row.size = 1;
-    for (const std::string& s : entry.size)
+    auto value = [&](std::string_view name) -> std::uint64_t {
+        std::uint64_t number = 0;
+        if (auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), number); ec == std::errc{} && end == name.data() + name.size())
+            return std::max<std::uint64_t>(number, 1);
         for (const auto& [k, v] : params)
-            if (k == s) row.size *= static_cast<std::uint64_t>(std::max<std::int64_t>(v, 1));
+            if (k == name) return static_cast<std::uint64_t>(std::max<std::int64_t>(v, 1));
+        return 1;
+    };
+    for (const std::string& s : entry.size) {
+        // "k^d": the param k to the power of the param d (a k-ary d-cube has k^d processors);
+        // either may be a number ("2^d").
+        if (auto caret = s.find('^'); caret != std::string::npos) {
+            std::uint64_t base = value(std::string_view(s).substr(0, caret)), p = 1;
+            for (std::uint64_t e = value(std::string_view(s).substr(caret + 1)); e > 0 && p <= (1ULL << 40); --e) p *= base;
+            row.size *= p;
+        } else {
+            row.size *= value(s);
+        }
+    }
     auto finish = [&]() {
         row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (row.verdict != "holds")

@@ -173,6 +173,7 @@ private:
                     continue;
                 }
                 RouterCopies& rc = routers_[key(c.from, x.message)];
+                if (rc.waiting.empty() && t_.model.combine_routers && combine_at_router(x, c.from)) continue;
                 if (rc.first == never) {
                     causality(x, c.from, fmt::format("{} forwards {} in step {} but has not received it", node(c.from), msg(x.message), x.step));
                 } else if (t_.model.replicate) {
@@ -207,6 +208,8 @@ private:
                     continue;
                 }
                 RouterCopies& rc = routers_[key(to, x.message)];
+                if (t_.model.combine_routers && rc.received == 0)
+                    if (auto pv = partial_of(ms_, x.message)) router_partials_[key(to, MessageId{pv->chunk})].push_back(x.message);
                 rc.first = std::min(rc.first, x.step);
                 rc.last = x.step;
                 ++rc.received;
@@ -235,6 +238,45 @@ private:
     }
 
     static std::uint64_t key(Node n, MessageId m) { return (std::uint64_t{idx(n)} << 32) | idx(m); }
+
+    /// combine=routers (docs/semantics.md, "Reductions"): router r sends a partial X it holds no
+    /// copy of. The partials of X's chunk that r holds (arrived in an earlier step, not yet sent
+    /// on) and that lie inside X are its inputs: when they are pairwise disjoint and together are
+    /// exactly X, r combines them into X, one copy of each is consumed (under queues=none each
+    /// must have arrived in the step before), and the send is legal. Otherwise nothing is
+    /// consumed and the send is reported as any send of a message the router does not hold.
+    bool combine_at_router(const Transfer& x, Node r) {
+        auto pv = partial_of(ms_, x.message);
+        if (!pv) return false;
+        auto list = router_partials_.find(key(r, MessageId{pv->chunk}));
+        if (list == router_partials_.end()) return false;
+        std::vector<MessageId> inputs;
+        std::vector<std::uint32_t> all;
+        std::size_t total = 0;
+        for (MessageId y : list->second) {
+            if (routers_[key(r, y)].waiting.empty()) continue;
+            auto py = partial_of(ms_, y);
+            if (!std::includes(pv->sources.begin(), pv->sources.end(), py->sources.begin(), py->sources.end())) continue;
+            inputs.push_back(y);
+            total += py->sources.size();
+            std::vector<std::uint32_t> u;
+            std::set_union(all.begin(), all.end(), py->sources.begin(), py->sources.end(), std::back_inserter(u));
+            all = std::move(u);
+        }
+        if (inputs.empty() || total != pv->sources.size() || all != pv->sources) return false;
+        const bool none = t_.model.queues == QueueKind::none;
+        for (MessageId y : inputs) {
+            RouterCopies& rc = routers_[key(r, y)];
+            const Step a = rc.waiting.front();
+            rc.waiting.pop_front();
+            if (none && x.step != a + 1)
+                found_.add(Property::queues, {Property::queues, a + 1, x.channel, r, {y},
+                                              fmt::format("{} entered {} in step {} and is combined into {} in step {}; with "
+                                                          "queues=none it must leave in step {}",
+                                                          msg(y), node(r), a, msg(x.message), x.step, a + 1)});
+        }
+        return true;
+    }
 
     // -- wormhole timing: a round's worms, found by a fixpoint; processors send what they held
     // at the end of the round before, any node passes on what reached it in the round.
@@ -365,6 +407,8 @@ private:
     const std::uint32_t P_;
     std::vector<Holdings> held_;
     std::unordered_map<std::uint64_t, RouterCopies> routers_;
+    /// combine=routers: per (router, chunk) the partials that have reached the router, in order of first arrival.
+    std::unordered_map<std::uint64_t, std::vector<MessageId>> router_partials_;
     std::vector<ChannelId> route_;
     const bool partials_;
     const std::uint32_t chunks_;

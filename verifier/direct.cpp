@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "dsl/diagnostics.hpp"
+#include "verifier/by_message.hpp"
 #include "verifier/composite.hpp"
 #include "verifier/findings.hpp"
 
@@ -18,13 +20,18 @@ constexpr Step never = std::numeric_limits<Step>::max();
 
 using detail::Findings;
 
+using detail::Hop;
+using detail::MessageGroups;
+
 /// The checker's state for one table; each pass is a member function.
 class Checker {
 public:
     Checker(const SendTable& t, const VerifyOptions& opt, VerifyReport& r)
         : t_(t), topo_(*t.topology), ms_(t.messages()), opt_(opt), found_(r, opt.max_violations) {}
 
-    void by_step();
+    /// Pass 1; with `count_messages` it also counts the transfers per bucket of messages for
+    /// by_message (so the regroup needs no pass of its own over the table).
+    void by_step(bool count_messages);
     void by_message();
     void queue_intervals();
 
@@ -40,11 +47,6 @@ private:
     void check_ports(std::size_t begin, std::size_t end);
     void check_groups(std::size_t begin, std::size_t end);
     void queue_bound();
-    /// One transfer of the message being checked (pass 2 reads these in sequence).
-    struct Hop {
-        Step step;
-        ChannelId channel;
-    };
     void message(MessageId m, const Hop* first, const Hop* last);
     void injections(MessageId m, Node origin, const Hop* first, const Hop* last);
     void hop_message(MessageId m, const Hop* first, const Hop* last);
@@ -89,6 +91,8 @@ private:
     std::vector<std::uint32_t> event_routers_;
     static constexpr Step many = never - 1;
     std::vector<ChannelId> route_;
+    MessageGroups grouped_;
+    std::vector<const Hop*> late_;  ///< hop_message: sends by a processor that does not hold the message yet
     std::vector<detail::WaitInterval> waiting_;  ///< replicate=yes with a queue bound
     std::size_t req_ = 0;
     std::vector<Requirement> reqs_;
@@ -98,8 +102,14 @@ private:
 // Pass 1, by step: capacity per (step, channel), ports per (step, processor), and the queue
 // bound. Transfers are sorted by (step, channel), so every check is a scan of one step's slice.
 
-void Checker::by_step() {
+void Checker::by_step(bool count_messages) {
     const auto& xs = t_.transfers;
+    if (count_messages) grouped_.plan(ms_.size(), xs.size(), t_.steps(), topo_.channels().size());
+    count_messages = count_messages && !grouped_.sort;
+    // The table must be sorted by (step, channel, message): checked on the way (steps increase
+    // from one slice to the next, (channel, message) within a slice).
+    bool sorted = true;
+    Step previous = 0;
     bool ports = t_.model.ports != Ports::multi;
     bool bound = t_.model.timing == Timing::hop && t_.model.queues == QueueKind::bounded && !t_.model.replicate;
     if (ports) {
@@ -110,8 +120,20 @@ void Checker::by_step() {
     for (std::size_t i = 0; i < xs.size();) {
         Step s = xs[i].step;
         const std::uint32_t rounds = t_.rounds(s);
+        sorted = sorted && (i == 0 || s > previous);
+        previous = s;
         std::size_t end = i;
-        while (end < xs.size() && xs[end].step == s) ++end;
+        std::uint64_t last_key = 0;
+        auto scan = [&](auto counting) {
+            for (; end < xs.size() && xs[end].step == s; ++end) {
+                const std::uint64_t key = (std::uint64_t{idx(xs[end].channel)} << 32) | idx(xs[end].message);
+                sorted = sorted && key >= last_key;
+                last_key = key;
+                if constexpr (decltype(counting)::value) grouped_.add(xs[end].message);
+            }
+        };
+        if (count_messages) scan(std::true_type{});
+        else scan(std::false_type{});
         for (std::size_t a = i; a < end;) {
             std::size_t b = a;
             while (b < end && xs[b].channel == xs[a].channel) ++b;
@@ -132,6 +154,7 @@ void Checker::by_step() {
         if (!topo_.groups().empty()) check_groups(i, end);
         i = end;
     }
+    COLLSCHED_ASSERT(sorted);
     if (bound) queue_bound();
 }
 
@@ -235,43 +258,9 @@ void Checker::queue_bound() {
 // checked on its own with per-node state reset through a touched list.
 
 void Checker::by_message() {
-    const auto& xs = t_.transfers;
-    const std::uint64_t N = xs.size();
     since_.assign(topo_.nodes(), never);
     one_arrival_.assign(topo_.nodes(), never);
     one_departure_.assign(topo_.nodes(), never);
-    // Group the transfers by message, stably (so each group stays in step order), as (step,
-    // channel) pairs: the per-message pass then reads them in sequence instead of jumping
-    // through the table.
-    std::vector<Hop> hops(N);
-    std::vector<MessageId> keys;  // distinct messages in increasing order
-    std::vector<std::uint64_t> starts;
-    std::uint64_t space = ms_.size();
-    if (space <= std::max<std::uint64_t>(1u << 24, 2 * N)) {
-        std::vector<std::uint64_t> count(space + 1, 0);
-        for (const Transfer& x : xs) ++count[idx(x.message) + 1];
-        for (std::uint64_t m = 0; m < space; ++m) {
-            if (count[m + 1]) {
-                keys.push_back(MessageId{static_cast<std::uint32_t>(m)});
-                starts.push_back(count[m]);
-            }
-            count[m + 1] += count[m];
-        }
-        for (const Transfer& x : xs) hops[count[idx(x.message)]++] = {x.step, x.channel};
-    } else {
-        std::vector<std::uint64_t> order(N);
-        for (std::uint64_t i = 0; i < N; ++i) order[i] = i;
-        std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return idx(xs[a].message) < idx(xs[b].message); });
-        for (std::uint64_t i = 0; i < N; ++i) {
-            const Transfer& x = xs[order[i]];
-            hops[i] = {x.step, x.channel};
-            if (i == 0 || x.message != xs[order[i - 1]].message) {
-                keys.push_back(x.message);
-                starts.push_back(i);
-            }
-        }
-    }
-    starts.push_back(N);
 
     reqs_ = t_.requirements;
     std::sort(reqs_.begin(), reqs_.end(), [](auto& a, auto& b) { return idx(a.message) < idx(b.message); });
@@ -323,21 +312,18 @@ void Checker::by_message() {
     if (!std::is_sorted(goal_msgs.begin(), goal_msgs.end(), by_id)) std::sort(goal_msgs.begin(), goal_msgs.end(), by_id);
     goal_msgs.erase(std::unique(goal_msgs.begin(), goal_msgs.end()), goal_msgs.end());
 
-    std::size_t gi = 0, ki = 0;
-    while (gi < goal_msgs.size() || ki < keys.size()) {
-        std::uint32_t g = gi < goal_msgs.size() ? idx(goal_msgs[gi]) : std::numeric_limits<std::uint32_t>::max();
-        std::uint32_t k = ki < keys.size() ? idx(keys[ki]) : std::numeric_limits<std::uint32_t>::max();
-        MessageId m{std::min(g, k)};
-        const Hop* first = nullptr;
-        const Hop* last = nullptr;
-        if (k == idx(m)) {
-            first = hops.data() + starts[ki];
-            last = hops.data() + starts[ki + 1];
-            ++ki;
-        }
-        if (g == idx(m)) ++gi;
+    // Each message once, in id order: the messages that move (grouped by for_each_message), and
+    // between them the goals that do not move.
+    std::size_t gi = 0;
+    auto goals_below = [&](std::uint64_t bound) {
+        for (; gi < goal_msgs.size() && idx(goal_msgs[gi]) < bound; ++gi) message(goal_msgs[gi], nullptr, nullptr);
+    };
+    detail::for_each_message(t_.transfers, grouped_, [&](MessageId m, const Hop* first, const Hop* last) {
+        goals_below(idx(m));
+        if (gi < goal_msgs.size() && goal_msgs[gi] == m) ++gi;
         message(m, first, last);
-    }
+    });
+    goals_below(std::numeric_limits<std::uint64_t>::max());
 }
 
 void Checker::message(MessageId m, const Hop* first, const Hop* last) {
@@ -395,40 +381,37 @@ void Checker::injections(MessageId m, Node origin, const Hop* first, const Hop* 
 }
 
 void Checker::hop_message(MessageId m, const Hop* first, const Hop* last) {
-    for (const Hop* p = first; p != last; ++p) {
-        const Hop& x = *p;
-        std::uint32_t to = idx(topo_.channel(x.channel).to);
-        if (since_[to] == never) touched_.push_back(to);
-        since_[to] = std::min(since_[to], x.step);
-    }
-    events_.clear();
-    auto event = [](std::uint32_t router, Step step, bool departure, ChannelId c) {
-        return RouterEvent{(std::uint64_t{router} << 33) | (std::uint64_t{step} << 1) | (departure ? 0u : 1u), c};
-    };
+    // One pass in step order: a processor's send in step s needs it to hold the message from the
+    // end of step s-1, and every transfer that can give it that comes before in the group, so
+    // checking against the arrivals so far gives the verdict of checking against all of them.
+    // The sentence names the first step it holds the message at all: reported after the pass.
+    late_.clear();
     for (const Hop* p = first; p != last; ++p) {
         const Hop& x = *p;
         const Channel& c = topo_.channel(x.channel);
         if (topo_.is_processor(c.from)) {
-            if (since_[idx(c.from)] > x.step - 1) {
-                std::string detail =
-                    since_[idx(c.from)] == never
-                        ? fmt::format("{} sends {} but never holds it", node(c.from), msg(m))
-                        : fmt::format("{} sends {} in step {} but holds it only from the end of step {}", node(c.from), msg(m),
-                                      x.step, since_[idx(c.from)]);
-                found_.add(Property::causality, {Property::causality, x.step, x.channel, c.from, {m}, std::move(detail)});
-            }
+            if (since_[idx(c.from)] > x.step - 1) late_.push_back(p);
         } else {
-            events_.push_back(event(idx(c.from), x.step, true, x.channel));
             note(idx(c.from), one_departure_, x.step);
         }
-        if (!topo_.is_processor(c.to)) {
-            events_.push_back(event(idx(c.to), x.step, false, x.channel));
-            note(idx(c.to), one_arrival_, x.step);
-        }
+        const std::uint32_t to = idx(c.to);
+        if (since_[to] == never) touched_.push_back(to);
+        since_[to] = std::min(since_[to], x.step);
+        if (!topo_.is_processor(c.to)) note(to, one_arrival_, x.step);
+    }
+    for (const Hop* p : late_) {
+        const Hop& x = *p;
+        const Node from = topo_.channel(x.channel).from;
+        std::string detail =
+            since_[idx(from)] == never
+                ? fmt::format("{} sends {} but never holds it", node(from), msg(m))
+                : fmt::format("{} sends {} in step {} but holds it only from the end of step {}", node(from), msg(m), x.step,
+                              since_[idx(from)]);
+        found_.add(Property::causality, {Property::causality, x.step, x.channel, from, {m}, std::move(detail)});
     }
     // replicate=no: when every router of the message receives one copy and passes it on in a
     // later step (in the next step under queues=none), routers_no_replicate would find nothing:
-    // skip its sort. Otherwise the events go through it in their canonical order.
+    // its events are not even built. Otherwise they go through it in their canonical order.
     bool clean = !t_.model.replicate;
     const bool none = t_.model.queues == QueueKind::none;
     for (std::uint32_t r : event_routers_) {
@@ -436,17 +419,26 @@ void Checker::hop_message(MessageId m, const Hop* first, const Hop* last) {
         if (a == never || d == never || a == many || d == many || a >= d || (none && d != a + 1)) clean = false;
         one_arrival_[r] = one_departure_[r] = never;
     }
+    const bool routers = !event_routers_.empty();
     event_routers_.clear();
-    if (!events_.empty() && !clean) {
-        // Per router, in step order; at equal steps departures first (an arrival in step s
-        // cannot serve a departure in step s), then by channel: of two same-step departures
-        // the one on the lower channel takes the copy, so the extra one reported is fixed.
-        std::sort(events_.begin(), events_.end(), [](const RouterEvent& a, const RouterEvent& b) {
-            return a.key != b.key ? a.key < b.key : idx(a.channel) < idx(b.channel);
-        });
-        if (t_.model.replicate) routers_replicate(m);
-        else routers_no_replicate(m);
+    if (!routers || clean) return;
+    events_.clear();
+    auto event = [](std::uint32_t router, Step step, bool departure, ChannelId c) {
+        return RouterEvent{(std::uint64_t{router} << 33) | (std::uint64_t{step} << 1) | (departure ? 0u : 1u), c};
+    };
+    for (const Hop* p = first; p != last; ++p) {
+        const Channel& c = topo_.channel(p->channel);
+        if (!topo_.is_processor(c.from)) events_.push_back(event(idx(c.from), p->step, true, p->channel));
+        if (!topo_.is_processor(c.to)) events_.push_back(event(idx(c.to), p->step, false, p->channel));
     }
+    // Per router, in step order; at equal steps departures first (an arrival in step s cannot
+    // serve a departure in step s), then by channel: of two same-step departures the one on
+    // the lower channel takes the copy, so the extra one reported is fixed.
+    std::sort(events_.begin(), events_.end(), [](const RouterEvent& a, const RouterEvent& b) {
+        return a.key != b.key ? a.key < b.key : idx(a.channel) < idx(b.channel);
+    });
+    if (t_.model.replicate) routers_replicate(m);
+    else routers_no_replicate(m);
 }
 
 /// Fixed routes (both timings): every transfer of a personalized message m(s,d) lies on the
@@ -656,7 +648,7 @@ void Checker::queue_intervals() { detail::sweep_waiting(waiting_, topo_.nodes(),
 }  // namespace
 
 VerifyReport verify_direct(const SendTable& t, const VerifyOptions& opt) {
-    COLLSCHED_ASSERT(t.is_sorted());
+    if (std::string why = combine_problem(t.model); !why.empty()) throw InputError(why);
     auto start = std::chrono::steady_clock::now();
     VerifyReport r;
     r.engine = "direct";
@@ -664,8 +656,9 @@ VerifyReport verify_direct(const SendTable& t, const VerifyOptions& opt) {
     r.transfers = t.transfers.size();
     r.cost = table_cost(t);
     Checker c(t, opt, r);
-    c.by_step();
-    if (detail::needs_composite_check(t)) {
+    const bool composite = detail::needs_composite_check(t);
+    c.by_step(!composite);  // asserts that the table is sorted
+    if (composite) {
         detail::check_composites(t, opt, r);  // combined values and bundles: verifier/composite.cpp
     } else {
         c.by_message();

@@ -64,8 +64,13 @@ struct SynthInstance {
     bool chunked() const { return collective.chunks > 1 || rounds.has_value(); }
 };
 
-enum class EncodingKind : std::uint8_t { personal, free_route, dissemination, end_to_end };
+enum class EncodingKind : std::uint8_t { personal, free_route, dissemination, end_to_end, combining };
 std::string_view to_string(EncodingKind);
+
+/// Why the direct encoding of combining (verifier/synth_combine.cpp) does not take an instance
+/// ("" when it does): allreduce, reduce_scatter, reduce:R, scan under hop timing on a network
+/// of processors.
+std::string combining_problem(const SynthInstance&);
 
 /// The encoding an instance gets. Throws InputError saying what is not supported and what is.
 EncodingKind encoding_for(const SynthInstance&);

@@ -16,6 +16,7 @@
 #include "compiler/builder.hpp"
 #include "dsl/diagnostics.hpp"
 #include "verifier/direct.hpp"
+#include "verifier/synth_duality.hpp"
 #include "verifier/synth_encode.hpp"
 
 namespace collsched {
@@ -1237,6 +1238,7 @@ bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes) {
 
 std::vector<Bound> lower_bounds(const SynthInstance& in) {
     EncodingKind k = encoding_for(in);
+    if (k == EncodingKind::combining) return synth::combining_bounds(in);
     bool personal = k == EncodingKind::personal || k == EncodingKind::free_route;
     std::vector<Bound> b = personal ? personal_bounds(in) : dissemination_bounds(in, k);
     // Those that hold for the search first, each group by steps.
@@ -1255,6 +1257,24 @@ bool bound_applies(const Bound& b, const SynthInstance& in) {
 std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions,
                                             std::chrono::steady_clock::time_point deadline) {
     EncodingKind k = encoding_for(in);
+    if (k == EncodingKind::combining) {
+        // The duality's schedule where it applies (docs/synthesis.md, "Reductions by duality"):
+        // reduce(r) of one chunk, reduce_scatter and the composed allreduce of C = P chunks.
+        if (!reduction_duality_problem(in).empty()) return std::nullopt;
+        OptimizeOptions o;
+        const double left = deadline == std::chrono::steady_clock::time_point::max()
+                                ? 30.0
+                                : std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0.05) return std::nullopt;
+        o.timeout = std::min(30.0, left / 2);
+        ReductionOptimum r = optimize_reduction(in, o);
+        if (!r.witness || !holds(*r.witness, in, false)) return std::nullopt;
+        const char* what = in.collective.kind == CollectiveKind::allreduce ? "reduce-scatter then allgather"
+                           : in.collective.kind == CollectiveKind::reduce  ? "the broadcast reversed"
+                                                                           : "the allgather reversed";
+        std::string source = fmt::format("duality: {} ({} of C = {} chunks)", what, to_string(r.status), in.collective.chunks);
+        return KnownSchedule{std::move(*r.witness), std::move(source)};
+    }
     std::vector<KnownSchedule> found;
     const Topology& t = *in.topology;
     if (k == EncodingKind::personal || k == EncodingKind::free_route) {

@@ -75,4 +75,46 @@ ReductionOptimum optimize_reduction(const SynthInstance& in, const OptimizeOptio
     return r;
 }
 
+ReductionPareto pareto_reduction(const SynthInstance& in, const ParetoOptions& opt) {
+    const CollectiveKind k = in.collective.kind;
+    if (k != CollectiveKind::reduce && k != CollectiveKind::reduce_scatter && k != CollectiveKind::allreduce)
+        throw InputError("pareto by duality covers reduce, reduce_scatter and allreduce");
+    if (std::string why = duality_problem(*in.topology, in.model); !why.empty()) throw InputError(why);
+    ReductionPareto r;
+    const bool rooted = k == CollectiveKind::reduce, all = k == CollectiveKind::allreduce;
+    Collective dual;
+    dual.kind = rooted ? CollectiveKind::broadcast : CollectiveKind::allgather;
+    dual.root = in.collective.root;
+    r.dual = SynthInstance{in.topology, in.model, dual, in.routes};
+    r.dual_result = pareto(r.dual, opt);
+    r.result = r.dual_result;
+    for (ParetoRow& row : r.result.rows) {
+        row.steps *= all ? 2 : 1;
+        row.excluded = fmt::format("(the {}) {}", dual.to_string(), row.excluded);
+        if (!row.best) continue;
+        ParetoPoint& p = *row.best;
+        SendTable w = all ? allreduce_from_allgather(p.table) : rooted ? reduce_from_broadcast(p.table) : reduce_scatter_from_allgather(p.table);
+        VerifyReport check = verify_direct(w);
+        if (!check.holds()) throw std::logic_error(fmt::format("the reversed frontier point does not verify: {}", format_report(check, w)));
+        p.chunks = w.collective.chunks;  // the table's chunks per buffer (P * K for reduce_scatter and allreduce)
+        p.steps = w.steps();
+        p.rounds = static_cast<Step>(w.total_rounds());
+        p.step_rounds.clear();
+        for (Step t = 1; t <= p.steps; ++t) p.step_rounds.push_back(w.rounds(t));
+        p.table = std::move(w);
+    }
+    const std::string dual_space = fmt::format("{}; C = 1..{} chunks per datum, any rounds per step", search_space(r.dual), opt.max_chunks);
+    if (all)
+        r.space = fmt::format(
+            "allreduces that are a reduce-scatter of C chunks per block followed by an allgather of the reduced chunks (the composed "
+            "space; not every allreduce: --method direct searches every one), each half a point of the allgather's frontier over {}",
+            dual_space);
+    else
+        r.space = fmt::format("every {} under the buffer rule with C = 1..{} chunks per {}, any rounds per step: reversing time and "
+                              "direction maps its schedules onto the {}'s, step for step and round for round, whose frontier is proved "
+                              "over {}",
+                              in.collective.to_string(), opt.max_chunks, rooted ? "buffer" : "block", dual.to_string(), dual_space);
+    return r;
+}
+
 }  // namespace collsched

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "verifier/pareto.hpp"
 #include "verifier/synth.hpp"
 
 namespace collsched {
@@ -22,6 +23,20 @@ struct ReductionOptimum {
     std::optional<SendTable> witness;
     std::string space;             ///< the schedules the optimum is proved over
 };
+
+/// The Pareto frontier of a reduction through its dual (docs/synthesis.md, "Pareto frontiers of
+/// reductions"): the broadcast's or allgather's frontier with K = 1..max_chunks chunks per
+/// datum, every point reversed (reduce: K chunks; reduce_scatter: K chunks per block, P*K in
+/// all) or, for allreduce, reversed then followed by itself (2S steps, 2R rounds: the composed
+/// space). Every point re-verified by the direct checker.
+struct ReductionPareto {
+    SynthInstance dual;
+    ParetoResult dual_result;  ///< the dual's frontier, as pareto() gave it
+    ParetoResult result;       ///< the same rows with the reductions' points
+    std::string space;         ///< what the frontier's points are optimal over
+};
+/// `in` without chunks (pareto searches them). Throws InputError where the duality does not apply.
+ReductionPareto pareto_reduction(const SynthInstance& in, const ParetoOptions&);
 
 /// Why optimize_reduction does not apply ("" when it does).
 std::string reduction_duality_problem(const SynthInstance&);

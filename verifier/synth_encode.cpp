@@ -240,19 +240,19 @@ std::uint64_t estimate_variables(const SynthInstance& in, EncodingKind kind, Ste
             std::uint64_t msgs = std::min<std::uint64_t>(goals, t.processors());
             return msgs * std::uint64_t{t.processors()} * t.processors() * steps;
         }
+        case EncodingKind::combining: return combining_variables(in, H);
     }
     return 0;
+}
+
+void check_deadline(const SynthOptions& opt) {
+    if (opt.deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() >= opt.deadline)
+        throw EncodeStopped{"time limit (during encoding)"};
 }
 
 namespace {
 
 constexpr std::uint32_t unreachable = std::numeric_limits<std::uint32_t>::max();
-
-/// Throws EncodeStopped when the options' deadline has passed (checked between large loops).
-void check_deadline(const SynthOptions& opt) {
-    if (opt.deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() >= opt.deadline)
-        throw EncodeStopped{"time limit (during encoding)"};
-}
 
 bool personal_kind(CollectiveKind k) {
     return k == CollectiveKind::alltoall || k == CollectiveKind::scatter || k == CollectiveKind::gather;
@@ -560,68 +560,6 @@ Dissem dissemination_goals(const SynthInstance& in) {
     });
     return d;
 }
-
-/// Rounds (SCCL's, issue 15): with a total of R rounds over H steps, step t lasts
-/// r_t = 1 + (number of true extra[t][i]), i < E = R - H, with extra[t][i+1] -> extra[t][i]
-/// (order encoding) and at most E extra rounds in all. A load of k per round in step t becomes
-/// "sum(load) + k * #(not extra[t][i]) <= k * (1 + E)": with r_t - 1 of the E literals true
-/// that is sum(load) <= k * r_t. The k copies of each literal are fresh variables equal to it,
-/// so no cardinality constraint sees a literal twice.
-class Rounds {
-public:
-    Rounds(Formula& f, Step H, std::optional<Step> total) : f_(f), extra_(H + 1) {
-        if (!total) return;
-        if (*total < H) {
-            f.clause({});
-            return;
-        }
-        E_ = *total - H;
-        std::vector<int> all;
-        for (Step t = 1; t <= H; ++t)
-            for (Step i = 0; i < E_; ++i) {
-                extra_[t].push_back(f.new_var());
-                all.push_back(extra_[t].back());
-                if (i > 0) f.clause({-extra_[t][i], extra_[t][i - 1]});
-            }
-        f.at_most(std::move(all), E_);
-        copies_.resize(all_size());
-    }
-    Step extra_per_step() const { return E_; }
-    const std::vector<int>& extra(Step t) const { return extra_[t]; }
-    /// sum(load) <= k * (rounds of the steps in [t0, t1]).
-    void at_most(std::vector<int> load, std::int64_t k, Step t0, Step t1) {
-        for (Step t = t0; t <= t1; ++t)
-            for (Step i = 0; i < E_; ++i)
-                for (std::int64_t j = 0; j < k; ++j) load.push_back(-copy(t, i, static_cast<std::size_t>(j)));
-        f_.at_most(std::move(load), k * static_cast<std::int64_t>(t1 - t0 + 1) * (1 + E_));
-    }
-
-    /// sum(load) >= need - k * (rounds of the steps in [t0, t1]).
-    void at_least_minus(std::vector<int> load, std::int64_t need, std::int64_t k, Step t0, Step t1) {
-        for (Step t = t0; t <= t1; ++t)
-            for (Step i = 0; i < E_; ++i)
-                for (std::int64_t j = 0; j < k; ++j) load.push_back(copy(t, i, static_cast<std::size_t>(j)));
-        f_.at_least(std::move(load), need - k * static_cast<std::int64_t>(t1 - t0 + 1));
-    }
-
-private:
-    std::size_t all_size() const { return extra_.size() * static_cast<std::size_t>(E_); }
-    int copy(Step t, Step i, std::size_t j) {
-        if (j == 0) return extra_[t][i];
-        auto& cs = copies_[t * static_cast<std::size_t>(E_) + i];
-        while (cs.size() < j) {
-            int v = f_.new_var();
-            f_.clause({-v, extra_[t][i]});
-            f_.clause({v, -extra_[t][i]});
-            cs.push_back(v);
-        }
-        return cs[j - 1];
-    }
-    Formula& f_;
-    std::vector<std::vector<int>> extra_;
-    Step E_ = 0;
-    std::vector<std::vector<int>> copies_;
-};
 
 /// The goals as horizons: every goal holds at H, and for each earlier horizon T >= far a
 /// deadline variable (e.deadline[T]) that, assumed true, makes every goal hold at T.
@@ -1103,6 +1041,7 @@ Encoding encode(const SynthInstance& in, Step max_horizon, const SynthOptions& o
         case EncodingKind::free_route:
         case EncodingKind::dissemination: encode_dissemination(in, max_horizon, opt, e); break;
         case EncodingKind::end_to_end: encode_end_to_end(in, max_horizon, opt, e); break;
+        case EncodingKind::combining: encode_combining(in, max_horizon, opt, e); break;
     }
     if (e.deadline.size() < max_horizon + 1u) e.deadline.resize(max_horizon + 1, 0);
     return e;
@@ -1120,6 +1059,7 @@ std::string_view to_string(EncodingKind k) {
         case EncodingKind::free_route: return "free_route";
         case EncodingKind::dissemination: return "dissemination";
         case EncodingKind::end_to_end: return "end_to_end";
+        case EncodingKind::combining: return "combining";
     }
     return "?";
 }
@@ -1132,9 +1072,17 @@ EncodingKind encoding_for(const SynthInstance& in) {
     if (m.queues == QueueKind::bounded)
         throw InputError(fmt::format("the synthesizer encodes queues=none and queues=unbounded; a queue bound ({}) is not supported",
                                      m.queue_bound));
+    if (m.combine_routers)
+        throw InputError("the synthesizer does not encode in-network reduction (combine=routers): its optima would not cover "
+                         "the schedules where routers combine; check such schedules with verify --engine direct or simulate");
     CollectiveKind k = in.collective.kind;
     if (k == CollectiveKind::custom)
         throw InputError("the synthesizer needs a named collective (alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:...)");
+    if (k == CollectiveKind::allreduce || k == CollectiveKind::reduce_scatter || k == CollectiveKind::scan ||
+        k == CollectiveKind::reduce) {
+        if (std::string why = combining_problem(in); !why.empty()) throw InputError(why);
+        return EncodingKind::combining;
+    }
     if (in.collective.combines())
         throw InputError(fmt::format("the synthesizer does not encode combining collectives ({}): values that combine at processors "
                                      "are checked by verify and simulate, not searched for",
@@ -1214,13 +1162,21 @@ std::string encoding_label(const SynthInstance& in, EncodingKind k) {
         case EncodingKind::free_route: return "free_route (any route)";
         case EncodingKind::dissemination: return "dissemination (any route)";
         case EncodingKind::end_to_end: return "end_to_end (processor-to-processor sends along the routes, the ideal fat tree's model)";
+        case EncodingKind::combining: return "combining (partials under the buffer rule, any route)";
     }
     return "?";
 }
 
 std::string search_space(const SynthInstance& in) {
     std::string model = to_string(in.model);
-    if (encoding_for(in) == EncodingKind::end_to_end)
+    const EncodingKind kind = encoding_for(in);
+    if (kind == EncodingKind::combining)
+        return fmt::format("every {} of {} chunk{} under the buffer rule (docs/semantics.md, \"Reductions\": a processor sends what its "
+                           "buffer holds, combines what arrives disjoint from its buffer, copies what covers it) in model {}, any "
+                           "route, one partial per chunk, channel and step{}",
+                           in.collective.to_string(), in.collective.chunks, in.collective.chunks == 1 ? "" : "s", model,
+                           in.rounds ? fmt::format(", at most {} rounds in all", *in.rounds) : std::string());
+    if (kind == EncodingKind::end_to_end)
         return fmt::format("every schedule of model {} in which processors send copies to processors along the routes", model);
     if (searched_routes(in) == RouteSpace::fixed)
         return fmt::format("every schedule of model {} on the topology's fixed routes", model);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -78,6 +79,68 @@ struct Encoding {
     std::vector<std::vector<int>> round_lits;
 };
 
+/// Rounds (SCCL's, issue 15): with a total of R rounds over H steps, step t lasts
+/// r_t = 1 + (number of true extra[t][i]), i < E = R - H, with extra[t][i+1] -> extra[t][i]
+/// (order encoding) and at most E extra rounds in all. A load of k per round in step t becomes
+/// "sum(load) + k * #(not extra[t][i]) <= k * (1 + E)": with r_t - 1 of the E literals true
+/// that is sum(load) <= k * r_t. The k copies of each literal are fresh variables equal to it,
+/// so no cardinality constraint sees a literal twice.
+class Rounds {
+public:
+    Rounds(Formula& f, Step H, std::optional<Step> total) : f_(f), extra_(H + 1) {
+        if (!total) return;
+        if (*total < H) {
+            f.clause({});
+            return;
+        }
+        E_ = *total - H;
+        std::vector<int> all;
+        for (Step t = 1; t <= H; ++t)
+            for (Step i = 0; i < E_; ++i) {
+                extra_[t].push_back(f.new_var());
+                all.push_back(extra_[t].back());
+                if (i > 0) f.clause({-extra_[t][i], extra_[t][i - 1]});
+            }
+        f.at_most(std::move(all), E_);
+        copies_.resize(all_size());
+    }
+    Step extra_per_step() const { return E_; }
+    const std::vector<int>& extra(Step t) const { return extra_[t]; }
+    /// sum(load) <= k * (rounds of the steps in [t0, t1]).
+    void at_most(std::vector<int> load, std::int64_t k, Step t0, Step t1) {
+        for (Step t = t0; t <= t1; ++t)
+            for (Step i = 0; i < E_; ++i)
+                for (std::int64_t j = 0; j < k; ++j) load.push_back(-copy(t, i, static_cast<std::size_t>(j)));
+        f_.at_most(std::move(load), k * static_cast<std::int64_t>(t1 - t0 + 1) * (1 + E_));
+    }
+
+    /// sum(load) >= need - k * (rounds of the steps in [t0, t1]).
+    void at_least_minus(std::vector<int> load, std::int64_t need, std::int64_t k, Step t0, Step t1) {
+        for (Step t = t0; t <= t1; ++t)
+            for (Step i = 0; i < E_; ++i)
+                for (std::int64_t j = 0; j < k; ++j) load.push_back(copy(t, i, static_cast<std::size_t>(j)));
+        f_.at_least(std::move(load), need - k * static_cast<std::int64_t>(t1 - t0 + 1));
+    }
+
+private:
+    std::size_t all_size() const { return extra_.size() * static_cast<std::size_t>(E_); }
+    int copy(Step t, Step i, std::size_t j) {
+        if (j == 0) return extra_[t][i];
+        auto& cs = copies_[t * static_cast<std::size_t>(E_) + i];
+        while (cs.size() < j) {
+            int v = f_.new_var();
+            f_.clause({-v, extra_[t][i]});
+            f_.clause({v, -extra_[t][i]});
+            cs.push_back(v);
+        }
+        return cs[j - 1];
+    }
+    Formula& f_;
+    std::vector<std::vector<int>> extra_;
+    Step E_ = 0;
+    std::vector<std::vector<int>> copies_;
+};
+
 /// Thrown by encode when SynthOptions::deadline passes or the size estimate exceeds
 /// SynthOptions::max_variables; the Synthesizer turns it into Answer::unknown with `reason`.
 struct EncodeStopped {
@@ -87,6 +150,18 @@ struct EncodeStopped {
 /// Encodes "a schedule completes by step T" for every T <= max_horizon at once: completion by T
 /// is the assumption `deadline[T]`.
 Encoding encode(const SynthInstance&, Step max_horizon, const SynthOptions&);
+
+/// Throws EncodeStopped when the options' deadline has passed (checked between large loops).
+void check_deadline(const SynthOptions&);
+
+/// Its variables for horizon H (before cardinality auxiliaries).
+std::uint64_t combining_variables(const SynthInstance&, Step H);
+/// The distance bound: the largest distance from a source to a processor whose goal needs it.
+Step combining_distance(const SynthInstance&);
+/// The lower bounds of combining: distance, and (one round per step) receptions and departures.
+std::vector<Bound> combining_bounds(const SynthInstance&);
+/// The direct encoding of combining (docs/synthesis.md, "The direct encoding of combining").
+void encode_combining(const SynthInstance&, Step H, const SynthOptions&, Encoding&);
 
 /// Distances in the graph of channels (BFS, every channel usable), from one node to all.
 std::vector<std::uint32_t> bfs_distances(const Topology&, Node from);

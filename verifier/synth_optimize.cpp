@@ -40,7 +40,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
                                      "walk every pair, its encodings hold variables per pair and step)",
                                      in.collective.to_string(), in.topology->spec(), goals, opt.max_goals));
     res.bounds = lower_bounds(in);
-    if (in.chunked()) {
+    if (in.chunked() && res.encoding != EncodingKind::combining) {
         // Chunks and rounds (docs/synthesis.md, "Chunks, rounds and the Pareto frontier"). With
         // rounds only the distance bound counts steps (the others count capacity per step, which
         // rounds multiply); the bandwidth bound limits R: with one round per step R = S, so
@@ -86,7 +86,9 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
         return res;
     }
     // The known schedules are of one chunk and one round per step: none for chunked instances.
-    if (auto k = in.chunked() ? std::nullopt : known_schedule(in, opt.constructions, deadline)) {
+    // Combining takes the duality's schedule as its known one (of C chunks, one round per step).
+    const bool known_ok = !in.chunked() || (res.encoding == EncodingKind::combining && !in.rounds);
+    if (auto k = known_ok ? known_schedule(in, opt.constructions, deadline) : std::nullopt) {
         res.upper_bound = res.known_steps = k->table.steps();
         res.upper_bound_source = res.known_source = k->source;
         res.witness = std::move(k->table);

@@ -136,8 +136,40 @@ std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance& in, s
 std::vector<BandwidthBound> bandwidth_bounds(const SynthInstance& in) {
     const Topology& t = *in.topology;
     const std::uint32_t P = t.processors();
-    const std::vector<Datum> data = data_of(in);
     std::vector<BandwidthBound> out;
+    if (encoding_for(in) == EncodingKind::combining) {
+        // Reductions (docs/synthesis.md, "The direct encoding of combining"): every chunk a
+        // processor must complete arrives there at least once, and every chunk whose
+        // contribution another processor needs leaves its source at least once; a round
+        // carries at most the cut's capacity into (out of) the processor.
+        Collective whole = in.collective;
+        whole.chunks = 1;
+        std::vector<char> needs(P, 0), gives(P, 0);
+        whole.for_each_partial_goal(P, 1, [&](std::uint32_t, std::uint32_t hi, Node p) {
+            if (hi > 0 || idx(p) != 0) needs[idx(p)] = 1;
+            for (std::uint32_t s = 0; s <= hi; ++s)
+                if (s != idx(p)) gives[s] = 1;
+        });
+        std::optional<BandwidthBound> best;
+        std::vector<char> inside(t.nodes(), 0);
+        for (std::uint32_t p = 0; p < P; ++p)
+            for (bool into : {true, false}) {
+                if (!(into ? needs[p] : gives[p])) continue;
+                std::fill(inside.begin(), inside.end(), 0);
+                inside[p] = 1;
+                const std::uint64_t cap = cut_capacity(in, inside, into);
+                if (cap == 0) continue;
+                Ratio r = Ratio::of(1, cap);
+                if (best && r <= best->rounds_per_chunk) continue;
+                best = BandwidthBound{r, into ? "receptions" : "departures",
+                                      fmt::format("every chunk must {} processor {} at least once as a partial and at most {} {} it "
+                                                  "per round: R/C >= 1/{}",
+                                                  into ? "reach" : "leave", p, cap, into ? "enter" : "leave", cap)};
+            }
+        if (best) out.push_back(*best);
+        return out;
+    }
+    const std::vector<Datum> data = data_of(in);
     if (data.empty()) return out;
     const bool personal = in.collective.kind == CollectiveKind::alltoall || in.collective.kind == CollectiveKind::scatter ||
                           in.collective.kind == CollectiveKind::gather;
@@ -266,7 +298,9 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
     res.bounds = bandwidth_bounds(in);
     res.bandwidth_bound = res.bounds.empty() ? Ratio{0, 1} : res.bounds.front().rounds_per_chunk;
     const Ratio lb = res.bandwidth_bound;
-    const auto autos = opt.use_automorphisms ? automorphisms(in) : std::vector<std::vector<std::uint32_t>>{};
+    // The combining encoding has no invariant restriction: search it whole.
+    const auto autos = opt.use_automorphisms && encoding_for(in) != EncodingKind::combining ? automorphisms(in)
+                                                                                           : std::vector<std::vector<std::uint32_t>>{};
 
     OptimizeOptions oo;
     oo.synth = opt.synth;

@@ -13,6 +13,7 @@
 #include <z3++.h>
 
 #include "compiler/builder.hpp"
+#include "compiler/partials.hpp"
 #include "support/assert.hpp"
 #include "verifier/cardinality.hpp"
 #include "verifier/direct.hpp"
@@ -292,7 +293,29 @@ struct Synthesizer::Impl {
         return {keep.begin(), keep.end()};
     }
 
+    /// The combining encoding: the chosen (chunk, channel, step) become transfers of DSL-style
+    /// references partial(sender, chunk), resolved by replaying the buffer rule.
+    SendTable decode_combining(Step horizon, const std::function<bool(int)>& val) {
+        SendTable table;
+        table.topology = inst.topology;
+        table.model = inst.model;
+        table.collective = inst.collective;
+        Composites& reg = table.composite_registry();
+        for (const synth::Candidate& c : enc.candidates) {
+            if (c.last_step > horizon || !val(c.lit)) continue;
+            const Transfer& t = enc.pool[c.first];
+            const Node from = inst.topology->channel(t.channel).from;
+            const MessageId ref = reg.intern({MessageKind::partial, idx(t.message), static_cast<std::uint32_t>(t.step), {MessageId{idx(from)}}, {}});
+            table.transfers.push_back({t.step, t.channel, ref});
+        }
+        table.sort();
+        resolve_partials(table);
+        table.canonicalize_composites();
+        return table;
+    }
+
     SendTable decode(Step horizon, const std::function<bool(int)>& val) {
+        if (enc.kind == EncodingKind::combining) return check_decoded(decode_combining(horizon, val), horizon);
         TableBuilder b(inst.topology, inst.model, inst.collective);
         std::vector<std::size_t> chosen;
         for (std::size_t i = 0; i < enc.candidates.size(); ++i) {
@@ -307,7 +330,12 @@ struct Synthesizer::Impl {
                 b.hop(t.step, t.channel, t.message);
             }
         }
-        SendTable table = std::move(b).finish();
+        return check_decoded(std::move(b).finish(), horizon);
+    }
+
+    /// Rounds as the transfers need them, then the direct checker: a decoded model that does
+    /// not verify is a bug of the encoding.
+    SendTable check_decoded(SendTable table, Step horizon) {
         if (inst.rounds) {
             table.step_rounds = least_rounds(table);
             table.normalize_rounds();

@@ -1355,6 +1355,10 @@ VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
     if (t.model.inject_once)
         throw InputError("the Z3 engine does not encode inject=once (each source injects its datum once); use the direct "
                          "checker (--engine direct) or simulate");
+    if (t.model.combine_routers)
+        throw InputError("the Z3 engine does not encode in-network reduction (combine=routers: routers combining partials); "
+                         "its verdict would be about a model without it, so it gives none; use the direct checker (--engine "
+                         "direct) or simulate");
     if (t.model.ports == Ports::half && !t.step_rounds.empty())
         throw InputError("the Z3 engine does not encode half-duplex ports in steps of several rounds (r transfers in all per "
                          "processor); use the direct checker (--engine direct) or simulate");

@@ -10,7 +10,17 @@ it is complete in step max f + 2 log n - 1. A choice of f is valid iff, for ever
 steps are distinct. `search N MAXF` looks for a valid f with f <= MAXF by min-conflicts local
 search (finding none proves nothing); `table N F` prints the collsched JSON table of f.
 
+`exhaust N MAXF` decides whether a valid f with f <= MAXF exists by exhaustive depth-first
+search, so "none" proves T = MAXF + 2 log n - 1 impossible under this reduction. It fixes f(s) in
+the order of s, keeps per branch the set of steps taken, and cuts two symmetries that map valid
+f to valid f: a shift of all f (so min f = 1) and the swap of the two subtrees of a router (so at
+every router the left subtree's least f is at most the right one's; orienting the routers from
+the root down reaches this form without changing any higher router's subtrees as sets).
+`least N` runs it for MAXF = 1, 2, ... and prints the first T that has an f, with the f.
+
 usage: single_injection.py search N MAXF [SEEDS]
+       single_injection.py exhaust N MAXF
+       single_injection.py least N
        single_injection.py table N '[f(0), ..., f(n-1)]'
 """
 import json
@@ -59,6 +69,53 @@ def search(n,maxf,seed=1,moves=200000):
     return None
 
 
+def exhaust(n, maxf):
+    """A valid f with max f <= maxf and min f = 1 in the canonical orientation, or None when there
+    is none (then there is none at all: see the module comment); and the search nodes visited."""
+    L = n.bit_length() - 1
+    groups = constraints(n)
+    member = [[] for _ in range(n)]  # per source: (group, offset) of the groups that constrain it
+    for gi, g in enumerate(groups):
+        if len(g) > 1:
+            for s, o in g:
+                member[s].append((gi, o))
+    used = [0] * len(groups)  # per group, a bit mask of the steps f(s) + offset taken
+    f = [0] * n
+    nodes = 0
+
+    def oriented(s):
+        # s closes the subtrees of size 2^j whose last leaf it is: left least f <= right least f
+        for j in range(1, L + 1):
+            size = 1 << j
+            if (s + 1) % size:
+                break
+            lo, half = s + 1 - size, size // 2
+            if min(f[lo:lo + half]) > min(f[lo + half:lo + size]):
+                return False
+        return True
+
+    def dfs(s):
+        nonlocal nodes
+        nodes += 1
+        if s == n:
+            return min(f) == 1
+        for v in range(1, maxf + 1):
+            if any(used[gi] >> (v + o) & 1 for gi, o in member[s]):
+                continue
+            f[s] = v
+            if not oriented(s):
+                continue
+            for gi, o in member[s]:
+                used[gi] |= 1 << (v + o)
+            if dfs(s + 1):
+                return True
+            for gi, o in member[s]:
+                used[gi] &= ~(1 << (v + o))
+        return False
+
+    return (list(f) if dfs(0) else None), nodes
+
+
 def table(n, f):
     L = n.bit_length() - 1
 
@@ -87,6 +144,19 @@ def table(n, f):
 def main():
     if sys.argv[1] == "table":
         print(json.dumps(table(int(sys.argv[2]), json.loads(sys.argv[3]))))
+        return
+    L = int(sys.argv[2]).bit_length() - 1
+    if sys.argv[1] == "exhaust":
+        f, nodes = exhaust(int(sys.argv[2]), int(sys.argv[3]))
+        T = int(sys.argv[3]) + 2 * L - 1
+        print(f"T = {T}:", f"f = {json.dumps(f)}" if f else "no f (T impossible)", f"({nodes} search nodes)")
+        return
+    if sys.argv[1] == "least":
+        for maxf in range(1, 4 * int(sys.argv[2])):
+            f, nodes = exhaust(int(sys.argv[2]), maxf)
+            print(f"T = {maxf + 2 * L - 1}:", f"f = {json.dumps(f)}" if f else "impossible", f"({nodes} search nodes)", flush=True)
+            if f:
+                return
         return
     n, maxf = int(sys.argv[2]), int(sys.argv[3])
     seeds = int(sys.argv[4]) if len(sys.argv) > 4 else 5

@@ -8,6 +8,7 @@ script only spares writing the same expression many times. Run it after editing:
     python3 schedules/torus/make_multinode_broadcast.py
 """
 import os
+import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -63,8 +64,11 @@ def aligned_window(center, G, z):
 
 
 def bundle(body, cond, var, last):
-    """The bundle of the sources' messages; a send of a bundle with no message moves nothing."""
-    return f"bundle(b({body}) for {var} in 0 .. {last} if {cond})"
+    """The bundle of the sources' messages, all m chunks of each (the comprehension runs over
+    var * m + chunk); a send of a bundle with no message moves nothing."""
+    v = var + "c"
+    sub = lambda text: re.sub(rf"\b{var}\b", f"({v} / m)", text)
+    return f"bundle(b({sub(body)}, {v} % m) for {v} in 0 .. ({last} + 1) * m - 1 if {sub(cond)})"
 
 
 def main():

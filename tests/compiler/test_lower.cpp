@@ -152,6 +152,11 @@ TEST_CASE("topology families map to spec strings") {
     CHECK(spec("topology linear(5)") == "linear:5");
     CHECK(spec("topology mesh(2, 3, 4)") == "mesh:2x3x4");
     CHECK(spec("topology torus(3, 5)") == "torus:3x5");
+    // A list gives the dimensions: the number of dimensions may be a value of the schedule.
+    CHECK(spec("let d = 4\ntopology torus([3 for i in 1 .. d])") == "torus:3x3x3x3");
+    CHECK(spec("topology mesh([2, n - 4])") == "mesh:2x4");
+    CHECK(spec("topology torus([2 for i in 1 .. 17])") == "error");
+    CHECK(spec("topology torus([2 for i in 1 .. 0])") == "error");
     CHECK(spec("topology hypercube(3)") == "hypercube:3");
     CHECK(spec("topology complete(n)") == "complete:8");
     CHECK(spec("topology product(ring(3), ring(5))") == "product:ring:3*ring:5");
@@ -405,6 +410,9 @@ TEST_CASE("lowering: topology errors read as the spec reader's, and w names what
     CHECK(errors("topology ring(-3)").find("error[E031]: topology 'ring:-3': '-3' is not a valid size (expected a positive integer)") !=
           std::string::npos);
     CHECK(errors("topology mesh(4, 1)").find("error[E031]: topology 'mesh:4x1': dimension 1 must be at least 2") != std::string::npos);
+    CHECK(errors("topology torus([2 for i in 1 .. 17])").find("t.sched:1:16: error[E031]: torus() takes 1 to 16 dimensions, found 17") !=
+          std::string::npos);
+    CHECK(errors("topology mesh([3, 1])").find("error[E031]: topology 'mesh:3x1': dimension 1 must be at least 2") != std::string::npos);
     CHECK(errors("topology bft(8, caps = [1, -2, 3])").find("error[E031]: topology 'bft:8:1,-2,3': '-2' is not a valid capacity") !=
           std::string::npos);
     CHECK(errors("topology ebft(6)").find("error[E031]: topology 'ebft:6': 6 leaves is not a power of 2 (at least 2)") != std::string::npos);

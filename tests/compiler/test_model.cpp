@@ -34,7 +34,7 @@ TEST_CASE("model: bad options name the key and the accepted values") {
         return std::string();
     };
     CHECK(err("ports=duplex") == "model: bad value 'duplex' for 'ports': expected multi, single or half");
-    CHECK(err("port=single") == "model: unknown key 'port': expected one of timing, ts, tc, ports, queues, replicate, inject");
+    CHECK(err("port=single") == "model: unknown key 'port': expected one of timing, ts, tc, ports, queues, replicate, inject, combine");
     CHECK(err("queues=-1") == "model: bad value '-1' for 'queues': expected unbounded, none, or a queue bound B >= 0");
     CHECK(err("single") == "model: 'single' is not key=value (for example ports=single)");
     CHECK(err("tc=abc") == "model: bad value 'abc' for 'tc': expected a non-negative number");
@@ -47,6 +47,31 @@ TEST_CASE("model: JSON round trip") {
     CHECK(j["replicate"] == true);
     CHECK(model_from_json(j, Model{}) == m);
     CHECK(model_from_json(nlohmann::json::parse(R"J({"queues": "none"})J"), Model{}).queues == QueueKind::none);
+}
+
+TEST_CASE("model: combine=routers (in-network reduction) is off by default, printed and stored only when set") {
+    CHECK_FALSE(Model{}.combine_routers);
+    Model m = apply_model_options(Model{}, "queues=none,combine=routers");
+    CHECK(m.combine_routers);
+    CHECK(to_string(m) == "timing=hop,ports=multi,queues=none,replicate=no,combine=routers");
+    nlohmann::json j = to_json(m);
+    CHECK(j["combine"] == "routers");
+    CHECK(model_from_json(j, Model{}) == m);
+    CHECK_FALSE(apply_model_options(m, "combine=processors").combine_routers);
+    CHECK_FALSE(to_json(Model{}).contains("combine"));
+    CHECK(combine_problem(m) == "");
+    CHECK(combine_problem(apply_model_options(m, "replicate=yes")) ==
+          "combine=routers (in-network reduction) is defined with replicate=no (a combination consumes its inputs)");
+    CHECK(combine_problem(apply_model_options(m, "queues=2")) ==
+          "combine=routers (in-network reduction) is defined with queues=none or queues=unbounded, not with a queue bound");
+    CHECK(combine_problem(apply_model_options(m, "timing=wormhole")) ==
+          "combine=routers (in-network reduction) is defined under hop timing");
+    try {
+        apply_model_options(Model{}, "combine=switches");
+        FAIL("accepted combine=switches");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what()) == "model: bad value 'switches' for 'combine': expected processors or routers");
+    }
 }
 
 TEST_CASE("model: inject=once is printed and stored only when set") {

@@ -151,6 +151,25 @@ TEST_CASE("topology: complete graph and products") {
     CHECK(error_of("product:ebft:4*ring:3").find("has routers") != std::string::npos);
 }
 
+TEST_CASE("topology: the wrapped butterfly: (l, x) is l 2^d + x, straight and cross links to level l + 1, BFS routes") {
+    auto b = Topology::parse("butterfly:3");
+    CHECK(b->processors() == 24);
+    CHECK(b->routers() == 0);
+    CHECK(b->channels().size() == 4 * 24);
+    std::vector<std::string> out;
+    for (ChannelId c : b->out_channels(*b->find_node("0"))) out.push_back(b->node_name(b->channel(c).to));
+    CHECK(out == std::vector<std::string>{"8", "9", "16", "20"});  // (1, 0), (1, 1); (2, 0), (2, 4) link back to level 0
+    for (ChannelId c : b->out_channels(*b->find_node("13"))) out.push_back(b->node_name(b->channel(c).to));  // (1, 5)
+    CHECK(out == std::vector<std::string>{"8", "9", "16", "20", "4", "5", "21", "23"});  // (0, 4), (0, 5), (2, 5), (2, 7)
+    CHECK(path(*b, "0", "9") == "0->9");
+    CHECK(path(*b, "9", "0") == "9->0");
+    CHECK(path(*b, "0", "7") == "0->9->19->7");  // a cross link on each level: bits 0, 1, 2
+    CHECK(b->diameter() == 4);  // floor(3d/2) for the wrapped butterfly
+    CHECK(error_of("butterfly:2") == "topology 'butterfly:2': the dimension must be between 3 and 8 (d 2^d processors; below 3 links coincide)");
+    CHECK(error_of("butterfly:9").find("between 3 and 8") != std::string::npos);
+    CHECK(error_of("butterfly") == "topology 'butterfly': missing size: expected butterfly:D");
+}
+
 TEST_CASE("topology: graph files route by BFS with ties to the lower id") {
     std::string file = "/tmp/collsched_test_graph.json";
     {

@@ -21,6 +21,7 @@
 #include "verifier/direct.hpp"
 #include "verifier/synth_duality.hpp"
 #include "verifier/z3_engine.hpp"
+#include "tests/tools/cli_run.hpp"
 
 using namespace collsched;
 
@@ -416,4 +417,63 @@ TEST_CASE("reductions: optimize reduce_scatter and allreduce by duality with all
             CHECK(verify_all(*r.witness).holds());
         }
     }
+}
+
+TEST_CASE("reductions: in-network combining (combine=routers) makes a fat-tree reduce valid that is otherwise refused") {
+    auto table = [](const std::string& name) { return read_table(std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/combine/" + name); };
+    // reduce to 0 on cbft:4 in 4 steps: router r1.1 combines a(2) and a(3) into a({2,3}), so its
+    // up-link r1.1->r2.0 (capacity 1) carries one message
+    SendTable on = table("cbft4_reduce_combining.json");
+    REQUIRE(on.model.combine_routers);
+    VerifyReport d = verify_direct(on);
+    CHECK(d.holds());
+    SimReport s = simulate(on);
+    CHECK(s.status == SimStatus::completed);
+    CHECK(s.steps == 4);
+    // the Z3 engine does not encode the knob: it refuses, so `verify --engine both` cannot agree silently
+    try {
+        verify_z3(on);
+        FAIL("the Z3 engine accepted combine=routers");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what()) ==
+              "the Z3 engine does not encode in-network reduction (combine=routers: routers combining partials); its verdict "
+              "would be about a model without it, so it gives none; use the direct checker (--engine direct) or simulate");
+    }
+    // the knob off (the default): routers only forward, so r1.1 sends a partial it never received
+    // and the two values it did receive are stranded (queues=none); both engines and the simulator say so
+    SendTable off = table("cbft4_reduce_combining_knob_off.json");
+    REQUIRE_FALSE(off.model.combine_routers);
+    VerifyReport o = verify_all(off);
+    CHECK(first_violation(o, Property::causality) == "r1.1 forwards a({2,3}) in step 2 but has not received it");
+    CHECK(first_violation(o, Property::queues) == "a(2) entered r1.1 in step 1 and never leaves; with queues=none it must leave in step 2");
+    CHECK(o.violation_count[static_cast<std::size_t>(Property::queues)] == 2);
+    SimReport so = simulate(off);
+    REQUIRE(so.violation.has_value());
+    CHECK(so.violation->message == "step 2: router r1.1 sends a({2,3}) on r1.1->r2.0 but does not hold it at the end of step 1 (it "
+                                   "never receives it)");
+    // forwarding both values in the same 4 steps needs two messages on the up-link in step 2
+    SendTable fwd = table("cbft4_reduce_forwarding.json");
+    VerifyReport f = verify_all(fwd);
+    CHECK(first_violation(f, Property::capacity) == "2 messages (a(2), a(3)) but capacity 1");
+    CHECK(f.violation_count[static_cast<std::size_t>(Property::capacity)] == 3);
+    fwd.model.combine_routers = true;  // combining does not lift capacity: still refused
+    CHECK(first_violation(verify_direct(fwd), Property::capacity) == "2 messages (a(2), a(3)) but capacity 1");
+    CHECK(simulate(fwd).status != SimStatus::completed);
+    // a combination must cover the partial exactly with disjoint inputs: r1.1 holds a(2) and a(3)
+    // but not a(1), so it cannot send a({1..3})
+    SendTable bad = on;
+    for (Transfer& x : bad.transfers)
+        if (x.step >= 2 && bad.messages().name(x.message) == "a({2,3})")
+            x.message = partial_message(bad.composite_registry(), bad.messages(), SourceSet::range(1, 3), 0);
+    bad.canonicalize_composites();
+    VerifyReport b = verify_direct(bad);
+    CHECK(first_violation(b, Property::causality) == "r1.1 forwards a({1..3}) in step 2 but has not received it");
+    CHECK(simulate(bad).status != SimStatus::completed);
+    // the synthesizer does not search over the knob (its optima would not cover combining schedules)
+    auto r = test::run("optimize --topology cbft:4 --collective allgather --model combine=routers");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("the synthesizer does not encode in-network reduction (combine=routers)") != std::string::npos);
+    auto both = test::run("verify " + std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/combine/cbft4_reduce_combining.json --engine both");
+    CHECK(both.code == 2);
+    CHECK(both.out.empty());
 }

@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <random>
 
 #include "compiler/builder.hpp"
 #include "compiler/table_io.hpp"
+#include "verifier/by_message.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/z3_engine.hpp"
 #include "tests/verifier/verify_tables.hpp"
@@ -343,4 +345,48 @@ TEST_CASE("direct: counterexamples are capped but all are counted") {
     CHECK(r.violation_count[static_cast<std::size_t>(Property::completeness)] == 12);
     CHECK(r.violations.size() == 5);
     CHECK(format_report(r, t).find("(7 more completeness violations not shown)") != std::string::npos);
+}
+
+TEST_CASE("direct: the two-pass regroup by message gives every message's transfers in table order") {
+    // detail::for_each_message against the plain definition (each message's transfers, filtered
+    // from the sorted table in order), on random tables whose message spaces take one bucket,
+    // many buckets, and the sort (a sparse space, a forced sort).
+    std::mt19937_64 rng(19);
+    struct Case {
+        std::uint64_t space, transfers;
+        Step steps;
+        std::uint32_t channels;
+        bool force_sort;
+    };
+    for (const Case& c : {Case{5, 40, 7, 3, false}, Case{2048, 3000, 30, 50, false}, Case{2049, 3000, 30, 50, false},
+                          Case{100'000, 20'000, 4000, 70'000, false}, Case{100'000, 20'000, 4000, 70'000, true},
+                          Case{std::uint64_t{1} << 25, 1000, 9, 10, false}}) {
+        CAPTURE(c.space);
+        std::vector<Transfer> xs;
+        for (std::uint64_t i = 0; i < c.transfers; ++i)
+            xs.push_back({static_cast<Step>(1 + rng() % c.steps), ChannelId{static_cast<std::uint32_t>(rng() % c.channels)},
+                          MessageId{static_cast<std::uint32_t>(rng() % std::min<std::uint64_t>(c.space, 3 * c.transfers))}});
+        std::sort(xs.begin(), xs.end());
+        detail::MessageGroups g;
+        g.plan(c.space, xs.size(), xs.back().step, c.channels, c.force_sort);
+        CHECK(g.sort == (c.force_sort || c.space > (1u << 24)));
+        if (!g.sort)
+            for (const Transfer& x : xs) g.add(x.message);
+        std::vector<std::pair<MessageId, std::vector<detail::Hop>>> got, want;
+        detail::for_each_message(xs, g, [&](MessageId m, const detail::Hop* first, const detail::Hop* last) {
+            got.emplace_back(m, std::vector<detail::Hop>(first, last));
+        });
+        std::vector<MessageId> ms;
+        for (const Transfer& x : xs) ms.push_back(x.message);
+        std::sort(ms.begin(), ms.end(), [](MessageId a, MessageId b) { return idx(a) < idx(b); });
+        ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
+        for (MessageId m : ms) {
+            std::vector<detail::Hop> hops;
+            for (const Transfer& x : xs)
+                if (x.message == m) hops.push_back({x.step, x.channel});
+            want.emplace_back(m, std::move(hops));
+        }
+        CHECK(got.size() == want.size());
+        CHECK((got == want));
+    }
 }

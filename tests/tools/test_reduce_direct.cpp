@@ -1,0 +1,260 @@
+// The direct encoding of combining (docs/synthesis.md, "The direct encoding of combining"):
+// least steps of allreduce, reduce_scatter, reduce and scan with C chunks under the buffer rule,
+// proved by the solver; every witness holds in the direct checker, the Z3 engine and the
+// simulator; UNSAT answers on tiny instances against an exhaustive enumeration of every table;
+// the instances it refuses; `optimize --method`.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "../tools/cli_run.hpp"
+#include "compiler/export_msccl.hpp"
+#include "compiler/lower.hpp"
+#include "compiler/partials.hpp"
+#include "dsl/diagnostics.hpp"
+#include "runtime/simulator.hpp"
+#include "verifier/direct.hpp"
+#include "verifier/synth.hpp"
+#include "verifier/z3_engine.hpp"
+
+using namespace collsched;
+
+namespace {
+
+SynthInstance reduction(const std::string& spec, const char* coll, std::uint32_t chunks) {
+    auto topo = Topology::parse(spec);
+    SynthInstance in{topo, topo->default_model(), Collective::parse(coll, *topo)};
+    in.collective.set_chunks(chunks, *topo);
+    return in;
+}
+
+OptimizeResult settle(const SynthInstance& in, SatBackend b = SatBackend::cadical) {
+    OptimizeOptions o;
+    o.synth.backend = b;
+    o.timeout = 60;
+    o.solver_proof = true;
+    OptimizeResult r = optimize(in, o);
+    REQUIRE(r.status == OptStatus::proved);
+    CHECK(r.encoding == EncodingKind::combining);
+    REQUIRE(r.witness);
+    CHECK(r.witness->steps() == *r.optimum);
+    return r;
+}
+
+/// The witness holds in the three witnesses.
+void holds_everywhere(const SendTable& t) {
+    CHECK(uses_partials(t));
+    CHECK(verify_direct(t).holds());
+    CHECK(verify_z3(t).holds());
+    CHECK(simulate(t).status == SimStatus::completed);
+}
+
+/// Whether any table of at most T steps of references partial(sender, chunk) (every subset of
+/// the C * channels * T slots, the partial sent being what the sender's buffer holds) verifies:
+/// the ground truth the encoding's UNSAT answers must agree with.
+bool some_table_holds(const SynthInstance& in, Step T) {
+    const std::size_t E = in.topology->channels().size(), C = in.collective.chunks, n = C * E * T;
+    REQUIRE(n <= 20);
+    for (std::uint64_t mask = 0; mask < (std::uint64_t{1} << n); ++mask) {
+        SendTable t;
+        t.topology = in.topology;
+        t.model = in.model;
+        t.collective = in.collective;
+        Composites& reg = t.composite_registry();
+        for (std::size_t k = 0; k < n; ++k) {
+            if (!(mask >> k & 1)) continue;
+            const std::uint32_t c = static_cast<std::uint32_t>(k % C), ch = static_cast<std::uint32_t>(k / C % E);
+            const Step step = static_cast<Step>(1 + k / (C * E));
+            const Node from = in.topology->channel(ChannelId{ch}).from;
+            t.transfers.push_back({step, ChannelId{ch}, reg.intern({MessageKind::partial, c, step, {MessageId{idx(from)}}, {}})});
+        }
+        t.sort();
+        resolve_partials(t);
+        t.canonicalize_composites();
+        if (verify_direct(t).holds()) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("combining: least steps of allreduce and reduce_scatter on ring:8, hypercube:3 and the DGX-1, proved by the solver") {
+    struct Row {
+        std::string topology;
+        const char* collective;
+        std::uint32_t chunks;
+        Step optimum;
+    };
+    const std::string dgx1 = "graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/dgx1.json";
+    for (const Row& row : {Row{"ring:8", "allreduce", 1, 5}, Row{"ring:8", "allreduce", 8, 7}, Row{"ring:8", "reduce_scatter", 8, 4},
+                           Row{"hypercube:3", "allreduce", 1, 3}, Row{"hypercube:3", "allreduce", 8, 5},
+                           Row{"hypercube:3", "reduce_scatter", 8, 3}, Row{dgx1, "allreduce", 1, 2}, Row{dgx1, "allreduce", 8, 4},
+                           Row{dgx1, "reduce_scatter", 8, 2}}) {
+        CAPTURE(row.topology);
+        CAPTURE(row.collective);
+        CAPTURE(row.chunks);
+        OptimizeResult r = settle(reduction(row.topology, row.collective, row.chunks));
+        CHECK(*r.optimum == row.optimum);
+        CHECK(r.solver_unsat);
+        holds_everywhere(*r.witness);
+    }
+}
+
+TEST_CASE("combining: CaDiCaL and Z3 agree on allreduce with one chunk") {
+    for (const char* spec : {"ring:8", "hypercube:3", "ring:6", "linear:4"}) {
+        CAPTURE(spec);
+        SynthInstance in = reduction(spec, "allreduce", 1);
+        OptimizeResult a = settle(in, SatBackend::cadical), b = settle(in, SatBackend::z3);
+        CHECK(*a.optimum == *b.optimum);
+        holds_everywhere(*b.witness);
+    }
+}
+
+TEST_CASE("combining: the solver's UNSAT answers agree with an enumeration of every table") {
+    struct Row {
+        const char* topology;
+        const char* collective;
+        std::uint32_t chunks;
+        Step optimum;  // > the distance bound, so optimum - 1 is the solver's UNSAT
+    };
+    for (const Row& row : {Row{"ring:3", "allreduce", 2, 2}, Row{"complete:3", "reduce:0", 2, 2}, Row{"ring:4", "scan", 1, 3},
+                           Row{"linear:3", "allreduce", 2, 3}}) {
+        CAPTURE(row.topology);
+        CAPTURE(row.collective);
+        SynthInstance in = reduction(row.topology, row.collective, row.chunks);
+        OptimizeResult r = settle(in);
+        CHECK(*r.optimum == row.optimum);
+        CHECK(r.lower_bound_reason.find("solver (cadical): no schedule completes by step") != std::string::npos);
+        CHECK_FALSE(some_table_holds(in, row.optimum - 1));
+        holds_everywhere(*r.witness);
+    }
+}
+
+TEST_CASE("combining: reduce and scan, rounds, ports and link groups") {
+    OptimizeResult r = settle(reduction("ring:8", "reduce:0", 1));
+    CHECK(*r.optimum == 4);
+    holds_everywhere(*r.witness);
+    SynthInstance single = reduction("ring:8", "allreduce", 1);
+    single.model = apply_model_options(single.model, "ports=single");
+    OptimizeResult s = settle(single);
+    CHECK(*s.optimum == 5);
+    holds_everywhere(*s.witness);
+    SynthInstance rounds = reduction("ring:4", "allreduce", 4);
+    rounds.rounds = 4;
+    SynthOptions so;
+    SynthResult sr = synthesize(rounds, 3, so);
+    REQUIRE(sr.answer == Answer::sat);
+    CHECK(sr.witness->total_rounds() <= 4);
+    holds_everywhere(*sr.witness);
+}
+
+TEST_CASE("combining: instances the direct encoding refuses, with the reason") {
+    CHECK(combining_problem(reduction("cbft:4", "allreduce", 1)) ==
+          "cbft:4 has routers; the direct encoding of combining takes networks of processors only (a partial through a router "
+          "would need queue and replication variables per contributor set)");
+    SynthInstance worm = reduction("ring:4", "allreduce", 1);
+    worm.model.timing = Timing::wormhole;
+    CHECK(combining_problem(worm) == "the direct encoding of combining is stated for hop timing (timing=hop)");
+    CHECK_THROWS_WITH_AS(encoding_for(reduction("cbft:4", "allreduce", 1)),
+                         "cbft:4 has routers; the direct encoding of combining takes networks of processors only (a partial "
+                         "through a router would need queue and replication variables per contributor set)",
+                         InputError);
+    test::Run r = test::run("optimize --topology cbft:4 --collective allreduce --method direct");
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("cbft:4 has routers; the direct encoding of combining takes networks of processors only") != std::string::npos);
+}
+
+TEST_CASE("combining: optimize picks the direct encoding for allreduce and keeps the composed space under --method duality") {
+    test::Run direct = test::run("optimize --topology hypercube:3 --collective allreduce --json");
+    REQUIRE(direct.code == 0);
+    auto j = nlohmann::json::parse(direct.out);
+    CHECK(j["optimum"] == 5);  // C = P = 8 chunks by default
+    CHECK(j["encoding"] == "combining");
+    test::Run one = test::run("optimize --topology hypercube:3 --collective allreduce --chunks 1");
+    REQUIRE(one.code == 0);
+    CHECK(one.out.find("optimum: 3 steps (proved over every allreduce of 1 chunk under the buffer rule") != std::string::npos);
+    test::Run composed = test::run("optimize --topology hypercube:3 --collective allreduce --method duality --json");
+    REQUIRE(composed.code == 0);
+    auto k = nlohmann::json::parse(composed.out);
+    CHECK(k["optimum"] == 6);
+    CHECK(k["method"] == "duality");
+    CHECK(k["space"].get<std::string>().find("every allreduce that is a reduce-scatter of C = 8 chunks") == 0);
+    test::Run rs = test::run("optimize --topology ring:8 --collective reduce_scatter --json");
+    REQUIRE(rs.code == 0);
+    CHECK(nlohmann::json::parse(rs.out)["method"] == "duality");
+    test::Run rs_direct = test::run("optimize --topology ring:8 --collective reduce_scatter --method direct --json");
+    REQUIRE(rs_direct.code == 0);
+    CHECK(nlohmann::json::parse(rs_direct.out)["optimum"] == 4);
+    test::Run bad = test::run("optimize --topology ring:8 --collective allgather --method direct");
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("--method direct applies to reduce:R, reduce_scatter, allreduce and scan") != std::string::npos);
+}
+
+TEST_CASE("combining: the library's machine allreduces found by pareto: claims, three witnesses, MSCCL-IR") {
+    struct Row {
+        const char* file;
+        Step steps;
+        std::uint64_t rounds;
+        std::uint32_t chunks;
+    };
+    for (const Row& row : {Row{"schedules/reduce/allreduce_dgx1_pareto.sched", 3, 3, 6},
+                           Row{"schedules/reduce/allreduce_nvswitch8_pareto.sched", 3, 7, 4}}) {
+        CAPTURE(row.file);
+        Diagnostics diags;
+        auto t = compile_file(std::string(COLLSCHED_SOURCE_DIR) + "/" + row.file, {}, {}, diags);
+        INFO(diags.render());
+        REQUIRE(t.has_value());
+        CHECK(t->collective.kind == CollectiveKind::allreduce);
+        CHECK(t->steps() == row.steps);
+        CHECK(t->total_rounds() == row.rounds);
+        CHECK(t->collective.chunks == row.chunks);
+        holds_everywhere(*t);
+        const std::string xml = table_to_msccl(*t, {});
+        CHECK(xml.find("coll=\"allreduce\"") != std::string::npos);
+        CHECK(xml.find(fmt::format("nchunksperloop=\"{}\"", row.chunks)) != std::string::npos);
+        CHECK(xml.find("type=\"rrc\"") != std::string::npos);
+    }
+}
+
+TEST_CASE("pareto for reductions: by duality every frontier point is written and verifies; allreduce composed or direct") {
+    const std::string dgx1 = "graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/dgx1.json";
+    struct Row {
+        const char* collective;
+        const char* method;
+        std::vector<std::tuple<Step, Step, std::uint32_t>> frontier;  // steps, rounds, chunks
+    };
+    for (const Row& row : {Row{"reduce_scatter", "auto", {{2, 3, 16}, {3, 5, 32}}}, Row{"reduce:0", "auto", {{2, 2, 2}, {3, 3, 4}}},
+                           Row{"allreduce", "auto", {{4, 6, 16}, {6, 10, 32}}}, Row{"allreduce", "direct", {{2, 2, 2}, {3, 3, 6}}}}) {
+        CAPTURE(row.collective);
+        CAPTURE(row.method);
+        test::Scratch dir("pareto_reduce");
+        test::Run r = test::run(fmt::format("pareto --topology {} --collective {} --method {} --max-chunks {} --json -d {}", dgx1,
+                                            row.collective, row.method, std::string(row.method) == "direct" ? 8 : 4, dir.dir.string()));
+        REQUIRE(r.code == 0);
+        auto j = nlohmann::json::parse(r.out);
+        CHECK(j["complete"] == true);
+        CHECK(j["method"] == (std::string(row.method) == "direct" ? "direct" : "duality"));
+        if (std::string(row.collective) == "allreduce" && std::string(row.method) == "auto")
+            CHECK(j["search"].get<std::string>().find("(the composed space; not every allreduce") != std::string::npos);
+        REQUIRE(j["frontier"].size() == row.frontier.size());
+        for (std::size_t i = 0; i < row.frontier.size(); ++i) {
+            const auto& p = j["frontier"][i];
+            CHECK(p["steps"] == std::get<0>(row.frontier[i]));
+            CHECK(p["rounds"] == std::get<1>(row.frontier[i]));
+            CHECK(p["chunks"] == std::get<2>(row.frontier[i]));
+            REQUIRE(p["files"].size() == 2);
+            for (const auto& f : p["files"]) {
+                test::Run v = test::run("verify " + f.get<std::string>() + " --engine both");
+                CHECK(v.code == 0);
+                CHECK(v.out.find(fmt::format("bandwidth: S = {} steps, R = {} rounds, C = {} chunks", std::get<0>(row.frontier[i]),
+                                             std::get<1>(row.frontier[i]), std::get<2>(row.frontier[i]))) != std::string::npos);
+                CHECK(test::run("simulate " + f.get<std::string>()).code == 0);
+            }
+        }
+    }
+    test::Run scan = test::run("pareto --topology ring:4 --collective scan --method duality");
+    CHECK(scan.code == 2);
+    CHECK(scan.err.find("scan has no dual collective; use --method direct") != std::string::npos);
+}

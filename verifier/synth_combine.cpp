@@ -1,0 +1,270 @@
+// The direct encoding of combining (docs/synthesis.md, "The direct encoding of combining"):
+// allreduce, reduce_scatter, reduce(r) and scan with C chunks under the buffer rule of
+// docs/semantics.md, "Reductions", on networks of processors under hop timing.
+//
+// Under the buffer rule a processor sends exactly what its buffer of the chunk holds at the end
+// of the step before, so a schedule is fixed by *which* (chunk, channel, step) carry a send: the
+// partial sent follows. The variables are
+//   x[c][e][t]   chunk c crosses channel e in step t (at most one useful copy: a second copy
+//                of the same partial on the same channel and step arrives as a copy of what the
+//                first left in the buffer and changes nothing),
+//   h[c][v][s][t] the buffer of chunk c at v contains a(s, c) at the end of step t,
+// and, for the arrivals of one step at v in table order (by channel id), the buffer after each
+// arrival b_j = b_{j-1} ∪ (x_j ? h[c][u_j][.][t-1] : ∅), with b_0 = h[.][t-1] and the last
+// b_k = h[.][t]. An arrival is legal when it is disjoint from the buffer it meets (combine) or
+// covers it (copy): x_j -> d_j or k_j with d_j -> no s in both, k_j -> every s of the buffer
+// in the partial. In both cases the buffer becomes the union, which is what b_j says.
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "dsl/diagnostics.hpp"
+#include "support/assert.hpp"
+#include "verifier/synth_encode.hpp"
+
+namespace collsched::synth {
+
+namespace {
+
+constexpr std::uint32_t unreachable = std::numeric_limits<std::uint32_t>::max();
+
+}  // namespace
+
+std::uint64_t combining_variables(const SynthInstance& in, Step H) {
+    const Topology& t = *in.topology;
+    const std::uint64_t C = in.collective.chunks, P = t.processors(), E = t.channels().size(), steps = std::uint64_t{H} + 1;
+    // h, x, the intermediate buffers (one per arrival but the last) and the two case variables.
+    return C * steps * (P * P + E + E * P + 2 * E);
+}
+
+Step combining_distance(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors();
+    Step far = 0;
+    in.collective.for_each_partial_goal(P, in.collective.chunks, [&](std::uint32_t, std::uint32_t hi, Node p) {
+        const std::vector<std::uint32_t> to = bfs_distances_to(t, p);
+        for (std::uint32_t s = 0; s <= hi; ++s) {
+            if (to[s] == unreachable)
+                throw InputError(fmt::format("a({}) cannot reach processor {} on {}: no schedule exists", s, idx(p), t.spec()));
+            far = std::max<Step>(far, to[s]);
+        }
+    });
+    return far;
+}
+
+std::vector<Bound> combining_bounds(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors(), C = in.collective.chunks;
+    const Step d = combining_distance(in);
+    std::vector<Bound> out{Bound{d, "distance",
+                                 fmt::format("every contribution must reach every processor whose goal needs it, one hop per step: the "
+                                             "farthest is {} hops",
+                                             d),
+                                 RouteSpace::any,
+                                 {"hop timing", "a partial received in step t is sent on in step t+1 at the earliest"}}};
+    if (in.rounds || P < 2) return out;  // the counts below are per step of one round
+    // Transfers per chunk: a goal processor needs an arrival of every chunk it must complete
+    // (its buffer starts with its own contribution only), and a source must send every chunk
+    // whose contribution some other processor needs. At most K transfers enter (leave) p per
+    // step, K = step_capacity of its in- (out-) channels (capacities, ports, link groups).
+    auto limit = [&](Node p, bool incoming) {
+        return step_capacity(t, in.model.ports, incoming ? t.in_channels(p) : t.out_channels(p)).hops;
+    };
+    std::vector<std::uint64_t> need_in(P, 0), need_out(P, 0);
+    std::vector<std::vector<bool>> sends(P, std::vector<bool>(C, false));
+    in.collective.for_each_partial_goal(P, C, [&](std::uint32_t c, std::uint32_t hi, Node p) {
+        if (hi > 0 || idx(p) != 0) ++need_in[idx(p)];  // a goal of more than p's own contribution
+        for (std::uint32_t s = 0; s <= hi; ++s)
+            if (s != idx(p)) sends[s][c] = true;
+    });
+    for (std::uint32_t s = 0; s < P; ++s) need_out[s] = static_cast<std::uint64_t>(std::count(sends[s].begin(), sends[s].end(), true));
+    for (bool incoming : {true, false}) {
+        Step best = 0;
+        std::uint32_t at = 0;
+        std::uint64_t need = 0, k = 0;
+        for (std::uint32_t p = 0; p < P; ++p) {
+            const std::uint64_t n = incoming ? need_in[p] : need_out[p], kp = limit(Node{p}, incoming);
+            if (n == 0 || kp == 0) continue;
+            const Step b = static_cast<Step>((n + kp - 1) / kp);
+            if (b > best) best = b, at = p, need = n, k = kp;
+        }
+        if (best == 0) continue;
+        out.push_back({best, incoming ? "receptions" : "departures",
+                       incoming ? fmt::format("processor {} must receive each of {} chunks at least once, at most {} per step", at, need, k)
+                                : fmt::format("processor {} must send each of {} chunks at least once, at most {} per step", at, need, k),
+                       RouteSpace::any,
+                       {"one partial per chunk, channel and step", incoming ? "a buffer starts with its own contribution only"
+                                                                            : "a contribution leaves its source only in a partial"}});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Bound& a, const Bound& b) { return a.steps > b.steps; });
+    return out;
+}
+
+void encode_combining(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e) {
+    if (std::string why = combining_problem(in); !why.empty()) throw InputError(why);
+    const Topology& topo = *in.topology;
+    const Model& model = in.model;
+    Formula& f = e.f;
+    const std::uint32_t P = topo.processors(), C = in.collective.chunks;
+    const std::size_t E = topo.channels().size();
+    const Step far = combining_distance(in);
+    e.min_horizon = far;
+    if (H < far) {
+        f.clause({});
+        return;
+    }
+    std::vector<std::vector<std::uint32_t>> dist;  // dist[s][v]
+    for (std::uint32_t s = 0; s < P; ++s) dist.push_back(bfs_distances(topo, Node{s}));
+    auto hidx = [&](std::uint32_t c, std::uint32_t v, std::uint32_t s, Step t) {
+        return ((std::size_t{c} * P + v) * P + s) * (H + 1) + t;
+    };
+    auto xidx = [&](std::uint32_t c, std::size_t ch, Step t) { return (std::size_t{c} * E + ch) * (H + 1) + t; };
+    std::vector<int> h(std::size_t{C} * P * P * (H + 1), -Formula::top);
+    std::vector<int> x(std::size_t{C} * E * (H + 1), -Formula::top);
+    for (std::uint32_t c = 0; c < C; ++c) {
+        check_deadline(opt);
+        for (std::uint32_t v = 0; v < P; ++v)
+            for (std::uint32_t s = 0; s < P; ++s)
+                for (Step t = 0; t <= H; ++t) {
+                    int& l = h[hidx(c, v, s, t)];
+                    if (s == v) l = Formula::top;
+                    else if (dist[s][v] != unreachable && dist[s][v] <= t) l = f.new_var();
+                }
+        for (std::size_t ch = 0; ch < E; ++ch)
+            for (Step t = 1; t <= H; ++t) x[xidx(c, ch, t)] = f.new_var();
+    }
+    // The buffer rule, arrival by arrival in table order (channel id within a step).
+    std::vector<std::vector<std::size_t>> in_by_id(P);
+    for (std::uint32_t v = 0; v < P; ++v) {
+        for (ChannelId ch : topo.in_channels(Node{v})) in_by_id[v].push_back(idx(ch));
+        std::sort(in_by_id[v].begin(), in_by_id[v].end());
+    }
+    std::vector<int> cur(P), next(P);
+    for (std::uint32_t c = 0; c < C; ++c) {
+        check_deadline(opt);
+        for (std::uint32_t v = 0; v < P; ++v)
+            for (Step t = 1; t <= H; ++t) {
+                for (std::uint32_t s = 0; s < P; ++s) cur[s] = h[hidx(c, v, s, t - 1)];
+                const std::vector<std::size_t>& ins = in_by_id[v];
+                for (std::size_t j = 0; j < ins.size(); ++j) {
+                    const std::uint32_t u = idx(topo.channels()[ins[j]].from);
+                    const int xj = x[xidx(c, ins[j], t)];
+                    const bool last = j + 1 == ins.size();
+                    for (std::uint32_t s = 0; s < P; ++s) {
+                        const int sent = h[hidx(c, u, s, t - 1)];
+                        if (last) next[s] = h[hidx(c, v, s, t)];
+                        else if (cur[s] == Formula::top) next[s] = Formula::top;
+                        else if (cur[s] == -Formula::top && sent == -Formula::top) next[s] = -Formula::top;
+                        else next[s] = f.new_var();
+                        // next <-> cur or (x and sent)
+                        f.clause({-cur[s], next[s]});
+                        f.clause({-xj, -sent, next[s]});
+                        f.clause({-next[s], cur[s], xj});
+                        f.clause({-next[s], cur[s], sent});
+                    }
+                    // Legal: disjoint (d) or covering (k).
+                    const int d = f.new_var(), k = f.new_var();
+                    f.clause({-xj, d, k});
+                    for (std::uint32_t s = 0; s < P; ++s) {
+                        const int sent = h[hidx(c, u, s, t - 1)];
+                        f.clause({-d, -sent, -cur[s]});
+                        f.clause({-k, -cur[s], sent});
+                    }
+                    std::swap(cur, next);
+                }
+                if (ins.empty())
+                    for (std::uint32_t s = 0; s < P; ++s) {
+                        const int a = h[hidx(c, v, s, t - 1)], b = h[hidx(c, v, s, t)];
+                        f.clause({-a, b});
+                        f.clause({a, -b});
+                    }
+            }
+    }
+    Rounds rounds(f, H, in.rounds);
+    e.round_lits.assign(H + 1, {});
+    for (Step t = 1; t <= H; ++t) e.round_lits[t] = rounds.extra(t);
+    // Capacity per channel, link groups, ports.
+    for (std::size_t ch = 0; ch < E; ++ch)
+        for (Step t = 1; t <= H; ++t) {
+            std::vector<int> ls;
+            for (std::uint32_t c = 0; c < C; ++c) ls.push_back(x[xidx(c, ch, t)]);
+            rounds.at_most(std::move(ls), topo.channels()[ch].cap, t, t);
+        }
+    for (const LinkGroup& g : topo.groups())
+        for (Step t = 1; t <= H; ++t) {
+            std::vector<int> ls;
+            for (ChannelId ch : g.channels)
+                for (std::uint32_t c = 0; c < C; ++c) ls.push_back(x[xidx(c, idx(ch), t)]);
+            rounds.at_most(std::move(ls), g.cap, t, t);
+        }
+    if (model.ports != Ports::multi)
+        for (std::uint32_t p = 0; p < P; ++p)
+            for (Step t = 1; t <= H; ++t) {
+                std::vector<int> out, inn;
+                for (std::uint32_t c = 0; c < C; ++c) {
+                    for (ChannelId ch : topo.out_channels(Node{p})) out.push_back(x[xidx(c, idx(ch), t)]);
+                    for (ChannelId ch : topo.in_channels(Node{p})) inn.push_back(x[xidx(c, idx(ch), t)]);
+                }
+                if (model.ports == Ports::half) {
+                    out.insert(out.end(), inn.begin(), inn.end());
+                    rounds.at_most(std::move(out), 1, t, t);
+                } else {
+                    rounds.at_most(std::move(out), 1, t, t);
+                    rounds.at_most(std::move(inn), 1, t, t);
+                }
+            }
+    // Goals: the buffer of chunk c at p holds exactly a({0..hi}, c) at T.
+    e.deadline.assign(H + 1, 0);
+    auto goals = [&](Step T, int d) {
+        in.collective.for_each_partial_goal(P, C, [&](std::uint32_t c, std::uint32_t hi, Node p) {
+            for (std::uint32_t s = 0; s < P; ++s) {
+                const int l = h[hidx(c, idx(p), s, T)];
+                if (d == 0) f.clause({s <= hi ? l : -l});
+                else f.clause({-d, s <= hi ? l : -l});
+            }
+        });
+    };
+    for (Step T = far; T <= H; ++T) {
+        if (T == H) {
+            goals(H, 0);
+            continue;
+        }
+        e.deadline[T] = f.new_var();
+        goals(T, e.deadline[T]);
+    }
+    // Candidates: the pool's message carries the chunk; decode names the partial (the sender's
+    // buffer at the end of the step before) by replaying the buffer rule.
+    for (std::uint32_t c = 0; c < C; ++c)
+        for (std::size_t ch = 0; ch < E; ++ch)
+            for (Step t = 1; t <= H; ++t) {
+                e.candidates.push_back({x[xidx(c, ch, t)], static_cast<std::uint32_t>(e.pool.size()), 1, t});
+                e.pool.push_back({t, ChannelId{static_cast<std::uint32_t>(ch)}, MessageId{c}});
+            }
+    e.notes.push_back(fmt::format("combining: {} chunks, {} channels, buffers of {} sources", C, E, P));
+}
+
+}  // namespace collsched::synth
+
+namespace collsched {
+
+std::string combining_problem(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const CollectiveKind k = in.collective.kind;
+    if (k != CollectiveKind::allreduce && k != CollectiveKind::reduce_scatter && k != CollectiveKind::reduce &&
+        k != CollectiveKind::scan)
+        return "the direct encoding of combining covers allreduce, reduce_scatter, reduce:R and scan";
+    if (in.model.timing != Timing::hop) return "the direct encoding of combining is stated for hop timing (timing=hop)";
+    if (t.routers() > 0)
+        return fmt::format("{} has routers; the direct encoding of combining takes networks of processors only (a partial "
+                           "through a router would need queue and replication variables per contributor set)",
+                           t.spec());
+    if (in.model.inject_once) return "inject=once is not encoded for combining";
+    if (in.routes == RouteSpace::fixed) return "combining is searched over any route; --routes fixed is not supported";
+    if (in.collective.chunks == 0) return "--chunks must be at least 1";
+    if (k == CollectiveKind::reduce_scatter && in.collective.chunks % t.processors() != 0)
+        return fmt::format("reduce_scatter takes a multiple of P = {} chunks, not {}", t.processors(), in.collective.chunks);
+    return "";
+}
+
+}  // namespace collsched
