@@ -15,7 +15,8 @@ THE MODEL IMPLEMENTED (docs/semantics.md, hop timing, networks of processors onl
   - Per step of r rounds: every channel carries at most r*cap transfers; ports single: at most
     r sends and r receives per processor; half: at most r sends+receives; multi: no limit;
     every link group (graph files, "groups") carries at most r*cap on its channels together.
-  - Reductions (reduce:r with one chunk, reduce_scatter with C = P chunks, chunk p to p): the
+  - Reductions (reduce:r, reduce_scatter with block p of the C chunks to p, allreduce: every
+    buffer full, scan: p's buffer exactly a({0..p}); C as collsched's default or given): the
     buffer rule of docs/semantics.md "Reductions": one buffer per processor and chunk holding a
     set of sources, a send carries the sender's buffer (end of the step before), an arrival X
     at a buffer B makes it B|X when disjoint, X when X covers B, and is a violation otherwise;
@@ -58,8 +59,8 @@ LIMITS: no routers (graph files with routers are refused), hop timing only, no w
 inject=once, no multicast or custom collectives, no --routes fixed (the audit checks the
 bounds that hold for any route and reports the others as not applicable). Instances are tiny
 (a search node budget per horizon; an instance whose search exceeds it is reported `budget`,
-never as agreement). Allreduce is not searched: its printed optimum is over reduce-scatter
-followed by allgather, which the reduce_scatter and allgather rows cover.
+never as agreement). The duality's composed allreduce space (--method duality) is not searched
+separately: its optimum is twice the reduce_scatter row's.
 
 usage: bench/audit_optimality.py [--collsched build/tools/collsched] [--quick | --hard]
                                   [--budget N] [--progress] [--json]
@@ -497,29 +498,39 @@ class Search:
 
 
 class ReduceSearch:
-    """reduce:r (one chunk) or reduce_scatter (C = P chunks, chunk p reduced to p)."""
+    """reduce:r, reduce_scatter (C a multiple of P, block p of the chunks to p), allreduce (every
+    buffer full), scan (processor p's buffer exactly a({0..p})), under the buffer rule."""
 
-    def __init__(self, topo, name, ports, budget):
+    def __init__(self, topo, name, ports, budget, C=None):
         self.t = topo
         self.ports = ports
         self.budget = budget
         P = topo.P
+        self.full = (1 << P) - 1
         if name.startswith("reduce:"):
-            self.C = 1
-            self.goal_of = [int(name.split(":")[1])]
+            self.C = C or 1
+            r = int(name.split(":")[1])
+            goals = [(r, c, self.full) for c in range(self.C)]
         elif name == "reduce_scatter":
-            self.C = P
-            self.goal_of = list(range(P))
+            self.C = C or P
+            goals = [(c * P // self.C, c, self.full) for c in range(self.C)]
+        elif name == "allreduce":
+            self.C = C or P
+            goals = [(p, c, self.full) for p in range(P) for c in range(self.C)]
+        elif name == "scan":
+            self.C = C or 1
+            goals = [(p, c, (1 << (p + 1)) - 1) for p in range(P) for c in range(self.C)]
         else:
             raise SystemExit(f"audit: {name} is not a reduction the audit searches")
-        self.full = (1 << P) - 1
+        self.goals = goals
+        self.goal_procs = [sorted({g for g, c2, _ in goals if c2 == c}) for c in range(self.C)]
 
     def init(self):
         P = self.t.P
         return tuple(1 << p for p in range(P) for _ in range(self.C))
 
     def done(self, st):
-        return all(st[g * self.C + c] == self.full for c, g in enumerate(self.goal_of))
+        return all(st[g * self.C + c] == x for g, c, x in self.goals)
 
     def feasible(self, T):
         topo = self.t
@@ -529,12 +540,14 @@ class ReduceSearch:
         n = len(topo.chans)
 
         def hopeless(st, remaining):
-            for c, g in enumerate(self.goal_of):
+            for g, c, x in self.goals:
+                if st[g * C + c] & ~x:
+                    return True  # buffers only grow (union, or a partial that covers them)
                 have = 0
                 for p in range(P):
                     if topo.dist[p][g] <= remaining:
                         have |= st[p * C + c]
-                if have != self.full:
+                if have & x != x:
                     return True
             return False
 
@@ -543,8 +556,9 @@ class ReduceSearch:
             cands = []
             for ci, (u, v, cap) in enumerate(topo.chans):
                 lst = []
-                for c, g in enumerate(self.goal_of):
-                    if topo.dist[v][g] <= remaining_after and st[u * C + c] != st[v * C + c]:
+                for c in range(C):
+                    if st[u * C + c] != st[v * C + c] and any(
+                            topo.dist[v][g] <= remaining_after for g in self.goal_procs[c]):
                         lst.append(c)
                 cands.append(lst)
             sends = [0] * P
@@ -793,7 +807,8 @@ def audit_optimize(exe, inst, tmp, budget):
            "--timeout", "120"]
     if ports != "multi":
         cmd += ["--model", f"ports={ports}"]
-    if C > 1:
+    reduction = coll_name.startswith("reduce") or coll_name in ("allreduce", "scan")
+    if C is not None and (C > 1 or reduction):
         cmd += ["--chunks", str(C)]
     witness = os.path.join(tmp, "w.json")
     if os.path.exists(witness):
@@ -805,7 +820,9 @@ def audit_optimize(exe, inst, tmp, budget):
     row = {"topology": topo_spec, "collective": coll_name, "ports": ports, "chunks": C,
            "tool": res.get("optimum"), "status": res.get("status"),
            "lower_bound": res.get("lower_bound"), "problems": []}
-    reduction = coll_name.startswith("reduce")
+    if reduction:
+        C = ReduceSearch(topo, coll_name, ports, 1, C).C
+        row["chunks"] = C
     probs = row["problems"]
     valid_steps = None
     if res.get("status") in ("proved", "found"):
@@ -817,8 +834,9 @@ def audit_optimize(exe, inst, tmp, budget):
             if wt["steps"] != res.get("optimum"):
                 probs.append(f"witness has {wt['steps']} steps, optimum {res.get('optimum')}")
             if reduction:
-                bad = check_reduction_table(witness, topo, ReduceSearch(topo, coll_name, ports, 1),
-                                            ports)
+                bad = check_reduction_table(
+                    witness, topo, ReduceSearch(topo, coll_name, ports, 1, C),
+                    ports)
             else:
                 bad = check_table(witness, topo, Coll(coll_name, topo.P, C), ports)
             probs += ["witness: " + b for b in bad]
@@ -829,7 +847,7 @@ def audit_optimize(exe, inst, tmp, budget):
     upto = max(res.get("optimum") or 0, res.get("lower_bound") or 0) + 2
     try:
         if reduction:
-            rs = ReduceSearch(topo, coll_name, ports, budget)
+            rs = ReduceSearch(topo, coll_name, ports, budget, C)
             opt = least_steps(rs.feasible, upto, valid_steps)
         else:
             s = Search(topo, Coll(coll_name, topo.P, C), ports, budget)
@@ -842,7 +860,7 @@ def audit_optimize(exe, inst, tmp, budget):
     if valid_steps is not None and opt == valid_steps:
         try:
             if reduction:
-                own = ReduceSearch(topo, coll_name, ports, budget // 10).feasible(valid_steps)
+                own = ReduceSearch(topo, coll_name, ports, budget // 10, C).feasible(valid_steps)
             else:
                 own = Search(topo, Coll(coll_name, topo.P, C), ports,
                              budget // 10).feasible([1] * valid_steps)
@@ -999,9 +1017,11 @@ def hard_instances(files):
     return [("linear:4", "alltoall", "half", 1), (files["asym4"], "alltoall", "multi", 1),
             (files["asym4"], "alltoall", "single", 1), (files["asym4"], "alltoall", "half", 1),
             (files["asym4"], "allgather", "single", 2), (files["asym4"], "allgather", "half", 2),
-            ("ring:4", "reduce_scatter", "half", 1), ("complete:4", "reduce_scatter", "half", 1),
-            ("linear:4", "reduce_scatter", "single", 1), ("linear:4", "reduce_scatter", "half", 1),
-            ("hypercube:2", "reduce_scatter", "half", 1)]
+            ("ring:4", "reduce_scatter", "half", None),
+            ("complete:4", "reduce_scatter", "half", None),
+            ("linear:4", "reduce_scatter", "single", None),
+            ("linear:4", "reduce_scatter", "half", None),
+            ("hypercube:2", "reduce_scatter", "half", None)]
 
 
 def instances(files, quick, hard):
@@ -1022,13 +1042,22 @@ def instances(files, quick, hard):
                 out.append((topo, coll, ports, 2))
         if topo in ("ring:3", "linear:3", "complete:3") or "switch3" in topo:
             out.append((topo, "alltoall", "multi", 2))
-    # reductions (the duality's stated space, searched under the buffer rule)
+    # reductions under the buffer rule (C = None: the tool's default, P chunks for
+    # reduce_scatter and allreduce, 1 for reduce and scan)
     for topo in ["ring:3", "ring:4", "ring:5", "complete:3", "complete:4", "linear:3",
                  "linear:4", "hypercube:2", files["switch3"], files["switch4"]]:
         for ports in ("multi", "single", "half"):
-            out.append((topo, "reduce:0", ports, 1))
+            out.append((topo, "reduce:0", ports, None))
+            out.append((topo, "scan", ports, None))
             if topo not in ("ring:5",) and "switch4" not in topo:
-                out.append((topo, "reduce_scatter", ports, 1))
+                out.append((topo, "reduce_scatter", ports, None))
+    for topo in ["ring:3", "linear:3"]:
+        for ports in ("multi", "single"):
+            out.append((topo, "allreduce", ports, None))
+    for topo in ["ring:3", "ring:4", "complete:3", "complete:4", "linear:3", "linear:4",
+                 "hypercube:2", "ring:5"]:
+        for ports in ("multi", "single", "half"):
+            out.append((topo, "allreduce", ports, 1))
     hard = set(hard_instances(files))
     out = [i for i in out if i not in hard]
     if quick:
