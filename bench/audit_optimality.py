@@ -1109,7 +1109,7 @@ def main():
             rows.append(audit_optimize(exe, i, tmp, args.budget))
             if args.progress:
                 r = rows[-1]
-                print(f"audit: {short(i[0])} {i[1]} {i[2]} C={i[3]}: {r['tool']} {r['status']} / "
+                print(f"audit: {short(i[0])} {i[1]} {i[2]} C={r['chunks']}: {r['tool']} {r['status']} / "
                       f"{r['brute']} ({r['brute_s']} s)", file=sys.stderr, flush=True)
         prows = []
         for i in pareto_instances(files, args.quick, args.hard):
