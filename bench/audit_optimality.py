@@ -1021,7 +1021,9 @@ def hard_instances(files):
             ("complete:4", "reduce_scatter", "half", None),
             ("linear:4", "reduce_scatter", "single", None),
             ("linear:4", "reduce_scatter", "half", None),
-            ("hypercube:2", "reduce_scatter", "half", None)]
+            ("hypercube:2", "reduce_scatter", "half", None), ("hypercube:2", "scan", "multi", None),
+            ("hypercube:2", "scan", "single", None), ("hypercube:2", "scan", "half", None),
+            ("ring:3", "allreduce", "single", None)]
 
 
 def instances(files, quick, hard):
