@@ -110,7 +110,9 @@ private:
         if (r < 1 || r > max_rounds) fail("E055", loc, fmt::format("step {} rounds {}: a step lasts 1 to {} rounds", s, r, max_rounds));
         if (timing_wormhole_ && r > 1)
             fail("E055", loc, fmt::format("step {} rounds {}: under wormhole timing the steps are rounds already (rounds need hop timing)", s, r));
-        if (consumer_ && r > 1) throw NotStreamable("a step of several rounds");
+        const bool streaming = consumer_ && out_.sink.streaming();
+        if (streaming && r > 1 && s <= out_.sink.flushed())
+            throw NotStreamable(fmt::format("step {} rounds {} comes after step {} was handed over", s, r, s));
         auto& v = out_.step_rounds;
         if (v.size() < s) {
             v.resize(s, 0);
@@ -123,6 +125,7 @@ private:
         }
         if (v[s - 1] == 0) out_.rounds_at[s - 1] = loc;
         v[s - 1] = static_cast<std::uint32_t>(r);
+        if (streaming && r > 1) consumer_->rounds(s, static_cast<std::uint32_t>(r));  // before begin(): in the header
     }
 
     /// Bundles move only under wormhole timing (docs/semantics.md): E047 otherwise.

@@ -273,11 +273,11 @@ SendTable read_chakra(const std::string& prefix) {
                 std::string_view list = c->second;
                 while (!list.empty()) {
                     const std::string_view item = list.substr(0, list.find(','));
-                    std::uint32_t r = 0;
-                    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), r);
-                    if (ec != std::errc() || p != item.data() + item.size() || r < 1)
+                    std::uint32_t rounds_of_step = 0;
+                    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), rounds_of_step);
+                    if (ec != std::errc() || p != item.data() + item.size() || rounds_of_step < 1)
                         throw InputError(fmt::format("{}: collsched_rounds \"{}\" is not a list of rounds (1, 2, ...)", path, c->second));
-                    rounds.push_back(r);
+                    rounds.push_back(rounds_of_step);
                     list.remove_prefix(std::min(list.size(), item.size() + 1));
                 }
             }

@@ -39,6 +39,43 @@ std::string escape(std::string_view s) {
     return out;
 }
 
+/// How much a link group carries: its largest load in one step (the first such step, with its
+/// rounds) and whether some step puts more on it than cap * rounds (docs/semantics.md, "Link
+/// groups"). The DOT and SVG drawings label every group with it.
+struct GroupUse {
+    std::uint64_t peak = 0;
+    Step step = 0;
+    std::uint32_t rounds = 1, cap = 1;
+    bool over = false;
+    std::string text() const {
+        if (peak == 0) return "idle";
+        return fmt::format("peak {} in step {}{}{}", peak, step, rounds > 1 ? fmt::format(" ({} rounds: {} allowed)", rounds, cap * rounds) : "",
+                           over ? ", over capacity" : "");
+    }
+};
+
+std::vector<GroupUse> group_use(const SendTable& t) {
+    const auto& groups = t.topology->groups();
+    std::vector<GroupUse> use(groups.size());
+    std::vector<std::uint64_t> load(groups.size(), 0);
+    for (std::size_t g = 0; g < groups.size(); ++g) use[g].cap = groups[g].cap;
+    for (std::size_t i = 0; i < t.transfers.size();) {  // sorted by step
+        std::size_t j = i;
+        std::fill(load.begin(), load.end(), 0);
+        for (; j < t.transfers.size() && t.transfers[j].step == t.transfers[i].step; ++j)
+            for (std::uint32_t g : t.topology->groups_of(t.transfers[j].channel)) ++load[g];
+        const Step s = t.transfers[i].step;
+        const std::uint32_t r = t.rounds(s);
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+            if (load[g] > use[g].peak) use[g] = {load[g], s, r, groups[g].cap, use[g].over};
+            if (load[g] > std::uint64_t{groups[g].cap} * r) use[g].over = true;
+        }
+        i = j;
+    }
+    return use;
+}
+
+
 std::string model_text(const Model& m) {
     std::string s = fmt::format("{}, ports={}, queues={}, replicate={}", to_string(m.timing), to_string(m.ports),
                                 queues_to_string(m), m.replicate ? "yes" : "no");
@@ -204,7 +241,24 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
     const int grid_bottom = y[g.rows];
     const int legend_y = grid_bottom + 26;
     const int width = std::max(left + grid_w + right, 660);
-    const int height = legend_y + 44;
+    // link groups, one line each under the legend: name, shared capacity, channels, peak load
+    std::vector<std::string> group_lines;
+    if (const auto& groups = t.topology->groups(); !groups.empty()) {
+        const std::vector<GroupUse> use = group_use(t);
+        constexpr std::size_t max_lines = 24, max_channels = 8;
+        for (std::size_t k = 0; k < groups.size() && k < max_lines; ++k) {
+            std::string chans;
+            for (std::size_t c = 0; c < groups[k].channels.size() && c < max_channels; ++c) {
+                const Channel& ch = t.topology->channel(groups[k].channels[c]);
+                chans += fmt::format("{}{}", c ? ", " : "", arrow(*t.topology, ch));
+            }
+            if (groups[k].channels.size() > max_channels) chans += fmt::format(" and {} more", groups[k].channels.size() - max_channels);
+            group_lines.push_back(fmt::format("group {}: cap {} per step over {} channel{} ({}) \u00b7 {}", groups[k].name, groups[k].cap,
+                                              groups[k].channels.size(), groups[k].channels.size() == 1 ? "" : "s", chans, use[k].text()));
+        }
+        if (groups.size() > max_lines) group_lines.push_back(fmt::format("and {} more groups", groups.size() - max_lines));
+    }
+    const int height = legend_y + 44 + (group_lines.empty() ? 0 : 14 * static_cast<int>(group_lines.size() + 1));
 
     auto it = std::back_inserter(out);
     fmt::format_to(it,
@@ -304,8 +358,19 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
     swatch(idle_colour, "idle (hole)");
     for (int b = 0; b < 4; ++b) swatch(shade[b], shade_label[b]);
     swatch(over_colour, "over capacity");
-    fmt::format_to(it, "<text x=\"8\" y=\"{}\" fill=\"#777777\">collsched \u00b7 steps across, {} down</text>\n</g>\n</svg>\n",
+    fmt::format_to(it, "<text x=\"8\" y=\"{}\" fill=\"#777777\">collsched \u00b7 steps across, {} down</text>\n</g>\n",
                    legend_y + 32, g.processors ? "processors" : "channels");
+    if (!group_lines.empty()) {
+        fmt::format_to(it, "<g id=\"link-groups\" font-size=\"10\" fill=\"#333333\">\n<text x=\"8\" y=\"{}\" font-weight=\"bold\">link "
+                           "groups (channels sharing one capacity per step, times the step's rounds):</text>\n",
+                       legend_y + 50);
+        for (std::size_t k = 0; k < group_lines.size(); ++k)
+            fmt::format_to(it, "<text x=\"8\" y=\"{}\"{}>{}</text>\n", legend_y + 64 + 14 * static_cast<int>(k),
+                           group_lines[k].find("over capacity") != std::string::npos ? fmt::format(" fill=\"{}\"", over_colour) : "",
+                           escape(group_lines[k]));
+        fmt::format_to(it, "</g>\n");
+    }
+    fmt::format_to(it, "</svg>\n");
     flush(out);
 }
 
@@ -416,10 +481,36 @@ void write_table_dot(const SendTable& t, fmt::memory_buffer& out, const Flush& f
         double ratio = std::max(c.cap ? double(peak[i]) / c.cap : 0.0, back && cap_back ? double(peak[b]) / cap_back : 0.0);
         std::uint32_t over = (peak[i] > c.cap || (back && peak[b] > cap_back)) ? 1 : 0;
         const char* col = over ? over_colour : ratio == 0 ? "#999999" : shade[std::clamp(int(std::ceil(4 * ratio)) - 1, 0, 3)];
+        // link groups: the groups each direction belongs to, by name (their capacities are in the legend)
+        auto group_names = [&](std::uint32_t ch) {
+            std::string names;
+            for (std::uint32_t g : topo.groups_of(ChannelId{ch})) names += (names.empty() ? "" : ", ") + escape(topo.groups()[g].name);
+            return names;
+        };
+        if (!topo.groups().empty()) {
+            const std::string here = group_names(i), there = back ? group_names(b) : "";
+            if (!here.empty()) label += fmt::format("\\n{} in {}", escape(arrow(topo, c)), here);
+            if (!there.empty()) label += fmt::format("\\n{} in {}", escape(arrow(topo, topo.channel(*back))), there);
+        }
         double width = 1.0 + std::log2(double(std::max(c.cap, cap_back)));
         fmt::format_to(it, "  {} -> {} [{}label=\"{}\", color=\"{}\", penwidth={:.1f}];\n", q(c.from), q(c.to),
                        back ? "dir=both, " : "", label, col, width);
         if (out.size() > flush_at) flush(out);
+    }
+    // link groups: one legend entry per group with its shared capacity and, with transfers, its
+    // peak load in a step against capacity * rounds (red when over, as the verifier would refuse it)
+    if (const auto& groups = topo.groups(); !groups.empty()) {
+        const std::vector<GroupUse> use = group_use(t);
+        fmt::format_to(it, "  subgraph cluster_groups {{\n    label=\"link groups (channels sharing one capacity per step)\";\n"
+                           "    fontsize=9;\n    node [shape=note, fontsize=8];\n");
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+            std::string text = fmt::format("group {}: cap {} per step, {} channel{}", escape(groups[g].name), groups[g].cap,
+                                           groups[g].channels.size(), groups[g].channels.size() == 1 ? "" : "s");
+            if (!t.transfers.empty()) text += "\\n" + escape(use[g].text());
+            fmt::format_to(it, "    \"group {}\" [label=\"{}\", color=\"{}\"];\n", escape(groups[g].name), text,
+                           use[g].over ? over_colour : "#555555");
+        }
+        fmt::format_to(it, "  }}\n");
     }
     fmt::format_to(it, "}}\n");
     flush(out);

@@ -188,8 +188,7 @@ void SendTable::sort() {
     }
 }
 
-std::uint64_t SendTable::total_rounds() const {
-    const Step T = steps();
+std::uint64_t SendTable::total_rounds(Step T) const {
     std::uint64_t r = T;
     for (std::size_t i = 0; i < step_rounds.size() && i < T; ++i) r += step_rounds[i] - 1;
     return r;
@@ -207,7 +206,8 @@ std::string BandwidthCost::fraction() const {
     return b == 1 ? fmt::format("{}", a) : fmt::format("{}/{}", a, b);
 }
 
-BandwidthCost bandwidth_cost(const SendTable& t) { return {t.steps(), t.total_rounds(), t.collective.chunks}; }
+BandwidthCost bandwidth_cost(const SendTable& t) { return bandwidth_cost(t, t.steps()); }
+BandwidthCost bandwidth_cost(const SendTable& t, Step T) { return {T, t.total_rounds(T), t.collective.chunks}; }
 
 std::string rounds_problem(const SendTable& t) {
     if (t.model.timing != Timing::wormhole) return "";

@@ -117,7 +117,9 @@ struct SendTable {
     /// The rounds of step s (1 unless step_rounds says otherwise).
     std::uint32_t rounds(Step s) const { return s >= 1 && s <= step_rounds.size() ? step_rounds[s - 1] : 1; }
     /// R: the rounds of steps 1..T.
-    std::uint64_t total_rounds() const;
+    std::uint64_t total_rounds() const { return total_rounds(steps()); }
+    /// The rounds of steps 1..T for a given T (a streamed table knows T only from its replay).
+    std::uint64_t total_rounds(Step T) const;
     /// Whether the table needs collsched.table/2: chunks or a step of more than one round.
     bool uses_bandwidth_model() const { return collective.chunks > 1 || !step_rounds.empty(); }
     /// Drops rounds past the last step and trailing 1s, so equal tables compare equal.
@@ -145,6 +147,8 @@ struct BandwidthCost {
     std::string fraction() const;
 };
 BandwidthCost bandwidth_cost(const SendTable&);
+/// The same for a table whose completion step T is known apart from its transfers (a streamed run).
+BandwidthCost bandwidth_cost(const SendTable&, Step T);
 
 /// Why the table's rounds are not allowed (more than one round per step under wormhole timing),
 /// or "" when they are.

@@ -7,7 +7,7 @@
  *
  * A schedule streams when it uses the cut-through policy under `hop` timing (fifo, flood and
  * adaptive arbitrate over all sends at the end) and its `step` blocks never go back to a step
- * already handed over. Otherwise compile_stream throws NotStreamable and the caller compiles the
+ * already handed over (nor state the rounds of one). Otherwise compile_stream throws NotStreamable and the caller compiles the
  * table as usual. The E046 check (a send of data its source does not hold) is left to the
  * consumer, which replays causality anyway.
  */
@@ -34,6 +34,9 @@ public:
     /// One step's transfers, sorted by (channel, message); steps come in increasing order and
     /// only steps that have transfers are handed over.
     virtual void step(Step s, std::span<const Transfer> transfers) = 0;
+    /// Step s lasts r rounds (`step s rounds r`, r >= 2): told before step s is handed over, for
+    /// the rounds the schedule states after begin() (those stated before are in its header).
+    virtual void rounds(Step s, std::uint32_t r) = 0;
     /// After the last step: the whole header, now with requirements and extra fields.
     virtual void finish(const SendTable& header) = 0;
 };

@@ -33,6 +33,8 @@ public:
         channels_ = channels;
     }
     bool streaming() const { return consumer_ != nullptr; }
+    /// Streaming: steps 1 .. flushed() are handed over.
+    Step flushed() const { return flushed_; }
 
     void push(const Transfer& t) {
         ++size_;

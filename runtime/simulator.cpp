@@ -1542,11 +1542,21 @@ void StreamSimulator::begin(const SendTable& header) {
 
 void StreamSimulator::step(Step s, std::span<const Transfer> transfers) { impl_->sim->stream_step(s, transfers); }
 
+void StreamSimulator::rounds(Step s, std::uint32_t r) {
+    // the replay reads the rounds of a step from the header when it checks the step (capacity,
+    // ports and groups times r), so a step's rounds must be known before it is handed over
+    COLLSCHED_ASSERT(s >= 1 && r >= 1);
+    auto& v = impl_->header.step_rounds;
+    if (v.size() < s) v.resize(s, 1);
+    v[s - 1] = r;
+}
+
 void StreamSimulator::finish(const SendTable& header) {
     if (!impl_->sim) begin(header);  // a table without transfers
     impl_->header.requirements = header.requirements;
     impl_->header.claims = header.claims;
     impl_->header.extra_fields = header.extra_fields;
+    impl_->header.step_rounds = header.step_rounds;  // the same rounds, told step by step while streaming
     impl_->report = impl_->sim->stream_finish();
     impl_->sim.reset();
 }

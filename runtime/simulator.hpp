@@ -117,8 +117,9 @@ SimReport simulate(const SendTable& table, const SimOptions& options = {});
 /// Replays a table handed over step by step (compiler/stream.hpp) without holding it: the same
 /// rule checks, statistics and completeness check as simulate(), with (node, message) state kept
 /// only for pairs the steps touch (router pairs with replicate=no only while a copy waits).
-/// `hop` timing with replicate=no only (begin() throws NotStreamable otherwise: rounds and the
-/// residence of replicated messages need to look ahead in the table). A run that halts names the rule, step, node, channel and messages as
+/// `hop` timing with replicate=no only (begin() throws NotStreamable otherwise: the residence of
+/// replicated messages needs to look ahead in the table); steps of several rounds are told by
+/// rounds() before they are handed over. A run that halts names the rule, step, node, channel and messages as
 /// simulate() does; its sentence says only what is known by that step (no look-ahead, and the
 /// copies waiting in a router are not listed), and a router's replication fault can show as
 /// causality once its earlier copies are forgotten. Replay the table with simulate() for the
@@ -129,6 +130,7 @@ public:
     ~StreamSimulator() override;
     void begin(const SendTable& header) override;
     void step(Step s, std::span<const Transfer> transfers) override;
+    void rounds(Step s, std::uint32_t r) override;
     void finish(const SendTable& header) override;
     /// After finish(): the report; header(): the table without transfers, for the formatters.
     const SimReport& report() const;

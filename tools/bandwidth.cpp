@@ -33,9 +33,9 @@ void add_alpha_beta_options(CLI::App* cmd, AlphaBeta& ab) {
 
 bool shows_bandwidth(const SendTable& t, const AlphaBeta& ab) { return t.uses_bandwidth_model() || ab.given(); }
 
-std::string bandwidth_text(const SendTable& t, const AlphaBeta& ab) {
+std::string bandwidth_text(const SendTable& t, const AlphaBeta& ab, std::optional<Step> steps) {
     if (!shows_bandwidth(t, ab)) return "";
-    const BandwidthCost c = bandwidth_cost(t);
+    const BandwidthCost c = bandwidth_cost(t, steps.value_or(t.steps()));
     std::string out = fmt::format("bandwidth: S = {}, R = {}, C = {}, R/C = {} rounds per chunk\n", support::count_of(c.steps, "step"),
                                   support::count_of(c.rounds, "round"), support::count_of(c.chunks, "chunk"), c.fraction());
     if (ab.alpha && ab.beta && ab.size)
@@ -44,9 +44,9 @@ std::string bandwidth_text(const SendTable& t, const AlphaBeta& ab) {
     return out;
 }
 
-void add_bandwidth_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBeta& ab) {
+void add_bandwidth_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBeta& ab, std::optional<Step> steps) {
     if (!shows_bandwidth(t, ab)) return;
-    const BandwidthCost c = bandwidth_cost(t);
+    const BandwidthCost c = bandwidth_cost(t, steps.value_or(t.steps()));
     nlohmann::ordered_json b;
     b["steps"] = c.steps;
     b["rounds"] = c.rounds;

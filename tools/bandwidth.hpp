@@ -31,9 +31,9 @@ bool shows_bandwidth(const SendTable& t, const AlphaBeta& ab);
 /// "bandwidth: S = 3 steps, R = 6 rounds, C = 2 chunks, R/C = 3 rounds per chunk\n" and, when
 /// asked, "alpha-beta time: S*alpha + R*(M/C)*beta = 3*1 + 6*(1024/2)*0.001 = 6.072\n"; "" when
 /// shows_bandwidth is false.
-std::string bandwidth_text(const SendTable& t, const AlphaBeta& ab);
+std::string bandwidth_text(const SendTable& t, const AlphaBeta& ab, std::optional<Step> steps = std::nullopt);
 /// Adds "bandwidth": {"steps", "rounds", "chunks", "rounds_per_chunk", ["alpha", "beta", "size",
 /// "time"]} when shows_bandwidth.
-void add_bandwidth_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBeta& ab);
+void add_bandwidth_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBeta& ab, std::optional<Step> steps = std::nullopt);
 
 }  // namespace collsched::tools

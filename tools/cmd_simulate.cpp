@@ -115,10 +115,13 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
             r = simulate(table, opt);
             attach_origin(r, table);
         }
-        std::string out = args->json ? sim_report_to_json(r, table) : format_sim_report(r, table) + bandwidth_text(table, args->ab);
+        // streamed, the header has no transfers: the completion step is the replay's
+        const std::optional<Step> steps = args->stream ? std::optional<Step>(r.steps) : std::nullopt;
+        std::string out =
+            args->json ? sim_report_to_json(r, table) : format_sim_report(r, table) + bandwidth_text(table, args->ab, steps);
         if (args->json && shows_bandwidth(table, args->ab)) {
             nlohmann::ordered_json j = nlohmann::ordered_json::parse(out);
-            add_bandwidth_json(j, table, args->ab);
+            add_bandwidth_json(j, table, args->ab, steps);
             out = j.dump() + "\n";
         }
         std::fwrite(out.data(), 1, out.size(), stdout);

@@ -201,3 +201,36 @@ TEST_CASE("dot: Graphviz renders the DOT output, with every node and link") {
     CHECK(nodes == 7);  // ebft:4: processors 0..3, routers r1.0, r1.1, r2.0
     CHECK(edges == 6);
 }
+
+TEST_CASE("svg and dot: link groups are drawn with their channels, shared capacity and peak load") {
+    // allgather on a 3-GPU switch: step 1 every GPU sends to the next, step 2 to the one after;
+    // GPU 0 also sends b(0) to 2 in step 1, which puts 2 transfers on group gpu0.out (cap 1)
+    auto topo = Topology::parse("graph:" COLLSCHED_SOURCE_DIR "/tests/data/nvswitch3.json");
+    TableBuilder b(topo, topo->default_model(), Collective{CollectiveKind::allgather, Node{0}, {}});
+    const Messages ms = b.messages();
+    for (std::uint32_t p = 0; p < 3; ++p) {
+        b.hop(1, *topo->find_channel(Node{p}, Node{(p + 1) % 3}), ms.broadcast(p));
+        if (p != 0) b.hop(2, *topo->find_channel(Node{p}, Node{(p + 2) % 3}), ms.broadcast(p));
+    }
+    b.hop(1, *topo->find_channel(Node{0}, Node{2}), ms.broadcast(0));
+    SendTable t = std::move(b).finish();
+    // the goldens name the graph file relative to the source tree, wherever it is checked out
+    auto relative = [](std::string text) {
+        const std::string dir = COLLSCHED_SOURCE_DIR "/";
+        for (auto at = text.find(dir); at != std::string::npos; at = text.find(dir)) text.erase(at, dir.size());
+        return text;
+    };
+    std::string svg = relative(table_to_svg(t));
+    check_golden("tests/golden/export/nvswitch3_groups.svg", svg);
+    CHECK(svg.find("<text x=\"8\" y=\"") != std::string::npos);
+    CHECK(svg.find(">group gpu0.out: cap 1 per step over 2 channels (0\u21921, 0\u21922) \u00b7 peak 2 in step 1, over capacity</text>") !=
+          std::string::npos);
+    CHECK(svg.find(">group gpu1.out: cap 1 per step over 2 channels (1\u21920, 1\u21922) \u00b7 peak 1 in step 1</text>") != std::string::npos);
+    std::string dot = relative(table_to_dot(t));
+    check_golden("tests/golden/export/nvswitch3_groups.dot", dot);
+    CHECK(dot.find("\"group gpu0.out\" [label=\"group gpu0.out: cap 1 per step, 2 channels\\npeak 2 in step 1, over capacity\", "
+                   "color=\"#d62728\"]") != std::string::npos);
+    CHECK(dot.find("0\u21921 in gpu0.out, gpu1.in") != std::string::npos);
+    // no groups, no group drawing (the EBFT goldens above are unchanged)
+    CHECK(table_to_dot(ebft_alltoall(4)).find("cluster_groups") == std::string::npos);
+}

@@ -263,6 +263,7 @@ TEST_CASE("compile_stream: steps in increasing order, sorted, going back in time
                 all.push_back(t);
             }
         }
+        void rounds(Step, std::uint32_t) override {}
         void finish(const SendTable&) override { ++finished; }
     };
     bench::Options opt;
@@ -300,4 +301,37 @@ TEST_CASE("simulate --stream: the same report as a whole-table simulate, refused
     r = run("simulate tests/golden/ok/cbft_broadcast_hops.sched -D nope=1 --stream");
     CHECK(r.code == 2);
     CHECK(r.err.find("E00") != std::string::npos);
+}
+
+TEST_CASE("simulate --stream: steps of several rounds stream, with the whole-table report and bandwidth cost") {
+    // the chunked bidirectional ring (C = 4: steps of 2 rounds) and the NVSwitch allgather (C = 3:
+    // steps of 3 rounds, link groups counted per round)
+    for (const char* args : {"schedules/chunks/ring_allgather.sched -D n=8 -D C=4", "schedules/chunks/nvswitch_allgather.sched -D C=3"}) {
+        CAPTURE(args);
+        auto whole = run(std::string("simulate ") + args + " --json");
+        auto streamed = run(std::string("simulate ") + args + " --json --stream");
+        REQUIRE(whole.code == 0);
+        CHECK(streamed.code == 0);
+        CHECK(streamed.out == whole.out);
+        auto text = run(std::string("simulate ") + args + " --stream");
+        CHECK(text.out == run(std::string("simulate ") + args).out);
+    }
+    CHECK(run("simulate schedules/chunks/nvswitch_allgather.sched -D C=3 --stream").out.find(
+              "bandwidth: S = 7 steps, R = 21 rounds, C = 3 chunks, R/C = 7 rounds per chunk") != std::string::npos);
+    // the rounds of a step are read when the step is checked: one transfer too many in a step of
+    // 2 rounds is a capacity fault streamed as whole
+    const char* over = "topology ring(4)\ncollective allgather chunks 3\nstep 1 rounds 2 { for c in 0 .. 2 { send 0 -> 1 msg b(0, c) } }\n";
+    test::Scratch dir("stream_rounds");
+    auto a = run("simulate " + dir.file("over.sched", over));
+    auto b = run("simulate " + dir.file("over.sched") + " --stream");
+    CHECK(a.code == 1);
+    CHECK(b.code == 1);
+    CHECK(a.out.find("step 1: channel 0->1 carries 3 messages (b(0,0), b(0,1), b(0,2)) but its capacity is 1") != std::string::npos);
+    CHECK(b.out.find("step 1: channel 0->1 carries 3 messages") != std::string::npos);
+    // rounds stated for a step already handed over cannot stream
+    const char* late = "topology ring(4)\ncollective allgather chunks 2\nstep 1 { send 0 -> 1 msg b(0, 0) }\n"
+                       "step 2 { send 1 -> 2 msg b(0, 0) }\nstep 1 rounds 2 { }\n";
+    auto c = run("simulate " + dir.file("late.sched", late) + " --stream");
+    CHECK(c.code == 2);
+    CHECK(c.err.find("cannot stream: step 1 rounds 2 comes after step 1 was handed over") != std::string::npos);
 }

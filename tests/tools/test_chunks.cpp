@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "tests/tools/cli_run.hpp"
 
 using collsched::test::run;
@@ -175,4 +177,29 @@ TEST_CASE("chunks: exports carry the chunks (MSCCL-IR offsets and cnt, per-rank 
     auto ranks = run("compile " + ring + " -D n=4 -D C=2 --format ranks");
     CHECK(ranks.code == 0);
     CHECK(ranks.out.find("b(0,1)") != std::string::npos);
+}
+
+TEST_CASE("chunks: flood and fifo lower every chunk of a chunked collective, and a send without msg is refused under them") {
+    // compiler/evaluate.cpp picks a default message (a whole datum, chunk 0 when C = 1) only for a
+    // send without `msg`; under C > 1 that send is E054 before any policy runs, so flooding a
+    // chunked collective moves exactly the chunks the sends name, each its own multicast.
+    Scratch dir("chunks_flood");
+    for (const char* policy : {"flood", "fifo"}) {
+        CAPTURE(policy);
+        const std::string head = fmt::format("topology cbft(4)\nmodel hop(queues = unbounded, replicate = yes, policy = {})\n"
+                                             "collective allgather chunks 2\n",
+                                             policy);
+        auto ok = run("verify " + dir.file(fmt::format("{}.sched", policy),
+                                           head + "step 1 { for p in 0 .. 3 { for q in 0 .. 3 { if p != q { for c in 0 .. 1 { "
+                                                  "send p -> q msg b(p, c) } } } } }\n") +
+                      " --engine both");
+        CHECK(ok.code == 0);
+        CHECK(ok.out.find(fmt::format("bandwidth: S = {} steps, R = {} rounds, C = 2 chunks", std::string(policy) == "flood" ? 7 : 11,
+                                      std::string(policy) == "flood" ? 7 : 11)) != std::string::npos);
+        auto bare = run("compile " + dir.file(fmt::format("{}_bare.sched", policy),
+                                              head + "step 1 { for p in 0 .. 3 { for q in 0 .. 3 { if p != q { send p -> q } } } }\n"));
+        CHECK(bare.code == 2);
+        CHECK(bare.err.find("error[E054]: a send without `msg` sends a whole datum, but the collective splits every datum into 2 chunks: "
+                            "write `msg` with a chunk (when p = 0, q = 1)") != std::string::npos);
+    }
 }

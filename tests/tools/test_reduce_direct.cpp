@@ -218,7 +218,7 @@ TEST_CASE("combining: the library's machine allreduces found by pareto: claims, 
     }
 }
 
-TEST_CASE("pareto for reductions: by duality every frontier point is written and verifies, and allreduce composed or direct") {
+TEST_CASE("pareto for reductions: by duality every frontier point is written and verifies, allreduce composed or direct") {
     const std::string dgx1 = "graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/dgx1.json";
     struct Row {
         const char* collective;

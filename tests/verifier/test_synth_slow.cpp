@@ -166,6 +166,19 @@ TEST_CASE("collsched optimize and probe on the command line") {
     CHECK(r.err.find("replicate=no") != std::string::npos);
 }
 
+TEST_CASE("combining: Z3 alone settles allreduce with 8 chunks on ring:8, hypercube:3 and the DGX-1 like CaDiCaL: 7, 5, 4") {
+    const std::string dgx1 = std::string("graph:") + COLLSCHED_SOURCE_DIR + "/schedules/machines/dgx1.json";
+    for (auto [spec, want] : {std::pair<std::string, Step>{"ring:8", 7}, {"hypercube:3", 5}, {dgx1, 4}}) {
+        CAPTURE(spec);
+        auto topo = Topology::parse(spec);
+        SynthInstance in{topo, topo->default_model(), Collective::parse("allreduce", *topo)};
+        in.collective.set_chunks(8, *topo);
+        OptimizeResult r = settle(in, SatBackend::z3);
+        CHECK(*r.optimum == want);
+        CHECK(r.solver_unsat);
+    }
+}
+
 }  // TEST_SUITE
 
 TEST_CASE("collsched pareto and optimize --chunks --rounds on the command line: DGX-1 allgather, files verify") {
