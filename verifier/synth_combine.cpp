@@ -198,22 +198,9 @@ void encode_combining(const SynthInstance& in, Step H, const SynthOptions& opt, 
                 for (std::uint32_t c = 0; c < C; ++c) ls.push_back(x[xidx(c, idx(ch), t)]);
             rounds.at_most(std::move(ls), g.cap, t, t);
         }
-    if (model.ports != Ports::multi)
-        for (std::uint32_t p = 0; p < P; ++p)
-            for (Step t = 1; t <= H; ++t) {
-                std::vector<int> out, inn;
-                for (std::uint32_t c = 0; c < C; ++c) {
-                    for (ChannelId ch : topo.out_channels(Node{p})) out.push_back(x[xidx(c, idx(ch), t)]);
-                    for (ChannelId ch : topo.in_channels(Node{p})) inn.push_back(x[xidx(c, idx(ch), t)]);
-                }
-                if (model.ports == Ports::half) {
-                    out.insert(out.end(), inn.begin(), inn.end());
-                    rounds.at_most(std::move(out), 1, t, t);
-                } else {
-                    rounds.at_most(std::move(out), 1, t, t);
-                    rounds.at_most(std::move(inn), 1, t, t);
-                }
-            }
+    port_limits(rounds, topo, model.ports, H, C,
+                [&](std::size_t c, ChannelId ch, Step t) { return x[xidx(static_cast<std::uint32_t>(c), idx(ch), t)]; },
+                [](std::uint32_t) {});
     // Goals: the buffer of chunk c at p holds exactly a({0..hi}, c) at T.
     e.deadline.assign(H + 1, 0);
     auto goals = [&](Step T, int d) {

@@ -778,23 +778,8 @@ void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& o
                 for (std::size_t i = 0; i < dm.msgs.size(); ++i) ls.push_back(cross[xidx(i, idx(c), t)]);
             rounds.at_most(std::move(ls), g.cap, t, t);
         }
-    if (model.ports != Ports::multi)
-        for (std::uint32_t p = 0; p < P; ++p)
-            for (Step t = 1; t <= H; ++t) {
-                if (t == 1) check_deadline(opt);
-                std::vector<int> out, inn;
-                for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
-                    for (ChannelId c : topo.out_channels(Node{p})) out.push_back(cross[xidx(i, idx(c), t)]);
-                    for (ChannelId c : topo.in_channels(Node{p})) inn.push_back(cross[xidx(i, idx(c), t)]);
-                }
-                if (model.ports == Ports::half) {
-                    out.insert(out.end(), inn.begin(), inn.end());
-                    rounds.at_most(std::move(out), 1, t, t);
-                } else {
-                    rounds.at_most(std::move(out), 1, t, t);
-                    rounds.at_most(std::move(inn), 1, t, t);
-                }
-            }
+    port_limits(rounds, topo, model.ports, H, dm.msgs.size(), [&](std::size_t i, ChannelId c, Step t) { return cross[xidx(i, idx(c), t)]; },
+                [&](std::uint32_t) { check_deadline(opt); });
     if (opt.implied) {
         // A processor gains at most (its receive capacity per step) messages per step.
         std::size_t n = 0;

@@ -141,6 +141,30 @@ private:
     std::vector<std::vector<int>> copies_;
 };
 
+/// Ports per processor and step (docs/semantics.md): under single ports at most one send and one
+/// receive, under half ports one of either. `cross(i, channel, t)` is the literal "item i crosses
+/// the channel in step t" for items 0..items-1; `tick(p)` runs before each processor's clauses.
+template <class Cross, class Tick>
+void port_limits(Rounds& rounds, const Topology& topo, Ports ports, Step H, std::size_t items, Cross&& cross, Tick&& tick) {
+    if (ports == Ports::multi) return;
+    for (std::uint32_t p = 0; p < topo.processors(); ++p)
+        for (Step t = 1; t <= H; ++t) {
+            if (t == 1) tick(p);
+            std::vector<int> out, inn;
+            for (std::size_t i = 0; i < items; ++i) {
+                for (ChannelId c : topo.out_channels(Node{p})) out.push_back(cross(i, c, t));
+                for (ChannelId c : topo.in_channels(Node{p})) inn.push_back(cross(i, c, t));
+            }
+            if (ports == Ports::half) {
+                out.insert(out.end(), inn.begin(), inn.end());
+                rounds.at_most(std::move(out), 1, t, t);
+            } else {
+                rounds.at_most(std::move(out), 1, t, t);
+                rounds.at_most(std::move(inn), 1, t, t);
+            }
+        }
+}
+
 /// Thrown by encode when SynthOptions::deadline passes or the size estimate exceeds
 /// SynthOptions::max_variables; the Synthesizer turns it into Answer::unknown with `reason`.
 struct EncodeStopped {
