@@ -204,7 +204,7 @@ private:
                 c = last_channel_;  // the run of one channel (tables are sorted by step, channel)
             } else if (auto u = node(from), v = node(to); u && v) {
                 c = table_.topology->find_channel(*u, *v);
-                if (c) last_from_ = kf, last_to_ = kt, last_channel_ = *c;
+                if (c && kt != 0) last_from_ = kf, last_to_ = kt, last_channel_ = *c;  // (0: a long name, not remembered)
             }
             if (c)
                 if (auto m = message(msg)) return {static_cast<Step>(step), *c, *m};
