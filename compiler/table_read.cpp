@@ -218,6 +218,10 @@ private:
 }  // namespace
 
 bool parse_piece(std::string_view text, int max_depth, json& out) {
+    // nlohmann's lexer takes a NUL byte for the end of the input, so "4\0junk" would read as 4. No
+    // JSON text has a raw NUL (outside strings it is no token, inside one an unescaped control
+    // character): refused.
+    if (text.find('\0') != std::string_view::npos) return false;
     PieceSax sax(max_depth);
     try {
         if (!json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, true)) return false;

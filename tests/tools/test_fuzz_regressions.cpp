@@ -14,6 +14,7 @@
 #include "compiler/json_error.hpp"
 #include "compiler/lower.hpp"
 #include "compiler/ranks_import.hpp"
+#include "compiler/table_read.hpp"
 #include "compiler/table_io.hpp"
 #include "compiler/topology.hpp"
 #include "fuzz/targets.hpp"
@@ -295,4 +296,32 @@ TEST_CASE("fuzz regressions: a number too large for a double is a clear error in
     std::ofstream(graph) << R"({"processors": 2, "edges": [[0, 1e400]]})";
     CHECK(spec_error("graph:" + graph) == graph + ":1:37: malformed JSON graph: [json.exception.out_of_range.406] number overflow parsing '1e400'");
     std::filesystem::remove(graph);
+}
+
+// Finding 7 (fuzz_table, found on issue 19's pieces reader 43da46d; main's reader had it too): NUL
+// bytes after the value of a top-level field ("steps": 4 and 45 NULs). Both fast paths take the
+// text of a scalar up to the next structural character or blank (simdjson's raw token, the pieces
+// path's own scan) and hand it to parse_piece, and nlohmann's lexer reads a NUL as the end of the
+// input: "4\0\0..." was read as 4, and the fast reader accepted a table the reference reader
+// refuses. parse_piece now refuses any NUL byte; the same hole let the CSV reader take
+// "# chunks=2\0junk" for 2 chunks.
+TEST_CASE("fuzz regressions: a NUL byte never ends a JSON value early") {
+    nlohmann::json j;
+    CHECK_FALSE(table_read::parse_piece(std::string_view("4\0\0", 3), 99, j));
+    CHECK_FALSE(table_read::parse_piece(std::string_view("{\"a\": 1}\0", 9), 99, j));
+    CHECK(table_read::parse_piece("4", 99, j));
+    CHECK(j == 4);
+    CHECK(table_read::parse_piece("\"\\u0000\"", 99, j));  // an escaped NUL in a string is JSON
+    CHECK(j == std::string(1, '\0'));
+    std::string text = read_bytes(std::filesystem::path(COLLSCHED_SOURCE_DIR) / "tests/data/fuzz/table/head_value_with_nul_bytes");
+    CHECK(table_error(text) == "t.json:5:12: malformed JSON: syntax error while parsing object - unexpected end of input; expected '}'");
+    const std::string csv = "# format=collsched.table/2\n# topology=ring:4\n# collective=custom\n# chunks=2" + std::string("\0junk", 5) +
+                            "\nstep,from,to,message\n1,0,1,\"b(0,0)\"\n";
+    try {
+        parse_table_csv(csv, "t.csv");
+        FAIL("accepted");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what()).starts_with("t.csv:5: '# chunks=2"));
+    }
+    CHECK(parse_table_csv(csv.substr(0, csv.find('\0')) + csv.substr(csv.find('\0') + 5), "t.csv").collective.chunks == 2);
 }
