@@ -22,6 +22,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "compiler/flat_map.hpp"
 #include "compiler/json_error.hpp"
@@ -111,9 +113,11 @@ std::size_t find_cut(std::string_view t, std::size_t begin, std::size_t from, st
 
 class FastReader {
 public:
-    FastReader(std::string_view name, std::size_t piece_bytes) : name_(name), piece_bytes_(std::max<std::size_t>(piece_bytes, 1)) {}
+    FastReader(std::string_view name, const FastOptions& options)
+        : name_(name), piece_bytes_(std::max<std::size_t>(options.piece_bytes, 1)), parallel_bytes_(options.parallel_bytes) {}
 
     std::size_t pieces() const { return pieces_; }
+    bool parallel() const { return parallel_; }
 
     /// The whole document at once, in any layout.
     std::optional<SendTable> read(simdjson::padded_string_view text, bool& ranks) {
@@ -129,7 +133,7 @@ public:
                 if (seen_transfers || top_.count(key) || !resolver_) throw Bail{};  // duplicate, or topology (or chunks) after
                 seen_transfers = true;
                 od::array list = v.get_array();
-                read_transfers(list);
+                Walk(*this, table_.transfers, true).read_transfers(list);
                 continue;
             }
             if (!top_field(std::move(key), raw_text(v))) {
@@ -196,15 +200,53 @@ public:
         if (close <= open + 1 || t[close - 1] != ']') throw NotPieces{};
         --close;
         if (!resolver_) throw Bail{};  // the topology (or chunks) after the transfers: the reference reader
-        std::size_t begin = open + 1;
-        for (;;) {
+        std::vector<std::string_view> pieces;
+        for (std::size_t begin = open + 1;;) {
             const std::size_t cut = find_cut(t, begin, std::min(close, begin + piece_bytes_), close);
-            // One piece holding a large array (no line ends): the whole-document path reads it in place.
-            if (pieces_ == 0 && cut == close && close - begin > 4 * piece_bytes_ + 4096) throw NotPieces{};
-            read_piece(t.substr(begin, cut - begin), pieces_ == 0 && cut == close);
+            pieces.push_back(t.substr(begin, cut - begin));
             if (cut == close) break;
             begin = cut + 1;
         }
+        // One piece holding a large array (no line ends): the whole-document path reads it in place.
+        if (pieces.size() == 1 && pieces[0].size() > 4 * piece_bytes_ + 4096) throw NotPieces{};
+        table_.transfers.reserve(text_size_ / 44 + 16);
+        Walk main(*this, table_.transfers, true);
+        const bool only = pieces.size() == 1;
+        std::size_t half = pieces.size();
+        if (close - open >= parallel_bytes_ && pieces.size() >= 2 && std::thread::hardware_concurrency() >= 2) {
+            // The second half (by bytes) in a helper thread with its own parser, buffer, caches and
+            // output, concatenated after the first. The helper resolves only what the fast path
+            // decodes (the Resolver may register composites: main thread only); on anything else,
+            // or any error, the main thread reads that half again itself, as without the helper.
+            half = 0;
+            for (std::size_t mid = open + (close - open) / 2; pieces[half].data() < t.data() + mid;) ++half;
+            half = std::clamp<std::size_t>(half, 1, pieces.size() - 1);
+            std::vector<Transfer> second;
+            second.reserve(static_cast<std::size_t>(t.data() + close - pieces[half].data()) / 44 + 16);
+            bool helper_done = false;
+            {
+                Walk helper(*this, second, false);
+                std::jthread thread([&] {
+                    try {
+                        for (std::size_t i = half; i < pieces.size(); ++i) helper.read_piece(pieces[i], false);
+                        helper_done = true;
+                    } catch (...) {
+                    }
+                });
+                for (std::size_t i = 0; i < half; ++i) main.read_piece(pieces[i], false);  // jthread joins on a throw too
+            }
+            parallel_ = true;
+            if (helper_done) {
+                table_.transfers.insert(table_.transfers.end(), second.begin(), second.end());
+                pieces_ = pieces.size();
+                finish_table(table_, top_, true, name_, nullptr);
+                return std::move(table_);
+            }
+        } else {
+            half = 0;
+        }
+        for (std::size_t i = half; i < pieces.size(); ++i) main.read_piece(pieces[i], only);
+        pieces_ = pieces.size();
         finish_table(table_, top_, true, name_, nullptr);
         return std::move(table_);
     }
@@ -231,33 +273,6 @@ private:
         return true;
     }
 
-    /// One piece of the transfers array, copied as `[` piece `]` into the reused padded buffer and
-    /// read with the reused parser: fully (nothing after its closing bracket) and with at least
-    /// one element unless it is the only piece. Anything else: NotPieces.
-    void read_piece(std::string_view piece, bool only) {
-        const std::size_t len = piece.size() + 2;
-        if (buffer_size_ < len + simdjson::SIMDJSON_PADDING) {
-            buffer_size_ = std::max(len, piece_bytes_ + 4096) * 5 / 4 + simdjson::SIMDJSON_PADDING;
-            buffer_ = std::make_unique<char[]>(buffer_size_);
-        }
-        char* b = buffer_.get();
-        b[0] = '[';
-        std::memcpy(b + 1, piece.data(), piece.size());
-        b[len - 1] = ']';
-        std::memset(b + len, ' ', simdjson::SIMDJSON_PADDING);
-        const std::size_t before = table_.transfers.size();
-        try {
-            od::document doc = parser_.iterate(b, len, buffer_size_);
-            od::array list = doc.get_array();
-            read_transfers(list);
-            if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) throw NotPieces{};
-        } catch (const simdjson::simdjson_error&) {
-            throw NotPieces{};
-        }
-        if (table_.transfers.size() == before && !only) throw NotPieces{};
-        ++pieces_;
-    }
-
     /// The raw JSON text of a value (a container whole, a scalar as its token).
     static std::string_view raw_text(od::value& v) {
         switch (od::json_type(v.type())) {
@@ -273,140 +288,225 @@ private:
         }
     }
 
-    /// A string value without escapes, in place in the document (no copy into simdjson's string
-    /// buffer, which would be one more page fault per 4 KiB). A string with a backslash, or with a
-    /// control character (which JSON does not allow unescaped), goes to the reference reader.
-    static std::string_view plain_string(od::value& v) {
-        const char* p = od::raw_json_string(v.get_raw_json_string()).raw();
-        const char* q = p;
-        for (; *q != '"'; ++q)
-            if (*q == '\\' || static_cast<unsigned char>(*q) < 0x20) throw Bail{};
-        return {p, static_cast<std::size_t>(q - p)};
-    }
+    /// The helper thread could not resolve a transfer itself (the Resolver is the main thread's).
+    struct NeedMain {};
 
-    void read_transfers(od::array& list) {
-        // A transfer takes at least 44 bytes of JSON: room for all of them, without copying as the
-        // vector grows (pages not filled are never touched).
-        if (table_.transfers.capacity() == 0) table_.transfers.reserve(text_size_ / 44 + 16);
-        std::uint64_t i = table_.transfers.size();
-        for (od::value item : list) {
-            od::object o = item.get_object();
-            std::uint64_t step = 0;
-            std::string_view from, to, msg;
-            unsigned seen = 0;
-            for (od::field f : o) {
-                const char* k = f.key().raw();
-                unsigned bit;
-                if (key_is(k, "step")) bit = 1;
-                else if (key_is(k, "from")) bit = 2;
-                else if (key_is(k, "to")) bit = 4;
-                else if (key_is(k, "msg")) bit = 8;
-                else throw Bail{};  // extra fields in a transfer: the reference reader keeps them
-                if (seen & bit) throw Bail{};
-                seen |= bit;
-                od::value v = f.value();
-                switch (bit) {
-                    case 1: step = v.get_uint64(); break;
-                    case 2: from = plain_string(v); break;
-                    case 4: to = plain_string(v); break;
-                    default: msg = plain_string(v); break;
+    /// Reading transfers into `out`: the parser, buffer and caches of one thread. Reads only the
+    /// reader's fixed state (topology, message numbering) besides its own; `general`: it may call
+    /// the Resolver (the main thread), else a transfer the fast path does not decode throws.
+    class Walk {
+    public:
+        Walk(FastReader& r, std::vector<Transfer>& out, bool general) : r_(r), out_(out), general_(general) {}
+
+        /// One piece of the transfers array, copied as `[` piece `]` into the reused padded buffer
+        /// and read with the reused parser: fully (nothing after its closing bracket) and with at
+        /// least one element unless it is the only piece. Anything else: NotPieces.
+        void read_piece(std::string_view piece, bool only) {
+            const std::size_t len = piece.size() + 2;
+            if (buffer_size_ < len + simdjson::SIMDJSON_PADDING) {
+                buffer_size_ = std::max(len, r_.piece_bytes_ + 4096) * 5 / 4 + simdjson::SIMDJSON_PADDING;
+                buffer_ = std::make_unique<char[]>(buffer_size_);
+            }
+            char* b = buffer_.get();
+            b[0] = '[';
+            std::memcpy(b + 1, piece.data(), piece.size());
+            b[len - 1] = ']';
+            std::memset(b + len, ' ', simdjson::SIMDJSON_PADDING);
+            const std::size_t before = out_.size();
+            try {
+                od::document doc = parser_.iterate(b, len, buffer_size_);
+                od::array list = doc.get_array();
+                read_transfers(list);
+                if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) throw NotPieces{};
+            } catch (const simdjson::simdjson_error&) {
+                throw NotPieces{};
+            }
+            if (out_.size() == before && !only) throw NotPieces{};
+        }
+
+        void read_transfers(od::array& list) {
+            // A transfer takes at least 44 bytes of JSON: room for all of them, without copying as
+            // the vector grows (pages not filled are never touched).
+            if (out_.capacity() == 0) out_.reserve(r_.text_size_ / 44 + 16);
+            std::uint64_t i = out_.size();
+            for (od::value item : list) {
+                od::object o = item.get_object();
+                std::uint64_t step = 0;
+                std::string_view from, to, msg;
+                unsigned seen = 0;
+                for (od::field f : o) {
+                    const char* k = f.key().raw();
+                    unsigned bit;
+                    if (key_is(k, "step")) bit = 1;
+                    else if (key_is(k, "from")) bit = 2;
+                    else if (key_is(k, "to")) bit = 4;
+                    else if (key_is(k, "msg")) bit = 8;
+                    else throw Bail{};  // extra fields in a transfer: the reference reader keeps them
+                    if (seen & bit) throw Bail{};
+                    seen |= bit;
+                    od::value v = f.value();
+                    switch (bit) {
+                        case 1: step = v.get_uint64(); break;
+                        case 2: from = plain_string(v); break;
+                        case 4: to = plain_string(v); break;
+                        default: msg = plain_string(v); break;
+                    }
                 }
+                if (seen != 15) throw Bail{};
+                out_.push_back(resolve(i++, step, from, to, msg));
             }
-            if (seen != 15) throw Bail{};
-            table_.transfers.push_back(resolve(i++, step, from, to, msg));
         }
-    }
 
-    // ---- resolution: the canonical spellings directly, everything else through the Resolver ----
-
-    /// A name of at most 7 bytes packed with its length into one word (0: longer). The name lies
-    /// in the padded document, so the 8 bytes from its start can be loaded at once and masked (a
-    /// memcpy of its length would stall the load that follows it).
-    static std::uint64_t pack(std::string_view s) {
-        if (s.size() > 7) return 0;
-        std::uint64_t k;
-        std::memcpy(&k, s.data(), 8);
-        k &= (std::uint64_t{1} << (8 * s.size())) - 1;
-        return k | (std::uint64_t{s.size()} << 56);
-    }
-
-    /// The node named `s` (Topology::find_node's answer, remembered by packed name), or nullopt.
-    std::optional<Node> node(std::string_view s) {
-        const std::uint64_t k = pack(s);
-        if (k == 0) return table_.topology->find_node(s);
-        if (std::uint32_t v = nodes_.find(k); v != FlatMap::none) return Node{v};
-        auto n = table_.topology->find_node(s);
-        if (n) nodes_.find_or_insert(k, [&] { return idx(*n); });
-        return n;
-    }
-
-    /// `d..d` (1 to 9 digits) at the front of s: its value, and s advanced past it.
-    static bool digits(std::string_view& s, std::uint32_t& out) {
-        std::size_t k = 0;
-        std::uint32_t v = 0;
-        while (k < s.size() && k < 10 && s[k] >= '0' && s[k] <= '9') v = v * 10 + static_cast<std::uint32_t>(s[k++] - '0');
-        if (k == 0 || k > 9) return false;
-        s.remove_prefix(k);
-        out = v;
-        return true;
-    }
-
-    /// m(s,d), b(s), a(s) written plainly, with a last argument c < C under chunks (Messages::parse
-    /// accepts the same and more).
-    std::optional<MessageId> message(std::string_view s) const {
-        if (s.size() < 4 || s[1] != '(' || s.back() != ')') return std::nullopt;
-        const char kind = s[0];
-        s = s.substr(2, s.size() - 3);
-        std::uint32_t a = 0, b = 0, c = 0;
-        if (!digits(s, a) || a >= P_) return std::nullopt;
-        if (kind == 'm') {
-            if (s.empty() || s[0] != ',') return std::nullopt;
-            s.remove_prefix(1);
-            if (!digits(s, b) || b >= P_) return std::nullopt;
+    private:
+        /// A string value without escapes, in place in the document (no copy into simdjson's
+        /// string buffer, which would be one more page fault per 4 KiB). A string with a
+        /// backslash, or with a control character (which JSON does not allow unescaped), goes to
+        /// the reference reader.
+        static std::string_view plain_string(od::value& v) {
+            const char* p = od::raw_json_string(v.get_raw_json_string()).raw();
+            const char* q = p;
+            for (; *q != '"'; ++q)
+                if (*q == '\\' || static_cast<unsigned char>(*q) < 0x20) throw Bail{};
+            return {p, static_cast<std::size_t>(q - p)};
         }
-        if (C_ > 1) {
-            if (s.empty() || s[0] != ',') return std::nullopt;
-            s.remove_prefix(1);
-            if (!digits(s, c) || c >= C_) return std::nullopt;
-        }
-        if (!s.empty()) return std::nullopt;
-        if (kind == 'm') return ms_->personal(a, b, c);
-        if (kind == 'b') return ms_->broadcast(a, c);
-        if (kind == 'a') return ms_->value(a, c);
-        return std::nullopt;
-    }
 
-    Transfer resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg) {
-        if (step >= 1 && step <= (1u << 31)) {
-            const std::uint64_t kf = pack(from), kt = pack(to);
-            std::optional<ChannelId> c;
-            if (kf != 0 && kf == last_from_ && kt == last_to_) {
-                c = last_channel_;  // the run of one channel (tables are sorted by step, channel)
-            } else if (auto u = node(from), v = node(to); u && v) {
-                c = table_.topology->find_channel(*u, *v);
-                if (c) last_from_ = kf, last_to_ = kt, last_channel_ = *c;
+        /// A name of at most 7 bytes packed with its length into one word (0: longer). The name
+        /// lies in the padded document, so the 8 bytes from its start can be loaded at once and
+        /// masked (a memcpy of its length would stall the load that follows it).
+        static std::uint64_t pack(std::string_view s) {
+            if (s.size() > 7) return 0;
+            std::uint64_t k;
+            std::memcpy(&k, s.data(), 8);
+            k &= (std::uint64_t{1} << (8 * s.size())) - 1;
+            return k | (std::uint64_t{s.size()} << 56);
+        }
+
+        /// The node named `s` (Topology::find_node's answer, remembered by packed name), or nullopt.
+        std::optional<Node> node(std::string_view s) {
+            const std::uint64_t k = pack(s);
+            if (k == 0) return r_.table_.topology->find_node(s);
+            if (std::uint32_t v = nodes_.find(k); v != FlatMap::none) return Node{v};
+            auto n = r_.table_.topology->find_node(s);
+            if (n) nodes_.find_or_insert(k, [&] { return idx(*n); });
+            return n;
+        }
+
+        /// The channel between the nodes with packed names kf and kt (both nonzero), remembered by
+        /// the pair of names in an open-addressed table: one probe instead of two name lookups and
+        /// a binary search of the sender's channels. nullopt when there is none.
+        std::optional<ChannelId> channel(std::uint64_t kf, std::uint64_t kt, std::string_view from, std::string_view to) {
+            if (2 * (pairs_used_ + 1) > pairs_.size()) grow_pairs();
+            const std::size_t mask = pairs_.size() - 1;
+            std::size_t i = pair_home(kf, kt) & mask;
+            for (; pairs_[i].from != 0; i = (i + 1) & mask)
+                if (pairs_[i].from == kf && pairs_[i].to == kt) return ChannelId{pairs_[i].channel};
+            auto u = node(from), v = node(to);
+            if (!u || !v) return std::nullopt;
+            auto c = r_.table_.topology->find_channel(*u, *v);
+            if (!c) return std::nullopt;
+            pairs_[i] = {kf, kt, idx(*c)};
+            ++pairs_used_;
+            return c;
+        }
+        static std::size_t pair_home(std::uint64_t kf, std::uint64_t kt) {
+            return static_cast<std::size_t>(((kf * 0x9E3779B97F4A7C15ull) ^ kt) * 0xC2B2AE3D27D4EB4Full >> 32);
+        }
+        void grow_pairs() {
+            std::vector<PairEntry> old(std::max<std::size_t>(2 * pairs_.size(), 1024));
+            old.swap(pairs_);
+            const std::size_t mask = pairs_.size() - 1;
+            for (const PairEntry& e : old) {
+                if (e.from == 0) continue;
+                std::size_t i = pair_home(e.from, e.to) & mask;
+                while (pairs_[i].from != 0) i = (i + 1) & mask;
+                pairs_[i] = e;
             }
-            if (c)
-                if (auto m = message(msg)) return {static_cast<Step>(step), *c, *m};
         }
-        return resolver_->resolve(i, step, from, to, msg);  // the general case, and every error
-    }
+
+        /// `d..d` (1 to 9 digits) at the front of s: its value, and s advanced past it.
+        static bool digits(std::string_view& s, std::uint32_t& out) {
+            std::size_t k = 0;
+            std::uint32_t v = 0;
+            while (k < s.size() && k < 10 && s[k] >= '0' && s[k] <= '9') v = v * 10 + static_cast<std::uint32_t>(s[k++] - '0');
+            if (k == 0 || k > 9) return false;
+            s.remove_prefix(k);
+            out = v;
+            return true;
+        }
+
+        /// m(s,d), b(s), a(s) written plainly, with a last argument c < C under chunks
+        /// (Messages::parse accepts the same and more).
+        std::optional<MessageId> message(std::string_view s) const {
+            if (s.size() < 4 || s[1] != '(' || s.back() != ')') return std::nullopt;
+            const char kind = s[0];
+            s = s.substr(2, s.size() - 3);
+            const std::uint32_t P = r_.P_, C = r_.C_;
+            std::uint32_t a = 0, b = 0, c = 0;
+            if (!digits(s, a) || a >= P) return std::nullopt;
+            if (kind == 'm') {
+                if (s.empty() || s[0] != ',') return std::nullopt;
+                s.remove_prefix(1);
+                if (!digits(s, b) || b >= P) return std::nullopt;
+            }
+            if (C > 1) {
+                if (s.empty() || s[0] != ',') return std::nullopt;
+                s.remove_prefix(1);
+                if (!digits(s, c) || c >= C) return std::nullopt;
+            }
+            if (!s.empty()) return std::nullopt;
+            if (kind == 'm') return r_.ms_->personal(a, b, c);
+            if (kind == 'b') return r_.ms_->broadcast(a, c);
+            if (kind == 'a') return r_.ms_->value(a, c);
+            return std::nullopt;
+        }
+
+        Transfer resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg) {
+            if (step >= 1 && step <= (1u << 31)) {
+                const std::uint64_t kf = pack(from), kt = pack(to);
+                std::optional<ChannelId> c;
+                if (kf != 0 && kf == last_from_ && kt == last_to_) {
+                    c = last_channel_;  // the run of one channel (tables are sorted by step, channel)
+                } else if (kf != 0 && kt != 0) {
+                    c = channel(kf, kt, from, to);
+                    if (c) last_from_ = kf, last_to_ = kt, last_channel_ = *c;
+                } else if (auto u = node(from), v = node(to); u && v) {
+                    c = r_.table_.topology->find_channel(*u, *v);
+                }
+                if (c)
+                    if (auto m = message(msg)) return {static_cast<Step>(step), *c, *m};
+            }
+            if (!general_) throw NeedMain{};
+            return r_.resolver_->resolve(i, step, from, to, msg);  // the general case, and every error
+        }
+
+        struct PairEntry {
+            std::uint64_t from = 0, to = 0;  // packed names; from == 0: free
+            std::uint32_t channel = 0;
+        };
+
+        FastReader& r_;
+        std::vector<Transfer>& out_;
+        bool general_;
+        od::parser parser_;  // reused: its structural index is the size of a piece
+        std::unique_ptr<char[]> buffer_;
+        std::size_t buffer_size_ = 0;
+        FlatMap nodes_{256};
+        std::vector<PairEntry> pairs_;
+        std::size_t pairs_used_ = 0;
+        std::uint64_t last_from_ = 0, last_to_ = 0;
+        ChannelId last_channel_{0};
+    };
 
     std::string_view name_;
-    std::size_t piece_bytes_;
-    od::parser parser_;  // the pieces path's, reused: its structural index is the size of a piece
-    std::unique_ptr<char[]> buffer_;
-    std::size_t buffer_size_ = 0;
+    std::size_t piece_bytes_, parallel_bytes_;
     std::size_t pieces_ = 0;
+    bool parallel_ = false;
     SendTable table_;
     TopFields top_;
     std::optional<Resolver> resolver_;
     std::size_t text_size_ = 0;
     std::uint32_t P_ = 0, C_ = 1;
     std::optional<Messages> ms_;
-    FlatMap nodes_{256};
-    std::uint64_t last_from_ = 0, last_to_ = 0;
-    ChannelId last_channel_{0};
 };
 
 }  // namespace
@@ -415,16 +515,18 @@ std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::str
                                     const FastOptions& options) {
     ranks = false;
     if (options.pieces) *options.pieces = 0;
+    if (options.parallel) *options.parallel = false;
     if (text.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES) return std::nullopt;  // simdjson's limit: the reference reader streams
     try {
         try {
-            FastReader r(name, options.piece_bytes);
+            FastReader r(name, options);
             auto t = r.read_pieces(text, ranks);
             if (options.pieces) *options.pieces = r.pieces();
+            if (options.parallel) *options.parallel = r.parallel();
             return t;
         } catch (const NotPieces&) {
         }
-        FastReader r(name, options.piece_bytes);
+        FastReader r(name, options);
         if (padded) return r.read(simdjson::padded_string_view(text.data(), text.size(), text.size() + simdjson::SIMDJSON_PADDING), ranks);
         simdjson::padded_string copy(text);
         return r.read(copy, ranks);
