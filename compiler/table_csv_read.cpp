@@ -136,6 +136,9 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
             }
             if (requirements) read_csv_requirements(t, *requirements, fail);
             resolver.emplace(t, name);
+            // A row takes at least 11 bytes ("1,0,1,b(0)" and its newline): room for all of them
+            // without copying as the vector grows (pages never filled are never touched).
+            t.transfers.reserve(text.size() / 11 + 16);
             header = true;
             continue;
         }
@@ -156,7 +159,7 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
         auto [p, ec] = std::from_chars(f[0].data(), f[0].data() + f[0].size(), step);
         if (ec != std::errc{} || p != f[0].data() + f[0].size()) fail(fmt::format("step '{}' is not an integer >= 1", f[0]));
         try {
-            t.transfers.push_back(resolver->resolve(count++, step, f[1], f[2], f[3]));
+            resolver->add(t.transfers, count++, step, f[1], f[2], f[3]);
         } catch (const InputError& e) {
             fail(std::string(e.what()).substr(name.size() + 2));
         }

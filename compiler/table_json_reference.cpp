@@ -120,7 +120,7 @@ public:
         table_read::finish_table(table_, top_, seen_transfers_, name_, [&](const Resolver& r) {
             for (std::uint64_t i = 0; i < pending_.size(); ++i) {
                 const RawTransfer& p = pending_[i];
-                table_.transfers.push_back(r.resolve(i, p.step, p.from, p.to, p.msg));
+                r.add(table_.transfers, i, p.step, p.from, p.to, p.msg);
             }
             // before the sort, which keeps origins attached to their transfers
             if (!table_.transfer_origins.empty()) table_.transfer_origins.resize(count_, no_origin);

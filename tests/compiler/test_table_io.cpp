@@ -3,10 +3,15 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "compiler/builder.hpp"
 #include "compiler/table_io.hpp"
@@ -457,5 +462,73 @@ TEST_CASE("table io: an error in the middle of piece k has the reference reader'
             CHECK(error.starts_with(c.position ? fmt::format("t.json:{}:", line) : fmt::format("t.json: transfers[{}]", line - 6)));
             CHECK(error_of(text) == error);  // the whole pipeline: the reference reader's message
         }
+    }
+}
+
+TEST_CASE("table io: node names longer than 7 bytes resolve to their own channels (a fast-reader bug)") {
+    // On ebft:32768 the level-1 routers past r1.9999 have 8-byte names. The fast JSON reader
+    // remembered the last channel by packed names, 0 for a long name, so a run r2.5000 -> r1.10000,
+    // r2.5000 -> r1.10001 read the second transfer onto the first one's channel: a silently
+    // wrong table (found in session 6 while moving the shortcuts into the resolver).
+    const std::string json = R"J({"format": "collsched.table/1", "topology": "ebft:32768", "collective": "custom",
+ "transfers": [
+  {"step": 1, "from": "r2.5000", "to": "r1.10000", "msg": "b(0)"},
+  {"step": 1, "from": "r2.5000", "to": "r1.10001", "msg": "b(1)"},
+  {"step": 2, "from": "r1.10001", "to": "20002", "msg": "b(1)"},
+  {"step": 2, "from": "r1.10000", "to": "20001", "msg": "b(0)"}
+ ]})J";
+    const std::string csv = "# topology=ebft:32768\nstep,from,to,message\n1,r2.5000,r1.10000,b(0)\n1,r2.5000,r1.10001,b(1)\n"
+                            "2,r1.10001,20002,b(1)\n2,r1.10000,20001,b(0)\n";
+    auto names = [](const SendTable& t) {
+        std::string s;
+        for (const Transfer& x : t.transfers) {
+            const Channel& c = t.topology->channel(x.channel);
+            s += fmt::format("{} {}->{} {}; ", x.step, t.topology->node_name(c.from), t.topology->node_name(c.to), t.messages().name(x.message));
+        }
+        return s;
+    };
+    const std::string want = "1 r2.5000->r1.10000 b(0); 1 r2.5000->r1.10001 b(1); 2 r1.10000->20001 b(0); 2 r1.10001->20002 b(1); ";
+    CHECK(names(parse_table_json(json, "t.json")) == want);
+    CHECK(names(parse_table_json_reference(json, "t.json")) == want);
+    CHECK(names(parse_table_csv(csv, "t.csv")) == want);
+}
+
+TEST_CASE("table io: the resolver's shortcuts give the general path's answer") {
+    // Node names, runs of one channel and plain message names are resolved from caches
+    // (table_read::Resolver); every spelling below must give what find_node, find_channel and
+    // Messages::parse give, and a spelling they refuse must be refused.
+    auto topo = Topology::parse("ebft:8");
+    const char* nodes[] = {"0", "7", "r1.0", "r1.3", "r2.1", "r3.0", "8", "r1.4", "00", "r1.00"};
+    const char* msgs[] = {"m(0,1)", "m(00,1)", "m(0, 1)", "m(7,0)", "m(8,0)", "b(3)", "a(2)", "b(1,2)", "m(1,2,0)", "m(1,2,3)",
+                          "a(1,0)", "b()", "x(1)", "m(1,2", "m(1,2)x", "b(0000000001)", "b(1,02)"};
+    for (std::uint32_t C : {1u, 3u}) {
+        CAPTURE(C);
+        const Messages ms(topo->processors(), nullptr, C);
+        const std::string header = fmt::format("# format=collsched.table/2\n# topology=ebft:8\n# chunks={}\nstep,from,to,message\n", C);
+        std::string all = header;  // every accepted transfer, in the order written (runs of one channel)
+        std::vector<Transfer> expect;
+        std::size_t refused = 0;
+        for (const char* u : nodes)
+            for (const char* v : nodes)
+                for (const char* m : msgs) {
+                    auto a = topo->find_node(u), b = topo->find_node(v);
+                    auto c = a && b ? topo->find_channel(*a, *b) : std::nullopt;
+                    auto id = ms.parse(m);
+                    const std::string row = fmt::format("1,{},{},\"{}\"\n", u, v, m);
+                    if (c && id) {
+                        all += row;
+                        expect.push_back({1, *c, *id});
+                    } else {
+                        CAPTURE(row);
+                        CHECK_THROWS_AS(parse_table_csv(header + row, "t.csv"), InputError);
+                        ++refused;
+                    }
+                }
+        std::sort(expect.begin(), expect.end(), [](const Transfer& a, const Transfer& b) {
+            return std::tuple(a.step, idx(a.channel), idx(a.message)) < std::tuple(b.step, idx(b.channel), idx(b.message));
+        });
+        CHECK(expect.size() >= (C == 1 ? 50u : 30u));
+        CHECK(refused > 500);
+        CHECK(parse_table_csv(all, "t.csv").transfers == expect);
     }
 }

@@ -15,41 +15,16 @@
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
 #include "tests/tools/cli_run.hpp"
+#include "tests/tools/compile_fixtures.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/z3_engine.hpp"
 
 using namespace collsched;
+using collsched::test::compile_ok;
+using collsched::test::compile_err;
+using collsched::test::verify_all;
 
 namespace {
-
-SendTable compile_ok(const std::string& text) {
-    Diagnostics diags;
-    auto t = compile_text(text, "test.sched", {}, diags);
-    INFO(diags.render());
-    REQUIRE(t.has_value());
-    return std::move(*t);
-}
-
-std::string compile_err(const std::string& text) {
-    Diagnostics diags;
-    auto t = compile_text(text, "test.sched", {}, diags);
-    CHECK_FALSE(t.has_value());
-    return diags.render();
-}
-
-/// The three witnesses: the direct verdict, and the same verdict from Z3 and the simulator.
-VerifyReport verify_all(const SendTable& t) {
-    VerifyReport d = verify_direct(t);
-    VerifyReport z = verify_z3(t);
-    for (std::size_t p = 0; p < property_count; ++p) {
-        CAPTURE(to_string(static_cast<Property>(p)));
-        CHECK(z.status[p] == d.status[p]);
-    }
-    CHECK(z.notes.empty());
-    SimReport s = simulate(t);
-    CHECK((s.status == SimStatus::completed) == d.holds());
-    return d;
-}
 
 std::string first_violation(const VerifyReport& r, Property p) {
     for (const Violation& v : r.violations)
@@ -121,7 +96,7 @@ TEST_CASE("composites: reduce and prefix collectives, CLI spelling") {
 
 TEST_CASE("composites: a reduce holds on all three witnesses, and a gap is a causality violation naming what the sender holds") {
     SendTable t = compile_ok(kReduce);
-    VerifyReport ok = verify_all(t);
+    VerifyReport ok = verify_all(t, test::Wording::any);
     CHECK(ok.holds());
     CHECK(ok.steps == 3);
 
@@ -129,7 +104,7 @@ TEST_CASE("composites: a reduce holds on all three witnesses, and a gap is a cau
     std::string bad = kReduce;
     bad.replace(bad.find("step 2 {"), 6, "step 4");
     SendTable b = compile_ok(bad);
-    VerifyReport r = verify_all(b);
+    VerifyReport r = verify_all(b, test::Wording::any);
     CHECK(r.status[static_cast<std::size_t>(Property::causality)] == Status::violated);
     CHECK(first_violation(r, Property::causality) == "processor 1 sends a(1..3) in step 3 but holds only a(1)");
     SimReport s = simulate(b);
@@ -147,7 +122,7 @@ step 1 { send 0 -> 1 msg a(0) }
 step 2 { send 1 -> 2 msg a(0 .. 1) }
 step 3 { send 2 -> 3 msg a(1 .. 2) }
 )");
-    VerifyReport r = verify_all(t);
+    VerifyReport r = verify_all(t, test::Wording::any);
     CHECK(first_violation(r, Property::causality) == "processor 2 sends a(1..2) in step 3 but holds no value that starts at a(1)");
     CHECK(r.violation_count[static_cast<std::size_t>(Property::completeness)] == 1);
     CHECK(first_violation(r, Property::completeness) == "processor 3 never holds a(0..3): at the end it holds no value that starts at a(0)");
@@ -164,7 +139,7 @@ step 3 { send 2 -> 3 msg b(0) + b(1)  send 0 -> 1 msg b(2) + b(3) }
 step 4 { send 3 -> 0 msg b(1)  send 1 -> 2 msg b(3) }
 )";
     SendTable t = compile_ok(text);
-    VerifyReport r = verify_all(t);
+    VerifyReport r = verify_all(t, test::Wording::any);
     CHECK(r.holds());
     CHECK(r.cost == 46);  // rounds of payload 1, 2, 2, 1: 4 * 10 + 1 + 2 + 2 + 1
     CHECK(simulate(t).cost == 46);
@@ -184,7 +159,7 @@ step 4 { send 3 -> 0 msg b(1)  send 1 -> 2 msg b(3) }
                {"step": 2, "from": "1", "to": "2", "msg": "b(0)+b(1)"},
                {"step": 2, "from": "0", "to": "3", "msg": "b(1)+b(0)"}]})J";
     SendTable b = parse_table_json(json, "t.json");
-    VerifyReport v = verify_all(b);
+    VerifyReport v = verify_all(b, test::Wording::any);
     CHECK(first_violation(v, Property::causality) == "0 sends b(0)+b(1) in round 2 but does not hold its part b(1)");
     SimReport sv = simulate(b);
     REQUIRE(sv.violation);
@@ -218,7 +193,7 @@ step 1 { send 0 -> 1 msg a(0) }
 step 2 { send 1 -> 2 msg a(0) + a(1) }
 step 3 { send 2 -> 3 msg a(0 .. 2) }
 )");
-    CHECK(verify_all(t).holds());
+    CHECK(verify_all(t, test::Wording::any).holds());
     std::string json = table_to_json(t);
     CHECK(json.find(R"J("msg": "a(0..2)")J") != std::string::npos);
     CHECK(json.find(R"J("msg": "a(0)+a(1)")J") != std::string::npos);

@@ -22,18 +22,13 @@
 #include "verifier/synth_duality.hpp"
 #include "verifier/z3_engine.hpp"
 #include "tests/tools/cli_run.hpp"
+#include "tests/tools/compile_fixtures.hpp"
 
 using namespace collsched;
+using collsched::test::compile_ok;
+using collsched::test::verify_all;
 
 namespace {
-
-SendTable compile_ok(const std::string& text) {
-    Diagnostics diags;
-    auto t = compile_text(text, "test.sched", {}, diags);
-    INFO(diags.render());
-    REQUIRE(t.has_value());
-    return std::move(*t);
-}
 
 SendTable compile_library(const std::string& rel, std::int64_t n) {
     Diagnostics diags;
@@ -47,32 +42,6 @@ std::string first_violation(const VerifyReport& r, Property p) {
     for (const Violation& v : r.violations)
         if (v.property == p) return v.detail;
     return "";
-}
-
-/// The three witnesses agree on every property (and the two engines on the counterexamples of
-/// the buffer rule, word for word); returns the direct report.
-VerifyReport verify_all(const SendTable& t) {
-    VerifyReport d = verify_direct(t);
-    VerifyReport z = verify_z3(t);
-    for (std::size_t p = 0; p < property_count; ++p) {
-        CAPTURE(to_string(static_cast<Property>(p)));
-        CHECK(z.status[p] == d.status[p]);
-        CHECK(z.violation_count[p] == d.violation_count[p]);
-    }
-    CHECK(z.notes.empty());
-    // the counterexamples of the buffer rule, word for word (the engines list them in different orders)
-    auto rule = [](const VerifyReport& r) {
-        std::vector<std::string> v;
-        for (const Violation& x : r.violations)
-            if ((x.property == Property::causality || x.property == Property::completeness) && x.detail.starts_with("processor "))
-                v.push_back(x.detail);
-        std::sort(v.begin(), v.end());
-        return v;
-    };
-    if (d.violation_count[static_cast<std::size_t>(Property::causality)] < 20) CHECK(rule(z) == rule(d));
-    SimReport s = simulate(t);
-    CHECK((s.status == SimStatus::completed) == d.holds());
-    return d;
 }
 
 }  // namespace
