@@ -22,7 +22,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "compiler/flat_map.hpp"
@@ -114,10 +113,9 @@ std::size_t find_cut(std::string_view t, std::size_t begin, std::size_t from, st
 class FastReader {
 public:
     FastReader(std::string_view name, const FastOptions& options)
-        : name_(name), piece_bytes_(std::max<std::size_t>(options.piece_bytes, 1)), parallel_bytes_(options.parallel_bytes) {}
+        : name_(name), piece_bytes_(std::max<std::size_t>(options.piece_bytes, 1)) {}
 
     std::size_t pieces() const { return pieces_; }
-    bool parallel() const { return parallel_; }
 
     /// The whole document at once, in any layout.
     std::optional<SendTable> read(simdjson::padded_string_view text, bool& ranks) {
@@ -133,7 +131,7 @@ public:
                 if (seen_transfers || top_.count(key) || !resolver_) throw Bail{};  // duplicate, or topology (or chunks) after
                 seen_transfers = true;
                 od::array list = v.get_array();
-                Walk(*this, table_.transfers, true).read_transfers(list);
+                Walk(*this, table_.transfers).read_transfers(list);
                 continue;
             }
             if (!top_field(std::move(key), raw_text(v))) {
@@ -210,42 +208,8 @@ public:
         // One piece holding a large array (no line ends): the whole-document path reads it in place.
         if (pieces.size() == 1 && pieces[0].size() > 4 * piece_bytes_ + 4096) throw NotPieces{};
         table_.transfers.reserve(text_size_ / 44 + 16);
-        Walk main(*this, table_.transfers, true);
-        const bool only = pieces.size() == 1;
-        std::size_t half = pieces.size();
-        if (close - open >= parallel_bytes_ && pieces.size() >= 2 && std::thread::hardware_concurrency() >= 2) {
-            // The second half (by bytes) in a helper thread with its own parser, buffer, caches and
-            // output, concatenated after the first. The helper resolves only what the fast path
-            // decodes (the Resolver may register composites: main thread only); on anything else,
-            // or any error, the main thread reads that half again itself, as without the helper.
-            half = 0;
-            for (std::size_t mid = open + (close - open) / 2; pieces[half].data() < t.data() + mid;) ++half;
-            half = std::clamp<std::size_t>(half, 1, pieces.size() - 1);
-            std::vector<Transfer> second;
-            second.reserve(static_cast<std::size_t>(t.data() + close - pieces[half].data()) / 44 + 16);
-            bool helper_done = false;
-            {
-                Walk helper(*this, second, false);
-                std::jthread thread([&] {
-                    try {
-                        for (std::size_t i = half; i < pieces.size(); ++i) helper.read_piece(pieces[i], false);
-                        helper_done = true;
-                    } catch (...) {
-                    }
-                });
-                for (std::size_t i = 0; i < half; ++i) main.read_piece(pieces[i], false);  // jthread joins on a throw too
-            }
-            parallel_ = true;
-            if (helper_done) {
-                table_.transfers.insert(table_.transfers.end(), second.begin(), second.end());
-                pieces_ = pieces.size();
-                finish_table(table_, top_, true, name_, nullptr);
-                return std::move(table_);
-            }
-        } else {
-            half = 0;
-        }
-        for (std::size_t i = half; i < pieces.size(); ++i) main.read_piece(pieces[i], only);
+        Walk walk(*this, table_.transfers);
+        for (std::string_view piece : pieces) walk.read_piece(piece, pieces.size() == 1);
         pieces_ = pieces.size();
         finish_table(table_, top_, true, name_, nullptr);
         return std::move(table_);
@@ -288,15 +252,11 @@ private:
         }
     }
 
-    /// The helper thread could not resolve a transfer itself (the Resolver is the main thread's).
-    struct NeedMain {};
-
-    /// Reading transfers into `out`: the parser, buffer and caches of one thread. Reads only the
-    /// reader's fixed state (topology, message numbering) besides its own; `general`: it may call
-    /// the Resolver (the main thread), else a transfer the fast path does not decode throws.
+    /// Reading transfers into `out`: the parser, buffer and caches (kept apart from the reader's
+    /// fixed state, the topology and the message numbering, which it only reads).
     class Walk {
     public:
-        Walk(FastReader& r, std::vector<Transfer>& out, bool general) : r_(r), out_(out), general_(general) {}
+        Walk(FastReader& r, std::vector<Transfer>& out) : r_(r), out_(out) {}
 
         /// One piece of the transfers array, copied as `[` piece `]` into the reused padded buffer
         /// and read with the reused parser: fully (nothing after its closing bracket) and with at
@@ -475,7 +435,6 @@ private:
                 if (c)
                     if (auto m = message(msg)) return {static_cast<Step>(step), *c, *m};
             }
-            if (!general_) throw NeedMain{};
             return r_.resolver_->resolve(i, step, from, to, msg);  // the general case, and every error
         }
 
@@ -486,7 +445,6 @@ private:
 
         FastReader& r_;
         std::vector<Transfer>& out_;
-        bool general_;
         od::parser parser_;  // reused: its structural index is the size of a piece
         std::unique_ptr<char[]> buffer_;
         std::size_t buffer_size_ = 0;
@@ -498,9 +456,8 @@ private:
     };
 
     std::string_view name_;
-    std::size_t piece_bytes_, parallel_bytes_;
+    std::size_t piece_bytes_;
     std::size_t pieces_ = 0;
-    bool parallel_ = false;
     SendTable table_;
     TopFields top_;
     std::optional<Resolver> resolver_;
@@ -515,14 +472,12 @@ std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::str
                                     const FastOptions& options) {
     ranks = false;
     if (options.pieces) *options.pieces = 0;
-    if (options.parallel) *options.parallel = false;
     if (text.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES) return std::nullopt;  // simdjson's limit: the reference reader streams
     try {
         try {
             FastReader r(name, options);
             auto t = r.read_pieces(text, ranks);
             if (options.pieces) *options.pieces = r.pieces();
-            if (options.parallel) *options.parallel = r.parallel();
             return t;
         } catch (const NotPieces&) {
         }

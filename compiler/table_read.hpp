@@ -155,10 +155,7 @@ inline constexpr std::size_t default_piece_bytes = 256 * 1024;
 
 struct FastOptions {
     std::size_t piece_bytes = default_piece_bytes;
-    /// A transfers array of at least this many bytes is read by two threads (each half of its pieces).
-    std::size_t parallel_bytes = std::size_t{8} << 20;
     std::size_t* pieces = nullptr;  ///< when set: the pieces read (0: the whole-document path, or nullopt)
-    bool* parallel = nullptr;       ///< when set: whether a helper thread read pieces
 };
 
 /// The fast reader: the table, or nullopt when the reference reader must decide (anything it does

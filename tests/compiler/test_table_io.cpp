@@ -330,15 +330,12 @@ std::string file_text(const std::filesystem::path& path) {
 /// The fast reader with pieces of `piece_bytes` on `text`: when it reads the table, the reference
 /// reader must read the same table; `error` is the reference reader's message (empty when it
 /// reads it). Returns the pieces read, or -1 when the fast reader left the text to the reference.
-long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* error = nullptr,
-               std::size_t parallel_bytes = std::size_t(-1), bool* parallel = nullptr) {
+long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* error = nullptr) {
     bool ranks = false;
     std::size_t pieces = 99;
     table_read::FastOptions options;
     options.piece_bytes = piece_bytes;
-    options.parallel_bytes = parallel_bytes;
     options.pieces = &pieces;
-    options.parallel = parallel;
     auto fast = table_read::parse_fast(text, false, "t.json", ranks, options);
     SendTable ref;
     std::string ref_error;
@@ -379,9 +376,6 @@ TEST_CASE("table io: the transfers array read in pieces gives the reference read
             const long n = pieces_of(text, piece);
             CHECK((n == -1) == (whole == -1));  // both leave the table to the reference reader, or neither
             CHECK(n != 0);
-            // Two threads, each half of the pieces (composite messages in the helper's half: the
-            // main thread reads that half again with the Resolver).
-            CHECK(pieces_of(text, piece, nullptr, 1) == n);
         }
     }
     CHECK(golden >= 20);
@@ -394,11 +388,6 @@ TEST_CASE("table io: the transfers array read in pieces gives the reference read
     CHECK(pieces_of(replace_all(ebft16, "\n", "\r\n"), 100) > 100);  // CRLF line ends
     CHECK(pieces_of(replace_all(ebft16, "},\n", "}  ,\t \n"), 100) > 100);
     CHECK(pieces_of(ebft16, 1 << 20) == 1);
-    bool parallel = false;
-    CHECK(pieces_of(ebft16, 512, nullptr, 1, &parallel) > 100);
-    CHECK(parallel);
-    CHECK(pieces_of(ebft16, 512, nullptr, ebft16.size(), &parallel) > 100);
-    CHECK(!parallel);
 }
 
 TEST_CASE("table io: layouts the pieces do not fit go to the whole-document path or the reference reader") {
@@ -446,7 +435,7 @@ TEST_CASE("table io: an error in the middle of piece k has the reference reader'
         std::string_view from, to;
         bool position;  // a syntax error (file:line:col), else a transfer's
     };
-    // Line 600 is in the first half of the pieces, line 1500 in the second (the helper thread's).
+    // Line 600 in an early piece, line 1500 in a late one.
     for (int line : {600, 1500}) {
         std::size_t start = 0;
         for (int l = 1; l < line; ++l) start = ebft16.find('\n', start) + 1;
@@ -457,7 +446,6 @@ TEST_CASE("table io: an error in the middle of piece k has the reference reader'
             text.replace(p, c.from.size(), c.to);
             std::string error;
             CHECK(pieces_of(text, 512, &error) == -1);
-            CHECK(pieces_of(text, 512, nullptr, 1) == -1);  // two threads
             CAPTURE(error);
             CHECK(error.starts_with(c.position ? fmt::format("t.json:{}:", line) : fmt::format("t.json: transfers[{}]", line - 6)));
             CHECK(error_of(text) == error);  // the whole pipeline: the reference reader's message
