@@ -144,10 +144,25 @@ void finish_table(SendTable& t, const TopFields& top, bool seen_transfers, std::
 /// (SIMDJSON_PADDING; checked where simdjson is included).
 inline constexpr std::size_t json_padding = 64;
 
+/// The size of the pieces the fast reader cuts the transfers array into (compiler/table_json_fast.cpp):
+/// their structural index stays in L2. Tiny in fuzzing builds, so that the harness's small inputs
+/// are cut too.
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+inline constexpr std::size_t default_piece_bytes = 96;
+#else
+inline constexpr std::size_t default_piece_bytes = 256 * 1024;
+#endif
+
+struct FastOptions {
+    std::size_t piece_bytes = default_piece_bytes;
+    std::size_t* pieces = nullptr;  ///< when set: the pieces read (0: the whole-document path, or nullopt)
+};
+
 /// The fast reader: the table, or nullopt when the reference reader must decide (anything it does
 /// not read itself, and every error). `ranks` is set when the file's "format" is a per-rank file.
 /// `text` must stay readable for SIMDJSON_PADDING bytes past its end when `padded` is true;
-/// otherwise it is copied into a padded buffer.
-std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::string_view name, bool& ranks);
+/// otherwise it is copied into a padded buffer (the whole-document path only).
+std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::string_view name, bool& ranks,
+                                    const FastOptions& options = {});
 
 }  // namespace collsched::table_read
