@@ -384,7 +384,7 @@ private:
         }
 
         /// `d..d` (1 to 9 digits) at the front of s: its value, and s advanced past it.
-        static bool digits(std::string_view& s, std::uint32_t& out) {
+        [[gnu::always_inline]] static bool digits(std::string_view& s, std::uint32_t& out) {
             std::size_t k = 0;
             std::uint32_t v = 0;
             while (k < s.size() && k < 10 && s[k] >= '0' && s[k] <= '9') v = v * 10 + static_cast<std::uint32_t>(s[k++] - '0');
@@ -396,7 +396,7 @@ private:
 
         /// m(s,d), b(s), a(s) written plainly, with a last argument c < C under chunks
         /// (Messages::parse accepts the same and more).
-        std::optional<MessageId> message(std::string_view s) const {
+        [[gnu::always_inline]] std::optional<MessageId> message(std::string_view s) const {
             if (s.size() < 4 || s[1] != '(' || s.back() != ')') return std::nullopt;
             const char kind = s[0];
             s = s.substr(2, s.size() - 3);
