@@ -59,16 +59,30 @@ inline void check_json_depth(std::string_view file, std::string_view text, std::
     }
 }
 
+/// nlohmann's own document builder, keeping the position and message of the first error instead
+/// of throwing: a syntax error (parse_error) and a number too large for a double (out_of_range 406,
+/// which carries no position of its own) alike.
+class JsonDocumentSax : public nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
+public:
+    explicit JsonDocumentSax(nlohmann::json& out) : json_sax_dom_parser(out, false) {}
+    bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+        error_position = position;
+        error_text = e.what();
+        return false;
+    }
+    std::size_t error_position = 0;
+    std::string error_text;
+};
+
 /// Parses a whole JSON document read from `file`: refuses nesting deeper than max_json_depth,
-/// and turns a syntax error into an InputError at file:line:col. `kind` names the document in
-/// messages ("JSON", "JSON graph").
+/// and turns a syntax error or a number overflow into an InputError at file:line:col. `kind` names
+/// the document in messages ("JSON", "JSON graph").
 inline nlohmann::json parse_json_document(std::string_view file, std::string_view text, std::string_view kind = "JSON") {
     check_json_depth(file, text, kind);
-    try {
-        return nlohmann::json::parse(text.begin(), text.end());
-    } catch (const nlohmann::json::parse_error& e) {
-        throw InputError(malformed_json(file, text, e.byte, e.what(), kind));
-    }
+    nlohmann::json out;
+    JsonDocumentSax sax(out);
+    if (!nlohmann::json::sax_parse(text.begin(), text.end(), &sax)) throw InputError(malformed_json(file, text, sax.error_position, sax.error_text, kind));
+    return out;
 }
 
 }  // namespace collsched

@@ -261,3 +261,38 @@ TEST_CASE("fuzz corpus: the committed table corpus passes the table harness") {
     }
     CHECK(replayed > 1000);
 }
+
+// Finding 6 (fuzz_table, issue 19's run): a per-rank file with the number 9999999e9999999 made
+// nlohmann's parser throw out_of_range 406 (number overflow), which parse_json_document did not
+// catch (only parse_error): std::terminate in `verify r.json`, and the same for graph files and
+// MPI plans. The overflow is now a malformed-JSON error at the number, as in tables.
+TEST_CASE("fuzz regressions: a number too large for a double is a clear error in every JSON document") {
+    std::string text = read_bytes(std::filesystem::path(COLLSCHED_SOURCE_DIR) / "tests/data/fuzz/table/ranks_number_overflow");
+    try {
+        parse_ranks_json(text, "r.json");
+        FAIL("accepted");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what()) == "r.json:3:15: malformed JSON: [json.exception.out_of_range.406] number overflow parsing '9999999e9999999'");
+    }
+    try {
+        parse_ranks_json(R"({"format": "collsched.ranks/1", "topology": "ring:4", "x": -1e999})", "r.json");
+        FAIL("accepted");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what()) == "r.json:1:65: malformed JSON: [json.exception.out_of_range.406] number overflow parsing '-1e999'");
+    }
+    // Tables (the reference reader's SAX) say the same.
+    CHECK(table_error(R"({"format": "collsched.table/1", "topology": "ring:4", "collective": "custom", "x": 1e999, "transfers": []})") ==
+          "t.json:1:88: malformed JSON: [json.exception.out_of_range.406] number overflow parsing '1e999'");
+    // Syntax errors keep their message, and large numbers that fit a double are read.
+    CHECK(parse_json_document("d.json", "[1e308, 18446744073709551616]") == nlohmann::json::parse("[1e308, 18446744073709551616]"));
+    try {
+        parse_json_document("d.json", "{\"a\": 1,\n \"b\": }");
+        FAIL("accepted");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what()) == "d.json:2:7: malformed JSON: syntax error while parsing value - unexpected '}'; expected '[', '{', or a literal");
+    }
+    std::string graph = "/tmp/collsched_fuzz_overflow_graph.json";
+    std::ofstream(graph) << R"({"processors": 2, "edges": [[0, 1e400]]})";
+    CHECK(spec_error("graph:" + graph) == graph + ":1:37: malformed JSON graph: [json.exception.out_of_range.406] number overflow parsing '1e400'");
+    std::filesystem::remove(graph);
+}
