@@ -24,7 +24,6 @@
 #include <string>
 #include <vector>
 
-#include "compiler/flat_map.hpp"
 #include "compiler/json_error.hpp"
 #include "compiler/table_io.hpp"
 #include "compiler/table_read.hpp"
@@ -313,7 +312,12 @@ private:
                     }
                 }
                 if (seen != 15) throw Bail{};
-                out_.push_back(resolve(i++, step, from, to, msg));
+                // the shortcuts (the document is padded), else the general case and every error
+                if (!shortcuts_.transfer<true>(step, from, to, msg, out_.emplace_back())) {
+                    out_.pop_back();
+                    r_.resolver_->add(out_, i, step, from, to, msg);
+                }
+                ++i;
             }
         }
 
@@ -330,129 +334,12 @@ private:
             return {p, static_cast<std::size_t>(q - p)};
         }
 
-        /// A name of at most 7 bytes packed with its length into one word (0: longer). The name
-        /// lies in the padded document, so the 8 bytes from its start can be loaded at once and
-        /// masked (a memcpy of its length would stall the load that follows it).
-        static std::uint64_t pack(std::string_view s) {
-            if (s.size() > 7) return 0;
-            std::uint64_t k;
-            std::memcpy(&k, s.data(), 8);
-            k &= (std::uint64_t{1} << (8 * s.size())) - 1;
-            return k | (std::uint64_t{s.size()} << 56);
-        }
-
-        /// The node named `s` (Topology::find_node's answer, remembered by packed name), or nullopt.
-        std::optional<Node> node(std::string_view s) {
-            const std::uint64_t k = pack(s);
-            if (k == 0) return r_.table_.topology->find_node(s);
-            if (std::uint32_t v = nodes_.find(k); v != FlatMap::none) return Node{v};
-            auto n = r_.table_.topology->find_node(s);
-            if (n) nodes_.find_or_insert(k, [&] { return idx(*n); });
-            return n;
-        }
-
-        /// The channel between the nodes with packed names kf and kt (both nonzero), remembered by
-        /// the pair of names in an open-addressed table: one probe instead of two name lookups and
-        /// a binary search of the sender's channels. nullopt when there is none.
-        std::optional<ChannelId> channel(std::uint64_t kf, std::uint64_t kt, std::string_view from, std::string_view to) {
-            if (2 * (pairs_used_ + 1) > pairs_.size()) grow_pairs();
-            const std::size_t mask = pairs_.size() - 1;
-            std::size_t i = pair_home(kf, kt) & mask;
-            for (; pairs_[i].from != 0; i = (i + 1) & mask)
-                if (pairs_[i].from == kf && pairs_[i].to == kt) return ChannelId{pairs_[i].channel};
-            auto u = node(from), v = node(to);
-            if (!u || !v) return std::nullopt;
-            auto c = r_.table_.topology->find_channel(*u, *v);
-            if (!c) return std::nullopt;
-            pairs_[i] = {kf, kt, idx(*c)};
-            ++pairs_used_;
-            return c;
-        }
-        static std::size_t pair_home(std::uint64_t kf, std::uint64_t kt) {
-            return static_cast<std::size_t>(((kf * 0x9E3779B97F4A7C15ull) ^ kt) * 0xC2B2AE3D27D4EB4Full >> 32);
-        }
-        void grow_pairs() {
-            std::vector<PairEntry> old(std::max<std::size_t>(2 * pairs_.size(), 1024));
-            old.swap(pairs_);
-            const std::size_t mask = pairs_.size() - 1;
-            for (const PairEntry& e : old) {
-                if (e.from == 0) continue;
-                std::size_t i = pair_home(e.from, e.to) & mask;
-                while (pairs_[i].from != 0) i = (i + 1) & mask;
-                pairs_[i] = e;
-            }
-        }
-
-        /// `d..d` (1 to 9 digits) at the front of s: its value, and s advanced past it.
-        [[gnu::always_inline]] static bool digits(std::string_view& s, std::uint32_t& out) {
-            std::size_t k = 0;
-            std::uint32_t v = 0;
-            while (k < s.size() && k < 10 && s[k] >= '0' && s[k] <= '9') v = v * 10 + static_cast<std::uint32_t>(s[k++] - '0');
-            if (k == 0 || k > 9) return false;
-            s.remove_prefix(k);
-            out = v;
-            return true;
-        }
-
-        /// m(s,d), b(s), a(s) written plainly, with a last argument c < C under chunks
-        /// (Messages::parse accepts the same and more).
-        [[gnu::always_inline]] std::optional<MessageId> message(std::string_view s) const {
-            if (s.size() < 4 || s[1] != '(' || s.back() != ')') return std::nullopt;
-            const char kind = s[0];
-            s = s.substr(2, s.size() - 3);
-            const std::uint32_t P = r_.P_, C = r_.C_;
-            std::uint32_t a = 0, b = 0, c = 0;
-            if (!digits(s, a) || a >= P) return std::nullopt;
-            if (kind == 'm') {
-                if (s.empty() || s[0] != ',') return std::nullopt;
-                s.remove_prefix(1);
-                if (!digits(s, b) || b >= P) return std::nullopt;
-            }
-            if (C > 1) {
-                if (s.empty() || s[0] != ',') return std::nullopt;
-                s.remove_prefix(1);
-                if (!digits(s, c) || c >= C) return std::nullopt;
-            }
-            if (!s.empty()) return std::nullopt;
-            if (kind == 'm') return r_.ms_->personal(a, b, c);
-            if (kind == 'b') return r_.ms_->broadcast(a, c);
-            if (kind == 'a') return r_.ms_->value(a, c);
-            return std::nullopt;
-        }
-
-        Transfer resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg) {
-            if (step >= 1 && step <= (1u << 31)) {
-                const std::uint64_t kf = pack(from), kt = pack(to);
-                std::optional<ChannelId> c;
-                if (kf != 0 && kf == last_from_ && kt == last_to_) {
-                    c = last_channel_;  // the run of one channel (tables are sorted by step, channel)
-                } else if (kf != 0 && kt != 0) {
-                    c = channel(kf, kt, from, to);
-                    if (c) last_from_ = kf, last_to_ = kt, last_channel_ = *c;
-                } else if (auto u = node(from), v = node(to); u && v) {
-                    c = r_.table_.topology->find_channel(*u, *v);
-                }
-                if (c)
-                    if (auto m = message(msg)) return {static_cast<Step>(step), *c, *m};
-            }
-            return r_.resolver_->resolve(i, step, from, to, msg);  // the general case, and every error
-        }
-
-        struct PairEntry {
-            std::uint64_t from = 0, to = 0;  // packed names; from == 0: free
-            std::uint32_t channel = 0;
-        };
-
         FastReader& r_;
         std::vector<Transfer>& out_;
         od::parser parser_;  // reused: its structural index is the size of a piece
         std::unique_ptr<char[]> buffer_;
         std::size_t buffer_size_ = 0;
-        FlatMap nodes_{256};
-        std::vector<PairEntry> pairs_;
-        std::size_t pairs_used_ = 0;
-        std::uint64_t last_from_ = 0, last_to_ = 0;
-        ChannelId last_channel_{0};
+        NameShortcuts shortcuts_{*r_.table_.topology, *r_.ms_};
     };
 
     std::string_view name_;
