@@ -1,7 +1,9 @@
 // collsched-bench: the plain benchmark harness (docs/performance.md). Runs the pipeline benchmark
 // of `collsched bench` and, for one EBFT table, times the parts around it: sorting a shuffled
-// table, writing and reading it as JSON and CSV. Usage: collsched-bench [n] (default 256).
+// table, writing and reading it as JSON and CSV, in memory and from a file.
+// Usage: collsched-bench [N] [--parts] (N a power of two >= 4, default 256; --help).
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "bench/bench.hpp"
@@ -43,9 +46,23 @@ void row(const char* what, std::uint64_t transfers, Time t) {
 
 int main(int argc, char** argv) {
     using namespace collsched;
+    CLI::App app{"collsched-bench: the pipeline benchmark of `collsched bench` on the EBFT total exchange at one size, then the "
+                 "parts around it (memory limits, sorting, JSON and CSV writing and reading, in memory and from a file). "
+                 "Figures are per CPU second: the machine may be shared (docs/performance.md)."};
+    std::uint32_t n = 256;
+    bool parts_only = false;
+    app.add_option("N", n, "EBFT size: processors, a power of two >= 4")->check(CLI::Range(4u, 1u << 20));
+    app.add_flag("--parts", parts_only, "Only the parts, not the pipeline benchmark");
     try {
-        const std::uint32_t n = argc > 1 ? static_cast<std::uint32_t>(std::stoul(argv[1])) : 256;
-        const bool parts_only = argc > 2 && std::string(argv[2]) == "--parts";
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    if (!std::has_single_bit(n)) {
+        std::fprintf(stderr, "collsched-bench: error: N = %u is not a power of two (the EBFT total exchange needs ebft:N)\n", n);
+        return 2;
+    }
+    try {
         bench::Options opt;
         opt.sizes = {n};
         std::vector<bench::CaseResult> results;
@@ -113,6 +130,17 @@ int main(int argc, char** argv) {
         json = std::string();
         row("write CSV (in memory)", N, seconds([&] { csv = table_to_csv(t); }));
         row("read CSV (in memory)", N, seconds([&] { (void)parse_table_csv(csv, "bench.csv"); }));
+        {
+            std::string path = fmt::format("/tmp/collsched-bench-{}.csv", ::getpid());
+            std::FILE* f = std::fopen(path.c_str(), "wb");
+            if (f) {
+                std::fwrite(csv.data(), 1, csv.size(), f);
+                std::fclose(f);
+                csv = std::string();
+                row("read CSV file (read_table)", N, seconds([&] { (void)read_table(path); }));
+                std::remove(path.c_str());
+            }
+        }
         return 0;
     } catch (const InputError& e) {
         std::fprintf(stderr, "collsched-bench: error: %s\n", e.what());

@@ -5,13 +5,25 @@
 // extra fields in a transfer, a negative step, escapes in a key, a document over simdjson's 4 GB)
 // and every error make it return nullopt, and the reference reader then reads the file and gives
 // its message: so the language accepted and every diagnostic are the reference reader's.
+//
+// Pieces (the common layout: "transfers" last, one transfer per line). The head of the top-level
+// object is scanned by hand up to the key "transfers" (each value's raw text goes to the strict
+// piece parser, as in the whole-document path); the transfers array is cut into pieces of about
+// `piece_bytes` at a comma followed by a line end, and each piece is copied into one reused
+// padded buffer as `[` piece `]` and read by one reused On Demand parser. simdjson's structural
+// index (4 bytes per structural character, 72 bytes per transfer) then stays the size of a piece,
+// in cache, instead of 1.4 GB of fresh pages at n = 1024. Anything else in the layout (a key with
+// an escape or a non-ASCII byte, transfers not last, a piece that does not read) goes to the
+// whole-document path below, which reads any layout; errors still go to the reference reader.
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "compiler/flat_map.hpp"
 #include "compiler/json_error.hpp"
 #include "compiler/table_io.hpp"
 #include "compiler/table_read.hpp"
@@ -25,6 +37,9 @@ namespace {
 namespace od = simdjson::ondemand;
 
 struct Bail {};
+/// The layout is not the one the pieces path reads (or a piece did not read): the whole-document
+/// path decides.
+struct NotPieces {};
 
 /// True when the raw key (after its opening quote) is exactly `word` followed by the closing
 /// quote: a key written with escapes never matches, and then the reference reader decides.
@@ -33,10 +48,75 @@ bool key_is(const char* raw, const char (&word)[N]) {
     return std::memcmp(raw, word, N - 1) == 0 && raw[N - 1] == '"';
 }
 
+/// JSON's four whitespace characters.
+bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::size_t skip_ws(std::string_view t, std::size_t p) {
+    while (p < t.size() && is_ws(t[p])) ++p;
+    return p;
+}
+
+/// The position after the closing quote of the string whose opening quote is at p (a backslash
+/// escapes the next byte), or npos. Only finds the end: the text is validated by whoever reads it.
+std::size_t string_end(std::string_view t, std::size_t p) {
+    for (++p; p < t.size(); ++p) {
+        if (t[p] == '\\') ++p;
+        else if (t[p] == '"') return p + 1;
+    }
+    return std::string_view::npos;
+}
+
+/// The end of the value starting at p: a string, a container (brackets counted outside strings)
+/// or a scalar token; npos when there is none. Again only the extent: parse_piece validates it.
+std::size_t value_end(std::string_view t, std::size_t p) {
+    if (p >= t.size()) return std::string_view::npos;
+    if (t[p] == '"') return string_end(t, p);
+    if (t[p] == '{' || t[p] == '[') {
+        std::size_t depth = 0;
+        for (std::size_t q = p; q < t.size(); ++q) {
+            const char c = t[q];
+            if (c == '"') {
+                q = string_end(t, q);
+                if (q == std::string_view::npos) return q;
+                --q;
+            } else if (c == '{' || c == '[') {
+                ++depth;
+            } else if ((c == '}' || c == ']') && --depth == 0) {
+                return q + 1;
+            }
+        }
+        return std::string_view::npos;
+    }
+    std::size_t q = p;
+    while (q < t.size() && !is_ws(t[q]) && t[q] != ',' && t[q] != '}' && t[q] != ']') ++q;
+    return q == p ? std::string_view::npos : q;
+}
+
+/// The first cut at or after `from` and before `close`: a comma followed (after spaces, tabs and
+/// carriage returns) by a line feed; `close` when there is none. Valid JSON has no raw line feed
+/// inside a string, so in a valid document such a comma is outside strings (read_pieces argues
+/// why an invalid one cannot slip through).
+std::size_t find_cut(std::string_view t, std::size_t begin, std::size_t from, std::size_t close) {
+    for (std::size_t p = from; p < close;) {
+        const void* nl = std::memchr(t.data() + p, '\n', close - p);
+        if (!nl) return close;
+        const std::size_t q = static_cast<std::size_t>(static_cast<const char*>(nl) - t.data());
+        std::size_t r = q;
+        while (r > begin && (t[r - 1] == ' ' || t[r - 1] == '\t' || t[r - 1] == '\r')) --r;
+        if (r > begin && t[r - 1] == ',') return r - 1;
+        p = q + 1;
+    }
+    return close;
+}
+
 class FastReader {
 public:
-    explicit FastReader(std::string_view name) : name_(name) {}
+    FastReader(std::string_view name, const FastOptions& options)
+        : name_(name), piece_bytes_(std::max<std::size_t>(options.piece_bytes, 1)) {}
 
+    std::size_t pieces() const { return pieces_; }
+
+    /// The whole document at once, in any layout.
     std::optional<SendTable> read(simdjson::padded_string_view text, bool& ranks) {
         text_size_ = text.size();
         od::parser parser;
@@ -49,26 +129,13 @@ public:
             if (key == "transfers") {
                 if (seen_transfers || top_.count(key) || !resolver_) throw Bail{};  // duplicate, or topology (or chunks) after
                 seen_transfers = true;
-                read_transfers(v.get_array());
+                od::array list = v.get_array();
+                Walk(*this, table_.transfers).read_transfers(list);
                 continue;
             }
-            if (top_.count(key)) throw Bail{};  // a duplicate key: the reference reader says so
-            json j;
-            if (!parse_piece(raw_text(v), max_json_depth - 1, j)) throw Bail{};
-            if (key == "format" && j.is_string() && j.get<std::string>().starts_with("collsched.ranks/")) {
+            if (!top_field(std::move(key), raw_text(v))) {
                 ranks = true;
                 return std::nullopt;
-            }
-            top_.emplace(std::move(key), std::move(j));
-            if (!resolver_ && top_.count("topology")) {
-                if (auto chunks = known_chunks(top_, name_)) {  // the topology and the chunk count fix the message ids
-                    ensure_topology(table_, top_, name_);
-                    table_.collective.chunks = *chunks;
-                    resolver_.emplace(table_, name_);
-                    P_ = table_.topology->processors();
-                    C_ = *chunks;
-                    ms_.emplace(P_, nullptr, C_);
-                }
             }
         }
         // Trailing content after the top-level object: simdjson reports no position left.
@@ -77,7 +144,98 @@ public:
         return std::move(table_);
     }
 
+    /// The common layout in pieces (the file's header comment); throws NotPieces for any other.
+    ///
+    /// Why the cuts cannot change the meaning: the array's text between its brackets is cut at
+    /// commas c_1 < ... < c_k-1 into pieces p_1 ... p_k, and each `[` p_i `]` must read as one
+    /// complete array (nothing after its closing bracket) with at least one element (none only
+    /// when k = 1). Then each p_i is a comma-separated list of one or more JSON values, so their
+    /// concatenation with the commas, the array's text, is such a list too: the document is valid
+    /// and its elements are exactly the pieces' elements, in order. A cut inside an element or a
+    /// string (possible only in an invalid document, or with a line break inside an element) leaves
+    /// some piece with an unbalanced bracket or quote, which does not read: the whole-document
+    /// path then decides. The head is JSON by construction: its structure is matched byte by byte
+    /// here, keys are plain ASCII, and every value is validated by parse_piece.
+    std::optional<SendTable> read_pieces(std::string_view t, bool& ranks) {
+        text_size_ = t.size();
+        std::size_t p = skip_ws(t, 0);
+        if (p >= t.size() || t[p] != '{') throw NotPieces{};
+        ++p;
+        for (;;) {
+            p = skip_ws(t, p);
+            if (p >= t.size() || t[p] != '"') throw NotPieces{};
+            const std::size_t k0 = ++p;
+            while (p < t.size() && t[p] != '"') {
+                const auto c = static_cast<unsigned char>(t[p]);
+                if (c < 0x20 || c >= 0x7f || c == '\\') throw NotPieces{};  // the whole-document path unescapes and validates
+                ++p;
+            }
+            if (p >= t.size()) throw NotPieces{};
+            std::string key(t.substr(k0, p - k0));
+            p = skip_ws(t, p + 1);
+            if (p >= t.size() || t[p] != ':') throw NotPieces{};
+            p = skip_ws(t, p + 1);
+            if (key == "transfers") break;
+            const std::size_t e = value_end(t, p);
+            if (e == std::string_view::npos) throw NotPieces{};
+            if (!top_field(std::move(key), t.substr(p, e - p))) {
+                ranks = true;
+                return std::nullopt;
+            }
+            p = skip_ws(t, e);
+            if (p >= t.size() || t[p] != ',') throw NotPieces{};  // the object ends without transfers, or odd text
+            ++p;
+        }
+        if (p >= t.size() || t[p] != '[') throw NotPieces{};
+        const std::size_t open = p;
+        // The array's closing bracket when "transfers" is the last field: `]`, spaces, `}`, spaces.
+        std::size_t close = t.size();
+        while (close > open && is_ws(t[close - 1])) --close;
+        if (close <= open + 1 || t[close - 1] != '}') throw NotPieces{};
+        --close;
+        while (close > open && is_ws(t[close - 1])) --close;
+        if (close <= open + 1 || t[close - 1] != ']') throw NotPieces{};
+        --close;
+        if (!resolver_) throw Bail{};  // the topology (or chunks) after the transfers: the reference reader
+        std::vector<std::string_view> pieces;
+        for (std::size_t begin = open + 1;;) {
+            const std::size_t cut = find_cut(t, begin, std::min(close, begin + piece_bytes_), close);
+            pieces.push_back(t.substr(begin, cut - begin));
+            if (cut == close) break;
+            begin = cut + 1;
+        }
+        // One piece holding a large array (no line ends): the whole-document path reads it in place.
+        if (pieces.size() == 1 && pieces[0].size() > 4 * piece_bytes_ + 4096) throw NotPieces{};
+        table_.transfers.reserve(text_size_ / 44 + 16);
+        Walk walk(*this, table_.transfers);
+        for (std::string_view piece : pieces) walk.read_piece(piece, pieces.size() == 1);
+        pieces_ = pieces.size();
+        finish_table(table_, top_, true, name_, nullptr);
+        return std::move(table_);
+    }
+
 private:
+    /// One top-level field other than "transfers", as both paths read it (a duplicate or a value
+    /// parse_piece refuses: Bail). False for a per-rank file's "format".
+    bool top_field(std::string key, std::string_view raw) {
+        if (top_.count(key)) throw Bail{};  // a duplicate key: the reference reader says so
+        json j;
+        if (!parse_piece(raw, max_json_depth - 1, j)) throw Bail{};
+        if (key == "format" && j.is_string() && j.get<std::string>().starts_with("collsched.ranks/")) return false;
+        top_.emplace(std::move(key), std::move(j));
+        if (!resolver_ && top_.count("topology")) {
+            if (auto chunks = known_chunks(top_, name_)) {  // the topology and the chunk count fix the message ids
+                ensure_topology(table_, top_, name_);
+                table_.collective.chunks = *chunks;
+                resolver_.emplace(table_, name_);
+                P_ = table_.topology->processors();
+                C_ = *chunks;
+                ms_.emplace(P_, nullptr, C_);
+            }
+        }
+        return true;
+    }
+
     /// The raw JSON text of a value (a container whole, a scalar as its token).
     static std::string_view raw_text(od::value& v) {
         switch (od::json_type(v.type())) {
@@ -93,144 +251,124 @@ private:
         }
     }
 
-    /// A string value without escapes, in place in the document (no copy into simdjson's string
-    /// buffer, which would be one more page fault per 4 KiB). A string with a backslash, or with a
-    /// control character (which JSON does not allow unescaped), goes to the reference reader.
-    static std::string_view plain_string(od::value& v) {
-        const char* p = od::raw_json_string(v.get_raw_json_string()).raw();
-        const char* q = p;
-        for (; *q != '"'; ++q)
-            if (*q == '\\' || static_cast<unsigned char>(*q) < 0x20) throw Bail{};
-        return {p, static_cast<std::size_t>(q - p)};
-    }
+    /// Reading transfers into `out`: the parser, buffer and caches (kept apart from the reader's
+    /// fixed state, the topology and the message numbering, which it only reads).
+    class Walk {
+    public:
+        Walk(FastReader& r, std::vector<Transfer>& out) : r_(r), out_(out) {}
 
-    void read_transfers(od::array list) {
-        // A transfer takes at least 44 bytes of JSON: room for all of them, without copying as the
-        // vector grows (pages not filled are never touched).
-        table_.transfers.reserve(text_size_ / 44 + 16);
-        std::uint64_t i = 0;
-        for (od::value item : list) {
-            od::object o = item.get_object();
-            std::uint64_t step = 0;
-            std::string_view from, to, msg;
-            unsigned seen = 0;
-            for (od::field f : o) {
-                const char* k = f.key().raw();
-                unsigned bit;
-                if (key_is(k, "step")) bit = 1;
-                else if (key_is(k, "from")) bit = 2;
-                else if (key_is(k, "to")) bit = 4;
-                else if (key_is(k, "msg")) bit = 8;
-                else throw Bail{};  // extra fields in a transfer: the reference reader keeps them
-                if (seen & bit) throw Bail{};
-                seen |= bit;
-                od::value v = f.value();
-                switch (bit) {
-                    case 1: step = v.get_uint64(); break;
-                    case 2: from = plain_string(v); break;
-                    case 4: to = plain_string(v); break;
-                    default: msg = plain_string(v); break;
+        /// One piece of the transfers array, copied as `[` piece `]` into the reused padded buffer
+        /// and read with the reused parser: fully (nothing after its closing bracket) and with at
+        /// least one element unless it is the only piece. Anything else: NotPieces.
+        void read_piece(std::string_view piece, bool only) {
+            const std::size_t len = piece.size() + 2;
+            if (buffer_size_ < len + simdjson::SIMDJSON_PADDING) {
+                buffer_size_ = std::max(len, r_.piece_bytes_ + 4096) * 5 / 4 + simdjson::SIMDJSON_PADDING;
+                buffer_ = std::make_unique<char[]>(buffer_size_);
+            }
+            char* b = buffer_.get();
+            b[0] = '[';
+            std::memcpy(b + 1, piece.data(), piece.size());
+            b[len - 1] = ']';
+            std::memset(b + len, ' ', simdjson::SIMDJSON_PADDING);
+            const std::size_t before = out_.size();
+            try {
+                od::document doc = parser_.iterate(b, len, buffer_size_);
+                od::array list = doc.get_array();
+                read_transfers(list);
+                if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) throw NotPieces{};
+            } catch (const simdjson::simdjson_error&) {
+                throw NotPieces{};
+            }
+            if (out_.size() == before && !only) throw NotPieces{};
+        }
+
+        void read_transfers(od::array& list) {
+            // A transfer takes at least 44 bytes of JSON: room for all of them, without copying as
+            // the vector grows (pages not filled are never touched).
+            if (out_.capacity() == 0) out_.reserve(r_.text_size_ / 44 + 16);
+            std::uint64_t i = out_.size();
+            for (od::value item : list) {
+                od::object o = item.get_object();
+                std::uint64_t step = 0;
+                std::string_view from, to, msg;
+                unsigned seen = 0;
+                for (od::field f : o) {
+                    const char* k = f.key().raw();
+                    unsigned bit;
+                    if (key_is(k, "step")) bit = 1;
+                    else if (key_is(k, "from")) bit = 2;
+                    else if (key_is(k, "to")) bit = 4;
+                    else if (key_is(k, "msg")) bit = 8;
+                    else throw Bail{};  // extra fields in a transfer: the reference reader keeps them
+                    if (seen & bit) throw Bail{};
+                    seen |= bit;
+                    od::value v = f.value();
+                    switch (bit) {
+                        case 1: step = v.get_uint64(); break;
+                        case 2: from = plain_string(v); break;
+                        case 4: to = plain_string(v); break;
+                        default: msg = plain_string(v); break;
+                    }
                 }
+                if (seen != 15) throw Bail{};
+                // the shortcuts (the document is padded), else the general case and every error
+                if (!shortcuts_.transfer<true>(step, from, to, msg, out_.emplace_back())) {
+                    out_.pop_back();
+                    r_.resolver_->add(out_, i, step, from, to, msg);
+                }
+                ++i;
             }
-            if (seen != 15) throw Bail{};
-            table_.transfers.push_back(resolve(i++, step, from, to, msg));
         }
-    }
 
-    // ---- resolution: the canonical spellings directly, everything else through the Resolver ----
-
-    /// A name of at most 7 bytes packed with its length into one word (0: longer). The name lies
-    /// in the padded document, so the 8 bytes from its start can be loaded at once and masked (a
-    /// memcpy of its length would stall the load that follows it).
-    static std::uint64_t pack(std::string_view s) {
-        if (s.size() > 7) return 0;
-        std::uint64_t k;
-        std::memcpy(&k, s.data(), 8);
-        k &= (std::uint64_t{1} << (8 * s.size())) - 1;
-        return k | (std::uint64_t{s.size()} << 56);
-    }
-
-    /// The node named `s` (Topology::find_node's answer, remembered by packed name), or nullopt.
-    std::optional<Node> node(std::string_view s) {
-        const std::uint64_t k = pack(s);
-        if (k == 0) return table_.topology->find_node(s);
-        if (std::uint32_t v = nodes_.find(k); v != FlatMap::none) return Node{v};
-        auto n = table_.topology->find_node(s);
-        if (n) nodes_.find_or_insert(k, [&] { return idx(*n); });
-        return n;
-    }
-
-    /// `d..d` (1 to 9 digits) at the front of s: its value, and s advanced past it.
-    static bool digits(std::string_view& s, std::uint32_t& out) {
-        std::size_t k = 0;
-        std::uint32_t v = 0;
-        while (k < s.size() && k < 10 && s[k] >= '0' && s[k] <= '9') v = v * 10 + static_cast<std::uint32_t>(s[k++] - '0');
-        if (k == 0 || k > 9) return false;
-        s.remove_prefix(k);
-        out = v;
-        return true;
-    }
-
-    /// m(s,d), b(s), a(s) written plainly, with a last argument c < C under chunks (Messages::parse
-    /// accepts the same and more).
-    std::optional<MessageId> message(std::string_view s) const {
-        if (s.size() < 4 || s[1] != '(' || s.back() != ')') return std::nullopt;
-        const char kind = s[0];
-        s = s.substr(2, s.size() - 3);
-        std::uint32_t a = 0, b = 0, c = 0;
-        if (!digits(s, a) || a >= P_) return std::nullopt;
-        if (kind == 'm') {
-            if (s.empty() || s[0] != ',') return std::nullopt;
-            s.remove_prefix(1);
-            if (!digits(s, b) || b >= P_) return std::nullopt;
+    private:
+        /// A string value without escapes, in place in the document (no copy into simdjson's
+        /// string buffer, which would be one more page fault per 4 KiB). A string with a
+        /// backslash, or with a control character (which JSON does not allow unescaped), goes to
+        /// the reference reader.
+        static std::string_view plain_string(od::value& v) {
+            const char* p = od::raw_json_string(v.get_raw_json_string()).raw();
+            const char* q = p;
+            for (; *q != '"'; ++q)
+                if (*q == '\\' || static_cast<unsigned char>(*q) < 0x20) throw Bail{};
+            return {p, static_cast<std::size_t>(q - p)};
         }
-        if (C_ > 1) {
-            if (s.empty() || s[0] != ',') return std::nullopt;
-            s.remove_prefix(1);
-            if (!digits(s, c) || c >= C_) return std::nullopt;
-        }
-        if (!s.empty()) return std::nullopt;
-        if (kind == 'm') return ms_->personal(a, b, c);
-        if (kind == 'b') return ms_->broadcast(a, c);
-        if (kind == 'a') return ms_->value(a, c);
-        return std::nullopt;
-    }
 
-    Transfer resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg) {
-        if (step >= 1 && step <= (1u << 31)) {
-            const std::uint64_t kf = pack(from), kt = pack(to);
-            std::optional<ChannelId> c;
-            if (kf != 0 && kf == last_from_ && kt == last_to_) {
-                c = last_channel_;  // the run of one channel (tables are sorted by step, channel)
-            } else if (auto u = node(from), v = node(to); u && v) {
-                c = table_.topology->find_channel(*u, *v);
-                if (c && kt != 0) last_from_ = kf, last_to_ = kt, last_channel_ = *c;  // (0: a long name, not remembered)
-            }
-            if (c)
-                if (auto m = message(msg)) return {static_cast<Step>(step), *c, *m};
-        }
-        return resolver_->resolve(i, step, from, to, msg);  // the general case, and every error
-    }
+        FastReader& r_;
+        std::vector<Transfer>& out_;
+        od::parser parser_;  // reused: its structural index is the size of a piece
+        std::unique_ptr<char[]> buffer_;
+        std::size_t buffer_size_ = 0;
+        NameShortcuts shortcuts_{*r_.table_.topology, *r_.ms_};
+    };
 
     std::string_view name_;
+    std::size_t piece_bytes_;
+    std::size_t pieces_ = 0;
     SendTable table_;
     TopFields top_;
     std::optional<Resolver> resolver_;
     std::size_t text_size_ = 0;
     std::uint32_t P_ = 0, C_ = 1;
     std::optional<Messages> ms_;
-    FlatMap nodes_{256};
-    std::uint64_t last_from_ = 0, last_to_ = 0;
-    ChannelId last_channel_{0};
 };
 
 }  // namespace
 
-std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::string_view name, bool& ranks) {
+std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::string_view name, bool& ranks,
+                                    const FastOptions& options) {
     ranks = false;
+    if (options.pieces) *options.pieces = 0;
     if (text.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES) return std::nullopt;  // simdjson's limit: the reference reader streams
     try {
-        FastReader r(name);
+        try {
+            FastReader r(name, options);
+            auto t = r.read_pieces(text, ranks);
+            if (options.pieces) *options.pieces = r.pieces();
+            return t;
+        } catch (const NotPieces&) {
+        }
+        FastReader r(name, options);
         if (padded) return r.read(simdjson::padded_string_view(text.data(), text.size(), text.size() + simdjson::SIMDJSON_PADDING), ranks);
         simdjson::padded_string copy(text);
         return r.read(copy, ranks);

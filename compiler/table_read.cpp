@@ -26,37 +26,16 @@ std::string_view trim(std::string_view s) {
 }
 
 Resolver::Resolver(SendTable& t, std::string_view name)
-    : table_(t), name_(name), reg_(t.composite_registry()), messages_(t.topology->processors(), &reg_, t.collective.chunks) {}
-
-namespace {
-
-/// A name of at most 7 bytes packed with its length into one word (0: longer or empty). Built in
-/// a register: a memcpy of the name's length into a word stalls the load that reads it back.
-std::uint64_t pack(std::string_view s) {
-    if (s.empty() || s.size() > 7) return 0;
-    std::uint64_t k = std::uint64_t{s.size()} << 56;
-    for (std::size_t i = 0; i < s.size(); ++i) k |= std::uint64_t{static_cast<unsigned char>(s[i])} << (8 * i);
-    return k;
-}
-
-/// `d..d` (1 to 9 digits, as std::from_chars reads them) at the front of s: its value, and s
-/// advanced past it.
-bool digits(std::string_view& s, std::uint32_t& out) {
-    std::size_t k = 0;
-    std::uint32_t v = 0;
-    while (k < s.size() && k < 10 && s[k] >= '0' && s[k] <= '9') v = v * 10 + static_cast<std::uint32_t>(s[k++] - '0');
-    if (k == 0 || k > 9) return false;
-    s.remove_prefix(k);
-    out = v;
-    return true;
-}
-
-}  // namespace
+    : table_(t),
+      name_(name),
+      reg_(t.composite_registry()),
+      messages_(t.topology->processors(), &reg_, t.collective.chunks),
+      shortcuts_(*t.topology, messages_) {}
 
 Transfer Resolver::resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to,
                            std::string_view msg) const {
     Transfer x;
-    if (quick(step, from, to, msg, x)) return x;
+    if (shortcuts_.transfer<false>(step, from, to, msg, x)) return x;
     return general(i, step, from, to, msg);
 }
 
@@ -64,64 +43,9 @@ void Resolver::add(std::vector<Transfer>& out, std::uint64_t i, std::uint64_t st
                    std::string_view msg) const {
     // Filled in place: a Transfer returned through the stack is stored as 4-byte fields and read
     // back as an 8-byte word, a stalled load per transfer.
-    if (quick(step, from, to, msg, out.emplace_back())) return;
+    if (shortcuts_.transfer<false>(step, from, to, msg, out.emplace_back())) return;
     out.pop_back();
     out.push_back(general(i, step, from, to, msg));
-}
-
-/// The node named `s` (Topology::find_node's answer, remembered by packed name), or nullopt.
-std::optional<Node> Resolver::node(std::string_view s) const {
-    const std::uint64_t k = pack(s);
-    if (k == 0) return table_.topology->find_node(s);
-    if (std::uint32_t v = nodes_.find(k); v != FlatMap::none) return Node{v};
-    auto n = table_.topology->find_node(s);
-    if (n) nodes_.find_or_insert(k, [&] { return idx(*n); });
-    return n;
-}
-
-/// m(s,d), b(s), a(s) written plainly, with a last argument c < C under chunks, into `out`;
-/// Messages::parse accepts the same (and more: spaces, composites, which take the general path).
-/// (A flag and an out-parameter: an optional's flag byte, stored and read back as a word,
-/// stalled every call.)
-bool Resolver::message(std::string_view s, MessageId& out) const {
-    if (s.size() < 4 || s[1] != '(' || s.back() != ')') return false;
-    const char kind = s[0];
-    const std::uint32_t P = messages_.processors(), C = messages_.chunks();
-    s = s.substr(2, s.size() - 3);
-    std::uint32_t a = 0, b = 0, c = 0;
-    if (!digits(s, a) || a >= P) return false;
-    if (kind == 'm') {
-        if (s.empty() || s[0] != ',') return false;
-        s.remove_prefix(1);
-        if (!digits(s, b) || b >= P) return false;
-    }
-    if (C > 1) {
-        if (s.empty() || s[0] != ',') return false;
-        s.remove_prefix(1);
-        if (!digits(s, c) || c >= C) return false;
-    }
-    if (!s.empty()) return false;
-    if (kind == 'm') out = messages_.personal(a, b, c);
-    else if (kind == 'b') out = messages_.broadcast(a, c);
-    else if (kind == 'a') out = messages_.value(a, c);
-    else return false;
-    return true;
-}
-
-bool Resolver::quick(std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg, Transfer& out) const {
-    if (step < 1 || step > (1u << 31)) return false;
-    const std::uint64_t kf = pack(from), kt = pack(to);
-    std::optional<ChannelId> c;
-    if (kf != 0 && kf == last_from_ && kt == last_to_) {
-        c = last_channel_;  // the run of one channel
-    } else if (auto u = node(from), v = node(to); u && v) {
-        c = table_.topology->find_channel(*u, *v);
-        if (c && kf != 0 && kt != 0) last_from_ = kf, last_to_ = kt, last_channel_ = *c;
-    }
-    MessageId m{0};
-    if (!c || !message(msg, m)) return false;
-    out = {static_cast<Step>(step), *c, m};
-    return true;
 }
 
 Transfer Resolver::general(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to,

@@ -21,7 +21,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/flat_map.hpp"
+#include "compiler/table_names.hpp"
 #include "compiler/send_table.hpp"
 #include "dsl/diagnostics.hpp"
 
@@ -57,15 +57,10 @@ void finish_rounds(SendTable& t, std::string_view name);
 std::uint32_t chunks_value(const json& v, const std::function<void(std::string_view)>& fail);
 
 /// Turns the strings of one transfer into ids; all lookups of a table go through one resolver.
-///
-/// A table names the same few nodes and channels millions of times, so the resolver remembers:
-/// node names of up to 7 bytes, looked up once each in a small hash map of packed names (the
-/// topology's find_node parses the name every time), and the channel of the previous transfer
-/// (tables are sorted by step and channel, so transfers come in runs of one channel). Messages
-/// written plainly, m(s,d), b(s), a(s) with a last argument c < C under chunks, are decoded
-/// directly. Whatever these shortcuts do not settle, and every error, takes the general path,
-/// which gives the same answer for what the shortcuts accept (test_table_io: "the resolver's
-/// shortcuts"). One resolver per reader and thread: the caches are not shared.
+/// It first tries the shortcuts of compiler/table_names.hpp (remembered node names and
+/// channels, plain message names); what they do not settle, and every error, takes the general
+/// path (Topology::find_node and find_channel, Messages::parse, composites), which also words
+/// the messages. One resolver per reader: its caches are not shared.
 class Resolver {
 public:
     Resolver(SendTable& t, std::string_view name);
@@ -77,19 +72,13 @@ public:
              std::string_view msg) const;
 
 private:
-    bool quick(std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg, Transfer& out) const;
-    std::optional<Node> node(std::string_view s) const;
-    bool message(std::string_view s, MessageId& out) const;
     Transfer general(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg) const;
 
     const SendTable& table_;
     std::string_view name_;
     Composites& reg_;
     Messages messages_;
-    // caches of the shortcuts (mutable: resolving does not change what the resolver answers)
-    mutable FlatMap nodes_{256};
-    mutable std::uint64_t last_from_ = 0, last_to_ = 0;
-    mutable ChannelId last_channel_{0};
+    mutable NameShortcuts shortcuts_;  ///< caches (mutable: resolving does not change the answers)
 };
 
 /// Builds a JSON value from SAX-like events (for fields collsched keeps but does not interpret).
@@ -144,10 +133,25 @@ void finish_table(SendTable& t, const TopFields& top, bool seen_transfers, std::
 /// (SIMDJSON_PADDING; checked where simdjson is included).
 inline constexpr std::size_t json_padding = 64;
 
+/// The size of the pieces the fast reader cuts the transfers array into (compiler/table_json_fast.cpp):
+/// their structural index stays in L2. Tiny in fuzzing builds, so that the harness's small inputs
+/// are cut too.
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+inline constexpr std::size_t default_piece_bytes = 96;
+#else
+inline constexpr std::size_t default_piece_bytes = 256 * 1024;
+#endif
+
+struct FastOptions {
+    std::size_t piece_bytes = default_piece_bytes;
+    std::size_t* pieces = nullptr;  ///< when set: the pieces read (0: the whole-document path, or nullopt)
+};
+
 /// The fast reader: the table, or nullopt when the reference reader must decide (anything it does
 /// not read itself, and every error). `ranks` is set when the file's "format" is a per-rank file.
 /// `text` must stay readable for SIMDJSON_PADDING bytes past its end when `padded` is true;
-/// otherwise it is copied into a padded buffer.
-std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::string_view name, bool& ranks);
+/// otherwise it is copied into a padded buffer (the whole-document path only).
+std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::string_view name, bool& ranks,
+                                    const FastOptions& options = {});
 
 }  // namespace collsched::table_read

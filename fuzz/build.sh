@@ -2,6 +2,7 @@
 # Builds the libFuzzer harnesses (fuzz_dsl, fuzz_table, fuzz_topology) with clang, AddressSanitizer
 # and UndefinedBehaviorSanitizer in their own build directory (default build-fuzz; set
 # COLLSCHED_FUZZ_BUILD_DIR to change it). Usage: fuzz/build.sh. See docs/fuzzing.md.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${COLLSCHED_FUZZ_BUILD_DIR:-build-fuzz}

@@ -7,6 +7,7 @@
 # reproduce one with `build-fuzz/fuzz/fuzz_<harness> FILE`. Each run appends a line to
 # fuzz-out/runs.log (harness, seconds, executions, result). Exit status: libFuzzer's (0 = no finding).
 # The run is niced; set JOBS=N to fuzz with N parallel workers. See docs/fuzzing.md.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -67,5 +67,8 @@ def main():
                  os.path.join(out, f'multibox{k}x8.json'))
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__.strip())
+        sys.exit(0)
     main()

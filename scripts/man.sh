@@ -2,7 +2,12 @@
 # Writes the collsched(1) man page from the command line's own --help texts with help2man:
 # the top-level help, then a COMMANDS section with every subcommand's --help.
 # Usage: scripts/man.sh PATH/TO/collsched OUT.1   (CMake runs it as the `man` target.)
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -euo pipefail
+if (($# != 2)); then
+  echo "usage: scripts/man.sh PATH/TO/collsched OUT.1" >&2
+  exit 2
+fi
 bin=$1
 out=$2
 include=$(mktemp)

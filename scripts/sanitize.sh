@@ -6,6 +6,7 @@
 # does not recover, ASan stops at the first error, leaks are errors, and a sanitized `collsched`
 # started by the command-line tests exits with code 86, which no test expects.
 # Expects the packages of scripts/setup.sh. Usage: scripts/sanitize.sh. See docs/fuzzing.md.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${COLLSCHED_ASAN_BUILD_DIR:-build-asan}

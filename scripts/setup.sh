@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what collsched needs from Debian's packages (only what is missing), then configures and
 # builds it in ./build. Usage: scripts/setup.sh [extra cmake args...]. Safe to run again.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -28,8 +28,7 @@ struct MessageGroups {
     std::uint64_t buckets = 0, width = 0;
     std::vector<std::uint64_t> at;
     std::vector<std::uint64_t> packed;  ///< the table by bucket: (offset in the bucket, step, channel) in 8 bytes
-    std::vector<Hop> hops;              ///< one bucket by message
-    std::vector<std::uint64_t> count;
+    std::vector<Hop> hops;              ///< the sort path: the table by message
 
     /// `space` message ids, N transfers, steps up to `max_step`, channel ids below `channels`.
     /// A sparse message space (few transfers of many possible ids), a record that does not fit
@@ -47,6 +46,67 @@ struct MessageGroups {
     }
     void add(MessageId m) { ++at[(idx(m) >> shift) + 1]; }
 };
+
+/// The per-bucket buffers of a visit of the buckets: one per thread.
+struct BucketScratch {
+    std::vector<Hop> hops;  ///< one bucket by message
+    std::vector<std::uint64_t> count;
+};
+
+/// The first pass of the regroup (see for_each_message): the bucket offsets from the counts, and
+/// the table distributed into the buckets. Not for the sort path.
+inline void regroup(const std::vector<Transfer>& xs, MessageGroups& g) {
+    const int shift = g.shift, cs = shift + g.step_bits;
+    const std::uint64_t low = g.width - 1;
+    std::vector<std::uint64_t>& at = g.at;
+    for (std::uint64_t b = 0; b < g.buckets; ++b) at[b + 1] += at[b];
+    g.packed.resize(xs.size());
+    std::vector<std::uint64_t> next(at.begin(), at.end() - 1);
+    for (const Transfer& x : xs)
+        g.packed[next[idx(x.message) >> shift]++] =
+            (idx(x.message) & low) | (std::uint64_t{x.step} << shift) | (cs < 64 ? std::uint64_t{idx(x.channel)} << cs : 0);
+}
+
+/// The bucket that splits the regrouped table into two halves of about equal transfers (buckets
+/// [0, split) and [split, buckets)): where two threads divide the per-message work.
+inline std::uint64_t half_split(const MessageGroups& g) {
+    const std::uint64_t half = g.at[g.buckets] / 2;
+    return static_cast<std::uint64_t>(std::lower_bound(g.at.begin(), g.at.begin() + static_cast<std::ptrdiff_t>(g.buckets), half) - g.at.begin());
+}
+
+/// The second pass for buckets [b0, b1) of a regrouped table: each bucket, small enough for L2,
+/// counting-sorted by message and handed to f while it is in cache. Reads g only, so two threads
+/// with their own scratch may visit disjoint ranges.
+template <class F>
+void for_each_message_in(const MessageGroups& g, std::uint64_t b0, std::uint64_t b1, BucketScratch& scratch, F&& f) {
+    const int shift = g.shift, cs = shift + g.step_bits;
+    const std::uint64_t width = g.width, low = width - 1;
+    const std::uint64_t step_mask = (std::uint64_t{1} << g.step_bits) - 1;
+    std::uint64_t largest = 0;
+    for (std::uint64_t b = b0; b < b1; ++b) largest = std::max(largest, g.at[b + 1] - g.at[b]);
+    scratch.hops.resize(largest);
+    scratch.count.resize(width + 1);
+    for (std::uint64_t b = b0; b < b1; ++b) {
+        const std::uint64_t* first = g.packed.data() + g.at[b];
+        const std::uint64_t* last = g.packed.data() + g.at[b + 1];
+        if (first == last) continue;
+        const auto base = static_cast<std::uint32_t>(b << shift);
+        std::vector<std::uint64_t>& count = scratch.count;
+        std::fill(count.begin(), count.end(), 0);
+        for (const std::uint64_t* p = first; p != last; ++p) ++count[(*p & low) + 1];
+        for (std::uint64_t k = 0; k < width; ++k) count[k + 1] += count[k];
+        for (const std::uint64_t* p = first; p != last; ++p)
+            scratch.hops[count[*p & low]++] = {static_cast<Step>((*p >> shift) & step_mask),
+                                               ChannelId{static_cast<std::uint32_t>(cs < 64 ? *p >> cs : 0)}};
+        // count[k] is now the end of message base + k's group, and the start of the next one's
+        std::uint64_t begin = 0;
+        for (std::uint64_t k = 0; k < width; ++k) {
+            const std::uint64_t end = count[k];
+            if (end != begin) f(MessageId{base + static_cast<std::uint32_t>(k)}, scratch.hops.data() + begin, scratch.hops.data() + end);
+            begin = end;
+        }
+    }
+}
 
 /// Calls f(m, first, last) for every message m that has transfers, in increasing id order, with
 /// its transfers as (step, channel) pairs in table order; g was planned and counted.
@@ -77,43 +137,9 @@ void for_each_message(const std::vector<Transfer>& xs, MessageGroups& g, F&& f) 
         }
         return;
     }
-    const int shift = g.shift, cs = shift + g.step_bits;
-    const std::uint64_t buckets = g.buckets, width = g.width, low = width - 1;
-    const std::uint64_t step_mask = (std::uint64_t{1} << g.step_bits) - 1;
-    std::vector<std::uint64_t>& at = g.at;
-    std::uint64_t largest = 0;
-    for (std::uint64_t b = 0; b < buckets; ++b) {
-        largest = std::max(largest, at[b + 1]);
-        at[b + 1] += at[b];
-    }
-    g.hops.resize(largest);
-    g.count.resize(width + 1);
-    g.packed.resize(N);
-    {
-        std::vector<std::uint64_t> next(at.begin(), at.end() - 1);
-        for (const Transfer& x : xs)
-            g.packed[next[idx(x.message) >> shift]++] =
-                (idx(x.message) & low) | (std::uint64_t{x.step} << shift) | (cs < 64 ? std::uint64_t{idx(x.channel)} << cs : 0);
-    }
-    for (std::uint64_t b = 0; b < buckets; ++b) {
-        const std::uint64_t* first = g.packed.data() + at[b];
-        const std::uint64_t* last = g.packed.data() + at[b + 1];
-        if (first == last) continue;
-        const auto base = static_cast<std::uint32_t>(b << shift);
-        std::fill(g.count.begin(), g.count.end(), 0);
-        for (const std::uint64_t* p = first; p != last; ++p) ++g.count[(*p & low) + 1];
-        for (std::uint64_t k = 0; k < width; ++k) g.count[k + 1] += g.count[k];
-        for (const std::uint64_t* p = first; p != last; ++p)
-            g.hops[g.count[*p & low]++] = {static_cast<Step>((*p >> shift) & step_mask),
-                                           ChannelId{static_cast<std::uint32_t>(cs < 64 ? *p >> cs : 0)}};
-        // count[k] is now the end of message base + k's group, and the start of the next one's
-        std::uint64_t begin = 0;
-        for (std::uint64_t k = 0; k < width; ++k) {
-            const std::uint64_t end = g.count[k];
-            if (end != begin) f(MessageId{base + static_cast<std::uint32_t>(k)}, g.hops.data() + begin, g.hops.data() + end);
-            begin = end;
-        }
-    }
+    regroup(xs, g);
+    BucketScratch scratch;
+    for_each_message_in(g, 0, g.buckets, scratch, f);
 }
 
 }  // namespace collsched::detail

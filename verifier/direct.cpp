@@ -1,8 +1,11 @@
 #include "verifier/direct.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <exception>
 #include <limits>
+#include <thread>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -32,7 +35,9 @@ public:
     /// Pass 1; with `count_messages` it also counts the transfers per bucket of messages for
     /// by_message (so the regroup needs no pass of its own over the table).
     void by_step(bool count_messages);
-    void by_message();
+    /// Pass 2; with `threads` >= 2 the messages are split into two halves of about equal
+    /// transfers, checked by two threads.
+    void by_message(unsigned threads);
     void queue_intervals();
 
 private:
@@ -47,6 +52,8 @@ private:
     void check_ports(std::size_t begin, std::size_t end);
     void check_groups(std::size_t begin, std::size_t end);
     void queue_bound();
+    void start_by_message();
+    std::vector<MessageId> goal_messages() const;
     void message(MessageId m, const Hop* first, const Hop* last);
     void injections(MessageId m, Node origin, const Hop* first, const Hop* last);
     void hop_message(MessageId m, const Hop* first, const Hop* last);
@@ -257,15 +264,16 @@ void Checker::queue_bound() {
 // transfers of one message are few (a path, or a tree for a broadcast), so each message is
 // checked on its own with per-node state reset through a touched list.
 
-void Checker::by_message() {
+void Checker::start_by_message() {
     since_.assign(topo_.nodes(), never);
     one_arrival_.assign(topo_.nodes(), never);
     one_departure_.assign(topo_.nodes(), never);
-
     reqs_ = t_.requirements;
     std::sort(reqs_.begin(), reqs_.end(), [](auto& a, auto& b) { return idx(a.message) < idx(b.message); });
+}
 
-    // Messages with goals, merged with messages that move: each is checked once, in id order.
+/// The messages with goals, in id order (each is checked once, with the messages that move).
+std::vector<MessageId> Checker::goal_messages() const {
     std::vector<MessageId> goal_msgs;
     const std::uint32_t P = topo_.processors();
     const Collective& c = t_.collective;
@@ -311,19 +319,77 @@ void Checker::by_message() {
     auto by_id = [](MessageId a, MessageId b) { return idx(a) < idx(b); };
     if (!std::is_sorted(goal_msgs.begin(), goal_msgs.end(), by_id)) std::sort(goal_msgs.begin(), goal_msgs.end(), by_id);
     goal_msgs.erase(std::unique(goal_msgs.begin(), goal_msgs.end()), goal_msgs.end());
+    return goal_msgs;
+}
 
-    // Each message once, in id order: the messages that move (grouped by for_each_message), and
-    // between them the goals that do not move.
-    std::size_t gi = 0;
-    auto goals_below = [&](std::uint64_t bound) {
-        for (; gi < goal_msgs.size() && idx(goal_msgs[gi]) < bound; ++gi) message(goal_msgs[gi], nullptr, nullptr);
+void Checker::by_message(unsigned threads) {
+    start_by_message();
+    const std::vector<MessageId> goal_msgs = goal_messages();
+    // Each message once, in id order: the messages that move (grouped by message), and between
+    // them the goals that do not move. `visit` checks the goals in [first goal, `goals_end`) and
+    // the buckets [b0, b1), whose ids lie below the goals from `goals_end` on.
+    auto visit = [&](Checker& c, std::size_t gi, std::size_t goals_end, std::uint64_t b0, std::uint64_t b1,
+                     detail::BucketScratch& scratch) {
+        auto goals_below = [&](std::uint64_t bound) {
+            for (; gi < goals_end && idx(goal_msgs[gi]) < bound; ++gi) c.message(goal_msgs[gi], nullptr, nullptr);
+        };
+        detail::for_each_message_in(grouped_, b0, b1, scratch, [&](MessageId m, const Hop* first, const Hop* last) {
+            goals_below(idx(m));
+            if (gi < goals_end && goal_msgs[gi] == m) ++gi;
+            c.message(m, first, last);
+        });
+        goals_below(std::numeric_limits<std::uint64_t>::max());
     };
-    detail::for_each_message(t_.transfers, grouped_, [&](MessageId m, const Hop* first, const Hop* last) {
-        goals_below(idx(m));
-        if (gi < goal_msgs.size() && goal_msgs[gi] == m) ++gi;
-        message(m, first, last);
+    if (grouped_.sort || t_.transfers.empty()) {
+        std::size_t gi = 0;
+        detail::for_each_message(t_.transfers, grouped_, [&](MessageId m, const Hop* first, const Hop* last) {
+            for (; gi < goal_msgs.size() && idx(goal_msgs[gi]) < idx(m); ++gi) message(goal_msgs[gi], nullptr, nullptr);
+            if (gi < goal_msgs.size() && goal_msgs[gi] == m) ++gi;
+            message(m, first, last);
+        });
+        for (; gi < goal_msgs.size(); ++gi) message(goal_msgs[gi], nullptr, nullptr);
+        return;
+    }
+    detail::regroup(t_.transfers, grouped_);
+    const std::uint64_t split = threads >= 2 ? detail::half_split(grouped_) : grouped_.buckets;
+    if (split == 0 || split >= grouped_.buckets) {
+        detail::BucketScratch scratch;
+        visit(*this, 0, goal_msgs.size(), 0, grouped_.buckets, scratch);
+        return;
+    }
+    // Two threads: this checker takes the buckets below `split` (the lower message ids) and the
+    // goals below them, a second checker with its own state and report the rest. Its findings
+    // come after this one's in id order, so merging them keeps the report of a single pass:
+    // the same counts, the same first max_violations counterexamples of each property.
+    const std::uint64_t first_id = split << grouped_.shift;
+    const auto goals_split = static_cast<std::size_t>(
+        std::lower_bound(goal_msgs.begin(), goal_msgs.end(), first_id, [](MessageId m, std::uint64_t id) { return idx(m) < id; }) -
+        goal_msgs.begin());
+    VerifyReport upper_report;
+    Checker upper(t_, opt_, upper_report);
+    upper.start_by_message();
+    detail::BucketScratch scratch, upper_scratch;
+    std::exception_ptr failed;
+    std::thread helper([&] {
+        try {
+            visit(upper, goals_split, goal_msgs.size(), split, grouped_.buckets, upper_scratch);
+        } catch (...) {
+            failed = std::current_exception();
+        }
     });
-    goals_below(std::numeric_limits<std::uint64_t>::max());
+    try {
+        visit(*this, 0, goals_split, 0, split, scratch);
+    } catch (...) {
+        helper.join();
+        throw;
+    }
+    helper.join();
+    if (failed) std::rethrow_exception(failed);
+    std::array<std::uint64_t, property_count> kept{};
+    for (const Violation& v : upper_report.violations) ++kept[static_cast<std::size_t>(v.property)];
+    for (Violation& v : upper_report.violations) found_.add(v.property, std::move(v));
+    for (std::size_t p = 0; p < property_count; ++p) found_.count(static_cast<Property>(p), upper_report.violation_count[p] - kept[p]);
+    waiting_.insert(waiting_.end(), upper.waiting_.begin(), upper.waiting_.end());
 }
 
 void Checker::message(MessageId m, const Hop* first, const Hop* last) {
@@ -661,7 +727,11 @@ VerifyReport verify_direct(const SendTable& t, const VerifyOptions& opt) {
     if (composite) {
         detail::check_composites(t, opt, r);  // combined values and bundles: verifier/composite.cpp
     } else {
-        c.by_message();
+        // Two threads for the per-message pass of large tables (below about 2^18 transfers the
+        // pass takes about a millisecond and a thread is not worth starting).
+        unsigned threads = opt.threads;
+        if (threads == 0) threads = t.transfers.size() >= (1u << 18) && std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+        c.by_message(threads);
         c.queue_intervals();
     }
     std::stable_sort(r.violations.begin(), r.violations.end(), [](const Violation& a, const Violation& b) {

@@ -29,7 +29,7 @@ public:
             report_.violations.push_back(std::move(v));
         }
     }
-    void count(Property p) { ++report_.violation_count[static_cast<std::size_t>(p)]; }
+    void count(Property p, std::uint64_t n = 1) { report_.violation_count[static_cast<std::size_t>(p)] += n; }
 
 private:
     VerifyReport& report_;

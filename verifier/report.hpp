@@ -51,6 +51,9 @@ std::string message_list(const Messages& ms, const std::vector<MessageId>& list)
 struct VerifyOptions {
     bool fixed_routes = false;          ///< also require personalized messages to follow the topology's routes
     std::size_t max_violations = 20;    ///< counterexamples kept per property (all are counted)
+    /// Threads of the direct checker's per-message pass: 0 picks (2 for tables of 2^18 transfers
+    /// and more on a machine with 2 or more cores, else 1); the report is the same for any value.
+    unsigned threads = 0;
 };
 
 struct VerifyReport {

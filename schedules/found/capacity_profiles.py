@@ -13,6 +13,7 @@ usage: capacity_profiles.py COLLSCHED N QUEUES [TIMEOUT [FIRST]]   (e.g. build/t
 """
 import json
 import subprocess
+import os
 import sys
 
 
@@ -48,12 +49,35 @@ def table(files):
         print(f"| `{spec}` | {opt} | {status} | {j['counting_bound']} | {j['counting_name']} | {gap} | {uo} |")
 
 
+
+def usage_error(why):
+    """A bad command line: the reason and the usage (this module's docstring), exit code 2."""
+    print(f"{os.path.basename(sys.argv[0])}: {why}\n" + __doc__[__doc__.index("usage:"):].split("\n\n")[0], file=sys.stderr)
+    sys.exit(2)
+
+
+def int_arg(i, name, default=None, least=1):
+    """sys.argv[i] as an integer >= least (default when absent)."""
+    if len(sys.argv) <= i:
+        if default is None:
+            usage_error(f"missing {name}")
+        return default
+    try:
+        v = int(sys.argv[i])
+    except ValueError:
+        usage_error(f"{name} must be an integer, got {sys.argv[i]!r}")
+    if v < least:
+        usage_error(f"{name} must be at least {least}, got {v}")
+    return v
+
 def main():
-    if sys.argv[1] == "table":
+    if len(sys.argv) > 1 and sys.argv[1] == "table":
         return table(sys.argv[2:])
-    exe, n, queues = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    timeout = sys.argv[4] if len(sys.argv) > 4 else "120"
-    first = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+    if len(sys.argv) < 4:
+        usage_error("expected COLLSCHED N QUEUES")
+    exe, n, queues = sys.argv[1], int_arg(2, "N", least=2), sys.argv[3]
+    timeout = str(int_arg(4, "TIMEOUT", 120))
+    first = int_arg(5, "FIRST", 0, least=0)
     L = n.bit_length() - 1
     for prof in profiles(L)[first:]:
         spec = f"bft:{n}:" + ",".join(map(str, prof))
@@ -75,4 +99,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__.strip())
+        sys.exit(0)
     main()

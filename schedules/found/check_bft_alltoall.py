@@ -14,11 +14,40 @@ usage: check_bft_alltoall.py TABLE.json [--queue-free]
 import collections
 import json
 import re
+import os
 import sys
 
 
+
+def usage_error(why):
+    """A bad command line: the reason and the usage (this module's docstring), exit code 2."""
+    print(f"{os.path.basename(sys.argv[0])}: {why}\n" + __doc__[__doc__.index("usage:"):].split("\n\n")[0], file=sys.stderr)
+    sys.exit(2)
+
+
+def int_arg(i, name, default=None, least=1):
+    """sys.argv[i] as an integer >= least (default when absent)."""
+    if len(sys.argv) <= i:
+        if default is None:
+            usage_error(f"missing {name}")
+        return default
+    try:
+        v = int(sys.argv[i])
+    except ValueError:
+        usage_error(f"{name} must be an integer, got {sys.argv[i]!r}")
+    if v < least:
+        usage_error(f"{name} must be at least {least}, got {v}")
+    return v
+
 def main():
-    table = json.load(open(sys.argv[1]))
+    if len(sys.argv) < 2 or any(a != "--queue-free" for a in sys.argv[2:]):
+        usage_error("expected TABLE.json and at most --queue-free")
+    try:
+        with open(sys.argv[1]) as f:
+            table = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"check_bft_alltoall.py: {sys.argv[1]}: {e}", file=sys.stderr)
+        sys.exit(2)
     queue_free = "--queue-free" in sys.argv[2:]
     family, n = table["topology"].split(":")[0], int(table["topology"].split(":")[1])
     assert family in ("ebft", "cbft") and n & (n - 1) == 0, table["topology"]
@@ -65,4 +94,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__.strip())
+        sys.exit(0)
     main()

@@ -25,6 +25,7 @@ counts every (branch, direction, step), without using the symmetry argument.
 
 usage: ebft_closed_form.py [MAX_N [EXPLICIT]]   (default 2^20 and 256)
 """
+import os
 import sys
 
 
@@ -92,9 +93,30 @@ def check_explicit(n, f):
     return None
 
 
+
+def usage_error(why):
+    """A bad command line: the reason and the usage (this module's docstring), exit code 2."""
+    print(f"{os.path.basename(sys.argv[0])}: {why}\n" + __doc__[__doc__.index("usage:"):].split("\n\n")[0], file=sys.stderr)
+    sys.exit(2)
+
+
+def int_arg(i, name, default=None, least=1):
+    """sys.argv[i] as an integer >= least (default when absent)."""
+    if len(sys.argv) <= i:
+        if default is None:
+            usage_error(f"missing {name}")
+        return default
+    try:
+        v = int(sys.argv[i])
+    except ValueError:
+        usage_error(f"{name} must be an integer, got {sys.argv[i]!r}")
+    if v < least:
+        usage_error(f"{name} must be at least {least}, got {v}")
+    return v
+
 def main():
-    top = int(sys.argv[1]) if len(sys.argv) > 1 else 2 ** 20
-    explicit = int(sys.argv[2]) if len(sys.argv) > 2 else 256
+    top = int_arg(1, "TOP", 2 ** 20, least=2)
+    explicit = int_arg(2, "EXPLICIT", 256, least=0)
     n, failures = 8, 0
     while n <= top:
         L = n.bit_length() - 1
@@ -112,4 +134,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__.strip())
+        sys.exit(0)
     main()

@@ -25,6 +25,7 @@ usage: single_injection.py search N MAXF [SEEDS]
 """
 import json
 import random
+import os
 import sys
 
 
@@ -141,25 +142,54 @@ def table(n, f):
             "collective": "allgather", "transfers": tr}
 
 
+
+def usage_error(why):
+    """A bad command line: the reason and the usage (this module's docstring), exit code 2."""
+    print(f"{os.path.basename(sys.argv[0])}: {why}\n" + __doc__[__doc__.index("usage:"):].split("\n\n")[0], file=sys.stderr)
+    sys.exit(2)
+
+
+def int_arg(i, name, default=None, least=1):
+    """sys.argv[i] as an integer >= least (default when absent)."""
+    if len(sys.argv) <= i:
+        if default is None:
+            usage_error(f"missing {name}")
+        return default
+    try:
+        v = int(sys.argv[i])
+    except ValueError:
+        usage_error(f"{name} must be an integer, got {sys.argv[i]!r}")
+    if v < least:
+        usage_error(f"{name} must be at least {least}, got {v}")
+    return v
+
 def main():
+    if len(sys.argv) < 3 or sys.argv[1] not in ("search", "table", "exhaust", "least"):
+        usage_error("expected search N MAXF [SEEDS], table N F, exhaust N MAXF or least N")
     if sys.argv[1] == "table":
-        print(json.dumps(table(int(sys.argv[2]), json.loads(sys.argv[3]))))
+        try:
+            f = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
+        except ValueError:
+            f = None
+        if not isinstance(f, list) or not all(isinstance(x, int) for x in f):
+            usage_error("table N F: F must be a JSON list of integers")
+        print(json.dumps(table(int_arg(2, "N", least=2), f)))
         return
-    L = int(sys.argv[2]).bit_length() - 1
+    L = int_arg(2, "N", least=2).bit_length() - 1
     if sys.argv[1] == "exhaust":
-        f, nodes = exhaust(int(sys.argv[2]), int(sys.argv[3]))
-        T = int(sys.argv[3]) + 2 * L - 1
+        f, nodes = exhaust(int_arg(2, "N", least=2), int_arg(3, "MAXF"))
+        T = int_arg(3, "MAXF") + 2 * L - 1
         print(f"T = {T}:", f"f = {json.dumps(f)}" if f else "no f (T impossible)", f"({nodes} search nodes)")
         return
     if sys.argv[1] == "least":
-        for maxf in range(1, 4 * int(sys.argv[2])):
-            f, nodes = exhaust(int(sys.argv[2]), maxf)
+        for maxf in range(1, 4 * int_arg(2, "N", least=2)):
+            f, nodes = exhaust(int_arg(2, "N", least=2), maxf)
             print(f"T = {maxf + 2 * L - 1}:", f"f = {json.dumps(f)}" if f else "impossible", f"({nodes} search nodes)", flush=True)
             if f:
                 return
         return
-    n, maxf = int(sys.argv[2]), int(sys.argv[3])
-    seeds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
+    n, maxf = int_arg(2, "N", least=2), int_arg(3, "MAXF")
+    seeds = int_arg(4, "SEEDS", 5)
     for seed in range(seeds):
         f = search(n, maxf, seed, moves=20000)
         if f:
@@ -169,4 +199,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__.strip())
+        sys.exit(0)
     main()

@@ -11,6 +11,7 @@ separate plain test before it is reported. Independent of collsched's code.
 usage: xor_certificates.py [MAX_N]   (default 1024; 4096 takes a few minutes)
 """
 import random
+import os
 import sys
 
 
@@ -48,8 +49,29 @@ def check(n, T, f):
     return min(starts) >= 1 and max(ends) <= T and len(set(starts)) == n - 1 and len(set(ends)) == n - 1
 
 
+
+def usage_error(why):
+    """A bad command line: the reason and the usage (this module's docstring), exit code 2."""
+    print(f"{os.path.basename(sys.argv[0])}: {why}\n" + __doc__[__doc__.index("usage:"):].split("\n\n")[0], file=sys.stderr)
+    sys.exit(2)
+
+
+def int_arg(i, name, default=None, least=1):
+    """sys.argv[i] as an integer >= least (default when absent)."""
+    if len(sys.argv) <= i:
+        if default is None:
+            usage_error(f"missing {name}")
+        return default
+    try:
+        v = int(sys.argv[i])
+    except ValueError:
+        usage_error(f"{name} must be an integer, got {sys.argv[i]!r}")
+    if v < least:
+        usage_error(f"{name} must be at least {least}, got {v}")
+    return v
+
 def main():
-    top = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
+    top = int_arg(1, "MAX_N", 1024, least=2)
     rng = random.Random(2024)
     n = 8
     while n <= top:
@@ -64,4 +86,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__.strip())
+        sys.exit(0)
     main()

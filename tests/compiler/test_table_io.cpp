@@ -1,8 +1,10 @@
 // Send tables on disk: JSON and CSV round trips, kept extra fields, and one clear line for every
 // kind of bad input.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -13,6 +15,7 @@
 
 #include "compiler/builder.hpp"
 #include "compiler/table_io.hpp"
+#include "compiler/table_read.hpp"
 #include "dsl/diagnostics.hpp"
 
 using namespace collsched;
@@ -313,6 +316,141 @@ TEST_CASE("table io: claims are typed values, written and read as the same top-l
     CHECK_FALSE(Claim::from_field("claim", "7.0"));
     CHECK_FALSE(Claim::from_field("lower_bound_at_most", "3"));
     CHECK(Claim::from_field("claim_buffer_at_most", "3") == Claim{Claim::Kind::buffer, true, std::int64_t{3}});
+}
+
+namespace {
+
+std::string file_text(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+/// The fast reader with pieces of `piece_bytes` on `text`: when it reads the table, the reference
+/// reader must read the same table; `error` is the reference reader's message (empty when it
+/// reads it). Returns the pieces read, or -1 when the fast reader left the text to the reference.
+long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* error = nullptr) {
+    bool ranks = false;
+    std::size_t pieces = 99;
+    table_read::FastOptions options;
+    options.piece_bytes = piece_bytes;
+    options.pieces = &pieces;
+    auto fast = table_read::parse_fast(text, false, "t.json", ranks, options);
+    SendTable ref;
+    std::string ref_error;
+    try {
+        ref = parse_table_json_reference(text, "t.json");
+    } catch (const InputError& e) {
+        ref_error = e.what();
+    }
+    if (error) *error = ref_error;
+    if (!fast) return -1;
+    CHECK(ref_error == "");
+    CHECK(fast->transfers == ref.transfers);
+    CHECK(fast->requirements == ref.requirements);
+    CHECK(fast->extra_fields == ref.extra_fields);
+    CHECK(fast->transfer_extras == ref.transfer_extras);
+    CHECK(fast->model == ref.model);
+    CHECK(fast->steps() == ref.steps());
+    return static_cast<long>(pieces);
+}
+
+std::string replace_all(std::string s, std::string_view from, std::string_view to) {
+    for (std::size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("table io: the transfers array read in pieces gives the reference reader's table") {
+    int golden = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(COLLSCHED_SOURCE_DIR) + "/tests/golden/ok")) {
+        if (entry.path().extension() != ".json") continue;
+        ++golden;
+        const std::string text = file_text(entry.path());
+        CAPTURE(entry.path().filename().string());
+        const long whole = pieces_of(text, table_read::default_piece_bytes);
+        CHECK(whole != 0);  // a golden table never needs the whole-document path
+        for (std::size_t piece : {1, 7, 64, 300}) {
+            const long n = pieces_of(text, piece);
+            CHECK((n == -1) == (whole == -1));  // both leave the table to the reference reader, or neither
+            CHECK(n != 0);
+        }
+    }
+    CHECK(golden >= 20);
+    const std::string ebft16 = data("ebft16_alltoall.json");
+    const std::size_t transfers = parse_table_json(ebft16, "t.json").transfers.size();
+    CHECK(pieces_of(ebft16, 1) == static_cast<long>(transfers));  // one transfer per piece
+    const long n = pieces_of(ebft16, 4096);  // each piece is 4096 bytes and the rest of a line
+    CHECK(n >= static_cast<long>(ebft16.size() / (4096 + 64)));
+    CHECK(n <= static_cast<long>(ebft16.size() / 4096 + 1));
+    CHECK(pieces_of(replace_all(ebft16, "\n", "\r\n"), 100) > 100);  // CRLF line ends
+    CHECK(pieces_of(replace_all(ebft16, "},\n", "}  ,\t \n"), 100) > 100);
+    CHECK(pieces_of(ebft16, 1 << 20) == 1);
+}
+
+TEST_CASE("table io: layouts the pieces do not fit go to the whole-document path or the reference reader") {
+    const std::string a = R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,2)"})J";
+    const std::string b = R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J";
+    // A transfer split over lines: the cut inside it leaves a piece that does not read.
+    CHECK(pieces_of(with("\n" + a + ",\n" + R"J({"step": 1,
+        "from": "1", "to": "r1.0", "msg": "m(1,3)"})J" + ",\n" + a + "\n"), 1) == 0);
+    // The transfers not last.
+    const std::string h = R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall",)J";
+    CHECK(pieces_of(h + "\"transfers\": [\n" + a + ",\n" + b + "\n],\n\"steps\": 6}", 1) == 0);
+    CHECK(pieces_of(h + "\"transfers\": [\n" + a + ",\n" + b + "\n],\n\"note\": [1,\n2]}", 1) == 0);
+    CHECK(pieces_of(h + "\"transfers\": [\n" + a + ",\n" + b + "\n],\n\"note\": [\n1]}", 1) == 0);
+    // Empty arrays: one piece without elements.
+    CHECK(pieces_of(with(""), 1) == 1);
+    CHECK(pieces_of(with("\n \r\n"), 1) == 1);
+    // Keys with escapes or non-ASCII bytes, a top-level object with nothing else: the whole document.
+    CHECK(pieces_of(R"J({"form\u0061t": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall", "transfers": [
+)J" + a + ",\n" + b + "]}", 1) == 0);
+    CHECK(pieces_of(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall", "n\u00e9": 1, "transfers": [
+)J" + a + ",\n" + b + "]}", 1) == 0);
+    CHECK(pieces_of(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall", "transfers": [
+)J" + a + ",\n" + b + "]}", 1) == 2);
+    // Invalid documents: every piece must read, with at least one element.
+    std::string error;
+    CHECK(pieces_of(with("\n" + a + ",\n" + b + ",\n"), 1, &error) == -1);  // a trailing comma: an empty last piece
+    CAPTURE(error);
+    CHECK(error.starts_with("t.json:4:1: "));
+    CHECK(pieces_of(with("\n,\n" + a + ",\n" + b), 1, &error) == -1);  // an empty first piece
+    CHECK(error.starts_with("t.json:2:1: "));
+    CHECK(pieces_of(with("\n" + a + ",\n" + b + ",\n,\n" + a), 1, &error) == -1);
+    CHECK(error.starts_with("t.json:4:1: "));
+    // A raw line feed inside a string (not JSON) right after a comma: the cut falls inside the string.
+    CHECK(pieces_of(with("\n" + a + R"J(,
+{"step": 1, "from": "1", "to": "r1.0", "msg": "m(1,
+3)"})J"), 1, &error) == -1);
+    CHECK(error.starts_with("t.json:3:"));
+    CHECK(pieces_of(with("\n" + a + ",\n" + b) + " ]}", 1, &error) == -1);  // trailing content
+    CHECK(error.starts_with("t.json:3:"));
+}
+
+TEST_CASE("table io: an error in the middle of piece k has the reference reader's file:line:col message") {
+    const std::string ebft16 = data("ebft16_alltoall.json");
+    struct Case {
+        std::string_view from, to;
+        bool position;  // a syntax error (file:line:col), else a transfer's
+    };
+    // Line 600 in an early piece, line 1500 in a late one.
+    for (int line : {600, 1500}) {
+        std::size_t start = 0;
+        for (int l = 1; l < line; ++l) start = ebft16.find('\n', start) + 1;
+        for (const Case& c : {Case{"\"step\": ", "\"step\" ", true}, Case{"\"to\": \"", "\"to\": \"x", false},
+                              Case{"\"msg\": \"m(", "\"msg\": \"m(99", false}, Case{"}", "}}", true}}) {
+            std::string text = ebft16;
+            const std::size_t p = text.find(c.from, start);
+            text.replace(p, c.from.size(), c.to);
+            std::string error;
+            CHECK(pieces_of(text, 512, &error) == -1);
+            CAPTURE(error);
+            CHECK(error.starts_with(c.position ? fmt::format("t.json:{}:", line) : fmt::format("t.json: transfers[{}]", line - 6)));
+            CHECK(error_of(text) == error);  // the whole pipeline: the reference reader's message
+        }
+    }
 }
 
 TEST_CASE("table io: node names longer than 7 bytes resolve to their own channels (a fast-reader bug)") {

@@ -390,3 +390,42 @@ TEST_CASE("direct: the two-pass regroup by message gives every message's transfe
         CHECK((got == want));
     }
 }
+
+TEST_CASE("direct: two threads give the single thread's report on EBFT n = 256, with violations in both halves") {
+    // 918,016 transfers: verify_direct picks two threads for the per-message pass by itself. The
+    // table is broken in both halves of the message ids (a message never sent in each, and a
+    // transfer moved two steps early in each), so both threads find violations and the merge of
+    // their counts and capped counterexamples is exercised.
+    SendTable t = bft_phase_alltoall(Topology::parse("ebft:256"));
+    REQUIRE(t.transfers.size() == 918'016);
+    const Messages ms = t.messages();
+    auto find = [&](MessageId m) {
+        return std::find_if(t.transfers.begin(), t.transfers.end(), [&](const Transfer& x) { return x.message == m; });
+    };
+    for (auto [s, d] : {std::pair{3u, 200u}, std::pair{250u, 7u}}) {  // never sent: never delivered
+        REQUIRE(find(ms.personal(s, d)) != t.transfers.end());
+        std::erase_if(t.transfers, [&](const Transfer& x) { return x.message == ms.personal(s, d); });
+    }
+    for (auto [s, d] : {std::pair{10u, 11u}, std::pair{240u, 100u}}) {
+        auto it = std::find_if(t.transfers.rbegin(), t.transfers.rend(), [&](const Transfer& x) { return x.message == ms.personal(s, d); });
+        REQUIRE(it != t.transfers.rend());
+        REQUIRE(it->step > 2);
+        it->step -= 2;  // its last hop, the delivery, sent by a router before the message reached it
+    }
+    t.sort();
+    for (std::size_t cap : {std::size_t{20}, std::size_t{1}, std::size_t{1} << 30}) {
+        CAPTURE(cap);
+        VerifyReport one = verify_direct(t, {.max_violations = cap, .threads = 1});
+        VerifyReport two = verify_direct(t, {.max_violations = cap});
+        CHECK_FALSE(one.holds());
+        CHECK(count(one, Property::completeness) == 2);
+        CHECK(count(one, Property::causality) >= 2);
+        CHECK(one.status == two.status);
+        CHECK(one.violation_count == two.violation_count);
+        REQUIRE(one.violations.size() == two.violations.size());
+        for (std::size_t i = 0; i < one.violations.size(); ++i) {
+            CHECK(one.violations[i].detail == two.violations[i].detail);
+            CHECK(one.violations[i].step == two.violations[i].step);
+        }
+    }
+}
