@@ -59,6 +59,20 @@ inline void check_json_depth(std::string_view file, std::string_view text, std::
     }
 }
 
+/// NUL bytes in a whole JSON document. nlohmann's lexer takes a NUL for the end of the input, so
+/// a valid document followed by a NUL and anything at all would read as valid. The readers parse
+/// the text before the first NUL (`before_nul`) and, when the parse gets that far (it succeeds, or
+/// fails at the end of that text), refuse the NUL itself (`nul_byte`); an error earlier in the
+/// text keeps nlohmann's own message. No JSON text has a raw NUL: outside strings it is no
+/// token, inside one it must be written \u0000.
+inline std::string_view before_nul(std::string_view text) { return text.substr(0, text.find('\0')); }
+
+inline std::string nul_byte(std::string_view file, std::string_view text, std::string_view kind = "JSON") {
+    SourceLoc loc = location_of(text, text.find('\0'));
+    return fmt::format("{}:{}:{}: malformed {}: a NUL byte (JSON has none; inside a string write \\u0000)", file, loc.line, loc.column,
+                       kind);
+}
+
 /// nlohmann's own document builder, keeping the position and message of the first error instead
 /// of throwing: a syntax error (parse_error) and a number too large for a double (out_of_range 406,
 /// which carries no position of its own) alike.
@@ -79,9 +93,14 @@ public:
 /// the document in messages ("JSON", "JSON graph").
 inline nlohmann::json parse_json_document(std::string_view file, std::string_view text, std::string_view kind = "JSON") {
     check_json_depth(file, text, kind);
+    const std::string_view body = before_nul(text);
     nlohmann::json out;
     JsonDocumentSax sax(out);
-    if (!nlohmann::json::sax_parse(text.begin(), text.end(), &sax)) throw InputError(malformed_json(file, text, sax.error_position, sax.error_text, kind));
+    if (!nlohmann::json::sax_parse(body.begin(), body.end(), &sax)) {
+        if (body.size() < text.size() && sax.error_position >= body.size()) throw InputError(nul_byte(file, text, kind));
+        throw InputError(malformed_json(file, text, sax.error_position, sax.error_text, kind));
+    }
+    if (body.size() < text.size()) throw InputError(nul_byte(file, text, kind));
     return out;
 }
 

@@ -272,11 +272,14 @@ private:
 
 SendTable parse_table_json_reference(std::string_view text, std::string_view name) {
     check_json_depth(name, text);
+    const std::string_view body = before_nul(text);  // json_error.hpp: a NUL would end nlohmann's input
     TableSax sax(name);
-    bool ok = json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, true);
+    bool ok = json::sax_parse(body.begin(), body.end(), &sax, json::input_format_t::json, true);
     if (!ok) {
+        if (body.size() < text.size() && sax.error_position_.value_or(0) >= body.size()) throw InputError(nul_byte(name, text));
         throw InputError(malformed_json(name, text, sax.error_position_.value_or(0), sax.error_text_));
     }
+    if (body.size() < text.size()) throw InputError(nul_byte(name, text));
     return sax.finish();
 }
 

@@ -227,8 +227,10 @@ private:
             for (std::size_t i = 0; i < v.size();) {
                 std::size_t j = i;
                 while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
-                inner += (i ? "," : "") + (j >= i + 2 ? fmt::format("{}..{}", v[i], v[j]) : j == i + 1 ? fmt::format("{},{}", v[i], v[j])
-                                                                                                      : std::to_string(v[i]));
+                if (i) inner += ',';
+                if (j >= i + 2) inner += fmt::format("{}..{}", v[i], v[j]);
+                else if (j == i + 1) inner += fmt::format("{},{}", v[i], v[j]);
+                else inner += std::to_string(v[i]);
                 i = j + 1;
             }
             inner += "}";

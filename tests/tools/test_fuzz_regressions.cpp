@@ -314,7 +314,9 @@ TEST_CASE("fuzz regressions: a NUL byte never ends a JSON value early") {
     CHECK(table_read::parse_piece("\"\\u0000\"", 99, j));  // an escaped NUL in a string is JSON
     CHECK(j == std::string(1, '\0'));
     std::string text = read_bytes(std::filesystem::path(COLLSCHED_SOURCE_DIR) / "tests/data/fuzz/table/head_value_with_nul_bytes");
-    CHECK(table_error(text) == "t.json:5:12: malformed JSON: syntax error while parsing object - unexpected end of input; expected '}'");
+    // (until session 6 the reference reader said "syntax error while parsing object - unexpected
+    // end of input; expected '}'" here: nlohmann stopped at the NUL; now the NUL is named)
+    CHECK(table_error(text) == "t.json:5:12: malformed JSON: a NUL byte (JSON has none; inside a string write \\u0000)");
     const std::string csv = "# format=collsched.table/2\n# topology=ring:4\n# collective=custom\n# chunks=2" + std::string("\0junk", 5) +
                             "\nstep,from,to,message\n1,0,1,\"b(0,0)\"\n";
     try {

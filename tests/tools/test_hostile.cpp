@@ -285,6 +285,22 @@ TEST_CASE("hostile messages: the offending value is kept") {
     refused(run("topo mesh:4294967296x4294967296x2"), "more than 2^64 processors (4294967296x4294967296x2)");
 }
 
+TEST_CASE("hostile input: a NUL byte is refused where it is, and messages show control bytes as \\xNN") {
+    // nlohmann's lexer takes a NUL for the end of the input: a valid table or graph file followed
+    // by a NUL and junk was accepted (session 6; the reference reader reads such a file, since
+    // the fast one refuses it). A message that quotes a NUL was cut there when printed.
+    Scratch s;
+    std::string table = slurp(ebft4);
+    using namespace std::string_literals;  // "..."s keeps the NUL bytes
+    refused(run("verify " + s.file("t.json", table + "\0junk"s)),
+            "t.json:" + std::to_string(std::count(table.begin(), table.end(), '\n') + 1) + ":1: malformed JSON: a NUL byte");
+    refused(run("topo graph:" + s.file("g.json", "{\"processors\": 2, \"edges\": [[0, 1, 1]]}\0junk"s)),
+            "g.json:1:40: malformed JSON graph: a NUL byte (JSON has none; inside a string write \\u0000)");
+    refused(run("verify " + s.file("t.csv", "# topology=ring:3\nstep,from,to,message\n1,0,1,b(0)\0junk\n"s)),
+            "t.csv:3: transfers[0] (step 1): unknown message 'b(0)\\x00junk'");
+    CHECK(InputError("a\rb\x1b[2Jc\td\ne\x7f").what() == std::string("a\\x0db\\x1b[2Jc\td\ne\\x7f"));
+}
+
 TEST_CASE("excerpt, shorten_quotes and source_window") {
     CHECK(excerpt("short") == "short");
     CHECK(excerpt(std::string(80, 'a')) == std::string(80, 'a'));
