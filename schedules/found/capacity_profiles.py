@@ -13,8 +13,9 @@ usage: capacity_profiles.py COLLSCHED N QUEUES [TIMEOUT [FIRST]]   (e.g. build/t
 """
 import json
 import subprocess
-import os
 import sys
+
+from script_args import handle_help, int_arg, usage_error  # this directory: --help and usage errors
 
 
 def profiles(L):
@@ -50,25 +51,6 @@ def table(files):
 
 
 
-def usage_error(why):
-    """A bad command line: the reason and the usage (this module's docstring), exit code 2."""
-    print(f"{os.path.basename(sys.argv[0])}: {why}\n" + __doc__[__doc__.index("usage:"):].split("\n\n")[0], file=sys.stderr)
-    sys.exit(2)
-
-
-def int_arg(i, name, default=None, least=1):
-    """sys.argv[i] as an integer >= least (default when absent)."""
-    if len(sys.argv) <= i:
-        if default is None:
-            usage_error(f"missing {name}")
-        return default
-    try:
-        v = int(sys.argv[i])
-    except ValueError:
-        usage_error(f"{name} must be an integer, got {sys.argv[i]!r}")
-    if v < least:
-        usage_error(f"{name} must be at least {least}, got {v}")
-    return v
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "table":
@@ -99,7 +81,5 @@ def main():
 
 
 if __name__ == "__main__":
-    if {"-h", "--help"} & set(sys.argv[1:]):
-        print(__doc__.strip())
-        sys.exit(0)
+    handle_help()
     main()

@@ -11,8 +11,9 @@ and the last arrival equals it.
 
 usage: cbft_closed_form.py [MAX_N]   (default 256)
 """
-import os
 import sys
+
+from script_args import handle_help, int_arg  # this directory: --help and usage errors
 def sched(n):
     L=n.bit_length()-1; m=n//2; out=[]
     for o,oo in ((0,m),(m,0)):
@@ -45,25 +46,6 @@ def check(n,sc):
     bad=[k for k,c in load.items() if c>1]
     return bad, max(x+2*((s^d).bit_length())-1 for s,d,x in sc), T
 
-def usage_error(why):
-    """A bad command line: the reason and the usage (this module's docstring), exit code 2."""
-    print(f"{os.path.basename(sys.argv[0])}: {why}\n" + __doc__[__doc__.index("usage:"):].split("\n\n")[0], file=sys.stderr)
-    sys.exit(2)
-
-
-def int_arg(i, name, default=None, least=1):
-    """sys.argv[i] as an integer >= least (default when absent)."""
-    if len(sys.argv) <= i:
-        if default is None:
-            usage_error(f"missing {name}")
-        return default
-    try:
-        v = int(sys.argv[i])
-    except ValueError:
-        usage_error(f"{name} must be an integer, got {sys.argv[i]!r}")
-    if v < least:
-        usage_error(f"{name} must be at least {least}, got {v}")
-    return v
 
 def main():
     top = int_arg(1, "MAX_N", 256, least=2)
@@ -79,7 +61,5 @@ def main():
 
 
 if __name__ == "__main__":
-    if {"-h", "--help"} & set(sys.argv[1:]):
-        print(__doc__.strip())
-        sys.exit(0)
+    handle_help()
     main()

@@ -25,8 +25,9 @@ counts every (branch, direction, step), without using the symmetry argument.
 
 usage: ebft_closed_form.py [MAX_N [EXPLICIT]]   (default 2^20 and 256)
 """
-import os
 import sys
+
+from script_args import handle_help, int_arg  # this directory: --help and usage errors
 
 
 def f_closed(n):
@@ -94,25 +95,6 @@ def check_explicit(n, f):
 
 
 
-def usage_error(why):
-    """A bad command line: the reason and the usage (this module's docstring), exit code 2."""
-    print(f"{os.path.basename(sys.argv[0])}: {why}\n" + __doc__[__doc__.index("usage:"):].split("\n\n")[0], file=sys.stderr)
-    sys.exit(2)
-
-
-def int_arg(i, name, default=None, least=1):
-    """sys.argv[i] as an integer >= least (default when absent)."""
-    if len(sys.argv) <= i:
-        if default is None:
-            usage_error(f"missing {name}")
-        return default
-    try:
-        v = int(sys.argv[i])
-    except ValueError:
-        usage_error(f"{name} must be an integer, got {sys.argv[i]!r}")
-    if v < least:
-        usage_error(f"{name} must be at least {least}, got {v}")
-    return v
 
 def main():
     top = int_arg(1, "TOP", 2 ** 20, least=2)
@@ -134,7 +116,5 @@ def main():
 
 
 if __name__ == "__main__":
-    if {"-h", "--help"} & set(sys.argv[1:]):
-        print(__doc__.strip())
-        sys.exit(0)
+    handle_help()
     main()

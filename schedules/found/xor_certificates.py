@@ -11,8 +11,9 @@ separate plain test before it is reported. Independent of collsched's code.
 usage: xor_certificates.py [MAX_N]   (default 1024; 4096 takes a few minutes)
 """
 import random
-import os
 import sys
+
+from script_args import handle_help, int_arg  # this directory: --help and usage errors
 
 
 def search(n, T, rng, max_moves=2_000_000):
@@ -50,25 +51,6 @@ def check(n, T, f):
 
 
 
-def usage_error(why):
-    """A bad command line: the reason and the usage (this module's docstring), exit code 2."""
-    print(f"{os.path.basename(sys.argv[0])}: {why}\n" + __doc__[__doc__.index("usage:"):].split("\n\n")[0], file=sys.stderr)
-    sys.exit(2)
-
-
-def int_arg(i, name, default=None, least=1):
-    """sys.argv[i] as an integer >= least (default when absent)."""
-    if len(sys.argv) <= i:
-        if default is None:
-            usage_error(f"missing {name}")
-        return default
-    try:
-        v = int(sys.argv[i])
-    except ValueError:
-        usage_error(f"{name} must be an integer, got {sys.argv[i]!r}")
-    if v < least:
-        usage_error(f"{name} must be at least {least}, got {v}")
-    return v
 
 def main():
     top = int_arg(1, "MAX_N", 1024, least=2)
@@ -86,7 +68,5 @@ def main():
 
 
 if __name__ == "__main__":
-    if {"-h", "--help"} & set(sys.argv[1:]):
-        print(__doc__.strip())
-        sys.exit(0)
+    handle_help()
     main()
