@@ -237,7 +237,7 @@ private:
         if (!cur_.extra.empty()) table_.transfer_extras.emplace_back(count_, std::move(cur_.extra));
         if (cur_.at) record_origin(*cur_.at);
         if (resolver_) {
-            table_.transfers.push_back(resolver_->resolve(count_, *cur_.step, *cur_.from, *cur_.to, *cur_.msg));
+            resolver_->add(table_.transfers, count_, *cur_.step, *cur_.from, *cur_.to, *cur_.msg);
         } else {
             pending_.push_back({*cur_.step, std::move(*cur_.from), std::move(*cur_.to), std::move(*cur_.msg)});
         }

@@ -32,13 +32,6 @@ Resolver::Resolver(SendTable& t, std::string_view name)
       messages_(t.topology->processors(), &reg_, t.collective.chunks),
       shortcuts_(*t.topology, messages_) {}
 
-Transfer Resolver::resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to,
-                           std::string_view msg) const {
-    Transfer x;
-    if (shortcuts_.transfer<false>(step, from, to, msg, x)) return x;
-    return general(i, step, from, to, msg);
-}
-
 void Resolver::add(std::vector<Transfer>& out, std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to,
                    std::string_view msg) const {
     // Filled in place: a Transfer returned through the stack is stored as 4-byte fields and read

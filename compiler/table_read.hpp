@@ -64,10 +64,9 @@ std::uint32_t chunks_value(const json& v, const std::function<void(std::string_v
 class Resolver {
 public:
     Resolver(SendTable& t, std::string_view name);
-    /// The transfer `i` of the table (counted from 0, for messages); throws InputError naming
-    /// the file, the transfer and its step.
-    Transfer resolve(std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to, std::string_view msg) const;
-    /// The same, appended to `out` (the readers' loop: no Transfer passes through the stack).
+    /// Appends the transfer `i` of the table (counted from 0, for messages) to `out`, filled in
+    /// place (no Transfer passes through the stack); throws InputError naming the file, the
+    /// transfer and its step.
     void add(std::vector<Transfer>& out, std::uint64_t i, std::uint64_t step, std::string_view from, std::string_view to,
              std::string_view msg) const;
 
