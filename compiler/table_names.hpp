@@ -46,8 +46,10 @@ public:
         if (kf != 0 && kf == last_from_ && kt == last_to_) {
             c = last_channel_;  // the run of one channel
         } else if (kf != 0 && kt != 0) {
-            c = channel(kf, kt, from, to);
-            if (c) last_from_ = kf, last_to_ = kt, last_channel_ = *c;
+            if (const std::uint32_t k = channel(kf, kt, from, to); k != none) {
+                c = ChannelId{k};
+                last_from_ = kf, last_to_ = kt, last_channel_ = *c;
+            }
         } else if (auto u = node(from, kf), v = node(to, kt); u && v) {
             c = topo_.find_channel(*u, *v);
         }
@@ -83,21 +85,34 @@ private:
         return n;
     }
 
+    static constexpr std::uint32_t none = ~std::uint32_t{0};
+
     /// The channel between the nodes with packed names kf and kt (both nonzero), remembered by
-    /// the pair of names; nullopt when there is none.
-    std::optional<ChannelId> channel(std::uint64_t kf, std::uint64_t kt, std::string_view from, std::string_view to) {
+    /// the pair of names; `none` when there is none. A plain word, not an optional: the optional's
+    /// flag byte, stored and read back as part of a word, stalled every call (store forwarding).
+    [[gnu::always_inline]] std::uint32_t channel(std::uint64_t kf, std::uint64_t kt, std::string_view from, std::string_view to) {
+        if (2 * (pairs_used_ + 1) <= pairs_.size()) {
+            const std::size_t mask = pairs_.size() - 1;
+            for (std::size_t i = pair_home(kf, kt) & mask; pairs_[i].from != 0; i = (i + 1) & mask)
+                if (pairs_[i].from == kf && pairs_[i].to == kt) return pairs_[i].channel;
+        }
+        return new_channel(kf, kt, from, to);
+    }
+
+    /// The channel of a pair not remembered yet (the table grown when half full), remembered.
+    [[gnu::noinline]] std::uint32_t new_channel(std::uint64_t kf, std::uint64_t kt, std::string_view from, std::string_view to) {
         if (2 * (pairs_used_ + 1) > pairs_.size()) grow_pairs();
         const std::size_t mask = pairs_.size() - 1;
         std::size_t i = pair_home(kf, kt) & mask;
         for (; pairs_[i].from != 0; i = (i + 1) & mask)
-            if (pairs_[i].from == kf && pairs_[i].to == kt) return ChannelId{pairs_[i].channel};
+            if (pairs_[i].from == kf && pairs_[i].to == kt) return pairs_[i].channel;
         auto u = node(from, kf), v = node(to, kt);
-        if (!u || !v) return std::nullopt;
+        if (!u || !v) return none;
         auto c = topo_.find_channel(*u, *v);
-        if (!c) return std::nullopt;
+        if (!c) return none;
         pairs_[i] = {kf, kt, idx(*c)};
         ++pairs_used_;
-        return c;
+        return idx(*c);
     }
 
     static std::size_t pair_home(std::uint64_t kf, std::uint64_t kt) {

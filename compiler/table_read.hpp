@@ -144,6 +144,10 @@ inline constexpr std::size_t default_piece_bytes = 256 * 1024;
 struct FastOptions {
     std::size_t piece_bytes = default_piece_bytes;
     std::size_t* pieces = nullptr;  ///< when set: the pieces read (0: the whole-document path, or nullopt)
+    /// Pieces in the plain shape are read by a matcher of that shape (compiler/table_json_fast.cpp);
+    /// false: every piece goes through simdjson (tests and the fuzz harness check both agree).
+    bool plain = true;
+    std::size_t* plain_pieces = nullptr;  ///< when set: how many pieces the matcher read
 };
 
 /// The fast reader: the table, or nullopt when the reference reader must decide (anything it does

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -327,16 +329,16 @@ std::string file_text(const std::filesystem::path& path) {
     return ss.str();
 }
 
-/// The fast reader with pieces of `piece_bytes` on `text`: when it reads the table, the reference
-/// reader must read the same table; `error` is the reference reader's message (empty when it
-/// reads it). Returns the pieces read, or -1 when the fast reader left the text to the reference.
-long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* error = nullptr) {
-    bool ranks = false;
-    std::size_t pieces = 99;
-    table_read::FastOptions options;
-    options.piece_bytes = piece_bytes;
-    options.pieces = &pieces;
-    auto fast = table_read::parse_fast(text, false, "t.json", ranks, options);
+/// The fast reader with pieces of `piece_bytes` on `text` (copied into a buffer of exactly its
+/// size, so that the sanitizers see any read past it), once with the plain-shape matcher and once
+/// with simdjson alone: both must give the same answer, and when they read the table, the
+/// reference reader must read the same table; `error` is the reference reader's message (empty
+/// when it reads it), `plain` the pieces the matcher read. Returns the pieces read, or -1 when
+/// the fast reader left the text to the reference.
+long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* error = nullptr, long* plain = nullptr) {
+    const auto exact = std::make_unique<char[]>(text.size());
+    std::memcpy(exact.get(), text.data(), text.size());
+    const std::string_view in(exact.get(), text.size());
     SendTable ref;
     std::string ref_error;
     try {
@@ -345,15 +347,35 @@ long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* erro
         ref_error = e.what();
     }
     if (error) *error = ref_error;
-    if (!fast) return -1;
-    CHECK(ref_error == "");
-    CHECK(fast->transfers == ref.transfers);
-    CHECK(fast->requirements == ref.requirements);
-    CHECK(fast->extra_fields == ref.extra_fields);
-    CHECK(fast->transfer_extras == ref.transfer_extras);
-    CHECK(fast->model == ref.model);
-    CHECK(fast->steps() == ref.steps());
-    return static_cast<long>(pieces);
+    long result = 0;
+    for (bool with_matcher : {true, false}) {
+        CAPTURE(with_matcher);
+        bool ranks = false;
+        std::size_t pieces = 99, plain_pieces = 99;
+        table_read::FastOptions options;
+        options.piece_bytes = piece_bytes;
+        options.pieces = &pieces;
+        options.plain = with_matcher;
+        options.plain_pieces = &plain_pieces;
+        auto fast = table_read::parse_fast(in, false, "t.json", ranks, options);
+        if (!with_matcher) CHECK(plain_pieces == 0);
+        const long n = fast ? static_cast<long>(pieces) : -1;
+        if (with_matcher) {
+            result = n;
+            if (plain) *plain = fast ? static_cast<long>(plain_pieces) : -1;
+        } else {
+            CHECK(n == result);
+        }
+        if (!fast) continue;
+        CHECK(ref_error == "");
+        CHECK(fast->transfers == ref.transfers);
+        CHECK(fast->requirements == ref.requirements);
+        CHECK(fast->extra_fields == ref.extra_fields);
+        CHECK(fast->transfer_extras == ref.transfer_extras);
+        CHECK(fast->model == ref.model);
+        CHECK(fast->steps() == ref.steps());
+    }
+    return result;
 }
 
 std::string replace_all(std::string s, std::string_view from, std::string_view to) {
@@ -370,8 +392,10 @@ TEST_CASE("table io: the transfers array read in pieces gives the reference read
         ++golden;
         const std::string text = file_text(entry.path());
         CAPTURE(entry.path().filename().string());
-        const long whole = pieces_of(text, table_read::default_piece_bytes);
+        long plain = 0;
+        const long whole = pieces_of(text, table_read::default_piece_bytes, nullptr, &plain);
         CHECK(whole != 0);  // a golden table never needs the whole-document path
+        CHECK(plain == whole);  // and is written in the plain shape
         for (std::size_t piece : {1, 7, 64, 300}) {
             const long n = pieces_of(text, piece);
             CHECK((n == -1) == (whole == -1));  // both leave the table to the reference reader, or neither
@@ -388,6 +412,77 @@ TEST_CASE("table io: the transfers array read in pieces gives the reference read
     CHECK(pieces_of(replace_all(ebft16, "\n", "\r\n"), 100) > 100);  // CRLF line ends
     CHECK(pieces_of(replace_all(ebft16, "},\n", "}  ,\t \n"), 100) > 100);
     CHECK(pieces_of(ebft16, 1 << 20) == 1);
+}
+
+TEST_CASE("table io: the plain-shape matcher reads exactly its grammar, and leaves the rest to simdjson") {
+    const std::string a = R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,2)"})J";
+    const std::string b = R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J";
+    struct Case {
+        std::string element;  // written in place of the second transfer
+        long plain;           // pieces the matcher reads of three (one transfer each), -1: the reference decides
+        std::string error;    // the start of the reference reader's message, "" when it reads the table
+    };
+    const Case cases[] = {
+        // The grammar's freedom: spacing, key order, a step of many digits (refused later, by the resolver).
+        {R"J({"step":1,"from":"1","to":"r1.0","msg":"m(1,3)"})J", 3, ""},
+        {"{ \"step\"\t:\r1\n,\"from\" : \"1\" , \"to\":\"r1.0\" , \"msg\":\"m(1,3)\" }", 3, ""},  // no cut: no line feed after a comma
+        {R"J({"msg": "m(1,3)", "to": "r1.0", "from": "1", "step": 1})J", 3, ""},
+        {R"J({"to": "r1.0", "step": 1, "msg": "m(1,3)", "from": "1"})J", 3, ""},
+        {R"J({"step": 0, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        {R"J({"step": 1234567890123456789, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        // Names in the grammar that name nothing: the resolver's message, by either path.
+        {"{\"step\": 1, \"from\": \"1\x7f\", \"to\": \"r1.0\", \"msg\": \"m(1,3)\"}", -1, "t.json: transfers[1]"},
+        {R"J({"step": 1, "from": "1", "to": "r1.0.long.name.of.17", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        // Outside the grammar: simdjson reads the piece (2 of 3 pieces plain) or the reference reader decides.
+        {R"J({"step": 1, "from": "\u0031", "to": "r1.0", "msg": "m(1,3)"})J", -1, ""},
+        {"{\"step\": 1, \"from\": \"1\", \"to\": \"r1.0\", \"msg\": \"m(1,3)\xc3\xa9\"}", -1, "t.json: transfers[1]"},
+        {R"J({"step": 12345678901234567890, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        {R"J({"step": 01, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json:3:"},
+        {R"J({"step": 1.0, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        {R"J({"step": 1e0, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        {R"J({"step": -1, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        {R"J({"step": "1", "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        {R"J({"step": 1, "from": 1, "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        {R"J({"step": 1, "from": "1", "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]: duplicate key \"from\""},
+        {R"J({"step": 1, "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        {R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(1,3)", "note": 2})J", -1, ""},
+        {R"J({"step": 1, "frm": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        {R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(1,3)",})J", -1, "t.json:3:"},
+        {"{\"step\": 1, \"from\": \"1\", \"to\": \"r1.0\", \"msg\": \"m(1,3)\x01\"}", -1, "t.json:3:"},
+        {R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(1,3)"]})J", -1, "t.json:3:"},
+        {R"J([1])J", -1, "t.json: transfers[1]: expected a transfer object"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.element);
+        // Each transfer is a piece of its own (no element has a line feed after a comma: a cut).
+        const std::string text = with("\n" + a + ",\n" + c.element + ",\n" + a);
+        std::string error;
+        long plain = 0;
+        const long pieces = pieces_of(text, 1, &error, &plain);
+        CAPTURE(error);
+        CHECK(pieces == (c.plain == -1 ? -1 : 3));
+        CHECK(plain == c.plain);
+        CHECK(error.starts_with(c.error));
+        CHECK(error.empty() == c.error.empty());
+    }
+    // An escaped name (outside the grammar) in the last piece: simdjson's path leaves the table,
+    // which is valid, to the reference reader.
+    long plain = 0;
+    std::string error = "x";
+    const std::string escaped = replace_all(b, "\"1\"", "\"\\u0031\"");
+    CHECK(pieces_of(with("\n" + a + ",\n" + b + ",\n" + escaped), 1, &error, &plain) == -1);
+    CHECK(error == "");
+    CHECK(plain == -1);
+    CHECK(pieces_of(with("\n" + a + ",\n" + replace_all(b, "\"step\": 1", "\"step\": 1 ") + "\n"), 1, nullptr, &plain) == 2);
+    CHECK(plain == 2);
+    // A name whose 8-byte loads run past the end of the text (the last field of the last transfer,
+    // the text unpadded): the sanitizers watch the exact-size copy pieces_of reads.
+    for (std::string_view name : {"0", "r1.0", "r1.0xyz", "r1.0xyzw", "r1.0xyzwabcdefg"}) {
+        const std::string last = fmt::format(R"J({{"step": 1, "from": "1", "msg": "m(1,3)", "to": "{}"}})J", name);
+        CAPTURE(name);
+        pieces_of(with("\n" + a + ",\n" + last), 1, nullptr, &plain);
+        CHECK(plain == (name == "r1.0" ? 2 : -1));
+    }
 }
 
 TEST_CASE("table io: layouts the pieces do not fit go to the whole-document path or the reference reader") {
