@@ -24,6 +24,9 @@
 // above. Measured at n = 256 and 1024, the matcher reads a transfer in a third of the On Demand
 // walk's instructions and needs neither stage 1 nor the copy (docs/performance.md, issue 19).
 #include <simdjson.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <bit>
@@ -352,7 +355,8 @@ private:
             const std::size_t before = out_.size();
             std::uint64_t i = before;
             for (;;) {
-                p = skip(p, end);
+                if (end - p >= 4 && std::memcmp(p, "\n  {", 4) == 0) p += 3;  // collsched's own line start
+                else p = skip(p, end);
                 Fields f;
                 const char* q = spelled(p, end, readable_end, f);
                 if (!q) q = object(p, end, readable_end, f);
@@ -370,6 +374,10 @@ private:
                     r_.resolver_->add(out_, i, f.step, f.from, f.to, f.msg);
                 }
                 ++i;
+                if (p < end && *p == ',') {
+                    ++p;
+                    continue;
+                }
                 p = skip(p, end);
                 if (p == end) return true;
                 if (*p != ',') {
@@ -395,17 +403,52 @@ private:
                 p += N - 1;
                 return true;
             };
+            // Where the 64 bytes from the object's start are readable: their quotes and the bytes no
+            // name may hold, as bit masks; a name ending in them is then a shift and a count.
+            std::uint64_t quotes = 0, bad = 0;
+            const bool window = readable_end - p >= 64 && classify64(p, quotes, bad);
+            const char* const base = p;
             const auto name = [&](std::string_view& out) {
+                if (const std::ptrdiff_t off = p - base; window && off < 64) {
+                    if (const std::uint64_t ahead = quotes >> off) {
+                        const unsigned len = static_cast<unsigned>(std::countr_zero(ahead));
+                        if ((bad >> off) & ((std::uint64_t{1} << len) - 1)) return false;
+                        out = {p, len};
+                        p += len;  // a quote past `end` fails the next literal's bound
+                        return true;
+                    }
+                }
                 const char* e = name_end(p, end, readable_end);
                 if (!e) return false;
                 out = {p, static_cast<std::size_t>(e - p)};
                 p = e;
                 return true;
             };
-            if (!literal("{\"step\": ") || !(p = digits(p, end, f.step)) || !literal(", \"from\": \"") || !name(f.from) ||
+            if (!literal("{\"step\": ") || !(p = digits(p, end, readable_end, f.step)) || !literal(", \"from\": \"") || !name(f.from) ||
                 !literal("\", \"to\": \"") || !name(f.to) || !literal("\", \"msg\": \"") || !name(f.msg) || !literal("\"}"))
                 return nullptr;
             return p;
+        }
+
+        /// The 64 bytes at p, classified: bit i of `quotes` is set when byte i is a quote, of `bad`
+        /// when it may not stand in a name (below 0x20, not ASCII, a backslash). SSE2 (every x86-64):
+        /// four 16-byte compares; elsewhere false, and names are found eight bytes at a time.
+        static bool classify64(const char* p, std::uint64_t& quotes, std::uint64_t& bad) {
+#if defined(__SSE2__)
+            const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+            for (int k = 0; k < 4; ++k) {
+                const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+                const auto q = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, quote)));
+                // signed: the bytes from 0x80 are negative, so "below 0x20" also flags them
+                const auto b = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_cmplt_epi8(x, space), _mm_cmpeq_epi8(x, backslash))));
+                quotes |= std::uint64_t{q} << (16 * k);
+                bad |= std::uint64_t{b} << (16 * k);
+            }
+            return true;
+#else
+            (void)p, (void)quotes, (void)bad;
+            return false;
+#endif
         }
 
         /// The object at p in the general grammar of read_plain: the position after it, or nullptr.
@@ -429,7 +472,7 @@ private:
                 if (p == end || *p != ':') return nullptr;
                 p = skip(p + 1, end);
                 if (bit == 1) {
-                    if (!(p = digits(p, end, f.step))) return nullptr;
+                    if (!(p = digits(p, end, readable_end, f.step))) return nullptr;
                 } else {
                     if (p == end || *p != '"') return nullptr;
                     const char* e = name_end(++p, end, readable_end);
@@ -448,11 +491,15 @@ private:
 
         /// `digits` of the grammar at p: the position after them and their value, or nullptr.
         /// What follows is left to the caller (a further digit makes the object not match).
-        static const char* digits(const char* p, const char* end, std::uint64_t& value) {
+        static const char* digits(const char* p, const char* end, const char* readable_end, std::uint64_t& value) {
             if (p == end || *p < '0' || *p > '9') return nullptr;
             if (*p == '0') {
                 value = 0;
                 return p + 1;
+            }
+            if (readable_end - p >= 8) {  // up to 7 digits from one load
+                const unsigned n = leading_digits(p, value);
+                if (n != 8 && static_cast<std::ptrdiff_t>(n) <= end - p) return p + n;
             }
             std::uint64_t v = 0;
             const char* const last = p + std::min<std::ptrdiff_t>(end - p, 19);

@@ -18,6 +18,7 @@
  */
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -28,6 +29,25 @@
 #include "compiler/send_table.hpp"
 
 namespace collsched::table_read {
+
+/// The leading decimal digits of the 8 bytes at p (all readable): how many (0 to 8), and when
+/// there are 1 to 7, their value in `value`. SWAR: a byte is flagged when below '0' (the
+/// subtraction's high bit), above '9' (the addition's) or not ASCII; the lowest flagged byte is
+/// exact (a borrow or carry flags only bytes above a flagged one). The digits, shifted to the top
+/// of the word, combine pairwise: 8 x 1 -> 4 x 2 -> 2 x 4 -> 1 x 8 digits.
+[[gnu::always_inline]] inline unsigned leading_digits(const char* p, std::uint64_t& value) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    const std::uint64_t d = v - 0x3030303030303030ull;
+    const std::uint64_t flagged = (d | (v + 0x4646464646464646ull) | v) & 0x8080808080808080ull;
+    const unsigned n = flagged ? static_cast<unsigned>(std::countr_zero(flagged)) >> 3 : 8;
+    if (n == 0 || n == 8) return n;
+    std::uint64_t x = d << (8 * (8 - n));
+    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFull;
+    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFull;
+    value = (x * 10000 + (x >> 32)) & 0xFFFFFFFFull;
+    return n;
+}
 
 class NameShortcuts {
 public:
@@ -54,7 +74,7 @@ public:
             c = topo_.find_channel(*u, *v);
         }
         MessageId m{0};
-        if (!c || !message(msg, m)) return false;
+        if (!c || !message<Padded>(msg, m)) return false;
         out = {static_cast<Step>(step), *c, m};
         return true;
     }
@@ -132,8 +152,18 @@ private:
     }
 
     /// `d..d` (1 to 9 digits, as std::from_chars reads them) at the front of s: its value, and
-    /// s advanced past it.
+    /// s advanced past it. Padded: up to 7 digits from one 8-byte load.
+    template <bool Padded>
     [[gnu::always_inline]] static bool digits(std::string_view& s, std::uint32_t& out) {
+        if constexpr (Padded) {
+            std::uint64_t v = 0;
+            const unsigned n = leading_digits(s.data(), v);
+            if (n != 0 && n != 8 && n <= s.size()) {
+                s.remove_prefix(n);
+                out = static_cast<std::uint32_t>(v);
+                return true;
+            }
+        }
         std::size_t k = 0;
         std::uint32_t v = 0;
         while (k < s.size() && k < 10 && s[k] >= '0' && s[k] <= '9') v = v * 10 + static_cast<std::uint32_t>(s[k++] - '0');
@@ -146,21 +176,22 @@ private:
     /// m(s,d), b(s), a(s) written plainly, with a last argument c < C under chunks, into `out`
     /// (Messages::parse accepts the same and more: spaces, composites). A flag and an
     /// out-parameter: an optional's flag byte, stored and read back as a word, stalled every call.
+    template <bool Padded>
     [[gnu::always_inline]] bool message(std::string_view s, MessageId& out) const {
         if (s.size() < 4 || s[1] != '(' || s.back() != ')') return false;
         const char kind = s[0];
         s = s.substr(2, s.size() - 3);
         std::uint32_t a = 0, b = 0, c = 0;
-        if (!digits(s, a) || a >= P_) return false;
+        if (!digits<Padded>(s, a) || a >= P_) return false;
         if (kind == 'm') {
             if (s.empty() || s[0] != ',') return false;
             s.remove_prefix(1);
-            if (!digits(s, b) || b >= P_) return false;
+            if (!digits<Padded>(s, b) || b >= P_) return false;
         }
         if (C_ > 1) {
             if (s.empty() || s[0] != ',') return false;
             s.remove_prefix(1);
-            if (!digits(s, c) || c >= C_) return false;
+            if (!digits<Padded>(s, c) || c >= C_) return false;
         }
         if (!s.empty()) return false;
         if (kind == 'm') out = ms_.personal(a, b, c);

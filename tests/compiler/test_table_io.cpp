@@ -433,6 +433,8 @@ TEST_CASE("table io: the plain-shape matcher reads exactly its grammar, and leav
         // Names in the grammar that name nothing: the resolver's message, by either path.
         {"{\"step\": 1, \"from\": \"1\x7f\", \"to\": \"r1.0\", \"msg\": \"m(1,3)\"}", -1, "t.json: transfers[1]"},
         {R"J({"step": 1, "from": "1", "to": "r1.0.long.name.of.17", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        // A name running past the 64-byte window of the first compares (then eight bytes at a time).
+        {"{\"step\": 1, \"from\": \"1\", \"to\": \"" + std::string(70, 'x') + "\", \"msg\": \"m(1,3)\"}", -1, "t.json: transfers[1]"},
         // Outside the grammar: simdjson reads the piece (2 of 3 pieces plain) or the reference reader decides.
         {R"J({"step": 1, "from": "\u0031", "to": "r1.0", "msg": "m(1,3)"})J", -1, ""},
         {"{\"step\": 1, \"from\": \"1\", \"to\": \"r1.0\", \"msg\": \"m(1,3)\xc3\xa9\"}", -1, "t.json: transfers[1]"},
@@ -449,6 +451,7 @@ TEST_CASE("table io: the plain-shape matcher reads exactly its grammar, and leav
         {R"J({"step": 1, "frm": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
         {R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(1,3)",})J", -1, "t.json:3:"},
         {"{\"step\": 1, \"from\": \"1\", \"to\": \"r1.0\", \"msg\": \"m(1,3)\x01\"}", -1, "t.json:3:"},
+        {"{\"step\": 1, \"from\": \"1\", \"to\": \"" + std::string(60, 'x') + "\\\"\", \"msg\": \"m(1,3)\"}", -1, "t.json: transfers[1]"},
         {R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(1,3)"]})J", -1, "t.json:3:"},
         {R"J([1])J", -1, "t.json: transfers[1]: expected a transfer object"},
     };
