@@ -17,7 +17,7 @@
 // whole-document path below, which reads any layout; errors still go to the reference reader.
 //
 // The plain shape. Most pieces are what collsched and every JSON writer print: objects of the four
-// keys step, from, to and msg, a step written as digits, names of printable ASCII without escapes.
+// keys step, from, to and msg, a step written as digits, names of ASCII from 0x20 to 0x7f without escapes.
 // Such a piece is read by a matcher of exactly that grammar (Walk::read_plain), in place, without
 // simdjson: it accepts a strict subset of JSON whose meaning is plain (no escapes, no UTF-8 to
 // validate, no number but digits), and at the first byte outside it the piece goes to simdjson as
@@ -345,10 +345,10 @@ private:
         ///   object = "{" ws member ws *( "," ws member ws ) "}"   each of the four keys exactly once
         ///   member = ( "\"step\"" ws ":" ws digits ) | ( ( "\"from\"" | "\"to\"" | "\"msg\"" ) ws ":" ws name )
         ///   digits = "0" | %x31-39 *18%x30-39      (at most 19 digits: below 2^64)
-        ///   name   = "\"" *( %x20-21 | %x23-5B | %x5D-7F ) "\""   (printable ASCII, no quote or backslash)
+        ///   name   = "\"" *( %x20-21 | %x23-5B | %x5D-7F ) "\""   (ASCII from space to DEL, no quote or backslash)
         /// Every string of it is JSON and means what the simdjson path reads, so the piece argument
         /// of read_pieces holds unchanged. Bytes past `piece` are loaded only below `readable_end`
-        /// (8 at a time) and never decide anything.
+        /// (64 from an object's start, 8 from a name or number) and never decide anything.
         bool read_plain(std::string_view piece, const char* readable_end) {
             const char* p = piece.data();
             const char* const end = p + piece.size();
@@ -365,7 +365,8 @@ private:
                     return false;
                 }
                 p = q;
-                // the shortcuts (an 8-byte load per name when the text is readable that far)
+                // the shortcuts: an 8-byte load per name when 8 bytes past p are readable (every
+                // string of the object ends before p, so then 8 bytes past each string are too)
                 Transfer& slot = out_.emplace_back();
                 const bool settled = readable_end - p >= 8 ? shortcuts_.transfer<true>(f.step, f.from, f.to, f.msg, slot)
                                                            : shortcuts_.transfer<false>(f.step, f.from, f.to, f.msg, slot);

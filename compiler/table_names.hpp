@@ -30,6 +30,10 @@
 
 namespace collsched::table_read {
 
+// The word tricks below (a name packed from one load, digits and bytes found in a word) read the
+// first byte of a string as the lowest byte of the word.
+static_assert(std::endian::native == std::endian::little, "NameShortcuts and leading_digits assume a little-endian machine");
+
 /// The leading decimal digits of the 8 bytes at p (all readable): how many (0 to 8), and when
 /// there are 1 to 7, their value in `value`. SWAR: a byte is flagged when below '0' (the
 /// subtraction's high bit), above '9' (the addition's) or not ASCII; the lowest flagged byte is

@@ -339,6 +339,11 @@ long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* erro
     const auto exact = std::make_unique<char[]>(text.size());
     std::memcpy(exact.get(), text.data(), text.size());
     const std::string_view in(exact.get(), text.size());
+    // the same text followed by padding of quotes, digits and backslashes, which must decide nothing
+    const auto padded_copy = std::make_unique<char[]>(text.size() + table_read::json_padding);
+    std::memcpy(padded_copy.get(), text.data(), text.size());
+    for (std::size_t k = 0; k < table_read::json_padding; ++k) padded_copy[text.size() + k] = "\"9\\"[k % 3];
+    const std::string_view in_padded(padded_copy.get(), text.size());
     SendTable ref;
     std::string ref_error;
     try {
@@ -347,9 +352,15 @@ long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* erro
         ref_error = e.what();
     }
     if (error) *error = ref_error;
-    long result = 0;
-    for (bool with_matcher : {true, false}) {
+    long result = 0, result_plain = 0;
+    // the matcher on unpadded and on padded text; simdjson alone
+    struct How {
+        bool with_matcher;
+        bool padded;
+    };
+    for (auto [with_matcher, padded] : {How{true, false}, How{true, true}, How{false, false}}) {
         CAPTURE(with_matcher);
+        CAPTURE(padded);
         bool ranks = false;
         std::size_t pieces = 99, plain_pieces = 99;
         table_read::FastOptions options;
@@ -357,14 +368,17 @@ long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* erro
         options.pieces = &pieces;
         options.plain = with_matcher;
         options.plain_pieces = &plain_pieces;
-        auto fast = table_read::parse_fast(in, false, "t.json", ranks, options);
+        auto fast = table_read::parse_fast(padded ? in_padded : in, padded, "t.json", ranks, options);
         if (!with_matcher) CHECK(plain_pieces == 0);
         const long n = fast ? static_cast<long>(pieces) : -1;
-        if (with_matcher) {
+        const long n_plain = fast ? static_cast<long>(plain_pieces) : -1;
+        if (with_matcher && !padded) {
             result = n;
-            if (plain) *plain = fast ? static_cast<long>(plain_pieces) : -1;
+            result_plain = n_plain;
+            if (plain) *plain = n_plain;
         } else {
             CHECK(n == result);
+            if (with_matcher) CHECK(n_plain == result_plain);
         }
         if (!fast) continue;
         CHECK(ref_error == "");
@@ -414,6 +428,35 @@ TEST_CASE("table io: the transfers array read in pieces gives the reference read
     CHECK(pieces_of(ebft16, 1 << 20) == 1);
 }
 
+TEST_CASE("leading_digits: the count and value of the leading digits of 8 bytes, for every byte after them") {
+    // A run of k digits (k = 0 to 8, from a pattern with zeros and nines) followed by each of the
+    // 256 byte values, and random bytes after it: the count and (below 8) the value a loop gives.
+    const char* runs[] = {"00000000", "98765432", "99999999", "10000000", "00000009", "12345678"};
+    std::uint64_t seed = 7;
+    for (const char* run : runs) {
+        for (unsigned k = 0; k <= 8; ++k) {
+            for (int after = 0; after < 256; ++after) {
+                char bytes[8];
+                for (unsigned i = 0; i < 8; ++i) {
+                    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                    bytes[i] = static_cast<char>(seed >> 56);
+                }
+                std::memcpy(bytes, run, k);
+                if (k < 8) bytes[k] = static_cast<char>(after);
+                unsigned expected = 0;
+                std::uint64_t value = 0;
+                while (expected < 8 && bytes[expected] >= '0' && bytes[expected] <= '9') value = value * 10 + static_cast<unsigned>(bytes[expected++] - '0');
+                std::uint64_t got = 12345;
+                const unsigned n = table_read::leading_digits(bytes, got);
+                CAPTURE(k);
+                CAPTURE(after);
+                CHECK(n == expected);
+                if (n > 0 && n < 8) CHECK(got == value);
+            }
+        }
+    }
+}
+
 TEST_CASE("table io: the plain-shape matcher reads exactly its grammar, and leaves the rest to simdjson") {
     const std::string a = R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,2)"})J";
     const std::string b = R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J";
@@ -430,6 +473,15 @@ TEST_CASE("table io: the plain-shape matcher reads exactly its grammar, and leav
         {R"J({"to": "r1.0", "step": 1, "msg": "m(1,3)", "from": "1"})J", 3, ""},
         {R"J({"step": 0, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
         {R"J({"step": 1234567890123456789, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
+        // Numbers around the 8-byte loads: 7, 8 and 9 digits, leading zeros in a message.
+        {R"J({"step": 1234567, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", 3, ""},
+        {R"J({"step": 12345678, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", 3, ""},
+        {R"J({"step": 123456789, "from": "1", "to": "r1.0", "msg": "m(1,3)"})J", 3, ""},
+        {R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(0000001,0000003)"})J", 3, ""},
+        {R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(00000001,00000003)"})J", 3, ""},
+        {R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(000000001,000000003)"})J", 3, ""},
+        {R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(0000000001,3)"})J", 3, ""},
+        {R"J({"step": 1, "from": "1", "to": "r1.0", "msg": "m(1,00000004)"})J", -1, "t.json: transfers[1]"},
         // Names in the grammar that name nothing: the resolver's message, by either path.
         {"{\"step\": 1, \"from\": \"1\x7f\", \"to\": \"r1.0\", \"msg\": \"m(1,3)\"}", -1, "t.json: transfers[1]"},
         {R"J({"step": 1, "from": "1", "to": "r1.0.long.name.of.17", "msg": "m(1,3)"})J", -1, "t.json: transfers[1]"},
