@@ -16,24 +16,34 @@
 // an escape or a non-ASCII byte, transfers not last, a piece that does not read) goes to the
 // whole-document path below, which reads any layout; errors still go to the reference reader.
 //
-// The plain shape. Most pieces are what collsched and every JSON writer print: objects of the four
-// keys step, from, to and msg, a step written as digits, names of ASCII from 0x20 to 0x7f without escapes.
-// Such a piece is read by a matcher of exactly that grammar (Walk::read_plain), in place, without
-// simdjson: it accepts a strict subset of JSON whose meaning is plain (no escapes, no UTF-8 to
-// validate, no number but digits), and at the first byte outside it the piece goes to simdjson as
-// above. Measured at n = 256 and 1024, the matcher reads a transfer in a third of the On Demand
-// walk's instructions and needs neither stage 1 nor the copy (docs/performance.md, issue 19).
+// The plain shape. Most pieces are what collsched and most JSON writers print: objects of the
+// four keys step, from, to and msg, a step written as digits, names of ASCII from 0x20 to 0x7f
+// without escapes. Such a piece is read by a matcher of exactly that grammar (Walk::read_plain),
+// in place, without simdjson: it accepts a strict subset of JSON whose meaning is plain (no
+// escapes, no UTF-8 to validate, no number but digits), and at the first byte outside it the
+// piece goes to simdjson as above. Measured on EBFT tables, the matcher reads a transfer in about
+// 340 instructions against the On Demand walk's 450, and needs neither stage 1 nor the copy of
+// the piece (docs/performance.md, issue 19, fourth session).
+//
+// Two threads (FastReader::read_all). From 16 MB of text on a machine with two cores, a helper
+// thread reads plain pieces from the back of the array while this thread reads from the front;
+// the helper never resolves nor calls simdjson (it gives such a piece back), so the table and
+// every exception are the one-thread reader's.
 #include <simdjson.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "compiler/json_error.hpp"
@@ -124,10 +134,16 @@ std::size_t find_cut(std::string_view t, std::size_t begin, std::size_t from, st
 class FastReader {
 public:
     FastReader(std::string_view name, bool padded, const FastOptions& options)
-        : name_(name), piece_bytes_(std::max<std::size_t>(options.piece_bytes, 1)), padded_(padded), plain_(options.plain) {}
+        : name_(name),
+          piece_bytes_(std::max<std::size_t>(options.piece_bytes, 1)),
+          padded_(padded),
+          plain_(options.plain),
+          threads_(options.threads),
+          min_parallel_pieces_(options.threads == 2 ? 2 : 8) {}
 
     std::size_t pieces() const { return pieces_; }
     std::size_t plain_pieces() const { return plain_pieces_; }
+    std::size_t helper_pieces() const { return helper_pieces_; }
 
     /// The whole document at once, in any layout.
     std::optional<SendTable> read(simdjson::padded_string_view text, bool& ranks) {
@@ -220,18 +236,94 @@ public:
         // One piece holding a large array (no line ends): the whole-document path reads it in place.
         if (pieces.size() == 1 && pieces[0].size() > 4 * piece_bytes_ + 4096) throw NotPieces{};
         table_.transfers.reserve(text_size_ / 44 + 16);
-        Walk walk(*this, table_.transfers);
         const char* const readable_end = t.data() + t.size() + (padded_ ? simdjson::SIMDJSON_PADDING : 0);
-        for (std::string_view piece : pieces) {
-            if (plain_ && walk.read_plain(piece, readable_end)) ++plain_pieces_;
-            else walk.read_piece(piece, pieces.size() == 1);
-        }
+        read_all(pieces, readable_end);
         pieces_ = pieces.size();
         finish_table(table_, top_, true, name_, nullptr);
         return std::move(table_);
     }
 
 private:
+    /// The pieces in order into table_.transfers: by this thread alone, or with a helper thread
+    /// taking plain pieces from the back while this one takes pieces from the front (two-ended,
+    /// so that a busy second core costs at most the piece the helper holds). The helper reads a
+    /// piece only when the matcher and the shortcuts settle all of it (no resolver, no simdjson:
+    /// both stay with this thread); at its first piece that needs either it gives the piece back
+    /// and stops. This thread reads every piece it takes exactly as the sequential loop would, in
+    /// order, so any exception is the sequential one; the helper's pieces, which come after all of
+    /// this thread's, are appended last. The table is the sequential reader's, byte for byte.
+    void read_all(const std::vector<std::string_view>& pieces, const char* readable_end) {
+        Walk walk(*this, table_.transfers);
+        const auto read = [&](std::size_t j) {
+            if (plain_ && walk.read_plain(pieces[j], readable_end)) ++plain_pieces_;
+            else walk.read_piece(pieces[j], pieces.size() == 1);
+        };
+        if (!plain_ || threads_ == 1 || pieces.size() < min_parallel_pieces_ ||
+            (threads_ == 0 && (text_size_ < parallel_bytes || std::thread::hardware_concurrency() < 2))) {
+            for (std::size_t j = 0; j < pieces.size(); ++j) read(j);
+            return;
+        }
+        std::mutex claim;
+        std::size_t front = 0, back = pieces.size();  // [front, back): not taken yet
+        std::atomic<bool> stop{false};
+        std::vector<Transfer> tail;                    // the helper's pieces, from the last one back
+        std::vector<std::size_t> tail_ends;            // where each of them ends in tail
+        std::size_t helper_plain = 0;
+        tail.reserve(text_size_ / 2 / 44 + 16);  // as table_.transfers: pages not filled are never touched
+        // The helper starts with the last piece, taken here: it always has one to read.
+        const auto help = [&, first = --back] {
+            try {
+                Walk own(*this, tail);
+                for (std::size_t j = first; !stop.load(std::memory_order_relaxed);) {
+                    if (!own.read_plain(pieces[j], readable_end, false)) {
+                        std::lock_guard lock(claim);
+                        ++back;  // given back: this thread reads it in order
+                        return;
+                    }
+                    tail_ends.push_back(tail.size());
+                    ++helper_plain;
+                    std::lock_guard lock(claim);
+                    if (front == back) return;
+                    j = --back;
+                }
+            } catch (...) {  // memory: the piece in hand goes back (this thread then meets the same)
+                std::lock_guard lock(claim);
+                if (tail_ends.size() < pieces.size() - back) ++back;
+            }
+        };
+        std::thread helper;
+        try {
+            helper = std::thread(help);
+        } catch (const std::system_error&) {  // no thread to be had: all pieces here
+            ++back;
+        }
+        try {
+            for (;;) {
+                std::size_t j;
+                {
+                    std::lock_guard lock(claim);
+                    if (front == back) break;
+                    j = front++;
+                }
+                read(j);
+            }
+        } catch (...) {
+            stop = true;
+            if (helper.joinable()) helper.join();
+            throw;
+        }
+        if (helper.joinable()) helper.join();
+        while (front < back) read(front++);  // a piece the helper gave back after this loop ended
+        // The helper's pieces, back .. n-1, are tail's segments in reverse.
+        plain_pieces_ += helper_plain;
+        helper_pieces_ = helper_plain;
+        std::vector<Transfer>& out = table_.transfers;
+        for (std::size_t k = tail_ends.size(); k-- > 0;) {
+            const std::size_t from = k == 0 ? 0 : tail_ends[k - 1];
+            out.insert(out.end(), tail.begin() + static_cast<std::ptrdiff_t>(from), tail.begin() + static_cast<std::ptrdiff_t>(tail_ends[k]));
+        }
+    }
+
     /// One top-level field other than "transfers", as both paths read it (a duplicate or a value
     /// parse_piece refuses: Bail). False for a per-rank file's "format".
     bool top_field(std::string key, std::string_view raw) {
@@ -348,8 +440,9 @@ private:
         ///   name   = "\"" *( %x20-21 | %x23-5B | %x5D-7F ) "\""   (ASCII from space to DEL, no quote or backslash)
         /// Every string of it is JSON and means what the simdjson path reads, so the piece argument
         /// of read_pieces holds unchanged. Bytes past `piece` are loaded only below `readable_end`
-        /// (64 from an object's start, 8 from a name or number) and never decide anything.
-        bool read_plain(std::string_view piece, const char* readable_end) {
+        /// (64 from an object's start, 8 from a name or number) and never decide anything. Without
+        /// `resolve` (the helper thread) a transfer the shortcuts do not settle makes it give up too.
+        bool read_plain(std::string_view piece, const char* readable_end, bool resolve = true) {
             const char* p = piece.data();
             const char* const end = p + piece.size();
             const std::size_t before = out_.size();
@@ -372,6 +465,10 @@ private:
                                                            : shortcuts_.transfer<false>(f.step, f.from, f.to, f.msg, slot);
                 if (!settled) {
                     out_.pop_back();
+                    if (!resolve) {  // the helper thread: the piece goes back to the reader's thread
+                        out_.resize(before);
+                        return false;
+                    }
                     r_.resolver_->add(out_, i, f.step, f.from, f.to, f.msg);
                 }
                 ++i;
@@ -565,7 +662,12 @@ private:
     std::string_view name_;
     std::size_t piece_bytes_;
     bool padded_, plain_;
-    std::size_t pieces_ = 0, plain_pieces_ = 0;
+    unsigned threads_;
+    std::size_t min_parallel_pieces_;
+    /// From this size a second thread reads pieces (automatic choice): about 2^18 transfers, the
+    /// checker's threshold for its own second thread.
+    static constexpr std::size_t parallel_bytes = std::size_t{16} << 20;
+    std::size_t pieces_ = 0, plain_pieces_ = 0, helper_pieces_ = 0;
     SendTable table_;
     TopFields top_;
     std::optional<Resolver> resolver_;
@@ -581,6 +683,7 @@ std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::str
     ranks = false;
     if (options.pieces) *options.pieces = 0;
     if (options.plain_pieces) *options.plain_pieces = 0;
+    if (options.helper_pieces) *options.helper_pieces = 0;
     if (text.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES) return std::nullopt;  // simdjson's limit: the reference reader streams
     try {
         try {
@@ -588,6 +691,7 @@ std::optional<SendTable> parse_fast(std::string_view text, bool padded, std::str
             auto t = r.read_pieces(text, ranks);
             if (options.pieces) *options.pieces = r.pieces();
             if (options.plain_pieces) *options.plain_pieces = r.plain_pieces();
+            if (options.helper_pieces) *options.helper_pieces = r.helper_pieces();
             return t;
         } catch (const NotPieces&) {
         }

@@ -148,6 +148,10 @@ struct FastOptions {
     /// false: every piece goes through simdjson (tests and the fuzz harness check both agree).
     bool plain = true;
     std::size_t* plain_pieces = nullptr;  ///< when set: how many pieces the matcher read
+    /// Threads reading pieces: 0 automatic (two from 16 MB of text on two or more cores), 1, or
+    /// 2 (from two pieces: tests and the fuzz harness).
+    unsigned threads = 0;
+    std::size_t* helper_pieces = nullptr;  ///< when set: how many pieces the helper thread read
 };
 
 /// The fast reader: the table, or nullopt when the reference reader must decide (anything it does

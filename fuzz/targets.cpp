@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -135,8 +134,8 @@ bool same_table(const SendTable& a, const SendTable& b) {
 /// The fast JSON reader (simdjson, with its fallback) and the reference reader must give the same
 /// table or the same error message on every input. The fast reader is also run with pieces of 1
 /// and 7 bytes (every line end after a comma a cut, and cuts at other places than the default
-/// 96 bytes of fuzzing builds), with the plain-shape matcher and, at 7 bytes, with simdjson alone:
-/// whatever it reads must be the reference reader's table.
+/// 96 bytes of fuzzing builds), with the plain-shape matcher (at 1 byte on two threads) and, at 7
+/// bytes, with simdjson alone: whatever it reads must be the reference reader's table.
 SendTable parse_json_both(std::string_view input) {
     std::optional<SendTable> fast, ref;
     std::string fast_error, ref_error;
@@ -152,7 +151,12 @@ SendTable parse_json_both(std::string_view input) {
     }
     if (fast_error != ref_error)
         invariant_failed(fmt::format("the JSON readers disagree: fast '{}', reference '{}'", fast_error, ref_error));
-    for (auto [piece_bytes, plain] : {std::pair<std::size_t, bool>{1, true}, {7, true}, {7, false}}) {
+    struct How {
+        std::size_t piece_bytes;
+        bool plain;
+        unsigned threads;
+    };
+    for (auto [piece_bytes, plain, threads] : {How{1, true, 2}, How{7, true, 1}, How{7, false, 1}}) {
         bool ranks = false;
         std::size_t pieces = 0;
         std::optional<SendTable> t;
@@ -160,7 +164,8 @@ SendTable parse_json_both(std::string_view input) {
         options.piece_bytes = piece_bytes;
         options.pieces = &pieces;
         options.plain = plain;
-        const std::string how = fmt::format("{}-byte pieces{}", piece_bytes, plain ? "" : " (simdjson alone)");
+        options.threads = threads;
+        const std::string how = fmt::format("{}-byte pieces{}{}", piece_bytes, plain ? "" : " (simdjson alone)", threads == 2 ? " (two threads)" : "");
         try {
             t = table_read::parse_fast(input, false, "fuzz.json", ranks, options);
         } catch (const InputError& e) {

@@ -353,13 +353,15 @@ long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* erro
     }
     if (error) *error = ref_error;
     long result = 0, result_plain = 0;
-    // the matcher on unpadded and on padded text; simdjson alone
+    // the matcher on one thread, on two (a helper from the back), on padded text; simdjson alone
     struct How {
         bool with_matcher;
+        unsigned threads;
         bool padded;
     };
-    for (auto [with_matcher, padded] : {How{true, false}, How{true, true}, How{false, false}}) {
+    for (auto [with_matcher, threads, padded] : {How{true, 1, false}, How{true, 2, false}, How{true, 1, true}, How{false, 1, false}}) {
         CAPTURE(with_matcher);
+        CAPTURE(threads);
         CAPTURE(padded);
         bool ranks = false;
         std::size_t pieces = 99, plain_pieces = 99;
@@ -368,11 +370,12 @@ long pieces_of(std::string_view text, std::size_t piece_bytes, std::string* erro
         options.pieces = &pieces;
         options.plain = with_matcher;
         options.plain_pieces = &plain_pieces;
+        options.threads = threads;
         auto fast = table_read::parse_fast(padded ? in_padded : in, padded, "t.json", ranks, options);
         if (!with_matcher) CHECK(plain_pieces == 0);
         const long n = fast ? static_cast<long>(pieces) : -1;
         const long n_plain = fast ? static_cast<long>(plain_pieces) : -1;
-        if (with_matcher && !padded) {
+        if (with_matcher && threads == 1 && !padded) {
             result = n;
             result_plain = n_plain;
             if (plain) *plain = n_plain;
@@ -538,6 +541,60 @@ TEST_CASE("table io: the plain-shape matcher reads exactly its grammar, and leav
         pieces_of(with("\n" + a + ",\n" + last), 1, nullptr, &plain);
         CHECK(plain == (name == "r1.0" ? 2 : -1));
     }
+}
+
+/// The pieces the helper thread read, with two threads forced and pieces of `piece_bytes`; -1
+/// when the fast reader left the text to the reference reader.
+long helper_pieces_of(std::string_view text, std::size_t piece_bytes) {
+    bool ranks = false;
+    std::size_t helper = 0;
+    table_read::FastOptions options;
+    options.piece_bytes = piece_bytes;
+    options.threads = 2;
+    options.helper_pieces = &helper;
+    return table_read::parse_fast(text, false, "t.json", ranks, options) ? static_cast<long>(helper) : -1;
+}
+
+TEST_CASE("table io: a helper thread reading pieces from the back gives the one-thread table") {
+    // ebft16 cut into one piece per transfer: the two threads meet somewhere in 1568 pieces (the
+    // helper always reads the last one); pieces_of compares with one thread and the reference.
+    const std::string ebft16 = data("ebft16_alltoall.json");
+    for (int run = 0; run < 20; ++run) {
+        CHECK(pieces_of(ebft16, 1) == 1568);
+        const long helper = helper_pieces_of(ebft16, 1);
+        CHECK(helper >= 1);
+        CHECK(helper < 1568);
+    }
+    // Pieces the helper must give back: messages the shortcuts do not settle (written with a
+    // space: the resolver reads them), at the start, in the middle, one before the end, the end.
+    const std::string head32k = R"J({"format": "collsched.table/1", "topology": "ebft:32768", "collective": "custom", "transfers": [)J";
+    const int count = 400;
+    for (int last_long : {0, 1}) {
+        std::string lines;
+        for (int k = 0; k < count; ++k) {
+            const bool spaced = k == 3 || k == count / 2 || k == count - 2 || (last_long && k == count - 1);
+            // r2.x is joined to r1.2x; past r1.9999 the names are longer than 7 bytes (not cached)
+            const int r2 = k % 2 ? 5000 + k : k;
+            lines += fmt::format("\n  {{\"step\": 1, \"from\": \"r2.{}\", \"to\": \"r1.{}\", \"msg\": \"b({}{})\"}}{}", r2, 2 * r2,
+                                 spaced ? " " : "", k, k + 1 < count ? "," : "");
+        }
+        const std::string text = head32k + lines + "]}";
+        CAPTURE(last_long);
+        for (int run = 0; run < 10; ++run) {
+            long plain = 0;
+            CHECK(pieces_of(text, 1, nullptr, &plain) == count);
+            CHECK(plain == count);  // the matcher read every piece; the resolver settled the spaced messages
+            // The helper reads the last piece unless it needs the resolver, and stops at count - 2.
+            CHECK(helper_pieces_of(text, 1) == (last_long ? 0 : 1));
+        }
+    }
+    // An error in a piece the helper takes: the one-thread message (file:line:col).
+    std::string broken = ebft16;
+    broken.replace(broken.rfind("\"step\": "), 8, "\"step\" ");
+    std::string error;
+    CHECK(pieces_of(broken, 1, &error) == -1);
+    CHECK(error.starts_with("t.json:"));
+    CHECK(error == error_of(broken));
 }
 
 TEST_CASE("table io: layouts the pieces do not fit go to the whole-document path or the reference reader") {
