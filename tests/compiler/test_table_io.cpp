@@ -556,14 +556,16 @@ long helper_pieces_of(std::string_view text, std::size_t piece_bytes) {
 }
 
 TEST_CASE("table io: a helper thread reading pieces from the back gives the one-thread table") {
-    // ebft16 cut into one piece per transfer: the two threads meet somewhere in 1568 pieces (the
-    // helper always reads the last one); pieces_of compares with one thread and the reference.
+    // ebft16 cut into one piece per transfer: the two threads meet somewhere in 1568 pieces, where
+    // depends on the scheduler (a descheduled main thread may leave the helper all of them; the
+    // sanitizer CI run once did), but the helper always reads the last one; pieces_of compares
+    // the table with one thread and the reference.
     const std::string ebft16 = data("ebft16_alltoall.json");
     for (int run = 0; run < 20; ++run) {
         CHECK(pieces_of(ebft16, 1) == 1568);
         const long helper = helper_pieces_of(ebft16, 1);
         CHECK(helper >= 1);
-        CHECK(helper < 1568);
+        CHECK(helper <= 1568);
     }
     // Pieces the helper must give back: messages the shortcuts do not settle (written with a
     // space: the resolver reads them), at the start, in the middle, one before the end, the end.
