@@ -398,6 +398,7 @@ Model build_model(Env& env, const ast::ModelDecl& d, Model base, LoweringPolicy&
     }
     if (!bad && policy != LoweringPolicy::cut_through && m.timing == Timing::wormhole)
         fail("E032", d.loc, fmt::format("policy {} needs hop timing (under wormhole a send crosses its whole route in one round)", to_string(policy)));
+    if (std::string why = combine_problem(m); !bad && !why.empty()) fail("E032", d.loc, why);
     return m;
 }
 
@@ -469,6 +470,8 @@ Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
     if (std::string why = c.reduction_problem(env.topo->processors(), c.chunks); !why.empty())
         fail("E054", d.chunks ? ast::start_loc(*d.chunks) : d.loc, why);
     env.chunks = c.chunks;
+    env.reduces = c.reduces();
+    env.prefix = c.kind == CollectiveKind::prefix;
     return c;
 }
 

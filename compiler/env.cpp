@@ -48,6 +48,24 @@ std::uint32_t Env::chunk_of(const XExpr& x, std::int64_t s, std::int64_t d) {
     return static_cast<std::uint32_t>(c);
 }
 
+void Env::check_rule(MessageKind kind, SourceLoc loc) {
+    const bool combined = kind == MessageKind::combined;
+    if (combined && reduces)
+        fail("E048", loc, "a combined value a(i .. j) follows the ordered rule of prefix and reduce, but this collective is a commutative "
+                          "reduction: its values are partials, partial(p) or a({i .. j})");
+    if (!combined && prefix)
+        fail("E048", loc, "a partial follows the buffer rule of commutative reductions, but prefix combines in order: its values are "
+                          "a(i .. j)");
+    SourceLoc& mine = combined ? first_combined : first_partial;
+    const SourceLoc& other = combined ? first_partial : first_combined;
+    if (other.line != 0)
+        fail("E048", loc, fmt::format("a {} in a schedule that names a {} at line {}, column {}: a table follows one rule, partials "
+                                      "a({{...}}) or combined values a(i .. j) (docs/semantics.md, \"Reductions\")",
+                                      combined ? "combined value a(i .. j)" : "partial", combined ? "partial" : "combined value a(i .. j)",
+                                      other.line, other.column));
+    if (mine.line == 0) mine = loc;
+}
+
 std::int64_t Env::header(const ast::Expr& e) {
     auto it = ir.header_exprs.find(&e);
     COLLSCHED_ASSERT(it != ir.header_exprs.end());
@@ -253,6 +271,7 @@ std::int64_t Env::eval(std::uint32_t i) {
             std::int64_t lo = eval(x.a), hi = eval(x.b);
             if (lo > hi) fail("E048", x.loc, fmt::format("a({} .. {}): a combined value a(i .. j) needs i <= j", lo, hi));
             if (lo == hi) return idx(messages.value(static_cast<std::uint32_t>(lo)));
+            check_rule(MessageKind::combined, x.loc);
             return idx((*composites).intern({MessageKind::combined, static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(hi), {}, {}}));
         }
         case Op::msg_partial: {
@@ -260,6 +279,11 @@ std::int64_t Env::eval(std::uint32_t i) {
             // complete (resolve_partials, compiler/partials.cpp): kept as a partial without sources.
             std::int64_t p = eval(x.a), c = x.b == none ? 0 : eval(x.b);
             if (current_step < 1) fail("E056", x.loc, "partial(p) names what p's buffer holds when it sends: it is written in a step");
+            if (x.b != none && !chunks_stated)
+                fail("E054", x.loc, fmt::format("a chunk argument, but the collective does not split its data: write partial({}), or "
+                                                "`collective ... chunks C`",
+                                                p));
+            check_rule(MessageKind::partial, x.loc);
             if (c < 0 || c >= chunks)
                 fail("E056", x.loc, fmt::format("partial({}, {}): the chunk must be in 0 .. {} (the collective has {} chunk{})", p, c,
                                                 chunks - 1, chunks, chunks == 1 ? "" : "s"));
@@ -273,17 +297,24 @@ std::int64_t Env::eval(std::uint32_t i) {
                 std::uint32_t last = ir.lists[x.a + 2 * k + 1];
                 std::int64_t hi = last == none ? lo : eval(last);
                 if (lo > hi) fail("E048", x.loc, fmt::format("a partial's range {} .. {} is empty (write i .. j with i <= j)", lo, hi));
+                // Sources are processors: checked before the range is listed (a({0 .. 2000000000}) must not allocate).
+                if (lo < 0 || hi >= processors)
+                    fail("E040", x.loc, fmt::format("a partial's source {} does not exist ({})", lo < 0 ? lo : hi, processors_text()));
                 for (std::int64_t v = lo; v <= hi; ++v) src.push_back(static_cast<std::uint32_t>(v));
             }
             std::sort(src.begin(), src.end());
             if (auto d = std::adjacent_find(src.begin(), src.end()); d != src.end())
                 fail("E048", x.loc, fmt::format("a partial counts each contribution once; source {} is listed twice", *d));
             if (src.empty()) fail("E048", x.loc, "a partial needs at least one source");
+            if (x.imm >= 0 && !chunks_stated)
+                fail("E054", x.loc, "a chunk argument, but the collective does not split its data: write the partial without it, or "
+                                    "`collective ... chunks C`");
             std::int64_t c = x.imm < 0 ? 0 : eval(static_cast<std::uint32_t>(x.imm));
             if (c < 0 || c >= chunks)
                 fail("E056", x.loc, fmt::format("a partial of chunk {}: the chunk must be in 0 .. {} (the collective has {} chunk{})", c,
                                                 chunks - 1, chunks, chunks == 1 ? "" : "s"));
             if (src.size() == 1 && c == 0) return idx(messages.value(src[0]));
+            check_rule(MessageKind::partial, x.loc);
             return idx((*composites).intern({MessageKind::partial, static_cast<std::uint32_t>(c), 0, {}, std::move(src)}));
         }
         case Op::msg_join: {

@@ -98,6 +98,14 @@ public:
     bool named_message = false;
     /// Whether the collective states `chunks C` (then chunk arguments are allowed, also with C = 1).
     bool chunks_stated = false;
+    /// The collective's rule for combining (docs/semantics.md, "Reductions"): a commutative
+    /// reduction (allreduce, reduce_scatter, scan) takes partials only, prefix combined values
+    /// a(i..j) only, and no table mixes the two; set by build_collective.
+    bool reduces = false, prefix = false;
+    /// Where the first combined value a(i..j) and the first partial were named (line 0: none yet).
+    SourceLoc first_combined, first_partial;
+    /// E048 when naming a message of `kind` (combined or partial) at `loc` mixes the two rules.
+    void check_rule(MessageKind kind, SourceLoc loc);
 
     /// Counts `n` iterations of the loop or comprehension at `where` against the limit; E051 (at
     /// the outermost loop, or at `where` outside loops) and Stop when they go over it. Checked

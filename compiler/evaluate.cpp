@@ -9,6 +9,7 @@
 #include "compiler/declarations.hpp"
 #include "compiler/flat_map.hpp"
 #include "compiler/stream.hpp"
+#include "support/memory_budget.hpp"
 
 namespace collsched::compiler {
 
@@ -17,8 +18,12 @@ SendTable Evaluated::header(bool take) {
     t.topology = topology;
     t.model = model;
     t.collective = collective;
-    t.step_rounds.reserve(step_rounds.size());
-    for (std::uint32_t r : step_rounds) t.step_rounds.push_back(r == 0 ? 1 : r);
+    Step last = 0;  // the last step of more than one round
+    for (const auto& [s, r] : stated_rounds)
+        if (r.rounds > 1) last = s;
+    t.step_rounds.assign(last, 1);
+    for (const auto& [s, r] : stated_rounds)
+        if (s <= last) t.step_rounds[s - 1] = r.rounds;
     t.requirements = take ? std::move(requirements) : requirements;
     t.claims = take ? std::move(claims) : claims;
     return t;
@@ -106,25 +111,27 @@ private:
     /// `step s rounds r`: the rounds of step s, once per step (a second statement may repeat the
     /// same r, not change it); more than one round needs hop timing (E055).
     void set_rounds(Step s, std::int64_t r, SourceLoc loc) {
-        constexpr std::int64_t max_rounds = std::int64_t{1} << 20;
+        constexpr std::int64_t max_rounds = max_step_rounds;
         if (r < 1 || r > max_rounds) fail("E055", loc, fmt::format("step {} rounds {}: a step lasts 1 to {} rounds", s, r, max_rounds));
         if (timing_wormhole_ && r > 1)
             fail("E055", loc, fmt::format("step {} rounds {}: under wormhole timing the steps are rounds already (rounds need hop timing)", s, r));
         const bool streaming = consumer_ && out_.sink.streaming();
         if (streaming && r > 1 && s <= out_.sink.flushed())
             throw NotStreamable(fmt::format("step {} rounds {} comes after step {} was handed over", s, r, s));
-        auto& v = out_.step_rounds;
-        if (v.size() < s) {
-            v.resize(s, 0);
-            out_.rounds_at.resize(s);
+        auto [it, fresh] = out_.stated_rounds.try_emplace(s, Evaluated::StatedRounds{static_cast<std::uint32_t>(r), loc});
+        if (!fresh && it->second.rounds != r) {
+            const SourceLoc& at = it->second.at;
+            fail("E055", loc, fmt::format("step {} rounds {}, but step {} has {} rounds already (at line {}, column {})", s, r, s,
+                                          it->second.rounds, at.line, at.column));
         }
-        if (v[s - 1] != 0 && v[s - 1] != r) {
-            const SourceLoc& at = out_.rounds_at[s - 1];
-            fail("E055", loc, fmt::format("step {} rounds {}, but step {} has {} rounds already (at line {}, column {})", s, r, s, v[s - 1],
-                                          at.line, at.column));
-        }
-        if (v[s - 1] == 0) out_.rounds_at[s - 1] = loc;
-        v[s - 1] = static_cast<std::uint32_t>(r);
+        // The table lists the rounds of every step up to the last one of more than one round.
+        if (fresh && r > 1)
+            if (std::string why = support::memory_problem(support::mul_sat(s, sizeof(std::uint32_t)),
+                                                          fmt::format("the rounds of steps 1 .. {}", s));
+                !why.empty()) {
+                out_.stated_rounds.erase(it);
+                fail("E055", loc, fmt::format("step {} rounds {}: {}", s, r, why));
+            }
         if (streaming && r > 1) consumer_->rounds(s, static_cast<std::uint32_t>(r));  // before begin(): in the header
     }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <map>
 #include <vector>
 
 #include "compiler/env.hpp"
@@ -61,8 +62,15 @@ struct Evaluated {
     ExplicitHops explicit_hops;               ///< fifo, flood, adaptive: hops written per step and channel
     std::vector<Pending> pending;             ///< sends whose data must arrive first
     std::vector<std::string> origin_names;    ///< recording: "file:line:col" of each send or hop that moved data
-    std::vector<std::uint32_t> step_rounds;   ///< `step s rounds r`: r at s-1 (0: not stated, 1 round)
-    std::vector<SourceLoc> rounds_at;         ///< where each stated rounds was first given
+    /// `step s rounds r`: the rounds stated for step s and where they were first given. Kept
+    /// sparse: a step number is any integer below 2^31, and `step 2000000000 rounds 1` must not
+    /// allocate a vector of 2^31 entries; header() makes the dense list up to the last step of more
+    /// than one round, whose size set_rounds checked against the memory budget.
+    struct StatedRounds {
+        std::uint32_t rounds = 1;
+        SourceLoc at;
+    };
+    std::map<Step, StatedRounds> stated_rounds;
 
     /// The table without transfers; `take` moves the requirements and extra fields out.
     SendTable header(bool take = false);

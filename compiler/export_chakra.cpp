@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -12,11 +13,14 @@
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include "compiler/input_file.hpp"
 #include "compiler/et_def.pb.h"
 #include "compiler/export_ranks.hpp"
 #include "dsl/diagnostics.hpp"
+#include "dsl/excerpt.hpp"
+#include "compiler/input_file.hpp"
 
 namespace collsched {
 
@@ -75,7 +79,28 @@ std::string json_string(const std::string& s) {
 
 }  // namespace
 
-bool is_chakra_trace(const std::string& path) { return path.size() > 5 && path.ends_with(".0.et"); }
+
+/// ASTRA-sim's analytical network for the topology (docs/time.md, "Checked against ASTRA-sim"):
+/// a ring is its `Ring` (bidirectional, the shorter way as collsched routes), a complete graph
+/// its `FullyConnected`, with the topology's link speed when every channel has the same one.
+/// ASTRA-sim reads bandwidth in GB/s of 2^30 bytes (NetworkFunction.cpp bw_GBps_to_Bpns) and
+/// latency in ns. Any other topology is written as FullyConnected with the first channel's speed
+/// and a comment saying so: ASTRA-sim's congestion-aware backend has one dimension of Ring,
+/// FullyConnected or Switch only (congestion_aware/topology/Helper.cpp).
+static std::string network_yml(const Topology& topo) {
+    const std::uint32_t P = topo.processors();
+    bool uniform = !topo.channels().empty();
+    const LinkSpeed first = topo.channels().empty() ? LinkSpeed{default_alpha, default_unit_bandwidth} : topo.speed(ChannelId{0});
+    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) uniform = uniform && topo.speed(ChannelId{c}) == first;
+    const char* kind = topo.family() == Family::ring ? "Ring" : "FullyConnected";
+    const bool exact = uniform && topo.groups().empty() && (topo.family() == Family::ring || topo.family() == Family::complete);
+    std::string head = exact ? fmt::format("# {} ranks; collsched's topology {} with its link speed ({} s, {} B/s)\n", P, topo.spec(),
+                                           first.alpha, first.bandwidth)
+                             : fmt::format("# {} ranks, every pair connected; collsched's topology was {} (not one ASTRA-sim "
+                                           "models exactly: its speeds, groups or shape differ; edit this file)\n", P, topo.spec());
+    return head + fmt::format("topology: [ {} ]\nnpus_count: [ {} ]\nbandwidth: [ {} ]  # GB/s of 2^30 bytes\nlatency: [ {} ]  # ns\n",
+                              kind, P, first.bandwidth / double(1u << 30), first.alpha * 1e9);
+}
 
 std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions& opt) {
     const CollectiveKind kind = t.collective.kind;
@@ -200,10 +225,7 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
                      fmt::format("{{\n  \"scheduling-policy\": \"FIFO\",\n  \"preferred-dataset-splits\": 1,\n  \"{}\": [{}],\n  "
                                  "\"local-mem-bw\": 50\n}}\n",
                                  impl, json_string(opt.prefix))});
-    files.push_back({opt.prefix + ".network.yml",
-                     fmt::format("# {} ranks, every pair connected; collsched's topology was {}\ntopology: [ FullyConnected ]\n"
-                                 "npus_count: [ {} ]\nbandwidth: [ 50.0 ]  # GB/s\nlatency: [ 500.0 ]  # ns\n",
-                                 P, t.topology->spec(), P)});
+    files.push_back({opt.prefix + ".network.yml", network_yml(*t.topology)});
     files.push_back({opt.prefix + ".memory.json", "{\n  \"memory-type\": \"NO_MEMORY_EXPANSION\"\n}\n"});
     return files;
 }
@@ -228,10 +250,86 @@ std::vector<std::string> split(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+/// "3, 5 and 7" (at most eight, then "and N more").
+std::string rank_list(const std::vector<std::uint64_t>& ranks) {
+    std::string out;
+    const std::size_t shown = std::min<std::size_t>(ranks.size(), 8);
+    for (std::size_t i = 0; i < shown; ++i)
+        out += fmt::format("{}{}", i == 0 ? "" : i + 1 == shown && ranks.size() == shown ? " and " : ", ", ranks[i]);
+    if (ranks.size() > shown) out += fmt::format(" and {} more", ranks.size() - shown);
+    return out;
+}
+
+/// The one check of a trace set's completeness, before any rank but 0 is read: PREFIX.<r>.et
+/// for every rank r < P is a regular file, and no PREFIX.<k>.et with k >= P is in the directory
+/// (a set of another size, or two sets under one prefix).
+void check_trace_set(const std::string& prefix, std::uint32_t P) {
+    std::vector<std::uint64_t> missing;
+    for (std::uint32_t r = 0; r < P; ++r) {
+        const std::string path = fmt::format("{}.{}.et", prefix, r);
+        const std::string kind = file_kind_problem(path);
+        if (kind == "missing") missing.push_back(r);
+        else if (!kind.empty())
+            throw InputError(fmt::format("{}: rank {}'s trace is {}, not a Chakra trace (only regular files are read)", path, r, kind));
+    }
+    if (!missing.empty())
+        throw InputError(fmt::format("{}.*.et: the trace set is incomplete: rank 0's trace names {} ranks, and the trace{} of rank{} {} "
+                                     "{} missing (first: {}.{}.et)",
+                                     prefix, P, missing.size() == 1 ? "" : "s", missing.size() == 1 ? "" : "s", rank_list(missing),
+                                     missing.size() == 1 ? "is" : "are", prefix, missing[0]));
+    // Files of ranks beyond the last.
+    const std::filesystem::path pp(prefix);
+    const std::string base = pp.filename().string();
+    std::error_code ec;
+    std::vector<std::uint64_t> extra;
+    for (std::filesystem::directory_iterator it(pp.has_parent_path() ? pp.parent_path() : std::filesystem::path("."), ec), end;
+         !ec && it != end; it.increment(ec)) {
+        std::string pfx;
+        std::uint64_t k = 0;
+        const std::string name = it->path().filename().string();
+        if (name.starts_with(base + ".") && chakra_trace_name(name, pfx, k) && pfx == base && k >= P) extra.push_back(k);
+    }
+    std::sort(extra.begin(), extra.end());
+    if (!extra.empty())
+        throw InputError(fmt::format("{}.*.et: the trace set has {} ranks (rank 0's trace names them), but the directory also holds the "
+                                     "trace{} of rank{} {} (first: {}.{}.et): two trace sets under one prefix?",
+                                     prefix, P, extra.size() == 1 ? "" : "s", extra.size() == 1 ? "" : "s", rank_list(extra), prefix,
+                                     extra[0]));
+}
+
+}  // namespace
+
+bool chakra_trace_name(const std::string& path, std::string& prefix, std::uint64_t& rank) {
+    if (!path.ends_with(".et") || path.size() < 6) return false;
+    const std::size_t end = path.size() - 3;
+    std::size_t dot = path.rfind('.', end - 1);
+    if (dot == std::string::npos || dot == 0 || dot + 1 == end || end - dot - 1 > 9) return false;
+    const char* first = path.data() + dot + 1;
+    auto [p, ec] = std::from_chars(first, path.data() + end, rank);
+    if (ec != std::errc() || p != path.data() + end || (*first == '0' && end - dot - 1 > 1)) return false;
+    prefix = path.substr(0, dot);
+    return !prefix.empty() && prefix.back() != '/';
+}
+
 SendTable read_chakra(const std::string& prefix) {
-    auto read_file = [](const std::string& path) {
-        return read_input_file(path, "Chakra trace", max_input_bytes(), max_input_hint);  // the input policy (docs/fuzzing.md)
+    const std::string first = prefix + ".0.et";
+    if (std::string kind = file_kind_problem(first); kind == "missing")
+        throw InputError(fmt::format("{}: rank 0's trace is missing; it names the topology and the number of ranks of the trace set {}.*.et",
+                                     first, prefix));
+    auto rank_file = [&](std::uint32_t r) {
+        // Regular files only (a FIFO would block the read), under the input policy (docs/fuzzing.md).
+        return read_regular_input_file(fmt::format("{}.{}.et", prefix, r), "Chakra trace", max_input_bytes(), max_input_hint);
     };
+    return parse_chakra(prefix, rank_file, [&](std::uint32_t P) { check_trace_set(prefix, P); });
+}
+
+SendTable parse_chakra(const std::string& prefix, const std::function<std::string(std::uint32_t rank)>& rank_file,
+                       const std::function<void(std::uint32_t ranks)>& check_set) {
+    // protobuf logs a broken string field ("contains invalid UTF-8") on stderr besides failing
+    // the parse; the parse failure is reported once, in collsched's words.
+    google::protobuf::LogSilencer quiet;
     // rank 0 names the table
     std::vector<std::vector<ReadNode>> ranks;
     std::shared_ptr<const Topology> topo;
@@ -241,11 +339,21 @@ SendTable read_chakra(const std::string& prefix) {
     std::uint32_t P = 1;
     for (std::uint32_t r = 0; r < P; ++r) {
         const std::string path = fmt::format("{}.{}.et", prefix, r);
-        const std::string data = read_file(path);
+        const std::string data = rank_file(r);
+        if (data.size() > std::size_t(std::numeric_limits<int>::max()))
+            throw InputError(fmt::format("{}: {} bytes; a Chakra trace is read with protobuf's int sizes (at most 2 GiB)", path, data.size()));
         google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(data.data()), int(data.size()));
+        in.SetTotalBytesLimit(std::numeric_limits<int>::max());
         auto next = [&](google::protobuf::MessageLite& msg, const char* what) {
             std::uint32_t size = 0;
-            if (!in.ReadVarint32(&size)) return false;
+            if (!in.ReadVarint32(&size)) {
+                if (in.CurrentPosition() != int(data.size()))
+                    throw InputError(fmt::format("{}: byte {}: malformed length of a {}", path, in.CurrentPosition(), what));
+                return false;
+            }
+            if (size > data.size() - std::size_t(in.CurrentPosition()))
+                throw InputError(fmt::format("{}: byte {}: a {} of {} bytes, but only {} bytes follow (a cut or broken trace?)", path,
+                                             in.CurrentPosition(), what, size, data.size() - std::size_t(in.CurrentPosition())));
             auto limit = in.PushLimit(int(size));
             if (!msg.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
                 throw InputError(fmt::format("{}: byte {}: malformed {}", path, in.CurrentPosition(), what));
@@ -259,15 +367,22 @@ SendTable read_chakra(const std::string& prefix) {
             for (const auto& a : meta.attr()) m[a.name()] = a.string_val();
             if (!m.count("collsched_topology") || !m.count("collsched_collective"))
                 throw InputError(fmt::format("{}: not a collsched trace (no collsched_topology in its GlobalMetadata)", path));
-            topo = Topology::parse(m["collsched_topology"]);
-            model = apply_model_options(topo->default_model(), m["collsched_model"]);
-            coll = Collective::parse(m["collsched_collective"], *topo);
+            auto here = [&](auto&& f) {  // a topology, model or collective error, naming this trace
+                try {
+                    return f();
+                } catch (const InputError& e) {
+                    throw InputError(fmt::format("{}: {}", path, e.what()));
+                }
+            };
+            topo = here([&] { return Topology::parse(m["collsched_topology"]); });
+            model = here([&] { return apply_model_options(topo->default_model(), m["collsched_model"]); });
+            coll = here([&] { return Collective::parse(m["collsched_collective"], *topo); });
             if (auto c = m.find("collsched_chunks"); c != m.end()) {  // the chunks C: messages are named b(s,c)
                 std::uint64_t chunks = 0;
                 auto [p, ec] = std::from_chars(c->second.data(), c->second.data() + c->second.size(), chunks);
                 if (ec != std::errc() || p != c->second.data() + c->second.size())
                     throw InputError(fmt::format("{}: collsched_chunks \"{}\" is not a number", path, c->second));
-                coll.set_chunks(chunks, *topo);
+                here([&] { return coll.set_chunks(chunks, *topo), 0; });
             }
             if (auto c = m.find("collsched_rounds"); c != m.end()) {  // the rounds of steps 1, 2, ...
                 std::string_view list = c->second;
@@ -275,20 +390,26 @@ SendTable read_chakra(const std::string& prefix) {
                     const std::string_view item = list.substr(0, list.find(','));
                     std::uint32_t rounds_of_step = 0;
                     auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), rounds_of_step);
-                    if (ec != std::errc() || p != item.data() + item.size() || rounds_of_step < 1)
-                        throw InputError(fmt::format("{}: collsched_rounds \"{}\" is not a list of rounds (1, 2, ...)", path, c->second));
+                    if (ec != std::errc() || p != item.data() + item.size() || rounds_of_step < 1 || rounds_of_step > max_step_rounds)
+                        throw InputError(fmt::format("{}: collsched_rounds \"{}\": step {} lasts '{}' rounds; a step lasts 1 to {} rounds", path,
+                                                     c->second, rounds.size() + 1, item, max_step_rounds));
                     rounds.push_back(rounds_of_step);
                     list.remove_prefix(std::min(list.size(), item.size() + 1));
                 }
             }
             P = topo->processors();
             ranks.resize(P);
+            check_set(P);
         }
         for (;;) {
             ReadNode rn;
             if (!next(rn.node, "Node")) break;
             const pb::Node& n = rn.node;
-            auto where = [&] { return fmt::format("{}: rank {}, node {} ('{}')", path, r, n.id(), n.name()); };
+            if (n.name().size() > max_chakra_name)
+                throw InputError(fmt::format("{}: rank {}, node {}: a name of {} bytes; collsched names its nodes 'send MSG to RANK step N' "
+                                             "(at most {} bytes)",
+                                             path, r, n.id(), n.name().size(), max_chakra_name));
+            auto where = [&] { return fmt::format("{}: rank {}, node {} ('{}')", path, r, n.id(), excerpt(n.name())); };
             for (const auto& a : n.attr()) {
                 const std::string& k = a.name();
                 if (k == "comm_src" || k == "comm_dst" || k == "comm_tag") {
@@ -355,7 +476,7 @@ SendTable read_chakra(const std::string& prefix) {
     auto name = [&](std::size_t g) {
         std::uint32_t r = std::uint32_t(std::upper_bound(base.begin(), base.end(), g) - base.begin() - 1);
         const ReadNode& n = ranks[r][g - base[r]];
-        return fmt::format("rank {}, node {} ('{}')", r, n.node.id(), n.node.name());
+        return fmt::format("rank {}, node {} ('{}')", r, n.node.id(), excerpt(n.node.name()));
     };
     for (const auto& [k, sr] : pairs) {
         if (sr.first.size() != 1 || sr.second.size() != 1) {
@@ -440,10 +561,16 @@ SendTable read_chakra(const std::string& prefix) {
     t.topology = topo;
     t.model = model;
     t.collective = coll;
-    t.step_rounds = std::move(rounds);
     if (auto bad = cut_through_hops(*topo, model.timing, ev, t.transfers))
         throw InputError(fmt::format("{}.*.et: {}", prefix, *bad));
     t.sort();
+    // The rounds of steps the table does not have would be dropped silently: another table's list.
+    if (rounds.size() > t.steps())
+        throw InputError(fmt::format("{}.0.et: collsched_rounds lists the rounds of {} steps, but the traces have {} step{}", prefix,
+                                     rounds.size(), t.steps(), t.steps() == 1 ? "" : "s"));
+    t.step_rounds = std::move(rounds);
+    t.normalize_rounds();
+    if (std::string why = rounds_problem(t); !why.empty()) throw InputError(fmt::format("{}.0.et: {}", prefix, why));
     return t;
 }
 

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,10 +49,23 @@ std::vector<ChakraFile> table_to_chakra(const SendTable&, const ChakraOptions&);
 
 /// Reads `prefix.<rank>.et` for every rank (the number of ranks and the table's header come from
 /// rank 0's GlobalMetadata), replays the traces and returns the table they encode. Throws
-/// InputError naming the file, rank and node of the first problems.
+/// InputError naming the file, rank and node of the first problems. Before a byte of a trace is
+/// read, the set is checked in one place (check_trace_set): every rank's file is there and is a
+/// regular file (a FIFO would block the read forever), and no file of a rank beyond the last is.
 SendTable read_chakra(const std::string& prefix);
 
-/// Whether a path names a trace of rank 0 (`....0.et`); its prefix is the path without `.0.et`.
-bool is_chakra_trace(const std::string& path);
+/// The same from memory: `rank_file(r)` gives the bytes of rank r's trace (or throws InputError),
+/// `check_set(P)` is called once rank 0 has named the number of ranks P, before any other rank
+/// is read. Messages name the traces `prefix.<rank>.et`. The fuzz harness's entry point.
+SendTable parse_chakra(const std::string& prefix, const std::function<std::string(std::uint32_t rank)>& rank_file,
+                       const std::function<void(std::uint32_t ranks)>& check_set);
+
+/// Whether a path names a trace of some rank (`PREFIX.<digits>.et`); `prefix` and `rank` are set.
+bool chakra_trace_name(const std::string& path, std::string& prefix, std::uint64_t& rank);
+
+/// Limits of the reader (docs/errors.md, "Chakra traces"): collsched names its nodes
+/// `send MSG to RANK step N`, a few dozen bytes; a step lasts at most max_step_rounds rounds, as
+/// in every table format.
+inline constexpr std::size_t max_chakra_name = 1024;
 
 }  // namespace collsched

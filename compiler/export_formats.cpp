@@ -21,6 +21,10 @@ constexpr OutputFormat formats[] = {
      [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) {
          write_table_msccl(t, o.msccl, out, flush);
      }},
+    {"mscclpp", ".mscclpp.json", "an MSCCL++ execution plan (verified before it is written)",
+     [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) {
+         write_table_mscclpp(t, o.mscclpp, out, flush);
+     }},
     {"dot", ".dot", "the topology with capacities and traffic (Graphviz)",
      [](const SendTable& t, const ExportOptions&, fmt::memory_buffer& out, const Flush& flush) { write_table_dot(t, out, flush); }},
     {"svg", ".svg", "a timeline of link use",

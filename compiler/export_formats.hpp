@@ -2,7 +2,7 @@
  * One entry point for every format a send table can be written in, so that `convert`,
  * `compile` and any later command accept the same `--format` names: `json` and `csv`
  * (compiler/table_io.hpp), `ranks` (compiler/export_ranks.hpp), `msccl`
- * (compiler/export_msccl.hpp), `dot`, `svg` and `html` (compiler/export_svg.hpp).
+ * (compiler/export_msccl.hpp), `mscclpp` (compiler/export_mscclpp.hpp), `dot`, `svg` and `html` (compiler/export_svg.hpp).
  *
  * `output_formats` is the one list of them: to add a format, add a line there (name, file
  * extension, one-line description, writer); the `--format` checks, the help texts and the choice
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "compiler/export_msccl.hpp"
+#include "compiler/export_mscclpp.hpp"
 #include "compiler/export_svg.hpp"
 #include "compiler/send_table.hpp"
 #include "compiler/table_io.hpp"
@@ -25,6 +26,7 @@ namespace collsched {
 struct ExportOptions {
     TimelineOptions timeline;  ///< svg and html
     MscclOptions msccl;        ///< msccl
+    MscclppOptions mscclpp;    ///< mscclpp
 };
 
 /// One output format of a send table.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "compiler/export_ranks.hpp"
@@ -21,11 +23,22 @@ struct Loc {
 };
 
 struct Op {
-    const char* type;  ///< "s", "r", "rrc", "cpy"
+    const char* type;  ///< "s", "r", "rrc", "cpy"; fused: "rcs", "rrcs"
     Loc src, dst;
     int depid = -1, deps = -1;
     int cnt = 1;  ///< chunks copied (the local copy of a chunked datum: C)
     bool hasdep = false;
+    /// Where the step sits in the table's order: (step, 0 sends / 1 receives, endpoint transfer);
+    /// every dependency points to an earlier key, so thread blocks in this order cannot deadlock.
+    std::tuple<Step, int, std::size_t> key{0, 0, 0};
+    std::size_t transfer = 0;  ///< the endpoint transfer it sends or receives
+    std::vector<std::size_t> also = {};  ///< with cnt > 1 (coalesced): the transfers of chunks 1, 2, ...
+};
+
+/// A step that would wait for two others: coalescing put transfers with different waits into one
+/// step, so build_plan tries again without coalescing.
+struct TwoWaits : InputError {
+    using InputError::InputError;
 };
 
 struct Tb {
@@ -82,7 +95,8 @@ private:
             case CollectiveKind::alltoall:
                 return k.kind == MessageKind::personal && k.dst == g && k.src != g ? std::optional<int>(k.src) : std::nullopt;
             case CollectiveKind::allgather: return k.kind == MessageKind::broadcast ? std::optional<int>(k.src) : std::nullopt;
-            case CollectiveKind::broadcast: return m == ms_.broadcast(root_) ? std::optional<int>(0) : std::nullopt;
+            case CollectiveKind::broadcast:  // every chunk of the root's datum (b(r,c) for C > 1)
+                return k.kind == MessageKind::broadcast && k.src == root_ ? std::optional<int>(0) : std::nullopt;
             default: return std::nullopt;
         }
     }
@@ -120,6 +134,12 @@ private:
 [[noreturn]] void refuse(const SendTable& t, std::string_view why) {
     throw InputError(fmt::format("cannot write MSCCL-IR for {} on {}: {}", t.collective.to_string(), t.topology->spec(), why));
 }
+
+/// A thread block longer than MSCCL_MAX_NUM_STEPS: paired thread blocks hold the steps of two,
+/// so build_plan tries again unpaired.
+struct StepLimit : InputError {
+    using InputError::InputError;
+};
 
 std::string algo_name(const SendTable& t) {
     std::string s = fmt::format("collsched {} on {}", t.collective.to_string(), t.topology->spec());
@@ -301,12 +321,36 @@ Placement place_copies(const SendTable& t, const std::vector<EndpointTransfer>& 
     return pl;
 }
 
+Plan build_plan_as(const SendTable& t, const MscclOptions& opt);
+
 /// Builds the whole plan (every check happens here, before a byte is written). Every refusal
-/// names the executor's rule; docs/exports.md gives the source line of each.
+/// names the executor's rule; docs/exports.md gives the source line of each. Paired thread
+/// blocks that exceed the step limit fall back to one thread block per connection end.
 Plan build_plan(const SendTable& t, const MscclOptions& opt) {
+    try {
+        return build_plan_as(t, opt);
+    } catch (const TwoWaits&) {
+        if (!opt.coalesce) throw;
+        MscclOptions one = opt;  // chunks with different waits: one step per chunk
+        one.coalesce = false;
+        return build_plan(t, one);
+    } catch (const StepLimit&) {
+        if (!opt.pair) throw;
+        MscclOptions unpaired = opt;
+        unpaired.pair = false;
+        return build_plan(t, unpaired);
+    }
+}
+
+Plan build_plan_as(const SendTable& t, const MscclOptions& opt) {
     if (opt.max_steps < 1 || opt.max_steps > MscclLimits::max_dependency_step + 1)
         throw InputError(fmt::format("--max-steps {} is outside 1..{} (the executor stores step numbers in an int16_t)",
                                      opt.max_steps, MscclLimits::max_dependency_step + 1));
+    if (opt.proto != "Simple" && opt.proto != "LL" && opt.proto != "LL128")
+        throw InputError(fmt::format("--proto {} is not Simple, LL or LL128", opt.proto));
+    if (opt.inplace && t.collective.kind == CollectiveKind::alltoall)
+        refuse(t, "an alltoall in place would overwrite input chunk s (= output chunk s) before sending it; collsched writes "
+                  "alltoalls out of place only (drop --inplace)");
     if (opt.channels < 1 || opt.channels > MscclLimits::max_channels)
         throw InputError(fmt::format("--channels {} is outside 1..{} (MAXCHANNELS)", opt.channels, MscclLimits::max_channels));
     const CollectiveKind kind = t.collective.kind;
@@ -403,13 +447,28 @@ Plan build_plan(const SendTable& t, const MscclOptions& opt) {
     const int B = plan.nchannels;
     plan.nchannels = B * K;
 
-    // Thread blocks per GPU, sorted as msccl-tools sorts them, by (send, recv, chan): the local
-    // copy (-1, -1), then receivers (-1, q), then senders (p, -1).
-    std::vector<std::pair<int, int>> recv_pos(ev.size());  // (tb, step) of each receive
-    std::vector<std::pair<int, int>> send_pos(ev.size());
+    // Local copies: in place (--inplace) a copy of a chunk onto itself is no copy at all (the
+    // executor's in-place call aliases input and output, msccl_lifecycle.cc:315-327); steps that
+    // waited for it wait for nothing.
+    auto aliased = [&](std::uint32_t g, Loc l) -> Loc {
+        if (!opt.inplace || l.buf == 's') return l;
+        switch (kind) {
+            case CollectiveKind::allgather: return l.buf == 'i' ? Loc{'o', int(g) * int(t.collective.chunks) + l.off} : l;
+            case CollectiveKind::reduce_scatter:
+                return l.buf == 'o' ? Loc{'i', int(g) * (plan.nchunksperloop / int(P)) + l.off} : l;
+            default: return l.buf == 'o' ? Loc{'i', l.off} : l;
+        }
+    };
+    std::vector<std::vector<int>> local_pos(P);  // copy index -> step in the local thread block, -1 if dropped
     for (std::uint32_t g = 0; g < P; ++g) {
-        Gpu& gpu = plan.gpus[g];
-        if (!pl.local[g].empty()) gpu.tbs.push_back(Tb{-1, -1, 0, pl.local[g]});
+        std::vector<Op> kept;
+        for (const Op& op : pl.local[g]) {
+            Loc a = aliased(g, op.src), b = aliased(g, op.dst);
+            const bool self = a.buf == b.buf && a.off == b.off;
+            local_pos[g].push_back(self ? -1 : int(kept.size()));
+            if (!self) kept.push_back(op);
+        }
+        if (!kept.empty()) plan.gpus[g].tbs.push_back(Tb{-1, -1, 0, std::move(kept)});
     }
     // (gpu, peer, channel) -> tb index; std::map iterates in msccl-tools' order
     // (a connection with fewer than K transfers gets one instance per transfer)
@@ -421,48 +480,229 @@ Plan build_plan(const SendTable& t, const MscclOptions& opt) {
             recv_tb[{pair.second, pair.first, chan + j * B}] = 0;
             send_tb[{pair.first, pair.second, chan + j * B}] = 0;
         }
-    for (auto& [gpc, tb] : recv_tb) {
-        Gpu& gpu = plan.gpus[std::get<0>(gpc)];
-        tb = int(gpu.tbs.size());
-        gpu.tbs.push_back(Tb{-1, int(std::get<1>(gpc)), std::get<2>(gpc), {}});
+    // Pairing (MscclOptions::pair, as msccl-tools does): on each channel a GPU's sending thread
+    // block shares one thread block with a receiving one, the receiver from the same peer first,
+    // then the others in order; a thread block has one send and one receive peer.
+    std::map<std::tuple<std::uint32_t, std::uint32_t, int>, std::tuple<std::uint32_t, std::uint32_t, int>> partner;  // send -> recv
+    if (opt.pair) {
+        std::map<std::pair<std::uint32_t, int>, std::vector<std::uint32_t>> free_recv;  // (gpu, chan) -> receive peers
+        for (auto& [gpc, tb] : recv_tb) free_recv[{std::get<0>(gpc), std::get<2>(gpc)}].push_back(std::get<1>(gpc));
+        std::vector<std::tuple<std::uint32_t, std::uint32_t, int>> unpaired;
+        for (auto& [gpc, tb] : send_tb) {
+            auto& peers = free_recv[{std::get<0>(gpc), std::get<2>(gpc)}];
+            auto same = std::find(peers.begin(), peers.end(), std::get<1>(gpc));
+            if (same == peers.end()) {
+                unpaired.push_back(gpc);
+                continue;
+            }
+            partner[gpc] = {std::get<0>(gpc), *same, std::get<2>(gpc)};
+            peers.erase(same);
+        }
+        for (const auto& gpc : unpaired) {
+            auto& peers = free_recv[{std::get<0>(gpc), std::get<2>(gpc)}];
+            if (peers.empty()) continue;
+            partner[gpc] = {std::get<0>(gpc), peers.front(), std::get<2>(gpc)};
+            peers.erase(peers.begin());
+        }
     }
-    for (auto& [gpc, tb] : send_tb) {
-        Gpu& gpu = plan.gpus[std::get<0>(gpc)];
-        tb = int(gpu.tbs.size());
-        gpu.tbs.push_back(Tb{int(std::get<1>(gpc)), -1, std::get<2>(gpc), {}});
+    // Thread blocks per GPU, sorted as msccl-tools sorts them, by (send, recv, chan): the local
+    // copy (-1, -1), then receivers (-1, q), then senders (p, ...).
+    {
+        using Gpc = std::tuple<std::uint32_t, std::uint32_t, int>;
+        std::map<std::tuple<std::uint32_t, int, int, int>, std::pair<bool, Gpc>> order;  // (gpu, send, recv, chan)
+        std::set<Gpc> paired_recv;
+        for (auto& [snd, rcv] : partner) paired_recv.insert(rcv);
+        for (auto& [gpc, tb] : recv_tb)
+            if (!paired_recv.count(gpc)) order[{std::get<0>(gpc), -1, int(std::get<1>(gpc)), std::get<2>(gpc)}] = {false, gpc};
+        for (auto& [gpc, tb] : send_tb) {
+            auto p = partner.find(gpc);
+            const int recv = p == partner.end() ? -1 : int(std::get<1>(p->second));
+            order[{std::get<0>(gpc), int(std::get<1>(gpc)), recv, std::get<2>(gpc)}] = {true, gpc};
+        }
+        for (auto& [k, member] : order) {
+            Gpu& gpu = plan.gpus[std::get<0>(k)];
+            const int id = int(gpu.tbs.size());
+            gpu.tbs.push_back(Tb{std::get<1>(k), std::get<2>(k), std::get<3>(k), {}});
+            const auto& [sending, gpc] = member;
+            if (!sending) {
+                recv_tb[gpc] = id;
+                continue;
+            }
+            send_tb[gpc] = id;
+            if (auto p = partner.find(gpc); p != partner.end()) recv_tb[p->second] = id;
+        }
     }
     // ev is sorted by (sent, src, dst, message, arrived): filtered by pair, both ends see the
     // same order, which is the order the executor matches sends and receives in; the k-th
-    // transfer of a pair goes to instance k mod K at both ends.
+    // transfer of a pair goes to instance k mod K at both ends. A thread block runs its steps in
+    // the table's order (step, sends before receives, transfer), which keeps every connection's
+    // order and puts every step after the ones it waits for.
+    std::vector<std::pair<int, int>> recv_pos(ev.size());  // (tb, step) of each receive
+    std::vector<std::pair<int, int>> send_pos(ev.size());
+    // Coalescing wants the chunks a GPU sends one peer in one step in the order of their offsets;
+    // both ends of a connection sort by the same rank, so its order stays the same at both.
+    std::vector<std::size_t> rank(ev.size());
+    {
+        std::vector<std::size_t> by(ev.size());
+        for (std::size_t i = 0; i < ev.size(); ++i) by[i] = i;
+        if (opt.coalesce)
+            std::stable_sort(by.begin(), by.end(), [&](std::size_t x, std::size_t y) {
+                return std::tuple(ev[x].sent, idx(ev[x].src), idx(ev[x].dst), pl.src[x].buf, pl.src[x].off) <
+                       std::tuple(ev[y].sent, idx(ev[y].src), idx(ev[y].dst), pl.src[y].buf, pl.src[y].off);
+            });
+        for (std::size_t r = 0; r < by.size(); ++r) rank[by[r]] = r;
+    }
     std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> nth;
     for (std::size_t i = 0; i < ev.size(); ++i) {
         std::uint32_t a = idx(ev[i].src), b = idx(ev[i].dst);
         const int chan = chan_of[{a, b}] + int(nth[{a, b}]++ % K) * B;
-        int rt = recv_tb[{b, a, chan}];
-        Tb& r = plan.gpus[b].tbs[rt];
-        recv_pos[i] = {rt, int(r.ops.size())};
-        r.ops.push_back(Op{pl.recv_type[i], pl.recv_src[i], pl.dst[i]});
-        int st = send_tb[{a, b, chan}];
-        Tb& s = plan.gpus[a].tbs[st];
-        send_pos[i] = {st, int(s.ops.size())};
-        s.ops.push_back(Op{"s", pl.src[i], pl.dst[i]});
+        Op r{pl.recv_type[i], pl.recv_src[i], pl.dst[i]};
+        r.key = {ev[i].arrived, 1, rank[i]};
+        r.transfer = i;
+        plan.gpus[b].tbs[recv_tb[{b, a, chan}]].ops.push_back(r);
+        Op s{"s", pl.src[i], pl.dst[i]};
+        s.key = {ev[i].sent, 0, rank[i]};
+        s.transfer = i;
+        plan.gpus[a].tbs[send_tb[{a, b, chan}]].ops.push_back(s);
     }
+    for (std::uint32_t g = 0; g < P; ++g)
+        for (Tb& tb : plan.gpus[g].tbs)
+            if (tb.send >= 0 || tb.recv >= 0)  // both ends of a connection in one order
+                std::stable_sort(tb.ops.begin(), tb.ops.end(), [](const Op& x, const Op& y) { return x.key < y.key; });
+    // Coalescing (MscclOptions::coalesce, as msccl-tools' cnt > 1): consecutive sends of one
+    // thread block in one table step whose chunks are contiguous, and whose receives are
+    // consecutive in their thread block, arrive in one step and land contiguously, are one send
+    // and one receive of cnt chunks (both ends alike, so the connection's matching is kept).
+    if (opt.coalesce) {
+        std::vector<std::tuple<std::uint32_t, int, int>> rloc(ev.size());  // receive -> (gpu, tb, step)
+        for (std::uint32_t g = 0; g < P; ++g)
+            for (std::size_t k = 0; k < plan.gpus[g].tbs.size(); ++k) {
+                const auto& ops = plan.gpus[g].tbs[k].ops;
+                for (std::size_t st = 0; st < ops.size(); ++st)
+                    if (std::get<1>(ops[st].key) == 1) rloc[ops[st].transfer] = {g, int(k), int(st)};
+            }
+        std::vector<std::vector<std::vector<bool>>> gone(P);
+        for (std::uint32_t g = 0; g < P; ++g)
+            for (const Tb& tb : plan.gpus[g].tbs) gone[g].emplace_back(tb.ops.size(), false);
+        for (std::uint32_t a = 0; a < P; ++a)
+            for (std::size_t k = 0; k < plan.gpus[a].tbs.size(); ++k) {
+                auto& ops = plan.gpus[a].tbs[k].ops;
+                for (std::size_t st = 0; st < ops.size(); ++st) {
+                    if (std::get<1>(ops[st].key) != 0 || gone[a][k][st] || std::string_view(ops[st].type) != "s") continue;
+                    const Op& first = ops[st];
+                    const auto [b, rk, rs] = rloc[first.transfer];
+                    auto& rops = plan.gpus[b].tbs[std::size_t(rk)].ops;
+                    const Op& rfirst = rops[std::size_t(rs)];
+                    std::size_t len = 1;
+                    while (st + len < ops.size() && len + 1 < std::size_t(MscclLimits::max_count)) {
+                        const Op& s2 = ops[st + len];
+                        if (std::get<1>(s2.key) != 0 || std::get<0>(s2.key) != std::get<0>(first.key) || s2.src.buf != first.src.buf ||
+                            s2.src.off != first.src.off + int(len) || std::string_view(s2.type) != "s")
+                            break;
+                        const auto [b2, rk2, rs2] = rloc[s2.transfer];
+                        if (b2 != b || rk2 != rk || rs2 != rs + int(len)) break;
+                        const Op& r2 = rops[std::size_t(rs2)];
+                        if (std::string_view(r2.type) != rfirst.type || std::get<0>(r2.key) != std::get<0>(rfirst.key) ||
+                            r2.dst.buf != rfirst.dst.buf || r2.dst.off != rfirst.dst.off + int(len) || r2.src.buf != rfirst.src.buf ||
+                            r2.src.off != rfirst.src.off + int(len))
+                            break;
+                        ++len;
+                    }
+                    if (len == 1) continue;
+                    for (std::size_t j = 1; j < len; ++j) {
+                        ops[st].also.push_back(ops[st + j].transfer);
+                        rops[std::size_t(rs) + j].type = rfirst.type;
+                        rops[std::size_t(rs)].also.push_back(rops[std::size_t(rs) + j].transfer);
+                        gone[a][k][st + j] = true;
+                        gone[b][std::size_t(rk)][std::size_t(rs) + j] = true;
+                    }
+                    ops[st].cnt = int(len);
+                    rops[std::size_t(rs)].cnt = int(len);
+                }
+            }
+        for (std::uint32_t g = 0; g < P; ++g)
+            for (std::size_t k = 0; k < plan.gpus[g].tbs.size(); ++k) {
+                auto& ops = plan.gpus[g].tbs[k].ops;
+                std::vector<Op> kept;
+                for (std::size_t st = 0; st < ops.size(); ++st)
+                    if (!gone[g][k][st]) kept.push_back(std::move(ops[st]));
+                ops = std::move(kept);
+            }
+    }
+    // Fusion (MscclOptions::fuse, the executor's rcs and rrcs): a receive followed in its thread
+    // block by the send of exactly what it wrote, which waits for nothing else, is one step.
+    for (std::uint32_t g = 0; g < P && opt.fuse; ++g)
+        for (Tb& tb : plan.gpus[g].tbs) {
+            std::vector<Op> fused;
+            for (std::size_t k = 0; k < tb.ops.size(); ++k) {
+                const Op& op = tb.ops[k];
+                if (!fused.empty() && std::string_view(op.type) == "s" && std::get<1>(fused.back().key) == 1) {
+                    Op& r = fused.back();
+                    // chunk j of the send is chunk j of the receive, and waits for exactly that
+                    bool from_r = op.cnt == r.cnt && op.also.size() == r.also.size();
+                    for (std::size_t j = 0; from_r && j <= op.also.size(); ++j) {
+                        const Dep d = pl.send_dep[j == 0 ? op.transfer : op.also[j - 1]];
+                        from_r = d.kind == Dep::recv && d.index == (j == 0 ? r.transfer : r.also[j - 1]);
+                    }
+                    const std::string_view rt = r.type;
+                    if (from_r && op.src.buf == r.dst.buf && op.src.off == r.dst.off && (rt == "r" || rt == "rrc")) {
+                        r.type = rt == "r" ? "rcs" : "rrcs";
+                        for (std::size_t j = 0; j <= op.also.size(); ++j)  // resolved below: the step of that receive
+                            send_pos[j == 0 ? op.transfer : op.also[j - 1]] = {-2, int(j == 0 ? r.transfer : r.also[j - 1])};
+                        continue;
+                    }
+                }
+                fused.push_back(op);
+            }
+            tb.ops = std::move(fused);
+        }
+    for (std::uint32_t g = 0; g < P; ++g)
+        for (std::size_t k = 0; k < plan.gpus[g].tbs.size(); ++k) {
+            const Tb& tb = plan.gpus[g].tbs[k];
+            if (tb.send < 0 && tb.recv < 0) continue;
+            for (std::size_t st = 0; st < tb.ops.size(); ++st) {
+                const Op& op = tb.ops[st];
+                const std::string_view ty = op.type;
+                for (std::size_t j = 0; j <= op.also.size(); ++j)
+                    (ty == "s" ? send_pos : recv_pos)[j == 0 ? op.transfer : op.also[j - 1]] = {int(k), int(st)};
+            }
+        }
+    for (auto& sp : send_pos)
+        if (sp.first == -2) sp = recv_pos[std::size_t(sp.second)];
     // Dependencies: a step waits for the step it depends on unless that one comes earlier in its
-    // own thread block (steps of a thread block run in order).
+    // own thread block (steps of a thread block run in order) or is the step itself (fused).
     auto resolve = [&](std::uint32_t g, std::pair<int, int> me, Dep d) {
         if (d.kind == Dep::none) return;
-        std::pair<int, int> target = d.kind == Dep::recv ? recv_pos[d.index] : d.kind == Dep::send ? send_pos[d.index] : std::pair<int, int>(0, int(d.index));
+        std::pair<int, int> target;
+        if (d.kind == Dep::local) {
+            const int at = local_pos[g][d.index];
+            if (at < 0) return;  // a copy onto itself, dropped in place
+            target = {0, at};
+        } else {
+            target = d.kind == Dep::recv ? recv_pos[d.index] : send_pos[d.index];
+        }
         if (target.first == me.first) {
-            if (target.second < me.second) return;
-            refuse(t, fmt::format("GPU {}, thread block {}: step {} must wait for step {} of the same thread block; the table orders "
-                                  "the operations on one chunk against the order of its connection",
-                                  g, me.first, me.second, target.second));
+            if (target.second <= me.second) return;
+            const std::string why = fmt::format("cannot write MSCCL-IR for {} on {}: GPU {}, thread block {}: step {} must wait for "
+                                                "step {} of the same thread block; the table orders the operations on one chunk "
+                                                "against the order of its connection",
+                                                t.collective.to_string(), t.topology->spec(), g, me.first, me.second,
+                                                target.second);
+            if (opt.coalesce) throw TwoWaits(why);  // the offset order may be the cause: again in table order
+            throw InputError(why);
         }
         if (target.first > MscclLimits::max_dependency_tb)
             refuse(t, fmt::format("GPU {} would depend on thread block {}; the executor stores dependency ids in an int8_t "
                                   "(at most {}) [dependentBid]",
                                   g, target.first, MscclLimits::max_dependency_tb));
         Op& op = plan.gpus[g].tbs[me.first].ops[me.second];
+        // two waits on one thread block: the later step implies the earlier (a thread block runs in
+        // order and publishes a count, msccl_kernel.cu:224-236)
+        if (op.depid == target.first) target.second = std::max(target.second, op.deps);
+        if (op.depid >= 0 && (op.depid != target.first || op.deps > target.second))
+            throw TwoWaits(fmt::format("cannot write MSCCL-IR for {} on {}: GPU {}, thread block {}: step {} would wait for two "
+                                       "steps; collsched writes one dependency per step",
+                                       t.collective.to_string(), t.topology->spec(), g, me.first, me.second));
         op.depid = target.first;
         op.deps = target.second;
         plan.gpus[g].tbs[target.first].ops[target.second].hasdep = true;
@@ -490,11 +730,12 @@ Plan build_plan(const SendTable& t, const MscclOptions& opt) {
                 std::string hint = fit * B <= std::size_t(MscclLimits::max_channels)
                                        ? fmt::format("; --channels {} spreads every connection over {} thread blocks", fit, fit)
                                        : "";
-                refuse(t, fmt::format("GPU {}, thread block {} ({} {}) needs {} steps; the executor allows at most {} per thread "
-                                      "block (s < {}) [MSCCL_MAX_NUM_STEPS]{}; --max-steps N if the executor is built with "
-                                      "MSCCL_MAX_NUM_STEPS=N",
-                                      g, k, tb.send >= 0 ? "sending to" : "receiving from", tb.send >= 0 ? tb.send : tb.recv,
-                                      tb.ops.size(), opt.max_steps, opt.max_steps, hint));
+                throw StepLimit(fmt::format(
+                    "cannot write MSCCL-IR for {} on {}: GPU {}, thread block {} ({} {}) needs {} steps; the executor allows at "
+                    "most {} per thread block (s < {}) [MSCCL_MAX_NUM_STEPS]{}; --max-steps N if the executor is built with "
+                    "MSCCL_MAX_NUM_STEPS=N",
+                    t.collective.to_string(), t.topology->spec(), g, k, tb.send >= 0 ? "sending to" : "receiving from",
+                    tb.send >= 0 ? tb.send : tb.recv, tb.ops.size(), opt.max_steps, opt.max_steps, hint));
             }
         }
         if (nodes >= std::size_t(MscclLimits::max_nodes))
@@ -514,9 +755,10 @@ void write_table_msccl(const SendTable& t, const MscclOptions& opt, fmt::memory_
     // The executor's reader wants one space between attributes, double quotes, no XML
     // declaration and `/>` right after the last attribute value.
     fmt::format_to(it,
-                   "<algo name=\"{}\" proto=\"Simple\" nchannels=\"{}\" nchunksperloop=\"{}\" ngpus=\"{}\" coll=\"{}\" "
-                   "inplace=\"{}\" outofplace=\"1\" minBytes=\"0\" maxBytes=\"0\">\n",
-                   plan.name, plan.nchannels, plan.nchunksperloop, plan.gpus.size(), plan.coll, plan.inplace ? 1 : 0);
+                   "<algo name=\"{}\" proto=\"{}\" nchannels=\"{}\" nchunksperloop=\"{}\" ngpus=\"{}\" coll=\"{}\" "
+                   "inplace=\"{}\" outofplace=\"{}\" minBytes=\"0\" maxBytes=\"0\">\n",
+                   plan.name, opt.proto, plan.nchannels, plan.nchunksperloop, plan.gpus.size(), plan.coll, plan.inplace ? 1 : 0,
+                   opt.inplace ? 0 : 1);
     for (std::size_t g = 0; g < plan.gpus.size(); ++g) {
         const Gpu& gpu = plan.gpus[g];
         fmt::format_to(it, "  <gpu id=\"{}\" i_chunks=\"{}\" o_chunks=\"{}\" s_chunks=\"{}\">\n", g, gpu.i_chunks, gpu.o_chunks,

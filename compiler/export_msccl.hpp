@@ -9,7 +9,11 @@
  * for that peer, on the same channel, in the same order (sent step, message), so the executor's
  * FIFO matching of sends and receives per connection pairs them exactly. A send of a message the
  * GPU received earlier depends (`depid`, `deps`) on that receive, which is marked `hasdep="1"`.
- * Every step moves one chunk (`cnt="1"`): chunk m(s,d) of an alltoall is input chunk d at s and
+ * Leaner, as msccl-tools writes (MscclOptions): a GPU's sending and receiving thread blocks on a
+ * channel share one thread block (steps in table order), a receive followed by the send of what it
+ * wrote is one `rcs`/`rrcs` step, contiguous chunks one step sends over one connection are one
+ * step of `cnt` chunks, and in place the copies of a chunk onto itself are left out.
+ * Before that, every step moves one chunk (`cnt="1"`): chunk m(s,d) of an alltoall is input chunk d at s and
  * output chunk s at d; b(s) of an allgather is input chunk 0 at s and output chunk s everywhere;
  * b(r) of a broadcast is chunk 0. Messages a GPU only relays go to its scratch buffer. A local
  * copy thread block puts each GPU's own chunk into its output, as NCCL's collectives define.
@@ -54,6 +58,16 @@ struct MscclOptions {
     /// Thread blocks (on channels of their own) per connection: the k-th transfer between two
     /// GPUs goes to instance k mod channels, as msccl-tools' instances spread chunks.
     int channels = 1;
+    /// The `proto` attribute: Simple, LL or LL128 (the same data semantics; a performance choice).
+    std::string proto = "Simple";
+    /// In place only (inplace="1" outofplace="0"): copies of a chunk onto itself are dropped.
+    bool inplace = false;
+    /// One thread block per GPU, channel and pair of a send and a receive peer (as msccl-tools).
+    bool pair = true;
+    /// A receive followed by the send of what it wrote is one step (rcs, rrcs).
+    bool fuse = true;
+    /// Contiguous chunks sent in one step over one connection are one step of cnt chunks.
+    bool coalesce = true;
 };
 
 void write_table_msccl(const SendTable&, const MscclOptions&, fmt::memory_buffer& out, const Flush& flush);

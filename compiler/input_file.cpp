@@ -23,6 +23,7 @@ std::string_view kind_of(mode_t mode) {
     if (S_ISCHR(mode)) return "a character device";
     if (S_ISBLK(mode)) return "a block device";
     if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISFIFO(mode)) return "a FIFO";
     return "not a regular file";
 }
 
@@ -114,6 +115,37 @@ std::string read_input_file(const std::string& path, std::string_view what, std:
     std::string text;
     std::string error = read_input_file(path, what, limit, override_hint, text);
     if (!error.empty()) throw InputError(fmt::format("{}: {}", path, error));
+    return text;
+}
+
+std::string file_kind_problem(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return errno == ENOENT ? "missing" : std::strerror(errno);
+    return S_ISREG(st.st_mode) ? "" : std::string(kind_of(st.st_mode));
+}
+
+std::string read_regular_input_file(const std::string& path, std::string_view what, std::uint64_t limit,
+                                    std::string_view override_hint) {
+    auto refuse = [&](mode_t mode) {
+        throw InputError(fmt::format("{}: is {}, not a {} (only regular files are read)", path, kind_of(mode), what));
+    };
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw InputError(fmt::format("{}: cannot open file ({})", path, std::strerror(errno)));
+    if (!S_ISREG(st.st_mode)) refuse(st.st_mode);
+    // O_NONBLOCK: a FIFO put in the file's place since the check must not block the open.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw InputError(fmt::format("{}: cannot open file ({})", path, std::strerror(errno)));
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    if (::fstat(fd, &st) != 0) throw InputError(fmt::format("{}: cannot read file ({})", path, std::strerror(errno)));
+    if (!S_ISREG(st.st_mode)) refuse(st.st_mode);
+    if (static_cast<std::uint64_t>(st.st_size) > limit) throw InputError(fmt::format("{}: {}", path, input_too_large(what, limit, override_hint)));
+    std::string text;
+    text.reserve(static_cast<std::size_t>(st.st_size));
+    if (std::string error = read_input_stream(fd, what, limit, override_hint, text); !error.empty())
+        throw InputError(fmt::format("{}: {}", path, error));
     return text;
 }
 

@@ -65,6 +65,17 @@ std::string read_input_stream(int fd, std::string_view what, std::uint64_t limit
 std::string read_input_file(const std::string& path, std::string_view what, std::uint64_t limit,
                             std::string_view override_hint);
 
+/// The whole content of `path` when it is a regular file; anything else (a FIFO, a device, a
+/// directory) is refused by its kind, checked before opening and again on a descriptor opened
+/// with O_NONBLOCK, so that no open or read can wait. For files read as a set (Chakra traces),
+/// where a pipe would block the whole set. Throws InputError("PATH: reason").
+std::string read_regular_input_file(const std::string& path, std::string_view what, std::uint64_t limit,
+                                    std::string_view override_hint);
+
+/// What is at `path` when it is not a regular file ("a FIFO", "a directory", ...), "" when it is
+/// one, "missing" when there is nothing (and `error` when it cannot be told: errno's text).
+std::string file_kind_problem(const std::string& path);
+
 /// How to raise max_input_bytes, for the messages of its callers.
 inline constexpr std::string_view max_input_hint = "set COLLSCHED_MAX_INPUT_MB to read larger files";
 

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <optional>
+#include <set>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -73,19 +75,62 @@ inline std::string nul_byte(std::string_view file, std::string_view text, std::s
                        kind);
 }
 
+/// The byte offset of the opening quote of the `n`-th object key (0-based, in document order) of a
+/// JSON text, found by a scan without parsing: a string followed by blanks and ':' is a key.
+inline std::size_t nth_json_key(std::string_view text, std::uint64_t n) {
+    std::uint64_t seen = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '"') continue;
+        const std::size_t start = i;
+        for (++i; i < text.size() && text[i] != '"'; ++i)
+            if (text[i] == '\\') ++i;
+        std::size_t j = i + 1;
+        while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r')) ++j;
+        if (j < text.size() && text[j] == ':' && seen++ == n) return start;
+    }
+    return text.size();
+}
+
 /// nlohmann's own document builder, keeping the position and message of the first error instead
 /// of throwing: a syntax error (parse_error) and a number too large for a double (out_of_range 406,
-/// which carries no position of its own) alike.
+/// which carries no position of its own). A key given twice in one object stops the parse too
+/// (nlohmann keeps the last value silently; a graph group with two "cap" keys would be read as
+/// if the first were not there): `duplicate` names it and `duplicate_index` counts the keys before it.
 class JsonDocumentSax : public nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
+    using Base = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
+
 public:
-    explicit JsonDocumentSax(nlohmann::json& out) : json_sax_dom_parser(out, false) {}
+    explicit JsonDocumentSax(nlohmann::json& out) : Base(out, false) {}
     bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
         error_position = position;
         error_text = e.what();
         return false;
     }
+    bool start_object(std::size_t n) {
+        keys_.emplace_back();
+        return Base::start_object(n);
+    }
+    bool end_object() {
+        keys_.pop_back();
+        return Base::end_object();
+    }
+    bool key(std::string& k) {
+        if (!keys_.back().insert(k).second) {
+            duplicate = k;
+            duplicate_index = key_count_;
+            return false;
+        }
+        ++key_count_;
+        return Base::key(k);
+    }
     std::size_t error_position = 0;
     std::string error_text;
+    std::optional<std::string> duplicate;
+    std::uint64_t duplicate_index = 0;
+
+private:
+    std::vector<std::set<std::string>> keys_;  ///< the keys of each open object
+    std::uint64_t key_count_ = 0;
 };
 
 /// Parses a whole JSON document read from `file`: refuses nesting deeper than max_json_depth,
@@ -97,6 +142,12 @@ inline nlohmann::json parse_json_document(std::string_view file, std::string_vie
     nlohmann::json out;
     JsonDocumentSax sax(out);
     if (!nlohmann::json::sax_parse(body.begin(), body.end(), &sax)) {
+        if (sax.duplicate) {
+            SourceLoc loc = location_of(text, nth_json_key(body, sax.duplicate_index));
+            throw InputError(fmt::format("{}:{}:{}: malformed {}: the key \"{}\" is given twice in one object (a second value would "
+                                         "silently replace the first)",
+                                         file, loc.line, loc.column, kind, *sax.duplicate));
+        }
         if (body.size() < text.size() && sax.error_position >= body.size()) throw InputError(nul_byte(file, text, kind));
         throw InputError(malformed_json(file, text, sax.error_position, sax.error_text, kind));
     }

@@ -56,6 +56,12 @@ std::optional<SendTable> compile(const dsl::ast::Program& program, const Compile
         table.composites = std::move(ev.composites);  // canonicalize_composites sorts; the origins follow
         resolve_partials(table);                        // partial(p, c): what p's buffer holds when it sends
         table.canonicalize_composites();
+        // What the table readers refuse (composite_problem) is refused here too, so that compile
+        // never writes a table that verify refuses; the statements themselves say where (E048).
+        if (std::string why = composite_problem(table); !why.empty()) {
+            diags.error("E048", {}, why);
+            return std::nullopt;
+        }
         reporter.flush_warnings();
         return table;
     } catch (const Stop&) {

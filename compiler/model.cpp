@@ -164,6 +164,10 @@ Model apply_model_options(Model m, std::string_view options) {
         seen.push_back(key);
         set_model_key(m, key, item.substr(eq + 1));
     }
+    // combine=routers outside the models it is defined for: refused where the model is read, so
+    // that the message names the file or option (and compile does not write a table that verify
+    // and simulate refuse).
+    if (std::string why = combine_problem(m); !why.empty()) throw InputError("model: " + why);
     return m;
 }
 
@@ -215,6 +219,7 @@ Model model_from_json(const nlohmann::json& j, Model m) {
             throw InputError(fmt::format("table: model key '{}' has value {} of the wrong type", key, value.dump()));
         }
     }
+    if (std::string why = combine_problem(m); !why.empty()) throw InputError("model: " + why);
     return m;
 }
 

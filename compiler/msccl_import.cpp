@@ -1,19 +1,17 @@
 #include "compiler/msccl_import.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <optional>
-#include <tuple>
-#include <variant>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "compiler/async_program.hpp"
 #include "compiler/builder.hpp"
 #include "compiler/export_msccl.hpp"
 #include "compiler/msccl_program.hpp"
 #include "compiler/partials.hpp"
-#include "dsl/diagnostics.hpp"
 
 namespace collsched {
 
@@ -21,478 +19,691 @@ namespace {
 
 using namespace msccl;
 
-/// A value in a chunk: without reductions (origin rank, its input chunk); in a reduction the
-/// index of a partial in Layout's registry; or none.
-constexpr std::uint64_t no_data = ~std::uint64_t{0};
-std::uint64_t value(int rank, int chunk) { return (std::uint64_t(rank) << 32) | std::uint32_t(chunk); }
-int value_rank(std::uint64_t v) { return int(v >> 32); }
-int value_chunk(std::uint64_t v) { return int(v & 0xffffffffu); }
-
-/// Where a buffer chunk lives: in place, the input and the output share chunks.
-struct Location {
-    char buf;
-    int off;
+/// One transmission as the executor's parser builds it from a thread block's steps
+/// (msccl_parser.cc:472-682): a `nop` adds its dependency to the next transmission and is no
+/// transmission itself; consecutive `re` steps with the same destination and source buffer and no
+/// dependency of their own fuse into one multi-source reduction. `kstep` is the step count the
+/// kernel publishes after it (msccl_kernel.cu:221-237, :313-320): the counter advances by the
+/// number of dependencies minus one, by the fused reductions minus one, and by one.
+struct Trans {
+    int tb = 0;
+    std::vector<int> members;                ///< the XML steps it runs (ops indices; several for a fused `re`)
+    std::vector<std::pair<int, int>> waits;  ///< (depid, deps): its own and those of the nops before it
+    bool hasdep = false;
+    int kstep = 0;
 };
 
-/// The buffers of a collective as the executor lays them out (docs/exports.md, "Reading
-/// MSCCL-IR"), what they hold at the start and must hold at the end, and in a reduction the
-/// partials (chunk, set of contributing ranks) the program makes.
+std::vector<std::vector<Trans>> transmissions(const Program& prog, Problems& pr) {
+    std::vector<std::vector<Trans>> out(prog.tbs.size());
+    for (std::size_t t = 0; t < prog.tbs.size(); ++t) {
+        std::vector<std::pair<int, int>> pending;
+        bool chain_open = false;  // the last transmission is a reduction others may fuse into
+        int fused_total = 0;      // numReductions: set to 0 once per thread block (msccl_parser.cc:464, :633)
+        for (int o : prog.tbs[t].ops) {
+            const Op& op = prog.ops[o];
+            if (op.depid >= 0) pending.emplace_back(op.depid, op.deps);
+            if (op.type == OpType::nop) continue;
+            std::vector<Trans>& list = out[t];
+            bool continuation = false;
+            if (op.type == OpType::reduce && chain_open && op.depid < 0) {
+                const Op& prev = prog.ops[list.back().members.back()];
+                continuation = prev.dstbuf == op.dstbuf && prev.dstoff == op.dstoff && prev.srcbuf == op.srcbuf;
+            }
+            if (continuation) {
+                list.back().members.push_back(o);
+                list.back().hasdep = op.hasdep;
+            } else {
+                if (!pending.empty() && op.depid < 0)
+                    pr.add(op.line, op.col,
+                           fmt::format("{}: a nop before it waits, but the step itself has no depid; the executor refuses this "
+                                       "(\"the last reduction must be a part of the first immediate instruction\", "
+                                       "msccl_parser.cc:613-619)",
+                                       where(prog, op)));
+                Trans tr;
+                tr.tb = int(t);
+                tr.members.push_back(o);
+                tr.waits = std::move(pending);
+                pending.clear();
+                tr.hasdep = op.hasdep;
+                list.push_back(std::move(tr));
+            }
+            if (op.type == OpType::reduce) {
+                ++fused_total;
+                chain_open = !(op.hasdep || fused_total == 16);  // MSCCL_MAX_REDUCE_FUSION
+            } else {
+                chain_open = false;
+            }
+        }
+        int step = 0;
+        for (Trans& tr : out[t]) {
+            if (!tr.waits.empty()) step += int(tr.waits.size()) - 1;
+            step += int(tr.members.size()) - 1;
+            tr.kstep = step;
+            ++step;
+        }
+    }
+    pr.check();
+    return out;
+}
+
+std::string rank_set(const std::vector<std::uint32_t>& ranks) {
+    if (ranks.size() == 1) return std::to_string(ranks[0]);
+    const bool distinct = std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end();
+    std::string s;
+    for (std::size_t i = 0; i < ranks.size();) {
+        std::size_t j = i;
+        while (distinct && j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+        s += (s.empty() ? "" : ",") + (j > i + 1 ? fmt::format("{}..{}", ranks[i], ranks[j])
+                                       : j == i  ? std::to_string(ranks[i])
+                                                 : fmt::format("{},{}", ranks[i], ranks[j]));
+        i = j + 1;
+    }
+    return "{" + s + "}";
+}
+
+/// The buffers of one call (in place or out of place) as the executor lays them out, and what
+/// they hold at the start and must hold at the end. Regions: 0 input, 1 output, 2 scratch; in
+/// place the aliased buffer is one region (msccl_lifecycle.cc:315-327): allreduce, reduce,
+/// broadcast, alltoall: output = input; allgather: input = output chunks rank*N/P...; reducescatter:
+/// output = input chunks rank*N/P....
 class Layout {
 public:
-    Layout(const Program& p, bool inplace) : p_(p), inplace_(inplace) {}
-    /// In place, allgather: input chunk j is output chunk rank*k + j; reducescatter: output chunk
-    /// j is input chunk rank*(C/P) + j; reduce: the same buffer at a rank with a whole output
-    /// (the root); the others the same buffer.
-    Location locate(int rank, char buf, int off) const {
-        if (!inplace_) return {buf, off};
-        if (p_.coll == "reducescatter") return buf == 'o' ? Location{'i', rank * (p_.k / p_.P) + off} : Location{buf, off};
-        if (buf != 'i') return {buf, off};
-        if (p_.coll == "allgather") return {'o', rank * p_.k + off};
-        if (p_.coll == "reduce" && p_.gpus[rank].o_chunks != p_.k) return {buf, off};
-        return {'o', off};
+    Layout(const Program& p, bool inplace) : p_(p), inplace_(inplace && p.coll != Coll::custom) {
+        for (int r = 0; r < p.P; ++r) in_max_ = std::max(in_max_, p.input_chunks(r));
     }
-    /// What a chunk holds at the start.
-    std::uint64_t initial(int rank, char buf, int off) {
-        if (buf == 's') return no_data;
-        if (p_.reduction) {
-            if (buf == 'i' || (inplace_ && p_.coll != "reducescatter")) return partial(off, SourceSet(std::uint32_t(rank)));
-            return no_data;
+    bool inplace() const { return inplace_; }
+    async::Slot locate(int rank, char buf, int off) const {
+        const auto r = std::uint32_t(rank);
+        if (buf == 's') return {r, 2, std::uint32_t(off)};
+        if (inplace_) {
+            const int k = p_.k();
+            switch (p_.coll) {
+                case Coll::allgather:
+                    if (buf == 'i') return {r, 1, std::uint32_t(rank * k + off)};
+                    break;
+                case Coll::reducescatter:
+                    if (buf == 'o') return {r, 0, std::uint32_t(rank * k + off)};
+                    break;
+                default:
+                    if (buf == 'o') return {r, 0, std::uint32_t(off)};
+            }
         }
-        if (p_.coll == "alltoall") {
-            if (buf == 'i' || inplace_) return value(rank, off);
-        } else if (p_.coll == "allgather") {
-            if (buf == 'i') return value(rank, off);
-            if (inplace_ && off / p_.k == rank) return value(rank, off % p_.k);
-        } else if (rank == 0 && (buf == 'i' || inplace_)) {
-            return value(0, off);
+        return {r, buf == 'i' ? 0u : 1u, std::uint32_t(off)};
+    }
+    async::Atom atom(int rank, int j) const { return async::Atom(rank * in_max_ + j); }
+    int atom_rank(async::Atom a) const { return int(a) / in_max_; }
+    int atom_chunk(async::Atom a) const { return int(a) % in_max_; }
+
+    void fill(async::Program& ap) const {
+        auto& vals = ap.values();
+        const int P = p_.P, k = p_.k();
+        for (int r = 0; r < P; ++r) {
+            if (p_.coll == Coll::broadcast && r != 0) continue;  // rank 0 is the root: the executor has none
+            for (int j = 0; j < p_.input_chunks(r); ++j) ap.initial(locate(r, 'i', j), vals.atom(atom(r, j)));
         }
-        return no_data;
+        auto all = [&](int chunk) {
+            std::vector<async::Atom> a;
+            for (int s = 0; s < P; ++s) a.push_back(atom(s, chunk));
+            return vals.make(std::move(a));
+        };
+        for (int r = 0; r < P; ++r)
+            for (int c = 0; c < p_.output_chunks(r); ++c) {
+                async::Value want = async::no_data;
+                switch (p_.coll) {
+                    case Coll::allgather: want = vals.atom(atom(c / k, c % k)); break;
+                    case Coll::alltoall: want = vals.atom(atom(c / k, r * k + c % k)); break;
+                    case Coll::broadcast: want = vals.atom(atom(0, c)); break;
+                    case Coll::allreduce: want = all(c); break;
+                    case Coll::reduce:
+                        if (r != 0) continue;
+                        want = all(c);
+                        break;
+                    case Coll::reducescatter: want = all(r * k + c); break;
+                    case Coll::custom: continue;
+                }
+                ap.goal(locate(r, 'o', c), want);
+            }
     }
-    /// What an output chunk must hold at the end (nullopt: nothing, the outputs of a reduce
-    /// outside the root).
-    std::optional<std::uint64_t> wanted(int rank, int off) {
-        if (p_.reduction) {
-            if (p_.coll == "reduce" && rank != 0) return std::nullopt;
-            const int chunk = p_.coll == "reducescatter" ? rank * (p_.k / p_.P) + off : off;
-            return partial(chunk, SourceSet::range(0, std::uint32_t(p_.P - 1)));
+
+    std::string slot_name(async::Slot s) const {
+        const char* region = s.region == 0 ? "input" : s.region == 1 ? "output" : "scratch";
+        std::string alias;
+        if (inplace_ && s.region != 2) {
+            const int k = p_.k(), r = int(s.rank), i = int(s.index);
+            if (p_.coll == Coll::allgather && i / k == r) alias = fmt::format(" (= input chunk {}, in place)", i % k);
+            else if (p_.coll == Coll::reducescatter && i / k == r) alias = fmt::format(" (= output chunk {}, in place)", i % k);
+            else if (p_.coll != Coll::allgather && p_.coll != Coll::reducescatter) alias = " (= output, in place)";
         }
-        if (p_.coll == "alltoall") return value(off / p_.k, rank * p_.k + off % p_.k);
-        if (p_.coll == "allgather") return value(off / p_.k, off % p_.k);
-        return value(0, off);
+        return fmt::format("rank {}, {} chunk {}{}", s.rank, region, s.index, alias);
     }
-    std::string describe(std::uint64_t v) const {
-        if (v == no_data) return "no data";
-        if (p_.reduction) return partial_name(Messages(p_.P, nullptr, p_.k), partials_[v].second, partials_[v].first);
-        const int r = value_rank(v), c = value_chunk(v);
-        std::string piece = p_.k > 1 ? fmt::format("piece {} of ", c % p_.k) : "";
-        if (p_.coll == "alltoall") {
-            if (c / p_.k == r) return fmt::format("{}rank {}'s own chunk {}", piece, r, c);
-            return fmt::format("{}m({},{})", piece, r, c / p_.k);
+
+    /// b(r), m(s,d), a({0..7},c), in(r,j), with the chunk when there are several per datum.
+    std::string value_name(const std::vector<async::Atom>& atoms) const {
+        auto single = [&](async::Atom a) {
+            const int r = atom_rank(a), j = atom_chunk(a), k = p_.k();
+            switch (p_.coll) {
+                case Coll::allgather: return k == 1 ? fmt::format("b({})", r) : fmt::format("b({},{})", r, j);
+                case Coll::broadcast: return p_.N == 1 ? fmt::format("b({})", r) : fmt::format("b({},{})", r, j);
+                case Coll::alltoall: return k == 1 ? fmt::format("m({},{})", r, j) : fmt::format("m({},{},{})", r, j / k, j % k);
+                case Coll::custom: return fmt::format("in({},{})", r, j);
+                default: return p_.N == 1 ? fmt::format("a({})", r) : fmt::format("a({},{})", r, j);
+            }
+        };
+        if (!p_.reduction()) {
+            std::string s;
+            for (async::Atom a : atoms) s += (s.empty() ? "" : " + ") + single(a);
+            return s;
         }
-        return fmt::format("{}b({})", p_.k > 1 ? fmt::format("piece {} of ", c) : "", r);
-    }
-    /// What an output chunk lacks or has too much, after describe (reductions: "; it misses a(3)").
-    std::string gap(std::uint64_t have, std::uint64_t want) const {
-        if (!p_.reduction || have == no_data || partials_[have].first != partials_[want].first) return "";
-        return "; " + goal_gap(partials_[have].second, partials_[want].second);
-    }
-    /// Whether a value stays on its rank: an alltoall rank's own chunk, no message of the collective.
-    bool own_chunk(std::uint64_t v) const {
-        return !p_.reduction && p_.coll == "alltoall" && value_chunk(v) / p_.k == value_rank(v);
-    }
-    /// The message a value belongs to, chunk by chunk (docs/exports.md: piece j of a datum is its
-    /// chunk j); `reg` is the table's registry of partials (reductions only).
-    MessageId message(Composites* reg, const Messages& ms, std::uint64_t v) const {
-        if (p_.reduction) return partial_message(*reg, ms, partials_[v].second, partials_[v].first);
-        const int r = value_rank(v), c = value_chunk(v);
-        if (p_.coll == "alltoall") return ms.personal(r, c / p_.k, c % p_.k);
-        return ms.broadcast(r, c);
-    }
-    /// The reduction of two partials, or the reason it is wrong (different chunks, a
-    /// contribution counted twice, no data).
-    std::variant<std::uint64_t, std::string> combine(std::uint64_t received, std::uint64_t local) {
-        if (received == no_data || local == no_data) return std::string("holds no data");
-        const auto& [ca, a] = partials_[received];
-        const auto& [cb, b] = partials_[local];
-        if (ca != cb)
-            return fmt::format("combines {} with {}, partials of different chunks [chunks mixed]", describe(received), describe(local));
-        std::vector<std::uint32_t> common, both;
-        std::set_intersection(a.items().begin(), a.items().end(), b.items().begin(), b.items().end(), std::back_inserter(common));
-        if (!common.empty()) {
-            std::string twice;
-            for (std::size_t i = 0; i < common.size() && i < 2; ++i)
-                twice += fmt::format("{}a({})", i == 0 ? "" : common.size() == 2 ? " and " : ", ", common[i]);
-            if (common.size() > 2) twice += fmt::format(" and {} more", common.size() - 2);
-            return fmt::format("combines {} with {}, which counts {} twice [counted twice]", describe(received), describe(local), twice);
+        std::map<int, std::vector<std::uint32_t>> by_chunk;
+        for (async::Atom a : atoms) by_chunk[atom_chunk(a)].push_back(std::uint32_t(atom_rank(a)));
+        std::string s;
+        for (auto& [c, ranks] : by_chunk) {
+            std::sort(ranks.begin(), ranks.end());
+            s += (s.empty() ? "" : " + ") +
+                 (p_.N == 1 ? fmt::format("a({})", rank_set(ranks)) : fmt::format("a({},{})", rank_set(ranks), c));
         }
-        std::set_union(a.items().begin(), a.items().end(), b.items().begin(), b.items().end(), std::back_inserter(both));
-        return partial(int(ca), SourceSet(std::move(both)));
+        return s;
     }
 
 private:
-    std::uint64_t partial(int chunk, SourceSet s) {
-        auto [it, fresh] = index_.try_emplace(std::pair(std::uint32_t(chunk), s.items()), partials_.size());
-        if (fresh) partials_.emplace_back(std::uint32_t(chunk), std::move(s));
-        return it->second;
-    }
-
     const Program& p_;
     bool inplace_;
-    std::vector<std::pair<std::uint32_t, SourceSet>> partials_;
-    std::map<std::pair<std::uint32_t, std::vector<std::uint32_t>>, std::uint64_t> index_;
+    int in_max_ = 1;
 };
 
-struct Graph {
-    std::vector<std::vector<int>> succ;
-    std::vector<int> indeg;
-    std::vector<int> matched;    ///< for a sending op: the receiving op (or -1)
-    std::vector<int> source;     ///< for a receiving op: the sending op (or -1)
-    std::vector<int> publisher;  ///< for an op with a dependency: the step that releases it
-    std::vector<int> order;      ///< a topological order of the ops that can run
-};
-
-/// Matches sends and receives per connection, resolves dependencies, and orders the ops;
-/// reports unmatched transfers and waits that never end.
-Graph build_graph(const Program& prog, Problems& pr) {
-    const std::size_t n = prog.ops.size();
-    Graph g;
-    g.succ.resize(n);
-    g.indeg.assign(n, 0);
-    g.matched.assign(n, -1);
-    g.source.assign(n, -1);
-    g.publisher.assign(n, -1);
-    auto edge = [&](int a, int b) {
-        g.succ[a].push_back(b);
-        ++g.indeg[b];
-    };
-    // connections: (from, to, chan) -> the sending and the receiving thread block
-    std::map<std::tuple<int, int, int>, std::pair<int, int>> conn;
-    for (std::size_t t = 0; t < prog.tbs.size(); ++t) {
-        const Tb& tb = prog.tbs[t];
-        auto claim = [&](std::tuple<int, int, int> key, bool sending) {
-            auto& slot = conn.try_emplace(key, -1, -1).first->second;
-            int& mine = sending ? slot.first : slot.second;
-            if (mine >= 0) {
-                const Tb& other = prog.tbs[mine];
-                const Op* at = tb.ops.empty() ? nullptr : &prog.ops[tb.ops[0]];
-                pr.add(at ? at->line : 0, at ? at->col : 0,
-                       fmt::format("rank {}: thread blocks {} and {} both {} {} on channel {}; a connection has one thread block "
-                                   "at each end",
-                                   tb.rank, other.id, tb.id, sending ? "send to" : "receive from",
-                                   sending ? tb.send : tb.recv, tb.chan));
-            }
-            mine = int(t);
-        };
-        if (tb.send >= 0) claim({tb.rank, tb.send, tb.chan}, true);
-        if (tb.recv >= 0) claim({tb.recv, tb.rank, tb.chan}, false);
-    }
-    pr.check();
-    for (const auto& [key, ends] : conn) {
-        auto [from, to, chan] = key;
-        std::vector<int> sends, recvs;
-        if (ends.first >= 0)
-            for (int o : prog.tbs[ends.first].ops)
-                if (prog.ops[o].sends()) sends.push_back(o);
-        if (ends.second >= 0)
-            for (int o : prog.tbs[ends.second].ops)
-                if (prog.ops[o].receives()) recvs.push_back(o);
-        const std::size_t m = std::min(sends.size(), recvs.size());
-        for (std::size_t i = 0; i < m; ++i) {
-            const Op &s = prog.ops[sends[i]], &r = prog.ops[recvs[i]];
-            if (s.cnt != r.cnt)
-                pr.add(r.line, r.col,
-                       fmt::format("{}: receives {} chunks, but the matching send ({}) sends {}", where(prog, r), r.cnt,
-                                   where(prog, s), s.cnt));
-            g.matched[sends[i]] = recvs[i];
-            g.source[recvs[i]] = sends[i];
-            edge(sends[i], recvs[i]);
-        }
-        for (std::size_t i = m; i < recvs.size(); ++i) {
-            const Op& r = prog.ops[recvs[i]];
-            pr.add(r.line, r.col,
-                   fmt::format("{}: can never be satisfied: rank {} sends {} time{} to rank {} on channel {} and this is receive "
-                               "{} [deadlock]",
-                               where(prog, r), from, sends.size(), sends.size() == 1 ? "" : "s", to, chan, i + 1));
-        }
-        for (std::size_t i = m; i < sends.size(); ++i) {
-            const Op& s = prog.ops[sends[i]];
-            pr.add(s.line, s.col,
-                   fmt::format("{}: is never received: rank {} receives {} time{} from rank {} on channel {} and this is send {}",
-                               where(prog, s), to, recvs.size(), recvs.size() == 1 ? "" : "s", from, chan, i + 1));
-        }
-    }
-    // dependencies: the executor publishes a thread block's progress only at steps with
-    // hasdep="1", so a wait for step d of thread block b ends at the first such step >= d
-    for (std::size_t o = 0; o < n; ++o) {
-        const Op& op = prog.ops[o];
-        if (op.depid < 0) continue;
-        const Gpu& gpu = prog.gpus[op.rank];
-        auto it = gpu.tb_by_id.find(op.depid);
-        if (op.depid > MscclLimits::max_dependency_tb)
-            pr.add(op.line, op.col, fmt::format("{}: depid=\"{}\" is above {} (the executor stores it in an int8_t) [dependentBid]",
-                                                where(prog, op), op.depid, MscclLimits::max_dependency_tb));
-        if (it == gpu.tb_by_id.end() || op.deps < 0 || op.deps >= int(prog.tbs[it->second].ops.size())) {
-            pr.add(op.line, op.col,
-                   fmt::format("{}: waits for thread block {}, step {}, which does not exist", where(prog, op), op.depid, op.deps));
-            continue;
-        }
-        const Tb& dep = prog.tbs[it->second];
-        int pub = -1;
-        for (std::size_t i = op.deps; i < dep.ops.size() && pub < 0; ++i)
-            if (prog.ops[dep.ops[i]].hasdep && prog.ops[dep.ops[i]].type != OpType::nop) pub = dep.ops[i];
-        if (pub < 0) {
-            pr.add(op.line, op.col,
-                   fmt::format("{}: waits for thread block {}, step {}, but neither that step nor a later one of its thread block "
-                               "has hasdep=\"1\", so the executor never signals it [deadlock]",
-                               where(prog, op), op.depid, op.deps));
-            continue;
-        }
-        if (pub == int(o)) {
-            pr.add(op.line, op.col, fmt::format("{}: waits for itself [deadlock]", where(prog, op)));
-            continue;
-        }
-        g.publisher[o] = pub;
-        edge(pub, int(o));
-    }
-    for (const Tb& tb : prog.tbs)
-        for (std::size_t i = 1; i < tb.ops.size(); ++i) edge(tb.ops[i - 1], tb.ops[i]);
-    pr.check();
-    // Kahn's algorithm, smallest op first
-    std::vector<int> indeg = g.indeg, ready;
-    for (std::size_t o = 0; o < n; ++o)
-        if (!indeg[o]) ready.push_back(int(o));
-    for (std::size_t h = 0; h < ready.size(); ++h)
-        for (int b : g.succ[ready[h]])
-            if (!--indeg[b]) ready.push_back(b);
-    g.order = std::move(ready);
-    if (g.order.size() == n) return g;
-    // a cycle: walk back from a stuck op through stuck predecessors until one repeats
-    std::vector<std::vector<int>> pred(n);
-    for (std::size_t a = 0; a < n; ++a)
-        for (int b : g.succ[a]) pred[b].push_back(int(a));
-    int at = -1;
-    for (std::size_t o = 0; o < n && at < 0; ++o)
-        if (indeg[o]) at = int(o);
-    std::vector<int> seen_at(n, -1), path;
-    while (seen_at[at] < 0) {
-        seen_at[at] = int(path.size());
-        path.push_back(at);
-        for (int p : pred[at])
-            if (indeg[p]) {
-                at = p;
-                break;
-            }
-    }
-    std::vector<int> cycle(path.begin() + seen_at[at], path.end());
-    std::string text = where(prog, prog.ops[cycle[0]]);
-    for (std::size_t i = 1; i < cycle.size() && i < 8; ++i) text += " waits for " + where(prog, prog.ops[cycle[i]]);
-    if (cycle.size() > 8) text += fmt::format(" ... ({} steps)", cycle.size());
-    text += " waits for the first again";
-    const Op& first = prog.ops[cycle[0]];
-    pr.add(first.line, first.col, fmt::format("{} [deadlock]", text));
-    pr.check();
-    return g;
+std::uint64_t connection(int from, int to, int chan) {
+    return (std::uint64_t(from) << 32) | (std::uint64_t(to) << 8) | std::uint64_t(chan);
 }
 
-/// Happens-before by vector clocks over thread blocks: clock[o][t] = how many steps of thread
-/// block t are ordered before or at o (program order, dependencies, send before its receive).
-class Clocks {
+/// An `--expect` file: {"outputs": [{"rank": R, "chunk": C, "holds": [[rank, input chunk], ...]}]}
+/// (optionally "buffer": "o" (default), "i" or "s"); one pair is a copy of that input chunk,
+/// several are their reduction.
+struct Expect {
+    struct Item {
+        int rank, chunk;
+        char buf;
+        std::vector<std::pair<int, int>> holds;
+    };
+    std::vector<Item> items;
+};
+
+Expect read_expect(const MscclImportOptions& opt, const Program& prog) {
+    Expect e;
+    const std::string& name = opt.expect_name;
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(opt.expect);
+    } catch (const nlohmann::json::parse_error& err) {
+        throw InputError(fmt::format("{}: not JSON: {}", name, err.what()));
+    }
+    if (!j.is_object() || !j.contains("outputs") || !j["outputs"].is_array())
+        throw InputError(fmt::format("{}: expected {{\"outputs\": [{{\"rank\": R, \"chunk\": C, \"holds\": [[rank, chunk], ...]}}, "
+                                     "...]}}",
+                                     name));
+    std::size_t i = 0;
+    for (const auto& o : j["outputs"]) {
+        auto bad = [&](const std::string& what) { return InputError(fmt::format("{}: outputs[{}]: {}", name, i, what)); };
+        if (!o.is_object() || !o.contains("rank") || !o.contains("chunk") || !o.contains("holds") || !o["rank"].is_number_integer() ||
+            !o["chunk"].is_number_integer() || !o["holds"].is_array() || o["holds"].empty())
+            throw bad("needs integer \"rank\" and \"chunk\" and a non-empty \"holds\" list of [rank, input chunk] pairs");
+        Expect::Item it{o["rank"].get<int>(), o["chunk"].get<int>(), 'o', {}};
+        if (o.contains("buffer")) {
+            if (!o["buffer"].is_string() || (o["buffer"] != "i" && o["buffer"] != "o" && o["buffer"] != "s"))
+                throw bad("\"buffer\" must be \"i\", \"o\" or \"s\"");
+            it.buf = o["buffer"].get<std::string>()[0];
+        }
+        if (it.rank < 0 || it.rank >= prog.P) throw bad(fmt::format("rank {} is outside 0..{}", it.rank, prog.P - 1));
+        const Gpu& g = prog.gpus[it.rank];
+        const int n = it.buf == 'i' ? prog.input_chunks(it.rank) : it.buf == 'o' ? prog.output_chunks(it.rank) : g.s_chunks;
+        if (it.chunk < 0 || it.chunk >= n) throw bad(fmt::format("chunk {} is outside buffer {} of rank {} ({} chunks)", it.chunk, it.buf, it.rank, n));
+        for (const auto& h : o["holds"]) {
+            if (!h.is_array() || h.size() != 2 || !h[0].is_number_integer() || !h[1].is_number_integer())
+                throw bad("each entry of \"holds\" is [rank, input chunk]");
+            const int r = h[0].get<int>(), c = h[1].get<int>();
+            if (r < 0 || r >= prog.P || c < 0 || c >= prog.input_chunks(r))
+                throw bad(fmt::format("input chunk [{}, {}] does not exist", r, c));
+            it.holds.emplace_back(r, c);
+        }
+        e.items.push_back(std::move(it));
+        ++i;
+    }
+    return e;
+}
+
+/// One call mode checked: the engine's program and report, and the transmission behind each op.
+struct Run {
+    bool inplace = false;
+    async::Program ap;
+    async::Report report;
+    std::vector<std::pair<int, int>> op_trans;  ///< engine op -> (tb index, transmission index)
+};
+
+class Checker {
 public:
-    Clocks(const Program& prog, const Graph& g) : T_(prog.tbs.size()), c_(prog.ops.size() * T_, 0) {
-        for (int o : g.order) {
-            std::uint16_t* mine = &c_[std::size_t(o) * T_];
-            const Op& op = prog.ops[o];
-            auto join = [&](int p) {
-                const std::uint16_t* theirs = &c_[std::size_t(p) * T_];
-                for (std::size_t t = 0; t < T_; ++t) mine[t] = std::max(mine[t], theirs[t]);
-            };
-            const Tb& tb = prog.tbs[op.tb];
-            if (op.pos > 0) join(tb.ops[op.pos - 1]);
-            if (g.publisher[o] >= 0) join(g.publisher[o]);
-            if (g.source[o] >= 0) join(g.source[o]);
-            mine[op.tb] = std::uint16_t(op.pos + 1);
+    Checker(std::string_view text, std::string_view name, const MscclImportOptions& opt) : name_(name), opt_(opt), pr_(name) {
+        Elem algo = parse_xml(text, name);
+        prog_ = build_program(algo, opt, pr_);
+        trans_ = transmissions(prog_, pr_);
+        static_rules();
+        if (!opt.expect.empty()) expect_ = read_expect(opt, prog_);
+        if (!opt.topology.empty()) {
+            topo_ = Topology::parse(opt.topology);
+            if (topo_->processors() != std::uint32_t(prog_.P))
+                throw InputError(fmt::format("{}: the program has {} ranks but {} has {} processors", name, prog_.P, topo_->spec(),
+                                             topo_->processors()));
         }
     }
-    bool before(const Program& prog, int a, int b) const {
-        return c_[std::size_t(b) * T_ + prog.ops[a].tb] >= prog.ops[a].pos + 1;
+
+    const Program& program() const { return prog_; }
+
+    MscclReport check() {
+        MscclReport rep;
+        rep.notes = prog_.notes;
+        std::size_t steps = 0;
+        for (const Tb& tb : prog_.tbs) steps += tb.ops.size();
+        rep.summary = fmt::format("{}: {} on {} ranks, nchunksperloop {}, proto {}, {} channel{}; {}; {} thread blocks, {} steps",
+                                  name_, prog_.coll_name, prog_.P, prog_.N, prog_.proto, prog_.nchannels,
+                                  prog_.nchannels == 1 ? "" : "s",
+                                  prog_.coll == Coll::custom ? "buffers as declared"
+                                  : prog_.inplace && prog_.outofplace ? "in place and out of place"
+                                  : prog_.inplace                     ? "in place"
+                                                                      : "out of place",
+                                  prog_.tbs.size(), steps);
+        for (const auto& f : static_findings_) add(rep, f);
+        link_check(rep);
+        const bool both = prog_.coll != Coll::custom && prog_.inplace && prog_.outofplace;
+        for (bool inplace : {false, true}) {
+            if (prog_.coll == Coll::custom ? inplace : inplace ? !prog_.inplace : !prog_.outofplace) continue;
+            runs_.push_back(std::make_unique<Run>());
+            Run& run = *runs_.back();
+            run.inplace = inplace;
+            Layout layout(prog_, inplace);
+            build(run, layout);
+            async::Naming naming = names(run, layout);
+            run.report = async::check(run.ap, naming);
+            const std::string mode = both ? (inplace ? " (in place)" : " (out of place)") : "";
+            for (const async::Finding& f : run.report.findings) {
+                std::string where = name_ + ": ";
+                if (f.op != async::no_op) {
+                    const auto at = run.ap.op(f.op).at;
+                    if (at.line > 0) where = fmt::format("{}:{}:{}: ", name_, at.line, at.col);
+                }
+                rep.findings.push_back(where + f.text + mode);
+            }
+            for (std::size_t k = 0; k < 5; ++k) {
+                rep.violations += run.report.counts[k];
+                if (run.report.counts[k] > 20)
+                    rep.findings.push_back(fmt::format("{}: ({} more {}{})", name_, run.report.counts[k] - 20, kind_name(k), mode));
+            }
+            if (!run.report.finishes)
+                rep.notes.push_back(fmt::format("the outputs{} are not checked: the program does not finish", mode));
+            else if (!run.report.race_free)
+                rep.notes.push_back(fmt::format("the outputs{} are not checked: with a data race the result is not unique", mode));
+            if (prog_.coll == Coll::custom && run.report.replayed) rep.chunk_map = chunk_map(run, layout);
+        }
+        if (!runs_.empty() && runs_[0]->report.finishes) rep.timing = timing(*runs_[0]);
+        if (!runs_.empty() && runs_[0]->report.replayed) {
+            const Run& run = *runs_[0];
+            Layout layout(prog_, run.inplace);
+            for (const Sent& x : schedule(run))
+                rep.moves.push_back({x.from, x.to, x.value == async::no_data ? "no data" : layout.value_name(run.report.values.atoms(x.value))});
+        }
+        rep.holds = rep.violations == 0;
+        rep.checked_goals = prog_.coll != Coll::custom || expect_.has_value();
+        return rep;
+    }
+
+    /// The levelled table of the first mode (the program must hold).
+    SendTable table(const MscclReport& rep) {
+        if (prog_.coll == Coll::custom)
+            throw InputError(fmt::format("{}: a custom collective has no table form (collsched's tables name a collective); "
+                                         "`collsched verify` checks it",
+                                         name_));
+        if (!rep.holds) throw ProgramViolation(rep.text());
+        std::shared_ptr<const Topology> topo = topo_ ? topo_ : Topology::parse(fmt::format("complete:{}", prog_.P));
+        Model model = topo->default_model();
+        if (model.timing != Timing::hop)
+            throw InputError(fmt::format("{}: MSCCL-IR is read under hop timing; {} defaults to wormhole timing", name_, topo->spec()));
+        const int C = prog_.coll == Coll::allgather || prog_.coll == Coll::alltoall ? prog_.k() : prog_.N;
+        Collective coll{prog_.coll == Coll::alltoall        ? CollectiveKind::alltoall
+                        : prog_.coll == Coll::allgather     ? CollectiveKind::allgather
+                        : prog_.coll == Coll::allreduce     ? CollectiveKind::allreduce
+                        : prog_.coll == Coll::reduce        ? CollectiveKind::reduce
+                        : prog_.coll == Coll::reducescatter ? CollectiveKind::reduce_scatter
+                                                            : CollectiveKind::broadcast,
+                        Node{0},
+                        {}};
+        try {
+            coll.set_chunks(std::uint64_t(C), *topo);
+        } catch (const InputError& e) {
+            throw InputError(fmt::format("{}: {} chunks per datum: {}", name_, C, e.what()));
+        }
+        TableBuilder builder(topo, model, coll);
+        const Run& run = *runs_[0];
+        Layout layout(prog_, run.inplace);
+        const Messages ms = builder.messages();
+        Composites* reg = prog_.reduction() ? &builder.composites() : nullptr;
+        auto message = [&](async::Value v, const Op& at) -> std::optional<MessageId> {
+            const auto& atoms = run.report.values.atoms(v);
+            if (atoms.empty()) return std::nullopt;
+            const int chunk = layout.atom_chunk(atoms[0]);
+            if (prog_.reduction()) {
+                std::vector<std::uint32_t> ranks;
+                for (async::Atom a : atoms) {
+                    if (layout.atom_chunk(a) != chunk)
+                        throw InputError(fmt::format("{}:{}:{}: {} sends {}, a reduction of different chunks, which a table cannot "
+                                                     "name",
+                                                     name_, at.line, at.col, where(prog_, at), layout.value_name(atoms)));
+                    ranks.push_back(std::uint32_t(layout.atom_rank(a)));
+                }
+                return partial_message(*reg, ms, SourceSet(std::move(ranks)), std::uint32_t(chunk));
+            }
+            if (atoms.size() != 1)
+                throw InputError(fmt::format("{}:{}:{}: {} sends {}, which a table cannot name", name_, at.line, at.col,
+                                             where(prog_, at), layout.value_name(atoms)));
+            const int r = layout.atom_rank(atoms[0]);
+            if (prog_.coll == Coll::alltoall) {
+                const int k = prog_.k();
+                if (chunk / k == r) return std::nullopt;  // a rank's own chunk: no message of the collective
+                return ms.personal(std::uint32_t(r), std::uint32_t(chunk / k), std::uint32_t(chunk % k));
+            }
+            return ms.broadcast(std::uint32_t(r), std::uint32_t(chunk));
+        };
+        for (const Sent& s : schedule(run))
+            if (auto m = message(s.value, prog_.ops[s.step]))
+                builder.send_cut_through(s.sent, Node{std::uint32_t(s.from)}, Node{std::uint32_t(s.to)}, *m);
+        return std::move(builder).finish();
     }
 
 private:
-    std::size_t T_;
-    std::vector<std::uint16_t> c_;
+    static const char* kind_name(std::size_t k) {
+        static const char* names[] = {"deadlocks", "unmatched transfers", "data races", "wrong outputs", "problems"};
+        return names[k];
+    }
+    void add(MscclReport& rep, std::string line) {
+        ++rep.violations;
+        rep.findings.push_back(std::move(line));
+    }
+
+    /// Rules the executor loads but that make the program wrong whatever the order: a wait on a
+    /// thread block id the executor cannot hold, two thread blocks on one connection end.
+    void static_rules() {
+        for (const Op& op : prog_.ops) {
+            if (op.depid > MscclLimits::max_dependency_tb)
+                pr_.add(op.line, op.col,
+                        fmt::format("{}: depid=\"{}\" is above {} (the executor stores it in an int8_t) [dependentBid]",
+                                    where(prog_, op), op.depid, MscclLimits::max_dependency_tb));
+            if (op.deps > MscclLimits::max_dependency_step)
+                pr_.add(op.line, op.col,
+                        fmt::format("{}: deps=\"{}\" is above {} (the executor stores it in an int16_t) [dependentStep]",
+                                    where(prog_, op), op.deps, MscclLimits::max_dependency_step));
+        }
+        pr_.check();
+        std::map<std::uint64_t, int> ends;  // (connection, direction) -> tb
+        for (std::size_t t = 0; t < prog_.tbs.size(); ++t) {
+            const Tb& tb = prog_.tbs[t];
+            auto claim = [&](std::uint64_t key, bool sending) {
+                auto [it, fresh] = ends.try_emplace(key * 2 + sending, int(t));
+                if (fresh) return;
+                const Tb& other = prog_.tbs[it->second];
+                static_findings_.push_back(fmt::format(
+                    "{}:{}:{}: rank {}: thread blocks {} and {} both {} {} on channel {}; the executor gives both the same "
+                    "connection and their steps would overwrite each other's [shared connection]",
+                    name_, tb.line, tb.col, tb.rank, other.id, tb.id, sending ? "send to" : "receive from",
+                    sending ? tb.send : tb.recv, tb.chan));
+            };
+            if (tb.send >= 0) claim(connection(tb.rank, tb.send, tb.chan), true);
+            if (tb.recv >= 0) claim(connection(tb.recv, tb.rank, tb.chan), false);
+        }
+    }
+
+    /// With --topology: every send goes over a link between the two ranks (through routers only).
+    void link_check(MscclReport& rep) {
+        if (!topo_) return;
+        std::map<std::pair<int, int>, bool> known;
+        for (const Tb& tb : prog_.tbs) {
+            if (tb.send < 0) continue;
+            const Op* first = nullptr;
+            for (int o : tb.ops)
+                if (prog_.ops[o].sends()) {
+                    first = &prog_.ops[o];
+                    break;
+                }
+            if (!first) continue;
+            auto [it, fresh] = known.try_emplace({tb.rank, tb.send}, true);
+            if (!fresh) continue;
+            std::vector<ChannelId> route = topo_->route(Node{std::uint32_t(tb.rank)}, Node{std::uint32_t(tb.send)});
+            std::optional<std::uint32_t> via;
+            for (std::size_t i = 0; i + 1 < route.size() && !via; ++i) {
+                const Node n = topo_->channel(route[i]).to;
+                if (topo_->is_processor(n)) via = std::uint32_t(n);
+            }
+            if (!via) continue;
+            add(rep, fmt::format("{}:{}:{}: {}: {} has no link from {} to {} (its route passes processor {}) [link]", name_,
+                                 first->line, first->col, where(prog_, *first), topo_->spec(), tb.rank, tb.send, *via));
+        }
+    }
+
+    async::Naming names(const Run& run, const Layout& layout) const {
+        async::Naming n;
+        n.op = [this, &run](async::OpId o) {
+            const auto [t, i] = run.op_trans[o];
+            const Trans& tr = trans_[t][i];
+            std::string s = where(prog_, prog_.ops[tr.members[0]]);
+            if (tr.members.size() == 2) s += fmt::format(" fused by the executor with step {}", prog_.ops[tr.members[1]].pos);
+            if (tr.members.size() > 2)
+                s += fmt::format(" fused by the executor with steps {}..{}", prog_.ops[tr.members[1]].pos,
+                                 prog_.ops[tr.members.back()].pos);
+            return s;
+        };
+        n.slot = [&layout](async::Slot s) { return layout.slot_name(s); };
+        n.value = [&layout](const std::vector<async::Atom>& a) { return layout.value_name(a); };
+        n.key = [](std::uint64_t k) {
+            return fmt::format("the connection {} -> {} on channel {}", k >> 32, (k >> 8) & 0xffffff, k & 0xff);
+        };
+        return n;
+    }
+
+    /// The engine's program for one call mode.
+    void build(Run& run, const Layout& layout) {
+        async::Program& ap = run.ap;
+        std::vector<async::AgentId> agent(prog_.tbs.size());
+        std::vector<std::vector<async::OpId>> ids(prog_.tbs.size());
+        for (std::size_t t = 0; t < prog_.tbs.size(); ++t) {
+            agent[t] = ap.add_agent(std::uint32_t(prog_.tbs[t].rank));
+            for (std::size_t i = 0; i < trans_[t].size(); ++i) {
+                const Op& first = prog_.ops[trans_[t][i].members[0]];
+                ids[t].push_back(ap.add_op(agent[t], {first.line, first.col}));
+                run.op_trans.emplace_back(int(t), int(i));
+            }
+        }
+        for (std::size_t t = 0; t < prog_.tbs.size(); ++t) {
+            const Tb& tb = prog_.tbs[t];
+            const Gpu& gpu = prog_.gpus[tb.rank];
+            for (std::size_t i = 0; i < trans_[t].size(); ++i) {
+                const Trans& tr = trans_[t][i];
+                const async::OpId id = ids[t][i];
+                const Op& op = prog_.ops[tr.members[0]];
+                const Op& last = prog_.ops[tr.members.back()];
+                auto src = [&](const Op& o, int x) { return layout.locate(o.rank, o.srcbuf, o.srcoff + x); };
+                auto dst = [&](const Op& o, int x) { return layout.locate(o.rank, o.dstbuf, o.dstoff + x); };
+                for (int x = 0; x < last.cnt; ++x) {
+                    async::Lane lane;
+                    switch (op.type) {
+                        case OpType::send: lane = {{async::Operand::read(src(op, x))}, {}, true}; break;
+                        case OpType::recv: lane = {{async::Operand::incoming()}, {dst(op, x)}, false}; break;
+                        case OpType::rcs: lane = {{async::Operand::incoming()}, {dst(op, x)}, true}; break;
+                        case OpType::rrs: lane = {{async::Operand::incoming(), async::Operand::read(src(op, x))}, {}, true}; break;
+                        case OpType::rrc:
+                            lane = {{async::Operand::incoming(), async::Operand::read(src(op, x))}, {dst(op, x)}, false};
+                            break;
+                        case OpType::rrcs:
+                            lane = {{async::Operand::incoming(), async::Operand::read(src(op, x))}, {dst(op, x)}, true};
+                            break;
+                        case OpType::copy: lane = {{async::Operand::read(src(op, x))}, {dst(op, x)}, false}; break;
+                        case OpType::reduce:
+                            lane.in.push_back(async::Operand::read(dst(op, x)));
+                            for (int m : tr.members) lane.in.push_back(async::Operand::read(src(prog_.ops[m], x)));
+                            lane.out.push_back(dst(op, x));
+                            break;
+                        case OpType::nop: break;
+                    }
+                    ap.add_lane(id, std::move(lane));
+                }
+                if (op.sends()) ap.send(id, connection(tb.rank, tb.send, tb.chan));
+                if (op.receives()) ap.receive(id, connection(tb.recv, tb.rank, tb.chan));
+                // waits: released by the first transmission of thread block depid that publishes a step
+                // at or after deps (msccl_kernel.cu:224-236: flag >= goal; :313-318: only hasdep publishes)
+                for (const auto& [depid, deps] : tr.waits) {
+                    auto it = gpu.tb_by_id.find(depid);
+                    if (it == gpu.tb_by_id.end()) {
+                        ap.never_released(id, fmt::format("waits for thread block {} (depid), which rank {} does not have", depid,
+                                                          tb.rank));
+                        continue;
+                    }
+                    const std::vector<Trans>& other = trans_[it->second];
+                    std::optional<std::size_t> release;
+                    for (std::size_t j = 0; j < other.size() && !release; ++j)
+                        if (other[j].hasdep && other[j].kstep >= deps) release = j;
+                    if (!release) {
+                        ap.never_released(id, fmt::format("waits for thread block {} to publish step {}, but no step of it at or "
+                                                          "after {} has hasdep=\"1\", so the executor never signals it",
+                                                          depid, deps, deps));
+                        continue;
+                    }
+                    ap.order(ids[it->second][*release], id);
+                }
+            }
+        }
+        layout.fill(ap);
+        if (expect_) {
+            for (const auto& it : expect_->items) {
+                std::vector<async::Atom> atoms;
+                for (const auto& [r, c] : it.holds) atoms.push_back(layout.atom(r, c));
+                ap.goal(layout.locate(it.rank, it.buf, it.chunk), ap.values().make(std::move(atoms)));
+            }
+        }
+    }
+
+    /// Where every input chunk ends up (custom collectives): the output chunks holding exactly it,
+    /// and those holding a reduction it is part of.
+    std::string chunk_map(const Run& run, const Layout& layout) const {
+        std::map<async::Atom, std::vector<std::string>> exact, part;
+        for (const auto& [slot, v] : run.report.final) {
+            if (slot.region != 1 || v == async::no_data) continue;
+            const auto& atoms = run.report.values.atoms(v);
+            for (async::Atom a : atoms)
+                (atoms.size() == 1 ? exact : part)[a].push_back(fmt::format("{}:{}", slot.rank, slot.index));
+        }
+        std::string out = "where each input chunk ends up (rank:output chunk):\n";
+        for (int r = 0; r < prog_.P; ++r)
+            for (int j = 0; j < prog_.input_chunks(r); ++j) {
+                const async::Atom a = layout.atom(r, j);
+                std::string line = fmt::format("  {}: ", layout.value_name({a}));
+                auto list = [](const std::vector<std::string>& v) {
+                    std::string s;
+                    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+                    return s;
+                };
+                if (exact.count(a)) line += list(exact[a]);
+                if (part.count(a)) line += (exact.count(a) ? "; " : "") + std::string("in reductions at ") + list(part[a]);
+                if (!exact.count(a) && !part.count(a)) line += "nowhere in an output";
+                out += line + "\n";
+            }
+        return out;
+    }
+
+    struct Sent {
+        Step sent;
+        int from, to, step;  ///< step: the XML op
+        async::Value value;
+    };
+
+    /// The as-soon-as-possible run: a transmission starts when its thread block's previous one and
+    /// the ones it waits for have finished (a receive also when its data has arrived); a send of
+    /// cnt chunks puts chunk x on the wire in step L+1+x and finishes at L+cnt; copies take none.
+    std::vector<Sent> schedule(const Run& run) const {
+        const async::Report& r = run.report;
+        std::vector<Step> finish(run.ap.ops(), 0), arrival(run.ap.ops(), 0);
+        std::vector<Sent> out;
+        for (async::OpId o : r.order) {
+            const auto& od = run.ap.op(o);
+            Step ready = 0;
+            if (od.pos > 0) ready = finish[run.ap.agent_ops(od.agent)[od.pos - 1]];
+            for (async::OpId b : od.after) ready = std::max(ready, finish[b]);
+            if (r.source[o] != async::no_op) ready = std::max(ready, arrival[o]);
+            finish[o] = ready;
+            const auto [t, i] = run.op_trans[o];
+            const Op& op = prog_.ops[trans_[t][i].members[0]];
+            if (!op.sends()) continue;
+            const Tb& tb = prog_.tbs[t];
+            const std::vector<async::Value> none;
+            const std::vector<async::Value>& vals = o < r.sent.size() ? r.sent[o] : none;
+            for (std::size_t x = 0; x < od.lanes.size(); ++x)
+                out.push_back({ready + 1 + Step(x), tb.rank, tb.send, trans_[t][i].members[0],
+                               x < vals.size() ? vals[x] : async::no_data});
+            finish[o] = ready + Step(od.lanes.size());
+            if (r.dest[o] != async::no_op) arrival[r.dest[o]] = std::max(arrival[r.dest[o]], finish[o]);
+        }
+        return out;
+    }
+
+    std::string timing(const Run& run) const {
+        std::vector<Sent> s = schedule(run);
+        Step steps = 0;
+        std::map<std::pair<int, int>, std::map<Step, int>> per_link;
+        for (const Sent& x : s) {
+            steps = std::max(steps, x.sent);
+            ++per_link[{x.from, x.to}][x.sent];
+        }
+        std::pair<int, int> busiest{-1, -1};
+        std::size_t most = 0;
+        int most_in_step = 0;
+        for (const auto& [link, by_step] : per_link) {
+            std::size_t total = 0;
+            for (const auto& [st, c] : by_step) {
+                total += std::size_t(c);
+                most_in_step = std::max(most_in_step, c);
+            }
+            if (total > most) most = total, busiest = link;
+        }
+        if (s.empty()) return "as soon as possible: no chunk crosses a link\n";
+        return fmt::format("as soon as possible (information, not a verdict: MSCCL-IR has no global clock): {} steps of one chunk "
+                           "per connection, {} chunk transfers over {} connections; busiest {} -> {} with {} chunks; at most {} "
+                           "chunk{} on one pair of ranks in one step\n",
+                           steps, s.size(), per_link.size(), busiest.first, busiest.second, most, most_in_step,
+                           most_in_step == 1 ? "" : "s");
+    }
+
+    std::string name_;
+    MscclImportOptions opt_;
+    Problems pr_;
+    Program prog_;
+    std::vector<std::vector<Trans>> trans_;
+    std::vector<std::string> static_findings_;
+    std::optional<Expect> expect_;
+    std::shared_ptr<const Topology> topo_;
+    std::vector<std::unique_ptr<Run>> runs_;
 };
 
-/// Runs the program in one mode (in place or not): checks for data races, simulates the
-/// values (reductions: the partials, refusing a reduction that mixes chunks or counts a
-/// contribution twice), checks the outputs; with `builder`, adds the levelled transfers to it.
-void run(const Program& prog, const Graph& g, const Clocks& clocks, bool inplace, Problems& pr, TableBuilder* builder) {
-    Layout layout(prog, inplace);
-    const std::string mode = prog.inplace && prog.outofplace ? (inplace ? " (in place)" : " (out of place)") : "";
-    // accesses per location, in the topological order
-    struct Access {
-        int op;
-        bool write;
-    };
-    std::map<std::tuple<int, char, int>, std::vector<Access>> accesses;
-    // a copy onto the same chunk (the local copy of an in-place allgather or broadcast) is no access
-    auto self_copy = [&](const Op& op, int x) {
-        if (op.type != OpType::copy) return false;
-        Location a = layout.locate(op.rank, op.srcbuf, op.srcoff + x), b = layout.locate(op.rank, op.dstbuf, op.dstoff + x);
-        return a.buf == b.buf && a.off == b.off;
-    };
-    for (int o : g.order) {
-        const Op& op = prog.ops[o];
-        for (int x = 0; x < op.cnt; ++x) {
-            if (self_copy(op, x)) continue;
-            if (op.reads_src()) {
-                Location l = layout.locate(op.rank, op.srcbuf, op.srcoff + x);
-                accesses[{op.rank, l.buf, l.off}].push_back({o, false});
-            }
-            if (op.writes_dst()) {
-                Location l = layout.locate(op.rank, op.dstbuf, op.dstoff + x);
-                accesses[{op.rank, l.buf, l.off}].push_back({o, true});
-            }
-        }
-    }
-    for (const auto& [loc, list] : accesses) {
-        auto [rank, buf, off] = loc;
-        int last_write = -1;
-        std::vector<int> reads;
-        for (const Access& a : list) {
-            auto race = [&, buf = buf, off = off](int other) {  // clang 14 cannot capture bindings by reference
-                const Op &x = prog.ops[other], &y = prog.ops[a.op];
-                pr.add(y.line, y.col,
-                       fmt::format("{}{}: {} chunk {}[{}] and {} {} it with nothing ordering the two (a missing dependency) "
-                                   "[data race]",
-                                   where(prog, y), mode, a.write ? "writes" : "reads", buf, off, where(prog, x),
-                                   x.writes_dst() ? "writes" : "reads"));
-            };
-            if (a.write) {
-                if (last_write >= 0 && last_write != a.op && !clocks.before(prog, last_write, a.op)) race(last_write);
-                for (int r : reads)
-                    if (r != a.op && !clocks.before(prog, r, a.op)) race(r);
-                last_write = a.op;
-                reads.clear();
-            } else {
-                if (last_write >= 0 && last_write != a.op && !clocks.before(prog, last_write, a.op)) race(last_write);
-                reads.push_back(a.op);
-            }
-        }
-    }
-    if (!pr.empty()) return;
-    // values and levels; every chunk with the step that wrote it last
-    struct Cell {
-        std::uint64_t value = no_data;
-        int writer = -1;
-    };
-    std::vector<std::vector<Cell>> out(prog.P), scr(prog.P), in(prog.P);
-    for (int r = 0; r < prog.P; ++r) {
-        const Gpu& gpu = prog.gpus[r];
-        in[r].resize(gpu.i_chunks);
-        out[r].resize(gpu.o_chunks);
-        scr[r].resize(gpu.s_chunks);
-        for (int c = 0; c < gpu.i_chunks; ++c) in[r][c].value = layout.initial(r, 'i', c);
-        for (int c = 0; c < gpu.o_chunks; ++c) out[r][c].value = layout.initial(r, 'o', c);
-    }
-    auto cell = [&](int rank, char buf, int off) -> Cell& {
-        Location l = layout.locate(rank, buf, off);
-        return l.buf == 'i' ? in[rank][l.off] : l.buf == 'o' ? out[rank][l.off] : scr[rank][l.off];
-    };
-    const std::size_t n = prog.ops.size();
-    std::vector<Step> finish(n, 0), arrival(n, 0);
-    std::vector<std::vector<std::uint64_t>> carried(n);  // per receiving op: the chunks on the wire
-    Composites* reg = builder && prog.reduction ? &builder->composites() : nullptr;
-    const Messages ms = builder ? builder->messages() : Messages(prog.P, nullptr, prog.k);
-    for (int o : g.order) {
-        const Op& op = prog.ops[o];
-        const Tb& tb = prog.tbs[op.tb];
-        Step ready = op.pos > 0 ? finish[tb.ops[op.pos - 1]] : 0;
-        if (g.publisher[o] >= 0) ready = std::max(ready, finish[g.publisher[o]]);
-        // the chunks the step makes: received, read, or the reduction of the two (re: of the
-        // destination and the source)
-        std::vector<std::uint64_t> vals(op.cnt, no_data);
-        if (op.receives()) {
-            vals = std::move(carried[o]);
-            ready = std::max(ready, arrival[o]);
-        }
-        for (int x = 0; x < op.cnt && op.type != OpType::nop; ++x) {
-            if (self_copy(op, x)) continue;
-            if (!op.reads_src()) continue;
-            const std::uint64_t local = cell(op.rank, op.srcbuf, op.srcoff + x).value;
-            if (!op.reduces()) {
-                vals[x] = local;
-                continue;
-            }
-            const std::uint64_t other = op.type == OpType::reduce ? cell(op.rank, op.dstbuf, op.dstoff + x).value : vals[x];
-            auto sum = layout.combine(other, local);
-            if (const std::string* why = std::get_if<std::string>(&sum)) {
-                if (other == no_data && op.receives()) continue;  // reported where the missing data was sent
-                const bool src_empty = local == no_data;
-                pr.add(op.line, op.col,
-                       *why == "holds no data"
-                           ? fmt::format("{}{}: reduces with chunk {}[{}], which holds no data at that point", where(prog, op), mode,
-                                         src_empty ? op.srcbuf : op.dstbuf, (src_empty ? op.srcoff : op.dstoff) + x)
-                           : fmt::format("{}{}: {}", where(prog, op), mode, *why));
-                vals[x] = no_data;
-                continue;
-            }
-            vals[x] = std::get<std::uint64_t>(sum);
-        }
-        if (op.writes_dst())
-            for (int x = 0; x < op.cnt; ++x) {
-                if (self_copy(op, x)) continue;
-                cell(op.rank, op.dstbuf, op.dstoff + x) = Cell{vals[x], o};
-            }
-        finish[o] = ready;
-        if (!op.sends()) continue;
-        // on the wire: chunk x in step ready + 1 + x, along the route to the peer
-        const int to = tb.send, recv = g.matched[o];
-        Step last = 0;
-        for (int x = 0; x < op.cnt; ++x) {
-            const std::uint64_t v = vals[x];
-            if (v == no_data) {
-                if (op.receives()) continue;  // reported where the missing data was sent, or at the reduction
-                pr.add(op.line, op.col,
-                       fmt::format("{}{}: sends chunk {}[{}], which holds no data at that point", where(prog, op), mode, op.srcbuf,
-                                   op.srcoff + x));
-                continue;
-            }
-            if (layout.own_chunk(v)) {
-                pr.add(op.line, op.col,
-                       fmt::format("{}{}: sends {}, which the alltoall keeps on its own rank (no message of the collective)",
-                                   where(prog, op), mode, layout.describe(v)));
-                continue;
-            }
-            const Step sent = ready + 1 + Step(x);
-            last = builder ? builder->send_cut_through(sent, Node{std::uint32_t(op.rank)}, Node{std::uint32_t(to)},
-                                                       layout.message(reg, ms, v))
-                           : sent;
-        }
-        finish[o] = ready + Step(op.cnt);
-        if (recv >= 0) {
-            carried[recv] = vals;
-            arrival[recv] = std::max(last, finish[o]);
-        }
-    }
-    if (!pr.empty()) return;
-    for (int r = 0; r < prog.P; ++r)
-        for (int c = 0; c < prog.gpus[r].o_chunks; ++c) {
-            const std::optional<std::uint64_t> want = layout.wanted(r, c);
-            const Cell& have = cell(r, 'o', c);
-            if (!want || have.value == *want) continue;
-            const int w = have.writer;
-            std::string by = w < 0                  ? ", never written"
-                             : g.source[w] >= 0 ? fmt::format(", written by {}, which {} sent", where(prog, prog.ops[w]),
-                                                              where(prog, prog.ops[g.source[w]]))
-                                                : fmt::format(", written by {}", where(prog, prog.ops[w]));
-            const Op* at = w >= 0 ? &prog.ops[w] : nullptr;
-            pr.add(at ? at->line : 0, at ? at->col : 0,
-                   fmt::format("rank {}{}: output chunk {} holds {}{}, but the {} needs {} there{} [completeness]", r, mode, c,
-                               layout.describe(have.value), by, prog.coll, layout.describe(*want), layout.gap(have.value, *want)));
-        }
-}
-
 }  // namespace
+
+std::string MscclReport::text() const {
+    std::string out = summary + "\n";
+    for (const std::string& n : notes) out += "note: " + n + "\n";
+    if (holds) {
+        out += checked_goals ? "holds: no deadlock, every transfer matched, no data race, and every output chunk holds what it "
+                               "must, in every execution the executor permits\n"
+                             : "holds: no deadlock, every transfer matched and no data race, in every execution the executor "
+                               "permits (no postcondition: give one with --expect FILE)\n";
+    } else {
+        out += fmt::format("violated: {} problem{}\n", violations, violations == 1 ? "" : "s");
+        for (const std::string& f : findings) out += f + "\n";
+    }
+    out += chunk_map;
+    out += timing;
+    return out;
+}
 
 bool looks_like_xml(std::string_view text) {
     for (char c : text) {
@@ -502,50 +713,15 @@ bool looks_like_xml(std::string_view text) {
     return false;
 }
 
+MscclReport check_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& opt) {
+    Checker c(text, name, opt);
+    return c.check();
+}
+
 SendTable parse_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& opt) {
-    Elem algo = parse_xml(text, name);
-    Problems pr(name);
-    Program prog = build_program(algo, opt, pr);
-    std::shared_ptr<const Topology> topo =
-        Topology::parse(opt.topology.empty() ? fmt::format("complete:{}", prog.P) : opt.topology);
-    if (topo->processors() != std::uint32_t(prog.P))
-        throw InputError(fmt::format("{}: the program has {} ranks but {} has {} processors", name, prog.P, topo->spec(),
-                                     topo->processors()));
-    Model model = topo->default_model();
-    if (model.timing != Timing::hop)
-        throw InputError(fmt::format("{}: MSCCL-IR is read under hop timing; {} defaults to wormhole timing", name, topo->spec()));
-    Graph g = build_graph(prog, pr);
-    const std::size_t entries = prog.ops.size() * prog.tbs.size();
-    if (entries > (std::size_t{1} << 27))
-        throw InputError(fmt::format("{}: {} steps in {} thread blocks: checking data races would take more than 256 MB of "
-                                     "clocks; not checked",
-                                     name, prog.ops.size(), prog.tbs.size()));
-    for (const Tb& tb : prog.tbs)
-        if (tb.ops.size() > 65535) throw InputError(fmt::format("{}: a thread block with more than 65535 steps", name));
-    Clocks clocks(prog, g);
-    Collective coll{prog.coll == "alltoall"        ? CollectiveKind::alltoall
-                    : prog.coll == "allgather"     ? CollectiveKind::allgather
-                    : prog.coll == "allreduce"     ? CollectiveKind::allreduce
-                    : prog.coll == "reduce"        ? CollectiveKind::reduce
-                    : prog.coll == "reducescatter" ? CollectiveKind::reduce_scatter
-                                                   : CollectiveKind::broadcast,
-                    Node{0},
-                    {}};
-    // k chunks per datum are the table's chunks (C): piece j of a datum is its chunk j
-    try {
-        coll.set_chunks(std::uint64_t(prog.k), *topo);
-    } catch (const InputError& e) {
-        throw InputError(fmt::format("{}: {} chunks per datum: {}", name, prog.k, e.what()));
-    }
-    TableBuilder builder(topo, model, coll);
-    bool first = true;
-    for (bool inplace : {false, true}) {
-        if (inplace ? !prog.inplace : !prog.outofplace) continue;
-        run(prog, g, clocks, inplace, pr, first ? &builder : nullptr);
-        first = false;
-    }
-    pr.check();
-    return std::move(builder).finish();
+    Checker c(text, name, opt);
+    MscclReport rep = c.check();
+    return c.table(rep);
 }
 
 }  // namespace collsched

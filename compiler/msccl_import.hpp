@@ -1,39 +1,33 @@
 /** \file
- * Reading and checking MSCCL-IR XML (as msccl-tools' `ir_to_xml` and `collsched convert
- * --format msccl` write it) into a send table, so that `verify`, `simulate` and `convert` work on
- * programs made by MSCCLang. docs/exports.md ("Reading MSCCL-IR") states the model.
+ * Checking MSCCL-IR programs (the XML msccl-tools' `ir_to_xml` and `collsched convert --format
+ * msccl` write) exactly as the MSCCL executor runs them, and reading them into send tables.
+ * docs/exports.md ("Reading MSCCL-IR") states the semantics with the executor's source lines.
  *
- * The program is rebuilt per rank: thread blocks run their steps in order; a step with `depid`
- * waits until thread block `depid` has published a step at or after `deps` (the executor
- * publishes only steps marked `hasdep="1"`); sends and receives are matched first-in first-out
- * per connection (sender, receiver, channel); a send never waits for its receive (NCCL's
- * connection buffers). The steps are levelled by these dependencies: a send of `cnt` chunks
- * whose data and thread block are ready after level L puts chunk x on the wire in step L+1+x,
- * along the topology's route (cut-through), and a receive completes when the last chunk has
- * arrived and its thread block got there. Chunks are mapped to messages by `coll` and the
- * buffers: alltoall `i_chunks` = P*k, input chunk j of rank r is piece j mod k of m(r, j div k);
- * allgather `i_chunks` = k, input chunk j of rank r is piece j of b(r), output chunk c holds
- * piece c mod k of b(c div k); broadcast: rank 0 is the root (the executor has no root), its k
- * input chunks are b(0). In place (`inplace="1"`) the input aliases the output as the executor's
- * isInPlace test defines it; a file that allows both is checked both ways. k chunks per datum
- * become the table's chunks C (piece j of a datum is its chunk j). Reductions (allreduce,
- * reduce with root 0, reducescatter; steps rrc, rrs, rrcs, re) carry partials, sets of ranks'
- * contributions to one chunk, and send them as the messages a({...},c) of the buffer rule.
+ * A program is asynchronous: each thread block runs its steps in order; a step with
+ * `depid`/`deps` waits until thread block `depid` has published a step at or after `deps` (the
+ * executor publishes only steps marked `hasdep="1"`, counting steps as its kernel does: a `nop`
+ * folds into the next step); sends and receives are matched first in first out per connection
+ * (sender, receiver, channel). The check (compiler/async_program.hpp) decides, over every
+ * execution this permits: deadlock (a cycle of waits, a wait never published, a receive no send
+ * matches), unmatched sends, data races, and, for a program free of both, the unique result
+ * against the collective's postcondition (or `--expect`), with the buffers the executor gives
+ * the call: in place and out of place as its lifecycle defines them (`inplace`, `outofplace`;
+ * both aliasing directions), `nchunksperloop`.
  *
- * Refused with file:line:col and the rank, thread block and step: a reduction that mixes chunks
- * or counts a contribution twice, other collectives,
- * malformed or inconsistent files, the executor's load rules (shared with the exporter,
- * compiler/export_msccl.hpp), unmatched sends or receives, waits that never end (a cycle, or a
- * dependency on a step nobody publishes), two unordered accesses to one chunk of which one writes
- * (a data race: a dependency is missing), a send of a chunk that holds no data, and output
- * buffers that do not hold what the collective needs.
+ * Exit codes: a file the executor's reader would not load (malformed XML, a missing attribute,
+ * a bad `nchunksperloop`, an offset outside the buffers, a limit) throws InputError (exit 2)
+ * with file:line:col; a loadable program that deadlocks, races, leaves a transfer unmatched or
+ * computes the wrong output is a violation (MscclReport::holds false; exit 1); with a topology,
+ * a send between two ranks the topology does not connect is a violation too.
  */
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "compiler/send_table.hpp"
+#include "dsl/diagnostics.hpp"
 
 namespace collsched {
 
@@ -42,13 +36,50 @@ struct MscclImportOptions {
     std::string topology;
     /// The executor's MSCCL_MAX_NUM_STEPS, checked as the exporter checks it.
     int max_steps = 64;
+    /// A postcondition replacing the collective's (required for what `custom` must compute to
+    /// be checked): the text of a JSON file, docs/exports.md ("--expect").
+    std::string expect = {};
+    std::string expect_name = "expect.json";
+};
+
+/// The verdict on a program and what was found.
+struct MscclReport {
+    bool holds = false;
+    bool checked_goals = true;          ///< false: a custom collective without --expect
+    std::string summary;                ///< one line: the collective, ranks, chunks, modes, thread blocks, steps
+    std::vector<std::string> findings;  ///< file:line:col: ... [kind], at most 20 per kind
+    std::size_t violations = 0;         ///< exact count
+    std::vector<std::string> notes;     ///< what the executor would do differently, what was assumed
+    std::string timing;                 ///< the as-soon-as-possible step view (information)
+    std::string chunk_map;              ///< custom collectives: where every input chunk ends up
+    /// The data movement of a program that finishes without a race: every chunk a send puts on
+    /// a connection, as (sender, receiver, what it carries: `b(3)`, `m(0,2,1)`, `a({0..3},2)`).
+    struct Move {
+        int from, to;
+        std::string value;
+        auto operator<=>(const Move&) const = default;
+    };
+    std::vector<Move> moves;
+    /// The text `verify` prints.
+    std::string text() const;
+};
+
+/// A program that does not do what it must: `convert` and `simulate` stop with exit 1.
+class ProgramViolation : public InputError {
+public:
+    using InputError::InputError;
 };
 
 /// Whether a text looks like XML (its first non-blank character is '<').
 bool looks_like_xml(std::string_view text);
 
-/// Reads, checks and levels an MSCCL-IR program; `name` is used in messages. Throws InputError
-/// with every problem found (one per line, up to 20), nothing returned.
+/// Checks an MSCCL-IR program; `name` is used in messages. Throws InputError (only) for a file
+/// the executor would not load.
+MscclReport check_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& = {});
+
+/// Checks the program and levels it into a send table: its as-soon-as-possible run, every chunk
+/// on the wire one transfer of the message it carries. Throws InputError for a file the executor
+/// would not load and ProgramViolation (the report's text) for a program that does not hold.
 SendTable parse_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& = {});
 
 }  // namespace collsched

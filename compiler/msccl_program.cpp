@@ -9,31 +9,85 @@ namespace collsched::msccl {
 
 namespace {
 
-constexpr int max_chunks = 1 << 20;  ///< per buffer and rank: the reader holds one value per chunk
+constexpr int max_chunks = 1 << 20;       ///< nchunksperloop and the buffers, per rank: what collsched checks
+constexpr long max_goal_slots = 1L << 24;  ///< output chunks over all ranks
+constexpr std::size_t max_attrs = 16;     ///< MAX_ATTR_COUNT (msccl_parser.h:21): later attributes are dropped
+constexpr std::size_t max_str = 255;      ///< MAX_STR_LEN (msccl_parser.h:20)
 
+/// The attribute as the executor's reader sees it: among the first 16 of the element.
 const std::string* find_attr(const Elem& e, std::string_view k) {
-    for (const auto& [key, v] : e.attrs)
-        if (key == k) return &v;
+    for (std::size_t i = 0; i < e.attrs.size() && i < max_attrs; ++i)
+        if (e.attrs[i].first == k) return &e.attrs[i].second;
     return nullptr;
 }
 
-std::optional<int> int_attr(const Elem& e, std::string_view k, Problems& pr, std::optional<int> fallback = std::nullopt) {
-    const std::string* v = find_attr(e, k);
-    if (!v) {
-        if (fallback) return fallback;
-        pr.add(e, fmt::format("<{}> has no attribute {}", e.name, k));
-        return std::nullopt;
-    }
+/// A required attribute (the executor's mscclXmlGetAttrStr fails without it).
+const std::string* required(const Elem& e, std::string_view k, Problems& pr) {
+    if (const std::string* v = find_attr(e, k)) return v;
+    bool later = false;
+    for (const auto& [key, v] : e.attrs) later = later || key == k;
+    pr.add(e, later ? fmt::format("<{}> has attribute {} after its first {}; the executor's reader keeps {} [MAX_ATTR_COUNT] "
+                                  "and would not find it",
+                                  e.name, k, max_attrs, max_attrs)
+                    : fmt::format("<{}> has no attribute {}, which the executor's reader requires", e.name, k));
+    return nullptr;
+}
+
+std::optional<int> parse_int(const Elem& e, std::string_view k, const std::string& v, Problems& pr) {
     int x = 0;
-    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
-    if (ec != std::errc() || p != v->data() + v->size()) {
-        pr.add(e, fmt::format("<{}> attribute {}=\"{}\" is not an integer", e.name, k, *v));
+    const char* b = v.data() + (v.starts_with('+') ? 1 : 0);
+    auto [p, ec] = std::from_chars(b, v.data() + v.size(), x);
+    if (ec != std::errc() || p != v.data() + v.size() || b == v.data() + v.size()) {
+        pr.add(e, fmt::format("<{}> attribute {}=\"{}\" is not an integer", e.name, k, v));
         return std::nullopt;
     }
     return x;
 }
 
+std::optional<int> int_attr(const Elem& e, std::string_view k, Problems& pr) {
+    const std::string* v = required(e, k, pr);
+    return v ? parse_int(e, k, *v, pr) : std::nullopt;
+}
+
+/// An attribute the executor requires but msccl-tools' ir_to_xml never writes: read with the
+/// default msccl-tools means; `missing` collects its name for one note.
+std::optional<int> tools_attr(const Elem& e, std::string_view k, int fallback, Problems& pr, std::vector<std::string>& missing,
+                              const std::string& meaning) {
+    if (const std::string* v = find_attr(e, k)) return parse_int(e, k, *v, pr);
+    missing.push_back(fmt::format("{} as {}", k, meaning));
+    return fallback;
+}
+
+std::optional<OpType> step_type(std::string_view ty) {
+    if (ty == "s") return OpType::send;
+    if (ty == "r") return OpType::recv;
+    if (ty == "rcs") return OpType::rcs;
+    if (ty == "rrs") return OpType::rrs;
+    if (ty == "rrc") return OpType::rrc;
+    if (ty == "rrcs") return OpType::rrcs;
+    if (ty == "cpy") return OpType::copy;
+    if (ty == "re") return OpType::reduce;
+    if (ty == "nop") return OpType::nop;
+    return std::nullopt;
+}
+
 }  // namespace
+
+int Program::input_chunks(int rank) const {
+    switch (coll) {
+        case Coll::allgather: return N / P;
+        case Coll::custom: return gpus[rank].i_chunks;
+        default: return N;
+    }
+}
+
+int Program::output_chunks(int rank) const {
+    switch (coll) {
+        case Coll::reducescatter: return N / P;
+        case Coll::custom: return gpus[rank].o_chunks;
+        default: return N;
+    }
+}
 
 std::string where(const Program& prog, const Op& op) {
     const Tb& tb = prog.tbs[op.tb];
@@ -62,31 +116,81 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
         pr.add(algo, fmt::format("the top element is <{}>, expected <algo>", algo.name));
         pr.check();
     }
+    // <algo>: msccl_parser.cc:306-389 (and mscclGetAlgoMetaFromXmlFile, :700-790)
+    auto nchunks = int_attr(algo, "nchunksperloop", pr);
+    auto nchannels = int_attr(algo, "nchannels", pr);
     auto ngpus = int_attr(algo, "ngpus", pr);
-    const std::string* coll = find_attr(algo, "coll");
-    if (!coll) pr.add(algo, "<algo> has no attribute coll");
+    const std::string* proto = required(algo, "proto", pr);
+    const std::string* coll = required(algo, "coll", pr);
+    auto inplace = int_attr(algo, "inplace", pr);
     pr.check();
     prog.P = *ngpus;
-    prog.coll = *coll;
-    prog.reduction = prog.coll == "allreduce" || prog.coll == "reduce" || prog.coll == "reducescatter";
-    if (!prog.reduction && prog.coll != "alltoall" && prog.coll != "allgather" && prog.coll != "broadcast")
-        pr.add(algo, fmt::format("coll=\"{}\": collsched reads alltoall, allgather, broadcast, allreduce, reduce and reducescatter",
-                                 prog.coll));
+    prog.N = *nchunks;
+    prog.nchannels = *nchannels;
+    prog.proto = *proto;
+    prog.coll_name = *coll;
+    prog.inplace = *inplace != 0;
+    if (prog.proto != "Simple" && prog.proto != "LL" && prog.proto != "LL128")
+        pr.add(algo, fmt::format("proto=\"{}\" is not Simple, LL or LL128 (msccl_parser.cc:290-301, :327-328)", prog.proto));
+    const std::string& c = prog.coll_name;
+    if (c == "allreduce") prog.coll = Coll::allreduce;
+    else if (c == "allgather") prog.coll = Coll::allgather;
+    else if (c == "alltoall") prog.coll = Coll::alltoall;
+    else if (c == "reduce") prog.coll = Coll::reduce;
+    else if (c == "reducescatter") prog.coll = Coll::reducescatter;
+    else if (c == "broadcast") prog.coll = Coll::broadcast;
+    else if (c == "reduce_scatter") {
+        prog.coll = Coll::reducescatter;
+        prog.notes.push_back("coll=\"reduce_scatter\" is msccl-tools' name; the executor at c6f6b36 knows only \"reducescatter\" "
+                             "(msccl_parser.cc:347) and would not load the file: checked as a reducescatter");
+    } else if (c == "custom") {
+        prog.coll = Coll::custom;
+        prog.notes.push_back("coll=\"custom\" (a collective of msccl-tools' program): the executor at c6f6b36 does not load it "
+                             "(msccl_parser.cc:369-371, \"unsupported collective\"); checked for deadlock, races and unmatched "
+                             "transfers, with the buffers as declared and no aliasing; --expect FILE names the outputs");
+    } else {
+        pr.add(algo, fmt::format("coll=\"{}\": collsched checks allreduce, allgather, alltoall, reduce, reducescatter, broadcast "
+                                 "and custom (the executor also loads send, recv, gather, scatter and alltoallv, whose buffers "
+                                 "collsched does not model)",
+                                 c));
+    }
     if (prog.P < 2 || prog.P > MscclLimits::max_gpus)
         pr.add(algo, fmt::format("ngpus=\"{}\" is outside 2..{} [MAX_SUBS]", prog.P, MscclLimits::max_gpus));
-    if (const std::string* proto = find_attr(algo, "proto"); proto && *proto != "Simple" && *proto != "LL" && *proto != "LL128")
-        pr.add(algo, fmt::format("proto=\"{}\" is not Simple, LL or LL128", *proto));
-    prog.inplace = int_attr(algo, "inplace", pr, 0).value_or(0) != 0;
-    // msccl-tools writes no outofplace: such a file serves the calls its inplace names
-    prog.outofplace = int_attr(algo, "outofplace", pr, prog.inplace ? 0 : 1).value_or(1) != 0;
-    if (!prog.inplace && !prog.outofplace) pr.add(algo, "inplace=\"0\" and outofplace=\"0\": the program serves no call");
-    auto nchannels = int_attr(algo, "nchannels", pr, 1);
+    if (prog.N < 1 || prog.N > max_chunks)
+        pr.add(algo, fmt::format("nchunksperloop=\"{}\" is outside 1..{} (the executor divides each buffer into this many "
+                                 "chunks; 0 or less serves no call)",
+                                 prog.N, max_chunks));
+    if (prog.nchannels < 1 || prog.nchannels > MscclLimits::max_channels)
+        pr.add(algo, fmt::format("nchannels=\"{}\" is outside 1..{} [MAXCHANNELS]", prog.nchannels, MscclLimits::max_channels));
+    std::vector<std::string> missing;
+    tools_attr(algo, "minBytes", 0, pr, missing, "0");
+    tools_attr(algo, "maxBytes", 0, pr, missing, "0 (no limit)");
+    auto outofplace = tools_attr(algo, "outofplace", prog.inplace ? 0 : 1, pr, missing, prog.inplace ? "0" : "1");
+    if (!missing.empty()) {
+        std::string list;
+        for (std::size_t i = 0; i < missing.size(); ++i)
+            list += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + missing[i];
+        prog.notes.push_back(fmt::format("<algo> lacks attributes msccl-tools' ir_to_xml never writes; read {} (the executor at "
+                                         "c6f6b36 requires them, msccl_parser.cc:375-389, and would not load this file as it is)",
+                                         list));
+    }
+    prog.outofplace = outofplace.value_or(1) != 0;
+    if (!prog.inplace && !prog.outofplace) pr.add(algo, "inplace=\"0\" and outofplace=\"0\": the executor selects it for no call");
     pr.check();
+    const bool per_rank = prog.coll == Coll::allgather || prog.coll == Coll::alltoall || prog.coll == Coll::reducescatter;
+    if (per_rank && prog.N % prog.P)
+        pr.add(algo, fmt::format("nchunksperloop=\"{}\" is not a multiple of ngpus=\"{}\": the {} buffers of one rank are N/P "
+                                 "chunks",
+                                 prog.N, prog.P, prog.coll_name));
+    if (long(prog.N) * prog.P > max_goal_slots)
+        pr.add(algo, fmt::format("nchunksperloop=\"{}\" on {} ranks: more than {} chunks to check", prog.N, prog.P, max_goal_slots));
+    pr.check();
+    // <gpu>, <tb>, <step>: msccl_parser.cc:391-682
     prog.gpus.resize(prog.P);
     std::vector<bool> seen(prog.P);
     for (const Elem& g : algo.subs) {
         if (g.name != "gpu") {
-            pr.add(g, fmt::format("<{}> inside <algo>, expected <gpu>", g.name));
+            pr.add(g, fmt::format("<{}> inside <algo>, expected <gpu> (the executor ignores it; a misspelling?)", g.name));
             continue;
         }
         auto id = int_attr(g, "id", pr), ic = int_attr(g, "i_chunks", pr), oc = int_attr(g, "o_chunks", pr),
@@ -96,15 +200,28 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
             pr.add(g, fmt::format("gpu id {} is outside 0..{} or listed twice", *id, prog.P - 1));
             continue;
         }
-        if (*ic < 0 || *oc < 0 || *sc < 0 || *ic > max_chunks || *oc > max_chunks || *sc > max_chunks) {
-            pr.add(g, fmt::format("gpu {}: chunk counts must be in 0..{}", *id, max_chunks));
-            continue;
-        }
         seen[*id] = true;
         Gpu& gpu = prog.gpus[*id];
         gpu.i_chunks = *ic;
         gpu.o_chunks = *oc;
         gpu.s_chunks = *sc;
+        if (*ic < 0 || *oc < 0 || *sc < 0 || *ic > max_chunks || *oc > max_chunks || *sc > max_chunks) {
+            pr.add(g, fmt::format("gpu {}: chunk counts must be in 0..{}", *id, max_chunks));
+            continue;
+        }
+        if (prog.coll != Coll::custom) {
+            // the executor checks offsets against the declared counts (msccl_parser.cc:270-288), but the
+            // buffers it has are the call's: count * sizeMultiplier / nchunksperloop elements per chunk
+            const int in = prog.input_chunks(*id), out = prog.output_chunks(*id);
+            if (*ic > in)
+                pr.add(g, fmt::format("gpu {}: i_chunks=\"{}\", but coll=\"{}\" with nchunksperloop=\"{}\" on {} ranks has an input "
+                                      "buffer of {} chunks",
+                                      *id, *ic, prog.coll_name, prog.N, prog.P, in));
+            if (*oc > out)
+                pr.add(g, fmt::format("gpu {}: o_chunks=\"{}\", but coll=\"{}\" with nchunksperloop=\"{}\" on {} ranks has an output "
+                                      "buffer of {} chunks",
+                                      *id, *oc, prog.coll_name, prog.N, prog.P, out));
+        }
         std::size_t elements = 1 + algo.subs.size() + g.subs.size();
         for (const Elem& te : g.subs) {
             if (te.name != "tb") {
@@ -112,7 +229,7 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
                 continue;
             }
             elements += te.subs.size();
-            auto tid = int_attr(te, "id", pr), send = int_attr(te, "send", pr), recv = int_attr(te, "recv", pr),
+            auto tid = int_attr(te, "id", pr), recv = int_attr(te, "recv", pr), send = int_attr(te, "send", pr),
                  chan = int_attr(te, "chan", pr);
             if (!tid || !send || !recv || !chan) continue;
             if (*tid < 0 || *tid >= MscclLimits::max_tbs || gpu.tb_by_id.count(*tid)) {
@@ -124,91 +241,118 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
             if (*send < -1 || *send >= prog.P || *recv < -1 || *recv >= prog.P || *send == *id || *recv == *id)
                 pr.add(te, fmt::format("gpu {}, thread block {}: peers send=\"{}\" recv=\"{}\" must be -1 or another gpu", *id,
                                        *tid, *send, *recv));
-            if (*chan < 0 || *chan >= MscclLimits::max_channels || *chan >= *nchannels)
-                pr.add(te, fmt::format("gpu {}, thread block {}: channel {} is outside 0..{} (nchannels=\"{}\", MAXCHANNELS {})",
-                                       *id, *tid, *chan, std::min(*nchannels, MscclLimits::max_channels) - 1, *nchannels,
-                                       MscclLimits::max_channels));
-            if (int(te.subs.size()) > opt.max_steps)
-                pr.add(te, fmt::format("gpu {}, thread block {} has {} steps; the executor allows at most {} "
-                                       "[MSCCL_MAX_NUM_STEPS] (--max-steps N if it is built with another value)",
-                                       *id, *tid, te.subs.size(), opt.max_steps));
+            if (*chan < 0 || *chan >= MscclLimits::max_channels)
+                pr.add(te, fmt::format("gpu {}, thread block {}: channel {} is outside 0..{} [MAXCHANNELS]", *id, *tid, *chan,
+                                       MscclLimits::max_channels - 1));
+            else if (*chan >= prog.nchannels)
+                pr.add(te, fmt::format("gpu {}, thread block {}: channel {} is not below nchannels=\"{}\" (the executor sets up "
+                                       "that many channels)",
+                                       *id, *tid, *chan, prog.nchannels));
             const int tbi = int(prog.tbs.size());
             gpu.tb_by_id[*tid] = tbi;
             gpu.tbs.push_back(tbi);
-            prog.tbs.push_back(Tb{*id, *tid, *send, *recv, *chan, {}});
+            prog.tbs.push_back(Tb{*id, *tid, *send, *recv, *chan, te.line, te.col, {}});
+            int transmissions = 0;
             for (const Elem& se : te.subs) {
                 if (se.name != "step") {
-                    pr.add(se, se.name == "op" ? "<op> is msccl-tools' newer format (old_format=False); collsched reads <step>"
+                    pr.add(se, se.name == "op" ? "<op> is msccl-tools' newer format (old_format=False); the executor reads <step>"
                                                : fmt::format("<{}> inside <tb>, expected <step>", se.name));
                     continue;
                 }
                 Op op{OpType::nop, *id, tbi, int(prog.tbs[tbi].ops.size())};
                 op.line = se.line;
                 op.col = se.col;
+                for (const auto& [k, v] : se.attrs)
+                    if (k.size() >= max_str || v.size() >= max_str)
+                        pr.add(se, fmt::format("an attribute of <step> is {} characters or longer [MAX_STR_LEN]", max_str));
                 auto s = int_attr(se, "s", pr);
-                const std::string* type = find_attr(se, "type");
-                if (!type) pr.add(se, "<step> has no attribute type");
-                if (!s || !type) continue;
-                if (*s != op.pos)
-                    pr.add(se, fmt::format("gpu {}, thread block {}: step s=\"{}\" is its step number {}; the executor counts "
-                                           "steps itself, so s must be 0, 1, 2, ... in order",
-                                           *id, *tid, *s, op.pos));
-                const std::string& ty = *type;
-                if (ty == "s") op.type = OpType::send;
-                else if (ty == "r") op.type = OpType::recv;
-                else if (ty == "rcs") op.type = OpType::rcs;
-                else if (ty == "cpy") op.type = OpType::copy;
-                else if (ty == "nop") op.type = OpType::nop;
-                else if (ty == "rrc") op.type = OpType::rrc;
-                else if (ty == "rrs") op.type = OpType::rrs;
-                else if (ty == "rrcs") op.type = OpType::rrcs;
-                else if (ty == "re") op.type = OpType::reduce;
-                else {
-                    pr.add(se, fmt::format("gpu {}, thread block {}, step {}: unknown step type \"{}\"", *id, *tid, op.pos, ty));
+                auto srcoff = int_attr(se, "srcoff", pr);
+                const std::string* srcbuf = required(se, "srcbuf", pr);
+                auto dstoff = int_attr(se, "dstoff", pr);
+                const std::string* dstbuf = required(se, "dstbuf", pr);
+                auto cnt = int_attr(se, "cnt", pr);
+                const std::string* type = required(se, "type", pr);
+                auto depid = int_attr(se, "depid", pr), deps = int_attr(se, "deps", pr), hasdep = int_attr(se, "hasdep", pr);
+                if (!s || !srcoff || !srcbuf || !dstoff || !dstbuf || !cnt || !type || !depid || !deps || !hasdep) continue;
+                const auto ty = step_type(*type);
+                if (!ty) {
+                    pr.add(se, fmt::format("gpu {}, thread block {}, step {}: unknown step type \"{}\" (msccl_parser.cc:540-542)", *id,
+                                           *tid, op.pos, *type));
                     continue;
                 }
-                auto buf = [&](const char* k) -> char {
-                    const std::string* b = find_attr(se, k);
-                    if (!b) return 'i';
-                    if (*b != "i" && *b != "o" && *b != "s") pr.add(se, fmt::format("{}=\"{}\" is not i, o or s", k, *b));
-                    return b->empty() ? 'i' : (*b)[0];
-                };
-                op.srcbuf = buf("srcbuf");
-                op.dstbuf = buf("dstbuf");
-                op.srcoff = int_attr(se, "srcoff", pr, -1).value_or(-1);
-                op.dstoff = int_attr(se, "dstoff", pr, -1).value_or(-1);
-                op.cnt = int_attr(se, "cnt", pr, 1).value_or(1);
-                op.depid = int_attr(se, "depid", pr, -1).value_or(-1);
-                op.deps = int_attr(se, "deps", pr, -1).value_or(-1);
-                const int hasdep = int_attr(se, "hasdep", pr, 0).value_or(0);
-                op.hasdep = hasdep == 1;
-                if (hasdep != 0 && hasdep != 1) pr.add(se, fmt::format("hasdep=\"{}\" must be 0 or 1", hasdep));
-                if (op.type != OpType::nop && (op.cnt < 1 || op.cnt >= MscclLimits::max_count))
-                    pr.add(se, fmt::format("cnt=\"{}\" is outside 1..{} [MSCCL_MAX_COUNT]", op.cnt, MscclLimits::max_count - 1));
-                if (op.reduces() && !prog.reduction)
-                    pr.add(se, fmt::format("gpu {}, thread block {}, step {}: type=\"{}\" reduces, but coll=\"{}\" has no reduction",
-                                           *id, *tid, op.pos, ty, prog.coll));
-                if (op.sends() && *send < 0) pr.add(se, fmt::format("gpu {}, thread block {}, step {} sends, but the thread block has no send peer", *id, *tid, op.pos));
-                if (op.receives() && *recv < 0) pr.add(se, fmt::format("gpu {}, thread block {}, step {} receives, but the thread block has no receive peer", *id, *tid, op.pos));
-                auto bounds = [&](char b, int off, const char* which) {
-                    const int n = b == 'i' ? *ic : b == 'o' ? *oc : *sc;
-                    if (off < 0 || off + op.cnt > n)
-                        pr.add(se, fmt::format("gpu {}, thread block {}, step {}: {} chunks {}..{} of buffer {} are outside its {} "
-                                               "chunks",
-                                               *id, *tid, op.pos, which, off, off + op.cnt - 1, b, n));
-                };
-                // every chunk a step reads or writes (the executor leaves rrc's unchecked: it would
-                // read or write outside the buffer)
-                if (op.reads_src()) bounds(op.srcbuf, op.srcoff, "source");
-                if (op.writes_dst()) bounds(op.dstbuf, op.dstoff, "destination");
+                op.type = *ty;
+                if (*s < 0 || *s >= opt.max_steps)
+                    pr.add(se, fmt::format("gpu {}, thread block {}: s=\"{}\" is outside 0..{} [MSCCL_MAX_NUM_STEPS] (--max-steps N "
+                                           "if the executor is built with another value)",
+                                           *id, *tid, *s, opt.max_steps - 1));
+                else if (*s != op.pos && prog.notes.size() < 40)
+                    prog.notes.push_back(fmt::format("{}:{}: gpu {}, thread block {}: s=\"{}\" on step {} of the thread block; the "
+                                                     "executor ignores s and counts steps itself (msccl_kernel.cu:221), and so "
+                                                     "does this check",
+                                                     se.line, se.col, *id, *tid, *s, op.pos));
+                for (const std::string* b : {srcbuf, dstbuf})
+                    if (*b != "i" && *b != "o" && *b != "s")
+                        pr.add(se, fmt::format("buffer \"{}\" is not i, o or s (msccl_parser.cc:256-268, :553-554)", *b));
+                op.srcbuf = srcbuf->empty() ? 'i' : (*srcbuf)[0];
+                op.dstbuf = dstbuf->empty() ? 'o' : (*dstbuf)[0];
+                op.srcoff = *srcoff;
+                op.dstoff = *dstoff;
+                op.cnt = *cnt;
+                op.depid = *depid;
+                op.deps = *deps;
+                op.hasdep = *hasdep == 1;
+                if (op.type != OpType::nop) {
+                    ++transmissions;
+                    if (op.cnt < 0 || op.cnt >= MscclLimits::max_count)
+                        pr.add(se, fmt::format("cnt=\"{}\" is outside 0..{} [MSCCL_MAX_COUNT]", op.cnt, MscclLimits::max_count - 1));
+                    if (*hasdep != 0 && *hasdep != 1) pr.add(se, fmt::format("hasdep=\"{}\" must be 0 or 1", *hasdep));
+                    if (op.sends() && *send < 0)
+                        pr.add(se, fmt::format("gpu {}, thread block {}, step {} sends, but the thread block has no send peer",
+                                               *id, *tid, op.pos));
+                    if (op.receives() && *recv < 0)
+                        pr.add(se, fmt::format("gpu {}, thread block {}, step {} receives, but the thread block has no receive "
+                                               "peer",
+                                               *id, *tid, op.pos));
+                    // the executor's bounds check (msccl_parser.cc:270-288, :610-611): the first offset of
+                    // the fields it checks, -1 allowed; every chunk a step touches must also be inside the
+                    // buffer the executor really has (checked here for all of them)
+                    const bool check_src = op.type == OpType::send || op.type == OpType::rrs || op.type == OpType::rrcs ||
+                                           op.type == OpType::copy || op.type == OpType::reduce;
+                    const bool check_dst = op.type == OpType::recv || op.type == OpType::rcs || op.type == OpType::rrcs ||
+                                           op.type == OpType::copy || op.type == OpType::reduce;
+                    auto declared = [&](char b) { return b == 'i' ? *ic : b == 'o' ? *oc : *sc; };
+                    auto real = [&](char b) {
+                        return b == 's' ? *sc : b == 'i' ? prog.input_chunks(*id) : prog.output_chunks(*id);
+                    };
+                    auto bounds = [&](bool parser, char b, int off, const char* which) {
+                        if (parser && (off < -1 || off >= declared(b)))
+                            pr.add(se, fmt::format("gpu {}, thread block {}, step {}: {} offset {} of buffer {} is outside "
+                                                   "-1..{} ({}_chunks=\"{}\"; msccl_parser.cc:270-288)",
+                                                   *id, *tid, op.pos, which, off, b, declared(b) - 1, b, declared(b)));
+                        else if (op.cnt > 0 && (off < 0 || long(off) + op.cnt > real(b)))
+                            pr.add(se, fmt::format("gpu {}, thread block {}, step {}: {} chunks {}..{} of buffer {} are outside "
+                                                   "the {} chunks the executor has there{}",
+                                                   *id, *tid, op.pos, which, off, long(off) + op.cnt - 1, b, real(b),
+                                                   prog.coll == Coll::custom || b == 's'
+                                                       ? ""
+                                                       : fmt::format(" (nchunksperloop=\"{}\", coll=\"{}\")", prog.N,
+                                                                     prog.coll_name)));
+                    };
+                    if (op.reads_src()) bounds(check_src, op.srcbuf, op.srcoff, "source");
+                    if (op.writes_dst()) bounds(check_dst, op.dstbuf, op.dstoff, "destination");
+                }
                 prog.tbs[tbi].ops.push_back(int(prog.ops.size()));
                 prog.ops.push_back(op);
             }
+            if (transmissions > opt.max_steps)
+                pr.add(te, fmt::format("gpu {}, thread block {} has {} steps; the executor holds at most {} "
+                                       "[MSCCL_MAX_NUM_STEPS] (--max-steps N if it is built with another value)",
+                                       *id, *tid, transmissions, opt.max_steps));
         }
         if (elements >= std::size_t(MscclLimits::max_nodes))
             pr.add(g, fmt::format("gpu {} loads {} XML elements; the executor's reader holds at most {} [MAX_NODES = {}]", *id,
                                   elements, MscclLimits::max_nodes - 1, MscclLimits::max_nodes));
-        // thread block ids contiguous from 0 (msccl_parser.cc: "thread block %d is missing")
+        // thread block ids contiguous from 0 (msccl_parser.cc:688-691: "thread block %d is missing")
         int expect = 0;
         for (const auto& [tid, tbi] : gpu.tb_by_id) {
             (void)tbi;
@@ -218,10 +362,11 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
             }
             ++expect;
         }
-        // at most 32 sending and 32 receiving thread blocks per channel
+        // at most 32 sending and 32 receiving thread blocks per channel (msccl_parser.cc:589-605)
         std::map<int, int> sending, receiving;
         for (int tbi : gpu.tbs) {
             const Tb& tb = prog.tbs[tbi];
+            if (tb.chan < 0 || tb.chan >= MscclLimits::max_channels) continue;
             if (tb.send >= 0 && ++sending[tb.chan] == MscclLimits::max_tbs_per_channel + 1)
                 pr.add(g, fmt::format("gpu {}: more than {} thread blocks send on channel {} "
                                       "[MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL]",
@@ -234,47 +379,6 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
     }
     for (int r = 0; r < prog.P; ++r)
         if (!seen[r]) pr.add(algo, fmt::format("no <gpu id=\"{}\">", r));
-    pr.check();
-    // chunks per message, from the buffers
-    const int P = prog.P;
-    auto same = [&](auto f, const char* what, int want) {
-        for (int r = 0; r < P; ++r)
-            if (f(prog.gpus[r]) != want) {
-                pr.add(algo, fmt::format("coll=\"{}\" on {} ranks: gpu {} has {}=\"{}\", expected {}", prog.coll, P, r, what,
-                                         f(prog.gpus[r]), want));
-                return;
-            }
-    };
-    if (prog.coll == "alltoall") {
-        const int i0 = prog.gpus[0].i_chunks;
-        if (i0 < P || i0 % P) pr.add(algo, fmt::format("alltoall: i_chunks=\"{}\" of gpu 0 is not a multiple of ngpus={}", i0, P));
-        prog.k = std::max(1, i0 / P);
-        same([](const Gpu& g) { return g.i_chunks; }, "i_chunks", P * prog.k);
-        same([](const Gpu& g) { return g.o_chunks; }, "o_chunks", P * prog.k);
-    } else if (prog.coll == "allgather") {
-        prog.k = std::max(1, prog.gpus[0].i_chunks);
-        same([](const Gpu& g) { return g.i_chunks; }, "i_chunks", prog.k);
-        same([](const Gpu& g) { return g.o_chunks; }, "o_chunks", P * prog.k);
-    } else if (prog.reduction) {
-        // every rank contributes its whole input: C = i_chunks chunks, each reduced on its own
-        prog.k = std::max(1, prog.gpus[0].i_chunks);
-        same([](const Gpu& g) { return g.i_chunks; }, "i_chunks", prog.k);
-        if (prog.coll == "allreduce") same([](const Gpu& g) { return g.o_chunks; }, "o_chunks", prog.k);
-        else if (prog.coll == "reduce" && prog.gpus[0].o_chunks != prog.k)
-            pr.add(algo, fmt::format("reduce: the root, gpu 0, has o_chunks=\"{}\", expected i_chunks={}", prog.gpus[0].o_chunks,
-                                     prog.k));
-        else if (prog.coll == "reducescatter") {
-            if (prog.k % P)
-                pr.add(algo, fmt::format("reducescatter: i_chunks=\"{}\" of gpu 0 is not a multiple of ngpus={}", prog.k, P));
-            else same([](const Gpu& g) { return g.o_chunks; }, "o_chunks", prog.k / P);
-        }
-    } else {
-        prog.k = std::max(1, prog.gpus[0].o_chunks);
-        same([](const Gpu& g) { return g.o_chunks; }, "o_chunks", prog.k);
-        if (prog.gpus[0].i_chunks != prog.k)
-            pr.add(algo, fmt::format("broadcast: the root, gpu 0, has i_chunks=\"{}\", expected o_chunks={}",
-                                     prog.gpus[0].i_chunks, prog.k));
-    }
     pr.check();
     return prog;
 }

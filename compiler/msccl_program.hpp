@@ -1,9 +1,11 @@
 /** \file
- * An MSCCL-IR program as compiler/msccl_import.cpp checks and runs it (internal to compiler/):
- * ranks, thread blocks and their steps read from the XML elements with every structural rule of
- * the executor's reader (msccl-executor-nccl, msccl_parser.cc) and the exporter's limits
- * (compiler/export_msccl.hpp), and the collector of problems that every phase of the import
- * reports into (file:line:col, at most 20 lines, thrown together at the end of a phase).
+ * An MSCCL-IR program as the executor loads it (internal to compiler/, for
+ * compiler/msccl_import.cpp): ranks, thread blocks and their steps read from the XML elements
+ * with every rule of the executor's reader (msccl-executor-nccl, `msccl_parser.cc`, cited in
+ * docs/exports.md, "Reading MSCCL-IR"), the buffers the executor gives each collective
+ * (`nchunksperloop`, `msccl_setup.cc`, `msccl_lifecycle.cc`), and the collector of problems that
+ * make a file unloadable (exit 2: file:line:col, at most 20 lines, thrown together at the end of
+ * a phase). What a loadable program *does* is judged elsewhere (compiler/async_program.hpp).
  */
 #pragma once
 
@@ -21,15 +23,16 @@
 
 namespace collsched::msccl {
 
-/// The step types of MSCCL-IR as the executor runs them (msccl_kernel.cu): `s` send src; `r`
-/// receive into dst; `rcs` receive into dst and send on; `rrc` receive, reduce with src, write
-/// dst; `rrs` receive, reduce with src, send on (no local write); `rrcs` receive, reduce with
-/// src, write dst and send on; `cpy` dst = src; `re` dst = dst (+) src; `nop` only waits.
+/// The step types of MSCCL-IR as the executor runs them (msccl_kernel.cu:239-310): `s` send
+/// src; `r` receive into dst; `rcs` receive into dst and send the received data on; `rrc`
+/// receive, reduce with src, write dst; `rrs` receive, reduce with src, send on (no local write);
+/// `rrcs` receive, reduce with src, write dst and send on; `cpy` dst = src; `re` dst = dst (+)
+/// src; `nop` only waits (the parser folds its dependency into the next step).
 enum class OpType { send, recv, rcs, rrc, rrs, rrcs, copy, reduce, nop };
 
 struct Op {
     OpType type;
-    int rank, tb, pos;  ///< tb: index into Program::tbs
+    int rank, tb, pos;  ///< tb: index into Program::tbs; pos: the step's index in its thread block
     char srcbuf = 'i', dstbuf = 'o';
     int srcoff = -1, dstoff = -1, cnt = 1;
     int depid = -1, deps = -1;
@@ -55,6 +58,7 @@ struct Op {
 
 struct Tb {
     int rank, id, send, recv, chan;
+    int line = 0, col = 0;
     std::vector<int> ops;  ///< indices into Program::ops, in step order
 };
 
@@ -64,14 +68,31 @@ struct Gpu {
     std::map<int, int> tb_by_id;
 };
 
+/// The collectives the executor loads (`msccl_parser.cc:334-371`), and `custom` (msccl-tools'
+/// name for a collective of the program's own).
+enum class Coll { allreduce, allgather, alltoall, reduce, reducescatter, broadcast, custom };
+
 struct Program {
-    int P = 0, k = 1;  ///< ranks; chunks per message (a reduction: chunks of the whole buffer, C)
-    std::string coll;
-    bool reduction = false;  ///< coll is allreduce, reduce or reducescatter
+    int P = 0;        ///< ranks (ngpus)
+    int N = 1;        ///< nchunksperloop: a chunk is count * sizeMultiplier / N elements
+    int nchannels = 1;
+    std::string coll_name, proto;
+    Coll coll = Coll::custom;
     bool inplace = false, outofplace = true;
     std::vector<Gpu> gpus;
     std::vector<Tb> tbs;
     std::vector<Op> ops;
+    std::vector<std::string> notes;  ///< what the reader accepted that the executor would not, or ignores
+
+    bool reduction() const { return coll == Coll::allreduce || coll == Coll::reduce || coll == Coll::reducescatter; }
+    /// Chunks per rank's share: N/P where the collective has a per-rank part, else N.
+    int k() const {
+        return coll == Coll::allgather || coll == Coll::alltoall || coll == Coll::reducescatter ? N / P : N;
+    }
+    /// The real size of the input and output buffers in chunks, as the executor allocates them
+    /// from the call's count (docs/exports.md); custom: as declared, per rank.
+    int input_chunks(int rank) const;
+    int output_chunks(int rank) const;
 };
 
 constexpr std::size_t max_reported = 20;
@@ -104,8 +125,8 @@ private:
 /// The step `op` in words: rank, thread block, step, what it does and its channel.
 std::string where(const Program& prog, const Op& op);
 
-/// Reads the elements into a Program; every structural rule of the executor's reader is
-/// checked here (msccl_parser.cc), with the exporter's limits.
+/// Reads the elements into a Program; every rule of the executor's reader is checked here
+/// (msccl_parser.cc), with the executor's limits and the buffers' sizes.
 Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems& pr);
 
 }  // namespace collsched::msccl

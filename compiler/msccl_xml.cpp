@@ -108,46 +108,66 @@ private:
         e.line = line_;
         e.col = col_;
     }
+    /// Reads one element and everything inside it with an explicit stack (no recursion: a file
+    /// nested 100,000 deep is refused at max_depth, not by the C++ stack).
     Elem element() {
-        if (!at("<")) fail(i_ < s_.size() ? "expected '<'" : "unexpected end of file");
-        Elem e;
-        locate(e);
-        ++i_;
-        e.name = name();
+        std::vector<Elem> open;  // the elements whose children are being read, outermost first
         for (;;) {
-            skip_space();
-            if (at("/>")) {
-                i_ += 2;
-                return e;
-            }
-            if (at(">")) {
-                ++i_;
-                break;
-            }
-            if (at("<") || i_ >= s_.size()) fail(fmt::format("<{}> is not closed with '>'", e.name));
-            std::string k = name();
-            skip_space();
-            if (!at("=")) fail(fmt::format("attribute '{}' of <{}> without a value", k, e.name));
+            if (!at("<")) fail(i_ < s_.size() ? "expected '<'" : "unexpected end of file");
+            if (open.size() >= max_depth)
+                fail(fmt::format("elements nested more than {} deep (MSCCL-IR needs 4: <algo>, <gpu>, <tb>, <step>)", max_depth));
+            Elem e;
+            locate(e);
             ++i_;
-            skip_space();
-            e.attrs.emplace_back(std::move(k), value());
-        }
-        for (;;) {
-            skip_misc();
-            if (at("</")) {
+            e.name = name();
+            bool closed = false;  // <name ... />
+            for (;;) {
+                skip_space();
+                if (at("/>")) {
+                    i_ += 2;
+                    closed = true;
+                    break;
+                }
+                if (at(">")) {
+                    ++i_;
+                    break;
+                }
+                if (at("<") || i_ >= s_.size()) fail(fmt::format("<{}> is not closed with '>'", e.name));
+                std::string k = name();
+                skip_space();
+                if (!at("=")) fail(fmt::format("attribute '{}' of <{}> without a value", k, e.name));
+                ++i_;
+                skip_space();
+                e.attrs.emplace_back(std::move(k), value());
+            }
+            if (!closed) {
+                open.push_back(std::move(e));
+            } else if (open.empty()) {
+                return e;
+            } else {
+                open.back().subs.push_back(std::move(e));
+            }
+            // the closing tags that follow, then the next child
+            for (;;) {
+                skip_misc();
+                if (!at("</")) break;
                 i_ += 2;
                 std::string n = name();
                 skip_space();
-                if (n != e.name) fail(fmt::format("</{}> closes <{}>", n, e.name));
+                if (n != open.back().name) fail(fmt::format("</{}> closes <{}>", n, open.back().name));
                 if (!at(">")) fail("expected '>'");
                 ++i_;
-                return e;
+                Elem done = std::move(open.back());
+                open.pop_back();
+                if (open.empty()) return done;
+                open.back().subs.push_back(std::move(done));
             }
-            if (i_ >= s_.size()) fail(fmt::format("unterminated <{}>", e.name));
-            if (!at("<")) fail(fmt::format("text inside <{}>", e.name));
-            e.subs.push_back(element());
+            if (i_ >= s_.size()) fail(fmt::format("unterminated <{}>", open.back().name));
+            if (!at("<")) fail(fmt::format("text inside <{}>", open.back().name));
         }
     }
+
+    static constexpr std::size_t max_depth = 64;
 
     std::string_view s_, name_;
     std::size_t i_ = 0;

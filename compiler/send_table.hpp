@@ -68,6 +68,9 @@ struct Claim {
 /// SendTable::transfer_origins of a transfer without a recorded origin.
 inline constexpr std::uint32_t no_origin = 0xffffffffu;
 
+/// The most rounds one step may last, in every input format (DSL E055, tables, Chakra traces).
+inline constexpr std::uint32_t max_step_rounds = 1u << 20;
+
 struct SendTable {
     std::shared_ptr<const Topology> topology;
     Model model;

@@ -60,14 +60,24 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
         text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
         ++line_no;
         auto fail = [&](std::string_view what) { throw InputError(fmt::format("{}:{}: {}", name, line_no, what)); };
-        auto here = [&](auto&& f) {  // a topology, collective or model error, at this line of this file
+        // The line of a '# key=' header (the header row when it has none): the values are
+        // checked at the header row, and their errors point where the value was written.
+        auto line_of = [&](std::string_view key) {
+            auto it = seen.find(key);
+            return it == seen.end() ? line_no : it->second;
+        };
+        auto fail_at = [&](std::string_view key) {
+            return [&, at = line_of(key)](std::string_view what) { throw InputError(fmt::format("{}:{}: {}", name, at, what)); };
+        };
+        auto here_at = [&](std::string_view key, auto&& f) {  // a topology, collective or model error, at its line
             try {
                 return f();
             } catch (const InputError& e) {
-                fail(e.what());
+                fail_at(key)(e.what());
                 throw;
             }
         };
+        auto here = [&](auto&& f) { return here_at("", f); };
         if (line.empty()) continue;
         if (line[0] == '#') {
             std::string_view kv = trim(line.substr(1));
@@ -120,21 +130,22 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
         if (!header) {
             if (line != "step,from,to,message") fail(fmt::format("expected the header row 'step,from,to,message', got '{}'", line));
             if (!t.topology) fail("missing '# topology=SPEC' line before the header row");
-            t.model = here([&] { return apply_model_options(t.topology->default_model(), model_text); });
-            t.collective = here([&] { return Collective::parse(collective, *t.topology); });
+            t.model = here_at("model", [&] { return apply_model_options(t.topology->default_model(), model_text); });
+            t.collective = here_at("collective", [&] { return Collective::parse(collective, *t.topology); });
             if (chunks_text && v2) {
                 json j;
-                if (!table_read::parse_piece(*chunks_text, 1, j)) fail(fmt::format("'# chunks={}': expected a positive integer", *chunks_text));
-                std::uint32_t c = table_read::chunks_value(j, fail);
-                here([&] { return t.collective.set_chunks(c, *t.topology), 0; });
+                if (!table_read::parse_piece(*chunks_text, 1, j))
+                    fail_at("chunks")(fmt::format("'# chunks={}': expected a positive integer", *chunks_text));
+                std::uint32_t c = table_read::chunks_value(j, fail_at("chunks"));
+                here_at("chunks", [&] { return t.collective.set_chunks(c, *t.topology), 0; });
             }
             if (rounds_text && v2) {
                 json j;
                 if (!table_read::parse_piece("[" + std::string(*rounds_text) + "]", 2, j))
-                    fail(fmt::format("'# rounds={}': expected the rounds of steps 1, 2, ... separated by commas", *rounds_text));
-                t.step_rounds = table_read::read_rounds(j, fail);
+                    fail_at("rounds")(fmt::format("'# rounds={}': expected the rounds of steps 1, 2, ... separated by commas", *rounds_text));
+                t.step_rounds = table_read::read_rounds(j, fail_at("rounds"));
             }
-            if (requirements) read_csv_requirements(t, *requirements, fail);
+            if (requirements) read_csv_requirements(t, *requirements, fail_at("requirements"));
             resolver.emplace(t, name);
             // A row takes at least 11 bytes ("1,0,1,b(0)" and its newline): room for all of them
             // without copying as the vector grows (pages never filled are never touched).

@@ -202,8 +202,8 @@ std::vector<std::uint32_t> read_rounds(const json& v, const std::function<void(s
     if (!v.is_array()) fail("\"rounds\" must be a list of the rounds of steps 1, 2, ... (positive integers)");
     std::vector<std::uint32_t> r;
     for (std::size_t i = 0; i < v.size(); ++i) {
-        if (!v[i].is_number_unsigned() || v[i].get<std::uint64_t>() < 1 || v[i].get<std::uint64_t>() > (1u << 20))
-            fail(fmt::format("rounds[{}] (step {}): expected an integer from 1 to {}, got {}", i, i + 1, 1u << 20, v[i].dump()));
+        if (!v[i].is_number_unsigned() || v[i].get<std::uint64_t>() < 1 || v[i].get<std::uint64_t>() > max_step_rounds)
+            fail(fmt::format("rounds[{}] (step {}): expected an integer from 1 to {}, got {}", i, i + 1, max_step_rounds, v[i].dump()));
         r.push_back(v[i].get<std::uint32_t>());
     }
     return r;

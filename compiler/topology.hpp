@@ -54,6 +54,20 @@ struct LinkGroup {
     bool operator==(const LinkGroup&) const = default;
 };
 
+/// The speed of a channel for predicted times (docs/time.md): a latency alpha in seconds and a
+/// bandwidth in bytes per second (the channel's, each direction: its capacity times the
+/// bandwidth of one unit of capacity). Capacities stay what they are for the step model.
+struct LinkSpeed {
+    double alpha = 0;
+    double bandwidth = 1;
+    bool operator==(const LinkSpeed&) const = default;
+};
+
+/// The speeds a topology takes where nothing else is said (the built-in families, graph files
+/// without speeds): 1 us of latency and 10 GB/s per unit of capacity (docs/time.md).
+inline constexpr double default_alpha = 1e-6;
+inline constexpr double default_unit_bandwidth = 10e9;
+
 /// Most processors a topology may have: messages m(s,d), b(s), a(s) are numbered densely in 32 bits.
 inline constexpr std::uint32_t max_processors = 65534;
 /// Most channels a topology may have (bounds memory before anything is allocated): 2^24, so a
@@ -119,6 +133,19 @@ public:
         return {group_ids_.data() + group_begin_[idx(c)], group_ids_.data() + group_begin_[idx(c) + 1]};
     }
 
+    /// The speed of a channel (docs/time.md): a graph file's, else default_alpha and
+    /// cap * default_unit_bandwidth.
+    LinkSpeed speed(ChannelId c) const {
+        if (!speeds_.empty()) return speeds_[idx(c)];
+        return {default_alpha, channel(c).cap * default_unit_bandwidth};
+    }
+    /// The bandwidth of a link group in bytes per second: its cap times its bandwidth per unit.
+    double group_bandwidth(std::uint32_t g) const {
+        return g < group_bandwidth_.size() ? group_bandwidth_[g] : groups_[g].cap * default_unit_bandwidth;
+    }
+    /// Whether a graph file stated speeds (else every channel has the defaults).
+    bool has_speeds() const { return speeds_given_; }
+
     /// The channel from -> to, if the two nodes are adjacent.
     std::optional<ChannelId> find_channel(Node from, Node to) const;
 
@@ -182,6 +209,10 @@ private:
     std::vector<LinkGroup> groups_;
     std::vector<std::uint32_t> group_begin_, group_ids_;
     void index_groups();
+    // link speeds (graph files): per channel, and per group in bytes per second; empty = defaults
+    std::vector<LinkSpeed> speeds_;
+    std::vector<double> group_bandwidth_;
+    bool speeds_given_ = false;
 };
 
 }  // namespace collsched

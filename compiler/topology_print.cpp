@@ -57,14 +57,16 @@ std::string Topology::to_json() const {
         out += fmt::format("{}\n  {{\"from\": \"{}\", \"to\": \"{}\", \"cap\": {}", i ? "," : "", node_name(c.from),
                            node_name(c.to), c.cap);
         if (is_tree()) out += fmt::format(", \"level\": {}", c.level);
+        if (speeds_given_) out += fmt::format(", \"alpha_s\": {}, \"bandwidth_Bps\": {}", speeds_[i].alpha, speeds_[i].bandwidth);
         out += "}";
     }
     out += "]";
     if (!groups_.empty()) {
         out += ",\n \"groups\": [";
         for (std::size_t g = 0; g < groups_.size(); ++g) {
-            out += fmt::format("{}\n  {{\"name\": {}, \"cap\": {}, \"channels\": [", g ? "," : "", nlohmann::json(groups_[g].name).dump(),
-                               groups_[g].cap);
+            out += fmt::format("{}\n  {{\"name\": {}, \"cap\": {}, ", g ? "," : "", nlohmann::json(groups_[g].name).dump(), groups_[g].cap);
+            if (speeds_given_) out += fmt::format("\"bandwidth_Bps\": {}, ", group_bandwidth(static_cast<std::uint32_t>(g)));
+            out += "\"channels\": [";
             for (std::size_t i = 0; i < groups_[g].channels.size(); ++i) {
                 const Channel& c = channel(groups_[g].channels[i]);
                 out += fmt::format("{}[\"{}\", \"{}\"]", i ? ", " : "", node_name(c.from), node_name(c.to));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes one harness for a given time: fuzz/run.sh dsl|table|topology|cli SECONDS [libFuzzer flags...]
+# Fuzzes one harness for a given time: fuzz/run.sh dsl|table|topology|cli|chakra|msccl SECONDS [libFuzzer flags...]
 #
 # Builds the harnesses if needed (fuzz/build.sh), then runs libFuzzer on a working corpus in
 # fuzz-out/<harness>/corpus (git-ignored) seeded from the committed fuzz/corpus/<harness>, with
@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 if (($# < 2)); then
-  echo "usage: fuzz/run.sh dsl|table|topology|cli SECONDS [libFuzzer flags...]" >&2
+  echo "usage: fuzz/run.sh dsl|table|topology|cli|chakra|msccl SECONDS [libFuzzer flags...]" >&2
   exit 2
 fi
 harness=$1 seconds=$2
@@ -22,7 +22,9 @@ case "$harness" in
   table) max_len=16384 ;;
   topology) max_len=1024 ;;
   cli) max_len=4096 ;;
-  *) echo "fuzz/run.sh: unknown harness '$harness' (expected dsl, table, topology or cli)" >&2; exit 2 ;;
+  chakra) max_len=65536 ;;
+  msccl) max_len=16384 ;;
+  *) echo "fuzz/run.sh: unknown harness '$harness' (expected dsl, table, topology, cli, chakra or msccl)" >&2; exit 2 ;;
 esac
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "fuzz/run.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2; }
 

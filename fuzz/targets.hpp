@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "compiler/send_table.hpp"
 
@@ -52,5 +54,18 @@ void run_topology(std::string_view input);
 /// expected answer; its printed message must stay short (at most dsl/excerpt.hpp's max_message
 /// plus the ellipsis marker, no run of more than 120 non-blank bytes). Any other exception is a finding.
 void run_cli(std::string_view input);
+
+/// The Chakra trace reader (fuzz/target_readers.cpp, compiler/export_chakra.hpp parse_chakra): the
+/// input is a whole trace set, the files of ranks 0, 1, ... separated by chakra_rank_separator.
+/// An accepted set goes through check_table, and is written as traces again (when the writer
+/// takes the table), which must read back as the same table.
+void run_chakra(std::string_view input);
+/// The byte string between two ranks' files in run_chakra's input.
+inline constexpr std::string_view chakra_rank_separator = "\n--collsched-next-rank--\n";
+/// run_chakra's input split into rank files.
+std::vector<std::string> split_trace_set(std::string_view input);
+
+/// The MSCCL-IR reader alone (parse_msccl_ir on complete:P); what it accepts goes through check_table.
+void run_msccl(std::string_view input);
 
 }  // namespace collsched::fuzz

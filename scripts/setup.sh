@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libz3-dev libboost-dev doctest-dev libcadical-dev
           nlohmann-json3-dev libsimdjson-dev libcli11-dev libfmt-dev openmpi-bin libopenmpi-dev
-          librsvg2-bin graphviz help2man chromium libprotobuf-dev protobuf-compiler)
+          librsvg2-bin graphviz help2man chromium libprotobuf-dev protobuf-compiler
+          python3-jsonschema)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -42,8 +42,10 @@ void add_commands(CLI::App& app, Context& ctx) {
     add_optimize_command(app, ctx);
     add_probe_command(app, ctx);
     add_pareto_command(app, ctx);
+    add_bandwidth_command(app, ctx);
     add_reproduce_command(app, ctx);
     add_bench_command(app, ctx);
+    add_compare_command(app, ctx);
     add_completion_command(app, ctx);
 }
 

@@ -1,15 +1,91 @@
 #include "tools/bandwidth.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "dsl/diagnostics.hpp"
 #include "support/text.hpp"
+#include "support/units.hpp"
 
 namespace collsched::tools {
 
 void AlphaBeta::check() const {
-    if (given() && !(alpha && beta && size))
+    if ((alpha || beta) && !(alpha && beta && !sizes.empty()))
         throw InputError("the alpha-beta time needs all three of --alpha A, --beta B and --size M");
+    if ((alpha || beta) && sizes.size() != 1) throw InputError("the alpha-beta time takes one --size M, not a list");
+}
+
+std::vector<double> parse_sizes(std::string_view text) {
+    std::vector<double> out;
+    auto bad = [&](std::string_view why) {
+        return InputError(fmt::format("bad size '{}': {} (sizes are like 1M, 4 KiB, 1K..1G doubling, 1K..1G:4, or a list 1K,1M)",
+                                      text, why));
+    };
+    auto one = [&](std::string_view s) {
+        std::string why;
+        auto v = support::parse_bytes(s, &why);
+        if (!v) throw bad(why);
+        return *v;
+    };
+    std::string_view rest = text;
+    if (rest.empty()) throw bad("empty");
+    while (true) {
+        std::size_t comma = rest.find(',');
+        std::string_view item = rest.substr(0, comma);
+        if (std::size_t dots = item.find(".."); dots != std::string_view::npos) {
+            std::string_view hi_text = item.substr(dots + 2);
+            double factor = 2;
+            if (std::size_t colon = hi_text.find(':'); colon != std::string_view::npos) {
+                std::string f(hi_text.substr(colon + 1));
+                hi_text = hi_text.substr(0, colon);
+                char* end = nullptr;
+                factor = std::strtod(f.c_str(), &end);
+                if (f.empty() || *end != 0 || !(factor > 1) || factor > 1e6) throw bad("the factor after ':' must be a number above 1");
+            }
+            double lo = one(item.substr(0, dots)), hi = one(hi_text);
+            if (!(lo > 0) || hi < lo) throw bad("a range needs 0 < low <= high");
+            for (double x = lo; x <= hi * (1 + 1e-12); x *= factor) {
+                out.push_back(x);
+                if (out.size() > 1000) throw bad("more than 1000 sizes");
+            }
+        } else {
+            out.push_back(one(item));
+        }
+        if (comma == std::string_view::npos) break;
+        rest = rest.substr(comma + 1);
+    }
+    if (out.size() > 1000) throw bad("more than 1000 sizes");
+    return out;
+}
+
+LinkSpeed parse_link(std::string_view text) {
+    std::size_t comma = text.find(',');
+    std::string why;
+    auto fail = [&](std::string_view w) {
+        return InputError(fmt::format("bad --link '{}': {} (expected a latency and a bandwidth per unit of capacity, e.g. "
+                                      "\"500 ns, 50 GB/s\")", text, w));
+    };
+    if (comma == std::string_view::npos) throw fail("no comma");
+    auto a = support::parse_seconds(text.substr(0, comma), &why);
+    if (!a) throw fail(why);
+    auto b = support::parse_bandwidth(text.substr(comma + 1), &why);
+    if (!b) throw fail(why);
+    return {*a, *b};
+}
+
+void add_size_option(CLI::App* cmd, std::vector<double>& sizes, std::string_view name, std::string_view help) {
+    cmd->add_option_function<std::string>(std::string(name), [&sizes](const std::string& s) { sizes = parse_sizes(s); },
+                                          std::string(help))
+        ->type_name("SIZES");
+}
+
+void add_link_option(CLI::App* cmd, std::optional<LinkSpeed>& link) {
+    cmd->add_option_function<std::string>("--link", [&link](const std::string& s) { link = parse_link(s); },
+                                          "Predicted time: one latency and bandwidth per unit of capacity for every channel and "
+                                          "group instead of the topology's (e.g. \"500 ns, 50 GB/s\"; docs/time.md)")
+        ->type_name("ALPHA,BW");
 }
 
 void add_alpha_beta_options(CLI::App* cmd, AlphaBeta& ab) {
@@ -28,19 +104,23 @@ void add_alpha_beta_options(CLI::App* cmd, AlphaBeta& ab) {
         "NUMBER >= 0");
     cmd->add_option("--alpha", ab.alpha, "Alpha-beta time: the latency of a step")->check(nonneg);
     cmd->add_option("--beta", ab.beta, "Alpha-beta time: the time per unit of data on a link")->check(nonneg);
-    cmd->add_option("--size", ab.size, "Alpha-beta time: the buffer size M of one datum (a chunk is M/C)")->check(nonneg);
+    add_size_option(cmd, ab.sizes, "--size",
+                    "The buffer size M of one datum (a chunk is M/C): prints the predicted time on the topology's link speeds, "
+                    "synchronous and asynchronous (docs/time.md); 1M, 4KiB, 1K..1G (doubling) or a list 1K,1M; with --alpha and "
+                    "--beta also the alpha-beta time S*alpha + R*(M/C)*beta");
+    add_link_option(cmd, ab.link);
 }
 
-bool shows_bandwidth(const SendTable& t, const AlphaBeta& ab) { return t.uses_bandwidth_model() || ab.given(); }
+bool shows_bandwidth(const SendTable& t, const AlphaBeta& ab) { return t.uses_bandwidth_model() || ab.alpha_beta(); }
 
 std::string bandwidth_text(const SendTable& t, const AlphaBeta& ab, std::optional<Step> steps) {
     if (!shows_bandwidth(t, ab)) return "";
     const BandwidthCost c = bandwidth_cost(t, steps.value_or(t.steps()));
     std::string out = fmt::format("bandwidth: S = {}, R = {}, C = {}, R/C = {} rounds per chunk\n", support::count_of(c.steps, "step"),
                                   support::count_of(c.rounds, "round"), support::count_of(c.chunks, "chunk"), c.fraction());
-    if (ab.alpha && ab.beta && ab.size)
+    if (ab.alpha_beta())
         out += fmt::format("alpha-beta time: S*alpha + R*(M/C)*beta = {}*{} + {}*({}/{})*{} = {}\n", c.steps, *ab.alpha, c.rounds,
-                           *ab.size, c.chunks, *ab.beta, c.time(*ab.alpha, *ab.beta, *ab.size));
+                           ab.sizes[0], c.chunks, *ab.beta, c.time(*ab.alpha, *ab.beta, ab.sizes[0]));
     return out;
 }
 
@@ -52,13 +132,69 @@ void add_bandwidth_json(nlohmann::ordered_json& j, const SendTable& t, const Alp
     b["rounds"] = c.rounds;
     b["chunks"] = c.chunks;
     b["rounds_per_chunk"] = c.fraction();
-    if (ab.alpha && ab.beta && ab.size) {
+    if (ab.alpha_beta()) {
         b["alpha"] = *ab.alpha;
         b["beta"] = *ab.beta;
-        b["size"] = *ab.size;
-        b["time"] = c.time(*ab.alpha, *ab.beta, *ab.size);
+        b["size"] = ab.sizes[0];
+        b["time"] = c.time(*ab.alpha, *ab.beta, ab.sizes[0]);
     }
     j["bandwidth"] = b;
+}
+
+double nccl_bytes(const SendTable& t, double size) {
+    switch (t.collective.kind) {
+        case CollectiveKind::allgather:
+        case CollectiveKind::alltoall:
+        case CollectiveKind::reduce_scatter:
+        case CollectiveKind::gather:
+        case CollectiveKind::scatter: return size * t.topology->processors();
+        default: return size;
+    }
+}
+
+std::string speeds_text(const Topology& topo, const std::optional<LinkSpeed>& link) {
+    if (link)
+        return fmt::format("link speeds: --link, alpha {} and {} per unit of capacity on every channel", support::format_seconds(link->alpha),
+                           support::format_bandwidth(link->bandwidth));
+    if (topo.channels().empty()) return "link speeds: no channels";
+    double amin = 1e300, amax = 0, bmin = 1e300, bmax = 0;
+    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
+        LinkSpeed s = topo.speed(ChannelId{c});
+        amin = std::min(amin, s.alpha), amax = std::max(amax, s.alpha);
+        bmin = std::min(bmin, s.bandwidth), bmax = std::max(bmax, s.bandwidth);
+    }
+    auto range = [](double lo, double hi, auto f) { return lo == hi ? f(lo) : fmt::format("{} .. {}", f(lo), f(hi)); };
+    return fmt::format("link speeds: {}, alpha {}, {} per channel{}", topo.has_speeds() ? "from the graph file" : "the defaults",
+                       range(amin, amax, support::format_seconds), range(bmin, bmax, support::format_bandwidth),
+                       topo.groups().empty() ? "" : fmt::format(", {} link groups", topo.groups().size()));
+}
+
+std::string time_text(const SendTable& t, const AlphaBeta& ab) {
+    if (ab.sizes.empty()) return "";
+    std::string out = fmt::format("predicted time (docs/time.md); {}:\n", speeds_text(*t.topology, ab.link));
+    out += fmt::format("  {:<10}  {:>12}  {:>12}  {:>14}\n", "size", "synchronous", "asynchronous", "algbw (async)");
+    for (double m : ab.sizes) {
+        TimePrediction p = predict_time(t, ab.time_options(m));
+        const double algbw = p.asynchronous > 0 ? nccl_bytes(t, m) / p.asynchronous : 0;
+        out += fmt::format("  {:<10}  {:>12}  {:>12}  {:>14}\n", support::format_bytes(m), support::format_seconds(p.synchronous),
+                           support::format_seconds(p.asynchronous), support::format_bandwidth(algbw));
+    }
+    return out;
+}
+
+void add_time_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBeta& ab) {
+    if (ab.sizes.empty()) return;
+    nlohmann::ordered_json tj;
+    tj["link_speeds"] = ab.link ? "--link" : t.topology->has_speeds() ? "graph file" : "defaults";
+    auto& arr = tj["sizes"] = nlohmann::ordered_json::array();
+    for (double m : ab.sizes) {
+        TimePrediction p = predict_time(t, ab.time_options(m));
+        arr.push_back({{"size", m},
+                       {"synchronous_s", p.synchronous},
+                       {"asynchronous_s", p.asynchronous},
+                       {"algbw_Bps", p.asynchronous > 0 ? nccl_bytes(t, m) / p.asynchronous : 0.0}});
+    }
+    j["time"] = tj;
 }
 
 }  // namespace collsched::tools

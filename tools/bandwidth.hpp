@@ -1,32 +1,49 @@
 /** \file
- * The bandwidth cost of a table as `verify`, `simulate` and `reproduce` print it
- * (docs/semantics.md, "Bandwidth: chunks, rounds and link groups"): S steps, R rounds, C chunks,
- * R/C rounds per chunk, and with `--alpha A --beta B --size M` the alpha-beta time
- * S*A + R*(M/C)*B.
+ * The cost of a table as `verify`, `simulate`, `pareto` and `compare` print it: S steps, R rounds,
+ * C chunks and R/C rounds per chunk (docs/semantics.md, "Bandwidth: chunks, rounds and link
+ * groups"), with `--alpha A --beta B --size M` the alpha-beta time S*A + R*(M/C)*B, and with
+ * `--size M` (or a list or range of sizes) the predicted time on the topology's link speeds,
+ * synchronous and asynchronous (docs/time.md).
  */
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "compiler/send_table.hpp"
+#include "runtime/timing.hpp"
 
 namespace collsched::tools {
 
-/// `--alpha`, `--beta`, `--size`: all three or none.
+/// `--alpha`, `--beta`, `--size`, `--link`.
 struct AlphaBeta {
-    std::optional<double> alpha, beta, size;
-    bool given() const { return alpha || beta || size; }
-    /// Throws InputError unless all three or none are given.
+    std::optional<double> alpha, beta;
+    std::vector<double> sizes;  ///< `--size`: bytes per datum, one or more
+    std::optional<LinkSpeed> link;  ///< `--link`: one alpha and bandwidth per unit of capacity for every channel
+    bool given() const { return alpha || beta || !sizes.empty(); }
+    /// The alpha-beta time is asked for (all three given).
+    bool alpha_beta() const { return alpha && beta && sizes.size() == 1; }
+    /// Throws InputError when --alpha or --beta comes without the other two, or with several sizes.
     void check() const;
+    TimeOptions time_options(double size) const { return TimeOptions{size, link}; }
 };
 
 void add_alpha_beta_options(CLI::App* cmd, AlphaBeta& ab);
+/// `--size`/`--sizes` alone (compare, pareto): the list of sizes and `--link`.
+void add_size_option(CLI::App* cmd, std::vector<double>& sizes, std::string_view name, std::string_view help);
+void add_link_option(CLI::App* cmd, std::optional<LinkSpeed>& link);
 
-/// Whether the cost lines are printed: the table has chunks or rounds, or the time was asked for.
+/// Sizes as `1M`, `1K..1G` (doubling; `1K..1G:4` multiplies by 4), or a comma-separated list of
+/// both. Throws InputError saying what was expected.
+std::vector<double> parse_sizes(std::string_view text);
+/// `--link "500 ns, 50 GB/s"`: the alpha and bandwidth per unit of capacity. Throws InputError.
+LinkSpeed parse_link(std::string_view text);
+
+/// Whether the cost lines are printed: the table has chunks or rounds, or a time was asked for.
 bool shows_bandwidth(const SendTable& t, const AlphaBeta& ab);
 /// "bandwidth: S = 3 steps, R = 6 rounds, C = 2 chunks, R/C = 3 rounds per chunk\n" and, when
 /// asked, "alpha-beta time: S*alpha + R*(M/C)*beta = 3*1 + 6*(1024/2)*0.001 = 6.072\n"; "" when
@@ -35,5 +52,18 @@ std::string bandwidth_text(const SendTable& t, const AlphaBeta& ab, std::optiona
 /// Adds "bandwidth": {"steps", "rounds", "chunks", "rounds_per_chunk", ["alpha", "beta", "size",
 /// "time"]} when shows_bandwidth.
 void add_bandwidth_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBeta& ab, std::optional<Step> steps = std::nullopt);
+
+/// The bytes nccl-tests counts as a collective's size for its algorithm bandwidth: P*M for
+/// allgather, alltoall, reduce_scatter and gather and scatter; M otherwise.
+double nccl_bytes(const SendTable& t, double size);
+/// One line on where the speeds come from: "link speeds: graph file (alpha 0.7 .. 3 us,
+/// 25 .. 300 GB/s per channel)".
+std::string speeds_text(const Topology& topo, const std::optional<LinkSpeed>& link);
+/// The predicted times for every size of `ab` (empty when no size was given):
+/// "predicted time (docs/time.md) ...\n  size  synchronous  asynchronous  algbw\n ...".
+std::string time_text(const SendTable& t, const AlphaBeta& ab);
+/// Adds "time": {"link_speeds", "sizes": [{"size", "synchronous_s", "asynchronous_s",
+/// "algbw_Bps"}]} when a size was given.
+void add_time_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBeta& ab);
 
 }  // namespace collsched::tools

@@ -29,6 +29,7 @@ void add_compile_command(CLI::App& app, Context& ctx) {
         std::uint64_t max_iterations = CompileOptions{}.max_iterations;
         bool locations = false;
         bool strict = false;
+        MscclppOptions mscclpp;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("compile",
@@ -54,6 +55,11 @@ void add_compile_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--locations", args->locations,
                   "Give every transfer of the JSON table an \"at\": \"file:line:col\" field naming the send or hop statement "
                   "that made it, so `collsched verify` of the table points counterexamples at the schedule (docs/formats.md)");
+    cmd->add_option("--proto", args->mscclpp.proto, "mscclpp: Simple or LL (default Simple); see `collsched convert`")
+        ->check(CLI::IsMember({"Simple", "LL"}));
+    cmd->add_option("--instances", args->mscclpp.instances, "mscclpp: copies of the plan over slices of every chunk (default 1)")
+        ->check(CLI::Range(1, 64));
+    cmd->add_flag("--out-of-place", args->mscclpp.out_of_place, "mscclpp: an out-of-place plan (default in place for allgather and allreduce)");
     cmd->add_flag("--strict", args->strict,
                   "Treat warnings as errors: W001, a send whose destination already holds its data (docs/errors.md)");
     cmd->callback([&ctx, args] {
@@ -82,8 +88,10 @@ void add_compile_command(CLI::App& app, Context& ctx) {
                          args->output.c_str());
         try {
             write_output(args->output, [&](const Flush& flush, fmt::memory_buffer& buf) {
+                ExportOptions eo;
+                eo.mscclpp = args->mscclpp;
                 if (args->format == "dsl") write_table_dsl(*table, buf, flush);
-                else write_table_as(*table, args->format, {}, buf, flush);
+                else write_table_as(*table, args->format, eo, buf, flush);
             });
         } catch (...) {
             if (progress) std::fprintf(stderr, "\r\033[K");

@@ -11,6 +11,7 @@
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 #include "tools/output.hpp"
 #include "tools/input.hpp"
 
@@ -53,13 +54,15 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         std::string input, output = "-", format, rows = "auto";
         std::vector<std::string> defines;
         MscclOptions msccl;
+        MscclppOptions mscclpp;
+        std::string proto = "Simple";
         std::string topology;
         std::uint64_t bytes = 1024;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("convert",
                                    "Rewrite a send table (JSON, CSV, per-rank JSON) or a compiled schedule (.sched) in another "
-                                   "format: json, csv, ranks (per-rank sends and receives), msccl (MSCCL-IR XML), dot (the "
+                                   "format: json, csv, ranks (per-rank sends and receives), msccl (MSCCL-IR XML), mscclpp (an MSCCL++ execution plan), dot (the "
                                    "topology with capacities and traffic), svg (timeline of link use), html (the timeline "
                                    "with hover details). Transfers come out sorted by (step, channel, message).");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched); - reads standard input")->required();
@@ -72,10 +75,26 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--rows", args->rows, "Timeline rows for svg and html: auto (channels up to 128, else a fat tree's router "
                                           "links up to 128, else processors), channels, routers or processors")
         ->check(CLI::IsMember({"auto", "channels", "routers", "processors"}));
-    cmd->add_option("--max-steps", args->msccl.max_steps,
-                    "msccl: steps per thread block the executor allows (its MSCCL_MAX_NUM_STEPS; default 64)");
+    add_msccl_max_steps(cmd, args->msccl.max_steps);
     cmd->add_option("--channels", args->msccl.channels,
                     "msccl: thread blocks (each on its own channel) per connection, to fit the step limit (default 1)");
+    cmd->add_option("--proto", args->proto,
+                    "msccl: the protocol attribute, Simple, LL or LL128; mscclpp: Simple (puts, signals and waits) or LL "
+                    "(packets with flags) (default Simple)")
+        ->check(CLI::IsMember({"Simple", "LL", "LL128"}));
+    cmd->add_option("--instances", args->mscclpp.instances,
+                    "mscclpp: copies of the plan over interleaved slices of every chunk, each with its own thread blocks (default 1)")
+        ->check(CLI::Range(1, 64));
+    cmd->add_flag("--out-of-place", args->mscclpp.out_of_place,
+                  "mscclpp: write an out-of-place plan (allgather and allreduce are written in place by default)");
+    cmd->add_flag("--inplace", args->msccl.inplace,
+                  "msccl: a program for in-place calls only (inplace=\"1\" outofplace=\"0\"): copies of a chunk onto itself "
+                  "are left out");
+    cmd->add_flag("!--no-pair", args->msccl.pair,
+                  "msccl: a thread block per connection end instead of one per send and receive peer pair");
+    cmd->add_flag("!--no-fuse", args->msccl.fuse, "msccl: write a receive and the send of what it wrote as two steps (no rcs, rrcs)");
+    cmd->add_flag("!--no-coalesce", args->msccl.coalesce,
+                  "msccl: one step per chunk, also where contiguous chunks go over one connection in one step (no cnt > 1)");
     cmd->add_option("--topology", args->topology,
                     "MSCCL-IR input: the topology the program runs on (default complete:P)");
     cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
@@ -83,9 +102,18 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->callback([&ctx, args] {
         const std::string format = output_format(args->format, args->output);
         // a table's own "at" fields stay
-        SendTable t = load_input(args->input, args->defines, false, false, {args->topology, args->msccl.max_steps});
+        MscclImportOptions msccl;
+        msccl.topology = args->topology;
+        msccl.max_steps = args->msccl.max_steps;
+        SendTable t = load_input(args->input, args->defines, false, false, msccl);
         if (format == "chakra") {
             if (args->output == "-") throw InputError("--format chakra writes several files: give -o DIR/PREFIX");
+            // -o DIR/ (or a directory) has no prefix: the traces would be the hidden files DIR/.0.et, ...
+            if (args->output.ends_with('/') || std::filesystem::is_directory(args->output) || args->output.ends_with("/.") ||
+                args->output == "." || args->output.ends_with(".."))
+                throw InputError(fmt::format("-o {}: --format chakra writes PREFIX.0.et, PREFIX.1.et, ...: give -o DIR/PREFIX, not a "
+                                             "directory; nothing written",
+                                             args->output));
             write_files(table_to_chakra(t, {std::filesystem::absolute(args->output).string(), args->bytes}));
             ctx.exit_code = 0;
             return;
@@ -93,6 +121,8 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         ExportOptions options;
         options.timeline.rows = parse_timeline_rows(args->rows);
         options.msccl = args->msccl;
+        options.mscclpp = args->mscclpp;
+        options.msccl.proto = options.mscclpp.proto = args->proto;
         write_output(args->output,
                      [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_as(t, format, options, buf, flush); });
         ctx.exit_code = 0;

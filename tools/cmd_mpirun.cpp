@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"
+#include "support/memory_budget.hpp"
 
 namespace collsched::tools {
 
@@ -146,6 +148,36 @@ int spawn(const std::vector<std::string>& argv) {
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/// The memory the ranks of one run would allocate together, estimated from the table before
+/// anything starts (collsched-rank, runtime/mpi_rank.cpp): each rank keeps every message it
+/// starts with or receives (B/C bytes each), a receive and a send buffer for each message of its
+/// busiest step, C chunk buffers for reductions, and the MPI collective's send and receive
+/// buffers (P * B bytes each). All ranks run on this machine (--oversubscribe).
+std::uint64_t ranks_memory(const SendTable& t, std::uint64_t datum_bytes) {
+    using support::add_sat;
+    using support::mul_sat;
+    const std::uint32_t P = t.topology->processors();
+    const std::uint64_t C = t.collective.chunks, msg = datum_bytes / C;
+    std::vector<std::uint64_t> held(P, 0), busiest(P, 0);
+    const Messages ms = t.messages();
+    for (std::uint64_t m = 0; m < ms.base_size(); ++m)
+        if (t.collective.initial(ms, MessageId{static_cast<std::uint32_t>(m)})) ++held[idx(ms.origin(MessageId{static_cast<std::uint32_t>(m)}))];
+    const EndpointView view = endpoint_view(t);
+    std::map<std::pair<Step, std::uint32_t>, std::uint64_t> per_step;  // (step, rank) -> messages sent or received
+    for (const EndpointTransfer& e : view.transfers) {
+        ++held[idx(e.dst)];
+        const std::uint64_t a = ++per_step[{e.sent, idx(e.src)}], b = ++per_step[{e.arrived, idx(e.dst)}];
+        busiest[idx(e.src)] = std::max(busiest[idx(e.src)], a);
+        busiest[idx(e.dst)] = std::max(busiest[idx(e.dst)], b);
+    }
+    std::uint64_t total = 0;
+    for (std::uint32_t r = 0; r < P; ++r) {
+        const std::uint64_t messages = add_sat(add_sat(held[r], mul_sat(2, busiest[r])), mul_sat(2, C));
+        total = add_sat(total, add_sat(mul_sat(messages, msg), mul_sat(mul_sat(2, P), datum_bytes)));
+    }
+    return total;
+}
+
 }  // namespace
 
 void add_mpirun_command(CLI::App& app, Context& ctx) {
@@ -194,6 +226,8 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
                                          args->bytes, C, C));
         if (args->ranks != 0 && args->ranks != P)
             throw InputError(fmt::format("--ranks {}: the table has {} processors and runs with one MPI rank per processor", args->ranks, P));
+        // Refused before a rank starts: the machine would kill the run instead (--bytes 2^30 on 8 ranks).
+        support::check_memory(ranks_memory(t, args->bytes), fmt::format("mpirun with --bytes {} on {} ranks", args->bytes, P));
         std::string mpirun = find_in_path(args->mpirun);
         if (mpirun.empty())
             throw InputError(fmt::format("'{}' was not found; install OpenMPI (Debian: openmpi-bin libopenmpi-dev) or name it with --mpirun",

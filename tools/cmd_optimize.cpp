@@ -8,11 +8,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "verifier/bandwidth_bound.hpp"
+#include "verifier/tree_packing.hpp"
+
 #include "compiler/table_io.hpp"
 #include "compiler/table_printer.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tools/commands.hpp"
 #include "tools/synth_common.hpp"
+#include "verifier/greedy.hpp"
 #include "verifier/synth.hpp"
 #include "verifier/synth_duality.hpp"
 
@@ -30,6 +34,8 @@ struct OptimizeArgs {
     std::uint32_t chunks = 0;  ///< 0: not given (1; C = P for reduce_scatter and allreduce)
     std::uint32_t rounds = 0;
     std::string method = "auto";
+    bool greedy = false;
+    std::uint64_t seed = 1;
 };
 
 /// Which method optimizes a reduction (docs/synthesis.md, "The direct encoding of combining"):
@@ -54,11 +60,16 @@ std::string text_report(const SynthInstance& in, const OptimizeResult& r, const 
                            ? std::string("known schedule: none (combining: the search climbs from the lower bound)\n")
                        : in.chunked() ? std::string("known schedule: none (the known schedules have one chunk and one round per step)\n")
                                       : std::string("known schedule: none (the greedy did not finish)\n");
+    if (r.greedy.ran)
+        s += r.greedy.steps ? fmt::format("greedy: {} steps in {:.2f} s (verified by the direct checker in {:.2f} s)\n", *r.greedy.steps,
+                                          r.greedy.seconds, r.greedy.verify_seconds)
+                            : fmt::format("greedy: no schedule ({})\n", r.greedy.reason);
     if (!r.attempts.empty())
         for (const Attempt& a : r.attempts)
             s += fmt::format("  T = {}: {} ({:.3f} s){}\n", a.horizon, to_string(a.answer), a.seconds,
                              a.reason.empty() ? std::string() : fmt::format(": {}", a.reason));
     s += status_sentence(in, r) + "\n";
+    s += limits_line(sa, r.seconds);
     return s;
 }
 
@@ -142,6 +153,10 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                     "allreduce and scan direct, reduce and reduce_scatter by duality where it applies)")
         ->check(CLI::IsMember({"auto", "direct", "duality"}));
     args->solver.add_to(*cmd);
+    cmd->add_flag("--greedy", args->greedy,
+                  "Only the greedy synthesizer (chunks matched to channels step by step; networks of processors) and the counting "
+                  "bounds, no solver: a verified schedule with its gap to the best lower bound (docs/synthesis.md, \"At scale\")");
+    cmd->add_option("--seed", args->seed, "The greedy synthesizer's seed (default 1; machines of more than 64 processors start from it)");
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
                     "Write the best schedule found: FILE.sched as a schedule (DSL), anything else as a JSON table; repeatable");
@@ -159,7 +174,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
             // SCCL's ReduceScatter); reduce and scan: one chunk
             const bool per_processor = k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce;
             in.collective.set_chunks(args->chunks > 0 ? args->chunks : per_processor ? topo->processors() : 1, *topo);
-            if (reduction_method(in, args->method) == "duality") {
+            if (!args->greedy && reduction_method(in, args->method) == "duality") {
                 if (args->rounds > 0) throw InputError("--rounds is not supported by the duality method; use --method direct");
                 return optimize_reduction_command(in, *args, ctx);
             }
@@ -170,6 +185,13 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         if (in.rounds && args->solver.incremental) throw InputError("--incremental is not supported with --rounds (every S is its own encoding)");
         encoding_for(in);  // unsupported models are bad input, before any work
         OptimizeOptions opt = args->solver.options();
+        opt.greedy_only = args->greedy;
+        // The greedy alone holds no per-pair encoding: the size is bounded by the collective's own
+        // limit of goal pairs and by --memory (estimated before it runs).
+        if (args->greedy) opt.max_goals = 0;
+        opt.seed = args->seed;
+        if (args->greedy)
+            if (std::string why = greedy_problem(in); !why.empty()) throw InputError(why);
         Progress progress;
         opt.progress = progress.callback();
         OptimizeResult r;
@@ -184,13 +206,42 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
             if (!r.witness) break;
             write_witness(path, *r.witness, witness_comment(in, r));
         }
+        // The other end (issue 27): the least rounds per chunk, proved by its cut, and whether a
+        // tree packing meets it. Only for the unchunked question (a chunked one has its own bound).
+        nlohmann::ordered_json bw;
+        std::string bw_text;
+        if (in.collective.chunks == 1 && !in.rounds) {
+            SynthInstance whole = in;
+            if (auto b = flow_bandwidth_bound(whole)) {
+                bw["rounds_per_chunk"] = b->rounds_per_chunk.text();
+                bw["detail"] = b->detail;
+                bw["crossing"] = b->certificate->crossing;
+                bw_text = fmt::format("bandwidth: R/C >= {} over any steps and chunks ({})\n", b->rounds_per_chunk.text(), b->detail);
+                if (packing_problem(whole).empty()) {
+                    PackingOptions po;
+                    po.target = b->rounds_per_chunk;
+                    po.chunks = chunks_for(b->rounds_per_chunk, 256);
+                    po.seconds = opt.timeout > 0 ? std::min(10.0, opt.timeout / 4) : 10.0;
+                    if (auto p = pack_trees(whole, po)) {
+                        const bool optimal = p->rounds_per_chunk() == b->rounds_per_chunk;
+                        bw["packed"] = {{"steps", p->steps}, {"chunks", p->chunks}, {"rounds_per_chunk", p->rounds_per_chunk().text()},
+                                        {"depth", p->depth}, {"bandwidth_optimal", optimal}};
+                        bw_text += fmt::format("bandwidth end: a verified tree packing of {} steps of one round with {} chunks has R/C = {}{} "
+                                               "(`collsched bandwidth -o` writes it)\n",
+                                               p->steps, p->chunks, p->rounds_per_chunk().text(),
+                                               optimal ? ": proved bandwidth-optimal by the cut" : ", above the bound");
+                    }
+                }
+            }
+        }
         if (args->json) {
             nlohmann::ordered_json j = result_json(in, r, args->solver);
+            j["bandwidth"] = bw;
             j["witness"] = args->outputs.empty() || !r.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(args->outputs);
             std::string out = j.dump() + "\n";
             std::fwrite(out.data(), 1, out.size(), stdout);
         } else {
-            std::string out = text_report(in, r, args->solver);
+            std::string out = text_report(in, r, args->solver) + bw_text;
             if (!args->outputs.empty())
                 out += r.witness ? fmt::format("witness: {}\n", fmt::join(args->outputs, ", ")) : "witness: none found, nothing written\n";
             std::fwrite(out.data(), 1, out.size(), stdout);

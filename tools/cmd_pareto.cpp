@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "dsl/diagnostics.hpp"
+#include "support/units.hpp"
+#include "tools/bandwidth.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/synth_common.hpp"
@@ -34,7 +36,19 @@ struct ParetoArgs {
     bool json = false;
     std::string dir;
     std::string method = "auto";
+    std::vector<double> sizes;
+    std::optional<LinkSpeed> link;
 };
+
+/// The predicted times of a frontier point at every --size (docs/time.md).
+nlohmann::ordered_json point_times(const ParetoPoint& p, const ParetoArgs& args) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (double m : args.sizes) {
+        TimePrediction t = predict_time(p.table, TimeOptions{m, args.link});
+        a.push_back({{"size", m}, {"synchronous_s", t.synchronous}, {"asynchronous_s", t.asynchronous}});
+    }
+    return a;
+}
 
 std::string point_name(const SynthInstance& in, const ParetoPoint& p) {
     std::string c = in.collective.to_string();
@@ -66,6 +80,12 @@ nlohmann::ordered_json point_json(const ParetoPoint& p, const std::vector<std::s
                              {"step_rounds", p.step_rounds}};
     j["files"] = files;
     return j;
+}
+
+nlohmann::ordered_json certificate_json(const CutCertificate& c) {
+    return {{"inside", c.inside},       {"routers_inside", c.routers}, {"crossing", c.crossing}, {"demand", c.demand},
+            {"capacity", c.capacity},   {"reversed", c.reversed},      {"exact", c.exact},       {"relaxations", c.relaxations},
+            {"max_flows", c.flows},     {"sinks", c.sinks}};
 }
 
 }  // namespace
@@ -102,6 +122,10 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
     args->solver.timeout = 600;
     args->solver.add_to(*cmd, false, false);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+    add_size_option(cmd, args->sizes, "--size,--sizes",
+                    "Also predict every frontier point's time for buffers of M bytes per datum on the topology's link speeds, "
+                    "synchronous and asynchronous (docs/time.md): 1M, 1K..1G, 1K,1M");
+    add_link_option(cmd, args->link);
     cmd->add_option("-d,--dir", args->dir, "Write every frontier point as DIR/NAME.sched (DSL) and DIR/NAME.json (table)");
     cmd->callback([&ctx, args] {
         auto topo = Topology::parse(args->topology);
@@ -197,6 +221,16 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                                                                 {"value", res.bandwidth_bound.value()},
                                                                 {"name", res.bounds.front().name},
                                                                 {"detail", res.bounds.front().detail}};
+            if (!res.bounds.empty() && res.bounds.front().certificate) j["bandwidth_bound"]["certificate"] = certificate_json(*res.bounds.front().certificate);
+            if (res.packed) {
+                nlohmann::ordered_json pj = point_json(*res.packed, {});
+                pj["depth"] = res.packed_depth;
+                pj["bandwidth_optimal"] = res.packed_optimal;
+                pj["note"] = res.packed_note;
+                j["bandwidth_end"] = std::move(pj);
+            } else {
+                j["bandwidth_end"] = {{"note", res.packed_note}};
+            }
             auto& bj = j["bounds"] = nlohmann::ordered_json::array();
             for (const BandwidthBound& b : res.bounds)
                 bj.push_back({{"rounds_per_chunk", b.rounds_per_chunk.text()}, {"name", b.name}, {"detail", b.detail}});
@@ -213,7 +247,11 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                     aj.push_back(std::move(y));
                 }
                 rj.push_back(std::move(x));
-                if (row.frontier) fj.push_back(point_json(*row.best, files[i]));
+                if (row.frontier) {
+                    nlohmann::ordered_json pj = point_json(*row.best, files[i]);
+                    if (!args->sizes.empty()) pj["time"] = point_times(*row.best, *args);
+                    fj.push_back(std::move(pj));
+                }
             }
             std::string out = j.dump() + "\n";
             std::fwrite(out.data(), 1, out.size(), stdout);
@@ -232,6 +270,12 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                 for (const RoundsAttempt& a : row.attempts)
                     s += fmt::format("  S = {}, C = {}, R = {}: {} ({:.3f} s){}\n", a.steps, a.chunks, a.rounds, to_string(a.answer), a.seconds,
                                      a.reason.empty() ? std::string() : ": " + a.reason);
+            if (res.packed)
+                s += fmt::format("bandwidth end (tree packing): {} steps, {} rounds, {} chunks, R/C = {}, trees at most {} deep: {}\n",
+                                 res.packed->steps, res.packed->rounds, res.packed->chunks, res.packed->rounds_per_chunk().text(),
+                                 res.packed_depth, res.packed_note);
+            else
+                s += fmt::format("bandwidth end (tree packing): none ({})\n", res.packed_note);
             s += "frontier (each point a schedule verified by the direct checker):\n";
             s += "  steps  rounds  chunks  R/C    rounds per step\n";
             for (std::size_t i = 0; i < res.rows.size(); ++i) {
@@ -240,6 +284,19 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                 const ParetoPoint& p = *row.best;
                 s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<5}  {}{}\n", p.steps, p.rounds, p.chunks, p.rounds_per_chunk().text(),
                                  rounds_text(p.step_rounds), files[i].empty() ? "" : fmt::format("  ({})", fmt::join(files[i], ", ")));
+            }
+            if (!args->sizes.empty()) {
+                s += fmt::format("predicted time of the frontier points (docs/time.md); {}:\n",
+                                 speeds_text(*in.topology, args->link));
+                s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<10}  {:>12}  {:>12}\n", "steps", "rounds", "chunks", "size", "synchronous", "asynchronous");
+                for (const ParetoRow& row : res.rows) {
+                    if (!row.frontier) continue;
+                    const ParetoPoint& p = *row.best;
+                    for (const auto& x : point_times(p, *args))
+                        s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<10}  {:>12}  {:>12}\n", p.steps, p.rounds, p.chunks,
+                                         support::format_bytes(x["size"].get<double>()), support::format_seconds(x["synchronous_s"].get<double>()),
+                                         support::format_seconds(x["asynchronous_s"].get<double>()));
+                }
             }
             s += "proofs:\n";
             for (const ParetoRow& row : res.rows) s += fmt::format("  {} steps: {}{}\n", row.steps, row.excluded, "");

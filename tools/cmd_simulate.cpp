@@ -15,7 +15,9 @@
 #include "verifier/report.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 #include "tools/input.hpp"
+#include "tools/output.hpp"
 
 namespace collsched::tools {
 
@@ -30,6 +32,7 @@ struct SimulateArgs {
     bool stream = false;
     std::uint64_t max_transfers = CompileOptions{}.max_transfers;
     AlphaBeta ab;
+    std::string timeline;
 };
 
 /// `--stream`: compiles the schedule step by step into the streamed simulator (runtime/simulator.hpp).
@@ -83,8 +86,7 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable; .sched files only)");
     cmd->add_option("--topology", args->msccl.topology,
                     "MSCCL-IR input: the topology the program runs on (default complete:P)");
-    cmd->add_option("--max-steps", args->msccl.max_steps,
-                    "MSCCL-IR input: steps per thread block the executor allows (its MSCCL_MAX_NUM_STEPS; default 64)");
+    add_msccl_max_steps(cmd, args->msccl.max_steps);
     cmd->add_flag("--json", args->json,
                   "Print one JSON object (status, rule, steps, deliveries, halt, missing, queue_high_water, holes, busiest, "
                   "channels) instead of text");
@@ -98,8 +100,14 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
                                 "streamed replay holds a few steps, so EBFT n = 8192 with 2.9 * 10^9 needs it raised)",
                                 args->max_transfers));
     add_alpha_beta_options(cmd, args->ab);
+    cmd->add_option("--timeline", args->timeline,
+                    "Write the asynchronous run's per-link busy intervals for --size M as JSON to this file (collsched.timeline/1, "
+                    "docs/time.md)");
     cmd->callback([&ctx, args] {
         args->ab.check();
+        if (!args->timeline.empty() && args->ab.sizes.size() != 1) throw InputError("--timeline FILE needs one --size M");
+        if (!args->timeline.empty() && args->stream) throw InputError("--timeline needs the whole table; simulate without --stream");
+        if (!args->ab.sizes.empty() && args->stream) throw InputError("--size needs the whole table; simulate without --stream");
         SendTable table;
         SimReport r;
         if (args->stream) {
@@ -117,12 +125,26 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
         }
         // streamed, the header has no transfers: the completion step is the replay's
         const std::optional<Step> steps = args->stream ? std::optional<Step>(r.steps) : std::nullopt;
-        std::string out =
-            args->json ? sim_report_to_json(r, table) : format_sim_report(r, table) + bandwidth_text(table, args->ab, steps);
-        if (args->json && shows_bandwidth(table, args->ab)) {
+        const bool completed = r.status == SimStatus::completed;
+        std::string out = args->json ? sim_report_to_json(r, table)
+                                     : format_sim_report(r, table) + bandwidth_text(table, args->ab, steps) +
+                                           (args->ab.sizes.empty() ? ""
+                                            : completed          ? time_text(table, args->ab)
+                                                                 : "predicted time: not computed (the run did not complete)\n");
+        if (args->json && (shows_bandwidth(table, args->ab) || (completed && !args->ab.sizes.empty()))) {
             nlohmann::ordered_json j = nlohmann::ordered_json::parse(out);
             add_bandwidth_json(j, table, args->ab, steps);
+            if (completed) add_time_json(j, table, args->ab);
             out = j.dump() + "\n";
+        }
+        if (!args->timeline.empty()) {
+            if (!completed) throw InputError("--timeline: the run did not complete, so it has no time");
+            const TimeOptions topt = args->ab.time_options(args->ab.sizes[0]);
+            const std::string text = timeline_json(table, predict_time(table, topt), topt);
+            write_output(args->timeline, [&](const Flush& flush, fmt::memory_buffer& buf) {
+                buf.append(text.data(), text.data() + text.size());
+                flush(buf);
+            });
         }
         std::fwrite(out.data(), 1, out.size(), stdout);
         ctx.exit_code = r.status == SimStatus::completed ? 0 : 1;

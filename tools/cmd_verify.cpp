@@ -3,10 +3,21 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+
+#include <sys/mman.h>
+#include <unistd.h>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+
+#include "compiler/msccl_import.hpp"
+#include "compiler/mscclpp_check.hpp"
+#include "compiler/table_io.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
@@ -22,6 +33,7 @@ struct VerifyArgs {
     std::string input;
     std::vector<std::string> defines;
     MscclImportOptions msccl;
+    std::string expect;
     std::string engine = "direct";
     std::string routes = "any";
     bool json = false;
@@ -30,6 +42,58 @@ struct VerifyArgs {
     double timeout = 60;
     AlphaBeta ab;
 };
+
+/// The text of `path` when it is an MSCCL++ execution plan (a JSON object whose top level has
+/// "gpus" and "collective" and no "format"), told by its first 64 KB; standard input is not probed.
+std::optional<std::string> mscclpp_plan_text(const std::string& path) {
+    // pipes (/dev/stdin, <(gen)) are read once, by load_input
+    if (path == "-" || path.ends_with(".sched") || !std::filesystem::is_regular_file(path)) return std::nullopt;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::string head(65536, '\0');
+    in.read(head.data(), std::streamsize(head.size()));
+    head.resize(std::size_t(in.gcount()));
+    const std::size_t first = head.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || head[first] != '{' || head.find("\"format\"") != std::string::npos ||
+        head.find("\"gpus\"") == std::string::npos || head.find("\"collective\"") == std::string::npos)
+        return std::nullopt;
+    return read_input_text(path, "MSCCL++ plan");
+}
+
+/// `verify PLAN.json`: the plan's verdict (docs/exports.md, "MSCCL++ execution plans").
+int verify_mscclpp(const std::string& path, const std::string& text, const VerifyArgs& args) {
+    std::vector<mscclpp::Expectation> expect;
+    if (!args.expect.empty()) expect = mscclpp::read_expectations(read_input_text(args.expect, "expectation file"), args.expect);
+    mscclpp::ReadResult read = mscclpp::read_plan(text, path);
+    mscclpp::PlanReport r = mscclpp::check_plan(read, expect);
+    std::string out;
+    if (args.json) {
+        nlohmann::ordered_json j;
+        j["verdict"] = r.holds() ? "holds" : "violated";
+        j["format"] = "mscclpp";
+        j["name"] = read.plan.name;
+        j["collective"] = read.plan.collective;
+        j["gpus"] = read.plan.gpus.size();
+        j["inplace"] = read.plan.inplace;
+        j["protocol"] = read.plan.protocol;
+        j["thread_blocks"] = r.thread_blocks;
+        j["ops"] = r.ops;
+        j["properties"] = {{"executor_rules", r.counts_other ? "violated" : "holds"},
+                           {"deadlock", !r.modelled ? "unknown" : r.finishes && !r.counts_deadlock ? "holds" : "violated"},
+                           {"data_races", !r.modelled || !r.race_checked ? "unknown" : r.counts_race ? "violated" : "holds"},
+                           {"result", r.counts_result ? "violated" : r.result_checked ? "holds" : "unknown"}};
+        nlohmann::ordered_json list = nlohmann::ordered_json::array();
+        for (const mscclpp::Finding& f : r.findings)
+            list.push_back({{"rule", f.rule}, {"path", f.path}, {"line", f.pos.line}, {"column", f.pos.col}, {"message", f.what}});
+        j["violations"] = list;
+        if (!r.result_note.empty()) j["note"] = r.result_note;
+        out = j.dump() + "\n";
+    } else {
+        out = mscclpp::format_plan_report(r, read.plan, path);
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return r.holds() ? 0 : 1;
+}
 
 /// The loop values of the statement runs behind the counterexamples that name a transfer
 /// (Violation::when), for a schedule: its program is run again once for all of them.
@@ -55,7 +119,65 @@ void name_sources(VerifyReport& r, const SendTable& t, const ScheduleSource& sou
     attach_contexts(r, t, source);
 }
 
+/// The predicted times, for a table that holds (a table that breaks the model has no meaningful time).
+std::string time_or_why(const SendTable& t, const AlphaBeta& ab, std::string_view verdict) {
+    if (ab.sizes.empty()) return "";
+    if (verdict != "holds") return "predicted time: not computed (the table does not hold)\n";
+    return time_text(t, ab);
+}
+
 int exit_code(std::string_view verdict) { return verdict == "holds" ? 0 : verdict == "unknown" ? 3 : 1; }
+
+/// An MSCCL-IR program is judged as a program (compiler/msccl_import.hpp), not by the table its
+/// as-soon-as-possible run levels into: nullopt when `path` is no such file.
+std::optional<int> verify_msccl(const VerifyArgs& a) {
+    if (a.input.ends_with(".sched") || a.input.ends_with(".0.et") || a.input.ends_with(".csv")) return std::nullopt;
+    // standard input is read once, by load_input (which levels an MSCCL-IR program into a table);
+    // a file is probed by its first bytes, so a table too large to read is refused by load_input's rule
+    if (a.input == "-" || !std::filesystem::is_regular_file(a.input)) return std::nullopt;
+    {
+        std::ifstream in(a.input, std::ios::binary);
+        std::string head(4096, '\0');
+        in.read(head.data(), std::streamsize(head.size()));
+        head.resize(std::size_t(in.gcount()));
+        if (!looks_like_xml(head)) return std::nullopt;
+    }
+    std::string text = read_input_text(a.input);
+    if (!looks_like_xml(text)) {
+        if (a.input == "-") {
+            // standard input is read now: hand the same bytes to load_input on a fresh descriptor 0
+            const int fd = ::memfd_create("collsched-stdin", 0);
+            if (fd < 0 || ::write(fd, text.data(), text.size()) != ssize_t(text.size()) || ::lseek(fd, 0, SEEK_SET) != 0 ||
+                ::dup2(fd, 0) < 0)
+                throw InputError("<stdin>: cannot keep standard input for the table reader");
+            ::close(fd);
+        }
+        return std::nullopt;
+    }
+    if (!a.defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL-IR files");
+    MscclImportOptions opt = a.msccl;
+    if (!a.expect.empty()) {
+        opt.expect = read_input_text(a.expect, "expectation");
+        opt.expect_name = a.expect;
+    }
+    MscclReport r = check_msccl_ir(text, a.input == "-" ? "<stdin>" : a.input, opt);
+    std::string out;
+    if (a.json) {
+        nlohmann::ordered_json j;
+        j["verdict"] = r.holds ? "holds" : "violated";
+        j["program"] = r.summary;
+        j["violations"] = r.violations;
+        j["findings"] = r.findings;
+        j["notes"] = r.notes;
+        j["timing"] = r.timing;
+        if (!r.chunk_map.empty()) j["chunk_map"] = r.chunk_map;
+        out = j.dump() + "\n";
+    } else {
+        out = r.text();
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return r.holds ? 0 : 1;
+}
 
 /// `--engine both`: the two reports, then whether they agree. A disagreement is a bug in one of
 /// the engines: it is printed on stderr, the verdict is "disagreement" and the exit code 1.
@@ -93,9 +215,11 @@ int run_both(const SendTable& table, const ScheduleSource& source, const VerifyO
         j["engines"] = {{"direct", direct}, {"z3", z3}};
         j["seconds"] = d.seconds + z.seconds;
         add_bandwidth_json(j, table, ab);
+        if (verdict == "holds") add_time_json(j, table, ab);
         out = j.dump() + "\n";
     } else {
-        out = "engine direct\n" + format_report(d, table) + "\nengine z3\n" + format_report(z, table) + "\n" + bandwidth_text(table, ab);
+        out = "engine direct\n" + format_report(d, table) + "\nengine z3\n" + format_report(z, table) + "\n" + bandwidth_text(table, ab) +
+              time_or_why(table, ab, verdict);
         out += dis.empty() ? fmt::format("both engines: {}{}\n", verdict,
                                          unknown ? " (the Z3 engine could not decide every property; see its notes)" : "")
                            : "both engines: DISAGREEMENT (a bug in collsched; see stderr)\n";
@@ -122,15 +246,20 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         "verify",
         "Check a send table (JSON or CSV) or a schedule (.sched) against its model: capacity per channel and step, ports, "
         "queues, replication, causality, routes and completeness.\nEngines: direct (exact counting), z3 (each property an "
-        "SMT/Horn query to Z3; unsat of its negation is the proof), both (the two must agree on every property).\nExit code: 0 "
+        "SMT/Horn query to Z3; unsat of its negation is the proof), both (the two must agree on every property).\nAn MSCCL++ "
+        "execution plan (a JSON file with \"gpus\" and \"collective\") is checked for the executor's rules, deadlock, data races "
+        "and its result instead (docs/exports.md).\nExit code: 0 "
         "every property holds, 1 a property is violated (counterexamples printed) or the engines disagree (--engine both; "
         "a bug, reported on stderr), 2 bad input, 3 unknown (Z3 time or resource limit).");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--topology", args->msccl.topology,
                     "MSCCL-IR input: the topology the program runs on (default complete:P)");
-    cmd->add_option("--max-steps", args->msccl.max_steps,
-                    "MSCCL-IR input: steps per thread block the executor allows (its MSCCL_MAX_NUM_STEPS; default 64)");
+    add_msccl_max_steps(cmd, args->msccl.max_steps);
+    cmd->add_option("--expect", args->expect,
+                    "MSCCL-IR program or MSCCL++ plan input: a JSON file naming what output chunks must hold, {\"outputs\": "
+                    "[{\"rank\", \"chunk\", \"holds\": [[rank, input chunk], ...]}]} (docs/exports.md, \"--expect\"); "
+                    "replaces the collective's postcondition, and gives a custom collective one");
     cmd->add_option("--engine", args->engine, "Verification engine: direct, z3 or both (default direct)")
         ->check(CLI::IsMember({"direct", "z3", "both"}));
     cmd->add_option("--timeout", args->timeout, "Time limit of the Z3 engine in seconds (default 60); past it, unknown (exit 3)")
@@ -145,6 +274,16 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     add_alpha_beta_options(cmd, args->ab);
     cmd->callback([&ctx, args] {
         args->ab.check();
+        if (auto code = verify_msccl(*args)) {
+            ctx.exit_code = *code;
+            return;
+        }
+        if (auto plan = mscclpp_plan_text(args->input)) {
+            if (!args->defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL++ plans");
+            ctx.exit_code = verify_mscclpp(args->input, *plan, *args);
+            return;
+        }
+        if (!args->expect.empty()) throw InputError("--expect applies to MSCCL-IR programs and MSCCL++ plans only");
         ScheduleSource source;
         SendTable table = load_input(args->input, args->defines, true, args->strict, args->msccl, &source);
         VerifyOptions opt;
@@ -164,9 +303,10 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         if (args->json) {
             nlohmann::ordered_json j = report_to_json(r, table);
             add_bandwidth_json(j, table, args->ab);
+            if (r.verdict() == "holds") add_time_json(j, table, args->ab);
             out = j.dump() + "\n";
         } else {
-            out = format_report(r, table) + bandwidth_text(table, args->ab);
+            out = format_report(r, table) + bandwidth_text(table, args->ab) + time_or_why(table, args->ab, r.verdict());
         }
         std::fwrite(out.data(), 1, out.size(), stdout);
         ctx.exit_code = exit_code(r.verdict());

@@ -27,8 +27,10 @@ void add_compile_command(CLI::App&, Context&);
 void add_optimize_command(CLI::App&, Context&);
 void add_probe_command(CLI::App&, Context&);
 void add_pareto_command(CLI::App&, Context&);
+void add_bandwidth_command(CLI::App&, Context&);
 void add_reproduce_command(CLI::App&, Context&);
 void add_bench_command(CLI::App&, Context&);
 void add_completion_command(CLI::App&, Context&);
+void add_compare_command(CLI::App&, Context&);
 
 }  // namespace collsched::tools

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -60,15 +61,37 @@ namespace {
 
 bool has_extension(const std::string& path, std::string_view ext) { return path.size() > ext.size() && path.ends_with(ext); }
 
+/// The offset of the first byte no text file has: a NUL or another control byte but tab, line
+/// feed, form feed and carriage return, or a byte that starts no valid UTF-8 character.
+std::optional<std::size_t> first_binary_byte(std::string_view text) {
+    for (std::size_t i = 0; i < text.size();) {
+        const auto b = static_cast<unsigned char>(text[i]);
+        if (b < 0x80) {
+            if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r' && b != '\f') || b == 0x7f) return i;
+            ++i;
+            continue;
+        }
+        const std::size_t n = (b & 0xe0) == 0xc0 && b >= 0xc2 ? 2 : (b & 0xf0) == 0xe0 ? 3 : (b & 0xf8) == 0xf0 && b <= 0xf4 ? 4 : 0;
+        if (n == 0 || i + n > text.size()) return i;
+        for (std::size_t k = 1; k < n; ++k)
+            if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return i;
+        i += n;
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations, bool strict,
                      const MscclImportOptions& msccl, ScheduleSource* schedule) {
-    if (!msccl.topology.empty() && (has_extension(path, ".sched") || has_extension(path, ".0.et")))
+    if (!msccl.topology.empty() && (has_extension(path, ".sched") || has_extension(path, ".et")))
         throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
-    if (is_chakra_trace(path)) {
+    // Chakra traces: PREFIX.<rank>.et names the set; any rank's file reads the whole set (from
+    // rank 0's, which names the topology), never as a schedule or table.
+    std::string prefix;
+    if (std::uint64_t rank = 0; chakra_trace_name(path, prefix, rank)) {
         if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to Chakra traces");
-        return read_chakra(path.substr(0, path.size() - 5));
+        return read_chakra(prefix);
     }
     CompileOptions options;
     options.record_locations = locations;
@@ -114,6 +137,13 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
     }
     std::string text = read_input_text(path, table_name ? "table" : "table or schedule");
     if (auto t = program_or_table(text, [&] { return parse_table(text, name); })) return std::move(*t);
+    // Neither a table nor a program: binary data (a Chakra trace under another name, an image)
+    // is refused at its first byte instead of being parsed as a schedule, 20 syntax errors later.
+    if (auto at = first_binary_byte(text)) {
+        const SourceLoc loc = location_of(text, *at);
+        throw InputError(fmt::format("{}:{}:{}: binary data (byte 0x{:02x}), not a table or schedule", name, loc.line, loc.column,
+                                     static_cast<unsigned char>(text[*at])));
+    }
     if (path != "-") options.base_dir = std::filesystem::path(path).parent_path().string();
     std::optional<SendTable> table = compile_source(text, name, defines, options, diags);
     if (!table) fail_with_diagnostics(diags);

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "compiler/msccl_import.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tools/app.hpp"
 #include "tools/input.hpp"
@@ -54,6 +55,11 @@ int main(int argc, char** argv) {
         }
         tools::print_error(InputError(e.what()), json);
         return 2;
+    } catch (const ProgramViolation& e) {
+        // an MSCCL-IR program that does not hold, read by convert or simulate: its counterexamples
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s", e.what());
+        return 1;
     } catch (const InputError& e) {
         tools::print_error(e, json);
         return 2;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/export_msccl.hpp"
 #include "dsl/excerpt.hpp"
 
 namespace collsched::tools {
@@ -35,6 +36,13 @@ CLI::Validator count_option(std::uint64_t min, std::uint64_t max) {
             return fmt::format("expected a whole number from {} to {}, not '{}'", min, max, excerpt(s));
         },
         "", "count");  // no description: --help keeps the type and the default (UINT=20)
+}
+
+void add_msccl_max_steps(CLI::App* cmd, int& max_steps) {
+    cmd->add_option("--max-steps", max_steps,
+                    fmt::format("MSCCL-IR: steps per thread block the executor allows (its MSCCL_MAX_NUM_STEPS, 1 to {}; default {})",
+                                MscclLimits::max_dependency_step + 1, MscclLimits::default_max_steps))
+        ->check(count_option(1, MscclLimits::max_dependency_step + 1));
 }
 
 }  // namespace collsched::tools

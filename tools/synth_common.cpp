@@ -29,8 +29,20 @@ void SolverArgs::add_to(CLI::App& cmd, bool allow_both, bool with_routes) {
                                 "(run each instance with each, compare answers and times)"
                               : "SAT backend: cadical (CNF with totalizer cardinalities) or z3 (pseudo-Boolean)")
         ->check(CLI::IsMember(solvers));
-    cmd.add_option("--timeout", timeout, "Seconds for the whole search (per instance); 0 means no limit")
+    cmd.add_option("--timeout", timeout,
+                   "Seconds for the whole run, a hard limit: every solver call gets at most what is left, the encoders and "
+                   "greedy schedules stop at it, and the run ends with the best bounds and schedule so far (exit 3); 0 means no limit")
         ->check(seconds_option(true));
+    // A command may define these itself with its own words (pareto's --solve-timeout per instance).
+    if (!cmd.get_option_no_throw("--solve-timeout"))
+        cmd.add_option("--solve-timeout", solve_timeout, "Seconds for one solver call (one horizon), within --timeout; 0 means no limit")
+            ->check(seconds_option(true));
+    if (!cmd.get_option_no_throw("--memory"))
+        cmd.add_option("--memory", memory,
+                   fmt::format("Most resident memory the run may use, e.g. 4G, 512MiB, 25%; an encoding estimated not to fit is not "
+                               "built and one that grows too large is stopped (answer unknown, exit 3 unless proved otherwise); "
+                               "default {:.0f}% of physical memory; 0 means no limit",
+                               100 * MemoryBudget::default_fraction));
     cmd.add_flag("--incremental", incremental, "One solver for all horizons (horizons as assumptions) instead of one per horizon");
     cmd.add_flag("--no-symmetry", no_symmetry, "Leave out the symmetry-breaking constraints");
     cmd.add_flag("--no-implied", no_implied, "Leave out the implied cumulative counting constraints");
@@ -49,10 +61,17 @@ OptimizeOptions SolverArgs::options(SatBackend fallback) const {
     o.synth.implied = !no_implied;
     o.synth.cardinality = cardinality == "sequential" ? CardinalityKind::sequential : CardinalityKind::totalizer;
     o.timeout = timeout;
+    o.synth.timeout = solve_timeout;
+    o.synth.memory = memory_budget();
     o.incremental = incremental;
     o.constructions = !no_constructions;
     o.solver_proof = solver_proof;
     return o;
+}
+
+MemoryBudget SolverArgs::memory_budget() const {
+    if (memory.empty()) return MemoryBudget::machine_default();
+    return MemoryBudget(parse_bytes(memory));
 }
 
 Progress::Progress(std::string prefix) : prefix_(std::move(prefix)), tty_(::isatty(2) == 1) {}
@@ -83,6 +102,7 @@ nlohmann::ordered_json result_json(const SynthInstance& in, const OptimizeResult
     j["lower_bound"] = r.lower_bound;
     j["upper_bound"] = r.upper_bound ? nlohmann::ordered_json(*r.upper_bound) : nlohmann::ordered_json();
     j["seconds"] = r.seconds;
+    j["limits"] = limits_json(sa);
     j["topology"] = in.topology->spec();
     j["collective"] = in.collective.to_string();
     j["model"] = to_string(in.model);
@@ -115,8 +135,34 @@ nlohmann::ordered_json result_json(const SynthInstance& in, const OptimizeResult
         if (!a.reason.empty()) x["reason"] = a.reason;
         at.push_back(std::move(x));
     }
+    if (r.greedy.ran) {
+        auto& g = j["greedy"];
+        g["steps"] = r.greedy.steps ? nlohmann::ordered_json(*r.greedy.steps) : nlohmann::ordered_json();
+        g["only"] = r.greedy.only;
+        g["seconds"] = r.greedy.seconds;
+        g["verify_seconds"] = r.greedy.verify_seconds;
+        if (!r.greedy.reason.empty()) g["reason"] = r.greedy.reason;
+    }
     if (!r.note.empty()) j["note"] = r.note;
     return j;
+}
+
+nlohmann::ordered_json limits_json(const SolverArgs& sa) {
+    const MemoryBudget mem = sa.memory_budget();
+    nlohmann::ordered_json j;
+    j["timeout"] = sa.timeout > 0 ? nlohmann::ordered_json(sa.timeout) : nlohmann::ordered_json();
+    j["solve_timeout"] = sa.solve_timeout > 0 ? nlohmann::ordered_json(sa.solve_timeout) : nlohmann::ordered_json();
+    j["memory"] = mem.none() ? nlohmann::ordered_json() : nlohmann::ordered_json(mem.limit());
+    j["peak_memory"] = peak_resident_memory();
+    return j;
+}
+
+std::string limits_line(const SolverArgs& sa, double seconds) {
+    const MemoryBudget mem = sa.memory_budget();
+    std::string time = sa.timeout > 0 ? fmt::format("{:g} s", sa.timeout) : "none";
+    if (sa.solve_timeout > 0) time += fmt::format(" ({:g} s per solver call)", sa.solve_timeout);
+    return fmt::format("limits: time {}, memory {}; used {:.1f} s, peak {} resident\n", time,
+                       mem.none() ? std::string("none") : format_bytes(mem.limit()), seconds, format_bytes(peak_resident_memory()));
 }
 
 std::string search_line(const SynthInstance& in, const OptimizeResult& r) {
@@ -132,16 +178,35 @@ std::string bound_line(const SynthInstance& in, const Bound& b) {
     return s + "\n";
 }
 
+namespace {
+
+/// Which limit ended the search: the last attempt's reason says.
+std::string limit_that_ended(const OptimizeResult& r) {
+    if (r.attempts.empty()) return "the time limit";
+    const std::string& why = r.attempts.back().reason;
+    if (why.starts_with("memory limit")) return "the memory limit";
+    if (why.find("time limit") != std::string::npos || why.empty()) return "the time limit";
+    return "a size limit of the encoder";
+}
+
+}  // namespace
+
 std::string status_sentence(const SynthInstance& in, const OptimizeResult& r) {
     switch (r.status) {
         case OptStatus::proved:
             return fmt::format("optimum: {} steps (proved over {}; a verified {}-step schedule from {}; lower bound by {})", *r.optimum,
                                search_space(in), *r.optimum, r.upper_bound_source, r.lower_bound_reason);
-        case OptStatus::found:
-            return fmt::format("best found: {} steps, not proved optimal (the time limit ended the search); proven lower bound {} ({})",
-                               *r.optimum, r.lower_bound, r.lower_bound_reason);
+        case OptStatus::found: {
+            const Step gap = *r.optimum - r.lower_bound;
+            const std::string gaps = fmt::format("gap {} steps, {:.1f}% of the bound", gap, 100.0 * gap / std::max<Step>(1, r.lower_bound));
+            if (r.greedy.only)
+                return fmt::format("best found: {} steps by {} (greedy only, no solver); proven lower bound {} ({}); {}", *r.optimum,
+                                   r.upper_bound_source, r.lower_bound, r.lower_bound_reason, gaps);
+            return fmt::format("best found: {} steps, not proved optimal ({} ended the search); proven lower bound {} ({}); {}", *r.optimum,
+                               limit_that_ended(r), r.lower_bound, r.lower_bound_reason, gaps);
+        }
         case OptStatus::timeout:
-            return fmt::format("no schedule found within the time limit; proven lower bound {} ({})", r.lower_bound, r.lower_bound_reason);
+            return fmt::format("no schedule found within {}; proven lower bound {} ({})", limit_that_ended(r), r.lower_bound, r.lower_bound_reason);
         case OptStatus::infeasible: return fmt::format("no schedule exists: {}", r.note);
     }
     return {};

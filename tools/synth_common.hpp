@@ -17,6 +17,8 @@ namespace collsched::tools {
 struct SolverArgs {
     std::string solver = "cadical";
     double timeout = 300;
+    double solve_timeout = 0;  ///< seconds per solver call; 0: no limit but the whole run's
+    std::string memory;        ///< --memory as given; empty: MemoryBudget::machine_default()
     bool incremental = false;
     bool no_symmetry = false;
     bool no_implied = false;
@@ -25,10 +27,13 @@ struct SolverArgs {
     bool solver_proof = false;
     std::string routes = "any";
 
-    /// Adds --solver, --timeout, --incremental, --no-symmetry, --no-implied, --cardinality,
+    /// Adds --solver, --timeout, --solve-timeout, --memory, --incremental, --no-symmetry, --no-implied, --cardinality,
     /// --no-constructions, --solver-proof, and (with `routes`) --routes.
     void add_to(CLI::App&, bool allow_both = false, bool with_routes = true);
+    /// Throws InputError for a malformed --memory.
     OptimizeOptions options(SatBackend = SatBackend::cadical) const;
+    /// The memory limit: --memory, or MemoryBudget::default_fraction of physical memory.
+    MemoryBudget memory_budget() const;
     RouteSpace route_space() const { return routes == "fixed" ? RouteSpace::fixed : RouteSpace::any; }
     std::string backend_name() const { return solver; }
 };
@@ -47,6 +52,11 @@ private:
     bool open_ = false;
 };
 
+/// The run's limits and what it used: `timeout`, `solve_timeout` (seconds, null: none), `memory`
+/// (bytes, null: none) and `peak_memory` (the process's largest resident set so far, bytes).
+nlohmann::ordered_json limits_json(const SolverArgs&);
+/// "limits: time 60 s, memory 12.3 GB; used 59.9 s, peak 6.7 GB resident\n"
+std::string limits_line(const SolverArgs&, double seconds);
 nlohmann::ordered_json result_json(const SynthInstance&, const OptimizeResult&, const SolverArgs&);
 /// "optimum: 11 steps (proved over every schedule of model ... with any route; ...)" and the
 /// like, one line.

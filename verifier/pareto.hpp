@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -35,11 +36,27 @@ struct Ratio {
     friend bool operator==(const Ratio& a, const Ratio& b) { return a.num * b.den == b.num * a.den; }
 };
 
+/// The cut behind a bandwidth bound found by max flow (verifier/bandwidth_bound.hpp): the set S
+/// of nodes, the data that start inside and must leave it, and what leaves it per round.
+struct CutCertificate {
+    std::vector<std::uint32_t> inside;       ///< processors in S
+    std::vector<std::uint32_t> routers;      ///< routers in S (node numbers)
+    std::vector<std::string> crossing;       ///< what leaves S per round: "group nic7.in (1)", "channel 3->4 (2)", ...
+    std::uint64_t demand = 0;                ///< data (messages) that start inside S and must leave it
+    std::uint64_t capacity = 0;              ///< chunks per round that can leave S
+    bool reversed = false;                   ///< read on the reversed network (gather, reductions): "leave" is "enter"
+    bool exact = true;                       ///< the network is exact for the model (no relaxation)
+    std::vector<std::string> relaxations;    ///< otherwise what was relaxed
+    std::uint32_t flows = 0;                 ///< max flows computed
+    std::uint32_t sinks = 0;                 ///< processors checked (one per orbit)
+};
+
 /// A proved lower bound on rounds per chunk (R/C) for any number of chunks and steps.
 struct BandwidthBound {
     Ratio rounds_per_chunk;
-    std::string name;    ///< "cut", "hops"
+    std::string name;    ///< "cut", "hops", "cut (max flow)"
     std::string detail;  ///< the argument with its numbers (the cut, what must cross it, its capacity)
+    std::optional<CutCertificate> certificate = {};  ///< the flow bound's cut
 };
 /// Every bandwidth bound collsched proves by counting, the largest first (docs/synthesis.md,
 /// "The bandwidth bound"). Cut: for a set X of processors, every chunk of a datum that starts
@@ -47,7 +64,16 @@ struct BandwidthBound {
 /// carries at most r times the capacity into X (ports and groups included). Hops (personalized
 /// collectives): every chunk makes at least dist(s, d) hops, and a round carries at most the
 /// sum of all capacities.
-std::vector<BandwidthBound> bandwidth_bounds(const SynthInstance&);
+/// The flow bound (verifier/bandwidth_bound.hpp) replaces the enumerated cuts where it applies.
+/// At `deadline` the cuts not yet counted are left out: every bound returned is still proved, the
+/// largest may be missed (pareto's --timeout covers the counting too).
+std::vector<BandwidthBound> bandwidth_bounds(const SynthInstance&,
+                                             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+/// The cut bound by enumerating processor sets (every set up to 16 processors; above that each
+/// processor, its complement and balls): the bound of issue 15, kept for alltoall and as the
+/// reference the flow bound is tested against; at `deadline` the sets not yet counted are left out.
+std::optional<BandwidthBound> enumerated_cut_bound(const SynthInstance&,
+                                                   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 /// One decided instance: S steps, C chunks, at most R rounds.
 struct RoundsAttempt {
@@ -97,6 +123,13 @@ struct ParetoResult {
     std::vector<BandwidthBound> bounds;   ///< bandwidth bounds, largest first
     Ratio bandwidth_bound;                ///< the largest (0 when none)
     std::vector<ParetoRow> rows;          ///< S = least steps, least + 1, ...
+    /// The bandwidth end (verifier/tree_packing.hpp): a packed schedule, verified; when its R/C
+    /// equals the bandwidth bound it is proved bandwidth-optimal by the bound's cut and ends the
+    /// walk at its number of steps (a row of its own).
+    std::optional<ParetoPoint> packed;
+    std::uint32_t packed_depth = 0;       ///< its deepest tree
+    bool packed_optimal = false;          ///< its R/C meets the bandwidth bound (of the dual, for reductions by duality)
+    std::string packed_note;              ///< why there is none, or what it is
     bool complete = false;                ///< the frontier within C <= K is proved complete
     std::string end;                      ///< why the walk ended
     double seconds = 0;

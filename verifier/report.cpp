@@ -112,6 +112,17 @@ std::string status_text(Property p, Status s, const SendTable& t) {
 }  // namespace
 
 std::optional<std::uint64_t> violation_transfer(const SendTable& t, const Violation& v) {
+    if (v.step && !v.channel && v.group && !v.messages.empty()) {
+        // A link group over its capacity: the first transfer of the step on one of its channels
+        // that carries the first message named (a group has no channel of its own to look up).
+        auto it = std::lower_bound(t.transfers.begin(), t.transfers.end(), v.step, [](const Transfer& x, Step s) { return x.step < s; });
+        for (; it != t.transfers.end() && it->step == v.step; ++it) {
+            if (it->message != v.messages.front()) continue;
+            auto in = t.topology->groups_of(it->channel);
+            if (std::find(in.begin(), in.end(), *v.group) != in.end()) return static_cast<std::uint64_t>(it - t.transfers.begin());
+        }
+        return std::nullopt;
+    }
     if (!v.step || !v.channel || v.messages.empty()) return std::nullopt;
     Transfer key{v.step, *v.channel, v.messages.front()};
     auto it = std::lower_bound(t.transfers.begin(), t.transfers.end(), key);

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "compiler/send_table.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -109,6 +110,11 @@ struct SynthOptions {
     /// answers unknown and says so); 0 means no limit. The default keeps CaDiCaL within a few
     /// GB (roughly 100 bytes per variable with its clauses).
     std::uint64_t max_variables = 40'000'000;
+    /// The process's resident memory may not exceed this (docs/synthesis.md, "Limits"): an
+    /// encoding estimated not to fit is not built, and the encoders, the loading into the solver
+    /// and the solve poll the resident size and stop (answer unknown, "memory limit ...") at
+    /// MemoryBudget's share `memory_stop` of it. Default: none.
+    MemoryBudget memory;
     /// Polled during a solve (CaDiCaL: often; Z3: not at all); returning true stops it.
     std::function<bool()> interrupt;
     /// Called about once a second during a CaDiCaL solve with the seconds spent so far.
@@ -214,6 +220,11 @@ struct OptimizeOptions {
     /// More goal pairs than this (0: no limit) is bad input (InputError) before any work.
     std::uint64_t max_goals = std::uint64_t{1} << 22;
     std::function<void(const OptimizeProgress&)> progress;
+    /// Only the greedy synthesizer (verifier/greedy.hpp) and the counting bounds, no solver.
+    bool greedy_only = false;
+    /// Machines with more processors than this start from the greedy synthesizer's schedule.
+    std::uint32_t greedy_from = 64;
+    std::uint64_t seed = 1;  ///< the greedy's seed
 };
 
 struct Attempt {
@@ -240,13 +251,24 @@ struct OptimizeResult {
     RouteSpace routes = RouteSpace::any;  ///< the route space searched (searched_routes)
     double seconds = 0;
     std::string note;                 ///< infeasible: why
+    struct {
+        bool ran = false;
+        bool only = false;            ///< greedy_only: no solver ran
+        std::optional<Step> steps;    ///< its verified schedule's steps
+        double seconds = 0;           ///< synthesis and verification
+        double verify_seconds = 0;
+        std::string reason;           ///< no schedule: why
+    } greedy;                         ///< the greedy synthesizer, when it ran
 };
 
 /// The automorphisms of the topology that map the collective's goals to themselves: node
 /// permutations preserving every channel with its capacity and every link group, and the
 /// collective (a root stays fixed). Topologies without routers only (empty otherwise), at most
 /// `limit` elements (the identity left out).
-std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance&, std::size_t limit = 64);
+/// The search stops at `deadline` with what it found (fewer automorphisms only narrow a search
+/// that proves nothing by itself).
+std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance&, std::size_t limit = 64,
+                                                     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 /// The least T between the proven lower bound and the best known schedule: solves horizons
 /// downward from the upper bound; a SAT answer jumps below the witness found, the first UNSAT

@@ -88,11 +88,8 @@ ReductionPareto pareto_reduction(const SynthInstance& in, const ParetoOptions& o
     r.dual = SynthInstance{in.topology, in.model, dual, in.routes};
     r.dual_result = pareto(r.dual, opt);
     r.result = r.dual_result;
-    for (ParetoRow& row : r.result.rows) {
-        row.steps *= all ? 2 : 1;
-        row.excluded = fmt::format("(the {}) {}", dual.to_string(), row.excluded);
-        if (!row.best) continue;
-        ParetoPoint& p = *row.best;
+    // Every point (the rows' and the packed bandwidth end) reversed, and verified again.
+    auto reverse_point = [&](ParetoPoint& p) {
         SendTable w = all ? allreduce_from_allgather(p.table) : rooted ? reduce_from_broadcast(p.table) : reduce_scatter_from_allgather(p.table);
         VerifyReport check = verify_direct(w);
         if (!check.holds()) throw std::logic_error(fmt::format("the reversed frontier point does not verify: {}", format_report(check, w)));
@@ -102,6 +99,15 @@ ReductionPareto pareto_reduction(const SynthInstance& in, const ParetoOptions& o
         p.step_rounds.clear();
         for (Step t = 1; t <= p.steps; ++t) p.step_rounds.push_back(w.rounds(t));
         p.table = std::move(w);
+    };
+    for (ParetoRow& row : r.result.rows) {
+        row.steps *= all ? 2 : 1;
+        row.excluded = fmt::format("(the {}) {}", dual.to_string(), row.excluded);
+        if (row.best) reverse_point(*row.best);
+    }
+    if (r.result.packed) {
+        reverse_point(*r.result.packed);
+        r.result.packed_note = fmt::format("(the {}) {}", dual.to_string(), r.result.packed_note);
     }
     const std::string dual_space = fmt::format("{}; C = 1..{} chunks per datum, any rounds per step", search_space(r.dual), opt.max_chunks);
     if (all)

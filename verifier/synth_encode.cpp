@@ -246,8 +246,13 @@ std::uint64_t estimate_variables(const SynthInstance& in, EncodingKind kind, Ste
 }
 
 void check_deadline(const SynthOptions& opt) {
-    if (opt.deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() >= opt.deadline)
-        throw EncodeStopped{"time limit (during encoding)"};
+    // The deadline less the time the kernel needs to take back what is resident (release_seconds).
+    if (passed_reserving_release(Deadline::at(opt.deadline))) throw EncodeStopped{"time limit (during encoding)"};
+    if (opt.memory.exceeded(memory_stop)) throw EncodeStopped{memory_reason(opt, "during encoding")};
+}
+
+std::string memory_reason(const SynthOptions& opt, std::string_view during) {
+    return fmt::format("memory limit ({}): {} resident, limit {}", during, format_bytes(resident_memory()), format_bytes(opt.memory.limit()));
 }
 
 namespace {
@@ -1020,6 +1025,15 @@ Encoding encode(const SynthInstance& in, Step max_horizon, const SynthOptions& o
         if (est > opt.max_variables)
             throw EncodeStopped{fmt::format("the {} encoding for T = {} would need about {} variables (limit {}); not built",
                                             to_string(e.kind), max_horizon, est, opt.max_variables)};
+    }
+    // The formula alone takes about 100 bytes per variable (multibox4x8 allgather, T = 30: 0.92
+    // million variables, 96 MB); the solver takes many times more, checked before loading.
+    if (!opt.memory.none()) {
+        const std::uint64_t need = 100 * estimate_variables(in, e.kind, max_horizon);
+        if (!opt.memory.fits(need))
+            throw EncodeStopped{fmt::format("memory limit: the {} encoding for T = {} would need about {}, {} of the limit {} is left; not built",
+                                            to_string(e.kind), max_horizon, format_bytes(need), format_bytes(opt.memory.left()),
+                                            format_bytes(opt.memory.limit()))};
     }
     switch (e.kind) {
         case EncodingKind::personal: encode_personal(in, max_horizon, opt, e); break;

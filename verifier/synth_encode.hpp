@@ -175,8 +175,14 @@ struct EncodeStopped {
 /// is the assumption `deadline[T]`.
 Encoding encode(const SynthInstance&, Step max_horizon, const SynthOptions&);
 
-/// Throws EncodeStopped when the options' deadline has passed (checked between large loops).
+/// Throws EncodeStopped when the options' deadline has passed or the resident memory has reached
+/// `memory_stop` of the options' memory limit (checked between large loops).
 void check_deadline(const SynthOptions&);
+/// The share of SynthOptions::memory at which encoding, loading and solving stop: the rest is
+/// the slack for what is allocated between two polls.
+inline constexpr double memory_stop = 0.9;
+/// "memory limit (during encoding): 3.1 GB resident, limit 3.4 GB"
+std::string memory_reason(const SynthOptions&, std::string_view during);
 
 /// Its variables for horizon H (before cardinality auxiliaries).
 std::uint64_t combining_variables(const SynthInstance&, Step H);

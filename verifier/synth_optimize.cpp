@@ -10,6 +10,7 @@
 #include "dsl/diagnostics.hpp"
 #include "support/assert.hpp"
 #include "verifier/pareto.hpp"
+#include "verifier/greedy.hpp"
 #include "verifier/synth.hpp"
 
 namespace collsched {
@@ -33,6 +34,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     res.routes = searched_routes(in);
     const auto deadline = opt.timeout > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.timeout))
                                           : Clock::time_point::max();
+    const Deadline run_deadline = Deadline::at(std::min(opt.synth.deadline, deadline));
     // The set-up (bounds, schedules) walks every goal pair: refuse sizes it cannot afford.
     const std::uint64_t goals = in.collective.goal_count(in.topology->processors());
     if (opt.max_goals > 0 && goals > opt.max_goals)
@@ -88,7 +90,29 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     // The known schedules are of one chunk and one round per step: none for chunked instances.
     // Combining takes the duality's schedule as its known one (of C chunks, one round per step).
     const bool known_ok = !in.chunked() || (res.encoding == EncodingKind::combining && !in.rounds);
-    if (auto k = known_ok ? known_schedule(in, opt.constructions, deadline) : std::nullopt) {
+    // The greedy synthesizer (verifier/greedy.hpp) gives the first upper bound wherever it applies
+    // (its cost is about that of writing its table); on large machines the known schedules then
+    // get a quarter of the time left at most, and they replace it only when no longer.
+    const bool large = in.topology->processors() > opt.greedy_from;
+    if (greedy_problem(in).empty() && (opt.greedy_only || !in.chunked())) {
+        GreedyResult g = greedy_synthesize(in, {opt.seed, run_deadline, opt.synth.memory});
+        res.greedy.ran = true;
+        res.greedy.only = opt.greedy_only;
+        res.greedy.seconds = g.seconds;
+        res.greedy.verify_seconds = g.verify_seconds;
+        res.greedy.reason = g.reason;
+        if (g.table) {
+            res.greedy.steps = g.table->steps();
+            res.upper_bound = res.known_steps = g.table->steps();
+            res.upper_bound_source = res.known_source = g.source;
+            res.witness = std::move(g.table);
+        }
+    }
+    const Deadline known_deadline = !(large && res.witness) ? run_deadline
+                                    : run_deadline.none()  ? Deadline::after(30)
+                                                           : run_deadline.min(Deadline::after(std::max(0.01, run_deadline.left() / 4)));
+    if (auto k = known_ok && !opt.greedy_only ? known_schedule(in, opt.constructions, known_deadline.when()) : std::nullopt;
+        k && (!res.upper_bound || k->table.steps() <= *res.upper_bound)) {
         res.upper_bound = res.known_steps = k->table.steps();
         res.upper_bound_source = res.known_source = k->source;
         res.witness = std::move(k->table);
@@ -103,32 +127,32 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
         }
         return false;
     };
-    auto remaining = [&]() -> double {
-        if (opt.timeout <= 0) return 0;
-        return opt.timeout - elapsed();
-    };
-    auto out_of_time = [&] { return opt.timeout > 0 && remaining() <= 0.01; };
+    auto out_of_time = [&] { return run_deadline.left() <= 0.01; };
 
     std::unique_ptr<Synthesizer> session;
     Step solver_bound = 0;  // the largest lower bound the solver proved (T+1 after UNSAT at T)
     auto run = [&](Step T) -> SynthResult {
         SynthOptions so = opt.synth;
-        if (opt.timeout > 0) so.timeout = so.timeout > 0 ? std::min(so.timeout, remaining()) : remaining();
-        so.deadline = std::min(so.deadline, deadline);
+        so.deadline = run_deadline.when();
+        // What an earlier attempt left to be freed is still resident and counts against the
+        // memory limit: wait for it (within the time limit; past it, the encoding stops at once).
+        if (!so.memory.none()) wait_for_background_frees(run_deadline);
         if (opt.progress) {
             so.tick = [&, T](double) { opt.progress({T, so.backend, elapsed(), false, Answer::unknown}); };
             opt.progress({T, so.backend, elapsed(), false, Answer::unknown});
         }
         auto s0 = Clock::now();
-        // The solver gets what is left of the time limit after encoding.
-        auto left = [&]() { return opt.timeout > 0 ? std::max(0.01, remaining()) : 0.0; };
+        // The solver gets what is left of the time limit after encoding, at most the per-call limit.
+        auto left = [&]() { return run_deadline.for_call(opt.synth.timeout, 0.01); };
         SynthResult r;
         if (opt.incremental && res.upper_bound) {
             if (!session) session = std::make_unique<Synthesizer>(in, *res.upper_bound - 1, so);
             r = session->solve(T, left());
         } else {
-            Synthesizer fresh(in, T, so);
-            r = fresh.solve(T, left());
+            auto fresh = std::make_unique<Synthesizer>(in, T, so);
+            r = fresh->solve(T, left());
+            // Seconds of freeing (millions of clauses) must not delay the next decision or the end.
+            free_in_background(std::move(fresh));
         }
         double secs = std::chrono::duration<double>(Clock::now() - s0).count();
         res.attempts.push_back({T, r.answer, secs, r.reason});
@@ -136,7 +160,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
         return r;
     };
 
-    if (!settle()) {
+    if (!settle() && !opt.greedy_only) {
         if (res.upper_bound) {
             // Downward, galloping: the step below the best schedule doubles after every SAT
             // answer and halves the open interval after an UNSAT one, so a weak first schedule
@@ -208,6 +232,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
             res.lower_bound_reason += fmt::format("; and solver ({}): no schedule completes by step {}", to_string(opt.synth.backend), T);
         }
     }
+    free_in_background(std::move(session));
     if (res.status != OptStatus::proved) {
         res.status = res.witness ? OptStatus::found : OptStatus::timeout;
         res.optimum = res.upper_bound;

@@ -12,7 +12,9 @@
 
 #include "dsl/diagnostics.hpp"
 #include "support/assert.hpp"
+#include "verifier/bandwidth_bound.hpp"
 #include "verifier/synth_encode.hpp"
+#include "verifier/tree_packing.hpp"
 
 namespace collsched {
 
@@ -61,7 +63,7 @@ std::uint64_t cut_capacity(const SynthInstance& in, const std::vector<char>& ins
 
 }  // namespace
 
-std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance& in, std::size_t limit) {
+std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance& in, std::size_t limit, Clock::time_point deadline) {
     const Topology& t = *in.topology;
     std::vector<std::vector<std::uint32_t>> out;
     if (t.routers() != 0 || in.collective.kind == CollectiveKind::custom) return out;
@@ -108,8 +110,13 @@ std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance& in, s
     };
     std::vector<std::uint32_t> pi(P, 0);
     std::vector<char> used(P, 0);
+    bool late = false;
     std::function<void(std::uint32_t)> go = [&](std::uint32_t u) {
-        if (out.size() >= limit) return;
+        if (out.size() >= limit || late) return;
+        if (Clock::now() >= deadline) {  // each call tries P images at O(P) each: checked every time
+            late = true;
+            return;
+        }
         if (u == P) {
             bool identity = true;
             for (std::uint32_t v = 0; v < P; ++v) identity = identity && pi[v] == v;
@@ -133,7 +140,74 @@ std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance& in, s
     return out;
 }
 
-std::vector<BandwidthBound> bandwidth_bounds(const SynthInstance& in) {
+std::optional<BandwidthBound> enumerated_cut_bound(const SynthInstance& in, Clock::time_point deadline) {
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors();
+    const std::vector<Datum> data = data_of(in);
+    if (data.empty()) return std::nullopt;
+    const bool personal = in.collective.kind == CollectiveKind::alltoall || in.collective.kind == CollectiveKind::scatter ||
+                          in.collective.kind == CollectiveKind::gather;
+
+    // Cuts: every set of processors when P <= 16, else each processor, each complement of one,
+    // and the balls around each processor.
+    std::vector<std::vector<std::uint32_t>> sets;
+    if (P <= 16) {
+        for (std::uint32_t mask = 1; mask + 1 < (1u << P); ++mask) {
+            std::vector<std::uint32_t> xs;
+            for (std::uint32_t p = 0; p < P; ++p)
+                if (mask >> p & 1u) xs.push_back(p);
+            sets.push_back(std::move(xs));
+        }
+    } else {
+        for (std::uint32_t p = 0; p < P && Clock::now() < deadline; ++p) {
+            sets.push_back({p});
+            std::vector<std::uint32_t> rest;
+            for (std::uint32_t q = 0; q < P; ++q)
+                if (q != p) rest.push_back(q);
+            sets.push_back(std::move(rest));
+            std::vector<std::uint32_t> d = synth::bfs_distances(t, Node{p});
+            for (std::uint32_t r = 1; r <= 4; ++r) {
+                std::vector<std::uint32_t> ball;
+                for (std::uint32_t q = 0; q < P; ++q)
+                    if (d[q] <= r) ball.push_back(q);
+                if (ball.size() < P) sets.push_back(std::move(ball));
+            }
+        }
+    }
+    std::optional<BandwidthBound> best_cut;
+    std::vector<char> inside(t.nodes(), 0);
+    for (const auto& xs : sets) {
+        if (Clock::now() >= deadline) break;  // the cuts counted so far still prove their bounds
+        std::fill(inside.begin(), inside.end(), 0);
+        for (std::uint32_t p : xs) inside[p] = 1;
+        for (bool into : {true, false}) {
+            std::uint64_t demand = 0;
+            for (const Datum& d : data) {
+                const bool from_inside = inside[idx(d.origin)] != 0;
+                if (into == from_inside) continue;
+                bool needed = false;
+                for (Node g : d.goals)
+                    if ((inside[idx(g)] != 0) == into) needed = true;
+                demand += needed ? 1 : 0;
+            }
+            if (demand == 0) continue;
+            const std::uint64_t cap = cut_capacity(in, inside, into);
+            if (cap == 0) continue;  // no schedule at all; the step bounds say so
+            Ratio r = Ratio::of(demand, cap);
+            if (best_cut && r <= best_cut->rounds_per_chunk) continue;
+            best_cut = BandwidthBound{
+                r, "cut",
+                fmt::format("{} {} start {} the processor set {} and must {} it; the channels {} it carry {} chunks per round{}: "
+                            "R/C >= {}/{}",
+                            demand, personal ? (demand == 1 ? "message" : "messages") : (demand == 1 ? "datum" : "data"),
+                            into ? "outside" : "inside", set_text(xs), into ? "enter" : "leave", into ? "into" : "out of", cap,
+                            in.model.ports != Ports::multi ? " (at most one per processor under its port limit)" : "", demand, cap)};
+        }
+    }
+    return best_cut;
+}
+
+std::vector<BandwidthBound> bandwidth_bounds(const SynthInstance& in, Clock::time_point deadline) {
     const Topology& t = *in.topology;
     const std::uint32_t P = t.processors();
     std::vector<BandwidthBound> out;
@@ -173,63 +247,10 @@ std::vector<BandwidthBound> bandwidth_bounds(const SynthInstance& in) {
     if (data.empty()) return out;
     const bool personal = in.collective.kind == CollectiveKind::alltoall || in.collective.kind == CollectiveKind::scatter ||
                           in.collective.kind == CollectiveKind::gather;
-
-    // Cuts: every set of processors when P <= 16, else each processor, each complement of one,
-    // and the balls around each processor.
-    std::vector<std::vector<std::uint32_t>> sets;
-    if (P <= 16) {
-        for (std::uint32_t mask = 1; mask + 1 < (1u << P); ++mask) {
-            std::vector<std::uint32_t> xs;
-            for (std::uint32_t p = 0; p < P; ++p)
-                if (mask >> p & 1u) xs.push_back(p);
-            sets.push_back(std::move(xs));
-        }
-    } else {
-        for (std::uint32_t p = 0; p < P; ++p) {
-            sets.push_back({p});
-            std::vector<std::uint32_t> rest;
-            for (std::uint32_t q = 0; q < P; ++q)
-                if (q != p) rest.push_back(q);
-            sets.push_back(std::move(rest));
-            std::vector<std::uint32_t> d = synth::bfs_distances(t, Node{p});
-            for (std::uint32_t r = 1; r <= 4; ++r) {
-                std::vector<std::uint32_t> ball;
-                for (std::uint32_t q = 0; q < P; ++q)
-                    if (d[q] <= r) ball.push_back(q);
-                if (ball.size() < P) sets.push_back(std::move(ball));
-            }
-        }
-    }
-    std::optional<BandwidthBound> best_cut;
-    std::vector<char> inside(t.nodes(), 0);
-    for (const auto& xs : sets) {
-        std::fill(inside.begin(), inside.end(), 0);
-        for (std::uint32_t p : xs) inside[p] = 1;
-        for (bool into : {true, false}) {
-            std::uint64_t demand = 0;
-            for (const Datum& d : data) {
-                const bool from_inside = inside[idx(d.origin)] != 0;
-                if (into == from_inside) continue;
-                bool needed = false;
-                for (Node g : d.goals)
-                    if ((inside[idx(g)] != 0) == into) needed = true;
-                demand += needed ? 1 : 0;
-            }
-            if (demand == 0) continue;
-            const std::uint64_t cap = cut_capacity(in, inside, into);
-            if (cap == 0) continue;  // no schedule at all; the step bounds say so
-            Ratio r = Ratio::of(demand, cap);
-            if (best_cut && r <= best_cut->rounds_per_chunk) continue;
-            best_cut = BandwidthBound{
-                r, "cut",
-                fmt::format("{} {} start {} the processor set {} and must {} it; the channels {} it carry {} chunks per round{}: "
-                            "R/C >= {}/{}",
-                            demand, personal ? (demand == 1 ? "message" : "messages") : (demand == 1 ? "datum" : "data"),
-                            into ? "outside" : "inside", set_text(xs), into ? "enter" : "leave", into ? "into" : "out of", cap,
-                            in.model.ports != Ports::multi ? " (at most one per processor under its port limit)" : "", demand, cap)};
-        }
-    }
-    if (best_cut) out.push_back(*best_cut);
+    // The largest cut bound over every node set by max flow where the demand is a flow
+    // (verifier/bandwidth_bound.hpp); alltoall keeps the enumerated processor sets.
+    if (auto flow = flow_bandwidth_bound(in)) out.push_back(std::move(*flow));
+    else if (auto cut = enumerated_cut_bound(in, deadline)) out.push_back(std::move(*cut));
 
     if (personal) {
         // Hops: every chunk of m(s,d) makes at least dist(s,d) hops; a round carries at most
@@ -285,6 +306,47 @@ SynthResult decide(const SynthInstance& in, Step S, std::uint32_t C, Step R, con
     return solve_rounds(in, S, C, R, full);
 }
 
+/// The bandwidth end of the frontier: the tree packing with C = q, 2q, .. for a bound p/q.
+void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) {
+    if (std::string why = packing_problem(in); !why.empty() || res.bounds.empty()) {
+        res.packed_note = why.empty() ? "no bandwidth bound" : why;
+        return;
+    }
+    PackingOptions po;
+    po.target = res.bandwidth_bound;
+    po.chunks = chunks_for(res.bandwidth_bound, 256);
+    po.seconds = seconds;
+    std::optional<PackedSchedule> p = pack_trees(in, po);
+    if (!p) {
+        res.packed_note = "the tree packing stalled or ran out of time";
+        return;
+    }
+    ParetoPoint pt;
+    pt.steps = p->steps;
+    pt.chunks = p->chunks;
+    pt.rounds = p->steps;
+    pt.step_rounds.assign(p->steps, 1);
+    pt.table = std::move(p->table);
+    res.packed_depth = p->depth;
+    res.packed_optimal = p->rounds_per_chunk() == res.bandwidth_bound;
+    res.packed_note = p->rounds_per_chunk() == res.bandwidth_bound
+                          ? fmt::format("proved bandwidth-optimal: R/C = {} meets the bound", p->rounds_per_chunk().text())
+                          : fmt::format("R/C = {}, above the bound {}", p->rounds_per_chunk().text(), res.bandwidth_bound.text());
+    res.packed = std::move(pt);
+}
+
+/// The row of a packed schedule that meets the bound: nothing has fewer rounds per chunk.
+ParetoRow packed_row(const ParetoResult& res) {
+    ParetoRow row;
+    row.steps = res.packed->steps;
+    row.best = res.packed;
+    row.frontier = true;
+    row.excluded = fmt::format("R/C = {} is the bandwidth bound, so no schedule with any number of steps and chunks has fewer rounds per "
+                               "chunk (a tree packing, {} steps, {} chunks; the bound's cut: {})",
+                               res.bandwidth_bound.text(), res.packed->steps, res.packed->chunks, res.bounds.front().detail);
+    return row;
+}
+
 }  // namespace
 
 ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
@@ -294,20 +356,29 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
     if (opt.max_chunks == 0) throw InputError("--max-chunks must be at least 1");
     if (in.collective.chunks != 1 || in.rounds)
         throw InputError("pareto searches the chunks and rounds itself: give the collective without chunks");
+    // One deadline for every part of the walk: the counting, the automorphisms, optimize and each solve.
+    const Clock::time_point deadline =
+        opt.timeout > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.timeout)) : Clock::time_point::max();
     ParetoResult res;
-    res.bounds = bandwidth_bounds(in);
+    res.bounds = bandwidth_bounds(in, deadline);
     res.bandwidth_bound = res.bounds.empty() ? Ratio{0, 1} : res.bounds.front().rounds_per_chunk;
     const Ratio lb = res.bandwidth_bound;
     // The combining encoding has no invariant restriction: search it whole.
-    const auto autos = opt.use_automorphisms && encoding_for(in) != EncodingKind::combining ? automorphisms(in)
+    const auto autos = opt.use_automorphisms && encoding_for(in) != EncodingKind::combining ? automorphisms(in, 64, deadline)
                                                                                            : std::vector<std::vector<std::uint32_t>>{};
+
+    // The packing gets at most a quarter of the time limit; the walk the rest.
+    add_packed_end(in, opt.timeout > 0 ? opt.timeout / 4 : 0, res);
+    const bool packed_meets = res.packed_optimal;
 
     OptimizeOptions oo;
     oo.synth = opt.synth;
-    oo.timeout = opt.timeout;
+    oo.synth.deadline = std::min(oo.synth.deadline, deadline);
+    oo.timeout = opt.timeout > 0 ? std::max(0.01, opt.timeout - elapsed()) : 0;
     res.least_steps = optimize(in, oo);
     if (res.least_steps.status != OptStatus::proved) {
         res.end = fmt::format("the least number of steps was not proved ({})", to_string(res.least_steps.status));
+        if (packed_meets) res.rows.push_back(packed_row(res));
         res.seconds = elapsed();
         return res;
     }
@@ -330,6 +401,12 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
         return out;
     };
     for (Step S = smin;; ++S) {
+        if (packed_meets && S >= res.packed->steps && S > smin) {
+            // The packed schedule meets the bound: no row from here on can do better.
+            if (!(line <= lb)) res.rows.push_back(packed_row(res));
+            res.end = fmt::format("the packed schedule meets the bandwidth bound {} at {} steps", lb.text(), res.packed->steps);
+            break;
+        }
         if (opt.max_steps > 0 && S > opt.max_steps) {
             res.end = fmt::format("--max-steps {} reached", opt.max_steps);
             all_proved = false;

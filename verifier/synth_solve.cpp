@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include <cadical.hpp>
+#include "support/budget.hpp"
 #include <fmt/format.h>
 #include <z3++.h>
 
@@ -62,14 +63,17 @@ class Stopper final : public CaDiCaL::Terminator {
 public:
     Stopper(double timeout, const SynthOptions& opt) : opt_(opt), t0_(Clock::now()), timeout_(timeout) {}
     bool terminate() override {
-        if (++calls_ % 64 != 0) return false;
-        double s = since(t0_);
+                double s = since(t0_);
         if (timeout_ > 0 && s >= timeout_) {
             why_ = "time limit";
             return true;
         }
         if (opt_.interrupt && opt_.interrupt()) {
             why_ = "interrupted";
+            return true;
+        }
+        if (opt_.memory.exceeded(synth::memory_stop)) {
+            why_ = synth::memory_reason(opt_, "during the solve");
             return true;
         }
         if (opt_.tick && s >= next_tick_) {
@@ -162,11 +166,12 @@ struct Synthesizer::Impl {
         const auto start = Clock::now();
         const double work = static_cast<double>(cl.size()) + 3.0 * static_cast<double>(card_clauses);
         for (std::size_t i = 0; i < cl.size(); ++i) {
-            if (limited && i % 65536 == 0) {
+            if ((limited || !opt.memory.none()) && i % 65536 == 0) {
                 auto now = Clock::now();
-                if (now >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
+                synth::check_deadline(opt);
                 double spent = std::chrono::duration<double>(now - start).count();
-                double left = std::chrono::duration<double>(opt.deadline - now).count();
+                // What is left once the release of the solver's memory at the end is reserved.
+                double left = std::chrono::duration<double>(opt.deadline - now).count() - release_seconds(resident_memory_recent());
                 if (i >= (1u << 20) && spent * (work / static_cast<double>(i) - 1.0) > left)
                     throw synth::EncodeStopped{"time limit (the formula could not be loaded in the time left)"};
             }
@@ -174,9 +179,8 @@ struct Synthesizer::Impl {
         }
         sat::CardEncoding ce =
             opt.cardinality == CardinalityKind::sequential ? sat::CardEncoding::sequential : sat::CardEncoding::totalizer;
-        std::size_t n = 0;
         for (const synth::Card& c : enc.f.cards()) {
-            if (++n % 8 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
+            synth::check_deadline(opt);
             if (c.at_least) sat::at_least(sink, c.lits, c.bound, ce);
             else sat::at_most(sink, c.lits, c.bound, ce);
         }
@@ -190,24 +194,23 @@ struct Synthesizer::Impl {
         z3vars.reserve(enc.f.vars() + 1);
         z3vars.push_back(ctx->bool_val(false));  // index 0 unused
         for (int v = 1; v <= enc.f.vars(); ++v) {
-            if (v % 65536 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
+            if (v % 65536 == 0) synth::check_deadline(opt);
             z3vars.push_back(ctx->bool_const(fmt::format("v{}", v).c_str()));
         }
         z3::expr_vector lits(*ctx);
-        const bool limited = opt.deadline != Clock::time_point::max();
         std::size_t seen = 0;
         for (int l : enc.f.flat_clauses()) {
             if (l != 0) {
                 lits.push_back(z3lit(l));
                 continue;
             }
-            if (limited && ++seen % 4096 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
+            if (++seen % 4096 == 0) synth::check_deadline(opt);
             z3s->add(z3::mk_or(lits));
             lits = z3::expr_vector(*ctx);
         }
         std::size_t n = 0;
         for (const synth::Card& c : enc.f.cards()) {
-            if (++n % 8 == 0 && Clock::now() >= opt.deadline) throw synth::EncodeStopped{"time limit (during encoding)"};
+            if (++n % 8 == 0) synth::check_deadline(opt);
             z3::expr_vector xs(*ctx);
             for (int l : c.lits) xs.push_back(z3lit(l));
             z3s->add(c.at_least ? z3::atleast(xs, c.bound) : z3::atmost(xs, c.bound));
@@ -359,25 +362,47 @@ Synthesizer::Synthesizer(const SynthInstance& inst, Step max_horizon, const Synt
         impl_->enc = synth::encode(inst, max_horizon, opt);
         // The cardinality constraints in CNF (or as Z3 terms) can dwarf the rest: about
         // n * min(k, n - k) clauses each for the totalizer. Refuse what would not fit.
-        if (opt.max_variables > 0) {
-            std::uint64_t est = 0;
-            for (const synth::Card& c : impl_->enc.f.cards()) {
-                std::uint64_t n = c.lits.size(), k = std::min<std::uint64_t>(c.bound, n - std::min<std::uint64_t>(c.bound, n));
-                est += n * std::max<std::uint64_t>(1, std::min<std::uint64_t>(k + 1, 64));
-            }
-            impl_->card_clauses = est;
-            if (est > 4 * opt.max_variables)
-                throw synth::EncodeStopped{fmt::format("the cardinality constraints for T = {} would need about {} clauses (limit {}); not built",
-                                                       max_horizon, est, 4 * opt.max_variables)};
+        std::uint64_t est = 0;
+        for (const synth::Card& c : impl_->enc.f.cards()) {
+            std::uint64_t n = c.lits.size(), k = std::min<std::uint64_t>(c.bound, n - std::min<std::uint64_t>(c.bound, n));
+            est += n * std::max<std::uint64_t>(1, std::min<std::uint64_t>(k + 1, 64));
+        }
+        impl_->card_clauses = est;
+        if (opt.max_variables > 0 && est > 4 * opt.max_variables)
+            throw synth::EncodeStopped{fmt::format("the cardinality constraints for T = {} would need about {} clauses (limit {}); not built",
+                                                   max_horizon, est, 4 * opt.max_variables)};
+        // The solver's size, estimated before loading: CaDiCaL takes about 180 bytes per clause
+        // (the clause, its two watches, its share of the variables' tables), and the totalizers
+        // about twice the clauses estimated above (multibox4x8 allgather, T = 30: 2.7 million
+        // clauses and 5.4 million estimated for the cardinalities loaded into 13.3 million
+        // clauses and 2.4 GB). 300 bytes per clause of the estimate keeps to the safe side.
+        if (!opt.memory.none()) {
+            const std::uint64_t need = 300 * (impl_->enc.f.clause_count() + est) + 8 * impl_->enc.f.flat_clauses().size();
+            if (!opt.memory.fits(need))
+                throw synth::EncodeStopped{fmt::format("memory limit: the formula for T = {} would need about {} in the solver, {} of "
+                                                       "the limit {} is left; not loaded",
+                                                       max_horizon, format_bytes(need), format_bytes(opt.memory.left()),
+                                                       format_bytes(opt.memory.limit()))};
         }
         if (opt.backend == SatBackend::cadical) impl_->load_cadical();
         else impl_->load_z3();
     } catch (const synth::EncodeStopped& stop) {
         impl_->stopped = stop.reason;
-        impl_->cad.reset();
-        impl_->z3s.reset();
+        // What was built may be gigabytes of small blocks (a partly loaded solver): freed on a
+        // background thread, so that stopping at a time limit does not take seconds more.
+        auto cad = std::shared_ptr<CaDiCaL::Solver>(std::move(impl_->cad));
+        auto z3s = std::shared_ptr<z3::solver>(std::move(impl_->z3s));
+        auto z3vars = std::make_shared<std::vector<z3::expr>>(std::move(impl_->z3vars));
+        auto ctx = std::shared_ptr<z3::context>(std::move(impl_->ctx));
+        auto enc = std::make_shared<synth::Encoding>(std::move(impl_->enc));
+        free_in_background([cad, z3s, z3vars, ctx, enc]() mutable {
+            cad.reset();
+            z3s.reset();
+            z3vars.reset();  // the expressions before their context
+            ctx.reset();
+            enc.reset();
+        });
         impl_->z3vars.clear();
-        impl_->ctx.reset();
         impl_->enc = synth::Encoding{};
         impl_->enc.kind = encoding_for(inst);
         impl_->enc.max_horizon = max_horizon;
@@ -414,7 +439,12 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
     int assumption = im.enc.deadline[horizon];
     auto t0 = Clock::now();
     if (im.cad) {
-        Stopper stop(limit, im.opt);
+        // CaDiCaL polls its terminator between propagations and inprocessing rounds, which on a
+        // large formula can be a second apart (13 million clauses: 1.4 s late at a 7 s limit): the
+        // limit is cut by 0.1 microseconds per clause, so the call ends in time.
+        // And the memory resident now takes release_seconds to give back at the end of the run.
+        const double late = 1e-7 * static_cast<double>(im.clauses) + release_seconds(resident_memory());
+        Stopper stop(limit > 0 ? std::max(0.001, limit - late) : 0.0, im.opt);
         im.cad->connect_terminator(&stop);
         if (assumption != 0) im.cad->assume(assumption);
         int res = im.cad->solve();

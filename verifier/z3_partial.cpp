@@ -1,28 +1,57 @@
 #include "verifier/z3_partial.hpp"
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 #include <z3++.h>
 
 #include "compiler/partials.hpp"
+#include "support/memory_budget.hpp"
 
 namespace collsched::detail {
 
 namespace {
 
-/// The bit vector of width P with the bits of `sources` set.
+/// The bit vector of width P with the bits of `sources` set: one numeral made from its bits
+/// (a concatenation of 64-bit words made P/64 terms for Z3 to simplify, and to free).
 z3::expr set_bits(z3::context& c, std::uint32_t P, const std::vector<std::uint32_t>& sources) {
-    std::vector<std::uint64_t> words((P + 63) / 64, 0);
-    for (std::uint32_t s : sources) words[s / 64] |= std::uint64_t{1} << (s % 64);
-    std::optional<z3::expr> out;
-    for (std::size_t w = 0; w < words.size(); ++w) {  // least significant word last in concat
-        unsigned width = static_cast<unsigned>(std::min<std::uint64_t>(64, P - 64 * w));
-        z3::expr part = c.bv_val(static_cast<std::uint64_t>(words[w] & (width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1)), width);
-        out = out ? z3::concat(part, *out) : part;
-    }
-    return *out;
+    std::unique_ptr<bool[]> bits(new bool[P]());
+    for (std::uint32_t s : sources) bits[s] = true;
+    Z3_ast a = Z3_mk_bv_numeral(c, P, bits.get());
+    c.check_error();
+    return z3::expr(c, a);
 }
+
+/// Interrupts a Z3 context when a time limit passes, from its own thread; stops when destroyed.
+class Watchdog {
+public:
+    Watchdog(z3::context& c, unsigned timeout_ms)
+        : thread_([this, &c, timeout_ms] {
+              std::unique_lock lock(mutex_);
+              if (!done_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; })) c.interrupt();
+          }) {}
+    ~Watchdog() {
+        {
+            std::lock_guard lock(mutex_);
+            done_ = true;
+        }
+        done_cv_.notify_all();
+        thread_.join();
+    }
+    Watchdog(const Watchdog&) = delete;
+    Watchdog& operator=(const Watchdog&) = delete;
+
+private:
+    std::mutex mutex_;
+    std::condition_variable done_cv_;
+    bool done_ = false;
+    std::thread thread_;
+};
 
 }  // namespace
 
@@ -40,13 +69,30 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
     // The buffer constants of (processor, chunk): index 0 is the initial {p}.
     std::vector<std::vector<z3::expr>> buf(std::size_t{P} * C);
     std::vector<std::vector<Step>> at_step(std::size_t{P} * C);  // step of each constant (0 initially)
+    // The initial buffers are values, not constants: a buffer no partial reaches stays a value,
+    // and its goal is decided by Z3's simplifier without a P-bit variable to bit-blast (a table of
+    // one transfer on linear:4096 made 4096 such variables: 36 s and 1.9 GB at P = 2048).
     for (std::uint32_t p = 0; p < P; ++p)
         for (std::uint32_t ch = 0; ch < C; ++ch) {
-            z3::expr b0 = c.bv_const(fmt::format("buf_{}_{}_0", p, ch).c_str(), P);
-            solver.add(b0 == set_bits(c, P, {p}));
-            buf[std::size_t{p} * C + ch].push_back(b0);
+            buf[std::size_t{p} * C + ch].push_back(set_bits(c, P, {p}));
             at_step[std::size_t{p} * C + ch].push_back(0);
         }
+    // What Z3 must bit-blast grows with P times the arrivals of partials (a P-bit variable each,
+    // and its comparisons); estimated against the memory budget before anything is built
+    // (about 500 bytes per bit, measured at P = 512 .. 2048).
+    {
+        std::uint64_t arrivals = 0;
+        for (const Transfer& x : t.transfers)
+            if (partial_of(ms, x.message) && topo.is_processor(topo.channel(x.channel).to)) ++arrivals;
+        const std::uint64_t bytes = support::mul_sat(support::mul_sat(P, support::mul_sat(arrivals, 4)), 500);
+        if (std::string why = support::memory_problem(
+                bytes, fmt::format("the buffer rule's encoding ({} arrivals of partials, {}-bit buffers)", arrivals, P));
+            !why.empty()) {
+            ans.unknown = true;
+            ans.reason = why;
+            return ans;
+        }
+    }
     struct Bad {
         z3::expr flag;
         Violation v;
@@ -101,7 +147,15 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
         }
         i = end;
     }
+    // The time limit covers building the formula too: P goals of P bits each take seconds at P = 4096.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    std::uint64_t built = 0;
+    bool late = false;
     t.collective.for_each_partial_goal(P, C, [&](std::uint32_t ch, std::uint32_t hi, Node p) {
+        if (late || (++built % 64 == 0 && std::chrono::steady_clock::now() >= deadline)) {
+            late = true;
+            return;
+        }
         const auto& seq = buf[std::size_t{idx(p)} * C + ch];
         SourceSet want = SourceSet::range(0, hi);
         z3::expr flag = c.bool_const(fmt::format("goal_{}_{}", idx(p), ch).c_str());
@@ -113,9 +167,17 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
                          fmt::format("processor {} ends with ", topo.node_name(p))},
                         true, seq.back(), ch, hi});
     });
+    if (late) {
+        ans.unknown = true;
+        ans.reason = fmt::format("the time limit of {} ms was reached while the buffer rule was encoded", timeout_ms);
+        return ans;
+    }
     if (bads.empty()) return ans;
     z3::expr_vector any(c);
     for (const Bad& b : bads) any.push_back(b.flag);
+    // Z3's own time limit is not checked everywhere (its preprocessing ran 30 s past a 10 s
+    // limit): a watchdog interrupts the context at the limit, and the answer is unknown.
+    Watchdog watchdog(c, timeout_ms);
     switch (solver.check(z3::expr_vector([&] {
         z3::expr_vector v(c);
         v.push_back(z3::mk_or(any));
@@ -129,12 +191,26 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
         case z3::sat: break;
     }
     z3::model model = solver.get_model();
+    // The buffers of the first violations of each kind are read from the model and named; the
+    // rest are counted (the report shows the first 20 anyway), so that a table whose every
+    // processor fails does not read P buffers of P bits.
+    constexpr std::size_t detailed = 256;
+    std::size_t shown[2] = {0, 0};
     for (Bad& b : bads) {
         if (!model.eval(b.flag, true).is_true()) continue;
-        if (b.buffer) {  // name the buffer and the contributions counted twice from the model
+        if (b.buffer && shown[b.completeness]++ >= detailed) {
+            b.v.detail += b.completeness ? fmt::format("another partial than {}", partial_name(ms, SourceSet::range(0, b.goal_hi), b.chunk))
+                          : b.send        ? "another partial"
+                                          : "a partial it shares contributions with";
+        } else if (b.buffer) {  // name the buffer and the contributions counted twice from the model
+            // The buffer's value read once as a numeral (one model evaluation per bit took P^2
+            // evaluations when every processor's goal fails: 25 s at P = 4096).
+            const z3::expr value = model.eval(*b.buffer, true);
+            if (!value.is_numeral()) throw z3::exception("the model gives no value of a buffer");
+            const std::string bits = Z3_get_numeral_binary_string(c, value);  // most significant first
             std::vector<std::uint32_t> held;
-            for (std::uint32_t k = 0; k < P; ++k)
-                if (model.eval(b.buffer->extract(k, k), true).get_numeral_uint64() == 1) held.push_back(k);
+            for (std::size_t k = 0; k < bits.size() && k < P; ++k)
+                if (bits[bits.size() - 1 - k] == '1') held.push_back(static_cast<std::uint32_t>(k));
             if (b.send) {
                 b.v.detail += partial_name(ms, SourceSet(held), b.chunk);
             } else if (b.completeness) {

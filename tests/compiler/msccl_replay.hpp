@@ -156,15 +156,18 @@ inline std::string msccl_limits(const XmlNode& algo, int max_steps = 64) {
                     const int cnt = st.num("cnt");
                     if (cnt < 1 || cnt >= 72) return "cnt out of 1..71";
                     const std::string type = st.attr("type");
-                    if (type == "s" && send < 0) return "a send in a thread block without a send peer";
-                    if ((type == "r" || type == "rrc") && recv < 0) return "a receive in a thread block without a receive peer";
+                    const bool sends = type == "s" || type == "rcs" || type == "rrcs";
+                    const bool receives = type == "r" || type == "rrc" || type == "rcs" || type == "rrcs";
+                    if (sends && send < 0) return "a send in a thread block without a send peer";
+                    if (receives && recv < 0) return "a receive in a thread block without a receive peer";
                     auto bounds = [&](const std::string& buf, int off) {
                         int n = buf == "i" ? ic : buf == "o" ? oc : buf == "s" ? sc : -1;
                         return n >= 0 && off >= 0 && off + cnt <= n;
                     };
-                    if ((type == "s" || type == "cpy" || type == "rrc") && !bounds(st.attr("srcbuf"), st.num("srcoff")))
+                    if ((type == "s" || type == "cpy" || type == "rrc" || type == "rrcs") && !bounds(st.attr("srcbuf"), st.num("srcoff")))
                         return "source out of bounds";
-                    if ((type == "r" || type == "cpy" || type == "rrc") && !bounds(st.attr("dstbuf"), st.num("dstoff")))
+                    if ((type == "r" || type == "cpy" || type == "rrc" || type == "rcs" || type == "rrcs") &&
+                        !bounds(st.attr("dstbuf"), st.num("dstoff")))
                         return "destination out of bounds";
                     const int depid = st.num("depid"), deps = st.num("deps");
                     if (depid >= 0) {
@@ -228,25 +231,32 @@ std::vector<std::vector<long>> msccl_replay(const XmlNode& algo, Input&& input, 
                     if (depid >= 0 && pc[id][depid] <= st.num("deps")) break;
                     const std::string type = st.attr("type");
                     const int chan = tb.num("chan");
-                    if (type == "s") {
-                        long v = at(id, st.attr("srcbuf"), st.num("srcoff"));
-                        if (v < 0) throw std::runtime_error(fmt::format("gpu {} sends a chunk it never received", id));
-                        conn[{id, tb.num("send"), chan}].push_back(v);
-                    } else if (type == "r") {
-                        auto& q = conn[{tb.num("recv"), id, chan}];
-                        if (q.empty()) break;
-                        at(id, st.attr("dstbuf"), st.num("dstoff")) = q.front();
-                        q.pop_front();
-                    } else if (type == "rrc") {
-                        auto& q = conn[{tb.num("recv"), id, chan}];
-                        if (q.empty()) break;
-                        long local = at(id, st.attr("srcbuf"), st.num("srcoff"));
-                        at(id, st.attr("dstbuf"), st.num("dstoff")) = combine(local, q.front());
-                        q.pop_front();
-                    } else if (type == "cpy") {
-                        at(id, st.attr("dstbuf"), st.num("dstoff")) = at(id, st.attr("srcbuf"), st.num("srcoff"));
-                    } else {
-                        throw std::runtime_error("unexpected step type " + type);
+                    const int cnt = st.num("cnt");
+                    const int so = st.num("srcoff"), dof = st.num("dstoff");
+                    const bool receives = type == "r" || type == "rcs" || type == "rrc" || type == "rrcs";
+                    if (receives && int(conn[{tb.num("recv"), id, chan}].size()) < cnt) break;
+                    for (int x = 0; x < cnt; ++x) {
+                        if (type == "s") {
+                            long v = at(id, st.attr("srcbuf"), so + x);
+                            if (v < 0) throw std::runtime_error(fmt::format("gpu {} sends a chunk it never received", id));
+                            conn[{id, tb.num("send"), chan}].push_back(v);
+                        } else if (type == "r" || type == "rcs") {
+                            auto& q = conn[{tb.num("recv"), id, chan}];
+                            at(id, st.attr("dstbuf"), dof + x) = q.front();
+                            if (type == "rcs") conn[{id, tb.num("send"), chan}].push_back(q.front());
+                            q.pop_front();
+                        } else if (type == "rrc" || type == "rrcs") {
+                            auto& q = conn[{tb.num("recv"), id, chan}];
+                            long local = at(id, st.attr("srcbuf"), so + x);
+                            const long sum = combine(local, q.front());
+                            at(id, st.attr("dstbuf"), dof + x) = sum;
+                            if (type == "rrcs") conn[{id, tb.num("send"), chan}].push_back(sum);
+                            q.pop_front();
+                        } else if (type == "cpy") {
+                            at(id, st.attr("dstbuf"), dof + x) = at(id, st.attr("srcbuf"), so + x);
+                        } else {
+                            throw std::runtime_error("unexpected step type " + type);
+                        }
                     }
                     ++pc[id][t];
                     progress = true;

@@ -73,10 +73,22 @@ TEST_CASE("msccl: ring and flooding multinode broadcasts replay to an allgather,
     const XmlNode& g1 = algo.subs[1];
     CHECK(g1.num("i_chunks") == 1);
     CHECK(g1.num("o_chunks") == 8);
-    int deps = 0;
+    // paired and fused (the default): one thread block per GPU, s, 6 x rcs (each forward is the
+    // receive it waits for), r; no dependency between thread blocks but on the local copy
+    std::vector<std::string> types;
     for (const XmlNode& tb : g1.subs)
+        if (tb.attr("send") == "2") {
+            CHECK(tb.attr("recv") == "0");
+            for (const XmlNode& st : tb.subs) types.push_back(st.attr("type"));
+        }
+    CHECK(types == std::vector<std::string>{"s", "rcs", "rcs", "rcs", "rcs", "rcs", "rcs", "r"});
+    // unpaired: 7 sends, the first of its own b(1) from the input, 6 waiting on their receives
+    XmlNode apart = MscclLexer(table_to_msccl(ring, {.pair = false, .fuse = false})).parse();
+    int deps = 0;
+    for (const XmlNode& tb : apart.subs[1].subs)
         for (const XmlNode& st : tb.subs) deps += st.num("depid") >= 0 ? 1 : 0;
-    CHECK(deps == 6);  // 7 sends, the first of its own b(1) from the input
+    CHECK(deps == 6);
+    check_msccl(ring, {.pair = false, .fuse = false});
     check_msccl(flood_allgather("cbft:8"));
 }
 
@@ -153,7 +165,7 @@ TEST_CASE("msccl: elements loaded per rank (MAX_NODES 4096: at most 4095) at the
         for (std::uint32_t i = 0; i < k; ++i) b.hop(2 + i, *topo->find_channel(Node{0}, Node{1}), b.messages().broadcast(0));
         return std::move(b).finish();
     };
-    MscclOptions many{.max_steps = 8192};
+    MscclOptions many{.max_steps = 8192, .pair = false};
     check_msccl(with_copies(4076), many);  // 4095 elements
     CHECK(refusal(with_copies(4077), many) ==
           "cannot write MSCCL-IR for allgather on complete:4: GPU 0 loads 4096 XML elements (1 <algo>, 4 <gpu>, 7 <tb>, 4084 "
@@ -161,15 +173,24 @@ TEST_CASE("msccl: elements loaded per rank (MAX_NODES 4096: at most 4095) at the
 }
 
 TEST_CASE("msccl: thread blocks per GPU (1024) and per channel (32 sending, 32 receiving) at their boundaries") {
-    // complete:P alltoall: 1 copy + (P-1) receiving + (P-1) sending thread blocks per GPU
+    // complete:P alltoall, unpaired: 1 copy + (P-1) receiving + (P-1) sending thread blocks per GPU
+    const MscclOptions unpaired{.pair = false};
     SendTable fits = complete_alltoall(512);  // 1023 thread blocks, 16 channels
-    XmlNode algo = MscclLexer(table_to_msccl(fits)).parse();
+    XmlNode algo = MscclLexer(table_to_msccl(fits, unpaired)).parse();
     CHECK(msccl_limits(algo) == "");
     CHECK(algo.subs[0].subs.size() == 1023);
     CHECK(algo.num("nchannels") == 16);
-    CHECK(refusal(complete_alltoall(513)) ==
+    CHECK(refusal(complete_alltoall(513), unpaired) ==
           "cannot write MSCCL-IR for alltoall on complete:513: GPU 0 needs 1025 thread blocks; the executor allows at most 1024 "
           "per GPU [MSCCL_MAX_NUM_THREAD_BLOCKS]");
+    // paired (the default): the send to q and the receive from q share a thread block
+    XmlNode paired = MscclLexer(table_to_msccl(complete_alltoall(513))).parse();
+    CHECK(msccl_limits(paired) == "");
+    CHECK(paired.subs[0].subs.size() == 513);
+    for (std::size_t k = 1; k < paired.subs[0].subs.size(); ++k) {
+        CHECK(paired.subs[0].subs[k].num("send") >= 0);
+        CHECK(paired.subs[0].subs[k].num("recv") >= 0);
+    }
     // 32 sending thread blocks fit on one channel, the 33rd goes to channel 1
     check_msccl(complete_alltoall(33));
     CHECK(MscclLexer(table_to_msccl(complete_alltoall(33))).parse().num("nchannels") == 1);
@@ -197,7 +218,10 @@ TEST_CASE("msccl: what the executor cannot run is refused with the reason") {
         for (std::uint32_t s = 0; s < 40; ++s)
             for (std::uint32_t d = 0; d < 40; ++d)
                 if (s != d) b.send_cut_through(1, Node{s}, Node{d}, b.messages().personal(s, d));
-        std::string why = refusal(std::move(b).finish(), {.max_steps = 256});
+        SendTable t = std::move(b).finish();
+        // coalesced (the default), the contiguous chunks of a step travel in steps of cnt > 1: it fits
+        check_msccl(t, {.max_steps = 256});
+        std::string why = refusal(t, {.max_steps = 256, .coalesce = false});
         INFO(why);
         CHECK(why == "cannot write MSCCL-IR for alltoall on linear:40: GPU 8, thread block 2 (receiving from 9) needs 279 steps; the "
                      "executor allows at most 256 per thread block (s < 256) [MSCCL_MAX_NUM_STEPS]; --channels 2 spreads every "

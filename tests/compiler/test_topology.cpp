@@ -1,13 +1,17 @@
 // Topologies: node and channel counts, capacities per level, names and routes of every family.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "compiler/topology.hpp"
 #include "dsl/diagnostics.hpp"
+#include "support/units.hpp"
 
 using namespace collsched;
 
@@ -29,6 +33,17 @@ std::vector<std::uint32_t> caps_by_level(const Topology& t) {
     }
     return caps;
 }
+
+struct GraphFile {
+    std::string path;
+    explicit GraphFile(const std::string& text) {
+        static int n = 0;
+        path = (std::filesystem::temp_directory_path() / ("collsched_speeds." + std::to_string(::getpid()) + "." + std::to_string(n++) + ".json"))
+                   .string();
+        std::ofstream(path) << text;
+    }
+    ~GraphFile() { std::filesystem::remove(path); }
+};
 
 std::string error_of(std::string_view spec) {
     try {
@@ -216,4 +231,83 @@ TEST_CASE("topology: JSON and DOT output") {
     std::string d = t->to_dot();
     CHECK(d.find("\"0\" -> \"r1.0\" [dir=both, label=\"1\"];") != std::string::npos);
     CHECK(d.find("\"r1.1\" -> \"r2.0\" [dir=both, label=\"2\"];") != std::string::npos);
+}
+
+// Link speeds (docs/time.md, docs/formats.md "Link speeds"): the unit grammar, graph files'
+// speeds per edge, link type, file default and group, the built-in defaults, and bad units
+// refused with the line and column of the value.
+TEST_CASE("units: times, bandwidths and sizes with their units") {
+    using namespace collsched::support;
+    CHECK(*parse_seconds("1.5 us") == doctest::Approx(1.5e-6));
+    CHECK(*parse_seconds("1.5us") == doctest::Approx(1.5e-6));
+    CHECK(*parse_seconds("2 ms") == doctest::Approx(2e-3));
+    CHECK(*parse_seconds("500 ns") == doctest::Approx(5e-7));
+    CHECK(*parse_seconds("0 s") == 0);
+    CHECK(*parse_seconds("3\xc2\xb5s") == doctest::Approx(3e-6));
+    CHECK(*parse_bandwidth("25 GB/s") == doctest::Approx(25e9));
+    CHECK(*parse_bandwidth("200 Gbit/s") == doctest::Approx(25e9));
+    CHECK(*parse_bandwidth("200 Gb/s") == doctest::Approx(25e9));
+    CHECK(*parse_bandwidth("1 GiB/s") == doctest::Approx(1073741824.0));
+    CHECK(*parse_bandwidth("1.5e3 MB/s") == doctest::Approx(1.5e9));
+    CHECK(*parse_bytes("1K") == 1024);
+    CHECK(*parse_bytes("1M") == 1048576);
+    CHECK(*parse_bytes("4 KiB") == 4096);
+    CHECK(*parse_bytes("1 MB") == 1e6);
+    CHECK(*parse_bytes("4096") == 4096);
+    std::string why;
+    CHECK_FALSE(parse_seconds("1.5", &why));
+    CHECK(why == "a time needs a unit, e.g. '1.5 us' (units: s, ms, us, ns, ps)");
+    CHECK_FALSE(parse_bandwidth("25 GB", &why));
+    CHECK(why.starts_with("unknown unit 'GB' for a bandwidth (units: B/s, kB/s,"));
+    CHECK_FALSE(parse_bandwidth("0 GB/s", &why));
+    CHECK(why == "a bandwidth must be positive");
+    CHECK_FALSE(parse_seconds("-1 us", &why));
+    CHECK_FALSE(parse_seconds("fast", &why));
+    CHECK_FALSE(parse_bandwidth("inf GB/s", &why));
+    CHECK(format_seconds(1.5e-6) == "1.5 us");
+    CHECK(format_seconds(0.0123) == "12.3 ms");
+    CHECK(format_bandwidth(25e9) == "25 GB/s");
+    CHECK(format_bytes(1 << 20) == "1 MiB");
+}
+
+TEST_CASE("speeds: a graph file's defaults, link types, edges and groups") {
+    GraphFile g(R"({"processors": 3, "alpha": "2 us", "bandwidth": "10 GB/s",
+ "link_types": {"nv": {"alpha": "0.5 us", "bandwidth": "25 GB/s"}},
+ "edges": [[0, 1, 2, "nv"], [1, 2], {"from": 0, "to": 2, "cap": 3, "bandwidth": "1 GB/s"}],
+ "groups": [{"name": "g", "cap": 2, "out_of": 0, "bandwidth": "4 GB/s"}, {"name": "h", "cap": 1, "into": 0}]})");
+    auto t = Topology::parse("graph:" + g.path);
+    CHECK(t->has_speeds());
+    auto sp = [&](int a, int b) { return t->speed(*t->find_channel(Node(a), Node(b))); };
+    CHECK(sp(0, 1) == LinkSpeed{0.5e-6, 50e9});  // per unit of capacity, 2 links
+    CHECK(sp(1, 0) == LinkSpeed{0.5e-6, 50e9});
+    CHECK(sp(1, 2) == LinkSpeed{2e-6, 10e9});  // the file's defaults
+    CHECK(sp(2, 0) == LinkSpeed{2e-6, 3e9});
+    CHECK(t->group_bandwidth(0) == doctest::Approx(8e9));
+    CHECK(t->group_bandwidth(1) == doctest::Approx(10e9));  // no bandwidth: the file's default per unit
+    CHECK(t->to_json().find("\"alpha_s\": 5e-07, \"bandwidth_Bps\": 50000000000") != std::string::npos);
+}
+
+TEST_CASE("speeds: the built-in families and files without speeds take 1 us and 10 GB/s per unit of capacity") {
+    auto ring = Topology::parse("ring:4");
+    CHECK_FALSE(ring->has_speeds());
+    CHECK(ring->speed(ChannelId{0}) == LinkSpeed{1e-6, 10e9});
+    auto tree = Topology::parse("ebft:4");
+    for (const Channel& c : tree->channels())
+        CHECK(tree->speed(*tree->find_channel(c.from, c.to)).bandwidth == doctest::Approx(c.cap * 10e9));
+    CHECK(ring->to_json().find("alpha_s") == std::string::npos);
+}
+
+TEST_CASE("speeds: bad units are refused with the line and column of the value") {
+    GraphFile a("{\"processors\": 2,\n \"edges\": [{\"from\": 0, \"to\": 1, \"bandwidth\": \"25 GB\"}]}");
+    CHECK(error_of("graph:" + a.path) == a.path + ":2:46: edges[0].bandwidth: bad bandwidth \"25 GB\": unknown unit 'GB' for a bandwidth "
+                                                  "(units: B/s, kB/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s, bit/s, kbit/s, "
+                                                  "Mbit/s, Gbit/s, Tbit/s, b/s, kb/s, Kb/s, Mb/s, Gb/s, Tb/s)");
+    GraphFile b("{\"processors\": 2,\n  \"alpha\": 3,\n \"edges\": [[0, 1]]}");
+    CHECK(error_of("graph:" + b.path) == b.path + ":2:12: alpha: bad latency 3: expected a time such as \"1.5 us\"");
+    GraphFile c("{\"processors\": 2, \"link_types\": {\"nv\": {\"alpha\": \"1 us\"}},\n \"edges\": [[0, 1, 1, \"nvv\"]]}");
+    CHECK(error_of("graph:" + c.path) == c.path + ":2:22: edges[0]: unknown link type \"nvv\" (\"link_types\" names nv)");
+    GraphFile d("{\"processors\": 2, \"link_types\": {\"nv\": {\"latency\": \"1 us\"}}, \"edges\": [[0, 1]]}");
+    CHECK(error_of("graph:" + d.path) == d.path + ": link_types.nv: unknown field \"latency\" (a link type has alpha, bandwidth, note)");
+    GraphFile e("{\"processors\": 2, \"edges\": [[0, 1]],\n \"groups\": [{\"name\": \"g\", \"cap\": 1, \"out_of\": 0, \"bandwidth\": \"fast\"}]}");
+    CHECK(error_of("graph:" + e.path).starts_with(e.path + ":2:63: groups[0].bandwidth: bad bandwidth \"fast\": expected a bandwidth"));
 }

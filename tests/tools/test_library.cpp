@@ -130,6 +130,17 @@ const std::map<std::string, std::vector<Pin>>& pins() {
         {"reduce/allreduce_nvswitch8_pareto.sched", {{"n=8", 3}}},
         {"chunks/ring_allgather.sched", {{"n=4 C=2", 3}, {"n=6 C=4", 5}, {"n=16 C=2", 15}}},
         {"chunks/nvswitch_allgather.sched", {{"n=8 C=1", 7}, {"n=8 C=2", 7}, {"n=8 C=4", 7}}},
+        {"nccl/ring_allgather.sched", {{"k=2", 15}, {"k=4", 31}, {"k=8", 63}}},
+        {"nccl/ring_allgather_dgx1.sched", {{"", 7}}},
+        {"nccl/ring_allgather_dgx2.sched", {{"n=16", 15}}},
+        {"nccl/ring_allgather_dgx_a100.sched", {{"n=8", 7}}},
+        {"nccl/ring_allreduce.sched", {{"k=2", 30}, {"k=4", 62}, {"k=8", 126}}},
+        {"nccl/double_binary_tree_allreduce.sched", {{"k=2", 8}, {"k=4", 10}, {"k=8", 12}}},
+        {"multibox/allgather_direct.sched", {{"k=2", 1}, {"k=4", 1}, {"k=8", 1}}},
+        {"multibox/allgather_hierarchical.sched", {{"", 2}}},
+        {"multibox/allgather_pipelined.sched", {{"C=2", 3}, {"C=4", 5}, {"C=8", 9}}},
+        {"pareto/dgx1_allgather_S2_R3_C2.sched", {{"", 2}}},
+        {"pareto/dgx1_allgather_S3_R5_C4.sched", {{"", 3}}},
         {"torus/multinode_broadcast.sched", {{"n=5 h=1 s=25", 4}, {"n=5 h=5 s=13", 9}, {"n=25 h=5 s=25", 13}}},  // tests/tools/test_torus_wormhole.cpp
     };
     return p;

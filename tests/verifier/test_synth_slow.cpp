@@ -6,11 +6,13 @@
 #include <chrono>
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "../tools/cli_run.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/synth.hpp"
+#include "verifier/bandwidth_bound.hpp"
 
 using namespace collsched;
 
@@ -222,4 +224,30 @@ TEST_CASE("collsched pareto and optimize --chunks --rounds on the command line: 
     CHECK(r.out.empty());
     r = test::run("pareto --topology ebft:8 --collective alltoall --routes fixed");
     CHECK(r.code == 2);
+}
+
+// Issue 27: the flow bound against the enumeration of every processor set, every collective with
+// a flow bound and both port models, on every machine of at most 16 processors (about 100 s).
+TEST_CASE("flow bound equals the enumeration on every small machine, every collective, both port models") {
+    std::vector<std::string> specs = {"ring:8", "torus:3x4", "hypercube:4"};
+    for (const auto& e : std::filesystem::directory_iterator(std::string(COLLSCHED_SOURCE_DIR) + "/schedules/machines")) {
+        auto topo = Topology::parse("graph:" + e.path().string());
+        if (topo->processors() <= 16 && topo->routers() == 0) specs.push_back("graph:" + e.path().string());
+    }
+    for (const auto& spec : specs) {
+        auto topo = Topology::parse(spec);
+        for (const char* model : {"", "ports=single"})
+            for (std::string c : {std::string("allgather"), std::string("broadcast:0"), std::string("scatter:0"), std::string("gather:0"),
+                                  fmt::format("broadcast:{}", topo->processors() - 1)}) {
+                CAPTURE(spec);
+                CAPTURE(c);
+                CAPTURE(model);
+                SynthInstance in{topo, apply_model_options(topo->default_model(), model), Collective::parse(c, *topo)};
+                auto f = flow_bandwidth_bound(in);
+                auto e = enumerated_cut_bound(in);
+                REQUIRE(f);
+                REQUIRE(e);
+                CHECK(f->rounds_per_chunk == e->rounds_per_chunk);
+            }
+    }
 }

@@ -16,8 +16,10 @@ lowers and prints them, re-implemented here from its documented behaviour (this 
   attributes in ir_to_xml's order, two-space indentation, no XML declaration.
 
 Usage: python3 make_msccl.py OUTDIR   (writes allgather_ring.xml, alltoall_allpairs.xml,
-alltoall_two_step.xml and three mutated copies: a dropped dependency, two swapped sends, a missing
-receive; the tests read the committed copies)."""
+alltoall_two_step.xml, allreduce_ring_inplace.xml (in place, rrs/rrcs/rcs), pipeline_custom.xml
+(coll="custom") and mutated copies: a dropped dependency, two swapped sends, a missing receive, a
+forward without reduction, a copy that does not wait for its receive; the tests read the committed
+copies)."""
 import sys
 import xml.etree.ElementTree as ET
 
@@ -252,6 +254,70 @@ def alltoall_two_step(nodes, gpus):
     return p
 
 
+def tb_xml(algo_attrs, gpus):
+    """A program given thread block by thread block: gpus is a list of (i_chunks, o_chunks, s_chunks,
+    [(send, recv, chan, [(type, srcbuf, srcoff, dstbuf, dstoff, cnt, depid, deps, hasdep), ...]), ...])."""
+    algo = ET.Element("algo")
+    for k, v in algo_attrs:
+        algo.set(k, str(v))
+    for rank, (ic, oc, sc, tbs) in enumerate(gpus):
+        g = ET.SubElement(algo, "gpu")
+        g.set("id", str(rank)); g.set("i_chunks", str(ic)); g.set("o_chunks", str(oc)); g.set("s_chunks", str(sc))
+        for i, (snd, rcv, chan, steps) in enumerate(tbs):
+            t = ET.SubElement(g, "tb")
+            t.set("id", str(i)); t.set("send", str(snd)); t.set("recv", str(rcv)); t.set("chan", str(chan))
+            for k, (ty, sb, so, db, do, cnt, depid, deps, hasdep) in enumerate(steps):
+                e = ET.SubElement(t, "step")
+                for key, val in (("s", k), ("type", ty), ("srcbuf", sb), ("srcoff", so), ("dstbuf", db), ("dstoff", do),
+                                 ("cnt", cnt), ("depid", depid), ("deps", deps), ("hasdep", hasdep)):
+                    e.set(key, str(val))
+    ET.indent(algo, space="  ")
+    return ET.tostring(algo, encoding="unicode") + "\n"
+
+
+def allreduce_ring_inplace(n):
+    """The ring allreduce in the shape msccl-tools writes it (allreduce_a100_ring.py, 1 channel, 1
+    instance): in place, everything in the input buffer (i_chunks = n, o_chunks = 0), one thread
+    block per rank sending to the next and receiving from the previous: s, then n-2 fused
+    receive-reduce-send (rrs), one receive-reduce-copy-send (rrcs) that completes chunk, n-2
+    receive-copy-send (rcs) of the sums, and a last receive (r). Rank r starts the ring of chunk r."""
+    gpus = []
+    for r in range(n):
+        steps = [("s", "i", r, "i", r, 1, -1, -1, 0)]
+        for k in range(1, n - 1):
+            c = (r - k) % n
+            steps.append(("rrs", "i", c, "i", c, 1, -1, -1, 0))
+        c = (r + 1) % n
+        steps.append(("rrcs", "i", c, "i", c, 1, -1, -1, 0))
+        for k in range(n - 2):
+            c = (r - k) % n
+            steps.append(("rcs", "i", c, "i", c, 1, -1, -1, 0))
+        c = (r + 2) % n
+        steps.append(("r", "i", c, "i", c, 1, -1, -1, 0))
+        gpus.append((n, 0, 0, [((r + 1) % n, (r - 1) % n, 0, steps)]))
+    attrs = [("name", "allreduce_ring_inplace"), ("proto", "LL128"), ("nchannels", 1), ("nchunksperloop", n), ("ngpus", n),
+             ("coll", "allreduce"), ("inplace", 1)]
+    return tb_xml(attrs, gpus)
+
+
+def pipeline_custom(n, k):
+    """A custom collective in the shape of msccl-tools' alltonext_forward.py (one node): rank r < n-1
+    sends its k input chunks to the same output chunks of rank r+1, through a scratch chunk at the
+    receiver (receive into scratch, then copy to the output, the copy waiting for the receive)."""
+    gpus = []
+    for r in range(n):
+        tbs = []
+        if r + 1 < n:
+            tbs.append((r + 1, -1, 0, [("s", "i", c, "s", c, 1, -1, -1, 0) for c in range(k)]))
+        if r > 0:
+            tbs.append((-1, r - 1, 0, [("r", "i", c, "s", c, 1, -1, -1, 1) for c in range(k)]))
+            tbs.append((-1, -1, 0, [("cpy", "s", c, "o", c, 1, len(tbs) - 1, c, 0) for c in range(k)]))
+        gpus.append((k, k if r > 0 else 0, k if r > 0 else 0, tbs))
+    attrs = [("name", "pipeline"), ("proto", "Simple"), ("nchannels", 1), ("nchunksperloop", k), ("ngpus", n), ("coll", "custom"),
+             ("inplace", 0)]
+    return tb_xml(attrs, gpus)
+
+
 def mutate(text, kind):
     """The mutated copies the tests expect collsched to catch (rank, thread block, step)."""
     algo = ET.fromstring(text)
@@ -259,15 +325,25 @@ def mutate(text, kind):
         g = algo.find(f"gpu[@id='{rank}']")
         return next(t for t in g.findall("tb") if all(t.get(k) == str(v) for k, v in attrs.items()))
     if kind == "dropped_dependency":  # rank 0's node-link send no longer waits for its local copy
-        step = next(st for st in tb(0, send=2).findall("step") if st.get("type") == "s")
-        step.set("depid", "-1")
-        step.set("deps", "-1")
+        t = tb(0, send=2)
+        nop, step = t.findall("step")[:2]  # the nop carries the other dependency: it moves onto the send
+        step.set("depid", nop.get("depid"))
+        step.set("deps", nop.get("deps"))
+        step.set("s", "0")
+        t.remove(nop)
     elif kind == "swapped_sends":  # rank 0 sends its two chunks for rank 1 in the other order
         a, b = tb(0, send=1).findall("step")[:2]
         for k in ("srcbuf", "srcoff", "dstbuf", "dstoff"):
             x, y = a.get(k), b.get(k)
             a.set(k, y)
             b.set(k, x)
+    elif kind == "rcs_not_reduced":  # rank 1 forwards instead of reducing: every sum misses a(1)
+        step = tb(1, send=2).findall("step")[1]
+        step.set("type", "rcs")
+    elif kind == "copy_too_early":  # the receiver's copy no longer waits for the receive: a race
+        t = tb(1, send=-1, recv=-1)
+        t.findall("step")[0].set("depid", "-1")
+        t.findall("step")[0].set("deps", "-1")
     elif kind == "missing_receive":  # rank 2 drops its last receive from rank 1
         t = tb(2, recv=1)
         t.remove(t.findall("step")[-1])
@@ -281,8 +357,13 @@ if __name__ == "__main__":
                        ("alltoall_two_step", alltoall_two_step(2, 2))]:
         with open(f"{out}/{name}.xml", "w") as f:
             f.write(prog.xml())
+    with open(f"{out}/allreduce_ring_inplace.xml", "w") as f:
+        f.write(allreduce_ring_inplace(4))
+    with open(f"{out}/pipeline_custom.xml", "w") as f:
+        f.write(pipeline_custom(3, 2))
     for base, kind in [("alltoall_two_step", "dropped_dependency"), ("alltoall_two_step", "swapped_sends"),
-                       ("allgather_ring", "missing_receive")]:
+                       ("allgather_ring", "missing_receive"), ("allreduce_ring_inplace", "rcs_not_reduced"),
+                       ("pipeline_custom", "copy_too_early")]:
         with open(f"{out}/{base}.xml") as f:
             text = mutate(f.read(), kind)
         with open(f"{out}/{base}_{kind}.xml", "w") as f:

@@ -1,0 +1,78 @@
+// The bodies of the readers' own harnesses (fuzz_chakra, fuzz_msccl; docs/fuzzing.md): the Chakra
+// trace reader on a whole trace set held in memory, and the MSCCL-IR reader alone.
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/export_chakra.hpp"
+#include "compiler/msccl_import.hpp"
+#include "dsl/diagnostics.hpp"
+#include "fuzz/targets.hpp"
+
+namespace collsched::fuzz {
+
+std::vector<std::string> split_trace_set(std::string_view input) {
+    std::vector<std::string> files;
+    while (true) {
+        const std::size_t at = input.find(chakra_rank_separator);
+        files.emplace_back(input.substr(0, at));
+        if (at == std::string_view::npos) break;
+        input.remove_prefix(at + chakra_rank_separator.size());
+    }
+    return files;
+}
+
+void run_chakra(std::string_view input) {
+    const std::vector<std::string> files = split_trace_set(input);
+    auto rank_file = [&](std::uint32_t r) -> std::string {
+        if (r >= files.size()) throw InputError(fmt::format("/fuzz/t.{}.et: cannot open file (No such file or directory)", r));
+        return files[r];
+    };
+    auto check_set = [&](std::uint32_t P) {
+        if (files.size() != P) throw InputError(fmt::format("/fuzz/t.*.et: {} files for {} ranks", files.size(), P));
+    };
+    SendTable t;
+    try {
+        t = parse_chakra("/fuzz/t", rank_file, check_set);
+    } catch (const InputError&) {
+        return;
+    }
+    check_table(t);
+    // What the reader accepts, the writer writes back as the same table.
+    std::vector<ChakraFile> written;
+    try {
+        written = table_to_chakra(t, {"/fuzz/t", 1024 * std::uint64_t{t.collective.chunks}});
+    } catch (const InputError&) {
+        return;
+    }
+    std::vector<std::string> again;
+    for (const ChakraFile& f : written)
+        if (f.path.ends_with(".et") && f.path.find(".workload.") == std::string::npos) again.push_back(f.content);
+    SendTable back;
+    try {
+        back = parse_chakra(
+            "/fuzz/t",
+            [&](std::uint32_t r) -> std::string {
+                if (r >= again.size()) invariant_failed("the written trace set has too few ranks");
+                return again[r];
+            },
+            [&](std::uint32_t P) {
+                if (again.size() != P) invariant_failed("the written trace set has another number of ranks");
+            });
+    } catch (const InputError& e) {
+        invariant_failed(fmt::format("the traces written from an accepted trace set are refused: {}", e.what()));
+    }
+    if (back.transfers != t.transfers || !(back.collective == t.collective) || !(back.model == t.model) ||
+        back.step_rounds != t.step_rounds)
+        invariant_failed("the traces written from an accepted trace set read back as another table");
+}
+
+void run_msccl(std::string_view input) {
+    try {
+        check_table(parse_msccl_ir(input, "fuzz.xml"));
+    } catch (const InputError&) {
+    }
+}
+
+}  // namespace collsched::fuzz

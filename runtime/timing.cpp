@@ -1,0 +1,403 @@
+#include "runtime/timing.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support/assert.hpp"
+#include "support/error.hpp"
+
+namespace collsched {
+
+namespace {
+
+/// The contributors and chunk of a value-like message (a(s), a(i..j), a partial): the data a
+/// reduction combines. nullopt for other messages.
+struct ValueSet {
+    std::vector<std::uint32_t> sources;  // sorted
+    std::uint32_t chunk = 0;
+};
+
+std::optional<ValueSet> value_set(const Messages& ms, MessageId m) {
+    if (ms.is_composite(m)) {
+        const Composite& c = ms.composite(m);
+        if (c.kind == MessageKind::partial) return ValueSet{c.sources, c.lo};
+        if (c.kind == MessageKind::combined) {
+            ValueSet v;
+            for (std::uint32_t s = c.lo; s <= c.hi; ++s) v.sources.push_back(s);
+            return v;
+        }
+        return std::nullopt;
+    }
+    const MessageKey k = ms.key(m);
+    if (k.kind == MessageKind::value) return ValueSet{{k.src}, k.chunk};
+    return std::nullopt;
+}
+
+bool subset(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
+    return std::includes(b.begin(), b.end(), a.begin(), a.end());
+}
+
+std::uint64_t key(Node n, std::uint32_t x) { return (std::uint64_t{idx(n)} << 32) | x; }
+
+/// How many chunks of data a transfer moves: a bundle its parts, anything else one.
+std::uint32_t chunks_moved(const Messages& ms, MessageId m) {
+    std::uint32_t n = 0;
+    ms.for_each_part(m, [&](MessageId) { ++n; });
+    return n;
+}
+
+/// When one resource (a channel, a group, a port) is busy: disjoint intervals sorted by start,
+/// touching ones merged. A transfer takes the first gap from its ready time on that is long
+/// enough on all its resources at once; on one resource, served in order of ready time, that is
+/// first come first served (a gap can only lie before the ready time of the latest transfer).
+class BusyList {
+public:
+    /// The earliest t >= from with [t, t + d) free here.
+    double first_free(double from, double d) const {
+        // the first interval that ends after `from`
+        auto it = std::upper_bound(iv_.begin(), iv_.end(), from, [](double x, const Interval& v) { return x < v.end; });
+        double t = from;
+        for (; it != iv_.end(); ++it) {
+            if (t + d <= it->start) return t;
+            t = std::max(t, it->end);
+        }
+        return t;
+    }
+    void take(double a, double b) {
+        if (b <= a) return;
+        auto it = std::lower_bound(iv_.begin(), iv_.end(), a, [](const Interval& v, double x) { return v.start < x; });
+        it = iv_.insert(it, Interval{a, b});
+        // merge with the neighbours it touches
+        if (auto next = it + 1; next != iv_.end() && next->start <= it->end) {
+            it->end = std::max(it->end, next->end);
+            iv_.erase(next);
+        }
+        if (it != iv_.begin()) {
+            auto prev = it - 1;
+            if (prev->end >= it->start) {
+                prev->end = std::max(prev->end, it->end);
+                iv_.erase(it);
+            }
+        }
+    }
+
+private:
+    struct Interval {
+        double start, end;
+    };
+    std::vector<Interval> iv_;
+};
+
+/// A multimap from 64-bit keys to transfer indices, filled once, then sorted (by key, then
+/// value) and only read by binary search: hash maps of vectors took twice the time and the
+/// memory on tables of a million transfers.
+class Index {
+public:
+    using Entry = std::pair<std::uint64_t, std::uint32_t>;
+    void add(std::uint64_t k, std::uint32_t v) { kv_.emplace_back(k, v); }
+    void build() { std::sort(kv_.begin(), kv_.end()); }
+    /// The positions [first, last) of key k's entries, values increasing.
+    std::pair<std::size_t, std::size_t> find(std::uint64_t k) const {
+        auto lo = std::lower_bound(kv_.begin(), kv_.end(), Entry{k, 0});
+        auto hi = std::lower_bound(lo, kv_.end(), Entry{k + 1, 0});
+        return {static_cast<std::size_t>(lo - kv_.begin()), static_cast<std::size_t>(hi - kv_.begin())};
+    }
+    std::uint32_t value(std::size_t pos) const { return kv_[pos].second; }
+    std::size_t size() const { return kv_.size(); }
+
+private:
+    std::vector<Entry> kv_;
+};
+
+/// The asynchronous run: the state of the event-driven simulation (docs/time.md).
+class AsyncRun {
+public:
+    AsyncRun(const SendTable& t, const TimeOptions& opt, TimePrediction& out)
+        : t_(t), topo_(*t.topology), ms_(t.messages()), opt_(opt), out_(out) {}
+
+    void run();
+
+private:
+    void index_arrivals();
+    void add_conditions();
+    void arrive(std::uint32_t i, double time, std::uint64_t seq);
+    void start(std::uint32_t j, double time);
+    /// One condition of transfer j met at `time` by the arrival of the transfer started `seq`-th.
+    void satisfied(std::uint32_t j, double time, std::uint64_t seq) {
+        if (--pending_[j] == 0) events_.push({time, 1, seq, j});
+    }
+    std::string describe(std::uint32_t i) const {
+        const Transfer& x = t_.transfers[i];
+        const Channel& c = topo_.channel(x.channel);
+        return fmt::format("step {}, {}->{}, {}", x.step, topo_.node_name(c.from), topo_.node_name(c.to), ms_.name(x.message));
+    }
+
+    /// At equal times every arrival first, then the transfers that became ready; among arrivals,
+    /// and among ready transfers, in the order the transfers they come from started (ASTRA-sim's
+    /// event queue runs the events of one time in the order they were scheduled), then in table
+    /// order (the order of the nodes in a Chakra trace).
+    struct Event {
+        double time;
+        int kind;           // 0 arrival, 1 ready
+        std::uint64_t seq;  // arrival: when its transfer started; ready: the arrival that made it ready (0 at time 0)
+        std::uint32_t transfer;
+        bool operator>(const Event& o) const {
+            return std::tie(time, kind, seq, transfer) > std::tie(o.time, o.kind, o.seq, o.transfer);
+        }
+    };
+
+    const SendTable& t_;
+    const Topology& topo_;
+    Messages ms_;
+    const TimeOptions& opt_;
+    TimePrediction& out_;
+    std::vector<std::uint32_t> pending_;
+    Index base_arrivals_;   // (node, base part) -> transfers that bring it there
+    Index value_arrivals_;  // (node, chunk) -> transfers that bring a value of that chunk there
+    Index waiters_;         // (node, base part) -> transfers waiting for its first arrival
+    std::vector<char> waiter_done_;  // per entry of waiters_
+    Index notify_;          // value-like arrival -> transfers waiting for all of theirs
+    std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+    std::vector<BusyList> busy_;  // per resource: channels, groups, ports
+    std::uint64_t started_ = 0;
+};
+
+void AsyncRun::index_arrivals() {
+    for (std::uint32_t i = 0; i < t_.transfers.size(); ++i) {
+        const Transfer& x = t_.transfers[i];
+        const Node to = topo_.channel(x.channel).to;
+        ms_.for_each_part(x.message, [&](MessageId p) {
+            if (!ms_.is_composite(p)) base_arrivals_.add(key(to, idx(p)), i);
+            if (auto v = value_set(ms_, p)) value_arrivals_.add(key(to, v->chunk), i);
+        });
+    }
+    base_arrivals_.build();
+    value_arrivals_.build();
+}
+
+/// Per transfer, what its sender must hold first: each base part, the first copy to arrive in an
+/// earlier step (or at time 0 when it is the sender's initial data); a reduction's value, every
+/// value of the same chunk that arrived in an earlier step and could be part of it (its
+/// contributors a subset of the value's), all of them.
+void AsyncRun::add_conditions() {
+    const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
+    pending_.assign(T, 0);
+    for (std::uint32_t j = 0; j < T; ++j) {
+        const Transfer& x = t_.transfers[j];
+        const Node u = topo_.channel(x.channel).from;
+        const bool processor = topo_.is_processor(u);
+        ms_.for_each_part(x.message, [&](MessageId p) {
+            if (ms_.is_composite(p)) {
+                auto v = value_set(ms_, p);
+                if (!v) return;
+                auto [first, last] = value_arrivals_.find(key(u, v->chunk));  // none: the sender's own value only
+                for (std::size_t pos = first; pos < last; ++pos) {
+                    const std::uint32_t i = value_arrivals_.value(pos);
+                    if (t_.transfers[i].step >= x.step) break;
+                    bool fits = true;
+                    ms_.for_each_part(t_.transfers[i].message, [&](MessageId q) {
+                        auto w = value_set(ms_, q);
+                        if (w && w->chunk == v->chunk && !subset(w->sources, v->sources)) fits = false;
+                    });
+                    if (!fits) continue;
+                    notify_.add(i, j);
+                    ++pending_[j];
+                }
+                return;
+            }
+            if (processor && ms_.origin(p) == u && t_.collective.initial(ms_, p)) return;
+            auto [first, last] = base_arrivals_.find(key(u, idx(p)));
+            if (first == last || t_.transfers[base_arrivals_.value(first)].step >= x.step)
+                throw InputError(fmt::format("cannot predict the time: the transfer in {} sends {}, which {} holds by no earlier step "
+                                             "(the table breaks causality; `collsched verify` says where)",
+                                             describe(j), ms_.name(p), topo_.node_name(u)));
+            waiters_.add(key(u, idx(p)), j);
+            ++pending_[j];
+        });
+    }
+    waiters_.build();
+    waiter_done_.assign(waiters_.size(), 0);
+    notify_.build();
+}
+
+void AsyncRun::arrive(std::uint32_t i, double time, std::uint64_t seq) {
+    const Transfer& x = t_.transfers[i];
+    const Node v = topo_.channel(x.channel).to;
+    ms_.for_each_part(x.message, [&](MessageId p) {
+        if (ms_.is_composite(p)) return;
+        auto [first, last] = waiters_.find(key(v, idx(p)));
+        for (std::size_t pos = first; pos < last; ++pos) {
+            const std::uint32_t j = waiters_.value(pos);
+            if (!waiter_done_[pos] && t_.transfers[j].step > x.step) {
+                waiter_done_[pos] = 1;
+                satisfied(j, time, seq);
+            }
+        }
+    });
+    auto [first, last] = notify_.find(i);
+    for (std::size_t pos = first; pos < last; ++pos) satisfied(notify_.value(pos), time, seq);
+}
+
+void AsyncRun::start(std::uint32_t j, double ready) {
+    const Transfer& x = t_.transfers[j];
+    const Channel& ch = topo_.channel(x.channel);
+    const double bytes = out_.chunk_bytes * chunks_moved(ms_, x.message);
+    const LinkSpeed sp = channel_speed(topo_, x.channel, opt_);
+    const std::size_t E = topo_.channels().size(), G = topo_.groups().size(), N = topo_.nodes();
+    // (resource, seconds it is held)
+    std::vector<std::pair<std::size_t, double>> use;
+    use.emplace_back(idx(x.channel), bytes / sp.bandwidth);
+    for (std::uint32_t g : topo_.groups_of(x.channel)) use.emplace_back(E + g, bytes / group_speed(topo_, g, opt_));
+    double hold = 0;
+    for (const auto& [r, d] : use) hold = std::max(hold, d);
+    if (t_.model.ports == Ports::single) {
+        if (topo_.is_processor(ch.from)) use.emplace_back(E + G + idx(ch.from), hold);
+        if (topo_.is_processor(ch.to)) use.emplace_back(E + G + N + idx(ch.to), hold);
+    } else if (t_.model.ports == Ports::half) {
+        if (topo_.is_processor(ch.from)) use.emplace_back(E + G + idx(ch.from), hold);
+        if (topo_.is_processor(ch.to)) use.emplace_back(E + G + idx(ch.to), hold);
+    }
+    // the earliest time from `ready` on at which every resource is free for as long as it is held
+    double begin = ready;
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (const auto& [r, d] : use)
+            if (double later = busy_[r].first_free(begin, d); later > begin) begin = later, moved = true;
+    }
+    for (const auto& [r, d] : use) busy_[r].take(begin, begin + d);
+    TransferTime& tt = out_.transfers[j];
+    tt.ready = ready;
+    tt.start = begin;
+    tt.end = begin + hold;
+    tt.arrive = tt.end + sp.alpha;
+    events_.push({tt.arrive, 0, ++started_, j});
+}
+
+void AsyncRun::run() {
+    const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
+    out_.transfers.assign(T, TransferTime{});
+    busy_.assign(topo_.channels().size() + topo_.groups().size() + 2 * std::size_t{topo_.nodes()}, BusyList{});
+    index_arrivals();
+    add_conditions();
+    for (std::uint32_t j = 0; j < T; ++j)
+        if (pending_[j] == 0) events_.push({0.0, 1, 0, j});
+    while (!events_.empty()) {
+        Event e = events_.top();
+        events_.pop();
+        if (e.kind == 0) {
+            arrive(e.transfer, e.time, e.seq);
+            out_.asynchronous = std::max(out_.asynchronous, e.time);
+        } else {
+            start(e.transfer, e.time);
+        }
+    }
+    // every transfer waits only on transfers of earlier steps, so all of them run
+    if (started_ != T) throw InputError("cannot predict the time: some transfers never hold their data (a bug in collsched)");
+    std::vector<double> busy(topo_.channels().size(), 0.0);
+    for (std::uint32_t j = 0; j < T; ++j) busy[idx(t_.transfers[j].channel)] += out_.transfers[j].end - out_.transfers[j].start;
+    for (std::uint32_t c = 0; c < busy.size(); ++c)
+        if (busy[c] > out_.busiest_seconds) {
+            out_.busiest_seconds = busy[c];
+            out_.busiest = ChannelId{c};
+        }
+}
+
+}  // namespace
+
+LinkSpeed channel_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+    if (opt.uniform_unit) return {opt.uniform_unit->alpha, opt.uniform_unit->bandwidth * topo.channel(c).cap};
+    return topo.speed(c);
+}
+
+double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt) {
+    if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap;
+    return topo.group_bandwidth(g);
+}
+
+/// Per step: the bytes on every channel and group; the step lasts max over its channels of
+/// alpha_e + max(bytes_e / bandwidth_e, bytes_g / bandwidth_g for its groups g).
+double synchronous_time(const SendTable& t, const TimeOptions& opt, std::vector<double>* step_seconds) {
+    const Topology& topo = *t.topology;
+    const Messages ms = t.messages();
+    const double chunk = opt.size / t.collective.chunks;
+    std::vector<double> chan(topo.channels().size(), 0.0), group(topo.groups().size(), 0.0);
+    std::vector<std::uint32_t> used;
+    double total = 0;
+    if (step_seconds) step_seconds->assign(t.steps(), 0.0);
+    for (std::size_t i = 0; i < t.transfers.size();) {
+        const Step s = t.transfers[i].step;
+        used.clear();
+        for (; i < t.transfers.size() && t.transfers[i].step == s; ++i) {
+            const Transfer& x = t.transfers[i];
+            const double bytes = chunk * chunks_moved(ms, x.message);
+            if (chan[idx(x.channel)] == 0) used.push_back(idx(x.channel));
+            chan[idx(x.channel)] += bytes;
+            for (std::uint32_t g : topo.groups_of(x.channel)) group[g] += bytes;
+        }
+        double longest = 0;
+        for (std::uint32_t c : used) {
+            const LinkSpeed sp = channel_speed(topo, ChannelId{c}, opt);
+            double d = chan[c] / sp.bandwidth;
+            for (std::uint32_t g : topo.groups_of(ChannelId{c})) d = std::max(d, group[g] / group_speed(topo, g, opt));
+            longest = std::max(longest, sp.alpha + d);
+        }
+        for (std::uint32_t c : used) {
+            chan[c] = 0;
+            for (std::uint32_t g : topo.groups_of(ChannelId{c})) group[g] = 0;
+        }
+        if (step_seconds) (*step_seconds)[s - 1] = longest;
+        total += longest;
+    }
+    return total;
+}
+
+TimePrediction predict_time(const SendTable& t, const TimeOptions& opt) {
+    COLLSCHED_ASSERT(t.is_sorted());
+    TimePrediction p;
+    p.size = opt.size;
+    p.chunk_bytes = opt.size / t.collective.chunks;
+    p.synchronous = synchronous_time(t, opt, &p.step_seconds);
+    AsyncRun(t, opt, p).run();
+    return p;
+}
+
+std::string timeline_json(const SendTable& t, const TimePrediction& p, const TimeOptions& opt) {
+    const Topology& topo = *t.topology;
+    const Messages ms = t.messages();
+    std::vector<std::vector<std::uint32_t>> by_channel(topo.channels().size());
+    for (std::uint32_t j = 0; j < t.transfers.size(); ++j) by_channel[idx(t.transfers[j].channel)].push_back(j);
+    nlohmann::ordered_json j;
+    j["format"] = "collsched.timeline/1";
+    j["topology"] = topo.spec();
+    j["collective"] = t.collective.to_string();
+    j["size_bytes"] = p.size;
+    j["chunk_bytes"] = p.chunk_bytes;
+    j["synchronous_s"] = p.synchronous;
+    j["asynchronous_s"] = p.asynchronous;
+    auto& chans = j["channels"] = nlohmann::ordered_json::array();
+    for (std::uint32_t c = 0; c < by_channel.size(); ++c) {
+        if (by_channel[c].empty()) continue;
+        std::vector<std::uint32_t>& list = by_channel[c];
+        std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) { return p.transfers[a].start < p.transfers[b].start; });
+        const Channel& ch = topo.channel(ChannelId{c});
+        const LinkSpeed sp = channel_speed(topo, ChannelId{c}, opt);
+        nlohmann::ordered_json cj{{"from", topo.node_name(ch.from)}, {"to", topo.node_name(ch.to)}, {"alpha_s", sp.alpha}, {"bandwidth_Bps", sp.bandwidth}};
+        double busy = 0;
+        auto& b = cj["busy"] = nlohmann::ordered_json::array();
+        for (std::uint32_t x : list) {
+            const TransferTime& tt = p.transfers[x];
+            busy += tt.end - tt.start;
+            b.push_back({{"step", t.transfers[x].step}, {"msg", ms.name(t.transfers[x].message)}, {"ready", tt.ready}, {"start", tt.start},
+                         {"end", tt.end}, {"arrive", tt.arrive}});
+        }
+        cj["busy_s"] = busy;
+        chans.push_back(std::move(cj));
+    }
+    return j.dump() + "\n";
+}
+
+}  // namespace collsched

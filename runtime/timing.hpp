@@ -1,0 +1,74 @@
+/** \file
+ * Predicted time of a table for a buffer of M bytes per datum on the topology's link speeds
+ * (docs/time.md), two ways:
+ *
+ *  - synchronous: the table runs step by step with a barrier between steps; a step lasts as long
+ *    as its slowest channel, alpha_e + (bytes on e) / bandwidth_e, where a channel in link groups
+ *    also waits for each group's bytes / bandwidth_g;
+ *  - asynchronous: as executors run a table (MSCCL thread blocks, ASTRA-sim's custom
+ *    collectives): no barrier; a transfer starts when its data is held at its sender and its
+ *    channel, its groups and (single or half ports) its ports are free, holds each of them for
+ *    bytes / bandwidth, and arrives alpha_e after its last byte left. Transfers are taken in the
+ *    order they became ready (ties: by when the transfers that made them ready started, then
+ *    table order), each at the earliest time all its resources are free for as long as it holds
+ *    them. On a channel alone that is first come first served: ASTRA-sim's analytical
+ *    congestion-aware link (a FIFO queue per link, busy for the serialization delay, the chunk
+ *    arriving latency + size / bandwidth after it started).
+ *
+ * An event-driven simulation in O(T log T) for T transfers, about 100 bytes per transfer. The
+ * table is trusted to be causal (verify it first): a transfer whose sender can never hold its
+ * data is an error (InputError naming it).
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/send_table.hpp"
+
+namespace collsched {
+
+struct TimeOptions {
+    double size = 0;  ///< M: bytes per datum (a chunk is M / C)
+    /// Replaces every speed of the topology: each channel and group gets this alpha and
+    /// cap * unit_bandwidth (`--link "500 ns, 50 GB/s"`).
+    std::optional<LinkSpeed> uniform_unit;
+};
+
+struct TransferTime {
+    double ready = 0;   ///< its data held at the sender
+    double start = 0;   ///< its resources free: the first byte leaves
+    double end = 0;     ///< the last byte left (the channel is free again)
+    double arrive = 0;  ///< held by the receiver: end + alpha
+};
+
+struct TimePrediction {
+    double size = 0;         ///< M
+    double chunk_bytes = 0;  ///< M / C
+    double synchronous = 0;  ///< seconds
+    double asynchronous = 0;
+    std::vector<double> step_seconds;     ///< synchronous: the length of steps 1..T
+    std::vector<TransferTime> transfers;  ///< asynchronous: per transfer of the table, in its order
+    /// Asynchronous: the channel busy the longest (bytes / bandwidth summed), and for how long.
+    std::optional<ChannelId> busiest;
+    double busiest_seconds = 0;
+};
+
+/// The speed of channel c under `opt` (the topology's, or the uniform override).
+LinkSpeed channel_speed(const Topology&, ChannelId c, const TimeOptions& opt);
+/// The bandwidth of link group g under `opt`.
+double group_speed(const Topology&, std::uint32_t g, const TimeOptions& opt);
+
+/// Both predictions for one size. Throws InputError when the table is not causal.
+TimePrediction predict_time(const SendTable&, const TimeOptions&);
+/// Only the synchronous time (cheap: one pass over the table).
+double synchronous_time(const SendTable&, const TimeOptions&, std::vector<double>* step_seconds = nullptr);
+
+/// Per-channel busy intervals as JSON (`simulate --timeline FILE`, docs/time.md): the format
+/// `collsched.timeline/1`, the size, both times, and per channel with traffic its speed and
+/// every transfer's {step, msg, ready, start, end, arrive} in seconds, by start time.
+std::string timeline_json(const SendTable&, const TimePrediction&, const TimeOptions&);
+
+}  // namespace collsched

@@ -1,0 +1,202 @@
+// The asynchronous-program checker (compiler/async_program.hpp) on small hand-made programs:
+// matching, deadlock (cycle, never released, unmatched receive), races, the replay and its goals.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compiler/async_program.hpp"
+
+using namespace collsched::async;
+
+namespace {
+
+Naming names(const Program& p) {
+    Naming n;
+    n.op = [&p](OpId o) { return fmt::format("r{}a{}s{}", p.op(o).rank, p.op(o).agent, p.op(o).pos); };
+    n.slot = [](Slot s) { return fmt::format("r{}[{}.{}]", s.rank, s.region, s.index); };
+    n.value = [](const std::vector<Atom>& a) { return fmt::format("{{{}}}", fmt::join(a, ",")); };
+    n.key = [](std::uint64_t k) { return fmt::format("key {}", k); };
+    return n;
+}
+
+Lane copy(Slot from, Slot to) { return Lane{{Operand::read(from)}, {to}, false}; }
+Lane send_of(Slot from) { return Lane{{Operand::read(from)}, {}, true}; }
+Lane receive_into(Slot to) { return Lane{{Operand::incoming()}, {to}, false}; }
+Lane receive_reduce(Slot local, Slot to) { return Lane{{Operand::incoming(), Operand::read(local)}, {to}, false}; }
+
+/// Two ranks exchange and reduce one chunk: rank r sends x_r, receives x_{1-r} and reduces it
+/// into its slot 0.
+Program exchange(bool with_goal) {
+    Program p;
+    for (std::uint32_t r = 0; r < 2; ++r) {
+        p.initial({r, 0, 0}, p.values().atom(r));
+        if (with_goal) p.goal({r, 0, 0}, p.values().make({0, 1}));
+    }
+    for (std::uint32_t r = 0; r < 2; ++r) {
+        AgentId a = p.add_agent(r);
+        OpId s = p.add_op(a, {});
+        p.add_lane(s, send_of({r, 0, 0}));
+        p.send(s, r);
+        OpId v = p.add_op(a, {});
+        p.add_lane(v, receive_reduce({r, 0, 0}, {r, 0, 0}));
+        p.receive(v, 1 - r);
+    }
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("async engine: an exchange-and-reduce holds, and the replay gives every rank the sum") {
+    Program p = exchange(true);
+    Report r = check(p, names(p));
+    CHECK(r.holds());
+    CHECK(r.finishes);
+    CHECK(r.race_free);
+    REQUIRE(r.replayed);
+    CHECK(r.values.atoms(r.final.at({0, 0, 0})) == std::vector<Atom>{0, 1});
+    CHECK(r.source[1] == 2);  // rank 0's receive got rank 1's send
+}
+
+TEST_CASE("async engine: a wrong goal is named with the writer, its sender and the gap") {
+    Program p = exchange(false);
+    p.goal({0, 0, 0}, p.values().make({0, 1, 2}));
+    Report r = check(p, names(p));
+    REQUIRE(r.findings.size() == 1);
+    CHECK(r.findings[0].kind == FindingKind::wrong_output);
+    CHECK(r.findings[0].text == "r0[0.0] holds {0,1}, written by r0a0s1, which r1a1s0 sent, but it must hold {0,1,2}; it misses "
+                                "{2} [wrong output]");
+}
+
+TEST_CASE("async engine: receives before sends on both sides are a cycle, printed around") {
+    Program p;
+    for (std::uint32_t r = 0; r < 2; ++r) {
+        AgentId a = p.add_agent(r);
+        OpId v = p.add_op(a, {});
+        p.add_lane(v, receive_into({r, 0, 1}));
+        p.receive(v, 1 - r);
+        OpId s = p.add_op(a, {});
+        p.add_lane(s, send_of({r, 0, 0}));
+        p.send(s, r);
+    }
+    Report r = check(p, names(p));
+    CHECK_FALSE(r.finishes);
+    CHECK_FALSE(r.replayed);
+    REQUIRE(r.findings.size() == 1);
+    CHECK(r.findings[0].text == "r0a0s0 waits for r1a1s1 waits for r1a1s0 waits for r0a0s1 waits for the first again [deadlock]");
+}
+
+TEST_CASE("async engine: an unmatched receive and a wait never released are the causes, not what follows them") {
+    Program p;
+    AgentId a = p.add_agent(0), b = p.add_agent(1);
+    OpId v = p.add_op(a, {3, 5});
+    p.add_lane(v, receive_into({0, 0, 0}));
+    p.receive(v, 7);
+    OpId after = p.add_op(a, {});
+    p.add_lane(after, copy({0, 0, 0}, {0, 0, 1}));
+    OpId w = p.add_op(b, {});
+    p.never_released(w, "waits for step 9 of agent 5, which does not exist");
+    Report r = check(p, names(p));
+    REQUIRE(r.findings.size() == 2);
+    CHECK(r.findings[0].kind == FindingKind::unmatched);
+    CHECK(r.findings[0].text == "r0a0s0: waits for a send that never comes: key 7 has 0 sends and this is receive 1 [deadlock]");
+    CHECK(r.findings[1].text == "r1a1s0: waits for step 9 of agent 5, which does not exist [deadlock]");
+    CHECK(r.order.size() == 0);
+}
+
+TEST_CASE("async engine: a surplus send on a FIFO key is a finding, on a semaphore it is not") {
+    for (KeyKind kind : {KeyKind::fifo, KeyKind::semaphore}) {
+        Program p;
+        AgentId a = p.add_agent(0);
+        OpId s = p.add_op(a, {});
+        p.send(s, 1, kind);
+        Report r = check(p, names(p));
+        CHECK(r.holds() == (kind == KeyKind::semaphore));
+    }
+}
+
+TEST_CASE("async engine: a race needs two accesses unordered by happens-before, and an edge orders them") {
+    for (bool ordered : {false, true}) {
+        Program p;
+        p.initial({0, 0, 0}, p.values().atom(0));
+        AgentId a = p.add_agent(0), b = p.add_agent(0);
+        OpId w = p.add_op(a, {});
+        p.add_lane(w, copy({0, 0, 0}, {0, 0, 1}));
+        OpId rd = p.add_op(b, {});
+        p.add_lane(rd, copy({0, 0, 1}, {0, 0, 2}));
+        if (ordered) p.order(w, rd);
+        Report r = check(p, names(p));
+        CHECK(r.holds() == ordered);
+        CHECK(r.race_free == ordered);
+        if (!ordered) {
+            REQUIRE(r.findings.size() == 1);
+            CHECK(r.findings[0].text ==
+                  "r0a1s0: reads r0[0.1] and r0a0s0 writes it, with nothing ordering the two (a missing dependency) [data race]");
+        } else {
+            CHECK(r.final.at({0, 0, 2}) == p.values().atom(0));
+        }
+    }
+}
+
+TEST_CASE("async engine: a put writes a peer's slot, and ordering through a matched signal removes the race") {
+    for (bool signal : {false, true}) {
+        Program p;
+        p.initial({0, 0, 0}, p.values().atom(5));
+        AgentId a = p.add_agent(0), b = p.add_agent(1);
+        OpId put = p.add_op(a, {});
+        p.add_lane(put, copy({0, 0, 0}, {1, 0, 0}));  // rank 0 writes rank 1's slot
+        OpId sig = p.add_op(a, {});
+        OpId wait = p.add_op(b, {});
+        OpId use = p.add_op(b, {});
+        p.add_lane(use, copy({1, 0, 0}, {1, 0, 1}));
+        if (signal) {
+            p.send(sig, 42, KeyKind::semaphore);
+            p.receive(wait, 42, KeyKind::semaphore);
+        }
+        p.goal({1, 0, 1}, p.values().atom(5));
+        Report r = check(p, names(p));
+        CHECK(r.holds() == signal);
+    }
+}
+
+TEST_CASE("async engine: a contribution counted twice is named at the output with the op that first did it") {
+    Program p;
+    p.initial({0, 0, 0}, p.values().atom(1));
+    p.goal({0, 0, 0}, p.values().atom(1));
+    AgentId a = p.add_agent(0);
+    OpId re = p.add_op(a, {});
+    p.add_lane(re, Lane{{Operand::read({0, 0, 0}), Operand::read({0, 0, 0})}, {{0, 0, 0}}, false});
+    Report r = check(p, names(p));
+    REQUIRE(r.findings.size() == 1);
+    CHECK(r.findings[0].text ==
+          "r0[0.0] holds {1,1}, written by r0a0s0, but it must hold {1}; it counts {1} twice (first counted twice by r0a0s0) [wrong "
+          "output]");
+}
+
+TEST_CASE("async engine: a relaxed key orders progress but not memory") {
+    // rank 0 writes slot r1[0.0] (a put into rank 1), then signals; rank 1 waits, then reads it
+    for (KeyKind kind : {KeyKind::semaphore, KeyKind::relaxed}) {
+        Program p;
+        p.initial({0, 0, 0}, p.values().atom(7));
+        AgentId a = p.add_agent(0), b = p.add_agent(1);
+        OpId put = p.add_op(a, {});
+        p.add_lane(put, copy({0, 0, 0}, {1, 0, 0}));
+        OpId sig = p.add_op(a, {});
+        p.send(sig, 5, kind);
+        OpId wait = p.add_op(b, {});
+        p.receive(wait, 5, kind);
+        OpId use = p.add_op(b, {});
+        p.add_lane(use, copy({1, 0, 0}, {1, 0, 1}));
+        Report r = check(p, names(p));
+        CHECK(r.finishes);  // the wait is released either way
+        CHECK(r.race_free == (kind == KeyKind::semaphore));
+    }
+    // a relaxed wait with no signal still deadlocks
+    Program p;
+    AgentId b = p.add_agent(1);
+    OpId wait = p.add_op(b, {});
+    p.receive(wait, 5, KeyKind::relaxed);
+    Report r = check(p, names(p));
+    CHECK_FALSE(r.finishes);
+    CHECK(r.counts[std::size_t(FindingKind::unmatched)] + r.counts[std::size_t(FindingKind::deadlock)] == 1);
+}

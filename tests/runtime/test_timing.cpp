@@ -1,0 +1,130 @@
+// Predicted times (runtime/timing.hpp, docs/time.md) against closed formulas: the ring
+// allgather, the chunked ring whose chunks pipeline, link groups and single ports serializing
+// transfers, and a table that breaks causality refused.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "compiler/builder.hpp"
+#include "compiler/lower.hpp"
+#include "dsl/diagnostics.hpp"
+#include "runtime/timing.hpp"
+
+using namespace collsched;
+
+namespace {
+
+SendTable compile(const std::string& text) {
+    Diagnostics diags("t.sched", text);
+    auto t = compile_text(text, "t.sched", CompileOptions{}, diags);
+    INFO(diags.render());
+    REQUIRE(t.has_value());
+    return std::move(*t);
+}
+
+bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)) + 1e-15; }
+
+std::string ring_allgather(int P, int C) {
+    return fmt::format(
+        "topology ring({0})\ncollective allgather chunks {1}\n"
+        "for t in 1 .. {0} - 1 {{ step t rounds {1} {{ for p in 0 .. {0} - 1 {{ for c in 0 .. {1} - 1 {{\n"
+        "  send p -> (p + 1) % {0} msg b((p - t + 1 + {0}) % {0}, c) }} }} }} }}\n",
+        P, C);
+}
+
+}  // namespace
+
+TEST_CASE("timing: the ring allgather on a uniform ring takes (P-1)(alpha + M/B) both ways") {
+    for (int P : {3, 8, 16}) {
+        CAPTURE(P);
+        SendTable t = compile(ring_allgather(P, 1));
+        const double alpha = 2e-6, B = 25e9, M = 1 << 20;
+        TimePrediction p = predict_time(t, TimeOptions{M, LinkSpeed{alpha, B}});
+        CHECK(near(p.synchronous, (P - 1) * (alpha + M / B)));
+        CHECK(near(p.asynchronous, (P - 1) * (alpha + M / B)));
+        CHECK(p.step_seconds.size() == std::size_t(P - 1));
+        // the topology's own speeds: the built-in default, 1 us and 10 GB/s
+        TimePrediction d = predict_time(t, TimeOptions{M, std::nullopt});
+        CHECK(near(d.asynchronous, (P - 1) * (default_alpha + M / default_unit_bandwidth)));
+    }
+}
+
+TEST_CASE("timing: the chunks of a chunked ring pipeline: asynchronous (P-1) M/B + alpha when alpha <= (C-1) M/(C B)") {
+    const int P = 4, C = 4;
+    SendTable t = compile(ring_allgather(P, C));
+    const double alpha = 1e-6, B = 1e9, M = 4e6;  // a chunk takes 1 ms, far above alpha
+    TimePrediction p = predict_time(t, TimeOptions{M, LinkSpeed{alpha, B}});
+    CHECK(near(p.chunk_bytes, M / C));
+    // synchronous: every step moves C chunks over each channel, then waits
+    CHECK(near(p.synchronous, (P - 1) * (alpha + M / B)));
+    // asynchronous: every channel busy from 0 to (P-1) M/B; the last chunk lands alpha later
+    CHECK(near(p.asynchronous, (P - 1) * M / B + alpha));
+    // and when alpha dominates, the chain of forwards does: (P-1)(alpha + m) + (C-1) m for m = M/(C B)
+    TimePrediction q = predict_time(t, TimeOptions{4e3, LinkSpeed{1e-3, B}});
+    const double m = 4e3 / C / B;
+    CHECK(near(q.asynchronous, (P - 1) * (1e-3 + m) + (C - 1) * m));
+}
+
+TEST_CASE("timing: a link group and single ports serialize what channels alone would not") {
+    const auto dir = std::filesystem::temp_directory_path() / ("collsched_timing." + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string graph = (dir / "g.json").string();
+    std::ofstream(graph) << R"({"processors": 3, "alpha": "1 us", "bandwidth": "10 GB/s",
+ "edges": [[0, 1], [0, 2], [1, 2]],
+ "groups": [{"name": "gpu0.out", "cap": 1, "out_of": 0, "bandwidth": "5 GB/s"}]})";
+    // GPU 0 sends its datum to 1 and 2 in one step of 2 rounds; 1 and 2 exchange theirs
+    const std::string text = fmt::format(
+        "topology graph(\"{}\")\ncollective allgather\n"
+        "step 1 rounds 2 {{ send 0 -> 1 msg b(0); send 0 -> 2 msg b(0); send 1 -> 2 msg b(1); send 2 -> 1 msg b(2)\n"
+        "  send 1 -> 0 msg b(1); send 2 -> 0 msg b(2) }}\n",
+        graph);
+    SendTable t = compile(text);
+    const double M = 1e6;
+    TimePrediction p = predict_time(t, TimeOptions{M, std::nullopt});
+    // the group: 2 M at 5 GB/s, one after the other; the last of the two lands 1 us later
+    CHECK(near(p.asynchronous, 2 * M / 5e9 + 1e-6));
+    CHECK(near(p.synchronous, 1e-6 + 2 * M / 5e9));
+    // --link replaces the group's speed too (cap 1 x 10 GB/s): 2 M / 10 GB/s + alpha
+    TimePrediction u = predict_time(t, TimeOptions{M, LinkSpeed{1e-6, 10e9}});
+    CHECK(near(u.asynchronous, 2 * M / 10e9 + 1e-6));
+
+    // single ports on the complete graph: 0 sends to 1 in step 1 and to 2 in step 2; with multi
+    // ports both leave at once (async M/B + alpha), with single ports one after the other
+    for (const char* ports : {"multi", "single"}) {
+        CAPTURE(ports);
+        SendTable s = compile(fmt::format("topology complete(3)\nmodel hop(ports = {})\ncollective broadcast(0)\n"
+                                          "step 1 {{ send 0 -> 1 msg b(0) }}\nstep 2 {{ send 0 -> 2 msg b(0) }}\n",
+                                          ports));
+        TimePrediction q = predict_time(s, TimeOptions{M, LinkSpeed{1e-6, 10e9}});
+        CHECK(near(q.asynchronous, (std::string(ports) == "single" ? 2 : 1) * M / 10e9 + 1e-6));
+        CHECK(near(q.synchronous, 2 * (M / 10e9 + 1e-6)));
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("timing: a transfer of data its sender never holds is refused, naming it") {
+    auto topo = Topology::parse("ring:4");
+    TableBuilder b(topo, Model{}, Collective::parse("allgather", *topo));
+    b.hop(1, *topo->find_channel(Node{0}, Node{1}), b.messages().broadcast(2));
+    SendTable t = std::move(b).finish();
+    CHECK_THROWS_WITH_AS(predict_time(t, TimeOptions{1024, std::nullopt}),
+                         "cannot predict the time: the transfer in step 1, 0->1, b(2) sends b(2), which 0 holds by no earlier step "
+                         "(the table breaks causality; `collsched verify` says where)",
+                         InputError);
+}
+
+TEST_CASE("timing: the timeline lists every channel's transfers with their times") {
+    SendTable t = compile(ring_allgather(3, 1));
+    const TimeOptions opt{1e6, LinkSpeed{1e-6, 1e9}};
+    std::string j = timeline_json(t, predict_time(t, opt), opt);
+    CHECK(j.find("\"format\":\"collsched.timeline/1\"") != std::string::npos);
+    CHECK(j.find("{\"from\":\"0\",\"to\":\"1\",\"alpha_s\":1e-06,\"bandwidth_Bps\":1000000000.0,\"busy\":[{\"step\":1,\"msg\":\"b(0)\","
+                 "\"ready\":0.0,\"start\":0.0,\"end\":0.001,\"arrive\":0.0010") != std::string::npos);
+}

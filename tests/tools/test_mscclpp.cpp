@@ -1,0 +1,399 @@
+// MSCCL++ execution plans (compiler/mscclpp_plan.hpp, mscclpp_check.hpp, export_mscclpp.hpp): the
+// reader's positions and refusals, the plans of tests/data/mscclpp (written in the shapes of
+// MSCCL++'s DSL by tests/data/mscclpp/make_plans.py) and their broken copies, `verify` on them,
+// and the round trip export -> import -> verify over the catalog and 1,000 seeded random tables.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/export_mscclpp.hpp"
+#include "compiler/json_tree.hpp"
+#include "compiler/lower.hpp"
+#include "compiler/mscclpp_check.hpp"
+#include "compiler/partials.hpp"
+#include "dsl/diagnostics.hpp"
+#include "tests/compiler/export_fixtures.hpp"
+#include "tests/tools/cli_run.hpp"
+#include "tools/reproduce.hpp"
+
+using namespace collsched;
+using collsched::test::run;
+using collsched::test::source;
+using namespace collsched::tools;
+
+namespace {
+
+std::string plan_file(const std::string& name) { return source("tests/data/mscclpp/" + name); }
+
+mscclpp::PlanReport check_text(const std::string& text, const std::string& name = "p.json") {
+    return mscclpp::check_plan(mscclpp::read_plan(text, name));
+}
+
+/// The findings of a report with the rule, as "path [rule]".
+std::vector<std::string> findings(const mscclpp::PlanReport& r) {
+    std::vector<std::string> out;
+    for (const auto& f : r.findings) out.push_back(fmt::format("{} [{}]", f.path, f.rule));
+    return out;
+}
+
+bool any_finding(const mscclpp::PlanReport& r, std::string_view rule, std::string_view path_prefix, std::string_view text = "") {
+    return std::any_of(r.findings.begin(), r.findings.end(), [&](const mscclpp::Finding& f) {
+        return f.rule == rule && f.path.starts_with(path_prefix) && f.what.find(text) != std::string::npos;
+    });
+}
+
+std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> movement(const mscclpp::PlanReport& r) {
+    std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> out;
+    for (const auto& m : r.movement) out.emplace_back(m.from, m.to, m.value);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+/// Export, read back, verify, and compare the data movement with the table's endpoint transfers.
+void round_trip(const SendTable& t, const MscclppOptions& opt = {}) {
+    std::string text = table_to_mscclpp(t, opt);
+    mscclpp::ReadResult read = mscclpp::read_plan(text, "export.json");
+    mscclpp::PlanReport r = mscclpp::check_plan(read);
+    CAPTURE(findings(r));
+    REQUIRE(r.holds());
+    CHECK(r.result_checked);
+    if (opt.instances == 1) CHECK(movement(r) == table_movement(t));
+    for (const auto& gpu : read.plan.gpus)
+        for (const auto& tb : gpu.tbs) {
+            std::size_t ops = 0;
+            for (const auto& op : tb.ops) ops += 1 + op.inner.size();
+            CHECK(ops <= 64);
+        }
+}
+
+}  // namespace
+
+TEST_CASE("json tree: values keep their line and column, and malformed text is refused with its place") {
+    json_tree::Value v = json_tree::parse("{\"a\": [1, 2.5],\n  \"b\": {\"c\": \"x\\u00e9\"}}", "t.json");
+    REQUIRE(v.kind == json_tree::Kind::object);
+    const json_tree::Value* a = v.find("a");
+    REQUIRE(a);
+    CHECK(a->line == 1);
+    CHECK(a->col == 7);
+    CHECK(a->items[0].integer() == 1);
+    CHECK_FALSE(a->items[1].integer());
+    const json_tree::Value* c = v.find("b")->find("c");
+    CHECK(c->line == 2);
+    CHECK(c->col == 14);
+    CHECK(c->text == "x\xc3\xa9");
+    CHECK_THROWS_WITH_AS(json_tree::parse("{\"a\": 1,\n \"b\" 2}", "t.json"), "t.json:2:6: malformed JSON: expected ':' after a member name",
+                         InputError);
+    CHECK_THROWS_WITH_AS(json_tree::parse("[01]", "t.json"), "t.json:1:3: malformed JSON: a number may not have a leading zero", InputError);
+}
+
+TEST_CASE("mscclpp reader: a file that is not a plan is refused (exit 2 material), with its place") {
+    CHECK_THROWS_WITH_AS(mscclpp::read_plan("[1]", "p.json"), "p.json:1:1: not an MSCCL++ execution plan: the document is an array, not an object",
+                         InputError);
+    CHECK_THROWS_WITH_AS(mscclpp::read_plan("{\"name\": \"x\", \"collective\": \"allgather\", \"protocol\": \"Simple\", \"inplace\": true}", "p.json"),
+                         doctest::Contains("p.json:1:1: not an MSCCL++ execution plan: no \"gpus\" at the top level"), InputError);
+    CHECK_THROWS_WITH_AS(
+        mscclpp::read_plan("{\"name\": \"x\", \"collective\": \"allgather\", \"protocol\": \"Simple\",\n \"inplace\": 1, \"gpus\": []}", "p.json"),
+        "p.json:2:13: \"inplace\" is a number, but the executor reads it as a boolean", InputError);
+    CHECK(mscclpp::looks_like_mscclpp_plan(test::read_file(plan_file("ring_allgather_8.json"))));
+    CHECK_FALSE(mscclpp::looks_like_mscclpp_plan(test::read_file(source("tests/data/ring8_allgather.json"))));
+}
+
+TEST_CASE("mscclpp plans in the DSL's shapes verify: ring allgather, all-pairs LL allreduce, 2-node allreduce with port channels") {
+    for (const char* name : {"ring_allgather_8.json", "allpairs_allreduce_8_ll.json", "allreduce_2node_8.json"}) {
+        CAPTURE(name);
+        mscclpp::PlanReport r = check_text(test::read_file(plan_file(name)), name);
+        CAPTURE(findings(r));
+        CHECK(r.holds());
+        CHECK(r.finishes);
+        CHECK(r.race_free);
+        CHECK(r.result_checked);
+    }
+}
+
+TEST_CASE("mscclpp broken plans are violated, naming the op (a missing signal, a swapped channel, a race, a wrong chunk)") {
+    auto check = [](const char* name) {
+        mscclpp::PlanReport r = check_text(test::read_file(plan_file(name)), name);
+        CHECK_FALSE(r.holds());
+        return r;
+    };
+    // GPU 0's second signal is gone: GPU 1's 7th wait on its channel from GPU 0 is never released
+    auto r = check("broken_missing_signal.json");
+    CHECK(any_finding(r, "deadlock", "gpus[1].threadblocks[0].ops[33] (wait)", "has 6 sends and this is receive 7"));
+    // GPU 3 waits on its channel to GPU 4, which never signals back; GPU 2's signals pile up
+    r = check("broken_swapped_channel.json");
+    CHECK(any_finding(r, "deadlock", "gpus[3].threadblocks[0].ops[3] (wait)"));
+    CHECK(any_finding(r, "blind spot", "gpus[2].channels", "persists across launches"));
+    // no nop after GPU 2's first wait: its forwarding put reads the chunk GPU 1's put writes
+    r = check("broken_put_races_read.json");
+    CHECK(findings(r) == std::vector<std::string>{"gpus[2].threadblocks[0].ops[4] (put) [data race]"});
+    CHECK(r.findings[0].what.find("gpus[1].threadblocks[0].ops[0] (put) writes it") != std::string::npos);
+    // GPU 5 forwards its output chunk 3 instead of 7 in its last step
+    r = check("broken_wrong_chunk.json");
+    CHECK(findings(r) == std::vector<std::string>{"gpus[5].threadblocks[0].ops[30] (put) [result]"});
+    CHECK(r.findings[0].what == "GPU 6's output chunk 7 holds in(3,0), written by gpus[5].threadblocks[0].ops[30] (put), but it must hold in(7,0)");
+    // put-with-signal (no flush) through a port channel: the proxy reads the chunk the next reduce writes
+    r = check("broken_port_pws.json");
+    CHECK(r.counts_race == 8);
+    CHECK(any_finding(r, "data race", "gpus[0].threadblocks[0].ops[12] (re)", "proxy of port channel 0 reads it"));
+    // the executor's limits and blind spots
+    r = check("broken_limits.json");
+    CHECK(any_finding(r, "limit", "gpus[1].threadblocks[0].ops[4]", "has 9 channel ids"));
+    CHECK(any_finding(r, "limit", "gpus[1].threadblocks[0].ops[0]", "barrier_id 16"));
+    CHECK(any_finding(r, "blind spot", "gpus[2].threadblocks[0].ops[3]", "does nothing"));
+    r = check("broken_zero_chunks.json");
+    CHECK(findings(r) == std::vector<std::string>{"gpus[6] [structure]"});
+    CHECK_FALSE(r.modelled);
+}
+
+TEST_CASE("mscclpp reader: the executor's silent misreadings are findings with their JSON path and place") {
+    nlohmann::ordered_json base = nlohmann::ordered_json::parse(test::read_file(plan_file("ring_allgather_8.json")));
+    auto with = [&](auto edit) {
+        nlohmann::ordered_json j = base;
+        edit(j);
+        return check_text(j.dump(1));
+    };
+    // thread blocks out of order: ops by position, channels by id
+    auto r = with([](auto& j) { j["gpus"][0]["threadblocks"][0]["id"] = 5; });
+    CHECK(any_finding(r, "structure", "gpus[0].threadblocks[0]", "thread block id 5 with 1 thread blocks"));
+    // a GPU id that is not its rank
+    r = with([](auto& j) { j["gpus"][2]["id"] = 3; });
+    CHECK(any_finding(r, "structure", "gpus[2]", "GPU rank does not match"));
+    // a channel to itself and to a rank that does not exist
+    r = with([](auto& j) { j["gpus"][1]["channels"][0]["connected_to"].push_back(1); });
+    CHECK(any_finding(r, "blind spot", "gpus[1].channels[0]", "to itself"));
+    r = with([](auto& j) { j["gpus"][1]["channels"][0]["connected_to"].push_back(9); });
+    CHECK(any_finding(r, "structure", "gpus[1].channels[0]", "rank 9, which does not exist"));
+    // a channel id past the thread block's channels
+    r = with([](auto& j) { j["gpus"][4]["threadblocks"][0]["ops"][2]["channel_ids"] = {7}; });
+    CHECK(any_finding(r, "structure", "gpus[4].threadblocks[0].ops[2]", "channel id 7 but its thread block has 2 memory channels"));
+    // a chunk index past the end of the output
+    r = with([](auto& j) { j["gpus"][4]["threadblocks"][0]["ops"][0]["dst_buff"][0]["index"] = 8; });
+    CHECK(any_finding(r, "limit", "gpus[4].threadblocks[0].ops[0]", "chunks 8..8 of GPU 5's output buffer, which has 8"));
+    // a missing key inside an op, and an unknown op
+    r = with([](auto& j) { j["gpus"][0]["threadblocks"][0]["ops"][1].erase("name"); });
+    CHECK(any_finding(r, "structure", "gpus[0].threadblocks[0].ops[1]", "has no \"name\""));
+    r = with([](auto& j) { j["gpus"][0]["threadblocks"][0]["ops"][1]["name"] = "sync"; });
+    CHECK(any_finding(r, "structure", "gpus[0].threadblocks[0].ops[1]", "unknown op \"sync\""));
+    // more than 64 ops in a thread block
+    r = with([](auto& j) {
+        for (int k = 0; k < 30; ++k) j["gpus"][0]["threadblocks"][0]["ops"].push_back({{"name", "nop"}});
+    });
+    CHECK(any_finding(r, "limit", "gpus[0].threadblocks[0]", "65 ops"));
+    // reduce_op other than sum
+    r = with([](auto& j) { j["gpus"][0]["threadblocks"][0]["ops"][1]["reduce_op"] = "max"; });
+    CHECK(any_finding(r, "blind spot", "gpus[0].threadblocks[0].ops[1]", "always sums"));
+    // unequal channel counts between two ranks
+    r = with([](auto& j) { j["gpus"][0]["channels"][0]["connected_to"].push_back(1); });
+    CHECK(any_finding(r, "blind spot", "gpus[0].channels", "GPU 0 has 2 memory channels to GPU 1, GPU 1 has 1 back"));
+}
+
+TEST_CASE("mscclpp verify on the command line: 0 holds, 1 a finding, 2 not a plan") {
+    auto r = run("verify " + plan_file("ring_allgather_8.json"));
+    CHECK(r.code == 0);
+    CHECK(r.out.starts_with("verdict: holds (MSCCL++ plan \"ring_allgather\": allgather on 8 GPUs, in place, Simple"));
+    r = run("verify " + plan_file("broken_put_races_read.json"));
+    CHECK(r.code == 1);
+    CHECK(r.out.find(plan_file("broken_put_races_read.json") + ":727:13: gpus[2].threadblocks[0].ops[4] (put): reads GPU 2's output chunk 1") !=
+          std::string::npos);
+    r = run("verify --json " + plan_file("broken_missing_signal.json"));
+    CHECK(r.code == 1);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["verdict"] == "violated");
+    CHECK(j["properties"]["deadlock"] == "violated");
+    CHECK(j["violations"][0]["path"] == "gpus[1].threadblocks[0].ops[33] (wait), channel 1");
+    test::Scratch dir("mscclpp_cli");
+    r = run("verify " + dir.file("p.json", "{\"gpus\": [], \"collective\": \"allgather\", \"name\": \"x\"}"));
+    CHECK(r.code == 2);
+    CHECK(r.err.find("no \"protocol\" at the top level") != std::string::npos);
+    r = run("verify " + dir.file("q.json", "{\"gpus\": [, \"collective\": 1}"));
+    CHECK(r.code == 2);
+    CHECK(r.err.find("q.json:1:11: malformed JSON") != std::string::npos);
+    // --expect for a collective collsched does not know
+    std::string sendrecv = test::read_file(plan_file("ring_allgather_8.json"));
+    sendrecv.replace(sendrecv.find("\"collective\": \"allgather\""), 25, "\"collective\": \"custom\"");
+    std::string plan = dir.file("custom.json", sendrecv);
+    r = run("verify " + plan);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("result          not checked (the result is not checked: collective \"custom\"") != std::string::npos);
+    std::string expect = dir.file("e.json", "{\"outputs\": [{\"rank\": 1, \"chunk\": 0, \"holds\": [[0, 0]]}, {\"rank\": 1, \"chunk\": 2, \"holds\": [[3, 0]]}]}");
+    r = run("verify " + plan + " --expect " + expect);
+    CHECK(r.code == 1);
+    CHECK(r.out.find("GPU 1's output chunk 2 holds no data, written by gpus[0].threadblocks[0].ops[30] (put), but it must hold in(3,0)") !=
+          std::string::npos);
+}
+
+TEST_CASE("mscclpp export: the library's allgathers, alltoalls and reductions round-trip (export, import, verify, same data movement)") {
+    Catalog catalog = read_catalog(source("schedules/catalog.json"));
+    int written = 0, refused = 0;
+    for (const CatalogEntry& e : catalog.entries)
+        for (const auto& row : e.rows) {
+            std::uint64_t size = 1;
+            std::vector<std::string> defines;
+            for (const auto& [k, v] : row) {
+                defines.push_back(fmt::format("{}={}", k, v));
+                if (std::find(e.size.begin(), e.size.end(), k) != e.size.end()) size *= std::uint64_t(v);
+            }
+            if (size > 64) continue;
+            CAPTURE(e.file);
+            CAPTURE(fmt::format("{}", fmt::join(defines, " ")));
+            Diagnostics diags;
+            auto t = compile_file(e.file, defines, {}, diags);
+            REQUIRE(t.has_value());
+            if (t->topology->processors() > 16) continue;
+            std::string text;
+            try {
+                text = table_to_mscclpp(*t, {});
+            } catch (const InputError& err) {
+                std::string why = err.what();
+                CAPTURE(why);
+                CHECK(why.find("a bug in collsched") == std::string::npos);
+                ++refused;
+                continue;
+            }
+            round_trip(*t);
+            ++written;
+        }
+    MESSAGE(fmt::format("catalog rows up to 16 processors: {} exported and verified, {} refused", written, refused));
+    CHECK(written > 20);
+}
+
+TEST_CASE("mscclpp export: LL, out of place, instances and port channels (the 2 x 8 multibox) round-trip") {
+    for (const char* sched : {"schedules/chunks/ring_allgather.sched", "schedules/reduce/allreduce_ring.sched",
+                              "schedules/reduce/reduce_scatter_ring.sched", "schedules/reduce/allreduce_recursive_doubling.sched"}) {
+        CAPTURE(sched);
+        Diagnostics diags;
+        auto t = compile_file(source(sched), {}, {}, diags);
+        REQUIRE(t.has_value());
+        for (const char* proto : {"Simple", "LL"})
+            for (bool oop : {false, true}) {
+                CAPTURE(proto);
+                CAPTURE(oop);
+                MscclppOptions opt;
+                opt.proto = proto;
+                opt.out_of_place = oop;
+                round_trip(*t, opt);
+                opt.instances = 2;
+                round_trip(*t, opt);
+            }
+    }
+}
+
+TEST_CASE("mscclpp export: 1000 seeded random tables round-trip (copies with relays and chunks, reductions by random trees)") {
+    std::mt19937 rng(33);
+    int n_tables = 0;
+    for (int trial = 0; trial < 1000; ++trial) {
+        CAPTURE(trial);
+        const std::uint32_t P = 2 + rng() % 5;
+        const bool reduction = trial % 3 == 2;
+        const std::string spec = (trial % 2 == 0 || reduction) ? fmt::format("complete:{}", P) : fmt::format("ring:{}", std::max(P, 3u));
+        auto topo = Topology::parse(spec);
+        const std::uint32_t N = topo->processors();
+        SendTable t;
+        t.topology = topo;
+        t.model = topo->default_model();
+        Collective coll;
+        coll.kind = reduction ? CollectiveKind::allreduce : trial % 4 == 1 ? CollectiveKind::alltoall : CollectiveKind::allgather;
+        const std::uint32_t C = 1 + rng() % 2;
+        coll.set_chunks(C, *topo);
+        t.collective = coll;
+        const Messages ms = t.messages();
+        auto send = [&](Step s, std::uint32_t a, std::uint32_t b, MessageId m) {
+            auto ch = topo->find_channel(Node{a}, Node{b});
+            REQUIRE(ch);
+            t.transfers.push_back({s, *ch, m});
+        };
+        if (!reduction) {
+            // every message floods from its source along random neighbours until every GPU that needs it has it
+            std::vector<MessageId> msgs;
+            for (std::uint32_t s = 0; s < N; ++s)
+                for (std::uint32_t c = 0; c < C; ++c) {
+                    if (coll.kind == CollectiveKind::allgather) msgs.push_back(ms.broadcast(s, c));
+                    else
+                        for (std::uint32_t d = 0; d < N; ++d)
+                            if (d != s) msgs.push_back(ms.personal(s, d, c));
+                }
+            for (MessageId m : msgs) {
+                MessageKey k = ms.key(m);
+                std::vector<Step> has(N, 0);  // step at which the GPU holds m (0: from the start; big: not yet)
+                const Step never = 1'000'000;
+                std::fill(has.begin(), has.end(), never);
+                has[k.src] = 0;
+                auto needed = [&](std::uint32_t g) { return coll.kind == CollectiveKind::allgather ? true : g == k.dst; };
+                for (Step s = 1; s < 40; ++s) {
+                    bool done = true;
+                    for (std::uint32_t g = 0; g < N; ++g) done = done && (!needed(g) || has[g] < never);
+                    if (done) break;
+                    for (std::uint32_t g = 0; g < N; ++g) {
+                        if (has[g] >= s || rng() % 2) continue;
+                        auto outs = topo->out_channels(Node{g});
+                        const Channel& ch = topo->channel(outs[rng() % outs.size()]);
+                        const std::uint32_t to = idx(ch.to);
+                        if (has[to] < never && rng() % 4) continue;  // mostly new holders, sometimes a second copy
+                        send(s, g, to, m);
+                        has[to] = std::min(has[to], s);
+                    }
+                }
+            }
+        } else {
+            // per chunk: a random tree reduces to a random root (children first), which then sends the
+            // full partial down the same tree
+            Composites& reg = t.composite_registry();
+            for (std::uint32_t c = 0; c < C; ++c) {
+                std::vector<std::uint32_t> order(N);
+                for (std::uint32_t g = 0; g < N; ++g) order[g] = g;
+                std::shuffle(order.begin(), order.end(), rng);
+                std::vector<std::uint32_t> parent(N, N);
+                for (std::uint32_t i = 1; i < N; ++i) parent[order[i]] = order[rng() % i];
+                std::vector<std::uint32_t> depth(N, 0);
+                std::uint32_t max_depth = 0;
+                for (std::uint32_t i = 1; i < N; ++i) max_depth = std::max(max_depth, depth[order[i]] = depth[parent[order[i]]] + 1);
+                std::vector<std::vector<std::uint32_t>> below(N);
+                for (std::uint32_t g = 0; g < N; ++g) below[g] = {g};
+                for (std::uint32_t d = max_depth; d >= 1; --d)
+                    for (std::uint32_t i = 1; i < N; ++i) {
+                        const std::uint32_t g = order[i];
+                        if (depth[g] != d) continue;
+                        std::sort(below[g].begin(), below[g].end());
+                        send(Step(max_depth - d + 1), g, parent[g], partial_message(reg, ms, SourceSet(below[g]), c));
+                        below[parent[g]].insert(below[parent[g]].end(), below[g].begin(), below[g].end());
+                    }
+                std::vector<std::uint32_t> all(N);
+                for (std::uint32_t g = 0; g < N; ++g) all[g] = g;
+                const MessageId full = partial_message(reg, ms, SourceSet(all), c);
+                for (std::uint32_t d = 1; d <= max_depth; ++d)
+                    for (std::uint32_t i = 1; i < N; ++i)
+                        if (depth[order[i]] == d) send(Step(max_depth + d), parent[order[i]], order[i], full);
+            }
+            t.canonicalize_composites();
+        }
+        std::sort(t.transfers.begin(), t.transfers.end());
+        if (t.transfers.empty()) continue;
+        MscclppOptions opt;
+        opt.proto = trial % 5 == 0 ? "LL" : "Simple";
+        round_trip(t, opt);
+        ++n_tables;
+    }
+    CHECK(n_tables >= 990);
+}
+
+TEST_CASE("mscclpp export: the hierarchical allreduce on 2 x 8 GPUs talks through memory channels in a box and port channels across") {
+    Diagnostics diags;
+    auto t = compile_file(source("tests/data/mscclpp/allreduce_hierarchical_2x8.sched"), {}, {}, diags);
+    REQUIRE(t.has_value());
+    std::string text = table_to_mscclpp(*t, {});
+    mscclpp::ReadResult read = mscclpp::read_plan(text, "ar2x8.json");
+    CHECK(mscclpp::check_plan(read).holds());
+    for (const auto& gpu : read.plan.gpus) {
+        CAPTURE(gpu.id);
+        for (int p : gpu.memory_peers) CHECK(p / 8 == gpu.id / 8);
+        REQUIRE(gpu.port_peers.size() == 1);
+        CHECK(gpu.port_peers[0] == (gpu.id + 8) % 16);
+    }
+    round_trip(*t);
+}

@@ -1,0 +1,111 @@
+// `optimize` under its limits (docs/synthesis.md, "Limits"): --timeout ends the whole run, every
+// solver call gets at most what is left, --memory refuses or stops an encoding before the limit;
+// the run ends with the best bounds and schedule so far, status found or timeout, exit 3. The
+// tests assert statuses, exit codes and the memory the run reports; wall times are measured in
+// the benchmark of docs/performance.md, not here.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/budget.hpp"
+#include "tests/tools/cli_run.hpp"
+
+using collsched::test::run;
+using collsched::test::source;
+
+namespace {
+
+nlohmann::json optimize_json(const std::string& args, int expect_code) {
+    auto r = run("optimize " + args + " --json");
+    INFO(args);
+    INFO(r.err);
+    REQUIRE(r.code == expect_code);
+    return nlohmann::json::parse(r.out);
+}
+
+const std::string multibox4 = "--topology graph:" + source("schedules/machines/multibox4x8.json");
+const std::string multibox2 = "--topology graph:" + source("schedules/machines/multibox2x8.json");
+
+}  // namespace
+
+TEST_CASE("limits of optimize: a memory limit below the encoding refuses it and ends with the greedy's 19 steps") {
+    // The formula for T = 30 takes about 100 MB, the solver 2.5 GB: with 60 MB the encoding is
+    // not built, with 150 MB it is built and not loaded. Either way: found, exit 3, under the limit.
+    for (const char* limit : {"60M", "150M"}) {
+        auto j = optimize_json(multibox4 + " --collective allgather --timeout 120 --memory " + std::string(limit), 3);
+        CHECK(j["status"] == "found");
+        CHECK(j["upper_bound"] == 19);  // the greedy's (the ring has 31)
+        CHECK(j["lower_bound"] == 16);
+        REQUIRE(j["attempts"].size() == 1);
+        CHECK(j["attempts"][0]["answer"] == "unknown");
+        CHECK(j["attempts"][0]["reason"].get<std::string>().starts_with("memory limit"));
+        CHECK(j["limits"]["memory"] == collsched::parse_bytes(limit));
+        CHECK(j["limits"]["peak_memory"].get<std::uint64_t>() <= collsched::parse_bytes(limit));
+    }
+    auto r = run("optimize " + multibox4 + " --collective allgather --timeout 120 --memory 150M");
+    CHECK(r.code == 3);
+    CHECK(r.out.find("best found: 19 steps, not proved optimal (the memory limit ended the search)") != std::string::npos);
+    CHECK(r.out.find("limits: time 120 s, memory 150 MB;") != std::string::npos);
+}
+
+TEST_CASE("limits of optimize: a short time limit ends the run with what it found") {
+    // multibox 2 x 8 allgather: the ring gives 15, the solver finds 14 quickly and does not settle
+    // 8..13 in a second or two.
+    auto j = optimize_json(multibox2 + " --collective allgather --timeout 2", 3);
+    CHECK(j["status"] == "found");
+    CHECK(j["upper_bound"].get<int>() <= 15);
+    CHECK(j["lower_bound"] == 8);
+    CHECK(j["limits"]["timeout"] == 2);
+    CHECK(j["limits"]["solve_timeout"].is_null());
+    for (const auto& a : j["attempts"])
+        if (a["answer"] == "unknown") CHECK(a["reason"].get<std::string>().find("time limit") != std::string::npos);
+    // A run stopped while loading (fattree:4:64 alltoall: a formula that cannot be loaded in time).
+    auto f = optimize_json("--topology fattree:4:64:1,4,16 --collective alltoall --timeout 3", 3);
+    CHECK(f["status"] == "found");
+    CHECK(f["lower_bound"] == 68);
+    CHECK(f["upper_bound"] == 83);
+}
+
+TEST_CASE("limits of optimize: --solve-timeout bounds each call within --timeout") {
+    auto j = optimize_json(multibox2 + " --collective allgather --timeout 60 --solve-timeout 0.5", 3);
+    CHECK(j["status"] == "found");
+    CHECK(j["limits"]["solve_timeout"] == 0.5);
+    bool stopped = false;
+    for (const auto& a : j["attempts"])
+        if (a["answer"] == "unknown") stopped = stopped || a["reason"] == "time limit";
+    CHECK(stopped);
+    // Proved instances are untouched by the limits.
+    auto p = optimize_json("--topology ring:6 --collective alltoall --timeout 5 --solve-timeout 1 --memory 1G", 0);
+    CHECK(p["status"] == "proved");
+    CHECK(p["optimum"] == 5);
+}
+
+TEST_CASE("limits of optimize: a malformed size is bad input") {
+    auto r = run("optimize --topology ring:4 --collective allgather --memory 12Q");
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("'12Q' is not a size") != std::string::npos);
+}
+
+TEST_CASE("optimize --greedy: the greedy's verified schedule with the best lower bound and the gap, no solver") {
+    auto j = optimize_json(multibox4 + " --collective allgather --greedy", 3);
+    CHECK(j["status"] == "found");
+    CHECK(j["lower_bound"] == 16);
+    CHECK(j["upper_bound"] == 19);
+    CHECK(j["attempts"].empty());
+    CHECK(j["greedy"]["steps"] == 19);
+    CHECK(j["greedy"]["only"] == true);
+    auto r = run("optimize " + multibox4 + " --collective allgather --greedy");
+    CHECK(r.code == 3);
+    CHECK(r.out.find("greedy: 19 steps in") != std::string::npos);
+    CHECK(r.out.find("(greedy only, no solver); proven lower bound 16") != std::string::npos);
+    CHECK(r.out.find("gap 3 steps, 18.8% of the bound") != std::string::npos);
+    // Where the greedy meets the bound the optimum is proved without a solver.
+    auto p = optimize_json("--topology ring:8 --collective reduce_scatter --greedy", 0);
+    CHECK(p["status"] == "proved");
+    CHECK(p["optimum"] == 4);
+    // Instances it does not take are bad input with the reason.
+    auto bad = run("optimize --topology ebft:8 --collective alltoall --greedy");
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("networks of processors only") != std::string::npos);
+}

@@ -1,0 +1,60 @@
+/** \file
+ * A schedule for the bandwidth end of the frontier (issue 27): every chunk of every datum is
+ * delivered down a spanning out-tree (arborescence) rooted at its origin, the trees packed into
+ * steps by one max flow per step. In step s the capacity network of one round
+ * (verifier/capacity_network.hpp, with each processor split into a sending and a receiving
+ * side) carries as many chunks as it can from holders to processors that lack them: a channel
+ * u->v may carry up to cap(u->v) chunks, and no more than u holds and v lacks; groups and ports
+ * cap the sums. The flow fixes how many chunks cross each channel; each receiver then takes, for
+ * every unit, a chunk its sender holds and it lacks and no other sender brings it in this step,
+ * the rarest first (the fewest holders), so that no datum spreads ahead of the others. The first
+ * arrival of a chunk at every processor is its tree edge. Every step lasts one round, so the
+ * table has R = S; with C chunks its R/C is S/C, and when that equals the flow bound
+ * (verifier/bandwidth_bound.hpp) the schedule is proved bandwidth-optimal by the cut. The table
+ * is verified by the direct checker before it is returned.
+ *
+ * Scope: allgather and broadcast on networks of processors (link groups and ports are fine;
+ * routers are not: a step moves a chunk one channel, and a router would need the next step);
+ * reduce-scatter and reduce are these reversed (compiler/duality.hpp).
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "compiler/send_table.hpp"
+#include "verifier/pareto.hpp"
+
+namespace collsched {
+
+struct PackedSchedule {
+    SendTable table;           ///< verified by the direct checker
+    std::uint32_t chunks = 1;  ///< C
+    Step steps = 0;            ///< S (= R: one round per step)
+    std::uint32_t depth = 0;   ///< the deepest tree: most channels from an origin to a first arrival
+    Ratio rounds_per_chunk() const { return Ratio::of(steps, chunks); }
+};
+
+struct PackingOptions {
+    /// Chunks per datum to try, in order; the first whose R/C meets `target` wins, else the best.
+    std::vector<std::uint32_t> chunks = {1};
+    std::optional<Ratio> target = {};
+    /// Refuse when P * P * C (allgather) chunk deliveries exceed this (the table's size).
+    std::uint64_t max_deliveries = std::uint64_t{1} << 27;
+    /// Stop trying further chunk counts (and abandon a run) after this many seconds; 0: none.
+    double seconds = 0;
+};
+
+/// Why pack_trees does not take `in` ("" when it does).
+std::string packing_problem(const SynthInstance& in);
+
+/// The packed schedule with the least R/C over opt.chunks, or nullopt when none completed (a
+/// step in which nothing could move: the greedy stalled) or packing_problem says no.
+std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingOptions& opt);
+
+/// The chunk counts worth trying for a bound p/q: q, 2q, 3q, 4q (R = p, 2p, ... would meet it),
+/// at most `limit` (and 1 when q > limit).
+std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit);
+
+}  // namespace collsched
