@@ -150,7 +150,7 @@ private:
     std::optional<BandwidthBound> one_source() {
         std::optional<std::pair<std::int64_t, std::vector<char>>> least;
         std::vector<std::int64_t> src(P_, 0);
-        src[pr_.root] = std::numeric_limits<std::int64_t>::max() / 4;
+        src[pr_.root] = FlowSolver::unbounded;
         for (std::uint32_t t : pr_.members) {
             if (t == pr_.root) continue;
             const std::int64_t f = flow_.max_flow(1, src, {}, t);
@@ -169,7 +169,7 @@ private:
         if (!st) return std::nullopt;
         auto [x, side] = *st;
         std::vector<std::int64_t> src(P_, 0);
-        src[pr_.root] = std::numeric_limits<std::int64_t>::max() / 4;
+        src[pr_.root] = FlowSolver::unbounded;
         for (;;) {
             std::vector<std::int64_t> snk(P_, 0);
             std::int64_t need = 0;

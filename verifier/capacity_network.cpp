@@ -236,6 +236,32 @@ struct FlowSolver::Impl {
         reverse_of.push_back(r);
         return e;
     }
+
+    /// Sets the joins' capacities after the network arcs'. `unbounded` joins get one more than
+    /// the sum of every finite capacity in the graph: no minimum cut can cross such a join, and
+    /// push-relabel, which sums capacities (a vertex's excess, the source's preflow), stays
+    /// far below overflow. The sum is kept in 128 bits and asserted to fit a quarter of 2^63.
+    void set_joins(const std::vector<std::int64_t>& source_caps, const std::vector<std::int64_t>& sink_caps) {
+        auto cap = boost::get(boost::edge_capacity, g);
+        unsigned __int128 finite = 0;
+        std::size_t unbounded_joins = 0;
+        for (Edge e : arcs) finite += static_cast<std::uint64_t>(cap[e]);
+        auto take = [&](const std::vector<std::int64_t>& caps, std::size_t v) -> std::int64_t {
+            const std::int64_t c = v < caps.size() ? caps[v] : 0;
+            COLLSCHED_ASSERT(c >= 0);
+            if (c == FlowSolver::unbounded) ++unbounded_joins; else finite += static_cast<std::uint64_t>(c);
+            return c;
+        };
+        for (std::size_t v = 0; v < source_joins.size(); ++v) {
+            cap[source_joins[v]] = take(source_caps, v);
+            cap[sink_joins[v]] = take(sink_caps, v);
+        }
+        const unsigned __int128 infinity = finite + 1;
+        COLLSCHED_ASSERT(finite + infinity * unbounded_joins < (static_cast<unsigned __int128>(1) << 61));
+        for (std::size_t v = 0; v < source_joins.size(); ++v)
+            for (Edge e : {source_joins[v], sink_joins[v]})
+                if (cap[e] == FlowSolver::unbounded) cap[e] = static_cast<std::int64_t>(infinity);
+    }
 };
 
 FlowSolver::FlowSolver(const CapacityNetwork& net, const std::vector<std::uint32_t>& sink_vertices) : impl_(new Impl) {
@@ -261,11 +287,13 @@ std::int64_t FlowSolver::max_flow(std::uint64_t scale, const std::vector<std::in
     Impl& I = *impl_;
     auto cap = boost::get(boost::edge_capacity, I.g);
     for (Edge r : I.reverse_of) cap[r] = 0;
-    for (std::size_t i = 0; i < I.arcs.size(); ++i) cap[I.arcs[i]] = static_cast<std::int64_t>(I.base[i] * scale);
-    for (std::size_t v = 0; v < I.source_joins.size(); ++v) {
-        cap[I.source_joins[v]] = v < source_caps.size() ? source_caps[v] : 0;
-        cap[I.sink_joins[v]] = v < sink_caps.size() ? sink_caps[v] : 0;
+    for (std::size_t i = 0; i < I.arcs.size(); ++i) {
+        std::uint64_t c = 0;
+        const bool overflow = __builtin_mul_overflow(I.base[i], scale, &c);
+        COLLSCHED_ASSERT(!overflow && c <= static_cast<std::uint64_t>(unbounded) / 2);
+        cap[I.arcs[i]] = static_cast<std::int64_t>(c);
     }
+    I.set_joins(source_caps, sink_caps);
     const std::uint32_t target = sink == super_sink ? I.t : sink;
     COLLSCHED_ASSERT(target != I.s);
     return boost::push_relabel_max_flow(I.g, I.s, target);
@@ -277,11 +305,11 @@ std::int64_t FlowSolver::max_flow_arcs(const std::vector<std::int64_t>& arc_caps
     COLLSCHED_ASSERT(arc_caps.size() == I.arcs.size());
     auto cap = boost::get(boost::edge_capacity, I.g);
     for (Edge r : I.reverse_of) cap[r] = 0;
-    for (std::size_t i = 0; i < I.arcs.size(); ++i) cap[I.arcs[i]] = arc_caps[i];
-    for (std::size_t v = 0; v < I.source_joins.size(); ++v) {
-        cap[I.source_joins[v]] = v < source_caps.size() ? source_caps[v] : 0;
-        cap[I.sink_joins[v]] = v < sink_caps.size() ? sink_caps[v] : 0;
+    for (std::size_t i = 0; i < I.arcs.size(); ++i) {
+        COLLSCHED_ASSERT(arc_caps[i] >= 0 && arc_caps[i] != unbounded);
+        cap[I.arcs[i]] = arc_caps[i];
     }
+    I.set_joins(source_caps, sink_caps);
     return boost::push_relabel_max_flow(I.g, I.s, sink == super_sink ? I.t : sink);
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,11 @@ public:
     /// After max_flow: the network vertices on the source side of a minimum cut.
     std::vector<char> source_side() const;
     static constexpr std::uint32_t super_sink = 0xffffffffu;
+    /// A join capacity meaning "no limit". The solver replaces it by one more than the sum of
+    /// every finite capacity of the query (a capacity no cut can use), so push-relabel's sums
+    /// of capacities never overflow; a query whose finite capacities alone would overflow is
+    /// refused by assertion.
+    static constexpr std::int64_t unbounded = std::numeric_limits<std::int64_t>::max();
 
 private:
     struct Impl;

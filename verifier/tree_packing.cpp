@@ -161,7 +161,7 @@ private:
                     break;
             }
         }
-        const std::vector<std::int64_t> joins(P_, std::numeric_limits<std::int64_t>::max() / 8);
+        const std::vector<std::int64_t> joins(P_, FlowSolver::unbounded);
         const std::int64_t f = flow_.max_flow_arcs(caps, joins, joins, FlowSolver::super_sink);
         for (auto& v : incoming_) v.clear();
         if (f == 0) return 0;
