@@ -317,7 +317,10 @@ void build_topology(Env& env, const XStmt& s) {
     const auto& d = *static_cast<const ast::TopologyDecl*>(s.decl);
     if (const auto* lit = std::get_if<ast::StringLit>(&d.spec)) {
         try {
-            env.topo = Topology::parse(substitute(env, *lit));  // the schedule writes a spec: read it
+            // the schedule writes a spec: read it, a graph file relative to the schedule's directory
+            // as in graph("FILE")
+            const std::string dir = env.options.base_dir.empty() ? std::string() : env.options.base_dir + "/";
+            env.topo = Topology::parse(spec_read_from(substitute(env, *lit), dir));
         } catch (const InputError& e) {
             fail("E031", lit->loc, e.what());
         }

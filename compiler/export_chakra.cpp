@@ -193,7 +193,7 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
         meta.set_version(schema_version);
         meta_string(meta, "schema", std::string("1.0.2-chakra.0.0.4"));
         meta_string(meta, "producer", "collsched");
-        meta_string(meta, "collsched_topology", t.topology->spec());
+        meta_string(meta, "collsched_topology", spec_written_at(t.topology->spec(), opt.prefix));  // read back from its directory
         meta_string(meta, "collsched_model", to_string(t.model));
         meta_string(meta, "collsched_collective", t.collective.to_string());
         if (C > 1) meta_string(meta, "collsched_chunks", std::to_string(C));
@@ -374,7 +374,7 @@ SendTable parse_chakra(const std::string& prefix, const std::function<std::strin
                     throw InputError(fmt::format("{}: {}", path, e.what()));
                 }
             };
-            topo = here([&] { return Topology::parse(m["collsched_topology"]); });
+            topo = here([&] { return Topology::parse(spec_read_from(m["collsched_topology"], path)); });
             model = here([&] { return apply_model_options(topo->default_model(), m["collsched_model"]); });
             coll = here([&] { return Collective::parse(m["collsched_collective"], *topo); });
             if (auto c = m.find("collsched_chunks"); c != m.end()) {  // the chunks C: messages are named b(s,c)

@@ -12,11 +12,11 @@ namespace {
 
 constexpr OutputFormat formats[] = {
     {"json", ".json", "the table file (docs/formats.md)",
-     [](const SendTable& t, const ExportOptions&, fmt::memory_buffer& out, const Flush& flush) { write_table_json(t, out, flush); }},
+     [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) { write_table_json(t, out, flush, o.file); }},
     {"csv", ".csv", "the table as CSV rows step,from,to,message",
-     [](const SendTable& t, const ExportOptions&, fmt::memory_buffer& out, const Flush& flush) { write_table_csv(t, out, flush); }},
+     [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) { write_table_csv(t, out, flush, o.file); }},
     {"ranks", ".ranks.json", "per-rank sends and receives",
-     [](const SendTable& t, const ExportOptions&, fmt::memory_buffer& out, const Flush& flush) { write_table_ranks(t, out, flush); }},
+     [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) { write_table_ranks(t, out, flush, o.file); }},
     {"msccl", ".xml", "MSCCL-IR XML",
      [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) {
          write_table_msccl(t, o.msccl, out, flush);

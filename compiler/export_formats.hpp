@@ -27,6 +27,9 @@ struct ExportOptions {
     TimelineOptions timeline;  ///< svg and html
     MscclOptions msccl;        ///< msccl
     MscclppOptions mscclpp;    ///< mscclpp
+    /// The path being written ("" or "-": standard output): json, csv and ranks write a graph
+    /// file of the topology relative to its directory (spec_written_at).
+    std::string file;
 };
 
 /// One output format of a send table.

@@ -244,7 +244,7 @@ std::vector<std::vector<MessageId>> final_messages(const SendTable& t) {
 /// Writes the header, then one object per rank with one line per active step, then (for tables
 /// that are not cut-through regular) the hops. The endpoint view is sorted twice by index, once
 /// by sender and once by receiver, so every rank's steps come out in order without a map.
-void write_table_ranks(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
+void write_table_ranks(const SendTable& t, fmt::memory_buffer& out, const Flush& flush, std::string_view file) {
     const Topology& topo = *t.topology;
     const std::uint32_t P = topo.processors();
     // Every rank lists its initial data: under `custom` every m(s,d) is initial at s, so
@@ -256,7 +256,7 @@ void write_table_ranks(const SendTable& t, fmt::memory_buffer& out, const Flush&
     EndpointView view = endpoint_view(t);
     Messages ms = t.messages();
     auto it = std::back_inserter(out);
-    write_json_header(t, t.uses_bandwidth_model() ? ranks_format_2 : ranks_format, out);
+    write_json_header(t, t.uses_bandwidth_model() ? ranks_format_2 : ranks_format, out, file);
     fmt::format_to(it, " \"steps\": {}, \"processors\": {}, \"endpoint_transfers\": {}, \"hops\": \"{}\",\n \"ranks\": [",
                    t.steps(), P, view.transfers.size(), view.cut_through ? "cut-through" : "listed");
 

@@ -78,7 +78,7 @@ std::vector<std::vector<MessageId>> final_messages(const SendTable&);
 /// The per-rank JSON: per processor, per step in which it sends or receives, its sends
 /// `{"to", "msg", "arrive"}` and receives `{"from", "msg", "sent"}`; the hops too when the
 /// table is not cut-through regular.
-void write_table_ranks(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
+void write_table_ranks(const SendTable&, fmt::memory_buffer& out, const Flush& flush, std::string_view file = {});
 std::string table_to_ranks(const SendTable&);
 
 }  // namespace collsched

@@ -86,7 +86,7 @@ public:
                              ranks_format_2));
         const json& topo = need("topology", "a spec such as \"ebft:8\"");
         if (!topo.is_string()) fail("\"topology\" must be a spec string such as \"ebft:8\"");
-        t_.topology = Topology::parse(topo.get<std::string>());
+        t_.topology = Topology::parse(spec_read_from(topo.get<std::string>(), name_));
         t_.model = t_.topology->default_model();
         if (j_.contains("model")) t_.model = model_from_json(j_["model"], t_.model);
         const json& coll = need("collective", "for example \"alltoall\" or \"broadcast:0\"");

@@ -69,6 +69,21 @@ private:
         return slot;
     }
 
+    /// " (did you mean 'partial'?)" for a misspelled function of the language, or nothing. Names
+    /// of one or two letters (m, a, b, r) get no hint: any short typo would be near them.
+    static std::string function_hint(std::string_view f) {
+        std::string hint;
+        std::size_t best = 3;
+        for (std::string_view k : {"log2", "min", "max", "abs", "sum", "cap", "partial", "bundle"}) {
+            const std::size_t d = support::edit_distance(f, k);
+            if (f.size() > 2 && d < best && d <= (k.size() >= 4 ? 2u : 1u)) {
+                best = d;
+                hint = fmt::format(" (did you mean '{}'?)", k);
+            }
+        }
+        return hint;
+    }
+
     void unknown_name(const ast::Ident& id) {
         std::string hint;
         std::size_t best = 3;
@@ -364,9 +379,9 @@ private:
             diags_.error("E013", n.loc, fmt::format("'{}' is a topology family; families are written only in `topology` declarations", f));
         else
             diags_.error("E013", n.loc,
-                         fmt::format("unknown function '{}' (functions: log2, min, max, abs, sum, cap; nodes: r(level, index); "
+                         fmt::format("unknown function '{}'{} (functions: log2, min, max, abs, sum, cap; nodes: r(level, index); "
                                      "messages: m(s, d), b(s), a(s), a(i .. j), partial(p, c), bundle(...))",
-                                     f));
+                                     f, function_hint(f)));
         return bad(n.loc);
     }
 

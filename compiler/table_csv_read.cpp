@@ -97,7 +97,7 @@ SendTable parse_table_csv(std::string_view text, std::string_view name) {
             if (k == "format") v2 = v == table_format_2;
             if (k == "chunks") chunks_text = v;
             if (k == "rounds") rounds_text = v;
-            if (k == "topology") t.topology = here([&] { return Topology::parse(v); });
+            if (k == "topology") t.topology = here([&] { return Topology::parse(spec_read_from(v, name)); });
             if (k == "model") model_text = v;
             if (k == "collective") collective = v;
             if (k == "requirements") requirements = std::string(v);

@@ -73,15 +73,18 @@ SendTable parse_table_csv(std::string_view text, std::string_view name);
 /// The opening of a table's JSON document, up to the fields that differ by format: `{"format":
 /// format, "topology", "model", "collective", "requirements" (if any), the extra fields, each on
 /// its line and followed by a comma. Shared by the table and the per-rank writers.
-void write_json_header(const SendTable&, std::string_view format, fmt::memory_buffer& out);
+/// `file` is the path being written ("" for none): graph files in the topology are written
+/// relative to its directory (spec_written_at).
+void write_json_header(const SendTable&, std::string_view format, fmt::memory_buffer& out, std::string_view file = {});
 /// Every node's node_name(), by node id (the writers look names up once per table).
 std::vector<std::string> node_names(const Topology&);
 
 /// Appends the table as JSON or CSV to `out`, calling `flush` whenever the buffer grows large
 /// (so a huge table streams to a file instead of sitting in memory twice).
 using Flush = std::function<void(fmt::memory_buffer&)>;
-void write_table_json(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
-void write_table_csv(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
+/// `file`: the path being written, as for write_json_header.
+void write_table_json(const SendTable&, fmt::memory_buffer& out, const Flush& flush, std::string_view file = {});
+void write_table_csv(const SendTable&, fmt::memory_buffer& out, const Flush& flush, std::string_view file = {});
 
 /// The whole text a streaming writer produces, in memory: `produce(buffer, flush)` writes into
 /// the buffer and calls flush when it is full (as tools/output.hpp write_output's callers do).

@@ -48,13 +48,13 @@ std::string dsl_collective(const Collective& c) {
     return "custom";
 }
 
-void write_table_dsl(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
+void write_table_dsl(const SendTable& t, fmt::memory_buffer& out, const Flush& flush, std::string_view file) {
     const Topology& topo = *t.topology;
     Messages ms = t.messages();
     auto put = [&](std::string_view s) { out.append(s.data(), s.data() + s.size()); };
     fmt::format_to(std::back_inserter(out), "# A send table written as a schedule (transfers: {}, steps: {}).\n",
                    t.transfers.size(), t.steps());
-    fmt::format_to(std::back_inserter(out), "topology {}\n{}\ncollective {}{}\n", dsl::quote(topo.spec()), model_text(t.model),
+    fmt::format_to(std::back_inserter(out), "topology {}\n{}\ncollective {}{}\n", dsl::quote(spec_written_at(topo.spec(), file)), model_text(t.model),
                    dsl_collective(t.collective), t.collective.chunks > 1 ? fmt::format(" chunks {}", t.collective.chunks) : std::string());
     for (const Requirement& r : t.requirements) fmt::format_to(std::back_inserter(out), "require {} at {}\n", ms.name(r.message), idx(r.at));
     for (const Claim& c : t.claims) fmt::format_to(std::back_inserter(out), "{}\n", c.statement());
@@ -98,9 +98,9 @@ void write_table_dsl(const SendTable& t, fmt::memory_buffer& out, const Flush& f
     if (flush) flush(out);
 }
 
-std::string table_to_dsl(const SendTable& t) {
+std::string table_to_dsl(const SendTable& t, std::string_view file) {
     fmt::memory_buffer out;
-    write_table_dsl(t, out, {});
+    write_table_dsl(t, out, {}, file);
     return fmt::to_string(out);
 }
 

@@ -15,8 +15,10 @@
 namespace collsched {
 
 /// Appends the table as schedule text to `out`, calling `flush` as the buffer grows.
-void write_table_dsl(const SendTable&, fmt::memory_buffer& out, const Flush& flush);
-std::string table_to_dsl(const SendTable&);
+/// `file`: the path being written; a graph file in the topology is written relative to its
+/// directory, as the DSL reads it (spec_written_at).
+void write_table_dsl(const SendTable&, fmt::memory_buffer& out, const Flush& flush, std::string_view file = {});
+std::string table_to_dsl(const SendTable&, std::string_view file = {});
 
 /// The DSL spelling of a node: `3` for processors, `r(1, 0)` for routers.
 std::string dsl_node_name(const Topology&, Node);

@@ -154,7 +154,7 @@ void ensure_topology(SendTable& t, const TopFields& top, std::string_view name) 
     auto it = top.find("topology");
     if (it == top.end()) throw InputError(fmt::format("{}: missing \"topology\" (a spec such as \"ebft:8\")", name));
     if (!it->second.is_string()) throw InputError(fmt::format("{}: \"topology\" must be a spec string such as \"ebft:8\"", name));
-    t.topology = naming_file(name, [&] { return Topology::parse(it->second.get<std::string>()); });
+    t.topology = naming_file(name, [&] { return Topology::parse(spec_read_from(it->second.get<std::string>(), name)); });
     t.model = t.topology->default_model();
 }
 

@@ -61,10 +61,10 @@ std::vector<std::string> node_names(const Topology& t) {
     return names;
 }
 
-void write_json_header(const SendTable& t, std::string_view format, fmt::memory_buffer& out) {
+void write_json_header(const SendTable& t, std::string_view format, fmt::memory_buffer& out, std::string_view file) {
     auto it = std::back_inserter(out);
     fmt::format_to(it, "{{\"format\": \"{}\", \"topology\": {},\n \"model\": {},\n \"collective\": \"{}\",\n", format,
-                   json(t.topology->spec()).dump(), to_json(t.model).dump(), t.collective.to_string());
+                   json(spec_written_at(t.topology->spec(), file)).dump(), to_json(t.model).dump(), t.collective.to_string());
     if (t.uses_bandwidth_model()) {
         fmt::format_to(it, " \"chunks\": {},\n", t.collective.chunks);
         if (!t.step_rounds.empty()) fmt::format_to(it, " \"rounds\": [{}],\n", fmt::join(t.step_rounds, ", "));
@@ -80,9 +80,9 @@ void write_json_header(const SendTable& t, std::string_view format, fmt::memory_
     for (const auto& [k, v] : t.top_fields()) fmt::format_to(it, " {}: {},\n", json(k).dump(), v);
 }
 
-void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
+void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& flush, std::string_view file) {
     auto it = std::back_inserter(out);
-    write_json_header(t, table_format_of(t), out);
+    write_json_header(t, table_format_of(t), out, file);
     Messages ms = t.messages();
     fmt::format_to(it, " \"steps\": {},\n \"transfers\": [", t.steps());
     std::vector<std::string> names = node_names(*t.topology);
@@ -116,9 +116,9 @@ void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& 
     flush(out);
 }
 
-void write_table_csv(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
+void write_table_csv(const SendTable& t, fmt::memory_buffer& out, const Flush& flush, std::string_view file) {
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "# format={}\n# topology={}\n# model={}\n# collective={}\n", table_format_of(t), t.topology->spec(),
+    fmt::format_to(it, "# format={}\n# topology={}\n# model={}\n# collective={}\n", table_format_of(t), spec_written_at(t.topology->spec(), file),
                    to_string(t.model), t.collective.to_string());
     if (t.uses_bandwidth_model()) {
         fmt::format_to(it, "# chunks={}\n", t.collective.chunks);

@@ -215,4 +215,17 @@ private:
     bool speeds_given_ = false;
 };
 
+/// The spec with the file of every `graph:FILE` in it (alone or as a factor of a product)
+/// replaced by `map(FILE)`; other specs unchanged.
+std::string map_graph_files(std::string_view spec, const std::function<std::string(const std::string&)>& map);
+/// The spec to write into `file`: a relative graph file (relative to the working directory)
+/// becomes relative to the directory of `file`, so the written file can be read from anywhere
+/// and moved with its graph (docs/formats.md, "Graph files in saved files"). Absolute paths
+/// stay; `file` "-" or "<...>" (no file) leaves the spec as it is.
+std::string spec_written_at(std::string_view spec, std::string_view file);
+/// The spec read from `file`, for Topology::parse: a relative graph file is relative to the
+/// directory of `file`, or, when no such file exists there and one exists relative to the working
+/// directory, to the working directory (files written before this rule).
+std::string spec_read_from(std::string_view spec, std::string_view file);
+
 }  // namespace collsched

@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <charconv>
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -275,6 +277,63 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
         return make(Family::graph, args, spec);
     }
     bad_spec(spec, fmt::format("unknown family '{}': expected {}", fam, compiler::name_list(compiler::family_names, &compiler::FamilyName::name)));
+}
+
+}  // namespace collsched
+
+namespace collsched {
+
+// Graph files inside a spec: `graph:FILE` alone or as a factor of `product:A*B*...`. The spec
+// grammar has no quoting, so a file name holding '*' inside a product cannot be written anyway.
+std::string map_graph_files(std::string_view spec, const std::function<std::string(const std::string&)>& map) {
+    if (spec.starts_with("graph:")) return "graph:" + map(std::string(spec.substr(6)));
+    if (spec.starts_with("product:")) {
+        std::string out = "product:";
+        bool first = true;
+        for (std::string_view f : topology_checks::split(spec.substr(8), '*')) {
+            if (!first) out += '*';
+            out += map_graph_files(f, map);
+            first = false;
+        }
+        return out;
+    }
+    return std::string(spec);
+}
+
+namespace {
+
+std::filesystem::path directory_of(std::string_view file) {
+    if (file.empty() || file == "-" || file.starts_with('<')) return {};  // "<stdin>", "witness": no file
+    return std::filesystem::path(file).parent_path();
+}
+
+}  // namespace
+
+std::string spec_written_at(std::string_view spec, std::string_view file) {
+    const std::filesystem::path dir = directory_of(file);
+    if (dir.empty()) return std::string(spec);
+    return map_graph_files(spec, [&](const std::string& graph) {
+        const std::filesystem::path p(graph);
+        if (p.is_absolute()) return graph;
+        // Both relative to the working directory: the graph relative to the file's directory.
+        const std::filesystem::path cwd = std::filesystem::current_path();
+        return (cwd / p).lexically_normal().lexically_relative((cwd / dir).lexically_normal()).generic_string();
+    });
+}
+
+std::string spec_read_from(std::string_view spec, std::string_view file) {
+    const std::filesystem::path dir = directory_of(file);
+    if (dir.empty()) return std::string(spec);
+    return map_graph_files(spec, [&](const std::string& graph) {
+        const std::filesystem::path p(graph);
+        if (p.is_absolute()) return graph;
+        const std::filesystem::path near = (dir / p).lexically_normal();
+        std::error_code ec;
+        // Files written before collsched 0.9 name the graph relative to the working directory
+        // they were written from: read so when the file's own directory has no such graph.
+        if (!std::filesystem::exists(near, ec) && std::filesystem::exists(p, ec)) return graph;
+        return near.generic_string();
+    });
 }
 
 }  // namespace collsched

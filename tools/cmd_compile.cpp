@@ -90,7 +90,8 @@ void add_compile_command(CLI::App& app, Context& ctx) {
             write_output(args->output, [&](const Flush& flush, fmt::memory_buffer& buf) {
                 ExportOptions eo;
                 eo.mscclpp = args->mscclpp;
-                if (args->format == "dsl") write_table_dsl(*table, buf, flush);
+                eo.file = args->output;
+                if (args->format == "dsl") write_table_dsl(*table, buf, flush, args->output);
                 else write_table_as(*table, args->format, eo, buf, flush);
             });
         } catch (...) {

@@ -106,7 +106,7 @@ void add_completion_command(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand("completion",
                                    "Print a shell completion script for bash or zsh: subcommands, their options, and files. "
                                    "Install with `collsched completion bash > /etc/bash_completion.d/collsched`, or "
-                                   "`collsched completion zsh > DIR/_collsched` for a DIR on $fpath.");
+                                   "`collsched completion zsh > DIR/_collsched` for a DIR on $fpath.\nExit code: 0 printed, 2 an unknown shell.");
     cmd->add_option("SHELL", *shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
     cmd->callback([&app, &ctx, shell] {
         std::string out = *shell == "bash" ? bash_script(app) : zsh_script(app);

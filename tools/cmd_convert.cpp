@@ -64,7 +64,7 @@ void add_convert_command(CLI::App& app, Context& ctx) {
                                    "Rewrite a send table (JSON, CSV, per-rank JSON) or a compiled schedule (.sched) in another "
                                    "format: json, csv, ranks (per-rank sends and receives), msccl (MSCCL-IR XML), mscclpp (an MSCCL++ execution plan), dot (the "
                                    "topology with capacities and traffic), svg (timeline of link use), html (the timeline "
-                                   "with hover details). Transfers come out sorted by (step, channel, message).");
+                                   "with hover details). Transfers come out sorted by (step, channel, message).\nExit code: 0 written, 2 bad input or a format that cannot hold the table (nothing written).");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--format", args->format,
@@ -123,6 +123,7 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         options.msccl = args->msccl;
         options.mscclpp = args->mscclpp;
         options.msccl.proto = options.mscclpp.proto = args->proto;
+        options.file = args->output;
         write_output(args->output,
                      [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_as(t, format, options, buf, flush); });
         ctx.exit_code = 0;

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "compiler/export_ranks.hpp"
@@ -231,8 +233,8 @@ std::string witness_comment(const SynthInstance& in, const OptimizeResult& r) {
     return c;
 }
 
-std::string witness_dsl(const SendTable& t, const std::string& comment) {
-    std::string hops = table_to_dsl(t);
+std::string witness_dsl(const SendTable& t, const std::string& comment, const std::string& file) {
+    std::string hops = table_to_dsl(t, file);
     std::size_t body = hops.find("\nstep ");
     std::size_t head = hops.find('\n');  // the printer's own comment line
     std::string header = hops.substr(head + 1, body == std::string::npos ? std::string::npos : body - head);
@@ -264,7 +266,9 @@ std::string witness_dsl(const SendTable& t, const std::string& comment) {
                     text += "}\n";
                 }
                 Diagnostics diags;
-                std::optional<SendTable> back = compile_text(text, "witness", CompileOptions{}, diags);
+                CompileOptions where;  // the text's graph files are relative to the file it goes to
+                where.base_dir = std::filesystem::path(file).parent_path().string();
+                std::optional<SendTable> back = compile_text(text, "witness", where, diags);
                 if (back && back->transfers == t.transfers && back->step_rounds == t.step_rounds) return text;
             }
         } catch (const InputError&) {
@@ -276,10 +280,10 @@ std::string witness_dsl(const SendTable& t, const std::string& comment) {
 
 void write_witness(const std::string& path, const SendTable& t, const std::string& comment) {
     bool dsl = path.size() > 6 && path.ends_with(".sched");
-    std::string text = dsl ? witness_dsl(t, comment) : std::string();
+    std::string text = dsl ? witness_dsl(t, comment, path) : std::string();
     write_output(path, [&](const Flush& flush, fmt::memory_buffer& buf) {
         if (dsl) buf.append(text.data(), text.data() + text.size());
-        else write_table_json(t, buf, flush);
+        else write_table_json(t, buf, flush, path);
         flush(buf);
     });
 }

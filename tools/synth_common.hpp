@@ -70,7 +70,7 @@ int exit_code(const OptimizeResult&);
 /// The schedule text of a witness: `send` statements when every copy travels cut-through from
 /// processor to processor (checked by compiling the text back to the same table), else one
 /// `hop` per transfer. `comment` (lines) goes on top.
-std::string witness_dsl(const SendTable&, const std::string& comment);
+std::string witness_dsl(const SendTable&, const std::string& comment, const std::string& file = {});
 /// FILE.sched: the schedule as DSL; anything else: the JSON table. Atomic (write_output).
 void write_witness(const std::string& path, const SendTable&, const std::string& comment = {});
 /// The comment block of a witness: instance, steps, status and how it was checked.
