@@ -60,13 +60,22 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
         if (!bound)
             throw InputError(fmt::format("bandwidth: no flow bound for {} (alltoall's demand is no flow: use pareto's enumerated cuts)",
                                          in.collective.to_string()));
+        // The drain rule (tree_packing.hpp, least_rounds): a cut with two or more processors outside
+        // is attained at no C.
+        const std::uint32_t outside = in.collective.kind == CollectiveKind::allgather ? cut_outside(*bound, topo->processors()) : 1;
+        const std::string unreachable =
+            outside >= 2 ? fmt::format("not attained at any C: the cut leaves {} processors outside, so a chunk first crossing it in the last "
+                                       "step cannot reach them all; R >= {} C + {}/{} (the drain rule, docs/synthesis.md)",
+                                       outside, bound->rounds_per_chunk.text(), outside - 1, outside)
+                         : std::string();
         std::optional<PackedSchedule> packed;
         std::string why = args->no_packing ? std::string("not asked (--no-packing)") : packing_problem(in);
         const auto t1 = Clock::now();
         if (why.empty()) {
             PackingOptions po;
             po.target = bound->rounds_per_chunk;
-            po.chunks = chunks_for(bound->rounds_per_chunk, args->max_chunks);
+            po.outside = outside;
+            po.chunks = chunks_for(bound->rounds_per_chunk, args->max_chunks, outside, topo->processors());
             po.seconds = args->timeout;
             packed = pack_trees(in, po);
             if (!packed) why = "the packing stalled or ran out of time";
@@ -101,12 +110,17 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
                             {"relaxations", cert.relaxations},
                             {"max_flows", cert.flows},
                             {"sinks", cert.sinks}}},
+                          {"attained", unreachable.empty() ? nlohmann::json(nullptr) : nlohmann::json(false)},
+                          {"unattained_why", unreachable},
                           {"seconds", bound_s}};
             if (packed)
                 j["schedule"] = {{"steps", packed->steps},          {"rounds", packed->steps},
                                  {"chunks", packed->chunks},        {"rounds_per_chunk", packed->rounds_per_chunk().text()},
                                  {"depth", packed->depth},          {"transfers", packed->table.transfers.size()},
                                  {"bandwidth_optimal", optimal},    {"verified", true},
+                                 {"least_rounds_for_chunks", packed->least_rounds},
+                                 {"optimal_for_chunks", packed->steps == packed->least_rounds},
+                                 {"method", packed->method},
                                  {"seconds", pack_s}};
             else
                 j["schedule"] = {{"none", why}};
@@ -119,16 +133,24 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
             s += fmt::format("  holds for any route and for routers under replicate=no and yes; {}\n",
                              cert.exact ? "exact: the largest cut ratio of the model's capacity network"
                                         : "a lower bound on a relaxed network (see above)");
-            if (packed)
+            if (!unreachable.empty()) s += fmt::format("  {}\n", unreachable);
+            if (packed) {
                 s += fmt::format("schedule: {} steps of one round, {} chunks, R/C = {}, trees at most {} deep, {} transfers, verified ({:.3f} s)\n"
                                  "  {}\n",
                                  packed->steps, packed->chunks, packed->rounds_per_chunk().text(), packed->depth, packed->table.transfers.size(),
                                  pack_s,
                                  optimal ? "proved bandwidth-optimal: R/C meets the bound (the cut above)"
-                                         : fmt::format("above the bound by {:.2f}%", 100.0 * (packed->rounds_per_chunk().value() /
-                                                                                                 bound->rounds_per_chunk.value() - 1.0)));
-            else
+                                 : packed->steps == packed->least_rounds
+                                     ? fmt::format("above the bound by {:.2f}%, proved optimal for {} chunks: R >= {} by the cut above",
+                                                   100.0 * (packed->rounds_per_chunk().value() / bound->rounds_per_chunk.value() - 1.0),
+                                                   packed->chunks, packed->least_rounds)
+                                     : fmt::format("above the bound by {:.2f}% (for {} chunks the cut says R >= {})",
+                                                   100.0 * (packed->rounds_per_chunk().value() / bound->rounds_per_chunk.value() - 1.0),
+                                                   packed->chunks, packed->least_rounds));
+                s += fmt::format("  built by {}\n", packed->method);
+            } else {
                 s += fmt::format("schedule: none ({})\n", why);
+            }
             std::fwrite(s.data(), 1, s.size(), stdout);
         }
         ctx.exit_code = optimal ? 0 : 3;

@@ -314,7 +314,9 @@ void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) 
     }
     PackingOptions po;
     po.target = res.bandwidth_bound;
-    po.chunks = chunks_for(res.bandwidth_bound, 256);
+    const std::uint32_t P = in.topology->processors();
+    po.outside = in.collective.kind == CollectiveKind::allgather ? cut_outside(res.bounds.front(), P) : 1;
+    po.chunks = chunks_for(res.bandwidth_bound, 256, po.outside, P);
     po.seconds = seconds;
     std::optional<PackedSchedule> p = pack_trees(in, po);
     if (!p) {
@@ -329,9 +331,20 @@ void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) 
     pt.table = std::move(p->table);
     res.packed_depth = p->depth;
     res.packed_optimal = p->rounds_per_chunk() == res.bandwidth_bound;
-    res.packed_note = p->rounds_per_chunk() == res.bandwidth_bound
-                          ? fmt::format("proved bandwidth-optimal: R/C = {} meets the bound", p->rounds_per_chunk().text())
-                          : fmt::format("R/C = {}, above the bound {}", p->rounds_per_chunk().text(), res.bandwidth_bound.text());
+    const std::string cut = res.bounds.front().certificate ? "the cut of the bound above" : res.bounds.front().name;
+    if (res.packed_optimal)
+        res.packed_note = fmt::format("proved bandwidth-optimal: R/C = {} meets the bound ({}), built by {}", p->rounds_per_chunk().text(), cut, p->method);
+    else if (po.outside >= 2 && p->steps == p->least_rounds)
+        res.packed_note = fmt::format("R/C = {}, above the bound {}, which no C attains (its cut leaves {} processors outside: R >= {} C + {}/{}); "
+                                      "proved optimal for {} chunks (R >= {}), built by {}",
+                                      p->rounds_per_chunk().text(), res.bandwidth_bound.text(), po.outside, res.bandwidth_bound.text(), po.outside - 1,
+                                      po.outside, p->chunks, p->least_rounds, p->method);
+    else if (p->steps == p->least_rounds)
+        res.packed_note = fmt::format("R/C = {}, above the bound {}; proved optimal for {} chunks (R >= {} by {}), built by {}", p->rounds_per_chunk().text(),
+                                      res.bandwidth_bound.text(), p->chunks, p->least_rounds, cut, p->method);
+    else
+        res.packed_note = fmt::format("R/C = {}, above the bound {} (for {} chunks the cut says R >= {}), built by {}", p->rounds_per_chunk().text(),
+                                      res.bandwidth_bound.text(), p->chunks, p->least_rounds, p->method);
     res.packed = std::move(pt);
 }
 

@@ -11,6 +11,7 @@
 #include "support/assert.hpp"
 #include "verifier/capacity_network.hpp"
 #include "verifier/direct.hpp"
+#include "verifier/translate_packing.hpp"
 
 namespace collsched {
 
@@ -277,12 +278,27 @@ std::string packing_problem(const SynthInstance& in) {
     return "";
 }
 
-std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit) {
+std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit, std::uint32_t outside, std::uint32_t processors) {
     std::vector<std::uint32_t> out;
     for (std::uint64_t j = 1; j <= 4; ++j)
         if (bound.den * j <= limit) out.push_back(static_cast<std::uint32_t>(bound.den * j));
+    if (outside >= 2 && processors > 0)
+        for (std::uint64_t j = 8; bound.den * j <= limit && std::uint64_t{processors} * processors * bound.den * j <= (std::uint64_t{1} << 24); j *= 2)
+            out.push_back(static_cast<std::uint32_t>(bound.den * j));
     if (out.empty()) out.push_back(1);
     return out;
+}
+
+Step least_rounds(const Ratio& b, std::uint32_t chunks, std::uint32_t outside) {
+    // R >= b C + (1 - 1/m) = (p C m + q (m - 1)) / (q m), rounded up; m = 1: ceil(p C / q).
+    const std::uint64_t m = std::max<std::uint32_t>(outside, 1);
+    const std::uint64_t num = b.num * chunks * m + b.den * (m - 1), den = b.den * m;
+    return static_cast<Step>((num + den - 1) / den);
+}
+
+std::uint32_t cut_outside(const BandwidthBound& bound, std::uint32_t processors) {
+    if (!bound.certificate || bound.certificate->reversed) return 1;
+    return processors - static_cast<std::uint32_t>(bound.certificate->inside.size());
 }
 
 std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingOptions& opt) {
@@ -292,21 +308,45 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
     const auto deadline = opt.seconds > 0 ? std::chrono::steady_clock::now() +
                                                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(opt.seconds))
                                           : std::chrono::steady_clock::time_point::max();
+    const bool allgather = in.collective.kind == CollectiveKind::allgather;
+    auto keep = [&](std::optional<PackedSchedule> p) {
+        if (!p) return false;
+        const VerifyReport r = verify_direct(p->table);
+        COLLSCHED_ASSERT_MSG(r.holds(), fmt::format("the packed {} table with {} chunks does not verify: {}", in.collective.to_string(), p->chunks,
+                                                    r.violations.empty() ? std::string(r.verdict()) : r.violations.front().detail));
+        if (opt.target) p->least_rounds = least_rounds(*opt.target, p->chunks, opt.outside);
+        if (!best || p->rounds_per_chunk() < best->rounds_per_chunk()) best = std::move(p);
+        return opt.target && best->rounds_per_chunk() == *opt.target;
+    };
+    // First the translates of one tree set, when the machine has a translation group: its
+    // quotient has P elements, not P^2 deliveries.
+    if (allgather) {
+        if (const std::optional<std::uint32_t> B = translation_box(*in.topology)) {
+            for (std::uint32_t C : opt.chunks) {
+                if (C == 0 || C > max_chunks || std::uint64_t{P} * P * C > opt.max_deliveries) continue;
+                if (std::chrono::steady_clock::now() > deadline) break;
+                SynthInstance one = in;
+                one.collective.chunks = C;
+                const Step target = opt.target ? least_rounds(*opt.target, C, opt.outside) : 1;
+                std::optional<PackedSchedule> p = pack_translates(one, C, target, deadline);
+                if (p) p->method = fmt::format("translates of one tree set under Z_{} x Z_{}", *B, P / *B);
+                if (keep(std::move(p))) return best;
+            }
+            // Met for its C at the last chunk count (the drain): nothing else will do better.
+            if (best && best->steps == best->least_rounds && opt.outside >= 2) return best;
+        }
+    }
     for (std::uint32_t C : opt.chunks) {
         if (C == 0 || C > max_chunks) continue;
-        const std::uint64_t deliveries = std::uint64_t{P} * C * (in.collective.kind == CollectiveKind::allgather ? P : 1);
+        const std::uint64_t deliveries = std::uint64_t{P} * C * (allgather ? P : 1);
         if (deliveries > opt.max_deliveries) continue;
         SynthInstance one = in;
         one.collective.chunks = C;
         for (bool spread : {true, false}) {
             if (std::chrono::steady_clock::now() > deadline) return best;
             std::optional<PackedSchedule> p = Packer(one, C, spread, deadline).run();
-            if (!p) continue;
-            const VerifyReport r = verify_direct(p->table);
-            COLLSCHED_ASSERT_MSG(r.holds(), fmt::format("the packed {} table with {} chunks does not verify: {}", in.collective.to_string(), C,
-                                                        r.violations.empty() ? std::string(r.verdict()) : r.violations.front().detail));
-            if (!best || p->rounds_per_chunk() < best->rounds_per_chunk()) best = std::move(p);
-            if (opt.target && best->rounds_per_chunk() == *opt.target) return best;
+            if (p) p->method = "one max flow per step";
+            if (keep(std::move(p))) return best;
         }
     }
     return best;

@@ -33,6 +33,10 @@ struct PackedSchedule {
     std::uint32_t chunks = 1;  ///< C
     Step steps = 0;            ///< S (= R: one round per step)
     std::uint32_t depth = 0;   ///< the deepest tree: most channels from an origin to a first arrival
+    /// The least R any schedule with `chunks` chunks can take by the bound's cut (least_rounds);
+    /// 0 when no bound was given. steps == least_rounds: proved optimal for its C.
+    Step least_rounds = 0;
+    std::string method;        ///< "translates of one tree set (Z_8 x Z_16)" or "flow per step"
     Ratio rounds_per_chunk() const { return Ratio::of(steps, chunks); }
 };
 
@@ -44,7 +48,22 @@ struct PackingOptions {
     std::uint64_t max_deliveries = std::uint64_t{1} << 27;
     /// Stop trying further chunk counts (and abandon a run) after this many seconds; 0: none.
     double seconds = 0;
+    /// Processors outside the bound's cut (CutCertificate): 2 or more add the drain (least_rounds).
+    std::uint32_t outside = 1;
 };
+
+/// The least rounds R of any allgather (or broadcast) with C chunks, by a cut S of ratio
+/// b = D(S)/c(S) with m processors outside S: every chunk of the D(S) C that start inside
+/// crosses S's boundary once at least, c(S) per round. When m >= 2, a chunk that first crosses
+/// in the last step (r_T >= 1 rounds) lands at one node and cannot be forwarded within that
+/// step, so it crosses m times in that step; with a chunks crossing before it and b' in it,
+/// D(S) C = a + b' <= (R - r_T) c(S) + r_T c(S) / m, hence R >= b C + (1 - 1/m): the bound b is
+/// then attained at no C (a drain of at least (1 - 1/m)/C per chunk). m = 1: R >= ceil(b C).
+Step least_rounds(const Ratio& bound, std::uint32_t chunks, std::uint32_t outside);
+
+/// The processors outside the flow bound's cut (P minus those inside); 1 for reversed cuts (the
+/// drain argument is made for data leaving a set, not for reductions entering it).
+std::uint32_t cut_outside(const BandwidthBound& bound, std::uint32_t processors);
 
 /// Why pack_trees does not take `in` ("" when it does).
 std::string packing_problem(const SynthInstance& in);
@@ -54,7 +73,8 @@ std::string packing_problem(const SynthInstance& in);
 std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingOptions& opt);
 
 /// The chunk counts worth trying for a bound p/q: q, 2q, 3q, 4q (R = p, 2p, ... would meet it),
-/// at most `limit` (and 1 when q > limit).
-std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit);
+/// at most `limit` (and 1 when q > limit). With `outside` >= 2 (the drain of least_rounds, which
+/// shrinks as 1/C) also 8q, 16q, ... while P^2 C stays within 2^24 deliveries.
+std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit, std::uint32_t outside = 1, std::uint32_t processors = 0);
 
 }  // namespace collsched
