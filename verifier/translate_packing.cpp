@@ -59,10 +59,11 @@ struct Quotient {
     std::vector<std::uint32_t> class_of;                                          // per difference
     std::vector<std::vector<std::uint32_t>> class_diffs;
     std::vector<std::uint32_t> class_order;  // scarcest first
+    std::vector<std::uint64_t> class_room;   // the most a class may add in one step
 };
 
 Quotient quotient(const Topology& t, const Model& model, std::uint32_t B) {
-    Quotient q{{B, t.processors() / B}, t.processors(), {}, {}, {}, {}, {}, {}, {}};
+    Quotient q{{B, t.processors() / B}, t.processors(), {}, {}, {}, {}, {}, {}, {}, {}};
     q.diff_index.assign(q.P, -1);
     for (ChannelId c : t.out_channels(Node{0})) {
         const std::uint32_t d = idx(t.channel(c).to);
@@ -121,6 +122,7 @@ Quotient quotient(const Topology& t, const Model& model, std::uint32_t B) {
         }
         room[k] = std::min(chans, tight);
     }
+    q.class_room = room;
     q.class_order.resize(q.class_diffs.size());
     std::iota(q.class_order.begin(), q.class_order.end(), 0u);
     std::stable_sort(q.class_order.begin(), q.class_order.end(), [&](auto a, auto b) { return room[a] < room[b]; });
@@ -165,6 +167,7 @@ std::optional<std::vector<TreeEdge>> grow(const Quotient& q, std::uint32_t C, St
     };
     std::vector<Cand> cands;
     std::vector<std::uint32_t> added;
+    const std::vector<std::uint64_t>& room_of = q.class_room;
     for (Step s = 1; remaining > 0; ++s) {
         if (s > max_steps) return std::nullopt;
         for (std::size_t b = 0; b < budget.size(); ++b) budget[b] = q.budgets[b].cap;
@@ -185,8 +188,14 @@ std::optional<std::vector<TreeEdge>> grow(const Quotient& q, std::uint32_t C, St
                     const std::uint64_t key = std::uint64_t{serve} << 56 | std::uint64_t{P - left[t]} << 32 | (mix(seed ^ (ty * 0x9E3779B97F4A7C15ULL) ^ s) & 0xffffffffu);
                     cands.push_back({key, t, y});
                 }
-            std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.key < b.key; });
-            for (const Cand& c : cands) {
+            // Only the first few are usually taken (a class adds at most its budget per step):
+            // sort a prefix, and the rest only when the prefix runs out.
+            const auto by_key = [](const Cand& a, const Cand& b) { return a.key < b.key; };
+            const std::size_t head = std::min(cands.size(), std::size_t{4} * room_of[k] + 8);
+            std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(head), cands.end(), by_key);
+            for (std::size_t ci = 0; ci < cands.size(); ++ci) {
+                if (ci == head) std::sort(cands.begin() + static_cast<std::ptrdiff_t>(head), cands.end(), by_key);
+                const Cand& c = cands[ci];
                 // A difference of this class from a holder of the tree, within every budget.
                 bool room = false;
                 for (std::uint32_t d : q.class_diffs[k]) {

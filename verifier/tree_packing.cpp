@@ -283,7 +283,7 @@ std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit, s
     for (std::uint64_t j = 1; j <= 4; ++j)
         if (bound.den * j <= limit) out.push_back(static_cast<std::uint32_t>(bound.den * j));
     if (outside >= 2 && processors > 0)
-        for (std::uint64_t j = 8; bound.den * j <= limit && std::uint64_t{processors} * processors * bound.den * j <= (std::uint64_t{1} << 24); j *= 2)
+        for (std::uint64_t j = 8; bound.den * j <= limit && std::uint64_t{processors} * processors * bound.den * j <= (std::uint64_t{1} << 22); j *= 2)
             out.push_back(static_cast<std::uint32_t>(bound.den * j));
     if (out.empty()) out.push_back(1);
     return out;
@@ -322,7 +322,14 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
     // quotient has P elements, not P^2 deliveries.
     if (allgather) {
         if (const std::optional<std::uint32_t> B = translation_box(*in.topology)) {
-            for (std::uint32_t C : opt.chunks) {
+            // The chunk counts by the least R/C the cut allows them (least_rounds(C) / C), so
+            // that the first run that reaches its least rounds is the best of the list.
+            std::vector<std::uint32_t> order = opt.chunks;
+            if (opt.target)
+                std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+                    return Ratio::of(least_rounds(*opt.target, a, opt.outside), a) < Ratio::of(least_rounds(*opt.target, b, opt.outside), b);
+                });
+            for (std::uint32_t C : order) {
                 if (C == 0 || C > max_chunks || std::uint64_t{P} * P * C > opt.max_deliveries) continue;
                 if (std::chrono::steady_clock::now() > deadline) break;
                 SynthInstance one = in;
@@ -331,9 +338,9 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
                 std::optional<PackedSchedule> p = pack_translates(one, C, target, deadline);
                 if (p) p->method = fmt::format("translates of one tree set under Z_{} x Z_{}", *B, P / *B);
                 if (keep(std::move(p))) return best;
+                // Its least rounds reached: no later chunk count of the list can do better.
+                if (opt.target && best && best->chunks == C && best->steps == best->least_rounds) return best;
             }
-            // Met for its C at the last chunk count (the drain): nothing else will do better.
-            if (best && best->steps == best->least_rounds && opt.outside >= 2) return best;
         }
     }
     for (std::uint32_t C : opt.chunks) {

@@ -74,7 +74,7 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
 
 /// The chunk counts worth trying for a bound p/q: q, 2q, 3q, 4q (R = p, 2p, ... would meet it),
 /// at most `limit` (and 1 when q > limit). With `outside` >= 2 (the drain of least_rounds, which
-/// shrinks as 1/C) also 8q, 16q, ... while P^2 C stays within 2^24 deliveries.
+/// shrinks as 1/C) also 8q, 16q, ... while P^2 C stays within 2^22 deliveries.
 std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit, std::uint32_t outside = 1, std::uint32_t processors = 0);
 
 }  // namespace collsched
