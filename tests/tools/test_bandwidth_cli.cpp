@@ -48,7 +48,7 @@ TEST_CASE("pareto: multibox 2x8 allgather has the bandwidth-optimal point 15/2 o
     CHECK(found);
 }
 
-TEST_CASE("bandwidth: rail 4x8 met exactly by translates; h100rail 2x8's box cut is attained at no C (the drain rule)") {
+TEST_CASE("bandwidth: rail 4x8 met exactly by translates, and h100rail 2x8's box cut attained at no C (the drain rule)") {
     auto r = run(fmt::format("bandwidth --topology {} --collective allgather --json", machine("rail4x8")));
     REQUIRE(r.code == 0);
     auto j = nlohmann::json::parse(r.out);

@@ -226,7 +226,7 @@ TEST_CASE("translation groups are found and checked: boxes of 8, rings, none wit
     CHECK(!translation_box(*Topology::parse("ebft:8")));
 }
 
-TEST_CASE("translates of one tree set meet the bound on rail and multibox machines, verified; h100rail one drain above") {
+TEST_CASE("translates of one tree set meet the bound on rail and multibox machines, verified, and h100rail one drain above") {
     struct Case {
         const char* machine;
         Ratio bound;
