@@ -7,7 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/duality.hpp"
 #include "dsl/diagnostics.hpp"
+#include "support/assert.hpp"
+#include "verifier/direct.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/synth_common.hpp"
@@ -37,8 +40,8 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
         "where it can (verified by the direct checker). Scales to thousands of GPUs.\nExit code: 0 the schedule meets "
         "the bound (proved bandwidth-optimal), 3 a schedule above the bound or none, 2 bad input.");
     cmd->add_option("--topology", args->topology, "Topology spec, e.g. graph:schedules/machines/rail16x8.json")->required();
-    cmd->add_option("--collective", args->collective, "allgather, broadcast:R (bound and schedule); scatter:R, gather:R, multicast:R:a,b, "
-                                                      "reduce:R, reduce_scatter (bound only)")
+    cmd->add_option("--collective", args->collective, "allgather, broadcast:R (bound and schedule); reduce_scatter (bound, and the allgather's schedule "
+                                                      "reversed); scatter:R, gather:R, multicast:R:a,b, reduce:R (bound only)")
         ->required();
     cmd->add_option("--model", args->model, "key=value pairs on top of the family's default, e.g. ports=single");
     cmd->add_option("--max-chunks", args->max_chunks, "Largest C the packing tries (C = q, 2q, 3q, 4q for a bound p/q; default 256)")
@@ -69,16 +72,30 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
                                        outside, bound->rounds_per_chunk.text(), outside - 1, outside)
                          : std::string();
         std::optional<PackedSchedule> packed;
-        std::string why = args->no_packing ? std::string("not asked (--no-packing)") : packing_problem(in);
+        // Reduce-scatter: the allgather's packing reversed in time and direction
+        // (compiler/duality.hpp), on networks where every channel has a reverse of its capacity.
+        const bool by_reversal = in.collective.kind == CollectiveKind::reduce_scatter && duality_problem(*topo, in.model).empty();
+        SynthInstance build = in;
+        if (by_reversal) build.collective = Collective::parse("allgather", *topo);
+        std::string why = args->no_packing ? std::string("not asked (--no-packing)") : packing_problem(build);
         const auto t1 = Clock::now();
         if (why.empty()) {
             PackingOptions po;
             po.target = bound->rounds_per_chunk;
             po.outside = outside;
-            po.chunks = chunks_for(bound->rounds_per_chunk, args->max_chunks, outside, topo->processors());
+            if (by_reversal)  // the allgather's own cut decides its drain
+                if (auto ab = flow_bandwidth_bound(build)) po.outside = cut_outside(*ab, topo->processors());
+            po.chunks = chunks_for(bound->rounds_per_chunk, args->max_chunks, po.outside, topo->processors());
             po.seconds = args->timeout;
-            packed = pack_trees(in, po);
+            packed = pack_trees(build, po);
             if (!packed) why = "the packing stalled or ran out of time";
+            if (packed && by_reversal) {
+                packed->table = reduce_scatter_from_allgather(packed->table);
+                const VerifyReport r = verify_direct(packed->table);
+                COLLSCHED_ASSERT_MSG(r.holds(), "the reversed packing does not verify as a reduce-scatter");
+                packed->method = "the reversal (time and direction) of the allgather's " + packed->method;
+                packed->least_rounds = least_rounds(bound->rounds_per_chunk, packed->chunks, 1);  // the reversed cut: no drain argued
+            }
         }
         const double pack_s = std::chrono::duration<double>(Clock::now() - t1).count();
         const bool optimal = packed && packed->rounds_per_chunk() == bound->rounds_per_chunk;

@@ -74,3 +74,20 @@ TEST_CASE("bandwidth: rail 4x8 met exactly by translates, and h100rail 2x8's box
     CHECK(t.out.find("not attained at any C: the cut leaves 8 processors outside") != std::string::npos);
     CHECK(t.out.find("proved optimal for 16 chunks: R >= 17 by the cut above") != std::string::npos);
 }
+
+TEST_CASE("bandwidth: reduce-scatter on rail 4x8 by the allgather's packing reversed, proved by the reversed cut, written and verified") {
+    collsched::test::Scratch dir("bandwidth_cli_rs");
+    const std::string table = (dir.dir / "rs.json").string();
+    auto r = run(fmt::format("bandwidth --topology {} --collective reduce_scatter --json -o {}", machine("rail4x8"), table));
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["bound"]["rounds_per_chunk"] == "31/2");
+    CHECK(j["bound"]["certificate"]["reversed"] == true);
+    CHECK(j["schedule"]["rounds_per_chunk"] == "31/2");
+    CHECK(j["schedule"]["steps"] == 31);
+    CHECK(j["schedule"]["bandwidth_optimal"] == true);
+    CHECK(j["schedule"]["method"] == "the reversal (time and direction) of the allgather's translates of one tree set under Z_8 x Z_4");
+    auto v = run(fmt::format("verify {} --json", table));
+    CHECK(v.code == 0);
+    CHECK(nlohmann::json::parse(v.out)["verdict"] == "holds");
+}
