@@ -21,6 +21,14 @@ namespace collsched::tools {
 
 namespace {
 
+/// "1+2+2+1" (the rounds of each step), or "one per step".
+std::string rounds_text(const SendTable& t) {
+    if (t.step_rounds.empty()) return "one per step";
+    std::string out;
+    for (Step s = 1; s <= t.steps(); ++s) out += (s > 1 ? "+" : "") + std::to_string(t.rounds(s));
+    return out;
+}
+
 struct BandwidthArgs {
     std::string topology, collective, model, output;
     std::uint32_t max_chunks = 256;
@@ -91,6 +99,8 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
             if (!packed) why = "the packing stalled or ran out of time";
             if (packed && by_reversal) {
                 packed->table = reduce_scatter_from_allgather(packed->table);
+                packed->steps = packed->table.steps();
+                packed->rounds = static_cast<Step>(packed->table.total_rounds());
                 const VerifyReport r = verify_direct(packed->table);
                 COLLSCHED_ASSERT_MSG(r.holds(), "the reversed packing does not verify as a reduce-scatter");
                 packed->method = "the reversal (time and direction) of the allgather's " + packed->method;
@@ -101,9 +111,9 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
         const bool optimal = packed && packed->rounds_per_chunk() == bound->rounds_per_chunk;
         if (packed && !args->output.empty()) {
             write_witness(args->output, packed->table,
-                          fmt::format("{} on {}: a tree packing, {} steps of one round, {} chunks, R/C = {}, verified by the direct checker.\n"
+                          fmt::format("{} on {}: a tree packing, {} steps, {} rounds, {} chunks, R/C = {}, verified by the direct checker.\n"
                                       "Bandwidth bound: R/C >= {} ({}).{}\nWritten by collsched bandwidth (docs/synthesis.md).",
-                                      in.collective.to_string(), topo->spec(), packed->steps, packed->chunks, packed->rounds_per_chunk().text(),
+                                      in.collective.to_string(), topo->spec(), packed->steps, packed->rounds, packed->chunks, packed->rounds_per_chunk().text(),
                                       bound->rounds_per_chunk.text(), bound->detail, optimal ? "\nProved bandwidth-optimal: R/C meets the bound." : ""));
         }
         const CutCertificate& cert = *bound->certificate;
@@ -131,12 +141,12 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
                           {"unattained_why", unreachable},
                           {"seconds", bound_s}};
             if (packed)
-                j["schedule"] = {{"steps", packed->steps},          {"rounds", packed->steps},
+                j["schedule"] = {{"steps", packed->steps},          {"rounds", packed->rounds},
                                  {"chunks", packed->chunks},        {"rounds_per_chunk", packed->rounds_per_chunk().text()},
                                  {"depth", packed->depth},          {"transfers", packed->table.transfers.size()},
                                  {"bandwidth_optimal", optimal},    {"verified", true},
                                  {"least_rounds_for_chunks", packed->least_rounds},
-                                 {"optimal_for_chunks", packed->steps == packed->least_rounds},
+                                 {"optimal_for_chunks", packed->rounds == packed->least_rounds},
                                  {"method", packed->method},
                                  {"seconds", pack_s}};
             else
@@ -152,12 +162,13 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
                                         : "a lower bound on a relaxed network (see above)");
             if (!unreachable.empty()) s += fmt::format("  {}\n", unreachable);
             if (packed) {
-                s += fmt::format("schedule: {} steps of one round, {} chunks, R/C = {}, trees at most {} deep, {} transfers, verified ({:.3f} s)\n"
+                s += fmt::format("schedule: {} steps, {} rounds ({}), {} chunks, R/C = {}, trees at most {} deep, {} transfers, verified ({:.3f} s)\n"
                                  "  {}\n",
-                                 packed->steps, packed->chunks, packed->rounds_per_chunk().text(), packed->depth, packed->table.transfers.size(),
+                                 packed->steps, packed->rounds, rounds_text(packed->table), packed->chunks, packed->rounds_per_chunk().text(), packed->depth,
+                                 packed->table.transfers.size(),
                                  pack_s,
                                  optimal ? "proved bandwidth-optimal: R/C meets the bound (the cut above)"
-                                 : packed->steps == packed->least_rounds
+                                 : packed->rounds == packed->least_rounds
                                      ? fmt::format("above the bound by {:.2f}%, proved optimal for {} chunks: R >= {} by the cut above",
                                                    100.0 * (packed->rounds_per_chunk().value() / bound->rounds_per_chunk.value() - 1.0),
                                                    packed->chunks, packed->least_rounds)

@@ -229,8 +229,9 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                                                po.outside, b->rounds_per_chunk.text(), po.outside - 1, po.outside);
                     if (auto p = pack_trees(whole, po)) {
                         const bool optimal = p->rounds_per_chunk() == b->rounds_per_chunk;
-                        const bool optimal_c = p->steps == p->least_rounds;
+                        const bool optimal_c = p->rounds == p->least_rounds;
                         bw["packed"] = {{"steps", p->steps},
+                                        {"rounds", p->rounds},
                                         {"chunks", p->chunks},
                                         {"rounds_per_chunk", p->rounds_per_chunk().text()},
                                         {"depth", p->depth},
@@ -238,9 +239,9 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                                         {"least_rounds_for_chunks", p->least_rounds},
                                         {"optimal_for_chunks", optimal_c},
                                         {"method", p->method}};
-                        bw_text += fmt::format("bandwidth end: a verified tree packing of {} steps of one round with {} chunks has R/C = {}{} "
+                        bw_text += fmt::format("bandwidth end: a verified tree packing of {} steps, {} rounds, {} chunks has R/C = {}{} "
                                                "(`collsched bandwidth -o` writes it)\n",
-                                               p->steps, p->chunks, p->rounds_per_chunk().text(),
+                                               p->steps, p->rounds, p->chunks, p->rounds_per_chunk().text(),
                                                optimal     ? std::string(": proved bandwidth-optimal by the cut above")
                                                : optimal_c ? fmt::format(", above the bound; proved optimal for {} chunks (R >= {} by the cut)", p->chunks,
                                                                          p->least_rounds)

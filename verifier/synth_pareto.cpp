@@ -318,6 +318,8 @@ void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) 
     po.outside = in.collective.kind == CollectiveKind::allgather ? cut_outside(res.bounds.front(), P) : 1;
     po.chunks = chunks_for(res.bandwidth_bound, 256, po.outside, P);
     po.seconds = seconds;
+    // One round per step, as the walk's rows from the least steps (of one-round steps) assume.
+    po.merge = false;
     std::optional<PackedSchedule> p = pack_trees(in, po);
     if (!p) {
         res.packed_note = "the tree packing stalled or ran out of time";
@@ -326,20 +328,20 @@ void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) 
     ParetoPoint pt;
     pt.steps = p->steps;
     pt.chunks = p->chunks;
-    pt.rounds = p->steps;
-    pt.step_rounds.assign(p->steps, 1);
+    pt.rounds = p->rounds;
+    for (Step t = 1; t <= p->steps; ++t) pt.step_rounds.push_back(p->table.rounds(t));
     pt.table = std::move(p->table);
     res.packed_depth = p->depth;
     res.packed_optimal = p->rounds_per_chunk() == res.bandwidth_bound;
     const std::string cut = res.bounds.front().certificate ? "the cut of the bound above" : res.bounds.front().name;
     if (res.packed_optimal)
         res.packed_note = fmt::format("proved bandwidth-optimal: R/C = {} meets the bound ({}), built by {}", p->rounds_per_chunk().text(), cut, p->method);
-    else if (po.outside >= 2 && p->steps == p->least_rounds)
+    else if (po.outside >= 2 && p->rounds == p->least_rounds)
         res.packed_note = fmt::format("R/C = {}, above the bound {}, which no C attains (its cut leaves {} processors outside: R >= {} C + {}/{}); "
                                       "proved optimal for {} chunks (R >= {}), built by {}",
                                       p->rounds_per_chunk().text(), res.bandwidth_bound.text(), po.outside, res.bandwidth_bound.text(), po.outside - 1,
                                       po.outside, p->chunks, p->least_rounds, p->method);
-    else if (p->steps == p->least_rounds)
+    else if (p->rounds == p->least_rounds)
         res.packed_note = fmt::format("R/C = {}, above the bound {}; proved optimal for {} chunks (R >= {} by {}), built by {}", p->rounds_per_chunk().text(),
                                       res.bandwidth_bound.text(), p->chunks, p->least_rounds, cut, p->method);
     else

@@ -295,6 +295,7 @@ std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint
     out.table.collective = coll;
     out.table.sort();
     out.steps = out.table.steps();
+    out.rounds = out.steps;
     return out;
 }
 

@@ -119,6 +119,7 @@ public:
         out.table.transfers = std::move(transfers);
         out.table.sort();
         out.steps = out.table.steps();
+        out.rounds = out.steps;
         out.depth = depth;
         return out;
     }
@@ -289,6 +290,43 @@ std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit, s
     return out;
 }
 
+void merge_steps(PackedSchedule& p) {
+    SendTable& t = p.table;
+    if (t.transfers.empty() || !t.step_rounds.empty()) return;
+    std::uint32_t lo = std::numeric_limits<std::uint32_t>::max(), hi = 0;
+    for (const Transfer& x : t.transfers) lo = std::min(lo, idx(x.message)), hi = std::max(hi, idx(x.message));
+    const std::uint64_t span = std::uint64_t{hi} - lo + 1;
+    if (std::uint64_t{t.topology->nodes()} * span > (std::uint64_t{1} << 27)) return;  // the arrival table would be too large
+    // arrival[node * span + message - lo]: the step it arrives (0: held from the start or never).
+    std::vector<Step> arrival(t.topology->nodes() * span, 0);
+    for (const Transfer& x : t.transfers) {
+        Step& a = arrival[std::size_t{idx(t.topology->channel(x.channel).to)} * span + (idx(x.message) - lo)];
+        if (a == 0) a = x.step;
+    }
+    // dep[s]: the latest arrival step a transfer of step s relies on.
+    const Step S = t.steps();
+    std::vector<Step> dep(S + 1, 0);
+    for (const Transfer& x : t.transfers)
+        dep[x.step] = std::max(dep[x.step], arrival[std::size_t{idx(t.topology->channel(x.channel).from)} * span + (idx(x.message) - lo)]);
+    std::vector<Step> merged(S + 1, 0);
+    std::vector<std::uint32_t> rounds;
+    Step start = 1;
+    for (Step s = 1; s <= S; ++s) {
+        if (s == 1 || dep[s] >= start) {
+            start = s;
+            rounds.push_back(0);
+        }
+        merged[s] = static_cast<Step>(rounds.size());
+        ++rounds.back();
+    }
+    for (Transfer& x : t.transfers) x.step = merged[x.step];
+    t.sort();
+    t.step_rounds = std::move(rounds);
+    t.normalize_rounds();
+    p.steps = t.steps();
+    p.rounds = static_cast<Step>(t.total_rounds());
+}
+
 Step least_rounds(const Ratio& b, std::uint32_t chunks, std::uint32_t outside) {
     // R >= b C + (1 - 1/m) = (p C m + q (m - 1)) / (q m), rounded up; m = 1: ceil(p C / q).
     const std::uint64_t m = std::max<std::uint32_t>(outside, 1);
@@ -311,6 +349,8 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
     const bool allgather = in.collective.kind == CollectiveKind::allgather;
     auto keep = [&](std::optional<PackedSchedule> p) {
         if (!p) return false;
+        p->rounds = p->steps;  // one round per step until merged
+        if (opt.merge) merge_steps(*p);
         const VerifyReport r = verify_direct(p->table);
         COLLSCHED_ASSERT_MSG(r.holds(), fmt::format("the packed {} table with {} chunks does not verify: {}", in.collective.to_string(), p->chunks,
                                                     r.violations.empty() ? std::string(r.verdict()) : r.violations.front().detail));
@@ -339,7 +379,7 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
                 if (p) p->method = fmt::format("translates of one tree set under Z_{} x Z_{}", *B, P / *B);
                 if (keep(std::move(p))) return best;
                 // Its least rounds reached: no later chunk count of the list can do better.
-                if (opt.target && best && best->chunks == C && best->steps == best->least_rounds) return best;
+                if (opt.target && best && best->chunks == C && best->rounds == best->least_rounds) return best;
             }
         }
     }

@@ -31,13 +31,14 @@ namespace collsched {
 struct PackedSchedule {
     SendTable table;           ///< verified by the direct checker
     std::uint32_t chunks = 1;  ///< C
-    Step steps = 0;            ///< S (= R: one round per step)
+    Step steps = 0;            ///< S
+    Step rounds = 0;           ///< R (the table's step_rounds; S = R when every step has one round)
     std::uint32_t depth = 0;   ///< the deepest tree: most channels from an origin to a first arrival
     /// The least R any schedule with `chunks` chunks can take by the bound's cut (least_rounds);
     /// 0 when no bound was given. steps == least_rounds: proved optimal for its C.
     Step least_rounds = 0;
     std::string method;        ///< "translates of one tree set (Z_8 x Z_16)" or "flow per step"
-    Ratio rounds_per_chunk() const { return Ratio::of(steps, chunks); }
+    Ratio rounds_per_chunk() const { return Ratio::of(rounds, chunks); }
 };
 
 struct PackingOptions {
@@ -50,7 +51,20 @@ struct PackingOptions {
     double seconds = 0;
     /// Processors outside the bound's cut (CutCertificate): 2 or more add the drain (least_rounds).
     std::uint32_t outside = 1;
+    /// Merge consecutive steps into steps of several rounds where no chunk would cross two
+    /// channels in one step (merge_steps): the same R with fewer steps S.
+    bool merge = true;
 };
+
+/// The fewest steps the packed table fits in with the same rounds: consecutive one-round steps
+/// become one step of as many rounds while no transfer of a step depends on an arrival inside
+/// the same merged step (hop timing: a chunk crosses one channel per step). A step of r rounds
+/// multiplies every capacity, group and port by r, and each merged step's loads are sums of r
+/// one-round loads, so the table stays valid; R is unchanged and S drops to at least the depth.
+/// Greedy from the first step: a merged step ends just before the first step with a transfer
+/// whose sender received its chunk inside it, which is the least number of consecutive pieces.
+/// The table is verified again by the caller.
+void merge_steps(PackedSchedule&);
 
 /// The least rounds R of any allgather (or broadcast) with C chunks, by a cut S of ratio
 /// b = D(S)/c(S) with m processors outside S: every chunk of the D(S) C that start inside

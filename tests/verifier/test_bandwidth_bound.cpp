@@ -227,14 +227,16 @@ TEST_CASE("translation groups are found and checked: boxes of 8, rings, none wit
 }
 
 TEST_CASE("translates of one tree set meet the bound on rail and multibox machines, verified, and h100rail one drain above") {
+    // R = (N-1) rounds with C = 2 (R/C the bound), merged into S steps of several rounds (S >= the depth).
     struct Case {
         const char* machine;
         Ratio bound;
         std::uint32_t chunks;
-        Step steps;
+        Step rounds, steps;
     };
-    for (const Case& k : {Case{"rail2x8", Ratio::of(15, 2), 2, 15}, Case{"rail4x8", Ratio::of(31, 2), 2, 31}, Case{"multibox4x8", Ratio::of(31, 2), 2, 31},
-                          Case{"rail8x8", Ratio::of(63, 2), 2, 63}, Case{"multibox8x8", Ratio::of(63, 2), 2, 63}}) {
+    for (const Case& k : {Case{"rail2x8", Ratio::of(15, 2), 2, 15, 9}, Case{"rail4x8", Ratio::of(31, 2), 2, 31, 9},
+                          Case{"multibox4x8", Ratio::of(31, 2), 2, 31, 12}, Case{"rail8x8", Ratio::of(63, 2), 2, 63, 13},
+                          Case{"multibox8x8", Ratio::of(63, 2), 2, 63, 12}}) {
         CAPTURE(k.machine);
         const SynthInstance in = inst(machine(k.machine), "allgather");
         auto b = flow_bandwidth_bound(in);
@@ -248,10 +250,21 @@ TEST_CASE("translates of one tree set meet the bound on rail and multibox machin
         REQUIRE(p);
         CHECK(p->rounds_per_chunk() == k.bound);
         CHECK(p->chunks == k.chunks);
+        CHECK(p->rounds == k.rounds);
+        CHECK(p->least_rounds == k.rounds);
         CHECK(p->steps == k.steps);
-        CHECK(p->least_rounds == k.steps);
+        CHECK(p->steps == p->table.steps());
+        CHECK(p->table.total_rounds() == k.rounds);
+        CHECK(p->depth <= p->steps);
         CHECK(p->method.rfind("translates", 0) == 0);
         CHECK(verify_direct(p->table).holds());
+        // Unmerged: one round per step.
+        po.merge = false;
+        auto one = pack_trees(in, po);
+        REQUIRE(one);
+        CHECK(one->steps == k.rounds);
+        CHECK(one->rounds == k.rounds);
+        CHECK(one->table.step_rounds.empty());
     }
     // h100rail2x8: R >= C + 1 for every C (the drain rule); the translates reach it at C = 256.
     const SynthInstance in = inst(machine("h100rail2x8"), "allgather");
@@ -262,7 +275,8 @@ TEST_CASE("translates of one tree set meet the bound on rail and multibox machin
     auto p = pack_trees(in, po);
     REQUIRE(p);
     CHECK(p->chunks == 256);
-    CHECK(p->steps == 257);
+    CHECK(p->rounds == 257);
+    CHECK(p->steps == 162);
     CHECK(p->least_rounds == 257);
     CHECK(p->rounds_per_chunk() == Ratio::of(257, 256));
     CHECK(verify_direct(p->table).holds());
