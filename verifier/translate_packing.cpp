@@ -19,23 +19,30 @@ struct Translations {
 };
 
 /// Whether the map x -> x + g (g a generator) keeps every channel with its capacity and every
-/// link group with its capacity.
+/// link group with its capacity. Groups first: on machines whose channels all have one capacity
+/// (a multibox is a complete graph of capacity 1) only the groups tell a wrong box size, and the
+/// first group usually does.
 bool is_automorphism(const Topology& t, const Translations& tr, std::uint32_t g, const std::map<std::vector<std::uint32_t>, std::uint32_t>& groups) {
     const std::span<const Channel> chs = t.channels();
-    std::vector<std::uint32_t> image(chs.size());
-    for (std::size_t c = 0; c < chs.size(); ++c) {
+    auto image = [&](std::uint32_t c) -> std::optional<std::uint32_t> {
         const auto m = t.find_channel(Node{tr.add(idx(chs[c].from), g)}, Node{tr.add(idx(chs[c].to), g)});
-        if (!m || t.channel(*m).cap != chs[c].cap) return false;
-        image[c] = idx(*m);
-    }
+        if (!m || t.channel(*m).cap != chs[c].cap) return std::nullopt;
+        return idx(*m);
+    };
+    std::vector<std::uint32_t> img;
     for (const auto& [members, cap] : groups) {
-        std::vector<std::uint32_t> img;
-        img.reserve(members.size());
-        for (std::uint32_t c : members) img.push_back(image[c]);
+        img.clear();
+        for (std::uint32_t c : members) {
+            const auto m = image(c);
+            if (!m) return false;
+            img.push_back(*m);
+        }
         std::sort(img.begin(), img.end());
         const auto it = groups.find(img);
         if (it == groups.end() || it->second != cap) return false;
     }
+    for (std::uint32_t c = 0; c < chs.size(); ++c)
+        if (!image(c)) return false;
     return true;
 }
 
