@@ -236,7 +236,8 @@ TEST_CASE("translates of one tree set meet the bound on rail and multibox machin
     };
     for (const Case& k : {Case{"rail2x8", Ratio::of(15, 2), 2, 15, 9}, Case{"rail4x8", Ratio::of(31, 2), 2, 31, 9},
                           Case{"multibox4x8", Ratio::of(31, 2), 2, 31, 12}, Case{"rail8x8", Ratio::of(63, 2), 2, 63, 13},
-                          Case{"multibox8x8", Ratio::of(63, 2), 2, 63, 12}}) {
+                          Case{"multibox8x8", Ratio::of(63, 2), 2, 63, 12}, Case{"rail16x8", Ratio::of(127, 2), 2, 127, 23},
+                          Case{"multibox16x8", Ratio::of(127, 2), 2, 127, 21}}) {
         CAPTURE(k.machine);
         const SynthInstance in = inst(machine(k.machine), "allgather");
         auto b = flow_bandwidth_bound(in);
