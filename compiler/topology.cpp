@@ -1,6 +1,7 @@
 #include "compiler/topology.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <fstream>
 #include <limits>
@@ -406,11 +407,62 @@ std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::stri
     return t;
 }
 
+namespace {
+
+/// The next-hop table of a dense graph (issue 27: a 1,024-GPU multibox has a million channels,
+/// and the BFS per destination below costs N * E, 2 * 10^9 steps): the same distances and the
+/// same lowest-numbered next hops with rows of out-neighbours as bitsets. A node joins level L+1
+/// when its row meets level L; its next hop is the first bit of its row within level L. Each
+/// level costs (nodes left) * N/64 words, so this is for graphs of small diameter: the caller
+/// takes it when E >= N^2 / 16. Returns false (table untouched) when some node cannot reach d,
+/// for the caller's search to name the pair.
+bool dense_next_hops(const Topology& t, std::vector<Node>& next) {
+    const std::uint32_t N = t.nodes(), W = (N + 63) / 64;
+    std::vector<std::uint64_t> rows(std::size_t{N} * W, 0);
+    for (std::uint32_t u = 0; u < N; ++u)
+        for (ChannelId c : t.out_channels(Node{u})) {
+            const std::uint32_t v = idx(t.channel(c).to);
+            rows[std::size_t{u} * W + v / 64] |= std::uint64_t{1} << (v % 64);
+        }
+    std::vector<std::uint64_t> levels;  // level L at [L * W, (L+1) * W)
+    std::vector<std::uint32_t> left, still;
+    for (std::uint32_t d = 0; d < N; ++d) {
+        levels.assign(W, 0);
+        levels[d / 64] |= std::uint64_t{1} << (d % 64);
+        left.clear();
+        for (std::uint32_t v = 0; v < N; ++v)
+            if (v != d) left.push_back(v);
+        for (std::size_t L = 0; !left.empty(); ++L) {
+            levels.resize(levels.size() + W, 0);  // level L+1 (the pointers below after growing)
+            const std::uint64_t* lv = levels.data() + L * W;
+            std::uint64_t* nx = levels.data() + (L + 1) * W;
+            still.clear();
+            for (std::uint32_t v : left) {
+                const std::uint64_t* r = rows.data() + std::size_t{v} * W;
+                std::uint32_t w = 0;
+                while (w < W && (r[w] & lv[w]) == 0) ++w;
+                if (w == W) {
+                    still.push_back(v);
+                    continue;
+                }
+                next[std::size_t{d} * N + v] = Node{w * 64 + static_cast<std::uint32_t>(std::countr_zero(r[w] & lv[w]))};
+                nx[v / 64] |= std::uint64_t{1} << (v % 64);
+            }
+            if (still.size() == left.size()) return false;  // some node cannot reach d
+            left.swap(still);
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
 void Topology::Impl::next_hops(Topology& top, std::string_view file) {
     auto where = [&](std::string_view what) { return fmt::format("{}: {}", file, what); };
     Topology* t = &top;
     std::uint32_t N = t->nodes();
     t->next_.assign(std::size_t{N} * N, Node{0});
+    if (N >= 64 && t->channels().size() >= std::size_t{N} * N / 16 && dense_next_hops(*t, t->next_)) return;
     std::vector<std::uint32_t> dist(N), queue(N);
     constexpr std::uint32_t inf = std::numeric_limits<std::uint32_t>::max();
     for (std::uint32_t d = 0; d < N; ++d) {

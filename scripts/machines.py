@@ -4,7 +4,8 @@
     python3 scripts/machines.py [OUT_DIR]                (default schedules/machines)
     python3 scripts/machines.py --large OUT_DIR          the cluster-scale files (32 .. 128 boxes)
     python3 scripts/machines.py --one FAMILY K OUT.json  one machine: multibox, rail, h100rail,
-                                                         ndv2, boxfattree with K boxes
+                                                         ndv2, boxfattree with K boxes; fca100,
+                                                         fcmi250: ForestColl's own examples
 
 Each machine is a processor-only graph whose channel capacities count NVLinks (or normalized
 link bandwidth) and whose link groups model switches as SCCL does (msccl-tools,
@@ -145,6 +146,58 @@ def boxfattree(k, per_leaf, uplink, path):
                   {"nvswitch": NVSWITCH_HOP, "ib": IB_HDR_HOP})
 
 
+def forestcoll_a100(k, path):
+    """ForestColl's own example (its topologies.py, a100_topology): k boxes of 8 A100, each GPU on its
+    box's NVSwitch (a router, 300 GB/s each way) and on its own NIC (a router, 25 GB/s), the NICs of
+    even and odd local index on two InfiniBand switches (routers). Capacities in units of 25 GB/s."""
+    edges, names = [], {}
+    def r(key):
+        if key not in names:
+            names[key] = f"r1.{len(names)}"
+        return names[key]
+    for a in range(k):
+        for b in range(8):
+            g = 8 * a + b
+            edges.append((g, r(("nvs", a)), 12, "nvswitch"))
+            if k > 1:
+                edges.append((g, r(("nic", a, b)), 1, "ib"))
+    if k > 1:
+        for a in range(k):
+            for b in range(8):
+                edges.append((r(("nic", a, b)), r(("ib", b % 2)), 1, "ib"))
+    write_routers(path, 8 * k, len(names), edges,
+                  f"ForestColl's a100_topology({k}) (github liangyuRain/ForestColl, topologies.py): NVSwitch and NICs as routers, "
+                  "NVLink 300 GB/s = 12 units, NIC 25 GB/s = 1 unit, two IB switches (even and odd NICs)",
+                  {"nvswitch": {"alpha": "0.3 us", "bandwidth": "25 GB/s", "note": "per unit (ForestColl's NVLINK_BW = 300)"},
+                   "ib": {"alpha": "0.9 us", "bandwidth": "25 GB/s", "note": "ForestColl's A100_IB_BW = 25 GB/s"}})
+
+
+MI250_ADJ = [
+    [0, 4, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0], [4, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0],
+    [0, 0, 0, 4, 0, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0], [0, 0, 4, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0],
+    [2, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 1, 0, 0, 4, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0],
+    [0, 0, 1, 0, 1, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 2, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+    [1, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 2, 0, 0, 0], [0, 1, 1, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 1, 0, 0],
+    [0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 1, 0], [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 2],
+    [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 4, 1, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4, 0, 1, 1],
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 0, 4], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 4, 0]]
+
+
+def forestcoll_mi250(k, path):
+    """ForestColl's own example (topologies.py, mi250_topology): k boxes of 16 MI250 dies joined by
+    xGMI (MI250_ADJ_MAT links of 50 GB/s), every die on one InfiniBand switch (a router, 16 GB/s).
+    Capacities in units of 2 GB/s (xGMI link 25, IB 8)."""
+    edges = [(16 * a + b, 16 * a + c, 25 * MI250_ADJ[b][c], "xgmi") for a in range(k) for b in range(16) for c in range(b + 1, 16)
+             if MI250_ADJ[b][c] > 0]
+    if k > 1:
+        edges += [(16 * a + b, "r1.0", 8, "ib") for a in range(k) for b in range(16)]
+    write_routers(path, 16 * k, 1 if k > 1 else 0, edges,
+                  f"ForestColl's mi250_topology({k}) (github liangyuRain/ForestColl, topologies.py): xGMI 50 GB/s per link = 25 units, "
+                  "one IB switch (router) at 16 GB/s per die = 8 units",
+                  {"xgmi": {"alpha": "0.6 us", "bandwidth": "2 GB/s", "note": "per unit (ForestColl's xGMI_BW = 50 per link)"},
+                   "ib": {"alpha": "2.7 us", "bandwidth": "2 GB/s", "note": "per unit (ForestColl's MI250_IB_BW = 16)"}})
+
+
 def one(family, k, path):
     if family == "multibox":
         multibox(k, 8, 1, f"{k} boxes of 8 GPUs on NVSwitch (1 chunk per GPU and step each way), a NIC per GPU (1 each way) "
@@ -160,8 +213,12 @@ def one(family, k, path):
         ndv2(k, path)
     elif family == "boxfattree":
         boxfattree(k, 4, 16, path)
+    elif family == "fca100":
+        forestcoll_a100(k, path)
+    elif family == "fcmi250":
+        forestcoll_mi250(k, path)
     else:
-        raise SystemExit(f"unknown family {family}: multibox, rail, h100rail, ndv2, boxfattree")
+        raise SystemExit(f"unknown family {family}: multibox, rail, h100rail, ndv2, boxfattree, fca100, fcmi250")
 
 
 def main():

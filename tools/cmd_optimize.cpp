@@ -218,18 +218,34 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                 bw["crossing"] = b->certificate->crossing;
                 bw_text = fmt::format("bandwidth: R/C >= {} over any steps and chunks ({})\n", b->rounds_per_chunk.text(), b->detail);
                 if (packing_problem(whole).empty()) {
+                    const std::uint32_t P = whole.topology->processors();
                     PackingOptions po;
                     po.target = b->rounds_per_chunk;
-                    po.chunks = chunks_for(b->rounds_per_chunk, 256);
+                    po.outside = whole.collective.kind == CollectiveKind::allgather ? cut_outside(*b, P) : 1;
+                    po.chunks = chunks_for(b->rounds_per_chunk, 256, po.outside, P);
                     po.seconds = opt.timeout > 0 ? std::min(10.0, opt.timeout / 4) : 10.0;
+                    if (po.outside >= 2)
+                        bw_text += fmt::format("  not attained at any C: the cut leaves {} processors outside (R >= {} C + {}/{}, the drain rule)\n",
+                                               po.outside, b->rounds_per_chunk.text(), po.outside - 1, po.outside);
                     if (auto p = pack_trees(whole, po)) {
                         const bool optimal = p->rounds_per_chunk() == b->rounds_per_chunk;
-                        bw["packed"] = {{"steps", p->steps}, {"chunks", p->chunks}, {"rounds_per_chunk", p->rounds_per_chunk().text()},
-                                        {"depth", p->depth}, {"bandwidth_optimal", optimal}};
-                        bw_text += fmt::format("bandwidth end: a verified tree packing of {} steps of one round with {} chunks has R/C = {}{} "
+                        const bool optimal_c = p->rounds == p->least_rounds;
+                        bw["packed"] = {{"steps", p->steps},
+                                        {"rounds", p->rounds},
+                                        {"chunks", p->chunks},
+                                        {"rounds_per_chunk", p->rounds_per_chunk().text()},
+                                        {"depth", p->depth},
+                                        {"bandwidth_optimal", optimal},
+                                        {"least_rounds_for_chunks", p->least_rounds},
+                                        {"optimal_for_chunks", optimal_c},
+                                        {"method", p->method}};
+                        bw_text += fmt::format("bandwidth end: a verified tree packing of {} steps, {} rounds, {} chunks has R/C = {}{} "
                                                "(`collsched bandwidth -o` writes it)\n",
-                                               p->steps, p->chunks, p->rounds_per_chunk().text(),
-                                               optimal ? ": proved bandwidth-optimal by the cut" : ", above the bound");
+                                               p->steps, p->rounds, p->chunks, p->rounds_per_chunk().text(),
+                                               optimal     ? std::string(": proved bandwidth-optimal by the cut above")
+                                               : optimal_c ? fmt::format(", above the bound; proved optimal for {} chunks (R >= {} by the cut)", p->chunks,
+                                                                         p->least_rounds)
+                                                           : ", above the bound");
                     }
                 }
             }

@@ -13,6 +13,7 @@
 #include "dsl/diagnostics.hpp"
 #include "support/assert.hpp"
 #include "verifier/bandwidth_bound.hpp"
+#include "verifier/direct.hpp"
 #include "verifier/synth_encode.hpp"
 #include "verifier/tree_packing.hpp"
 
@@ -314,8 +315,12 @@ void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) 
     }
     PackingOptions po;
     po.target = res.bandwidth_bound;
-    po.chunks = chunks_for(res.bandwidth_bound, 256);
+    const std::uint32_t P = in.topology->processors();
+    po.outside = in.collective.kind == CollectiveKind::allgather ? cut_outside(res.bounds.front(), P) : 1;
+    po.chunks = chunks_for(res.bandwidth_bound, 256, po.outside, P);
     po.seconds = seconds;
+    // One round per step, as the walk's rows from the least steps (of one-round steps) assume.
+    po.merge = false;
     std::optional<PackedSchedule> p = pack_trees(in, po);
     if (!p) {
         res.packed_note = "the tree packing stalled or ran out of time";
@@ -324,15 +329,66 @@ void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) 
     ParetoPoint pt;
     pt.steps = p->steps;
     pt.chunks = p->chunks;
-    pt.rounds = p->steps;
-    pt.step_rounds.assign(p->steps, 1);
+    pt.rounds = p->rounds;
+    for (Step t = 1; t <= p->steps; ++t) pt.step_rounds.push_back(p->table.rounds(t));
     pt.table = std::move(p->table);
     res.packed_depth = p->depth;
     res.packed_optimal = p->rounds_per_chunk() == res.bandwidth_bound;
-    res.packed_note = p->rounds_per_chunk() == res.bandwidth_bound
-                          ? fmt::format("proved bandwidth-optimal: R/C = {} meets the bound", p->rounds_per_chunk().text())
-                          : fmt::format("R/C = {}, above the bound {}", p->rounds_per_chunk().text(), res.bandwidth_bound.text());
+    const std::string cut = res.bounds.front().certificate ? "the cut of the bound above" : res.bounds.front().name;
+    if (res.packed_optimal)
+        res.packed_note = fmt::format("proved bandwidth-optimal: R/C = {} meets the bound ({}), built by {}", p->rounds_per_chunk().text(), cut, p->method);
+    else if (po.outside >= 2 && p->rounds == p->least_rounds)
+        res.packed_note = fmt::format("R/C = {}, above the bound {}, which no C attains (its cut leaves {} processors outside: R >= {} C + {}/{}); "
+                                      "proved optimal for {} chunks (R >= {}), built by {}",
+                                      p->rounds_per_chunk().text(), res.bandwidth_bound.text(), po.outside, res.bandwidth_bound.text(), po.outside - 1,
+                                      po.outside, p->chunks, p->least_rounds, p->method);
+    else if (p->rounds == p->least_rounds)
+        res.packed_note = fmt::format("R/C = {}, above the bound {}; proved optimal for {} chunks (R >= {} by {}), built by {}", p->rounds_per_chunk().text(),
+                                      res.bandwidth_bound.text(), p->chunks, p->least_rounds, cut, p->method);
+    else
+        res.packed_note = fmt::format("R/C = {}, above the bound {} (for {} chunks the cut says R >= {}), built by {}", p->rounds_per_chunk().text(),
+                                      res.bandwidth_bound.text(), p->chunks, p->least_rounds, p->method);
     res.packed = std::move(pt);
+}
+
+/// The packed end merged into steps of several rounds (tree_packing.hpp, merge_steps). The rows
+/// start from the least steps of one-round steps; a step of r rounds may carry r times as much,
+/// so a schedule with fewer steps can exist (nvswitch8 allgather: 3 steps of 2+2+3 rounds against
+/// the least 7 one-round steps). When the merged packing meets the bandwidth bound with fewer
+/// steps than every row, it dominates all of them: it becomes the first row, the only frontier
+/// point known, and the frontier is not complete (fewer steps are not searched).
+void add_merged_end(ParetoResult& res) {
+    if (!res.packed || !res.packed_optimal) return;
+    PackedSchedule m;
+    m.table = res.packed->table;
+    m.chunks = res.packed->chunks;
+    m.steps = res.packed->steps;
+    m.rounds = res.packed->rounds;
+    merge_steps(m);
+    if (!res.rows.empty() && m.steps >= res.rows.front().steps) return;
+    if (res.rows.empty() && m.steps >= res.packed->steps) return;
+    const VerifyReport r = verify_direct(m.table);
+    COLLSCHED_ASSERT_MSG(r.holds(), "the merged packed table does not verify");
+    ParetoPoint pt;
+    pt.steps = m.steps;
+    pt.chunks = m.chunks;
+    pt.rounds = m.rounds;
+    for (Step t = 1; t <= m.steps; ++t) pt.step_rounds.push_back(m.table.rounds(t));
+    pt.table = std::move(m.table);
+    for (ParetoRow& row : res.rows) row.frontier = false;
+    ParetoRow row;
+    row.steps = pt.steps;
+    row.frontier = true;
+    row.excluded = fmt::format("R/C = {} is the bandwidth bound, so no schedule with any number of steps and chunks has fewer rounds per "
+                               "chunk (the packed schedule merged into {} steps of several rounds; the bound's cut: {}); it dominates "
+                               "every row after it, which start from the least steps of one-round steps",
+                               res.bandwidth_bound.text(), pt.steps, res.bounds.front().detail);
+    row.best = std::move(pt);
+    res.rows.insert(res.rows.begin(), std::move(row));
+    res.complete = false;
+    res.end += fmt::format("; NOT the whole frontier: with several rounds per step the bound is met in {} steps, fewer than the rows' "
+                           "least one-round steps, and fewer steps are not searched",
+                           res.rows.front().steps);
 }
 
 /// The row of a packed schedule that meets the bound: nothing has fewer rounds per chunk.
@@ -379,6 +435,7 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
     if (res.least_steps.status != OptStatus::proved) {
         res.end = fmt::format("the least number of steps was not proved ({})", to_string(res.least_steps.status));
         if (packed_meets) res.rows.push_back(packed_row(res));
+        add_merged_end(res);
         res.seconds = elapsed();
         return res;
     }
@@ -501,6 +558,7 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
         }
     }
     res.complete = all_proved;
+    add_merged_end(res);
     res.seconds = elapsed();
     return res;
 }

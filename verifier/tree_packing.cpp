@@ -11,6 +11,7 @@
 #include "support/assert.hpp"
 #include "verifier/capacity_network.hpp"
 #include "verifier/direct.hpp"
+#include "verifier/translate_packing.hpp"
 
 namespace collsched {
 
@@ -118,6 +119,7 @@ public:
         out.table.transfers = std::move(transfers);
         out.table.sort();
         out.steps = out.table.steps();
+        out.rounds = out.steps;
         out.depth = depth;
         return out;
     }
@@ -277,12 +279,64 @@ std::string packing_problem(const SynthInstance& in) {
     return "";
 }
 
-std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit) {
+std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit, std::uint32_t outside, std::uint32_t processors) {
     std::vector<std::uint32_t> out;
     for (std::uint64_t j = 1; j <= 4; ++j)
         if (bound.den * j <= limit) out.push_back(static_cast<std::uint32_t>(bound.den * j));
+    if (outside >= 2 && processors > 0)
+        for (std::uint64_t j = 8; bound.den * j <= limit && std::uint64_t{processors} * processors * bound.den * j <= (std::uint64_t{1} << 22); j *= 2)
+            out.push_back(static_cast<std::uint32_t>(bound.den * j));
     if (out.empty()) out.push_back(1);
     return out;
+}
+
+void merge_steps(PackedSchedule& p) {
+    SendTable& t = p.table;
+    if (t.transfers.empty() || !t.step_rounds.empty()) return;
+    std::uint32_t lo = std::numeric_limits<std::uint32_t>::max(), hi = 0;
+    for (const Transfer& x : t.transfers) lo = std::min(lo, idx(x.message)), hi = std::max(hi, idx(x.message));
+    const std::uint64_t span = std::uint64_t{hi} - lo + 1;
+    if (std::uint64_t{t.topology->nodes()} * span > (std::uint64_t{1} << 27)) return;  // the arrival table would be too large
+    // arrival[node * span + message - lo]: the step it arrives (0: held from the start or never).
+    std::vector<Step> arrival(t.topology->nodes() * span, 0);
+    for (const Transfer& x : t.transfers) {
+        Step& a = arrival[std::size_t{idx(t.topology->channel(x.channel).to)} * span + (idx(x.message) - lo)];
+        if (a == 0) a = x.step;
+    }
+    // dep[s]: the latest arrival step a transfer of step s relies on.
+    const Step S = t.steps();
+    std::vector<Step> dep(S + 1, 0);
+    for (const Transfer& x : t.transfers)
+        dep[x.step] = std::max(dep[x.step], arrival[std::size_t{idx(t.topology->channel(x.channel).from)} * span + (idx(x.message) - lo)]);
+    std::vector<Step> merged(S + 1, 0);
+    std::vector<std::uint32_t> rounds;
+    Step start = 1;
+    for (Step s = 1; s <= S; ++s) {
+        if (s == 1 || dep[s] >= start) {
+            start = s;
+            rounds.push_back(0);
+        }
+        merged[s] = static_cast<Step>(rounds.size());
+        ++rounds.back();
+    }
+    for (Transfer& x : t.transfers) x.step = merged[x.step];
+    t.sort();
+    t.step_rounds = std::move(rounds);
+    t.normalize_rounds();
+    p.steps = t.steps();
+    p.rounds = static_cast<Step>(t.total_rounds());
+}
+
+Step least_rounds(const Ratio& b, std::uint32_t chunks, std::uint32_t outside) {
+    // R >= b C + (1 - 1/m) = (p C m + q (m - 1)) / (q m), rounded up; m = 1: ceil(p C / q).
+    const std::uint64_t m = std::max<std::uint32_t>(outside, 1);
+    const std::uint64_t num = b.num * chunks * m + b.den * (m - 1), den = b.den * m;
+    return static_cast<Step>((num + den - 1) / den);
+}
+
+std::uint32_t cut_outside(const BandwidthBound& bound, std::uint32_t processors) {
+    if (!bound.certificate || bound.certificate->reversed) return 1;
+    return processors - static_cast<std::uint32_t>(bound.certificate->inside.size());
 }
 
 std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingOptions& opt) {
@@ -292,21 +346,54 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
     const auto deadline = opt.seconds > 0 ? std::chrono::steady_clock::now() +
                                                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(opt.seconds))
                                           : std::chrono::steady_clock::time_point::max();
+    const bool allgather = in.collective.kind == CollectiveKind::allgather;
+    auto keep = [&](std::optional<PackedSchedule> p) {
+        if (!p) return false;
+        p->rounds = p->steps;  // one round per step until merged
+        if (opt.merge) merge_steps(*p);
+        const VerifyReport r = verify_direct(p->table);
+        COLLSCHED_ASSERT_MSG(r.holds(), fmt::format("the packed {} table with {} chunks does not verify: {}", in.collective.to_string(), p->chunks,
+                                                    r.violations.empty() ? std::string(r.verdict()) : r.violations.front().detail));
+        if (opt.target) p->least_rounds = least_rounds(*opt.target, p->chunks, opt.outside);
+        if (!best || p->rounds_per_chunk() < best->rounds_per_chunk()) best = std::move(p);
+        return opt.target && best->rounds_per_chunk() == *opt.target;
+    };
+    // First the translates of one tree set, when the machine has a translation group: its
+    // quotient has P elements, not P^2 deliveries.
+    if (allgather) {
+        if (const std::optional<std::uint32_t> B = translation_box(*in.topology)) {
+            // The chunk counts by the least R/C the cut allows them (least_rounds(C) / C), so
+            // that the first run that reaches its least rounds is the best of the list.
+            std::vector<std::uint32_t> order = opt.chunks;
+            if (opt.target)
+                std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+                    return Ratio::of(least_rounds(*opt.target, a, opt.outside), a) < Ratio::of(least_rounds(*opt.target, b, opt.outside), b);
+                });
+            for (std::uint32_t C : order) {
+                if (C == 0 || C > max_chunks || std::uint64_t{P} * P * C > opt.max_deliveries) continue;
+                if (std::chrono::steady_clock::now() > deadline) break;
+                SynthInstance one = in;
+                one.collective.chunks = C;
+                const Step target = opt.target ? least_rounds(*opt.target, C, opt.outside) : 1;
+                std::optional<PackedSchedule> p = pack_translates(one, C, target, deadline);
+                if (p) p->method = fmt::format("translates of one tree set under Z_{} x Z_{}", *B, P / *B);
+                if (keep(std::move(p))) return best;
+                // Its least rounds reached: no later chunk count of the list can do better.
+                if (opt.target && best && best->chunks == C && best->rounds == best->least_rounds) return best;
+            }
+        }
+    }
     for (std::uint32_t C : opt.chunks) {
         if (C == 0 || C > max_chunks) continue;
-        const std::uint64_t deliveries = std::uint64_t{P} * C * (in.collective.kind == CollectiveKind::allgather ? P : 1);
+        const std::uint64_t deliveries = std::uint64_t{P} * C * (allgather ? P : 1);
         if (deliveries > opt.max_deliveries) continue;
         SynthInstance one = in;
         one.collective.chunks = C;
         for (bool spread : {true, false}) {
             if (std::chrono::steady_clock::now() > deadline) return best;
             std::optional<PackedSchedule> p = Packer(one, C, spread, deadline).run();
-            if (!p) continue;
-            const VerifyReport r = verify_direct(p->table);
-            COLLSCHED_ASSERT_MSG(r.holds(), fmt::format("the packed {} table with {} chunks does not verify: {}", in.collective.to_string(), C,
-                                                        r.violations.empty() ? std::string(r.verdict()) : r.violations.front().detail));
-            if (!best || p->rounds_per_chunk() < best->rounds_per_chunk()) best = std::move(p);
-            if (opt.target && best->rounds_per_chunk() == *opt.target) return best;
+            if (p) p->method = "one max flow per step";
+            if (keep(std::move(p))) return best;
         }
     }
     return best;

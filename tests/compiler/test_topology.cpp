@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "compiler/topology.hpp"
 #include "dsl/diagnostics.hpp"
 #include "support/units.hpp"
@@ -310,4 +312,30 @@ TEST_CASE("speeds: bad units are refused with the line and column of the value")
     CHECK(error_of("graph:" + d.path) == d.path + ": link_types.nv: unknown field \"latency\" (a link type has alpha, bandwidth, note)");
     GraphFile e("{\"processors\": 2, \"edges\": [[0, 1]],\n \"groups\": [{\"name\": \"g\", \"cap\": 1, \"out_of\": 0, \"bandwidth\": \"fast\"}]}");
     CHECK(error_of("graph:" + e.path).starts_with(e.path + ":2:63: groups[0].bandwidth: bad bandwidth \"fast\": expected a bandwidth"));
+}
+
+TEST_CASE("graph routes on a dense graph (the bitset path): shortest, next hop the lowest-numbered neighbour one step closer") {
+    // rail 8x8: 64 nodes, 896 channels (at least N^2/16), so the next-hop table is built by bitset rows; the
+    // same rule checked here against a plain BFS per destination.
+    auto t = Topology::parse(fmt::format("graph:{}/schedules/machines/rail8x8.json", COLLSCHED_SOURCE_DIR));
+    const std::uint32_t N = t->nodes();
+    for (std::uint32_t d = 0; d < N; ++d) {
+        std::vector<std::uint32_t> dist(N, ~0u), queue{d};
+        dist[d] = 0;
+        for (std::size_t h = 0; h < queue.size(); ++h)
+            for (ChannelId c : t->in_channels(Node{queue[h]}))
+                if (std::uint32_t y = idx(t->channel(c).from); dist[y] == ~0u) {
+                    dist[y] = dist[queue[h]] + 1;
+                    queue.push_back(y);
+                }
+        for (std::uint32_t s = 0; s < N; ++s) {
+            const std::vector<ChannelId> r = t->route(Node{s}, Node{d});
+            REQUIRE(r.size() == dist[s]);
+            if (s == d) continue;
+            std::uint32_t best = ~0u;
+            for (ChannelId c : t->out_channels(Node{s}))
+                if (std::uint32_t y = idx(t->channel(c).to); dist[y] + 1 == dist[s]) best = std::min(best, y);
+            CHECK(idx(t->channel(r.front()).to) == best);
+        }
+    }
 }

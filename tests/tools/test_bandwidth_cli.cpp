@@ -47,3 +47,50 @@ TEST_CASE("pareto: multibox 2x8 allgather has the bandwidth-optimal point 15/2 o
     for (const auto& p : j["frontier"]) found = found || p["rounds_per_chunk"] == "15/2";
     CHECK(found);
 }
+
+TEST_CASE("bandwidth: rail 4x8 met exactly by translates, and h100rail 2x8's box cut attained at no C (the drain rule)") {
+    auto r = run(fmt::format("bandwidth --topology {} --collective allgather --json", machine("rail4x8")));
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["bound"]["rounds_per_chunk"] == "31/2");
+    CHECK(j["bound"]["attained"].is_null());
+    CHECK(j["schedule"]["rounds_per_chunk"] == "31/2");
+    CHECK(j["schedule"]["rounds"] == 31);
+    CHECK(j["schedule"]["steps"] == 9);  // the 31 one-round steps merged where no chunk would cross twice
+    CHECK(j["schedule"]["chunks"] == 2);
+    CHECK(j["schedule"]["method"] == "translates of one tree set under Z_8 x Z_4");
+    // h100rail2x8: 8 data leave a box through 8 NICs (R/C >= 1), but the 8 GPUs outside the cut
+    // cannot all be reached in the step a chunk first crosses: R >= C + 1 for every C.
+    auto h = run(fmt::format("bandwidth --topology {} --collective allgather --max-chunks 16 --json", machine("h100rail2x8")));
+    CHECK(h.code == 3);
+    auto k = nlohmann::json::parse(h.out);
+    CHECK(k["bound"]["rounds_per_chunk"] == "1");
+    CHECK(k["bound"]["attained"] == false);
+    CHECK(k["schedule"]["chunks"] == 16);
+    CHECK(k["schedule"]["rounds"] == 17);
+    CHECK(k["schedule"]["steps"] == 14);
+    CHECK(k["schedule"]["least_rounds_for_chunks"] == 17);
+    CHECK(k["schedule"]["optimal_for_chunks"] == true);
+    CHECK(k["schedule"]["bandwidth_optimal"] == false);
+    auto t = run(fmt::format("bandwidth --topology {} --collective allgather --max-chunks 16", machine("h100rail2x8")));
+    CHECK(t.out.find("not attained at any C: the cut leaves 8 processors outside") != std::string::npos);
+    CHECK(t.out.find("proved optimal for 16 chunks: R >= 17 by the cut above") != std::string::npos);
+}
+
+TEST_CASE("bandwidth: reduce-scatter on rail 4x8 by the allgather's packing reversed, proved by the reversed cut, written and verified") {
+    collsched::test::Scratch dir("bandwidth_cli_rs");
+    const std::string table = (dir.dir / "rs.json").string();
+    auto r = run(fmt::format("bandwidth --topology {} --collective reduce_scatter --json -o {}", machine("rail4x8"), table));
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["bound"]["rounds_per_chunk"] == "31/2");
+    CHECK(j["bound"]["certificate"]["reversed"] == true);
+    CHECK(j["schedule"]["rounds_per_chunk"] == "31/2");
+    CHECK(j["schedule"]["rounds"] == 31);
+    CHECK(j["schedule"]["steps"] == 9);
+    CHECK(j["schedule"]["bandwidth_optimal"] == true);
+    CHECK(j["schedule"]["method"] == "the reversal (time and direction) of the allgather's translates of one tree set under Z_8 x Z_4");
+    auto v = run(fmt::format("verify {} --json", table));
+    CHECK(v.code == 0);
+    CHECK(nlohmann::json::parse(v.out)["verdict"] == "holds");
+}

@@ -12,6 +12,7 @@
 #include "verifier/capacity_network.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/processor_orbits.hpp"
+#include "verifier/translate_packing.hpp"
 #include "verifier/tree_packing.hpp"
 
 using namespace collsched;
@@ -194,4 +195,90 @@ TEST_CASE("tree packing meets the bound on DGX-1, multibox 2x8, DGX-2 and NVSwit
     // Not taken: routers, alltoall.
     CHECK(!packing_problem(inst("ebft:8", "allgather")).empty());
     CHECK(!packing_problem(inst("ring:4", "alltoall")).empty());
+}
+
+TEST_CASE("the drain rule: R >= b C + 1 - 1/m when the bound's cut leaves m >= 2 processors outside") {
+    CHECK(least_rounds(Ratio::of(15, 2), 2, 1) == 15);
+    CHECK(least_rounds(Ratio::of(15, 2), 3, 1) == 23);  // ceil(22.5)
+    CHECK(least_rounds(Ratio::of(1, 1), 4, 8) == 5);    // 4 + 7/8
+    CHECK(least_rounds(Ratio::of(1, 1), 4, 2) == 5);    // 4 + 1/2
+    CHECK(least_rounds(Ratio::of(7, 2), 2, 2) == 8);    // 7 + 1/2
+    CHECK(least_rounds(Ratio::of(7, 3), 1, 2) == 3);    // 7/3 + 1/2 = 2.83
+    // h100rail2x8: the box is the cut (8 data leave through 8 NICs), 8 processors outside it.
+    const SynthInstance in = inst(machine("h100rail2x8"), "allgather");
+    auto b = flow_bandwidth_bound(in);
+    REQUIRE(b);
+    CHECK(b->rounds_per_chunk == Ratio::of(1, 1));
+    CHECK(cut_outside(*b, 16) == 8);
+    CHECK(chunks_for(b->rounds_per_chunk, 256, 8, 16) == std::vector<std::uint32_t>{1, 2, 3, 4, 8, 16, 32, 64, 128, 256});
+    // A single-GPU cut has one processor outside: no drain.
+    auto r = flow_bandwidth_bound(inst(machine("rail2x8"), "allgather"));
+    REQUIRE(r);
+    CHECK(cut_outside(*r, 16) == 1);
+}
+
+TEST_CASE("translation groups are found and checked: boxes of 8, rings, none with routers") {
+    CHECK(translation_box(*Topology::parse(machine("rail2x8"))) == 8u);
+    CHECK(translation_box(*Topology::parse(machine("multibox4x8"))) == 8u);
+    CHECK(translation_box(*Topology::parse(machine("h100rail2x8"))) == 8u);
+    CHECK(translation_box(*Topology::parse("ring:6")) == 6u);
+    CHECK(translation_box(*Topology::parse("torus:3x4")) == 4u);
+    CHECK(!translation_box(*Topology::parse("ebft:8")));
+}
+
+TEST_CASE("translates of one tree set meet the bound on rail and multibox machines, verified, and h100rail one drain above") {
+    // R = (N-1) rounds with C = 2 (R/C the bound), merged into S steps of several rounds (S >= the depth).
+    struct Case {
+        const char* machine;
+        Ratio bound;
+        std::uint32_t chunks;
+        Step rounds, steps;
+    };
+    for (const Case& k : {Case{"rail2x8", Ratio::of(15, 2), 2, 15, 9}, Case{"rail4x8", Ratio::of(31, 2), 2, 31, 9},
+                          Case{"multibox4x8", Ratio::of(31, 2), 2, 31, 12}, Case{"rail8x8", Ratio::of(63, 2), 2, 63, 13},
+                          Case{"multibox8x8", Ratio::of(63, 2), 2, 63, 12}, Case{"rail16x8", Ratio::of(127, 2), 2, 127, 23},
+                          Case{"multibox16x8", Ratio::of(127, 2), 2, 127, 21}}) {
+        CAPTURE(k.machine);
+        const SynthInstance in = inst(machine(k.machine), "allgather");
+        auto b = flow_bandwidth_bound(in);
+        REQUIRE(b);
+        REQUIRE(b->rounds_per_chunk == k.bound);
+        PackingOptions po;
+        po.target = k.bound;
+        po.outside = cut_outside(*b, in.topology->processors());
+        po.chunks = chunks_for(k.bound, 256, po.outside, in.topology->processors());
+        auto p = pack_trees(in, po);
+        REQUIRE(p);
+        CHECK(p->rounds_per_chunk() == k.bound);
+        CHECK(p->chunks == k.chunks);
+        CHECK(p->rounds == k.rounds);
+        CHECK(p->least_rounds == k.rounds);
+        CHECK(p->steps == k.steps);
+        CHECK(p->steps == p->table.steps());
+        CHECK(p->table.total_rounds() == k.rounds);
+        CHECK(p->depth <= p->steps);
+        CHECK(p->method.rfind("translates", 0) == 0);
+        CHECK(verify_direct(p->table).holds());
+        // Unmerged: one round per step.
+        po.merge = false;
+        auto one = pack_trees(in, po);
+        REQUIRE(one);
+        CHECK(one->steps == k.rounds);
+        CHECK(one->rounds == k.rounds);
+        CHECK(one->table.step_rounds.empty());
+    }
+    // h100rail2x8: R >= C + 1 for every C (the drain rule); the translates reach it at C = 256.
+    const SynthInstance in = inst(machine("h100rail2x8"), "allgather");
+    PackingOptions po;
+    po.target = Ratio::of(1, 1);
+    po.outside = 8;
+    po.chunks = chunks_for(*po.target, 256, 8, 16);
+    auto p = pack_trees(in, po);
+    REQUIRE(p);
+    CHECK(p->chunks == 256);
+    CHECK(p->rounds == 257);
+    CHECK(p->steps == 162);
+    CHECK(p->least_rounds == 257);
+    CHECK(p->rounds_per_chunk() == Ratio::of(257, 256));
+    CHECK(verify_direct(p->table).holds());
 }

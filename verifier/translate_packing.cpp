@@ -1,0 +1,309 @@
+// Allgather by translates of one labelled tree set under a checked group Z_B x Z_K.
+#include "verifier/translate_packing.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "support/assert.hpp"
+
+namespace collsched {
+
+namespace {
+
+/// The group Z_B x Z_K on 0..P-1, x = B b + i: sums and differences of elements.
+struct Translations {
+    std::uint32_t B, K;
+    std::uint32_t add(std::uint32_t x, std::uint32_t y) const { return B * ((x / B + y / B) % K) + (x % B + y % B) % B; }
+    std::uint32_t sub(std::uint32_t y, std::uint32_t x) const { return B * ((y / B + K - x / B) % K) + (y % B + B - x % B) % B; }
+};
+
+/// Whether the map x -> x + g (g a generator) keeps every channel with its capacity and every
+/// link group with its capacity. Groups first: on machines whose channels all have one capacity
+/// (a multibox is a complete graph of capacity 1) only the groups tell a wrong box size, and the
+/// first group usually does.
+bool is_automorphism(const Topology& t, const Translations& tr, std::uint32_t g, const std::map<std::vector<std::uint32_t>, std::uint32_t>& groups) {
+    const std::span<const Channel> chs = t.channels();
+    auto image = [&](std::uint32_t c) -> std::optional<std::uint32_t> {
+        const auto m = t.find_channel(Node{tr.add(idx(chs[c].from), g)}, Node{tr.add(idx(chs[c].to), g)});
+        if (!m || t.channel(*m).cap != chs[c].cap) return std::nullopt;
+        return idx(*m);
+    };
+    std::vector<std::uint32_t> img;
+    for (const auto& [members, cap] : groups) {
+        img.clear();
+        for (std::uint32_t c : members) {
+            const auto m = image(c);
+            if (!m) return false;
+            img.push_back(*m);
+        }
+        std::sort(img.begin(), img.end());
+        const auto it = groups.find(img);
+        if (it == groups.end() || it->second != cap) return false;
+    }
+    for (std::uint32_t c = 0; c < chs.size(); ++c)
+        if (!image(c)) return false;
+    return true;
+}
+
+/// One per-step budget: the tree edges whose differences it lists (with multiplicity) number at
+/// most `cap` (a link group, a port, or one difference's channel capacity).
+struct Budget {
+    std::uint32_t cap;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> diffs;  // (difference index, multiplicity)
+};
+
+/// The quotient problem: differences (one per channel leaving processor 0), the budgets, and the
+/// classes of differences that take part in the same budgets (interchangeable but for their
+/// channel capacity).
+struct Quotient {
+    Translations tr;
+    std::uint32_t P;
+    std::vector<std::uint32_t> diff;      // element of difference j
+    std::vector<std::int32_t> diff_index;  // per element: its difference index or -1
+    std::vector<Budget> budgets;
+    std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> budgets_of;  // per difference: (budget, mult)
+    std::vector<std::uint32_t> class_of;                                          // per difference
+    std::vector<std::vector<std::uint32_t>> class_diffs;
+    std::vector<std::uint32_t> class_order;  // scarcest first
+    std::vector<std::uint64_t> class_room;   // the most a class may add in one step
+};
+
+Quotient quotient(const Topology& t, const Model& model, std::uint32_t B) {
+    Quotient q{{B, t.processors() / B}, t.processors(), {}, {}, {}, {}, {}, {}, {}, {}};
+    q.diff_index.assign(q.P, -1);
+    for (ChannelId c : t.out_channels(Node{0})) {
+        const std::uint32_t d = idx(t.channel(c).to);
+        q.diff_index[d] = static_cast<std::int32_t>(q.diff.size());
+        q.diff.push_back(d);
+        q.budgets.push_back({t.channel(c).cap, {{static_cast<std::uint32_t>(q.diff.size() - 1), 1}}});
+    }
+    // Link groups, one budget per orbit (equal difference multisets and capacities).
+    std::map<std::pair<std::uint32_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>>, bool> seen;
+    auto add_budget = [&](std::uint32_t cap, std::vector<std::uint32_t> ds) {
+        std::sort(ds.begin(), ds.end());
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> m;
+        for (std::uint32_t d : ds) {
+            if (!m.empty() && m.back().first == d) ++m.back().second;
+            else m.push_back({d, 1});
+        }
+        if (seen.emplace(std::pair{cap, m}, true).second) q.budgets.push_back({cap, std::move(m)});
+    };
+    for (const LinkGroup& g : t.groups()) {
+        std::vector<std::uint32_t> ds;
+        for (ChannelId c : g.channels) {
+            const Channel& ch = t.channel(c);
+            ds.push_back(static_cast<std::uint32_t>(q.diff_index[q.tr.sub(idx(ch.to), idx(ch.from))]));
+        }
+        add_budget(g.cap, std::move(ds));
+    }
+    if (model.ports == Ports::single) {  // a port: every channel out of (or into) a processor, capacity 1
+        std::vector<std::uint32_t> all(q.diff.size());
+        std::iota(all.begin(), all.end(), 0u);
+        add_budget(1, all);
+    }
+    q.budgets_of.resize(q.diff.size());
+    for (std::uint32_t b = 0; b < q.budgets.size(); ++b)
+        for (auto [d, m] : q.budgets[b].diffs) q.budgets_of[d].push_back({b, m});
+    // Classes: differences in the same group budgets.
+    std::map<std::vector<std::uint32_t>, std::uint32_t> classes;
+    q.class_of.resize(q.diff.size());
+    for (std::uint32_t d = 0; d < q.diff.size(); ++d) {
+        std::vector<std::uint32_t> key;
+        for (auto [b, m] : q.budgets_of[d])
+            if (q.budgets[b].diffs.size() > 1 || q.budgets[b].diffs[0].first != d) key.push_back(b);
+        auto [it, fresh] = classes.emplace(key, static_cast<std::uint32_t>(q.class_diffs.size()));
+        if (fresh) q.class_diffs.emplace_back();
+        q.class_of[d] = it->second;
+        q.class_diffs[it->second].push_back(d);
+    }
+    // Scarcest first: the least capacity a class may use per step (its tightest budget, or the
+    // sum of its channels' capacities when no group limits it).
+    std::vector<std::uint64_t> room(q.class_diffs.size(), 0);
+    for (std::uint32_t k = 0; k < q.class_diffs.size(); ++k) {
+        std::uint64_t chans = 0, tight = std::uint64_t(-1);
+        for (std::uint32_t d : q.class_diffs[k]) {
+            chans += t.channel(t.out_channels(Node{0})[d]).cap;
+            for (auto [b, m] : q.budgets_of[d])
+                if (q.budgets[b].diffs.size() > 1) tight = std::min<std::uint64_t>(tight, q.budgets[b].cap);
+        }
+        room[k] = std::min(chans, tight);
+    }
+    q.class_room = room;
+    q.class_order.resize(q.class_diffs.size());
+    std::iota(q.class_order.begin(), q.class_order.end(), 0u);
+    std::stable_sort(q.class_order.begin(), q.class_order.end(), [&](auto a, auto b) { return room[a] < room[b]; });
+    return q;
+}
+
+std::uint64_t mix(std::uint64_t a) {
+    a ^= a >> 33;
+    a *= 0xff51afd7ed558ccdULL;
+    a ^= a >> 33;
+    a *= 0xc4ceb9fe1a85ec53ULL;
+    return a ^ (a >> 33);
+}
+
+struct TreeEdge {
+    Step step;
+    std::uint32_t tree, from, to;
+};
+
+/// One seeded greedy run: the labelled edges of C trees rooted at 0, or nullopt when a step
+/// added nothing or `max_steps` passed.
+std::optional<std::vector<TreeEdge>> grow(const Quotient& q, std::uint32_t C, Step max_steps, std::uint64_t seed) {
+    const std::uint32_t P = q.P, nk = static_cast<std::uint32_t>(q.class_diffs.size());
+    constexpr Step never = ~Step{0};
+    std::vector<Step> reach(std::size_t{C} * P, never);
+    std::vector<std::uint32_t> cnt(std::size_t{C} * P * nk, 0), left(C, P - 1);
+    std::vector<char> pending(std::size_t{C} * P, 0);
+    auto reached = [&](std::uint32_t t, std::uint32_t x) {
+        for (std::uint32_t d = 0; d < q.diff.size(); ++d) ++cnt[(std::size_t{t} * P + q.tr.add(x, q.diff[d])) * nk + q.class_of[d]];
+    };
+    for (std::uint32_t t = 0; t < C; ++t) {
+        reach[std::size_t{t} * P] = 0;
+        reached(t, 0);
+    }
+    std::uint64_t remaining = std::uint64_t{C} * (P - 1);
+    std::vector<TreeEdge> edges;
+    edges.reserve(remaining);
+    std::vector<std::int64_t> budget(q.budgets.size());
+    struct Cand {
+        std::uint64_t key;
+        std::uint32_t t, y;
+    };
+    std::vector<Cand> cands;
+    std::vector<std::uint32_t> added;
+    const std::vector<std::uint64_t>& room_of = q.class_room;
+    for (Step s = 1; remaining > 0; ++s) {
+        if (s > max_steps) return std::nullopt;
+        for (std::size_t b = 0; b < budget.size(); ++b) budget[b] = q.budgets[b].cap;
+        added.clear();
+        std::vector<std::uint32_t> order = q.class_order;
+        // Classes of equal scarcity in a seeded order.
+        for (std::size_t i = 1; i < order.size(); ++i)
+            if (mix(seed * 31 + s * 7 + i) & 1) std::swap(order[i - 1], order[i]);
+        for (std::uint32_t k : order) {
+            cands.clear();
+            for (std::uint32_t t = 0; t < C; ++t)
+                for (std::uint32_t y = 1; y < P; ++y) {
+                    const std::size_t ty = std::size_t{t} * P + y;
+                    if (reach[ty] != never || pending[ty] || cnt[ty * nk + k] == 0) continue;
+                    std::uint32_t serve = 0;
+                    for (std::uint32_t j = 0; j < nk; ++j) serve += cnt[ty * nk + j] > 0;
+                    // Served by fewest classes first, then the tree with the most left, then seeded.
+                    const std::uint64_t key = std::uint64_t{serve} << 56 | std::uint64_t{P - left[t]} << 32 | (mix(seed ^ (ty * 0x9E3779B97F4A7C15ULL) ^ s) & 0xffffffffu);
+                    cands.push_back({key, t, y});
+                }
+            // Only the first few are usually taken (a class adds at most its budget per step):
+            // sort a prefix, and the rest only when the prefix runs out.
+            const auto by_key = [](const Cand& a, const Cand& b) { return a.key < b.key; };
+            const std::size_t head = std::min(cands.size(), std::size_t{4} * room_of[k] + 8);
+            std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(head), cands.end(), by_key);
+            for (std::size_t ci = 0; ci < cands.size(); ++ci) {
+                if (ci == head) std::sort(cands.begin() + static_cast<std::ptrdiff_t>(head), cands.end(), by_key);
+                const Cand& c = cands[ci];
+                // A difference of this class from a holder of the tree, within every budget.
+                bool room = false;
+                for (std::uint32_t d : q.class_diffs[k]) {
+                    bool fits = true;
+                    for (auto [b, m] : q.budgets_of[d]) fits = fits && budget[b] >= static_cast<std::int64_t>(m);
+                    if (fits) room = true;
+                    else continue;
+                    const std::uint32_t x = q.tr.sub(c.y, q.diff[d]);
+                    if (reach[std::size_t{c.t} * P + x] >= s) continue;
+                    for (auto [b, m] : q.budgets_of[d]) budget[b] -= m;
+                    pending[std::size_t{c.t} * P + c.y] = 1;
+                    edges.push_back({s, c.t, x, c.y});
+                    added.push_back(c.t * P + c.y);
+                    break;
+                }
+                if (!room) break;  // the class's budgets are spent
+            }
+        }
+        if (added.empty()) return std::nullopt;
+        for (std::uint32_t ty : added) {
+            reach[ty] = s;
+            pending[ty] = 0;
+            --left[ty / P];
+            --remaining;
+            reached(ty / P, ty % P);
+        }
+    }
+    return edges;
+}
+
+}  // namespace
+
+std::optional<std::uint32_t> translation_box(const Topology& t) {
+    const std::uint32_t P = t.processors();
+    if (t.routers() != 0 || P < 2) return std::nullopt;
+    std::map<std::vector<std::uint32_t>, std::uint32_t> groups;
+    for (const LinkGroup& g : t.groups()) {
+        std::vector<std::uint32_t> m;
+        for (ChannelId c : g.channels) m.push_back(idx(c));
+        std::sort(m.begin(), m.end());
+        groups[m] = g.cap;
+    }
+    // B = P is the cyclic group; then the other divisors, largest first.
+    for (std::uint32_t B = P; B >= 1; --B) {
+        if (P % B != 0) continue;
+        const Translations tr{B, P / B};
+        if (B > 1 && !is_automorphism(t, tr, 1, groups)) continue;
+        if (B < P && !is_automorphism(t, tr, B, groups)) continue;
+        return B;
+    }
+    return std::nullopt;
+}
+
+std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
+                                              std::chrono::steady_clock::time_point deadline) {
+    const Topology& t = *in.topology;
+    if (in.collective.kind != CollectiveKind::allgather || in.model.ports == Ports::half || in.model.timing != Timing::hop) return std::nullopt;
+    const std::optional<std::uint32_t> B = translation_box(t);
+    if (!B) return std::nullopt;
+    const Quotient q = quotient(t, in.model, *B);
+    std::optional<std::vector<TreeEdge>> best;
+    Step best_steps = ~Step{0};
+    // Seeded runs until one reaches the target, 64 in a row find nothing better, or the deadline.
+    for (std::uint64_t seed = 0, misses = 0; best_steps > target_steps && misses < 64; ++seed) {
+        if (seed > 0 && std::chrono::steady_clock::now() > deadline) break;
+        std::optional<std::vector<TreeEdge>> e = grow(q, chunks, best_steps == ~Step{0} ? 8 * target_steps + 64 : best_steps - 1, seed);
+        if (!e) {
+            ++misses;
+            continue;
+        }
+        misses = 0;
+        best_steps = e->back().step;
+        best = std::move(e);
+    }
+    if (!best) return std::nullopt;
+    // Lower: datum g follows every tree moved by g.
+    const std::uint32_t P = q.P;
+    Collective coll = in.collective;
+    coll.chunks = chunks;
+    const Messages ms = coll.messages(P);
+    std::vector<std::uint16_t> depth(std::size_t{chunks} * P, 0);
+    PackedSchedule out;
+    for (const TreeEdge& e : *best) {
+        depth[std::size_t{e.tree} * P + e.to] = static_cast<std::uint16_t>(depth[std::size_t{e.tree} * P + e.from] + 1);
+        out.depth = std::max<std::uint32_t>(out.depth, depth[std::size_t{e.tree} * P + e.to]);
+    }
+    out.table.transfers.reserve(best->size() * P);
+    for (std::uint32_t g = 0; g < P; ++g)
+        for (const TreeEdge& e : *best) {
+            const auto c = t.find_channel(Node{q.tr.add(g, e.from)}, Node{q.tr.add(g, e.to)});
+            COLLSCHED_ASSERT(c.has_value());
+            out.table.transfers.push_back({e.step, *c, ms.broadcast(g, e.tree)});
+        }
+    out.chunks = chunks;
+    out.table.topology = in.topology;
+    out.table.model = in.model;
+    out.table.collective = coll;
+    out.table.sort();
+    out.steps = out.table.steps();
+    out.rounds = out.steps;
+    return out;
+}
+
+}  // namespace collsched

@@ -1,0 +1,40 @@
+/** \file
+ * Allgather by translates of one tree set (issue 27): on a machine whose processors carry a
+ * regular abelian group of automorphisms, here Z_B x Z_K acting on x = B b + i by adding to the
+ * box b and the local index i (boxes of B GPUs with K boxes, rings and tori as Z_N or Z_a x Z_b),
+ * every datum g follows the same C labelled out-trees, moved by g. Channel u->w then carries, in
+ * step s, one chunk for every tree edge of step s whose difference y - x equals w - u (the
+ * translate by u - x), so the whole schedule is valid exactly when, per step, the tree edges of
+ * each difference d number at most cap(d) and, per link group (and port), the tree edges whose
+ * differences lie in the group number at most its capacity (counted with multiplicity). This
+ * is a broadcast of C chunks from one root in the quotient, of N elements instead of N^2
+ * deliveries: a greedy that fills the scarcest resources first, with seeded tie-breaks and
+ * restarts, reaches the cut bound exactly on the box machines where the bound's cut leaves one
+ * processor outside (rail, multibox), and one step above it where the cut's drain forces that
+ * (verifier/tree_packing.hpp, least_rounds). The group is checked, not assumed: both generators
+ * must map every channel to a channel of equal capacity and every link group to a group of
+ * equal capacity. The table is verified by the caller.
+ */
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+#include "compiler/topology.hpp"
+#include "verifier/tree_packing.hpp"
+
+namespace collsched {
+
+/// The box size B of a checked translation group Z_B x Z_(P/B) of `t` (B = P: the cyclic group),
+/// or nullopt when none is found (routers, or no B works).
+std::optional<std::uint32_t> translation_box(const Topology& t);
+
+/// An allgather with `chunks` chunks by translates of one labelled tree set, in at most
+/// `max_steps` steps of one round (tries seeded greedy runs until one reaches `target_steps` or
+/// the deadline); nullopt when the model is not taken (half ports), there is no translation
+/// group, or no run finished within `max_steps`. The table is not yet verified.
+std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
+                                              std::chrono::steady_clock::time_point deadline);
+
+}  // namespace collsched
