@@ -214,7 +214,8 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
             j["seconds"] = res.seconds;
             j["method"] = !reduction ? "" : by_duality ? "duality" : "direct";
             if (by_duality) j["dual"] = least.collective.to_string();
-            j["least_steps"] = result_json(least, res.least_steps, args->solver);
+            j["least_steps"] = result_json(least, res.least_steps, args->solver);  // one round per step
+            j["first_steps"] = res.first_steps;
             j["bandwidth_bound"] = res.bounds.empty()
                                        ? nlohmann::ordered_json()
                                        : nlohmann::ordered_json{{"rounds_per_chunk", res.bandwidth_bound.text()},
@@ -234,8 +235,9 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
             auto& bj = j["bounds"] = nlohmann::ordered_json::array();
             for (const BandwidthBound& b : res.bounds)
                 bj.push_back({{"rounds_per_chunk", b.rounds_per_chunk.text()}, {"name", b.name}, {"detail", b.detail}});
-            auto& fj = j["frontier"] = nlohmann::ordered_json::array();
-            auto& rj = j["rows"] = nlohmann::ordered_json::array();
+            // Built apart and moved in at the end: a reference into an ordered_json object dangles
+            // when a later key grows its vector (the crash of pareto --json on DGX-1 reduce_scatter).
+            nlohmann::ordered_json fj = nlohmann::ordered_json::array(), rj = nlohmann::ordered_json::array();
             for (std::size_t i = 0; i < res.rows.size(); ++i) {
                 const ParetoRow& row = res.rows[i];
                 nlohmann::ordered_json x{{"steps", row.steps}, {"frontier", row.frontier}, {"proved", row.proved}, {"excluded", row.excluded}};
@@ -253,6 +255,8 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                     fj.push_back(std::move(pj));
                 }
             }
+            j["frontier"] = std::move(fj);
+            j["rows"] = std::move(rj);
             std::string out = j.dump() + "\n";
             std::fwrite(out.data(), 1, out.size(), stdout);
         } else {
@@ -262,7 +266,11 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
             if (by_duality)
                 s += fmt::format("by duality with {}: its least steps, bounds and frontier below, each point reversed{}\n",
                                  least.collective.to_string(), kind == CollectiveKind::allreduce ? " and followed by itself" : "");
-            s += status_sentence(least, res.least_steps) + "\n";
+            s += "least steps of one round each: " + status_sentence(least, res.least_steps) + "\n";
+            if (res.least_steps.optimum && res.first_steps > 0 && res.first_steps < *res.least_steps.optimum)
+                s += fmt::format("with several rounds per step fewer steps can do: the rows start at {} (the distance bound: a chunk "
+                                 "crosses one channel per step, whatever its rounds)\n",
+                                 res.first_steps);
             if (res.bounds.empty()) s += "bandwidth bound: none\n";
             for (const BandwidthBound& b : res.bounds)
                 s += fmt::format("bandwidth bound: R/C >= {} ({}: {})\n", b.rounds_per_chunk.text(), b.name, b.detail);

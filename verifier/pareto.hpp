@@ -122,7 +122,10 @@ struct ParetoResult {
     OptimizeResult least_steps;           ///< the least steps with one chunk and one round per step
     std::vector<BandwidthBound> bounds;   ///< bandwidth bounds, largest first
     Ratio bandwidth_bound;                ///< the largest (0 when none)
-    std::vector<ParetoRow> rows;          ///< S = least steps, least + 1, ...
+    /// The first row's steps: the least steps of schedules with any rounds per step that the
+    /// distance bound allows (at most least_steps' optimum, the least one-round steps).
+    Step first_steps = 0;
+    std::vector<ParetoRow> rows;          ///< S = first_steps, first_steps + 1, ...
     /// The bandwidth end (verifier/tree_packing.hpp): a packed schedule, verified; when its R/C
     /// equals the bandwidth bound it is proved bandwidth-optimal by the bound's cut and ends the
     /// walk at its number of steps (a row of its own).
@@ -139,7 +142,8 @@ struct ParetoResult {
 /// sat gives the table (verified) in SynthResult::witness with its rounds per step.
 SynthResult solve_rounds(const SynthInstance&, Step steps, std::uint32_t chunks, Step rounds, const SynthOptions&);
 
-/// The frontier: S from the least steps upward; for each S and each C = 1..K the rounds R from
+/// The frontier: S from the distance bound (the least steps any rounds per step allow, at most
+/// the least one-round steps) upward; for each S and each C = 1..K the rounds R from
 /// max(S, ceil(bound * C)) while R/C is below the best of the rows before, first SAT wins.
 /// Feasibility is monotone in R (one more round in any step keeps a schedule valid), so the
 /// first SAT for (S, C) is the least R for it below that line. Ends when the bandwidth bound is

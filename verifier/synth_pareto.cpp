@@ -365,8 +365,10 @@ void add_merged_end(ParetoResult& res) {
     m.steps = res.packed->steps;
     m.rounds = res.packed->rounds;
     merge_steps(m);
-    if (!res.rows.empty() && m.steps >= res.rows.front().steps) return;
-    if (res.rows.empty() && m.steps >= res.packed->steps) return;
+    // The first point of the rows: the merged schedule matters only with fewer steps.
+    auto first_point = std::find_if(res.rows.begin(), res.rows.end(), [](const ParetoRow& r) { return r.best.has_value(); });
+    if (first_point != res.rows.end() && m.steps >= first_point->steps) return;
+    if (first_point == res.rows.end() && m.steps >= res.packed->steps) return;
     const VerifyReport r = verify_direct(m.table);
     COLLSCHED_ASSERT_MSG(r.holds(), "the merged packed table does not verify");
     ParetoPoint pt;
@@ -375,7 +377,8 @@ void add_merged_end(ParetoResult& res) {
     pt.rounds = m.rounds;
     for (Step t = 1; t <= m.steps; ++t) pt.step_rounds.push_back(m.table.rounds(t));
     pt.table = std::move(m.table);
-    for (ParetoRow& row : res.rows) row.frontier = false;
+    for (ParetoRow& row : res.rows)
+        if (row.steps >= m.steps) row.frontier = false;  // dominated: as many steps or more, R/C no lower
     ParetoRow row;
     row.steps = pt.steps;
     row.frontier = true;
@@ -384,11 +387,11 @@ void add_merged_end(ParetoResult& res) {
                                "every row after it, which start from the least steps of one-round steps",
                                res.bandwidth_bound.text(), pt.steps, res.bounds.front().detail);
     row.best = std::move(pt);
-    res.rows.insert(res.rows.begin(), std::move(row));
+    // In order of steps, after the rows of fewer steps (those the walk left without a point).
+    auto at = std::find_if(res.rows.begin(), res.rows.end(), [&](const ParetoRow& x) { return x.steps >= row.steps; });
+    res.rows.insert(at, std::move(row));
     res.complete = false;
-    res.end += fmt::format("; NOT the whole frontier: with several rounds per step the bound is met in {} steps, fewer than the rows' "
-                           "least one-round steps, and fewer steps are not searched",
-                           res.rows.front().steps);
+    res.end += fmt::format("; the bound is met in {} steps by the packed schedule merged into steps of several rounds", m.steps);
 }
 
 /// The row of a packed schedule that meets the bound: nothing has fewer rounds per chunk.
@@ -430,26 +433,39 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
     OptimizeOptions oo;
     oo.synth = opt.synth;
     oo.synth.deadline = std::min(oo.synth.deadline, deadline);
-    oo.timeout = opt.timeout > 0 ? std::max(0.01, opt.timeout - elapsed()) : 0;
+    // Half of what is left: the walk below does not depend on it (it starts from the distance
+    // bound), and the least one-round steps give it one point and the status line.
+    oo.timeout = opt.timeout > 0 ? std::max(0.01, (opt.timeout - elapsed()) / 2) : 0;
     res.least_steps = optimize(in, oo);
-    if (res.least_steps.status != OptStatus::proved) {
-        res.end = fmt::format("the least number of steps was not proved ({})", to_string(res.least_steps.status));
-        if (packed_meets) res.rows.push_back(packed_row(res));
-        add_merged_end(res);
-        res.seconds = elapsed();
-        return res;
-    }
-    const Step smin = *res.least_steps.optimum;
-    // The line to beat: the best R/C of the rows so far. The first row starts from the
-    // least-steps schedule (one chunk, one round per step: R/C = S_min, verified by optimize).
-    Ratio line = Ratio::of(smin, 1);
+    // The least-steps schedule of one chunk and one round per step (verified by optimize): a
+    // point of the frontier's search space at its number of steps.
+    const Step smin = res.least_steps.witness ? res.least_steps.witness->steps() : 0;  // 0: none
+    // The rows start at the least steps of schedules with any rounds per step, which may be
+    // fewer than the least one-round steps: a step of r rounds carries r times every capacity,
+    // but a chunk still crosses one channel per step, so only the distance bound holds for them
+    // (nvswitch8 allgather: 7 one-round steps, 1 step of 7 rounds). The rows' proofs are their
+    // own (UNSAT answers and the bandwidth bound): they do not need smin proved.
+    Step first = 1;
+    for (const Bound& b : res.least_steps.bounds)
+        if (b.name == "distance") first = std::max(first, b.steps);
+    if (res.least_steps.status == OptStatus::proved) first = std::min(first, *res.least_steps.optimum);
+    res.first_steps = first;
+    // The line to beat: the best R/C of the rows so far. From smin on, the least-steps
+    // schedule (one chunk, one round per step: R/C = smin, verified by optimize) is a point;
+    // before it there is no line: every R/C up to `cap` is a candidate, where cap bounds every
+    // schedule's R/C (each round carries at least one transfer, and no more than nodes x
+    // messages x C transfers are useful: R/C <= nodes x messages).
+    std::optional<Ratio> line;
+
+    const Ratio cap = Ratio::of(std::uint64_t{in.topology->nodes()} * std::max<std::uint64_t>(1, in.collective.goal_count(in.topology->processors())) + 1, 1);
     bool all_proved = true;
     // The pairs (C <= K, R >= max(S, ceil(bound * C))) below the line, sorted by R/C, then C.
     auto candidates = [&](Step S) {
         std::vector<std::pair<std::uint32_t, Step>> out;
+        const Ratio below = line ? *line : cap;
         for (std::uint32_t C = 1; C <= opt.max_chunks; ++C)
             for (Step R = static_cast<Step>(std::max<std::uint64_t>(S, lb.ceil_times(C)));; ++R) {
-                if (!(Ratio::of(R, C) < line)) break;
+                if (!(Ratio::of(R, C) < below)) break;
                 out.push_back({C, R});
             }
         std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
@@ -457,26 +473,32 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
         });
         return out;
     };
-    for (Step S = smin;; ++S) {
-        if (packed_meets && S >= res.packed->steps && S > smin) {
+    for (Step S = first;; ++S) {
+        if (packed_meets && S >= res.packed->steps && S > first) {
             // The packed schedule meets the bound: no row from here on can do better.
-            if (!(line <= lb)) res.rows.push_back(packed_row(res));
+            if (!line || !(*line <= lb)) res.rows.push_back(packed_row(res));
             res.end = fmt::format("the packed schedule meets the bandwidth bound {} at {} steps", lb.text(), res.packed->steps);
             break;
         }
-        if (opt.max_steps > 0 && S > opt.max_steps) {
-            res.end = fmt::format("--max-steps {} reached", opt.max_steps);
+        // Ended early: the packed schedule that meets the bound is still a point (verified, and
+        // nothing has fewer rounds per chunk), unless a row already met the bound.
+        auto end_early = [&](std::string why) {
+            res.end = std::move(why);
             all_proved = false;
+            if (packed_meets && (!line || !(*line <= lb))) res.rows.push_back(packed_row(res));
+        };
+        if (opt.max_steps > 0 && S > opt.max_steps) {
+            end_early(fmt::format("--max-steps {} reached", opt.max_steps));
             break;
         }
         if (out_of_time()) {
-            res.end = "time limit";
-            all_proved = false;
+            end_early("time limit");
             break;
         }
         ParetoRow row;
         row.steps = S;
-        if (S == smin && res.least_steps.witness) {
+        if (smin > 0 && S == smin && (!line || Ratio::of(smin, 1) < *line)) {
+            line = Ratio::of(smin, 1);
             ParetoPoint p;
             p.steps = smin;
             p.chunks = 1;
@@ -537,22 +559,34 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
             row.frontier = true;
         }
         const std::string refuted = unsat_pairs.empty() ? std::string() : fmt::format("UNSAT for {}; ", fmt::join(unsat_pairs, ", "));
+        if (!line) {  // no schedule with S steps at any R/C up to the cap: only before the first point
+            row.excluded = row.proved ? fmt::format("no schedule with {} steps and at most {} chunks: {}every pair (C, R) refuted", S,
+                                                    opt.max_chunks, refuted)
+                                      : fmt::format("NOT settled whether a schedule with {} steps and at most {} chunks exists: {}no answer "
+                                                    "for {}",
+                                                    S, opt.max_chunks, refuted,
+                                                    open_pairs.empty() ? std::string("the pairs the time limit left")
+                                                                       : fmt::format("{}", fmt::join(open_pairs, ", ")));
+            all_proved = all_proved && row.proved;
+            res.rows.push_back(std::move(row));
+            continue;
+        }
         if (row.proved)
             row.excluded = fmt::format("no schedule with {} steps and at most {} chunks has R/C below {}: {}every other pair (C, R) below "
                                        "it has R < {} (a step lasts at least one round) or R/C below the bandwidth bound {}",
-                                       S, opt.max_chunks, line.text(), refuted, S, lb.text());
+                                       S, opt.max_chunks, line->text(), refuted, S, lb.text());
         else
             row.excluded = fmt::format("NOT settled whether a schedule with {} steps and at most {} chunks has R/C below {}: {}no answer for {}",
-                                       S, opt.max_chunks, line.text(), refuted,
+                                       S, opt.max_chunks, line->text(), refuted,
                                        open_pairs.empty() ? std::string("the pairs the time limit left") : fmt::format("{}", fmt::join(open_pairs, ", ")));
         all_proved = all_proved && row.proved;
         res.rows.push_back(std::move(row));
-        if (!res.bounds.empty() && line == lb) {
+        if (!res.bounds.empty() && *line == lb) {
             res.end = fmt::format("the bandwidth bound {} is met", lb.text());
             break;
         }
         if (candidates(S + 1).empty()) {
-            res.end = fmt::format("with more steps no R/C below {} is possible with at most {} chunks (R >= S, R/C >= {})", line.text(),
+            res.end = fmt::format("with more steps no R/C below {} is possible with at most {} chunks (R >= S, R/C >= {})", line->text(),
                                   opt.max_chunks, lb.text());
             break;
         }
