@@ -27,17 +27,16 @@
 
 #include <fmt/format.h>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
-#include "compiler/et_def.pb.h"
 #include "compiler/export_chakra.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/compiler/export_fixtures.hpp"
+#include "tests/tools/chakra_trace.hpp"
 #include "tests/tools/cli_run.hpp"
 
 using namespace collsched;
+using collsched::test::parse_trace;
 using collsched::test::source;
+using collsched::test::Trace;
 
 namespace {
 
@@ -329,6 +328,56 @@ std::vector<Case> schedule_cases() {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Link groups over their capacity in a schedule: verify names the statement of the group's first
+// transfer (it used to name none), whatever the layout of the statements; rounds that cover the
+// load make the group hold.
+
+std::vector<Case> group_cases() {
+    std::vector<Case> out;
+    const std::string machine = source("schedules/machines/nvswitch8.json");
+    for (int k : {2, 3, 5, 7})
+        for (bool into : {false, true})
+            for (int layout = 0; layout < 3; ++layout)
+                for (int rounds : {1, k - 1, k}) {
+                    // GPU 0 sends chunk j - 1 of its datum to j (its out group), or receives chunk 0 of j's (its in group).
+                    auto hop = [&](const std::string& j, const std::string& chunk) {
+                        return into ? fmt::format("hop {} -> 0 msg b({}, 0)", j, j) : fmt::format("hop 0 -> {} msg b(0, {})", j, chunk);
+                    };
+                    std::string body;
+                    if (layout == 0)
+                        for (int j = 1; j <= k; ++j) body += "  " + hop(std::to_string(j), std::to_string(j - 1)) + "\n";
+                    if (layout == 1)
+                        for (int j = k; j >= 1; --j) body += "  " + hop(std::to_string(j), std::to_string(j - 1)) + "\n";
+                    if (layout == 2) body = fmt::format("  for j in 1 .. {} {{\n    {}\n  }}\n", k, hop("j", "j - 1"));
+                    const std::string text = fmt::format("topology graph(\"{}\")\ncollective allgather chunks {}\n\nstep 1{} {{\n{}}}\n", machine, k,
+                                                         rounds > 1 ? fmt::format(" rounds {}", rounds) : "", body);
+                    // The first transfer in table order carries the group's first message: b(0,0) on 0->1 (out),
+                    // b(1,0) on 1->0 (in); its statement is the hop that names it (the loop's one hop).
+                    const std::string first = layout == 2 ? hop("j", "j - 1") : hop("1", "0");
+                    const SourceLoc loc = location_of(text, text.find(first));
+                    Case c;
+                    c.name = fmt::format("{} hops {} GPU 0 in a step of {} round{} (layout {})", k, into ? "into" : "out of", rounds,
+                                         rounds == 1 ? "" : "s", layout);
+                    c.files = {{"x.sched", text}};
+                    c.args = "verify x.sched";
+                    c.code = 1;  // an allgather that moves a few chunks is incomplete either way
+                    const std::string group = into ? "gpu0.in" : "gpu0.out";
+                    c.out = rounds >= k ? std::string("capacity      holds")
+                                        : fmt::format("capacity: step 1, group {}: {} messages", group, k);
+                    out.push_back(c);
+                    if (rounds < k) {
+                        Case at = c;
+                        at.name += ", its statement";
+                        at.out = fmt::format(" but capacity 1{} (at x.sched:{}:{}{})",
+                                             rounds > 1 ? fmt::format(" x {} rounds = {}", rounds, rounds) : "", loc.line, loc.column,
+                                             layout == 2 ? ", when j = 1" : "");
+                        out.push_back(at);
+                    }
+                }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
 // Models read from tables and the command line: combine=routers where it is not defined names
 // the file (or the option).
 
@@ -418,44 +467,165 @@ std::vector<Case> mpirun_cases() {
 
 
 // ------------------------------------------------------------------------------------------------
-// Chakra trace sets: the set is checked before it is read (every rank's file there, regular,
-// nothing beyond the last rank), files are never read as schedules, limits hold.
+// MSCCL-IR programs (compiler/msccl_xml.cpp, msccl_program.cpp): every attribute the executor's
+// reader requires, removed; integers that are none; values outside the executor's limits; deep
+// nesting; files cut short; each refused at the element's line and column, by every command that
+// reads a program, with nothing written.
 
-/// A trace file as messages: GlobalMetadata then Nodes.
-struct Trace {
-    ChakraProtoMsg::GlobalMetadata meta;
-    std::vector<ChakraProtoMsg::Node> nodes;
-};
-
-Trace parse_trace(const std::string& data) {
-    Trace t;
-    google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(data.data()), int(data.size()));
-    std::uint32_t size = 0;
-    bool first = true;
-    while (in.ReadVarint32(&size)) {
-        auto limit = in.PushLimit(int(size));
-        if (first) REQUIRE(t.meta.ParseFromCodedStream(&in));
-        else REQUIRE(t.nodes.emplace_back().ParseFromCodedStream(&in));
-        in.PopLimit(limit);
-        first = false;
-    }
-    return t;
+/// The first element `<name ` of `xml`: its offset.
+std::size_t element_at(const std::string& xml, const std::string& name) {
+    const std::size_t at = xml.find("<" + name + " ");
+    REQUIRE(at != std::string::npos);
+    return at;
 }
 
-std::string serialize(const Trace& t) {
-    std::string out;
-    {
-        google::protobuf::io::StringOutputStream raw(&out);
-        google::protobuf::io::CodedOutputStream coded(&raw);
-        auto put = [&](const google::protobuf::MessageLite& m) {
-            coded.WriteVarint32(std::uint32_t(m.ByteSizeLong()));
-            m.SerializeWithCachedSizes(&coded);
-        };
-        put(t.meta);
-        for (const auto& n : t.nodes) put(n);
-    }
+/// `xml` with attribute `key` of the element at `at` replaced by `with` (` key="v"` as a whole;
+/// "" removes it).
+std::string edit_attribute(const std::string& xml, std::size_t at, const std::string& key, const std::string& with) {
+    const std::size_t end = xml.find('>', at);
+    const std::size_t a = xml.find(" " + key + "=\"", at);
+    REQUIRE(a < end);
+    const std::size_t close = xml.find('"', a + key.size() + 3);
+    std::string out = xml;
+    out.replace(a, close + 1 - a, with);
     return out;
 }
+
+std::vector<Case> msccl_cases() {
+    std::vector<Case> out;
+    const std::vector<std::string> commands = {"verify x.xml", "simulate x.xml", "convert x.xml -o out.json"};
+    std::size_t turn = 0;  // the commands take turns where a case does not need all three
+    auto add = [&](const std::string& name, const std::string& xml, const std::string& message, const std::string& where, bool all) {
+        for (std::size_t k = 0; k < commands.size(); ++k) {
+            if (!all && k != turn % commands.size()) continue;
+            Case c;
+            c.name = name + " (" + commands[k].substr(0, commands[k].find(' ')) + ")";
+            c.args = commands[k];
+            c.files = {{"x.xml", xml}};
+            c.message = message;
+            c.where = where;
+            c.absent = {"out.json"};
+            out.push_back(c);
+        }
+        ++turn;
+    };
+    struct Attr {
+        std::string element, key;
+        bool integer;
+    };
+    const std::vector<Attr> required = {
+        {"algo", "nchunksperloop", true}, {"algo", "nchannels", true}, {"algo", "ngpus", true},   {"algo", "proto", false},
+        {"algo", "coll", false},          {"algo", "inplace", true},   {"gpu", "id", true},        {"gpu", "i_chunks", true},
+        {"gpu", "o_chunks", true},        {"gpu", "s_chunks", true},   {"tb", "id", true},         {"tb", "send", true},
+        {"tb", "recv", true},             {"tb", "chan", true},        {"step", "s", true},        {"step", "type", false},
+        {"step", "srcbuf", false},        {"step", "srcoff", true},    {"step", "dstbuf", false},  {"step", "dstoff", true},
+        {"step", "cnt", true},            {"step", "depid", true},     {"step", "deps", true},     {"step", "hasdep", true}};
+    // The first file gets every variant with every command; the other two (other collectives, in
+    // place, several thread blocks) a share, so that the category stays within seconds.
+    for (std::string file : {"allgather_ring.xml", "allreduce_ring_inplace.xml", "alltoall_allpairs.xml"}) {
+        const std::string xml = slurp(source("tests/data/msccl/" + file));
+        const bool first_file = file == "allgather_ring.xml";
+        for (const Attr& a : required) {
+            const std::size_t at = element_at(xml, a.element);
+            const SourceLoc loc = location_of(xml, at);
+            const std::string where = fmt::format("x.xml:{}:{}: ", loc.line, loc.column);
+            add(file + ": <" + a.element + "> without " + a.key, edit_attribute(xml, at, a.key, ""),
+                fmt::format("<{}> has no attribute {}, which the executor's reader requires", a.element, a.key), where, first_file);
+            if (!a.integer) continue;
+            const std::vector<std::string> values = first_file ? std::vector<std::string>{"abc", "", "1.5", "0x10", "99999999999", " 1", "1e3", "--1", "+"}
+                                                               : std::vector<std::string>{"abc", "99999999999"};
+            for (const std::string& v : values)
+                add(fmt::format("{}: <{}> {}=\"{}\"", file, a.element, a.key, v), edit_attribute(xml, at, a.key, fmt::format(" {}=\"{}\"", a.key, v)),
+                    fmt::format("<{}> attribute {}=\"{}\" is not an integer", a.element, a.key, v), where, false);
+        }
+        // Values outside the executor's limits (export_msccl.hpp MscclLimits), at <algo> (1:1) or the first <step>.
+        const std::size_t algo = element_at(xml, "algo"), step = element_at(xml, "step");
+        const SourceLoc sl = location_of(xml, step);
+        const std::string at_step = fmt::format("x.xml:{}:{}: ", sl.line, sl.column);
+        for (std::string n : {"0", "-4", "1048577", "1000000000", "2147483647", "-2147483648"})
+            add(file + ": nchunksperloop " + n, edit_attribute(xml, algo, "nchunksperloop", " nchunksperloop=\"" + n + "\""),
+                "nchunksperloop=\"" + n + "\" is outside 1..1048576", "x.xml:1:1: ", true);
+        for (std::string n : {"0", "1", "-1", "1025", "2147483647"})
+            add(file + ": ngpus " + n, edit_attribute(xml, algo, "ngpus", " ngpus=\"" + n + "\""), "ngpus=\"" + n + "\" is outside 2..1024 [MAX_SUBS]",
+                "x.xml:1:1: ", false);
+        for (std::string n : {"0", "-1", "33", "1000000"})
+            add(file + ": nchannels " + n, edit_attribute(xml, algo, "nchannels", " nchannels=\"" + n + "\""),
+                "nchannels=\"" + n + "\" is outside 1..32 [MAXCHANNELS]", "x.xml:1:1: ", false);
+        for (std::string p : {"simple", "LL64", "", "Simple "})
+            add(file + ": proto '" + p + "'", edit_attribute(xml, algo, "proto", " proto=\"" + p + "\""),
+                "proto=\"" + p + "\" is not Simple, LL or LL128", "x.xml:1:1: ", false);
+        for (std::string k : {"gather", "allgatherv", "ALLREDUCE", ""})
+            add(file + ": coll '" + k + "'", edit_attribute(xml, algo, "coll", " coll=\"" + k + "\""),
+                "coll=\"" + k + "\": collsched checks allreduce, allgather, alltoall, reduce, reducescatter, broadcast and custom", "x.xml:1:1: ",
+                false);
+        for (std::string t : {"x", "", "S", "send"})
+            add(file + ": step type '" + t + "'", edit_attribute(xml, step, "type", " type=\"" + t + "\""), "unknown step type \"" + t + "\"", at_step,
+                false);
+        for (std::string b : {"q", "", "O", "io"})
+            add(file + ": srcbuf '" + b + "'", edit_attribute(xml, step, "srcbuf", " srcbuf=\"" + b + "\""), "buffer \"" + b + "\" is not i, o or s",
+                at_step, false);
+        for (std::string n : {"-1", "72", "1000000"})
+            add(file + ": cnt " + n, edit_attribute(xml, step, "cnt", " cnt=\"" + n + "\""), "cnt=\"" + n + "\" is outside 0..71 [MSCCL_MAX_COUNT]",
+                at_step, false);
+        for (std::string n : {"2", "-1", "100"})
+            add(file + ": hasdep " + n, edit_attribute(xml, step, "hasdep", " hasdep=\"" + n + "\""), "hasdep=\"" + n + "\" must be 0 or 1", at_step,
+                false);
+        for (std::string n : {"-1", "64", "32768", "2147483647"})
+            add(file + ": s " + n, edit_attribute(xml, step, "s", " s=\"" + n + "\""), "s=\"" + n + "\" is outside 0..63 [MSCCL_MAX_NUM_STEPS]",
+                at_step, false);
+        // A required attribute after the executor's first 16 (MAX_ATTR_COUNT): not found by it.
+        std::string junk;
+        for (int i = 0; i < 16; ++i) junk += fmt::format(" x{}=\"0\"", i);
+        std::string late = xml;
+        late.insert(step + std::string("<step").size(), junk);
+        add(file + ": <step> with 16 attributes before its own", late, "<step> has attribute s after its first 16; the executor's reader keeps 16",
+            at_step, true);
+        // Cut short: inside the last closing tag, mid-attribute, mid-element, after the first line.
+        for (std::size_t cut : {xml.rfind("</algo>") + 3, xml.rfind("</algo>"), xml.size() / 2, xml.size() / 3, xml.find('\n') + 1, std::size_t{7},
+                                std::size_t{1}})
+            add(fmt::format("{}: cut at byte {} of {}", file, cut, xml.size()), xml.substr(0, cut), "malformed MSCCL-IR XML: ", "x.xml:", false);
+    }
+    // Not a file to read: refused by its kind before it is opened.
+    for (auto [setup, message] : std::vector<std::pair<std::string, std::string>>{
+             {"mkdir x.xml &&", "x.xml: is a directory, not a table or schedule"},
+             {"ln -s /dev/zero x.xml &&", "x.xml: is a character device, not a table or schedule (only regular files and pipes are read)"}})
+        for (const std::string& cmd : commands) {
+            Case c;
+            c.name = "x.xml made by '" + setup + "' (" + cmd + ")";
+            c.setup = setup;
+            c.args = cmd;
+            c.message = message;
+            c.absent = {"out.json"};
+            out.push_back(c);
+        }
+    // Deep nesting, closed or not: refused at the 65th level, never recursing.
+    const std::string ring = slurp(source("tests/data/msccl/allgather_ring.xml"));
+    const std::string head = ring.substr(0, ring.find('\n') + 1);
+    for (std::size_t depth : {65u, 66u, 1000u, 100000u})
+        for (std::string tag : {"a", "gpu", "tb"})
+            for (bool closed : {false, true})
+                for (bool lines : {false, true}) {
+                    std::string text = head;  // <algo ...> is level 1
+                    std::size_t at65 = 0;
+                    for (std::size_t i = 1; i < depth; ++i) {
+                        if (i == 64) at65 = text.size();
+                        text += "<" + tag + ">" + (lines ? "\n" : "");
+                    }
+                    if (closed) {
+                        for (std::size_t i = 1; i < depth; ++i) text += "</" + tag + ">" + (lines ? "\n" : "");
+                        text += "</algo>\n";
+                    }
+                    const SourceLoc loc = location_of(text, at65);
+                    add(fmt::format("<{}> nested {} deep{}{}", tag, depth, closed ? ", closed" : "", lines ? ", one per line" : ""), text,
+                        "malformed MSCCL-IR XML: elements nested more than 64 deep (MSCCL-IR needs 4: <algo>, <gpu>, <tb>, <step>)",
+                        fmt::format("x.xml:{}:{}: ", loc.line, loc.column), depth == 100000u);
+                }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Chakra trace sets: the set is checked before it is read (every rank's file there, regular,
+// nothing beyond the last rank), files are never read as schedules, limits hold.
 
 /// The rank traces of a table (PREFIX.<r>.et, in the scratch directory as t.<r>.et).
 std::vector<std::string> traces_of(const SendTable& t) {
@@ -566,7 +736,7 @@ std::vector<Case> chakra_cases() {
                 a->set_string_val(value);
             }
             auto f = files;
-            f[0].second = serialize(t);
+            f[0].second = test::serialize_trace(t);
             return f;
         };
         const std::string steps = fmt::format("{} step{}", set.table.steps(), set.table.steps() == 1 ? "" : "s");
@@ -603,7 +773,7 @@ std::vector<Case> chakra_cases() {
             Trace t = parse_trace(traces[r]);
             t.nodes[0].set_name(name);
             auto f = files;
-            f[r].second = serialize(t);
+            f[r].second = test::serialize_trace(t);
             return f;
         };
         for (std::uint32_t r : {0u, P - 1}) {
@@ -729,6 +899,12 @@ TEST_CASE("hostile surfaces: partials, chunks, rounds and combining in schedules
 }
 
 TEST_CASE("hostile surfaces: combine=routers outside its models names the file or option") { run_category("models", model_cases()); }
+
+TEST_CASE("hostile surfaces: MSCCL-IR programs the executor would not load are refused at their element") {
+    run_category("msccl-ir", msccl_cases());
+}
+
+TEST_CASE("hostile surfaces: a link group over its capacity in a schedule names its statement") { run_category("groups", group_cases()); }
 
 TEST_CASE("hostile surfaces: --max-steps is one usage error") { run_category("max-steps", max_steps_cases()); }
 

@@ -45,7 +45,7 @@ TEST_CASE("limits of optimize: a memory limit below the encoding refuses it and 
     auto r = run("optimize " + multibox4 + " --collective allgather --timeout 120 --memory 150M");
     CHECK(r.code == 3);
     CHECK(r.out.find("best found: 19 steps, not proved optimal (the memory limit ended the search)") != std::string::npos);
-    CHECK(r.out.find("limits: time 120 s, memory 150 MB;") != std::string::npos);
+    CHECK(r.out.find("limits: time 120 s, memory 150 MiB;") != std::string::npos);
 }
 
 TEST_CASE("limits of optimize: a short time limit ends the run with what it found") {
