@@ -53,6 +53,8 @@ struct Case {
     std::string out;      ///< part of standard output (exit 0, 1, 3)
     std::string env;      ///< environment assignments for the run
     double max_seconds = 0;  ///< slow category only: a generous bound on the wall time (0: none but the kill at 120 s)
+    int or_code = -1;        ///< slow category only: a second answer a loaded machine may give instead (its exit code) ...
+    std::string or_out;      ///< ... and a part of its standard output
 };
 
 /// A case from its most used fields (the others keep their defaults).
@@ -113,10 +115,11 @@ void run_case(const Case& c, const std::string& category) {
     INFO("args: " << c.args);
     INFO("stderr: " << error.substr(0, 2000));
     INFO("stdout: " << out.substr(0, 500));
-    CHECK(code == c.code);
+    const bool second = c.or_code >= 0 && code == c.or_code;
+    CHECK((code == c.code || second));
     if (!c.message.empty()) CHECK(error.find(c.message) != std::string::npos);
     if (!c.where.empty()) CHECK(error.find(c.where) != std::string::npos);
-    if (!c.out.empty()) CHECK(out.find(c.out) != std::string::npos);
+    if (!c.out.empty()) CHECK(out.find(second ? c.or_out : c.out) != std::string::npos);
     if (c.max_seconds > 0) CHECK(seconds <= c.max_seconds);
     if (c.code == 2) {
         CHECK(out.empty());
@@ -864,6 +867,8 @@ std::vector<Case> limit_cases() {
         c.files = {{"t.json", lin}};
         c.code = timeout == "10" ? 1 : 3;
         c.out = timeout == "10" ? "completeness  violated (4096 violations)" : "verdict: unknown";
+        // 8 s of the 10 on the 2-core machine at load 13 (2.6 s of CPU): more load ends it at its limit instead.
+        if (timeout == "10") c.or_code = 3, c.or_out = "verdict: unknown";
         c.max_seconds = 35;
         out.push_back(c);
     }
