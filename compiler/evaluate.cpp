@@ -9,7 +9,7 @@
 #include "compiler/declarations.hpp"
 #include "compiler/flat_map.hpp"
 #include "compiler/stream.hpp"
-#include "support/memory_budget.hpp"
+#include "support/budget.hpp"
 
 namespace collsched::compiler {
 
@@ -126,8 +126,8 @@ private:
         }
         // The table lists the rounds of every step up to the last one of more than one round.
         if (fresh && r > 1)
-            if (std::string why = support::memory_problem(support::mul_sat(s, sizeof(std::uint32_t)),
-                                                          fmt::format("the rounds of steps 1 .. {}", s));
+            if (std::string why = MemoryBudget::standard().refusal(mul_sat(s, sizeof(std::uint32_t)),
+                                                                     fmt::format("the rounds of steps 1 .. {}", s));
                 !why.empty()) {
                 out_.stated_rounds.erase(it);
                 fail("E055", loc, fmt::format("step {} rounds {}: {}", s, r, why));

@@ -102,7 +102,7 @@ private:
                 if (!eat(':')) fail("expected ':' after a member name");
                 skip();
                 Value m = value();
-                v.members.emplace_back(std::move(key), std::move(m));
+                v.members.push_back(Member{std::move(key), std::move(m)});
                 skip();
                 if (eat(',')) continue;
                 if (eat('}')) return v;

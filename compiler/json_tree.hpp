@@ -21,13 +21,15 @@ namespace collsched::json_tree {
 
 enum class Kind { null, boolean, number, string, array, object };
 
+struct Member;
+
 struct Value {
     Kind kind = Kind::null;
     int line = 0, col = 0;
     bool boolean = false;
     std::string text;  ///< a string's value (unescaped), or a number's text
     std::vector<Value> items;                          ///< array
-    std::vector<std::pair<std::string, Value>> members;  ///< object, in file order
+    std::vector<Member> members;  ///< object, in file order
 
     /// The last member named `key` (as nlohmann would keep it), or null.
     const Value* find(std::string_view key) const;
@@ -37,6 +39,13 @@ struct Value {
     std::optional<std::int64_t> integer() const;
     /// "an object", "a string", ... for messages.
     std::string_view kind_name() const;
+};
+
+/// One member of an object: its key and its value, named as the std::pair they were (a pair of
+/// the incomplete Value does not compile with clang 14 and libstdc++ 12, the fuzzing build).
+struct Member {
+    std::string first;
+    Value second;
 };
 
 /// Parses `text`; `file` names it in errors.

@@ -275,9 +275,13 @@ std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::stri
     auto type_of = [&](const nlohmann::json& v, std::size_t e) {
         if (!v.is_string()) throw InputError(where(fmt::format("edges[{}]: link type {} must be a name of \"link_types\"", e, v.dump())));
         auto it = types.find(v.get<std::string>());
-        if (it == types.end())
+        if (it == types.end()) {
+            // A loop, not std::views::keys: clang 14 with libstdc++ 12 (the fuzzing build) refuses keys of a map.
+            std::string names;
+            for (const auto& [name, speed] : types) names += (names.empty() ? "" : ", ") + name;
             throw InputError(speeds.at(v, fmt::format("edges[{}]: unknown link type {} (\"link_types\" names {})", e, v.dump(),
-                                                      types.empty() ? std::string("none") : fmt::format("{}", fmt::join(std::views::keys(types), ", ")))));
+                                                      types.empty() ? std::string("none") : names)));
+        }
         return it->second;
     };
     std::vector<std::tuple<Node, Node, LinkSpeed>> edge_speeds;  // per unit of capacity, both directions

@@ -28,14 +28,10 @@ void invariant_failed(std::string_view what) {
     std::abort();
 }
 
-namespace {
-
 bool small(const SendTable& t) {
     return t.topology->processors() <= check_max_processors && t.transfers.size() <= check_max_transfers &&
            t.topology->channels().size() <= check_max_channels;
 }
-
-}  // namespace
 
 void check_table(const SendTable& t) {
     if (!t.topology) invariant_failed("a reader returned a table without a topology");

@@ -25,6 +25,9 @@ inline constexpr std::uint32_t check_max_processors = 256;
 inline constexpr std::uint64_t check_max_transfers = 20'000;
 inline constexpr std::uint64_t check_max_channels = 100'000;
 
+/// Whether a table is within the sizes above, so that checking it further takes milliseconds.
+bool small(const SendTable&);
+
 /// A broken invariant that is not a crash by itself: printed, then abort() so libFuzzer saves the input.
 [[noreturn]] void invariant_failed(std::string_view what);
 

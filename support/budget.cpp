@@ -9,12 +9,15 @@
 #include <mutex>
 #include <thread>
 #include <cctype>
+#include <charconv>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "support/error.hpp"
+#include "support/units.hpp"
 
 namespace collsched {
 
@@ -58,8 +61,27 @@ std::uint64_t peak_resident_memory() {
     return static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;  // Linux: kilobytes
 }
 
-MemoryBudget MemoryBudget::machine_default() {
-    return MemoryBudget(static_cast<std::uint64_t>(static_cast<double>(physical_memory()) * default_fraction));
+MemoryBudget MemoryBudget::standard() {
+    if (const char* env = std::getenv(environment_variable)) {
+        std::string_view s(env);
+        std::uint64_t mb = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), mb);
+        if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || mb == 0 || mb > (std::uint64_t{1} << 40))
+            throw InputError(fmt::format("{} must be a whole number of MiB from 1 to 2^40, not '{}'", environment_variable, s.substr(0, 40)));
+        return MemoryBudget(mb << 20);
+    }
+    const std::uint64_t half = physical_memory() / 2;
+    return MemoryBudget(half == 0 ? default_limit : std::min(default_limit, half));
+}
+
+std::string MemoryBudget::refusal(std::uint64_t bytes, std::string_view what) const {
+    if (none() || bytes <= limit_) return "";
+    return fmt::format("{} needs about {}, more than the memory budget of {}; set {} to allow more", what, format_bytes(bytes),
+                       format_bytes(limit_), environment_variable);
+}
+
+void MemoryBudget::check(std::uint64_t bytes, std::string_view what) const {
+    if (std::string why = refusal(bytes, what); !why.empty()) throw InputError(why);
 }
 
 std::uint64_t MemoryBudget::left() const {
@@ -132,51 +154,38 @@ bool wait_for_background_frees(Deadline until) {
     return f.done.wait_until(lock, until.when(), [&] { return f.pending == 0; });
 }
 
-std::string format_bytes(std::uint64_t b) {
-    const double x = static_cast<double>(b);
-    if (b >= 1'000'000'000) return fmt::format("{:.1f} GB", x / 1e9);
-    if (b >= 1'000'000) return fmt::format("{:.0f} MB", x / 1e6);
-    if (b >= 1'000) return fmt::format("{:.0f} KB", x / 1e3);
-    return fmt::format("{} bytes", b);
+std::string format_bytes(std::uint64_t bytes) {
+    if (bytes == UINT64_MAX) return "more than 16 EiB";
+    constexpr std::uint64_t KiB = 1024, MiB = KiB << 10, GiB = MiB << 10, TiB = GiB << 10;
+    auto unit = [&](std::uint64_t u, const char* name) {
+        if (bytes % u == 0) return fmt::format("{} {}", bytes / u, name);
+        return fmt::format("{:.1f} {}", static_cast<double>(bytes) / static_cast<double>(u), name);
+    };
+    if (bytes >= TiB) return unit(TiB, "TiB");
+    if (bytes >= GiB) return unit(GiB, "GiB");
+    if (bytes >= MiB) return unit(MiB, "MiB");
+    if (bytes >= KiB) return unit(KiB, "KiB");
+    return fmt::format("{} bytes", bytes);
 }
 
 std::uint64_t parse_bytes(const std::string& text) {
     auto bad = [&] {
-        return InputError(fmt::format("'{}' is not a size: expected a number with an optional unit (K, M, G, T: powers of 1000; KiB, "
-                                      "MiB, GiB, TiB: powers of 1024), e.g. 4G, 512MiB, or a share of physical memory such as 50%",
+        return InputError(fmt::format("'{}' is not a size: expected a number with an optional unit (K, M, G, T or KiB, MiB, GiB, TiB: "
+                                      "powers of 1024; kB, MB, GB, TB: powers of 1000), e.g. 4G, 512MiB, or a share of physical "
+                                      "memory such as 50%",
                                       text));
     };
-    std::size_t i = 0;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-    if (i == 0) throw bad();
-    char* end = nullptr;
-    const std::string number = text.substr(0, i);
-    const double v = std::strtod(number.c_str(), &end);
-    if (end != number.c_str() + number.size() || !(v >= 0)) throw bad();
-    std::string unit = text.substr(i);
-    for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    double mult = 0;
-    if (unit.empty() || unit == "B") mult = 1;
-    else if (unit == "%") {
-        if (v > 100) throw bad();
+    if (text.ends_with('%')) {
+        const std::string number = text.substr(0, text.size() - 1);
+        if (number.empty() || number.find_first_not_of("0123456789.") != std::string::npos) throw bad();
+        double v = 0;
+        auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), v, std::chars_format::fixed);
+        if (ec != std::errc{} || end != number.data() + number.size() || !(v >= 0) || v > 100) throw bad();
         return static_cast<std::uint64_t>(static_cast<double>(physical_memory()) * v / 100);
-    } else {
-        static constexpr struct {
-            const char* dec;
-            const char* bin;
-        } units[] = {{"K", "KIB"}, {"M", "MIB"}, {"G", "GIB"}, {"T", "TIB"}};
-        double dec = 1, bin = 1;
-        for (auto [d, b] : units) {
-            dec *= 1000;
-            bin *= 1024;
-            if (unit == d || unit == std::string(d) + "B") mult = dec;
-            if (unit == b) mult = bin;
-        }
-        if (mult == 0) throw bad();
     }
-    const double bytes = v * mult;
-    if (bytes >= 1.8e19) throw bad();
-    return static_cast<std::uint64_t>(bytes);
+    std::optional<double> v = support::parse_bytes(text);
+    if (!v || *v >= 1.8e19) throw bad();
+    return static_cast<std::uint64_t>(*v);
 }
 
 }  // namespace collsched

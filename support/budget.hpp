@@ -1,12 +1,17 @@
 /** \file
- * The limits of one run, shared by every stage that can take long or grow large (the synthesizer's
- * bounds, greedy schedules, encoders, solver calls; `optimize` and `pareto`): a wall-clock
- * `Deadline` and a `MemoryBudget` in bytes of resident memory. Both are plain values handed
- * down by the driver; a stage asks `passed()` / `left()` between loops and gives every solver
- * call at most `Deadline::for_call(cap)` seconds, and asks `MemoryBudget::fits(bytes)` before it
- * builds something whose size it has estimated, and `exceeded()` while it grows. Reading the
+ * The limits of one run, shared by every stage that can take long or grow large: a wall-clock
+ * `Deadline` and a `MemoryBudget` in bytes. Both are plain values handed down by the driver; a
+ * stage asks `passed()` / `left()` between loops and gives every solver call at most
+ * `Deadline::for_call(cap)` seconds. Memory is one budget for the whole program (docs/fuzzing.md,
+ * "Resource policy"; docs/synthesis.md, "Limits"): 4 GiB (half of physical memory on a machine
+ * with less than 8 GiB), or `COLLSCHED_MAX_MEMORY_MB`, or a command's `--memory`. It is asked in
+ * two ways. An allocation whose size follows a number in the input rather than the input's length
+ * (the rounds of a step numbered 2^31, MPI buffers of `--bytes` on every rank, the Z3 engine's
+ * encoding of a large topology, the synthesizer's formulas) is estimated first and refused with
+ * the estimate in the message (`refusal`, `check`, `fits`) instead of letting the machine kill the
+ * process; work that grows while it runs (encoders, solvers) polls `exceeded()`. Reading the
  * resident size costs one small read of /proc/self/statm (a few microseconds): poll it every few
- * thousand items, not per item. docs/synthesis.md, "Limits", states the semantics.
+ * thousand items, not per item.
  */
 #pragma once
 
@@ -16,6 +21,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace collsched {
 
@@ -62,16 +68,20 @@ double release_seconds(std::uint64_t bytes);
 /// Whether `d` has passed once the time to release the resident memory is reserved.
 bool passed_reserving_release(Deadline d);
 
-/// A limit on the process's resident memory in bytes; 0 means none.
+/// The memory budget in bytes; 0 means none.
 class MemoryBudget {
 public:
-    /// The share of physical memory a run may use when the user gives no limit.
-    static constexpr double default_fraction = 0.5;
+    /// The budget when none is given: 4 GiB (capped at half of physical memory).
+    static constexpr std::uint64_t default_limit = std::uint64_t{4} << 30;
+    /// The environment variable that sets the budget in MiB when no option does.
+    static constexpr const char* environment_variable = "COLLSCHED_MAX_MEMORY_MB";
 
     MemoryBudget() = default;
     explicit MemoryBudget(std::uint64_t limit_bytes) : limit_(limit_bytes) {}
-    /// default_fraction of physical memory (none when physical memory is unknown).
-    static MemoryBudget machine_default();
+    /// The run's budget when no option gives one: COLLSCHED_MAX_MEMORY_MB MiB when it is set,
+    /// else default_limit or half of physical memory, whichever is less. Throws InputError when
+    /// the variable holds anything but a whole number of MiB from 1 to 2^40.
+    static MemoryBudget standard();
 
     bool none() const { return limit_ == 0; }
     std::uint64_t limit() const { return limit_; }
@@ -82,10 +92,24 @@ public:
     /// Whether the resident set has reached `share` of the limit (resident_memory_recent: cheap
     /// enough to poll in loops).
     bool exceeded(double share = 1.0) const;
+    /// "" when an estimate of `bytes` for one thing is within the limit, else the refusal:
+    /// "WHAT needs about 7.5 GiB, more than the memory budget of 4 GiB; set
+    /// COLLSCHED_MAX_MEMORY_MB to allow more". `what` says what would be built, with the numbers
+    /// that make it large. (For callers that report through diagnostics or an "unknown" answer.)
+    std::string refusal(std::uint64_t bytes, std::string_view what) const;
+    /// The same, thrown as an InputError.
+    void check(std::uint64_t bytes, std::string_view what) const;
 
 private:
     std::uint64_t limit_ = 0;
 };
+
+/// a * b, saturating at 2^64 - 1 (estimates must not wrap to a small number).
+constexpr std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) {
+    return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b;
+}
+/// a + b, saturating at 2^64 - 1.
+constexpr std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
 
 /// Frees `what` on a background thread: a solver with gigabytes of clauses takes seconds to free
 /// (millions of small blocks; 6.6 s for multibox4x8 allgather at T = 30), which would overrun a
@@ -101,11 +125,13 @@ void free_in_background(std::unique_ptr<T> p) {
 /// left. A process may exit with frees still running (the kernel takes the pages back at once).
 bool wait_for_background_frees(Deadline until = {});
 
-/// "1.5 GB", "300 MB", "12 KB": bytes for messages (decimal units, as the size options take).
+/// "1.5 GiB", "300 MiB", "12 KiB", "999 bytes": a size for messages (powers of 1024, one
+/// decimal unless whole), as the budget's messages and the `--memory` option's units read.
 std::string format_bytes(std::uint64_t bytes);
-/// Parses a size: a number with an optional unit K, M, G, T (decimal: 10^3...; KiB, MiB, GiB, TiB
-/// binary; B or nothing: bytes), or a percentage of physical memory ("50%"). Throws InputError
-/// naming what was expected.
+/// Parses a size as `--memory` takes it: a number with an optional unit, the units of
+/// support::parse_bytes (K, M, G, T and KiB, MiB, GiB, TiB: powers of 1024; kB, KB, MB, GB, TB:
+/// powers of 1000; B or nothing: bytes), or a percentage of physical memory ("50%"). Throws
+/// InputError naming what was expected.
 std::uint64_t parse_bytes(const std::string& text);
 
 }  // namespace collsched

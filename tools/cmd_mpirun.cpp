@@ -24,7 +24,7 @@
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"
-#include "support/memory_budget.hpp"
+#include "support/budget.hpp"
 
 namespace collsched::tools {
 
@@ -154,8 +154,6 @@ int spawn(const std::vector<std::string>& argv) {
 /// busiest step, C chunk buffers for reductions, and the MPI collective's send and receive
 /// buffers (P * B bytes each). All ranks run on this machine (--oversubscribe).
 std::uint64_t ranks_memory(const SendTable& t, std::uint64_t datum_bytes) {
-    using support::add_sat;
-    using support::mul_sat;
     const std::uint32_t P = t.topology->processors();
     const std::uint64_t C = t.collective.chunks, msg = datum_bytes / C;
     std::vector<std::uint64_t> held(P, 0), busiest(P, 0);
@@ -227,7 +225,7 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
         if (args->ranks != 0 && args->ranks != P)
             throw InputError(fmt::format("--ranks {}: the table has {} processors and runs with one MPI rank per processor", args->ranks, P));
         // Refused before a rank starts: the machine would kill the run instead (--bytes 2^30 on 8 ranks).
-        support::check_memory(ranks_memory(t, args->bytes), fmt::format("mpirun with --bytes {} on {} ranks", args->bytes, P));
+        MemoryBudget::standard().check(ranks_memory(t, args->bytes), fmt::format("mpirun with --bytes {} on {} ranks", args->bytes, P));
         std::string mpirun = find_in_path(args->mpirun);
         if (mpirun.empty())
             throw InputError(fmt::format("'{}' was not found; install OpenMPI (Debian: openmpi-bin libopenmpi-dev) or name it with --mpirun",

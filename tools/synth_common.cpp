@@ -43,8 +43,9 @@ void SolverArgs::add_to(CLI::App& cmd, bool allow_both, bool with_routes) {
         cmd.add_option("--memory", memory,
                    fmt::format("Most resident memory the run may use, e.g. 4G, 512MiB, 25%; an encoding estimated not to fit is not "
                                "built and one that grows too large is stopped (answer unknown, exit 3 unless proved otherwise); "
-                               "default {:.0f}% of physical memory; 0 means no limit",
-                               100 * MemoryBudget::default_fraction));
+                               "default: {} MiB when {} is set, else {} (at most half of physical memory); 0 means no limit",
+                               MemoryBudget::environment_variable, MemoryBudget::environment_variable,
+                               format_bytes(MemoryBudget::default_limit)));
     cmd.add_flag("--incremental", incremental, "One solver for all horizons (horizons as assumptions) instead of one per horizon");
     cmd.add_flag("--no-symmetry", no_symmetry, "Leave out the symmetry-breaking constraints");
     cmd.add_flag("--no-implied", no_implied, "Leave out the implied cumulative counting constraints");
@@ -72,7 +73,7 @@ OptimizeOptions SolverArgs::options(SatBackend fallback) const {
 }
 
 MemoryBudget SolverArgs::memory_budget() const {
-    if (memory.empty()) return MemoryBudget::machine_default();
+    if (memory.empty()) return MemoryBudget::standard();
     return MemoryBudget(parse_bytes(memory));
 }
 

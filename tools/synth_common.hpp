@@ -18,7 +18,7 @@ struct SolverArgs {
     std::string solver = "cadical";
     double timeout = 300;
     double solve_timeout = 0;  ///< seconds per solver call; 0: no limit but the whole run's
-    std::string memory;        ///< --memory as given; empty: MemoryBudget::machine_default()
+    std::string memory;        ///< --memory as given; empty: MemoryBudget::standard()
     bool incremental = false;
     bool no_symmetry = false;
     bool no_implied = false;
@@ -32,7 +32,7 @@ struct SolverArgs {
     void add_to(CLI::App&, bool allow_both = false, bool with_routes = true);
     /// Throws InputError for a malformed --memory.
     OptimizeOptions options(SatBackend = SatBackend::cadical) const;
-    /// The memory limit: --memory, or MemoryBudget::default_fraction of physical memory.
+    /// The memory limit: --memory, or MemoryBudget::standard() (COLLSCHED_MAX_MEMORY_MB, else 4 GiB).
     MemoryBudget memory_budget() const;
     RouteSpace route_space() const { return routes == "fixed" ? RouteSpace::fixed : RouteSpace::any; }
     std::string backend_name() const { return solver; }

@@ -11,7 +11,7 @@
 #include <z3++.h>
 
 #include "compiler/partials.hpp"
-#include "support/memory_budget.hpp"
+#include "support/budget.hpp"
 
 namespace collsched::detail {
 
@@ -84,8 +84,8 @@ PartialAnswer z3_partials(const SendTable& t, unsigned timeout_ms) {
         std::uint64_t arrivals = 0;
         for (const Transfer& x : t.transfers)
             if (partial_of(ms, x.message) && topo.is_processor(topo.channel(x.channel).to)) ++arrivals;
-        const std::uint64_t bytes = support::mul_sat(support::mul_sat(P, support::mul_sat(arrivals, 4)), 500);
-        if (std::string why = support::memory_problem(
+        const std::uint64_t bytes = mul_sat(mul_sat(P, mul_sat(arrivals, 4)), 500);
+        if (std::string why = MemoryBudget::standard().refusal(
                 bytes, fmt::format("the buffer rule's encoding ({} arrivals of partials, {}-bit buffers)", arrivals, P));
             !why.empty()) {
             ans.unknown = true;

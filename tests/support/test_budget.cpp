@@ -1,7 +1,9 @@
 // support/budget.hpp: deadlines, memory budgets, sizes, freeing in the background.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 #include "support/budget.hpp"
@@ -49,23 +51,49 @@ TEST_CASE("budget: memory limits and the resident size") {
     CHECK_FALSE(big.exceeded());
     CHECK(big.fits(std::uint64_t{1} << 30));
     CHECK_FALSE(big.fits(std::uint64_t{1} << 41));
-    CHECK(MemoryBudget::machine_default().limit() == static_cast<std::uint64_t>(static_cast<double>(physical_memory()) * 0.5));
+    CHECK(MemoryBudget::standard().limit() == std::min(MemoryBudget::default_limit, physical_memory() / 2));
 }
 
-TEST_CASE("budget: sizes are read with decimal and binary units and as a share of memory") {
+TEST_CASE("budget: one budget for estimates, from COLLSCHED_MAX_MEMORY_MB or 4 GiB") {
+    CHECK(MemoryBudget(std::uint64_t{4} << 30).refusal(std::uint64_t{4} << 30, "x") == "");
+    CHECK(MemoryBudget(std::uint64_t{4} << 30).refusal((std::uint64_t{15} << 29), "the rounds of steps 1 .. 2000000000") ==
+          "the rounds of steps 1 .. 2000000000 needs about 7.5 GiB, more than the memory budget of 4 GiB; set "
+          "COLLSCHED_MAX_MEMORY_MB to allow more");
+    CHECK(MemoryBudget().refusal(UINT64_MAX, "x") == "");  // no budget
+    CHECK(MemoryBudget(1 << 20).refusal(UINT64_MAX, "x") ==
+          "x needs about more than 16 EiB, more than the memory budget of 1 MiB; set COLLSCHED_MAX_MEMORY_MB to allow more");
+    CHECK_THROWS_WITH_AS(MemoryBudget(1 << 20).check(2 << 20, "y"),
+                         "y needs about 2 MiB, more than the memory budget of 1 MiB; set COLLSCHED_MAX_MEMORY_MB to allow more", InputError);
+    CHECK(mul_sat(UINT64_MAX / 2, 3) == UINT64_MAX);
+    CHECK(add_sat(UINT64_MAX, 1) == UINT64_MAX);
+    CHECK(mul_sat(0, UINT64_MAX) == 0);
+    ::setenv("COLLSCHED_MAX_MEMORY_MB", "12", 1);
+    CHECK(MemoryBudget::standard().limit() == std::uint64_t{12} << 20);
+    for (const char* bad : {"0", "abc", "-4", "", "1099511627777", "12M"}) {
+        ::setenv("COLLSCHED_MAX_MEMORY_MB", bad, 1);
+        CHECK_THROWS_WITH_AS(MemoryBudget::standard(),
+                             ("COLLSCHED_MAX_MEMORY_MB must be a whole number of MiB from 1 to 2^40, not '" + std::string(bad) + "'").c_str(),
+                             InputError);
+    }
+    ::unsetenv("COLLSCHED_MAX_MEMORY_MB");
+}
+
+TEST_CASE("budget: sizes are read with the units of --size and as a share of memory") {
     CHECK(parse_bytes("0") == 0);
     CHECK(parse_bytes("123") == 123);
-    CHECK(parse_bytes("4G") == 4'000'000'000ull);
-    CHECK(parse_bytes("4gb") == 4'000'000'000ull);
-    CHECK(parse_bytes("1.5M") == 1'500'000ull);
+    CHECK(parse_bytes("4G") == 4ull << 30);  // as --size and nccl-tests read it
+    CHECK(parse_bytes("4GB") == 4'000'000'000ull);
+    CHECK(parse_bytes("1.5M") == 3ull << 19);
     CHECK(parse_bytes("512MiB") == 512ull << 20);
     CHECK(parse_bytes("2TiB") == 2ull << 40);
+    CHECK(parse_bytes("4 G") == 4ull << 30);
     CHECK(parse_bytes("50%") == physical_memory() / 2);
-    for (const char* bad : {"", "G", "4X", "-1G", "1..5G", "101%", "1e3", "4 G"})
+    for (const char* bad : {"", "G", "4X", "-1G", "1..5G", "101%", "4gb", "%", "-5%", "1e30", "nan"})
         CHECK_THROWS_WITH_AS(parse_bytes(bad), doctest::Contains("is not a size"), InputError);
-    CHECK(format_bytes(2'500'000'000ull) == "2.5 GB");
-    CHECK(format_bytes(300'000'000ull) == "300 MB");
+    CHECK(format_bytes(std::uint64_t{5} << 29) == "2.5 GiB");
+    CHECK(format_bytes(std::uint64_t{300} << 20) == "300 MiB");
     CHECK(format_bytes(999) == "999 bytes");
+    CHECK(format_bytes(150'000'000) == "143.1 MiB");
 }
 
 TEST_CASE("budget: what is freed in the background is freed, and waiting for it ends") {

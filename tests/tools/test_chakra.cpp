@@ -13,19 +13,19 @@
 
 #include <fmt/format.h>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
-#include "compiler/et_def.pb.h"
 #include "compiler/export_chakra.hpp"
 #include "compiler/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/compiler/export_fixtures.hpp"
+#include "tests/tools/chakra_trace.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "verifier/direct.hpp"
 
 using namespace collsched;
+using collsched::test::parse_trace;
 using collsched::test::run;
+using collsched::test::serialize_trace;
+using collsched::test::Trace;
 using collsched::test::source;
 
 namespace {
@@ -48,41 +48,6 @@ SendTable compile(const std::string& file, const std::vector<std::string>& defin
     auto t = compile_file(source("schedules/" + file), defines, {}, diags);
     REQUIRE(t.has_value());
     return std::move(*t);
-}
-
-/// A trace file as messages: GlobalMetadata then Nodes.
-struct Trace {
-    ChakraProtoMsg::GlobalMetadata meta;
-    std::vector<ChakraProtoMsg::Node> nodes;
-};
-
-Trace parse(const std::string& data) {
-    Trace t;
-    google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(data.data()), int(data.size()));
-    std::uint32_t size = 0;
-    bool first = true;
-    while (in.ReadVarint32(&size)) {
-        auto limit = in.PushLimit(int(size));
-        if (first) REQUIRE(t.meta.ParseFromCodedStream(&in));
-        else REQUIRE(t.nodes.emplace_back().ParseFromCodedStream(&in));
-        in.PopLimit(limit);
-        first = false;
-    }
-    return t;
-}
-
-std::string serialize(const Trace& t) {
-    std::string out;
-    google::protobuf::io::StringOutputStream raw(&out);
-    google::protobuf::io::CodedOutputStream coded(&raw);
-    auto put = [&](const google::protobuf::MessageLite& m) {
-        coded.WriteVarint32(std::uint32_t(m.ByteSizeLong()));
-        m.SerializeWithCachedSizes(&coded);
-    };
-    put(t.meta);
-    for (const auto& n : t.nodes) put(n);
-    coded.Trim();
-    return out;
 }
 
 std::string refusal(const std::string& prefix) {
@@ -121,7 +86,7 @@ TEST_CASE("chakra: the catalog's allgather and alltoall read back and replay to 
         CHECK(verify_direct(back).holds());
         // every communication node as ASTRA-sim needs it
         for (std::uint32_t r = 0; r < P; ++r) {
-            Trace tr = parse(files[r].content);
+            Trace tr = parse_trace(files[r].content);
             CHECK(tr.meta.version() == "0.0.4");
             std::set<std::uint64_t> ids;
             for (const auto& n : tr.nodes) {
@@ -139,7 +104,7 @@ TEST_CASE("chakra: the catalog's allgather and alltoall read back and replay to 
             }
         }
         // the workload: one collective node per rank
-        Trace w = parse(files[P].content);
+        Trace w = parse_trace(files[P].content);
         REQUIRE(w.nodes.size() == 1);
         CHECK(w.nodes[0].type() == ChakraProtoMsg::COMM_COLL_NODE);
     }
@@ -160,9 +125,9 @@ TEST_CASE("chakra: broken traces are refused naming the rank and node") {
     auto fresh = [&] { write_all(table_to_chakra(t, {prefix, 1024})); };
     auto edit = [&](std::uint32_t rank, const std::function<void(Trace&)>& f) {
         const std::string path = fmt::format("{}.{}.et", prefix, rank);
-        Trace tr = parse(test::read_file(path));
+        Trace tr = parse_trace(test::read_file(path));
         f(tr);
-        std::ofstream(path, std::ios::binary) << serialize(tr);
+        std::ofstream(path, std::ios::binary) << serialize_trace(tr);
     };
     fresh();
     CHECK(read_chakra(prefix).transfers == t.transfers);

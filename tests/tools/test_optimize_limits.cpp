@@ -29,8 +29,8 @@ const std::string multibox2 = "--topology graph:" + source("schedules/machines/m
 }  // namespace
 
 TEST_CASE("limits of optimize: a memory limit below the encoding refuses it and ends with the greedy's 19 steps") {
-    // The formula for T = 30 takes about 100 MB, the solver 2.5 GB: with 60 MB the encoding is
-    // not built, with 150 MB it is built and not loaded. Either way: found, exit 3, under the limit.
+    // The formula for T = 30 takes about 100 MB, the solver 2.5 GB: with 60 MiB the encoding is
+    // not built, with 150 MiB it is built and not loaded. Either way: found, exit 3, under the limit.
     for (const char* limit : {"60M", "150M"}) {
         auto j = optimize_json(multibox4 + " --collective allgather --timeout 120 --memory " + std::string(limit), 3);
         CHECK(j["status"] == "found");
@@ -45,7 +45,7 @@ TEST_CASE("limits of optimize: a memory limit below the encoding refuses it and 
     auto r = run("optimize " + multibox4 + " --collective allgather --timeout 120 --memory 150M");
     CHECK(r.code == 3);
     CHECK(r.out.find("best found: 19 steps, not proved optimal (the memory limit ended the search)") != std::string::npos);
-    CHECK(r.out.find("limits: time 120 s, memory 150 MB;") != std::string::npos);
+    CHECK(r.out.find("limits: time 120 s, memory 150 MiB;") != std::string::npos);
 }
 
 TEST_CASE("limits of optimize: a short time limit ends the run with what it found") {
