@@ -67,6 +67,9 @@ bool needs_port(const Topology& topo, std::uint32_t p, std::uint32_t q) {
     return false;
 }
 
+/// Thread blocks a plan spreads its chains over at first (Writer::run).
+constexpr int spread_blocks = 32;
+
 struct Built {
     json plan;
     std::size_t max_ops = 0;
@@ -79,8 +82,11 @@ public:
     std::string run() {
         check_table();
         place();
+        // One thread block per chain, up to spread_blocks of them, as MSCCL++'s own plans spread a
+        // collective over many blocks (its DSL's examples: 8 to 32 per GPU); more only when a
+        // block would pass 64 ops. Fewer ops per block, and blocks that run in parallel.
         const int chains = int(chain_ids_.size());
-        for (int K = 1;; ++K) {
+        for (int K = std::min(chains, spread_blocks);; ++K) {
             Built b = build(K);
             if (b.max_ops <= 64) return b.plan.dump(2);
             if (K >= chains)
@@ -444,10 +450,12 @@ private:
                 if (pending_sync) nop();
                 // sends: puts (memory: fused per source buffer; port: put-with-signal), a nop, signals
                 std::vector<int> signal_mem;
-                std::map<char, std::vector<const Move*>> mem_puts;
+                std::map<char, std::vector<const Move*>> mem_puts, mem_packets;
                 if (auto it = sends.find(s); it != sends.end())
                     for (const Move* m : it->second) {
-                        if (LL) {
+                        if (LL && !m->port && m->from.buf != 'p') {
+                            mem_packets[m->from.buf].push_back(m);  // fused below, as puts are
+                        } else if (LL) {
                             send_packets(*m);
                         } else if (m->port) {
                             ops.push_back({{"name", w.L_.reduction ? "pwsf" : "pws"},
@@ -461,16 +469,19 @@ private:
                                 signal_mem.push_back(channel(m->dst, false));
                         }
                     }
-                for (auto& [b, list] : mem_puts)
-                    for (std::size_t k = 0; k < list.size(); k += 8) {
-                        json src = json::array(), dst = json::array(), ids = json::array();
-                        for (std::size_t q = k; q < std::min(list.size(), k + 8); ++q) {
-                            src.push_back(w.buf(list[q]->from, g, inst));
-                            dst.push_back(remote_buf(list[q]->to, list[q]->dst, false));
-                            ids.push_back(channel(list[q]->dst, false));
+                // memory puts (and LL packet puts) from one source buffer: one op for up to 8 peers
+                // (execution_kernel.hpp:259-270: the source buffer of entry 0, an offset and size per entry)
+                for (auto [name, groups] : {std::pair{"put", &mem_puts}, std::pair{"ppkt", &mem_packets}})
+                    for (auto& [b, list] : *groups)
+                        for (std::size_t k = 0; k < list.size(); k += 8) {
+                            json src = json::array(), dst = json::array(), ids = json::array();
+                            for (std::size_t q = k; q < std::min(list.size(), k + 8); ++q) {
+                                src.push_back(w.buf(list[q]->from, g, inst));
+                                dst.push_back(remote_buf(list[q]->to, list[q]->dst, false));
+                                ids.push_back(channel(list[q]->dst, false));
+                            }
+                            data({{"name", name}, {"src_buff", src}, {"dst_buff", dst}, {"channel_ids", ids}, {"channel_type", "memory"}});
                         }
-                        data({{"name", "put"}, {"src_buff", src}, {"dst_buff", dst}, {"channel_ids", ids}, {"channel_type", "memory"}});
-                    }
                 if (!signal_mem.empty()) {
                     nop();
                     sync_ops("signal", signal_mem, false);
