@@ -423,6 +423,15 @@ private:
             const int index = l.buf == 'p' ? w.packet_base_[std::size_t(rank)] + l.idx : l.idx;
             return {{"buffer_id", buffer_id(rank, b, pt)}, {"index", w.at(index, inst)}, {"size", size}};
         }
+        /// The repkt that ends this block (before its nop) when it wrote exactly `at`: the
+        /// reduction a packet put of `at` can join (respkt, recpkt: execution_kernel.hpp:335-410,
+        /// the reduced value is written to dst[0] and as packets further on in the same loop).
+        json* reduction_of(const json& at) {
+            if (ops.size() < 2 || ops.back()["name"] != "nop") return nullptr;
+            json& r = ops[ops.size() - 2];
+            if (r["name"] != "repkt" || r["dst_buff"].size() != 1 || r["dst_buff"][0] != at) return nullptr;
+            return &r;
+        }
         void sync_ops(const char* name, const std::vector<int>& ids, bool pt) {
             for (std::size_t k = 0; k < ids.size(); k += 8) {
                 std::vector<int> part(ids.begin() + std::ptrdiff_t(k), ids.begin() + std::ptrdiff_t(std::min(ids.size(), k + 8)));
@@ -475,10 +484,23 @@ private:
                     for (auto& [b, list] : *groups)
                         for (std::size_t k = 0; k < list.size(); k += 8) {
                             json src = json::array(), dst = json::array(), ids = json::array();
+                            bool same = true;  // every entry sends the one chunk
                             for (std::size_t q = k; q < std::min(list.size(), k + 8); ++q) {
                                 src.push_back(w.buf(list[q]->from, g, inst));
                                 dst.push_back(remote_buf(list[q]->to, list[q]->dst, false));
                                 ids.push_back(channel(list[q]->dst, false));
+                                same = same && src.back() == src.front();
+                            }
+                            // LL: packets of the chunk the block's last op reduced go out with the
+                            // reduction, one respkt (its sends go to dst[1..], memory channels)
+                            json* r = std::string_view(name) == "ppkt" && same ? reduction_of(src.front()) : nullptr;
+                            if (r && (*r)["dst_buff"].size() + dst.size() <= 9) {  // 8 peers at most (MAX_CHANNEL_PER_OPERATION)
+                                ops.erase(ops.size() - 1);  // the nop: the op reads what it writes itself
+                                (*r)["name"] = "respkt";
+                                for (json& d : dst) (*r)["dst_buff"].push_back(std::move(d));
+                                (*r)["channel_type"] = "memory";
+                                pending_sync = true;
+                                continue;
                             }
                             data({{"name", name}, {"src_buff", src}, {"dst_buff", dst}, {"channel_ids", ids}, {"channel_type", "memory"}});
                         }
@@ -525,10 +547,16 @@ private:
                       {"channel_ids", json::array({channel(m.dst, true)})}, {"channel_type", "port"}});
                 return;
             }
-            // stage: cpkt into a local packet slot of its own, nop, then the proxy copies the packets
+            // stage: cpkt into a local packet slot of its own (or, right after the reduction that
+            // wrote the chunk, that reduction's recpkt copy), nop, then the proxy copies the packets
             const Loc stage{'p', w.stage_slot(g)};
-            data({{"name", "cpkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({w.buf(stage, g, inst)})}});
-            nop();
+            if (json* r = reduction_of(w.buf(m.from, g, inst))) {
+                (*r)["name"] = "recpkt";
+                (*r)["dst_buff"].push_back(w.buf(stage, g, inst));
+            } else {
+                data({{"name", "cpkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({w.buf(stage, g, inst)})}});
+                nop();
+            }
             ops.push_back({{"name", "ppkt"}, {"src_buff", json::array({w.buf(stage, g, inst)})}, {"dst_buff", json::array({remote_buf(m.to, m.dst, true)})},
                            {"channel_ids", json::array({channel(m.dst, true)})}, {"channel_type", "port"}});
         }

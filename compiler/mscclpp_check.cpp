@@ -1099,18 +1099,21 @@ PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& ex
             const auto& od = lw.program().op(o);
             for (std::size_t x = 0; x < od.lanes.size() && x < r.sent[o].size(); ++x) {
                 const async::Lane& lane = od.lanes[x];
-                int from = int(od.rank), to = int(od.rank);
+                int from = int(od.rank);
                 for (const async::Operand& in : lane.in)
                     if (!in.received && int(in.slot.rank) != from) from = int(in.slot.rank);
+                // every peer the lane writes to (put, ppkt and respkt to several peers), else the GPU itself
+                std::vector<int> tos;
                 for (const Slot& s : lane.out)
-                    if (int(s.rank) != int(od.rank)) to = int(s.rank);
-                if (from == to) continue;
-                Movement m{from, to, {}};
+                    if (int(s.rank) != int(od.rank) && std::find(tos.begin(), tos.end(), int(s.rank)) == tos.end()) tos.push_back(int(s.rank));
+                if (tos.empty()) tos.push_back(int(od.rank));
+                std::vector<std::pair<int, int>> value;
                 for (async::Atom a : r.values.atoms(r.sent[o][x])) {
                     auto [rk, c, part] = lw.atom_parts(a);
-                    if (part == 0) m.value.emplace_back(rk, c);
+                    if (part == 0) value.emplace_back(rk, c);
                 }
-                rep.movement.push_back(std::move(m));
+                for (int to : tos)
+                    if (from != to) rep.movement.push_back(Movement{from, to, value});
             }
         }
         std::sort(rep.movement.begin(), rep.movement.end());
