@@ -493,7 +493,9 @@ private:
                             }
                             // LL: packets of the chunk the block's last op reduced go out with the
                             // reduction, one respkt (its sends go to dst[1..], memory channels)
-                            json* r = std::string_view(name) == "ppkt" && same ? reduction_of(src.front()) : nullptr;
+                            // (one group only: a second group of packet puts would read what the respkt writes, without
+                            // the nop it takes away)
+                            json* r = std::string_view(name) == "ppkt" && same && list.size() <= 8 ? reduction_of(src.front()) : nullptr;
                             if (r && (*r)["dst_buff"].size() + dst.size() <= 9) {  // 8 peers at most (MAX_CHANNEL_PER_OPERATION)
                                 ops.erase(ops.size() - 1);  // the nop: the op reads what it writes itself
                                 (*r)["name"] = "respkt";
