@@ -56,6 +56,8 @@ struct Plan {
     int nchannels = 1, nchunksperloop = 1;
     /// Whether the program is also correct in place (the executor's isInPlace, msccl_lifecycle.cc).
     bool inplace = false;
+    /// Why not, when the collective could be but this table cannot (an alltoall's order).
+    std::string inplace_refusal;
     std::vector<Gpu> gpus;
 };
 
@@ -248,6 +250,42 @@ Placement place_reduction(const SendTable& t, const std::vector<EndpointTransfer
     return pl;
 }
 
+/// An alltoall in place (the executor aliases input and output, msccl_lifecycle.cc:315-320):
+/// output slot s of GPU g is input slot s, so the receive that writes m(s,g) there must come
+/// after the send that reads m(g,s) from it. Each such receive waits for that send (one
+/// `depid`, or program order when both share a thread block). Possible when the GPU sends
+/// input slot s once, in a step before the receive lands (or the same step: a thread block puts
+/// sends before receives); otherwise the program serves out-of-place calls only, and
+/// `--inplace` is refused with the first receive that comes too early.
+void alltoall_in_place(const SendTable& t, const std::vector<EndpointTransfer>& ev, Placement& pl, Plan& plan) {
+    std::map<std::pair<std::uint32_t, int>, std::vector<std::size_t>> readers;  // (gpu, input slot) -> sends
+    for (std::size_t i = 0; i < ev.size(); ++i)
+        if (pl.src[i].buf == 'i') readers[{idx(ev[i].src), pl.src[i].off}].push_back(i);
+    const Messages ms = t.messages();
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+        if (pl.dst[i].buf != 'o') continue;
+        const std::uint32_t g = idx(ev[i].dst);
+        auto it = readers.find({g, pl.dst[i].off});
+        if (it == readers.end()) continue;
+        const std::size_t j = it->second.back();
+        if (it->second.size() > 1 || ev[j].sent > ev[i].arrived) {
+            plan.inplace = false;
+            plan.inplace_refusal =
+                it->second.size() > 1
+                    ? fmt::format("GPU {} sends input chunk {} {} times, and in place the receive of {} into that chunk (output "
+                                  "chunk {}) would have to wait for all of them",
+                                  g, pl.dst[i].off, it->second.size(), ms.name(ev[i].message), pl.dst[i].off)
+                    : fmt::format("GPU {} receives {} into output chunk {} in step {} but sends {} from that chunk (input chunk {}, "
+                                  "the same memory in place) only in step {}: in place the receive would overwrite it first",
+                                  g, ms.name(ev[i].message), pl.dst[i].off, ev[i].arrived, ms.name(ev[j].message), pl.dst[i].off,
+                                  ev[j].sent);
+            for (Dep& d : pl.recv_dep) d = Dep{};
+            return;
+        }
+        pl.recv_dep[i] = Dep{Dep::send, j};
+    }
+}
+
 /// Collectives without reductions: a message a GPU starts with is read from its input; the
 /// first arrival of a message is its canonical copy (output chunk, or scratch when the GPU only
 /// relays it); a send of received data waits for the receive that brought it.
@@ -259,9 +297,10 @@ Placement place_copies(const SendTable& t, const std::vector<EndpointTransfer>& 
     plan.nchunksperloop = layout.chunks_per_loop();
     // In place, an allgather's input is output chunk g and a broadcast's input is its output:
     // sends read the GPU's own chunk, which no receive overwrites (receives write other output
-    // chunks or scratch), and the local copy copies a chunk onto itself. An in-place alltoall
-    // would overwrite input chunk s (= output chunk s) before sending it: out of place only.
-    plan.inplace = kind != CollectiveKind::alltoall;
+    // chunks or scratch), and the local copy copies a chunk onto itself. An alltoall in place
+    // shares slot s between m(g,s) (input) and m(s,g) (output): below, the receive into output
+    // slot s waits for the send that reads input slot s, which the table must order first.
+    plan.inplace = true;
     for (std::uint32_t g = 0; g < P; ++g) {
         plan.gpus[g].i_chunks = layout.i_chunks(g);
         plan.gpus[g].o_chunks = layout.o_chunks();
@@ -318,6 +357,7 @@ Placement place_copies(const SendTable& t, const std::vector<EndpointTransfer>& 
     pl.recv_dep.resize(ev.size());
     for (std::size_t i = 0; i < ev.size(); ++i)
         if (depends_on[i]) pl.send_dep[i] = Dep{Dep::recv, *depends_on[i]};
+    if (kind == CollectiveKind::alltoall) alltoall_in_place(t, ev, pl, plan);
     return pl;
 }
 
@@ -348,9 +388,6 @@ Plan build_plan_as(const SendTable& t, const MscclOptions& opt) {
                                      opt.max_steps, MscclLimits::max_dependency_step + 1));
     if (opt.proto != "Simple" && opt.proto != "LL" && opt.proto != "LL128")
         throw InputError(fmt::format("--proto {} is not Simple, LL or LL128", opt.proto));
-    if (opt.inplace && t.collective.kind == CollectiveKind::alltoall)
-        refuse(t, "an alltoall in place would overwrite input chunk s (= output chunk s) before sending it; collsched writes "
-                  "alltoalls out of place only (drop --inplace)");
     if (opt.channels < 1 || opt.channels > MscclLimits::max_channels)
         throw InputError(fmt::format("--channels {} is outside 1..{} (MAXCHANNELS)", opt.channels, MscclLimits::max_channels));
     const CollectiveKind kind = t.collective.kind;
@@ -394,6 +431,7 @@ Plan build_plan_as(const SendTable& t, const MscclOptions& opt) {
     plan.name = algo_name(t);
     plan.gpus.resize(P);
     Placement pl = reduction ? place_reduction(t, ev, plan) : place_copies(t, ev, plan);
+    if (opt.inplace && !plan.inplace) refuse(t, plan.inplace_refusal + " (drop --inplace for an out-of-place program)");
     plan.coll = kind == CollectiveKind::alltoall        ? "alltoall"
                 : kind == CollectiveKind::allgather      ? "allgather"
                 : kind == CollectiveKind::broadcast      ? "broadcast"
@@ -747,10 +785,78 @@ Plan build_plan_as(const SendTable& t, const MscclOptions& opt) {
     return plan;
 }
 
+/// `--instances I`, as msccl-tools' replicate (msccl/language/rank_dag.py:318-378, with its
+/// default interleaved policy): the executor knows no instances, only more thread blocks,
+/// channels and chunks per loop. Every thread block k becomes I thread blocks k*I + i on channel
+/// chan + nchannels*i; every chunk of the input and output becomes I chunks (off*I + i*cnt for an
+/// op of cnt chunks, so a datum's slices stay inside its slot and in-place aliasing is kept),
+/// scratch chunks are batched (off + s_chunks*i); a dependency points to the same instance.
+/// The plan is built without coalescing first, so that every op of a slot moves the same slices.
+void replicate(const SendTable& t, Plan& plan, int I) {
+    const int C = plan.nchannels;
+    if (C * I > MscclLimits::max_channels)
+        refuse(t, fmt::format("{} instances of {} channels need {} channels; the executor has {} [MAXCHANNELS]", I, C, C * I,
+                              MscclLimits::max_channels));
+    for (std::size_t g = 0; g < plan.gpus.size(); ++g) {
+        Gpu& gpu = plan.gpus[g];
+        const int S = gpu.s_chunks;
+        auto at = [&](Loc l, int cnt, int i) -> Loc {
+            if (l.off < 0) return l;
+            return l.buf == 's' ? Loc{l.buf, l.off + S * i} : Loc{l.buf, l.off * I + i * cnt};
+        };
+        std::vector<Tb> tbs;
+        for (const Tb& tb : gpu.tbs)
+            for (int i = 0; i < I; ++i) {
+                Tb copy{tb.send, tb.recv, tb.chan + C * i, tb.ops};
+                for (Op& op : copy.ops) {
+                    op.src = at(op.src, op.cnt, i);
+                    op.dst = at(op.dst, op.cnt, i);
+                    if (op.depid >= 0) op.depid = op.depid * I + i;
+                }
+                tbs.push_back(std::move(copy));
+            }
+        gpu.tbs = std::move(tbs);
+        gpu.i_chunks *= I;
+        gpu.o_chunks *= I;
+        gpu.s_chunks *= I;
+        if (gpu.tbs.size() > std::size_t(MscclLimits::max_tbs))
+            refuse(t, fmt::format("GPU {} needs {} thread blocks with {} instances; the executor allows at most {} per GPU "
+                                  "[MSCCL_MAX_NUM_THREAD_BLOCKS]",
+                                  g, gpu.tbs.size(), I, MscclLimits::max_tbs));
+        std::size_t nodes = 1 + plan.gpus.size() + gpu.tbs.size();
+        for (const Tb& tb : gpu.tbs) {
+            nodes += tb.ops.size();
+            for (const Op& op : tb.ops)
+                if (op.depid > MscclLimits::max_dependency_tb)
+                    refuse(t, fmt::format("GPU {} would depend on thread block {} with {} instances; the executor stores "
+                                          "dependency ids in an int8_t (at most {}) [dependentBid]",
+                                          g, op.depid, I, MscclLimits::max_dependency_tb));
+        }
+        if (nodes >= std::size_t(MscclLimits::max_nodes))
+            refuse(t, fmt::format("GPU {} loads {} XML elements with {} instances; the executor's reader holds at most {} "
+                                  "[MAX_NODES = {}]",
+                                  g, nodes, I, MscclLimits::max_nodes - 1, MscclLimits::max_nodes));
+    }
+    plan.nchannels = C * I;
+    plan.nchunksperloop *= I;
+}
+
+Plan build_instances(const SendTable& t, const MscclOptions& opt) {
+    if (opt.instances < 1 || opt.instances > MscclLimits::max_channels)
+        throw InputError(fmt::format("--instances {} is outside 1..{} (an instance needs a channel of its own; MAXCHANNELS)",
+                                     opt.instances, MscclLimits::max_channels));
+    if (opt.instances == 1) return build_plan(t, opt);
+    MscclOptions base = opt;
+    base.coalesce = false;
+    Plan plan = build_plan(t, base);
+    replicate(t, plan, opt.instances);
+    return plan;
+}
+
 }  // namespace
 
 void write_table_msccl(const SendTable& t, const MscclOptions& opt, fmt::memory_buffer& out, const Flush& flush) {
-    Plan plan = build_plan(t, opt);
+    Plan plan = build_instances(t, opt);
     auto it = std::back_inserter(out);
     // The executor's reader wants one space between attributes, double quotes, no XML
     // declaration and `/>` right after the last attribute value.

@@ -68,6 +68,9 @@ struct MscclOptions {
     bool fuse = true;
     /// Contiguous chunks sent in one step over one connection are one step of cnt chunks.
     bool coalesce = true;
+    /// Copies of the program over I interleaved slices of every chunk, each on channels and
+    /// thread blocks of its own (msccl-tools' instances; docs/exports.md "Instances").
+    int instances = 1;
 };
 
 void write_table_msccl(const SendTable&, const MscclOptions&, fmt::memory_buffer& out, const Flush& flush);

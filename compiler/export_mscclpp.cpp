@@ -67,6 +67,9 @@ bool needs_port(const Topology& topo, std::uint32_t p, std::uint32_t q) {
     return false;
 }
 
+/// Thread blocks a plan spreads its chains over at first (Writer::run).
+constexpr int spread_blocks = 32;
+
 struct Built {
     json plan;
     std::size_t max_ops = 0;
@@ -79,8 +82,11 @@ public:
     std::string run() {
         check_table();
         place();
+        // One thread block per chain, up to spread_blocks of them, as MSCCL++'s own plans spread a
+        // collective over many blocks (its DSL's examples: 8 to 32 per GPU); more only when a
+        // block would pass 64 ops. Fewer ops per block, and blocks that run in parallel.
         const int chains = int(chain_ids_.size());
-        for (int K = 1;; ++K) {
+        for (int K = std::min(chains, spread_blocks);; ++K) {
             Built b = build(K);
             if (b.max_ops <= 64) return b.plan.dump(2);
             if (K >= chains)
@@ -417,6 +423,15 @@ private:
             const int index = l.buf == 'p' ? w.packet_base_[std::size_t(rank)] + l.idx : l.idx;
             return {{"buffer_id", buffer_id(rank, b, pt)}, {"index", w.at(index, inst)}, {"size", size}};
         }
+        /// The repkt that ends this block (before its nop) when it wrote exactly `at`: the
+        /// reduction a packet put of `at` can join (respkt, recpkt: execution_kernel.hpp:335-410,
+        /// the reduced value is written to dst[0] and as packets further on in the same loop).
+        json* reduction_of(const json& at) {
+            if (ops.size() < 2 || ops.back()["name"] != "nop") return nullptr;
+            json& r = ops[ops.size() - 2];
+            if (r["name"] != "repkt" || r["dst_buff"].size() != 1 || r["dst_buff"][0] != at) return nullptr;
+            return &r;
+        }
         void sync_ops(const char* name, const std::vector<int>& ids, bool pt) {
             for (std::size_t k = 0; k < ids.size(); k += 8) {
                 std::vector<int> part(ids.begin() + std::ptrdiff_t(k), ids.begin() + std::ptrdiff_t(std::min(ids.size(), k + 8)));
@@ -444,10 +459,12 @@ private:
                 if (pending_sync) nop();
                 // sends: puts (memory: fused per source buffer; port: put-with-signal), a nop, signals
                 std::vector<int> signal_mem;
-                std::map<char, std::vector<const Move*>> mem_puts;
+                std::map<char, std::vector<const Move*>> mem_puts, mem_packets;
                 if (auto it = sends.find(s); it != sends.end())
                     for (const Move* m : it->second) {
-                        if (LL) {
+                        if (LL && !m->port && m->from.buf != 'p') {
+                            mem_packets[m->from.buf].push_back(m);  // fused below, as puts are
+                        } else if (LL) {
                             send_packets(*m);
                         } else if (m->port) {
                             ops.push_back({{"name", w.L_.reduction ? "pwsf" : "pws"},
@@ -461,16 +478,34 @@ private:
                                 signal_mem.push_back(channel(m->dst, false));
                         }
                     }
-                for (auto& [b, list] : mem_puts)
-                    for (std::size_t k = 0; k < list.size(); k += 8) {
-                        json src = json::array(), dst = json::array(), ids = json::array();
-                        for (std::size_t q = k; q < std::min(list.size(), k + 8); ++q) {
-                            src.push_back(w.buf(list[q]->from, g, inst));
-                            dst.push_back(remote_buf(list[q]->to, list[q]->dst, false));
-                            ids.push_back(channel(list[q]->dst, false));
+                // memory puts (and LL packet puts) from one source buffer: one op for up to 8 peers
+                // (execution_kernel.hpp:259-270: the source buffer of entry 0, an offset and size per entry)
+                for (auto [name, groups] : {std::pair{"put", &mem_puts}, std::pair{"ppkt", &mem_packets}})
+                    for (auto& [b, list] : *groups)
+                        for (std::size_t k = 0; k < list.size(); k += 8) {
+                            json src = json::array(), dst = json::array(), ids = json::array();
+                            bool same = true;  // every entry sends the one chunk
+                            for (std::size_t q = k; q < std::min(list.size(), k + 8); ++q) {
+                                src.push_back(w.buf(list[q]->from, g, inst));
+                                dst.push_back(remote_buf(list[q]->to, list[q]->dst, false));
+                                ids.push_back(channel(list[q]->dst, false));
+                                same = same && src.back() == src.front();
+                            }
+                            // LL: packets of the chunk the block's last op reduced go out with the
+                            // reduction, one respkt (its sends go to dst[1..], memory channels)
+                            // (one group only: a second group of packet puts would read what the respkt writes, without
+                            // the nop it takes away)
+                            json* r = std::string_view(name) == "ppkt" && same && list.size() <= 8 ? reduction_of(src.front()) : nullptr;
+                            if (r && (*r)["dst_buff"].size() + dst.size() <= 9) {  // 8 peers at most (MAX_CHANNEL_PER_OPERATION)
+                                ops.erase(ops.size() - 1);  // the nop: the op reads what it writes itself
+                                (*r)["name"] = "respkt";
+                                for (json& d : dst) (*r)["dst_buff"].push_back(std::move(d));
+                                (*r)["channel_type"] = "memory";
+                                pending_sync = true;
+                                continue;
+                            }
+                            data({{"name", name}, {"src_buff", src}, {"dst_buff", dst}, {"channel_ids", ids}, {"channel_type", "memory"}});
                         }
-                        data({{"name", "put"}, {"src_buff", src}, {"dst_buff", dst}, {"channel_ids", ids}, {"channel_type", "memory"}});
-                    }
                 if (!signal_mem.empty()) {
                     nop();
                     sync_ops("signal", signal_mem, false);
@@ -514,10 +549,16 @@ private:
                       {"channel_ids", json::array({channel(m.dst, true)})}, {"channel_type", "port"}});
                 return;
             }
-            // stage: cpkt into a local packet slot of its own, nop, then the proxy copies the packets
+            // stage: cpkt into a local packet slot of its own (or, right after the reduction that
+            // wrote the chunk, that reduction's recpkt copy), nop, then the proxy copies the packets
             const Loc stage{'p', w.stage_slot(g)};
-            data({{"name", "cpkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({w.buf(stage, g, inst)})}});
-            nop();
+            if (json* r = reduction_of(w.buf(m.from, g, inst))) {
+                (*r)["name"] = "recpkt";
+                (*r)["dst_buff"].push_back(w.buf(stage, g, inst));
+            } else {
+                data({{"name", "cpkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({w.buf(stage, g, inst)})}});
+                nop();
+            }
             ops.push_back({{"name", "ppkt"}, {"src_buff", json::array({w.buf(stage, g, inst)})}, {"dst_buff", json::array({remote_buf(m.to, m.dst, true)})},
                            {"channel_ids", json::array({channel(m.dst, true)})}, {"channel_type", "port"}});
         }

@@ -11,8 +11,8 @@
  *    proxy orders on its channel); under `--proto LL` the puts write LL packets and the reader
  *    unpacks them (the packet flags synchronize, no signal or wait);
  *  - the transfers are split over thread blocks by chain (copies: per message; reductions: per
- *    chunk), so no thread block depends on another of its GPU; the fewest thread blocks that
- *    keep every block within 64 ops;
+ *    chunk), so no thread block depends on another of its GPU: one block per chain up to 32
+ *    (round-robin beyond), more only where a block would pass 64 ops;
  *  - `--instances N` replicates the plan over N interleaved slices of every chunk, each with its
  *    own thread blocks and channels.
  *

@@ -9,6 +9,7 @@
 
 #include "compiler/async_program.hpp"
 #include "compiler/builder.hpp"
+#include "compiler/expect_file.hpp"
 #include "compiler/export_msccl.hpp"
 #include "compiler/msccl_program.hpp"
 #include "compiler/partials.hpp"
@@ -215,59 +216,14 @@ std::uint64_t connection(int from, int to, int chan) {
     return (std::uint64_t(from) << 32) | (std::uint64_t(to) << 8) | std::uint64_t(chan);
 }
 
-/// An `--expect` file: {"outputs": [{"rank": R, "chunk": C, "holds": [[rank, input chunk], ...]}]}
-/// (optionally "buffer": "o" (default), "i" or "s"); one pair is a copy of that input chunk,
-/// several are their reduction.
-struct Expect {
-    struct Item {
-        int rank, chunk;
-        char buf;
-        std::vector<std::pair<int, int>> holds;
-    };
-    std::vector<Item> items;
-};
-
-Expect read_expect(const MscclImportOptions& opt, const Program& prog) {
-    Expect e;
-    const std::string& name = opt.expect_name;
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(opt.expect);
-    } catch (const nlohmann::json::parse_error& err) {
-        throw InputError(fmt::format("{}: not JSON: {}", name, err.what()));
-    }
-    if (!j.is_object() || !j.contains("outputs") || !j["outputs"].is_array())
-        throw InputError(fmt::format("{}: expected {{\"outputs\": [{{\"rank\": R, \"chunk\": C, \"holds\": [[rank, chunk], ...]}}, "
-                                     "...]}}",
-                                     name));
-    std::size_t i = 0;
-    for (const auto& o : j["outputs"]) {
-        auto bad = [&](const std::string& what) { return InputError(fmt::format("{}: outputs[{}]: {}", name, i, what)); };
-        if (!o.is_object() || !o.contains("rank") || !o.contains("chunk") || !o.contains("holds") || !o["rank"].is_number_integer() ||
-            !o["chunk"].is_number_integer() || !o["holds"].is_array() || o["holds"].empty())
-            throw bad("needs integer \"rank\" and \"chunk\" and a non-empty \"holds\" list of [rank, input chunk] pairs");
-        Expect::Item it{o["rank"].get<int>(), o["chunk"].get<int>(), 'o', {}};
-        if (o.contains("buffer")) {
-            if (!o["buffer"].is_string() || (o["buffer"] != "i" && o["buffer"] != "o" && o["buffer"] != "s"))
-                throw bad("\"buffer\" must be \"i\", \"o\" or \"s\"");
-            it.buf = o["buffer"].get<std::string>()[0];
-        }
-        if (it.rank < 0 || it.rank >= prog.P) throw bad(fmt::format("rank {} is outside 0..{}", it.rank, prog.P - 1));
-        const Gpu& g = prog.gpus[it.rank];
-        const int n = it.buf == 'i' ? prog.input_chunks(it.rank) : it.buf == 'o' ? prog.output_chunks(it.rank) : g.s_chunks;
-        if (it.chunk < 0 || it.chunk >= n) throw bad(fmt::format("chunk {} is outside buffer {} of rank {} ({} chunks)", it.chunk, it.buf, it.rank, n));
-        for (const auto& h : o["holds"]) {
-            if (!h.is_array() || h.size() != 2 || !h[0].is_number_integer() || !h[1].is_number_integer())
-                throw bad("each entry of \"holds\" is [rank, input chunk]");
-            const int r = h[0].get<int>(), c = h[1].get<int>();
-            if (r < 0 || r >= prog.P || c < 0 || c >= prog.input_chunks(r))
-                throw bad(fmt::format("input chunk [{}, {}] does not exist", r, c));
-            it.holds.emplace_back(r, c);
-        }
-        e.items.push_back(std::move(it));
-        ++i;
-    }
-    return e;
+/// An `--expect` file (compiler/expect_file.hpp), its ranks and chunks checked against the
+/// program's buffers.
+std::vector<Expectation> read_expect(const MscclImportOptions& opt, const Program& prog) {
+    std::vector<Expectation> list = read_expectations(opt.expect, opt.expect_name);
+    check_expectations(list, opt.expect_name, prog.P, [&](int r, char buf) -> long long {
+        return buf == 'i' ? prog.input_chunks(r) : buf == 'o' ? prog.output_chunks(r) : prog.gpus[r].s_chunks;
+    });
+    return list;
 }
 
 /// One call mode checked: the engine's program and report, and the transmission behind each op.
@@ -577,10 +533,10 @@ private:
         }
         layout.fill(ap);
         if (expect_) {
-            for (const auto& it : expect_->items) {
+            for (const Expectation& it : *expect_) {
                 std::vector<async::Atom> atoms;
                 for (const auto& [r, c] : it.holds) atoms.push_back(layout.atom(r, c));
-                ap.goal(layout.locate(it.rank, it.buf, it.chunk), ap.values().make(std::move(atoms)));
+                ap.goal(layout.locate(it.rank, it.buffer, it.chunk), ap.values().make(std::move(atoms)));
             }
         }
     }
@@ -681,7 +637,7 @@ private:
     Program prog_;
     std::vector<std::vector<Trans>> trans_;
     std::vector<std::string> static_findings_;
-    std::optional<Expect> expect_;
+    std::optional<std::vector<Expectation>> expect_;
     std::shared_ptr<const Topology> topo_;
     std::vector<std::unique_ptr<Run>> runs_;
 };

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/async_program.hpp"
+#include "compiler/expect_file.hpp"
 #include "compiler/json_tree.hpp"
 #include "dsl/diagnostics.hpp"
 
@@ -73,6 +74,24 @@ public:
         return async::Atom((std::uint32_t(rank) * std::uint32_t(Ci_) + std::uint32_t(chunk)) * std::uint32_t(L_) + std::uint32_t(part));
     }
     std::int64_t Ci() const { return Ci_; }
+
+    /// In place, the input is part of the output: allgather's input chunk j is output chunk
+    /// rank*input_chunks + j; the other collectives pass one buffer (algorithm.cc:13-23).
+    Slot slot(int rank, Buf b, bool packet, std::int64_t chunk, std::int64_t part) const {
+        if (!packet && plan_.inplace && b == Buf::input) {
+            const std::int64_t c = plan_.collective == "allgather" ? rank * plan_.gpus[std::size_t(rank)].input_chunks + chunk : chunk;
+            return Slot{std::uint32_t(rank), region(Buf::output, false), std::uint32_t(c * L_ + part)};
+        }
+        return Slot{std::uint32_t(rank), region(b, packet), std::uint32_t(chunk * L_ + part)};
+    }
+
+    /// How many chunks (or packet slots) a buffer of a rank has.
+    std::int64_t capacity(int rank, Buf b, bool packet) const {
+        const Gpu& g = plan_.gpus[std::size_t(rank)];
+        const std::int64_t plain = b == Buf::input ? g.input_chunks : b == Buf::output ? g.output_chunks : g.scratch_chunks;
+        if (b == Buf::scratch) return plan_.packets() ? (packet ? plain : 2 * plain) : (packet ? plain / 2 : plain);
+        return packet ? plain / 2 : plain;
+    }
 
 private:
     void finding(const std::string& rule, const Op& op, std::string what) { out_.push_back({rule, op.path, op.pos, std::move(what)}); }
@@ -148,24 +167,6 @@ private:
                 }
             }
         }
-    }
-
-    /// In place, the input is part of the output: allgather's input chunk j is output chunk
-    /// rank*input_chunks + j; the other collectives pass one buffer (algorithm.cc:13-23).
-    Slot slot(int rank, Buf b, bool packet, std::int64_t chunk, std::int64_t part) const {
-        if (!packet && plan_.inplace && b == Buf::input) {
-            const std::int64_t c = plan_.collective == "allgather" ? rank * plan_.gpus[std::size_t(rank)].input_chunks + chunk : chunk;
-            return Slot{std::uint32_t(rank), region(Buf::output, false), std::uint32_t(c * L_ + part)};
-        }
-        return Slot{std::uint32_t(rank), region(b, packet), std::uint32_t(chunk * L_ + part)};
-    }
-
-    /// How many chunks (or packet slots) a buffer of a rank has.
-    std::int64_t capacity(int rank, Buf b, bool packet) const {
-        const Gpu& g = plan_.gpus[std::size_t(rank)];
-        const std::int64_t plain = b == Buf::input ? g.input_chunks : b == Buf::output ? g.output_chunks : g.scratch_chunks;
-        if (b == Buf::scratch) return plan_.packets() ? (packet ? plain : 2 * plain) : (packet ? plain / 2 : plain);
-        return packet ? plain / 2 : plain;
     }
 
     void initial_values() {
@@ -939,14 +940,12 @@ std::string set_goals(const Plan& plan, Lowering& lw, const std::vector<Expectat
     auto out_slot = [&](int r, std::int64_t c, int a) { return Slot{std::uint32_t(r), 1, std::uint32_t(c * L + a)}; };
     if (!expect.empty()) {
         for (const Expectation& e : expect) {
-            if (e.rank < 0 || e.rank >= P || e.chunk < 0 || e.chunk >= plan.gpus[std::size_t(e.rank)].output_chunks) {
-                findings.push_back({"structure", "", {}, fmt::format("--expect names output chunk {} of rank {}, which the plan does not have", e.chunk, e.rank)});
-                continue;
-            }
+            // the ranks and chunks were checked against the plan (check_expectations, exit 2)
+            const Buf buf = e.buffer == 'i' ? Buf::input : e.buffer == 's' ? Buf::scratch : Buf::output;
             for (int a = 0; a < L; ++a) {
                 std::vector<async::Atom> atoms;
                 for (auto [r, c] : e.holds) atoms.push_back(lw.atom(r, c, a));
-                p.goal(out_slot(e.rank, e.chunk, a), p.values().make(atoms));
+                p.goal(lw.slot(e.rank, buf, false, e.chunk, a), p.values().make(atoms));
             }
         }
         return "";
@@ -1004,29 +1003,6 @@ std::string set_goals(const Plan& plan, Lowering& lw, const std::vector<Expectat
 
 }  // namespace
 
-std::vector<Expectation> read_expectations(std::string_view text, std::string_view file) {
-    json_tree::Value root = json_tree::parse(text, file);
-    const json_tree::Value* outs = root.kind == json_tree::Kind::object ? root.find("outputs") : nullptr;
-    auto bad = [&](const json_tree::Value& v, std::string_view what) {
-        return InputError(fmt::format("{}:{}:{}: {}", file, v.line, v.col, what));
-    };
-    if (!outs || outs->kind != json_tree::Kind::array) throw bad(root, "an expectation file is {\"outputs\": [{\"rank\", \"chunk\", \"holds\": [[rank, input chunk], ...]}, ...]}");
-    std::vector<Expectation> list;
-    for (const json_tree::Value& e : outs->items) {
-        const json_tree::Value *r = e.find("rank"), *c = e.find("chunk"), *h = e.find("holds");
-        if (!r || !c || !h || !r->integer() || !c->integer() || h->kind != json_tree::Kind::array)
-            throw bad(e, "each output needs \"rank\" and \"chunk\" (integers) and \"holds\" (an array of [rank, input chunk])");
-        Expectation x{int(*r->integer()), int(*c->integer()), {}};
-        for (const json_tree::Value& pc : h->items) {
-            if (pc.kind != json_tree::Kind::array || pc.items.size() != 2 || !pc.items[0].integer() || !pc.items[1].integer())
-                throw bad(pc, "a piece is [rank, input chunk]");
-            x.holds.emplace_back(int(*pc.items[0].integer()), int(*pc.items[1].integer()));
-        }
-        list.push_back(std::move(x));
-    }
-    return list;
-}
-
 PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& expect) {
     PlanReport rep;
     rep.findings = read.findings;
@@ -1054,6 +1030,11 @@ PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& ex
         count();
         return rep;
     }
+    // callers that read the file check it against the plan first, with its name (cmd_verify)
+    check_expectations(expect, "--expect", int(plan.gpus.size()), [&](int r, char buf) -> long long {
+        const Gpu& g = plan.gpus[std::size_t(r)];
+        return buf == 'i' ? g.input_chunks : buf == 'o' ? g.output_chunks : g.scratch_chunks;
+    });
     rep.result_note = set_goals(plan, lw, expect, rep.findings);
     rep.modelled = true;
     async::Naming names;
@@ -1118,18 +1099,21 @@ PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& ex
             const auto& od = lw.program().op(o);
             for (std::size_t x = 0; x < od.lanes.size() && x < r.sent[o].size(); ++x) {
                 const async::Lane& lane = od.lanes[x];
-                int from = int(od.rank), to = int(od.rank);
+                int from = int(od.rank);
                 for (const async::Operand& in : lane.in)
                     if (!in.received && int(in.slot.rank) != from) from = int(in.slot.rank);
+                // every peer the lane writes to (put, ppkt and respkt to several peers), else the GPU itself
+                std::vector<int> tos;
                 for (const Slot& s : lane.out)
-                    if (int(s.rank) != int(od.rank)) to = int(s.rank);
-                if (from == to) continue;
-                Movement m{from, to, {}};
+                    if (int(s.rank) != int(od.rank) && std::find(tos.begin(), tos.end(), int(s.rank)) == tos.end()) tos.push_back(int(s.rank));
+                if (tos.empty()) tos.push_back(int(od.rank));
+                std::vector<std::pair<int, int>> value;
                 for (async::Atom a : r.values.atoms(r.sent[o][x])) {
                     auto [rk, c, part] = lw.atom_parts(a);
-                    if (part == 0) m.value.emplace_back(rk, c);
+                    if (part == 0) value.emplace_back(rk, c);
                 }
-                rep.movement.push_back(std::move(m));
+                for (int to : tos)
+                    if (from != to) rep.movement.push_back(Movement{from, to, value});
             }
         }
         std::sort(rep.movement.begin(), rep.movement.end());

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/expect_file.hpp"
 #include "compiler/mscclpp_plan.hpp"
 
 namespace collsched::mscclpp {
@@ -37,17 +38,6 @@ struct Movement {
     std::vector<std::pair<int, int>> value;
     auto operator<=>(const Movement&) const = default;
 };
-
-/// An explicit postcondition (`--expect FILE`) for collectives other than the four the checker
-/// knows: output chunk `chunk` of `rank` holds the sum of the listed (rank, input chunk) pieces.
-struct Expectation {
-    int rank = 0;
-    int chunk = 0;
-    std::vector<std::pair<int, int>> holds;
-};
-
-/// Reads `{"outputs": [{"rank": 1, "chunk": 0, "holds": [[0, 0], [2, 0]]}, ...]}`.
-std::vector<Expectation> read_expectations(std::string_view text, std::string_view file);
 
 struct PlanReport {
     std::vector<Finding> findings;  ///< structure, limits, blind spots, deadlocks, races, results

@@ -102,30 +102,32 @@ public:
         }
         return v;
     }
-    std::optional<Buf> buffer(const Value* v, const std::string& path, std::string_view key) {
+    /// A string naming one of `names`; anything else is a finding saying how the executor fails.
+    template <class T, std::size_t N>
+    std::optional<T> one_of(const Value* v, const std::string& path, std::string_view key, const std::pair<std::string_view, T> (&names)[N],
+                            std::string_view refusal) {
         if (!v) return std::nullopt;
-        if (v->kind == Kind::string) {
-            if (v->text == "i") return Buf::input;
-            if (v->text == "o") return Buf::output;
-            if (v->text == "s") return Buf::scratch;
-        }
-        broken(path, v, fmt::format("\"{}\" is {}; the executor knows the buffers \"i\", \"o\" and \"s\" only "
-                                    "(convertToBufferType throws \"Invalid buffer type\")",
-                                    key, v->kind == Kind::string ? fmt::format("\"{}\"", v->text) : std::string(v->kind_name())));
+        if (v->kind == Kind::string)
+            for (const auto& [name, value] : names)
+                if (v->text == name) return value;
+        std::string known;
+        for (std::size_t k = 0; k < N; ++k) known += fmt::format("{}\"{}\"", k == 0 ? "" : k + 1 == N ? " and " : ", ", names[k].first);
+        broken(path, v, fmt::format("\"{}\" is {}; the executor knows {} only ({})", key,
+                                    v->kind == Kind::string ? fmt::format("\"{}\"", v->text) : std::string(v->kind_name()), known, refusal));
         return std::nullopt;
     }
+    std::optional<Buf> buffer(const Value* v, const std::string& path, std::string_view key) {
+        static constexpr std::pair<std::string_view, Buf> names[] = {{"i", Buf::input}, {"o", Buf::output}, {"s", Buf::scratch}};
+        return one_of(v, path, key, names, "convertToBufferType throws \"Invalid buffer type\"");
+    }
     std::optional<Chan> channel(const Value* v, const std::string& path, std::string_view key) {
-        if (!v) return std::nullopt;
-        if (v->kind == Kind::string) {
-            if (v->text == "memory") return Chan::memory;
-            if (v->text == "port") return Chan::port;
-            if (v->text == "switch") return Chan::switch_;
-            if (v->text == "none") return Chan::none;
-        }
-        broken(path, v, fmt::format("\"{}\" is {}; the executor knows \"memory\", \"port\", \"switch\" and \"none\" "
-                                    "(convertToChannelType throws \"Invalid channel type\")",
-                                    key, v->kind == Kind::string ? fmt::format("\"{}\"", v->text) : std::string(v->kind_name())));
-        return std::nullopt;
+        static constexpr std::pair<std::string_view, Chan> names[] = {
+            {"memory", Chan::memory}, {"port", Chan::port}, {"switch", Chan::switch_}, {"none", Chan::none}};
+        return one_of(v, path, key, names, "convertToChannelType throws \"Invalid channel type\"");
+    }
+    /// The required member `key` of `o` as an integer in lo..hi (need, then integer).
+    std::optional<std::int64_t> int_key(const Value& o, std::string_view key, const std::string& path, std::int64_t lo, std::int64_t hi) {
+        return integer(need(o, key, path), path, key, lo, hi);
     }
     std::vector<int> ints(const Value* v, const std::string& path, std::string_view key, std::int64_t lo, std::int64_t hi) {
         std::vector<int> out;
@@ -177,8 +179,8 @@ void Reader::op(const Value& j, const std::string& path, Op& op, bool inside_pip
                             c->items.size()));
     }
     if (const Value* t = j.find("tbg_info"); object(t, path, "\"tbg_info\"")) {
-        auto id = integer(need(*t, "tb_id", path + ".tbg_info"), path, "tb_id", 0, u32max);
-        auto size = integer(need(*t, "tbg_size", path + ".tbg_info"), path, "tbg_size", 1, u32max);
+        auto id = int_key(*t, "tb_id", path + ".tbg_info", 0, u32max);
+        auto size = int_key(*t, "tbg_size", path + ".tbg_info", 1, u32max);
         if (id && size) {
             op.tbg_id = int(*id);
             op.tbg_size = int(*size);
@@ -203,8 +205,8 @@ void Reader::op(const Value& j, const std::string& path, Op& op, bool inside_pip
             if (const Value* id = e.find("buffer_id")) r.buffer_id = int(integer(id, bpath, "buffer_id", 0, u8max).value_or(-1));
             if (const Value* s = e.find("switch_channel_id"))
                 r.switch_channel_id = int(integer(s, bpath, "switch_channel_id", 0, u8max).value_or(-1));
-            r.index = integer(need(e, "index", bpath), bpath, "index", 0, u32max).value_or(0);
-            r.size = integer(need(e, "size", bpath), bpath, "size", 0, u32max).value_or(0);
+            r.index = int_key(e, "index", bpath, 0, u32max).value_or(0);
+            r.size = int_key(e, "size", bpath, 0, u32max).value_or(0);
             if (!r.type && r.buffer_id < 0 && r.switch_channel_id < 0)
                 broken(bpath, &e, "names no buffer (\"type\", \"buffer_id\" or \"switch_channel_id\"); the executor reads "
                                   "BufferType::NONE and throws \"Invalid buffer type\"");
@@ -237,8 +239,8 @@ void Reader::op(const Value& j, const std::string& path, Op& op, bool inside_pip
         }
         const Value* ctx = object(need(j, "iter_context", path), path, "\"iter_context\"");
         if (ctx) {
-            op.unit_size = integer(need(*ctx, "unit_size", path + ".iter_context"), path, "unit_size", 1, u32max).value_or(1);
-            op.num_chunks = integer(need(*ctx, "num_chunks", path + ".iter_context"), path, "num_chunks", 0, 0x7fffffff).value_or(0);
+            op.unit_size = int_key(*ctx, "unit_size", path + ".iter_context", 1, u32max).value_or(1);
+            op.num_chunks = int_key(*ctx, "num_chunks", path + ".iter_context", 0, 0x7fffffff).value_or(0);
         }
         const Value* inner = array(need(j, "ops", path), path, "ops");
         if (inner)
@@ -362,13 +364,13 @@ ReadResult read_plan(std::string_view text, std::string_view file) {
         gpu.id = g;
         gpu.pos = {jg.line, jg.col};
         if (!rd.object(&jg, gpath, "a GPU")) continue;
-        if (auto id = rd.integer(rd.need(jg, "id", gpath), gpath, "id", INT32_MIN, INT32_MAX); id && *id != g)
+        if (auto id = rd.int_key(jg, "id", gpath, INT32_MIN, INT32_MAX); id && *id != g)
             rd.broken(gpath, jg.find("id"),
                       fmt::format("has id {} at position {}: the executor takes gpus[rank] and throws \"GPU rank does not match\" "
                                   "(execution_plan.cc:256-259)",
                                   *id, g));
         auto chunks = [&](std::string_view key) {
-            return rd.integer(rd.need(jg, key, gpath), gpath, key, 0, u32max).value_or(0);
+            return rd.int_key(jg, key, gpath, 0, u32max).value_or(0);
         };
         gpu.input_chunks = chunks("input_chunks");
         gpu.output_chunks = chunks("output_chunks");
@@ -396,7 +398,7 @@ ReadResult read_plan(std::string_view text, std::string_view file) {
                             const Value& jq = groups->items[q];
                             const std::string qpath = fmt::format("{}.rank_groups[{}]", cpath, q);
                             if (!rd.object(&jq, qpath, "a rank group")) continue;
-                            rd.integer(rd.need(jq, "size", qpath), qpath, "size", 0, INT32_MAX);
+                            rd.int_key(jq, "size", qpath, 0, INT32_MAX);
                             ch.groups.push_back(rd.ints(rd.need(jq, "ranks", qpath), qpath, "ranks", 0, P - 1));
                             gpu.switch_groups.push_back(ch.groups.back());
                             gpu.switch_buffers.push_back(ch.buffer_type.value_or(Buf::scratch));
@@ -431,7 +433,7 @@ ReadResult read_plan(std::string_view text, std::string_view file) {
                 if (!rd.object(&jr, rpath, "a remote buffer")) continue;
                 RemoteBuffer rb;
                 rb.pos = {jr.line, jr.col};
-                rb.rank = int(rd.integer(rd.need(jr, "rank", rpath), rpath, "rank", INT32_MIN, INT32_MAX).value_or(0));
+                rb.rank = int(rd.int_key(jr, "rank", rpath, INT32_MIN, INT32_MAX).value_or(0));
                 rb.type = rd.buffer(rd.need(jr, "type", rpath), rpath, "type").value_or(Buf::input);
                 if (const Value* acc = rd.array(rd.need(jr, "access_channel_types", rpath), rpath, "access_channel_types"))
                     for (const Value& a : acc->items) rb.access.push_back(rd.channel(&a, rpath, "access_channel_types").value_or(Chan::none));
@@ -448,7 +450,7 @@ ReadResult read_plan(std::string_view text, std::string_view file) {
                 const std::string spath = fmt::format("{}.semaphores[{}]", gpath, k);
                 if (!rd.object(&sems->items[k], spath, "a semaphore")) continue;
                 gpu.semaphores.push_back(
-                    rd.integer(rd.need(sems->items[k], "init_value", spath), spath, "init_value", INT32_MIN, INT32_MAX).value_or(0));
+                    rd.int_key(sems->items[k], "init_value", spath, INT32_MIN, INT32_MAX).value_or(0));
             }
         const Value* tbs = rd.array(rd.need(jg, "threadblocks", gpath), gpath, "threadblocks");
         if (!tbs) continue;
@@ -465,7 +467,7 @@ ReadResult read_plan(std::string_view text, std::string_view file) {
                 gpu.tbs.push_back(std::move(tb));
                 continue;
             }
-            if (auto id = rd.integer(rd.need(jt, "id", tpath), tpath, "id", INT32_MIN, INT32_MAX)) {
+            if (auto id = rd.int_key(jt, "id", tpath, INT32_MIN, INT32_MAX)) {
                 tb.id = int(*id);
                 if (*id < 0 || *id >= T)
                     rd.broken(tpath, jt.find("id"),

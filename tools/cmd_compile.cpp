@@ -55,9 +55,9 @@ void add_compile_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--locations", args->locations,
                   "Give every transfer of the JSON table an \"at\": \"file:line:col\" field naming the send or hop statement "
                   "that made it, so `collsched verify` of the table points counterexamples at the schedule (docs/formats.md)");
-    cmd->add_option("--proto", args->mscclpp.proto, "mscclpp: Simple or LL (default Simple); see `collsched convert`")
+    cmd->add_option("--proto", args->mscclpp.proto, "msccl, mscclpp: Simple or LL (default Simple); see `collsched convert`")
         ->check(CLI::IsMember({"Simple", "LL"}));
-    cmd->add_option("--instances", args->mscclpp.instances, "mscclpp: copies of the plan over slices of every chunk (default 1)")
+    cmd->add_option("--instances", args->mscclpp.instances, "msccl, mscclpp: copies of the program over slices of every chunk (default 1)")
         ->check(CLI::Range(1, 64));
     cmd->add_flag("--out-of-place", args->mscclpp.out_of_place, "mscclpp: an out-of-place plan (default in place for allgather and allreduce)");
     cmd->add_flag("--strict", args->strict,
@@ -90,6 +90,8 @@ void add_compile_command(CLI::App& app, Context& ctx) {
             write_output(args->output, [&](const Flush& flush, fmt::memory_buffer& buf) {
                 ExportOptions eo;
                 eo.mscclpp = args->mscclpp;
+                eo.msccl.proto = args->mscclpp.proto;
+                eo.msccl.instances = args->mscclpp.instances;
                 eo.file = args->output;
                 if (args->format == "dsl") write_table_dsl(*table, buf, flush, args->output);
                 else write_table_as(*table, args->format, eo, buf, flush);

@@ -83,7 +83,8 @@ void add_convert_command(CLI::App& app, Context& ctx) {
                     "(packets with flags) (default Simple)")
         ->check(CLI::IsMember({"Simple", "LL", "LL128"}));
     cmd->add_option("--instances", args->mscclpp.instances,
-                    "mscclpp: copies of the plan over interleaved slices of every chunk, each with its own thread blocks (default 1)")
+                    "msccl, mscclpp: copies of the program over interleaved slices of every chunk, each with its own thread "
+                    "blocks and channels (default 1; msccl: at most 32 channels in all)")
         ->check(CLI::Range(1, 64));
     cmd->add_flag("--out-of-place", args->mscclpp.out_of_place,
                   "mscclpp: write an out-of-place plan (allgather and allreduce are written in place by default)");
@@ -124,6 +125,7 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         options.mscclpp = args->mscclpp;
         options.msccl.proto = options.mscclpp.proto = args->proto;
         options.file = args->output;
+        options.msccl.instances = args->mscclpp.instances;
         write_output(args->output,
                      [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_as(t, format, options, buf, flush); });
         ctx.exit_code = 0;

@@ -62,9 +62,13 @@ std::optional<std::string> mscclpp_plan_text(const std::string& path) {
 
 /// `verify PLAN.json`: the plan's verdict (docs/exports.md, "MSCCL++ execution plans").
 int verify_mscclpp(const std::string& path, const std::string& text, const VerifyArgs& args) {
-    std::vector<mscclpp::Expectation> expect;
-    if (!args.expect.empty()) expect = mscclpp::read_expectations(read_input_text(args.expect, "expectation file"), args.expect);
+    std::vector<Expectation> expect;
+    if (!args.expect.empty()) expect = read_expectations(read_input_text(args.expect, "expectation file"), args.expect);
     mscclpp::ReadResult read = mscclpp::read_plan(text, path);
+    check_expectations(expect, args.expect, int(read.plan.gpus.size()), [&](int r, char buf) -> long long {
+        const mscclpp::Gpu& g = read.plan.gpus[std::size_t(r)];
+        return buf == 'i' ? g.input_chunks : buf == 'o' ? g.output_chunks : g.scratch_chunks;
+    });
     mscclpp::PlanReport r = mscclpp::check_plan(read, expect);
     std::string out;
     if (args.json) {

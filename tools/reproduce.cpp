@@ -186,12 +186,8 @@ std::int64_t evaluate_formula(const std::string& expr, const Params& params, con
 // ---------------------------------------------------------------------------------------------
 // One row
 
-ReproRow run_row(const CatalogEntry& entry, const Params& params) {
-    auto t0 = std::chrono::steady_clock::now();
-    ReproRow row;
-    row.entry = &entry;
-    row.params = params;
-    row.size = 1;
+std::uint64_t row_size(const CatalogEntry& entry, const std::vector<std::pair<std::string, std::int64_t>>& params) {
+    std::uint64_t size = 1;
     auto value = [&](std::string_view name) -> std::uint64_t {
         std::uint64_t number = 0;
         if (auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), number); ec == std::errc{} && end == name.data() + name.size())
@@ -206,11 +202,20 @@ ReproRow run_row(const CatalogEntry& entry, const Params& params) {
         if (auto caret = s.find('^'); caret != std::string::npos) {
             std::uint64_t base = value(std::string_view(s).substr(0, caret)), p = 1;
             for (std::uint64_t e = value(std::string_view(s).substr(caret + 1)); e > 0 && p <= (1ULL << 40); --e) p *= base;
-            row.size *= p;
+            size *= p;
         } else {
-            row.size *= value(s);
+            size *= value(s);
         }
     }
+    return size;
+}
+
+ReproRow run_row(const CatalogEntry& entry, const Params& params) {
+    auto t0 = std::chrono::steady_clock::now();
+    ReproRow row;
+    row.entry = &entry;
+    row.params = params;
+    row.size = row_size(entry, params);
     auto finish = [&]() {
         row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (row.verdict != "holds")

@@ -71,6 +71,9 @@ struct Catalog {
 /// Reads a catalog file. Throws InputError (one line: file, what is wrong, what was expected).
 Catalog read_catalog(const std::string& path);
 
+/// A row's size: the product of the entry's `size` params ("k^d" a power), for --max-n.
+std::uint64_t row_size(const CatalogEntry&, const std::vector<std::pair<std::string, std::int64_t>>& params);
+
 /// One row of the reproduction: what was claimed, measured and concluded.
 struct ReproRow {
     const CatalogEntry* entry = nullptr;

@@ -122,7 +122,6 @@ inline std::string msccl_limits(const XmlNode& algo, int max_steps = 64) {
         if (nchannels < 1 || nchannels > 32) return "nchannels out of 1..32";
         if (int(algo.subs.size()) != ngpus) return "one <gpu> per GPU expected";
         std::set<int> ids;
-        if (algo.attr("coll") == "alltoall" && algo.num("inplace") != 0) return "an in-place alltoall is not correct";
         if (ngpus > 1024) return "more than 1024 <gpu> children (MAX_SUBS)";
         for (const XmlNode& g : algo.subs) {
             if (g.name != "gpu") return "unexpected element " + g.name;

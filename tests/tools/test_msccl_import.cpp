@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include <fmt/ranges.h>
 
@@ -22,6 +23,7 @@
 #include "runtime/simulator.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/compiler/msccl_replay.hpp"
+#include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tools/reproduce.hpp"
 #include "verifier/direct.hpp"
@@ -180,18 +182,21 @@ TEST_CASE("msccl import: waits that never end are deadlocks named by rank, threa
 }
 
 TEST_CASE("msccl import: in-place programs are checked with the input aliased to the output") {
-    // collsched's alltoall is out of place only: in place, a receive overwrites an input chunk
-    // that a send of the same rank still has to read
+    // an alltoall in place: unpaired, each receive into output chunk q waits (depid) for the send
+    // that reads input chunk q, the same memory; without those waits the receive races the send
     std::string x = table_to_msccl(test::complete_alltoall(3), {.pair = false});
-    replace(x, R"(inplace="0")", R"(inplace="1")");
+    CHECK(x.find(R"(inplace="1" outofplace="1")") != std::string::npos);
+    CHECK(violations(x) == "");
+    x = std::regex_replace(x, std::regex(R"(depid="\d+" deps="\d+")"), R"(depid="-1" deps="-1")");
+    x = std::regex_replace(x, std::regex(R"(hasdep="1")"), R"(hasdep="0")");
     std::string why = violations(x);
     CHECK(why.find("(= output, in place)") != std::string::npos);
     CHECK(why.find("[data race] (in place)") != std::string::npos);
     CHECK(why.find("(out of place)") == std::string::npos);
     // paired, the send to q reads chunk q before the receive from q overwrites it, in one thread
-    // block: correct in place too
+    // block: correct in place with no wait at all
     x = table_to_msccl(test::complete_alltoall(3));
-    replace(x, R"(inplace="0")", R"(inplace="1")");
+    CHECK(x.find("depid=\"0\"") == std::string::npos);
     CHECK(violations(x) == "");
     // the allgather and the broadcast are correct both ways (in place, the local copy copies a
     // chunk onto itself, which is no access)
@@ -237,43 +242,29 @@ TEST_CASE("msccl import: what the executor would not load is refused (exit 2), w
 }
 
 TEST_CASE("msccl export: every catalog schedule passes the executor's load rules or is refused with the reason") {
-    Catalog catalog = read_catalog(source("schedules/catalog.json"));
     // the default suite stops at 64 processors; ctest -L slow runs msccl_catalog_1024 (6 minutes)
     const char* env = std::getenv("COLLSCHED_MSCCL_CATALOG_MAX");
     const std::uint64_t max_size = env ? std::strtoull(env, nullptr, 10) : 64;
     int written = 0, refused = 0;
-    for (const CatalogEntry& e : catalog.entries)
-        for (const auto& row : e.rows) {
-            std::uint64_t size = 1;
-            std::vector<std::string> defines;
-            for (const auto& [k, v] : row) {
-                defines.push_back(fmt::format("{}={}", k, v));
-                if (std::find(e.size.begin(), e.size.end(), k) != e.size.end()) size *= std::uint64_t(v);
-            }
-            if (size > max_size) continue;
-            CAPTURE(e.file);
-            CAPTURE(fmt::format("{}", fmt::join(defines, " ")));
-            Diagnostics diags;
-            auto t = compile_file(e.file, defines, {}, diags);
-            REQUIRE(t.has_value());
-            std::string xml;
-            try {
-                xml = table_to_msccl(*t);
-            } catch (const InputError& err) {
-                // a rule of the executor, named in brackets, or a table MSCCL-IR cannot express
-                std::string why = err.what();
-                CAPTURE(why);
-                const bool named = why.find(" [") != std::string::npos || why.find("MSCCL-IR export covers") != std::string::npos ||
-                                   why.find("MSCCL-IR cannot express") != std::string::npos ||
-                                   why.find("comes back to itself") != std::string::npos;
-                CHECK(named);
-                ++refused;
-                continue;
-            }
-            test::XmlNode algo = test::MscclLexer(xml).parse();
-            CHECK(test::msccl_limits(algo) == "");
-            ++written;
+    test::for_each_catalog_table(max_size, [&](const SendTable& t, const std::string&) {
+        std::string xml;
+        try {
+            xml = table_to_msccl(t);
+        } catch (const InputError& err) {
+            // a rule of the executor, named in brackets, or a table MSCCL-IR cannot express
+            std::string why = err.what();
+            CAPTURE(why);
+            const bool named = why.find(" [") != std::string::npos || why.find("MSCCL-IR export covers") != std::string::npos ||
+                               why.find("MSCCL-IR cannot express") != std::string::npos ||
+                               why.find("comes back to itself") != std::string::npos;
+            CHECK(named);
+            ++refused;
+            return;
         }
+        test::XmlNode algo = test::MscclLexer(xml).parse();
+        CHECK(test::msccl_limits(algo) == "");
+        ++written;
+    });
     MESSAGE(fmt::format("catalog rows up to {} processors: {} exported within the executor's rules, {} refused", max_size, written,
                         refused));
     CHECK(written > 0);
@@ -505,7 +496,7 @@ TEST_CASE("msccl import: custom collectives are checked for deadlock and races, 
                          "it must hold in(0,1) [wrong output]") != std::string::npos);
     auto malformed = run("verify " + prog + " --expect " + dir.file("m.json", R"({"outputs": [{"rank": 9, "chunk": 0, "holds": [[0, 0]]}]})"));
     CHECK(malformed.code == 2);
-    CHECK(malformed.err.find("outputs[0]: rank 9 is outside 0..2") != std::string::npos);
+    CHECK(malformed.err.find("m.json:1:14: outputs[0]: rank 9 is outside 0..2\n") != std::string::npos);
     // a custom program has no table form
     auto conv = run("convert " + prog + " --format json");
     CHECK(conv.code == 2);
@@ -592,4 +583,79 @@ TEST_CASE("msccl import: the 1-chunk allreduce synthesized on multibox2x8 export
     auto v = run("verify " + dir.file("ar.xml") + " --topology graph:" + source("schedules/machines/multibox2x8.json"));
     CHECK(v.code == 0);
     CHECK(v.out.find("\nholds: ") != std::string::npos);
+}
+
+TEST_CASE("msccl export: an alltoall serves in-place calls when its table sends every slot before it receives into it") {
+    // all pairs in one step: each receive into output chunk s waits for the send of input chunk s
+    // (program order in their paired thread block), so the program holds in both modes
+    const SendTable direct = test::complete_alltoall(4);
+    const std::string both = table_to_msccl(direct);
+    CHECK(both.find("coll=\"alltoall\" inplace=\"1\" outofplace=\"1\"") != std::string::npos);
+    MscclReport r = check_msccl_ir(both, "a.xml", {.topology = "complete:4"});
+    INFO(r.text());
+    CHECK(r.holds);
+    const std::string only = table_to_msccl(direct, {.inplace = true});
+    CHECK(only.find("inplace=\"1\" outofplace=\"0\"") != std::string::npos);
+    CHECK(only.find("type=\"cpy\"") == std::string::npos);  // i:g -> o:g is a copy onto itself in place
+    CHECK(check_msccl_ir(only, "a.xml").holds);
+    // with four instances per connection the receive and the send sit in different thread blocks: a depid
+    const std::string spread = table_to_msccl(test::ebft_alltoall(8), {.channels = 2, .inplace = true});
+    CHECK(check_msccl_ir(spread, "s.xml").holds);
+    // GPU 0 receives m(1,0) in step 1 but sends m(0,1) from the same slot only in step 2
+    auto topo = Topology::parse("complete:2");
+    TableBuilder b(topo, topo->default_model(), Collective{CollectiveKind::alltoall, Node{0}, {}});
+    b.hop(1, *topo->find_channel(Node{1}, Node{0}), b.messages().personal(1, 0));
+    b.hop(2, *topo->find_channel(Node{0}, Node{1}), b.messages().personal(0, 1));
+    const SendTable late = std::move(b).finish();
+    const std::string out = table_to_msccl(late);
+    CHECK(out.find("inplace=\"0\" outofplace=\"1\"") != std::string::npos);
+    CHECK(check_msccl_ir(out, "l.xml").holds);
+    std::string why;
+    try {
+        table_to_msccl(late, {.inplace = true});
+    } catch (const InputError& e) {
+        why = e.what();
+    }
+    CHECK(why == "cannot write MSCCL-IR for alltoall on complete:2: GPU 0 receives m(1,0) into output chunk 1 in step 1 but sends "
+                 "m(0,1) from that chunk (input chunk 1, the same memory in place) only in step 2: in place the receive would "
+                 "overwrite it first (drop --inplace for an out-of-place program)");
+    // and the reader agrees: the same program claimed in place computes the wrong output there
+    std::string claimed = out;
+    replace(claimed, "inplace=\"0\"", "inplace=\"1\"");
+    MscclReport wrong = check_msccl_ir(claimed, "l.xml");
+    CHECK_FALSE(wrong.holds);
+    CHECK(wrong.findings == std::vector<std::string>{
+                                "l.xml:17:7: rank 1, input chunk 0 (= output, in place) holds m(1,0), written by rank 1, thread block 1, "
+                                "step 1 (receive from 0, channel 0), which rank 0, thread block 1, step 1 (send to 1, channel 0) sent, "
+                                "but it must hold m(0,1) [wrong output] (in place)"});
+}
+
+TEST_CASE("msccl export: --instances I copies every thread block onto channels of its own and splits every chunk in I") {
+    Diagnostics diags;
+    auto ring = compile_file(source("schedules/reduce/allreduce_ring.sched"), {"n=8"}, {}, diags);
+    REQUIRE(ring.has_value());
+    auto count = [](const std::string& xml, const std::string& what) {
+        std::size_t n = 0;
+        for (std::size_t at = xml.find(what); at != std::string::npos; at = xml.find(what, at + 1)) ++n;
+        return n;
+    };
+    const std::string one = table_to_msccl(*ring, {.coalesce = false});
+    const std::string two = table_to_msccl(*ring, {.instances = 2});
+    CHECK(count(two, "<tb ") == 2 * count(one, "<tb "));
+    CHECK(count(two, "<step ") == 2 * count(one, "<step "));
+    CHECK(two.find("nchannels=\"2\" nchunksperloop=\"16\"") != std::string::npos);
+    CHECK(two.find("i_chunks=\"16\" o_chunks=\"16\"") != std::string::npos);
+    MscclReport r = check_msccl_ir(two, "two.xml", {.topology = "ring:8"});
+    INFO(r.text());
+    CHECK(r.holds);
+    // 32 channels in all: ring:8 allgather with 32 instances is written, 33 refused
+    const SendTable ag = test::ring_allgather(8);
+    CHECK(check_msccl_ir(table_to_msccl(ag, {.instances = 32}), "ag.xml").holds);
+    const std::string table = source("tests/data/ring8_allgather.json");
+    auto r33 = run("convert " + table + " --format msccl --instances 33");
+    CHECK(r33.code == 2);
+    CHECK(r33.err == "collsched: error: --instances 33 is outside 1..32 (an instance needs a channel of its own; MAXCHANNELS)\n");
+    auto r2 = run("convert " + table + " --format msccl --instances 2");
+    CHECK(r2.code == 0);
+    CHECK(r2.out.find("nchannels=\"2\" nchunksperloop=\"16\"") != std::string::npos);
 }
