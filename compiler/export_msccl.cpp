@@ -41,6 +41,12 @@ struct TwoWaits : InputError {
     using InputError::InputError;
 };
 
+/// A dependency on a thread block past the executor's int8_t ids: for an alltoall that serves
+/// in-place calls, build_plan tries again out of place only (no in-place waits).
+struct DependencyLimit : InputError {
+    using InputError::InputError;
+};
+
 struct Tb {
     int send = -1, recv = -1, chan = 0;
     std::vector<Op> ops;
@@ -58,6 +64,9 @@ struct Plan {
     bool inplace = false;
     /// Why not, when the collective could be but this table cannot (an alltoall's order).
     std::string inplace_refusal;
+    /// An alltoall's in-place waits are not written (build_plan's fallback when they would
+    /// break the executor's int8_t dependency ids): the program serves out-of-place calls only.
+    bool out_of_place_only = false;
     std::vector<Gpu> gpus;
 };
 
@@ -357,7 +366,11 @@ Placement place_copies(const SendTable& t, const std::vector<EndpointTransfer>& 
     pl.recv_dep.resize(ev.size());
     for (std::size_t i = 0; i < ev.size(); ++i)
         if (depends_on[i]) pl.send_dep[i] = Dep{Dep::recv, *depends_on[i]};
-    if (kind == CollectiveKind::alltoall) alltoall_in_place(t, ev, pl, plan);
+    if (kind == CollectiveKind::alltoall && !plan.out_of_place_only) alltoall_in_place(t, ev, pl, plan);
+    if (plan.out_of_place_only) {
+        plan.inplace = false;
+        plan.inplace_refusal = "its in-place waits would name thread blocks past the executor's int8_t dependency ids";
+    }
     return pl;
 }
 
@@ -379,6 +392,14 @@ Plan build_plan(const SendTable& t, const MscclOptions& opt) {
         MscclOptions unpaired = opt;
         unpaired.pair = false;
         return build_plan(t, unpaired);
+    } catch (const DependencyLimit& e) {
+        // An alltoall that serves in-place calls waits, per receive, for the send that reads its
+        // slot; on large GPU counts those waits name thread blocks past 127. Without --inplace
+        // the out-of-place program (no such waits) is still a correct answer.
+        if (opt.inplace || t.collective.kind != CollectiveKind::alltoall || opt.out_of_place_only) throw InputError(e.what());
+        MscclOptions out = opt;
+        out.out_of_place_only = true;
+        return build_plan(t, out);
     }
 }
 
@@ -430,6 +451,7 @@ Plan build_plan_as(const SendTable& t, const MscclOptions& opt) {
     Plan plan;
     plan.name = algo_name(t);
     plan.gpus.resize(P);
+    plan.out_of_place_only = opt.out_of_place_only;
     Placement pl = reduction ? place_reduction(t, ev, plan) : place_copies(t, ev, plan);
     if (opt.inplace && !plan.inplace) refuse(t, plan.inplace_refusal + " (drop --inplace for an out-of-place program)");
     plan.coll = kind == CollectiveKind::alltoall        ? "alltoall"
@@ -730,9 +752,10 @@ Plan build_plan_as(const SendTable& t, const MscclOptions& opt) {
             throw InputError(why);
         }
         if (target.first > MscclLimits::max_dependency_tb)
-            refuse(t, fmt::format("GPU {} would depend on thread block {}; the executor stores dependency ids in an int8_t "
-                                  "(at most {}) [dependentBid]",
-                                  g, target.first, MscclLimits::max_dependency_tb));
+            throw DependencyLimit(fmt::format("cannot write MSCCL-IR for {} on {}: GPU {} would depend on thread block {}; the "
+                                              "executor stores dependency ids in an int8_t (at most {}) [dependentBid]",
+                                              t.collective.to_string(), t.topology->spec(), g, target.first,
+                                              MscclLimits::max_dependency_tb));
         Op& op = plan.gpus[g].tbs[me.first].ops[me.second];
         // two waits on one thread block: the later step implies the earlier (a thread block runs in
         // order and publishes a count, msccl_kernel.cu:224-236)

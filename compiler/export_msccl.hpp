@@ -71,6 +71,9 @@ struct MscclOptions {
     /// Copies of the program over I interleaved slices of every chunk, each on channels and
     /// thread blocks of its own (msccl-tools' instances; docs/exports.md "Instances").
     int instances = 1;
+    /// An alltoall serves out-of-place calls only, without the waits that make it correct in
+    /// place too (set by the exporter itself when those waits break the executor's limits).
+    bool out_of_place_only = false;
 };
 
 void write_table_msccl(const SendTable&, const MscclOptions&, fmt::memory_buffer& out, const Flush& flush);

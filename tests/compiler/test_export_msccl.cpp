@@ -124,7 +124,12 @@ TEST_CASE("msccl: in place where the program is correct in place (allgather, bro
     };
     CHECK(flags(ring_allgather(4)) == "11");
     CHECK(flags(hypercube_broadcast(0)) == "11");
-    CHECK(flags(ebft_alltoall(4)) == "01");
+    // An alltoall whose every GPU sends input chunk s before it receives into output chunk s
+    // serves in-place calls too: each such receive waits for that send (docs/exports.md).
+    CHECK(flags(ebft_alltoall(4)) == "11");
+    // complete:513: those waits would name thread blocks past the executor's int8_t ids, so the
+    // program serves out-of-place calls only.
+    CHECK(flags(complete_alltoall(513)) == "01");
 }
 
 TEST_CASE("msccl: the step limit (MSCCL_MAX_NUM_STEPS, default 64) at its boundary, --max-steps and --channels") {
