@@ -29,6 +29,13 @@ const std::string multibox2 = "--topology graph:" + source("schedules/machines/m
 }  // namespace
 
 TEST_CASE("limits of optimize: a memory limit below the encoding refuses it and ends with the greedy's 19 steps") {
+#if defined(__SANITIZE_ADDRESS__)
+    // Under AddressSanitizer (scripts/sanitize.sh) the resident memory the limit is measured on
+    // holds the sanitizer's shadow and quarantine (170 MB at the start of this run), so a limit
+    // of 60 or 150 MB cannot mean what it means in a normal build. The plain build runs it.
+    MESSAGE("skipped under AddressSanitizer: resident memory includes its shadow memory");
+    return;
+#endif
     // The formula for T = 30 takes about 100 MB, the solver 2.5 GB: with 60 MiB the encoding is
     // not built, with 150 MiB it is built and not loaded. Either way: found, exit 3, under the limit.
     for (const char* limit : {"60M", "150M"}) {
