@@ -118,7 +118,11 @@ TEST_CASE("hostile input: numbers on the command line are finite and in range") 
     refused(run("optimize --topology ring:4 --collective alltoall --timeout nan"),
             "--timeout: expected 0 (no limit) or a number of seconds up to 10000000, not 'nan'");
     refused(run("probe ebft-alltoall --n 4 --timeout inf"), "not 'inf'");
-    CHECK(run("verify " + ebft4 + " --engine z3 --timeout 0.5").code == 0);
+    // 0.5 s is a valid limit: the run is accepted (it proves the table, or, on a loaded machine,
+    // reaches the limit: exit 3), never refused as bad input
+    auto half = run("verify " + ebft4 + " --engine z3 --timeout 0.5");
+    CHECK((half.code == 0 || half.code == 3));
+    CHECK(half.err.find("--timeout") == std::string::npos);
     std::string sched = source("schedules/bft/ebft_alltoall.sched");
     refused(run("compile " + sched + " --max-transfers -1"), "--max-transfers: expected a whole number from 1 to 4611686018427387904, not '-1'");
     refused(run("compile " + sched + " --max-iterations 0"), "--max-iterations: expected a whole number from 1");
