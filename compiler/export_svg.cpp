@@ -92,18 +92,76 @@ struct Grid {
     std::uint32_t rows = 0;
     Step steps = 0;
     std::vector<std::string> labels;
-    std::vector<std::uint32_t> cap, cap2;    ///< per row; cap2: processors' receive capacity
+    std::vector<std::uint32_t> cap;          ///< channel view: per row, the channel's capacity per round
     std::vector<std::uint32_t> load, load2;  ///< rows * steps; load2: processors' receives
     struct Group {
         std::uint32_t first, count;
         std::string label;
     };
     std::vector<Group> groups;
+    /// Processor view: per cell, the fullest resource the processor's sends (receives) of the
+    /// step use: a channel, a link group of one of its channels, or its port; its load against its
+    /// capacity times the step's rounds. The cell's colour is this use (what limits the step).
+    struct Use {
+        std::uint32_t load = 0, cap = 1;
+        std::int64_t resource = -1;  ///< a channel (>= 0), a group (-2 - g), the port (-1)
+        bool fuller_than(const Use& o) const { return std::uint64_t{load} * o.cap > std::uint64_t{o.load} * cap; }
+    };
+    std::vector<Use> full, full2;
     std::unordered_map<std::uint64_t, std::vector<MessageId>> msgs, msgs2;  ///< titles only
     std::uint64_t cell(std::uint32_t row, Step s) const { return std::uint64_t{row} * steps + (s - 1); }
 };
 
 std::string arrow(const Topology& t, const Channel& c) { return fmt::format("{}\u2192{}", t.node_name(c.from), t.node_name(c.to)); }
+
+/// The processor view's colours: for every processor and step, the fullest resource its sends
+/// and its receives use (Grid::Use). Channels and groups are counted per step from the table; a
+/// port (ports=single: one send and one receive per round; half: one of either) from the cells.
+void fill_fullest(const SendTable& t, Grid& g) {
+    const Topology& topo = *t.topology;
+    g.full.assign(g.load.size(), {});
+    g.full2.assign(g.load.size(), {});
+    std::vector<std::uint32_t> by_step(t.transfers.size());
+    for (std::uint32_t j = 0; j < by_step.size(); ++j) by_step[j] = j;
+    std::stable_sort(by_step.begin(), by_step.end(), [&](std::uint32_t a, std::uint32_t b) { return t.transfers[a].step < t.transfers[b].step; });
+    std::unordered_map<std::uint32_t, std::uint32_t> chan, group;
+    auto raise = [](Grid::Use& at, Grid::Use u) {
+        if (at.load == 0 || u.fuller_than(at)) at = u;
+    };
+    for (std::size_t lo = 0; lo < by_step.size();) {
+        const Step s = t.transfers[by_step[lo]].step;
+        std::size_t hi = lo;
+        chan.clear();
+        group.clear();
+        for (; hi < by_step.size() && t.transfers[by_step[hi]].step == s; ++hi) {
+            const ChannelId c = t.transfers[by_step[hi]].channel;
+            ++chan[idx(c)];
+            for (std::uint32_t k : topo.groups_of(c)) ++group[k];
+        }
+        lo = hi;
+        if (s < 1 || s > g.steps) continue;
+        const std::uint32_t r = t.rounds(s);
+        for (auto [ci, load] : chan) {
+            const Channel& c = topo.channel(ChannelId{ci});
+            Grid::Use u{load, c.cap * r, ci};
+            for (std::uint32_t k : topo.groups_of(ChannelId{ci})) {
+                Grid::Use v{group[k], topo.groups()[k].cap * r, -2 - static_cast<std::int64_t>(k)};
+                if (v.fuller_than(u)) u = v;
+            }
+            if (topo.is_processor(c.from)) raise(g.full[g.cell(idx(c.from), s)], u);
+            if (topo.is_processor(c.to)) raise(g.full2[g.cell(idx(c.to), s)], u);
+        }
+    }
+    if (t.model.ports == Ports::multi) return;
+    for (std::uint64_t cell = 0; cell < g.load.size(); ++cell) {
+        const Step s = static_cast<Step>(cell % g.steps) + 1;
+        const std::uint32_t r = t.rounds(s);
+        const bool half = t.model.ports == Ports::half;
+        const std::uint32_t out = half ? g.load[cell] + g.load2[cell] : g.load[cell], in = half ? out : g.load2[cell];
+        if (g.load[cell]) raise(g.full[cell], {out, r, -1});
+        if (g.load2[cell]) raise(g.full2[cell], {in, r, -1});
+    }
+}
 
 Grid build_grid(const SendTable& t, const TimelineOptions& opt) {
     const Topology& topo = *t.topology;
@@ -171,15 +229,7 @@ Grid build_grid(const SendTable& t, const TimelineOptions& opt) {
         }
     } else {
         g.rows = topo.processors();
-        for (std::uint32_t p = 0; p < g.rows; ++p) {
-            std::uint32_t out = 0, in = 0;
-            for (ChannelId c : topo.out_channels(Node{p})) out += topo.channel(c).cap;
-            for (ChannelId c : topo.in_channels(Node{p})) in += topo.channel(c).cap;
-            if (t.model.ports != Ports::multi) out = in = 1;
-            g.labels.push_back(fmt::format("P{}", p));
-            g.cap.push_back(out);
-            g.cap2.push_back(in);
-        }
+        for (std::uint32_t p = 0; p < g.rows; ++p) g.labels.push_back(fmt::format("P{}", p));
     }
     if (std::uint64_t{g.rows} * g.steps > max_cells)
         throw InputError(fmt::format("the timeline would have {} rows x {} steps, more than {} cells; draw a smaller instance", g.rows,
@@ -205,6 +255,7 @@ Grid build_grid(const SendTable& t, const TimelineOptions& opt) {
             if (opt.titles) g.msgs2[cell].push_back(x.message);
         }
     }
+    if (g.processors) fill_fullest(t, g);
     return g;
 }
 
@@ -240,7 +291,7 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
     const int grid_w = static_cast<int>(T) * cw;
     const int grid_bottom = y[g.rows];
     const int legend_y = grid_bottom + 26;
-    const int width = std::max(left + grid_w + right, 660);
+    const int width_of_grid = std::max(left + grid_w + right, 660);
     // link groups, one line each under the legend: name, shared capacity, channels, peak load
     std::vector<std::string> group_lines;
     if (const auto& groups = t.topology->groups(); !groups.empty()) {
@@ -259,6 +310,11 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
         if (groups.size() > max_lines) group_lines.push_back(fmt::format("and {} more groups", groups.size() - max_lines));
     }
     const int height = legend_y + 44 + (group_lines.empty() ? 0 : 14 * static_cast<int>(group_lines.size() + 1));
+    // the group lines (10 px type, about 6 px a character) widen the picture rather than run off it
+    std::size_t longest_line = 0;
+    for (const std::string& l : group_lines)  // characters, not bytes: the arrows are 3 bytes of UTF-8
+        longest_line = std::max<std::size_t>(longest_line, std::count_if(l.begin(), l.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+    const int width = std::max(width_of_grid, 16 + 6 * static_cast<int>(longest_line));
 
     auto it = std::back_inserter(out);
     fmt::format_to(it,
@@ -270,7 +326,7 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
                    8, escape(t.topology->spec()), escape(t.collective.to_string()), t.steps(), t.transfers.size());
     fmt::format_to(it, "<text x=\"8\" y=\"32\" font-size=\"10\" fill=\"#555555\">model: {}</text>\n", escape(model_text(t.model)));
     fmt::format_to(it, "<text x=\"8\" y=\"45\" font-size=\"10\" fill=\"#555555\">rows: {} \u00b7 cell colour: load in the step against capacity</text>\n",
-                   g.processors ? "processors (upper half sends, lower half receives)"
+                   g.processors ? "processors (upper half sends, lower half receives; the fullest channel, link group or port they use)"
                                 : t.topology->is_tree() ? "channels, up the tree level by level, then down" : "channels");
     // step axis
     int label_every = 1;
@@ -314,6 +370,16 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
         }
         return fmt::format("<title>{}</title>", escape(text));
     };
+    // a processor cell's title: its transfers and the fullest resource they use
+    auto use_title = [&](std::string_view what, std::uint32_t count, const Grid::Use& u, Step s, std::string_view row,
+                         const std::unordered_map<std::uint64_t, std::vector<MessageId>>& msgs, std::uint64_t cell) {
+        if (count == 0) return title(std::string(what) + " ", 0, 1, s, row, msgs, cell);
+        const std::string resource =
+            u.resource >= 0 ? "channel " + arrow(*t.topology, t.topology->channel(ChannelId{static_cast<std::uint32_t>(u.resource)}))
+            : u.resource == -1 ? std::string("port")
+                               : "group " + t.topology->groups()[static_cast<std::size_t>(-2 - u.resource)].name;
+        return title(fmt::format("{} {} \u00b7 fullest: {} ", what, count, resource), u.load, u.cap, s, row, msgs, cell);
+    };
     // rows
     fmt::format_to(it, "<g id=\"rows\" text-anchor=\"end\" fill=\"#222222\">\n");
     for (std::uint32_t r = 0; r < g.rows; r += every_row)
@@ -325,21 +391,21 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
             std::uint64_t cell = g.cell(r, s);
             int x = left + static_cast<int>(s - 1) * cw;
             if (!g.processors) {
-                std::uint32_t load = g.load[cell];
+                std::uint32_t load = g.load[cell], cap = g.cap[r] * t.rounds(s);  // a step of r rounds: r times the capacity
                 fmt::format_to(it, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y[r], cw - gap, rh - gap,
-                               colour(load, g.cap[r]));
-                if (titles) fmt::format_to(it, ">{}</rect>\n", title("", load, g.cap[r], s, g.labels[r], g.msgs, cell));
+                               colour(load, cap));
+                if (titles) fmt::format_to(it, ">{}</rect>\n", title("", load, cap, s, g.labels[r], g.msgs, cell));
                 else fmt::format_to(it, "/>\n");
             } else {
                 int h1 = rh / 2 - (rh >= 10 ? 1 : 0), h2 = rh - rh / 2 - gap;
-                std::uint32_t sl = g.load[cell], rl = g.load2[cell];
+                const Grid::Use su = g.full[cell], ru = g.full2[cell];
                 fmt::format_to(it, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y[r], cw - gap, h1,
-                               colour(sl, g.cap[r]));
-                if (titles) fmt::format_to(it, ">{}</rect>\n", title("sends ", sl, g.cap[r], s, g.labels[r], g.msgs, cell));
+                               colour(su.load, su.cap));
+                if (titles) fmt::format_to(it, ">{}</rect>\n", use_title("sends", g.load[cell], su, s, g.labels[r], g.msgs, cell));
                 else fmt::format_to(it, "/>\n");
                 fmt::format_to(it, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y[r] + rh / 2, cw - gap,
-                               std::max(h2, 1), colour(rl, g.cap2[r]));
-                if (titles) fmt::format_to(it, ">{}</rect>\n", title("receives ", rl, g.cap2[r], s, g.labels[r], g.msgs2, cell));
+                               std::max(h2, 1), colour(ru.load, ru.cap));
+                if (titles) fmt::format_to(it, ">{}</rect>\n", use_title("receives", g.load2[cell], ru, s, g.labels[r], g.msgs2, cell));
                 else fmt::format_to(it, "/>\n");
             }
         }

@@ -17,6 +17,7 @@
 #include <boost/property_tree/xml_parser.hpp>
 
 #include "compiler/export_svg.hpp"
+#include "compiler/lower.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 
 using namespace collsched;
@@ -233,4 +234,37 @@ TEST_CASE("svg and dot: link groups are drawn with their channels, shared capaci
     CHECK(dot.find("0\u21921 in gpu0.out, gpu1.in") != std::string::npos);
     // no groups, no group drawing (the EBFT goldens above are unchanged)
     CHECK(table_to_dot(ebft_alltoall(4)).find("cluster_groups") == std::string::npos);
+}
+
+TEST_CASE("svg: the processor view colours a cell by the fullest channel, link group or port, times the step's rounds") {
+    // multibox 2x8, the hierarchical allgather: in each of its two steps of 7 rounds a GPU sends 7
+    // chunks through its NVSwitch port (group gpuP.out, cap 1 per round): full, whatever its 15
+    // channels could carry together (the view once showed these steps as "up to 1/2")
+    Diagnostics diags;
+    auto t = compile_file(COLLSCHED_SOURCE_DIR "/schedules/multibox/allgather_hierarchical.sched", {}, {}, diags);
+    REQUIRE(t);
+    TimelineOptions o;
+    o.rows = TimelineRows::processors;
+    const std::string svg = table_to_svg(*t, o);
+    auto f = fills(cells_of(svg));
+    CHECK(f["#08306b"] == 2 * 16 * 2);  // every send and receive half of 16 processors x 2 steps: full
+    CHECK(f.size() == 1);
+    CHECK(svg.find("<title>step 2 \u00b7 P0 \u00b7 sends 7 \u00b7 fullest: group gpu0.out 7/7: b(8), b(8)") != std::string::npos);
+    CHECK(svg.find("<title>step 1 \u00b7 P0 \u00b7 receives 8 \u00b7 fullest: group gpu0.in 7/7: b(1), b(2)") != std::string::npos);
+    // ports=single: one send per round, so 2 sends in a step of 1 round are over the port
+    auto ring = Topology::parse("complete:3");
+    Model single = ring->default_model();
+    single.ports = Ports::single;
+    TableBuilder b(ring, single, Collective{CollectiveKind::allgather, Node{0}, {}});
+    const Messages ms = b.messages();
+    b.hop(1, *ring->find_channel(Node{0}, Node{1}), ms.broadcast(0));
+    b.hop(1, *ring->find_channel(Node{0}, Node{2}), ms.broadcast(0));
+    const std::string over = table_to_svg(std::move(b).finish(), o);
+    CHECK(over.find("<title>step 1 \u00b7 P0 \u00b7 sends 2 \u00b7 fullest: port 2/1 OVER CAPACITY") != std::string::npos);
+    // the channel view multiplies a channel's capacity by the step's rounds: one chunk on a
+    // channel in a step of 7 rounds is 1/7, "up to 1/4"
+    TimelineOptions by_channel;
+    by_channel.rows = TimelineRows::channels;
+    const std::string channels = table_to_svg(*t, by_channel);
+    CHECK(channels.find("<title>step 1 \u00b7 0\u21928 \u00b7 1/7: b(0)</title>") != std::string::npos);
 }
