@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "dsl/diagnostics.hpp"
+#include "support/text.hpp"
 
 namespace collsched {
 
@@ -23,20 +24,6 @@ const char* colour(std::uint32_t load, std::uint32_t cap) {
     if (load > cap) return over_colour;
     int b = static_cast<int>(std::ceil(4.0 * load / cap)) - 1;
     return shade[std::clamp(b, 0, 3)];
-}
-
-std::string escape(std::string_view s) {
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            default: out += c;
-        }
-    }
-    return out;
 }
 
 /// How much a link group carries: its largest load in one step (the first such step, with its
@@ -323,8 +310,8 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
                    width, height, font);
     fmt::format_to(it, "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
     fmt::format_to(it, "<text x=\"{}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{} \u00b7 {} \u00b7 {} steps \u00b7 {} transfers</text>\n",
-                   8, escape(t.topology->spec()), escape(t.collective.to_string()), t.steps(), t.transfers.size());
-    fmt::format_to(it, "<text x=\"8\" y=\"32\" font-size=\"10\" fill=\"#555555\">model: {}</text>\n", escape(model_text(t.model)));
+                   8, support::xml_escape(t.topology->spec()), support::xml_escape(t.collective.to_string()), t.steps(), t.transfers.size());
+    fmt::format_to(it, "<text x=\"8\" y=\"32\" font-size=\"10\" fill=\"#555555\">model: {}</text>\n", support::xml_escape(model_text(t.model)));
     fmt::format_to(it, "<text x=\"8\" y=\"45\" font-size=\"10\" fill=\"#555555\">rows: {} \u00b7 cell colour: load in the step against capacity</text>\n",
                    g.processors ? "processors (upper half sends, lower half receives; the fullest channel, link group or port they use)"
                                 : t.topology->is_tree() ? "channels, up the tree level by level, then down" : "channels");
@@ -347,7 +334,7 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
             int y0 = y[gr.first], y1 = y[gr.first + gr.count - 1] + rh;
             int x = left + grid_w + 6;
             fmt::format_to(it, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#999999\"/>\n", x, y0 + 1, y1 - 1);
-            fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", x + 5, (y0 + y1) / 2 + 4, escape(gr.label));
+            fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", x + 5, (y0 + y1) / 2 + 4, support::xml_escape(gr.label));
         }
         fmt::format_to(it, "</g>\n");
     }
@@ -368,7 +355,7 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
                 if (m->second.size() > 12) text += fmt::format(" and {} more", m->second.size() - 12);
             }
         }
-        return fmt::format("<title>{}</title>", escape(text));
+        return fmt::format("<title>{}</title>", support::xml_escape(text));
     };
     // a processor cell's title: its transfers and the fullest resource they use
     auto use_title = [&](std::string_view what, std::uint32_t count, const Grid::Use& u, Step s, std::string_view row,
@@ -383,7 +370,7 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
     // rows
     fmt::format_to(it, "<g id=\"rows\" text-anchor=\"end\" fill=\"#222222\">\n");
     for (std::uint32_t r = 0; r < g.rows; r += every_row)
-        fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", left - 4, y[r] + rh / 2.0 + font * 0.36, escape(g.labels[r]));
+        fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", left - 4, y[r] + rh / 2.0 + font * 0.36, support::xml_escape(g.labels[r]));
     fmt::format_to(it, "</g>\n<g id=\"cells\">\n");
     const char* cls = html ? " class=\"c\"" : "";
     for (std::uint32_t r = 0; r < g.rows; ++r) {
@@ -418,7 +405,7 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
     auto swatch = [&](const char* fill, std::string_view label) {
         fmt::format_to(it, "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\" stroke=\"#bbbbbb\" stroke-width=\"0.5\"/>\n", lx,
                        legend_y + 1, fill);
-        fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 16, legend_y + 11, escape(label));
+        fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 16, legend_y + 11, support::xml_escape(label));
         lx += 16 + static_cast<int>(label.size() * 6.2) + 14;
     };
     swatch(idle_colour, "idle (hole)");
@@ -433,7 +420,7 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
         for (std::size_t k = 0; k < group_lines.size(); ++k)
             fmt::format_to(it, "<text x=\"8\" y=\"{}\"{}>{}</text>\n", legend_y + 64 + 14 * static_cast<int>(k),
                            group_lines[k].find("over capacity") != std::string::npos ? fmt::format(" fill=\"{}\"", over_colour) : "",
-                           escape(group_lines[k]));
+                           support::xml_escape(group_lines[k]));
         fmt::format_to(it, "</g>\n");
     }
     fmt::format_to(it, "</svg>\n");
@@ -467,7 +454,7 @@ void write_table_html(const SendTable& t, const TimelineOptions& opt, fmt::memor
                    "<p>{1} transfers, model {2}. Each cell is one step of one {3}; its colour is the load against the capacity. "
                    "Hover over a cell for its messages.</p>\n"
                    "<div id=\"info\">Hover over a cell.</div>\n",
-                   escape(head), t.transfers.size(), escape(model_text(t.model)),
+                   support::xml_escape(head), t.transfers.size(), support::xml_escape(model_text(t.model)),
                    (opt.rows == TimelineRows::processors ||
                     (opt.rows == TimelineRows::automatic && t.topology->channels().size() > 128))
                        ? "processor"
@@ -510,12 +497,12 @@ void write_table_dot(const SendTable& t, fmt::memory_buffer& out, const Flush& f
         }
     }
     auto it = std::back_inserter(out);
-    auto q = [&](Node n) { return fmt::format("\"{}\"", escape(topo.node_name(n))); };
-    fmt::format_to(it, "digraph \"{}\" {{\n", escape(topo.spec()));
+    auto q = [&](Node n) { return fmt::format("\"{}\"", support::xml_escape(topo.node_name(n))); };
+    fmt::format_to(it, "digraph \"{}\" {{\n", support::xml_escape(topo.spec()));
     fmt::format_to(it,
                    "  label=\"{} \u00b7 {} \u00b7 {} steps \u00b7 {} transfers\\nedge label: capacity per step; messages carried "
                    "each way (from\u2192to) over the whole schedule; colour: peak load / capacity\";\n  labelloc=t;\n",
-                   escape(topo.spec()), escape(t.collective.to_string()), t.steps(), t.transfers.size());
+                   support::xml_escape(topo.spec()), support::xml_escape(t.collective.to_string()), t.steps(), t.transfers.size());
     fmt::format_to(it, "  fontname=\"Helvetica\";\n  node [fontname=\"Helvetica\", fontsize=10, shape=circle, width=0.3];\n"
                        "  edge [fontname=\"Helvetica\", fontsize=8, arrowsize=0.5];\n");
     for (std::uint32_t v = 0; v < topo.nodes(); ++v)
@@ -541,7 +528,7 @@ void write_table_dot(const SendTable& t, fmt::memory_buffer& out, const Flush& f
                                                 : fmt::format("cap {}/{}", c.cap, cap_back);
         if (!t.transfers.empty()) {
             // Which way each count goes, by name: "r2.0→r1.0 4, r1.0→r2.0 4".
-            label += back ? fmt::format("\\n{} {}, {} {}", escape(arrow(topo, c)), total[i], escape(arrow(topo, topo.channel(*back))), total[b])
+            label += back ? fmt::format("\\n{} {}, {} {}", support::xml_escape(arrow(topo, c)), total[i], support::xml_escape(arrow(topo, topo.channel(*back))), total[b])
                           : fmt::format("\\n{} msgs", total[i]);
         }
         double ratio = std::max(c.cap ? double(peak[i]) / c.cap : 0.0, back && cap_back ? double(peak[b]) / cap_back : 0.0);
@@ -550,13 +537,13 @@ void write_table_dot(const SendTable& t, fmt::memory_buffer& out, const Flush& f
         // link groups: the groups each direction belongs to, by name (their capacities are in the legend)
         auto group_names = [&](std::uint32_t ch) {
             std::string names;
-            for (std::uint32_t g : topo.groups_of(ChannelId{ch})) names += (names.empty() ? "" : ", ") + escape(topo.groups()[g].name);
+            for (std::uint32_t g : topo.groups_of(ChannelId{ch})) names += (names.empty() ? "" : ", ") + support::xml_escape(topo.groups()[g].name);
             return names;
         };
         if (!topo.groups().empty()) {
             const std::string here = group_names(i), there = back ? group_names(b) : "";
-            if (!here.empty()) label += fmt::format("\\n{} in {}", escape(arrow(topo, c)), here);
-            if (!there.empty()) label += fmt::format("\\n{} in {}", escape(arrow(topo, topo.channel(*back))), there);
+            if (!here.empty()) label += fmt::format("\\n{} in {}", support::xml_escape(arrow(topo, c)), here);
+            if (!there.empty()) label += fmt::format("\\n{} in {}", support::xml_escape(arrow(topo, topo.channel(*back))), there);
         }
         double width = 1.0 + std::log2(double(std::max(c.cap, cap_back)));
         fmt::format_to(it, "  {} -> {} [{}label=\"{}\", color=\"{}\", penwidth={:.1f}];\n", q(c.from), q(c.to),
@@ -570,10 +557,10 @@ void write_table_dot(const SendTable& t, fmt::memory_buffer& out, const Flush& f
         fmt::format_to(it, "  subgraph cluster_groups {{\n    label=\"link groups (channels sharing one capacity per step)\";\n"
                            "    fontsize=9;\n    node [shape=note, fontsize=8];\n");
         for (std::size_t g = 0; g < groups.size(); ++g) {
-            std::string text = fmt::format("group {}: cap {} per step, {} channel{}", escape(groups[g].name), groups[g].cap,
+            std::string text = fmt::format("group {}: cap {} per step, {} channel{}", support::xml_escape(groups[g].name), groups[g].cap,
                                            groups[g].channels.size(), groups[g].channels.size() == 1 ? "" : "s");
-            if (!t.transfers.empty()) text += "\\n" + escape(use[g].text());
-            fmt::format_to(it, "    \"group {}\" [label=\"{}\", color=\"{}\"];\n", escape(groups[g].name), text,
+            if (!t.transfers.empty()) text += "\\n" + support::xml_escape(use[g].text());
+            fmt::format_to(it, "    \"group {}\" [label=\"{}\", color=\"{}\"];\n", support::xml_escape(groups[g].name), text,
                            use[g].over ? over_colour : "#555555");
         }
         fmt::format_to(it, "  }}\n");

@@ -18,4 +18,20 @@ inline std::string count_of(std::uint64_t n, std::string_view noun, std::string_
     return plural.empty() ? fmt::format("{} {}s", n, noun) : fmt::format("{} {}", n, plural);
 }
 
+/// Text for XML and SVG content and attribute values: & < > " escaped.
+inline std::string xml_escape(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char c : s) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
 }  // namespace collsched::support

@@ -15,6 +15,8 @@
 #include "tools/bandwidth.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
+#include "tools/output.hpp"
+#include "tools/pareto_svg.hpp"
 #include "tools/synth_common.hpp"
 #include "compiler/duality.hpp"
 #include "verifier/pareto.hpp"
@@ -34,7 +36,7 @@ struct ParetoArgs {
     double solve_timeout = 0;
     bool no_automorphisms = false;
     bool json = false;
-    std::string dir;
+    std::string dir, svg;
     std::string method = "auto";
     std::vector<double> sizes;
     std::optional<LinkSpeed> link;
@@ -127,6 +129,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                     "synchronous and asynchronous (docs/time.md): 1M, 1K..1G, 1K,1M");
     add_link_option(cmd, args->link);
     cmd->add_option("-d,--dir", args->dir, "Write every frontier point as DIR/NAME.sched (DSL) and DIR/NAME.json (table)");
+    cmd->add_option("--svg", args->svg, "Draw the frontier (steps against R/C, the bounds, proved and open points) as SVG to this file");
     cmd->callback([&ctx, args] {
         auto topo = Topology::parse(args->topology);
         SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
@@ -201,6 +204,13 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                     files[i].push_back(base + ext);
                 }
             }
+        }
+        if (!args->svg.empty()) {
+            const std::string svg = frontier_svg(res, fmt::format("{} on {}: the Pareto frontier", in.collective.to_string(), std::filesystem::path(in.topology->spec()).filename().string()));
+            write_output(args->svg, [&](const Flush& flush, fmt::memory_buffer& buf) {
+                buf.append(svg.data(), svg.data() + svg.size());
+                flush(buf);
+            });
         }
         if (args->json) {
             nlohmann::ordered_json j;

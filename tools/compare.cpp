@@ -7,6 +7,7 @@
 
 #include "support/error.hpp"
 #include "support/units.hpp"
+#include "support/text.hpp"
 #include "tools/bandwidth.hpp"
 
 namespace collsched::tools {
@@ -75,18 +76,6 @@ namespace {
 
 constexpr const char* palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
 
-std::string esc(std::string_view s) {
-    std::string o;
-    for (char c : s) {
-        if (c == '<') o += "&lt;";
-        else if (c == '>') o += "&gt;";
-        else if (c == '&') o += "&amp;";
-        else if (c == '"') o += "&quot;";
-        else o += c;
-    }
-    return o;
-}
-
 }  // namespace
 
 std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& cmp, PlotKind plot, const std::string& title) {
@@ -122,13 +111,13 @@ std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& c
         "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"13\">\n"
         "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
         "<text x=\"{2}\" y=\"28\" font-size=\"16\" font-weight=\"bold\">{3}</text>\n",
-        W, H, left, esc(title));
+        W, H, left, support::xml_escape(title));
     // grid and y ticks: every power of ten
     for (double e = ylo; e <= yhi + 1e-9; e += 1) {
         const double y = Y(std::pow(10, e));
         const std::string label = plot == PlotKind::time ? support::format_seconds(std::pow(10, e)) : support::format_bandwidth(std::pow(10, e));
         s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#dddddd\"/>\n", left, y, left + pw, y);
-        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\" dominant-baseline=\"middle\">{}</text>\n", left - 8, y, esc(label));
+        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\" dominant-baseline=\"middle\">{}</text>\n", left - 8, y, support::xml_escape(label));
     }
     // x ticks: every power of two, labelled every power of four (at most 12 labels)
     const int xspan = static_cast<int>(std::round(xhi - xlo));
@@ -140,7 +129,7 @@ std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& c
                          labelled ? "#dddddd" : "#f0f0f0");
         if (labelled)
             s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x, top + ph + 20,
-                             esc(support::format_bytes(std::ldexp(1.0, e))));
+                             support::xml_escape(support::format_bytes(std::ldexp(1.0, e))));
     }
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333333\"/>\n", left, top, pw, ph);
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">buffer size M per datum (log scale)</text>\n", left + pw / 2, H - 22);
@@ -152,7 +141,7 @@ std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& c
         const double cx = X(x.size);
         s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#555555\" stroke-dasharray=\"5,4\"/>\n", cx, top, top + ph);
         s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" fill=\"#555555\" text-anchor=\"middle\">{}</text>\n", cx, top - 6,
-                         esc(support::format_bytes(x.size)));
+                         support::xml_escape(support::format_bytes(x.size)));
     }
     // lines
     for (std::size_t c = 0; c < cs.size(); ++c) {
@@ -164,9 +153,9 @@ std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& c
         for (std::size_t i = 0; i < cmp.sizes.size(); ++i)
             if (v[c][i] > 0)
                 s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {} at {}</title></circle>\n",
-                                 X(cmp.sizes[i]), Y(v[c][i]), colour, esc(cs[c].name),
-                                 esc(plot == PlotKind::time ? support::format_seconds(v[c][i]) : support::format_bandwidth(v[c][i])),
-                                 esc(support::format_bytes(cmp.sizes[i])));
+                                 X(cmp.sizes[i]), Y(v[c][i]), colour, support::xml_escape(cs[c].name),
+                                 support::xml_escape(plot == PlotKind::time ? support::format_seconds(v[c][i]) : support::format_bandwidth(v[c][i])),
+                                 support::xml_escape(support::format_bytes(cmp.sizes[i])));
     }
     // legend, right of the plot
     const double lx = left + pw + 20;
@@ -175,7 +164,7 @@ std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& c
         const double ly = top + 26 + 22 * static_cast<double>(c);
         s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"3\"/>\n", lx, ly, lx + 24, ly,
                          palette[c % std::size(palette)]);
-        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" dominant-baseline=\"middle\">{}</text>\n", lx + 30, ly, esc(labels[c]));
+        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" dominant-baseline=\"middle\">{}</text>\n", lx + 30, ly, support::xml_escape(labels[c]));
     }
     if (!cmp.crossovers.empty()) {
         const double ly = top + 40 + 22 * static_cast<double>(cs.size());

@@ -2,6 +2,9 @@
 // cut, the packed schedule proved bandwidth-optimal, written and read back by `verify`.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -100,4 +103,31 @@ TEST_CASE("bandwidth: reduce-scatter on rail 4x8 by the allgather's packing reve
     auto v = run(fmt::format("verify {} --json", table));
     CHECK(v.code == 0);
     CHECK(nlohmann::json::parse(v.out)["verdict"] == "holds");
+}
+
+TEST_CASE("pareto --svg draws the frontier: DGX-1 allgather, (2, 3/2) and (3, 5/4) proved, the cut bound 7/6") {
+    collsched::test::Scratch dir("pareto_svg");
+    auto r = run(fmt::format("pareto --topology {} --collective allgather --max-chunks 4 --svg {}", machine("dgx1"), dir.file("f.svg")));
+    REQUIRE(r.code == 0);
+    std::ifstream in(dir.file("f.svg"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string svg = ss.str();
+    CHECK(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    CHECK(svg.find(">allgather on dgx1.json: the Pareto frontier</text>") != std::string::npos);
+    CHECK(svg.find("the frontier is proved complete within the search space") != std::string::npos);
+    CHECK(svg.find("<title>2 steps, 3 rounds, 2 chunks: R/C = 3/2, proved</title>") != std::string::npos);
+    CHECK(svg.find("<title>3 steps, 5 rounds, 4 chunks: R/C = 5/4, proved</title>") != std::string::npos);
+    CHECK(svg.find("bandwidth bound R/C \u2265 7/6: cut (max flow)") != std::string::npos);
+    CHECK(svg.find("S \u2265 2 (distance)") != std::string::npos);
+    // an open frontier says so, and shows the steps left open (here S = 1: some (C, R) undecided)
+    auto open = run(fmt::format("pareto --topology {} --collective allgather --timeout 3 --svg {}", machine("multibox2x8"), dir.file("g.svg")));
+    REQUIRE(open.code == 3);
+    std::ifstream gin(dir.file("g.svg"));
+    std::stringstream gs;
+    gs << gin.rdbuf();
+    CHECK(gs.str().find("NOT complete (the text report says why): grey steps were left open, hollow points not proved") != std::string::npos);
+    CHECK(gs.str().find("<title>3 steps: not searched (the walk ended first)</title>") != std::string::npos);
+    CHECK(gs.str().find("<title>1 steps: not settled") != std::string::npos);
+    CHECK(gs.str().find("<title>5 steps, 15 rounds, 2 chunks: R/C = 15/2, proved</title>") != std::string::npos);
 }
