@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config libz3-dev libboost-dev doctest-dev libcadical-dev
           nlohmann-json3-dev libsimdjson-dev libcli11-dev libfmt-dev openmpi-bin libopenmpi-dev
           librsvg2-bin graphviz help2man chromium libprotobuf-dev protobuf-compiler
-          python3-jsonschema)
+          python3-jsonschema python3-dev pybind11-dev python3-numpy python3-pytest)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
