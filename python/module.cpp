@@ -18,6 +18,8 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstddef>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -34,6 +36,7 @@
 #include "compiler/lower.hpp"
 #include "compiler/msccl_import.hpp"
 #include "compiler/table_io.hpp"
+#include "compiler/table_printer.hpp"
 #include "support/budget.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/input.hpp"
@@ -98,6 +101,11 @@ auto interruptible(F&& work) -> decltype(work()) {
     return std::move(*result);
 }
 
+/// A topology (Topology is immutable and shared by the tables built on it).
+struct PyTopology {
+    std::shared_ptr<const Topology> topo;
+};
+
 /// A table with what made it: a schedule's source, so that counterexamples name their loop values.
 struct PyTable {
     std::shared_ptr<SendTable> table;
@@ -148,15 +156,27 @@ PyTable compile_text(const std::string& text, const std::string& name, const std
     return {std::make_shared<SendTable>(std::move(*table)), {text, name, defines, options}};
 }
 
-std::string write_as(const SendTable& t, const std::string& format, const std::string& file, const std::string& proto,
-                     std::uint32_t instances) {
+/// The export options of `convert --proto P --instances N -o FILE` (proto "" and instances 0: the defaults).
+ExportOptions export_options(const std::string& file, const std::string& proto, std::uint32_t instances) {
     ExportOptions options;
     options.file = file;
     if (!proto.empty()) options.msccl.proto = options.mscclpp.proto = proto;
     if (instances > 0) options.msccl.instances = options.mscclpp.instances = static_cast<int>(instances);
+    return options;
+}
+
+/// write_table_as, and `dsl` (the table as a schedule of hops) as `compile --format dsl` writes it.
+void write_format(const SendTable& t, const std::string& format, const ExportOptions& options, fmt::memory_buffer& buf,
+                  const Flush& flush) {
+    if (format == "dsl") write_table_dsl(t, buf, flush, options.file);
+    else write_table_as(t, format, options, buf, flush);
+}
+
+std::string write_as(const SendTable& t, const std::string& format, const std::string& proto, std::uint32_t instances) {
+    const ExportOptions options = export_options("", proto, instances);
     fmt::memory_buffer buf;
     std::string out;
-    write_table_as(t, format, options, buf, [&](fmt::memory_buffer& b) {
+    write_format(t, format, options, buf, [&](fmt::memory_buffer& b) {
         out.append(b.data(), b.size());
         b.clear();
     });
@@ -204,39 +224,39 @@ PYBIND11_MODULE(_collsched, m) {
         program_violation_type = new py::object(std::move(program_violation));
     });
 
-    py::class_<std::shared_ptr<const Topology>>(m, "Topology",
+    py::class_<PyTopology>(m, "Topology",
                                                  "A topology as the command line builds it from a spec (`ring:8`, `graph:FILE.json`).")
-        .def(py::init([](const std::string& spec) { return Topology::parse(spec); }), py::arg("spec"))
-        .def_property_readonly("spec", [](const std::shared_ptr<const Topology>& t) { return t->spec(); })
-        .def_property_readonly("processors", [](const std::shared_ptr<const Topology>& t) { return t->processors(); })
-        .def_property_readonly("routers", [](const std::shared_ptr<const Topology>& t) { return t->routers(); })
-        .def_property_readonly("diameter", [](const std::shared_ptr<const Topology>& t) { return t->diameter(); })
-        .def("node_name", [](const std::shared_ptr<const Topology>& t, std::uint32_t n) {
-            if (n >= t->nodes()) throw py::index_error(fmt::format("node {} of {} nodes", n, t->nodes()));
-            return t->node_name(Node{n});
+        .def(py::init([](const std::string& spec) { return PyTopology{Topology::parse(spec)}; }), py::arg("spec"))
+        .def_property_readonly("spec", [](const PyTopology& p) { return p.topo->spec(); })
+        .def_property_readonly("processors", [](const PyTopology& p) { return p.topo->processors(); })
+        .def_property_readonly("routers", [](const PyTopology& p) { return p.topo->routers(); })
+        .def_property_readonly("diameter", [](const PyTopology& p) { return p.topo->diameter(); })
+        .def("node_name", [](const PyTopology& p, std::uint32_t n) {
+            if (n >= p.topo->nodes()) throw py::index_error(fmt::format("node {} of {} nodes", n, p.topo->nodes()));
+            return p.topo->node_name(Node{n});
         })
-        .def("distance", [](const std::shared_ptr<const Topology>& t, std::uint32_t a, std::uint32_t b) {
-            if (a >= t->nodes() || b >= t->nodes()) throw py::index_error("no such node");
-            return t->distance(Node{a}, Node{b});
+        .def("distance", [](const PyTopology& p, std::uint32_t a, std::uint32_t b) {
+            if (a >= p.topo->nodes() || b >= p.topo->nodes()) throw py::index_error("no such node");
+            return p.topo->distance(Node{a}, Node{b});
         })
         .def("channel_array",
-             [](const std::shared_ptr<const Topology>& t) {
-                 py::array_t<std::uint32_t> a({static_cast<py::ssize_t>(t->channels().size()), py::ssize_t{3}});
+             [](const PyTopology& p) {
+                 py::array_t<std::uint32_t> a({static_cast<py::ssize_t>(p.topo->channels().size()), py::ssize_t{3}});
                  auto out = a.mutable_unchecked<2>();
                  py::ssize_t i = 0;
-                 for (const Channel& c : t->channels()) {
+                 for (const Channel& c : p.topo->channels()) {
                      out(i, 0) = idx(c.from), out(i, 1) = idx(c.to), out(i, 2) = c.cap;
                      ++i;
                  }
                  return a;
              },
              "The channels as rows (from, to, cap), in channel order (numpy uint32, shape (channels, 3))")
-        .def("_json", [](const std::shared_ptr<const Topology>& t) { return t->to_json(); })
-        .def("to_dot", [](const std::shared_ptr<const Topology>& t) { return t->to_dot(); })
-        .def("__repr__", [](const std::shared_ptr<const Topology>& t) { return fmt::format("Topology('{}')", t->spec()); });
+        .def("_json", [](const PyTopology& p) { return p.topo->to_json(); })
+        .def("to_dot", [](const PyTopology& p) { return p.topo->to_dot(); })
+        .def("__repr__", [](const PyTopology& p) { return fmt::format("Topology('{}')", p.topo->spec()); });
 
     py::class_<PyTable>(m, "Table", "A send table: which message crosses which channel in which step.")
-        .def_property_readonly("topology", [](const PyTable& t) { return t.table->topology; })
+        .def_property_readonly("topology", [](const PyTable& t) { return PyTopology{t.table->topology}; })
         .def_property_readonly("model", [](const PyTable& t) { return to_string(t.table->model); })
         .def_property_readonly("collective", [](const PyTable& t) { return t.table->collective.to_string(); })
         .def_property_readonly("steps", [](const PyTable& t) { return t.table->steps(); })
@@ -260,17 +280,13 @@ PYBIND11_MODULE(_collsched, m) {
                  return names;
              },
              "The name of every transfer's message (m(0,3), b(2), a({0..3}), ...)")
-        .def("_write", [](const PyTable& t, const std::string& format, const std::string& file, const std::string& proto,
-                          std::uint32_t instances) { return py::bytes(write_as(*t.table, format, file, proto, instances)); })
+        .def("_write", [](const PyTable& t, const std::string& format, const std::string& proto, std::uint32_t instances) {
+            return py::bytes(write_as(*t.table, format, proto, instances));
+        })
         .def("_write_file",
              [](const PyTable& t, const std::string& path, const std::string& format, const std::string& proto, std::uint32_t instances) {
-                 tools::write_output(path, [&](const Flush& flush, fmt::memory_buffer& buf) {
-                     ExportOptions options;
-                     options.file = path;
-                     if (!proto.empty()) options.msccl.proto = options.mscclpp.proto = proto;
-                     if (instances > 0) options.msccl.instances = options.mscclpp.instances = static_cast<int>(instances);
-                     write_table_as(*t.table, format, options, buf, flush);
-                 });
+                 const ExportOptions options = export_options(path, proto, instances);
+                 tools::write_output(path, [&](const Flush& flush, fmt::memory_buffer& buf) { write_format(*t.table, format, options, buf, flush); });
              })
         .def("_write_chakra",
              [](const PyTable& t, const std::string& prefix, std::uint64_t bytes) {
@@ -331,5 +347,9 @@ PYBIND11_MODULE(_collsched, m) {
             return std::make_pair(code, out);
         });
     });
-    m.def("_formats", [] { return output_format_names(); });
+    m.def("_formats", [] {
+        std::vector<std::string> names = output_format_names();
+        names.emplace_back("dsl");
+        return names;
+    });
 }

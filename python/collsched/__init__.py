@@ -118,7 +118,7 @@ def formats():
 def _dumps(self, format="json", *, proto="", instances=0):
     """The table in `format` (formats(): json, csv, ranks, msccl, mscclpp, dot, svg, html, dsl...)
     as text. `proto` and `instances` are MSCCL-IR's and MSCCL++'s (docs/exports.md)."""
-    return self._write(format, "", proto, instances).decode("utf-8")
+    return self._write(format, proto, instances).decode("utf-8")
 
 
 def _save(self, path, format=None, *, proto="", instances=0, bytes=1024):

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 SOURCE = pathlib.Path(os.environ.get("COLLSCHED_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
-BINARY = os.environ.get("COLLSCHED_BINARY", str(SOURCE / "build" / "tools" / "collsched"))
+BINARY = os.path.abspath(os.environ.get("COLLSCHED_BINARY", str(SOURCE / "build" / "tools" / "collsched")))
 
 RING = """param n = 8
 topology ring(n)
