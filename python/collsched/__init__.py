@@ -18,7 +18,7 @@ import tempfile as _tempfile
 from . import _collsched
 from ._collsched import Table, Topology
 
-__all__ = ["InputError", "ProgramViolation", "Topology", "Table", "Machine", "compile", "load", "parse_table", "verify",
+__all__ = ["InputError", "ProgramViolation", "Topology", "Table", "Machine", "Schedule", "compile", "load", "parse_table", "verify",
            "simulate", "optimize", "pareto", "bandwidth", "compare", "run", "formats", "table_dict"]
 
 _PLACE = _re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<column>\d+): ")
@@ -254,8 +254,9 @@ def pareto(topology, collective, *, max_chunks=8, timeout=300, size=None, **opti
     """The frontier of steps against rounds per chunk: `pareto --json`'s report; every point's
     schedule is in report["tables"] under its name (the file stem `pareto -d` writes)."""
     def read(report, tmp):
-        report["tables"] = {os_name[:-5]: load(_os.path.join(tmp, os_name))
-                            for os_name in sorted(_os.listdir(tmp)) if os_name.endswith(".json")}
+        report["tables"] = {name[:-5]: load(_os.path.join(tmp, name)) for name in sorted(_os.listdir(tmp)) if name.endswith(".json")}
+        for point in report.get("frontier", []):
+            point.pop("files", None)  # the temporary files, read into report["tables"]
     return _with_tables("pareto", [], dict(topology=_spec(topology), collective=collective, max_chunks=max_chunks,
                                            timeout=timeout, size=_size_text(size) or None, **options), "dir", read)
 
@@ -361,3 +362,49 @@ class Machine:
             _json.dump(self.to_dict(), f, indent=1)
             f.write("\n")
         return Topology("graph:" + path)
+
+
+class Schedule:
+    """A schedule built step by step in Python, written as the schedule language (docs/dsl.md)
+    and compiled by the same compiler, so its diagnostics and checks are the language's:
+
+        s = collsched.Schedule("ring:4", "allgather")
+        for t in range(1, 4):
+            st = s.step(t)
+            for p in range(4):
+                st.send(p, (p + 1) % 4, f"b({(p - t + 1) % 4})")
+        table = s.compile()
+    """
+
+    class _Step:
+        def __init__(self, lines):
+            self._lines = lines
+
+        def send(self, src, dst, msg=None):
+            """`send src -> dst [msg M]`: cut-through along the route, the sender must hold M."""
+            self._lines.append(f"  send {src} -> {dst}" + (f" msg {msg}" if msg is not None else ""))
+            return self
+
+        def hop(self, src, dst, msg):
+            """`hop src -> dst msg M`: one channel, taken as written."""
+            self._lines.append(f"  hop {src} -> {dst} msg {msg}")
+            return self
+
+    def __init__(self, topology, collective, *, model=None):
+        self.header = [f'topology "{_spec(topology)}"']
+        if model is not None:
+            self.header.append(f"model {model}")
+        self.header.append(f"collective {collective}")
+        self.steps = {}
+
+    def step(self, t):
+        """The statements of step t (created on first use); .send() and .hop() add to it."""
+        return Schedule._Step(self.steps.setdefault(int(t), []))
+
+    def text(self):
+        """The schedule in the schedule language."""
+        body = [f"step {t} {{\n" + "\n".join(lines) + "\n}" for t, lines in sorted(self.steps.items()) if lines]
+        return "\n".join(self.header + body) + "\n"
+
+    def compile(self, *, name="<schedule>", strict=False):
+        return compile(self.text(), name=name, strict=strict)

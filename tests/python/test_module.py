@@ -171,6 +171,33 @@ def test_machine_built_in_python(tmp_path):
     assert (sw.routers, sw.node_name(2)) == (1, "r1.0")
 
 
+def test_pareto_frontier_of_a_ring():
+    r = collsched.pareto("ring:4", "allgather", max_chunks=2, timeout=60)
+    assert (r["complete"], r["end"], r["exit_code"]) == (True, "the bandwidth bound 3/2 is met", 0)
+    assert [(p["steps"], p["rounds"], p["chunks"], p["rounds_per_chunk"]) for p in r["frontier"]] == [(2, 3, 2, "3/2")]
+    t = r["tables"]["allgather-S2-R3-C2"]
+    assert t.steps == 2
+    assert collsched.verify(t)["verdict"] == "holds"
+
+
+def test_schedule_built_step_by_step(ring_text):
+    s = collsched.Schedule("ring:8", "allgather")
+    for t in range(1, 8):
+        st = s.step(t)
+        for p in range(8):
+            st.send(p, (p + 1) % 8, f"b({(p - t + 1) % 8})")
+    built = s.compile()
+    written = collsched.compile(ring_text)
+    assert built.step.tolist() == written.step.tolist() and built.message_names() == written.message_names()
+    assert collsched.verify(built)["verdict"] == "holds"
+    s.step(8).send(0, 1, "b(9)")
+    with pytest.raises(collsched.InputError) as e:
+        s.compile()
+    # 2 header lines, 7 steps of 10 lines, then step 8: the send is line 74
+    assert (e.value.line, e.value.column, e.value.diagnostics[0]["code"]) == (74, 21, "E040")
+    assert e.value.diagnostics[0]["message"] == "processor 9 does not exist (ring:8 has processors 0..7)"
+
+
 def test_compare_tables(ring_text):
     fast = collsched.compile(ring_text)
     r = collsched.compare({"ring": fast, "ring_again": collsched.compile(ring_text)}, sizes="1K,1M")
