@@ -347,6 +347,7 @@ PYBIND11_MODULE(_collsched, m) {
             return std::make_pair(code, out);
         });
     });
+    m.def("_output_format", [](const std::string& path) { return tools::output_format("", path, true); });
     m.def("_formats", [] {
         std::vector<std::string> names = output_format_names();
         names.emplace_back("dsl");

@@ -129,9 +129,7 @@ def _save(self, path, format=None, *, proto="", instances=0, bytes=1024):
     if format == "chakra":
         return self._write_chakra(_os.path.abspath(path), bytes)
     if format is None:
-        ext = {".json": "json", ".csv": "csv", ".xml": "msccl", ".svg": "svg", ".html": "html", ".dot": "dot",
-               ".sched": "dsl"}
-        format = "ranks" if path.endswith(".ranks.json") else ext.get(_os.path.splitext(path)[1], "json")
+        format = _collsched._output_format(path)
     self._write_file(path, format, proto, instances)
     return path
 

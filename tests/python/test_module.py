@@ -109,8 +109,8 @@ def test_formats_round_trip(ring_text, tmp_path):
     report = collsched.verify(xml)
     assert report["verdict"] == "holds" and report["exit_code"] == 0
     assert collsched.load(xml).steps == 7
-    plan = t.save(tmp_path / "plan.json", "mscclpp")
-    assert collsched.verify(plan)["verdict"] == "holds"
+    plan = t.save(tmp_path / "ring.mscclpp.json")  # the format follows the extension, as -o's does
+    assert (collsched.verify(plan)["verdict"], collsched.verify(plan)["format"]) == ("holds", "mscclpp")
     files = t.save(tmp_path / "trace", "chakra")
     traces = [f for f in files if re.search(r"trace\.\d+\.et$", f)]
     assert len(traces) == 8 and traces[0].endswith("trace.0.et")
