@@ -141,7 +141,12 @@ public:
     void expected(It where, std::string which) {
         if (which.size() >= 2 && which.front() == '"' && which.back() == '"')
             which = fmt::format("'{}'", std::string_view(which).substr(1, which.size() - 2));
-        error("E001", where, fmt::format("expected {}, found {}", which, describe(where)));
+        const std::string found = describe(where);
+        // Python's spelling of the logical operators gets the DSL's.
+        std::string hint;
+        for (auto [py, dsl] : {std::pair{"'and'", "&&"}, std::pair{"'or'", "||"}, std::pair{"'not'", "!"}})
+            if (found == py) hint = fmt::format(" (the DSL writes {} as '{}')", py, dsl);
+        error("E001", where, fmt::format("expected {}, found {}{}", which, found, hint));
     }
 
     /// Where a statement that started at `start` and failed at `where` resumes. When the token

@@ -69,8 +69,10 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
         std::optional<BandwidthBound> bound = flow_bandwidth_bound(in);
         const double bound_s = std::chrono::duration<double>(Clock::now() - t0).count();
         if (!bound)
-            throw InputError(fmt::format("bandwidth: no flow bound for {} (alltoall's demand is no flow: use pareto's enumerated cuts)",
-                                         in.collective.to_string()));
+            throw InputError(fmt::format("bandwidth: no flow bound for {}: the cut bound by max flow covers allgather, broadcast, "
+                                         "multicast, scatter and their reversals (reduce_scatter, reduce, gather); for {} use "
+                                         "pareto's enumerated cuts",
+                                         in.collective.to_string(), in.collective.to_string()));
         // The drain rule (tree_packing.hpp, least_rounds): a cut with two or more processors outside
         // is attained at no C.
         const std::uint32_t outside = in.collective.kind == CollectiveKind::allgather ? cut_outside(*bound, topo->processors()) : 1;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/text.hpp"
 #include "support/units.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/commands.hpp"
@@ -156,8 +157,8 @@ void add_compare_command(CLI::App& app, Context& ctx) {
             out += speeds_text(*first.topology, args->link) + "\n";
             for (std::size_t c = 0; c < cs.size(); ++c) {
                 const BandwidthCost bc = bandwidth_cost(*cs[c].table, cs[c].table->steps());
-                out += fmt::format("  {:<2} {}: {} ({} steps, {} rounds, {} chunks{}){}\n", c + 1, cs[c].name, cs[c].file, bc.steps, bc.rounds,
-                                   bc.chunks, machine(*cs[c].table->topology) == machine(*first.topology) ? "" : ", on " + cs[c].table->topology->spec(),
+                out += fmt::format("  {:<2} {}: {} ({}, {}, {}{}){}\n", c + 1, cs[c].name, cs[c].file, support::count_of(bc.steps, "step"),
+                                   support::count_of(bc.rounds, "round"), support::count_of(bc.chunks, "chunk"), machine(*cs[c].table->topology) == machine(*first.topology) ? "" : ", on " + cs[c].table->topology->spec(),
                                    c == baseline ? " [baseline]" : "");
             }
             out += fmt::format("  {:<10}", "size");

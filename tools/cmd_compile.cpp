@@ -1,4 +1,4 @@
-// `collsched compile FILE.sched [-D k=v]... [-o OUT] [--format json|csv|dsl|...] [--max-transfers N]
+// `collsched compile FILE.sched [-D k=v]... [-o OUT] [--format json|csv|dsl|chakra|...] [--max-transfers N]
 // [--max-iterations N] [--locations]`:
 // compiles a schedule to a send table. Diagnostics go to stderr (exit code 2) and nothing is
 // written; on success the table is written atomically (tools/output.hpp write_output).
@@ -30,6 +30,7 @@ void add_compile_command(CLI::App& app, Context& ctx) {
         bool locations = false;
         bool strict = false;
         MscclppOptions mscclpp;
+        std::uint64_t bytes = 1024;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("compile",
@@ -39,13 +40,8 @@ void add_compile_command(CLI::App& app, Context& ctx) {
     cmd->add_option("FILE", args->input, "Schedule file (.sched, or - for standard input)")->required();
     cmd->add_option("-D", args->defines, "Override a param of the schedule: -D n=16 (repeatable)");
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output)");
-    std::vector<std::string> formats = output_format_names();
-    formats.emplace_back("dsl");
-    cmd->add_option("--format", args->format,
-                    fmt::format("Output format: {}, or dsl (the table as a schedule of hops); see `collsched convert` (default: "
-                                "the one -o FILE's extension names, such as .csv, .svg or .sched, else json)",
-                                output_format_list()))
-        ->check(CLI::IsMember(formats));
+    cmd->add_option("--format", args->format, table_output_formats_help())->check(CLI::IsMember(table_output_formats()));
+    cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
     cmd->add_option("--max-transfers", args->max_transfers,
                     fmt::format("Stop with an error when the schedule makes more transfers (default {})", args->max_transfers))
         ->check(count_option(1, max_compile_count));
@@ -87,15 +83,12 @@ void add_compile_command(CLI::App& app, Context& ctx) {
                          table->steps(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                          args->output.c_str());
         try {
-            write_output(args->output, [&](const Flush& flush, fmt::memory_buffer& buf) {
-                ExportOptions eo;
-                eo.mscclpp = args->mscclpp;
-                eo.msccl.proto = args->mscclpp.proto;
-                eo.msccl.instances = args->mscclpp.instances;
-                eo.file = args->output;
-                if (args->format == "dsl") write_table_dsl(*table, buf, flush, args->output);
-                else write_table_as(*table, args->format, eo, buf, flush);
-            });
+            ExportOptions eo;
+            eo.mscclpp = args->mscclpp;
+            eo.msccl.proto = args->mscclpp.proto;
+            eo.msccl.instances = args->mscclpp.instances;
+            eo.file = args->output;
+            write_table_output(*table, args->format, args->output, eo, args->bytes);
         } catch (...) {
             if (progress) std::fprintf(stderr, "\r\033[K");
             throw;

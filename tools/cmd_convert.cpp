@@ -1,4 +1,4 @@
-// `collsched convert FILE --format json|csv|ranks|msccl|dot|svg|html|chakra [-o OUT]`: rewrites a
+// `collsched convert FILE --format json|csv|ranks|msccl|mscclpp|dot|svg|html|dsl|chakra [-o OUT]`: rewrites a
 // table (JSON, CSV, per-rank JSON, MSCCL-IR, Chakra traces, or a compiled schedule) in another
 // format; the output files appear only when everything succeeded (docs/formats.md, docs/exports.md).
 #include <unistd.h>
@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "compiler/export_chakra.hpp"
 #include "compiler/export_formats.hpp"
 #include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
@@ -16,38 +15,6 @@
 #include "tools/input.hpp"
 
 namespace collsched::tools {
-
-namespace {
-
-/// Writes every file to a temporary name first and renames them only when all were written.
-void write_files(const std::vector<ChakraFile>& files) {
-    std::vector<std::string> tmps;
-    auto cleanup = [&] {
-        for (const std::string& t : tmps) std::remove(t.c_str());
-    };
-    for (const ChakraFile& f : files) {
-        tmps.push_back(fmt::format("{}.tmp.{}", f.path, ::getpid()));
-        std::FILE* out = std::fopen(tmps.back().c_str(), "wb");
-        const bool ok = out && std::fwrite(f.content.data(), 1, f.content.size(), out) == f.content.size();
-        if (!out || std::fclose(out) != 0 || !ok) {
-            cleanup();
-            throw InputError(fmt::format("{}: cannot write (directory missing or not writable, or disk full)", f.path));
-        }
-    }
-    for (std::size_t i = 0; i < files.size(); ++i)
-        if (std::rename(tmps[i].c_str(), files[i].path.c_str()) != 0) {
-            cleanup();
-            throw InputError(fmt::format("{}: cannot rename the finished file into place", files[i].path));
-        }
-}
-
-std::vector<std::string> format_names_and_chakra() {
-    std::vector<std::string> names = output_format_names();
-    names.emplace_back("chakra");
-    return names;
-}
-
-}  // namespace
 
 void add_convert_command(CLI::App& app, Context& ctx) {
     struct Args {
@@ -62,16 +29,14 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("convert",
                                    "Rewrite a send table (JSON, CSV, per-rank JSON) or a compiled schedule (.sched) in another "
-                                   "format: json, csv, ranks (per-rank sends and receives), msccl (MSCCL-IR XML), mscclpp (an MSCCL++ execution plan), dot (the "
+                                   "format: json, csv, ranks (per-rank sends and receives), msccl (MSCCL-IR XML), mscclpp (an MSCCL++ execution plan), dsl (a schedule of hops), chakra (ASTRA-sim traces), dot (the "
                                    "topology with capacities and traffic), svg (timeline of link use), html (the timeline "
                                    "with hover details). Transfers come out sorted by (step, channel, message).\nExit code: 0 written, 2 bad input or a format that cannot hold the table (nothing written).");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--format", args->format,
-                    fmt::format("Output format: {}, or chakra (traces per rank for ASTRA-sim, -o DIR/PREFIX) (default: the one "
-                                "-o FILE's extension names, else json)",
-                                output_format_list()))
-        ->check(CLI::IsMember(format_names_and_chakra()));
+                    table_output_formats_help())
+        ->check(CLI::IsMember(table_output_formats()));
     cmd->add_option("--rows", args->rows, "Timeline rows for svg and html: auto (channels up to 128, else a fat tree's router "
                                           "links up to 128, else processors), channels, routers or processors")
         ->check(CLI::IsMember({"auto", "channels", "routers", "processors"}));
@@ -101,24 +66,12 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output); written only on success");
     cmd->callback([&ctx, args] {
-        const std::string format = output_format(args->format, args->output);
+        const std::string format = output_format(args->format, args->output, true);
         // a table's own "at" fields stay
         MscclImportOptions msccl;
         msccl.topology = args->topology;
         msccl.max_steps = args->msccl.max_steps;
         SendTable t = load_input(args->input, args->defines, false, false, msccl);
-        if (format == "chakra") {
-            if (args->output == "-") throw InputError("--format chakra writes several files: give -o DIR/PREFIX");
-            // -o DIR/ (or a directory) has no prefix: the traces would be the hidden files DIR/.0.et, ...
-            if (args->output.ends_with('/') || std::filesystem::is_directory(args->output) || args->output.ends_with("/.") ||
-                args->output == "." || args->output.ends_with(".."))
-                throw InputError(fmt::format("-o {}: --format chakra writes PREFIX.0.et, PREFIX.1.et, ...: give -o DIR/PREFIX, not a "
-                                             "directory; nothing written",
-                                             args->output));
-            write_files(table_to_chakra(t, {std::filesystem::absolute(args->output).string(), args->bytes}));
-            ctx.exit_code = 0;
-            return;
-        }
         ExportOptions options;
         options.timeline.rows = parse_timeline_rows(args->rows);
         options.msccl = args->msccl;
@@ -126,8 +79,7 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         options.msccl.proto = options.mscclpp.proto = args->proto;
         options.file = args->output;
         options.msccl.instances = args->mscclpp.instances;
-        write_output(args->output,
-                     [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_as(t, format, options, buf, flush); });
+        write_table_output(t, format, args->output, options, args->bytes);
         ctx.exit_code = 0;
     });
 }

@@ -90,8 +90,19 @@ std::string esc(std::string_view s) {
 }  // namespace
 
 std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& cmp, PlotKind plot, const std::string& title) {
-    const double W = 960, H = 600, left = 90, right = 250, top = 60, bottom = 70;
-    const double pw = W - left - right, ph = H - top - bottom;
+    // the legend's labels: names cut at 26 characters, the baseline's marked
+    std::vector<std::string> labels;
+    std::size_t longest = 0;
+    for (std::size_t c = 0; c < cs.size(); ++c) {
+        std::string name = cs[c].name.size() > 26 ? cs[c].name.substr(0, 25) + "…" : cs[c].name;
+        if (c == cmp.baseline) name += " (baseline)";
+        longest = std::max(longest, name.size());
+        labels.push_back(std::move(name));
+    }
+    // the legend's column is as wide as its longest label (8 px a character at 13 px DejaVu Sans)
+    const double left = 90, top = 60, bottom = 70, pw = 620, H = 600;
+    const double right = std::max(250.0, 60 + 8.0 * static_cast<double>(longest)), W = left + pw + right;
+    const double ph = H - top - bottom;
     // values: seconds, or algorithm bandwidth in bytes per second
     std::vector<std::vector<double>> v = cmp.seconds;
     for (std::size_t c = 0; c < cs.size(); ++c)
@@ -164,10 +175,7 @@ std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& c
         const double ly = top + 26 + 22 * static_cast<double>(c);
         s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"3\"/>\n", lx, ly, lx + 24, ly,
                          palette[c % std::size(palette)]);
-        std::string name = cs[c].name;
-        if (name.size() > 26) name = name.substr(0, 25) + "…";
-        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" dominant-baseline=\"middle\">{}{}</text>\n", lx + 30, ly, esc(name),
-                         c == cmp.baseline ? " (baseline)" : "");
+        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" dominant-baseline=\"middle\">{}</text>\n", lx + 30, ly, esc(labels[c]));
     }
     if (!cmp.crossovers.empty()) {
         const double ly = top + 40 + 22 * static_cast<double>(cs.size());

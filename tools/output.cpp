@@ -11,7 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
+
+#include "compiler/export_chakra.hpp"
+#include "compiler/export_formats.hpp"
+#include "compiler/table_printer.hpp"
 
 #include "dsl/diagnostics.hpp"
 
@@ -205,6 +210,65 @@ void check_stdout() {
         throw InputError(err != 0 ? fmt::format("standard output: write failed ({})", std::strerror(err))
                                   : std::string("standard output: write failed"));
     }
+}
+
+namespace {
+
+/// Writes every file to a temporary name first and renames them only when all were written.
+void write_files(const std::vector<ChakraFile>& files) {
+    std::vector<std::string> tmps;
+    auto cleanup = [&] {
+        for (const std::string& t : tmps) std::remove(t.c_str());
+    };
+    for (const ChakraFile& f : files) {
+        tmps.push_back(fmt::format("{}.tmp.{}", f.path, ::getpid()));
+        std::FILE* out = std::fopen(tmps.back().c_str(), "wb");
+        const bool ok = out && std::fwrite(f.content.data(), 1, f.content.size(), out) == f.content.size();
+        if (!out || std::fclose(out) != 0 || !ok) {
+            cleanup();
+            throw InputError(fmt::format("{}: cannot write (directory missing or not writable, or disk full)", f.path));
+        }
+    }
+    for (std::size_t i = 0; i < files.size(); ++i)
+        if (std::rename(tmps[i].c_str(), files[i].path.c_str()) != 0) {
+            cleanup();
+            throw InputError(fmt::format("{}: cannot rename the finished file into place", files[i].path));
+        }
+}
+
+}  // namespace
+
+std::vector<std::string> table_output_formats() {
+    std::vector<std::string> names = output_format_names();
+    names.emplace_back("dsl");
+    names.emplace_back("chakra");
+    return names;
+}
+
+std::string table_output_formats_help() {
+    return fmt::format("Output format: {}, dsl (the table as a schedule of hops) or chakra (Chakra traces per rank for ASTRA-sim, "
+                       "-o DIR/PREFIX; --bytes per message) (default: the one -o FILE's extension names, such as .csv, .svg or "
+                       ".sched, else json)",
+                       output_format_list());
+}
+
+void write_table_output(const SendTable& table, const std::string& format, const std::string& output, const ExportOptions& options,
+                        std::uint64_t bytes) {
+    if (format == "chakra") {
+        if (output == "-") throw InputError("--format chakra writes several files: give -o DIR/PREFIX");
+        // -o DIR/ (or a directory) has no prefix: the traces would be the hidden files DIR/.0.et, ...
+        if (output.ends_with('/') || std::filesystem::is_directory(output) || output.ends_with("/.") || output == "." ||
+            output.ends_with(".."))
+            throw InputError(fmt::format("-o {}: --format chakra writes PREFIX.0.et, PREFIX.1.et, ...: give -o DIR/PREFIX, not a "
+                                         "directory; nothing written",
+                                         output));
+        write_files(table_to_chakra(table, {std::filesystem::absolute(output).string(), bytes}));
+        return;
+    }
+    write_output(output, [&](const Flush& flush, fmt::memory_buffer& buf) {
+        if (format == "dsl") write_table_dsl(table, buf, flush, output);
+        else write_table_as(table, format, options, buf, flush);
+    });
 }
 
 }  // namespace collsched::tools

@@ -9,11 +9,14 @@
  */
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "compiler/export_formats.hpp"
 #include "compiler/table_io.hpp"
 
 namespace collsched::tools {
@@ -26,5 +29,18 @@ void write_output(const std::string& path, const std::function<void(const Flush&
 /// disk, a closed descriptor). main() calls it after every command, so no command exits 0 with
 /// its output missing.
 void check_stdout();
+
+/// Every format `compile` and `convert` write: the format table's (compiler/export_formats.hpp),
+/// then dsl (the table as a schedule of hops) and chakra (one trace file per rank for ASTRA-sim).
+std::vector<std::string> table_output_formats();
+
+/// The --format help of `compile` and `convert`.
+std::string table_output_formats_help();
+
+/// Writes `table` to `output` in `format` (one of table_output_formats()): chakra writes
+/// OUTPUT.0.et, OUTPUT.1.et, ... and OUTPUT.json with `bytes` per message, all or none;
+/// the others write one file (or standard output for "-") through write_output.
+void write_table_output(const SendTable& table, const std::string& format, const std::string& output, const ExportOptions& options,
+                        std::uint64_t bytes);
 
 }  // namespace collsched::tools

@@ -34,6 +34,13 @@ TEST_CASE("bandwidth: multibox 2x8 allgather, bound 15/2 by the cut around one G
     CHECK(t.out.find("group nic0.in (1) + group gpu0.in (1) = 2: R/C >= 15/2") != std::string::npos);
     // Alltoall has no flow bound: bad input, nothing written.
     CHECK(run(fmt::format("bandwidth --topology {} --collective alltoall", machine("dgx1"))).code == 2);
+    // and the refusal names the collective asked for (it once named alltoall for allreduce)
+    auto ar = run(fmt::format("bandwidth --topology {} --collective allreduce", machine("dgx1")));
+    CHECK(ar.code == 2);
+    CHECK(ar.out.empty());
+    CHECK(ar.err.find("bandwidth: no flow bound for allreduce: the cut bound by max flow covers allgather, broadcast, multicast, scatter "
+                      "and their reversals (reduce_scatter, reduce, gather); for allreduce use pareto's enumerated cuts")
+          != std::string::npos);
 }
 
 TEST_CASE("pareto: multibox 2x8 allgather has the bandwidth-optimal point 15/2 on its frontier, with its certificate") {

@@ -186,3 +186,27 @@ TEST_CASE("chakra: what ASTRA-sim cannot run is refused, and the command line wr
     CHECK(!std::filesystem::exists(dir + "/f.system.json"));
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("chakra: every format on both compile and convert (compile --format chakra, convert --format dsl)") {
+    const std::string dir = tmpdir();
+    const std::string sched = source("tests/data/astrasim/ring_allgather.sched");
+    auto c = run("compile " + sched + " --format chakra --bytes 4096 -o " + dir + "/r");
+    REQUIRE(c.code == 0);
+    CHECK(c.out.empty());
+    auto v = run("verify " + dir + "/r.0.et");
+    CHECK(v.code == 0);
+    CHECK(v.out.find("verdict: holds (7 steps, 56 transfers") == 0);
+    auto none = run("compile " + sched + " --format chakra");
+    CHECK(none.code == 2);
+    CHECK(none.err == "collsched: error: --format chakra writes several files: give -o DIR/PREFIX\n");
+    // the traces back to a schedule of hops (by -o's extension), which verifies the same
+    auto d = run("convert " + dir + "/r.0.et -o " + dir + "/back.sched");
+    REQUIRE(d.code == 0);
+    auto w = run("verify " + dir + "/back.sched");
+    CHECK(w.code == 0);
+    CHECK(w.out.find("verdict: holds (7 steps, 56 transfers") == 0);
+    auto t = run("convert " + dir + "/r.0.et --format dsl");
+    CHECK(t.code == 0);
+    CHECK(t.out.starts_with("# A send table written as a schedule (transfers: 56, steps: 7).\n"));
+    std::filesystem::remove_all(dir);
+}

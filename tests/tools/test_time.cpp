@@ -20,6 +20,7 @@ namespace {
 
 const std::string ring_ag = source("tests/data/astrasim/ring_allgather.sched");
 const std::string nccl_ring = source("schedules/nccl/ring_allgather.sched");
+const std::string nccl_rings = source("schedules/nccl/ring_allgather_channels.sched");
 const std::string direct = source("schedules/multibox/allgather_direct.sched");
 const std::string hier = source("schedules/multibox/allgather_hierarchical.sched");
 const std::string piped = source("schedules/multibox/allgather_pipelined.sched");
@@ -109,6 +110,44 @@ TEST_CASE("time: compare on multibox 2x8 names the winners, the crossovers and t
     auto b = run("compare " + nccl_ring + " " + direct + " --baseline nope");
     CHECK(b.code == 2);
     CHECK(b.err.find("--baseline nope: no input of that name (names: ring_allgather, allgather_direct)") != std::string::npos);
+}
+
+TEST_CASE("time: compare against NCCL's rings, one per NIC, the baseline GPU users run") {
+    // 8 channels, channel c on its own ring leaving every box through NIC c: each NIC carries
+    // 15 chunks of M / 8 (15 M / 8 / 25 GB/s = 80.5 ms at 1 GiB), against the pipelined
+    // allgather's 14 M over NVLink (14 M / 300 GB/s): 15 * 12 / (8 * 14) = 1.61 x
+    auto v = run("verify " + nccl_rings + " --size 1G");
+    CHECK(v.code == 0);
+    CHECK(v.out.find("claim steps = 15: holds (15 steps)") != std::string::npos);
+    CHECK(v.out.find("bandwidth: S = 15 steps, R = 105 rounds, C = 8 chunks, R/C = 105/8 rounds per chunk") != std::string::npos);
+    CHECK(v.out.find("  1 GiB            80.6 ms       80.5 ms        213 GB/s\n") != std::string::npos);
+    auto r = run("compare " + nccl_rings + " " + nccl_ring + " " + direct + " " + piped + " --sizes 1K..1G --json");
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["baseline"] == "ring_allgather_channels");
+    CHECK(j["winners"][20]["winner"] == "allgather_pipelined");
+    CHECK(j["winners"][20]["speedup_over_baseline"].get<double>() == doctest::Approx(15.0 * 12 / (8 * 14)).epsilon(0.005));
+    CHECK(j["winners"][10]["speedup_over_baseline"].get<double>() == doctest::Approx(1.64).epsilon(0.01));  // 1 MiB: 81.3 / 49.5 us
+    CHECK(j["winners"][0]["winner"] == "allgather_direct");  // 1 KiB: 13.2 us against 3.03 us
+    auto t = run("compare " + nccl_rings + " " + direct + " --sizes 1K");
+    CHECK(t.out.find("(15 steps, 105 rounds, 8 chunks) [baseline]") != std::string::npos);
+    CHECK(t.out.find("(1 step, 8 rounds, 1 chunk)") != std::string::npos);
+}
+
+TEST_CASE("time: the pipelined hierarchical allreduce against NCCL's rings on multibox 2x8") {
+    // NCCL's rings: 2 x 15 / 128 of the buffer per NIC; the pipelined hierarchical allreduce:
+    // 7/4 of it per GPU over NVLink (7/4 GiB / 300 GB/s = 6.26 ms), 1/8 per NIC, overlapped
+    const std::string rings = source("schedules/nccl/ring_allreduce_channels.sched");
+    const std::string three = source("schedules/multibox/allreduce_allpairs_hierarchical.sched");
+    const std::string piped_ar = source("schedules/multibox/allreduce_hierarchical_pipelined.sched");
+    auto r = run("compare " + rings + " " + three + " " + piped_ar + " --sizes 1K..1G --json");
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    for (const auto& w : j["winners"]) CHECK(w["winner"] == "allreduce_hierarchical_pipelined");
+    CHECK(j["winners"][20]["speedup_over_baseline"].get<double>() == doctest::Approx(2.0 * 15 / 128 / 25e9 / (7.0 / 4 / 300e9)).epsilon(0.01));
+    // the unpipelined three phases lose to NCCL's rings above 2.54 MiB
+    auto u = run("compare " + rings + " " + three + " --sizes 1K..1G");
+    CHECK(u.out.find("crossover at 2.54 MiB: (2) allreduce_allpairs_hierarchical is faster below, (1) ring_allreduce_channels above") != std::string::npos);
 }
 
 TEST_CASE("time: pareto --size predicts every frontier point") {
