@@ -31,12 +31,10 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_chakra.hpp"
 #include "compiler/export_formats.hpp"
 #include "compiler/lower.hpp"
 #include "compiler/msccl_import.hpp"
 #include "compiler/table_io.hpp"
-#include "compiler/table_printer.hpp"
 #include "support/budget.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/input.hpp"
@@ -165,21 +163,18 @@ ExportOptions export_options(const std::string& file, const std::string& proto, 
     return options;
 }
 
-/// write_table_as, and `dsl` (the table as a schedule of hops) as `compile --format dsl` writes it.
-void write_format(const SendTable& t, const std::string& format, const ExportOptions& options, fmt::memory_buffer& buf,
-                  const Flush& flush) {
-    if (format == "dsl") write_table_dsl(t, buf, flush, options.file);
-    else write_table_as(t, format, options, buf, flush);
-}
-
+/// The table in a one-file format, as text (Table.dumps).
 std::string write_as(const SendTable& t, const std::string& format, const std::string& proto, std::uint32_t instances) {
     const ExportOptions options = export_options("", proto, instances);
     fmt::memory_buffer buf;
     std::string out;
-    write_format(t, format, options, buf, [&](fmt::memory_buffer& b) {
-        out.append(b.data(), b.size());
-        b.clear();
-    });
+    tools::write_table_text(
+        t, format, options, buf,
+        [&](fmt::memory_buffer& b) {
+            out.append(b.data(), b.size());
+            b.clear();
+        },
+        "");
     out.append(buf.data(), buf.size());
     return out;
 }
@@ -283,22 +278,13 @@ PYBIND11_MODULE(_collsched, m) {
         .def("_write", [](const PyTable& t, const std::string& format, const std::string& proto, std::uint32_t instances) {
             return py::bytes(write_as(*t.table, format, proto, instances));
         })
-        .def("_write_file",
-             [](const PyTable& t, const std::string& path, const std::string& format, const std::string& proto, std::uint32_t instances) {
-                 const ExportOptions options = export_options(path, proto, instances);
-                 tools::write_output(path, [&](const Flush& flush, fmt::memory_buffer& buf) { write_format(*t.table, format, options, buf, flush); });
-             })
-        .def("_write_chakra",
-             [](const PyTable& t, const std::string& prefix, std::uint64_t bytes) {
-                 std::vector<std::string> paths;
-                 for (const ChakraFile& f : table_to_chakra(*t.table, {prefix, bytes})) {
-                     tools::write_output(f.path, [&](const Flush& flush, fmt::memory_buffer& buf) {
-                         buf.append(f.content.data(), f.content.data() + f.content.size());
-                         flush(buf);
-                     });
-                     paths.push_back(f.path);
-                 }
-                 return paths;
+        .def("_save",
+             [](const PyTable& t, const std::string& path, const std::string& format, const std::string& proto, std::uint32_t instances,
+                std::uint64_t bytes) {
+                 interruptible([&] {
+                     tools::write_table_output(*t.table, format, path, export_options(path, proto, instances), bytes);
+                     return 0;
+                 });
              })
         .def("__repr__", [](const PyTable& t) {
             return fmt::format("<collsched.Table {} on {}: {} steps, {} transfers>", t.table->collective.to_string(),
@@ -348,9 +334,5 @@ PYBIND11_MODULE(_collsched, m) {
         });
     });
     m.def("_output_format", [](const std::string& path) { return tools::output_format("", path, true); });
-    m.def("_formats", [] {
-        std::vector<std::string> names = output_format_names();
-        names.emplace_back("dsl");
-        return names;
-    });
+    m.def("_formats", [] { return tools::table_output_formats(); });
 }

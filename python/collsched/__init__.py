@@ -111,8 +111,9 @@ def parse_table(text, name="<python>"):
 
 
 def formats():
-    """The output formats of Table.dumps and Table.save (the command line's --format list), and chakra."""
-    return list(_collsched._formats()) + ["chakra"]
+    """The output formats of Table.save (those of `collsched convert --format`); Table.dumps
+    writes all but chakra."""
+    return list(_collsched._formats())
 
 
 def _dumps(self, format="json", *, proto="", instances=0):
@@ -123,15 +124,14 @@ def _dumps(self, format="json", *, proto="", instances=0):
 
 def _save(self, path, format=None, *, proto="", instances=0, bytes=1024):
     """Writes the table to `path` in `format` (default: the one the extension names, as `-o`
-    does; else json). Atomic: written whole or not at all. chakra writes PATH.0.et, PATH.1.et,
-    ... (PATH is the prefix) with `bytes` per message and returns their paths."""
+    does; else json), as `collsched convert -o PATH` does: atomically, written whole or not at
+    all. chakra writes PATH.0.et, PATH.1.et, ... (PATH is the prefix; `bytes` per message) and
+    returns PATH.0.et, which load() reads back; the other formats return `path`."""
     path = _os.fspath(path)
-    if format == "chakra":
-        return self._write_chakra(_os.path.abspath(path), bytes)
     if format is None:
         format = _collsched._output_format(path)
-    self._write_file(path, format, proto, instances)
-    return path
+    self._save(path, format, proto, instances, bytes)
+    return path + ".0.et" if format == "chakra" else path
 
 
 def table_dict(table):
