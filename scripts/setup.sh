@@ -14,9 +14,10 @@ if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
 packages=(build-essential cmake pkg-config libz3-dev libboost-dev doctest-dev libcadical-dev
           nlohmann-json3-dev libsimdjson-dev libcli11-dev libfmt-dev openmpi-bin libopenmpi-dev
           libprotobuf-dev protobuf-compiler)
-# and what the test suite and the documentation's pictures need
+# and what the test suite, the documentation's pictures and the Python module need
 if ((!quick)); then
-  packages+=(librsvg2-bin graphviz help2man chromium python3-jsonschema)
+  packages+=(librsvg2-bin graphviz help2man chromium python3-jsonschema python3-dev pybind11-dev python3-numpy
+             python3-pytest)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -21,17 +21,26 @@
 
 namespace collsched {
 
+namespace {
+std::atomic<bool> stop_flag{false};
+}  // namespace
+
+void request_stop(bool on) { stop_flag.store(on, std::memory_order_relaxed); }
+bool stop_requested() { return stop_flag.load(std::memory_order_relaxed); }
+
 Deadline Deadline::after(double seconds) {
     if (!(seconds > 0)) return {};
     return Deadline(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
 }
 
 double Deadline::left() const {
+    if (stop_requested()) return 0;
     if (none()) return std::numeric_limits<double>::infinity();
     return std::max(0.0, std::chrono::duration<double>(when_ - Clock::now()).count());
 }
 
 double Deadline::for_call(double cap, double floor) const {
+    if (stop_requested()) return floor;
     if (none()) return cap > 0 ? cap : 0;
     double t = left();
     if (cap > 0) t = std::min(t, cap);

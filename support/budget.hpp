@@ -25,6 +25,13 @@
 
 namespace collsched {
 
+/// Asks the run in progress to stop (`true`) or clears the request (`false`): while it is set,
+/// every Deadline reads as passed, so each stage stops as it does at its time limit, with what
+/// it has, and CaDiCaL's solves answer unknown ("interrupted"). The Python module sets it on
+/// Ctrl-C (python/module.cpp); the command line never does.
+void request_stop(bool on);
+bool stop_requested();
+
 /// A point in wall-clock time after which work must stop; default: none.
 class Deadline {
 public:
@@ -36,7 +43,7 @@ public:
     static Deadline at(Clock::time_point when) { return Deadline(when); }
 
     bool none() const { return when_ == Clock::time_point::max(); }
-    bool passed() const { return !none() && Clock::now() >= when_; }
+    bool passed() const { return stop_requested() || (!none() && Clock::now() >= when_); }
     /// Seconds left (0 once passed); +infinity without a deadline.
     double left() const;
     /// The seconds one call may run: the least of `cap` (0 or less: no cap) and what is left, but

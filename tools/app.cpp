@@ -1,4 +1,5 @@
 #include "tools/app.hpp"
+#include "tools/runs.hpp"
 
 #include <string_view>
 #include <vector>
@@ -47,6 +48,23 @@ void add_commands(CLI::App& app, Context& ctx) {
     add_bench_command(app, ctx);
     add_compare_command(app, ctx);
     add_completion_command(app, ctx);
+}
+
+int run_command(const std::vector<std::string>& args, std::string& out) {
+    CLI::App app{"collsched"};
+    Context ctx;
+    ctx.out = [&out](std::string_view text) { out.append(text); };
+    add_commands(app, ctx);
+    if (auto unknown = unknown_subcommand(app, args)) throw InputError(*unknown);
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes the arguments last first
+    try {
+        app.parse(reversed);
+    } catch (const CLI::Success&) {
+        throw InputError("--help and --version print to the terminal: run `collsched --help`");
+    } catch (const CLI::ParseError& e) {
+        throw InputError(shorten_quotes(e.what()));
+    }
+    return ctx.exit_code;
 }
 
 }  // namespace collsched::tools

@@ -154,7 +154,7 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
             else
                 j["schedule"] = {{"none", why}};
             std::string out = j.dump() + "\n";
-            std::fwrite(out.data(), 1, out.size(), stdout);
+            ctx.print(out);
         } else {
             std::string s = fmt::format("bandwidth {} on {} ({}), {} processors\n", in.collective.to_string(), topo->spec(), to_string(in.model),
                                         topo->processors());
@@ -181,7 +181,7 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
             } else {
                 s += fmt::format("schedule: none ({})\n", why);
             }
-            std::fwrite(s.data(), 1, s.size(), stdout);
+            ctx.print(s);
         }
         ctx.exit_code = optimal ? 0 : 3;
     });

@@ -65,7 +65,7 @@ void add_bench_command(CLI::App& app, Context& ctx) {
             ok = ok && results.back().ok();
         }
         std::string out = args->json ? bench::to_json(results) : bench::to_text(results);
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.print(out);
         ctx.exit_code = ok ? 0 : 1;
     });
 }

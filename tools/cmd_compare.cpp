@@ -176,7 +176,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
                                    cs[x.from].name, x.to + 1, cs[x.to].name);
             if (!args->svg.empty()) out += fmt::format("plot: {}\n", args->svg);
         }
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.print(out);
         ctx.exit_code = 0;
     });
 }

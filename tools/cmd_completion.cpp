@@ -110,7 +110,7 @@ void add_completion_command(CLI::App& app, Context& ctx) {
     cmd->add_option("SHELL", *shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
     cmd->callback([&app, &ctx, shell] {
         std::string out = *shell == "bash" ? bash_script(app) : zsh_script(app);
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.print(out);
         ctx.exit_code = 0;
     });
 }

@@ -147,7 +147,7 @@ void add_demo_command(CLI::App& app, Context& ctx) {
                       : fmt::format("result: MISMATCH: verifier says {} in {} steps, simulator {} in {}, paper claims {}\n",
                                     paper.verify.verdict(), paper.verify.steps, to_string(paper.sim.status), paper.sim.steps, claim);
         }
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.print(out);
         ctx.exit_code = ok ? 0 : 1;
     });
 }

@@ -110,7 +110,7 @@ void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& arg
         j["dual"] = result_json(r.allgather_instance, r.allgather, args.solver);
         j["witness"] = args.outputs.empty() || !r.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(args.outputs);
         std::string out = j.dump() + "\n";
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.print(out);
     } else {
         std::string out = fmt::format("optimize {} on {} ({}) by duality with {}\n", in.collective.to_string(), in.topology->spec(),
                                       to_string(in.model), r.allgather_instance.collective.to_string());
@@ -120,7 +120,7 @@ void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& arg
         out += "space: " + r.space + "\n";
         if (!args.outputs.empty())
             out += r.witness ? fmt::format("witness: {}\n", fmt::join(args.outputs, ", ")) : "witness: none found, nothing written\n";
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.print(out);
     }
     ctx.exit_code = exit_code(r.allgather);
 }
@@ -255,12 +255,12 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
             j["bandwidth"] = bw;
             j["witness"] = args->outputs.empty() || !r.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(args->outputs);
             std::string out = j.dump() + "\n";
-            std::fwrite(out.data(), 1, out.size(), stdout);
+            ctx.print(out);
         } else {
             std::string out = text_report(in, r, args->solver) + bw_text;
             if (!args->outputs.empty())
                 out += r.witness ? fmt::format("witness: {}\n", fmt::join(args->outputs, ", ")) : "witness: none found, nothing written\n";
-            std::fwrite(out.data(), 1, out.size(), stdout);
+            ctx.print(out);
         }
         ctx.exit_code = exit_code(r);
     });

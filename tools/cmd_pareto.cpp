@@ -268,7 +268,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
             j["frontier"] = std::move(fj);
             j["rows"] = std::move(rj);
             std::string out = j.dump() + "\n";
-            std::fwrite(out.data(), 1, out.size(), stdout);
+            ctx.print(out);
         } else {
             std::string s = fmt::format("pareto {} on {} ({}), chunks 1..{}, solver {}\n", in.collective.to_string(), in.topology->spec(),
                                         to_string(in.model), args->max_chunks, args->solver.backend_name());
@@ -319,7 +319,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
             s += "proofs:\n";
             for (const ParetoRow& row : res.rows) s += fmt::format("  {} steps: {}{}\n", row.steps, row.excluded, "");
             s += fmt::format("end: {}; {} ({:.2f} s)\n", res.end, res.complete ? "every point proved" : "NOT complete", res.seconds);
-            std::fwrite(s.data(), 1, s.size(), stdout);
+            ctx.print(s);
         }
         ctx.exit_code = res.complete ? 0 : 3;
     });

@@ -338,7 +338,7 @@ void add_probe_command(CLI::App& app, Context& ctx) {
             j["rows"] = std::move(rows);
             text = j.dump() + "\n";
         }
-        std::fwrite(text.data(), 1, text.size(), stdout);
+        ctx.print(text);
         ctx.exit_code = disagree ? 1 : all_proved ? 0 : 3;
     });
 }

@@ -106,7 +106,7 @@ void add_reproduce_command(CLI::App& app, Context& ctx) {
                                args->max_n ? fmt::format("; sizes up to {}", args->max_n) : std::string(), seconds, threads,
                                threads == 1 ? "" : "s");
         }
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.print(out);
         ctx.exit_code = bad == 0 ? 0 : 1;
     });
 }

@@ -17,6 +17,7 @@
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"
+#include "tools/runs.hpp"
 #include "tools/output.hpp"
 
 namespace collsched::tools {
@@ -68,6 +69,26 @@ void attach_origin(SimReport& r, const SendTable& table) {
 
 }  // namespace
 
+SimReport simulate_table(const SendTable& table, bool trace) {
+    SimOptions opt;
+    opt.trace = trace;
+    SimReport r = simulate(table, opt);
+    attach_origin(r, table);
+    return r;
+}
+
+std::string simulate_json(const SimReport& r, const SendTable& table, const AlphaBeta& ab, std::optional<Step> steps) {
+    std::string out = sim_report_to_json(r, table);
+    const bool completed = r.status == SimStatus::completed;
+    if (shows_bandwidth(table, ab) || (completed && !ab.sizes.empty())) {
+        nlohmann::ordered_json j = nlohmann::ordered_json::parse(out);
+        add_bandwidth_json(j, table, ab, steps);
+        if (completed) add_time_json(j, table, ab);
+        out = j.dump() + "\n";
+    }
+    return out;
+}
+
 void add_simulate_command(CLI::App& app, Context& ctx) {
     auto args = std::make_shared<SimulateArgs>();
     auto* cmd = app.add_subcommand(
@@ -118,25 +139,16 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
             }
         } else {
             table = load_input(args->input, args->defines, true, false, args->msccl);
-            SimOptions opt;
-            opt.trace = args->trace;
-            r = simulate(table, opt);
-            attach_origin(r, table);
+            r = simulate_table(table, args->trace);
         }
         // streamed, the header has no transfers: the completion step is the replay's
         const std::optional<Step> steps = args->stream ? std::optional<Step>(r.steps) : std::nullopt;
         const bool completed = r.status == SimStatus::completed;
-        std::string out = args->json ? sim_report_to_json(r, table)
+        std::string out = args->json ? simulate_json(r, table, args->ab, steps)
                                      : format_sim_report(r, table) + bandwidth_text(table, args->ab, steps) +
                                            (args->ab.sizes.empty() ? ""
                                             : completed          ? time_text(table, args->ab)
                                                                  : "predicted time: not computed (the run did not complete)\n");
-        if (args->json && (shows_bandwidth(table, args->ab) || (completed && !args->ab.sizes.empty()))) {
-            nlohmann::ordered_json j = nlohmann::ordered_json::parse(out);
-            add_bandwidth_json(j, table, args->ab, steps);
-            if (completed) add_time_json(j, table, args->ab);
-            out = j.dump() + "\n";
-        }
         if (!args->timeline.empty()) {
             if (!completed) throw InputError("--timeline: the run did not complete, so it has no time");
             const TimeOptions topt = args->ab.time_options(args->ab.sizes[0]);
@@ -146,7 +158,7 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
                 flush(buf);
             });
         }
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.print(out);
         ctx.exit_code = r.status == SimStatus::completed ? 0 : 1;
     });
 }

@@ -15,7 +15,7 @@ void add_topo_command(CLI::App& app, Context& ctx) {
     cmd->callback([&ctx, spec, format] {
         auto topo = Topology::parse(*spec);
         std::string out = *format == "dot" ? topo->to_dot() : topo->to_json();
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.print(out);
         ctx.exit_code = 0;
     });
 }

@@ -22,6 +22,7 @@
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"
+#include "tools/runs.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/z3_engine.hpp"
 
@@ -61,7 +62,7 @@ std::optional<std::string> mscclpp_plan_text(const std::string& path) {
 }
 
 /// `verify PLAN.json`: the plan's verdict (docs/exports.md, "MSCCL++ execution plans").
-int verify_mscclpp(const std::string& path, const std::string& text, const VerifyArgs& args) {
+int verify_mscclpp(const std::string& path, const std::string& text, const VerifyArgs& args, const Context& ctx) {
     std::vector<Expectation> expect;
     if (!args.expect.empty()) expect = read_expectations(read_input_text(args.expect, "expectation file"), args.expect);
     mscclpp::ReadResult read = mscclpp::read_plan(text, path);
@@ -95,7 +96,7 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
     } else {
         out = mscclpp::format_plan_report(r, read.plan, path);
     }
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    ctx.print(out);
     return r.holds() ? 0 : 1;
 }
 
@@ -134,7 +135,7 @@ int exit_code(std::string_view verdict) { return verdict == "holds" ? 0 : verdic
 
 /// An MSCCL-IR program is judged as a program (compiler/msccl_import.hpp), not by the table its
 /// as-soon-as-possible run levels into: nullopt when `path` is no such file.
-std::optional<int> verify_msccl(const VerifyArgs& a) {
+std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
     if (a.input.ends_with(".sched") || a.input.ends_with(".0.et") || a.input.ends_with(".csv")) return std::nullopt;
     // standard input is read once, by load_input (which levels an MSCCL-IR program into a table);
     // a file is probed by its first bytes, so a table too large to read is refused by load_input's rule
@@ -179,14 +180,14 @@ std::optional<int> verify_msccl(const VerifyArgs& a) {
     } else {
         out = r.text();
     }
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    ctx.print(out);
     return r.holds ? 0 : 1;
 }
 
 /// `--engine both`: the two reports, then whether they agree. A disagreement is a bug in one of
 /// the engines: it is printed on stderr, the verdict is "disagreement" and the exit code 1.
 int run_both(const SendTable& table, const ScheduleSource& source, const VerifyOptions& opt, const Z3Options& zopt, bool json,
-             const AlphaBeta& ab) {
+             const AlphaBeta& ab, const Context& ctx) {
     VerifyReport d = verify_direct(table, opt);
     name_sources(d, table, source);
     VerifyReport z = verify_z3(table, zopt);
@@ -228,7 +229,7 @@ int run_both(const SendTable& table, const ScheduleSource& source, const VerifyO
                                          unknown ? " (the Z3 engine could not decide every property; see its notes)" : "")
                            : "both engines: DISAGREEMENT (a bug in collsched; see stderr)\n";
     }
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    ctx.print(out);
     if (!dis.empty()) {
         std::fflush(stdout);
         for (const Disagreement& x : dis)
@@ -243,6 +244,19 @@ int run_both(const SendTable& table, const ScheduleSource& source, const VerifyO
 }
 
 }  // namespace
+
+VerifyReport verify_table(const SendTable& table, const ScheduleSource& source, bool z3, const VerifyOptions& opt, const Z3Options& zopt) {
+    VerifyReport r = z3 ? verify_z3(table, zopt) : verify_direct(table, opt);
+    name_sources(r, table, source);
+    return r;
+}
+
+nlohmann::ordered_json verify_json(const VerifyReport& r, const SendTable& table, const AlphaBeta& ab) {
+    nlohmann::ordered_json j = report_to_json(r, table);
+    add_bandwidth_json(j, table, ab);
+    if (r.verdict() == "holds") add_time_json(j, table, ab);
+    return j;
+}
 
 void add_verify_command(CLI::App& app, Context& ctx) {
     auto args = std::make_shared<VerifyArgs>();
@@ -278,13 +292,13 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     add_alpha_beta_options(cmd, args->ab);
     cmd->callback([&ctx, args] {
         args->ab.check();
-        if (auto code = verify_msccl(*args)) {
+        if (auto code = verify_msccl(*args, ctx)) {
             ctx.exit_code = *code;
             return;
         }
         if (auto plan = mscclpp_plan_text(args->input)) {
             if (!args->defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL++ plans");
-            ctx.exit_code = verify_mscclpp(args->input, *plan, *args);
+            ctx.exit_code = verify_mscclpp(args->input, *plan, *args, ctx);
             return;
         }
         if (!args->expect.empty()) throw InputError("--expect applies to MSCCL-IR programs and MSCCL++ plans only");
@@ -298,21 +312,17 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         zopt.max_violations = opt.max_violations;
         zopt.timeout_ms = static_cast<std::uint64_t>(std::ceil(std::min(args->timeout, 1e9) * 1000));
         if (args->engine == "both") {
-            ctx.exit_code = run_both(table, source, opt, zopt, args->json, args->ab);
+            ctx.exit_code = run_both(table, source, opt, zopt, args->json, args->ab, ctx);
             return;
         }
-        VerifyReport r = args->engine == "z3" ? verify_z3(table, zopt) : verify_direct(table, opt);
-        name_sources(r, table, source);
+        VerifyReport r = verify_table(table, source, args->engine == "z3", opt, zopt);
         std::string out;
         if (args->json) {
-            nlohmann::ordered_json j = report_to_json(r, table);
-            add_bandwidth_json(j, table, args->ab);
-            if (r.verdict() == "holds") add_time_json(j, table, args->ab);
-            out = j.dump() + "\n";
+            out = verify_json(r, table, args->ab).dump() + "\n";
         } else {
             out = format_report(r, table) + bandwidth_text(table, args->ab) + time_or_why(table, args->ab, r.verdict());
         }
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.print(out);
         ctx.exit_code = exit_code(r.verdict());
     });
 }

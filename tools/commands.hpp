@@ -6,7 +6,10 @@
  */
 #pragma once
 
+#include <cstdio>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +18,13 @@ namespace collsched::tools {
 
 struct Context {
     int exit_code = 0;
+    /// Where the command's report goes: standard output, unless `out` is set (the Python module
+    /// runs commands in memory and takes their --json report from here, python/module.cpp).
+    std::function<void(std::string_view)> out;
+    void print(std::string_view text) const {
+        if (out) out(text);
+        else std::fwrite(text.data(), 1, text.size(), stdout);
+    }
 };
 
 void add_demo_command(CLI::App&, Context&);

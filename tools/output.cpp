@@ -265,10 +265,13 @@ void write_table_output(const SendTable& table, const std::string& format, const
         write_files(table_to_chakra(table, {std::filesystem::absolute(output).string(), bytes}));
         return;
     }
-    write_output(output, [&](const Flush& flush, fmt::memory_buffer& buf) {
-        if (format == "dsl") write_table_dsl(table, buf, flush, output);
-        else write_table_as(table, format, options, buf, flush);
-    });
+    write_output(output, [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_text(table, format, options, buf, flush, output); });
+}
+
+void write_table_text(const SendTable& table, const std::string& format, const ExportOptions& options, fmt::memory_buffer& buf,
+                      const Flush& flush, const std::string& file) {
+    if (format == "dsl") write_table_dsl(table, buf, flush, file);
+    else write_table_as(table, format, options, buf, flush);
 }
 
 }  // namespace collsched::tools

@@ -42,5 +42,9 @@ std::string table_output_formats_help();
 /// the others write one file (or standard output for "-") through write_output.
 void write_table_output(const SendTable& table, const std::string& format, const std::string& output, const ExportOptions& options,
                         std::uint64_t bytes);
+/// The one-file formats of write_table_output (all but chakra) into `buf` through `flush`: the
+/// text written to `file` ("" or "-": standard output, or memory; the Python module's Table.dumps).
+void write_table_text(const SendTable& table, const std::string& format, const ExportOptions& options, fmt::memory_buffer& buf,
+                      const Flush& flush, const std::string& file);
 
 }  // namespace collsched::tools

@@ -68,7 +68,7 @@ public:
             why_ = "time limit";
             return true;
         }
-        if (opt_.interrupt && opt_.interrupt()) {
+        if ((opt_.interrupt && opt_.interrupt()) || stop_requested()) {
             why_ = "interrupted";
             return true;
         }

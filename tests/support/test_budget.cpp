@@ -35,6 +35,22 @@ TEST_CASE("budget: a deadline gives every call at most what is left") {
     CHECK(soon.for_call(5, 0.01) == 0.01);  // never 0, which solvers read as "no limit"
 }
 
+TEST_CASE("budget: a stop request makes every deadline pass until it is cleared") {
+    const Deadline none, later = Deadline::after(3600);
+    request_stop(true);
+    CHECK(stop_requested());
+    CHECK(none.passed());
+    CHECK(later.passed());
+    CHECK(none.left() == 0);
+    CHECK(later.left() == 0);
+    CHECK(later.for_call(10) == doctest::Approx(0.001));  // the floor: solvers read 0 as "no limit"
+    request_stop(false);
+    CHECK_FALSE(stop_requested());
+    CHECK_FALSE(none.passed());
+    CHECK_FALSE(later.passed());
+    CHECK(later.left() > 3500);
+}
+
 TEST_CASE("budget: memory limits and the resident size") {
     CHECK(resident_memory() > 0);
     CHECK(peak_resident_memory() >= resident_memory() / 2);

@@ -21,11 +21,12 @@ EXIT = re.compile(r"^(?P<cmd>.*?)\s+#\s*exit (?P<code>\d)\s*$")
 HEREDOC = re.compile(r"<<-?\s*'?(?P<tag>[A-Za-z_]+)'?")
 
 
-def blocks(text):
-    """The sh blocks, each a list of (line number, line)."""
+def blocks(text, lang="sh"):
+    """The ```LANG blocks (sh; tests/python/test_guide.py reads docs/python.md's python blocks
+    with it), each a list of (line number, line)."""
     out, cur = [], None
     for n, line in enumerate(text.splitlines(), 1):
-        if cur is None and line.strip() == "```sh":
+        if cur is None and line.strip() == "```" + lang:
             cur = []
         elif cur is not None and line.strip() == "```":
             out.append(cur)
@@ -33,7 +34,7 @@ def blocks(text):
         elif cur is not None:
             cur.append((n, line))
     if cur is not None:
-        raise SystemExit(f"run_guide: an ```sh block is not closed")
+        raise SystemExit(f"run_guide: an ```{lang} block is not closed")
     return out
 
 
