@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -15,9 +16,11 @@
 
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
+#include <fmt/format.h>
 
 #include "compiler/export_svg.hpp"
 #include "compiler/lower.hpp"
+#include "compiler/machine_view.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 
 using namespace collsched;
@@ -267,4 +270,57 @@ TEST_CASE("svg: the processor view colours a cell by the fullest channel, link g
     by_channel.rows = TimelineRows::channels;
     const std::string channels = table_to_svg(*t, by_channel);
     CHECK(channels.find("<title>step 1 \u00b7 0\u21928 \u00b7 1/7: b(0)</title>") != std::string::npos);
+}
+
+TEST_CASE("machine view: boxes from the fast channels, the fabric summarized, readable from 16 to 1,024 GPUs") {
+    auto multibox = Topology::parse("graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/multibox2x8.json");
+    const std::string svg = machine_svg(*multibox);
+    pt::ptree tree = parse_xml(svg);  // well-formed
+    const pt::ptree& boxes = group(tree.get_child("svg"), "boxes");
+    std::size_t rects = 0, titled = 0;
+    for (const auto& [name, child] : boxes)
+        if (name == "rect") ++rects, titled += child.get_child_optional("title") ? 1 : 0;
+    CHECK(rects == 2 + 16);  // two boxes, 16 GPUs drawn
+    CHECK(svg.find("16 processors in 2 boxes of 8") != std::string::npos);
+    CHECK(svg.find("<title>box 1: processors 8 .. 15 (8)</title>") != std::string::npos);
+    CHECK(svg.find("inside a box: 7 channels per processor, 300 GB/s per channel, latency 600 ns") != std::string::npos);
+    CHECK(svg.find("between boxes: 8 channels per processor, 25 GB/s per channel, latency 2.7 us; each processor reaches processors of "
+                   "other boxes at any index") != std::string::npos);
+    CHECK(svg.find("link groups gpu#.out: 16 of them, 1 chunk per step each, 300 GB/s") != std::string::npos);
+    CHECK(svg.find("link groups nic#.in: 16 of them") != std::string::npos);
+    // a rail machine: GPU i of every box reaches GPU i of the others only
+    auto rail = Topology::parse("graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/rail4x8.json");
+    const std::string r = machine_svg(*rail);
+    CHECK(r.find("32 processors in 4 boxes of 8") != std::string::npos);
+    CHECK(r.find("rails: each processor reaches the processors of the same index in other boxes") != std::string::npos);
+    // 128 GPUs: 16 detailed boxes, 8 a row
+    const std::string m16 = machine_svg(*Topology::parse("graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/multibox16x8.json"));
+    CHECK(m16.find("128 processors in 16 boxes of 8") != std::string::npos);
+    CHECK(parse_xml(m16).get_child("svg").get<int>("<xmlattr>.width") < 1500);
+    // 1,024 GPUs: 128 boxes of 8 (NVLink inside, a ring of rails between boxes) as compact boxes,
+    // 16 a row; the picture stays about a thousand pixels wide
+    std::string edges;
+    for (int b = 0; b < 128; ++b)
+        for (int i = 0; i < 8; ++i) {
+            for (int j = 0; j < 8; ++j)
+                if (i < j) edges += fmt::format("{}[{}, {}, 1, \"nv\"]", edges.empty() ? "" : ", ", 8 * b + i, 8 * b + j);
+            edges += fmt::format(", [{}, {}, 1, \"ib\"]", 8 * b + i, 8 * ((b + 1) % 128) + i);
+        }
+    const std::string path = (std::filesystem::temp_directory_path() / fmt::format("collsched_machine_{}.json", ::getpid())).string();
+    {
+        std::ofstream f(path);
+        f << "{\"processors\": 1024, \"link_types\": {\"nv\": {\"alpha\": \"0.6 us\", \"bandwidth\": \"300 GB/s\"}, "
+             "\"ib\": {\"alpha\": \"2.7 us\", \"bandwidth\": \"25 GB/s\"}}, \"edges\": ["
+          << edges << "]}";
+    }
+    const std::string b = machine_svg(*Topology::parse("graph:" + path));
+    std::remove(path.c_str());
+    pt::ptree bt = parse_xml(b);
+    CHECK(b.find("1024 processors in 128 boxes of 8") != std::string::npos);
+    CHECK(b.find("between boxes: 2 channels per processor, 25 GB/s per channel, latency 2.7 us; rails") != std::string::npos);
+    CHECK(bt.get_child("svg").get<int>("<xmlattr>.width") < 1200);
+    CHECK(bt.get_child("svg").get<int>("<xmlattr>.height") < 600);
+    // one speed everywhere: one box
+    const std::string ring = machine_svg(*Topology::parse("ring:8"));
+    CHECK(ring.find("8 processors in 1 box of 8") != std::string::npos);
 }
