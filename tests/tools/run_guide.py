@@ -4,11 +4,13 @@ collsched on the PATH and C set to the source tree. Every command must exit 0, o
 trailing `# exit N` names; heredoc bodies are passed through untouched. Exit 0 when every command
 behaves, 1 naming the first that does not (its output shown), 2 on usage errors.
 
-Usage: run_guide.py GUIDE.md COLLSCHED_BINARY SOURCE_DIR [--link NAME]... [--skip-block K]...
+Usage: run_guide.py GUIDE.md COLLSCHED_BINARY SOURCE_DIR [--link NAME[=PATH]]... [--skip-block K]...
+                    [--skip-matching TEXT]...
 
---link NAME puts a symbolic link to SOURCE_DIR/NAME into the directory (README.md names shipped
-files as `schedules/...`); --skip-block K leaves out the K-th ```sh block (1-based: the README's
-set-up block, which installs and builds, is run by CI itself).
+--link NAME puts a symbolic link to SOURCE_DIR/NAME (or to PATH) into the directory (README.md
+names shipped files as `schedules/...` and the build as `build/...`); --skip-block K leaves out the K-th ```sh block (1-based: the README's
+set-up block, which installs and builds, is run by CI itself); --skip-matching TEXT leaves out
+every block that contains TEXT (the Python block where the module is not built).
 """
 import argparse
 import os
@@ -71,6 +73,7 @@ def main():
     parser.add_argument("source")
     parser.add_argument("--link", action="append", default=[])
     parser.add_argument("--skip-block", action="append", type=int, default=[])
+    parser.add_argument("--skip-matching", action="append", default=[])
     try:
         args = parser.parse_args()
     except SystemExit:
@@ -88,11 +91,14 @@ def main():
         if not 1 <= k <= len(found):
             print(f"run_guide: --skip-block {k}: {guide} has {len(found)} blocks", file=sys.stderr)
             return 2
+    skipped = set()
     with tempfile.TemporaryDirectory(prefix="collsched_guide.") as work:
-        for name in args.link:
-            os.symlink(os.path.join(os.path.abspath(source), name), os.path.join(work, name))
+        for link in args.link:
+            name, _, target = link.partition("=")
+            os.symlink(os.path.abspath(target) if target else os.path.join(os.path.abspath(source), name), os.path.join(work, name))
         for k, block in enumerate(found, 1):
-            if k in args.skip_block:
+            if k in args.skip_block or any(t in line for t in args.skip_matching for _, line in block):
+                skipped.add(k)
                 continue
             commands += sum(1 for _, l in block if l.strip() and not l.lstrip().startswith("#"))
             r = subprocess.run(["bash", "-c", script(block, guide)], cwd=work, env=env, capture_output=True, text=True)
@@ -100,7 +106,7 @@ def main():
                 print(f"run_guide: {guide}:{block[0][0]}: the block failed (exit {r.returncode})", file=sys.stderr)
                 sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
                 return 1
-    print(f"run_guide: {len(found) - len(set(args.skip_block))} blocks, {commands} lines of {guide} ran as the guide says")
+    print(f"run_guide: {len(found) - len(skipped)} blocks, {commands} lines of {guide} ran as the guide says")
     return 0
 
 
