@@ -3,7 +3,8 @@
 and compares them with the cells the page draws: the HTML timeline rendered by a real browser
 must show its full cells in dark blue and its holes in light grey, each cell its declared size.
 
-Usage: screenshot_check.py SHOT.png FULL_CELLS IDLE_CELLS CELL_W CELL_H"""
+Usage: screenshot_check.py SHOT.png FULL_CELLS IDLE_CELLS CELL_W CELL_H
+       screenshot_check.py SHOT.png --colour RRGGBB MIN_PX MAX_PX   (a picture's own colour: its pixel count in range)"""
 import struct
 import sys
 import zlib
@@ -49,14 +50,25 @@ def read_png(path):
     return width, height, bpp, rows
 
 
-def main():
-    shot, full, idle, cw, ch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+def colour_counts(shot):
     width, height, bpp, rows = read_png(shot)
     counts = {}
     for line in rows:
         for x in range(width):
             rgb = bytes(line[x * bpp:x * bpp + 3])
             counts[rgb] = counts.get(rgb, 0) + 1
+    return width, height, counts
+
+
+def main():
+    if len(sys.argv) == 6 and sys.argv[2] == "--colour":
+        shot, colour, lo, hi = sys.argv[1], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+        width, height, counts = colour_counts(shot)
+        n = counts.get(bytes.fromhex(colour), 0)
+        print(f"{width}x{height}: #{colour} {n} px (expected {lo} .. {hi})")
+        sys.exit(0 if lo <= n <= hi else 1)
+    shot, full, idle, cw, ch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    width, height, counts = colour_counts(shot)
     dark = counts.get(bytes.fromhex("08306b"), 0)
     grey = counts.get(bytes.fromhex("eeeeee"), 0)
     want_dark, want_grey = full * cw * ch, idle * cw * ch
