@@ -407,43 +407,35 @@ Model build_model(Env& env, const ast::ModelDecl& d, Model base, LoweringPolicy&
 
 Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
     const std::string& name = d.name.name;
-    const CollectiveName* known = find_collective(name);
-    if (!known)
-        fail("E033", d.name.loc, fmt::format("unknown collective '{}': expected {}", name, name_list(collective_names, &CollectiveName::dsl)));
+    const CollectiveRow* row = find_collective_row(name);
+    if (!row)
+        fail("E033", d.name.loc,
+             fmt::format("unknown collective '{}': expected {}", name, collective_list(&CollectiveRow::dsl_form, [](auto&) { return true; })));
     Collective c;
-    c.kind = known->kind;
+    c.kind = row->kind;
     auto expr_arg = [&](std::size_t i) -> const ast::Expr& {
         const auto* e = std::get_if<ast::Expr>(&d.args[i]);
         if (!e) fail("E033", std::get<ast::SetLit>(d.args[i]).loc, fmt::format("argument {} of {} is a processor, not a set", i + 1, name));
         return *e;
     };
-    switch (c.kind) {
-        case CollectiveKind::alltoall:
-        case CollectiveKind::allgather:
-        case CollectiveKind::custom:
-        case CollectiveKind::prefix:
-        case CollectiveKind::allreduce:
-        case CollectiveKind::reduce_scatter:
-        case CollectiveKind::scan:
+    switch (row->args) {
+        case coll::Args::none:
             if (!d.args.empty()) fail("E033", d.loc, fmt::format("{} takes no arguments", name));
             break;
-        case CollectiveKind::broadcast:
-        case CollectiveKind::scatter:
-        case CollectiveKind::reduce:
-        case CollectiveKind::gather:
+        case coll::Args::root:
             if (d.args.size() != 1) fail("E033", d.loc, fmt::format("{} takes the root processor: {}(r)", name, name));
             c.root = Node{static_cast<std::uint32_t>(env.header(expr_arg(0)))};
             break;
-        case CollectiveKind::multicast: {
+        case coll::Args::root_members: {
             if (d.args.size() != 2 || !std::holds_alternative<ast::SetLit>(d.args[1]))
-                fail("E033", d.loc, "multicast takes the root and the set of members: multicast(r, {a, b, c})");
+                fail("E033", d.loc, fmt::format("{} takes the root and the set of members: {}(r, {{a, b, c}})", name, name));
             c.root = Node{static_cast<std::uint32_t>(env.header(expr_arg(0)))};
             for (const ast::SetItem& item : std::get<ast::SetLit>(d.args[1]).items) {
                 std::int64_t lo = env.header(item.first), hi = item.last ? env.header(*item.last) : lo;
                 for (std::int64_t v = lo; v <= hi; ++v) {
                     Node n{static_cast<std::uint32_t>(v)};
                     if (std::find(c.members.begin(), c.members.end(), n) != c.members.end())
-                        fail("E033", item.loc, fmt::format("processor {} is listed twice in the multicast set", v));
+                        fail("E033", item.loc, fmt::format("processor {} is listed twice in the {} set", v, name));
                     c.members.push_back(n);
                 }
             }
@@ -474,7 +466,7 @@ Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
         fail("E054", d.chunks ? ast::start_loc(*d.chunks) : d.loc, why);
     env.chunks = c.chunks;
     env.reduces = c.reduces();
-    env.prefix = c.kind == CollectiveKind::prefix;
+    env.prefix = c.row().combine == coll::Combine::ordered;
     return c;
 }
 

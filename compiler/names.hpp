@@ -1,9 +1,8 @@
 /** \file
- * One table per kind of name (as CaDiCaL keeps its options in one list): the topology families
- * and the collectives, as the DSL and the spec strings spell them. The DSL's resolver and
- * evaluator, the spec parsers and the printers read these lists, so that a new family or
- * collective is a line here (and its construction), and every "expected ..." message lists the
- * same names in the same order. The model's knobs are in compiler/model.hpp (model_keys), the
+ * The topology families as the DSL and the spec strings spell them. The DSL's resolver and
+ * evaluator, the spec parsers and the printers read this list, so that every "expected ..."
+ * message lists the same names in the same order. The collectives are rows of
+ * compiler/collective_kinds.hpp, the model's knobs are in compiler/model.hpp (model_keys), the
  * output formats in compiler/export_formats.hpp (output_formats).
  */
 #pragma once
@@ -11,7 +10,6 @@
 #include <string>
 #include <string_view>
 
-#include "compiler/collective.hpp"
 #include "compiler/topology.hpp"
 
 namespace collsched::compiler {
@@ -29,45 +27,11 @@ inline constexpr FamilyName family_names[] = {
     {"butterfly", Family::butterfly}, {"graph", Family::graph},
 };
 
-/// A collective: its name, and how the DSL (`collective broadcast(r)`) and the spec strings
-/// (`broadcast:R`) write it with its arguments, for messages.
-struct CollectiveName {
-    std::string_view name;
-    CollectiveKind kind;
-    std::string_view dsl;   ///< "broadcast(r)"
-    std::string_view spec;  ///< "broadcast:R"
-};
-
-inline constexpr CollectiveName collective_names[] = {
-    {"alltoall", CollectiveKind::alltoall, "alltoall", "alltoall"},
-    {"allgather", CollectiveKind::allgather, "allgather", "allgather"},
-    {"broadcast", CollectiveKind::broadcast, "broadcast(r)", "broadcast:R"},
-    {"scatter", CollectiveKind::scatter, "scatter(r)", "scatter:R"},
-    {"gather", CollectiveKind::gather, "gather(r)", "gather:R"},
-    {"multicast", CollectiveKind::multicast, "multicast(r, {members})", "multicast:R:a,b,c"},
-    {"reduce", CollectiveKind::reduce, "reduce(r)", "reduce:R"},
-    {"prefix", CollectiveKind::prefix, "prefix", "prefix"},
-    {"allreduce", CollectiveKind::allreduce, "allreduce", "allreduce"},
-    {"reduce_scatter", CollectiveKind::reduce_scatter, "reduce_scatter", "reduce_scatter"},
-    {"scan", CollectiveKind::scan, "scan", "scan"},
-    {"custom", CollectiveKind::custom, "custom", "custom"},
-};
-
 /// The entry named `name`, or null.
 inline const FamilyName* find_family(std::string_view name) {
     for (const FamilyName& f : family_names)
         if (f.name == name) return &f;
     return nullptr;
-}
-inline const CollectiveName* find_collective(std::string_view name) {
-    for (const CollectiveName& c : collective_names)
-        if (c.name == name) return &c;
-    return nullptr;
-}
-inline const CollectiveName& collective_name(CollectiveKind kind) {
-    for (const CollectiveName& c : collective_names)
-        if (c.kind == kind) return c;
-    return collective_names[std::size(collective_names) - 1];
 }
 
 /// "a, b, c or d": the `field` of every entry of `table`.

@@ -812,14 +812,6 @@ std::optional<SendTable> greedy_end_to_end(const SynthInstance& in, std::chrono:
 /// (each is an automorphism of the tree: it swaps children at some levels): processor s sends
 /// m(s, s^k) in step f(k), for every s. A processor's injections are then distinct iff f is
 /// injective, and its arrivals f(k) + len(k) - 1 (len(k), the distance from s to s^k, is the
-/// same for every s) are distinct iff f + len - 1 is injective: a problem of n-1 items for one
-/// processor, solved with CaDiCaL for T from its own sum bound up to max_T. Inner channels are
-/// left to the verification (on the EBFT they cannot overflow: a subtree of s leaves has
-/// channels of capacity s above it, and its leaves inject and receive one message per step).
-/// Total exchange on a binary fat tree that is invariant under the translations s -> s ^ a
-/// (each is an automorphism of the tree: it swaps children at some levels): processor s sends
-/// m(s, s^k) in step f(k), for every s. A processor's injections are then distinct iff f is
-/// injective, and its arrivals f(k) + len(k) - 1 (len(k), the distance from s to s^k, is the
 /// same for every s) are distinct iff f + len - 1 is injective (half duplex: and no step holds
 /// both a start and an end). That is a problem of n-1 items for one processor, solved here by
 /// min-conflicts local search (fixed seed, so the result is reproducible) for T from its own
