@@ -8,6 +8,7 @@
 
 #include "compiler/topology.hpp"
 #include "dsl/diagnostics.hpp"
+#include "support/number.hpp"
 
 namespace collsched {
 
@@ -114,11 +115,7 @@ namespace {
 std::optional<std::uint32_t> number(std::string_view t) {
     while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
     while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
-    std::uint32_t v = 0;
-    if (t.empty()) return std::nullopt;
-    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc{} || p != t.data() + t.size()) return std::nullopt;
-    return v;
+    return support::parse_decimal<std::uint32_t>(t);
 }
 
 }  // namespace
@@ -390,7 +387,7 @@ bool in_reach(const Collective& c, coll::Reach reach, std::uint32_t p) {
     return false;
 }
 
-/// How many processors the row's set `reach` holds on P processors, and how many it shares with `other`.
+/// How many processors the row's set `reach` holds on P processors.
 std::uint64_t reach_size(const Collective& c, coll::Reach reach, std::uint32_t P) {
     std::uint64_t n = 0;
     if (reach == coll::Reach::every) return P;

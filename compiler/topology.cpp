@@ -21,6 +21,7 @@
 #include "compiler/names.hpp"
 #include "compiler/topology_checks.hpp"
 #include "dsl/diagnostics.hpp"
+#include "support/number.hpp"
 #include "support/units.hpp"
 
 namespace collsched {
@@ -563,11 +564,8 @@ std::string Topology::node_name(Node n) const {
 
 std::optional<Node> Topology::find_node(std::string_view s) const {
     auto number = [](std::string_view t) -> std::optional<std::uint32_t> {
-        std::uint32_t v = 0;
-        if (t.empty() || (t.size() > 1 && t[0] == '0')) return std::nullopt;
-        auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-        if (ec != std::errc{} || p != t.data() + t.size()) return std::nullopt;
-        return v;
+        if (t.size() > 1 && t[0] == '0') return std::nullopt;  // a node has one name: 3, not 03 (support/number.hpp)
+        return support::parse_decimal<std::uint32_t>(t);
     };
     if (!s.empty() && s[0] == 'r') {
         std::size_t dot = s.find('.');

@@ -12,10 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/collective.hpp"
+#include "compiler/lower.hpp"
 #include "compiler/names.hpp"
 #include "compiler/table_printer.hpp"
 #include "compiler/topology.hpp"
 #include "dsl/diagnostics.hpp"
+#include "support/number.hpp"
 
 using namespace collsched;
 
@@ -110,10 +112,81 @@ TEST_CASE("collective rows: the table schema accepts what every row and family p
         CHECK(std::regex_match(example(r), collective));
         CHECK(!std::regex_match(fmt::format("{}x", example(r)), collective));
     }
-    for (const compiler::FamilyName& f : compiler::family_names) {
+    for (const compiler::FamilyRow& f : compiler::family_rows) {
         CAPTURE(f.name);
         CHECK(std::regex_match(fmt::format("{}:8", f.name), topology));
     }
     CHECK(!std::regex_match("allgahter", collective));
     CHECK(!std::regex_match("tree:8", topology));
+}
+
+TEST_CASE("numbers: one rule for specs, collectives, messages and the DSL (docs/topologies.md, Numbers)") {
+    // Leading zeros are allowed and keep the value, on the spec path ...
+    auto topo = Topology::parse("ring:08");
+    CHECK(topo->processors() == 8);
+    CHECK(Topology::parse("torus:03x05")->processors() == 15);
+    CHECK(Collective::parse("broadcast:03", *topo) == Collective::parse("broadcast:3", *topo));
+    CHECK(Collective::parse("multicast:01:00,02", *topo).to_string() == "multicast:1:0,2");
+    CHECK(Messages(8).parse("m(03,05)") == Messages(8).personal(3, 5));
+    CHECK(support::parse_decimal("007") == 7u);
+    CHECK(!support::parse_decimal("+7"));
+    CHECK(!support::parse_decimal(" 7"));
+    CHECK(!support::parse_decimal("7x"));
+    CHECK(!support::parse_decimal<std::uint32_t>("4294967296"));
+    CHECK(support::parse_decimal<std::uint32_t>("04294967295") == 4294967295u);
+    // ... and on the DSL's: the same topology and collective as the spec strings.
+    Diagnostics diags;
+    auto table = compile_text("topology ring(08)\ncollective broadcast(03)\n", "t.sched", {}, diags);
+    REQUIRE(table);
+    CHECK(table->topology->spec() == "ring:8");
+    CHECK(table->collective == Collective::parse("broadcast:3", *topo));
+    // A node's name is a name: 03 names no node.
+    CHECK(topo->find_node("3") == Node{3});
+    CHECK(!topo->find_node("03"));
+    CHECK_THROWS_WITH_AS(Topology::parse("ring:-8"), "topology 'ring:-8': '-8' is not a valid size (expected a positive integer)", InputError);
+}
+
+TEST_CASE("family rows: each family reads the same in the DSL and in a spec") {
+    // One example per row, in row order: the spec and the DSL's spelling.
+    const std::pair<std::string, std::string> examples[] = {
+        {"ebft:8", "ebft(8)"},
+        {"cbft:8", "cbft(8)"},
+        {"bft:8:1,2,2", "bft(8, caps = [1, 2, 2])"},
+        {"fattree:4:16:1,4", "fattree(4, 16, caps = [1, 4])"},
+        {"ideal:16:w=n", "ideal(16, w = n)"},
+        {"ring:5", "ring(5)"},
+        {"linear:6", "linear(6)"},
+        {"mesh:3x4", "mesh(3, 4)"},
+        {"torus:3x5", "torus(3, 5)"},
+        {"hypercube:3", "hypercube(3)"},
+        {"complete:4", "complete(4)"},
+        {"product:ring:3*ring:5", "product(ring(3), ring(5))"},
+        {"butterfly:3", "butterfly(3)"},
+        {"graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/dgx1.json", "graph(\"" COLLSCHED_SOURCE_DIR "/schedules/machines/dgx1.json\")"},
+    };
+    REQUIRE(std::size(examples) == std::size(compiler::family_rows));
+    for (std::size_t i = 0; i < std::size(examples); ++i) {
+        const compiler::FamilyRow& row = compiler::family_rows[i];
+        const auto& [spec, dsl] = examples[i];
+        CAPTURE(spec);
+        auto topo = Topology::parse(spec);
+        CHECK(topo->spec() == spec);
+        CHECK(topo->family() == row.family);
+        CHECK(compiler::find_family(row.name) == &row);
+        if (row.shape != compiler::FamilyShape::leaves) CHECK(to_string(row.family) == row.name);
+        Diagnostics diags;
+        auto table = compile_text(fmt::format("topology {}\ncollective custom\n", dsl), "t.sched", {}, diags);
+        REQUIRE(table);
+        CHECK(table->topology->spec() == spec);
+        CHECK(table->topology->channels().size() == topo->channels().size());
+        CHECK(table->topology->processors() == topo->processors());
+    }
+    CHECK(to_string(Family::bft) == "bft");
+    CHECK_THROWS_WITH_AS(Topology::parse("tree:8"),
+                         "topology 'tree:8': unknown family 'tree': expected ebft, cbft, bft, fattree, ideal, ring, linear, mesh, torus, "
+                         "hypercube, complete, product, butterfly or graph",
+                         InputError);
+    CHECK_THROWS_WITH_AS(Topology::parse("bft:8"), "topology 'bft:8': expected bft:N:c1,c2,...,cL (one capacity per level, leaves first)",
+                         InputError);
+    CHECK_THROWS_WITH_AS(Topology::parse("torus:"), "topology 'torus:': missing size: expected torus:AxB[x...]", InputError);
 }
