@@ -99,8 +99,8 @@ TEST_CASE("collective rows: the lists in messages and help come from the rows") 
     CHECK(find_collective_msccl("custom") == nullptr);
     // The DSL's spelling, printed back.
     Collective m = Collective::parse("multicast:1:0,1,3", *topo);
-    CHECK(compiler::dsl_collective(m) == "multicast(1, {0, 1, 3})");
-    CHECK(compiler::dsl_collective(Collective::parse("reduce:2", *topo)) == "reduce(2)");
+    CHECK(dsl_collective(m) == "multicast(1, {0, 1, 3})");
+    CHECK(dsl_collective(Collective::parse("reduce:2", *topo)) == "reduce(2)");
 }
 
 TEST_CASE("collective rows: the table schema accepts what every row and family prints") {
