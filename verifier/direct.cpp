@@ -276,7 +276,8 @@ void Checker::start_by_message() {
 std::vector<MessageId> Checker::goal_messages() const {
     std::vector<MessageId> goal_msgs;
     const std::uint32_t P = topo_.processors();
-    t_.collective.for_each_goal_datum(P, [&](MessageId m) { goal_msgs.push_back(m); });  // reductions: verifier/composite.cpp
+    // Chunk 0 of each goal datum (ids datum * C; the rows give C = 1 ids); reductions: verifier/composite.cpp.
+    t_.collective.for_each_goal_datum(P, [&](MessageId m) { goal_msgs.push_back(MessageId{idx(m) * ms_.chunks()}); });
     // Every chunk of a goal datum is a goal: the ids above are chunk 0's.
     if (const std::uint32_t C = ms_.chunks(); C > 1) {
         const std::size_t datums = goal_msgs.size();
