@@ -288,23 +288,22 @@ std::optional<MessageId> Messages::parse_base(std::string_view s, std::string* w
     return value(v[0], c);
 }
 
-std::string CollectiveRow::dsl_form() const {
-    switch (args) {
-        case coll::Args::none: return std::string(name);
-        case coll::Args::root: return fmt::format("{}(r)", name);
-        case coll::Args::root_members: return fmt::format("{}(r, {{members}})", name);
+namespace {
+
+/// The row's name with its arguments written as `root` or `members` say.
+std::string args_form(const CollectiveRow& r, std::string_view root, std::string_view members) {
+    switch (r.args) {
+        case coll::Args::none: break;
+        case coll::Args::root: return fmt::format("{}{}", r.name, root);
+        case coll::Args::root_members: return fmt::format("{}{}", r.name, members);
     }
-    return std::string(name);
+    return std::string(r.name);
 }
 
-std::string CollectiveRow::spec_form() const {
-    switch (args) {
-        case coll::Args::none: return std::string(name);
-        case coll::Args::root: return fmt::format("{}:R", name);
-        case coll::Args::root_members: return fmt::format("{}:R:a,b,c", name);
-    }
-    return std::string(name);
-}
+}  // namespace
+
+std::string CollectiveRow::dsl_form() const { return args_form(*this, "(r)", "(r, {members})"); }
+std::string CollectiveRow::spec_form() const { return args_form(*this, ":R", ":R:a,b,c"); }
 
 Collective Collective::parse(std::string_view text, const Topology& topo) {
     auto fail = [&](std::string_view what) -> Collective {
