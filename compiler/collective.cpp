@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "compiler/names.hpp"
 #include "compiler/topology.hpp"
 #include "dsl/diagnostics.hpp"
+#include "support/number.hpp"
 
 namespace collsched {
 
@@ -115,11 +115,7 @@ namespace {
 std::optional<std::uint32_t> number(std::string_view t) {
     while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
     while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
-    std::uint32_t v = 0;
-    if (t.empty()) return std::nullopt;
-    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc{} || p != t.data() + t.size()) return std::nullopt;
-    return v;
+    return support::parse_decimal<std::uint32_t>(t);
 }
 
 }  // namespace
@@ -292,6 +288,23 @@ std::optional<MessageId> Messages::parse_base(std::string_view s, std::string* w
     return value(v[0], c);
 }
 
+namespace {
+
+/// The row's name with its arguments written as `root` or `members` say.
+std::string args_form(const CollectiveRow& r, std::string_view root, std::string_view members) {
+    switch (r.args) {
+        case coll::Args::none: break;
+        case coll::Args::root: return fmt::format("{}{}", r.name, root);
+        case coll::Args::root_members: return fmt::format("{}{}", r.name, members);
+    }
+    return std::string(r.name);
+}
+
+}  // namespace
+
+std::string CollectiveRow::dsl_form() const { return args_form(*this, "(r)", "(r, {members})"); }
+std::string CollectiveRow::spec_form() const { return args_form(*this, ":R", ":R:a,b,c"); }
+
 Collective Collective::parse(std::string_view text, const Topology& topo) {
     auto fail = [&](std::string_view what) -> Collective {
         throw InputError(fmt::format("collective '{}': {}", text, what));
@@ -306,96 +319,93 @@ Collective Collective::parse(std::string_view text, const Topology& topo) {
     std::string_view name = text.substr(0, colon);
     std::string_view rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
     Collective c;
-    const compiler::CollectiveName* known = compiler::find_collective(name);
-    if (!known) return fail(fmt::format("unknown collective: expected {}", compiler::name_list(compiler::collective_names, &compiler::CollectiveName::spec)));
-    c.kind = known->kind;
-    switch (c.kind) {
-        case CollectiveKind::alltoall:
-        case CollectiveKind::allgather:
-        case CollectiveKind::custom:
+    const CollectiveRow* row = find_collective_row(name);
+    if (!row) return fail(fmt::format("unknown collective: expected {}", collective_list(&CollectiveRow::spec_form, [](auto&) { return true; })));
+    c.kind = row->kind;
+    switch (row->args) {
+        case coll::Args::none:
             if (!rest.empty()) fail(fmt::format("'{}' takes no root", name));
-            c.check_goal_count(topo);
-            return c;
-        case CollectiveKind::prefix:
-        case CollectiveKind::allreduce:
-        case CollectiveKind::reduce_scatter:
-        case CollectiveKind::scan:
-            if (!rest.empty()) fail(fmt::format("'{}' takes no root", name));
-            return c;  // reduce_scatter's chunks are checked when they are set (set_chunks, SendTable::canonicalize_composites)
-        case CollectiveKind::broadcast:
-        case CollectiveKind::scatter:
-        case CollectiveKind::gather:
-        case CollectiveKind::reduce:
+            break;  // reduce_scatter's chunks are checked when they are set (set_chunks, SendTable::canonicalize_composites)
+        case coll::Args::root:
             if (rest.empty()) fail(fmt::format("expected {}:R with R the root processor", name));
             c.root = proc(rest);
-            return c;
-        case CollectiveKind::multicast: break;
-    }
-    {  // multicast
-        std::size_t c2 = rest.find(':');
-        if (rest.empty() || c2 == std::string_view::npos) fail("expected multicast:R:a,b,c");
-        c.kind = CollectiveKind::multicast;
-        c.root = proc(rest.substr(0, c2));
-        std::string_view list = rest.substr(c2 + 1);
-        while (true) {
-            std::size_t comma = list.find(',');
-            c.members.push_back(proc(list.substr(0, comma)));
-            if (comma == std::string_view::npos) break;
-            list = list.substr(comma + 1);
+            break;
+        case coll::Args::root_members: {
+            std::size_t c2 = rest.find(':');
+            if (rest.empty() || c2 == std::string_view::npos) fail(fmt::format("expected {}", row->spec_form()));
+            c.root = proc(rest.substr(0, c2));
+            std::string_view list = rest.substr(c2 + 1);
+            while (true) {
+                std::size_t comma = list.find(',');
+                c.members.push_back(proc(list.substr(0, comma)));
+                if (comma == std::string_view::npos) break;
+                list = list.substr(comma + 1);
+            }
+            std::sort(c.members.begin(), c.members.end());
+            if (std::adjacent_find(c.members.begin(), c.members.end()) != c.members.end()) fail("a member is listed twice");
+            break;
         }
-        std::sort(c.members.begin(), c.members.end());
-        if (std::adjacent_find(c.members.begin(), c.members.end()) != c.members.end()) fail("a member is listed twice");
-        return c;
     }
+    c.check_goal_count(topo);
+    return c;
 }
 
 std::string Collective::to_string() const {
-    switch (kind) {
-        case CollectiveKind::alltoall: return "alltoall";
-        case CollectiveKind::allgather: return "allgather";
-        case CollectiveKind::broadcast: return fmt::format("broadcast:{}", idx(root));
-        case CollectiveKind::scatter: return fmt::format("scatter:{}", idx(root));
-        case CollectiveKind::gather: return fmt::format("gather:{}", idx(root));
-        case CollectiveKind::multicast: {
-            std::string s = fmt::format("multicast:{}:", idx(root));
+    const CollectiveRow& r = row();
+    switch (r.args) {
+        case coll::Args::none: return std::string(r.name);
+        case coll::Args::root: return fmt::format("{}:{}", r.name, idx(root));
+        case coll::Args::root_members: {
+            std::string s = fmt::format("{}:{}:", r.name, idx(root));
             for (std::size_t i = 0; i < members.size(); ++i) s += fmt::format("{}{}", i ? "," : "", idx(members[i]));
             return s;
         }
-        case CollectiveKind::custom: return "custom";
-        case CollectiveKind::reduce: return fmt::format("reduce:{}", idx(root));
-        case CollectiveKind::prefix: return "prefix";
-        case CollectiveKind::allreduce: return "allreduce";
-        case CollectiveKind::reduce_scatter: return "reduce_scatter";
-        case CollectiveKind::scan: return "scan";
     }
     return "?";
 }
 
 std::string Collective::reduction_problem(std::uint32_t P, std::uint32_t chunks) const {
-    if (kind == CollectiveKind::reduce_scatter && chunks % P != 0)
-        return fmt::format("reduce_scatter on {} processors needs a chunk count that is a multiple of {} (processor p ends with "
+    if (row().to == coll::Reach::block_owner && chunks % P != 0)
+        return fmt::format("{} on {} processors needs a chunk count that is a multiple of {} (processor p ends with "
                            "block p of the buffer: chunks p*C/{} .. (p+1)*C/{}-1); it has {}",
-                           P, P, P, P, chunks);
+                           row().name, P, P, P, P, chunks);
     return "";
 }
+
+namespace {
+
+/// Whether processor p is in the row's set `reach` of collective c.
+bool in_reach(const Collective& c, coll::Reach reach, std::uint32_t p) {
+    switch (reach) {
+        case coll::Reach::every: return true;
+        case coll::Reach::root: return p == idx(c.root);
+        case coll::Reach::members: return std::binary_search(c.members.begin(), c.members.end(), Node{p});
+        case coll::Reach::none:
+        case coll::Reach::block_owner: return false;
+    }
+    return false;
+}
+
+/// How many processors the row's set `reach` holds on P processors.
+std::uint64_t reach_size(const Collective& c, coll::Reach reach, std::uint32_t P) {
+    std::uint64_t n = 0;
+    if (reach == coll::Reach::every) return P;
+    c.for_each_in(reach, P, [&](Node) { ++n; });
+    return n;
+}
+
+}  // namespace
 
 bool Collective::initial(const Messages& ms, MessageId m) const {
     if (ms.is_composite(m)) return false;  // composites are made, never given
     MessageKey k = ms.key(m);
-    std::uint32_t r = idx(root);
-    switch (kind) {
-        case CollectiveKind::alltoall: return k.kind == MessageKind::personal && k.src != k.dst;
-        case CollectiveKind::scatter: return k.kind == MessageKind::personal && k.src == r && k.dst != r;
-        case CollectiveKind::gather: return k.kind == MessageKind::personal && k.dst == r && k.src != r;
-        case CollectiveKind::allgather: return k.kind == MessageKind::broadcast;
-        case CollectiveKind::broadcast:
-        case CollectiveKind::multicast: return k.kind == MessageKind::broadcast && k.src == r;
-        case CollectiveKind::custom: return k.kind != MessageKind::personal || k.src != k.dst;
-        case CollectiveKind::reduce:
-        case CollectiveKind::prefix:
-        case CollectiveKind::allreduce:
-        case CollectiveKind::reduce_scatter:
-        case CollectiveKind::scan: return k.kind == MessageKind::value;
+    const CollectiveRow& r = row();
+    switch (r.data) {
+        case coll::Data::personal:
+            return k.kind == MessageKind::personal && k.src != k.dst && in_reach(*this, r.from, k.src) && in_reach(*this, r.to, k.dst);
+        case coll::Data::broadcast: return k.kind == MessageKind::broadcast && in_reach(*this, r.from, k.src);
+        case coll::Data::values: return k.kind == MessageKind::value;
+        case coll::Data::any: return k.kind != MessageKind::personal || k.src != k.dst;
     }
     return false;
 }
@@ -411,7 +421,7 @@ void Collective::check_goal_count(const Topology& topo) const {
 void Collective::set_chunks(std::uint64_t c, const Topology& topo) {
     if (c < 1 || c > max_chunks)
         throw InputError(fmt::format("chunks {}: a datum is split into 1 to {} chunks", c, max_chunks));
-    if (c > 1 && kind == CollectiveKind::prefix)
+    if (c > 1 && row().combine == coll::Combine::ordered)
         throw InputError(fmt::format("chunks {}: prefix combines values in order (a(i..j)) and takes no chunks; scan is the chunked, "
                                      "commutative prefix",
                                      c));
@@ -425,6 +435,17 @@ void Collective::set_chunks(std::uint64_t c, const Topology& topo) {
     check_goal_count(topo);
 }
 
+/// The (source, sink) pairs of personal or broadcast data: every source of the row's `from`
+/// with every sink of its `to` but itself.
+std::uint64_t Collective::pair_count(std::uint32_t P) const {
+    const CollectiveRow& r = row();
+    std::uint64_t both = 0;  // processors in both sets: the pairs (s, s) that are not goals
+    if (r.from == coll::Reach::every) both = reach_size(*this, r.to, P);
+    else if (r.to == coll::Reach::every) both = reach_size(*this, r.from, P);
+    else for_each_in(r.from, P, [&](Node s) { both += in_reach(*this, r.to, idx(s)) ? 1 : 0; });
+    return reach_size(*this, r.from, P) * reach_size(*this, r.to, P) - both;
+}
+
 std::uint64_t Collective::initial_count(std::uint32_t P) const {
     if (chunks > 1) {
         Collective whole = *this;
@@ -432,19 +453,11 @@ std::uint64_t Collective::initial_count(std::uint32_t P) const {
         return whole.initial_count(P) * chunks;
     }
     std::uint64_t p = P;
-    switch (kind) {
-        case CollectiveKind::alltoall: return p * (p - 1);
-        case CollectiveKind::scatter:
-        case CollectiveKind::gather: return p - 1;
-        case CollectiveKind::allgather: return p;
-        case CollectiveKind::broadcast:
-        case CollectiveKind::multicast: return 1;
-        case CollectiveKind::custom: return p * p + p;  // all but m(s,s)
-        case CollectiveKind::reduce:
-        case CollectiveKind::prefix:
-        case CollectiveKind::allreduce:
-        case CollectiveKind::reduce_scatter:
-        case CollectiveKind::scan: return p;
+    switch (row().data) {
+        case coll::Data::personal: return pair_count(P);
+        case coll::Data::broadcast: return reach_size(*this, row().from, P);
+        case coll::Data::values: return p;
+        case coll::Data::any: return p * p + p;  // all but m(s,s)
     }
     return 0;
 }
@@ -455,21 +468,16 @@ std::uint64_t Collective::goal_count(std::uint32_t P) const {
         whole.chunks = 1;
         return whole.goal_count(P) * chunks;
     }
-    std::uint64_t p = P;
-    switch (kind) {
-        case CollectiveKind::alltoall:
-        case CollectiveKind::allgather: return p * (p - 1);
-        case CollectiveKind::scatter:
-        case CollectiveKind::gather:
-        case CollectiveKind::broadcast: return p - 1;
-        case CollectiveKind::multicast:
-            return members.size() - static_cast<std::uint64_t>(std::count(members.begin(), members.end(), root));
-        case CollectiveKind::custom: return 0;
-        case CollectiveKind::reduce: return p > 1 ? 1 : 0;
-        case CollectiveKind::prefix: return p > 0 ? p - 1 : 0;
-        case CollectiveKind::allreduce: return p > 1 ? p : 0;  // per chunk: every processor's buffer
-        case CollectiveKind::reduce_scatter: return p > 1 ? 1 : 0;  // per chunk: the block's owner
-        case CollectiveKind::scan: return p > 0 ? p - 1 : 0;
+    switch (row().data) {
+        case coll::Data::personal:
+        case coll::Data::broadcast: return pair_count(P);
+        case coll::Data::values: {  // per chunk: the sinks whose goal is more than their own value
+            if (row().to == coll::Reach::block_owner) return P > 1 ? 1 : 0;
+            std::uint64_t n = 0;
+            for_each_in(row().to, P, [&](Node p) { n += upto(P, p) > 0 ? 1 : 0; });
+            return n;
+        }
+        case coll::Data::any: return 0;
     }
     return 0;
 }

@@ -12,6 +12,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/collective_kinds.hpp"
 #include "compiler/ids.hpp"
 
 namespace collsched {
@@ -139,9 +141,6 @@ inline constexpr std::uint32_t max_chunks = 1u << 16;
 /// half an hour to verify; it is refused when a table is read or compiled instead.
 inline constexpr std::uint64_t max_goal_pairs = std::uint64_t{1} << 28;
 
-enum class CollectiveKind : std::uint8_t { alltoall, allgather, broadcast, scatter, gather, multicast, custom, reduce, prefix,
-                                           allreduce, reduce_scatter, scan };
-
 struct Collective {
     CollectiveKind kind = CollectiveKind::custom;
     Node root{0};
@@ -149,9 +148,8 @@ struct Collective {
     std::uint32_t chunks = 1;   ///< C: every datum is split into C chunks (docs/semantics.md)
     bool operator==(const Collective&) const = default;
 
-    /// `alltoall`, `allgather`, `broadcast:R`, `scatter:R`, `gather:R`, `multicast:R:a,b,c`, `custom`,
-    /// `reduce:R`, `prefix`.
-    /// Throws InputError for unknown names and processors that do not exist.
+    /// The spec forms of the rows (compiler/collective_kinds.hpp): `alltoall`, `broadcast:R`,
+    /// `multicast:R:a,b,c`, ... Throws InputError for unknown names and processors that do not exist.
     static Collective parse(std::string_view text, const Topology&);
     std::string to_string() const;
 
@@ -164,33 +162,81 @@ struct Collective {
     /// for_each_goal as if C = 1: the goal pairs of whole data (ids of one chunk per datum).
     template <class F>
     void for_each_whole_goal(std::uint32_t processors, F&& f) const;
+    /// The collective's row (compiler/collective_kinds.hpp): its goals, flags and names.
+    const CollectiveRow& row() const { return collective_row(kind); }
     /// Whether the goals are combined values (reduce, prefix).
-    bool combines() const { return kind == CollectiveKind::reduce || kind == CollectiveKind::prefix; }
+    bool combines() const { return row().combines(); }
     /// Whether the collective is a commutative reduction checked by the buffer rule of partials
     /// (docs/semantics.md, "Reductions"): allreduce, reduce_scatter, scan. `reduce(r)` follows
     /// the table: partials a({...}) take the buffer rule, combined values a(i..j) the ordered one.
-    bool reduces() const {
-        return kind == CollectiveKind::allreduce || kind == CollectiveKind::reduce_scatter || kind == CollectiveKind::scan;
+    bool reduces() const { return row().reduces(); }
+    /// Calls f(processor) for each processor of `reach` on P processors, in increasing order
+    /// (block_owner and none: no processor).
+    template <class F>
+    void for_each_in(coll::Reach reach, std::uint32_t P, F&& f) const {
+        switch (reach) {
+            case coll::Reach::every:
+                for (std::uint32_t p = 0; p < P; ++p) f(Node{p});
+                break;
+            case coll::Reach::root: f(root); break;
+            case coll::Reach::members:
+                for (Node m : members) f(m);
+                break;
+            case coll::Reach::none:
+            case coll::Reach::block_owner: break;
+        }
+    }
+    /// The last contributor of a combining goal at processor p (the row's upto).
+    std::uint32_t upto(std::uint32_t P, Node p) const { return row().upto == coll::Upto::self ? idx(p) : P - 1; }
+    /// Calls f(datum) for every goal datum of personal or broadcast data (chunk 0 of C = 1
+    /// ids, in id order): m(s,d) for s in the row's sources and d in its sinks, d != s; b(s)
+    /// for s in its sources when some sink is not s.
+    template <class F>
+    void for_each_goal_datum(std::uint32_t P, F&& f) const {
+        const CollectiveRow& r = row();
+        Messages ms(P);
+        if (r.data == coll::Data::personal) {
+            for_each_in(r.from, P, [&](Node s) {
+                for_each_in(r.to, P, [&](Node d) {
+                    if (d != s) f(ms.personal(idx(s), idx(d)));
+                });
+            });
+        } else if (r.data == coll::Data::broadcast) {
+            for_each_in(r.from, P, [&](Node s) {
+                const bool some_sink = r.to == coll::Reach::every     ? P > 1
+                                       : r.to == coll::Reach::root    ? root != s
+                                       : r.to == coll::Reach::members ? members.size() > (std::binary_search(members.begin(), members.end(), s) ? 1u : 0u)
+                                                                      : false;
+                if (some_sink) f(ms.broadcast(idx(s)));
+            });
+        }
+    }
+    /// Calls f(processor) for every processor that must end holding the base datum `k` (a goal
+    /// datum): a personal message's destination; every sink of broadcast data but its source.
+    template <class F>
+    void for_each_sink(std::uint32_t P, const MessageKey& k, F&& f) const {
+        const CollectiveRow& r = row();
+        if (r.data == coll::Data::personal) {
+            f(Node{k.dst});
+        } else if (r.data == coll::Data::broadcast) {
+            for_each_in(r.to, P, [&](Node d) {
+                if (idx(d) != k.src) f(d);
+            });
+        }
     }
     /// Reductions under the buffer rule: calls f(chunk, hi, processor) for every goal "the buffer
     /// of `chunk` at `processor` ends holding a({0..hi})" (allreduce, reduce(r) and
     /// reduce_scatter: hi = P-1; scan: hi = p), chunk by chunk. `chunks` is the collective's C.
     template <class F>
     void for_each_partial_goal(std::uint32_t processors, std::uint32_t chunks, F&& f) const {
+        const CollectiveRow& r = row();
+        if (!r.has_partials()) return;
         const std::uint32_t P = processors;
         for (std::uint32_t c = 0; c < chunks; ++c) {
-            switch (kind) {
-                case CollectiveKind::allreduce:
-                    for (std::uint32_t p = 0; p < P; ++p) f(c, P - 1, Node{p});
-                    break;
-                case CollectiveKind::reduce: f(c, P - 1, root); break;
-                case CollectiveKind::scan:
-                    for (std::uint32_t p = 0; p < P; ++p) f(c, p, Node{p});
-                    break;
-                case CollectiveKind::reduce_scatter:  // block p: chunks p*C/P .. (C a multiple of P: reduction_problem)
-                    if (chunks % P == 0) f(c, P - 1, Node{c / (chunks / P)});
-                    break;
-                default: break;
+            if (r.to == coll::Reach::block_owner) {  // block p: chunks p*C/P .. (C a multiple of P: reduction_problem)
+                if (chunks % P == 0) f(c, P - 1, Node{c / (chunks / P)});
+            } else {
+                for_each_in(r.to, P, [&](Node p) { f(c, upto(P, p), p); });
             }
         }
     }
@@ -198,12 +244,15 @@ struct Collective {
     /// with lo < hi (a(p..p) = a(p) is initial data and holds from the start).
     template <class F>
     void for_each_value_goal(std::uint32_t processors, F&& f) const {
-        if (kind == CollectiveKind::reduce && processors > 1) f(0u, processors - 1, root);
-        if (kind == CollectiveKind::prefix)
-            for (std::uint32_t p = 1; p < processors; ++p) f(0u, p, Node{p});
+        if (!combines()) return;
+        for_each_in(row().to, processors, [&](Node p) {
+            if (const std::uint32_t hi = upto(processors, p); hi > 0) f(0u, hi, p);
+        });
     }
     /// How many (message, processor) pairs the postcondition has.
     std::uint64_t goal_count(std::uint32_t processors) const;
+    /// How many (source, sink) pairs personal or broadcast data have (C = 1).
+    std::uint64_t pair_count(std::uint32_t processors) const;
     /// How many messages are initial data (held by their origins at time 0); `initial` counted.
     std::uint64_t initial_count(std::uint32_t processors) const;
     /// Why a reduction cannot have this many chunks on P processors ("" when it can):
@@ -244,42 +293,7 @@ void Collective::for_each_goal(std::uint32_t P, F&& f) const {
 
 template <class F>
 void Collective::for_each_whole_goal(std::uint32_t P, F&& f) const {
-    Messages ms(P);
-    std::uint32_t r = idx(root);
-    switch (kind) {
-        case CollectiveKind::alltoall:
-            for (std::uint32_t s = 0; s < P; ++s)
-                for (std::uint32_t d = 0; d < P; ++d)
-                    if (s != d) f(ms.personal(s, d), Node{d});
-            break;
-        case CollectiveKind::scatter:
-            for (std::uint32_t d = 0; d < P; ++d)
-                if (d != r) f(ms.personal(r, d), Node{d});
-            break;
-        case CollectiveKind::gather:
-            for (std::uint32_t s = 0; s < P; ++s)
-                if (s != r) f(ms.personal(s, r), Node{r});
-            break;
-        case CollectiveKind::allgather:
-            for (std::uint32_t s = 0; s < P; ++s)
-                for (std::uint32_t d = 0; d < P; ++d)
-                    if (s != d) f(ms.broadcast(s), Node{d});
-            break;
-        case CollectiveKind::broadcast:
-            for (std::uint32_t d = 0; d < P; ++d)
-                if (d != r) f(ms.broadcast(r), Node{d});
-            break;
-        case CollectiveKind::multicast:
-            for (Node d : members)
-                if (d != root) f(ms.broadcast(r), d);
-            break;
-        case CollectiveKind::custom:
-        case CollectiveKind::reduce:
-        case CollectiveKind::prefix:
-        case CollectiveKind::allreduce:
-        case CollectiveKind::reduce_scatter:
-        case CollectiveKind::scan: break;
-    }
+    for_each_goal_datum(P, [&](MessageId m) { for_each_sink(P, Messages(P).key(m), [&](Node d) { f(m, d); }); });
 }
 
 }  // namespace collsched

@@ -123,26 +123,26 @@ std::string dsl_model_keys() {
 
 /// The topology `family(args)` names: its family, arguments and spec string.
 TopoSpec spec_of(Env& env, std::string_view family, SourceLoc loc, const std::vector<Arg>& args) {
+    const FamilyRow* row = find_family(family);
+    const std::string_view keyword = row ? row->keyword : std::string_view{};
     std::vector<const Arg*> pos;
-    const Arg* caps = nullptr;
+    const Arg* caps = nullptr;  // the keyword argument: caps = [...] or w = EXPR
     const Arg* w = nullptr;
     for (const Arg& a : args) {
         if (a.key.empty()) {
             pos.push_back(&a);
-        } else if (a.key == "caps" && (family == "bft" || family == "fattree")) {
-            caps = &a;
-        } else if (a.key == "w" && family == "ideal") {
-            w = &a;
+        } else if (!keyword.empty() && a.key == keyword) {
+            (keyword == "w" ? w : caps) = &a;
         } else {
-            std::string_view accepted = family == "bft" || family == "fattree" ? " (it takes caps = [...])"
-                                        : family == "ideal"                   ? " (it takes w = EXPR)"
-                                                                              : "";
+            std::string accepted = keyword.empty()   ? ""
+                                   : keyword == "w" ? " (it takes w = EXPR)"
+                                                    : fmt::format(" (it takes {} = [...])", keyword);
             fail("E031", a.loc, fmt::format("{}() has no argument '{}'{}", family, a.key, accepted));
         }
     }
-    if (!is_family(family))
+    if (!row)
         fail("E030", loc,
-             fmt::format("unknown topology family '{}': expected {}", family, name_list(family_names, &FamilyName::name)));
+             fmt::format("unknown topology family '{}': expected {}", family, name_list(family_rows, &FamilyRow::name)));
     auto count = [&](std::size_t lo, std::size_t hi, std::string_view shape) {
         if (pos.size() < lo || pos.size() > hi)
             fail("E031", loc, fmt::format("{}() takes {}, found {} positional argument{}", family, shape, pos.size(), pos.size() == 1 ? "" : "s"));
@@ -178,114 +178,115 @@ TopoSpec spec_of(Env& env, std::string_view family, SourceLoc loc, const std::ve
         t.args.caps = list_values(*a, 64);
         t.name += fmt::format(":{}", fmt::join(t.args.caps, ","));
     };
-    if (family == "ebft" || family == "cbft" || family == "ring" || family == "linear" || family == "complete" ||
-        family == "hypercube" || family == "butterfly") {
-        count(1, 1, "1 argument");
-        std::int64_t n = integer(*pos[0]);
-        t.name = fmt::format("{}:{}", family, n);
-        t.family = find_family(family)->family;
-        t.args.sizes = {size(n, family == "hypercube" || family == "butterfly" ? "dimension" : family == "ebft" || family == "cbft" ? "number of leaves" : "size")};
-        if (family == "ebft") t.args.w = [](std::int64_t k) { return k; };
-        return t;
-    }
-    if (family == "bft") {
-        if (!caps && pos.size() == 2 && pos[1]->list) {
-            caps = pos[1];
-            pos.pop_back();
+    t.family = row->family;
+    switch (row->shape) {
+        case FamilyShape::leaves:
+        case FamilyShape::size:
+        case FamilyShape::dimension: {
+            count(1, 1, "1 argument");
+            std::int64_t n = integer(*pos[0]);
+            t.name = fmt::format("{}:{}", family, n);
+            t.args.sizes = {size(n, row->shape == FamilyShape::dimension ? "dimension"
+                                    : row->shape == FamilyShape::leaves  ? "number of leaves"
+                                                                         : "size")};
+            if (row->capacity_is_leaves) t.args.w = [](std::int64_t k) { return k; };
+            return t;
         }
-        count(1, 1, "the number of leaves and caps = [...]");
-        std::int64_t n = integer(*pos[0]);
-        t.family = Family::bft;
-        t.name = fmt::format("bft:{}", n);
-        cap_list(caps);
-        t.args.sizes = {size(n, "number of leaves")};
-        return t;
-    }
-    if (family == "fattree") {
-        if (!caps && pos.size() == 3 && pos[2]->list) {
-            caps = pos[2];
-            pos.pop_back();
-        }
-        count(2, 2, "the arity, the number of leaves and caps = [...]");
-        std::int64_t b = integer(*pos[0]), n = integer(*pos[1]);
-        t.family = Family::fattree;
-        t.name = fmt::format("fattree:{}:{}", b, n);
-        cap_list(caps);
-        t.args.sizes = {size(b, "arity")};
-        t.args.sizes.push_back(size(n, "number of leaves"));
-        return t;
-    }
-    if (family == "ideal") {
-        count(1, 1, "the number of leaves (and w = EXPR)");
-        std::int64_t n = integer(*pos[0]);
-        t.family = Family::ideal;
-        t.name = fmt::format("ideal:{}", n);
-        if (w) {
-            if (!w->expr) fail("E031", w->loc, "w must be an expression of the subtree size n, for example w = n");
-            // The name prints w with the params and lets substituted; the capacities come from
-            // evaluating the expression itself.
-            dsl::NameSubst subst = [&](const ast::Ident& id) -> std::optional<std::string> {
-                auto it = env.ir.w_vars.find(&id);
-                if (it == env.ir.w_vars.end()) return std::nullopt;
-                return std::to_string(env.slots[it->second]);
-            };
-            std::string text = dsl::print(*w->expr, subst);
-            text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
-            t.name += ":w=" + text;
-            const ast::Expr* expr = w->expr;
-            t.args.w = [&env, expr](std::int64_t k) { return eval_w(env, *expr, k); };
-        }
-        t.args.sizes = {size(n, "number of leaves")};
-        return t;
-    }
-    if (family == "mesh" || family == "torus") {
-        count(1, 16, "the size of each dimension");
-        t.family = family == "mesh" ? Family::mesh : Family::torus;
-        std::vector<std::int64_t> dims;
-        if (pos.size() == 1 && pos[0]->list) {
-            // torus([k for i in 1 .. d]): the number of dimensions is a value of the schedule.
-            dims = list_values(*pos[0], 17);
-            if (dims.empty() || dims.size() > 16)
-                fail("E031", pos[0]->loc, fmt::format("{}() takes 1 to 16 dimensions, found {}", family, dims.size()));
-        } else {
-            for (const Arg* a : pos) dims.push_back(integer(*a));
-        }
-        t.name = fmt::format("{}:{}", family, fmt::join(dims, "x"));
-        for (std::int64_t d : dims) {
-            t.args.sizes.push_back(size(d, "dimension"));
-            if (d < 2) throw InputError(fmt::format("topology '{}': dimension {} must be at least 2", t.name, d));
-        }
-        return t;
-    }
-    if (family == "product") {
-        count(2, 16, "at least 2 factors");
-        t.family = Family::product;
-        t.name = "product:";
-        for (std::size_t i = 0; i < pos.size(); ++i) {
-            const Arg& a = *pos[i];
-            const ast::Call* call = a.expr ? std::get_if<ast::Call>(&a.expr->node) : nullptr;
-            if (a.str) {
-                std::string factor = substitute(env, *a.str);
-                t.name += (i ? "*" : "") + factor;
-                t.args.factors.push_back(Topology::parse(factor));  // a spec the schedule writes as text
-            } else if (call) {
-                TopoSpec factor = factor_spec(env, *call);
-                t.name += (i ? "*" : "") + factor.name;
-                t.args.factors.push_back(build(factor, call->loc));
-            } else {
-                fail("E031", a.loc, "a factor of product() is a topology such as ring(3) or \"ring:3\"");
+        case FamilyShape::tree: {
+            if (!caps && pos.size() == 2 && pos[1]->list) {
+                caps = pos[1];
+                pos.pop_back();
             }
+            count(1, 1, "the number of leaves and caps = [...]");
+            std::int64_t n = integer(*pos[0]);
+            t.name = fmt::format("{}:{}", family, n);
+            cap_list(caps);
+            t.args.sizes = {size(n, "number of leaves")};
+            return t;
         }
-        return t;
+        case FamilyShape::fattree: {
+            if (!caps && pos.size() == 3 && pos[2]->list) {
+                caps = pos[2];
+                pos.pop_back();
+            }
+            count(2, 2, "the arity, the number of leaves and caps = [...]");
+            std::int64_t b = integer(*pos[0]), n = integer(*pos[1]);
+            t.name = fmt::format("{}:{}:{}", family, b, n);
+            cap_list(caps);
+            t.args.sizes = {size(b, "arity")};
+            t.args.sizes.push_back(size(n, "number of leaves"));
+            return t;
+        }
+        case FamilyShape::ideal: {
+            count(1, 1, "the number of leaves (and w = EXPR)");
+            std::int64_t n = integer(*pos[0]);
+            t.name = fmt::format("{}:{}", family, n);
+            if (w) {
+                if (!w->expr) fail("E031", w->loc, "w must be an expression of the subtree size n, for example w = n");
+                // The name prints w with the params and lets substituted; the capacities come from
+                // evaluating the expression itself.
+                dsl::NameSubst subst = [&](const ast::Ident& id) -> std::optional<std::string> {
+                    auto it = env.ir.w_vars.find(&id);
+                    if (it == env.ir.w_vars.end()) return std::nullopt;
+                    return std::to_string(env.slots[it->second]);
+                };
+                std::string text = dsl::print(*w->expr, subst);
+                text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+                t.name += ":w=" + text;
+                const ast::Expr* expr = w->expr;
+                t.args.w = [&env, expr](std::int64_t k) { return eval_w(env, *expr, k); };
+            }
+            t.args.sizes = {size(n, "number of leaves")};
+            return t;
+        }
+        case FamilyShape::dims: {
+            count(1, 16, "the size of each dimension");
+            std::vector<std::int64_t> dims;
+            if (pos.size() == 1 && pos[0]->list) {
+                // torus([k for i in 1 .. d]): the number of dimensions is a value of the schedule.
+                dims = list_values(*pos[0], 17);
+                if (dims.empty() || dims.size() > 16)
+                    fail("E031", pos[0]->loc, fmt::format("{}() takes 1 to 16 dimensions, found {}", family, dims.size()));
+            } else {
+                for (const Arg* a : pos) dims.push_back(integer(*a));
+            }
+            t.name = fmt::format("{}:{}", family, fmt::join(dims, "x"));
+            for (std::int64_t d : dims) {
+                t.args.sizes.push_back(size(d, "dimension"));
+                if (d < 2) throw InputError(fmt::format("topology '{}': dimension {} must be at least 2", t.name, d));
+            }
+            return t;
+        }
+        case FamilyShape::factors: {
+            count(2, 16, "at least 2 factors");
+            t.name = fmt::format("{}:", family);
+            for (std::size_t i = 0; i < pos.size(); ++i) {
+                const Arg& a = *pos[i];
+                const ast::Call* call = a.expr ? std::get_if<ast::Call>(&a.expr->node) : nullptr;
+                if (a.str) {
+                    std::string factor = substitute(env, *a.str);
+                    t.name += (i ? "*" : "") + factor;
+                    t.args.factors.push_back(Topology::parse(factor));  // a spec the schedule writes as text
+                } else if (call) {
+                    TopoSpec factor = factor_spec(env, *call);
+                    t.name += (i ? "*" : "") + factor.name;
+                    t.args.factors.push_back(build(factor, call->loc));
+                } else {
+                    fail("E031", a.loc, "a factor of product() is a topology such as ring(3) or \"ring:3\"");
+                }
+            }
+            return t;
+        }
+        case FamilyShape::file: {
+            count(1, 1, "the path of a JSON edge list");
+            if (!pos[0]->str) fail("E031", pos[0]->loc, "graph() takes the path of a JSON edge list as a string, for example graph(\"net.json\")");
+            std::filesystem::path path(substitute(env, *pos[0]->str));
+            if (path.is_relative() && !env.options.base_dir.empty()) path = std::filesystem::path(env.options.base_dir) / path;
+            t.args.file = path.string();
+            t.name = fmt::format("{}:{}", family, t.args.file);
+            return t;
+        }
     }
-    // graph
-    count(1, 1, "the path of a JSON edge list");
-    if (!pos[0]->str) fail("E031", pos[0]->loc, "graph() takes the path of a JSON edge list as a string, for example graph(\"net.json\")");
-    std::filesystem::path path(substitute(env, *pos[0]->str));
-    if (path.is_relative() && !env.options.base_dir.empty()) path = std::filesystem::path(env.options.base_dir) / path;
-    t.family = Family::graph;
-    t.args.file = path.string();
-    t.name = "graph:" + t.args.file;
     return t;
 }
 
@@ -407,43 +408,35 @@ Model build_model(Env& env, const ast::ModelDecl& d, Model base, LoweringPolicy&
 
 Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
     const std::string& name = d.name.name;
-    const CollectiveName* known = find_collective(name);
-    if (!known)
-        fail("E033", d.name.loc, fmt::format("unknown collective '{}': expected {}", name, name_list(collective_names, &CollectiveName::dsl)));
+    const CollectiveRow* row = find_collective_row(name);
+    if (!row)
+        fail("E033", d.name.loc,
+             fmt::format("unknown collective '{}': expected {}", name, collective_list(&CollectiveRow::dsl_form, [](auto&) { return true; })));
     Collective c;
-    c.kind = known->kind;
+    c.kind = row->kind;
     auto expr_arg = [&](std::size_t i) -> const ast::Expr& {
         const auto* e = std::get_if<ast::Expr>(&d.args[i]);
         if (!e) fail("E033", std::get<ast::SetLit>(d.args[i]).loc, fmt::format("argument {} of {} is a processor, not a set", i + 1, name));
         return *e;
     };
-    switch (c.kind) {
-        case CollectiveKind::alltoall:
-        case CollectiveKind::allgather:
-        case CollectiveKind::custom:
-        case CollectiveKind::prefix:
-        case CollectiveKind::allreduce:
-        case CollectiveKind::reduce_scatter:
-        case CollectiveKind::scan:
+    switch (row->args) {
+        case coll::Args::none:
             if (!d.args.empty()) fail("E033", d.loc, fmt::format("{} takes no arguments", name));
             break;
-        case CollectiveKind::broadcast:
-        case CollectiveKind::scatter:
-        case CollectiveKind::reduce:
-        case CollectiveKind::gather:
+        case coll::Args::root:
             if (d.args.size() != 1) fail("E033", d.loc, fmt::format("{} takes the root processor: {}(r)", name, name));
             c.root = Node{static_cast<std::uint32_t>(env.header(expr_arg(0)))};
             break;
-        case CollectiveKind::multicast: {
+        case coll::Args::root_members: {
             if (d.args.size() != 2 || !std::holds_alternative<ast::SetLit>(d.args[1]))
-                fail("E033", d.loc, "multicast takes the root and the set of members: multicast(r, {a, b, c})");
+                fail("E033", d.loc, fmt::format("{} takes the root and the set of members: {}(r, {{a, b, c}})", name, name));
             c.root = Node{static_cast<std::uint32_t>(env.header(expr_arg(0)))};
             for (const ast::SetItem& item : std::get<ast::SetLit>(d.args[1]).items) {
                 std::int64_t lo = env.header(item.first), hi = item.last ? env.header(*item.last) : lo;
                 for (std::int64_t v = lo; v <= hi; ++v) {
                     Node n{static_cast<std::uint32_t>(v)};
                     if (std::find(c.members.begin(), c.members.end(), n) != c.members.end())
-                        fail("E033", item.loc, fmt::format("processor {} is listed twice in the multicast set", v));
+                        fail("E033", item.loc, fmt::format("processor {} is listed twice in the {} set", v, name));
                     c.members.push_back(n);
                 }
             }
@@ -474,7 +467,7 @@ Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
         fail("E054", d.chunks ? ast::start_loc(*d.chunks) : d.loc, why);
     env.chunks = c.chunks;
     env.reduces = c.reduces();
-    env.prefix = c.kind == CollectiveKind::prefix;
+    env.prefix = c.row().combine == coll::Combine::ordered;
     return c;
 }
 

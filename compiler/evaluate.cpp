@@ -326,12 +326,7 @@ private:
         if (s.e2 == none && env_.messages.chunks() > 1)
             fail("E054", s.loc, fmt::format("a send without `msg` sends a whole datum, but the collective splits every datum into {} chunks: "
                                             "write `msg` with a chunk", env_.messages.chunks()));
-        MessageId m = s.e2 != none     ? MessageId{static_cast<std::uint32_t>(env_.eval(s.e2))}
-                      : out_.collective.reduces() ? (*env_.composites).intern({MessageKind::partial, 0, step_, {MessageId{src}}, {}})
-                      : personalized_ ? env_.messages.personal(src, dst)
-                      : rooted_       ? env_.messages.broadcast(idx(out_.collective.root))
-                      : out_.collective.combines() ? env_.messages.value(src)
-                                      : env_.messages.broadcast(src);
+        MessageId m = s.e2 != none ? MessageId{static_cast<std::uint32_t>(env_.eval(s.e2))} : default_message(src, dst);
         if (idx(m) == empty_bundle) return;  // a bundle of no message: nothing moves
         if (s.e2 != none) check_bundle(m, s);
         if (out_.policy != LoweringPolicy::cut_through) {
@@ -458,9 +453,19 @@ private:
         }
         if (env_.reporter.diags().error_count() != errors) throw Stop{};
         timing_wormhole_ = out_.model.timing == Timing::wormhole;
-        CollectiveKind k = out_.collective.kind;
-        personalized_ = k == CollectiveKind::alltoall || k == CollectiveKind::scatter || k == CollectiveKind::gather;
-        rooted_ = k == CollectiveKind::broadcast || k == CollectiveKind::multicast;
+        default_send_ = out_.collective.row().send;
+    }
+
+    /// The message of a send that names none: the collective's row says which.
+    MessageId default_message(std::uint32_t src, std::uint32_t dst) {
+        switch (default_send_) {
+            case coll::Send::partial: return (*env_.composites).intern({MessageKind::partial, 0, step_, {MessageId{src}}, {}});
+            case coll::Send::personal: return env_.messages.personal(src, dst);
+            case coll::Send::root_datum: return env_.messages.broadcast(idx(out_.collective.root));
+            case coll::Send::own_value: return env_.messages.value(src);
+            case coll::Send::own_datum: break;
+        }
+        return env_.messages.broadcast(src);
     }
 
     Env env_;
@@ -469,8 +474,7 @@ private:
     std::unordered_map<std::uint32_t, std::int64_t> overrides_;  // -D values per param slot
     bool header_done_ = false;
     bool timing_wormhole_ = false;
-    bool personalized_ = false;  // default message m(src, dst)
-    bool rooted_ = false;        // default message b(root); otherwise b(src)
+    coll::Send default_send_ = coll::Send::own_datum;  // the message of a send that names none (the collective's row)
     Step step_ = 0;
     const XStmt* top_ = nullptr;  // the top-level statement running
     std::uint64_t count_ = 0;     // transfers made so far (fifo: route lengths of the sends)

@@ -454,12 +454,7 @@ Plan build_plan_as(const SendTable& t, const MscclOptions& opt) {
     plan.out_of_place_only = opt.out_of_place_only;
     Placement pl = reduction ? place_reduction(t, ev, plan) : place_copies(t, ev, plan);
     if (opt.inplace && !plan.inplace) refuse(t, plan.inplace_refusal + " (drop --inplace for an out-of-place program)");
-    plan.coll = kind == CollectiveKind::alltoall        ? "alltoall"
-                : kind == CollectiveKind::allgather      ? "allgather"
-                : kind == CollectiveKind::broadcast      ? "broadcast"
-                : kind == CollectiveKind::allreduce      ? "allreduce"
-                : kind == CollectiveKind::reduce_scatter ? "reducescatter"
-                                                         : "reduce";
+    plan.coll = std::string(t.collective.row().msccl);
 
     // One connection per directed pair of GPUs. A channel holds at most 32 sending and 32
     // receiving thread blocks per GPU. Two assignments, the one with fewer channels wins (the

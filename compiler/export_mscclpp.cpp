@@ -362,10 +362,7 @@ private:
         }
         json plan;
         plan["name"] = fmt::format("collsched {} on {}", t_.collective.to_string(), t_.topology->spec());
-        plan["collective"] = L_.kind == CollectiveKind::allgather   ? "allgather"
-                             : L_.kind == CollectiveKind::alltoall  ? "alltoall"
-                             : L_.kind == CollectiveKind::allreduce ? "allreduce"
-                                                                    : "reducescatter";
+        plan["collective"] = collective_row(L_.kind).msccl;
         plan["protocol"] = opt_.proto;
         plan["inplace"] = L_.inplace;
         plan["reuse_resources"] = false;

@@ -321,14 +321,7 @@ public:
         if (model.timing != Timing::hop)
             throw InputError(fmt::format("{}: MSCCL-IR is read under hop timing; {} defaults to wormhole timing", name_, topo->spec()));
         const int C = prog_.coll == Coll::allgather || prog_.coll == Coll::alltoall ? prog_.k() : prog_.N;
-        Collective coll{prog_.coll == Coll::alltoall        ? CollectiveKind::alltoall
-                        : prog_.coll == Coll::allgather     ? CollectiveKind::allgather
-                        : prog_.coll == Coll::allreduce     ? CollectiveKind::allreduce
-                        : prog_.coll == Coll::reduce        ? CollectiveKind::reduce
-                        : prog_.coll == Coll::reducescatter ? CollectiveKind::reduce_scatter
-                                                            : CollectiveKind::broadcast,
-                        Node{0},
-                        {}};
+        Collective coll{find_collective_msccl(coll_msccl_name(prog_.coll))->kind, Node{0}, {}};
         try {
             coll.set_chunks(std::uint64_t(C), *topo);
         } catch (const InputError& e) {

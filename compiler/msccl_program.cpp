@@ -1,5 +1,7 @@
 #include "compiler/msccl_program.hpp"
 
+#include <algorithm>
+
 #include <charconv>
 #include <optional>
 
@@ -133,12 +135,8 @@ Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems&
     if (prog.proto != "Simple" && prog.proto != "LL" && prog.proto != "LL128")
         pr.add(algo, fmt::format("proto=\"{}\" is not Simple, LL or LL128 (msccl_parser.cc:290-301, :327-328)", prog.proto));
     const std::string& c = prog.coll_name;
-    if (c == "allreduce") prog.coll = Coll::allreduce;
-    else if (c == "allgather") prog.coll = Coll::allgather;
-    else if (c == "alltoall") prog.coll = Coll::alltoall;
-    else if (c == "reduce") prog.coll = Coll::reduce;
-    else if (c == "reducescatter") prog.coll = Coll::reducescatter;
-    else if (c == "broadcast") prog.coll = Coll::broadcast;
+    const auto known = std::find(std::begin(coll_names), std::end(coll_names) - 1, c);  // custom: below, with its note
+    if (known != std::end(coll_names) - 1) prog.coll = static_cast<Coll>(known - std::begin(coll_names));
     else if (c == "reduce_scatter") {
         prog.coll = Coll::reducescatter;
         prog.notes.push_back("coll=\"reduce_scatter\" is msccl-tools' name; the executor at c6f6b36 knows only \"reducescatter\" "

@@ -71,6 +71,10 @@ struct Gpu {
 /// The collectives the executor loads (`msccl_parser.cc:334-371`), and `custom` (msccl-tools'
 /// name for a collective of the program's own).
 enum class Coll { allreduce, allgather, alltoall, reduce, reducescatter, broadcast, custom };
+/// Their names in MSCCL-IR (`coll="..."`), in the order of Coll; collsched's collective of the
+/// same name is the row whose `msccl` names it (compiler/collective_kinds.hpp).
+inline constexpr std::string_view coll_names[] = {"allreduce", "allgather", "alltoall", "reduce", "reducescatter", "broadcast", "custom"};
+inline constexpr std::string_view coll_msccl_name(Coll c) { return coll_names[static_cast<int>(c)]; }
 
 struct Program {
     int P = 0;        ///< ranks (ngpus)

@@ -1,73 +1,80 @@
 /** \file
- * One table per kind of name (as CaDiCaL keeps its options in one list): the topology families
- * and the collectives, as the DSL and the spec strings spell them. The DSL's resolver and
- * evaluator, the spec parsers and the printers read these lists, so that a new family or
- * collective is a line here (and its construction), and every "expected ..." message lists the
- * same names in the same order. The model's knobs are in compiler/model.hpp (model_keys), the
+ * One row per topology family (as CaDiCaL keeps its options in one list): its name as the DSL
+ * and the spec strings spell it, the shape of its arguments, its keyword and its spec form. The
+ * DSL's resolver and declarations, the spec reader and the printers read these rows, so that
+ * every "expected ..." message lists the same names in the same order. The collectives are rows of
+ * compiler/collective_kinds.hpp, the model's knobs are in compiler/model.hpp (model_keys), the
  * output formats in compiler/export_formats.hpp (output_formats).
  */
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "compiler/collective.hpp"
 #include "compiler/topology.hpp"
 
 namespace collsched::compiler {
 
-/// A topology family: its name in `topology NAME(...)` and in spec strings `NAME:...`.
-struct FamilyName {
+/// How a family's arguments look, the same in the DSL (`NAME(...)`) and in specs (`NAME:...`).
+/// Both readers (compiler/declarations.cpp `spec_of`, compiler/topology_spec.cpp
+/// `Topology::parse`) switch on it; the values go to Topology::make, which checks them in the
+/// same words for both.
+enum class FamilyShape : std::uint8_t {
+    leaves,     ///< ebft(N), ebft:N: N leaves, a power of two; the capacities are the row's
+    tree,       ///< bft(N, caps = [c1, ..., cL]), bft:N:c1,...,cL
+    fattree,    ///< fattree(B, N, caps = [...]), fattree:B:N:c1,...,cL
+    ideal,      ///< ideal(N, w = EXPR), ideal:N:w=EXPR
+    size,       ///< ring(N), ring:N, N >= 2
+    dimension,  ///< hypercube(D), hypercube:D
+    dims,       ///< torus(A, B, ...), torus:AxB[x...]
+    factors,    ///< product(G1, G2, ...), product:G1*G2[*...]
+    file,       ///< graph("net.json"), graph:net.json
+};
+
+/// A topology family, one row: its name in `topology NAME(...)` and in spec strings `NAME:...`,
+/// the family it builds (ebft and cbft are binary fat trees with fixed capacities), the shape of
+/// its arguments, the DSL's keyword argument, and the spec's form for messages.
+struct FamilyRow {
     std::string_view name;
-    Family family;  ///< ebft and cbft are binary fat trees with fixed capacities
+    Family family;
+    FamilyShape shape;
+    std::string_view keyword;    ///< "caps", "w" or "" (no keyword argument)
+    std::string_view spec_form;  ///< "ring:N": what a spec of the family looks like
+    bool capacity_is_leaves = false;  ///< ebft: the channel above k leaves has capacity k (cbft: 1)
 };
 
-inline constexpr FamilyName family_names[] = {
-    {"ebft", Family::bft},      {"cbft", Family::bft},          {"bft", Family::bft},           {"fattree", Family::fattree},
-    {"ideal", Family::ideal},   {"ring", Family::ring},         {"linear", Family::linear},     {"mesh", Family::mesh},
-    {"torus", Family::torus},   {"hypercube", Family::hypercube}, {"complete", Family::complete}, {"product", Family::product},
-    {"butterfly", Family::butterfly}, {"graph", Family::graph},
+/// The rows, in the order of every "expected ..." list. To add a family: a row here, its
+/// Family value and its construction in Topology::make (compiler/topology.hpp, topology.cpp).
+inline constexpr FamilyRow family_rows[] = {
+    {"ebft", Family::bft, FamilyShape::leaves, "", "ebft:N with N a power of two", true},
+    {"cbft", Family::bft, FamilyShape::leaves, "", "cbft:N with N a power of two"},
+    {"bft", Family::bft, FamilyShape::tree, "caps", "bft:N:c1,c2,...,cL (one capacity per level, leaves first)"},
+    {"fattree", Family::fattree, FamilyShape::fattree, "caps", "fattree:B:N:c1,...,cL (arity, leaves, capacities per level)"},
+    {"ideal", Family::ideal, FamilyShape::ideal, "w", "ideal:N or ideal:N:w=EXPR (w of the subtree size n)"},
+    {"ring", Family::ring, FamilyShape::size, "", "ring:N"},
+    {"linear", Family::linear, FamilyShape::size, "", "linear:N"},
+    {"mesh", Family::mesh, FamilyShape::dims, "", "mesh:AxB[x...]"},
+    {"torus", Family::torus, FamilyShape::dims, "", "torus:AxB[x...]"},
+    {"hypercube", Family::hypercube, FamilyShape::dimension, "", "hypercube:D"},
+    {"complete", Family::complete, FamilyShape::size, "", "complete:N"},
+    {"product", Family::product, FamilyShape::factors, "", "product:SPEC*SPEC[*...]"},
+    {"butterfly", Family::butterfly, FamilyShape::dimension, "", "butterfly:D"},
+    {"graph", Family::graph, FamilyShape::file, "", "graph:FILE.json"},
 };
 
-/// A collective: its name, and how the DSL (`collective broadcast(r)`) and the spec strings
-/// (`broadcast:R`) write it with its arguments, for messages.
-struct CollectiveName {
-    std::string_view name;
-    CollectiveKind kind;
-    std::string_view dsl;   ///< "broadcast(r)"
-    std::string_view spec;  ///< "broadcast:R"
-};
-
-inline constexpr CollectiveName collective_names[] = {
-    {"alltoall", CollectiveKind::alltoall, "alltoall", "alltoall"},
-    {"allgather", CollectiveKind::allgather, "allgather", "allgather"},
-    {"broadcast", CollectiveKind::broadcast, "broadcast(r)", "broadcast:R"},
-    {"scatter", CollectiveKind::scatter, "scatter(r)", "scatter:R"},
-    {"gather", CollectiveKind::gather, "gather(r)", "gather:R"},
-    {"multicast", CollectiveKind::multicast, "multicast(r, {members})", "multicast:R:a,b,c"},
-    {"reduce", CollectiveKind::reduce, "reduce(r)", "reduce:R"},
-    {"prefix", CollectiveKind::prefix, "prefix", "prefix"},
-    {"allreduce", CollectiveKind::allreduce, "allreduce", "allreduce"},
-    {"reduce_scatter", CollectiveKind::reduce_scatter, "reduce_scatter", "reduce_scatter"},
-    {"scan", CollectiveKind::scan, "scan", "scan"},
-    {"custom", CollectiveKind::custom, "custom", "custom"},
-};
-
-/// The entry named `name`, or null.
-inline const FamilyName* find_family(std::string_view name) {
-    for (const FamilyName& f : family_names)
+/// The row named `name`, or null.
+inline const FamilyRow* find_family(std::string_view name) {
+    for (const FamilyRow& f : family_rows)
         if (f.name == name) return &f;
     return nullptr;
 }
-inline const CollectiveName* find_collective(std::string_view name) {
-    for (const CollectiveName& c : collective_names)
-        if (c.name == name) return &c;
-    return nullptr;
-}
-inline const CollectiveName& collective_name(CollectiveKind kind) {
-    for (const CollectiveName& c : collective_names)
-        if (c.kind == kind) return c;
-    return collective_names[std::size(collective_names) - 1];
+
+/// The name of a family's row (bft for ebft and cbft: the row whose shape is not `leaves`).
+inline std::string_view family_name(Family family) {
+    for (const FamilyRow& f : family_rows)
+        if (f.family == family && f.shape != FamilyShape::leaves) return f.name;
+    return "?";
 }
 
 /// "a, b, c or d": the `field` of every entry of `table`.

@@ -258,7 +258,7 @@ std::string composite_problem(const SendTable& t) {
         const auto& items = t.composites->items();
         bool ordered = std::any_of(items.begin(), items.end(), [](const Composite& c) { return c.kind == MessageKind::combined; });
         bool sets = std::any_of(items.begin(), items.end(), [](const Composite& c) { return c.kind == MessageKind::partial; });
-        if (sets && (ordered || t.collective.kind == CollectiveKind::prefix))
+        if (sets && (ordered || t.collective.row().combine == coll::Combine::ordered))
             return "the table mixes partials a({...}) of a commutative reduction with the ordered rule (combined values a(i..j) or "
                    "prefix); a table uses one of the two (docs/semantics.md, \"Reductions\")";
         if (ordered && t.collective.reduces())

@@ -27,20 +27,12 @@ std::string model_text(const Model& m) {
 }  // namespace
 
 std::string dsl_collective(const Collective& c) {
-    switch (c.kind) {
-        case CollectiveKind::alltoall: return "alltoall";
-        case CollectiveKind::allgather: return "allgather";
-        case CollectiveKind::custom: return "custom";
-        case CollectiveKind::reduce: return fmt::format("reduce({})", idx(c.root));
-        case CollectiveKind::prefix: return "prefix";
-        case CollectiveKind::allreduce: return "allreduce";
-        case CollectiveKind::reduce_scatter: return "reduce_scatter";
-        case CollectiveKind::scan: return "scan";
-        case CollectiveKind::broadcast: return fmt::format("broadcast({})", idx(c.root));
-        case CollectiveKind::scatter: return fmt::format("scatter({})", idx(c.root));
-        case CollectiveKind::gather: return fmt::format("gather({})", idx(c.root));
-        case CollectiveKind::multicast: {
-            std::string s = fmt::format("multicast({}, {{", idx(c.root));
+    const CollectiveRow& r = c.row();
+    switch (r.args) {
+        case coll::Args::none: return std::string(r.name);
+        case coll::Args::root: return fmt::format("{}({})", r.name, idx(c.root));
+        case coll::Args::root_members: {
+            std::string s = fmt::format("{}({}, {{", r.name, idx(c.root));
             for (std::size_t i = 0; i < c.members.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", idx(c.members[i]));
             return s + "})";
         }

@@ -3,26 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/topology.hpp"
+#include "compiler/names.hpp"
 
 namespace collsched {
 
-std::string_view to_string(Family f) {
-    switch (f) {
-        case Family::bft: return "bft";
-        case Family::fattree: return "fattree";
-        case Family::ideal: return "ideal";
-        case Family::ring: return "ring";
-        case Family::linear: return "linear";
-        case Family::mesh: return "mesh";
-        case Family::torus: return "torus";
-        case Family::hypercube: return "hypercube";
-        case Family::complete: return "complete";
-        case Family::product: return "product";
-        case Family::graph: return "graph";
-        case Family::butterfly: return "butterfly";
-    }
-    return "?";
-}
+std::string_view to_string(Family f) { return compiler::family_name(f); }
 
 std::string Topology::to_dot() const {
     std::string out = fmt::format("digraph \"{}\" {{\n  node [shape=circle];\n", spec_);

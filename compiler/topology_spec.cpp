@@ -13,6 +13,7 @@
 #include "compiler/names.hpp"
 #include "compiler/topology_checks.hpp"
 #include "dsl/diagnostics.hpp"
+#include "support/number.hpp"
 
 namespace collsched {
 
@@ -25,11 +26,9 @@ using topology_checks::split;
 
 
 std::uint64_t parse_count(std::string_view spec, std::string_view text, std::string_view what) {
-    std::uint64_t v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || ec != std::errc{} || p != text.data() + text.size())
-        bad_spec(spec, fmt::format("'{}' is not a valid {} (expected a positive integer)", text, what));
-    return v;
+    auto v = support::parse_decimal(text);
+    if (!v) bad_spec(spec, fmt::format("'{}' is not a valid {} (expected a positive integer)", text, what));
+    return *v;
 }
 
 /// The offset of the first byte of `s` that is an ASCII control character or not part of a
@@ -194,9 +193,6 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
     std::size_t colon = spec.find(':');
     std::string_view fam = spec.substr(0, colon);
     std::string_view rest = colon == std::string_view::npos ? std::string_view{} : spec.substr(colon + 1);
-    auto need_rest = [&](std::string_view form) {
-        if (rest.empty()) bad_spec(spec, fmt::format("missing size: expected {}", form));
-    };
     auto caps_list = [&](std::string_view text) {
         std::vector<std::int64_t> caps;
         for (std::string_view c : split(text, ',')) {
@@ -212,71 +208,75 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
         if (n < b || !is_power_of(n, b)) bad_spec(spec, fmt::format("{} leaves is not a power of {} (at least {})", n, b, b));
         return n;
     };
+    const compiler::FamilyRow* row = compiler::find_family(fam);
+    if (!row) bad_spec(spec, fmt::format("unknown family '{}': expected {}", fam, compiler::name_list(compiler::family_rows, &compiler::FamilyRow::name)));
+    auto need_rest = [&] {
+        if (rest.empty()) bad_spec(spec, fmt::format("missing size: expected {}", row->spec_form));
+    };
+    auto parts_of = [&](std::size_t least, std::size_t most) {
+        auto parts = split(rest, ':');
+        if (rest.empty() || parts.size() < least || parts.size() > most) bad_spec(spec, fmt::format("expected {}", row->spec_form));
+        return parts;
+    };
     TopologyArgs args;
-    if (fam == "ebft" || fam == "cbft") {
-        need_rest(fmt::format("{}:N with N a power of two", fam));
-        args.sizes = {tree_size(rest, 2)};
-        if (fam == "ebft") args.w = [](std::int64_t k) { return k; };
-        return make(Family::bft, args, spec);
-    }
-    if (fam == "bft") {
-        auto parts = split(rest, ':');
-        if (rest.empty() || parts.size() != 2) bad_spec(spec, "expected bft:N:c1,c2,...,cL (one capacity per level, leaves first)");
-        args.sizes = {tree_size(parts[0], 2)};
-        args.caps = caps_list(parts[1]);
-        return make(Family::bft, args, spec);
-    }
-    if (fam == "fattree") {
-        auto parts = split(rest, ':');
-        if (rest.empty() || parts.size() != 3) bad_spec(spec, "expected fattree:B:N:c1,...,cL (arity, leaves, capacities per level)");
-        std::uint64_t b = parse_count(spec, parts[0], "arity");
-        if (b < 2 || b > 1024) bad_spec(spec, "the arity must be between 2 and 1024");
-        args.sizes = {b, tree_size(parts[1], b)};
-        args.caps = caps_list(parts[2]);
-        return make(Family::fattree, args, spec);
-    }
-    if (fam == "ideal") {
-        auto parts = split(rest, ':');
-        if (rest.empty() || parts.size() > 2) bad_spec(spec, "expected ideal:N or ideal:N:w=EXPR (w of the subtree size n)");
-        args.sizes = {tree_size(parts[0], 2)};
-        std::string_view w = parts.size() == 2 ? parts[1] : std::string_view("w=1");
-        if (w.substr(0, 2) != "w=") bad_spec(spec, fmt::format("'{}': expected w=EXPR, for example w=n or w=log2(n)+1", w));
-        CapExpr expr(spec, w.substr(2));
-        args.w = [&](std::int64_t k) { return expr.eval(k); };
-        return make(Family::ideal, args, spec);
-    }
-    if (fam == "ring" || fam == "linear" || fam == "complete") {
-        need_rest(fmt::format("{}:N", fam));
-        std::uint64_t n = parse_count(spec, rest, "size");
-        if (n < 2) bad_spec(spec, "the size must be at least 2");
-        args.sizes = {n};
-        return make(fam == "ring" ? Family::ring : fam == "linear" ? Family::linear : Family::complete, args, spec);
-    }
-    if (fam == "mesh" || fam == "torus") {
-        need_rest(fmt::format("{}:AxB[x...]", fam));
-        for (std::string_view d : split(rest, 'x')) {
-            std::uint64_t a = parse_count(spec, d, "dimension");
-            if (a < 2) bad_spec(spec, fmt::format("dimension {} must be at least 2", a));
-            args.sizes.push_back(a);
+    switch (row->shape) {
+        case compiler::FamilyShape::leaves:
+            need_rest();
+            args.sizes = {tree_size(rest, 2)};
+            if (row->capacity_is_leaves) args.w = [](std::int64_t k) { return k; };
+            return make(row->family, args, spec);
+        case compiler::FamilyShape::tree: {
+            auto parts = parts_of(2, 2);
+            args.sizes = {tree_size(parts[0], 2)};
+            args.caps = caps_list(parts[1]);
+            return make(row->family, args, spec);
         }
-        return make(fam == "mesh" ? Family::mesh : Family::torus, args, spec);
+        case compiler::FamilyShape::fattree: {
+            auto parts = parts_of(3, 3);
+            std::uint64_t b = parse_count(spec, parts[0], "arity");
+            if (b < 2 || b > 1024) bad_spec(spec, "the arity must be between 2 and 1024");
+            args.sizes = {b, tree_size(parts[1], b)};
+            args.caps = caps_list(parts[2]);
+            return make(row->family, args, spec);
+        }
+        case compiler::FamilyShape::ideal: {
+            auto parts = parts_of(1, 2);
+            args.sizes = {tree_size(parts[0], 2)};
+            std::string_view w = parts.size() == 2 ? parts[1] : std::string_view("w=1");
+            if (w.substr(0, 2) != "w=") bad_spec(spec, fmt::format("'{}': expected w=EXPR, for example w=n or w=log2(n)+1", w));
+            CapExpr expr(spec, w.substr(2));
+            args.w = [&](std::int64_t k) { return expr.eval(k); };
+            return make(row->family, args, spec);
+        }
+        case compiler::FamilyShape::size: {
+            need_rest();
+            std::uint64_t n = parse_count(spec, rest, "size");
+            if (n < 2) bad_spec(spec, "the size must be at least 2");
+            args.sizes = {n};
+            return make(row->family, args, spec);
+        }
+        case compiler::FamilyShape::dims:
+            need_rest();
+            for (std::string_view d : split(rest, 'x')) {
+                std::uint64_t a = parse_count(spec, d, "dimension");
+                if (a < 2) bad_spec(spec, fmt::format("dimension {} must be at least 2", a));
+                args.sizes.push_back(a);
+            }
+            return make(row->family, args, spec);
+        case compiler::FamilyShape::dimension:
+            need_rest();
+            args.sizes = {parse_count(spec, rest, "dimension")};
+            return make(row->family, args, spec);
+        case compiler::FamilyShape::factors:
+            need_rest();
+            for (std::string_view f : split(rest, '*')) args.factors.push_back(parse(f));
+            return make(row->family, args, spec);
+        case compiler::FamilyShape::file:
+            need_rest();
+            args.file = std::string(rest);
+            return make(row->family, args, spec);
     }
-    if (fam == "hypercube" || fam == "butterfly") {
-        need_rest(fmt::format("{}:D", fam));
-        args.sizes = {parse_count(spec, rest, "dimension")};
-        return make(fam == "hypercube" ? Family::hypercube : Family::butterfly, args, spec);
-    }
-    if (fam == "product") {
-        need_rest("product:SPEC*SPEC[*...]");
-        for (std::string_view f : split(rest, '*')) args.factors.push_back(parse(f));
-        return make(Family::product, args, spec);
-    }
-    if (fam == "graph") {
-        need_rest("graph:FILE.json");
-        args.file = std::string(rest);
-        return make(Family::graph, args, spec);
-    }
-    bad_spec(spec, fmt::format("unknown family '{}': expected {}", fam, compiler::name_list(compiler::family_names, &compiler::FamilyName::name)));
+    bad_spec(spec, "unknown family");
 }
 
 }  // namespace collsched

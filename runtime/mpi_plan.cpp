@@ -149,22 +149,14 @@ Plan read_plan(std::string_view text, std::string_view name) {
     return PlanReader(j, name).read();
 }
 
-std::string reduction_baseline(std::string_view c) {
-    if (c == "allreduce") return "MPI_Allreduce";
-    if (c == "reduce_scatter") return "MPI_Reduce_scatter_block";
-    if (c == "scan") return "MPI_Scan";
-    if (c.starts_with("reduce:")) return "MPI_Reduce";
-    return "";
+std::string baseline_name(std::string_view c) {
+    const CollectiveRow* row = find_collective_row(c.substr(0, c.find(':')));
+    return row ? std::string(row->mpi) : "";
 }
 
-std::string baseline_name(std::string_view c) {
-    if (std::string r = reduction_baseline(c); !r.empty()) return r;
-    if (c == "alltoall") return "MPI_Alltoall";
-    if (c == "allgather") return "MPI_Allgather";
-    if (c.starts_with("broadcast:")) return "MPI_Bcast";
-    if (c.starts_with("scatter:")) return "MPI_Scatter";
-    if (c.starts_with("gather:")) return "MPI_Gather";
-    return "";
+std::string reduction_baseline(std::string_view c) {
+    const CollectiveRow* row = find_collective_row(c.substr(0, c.find(':')));
+    return row && row->combining() ? std::string(row->mpi) : "";
 }
 
 }  // namespace collsched::mpi

@@ -1534,7 +1534,7 @@ void StreamSimulator::begin(const SendTable& header) {
     if (header.model.replicate)
         throw NotStreamable("with replicate=yes a message occupies a router from its first arrival to its last send, "
                             "which needs the whole table");
-    if (header.collective.kind == CollectiveKind::reduce || header.collective.kind == CollectiveKind::prefix)
+    if (header.collective.combines())
         throw NotStreamable("combined values (reduce, prefix) are not streamed");
     if (header.model.combine_routers) throw NotStreamable("in-network reduction (combine=routers) is not streamed");
     impl_->header = header;

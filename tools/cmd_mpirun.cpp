@@ -211,7 +211,7 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
         if (!partials && (t.has_composites() || t.collective.combines()))
             throw InputError("the MPI runner moves base messages and partials of reductions only; combined values (a(i..j)), "
                              "bundles and prefix are checked by verify and simulate");
-        if (partials && (t.collective.kind == CollectiveKind::custom || t.collective.kind == CollectiveKind::prefix))
+        if (partials && !t.collective.row().has_partials())
             throw InputError("the MPI runner performs allreduce, reduce_scatter, scan and reduce(r); this table's collective is " +
                              t.collective.to_string());
         const std::uint32_t P = t.topology->processors();

@@ -136,9 +136,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         "checker.\nExit code: 0 optimum proved, 3 time limit (best bounds printed), 1 no schedule exists, 2 bad input or "
         "unsupported model.");
     cmd->add_option("--topology", args->topology, "Topology spec, e.g. ebft:8, cbft:16, torus:3x5, ideal:16:w=n")->required();
-    cmd->add_option("--collective", args->collective,
-                    "alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:a,b; reduce:R, reduce_scatter, allreduce and scan "
-                    "(see --method; docs/synthesis.md)")
+    cmd->add_option("--collective", args->collective, synthesizable_collectives() + " (see --method; docs/synthesis.md)")
         ->required();
     cmd->add_option("--model", args->model, "key=value pairs on top of the family's default, e.g. queues=none,ports=half");
     cmd->add_option("--chunks", args->chunks, "Split every datum into C chunks (messages b(s,c), m(s,d,c)); default 1")
@@ -165,8 +163,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
                          args->solver.route_space()};
         const CollectiveKind k = in.collective.kind;
-        const bool reduction = k == CollectiveKind::reduce || k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce ||
-                               k == CollectiveKind::scan;
+        const bool reduction = in.collective.row().has_partials();
         if (args->method != "auto" && !reduction)
             throw InputError(fmt::format("--method {} applies to reduce:R, reduce_scatter, allreduce and scan", args->method));
         if (reduction) {

@@ -102,9 +102,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
         "or below the bound.\nExit code: 0 frontier proved, 3 time limit or a solve without answer (what was proved is "
         "printed), 2 bad input or unsupported model.");
     cmd->add_option("--topology", args->topology, "Topology spec, e.g. graph:schedules/machines/dgx1.json, ring:8")->required();
-    cmd->add_option("--collective", args->collective,
-                    "allgather, alltoall, broadcast:R, scatter:R, gather:R, multicast:R:a,b; reduce:R, reduce_scatter, allreduce, scan "
-                    "(see --method)")
+    cmd->add_option("--collective", args->collective, synthesizable_collectives() + " (see --method)")
         ->required();
     cmd->add_option("--method", args->method,
                     "Reductions: duality (the dual broadcast's or allgather's frontier reversed; allreduce: reduce-scatter then "
@@ -135,8 +133,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
         SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
                          RouteSpace::any};
         const CollectiveKind kind = in.collective.kind;
-        const bool reduction = kind == CollectiveKind::reduce || kind == CollectiveKind::reduce_scatter ||
-                               kind == CollectiveKind::allreduce || kind == CollectiveKind::scan;
+        const bool reduction = in.collective.row().has_partials();
         if (args->method != "auto" && !reduction)
             throw InputError(fmt::format("--method {} applies to reduce:R, reduce_scatter, allreduce and scan", args->method));
         const bool by_duality = reduction && (args->method == "duality" || (args->method == "auto" && kind != CollectiveKind::scan));

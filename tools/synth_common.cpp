@@ -289,4 +289,9 @@ void write_witness(const std::string& path, const SendTable& t, const std::strin
     });
 }
 
+std::string synthesizable_collectives() {
+    return collective_list(&CollectiveRow::spec_form, [](const CollectiveRow& r) { return r.data != coll::Data::any && r.combine != coll::Combine::ordered; },
+                           ", ", " and ");
+}
+
 }  // namespace collsched::tools

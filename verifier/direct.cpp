@@ -276,39 +276,8 @@ void Checker::start_by_message() {
 std::vector<MessageId> Checker::goal_messages() const {
     std::vector<MessageId> goal_msgs;
     const std::uint32_t P = topo_.processors();
-    const Collective& c = t_.collective;
-    std::uint32_t r = idx(c.root);
-    switch (c.kind) {
-        case CollectiveKind::alltoall:
-            for (std::uint32_t s = 0; s < P; ++s)
-                for (std::uint32_t d = 0; d < P; ++d)
-                    if (s != d) goal_msgs.push_back(ms_.personal(s, d));
-            break;
-        case CollectiveKind::scatter:
-            for (std::uint32_t d = 0; d < P; ++d)
-                if (d != r) goal_msgs.push_back(ms_.personal(r, d));
-            break;
-        case CollectiveKind::gather:
-            for (std::uint32_t s = 0; s < P; ++s)
-                if (s != r) goal_msgs.push_back(ms_.personal(s, r));
-            break;
-        case CollectiveKind::allgather:
-            if (P > 1)
-                for (std::uint32_t s = 0; s < P; ++s) goal_msgs.push_back(ms_.broadcast(s));
-            break;
-        case CollectiveKind::broadcast:
-            if (P > 1) goal_msgs.push_back(ms_.broadcast(r));
-            break;
-        case CollectiveKind::multicast:
-            if (c.goal_count(P) > 0) goal_msgs.push_back(ms_.broadcast(r));
-            break;
-        case CollectiveKind::custom:
-        case CollectiveKind::reduce:  // reductions: checked by verifier/composite.cpp
-        case CollectiveKind::prefix:
-        case CollectiveKind::allreduce:
-        case CollectiveKind::reduce_scatter:
-        case CollectiveKind::scan: break;
-    }
+    // Chunk 0 of each goal datum (ids datum * C; the rows give C = 1 ids); reductions: verifier/composite.cpp.
+    t_.collective.for_each_goal_datum(P, [&](MessageId m) { goal_msgs.push_back(MessageId{idx(m) * ms_.chunks()}); });
     // Every chunk of a goal datum is a goal: the ids above are chunk 0's.
     if (const std::uint32_t C = ms_.chunks(); C > 1) {
         const std::size_t datums = goal_msgs.size();
@@ -606,30 +575,7 @@ template <class F>
 void Checker::goal_processors(const MessageKey& k, bool initial, F&& f) const {
     const Collective& c = t_.collective;
     const std::uint32_t P = topo_.processors();
-    if (initial || c.kind == CollectiveKind::custom) {
-        switch (c.kind) {
-            case CollectiveKind::alltoall:
-            case CollectiveKind::scatter:
-            case CollectiveKind::gather:
-                f(Node{k.dst});
-                break;
-            case CollectiveKind::allgather:
-            case CollectiveKind::broadcast:
-                for (std::uint32_t p = 0; p < P; ++p)
-                    if (p != k.src) f(Node{p});
-                break;
-            case CollectiveKind::multicast:
-                for (Node p : c.members)
-                    if (p != c.root) f(p);
-                break;
-            case CollectiveKind::custom:
-            case CollectiveKind::reduce:
-            case CollectiveKind::prefix:
-            case CollectiveKind::allreduce:
-            case CollectiveKind::reduce_scatter:
-            case CollectiveKind::scan: break;
-        }
-    }
+    if (initial) c.for_each_sink(P, k, f);  // custom: only the requirements
 }
 
 void Checker::goals(MessageId m, const MessageKey& k, bool initial) {

@@ -237,9 +237,7 @@ namespace collsched {
 
 std::string combining_problem(const SynthInstance& in) {
     const Topology& t = *in.topology;
-    const CollectiveKind k = in.collective.kind;
-    if (k != CollectiveKind::allreduce && k != CollectiveKind::reduce_scatter && k != CollectiveKind::reduce &&
-        k != CollectiveKind::scan)
+    if (!in.collective.row().has_partials())
         return "the direct encoding of combining covers allreduce, reduce_scatter, reduce:R and scan";
     if (in.model.timing != Timing::hop) return "the direct encoding of combining is stated for hop timing (timing=hop)";
     if (t.routers() > 0)
@@ -249,8 +247,8 @@ std::string combining_problem(const SynthInstance& in) {
     if (in.model.inject_once) return "inject=once is not encoded for combining";
     if (in.routes == RouteSpace::fixed) return "combining is searched over any route; --routes fixed is not supported";
     if (in.collective.chunks == 0) return "--chunks must be at least 1";
-    if (k == CollectiveKind::reduce_scatter && in.collective.chunks % t.processors() != 0)
-        return fmt::format("reduce_scatter takes a multiple of P = {} chunks, not {}", t.processors(), in.collective.chunks);
+    if (std::string why = in.collective.reduction_problem(t.processors(), in.collective.chunks); !why.empty())
+        return fmt::format("{} takes a multiple of P = {} chunks, not {}", in.collective.row().name, t.processors(), in.collective.chunks);
     return "";
 }
 

@@ -1,6 +1,8 @@
-// The three encodings of "a schedule completes by step T" (docs/synthesis.md has the same
-// text with the arguments for every reduction). All of them are built once for a largest
-// horizon H; completion by T <= H is the assumption deadline[T].
+// The encodings of "a schedule completes by step T" but combining's (EncodingKind in
+// verifier/synth.hpp: personal, free_route, dissemination, end_to_end; the combining encoding is
+// verifier/synth_combine.cpp; docs/synthesis.md has the same text with the arguments for every
+// reduction). All of them are built once for a largest horizon H; completion by T <= H is the
+// assumption deadline[T].
 #include "verifier/synth_encode.hpp"
 
 #include <algorithm>
@@ -259,9 +261,7 @@ namespace {
 
 constexpr std::uint32_t unreachable = std::numeric_limits<std::uint32_t>::max();
 
-bool personal_kind(CollectiveKind k) {
-    return k == CollectiveKind::alltoall || k == CollectiveKind::scatter || k == CollectiveKind::gather;
-}
+bool personal_kind(CollectiveKind k) { return collective_row(k).personalized(); }
 
 /// Buckets of literals per (resource, step): the literals whose truth puts one unit of load on
 /// the resource in that step.
@@ -1074,11 +1074,10 @@ EncodingKind encoding_for(const SynthInstance& in) {
     if (m.combine_routers)
         throw InputError("the synthesizer does not encode in-network reduction (combine=routers): its optima would not cover "
                          "the schedules where routers combine; check such schedules with verify --engine direct or simulate");
-    CollectiveKind k = in.collective.kind;
-    if (k == CollectiveKind::custom)
+    const CollectiveRow& row = in.collective.row();
+    if (row.data == coll::Data::any)
         throw InputError("the synthesizer needs a named collective (alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:...)");
-    if (k == CollectiveKind::allreduce || k == CollectiveKind::reduce_scatter || k == CollectiveKind::scan ||
-        k == CollectiveKind::reduce) {
+    if (row.has_partials()) {
         if (std::string why = combining_problem(in); !why.empty()) throw InputError(why);
         return EncodingKind::combining;
     }
@@ -1090,10 +1089,10 @@ EncodingKind encoding_for(const SynthInstance& in) {
         // Chunks and rounds are encoded in the hold/cross encodings only (docs/synthesis.md).
         if (in.collective.chunks == 0) throw InputError("--chunks must be at least 1");
         if (in.rounds && *in.rounds == 0) throw InputError("--rounds must be at least 1");
-        if (in.routes == RouteSpace::fixed && synth::personal_kind(k))
+        if (in.routes == RouteSpace::fixed && row.personalized())
             throw InputError("chunks and rounds are searched over any route; --routes fixed is not supported with them");
         if (m.inject_once) throw InputError("inject=once is not encoded with chunks or rounds");
-        if (synth::personal_kind(k)) return EncodingKind::free_route;
+        if (row.personalized()) return EncodingKind::free_route;
         if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
         throw InputError(fmt::format("{} on {} with chunks or rounds: copies through routers need replicate=yes or a topology "
                                      "without routers",
@@ -1101,7 +1100,7 @@ EncodingKind encoding_for(const SynthInstance& in) {
     }
     if (!t.groups().empty()) {
         // Link groups are encoded in the hold/cross encodings only.
-        if (synth::personal_kind(k)) {
+        if (row.personalized()) {
             if (in.routes == RouteSpace::fixed)
                 throw InputError("link groups are encoded for any route only; --routes fixed is not supported on a topology with groups");
             if (m.inject_once) throw InputError("inject=once is not encoded on a topology with link groups");
@@ -1111,7 +1110,7 @@ EncodingKind encoding_for(const SynthInstance& in) {
         throw InputError(fmt::format("{} on {}: copies through routers need replicate=yes on a topology with link groups",
                                      in.collective.to_string(), t.spec()));
     }
-    if (synth::personal_kind(k)) {
+    if (row.personalized()) {
         if (in.routes == RouteSpace::fixed || fixed_routes_exact(in)) return EncodingKind::personal;
         if (m.inject_once)
             throw InputError("inject=once is not encoded for personalized messages on any route (a walk may turn back); use "

@@ -88,7 +88,7 @@ std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance& in, s
         sig[u].push_back(0);
         sig[u].insert(sig[u].end(), i.begin(), i.end());
     }
-    const bool rooted = in.collective.kind != CollectiveKind::allgather && in.collective.kind != CollectiveKind::alltoall;
+    const bool rooted = !in.collective.row().symmetric();  // a renaming must keep the root, members, order, blocks
     std::vector<char> member(P, 0);
     for (Node m : in.collective.members) member[idx(m)] = 1;
     // Every link group must map onto a group of the same capacity.
@@ -149,8 +149,7 @@ std::optional<BandwidthBound> enumerated_cut_bound(const SynthInstance& in, Cloc
     const std::uint32_t P = t.processors();
     const std::vector<Datum> data = data_of(in);
     if (data.empty()) return std::nullopt;
-    const bool personal = in.collective.kind == CollectiveKind::alltoall || in.collective.kind == CollectiveKind::scatter ||
-                          in.collective.kind == CollectiveKind::gather;
+    const bool personal = in.collective.row().personalized();
 
     // Cuts: every set of processors when P <= 16, else each processor, each complement of one,
     // and the balls around each processor.
@@ -249,8 +248,7 @@ std::vector<BandwidthBound> bandwidth_bounds(const SynthInstance& in, Clock::tim
     }
     const std::vector<Datum> data = data_of(in);
     if (data.empty()) return out;
-    const bool personal = in.collective.kind == CollectiveKind::alltoall || in.collective.kind == CollectiveKind::scatter ||
-                          in.collective.kind == CollectiveKind::gather;
+    const bool personal = in.collective.row().personalized();
     // The largest cut bound over every node set by max flow where the demand is a flow
     // (verifier/bandwidth_bound.hpp); alltoall keeps the enumerated processor sets.
     if (auto flow = flow_bandwidth_bound(in)) out.push_back(std::move(*flow));
