@@ -15,6 +15,7 @@
 #include "compiler/table_printer.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tools/commands.hpp"
+#include "tools/hierarchical_report.hpp"
 #include "tools/synth_common.hpp"
 #include "verifier/greedy.hpp"
 #include "verifier/synth.hpp"
@@ -35,6 +36,7 @@ struct OptimizeArgs {
     std::uint32_t rounds = 0;
     std::string method = "auto";
     bool greedy = false;
+    bool hierarchical = false;
     std::uint64_t seed = 1;
 };
 
@@ -64,6 +66,7 @@ std::string text_report(const SynthInstance& in, const OptimizeResult& r, const 
         s += r.greedy.steps ? fmt::format("greedy: {} steps in {:.2f} s (verified by the direct checker in {:.2f} s)\n", *r.greedy.steps,
                                           r.greedy.seconds, r.greedy.verify_seconds)
                             : fmt::format("greedy: no schedule ({})\n", r.greedy.reason);
+    if (r.hierarchical) s += hierarchical_text(*r.hierarchical);
     if (!r.attempts.empty())
         for (const Attempt& a : r.attempts)
             s += fmt::format("  T = {}: {} ({:.3f} s){}\n", a.horizon, to_string(a.answer), a.seconds,
@@ -156,6 +159,10 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--greedy", args->greedy,
                   "Only the greedy synthesizer (chunks matched to channels step by step; networks of processors) and the counting "
                   "bounds, no solver: a verified schedule with its gap to the best lower bound (docs/synthesis.md, \"At scale\")");
+    cmd->add_flag("--hierarchical", args->hierarchical,
+                  "Machines of boxes: exact phases on one box and one rail, composed (inter-box then intra-box, the reverse, "
+                  "splits), compacted and verified whole; with the counting bounds and the greedy, no solver on the whole machine "
+                  "(docs/synthesis.md, \"Hierarchical synthesis\")");
     cmd->add_option("--seed", args->seed, "The greedy synthesizer's seed (default 1; machines of more than 64 processors start from it)");
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
@@ -174,7 +181,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
             // SCCL's ReduceScatter); reduce and scan: one chunk
             const bool per_processor = k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce;
             in.collective.set_chunks(args->chunks > 0 ? args->chunks : per_processor ? topo->processors() : 1, *topo);
-            if (!args->greedy && reduction_method(in, args->method) == "duality") {
+            if (!args->greedy && !args->hierarchical && reduction_method(in, args->method) == "duality") {
                 if (args->rounds > 0) throw InputError("--rounds is not supported by the duality method; use --method direct");
                 return optimize_reduction_command(in, *args, ctx);
             }
@@ -186,6 +193,12 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         encoding_for(in);  // unsupported models are bad input, before any work
         OptimizeOptions opt = args->solver.options();
         opt.greedy_only = args->greedy;
+        opt.hierarchical = args->hierarchical;
+        if (args->greedy && args->hierarchical) throw InputError("--greedy and --hierarchical exclude each other (--hierarchical runs the greedy too)");
+        if (args->hierarchical) {
+            if (std::string why = hierarchical_problem(in); !why.empty()) throw InputError(why);
+            opt.max_goals = 0;
+        }
         // The greedy alone holds no per-pair encoding: the size is bounded by the collective's own
         // limit of goal pairs and by --memory (estimated before it runs).
         if (args->greedy) opt.max_goals = 0;
@@ -253,6 +266,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         if (args->json) {
             nlohmann::ordered_json j = result_json(in, r, args->solver);
             j["bandwidth"] = bw;
+            if (r.hierarchical) j["hierarchical"] = hierarchical_json(*r.hierarchical);
             j["witness"] = args->outputs.empty() || !r.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(args->outputs);
             std::string out = j.dump() + "\n";
             std::fwrite(out.data(), 1, out.size(), stdout);

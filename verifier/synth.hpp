@@ -198,6 +198,8 @@ struct KnownSchedule {
 std::optional<KnownSchedule> known_schedule(const SynthInstance&, bool constructions = true,
                                             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
+struct HierarchicalResult;  // verifier/hierarchical.hpp
+
 enum class OptStatus : std::uint8_t { proved, found, timeout, infeasible };
 std::string_view to_string(OptStatus);
 
@@ -225,6 +227,9 @@ struct OptimizeOptions {
     /// Machines with more processors than this start from the greedy synthesizer's schedule.
     std::uint32_t greedy_from = 64;
     std::uint64_t seed = 1;  ///< the greedy's seed
+    /// Machines of boxes: the hierarchical composition (verifier/hierarchical.hpp) as an upper
+    /// bound, with the counting bounds and the greedy, no solver on the whole machine.
+    bool hierarchical = false;
 };
 
 struct Attempt {
@@ -259,6 +264,8 @@ struct OptimizeResult {
         double verify_seconds = 0;
         std::string reason;           ///< no schedule: why
     } greedy;                         ///< the greedy synthesizer, when it ran
+    /// The hierarchical composition, when OptimizeOptions::hierarchical asked for it.
+    std::shared_ptr<const HierarchicalResult> hierarchical;
 };
 
 /// The automorphisms of the topology that map the collective's goals to themselves: node
