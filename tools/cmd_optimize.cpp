@@ -2,6 +2,7 @@
 // with its proof status, and the witness schedule.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -16,6 +17,9 @@
 #include "dsl/diagnostics.hpp"
 #include "tools/commands.hpp"
 #include "tools/hierarchical_report.hpp"
+#include "tools/input.hpp"
+#include "verifier/direct.hpp"
+#include "verifier/report.hpp"
 #include "tools/synth_common.hpp"
 #include "verifier/greedy.hpp"
 #include "verifier/synth.hpp"
@@ -37,6 +41,7 @@ struct OptimizeArgs {
     std::string method = "auto";
     bool greedy = false;
     bool hierarchical = false;
+    std::string start;
     std::uint64_t seed = 1;
 };
 
@@ -128,6 +133,41 @@ void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& arg
     ctx.exit_code = exit_code(r.allgather);
 }
 
+/// `--start FILE`: the schedule is read, checked to be for the instance's topology and
+/// collective (else bad input), re-stamped with the instance's model and verified; one that does
+/// not hold is reported with its counterexamples (exit 1, returns false). Otherwise it becomes
+/// the run's start (OptimizeOptions::start).
+bool start_schedule(const SynthInstance& in, const std::string& path, bool json, OptimizeOptions& opt, Context& ctx) {
+    SendTable t = load_input(path, {});
+    const Topology& a = *t.topology;
+    const Topology& b = *in.topology;
+    if (a.processors() != b.processors() || a.routers() != b.routers() || !std::ranges::equal(a.channels(), b.channels()) ||
+        a.groups() != b.groups())
+        throw InputError(fmt::format("{}: the schedule is for {}, not for {} (--start takes a schedule of the optimized topology)", path,
+                                     a.spec(), b.spec()));
+    if (!(t.collective == in.collective))
+        throw InputError(fmt::format("{}: the schedule is for {}{}, not for {}{}", path, t.collective.to_string(),
+                                     t.collective.chunks > 1 ? fmt::format(" of {} chunks", t.collective.chunks) : std::string(),
+                                     in.collective.to_string(),
+                                     in.collective.chunks > 1 ? fmt::format(" of {} chunks", in.collective.chunks) : std::string()));
+    if (!t.step_rounds.empty()) throw InputError(fmt::format("{}: --start takes a schedule of one round per step", path));
+    if (t.has_composites() || !t.requirements.empty())
+        throw InputError(fmt::format("{}: --start takes a schedule of the collective's own messages and goals", path));
+    t.topology = in.topology;
+    t.model = in.model;
+    VerifyReport rep = verify_direct(t);
+    if (!rep.holds()) {
+        std::string out = json ? nlohmann::ordered_json{{"start", path}, {"start_verdict", report_to_json(rep, t)}}.dump() + "\n"
+                               : fmt::format("start schedule {} under model {}:\n{}", path, to_string(in.model), format_report(rep, t));
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.exit_code = 1;
+        return false;
+    }
+    opt.start = std::make_shared<const SendTable>(std::move(t));
+    opt.start_source = fmt::format("the start schedule {} (verified)", path);
+    return true;
+}
+
 }  // namespace
 
 void add_optimize_command(CLI::App& app, Context& ctx) {
@@ -163,6 +203,10 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                   "Machines of boxes: exact phases on one box and one rail, composed (inter-box then intra-box, the reverse, "
                   "splits), compacted and verified whole; with the counting bounds and the greedy, no solver on the whole machine "
                   "(docs/synthesis.md, \"Hierarchical synthesis\")");
+    cmd->add_option("--start", args->start,
+                    "A schedule to start from (a table, or a .sched compiled with its defaults) for the same topology and "
+                    "collective: verified first (exit 1 with its counterexamples when it does not hold), then the upper bound (the "
+                    "search asks only for fewer steps) and the solver's initial phases");
     cmd->add_option("--seed", args->seed, "The greedy synthesizer's seed (default 1; machines of more than 64 processors start from it)");
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
@@ -182,6 +226,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
             const bool per_processor = k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce;
             in.collective.set_chunks(args->chunks > 0 ? args->chunks : per_processor ? topo->processors() : 1, *topo);
             if (!args->greedy && !args->hierarchical && reduction_method(in, args->method) == "duality") {
+                if (!args->start.empty()) throw InputError("--start is not supported by the duality method; use --method direct");
                 if (args->rounds > 0) throw InputError("--rounds is not supported by the duality method; use --method direct");
                 return optimize_reduction_command(in, *args, ctx);
             }
@@ -205,6 +250,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         opt.seed = args->seed;
         if (args->greedy)
             if (std::string why = greedy_problem(in); !why.empty()) throw InputError(why);
+        if (!args->start.empty() && !start_schedule(in, args->start, args->json, opt, ctx)) return;
         Progress progress;
         opt.progress = progress.callback();
         OptimizeResult r;

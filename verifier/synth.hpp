@@ -126,6 +126,10 @@ struct SynthOptions {
     std::vector<std::vector<std::uint32_t>> invariant;
     /// CaDiCaL's configuration ("sat" favours finding schedules); empty: its default.
     std::string cadical_config;
+    /// A schedule to start from (`optimize --start`): CaDiCaL's initial phases are set to it, true
+    /// for every candidate whose transfers are all in it, false for the others. Only a hint: the
+    /// answers are the same without it.
+    std::shared_ptr<const SendTable> hint;
 };
 
 enum class Answer : std::uint8_t { sat, unsat, unknown };
@@ -227,6 +231,10 @@ struct OptimizeOptions {
     /// Machines with more processors than this start from the greedy synthesizer's schedule.
     std::uint32_t greedy_from = 64;
     std::uint64_t seed = 1;  ///< the greedy's seed
+    /// A verified schedule of the instance (`optimize --start FILE`): an upper bound (the search
+    /// asks only for fewer steps) and the solver's hint (SynthOptions::hint).
+    std::shared_ptr<const SendTable> start;
+    std::string start_source;  ///< "the start schedule t.json"
     /// Machines of boxes: the hierarchical composition (verifier/hierarchical.hpp) as an upper
     /// bound, with the counting bounds and the greedy, no solver on the whole machine.
     bool hierarchical = false;

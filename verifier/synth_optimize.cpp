@@ -130,6 +130,13 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
         res.hierarchical = std::move(h);
     }
 
+    // The user's schedule (`optimize --start`, verified by the caller): the upper bound to beat.
+    if (opt.start && (!res.upper_bound || opt.start->steps() <= *res.upper_bound)) {
+        res.upper_bound = opt.start->steps();
+        res.upper_bound_source = opt.start_source;
+        res.witness = *opt.start;
+    }
+
     auto settle = [&] {
         if (res.upper_bound && *res.upper_bound <= res.lower_bound) {
             res.status = OptStatus::proved;
@@ -146,6 +153,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     auto run = [&](Step T) -> SynthResult {
         SynthOptions so = opt.synth;
         so.deadline = run_deadline.when();
+        if (opt.start) so.hint = opt.start;
         // What an earlier attempt left to be freed is still resident and counts against the
         // memory limit: wait for it (within the time limit; past it, the encoding stops at once).
         if (!so.memory.none()) wait_for_background_frees(run_deadline);
