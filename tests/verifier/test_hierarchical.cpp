@@ -115,3 +115,25 @@ TEST_CASE("hierarchical: compaction moves transfers to their earliest step") {
     CHECK(s.transfers[1] == Transfer{2, c12, ms.broadcast(0)});
     CHECK(verify_direct(s).holds());
 }
+
+TEST_CASE("class counting: the NIC class on multibox 4 x 8 and the NVLink class on rail 4 x 8") {
+    auto find = [](const SynthInstance& in, const std::string& bw) -> Step {
+        for (const Bound& b : lower_bounds(in))
+            if (b.name == "class counting" && b.detail.starts_with("the messages cross channels of " + bw)) return b.steps;
+        return 0;
+    };
+    // 768 messages between boxes, each across one NIC channel, 32 NICs sending one per step.
+    SynthInstance mb = instance(mb4, "alltoall");
+    CHECK(find(mb, "25 GB/s") == 24);
+    // A message to another local index crosses an NVLink (rails join equal indices): 32 * 28 / 32.
+    SynthInstance rl = instance(rail4, "alltoall");
+    CHECK(find(rl, "300 GB/s") == 28);
+    CHECK(find(rl, "25 GB/s") == 24);
+    for (const Bound& b : lower_bounds(rl))
+        if (b.name == "class counting") CHECK(b.detail.ends_with("and those carry at most 32 per step"));
+    // Dissemination and machines without link speeds: none.
+    CHECK(find(instance(mb4, "allgather"), "25 GB/s") == 0);
+    for (const Bound& b : lower_bounds(instance("torus:4x4", "alltoall"))) CHECK(b.name != "class counting");
+    // The bound is at most what the schedules reach.
+    CHECK(hierarchical_synthesize(rl, {}).table->steps() == 29);
+}
