@@ -177,6 +177,26 @@ std::shared_ptr<const Topology> graph_from_text(const std::string& name, const s
     return topo;
 }
 
+/// The copies 1 .. K-1 of a box phase and 1 .. B-1 of a rail phase in one of the three orders of
+/// the compositions: 0 every box copy first, 1 every rail copy first, 2 interleaved copy by copy
+/// (box before rail, or rail before box with `rail_leads`).
+void copies_in_order(int order, std::uint32_t K, std::uint32_t B, const std::function<void(std::uint32_t)>& box,
+                     const std::function<void(std::uint32_t)>& rail, bool rail_leads = false) {
+    if (order == 0) {
+        for (std::uint32_t rr = 1; rr < K; ++rr) box(rr);
+        for (std::uint32_t rr = 1; rr < B; ++rr) rail(rr);
+    } else if (order == 1) {
+        for (std::uint32_t rr = 1; rr < B; ++rr) rail(rr);
+        for (std::uint32_t rr = 1; rr < K; ++rr) box(rr);
+    } else {
+        for (std::uint32_t rr = 1; rr < std::max(K, B); ++rr) {
+            if (rail_leads && rr < B) rail(rr);
+            if (rr < K) box(rr);
+            if (!rail_leads && rr < B) rail(rr);
+        }
+    }
+}
+
 class Deadlined {
 public:
     explicit Deadlined(Deadline d, MemoryBudget m) : d_(d), m_(m) {}
@@ -415,19 +435,7 @@ HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const Hie
                                          if (j < l) return std::nullopt;
                                          return ms.broadcast(P_of(k.src, j));
                                      });
-                                     const std::uint32_t n = std::max(K, B);
-                                     if (o == 0) {
-                                         for (std::uint32_t rr = 1; rr < K; ++rr) box_copy(rr);
-                                         for (std::uint32_t rr = 1; rr < B; ++rr) rail_copy(rr);
-                                     } else if (o == 1) {
-                                         for (std::uint32_t rr = 1; rr < B; ++rr) rail_copy(rr);
-                                         for (std::uint32_t rr = 1; rr < K; ++rr) box_copy(rr);
-                                     } else {
-                                         for (std::uint32_t rr = 1; rr < n; ++rr) {
-                                             if (rr < K) box_copy(rr);
-                                             if (rr < B) rail_copy(rr);
-                                         }
-                                     }
+                                     copies_in_order(o, K, B, box_copy, rail_copy);
                                  }});
             }
     } else {
@@ -479,27 +487,10 @@ HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const Hie
                                              return ms.personal(P_of((b + rr) % K, k.src), P_of(b, k.dst));
                                          });
                                      };
-                                     const std::uint32_t n = std::max(K, B);
-                                     if (o == 0) {
-                                         for (std::uint32_t rr = 1; rr < K; ++rr) box_first(rr);
-                                         for (std::uint32_t rr = 1; rr < B; ++rr) rail_first_hop(rr);
-                                         for (std::uint32_t rr = 1; rr < B; ++rr) rail_second(rr);
-                                         for (std::uint32_t rr = 1; rr < K; ++rr) box_second(rr);
-                                     } else if (o == 1) {
-                                         for (std::uint32_t rr = 1; rr < B; ++rr) rail_first_hop(rr);
-                                         for (std::uint32_t rr = 1; rr < K; ++rr) box_first(rr);
-                                         for (std::uint32_t rr = 1; rr < K; ++rr) box_second(rr);
-                                         for (std::uint32_t rr = 1; rr < B; ++rr) rail_second(rr);
-                                     } else {
-                                         for (std::uint32_t rr = 1; rr < n; ++rr) {
-                                             if (rr < K) box_first(rr);
-                                             if (rr < B) rail_first_hop(rr);
-                                         }
-                                         for (std::uint32_t rr = 1; rr < n; ++rr) {
-                                             if (rr < B) rail_second(rr);
-                                             if (rr < K) box_second(rr);
-                                         }
-                                     }
+                                     // first hops in the composition's order; second hops intra-box first
+                                     // messages' before the others' (o = 0), after them (o = 1), or interleaved
+                                     copies_in_order(o, K, B, box_first, rail_first_hop);
+                                     copies_in_order(o == 2 ? 2 : 1 - o, K, B, box_second, rail_second, true);
                                  }});
             }
     }
