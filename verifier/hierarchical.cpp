@@ -443,22 +443,28 @@ HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const Hie
         // message m(s, d) between (b, i) and (b', i'), b != b', i != i', goes intra-box first
         // ((b, i) -> (b, i') -> (b', i')) when (i' - i) mod B > l, else inter-box first
         // ((b, i) -> (b', i) -> (b', i')).
+        for (int late = 0; late < 2; ++late)
         for (std::uint32_t l = 0; l < B; ++l)
             for (int o = 0; o < 3; ++o) {
                 if ((l == 0 || l == B - 1) && o > 0) continue;
-                const std::string split = l == 0       ? std::string("intra-box then inter-box")
-                                          : l == B - 1 ? std::string("inter-box then intra-box")
-                                                       : fmt::format("messages to local index i + 1 .. i + {} inter-box first, the others "
-                                                                     "intra-box first; {}",
-                                                                     l, orders[o]);
-                cands.push_back({split, [&, l, o](Layout& lay) {
+                std::string split = l == 0       ? std::string("intra-box then inter-box")
+                                    : l == B - 1 ? std::string("inter-box then intra-box")
+                                                 : fmt::format("messages to local index i + 1 .. i + {} inter-box first, the others "
+                                                               "intra-box first; {}",
+                                                               l, orders[o]);
+                if (late) split += "; messages within a box or a rail laid out last";
+                cands.push_back({split, [&, l, o, late](Layout& lay) {
                                      auto rail_first = [&](std::uint32_t i, std::uint32_t i2) { return (i2 + B - i) % B <= l; };
-                                     lay.add(box, maps[0], [&](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
-                                         return ms.personal(P_of(b, k.src), P_of(b, k.dst));
-                                     });
-                                     lay.add(rail, maps[1], [&](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
-                                         return ms.personal(P_of(k.src, j), P_of(k.dst, j));
-                                     });
+                                     // messages within a box, within a rail: one hop each, first or last in the layout
+                                     auto direct = [&] {
+                                         lay.add(box, maps[0], [&](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
+                                             return ms.personal(P_of(b, k.src), P_of(b, k.dst));
+                                         });
+                                         lay.add(rail, maps[1], [&](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
+                                             return ms.personal(P_of(k.src, j), P_of(k.dst, j));
+                                         });
+                                     };
+                                     if (!late) direct();
                                      // first hops: intra-box (to the destination's local index) and inter-box (to its box)
                                      auto box_first = [&](std::uint32_t rr) {
                                          lay.add(box, maps[0], [&, rr](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
@@ -491,6 +497,7 @@ HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const Hie
                                      // messages' before the others' (o = 0), after them (o = 1), or interleaved
                                      copies_in_order(o, K, B, box_first, rail_first_hop);
                                      copies_in_order(o == 2 ? 2 : 1 - o, K, B, box_second, rail_second, true);
+                                     if (late) direct();
                                  }});
             }
     }
