@@ -272,7 +272,8 @@ std::string hierarchical_problem(const SynthInstance& in) {
     return check_alike(t, *L, texts);
 }
 
-SendTable compact_schedule(const SynthInstance& in, std::vector<Transfer> transfers, int passes) {
+SendTable compact_schedule(const SynthInstance& in, std::vector<Transfer> transfers, int passes, Deadline deadline, MemoryBudget memory) {
+    const Deadlined limits(deadline, memory);
     const Topology& t = *in.topology;
     const Messages ms = in.collective.messages(t.processors());
     const std::uint64_t C = t.channels().size(), G = t.groups().size(), N = t.nodes();
@@ -294,7 +295,9 @@ SendTable compact_schedule(const SynthInstance& in, std::vector<Transfer> transf
         };
         std::vector<Transfer> out;
         out.reserve(transfers.size());
-        for (const Transfer& tr : transfers) {
+        for (std::size_t i = 0; i < transfers.size(); ++i) {
+            if (i % 65536 == 65535) limits.check("compaction");
+            const Transfer& tr = transfers[i];
             const Channel& ch = t.channel(tr.channel);
             auto from = holds_at(ch.from, tr.message);
             COLLSCHED_ASSERT_MSG(from.has_value(), fmt::format("compaction: {} sends {} before it holds it", t.node_name(ch.from), ms.name(tr.message)));
@@ -510,7 +513,12 @@ HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const Hie
             c.lay(lay);
             Composition comp{c.name, 0, 0};
             comp.laid_out = lay.offset;
-            SendTable table = compact_schedule(in, std::move(lay.transfers));
+            // Compaction holds about 120 bytes per transfer (its two hash maps and the moved copy).
+            if (const std::uint64_t need = 120 * std::uint64_t{lay.transfers.size()}; !opt.memory.fits(need))
+                throw std::runtime_error(fmt::format("memory limit: compacting {} transfers would need about {}, {} of the limit {} is left",
+                                                     lay.transfers.size(), format_bytes(need), format_bytes(opt.memory.left()),
+                                                     format_bytes(opt.memory.limit())));
+            SendTable table = compact_schedule(in, std::move(lay.transfers), 4, opt.deadline, opt.memory);
             if (reversed) table = reduce_scatter_from_allgather(table);
             limits.check("hierarchical compositions");
             const auto v0 = Clock::now();

@@ -91,7 +91,10 @@ HierarchicalResult hierarchical_synthesize(const SynthInstance&, const Hierarchi
 /// while the completion time falls (at most `passes` times). A transfer whose receiver already
 /// holds its message by then is dropped. Hop timing, processors only. The result is valid
 /// whenever every transfer's sender gets its message from an earlier transfer or holds it
-/// initially; the caller verifies it.
-SendTable compact_schedule(const SynthInstance&, std::vector<Transfer> transfers, int passes = 4);
+/// initially; the caller verifies it. Every 65,536 transfers it checks `deadline` and `memory`
+/// (90% of the limit) and throws std::runtime_error ("time limit (compaction)", "memory limit
+/// (compaction): ...") once one is reached.
+SendTable compact_schedule(const SynthInstance&, std::vector<Transfer> transfers, int passes = 4, Deadline deadline = {},
+                           MemoryBudget memory = {});
 
 }  // namespace collsched
