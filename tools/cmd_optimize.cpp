@@ -42,6 +42,7 @@ struct OptimizeArgs {
     bool greedy = false;
     bool hierarchical = false;
     std::string start;
+    std::uint32_t jobs = 1;
     std::uint64_t seed = 1;
 };
 
@@ -203,6 +204,10 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                   "Machines of boxes: exact phases on one box and one rail, composed (inter-box then intra-box, the reverse, "
                   "splits), compacted and verified whole; with the counting bounds and the greedy, no solver on the whole machine "
                   "(docs/synthesis.md, \"Hierarchical synthesis\")");
+    cmd->add_option("--jobs", args->jobs,
+                    "Threads for the hierarchical compositions (each laid out, compacted and verified on its own; the answers do not "
+                    "depend on it); default 1")
+        ->check(CLI::Range(1u, 256u));
     cmd->add_option("--start", args->start,
                     "A schedule to start from (a table, or a .sched compiled with its defaults) for the same topology and "
                     "collective: verified first (exit 1 with its counterexamples when it does not hold), then the upper bound (the "
@@ -239,6 +244,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         OptimizeOptions opt = args->solver.options();
         opt.greedy_only = args->greedy;
         opt.hierarchical = args->hierarchical;
+        opt.jobs = args->jobs;
         if (args->greedy && args->hierarchical) throw InputError("--greedy and --hierarchical exclude each other (--hierarchical runs the greedy too)");
         if (args->hierarchical) {
             if (std::string why = hierarchical_problem(in); !why.empty()) throw InputError(why);

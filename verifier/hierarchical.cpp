@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <numeric>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -506,13 +508,24 @@ HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const Hie
     }
     res.space = cands.size();
 
-    try {
-        for (const Candidate& c : cands) {
+    // Every composition on its own (laid out, compacted, verified), on `jobs` threads; the results
+    // are taken in the order of the compositions, so the answer does not depend on the threads.
+    struct Outcome {
+        bool done = false;
+        Composition comp;
+        std::optional<SendTable> table;
+        double verify_seconds = 0;
+        std::string stop;  // a limit stopped it
+    };
+    std::vector<Outcome> outcomes(cands.size());
+    auto run_one = [&](std::size_t i) {
+        Outcome& o = outcomes[i];
+        const Candidate& c = cands[i];
+        try {
             limits.check("hierarchical compositions");
             Layout lay;
             c.lay(lay);
-            Composition comp{c.name, 0, 0};
-            comp.laid_out = lay.offset;
+            o.comp = {c.name, lay.offset, 0};
             // Compaction holds about 120 bytes per transfer (its two hash maps and the moved copy).
             if (const std::uint64_t need = 120 * std::uint64_t{lay.transfers.size()}; !opt.memory.fits(need))
                 throw std::runtime_error(fmt::format("memory limit: compacting {} transfers would need about {}, {} of the limit {} is left",
@@ -523,19 +536,45 @@ HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const Hie
             limits.check("hierarchical compositions");
             const auto v0 = Clock::now();
             VerifyReport rep = verify_direct(table);
-            res.verify_seconds += since(v0);
+            o.verify_seconds = since(v0);
             COLLSCHED_ASSERT_MSG(rep.holds(), fmt::format("the hierarchical composition '{}' for {} on {} does not verify: {}", c.name,
                                                           whole.collective.to_string(), t.spec(),
                                                           rep.violations.empty() ? std::string(rep.verdict()) : rep.violations.front().detail));
-            comp.steps = table.steps();
-            res.compositions.push_back(comp);
-            if (!res.table || table.steps() < res.table->steps()) {
-                res.table = std::move(table);
-                res.best = c.name;
-            }
+            o.comp.steps = table.steps();
+            o.table = std::move(table);
+            o.done = true;
+        } catch (const std::runtime_error& e) {
+            o.stop = e.what();
         }
-    } catch (const std::runtime_error& e) {
-        res.reason = e.what();
+    };
+    const std::size_t jobs = std::clamp<std::size_t>(opt.phase.jobs, 1, cands.size());
+    if (jobs == 1) {
+        for (std::size_t i = 0; i < cands.size(); ++i) {
+            run_one(i);
+            if (!outcomes[i].stop.empty()) break;
+        }
+    } else {
+        std::atomic<std::size_t> next{0};
+        std::atomic<bool> stopped{false};
+        std::vector<std::thread> workers;
+        for (std::size_t w = 0; w < jobs; ++w)
+            workers.emplace_back([&] {
+                for (std::size_t i = next++; i < cands.size() && !stopped; i = next++) {
+                    run_one(i);
+                    if (!outcomes[i].stop.empty()) stopped = true;
+                }
+            });
+        for (std::thread& w : workers) w.join();
+    }
+    for (Outcome& o : outcomes) {
+        if (!o.stop.empty() && res.reason.empty()) res.reason = o.stop;
+        if (!o.done) continue;
+        res.verify_seconds += o.verify_seconds;
+        res.compositions.push_back(o.comp);
+        if (!res.table || o.table->steps() < res.table->steps()) {
+            res.table = std::move(o.table);
+            res.best = o.comp.name;
+        }
     }
     if (res.table)
         res.source = fmt::format("hierarchical composition ({}{}; phases of {} and {} steps on one box and one rail, copied to {} boxes and "

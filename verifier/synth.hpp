@@ -238,6 +238,9 @@ struct OptimizeOptions {
     /// Machines of boxes: the hierarchical composition (verifier/hierarchical.hpp) as an upper
     /// bound, with the counting bounds and the greedy, no solver on the whole machine.
     bool hierarchical = false;
+    /// Threads for independent work that does not share a solver: the hierarchical compositions
+    /// (each laid out, compacted and verified on its own). The answers do not depend on it.
+    std::uint32_t jobs = 1;
 };
 
 struct Attempt {

@@ -134,6 +134,10 @@ TEST_CASE("optimize --hierarchical: a time limit stops the compositions with the
     CHECK(p["hierarchical"]["space"] == 40);
     CHECK(p["hierarchical"]["phases"][0]["steps"] == 7);
     CHECK(p["hierarchical"]["phases"][1]["steps"] == 3);
+    // --jobs: the compositions on threads, the same report.
+    auto q = optimize_json("--topology graph:" + source("schedules/machines/rail4x8.json") + " --collective alltoall --hierarchical --jobs 2", 0);
+    CHECK(q["hierarchical"]["compositions"] == p["hierarchical"]["compositions"]);
+    CHECK(q["hierarchical"]["best"] == p["hierarchical"]["best"]);
     // Machines it does not take: bad input with the reason.
     auto bad = run("optimize --topology torus:4x4 --collective alltoall --hierarchical");
     CHECK(bad.code == 2);

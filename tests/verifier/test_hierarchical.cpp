@@ -147,3 +147,26 @@ TEST_CASE("class counting: the NIC class on multibox 4 x 8 and the NVLink class 
     // The bound is at most what the schedules reach.
     CHECK(hierarchical_synthesize(rl, {}).table->steps() == 28);
 }
+
+TEST_CASE("hierarchical: the same answers on 1, 2 and 4 threads") {
+    for (const auto& [topo, coll] : {std::pair{&rail4, "alltoall"}, std::pair{&mb4, "allgather"}, std::pair{&mb4, "reduce_scatter"}}) {
+        INFO(*topo << " " << coll);
+        SynthInstance in = instance(*topo, coll);
+        HierarchicalOptions one;
+        HierarchicalResult a = hierarchical_synthesize(in, one);
+        for (std::uint32_t jobs : {2u, 4u}) {
+            HierarchicalOptions many;
+            many.phase.jobs = jobs;
+            HierarchicalResult b = hierarchical_synthesize(in, many);
+            REQUIRE(b.table);
+            CHECK(b.best == a.best);
+            CHECK(b.table->transfers == a.table->transfers);
+            REQUIRE(b.compositions.size() == a.compositions.size());
+            for (std::size_t i = 0; i < a.compositions.size(); ++i) {
+                CHECK(b.compositions[i].name == a.compositions[i].name);
+                CHECK(b.compositions[i].steps == a.compositions[i].steps);
+                CHECK(b.compositions[i].laid_out == a.compositions[i].laid_out);
+            }
+        }
+    }
+}
