@@ -2,6 +2,7 @@
 // with its proof status, and the witness schedule.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -15,6 +16,10 @@
 #include "compiler/table_printer.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tools/commands.hpp"
+#include "tools/hierarchical_report.hpp"
+#include "tools/input.hpp"
+#include "verifier/direct.hpp"
+#include "verifier/report.hpp"
 #include "tools/synth_common.hpp"
 #include "verifier/greedy.hpp"
 #include "verifier/synth.hpp"
@@ -35,6 +40,9 @@ struct OptimizeArgs {
     std::uint32_t rounds = 0;
     std::string method = "auto";
     bool greedy = false;
+    bool hierarchical = false;
+    std::string start;
+    std::uint32_t jobs = 1;
     std::uint64_t seed = 1;
 };
 
@@ -64,6 +72,7 @@ std::string text_report(const SynthInstance& in, const OptimizeResult& r, const 
         s += r.greedy.steps ? fmt::format("greedy: {} steps in {:.2f} s (verified by the direct checker in {:.2f} s)\n", *r.greedy.steps,
                                           r.greedy.seconds, r.greedy.verify_seconds)
                             : fmt::format("greedy: no schedule ({})\n", r.greedy.reason);
+    if (r.hierarchical) s += hierarchical_text(*r.hierarchical);
     if (!r.attempts.empty())
         for (const Attempt& a : r.attempts)
             s += fmt::format("  T = {}: {} ({:.3f} s){}\n", a.horizon, to_string(a.answer), a.seconds,
@@ -125,6 +134,41 @@ void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& arg
     ctx.exit_code = exit_code(r.allgather);
 }
 
+/// `--start FILE`: the schedule is read, checked to be for the instance's topology and
+/// collective (else bad input), re-stamped with the instance's model and verified; one that does
+/// not hold is reported with its counterexamples (exit 1, returns false). Otherwise it becomes
+/// the run's start (OptimizeOptions::start).
+bool start_schedule(const SynthInstance& in, const std::string& path, bool json, OptimizeOptions& opt, Context& ctx) {
+    SendTable t = load_input(path, {});
+    const Topology& a = *t.topology;
+    const Topology& b = *in.topology;
+    if (a.processors() != b.processors() || a.routers() != b.routers() || !std::ranges::equal(a.channels(), b.channels()) ||
+        a.groups() != b.groups())
+        throw InputError(fmt::format("{}: the schedule is for {}, not for {} (--start takes a schedule of the optimized topology)", path,
+                                     a.spec(), b.spec()));
+    if (!(t.collective == in.collective))
+        throw InputError(fmt::format("{}: the schedule is for {}{}, not for {}{}", path, t.collective.to_string(),
+                                     t.collective.chunks > 1 ? fmt::format(" of {} chunks", t.collective.chunks) : std::string(),
+                                     in.collective.to_string(),
+                                     in.collective.chunks > 1 ? fmt::format(" of {} chunks", in.collective.chunks) : std::string()));
+    if (!t.step_rounds.empty()) throw InputError(fmt::format("{}: --start takes a schedule of one round per step", path));
+    if (t.has_composites() || !t.requirements.empty())
+        throw InputError(fmt::format("{}: --start takes a schedule of the collective's own messages and goals", path));
+    t.topology = in.topology;
+    t.model = in.model;
+    VerifyReport rep = verify_direct(t);
+    if (!rep.holds()) {
+        std::string out = json ? nlohmann::ordered_json{{"start", path}, {"start_verdict", report_to_json(rep, t)}}.dump() + "\n"
+                               : fmt::format("start schedule {} under model {}:\n{}", path, to_string(in.model), format_report(rep, t));
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        ctx.exit_code = 1;
+        return false;
+    }
+    opt.start = std::make_shared<const SendTable>(std::move(t));
+    opt.start_source = fmt::format("the start schedule {} (verified)", path);
+    return true;
+}
+
 }  // namespace
 
 void add_optimize_command(CLI::App& app, Context& ctx) {
@@ -154,6 +198,18 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--greedy", args->greedy,
                   "Only the greedy synthesizer (chunks matched to channels step by step; networks of processors) and the counting "
                   "bounds, no solver: a verified schedule with its gap to the best lower bound (docs/synthesis.md, \"At scale\")");
+    cmd->add_flag("--hierarchical", args->hierarchical,
+                  "Machines of boxes: exact phases on one box and one rail, composed (inter-box then intra-box, the reverse, "
+                  "splits), compacted and verified whole; with the counting bounds and the greedy, no solver on the whole machine "
+                  "(docs/synthesis.md, \"Hierarchical synthesis\")");
+    cmd->add_option("--jobs", args->jobs,
+                    "Threads for the hierarchical compositions (each laid out, compacted and verified on its own; the answers do not "
+                    "depend on it); default 1")
+        ->check(CLI::Range(1u, 256u));
+    cmd->add_option("--start", args->start,
+                    "A schedule to start from (a table, or a .sched compiled with its defaults) for the same topology and "
+                    "collective: verified first (exit 1 with its counterexamples when it does not hold), then the upper bound (the "
+                    "search asks only for fewer steps) and the solver's initial phases");
     cmd->add_option("--seed", args->seed, "The greedy synthesizer's seed (default 1; machines of more than 64 processors start from it)");
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
@@ -171,7 +227,8 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
             // SCCL's ReduceScatter); reduce and scan: one chunk
             const bool per_processor = k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce;
             in.collective.set_chunks(args->chunks > 0 ? args->chunks : per_processor ? topo->processors() : 1, *topo);
-            if (!args->greedy && reduction_method(in, args->method) == "duality") {
+            if (!args->greedy && !args->hierarchical && reduction_method(in, args->method) == "duality") {
+                if (!args->start.empty()) throw InputError("--start is not supported by the duality method; use --method direct");
                 if (args->rounds > 0) throw InputError("--rounds is not supported by the duality method; use --method direct");
                 return optimize_reduction_command(in, *args, ctx);
             }
@@ -183,12 +240,20 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         encoding_for(in);  // unsupported models are bad input, before any work
         OptimizeOptions opt = args->solver.options();
         opt.greedy_only = args->greedy;
+        opt.hierarchical = args->hierarchical;
+        opt.jobs = args->jobs;
+        if (args->greedy && args->hierarchical) throw InputError("--greedy and --hierarchical exclude each other (--hierarchical runs the greedy too)");
+        if (args->hierarchical) {
+            if (std::string why = hierarchical_problem(in); !why.empty()) throw InputError(why);
+            opt.max_goals = 0;
+        }
         // The greedy alone holds no per-pair encoding: the size is bounded by the collective's own
         // limit of goal pairs and by --memory (estimated before it runs).
         if (args->greedy) opt.max_goals = 0;
         opt.seed = args->seed;
         if (args->greedy)
             if (std::string why = greedy_problem(in); !why.empty()) throw InputError(why);
+        if (!args->start.empty() && !start_schedule(in, args->start, args->json, opt, ctx)) return;
         Progress progress;
         opt.progress = progress.callback();
         OptimizeResult r;
@@ -250,6 +315,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         if (args->json) {
             nlohmann::ordered_json j = result_json(in, r, args->solver);
             j["bandwidth"] = bw;
+            if (r.hierarchical) j["hierarchical"] = hierarchical_json(*r.hierarchical);
             j["witness"] = args->outputs.empty() || !r.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(args->outputs);
             std::string out = j.dump() + "\n";
             ctx.print(out);

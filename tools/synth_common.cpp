@@ -202,9 +202,10 @@ std::string status_sentence(const SynthInstance& in, const OptimizeResult& r) {
         case OptStatus::found: {
             const Step gap = *r.optimum - r.lower_bound;
             const std::string gaps = fmt::format("gap {} steps, {:.1f}% of the bound", gap, 100.0 * gap / std::max<Step>(1, r.lower_bound));
-            if (r.greedy.only)
-                return fmt::format("best found: {} steps by {} (greedy only, no solver); proven lower bound {} ({}); {}", *r.optimum,
-                                   r.upper_bound_source, r.lower_bound, r.lower_bound_reason, gaps);
+            if (r.greedy.only || r.hierarchical)
+                return fmt::format("best found: {} steps by {} ({}, no solver); proven lower bound {} ({}); {}", *r.optimum,
+                                   r.upper_bound_source, r.greedy.only ? "greedy only" : "hierarchical composition and greedy", r.lower_bound,
+                                   r.lower_bound_reason, gaps);
             return fmt::format("best found: {} steps, not proved optimal ({} ended the search); proven lower bound {} ({}); {}", *r.optimum,
                                limit_that_ended(r), r.lower_bound, r.lower_bound_reason, gaps);
         }

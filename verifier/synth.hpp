@@ -126,6 +126,10 @@ struct SynthOptions {
     std::vector<std::vector<std::uint32_t>> invariant;
     /// CaDiCaL's configuration ("sat" favours finding schedules); empty: its default.
     std::string cadical_config;
+    /// A schedule to start from (`optimize --start`): CaDiCaL's initial phases are set to it, true
+    /// for every candidate whose transfers are all in it, false for the others. Only a hint: the
+    /// answers are the same without it.
+    std::shared_ptr<const SendTable> hint;
 };
 
 enum class Answer : std::uint8_t { sat, unsat, unknown };
@@ -198,6 +202,8 @@ struct KnownSchedule {
 std::optional<KnownSchedule> known_schedule(const SynthInstance&, bool constructions = true,
                                             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
+struct HierarchicalResult;  // verifier/hierarchical.hpp
+
 enum class OptStatus : std::uint8_t { proved, found, timeout, infeasible };
 std::string_view to_string(OptStatus);
 
@@ -225,6 +231,16 @@ struct OptimizeOptions {
     /// Machines with more processors than this start from the greedy synthesizer's schedule.
     std::uint32_t greedy_from = 64;
     std::uint64_t seed = 1;  ///< the greedy's seed
+    /// A verified schedule of the instance (`optimize --start FILE`): an upper bound (the search
+    /// asks only for fewer steps) and the solver's hint (SynthOptions::hint).
+    std::shared_ptr<const SendTable> start;
+    std::string start_source;  ///< "the start schedule t.json"
+    /// Machines of boxes: the hierarchical composition (verifier/hierarchical.hpp) as an upper
+    /// bound, with the counting bounds and the greedy, no solver on the whole machine.
+    bool hierarchical = false;
+    /// Threads for independent work that does not share a solver: the hierarchical compositions
+    /// (each laid out, compacted and verified on its own). The answers do not depend on it.
+    std::uint32_t jobs = 1;
 };
 
 struct Attempt {
@@ -259,6 +275,8 @@ struct OptimizeResult {
         double verify_seconds = 0;
         std::string reason;           ///< no schedule: why
     } greedy;                         ///< the greedy synthesizer, when it ran
+    /// The hierarchical composition, when OptimizeOptions::hierarchical asked for it.
+    std::shared_ptr<const HierarchicalResult> hierarchical;
 };
 
 /// The automorphisms of the topology that map the collective's goals to themselves: node

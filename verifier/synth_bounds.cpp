@@ -8,6 +8,7 @@
 #include <cmath>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <queue>
@@ -16,6 +17,7 @@
 
 #include "compiler/builder.hpp"
 #include "dsl/diagnostics.hpp"
+#include "verifier/class_bounds.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/synth_duality.hpp"
 #include "verifier/synth_encode.hpp"
@@ -473,6 +475,7 @@ std::vector<Bound> lower_bounds(const SynthInstance& in) {
     if (k == EncodingKind::combining) return synth::combining_bounds(in);
     bool personal = k == EncodingKind::personal || k == EncodingKind::free_route;
     std::vector<Bound> b = personal ? personal_bounds(in) : dissemination_bounds(in, k);
+    if (personal) std::ranges::move(class_bounds(in), std::back_inserter(b));  // link classes (verifier/class_bounds.hpp)
     // Those that hold for the search first, each group by steps.
     std::stable_sort(b.begin(), b.end(), [&](const Bound& x, const Bound& y) {
         bool ax = bound_applies(x, in), ay = bound_applies(y, in);

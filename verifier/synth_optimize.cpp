@@ -11,6 +11,7 @@
 #include "support/assert.hpp"
 #include "verifier/pareto.hpp"
 #include "verifier/greedy.hpp"
+#include "verifier/hierarchical.hpp"
 #include "verifier/synth.hpp"
 
 namespace collsched {
@@ -94,7 +95,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     // (its cost is about that of writing its table); on large machines the known schedules then
     // get a quarter of the time left at most, and they replace it only when no longer.
     const bool large = in.topology->processors() > opt.greedy_from;
-    if (greedy_problem(in).empty() && (opt.greedy_only || !in.chunked())) {
+    if (greedy_problem(in).empty() && (opt.greedy_only || opt.hierarchical || !in.chunked())) {
         GreedyResult g = greedy_synthesize(in, {opt.seed, run_deadline, opt.synth.memory});
         res.greedy.ran = true;
         res.greedy.only = opt.greedy_only;
@@ -118,6 +119,24 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
         res.witness = std::move(k->table);
     }
 
+    // Machines of boxes, on request: the composition of exact phases (verifier/hierarchical.hpp).
+    if (opt.hierarchical) {
+        auto h = std::make_shared<HierarchicalResult>(hierarchical_synthesize(in, {opt, run_deadline, opt.synth.memory}));
+        if (h->table && (!res.upper_bound || h->table->steps() <= *res.upper_bound)) {
+            res.upper_bound = h->table->steps();
+            res.upper_bound_source = h->source;
+            res.witness = h->table;
+        }
+        res.hierarchical = std::move(h);
+    }
+
+    // The user's schedule (`optimize --start`, verified by the caller): the upper bound to beat.
+    if (opt.start && (!res.upper_bound || opt.start->steps() <= *res.upper_bound)) {
+        res.upper_bound = opt.start->steps();
+        res.upper_bound_source = opt.start_source;
+        res.witness = *opt.start;
+    }
+
     auto settle = [&] {
         if (res.upper_bound && *res.upper_bound <= res.lower_bound) {
             res.status = OptStatus::proved;
@@ -134,6 +153,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     auto run = [&](Step T) -> SynthResult {
         SynthOptions so = opt.synth;
         so.deadline = run_deadline.when();
+        if (opt.start) so.hint = opt.start;
         // What an earlier attempt left to be freed is still resident and counts against the
         // memory limit: wait for it (within the time limit; past it, the encoding stops at once).
         if (!so.memory.none()) wait_for_background_frees(run_deadline);
@@ -160,7 +180,7 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
         return r;
     };
 
-    if (!settle() && !opt.greedy_only) {
+    if (!settle() && !opt.greedy_only && !opt.hierarchical) {
         if (res.upper_bound) {
             // Downward, galloping: the step below the best schedule doubles after every SAT
             // answer and halves the open interval after an UNSAT one, so a weak first schedule

@@ -4,6 +4,7 @@
 // paths decide literally the same formula and must agree.
 #include <algorithm>
 #include <chrono>
+#include <unordered_set>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -153,6 +154,19 @@ struct Synthesizer::Impl {
     std::uint64_t card_clauses = 0;  ///< estimated CNF clauses of the cardinality constraints
 
     z3::expr z3lit(int l) { return l > 0 ? z3vars[l] : !z3vars[-l]; }
+
+    /// CaDiCaL's initial phases from a schedule (SynthOptions::hint): a candidate is true when the
+    /// hint has every one of its transfers. Phases only steer the first decisions: no answer changes.
+    void phases_from(const SendTable& hint) {
+        std::unordered_set<std::uint64_t> in_hint;
+        auto key = [](const Transfer& t) { return (std::uint64_t{idx(t.message)} << 40) ^ (std::uint64_t{idx(t.channel)} << 16) ^ t.step; };
+        for (const Transfer& t : hint.transfers) in_hint.insert(key(t));
+        for (const synth::Candidate& c : enc.candidates) {
+            bool all = true;
+            for (std::uint32_t k = 0; k < c.count && all; ++k) all = in_hint.count(key(enc.pool[c.first + k])) > 0;
+            cad->phase(all ? c.lit : -c.lit);
+        }
+    }
 
     void load_cadical() {
         cad = std::make_unique<CaDiCaL::Solver>();
@@ -386,6 +400,7 @@ Synthesizer::Synthesizer(const SynthInstance& inst, Step max_horizon, const Synt
         }
         if (opt.backend == SatBackend::cadical) impl_->load_cadical();
         else impl_->load_z3();
+        if (opt.hint && impl_->cad) impl_->phases_from(*opt.hint);
     } catch (const synth::EncodeStopped& stop) {
         impl_->stopped = stop.reason;
         // What was built may be gigabytes of small blocks (a partly loaded solver): freed on a

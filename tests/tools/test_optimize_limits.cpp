@@ -116,3 +116,31 @@ TEST_CASE("optimize --greedy: the greedy's verified schedule with the best lower
     CHECK(bad.code == 2);
     CHECK(bad.err.find("networks of processors only") != std::string::npos);
 }
+
+TEST_CASE("optimize --hierarchical: a time limit stops the compositions with the best so far, exit 3") {
+    // rail 16 x 8 alltoall: 40 compositions of 29,696 transfers take about 20 s; with 2 s the
+    // run keeps what it finished (the greedy's schedule at least) and says which limit stopped it.
+    auto j = optimize_json("--topology graph:" + source("schedules/machines/rail16x8.json") + " --collective alltoall --hierarchical --timeout 2", 3);
+    CHECK(j["status"] == "found");
+    CHECK(j["lower_bound"] == 120);
+    REQUIRE(j["hierarchical"].is_object());
+    CHECK(j["hierarchical"]["compositions"].size() < 40);
+    CHECK(j["hierarchical"]["reason"].get<std::string>().starts_with("time limit"));
+    CHECK(j["limits"]["timeout"] == 2);
+    // Without a limit that stops it: proved, exit 0 (docs/synthesis.md, "Hierarchical synthesis").
+    auto p = optimize_json("--topology graph:" + source("schedules/machines/rail4x8.json") + " --collective alltoall --hierarchical", 0);
+    CHECK(p["status"] == "proved");
+    CHECK(p["optimum"] == 28);
+    CHECK(p["hierarchical"]["space"] == 40);
+    CHECK(p["hierarchical"]["phases"][0]["steps"] == 7);
+    CHECK(p["hierarchical"]["phases"][1]["steps"] == 3);
+    // --jobs: the compositions on threads, the same report.
+    auto q = optimize_json("--topology graph:" + source("schedules/machines/rail4x8.json") + " --collective alltoall --hierarchical --jobs 2", 0);
+    CHECK(q["hierarchical"]["compositions"] == p["hierarchical"]["compositions"]);
+    CHECK(q["hierarchical"]["best"] == p["hierarchical"]["best"]);
+    // Machines it does not take: bad input with the reason.
+    auto bad = run("optimize --topology torus:4x4 --collective alltoall --hierarchical");
+    CHECK(bad.code == 2);
+    CHECK(bad.err == "collsched: error: torus:4x4 states no link speeds; hierarchical synthesis finds the boxes as the components of the "
+                     "fastest channels of a graph file with \"link_types\" (docs/topologies.md)\n");
+}
