@@ -15,37 +15,6 @@ namespace collsched {
 
 namespace {
 
-/// Processors joined by channels of at least a quarter of the fastest processor-to-processor
-/// channel's bandwidth, as connected sets (union-find), numbered by their least processor.
-std::vector<std::uint32_t> boxes_of(const Topology& topo, double& fastest) {
-    const std::uint32_t P = topo.processors();
-    fastest = 0;
-    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
-        const Channel& ch = topo.channel(ChannelId{c});
-        if (topo.is_processor(ch.from) && topo.is_processor(ch.to)) fastest = std::max(fastest, topo.speed(ChannelId{c}).bandwidth);
-    }
-    std::vector<std::uint32_t> parent(P);
-    std::iota(parent.begin(), parent.end(), 0u);
-    auto find = [&](std::uint32_t x) {
-        while (parent[x] != x) x = parent[x] = parent[parent[x]];
-        return x;
-    };
-    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
-        const Channel& ch = topo.channel(ChannelId{c});
-        if (!topo.is_processor(ch.from) || !topo.is_processor(ch.to)) continue;
-        if (topo.speed(ChannelId{c}).bandwidth * 4 < fastest) continue;
-        std::uint32_t a = find(idx(ch.from)), b = find(idx(ch.to));
-        if (a != b) parent[std::max(a, b)] = std::min(a, b);
-    }
-    std::vector<std::uint32_t> box(P);
-    std::map<std::uint32_t, std::uint32_t> number;
-    for (std::uint32_t p = 0; p < P; ++p) {
-        auto [it, fresh] = number.try_emplace(find(p), static_cast<std::uint32_t>(number.size()));
-        box[p] = it->second;
-    }
-    return box;
-}
-
 /// "gpu3.out" -> "gpu#.out": the name with every run of digits replaced by '#'.
 std::string pattern_of(const std::string& name) {
     std::string out;
@@ -70,17 +39,45 @@ std::string speeds_text(double blo, double bhi, double alo, double ahi) {
 
 }  // namespace
 
-std::string machine_svg(const Topology& topo) {
-    using support::xml_escape;
-    const std::uint32_t P = topo.processors();
+double fastest_processor_channel(const Topology& topo) {
     double fastest = 0;
-    const std::vector<std::uint32_t> box = boxes_of(topo, fastest);
-    const std::uint32_t B = P == 0 ? 0 : *std::max_element(box.begin(), box.end()) + 1;
-    std::vector<std::vector<std::uint32_t>> members(B);
-    for (std::uint32_t p = 0; p < P; ++p) members[box[p]].push_back(p);
-    std::size_t largest = 0;
-    for (const auto& m : members) largest = std::max(largest, m.size());
+    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
+        const Channel& ch = topo.channel(ChannelId{c});
+        if (topo.is_processor(ch.from) && topo.is_processor(ch.to)) fastest = std::max(fastest, topo.speed(ChannelId{c}).bandwidth);
+    }
+    return fastest;
+}
 
+std::vector<std::uint32_t> processor_components(const Topology& topo, double min_bandwidth) {
+    const std::uint32_t P = topo.processors();
+    std::vector<std::uint32_t> parent(P);
+    std::iota(parent.begin(), parent.end(), 0u);
+    auto find = [&](std::uint32_t x) {
+        while (parent[x] != x) x = parent[x] = parent[parent[x]];
+        return x;
+    };
+    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
+        const Channel& ch = topo.channel(ChannelId{c});
+        if (!topo.is_processor(ch.from) || !topo.is_processor(ch.to) || topo.speed(ChannelId{c}).bandwidth < min_bandwidth) continue;
+        const std::uint32_t a = find(idx(ch.from)), b = find(idx(ch.to));
+        if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+    std::vector<std::uint32_t> number(P, P), set(P);
+    std::uint32_t sets = 0;
+    for (std::uint32_t p = 0; p < P; ++p) {
+        const std::uint32_t r = find(p);
+        if (number[r] == P) number[r] = sets++;
+        set[p] = number[r];
+    }
+    return set;
+}
+
+/// The band under the boxes: what every processor has inside its box and in the fabric, the
+/// routers, and the link groups by name pattern.
+std::vector<std::string> summary_lines(const Topology& topo, const std::vector<std::uint32_t>& box,
+                                       const std::vector<std::vector<std::uint32_t>>& members) {
+    const std::uint32_t B = static_cast<std::uint32_t>(members.size());
+    const std::uint32_t P = topo.processors();
     // What a box holds and what joins the boxes, from the channels.
     struct Side {
         std::uint64_t channels = 0;
@@ -131,14 +128,6 @@ std::string machine_svg(const Topology& topo) {
         k.bandwidth = topo.group_bandwidth(g);
     }
 
-    // Layout: up to 16 boxes a row; detailed boxes (their processors drawn) up to 32 boxes of
-    // at most 16 processors, compact ones (number and count) beyond.
-    const bool detailed = B <= 32 && largest <= 16;
-    const std::uint32_t cols = std::max<std::uint32_t>(1, std::min<std::uint32_t>(B, B <= 4 ? B : B <= 64 ? 8 : 16));
-    const std::uint32_t rows = (B + cols - 1) / std::max<std::uint32_t>(cols, 1);
-    const double bw = detailed ? 150 : 58, bh = detailed ? 96 : 40, gapx = detailed ? 24 : 8, gapy = detailed ? 28 : 10;
-    const double left = 24, top = 84;
-    const double grid_w = cols * bw + (cols - 1) * gapx, grid_h = rows * bh + (rows - 1) * gapy;
     std::vector<std::string> lines;
     lines.push_back(fmt::format("inside a box: {} per processor, {}", degree_text(inside.degree),
                                 inside.channels ? speeds_text(inside.blo, inside.bhi, inside.alo, inside.ahi) : std::string("none")));
@@ -151,6 +140,29 @@ std::string machine_svg(const Topology& topo) {
     for (const auto& [name, k] : kinds)
         lines.push_back(fmt::format("link groups {}: {} of them, {} chunk{} per step each, {}", name, k.count, k.cap, k.cap == 1 ? "" : "s",
                                     support::format_bandwidth(k.bandwidth)));
+    return lines;
+}
+
+std::string machine_svg(const Topology& topo) {
+    using support::xml_escape;
+    const std::uint32_t P = topo.processors();
+    const double fastest = fastest_processor_channel(topo);
+    const std::vector<std::uint32_t> box = processor_components(topo, fastest / 4);
+    const std::uint32_t B = P == 0 ? 0 : *std::max_element(box.begin(), box.end()) + 1;
+    std::vector<std::vector<std::uint32_t>> members(B);
+    for (std::uint32_t p = 0; p < P; ++p) members[box[p]].push_back(p);
+    std::size_t largest = 0;
+    for (const auto& m : members) largest = std::max(largest, m.size());
+
+    // Layout: up to 16 boxes a row; detailed boxes (their processors drawn) up to 32 boxes of
+    // at most 16 processors, compact ones (number and count) beyond.
+    const bool detailed = B <= 32 && largest <= 16;
+    const std::uint32_t cols = std::max<std::uint32_t>(1, std::min<std::uint32_t>(B, B <= 4 ? B : B <= 64 ? 8 : 16));
+    const std::uint32_t rows = (B + cols - 1) / std::max<std::uint32_t>(cols, 1);
+    const double bw = detailed ? 150 : 58, bh = detailed ? 96 : 40, gapx = detailed ? 24 : 8, gapy = detailed ? 28 : 10;
+    const double left = 24, top = 84;
+    const double grid_w = cols * bw + (cols - 1) * gapx, grid_h = rows * bh + (rows - 1) * gapy;
+    const std::vector<std::string> lines = summary_lines(topo, box, members);
     std::size_t longest = 0;
     for (const std::string& l : lines) longest = std::max<std::size_t>(longest, l.size());
     const double fabric_y = top + grid_h + 40, fabric_h = 24 + 16.0 * static_cast<double>(lines.size());

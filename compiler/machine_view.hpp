@@ -10,7 +10,9 @@
  */
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "compiler/topology.hpp"
 
@@ -18,5 +20,14 @@ namespace collsched {
 
 /// The machine view as an SVG document (plain shapes and text, DejaVu Sans).
 std::string machine_svg(const Topology& topo);
+
+/// The largest bandwidth of a channel between two processors (0 when there is none).
+double fastest_processor_channel(const Topology& topo);
+
+/// The connected sets of processors joined by channels between processors of at least
+/// `min_bandwidth` bytes per second: per processor its set's number, the sets numbered 0, 1, ...
+/// in the order of their least processors. The machine view's boxes (a quarter of the fastest)
+/// and hierarchical synthesis's (verifier/hierarchical.hpp: the fastest only) are these.
+std::vector<std::uint32_t> processor_components(const Topology& topo, double min_bandwidth);
 
 }  // namespace collsched

@@ -15,6 +15,7 @@
 
 #include "compiler/builder.hpp"
 #include "compiler/duality.hpp"
+#include "compiler/machine_view.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
@@ -226,26 +227,18 @@ std::optional<BoxLayout> find_boxes(const Topology& t, std::string* why) {
         return no(fmt::format("{} states no link speeds; hierarchical synthesis finds the boxes as the components of the fastest "
                               "channels of a graph file with \"link_types\" (docs/topologies.md)",
                               t.spec()));
-    double fastest = 0;
-    for (std::size_t c = 0; c < t.channels().size(); ++c) fastest = std::max(fastest, t.speed(ChannelId{static_cast<std::uint32_t>(c)}).bandwidth);
+    // Routers are refused above: every channel joins two processors.
+    const double fastest = fastest_processor_channel(t);
     const std::uint32_t P = t.processors();
-    std::vector<std::uint32_t> parent(P);
-    std::iota(parent.begin(), parent.end(), 0u);
-    std::function<std::uint32_t(std::uint32_t)> find = [&](std::uint32_t x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
-    for (std::size_t c = 0; c < t.channels().size(); ++c) {
-        const ChannelId id{static_cast<std::uint32_t>(c)};
-        if (t.speed(id).bandwidth < fastest * (1 - 1e-9)) continue;
-        const std::uint32_t a = find(idx(t.channel(id).from)), b = find(idx(t.channel(id).to));
-        parent[std::max(a, b)] = std::min(a, b);
-    }
+    const std::vector<std::uint32_t> set = processor_components(t, fastest * (1 - 1e-9));
     // Components as runs of consecutive processors of one size.
     std::uint32_t B = 0;
-    while (B < P && find(B) == 0) ++B;
+    while (B < P && set[B] == 0) ++B;
     const std::string how = fmt::format("the components of the channels of {}", support::format_bandwidth(fastest));
     if (B < 2 || B == P || P % B != 0)
         return no(fmt::format("{}: {} are not boxes of at least 2 processors (the first has {} of {})", t.spec(), how, B, P));
     for (std::uint32_t p = 0; p < P; ++p)
-        if (find(p) != p / B * B)
+        if (set[p] != p / B)
             return no(fmt::format("{}: {} are not runs of {} consecutive processors (processor {} is apart)", t.spec(), how, B, p));
     return BoxLayout{P / B, B, fmt::format("{} boxes of {} processors ({})", P / B, B, how)};
 }

@@ -69,7 +69,7 @@ TEST_CASE("cli: bad input is one clear line and exit code 2") {
     CHECK(spec.code == 2);
     CHECK(spec.out.empty());
     CHECK(spec.err == "collsched: error: topology 'ebft:6': 6 leaves is not a power of 2 (at least 2)\n");
-    auto bad_format = run("topo ebft:4 --format svg");
+    auto bad_format = run("topo ebft:4 --format png");
     CHECK(bad_format.code == 2);
     auto unknown = run("frobnicate");
     CHECK(unknown.code == 2);
