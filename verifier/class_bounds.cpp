@@ -9,6 +9,7 @@
 
 #include "support/units.hpp"
 #include "verifier/synth_encode.hpp"
+#include "verifier/translate_packing.hpp"
 
 namespace collsched {
 
@@ -79,7 +80,10 @@ std::vector<Bound> class_bounds(const SynthInstance& in) {
     for (std::uint32_t c = 0; c < t.channels().size(); ++c) classes[t.speed(ChannelId{c}).bandwidth].push_back(ChannelId{c});
     if (classes.size() < 2) return out;
     const std::uint32_t P = t.processors();
-    if (std::uint64_t{P} * (t.nodes() + t.channels().size()) * classes.size() > 200'000'000) return out;
+    // Under a checked translation group every source's distances are processor 0's, moved.
+    const std::optional<Translations> group = translation_group(t);
+    const std::uint64_t searches = group ? 1 : P;
+    if (searches * (t.nodes() + t.channels().size()) * classes.size() > 200'000'000) return out;
     const Messages ms = in.collective.messages(P);
     for (const auto& [bandwidth, chans] : classes) {
         std::vector<char> in_class(t.channels().size(), 0);
@@ -88,10 +92,14 @@ std::vector<Bound> class_bounds(const SynthInstance& in) {
         std::uint64_t sum = 0;
         bool unreachable = false;
         in.collective.for_each_goal(P, [&](MessageId m, Node d) {
-            const std::uint32_t s = idx(ms.origin(m));
+            std::uint32_t s = idx(ms.origin(m)), y = idx(d);
+            if (group) {  // the distance from s to y is the distance from 0 to y - s
+                y = group->sub(y, s);
+                s = 0;
+            }
             if (dist[s].empty()) dist[s] = class_distances(t, Node{s}, in_class);
-            if (dist[s][idx(d)] == std::numeric_limits<std::uint32_t>::max()) unreachable = true;
-            else sum += dist[s][idx(d)];
+            if (dist[s][y] == std::numeric_limits<std::uint32_t>::max()) unreachable = true;
+            else sum += dist[s][y];
         });
         if (unreachable || sum == 0) continue;
         synth::StepCapacity cap = synth::step_capacity(t, in.model.ports, chans);

@@ -202,6 +202,14 @@ struct KnownSchedule {
 std::optional<KnownSchedule> known_schedule(const SynthInstance&, bool constructions = true,
                                             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
+/// collsched's constructions by translates (verifier/translate_packing.hpp) alone, on a machine
+/// with a checked translation group: the allgather's spanning tree, the total exchange's
+/// messages of one processor; verified like known_schedule's. Cheap (one quotient of P
+/// elements), so optimize tries it before the greedy and the known schedules; `lower_bound` (a
+/// proven one, 0 if none) lets the seeded runs stop once one meets it.
+std::optional<KnownSchedule> translation_schedule(const SynthInstance&, Step lower_bound,
+                                                  std::chrono::steady_clock::time_point deadline);
+
 struct HierarchicalResult;  // verifier/hierarchical.hpp
 
 enum class OptStatus : std::uint8_t { proved, found, timeout, infeasible };

@@ -20,6 +20,7 @@
 #include "verifier/synth_duality.hpp"
 #include "verifier/synth_encode.hpp"
 #include "verifier/synth_internal.hpp"
+#include "verifier/translate_packing.hpp"
 
 namespace collsched {
 
@@ -451,6 +452,20 @@ std::optional<SendTable> ring_allgather(const SynthInstance& in) {
 
 }  // namespace
 
+
+std::optional<KnownSchedule> translation_schedule(const SynthInstance& in, Step lower_bound, std::chrono::steady_clock::time_point deadline) {
+    if (in.chunked() || !translation_group(*in.topology)) return std::nullopt;
+    const EncodingKind k = encoding_for(in);
+    const std::string group = translation_group_name(*in.topology);
+    if (k == EncodingKind::free_route && in.collective.kind == CollectiveKind::alltoall) {
+        if (auto x = translate_alltoall(in, lower_bound, deadline); x && holds(*x, in, false))
+            return KnownSchedule{std::move(*x), fmt::format("translates of one processor's messages under {} (collsched construction, docs/synthesis.md)", group)};
+    } else if (k == EncodingKind::dissemination && in.collective.kind == CollectiveKind::allgather) {
+        if (auto p = pack_translates(in, 1, std::max<Step>(lower_bound, 1), deadline); p && holds(p->table, in, false))
+            return KnownSchedule{std::move(p->table), fmt::format("translates of one spanning tree under {} (collsched construction, docs/synthesis.md)", group)};
+    }
+    return std::nullopt;
+}
 
 std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions,
                                             std::chrono::steady_clock::time_point deadline) {

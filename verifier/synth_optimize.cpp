@@ -95,7 +95,22 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     // (its cost is about that of writing its table); on large machines the known schedules then
     // get a quarter of the time left at most, and they replace it only when no longer.
     const bool large = in.topology->processors() > opt.greedy_from;
-    if (greedy_problem(in).empty() && (opt.greedy_only || opt.hierarchical || !in.chunked())) {
+    // The translates first (cheap where they apply; with --greedy too, being a greedy in the
+    // quotient): when they meet the lower bound the greedy and the other known schedules have
+    // nothing left to add.
+    std::optional<KnownSchedule> translated;
+    if (known_ok && opt.constructions) translated = translation_schedule(in, res.lower_bound, run_deadline.when());
+    auto adopt = [&](KnownSchedule& k) {
+        res.upper_bound = res.known_steps = k.table.steps();
+        res.upper_bound_source = res.known_source = std::move(k.source);
+        res.witness = std::move(k.table);
+    };
+    if (translated && res.lower_bound > 0 && translated->table.steps() <= res.lower_bound) {
+        adopt(*translated);
+        translated.reset();
+    }
+    const bool settled_early = res.witness.has_value();
+    if (!settled_early && greedy_problem(in).empty() && (opt.greedy_only || opt.hierarchical || !in.chunked())) {
         GreedyResult g = greedy_synthesize(in, {opt.seed, run_deadline, opt.synth.memory});
         res.greedy.ran = true;
         res.greedy.only = opt.greedy_only;
@@ -109,15 +124,13 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
             res.witness = std::move(g.table);
         }
     }
+    if (translated && (!res.upper_bound || translated->table.steps() <= *res.upper_bound)) adopt(*translated);
     const Deadline known_deadline = !(large && res.witness) ? run_deadline
                                     : run_deadline.none()  ? Deadline::after(30)
                                                            : run_deadline.min(Deadline::after(std::max(0.01, run_deadline.left() / 4)));
-    if (auto k = known_ok && !opt.greedy_only ? known_schedule(in, opt.constructions, known_deadline.when()) : std::nullopt;
-        k && (!res.upper_bound || k->table.steps() <= *res.upper_bound)) {
-        res.upper_bound = res.known_steps = k->table.steps();
-        res.upper_bound_source = res.known_source = k->source;
-        res.witness = std::move(k->table);
-    }
+    if (auto k = known_ok && !opt.greedy_only && !settled_early ? known_schedule(in, opt.constructions, known_deadline.when()) : std::nullopt;
+        k && (!res.upper_bound || k->table.steps() <= *res.upper_bound))
+        adopt(*k);
 
     // Machines of boxes, on request: the composition of exact phases (verifier/hierarchical.hpp).
     if (opt.hierarchical) {

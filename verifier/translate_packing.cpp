@@ -5,18 +5,14 @@
 #include <map>
 #include <numeric>
 
+#include <fmt/format.h>
+
+#include "compiler/builder.hpp"
 #include "support/assert.hpp"
 
 namespace collsched {
 
 namespace {
-
-/// The group Z_B x Z_K on 0..P-1, x = B b + i: sums and differences of elements.
-struct Translations {
-    std::uint32_t B, K;
-    std::uint32_t add(std::uint32_t x, std::uint32_t y) const { return B * ((x / B + y / B) % K) + (x % B + y % B) % B; }
-    std::uint32_t sub(std::uint32_t y, std::uint32_t x) const { return B * ((y / B + K - x / B) % K) + (y % B + B - x % B) % B; }
-};
 
 /// Whether the map x -> x + g (g a generator) keeps every channel with its capacity and every
 /// link group with its capacity. Groups first: on machines whose channels all have one capacity
@@ -256,6 +252,18 @@ std::optional<std::uint32_t> translation_box(const Topology& t) {
     return std::nullopt;
 }
 
+std::optional<Translations> translation_group(const Topology& t) {
+    const std::optional<std::uint32_t> B = translation_box(t);
+    if (!B) return std::nullopt;
+    return Translations{*B, t.processors() / *B};
+}
+
+std::string translation_group_name(const Topology& t) {
+    const std::optional<std::uint32_t> B = translation_box(t);
+    COLLSCHED_ASSERT(B.has_value());
+    return *B == t.processors() ? fmt::format("Z_{}", *B) : fmt::format("Z_{} x Z_{}", *B, t.processors() / *B);
+}
+
 std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
                                               std::chrono::steady_clock::time_point deadline) {
     const Topology& t = *in.topology;
@@ -304,6 +312,151 @@ std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint
     out.steps = out.table.steps();
     out.rounds = out.steps;
     return out;
+}
+
+namespace {
+
+/// Processor 0's messages in the quotient: per destination d, its shortest paths as sequences of
+/// difference indices (at most `max_paths`, in a fixed order), found on the BFS layers of the
+/// Cayley graph.
+std::vector<std::vector<std::vector<std::uint32_t>>> shortest_paths(const Quotient& q, std::size_t max_paths) {
+    const std::uint32_t P = q.P;
+    constexpr std::uint32_t far = ~std::uint32_t{0};
+    std::vector<std::uint32_t> dist(P, far), order{0};
+    dist[0] = 0;
+    for (std::size_t i = 0; i < order.size(); ++i)
+        for (std::uint32_t d = 0; d < q.diff.size(); ++d) {
+            const std::uint32_t y = q.tr.add(order[i], q.diff[d]);
+            if (dist[y] == far) {
+                dist[y] = dist[order[i]] + 1;
+                order.push_back(y);
+            }
+        }
+    std::vector<std::vector<std::vector<std::uint32_t>>> paths(P);
+    if (order.size() != P) return {};  // not strongly connected
+    paths[0].push_back({});
+    for (std::uint32_t y : order)  // BFS order: every predecessor's paths are complete
+        for (std::uint32_t d = 0; d < q.diff.size() && y != 0; ++d) {
+            const std::uint32_t x = q.tr.sub(y, q.diff[d]);
+            if (dist[x] + 1 != dist[y]) continue;
+            for (const auto& p : paths[x]) {
+                if (paths[y].size() == max_paths) break;
+                paths[y].push_back(p);
+                paths[y].back().push_back(d);
+            }
+        }
+    return paths;
+}
+
+/// Per-step budgets left, steps added on demand.
+class StepBudgets {
+public:
+    explicit StepBudgets(const Quotient& q) : q_(q) {}
+    bool fits(Step s, std::uint32_t d) {
+        grow(s);
+        for (auto [b, m] : q_.budgets_of[d])
+            if (left_[std::size_t{s - 1} * q_.budgets.size() + b] < static_cast<std::int64_t>(m)) return false;
+        return true;
+    }
+    void take(Step s, std::uint32_t d) {
+        for (auto [b, m] : q_.budgets_of[d]) left_[std::size_t{s - 1} * q_.budgets.size() + b] -= m;
+    }
+    /// The earliest step after `after` at which difference d fits.
+    Step earliest(Step after, std::uint32_t d) {
+        Step s = after + 1;
+        while (!fits(s, d)) ++s;
+        return s;
+    }
+
+private:
+    void grow(Step s) {
+        while (left_.size() < std::size_t{s} * q_.budgets.size())
+            for (const Budget& b : q_.budgets) left_.push_back(b.cap);
+    }
+    const Quotient& q_;
+    std::vector<std::int64_t> left_;
+};
+
+struct Hop {
+    Step step;
+    std::uint32_t diff;
+};
+
+/// One seeded first-fit run: per destination its hops, or nullopt past `max_steps`.
+std::optional<std::vector<std::vector<Hop>>> place_messages(const Quotient& q, const std::vector<std::vector<std::vector<std::uint32_t>>>& paths,
+                                                            Step max_steps, std::uint64_t seed) {
+    const std::uint32_t P = q.P;
+    std::vector<std::uint32_t> order(P - 1);
+    std::iota(order.begin(), order.end(), 1u);
+    // Longest paths first; among equals, a seeded order (seed 0: ascending destinations).
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        const auto la = paths[a].front().size(), lb = paths[b].front().size();
+        if (la != lb) return la > lb;
+        return seed != 0 && mix(seed ^ a) < mix(seed ^ b);
+    });
+    StepBudgets budgets(q);
+    std::vector<std::vector<Hop>> plan(P);
+    std::vector<Hop> trial, best;
+    for (std::uint32_t y : order) {
+        best.clear();
+        const std::size_t n = paths[y].size();
+        for (std::size_t k = 0; k < n; ++k) {
+            const auto& path = paths[y][(k + seed) % n];
+            trial.clear();
+            Step at = 0;
+            for (std::uint32_t d : path) trial.push_back({at = budgets.earliest(at, d), d});
+            if (best.empty() || trial.back().step < best.back().step) best = trial;
+        }
+        if (best.back().step > max_steps) return std::nullopt;
+        for (const Hop& h : best) budgets.take(h.step, h.diff);
+        plan[y] = best;
+    }
+    return plan;
+}
+
+}  // namespace
+
+std::optional<SendTable> translate_alltoall(const SynthInstance& in, Step target_steps, std::chrono::steady_clock::time_point deadline) {
+    const Topology& t = *in.topology;
+    if (in.collective.kind != CollectiveKind::alltoall || in.collective.chunks != 1 || in.model.ports == Ports::half ||
+        in.model.timing != Timing::hop || t.processors() > 4096)
+        return std::nullopt;
+    const std::optional<std::uint32_t> B = translation_box(t);
+    if (!B) return std::nullopt;
+    const Quotient q = quotient(t, in.model, *B);
+    const auto paths = shortest_paths(q, 8);
+    if (paths.empty()) return std::nullopt;
+    std::optional<std::vector<std::vector<Hop>>> best;
+    Step best_steps = ~Step{0};
+    for (std::uint64_t seed = 0, misses = 0; best_steps > target_steps && misses < 16; ++seed) {
+        if (seed > 0 && std::chrono::steady_clock::now() > deadline) break;
+        auto plan = place_messages(q, paths, best_steps == ~Step{0} ? best_steps : best_steps - 1, seed);
+        if (!plan) {
+            ++misses;
+            continue;
+        }
+        misses = 0;
+        best_steps = 0;
+        for (const auto& hops : *plan)
+            if (!hops.empty()) best_steps = std::max(best_steps, hops.back().step);
+        best = std::move(plan);
+    }
+    if (!best) return std::nullopt;
+    // Lower: processor g's message to g + y follows y's hops moved by g.
+    TableBuilder b(in.topology, in.model, in.collective);
+    const Messages ms(q.P);
+    for (std::uint32_t g = 0; g < q.P; ++g)
+        for (std::uint32_t y = 1; y < q.P; ++y) {
+            std::uint32_t at = g;
+            for (const Hop& h : (*best)[y]) {
+                const std::uint32_t next = q.tr.add(at, q.diff[h.diff]);
+                const auto c = t.find_channel(Node{at}, Node{next});
+                COLLSCHED_ASSERT(c.has_value());
+                b.hop(h.step, *c, ms.personal(g, q.tr.add(g, y)));
+                at = next;
+            }
+        }
+    return std::move(b).finish();
 }
 
 }  // namespace collsched

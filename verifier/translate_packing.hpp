@@ -20,15 +20,30 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "compiler/topology.hpp"
 #include "verifier/tree_packing.hpp"
 
 namespace collsched {
 
+/// The group Z_B x Z_K on the processors 0..P-1, x = B b + i: sums and differences of elements.
+/// x -> x + g is an automorphism of the topology for every g when translation_group found it.
+struct Translations {
+    std::uint32_t B, K;
+    std::uint32_t add(std::uint32_t x, std::uint32_t y) const { return B * ((x / B + y / B) % K) + (x % B + y % B) % B; }
+    std::uint32_t sub(std::uint32_t y, std::uint32_t x) const { return B * ((y / B + K - x / B) % K) + (y % B + B - x % B) % B; }
+};
+
 /// The box size B of a checked translation group Z_B x Z_(P/B) of `t` (B = P: the cyclic group),
 /// or nullopt when none is found (routers, or no B works).
 std::optional<std::uint32_t> translation_box(const Topology& t);
+
+/// The checked group of translation_box, or nullopt.
+std::optional<Translations> translation_group(const Topology& t);
+
+/// "Z_B x Z_K" for the translation group translation_box finds (the caller checked there is one).
+std::string translation_group_name(const Topology& t);
 
 /// An allgather with `chunks` chunks by translates of one labelled tree set, in at most
 /// `max_steps` steps of one round (tries seeded greedy runs until one reaches `target_steps` or
@@ -36,5 +51,17 @@ std::optional<std::uint32_t> translation_box(const Topology& t);
 /// group, or no run finished within `max_steps`. The table is not yet verified.
 std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
                                               std::chrono::steady_clock::time_point deadline);
+
+/// Total exchange by translates of one processor's messages (least steps, one chunk, one round
+/// per step): under the same checked group, processor 0's message to d follows a shortest path
+/// of the Cayley graph (a sequence of differences summing to d) and every processor g's message
+/// to g + d follows it moved by g, at the same steps. The budgets are those of the allgather's
+/// quotient (channel capacities per difference, link groups and ports per orbit), counted over
+/// the hops of one step; a message moves at most once per step. Seeded first-fit list
+/// scheduling, longest paths first, each message on the shortest path that finishes earliest,
+/// until a run reaches `target_steps`, 16 runs in a row find nothing better, or the deadline.
+/// nullopt when the model is not taken (half ports, wormhole timing), there is no translation
+/// group, or P > 4096. The table is not yet verified.
+std::optional<SendTable> translate_alltoall(const SynthInstance& in, Step target_steps, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace collsched

@@ -376,7 +376,7 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
                 one.collective.chunks = C;
                 const Step target = opt.target ? least_rounds(*opt.target, C, opt.outside) : 1;
                 std::optional<PackedSchedule> p = pack_translates(one, C, target, deadline);
-                if (p) p->method = fmt::format("translates of one tree set under Z_{} x Z_{}", *B, P / *B);
+                if (p) p->method = "translates of one tree set under " + translation_group_name(*in.topology);
                 if (keep(std::move(p))) return best;
                 // Its least rounds reached: no later chunk count of the list can do better.
                 if (opt.target && best && best->chunks == C && best->rounds == best->least_rounds) return best;
