@@ -305,7 +305,7 @@ std::string args_form(const CollectiveRow& r, std::string_view root, std::string
 std::string CollectiveRow::dsl_form() const { return args_form(*this, "(r)", "(r, {members})"); }
 std::string CollectiveRow::spec_form() const { return args_form(*this, ":R", ":R:a,b,c"); }
 
-Collective Collective::parse(std::string_view text, const Topology& topo) {
+Collective Collective::parse(std::string_view text, const Topology& topo, bool check_size) {
     auto fail = [&](std::string_view what) -> Collective {
         throw InputError(fmt::format("collective '{}': {}", text, what));
     };
@@ -346,7 +346,7 @@ Collective Collective::parse(std::string_view text, const Topology& topo) {
             break;
         }
     }
-    c.check_goal_count(topo);
+    if (check_size) c.check_goal_count(topo);
     return c;
 }
 
@@ -418,7 +418,7 @@ void Collective::check_goal_count(const Topology& topo) const {
                                      to_string(), topo.spec(), n, max_goal_pairs));
 }
 
-void Collective::set_chunks(std::uint64_t c, const Topology& topo) {
+void Collective::set_chunks(std::uint64_t c, const Topology& topo, bool check_size) {
     if (c < 1 || c > max_chunks)
         throw InputError(fmt::format("chunks {}: a datum is split into 1 to {} chunks", c, max_chunks));
     if (c > 1 && row().combine == coll::Combine::ordered)
@@ -432,7 +432,7 @@ void Collective::set_chunks(std::uint64_t c, const Topology& topo) {
                                      "(at most 2^32 - 2^24)",
                                      c, topo.processors(), c, base));
     chunks = static_cast<std::uint32_t>(c);
-    check_goal_count(topo);
+    if (check_size) check_goal_count(topo);
 }
 
 /// The (source, sink) pairs of personal or broadcast data: every source of the row's `from`

@@ -150,7 +150,9 @@ struct Collective {
 
     /// The spec forms of the rows (compiler/collective_kinds.hpp): `alltoall`, `broadcast:R`,
     /// `multicast:R:a,b,c`, ... Throws InputError for unknown names and processors that do not exist.
-    static Collective parse(std::string_view text, const Topology&);
+    /// `check_size` false leaves the goal-pair limit to the caller (check_goal_count): `optimize`
+    /// takes larger allgathers in the quotient of a translation group, where no pair is listed.
+    static Collective parse(std::string_view text, const Topology&, bool check_size = true);
     std::string to_string() const;
 
     /// Whether m is part of the initial data (held by its origin at time 0).
@@ -262,7 +264,7 @@ struct Collective {
     void check_goal_count(const Topology& topo) const;
     /// Sets C after checking it: 1 <= C <= max_chunks, the chunked message space fits 32-bit ids
     /// (with room for 2^24 composites), reductions take no chunks yet. Throws InputError.
-    void set_chunks(std::uint64_t c, const Topology& topo);
+    void set_chunks(std::uint64_t c, const Topology& topo, bool check_size = true);
     /// The message space of this collective on P processors (its chunks, no composites).
     Messages messages(std::uint32_t processors, const Composites* composites = nullptr) const {
         return Messages(processors, composites, chunks);

@@ -216,9 +216,10 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                     "Write the best schedule found: FILE.sched as a schedule (DSL), anything else as a JSON table; repeatable");
     cmd->callback([&ctx, args] {
         auto topo = Topology::parse(args->topology);
-        SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
+        SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo, false),
                          args->solver.route_space()};
         const CollectiveKind k = in.collective.kind;
+        if (k != CollectiveKind::allgather) in.collective.check_goal_count(*topo);  // allgather: below, the quotient
         const bool reduction = in.collective.row().has_partials();
         if (args->method != "auto" && !reduction)
             throw InputError(fmt::format("--method {} applies to reduce:R, reduce_scatter, allreduce and scan", args->method));
@@ -233,11 +234,20 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                 return optimize_reduction_command(in, *args, ctx);
             }
         } else {
-            in.collective.set_chunks(args->chunks > 0 ? args->chunks : 1, *topo);
+            in.collective.set_chunks(args->chunks > 0 ? args->chunks : 1, *topo, false);  // the size: below
         }
         if (args->rounds > 0) in.rounds = args->rounds;
         if (in.rounds && args->solver.incremental) throw InputError("--incremental is not supported with --rounds (every S is its own encoding)");
         encoding_for(in);  // unsupported models are bad input, before any work
+        if (in.collective.goal_count(topo->processors()) > max_goal_pairs) {
+            // Beyond the collective's limit only the quotient of a translation group is taken
+            // (docs/synthesis.md, "A check in the quotient"): no table, so nothing to write.
+            require_quotient(in);
+            if (!args->outputs.empty() || args->hierarchical || !args->start.empty())
+                throw InputError(fmt::format("{} on {} has {} goal pairs: optimize checks it in the quotient of a translation group and "
+                                             "builds no table, so -o, --hierarchical and --start are not taken",
+                                             in.collective.to_string(), topo->spec(), in.collective.goal_count(topo->processors())));
+        }
         OptimizeOptions opt = args->solver.options();
         opt.greedy_only = args->greedy;
         opt.hierarchical = args->hierarchical;

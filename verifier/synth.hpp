@@ -301,4 +301,18 @@ std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance&, std:
 /// (or reaching the lower bound) settles it. Ends at the time limit with the best bounds so far.
 OptimizeResult optimize(const SynthInstance&, const OptimizeOptions&);
 
+/// Whether `optimize` takes an instance beyond the collective's limit of goal pairs
+/// (max_goal_pairs) in the quotient of a translation group: allgather of one chunk, one round
+/// per step, hop timing, multi or single ports, a checked group (docs/synthesis.md, "A check in
+/// the quotient"). Empty when it does, else why not.
+std::string quotient_problem(const SynthInstance&);
+/// Throws InputError naming the size and quotient_problem's reason when it is not empty.
+void require_quotient(const SynthInstance&);
+
+/// optimize() for such an instance: counting bounds of processor 0 (receptions, distance; every
+/// processor is processor 0 moved), the translates of one spanning tree, checked in the quotient
+/// by check_translates; no table is built, no solver runs. Throws InputError when
+/// quotient_problem is not empty.
+OptimizeResult optimize_in_quotient(const SynthInstance&, const OptimizeOptions&);
+
 }  // namespace collsched

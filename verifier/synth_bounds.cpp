@@ -25,21 +25,7 @@
 
 namespace collsched {
 
-namespace {
-
-using synth_internal::GoalPair;
-using synth_internal::goal_pairs;
-using synth_internal::unreachable;
-
-/// One unit job of a resource: it may be processed in step `release` or later, and `tail` more
-/// steps must follow it. With `cap` jobs per step, the least possible max(step + tail) is what
-/// list scheduling by largest tail achieves (for unit jobs with integer releases on identical
-/// machines this rule is optimal: an exchange argument moves any job with a larger tail into
-/// an earlier slot without delaying the other).
-struct Job {
-    Step release;
-    Step tail;
-};
+namespace synth_internal {
 
 Step least_makespan(std::vector<Job> jobs, std::uint32_t cap) {
     if (jobs.empty()) return 0;
@@ -58,6 +44,18 @@ Step least_makespan(std::vector<Job> jobs, std::uint32_t cap) {
     }
     return best;
 }
+
+}  // namespace synth_internal
+
+using synth_internal::Job;
+using synth_internal::least_makespan;
+
+namespace {
+
+using synth_internal::GoalPair;
+using synth_internal::goal_pairs;
+using synth_internal::unreachable;
+
 
 std::string channel_name(const Topology& t, ChannelId c) {
     return t.node_name(t.channel(c).from) + "->" + t.node_name(t.channel(c).to);

@@ -32,6 +32,17 @@ inline std::vector<GoalPair> goal_pairs(const SynthInstance& in) {
     return g;
 }
 
+/// One unit job of a resource: it may be processed in step `release` or later, and `tail` more
+/// steps must follow it. With `cap` jobs per step, the least possible max(step + tail) is what
+/// list scheduling by largest tail achieves (for unit jobs with integer releases on identical
+/// machines this rule is optimal: an exchange argument moves any job with a larger tail into
+/// an earlier slot without delaying the other).
+struct Job {
+    Step release;
+    Step tail;
+};
+Step least_makespan(std::vector<Job> jobs, std::uint32_t cap);
+
 /// Whether `table` (its model set to the instance's) passes the direct checker.
 bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes);
 

@@ -36,8 +36,10 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     const auto deadline = opt.timeout > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.timeout))
                                           : Clock::time_point::max();
     const Deadline run_deadline = Deadline::at(std::min(opt.synth.deadline, deadline));
-    // The set-up (bounds, schedules) walks every goal pair: refuse sizes it cannot afford.
+    // The set-up (bounds, schedules) walks every goal pair: refuse sizes it cannot afford, and
+    // beyond the collective's own limit work in the quotient of a translation group.
     const std::uint64_t goals = in.collective.goal_count(in.topology->processors());
+    if (goals > max_goal_pairs) return optimize_in_quotient(in, opt);
     if (opt.max_goals > 0 && goals > opt.max_goals)
         throw InputError(fmt::format("{} on {} has {} goal pairs; the synthesizer handles at most {} (its bounds and schedules "
                                      "walk every pair, its encodings hold variables per pair and step)",

@@ -140,14 +140,9 @@ std::uint64_t mix(std::uint64_t a) {
     return a ^ (a >> 33);
 }
 
-struct TreeEdge {
-    Step step;
-    std::uint32_t tree, from, to;
-};
-
 /// One seeded greedy run: the labelled edges of C trees rooted at 0, or nullopt when a step
 /// added nothing or `max_steps` passed.
-std::optional<std::vector<TreeEdge>> grow(const Quotient& q, std::uint32_t C, Step max_steps, std::uint64_t seed) {
+std::optional<std::vector<QuotientEdge>> grow(const Quotient& q, std::uint32_t C, Step max_steps, std::uint64_t seed) {
     const std::uint32_t P = q.P, nk = static_cast<std::uint32_t>(q.class_diffs.size());
     constexpr Step never = ~Step{0};
     std::vector<Step> reach(std::size_t{C} * P, never);
@@ -161,7 +156,7 @@ std::optional<std::vector<TreeEdge>> grow(const Quotient& q, std::uint32_t C, St
         reached(t, 0);
     }
     std::uint64_t remaining = std::uint64_t{C} * (P - 1);
-    std::vector<TreeEdge> edges;
+    std::vector<QuotientEdge> edges;
     edges.reserve(remaining);
     std::vector<std::int64_t> budget(q.budgets.size());
     struct Cand {
@@ -264,19 +259,20 @@ std::string translation_group_name(const Topology& t) {
     return *B == t.processors() ? fmt::format("Z_{}", *B) : fmt::format("Z_{} x Z_{}", *B, t.processors() / *B);
 }
 
-std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
-                                              std::chrono::steady_clock::time_point deadline) {
+std::optional<QuotientTrees> grow_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
+                                             std::chrono::steady_clock::time_point deadline) {
     const Topology& t = *in.topology;
-    if (in.collective.kind != CollectiveKind::allgather || in.model.ports == Ports::half || in.model.timing != Timing::hop) return std::nullopt;
+    if (in.collective.kind != CollectiveKind::allgather || in.model.ports == Ports::half || in.model.timing != Timing::hop || in.model.inject_once)
+        return std::nullopt;
     const std::optional<std::uint32_t> B = translation_box(t);
     if (!B) return std::nullopt;
     const Quotient q = quotient(t, in.model, *B);
-    std::optional<std::vector<TreeEdge>> best;
+    std::optional<std::vector<QuotientEdge>> best;
     Step best_steps = ~Step{0};
     // Seeded runs until one reaches the target, 64 in a row find nothing better, or the deadline.
     for (std::uint64_t seed = 0, misses = 0; best_steps > target_steps && misses < 64; ++seed) {
         if (seed > 0 && std::chrono::steady_clock::now() > deadline) break;
-        std::optional<std::vector<TreeEdge>> e = grow(q, chunks, best_steps == ~Step{0} ? 8 * target_steps + 64 : best_steps - 1, seed);
+        std::optional<std::vector<QuotientEdge>> e = grow(q, chunks, best_steps == ~Step{0} ? 8 * target_steps + 64 : best_steps - 1, seed);
         if (!e) {
             ++misses;
             continue;
@@ -286,21 +282,26 @@ std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint
         best = std::move(e);
     }
     if (!best) return std::nullopt;
+    return QuotientTrees{q.tr, chunks, std::move(*best)};
+}
+
+PackedSchedule expand_translates(const SynthInstance& in, const QuotientTrees& trees) {
     // Lower: datum g follows every tree moved by g.
-    const std::uint32_t P = q.P;
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors(), chunks = trees.chunks;
     Collective coll = in.collective;
     coll.chunks = chunks;
     const Messages ms = coll.messages(P);
     std::vector<std::uint16_t> depth(std::size_t{chunks} * P, 0);
     PackedSchedule out;
-    for (const TreeEdge& e : *best) {
+    for (const QuotientEdge& e : trees.edges) {
         depth[std::size_t{e.tree} * P + e.to] = static_cast<std::uint16_t>(depth[std::size_t{e.tree} * P + e.from] + 1);
         out.depth = std::max<std::uint32_t>(out.depth, depth[std::size_t{e.tree} * P + e.to]);
     }
-    out.table.transfers.reserve(best->size() * P);
+    out.table.transfers.reserve(trees.edges.size() * P);
     for (std::uint32_t g = 0; g < P; ++g)
-        for (const TreeEdge& e : *best) {
-            const auto c = t.find_channel(Node{q.tr.add(g, e.from)}, Node{q.tr.add(g, e.to)});
+        for (const QuotientEdge& e : trees.edges) {
+            const auto c = t.find_channel(Node{trees.group.add(g, e.from)}, Node{trees.group.add(g, e.to)});
             COLLSCHED_ASSERT(c.has_value());
             out.table.transfers.push_back({e.step, *c, ms.broadcast(g, e.tree)});
         }
@@ -312,6 +313,13 @@ std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint
     out.steps = out.table.steps();
     out.rounds = out.steps;
     return out;
+}
+
+std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
+                                              std::chrono::steady_clock::time_point deadline) {
+    std::optional<QuotientTrees> trees = grow_translates(in, chunks, target_steps, deadline);
+    if (!trees) return std::nullopt;
+    return expand_translates(in, *trees);
 }
 
 namespace {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/topology.hpp"
 #include "verifier/tree_packing.hpp"
@@ -45,10 +46,35 @@ std::optional<Translations> translation_group(const Topology& t);
 /// "Z_B x Z_K" for the translation group translation_box finds (the caller checked there is one).
 std::string translation_group_name(const Topology& t);
 
+/// One labelled tree edge of the quotient: in step `step`, chunk `tree` of the datum of element 0
+/// crosses from element `from` to element `to`; datum g's crosses from g + from to g + to.
+struct QuotientEdge {
+    Step step;
+    std::uint32_t tree, from, to;
+};
+
+/// C labelled spanning out-trees rooted at element 0, in step order: with the group, a whole
+/// allgather of C chunks (every datum follows the trees moved by its origin).
+struct QuotientTrees {
+    Translations group;
+    std::uint32_t chunks = 1;
+    std::vector<QuotientEdge> edges;
+    Step steps() const { return edges.empty() ? 0 : edges.back().step; }
+};
+
+/// The trees of pack_translates without the table (seeded greedy runs until one reaches
+/// `target_steps`, 64 in a row do not improve, or the deadline); nullopt as there.
+std::optional<QuotientTrees> grow_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
+                                             std::chrono::steady_clock::time_point deadline);
+
+/// The table of the trees: P times their edges, one per datum (not verified).
+PackedSchedule expand_translates(const SynthInstance& in, const QuotientTrees& trees);
+
 /// An allgather with `chunks` chunks by translates of one labelled tree set, in at most
 /// `max_steps` steps of one round (tries seeded greedy runs until one reaches `target_steps` or
 /// the deadline); nullopt when the model is not taken (half ports), there is no translation
-/// group, or no run finished within `max_steps`. The table is not yet verified.
+/// group, or no run finished within `max_steps` (and under inject=once: a root sends to each of
+/// its children). The table is not yet verified.
 std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
                                               std::chrono::steady_clock::time_point deadline);
 

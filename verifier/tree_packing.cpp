@@ -276,6 +276,7 @@ std::string packing_problem(const SynthInstance& in) {
     if (in.model.timing != Timing::hop) return "tree packing needs hop timing";
     if (in.topology->routers() != 0) return "tree packing needs a network of processors (model switches as link groups)";
     if (in.model.ports == Ports::half) return "tree packing does not take ports=half";
+    if (in.model.inject_once) return "tree packing does not take inject=once (a tree's root sends its datum to each of its children)";
     return "";
 }
 

@@ -5,12 +5,16 @@
 // tables, and optimize proves the least steps without a solver.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "runtime/simulator.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/synth.hpp"
+#include "verifier/translate_check.hpp"
 #include "verifier/translate_packing.hpp"
 #include "verifier/z3_engine.hpp"
 
@@ -98,4 +102,103 @@ TEST_CASE("translates: optimize proves the least steps of 32 and 64 GPUs without
           std::string::npos);
     CHECK(out.out.find("optimum: 16 steps (proved over every schedule of model timing=hop,ports=multi,queues=unbounded,replicate=no with any route;") !=
           std::string::npos);
+}
+
+namespace {
+
+/// A copy of `trees` with edges moved or removed, kept in step order.
+QuotientTrees mutated(QuotientTrees q, const std::function<void(std::vector<QuotientEdge>&)>& change) {
+    change(q.edges);
+    std::stable_sort(q.edges.begin(), q.edges.end(), [](const QuotientEdge& a, const QuotientEdge& b) { return a.step < b.step; });
+    return q;
+}
+
+}  // namespace
+
+TEST_CASE("translates: the check in the quotient gives the direct checker's verdict on the whole table") {
+    for (const std::string spec : {machine("multibox4x8"), machine("rail4x8"), std::string("torus:6x6"), std::string("ring:8"), machine("dgx2")}) {
+        INFO(spec);
+        SynthInstance in = instance(spec, "allgather");
+        const auto trees = grow_translates(in, 1, 1, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+        REQUIRE(trees);
+        const QuotientVerdict v = check_translates(in, *trees);
+        CHECK(v.holds);
+        CHECK(v.transfers == std::uint64_t{in.topology->processors()} * trees->edges.size());
+        CHECK(verify_direct(expand_translates(in, *trees).table).holds());
+        // A tree edge left out: a processor misses datum 0's chunk (and each its translate).
+        const QuotientTrees cut = mutated(*trees, [](auto& e) { e.pop_back(); });
+        CHECK(check_translates(in, cut).violation.starts_with("completeness: processor"));
+        CHECK(!verify_direct(expand_translates(in, cut).table).holds());
+        // An edge from a processor that does not hold the chunk yet, moved to step 1.
+        const QuotientTrees early = mutated(*trees, [](auto& e) {
+            for (auto& x : e)
+                if (x.from != 0) {
+                    x.step = 1;
+                    break;
+                }
+        });
+        CHECK(check_translates(in, early).violation.starts_with("causality: step 1"));
+        CHECK(!verify_direct(expand_translates(in, early).table).holds());
+    }
+    // dgx2: one chunk out of each GPU per step (its out-group), so the tree has one edge per
+    // step. An edge of a later step from a GPU that held the chunk by step 1, moved to step 2:
+    // two chunks out of every GPU in step 2.
+    SynthInstance box = instance(machine("dgx2"), "allgather");
+    const auto trees = grow_translates(box, 1, 15, never);
+    REQUIRE(trees);
+    CHECK(trees->steps() == 15);
+    const QuotientTrees doubled = mutated(*trees, [](auto& e) {
+        std::vector<Step> reach(16, 99);
+        reach[0] = 0;
+        for (const auto& x : e) reach[x.to] = x.step;
+        for (auto& x : e)
+            if (x.step >= 3 && reach[x.from] <= 1) {
+                x.step = 2;
+                break;
+            }
+    });
+    const QuotientVerdict v = check_translates(box, doubled);
+    CHECK(v.violation.starts_with("group: step 2, link group gpu"));
+    CHECK(v.violation.ends_with(": 2 chunks but capacity 1"));
+    CHECK(!verify_direct(expand_translates(box, doubled).table).holds());
+}
+
+TEST_CASE("translates: optimize beyond the collective's limit works in the quotient, and says so") {
+    // torus 20 x 20 in the quotient (called directly: the CLI does this above 2^28 goal pairs):
+    // the same 100 steps optimize proves on the table, no witness.
+    SynthInstance in = instance("torus:20x20", "allgather");
+    OptimizeResult q = optimize_in_quotient(in, OptimizeOptions{});
+    CHECK(q.status == OptStatus::proved);
+    CHECK(q.optimum == Step{100});
+    CHECK(!q.witness);
+    CHECK(q.lower_bound_reason == "receptions: processor 0 must receive 399 messages, 4 per step, each no earlier than its distance");
+    CHECK(q.upper_bound_source ==
+          "translates of one spanning tree under Z_20 x Z_20 (collsched construction, docs/synthesis.md), checked in the quotient: 399 tree "
+          "edges standing for a table of 159600 transfers, which is not built");
+    CHECK(optimize(in, OptimizeOptions{}).optimum == Step{100});
+    // What the quotient does not take is bad input with the reason, before any work.
+    CHECK_THROWS_WITH_AS(optimize_in_quotient(instance(machine("dgx1x2"), "allgather"), OptimizeOptions{}),
+                         doctest::Contains("has no translation group collsched can check"), InputError);
+    auto r = run("optimize --topology torus:200x200 --collective allgather -o /tmp/never.sched");
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "collsched: error: allgather on torus:200x200 has 1599960000 goal pairs: optimize checks it in the quotient of a "
+                   "translation group and builds no table, so -o, --hierarchical and --start are not taken\n");
+    auto a = run("optimize --topology torus:200x200 --collective alltoall");
+    CHECK(a.code == 2);
+    CHECK(a.err.find("has 1599960000 goal pairs (message, processor); collsched checks at most 268435456") != std::string::npos);
+}
+
+TEST_CASE("translates and tree packing refuse inject=once instead of building a table that breaks it") {
+    // A bug fixed: the bandwidth end of optimize packed 2-chunk trees whose roots inject their
+    // datum once per child, and the packing's own check stopped the run (an internal error).
+    auto r = run("optimize --topology ring:6 --collective allgather --model inject=once --timeout 60");
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.find("optimum: 5 steps (proved over every schedule of model timing=hop,ports=multi,queues=unbounded,replicate=no,inject=once") !=
+          std::string::npos);
+    CHECK(!grow_translates(instance("ring:6", "allgather"), 1, 3, never) == false);
+    SynthInstance once = instance("ring:6", "allgather");
+    once.model.inject_once = true;
+    CHECK(!grow_translates(once, 1, 3, never));
 }
