@@ -583,7 +583,13 @@ public:
         return [&cx = cx_](const std::string& text) {
             auto [c, autos] = call_of(text);
             const CallContext here{cx.in, cx.opt, std::move(autos)};
-            return answered_text(run_call(here, c, {}));
+            try {
+                return answered_text(run_call(here, c, {}));
+            } catch (const std::exception& e) {  // the leader waits for an answer: this one is "unknown"
+                Answered failed;
+                failed.result.reason = fmt::format("the call failed in another process: {}", e.what());
+                return answered_text(failed);
+            }
         };
     }
 
