@@ -3,7 +3,6 @@
 #include "verifier/pareto.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <chrono>
 #include <map>
@@ -14,14 +13,12 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include "compiler/table_io.hpp"
 #include "dsl/diagnostics.hpp"
 #include "support/assert.hpp"
-#include "support/parallel.hpp"
 #include "verifier/bandwidth_bound.hpp"
 #include "verifier/direct.hpp"
+#include "verifier/pareto_calls.hpp"
 #include "verifier/synth_encode.hpp"
 #include "verifier/tree_packing.hpp"
 
@@ -291,28 +288,6 @@ SynthResult solve_rounds(const SynthInstance& base, Step steps, std::uint32_t ch
 
 namespace {
 
-/// One (S, C, R): first, where the topology has automorphisms, a search among the schedules
-/// invariant under them (CaDiCaL's "sat" configuration, a share of the time): a schedule found
-/// there is as good as any (it is verified); its UNSAT proves nothing. Then the full encoding,
-/// whose answer is the one that counts.
-SynthResult decide(const SynthInstance& in, Step S, std::uint32_t C, Step R, const SynthOptions& base,
-                   const std::vector<std::vector<std::uint32_t>>& autos, double invariant_share) {
-    SynthOptions full = base;
-    if (!autos.empty()) {
-        SynthOptions inv = base;
-        inv.invariant = autos;
-        inv.cadical_config = "sat";
-        inv.timeout = base.timeout > 0 ? base.timeout * invariant_share : 2.0;
-        const auto t0 = Clock::now();
-        SynthResult r = solve_rounds(in, S, C, R, inv);
-        if (r.answer == Answer::sat) return r;
-        // The full encoding gets what is left of this instance's time.
-        if (base.timeout > 0)
-            full.timeout = std::max(0.01, base.timeout - std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-    return solve_rounds(in, S, C, R, full);
-}
-
 /// The bandwidth end of the frontier: the tree packing with C = q, 2q, .. for a bound p/q.
 void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) {
     if (std::string why = packing_problem(in); !why.empty() || res.bounds.empty()) {
@@ -466,137 +441,11 @@ std::string pair_list(const std::vector<std::string>& pairs) {
 
 namespace {
 
-/// One solver call of the walk: (S, C, R) with the limits the walk gave it when it was handed out.
-struct Call {
-    Step steps = 0;
-    std::uint32_t chunks = 1;
-    Step rounds = 0;
-    double timeout = 0;                                      ///< seconds for the call; 0: none
-    Clock::time_point deadline = Clock::time_point::max();  ///< the run's
-};
-
-/// A call's answer and its time (encoding and solving).
-struct Answered {
-    SynthResult result;
-    double seconds = 0;
-};
-
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-/// What every call needs besides its (S, C, R), the same in every process of a shared run (each
-/// builds it from the same command line; the automorphisms travel with the calls).
-struct CallContext {
-    const SynthInstance& in;
-    const ParetoOptions& opt;
-    std::vector<std::vector<std::uint32_t>> autos;
-};
-
-Answered run_call(const CallContext& cx, const Call& c, const std::function<bool()>& cancelled) {
-    const auto s0 = Clock::now();
-    SynthOptions so = cx.opt.synth;
-    so.timeout = c.timeout;
-    so.deadline = std::min(so.deadline, c.deadline);
-    if (cancelled) so.interrupt = [outer = so.interrupt, cancelled] { return (outer && outer()) || cancelled(); };
-    Answered a;
-    a.result = decide(cx.in, c.steps, c.chunks, c.rounds, so, cx.autos, 0.25);
-    a.seconds = since(s0);
-    return a;
-}
-
-// Calls and answers as text, for calls shared with other processes (JobSharing). The deadline
-// travels as the seconds left (the processes' clocks are not the same clock); a witness as the
-// table's JSON (compiler/table_io.hpp), read back and verified again by the leader.
-std::string call_text(const Call& c, const std::vector<std::vector<std::uint32_t>>& autos) {
-    const double left = c.deadline == Clock::time_point::max() ? -1.0 : std::max(0.0, -since(c.deadline));
-    return nlohmann::json{{"steps", c.steps}, {"chunks", c.chunks}, {"rounds", c.rounds}, {"timeout", c.timeout}, {"left", left}, {"autos", autos}}.dump();
-}
-
-std::pair<Call, std::vector<std::vector<std::uint32_t>>> call_of(const std::string& text) {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    Call c;
-    c.steps = j.at("steps").get<Step>();
-    c.chunks = j.at("chunks").get<std::uint32_t>();
-    c.rounds = j.at("rounds").get<Step>();
-    c.timeout = j.at("timeout").get<double>();
-    if (const double left = j.at("left").get<double>(); left >= 0)
-        c.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(left));
-    return {c, j.at("autos").get<std::vector<std::vector<std::uint32_t>>>()};
-}
-
-std::string answered_text(const Answered& a) {
-    nlohmann::json j{{"answer", std::string(to_string(a.result.answer))}, {"reason", a.result.reason}, {"seconds", a.seconds},
-                     {"step_rounds", a.result.step_rounds}};
-    j["witness"] = a.result.witness ? nlohmann::json(table_to_json(*a.result.witness)) : nlohmann::json();
-    return j.dump();
-}
-
-Answered answered_of(const std::string& text, const SynthInstance& in) {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    Answered a;
-    const std::string answer = j.at("answer").get<std::string>();
-    a.result.answer = answer == "sat" ? Answer::sat : answer == "unsat" ? Answer::unsat : Answer::unknown;
-    a.result.reason = j.at("reason").get<std::string>();
-    a.seconds = j.at("seconds").get<double>();
-    a.result.step_rounds = j.at("step_rounds").get<std::vector<Step>>();
-    if (!j.at("witness").is_null()) {
-        SendTable t = parse_table_json(j.at("witness").get<std::string>(), "a witness from another process");
-        t.topology = in.topology;  // the same topology (the same spec), shared
-        COLLSCHED_ASSERT_MSG(verify_direct(t).holds(), "a witness from another process does not verify");
-        a.result.witness = std::move(t);
-    }
-    return a;
-}
-
-/// Runs the calls of a batch: on this process's `jobs` threads, or shared with other processes
-/// (each on its threads). Answers come back in the order of the batch, whoever ran them. On
-/// threads, once a call answers SAT the calls after it in the batch are not needed (the walk
-/// stops at the first SAT): those not started are skipped, those running interrupted; their
-/// answers are never read. Shared calls run to the end (a process knows only its own).
-class CallRunner {
-public:
-    explicit CallRunner(const CallContext& cx) : cx_(cx) {}
-    std::size_t width() const { return threads() * (cx_.opt.sharing ? cx_.opt.sharing->processes() : 1); }
-
-    std::vector<Answered> run(const std::vector<Call>& batch) const {
-        std::vector<Answered> out(batch.size());
-        if (cx_.opt.sharing) {
-            std::vector<std::string> jobs;
-            for (const Call& c : batch) jobs.push_back(call_text(c, cx_.autos));
-            const std::vector<std::string> got = cx_.opt.sharing->share(jobs, threads(), runner());
-            for (std::size_t i = 0; i < batch.size(); ++i) out[i] = answered_of(got[i], cx_.in);
-            return out;
-        }
-        std::atomic<std::size_t> first_sat{batch.size()};
-        run_indexed(batch.size(), threads(), [&](std::size_t i) {
-            if (first_sat.load() < i) return true;
-            out[i] = run_call(cx_, batch[i], [&first_sat, i] { return first_sat.load() < i; });
-            if (out[i].result.answer == Answer::sat)
-                for (std::size_t f = first_sat.load(); i < f && !first_sat.compare_exchange_weak(f, i);) {
-                }
-            return true;
-        });
-        return out;
-    }
-
-    /// One call from its text, answered as text: what every process runs for a shared batch.
-    JobRunner runner() const {
-        return [&cx = cx_](const std::string& text) {
-            auto [c, autos] = call_of(text);
-            const CallContext here{cx.in, cx.opt, std::move(autos)};
-            try {
-                return answered_text(run_call(here, c, {}));
-            } catch (const std::exception& e) {  // the leader waits for an answer: this one is "unknown"
-                Answered failed;
-                failed.result.reason = fmt::format("the call failed in another process: {}", e.what());
-                return answered_text(failed);
-            }
-        };
-    }
-
-private:
-    unsigned threads() const { return std::max(1u, cx_.opt.jobs); }
-    const CallContext& cx_;
-};
+using pareto_calls::Answered;
+using pareto_calls::Call;
+using pareto_calls::CallContext;
+using pareto_calls::CallRunner;
+using pareto_calls::since;
 
 /// The walk over steps (see pareto in verifier/pareto.hpp): rows S = first, first + 1, ...; in
 /// each, the pairs (C, R) below the line in PairWalk's order, decided `width` at a time, the
