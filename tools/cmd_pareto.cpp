@@ -40,6 +40,7 @@ struct ParetoArgs {
     std::string method = "auto";
     std::vector<double> sizes;
     std::optional<LinkSpeed> link;
+    unsigned jobs = 1;
 };
 
 /// The predicted times of a frontier point at every --size (docs/time.md).
@@ -90,6 +91,217 @@ nlohmann::ordered_json certificate_json(const CutCertificate& c) {
             {"max_flows", c.flows},     {"sinks", c.sinks}};
 }
 
+/// The run as the command set it up: the instance, how it is searched, and what the report names.
+struct ParetoRun {
+    SynthInstance in;
+    bool reduction = false;   ///< a collective with partials
+    bool by_duality = false;  ///< searched through its dual
+    SynthInstance least;      ///< the instance whose least steps the report states (the dual's by duality)
+    std::string space;        ///< the search space, one sentence
+};
+
+std::string report_json(const ParetoRun& run, const ParetoResult& res, const std::vector<std::vector<std::string>>& files, const ParetoArgs& args) {
+    const SynthInstance& in = run.in;
+    const SynthInstance& least = run.least;
+    const std::string& space = run.space;
+    const bool reduction = run.reduction, by_duality = run.by_duality;
+    nlohmann::ordered_json j;
+    j["topology"] = in.topology->spec();
+    j["collective"] = in.collective.to_string();
+    j["model"] = to_string(in.model);
+    j["search"] = space;
+    j["max_chunks"] = args.max_chunks;
+    j["complete"] = res.complete;
+    j["end"] = res.end;
+    j["seconds"] = res.seconds;
+    j["method"] = !reduction ? "" : by_duality ? "duality" : "direct";
+    if (by_duality) j["dual"] = least.collective.to_string();
+    j["least_steps"] = result_json(least, res.least_steps, args.solver);  // one round per step
+    j["first_steps"] = res.first_steps;
+    j["bandwidth_bound"] = res.bounds.empty()
+                               ? nlohmann::ordered_json()
+                               : nlohmann::ordered_json{{"rounds_per_chunk", res.bandwidth_bound.text()},
+                                                        {"value", res.bandwidth_bound.value()},
+                                                        {"name", res.bounds.front().name},
+                                                        {"detail", res.bounds.front().detail}};
+    if (!res.bounds.empty() && res.bounds.front().certificate) j["bandwidth_bound"]["certificate"] = certificate_json(*res.bounds.front().certificate);
+    if (res.packed) {
+        nlohmann::ordered_json pj = point_json(*res.packed, {});
+        pj["depth"] = res.packed_depth;
+        pj["bandwidth_optimal"] = res.packed_optimal;
+        pj["note"] = res.packed_note;
+        j["bandwidth_end"] = std::move(pj);
+    } else {
+        j["bandwidth_end"] = {{"note", res.packed_note}};
+    }
+    auto& bj = j["bounds"] = nlohmann::ordered_json::array();
+    for (const BandwidthBound& b : res.bounds)
+        bj.push_back({{"rounds_per_chunk", b.rounds_per_chunk.text()}, {"name", b.name}, {"detail", b.detail}});
+    // Built apart and moved in at the end: a reference into an ordered_json object dangles
+    // when a later key grows its vector (the crash of pareto --json on DGX-1 reduce_scatter).
+    nlohmann::ordered_json fj = nlohmann::ordered_json::array(), rj = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < res.rows.size(); ++i) {
+        const ParetoRow& row = res.rows[i];
+        nlohmann::ordered_json x{{"steps", row.steps}, {"frontier", row.frontier}, {"proved", row.proved}, {"excluded", row.excluded}};
+        x["best"] = row.best ? point_json(*row.best, files[i]) : nlohmann::ordered_json();
+        auto& aj = x["attempts"] = nlohmann::ordered_json::array();
+        for (const RoundsAttempt& a : row.attempts) {
+            nlohmann::ordered_json y{{"chunks", a.chunks}, {"rounds", a.rounds}, {"answer", to_string(a.answer)}, {"seconds", a.seconds}};
+            if (!a.reason.empty()) y["reason"] = a.reason;
+            aj.push_back(std::move(y));
+        }
+        rj.push_back(std::move(x));
+        if (row.frontier) {
+            nlohmann::ordered_json pj = point_json(*row.best, files[i]);
+            if (!args.sizes.empty()) pj["time"] = point_times(*row.best, args);
+            fj.push_back(std::move(pj));
+        }
+    }
+    j["frontier"] = std::move(fj);
+    j["rows"] = std::move(rj);
+    return j.dump() + "\n";
+}
+
+std::string report_text(const ParetoRun& run, const ParetoResult& res, const std::vector<std::vector<std::string>>& files, const ParetoArgs& args) {
+    const SynthInstance& in = run.in;
+    const SynthInstance& least = run.least;
+    const std::string& space = run.space;
+    const bool by_duality = run.by_duality;
+    const CollectiveKind kind = in.collective.kind;
+    std::string s = fmt::format("pareto {} on {} ({}), chunks 1..{}, solver {}\n", in.collective.to_string(), in.topology->spec(),
+                                to_string(in.model), args.max_chunks, args.solver.backend_name());
+    s += fmt::format("search: {}\n", space);
+    if (by_duality)
+        s += fmt::format("by duality with {}: its least steps, bounds and frontier below, each point reversed{}\n",
+                         least.collective.to_string(), kind == CollectiveKind::allreduce ? " and followed by itself" : "");
+    s += "least steps of one round each: " + status_sentence(least, res.least_steps) + "\n";
+    if (res.least_steps.optimum && res.first_steps > 0 && res.first_steps < *res.least_steps.optimum)
+        s += fmt::format("with several rounds per step fewer steps can do: the rows start at {} (the distance bound: a chunk "
+                         "crosses one channel per step, whatever its rounds)\n",
+                         res.first_steps);
+    if (res.bounds.empty()) s += "bandwidth bound: none\n";
+    for (const BandwidthBound& b : res.bounds)
+        s += fmt::format("bandwidth bound: R/C >= {} ({}: {})\n", b.rounds_per_chunk.text(), b.name, b.detail);
+    for (const ParetoRow& row : res.rows)
+        for (const RoundsAttempt& a : row.attempts)
+            s += fmt::format("  S = {}, C = {}, R = {}: {} ({:.3f} s){}\n", a.steps, a.chunks, a.rounds, to_string(a.answer), a.seconds,
+                             a.reason.empty() ? std::string() : ": " + a.reason);
+    if (res.packed)
+        s += fmt::format("bandwidth end (tree packing): {} steps, {} rounds, {} chunks, R/C = {}, trees at most {} deep: {}\n",
+                         res.packed->steps, res.packed->rounds, res.packed->chunks, res.packed->rounds_per_chunk().text(),
+                         res.packed_depth, res.packed_note);
+    else
+        s += fmt::format("bandwidth end (tree packing): none ({})\n", res.packed_note);
+    s += "frontier (each point a schedule verified by the direct checker):\n";
+    s += "  steps  rounds  chunks  R/C    rounds per step\n";
+    for (std::size_t i = 0; i < res.rows.size(); ++i) {
+        const ParetoRow& row = res.rows[i];
+        if (!row.frontier) continue;
+        const ParetoPoint& p = *row.best;
+        s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<5}  {}{}\n", p.steps, p.rounds, p.chunks, p.rounds_per_chunk().text(),
+                         rounds_text(p.step_rounds), files[i].empty() ? "" : fmt::format("  ({})", fmt::join(files[i], ", ")));
+    }
+    if (!args.sizes.empty()) {
+        s += fmt::format("predicted time of the frontier points (docs/time.md); {}:\n",
+                         speeds_text(*in.topology, args.link));
+        s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<10}  {:>12}  {:>12}\n", "steps", "rounds", "chunks", "size", "synchronous", "asynchronous");
+        for (const ParetoRow& row : res.rows) {
+            if (!row.frontier) continue;
+            const ParetoPoint& p = *row.best;
+            for (const auto& x : point_times(p, args))
+                s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<10}  {:>12}  {:>12}\n", p.steps, p.rounds, p.chunks,
+                                 support::format_bytes(x["size"].get<double>()), support::format_seconds(x["synchronous_s"].get<double>()),
+                                 support::format_seconds(x["asynchronous_s"].get<double>()));
+        }
+    }
+    s += "proofs:\n";
+    for (const ParetoRow& row : res.rows) s += fmt::format("  {} steps: {}{}\n", row.steps, row.excluded, "");
+    s += fmt::format("end: {}; {} ({:.2f} s)\n", res.end, res.complete ? "every point proved" : "NOT complete", res.seconds);
+    return s;
+}
+
+/// The instance and how it is searched, from the arguments; bad input and unsupported models are
+/// refused here, before any work.
+ParetoRun pareto_run(const ParetoArgs& args) {
+    auto topo = Topology::parse(args.topology);
+    ParetoRun run;
+    run.in = SynthInstance{topo, apply_model_options(topo->default_model(), args.model), Collective::parse(args.collective, *topo),
+                           RouteSpace::any};
+    const CollectiveKind kind = run.in.collective.kind;
+    run.reduction = run.in.collective.row().has_partials();
+    if (args.method != "auto" && !run.reduction)
+        throw InputError(fmt::format("--method {} applies to reduce:R, reduce_scatter, allreduce and scan", args.method));
+    run.by_duality = run.reduction && (args.method == "duality" || (args.method == "auto" && kind != CollectiveKind::scan));
+    if (run.by_duality) {
+        if (kind == CollectiveKind::scan) throw InputError("scan has no dual collective; use --method direct");
+        if (std::string why = duality_problem(*topo, run.in.model); !why.empty()) throw InputError(why);
+    } else if (kind == CollectiveKind::reduce_scatter) {
+        throw InputError("pareto searches C = 1..K chunks, and reduce_scatter takes a multiple of P: use --method duality");
+    } else {
+        SynthInstance probe = run.in;
+        probe.collective.chunks = 2;
+        encoding_for(probe);  // unsupported models are bad input, before any work
+    }
+    run.least = run.in;
+    return run;
+}
+
+ParetoOptions pareto_options(const ParetoArgs& args) {
+    const OptimizeOptions oo = args.solver.options();
+    ParetoOptions po;
+    po.synth = oo.synth;
+    po.timeout = oo.timeout;
+    po.max_chunks = args.max_chunks;
+    po.max_steps = args.max_steps;
+    po.solve_timeout = args.solve_timeout;
+    po.use_automorphisms = !args.no_automorphisms;
+    po.jobs = args.jobs;
+    return po;
+}
+
+/// The frontier, directly or through the dual (then the least steps and the space are the dual's).
+ParetoResult solve(ParetoRun& run, const ParetoOptions& po, std::uint32_t max_chunks) {
+    if (run.by_duality) {
+        ReductionPareto rp = pareto_reduction(run.in, po);
+        run.space = std::move(rp.space);
+        run.least = rp.dual;
+        return std::move(rp.result);
+    }
+    ParetoResult res = pareto(run.in, po);
+    std::string base = search_space(run.in);
+    if (run.reduction)  // search_space names the one chunk of `in`; the frontier covers C = 1..K
+        if (auto at = base.find(" of 1 chunk "); at != std::string::npos) base.erase(at, 11);
+    run.space = fmt::format("{}; C = 1..{} chunks per datum, any rounds per step", base, max_chunks);
+    return res;
+}
+
+/// -d and --svg, before the report so that it can name the files: every frontier point as
+/// DIR/NAME.sched and .json (atomically, each), per row.
+std::vector<std::vector<std::string>> write_points(const ParetoRun& run, const ParetoResult& res, const ParetoArgs& args) {
+    std::vector<std::vector<std::string>> files(res.rows.size());
+    if (!args.dir.empty()) {
+        std::filesystem::create_directories(args.dir);
+        for (std::size_t i = 0; i < res.rows.size(); ++i) {
+            if (!res.rows[i].frontier) continue;
+            std::string base = (std::filesystem::path(args.dir) / point_name(run.in, *res.rows[i].best)).string();
+            std::string comment = point_comment(run.in, res, res.rows[i], run.space);
+            for (const char* ext : {".sched", ".json"}) {
+                write_witness(base + ext, res.rows[i].best->table, comment);
+                files[i].push_back(base + ext);
+            }
+        }
+    }
+    if (!args.svg.empty()) {
+        const std::string svg = frontier_svg(res, fmt::format("{} on {}: the Pareto frontier", run.in.collective.to_string(),
+                                                              std::filesystem::path(run.in.topology->spec()).filename().string()));
+        write_output(args.svg, [&](const Flush& flush, fmt::memory_buffer& buf) {
+            buf.append(svg.data(), svg.data() + svg.size());
+            flush(buf);
+        });
+    }
+    return files;
+}
+
 }  // namespace
 
 void add_pareto_command(CLI::App& app, Context& ctx) {
@@ -128,34 +340,17 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
     add_link_option(cmd, args->link);
     cmd->add_option("-d,--dir", args->dir, "Write every frontier point as DIR/NAME.sched (DSL) and DIR/NAME.json (table)");
     cmd->add_option("--svg", args->svg, "Draw the frontier (steps against R/C, the bounds, proved and open points) as SVG to this file");
+    cmd->add_option("--jobs", args->jobs,
+                    "Decide the next N (steps, chunks, rounds) instances of a row at once, on N threads; the frontier is the same "
+                    "for every N. Under mpirun -n K the instances are shared among the K ranks too (docs/synthesis.md, \"Threads "
+                    "and MPI ranks\")")
+        ->check(CLI::Range(1u, 256u));
     cmd->callback([&ctx, args] {
-        auto topo = Topology::parse(args->topology);
-        SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo),
-                         RouteSpace::any};
-        const CollectiveKind kind = in.collective.kind;
-        const bool reduction = in.collective.row().has_partials();
-        if (args->method != "auto" && !reduction)
-            throw InputError(fmt::format("--method {} applies to reduce:R, reduce_scatter, allreduce and scan", args->method));
-        const bool by_duality = reduction && (args->method == "duality" || (args->method == "auto" && kind != CollectiveKind::scan));
-        if (by_duality) {
-            if (kind == CollectiveKind::scan) throw InputError("scan has no dual collective; use --method direct");
-            if (std::string why = duality_problem(*topo, in.model); !why.empty()) throw InputError(why);
-        } else if (kind == CollectiveKind::reduce_scatter) {
-            throw InputError("pareto searches C = 1..K chunks, and reduce_scatter takes a multiple of P: use --method duality");
-        } else {
-            SynthInstance probe = in;
-            probe.collective.chunks = 2;
-            encoding_for(probe);  // unsupported models are bad input, before any work
-        }
-        const OptimizeOptions oo = args->solver.options();
-        ParetoOptions po;
-        po.synth = oo.synth;
-        po.timeout = oo.timeout;
-        po.max_chunks = args->max_chunks;
-        po.max_steps = args->max_steps;
-        po.solve_timeout = args->solve_timeout;
-        po.use_automorphisms = !args->no_automorphisms;
-        const bool tty = ::isatty(2) == 1;
+        ParetoRun run = pareto_run(*args);
+        ParetoOptions po = pareto_options(*args);
+        po.sharing = ctx.sharing;
+        const bool follower = ctx.sharing && !ctx.sharing->leader();
+        const bool tty = !follower && ::isatty(2) == 1;
         bool open = false;
         po.progress = [&](const RoundsAttempt& a, bool done, double elapsed) {
             if (!tty) return;
@@ -168,156 +363,16 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
             std::fflush(stderr);
         };
         ParetoResult res;
-        std::string space;
-        SynthInstance least = in;  // the instance whose least steps the report states
         try {
-            if (by_duality) {
-                ReductionPareto rp = pareto_reduction(in, po);
-                res = std::move(rp.result);
-                space = std::move(rp.space);
-                least = rp.dual;
-            } else {
-                res = pareto(in, po);
-                std::string base = search_space(in);
-                if (reduction)  // search_space names the one chunk of `in`; the frontier covers C = 1..K
-                    if (auto at = base.find(" of 1 chunk "); at != std::string::npos) base.erase(at, 11);
-                space = fmt::format("{}; C = 1..{} chunks per datum, any rounds per step", base, args->max_chunks);
-            }
+            res = solve(run, po, args->max_chunks);
         } catch (const std::logic_error& e) {
             if (open) std::fputc('\n', stderr);
             throw InputError(fmt::format("internal error (a bug, please report it): {}", e.what()));
         }
         if (open) std::fputc('\n', stderr);
-        // Files first (atomically, each), so the report can name them.
-        std::vector<std::vector<std::string>> files(res.rows.size());
-        if (!args->dir.empty()) {
-            std::filesystem::create_directories(args->dir);
-            for (std::size_t i = 0; i < res.rows.size(); ++i) {
-                if (!res.rows[i].frontier) continue;
-                std::string base = (std::filesystem::path(args->dir) / point_name(in, *res.rows[i].best)).string();
-                std::string comment = point_comment(in, res, res.rows[i], space);
-                for (const char* ext : {".sched", ".json"}) {
-                    write_witness(base + ext, res.rows[i].best->table, comment);
-                    files[i].push_back(base + ext);
-                }
-            }
-        }
-        if (!args->svg.empty()) {
-            const std::string svg = frontier_svg(res, fmt::format("{} on {}: the Pareto frontier", in.collective.to_string(), std::filesystem::path(in.topology->spec()).filename().string()));
-            write_output(args->svg, [&](const Flush& flush, fmt::memory_buffer& buf) {
-                buf.append(svg.data(), svg.data() + svg.size());
-                flush(buf);
-            });
-        }
-        if (args->json) {
-            nlohmann::ordered_json j;
-            j["topology"] = in.topology->spec();
-            j["collective"] = in.collective.to_string();
-            j["model"] = to_string(in.model);
-            j["search"] = space;
-            j["max_chunks"] = args->max_chunks;
-            j["complete"] = res.complete;
-            j["end"] = res.end;
-            j["seconds"] = res.seconds;
-            j["method"] = !reduction ? "" : by_duality ? "duality" : "direct";
-            if (by_duality) j["dual"] = least.collective.to_string();
-            j["least_steps"] = result_json(least, res.least_steps, args->solver);  // one round per step
-            j["first_steps"] = res.first_steps;
-            j["bandwidth_bound"] = res.bounds.empty()
-                                       ? nlohmann::ordered_json()
-                                       : nlohmann::ordered_json{{"rounds_per_chunk", res.bandwidth_bound.text()},
-                                                                {"value", res.bandwidth_bound.value()},
-                                                                {"name", res.bounds.front().name},
-                                                                {"detail", res.bounds.front().detail}};
-            if (!res.bounds.empty() && res.bounds.front().certificate) j["bandwidth_bound"]["certificate"] = certificate_json(*res.bounds.front().certificate);
-            if (res.packed) {
-                nlohmann::ordered_json pj = point_json(*res.packed, {});
-                pj["depth"] = res.packed_depth;
-                pj["bandwidth_optimal"] = res.packed_optimal;
-                pj["note"] = res.packed_note;
-                j["bandwidth_end"] = std::move(pj);
-            } else {
-                j["bandwidth_end"] = {{"note", res.packed_note}};
-            }
-            auto& bj = j["bounds"] = nlohmann::ordered_json::array();
-            for (const BandwidthBound& b : res.bounds)
-                bj.push_back({{"rounds_per_chunk", b.rounds_per_chunk.text()}, {"name", b.name}, {"detail", b.detail}});
-            // Built apart and moved in at the end: a reference into an ordered_json object dangles
-            // when a later key grows its vector (the crash of pareto --json on DGX-1 reduce_scatter).
-            nlohmann::ordered_json fj = nlohmann::ordered_json::array(), rj = nlohmann::ordered_json::array();
-            for (std::size_t i = 0; i < res.rows.size(); ++i) {
-                const ParetoRow& row = res.rows[i];
-                nlohmann::ordered_json x{{"steps", row.steps}, {"frontier", row.frontier}, {"proved", row.proved}, {"excluded", row.excluded}};
-                x["best"] = row.best ? point_json(*row.best, files[i]) : nlohmann::ordered_json();
-                auto& aj = x["attempts"] = nlohmann::ordered_json::array();
-                for (const RoundsAttempt& a : row.attempts) {
-                    nlohmann::ordered_json y{{"chunks", a.chunks}, {"rounds", a.rounds}, {"answer", to_string(a.answer)}, {"seconds", a.seconds}};
-                    if (!a.reason.empty()) y["reason"] = a.reason;
-                    aj.push_back(std::move(y));
-                }
-                rj.push_back(std::move(x));
-                if (row.frontier) {
-                    nlohmann::ordered_json pj = point_json(*row.best, files[i]);
-                    if (!args->sizes.empty()) pj["time"] = point_times(*row.best, *args);
-                    fj.push_back(std::move(pj));
-                }
-            }
-            j["frontier"] = std::move(fj);
-            j["rows"] = std::move(rj);
-            std::string out = j.dump() + "\n";
-            ctx.print(out);
-        } else {
-            std::string s = fmt::format("pareto {} on {} ({}), chunks 1..{}, solver {}\n", in.collective.to_string(), in.topology->spec(),
-                                        to_string(in.model), args->max_chunks, args->solver.backend_name());
-            s += fmt::format("search: {}\n", space);
-            if (by_duality)
-                s += fmt::format("by duality with {}: its least steps, bounds and frontier below, each point reversed{}\n",
-                                 least.collective.to_string(), kind == CollectiveKind::allreduce ? " and followed by itself" : "");
-            s += "least steps of one round each: " + status_sentence(least, res.least_steps) + "\n";
-            if (res.least_steps.optimum && res.first_steps > 0 && res.first_steps < *res.least_steps.optimum)
-                s += fmt::format("with several rounds per step fewer steps can do: the rows start at {} (the distance bound: a chunk "
-                                 "crosses one channel per step, whatever its rounds)\n",
-                                 res.first_steps);
-            if (res.bounds.empty()) s += "bandwidth bound: none\n";
-            for (const BandwidthBound& b : res.bounds)
-                s += fmt::format("bandwidth bound: R/C >= {} ({}: {})\n", b.rounds_per_chunk.text(), b.name, b.detail);
-            for (const ParetoRow& row : res.rows)
-                for (const RoundsAttempt& a : row.attempts)
-                    s += fmt::format("  S = {}, C = {}, R = {}: {} ({:.3f} s){}\n", a.steps, a.chunks, a.rounds, to_string(a.answer), a.seconds,
-                                     a.reason.empty() ? std::string() : ": " + a.reason);
-            if (res.packed)
-                s += fmt::format("bandwidth end (tree packing): {} steps, {} rounds, {} chunks, R/C = {}, trees at most {} deep: {}\n",
-                                 res.packed->steps, res.packed->rounds, res.packed->chunks, res.packed->rounds_per_chunk().text(),
-                                 res.packed_depth, res.packed_note);
-            else
-                s += fmt::format("bandwidth end (tree packing): none ({})\n", res.packed_note);
-            s += "frontier (each point a schedule verified by the direct checker):\n";
-            s += "  steps  rounds  chunks  R/C    rounds per step\n";
-            for (std::size_t i = 0; i < res.rows.size(); ++i) {
-                const ParetoRow& row = res.rows[i];
-                if (!row.frontier) continue;
-                const ParetoPoint& p = *row.best;
-                s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<5}  {}{}\n", p.steps, p.rounds, p.chunks, p.rounds_per_chunk().text(),
-                                 rounds_text(p.step_rounds), files[i].empty() ? "" : fmt::format("  ({})", fmt::join(files[i], ", ")));
-            }
-            if (!args->sizes.empty()) {
-                s += fmt::format("predicted time of the frontier points (docs/time.md); {}:\n",
-                                 speeds_text(*in.topology, args->link));
-                s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<10}  {:>12}  {:>12}\n", "steps", "rounds", "chunks", "size", "synchronous", "asynchronous");
-                for (const ParetoRow& row : res.rows) {
-                    if (!row.frontier) continue;
-                    const ParetoPoint& p = *row.best;
-                    for (const auto& x : point_times(p, *args))
-                        s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<10}  {:>12}  {:>12}\n", p.steps, p.rounds, p.chunks,
-                                         support::format_bytes(x["size"].get<double>()), support::format_seconds(x["synchronous_s"].get<double>()),
-                                         support::format_seconds(x["asynchronous_s"].get<double>()));
-                }
-            }
-            s += "proofs:\n";
-            for (const ParetoRow& row : res.rows) s += fmt::format("  {} steps: {}{}\n", row.steps, row.excluded, "");
-            s += fmt::format("end: {}; {} ({:.2f} s)\n", res.end, res.complete ? "every point proved" : "NOT complete", res.seconds);
-            ctx.print(s);
-        }
+        if (follower) return;  // the leader writes and reports
+        const std::vector<std::vector<std::string>> files = write_points(run, res, *args);
+        ctx.print(args->json ? report_json(run, res, files, *args) : report_text(run, res, files, *args));
         ctx.exit_code = res.complete ? 0 : 3;
     });
 }

@@ -8,11 +8,14 @@
 
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "support/parallel.hpp"
 
 namespace collsched::tools {
 
@@ -25,6 +28,9 @@ struct Context {
         if (out) out(text);
         else std::fwrite(text.data(), 1, text.size(), stdout);
     }
+    /// The processes this run shares its solver calls with (MPI ranks under mpirun:
+    /// tools/mpi_share.hpp, set by main); null: this process alone.
+    std::shared_ptr<JobSharing> sharing;
 };
 
 void add_demo_command(CLI::App&, Context&);

@@ -14,6 +14,9 @@
 #include "tools/app.hpp"
 #include "tools/input.hpp"
 #include "tools/output.hpp"
+#ifdef COLLSCHED_WITH_MPI
+#include "tools/mpi_share.hpp"
+#endif
 
 namespace {
 
@@ -25,12 +28,10 @@ int help_written(int code) {
     return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// Parses the command line and runs the command; the exit code.
+int run(int argc, char** argv, collsched::tools::Context& ctx) {
     using namespace collsched;
     CLI::App app{"collsched: compile, verify, simulate and synthesize collective communication schedules"};
-    tools::Context ctx;
     tools::add_commands(app, ctx);
     // Under --json every error is one JSON object on standard output (tools/input.hpp).
     bool json = false;
@@ -68,4 +69,19 @@ int main(int argc, char** argv) {
         return 2;
     }
     return ctx.exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    collsched::tools::Context ctx;
+#ifdef COLLSCHED_WITH_MPI
+    // Started by mpirun with several ranks: they share pareto's solver calls, rank 0 prints.
+    auto ranks = collsched::tools::MpiRanks::from_environment();
+    ctx.sharing = ranks;
+    const int code = run(argc, argv, ctx);
+    return ranks ? ranks->finish(code) : code;
+#else
+    return run(argc, argv, ctx);
+#endif
 }

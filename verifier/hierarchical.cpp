@@ -4,11 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <numeric>
-#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -18,6 +16,7 @@
 #include "compiler/machine_view.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/parallel.hpp"
 #include "support/units.hpp"
 #include "verifier/direct.hpp"
 
@@ -540,25 +539,10 @@ HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const Hie
             o.stop = e.what();
         }
     };
-    const std::size_t jobs = std::clamp<std::size_t>(opt.phase.jobs, 1, cands.size());
-    if (jobs == 1) {
-        for (std::size_t i = 0; i < cands.size(); ++i) {
-            run_one(i);
-            if (!outcomes[i].stop.empty()) break;
-        }
-    } else {
-        std::atomic<std::size_t> next{0};
-        std::atomic<bool> stopped{false};
-        std::vector<std::thread> workers;
-        for (std::size_t w = 0; w < jobs; ++w)
-            workers.emplace_back([&] {
-                for (std::size_t i = next++; i < cands.size() && !stopped; i = next++) {
-                    run_one(i);
-                    if (!outcomes[i].stop.empty()) stopped = true;
-                }
-            });
-        for (std::thread& w : workers) w.join();
-    }
+    run_indexed(cands.size(), opt.phase.jobs, [&](std::size_t i) {
+        run_one(i);
+        return outcomes[i].stop.empty();
+    });
     for (Outcome& o : outcomes) {
         if (!o.stop.empty() && res.reason.empty()) res.reason = o.stop;
         if (!o.done) continue;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,8 @@
 #include "verifier/synth.hpp"
 
 namespace collsched {
+
+class JobSharing;  // support/parallel.hpp
 
 /// A non-negative rational num/den (den > 0), kept reduced; compared exactly.
 struct Ratio {
@@ -114,8 +117,16 @@ struct ParetoOptions {
     /// First look for each schedule among those invariant under the topology's automorphisms
     /// (faster on symmetric machines; never used for a proof).
     bool use_automorphisms = true;
-    /// Called before (done = false) and after every solve.
+    /// Called before (done = false) and after every solve, on the calling thread, in the walk's
+    /// order (a batch's calls are announced together, their answers one by one as they are read).
     std::function<void(const RoundsAttempt&, bool done, double elapsed)> progress;
+    /// Threads for the solver calls of a row: the walk's next `jobs` pairs are decided at once
+    /// (docs/synthesis.md, "Threads and MPI ranks"); the rows are the same for every number.
+    unsigned jobs = 1;
+    /// Other processes sharing the calls (MPI ranks, tools/mpi_share.hpp); null: this one alone.
+    /// The leader walks and reports; on a follower pareto answers the leader's calls until its
+    /// run ends and returns an empty result.
+    std::shared_ptr<JobSharing> sharing;
 };
 
 struct ParetoResult {

@@ -8,6 +8,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "support/assert.hpp"
 #include "verifier/bandwidth_bound.hpp"
 #include "verifier/direct.hpp"
+#include "verifier/pareto_calls.hpp"
 #include "verifier/synth_encode.hpp"
 #include "verifier/tree_packing.hpp"
 
@@ -286,28 +288,6 @@ SynthResult solve_rounds(const SynthInstance& base, Step steps, std::uint32_t ch
 
 namespace {
 
-/// One (S, C, R): first, where the topology has automorphisms, a search among the schedules
-/// invariant under them (CaDiCaL's "sat" configuration, a share of the time): a schedule found
-/// there is as good as any (it is verified); its UNSAT proves nothing. Then the full encoding,
-/// whose answer is the one that counts.
-SynthResult decide(const SynthInstance& in, Step S, std::uint32_t C, Step R, const SynthOptions& base,
-                   const std::vector<std::vector<std::uint32_t>>& autos, double invariant_share) {
-    SynthOptions full = base;
-    if (!autos.empty()) {
-        SynthOptions inv = base;
-        inv.invariant = autos;
-        inv.cadical_config = "sat";
-        inv.timeout = base.timeout > 0 ? base.timeout * invariant_share : 2.0;
-        const auto t0 = Clock::now();
-        SynthResult r = solve_rounds(in, S, C, R, inv);
-        if (r.answer == Answer::sat) return r;
-        // The full encoding gets what is left of this instance's time.
-        if (base.timeout > 0)
-            full.timeout = std::max(0.01, base.timeout - std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-    return solve_rounds(in, S, C, R, full);
-}
-
 /// The bandwidth end of the frontier: the tree packing with C = q, 2q, .. for a bound p/q.
 void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) {
     if (std::string why = packing_problem(in); !why.empty() || res.bounds.empty()) {
@@ -459,72 +439,137 @@ std::string pair_list(const std::vector<std::string>& pairs) {
 
 }  // namespace
 
-ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
-    const auto t0 = Clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-    auto out_of_time = [&] { return opt.timeout > 0 && elapsed() >= opt.timeout; };
-    if (opt.max_chunks == 0) throw InputError("--max-chunks must be at least 1");
-    if (in.collective.chunks != 1 || in.rounds)
-        throw InputError("pareto searches the chunks and rounds itself: give the collective without chunks");
-    // One deadline for every part of the walk: the counting, the automorphisms, optimize and each solve.
-    const Clock::time_point deadline =
-        opt.timeout > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.timeout)) : Clock::time_point::max();
-    ParetoResult res;
-    res.bounds = bandwidth_bounds(in, deadline);
-    res.bandwidth_bound = res.bounds.empty() ? Ratio{0, 1} : res.bounds.front().rounds_per_chunk;
-    const Ratio lb = res.bandwidth_bound;
-    // The combining encoding has no invariant restriction: search it whole.
-    const auto autos = opt.use_automorphisms && encoding_for(in) != EncodingKind::combining ? automorphisms(in, 64, deadline)
-                                                                                           : std::vector<std::vector<std::uint32_t>>{};
+namespace {
 
-    // The packing gets at most a quarter of the time limit; the walk the rest.
-    add_packed_end(in, opt.timeout > 0 ? opt.timeout / 4 : 0, res);
-    const bool packed_meets = res.packed_optimal;
+using pareto_calls::Answered;
+using pareto_calls::Call;
+using pareto_calls::CallContext;
+using pareto_calls::CallRunner;
+using pareto_calls::since;
 
-    OptimizeOptions oo;
-    oo.synth = opt.synth;
-    oo.synth.deadline = std::min(oo.synth.deadline, deadline);
-    // Half of what is left: the walk below does not depend on it (it starts from the distance
-    // bound), and the least one-round steps give it one point and the status line.
-    oo.timeout = opt.timeout > 0 ? std::max(0.01, (opt.timeout - elapsed()) / 2) : 0;
-    res.least_steps = optimize(in, oo);
+/// The walk over steps (see pareto in verifier/pareto.hpp): rows S = first, first + 1, ...; in
+/// each, the pairs (C, R) below the line in PairWalk's order, decided `width` at a time, the
+/// first SAT in that order ending the row. A batch is the walk's next pairs of the row: the
+/// answers read are those of the pairs up to the first SAT, the pairs a one-at-a-time walk
+/// decides, so the rows are the same for every width (docs/synthesis.md, "Threads and MPI ranks").
+class Walk {
+public:
+    Walk(const SynthInstance& in, const ParetoOptions& opt, Clock::time_point t0, ParetoResult& res, const CallRunner& calls)
+        : in_(in), opt_(opt), t0_(t0), res_(res), calls_(calls), lb_(res.bandwidth_bound),
+          cap_(Ratio::of(std::uint64_t{in.topology->nodes()} * std::max<std::uint64_t>(1, in.collective.goal_count(in.topology->processors())) + 1, 1)) {}
+
+    void run();
+
+private:
+    double elapsed() const { return since(t0_); }
+    bool out_of_time() const { return opt_.timeout > 0 && elapsed() >= opt_.timeout; }
+    Call call(Step S, std::uint32_t C, Step R) const;
+    void search_row(ParetoRow& row);
+    void commit(ParetoRow& row, RoundsAttempt a, Answered& got);
+    void end_early(std::string why);
+
+    const SynthInstance& in_;
+    const ParetoOptions& opt_;
+    Clock::time_point t0_;
+    ParetoResult& res_;
+    const CallRunner& calls_;
+    const Ratio lb_;
+    /// Before the first point every R/C up to cap_ is a candidate: each round carries at least
+    /// one transfer, and no more than nodes x messages x C transfers are useful.
+    const Ratio cap_;
+    std::optional<Ratio> line_;  ///< the best R/C of the rows so far
+    bool all_proved_ = true;
+    std::vector<std::string> unsat_pairs_, open_pairs_;  ///< of the row being searched
+};
+
+Call Walk::call(Step S, std::uint32_t C, Step R) const {
+    Call c{S, C, R, opt_.synth.timeout, Clock::time_point::max()};
+    if (opt_.solve_timeout > 0) c.timeout = c.timeout > 0 ? std::min(c.timeout, opt_.solve_timeout) : opt_.solve_timeout;
+    if (opt_.timeout > 0) {
+        const double left = std::max(0.01, opt_.timeout - elapsed());
+        c.timeout = c.timeout > 0 ? std::min(c.timeout, left) : left;
+        c.deadline = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.timeout));
+    }
+    return c;
+}
+
+void Walk::search_row(ParetoRow& row) {
+    const Step S = row.steps;
+    PairWalk walk(S, opt_.max_chunks, lb_, line_ ? *line_ : cap_);
+    for (;;) {
+        if (out_of_time()) {
+            row.proved = false;
+            return;
+        }
+        std::vector<Call> batch;
+        for (std::optional<std::pair<std::uint32_t, Step>> pair; batch.size() < calls_.width() && (pair = walk.next());)
+            batch.push_back(call(S, pair->first, pair->second));
+        if (batch.empty()) return;
+        std::vector<RoundsAttempt> attempts(batch.size());
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            attempts[i].steps = S, attempts[i].chunks = batch[i].chunks, attempts[i].rounds = batch[i].rounds;
+            if (opt_.progress) opt_.progress(attempts[i], false, elapsed());
+        }
+        std::vector<Answered> got = calls_.run(batch);
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            const bool sat = got[i].result.answer == Answer::sat;
+            commit(row, attempts[i], got[i]);
+            if (sat) return;  // the answers after it are not read
+        }
+    }
+}
+
+/// Takes one answer into the row, in the walk's order.
+void Walk::commit(ParetoRow& row, RoundsAttempt a, Answered& got) {
+    SynthResult& r = got.result;
+    a.answer = r.answer;
+    a.reason = r.reason;
+    a.seconds = got.seconds;
+    row.attempts.push_back(a);
+    if (opt_.progress) opt_.progress(a, true, elapsed());
+    const auto [S, C, R] = std::tuple{a.steps, a.chunks, a.rounds};
+    if (r.answer == Answer::sat) {
+        ParetoPoint p;
+        p.chunks = C;
+        p.step_rounds = r.step_rounds;
+        p.rounds = std::accumulate(r.step_rounds.begin(), r.step_rounds.end(), Step{0});
+        p.table = std::move(*r.witness);
+        p.steps = p.table.steps();
+        // With every answer before it proved, the schedule uses exactly S steps and R rounds:
+        // less would contradict an UNSAT answer or the bandwidth bound (a wrong proof somewhere,
+        // the worst bug this tool can have).
+        COLLSCHED_ASSERT_MSG(!(all_proved_ && row.proved) || (p.rounds == R && p.steps == S),
+                             fmt::format("S = {}, C = {}: the schedule found for R = {} uses {} rounds and {} steps", S, C, R, p.rounds, p.steps));
+        row.best = std::move(p);
+    } else if (r.answer == Answer::unsat) {
+        unsat_pairs_.push_back(fmt::format("(C = {}, R = {})", C, R));
+    } else {
+        row.proved = false;
+        open_pairs_.push_back(fmt::format("(C = {}, R = {})", C, R));
+    }
+}
+
+/// Ended early: the packed schedule that meets the bound is still a point (verified, and
+/// nothing has fewer rounds per chunk), unless a row already met the bound.
+void Walk::end_early(std::string why) {
+    res_.end = std::move(why);
+    all_proved_ = false;
+    if (res_.packed_optimal && (!line_ || !(*line_ <= lb_))) res_.rows.push_back(packed_row(res_));
+}
+
+void Walk::run() {
     // The least-steps schedule of one chunk and one round per step (verified by optimize): a
     // point of the frontier's search space at its number of steps.
-    const Step smin = res.least_steps.witness ? res.least_steps.witness->steps() : 0;  // 0: none
-    // The rows start at the least steps of schedules with any rounds per step, which may be
-    // fewer than the least one-round steps: a step of r rounds carries r times every capacity,
-    // but a chunk still crosses one channel per step, so only the distance bound holds for them
-    // (nvswitch8 allgather: 7 one-round steps, 1 step of 7 rounds). The rows' proofs are their
-    // own (UNSAT answers and the bandwidth bound): they do not need smin proved.
-    Step first = 1;
-    for (const Bound& b : res.least_steps.bounds)
-        if (b.name == "distance") first = std::max(first, b.steps);
-    if (res.least_steps.status == OptStatus::proved) first = std::min(first, *res.least_steps.optimum);
-    res.first_steps = first;
-    // The line to beat: the best R/C of the rows so far. From smin on, the least-steps
-    // schedule (one chunk, one round per step: R/C = smin, verified by optimize) is a point;
-    // before it there is no line: every R/C up to `cap` is a candidate, where cap bounds every
-    // schedule's R/C (each round carries at least one transfer, and no more than nodes x
-    // messages x C transfers are useful: R/C <= nodes x messages).
-    std::optional<Ratio> line;
-    const Ratio cap = Ratio::of(std::uint64_t{in.topology->nodes()} * std::max<std::uint64_t>(1, in.collective.goal_count(in.topology->processors())) + 1, 1);
-    bool all_proved = true;
-    for (Step S = first;; ++S) {
-        if (packed_meets && S >= res.packed->steps && S > first) {
+    const Step smin = res_.least_steps.witness ? res_.least_steps.witness->steps() : 0;  // 0: none
+    for (Step S = res_.first_steps;; ++S) {
+        if (res_.packed_optimal && S >= res_.packed->steps && S > res_.first_steps) {
             // The packed schedule meets the bound: no row from here on can do better.
-            if (!line || !(*line <= lb)) res.rows.push_back(packed_row(res));
-            res.end = fmt::format("the packed schedule meets the bandwidth bound {} at {} steps", lb.text(), res.packed->steps);
+            if (!line_ || !(*line_ <= lb_)) res_.rows.push_back(packed_row(res_));
+            res_.end = fmt::format("the packed schedule meets the bandwidth bound {} at {} steps", lb_.text(), res_.packed->steps);
             break;
         }
-        // Ended early: the packed schedule that meets the bound is still a point (verified, and
-        // nothing has fewer rounds per chunk), unless a row already met the bound.
-        auto end_early = [&](std::string why) {
-            res.end = std::move(why);
-            all_proved = false;
-            if (packed_meets && (!line || !(*line <= lb))) res.rows.push_back(packed_row(res));
-        };
-        if (opt.max_steps > 0 && S > opt.max_steps) {
-            end_early(fmt::format("--max-steps {} reached", opt.max_steps));
+        if (opt_.max_steps > 0 && S > opt_.max_steps) {
+            end_early(fmt::format("--max-steps {} reached", opt_.max_steps));
             break;
         }
         if (out_of_time()) {
@@ -533,105 +578,106 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
         }
         ParetoRow row;
         row.steps = S;
-        if (smin > 0 && S == smin && (!line || Ratio::of(smin, 1) < *line)) {
-            line = Ratio::of(smin, 1);
+        if (smin > 0 && S == smin && (!line_ || Ratio::of(smin, 1) < *line_)) {
+            line_ = Ratio::of(smin, 1);
             ParetoPoint p;
             p.steps = smin;
             p.chunks = 1;
             p.rounds = smin;
             p.step_rounds.assign(smin, 1);
-            p.table = *res.least_steps.witness;
+            p.table = *res_.least_steps.witness;
             row.best = std::move(p);
         }
-        std::vector<std::string> unsat_pairs, open_pairs;
+        unsat_pairs_.clear();
+        open_pairs_.clear();
         // Ascending R/C: the first SAT is the least R/C with S steps, every pair before it
         // was refuted (feasibility is monotone in R, but ascending order tests each pair anyway).
-        PairWalk walk(S, opt.max_chunks, lb, line ? *line : cap);
-        while (const auto pair = walk.next()) {
-            const auto [C, R] = *pair;
-            if (out_of_time()) {
-                row.proved = false;
-                break;
-            }
-            RoundsAttempt a;
-            a.steps = S, a.chunks = C, a.rounds = R;
-            if (opt.progress) opt.progress(a, false, elapsed());
-            auto s0 = Clock::now();
-            SynthOptions so = opt.synth;
-            if (opt.solve_timeout > 0) so.timeout = so.timeout > 0 ? std::min(so.timeout, opt.solve_timeout) : opt.solve_timeout;
-            if (opt.timeout > 0) {
-                double left = std::max(0.01, opt.timeout - elapsed());
-                so.timeout = so.timeout > 0 ? std::min(so.timeout, left) : left;
-                so.deadline = std::min(so.deadline, t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.timeout)));
-            }
-            SynthResult r = decide(in, S, C, R, so, autos, 0.25);
-            a.answer = r.answer;
-            a.reason = r.reason;
-            a.seconds = std::chrono::duration<double>(Clock::now() - s0).count();
-            row.attempts.push_back(a);
-            if (opt.progress) opt.progress(a, true, elapsed());
-            if (r.answer == Answer::sat) {
-                ParetoPoint p;
-                p.chunks = C;
-                p.step_rounds = r.step_rounds;
-                p.rounds = std::accumulate(r.step_rounds.begin(), r.step_rounds.end(), Step{0});
-                p.table = std::move(*r.witness);
-                p.steps = p.table.steps();
-                // With every answer before it proved, the schedule uses exactly S steps and R
-                // rounds: less would contradict an UNSAT answer or the bandwidth bound (a wrong
-                // proof somewhere, the worst bug this tool can have).
-                COLLSCHED_ASSERT_MSG(!(all_proved && row.proved) || (p.rounds == R && p.steps == S),
-                                     fmt::format("S = {}, C = {}: the schedule found for R = {} uses {} rounds and {} steps", S, C, R,
-                                                 p.rounds, p.steps));
-                row.best = std::move(p);
-                break;
-            }
-            if (r.answer == Answer::unsat) unsat_pairs.push_back(fmt::format("(C = {}, R = {})", C, R));
-            else {
-                row.proved = false;
-                open_pairs.push_back(fmt::format("(C = {}, R = {})", C, R));
-            }
-        }
+        search_row(row);
         if (row.best) {
-            line = row.best->rounds_per_chunk();
+            line_ = row.best->rounds_per_chunk();
             row.frontier = true;
         }
-        const std::string refuted = unsat_pairs.empty() ? std::string() : fmt::format("UNSAT for {}; ", fmt::join(unsat_pairs, ", "));
-        if (!line) {  // no schedule with S steps at any R/C up to the cap: only before the first point
+        const std::string refuted = unsat_pairs_.empty() ? std::string() : fmt::format("UNSAT for {}; ", fmt::join(unsat_pairs_, ", "));
+        const std::string open = open_pairs_.empty() ? std::string("the pairs the time limit left") : pair_list(open_pairs_);
+        all_proved_ = all_proved_ && row.proved;
+        if (!line_) {  // no schedule with S steps at any R/C up to the cap: only before the first point
             row.excluded = row.proved ? fmt::format("no schedule with {} steps and at most {} chunks: {}every pair (C, R) refuted", S,
-                                                    opt.max_chunks, refuted)
+                                                    opt_.max_chunks, refuted)
                                       : fmt::format("NOT settled whether a schedule with {} steps and at most {} chunks exists: {}no answer "
                                                     "for {}",
-                                                    S, opt.max_chunks, refuted,
-                                                    open_pairs.empty() ? std::string("the pairs the time limit left")
-                                                                       : pair_list(open_pairs));
-            all_proved = all_proved && row.proved;
-            res.rows.push_back(std::move(row));
+                                                    S, opt_.max_chunks, refuted, open);
+            res_.rows.push_back(std::move(row));
             continue;
         }
         if (row.proved)
             row.excluded = fmt::format("no schedule with {} steps and at most {} chunks has R/C below {}: {}every other pair (C, R) below "
                                        "it has R < {} (a step lasts at least one round) or R/C below the bandwidth bound {}",
-                                       S, opt.max_chunks, line->text(), refuted, S, lb.text());
+                                       S, opt_.max_chunks, line_->text(), refuted, S, lb_.text());
         else
             row.excluded = fmt::format("NOT settled whether a schedule with {} steps and at most {} chunks has R/C below {}: {}no answer for {}",
-                                       S, opt.max_chunks, line->text(), refuted,
-                                       open_pairs.empty() ? std::string("the pairs the time limit left") : pair_list(open_pairs));
-        all_proved = all_proved && row.proved;
-        res.rows.push_back(std::move(row));
-        if (!res.bounds.empty() && *line == lb) {
-            res.end = fmt::format("the bandwidth bound {} is met", lb.text());
+                                       S, opt_.max_chunks, line_->text(), refuted, open);
+        res_.rows.push_back(std::move(row));
+        if (!res_.bounds.empty() && *line_ == lb_) {
+            res_.end = fmt::format("the bandwidth bound {} is met", lb_.text());
             break;
         }
-        if (!PairWalk(S + 1, opt.max_chunks, lb, *line).next()) {
-            res.end = fmt::format("with more steps no R/C below {} is possible with at most {} chunks (R >= S, R/C >= {})", line->text(),
-                                  opt.max_chunks, lb.text());
+        if (!PairWalk(S + 1, opt_.max_chunks, lb_, *line_).next()) {
+            res_.end = fmt::format("with more steps no R/C below {} is possible with at most {} chunks (R >= S, R/C >= {})", line_->text(),
+                                   opt_.max_chunks, lb_.text());
             break;
         }
     }
-    res.complete = all_proved;
+    res_.complete = all_proved_;
+}
+
+}  // namespace
+
+ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
+    const auto t0 = Clock::now();
+    if (opt.max_chunks == 0) throw InputError("--max-chunks must be at least 1");
+    if (in.collective.chunks != 1 || in.rounds)
+        throw InputError("pareto searches the chunks and rounds itself: give the collective without chunks");
+    ParetoResult res;
+    if (opt.sharing && !opt.sharing->leader()) {
+        // A follower answers the leader's calls; the leader reports.
+        const CallContext cx{in, opt, {}};
+        opt.sharing->serve(std::max(1u, opt.jobs), CallRunner(cx).runner());
+        return res;
+    }
+    // One deadline for every part of the walk: the counting, the automorphisms, optimize and each solve.
+    const Clock::time_point deadline =
+        opt.timeout > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.timeout)) : Clock::time_point::max();
+    res.bounds = bandwidth_bounds(in, deadline);
+    res.bandwidth_bound = res.bounds.empty() ? Ratio{0, 1} : res.bounds.front().rounds_per_chunk;
+    // The combining encoding has no invariant restriction: search it whole.
+    const CallContext cx{in, opt,
+                         opt.use_automorphisms && encoding_for(in) != EncodingKind::combining ? automorphisms(in, 64, deadline)
+                                                                                              : std::vector<std::vector<std::uint32_t>>{}};
+
+    // The packing gets at most a quarter of the time limit; the walk the rest.
+    add_packed_end(in, opt.timeout > 0 ? opt.timeout / 4 : 0, res);
+
+    OptimizeOptions oo;
+    oo.synth = opt.synth;
+    oo.synth.deadline = std::min(oo.synth.deadline, deadline);
+    // Half of what is left: the walk below does not depend on it (it starts from the distance
+    // bound), and the least one-round steps give it one point and the status line.
+    oo.timeout = opt.timeout > 0 ? std::max(0.01, (opt.timeout - since(t0)) / 2) : 0;
+    res.least_steps = optimize(in, oo);
+    // The rows start at the least steps of schedules with any rounds per step, which may be
+    // fewer than the least one-round steps: a step of r rounds carries r times every capacity,
+    // but a chunk still crosses one channel per step, so only the distance bound holds for them
+    // (nvswitch8 allgather: 7 one-round steps, 1 step of 7 rounds). The rows' proofs are their
+    // own (UNSAT answers and the bandwidth bound): they do not need the least steps proved.
+    Step first = 1;
+    for (const Bound& b : res.least_steps.bounds)
+        if (b.name == "distance") first = std::max(first, b.steps);
+    if (res.least_steps.status == OptStatus::proved) first = std::min(first, *res.least_steps.optimum);
+    res.first_steps = first;
+    const CallRunner calls(cx);
+    Walk(in, opt, t0, res, calls).run();
     add_merged_end(res);
-    res.seconds = elapsed();
+    res.seconds = since(t0);
     return res;
 }
 

@@ -20,10 +20,11 @@ struct Run {
     std::string out, err;
 };
 
-inline Run run(const std::string& args) {
+/// Runs a shell command line (`mpirun ... collsched ...`).
+inline Run run_shell(const std::string& command) {
     static int counter = 0;
     std::string err_file = "/tmp/collsched_test_stderr." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    std::string cmd = std::string(COLLSCHED_BINARY) + " " + args + " 2>" + err_file;
+    std::string cmd = command + " 2>" + err_file;
     Run r;
     FILE* p = ::popen(cmd.c_str(), "r");
     if (!p) return r;
@@ -39,6 +40,9 @@ inline Run run(const std::string& args) {
     std::remove(err_file.c_str());
     return r;
 }
+
+/// Runs collsched with `args`.
+inline Run run(const std::string& args) { return run_shell(std::string(COLLSCHED_BINARY) + " " + args); }
 
 /// A scratch directory for one test, empty at the start and removed afterwards; files named in it.
 struct Scratch {

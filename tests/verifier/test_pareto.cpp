@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "dsl/diagnostics.hpp"
+#include "support/parallel.hpp"
 #include "verifier/direct.hpp"
 #include "verifier/pareto.hpp"
 #include "verifier/synth.hpp"
@@ -243,4 +244,72 @@ TEST_CASE("pareto: with several rounds per step the rows start below the least o
     CHECK(r.rows.front().best->step_rounds == std::vector<Step>{7});
     CHECK(verify_direct(r.rows.front().best->table).holds());
     CHECK(r.end == "the bandwidth bound 7 is met");
+}
+
+namespace {
+
+/// Everything a pareto report prints about its rows except the times: per row the steps, the
+/// proof, every attempt's (C, R, answer, reason) and the point with its table's transfers.
+std::string rows_text(const ParetoResult& r) {
+    std::string s = fmt::format("end: {}; complete {}\n", r.end, r.complete);
+    for (const ParetoRow& row : r.rows) {
+        s += fmt::format("S = {}: proved {}, frontier {}: {}\n", row.steps, row.proved, row.frontier, row.excluded);
+        for (const RoundsAttempt& a : row.attempts)
+            s += fmt::format("  C = {}, R = {}: {} {}\n", a.chunks, a.rounds, to_string(a.answer), a.reason);
+        if (!row.best) continue;
+        const ParetoPoint& p = *row.best;
+        s += fmt::format("  point {} steps, {} rounds ({}), {} chunks:", p.steps, p.rounds, fmt::join(p.step_rounds, "+"), p.chunks);
+        for (const Transfer& t : p.table.transfers) s += fmt::format(" {}/{}/{}", t.step, idx(t.channel), idx(t.message));
+        s += "\n";
+    }
+    return s;
+}
+
+/// Processes in one: the leader's side of a JobSharing whose `followers` run their share of the
+/// calls through the same text as MPI ranks do (the calls and answers serialized), here.
+class LoopbackSharing final : public JobSharing {
+public:
+    explicit LoopbackSharing(unsigned processes) : processes_(processes) {}
+    bool leader() const override { return true; }
+    unsigned processes() const override { return processes_; }
+    std::vector<std::string> share(const std::vector<std::string>& jobs, unsigned threads, const JobRunner& run) override {
+        std::vector<std::string> out(jobs.size());
+        run_indexed(jobs.size(), threads, [&](std::size_t i) {
+            out[i] = run(jobs[i]);
+            return true;
+        });
+        shared += jobs.size();
+        return out;
+    }
+    void serve(unsigned, const JobRunner&) override { FAIL("a leader does not serve"); }
+    std::size_t shared = 0;
+
+private:
+    unsigned processes_;
+};
+
+}  // namespace
+
+TEST_CASE("pareto --jobs and shared calls: the DGX-1 allgather rows are the same for 1, 2 and 4 threads and through text") {
+    // The walk decides a row's next N pairs at once and reads the answers in its own order, up
+    // to the first SAT: the attempts, proofs and points (transfer for transfer) must not depend
+    // on N, nor on the calls and answers crossing processes as text (docs/synthesis.md,
+    // "Threads and MPI ranks").
+    const SynthInstance in = inst(machine("dgx1"), "allgather");
+    ParetoOptions o;
+    o.max_chunks = 8;
+    o.timeout = 120;
+    const std::string one = rows_text(pareto(in, o));
+    CHECK(one.find("S = 2: proved true, frontier true") != std::string::npos);
+    CHECK(one.find("C = 2, R = 3: sat") != std::string::npos);
+    for (unsigned jobs : {2u, 4u}) {
+        CAPTURE(jobs);
+        o.jobs = jobs;
+        CHECK(rows_text(pareto(in, o)) == one);
+    }
+    auto loop = std::make_shared<LoopbackSharing>(3);
+    o.jobs = 2;
+    o.sharing = loop;
+    CHECK(rows_text(pareto(in, o)) == one);
+    CHECK(loop->shared == 18);  // batches of 6 (3 processes of 2 threads): two for row 2 (11 pairs), one for row 3
 }
