@@ -112,13 +112,27 @@ Model random_model(Rng& rng, const Topology& T, double p_wormhole, double p_repl
     return model;
 }
 
+/// What both generators draw first, in this order: a topology of the list, then its model.
+struct Draws {
+    Draws(std::uint64_t seed, std::uint64_t rng_seed, const std::vector<std::string>& topologies, double p_wormhole, double p_replicate)
+        : seed_(seed), rng_(rng_seed), topo_(Topology::parse(rng_.pick(topologies))), T_(*topo_), P_(T_.processors()),
+          model_(random_model(rng_, T_, p_wormhole, p_replicate)), hop_(model_.timing == Timing::hop) {}
+
+    const std::uint64_t seed_;
+    Rng rng_;
+    std::shared_ptr<const Topology> topo_;
+    const Topology& T_;
+    const std::uint32_t P_;
+    const Model model_;
+    const bool hop_;
+};
+
 /// The generator of make_instance: one method per stage, called in order by make(); every
 /// random draw in the order the tables were first made with, so a seed keeps its table.
-class RandomInstance {
+class RandomInstance : Draws {
 public:
     RandomInstance(std::uint64_t seed, const std::vector<std::string>& topologies)
-        : seed_(seed), rng_(seed), topo_(Topology::parse(rng_.pick(topologies))), T_(*topo_), P_(T_.processors()),
-          model_(random_model(rng_, T_, 0.2, 0.5)), hop_(model_.timing == Timing::hop), ms_(P_), grid_(T_, model_.ports) {}
+        : Draws(seed, seed, topologies, 0.2, 0.5), ms_(P_), grid_(T_, model_.ports) {}
 
     Instance make() {
         collective();
@@ -392,13 +406,6 @@ private:
         xs_.push_back({static_cast<Step>(rng_.in(1, 8)), c, m});
     }
 
-    const std::uint64_t seed_;
-    Rng rng_;
-    std::shared_ptr<const Topology> topo_;
-    const Topology& T_;
-    const std::uint32_t P_;
-    const Model model_;
-    const bool hop_;
     Messages ms_;
     Grid grid_;
     Collective coll_;
@@ -420,11 +427,10 @@ namespace {
 /// through an aggregator that sends bundles. Then zero or one fault: causality (a message moved a
 /// step earlier), a wrong value (a range one longer), a bundle with a part the sender lacks, a
 /// missing delivery, a capacity overflow. Random draws in the order the tables were first made with.
-class CompositeInstance {
+class CompositeInstance : Draws {
 public:
     CompositeInstance(std::uint64_t seed, const std::vector<std::string>& topologies)
-        : seed_(seed), rng_(seed * 7919 + 17), topo_(Topology::parse(rng_.pick(topologies))), T_(*topo_), P_(T_.processors()),
-          model_(random_model(rng_, T_, 0.5, 0.3)), hop_(model_.timing == Timing::hop), grid_(T_, model_.ports) {}
+        : Draws(seed, seed * 7919 + 17, topologies, 0.5, 0.3), grid_(T_, model_.ports) {}
 
     Instance make() {
         int kind = hop_ ? rng_.in(0, 1) : rng_.in(0, 2);
@@ -558,13 +564,6 @@ private:
         return fault;
     }
 
-    const std::uint64_t seed_;
-    Rng rng_;
-    std::shared_ptr<const Topology> topo_;
-    const Topology& T_;
-    const std::uint32_t P_;
-    const Model model_;
-    const bool hop_;
     SendTable t_ = header(topo_, model_);  ///< the table, topology and model set before its registry is made
     Composites& reg_ = t_.composite_registry();
     Messages ms_{P_, &reg_};
