@@ -17,6 +17,7 @@
 #include "compiler/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
+#include "support/text.hpp"
 #include "verifier/direct.hpp"
 
 namespace collsched::bench {
@@ -66,19 +67,6 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> torus_shape(std::uint32_t
     for (auto a = static_cast<std::uint32_t>(std::sqrt(static_cast<double>(n))); a >= 2; --a)
         if (n % a == 0 && n / a >= 2) return std::pair(a, n / a);
     return std::nullopt;
-}
-
-std::string json_string(std::string_view s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        if (static_cast<unsigned char>(c) < 0x20) {
-            out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-            continue;
-        }
-        out += c;
-    }
-    return out + "\"";
 }
 
 }  // namespace
@@ -221,12 +209,12 @@ std::string machine_summary() {
 }
 
 std::string to_json(const std::vector<CaseResult>& results) {
-    std::string out = fmt::format("{{\"machine\": {}, \"cases\": [", json_string(machine_summary()));
+    std::string out = fmt::format("{{\"machine\": {}, \"cases\": [", support::json_string(machine_summary()));
     for (std::size_t i = 0; i < results.size(); ++i) {
         const CaseResult& r = results[i];
         out += fmt::format("{}{{\"schedule\": {}, \"file\": {}, \"n\": {}, \"topology\": {}, \"mode\": \"{}\", \"transfers\": {}, "
                            "\"steps\": {}, \"ok\": {}, \"stages\": [",
-                           i ? ", " : "", json_string(r.c.name), json_string(r.c.file), r.c.n, json_string(r.c.topology),
+                           i ? ", " : "", support::json_string(r.c.name), support::json_string(r.c.file), r.c.n, support::json_string(r.c.topology),
                            r.streamed ? "stream" : "memory", r.transfers, r.steps, r.ok() ? "true" : "false");
         for (std::size_t k = 0; k < r.stages.size(); ++k) {
             const Stage& s = r.stages[k];

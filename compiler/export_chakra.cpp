@@ -20,6 +20,7 @@
 #include "compiler/export_ranks.hpp"
 #include "dsl/diagnostics.hpp"
 #include "dsl/excerpt.hpp"
+#include "support/text.hpp"
 #include "compiler/input_file.hpp"
 
 namespace collsched {
@@ -62,19 +63,6 @@ void meta_string(pb::GlobalMetadata& m, const char* name, const std::string& v) 
 
 [[noreturn]] void refuse(const SendTable& t, std::string_view why) {
     throw InputError(fmt::format("cannot write Chakra traces for {} on {}: {}", t.collective.to_string(), t.topology->spec(), why));
-}
-
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        if (static_cast<unsigned char>(c) < 0x20) {
-            out += fmt::format("\\u{:04x}", int(c));
-            continue;
-        }
-        out += c;
-    }
-    return out + "\"";
 }
 
 }  // namespace
@@ -224,7 +212,7 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
     files.push_back({opt.prefix + ".system.json",
                      fmt::format("{{\n  \"scheduling-policy\": \"FIFO\",\n  \"preferred-dataset-splits\": 1,\n  \"{}\": [{}],\n  "
                                  "\"local-mem-bw\": 50\n}}\n",
-                                 impl, json_string(opt.prefix))});
+                                 impl, support::json_string(opt.prefix))});
     files.push_back({opt.prefix + ".network.yml", network_yml(*t.topology)});
     files.push_back({opt.prefix + ".memory.json", "{\n  \"memory-type\": \"NO_MEMORY_EXPANSION\"\n}\n"});
     return files;

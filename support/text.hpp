@@ -1,5 +1,6 @@
 /** \file
- * Small text helpers every part's messages use.
+ * Small text helpers every part's messages and hand-written outputs use: counts with their
+ * noun, and the XML and JSON escapers.
  */
 #pragma once
 
@@ -31,6 +32,29 @@ inline std::string xml_escape(std::string_view s) {
             default: out += c;
         }
     }
+    return out;
+}
+
+/// A JSON string literal of `s`, quotes included: " and \ escaped, line feed and tab as \n and
+/// \t, every other control byte as \u00XX; other bytes as they are (UTF-8 passes through). The
+/// one escaper of every JSON writer that writes text by hand (the simulator's report, Chakra's
+/// metadata, the benchmark's results).
+inline std::string json_string(std::string_view s) {
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '"';
+    for (char c : s) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+                else out += c;
+        }
+    }
+    out += '"';
     return out;
 }
 

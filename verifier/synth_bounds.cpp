@@ -193,104 +193,122 @@ std::vector<Bound> route_bounds(const SynthInstance& in, const std::vector<GoalP
 }
 
 /// Bounds over every walk (no route assumption), from shortest-path distances: distance,
-/// channel counting, cut counting (single processors, balls around processors) and the
-/// send/receive sums with graph distances.
-std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<GoalPair>& goals) {
-    const Topology& t = *in.topology;
-    const Model& model = in.model;
-    const std::uint32_t P = t.processors(), N = t.nodes();
-    std::vector<Bound> out;
-    // Distances from and to every processor that is an endpoint.
-    std::vector<std::vector<std::uint32_t>> from(P), to(P);
-    for (const GoalPair& g : goals) {
-        if (from[idx(g.src)].empty()) from[idx(g.src)] = synth::bfs_distances(t, g.src);
-        if (to[idx(g.dst)].empty()) to[idx(g.dst)] = synth::bfs_distances_to(t, g.dst);
+/// channel counting, cut counting (single processors, balls around processors, Voronoi halves)
+/// and the send/receive sums with graph distances. One method per rule, in the order of all().
+class FreeRouteBounds {
+public:
+    FreeRouteBounds(const SynthInstance& in, const std::vector<GoalPair>& goals)
+        : in_(in), t_(*in.topology), model_(in.model), goals_(goals), P_(t_.processors()), N_(t_.nodes()), from_(P_), to_(P_) {}
+
+    std::vector<Bound> all() {
+        // Distances from and to every processor that is an endpoint.
+        for (const GoalPair& g : goals_) {
+            if (from_[idx(g.src)].empty()) from_[idx(g.src)] = synth::bfs_distances(t_, g.src);
+            if (to_[idx(g.dst)].empty()) to_[idx(g.dst)] = synth::bfs_distances_to(t_, g.dst);
+        }
+        distance();
+        send_receive();
+        channel_counting();
+        for (std::uint32_t i = 0; i < goals_.size(); ++i) {
+            by_src_[idx(goals_[i].src)].push_back(i);
+            by_dst_[idx(goals_[i].dst)].push_back(i);
+            every_.push_back(i);
+        }
+        single_processors();
+        balls();
+        voronoi_halves();
+        return std::move(out_);
     }
-    auto d = [&](const GoalPair& g) { return from[idx(g.src)][idx(g.dst)]; };
-    Step far = 0;
-    std::string far_what;
-    std::uint64_t hops = 0;
-    for (const GoalPair& g : goals) {
-        if (d(g) == unreachable)
-            throw InputError(fmt::format("{} cannot reach processor {} from {}: no schedule exists", in.collective.messages(P).name(g.m), idx(g.dst), idx(g.src)));
-        hops += d(g);
-        if (d(g) > far) {
-            far = d(g);
-            far_what = in.collective.messages(P).name(g.m);
+
+private:
+    std::uint32_t d(const GoalPair& g) const { return from_[idx(g.src)][idx(g.dst)]; }
+
+    /// The farthest goal; `hops_`, the sum of the distances. A goal no walk reaches is bad input.
+    void distance() {
+        Step far = 0;
+        std::string far_what;
+        for (const GoalPair& g : goals_) {
+            if (d(g) == unreachable)
+                throw InputError(fmt::format("{} cannot reach processor {} from {}: no schedule exists", in_.collective.messages(P_).name(g.m),
+                                             idx(g.dst), idx(g.src)));
+            hops_ += d(g);
+            if (d(g) > far) {
+                far = d(g);
+                far_what = in_.collective.messages(P_).name(g.m);
+            }
+        }
+        out_.push_back({far, "distance", fmt::format("{} is {} channels away", far_what, far), RouteSpace::any, {"shortest-path distances"}});
+    }
+
+    void send_receive() {
+        if (auto b = send_receive_sums(in_, goals_, [&](const GoalPair& g) { return d(g); })) {
+            b->assumes.insert(b->assumes.begin(),
+                              {"shortest-path distances", "one injection and one arrival slot per message at its endpoints (holds with relays and copies)"});
+            if (model_.ports != Ports::multi) b->assumes.push_back("at most one send and one receive per processor and step (ports)");
+            out_.push_back(*b);
         }
     }
-    out.push_back({far, "distance", fmt::format("{} is {} channels away", far_what, far), RouteSpace::any, {"shortest-path distances"}});
-    if (auto b = send_receive_sums(in, goals, d)) {
-        b->assumes.insert(b->assumes.begin(), {"shortest-path distances", "one injection and one arrival slot per message at its endpoints (holds with relays and copies)"});
-        if (model.ports != Ports::multi) b->assumes.push_back("at most one send and one receive per processor and step (ports)");
-        out.push_back(*b);
-    }
-    {
-        // Channel counting: every message makes at least its distance in hops, and a step has
-        // at most K hops in all (the channel capacities; without routers also the ports).
+
+    /// Channel counting: every message makes at least its distance in hops, and a step has at
+    /// most K hops in all (the channel capacities; without routers also the ports).
+    void channel_counting() {
         std::uint64_t K = 0;
-        for (const Channel& c : t.channels()) K += c.cap;
+        for (const Channel& c : t_.channels()) K += c.cap;
         std::string what = fmt::format("the channels carry at most {} hops per step", K);
         std::vector<std::string> as{"shortest-path distances"};
-        if (t.routers() == 0 && model.ports != Ports::multi) {
+        if (t_.routers() == 0 && model_.ports != Ports::multi) {
             std::uint64_t sends = 0, recvs = 0;
-            for (std::uint32_t p = 0; p < P; ++p) {
+            for (std::uint32_t p = 0; p < P_; ++p) {
                 std::uint64_t o = 0, i = 0;
-                for (ChannelId c : t.out_channels(Node{p})) o += t.channel(c).cap;
-                for (ChannelId c : t.in_channels(Node{p})) i += t.channel(c).cap;
+                for (ChannelId c : t_.out_channels(Node{p})) o += t_.channel(c).cap;
+                for (ChannelId c : t_.in_channels(Node{p})) i += t_.channel(c).cap;
                 sends += std::min<std::uint64_t>(o, 1);
                 recvs += std::min<std::uint64_t>(i, 1);
             }
             std::uint64_t k = std::min(sends, recvs);
-            if (model.ports == Ports::half) k = std::min<std::uint64_t>(k, P / 2);
+            if (model_.ports == Ports::half) k = std::min<std::uint64_t>(k, P_ / 2);
             if (k < K) {
                 K = k;
                 what = fmt::format("every hop is a send and a receive by processors, at most {} per step ({})", K,
-                                   model.ports == Ports::half ? "half duplex" : "single port");
-                as.push_back(model.ports == Ports::half ? "ports=half" : "ports=single");
+                                   model_.ports == Ports::half ? "half duplex" : "single port");
+                as.push_back(model_.ports == Ports::half ? "ports=half" : "ports=single");
                 as.push_back("no routers");
             }
         }
-        if (!t.groups().empty()) {
-            std::vector<ChannelId> every(t.channels().size());
+        if (!t_.groups().empty()) {
+            std::vector<ChannelId> every(t_.channels().size());
             for (std::uint32_t c = 0; c < every.size(); ++c) every[c] = ChannelId{c};
-            if (auto g = synth::step_capacity(t, Ports::multi, every); g.by_groups && g.hops < K) {
+            if (auto g = synth::step_capacity(t_, Ports::multi, every); g.by_groups && g.hops < K) {
                 K = g.hops;
                 what = fmt::format("the link groups carry at most {} hops per step", K);
                 as = {"shortest-path distances", "link groups"};
             }
         }
         if (K > 0)
-            out.push_back({static_cast<Step>((hops + K - 1) / K), "channel counting",
-                           fmt::format("the messages need {} hops at least (sum of distances) and {}", hops, what), RouteSpace::any,
-                           as});
+            out_.push_back({static_cast<Step>((hops_ + K - 1) / K), "channel counting",
+                            fmt::format("the messages need {} hops at least (sum of distances) and {}", hops_, what), RouteSpace::any, as});
     }
-    // Cut counting: the messages from inside a node set S to outside must each cross a channel
-    // out of S; with c* the one crossed, in a step >= dist(src, from c*) + 1 and with
-    // dist(to c*, dst) hops after it. Unit jobs (release: least over the cut's channels; tail:
-    // least over them) on as many machines as the cut carries per step.
-    std::vector<std::vector<std::uint32_t>> by_src(P), by_dst(P), all(1);
-    for (std::uint32_t i = 0; i < goals.size(); ++i) {
-        by_src[idx(goals[i].src)].push_back(i);
-        by_dst[idx(goals[i].dst)].push_back(i);
-        all[0].push_back(i);
-    }
-    auto cut_bound = [&](const std::vector<char>& inside, const std::vector<std::uint32_t>& which, std::uint64_t machines,
-                         const std::string& what, std::vector<std::string> as) {
+
+    /// Cut counting: the messages from inside a node set S to outside must each cross a channel
+    /// out of S; with c* the one crossed, in a step >= dist(src, from c*) + 1 and with dist(to
+    /// c*, dst) hops after it. Unit jobs (release: least over the cut's channels; tail: least
+    /// over them) on as many machines as the cut carries per step.
+    void cut_bound(const std::vector<char>& inside, const std::vector<std::uint32_t>& which, std::uint64_t machines, const std::string& what,
+                   std::vector<std::string> as) {
         std::vector<ChannelId> cut;
-        for (std::size_t c = 0; c < t.channels().size(); ++c) {
-            const Channel& ch = t.channels()[c];
+        for (std::size_t c = 0; c < t_.channels().size(); ++c) {
+            const Channel& ch = t_.channels()[c];
             if (inside[idx(ch.from)] && !inside[idx(ch.to)]) cut.push_back(ChannelId{static_cast<std::uint32_t>(c)});
         }
         if (cut.empty() || machines == 0) return;
         std::vector<Job> jobs;
         for (std::uint32_t gi : which) {
-            const GoalPair& g = goals[gi];
+            const GoalPair& g = goals_[gi];
             if (!(inside[idx(g.src)] && !inside[idx(g.dst)])) continue;
             Step rel = std::numeric_limits<Step>::max(), tail = rel;
             for (ChannelId c : cut) {
-                const Channel& ch = t.channel(c);
-                std::uint32_t a = from[idx(g.src)][idx(ch.from)], b = to[idx(g.dst)][idx(ch.to)];
+                const Channel& ch = t_.channel(c);
+                std::uint32_t a = from_[idx(g.src)][idx(ch.from)], b = to_[idx(g.dst)][idx(ch.to)];
                 if (a == unreachable || b == unreachable) continue;
                 rel = std::min<Step>(rel, a + 1);
                 tail = std::min<Step>(tail, b);
@@ -300,67 +318,89 @@ std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<
         }
         if (jobs.empty()) return;
         as.insert(as.begin(), "shortest-path distances");
-        keep_max(out, {least_makespan(jobs, static_cast<std::uint32_t>(std::min<std::uint64_t>(machines, 1u << 30))), "cut counting",
-                       fmt::format("{} messages must cross {} ({} per step), each no earlier than its distance to the cut "
-                                   "and with its distance beyond it still to go",
-                                   jobs.size(), what, machines),
-                       RouteSpace::any, std::move(as)});
-    };
-    // What a cut carries per step (ports and link groups) and the assumptions that uses.
-    auto cut_capacity = [&](std::span<const ChannelId> cs, std::vector<std::string>& as) {
-        auto c = synth::step_capacity(t, model.ports, cs);
-        if (c.by_ports) as.push_back(model.ports == Ports::single ? "ports=single" : "ports=half");
+        keep_max(out_, {least_makespan(jobs, static_cast<std::uint32_t>(std::min<std::uint64_t>(machines, 1u << 30))), "cut counting",
+                        fmt::format("{} messages must cross {} ({} per step), each no earlier than its distance to the cut "
+                                    "and with its distance beyond it still to go",
+                                    jobs.size(), what, machines),
+                        RouteSpace::any, std::move(as)});
+    }
+
+    /// What a cut carries per step (ports and link groups) and the assumptions that uses.
+    std::uint64_t cut_capacity(std::span<const ChannelId> cs, std::vector<std::string>& as) const {
+        auto c = synth::step_capacity(t_, model_.ports, cs);
+        if (c.by_ports) as.push_back(model_.ports == Ports::single ? "ports=single" : "ports=half");
         if (c.by_groups) as.push_back("link groups");
         return c.hops;
-    };
-    auto crossing = [&](const std::vector<char>& inside, bool into) { return synth::crossing_channels(t, inside, into); };
-    std::vector<char> inside(N, 0);
-    // Single processors: injection (out of {p}) and reception (into {p}, i.e. out of V \ {p}).
-    for (std::uint32_t p = 0; p < P; ++p) {
-        std::vector<std::string> as, ais;
-        std::uint64_t o = cut_capacity(t.out_channels(Node{p}), as), i = cut_capacity(t.in_channels(Node{p}), ais);
-        std::fill(inside.begin(), inside.end(), 0);
-        inside[p] = 1;
-        cut_bound(inside, by_src[p], o, fmt::format("out of processor {}", p), as);
-        std::fill(inside.begin(), inside.end(), 1);
-        inside[p] = 0;
-        cut_bound(inside, by_dst[p], i, fmt::format("into processor {}", p), ais);
     }
-    // Balls around processors (radius 1 .. eccentricity - 1) and their complements; bounded work.
-    const std::uint64_t work = goals.size() * std::uint64_t{P} * 8;
-    if (work <= 20'000'000) {
-        for (std::uint32_t p = 0; p < P; ++p) {
-            if (from[p].empty()) from[p] = synth::bfs_distances(t, Node{p});
+
+    /// The cuts out of `inside_` and into it (out of its complement), named by `what`.
+    void both_ways(const std::string& what) {
+        std::vector<std::string> oas, ias;
+        std::uint64_t out_cap = cut_capacity(synth::crossing_channels(t_, inside_, false), oas);
+        std::uint64_t in_cap = cut_capacity(synth::crossing_channels(t_, inside_, true), ias);
+        cut_bound(inside_, every_, out_cap, "out of " + what, oas);
+        for (std::uint32_t v = 0; v < N_; ++v) inside_[v] = !inside_[v];
+        cut_bound(inside_, every_, in_cap, "into " + what, ias);
+    }
+
+    /// Single processors: injection (out of {p}) and reception (into {p}, i.e. out of V \ {p}).
+    void single_processors() {
+        for (std::uint32_t p = 0; p < P_; ++p) {
+            std::vector<std::string> as, ais;
+            std::uint64_t o = cut_capacity(t_.out_channels(Node{p}), as), i = cut_capacity(t_.in_channels(Node{p}), ais);
+            std::fill(inside_.begin(), inside_.end(), 0);
+            inside_[p] = 1;
+            cut_bound(inside_, by_src_[p], o, fmt::format("out of processor {}", p), as);
+            std::fill(inside_.begin(), inside_.end(), 1);
+            inside_[p] = 0;
+            cut_bound(inside_, by_dst_[p], i, fmt::format("into processor {}", p), ais);
+        }
+    }
+
+    /// Balls around processors (radius 1 .. eccentricity - 1) and their complements; bounded work.
+    void balls() {
+        const std::uint64_t work = goals_.size() * std::uint64_t{P_} * 8;
+        if (work > 20'000'000) return;
+        for (std::uint32_t p = 0; p < P_; ++p) {
+            if (from_[p].empty()) from_[p] = synth::bfs_distances(t_, Node{p});
             std::uint32_t ecc = 0;
-            for (std::uint32_t v = 0; v < N; ++v)
-                if (from[p][v] != unreachable) ecc = std::max(ecc, from[p][v]);
+            for (std::uint32_t v = 0; v < N_; ++v)
+                if (from_[p][v] != unreachable) ecc = std::max(ecc, from_[p][v]);
             for (std::uint32_t r = 1; r < ecc && r <= 8; ++r) {
-                for (std::uint32_t v = 0; v < N; ++v) inside[v] = from[p][v] <= r;
-                std::vector<std::string> oas, ias;
-                std::uint64_t out_cap = cut_capacity(crossing(inside, false), oas), in_cap = cut_capacity(crossing(inside, true), ias);
-                cut_bound(inside, all[0], out_cap, fmt::format("out of the ball of radius {} around node {}", r, p), oas);
-                for (std::uint32_t v = 0; v < N; ++v) inside[v] = !inside[v];
-                cut_bound(inside, all[0], in_cap, fmt::format("into the ball of radius {} around node {}", r, p), ias);
+                for (std::uint32_t v = 0; v < N_; ++v) inside_[v] = from_[p][v] <= r;
+                both_ways(fmt::format("the ball of radius {} around node {}", r, p));
             }
         }
     }
-    // Voronoi halves: for two processors a, b the nodes at least as close to a as to b (the
-    // bisections of machines joined by a few links, e.g. two DGX-1s); bounded work.
-    if (goals.size() * std::uint64_t{P} * P <= 20'000'000) {
-        for (std::uint32_t p = 0; p < P; ++p)
-            if (from[p].empty()) from[p] = synth::bfs_distances(t, Node{p});
-        for (std::uint32_t a = 0; a < P; ++a)
-            for (std::uint32_t b = a + 1; b < P; ++b) {
-                for (std::uint32_t v = 0; v < N; ++v) inside[v] = from[a][v] <= from[b][v];
-                std::vector<std::string> oas, ias;
-                std::uint64_t out_cap = cut_capacity(crossing(inside, false), oas), in_cap = cut_capacity(crossing(inside, true), ias);
-                cut_bound(inside, all[0], out_cap, fmt::format("out of the nodes at least as close to {} as to {}", a, b), oas);
-                for (std::uint32_t v = 0; v < N; ++v) inside[v] = !inside[v];
-                cut_bound(inside, all[0], in_cap, fmt::format("into the nodes at least as close to {} as to {}", a, b), ias);
+
+    /// Voronoi halves: for two processors a, b the nodes at least as close to a as to b (the
+    /// bisections of machines joined by a few links, e.g. two DGX-1s); bounded work.
+    void voronoi_halves() {
+        if (goals_.size() * std::uint64_t{P_} * P_ > 20'000'000) return;
+        for (std::uint32_t p = 0; p < P_; ++p)
+            if (from_[p].empty()) from_[p] = synth::bfs_distances(t_, Node{p});
+        for (std::uint32_t a = 0; a < P_; ++a)
+            for (std::uint32_t b = a + 1; b < P_; ++b) {
+                for (std::uint32_t v = 0; v < N_; ++v) inside_[v] = from_[a][v] <= from_[b][v];
+                both_ways(fmt::format("the nodes at least as close to {} as to {}", a, b));
             }
     }
-    return out;
-}
+
+    const SynthInstance& in_;
+    const Topology& t_;
+    const Model& model_;
+    const std::vector<GoalPair>& goals_;
+    const std::uint32_t P_, N_;
+    std::vector<std::vector<std::uint32_t>> from_, to_;  ///< distances from and to processors (computed when needed)
+    std::uint64_t hops_ = 0;                             ///< the sum of the goals' distances
+    std::vector<std::vector<std::uint32_t>> by_src_ = std::vector<std::vector<std::uint32_t>>(P_);  ///< goal indices per source
+    std::vector<std::vector<std::uint32_t>> by_dst_ = std::vector<std::vector<std::uint32_t>>(P_);  ///< per destination
+    std::vector<std::uint32_t> every_;                                 ///< every goal index
+    std::vector<char> inside_ = std::vector<char>(N_, 0);              ///< the node set of the cut at hand
+    std::vector<Bound> out_;
+};
+
+std::vector<Bound> free_route_bounds(const SynthInstance& in, const std::vector<GoalPair>& goals) { return FreeRouteBounds(in, goals).all(); }
 
 std::vector<Bound> personal_bounds(const SynthInstance& in) {
     auto goals = goal_pairs(in);

@@ -190,8 +190,31 @@ std::uint64_t combining_variables(const SynthInstance&, Step H);
 Step combining_distance(const SynthInstance&);
 /// The lower bounds of combining: distance, and (one round per step) receptions and departures.
 std::vector<Bound> combining_bounds(const SynthInstance&);
+/// What every encoder class reads and fills: the instance, the largest horizon H, the options
+/// and the encoding under construction. The encoders derive from it and add one method per
+/// constraint family.
+class EncoderBase {
+protected:
+    EncoderBase(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e)
+        : in_(in), topo_(*in.topology), model_(in.model), H_(H), opt_(opt), e_(e), f_(e.f) {}
+
+    const SynthInstance& in_;
+    const Topology& topo_;
+    const Model& model_;
+    const Step H_;
+    const SynthOptions& opt_;
+    Encoding& e_;
+    Formula& f_;
+};
+
 /// The direct encoding of combining (docs/synthesis.md, "The direct encoding of combining").
 void encode_combining(const SynthInstance&, Step H, const SynthOptions&, Encoding&);
+/// The personalized encoding over fixed routes (verifier/synth_personal.cpp).
+void encode_personal(const SynthInstance&, Step H, const SynthOptions&, Encoding&);
+/// Dissemination and free_route over holdings and crossings (verifier/synth_dissemination.cpp).
+void encode_dissemination(const SynthInstance&, Step H, const SynthOptions&, Encoding&);
+/// Fixed routes with one start per message and goal (verifier/synth_dissemination.cpp).
+void encode_end_to_end(const SynthInstance&, Step H, const SynthOptions&, Encoding&);
 
 /// Distances in the graph of channels (BFS, every channel usable), from one node to all.
 std::vector<std::uint32_t> bfs_distances(const Topology&, Node from);

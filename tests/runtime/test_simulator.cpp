@@ -18,6 +18,7 @@
 #include "compiler/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
+#include "tests/runtime/sim_reference.hpp"
 
 using namespace collsched;
 
@@ -559,196 +560,15 @@ TEST_CASE("simulator: JSON and text reports") {
 
 // ---- a property test against a slow reference ------------------------------------------------
 //
-// The reference below replays a table the obvious way (maps keyed by node and message, every
-// queue count recomputed from the table at every boundary) with the conventions of
-// simulator.hpp. Random tables made of random walks with random delays, plus some noise, on small
-// topologies and under random models must get the same status, rule, step, deliveries, holes and
-// queue high-water marks from both.
+// The reference (tests/runtime/sim_reference.cpp) replays a table the obvious way with the
+// conventions of simulator.hpp. Random tables made of random walks with random delays, plus some
+// noise, on small topologies and under random models must get the same status, rule, step,
+// deliveries, holes and queue high-water marks from both.
 
 namespace {
 
-struct RefResult {
-    SimStatus status = SimStatus::completed;
-    SimRule rule = SimRule::completeness;
-    Step step = 0;
-    std::uint64_t done = 0, required = 0;
-    std::vector<std::uint32_t> holes, high_water;
-};
-
-RefResult reference(const SendTable& t) {
-    const Topology& topo = *t.topology;
-    const Model& model = t.model;
-    const Messages ms = t.messages();
-    const std::uint32_t P = topo.processors();
-    const Step T = t.steps();
-    const bool wormhole = model.timing == Timing::wormhole;
-    using Key = std::pair<std::uint32_t, std::uint32_t>;  // node, message
-    std::map<Key, Step> held;
-    std::map<Key, std::int64_t> copies;
-    for (std::uint32_t m = 0; m < ms.size(); ++m)
-        if (t.collective.initial(ms, MessageId{m})) held[{idx(ms.origin(MessageId{m})), m}] = 0;
-    std::vector<std::tuple<Step, std::uint32_t, std::uint32_t>> departures;  // router departures that count
-    std::vector<std::uint32_t> high(topo.routers(), 0), recv_steps(P, 0);
-    RefResult res;
-    auto from = [&](const Transfer& x) { return idx(topo.channel(x.channel).from); };
-    auto to = [&](const Transfer& x) { return idx(topo.channel(x.channel).to); };
-    // Waiting count of router r at boundary b, given the legal departures up to step b+1.
-    auto waiting = [&](std::uint32_t r, Step b) -> std::int64_t {
-        const std::uint32_t node = P + r;
-        if (!model.replicate) {
-            std::int64_t w = 0;
-            for (const Transfer& x : t.transfers)
-                if (to(x) == node && x.step <= b) ++w;
-            for (auto [s, u, m] : departures)
-                if (u == node && s <= b + 1) --w;
-            return w;
-        }
-        std::map<std::uint32_t, std::pair<Step, Step>> iv;  // message -> first arrival, last send
-        for (const Transfer& x : t.transfers)
-            if (to(x) == node && !iv.count(idx(x.message))) iv[idx(x.message)] = {x.step, 0};
-        for (const Transfer& x : t.transfers)
-            if (from(x) == node && iv.count(idx(x.message))) iv[idx(x.message)].second = std::max(iv[idx(x.message)].second, x.step);
-        std::int64_t w = 0;
-        for (auto& [m, p] : iv) w += p.first <= b && p.second >= b + 2;
-        return w;
-    };
-    Step done_steps = T;
-    for (Step s = 1; s <= T && res.status == SimStatus::completed; ++s) {
-        std::vector<Transfer> now;
-        for (const Transfer& x : t.transfers)
-            if (x.step == s) now.push_back(x);
-        std::sort(now.begin(), now.end());
-        std::map<std::uint32_t, std::uint32_t> per_channel, sends, recvs;
-        std::optional<SimRule> found;  // first fault among capacity, ports, causality/replication, queue send
-        int found_rank = 9;
-        auto fault = [&](int rank, SimRule r) {
-            if (rank < found_rank) found_rank = rank, found = r;
-        };
-        for (const Transfer& x : now) {
-            if (++per_channel[idx(x.channel)] > topo.channel(x.channel).cap) fault(1, SimRule::capacity);
-            if (from(x) < P) ++sends[from(x)];
-            if (to(x) < P) ++recvs[to(x)];
-        }
-        for (std::uint32_t p = 0; p < P; ++p) {
-            bool bad = model.ports == Ports::single ? sends[p] > 1 || recvs[p] > 1
-                       : model.ports == Ports::half ? sends[p] + recvs[p] > 1
-                                                    : false;
-            if (bad) fault(2, SimRule::ports);
-        }
-        if (!wormhole) {
-            for (const Transfer& x : now) {
-                const Key k{from(x), idx(x.message)};
-                const bool has = held.count(k) && held[k] <= s - 1;
-                if (from(x) < P || model.replicate) {
-                    if (!has) {
-                        fault(3, SimRule::causality);
-                    } else if (from(x) >= P && model.queues == QueueKind::none) {
-                        bool arrived = false;
-                        for (const Transfer& y : t.transfers) arrived |= y.step == s - 1 && to(y) == from(x) && y.message == x.message;
-                        if (!arrived) fault(5, SimRule::queues);
-                    }
-                } else if (copies[k] > 0) {
-                    --copies[k];
-                    departures.emplace_back(s, from(x), idx(x.message));
-                } else {
-                    fault(3, has ? SimRule::replication : SimRule::causality);
-                    // a queue bound counts every departure, with a copy or not (docs/semantics.md)
-                    if (model.queues == QueueKind::bounded) departures.emplace_back(s, from(x), idx(x.message));
-                }
-            }
-            if (s >= 2) {
-                bool over = false;
-                for (std::uint32_t r = 0; r < topo.routers(); ++r) {
-                    const std::int64_t w = waiting(r, s - 1);
-                    high[r] = std::max(high[r], static_cast<std::uint32_t>(w));
-                    over |= model.queues == QueueKind::bounded ? w > model.queue_bound : model.queues == QueueKind::none && !model.replicate && w > 0;
-                }
-                if (over && model.queues == QueueKind::bounded) {
-                    res.status = SimStatus::halted;
-                    res.rule = SimRule::queues;
-                    res.step = s - 1;
-                    done_steps = s - 1;
-                    break;
-                }
-                if (over) fault(4, SimRule::queues);
-            }
-        } else if (!found) {
-            // Legality within a round is a fixpoint: passes over the round until nothing changes.
-            // A sender is legal when it held the message at the end of the previous round or
-            // received it in this round through a legal transfer (routers included); then, with
-            // replicate=no, a router that passes on more copies than it receives in the round is
-            // a replication violation (docs/semantics.md: counted, whatever the order).
-            std::vector<bool> legal(now.size(), false);
-            std::map<Key, Step> h2 = held;
-            std::map<Key, std::int64_t> c2 = copies;
-            for (bool changed = true; changed;) {
-                changed = false;
-                for (std::size_t k = 0; k < now.size(); ++k) {
-                    const Transfer& x = now[k];
-                    const Key src{from(x), idx(x.message)}, dst{to(x), idx(x.message)};
-                    if (legal[k] || !h2.count(src)) continue;
-                    legal[k] = changed = true;
-                    if (!h2.count(dst)) h2[dst] = s;
-                }
-            }
-            if (!model.replicate) {
-                std::map<Key, std::int64_t> balance;
-                for (std::size_t k = 0; k < now.size(); ++k) {
-                    if (!legal[k]) continue;
-                    if (to(now[k]) >= P) ++balance[{to(now[k]), idx(now[k].message)}];
-                    if (from(now[k]) >= P) --balance[{from(now[k]), idx(now[k].message)}];
-                }
-                for (const auto& [key, b] : balance)
-                    if (b < 0) fault(3, SimRule::replication);
-            }
-            for (std::size_t k = 0; k < now.size() && !found; ++k)
-                if (!legal[k]) fault(3, SimRule::causality);
-            if (!found) {
-                // routers keep nothing between rounds
-                std::erase_if(h2, [&](const auto& kv) { return kv.first.first >= P; });
-                std::erase_if(c2, [&](const auto& kv) { return kv.first.first >= P; });
-                held = std::move(h2);
-                copies = std::move(c2);
-            }
-        }
-        if (found) {
-            res.status = SimStatus::halted;
-            res.rule = *found;
-            res.step = s;
-            done_steps = s - 1;
-            break;
-        }
-        for (const Transfer& x : now) {
-            const Key k{to(x), idx(x.message)};
-            if (wormhole) break;  // applied by the fixpoint
-            if (!held.count(k)) held[k] = s;
-            if (to(x) >= P && !model.replicate) ++copies[k];
-        }
-        std::set<std::uint32_t> receivers;
-        for (const Transfer& x : now)
-            if (to(x) < P) receivers.insert(to(x));
-        for (std::uint32_t p : receivers) ++recv_steps[p];
-    }
-    if (res.status == SimStatus::completed && !wormhole && model.queues == QueueKind::none && !model.replicate)
-        for (std::uint32_t r = 0; r < topo.routers(); ++r)
-            if (waiting(r, T) > 0) {
-                res.status = SimStatus::halted;
-                res.rule = SimRule::queues;
-                res.step = T + 1;
-            }
-    for (std::uint32_t p = 0; p < P; ++p) res.holes.push_back(done_steps - recv_steps[p]);
-    if (!wormhole) res.high_water = high;
-    std::set<Key> goals;
-    t.collective.for_each_goal(P, [&](MessageId m, Node d) { goals.insert({idx(d), idx(m)}); });
-    for (const Requirement& r : t.requirements) goals.insert({idx(r.at), idx(r.message)});
-    res.required = goals.size();
-    for (const Key& g : goals) res.done += held.count(g) > 0;
-    if (res.status == SimStatus::completed && res.done < res.required) {
-        res.status = SimStatus::incomplete;
-        res.step = T;
-    }
-    return res;
-}
+using testing::RefResult;
+using testing::reference;
 
 /// A random table: a few messages walk from their origin along random channels with random
 /// delays; some walks end at a processor, which then must hold the message; a little noise.

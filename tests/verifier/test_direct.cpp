@@ -22,6 +22,7 @@ using collsched::test::names;
 using collsched::test::node;
 using collsched::test::status;
 using collsched::test::table;
+namespace scenario = collsched::test::scenario;
 
 TEST_CASE("direct: the hand-written EBFT n=4 total exchange holds in 6 steps") {
     SendTable t = load("ebft4_alltoall.json");
@@ -100,12 +101,9 @@ TEST_CASE("direct: the phase total exchange takes (n^2-1)/3 + 2 log n - 1 steps 
 
 TEST_CASE("direct: ports") {
     // Processor 0 sends b(0) both ways round the ring in step 1.
-    auto hops = {std::tuple<Step, const char*, const char*, const char*>{1, "0", "1", "b(0)"},
-                 {1, "0", "3", "b(0)"},
-                 {2, "1", "2", "b(0)"}};
-    SendTable multi = table("ring:4", "ports=multi", "broadcast:0", hops);
+    SendTable multi = scenario::both_ways("ports=multi");
     CHECK(verify_direct(multi).holds());
-    SendTable single = table("ring:4", "ports=single", "broadcast:0", hops);
+    SendTable single = scenario::both_ways("ports=single");
     VerifyReport r = verify_direct(single);
     CHECK(r.verdict() == "violated");
     const Violation& v = first(r, Property::ports);
@@ -113,10 +111,9 @@ TEST_CASE("direct: ports") {
     CHECK(*v.node == Node{0});
     CHECK(v.detail == "2 sends and 0 receives (b(0), b(0)) but single-port allows one of each per step");
     // Half duplex: processor 1 receives in step 1 and sends in step 2: fine; sending in step 1 too is not.
-    SendTable half_ok = table("ring:4", "ports=half", "broadcast:0", {{1, "0", "1", "b(0)"}, {2, "1", "2", "b(0)"}, {2, "0", "3", "b(0)"}});
+    SendTable half_ok = scenario::half_duplex_ok();
     CHECK(verify_direct(half_ok).holds());
-    SendTable half = table("ring:4", "ports=half", "allgather",
-                           {{1, "0", "1", "b(0)"}, {1, "1", "2", "b(1)"}});
+    SendTable half = scenario::half_duplex_both();
     VerifyReport h = verify_direct(half);
     const Violation& hv = first(h, Property::ports);
     CHECK(hv.step == 1);
@@ -126,10 +123,7 @@ TEST_CASE("direct: ports") {
 
 TEST_CASE("direct: queues=none and queue bounds") {
     // m(0,1) waits one step in r1.0.
-    SendTable t = table("ebft:4", "queues=none", "scatter:0",
-                        {{1, "0", "r1.0", "m(0,1)"}, {3, "r1.0", "1", "m(0,1)"},
-                         {2, "0", "r1.0", "m(0,2)"}, {3, "r1.0", "r2.0", "m(0,2)"}, {4, "r2.0", "r1.1", "m(0,2)"}, {5, "r1.1", "2", "m(0,2)"},
-                         {3, "0", "r1.0", "m(0,3)"}, {4, "r1.0", "r2.0", "m(0,3)"}, {5, "r2.0", "r1.1", "m(0,3)"}, {6, "r1.1", "3", "m(0,3)"}});
+    SendTable t = scenario::one_waits("queues=none");
     VerifyReport r = verify_direct(t);
     CHECK(r.violation_count[static_cast<std::size_t>(Property::queues)] == 1);
     const Violation& v = first(r, Property::queues);
@@ -141,10 +135,7 @@ TEST_CASE("direct: queues=none and queue bounds") {
     t.model = apply_model_options(t.model, "queues=1");
     CHECK(verify_direct(t).holds());
     // Two copies wait in r1.0 after step 2: m(0,1) (arrived 1, leaves 4) and m(0,2) (arrived 2, leaves 4).
-    SendTable b = table("ebft:4", "queues=1", "scatter:0",
-                        {{1, "0", "r1.0", "m(0,1)"}, {4, "r1.0", "1", "m(0,1)"},
-                         {2, "0", "r1.0", "m(0,2)"}, {4, "r1.0", "r2.0", "m(0,2)"}, {5, "r2.0", "r1.1", "m(0,2)"}, {6, "r1.1", "2", "m(0,2)"},
-                         {3, "0", "r1.0", "m(0,3)"}, {5, "r1.0", "r2.0", "m(0,3)"}, {6, "r2.0", "r1.1", "m(0,3)"}, {7, "r1.1", "3", "m(0,3)"}});
+    SendTable b = scenario::two_wait("queues=1");
     VerifyReport br = verify_direct(b);
     CHECK(br.verdict() == "violated");
     const Violation& bv = first(br, Property::queues);
@@ -175,18 +166,11 @@ TEST_CASE("direct: a bounded queue counts a departure without a copy") {
 }
 
 TEST_CASE("direct: replication and causality") {
-    // r1.0 sends its one copy of b(0) both to 1 and up: needs replicate=yes.
-    auto hops = {std::tuple<Step, const char*, const char*, const char*>{1, "0", "r1.0", "b(0)"},
-                 {2, "r1.0", "1", "b(0)"},
-                 {2, "r1.0", "r2.0", "b(0)"},
-                 {3, "r2.0", "r1.1", "b(0)"},
-                 {4, "r1.1", "2", "b(0)"},
-                 {4, "r1.1", "3", "b(0)"}};
-    SendTable yes = table("ebft:4", "replicate=yes,queues=none", "broadcast:0", hops);
+    SendTable yes = scenario::copies_in_routers("replicate=yes,queues=none");
     VerifyReport ry = verify_direct(yes);
     CHECK(ry.holds());
     CHECK(ry.steps == 4);  // 2 log n
-    SendTable no = table("ebft:4", "replicate=no,queues=none", "broadcast:0", hops);
+    SendTable no = scenario::copies_in_routers("replicate=no,queues=none");
     VerifyReport rn = verify_direct(no);
     CHECK(rn.violation_count[static_cast<std::size_t>(Property::replication)] == 2);
     const Violation& v = first(rn, Property::replication);
@@ -194,17 +178,17 @@ TEST_CASE("direct: replication and causality") {
     CHECK(no.topology->node_name(*v.node) == "r1.0");
     CHECK(channel(no, v) == "r1.0->r2.0");
     // Processor 1 forwards m(0,2) in the step it receives it.
-    SendTable c = table("ring:4", "", "scatter:0", {{1, "0", "1", "m(0,2)"}, {1, "1", "2", "m(0,2)"}});
+    SendTable c = scenario::forwards_on_arrival();
     VerifyReport rc = verify_direct(c);
     const Violation& cv = first(rc, Property::causality);
     CHECK(cv.step == 1);
     CHECK(channel(c, cv) == "1->2");
     CHECK(cv.detail == "1 sends m(0,2) in step 1 but holds it only from the end of step 1");
     // Sending data no one has: m(1,2) is not part of a scatter from 0.
-    SendTable d = table("ring:4", "", "scatter:0", {{1, "1", "2", "m(1,2)"}});
+    SendTable d = scenario::sends_what_no_one_has();
     CHECK(first(verify_direct(d), Property::causality).detail == "1 sends m(1,2) but never holds it");
     // A router forwarding before anything arrived.
-    SendTable e = table("ebft:4", "", "scatter:0", {{1, "r1.0", "1", "m(0,1)"}});
+    SendTable e = scenario::router_forwards_first();
     CHECK(first(verify_direct(e), Property::causality).detail == "r1.0 forwards m(0,1) in step 1 but has not received it");
 }
 

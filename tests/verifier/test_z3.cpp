@@ -23,6 +23,7 @@ using collsched::test::names;
 using collsched::test::node;
 using collsched::test::status;
 using collsched::test::table;
+namespace scenario = collsched::test::scenario;
 
 namespace {
 
@@ -108,11 +109,8 @@ TEST_CASE("z3: the phase total exchanges are proved, with fixed routes") {
 }
 
 TEST_CASE("z3: ports") {
-    auto hops = {std::tuple<Step, const char*, const char*, const char*>{1, "0", "1", "b(0)"},
-                 {1, "0", "3", "b(0)"},
-                 {2, "1", "2", "b(0)"}};
-    CHECK(verify_z3(table("ring:4", "ports=multi", "broadcast:0", hops)).holds());
-    SendTable single = table("ring:4", "ports=single", "broadcast:0", hops);
+    CHECK(verify_z3(scenario::both_ways("ports=multi")).holds());
+    SendTable single = scenario::both_ways("ports=single");
     VerifyReport r = verify_z3(single);
     CHECK(r.verdict() == "violated");
     CHECK(count(r, Property::ports) == 1);
@@ -121,9 +119,9 @@ TEST_CASE("z3: ports") {
     CHECK(*v.node == Node{0});
     CHECK(v.detail == "2 sends and 0 receives (b(0), b(0)) but single-port allows one of each per step");
     agree(single, r);
-    SendTable half_ok = table("ring:4", "ports=half", "broadcast:0", {{1, "0", "1", "b(0)"}, {2, "1", "2", "b(0)"}, {2, "0", "3", "b(0)"}});
+    SendTable half_ok = scenario::half_duplex_ok();
     CHECK(verify_z3(half_ok).holds());
-    SendTable half = table("ring:4", "ports=half", "allgather", {{1, "0", "1", "b(0)"}, {1, "1", "2", "b(1)"}});
+    SendTable half = scenario::half_duplex_both();
     VerifyReport h = verify_z3(half);
     const Violation& hv = first(h, Property::ports);
     CHECK(hv.step == 1);
@@ -142,10 +140,7 @@ TEST_CASE("z3: ports") {
 
 TEST_CASE("z3: queues=none and queue bounds") {
     // m(0,1) waits one step in r1.0.
-    SendTable t = table("ebft:4", "queues=none", "scatter:0",
-                        {{1, "0", "r1.0", "m(0,1)"}, {3, "r1.0", "1", "m(0,1)"},
-                         {2, "0", "r1.0", "m(0,2)"}, {3, "r1.0", "r2.0", "m(0,2)"}, {4, "r2.0", "r1.1", "m(0,2)"}, {5, "r1.1", "2", "m(0,2)"},
-                         {3, "0", "r1.0", "m(0,3)"}, {4, "r1.0", "r2.0", "m(0,3)"}, {5, "r2.0", "r1.1", "m(0,3)"}, {6, "r1.1", "3", "m(0,3)"}});
+    SendTable t = scenario::one_waits("queues=none");
     VerifyReport r = verify_z3(t);
     CHECK(count(r, Property::queues) == 1);
     const Violation& v = first(r, Property::queues);
@@ -165,10 +160,7 @@ TEST_CASE("z3: queues=none and queue bounds") {
     CHECK(first(zero, Property::queues).step == 1);  // m(0,1) arrives in step 1 and waits after it
     agree(t, zero);
     // Two copies wait in r1.0 after step 2: m(0,1) (arrived 1, leaves 4) and m(0,2) (arrived 2, leaves 4).
-    SendTable b = table("ebft:4", "queues=1", "scatter:0",
-                        {{1, "0", "r1.0", "m(0,1)"}, {4, "r1.0", "1", "m(0,1)"},
-                         {2, "0", "r1.0", "m(0,2)"}, {4, "r1.0", "r2.0", "m(0,2)"}, {5, "r2.0", "r1.1", "m(0,2)"}, {6, "r1.1", "2", "m(0,2)"},
-                         {3, "0", "r1.0", "m(0,3)"}, {5, "r1.0", "r2.0", "m(0,3)"}, {6, "r2.0", "r1.1", "m(0,3)"}, {7, "r1.1", "3", "m(0,3)"}});
+    SendTable b = scenario::two_wait("queues=1");
     VerifyReport br = verify_z3(b);
     CHECK(br.verdict() == "violated");
     const Violation& bv = first(br, Property::queues);
@@ -207,18 +199,11 @@ TEST_CASE("z3: queues with replicate=yes") {
 }
 
 TEST_CASE("z3: replication and causality") {
-    // r1.0 sends its one copy of b(0) both to 1 and up: needs replicate=yes.
-    auto hops = {std::tuple<Step, const char*, const char*, const char*>{1, "0", "r1.0", "b(0)"},
-                 {2, "r1.0", "1", "b(0)"},
-                 {2, "r1.0", "r2.0", "b(0)"},
-                 {3, "r2.0", "r1.1", "b(0)"},
-                 {4, "r1.1", "2", "b(0)"},
-                 {4, "r1.1", "3", "b(0)"}};
-    SendTable yes = table("ebft:4", "replicate=yes,queues=none", "broadcast:0", hops);
+    SendTable yes = scenario::copies_in_routers("replicate=yes,queues=none");
     VerifyReport ry = verify_z3(yes);
     CHECK(ry.holds());
     CHECK(ry.steps == 4);
-    SendTable no = table("ebft:4", "replicate=no,queues=none", "broadcast:0", hops);
+    SendTable no = scenario::copies_in_routers("replicate=no,queues=none");
     VerifyReport rn = verify_z3(no);
     CHECK(count(rn, Property::replication) == 2);  // r1.0 and r1.1 each send one copy too many
     const Violation& v = first(rn, Property::replication);
@@ -227,7 +212,7 @@ TEST_CASE("z3: replication and causality") {
     CHECK(names(no, v) == std::vector<std::string>{"b(0)"});
     agree(no, rn);
     // Processor 1 forwards m(0,2) in the step it receives it.
-    SendTable c = table("ring:4", "", "scatter:0", {{1, "0", "1", "m(0,2)"}, {1, "1", "2", "m(0,2)"}});
+    SendTable c = scenario::forwards_on_arrival();
     VerifyReport rc = verify_z3(c);
     CHECK(count(rc, Property::causality) == 1);
     const Violation& cv = first(rc, Property::causality);
@@ -237,13 +222,13 @@ TEST_CASE("z3: replication and causality") {
     CHECK(names(c, cv) == std::vector<std::string>{"m(0,2)"});
     agree(c, rc);
     // Sending data no one has: m(1,2) is not part of a scatter from 0.
-    SendTable d = table("ring:4", "", "scatter:0", {{1, "1", "2", "m(1,2)"}});
+    SendTable d = scenario::sends_what_no_one_has();
     VerifyReport rd = verify_z3(d);
     const Violation& dv = first(rd, Property::causality);
     CHECK(dv.step == 1);
     CHECK(channel(d, dv) == "1->2");
     // A router forwarding before anything arrived.
-    SendTable e = table("ebft:4", "", "scatter:0", {{1, "r1.0", "1", "m(0,1)"}});
+    SendTable e = scenario::router_forwards_first();
     VerifyReport re = verify_z3(e);
     const Violation& ev = first(re, Property::causality);
     CHECK(ev.detail == "r1.0 forwards m(0,1) in step 1 but has not received it");

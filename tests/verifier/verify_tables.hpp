@@ -80,4 +80,47 @@ inline void move_transfer(SendTable& t, const char* from, const char* to, const 
     t.sort();
 }
 
+/// The hand-made tables both engines check (test_direct.cpp with the direct checker, test_z3.cpp
+/// with Z3): one list, each table named by what it shows, the model given by the test.
+namespace scenario {
+
+/// Processor 0 sends b(0) both ways round ring:4 in step 1, then 1 passes it on.
+inline SendTable both_ways(std::string_view model) {
+    return table("ring:4", model, "broadcast:0", {{1, "0", "1", "b(0)"}, {1, "0", "3", "b(0)"}, {2, "1", "2", "b(0)"}});
+}
+/// Half duplex kept: processor 1 receives in step 1 and sends in step 2.
+inline SendTable half_duplex_ok() {
+    return table("ring:4", "ports=half", "broadcast:0", {{1, "0", "1", "b(0)"}, {2, "1", "2", "b(0)"}, {2, "0", "3", "b(0)"}});
+}
+/// Half duplex broken: processor 1 receives and sends in step 1.
+inline SendTable half_duplex_both() { return table("ring:4", "ports=half", "allgather", {{1, "0", "1", "b(0)"}, {1, "1", "2", "b(1)"}}); }
+/// ebft:4 scatter from 0 in which m(0,1) waits one step in r1.0.
+inline SendTable one_waits(std::string_view model) {
+    return table("ebft:4", model, "scatter:0",
+                 {{1, "0", "r1.0", "m(0,1)"}, {3, "r1.0", "1", "m(0,1)"},
+                  {2, "0", "r1.0", "m(0,2)"}, {3, "r1.0", "r2.0", "m(0,2)"}, {4, "r2.0", "r1.1", "m(0,2)"}, {5, "r1.1", "2", "m(0,2)"},
+                  {3, "0", "r1.0", "m(0,3)"}, {4, "r1.0", "r2.0", "m(0,3)"}, {5, "r2.0", "r1.1", "m(0,3)"}, {6, "r1.1", "3", "m(0,3)"}});
+}
+/// Two copies wait in r1.0 after step 2: m(0,1) (arrived 1, leaves 4) and m(0,2) (arrived 2, leaves 4).
+inline SendTable two_wait(std::string_view model) {
+    return table("ebft:4", model, "scatter:0",
+                 {{1, "0", "r1.0", "m(0,1)"}, {4, "r1.0", "1", "m(0,1)"},
+                  {2, "0", "r1.0", "m(0,2)"}, {4, "r1.0", "r2.0", "m(0,2)"}, {5, "r2.0", "r1.1", "m(0,2)"}, {6, "r1.1", "2", "m(0,2)"},
+                  {3, "0", "r1.0", "m(0,3)"}, {5, "r1.0", "r2.0", "m(0,3)"}, {6, "r2.0", "r1.1", "m(0,3)"}, {7, "r1.1", "3", "m(0,3)"}});
+}
+/// r1.0 sends its one copy of b(0) both to 1 and up in step 2, r1.1 to 2 and 3: needs replicate=yes.
+inline SendTable copies_in_routers(std::string_view model) {
+    return table("ebft:4", model, "broadcast:0",
+                 {{1, "0", "r1.0", "b(0)"}, {2, "r1.0", "1", "b(0)"}, {2, "r1.0", "r2.0", "b(0)"}, {3, "r2.0", "r1.1", "b(0)"},
+                  {4, "r1.1", "2", "b(0)"}, {4, "r1.1", "3", "b(0)"}});
+}
+/// Processor 1 forwards m(0,2) in the step it receives it.
+inline SendTable forwards_on_arrival() { return table("ring:4", "", "scatter:0", {{1, "0", "1", "m(0,2)"}, {1, "1", "2", "m(0,2)"}}); }
+/// Sending data no one has: m(1,2) is not part of a scatter from 0.
+inline SendTable sends_what_no_one_has() { return table("ring:4", "", "scatter:0", {{1, "1", "2", "m(1,2)"}}); }
+/// A router forwarding before anything arrived.
+inline SendTable router_forwards_first() { return table("ebft:4", "", "scatter:0", {{1, "r1.0", "1", "m(0,1)"}}); }
+
+}  // namespace scenario
+
 }  // namespace collsched::test
