@@ -187,6 +187,10 @@ struct Bound {
 /// Every lower bound collsched can prove without a solver (docs/synthesis.md, "Lower bounds"),
 /// also those that hold only on fixed routes; see bound_applies.
 std::vector<Bound> lower_bounds(const SynthInstance&);
+/// Why no schedule exists under inject=once (docs/semantics.md): a datum's source sends it once
+/// and every transfer moves it farther from the source, so all its goals must lie on shortest
+/// paths through one neighbour; empty when every datum has such a neighbour (or P > 4096).
+std::string inject_once_infeasible(const SynthInstance&);
 /// Whether the bound holds for the instance's search space (searched_routes).
 bool bound_applies(const Bound&, const SynthInstance&);
 

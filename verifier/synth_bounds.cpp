@@ -508,6 +508,32 @@ std::vector<Bound> dissemination_bounds(const SynthInstance& in, EncodingKind ki
 
 }  // namespace
 
+std::string inject_once_infeasible(const SynthInstance& in) {
+    if (!in.model.inject_once || in.topology->processors() > 4096) return {};
+    const Topology& t = *in.topology;
+    const Messages ms = in.collective.messages(t.processors());
+    std::map<std::uint32_t, std::vector<std::uint32_t>> goals;  // per broadcast datum's origin: its goal processors
+    for (const GoalPair& g : goal_pairs(in))
+        if (ms.key(g.m).kind == MessageKind::broadcast) goals[idx(g.src)].push_back(idx(g.dst));
+    for (const auto& [s, dsts] : goals) {
+        // Every transfer moves the datum one hop farther from s, and s sends it once: every
+        // holder v lies on a shortest path from s through the first hop u, dist(s, v) = 1 + dist(u, v).
+        const std::vector<std::uint32_t> from_s = synth::bfs_distances(t, Node{s});
+        bool some = false;
+        for (ChannelId c : t.out_channels(Node{s})) {
+            const std::vector<std::uint32_t> from_u = synth::bfs_distances(t, t.channel(c).to);
+            some = std::ranges::all_of(dsts, [&](std::uint32_t v) { return from_u[v] != unreachable && from_s[v] == from_u[v] + 1; });
+            if (some) break;
+        }
+        if (!some)
+            return fmt::format("no schedule exists under inject=once: processor {} injects its datum once and every transfer of it must "
+                               "move it one hop farther from {}, so every processor that gets it lies on a shortest path from {} through "
+                               "the first hop, and no neighbour of {} lies on shortest paths to all of its {} goals",
+                               s, s, s, s, dsts.size());
+    }
+    return {};
+}
+
 std::vector<Bound> lower_bounds(const SynthInstance& in) {
     EncodingKind k = encoding_for(in);
     if (k == EncodingKind::combining) return synth::combining_bounds(in);

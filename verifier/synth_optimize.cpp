@@ -45,6 +45,12 @@ OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
                                      "walk every pair, its encodings hold variables per pair and step)",
                                      in.collective.to_string(), in.topology->spec(), goals, opt.max_goals));
     res.bounds = lower_bounds(in);
+    if (std::string why = inject_once_infeasible(in); !why.empty()) {
+        res.status = OptStatus::infeasible;
+        res.note = std::move(why);
+        res.seconds = elapsed();
+        return res;
+    }
     if (in.chunked() && res.encoding != EncodingKind::combining) {
         // Chunks and rounds (docs/synthesis.md, "Chunks, rounds and the Pareto frontier"). With
         // rounds only the distance bound counts steps (the others count capacity per step, which

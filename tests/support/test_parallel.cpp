@@ -23,7 +23,7 @@ TEST_CASE("run_indexed runs every index once and a caller reads the results by i
     run_indexed(0, 4, [](std::size_t) -> bool { FAIL("no job"); return true; });
 }
 
-TEST_CASE("run_indexed: a job that returns false stops new ones; an exception is thrown to the caller") {
+TEST_CASE("run_indexed: a job that returns false stops new ones, and an exception is thrown to the caller") {
     std::vector<int> ran(10, 0);
     run_indexed(ran.size(), 1, [&](std::size_t i) {
         ran[i] = 1;

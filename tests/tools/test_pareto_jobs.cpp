@@ -25,7 +25,7 @@ TEST_CASE("pareto --jobs 1, 2 and 4: the DGX-1 allgather report is the same but 
     CHECK(test::run(args + "0").code == 2);
 }
 
-TEST_CASE("pareto --jobs 2 --timeout 2: the threads share the run's limit; what was proved is reported, exit 3") {
+TEST_CASE("pareto --jobs 2 --timeout 2: the threads share the run's limit, and what was proved is reported, exit 3") {
     // With up to 16 chunks the walk needs about a minute of solver time (docs/synthesis.md).
     const test::Run r = test::run("pareto --topology graph:schedules/machines/dgx1.json --collective allgather --max-chunks 16 "
                                   "--timeout 2 --jobs 2 --json");
