@@ -332,8 +332,14 @@ std::vector<std::vector<std::vector<std::uint32_t>>> shortest_paths(const Quotie
     constexpr std::uint32_t far = ~std::uint32_t{0};
     std::vector<std::uint32_t> dist(P, far), order{0};
     dist[0] = 0;
+    // A difference some budget cannot take even alone (a group holding several channels of it
+    // with a smaller capacity) is never used: a hop of it would not fit in any step.
+    std::vector<char> usable(q.diff.size(), 1);
+    for (std::uint32_t d = 0; d < q.diff.size(); ++d)
+        for (auto [b, m] : q.budgets_of[d]) usable[d] = usable[d] && m <= q.budgets[b].cap;
     for (std::size_t i = 0; i < order.size(); ++i)
         for (std::uint32_t d = 0; d < q.diff.size(); ++d) {
+            if (!usable[d]) continue;
             const std::uint32_t y = q.tr.add(order[i], q.diff[d]);
             if (dist[y] == far) {
                 dist[y] = dist[order[i]] + 1;
@@ -345,6 +351,7 @@ std::vector<std::vector<std::vector<std::uint32_t>>> shortest_paths(const Quotie
     paths[0].push_back({});
     for (std::uint32_t y : order)  // BFS order: every predecessor's paths are complete
         for (std::uint32_t d = 0; d < q.diff.size() && y != 0; ++d) {
+            if (!usable[d]) continue;
             const std::uint32_t x = q.tr.sub(y, q.diff[d]);
             if (dist[x] + 1 != dist[y]) continue;
             for (const auto& p : paths[x]) {

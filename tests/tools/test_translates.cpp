@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 
 #include <fmt/format.h>
@@ -211,4 +213,26 @@ TEST_CASE("inject=once: tree packing and the translates refuse it, and an allgat
     SynthInstance once = instance("ring:6", "allgather");
     once.model.inject_once = true;
     CHECK(!grow_translates(once, 1, 3, never));
+}
+
+TEST_CASE("translates: a difference no step can take is never used (a link group over a whole direction)") {
+    // ring of 4 whose clockwise channels form one link group of capacity 1: under Z_4 a clockwise
+    // hop loads the group four times over, so no step takes one. The messages go the other way
+    // (before: the first-fit search looked for a step with room forever).
+    const std::string path = "/tmp/collsched_test_cw_group.json";
+    {
+        std::ofstream f(path);
+        f << R"({"processors": 4, "routers": 0, "edges": [[0, 1, 1], [1, 2, 1], [2, 3, 1], [3, 0, 1]],
+                 "groups": [{"name": "cw", "cap": 1, "channels": [[0, 1], [1, 2], [2, 3], [3, 0]]}]})";
+    }
+    SynthInstance in = instance("graph:" + path, "alltoall");
+    REQUIRE(translation_group(*in.topology));
+    auto t = translate_alltoall(in, 1, never);
+    REQUIRE(t);
+    CHECK(verify_direct(*t).holds());
+    for (const Transfer& x : t->transfers) {
+        const Channel& ch = in.topology->channel(x.channel);
+        CHECK((idx(ch.from) + 3) % 4 == idx(ch.to));  // counter-clockwise only
+    }
+    std::remove(path.c_str());
 }
