@@ -14,11 +14,11 @@
 #include <fmt/format.h>
 
 #include "bench/schedules.hpp"
-#include "compiler/lower.hpp"
+#include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
 #include "support/text.hpp"
-#include "verifier/direct.hpp"
+#include "verifier/check/direct.hpp"
 
 namespace collsched::bench {
 

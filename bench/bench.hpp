@@ -5,7 +5,7 @@
  * pipeline (compile in memory, direct verification, simulation) and reports per stage the wall
  * and CPU seconds, transfers per second of CPU time, the peak resident memory of the process
  * during the stage, and the verdict. Sizes whose table would not fit the memory budget run the
- * streaming pipeline instead (compiler/stream.hpp, StreamSimulator in runtime/simulator.hpp):
+ * streaming pipeline instead (compiler/lower/stream.hpp, StreamSimulator in runtime/simulator.hpp):
  * steps produced, checked and replayed without the whole table. Benchmarks report figures; tests check only the verdicts and the shape.
  */
 #pragma once

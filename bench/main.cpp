@@ -16,10 +16,11 @@
 #include <fmt/format.h>
 
 #include "bench/bench.hpp"
-#include "compiler/builder.hpp"
-#include "compiler/table_io.hpp"
-#include "dsl/diagnostics.hpp"
-#include "verifier/by_message.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/io/table_io.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
+#include "verifier/check/by_message.hpp"
 
 namespace {
 
@@ -92,7 +93,7 @@ int main(int argc, char** argv) {
                 for (const Transfer& x : t.transfers) grouped[at[idx(x.message)]++] = (std::uint64_t{x.step} << 32) | idx(x.channel);
                 sink += grouped[N / 2];
             }));
-        // The regroup the direct checker uses (verifier/by_message.hpp): two stable passes, into
+        // The regroup the direct checker uses (verifier/check/by_message.hpp): two stable passes, into
         // at most 2048 buckets of consecutive message ids, then each bucket by message in L2;
         // here with its own counting pass (the checker counts during its by-step pass).
         row("limit: two-pass regroup by message", N, seconds([&] {

@@ -2,7 +2,7 @@
  * The abstract syntax tree of the schedule language (docs/dsl.md). It mirrors the syntax: one
  * struct per construct, each with the SourceLoc a diagnostic points at, and nothing resolved
  * (names are strings, numbers are what was written). The parser (dsl/parser.hpp) builds it, the
- * printer (dsl/printer.hpp) writes it back, and the compiler (compiler/lower.hpp) gives it a
+ * printer (dsl/printer.hpp) writes it back, and the compiler (compiler/lower/lower.hpp) gives it a
  * meaning. Plain standard types only: Spirit stays in the parser's .cpp.
  */
 #pragma once

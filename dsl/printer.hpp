@@ -2,7 +2,7 @@
  * Prints an AST back as schedule text that parses to the same AST (up to locations and
  * comments, which are not kept). Expressions get the fewest parentheses the precedence table of
  * docs/dsl.md allows; blocks are indented by two spaces per level. Send tables are printed as
- * DSL by compiler/table_printer.hpp.
+ * DSL by compiler/io/table_printer.hpp.
  */
 #pragma once
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes table seeds for the fast JSON reader's pieces path (compiler/table_json_fast.cpp).
+"""Writes table seeds for the fast JSON reader's pieces path (compiler/io/table_json_fast.cpp).
 
 Usage: fuzz/make_piece_seeds.py COLLSCHED OUTDIR
 

@@ -5,11 +5,12 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_chakra.hpp"
-#include "compiler/msccl_import.hpp"
-#include "dsl/diagnostics.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/report.hpp"
+#include "compiler/formats/export_chakra.hpp"
+#include "compiler/interop/msccl_import.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/report.hpp"
 #include "fuzz/targets.hpp"
 
 namespace collsched::fuzz {

@@ -8,18 +8,18 @@
 
 #include <fmt/format.h>
 
-#include "compiler/collective.hpp"
-#include "compiler/export_formats.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/msccl_import.hpp"
-#include "compiler/ranks_import.hpp"
-#include "compiler/table_io.hpp"
-#include "compiler/table_printer.hpp"
-#include "compiler/table_read.hpp"
-#include "compiler/topology.hpp"
+#include "compiler/table/collective.hpp"
+#include "compiler/formats/export_formats.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/interop/msccl_import.hpp"
+#include "compiler/io/ranks_import.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/io/table_printer.hpp"
+#include "compiler/io/table_read.hpp"
+#include "compiler/topology/topology.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
-#include "verifier/direct.hpp"
+#include "verifier/check/direct.hpp"
 
 namespace collsched::fuzz {
 

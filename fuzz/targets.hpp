@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/send_table.hpp"
+#include "compiler/table/send_table.hpp"
 
 namespace collsched::fuzz {
 
@@ -58,7 +58,7 @@ void run_topology(std::string_view input);
 /// plus the ellipsis marker, no run of more than 120 non-blank bytes). Any other exception is a finding.
 void run_cli(std::string_view input);
 
-/// The Chakra trace reader (fuzz/target_readers.cpp, compiler/export_chakra.hpp parse_chakra): the
+/// The Chakra trace reader (fuzz/target_readers.cpp, compiler/formats/export_chakra.hpp parse_chakra): the
 /// input is a whole trace set, the files of ranks 0, 1, ... separated by chakra_rank_separator.
 /// An accepted set goes through check_table, and is written as traces again (when the writer
 /// takes the table), which must read back as the same table.

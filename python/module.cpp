@@ -31,10 +31,10 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_formats.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/msccl_import.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/formats/export_formats.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/interop/msccl_import.hpp"
+#include "compiler/io/table_io.hpp"
 #include "support/budget.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/input.hpp"

@@ -6,10 +6,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/collective.hpp"
-#include "compiler/export_ranks.hpp"
-#include "compiler/json_error.hpp"
-#include "dsl/diagnostics.hpp"
+#include "compiler/table/collective.hpp"
+#include "compiler/io/export_ranks.hpp"
+#include "compiler/core/json_error.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
 
 namespace collsched::mpi {
 

@@ -1,6 +1,6 @@
 /** \file
  * What each MPI rank of `collsched mpirun` executes, read from the per-rank JSON
- * (`collsched.ranks/1`, compiler/export_ranks.hpp) that the command writes for its ranks, and
+ * (`collsched.ranks/1`, compiler/io/export_ranks.hpp) that the command writes for its ranks, and
  * the deterministic payload every rank checks. No MPI here: the rank program
  * (runtime/mpi_rank.cpp, the only file that includes <mpi.h>) and the tests share it.
  *
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/ids.hpp"
+#include "compiler/core/ids.hpp"
 
 namespace collsched::mpi {
 

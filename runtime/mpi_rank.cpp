@@ -32,7 +32,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "dsl/diagnostics.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
 #include "runtime/mpi_plan.hpp"
 
 namespace {

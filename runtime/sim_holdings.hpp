@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/send_table.hpp"
+#include "compiler/table/send_table.hpp"
 
 namespace collsched::sim {
 

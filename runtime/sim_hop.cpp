@@ -9,7 +9,7 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 
-#include "compiler/partials.hpp"
+#include "compiler/table/partials.hpp"
 
 namespace collsched::sim {
 

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/flat_map.hpp"
+#include "compiler/core/flat_map.hpp"
 #include "runtime/sim_holdings.hpp"
 #include "runtime/simulator.hpp"
 
@@ -76,7 +76,7 @@ public:
     Simulator(const SendTable& table, const SimOptions& options);
     SimReport run();
 
-    // ---- streaming (StreamSimulator, compiler/stream.hpp): the table arrives step by step ----
+    // ---- streaming (StreamSimulator, compiler/lower/stream.hpp): the table arrives step by step ----
     void stream_begin();
     /// One step (sorted by channel, message). False once the run has halted.
     bool stream_step(Step s, std::span<const Transfer> step);

@@ -12,7 +12,7 @@
 #include <tuple>
 #include <unordered_set>
 
-#include "compiler/partials.hpp"
+#include "compiler/table/partials.hpp"
 
 namespace collsched::sim {
 

@@ -1,4 +1,4 @@
-// The streamed replay (StreamSimulator, compiler/stream.hpp): the table arrives step by step.
+// The streamed replay (StreamSimulator, compiler/lower/stream.hpp): the table arrives step by step.
 //
 // There is no table to assign slots from. Processors: a slot is made when a (processor,
 // message) pair is first touched (dense per-message slots, else a hash map) and kept to the

@@ -40,8 +40,8 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/send_table.hpp"
-#include "compiler/stream.hpp"
+#include "compiler/table/send_table.hpp"
+#include "compiler/lower/stream.hpp"
 
 namespace collsched {
 
@@ -114,7 +114,7 @@ struct SimReport {
 /// transfer names a step below 1, a channel or a message that does not exist.
 SimReport simulate(const SendTable& table, const SimOptions& options = {});
 
-/// Replays a table handed over step by step (compiler/stream.hpp) without holding it: the same
+/// Replays a table handed over step by step (compiler/lower/stream.hpp) without holding it: the same
 /// rule checks, statistics and completeness check as simulate(), with (node, message) state kept
 /// only for pairs the steps touch (router pairs with replicate=no only while a copy waits).
 /// `hop` timing with replicate=no only (begin() throws NotStreamable otherwise: the residence of
@@ -143,7 +143,7 @@ private:
 
 /// Compiles `text` (a schedule) streaming its steps into a StreamSimulator: the pipeline for
 /// tables too large to hold. Nullopt after DSL errors (in `diags`); throws NotStreamable when the
-/// schedule cannot stream (compiler/stream.hpp).
+/// schedule cannot stream (compiler/lower/stream.hpp).
 std::optional<SimReport> stream_simulate_text(std::string_view text, const std::string& name, const CompileOptions& options,
                                              Diagnostics& diags, const SimOptions& sim = {});
 

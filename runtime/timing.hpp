@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/send_table.hpp"
+#include "compiler/table/send_table.hpp"
 
 namespace collsched {
 

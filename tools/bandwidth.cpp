@@ -5,7 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "dsl/diagnostics.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
 #include "support/text.hpp"
 #include "support/units.hpp"
 

@@ -14,7 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "compiler/send_table.hpp"
+#include "compiler/table/send_table.hpp"
 #include "runtime/timing.hpp"
 
 namespace collsched::tools {

@@ -7,15 +7,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/duality.hpp"
-#include "dsl/diagnostics.hpp"
+#include "compiler/table/duality.hpp"
+#include "support/error.hpp"
 #include "support/assert.hpp"
-#include "verifier/direct.hpp"
+#include "verifier/check/direct.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/synth_common.hpp"
-#include "verifier/bandwidth_bound.hpp"
-#include "verifier/tree_packing.hpp"
+#include "verifier/synth/bandwidth_bound.hpp"
+#include "verifier/synth/tree_packing.hpp"
 
 namespace collsched::tools {
 
@@ -83,7 +83,7 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
                          : std::string();
         std::optional<PackedSchedule> packed;
         // Reduce-scatter: the allgather's packing reversed in time and direction
-        // (compiler/duality.hpp), on networks where every channel has a reverse of its capacity.
+        // (compiler/table/duality.hpp), on networks where every channel has a reverse of its capacity.
         const bool by_reversal = in.collective.kind == CollectiveKind::reduce_scatter && duality_problem(*topo, in.model).empty();
         SynthInstance build = in;
         if (by_reversal) build.collective = Collective::parse("allgather", *topo);

@@ -14,7 +14,7 @@
 #include "tools/compare.hpp"
 #include "tools/input.hpp"
 #include "tools/output.hpp"
-#include "verifier/direct.hpp"
+#include "verifier/check/direct.hpp"
 
 namespace collsched::tools {
 

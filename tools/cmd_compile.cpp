@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/export_formats.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/table_io.hpp"
-#include "compiler/table_printer.hpp"
+#include "compiler/formats/export_formats.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/io/table_printer.hpp"
 #include "tools/commands.hpp"
 #include "tools/input.hpp"
 #include "tools/options.hpp"

@@ -6,9 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "compiler/export_formats.hpp"
-#include "compiler/table_io.hpp"
-#include "dsl/diagnostics.hpp"
+#include "compiler/formats/export_formats.hpp"
+#include "compiler/io/table_io.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"

@@ -9,16 +9,16 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/builder.hpp"
-#include "compiler/lower.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/lower/lower.hpp"
 #include "runtime/simulator.hpp"
 #include "support/text.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/demo_schedule.hpp"
 #include "tools/input.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/synth.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/synth.hpp"
 
 namespace collsched::tools {
 

@@ -18,9 +18,10 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_ranks.hpp"
-#include "compiler/partials.hpp"
-#include "dsl/diagnostics.hpp"
+#include "compiler/io/export_ranks.hpp"
+#include "compiler/table/partials.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"

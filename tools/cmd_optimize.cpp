@@ -9,21 +9,22 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "verifier/bandwidth_bound.hpp"
-#include "verifier/tree_packing.hpp"
+#include "verifier/synth/bandwidth_bound.hpp"
+#include "verifier/synth/tree_packing.hpp"
 
-#include "compiler/table_io.hpp"
-#include "compiler/table_printer.hpp"
-#include "dsl/diagnostics.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/io/table_printer.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/hierarchical_report.hpp"
 #include "tools/input.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/report.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/report.hpp"
 #include "tools/synth_common.hpp"
-#include "verifier/greedy.hpp"
-#include "verifier/synth.hpp"
-#include "verifier/synth_duality.hpp"
+#include "verifier/synth/greedy.hpp"
+#include "verifier/synth/synth.hpp"
+#include "verifier/synth/synth_duality.hpp"
 
 namespace collsched::tools {
 
@@ -83,7 +84,7 @@ std::string text_report(const SynthInstance& in, const OptimizeResult& r, const 
 }
 
 /// reduce, reduce_scatter and allreduce: through duality with broadcast or allgather
-/// (verifier/synth_duality.hpp); the dual's own report, then the reduction's optimum and the
+/// (verifier/synth/synth_duality.hpp); the dual's own report, then the reduction's optimum and the
 /// space it is proved over.
 void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& args, Context& ctx) {
     if (std::string why = reduction_duality_problem(in); !why.empty()) throw InputError(why);

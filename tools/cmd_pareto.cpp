@@ -10,7 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "dsl/diagnostics.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
 #include "support/units.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/commands.hpp"
@@ -18,9 +19,9 @@
 #include "tools/output.hpp"
 #include "tools/pareto_svg.hpp"
 #include "tools/synth_common.hpp"
-#include "compiler/duality.hpp"
-#include "verifier/pareto.hpp"
-#include "verifier/synth_duality.hpp"
+#include "compiler/table/duality.hpp"
+#include "verifier/synth/pareto.hpp"
+#include "verifier/synth/synth_duality.hpp"
 
 namespace collsched::tools {
 

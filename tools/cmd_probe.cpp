@@ -8,10 +8,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "dsl/diagnostics.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/synth_common.hpp"
-#include "verifier/synth.hpp"
+#include "verifier/synth/synth.hpp"
 
 namespace collsched::tools {
 

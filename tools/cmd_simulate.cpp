@@ -7,12 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "compiler/input_file.hpp"
-#include "compiler/lower.hpp"
+#include "compiler/core/input_file.hpp"
+#include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 
 #include "runtime/simulator.hpp"
-#include "verifier/report.hpp"
+#include "verifier/check/report.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
@@ -53,7 +53,7 @@ SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
 }
 
 /// A halt on a transfer of a schedule ends with the `send` or `hop` statement that made it,
-/// " (at file:line:col)", as verify's counterexamples do (verifier/report.hpp transfer_origin).
+/// " (at file:line:col)", as verify's counterexamples do (verifier/check/report.hpp transfer_origin).
 void attach_origin(SimReport& r, const SendTable& table) {
     if (r.status != SimStatus::halted || !r.violation || !r.violation->channel || r.violation->messages.empty()) return;
     const SimViolation& v = *r.violation;

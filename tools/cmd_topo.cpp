@@ -1,8 +1,8 @@
-// `collsched topo SPEC [--format json|dot|svg]`: prints a topology (svg: the machine view, compiler/machine_view.hpp).
+// `collsched topo SPEC [--format json|dot|svg]`: prints a topology (svg: the machine view, compiler/topology/machine_view.hpp).
 #include <cstdio>
 
-#include "compiler/machine_view.hpp"
-#include "compiler/topology.hpp"
+#include "compiler/topology/machine_view.hpp"
+#include "compiler/topology/topology.hpp"
 #include "tools/commands.hpp"
 
 namespace collsched::tools {

@@ -15,16 +15,16 @@
 #include <filesystem>
 #include <fstream>
 
-#include "compiler/msccl_import.hpp"
-#include "compiler/mscclpp_check.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/interop/msccl_import.hpp"
+#include "compiler/interop/mscclpp_check.hpp"
+#include "compiler/io/table_io.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"
 #include "tools/runs.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
 
 namespace collsched::tools {
 
@@ -133,7 +133,7 @@ std::string time_or_why(const SendTable& t, const AlphaBeta& ab, std::string_vie
 
 int exit_code(std::string_view verdict) { return verdict == "holds" ? 0 : verdict == "unknown" ? 3 : 1; }
 
-/// An MSCCL-IR program is judged as a program (compiler/msccl_import.hpp), not by the table its
+/// An MSCCL-IR program is judged as a program (compiler/interop/msccl_import.hpp), not by the table its
 /// as-soon-as-possible run levels into: nullopt when `path` is no such file.
 std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
     if (a.input.ends_with(".sched") || a.input.ends_with(".0.et") || a.input.ends_with(".csv")) return std::nullopt;

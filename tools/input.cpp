@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/export_chakra.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/formats/export_chakra.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/io/table_io.hpp"
 #include "dsl/diagnostics.hpp"
 #include "dsl/excerpt.hpp"
 

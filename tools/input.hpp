@@ -1,7 +1,7 @@
 /** \file
  * Loading what the user names on the command line: a table file (JSON, CSV, per-rank JSON), an
- * MSCCL-IR program (XML, checked and levelled by compiler/msccl_import.hpp), Chakra traces
- * written by collsched (`PREFIX.0.et`, compiler/export_chakra.hpp) or a schedule compiled in
+ * MSCCL-IR program (XML, checked and levelled by compiler/interop/msccl_import.hpp), Chakra traces
+ * written by collsched (`PREFIX.0.et`, compiler/formats/export_chakra.hpp) or a schedule compiled in
  * memory with `-D name=value` overrides, from a file or from standard input (`-`); and the one
  * place that prints a schedule's diagnostics and stops the command.
  */
@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/export_formats.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/msccl_import.hpp"
-#include "compiler/send_table.hpp"
+#include "compiler/formats/export_formats.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/interop/msccl_import.hpp"
+#include "compiler/table/send_table.hpp"
 #include "dsl/diagnostics.hpp"
 
 namespace collsched::tools {
@@ -22,13 +22,13 @@ namespace collsched::tools {
 /// Reads a table or compiles a schedule, recording (with `locations`) which `send` or `hop` made
 /// each transfer (SendTable::transfer_origins) so that counterexamples can name it. `.sched` files are
 /// schedules, `.json` and `.csv` files tables; anything else, and standard input ("-"), is told
-/// apart by its content (compiler/table_io.hpp, looks_like_table). Throws InputError (exit 2) on
+/// apart by its content (compiler/io/table_io.hpp, looks_like_table). Throws InputError (exit 2) on
 /// bad input; DSL diagnostics are printed to stderr before the InputError that stops the command.
 /// A text whose first non-blank character is '<' is an MSCCL-IR program, read with `msccl`; a
 /// `--topology` (msccl.topology) given for any other input is refused. A path ending in `.0.et`
 /// names Chakra traces, read back from its prefix.
 /// When the input is a schedule and `schedule` is given, it receives what compiled it, so that
-/// the program can be run again (compiler/lower.hpp, transfer_contexts).
+/// the program can be run again (compiler/lower/lower.hpp, transfer_contexts).
 struct ScheduleSource {
     std::string text, name;
     std::vector<std::string> defines;

@@ -9,8 +9,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "compiler/msccl_import.hpp"
-#include "dsl/diagnostics.hpp"
+#include "compiler/interop/msccl_import.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
 #include "tools/app.hpp"
 #include "tools/input.hpp"
 #include "tools/output.hpp"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_msccl.hpp"
+#include "compiler/interop/export_msccl.hpp"
 #include "dsl/excerpt.hpp"
 
 namespace collsched::tools {

@@ -14,11 +14,12 @@
 #include <filesystem>
 #include <iterator>
 
-#include "compiler/export_chakra.hpp"
-#include "compiler/export_formats.hpp"
-#include "compiler/table_printer.hpp"
+#include "compiler/formats/export_chakra.hpp"
+#include "compiler/formats/export_formats.hpp"
+#include "compiler/io/table_printer.hpp"
 
-#include "dsl/diagnostics.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
 
 namespace collsched::tools {
 

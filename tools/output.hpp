@@ -16,8 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_formats.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/formats/export_formats.hpp"
+#include "compiler/io/table_io.hpp"
 
 namespace collsched::tools {
 
@@ -30,7 +30,7 @@ void write_output(const std::string& path, const std::function<void(const Flush&
 /// its output missing.
 void check_stdout();
 
-/// Every format `compile` and `convert` write: the format table's (compiler/export_formats.hpp),
+/// Every format `compile` and `convert` write: the format table's (compiler/formats/export_formats.hpp),
 /// then dsl (the table as a schedule of hops) and chakra (one trace file per rank for ASTRA-sim).
 std::vector<std::string> table_output_formats();
 

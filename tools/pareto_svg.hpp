@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "verifier/pareto.hpp"
+#include "verifier/synth/pareto.hpp"
 
 namespace collsched::tools {
 

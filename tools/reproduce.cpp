@@ -12,12 +12,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/formula.hpp"
-#include "compiler/input_file.hpp"
-#include "compiler/lower.hpp"
+#include "compiler/lower/formula.hpp"
+#include "compiler/core/input_file.hpp"
+#include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
-#include "verifier/direct.hpp"
+#include "verifier/check/direct.hpp"
 
 namespace collsched::tools {
 

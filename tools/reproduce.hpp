@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/send_table.hpp"
-#include "verifier/measure.hpp"
+#include "compiler/table/send_table.hpp"
+#include "verifier/check/measure.hpp"
 
 namespace collsched::tools {
 

@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compiler/send_table.hpp"
+#include "compiler/table/send_table.hpp"
 #include "runtime/simulator.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/input.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
 
 namespace collsched::tools {
 

@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_ranks.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/io/export_ranks.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/io/table_io.hpp"
 #include "dsl/diagnostics.hpp"
-#include "compiler/table_printer.hpp"
+#include "compiler/io/table_printer.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
 

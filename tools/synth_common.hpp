@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "verifier/synth.hpp"
+#include "verifier/synth/synth.hpp"
 
 namespace collsched::tools {
 
@@ -67,7 +67,7 @@ std::string search_line(const SynthInstance&, const OptimizeResult&);
 std::string bound_line(const SynthInstance&, const Bound&);
 /// 0 proved, 3 found-only or timeout, 1 infeasible.
 int exit_code(const OptimizeResult&);
-/// The collectives optimize and pareto take, from the rows (compiler/collective_kinds.hpp):
+/// The collectives optimize and pareto take, from the rows (compiler/table/collective_kinds.hpp):
 /// every named one but the ordered prefix ("alltoall, allgather, broadcast:R, ... and scan").
 std::string synthesizable_collectives();
 /// The schedule text of a witness: `send` statements when every copy travels cut-through from

@@ -17,8 +17,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include "compiler/builder.hpp"
-#include "compiler/send_table.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/table/send_table.hpp"
 
 namespace collsched::test {
 

@@ -1,11 +1,11 @@
-// The asynchronous-program checker (compiler/async_program.hpp) on small hand-made programs:
+// The asynchronous-program checker (compiler/interop/async_program.hpp) on small hand-made programs:
 // matching, deadlock (cycle, never released, unmatched receive), races, the replay and its goals.
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "compiler/async_program.hpp"
+#include "compiler/interop/async_program.hpp"
 
 using namespace collsched::async;
 

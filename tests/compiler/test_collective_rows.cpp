@@ -1,4 +1,4 @@
-// The collective rows (compiler/collective_kinds.hpp): every row parses and prints in both
+// The collective rows (compiler/table/collective_kinds.hpp): every row parses and prints in both
 // spellings, its goals are counted as they are enumerated, and the table schema accepts what
 // the rows print (schema/collsched.table.schema.json).
 #include <doctest/doctest.h>
@@ -13,11 +13,11 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/collective.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/names.hpp"
-#include "compiler/table_printer.hpp"
-#include "compiler/topology.hpp"
+#include "compiler/table/collective.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/topology/names.hpp"
+#include "compiler/io/table_printer.hpp"
+#include "compiler/topology/topology.hpp"
 #include "dsl/diagnostics.hpp"
 #include "support/number.hpp"
 

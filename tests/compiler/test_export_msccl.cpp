@@ -3,7 +3,7 @@
 // connection); the replay must implement the collective. What MSCCL cannot express is refused.
 #include <doctest/doctest.h>
 
-#include "compiler/export_msccl.hpp"
+#include "compiler/interop/export_msccl.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/compiler/msccl_replay.hpp"

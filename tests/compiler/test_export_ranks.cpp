@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compiler/export_ranks.hpp"
-#include "compiler/ranks_import.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/io/export_ranks.hpp"
+#include "compiler/io/ranks_import.hpp"
+#include "compiler/io/table_io.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 

@@ -18,9 +18,9 @@
 #include <boost/property_tree/xml_parser.hpp>
 #include <fmt/format.h>
 
-#include "compiler/export_svg.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/machine_view.hpp"
+#include "compiler/interop/export_svg.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/topology/machine_view.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 
 using namespace collsched;

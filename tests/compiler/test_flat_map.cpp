@@ -1,11 +1,11 @@
-// FlatMap (compiler/flat_map.hpp): against std::unordered_map on a seeded random mix of
+// FlatMap (compiler/core/flat_map.hpp): against std::unordered_map on a seeded random mix of
 // inserts, finds and erases, with growth and the wrap-around of probe runs.
 #include <doctest/doctest.h>
 
 #include <random>
 #include <unordered_map>
 
-#include "compiler/flat_map.hpp"
+#include "compiler/core/flat_map.hpp"
 
 using namespace collsched;
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "compiler/builder.hpp"
-#include "compiler/formula.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/table_printer.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/lower/formula.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/io/table_printer.hpp"
 
 using namespace collsched;
 

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compiler/model.hpp"
+#include "compiler/core/model.hpp"
 #include "dsl/diagnostics.hpp"
 
 using namespace collsched;

@@ -15,9 +15,9 @@
 
 #include <fmt/format.h>
 
-#include "compiler/builder.hpp"
-#include "compiler/table_io.hpp"
-#include "compiler/table_read.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/io/table_read.hpp"
 #include "dsl/diagnostics.hpp"
 
 using namespace collsched;

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/topology.hpp"
+#include "compiler/topology/topology.hpp"
 #include "dsl/diagnostics.hpp"
 #include "support/units.hpp"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/lower.hpp"
+#include "compiler/lower/lower.hpp"
 #include "dsl/parser.hpp"
 
 namespace collsched::test {

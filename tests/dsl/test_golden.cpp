@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "compiler/table_io.hpp"
+#include "compiler/io/table_io.hpp"
 #include "tests/dsl/golden.hpp"
 
 using namespace collsched;

@@ -2,8 +2,8 @@
 // the same table; printing is a fixpoint.
 #include <doctest/doctest.h>
 
-#include "compiler/table_io.hpp"
-#include "compiler/table_printer.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/io/table_printer.hpp"
 #include "dsl/printer.hpp"
 #include "tests/dsl/golden.hpp"
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "compiler/send_table.hpp"
+#include "compiler/table/send_table.hpp"
 #include "runtime/simulator.hpp"
 
 namespace collsched::testing {

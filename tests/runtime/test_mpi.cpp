@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compiler/export_ranks.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/io/export_ranks.hpp"
+#include "compiler/io/table_io.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/mpi_plan.hpp"
 #include "tests/compiler/export_fixtures.hpp"

@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/builder.hpp"
-#include "compiler/lower.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
 #include "tests/runtime/sim_reference.hpp"

@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/builder.hpp"
-#include "compiler/lower.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/timing.hpp"
 

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "compiler/lower.hpp"
+#include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tools/reproduce.hpp"

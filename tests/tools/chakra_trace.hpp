@@ -1,7 +1,7 @@
 /** \file
  * Chakra rank traces in tests, taken apart and put back together: a trace file is the
  * GlobalMetadata message followed by the Node messages, each preceded by its length as a varint
- * (compiler/export_chakra.hpp writes them so). Tests parse a file into a `Trace`, edit its
+ * (compiler/formats/export_chakra.hpp writes them so). Tests parse a file into a `Trace`, edit its
  * metadata or nodes, and serialize it again to make broken or hostile trace sets.
  */
 #pragma once
@@ -15,7 +15,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-#include "compiler/et_def.pb.h"
+#include "compiler/formats/et_def.pb.h"
 
 namespace collsched::test {
 

@@ -12,11 +12,11 @@
 #include <vector>
 #include <utility>
 
-#include "compiler/lower.hpp"
+#include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
 
 namespace collsched::test {
 

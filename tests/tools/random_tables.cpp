@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/builder.hpp"
+#include "compiler/table/builder.hpp"
 
 namespace collsched::testing {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/send_table.hpp"
+#include "compiler/table/send_table.hpp"
 
 namespace collsched::testing {
 

@@ -23,14 +23,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/builder.hpp"
-#include "compiler/send_table.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/table/send_table.hpp"
+#include "compiler/io/table_io.hpp"
 #include "runtime/simulator.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tests/tools/random_tables.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
 
 using namespace collsched;
 

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.hpp"
-#include "compiler/builder.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/stream.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/lower/stream.hpp"
 #include "runtime/simulator.hpp"
 #include "tests/tools/cli_run.hpp"
 

@@ -1,4 +1,4 @@
-// Chakra traces for ASTRA-sim (compiler/export_chakra.hpp): the catalog's allgather and alltoall
+// Chakra traces for ASTRA-sim (compiler/formats/export_chakra.hpp): the catalog's allgather and alltoall
 // schedules written as per-rank traces with their system, workload, network and memory files,
 // read back and replayed to the same table; broken traces (a dropped receive, a dropped data
 // dependency, a cycle, a repeated id, a wrongly typed attribute) are refused, naming rank and node.
@@ -13,13 +13,13 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_chakra.hpp"
-#include "compiler/lower.hpp"
+#include "compiler/formats/export_chakra.hpp"
+#include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/tools/chakra_trace.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/direct.hpp"
+#include "verifier/check/direct.hpp"
 
 using namespace collsched;
 using collsched::test::parse_trace;

@@ -180,7 +180,7 @@ TEST_CASE("chunks: exports carry the chunks (MSCCL-IR offsets and cnt, per-rank 
 }
 
 TEST_CASE("chunks: flood and fifo lower every chunk of a chunked collective, and a send without msg is refused under them") {
-    // compiler/evaluate.cpp picks a default message (a whole datum, chunk 0 when C = 1) only for a
+    // compiler/lower/evaluate.cpp picks a default message (a whole datum, chunk 0 when C = 1) only for a
     // send without `msg`; under C > 1 that send is E054 before any policy runs, so flooding a
     // chunked collective moves exactly the chunks the sends name, each its own multicast.
     Scratch dir("chunks_flood");

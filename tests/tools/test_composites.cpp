@@ -6,18 +6,18 @@
 
 #include <string>
 
-#include "compiler/export_msccl.hpp"
-#include "compiler/export_ranks.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/ranks_import.hpp"
-#include "compiler/table_io.hpp"
-#include "compiler/table_printer.hpp"
+#include "compiler/interop/export_msccl.hpp"
+#include "compiler/io/export_ranks.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/io/ranks_import.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/io/table_printer.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tests/tools/compile_fixtures.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
 
 using namespace collsched;
 using collsched::test::compile_ok;

@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compiler/table_io.hpp"
+#include "compiler/io/table_io.hpp"
 #include "runtime/simulator.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/direct.hpp"
+#include "verifier/check/direct.hpp"
 
 using namespace collsched;
 using collsched::test::run;

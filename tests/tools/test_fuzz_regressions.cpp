@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "compiler/json_error.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/ranks_import.hpp"
-#include "compiler/table_read.hpp"
-#include "compiler/table_io.hpp"
-#include "compiler/topology.hpp"
+#include "compiler/core/json_error.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/io/ranks_import.hpp"
+#include "compiler/io/table_read.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/topology/topology.hpp"
 #include "fuzz/targets.hpp"
 
 using namespace collsched;

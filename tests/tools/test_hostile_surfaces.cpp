@@ -27,7 +27,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_chakra.hpp"
+#include "compiler/formats/export_chakra.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/tools/chakra_trace.hpp"
@@ -470,7 +470,7 @@ std::vector<Case> mpirun_cases() {
 
 
 // ------------------------------------------------------------------------------------------------
-// MSCCL-IR programs (compiler/msccl_xml.cpp, msccl_program.cpp): every attribute the executor's
+// MSCCL-IR programs (compiler/interop/msccl_xml.cpp, msccl_program.cpp): every attribute the executor's
 // reader requires, removed; integers that are none; values outside the executor's limits; deep
 // nesting; files cut short; each refused at the element's line and column, by every command that
 // reads a program, with nothing written.

@@ -13,15 +13,15 @@
 #include <set>
 #include <sstream>
 
-#include "compiler/lower.hpp"
-#include "compiler/table_io.hpp"
-#include "compiler/table_printer.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/io/table_printer.hpp"
 #include "dsl/parser.hpp"
 #include "dsl/printer.hpp"
 #include "runtime/simulator.hpp"
 #include "tools/reproduce.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
 
 using namespace collsched;
 using namespace collsched::tools;

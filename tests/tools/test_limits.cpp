@@ -11,9 +11,9 @@
 #include <fstream>
 #include <string>
 
-#include "compiler/collective.hpp"
-#include "compiler/table_io.hpp"
-#include "compiler/topology.hpp"
+#include "compiler/table/collective.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/topology/topology.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tools/output.hpp"

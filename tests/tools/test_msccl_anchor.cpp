@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/msccl_import.hpp"
+#include "compiler/interop/msccl_import.hpp"
 #include "tests/tools/cli_run.hpp"
 
 using namespace collsched;

@@ -1,4 +1,4 @@
-// Reading MSCCL-IR (compiler/msccl_import.hpp): the programs of tests/data/msccl, written the way
+// Reading MSCCL-IR (compiler/interop/msccl_import.hpp): the programs of tests/data/msccl, written the way
 // MSCCLang's writer prints them (tests/data/msccl/make_msccl.py), import, level into tables both
 // witnesses accept, and read back what collsched exports; their mutated copies and broken
 // programs are refused with the rank, thread block and step.
@@ -14,11 +14,11 @@
 
 #include <fmt/ranges.h>
 
-#include "compiler/export_chakra.hpp"
-#include "compiler/export_msccl.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/msccl_import.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/formats/export_chakra.hpp"
+#include "compiler/interop/export_msccl.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/interop/msccl_import.hpp"
+#include "compiler/io/table_io.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
 #include "tests/compiler/export_fixtures.hpp"
@@ -26,8 +26,8 @@
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tools/reproduce.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
 
 using namespace collsched;
 using namespace collsched::tools;

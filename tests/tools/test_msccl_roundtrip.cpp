@@ -17,17 +17,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "compiler/builder.hpp"
-#include "compiler/export_msccl.hpp"
-#include "compiler/export_ranks.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/msccl_import.hpp"
-#include "compiler/partials.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/interop/export_msccl.hpp"
+#include "compiler/io/export_ranks.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/interop/msccl_import.hpp"
+#include "compiler/table/partials.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tools/reproduce.hpp"
-#include "verifier/direct.hpp"
+#include "verifier/check/direct.hpp"
 
 using namespace collsched;
 using collsched::test::source;

@@ -1,4 +1,4 @@
-// MSCCL++ execution plans (compiler/mscclpp_plan.hpp, mscclpp_check.hpp, export_mscclpp.hpp): the
+// MSCCL++ execution plans (compiler/interop/mscclpp_plan.hpp, mscclpp_check.hpp, export_mscclpp.hpp): the
 // reader's positions and refusals, the plans of tests/data/mscclpp (written in the shapes of
 // MSCCL++'s DSL by tests/data/mscclpp/make_plans.py) and their broken copies, `verify` on them,
 // and the round trip export -> import -> verify over the catalog and 1,000 seeded random tables.
@@ -12,11 +12,11 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/export_mscclpp.hpp"
-#include "compiler/json_tree.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/mscclpp_check.hpp"
-#include "compiler/partials.hpp"
+#include "compiler/interop/export_mscclpp.hpp"
+#include "compiler/core/json_tree.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/interop/mscclpp_check.hpp"
+#include "compiler/table/partials.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/tools/catalog_rows.hpp"
@@ -227,7 +227,7 @@ TEST_CASE("mscclpp verify on the command line: 0 holds, 1 a finding, 2 not a pla
     CHECK(r.code == 1);
     CHECK(r.out.find("GPU 1's output chunk 2 holds no data, written by gpus[0].threadblocks[0].ops[30] (put), but it must hold in(3,0)") !=
           std::string::npos);
-    // the same file format and reader as MSCCL-IR's --expect (compiler/expect_file.hpp): a chunk
+    // the same file format and reader as MSCCL-IR's --expect (compiler/interop/expect_file.hpp): a chunk
     // the plan does not have is bad input, exit 2 at the entry's line and column
     r = run("verify " + plan + " --expect " + dir.file("bad.json", "{\"outputs\": [\n  {\"rank\": 1, \"chunk\": 8, \"holds\": [[0, 0]]}]}"));
     CHECK(r.code == 2);

@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compiler/lower.hpp"
+#include "compiler/lower/lower.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/report.hpp"
+#include "verifier/check/report.hpp"
 
 using collsched::test::run;
 using collsched::test::source;

@@ -19,8 +19,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_msccl.hpp"
-#include "compiler/export_mscclpp.hpp"
+#include "compiler/interop/export_msccl.hpp"
+#include "compiler/interop/export_mscclpp.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/tools/catalog_rows.hpp"

@@ -9,14 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "../tools/cli_run.hpp"
-#include "compiler/export_msccl.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/partials.hpp"
+#include "compiler/interop/export_msccl.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/table/partials.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/synth.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/synth.hpp"
+#include "verifier/check/z3_engine.hpp"
 
 using namespace collsched;
 

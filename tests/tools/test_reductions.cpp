@@ -10,17 +10,17 @@
 
 #include <fmt/format.h>
 
-#include "compiler/export_msccl.hpp"
-#include "compiler/lower.hpp"
-#include "compiler/partials.hpp"
-#include "compiler/table_io.hpp"
-#include "compiler/table_printer.hpp"
+#include "compiler/interop/export_msccl.hpp"
+#include "compiler/lower/lower.hpp"
+#include "compiler/table/partials.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/io/table_printer.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
 #include "tests/compiler/msccl_replay.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/synth_duality.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/synth_duality.hpp"
+#include "verifier/check/z3_engine.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tests/tools/compile_fixtures.hpp"
 

@@ -13,11 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compiler/lower.hpp"
+#include "compiler/lower/lower.hpp"
 #include "runtime/simulator.hpp"
 #include "tools/reproduce.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
 
 using namespace collsched;
 using namespace collsched::tools;

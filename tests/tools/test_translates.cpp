@@ -14,11 +14,11 @@
 
 #include "runtime/simulator.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/synth.hpp"
-#include "verifier/translate_check.hpp"
-#include "verifier/translate_packing.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/synth.hpp"
+#include "verifier/synth/translate_check.hpp"
+#include "verifier/synth/translate_packing.hpp"
+#include "verifier/check/z3_engine.hpp"
 
 using namespace collsched;
 using collsched::test::run;

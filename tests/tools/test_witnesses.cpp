@@ -7,10 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "compiler/builder.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/io/table_io.hpp"
 #include "runtime/simulator.hpp"
-#include "verifier/direct.hpp"
+#include "verifier/check/direct.hpp"
 
 using namespace collsched;
 

@@ -8,12 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "verifier/bandwidth_bound.hpp"
-#include "verifier/capacity_network.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/processor_orbits.hpp"
-#include "verifier/translate_packing.hpp"
-#include "verifier/tree_packing.hpp"
+#include "verifier/synth/bandwidth_bound.hpp"
+#include "verifier/synth/capacity_network.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/processor_orbits.hpp"
+#include "verifier/synth/translate_packing.hpp"
+#include "verifier/synth/tree_packing.hpp"
 
 using namespace collsched;
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <random>
 
-#include "compiler/builder.hpp"
-#include "compiler/table_io.hpp"
-#include "verifier/by_message.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/z3_engine.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/io/table_io.hpp"
+#include "verifier/check/by_message.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
 #include "tests/verifier/verify_tables.hpp"
 
 using namespace collsched;

@@ -1,13 +1,13 @@
-// verifier/greedy.hpp: the greedy synthesizer's tables verify, are deterministic for a seed, and
+// verifier/synth/greedy.hpp: the greedy synthesizer's tables verify, are deterministic for a seed, and
 // stay at or above every proven lower bound; what it does not take is refused with the reason.
 #include <doctest/doctest.h>
 
-#include "compiler/model.hpp"
-#include "compiler/topology.hpp"
+#include "compiler/core/model.hpp"
+#include "compiler/topology/topology.hpp"
 #include "support/error.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/greedy.hpp"
-#include "verifier/synth.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/greedy.hpp"
+#include "verifier/synth/synth.hpp"
 
 using namespace collsched;
 

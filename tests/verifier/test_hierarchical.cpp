@@ -1,15 +1,15 @@
-// verifier/hierarchical.hpp: the boxes found, the phases proved on their sub-machines, every
+// verifier/synth/hierarchical.hpp: the boxes found, the phases proved on their sub-machines, every
 // composition verified whole, the exact figures on multibox 4 x 8 and the 4 x 8 rail machine,
 // compaction, and what is refused with the reason.
 #include <doctest/doctest.h>
 
-#include "compiler/builder.hpp"
-#include "compiler/model.hpp"
-#include "compiler/topology.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/core/model.hpp"
+#include "compiler/topology/topology.hpp"
 #include "support/error.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/hierarchical.hpp"
-#include "verifier/synth.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/hierarchical.hpp"
+#include "verifier/synth/synth.hpp"
 
 using namespace collsched;
 

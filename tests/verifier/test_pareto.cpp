@@ -14,9 +14,9 @@
 
 #include "dsl/diagnostics.hpp"
 #include "support/parallel.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/pareto.hpp"
-#include "verifier/synth.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/pareto.hpp"
+#include "verifier/synth/synth.hpp"
 
 using namespace collsched;
 

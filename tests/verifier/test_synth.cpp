@@ -11,12 +11,12 @@
 
 #include <fmt/format.h>
 
-#include "compiler/builder.hpp"
+#include "compiler/table/builder.hpp"
 #include "dsl/diagnostics.hpp"
-#include "verifier/cardinality.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/synth_encode.hpp"
-#include "verifier/synth.hpp"
+#include "verifier/synth/cardinality.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/synth_encode.hpp"
+#include "verifier/synth/synth.hpp"
 
 using namespace collsched;
 

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../tools/cli_run.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/synth.hpp"
-#include "verifier/bandwidth_bound.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/synth.hpp"
+#include "verifier/synth/bandwidth_bound.hpp"
 
 using namespace collsched;
 

@@ -6,11 +6,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "compiler/builder.hpp"
-#include "compiler/table_io.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/io/table_io.hpp"
 #include "dsl/diagnostics.hpp"
-#include "verifier/direct.hpp"
-#include "verifier/z3_engine.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
 #include "tests/verifier/verify_tables.hpp"
 
 using namespace collsched;

@@ -16,9 +16,9 @@
 #include <tuple>
 #include <vector>
 
-#include "compiler/builder.hpp"
-#include "compiler/table_io.hpp"
-#include "verifier/direct.hpp"
+#include "compiler/table/builder.hpp"
+#include "compiler/io/table_io.hpp"
+#include "verifier/check/direct.hpp"
 
 namespace collsched::test {
 

@@ -1,0 +1,664 @@
+#include "compiler/interop/export_mscclpp.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/io/export_ranks.hpp"
+#include "compiler/interop/mscclpp_check.hpp"
+#include "compiler/table/partials.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
+
+namespace collsched {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// A place in a GPU's buffers: 'i', 'o', 's' plain chunks, or 'p' an LL packet slot of the scratch.
+struct Loc {
+    char buf = 'i';
+    int idx = 0;
+    bool operator==(const Loc&) const = default;
+};
+
+[[noreturn]] void refuse(const SendTable& t, std::string_view why) {
+    throw InputError(fmt::format("cannot write an MSCCL++ plan for {} on {}: {}", t.collective.to_string(), t.topology->spec(), why));
+}
+
+/// One endpoint transfer as the plan carries it.
+struct Move {
+    int src = 0, dst = 0;
+    Step sent = 0, arrived = 0;
+    Loc from, to;     ///< at src (plain, or 'p': the packet slot it arrived in), at dst
+    int chain = 0;    ///< the thread block's share: the message (copies) or the chunk (reductions)
+    bool port = false;
+    // reductions: what the receiver does with the arrived partial at `arrived`
+    bool combine = false;
+    Loc work;         ///< the receiver's working chunk W
+    // copies: where the receiver keeps the message (the plain destination), if anywhere
+    std::optional<Loc> keep;
+};
+
+struct Layout {
+    CollectiveKind kind;
+    bool reduction = false, inplace = false, packets = false;
+    int P = 0, C = 0, block = 0;
+    int i_chunks = 0, o_chunks = 0;
+    std::vector<int> s_chunks;       ///< per GPU: plain scratch chunks used
+    std::vector<int> packet_slots;   ///< per GPU: LL packet slots used (after the plain ones)
+    std::vector<std::vector<std::pair<Loc, Loc>>> initial_copies;  ///< per GPU and chain: local copies at the start
+    std::vector<std::vector<int>> initial_chain;
+};
+
+/// Whether the route from p to q crosses a router or a link group named nic*: then the pair
+/// talks through port channels (a NIC), else through memory channels (NVLink, NVSwitch).
+bool needs_port(const Topology& topo, std::uint32_t p, std::uint32_t q) {
+    for (ChannelId c : topo.route(Node{p}, Node{q})) {
+        const Channel& ch = topo.channel(c);
+        if (idx(ch.to) >= topo.processors() || idx(ch.from) >= topo.processors()) return true;
+        for (std::uint32_t gi : topo.groups_of(c))
+            if (topo.groups()[gi].name.starts_with("nic")) return true;
+    }
+    return false;
+}
+
+/// Thread blocks a plan spreads its chains over at first (Writer::run).
+constexpr int spread_blocks = 32;
+
+struct Built {
+    json plan;
+    std::size_t max_ops = 0;
+};
+
+class Writer {
+public:
+    Writer(const SendTable& t, const MscclppOptions& opt) : t_(t), opt_(opt), ms_(t.messages()) {}
+
+    std::string run() {
+        check_table();
+        place();
+        // One thread block per chain, up to spread_blocks of them, as MSCCL++'s own plans spread a
+        // collective over many blocks (its DSL's examples: 8 to 32 per GPU); more only when a
+        // block would pass 64 ops. Fewer ops per block, and blocks that run in parallel.
+        const int chains = int(chain_ids_.size());
+        for (int K = std::min(chains, spread_blocks);; ++K) {
+            Built b = build(K);
+            if (b.max_ops <= 64) return b.plan.dump(2);
+            if (K >= chains)
+                refuse(t_, fmt::format("a thread block needs {} ops even with one chain of transfers per thread block; the executor "
+                                       "allows 64 (MAX_OPERATION, execution_common.hpp:17)",
+                                       b.max_ops));
+        }
+    }
+
+private:
+    void check_table() {
+        const CollectiveKind kind = t_.collective.kind;
+        L_.reduction = uses_partials(t_);
+        if (L_.reduction && kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter)
+            refuse(t_, "MSCCL++ plans cover allreduce and reducescatter among the reductions (its executor's collectives); use --format ranks");
+        if (!L_.reduction && kind != CollectiveKind::alltoall && kind != CollectiveKind::allgather)
+            refuse(t_, "MSCCL++ plans cover allgather, alltoall, allreduce and reducescatter, the collectives whose buffers the "
+                       "executor lays out; use --format ranks for this one");
+        if (!t_.requirements.empty()) refuse(t_, "extra requirements have no place in an MSCCL++ buffer layout");
+        if (t_.has_composites() && !L_.reduction) refuse(t_, "combined values and bundles are not chunks of an MSCCL++ buffer");
+        if (opt_.proto != "Simple" && opt_.proto != "LL") refuse(t_, fmt::format("--proto {}: MSCCL++ plans are Simple or LL", opt_.proto));
+        if (opt_.instances < 1 || opt_.instances > 64) refuse(t_, fmt::format("--instances {} is outside 1..64", opt_.instances));
+        L_.kind = kind;
+        L_.P = int(t_.topology->processors());
+        if (L_.P < 2) refuse(t_, "an MSCCL++ plan needs at least 2 GPUs");
+        L_.C = int(table_chunks(t_));
+        L_.packets = opt_.proto == "LL";
+        L_.inplace = !opt_.out_of_place && (kind == CollectiveKind::allgather || kind == CollectiveKind::allreduce);
+        if (kind == CollectiveKind::reduce_scatter && L_.C % L_.P != 0) refuse(t_, "a reduce_scatter's chunks must be a multiple of P");
+        L_.block = kind == CollectiveKind::reduce_scatter ? L_.C / L_.P : L_.C;
+    }
+
+    Loc work(int g, int c) const {
+        if (L_.kind == CollectiveKind::allreduce) return {'o', c};
+        if (c / L_.block == g) return {'o', c - g * L_.block};
+        return {'s', c};
+    }
+
+    /// Where every transfer reads and writes (docs/exports.md, "Writing MSCCL++ plans").
+    void place() {
+        const EndpointView view = endpoint_view(t_);
+        const auto& ev = view.transfers;
+        const int P = L_.P, C = L_.C;
+        L_.s_chunks.assign(std::size_t(P), 0);
+        L_.packet_slots.assign(std::size_t(P), 0);
+        L_.initial_copies.assign(std::size_t(P), {});
+        L_.initial_chain.assign(std::size_t(P), {});
+        std::map<std::pair<std::uint32_t, std::uint32_t>, bool> port;
+        for (const EndpointTransfer& e : ev) {
+            if (e.src == e.dst)
+                refuse(t_, fmt::format("processor {} sends {} in step {} back to itself through routers", idx(e.src), ms_.name(e.message), e.sent));
+            const std::pair<std::uint32_t, std::uint32_t> a(std::min(idx(e.src), idx(e.dst)), std::max(idx(e.src), idx(e.dst)));
+            if (!port.count(a)) port[a] = needs_port(*t_.topology, a.first, a.second) || needs_port(*t_.topology, a.second, a.first);
+        }
+        if (L_.reduction) {
+            if (L_.kind == CollectiveKind::reduce_scatter)
+                for (int g = 0; g < P; ++g) L_.s_chunks[std::size_t(g)] = C;
+            L_.i_chunks = C;
+            L_.o_chunks = L_.kind == CollectiveKind::allreduce ? C : L_.block;
+        } else if (L_.kind == CollectiveKind::allgather) {
+            L_.i_chunks = C;
+            L_.o_chunks = P * C;
+        } else {
+            L_.i_chunks = L_.o_chunks = P * C;
+        }
+        // local copies that put a GPU's own data where the collective wants it (out of place)
+        for (int g = 0; g < P; ++g) {
+            auto& list = L_.initial_copies[std::size_t(g)];
+            auto& chain = L_.initial_chain[std::size_t(g)];
+            for (int c = 0; c < C; ++c) {
+                if (L_.kind == CollectiveKind::allgather && !L_.inplace) {
+                    list.push_back({{'i', c}, {'o', g * C + c}});
+                    chain.push_back(int(idx(ms_.broadcast(std::uint32_t(g), std::uint32_t(c)))));
+                } else if (L_.kind == CollectiveKind::alltoall) {
+                    list.push_back({{'i', g * C + c}, {'o', g * C + c}});
+                    chain.push_back(int(idx(ms_.personal(std::uint32_t(g), std::uint32_t(g), std::uint32_t(c)))));
+                } else if (L_.reduction && !(L_.kind == CollectiveKind::allreduce && L_.inplace)) {
+                    list.push_back({{'i', c}, work(g, c)});
+                    chain.push_back(c);
+                }
+            }
+        }
+        moves_.resize(ev.size());
+        std::vector<SourceSet> held;
+        for (int g = 0; g < P; ++g)
+            for (int c = 0; c < C; ++c) held.emplace_back(std::uint32_t(g));
+        // receivers' slots: plain scratch after W, LL packet slots after the plain scratch
+        auto new_slot = [&](int g) -> Loc {
+            if (L_.packets) return {'p', L_.packet_slots[std::size_t(g)]++};
+            return {'s', L_.s_chunks[std::size_t(g)]++};
+        };
+        std::vector<std::size_t> by_arrival(ev.size());
+        for (std::size_t i = 0; i < ev.size(); ++i) by_arrival[i] = i;
+        std::stable_sort(by_arrival.begin(), by_arrival.end(), [&](std::size_t x, std::size_t y) { return ev[x].arrived < ev[y].arrived; });
+        if (L_.reduction) {
+            for (std::size_t i : by_arrival) {
+                const EndpointTransfer& e = ev[i];
+                auto pv = partial_of(ms_, e.message);
+                if (!pv) refuse(t_, fmt::format("{} is not a partial of the reduction", ms_.name(e.message)));
+                Move& m = moves_[i];
+                m.src = int(idx(e.src));
+                m.dst = int(idx(e.dst));
+                m.sent = e.sent;
+                m.arrived = e.arrived;
+                m.chain = int(pv->chunk);
+                m.from = work(m.src, int(pv->chunk));
+                m.work = work(m.dst, int(pv->chunk));
+                m.to = new_slot(m.dst);
+                switch (apply_arrival(held[std::size_t(m.dst) * std::size_t(C) + pv->chunk], pv->sources)) {
+                    case Arrival::combined: m.combine = true; break;
+                    case Arrival::replaced: m.combine = false; break;
+                    case Arrival::counted_twice:
+                        refuse(t_, fmt::format("GPU {} receives {} in step {} while its buffer shares a contribution with it (`collsched "
+                                               "verify` shows where)",
+                                               m.dst, ms_.name(e.message), e.arrived));
+                }
+            }
+        } else {
+            auto own = [&](int g, MessageId msg) -> std::optional<Loc> {
+                MessageKey k = ms_.key(msg);
+                if (int(k.src) != g) return std::nullopt;
+                if (L_.kind == CollectiveKind::allgather)
+                    return k.kind == MessageKind::broadcast ? std::optional<Loc>(L_.inplace ? Loc{'o', g * C + int(k.chunk)} : Loc{'i', int(k.chunk)})
+                                                            : std::nullopt;
+                if (k.kind == MessageKind::personal && int(k.dst) != g) return Loc{'i', int(k.dst) * C + int(k.chunk)};
+                return std::nullopt;
+            };
+            auto final_loc = [&](int g, MessageId msg) -> std::optional<Loc> {
+                MessageKey k = ms_.key(msg);
+                if (L_.kind == CollectiveKind::allgather)
+                    return k.kind == MessageKind::broadcast && int(k.src) != g ? std::optional<Loc>(Loc{'o', int(k.src) * C + int(k.chunk)})
+                                                                                : std::nullopt;
+                if (k.kind == MessageKind::personal && int(k.dst) == g && int(k.src) != g) return Loc{'o', int(k.src) * C + int(k.chunk)};
+                return std::nullopt;
+            };
+            std::map<std::pair<int, std::uint32_t>, std::size_t> first;  // (gpu, message) -> first arrival
+            for (std::size_t i : by_arrival) {
+                const EndpointTransfer& e = ev[i];
+                Move& m = moves_[i];
+                m.src = int(idx(e.src));
+                m.dst = int(idx(e.dst));
+                m.sent = e.sent;
+                m.arrived = e.arrived;
+                m.chain = int(idx(e.message));
+                m.to = new_slot(m.dst);
+                if (!own(m.dst, e.message) && first.emplace(std::pair(m.dst, idx(e.message)), i).second)
+                    m.keep = final_loc(m.dst, e.message);
+                if (!L_.packets && m.keep) {
+                    // Simple: the first arrival goes straight to its output chunk (no scratch slot)
+                    --L_.s_chunks[std::size_t(m.dst)];
+                    m.to = *m.keep;
+                    m.keep.reset();
+                }
+            }
+            for (std::size_t i = 0; i < ev.size(); ++i) {
+                const EndpointTransfer& e = ev[i];
+                Move& m = moves_[i];
+                if (auto o = own(m.src, e.message)) {
+                    m.from = *o;
+                    continue;
+                }
+                auto f = first.find({m.src, idx(e.message)});
+                if (f == first.end() || ev[f->second].arrived >= e.sent)
+                    refuse(t_, fmt::format("GPU {} sends {} in step {} before it holds it (the table breaks causality; `collsched verify` "
+                                           "shows where)",
+                                           m.src, ms_.name(e.message), e.sent));
+                m.from = moves_[f->second].to;  // Simple: its output or scratch chunk; LL: the packet slot it arrived in
+            }
+            // Simple: a first arrival the GPU only relays still needs its scratch chunk, which new_slot counted
+        }
+        for (std::size_t i = 0; i < ev.size(); ++i) {
+            const int lo = std::min(moves_[i].src, moves_[i].dst), hi = std::max(moves_[i].src, moves_[i].dst);
+            moves_[i].port = port.at({std::uint32_t(lo), std::uint32_t(hi)});
+            chain_ids_.insert(moves_[i].chain);
+        }
+        for (const auto& list : L_.initial_chain)
+            for (int c : list) chain_ids_.insert(c);
+        // the plain scratch and the packet slots must not overlap: packet slot k is plain chunks 2k, 2k+1
+        if (L_.packets) {
+            packet_base_.assign(std::size_t(P), 0);
+            for (int g = 0; g < P; ++g) packet_base_[std::size_t(g)] = (L_.s_chunks[std::size_t(g)] + 1) / 2;
+        }
+    }
+
+    /// Chunk index of instance `inst` (interleaved, as the DSL's replicate_instances does).
+    int at(int index, int inst) const { return index * opt_.instances + inst; }
+
+    json buf(Loc l, int g, int inst, int size = 1) const {
+        if (l.buf == 'p') return {{"type", "s"}, {"index", at(packet_base_[std::size_t(g)] + l.idx, inst)}, {"size", size}};
+        return {{"type", std::string(1, l.buf)}, {"index", at(l.idx, inst)}, {"size", size}};
+    }
+
+    Built build(int K) {
+        const int P = L_.P, N = opt_.instances;
+        stage_used_.clear();
+        std::map<int, int> tb_of_chain;
+        {
+            int j = 0;
+            for (int c : chain_ids_) tb_of_chain[c] = j++ % K;
+        }
+        // channels: one per (pair, thread block, instance) that has traffic in either direction
+        std::set<std::tuple<int, int, int, int>> pairs;  // (a, b, tb, inst), a < b
+        for (const Move& m : moves_)
+            for (int inst = 0; inst < N; ++inst)
+                pairs.insert({std::min(m.src, m.dst), std::max(m.src, m.dst), tb_of_chain[m.chain], inst});
+        // per GPU: memory and port channel lists, ordered by (peer, tb, inst) so that the k-th to a
+        // peer pairs with the peer's k-th back (executor.cc:287-312)
+        std::vector<std::map<std::tuple<int, int, int>, int>> chan_index(static_cast<std::size_t>(P));  // (peer, tb, inst) -> index in its type's list
+        std::vector<std::vector<int>> mem_peers(static_cast<std::size_t>(P)), port_peers(static_cast<std::size_t>(P));
+        std::map<std::pair<int, int>, bool> is_port;
+        for (const Move& m : moves_) is_port[{std::min(m.src, m.dst), std::max(m.src, m.dst)}] = m.port;
+        std::vector<std::tuple<int, int, int, int, bool>> ends;  // (gpu, peer, tb, inst, port)
+        for (const auto& [a, b, j, inst] : pairs) {
+            const bool pt = is_port[{a, b}];
+            ends.push_back({a, b, j, inst, pt});
+            ends.push_back({b, a, j, inst, pt});
+        }
+        std::sort(ends.begin(), ends.end());
+        for (const auto& [g, p, j, inst, pt] : ends) {
+            auto& list = pt ? port_peers[std::size_t(g)] : mem_peers[std::size_t(g)];
+            chan_index[std::size_t(g)][{p, j, inst}] = int(list.size());
+            list.push_back(p);
+        }
+        json gpus = json::array();
+        std::size_t max_ops = 0;
+        const int TB = K * N;
+        for (int g = 0; g < P; ++g) {
+            json gpu;
+            gpu["id"] = g;
+            gpu["input_chunks"] = L_.i_chunks * N;
+            gpu["output_chunks"] = L_.o_chunks * N;
+            gpu["scratch_chunks"] = 0;  // set below, once the staging slots are known
+            std::map<std::tuple<int, char, bool>, int> remote_ids;  // (rank, buffer, port) -> id
+            json remote_buffers = json::array();
+            auto remote = [&](int rank, char b, bool pt) {
+                auto [it, fresh] = remote_ids.try_emplace({rank, b, pt}, int(remote_buffers.size()));
+                if (fresh)
+                    remote_buffers.push_back({{"rank", rank}, {"type", std::string(1, b)}, {"access_channel_types", json::array({pt ? "port" : "memory"})}});
+                return it->second;
+            };
+            json tbs = json::array();
+            for (int inst = 0; inst < N; ++inst)
+                for (int j = 0; j < K; ++j) {
+                    TbWriter tw(*this, g, j, inst, chan_index[std::size_t(g)], remote);
+                    tw.program(tb_of_chain);
+                    max_ops = std::max(max_ops, tw.ops.size());
+                    json tb;
+                    tb["id"] = inst * K + j;
+                    tb["ops"] = std::move(tw.ops);
+                    json chans = json::array();
+                    if (!tw.mem_list.empty()) chans.push_back({{"channel_type", "memory"}, {"channel_ids", tw.mem_list}});
+                    if (!tw.port_list.empty()) chans.push_back({{"channel_type", "port"}, {"channel_ids", tw.port_list}});
+                    tb["channels"] = std::move(chans);
+                    json refs = json::array();
+                    if (!tw.mem_bufs.empty()) refs.push_back({{"access_channel_type", "memory"}, {"remote_buffer_ids", tw.mem_bufs}});
+                    if (!tw.port_bufs.empty()) refs.push_back({{"access_channel_type", "port"}, {"remote_buffer_ids", tw.port_bufs}});
+                    tb["remote_buffer_refs"] = std::move(refs);
+                    tbs.push_back(std::move(tb));
+                }
+            (void)TB;
+            const int plain = L_.s_chunks[std::size_t(g)];
+            const int scratch =
+                L_.packets ? std::max(packet_base_[std::size_t(g)] + L_.packet_slots[std::size_t(g)] + stage_used_[g], (plain + 1) / 2) : plain;
+            gpu["scratch_chunks"] = scratch * N;
+            gpu["threadblocks"] = std::move(tbs);
+            json channels = json::array();
+            if (!mem_peers[std::size_t(g)].empty()) channels.push_back({{"channel_type", "memory"}, {"connected_to", mem_peers[std::size_t(g)]}});
+            if (!port_peers[std::size_t(g)].empty()) channels.push_back({{"channel_type", "port"}, {"connected_to", port_peers[std::size_t(g)]}});
+            gpu["channels"] = std::move(channels);
+            gpu["remote_buffers"] = std::move(remote_buffers);
+            gpu["semaphores"] = json::array();
+            gpus.push_back(std::move(gpu));
+        }
+        json plan;
+        plan["name"] = fmt::format("collsched {} on {}", t_.collective.to_string(), t_.topology->spec());
+        plan["collective"] = collective_row(L_.kind).msccl;
+        plan["protocol"] = opt_.proto;
+        plan["inplace"] = L_.inplace;
+        plan["reuse_resources"] = false;
+        plan["gpus"] = std::move(gpus);
+        plan["num_threads_per_block"] = 1024;
+        plan["use_double_scratch_buffer"] = L_.packets;
+        plan["buffer_alignment"] = 16;
+        plan["min_message_size"] = 0;
+        plan["max_message_size"] = std::uint64_t(-1);
+        return {std::move(plan), max_ops};
+    }
+
+    /// The ops of one thread block (GPU g, chain share j, instance inst).
+    struct TbWriter {
+        Writer& w;
+        int g, j, inst;
+        const std::map<std::tuple<int, int, int>, int>& chan_index;
+        std::function<int(int, char, bool)> remote;
+        json ops = json::array();
+        std::vector<int> mem_list, port_list, mem_bufs, port_bufs;
+        std::map<int, int> mem_local, port_local, mem_buf_local, port_buf_local;
+        bool pending_sync = false;  ///< data ops since the last nop
+
+        TbWriter(Writer& w_, int g_, int j_, int inst_, const std::map<std::tuple<int, int, int>, int>& ci,
+                 std::function<int(int, char, bool)> rm)
+            : w(w_), g(g_), j(j_), inst(inst_), chan_index(ci), remote(std::move(rm)) {}
+
+        int channel(int peer, bool pt) {
+            const int global = chan_index.at({peer, j, inst});
+            auto& local = pt ? port_local : mem_local;
+            auto& list = pt ? port_list : mem_list;
+            auto [it, fresh] = local.try_emplace(global, int(list.size()));
+            if (fresh) list.push_back(global);
+            return it->second;
+        }
+        int buffer_id(int rank, char b, bool pt) {
+            const int id = remote(rank, b, pt);
+            auto& local = pt ? port_buf_local : mem_buf_local;
+            auto& list = pt ? port_bufs : mem_bufs;
+            auto [it, fresh] = local.try_emplace(id, int(list.size()));
+            if (fresh) list.push_back(id);
+            return it->second;
+        }
+        void nop() {
+            if (!ops.empty() && ops.back()["name"] == "nop") return;
+            ops.push_back({{"name", "nop"}});
+            pending_sync = false;
+        }
+        void data(json op) {
+            ops.push_back(std::move(op));
+            pending_sync = true;
+        }
+        json remote_buf(Loc l, int rank, bool pt, int size = 1) {
+            const char b = l.buf == 'p' ? 's' : l.buf;
+            const int index = l.buf == 'p' ? w.packet_base_[std::size_t(rank)] + l.idx : l.idx;
+            return {{"buffer_id", buffer_id(rank, b, pt)}, {"index", w.at(index, inst)}, {"size", size}};
+        }
+        /// The repkt that ends this block (before its nop) when it wrote exactly `at`: the
+        /// reduction a packet put of `at` can join (respkt, recpkt: execution_kernel.hpp:335-410,
+        /// the reduced value is written to dst[0] and as packets further on in the same loop).
+        json* reduction_of(const json& at) {
+            if (ops.size() < 2 || ops.back()["name"] != "nop") return nullptr;
+            json& r = ops[ops.size() - 2];
+            if (r["name"] != "repkt" || r["dst_buff"].size() != 1 || r["dst_buff"][0] != at) return nullptr;
+            return &r;
+        }
+        void sync_ops(const char* name, const std::vector<int>& ids, bool pt) {
+            for (std::size_t k = 0; k < ids.size(); k += 8) {
+                std::vector<int> part(ids.begin() + std::ptrdiff_t(k), ids.begin() + std::ptrdiff_t(std::min(ids.size(), k + 8)));
+                ops.push_back({{"name", name}, {"channel_ids", part}, {"channel_type", pt ? "port" : "memory"}});
+            }
+        }
+
+        void program(const std::map<int, int>& tb_of_chain) {
+            const bool LL = w.L_.packets;
+            // local copies of this block's chains
+            const auto& copies = w.L_.initial_copies[std::size_t(g)];
+            for (std::size_t k = 0; k < copies.size(); ++k)
+                if (tb_of_chain.at(w.L_.initial_chain[std::size_t(g)][k]) == j)
+                    data({{"name", "copy"}, {"src_buff", json::array({w.buf(copies[k].first, g, inst)})}, {"dst_buff", json::array({w.buf(copies[k].second, g, inst)})}});
+            std::map<Step, std::vector<const Move*>> sends, arrivals;
+            for (const Move& m : w.moves_) {
+                if (tb_of_chain.at(m.chain) != j) continue;
+                if (m.src == g) sends[m.sent].push_back(&m);
+                if (m.dst == g) arrivals[m.arrived].push_back(&m);
+            }
+            std::set<Step> steps;
+            for (auto& [s, v] : sends) steps.insert(s);
+            for (auto& [s, v] : arrivals) steps.insert(s);
+            for (Step s : steps) {
+                if (pending_sync) nop();
+                // sends: puts (memory: fused per source buffer; port: put-with-signal), a nop, signals
+                std::vector<int> signal_mem;
+                std::map<char, std::vector<const Move*>> mem_puts, mem_packets;
+                if (auto it = sends.find(s); it != sends.end())
+                    for (const Move* m : it->second) {
+                        if (LL && !m->port && m->from.buf != 'p') {
+                            mem_packets[m->from.buf].push_back(m);  // fused below, as puts are
+                        } else if (LL) {
+                            send_packets(*m);
+                        } else if (m->port) {
+                            ops.push_back({{"name", w.L_.reduction ? "pwsf" : "pws"},
+                                           {"src_buff", json::array({w.buf(m->from, g, inst)})},
+                                           {"dst_buff", json::array({remote_buf(m->to, m->dst, true)})},
+                                           {"channel_ids", json::array({channel(m->dst, true)})},
+                                           {"channel_type", "port"}});
+                        } else {
+                            mem_puts[m->from.buf].push_back(m);
+                            if (std::find(signal_mem.begin(), signal_mem.end(), channel(m->dst, false)) == signal_mem.end())
+                                signal_mem.push_back(channel(m->dst, false));
+                        }
+                    }
+                // memory puts (and LL packet puts) from one source buffer: one op for up to 8 peers
+                // (execution_kernel.hpp:259-270: the source buffer of entry 0, an offset and size per entry)
+                for (auto [name, groups] : {std::pair{"put", &mem_puts}, std::pair{"ppkt", &mem_packets}})
+                    for (auto& [b, list] : *groups)
+                        for (std::size_t k = 0; k < list.size(); k += 8) {
+                            json src = json::array(), dst = json::array(), ids = json::array();
+                            bool same = true;  // every entry sends the one chunk
+                            for (std::size_t q = k; q < std::min(list.size(), k + 8); ++q) {
+                                src.push_back(w.buf(list[q]->from, g, inst));
+                                dst.push_back(remote_buf(list[q]->to, list[q]->dst, false));
+                                ids.push_back(channel(list[q]->dst, false));
+                                same = same && src.back() == src.front();
+                            }
+                            // LL: packets of the chunk the block's last op reduced go out with the
+                            // reduction, one respkt (its sends go to dst[1..], memory channels)
+                            // (one group only: a second group of packet puts would read what the respkt writes, without
+                            // the nop it takes away)
+                            json* r = std::string_view(name) == "ppkt" && same && list.size() <= 8 ? reduction_of(src.front()) : nullptr;
+                            if (r && (*r)["dst_buff"].size() + dst.size() <= 9) {  // 8 peers at most (MAX_CHANNEL_PER_OPERATION)
+                                ops.erase(ops.size() - 1);  // the nop: the op reads what it writes itself
+                                (*r)["name"] = "respkt";
+                                for (json& d : dst) (*r)["dst_buff"].push_back(std::move(d));
+                                (*r)["channel_type"] = "memory";
+                                pending_sync = true;
+                                continue;
+                            }
+                            data({{"name", name}, {"src_buff", src}, {"dst_buff", dst}, {"channel_ids", ids}, {"channel_type", "memory"}});
+                        }
+                if (!signal_mem.empty()) {
+                    nop();
+                    sync_ops("signal", signal_mem, false);
+                }
+                auto it = arrivals.find(s);
+                if (it == arrivals.end()) continue;
+                if (!LL) {
+                    // one wait per signal: a memory sender signals once per (peer, step), and all its
+                    // transfers of a step arrive in one step; a port put signals once per transfer (pws)
+                    std::vector<int> wait_mem, wait_port;
+                    for (const Move* m : it->second) {
+                        const int c = channel(m->src, m->port);
+                        if (m->port) wait_port.push_back(c);
+                        else if (std::find(wait_mem.begin(), wait_mem.end(), c) == wait_mem.end()) wait_mem.push_back(c);
+                    }
+                    sync_ops("wait", wait_mem, false);
+                    for (int c : wait_port) sync_ops("wait", {c}, true);
+                    nop();
+                } else if (pending_sync) {
+                    nop();  // the unpacks and reductions below write what this step's puts read
+                }
+                receive(it->second);
+            }
+            if (pending_sync) nop();
+            while (!ops.empty() && ops.back()["name"] == "nop") ops.erase(ops.size() - 1);
+        }
+
+        /// LL: write the packets into the peer's slot (port: stage them locally first).
+        void send_packets(const Move& m) {
+            if (!m.port) {
+                if (m.from.buf == 'p')
+                    data({{"name", "rppkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({remote_buf(m.to, m.dst, false)})},
+                          {"channel_ids", json::array({channel(m.dst, false)})}, {"channel_type", "memory"}});
+                else
+                    data({{"name", "ppkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({remote_buf(m.to, m.dst, false)})},
+                          {"channel_ids", json::array({channel(m.dst, false)})}, {"channel_type", "memory"}});
+                return;
+            }
+            if (m.from.buf == 'p') {
+                data({{"name", "rppkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({remote_buf(m.to, m.dst, true)})},
+                      {"channel_ids", json::array({channel(m.dst, true)})}, {"channel_type", "port"}});
+                return;
+            }
+            // stage: cpkt into a local packet slot of its own (or, right after the reduction that
+            // wrote the chunk, that reduction's recpkt copy), nop, then the proxy copies the packets
+            const Loc stage{'p', w.stage_slot(g)};
+            if (json* r = reduction_of(w.buf(m.from, g, inst))) {
+                (*r)["name"] = "recpkt";
+                (*r)["dst_buff"].push_back(w.buf(stage, g, inst));
+            } else {
+                data({{"name", "cpkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({w.buf(stage, g, inst)})}});
+                nop();
+            }
+            ops.push_back({{"name", "ppkt"}, {"src_buff", json::array({w.buf(stage, g, inst)})}, {"dst_buff", json::array({remote_buf(m.to, m.dst, true)})},
+                           {"channel_ids", json::array({channel(m.dst, true)})}, {"channel_type", "port"}});
+        }
+
+        /// What the receiver does with arrivals: Simple copies are in place already; LL unpacks
+        /// the packets it keeps; reductions combine into or replace W (ops on one W separated by a nop).
+        void receive(const std::vector<const Move*>& list) {
+            const bool LL = w.L_.packets;
+            std::set<std::pair<char, int>> touched;
+            std::vector<const Move*> group;
+            auto flush = [&] {
+                if (group.empty()) return;
+                const Move& first = *group.front();
+                if (touched.count({first.work.buf, first.work.idx})) nop();
+                touched.insert({first.work.buf, first.work.idx});
+                if (!first.combine) {
+                    data({{"name", LL ? "upkt" : "copy"}, {"src_buff", json::array({w.buf(first.to, g, inst)})}, {"dst_buff", json::array({w.buf(first.work, g, inst)})}});
+                } else {
+                    json src = json::array({w.buf(first.work, g, inst)});
+                    for (const Move* m : group) src.push_back(w.buf(m->to, g, inst));
+                    data({{"name", LL ? "repkt" : "re"}, {"src_buff", src}, {"dst_buff", json::array({w.buf(first.work, g, inst)})}, {"reduce_op", "sum"}});
+                }
+                group.clear();
+            };
+            for (const Move* m : list) {
+                if (!w.L_.reduction) {
+                    if (LL && m->keep) data({{"name", "upkt"}, {"src_buff", json::array({w.buf(m->to, g, inst)})}, {"dst_buff", json::array({w.buf(*m->keep, g, inst)})}});
+                    continue;
+                }
+                // a combine joins the group of combines into the same W; anything else starts a new op
+                if (!group.empty() && (!m->combine || !group.front()->combine || !(group.front()->work == m->work) || group.size() >= 9)) flush();
+                group.push_back(m);
+                if (!m->combine) flush();
+            }
+            flush();
+        }
+    };
+
+    int stage_slot(int g) {
+        // staging slots for LL over port channels come after the receive slots
+        return L_.packet_slots[std::size_t(g)] + stage_used_[g]++;
+    }
+
+    const SendTable& t_;
+    MscclppOptions opt_;
+    Messages ms_;
+    Layout L_;
+    std::vector<Move> moves_;
+    std::set<int> chain_ids_;
+    std::vector<int> packet_base_;
+    std::map<int, int> stage_used_;
+};
+
+}  // namespace
+
+std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> table_movement(const SendTable& t) {
+    const Messages ms = t.messages();
+    const int C = int(table_chunks(t));
+    std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> out;
+    for (const EndpointTransfer& e : endpoint_view(t).transfers) {
+        std::vector<std::pair<int, int>> v;
+        if (auto pv = partial_of(ms, e.message)) {
+            for (std::uint32_t s : pv->sources) v.emplace_back(int(s), int(pv->chunk));
+        } else {
+            MessageKey k = ms.key(e.message);
+            if (k.kind == MessageKind::broadcast) v.emplace_back(int(k.src), int(k.chunk));
+            else v.emplace_back(int(k.src), int(k.dst) * C + int(k.chunk));
+        }
+        std::sort(v.begin(), v.end());
+        out.emplace_back(int(idx(e.src)), int(idx(e.dst)), std::move(v));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
+    std::string text = Writer(t, opt).run() + "\n";
+    // every export is read back and verified before it is written
+    mscclpp::ReadResult read = mscclpp::read_plan(text, "<export>");
+    mscclpp::PlanReport rep = mscclpp::check_plan(read);
+    if (!rep.holds()) {
+        std::string first = rep.findings.empty() ? "it could not be modelled" : mscclpp::format_finding("<export>", rep.findings.front());
+        throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not verify (a bug in collsched; please report it): {}",
+                                     t.collective.to_string(), t.topology->spec(), first));
+    }
+    if (opt.instances == 1) {
+        auto want = table_movement(t);
+        std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> have;
+        for (const mscclpp::Movement& m : rep.movement) have.emplace_back(m.from, m.to, m.value);
+        std::sort(have.begin(), have.end());
+        if (have != want)
+            throw InputError(fmt::format("the MSCCL++ plan written for {} on {} moves other data than the table ({} copies between GPUs "
+                                         "against {} endpoint transfers; a bug in collsched)",
+                                         t.collective.to_string(), t.topology->spec(), have.size(), want.size()));
+    }
+    return text;
+}
+
+void write_table_mscclpp(const SendTable& t, const MscclppOptions& opt, fmt::memory_buffer& out, const Flush& flush) {
+    std::string text = table_to_mscclpp(t, opt);
+    out.append(text.data(), text.data() + text.size());
+    flush(out);
+}
+
+}  // namespace collsched

@@ -1,0 +1,50 @@
+/** \file
+ * Send tables as MSCCL++ execution plans (`--format mscclpp`): the JSON microsoft/mscclpp's
+ * executor loads (compiler/interop/mscclpp_plan.hpp reads it back exactly as that executor does).
+ * docs/exports.md ("Writing MSCCL++ plans") states the mapping:
+ *
+ *  - every endpoint transfer p -> q is a one-sided put by p into q's buffer; a pair of GPUs
+ *    whose route crosses a router or a link group named `nic...` talks through port channels
+ *    (the proxy, InfiniBand), any other pair through memory channels (NVLink, NVSwitch);
+ *  - data readiness is explicit: per step and thread block, the puts, a `nop`, one signal per
+ *    peer, one wait per peer that put, a `nop` (port channels: `pws`, put-with-signal, which the
+ *    proxy orders on its channel); under `--proto LL` the puts write LL packets and the reader
+ *    unpacks them (the packet flags synchronize, no signal or wait);
+ *  - the transfers are split over thread blocks by chain (copies: per message; reductions: per
+ *    chunk), so no thread block depends on another of its GPU: one block per chain up to 32
+ *    (round-robin beyond), more only where a block would pass 64 ops;
+ *  - `--instances N` replicates the plan over N interleaved slices of every chunk, each with its
+ *    own thread blocks and channels.
+ *
+ * Every plan is read back and verified (deadlock, races, result, and that its data movement is
+ * the table's endpoint transfers) before a byte is written; a table the format cannot express
+ * is refused with InputError.
+ */
+#pragma once
+
+#include <string>
+
+#include "compiler/table/send_table.hpp"
+#include "compiler/io/table_io.hpp"
+
+namespace collsched {
+
+struct MscclppOptions {
+    std::string proto = "Simple";  ///< "Simple" or "LL"
+    int instances = 1;
+    /// In place (the default for allgather and allreduce, the two that are correct both ways
+    /// here); out of place for alltoall and reduce_scatter.
+    bool out_of_place = false;
+};
+
+/// The plan's JSON text (verified as described above).
+std::string table_to_mscclpp(const SendTable&, const MscclppOptions&);
+
+void write_table_mscclpp(const SendTable&, const MscclppOptions&, fmt::memory_buffer& out, const Flush& flush);
+
+/// What the table moves between GPUs, as the plan reader reports it (mscclpp::Movement): per
+/// endpoint transfer p -> q, the input pieces (rank, input chunk) of its message, chunk indices
+/// in the plan's layout for `instances` = 1.
+std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> table_movement(const SendTable&);
+
+}  // namespace collsched

@@ -1,0 +1,384 @@
+#include "compiler/interop/msccl_program.hpp"
+
+#include <algorithm>
+
+#include <charconv>
+#include <optional>
+
+#include "compiler/interop/export_msccl.hpp"
+
+namespace collsched::msccl {
+
+namespace {
+
+constexpr int max_chunks = 1 << 20;       ///< nchunksperloop and the buffers, per rank: what collsched checks
+constexpr long max_goal_slots = 1L << 24;  ///< output chunks over all ranks
+constexpr std::size_t max_attrs = 16;     ///< MAX_ATTR_COUNT (msccl_parser.h:21): later attributes are dropped
+constexpr std::size_t max_str = 255;      ///< MAX_STR_LEN (msccl_parser.h:20)
+
+/// The attribute as the executor's reader sees it: among the first 16 of the element.
+const std::string* find_attr(const Elem& e, std::string_view k) {
+    for (std::size_t i = 0; i < e.attrs.size() && i < max_attrs; ++i)
+        if (e.attrs[i].first == k) return &e.attrs[i].second;
+    return nullptr;
+}
+
+/// A required attribute (the executor's mscclXmlGetAttrStr fails without it).
+const std::string* required(const Elem& e, std::string_view k, Problems& pr) {
+    if (const std::string* v = find_attr(e, k)) return v;
+    bool later = false;
+    for (const auto& [key, v] : e.attrs) later = later || key == k;
+    pr.add(e, later ? fmt::format("<{}> has attribute {} after its first {}; the executor's reader keeps {} [MAX_ATTR_COUNT] "
+                                  "and would not find it",
+                                  e.name, k, max_attrs, max_attrs)
+                    : fmt::format("<{}> has no attribute {}, which the executor's reader requires", e.name, k));
+    return nullptr;
+}
+
+std::optional<int> parse_int(const Elem& e, std::string_view k, const std::string& v, Problems& pr) {
+    int x = 0;
+    const char* b = v.data() + (v.starts_with('+') ? 1 : 0);
+    auto [p, ec] = std::from_chars(b, v.data() + v.size(), x);
+    if (ec != std::errc() || p != v.data() + v.size() || b == v.data() + v.size()) {
+        pr.add(e, fmt::format("<{}> attribute {}=\"{}\" is not an integer", e.name, k, v));
+        return std::nullopt;
+    }
+    return x;
+}
+
+std::optional<int> int_attr(const Elem& e, std::string_view k, Problems& pr) {
+    const std::string* v = required(e, k, pr);
+    return v ? parse_int(e, k, *v, pr) : std::nullopt;
+}
+
+/// An attribute the executor requires but msccl-tools' ir_to_xml never writes: read with the
+/// default msccl-tools means; `missing` collects its name for one note.
+std::optional<int> tools_attr(const Elem& e, std::string_view k, int fallback, Problems& pr, std::vector<std::string>& missing,
+                              const std::string& meaning) {
+    if (const std::string* v = find_attr(e, k)) return parse_int(e, k, *v, pr);
+    missing.push_back(fmt::format("{} as {}", k, meaning));
+    return fallback;
+}
+
+std::optional<OpType> step_type(std::string_view ty) {
+    if (ty == "s") return OpType::send;
+    if (ty == "r") return OpType::recv;
+    if (ty == "rcs") return OpType::rcs;
+    if (ty == "rrs") return OpType::rrs;
+    if (ty == "rrc") return OpType::rrc;
+    if (ty == "rrcs") return OpType::rrcs;
+    if (ty == "cpy") return OpType::copy;
+    if (ty == "re") return OpType::reduce;
+    if (ty == "nop") return OpType::nop;
+    return std::nullopt;
+}
+
+}  // namespace
+
+int Program::input_chunks(int rank) const {
+    switch (coll) {
+        case Coll::allgather: return N / P;
+        case Coll::custom: return gpus[rank].i_chunks;
+        default: return N;
+    }
+}
+
+int Program::output_chunks(int rank) const {
+    switch (coll) {
+        case Coll::reducescatter: return N / P;
+        case Coll::custom: return gpus[rank].o_chunks;
+        default: return N;
+    }
+}
+
+std::string where(const Program& prog, const Op& op) {
+    const Tb& tb = prog.tbs[op.tb];
+    const char* what = "nop";
+    switch (op.type) {
+        case OpType::send: what = "send"; break;
+        case OpType::recv: what = "receive"; break;
+        case OpType::rcs: what = "receive-copy-send"; break;
+        case OpType::rrc: what = "receive-reduce-copy"; break;
+        case OpType::rrs: what = "receive-reduce-send"; break;
+        case OpType::rrcs: what = "receive-reduce-copy-send"; break;
+        case OpType::copy: what = "copy"; break;
+        case OpType::reduce: what = "reduce"; break;
+        case OpType::nop: break;
+    }
+    std::string peer = op.sends() && op.receives() ? fmt::format(" from {} to {}", tb.recv, tb.send)
+                       : op.sends()                ? fmt::format(" to {}", tb.send)
+                       : op.receives()             ? fmt::format(" from {}", tb.recv)
+                                                   : "";
+    return fmt::format("rank {}, thread block {}, step {} ({}{}, channel {})", op.rank, tb.id, op.pos, what, peer, tb.chan);
+}
+
+Program build_program(const Elem& algo, const MscclImportOptions& opt, Problems& pr) {
+    Program prog;
+    if (algo.name != "algo") {
+        pr.add(algo, fmt::format("the top element is <{}>, expected <algo>", algo.name));
+        pr.check();
+    }
+    // <algo>: msccl_parser.cc:306-389 (and mscclGetAlgoMetaFromXmlFile, :700-790)
+    auto nchunks = int_attr(algo, "nchunksperloop", pr);
+    auto nchannels = int_attr(algo, "nchannels", pr);
+    auto ngpus = int_attr(algo, "ngpus", pr);
+    const std::string* proto = required(algo, "proto", pr);
+    const std::string* coll = required(algo, "coll", pr);
+    auto inplace = int_attr(algo, "inplace", pr);
+    pr.check();
+    prog.P = *ngpus;
+    prog.N = *nchunks;
+    prog.nchannels = *nchannels;
+    prog.proto = *proto;
+    prog.coll_name = *coll;
+    prog.inplace = *inplace != 0;
+    if (prog.proto != "Simple" && prog.proto != "LL" && prog.proto != "LL128")
+        pr.add(algo, fmt::format("proto=\"{}\" is not Simple, LL or LL128 (msccl_parser.cc:290-301, :327-328)", prog.proto));
+    const std::string& c = prog.coll_name;
+    const auto known = std::find(std::begin(coll_names), std::end(coll_names) - 1, c);  // custom: below, with its note
+    if (known != std::end(coll_names) - 1) prog.coll = static_cast<Coll>(known - std::begin(coll_names));
+    else if (c == "reduce_scatter") {
+        prog.coll = Coll::reducescatter;
+        prog.notes.push_back("coll=\"reduce_scatter\" is msccl-tools' name; the executor at c6f6b36 knows only \"reducescatter\" "
+                             "(msccl_parser.cc:347) and would not load the file: checked as a reducescatter");
+    } else if (c == "custom") {
+        prog.coll = Coll::custom;
+        prog.notes.push_back("coll=\"custom\" (a collective of msccl-tools' program): the executor at c6f6b36 does not load it "
+                             "(msccl_parser.cc:369-371, \"unsupported collective\"); checked for deadlock, races and unmatched "
+                             "transfers, with the buffers as declared and no aliasing; --expect FILE names the outputs");
+    } else {
+        pr.add(algo, fmt::format("coll=\"{}\": collsched checks allreduce, allgather, alltoall, reduce, reducescatter, broadcast "
+                                 "and custom (the executor also loads send, recv, gather, scatter and alltoallv, whose buffers "
+                                 "collsched does not model)",
+                                 c));
+    }
+    if (prog.P < 2 || prog.P > MscclLimits::max_gpus)
+        pr.add(algo, fmt::format("ngpus=\"{}\" is outside 2..{} [MAX_SUBS]", prog.P, MscclLimits::max_gpus));
+    if (prog.N < 1 || prog.N > max_chunks)
+        pr.add(algo, fmt::format("nchunksperloop=\"{}\" is outside 1..{} (the executor divides each buffer into this many "
+                                 "chunks; 0 or less serves no call)",
+                                 prog.N, max_chunks));
+    if (prog.nchannels < 1 || prog.nchannels > MscclLimits::max_channels)
+        pr.add(algo, fmt::format("nchannels=\"{}\" is outside 1..{} [MAXCHANNELS]", prog.nchannels, MscclLimits::max_channels));
+    std::vector<std::string> missing;
+    tools_attr(algo, "minBytes", 0, pr, missing, "0");
+    tools_attr(algo, "maxBytes", 0, pr, missing, "0 (no limit)");
+    auto outofplace = tools_attr(algo, "outofplace", prog.inplace ? 0 : 1, pr, missing, prog.inplace ? "0" : "1");
+    if (!missing.empty()) {
+        std::string list;
+        for (std::size_t i = 0; i < missing.size(); ++i)
+            list += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + missing[i];
+        prog.notes.push_back(fmt::format("<algo> lacks attributes msccl-tools' ir_to_xml never writes; read {} (the executor at "
+                                         "c6f6b36 requires them, msccl_parser.cc:375-389, and would not load this file as it is)",
+                                         list));
+    }
+    prog.outofplace = outofplace.value_or(1) != 0;
+    if (!prog.inplace && !prog.outofplace) pr.add(algo, "inplace=\"0\" and outofplace=\"0\": the executor selects it for no call");
+    pr.check();
+    const bool per_rank = prog.coll == Coll::allgather || prog.coll == Coll::alltoall || prog.coll == Coll::reducescatter;
+    if (per_rank && prog.N % prog.P)
+        pr.add(algo, fmt::format("nchunksperloop=\"{}\" is not a multiple of ngpus=\"{}\": the {} buffers of one rank are N/P "
+                                 "chunks",
+                                 prog.N, prog.P, prog.coll_name));
+    if (long(prog.N) * prog.P > max_goal_slots)
+        pr.add(algo, fmt::format("nchunksperloop=\"{}\" on {} ranks: more than {} chunks to check", prog.N, prog.P, max_goal_slots));
+    pr.check();
+    // <gpu>, <tb>, <step>: msccl_parser.cc:391-682
+    prog.gpus.resize(prog.P);
+    std::vector<bool> seen(prog.P);
+    for (const Elem& g : algo.subs) {
+        if (g.name != "gpu") {
+            pr.add(g, fmt::format("<{}> inside <algo>, expected <gpu> (the executor ignores it; a misspelling?)", g.name));
+            continue;
+        }
+        auto id = int_attr(g, "id", pr), ic = int_attr(g, "i_chunks", pr), oc = int_attr(g, "o_chunks", pr),
+             sc = int_attr(g, "s_chunks", pr);
+        if (!id || !ic || !oc || !sc) continue;
+        if (*id < 0 || *id >= prog.P || seen[*id]) {
+            pr.add(g, fmt::format("gpu id {} is outside 0..{} or listed twice", *id, prog.P - 1));
+            continue;
+        }
+        seen[*id] = true;
+        Gpu& gpu = prog.gpus[*id];
+        gpu.i_chunks = *ic;
+        gpu.o_chunks = *oc;
+        gpu.s_chunks = *sc;
+        if (*ic < 0 || *oc < 0 || *sc < 0 || *ic > max_chunks || *oc > max_chunks || *sc > max_chunks) {
+            pr.add(g, fmt::format("gpu {}: chunk counts must be in 0..{}", *id, max_chunks));
+            continue;
+        }
+        if (prog.coll != Coll::custom) {
+            // the executor checks offsets against the declared counts (msccl_parser.cc:270-288), but the
+            // buffers it has are the call's: count * sizeMultiplier / nchunksperloop elements per chunk
+            const int in = prog.input_chunks(*id), out = prog.output_chunks(*id);
+            if (*ic > in)
+                pr.add(g, fmt::format("gpu {}: i_chunks=\"{}\", but coll=\"{}\" with nchunksperloop=\"{}\" on {} ranks has an input "
+                                      "buffer of {} chunks",
+                                      *id, *ic, prog.coll_name, prog.N, prog.P, in));
+            if (*oc > out)
+                pr.add(g, fmt::format("gpu {}: o_chunks=\"{}\", but coll=\"{}\" with nchunksperloop=\"{}\" on {} ranks has an output "
+                                      "buffer of {} chunks",
+                                      *id, *oc, prog.coll_name, prog.N, prog.P, out));
+        }
+        std::size_t elements = 1 + algo.subs.size() + g.subs.size();
+        for (const Elem& te : g.subs) {
+            if (te.name != "tb") {
+                pr.add(te, fmt::format("<{}> inside <gpu>, expected <tb>", te.name));
+                continue;
+            }
+            elements += te.subs.size();
+            auto tid = int_attr(te, "id", pr), recv = int_attr(te, "recv", pr), send = int_attr(te, "send", pr),
+                 chan = int_attr(te, "chan", pr);
+            if (!tid || !send || !recv || !chan) continue;
+            if (*tid < 0 || *tid >= MscclLimits::max_tbs || gpu.tb_by_id.count(*tid)) {
+                pr.add(te, fmt::format("gpu {}: thread block id {} is negative, at least {} [MSCCL_MAX_NUM_THREAD_BLOCKS] or "
+                                       "listed twice",
+                                       *id, *tid, MscclLimits::max_tbs));
+                continue;
+            }
+            if (*send < -1 || *send >= prog.P || *recv < -1 || *recv >= prog.P || *send == *id || *recv == *id)
+                pr.add(te, fmt::format("gpu {}, thread block {}: peers send=\"{}\" recv=\"{}\" must be -1 or another gpu", *id,
+                                       *tid, *send, *recv));
+            if (*chan < 0 || *chan >= MscclLimits::max_channels)
+                pr.add(te, fmt::format("gpu {}, thread block {}: channel {} is outside 0..{} [MAXCHANNELS]", *id, *tid, *chan,
+                                       MscclLimits::max_channels - 1));
+            else if (*chan >= prog.nchannels)
+                pr.add(te, fmt::format("gpu {}, thread block {}: channel {} is not below nchannels=\"{}\" (the executor sets up "
+                                       "that many channels)",
+                                       *id, *tid, *chan, prog.nchannels));
+            const int tbi = int(prog.tbs.size());
+            gpu.tb_by_id[*tid] = tbi;
+            gpu.tbs.push_back(tbi);
+            prog.tbs.push_back(Tb{*id, *tid, *send, *recv, *chan, te.line, te.col, {}});
+            int transmissions = 0;
+            for (const Elem& se : te.subs) {
+                if (se.name != "step") {
+                    pr.add(se, se.name == "op" ? "<op> is msccl-tools' newer format (old_format=False); the executor reads <step>"
+                                               : fmt::format("<{}> inside <tb>, expected <step>", se.name));
+                    continue;
+                }
+                Op op{OpType::nop, *id, tbi, int(prog.tbs[tbi].ops.size())};
+                op.line = se.line;
+                op.col = se.col;
+                for (const auto& [k, v] : se.attrs)
+                    if (k.size() >= max_str || v.size() >= max_str)
+                        pr.add(se, fmt::format("an attribute of <step> is {} characters or longer [MAX_STR_LEN]", max_str));
+                auto s = int_attr(se, "s", pr);
+                auto srcoff = int_attr(se, "srcoff", pr);
+                const std::string* srcbuf = required(se, "srcbuf", pr);
+                auto dstoff = int_attr(se, "dstoff", pr);
+                const std::string* dstbuf = required(se, "dstbuf", pr);
+                auto cnt = int_attr(se, "cnt", pr);
+                const std::string* type = required(se, "type", pr);
+                auto depid = int_attr(se, "depid", pr), deps = int_attr(se, "deps", pr), hasdep = int_attr(se, "hasdep", pr);
+                if (!s || !srcoff || !srcbuf || !dstoff || !dstbuf || !cnt || !type || !depid || !deps || !hasdep) continue;
+                const auto ty = step_type(*type);
+                if (!ty) {
+                    pr.add(se, fmt::format("gpu {}, thread block {}, step {}: unknown step type \"{}\" (msccl_parser.cc:540-542)", *id,
+                                           *tid, op.pos, *type));
+                    continue;
+                }
+                op.type = *ty;
+                if (*s < 0 || *s >= opt.max_steps)
+                    pr.add(se, fmt::format("gpu {}, thread block {}: s=\"{}\" is outside 0..{} [MSCCL_MAX_NUM_STEPS] (--max-steps N "
+                                           "if the executor is built with another value)",
+                                           *id, *tid, *s, opt.max_steps - 1));
+                else if (*s != op.pos && prog.notes.size() < 40)
+                    prog.notes.push_back(fmt::format("{}:{}: gpu {}, thread block {}: s=\"{}\" on step {} of the thread block; the "
+                                                     "executor ignores s and counts steps itself (msccl_kernel.cu:221), and so "
+                                                     "does this check",
+                                                     se.line, se.col, *id, *tid, *s, op.pos));
+                for (const std::string* b : {srcbuf, dstbuf})
+                    if (*b != "i" && *b != "o" && *b != "s")
+                        pr.add(se, fmt::format("buffer \"{}\" is not i, o or s (msccl_parser.cc:256-268, :553-554)", *b));
+                op.srcbuf = srcbuf->empty() ? 'i' : (*srcbuf)[0];
+                op.dstbuf = dstbuf->empty() ? 'o' : (*dstbuf)[0];
+                op.srcoff = *srcoff;
+                op.dstoff = *dstoff;
+                op.cnt = *cnt;
+                op.depid = *depid;
+                op.deps = *deps;
+                op.hasdep = *hasdep == 1;
+                if (op.type != OpType::nop) {
+                    ++transmissions;
+                    if (op.cnt < 0 || op.cnt >= MscclLimits::max_count)
+                        pr.add(se, fmt::format("cnt=\"{}\" is outside 0..{} [MSCCL_MAX_COUNT]", op.cnt, MscclLimits::max_count - 1));
+                    if (*hasdep != 0 && *hasdep != 1) pr.add(se, fmt::format("hasdep=\"{}\" must be 0 or 1", *hasdep));
+                    if (op.sends() && *send < 0)
+                        pr.add(se, fmt::format("gpu {}, thread block {}, step {} sends, but the thread block has no send peer",
+                                               *id, *tid, op.pos));
+                    if (op.receives() && *recv < 0)
+                        pr.add(se, fmt::format("gpu {}, thread block {}, step {} receives, but the thread block has no receive "
+                                               "peer",
+                                               *id, *tid, op.pos));
+                    // the executor's bounds check (msccl_parser.cc:270-288, :610-611): the first offset of
+                    // the fields it checks, -1 allowed; every chunk a step touches must also be inside the
+                    // buffer the executor really has (checked here for all of them)
+                    const bool check_src = op.type == OpType::send || op.type == OpType::rrs || op.type == OpType::rrcs ||
+                                           op.type == OpType::copy || op.type == OpType::reduce;
+                    const bool check_dst = op.type == OpType::recv || op.type == OpType::rcs || op.type == OpType::rrcs ||
+                                           op.type == OpType::copy || op.type == OpType::reduce;
+                    auto declared = [&](char b) { return b == 'i' ? *ic : b == 'o' ? *oc : *sc; };
+                    auto real = [&](char b) {
+                        return b == 's' ? *sc : b == 'i' ? prog.input_chunks(*id) : prog.output_chunks(*id);
+                    };
+                    auto bounds = [&](bool parser, char b, int off, const char* which) {
+                        if (parser && (off < -1 || off >= declared(b)))
+                            pr.add(se, fmt::format("gpu {}, thread block {}, step {}: {} offset {} of buffer {} is outside "
+                                                   "-1..{} ({}_chunks=\"{}\"; msccl_parser.cc:270-288)",
+                                                   *id, *tid, op.pos, which, off, b, declared(b) - 1, b, declared(b)));
+                        else if (op.cnt > 0 && (off < 0 || long(off) + op.cnt > real(b)))
+                            pr.add(se, fmt::format("gpu {}, thread block {}, step {}: {} chunks {}..{} of buffer {} are outside "
+                                                   "the {} chunks the executor has there{}",
+                                                   *id, *tid, op.pos, which, off, long(off) + op.cnt - 1, b, real(b),
+                                                   prog.coll == Coll::custom || b == 's'
+                                                       ? ""
+                                                       : fmt::format(" (nchunksperloop=\"{}\", coll=\"{}\")", prog.N,
+                                                                     prog.coll_name)));
+                    };
+                    if (op.reads_src()) bounds(check_src, op.srcbuf, op.srcoff, "source");
+                    if (op.writes_dst()) bounds(check_dst, op.dstbuf, op.dstoff, "destination");
+                }
+                prog.tbs[tbi].ops.push_back(int(prog.ops.size()));
+                prog.ops.push_back(op);
+            }
+            if (transmissions > opt.max_steps)
+                pr.add(te, fmt::format("gpu {}, thread block {} has {} steps; the executor holds at most {} "
+                                       "[MSCCL_MAX_NUM_STEPS] (--max-steps N if it is built with another value)",
+                                       *id, *tid, transmissions, opt.max_steps));
+        }
+        if (elements >= std::size_t(MscclLimits::max_nodes))
+            pr.add(g, fmt::format("gpu {} loads {} XML elements; the executor's reader holds at most {} [MAX_NODES = {}]", *id,
+                                  elements, MscclLimits::max_nodes - 1, MscclLimits::max_nodes));
+        // thread block ids contiguous from 0 (msccl_parser.cc:688-691: "thread block %d is missing")
+        int expect = 0;
+        for (const auto& [tid, tbi] : gpu.tb_by_id) {
+            (void)tbi;
+            if (tid != expect) {
+                pr.add(g, fmt::format("gpu {}: thread block {} is missing (ids must be 0, 1, 2, ...)", *id, expect));
+                break;
+            }
+            ++expect;
+        }
+        // at most 32 sending and 32 receiving thread blocks per channel (msccl_parser.cc:589-605)
+        std::map<int, int> sending, receiving;
+        for (int tbi : gpu.tbs) {
+            const Tb& tb = prog.tbs[tbi];
+            if (tb.chan < 0 || tb.chan >= MscclLimits::max_channels) continue;
+            if (tb.send >= 0 && ++sending[tb.chan] == MscclLimits::max_tbs_per_channel + 1)
+                pr.add(g, fmt::format("gpu {}: more than {} thread blocks send on channel {} "
+                                      "[MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL]",
+                                      *id, MscclLimits::max_tbs_per_channel, tb.chan));
+            if (tb.recv >= 0 && ++receiving[tb.chan] == MscclLimits::max_tbs_per_channel + 1)
+                pr.add(g, fmt::format("gpu {}: more than {} thread blocks receive on channel {} "
+                                      "[MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL]",
+                                      *id, MscclLimits::max_tbs_per_channel, tb.chan));
+        }
+    }
+    for (int r = 0; r < prog.P; ++r)
+        if (!seen[r]) pr.add(algo, fmt::format("no <gpu id=\"{}\">", r));
+    pr.check();
+    return prog;
+}
+
+}  // namespace collsched::msccl

@@ -1,0 +1,59 @@
+/** \file
+ * Verifying an MSCCL++ execution plan (compiler/interop/mscclpp_plan.hpp): the plan becomes an
+ * asynchronous program for the shared engine (compiler/interop/async_program.hpp) exactly as MSCCL++'s
+ * device interpreter runs it (src/core/include/execution_kernel.hpp), and the engine decides
+ * deadlock, data races and the result against the collective's postcondition. docs/exports.md
+ * ("MSCCL++ execution plans") states the model; in short:
+ *
+ *  - The ops of a thread block are run by all its threads, each thread on its own: an op is
+ *    ordered after an earlier op of its block only through a `nop` (__syncthreads) or a
+ *    `barrier` between them. Signals, waits, flushes and semaphore ops run on thread t for their
+ *    t-th channel or semaphore; thread t's own ops stay in order.
+ *  - A wait is released by the signal of the same count on the channel it is paired with (the
+ *    k-th memory or port channel from rank r to p pairs with the k-th from p to r, the executor's
+ *    per-peer connection tags); relaxed signals and waits count but order no memory.
+ *  - A port channel's puts and signals run on a proxy in FIFO order per channel; a put with
+ *    signal signals after its put. An LL packet read waits for the packet's flag: it is ordered
+ *    after the write of that packet in the same launch.
+ *  - A put, get or reduce-send reads and writes peers' buffers: a put is a write on the peer.
+ *
+ * Chunks are split into atoms when thread-block groups (`tbg_info`) slice them.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/interop/expect_file.hpp"
+#include "compiler/interop/mscclpp_plan.hpp"
+
+namespace collsched::mscclpp {
+
+/// A copy of data between two GPUs the plan makes (a put, get or remote reduce, as the replay
+/// computed it): `value` is the sorted list of input pieces, each (rank, input chunk).
+struct Movement {
+    int from = 0, to = 0;
+    std::vector<std::pair<int, int>> value;
+    auto operator<=>(const Movement&) const = default;
+};
+
+struct PlanReport {
+    std::vector<Finding> findings;  ///< structure, limits, blind spots, deadlocks, races, results
+    std::size_t counts_deadlock = 0, counts_race = 0, counts_result = 0, counts_other = 0;
+    bool modelled = false;          ///< the plan could be turned into a program
+    bool finishes = false, race_free = false, race_checked = false, result_checked = false;
+    std::string result_note;        ///< why the result was not checked, if it was not
+    std::size_t thread_blocks = 0, ops = 0;
+    std::vector<Movement> movement;  ///< sorted; only when replayed
+    bool holds() const { return findings.empty() && modelled; }
+};
+
+/// Checks a plan; `expect` (may be empty) replaces the collective's postcondition.
+PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& expect = {});
+
+/// The report as text: verdict line, properties, counterexamples (`file:line:col: path: what`).
+std::string format_plan_report(const PlanReport& r, const Plan& plan, std::string_view file);
+
+}  // namespace collsched::mscclpp

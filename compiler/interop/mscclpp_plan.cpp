@@ -1,0 +1,557 @@
+#include "compiler/interop/mscclpp_plan.hpp"
+
+#include <fmt/format.h>
+
+#include "compiler/core/json_tree.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
+
+namespace collsched::mscclpp {
+
+namespace {
+
+constexpr CodeInfo codes[] = {
+    {"nop", Code::nop, "NOP", "__syncthreads(): every thread of the block waits for the others"},
+    {"barrier", Code::barrier, "BARRIER", "device-wide barrier `barrier_id` over `num_threadblocks` thread blocks of the GPU"},
+    {"put", Code::put, "PUT", "copy src[i] to the peer's dst[i] (memory: the threads store; port: the proxy writes)"},
+    {"ppkt", Code::ppkt, "PUT_PACKETS", "write src[i] as LL packets into the peer's scratch at dst[i]"},
+    {"rppkt", Code::rppkt, "READ_PUT_PACKETS", "read LL packets from the local scratch (waiting for their flags) and put them to peers"},
+    {"pws", Code::pws, "PUT_WITH_SIGNAL", "port: put, then signal on the same channel; memory: a plain put (no signal)"},
+    {"pwsf", Code::pwsf, "PUT_WITH_SIGNAL_AND_FLUSH", "port: put, signal, and wait for the proxy; memory: a plain put"},
+    {"get", Code::get, "GET", "copy the peer's src[i] into the local dst[i] (memory channels)"},
+    {"copy", Code::copy, "COPY", "copy src[0] to dst[0] on the GPU"},
+    {"cpkt", Code::cpkt, "COPY_PACKETS", "write src[0] as LL packets at dst[0]"},
+    {"upkt", Code::upkt, "UNPACK_PACKETS", "read LL packets from the scratch at src[0] (waiting for their flags) into dst[0]"},
+    {"signal", Code::signal, "SIGNAL", "increment the peer's semaphore of each channel (release order)"},
+    {"wait", Code::wait, "WAIT", "wait until each channel's semaphore has been signalled once more (acquire order)"},
+    {"flush", Code::flush, "FLUSH", "wait for the port channels' proxy to finish (reads nOutputs, not the channels)"},
+    {"re", Code::re, "REDUCE", "dst[0] = src[0] + src[1] + ... (local buffers)"},
+    {"repkt", Code::repkt, "REDUCE_PACKETS", "dst[0] = src[0] + LL packets at src[1..] in the scratch"},
+    {"recpkt", Code::recpkt, "REDUCE_COPY_PACKETS", "as repkt, and the result also as packets at dst[1]"},
+    {"res", Code::res, "REDUCE_SEND", "as re, and the result also to the peers' dst[1..]"},
+    {"respkt", Code::respkt, "REDUCE_SEND_PACKETS", "as repkt, and the result as packets to the peers' dst[1..]"},
+    {"recspkt", Code::recspkt, "REDUCE_COPY_SEND_PACKETS", "as recpkt, and the result as packets to the peers' dst[2..]"},
+    {"rre", Code::rre, "READ_REDUCE", "dst[0] = src[0] + the peers' src[1..] (read through memory channels)"},
+    {"rres", Code::rres, "READ_REDUCE_SEND", "as rre, and the result also to the peers' dst[1..]"},
+    {"glres", Code::glres, "MULTI_LOAD_REDUCE_STORE", "switch: load-reduce src over the group, store to dst on every member"},
+    {"rlxsignal", Code::rlxsignal, "RELAXED_SIGNAL", "signal with relaxed order: counts, but orders no memory"},
+    {"rlxwait", Code::rlxwait, "RELAXED_WAIT", "wait with relaxed order: counts, but orders no memory"},
+    {"pipeline", Code::pipeline, "PIPELINE", "run the inner ops over the chunks in slices of unit_size bytes"},
+    {"sem_release", Code::sem_release, "SEM_RELEASE", "release the GPU's device semaphores semaphore_ids"},
+    {"sem_acquire", Code::sem_acquire, "SEM_ACQUIRE", "acquire the GPU's device semaphores semaphore_ids"},
+    {"gstore", Code::gstore, "MULTI_STORE", "switch: store src[0] to dst on every member of the group"},
+    {"gstorepkt", Code::gstorepkt, "MULTI_STORE_PKT", "switch: read local LL packets, store them as packets on every member"},
+};
+
+using json_tree::Kind;
+using json_tree::Value;
+
+/// Reads one level of the document, collecting findings with their JSON path.
+class Reader {
+public:
+    Reader(std::string_view file, std::vector<Finding>& out, bool& checkable) : file_(file), out_(out), ok_(checkable) {}
+
+    void add(const std::string& rule, const std::string& path, const Value* v, std::string what) {
+        out_.push_back({rule, path, v ? Pos{v->line, v->col} : Pos{}, std::move(what)});
+    }
+    void add(const std::string& rule, const std::string& path, Pos p, std::string what) { out_.push_back({rule, path, p, std::move(what)}); }
+    /// A finding that makes the plan impossible to model (the executor crashes or refuses).
+    void broken(const std::string& path, const Value* v, std::string what) {
+        ok_ = false;
+        add("structure", path, v, std::move(what));
+    }
+
+    /// The member `key` of object `o`; missing: a finding saying how the executor fails.
+    const Value* need(const Value& o, std::string_view key, const std::string& path, std::string_view how = "") {
+        const Value* v = o.find(key);
+        if (!v)
+            broken(path, &o,
+                   fmt::format("has no \"{}\"; {}", key,
+                               how.empty() ? "the executor reads it without a check (nlohmann's operator[] on a const object: "
+                                             "undefined behaviour, an assertion or a crash)"
+                                           : how));
+        return v;
+    }
+    std::optional<std::int64_t> integer(const Value* v, const std::string& path, std::string_view key, std::int64_t lo,
+                                        std::int64_t hi) {
+        if (!v) return std::nullopt;
+        auto i = v->integer();
+        if (!i) {
+            broken(path, v, fmt::format("\"{}\" is {}, not an integer (nlohmann's get<int> throws type_error)", key,
+                                        v->kind == Kind::number ? "a number with a fraction or exponent" : v->kind_name()));
+            return std::nullopt;
+        }
+        if (*i < lo || *i > hi) {
+            broken(path, v, fmt::format("\"{}\" is {}, outside {}..{}", key, *i, lo, hi));
+            return std::nullopt;
+        }
+        return i;
+    }
+    const Value* array(const Value* v, const std::string& path, std::string_view key) {
+        if (!v) return nullptr;
+        if (v->kind != Kind::array) {
+            broken(path, v, fmt::format("\"{}\" is {}, not an array", key, v->kind_name()));
+            return nullptr;
+        }
+        return v;
+    }
+    const Value* object(const Value* v, const std::string& path, std::string_view what) {
+        if (!v) return nullptr;
+        if (v->kind != Kind::object) {
+            broken(path, v, fmt::format("{} is {}, not an object", what, v->kind_name()));
+            return nullptr;
+        }
+        return v;
+    }
+    /// A string naming one of `names`; anything else is a finding saying how the executor fails.
+    template <class T, std::size_t N>
+    std::optional<T> one_of(const Value* v, const std::string& path, std::string_view key, const std::pair<std::string_view, T> (&names)[N],
+                            std::string_view refusal) {
+        if (!v) return std::nullopt;
+        if (v->kind == Kind::string)
+            for (const auto& [name, value] : names)
+                if (v->text == name) return value;
+        std::string known;
+        for (std::size_t k = 0; k < N; ++k) known += fmt::format("{}\"{}\"", k == 0 ? "" : k + 1 == N ? " and " : ", ", names[k].first);
+        broken(path, v, fmt::format("\"{}\" is {}; the executor knows {} only ({})", key,
+                                    v->kind == Kind::string ? fmt::format("\"{}\"", v->text) : std::string(v->kind_name()), known, refusal));
+        return std::nullopt;
+    }
+    std::optional<Buf> buffer(const Value* v, const std::string& path, std::string_view key) {
+        static constexpr std::pair<std::string_view, Buf> names[] = {{"i", Buf::input}, {"o", Buf::output}, {"s", Buf::scratch}};
+        return one_of(v, path, key, names, "convertToBufferType throws \"Invalid buffer type\"");
+    }
+    std::optional<Chan> channel(const Value* v, const std::string& path, std::string_view key) {
+        static constexpr std::pair<std::string_view, Chan> names[] = {
+            {"memory", Chan::memory}, {"port", Chan::port}, {"switch", Chan::switch_}, {"none", Chan::none}};
+        return one_of(v, path, key, names, "convertToChannelType throws \"Invalid channel type\"");
+    }
+    /// The required member `key` of `o` as an integer in lo..hi (need, then integer).
+    std::optional<std::int64_t> int_key(const Value& o, std::string_view key, const std::string& path, std::int64_t lo, std::int64_t hi) {
+        return integer(need(o, key, path), path, key, lo, hi);
+    }
+    std::vector<int> ints(const Value* v, const std::string& path, std::string_view key, std::int64_t lo, std::int64_t hi) {
+        std::vector<int> out;
+        if (!array(v, path, key)) return out;
+        for (std::size_t k = 0; k < v->items.size(); ++k)
+            if (auto i = integer(&v->items[k], fmt::format("{}.{}[{}]", path, key, k), key, lo, hi)) out.push_back(int(*i));
+        return out;
+    }
+
+    void op(const Value& j, const std::string& path, Op& op, bool inside_pipeline);
+
+private:
+    std::string_view file_;
+    std::vector<Finding>& out_;
+    bool& ok_;
+};
+
+constexpr std::int64_t u32max = 0xffffffffLL;
+constexpr std::int64_t u8max = 255;
+
+void Reader::op(const Value& j, const std::string& path, Op& op, bool inside_pipeline) {
+    op.path = path;
+    op.pos = {j.line, j.col};
+    if (!object(&j, path, "an op")) return;
+    const Value* name = need(j, "name", path);
+    if (name) {
+        bool known = false;
+        if (name->kind == Kind::string)
+            for (const CodeInfo& c : codes)
+                if (c.name == name->text) {
+                    op.code = c.code;
+                    known = true;
+                }
+        if (!known) {
+            broken(path, name,
+                   name->kind == Kind::string
+                       ? fmt::format("unknown op \"{}\" (getOpType throws \"Invalid operation type\")", name->text)
+                       : fmt::format("\"name\" is {}, not a string", name->kind_name()));
+            return;
+        }
+    }
+    if (const Value* c = j.find("channel_type")) op.channel_type = channel(c, path, "channel_type");
+    if (const Value* c = j.find("channel_ids")) {
+        op.channel_ids = ints(c, path, "channel_ids", 0, u8max);
+        if (c->kind == Kind::array && c->items.size() > 8)
+            add("limit", path, c,
+                fmt::format("has {} channel ids; an op holds at most 8 (MAX_CHANNEL_PER_OPERATION, execution_common.hpp:16): "
+                            "the parser writes past channelIndexes[8] into the offsets",
+                            c->items.size()));
+    }
+    if (const Value* t = j.find("tbg_info"); object(t, path, "\"tbg_info\"")) {
+        auto id = int_key(*t, "tb_id", path + ".tbg_info", 0, u32max);
+        auto size = int_key(*t, "tbg_size", path + ".tbg_info", 1, u32max);
+        if (id && size) {
+            op.tbg_id = int(*id);
+            op.tbg_size = int(*size);
+            if (*id >= *size) add("blind spot", path, t, fmt::format("tbg_info tb_id {} is not below tbg_size {}: the slice lies past the op's chunks", *id, *size));
+        }
+    }
+    for (auto [key, list] : {std::pair{"src_buff", &op.src}, std::pair{"dst_buff", &op.dst}}) {
+        const Value* b = j.find(key);
+        if (!array(b, path, key)) continue;
+        if (b->items.size() > 10)
+            add("limit", path, b,
+                fmt::format("\"{}\" has {} entries; an op holds at most 10 (MAX_LOCAL_BUFFER_PER_OPERATION + "
+                            "MAX_CHANNEL_PER_OPERATION, execution_common.hpp:13-16): the parser writes past the arrays",
+                            key, b->items.size()));
+        for (std::size_t k = 0; k < b->items.size(); ++k) {
+            const std::string bpath = fmt::format("{}.{}[{}]", path, key, k);
+            const Value& e = b->items[k];
+            BufRef r;
+            r.pos = {e.line, e.col};
+            if (!object(&e, bpath, "a buffer entry")) continue;
+            if (const Value* t = e.find("type")) r.type = buffer(t, bpath, "type");
+            if (const Value* id = e.find("buffer_id")) r.buffer_id = int(integer(id, bpath, "buffer_id", 0, u8max).value_or(-1));
+            if (const Value* s = e.find("switch_channel_id"))
+                r.switch_channel_id = int(integer(s, bpath, "switch_channel_id", 0, u8max).value_or(-1));
+            r.index = int_key(e, "index", bpath, 0, u32max).value_or(0);
+            r.size = int_key(e, "size", bpath, 0, u32max).value_or(0);
+            if (!r.type && r.buffer_id < 0 && r.switch_channel_id < 0)
+                broken(bpath, &e, "names no buffer (\"type\", \"buffer_id\" or \"switch_channel_id\"); the executor reads "
+                                  "BufferType::NONE and throws \"Invalid buffer type\"");
+            list->push_back(r);
+        }
+    }
+    if (const Value* b = j.find("barrier_id")) op.barrier_id = int(integer(b, path, "barrier_id", 0, u32max).value_or(-1));
+    if (const Value* n = j.find("num_threadblocks"))
+        op.num_threadblocks = int(integer(n, path, "num_threadblocks", 0, u32max).value_or(-1));
+    if (const Value* s = j.find("semaphore_ids")) {
+        op.semaphore_ids = ints(s, path, "semaphore_ids", 0, u32max);
+        if (s->kind == Kind::array && s->items.size() > 16)
+            add("limit", path, s,
+                fmt::format("has {} semaphore ids; an op holds at most 16 (MAX_DEVICE_SEMAPHORES, execution_common.hpp:20)",
+                            s->items.size()));
+    }
+    if (const Value* r = j.find("reduce_op")) {
+        op.reduce_op = r->kind == Kind::string ? r->text : "";
+        if (op.reduce_op != "sum")
+            add("blind spot", path, r,
+                fmt::format("reduce_op {}: the executor never reads reduce_op and always sums (execution_kernel.hpp:748-764 "
+                            "instantiate ReduceOp SUM)",
+                            r->kind == Kind::string ? fmt::format("\"{}\"", r->text) : std::string(r->kind_name())));
+    }
+    if (op.code == Code::pipeline) {
+        if (inside_pipeline) {
+            broken(path, &j, "a pipeline inside a pipeline: the kernel runs the inner ops flat, so the inner pipeline's "
+                             "ops would run twice");
+            return;
+        }
+        const Value* ctx = object(need(j, "iter_context", path), path, "\"iter_context\"");
+        if (ctx) {
+            op.unit_size = int_key(*ctx, "unit_size", path + ".iter_context", 1, u32max).value_or(1);
+            op.num_chunks = int_key(*ctx, "num_chunks", path + ".iter_context", 0, 0x7fffffff).value_or(0);
+        }
+        const Value* inner = array(need(j, "ops", path), path, "ops");
+        if (inner)
+            for (std::size_t k = 0; k < inner->items.size(); ++k) {
+                Op in;
+                this->op(inner->items[k], fmt::format("{}.ops[{}]", path, k), in, true);
+                op.inner.push_back(std::move(in));
+            }
+    } else if (j.find("iter_context")) {
+        broken(path, j.find("iter_context"),
+               "has an iter_context but is no pipeline: the parser reads op[\"ops\"] of it (execution_plan.cc:592-598)");
+    }
+}
+
+}  // namespace
+
+char buf_letter(Buf b) { return b == Buf::input ? 'i' : b == Buf::output ? 'o' : 's'; }
+
+std::string_view chan_name(Chan c) {
+    switch (c) {
+        case Chan::memory: return "memory";
+        case Chan::port: return "port";
+        case Chan::switch_: return "switch";
+        case Chan::none: return "none";
+    }
+    return "?";
+}
+
+std::span<const CodeInfo> code_table() { return codes; }
+
+const CodeInfo& info(Code c) { return codes[static_cast<std::size_t>(c)]; }
+
+bool looks_like_mscclpp_plan(std::string_view text) {
+    // cheap and exact enough: a JSON object (first non-blank '{') with both keys and no "format"
+    std::size_t i = text.find_first_not_of(" \t\r\n");
+    if (i == std::string_view::npos || text[i] != '{') return false;
+    if (text.find("\"gpus\"") == std::string_view::npos || text.find("\"collective\"") == std::string_view::npos) return false;
+    try {
+        json_tree::Value v = json_tree::parse(text, "");
+        return v.kind == Kind::object && v.find("gpus") && v.find("collective") && !v.find("format");
+    } catch (...) {
+        return text.find("\"format\"") == std::string_view::npos;  // a broken plan: let the reader say where
+    }
+}
+
+std::string format_finding(std::string_view file, const Finding& f) {
+    std::string at = f.pos.line > 0 ? fmt::format("{}:{}:{}: ", file, f.pos.line, f.pos.col) : fmt::format("{}: ", file);
+    return fmt::format("{}{}{}{} [{}]", at, f.path, f.path.empty() ? "" : ": ", f.what, f.rule);
+}
+
+ReadResult read_plan(std::string_view text, std::string_view file) {
+    json_tree::Value root = json_tree::parse(text, file);
+    ReadResult res;
+    Plan& plan = res.plan;
+    auto top = [&](std::string_view key, Kind kind, std::string_view what) -> const Value* {
+        const Value* v = root.find(key);
+        if (!v) {
+            if (kind == Kind::null) return nullptr;
+            throw InputError(fmt::format("{}:{}:{}: not an MSCCL++ execution plan: no \"{}\" at the top level (the executor "
+                                         "reads obj[\"{}\"] first, execution_plan.cc:122-134, 235-254)",
+                                         file, root.line, root.col, key, key));
+        }
+        const Kind want = kind == Kind::null ? v->kind : kind;
+        if (v->kind != want && !(want == Kind::number && v->integer()))
+            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as {}", file, v->line, v->col, key,
+                                         v->kind_name(), what));
+        return v;
+    };
+    if (root.kind != Kind::object)
+        throw InputError(fmt::format("{}:{}:{}: not an MSCCL++ execution plan: the document is {}, not an object", file, root.line,
+                                     root.col, root.kind_name()));
+    plan.name = top("name", Kind::string, "a string")->text;
+    plan.collective = top("collective", Kind::string, "a string")->text;
+    plan.protocol = top("protocol", Kind::string, "a string")->text;
+    plan.inplace = top("inplace", Kind::boolean, "a boolean")->boolean;
+    const Value* gpus = top("gpus", Kind::array, "an array");
+    auto opt_bool = [&](std::string_view key, bool dflt) {
+        const Value* v = root.find(key);
+        if (!v) return dflt;
+        if (v->kind != Kind::boolean)
+            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as a boolean", file, v->line, v->col, key,
+                                         v->kind_name()));
+        return v->boolean;
+    };
+    auto opt_int = [&](std::string_view key, std::int64_t dflt, std::int64_t lo) {
+        const Value* v = root.find(key);
+        if (!v) return dflt;
+        auto i = v->integer();
+        if (!i && v->kind == Kind::number && key == "max_message_size") return std::int64_t{-1};  // 2^64 - 1 as DSLs write it
+        if (!i || *i < lo)
+            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as an unsigned integer", file, v->line,
+                                         v->col, key, v->kind == Kind::number ? v->text : std::string(v->kind_name())));
+        return *i;
+    };
+    plan.reuse_resources = opt_bool("reuse_resources", false);
+    plan.double_scratch = opt_bool("use_double_scratch_buffer", false);
+    plan.buffer_alignment = opt_int("buffer_alignment", 16, 1);
+    plan.num_threads = opt_int("num_threads_per_block", 1024, 1);
+    opt_int("min_message_size", 0, 0);
+    opt_int("max_message_size", 0, 0);
+    for (std::string_view key : {"name", "collective", "protocol", "inplace", "gpus"})
+        if (root.count(key) > 1)
+            res.findings.push_back({"blind spot", std::string(key), {root.find(key)->line, root.find(key)->col},
+                                    fmt::format("\"{}\" appears {} times; nlohmann keeps the last", key, root.count(key))});
+    Reader rd(file, res.findings, res.checkable);
+    if (plan.protocol != "LL" && plan.protocol != "Simple")
+        rd.add("blind spot", "protocol", top("protocol", Kind::string, "a string"),
+               fmt::format("protocol \"{}\": the executor runs every protocol but \"LL\" as Simple (execution_plan.cc:243-246)",
+                           plan.protocol));
+    if (plan.num_threads > 1024)
+        rd.add("limit", "num_threads_per_block", root.find("num_threads_per_block"),
+               fmt::format("{} threads per block; the kernel is declared __launch_bounds__(1024, 1) (execution_kernel.hpp:801)",
+                           plan.num_threads));
+    const int P = int(gpus->items.size());
+    if (P == 0) throw InputError(fmt::format("{}:{}:{}: \"gpus\" is empty: a plan has at least one GPU", file, gpus->line, gpus->col));
+    plan.gpus.resize(std::size_t(P));
+    for (int g = 0; g < P; ++g) {
+        const Value& jg = gpus->items[std::size_t(g)];
+        Gpu& gpu = plan.gpus[std::size_t(g)];
+        const std::string gpath = fmt::format("gpus[{}]", g);
+        gpu.id = g;
+        gpu.pos = {jg.line, jg.col};
+        if (!rd.object(&jg, gpath, "a GPU")) continue;
+        if (auto id = rd.int_key(jg, "id", gpath, INT32_MIN, INT32_MAX); id && *id != g)
+            rd.broken(gpath, jg.find("id"),
+                      fmt::format("has id {} at position {}: the executor takes gpus[rank] and throws \"GPU rank does not match\" "
+                                  "(execution_plan.cc:256-259)",
+                                  *id, g));
+        auto chunks = [&](std::string_view key) {
+            return rd.int_key(jg, key, gpath, 0, u32max).value_or(0);
+        };
+        gpu.input_chunks = chunks("input_chunks");
+        gpu.output_chunks = chunks("output_chunks");
+        gpu.scratch_chunks = chunks("scratch_chunks");
+        for (auto [key, n] : {std::pair{"input_chunks", gpu.input_chunks}, std::pair{"output_chunks", gpu.output_chunks}})
+            if (n == 0 && jg.find(key))
+                rd.broken(gpath, jg.find(key),
+                          fmt::format("\"{}\" is 0: checkMessageSize takes (size / buffer_alignment) % {} and divides by zero "
+                                      "(execution_plan.cc:301-302)",
+                                      key, key == std::string_view("input_chunks") ? "inputChunks" : "outputChunks"));
+        // channels (execution_plan.cc:313-342): memory and port flattened per type in file order
+        if (const Value* chans = rd.array(rd.need(jg, "channels", gpath), gpath, "channels"))
+            for (std::size_t k = 0; k < chans->items.size(); ++k) {
+                const Value& jc = chans->items[k];
+                const std::string cpath = fmt::format("{}.channels[{}]", gpath, k);
+                if (!rd.object(&jc, cpath, "a channel")) continue;
+                GpuChannel ch;
+                ch.pos = {jc.line, jc.col};
+                ch.path = cpath;
+                ch.type = rd.channel(rd.need(jc, "channel_type", cpath), cpath, "channel_type").value_or(Chan::none);
+                if (ch.type == Chan::switch_) {
+                    ch.buffer_type = rd.buffer(rd.need(jc, "buffer_type", cpath), cpath, "buffer_type");
+                    if (const Value* groups = rd.array(rd.need(jc, "rank_groups", cpath), cpath, "rank_groups"))
+                        for (std::size_t q = 0; q < groups->items.size(); ++q) {
+                            const Value& jq = groups->items[q];
+                            const std::string qpath = fmt::format("{}.rank_groups[{}]", cpath, q);
+                            if (!rd.object(&jq, qpath, "a rank group")) continue;
+                            rd.int_key(jq, "size", qpath, 0, INT32_MAX);
+                            ch.groups.push_back(rd.ints(rd.need(jq, "ranks", qpath), qpath, "ranks", 0, P - 1));
+                            gpu.switch_groups.push_back(ch.groups.back());
+                            gpu.switch_buffers.push_back(ch.buffer_type.value_or(Buf::scratch));
+                        }
+                } else {
+                    ch.peers = rd.ints(rd.need(jc, "connected_to", cpath), cpath, "connected_to", INT32_MIN, INT32_MAX);
+                    for (std::size_t q = 0; q < ch.peers.size(); ++q) {
+                        const int peer = ch.peers[q];
+                        const Value* at = &jc.find("connected_to")->items[q];
+                        if (peer == g)
+                            rd.add("blind spot", cpath, at,
+                                   fmt::format("a {} channel from GPU {} to itself: the executor connects the rank to itself",
+                                               chan_name(ch.type), g));
+                        else if (peer < 0 || peer >= P)
+                            rd.broken(cpath, at,
+                                      fmt::format("a {} channel to rank {}, which does not exist (the plan has {} GPUs): the "
+                                                  "executor's connect() to it never completes",
+                                                  chan_name(ch.type), peer, P));
+                        if (ch.type == Chan::memory) gpu.memory_peers.push_back(peer);
+                        if (ch.type == Chan::port) gpu.port_peers.push_back(peer);
+                    }
+                    if (ch.type == Chan::none && !ch.peers.empty())
+                        rd.add("blind spot", cpath, &jc, "a channel of type \"none\": the executor counts its peers and builds nothing");
+                }
+                gpu.channels.push_back(std::move(ch));
+            }
+        // remote buffers (execution_plan.cc:344-365)
+        if (const Value* rbs = rd.array(rd.need(jg, "remote_buffers", gpath), gpath, "remote_buffers"))
+            for (std::size_t k = 0; k < rbs->items.size(); ++k) {
+                const Value& jr = rbs->items[k];
+                const std::string rpath = fmt::format("{}.remote_buffers[{}]", gpath, k);
+                if (!rd.object(&jr, rpath, "a remote buffer")) continue;
+                RemoteBuffer rb;
+                rb.pos = {jr.line, jr.col};
+                rb.rank = int(rd.int_key(jr, "rank", rpath, INT32_MIN, INT32_MAX).value_or(0));
+                rb.type = rd.buffer(rd.need(jr, "type", rpath), rpath, "type").value_or(Buf::input);
+                if (const Value* acc = rd.array(rd.need(jr, "access_channel_types", rpath), rpath, "access_channel_types"))
+                    for (const Value& a : acc->items) rb.access.push_back(rd.channel(&a, rpath, "access_channel_types").value_or(Chan::none));
+                if (rb.rank < 0 || rb.rank >= P)
+                    rd.broken(rpath, jr.find("rank"),
+                              fmt::format("a buffer of rank {}, which does not exist (the plan has {} GPUs)", rb.rank, P));
+                else if (rb.rank == g)
+                    rd.add("blind spot", rpath, jr.find("rank"),
+                           fmt::format("GPU {} lists its own buffer as remote: the executor sends it the registration itself", g));
+                gpu.remote_buffers.push_back(rb);
+            }
+        if (const Value* sems = jg.find("semaphores"); rd.array(sems, gpath, "semaphores"))
+            for (std::size_t k = 0; k < sems->items.size(); ++k) {
+                const std::string spath = fmt::format("{}.semaphores[{}]", gpath, k);
+                if (!rd.object(&sems->items[k], spath, "a semaphore")) continue;
+                gpu.semaphores.push_back(
+                    rd.int_key(sems->items[k], "init_value", spath, INT32_MIN, INT32_MAX).value_or(0));
+            }
+        const Value* tbs = rd.array(rd.need(jg, "threadblocks", gpath), gpath, "threadblocks");
+        if (!tbs) continue;
+        const int T = int(tbs->items.size());
+        std::vector<int> seen(std::size_t(T), -1);
+        for (int t = 0; t < T; ++t) {
+            const Value& jt = tbs->items[std::size_t(t)];
+            const std::string tpath = fmt::format("{}.threadblocks[{}]", gpath, t);
+            Tb tb;
+            tb.pos = {jt.line, jt.col};
+            tb.path = tpath;
+            tb.id = t;
+            if (!rd.object(&jt, tpath, "a thread block")) {
+                gpu.tbs.push_back(std::move(tb));
+                continue;
+            }
+            if (auto id = rd.int_key(jt, "id", tpath, INT32_MIN, INT32_MAX)) {
+                tb.id = int(*id);
+                if (*id < 0 || *id >= T)
+                    rd.broken(tpath, jt.find("id"),
+                              fmt::format("thread block id {} with {} thread blocks: the parser indexes its channel lists (sized "
+                                          "{}) by the id (execution_plan.cc:390-411) and writes out of bounds",
+                                          *id, T, T));
+                else if (seen[std::size_t(*id)] >= 0)
+                    rd.broken(tpath, jt.find("id"),
+                              fmt::format("thread block id {} again (threadblocks[{}] has it too)", *id, seen[std::size_t(*id)]));
+                else
+                    seen[std::size_t(*id)] = t;
+                if (*id != t && *id >= 0 && *id < T)
+                    rd.add("blind spot", tpath, jt.find("id"),
+                           fmt::format("thread block id {} at position {}: the executor runs the ops of position {} with the "
+                                       "channels and remote buffers of id {} (ops are taken by position, execution_plan.cc:474; "
+                                       "channels by id, :395-411)",
+                                       *id, t, t, t));
+            }
+            if (const Value* chans = rd.array(rd.need(jt, "channels", tpath), tpath, "channels"))
+                for (std::size_t k = 0; k < chans->items.size(); ++k) {
+                    const Value& jc = chans->items[k];
+                    const std::string cpath = fmt::format("{}.channels[{}]", tpath, k);
+                    if (!rd.object(&jc, cpath, "a channel list")) continue;
+                    auto type = rd.channel(rd.need(jc, "channel_type", cpath), cpath, "channel_type");
+                    if (const Value* b = jc.find("buff")) rd.buffer(b, cpath, "buff");
+                    std::vector<int> ids = rd.ints(rd.need(jc, "channel_ids", cpath), cpath, "channel_ids", INT32_MIN, INT32_MAX);
+                    if (!type) continue;
+                    std::vector<int>& into = *type == Chan::memory ? tb.memory : *type == Chan::port ? tb.port : tb.switch_;
+                    const std::size_t have = *type == Chan::memory   ? gpu.memory_peers.size()
+                                             : *type == Chan::port   ? gpu.port_peers.size()
+                                                                     : gpu.switch_groups.size();
+                    for (std::size_t q = 0; q < ids.size(); ++q)
+                        if (ids[q] < 0 || std::size_t(ids[q]) >= have)
+                            rd.broken(cpath, &jc.find("channel_ids")->items[q],
+                                      fmt::format("{} channel {} of GPU {}, which has {} {} channel{}: the executor indexes past "
+                                                  "its channels",
+                                                  chan_name(*type), ids[q], g, have, chan_name(*type), have == 1 ? "" : "s"));
+                    if (*type != Chan::none) into.insert(into.end(), ids.begin(), ids.end());
+                }
+            for (auto [list, name] : {std::pair{&tb.memory, "memory"}, std::pair{&tb.port, "port"}, std::pair{&tb.switch_, "switch"}})
+                if (list->size() > 16)
+                    rd.add("limit", tpath, &jt,
+                           fmt::format("{} {} channels in one thread block; the device plan holds 16 (MAX_CHANNEL, "
+                                       "execution_common.hpp:15, filled without a check at executor.cc:455-465)",
+                                       list->size(), name));
+            if (const Value* refs = jt.find("remote_buffer_refs"); rd.array(refs, tpath, "remote_buffer_refs"))
+                for (std::size_t k = 0; k < refs->items.size(); ++k) {
+                    const Value& jr = refs->items[k];
+                    const std::string rpath = fmt::format("{}.remote_buffer_refs[{}]", tpath, k);
+                    if (!rd.object(&jr, rpath, "a remote buffer list")) continue;
+                    auto type = rd.channel(rd.need(jr, "access_channel_type", rpath), rpath, "access_channel_type");
+                    std::vector<int> ids =
+                        rd.ints(rd.need(jr, "remote_buffer_ids", rpath), rpath, "remote_buffer_ids", INT32_MIN, INT32_MAX);
+                    for (std::size_t q = 0; q < ids.size(); ++q)
+                        if (ids[q] < 0 || std::size_t(ids[q]) >= gpu.remote_buffers.size())
+                            rd.broken(rpath, &jr.find("remote_buffer_ids")->items[q],
+                                      fmt::format("remote buffer {} of GPU {}, which lists {}", ids[q], g, gpu.remote_buffers.size()));
+                    if (type == Chan::memory) tb.memory_buffers.insert(tb.memory_buffers.end(), ids.begin(), ids.end());
+                    if (type == Chan::port) tb.port_buffers.insert(tb.port_buffers.end(), ids.begin(), ids.end());
+                }
+            for (auto [list, name] : {std::pair{&tb.memory_buffers, "memory"}, std::pair{&tb.port_buffers, "port"}})
+                if (list->size() > 16)
+                    rd.add("limit", tpath, &jt,
+                           fmt::format("{} remote buffers reached through {} channels in one thread block; the device plan holds "
+                                       "16 (MAX_CHANNEL, execution_common.hpp:79-87)",
+                                       list->size(), name));
+            std::size_t flat = 0;
+            if (const Value* ops = rd.array(rd.need(jt, "ops", tpath), tpath, "ops"))
+                for (std::size_t k = 0; k < ops->items.size(); ++k) {
+                    Op op;
+                    rd.op(ops->items[k], fmt::format("{}.ops[{}]", tpath, k), op, false);
+                    flat += 1 + op.inner.size();
+                    tb.ops.push_back(std::move(op));
+                }
+            if (flat > 64)
+                rd.add("limit", tpath, &jt,
+                       fmt::format("{} ops (pipelines counted with their inner ops); the executor refuses more than 64 per thread "
+                                   "block (MAX_OPERATION, execution_common.hpp:17; executor.cc:478-482)",
+                                   flat));
+            gpu.tbs.push_back(std::move(tb));
+        }
+    }
+    return res;
+}
+
+}  // namespace collsched::mscclpp
