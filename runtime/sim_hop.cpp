@@ -10,6 +10,7 @@
 #include "support/error.hpp"
 
 #include "compiler/table/partials.hpp"
+#include "compiler/table/step_runs.hpp"
 
 namespace collsched::sim {
 
@@ -187,16 +188,7 @@ bool Simulator::halt(SimViolation v) {
 // this step, then the first violation in the order boundary (bounded queues), capacity, ports,
 // causality/replication, queues=none; then phase 2.
 bool Simulator::run_hop() {
-    const std::size_t N = tr_.size();
-    std::size_t b = 0;
-    while (b < N) {
-        const Step s = tr_[b].step;
-        std::size_t e = b;
-        while (e < N && tr_[e].step == s) ++e;
-        if (!hop_step(b, e, s)) return false;
-        b = e;
-    }
-    return hop_end();
+    return for_each_step_run(tr_, [&](Step s, std::size_t b, std::size_t e) { return hop_step(b, e, s); }) && hop_end();
 }
 
 /// Step s of a `hop` run: the transfers [b, e) of tr_. False when the run halts.

@@ -7,6 +7,7 @@
 
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "compiler/table/step_runs.hpp"
 #include <numeric>
 
 namespace collsched::sim {
@@ -18,12 +19,7 @@ namespace collsched::sim {
 // slot that gains the message (or, for a replicate=no router, a copy) wakes the transfers
 // leaving it. Whatever never fires is the violation.
 bool Simulator::run_wormhole() {
-    const std::size_t N = tr_.size();
-    std::size_t b = 0;
-    while (b < N) {
-        const Step r = tr_[b].step;
-        std::size_t e = b;
-        while (e < N && tr_[e].step == r) ++e;
+    return for_each_step_run(tr_, [&](Step r, std::size_t b, std::size_t e) {
         StepFaults f = check_step(b, e, r);
         if (f.capacity != no_index) return halt(capacity_violation(f.capacity, r));
         if (f.group != never) return halt(group_violation(f.group, b, e, r));
@@ -46,9 +42,8 @@ bool Simulator::run_wormhole() {
                 if (!replicate_) stock_[slot] = 0;
             }
         }
-        b = e;
-    }
-    return true;
+        return true;
+    });
 }
 
 std::size_t Simulator::propagate_round(std::size_t b, std::size_t e, Step r) {

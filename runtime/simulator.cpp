@@ -6,6 +6,7 @@
 #include "runtime/sim_replay.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "compiler/table/step_runs.hpp"
 
 namespace collsched {
 
@@ -27,13 +28,9 @@ SimReport simulate(const SendTable& table, const SimOptions& options) {
         Simulator sim(table, options);
         sim.stream_begin();
         const auto& xs = table.transfers;
-        bool going = true;
-        for (std::size_t b = 0; b < xs.size() && going;) {
-            std::size_t e = b;
-            while (e < xs.size() && xs[e].step == xs[b].step) ++e;
-            going = sim.stream_step(xs[b].step, std::span<const Transfer>(xs.data() + b, e - b));
-            b = e;
-        }
+        const bool going = for_each_step_run(xs, [&](Step s, std::size_t b, std::size_t e) {
+            return sim.stream_step(s, std::span<const Transfer>(xs.data() + b, e - b));
+        });
         if (going) {
             SimReport r = sim.stream_finish();
             if (r.status == SimStatus::completed) return r;

@@ -1,6 +1,7 @@
 #include "compiler/io/export_ranks.hpp"
 
 #include "compiler/table/partials.hpp"
+#include "compiler/table/step_runs.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -32,14 +33,11 @@ public:
           origin_(tr.size(), none) {}
 
     void run() {
-        std::uint64_t b = 0;
-        while (b < tr_.size()) {
-            std::uint64_t e = b;
-            while (e < tr_.size() && tr_[e].step == tr_[b].step) ++e;
+        for_each_step_run(tr_, [&](Step, std::size_t b, std::size_t e) {
             if (wormhole_) round(b, e);
             else step(b, e);
-            b = e;
-        }
+            return true;
+        });
     }
 
     const std::vector<std::uint64_t>& origin() const { return origin_; }

@@ -32,7 +32,7 @@ TEST_CASE("optimize --start: upper bound, hint, and refusals") {
     CHECK(j["attempts"].empty());
 
     // Below the start: the solver, hinted, finds 5 on ring:6; the same answers without the hint.
-    for (const std::string start : {std::string(" --start ") + fixed, std::string()}) {
+    for (const std::string& start : {std::string(" --start ") + fixed, std::string()}) {
         auto s = run("optimize --topology ring:6 --collective alltoall --no-constructions --json" + start);
         REQUIRE(s.code == 0);
         auto k = nlohmann::json::parse(s.out);

@@ -118,7 +118,7 @@ QuotientTrees mutated(QuotientTrees q, const std::function<void(std::vector<Quot
 }  // namespace
 
 TEST_CASE("translates: the check in the quotient gives the direct checker's verdict on the whole table") {
-    for (const std::string spec : {machine("multibox4x8"), machine("rail4x8"), std::string("torus:6x6"), std::string("ring:8"), machine("dgx2")}) {
+    for (const std::string& spec : {machine("multibox4x8"), machine("rail4x8"), std::string("torus:6x6"), std::string("ring:8"), machine("dgx2")}) {
         INFO(spec);
         SynthInstance in = instance(spec, "allgather");
         const auto trees = grow_translates(in, 1, 1, std::chrono::steady_clock::now() + std::chrono::seconds(5));

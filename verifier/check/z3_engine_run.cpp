@@ -1,6 +1,7 @@
 // The Z3 engine's run: the wormhole legality it ranks, the post-arrival departures, the
 // certificate check, one query per property family, and verify_z3() around it all.
 #include "verifier/check/z3_engine_impl.hpp"
+#include "compiler/table/step_runs.hpp"
 
 namespace collsched::z3e {
 
@@ -90,10 +91,7 @@ std::vector<char> Engine::wormhole_legal_composite() const {
         return false;
     };
     std::vector<char> legal(N_, 0);
-    for (U64 a = 0; a < N_;) {
-        const Step r = xs[a].step;
-        U64 e = a;
-        while (e < N_ && xs[e].step == r) ++e;
+    for_each_step_run(xs, [&](Step, U64 a, U64 e) {
         std::set<std::pair<U64, U64>> reached;  // (node, message) reached in the round
         for (bool changed = true; changed;) {
             changed = false;
@@ -111,8 +109,8 @@ std::vector<char> Engine::wormhole_legal_composite() const {
             ms_.for_each_part(xs[x].message, [&](MessageId q) { got[to(x)].insert(idx(q)); });
             got[to(x)].insert(idx(xs[x].message));
         }
-        a = e;
-    }
+        return true;
+    });
     return legal;
 }
 
