@@ -106,16 +106,19 @@ int Formula::or_of(std::span<const int> lits) {
     return v;
 }
 
-std::vector<std::uint32_t> bfs_distances(const Topology& t, Node from) {
+namespace {
+
+/// Hops from `start` along channels (`forward`) or against them, by breadth-first search.
+std::vector<std::uint32_t> bfs(const Topology& t, Node start, bool forward) {
     constexpr std::uint32_t inf = std::numeric_limits<std::uint32_t>::max();
     std::vector<std::uint32_t> d(t.nodes(), inf);
-    std::deque<Node> q{from};
-    d[idx(from)] = 0;
+    std::deque<Node> q{start};
+    d[idx(start)] = 0;
     while (!q.empty()) {
         Node u = q.front();
         q.pop_front();
-        for (ChannelId c : t.out_channels(u)) {
-            Node v = t.channel(c).to;
+        for (ChannelId c : forward ? t.out_channels(u) : t.in_channels(u)) {
+            Node v = forward ? t.channel(c).to : t.channel(c).from;
             if (d[idx(v)] == inf) {
                 d[idx(v)] = d[idx(u)] + 1;
                 q.push_back(v);
@@ -124,6 +127,10 @@ std::vector<std::uint32_t> bfs_distances(const Topology& t, Node from) {
     }
     return d;
 }
+
+}  // namespace
+
+std::vector<std::uint32_t> bfs_distances(const Topology& t, Node from) { return bfs(t, from, true); }
 
 std::vector<ChannelId> crossing_channels(const Topology& t, const std::vector<char>& inside, bool into) {
     std::vector<ChannelId> cs;
@@ -199,24 +206,7 @@ StepCapacity step_capacity(const Topology& t, Ports ports, std::span<const Chann
     return r;
 }
 
-std::vector<std::uint32_t> bfs_distances_to(const Topology& t, Node to) {
-    constexpr std::uint32_t inf = std::numeric_limits<std::uint32_t>::max();
-    std::vector<std::uint32_t> d(t.nodes(), inf);
-    std::deque<Node> q{to};
-    d[idx(to)] = 0;
-    while (!q.empty()) {
-        Node v = q.front();
-        q.pop_front();
-        for (ChannelId c : t.in_channels(v)) {
-            Node u = t.channel(c).from;
-            if (d[idx(u)] == inf) {
-                d[idx(u)] = d[idx(v)] + 1;
-                q.push_back(u);
-            }
-        }
-    }
-    return d;
-}
+std::vector<std::uint32_t> bfs_distances_to(const Topology& t, Node to) { return bfs(t, to, false); }
 
 bool routers_hold(const SynthInstance& in, EncodingKind kind) {
     if (in.model.queues != QueueKind::unbounded) return false;
