@@ -54,17 +54,19 @@ Step combining_distance(const SynthInstance& in) {
     return far;
 }
 
-std::vector<Bound> combining_bounds(const SynthInstance& in) {
+std::vector<Bound> combining_distance_bounds(const SynthInstance& in) {
+    const Step d = combining_distance(in);
+    return {Bound{d, "distance",
+                  fmt::format("every contribution must reach every processor whose goal needs it, one hop per step: the farthest is {} hops",
+                              d),
+                  RouteSpace::any,
+                  {}}};
+}
+
+std::vector<Bound> combining_count_bounds(const SynthInstance& in) {
     const Topology& t = *in.topology;
     const std::uint32_t P = t.processors(), C = in.collective.chunks;
-    const Step d = combining_distance(in);
-    std::vector<Bound> out{Bound{d, "distance",
-                                 fmt::format("every contribution must reach every processor whose goal needs it, one hop per step: the "
-                                             "farthest is {} hops",
-                                             d),
-                                 RouteSpace::any,
-                                 {"hop timing", "a partial received in step t is sent on in step t+1 at the earliest"}}};
-    if (in.rounds || P < 2) return out;  // the counts below are per step of one round
+    std::vector<Bound> out;
     // Transfers per chunk: a goal processor needs an arrival of every chunk it must complete
     // (its buffer starts with its own contribution only), and a source must send every chunk
     // whose contribution some other processor needs. At most K transfers enter (leave) p per
@@ -95,10 +97,8 @@ std::vector<Bound> combining_bounds(const SynthInstance& in) {
                        incoming ? fmt::format("processor {} must receive each of {} chunks at least once, at most {} per step", at, need, k)
                                 : fmt::format("processor {} must send each of {} chunks at least once, at most {} per step", at, need, k),
                        RouteSpace::any,
-                       {"one partial per chunk, channel and step", incoming ? "a buffer starts with its own contribution only"
-                                                                            : "a contribution leaves its source only in a partial"}});
+                       {incoming ? "a buffer starts with its own contribution only" : "a contribution leaves its source only in a partial"}});
     }
-    std::stable_sort(out.begin(), out.end(), [](const Bound& a, const Bound& b) { return a.steps > b.steps; });
     return out;
 }
 

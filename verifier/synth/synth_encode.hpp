@@ -188,8 +188,10 @@ std::string memory_reason(const SynthOptions&, std::string_view during);
 std::uint64_t combining_variables(const SynthInstance&, Step H);
 /// The distance bound: the largest distance from a source to a processor whose goal needs it.
 Step combining_distance(const SynthInstance&);
-/// The lower bounds of combining: distance, and (one round per step) receptions and departures.
-std::vector<Bound> combining_bounds(const SynthInstance&);
+/// The lower bounds of combining (rules of lower_bounds(), which adds what they assume): the
+/// distance, and (one round per step, P >= 2) receptions and departures.
+std::vector<Bound> combining_distance_bounds(const SynthInstance&);
+std::vector<Bound> combining_count_bounds(const SynthInstance&);
 /// What every encoder class reads and fills: the instance, the largest horizon H, the options
 /// and the encoding under construction. The encoders derive from it and add one method per
 /// constraint family.
