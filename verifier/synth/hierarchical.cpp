@@ -325,212 +325,238 @@ SendTable compact_schedule(const SynthInstance& in, std::vector<Transfer> transf
     return std::move(b).finish();
 }
 
-HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const HierarchicalOptions& opt) {
-    if (std::string why = hierarchical_problem(whole); !why.empty()) throw InputError(why);
-    const auto t0 = Clock::now();
-    const Topology& t = *whole.topology;
-    HierarchicalResult res;
-    res.layout = *find_boxes(t);
-    const BoxLayout L = res.layout;
-    const std::uint32_t B = L.per_box, K = L.boxes;
-    // The forward instance: reduce_scatter is composed as its dual allgather, reversed at the end.
-    const bool reversed = whole.collective.kind == CollectiveKind::reduce_scatter;
-    SynthInstance in = whole;
-    if (reversed) in.collective = Collective::parse("allgather", t);
-    const bool gather = in.collective.kind == CollectiveKind::allgather;
-    const Messages ms = in.collective.messages(t.processors());
-    Deadlined limits(opt.deadline, opt.memory);
+namespace {
 
-    // The two phases, each optimized on its sub-machine (the same for every box, every rail).
-    std::string texts[2];
-    check_alike(t, L, texts);
-    std::shared_ptr<const Topology> subs[2];
-    std::vector<std::vector<ChannelId>> maps[2];
-    SendTable phase_table[2];  // copies: res.phases grows
-    for (int scope = 0; scope < 2; ++scope) {
-        HierarchicalPhase ph;
-        ph.name = scope == 0 ? "intra-box" : "inter-box (rails)";
-        ph.copies = scope == 0 ? K : B;
-        subs[scope] = graph_from_text(fmt::format("{}#{}0", t.spec(), scope == 0 ? "box" : "rail"), texts[scope]);
-        const std::vector<std::uint32_t> m0 = members_of(L, scope, 0);
-        ph.machine = fmt::format("{} 0 ({} {}): processors {}, {} channels, {} link groups", scope == 0 ? "box" : "rail",
-                                 subs[scope]->spec(), scope == 0 ? "its own channels" : "the channels between boxes",
-                                 fmt::join(m0, ","), subs[scope]->channels().size(), subs[scope]->groups().size());
-        SynthInstance sub{subs[scope], in.model, Collective::parse(gather ? "allgather" : "alltoall", *subs[scope]), in.routes};
-        OptimizeOptions po = opt.phase;
-        po.progress = nullptr;
-        po.greedy_only = false;
-        po.hierarchical = false;
-        // Each phase gets at most a third of the time left (the compositions need the rest).
-        if (!opt.deadline.none()) po.timeout = std::max(0.01, opt.deadline.left() / 3);
-        po.synth.deadline = opt.deadline.when();
-        po.synth.memory = opt.memory;
-        ph.space = search_space(sub);
-        ph.result = optimize(sub, po);
-        res.phases.push_back(std::move(ph));
-        if (!res.phases.back().result.witness) {
-            res.reason = fmt::format("the {} phase has no schedule ({})", res.phases.back().name, to_string(res.phases.back().result.status));
-            res.seconds = since(t0);
-            return res;
-        }
-        phase_table[scope] = *res.phases.back().result.witness;
-        maps[scope] = channel_maps(t, *subs[scope], L, scope);
+/// A composition: its name and how it lays out its phases, in order.
+struct Candidate {
+    std::string name;
+    std::function<void(Layout&)> lay;
+};
+
+constexpr const char* orders[] = {"all intra-box copies, then all inter-box copies", "all inter-box copies, then all intra-box copies",
+                                  "the two interleaved copy by copy"};
+
+/// hierarchical_synthesize(), one method per stage, called in order by run(): the two phases
+/// (each optimized on one box and one rail), the compositions (allgather's or alltoall's), and
+/// every composition laid out, compacted and verified (on threads), the shortest kept.
+class HierarchicalSynthesis {
+public:
+    HierarchicalSynthesis(const SynthInstance& whole, const HierarchicalOptions& opt)
+        : whole_(whole), opt_(opt), t0_(Clock::now()), t_(*whole.topology), layout_(*find_boxes(t_)), B_(layout_.per_box), K_(layout_.boxes),
+          reversed_(whole.collective.kind == CollectiveKind::reduce_scatter), in_(forward(whole, reversed_)),
+          gather_(in_.collective.kind == CollectiveKind::allgather), ms_(in_.collective.messages(t_.processors())),
+          limits_(opt.deadline, opt.memory) {
+        res_.layout = layout_;
     }
-    const SendTable& box = phase_table[0];
-    const SendTable& rail = phase_table[1];
-    auto P_of = [&](std::uint32_t b, std::uint32_t i) { return b * B + i; };
 
-    // The compositions (docs/synthesis.md, "Hierarchical synthesis"), each as a list of phases laid out in order.
-    struct Candidate {
-        std::string name;
-        std::function<void(Layout&)> lay;
-    };
-    std::vector<Candidate> cands;
-    static constexpr const char* orders[] = {"all intra-box copies, then all inter-box copies",
-                                             "all inter-box copies, then all intra-box copies", "the two interleaved copy by copy"};
-    if (gather) {
+    HierarchicalResult run() {
+        if (!phases()) return done();
+        if (gather_) gather_compositions();
+        else alltoall_compositions();
+        res_.space = cands_.size();
+        compose_all();
+        if (res_.table)
+            res_.source = fmt::format("hierarchical composition ({}{}; phases of {} and {} steps on one box and one rail, copied to {} boxes "
+                                      "and {} rails; compacted and verified whole)",
+                                      res_.best, reversed_ ? ", the allgather reversed" : "", box_.steps(), rail_.steps(), K_, B_);
+        return done();
+    }
+
+private:
+    /// The forward instance: reduce_scatter is composed as its dual allgather, reversed at the end.
+    static SynthInstance forward(const SynthInstance& whole, bool reversed) {
+        SynthInstance in = whole;
+        if (reversed) in.collective = Collective::parse("allgather", *whole.topology);
+        return in;
+    }
+
+    HierarchicalResult done() {
+        res_.seconds = since(t0_);
+        return std::move(res_);
+    }
+
+    std::uint32_t P_of(std::uint32_t b, std::uint32_t i) const { return b * B_ + i; }
+
+    /// The two phases, each optimized on its sub-machine (the same for every box, every rail);
+    /// false (with the reason) when one has no schedule.
+    bool phases() {
+        std::string texts[2];
+        check_alike(t_, layout_, texts);
+        for (int scope = 0; scope < 2; ++scope) {
+            HierarchicalPhase ph;
+            ph.name = scope == 0 ? "intra-box" : "inter-box (rails)";
+            ph.copies = scope == 0 ? K_ : B_;
+            subs_[scope] = graph_from_text(fmt::format("{}#{}0", t_.spec(), scope == 0 ? "box" : "rail"), texts[scope]);
+            const std::vector<std::uint32_t> m0 = members_of(layout_, scope, 0);
+            ph.machine = fmt::format("{} 0 ({} {}): processors {}, {} channels, {} link groups", scope == 0 ? "box" : "rail",
+                                     subs_[scope]->spec(), scope == 0 ? "its own channels" : "the channels between boxes",
+                                     fmt::join(m0, ","), subs_[scope]->channels().size(), subs_[scope]->groups().size());
+            SynthInstance sub{subs_[scope], in_.model, Collective::parse(gather_ ? "allgather" : "alltoall", *subs_[scope]), in_.routes};
+            OptimizeOptions po = opt_.phase;
+            po.progress = nullptr;
+            po.greedy_only = false;
+            po.hierarchical = false;
+            // Each phase gets at most a third of the time left (the compositions need the rest).
+            if (!opt_.deadline.none()) po.timeout = std::max(0.01, opt_.deadline.left() / 3);
+            po.synth.deadline = opt_.deadline.when();
+            po.synth.memory = opt_.memory;
+            ph.space = search_space(sub);
+            ph.result = optimize(sub, po);
+            res_.phases.push_back(std::move(ph));
+            if (!res_.phases.back().result.witness) {
+                res_.reason = fmt::format("the {} phase has no schedule ({})", res_.phases.back().name, to_string(res_.phases.back().result.status));
+                return false;
+            }
+            (scope == 0 ? box_ : rail_) = *res_.phases.back().result.witness;
+            maps_[scope] = channel_maps(t_, *subs_[scope], layout_, scope);
+        }
+        return true;
+    }
+
+    /// The compositions of allgather (docs/synthesis.md, "Hierarchical synthesis"), each as a
+    /// list of phases laid out in order.
+    void gather_compositions() {
         // Chunks of local index < l go inter-box first (rail allgather, then one box allgather per
         // box they came from), the others intra-box first (box allgather, then one rail allgather
         // per box-mate whose chunk they carry).
-        for (std::uint32_t l = 0; l <= B; ++l)
+        for (std::uint32_t l = 0; l <= B_; ++l)
             for (int o = 0; o < 3; ++o) {
-                if ((l == 0 || l == B) && o > 0) continue;
+                if ((l == 0 || l == B_) && o > 0) continue;
                 const std::string split = l == 0   ? std::string("intra-box then inter-box")
-                                          : l == B ? std::string("inter-box then intra-box")
+                                          : l == B_ ? std::string("inter-box then intra-box")
                                                    : fmt::format("chunks of local index < {} inter-box first, the others intra-box first; {}", l,
                                                                  orders[o]);
-                cands.push_back({split, [&, l, o](Layout& lay) {
-                                     lay.add(rail, maps[1], [&](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
+                cands_.push_back({split, [&, l, o](Layout& lay) {
+                                     lay.add(rail_, maps_[1], [&](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
                                          if (j >= l) return std::nullopt;
-                                         return ms.broadcast(P_of(k.src, j));
+                                         return ms_.broadcast(P_of(k.src, j));
                                      });
-                                     lay.add(box, maps[0], [&](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
+                                     lay.add(box_, maps_[0], [&](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
                                          if (k.src < l) return std::nullopt;
-                                         return ms.broadcast(P_of(b, k.src));
+                                         return ms_.broadcast(P_of(b, k.src));
                                      });
                                      auto box_copy = [&](std::uint32_t rr) {
                                          if (rr == 0) return;  // the own box's chunks of index < l: below, with rr = 0 of the rails' loop
-                                         lay.add(box, maps[0], [&, rr](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
+                                         lay.add(box_, maps_[0], [&, rr](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
                                              if (k.src >= l) return std::nullopt;
-                                             return ms.broadcast(P_of((b + rr) % K, k.src));
+                                             return ms_.broadcast(P_of((b + rr) % K_, k.src));
                                          });
                                      };
                                      auto rail_copy = [&](std::uint32_t rr) {
                                          if (rr == 0) return;  // own chunks of index >= l: the first box phase's senders
-                                         lay.add(rail, maps[1], [&, rr](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
-                                             const std::uint32_t i = (j + rr) % B;
+                                         lay.add(rail_, maps_[1], [&, rr](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
+                                             const std::uint32_t i = (j + rr) % B_;
                                              if (i < l) return std::nullopt;
-                                             return ms.broadcast(P_of(k.src, i));
+                                             return ms_.broadcast(P_of(k.src, i));
                                          });
                                      };
                                      // the own box's chunks of index < l and the rails' chunks of index >= l
-                                     lay.add(box, maps[0], [&](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
+                                     lay.add(box_, maps_[0], [&](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
                                          if (k.src >= l) return std::nullopt;
-                                         return ms.broadcast(P_of(b, k.src));
+                                         return ms_.broadcast(P_of(b, k.src));
                                      });
-                                     lay.add(rail, maps[1], [&](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
+                                     lay.add(rail_, maps_[1], [&](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
                                          if (j < l) return std::nullopt;
-                                         return ms.broadcast(P_of(k.src, j));
+                                         return ms_.broadcast(P_of(k.src, j));
                                      });
-                                     copies_in_order(o, K, B, box_copy, rail_copy);
+                                     copies_in_order(o, K_, B_, box_copy, rail_copy);
                                  }});
             }
-    } else {
+    }
+
+    /// The compositions of alltoall.
+    void alltoall_compositions() {
         // Alltoall: messages within a box by the box phase, within a rail by the rail phase; a
         // message m(s, d) between (b, i) and (b', i'), b != b', i != i', goes intra-box first
         // ((b, i) -> (b, i') -> (b', i')) when (i' - i) mod B > l, else inter-box first
         // ((b, i) -> (b', i) -> (b', i')).
         for (int late = 0; late < 2; ++late)
-        for (std::uint32_t l = 0; l < B; ++l)
+        for (std::uint32_t l = 0; l < B_; ++l)
             for (int o = 0; o < 3; ++o) {
-                if ((l == 0 || l == B - 1) && o > 0) continue;
+                if ((l == 0 || l == B_ - 1) && o > 0) continue;
                 std::string split = l == 0       ? std::string("intra-box then inter-box")
-                                    : l == B - 1 ? std::string("inter-box then intra-box")
+                                    : l == B_ - 1 ? std::string("inter-box then intra-box")
                                                  : fmt::format("messages to local index i + 1 .. i + {} inter-box first, the others "
                                                                "intra-box first; {}",
                                                                l, orders[o]);
                 if (late) split += "; messages within a box or a rail laid out last";
-                cands.push_back({split, [&, l, o, late](Layout& lay) {
-                                     auto rail_first = [&](std::uint32_t i, std::uint32_t i2) { return (i2 + B - i) % B <= l; };
+                cands_.push_back({split, [&, l, o, late](Layout& lay) {
+                                     auto rail_first = [&](std::uint32_t i, std::uint32_t i2) { return (i2 + B_ - i) % B_ <= l; };
                                      // messages within a box, within a rail: one hop each, first or last in the layout
                                      auto direct = [&] {
-                                         lay.add(box, maps[0], [&](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
-                                             return ms.personal(P_of(b, k.src), P_of(b, k.dst));
+                                         lay.add(box_, maps_[0], [&](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
+                                             return ms_.personal(P_of(b, k.src), P_of(b, k.dst));
                                          });
-                                         lay.add(rail, maps[1], [&](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
-                                             return ms.personal(P_of(k.src, j), P_of(k.dst, j));
+                                         lay.add(rail_, maps_[1], [&](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
+                                             return ms_.personal(P_of(k.src, j), P_of(k.dst, j));
                                          });
                                      };
                                      if (!late) direct();
                                      // first hops: intra-box (to the destination's local index) and inter-box (to its box)
                                      auto box_first = [&](std::uint32_t rr) {
-                                         lay.add(box, maps[0], [&, rr](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
+                                         lay.add(box_, maps_[0], [&, rr](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
                                              if (rail_first(k.src, k.dst)) return std::nullopt;
-                                             return ms.personal(P_of(b, k.src), P_of((b + rr) % K, k.dst));
+                                             return ms_.personal(P_of(b, k.src), P_of((b + rr) % K_, k.dst));
                                          });
                                      };
                                      auto rail_first_hop = [&](std::uint32_t rr) {
-                                         lay.add(rail, maps[1], [&, rr](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
-                                             const std::uint32_t i2 = (j + rr) % B;
+                                         lay.add(rail_, maps_[1], [&, rr](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
+                                             const std::uint32_t i2 = (j + rr) % B_;
                                              if (!rail_first(j, i2)) return std::nullopt;
-                                             return ms.personal(P_of(k.src, j), P_of(k.dst, i2));
+                                             return ms_.personal(P_of(k.src, j), P_of(k.dst, i2));
                                          });
                                      };
                                      // second hops: inter-box for the intra-box first, intra-box for the others
                                      auto rail_second = [&](std::uint32_t rr) {
-                                         lay.add(rail, maps[1], [&, rr](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
-                                             const std::uint32_t i = (j + rr) % B;
+                                         lay.add(rail_, maps_[1], [&, rr](std::uint32_t j, const MessageKey& k) -> std::optional<MessageId> {
+                                             const std::uint32_t i = (j + rr) % B_;
                                              if (rail_first(i, j)) return std::nullopt;
-                                             return ms.personal(P_of(k.src, i), P_of(k.dst, j));
+                                             return ms_.personal(P_of(k.src, i), P_of(k.dst, j));
                                          });
                                      };
                                      auto box_second = [&](std::uint32_t rr) {
-                                         lay.add(box, maps[0], [&, rr](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
+                                         lay.add(box_, maps_[0], [&, rr](std::uint32_t b, const MessageKey& k) -> std::optional<MessageId> {
                                              if (!rail_first(k.src, k.dst)) return std::nullopt;
-                                             return ms.personal(P_of((b + rr) % K, k.src), P_of(b, k.dst));
+                                             return ms_.personal(P_of((b + rr) % K_, k.src), P_of(b, k.dst));
                                          });
                                      };
                                      // first hops in the composition's order; second hops intra-box first
                                      // messages' before the others' (o = 0), after them (o = 1), or interleaved
-                                     copies_in_order(o, K, B, box_first, rail_first_hop);
-                                     copies_in_order(o == 2 ? 2 : 1 - o, K, B, box_second, rail_second, true);
+                                     copies_in_order(o, K_, B_, box_first, rail_first_hop);
+                                     copies_in_order(o == 2 ? 2 : 1 - o, K_, B_, box_second, rail_second, true);
                                      if (late) direct();
                                  }});
             }
     }
-    res.space = cands.size();
 
-    // Every composition on its own (laid out, compacted, verified), on `jobs` threads; the results
-    // are taken in the order of the compositions, so the answer does not depend on the threads.
+    /// One composition laid out, compacted and verified; a limit that stops it is its `stop`.
     struct Outcome {
         bool done = false;
         Composition comp;
         std::optional<SendTable> table;
         double verify_seconds = 0;
-        std::string stop;  // a limit stopped it
+        std::string stop;
     };
-    std::vector<Outcome> outcomes(cands.size());
-    auto run_one = [&](std::size_t i) {
-        Outcome& o = outcomes[i];
-        const Candidate& c = cands[i];
+
+    void compose(const Candidate& c, Outcome& o) {
         try {
-            limits.check("hierarchical compositions");
+            limits_.check("hierarchical compositions");
             Layout lay;
             c.lay(lay);
             o.comp = {c.name, lay.offset, 0};
             // Compaction holds about 120 bytes per transfer (its two hash maps and the moved copy).
-            if (const std::uint64_t need = 120 * std::uint64_t{lay.transfers.size()}; !opt.memory.fits(need))
+            if (const std::uint64_t need = 120 * std::uint64_t{lay.transfers.size()}; !opt_.memory.fits(need))
                 throw std::runtime_error(fmt::format("memory limit: compacting {} transfers would need about {}, {} of the limit {} is left",
-                                                     lay.transfers.size(), format_bytes(need), format_bytes(opt.memory.left()),
-                                                     format_bytes(opt.memory.limit())));
-            SendTable table = compact_schedule(in, std::move(lay.transfers), 4, opt.deadline, opt.memory);
-            if (reversed) table = reduce_scatter_from_allgather(table);
-            limits.check("hierarchical compositions");
+                                                     lay.transfers.size(), format_bytes(need), format_bytes(opt_.memory.left()),
+                                                     format_bytes(opt_.memory.limit())));
+            SendTable table = compact_schedule(in_, std::move(lay.transfers), 4, opt_.deadline, opt_.memory);
+            if (reversed_) table = reduce_scatter_from_allgather(table);
+            limits_.check("hierarchical compositions");
             const auto v0 = Clock::now();
             VerifyReport rep = verify_direct(table);
             o.verify_seconds = since(v0);
             COLLSCHED_ASSERT_MSG(rep.holds(), fmt::format("the hierarchical composition '{}' for {} on {} does not verify: {}", c.name,
-                                                          whole.collective.to_string(), t.spec(),
+                                                          whole_.collective.to_string(), t_.spec(),
                                                           rep.violations.empty() ? std::string(rep.verdict()) : rep.violations.front().detail));
             o.comp.steps = table.steps();
             o.table = std::move(table);
@@ -538,27 +564,51 @@ HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const Hie
         } catch (const std::runtime_error& e) {
             o.stop = e.what();
         }
-    };
-    run_indexed(cands.size(), opt.phase.jobs, [&](std::size_t i) {
-        run_one(i);
-        return outcomes[i].stop.empty();
-    });
-    for (Outcome& o : outcomes) {
-        if (!o.stop.empty() && res.reason.empty()) res.reason = o.stop;
-        if (!o.done) continue;
-        res.verify_seconds += o.verify_seconds;
-        res.compositions.push_back(o.comp);
-        if (!res.table || o.table->steps() < res.table->steps()) {
-            res.table = std::move(o.table);
-            res.best = o.comp.name;
+    }
+
+    /// Every composition on its own, on `jobs` threads; the results are taken in the order of
+    /// the compositions, so the answer does not depend on the threads.
+    void compose_all() {
+        std::vector<Outcome> outcomes(cands_.size());
+        run_indexed(cands_.size(), opt_.phase.jobs, [&](std::size_t i) {
+            compose(cands_[i], outcomes[i]);
+            return outcomes[i].stop.empty();
+        });
+        for (Outcome& o : outcomes) {
+            if (!o.stop.empty() && res_.reason.empty()) res_.reason = o.stop;
+            if (!o.done) continue;
+            res_.verify_seconds += o.verify_seconds;
+            res_.compositions.push_back(o.comp);
+            if (!res_.table || o.table->steps() < res_.table->steps()) {
+                res_.table = std::move(o.table);
+                res_.best = o.comp.name;
+            }
         }
     }
-    if (res.table)
-        res.source = fmt::format("hierarchical composition ({}{}; phases of {} and {} steps on one box and one rail, copied to {} boxes and "
-                                 "{} rails; compacted and verified whole)",
-                                 res.best, reversed ? ", the allgather reversed" : "", box.steps(), rail.steps(), K, B);
-    res.seconds = since(t0);
-    return res;
+
+    const SynthInstance& whole_;
+    const HierarchicalOptions& opt_;
+    const Clock::time_point t0_;
+    const Topology& t_;
+    const BoxLayout layout_;
+    const std::uint32_t B_, K_;  ///< processors per box, boxes
+    const bool reversed_;        ///< reduce_scatter, composed as its dual allgather
+    const SynthInstance in_;     ///< the forward instance
+    const bool gather_;
+    const Messages ms_;
+    Deadlined limits_;
+    HierarchicalResult res_;
+    std::shared_ptr<const Topology> subs_[2];
+    std::vector<std::vector<ChannelId>> maps_[2];
+    SendTable box_, rail_;  ///< the phases' schedules (copies: res_.phases grows)
+    std::vector<Candidate> cands_;
+};
+
+}  // namespace
+
+HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const HierarchicalOptions& opt) {
+    if (std::string why = hierarchical_problem(whole); !why.empty()) throw InputError(why);
+    return HierarchicalSynthesis(whole, opt).run();
 }
 
 }  // namespace collsched
