@@ -48,6 +48,136 @@ std::string machine(const Topology& t) {
     return "graph:" + std::filesystem::path(s.substr(6)).lexically_normal().string();
 }
 
+/// One run of `compare`, one method per stage, called in order by run(): the inputs (loaded and
+/// verified), the baseline, the comparison, the plot, the report.
+class CompareRun {
+public:
+    CompareRun(const CompareArgs& args, Context& ctx) : args_(args), ctx_(ctx) {}
+
+    void run() {
+        load();
+        if (!all_hold()) return;
+        const std::size_t base = baseline();
+        const TimeKind kind = args_.time == "sync" ? TimeKind::synchronous : TimeKind::asynchronous;
+        const Comparison cmp = compare(cs_, args_.sizes, args_.link, kind, base);
+        const std::string kind_name = kind == TimeKind::asynchronous ? "asynchronous" : "synchronous";
+        if (!args_.svg.empty()) plot(cmp, kind_name);
+        ctx_.print(args_.json ? json_report(cmp, kind, kind_name, base) : text_report(cmp, kind_name, base));
+        ctx_.exit_code = 0;
+    }
+
+private:
+    void load() {
+        std::map<std::string, int> seen;
+        for (const std::string& in : args_.inputs) {
+            tables_.push_back(load_input(in, args_.defines, false, false, args_.msccl));
+            std::string name = stem(in);
+            if (int k = seen[name]++; k > 0) name += fmt::format("#{}", k + 1);
+            cs_.push_back({name, in, nullptr});
+        }
+        for (std::size_t i = 0; i < cs_.size(); ++i) cs_[i].table = &tables_[i];
+    }
+
+    /// A schedule that breaks its model has no meaningful time: exit 1 naming them.
+    bool all_hold() {
+        std::string broken;
+        for (const Contender& c : cs_) {
+            VerifyReport r = verify_direct(*c.table, VerifyOptions{});
+            if (r.verdict() != "holds") broken += fmt::format("{}{}: {}", broken.empty() ? "" : "; ", c.file, r.verdict());
+        }
+        if (broken.empty()) return true;
+        std::fprintf(stderr, "collsched: error: only tables that hold are compared: %s (collsched verify says why)\n", broken.c_str());
+        ctx_.exit_code = 1;
+        return false;
+    }
+
+    std::size_t baseline() const {
+        if (args_.baseline.empty()) return 0;
+        auto it = std::find_if(cs_.begin(), cs_.end(), [&](const Contender& c) { return c.name == args_.baseline; });
+        if (it == cs_.end()) {
+            std::string names;
+            for (const Contender& c : cs_) names += (names.empty() ? "" : ", ") + c.name;
+            throw InputError(fmt::format("--baseline {}: no input of that name (names: {})", args_.baseline, names));
+        }
+        return static_cast<std::size_t>(it - cs_.begin());
+    }
+
+    void plot(const Comparison& cmp, const std::string& kind_name) const {
+        const SendTable& first = tables_.front();
+        const std::string title =
+            fmt::format("{} on {}: {}", first.collective.to_string(), std::filesystem::path(machine(*first.topology)).filename().string(),
+                        args_.plot == "algbw" ? "algorithm bandwidth, " + kind_name : kind_name + " time");
+        const std::string svg = comparison_svg(cs_, cmp, args_.plot == "algbw" ? PlotKind::algbw : PlotKind::time, title);
+        write_output(args_.svg, [&](const Flush& flush, fmt::memory_buffer& buf) {
+            buf.append(svg.data(), svg.data() + svg.size());
+            flush(buf);
+        });
+    }
+
+    std::string json_report(const Comparison& cmp, TimeKind kind, const std::string& kind_name, std::size_t baseline) const {
+        const SendTable& first = tables_.front();
+        nlohmann::ordered_json j;
+        j["collective"] = first.collective.to_string();
+        j["topology"] = first.topology->spec();
+        j["time"] = kind_name;
+        j["link_speeds"] = args_.link ? "--link" : first.topology->has_speeds() ? "graph file" : "defaults";
+        j["baseline"] = cs_[baseline].name;
+        auto& sj = j["schedules"] = nlohmann::ordered_json::array();
+        for (std::size_t c = 0; c < cs_.size(); ++c) {
+            const BandwidthCost bc = bandwidth_cost(*cs_[c].table, cs_[c].table->steps());
+            nlohmann::ordered_json x{{"name", cs_[c].name}, {"file", cs_[c].file}, {"topology", cs_[c].table->topology->spec()},
+                                     {"steps", bc.steps}, {"rounds", bc.rounds}, {"chunks", bc.chunks}};
+            x[kind == TimeKind::asynchronous ? "asynchronous_s" : "synchronous_s"] = cmp.seconds[c];
+            x[kind == TimeKind::asynchronous ? "synchronous_s" : "asynchronous_s"] = cmp.other[c];
+            sj.push_back(std::move(x));
+        }
+        j["sizes"] = cmp.sizes;
+        auto& wj = j["winners"] = nlohmann::ordered_json::array();
+        for (std::size_t i = 0; i < cmp.sizes.size(); ++i)
+            wj.push_back({{"size", cmp.sizes[i]},
+                          {"winner", cs_[cmp.winner[i]].name},
+                          {"seconds", cmp.seconds[cmp.winner[i]][i]},
+                          {"speedup_over_baseline", cmp.seconds[baseline][i] / cmp.seconds[cmp.winner[i]][i]}});
+        auto& xj = j["crossovers"] = nlohmann::ordered_json::array();
+        for (const Crossover& x : cmp.crossovers) xj.push_back({{"size", x.size}, {"below", cs_[x.from].name}, {"above", cs_[x.to].name}});
+        if (!args_.svg.empty()) j["svg"] = args_.svg;
+        return j.dump() + "\n";
+    }
+
+    std::string text_report(const Comparison& cmp, const std::string& kind_name, std::size_t baseline) const {
+        const SendTable& first = tables_.front();
+        std::string out = fmt::format("compare {} on {}, {} time (docs/time.md)\n", first.collective.to_string(), machine(*first.topology), kind_name);
+        out += speeds_text(*first.topology, args_.link) + "\n";
+        for (std::size_t c = 0; c < cs_.size(); ++c) {
+            const BandwidthCost bc = bandwidth_cost(*cs_[c].table, cs_[c].table->steps());
+            out += fmt::format("  {:<2} {}: {} ({}, {}, {}{}){}\n", c + 1, cs_[c].name, cs_[c].file, support::count_of(bc.steps, "step"),
+                               support::count_of(bc.rounds, "round"), support::count_of(bc.chunks, "chunk"),
+                               machine(*cs_[c].table->topology) == machine(*first.topology) ? "" : ", on " + cs_[c].table->topology->spec(),
+                               c == baseline ? " [baseline]" : "");
+        }
+        out += fmt::format("  {:<10}", "size");
+        for (std::size_t c = 0; c < cs_.size(); ++c) out += fmt::format("  {:>10}", fmt::format("({})", c + 1));
+        out += fmt::format("  {:<20}  {}\n", "winner", fmt::format("speed-up over ({})", baseline + 1));
+        for (std::size_t i = 0; i < cmp.sizes.size(); ++i) {
+            out += fmt::format("  {:<10}", support::format_bytes(cmp.sizes[i]));
+            for (std::size_t c = 0; c < cs_.size(); ++c) out += fmt::format("  {:>10}", support::format_seconds(cmp.seconds[c][i]));
+            const std::size_t w = cmp.winner[i];
+            out += fmt::format("  {:<20}  {:.2f}x\n", fmt::format("({}) {}", w + 1, cs_[w].name), cmp.seconds[baseline][i] / cmp.seconds[w][i]);
+        }
+        if (cmp.crossovers.empty()) out += "crossovers: none (one schedule wins at every size)\n";
+        for (const Crossover& x : cmp.crossovers)
+            out += fmt::format("crossover at {}: ({}) {} is faster below, ({}) {} above\n", support::format_bytes(x.size), x.from + 1,
+                               cs_[x.from].name, x.to + 1, cs_[x.to].name);
+        if (!args_.svg.empty()) out += fmt::format("plot: {}\n", args_.svg);
+        return out;
+    }
+
+    const CompareArgs& args_;
+    Context& ctx_;
+    std::vector<SendTable> tables_;  ///< the inputs, in order (the contenders point into it)
+    std::vector<Contender> cs_;
+};
+
 }  // namespace
 
 void add_compare_command(CLI::App& app, Context& ctx) {
@@ -79,106 +209,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         ->check(CLI::IsMember({"time", "algbw"}));
     cmd->add_flag("--json", args->json,
                   "Print one JSON object: schedules, sizes, times (both kinds) per schedule, winners, crossovers, speed-ups");
-    cmd->callback([&ctx, args] {
-        std::vector<SendTable> tables;
-        std::vector<Contender> cs;
-        std::map<std::string, int> seen;
-        for (const std::string& in : args->inputs) {
-            tables.push_back(load_input(in, args->defines, false, false, args->msccl));
-            std::string name = stem(in);
-            if (int k = seen[name]++; k > 0) name += fmt::format("#{}", k + 1);
-            cs.push_back({name, in, nullptr});
-        }
-        for (std::size_t i = 0; i < cs.size(); ++i) cs[i].table = &tables[i];
-        // a schedule that breaks its model has no meaningful time
-        std::string broken;
-        for (const Contender& c : cs) {
-            VerifyReport r = verify_direct(*c.table, VerifyOptions{});
-            if (r.verdict() != "holds") broken += fmt::format("{}{}: {}", broken.empty() ? "" : "; ", c.file, r.verdict());
-        }
-        if (!broken.empty()) {
-            std::fprintf(stderr, "collsched: error: only tables that hold are compared: %s (collsched verify says why)\n", broken.c_str());
-            ctx.exit_code = 1;
-            return;
-        }
-        std::size_t baseline = 0;
-        if (!args->baseline.empty()) {
-            auto it = std::find_if(cs.begin(), cs.end(), [&](const Contender& c) { return c.name == args->baseline; });
-            if (it == cs.end()) {
-                std::string names;
-                for (const Contender& c : cs) names += (names.empty() ? "" : ", ") + c.name;
-                throw InputError(fmt::format("--baseline {}: no input of that name (names: {})", args->baseline, names));
-            }
-            baseline = static_cast<std::size_t>(it - cs.begin());
-        }
-        const TimeKind kind = args->time == "sync" ? TimeKind::synchronous : TimeKind::asynchronous;
-        const Comparison cmp = compare(cs, args->sizes, args->link, kind, baseline);
-        const SendTable& first = tables.front();
-        const std::string kind_name = kind == TimeKind::asynchronous ? "asynchronous" : "synchronous";
-        const std::string title = fmt::format("{} on {}: {}", first.collective.to_string(), std::filesystem::path(machine(*first.topology)).filename().string(),
-                                              args->plot == "algbw" ? "algorithm bandwidth, " + kind_name : kind_name + " time");
-        if (!args->svg.empty()) {
-            const std::string svg = comparison_svg(cs, cmp, args->plot == "algbw" ? PlotKind::algbw : PlotKind::time, title);
-            write_output(args->svg, [&](const Flush& flush, fmt::memory_buffer& buf) {
-                buf.append(svg.data(), svg.data() + svg.size());
-                flush(buf);
-            });
-        }
-        std::string out;
-        if (args->json) {
-            nlohmann::ordered_json j;
-            j["collective"] = first.collective.to_string();
-            j["topology"] = first.topology->spec();
-            j["time"] = kind_name;
-            j["link_speeds"] = args->link ? "--link" : first.topology->has_speeds() ? "graph file" : "defaults";
-            j["baseline"] = cs[baseline].name;
-            auto& sj = j["schedules"] = nlohmann::ordered_json::array();
-            for (std::size_t c = 0; c < cs.size(); ++c) {
-                const BandwidthCost bc = bandwidth_cost(*cs[c].table, cs[c].table->steps());
-                nlohmann::ordered_json x{{"name", cs[c].name}, {"file", cs[c].file}, {"topology", cs[c].table->topology->spec()},
-                                         {"steps", bc.steps}, {"rounds", bc.rounds}, {"chunks", bc.chunks}};
-                x[kind == TimeKind::asynchronous ? "asynchronous_s" : "synchronous_s"] = cmp.seconds[c];
-                x[kind == TimeKind::asynchronous ? "synchronous_s" : "asynchronous_s"] = cmp.other[c];
-                sj.push_back(std::move(x));
-            }
-            j["sizes"] = cmp.sizes;
-            auto& wj = j["winners"] = nlohmann::ordered_json::array();
-            for (std::size_t i = 0; i < cmp.sizes.size(); ++i)
-                wj.push_back({{"size", cmp.sizes[i]},
-                              {"winner", cs[cmp.winner[i]].name},
-                              {"seconds", cmp.seconds[cmp.winner[i]][i]},
-                              {"speedup_over_baseline", cmp.seconds[baseline][i] / cmp.seconds[cmp.winner[i]][i]}});
-            auto& xj = j["crossovers"] = nlohmann::ordered_json::array();
-            for (const Crossover& x : cmp.crossovers) xj.push_back({{"size", x.size}, {"below", cs[x.from].name}, {"above", cs[x.to].name}});
-            if (!args->svg.empty()) j["svg"] = args->svg;
-            out = j.dump() + "\n";
-        } else {
-            out = fmt::format("compare {} on {}, {} time (docs/time.md)\n", first.collective.to_string(), machine(*first.topology), kind_name);
-            out += speeds_text(*first.topology, args->link) + "\n";
-            for (std::size_t c = 0; c < cs.size(); ++c) {
-                const BandwidthCost bc = bandwidth_cost(*cs[c].table, cs[c].table->steps());
-                out += fmt::format("  {:<2} {}: {} ({}, {}, {}{}){}\n", c + 1, cs[c].name, cs[c].file, support::count_of(bc.steps, "step"),
-                                   support::count_of(bc.rounds, "round"), support::count_of(bc.chunks, "chunk"), machine(*cs[c].table->topology) == machine(*first.topology) ? "" : ", on " + cs[c].table->topology->spec(),
-                                   c == baseline ? " [baseline]" : "");
-            }
-            out += fmt::format("  {:<10}", "size");
-            for (std::size_t c = 0; c < cs.size(); ++c) out += fmt::format("  {:>10}", fmt::format("({})", c + 1));
-            out += fmt::format("  {:<20}  {}\n", "winner", fmt::format("speed-up over ({})", baseline + 1));
-            for (std::size_t i = 0; i < cmp.sizes.size(); ++i) {
-                out += fmt::format("  {:<10}", support::format_bytes(cmp.sizes[i]));
-                for (std::size_t c = 0; c < cs.size(); ++c) out += fmt::format("  {:>10}", support::format_seconds(cmp.seconds[c][i]));
-                const std::size_t w = cmp.winner[i];
-                out += fmt::format("  {:<20}  {:.2f}x\n", fmt::format("({}) {}", w + 1, cs[w].name), cmp.seconds[baseline][i] / cmp.seconds[w][i]);
-            }
-            if (cmp.crossovers.empty()) out += "crossovers: none (one schedule wins at every size)\n";
-            for (const Crossover& x : cmp.crossovers)
-                out += fmt::format("crossover at {}: ({}) {} is faster below, ({}) {} above\n", support::format_bytes(x.size), x.from + 1,
-                                   cs[x.from].name, x.to + 1, cs[x.to].name);
-            if (!args->svg.empty()) out += fmt::format("plot: {}\n", args->svg);
-        }
-        ctx.print(out);
-        ctx.exit_code = 0;
-    });
+    cmd->callback([&ctx, args] { CompareRun(*args, ctx).run(); });
 }
 
 }  // namespace collsched::tools

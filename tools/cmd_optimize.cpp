@@ -31,9 +31,7 @@ namespace collsched::tools {
 namespace {
 
 struct OptimizeArgs {
-    std::string topology;
-    std::string collective;
-    std::string model;
+    InstanceArgs instance;
     SolverArgs solver;
     bool json = false;
     std::vector<std::string> outputs;
@@ -91,14 +89,7 @@ void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& arg
     OptimizeOptions opt = args.solver.options();
     Progress progress;
     opt.progress = progress.callback();
-    ReductionOptimum r;
-    try {
-        r = optimize_reduction(in, opt);
-    } catch (const std::logic_error& e) {
-        progress.finish();
-        throw InputError(fmt::format("internal error (a bug, please report it): {}", e.what()));
-    }
-    progress.finish();
+    const ReductionOptimum r = progress.run([&] { return optimize_reduction(in, opt); });
     for (const std::string& path : args.outputs) {
         if (!r.witness) break;
         write_witness(path, *r.witness,
@@ -170,6 +161,157 @@ bool start_schedule(const SynthInstance& in, const std::string& path, bool json,
     return true;
 }
 
+/// One run of `optimize`, one method per stage, called in order by run(): the instance (a
+/// reduction by duality hands over to optimize_reduction_command), the options and their
+/// checks, the start schedule, the search, the witnesses, the bandwidth end, the report.
+class OptimizeRun {
+public:
+    OptimizeRun(const OptimizeArgs& args, Context& ctx) : args_(args), ctx_(ctx), in_(args.instance.instance(args.solver.route_space(), false)) {}
+
+    void run() {
+        if (!collective()) return;
+        options();
+        if (!args_.start.empty() && !start_schedule(in_, args_.start, args_.json, opt_, ctx_)) return;
+        solve();
+        for (const std::string& path : args_.outputs) {
+            if (!r_.witness) break;
+            write_witness(path, *r_.witness, witness_comment(in_, r_));
+        }
+        if (in_.collective.chunks == 1 && !in_.rounds) bandwidth_end();
+        report();
+        ctx_.exit_code = exit_code(r_);
+    }
+
+private:
+    /// Chunks, rounds and the method; false when a reduction went by duality (reported there).
+    bool collective() {
+        const Topology& topo = *in_.topology;
+        const CollectiveKind k = in_.collective.kind;
+        if (k != CollectiveKind::allgather) in_.collective.check_goal_count(topo);  // allgather: below, the quotient
+        const bool reduction = in_.collective.row().has_partials();
+        if (args_.method != "auto" && !reduction)
+            throw InputError(fmt::format("--method {} applies to reduce:R, reduce_scatter, allreduce and scan", args_.method));
+        if (reduction) {
+            // reduce_scatter and allreduce: C = P chunks unless --chunks says otherwise (chunk p reduced to processor p,
+            // SCCL's ReduceScatter); reduce and scan: one chunk
+            const bool per_processor = k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce;
+            in_.collective.set_chunks(args_.chunks > 0 ? args_.chunks : per_processor ? topo.processors() : 1, topo);
+            if (!args_.greedy && !args_.hierarchical && reduction_method(in_, args_.method) == "duality") {
+                if (!args_.start.empty()) throw InputError("--start is not supported by the duality method; use --method direct");
+                if (args_.rounds > 0) throw InputError("--rounds is not supported by the duality method; use --method direct");
+                optimize_reduction_command(in_, args_, ctx_);
+                return false;
+            }
+        } else {
+            in_.collective.set_chunks(args_.chunks > 0 ? args_.chunks : 1, topo, false);  // the size: below
+        }
+        if (args_.rounds > 0) in_.rounds = args_.rounds;
+        if (in_.rounds && args_.solver.incremental)
+            throw InputError("--incremental is not supported with --rounds (every S is its own encoding)");
+        encoding_for(in_);  // unsupported models are bad input, before any work
+        if (in_.collective.goal_count(topo.processors()) > max_goal_pairs) {
+            // Beyond the collective's limit only the quotient of a translation group is taken
+            // (docs/synthesis.md, "A check in the quotient"): no table, so nothing to write.
+            require_quotient(in_);
+            if (!args_.outputs.empty() || args_.hierarchical || !args_.start.empty())
+                throw InputError(fmt::format("{} on {} has {} goal pairs: optimize checks it in the quotient of a translation group and "
+                                             "builds no table, so -o, --hierarchical and --start are not taken",
+                                             in_.collective.to_string(), topo.spec(), in_.collective.goal_count(topo.processors())));
+        }
+        return true;
+    }
+
+    void options() {
+        opt_ = args_.solver.options();
+        opt_.greedy_only = args_.greedy;
+        opt_.hierarchical = args_.hierarchical;
+        opt_.jobs = args_.jobs;
+        if (args_.greedy && args_.hierarchical)
+            throw InputError("--greedy and --hierarchical exclude each other (--hierarchical runs the greedy too)");
+        if (args_.hierarchical) {
+            if (std::string why = hierarchical_problem(in_); !why.empty()) throw InputError(why);
+            opt_.max_goals = 0;
+        }
+        // The greedy alone holds no per-pair encoding: the size is bounded by the collective's own
+        // limit of goal pairs and by --memory (estimated before it runs).
+        if (args_.greedy) opt_.max_goals = 0;
+        opt_.seed = args_.seed;
+        if (args_.greedy)
+            if (std::string why = greedy_problem(in_); !why.empty()) throw InputError(why);
+    }
+
+    void solve() {
+        Progress progress;
+        opt_.progress = progress.callback();
+        r_ = progress.run([&] { return optimize(in_, opt_); });
+    }
+
+    /// The other end (issue 27): the least rounds per chunk, proved by its cut, and whether a
+    /// tree packing meets it. Only for the unchunked question (a chunked one has its own bound).
+    void bandwidth_end() {
+        const SynthInstance& whole = in_;
+        auto b = flow_bandwidth_bound(whole);
+        if (!b) return;
+        bw_["rounds_per_chunk"] = b->rounds_per_chunk.text();
+        bw_["detail"] = b->detail;
+        bw_["crossing"] = b->certificate->crossing;
+        bw_text_ = fmt::format("bandwidth: R/C >= {} over any steps and chunks ({})\n", b->rounds_per_chunk.text(), b->detail);
+        if (!packing_problem(whole).empty()) return;
+        const std::uint32_t P = whole.topology->processors();
+        PackingOptions po;
+        po.target = b->rounds_per_chunk;
+        po.outside = whole.collective.kind == CollectiveKind::allgather ? cut_outside(*b, P) : 1;
+        po.chunks = chunks_for(b->rounds_per_chunk, 256, po.outside, P);
+        po.seconds = opt_.timeout > 0 ? std::min(10.0, opt_.timeout / 4) : 10.0;
+        if (po.outside >= 2)
+            bw_text_ += fmt::format("  not attained at any C: the cut leaves {} processors outside (R >= {} C + {}/{}, the drain rule)\n",
+                                    po.outside, b->rounds_per_chunk.text(), po.outside - 1, po.outside);
+        auto p = pack_trees(whole, po);
+        if (!p) return;
+        const bool optimal = p->rounds_per_chunk() == b->rounds_per_chunk;
+        const bool optimal_c = p->rounds == p->least_rounds;
+        bw_["packed"] = {{"steps", p->steps},
+                         {"rounds", p->rounds},
+                         {"chunks", p->chunks},
+                         {"rounds_per_chunk", p->rounds_per_chunk().text()},
+                         {"depth", p->depth},
+                         {"bandwidth_optimal", optimal},
+                         {"least_rounds_for_chunks", p->least_rounds},
+                         {"optimal_for_chunks", optimal_c},
+                         {"method", p->method}};
+        bw_text_ += fmt::format("bandwidth end: a verified tree packing of {} steps, {} rounds, {} chunks has R/C = {}{} "
+                                "(`collsched bandwidth -o` writes it)\n",
+                                p->steps, p->rounds, p->chunks, p->rounds_per_chunk().text(),
+                                optimal     ? std::string(": proved bandwidth-optimal by the cut above")
+                                : optimal_c ? fmt::format(", above the bound; proved optimal for {} chunks (R >= {} by the cut)", p->chunks,
+                                                          p->least_rounds)
+                                            : ", above the bound");
+    }
+
+    void report() {
+        if (args_.json) {
+            nlohmann::ordered_json j = result_json(in_, r_, args_.solver);
+            j["bandwidth"] = bw_;
+            if (r_.hierarchical) j["hierarchical"] = hierarchical_json(*r_.hierarchical);
+            j["witness"] = args_.outputs.empty() || !r_.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(args_.outputs);
+            ctx_.print(j.dump() + "\n");
+        } else {
+            std::string out = text_report(in_, r_, args_.solver) + bw_text_;
+            if (!args_.outputs.empty())
+                out += r_.witness ? fmt::format("witness: {}\n", fmt::join(args_.outputs, ", ")) : "witness: none found, nothing written\n";
+            ctx_.print(out);
+        }
+    }
+
+    const OptimizeArgs& args_;
+    Context& ctx_;
+    SynthInstance in_;
+    OptimizeOptions opt_;
+    OptimizeResult r_;
+    nlohmann::ordered_json bw_;  ///< the bandwidth end, for --json
+    std::string bw_text_;        ///< and in text
+};
+
 }  // namespace
 
 void add_optimize_command(CLI::App& app, Context& ctx) {
@@ -180,10 +322,8 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
         "a known schedule, then SAT/UNSAT per horizon T downward. Every schedule found is re-verified by the direct "
         "checker.\nExit code: 0 optimum proved, 3 time limit (best bounds printed), 1 no schedule exists, 2 bad input or "
         "unsupported model.");
-    cmd->add_option("--topology", args->topology, "Topology spec, e.g. ebft:8, cbft:16, torus:3x5, ideal:16:w=n")->required();
-    cmd->add_option("--collective", args->collective, synthesizable_collectives() + " (see --method; docs/synthesis.md)")
-        ->required();
-    cmd->add_option("--model", args->model, "key=value pairs on top of the family's default, e.g. queues=none,ports=half");
+    args->instance.add_to(*cmd, "ebft:8, cbft:16, torus:3x5, ideal:16:w=n", synthesizable_collectives() + " (see --method; docs/synthesis.md)",
+                          "queues=none,ports=half");
     cmd->add_option("--chunks", args->chunks, "Split every datum into C chunks (messages b(s,c), m(s,d,c)); default 1")
         ->check(CLI::Range(1u, max_chunks));
     cmd->add_option("--rounds", args->rounds,
@@ -215,129 +355,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
                     "Write the best schedule found: FILE.sched as a schedule (DSL), anything else as a JSON table; repeatable");
-    cmd->callback([&ctx, args] {
-        auto topo = Topology::parse(args->topology);
-        SynthInstance in{topo, apply_model_options(topo->default_model(), args->model), Collective::parse(args->collective, *topo, false),
-                         args->solver.route_space()};
-        const CollectiveKind k = in.collective.kind;
-        if (k != CollectiveKind::allgather) in.collective.check_goal_count(*topo);  // allgather: below, the quotient
-        const bool reduction = in.collective.row().has_partials();
-        if (args->method != "auto" && !reduction)
-            throw InputError(fmt::format("--method {} applies to reduce:R, reduce_scatter, allreduce and scan", args->method));
-        if (reduction) {
-            // reduce_scatter and allreduce: C = P chunks unless --chunks says otherwise (chunk p reduced to processor p,
-            // SCCL's ReduceScatter); reduce and scan: one chunk
-            const bool per_processor = k == CollectiveKind::reduce_scatter || k == CollectiveKind::allreduce;
-            in.collective.set_chunks(args->chunks > 0 ? args->chunks : per_processor ? topo->processors() : 1, *topo);
-            if (!args->greedy && !args->hierarchical && reduction_method(in, args->method) == "duality") {
-                if (!args->start.empty()) throw InputError("--start is not supported by the duality method; use --method direct");
-                if (args->rounds > 0) throw InputError("--rounds is not supported by the duality method; use --method direct");
-                return optimize_reduction_command(in, *args, ctx);
-            }
-        } else {
-            in.collective.set_chunks(args->chunks > 0 ? args->chunks : 1, *topo, false);  // the size: below
-        }
-        if (args->rounds > 0) in.rounds = args->rounds;
-        if (in.rounds && args->solver.incremental) throw InputError("--incremental is not supported with --rounds (every S is its own encoding)");
-        encoding_for(in);  // unsupported models are bad input, before any work
-        if (in.collective.goal_count(topo->processors()) > max_goal_pairs) {
-            // Beyond the collective's limit only the quotient of a translation group is taken
-            // (docs/synthesis.md, "A check in the quotient"): no table, so nothing to write.
-            require_quotient(in);
-            if (!args->outputs.empty() || args->hierarchical || !args->start.empty())
-                throw InputError(fmt::format("{} on {} has {} goal pairs: optimize checks it in the quotient of a translation group and "
-                                             "builds no table, so -o, --hierarchical and --start are not taken",
-                                             in.collective.to_string(), topo->spec(), in.collective.goal_count(topo->processors())));
-        }
-        OptimizeOptions opt = args->solver.options();
-        opt.greedy_only = args->greedy;
-        opt.hierarchical = args->hierarchical;
-        opt.jobs = args->jobs;
-        if (args->greedy && args->hierarchical) throw InputError("--greedy and --hierarchical exclude each other (--hierarchical runs the greedy too)");
-        if (args->hierarchical) {
-            if (std::string why = hierarchical_problem(in); !why.empty()) throw InputError(why);
-            opt.max_goals = 0;
-        }
-        // The greedy alone holds no per-pair encoding: the size is bounded by the collective's own
-        // limit of goal pairs and by --memory (estimated before it runs).
-        if (args->greedy) opt.max_goals = 0;
-        opt.seed = args->seed;
-        if (args->greedy)
-            if (std::string why = greedy_problem(in); !why.empty()) throw InputError(why);
-        if (!args->start.empty() && !start_schedule(in, args->start, args->json, opt, ctx)) return;
-        Progress progress;
-        opt.progress = progress.callback();
-        OptimizeResult r;
-        try {
-            r = optimize(in, opt);
-        } catch (const std::logic_error& e) {
-            progress.finish();
-            throw InputError(fmt::format("internal error (a bug, please report it): {}", e.what()));
-        }
-        progress.finish();
-        for (const std::string& path : args->outputs) {
-            if (!r.witness) break;
-            write_witness(path, *r.witness, witness_comment(in, r));
-        }
-        // The other end (issue 27): the least rounds per chunk, proved by its cut, and whether a
-        // tree packing meets it. Only for the unchunked question (a chunked one has its own bound).
-        nlohmann::ordered_json bw;
-        std::string bw_text;
-        if (in.collective.chunks == 1 && !in.rounds) {
-            SynthInstance whole = in;
-            if (auto b = flow_bandwidth_bound(whole)) {
-                bw["rounds_per_chunk"] = b->rounds_per_chunk.text();
-                bw["detail"] = b->detail;
-                bw["crossing"] = b->certificate->crossing;
-                bw_text = fmt::format("bandwidth: R/C >= {} over any steps and chunks ({})\n", b->rounds_per_chunk.text(), b->detail);
-                if (packing_problem(whole).empty()) {
-                    const std::uint32_t P = whole.topology->processors();
-                    PackingOptions po;
-                    po.target = b->rounds_per_chunk;
-                    po.outside = whole.collective.kind == CollectiveKind::allgather ? cut_outside(*b, P) : 1;
-                    po.chunks = chunks_for(b->rounds_per_chunk, 256, po.outside, P);
-                    po.seconds = opt.timeout > 0 ? std::min(10.0, opt.timeout / 4) : 10.0;
-                    if (po.outside >= 2)
-                        bw_text += fmt::format("  not attained at any C: the cut leaves {} processors outside (R >= {} C + {}/{}, the drain rule)\n",
-                                               po.outside, b->rounds_per_chunk.text(), po.outside - 1, po.outside);
-                    if (auto p = pack_trees(whole, po)) {
-                        const bool optimal = p->rounds_per_chunk() == b->rounds_per_chunk;
-                        const bool optimal_c = p->rounds == p->least_rounds;
-                        bw["packed"] = {{"steps", p->steps},
-                                        {"rounds", p->rounds},
-                                        {"chunks", p->chunks},
-                                        {"rounds_per_chunk", p->rounds_per_chunk().text()},
-                                        {"depth", p->depth},
-                                        {"bandwidth_optimal", optimal},
-                                        {"least_rounds_for_chunks", p->least_rounds},
-                                        {"optimal_for_chunks", optimal_c},
-                                        {"method", p->method}};
-                        bw_text += fmt::format("bandwidth end: a verified tree packing of {} steps, {} rounds, {} chunks has R/C = {}{} "
-                                               "(`collsched bandwidth -o` writes it)\n",
-                                               p->steps, p->rounds, p->chunks, p->rounds_per_chunk().text(),
-                                               optimal     ? std::string(": proved bandwidth-optimal by the cut above")
-                                               : optimal_c ? fmt::format(", above the bound; proved optimal for {} chunks (R >= {} by the cut)", p->chunks,
-                                                                         p->least_rounds)
-                                                           : ", above the bound");
-                    }
-                }
-            }
-        }
-        if (args->json) {
-            nlohmann::ordered_json j = result_json(in, r, args->solver);
-            j["bandwidth"] = bw;
-            if (r.hierarchical) j["hierarchical"] = hierarchical_json(*r.hierarchical);
-            j["witness"] = args->outputs.empty() || !r.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(args->outputs);
-            std::string out = j.dump() + "\n";
-            ctx.print(out);
-        } else {
-            std::string out = text_report(in, r, args->solver) + bw_text;
-            if (!args->outputs.empty())
-                out += r.witness ? fmt::format("witness: {}\n", fmt::join(args->outputs, ", ")) : "witness: none found, nothing written\n";
-            ctx.print(out);
-        }
-        ctx.exit_code = exit_code(r);
-    });
+    cmd->callback([&ctx, args] { OptimizeRun(*args, ctx).run(); });
 }
 
 }  // namespace collsched::tools

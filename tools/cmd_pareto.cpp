@@ -28,9 +28,7 @@ namespace collsched::tools {
 namespace {
 
 struct ParetoArgs {
-    std::string topology;
-    std::string collective;
-    std::string model;
+    InstanceArgs instance;
     SolverArgs solver;
     std::uint32_t max_chunks = 8;
     std::uint32_t max_steps = 0;
@@ -224,10 +222,8 @@ std::string report_text(const ParetoRun& run, const ParetoResult& res, const std
 /// The instance and how it is searched, from the arguments; bad input and unsupported models are
 /// refused here, before any work.
 ParetoRun pareto_run(const ParetoArgs& args) {
-    auto topo = Topology::parse(args.topology);
     ParetoRun run;
-    run.in = SynthInstance{topo, apply_model_options(topo->default_model(), args.model), Collective::parse(args.collective, *topo),
-                           RouteSpace::any};
+    run.in = args.instance.instance(RouteSpace::any);
     const CollectiveKind kind = run.in.collective.kind;
     run.reduction = run.in.collective.row().has_partials();
     if (args.method != "auto" && !run.reduction)
@@ -235,7 +231,7 @@ ParetoRun pareto_run(const ParetoArgs& args) {
     run.by_duality = run.reduction && (args.method == "duality" || (args.method == "auto" && kind != CollectiveKind::scan));
     if (run.by_duality) {
         if (kind == CollectiveKind::scan) throw InputError("scan has no dual collective; use --method direct");
-        if (std::string why = duality_problem(*topo, run.in.model); !why.empty()) throw InputError(why);
+        if (std::string why = duality_problem(*run.in.topology, run.in.model); !why.empty()) throw InputError(why);
     } else if (kind == CollectiveKind::reduce_scatter) {
         throw InputError("pareto searches C = 1..K chunks, and reduce_scatter takes a multiple of P: use --method duality");
     } else {
@@ -314,15 +310,12 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
         "the bound is met. Every point is a schedule verified by the direct checker; every (chunks, rounds) below it is UNSAT "
         "or below the bound.\nExit code: 0 frontier proved, 3 time limit or a solve without answer (what was proved is "
         "printed), 2 bad input or unsupported model.");
-    cmd->add_option("--topology", args->topology, "Topology spec, e.g. graph:schedules/machines/dgx1.json, ring:8")->required();
-    cmd->add_option("--collective", args->collective, synthesizable_collectives() + " (see --method)")
-        ->required();
+    args->instance.add_to(*cmd, "graph:schedules/machines/dgx1.json, ring:8", synthesizable_collectives() + " (see --method)");
     cmd->add_option("--method", args->method,
                     "Reductions: duality (the dual broadcast's or allgather's frontier reversed; allreduce: reduce-scatter then "
                     "allgather, the composed space) or direct (the encoding of combining: every schedule). auto (default): scan "
                     "direct, the others by duality")
         ->check(CLI::IsMember({"auto", "direct", "duality"}));
-    cmd->add_option("--model", args->model, "key=value pairs on top of the family's default, e.g. ports=single");
     cmd->add_option("--max-chunks", args->max_chunks, "K: search C = 1..K chunks per datum (default 8)")->check(CLI::Range(1u, 4096u));
     cmd->add_option("--max-steps", args->max_steps, "Stop after this many steps (default: none; the walk ends by itself)")
         ->check(CLI::Range(1u, 1u << 20));
@@ -368,7 +361,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
             res = solve(run, po, args->max_chunks);
         } catch (const std::logic_error& e) {
             if (open) std::fputc('\n', stderr);
-            throw InputError(fmt::format("internal error (a bug, please report it): {}", e.what()));
+            throw Progress::internal_error(e);
         }
         if (open) std::fputc('\n', stderr);
         if (follower) return;  // the leader writes and reports

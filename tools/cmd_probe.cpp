@@ -200,6 +200,162 @@ std::string table_text(const std::vector<std::vector<std::string>>& rows) {
     return out;
 }
 
+/// One run of `probe`, one method per stage, called in order by run(): the witness directory,
+/// the cases, each case by the default pipeline and by every solver alone, the report.
+class ProbeRun {
+public:
+    ProbeRun(const ProbeArgs& args, Context& ctx) : args_(args), ctx_(ctx) {
+        if (args.solver.solver != "z3") backends_.push_back(SatBackend::cadical);
+        if (args.solver.solver != "cadical") backends_.push_back(SatBackend::z3);
+    }
+
+    void run() {
+        make_witness_dir();
+        const std::vector<Case> cases = make_cases();
+        head(cases);
+        for (const Case& c : cases) probe(c);
+        report();
+        ctx_.exit_code = disagree_ ? 1 : all_proved_ ? 0 : 3;
+    }
+
+private:
+    /// Before the search, so a bad DIR fails at once.
+    void make_witness_dir() const {
+        if (args_.witness_dir.empty()) return;
+        std::error_code ec;
+        std::filesystem::create_directories(args_.witness_dir, ec);
+        if (ec || !std::filesystem::is_directory(args_.witness_dir))
+            throw InputError(fmt::format("--witness-dir {}: cannot create the directory ({})", args_.witness_dir,
+                                         ec ? ec.message() : "a file of that name exists"));
+    }
+
+    std::vector<Case> make_cases() const {
+        std::string sizes = args_.sizes;
+        if (sizes.empty()) sizes = args_.name == "torus-allgather-half" ? "3x3,3x5" : args_.name == "ideal-broadcast" ? "4,8,16" : "4,8";
+        std::vector<Case> cases;
+        if (args_.name == "ebft-alltoall") cases = ebft_alltoall(split(sizes, ','));
+        else if (args_.name == "cbft-allgather") cases = cbft_allgather(split(sizes, ','));
+        else if (args_.name == "torus-allgather-half") cases = torus_allgather_half(split(sizes, ','));
+        else cases = ideal_broadcast(split(sizes, ','), split(args_.widths, ','));
+        for (Case& c : cases) c.instance.routes = args_.solver.route_space();
+        return cases;
+    }
+
+    void head(const std::vector<Case>& cases) {
+        std::vector<std::string> head{"instance", "variant"};
+        if (!cases.empty())
+            for (const auto& f : cases.front().formulas) head.push_back(f.first);
+        for (const char* h : {"counting", "optimum", "proved by (lower / upper)"}) head.push_back(h);
+        for (SatBackend b : backends_) head.push_back(fmt::format("{}: find | T-1", to_string(b)));
+        table_.push_back(head);
+    }
+
+    /// The default pipeline (counting bounds, known schedules and constructions, the solver),
+    /// then the solver on its own: from the papers' algorithm or the greedy down to the optimum,
+    /// and optimum - 1, even where counting settles it.
+    OptimizeResult solve(const Case& c, std::vector<Run>& runs) const {
+        OptimizeOptions base = args_.solver.options(backends_.front());
+        Progress progress(fmt::format("probe {} {}", c.label, c.variant));
+        base.progress = progress.callback();
+        OptimizeResult best;
+        try {
+            best = optimize(c.instance, base);
+            progress.finish();
+            for (SatBackend b : backends_) {
+                OptimizeOptions opt = args_.solver.options(b);
+                opt.constructions = false;
+                opt.solver_proof = true;
+                Progress p2(fmt::format("probe {} {} {} solver only", c.label, c.variant, to_string(b)));
+                opt.progress = p2.callback();
+                runs.push_back({b, optimize(c.instance, opt)});
+                p2.finish();
+            }
+        } catch (const std::logic_error& e) {
+            progress.finish();
+            throw Progress::internal_error(e);
+        }
+        return best;
+    }
+
+    void probe(const Case& c) {
+        std::vector<Run> runs;
+        const OptimizeResult best = solve(c, runs);
+        all_proved_ = all_proved_ && best.status == OptStatus::proved;
+        // Every run must respect the others' proofs: no schedule below a proven lower bound.
+        std::vector<const OptimizeResult*> all{&best};
+        for (const Run& r : runs) all.push_back(&r.result);
+        for (const OptimizeResult* a : all)
+            for (const OptimizeResult* b : all)
+                if (a->upper_bound && *a->upper_bound < b->lower_bound) disagree_ = true;
+        if (!args_.witness_dir.empty() && best.witness) {
+            write_witness(args_.witness_dir + "/" + c.file + ".json", *best.witness);
+            write_witness(args_.witness_dir + "/" + c.file + ".sched", *best.witness, witness_comment(c.instance, best));
+        }
+        std::vector<std::string> line{c.label, c.variant};
+        for (const auto& f : c.formulas) line.push_back(f.second);
+        const bool counted = !best.bounds.empty() && bound_applies(best.bounds.front(), c.instance);
+        const Step counting = counted ? best.bounds.front().steps : 0u;
+        searches_ += fmt::format("  {} {}: {}\n", c.label, c.variant, search_line(c.instance, best));
+        line.push_back(std::to_string(counting));
+        line.push_back(fmt::format("{} {}", best.optimum ? std::to_string(*best.optimum) : "?", to_string(best.status)));
+        line.push_back(how(best));
+        nlohmann::ordered_json row;
+        row["instance"] = c.label;
+        row["variant"] = c.variant;
+        row["topology"] = c.instance.topology->spec();
+        row["model"] = to_string(c.instance.model);
+        row["collective"] = c.instance.collective.to_string();
+        for (const auto& [k, v] : c.formulas) row["formulas"][k] = v;
+        row["counting_bound"] = counting;
+        row["counting_bound_name"] = counted ? best.bounds.front().name : "";
+        row["search"] = search_space(c.instance);
+        row["result"] = result_json(c.instance, best, args_.solver);
+        row["solver_runs"] = nlohmann::ordered_json::array();
+        for (const Run& r : runs) {
+            SolverSummary sm = summarize(r.result, best.status == OptStatus::proved ? best.optimum : std::nullopt);
+            line.push_back(sm.text);
+            nlohmann::ordered_json j = result_json(c.instance, r.result, args_.solver);
+            j["solver"] = to_string(r.backend);
+            j["reached_optimum"] = sm.reached;
+            j["find_seconds"] = sm.find;
+            j["below_optimum"] = sm.below;
+            j["below_optimum_seconds"] = sm.below_seconds;
+            row["solver_runs"].push_back(std::move(j));
+        }
+        table_.push_back(line);
+        rows_.push_back(std::move(row));
+    }
+
+    void report() {
+        if (args_.json) {
+            nlohmann::ordered_json j;
+            j["probe"] = args_.name;
+            j["timeout"] = args_.solver.timeout;
+            j["agree"] = !disagree_;
+            j["rows"] = std::move(rows_);
+            ctx_.print(j.dump() + "\n");
+            return;
+        }
+        std::string text = fmt::format(
+            "probe {} (time limit {} s per run)\n  counting: the best lower bound proved without a solver; optimum: settled by "
+            "collsched (proved by: lower bound / schedule)\n  <solver>: find | T-1: the solver alone, from the papers' algorithm or "
+            "the greedy: time of its SAT answers down to the optimum (or the best it reached), and its answer one step below\n",
+            args_.name, args_.solver.timeout);
+        text += table_text(table_);
+        text += "search (what each optimum is proved over):\n" + searches_;
+        if (disagree_) text += "the solvers DISAGREE on some instance (a bug): see the rows above\n";
+        ctx_.print(text);
+    }
+
+    const ProbeArgs& args_;
+    Context& ctx_;
+    std::vector<SatBackend> backends_;
+    nlohmann::ordered_json rows_ = nlohmann::ordered_json::array();
+    std::vector<std::vector<std::string>> table_;
+    std::string searches_;
+    bool all_proved_ = true, disagree_ = false;
+};
+
 }  // namespace
 
 void add_probe_command(CLI::App& app, Context& ctx) {
@@ -220,128 +376,7 @@ void add_probe_command(CLI::App& app, Context& ctx) {
     args->solver.add_to(*cmd, true);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
     cmd->add_option("--witness-dir", args->witness_dir, "Write every best schedule as DIR/<instance>.json and .sched (DIR is created)");
-    cmd->callback([&ctx, args] {
-        if (!args->witness_dir.empty()) {  // before the search, so a bad DIR fails at once
-            std::error_code ec;
-            std::filesystem::create_directories(args->witness_dir, ec);
-            if (ec || !std::filesystem::is_directory(args->witness_dir))
-                throw InputError(fmt::format("--witness-dir {}: cannot create the directory ({})", args->witness_dir,
-                                             ec ? ec.message() : "a file of that name exists"));
-        }
-        std::string sizes = args->sizes;
-        if (sizes.empty()) sizes = args->name == "torus-allgather-half" ? "3x3,3x5" : args->name == "ideal-broadcast" ? "4,8,16" : "4,8";
-        std::vector<Case> cases;
-        if (args->name == "ebft-alltoall") cases = ebft_alltoall(split(sizes, ','));
-        else if (args->name == "cbft-allgather") cases = cbft_allgather(split(sizes, ','));
-        else if (args->name == "torus-allgather-half") cases = torus_allgather_half(split(sizes, ','));
-        else cases = ideal_broadcast(split(sizes, ','), split(args->widths, ','));
-        for (Case& c : cases) c.instance.routes = args->solver.route_space();
-        std::string searches;
-
-        std::vector<SatBackend> backends;
-        if (args->solver.solver != "z3") backends.push_back(SatBackend::cadical);
-        if (args->solver.solver != "cadical") backends.push_back(SatBackend::z3);
-
-        nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-        bool all_proved = true, disagree = false;
-        std::vector<std::vector<std::string>> table;
-        {
-            std::vector<std::string> head{"instance", "variant"};
-            if (!cases.empty())
-                for (const auto& f : cases.front().formulas) head.push_back(f.first);
-            for (const char* h : {"counting", "optimum", "proved by (lower / upper)"}) head.push_back(h);
-            for (SatBackend b : backends) head.push_back(fmt::format("{}: find | T-1", to_string(b)));
-            table.push_back(head);
-        }
-        for (const Case& c : cases) {
-            // The default pipeline: counting bounds, known schedules and constructions, the solver.
-            OptimizeOptions base = args->solver.options(backends.front());
-            Progress progress(fmt::format("probe {} {}", c.label, c.variant));
-            base.progress = progress.callback();
-            OptimizeResult best;
-            std::vector<Run> runs;
-            try {
-                best = optimize(c.instance, base);
-                progress.finish();
-                // The solver on its own: from the papers' algorithm or the greedy down to the
-                // optimum, and optimum - 1, even where counting settles it.
-                for (SatBackend b : backends) {
-                    OptimizeOptions opt = args->solver.options(b);
-                    opt.constructions = false;
-                    opt.solver_proof = true;
-                    Progress p2(fmt::format("probe {} {} {} solver only", c.label, c.variant, to_string(b)));
-                    opt.progress = p2.callback();
-                    runs.push_back({b, optimize(c.instance, opt)});
-                    p2.finish();
-                }
-            } catch (const std::logic_error& e) {
-                progress.finish();
-                throw InputError(fmt::format("internal error (a bug, please report it): {}", e.what()));
-            }
-            all_proved = all_proved && best.status == OptStatus::proved;
-            // Every run must respect the others' proofs: no schedule below a proven lower bound.
-            std::vector<const OptimizeResult*> all{&best};
-            for (const Run& r : runs) all.push_back(&r.result);
-            for (const OptimizeResult* a : all)
-                for (const OptimizeResult* b : all)
-                    if (a->upper_bound && *a->upper_bound < b->lower_bound) disagree = true;
-            if (!args->witness_dir.empty() && best.witness) {
-                write_witness(args->witness_dir + "/" + c.file + ".json", *best.witness);
-                write_witness(args->witness_dir + "/" + c.file + ".sched", *best.witness, witness_comment(c.instance, best));
-            }
-            std::vector<std::string> line{c.label, c.variant};
-            for (const auto& f : c.formulas) line.push_back(f.second);
-            const bool counted = !best.bounds.empty() && bound_applies(best.bounds.front(), c.instance);
-            const Step counting = counted ? best.bounds.front().steps : 0u;
-            searches += fmt::format("  {} {}: {}\n", c.label, c.variant, search_line(c.instance, best));
-            line.push_back(std::to_string(counting));
-            line.push_back(fmt::format("{} {}", best.optimum ? std::to_string(*best.optimum) : "?", to_string(best.status)));
-            line.push_back(how(best));
-            nlohmann::ordered_json row;
-            row["instance"] = c.label;
-            row["variant"] = c.variant;
-            row["topology"] = c.instance.topology->spec();
-            row["model"] = to_string(c.instance.model);
-            row["collective"] = c.instance.collective.to_string();
-            for (const auto& [k, v] : c.formulas) row["formulas"][k] = v;
-            row["counting_bound"] = counting;
-            row["counting_bound_name"] = counted ? best.bounds.front().name : "";
-            row["search"] = search_space(c.instance);
-            row["result"] = result_json(c.instance, best, args->solver);
-            row["solver_runs"] = nlohmann::ordered_json::array();
-            for (const Run& r : runs) {
-                SolverSummary sm = summarize(r.result, best.status == OptStatus::proved ? best.optimum : std::nullopt);
-                line.push_back(sm.text);
-                nlohmann::ordered_json j = result_json(c.instance, r.result, args->solver);
-                j["solver"] = to_string(r.backend);
-                j["reached_optimum"] = sm.reached;
-                j["find_seconds"] = sm.find;
-                j["below_optimum"] = sm.below;
-                j["below_optimum_seconds"] = sm.below_seconds;
-                row["solver_runs"].push_back(std::move(j));
-            }
-            table.push_back(line);
-            rows.push_back(std::move(row));
-        }
-        std::string text = fmt::format(
-            "probe {} (time limit {} s per run)\n  counting: the best lower bound proved without a solver; optimum: settled by "
-            "collsched (proved by: lower bound / schedule)\n  <solver>: find | T-1: the solver alone, from the papers' algorithm or "
-            "the greedy: time of its SAT answers down to the optimum (or the best it reached), and its answer one step below\n",
-            args->name, args->solver.timeout);
-        text += table_text(table);
-        text += "search (what each optimum is proved over):\n" + searches;
-        if (disagree) text += "the solvers DISAGREE on some instance (a bug): see the rows above\n";
-        if (args->json) {
-            nlohmann::ordered_json j;
-            j["probe"] = args->name;
-            j["timeout"] = args->solver.timeout;
-            j["agree"] = !disagree;
-            j["rows"] = std::move(rows);
-            text = j.dump() + "\n";
-        }
-        ctx.print(text);
-        ctx.exit_code = disagree ? 1 : all_proved ? 0 : 3;
-    });
+    cmd->callback([&ctx, args] { ProbeRun(*args, ctx).run(); });
 }
 
 }  // namespace collsched::tools

@@ -18,6 +18,17 @@
 
 namespace collsched::tools {
 
+void InstanceArgs::add_to(CLI::App& cmd, std::string_view topology_example, const std::string& collectives, std::string_view model_example) {
+    cmd.add_option("--topology", topology, fmt::format("Topology spec, e.g. {}", topology_example))->required();
+    cmd.add_option("--collective", collective, collectives)->required();
+    cmd.add_option("--model", model, fmt::format("key=value pairs on top of the family's default, e.g. {}", model_example));
+}
+
+SynthInstance InstanceArgs::instance(RouteSpace routes, bool check_size) const {
+    auto topo = Topology::parse(topology);
+    return SynthInstance{topo, apply_model_options(topo->default_model(), model), Collective::parse(collective, *topo, check_size), routes};
+}
+
 void SolverArgs::add_to(CLI::App& cmd, bool allow_both, bool with_routes) {
     if (with_routes)
         cmd.add_option("--routes", routes,
@@ -89,6 +100,10 @@ std::function<void(const OptimizeProgress&)> Progress::callback() {
         open_ = !p.done;
         std::fflush(stderr);
     };
+}
+
+InputError Progress::internal_error(const std::logic_error& e) {
+    return InputError(fmt::format("internal error (a bug, please report it): {}", e.what()));
 }
 
 void Progress::finish() {

@@ -5,11 +5,13 @@
  */
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/error.hpp"
 #include "verifier/synth/synth.hpp"
 
 namespace collsched::tools {
@@ -38,6 +40,20 @@ struct SolverArgs {
     std::string backend_name() const { return solver; }
 };
 
+/// --topology, --collective and --model: the instance of the synthesizing commands (optimize,
+/// pareto, bandwidth), read the same way by each.
+struct InstanceArgs {
+    std::string topology, collective, model;
+
+    /// Adds the three options (--topology and --collective required) with the command's own
+    /// examples and its list of collectives.
+    void add_to(CLI::App& cmd, std::string_view topology_example, const std::string& collectives,
+                std::string_view model_example = "ports=single");
+    /// The instance they name: the topology, the model on top of its family's default, the
+    /// collective (`check_size`: refuse one whose goals cannot be listed; Collective::parse).
+    SynthInstance instance(RouteSpace routes, bool check_size = true) const;
+};
+
 /// Prints "T = 11, cadical, 3.2 s" lines on stderr while a search runs, if stderr is a terminal.
 class Progress {
 public:
@@ -45,6 +61,20 @@ public:
     std::function<void(const OptimizeProgress&)> callback();
     /// Ends the current progress line.
     void finish();
+    /// Runs `search()` (which reports through callback()) and ends the progress line; a failed
+    /// internal check (std::logic_error) becomes the "internal error (a bug, ...)" input error.
+    template <class Search>
+    auto run(Search&& search) -> decltype(search()) {
+        try {
+            auto r = search();
+            finish();
+            return r;
+        } catch (const std::logic_error& e) {
+            finish();
+            throw internal_error(e);
+        }
+    }
+    static InputError internal_error(const std::logic_error&);
 
 private:
     std::string prefix_;
