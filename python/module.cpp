@@ -155,9 +155,10 @@ PyTable compile_text(const std::string& text, const std::string& name, const std
 }
 
 /// The export options of `convert --proto P --instances N -o FILE` (proto "" and instances 0: the defaults).
-ExportOptions export_options(const std::string& file, const std::string& proto, std::uint32_t instances) {
+ExportOptions export_options(const std::string& file, const std::string& proto, std::uint32_t instances, std::uint64_t bytes = 1024) {
     ExportOptions options;
     options.file = file;
+    options.bytes = bytes;
     if (!proto.empty()) options.msccl.proto = options.mscclpp.proto = proto;
     if (instances > 0) options.msccl.instances = options.mscclpp.instances = static_cast<int>(instances);
     return options;
@@ -173,8 +174,7 @@ std::string write_as(const SendTable& t, const std::string& format, const std::s
         [&](fmt::memory_buffer& b) {
             out.append(b.data(), b.size());
             b.clear();
-        },
-        "");
+        });
     out.append(buf.data(), buf.size());
     return out;
 }
@@ -282,7 +282,7 @@ PYBIND11_MODULE(_collsched, m) {
              [](const PyTable& t, const std::string& path, const std::string& format, const std::string& proto, std::uint32_t instances,
                 std::uint64_t bytes) {
                  interruptible([&] {
-                     tools::write_table_output(*t.table, format, path, export_options(path, proto, instances), bytes);
+                     tools::write_table_output(*t.table, format, path, export_options(path, proto, instances, bytes));
                      return 0;
                  });
              })

@@ -88,7 +88,8 @@ void add_compile_command(CLI::App& app, Context& ctx) {
             eo.msccl.proto = args->mscclpp.proto;
             eo.msccl.instances = args->mscclpp.instances;
             eo.file = args->output;
-            write_table_output(*table, args->format, args->output, eo, args->bytes);
+            eo.bytes = args->bytes;
+            write_table_output(*table, args->format, args->output, eo);
         } catch (...) {
             if (progress) std::fprintf(stderr, "\r\033[K");
             throw;

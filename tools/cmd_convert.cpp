@@ -29,10 +29,10 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("convert",
-                                   "Rewrite a send table (JSON, CSV, per-rank JSON) or a compiled schedule (.sched) in another "
-                                   "format: json, csv, ranks (per-rank sends and receives), msccl (MSCCL-IR XML), mscclpp (an MSCCL++ execution plan), dsl (a schedule of hops), chakra (ASTRA-sim traces), dot (the "
-                                   "topology with capacities and traffic), svg (timeline of link use), html (the timeline "
-                                   "with hover details). Transfers come out sorted by (step, channel, message).\nExit code: 0 written, 2 bad input or a format that cannot hold the table (nothing written).");
+                                   fmt::format("Rewrite a send table (JSON, CSV, per-rank JSON) or a compiled schedule (.sched) in another "
+                                               "format: {}. Transfers come out sorted by (step, channel, message).\nExit code: 0 "
+                                               "written, 2 bad input or a format that cannot hold the table (nothing written).",
+                                               output_format_descriptions()));
     cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--format", args->format,
@@ -80,7 +80,8 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         options.msccl.proto = options.mscclpp.proto = args->proto;
         options.file = args->output;
         options.msccl.instances = args->mscclpp.instances;
-        write_table_output(t, format, args->output, options, args->bytes);
+        options.bytes = args->bytes;
+        write_table_output(t, format, args->output, options);
         ctx.exit_code = 0;
     });
 }

@@ -216,7 +216,7 @@ void check_stdout() {
 namespace {
 
 /// Writes every file to a temporary name first and renames them only when all were written.
-void write_files(const std::vector<ChakraFile>& files) {
+void write_files(const std::vector<OutputFile>& files) {
     std::vector<std::string> tmps;
     auto cleanup = [&] {
         for (const std::string& t : tmps) std::remove(t.c_str());
@@ -239,40 +239,33 @@ void write_files(const std::vector<ChakraFile>& files) {
 
 }  // namespace
 
-std::vector<std::string> table_output_formats() {
-    std::vector<std::string> names = output_format_names();
-    names.emplace_back("dsl");
-    names.emplace_back("chakra");
-    return names;
-}
+std::vector<std::string> table_output_formats() { return output_format_names(); }
 
 std::string table_output_formats_help() {
-    return fmt::format("Output format: {}, dsl (the table as a schedule of hops) or chakra (Chakra traces per rank for ASTRA-sim, "
-                       "-o DIR/PREFIX; --bytes per message) (default: the one -o FILE's extension names, such as .csv, .svg or "
-                       ".sched, else json)",
+    return fmt::format("Output format: {} (default: the one -o FILE's extension names, such as .csv, .svg or .sched, else json)",
                        output_format_list());
 }
 
-void write_table_output(const SendTable& table, const std::string& format, const std::string& output, const ExportOptions& options,
-                        std::uint64_t bytes) {
-    if (format == "chakra") {
-        if (output == "-") throw InputError("--format chakra writes several files: give -o DIR/PREFIX");
-        // -o DIR/ (or a directory) has no prefix: the traces would be the hidden files DIR/.0.et, ...
+void write_table_output(const SendTable& table, const std::string& format, const std::string& output, const ExportOptions& options) {
+    const OutputFormat* f = format_named(format);
+    if (f && f->write_files) {
+        if (output == "-") throw InputError(fmt::format("--format {} writes several files: give -o DIR/PREFIX", f->name));
+        // -o DIR/ (or a directory) has no prefix: the files would be hidden ones, DIR/.0.et, ...
         if (output.ends_with('/') || std::filesystem::is_directory(output) || output.ends_with("/.") || output == "." ||
             output.ends_with(".."))
-            throw InputError(fmt::format("-o {}: --format chakra writes PREFIX.0.et, PREFIX.1.et, ...: give -o DIR/PREFIX, not a "
-                                         "directory; nothing written",
-                                         output));
-        write_files(table_to_chakra(table, {std::filesystem::absolute(output).string(), bytes}));
+            throw InputError(fmt::format("-o {}: --format {} writes {}: give -o DIR/PREFIX, not a directory; nothing written", output,
+                                         f->name, f->files));
+        ExportOptions o = options;
+        o.file = std::filesystem::absolute(output).string();
+        write_files(f->write_files(table, o));
         return;
     }
-    write_output(output, [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_text(table, format, options, buf, flush, output); });
+    write_output(output, [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_text(table, format, options, buf, flush); });
 }
 
 void write_table_text(const SendTable& table, const std::string& format, const ExportOptions& options, fmt::memory_buffer& buf,
-                      const Flush& flush, const std::string& file) {
-    if (format == "dsl") write_table_dsl(table, buf, flush, file);
-    else write_table_as(table, format, options, buf, flush);
+                      const Flush& flush) {
+    write_table_as(table, format, options, buf, flush);
 }
 
 }  // namespace collsched::tools

@@ -30,21 +30,20 @@ void write_output(const std::string& path, const std::function<void(const Flush&
 /// its output missing.
 void check_stdout();
 
-/// Every format `compile` and `convert` write: the format table's (compiler/formats/export_formats.hpp),
-/// then dsl (the table as a schedule of hops) and chakra (one trace file per rank for ASTRA-sim).
+/// Every format `compile` and `convert` write: the rows of compiler/formats/export_formats.hpp.
 std::vector<std::string> table_output_formats();
 
-/// The --format help of `compile` and `convert`.
+/// The --format help of `compile` and `convert`, from the rows.
 std::string table_output_formats_help();
 
-/// Writes `table` to `output` in `format` (one of table_output_formats()): chakra writes
-/// OUTPUT.0.et, OUTPUT.1.et, ... and OUTPUT.json with `bytes` per message, all or none;
-/// the others write one file (or standard output for "-") through write_output.
-void write_table_output(const SendTable& table, const std::string& format, const std::string& output, const ExportOptions& options,
-                        std::uint64_t bytes);
-/// The one-file formats of write_table_output (all but chakra) into `buf` through `flush`: the
-/// text written to `file` ("" or "-": standard output, or memory; the Python module's Table.dumps).
+/// Writes `table` to `output` in `format` (one of table_output_formats()): a format of several
+/// files (chakra: OUTPUT.0.et, OUTPUT.1.et, ... and OUTPUT.json, `options.bytes` per message)
+/// writes all or none; the others write one file (or standard output for "-") through
+/// write_output.
+void write_table_output(const SendTable& table, const std::string& format, const std::string& output, const ExportOptions& options);
+/// The text formats of write_table_output into `buf` through `flush`: the text written to
+/// `options.file` ("" or "-": standard output, or memory; the Python module's Table.dumps).
 void write_table_text(const SendTable& table, const std::string& format, const ExportOptions& options, fmt::memory_buffer& buf,
-                      const Flush& flush, const std::string& file);
+                      const Flush& flush);
 
 }  // namespace collsched::tools

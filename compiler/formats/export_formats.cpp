@@ -4,6 +4,7 @@
 
 #include "compiler/interop/export_msccl.hpp"
 #include "compiler/io/export_ranks.hpp"
+#include "compiler/io/table_printer.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
 
@@ -12,7 +13,7 @@ namespace collsched {
 namespace {
 
 constexpr OutputFormat formats[] = {
-    {"json", ".json", "the table file (docs/formats.md)",
+    {"json", ".json", "the table file, docs/formats.md",
      [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) { write_table_json(t, out, flush, o.file); }},
     {"csv", ".csv", "the table as CSV rows step,from,to,message",
      [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) { write_table_csv(t, out, flush, o.file); }},
@@ -22,11 +23,11 @@ constexpr OutputFormat formats[] = {
      [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) {
          write_table_msccl(t, o.msccl, out, flush);
      }},
-    {"mscclpp", ".mscclpp.json", "an MSCCL++ execution plan (verified before it is written)",
+    {"mscclpp", ".mscclpp.json", "an MSCCL++ execution plan, verified before it is written",
      [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) {
          write_table_mscclpp(t, o.mscclpp, out, flush);
      }},
-    {"dot", ".dot", "the topology with capacities and traffic (Graphviz)",
+    {"dot", ".dot", "the topology with capacities and traffic, for Graphviz",
      [](const SendTable& t, const ExportOptions&, fmt::memory_buffer& out, const Flush& flush) { write_table_dot(t, out, flush); }},
     {"svg", ".svg", "a timeline of link use",
      [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) {
@@ -36,6 +37,10 @@ constexpr OutputFormat formats[] = {
      [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) {
          write_table_html(t, o.timeline, out, flush);
      }},
+    {"dsl", ".sched", "the table as a schedule of hops",
+     [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) { write_table_dsl(t, out, flush, o.file); }},
+    {"chakra", "", "Chakra traces per rank for ASTRA-sim, -o DIR/PREFIX; --bytes per message", nullptr,
+     [](const SendTable& t, const ExportOptions& o) { return table_to_chakra(t, {o.file, o.bytes}); }, "PREFIX.0.et, PREFIX.1.et, ..."},
 };
 
 }  // namespace
@@ -55,19 +60,34 @@ std::string output_format_list() {
     return out;
 }
 
+std::string output_format_descriptions() {
+    std::string out;
+    for (std::size_t i = 0; i < std::size(formats); ++i)
+        out += fmt::format("{}{} ({})", i == 0 ? "" : ", ", formats[i].name, formats[i].description);
+    return out;
+}
+
+const OutputFormat* format_named(std::string_view name) {
+    for (const OutputFormat& f : formats)
+        if (f.name == name) return &f;
+    return nullptr;
+}
+
 const OutputFormat* format_of_path(std::string_view path) {
     const OutputFormat* best = nullptr;  // the longest matching extension: x.ranks.json is ranks
     for (const OutputFormat& f : formats)
-        if (path.size() > f.extension.size() && path.ends_with(f.extension) && (!best || f.extension.size() > best->extension.size()))
+        if (!f.extension.empty() && path.size() > f.extension.size() && path.ends_with(f.extension) &&
+            (!best || f.extension.size() > best->extension.size()))
             best = &f;
     return best;
 }
 
 void write_table_as(const SendTable& t, std::string_view format, const ExportOptions& options, fmt::memory_buffer& out,
                     const Flush& flush) {
-    for (const OutputFormat& f : formats)
-        if (f.name == format) return f.write(t, options, out, flush);
-    throw InputError(fmt::format("unknown output format '{}' (expected {})", format, output_format_list()));
+    const OutputFormat* f = format_named(format);
+    if (!f) throw InputError(fmt::format("unknown output format '{}' (expected {})", format, output_format_list()));
+    if (!f->write) throw InputError(fmt::format("--format {} writes several files ({}), not one text", f->name, f->files));
+    f->write(t, options, out, flush);
 }
 
 }  // namespace collsched
