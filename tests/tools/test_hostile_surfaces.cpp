@@ -32,34 +32,18 @@
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/tools/chakra_trace.hpp"
 #include "tests/tools/cli_run.hpp"
+#include "tests/tools/hostile_case.hpp"
 
 using namespace collsched;
 using collsched::test::parse_trace;
 using collsched::test::source;
 using collsched::test::Trace;
 
-namespace {
-
-/// One hostile input and what collsched must answer.
-struct Case {
-    std::string name;
-    std::string args;                                         ///< after `collsched`; {D} is the scratch directory
-    std::vector<std::pair<std::string, std::string>> files;   ///< written into the scratch directory first
-    std::string setup;                                        ///< a shell line run in the scratch directory first (mkfifo ...)
-    int code = 2;
-    std::string message;  ///< part of standard error
-    std::string where;    ///< the place the message names ("f.csv:3:", "x.sched:2:7:"), "" for none
-    std::vector<std::string> absent;  ///< files in the scratch directory that must not exist afterwards
-    std::string out;      ///< part of standard output (exit 0, 1, 3)
-    std::string env;      ///< environment assignments for the run
-    double max_seconds = 0;  ///< slow category only: a generous bound on the wall time (0: none but the kill at 120 s)
-    int or_code = -1;        ///< slow category only: a second answer a loaded machine may give instead (its exit code) ...
-    std::string or_out;      ///< ... and a part of its standard output
-};
+namespace collsched::test::hostile {
 
 /// A case from its most used fields (the others keep their defaults).
 Case make(std::string name, std::string args, std::vector<std::pair<std::string, std::string>> files, std::string setup, int code,
-          std::string message, std::string where = "", std::vector<std::string> absent = {}, std::string out = "") {
+          std::string message, std::string where, std::vector<std::string> absent, std::string out) {
     Case c;
     c.name = std::move(name);
     c.args = std::move(args);
@@ -135,6 +119,13 @@ void run_category(const std::string& category, const std::vector<Case>& cases) {
     for (const Case& c : cases) run_case(c, category);
     MESSAGE("hostile campaign: [" << category << "] " << cases.size() << " cases");
 }
+
+}  // namespace collsched::test::hostile
+
+using namespace collsched::test::hostile;
+
+namespace {
+
 
 // ------------------------------------------------------------------------------------------------
 // CSV tables: every '# key=' header is checked at the header row and reported at its own line.
@@ -469,374 +460,7 @@ std::vector<Case> mpirun_cases() {
 }
 
 
-// ------------------------------------------------------------------------------------------------
-// MSCCL-IR programs (compiler/interop/msccl_xml.cpp, msccl_program.cpp): every attribute the executor's
-// reader requires, removed; integers that are none; values outside the executor's limits; deep
-// nesting; files cut short; each refused at the element's line and column, by every command that
-// reads a program, with nothing written.
 
-/// The first element `<name ` of `xml`: its offset.
-std::size_t element_at(const std::string& xml, const std::string& name) {
-    const std::size_t at = xml.find("<" + name + " ");
-    REQUIRE(at != std::string::npos);
-    return at;
-}
-
-/// `xml` with attribute `key` of the element at `at` replaced by `with` (` key="v"` as a whole;
-/// "" removes it).
-std::string edit_attribute(const std::string& xml, std::size_t at, const std::string& key, const std::string& with) {
-    const std::size_t end = xml.find('>', at);
-    const std::size_t a = xml.find(" " + key + "=\"", at);
-    REQUIRE(a < end);
-    const std::size_t close = xml.find('"', a + key.size() + 3);
-    std::string out = xml;
-    out.replace(a, close + 1 - a, with);
-    return out;
-}
-
-std::vector<Case> msccl_cases() {
-    std::vector<Case> out;
-    const std::vector<std::string> commands = {"verify x.xml", "simulate x.xml", "convert x.xml -o out.json"};
-    std::size_t turn = 0;  // the commands take turns where a case does not need all three
-    auto add = [&](const std::string& name, const std::string& xml, const std::string& message, const std::string& where, bool all) {
-        for (std::size_t k = 0; k < commands.size(); ++k) {
-            if (!all && k != turn % commands.size()) continue;
-            Case c;
-            c.name = name + " (" + commands[k].substr(0, commands[k].find(' ')) + ")";
-            c.args = commands[k];
-            c.files = {{"x.xml", xml}};
-            c.message = message;
-            c.where = where;
-            c.absent = {"out.json"};
-            out.push_back(c);
-        }
-        ++turn;
-    };
-    struct Attr {
-        std::string element, key;
-        bool integer;
-    };
-    const std::vector<Attr> required = {
-        {"algo", "nchunksperloop", true}, {"algo", "nchannels", true}, {"algo", "ngpus", true},   {"algo", "proto", false},
-        {"algo", "coll", false},          {"algo", "inplace", true},   {"gpu", "id", true},        {"gpu", "i_chunks", true},
-        {"gpu", "o_chunks", true},        {"gpu", "s_chunks", true},   {"tb", "id", true},         {"tb", "send", true},
-        {"tb", "recv", true},             {"tb", "chan", true},        {"step", "s", true},        {"step", "type", false},
-        {"step", "srcbuf", false},        {"step", "srcoff", true},    {"step", "dstbuf", false},  {"step", "dstoff", true},
-        {"step", "cnt", true},            {"step", "depid", true},     {"step", "deps", true},     {"step", "hasdep", true}};
-    // The first file gets every variant with every command; the other two (other collectives, in
-    // place, several thread blocks) a share, so that the category stays within seconds.
-    for (std::string file : {"allgather_ring.xml", "allreduce_ring_inplace.xml", "alltoall_allpairs.xml"}) {
-        const std::string xml = slurp(source("tests/data/msccl/" + file));
-        const bool first_file = file == "allgather_ring.xml";
-        for (const Attr& a : required) {
-            const std::size_t at = element_at(xml, a.element);
-            const SourceLoc loc = location_of(xml, at);
-            const std::string where = fmt::format("x.xml:{}:{}: ", loc.line, loc.column);
-            add(file + ": <" + a.element + "> without " + a.key, edit_attribute(xml, at, a.key, ""),
-                fmt::format("<{}> has no attribute {}, which the executor's reader requires", a.element, a.key), where, first_file);
-            if (!a.integer) continue;
-            const std::vector<std::string> values = first_file ? std::vector<std::string>{"abc", "", "1.5", "0x10", "99999999999", " 1", "1e3", "--1", "+"}
-                                                               : std::vector<std::string>{"abc", "99999999999"};
-            for (const std::string& v : values)
-                add(fmt::format("{}: <{}> {}=\"{}\"", file, a.element, a.key, v), edit_attribute(xml, at, a.key, fmt::format(" {}=\"{}\"", a.key, v)),
-                    fmt::format("<{}> attribute {}=\"{}\" is not an integer", a.element, a.key, v), where, false);
-        }
-        // Values outside the executor's limits (export_msccl.hpp MscclLimits), at <algo> (1:1) or the first <step>.
-        const std::size_t algo = element_at(xml, "algo"), step = element_at(xml, "step");
-        const SourceLoc sl = location_of(xml, step);
-        const std::string at_step = fmt::format("x.xml:{}:{}: ", sl.line, sl.column);
-        for (std::string n : {"0", "-4", "1048577", "1000000000", "2147483647", "-2147483648"})
-            add(file + ": nchunksperloop " + n, edit_attribute(xml, algo, "nchunksperloop", " nchunksperloop=\"" + n + "\""),
-                "nchunksperloop=\"" + n + "\" is outside 1..1048576", "x.xml:1:1: ", true);
-        for (std::string n : {"0", "1", "-1", "1025", "2147483647"})
-            add(file + ": ngpus " + n, edit_attribute(xml, algo, "ngpus", " ngpus=\"" + n + "\""), "ngpus=\"" + n + "\" is outside 2..1024 [MAX_SUBS]",
-                "x.xml:1:1: ", false);
-        for (std::string n : {"0", "-1", "33", "1000000"})
-            add(file + ": nchannels " + n, edit_attribute(xml, algo, "nchannels", " nchannels=\"" + n + "\""),
-                "nchannels=\"" + n + "\" is outside 1..32 [MAXCHANNELS]", "x.xml:1:1: ", false);
-        for (std::string p : {"simple", "LL64", "", "Simple "})
-            add(file + ": proto '" + p + "'", edit_attribute(xml, algo, "proto", " proto=\"" + p + "\""),
-                "proto=\"" + p + "\" is not Simple, LL or LL128", "x.xml:1:1: ", false);
-        for (std::string k : {"gather", "allgatherv", "ALLREDUCE", ""})
-            add(file + ": coll '" + k + "'", edit_attribute(xml, algo, "coll", " coll=\"" + k + "\""),
-                "coll=\"" + k + "\": collsched checks allreduce, allgather, alltoall, reduce, reducescatter, broadcast and custom", "x.xml:1:1: ",
-                false);
-        for (std::string t : {"x", "", "S", "send"})
-            add(file + ": step type '" + t + "'", edit_attribute(xml, step, "type", " type=\"" + t + "\""), "unknown step type \"" + t + "\"", at_step,
-                false);
-        for (std::string b : {"q", "", "O", "io"})
-            add(file + ": srcbuf '" + b + "'", edit_attribute(xml, step, "srcbuf", " srcbuf=\"" + b + "\""), "buffer \"" + b + "\" is not i, o or s",
-                at_step, false);
-        for (std::string n : {"-1", "72", "1000000"})
-            add(file + ": cnt " + n, edit_attribute(xml, step, "cnt", " cnt=\"" + n + "\""), "cnt=\"" + n + "\" is outside 0..71 [MSCCL_MAX_COUNT]",
-                at_step, false);
-        for (std::string n : {"2", "-1", "100"})
-            add(file + ": hasdep " + n, edit_attribute(xml, step, "hasdep", " hasdep=\"" + n + "\""), "hasdep=\"" + n + "\" must be 0 or 1", at_step,
-                false);
-        for (std::string n : {"-1", "64", "32768", "2147483647"})
-            add(file + ": s " + n, edit_attribute(xml, step, "s", " s=\"" + n + "\""), "s=\"" + n + "\" is outside 0..63 [MSCCL_MAX_NUM_STEPS]",
-                at_step, false);
-        // A required attribute after the executor's first 16 (MAX_ATTR_COUNT): not found by it.
-        std::string junk;
-        for (int i = 0; i < 16; ++i) junk += fmt::format(" x{}=\"0\"", i);
-        std::string late = xml;
-        late.insert(step + std::string("<step").size(), junk);
-        add(file + ": <step> with 16 attributes before its own", late, "<step> has attribute s after its first 16; the executor's reader keeps 16",
-            at_step, true);
-        // Cut short: inside the last closing tag, mid-attribute, mid-element, after the first line.
-        for (std::size_t cut : {xml.rfind("</algo>") + 3, xml.rfind("</algo>"), xml.size() / 2, xml.size() / 3, xml.find('\n') + 1, std::size_t{7},
-                                std::size_t{1}})
-            add(fmt::format("{}: cut at byte {} of {}", file, cut, xml.size()), xml.substr(0, cut), "malformed MSCCL-IR XML: ", "x.xml:", false);
-    }
-    // Not a file to read: refused by its kind before it is opened.
-    for (auto [setup, message] : std::vector<std::pair<std::string, std::string>>{
-             {"mkdir x.xml &&", "x.xml: is a directory, not a table or schedule"},
-             {"ln -s /dev/zero x.xml &&", "x.xml: is a character device, not a table or schedule (only regular files and pipes are read)"}})
-        for (const std::string& cmd : commands) {
-            Case c;
-            c.name = "x.xml made by '" + setup + "' (" + cmd + ")";
-            c.setup = setup;
-            c.args = cmd;
-            c.message = message;
-            c.absent = {"out.json"};
-            out.push_back(c);
-        }
-    // Deep nesting, closed or not: refused at the 65th level, never recursing.
-    const std::string ring = slurp(source("tests/data/msccl/allgather_ring.xml"));
-    const std::string head = ring.substr(0, ring.find('\n') + 1);
-    for (std::size_t depth : {65u, 66u, 1000u, 100000u})
-        for (std::string tag : {"a", "gpu", "tb"})
-            for (bool closed : {false, true})
-                for (bool lines : {false, true}) {
-                    std::string text = head;  // <algo ...> is level 1
-                    std::size_t at65 = 0;
-                    for (std::size_t i = 1; i < depth; ++i) {
-                        if (i == 64) at65 = text.size();
-                        text += "<" + tag + ">" + (lines ? "\n" : "");
-                    }
-                    if (closed) {
-                        for (std::size_t i = 1; i < depth; ++i) text += "</" + tag + ">" + (lines ? "\n" : "");
-                        text += "</algo>\n";
-                    }
-                    const SourceLoc loc = location_of(text, at65);
-                    add(fmt::format("<{}> nested {} deep{}{}", tag, depth, closed ? ", closed" : "", lines ? ", one per line" : ""), text,
-                        "malformed MSCCL-IR XML: elements nested more than 64 deep (MSCCL-IR needs 4: <algo>, <gpu>, <tb>, <step>)",
-                        fmt::format("x.xml:{}:{}: ", loc.line, loc.column), depth == 100000u);
-                }
-    return out;
-}
-
-// ------------------------------------------------------------------------------------------------
-// Chakra trace sets: the set is checked before it is read (every rank's file there, regular,
-// nothing beyond the last rank), files are never read as schedules, limits hold.
-
-/// The rank traces of a table (PREFIX.<r>.et, in the scratch directory as t.<r>.et).
-std::vector<std::string> traces_of(const SendTable& t) {
-    std::vector<std::string> out;
-    for (const ChakraFile& f : table_to_chakra(t, {"/scratch/t", 1024 * std::uint64_t{t.collective.chunks}}))
-        if (f.path.find(".workload.") == std::string::npos && f.path.ends_with(".et")) out.push_back(f.content);
-    return out;
-}
-
-std::vector<std::pair<std::string, std::string>> as_files(const std::vector<std::string>& traces, const std::string& prefix = "t") {
-    std::vector<std::pair<std::string, std::string>> files;
-    for (std::size_t r = 0; r < traces.size(); ++r) files.emplace_back(fmt::format("{}.{}.et", prefix, r), traces[r]);
-    return files;
-}
-
-std::vector<Case> chakra_cases() {
-    std::vector<Case> out;
-    struct Set {
-        std::string name;
-        SendTable table;
-    };
-    std::vector<Set> sets = {{"ring:4 allgather", test::ring_allgather(4)},
-                             {"ring:8 allgather", test::ring_allgather(8)},
-                             {"complete:5 alltoall", test::complete_alltoall(5)}};
-    for (const Set& set : sets) {
-        const std::vector<std::string> traces = traces_of(set.table);
-        const std::uint32_t P = static_cast<std::uint32_t>(traces.size());
-        auto files = as_files(traces);
-        // The whole set holds, read from any rank's file.
-        for (std::uint32_t r = 0; r < P; ++r)
-            out.push_back(make(set.name + ": read from rank " + std::to_string(r) + "'s file", fmt::format("verify t.{}.et", r), files, "", 0, "", "",
-                           {}, "verdict: holds"));
-        for (std::uint32_t r = 0; r < P; ++r) {
-            // A rank's file missing.
-            auto fewer = files;
-            fewer.erase(fewer.begin() + r);
-            for (std::uint32_t given : {0u, (r + 1) % P}) {
-                if (given == r) continue;
-                Case c;
-                c.name = fmt::format("{}: rank {} missing, reading t.{}.et", set.name, r, given);
-                c.args = fmt::format("verify t.{}.et", given);
-                c.files = fewer;
-                c.message = r == 0 ? "t.0.et: rank 0's trace is missing; it names the topology and the number of ranks"
-                                   : fmt::format("t.*.et: the trace set is incomplete: rank 0's trace names {} ranks, and the trace of rank {} is "
-                                                 "missing (first: t.{}.et)",
-                                                 P, r, r);
-                out.push_back(c);
-            }
-            // A FIFO, a directory or a device in its place: refused by its kind, never opened for reading.
-            for (auto [what, make] : std::vector<std::pair<std::string, std::string>>{
-                     {"a FIFO", "mkfifo t.{}.et"}, {"a directory", "mkdir t.{}.et"}, {"a character device", "ln -s /dev/zero t.{}.et"}}) {
-                Case c;
-                c.name = fmt::format("{}: rank {} is {}", set.name, r, what);
-                c.args = r == 0 ? "verify t.0.et" : "simulate t.0.et";
-                c.files = fewer;
-                c.setup = fmt::format(fmt::runtime(make), r) + " &&";
-                c.message = r == 0 && what == "a directory" ? "t.0.et: is a directory, not a Chakra trace"
-                            : r == 0 ? fmt::format("t.0.et: is {}, not a Chakra trace (only regular files are read)", what)
-                                     : fmt::format("t.{}.et: rank {}'s trace is {}, not a Chakra trace (only regular files are read)", r, r, what);
-                out.push_back(c);
-            }
-            // Cut short at several places: refused, naming a trace.
-            const std::string& f = traces[r];
-            for (std::size_t cut : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, f.size() / 4, f.size() / 3,
-                                    f.size() / 2, 2 * f.size() / 3, 3 * f.size() / 4, f.size() - 7, f.size() - 2, f.size() - 1}) {
-                if (cut >= f.size()) continue;
-                auto cut_files = files;
-                cut_files[r].second = f.substr(0, cut);
-                Case c;
-                c.name = fmt::format("{}: rank {} cut at byte {} of {}", set.name, r, cut, f.size());
-                c.args = "verify t.0.et";
-                c.files = cut_files;
-                c.message = "t.";
-                out.push_back(c);
-            }
-        }
-        // A file of a rank beyond the last: two sets under one prefix.
-        for (std::uint32_t extra : {P, P + 3}) {
-            auto more = files;
-            more.emplace_back(fmt::format("t.{}.et", extra), traces[0]);
-            Case c;
-            c.name = fmt::format("{}: an extra t.{}.et", set.name, extra);
-            c.args = "verify t.0.et";
-            c.files = more;
-            c.message = fmt::format("the trace set has {} ranks (rank 0's trace names them), but the directory also holds the trace of rank {}",
-                                    P, extra);
-            out.push_back(c);
-        }
-        // Rank files swapped or duplicated: refused, naming a rank and node.
-        if (P > 2) {
-            auto swapped = files;
-            std::swap(swapped[1].second, swapped[2].second);
-            out.push_back(make(set.name + ": ranks 1 and 2 swapped", "verify t.0.et", swapped, "", 2, "rank "));
-            auto twice = files;
-            twice[2].second = twice[1].second;
-            out.push_back(make(set.name + ": rank 1's file also as rank 2's", "verify t.0.et", twice, "", 2, "rank "));
-        }
-        // GlobalMetadata of rank 0 edited.
-        Trace t0 = parse_trace(traces[0]);
-        auto with_meta = [&](const std::string& key, const std::string& value) {
-            Trace t = t0;
-            bool found = false;
-            for (auto& a : *t.meta.mutable_attr())
-                if (a.name() == key) a.set_string_val(value), found = true;
-            if (!found) {
-                auto* a = t.meta.add_attr();
-                a->set_name(key);
-                a->set_string_val(value);
-            }
-            auto f = files;
-            f[0].second = test::serialize_trace(t);
-            return f;
-        };
-        const std::string steps = fmt::format("{} step{}", set.table.steps(), set.table.steps() == 1 ? "" : "s");
-        std::string million;
-        for (int i = 0; i < 1000000; ++i) million += i ? ",1" : "1";
-        for (auto [key, value, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
-                 {"collsched_rounds", "0", "collsched_rounds \"0\": step 1 lasts '0' rounds; a step lasts 1 to 1048576 rounds"},
-                 {"collsched_rounds", "1048577", "step 1 lasts '1048577' rounds; a step lasts 1 to 1048576 rounds"},
-                 {"collsched_rounds", "10000000", "step 1 lasts '10000000' rounds"},
-                 {"collsched_rounds", "2,x", "step 2 lasts 'x' rounds"},
-                 {"collsched_rounds", "2,,2", "step 2 lasts '' rounds"},
-                 {"collsched_rounds", "-1", "step 1 lasts '-1' rounds"},
-                 {"collsched_rounds", million, "collsched_rounds lists the rounds of 1000000 steps, but the traces have " + steps},
-                 {"collsched_rounds", "2,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
-                  "collsched_rounds lists the rounds of 22 steps, but the traces have " + steps},
-                 {"collsched_chunks", "abc", "collsched_chunks \"abc\" is not a number"},
-                 {"collsched_chunks", "0", "t.0.et: "},
-                 {"collsched_chunks", "99999999999", "t.0.et: "},
-                 {"collsched_topology", "ring:x", "t.0.et: topology 'ring:x'"},
-                 {"collsched_topology", "torus:1000000x1000000", "is more than collsched supports"},
-                 {"collsched_model", "timing=wormhole,combine=routers", "t.0.et: model: combine=routers"},
-                 {"collsched_model", "queues=foo", "t.0.et: model: bad value 'foo'"},
-                 {"collsched_collective", "bogus", "t.0.et: collective 'bogus'"},
-             }) {
-            Case c;
-            c.name = fmt::format("{}: {} = '{}'", set.name, key, value.substr(0, 40));
-            c.args = "verify t.0.et";
-            c.files = with_meta(key, value);
-            c.message = message;
-            out.push_back(c);
-        }
-        // Node names: 1 MB, control bytes, words out of place.
-        auto with_name = [&](std::uint32_t r, const std::string& name) {
-            Trace t = parse_trace(traces[r]);
-            t.nodes[0].set_name(name);
-            auto f = files;
-            f[r].second = test::serialize_trace(t);
-            return f;
-        };
-        for (std::uint32_t r : {0u, P - 1}) {
-            out.push_back(make(fmt::format("{}: rank {} node name of 1 MB", set.name, r), "verify t.0.et", with_name(r, std::string(1 << 20, 'x')),
-                               "", 2, fmt::format("t.{}.et: rank {}, node 0: a name of 1048576 bytes; collsched names its nodes", r, r)));
-            out.push_back(make(fmt::format("{}: rank {} node name of 1025 bytes", set.name, r), "verify t.0.et",
-                               with_name(r, std::string(1025, 'y')), "", 2, "a name of 1025 bytes"));
-            out.push_back(make(fmt::format("{}: rank {} node name with control bytes", set.name, r), "verify t.0.et",
-                               with_name(r, std::string("send \x1b[2J\r\x00 to 1 step 1", 23)), "", 2, "\\x1b[2J\\x0d\\x00"));
-            for (std::string name : {"send b(0) to 1", "recv b(0) from 1 step x", "send b(99) to 1 step 1", "send b(0) to 999 step 1",
-                                     "send b(0) to 1 step 99999999999", ""}) {
-                out.push_back(make(fmt::format("{}: rank {} node named '{}'", set.name, r, name), "verify t.0.et", with_name(r, name), "", 2,
-                                   fmt::format("t.{}.et: rank {}, node 0", r, r)));
-            }
-        }
-    }
-    // Files that are no trace set at all.
-    const std::vector<std::string> ring = traces_of(test::ring_allgather(4));
-    auto files = as_files(ring);
-    for (std::string junk : {std::string("\x00\x01\x02\x03" "binary\x1b[2J", 14), std::string(64, '\xff'), std::string("topology ring(4)\n"),
-                             std::string("{\"format\": \"collsched.table/1\"}")}) {
-        auto f = files;
-        f[0].second = junk;
-        out.push_back(make("junk as rank 0: " + std::to_string(junk.size()) + " bytes", "verify t.0.et", f, "", 2, "t.0.et: "));
-        f = files;
-        f[2].second = junk;
-        out.push_back(make("junk as rank 2: " + std::to_string(junk.size()) + " bytes", "verify t.2.et", f, "", 2, "t.2.et: "));
-    }
-    // A trace of a name that is no PREFIX.<rank>.et: read as a schedule, whose messages show no raw byte.
-    for (std::string name : {"x.et", "t.et", "t.01.et", "t.-1.et"}) {
-        Case c;
-        c.name = "a trace named " + name;
-        c.args = "verify " + name;
-        c.files = {{name, ring[1]}};
-        c.message = ": binary data (byte 0x";
-        c.where = name + ":1:";
-        out.push_back(c);
-    }
-    // convert --format chakra -o: a directory is no prefix.
-    const std::string table = source("tests/data/ring8_allgather.json");
-    for (std::string o : {"{D}/", "{D}", "{D}/.", "{D}/sub/", ".", "./", "..", "sub"}) {
-        Case c;
-        c.name = "convert --format chakra -o " + o;
-        c.setup = "mkdir -p sub &&";
-        c.args = "convert " + table + " --format chakra -o " + o;
-        c.message = "--format chakra writes PREFIX.0.et, PREFIX.1.et, ...: give -o DIR/PREFIX, not a directory; nothing written";
-        c.absent = {".0.et", ".system.json", "sub/.0.et"};
-        out.push_back(c);
-    }
-    for (std::string bytes : {"0", "3", "1099511627777"}) {
-        Case c;
-        c.name = "convert --format chakra --bytes " + bytes;
-        c.args = "convert " + table + " --format chakra --bytes " + bytes + " -o {D}/p";
-        c.message = "--bytes";
-        c.absent = {"p.0.et", "p.system.json"};
-        if (bytes == "3") c.code = 0, c.message = "", c.absent = {};
-        out.push_back(c);
-    }
-    return out;
-}
 
 // ------------------------------------------------------------------------------------------------
 // Time limits of the solvers (seconds each: the `slow` label). The bound asserted is generous (the
@@ -891,7 +515,6 @@ TEST_CASE("hostile surfaces: time limits of pareto and the Z3 engine hold" * doc
     run_category("limits", limit_cases());
 }
 
-TEST_CASE("hostile surfaces: Chakra trace sets are checked before they are read") { run_category("chakra", chakra_cases()); }
 
 TEST_CASE("hostile surfaces: CSV header lines are reported at their own line") { run_category("csv headers", csv_header_cases()); }
 
@@ -905,9 +528,6 @@ TEST_CASE("hostile surfaces: partials, chunks, rounds and combining in schedules
 
 TEST_CASE("hostile surfaces: combine=routers outside its models names the file or option") { run_category("models", model_cases()); }
 
-TEST_CASE("hostile surfaces: MSCCL-IR programs the executor would not load are refused at their element") {
-    run_category("msccl-ir", msccl_cases());
-}
 
 TEST_CASE("hostile surfaces: a link group over its capacity in a schedule names its statement") { run_category("groups", group_cases()); }
 
