@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "support/assert.hpp"
+
 namespace collsched::compiler {
 
 void Reporter::report(const char* code, SourceLoc loc, std::string message) {
@@ -136,13 +138,60 @@ std::int64_t Env::eval(std::uint32_t i) {
     switch (x.op) {
         case Op::constant: return x.imm;
         case Op::load: return slots[x.a];
+        case Op::bnot: return ~eval(x.a);
+        case Op::lnot: return eval(x.a) == 0;
+        case Op::neg:
+        case Op::add:
+        case Op::sub:
+        case Op::mul:
+        case Op::div:
+        case Op::mod:
+        case Op::pow:
+        case Op::shl:
+        case Op::shr:
+        case Op::log2:
+        case Op::abs: return arithmetic(x);
+        case Op::band: return eval(x.a) & eval(x.b);
+        case Op::bor: return eval(x.a) | eval(x.b);
+        case Op::bxor: return eval(x.a) ^ eval(x.b);
+        case Op::eq: return eval(x.a) == eval(x.b);
+        case Op::ne: return eval(x.a) != eval(x.b);
+        case Op::lt: return eval(x.a) < eval(x.b);
+        case Op::le: return eval(x.a) <= eval(x.b);
+        case Op::gt: return eval(x.a) > eval(x.b);
+        case Op::ge: return eval(x.a) >= eval(x.b);
+        case Op::land: return eval(x.a) && eval(x.b);
+        case Op::lor: return eval(x.a) || eval(x.b);
+        case Op::min: return std::min(eval(x.a), eval(x.b));
+        case Op::max: return std::max(eval(x.a), eval(x.b));
+        case Op::cap:
+        case Op::node_of:
+        case Op::proc_of: return node(x);
+        case Op::fold_sum:
+        case Op::fold_min:
+        case Op::fold_max: return fold(x);
+        case Op::router: return router(x, eval(x.a), eval(x.b));
+        case Op::coord: return coord(x);
+        case Op::msg_m:
+        case Op::msg_b:
+        case Op::msg_a:
+        case Op::msg_range:
+        case Op::msg_join: return message(x);
+        case Op::msg_partial: return partial_ref(x);
+        case Op::msg_set: return partial_set(x);
+        case Op::fold_bundle: return fold_bundle(x);
+    }
+    return 0;
+}
+
+/// Integer arithmetic, checked: overflow, division by zero, shifts, exponents, log2.
+std::int64_t Env::arithmetic(const XExpr& x) {
+    switch (x.op) {
         case Op::neg: {
             std::int64_t v = eval(x.a);
             if (v == std::numeric_limits<std::int64_t>::min()) fail("E020", x.loc, fmt::format("integer overflow: -({}) does not fit in 64 bits", v));
             return -v;
         }
-        case Op::bnot: return ~eval(x.a);
-        case Op::lnot: return eval(x.a) == 0;
         case Op::add: {
             std::int64_t a = eval(x.a), b = eval(x.b), r;
             if (__builtin_add_overflow(a, b, &r)) overflow(x, a, "+", b);
@@ -191,9 +240,6 @@ std::int64_t Env::eval(std::uint32_t i) {
             }
             return r;
         }
-        case Op::band: return eval(x.a) & eval(x.b);
-        case Op::bor: return eval(x.a) | eval(x.b);
-        case Op::bxor: return eval(x.a) ^ eval(x.b);
         case Op::shl: {
             std::int64_t a = eval(x.a), b = eval(x.b);
             if (b < 0 || b > 62) fail("E023", x.loc, fmt::format("shift by {}: the amount must be between 0 and 62", b));
@@ -206,22 +252,26 @@ std::int64_t Env::eval(std::uint32_t i) {
             if (b < 0 || b > 62) fail("E023", x.loc, fmt::format("shift by {}: the amount must be between 0 and 62", b));
             return a >> b;
         }
-        case Op::eq: return eval(x.a) == eval(x.b);
-        case Op::ne: return eval(x.a) != eval(x.b);
-        case Op::lt: return eval(x.a) < eval(x.b);
-        case Op::le: return eval(x.a) <= eval(x.b);
-        case Op::gt: return eval(x.a) > eval(x.b);
-        case Op::ge: return eval(x.a) >= eval(x.b);
-        case Op::land: return eval(x.a) && eval(x.b);
-        case Op::lor: return eval(x.a) || eval(x.b);
         case Op::log2: {
             std::int64_t v = eval(x.a);
             if (v <= 0 || (v & (v - 1)) != 0)
                 fail("E022", x.loc, fmt::format("log2({}): the argument must be a power of two", v));
             return std::countr_zero(static_cast<std::uint64_t>(v));
         }
-        case Op::min: return std::min(eval(x.a), eval(x.b));
-        case Op::max: return std::max(eval(x.a), eval(x.b));
+        case Op::abs: {
+            std::int64_t v = eval(x.a);
+            if (v == std::numeric_limits<std::int64_t>::min()) fail("E020", x.loc, fmt::format("integer overflow: abs({}) does not fit in 64 bits", v));
+            return v < 0 ? -v : v;
+        }
+        default: break;
+    }
+    COLLSCHED_ASSERT_MSG(false, "an operation outside its group");
+    return 0;
+}
+
+/// The capacity of a tree level, and expressions checked to name a node or a processor.
+std::int64_t Env::node(const XExpr& x) {
+    switch (x.op) {
         case Op::cap: {
             std::int64_t l = eval(x.a);
             if (!topo->is_tree())
@@ -229,14 +279,6 @@ std::int64_t Env::eval(std::uint32_t i) {
             if (l < 1 || l > std::int64_t{topo->tree_levels()})
                 fail("E041", x.loc, fmt::format("cap({}): {} has branch levels 1..{}", l, topo->spec(), topo->tree_levels()));
             return topo->level_caps()[static_cast<std::size_t>(l - 1)];
-        }
-        case Op::fold_sum:
-        case Op::fold_min:
-        case Op::fold_max: return fold(x);
-        case Op::abs: {
-            std::int64_t v = eval(x.a);
-            if (v == std::numeric_limits<std::int64_t>::min()) fail("E020", x.loc, fmt::format("integer overflow: abs({}) does not fit in 64 bits", v));
-            return v < 0 ? -v : v;
         }
         case Op::node_of: {
             std::int64_t v = eval(x.a);
@@ -253,8 +295,15 @@ std::int64_t Env::eval(std::uint32_t i) {
             }
             return v;
         }
-        case Op::router: return router(x, eval(x.a), eval(x.b));
-        case Op::coord: return coord(x);
+        default: break;
+    }
+    COLLSCHED_ASSERT_MSG(false, "an operation outside its group");
+    return 0;
+}
+
+/// Messages: m(s, d), b(s), a(s), a(i .. j) and bundles.
+std::int64_t Env::message(const XExpr& x) {
+    switch (x.op) {
         case Op::msg_m: {
             std::int64_t s = eval(x.a), d = eval(x.b);
             return idx(messages.personal(static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(d), chunk_of(x, s, d)));
@@ -274,58 +323,62 @@ std::int64_t Env::eval(std::uint32_t i) {
             check_rule(MessageKind::combined, x.loc);
             return idx((*composites).intern({MessageKind::combined, static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(hi), {}, {}}));
         }
-        case Op::msg_partial: {
-            // A reference to p's buffer, resolved to the partial it holds once the table is
-            // complete (resolve_partials, compiler/table/partials.cpp): kept as a partial without sources.
-            std::int64_t p = eval(x.a), c = x.b == none ? 0 : eval(x.b);
-            if (current_step < 1) fail("E056", x.loc, "partial(p) names what p's buffer holds when it sends: it is written in a step");
-            if (x.b != none && !chunks_stated)
-                fail("E054", x.loc, fmt::format("a chunk argument, but the collective does not split its data: write partial({}), or "
-                                                "`collective ... chunks C`",
-                                                p));
-            check_rule(MessageKind::partial, x.loc);
-            if (c < 0 || c >= chunks)
-                fail("E056", x.loc, fmt::format("partial({}, {}): the chunk must be in 0 .. {} (the collective has {} chunk{})", p, c,
-                                                chunks - 1, chunks, chunks == 1 ? "" : "s"));
-            return idx((*composites).intern({MessageKind::partial, static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(current_step),
-                                             {MessageId{static_cast<std::uint32_t>(p)}}, {}}));
-        }
-        case Op::msg_set: {
-            std::vector<std::uint32_t> src;
-            for (std::uint32_t k = 0; k < x.b; ++k) {
-                std::int64_t lo = eval(ir.lists[x.a + 2 * k]);
-                std::uint32_t last = ir.lists[x.a + 2 * k + 1];
-                std::int64_t hi = last == none ? lo : eval(last);
-                if (lo > hi) fail("E048", x.loc, fmt::format("a partial's range {} .. {} is empty (write i .. j with i <= j)", lo, hi));
-                // Sources are processors: checked before the range is listed (a({0 .. 2000000000}) must not allocate).
-                if (lo < 0 || hi >= processors)
-                    fail("E040", x.loc, fmt::format("a partial's source {} does not exist ({})", lo < 0 ? lo : hi, processors_text()));
-                for (std::int64_t v = lo; v <= hi; ++v) src.push_back(static_cast<std::uint32_t>(v));
-            }
-            std::sort(src.begin(), src.end());
-            if (auto d = std::adjacent_find(src.begin(), src.end()); d != src.end())
-                fail("E048", x.loc, fmt::format("a partial counts each contribution once; source {} is listed twice", *d));
-            if (src.empty()) fail("E048", x.loc, "a partial needs at least one source");
-            if (x.imm >= 0 && !chunks_stated)
-                fail("E054", x.loc, "a chunk argument, but the collective does not split its data: write the partial without it, or "
-                                    "`collective ... chunks C`");
-            std::int64_t c = x.imm < 0 ? 0 : eval(static_cast<std::uint32_t>(x.imm));
-            if (c < 0 || c >= chunks)
-                fail("E056", x.loc, fmt::format("a partial of chunk {}: the chunk must be in 0 .. {} (the collective has {} chunk{})", c,
-                                                chunks - 1, chunks, chunks == 1 ? "" : "s"));
-            if (src.size() == 1 && c == 0) return idx(messages.value(src[0]));
-            check_rule(MessageKind::partial, x.loc);
-            return idx((*composites).intern({MessageKind::partial, static_cast<std::uint32_t>(c), 0, {}, std::move(src)}));
-        }
         case Op::msg_join: {
             std::vector<MessageId> parts;
             add_parts(parts, MessageId{static_cast<std::uint32_t>(eval(x.a))}, x);
             add_parts(parts, MessageId{static_cast<std::uint32_t>(eval(x.b))}, x);
             return make_bundle(std::move(parts));
         }
-        case Op::fold_bundle: return fold_bundle(x);
+        default: break;
     }
+    COLLSCHED_ASSERT_MSG(false, "an operation outside its group");
     return 0;
+}
+
+/// partial(p[, c]): a reference to p's buffer, resolved to the partial it holds once the table
+/// is complete (resolve_partials, compiler/table/partials.cpp): kept as a partial without sources.
+std::int64_t Env::partial_ref(const XExpr& x) {
+    std::int64_t p = eval(x.a), c = x.b == none ? 0 : eval(x.b);
+    if (current_step < 1) fail("E056", x.loc, "partial(p) names what p's buffer holds when it sends: it is written in a step");
+    if (x.b != none && !chunks_stated)
+        fail("E054", x.loc, fmt::format("a chunk argument, but the collective does not split its data: write partial({}), or "
+                                        "`collective ... chunks C`",
+                                        p));
+    check_rule(MessageKind::partial, x.loc);
+    if (c < 0 || c >= chunks)
+        fail("E056", x.loc, fmt::format("partial({}, {}): the chunk must be in 0 .. {} (the collective has {} chunk{})", p, c,
+                                        chunks - 1, chunks, chunks == 1 ? "" : "s"));
+    return idx((*composites).intern({MessageKind::partial, static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(current_step),
+                                     {MessageId{static_cast<std::uint32_t>(p)}}, {}}));
+}
+
+/// a({sources}[, c]): a partial of listed contributions.
+std::int64_t Env::partial_set(const XExpr& x) {
+    std::vector<std::uint32_t> src;
+    for (std::uint32_t k = 0; k < x.b; ++k) {
+        std::int64_t lo = eval(ir.lists[x.a + 2 * k]);
+        std::uint32_t last = ir.lists[x.a + 2 * k + 1];
+        std::int64_t hi = last == none ? lo : eval(last);
+        if (lo > hi) fail("E048", x.loc, fmt::format("a partial's range {} .. {} is empty (write i .. j with i <= j)", lo, hi));
+        // Sources are processors: checked before the range is listed (a({0 .. 2000000000}) must not allocate).
+        if (lo < 0 || hi >= processors)
+            fail("E040", x.loc, fmt::format("a partial's source {} does not exist ({})", lo < 0 ? lo : hi, processors_text()));
+        for (std::int64_t v = lo; v <= hi; ++v) src.push_back(static_cast<std::uint32_t>(v));
+    }
+    std::sort(src.begin(), src.end());
+    if (auto d = std::adjacent_find(src.begin(), src.end()); d != src.end())
+        fail("E048", x.loc, fmt::format("a partial counts each contribution once; source {} is listed twice", *d));
+    if (src.empty()) fail("E048", x.loc, "a partial needs at least one source");
+    if (x.imm >= 0 && !chunks_stated)
+        fail("E054", x.loc, "a chunk argument, but the collective does not split its data: write the partial without it, or "
+                            "`collective ... chunks C`");
+    std::int64_t c = x.imm < 0 ? 0 : eval(static_cast<std::uint32_t>(x.imm));
+    if (c < 0 || c >= chunks)
+        fail("E056", x.loc, fmt::format("a partial of chunk {}: the chunk must be in 0 .. {} (the collective has {} chunk{})", c,
+                                        chunks - 1, chunks, chunks == 1 ? "" : "s"));
+    if (src.size() == 1 && c == 0) return idx(messages.value(src[0]));
+    check_rule(MessageKind::partial, x.loc);
+    return idx((*composites).intern({MessageKind::partial, static_cast<std::uint32_t>(c), 0, {}, std::move(src)}));
 }
 
 /// Appends the base messages m stands for (a bundle's parts) to a bundle under construction.

@@ -125,6 +125,11 @@ public:
 
 private:
     [[noreturn]] void overflow(const XExpr& x, std::int64_t a, std::string_view op, std::int64_t b) const;
+    std::int64_t arithmetic(const XExpr& x);
+    std::int64_t node(const XExpr& x);
+    std::int64_t message(const XExpr& x);
+    std::int64_t partial_ref(const XExpr& x);
+    std::int64_t partial_set(const XExpr& x);
     std::int64_t fold(const XExpr& x);
     std::int64_t fold_bundle(const XExpr& x);
     std::int64_t router(const XExpr& x, std::int64_t level, std::int64_t index);
