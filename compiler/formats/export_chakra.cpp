@@ -91,6 +91,54 @@ static std::string network_yml(const Topology& topo) {
                               kind, P, first.bandwidth / double(1u << 30), first.alpha * 1e9);
 }
 
+namespace {
+
+/// A send or receive node of endpoint transfer `i` (its comm_tag), `bytes` per message.
+void comm_node(pb::Node& n, std::uint64_t id, std::string name, pb::NodeType node_type, pb::CollectiveCommType type,
+               const EndpointTransfer& e, std::size_t i, std::uint64_t bytes) {
+    n.set_id(id);
+    n.set_name(std::move(name));
+    n.set_type(node_type);
+    attr_bool(n, "is_cpu_op", false);
+    attr_int64(n, "comm_type", type);
+    attr_int32(n, "comm_src", std::int32_t(idx(e.src)));
+    attr_int32(n, "comm_dst", std::int32_t(idx(e.dst)));
+    attr_int32(n, "comm_tag", std::int32_t(i));
+    attr_int64(n, "comm_size", std::int64_t(bytes));
+}
+
+/// The workload (one collective node per rank, whose size covers every rank's messages) and the
+/// system, network and memory files ASTRA-sim reads beside the traces.
+void side_files(const SendTable& t, const ChakraOptions& opt, pb::CollectiveCommType type, std::vector<ChakraFile>& files) {
+    const std::uint32_t P = t.topology->processors();
+    const CollectiveKind kind = t.collective.kind;
+    const std::uint64_t coll_bytes = opt.bytes * P;
+    for (std::uint32_t r = 0; r < P; ++r) {
+        pb::GlobalMetadata meta;
+        meta.set_version(schema_version);
+        pb::Node n;
+        n.set_id(0);
+        n.set_name(fmt::format("collsched {} on {}", t.collective.to_string(), t.topology->spec()));
+        n.set_type(pb::COMM_COLL_NODE);
+        attr_bool(n, "is_cpu_op", false);
+        attr_int64(n, "comm_type", type);
+        attr_int64(n, "comm_size", std::int64_t(coll_bytes));
+        std::string out;
+        append(out, meta);
+        append(out, n);
+        files.push_back({fmt::format("{}.workload.{}.et", opt.prefix, r), std::move(out)});
+    }
+    const char* impl = kind == CollectiveKind::alltoall ? "all-to-all-implementation-custom" : "all-gather-implementation-custom";
+    files.push_back({opt.prefix + ".system.json",
+                     fmt::format("{{\n  \"scheduling-policy\": \"FIFO\",\n  \"preferred-dataset-splits\": 1,\n  \"{}\": [{}],\n  "
+                                 "\"local-mem-bw\": 50\n}}\n",
+                                 impl, support::json_string(opt.prefix))});
+    files.push_back({opt.prefix + ".network.yml", network_yml(*t.topology)});
+    files.push_back({opt.prefix + ".memory.json", "{\n  \"memory-type\": \"NO_MEMORY_EXPANSION\"\n}\n"});
+}
+
+}  // namespace
+
 std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions& opt) {
     const CollectiveKind kind = t.collective.kind;
     if (kind != CollectiveKind::alltoall && kind != CollectiveKind::allgather)
@@ -149,15 +197,7 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
         const EndpointTransfer& e = ev[i];
         const std::string msg = ms.name(e.message);
         pb::Node& s = per_rank[idx(e.src)][send_id[i]];
-        s.set_id(send_id[i]);
-        s.set_name(fmt::format("send {} to {} step {}", msg, idx(e.dst), e.sent));
-        s.set_type(pb::COMM_SEND_NODE);
-        attr_bool(s, "is_cpu_op", false);
-        attr_int64(s, "comm_type", type);
-        attr_int32(s, "comm_src", std::int32_t(idx(e.src)));
-        attr_int32(s, "comm_dst", std::int32_t(idx(e.dst)));
-        attr_int32(s, "comm_tag", std::int32_t(i));
-        attr_int64(s, "comm_size", std::int64_t(msg_bytes));
+        comm_node(s, send_id[i], fmt::format("send {} to {} step {}", msg, idx(e.dst), e.sent), pb::COMM_SEND_NODE, type, e, i, msg_bytes);
         if (!t.collective.initial(ms, e.message) || ms.origin(e.message) != e.src) {
             auto f = first.find(key(e.src, e.message));
             if (f == first.end() || ev[f->second].arrived >= e.sent)
@@ -165,16 +205,8 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
                                       idx(e.src), msg, e.sent));
             s.add_data_deps(recv_id[f->second]);
         }
-        pb::Node& r = per_rank[idx(e.dst)][recv_id[i]];
-        r.set_id(recv_id[i]);
-        r.set_name(fmt::format("recv {} from {} step {}", msg, idx(e.src), e.arrived));
-        r.set_type(pb::COMM_RECV_NODE);
-        attr_bool(r, "is_cpu_op", false);
-        attr_int64(r, "comm_type", type);
-        attr_int32(r, "comm_src", std::int32_t(idx(e.src)));
-        attr_int32(r, "comm_dst", std::int32_t(idx(e.dst)));
-        attr_int32(r, "comm_tag", std::int32_t(i));
-        attr_int64(r, "comm_size", std::int64_t(msg_bytes));
+        comm_node(per_rank[idx(e.dst)][recv_id[i]], recv_id[i], fmt::format("recv {} from {} step {}", msg, idx(e.src), e.arrived),
+                  pb::COMM_RECV_NODE, type, e, i, msg_bytes);
     }
     std::vector<ChakraFile> files;
     for (std::uint32_t r = 0; r < P; ++r) {
@@ -192,30 +224,7 @@ std::vector<ChakraFile> table_to_chakra(const SendTable& t, const ChakraOptions&
         for (const pb::Node& n : per_rank[r]) append(out, n);
         files.push_back({fmt::format("{}.{}.et", opt.prefix, r), std::move(out)});
     }
-    // the workload: one collective node per rank, whose size covers every rank's messages
-    const std::uint64_t coll_bytes = opt.bytes * P;
-    for (std::uint32_t r = 0; r < P; ++r) {
-        pb::GlobalMetadata meta;
-        meta.set_version(schema_version);
-        pb::Node n;
-        n.set_id(0);
-        n.set_name(fmt::format("collsched {} on {}", t.collective.to_string(), t.topology->spec()));
-        n.set_type(pb::COMM_COLL_NODE);
-        attr_bool(n, "is_cpu_op", false);
-        attr_int64(n, "comm_type", type);
-        attr_int64(n, "comm_size", std::int64_t(coll_bytes));
-        std::string out;
-        append(out, meta);
-        append(out, n);
-        files.push_back({fmt::format("{}.workload.{}.et", opt.prefix, r), std::move(out)});
-    }
-    const char* impl = kind == CollectiveKind::alltoall ? "all-to-all-implementation-custom" : "all-gather-implementation-custom";
-    files.push_back({opt.prefix + ".system.json",
-                     fmt::format("{{\n  \"scheduling-policy\": \"FIFO\",\n  \"preferred-dataset-splits\": 1,\n  \"{}\": [{}],\n  "
-                                 "\"local-mem-bw\": 50\n}}\n",
-                                 impl, support::json_string(opt.prefix))});
-    files.push_back({opt.prefix + ".network.yml", network_yml(*t.topology)});
-    files.push_back({opt.prefix + ".memory.json", "{\n  \"memory-type\": \"NO_MEMORY_EXPANSION\"\n}\n"});
+    side_files(t, opt, type, files);
     return files;
 }
 
