@@ -23,83 +23,35 @@ namespace {
 /// crosses a channel joins the queues of all the tree's channels after it (the router
 /// replicates). Its remaining distance is the longest route still ahead of it. Both policies
 /// walk a forest of route trees: under fifo every send is a chain of its own.
-void arbitrate_fifo(const Topology& topo, std::span<const FifoSend> sends, std::span<const std::uint32_t> send_origins,
-                    const ExplicitHops& explicit_hops, bool flood_policy, TransferSink& sink, Reporter& reporter) {
-    const bool record = !send_origins.empty();
+namespace {
+
+/// arbitrate_fifo's state, one method per stage, called in order by run(): the units (one per
+/// send under fifo, one per (step, source, message) under flood) with their route trees, their
+/// ranks, then the channel queues step by step.
+class FifoArbiter {
+public:
+    FifoArbiter(const Topology& topo, std::span<const FifoSend> sends, std::span<const std::uint32_t> send_origins,
+                const ExplicitHops& explicit_hops, bool flood, TransferSink& sink, Reporter& reporter)
+        : topo_(topo), sends_(sends), send_origins_(send_origins), explicit_hops_(explicit_hops), flood_(flood), sink_(sink),
+          reporter_(reporter), record_(!send_origins.empty()), queue_(topo.channels().size()), is_active_(topo.channels().size(), 0) {}
+
+    void run() {
+        units();
+        rank_units();
+        arbitrate();
+    }
+
+private:
     struct TreeNode {
         ChannelId channel;
-        std::uint32_t remaining;         // the longest route ahead, this channel included
-        std::uint32_t kids = 0, kids_n = 0;  // range of `kids`
+        std::uint32_t remaining;             // the longest route ahead, this channel included
+        std::uint32_t kids = 0, kids_n = 0;  // range of `kids_`
     };
     struct Unit {
         Step issue;
         MessageId message;
-        std::uint32_t roots = 0, roots_n = 0;  // range of `kids`
+        std::uint32_t roots = 0, roots_n = 0;  // range of `kids_`
     };
-    std::vector<TreeNode> tree;
-    std::vector<std::uint32_t> kids;
-    std::vector<Unit> units;
-    std::vector<ChannelId> route;
-    std::vector<std::uint32_t> tree_origin;  // recording: per tree node, the send whose route added it
-    const bool flood = flood_policy;
-    // Group sends into units: one per send (fifo), one per (step, source, message) (flood).
-    std::vector<std::uint32_t> order(sends.size());
-    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    auto key = [&](std::uint32_t i) { return std::tuple(sends[i].issue, idx(sends[i].src), idx(sends[i].message)); };
-    if (flood) std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> unit_of_first;  // (first send index, unit) to number units in program order
-    for (std::size_t g = 0; g < order.size();) {
-        std::size_t h = g + 1;
-        if (flood)
-            while (h < order.size() && key(order[h]) == key(order[g])) ++h;
-        // The union of the group's routes: per channel, the channels after it.
-        std::vector<ChannelId> chans;                          // tree nodes of this unit, in discovery order
-        std::unordered_map<std::uint32_t, std::uint32_t> at;   // channel -> position in chans
-        std::vector<std::vector<std::uint32_t>> next;          // position -> positions after it
-        std::vector<std::uint32_t> remaining, roots, origin;
-        for (std::size_t k = g; k < h; ++k) {
-            const FifoSend& f = sends[order[k]];
-            route.clear();
-            topo.route(f.src, f.dst, route);
-            std::uint32_t prev = none;
-            for (std::size_t j = 0; j < route.size(); ++j) {
-                auto [it, fresh] = at.emplace(idx(route[j]), static_cast<std::uint32_t>(chans.size()));
-                if (fresh) {
-                    chans.push_back(route[j]);
-                    next.emplace_back();
-                    remaining.push_back(0);
-                    if (record) origin.push_back(send_origins[order[k]]);
-                }
-                std::uint32_t pos = it->second;
-                remaining[pos] = std::max(remaining[pos], static_cast<std::uint32_t>(route.size() - j));
-                auto& list = prev == none ? roots : next[prev];
-                if (std::find(list.begin(), list.end(), pos) == list.end()) list.push_back(pos);
-                prev = pos;
-            }
-        }
-        auto base = static_cast<std::uint32_t>(tree.size());
-        for (std::size_t p = 0; p < chans.size(); ++p) {
-            TreeNode node{chans[p], remaining[p]};
-            node.kids = static_cast<std::uint32_t>(kids.size());
-            node.kids_n = static_cast<std::uint32_t>(next[p].size());
-            for (std::uint32_t q : next[p]) kids.push_back(base + q);
-            tree.push_back(node);
-            if (record) tree_origin.push_back(origin[p]);
-        }
-        Unit u{sends[order[g]].issue, sends[order[g]].message};
-        u.roots = static_cast<std::uint32_t>(kids.size());
-        u.roots_n = static_cast<std::uint32_t>(roots.size());
-        for (std::uint32_t q : roots) kids.push_back(base + q);
-        unit_of_first.emplace_back(*std::min_element(order.begin() + static_cast<std::ptrdiff_t>(g), order.begin() + static_cast<std::ptrdiff_t>(h)),
-                                   static_cast<std::uint32_t>(units.size()));
-        units.push_back(u);
-        g = h;
-    }
-    // Units rank by the send written first (the last tie-break of the queue order).
-    std::sort(unit_of_first.begin(), unit_of_first.end());
-    std::vector<std::uint32_t> rank(units.size());
-    for (std::uint32_t r = 0; r < unit_of_first.size(); ++r) rank[unit_of_first[r].second] = r;
-
     struct Entry {
         Step ready;
         std::uint32_t remaining;
@@ -107,68 +59,165 @@ void arbitrate_fifo(const Topology& topo, std::span<const FifoSend> sends, std::
         std::uint32_t rank;
         std::uint32_t node;
     };
-    auto later = [](const Entry& a, const Entry& b) {  // heap order: the top is the first to go
+    static bool later(const Entry& a, const Entry& b) {  // heap order: the top is the first to go
         if (a.ready != b.ready) return a.ready > b.ready;
         if (a.remaining != b.remaining) return a.remaining < b.remaining;
         if (a.message != b.message) return idx(a.message) > idx(b.message);
         return a.rank > b.rank;
-    };
-    std::vector<std::vector<Entry>> queue(topo.channels().size());
-    std::vector<std::uint32_t> active;
-    std::vector<char> is_active(queue.size(), 0);
-    auto enqueue = [&](Entry e) {
-        std::uint32_t c = idx(tree[e.node].channel);
-        auto& q = queue[c];
+    }
+    auto key(std::uint32_t i) const { return std::tuple(sends_[i].issue, idx(sends_[i].src), idx(sends_[i].message)); }
+
+    /// Groups sends into units: one per send (fifo), one per (step, source, message) (flood).
+    void units() {
+        order_.resize(sends_.size());
+        for (std::uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
+        if (flood_) std::stable_sort(order_.begin(), order_.end(), [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
+        for (std::size_t g = 0; g < order_.size();) {
+            std::size_t h = g + 1;
+            if (flood_)
+                while (h < order_.size() && key(order_[h]) == key(order_[g])) ++h;
+            add_unit(g, h);
+            g = h;
+        }
+    }
+
+    /// The unit of sends order_[g .. h): the union of their routes (per channel, the channels after it).
+    void add_unit(std::size_t g, std::size_t h) {
+        // The union of the group's routes: per channel, the channels after it.
+        std::vector<ChannelId> chans;                          // tree nodes of this unit, in discovery order
+        std::unordered_map<std::uint32_t, std::uint32_t> at;   // channel -> position in chans
+        std::vector<std::vector<std::uint32_t>> next;          // position -> positions after it
+        std::vector<std::uint32_t> remaining, roots, origin;
+        for (std::size_t k = g; k < h; ++k) {
+            const FifoSend& f = sends_[order_[k]];
+            route_.clear();
+            topo_.route(f.src, f.dst, route_);
+            std::uint32_t prev = none;
+            for (std::size_t j = 0; j < route_.size(); ++j) {
+                auto [it, fresh] = at.emplace(idx(route_[j]), static_cast<std::uint32_t>(chans.size()));
+                if (fresh) {
+                    chans.push_back(route_[j]);
+                    next.emplace_back();
+                    remaining.push_back(0);
+                    if (record_) origin.push_back(send_origins_[order_[k]]);
+                }
+                std::uint32_t pos = it->second;
+                remaining[pos] = std::max(remaining[pos], static_cast<std::uint32_t>(route_.size() - j));
+                auto& list = prev == none ? roots : next[prev];
+                if (std::find(list.begin(), list.end(), pos) == list.end()) list.push_back(pos);
+                prev = pos;
+            }
+        }
+        auto base = static_cast<std::uint32_t>(tree_.size());
+        for (std::size_t p = 0; p < chans.size(); ++p) {
+            TreeNode node{chans[p], remaining[p]};
+            node.kids = static_cast<std::uint32_t>(kids_.size());
+            node.kids_n = static_cast<std::uint32_t>(next[p].size());
+            for (std::uint32_t q : next[p]) kids_.push_back(base + q);
+            tree_.push_back(node);
+            if (record_) tree_origin_.push_back(origin[p]);
+        }
+        Unit u{sends_[order_[g]].issue, sends_[order_[g]].message};
+        u.roots = static_cast<std::uint32_t>(kids_.size());
+        u.roots_n = static_cast<std::uint32_t>(roots.size());
+        for (std::uint32_t q : roots) kids_.push_back(base + q);
+        unit_of_first_.emplace_back(*std::min_element(order_.begin() + static_cast<std::ptrdiff_t>(g), order_.begin() + static_cast<std::ptrdiff_t>(h)),
+                                   static_cast<std::uint32_t>(units_.size()));
+        units_.push_back(u);
+    }
+
+    /// Units rank by the send written first (the last tie-break of the queue order).
+    void rank_units() {
+        std::sort(unit_of_first_.begin(), unit_of_first_.end());
+        rank_.resize(units_.size());
+        for (std::uint32_t r = 0; r < unit_of_first_.size(); ++r) rank_[unit_of_first_[r].second] = r;
+    }
+
+    void enqueue(Entry e) {
+        std::uint32_t c = idx(tree_[e.node].channel);
+        auto& q = queue_[c];
         q.push_back(e);
         std::push_heap(q.begin(), q.end(), later);
-        if (!is_active[c]) {
-            is_active[c] = 1;
-            active.push_back(c);
+        if (!is_active_[c]) {
+            is_active_[c] = 1;
+            active_.push_back(c);
         }
-    };
-    Step t = std::numeric_limits<Step>::max();
-    for (std::uint32_t u = 0; u < units.size(); ++u) {
-        for (std::uint32_t k = 0; k < units[u].roots_n; ++k) {
-            std::uint32_t node = kids[units[u].roots + k];
-            enqueue({units[u].issue, tree[node].remaining, units[u].message, rank[u], node});
-        }
-        t = std::min(t, units[u].issue);
     }
-    while (!active.empty()) {
-        std::sort(active.begin(), active.end());
-        std::vector<std::uint32_t> now;
-        now.swap(active);
-        for (std::uint32_t c : now) is_active[c] = 0;
-        for (std::uint32_t c : now) {
-            auto& q = queue[c];
-            std::int64_t room = topo.channel(ChannelId{c}).cap;
-            if (auto it = explicit_hops.find((std::uint64_t{t} << 32) | c); it != explicit_hops.end()) room -= it->second;
-            while (!q.empty() && q.front().ready <= t && room > 0) {
-                std::pop_heap(q.begin(), q.end(), later);
-                Entry e = q.back();
-                q.pop_back();
-                --room;
-                sink.push({t, ChannelId{c}, e.message});
-                if (record) sink.origin(1, tree_origin[e.node]);
-                const TreeNode& node = tree[e.node];
-                if (node.kids_n > 0 && t + 1 >= max_step) {
-                    reporter.report("E025", {}, "the fifo lowering runs past step 2^31");
-                    throw Stop{};
+
+    /// Step by step, every active channel sends the first of its queue up to its capacity
+    /// (less the explicit hops on it), and each copy joins the queues of the channels after it.
+    void arbitrate() {
+        Step t = std::numeric_limits<Step>::max();
+        for (std::uint32_t u = 0; u < units_.size(); ++u) {
+            for (std::uint32_t k = 0; k < units_[u].roots_n; ++k) {
+                std::uint32_t node = kids_[units_[u].roots + k];
+                enqueue({units_[u].issue, tree_[node].remaining, units_[u].message, rank_[u], node});
+            }
+            t = std::min(t, units_[u].issue);
+        }
+        while (!active_.empty()) {
+            std::sort(active_.begin(), active_.end());
+            std::vector<std::uint32_t> now;
+            now.swap(active_);
+            for (std::uint32_t c : now) is_active_[c] = 0;
+            for (std::uint32_t c : now) {
+                auto& q = queue_[c];
+                std::int64_t room = topo_.channel(ChannelId{c}).cap;
+                if (auto it = explicit_hops_.find((std::uint64_t{t} << 32) | c); it != explicit_hops_.end()) room -= it->second;
+                while (!q.empty() && q.front().ready <= t && room > 0) {
+                    std::pop_heap(q.begin(), q.end(), later);
+                    Entry e = q.back();
+                    q.pop_back();
+                    --room;
+                    sink_.push({t, ChannelId{c}, e.message});
+                    if (record_) sink_.origin(1, tree_origin_[e.node]);
+                    const TreeNode& node = tree_[e.node];
+                    if (node.kids_n > 0 && t + 1 >= max_step) {
+                        reporter_.report("E025", {}, "the fifo lowering runs past step 2^31");
+                        throw Stop{};
+                    }
+                    for (std::uint32_t k = 0; k < node.kids_n; ++k) {
+                        std::uint32_t child = kids_[node.kids + k];
+                        enqueue({t + 1, tree_[child].remaining, e.message, e.rank, child});
+                    }
                 }
-                for (std::uint32_t k = 0; k < node.kids_n; ++k) {
-                    std::uint32_t child = kids[node.kids + k];
-                    enqueue({t + 1, tree[child].remaining, e.message, e.rank, child});
+                if (!q.empty() && !is_active_[c]) {
+                    is_active_[c] = 1;
+                    active_.push_back(c);
                 }
             }
-            if (!q.empty() && !is_active[c]) {
-                is_active[c] = 1;
-                active.push_back(c);
-            }
+            Step next = std::numeric_limits<Step>::max();
+            for (std::uint32_t c : active_) next = std::min(next, queue_[c].front().ready);
+            t = std::max(t + 1, next);
         }
-        Step next = std::numeric_limits<Step>::max();
-        for (std::uint32_t c : active) next = std::min(next, queue[c].front().ready);
-        t = std::max(t + 1, next);
     }
+
+    const Topology& topo_;
+    std::span<const FifoSend> sends_;
+    std::span<const std::uint32_t> send_origins_;
+    const ExplicitHops& explicit_hops_;
+    const bool flood_;
+    TransferSink& sink_;
+    Reporter& reporter_;
+    const bool record_;  ///< origins are recorded
+    std::vector<TreeNode> tree_;
+    std::vector<std::uint32_t> kids_;
+    std::vector<Unit> units_;
+    std::vector<ChannelId> route_;
+    std::vector<std::uint32_t> tree_origin_;  ///< recording: per tree node, the send whose route added it
+    std::vector<std::uint32_t> order_;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> unit_of_first_;  ///< (first send index, unit) to number units in program order
+    std::vector<std::uint32_t> rank_;
+    std::vector<std::vector<Entry>> queue_;
+    std::vector<std::uint32_t> active_;
+    std::vector<char> is_active_;
+};
+
+}  // namespace
+
+void arbitrate_fifo(const Topology& topo, std::span<const FifoSend> sends, std::span<const std::uint32_t> send_origins,
+                    const ExplicitHops& explicit_hops, bool flood_policy, TransferSink& sink, Reporter& reporter) {
+    FifoArbiter(topo, sends, send_origins, explicit_hops, flood_policy, sink, reporter).run();
 }
 
 /// The adaptive policy (the Connection Machine router, Stanfill 1987): every node keeps one
