@@ -248,98 +248,131 @@ Grid build_grid(const SendTable& t, const TimelineOptions& opt) {
 }
 
 /// Writes the timeline; `html` adds a class and a <title> to every cell for the page's script.
-void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::memory_buffer& out, const Flush& flush) {
-    Grid g = build_grid(t, opt);
-    const bool titles = opt.titles || html;
-    Messages ms = t.messages();
-    const Step T = g.steps;
-    const int cw = std::clamp(static_cast<int>(1100 / T), 3, 22);
-    const int rh = g.processors ? (g.rows <= 40 ? 18 : g.rows <= 80 ? 12 : 10)
-                                : (g.rows <= 40 ? 16 : g.rows <= 80 ? 12 : g.rows <= 140 ? 10 : 8);
-    const int font = std::clamp(rh - 3, 7, 11);
-    const int every_row = rh >= 9 ? 1 : 2;
-    const int gap = cw >= 6 ? 1 : 0;
-    std::size_t longest = 0;
-    for (const auto& l : g.labels) longest = std::max(longest, l.size());
-    const int left = static_cast<int>(longest * font * 0.62) + 14;
-    const int top = 70;
-    const int group_gap = g.groups.empty() ? 0 : 5;
-    const int right = g.groups.empty() ? 16 : 110;
-    std::vector<int> y(g.rows + 1);
-    {
-        int at = top;
-        std::size_t gi = 0;
-        for (std::uint32_t r = 0; r <= g.rows; ++r) {
-            if (gi < g.groups.size() && g.groups[gi].first == r && r > 0) at += group_gap;
-            if (gi < g.groups.size() && g.groups[gi].first == r) ++gi;
-            y[r] = at;
-            at += rh;
-        }
-    }
-    const int grid_w = static_cast<int>(T) * cw;
-    const int grid_bottom = y[g.rows];
-    const int legend_y = grid_bottom + 26;
-    const int width_of_grid = std::max(left + grid_w + right, 660);
-    // link groups, one line each under the legend: name, shared capacity, channels, peak load
-    std::vector<std::string> group_lines;
-    if (const auto& groups = t.topology->groups(); !groups.empty()) {
-        const std::vector<GroupUse> use = group_use(t);
-        constexpr std::size_t max_lines = 24, max_channels = 8;
-        for (std::size_t k = 0; k < groups.size() && k < max_lines; ++k) {
-            std::string chans;
-            for (std::size_t c = 0; c < groups[k].channels.size() && c < max_channels; ++c) {
-                const Channel& ch = t.topology->channel(groups[k].channels[c]);
-                chans += fmt::format("{}{}", c ? ", " : "", arrow(*t.topology, ch));
-            }
-            if (groups[k].channels.size() > max_channels) chans += fmt::format(" and {} more", groups[k].channels.size() - max_channels);
-            group_lines.push_back(fmt::format("group {}: cap {} per step over {} channel{} ({}) \u00b7 {}", groups[k].name, groups[k].cap,
-                                              groups[k].channels.size(), groups[k].channels.size() == 1 ? "" : "s", chans, use[k].text()));
-        }
-        if (groups.size() > max_lines) group_lines.push_back(fmt::format("and {} more groups", groups.size() - max_lines));
-    }
-    const int height = legend_y + 44 + (group_lines.empty() ? 0 : 14 * static_cast<int>(group_lines.size() + 1));
-    // the group lines (10 px type, about 6 px a character) widen the picture rather than run off it
-    std::size_t longest_line = 0;
-    for (const std::string& l : group_lines)  // characters, not bytes: the arrows are 3 bytes of UTF-8
-        longest_line = std::max<std::size_t>(longest_line, std::count_if(l.begin(), l.end(), [](char c) { return (c & 0xC0) != 0x80; }));
-    const int width = std::max(width_of_grid, 16 + 6 * static_cast<int>(longest_line));
+/// The SVG (and HTML) timeline of a table, one method per part of the picture, in the order
+/// write() draws them: the layout, the link groups' lines, the header, the step axis, the
+/// group labels, the rows and cells (with their titles), the legend.
+class SvgWriter {
+public:
+    SvgWriter(const SendTable& t, const TimelineOptions& opt, bool html, fmt::memory_buffer& out, const Flush& flush)
+        : t_(t), opt_(opt), html_(html), out_(out), flush_(flush), g_(build_grid(t, opt)), titles_(opt.titles || html), ms_(t.messages()) {}
 
-    auto it = std::back_inserter(out);
-    fmt::format_to(it,
-                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
-                   "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"{2}\">\n",
-                   width, height, font);
-    fmt::format_to(it, "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
-    fmt::format_to(it, "<text x=\"{}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{} \u00b7 {} \u00b7 {} steps \u00b7 {} transfers</text>\n",
-                   8, support::xml_escape(t.topology->spec()), support::xml_escape(t.collective.to_string()), t.steps(), t.transfers.size());
-    fmt::format_to(it, "<text x=\"8\" y=\"32\" font-size=\"10\" fill=\"#555555\">model: {}</text>\n", support::xml_escape(model_text(t.model)));
-    fmt::format_to(it, "<text x=\"8\" y=\"45\" font-size=\"10\" fill=\"#555555\">rows: {} \u00b7 cell colour: load in the step against capacity</text>\n",
-                   g.processors ? "processors (upper half sends, lower half receives; the fullest channel, link group or port they use)"
-                                : t.topology->is_tree() ? "channels, up the tree level by level, then down" : "channels");
-    // step axis
-    int label_every = 1;
-    for (int k : {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}) {
-        label_every = k;
-        if (k * cw >= 22) break;
+    void write() {
+        layout();
+        link_group_lines();
+        size();
+        header();
+        step_axis();
+        group_labels();
+        rows();
+        legend();
+        flush_(out_);
     }
-    fmt::format_to(it, "<g id=\"steps\" font-size=\"9\" fill=\"#333333\" text-anchor=\"middle\">\n");
-    fmt::format_to(it, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">step</text>\n", left - 4, top - 6);
-    for (Step s = 1; s <= T; ++s)
-        if ((s == 1 && label_every != 2) || s % label_every == 0)
-            fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", left + (s - 1) * cw + cw / 2.0, top - 6, s);
-    fmt::format_to(it, "</g>\n");
-    // group labels
-    if (!g.groups.empty()) {
-        fmt::format_to(it, "<g id=\"groups\" font-size=\"10\" fill=\"#333333\">\n");
-        for (const auto& gr : g.groups) {
-            int y0 = y[gr.first], y1 = y[gr.first + gr.count - 1] + rh;
-            int x = left + grid_w + 6;
-            fmt::format_to(it, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#999999\"/>\n", x, y0 + 1, y1 - 1);
-            fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", x + 5, (y0 + y1) / 2 + 4, support::xml_escape(gr.label));
+
+private:
+    void layout() {
+        T_ = g_.steps;
+        cw_ = std::clamp(static_cast<int>(1100 / T_), 3, 22);
+        rh_ = g_.processors ? (g_.rows <= 40 ? 18 : g_.rows <= 80 ? 12 : 10)
+                                    : (g_.rows <= 40 ? 16 : g_.rows <= 80 ? 12 : g_.rows <= 140 ? 10 : 8);
+        font_ = std::clamp(rh_ - 3, 7, 11);
+        every_row_ = rh_ >= 9 ? 1 : 2;
+        gap_ = cw_ >= 6 ? 1 : 0;
+        std::size_t longest = 0;
+        for (const auto& l : g_.labels) longest = std::max(longest, l.size());
+        left_ = static_cast<int>(longest * font_ * 0.62) + 14;
+        top_ = 70;
+        group_gap_ = g_.groups.empty() ? 0 : 5;
+        right_ = g_.groups.empty() ? 16 : 110;
+        y_.resize(g_.rows + 1);
+        {
+            int at = top_;
+            std::size_t gi = 0;
+            for (std::uint32_t r = 0; r <= g_.rows; ++r) {
+                if (gi < g_.groups.size() && g_.groups[gi].first == r && r > 0) at += group_gap_;
+                if (gi < g_.groups.size() && g_.groups[gi].first == r) ++gi;
+                y_[r] = at;
+                at += rh_;
+            }
         }
-        fmt::format_to(it, "</g>\n");
+        grid_w_ = static_cast<int>(T_) * cw_;
+        grid_bottom_ = y_[g_.rows];
+        legend_y_ = grid_bottom_ + 26;
+        width_of_grid_ = std::max(left_ + grid_w_ + right_, 660);
     }
-    auto title = [&](std::string_view what, std::uint32_t load, std::uint32_t cap, Step s, std::string_view row,
+
+    void link_group_lines() {
+        // link groups, one line each under the legend: name, shared capacity, channels, peak load
+        if (const auto& groups = t_.topology->groups(); !groups.empty()) {
+            const std::vector<GroupUse> use = group_use(t_);
+            constexpr std::size_t max_lines = 24, max_channels = 8;
+            for (std::size_t k = 0; k < groups.size() && k < max_lines; ++k) {
+                std::string chans;
+                for (std::size_t c = 0; c < groups[k].channels.size() && c < max_channels; ++c) {
+                    const Channel& ch = t_.topology->channel(groups[k].channels[c]);
+                    chans += fmt::format("{}{}", c ? ", " : "", arrow(*t_.topology, ch));
+                }
+                if (groups[k].channels.size() > max_channels) chans += fmt::format(" and {} more", groups[k].channels.size() - max_channels);
+                group_lines_.push_back(fmt::format("group {}: cap {} per step over {} channel{} ({}) \u00b7 {}", groups[k].name, groups[k].cap,
+                                                  groups[k].channels.size(), groups[k].channels.size() == 1 ? "" : "s", chans, use[k].text()));
+            }
+            if (groups.size() > max_lines) group_lines_.push_back(fmt::format("and {} more groups", groups.size() - max_lines));
+        }
+    }
+
+    void size() {
+        height_ = legend_y_ + 44 + (group_lines_.empty() ? 0 : 14 * static_cast<int>(group_lines_.size() + 1));
+        // the group lines (10 px type, about 6 px a character) widen the picture rather than run off it
+        std::size_t longest_line = 0;
+        for (const std::string& l : group_lines_)  // characters, not bytes: the arrows are 3 bytes of UTF-8
+            longest_line = std::max<std::size_t>(longest_line, std::count_if(l.begin(), l.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+        width_ = std::max(width_of_grid_, 16 + 6 * static_cast<int>(longest_line));
+    }
+
+    void header() {
+        fmt::format_to(it_,
+                       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+                       "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"{2}\">\n",
+                       width_, height_, font_);
+        fmt::format_to(it_, "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
+        fmt::format_to(it_, "<text x=\"{}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{} \u00b7 {} \u00b7 {} steps \u00b7 {} transfers</text>\n",
+                       8, support::xml_escape(t_.topology->spec()), support::xml_escape(t_.collective.to_string()), t_.steps(), t_.transfers.size());
+        fmt::format_to(it_, "<text x=\"8\" y=\"32\" font-size=\"10\" fill=\"#555555\">model: {}</text>\n", support::xml_escape(model_text(t_.model)));
+        fmt::format_to(it_, "<text x=\"8\" y=\"45\" font-size=\"10\" fill=\"#555555\">rows: {} \u00b7 cell colour: load in the step against capacity</text>\n",
+                       g_.processors ? "processors (upper half sends, lower half receives; the fullest channel, link group or port they use)"
+                                    : t_.topology->is_tree() ? "channels, up the tree level by level, then down" : "channels");
+    }
+
+    void step_axis() {
+        // step axis
+        int label_every = 1;
+        for (int k : {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}) {
+            label_every = k;
+            if (k * cw_ >= 22) break;
+        }
+        fmt::format_to(it_, "<g id=\"steps\" font-size=\"9\" fill=\"#333333\" text-anchor=\"middle\">\n");
+        fmt::format_to(it_, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">step</text>\n", left_ - 4, top_ - 6);
+        for (Step s = 1; s <= T_; ++s)
+            if ((s == 1 && label_every != 2) || s % label_every == 0)
+                fmt::format_to(it_, "<text x=\"{}\" y=\"{}\">{}</text>\n", left_ + (s - 1) * cw_ + cw_ / 2.0, top_ - 6, s);
+        fmt::format_to(it_, "</g>\n");
+    }
+
+    void group_labels() {
+        // group labels
+        if (!g_.groups.empty()) {
+            fmt::format_to(it_, "<g id=\"groups\" font-size=\"10\" fill=\"#333333\">\n");
+            for (const auto& gr : g_.groups) {
+                int y0 = y_[gr.first], y1 = y_[gr.first + gr.count - 1] + rh_;
+                int x = left_ + grid_w_ + 6;
+                fmt::format_to(it_, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#999999\"/>\n", x, y0 + 1, y1 - 1);
+                fmt::format_to(it_, "<text x=\"{}\" y=\"{}\">{}</text>\n", x + 5, (y0 + y1) / 2 + 4, support::xml_escape(gr.label));
+            }
+            fmt::format_to(it_, "</g>\n");
+        }
+    }
+
+    /// A cell's title: what it carries against its capacity, and the messages.
+    std::string title(std::string_view what, std::uint32_t load, std::uint32_t cap, Step s, std::string_view row,
                      const std::unordered_map<std::uint64_t, std::vector<MessageId>>& msgs, std::uint64_t cell) {
         std::string text = fmt::format("step {} \u00b7 {} \u00b7 ", s, row);
         if (load == 0) {
@@ -351,81 +384,105 @@ void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::m
                 text += ": ";
                 for (std::size_t i = 0; i < m->second.size() && i < 12; ++i) {
                     if (i) text += ", ";
-                    text += ms.name(m->second[i]);
+                    text += ms_.name(m->second[i]);
                 }
                 if (m->second.size() > 12) text += fmt::format(" and {} more", m->second.size() - 12);
             }
         }
         return fmt::format("<title>{}</title>", support::xml_escape(text));
-    };
+    }
     // a processor cell's title: its transfers and the fullest resource they use
-    auto use_title = [&](std::string_view what, std::uint32_t count, const Grid::Use& u, Step s, std::string_view row,
+    std::string use_title(std::string_view what, std::uint32_t count, const Grid::Use& u, Step s, std::string_view row,
                          const std::unordered_map<std::uint64_t, std::vector<MessageId>>& msgs, std::uint64_t cell) {
         if (count == 0) return title(std::string(what) + " ", 0, 1, s, row, msgs, cell);
         const std::string resource =
-            u.resource >= 0 ? "channel " + arrow(*t.topology, t.topology->channel(ChannelId{static_cast<std::uint32_t>(u.resource)}))
+            u.resource >= 0 ? "channel " + arrow(*t_.topology, t_.topology->channel(ChannelId{static_cast<std::uint32_t>(u.resource)}))
             : u.resource == -1 ? std::string("port")
-                               : "group " + t.topology->groups()[static_cast<std::size_t>(-2 - u.resource)].name;
+                               : "group " + t_.topology->groups()[static_cast<std::size_t>(-2 - u.resource)].name;
         return title(fmt::format("{} {} \u00b7 fullest: {} ", what, count, resource), u.load, u.cap, s, row, msgs, cell);
-    };
-    // rows
-    fmt::format_to(it, "<g id=\"rows\" text-anchor=\"end\" fill=\"#222222\">\n");
-    for (std::uint32_t r = 0; r < g.rows; r += every_row)
-        fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", left - 4, y[r] + rh / 2.0 + font * 0.36, support::xml_escape(g.labels[r]));
-    fmt::format_to(it, "</g>\n<g id=\"cells\">\n");
-    const char* cls = html ? " class=\"c\"" : "";
-    for (std::uint32_t r = 0; r < g.rows; ++r) {
-        for (Step s = 1; s <= T; ++s) {
-            std::uint64_t cell = g.cell(r, s);
-            int x = left + static_cast<int>(s - 1) * cw;
-            if (!g.processors) {
-                std::uint32_t load = g.load[cell], cap = g.cap[r] * t.rounds(s);  // a step of r rounds: r times the capacity
-                fmt::format_to(it, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y[r], cw - gap, rh - gap,
-                               colour(load, cap));
-                if (titles) fmt::format_to(it, ">{}</rect>\n", title("", load, cap, s, g.labels[r], g.msgs, cell));
-                else fmt::format_to(it, "/>\n");
-            } else {
-                int h1 = rh / 2 - (rh >= 10 ? 1 : 0), h2 = rh - rh / 2 - gap;
-                const Grid::Use su = g.full[cell], ru = g.full2[cell];
-                fmt::format_to(it, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y[r], cw - gap, h1,
-                               colour(su.load, su.cap));
-                if (titles) fmt::format_to(it, ">{}</rect>\n", use_title("sends", g.load[cell], su, s, g.labels[r], g.msgs, cell));
-                else fmt::format_to(it, "/>\n");
-                fmt::format_to(it, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y[r] + rh / 2, cw - gap,
-                               std::max(h2, 1), colour(ru.load, ru.cap));
-                if (titles) fmt::format_to(it, ">{}</rect>\n", use_title("receives", g.load2[cell], ru, s, g.labels[r], g.msgs2, cell));
-                else fmt::format_to(it, "/>\n");
+    }
+
+    void rows() {
+        // rows
+        fmt::format_to(it_, "<g id=\"rows\" text-anchor=\"end\" fill=\"#222222\">\n");
+        for (std::uint32_t r = 0; r < g_.rows; r += every_row_)
+            fmt::format_to(it_, "<text x=\"{}\" y=\"{}\">{}</text>\n", left_ - 4, y_[r] + rh_ / 2.0 + font_ * 0.36, support::xml_escape(g_.labels[r]));
+        fmt::format_to(it_, "</g>\n<g id=\"cells\">\n");
+        const char* cls = html_ ? " class=\"c\"" : "";
+        for (std::uint32_t r = 0; r < g_.rows; ++r) {
+            for (Step s = 1; s <= T_; ++s) {
+                std::uint64_t cell = g_.cell(r, s);
+                int x = left_ + static_cast<int>(s - 1) * cw_;
+                if (!g_.processors) {
+                    std::uint32_t load = g_.load[cell], cap = g_.cap[r] * t_.rounds(s);  // a step of r rounds: r times the capacity
+                    fmt::format_to(it_, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y_[r], cw_ - gap_, rh_ - gap_,
+                                   colour(load, cap));
+                    if (titles_) fmt::format_to(it_, ">{}</rect>\n", title("", load, cap, s, g_.labels[r], g_.msgs, cell));
+                    else fmt::format_to(it_, "/>\n");
+                } else {
+                    int h1 = rh_ / 2 - (rh_ >= 10 ? 1 : 0), h2 = rh_ - rh_ / 2 - gap_;
+                    const Grid::Use su = g_.full[cell], ru = g_.full2[cell];
+                    fmt::format_to(it_, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y_[r], cw_ - gap_, h1,
+                                   colour(su.load, su.cap));
+                    if (titles_) fmt::format_to(it_, ">{}</rect>\n", use_title("sends", g_.load[cell], su, s, g_.labels[r], g_.msgs, cell));
+                    else fmt::format_to(it_, "/>\n");
+                    fmt::format_to(it_, "<rect{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", cls, x, y_[r] + rh_ / 2, cw_ - gap_,
+                                   std::max(h2, 1), colour(ru.load, ru.cap));
+                    if (titles_) fmt::format_to(it_, ">{}</rect>\n", use_title("receives", g_.load2[cell], ru, s, g_.labels[r], g_.msgs2, cell));
+                    else fmt::format_to(it_, "/>\n");
+                }
             }
+            if (out_.size() > flush_at) flush_(out_);
         }
-        if (out.size() > flush_at) flush(out);
+        fmt::format_to(it_, "</g>\n");
     }
-    fmt::format_to(it, "</g>\n");
-    // legend
-    fmt::format_to(it, "<g id=\"legend\" font-size=\"10\" fill=\"#333333\">\n<text x=\"8\" y=\"{}\">load / capacity:</text>\n", legend_y + 11);
-    int lx = 100;
-    auto swatch = [&](const char* fill, std::string_view label) {
-        fmt::format_to(it, "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\" stroke=\"#bbbbbb\" stroke-width=\"0.5\"/>\n", lx,
-                       legend_y + 1, fill);
-        fmt::format_to(it, "<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 16, legend_y + 11, support::xml_escape(label));
-        lx += 16 + static_cast<int>(label.size() * 6.2) + 14;
-    };
-    swatch(idle_colour, "idle (hole)");
-    for (int b = 0; b < 4; ++b) swatch(shade[b], shade_label[b]);
-    swatch(over_colour, "over capacity");
-    fmt::format_to(it, "<text x=\"8\" y=\"{}\" fill=\"#777777\">collsched \u00b7 steps across, {} down</text>\n</g>\n",
-                   legend_y + 32, g.processors ? "processors" : "channels");
-    if (!group_lines.empty()) {
-        fmt::format_to(it, "<g id=\"link-groups\" font-size=\"10\" fill=\"#333333\">\n<text x=\"8\" y=\"{}\" font-weight=\"bold\">link "
-                           "groups (channels sharing one capacity per step, times the step's rounds):</text>\n",
-                       legend_y + 50);
-        for (std::size_t k = 0; k < group_lines.size(); ++k)
-            fmt::format_to(it, "<text x=\"8\" y=\"{}\"{}>{}</text>\n", legend_y + 64 + 14 * static_cast<int>(k),
-                           group_lines[k].find("over capacity") != std::string::npos ? fmt::format(" fill=\"{}\"", over_colour) : "",
-                           support::xml_escape(group_lines[k]));
-        fmt::format_to(it, "</g>\n");
+
+    void legend() {
+        // legend
+        fmt::format_to(it_, "<g id=\"legend\" font-size=\"10\" fill=\"#333333\">\n<text x=\"8\" y=\"{}\">load / capacity:</text>\n", legend_y_ + 11);
+        int lx = 100;
+        auto swatch = [&](const char* fill, std::string_view label) {
+            fmt::format_to(it_, "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\" stroke=\"#bbbbbb\" stroke-width=\"0.5\"/>\n", lx,
+                           legend_y_ + 1, fill);
+            fmt::format_to(it_, "<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 16, legend_y_ + 11, support::xml_escape(label));
+            lx += 16 + static_cast<int>(label.size() * 6.2) + 14;
+        };
+        swatch(idle_colour, "idle (hole)");
+        for (int b = 0; b < 4; ++b) swatch(shade[b], shade_label[b]);
+        swatch(over_colour, "over capacity");
+        fmt::format_to(it_, "<text x=\"8\" y=\"{}\" fill=\"#777777\">collsched \u00b7 steps across, {} down</text>\n</g>\n",
+                       legend_y_ + 32, g_.processors ? "processors" : "channels");
+        if (!group_lines_.empty()) {
+            fmt::format_to(it_, "<g id=\"link-groups\" font-size=\"10\" fill=\"#333333\">\n<text x=\"8\" y=\"{}\" font-weight=\"bold\">link "
+                               "groups (channels sharing one capacity per step, times the step's rounds):</text>\n",
+                           legend_y_ + 50);
+            for (std::size_t k = 0; k < group_lines_.size(); ++k)
+                fmt::format_to(it_, "<text x=\"8\" y=\"{}\"{}>{}</text>\n", legend_y_ + 64 + 14 * static_cast<int>(k),
+                               group_lines_[k].find("over capacity") != std::string::npos ? fmt::format(" fill=\"{}\"", over_colour) : "",
+                               support::xml_escape(group_lines_[k]));
+            fmt::format_to(it_, "</g>\n");
+        }
+        fmt::format_to(it_, "</svg>\n");
     }
-    fmt::format_to(it, "</svg>\n");
-    flush(out);
+
+    const SendTable& t_;
+    const TimelineOptions& opt_;
+    const bool html_;
+    fmt::memory_buffer& out_;
+    const Flush& flush_;
+    const Grid g_;
+    const bool titles_;
+    const Messages ms_;
+    std::back_insert_iterator<fmt::memory_buffer> it_ = std::back_inserter(out_);
+    Step T_ = 0;  ///< the layout: steps, cell width, row height, font, margins, and where the grid ends
+    int cw_ = 0, rh_ = 0, font_ = 0, every_row_ = 0, gap_ = 0, left_ = 0, top_ = 0, group_gap_ = 0, right_ = 0;
+    int grid_w_ = 0, grid_bottom_ = 0, legend_y_ = 0, width_of_grid_ = 0, height_ = 0, width_ = 0;
+    std::vector<int> y_;                    ///< the top of every row, and the bottom of the last
+    std::vector<std::string> group_lines_;  ///< link groups, one line each under the legend
+};
+
+void write_svg(const SendTable& t, const TimelineOptions& opt, bool html, fmt::memory_buffer& out, const Flush& flush) {
+    SvgWriter(t, opt, html, out, flush).write();
 }
 
 }  // namespace
