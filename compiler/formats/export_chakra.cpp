@@ -323,253 +323,331 @@ SendTable read_chakra(const std::string& prefix) {
     return parse_chakra(prefix, rank_file, [&](std::uint32_t P) { check_trace_set(prefix, P); });
 }
 
+namespace {
+
+/// The length-delimited protobuf messages of one trace file, each checked against the bytes left.
+class TraceFrames {
+public:
+    TraceFrames(const std::string& path, const std::string& data)
+        : path_(path), data_(data), in_(reinterpret_cast<const std::uint8_t*>(data.data()), int(data.size())) {
+        in_.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    }
+
+    /// Reads the next message; false at the end of the file.
+    bool next(google::protobuf::MessageLite& msg, const char* what) {
+        std::uint32_t size = 0;
+        if (!in_.ReadVarint32(&size)) {
+            if (in_.CurrentPosition() != int(data_.size()))
+                throw InputError(fmt::format("{}: byte {}: malformed length of a {}", path_, in_.CurrentPosition(), what));
+            return false;
+        }
+        if (size > data_.size() - std::size_t(in_.CurrentPosition()))
+            throw InputError(fmt::format("{}: byte {}: a {} of {} bytes, but only {} bytes follow (a cut or broken trace?)", path_,
+                                         in_.CurrentPosition(), what, size, data_.size() - std::size_t(in_.CurrentPosition())));
+        auto limit = in_.PushLimit(int(size));
+        if (!msg.ParseFromCodedStream(&in_) || !in_.ConsumedEntireMessage())
+            throw InputError(fmt::format("{}: byte {}: malformed {}", path_, in_.CurrentPosition(), what));
+        in_.PopLimit(limit);
+        return true;
+    }
+
+private:
+    const std::string& path_;
+    const std::string& data_;
+    google::protobuf::io::CodedInputStream in_;
+};
+
+/// Reads a trace set back into a table: rank 0's metadata names the table; every rank's nodes are
+/// checked, sends paired with receives as ASTRA-sim pairs them, and the dependencies replayed to
+/// find each transfer's step (docs/exports.md, "Chakra").
+class ChakraReader {
+public:
+    ChakraReader(const std::string& prefix, const std::function<std::string(std::uint32_t rank)>& rank_file,
+                 const std::function<void(std::uint32_t ranks)>& check_set)
+        : prefix_(prefix), rank_file_(rank_file), check_set_(check_set) {}
+
+    SendTable read() {
+        for (std::uint32_t r = 0; r < P_; ++r) read_rank(r);
+        index_ids();
+        pair_transfers();
+        dependencies();
+        return table(replay());
+    }
+
+private:
+    void read_rank(std::uint32_t r) {
+        const std::string path = fmt::format("{}.{}.et", prefix_, r);
+        const std::string data = rank_file_(r);
+        if (data.size() > std::size_t(std::numeric_limits<int>::max()))
+            throw InputError(fmt::format("{}: {} bytes; a Chakra trace is read with protobuf's int sizes (at most 2 GiB)", path, data.size()));
+        TraceFrames frames(path, data);
+        pb::GlobalMetadata meta;
+        if (!frames.next(meta, "GlobalMetadata")) throw InputError(fmt::format("{}: empty trace (no GlobalMetadata)", path));
+        if (r == 0) metadata(meta, path);
+        for (;;) {
+            ReadNode rn;
+            if (!frames.next(rn.node, "Node")) break;
+            node(rn, path, r);
+            ranks_[r].push_back(std::move(rn));
+        }
+    }
+
+    /// Rank 0's GlobalMetadata: the topology, model, collective, chunks and rounds of the table.
+    void metadata(const pb::GlobalMetadata& meta, const std::string& path) {
+        std::map<std::string, std::string> m;
+        for (const auto& a : meta.attr()) m[a.name()] = a.string_val();
+        if (!m.count("collsched_topology") || !m.count("collsched_collective"))
+            throw InputError(fmt::format("{}: not a collsched trace (no collsched_topology in its GlobalMetadata)", path));
+        auto here = [&](auto&& f) {  // a topology, model or collective error, naming this trace
+            try {
+                return f();
+            } catch (const InputError& e) {
+                throw InputError(fmt::format("{}: {}", path, e.what()));
+            }
+        };
+        topo_ = here([&] { return Topology::parse(spec_read_from(m["collsched_topology"], path)); });
+        model_ = here([&] { return apply_model_options(topo_->default_model(), m["collsched_model"]); });
+        coll_ = here([&] { return Collective::parse(m["collsched_collective"], *topo_); });
+        if (auto c = m.find("collsched_chunks"); c != m.end()) {  // the chunks C: messages are named b(s,c)
+            std::uint64_t chunks = 0;
+            auto [p, ec] = std::from_chars(c->second.data(), c->second.data() + c->second.size(), chunks);
+            if (ec != std::errc() || p != c->second.data() + c->second.size())
+                throw InputError(fmt::format("{}: collsched_chunks \"{}\" is not a number", path, c->second));
+            here([&] { return coll_.set_chunks(chunks, *topo_), 0; });
+        }
+        if (auto c = m.find("collsched_rounds"); c != m.end()) {  // the rounds of steps 1, 2, ...
+            std::string_view list = c->second;
+            while (!list.empty()) {
+                const std::string_view item = list.substr(0, list.find(','));
+                std::uint32_t rounds_of_step = 0;
+                auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), rounds_of_step);
+                if (ec != std::errc() || p != item.data() + item.size() || rounds_of_step < 1 || rounds_of_step > max_step_rounds)
+                    throw InputError(fmt::format("{}: collsched_rounds \"{}\": step {} lasts '{}' rounds; a step lasts 1 to {} rounds", path,
+                                                 c->second, rounds_.size() + 1, item, max_step_rounds));
+                rounds_.push_back(rounds_of_step);
+                list.remove_prefix(std::min(list.size(), item.size() + 1));
+            }
+        }
+        P_ = topo_->processors();
+        ranks_.resize(P_);
+        check_set_(P_);
+    }
+
+    /// One send or receive node: its attributes as the feeder reads them, and its name.
+    void node(ReadNode& rn, const std::string& path, std::uint32_t r) const {
+        const pb::Node& n = rn.node;
+        if (n.name().size() > max_chakra_name)
+            throw InputError(fmt::format("{}: rank {}, node {}: a name of {} bytes; collsched names its nodes 'send MSG to RANK step N' "
+                                         "(at most {} bytes)",
+                                         path, r, n.id(), n.name().size(), max_chakra_name));
+        auto where = [&] { return fmt::format("{}: rank {}, node {} ('{}')", path, r, n.id(), excerpt(n.name())); };
+        for (const auto& a : n.attr()) {
+            const std::string& k = a.name();
+            if (k == "comm_src" || k == "comm_dst" || k == "comm_tag") {
+                if (a.value_case() != pb::AttributeProto::kInt32Val)
+                    throw InputError(fmt::format("{}: {} is not an int32 (the feeder reads int32_val)", where(), k));
+                (k == "comm_src" ? rn.src : k == "comm_dst" ? rn.dst : rn.tag) = a.int32_val();
+            } else if (k == "comm_size") {
+                if (a.value_case() != pb::AttributeProto::kInt64Val)
+                    throw InputError(fmt::format("{}: comm_size is not an int64 (the feeder reads int64_val)", where()));
+                rn.size = a.int64_val();
+            } else if (k == "is_cpu_op" && a.bool_val()) {
+                throw InputError(fmt::format("{}: a communication node marked as a CPU operation", where()));
+            }
+        }
+        const bool send = n.type() == pb::COMM_SEND_NODE;
+        if (!send && n.type() != pb::COMM_RECV_NODE)
+            throw InputError(fmt::format("{}: node type {} (collsched reads sends and receives only)", where(), int(n.type())));
+        if (!rn.tag || !rn.size || (send ? !rn.dst : !rn.src))
+            throw InputError(fmt::format("{}: a {} needs comm_{}, comm_size and comm_tag", where(), send ? "send" : "receive",
+                                         send ? "dst" : "src"));
+        auto w = split(n.name());
+        auto m = w.size() == 6 ? Messages(P_, nullptr, coll_.chunks).parse(w[1]) : std::nullopt;
+        if (!m || w[0] != (send ? "send" : "recv") || w[2] != (send ? "to" : "from") || w[4] != "step")
+            throw InputError(fmt::format("{}: the name does not say '{} MSG {} RANK step N'", where(), send ? "send" : "recv",
+                                         send ? "to" : "from"));
+        rn.msg = w[1];
+        auto number = [&](const std::string& x) {
+            std::uint32_t v = 0;
+            auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
+            if (ec != std::errc() || p != x.data() + x.size()) throw InputError(fmt::format("{}: '{}' in its name is not a number", where(), x));
+            return v;
+        };
+        rn.peer = number(w[3]);
+        rn.step = number(w[5]);
+        if ((send ? *rn.dst : *rn.src) != std::int32_t(rn.peer) || rn.peer >= P_ || rn.peer == r)
+            throw InputError(fmt::format("{}: the peer in its name and its attributes disagree or are out of range", where()));
+    }
+
+    /// Node ids are unique per file (dependencies stay inside the file); every node gets a global index.
+    void index_ids() {
+        index_.resize(P_);
+        for (std::uint32_t r = 0; r < P_; ++r)
+            for (std::size_t i = 0; i < ranks_[r].size(); ++i)
+                if (!index_[r].emplace(ranks_[r][i].node.id(), i).second)
+                    throw InputError(fmt::format("{}.{}.et: rank {}: node id {} used twice", prefix_, r, r, ranks_[r][i].node.id()));
+        base_.assign(P_ + 1, 0);
+        for (std::uint32_t r = 0; r < P_; ++r) base_[r + 1] = base_[r] + ranks_[r].size();
+        N_ = base_[P_];
+        succ_.assign(N_, {});
+        indeg_.assign(N_, 0);
+        match_.assign(N_, N_);
+    }
+
+    std::uint32_t rank_of(std::size_t g) const {
+        return std::uint32_t(std::upper_bound(base_.begin(), base_.end(), g) - base_.begin() - 1);
+    }
+
+    std::string name(std::size_t g) const {
+        const std::uint32_t r = rank_of(g);
+        const ReadNode& n = ranks_[r][g - base_[r]];
+        return fmt::format("rank {}, node {} ('{}')", r, n.node.id(), excerpt(n.node.name()));
+    }
+
+    /// Sends and receives paired by (tag, src, dst, size), exactly one of each.
+    void pair_transfers() {
+        using Key = std::tuple<std::int32_t, std::uint32_t, std::uint32_t, std::int64_t>;
+        std::map<Key, std::pair<std::vector<std::pair<std::uint32_t, std::size_t>>, std::vector<std::pair<std::uint32_t, std::size_t>>>> pairs;
+        for (std::uint32_t r = 0; r < P_; ++r)
+            for (std::size_t i = 0; i < ranks_[r].size(); ++i) {
+                const ReadNode& n = ranks_[r][i];
+                const bool send = n.node.type() == pb::COMM_SEND_NODE;
+                Key k{*n.tag, send ? r : n.peer, send ? n.peer : r, *n.size};
+                (send ? pairs[k].first : pairs[k].second).push_back({r, i});
+            }
+        for (const auto& [k, sr] : pairs) {
+            if (sr.first.size() != 1 || sr.second.size() != 1) {
+                auto [r, i] = sr.first.empty() ? sr.second[0] : sr.first[0];
+                throw InputError(fmt::format("{}: {} send{} and {} receive{} with tag {}, from {} to {}, {} bytes; ASTRA-sim pairs "
+                                             "exactly one send with one receive, so a rank would wait forever",
+                                             name(base_[r] + i), sr.first.size(), sr.first.size() == 1 ? "" : "s", sr.second.size(),
+                                             sr.second.size() == 1 ? "" : "s", std::get<0>(k), std::get<1>(k), std::get<2>(k),
+                                             std::get<3>(k)));
+            }
+            std::size_t s = base_[sr.first[0].first] + sr.first[0].second, v = base_[sr.second[0].first] + sr.second[0].second;
+            match_[s] = v;
+            match_[v] = s;
+            succ_[s].push_back(v);
+            ++indeg_[v];
+        }
+    }
+
+    /// Data and control dependencies, inside each rank's file.
+    void dependencies() {
+        for (std::uint32_t r = 0; r < P_; ++r)
+            for (std::size_t i = 0; i < ranks_[r].size(); ++i) {
+                const pb::Node& n = ranks_[r][i].node;
+                auto deps = [&](const auto& list) {
+                    for (std::uint64_t d : list) {
+                        auto it = index_[r].find(d);
+                        if (it == index_[r].end())
+                            throw InputError(fmt::format("{}: depends on node {}, which rank {}'s trace does not have", name(base_[r] + i), d, r));
+                        succ_[base_[r] + it->second].push_back(base_[r] + i);
+                        ++indeg_[base_[r] + i];
+                    }
+                };
+                deps(n.data_deps());
+                deps(n.ctrl_deps());
+            }
+    }
+
+    /// Replay: as soon as the dependencies allow, a transfer taking its route's steps.
+    std::vector<EndpointTransfer> replay() {
+        std::vector<Step> level(N_, 0);
+        std::vector<std::size_t> order;
+        for (std::size_t g = 0; g < N_; ++g)
+            if (!indeg_[g]) order.push_back(g);
+        for (std::size_t h = 0; h < order.size(); ++h)
+            for (std::size_t b : succ_[order[h]])
+                if (!--indeg_[b]) order.push_back(b);
+        if (order.size() != N_) {
+            std::size_t stuck = 0;
+            while (!indeg_[stuck]) ++stuck;
+            throw InputError(fmt::format("{}: waits in a cycle of dependencies; ASTRA-sim would stop with this rank unfinished", name(stuck)));
+        }
+        Messages ms(P_, nullptr, coll_.chunks);
+        std::vector<EndpointTransfer> ev;
+        for (std::size_t g : order) {
+            const std::uint32_t r = rank_of(g);
+            const ReadNode& n = ranks_[r][g - base_[r]];
+            const bool send = n.node.type() == pb::COMM_SEND_NODE;
+            // (the predecessors' levels were folded into level[g] as they finished)
+            const Step ready = level[g];
+            if (send) {
+                const std::size_t v = match_[g];
+                const ReadNode& rv = ranks_[n.peer][v - base_[n.peer]];
+                const Step start = ready + 1;
+                if (start > n.step)
+                    throw InputError(fmt::format("{}: its dependencies let it start only in step {}, after the table's step {}", name(g),
+                                                 start, n.step));
+                if (rv.msg != n.msg || rv.step < n.step)
+                    throw InputError(fmt::format("{}: pairs with {}, which names another message or an earlier step", name(g), name(v)));
+                MessageId m = *ms.parse(n.msg);
+                if (!coll_.initial(ms, m) || ms.origin(m) != Node{r}) check_received(n, r, g);
+                ev.push_back({n.step, Node{r}, Node{n.peer}, m, rv.step});
+                level[g] = start + (rv.step - n.step);  // its receive completes then
+            }
+            for (std::size_t b : succ_[g]) level[b] = std::max(level[b], send ? level[g] : ready);
+        }
+        return ev;
+    }
+
+    /// A send of a message the rank does not start with needs a data dependency on a receive of it.
+    void check_received(const ReadNode& n, std::uint32_t r, std::size_t g) {
+        bool covered = false;
+        for (std::uint64_t d : n.node.data_deps()) {
+            const ReadNode& dn = ranks_[r][index_[r][d]];
+            covered = covered || (dn.node.type() == pb::COMM_RECV_NODE && dn.msg == n.msg);
+        }
+        if (!covered)
+            throw InputError(fmt::format("{}: sends {}, which rank {} does not start with, without a data dependency on a receive of it",
+                                         name(g), n.msg, r));
+    }
+
+    SendTable table(std::vector<EndpointTransfer> ev) {
+        std::sort(ev.begin(), ev.end());
+        SendTable t;
+        t.topology = topo_;
+        t.model = model_;
+        t.collective = coll_;
+        if (auto bad = cut_through_hops(*topo_, model_.timing, ev, t.transfers))
+            throw InputError(fmt::format("{}.*.et: {}", prefix_, *bad));
+        t.sort();
+        // The rounds of steps the table does not have would be dropped silently: another table's list.
+        if (rounds_.size() > t.steps())
+            throw InputError(fmt::format("{}.0.et: collsched_rounds lists the rounds of {} steps, but the traces have {} step{}", prefix_,
+                                         rounds_.size(), t.steps(), t.steps() == 1 ? "" : "s"));
+        t.step_rounds = std::move(rounds_);
+        t.normalize_rounds();
+        if (std::string why = rounds_problem(t); !why.empty()) throw InputError(fmt::format("{}.0.et: {}", prefix_, why));
+        return t;
+    }
+
+    const std::string& prefix_;
+    const std::function<std::string(std::uint32_t rank)>& rank_file_;
+    const std::function<void(std::uint32_t ranks)>& check_set_;
+    std::vector<std::vector<ReadNode>> ranks_;
+    std::shared_ptr<const Topology> topo_;
+    Model model_;
+    Collective coll_;
+    std::vector<std::uint32_t> rounds_;  ///< the table's rounds per step (collsched_rounds)
+    std::uint32_t P_ = 1;                ///< rank 0 names the table: one rank until it is read
+    std::vector<std::unordered_map<std::uint64_t, std::size_t>> index_;  ///< per rank: node id -> position
+    std::vector<std::size_t> base_;                                      ///< per rank: its first global index
+    std::size_t N_ = 0;
+    std::vector<std::vector<std::size_t>> succ_;
+    std::vector<int> indeg_;
+    std::vector<std::size_t> match_;  ///< a send's receive and back
+};
+
+}  // namespace
+
 SendTable parse_chakra(const std::string& prefix, const std::function<std::string(std::uint32_t rank)>& rank_file,
                        const std::function<void(std::uint32_t ranks)>& check_set) {
     // protobuf logs a broken string field ("contains invalid UTF-8") on stderr besides failing
     // the parse; the parse failure is reported once, in collsched's words.
     google::protobuf::LogSilencer quiet;
-    // rank 0 names the table
-    std::vector<std::vector<ReadNode>> ranks;
-    std::shared_ptr<const Topology> topo;
-    Model model;
-    Collective coll;
-    std::vector<std::uint32_t> rounds;  // the table's rounds per step (collsched_rounds)
-    std::uint32_t P = 1;
-    for (std::uint32_t r = 0; r < P; ++r) {
-        const std::string path = fmt::format("{}.{}.et", prefix, r);
-        const std::string data = rank_file(r);
-        if (data.size() > std::size_t(std::numeric_limits<int>::max()))
-            throw InputError(fmt::format("{}: {} bytes; a Chakra trace is read with protobuf's int sizes (at most 2 GiB)", path, data.size()));
-        google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(data.data()), int(data.size()));
-        in.SetTotalBytesLimit(std::numeric_limits<int>::max());
-        auto next = [&](google::protobuf::MessageLite& msg, const char* what) {
-            std::uint32_t size = 0;
-            if (!in.ReadVarint32(&size)) {
-                if (in.CurrentPosition() != int(data.size()))
-                    throw InputError(fmt::format("{}: byte {}: malformed length of a {}", path, in.CurrentPosition(), what));
-                return false;
-            }
-            if (size > data.size() - std::size_t(in.CurrentPosition()))
-                throw InputError(fmt::format("{}: byte {}: a {} of {} bytes, but only {} bytes follow (a cut or broken trace?)", path,
-                                             in.CurrentPosition(), what, size, data.size() - std::size_t(in.CurrentPosition())));
-            auto limit = in.PushLimit(int(size));
-            if (!msg.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
-                throw InputError(fmt::format("{}: byte {}: malformed {}", path, in.CurrentPosition(), what));
-            in.PopLimit(limit);
-            return true;
-        };
-        pb::GlobalMetadata meta;
-        if (!next(meta, "GlobalMetadata")) throw InputError(fmt::format("{}: empty trace (no GlobalMetadata)", path));
-        if (r == 0) {
-            std::map<std::string, std::string> m;
-            for (const auto& a : meta.attr()) m[a.name()] = a.string_val();
-            if (!m.count("collsched_topology") || !m.count("collsched_collective"))
-                throw InputError(fmt::format("{}: not a collsched trace (no collsched_topology in its GlobalMetadata)", path));
-            auto here = [&](auto&& f) {  // a topology, model or collective error, naming this trace
-                try {
-                    return f();
-                } catch (const InputError& e) {
-                    throw InputError(fmt::format("{}: {}", path, e.what()));
-                }
-            };
-            topo = here([&] { return Topology::parse(spec_read_from(m["collsched_topology"], path)); });
-            model = here([&] { return apply_model_options(topo->default_model(), m["collsched_model"]); });
-            coll = here([&] { return Collective::parse(m["collsched_collective"], *topo); });
-            if (auto c = m.find("collsched_chunks"); c != m.end()) {  // the chunks C: messages are named b(s,c)
-                std::uint64_t chunks = 0;
-                auto [p, ec] = std::from_chars(c->second.data(), c->second.data() + c->second.size(), chunks);
-                if (ec != std::errc() || p != c->second.data() + c->second.size())
-                    throw InputError(fmt::format("{}: collsched_chunks \"{}\" is not a number", path, c->second));
-                here([&] { return coll.set_chunks(chunks, *topo), 0; });
-            }
-            if (auto c = m.find("collsched_rounds"); c != m.end()) {  // the rounds of steps 1, 2, ...
-                std::string_view list = c->second;
-                while (!list.empty()) {
-                    const std::string_view item = list.substr(0, list.find(','));
-                    std::uint32_t rounds_of_step = 0;
-                    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), rounds_of_step);
-                    if (ec != std::errc() || p != item.data() + item.size() || rounds_of_step < 1 || rounds_of_step > max_step_rounds)
-                        throw InputError(fmt::format("{}: collsched_rounds \"{}\": step {} lasts '{}' rounds; a step lasts 1 to {} rounds", path,
-                                                     c->second, rounds.size() + 1, item, max_step_rounds));
-                    rounds.push_back(rounds_of_step);
-                    list.remove_prefix(std::min(list.size(), item.size() + 1));
-                }
-            }
-            P = topo->processors();
-            ranks.resize(P);
-            check_set(P);
-        }
-        for (;;) {
-            ReadNode rn;
-            if (!next(rn.node, "Node")) break;
-            const pb::Node& n = rn.node;
-            if (n.name().size() > max_chakra_name)
-                throw InputError(fmt::format("{}: rank {}, node {}: a name of {} bytes; collsched names its nodes 'send MSG to RANK step N' "
-                                             "(at most {} bytes)",
-                                             path, r, n.id(), n.name().size(), max_chakra_name));
-            auto where = [&] { return fmt::format("{}: rank {}, node {} ('{}')", path, r, n.id(), excerpt(n.name())); };
-            for (const auto& a : n.attr()) {
-                const std::string& k = a.name();
-                if (k == "comm_src" || k == "comm_dst" || k == "comm_tag") {
-                    if (a.value_case() != pb::AttributeProto::kInt32Val)
-                        throw InputError(fmt::format("{}: {} is not an int32 (the feeder reads int32_val)", where(), k));
-                    (k == "comm_src" ? rn.src : k == "comm_dst" ? rn.dst : rn.tag) = a.int32_val();
-                } else if (k == "comm_size") {
-                    if (a.value_case() != pb::AttributeProto::kInt64Val)
-                        throw InputError(fmt::format("{}: comm_size is not an int64 (the feeder reads int64_val)", where()));
-                    rn.size = a.int64_val();
-                } else if (k == "is_cpu_op" && a.bool_val()) {
-                    throw InputError(fmt::format("{}: a communication node marked as a CPU operation", where()));
-                }
-            }
-            const bool send = n.type() == pb::COMM_SEND_NODE;
-            if (!send && n.type() != pb::COMM_RECV_NODE)
-                throw InputError(fmt::format("{}: node type {} (collsched reads sends and receives only)", where(), int(n.type())));
-            if (!rn.tag || !rn.size || (send ? !rn.dst : !rn.src))
-                throw InputError(fmt::format("{}: a {} needs comm_{}, comm_size and comm_tag", where(), send ? "send" : "receive",
-                                             send ? "dst" : "src"));
-            auto w = split(n.name());
-            auto m = w.size() == 6 ? Messages(P, nullptr, coll.chunks).parse(w[1]) : std::nullopt;
-            if (!m || w[0] != (send ? "send" : "recv") || w[2] != (send ? "to" : "from") || w[4] != "step")
-                throw InputError(fmt::format("{}: the name does not say '{} MSG {} RANK step N'", where(), send ? "send" : "recv",
-                                             send ? "to" : "from"));
-            rn.msg = w[1];
-            auto number = [&](const std::string& x) {
-                std::uint32_t v = 0;
-                auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
-                if (ec != std::errc() || p != x.data() + x.size())
-                    throw InputError(fmt::format("{}: '{}' in its name is not a number", where(), x));
-                return v;
-            };
-            rn.peer = number(w[3]);
-            rn.step = number(w[5]);
-            if ((send ? *rn.dst : *rn.src) != std::int32_t(rn.peer) || rn.peer >= P || rn.peer == r)
-                throw InputError(fmt::format("{}: the peer in its name and its attributes disagree or are out of range", where()));
-            ranks[r].push_back(std::move(rn));
-        }
-    }
-    // ids unique per file; dependencies inside the file
-    std::vector<std::unordered_map<std::uint64_t, std::size_t>> index(P);
-    for (std::uint32_t r = 0; r < P; ++r)
-        for (std::size_t i = 0; i < ranks[r].size(); ++i)
-            if (!index[r].emplace(ranks[r][i].node.id(), i).second)
-                throw InputError(fmt::format("{}.{}.et: rank {}: node id {} used twice", prefix, r, r, ranks[r][i].node.id()));
-    // pair sends and receives by (tag, src, dst, size)
-    using Key = std::tuple<std::int32_t, std::uint32_t, std::uint32_t, std::int64_t>;
-    std::map<Key, std::pair<std::vector<std::pair<std::uint32_t, std::size_t>>, std::vector<std::pair<std::uint32_t, std::size_t>>>> pairs;
-    for (std::uint32_t r = 0; r < P; ++r)
-        for (std::size_t i = 0; i < ranks[r].size(); ++i) {
-            const ReadNode& n = ranks[r][i];
-            const bool send = n.node.type() == pb::COMM_SEND_NODE;
-            Key k{*n.tag, send ? r : n.peer, send ? n.peer : r, *n.size};
-            (send ? pairs[k].first : pairs[k].second).push_back({r, i});
-        }
-    // node -> global index
-    std::vector<std::size_t> base(P + 1, 0);
-    for (std::uint32_t r = 0; r < P; ++r) base[r + 1] = base[r] + ranks[r].size();
-    const std::size_t N = base[P];
-    std::vector<std::vector<std::size_t>> succ(N);
-    std::vector<int> indeg(N, 0);
-    std::vector<std::size_t> match(N, N);
-    auto name = [&](std::size_t g) {
-        std::uint32_t r = std::uint32_t(std::upper_bound(base.begin(), base.end(), g) - base.begin() - 1);
-        const ReadNode& n = ranks[r][g - base[r]];
-        return fmt::format("rank {}, node {} ('{}')", r, n.node.id(), excerpt(n.node.name()));
-    };
-    for (const auto& [k, sr] : pairs) {
-        if (sr.first.size() != 1 || sr.second.size() != 1) {
-            auto [r, i] = sr.first.empty() ? sr.second[0] : sr.first[0];
-            throw InputError(fmt::format("{}: {} send{} and {} receive{} with tag {}, from {} to {}, {} bytes; ASTRA-sim pairs "
-                                         "exactly one send with one receive, so a rank would wait forever",
-                                         name(base[r] + i), sr.first.size(), sr.first.size() == 1 ? "" : "s", sr.second.size(),
-                                         sr.second.size() == 1 ? "" : "s", std::get<0>(k), std::get<1>(k), std::get<2>(k),
-                                         std::get<3>(k)));
-        }
-        std::size_t s = base[sr.first[0].first] + sr.first[0].second, v = base[sr.second[0].first] + sr.second[0].second;
-        match[s] = v;
-        match[v] = s;
-        succ[s].push_back(v);
-        ++indeg[v];
-    }
-    for (std::uint32_t r = 0; r < P; ++r)
-        for (std::size_t i = 0; i < ranks[r].size(); ++i) {
-            const pb::Node& n = ranks[r][i].node;
-            auto deps = [&](const auto& list) {
-                for (std::uint64_t d : list) {
-                    auto it = index[r].find(d);
-                    if (it == index[r].end())
-                        throw InputError(fmt::format("{}: depends on node {}, which rank {}'s trace does not have", name(base[r] + i), d, r));
-                    succ[base[r] + it->second].push_back(base[r] + i);
-                    ++indeg[base[r] + i];
-                }
-            };
-            deps(n.data_deps());
-            deps(n.ctrl_deps());
-        }
-    // replay: as soon as the dependencies allow, a transfer taking its route's steps
-    std::vector<Step> level(N, 0);
-    std::vector<std::size_t> order;
-    for (std::size_t g = 0; g < N; ++g)
-        if (!indeg[g]) order.push_back(g);
-    for (std::size_t h = 0; h < order.size(); ++h)
-        for (std::size_t b : succ[order[h]])
-            if (!--indeg[b]) order.push_back(b);
-    if (order.size() != N) {
-        std::size_t stuck = 0;
-        while (!indeg[stuck]) ++stuck;
-        throw InputError(fmt::format("{}: waits in a cycle of dependencies; ASTRA-sim would stop with this rank unfinished", name(stuck)));
-    }
-    Messages ms(P, nullptr, coll.chunks);
-    std::vector<EndpointTransfer> ev;
-    for (std::size_t g : order) {
-        std::uint32_t r = std::uint32_t(std::upper_bound(base.begin(), base.end(), g) - base.begin() - 1);
-        const ReadNode& n = ranks[r][g - base[r]];
-        const bool send = n.node.type() == pb::COMM_SEND_NODE;
-        Step ready = 0;
-        // (the predecessors' levels were folded into level[g] as they finished)
-        ready = level[g];
-        if (send) {
-            const std::size_t v = match[g];
-            const ReadNode& rv = ranks[n.peer][v - base[n.peer]];
-            const Step start = ready + 1;
-            if (start > n.step)
-                throw InputError(fmt::format("{}: its dependencies let it start only in step {}, after the table's step {}", name(g),
-                                             start, n.step));
-            if (rv.msg != n.msg || rv.step < n.step)
-                throw InputError(fmt::format("{}: pairs with {}, which names another message or an earlier step", name(g), name(v)));
-            MessageId m = *ms.parse(n.msg);
-            if (!coll.initial(ms, m) || ms.origin(m) != Node{r}) {
-                bool covered = false;
-                for (std::uint64_t d : n.node.data_deps()) {
-                    const ReadNode& dn = ranks[r][index[r][d]];
-                    covered = covered || (dn.node.type() == pb::COMM_RECV_NODE && dn.msg == n.msg);
-                }
-                if (!covered)
-                    throw InputError(fmt::format("{}: sends {}, which rank {} does not start with, without a data dependency on a "
-                                                 "receive of it",
-                                                 name(g), n.msg, r));
-            }
-            ev.push_back({n.step, Node{r}, Node{n.peer}, m, rv.step});
-            level[g] = start + (rv.step - n.step);  // its receive completes then
-        }
-        for (std::size_t b : succ[g]) level[b] = std::max(level[b], send ? level[g] : ready);
-    }
-    std::sort(ev.begin(), ev.end());
-    SendTable t;
-    t.topology = topo;
-    t.model = model;
-    t.collective = coll;
-    if (auto bad = cut_through_hops(*topo, model.timing, ev, t.transfers))
-        throw InputError(fmt::format("{}.*.et: {}", prefix, *bad));
-    t.sort();
-    // The rounds of steps the table does not have would be dropped silently: another table's list.
-    if (rounds.size() > t.steps())
-        throw InputError(fmt::format("{}.0.et: collsched_rounds lists the rounds of {} steps, but the traces have {} step{}", prefix,
-                                     rounds.size(), t.steps(), t.steps() == 1 ? "" : "s"));
-    t.step_rounds = std::move(rounds);
-    t.normalize_rounds();
-    if (std::string why = rounds_problem(t); !why.empty()) throw InputError(fmt::format("{}.0.et: {}", prefix, why));
-    return t;
+    return ChakraReader(prefix, rank_file, check_set).read();
 }
 
 }  // namespace collsched

@@ -130,18 +130,35 @@ private:
     void place() {
         const EndpointView view = endpoint_view(t_);
         const auto& ev = view.transfers;
-        const int P = L_.P, C = L_.C;
+        const int P = L_.P;
         L_.s_chunks.assign(std::size_t(P), 0);
         L_.packet_slots.assign(std::size_t(P), 0);
         L_.initial_copies.assign(std::size_t(P), {});
         L_.initial_chain.assign(std::size_t(P), {});
-        std::map<std::pair<std::uint32_t, std::uint32_t>, bool> port;
+        ports(ev);
+        buffer_sizes();
+        initial_copies();
+        moves_.resize(ev.size());
+        std::vector<std::size_t> by_arrival(ev.size());
+        for (std::size_t i = 0; i < ev.size(); ++i) by_arrival[i] = i;
+        std::stable_sort(by_arrival.begin(), by_arrival.end(), [&](std::size_t x, std::size_t y) { return ev[x].arrived < ev[y].arrived; });
+        if (L_.reduction) place_partials(ev, by_arrival);
+        else place_copies(ev, by_arrival);
+        finish_places(ev);
+    }
+
+    /// Which pairs of GPUs talk through port channels (a NIC).
+    void ports(const std::vector<EndpointTransfer>& ev) {
         for (const EndpointTransfer& e : ev) {
             if (e.src == e.dst)
                 refuse(t_, fmt::format("processor {} sends {} in step {} back to itself through routers", idx(e.src), ms_.name(e.message), e.sent));
             const std::pair<std::uint32_t, std::uint32_t> a(std::min(idx(e.src), idx(e.dst)), std::max(idx(e.src), idx(e.dst)));
-            if (!port.count(a)) port[a] = needs_port(*t_.topology, a.first, a.second) || needs_port(*t_.topology, a.second, a.first);
+            if (!port_.count(a)) port_[a] = needs_port(*t_.topology, a.first, a.second) || needs_port(*t_.topology, a.second, a.first);
         }
+    }
+
+    void buffer_sizes() {
+        const int P = L_.P, C = L_.C;
         if (L_.reduction) {
             if (L_.kind == CollectiveKind::reduce_scatter)
                 for (int g = 0; g < P; ++g) L_.s_chunks[std::size_t(g)] = C;
@@ -153,7 +170,11 @@ private:
         } else {
             L_.i_chunks = L_.o_chunks = P * C;
         }
-        // local copies that put a GPU's own data where the collective wants it (out of place)
+    }
+
+    /// Local copies that put a GPU's own data where the collective wants it (out of place).
+    void initial_copies() {
+        const int P = L_.P, C = L_.C;
         for (int g = 0; g < P; ++g) {
             auto& list = L_.initial_copies[std::size_t(g)];
             auto& chain = L_.initial_chain[std::size_t(g)];
@@ -170,97 +191,105 @@ private:
                 }
             }
         }
-        moves_.resize(ev.size());
+    }
+
+    /// Receivers' slots: plain scratch after W, LL packet slots after the plain scratch.
+    Loc new_slot(int g) {
+        if (L_.packets) return {'p', L_.packet_slots[std::size_t(g)]++};
+        return {'s', L_.s_chunks[std::size_t(g)]++};
+    }
+
+    /// Reductions: every arrival combines into or replaces the receiver's work chunk.
+    void place_partials(const std::vector<EndpointTransfer>& ev, const std::vector<std::size_t>& by_arrival) {
+        const int P = L_.P, C = L_.C;
         std::vector<SourceSet> held;
         for (int g = 0; g < P; ++g)
             for (int c = 0; c < C; ++c) held.emplace_back(std::uint32_t(g));
-        // receivers' slots: plain scratch after W, LL packet slots after the plain scratch
-        auto new_slot = [&](int g) -> Loc {
-            if (L_.packets) return {'p', L_.packet_slots[std::size_t(g)]++};
-            return {'s', L_.s_chunks[std::size_t(g)]++};
+        for (std::size_t i : by_arrival) {
+            const EndpointTransfer& e = ev[i];
+            auto pv = partial_of(ms_, e.message);
+            if (!pv) refuse(t_, fmt::format("{} is not a partial of the reduction", ms_.name(e.message)));
+            Move& m = moves_[i];
+            m.src = int(idx(e.src));
+            m.dst = int(idx(e.dst));
+            m.sent = e.sent;
+            m.arrived = e.arrived;
+            m.chain = int(pv->chunk);
+            m.from = work(m.src, int(pv->chunk));
+            m.work = work(m.dst, int(pv->chunk));
+            m.to = new_slot(m.dst);
+            switch (apply_arrival(held[std::size_t(m.dst) * std::size_t(C) + pv->chunk], pv->sources)) {
+                case Arrival::combined: m.combine = true; break;
+                case Arrival::replaced: m.combine = false; break;
+                case Arrival::counted_twice:
+                    refuse(t_, fmt::format("GPU {} receives {} in step {} while its buffer shares a contribution with it (`collsched "
+                                           "verify` shows where)",
+                                           m.dst, ms_.name(e.message), e.arrived));
+            }
+        }
+    }
+
+    /// Copies: the first arrival of a message at a GPU is kept where the collective wants it.
+    void place_copies(const std::vector<EndpointTransfer>& ev, const std::vector<std::size_t>& by_arrival) {
+        const int C = L_.C;
+        auto own = [&](int g, MessageId msg) -> std::optional<Loc> {
+            MessageKey k = ms_.key(msg);
+            if (int(k.src) != g) return std::nullopt;
+            if (L_.kind == CollectiveKind::allgather)
+                return k.kind == MessageKind::broadcast ? std::optional<Loc>(L_.inplace ? Loc{'o', g * C + int(k.chunk)} : Loc{'i', int(k.chunk)})
+                                                        : std::nullopt;
+            if (k.kind == MessageKind::personal && int(k.dst) != g) return Loc{'i', int(k.dst) * C + int(k.chunk)};
+            return std::nullopt;
         };
-        std::vector<std::size_t> by_arrival(ev.size());
-        for (std::size_t i = 0; i < ev.size(); ++i) by_arrival[i] = i;
-        std::stable_sort(by_arrival.begin(), by_arrival.end(), [&](std::size_t x, std::size_t y) { return ev[x].arrived < ev[y].arrived; });
-        if (L_.reduction) {
-            for (std::size_t i : by_arrival) {
-                const EndpointTransfer& e = ev[i];
-                auto pv = partial_of(ms_, e.message);
-                if (!pv) refuse(t_, fmt::format("{} is not a partial of the reduction", ms_.name(e.message)));
-                Move& m = moves_[i];
-                m.src = int(idx(e.src));
-                m.dst = int(idx(e.dst));
-                m.sent = e.sent;
-                m.arrived = e.arrived;
-                m.chain = int(pv->chunk);
-                m.from = work(m.src, int(pv->chunk));
-                m.work = work(m.dst, int(pv->chunk));
-                m.to = new_slot(m.dst);
-                switch (apply_arrival(held[std::size_t(m.dst) * std::size_t(C) + pv->chunk], pv->sources)) {
-                    case Arrival::combined: m.combine = true; break;
-                    case Arrival::replaced: m.combine = false; break;
-                    case Arrival::counted_twice:
-                        refuse(t_, fmt::format("GPU {} receives {} in step {} while its buffer shares a contribution with it (`collsched "
-                                               "verify` shows where)",
-                                               m.dst, ms_.name(e.message), e.arrived));
-                }
+        auto final_loc = [&](int g, MessageId msg) -> std::optional<Loc> {
+            MessageKey k = ms_.key(msg);
+            if (L_.kind == CollectiveKind::allgather)
+                return k.kind == MessageKind::broadcast && int(k.src) != g ? std::optional<Loc>(Loc{'o', int(k.src) * C + int(k.chunk)})
+                                                                            : std::nullopt;
+            if (k.kind == MessageKind::personal && int(k.dst) == g && int(k.src) != g) return Loc{'o', int(k.src) * C + int(k.chunk)};
+            return std::nullopt;
+        };
+        std::map<std::pair<int, std::uint32_t>, std::size_t> first;  // (gpu, message) -> first arrival
+        for (std::size_t i : by_arrival) {
+            const EndpointTransfer& e = ev[i];
+            Move& m = moves_[i];
+            m.src = int(idx(e.src));
+            m.dst = int(idx(e.dst));
+            m.sent = e.sent;
+            m.arrived = e.arrived;
+            m.chain = int(idx(e.message));
+            m.to = new_slot(m.dst);
+            if (!own(m.dst, e.message) && first.emplace(std::pair(m.dst, idx(e.message)), i).second)
+                m.keep = final_loc(m.dst, e.message);
+            if (!L_.packets && m.keep) {
+                // Simple: the first arrival goes straight to its output chunk (no scratch slot)
+                --L_.s_chunks[std::size_t(m.dst)];
+                m.to = *m.keep;
+                m.keep.reset();
             }
-        } else {
-            auto own = [&](int g, MessageId msg) -> std::optional<Loc> {
-                MessageKey k = ms_.key(msg);
-                if (int(k.src) != g) return std::nullopt;
-                if (L_.kind == CollectiveKind::allgather)
-                    return k.kind == MessageKind::broadcast ? std::optional<Loc>(L_.inplace ? Loc{'o', g * C + int(k.chunk)} : Loc{'i', int(k.chunk)})
-                                                            : std::nullopt;
-                if (k.kind == MessageKind::personal && int(k.dst) != g) return Loc{'i', int(k.dst) * C + int(k.chunk)};
-                return std::nullopt;
-            };
-            auto final_loc = [&](int g, MessageId msg) -> std::optional<Loc> {
-                MessageKey k = ms_.key(msg);
-                if (L_.kind == CollectiveKind::allgather)
-                    return k.kind == MessageKind::broadcast && int(k.src) != g ? std::optional<Loc>(Loc{'o', int(k.src) * C + int(k.chunk)})
-                                                                                : std::nullopt;
-                if (k.kind == MessageKind::personal && int(k.dst) == g && int(k.src) != g) return Loc{'o', int(k.src) * C + int(k.chunk)};
-                return std::nullopt;
-            };
-            std::map<std::pair<int, std::uint32_t>, std::size_t> first;  // (gpu, message) -> first arrival
-            for (std::size_t i : by_arrival) {
-                const EndpointTransfer& e = ev[i];
-                Move& m = moves_[i];
-                m.src = int(idx(e.src));
-                m.dst = int(idx(e.dst));
-                m.sent = e.sent;
-                m.arrived = e.arrived;
-                m.chain = int(idx(e.message));
-                m.to = new_slot(m.dst);
-                if (!own(m.dst, e.message) && first.emplace(std::pair(m.dst, idx(e.message)), i).second)
-                    m.keep = final_loc(m.dst, e.message);
-                if (!L_.packets && m.keep) {
-                    // Simple: the first arrival goes straight to its output chunk (no scratch slot)
-                    --L_.s_chunks[std::size_t(m.dst)];
-                    m.to = *m.keep;
-                    m.keep.reset();
-                }
-            }
-            for (std::size_t i = 0; i < ev.size(); ++i) {
-                const EndpointTransfer& e = ev[i];
-                Move& m = moves_[i];
-                if (auto o = own(m.src, e.message)) {
-                    m.from = *o;
-                    continue;
-                }
-                auto f = first.find({m.src, idx(e.message)});
-                if (f == first.end() || ev[f->second].arrived >= e.sent)
-                    refuse(t_, fmt::format("GPU {} sends {} in step {} before it holds it (the table breaks causality; `collsched verify` "
-                                           "shows where)",
-                                           m.src, ms_.name(e.message), e.sent));
-                m.from = moves_[f->second].to;  // Simple: its output or scratch chunk; LL: the packet slot it arrived in
-            }
-            // Simple: a first arrival the GPU only relays still needs its scratch chunk, which new_slot counted
         }
         for (std::size_t i = 0; i < ev.size(); ++i) {
+            const EndpointTransfer& e = ev[i];
+            Move& m = moves_[i];
+            if (auto o = own(m.src, e.message)) {
+                m.from = *o;
+                continue;
+            }
+            auto f = first.find({m.src, idx(e.message)});
+            if (f == first.end() || ev[f->second].arrived >= e.sent)
+                refuse(t_, fmt::format("GPU {} sends {} in step {} before it holds it (the table breaks causality; `collsched verify` "
+                                       "shows where)",
+                                       m.src, ms_.name(e.message), e.sent));
+            m.from = moves_[f->second].to;  // Simple: its output or scratch chunk; LL: the packet slot it arrived in
+        }
+        // Simple: a first arrival the GPU only relays still needs its scratch chunk, which new_slot counted
+    }
+
+    void finish_places(const std::vector<EndpointTransfer>& ev) {
+        const int P = L_.P;
+        for (std::size_t i = 0; i < ev.size(); ++i) {
             const int lo = std::min(moves_[i].src, moves_[i].dst), hi = std::max(moves_[i].src, moves_[i].dst);
-            moves_[i].port = port.at({std::uint32_t(lo), std::uint32_t(hi)});
+            moves_[i].port = port_.at({std::uint32_t(lo), std::uint32_t(hi)});
             chain_ids_.insert(moves_[i].chain);
         }
         for (const auto& list : L_.initial_chain)
@@ -605,6 +634,7 @@ private:
     Messages ms_;
     Layout L_;
     std::vector<Move> moves_;
+    std::map<std::pair<std::uint32_t, std::uint32_t>, bool> port_;  ///< per pair of GPUs (lower first): through a port channel
     std::set<int> chain_ids_;
     std::vector<int> packet_base_;
     std::map<int, int> stage_used_;

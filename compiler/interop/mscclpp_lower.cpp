@@ -161,434 +161,476 @@ void Lowering::finding_once(const std::string& tag, const Op& op, std::string wh
     if (notes_.insert(tag).second) notes_text_.push_back({"note", op.path, op.pos, std::move(what)});
 }
 
+bool Lowering::need_src(OpContext& c, std::size_t n) {
+    if (c.op.src.size() >= n) return true;
+    fail(c.op, fmt::format("needs {} src_buff entr{} and has {}", n, n == 1 ? "y" : "ies", c.op.src.size()));
+    return false;
+}
+
+bool Lowering::need_dst(OpContext& c, std::size_t n) {
+    if (c.op.dst.size() >= n) return true;
+    fail(c.op, fmt::format("needs {} dst_buff entr{} and has {}", n, n == 1 ? "y" : "ies", c.op.dst.size()));
+    return false;
+}
+
+void Lowering::lanes(OpId o, const std::vector<std::vector<Slot>>& ins, const std::vector<std::vector<Slot>>& outs, bool mark) {
+    std::size_t n = ins.empty() ? 0 : ins[0].size();
+    for (const auto& v : ins) n = std::min(n, v.size());
+    for (const auto& v : outs) n = std::min(n, v.size());
+    for (std::size_t x = 0; x < n; ++x) {
+        async::Lane lane;
+        for (const auto& v : ins) lane.in.push_back(async::Operand::read(v[x]));
+        for (const auto& v : outs) lane.out.push_back(v[x]);
+        lane.send = true;  // records the lane's value in the replay (no key: it goes nowhere)
+        prog_.add_lane(o, std::move(lane));
+    }
+    if (mark) moves_[o] = true;
+}
+
+void Lowering::reads_packets(OpId o, const std::vector<Slot>& v) {
+    for (const Slot& x : v) packet_reads_.push_back({o, x});
+}
+
+void Lowering::writes_packets(OpId o, const std::vector<Slot>& v) {
+    for (const Slot& x : v) packet_writers_[x].push_back(o);
+}
+
+std::vector<Slot> Lowering::local_slots(OpContext& c, const BufRef& r, bool packet, std::int64_t size) {
+    auto b = local(c.op, r, "an entry");
+    return b ? slots(c.op, c.g, *b, packet, r.index, size) : std::vector<Slot>{};
+}
+
+std::vector<Slot> Lowering::remote_slots(OpContext& c, const BufRef& r, bool packet, std::int64_t index, std::int64_t size) {
+    auto rb = remote(c.op, c.tb, c.gpu, r, "an entry");
+    return rb ? slots(c.op, rb->first, rb->second, packet, index, size) : std::vector<Slot>{};
+}
+
+std::optional<Lowering::PortPut> Lowering::port_put(OpContext& c, std::size_t t, std::optional<OpId> after) {
+    const Op& op = c.op;
+    auto k = channel(op, c.tb, Chan::port, t);
+    auto rb = remote(op, c.tb, c.gpu, op.dst[t], "dst_buff");
+    if (!k || !rb) return std::nullopt;
+    const OpId trig = lane_op(c.s, int(t), op, fmt::format("{}, channel {}", c.name, op.channel_ids[t]));
+    if (after) prog_.order(*after, trig);
+    const OpId px = new_op(proxy(c.g, *k), op, fmt::format("{}, proxy of port channel {}", c.name, *k));
+    prog_.order(trig, px);
+    last_proxy_[{c.g, *k}] = px;
+    return PortPut{*k, rb->first, rb->second, px};
+}
+
 void Lowering::lower_op(TbState& s, const Gpu& gpu, const Tb& tb, const Op& op) {
-    const int g = s.gpu;
-    const std::string name = describe(op);
-    const Chan ct = op.channel_type.value_or(Chan::none);
-    auto need_src = [&](std::size_t n) {
-        if (op.src.size() >= n) return true;
-        fail(op, fmt::format("needs {} src_buff entr{} and has {}", n, n == 1 ? "y" : "ies", op.src.size()));
-        return false;
-    };
-    auto need_dst = [&](std::size_t n) {
-        if (op.dst.size() >= n) return true;
-        fail(op, fmt::format("needs {} dst_buff entr{} and has {}", n, n == 1 ? "y" : "ies", op.dst.size()));
-        return false;
-    };
-    // one lane per atom: out[x] = combine(in[0][x], in[1][x], ...)
-    auto lanes = [&](OpId o, const std::vector<std::vector<Slot>>& ins, const std::vector<std::vector<Slot>>& outs, bool mark) {
-        std::size_t n = ins.empty() ? 0 : ins[0].size();
-        for (const auto& v : ins) n = std::min(n, v.size());
-        for (const auto& v : outs) n = std::min(n, v.size());
-        for (std::size_t x = 0; x < n; ++x) {
-            async::Lane lane;
-            for (const auto& v : ins) lane.in.push_back(async::Operand::read(v[x]));
-            for (const auto& v : outs) lane.out.push_back(v[x]);
-            lane.send = true;  // records the lane's value in the replay (no key: it goes nowhere)
-            prog_.add_lane(o, std::move(lane));
-        }
-        if (mark) moves_[o] = true;
-    };
-    auto reads_packets = [&](OpId o, const std::vector<Slot>& v) {
-        for (const Slot& x : v) packet_reads_.push_back({o, x});
-    };
-    auto writes_packets = [&](OpId o, const std::vector<Slot>& v) {
-        for (const Slot& x : v) packet_writers_[x].push_back(o);
-    };
-    auto sized = [&](const BufRef& r, std::int64_t size) { BufRef c = r; c.size = size; return c; };
-    auto local_slots = [&](const BufRef& r, bool packet, std::int64_t size) -> std::vector<Slot> {
-        auto b = local(op, r, "an entry");
-        return b ? slots(op, g, *b, packet, r.index, size) : std::vector<Slot>{};
-    };
-    auto remote_slots = [&](const BufRef& r, bool packet, std::int64_t index, std::int64_t size) -> std::vector<Slot> {
-        auto rb = remote(op, tb, gpu, r, "an entry");
-        return rb ? slots(op, rb->first, rb->second, packet, index, size) : std::vector<Slot>{};
-    };
-    (void)sized;
+    OpContext c{s, gpu, tb, op, s.gpu, describe(op), op.channel_type.value_or(Chan::none)};
     switch (op.code) {
-        case Code::nop: sync_op(s, op, name); return;
-        case Code::barrier: {
-            OpId o = sync_op(s, op, name);
-            if (op.barrier_id < 0 || op.num_threadblocks < 0) {
-                fail(op, "a barrier needs \"barrier_id\" and \"num_threadblocks\" (the parser leaves them 0 otherwise)");
-                return;
-            }
-            if (op.barrier_id >= 16)
-                finding("limit", op,
-                        fmt::format("barrier_id {}; the kernel has 16 device syncers (MAX_DEVICE_SYNCERS, "
-                                    "execution_common.hpp:19; deviceSyncers[16], execution_kernel.hpp:27) and indexes past them",
-                                    op.barrier_id));
-            if (op.num_threadblocks <= 1) return;  // DeviceSyncer::sync(1) is __syncthreads only
-            const int round = s.barrier_calls[op.barrier_id]++;
-            auto& rounds = barriers_[{g, op.barrier_id}];
-            if (rounds.agent == 0 && rounds.joins.empty()) rounds.agent = prog_.add_agent(std::uint32_t(g)) + 1;
-            if (int(rounds.joins.size()) <= round) {
-                rounds.joins.push_back(new_op(rounds.agent - 1, op, fmt::format("barrier {} of GPU {}, round {}", op.barrier_id, g, round + 1)));
-                rounds.calls.emplace_back();
-            }
-            const OpId join = rounds.joins[std::size_t(round)];
-            prog_.order(o, join);
-            rounds.calls[std::size_t(round)].push_back({o, &op});
-            s.gate = join;  // what follows the barrier waits for every participant
-            return;
-        }
+        case Code::nop: sync_op(s, op, c.name); return;
+        case Code::barrier: lower_barrier(c); return;
         case Code::signal:
         case Code::wait:
         case Code::rlxsignal:
-        case Code::rlxwait: {
-            if (ct != Chan::memory && ct != Chan::port) {
-                finding("blind spot", op,
-                        fmt::format("a {} on a {} channel: the kernel signals and waits on memory and port channels only, so "
-                                    "this op does nothing (execution_kernel.hpp:82-118)",
-                                    info(op.code).name, op.channel_type ? chan_name(ct) : "missing"));
-                return;
-            }
-            const bool relaxed = op.code == Code::rlxsignal || op.code == Code::rlxwait;
-            if (relaxed && ct == Chan::port)
-                finding("blind spot", op, "a relaxed signal or wait on a port channel runs as a plain one (execution_kernel.hpp:96-98, 115-117)");
-            const bool sig = op.code == Code::signal || op.code == Code::rlxsignal;
-            const async::KeyKind kind = relaxed && ct == Chan::memory ? async::KeyKind::relaxed : async::KeyKind::semaphore;
-            for (std::size_t t = 0; t < op.channel_ids.size(); ++t) {
-                auto k = channel(op, tb, ct, t);
-                if (!k) return;
-                OpId o = lane_op(s, int(t), op, fmt::format("{}, channel {}", name, op.channel_ids[t]));
-                if (sig && ct == Chan::port) {
-                    // the proxy signals in FIFO order after the channel's earlier puts
-                    OpId px = new_op(proxy(g, *k), op, fmt::format("{}, proxy of port channel {}", name, *k));
-                    prog_.order(o, px);
-                    prog_.send(px, signal_key(ct, g, *k), kind);
-                    ++signals_[{ct, g, *k}];
-                } else if (sig) {
-                    prog_.send(o, signal_key(ct, g, *k), kind);
-                    ++signals_[{ct, g, *k}];
-                } else {
-                    prog_.receive(o, wait_key(ct, g, *k), kind);
-                    ++waits_[{ct, g, *k}];
-                }
-            }
-            return;
-        }
-        case Code::flush: {
-            // handleFlush loops over nOutputs, which only dst_buff sets (execution_kernel.hpp:120-127,
-            // execution_plan.cc:550-551): a flush without dst_buff waits for nothing
-            for (std::size_t t = 0; t < op.dst.size() && t < op.channel_ids.size(); ++t) {
-                auto k = channel(op, tb, Chan::port, t);
-                if (!k) return;
-                OpId o = lane_op(s, int(t), op, fmt::format("{}, channel {}", name, op.channel_ids[t]));
-                if (auto last = last_proxy_.find({g, *k}); last != last_proxy_.end()) prog_.order(last->second, o);
-            }
-            return;
-        }
+        case Code::rlxwait: lower_semaphore_op(c); return;
+        case Code::flush: lower_flush(c); return;
         case Code::sem_acquire:
-        case Code::sem_release: {
-            for (std::size_t t = 0; t < op.semaphore_ids.size(); ++t) {
-                const int id = op.semaphore_ids[t];
-                if (id < 0 || std::size_t(id) >= gpu.semaphores.size()) {
-                    fail(op, fmt::format("semaphore {} but GPU {} declares {}: the kernel indexes past them", id, g,
-                                         gpu.semaphores.size()));
-                    return;
-                }
-                OpId o = lane_op(s, int(t), op, fmt::format("{}, semaphore {}", name, id));
-                if (op.code == Code::sem_release) {
-                    prog_.send(o, key(device_sem, g, std::uint32_t(id)), async::KeyKind::semaphore);
-                    ++releases_[{g, id}];
-                } else {
-                    prog_.receive(o, key(device_sem, g, std::uint32_t(id)), async::KeyKind::semaphore);
-                    ++acquires_[{g, id}];
-                }
-            }
-            return;
-        }
+        case Code::sem_release: lower_device_semaphore(c); return;
         case Code::put:
         case Code::pws:
-        case Code::pwsf: {
-            if (op.src.empty() || op.dst.empty()) {
-                fail(op, "a put needs src_buff and dst_buff");
-                return;
-            }
-            for (std::size_t i = 0; i < op.dst.size(); ++i)
-                if (i < op.src.size() && op.src[i].size != op.dst[i].size)
-                    finding("blind spot", op,
-                            fmt::format("src_buff[{}] has {} chunks and dst_buff[{}] {}: the kernel copies the destination's "
-                                        "size (execution_kernel.hpp:162, 171)",
-                                        i, op.src[i].size, i, op.dst[i].size));
-            if (ct == Chan::memory) {
-                if (op.code != Code::put)
-                    finding("blind spot", op,
-                            fmt::format("{} on a memory channel: the kernel's memory branch only copies and never signals "
-                                        "(execution_kernel.hpp:157-166)",
-                                        info(op.code).name));
-                // all threads copy; every source is read from src_buff[0]'s buffer (execution_kernel.hpp:156)
-                OpId o = data_op(s, op, name);
-                for (std::size_t i = 0; i < op.dst.size(); ++i) {
-                    const BufRef& sr = op.src[std::min(i, op.src.size() - 1)];
-                    if (i >= op.src.size()) {
-                        fail(op, fmt::format("dst_buff[{}] has no src_buff[{}]", i, i));
-                        return;
-                    }
-                    if (op.src[i].type && op.src[0].type && *op.src[i].type != *op.src[0].type)
-                        finding("blind spot", op,
-                                fmt::format("src_buff[{}] is in the {} buffer, but the kernel reads every source of a memory "
-                                            "put from src_buff[0]'s buffer ({}) (execution_kernel.hpp:156-164)",
-                                            i, buffer_name(*op.src[i].type), buffer_name(*op.src[0].type)));
-                    BufRef from = sr;
-                    from.type = op.src[0].type;
-                    lanes(o, {local_slots(from, false, op.dst[i].size)}, {remote_slots(op.dst[i], false, op.dst[i].index, op.dst[i].size)}, true);
-                }
-                return;
-            }
-            if (ct != Chan::port) {
-                fail(op, fmt::format("a put on channel type {}: the kernel puts through memory and port channels only",
-                                     op.channel_type ? chan_name(ct) : "missing"));
-                return;
-            }
-            for (std::size_t t = 0; t < op.dst.size(); ++t) {
-                if (t >= op.src.size()) {
-                    fail(op, fmt::format("dst_buff[{}] has no src_buff[{}]", t, t));
-                    return;
-                }
-                auto k = channel(op, tb, Chan::port, t);
-                auto rb = remote(op, tb, gpu, op.dst[t], "dst_buff");
-                if (!k || !rb) return;
-                const int peer = gpu.port_peers[std::size_t(*k)];
-                if (peer != rb->first)
-                    finding("blind spot", op,
-                            fmt::format("puts into GPU {}'s buffer through port channel {}, which connects to GPU {}: the proxy "
-                                        "writes through the channel's connection with another rank's memory handle",
-                                        rb->first, *k, peer));
-                OpId trig = lane_op(s, int(t), op, fmt::format("{}, channel {}", name, op.channel_ids[t]));
-                OpId px = new_op(proxy(g, *k), op, fmt::format("{}, proxy of port channel {}", name, *k));
-                prog_.order(trig, px);
-                lanes(px, {local_slots(op.src[t], false, op.dst[t].size)}, {slots(op, rb->first, rb->second, false, op.dst[t].index, op.dst[t].size)}, true);
-                last_proxy_[{g, *k}] = px;
-                if (op.code != Code::put) {
-                    OpId sg = new_op(proxy(g, *k), op, fmt::format("{}, signal by the proxy of port channel {}", name, *k));
-                    prog_.send(sg, signal_key(Chan::port, g, *k), async::KeyKind::semaphore);
-                    ++signals_[{Chan::port, g, *k}];
-                    last_proxy_[{g, *k}] = sg;
-                    if (op.code == Code::pwsf) {
-                        OpId f = lane_op(s, int(t), op, fmt::format("{}, flush of channel {}", name, op.channel_ids[t]));
-                        prog_.order(sg, f);
-                    }
-                }
-            }
-            return;
-        }
-        case Code::get: {
-            if (ct != Chan::memory) {
-                fail(op, "a get reads through memory channels only (execution_kernel.hpp:130-145)");
-                return;
-            }
-            OpId o = data_op(s, op, name);
-            for (std::size_t i = 0; i < op.src.size(); ++i) {
-                if (i >= op.dst.size()) {
-                    fail(op, fmt::format("src_buff[{}] has no dst_buff[{}]", i, i));
-                    return;
-                }
-                // the kernel copies the peer's chunk at the destination's offset to the local
-                // buffer at the source's offset (execution_kernel.hpp:137-143: the offsets are swapped)
-                if (op.src[i].index != op.dst[i].index)
-                    finding("blind spot", op,
-                            fmt::format("get with src_buff[{}].index {} and dst_buff[{}].index {}: the kernel swaps the two "
-                                        "offsets (execution_kernel.hpp:137-143) and copies the peer's chunk {} into local chunk {}",
-                                        i, op.src[i].index, i, op.dst[i].index, op.dst[i].index, op.src[i].index));
-                BufRef to = op.dst[i];
-                to.index = op.src[i].index;
-                lanes(o, {remote_slots(op.src[i], false, op.dst[i].index, op.src[i].size)}, {local_slots(to, false, op.src[i].size)}, true);
-            }
-            return;
-        }
-        case Code::copy: {
-            if (!need_src(1) || !need_dst(1)) return;
-            OpId o = data_op(s, op, name);
-            lanes(o, {local_slots(op.src[0], false, op.src[0].size)}, {local_slots(op.dst[0], false, op.src[0].size)}, false);
-            return;
-        }
+        case Code::pwsf: lower_put(c); return;
+        case Code::get: lower_get(c); return;
+        case Code::copy: lower_copy(c); return;
         case Code::re:
         case Code::res:
         case Code::rre:
-        case Code::rres: {
-            if (!need_src(1) || !need_dst(1)) return;
-            const bool remote_in = op.code == Code::rre || op.code == Code::rres;
-            const bool remote_out = op.code == Code::res || op.code == Code::rres;
-            if ((remote_in || remote_out) && ct != Chan::memory && (op.src.size() > 1 || op.dst.size() > 1)) {
-                fail(op, "reads or writes peers' buffers through memory channels only, and has no memory channel_type");
-                return;
-            }
-            const std::int64_t size = op.src[0].size;
-            OpId o = data_op(s, op, name);
-            std::vector<std::vector<Slot>> ins{local_slots(op.src[0], false, size)};
-            for (std::size_t k = 1; k < op.src.size(); ++k)
-                ins.push_back(remote_in ? remote_slots(op.src[k], false, op.src[k].index, size) : local_slots(op.src[k], false, size));
-            std::vector<std::vector<Slot>> outs{local_slots(op.dst[0], false, size)};
-            if (!remote_out && op.dst.size() > 1)
-                finding("blind spot", op, fmt::format("{} writes dst_buff[0] only; the other {} entries are ignored", info(op.code).name, op.dst.size() - 1));
-            for (std::size_t k = 1; remote_out && k < op.dst.size(); ++k) outs.push_back(remote_slots(op.dst[k], false, op.dst[k].index, size));
-            lanes(o, ins, outs, remote_in || remote_out);
-            return;
-        }
-        case Code::cpkt: {
-            if (!need_src(1) || !need_dst(1)) return;
-            OpId o = data_op(s, op, name);
-            auto to = local_slots(op.dst[0], true, op.src[0].size);
-            lanes(o, {local_slots(op.src[0], false, op.src[0].size)}, {to}, false);
-            writes_packets(o, to);
-            return;
-        }
-        case Code::upkt: {
-            if (!need_src(1) || !need_dst(1)) return;
-            OpId o = data_op(s, op, name);
-            // the packets are always read from the scratch buffer (execution_kernel.hpp:421)
-            auto from = slots(op, g, Buf::scratch, true, op.src[0].index, op.src[0].size);
-            lanes(o, {from}, {local_slots(op.dst[0], false, op.src[0].size)}, false);
-            reads_packets(o, from);
-            return;
-        }
-        case Code::ppkt: {
-            if (!need_src(1) || !need_dst(1)) return;
-            if (ct == Chan::memory) {
-                OpId o = data_op(s, op, name);
-                for (std::size_t i = 0; i < op.dst.size() && i < op.src.size(); ++i) {
-                    BufRef from = op.src[i];
-                    from.type = op.src[0].type;
-                    auto to = remote_slots(op.dst[i], true, op.dst[i].index, op.src[i].size);
-                    lanes(o, {local_slots(from, false, op.src[i].size)}, {to}, true);
-                    writes_packets(o, to);
-                }
-                return;
-            }
-            if (ct != Chan::port) {
-                fail(op, "ppkt puts through memory and port channels only");
-                return;
-            }
-            for (std::size_t t = 0; t < op.dst.size() && t < op.src.size(); ++t) {
-                auto k = channel(op, tb, Chan::port, t);
-                auto rb = remote(op, tb, gpu, op.dst[t], "dst_buff");
-                if (!k || !rb) return;
-                OpId trig = lane_op(s, int(t), op, fmt::format("{}, channel {}", name, op.channel_ids[t]));
-                OpId px = new_op(proxy(g, *k), op, fmt::format("{}, proxy of port channel {}", name, *k));
-                prog_.order(trig, px);
-                // the source is already in packet form (execution_kernel.hpp:280-288)
-                auto to = slots(op, rb->first, rb->second, true, op.dst[t].index, op.src[t].size);
-                lanes(px, {local_slots(op.src[t], true, op.src[t].size)}, {to}, true);
-                writes_packets(px, to);
-                last_proxy_[{g, *k}] = px;
-            }
-            return;
-        }
-        case Code::rppkt: {
-            if (!need_src(1) || !need_dst(1)) return;
-            auto from = slots(op, g, Buf::scratch, true, op.src[0].index, op.src[0].size);
-            if (ct == Chan::memory) {
-                OpId o = data_op(s, op, name);
-                reads_packets(o, from);
-                for (std::size_t i = 0; i < op.dst.size(); ++i) {
-                    auto to = remote_slots(op.dst[i], true, op.dst[i].index, op.src[0].size);
-                    lanes(o, {from}, {to}, true);
-                    writes_packets(o, to);
-                }
-                return;
-            }
-            if (ct != Chan::port) {
-                fail(op, "rppkt puts through memory and port channels only");
-                return;
-            }
-            // all threads wait for the packets, __syncthreads, then thread t triggers put t
-            OpId rd = data_op(s, op, name + ", reading the packets");
-            prog_.add_lane(rd, async::Lane{});
-            for (const Slot& x : from) prog_.add_lane(rd, async::Lane{{async::Operand::read(x)}, {}, false});
-            reads_packets(rd, from);
-            for (std::size_t t = 0; t < op.dst.size(); ++t) {
-                auto k = channel(op, tb, Chan::port, t);
-                auto rb = remote(op, tb, gpu, op.dst[t], "dst_buff");
-                if (!k || !rb) return;
-                OpId trig = lane_op(s, int(t), op, fmt::format("{}, channel {}", name, op.channel_ids[t]));
-                prog_.order(rd, trig);
-                OpId px = new_op(proxy(g, *k), op, fmt::format("{}, proxy of port channel {}", name, *k));
-                prog_.order(trig, px);
-                auto to = slots(op, rb->first, rb->second, true, op.dst[t].index, op.src[0].size);
-                lanes(px, {from}, {to}, true);
-                writes_packets(px, to);
-                last_proxy_[{g, *k}] = px;
-            }
-            return;
-        }
+        case Code::rres: lower_reduce(c); return;
+        case Code::cpkt: lower_copy_packets(c); return;
+        case Code::upkt: lower_unpack_packets(c); return;
+        case Code::ppkt: lower_put_packets(c); return;
+        case Code::rppkt: lower_read_put_packets(c); return;
         case Code::repkt:
         case Code::respkt:
         case Code::recpkt:
-        case Code::recspkt: {
-            if (!need_src(1) || !need_dst(1)) return;
-            const bool copy = op.code == Code::recpkt || op.code == Code::recspkt;
-            const bool send = op.code == Code::respkt || op.code == Code::recspkt;
-            if (copy && !need_dst(2)) return;
-            if (send && ct != Chan::memory && op.dst.size() > (copy ? 2u : 1u)) {
-                fail(op, "sends packets to peers through memory channels only");
-                return;
-            }
-            const std::int64_t size = op.src[0].size;
-            OpId o = data_op(s, op, name);
-            std::vector<std::vector<Slot>> ins{local_slots(op.src[0], false, size)};
-            for (std::size_t k = 1; k < op.src.size(); ++k) {
-                // packets are read from the scratch buffer (execution_kernel.hpp:355, 396)
-                ins.push_back(slots(op, g, Buf::scratch, true, op.src[k].index, size));
-                reads_packets(o, ins.back());
-            }
-            std::vector<std::vector<Slot>> outs{local_slots(op.dst[0], false, size)};
-            std::vector<std::vector<Slot>> packets_out;
-            if (copy) {
-                outs.push_back(local_slots(op.dst[1], true, size));
-                packets_out.push_back(outs.back());
-            }
-            for (std::size_t k = copy ? 2 : 1; send && k < op.dst.size(); ++k) {
-                outs.push_back(remote_slots(op.dst[k], true, op.dst[k].index, size));
-                packets_out.push_back(outs.back());
-            }
-            if (!send && op.dst.size() > (copy ? 2u : 1u))
-                finding("blind spot", op, fmt::format("{} ignores dst_buff entries past the first {}", info(op.code).name, copy ? 2 : 1));
-            lanes(o, ins, outs, send);
-            for (const auto& v : packets_out) writes_packets(o, v);
-            return;
-        }
+        case Code::recspkt: lower_reduce_packets(c); return;
         case Code::glres:
         case Code::gstore:
-        case Code::gstorepkt: {
-            if (!need_src(1) || !need_dst(1)) return;
-            auto group = [&](const BufRef& r) -> const std::vector<int>* {
-                if (r.switch_channel_id < 0 || std::size_t(r.switch_channel_id) >= tb.switch_.size()) {
-                    fail(op, fmt::format("switch_channel_id {} but the thread block has {} switch channel{}", r.switch_channel_id,
-                                         tb.switch_.size(), tb.switch_.size() == 1 ? "" : "s"));
-                    return nullptr;
-                }
-                const int idx = tb.switch_[std::size_t(r.switch_channel_id)];
-                current_switch_buf_ = gpu.switch_buffers[std::size_t(idx)];
-                return &gpu.switch_groups[std::size_t(idx)];
-            };
-            OpId o = data_op(s, op, name);
-            const std::int64_t size = op.src[0].size;
-            const std::vector<int>* dst_group = group(op.dst[0]);
-            if (!dst_group) return;
-            const Buf dst_buf = current_switch_buf_;
-            std::vector<std::vector<Slot>> ins;
-            if (op.code == Code::glres) {
-                const std::vector<int>* src_group = group(op.src[0]);
-                if (!src_group) return;
-                for (int m : *src_group) ins.push_back(slots(op, m, current_switch_buf_, false, op.src[0].index, size));
-            } else {
-                const bool packet = op.code == Code::gstorepkt;
-                ins.push_back(local_slots(op.src[0], packet, size));
-                if (packet) reads_packets(o, ins.back());
-            }
-            std::vector<std::vector<Slot>> outs;
-            for (int m : *dst_group) {
-                outs.push_back(slots(op, m, op.code == Code::gstorepkt ? Buf::scratch : dst_buf, op.code == Code::gstorepkt,
-                                     op.dst[0].index, size));
-                if (op.code == Code::gstorepkt) writes_packets(o, outs.back());
-            }
-            lanes(o, ins, outs, false);
-            return;
-        }
+        case Code::gstorepkt: lower_switch(c); return;
         case Code::pipeline: return;  // flattened by lower_tb
     }
+}
+
+/// A barrier among the thread blocks of a GPU: each round of calls joins at one op.
+void Lowering::lower_barrier(OpContext& c) {
+    const Op& op = c.op;
+    OpId o = sync_op(c.s, op, c.name);
+    if (op.barrier_id < 0 || op.num_threadblocks < 0) {
+        fail(op, "a barrier needs \"barrier_id\" and \"num_threadblocks\" (the parser leaves them 0 otherwise)");
+        return;
+    }
+    if (op.barrier_id >= 16)
+        finding("limit", op,
+                fmt::format("barrier_id {}; the kernel has 16 device syncers (MAX_DEVICE_SYNCERS, "
+                            "execution_common.hpp:19; deviceSyncers[16], execution_kernel.hpp:27) and indexes past them",
+                            op.barrier_id));
+    if (op.num_threadblocks <= 1) return;  // DeviceSyncer::sync(1) is __syncthreads only
+    const int round = c.s.barrier_calls[op.barrier_id]++;
+    auto& rounds = barriers_[{c.g, op.barrier_id}];
+    if (rounds.agent == 0 && rounds.joins.empty()) rounds.agent = prog_.add_agent(std::uint32_t(c.g)) + 1;
+    if (int(rounds.joins.size()) <= round) {
+        rounds.joins.push_back(new_op(rounds.agent - 1, op, fmt::format("barrier {} of GPU {}, round {}", op.barrier_id, c.g, round + 1)));
+        rounds.calls.emplace_back();
+    }
+    const OpId join = rounds.joins[std::size_t(round)];
+    prog_.order(o, join);
+    rounds.calls[std::size_t(round)].push_back({o, &op});
+    c.s.gate = join;  // what follows the barrier waits for every participant
+}
+
+/// signal, wait and their relaxed forms on memory or port channels.
+void Lowering::lower_semaphore_op(OpContext& c) {
+    const Op& op = c.op;
+    if (c.ct != Chan::memory && c.ct != Chan::port) {
+        finding("blind spot", op,
+                fmt::format("a {} on a {} channel: the kernel signals and waits on memory and port channels only, so "
+                            "this op does nothing (execution_kernel.hpp:82-118)",
+                            info(op.code).name, op.channel_type ? chan_name(c.ct) : "missing"));
+        return;
+    }
+    const bool relaxed = op.code == Code::rlxsignal || op.code == Code::rlxwait;
+    if (relaxed && c.ct == Chan::port)
+        finding("blind spot", op, "a relaxed signal or wait on a port channel runs as a plain one (execution_kernel.hpp:96-98, 115-117)");
+    const bool sig = op.code == Code::signal || op.code == Code::rlxsignal;
+    const async::KeyKind kind = relaxed && c.ct == Chan::memory ? async::KeyKind::relaxed : async::KeyKind::semaphore;
+    for (std::size_t t = 0; t < op.channel_ids.size(); ++t) {
+        auto k = channel(op, c.tb, c.ct, t);
+        if (!k) return;
+        OpId o = lane_op(c.s, int(t), op, fmt::format("{}, channel {}", c.name, op.channel_ids[t]));
+        if (sig && c.ct == Chan::port) {
+            // the proxy signals in FIFO order after the channel's earlier puts
+            OpId px = new_op(proxy(c.g, *k), op, fmt::format("{}, proxy of port channel {}", c.name, *k));
+            prog_.order(o, px);
+            prog_.send(px, signal_key(c.ct, c.g, *k), kind);
+            ++signals_[{c.ct, c.g, *k}];
+        } else if (sig) {
+            prog_.send(o, signal_key(c.ct, c.g, *k), kind);
+            ++signals_[{c.ct, c.g, *k}];
+        } else {
+            prog_.receive(o, wait_key(c.ct, c.g, *k), kind);
+            ++waits_[{c.ct, c.g, *k}];
+        }
+    }
+}
+
+/// A flush waits for the proxy's earlier puts on each port channel.
+void Lowering::lower_flush(OpContext& c) {
+    const Op& op = c.op;
+    // handleFlush loops over nOutputs, which only dst_buff sets (execution_kernel.hpp:120-127,
+    // execution_plan.cc:550-551): a flush without dst_buff waits for nothing
+    for (std::size_t t = 0; t < op.dst.size() && t < op.channel_ids.size(); ++t) {
+        auto k = channel(op, c.tb, Chan::port, t);
+        if (!k) return;
+        OpId o = lane_op(c.s, int(t), op, fmt::format("{}, channel {}", c.name, op.channel_ids[t]));
+        if (auto last = last_proxy_.find({c.g, *k}); last != last_proxy_.end()) prog_.order(last->second, o);
+    }
+}
+
+/// sem_acquire and sem_release on the GPU's device semaphores.
+void Lowering::lower_device_semaphore(OpContext& c) {
+    const Op& op = c.op;
+    for (std::size_t t = 0; t < op.semaphore_ids.size(); ++t) {
+        const int id = op.semaphore_ids[t];
+        if (id < 0 || std::size_t(id) >= c.gpu.semaphores.size()) {
+            fail(op, fmt::format("semaphore {} but GPU {} declares {}: the kernel indexes past them", id, c.g,
+                                 c.gpu.semaphores.size()));
+            return;
+        }
+        OpId o = lane_op(c.s, int(t), op, fmt::format("{}, semaphore {}", c.name, id));
+        if (op.code == Code::sem_release) {
+            prog_.send(o, key(device_sem, c.g, std::uint32_t(id)), async::KeyKind::semaphore);
+            ++releases_[{c.g, id}];
+        } else {
+            prog_.receive(o, key(device_sem, c.g, std::uint32_t(id)), async::KeyKind::semaphore);
+            ++acquires_[{c.g, id}];
+        }
+    }
+}
+
+/// put, put-with-signal and put-with-signal-and-flush, through memory or port channels.
+void Lowering::lower_put(OpContext& c) {
+    const Op& op = c.op;
+    if (op.src.empty() || op.dst.empty()) {
+        fail(op, "a put needs src_buff and dst_buff");
+        return;
+    }
+    for (std::size_t i = 0; i < op.dst.size(); ++i)
+        if (i < op.src.size() && op.src[i].size != op.dst[i].size)
+            finding("blind spot", op,
+                    fmt::format("src_buff[{}] has {} chunks and dst_buff[{}] {}: the kernel copies the destination's "
+                                "size (execution_kernel.hpp:162, 171)",
+                                i, op.src[i].size, i, op.dst[i].size));
+    if (c.ct == Chan::memory) {
+        if (op.code != Code::put)
+            finding("blind spot", op,
+                    fmt::format("{} on a memory channel: the kernel's memory branch only copies and never signals "
+                                "(execution_kernel.hpp:157-166)",
+                                info(op.code).name));
+        // all threads copy; every source is read from src_buff[0]'s buffer (execution_kernel.hpp:156)
+        OpId o = data_op(c.s, op, c.name);
+        for (std::size_t i = 0; i < op.dst.size(); ++i) {
+            const BufRef& sr = op.src[std::min(i, op.src.size() - 1)];
+            if (i >= op.src.size()) {
+                fail(op, fmt::format("dst_buff[{}] has no src_buff[{}]", i, i));
+                return;
+            }
+            if (op.src[i].type && op.src[0].type && *op.src[i].type != *op.src[0].type)
+                finding("blind spot", op,
+                        fmt::format("src_buff[{}] is in the {} buffer, but the kernel reads every source of a memory "
+                                    "put from src_buff[0]'s buffer ({}) (execution_kernel.hpp:156-164)",
+                                    i, buffer_name(*op.src[i].type), buffer_name(*op.src[0].type)));
+            BufRef from = sr;
+            from.type = op.src[0].type;
+            lanes(o, {local_slots(c, from, false, op.dst[i].size)}, {remote_slots(c, op.dst[i], false, op.dst[i].index, op.dst[i].size)}, true);
+        }
+        return;
+    }
+    if (c.ct != Chan::port) {
+        fail(op, fmt::format("a put on channel type {}: the kernel puts through memory and port channels only",
+                             op.channel_type ? chan_name(c.ct) : "missing"));
+        return;
+    }
+    for (std::size_t t = 0; t < op.dst.size(); ++t) {
+        if (t >= op.src.size()) {
+            fail(op, fmt::format("dst_buff[{}] has no src_buff[{}]", t, t));
+            return;
+        }
+        auto pp = port_put(c, t);
+        if (!pp) return;
+        const int k = pp->channel, peer = c.gpu.port_peers[std::size_t(k)];
+        if (peer != pp->rank)
+            finding("blind spot", op,
+                    fmt::format("puts into GPU {}'s buffer through port channel {}, which connects to GPU {}: the proxy "
+                                "writes through the channel's connection with another rank's memory handle",
+                                pp->rank, k, peer));
+        const OpId px = pp->proxy;
+        lanes(px, {local_slots(c, op.src[t], false, op.dst[t].size)}, {slots(op, pp->rank, pp->buf, false, op.dst[t].index, op.dst[t].size)}, true);
+        if (op.code != Code::put) {
+            OpId sg = new_op(proxy(c.g, k), op, fmt::format("{}, signal by the proxy of port channel {}", c.name, k));
+            prog_.send(sg, signal_key(Chan::port, c.g, k), async::KeyKind::semaphore);
+            ++signals_[{Chan::port, c.g, k}];
+            last_proxy_[{c.g, k}] = sg;
+            if (op.code == Code::pwsf) {
+                OpId f = lane_op(c.s, int(t), op, fmt::format("{}, flush of channel {}", c.name, op.channel_ids[t]));
+                prog_.order(sg, f);
+            }
+        }
+    }
+}
+
+/// get: a peer's chunks into the local buffer, through memory channels.
+void Lowering::lower_get(OpContext& c) {
+    const Op& op = c.op;
+    if (c.ct != Chan::memory) {
+        fail(op, "a get reads through memory channels only (execution_kernel.hpp:130-145)");
+        return;
+    }
+    OpId o = data_op(c.s, op, c.name);
+    for (std::size_t i = 0; i < op.src.size(); ++i) {
+        if (i >= op.dst.size()) {
+            fail(op, fmt::format("src_buff[{}] has no dst_buff[{}]", i, i));
+            return;
+        }
+        // the kernel copies the peer's chunk at the destination's offset to the local
+        // buffer at the source's offset (execution_kernel.hpp:137-143: the offsets are swapped)
+        if (op.src[i].index != op.dst[i].index)
+            finding("blind spot", op,
+                    fmt::format("get with src_buff[{}].index {} and dst_buff[{}].index {}: the kernel swaps the two "
+                                "offsets (execution_kernel.hpp:137-143) and copies the peer's chunk {} into local chunk {}",
+                                i, op.src[i].index, i, op.dst[i].index, op.dst[i].index, op.src[i].index));
+        BufRef to = op.dst[i];
+        to.index = op.src[i].index;
+        lanes(o, {remote_slots(c, op.src[i], false, op.dst[i].index, op.src[i].size)}, {local_slots(c, to, false, op.src[i].size)}, true);
+    }
+}
+
+/// copy within the GPU.
+void Lowering::lower_copy(OpContext& c) {
+    const Op& op = c.op;
+    if (!need_src(c, 1) || !need_dst(c, 1)) return;
+    OpId o = data_op(c.s, op, c.name);
+    lanes(o, {local_slots(c, op.src[0], false, op.src[0].size)}, {local_slots(c, op.dst[0], false, op.src[0].size)}, false);
+}
+
+/// re, res, rre and rres: sum sources into the destination, local or through memory channels.
+void Lowering::lower_reduce(OpContext& c) {
+    const Op& op = c.op;
+    if (!need_src(c, 1) || !need_dst(c, 1)) return;
+    const bool remote_in = op.code == Code::rre || op.code == Code::rres;
+    const bool remote_out = op.code == Code::res || op.code == Code::rres;
+    if ((remote_in || remote_out) && c.ct != Chan::memory && (op.src.size() > 1 || op.dst.size() > 1)) {
+        fail(op, "reads or writes peers' buffers through memory channels only, and has no memory channel_type");
+        return;
+    }
+    const std::int64_t size = op.src[0].size;
+    OpId o = data_op(c.s, op, c.name);
+    std::vector<std::vector<Slot>> ins{local_slots(c, op.src[0], false, size)};
+    for (std::size_t k = 1; k < op.src.size(); ++k)
+        ins.push_back(remote_in ? remote_slots(c, op.src[k], false, op.src[k].index, size) : local_slots(c, op.src[k], false, size));
+    std::vector<std::vector<Slot>> outs{local_slots(c, op.dst[0], false, size)};
+    if (!remote_out && op.dst.size() > 1)
+        finding("blind spot", op, fmt::format("{} writes dst_buff[0] only; the other {} entries are ignored", info(op.code).name, op.dst.size() - 1));
+    for (std::size_t k = 1; remote_out && k < op.dst.size(); ++k) outs.push_back(remote_slots(c, op.dst[k], false, op.dst[k].index, size));
+    lanes(o, ins, outs, remote_in || remote_out);
+}
+
+/// cpkt: plain data into LL packets.
+void Lowering::lower_copy_packets(OpContext& c) {
+    const Op& op = c.op;
+    if (!need_src(c, 1) || !need_dst(c, 1)) return;
+    OpId o = data_op(c.s, op, c.name);
+    auto to = local_slots(c, op.dst[0], true, op.src[0].size);
+    lanes(o, {local_slots(c, op.src[0], false, op.src[0].size)}, {to}, false);
+    writes_packets(o, to);
+}
+
+/// upkt: LL packets from the scratch buffer into plain data.
+void Lowering::lower_unpack_packets(OpContext& c) {
+    const Op& op = c.op;
+    if (!need_src(c, 1) || !need_dst(c, 1)) return;
+    OpId o = data_op(c.s, op, c.name);
+    // the packets are always read from the scratch buffer (execution_kernel.hpp:421)
+    auto from = slots(op, c.g, Buf::scratch, true, op.src[0].index, op.src[0].size);
+    lanes(o, {from}, {local_slots(c, op.dst[0], false, op.src[0].size)}, false);
+    reads_packets(o, from);
+}
+
+/// ppkt: packets to a peer through memory or port channels.
+void Lowering::lower_put_packets(OpContext& c) {
+    const Op& op = c.op;
+    if (!need_src(c, 1) || !need_dst(c, 1)) return;
+    if (c.ct == Chan::memory) {
+        OpId o = data_op(c.s, op, c.name);
+        for (std::size_t i = 0; i < op.dst.size() && i < op.src.size(); ++i) {
+            BufRef from = op.src[i];
+            from.type = op.src[0].type;
+            auto to = remote_slots(c, op.dst[i], true, op.dst[i].index, op.src[i].size);
+            lanes(o, {local_slots(c, from, false, op.src[i].size)}, {to}, true);
+            writes_packets(o, to);
+        }
+        return;
+    }
+    if (c.ct != Chan::port) {
+        fail(op, "ppkt puts through memory and port channels only");
+        return;
+    }
+    for (std::size_t t = 0; t < op.dst.size() && t < op.src.size(); ++t) {
+        auto pp = port_put(c, t);
+        if (!pp) return;
+        // the source is already in packet form (execution_kernel.hpp:280-288)
+        auto to = slots(op, pp->rank, pp->buf, true, op.dst[t].index, op.src[t].size);
+        lanes(pp->proxy, {local_slots(c, op.src[t], true, op.src[t].size)}, {to}, true);
+        writes_packets(pp->proxy, to);
+    }
+}
+
+/// rppkt: read packets from scratch and put them to peers.
+void Lowering::lower_read_put_packets(OpContext& c) {
+    const Op& op = c.op;
+    if (!need_src(c, 1) || !need_dst(c, 1)) return;
+    auto from = slots(op, c.g, Buf::scratch, true, op.src[0].index, op.src[0].size);
+    if (c.ct == Chan::memory) {
+        OpId o = data_op(c.s, op, c.name);
+        reads_packets(o, from);
+        for (std::size_t i = 0; i < op.dst.size(); ++i) {
+            auto to = remote_slots(c, op.dst[i], true, op.dst[i].index, op.src[0].size);
+            lanes(o, {from}, {to}, true);
+            writes_packets(o, to);
+        }
+        return;
+    }
+    if (c.ct != Chan::port) {
+        fail(op, "rppkt puts through memory and port channels only");
+        return;
+    }
+    // all threads wait for the packets, __syncthreads, then thread t triggers put t
+    OpId rd = data_op(c.s, op, c.name + ", reading the packets");
+    prog_.add_lane(rd, async::Lane{});
+    for (const Slot& x : from) prog_.add_lane(rd, async::Lane{{async::Operand::read(x)}, {}, false});
+    reads_packets(rd, from);
+    for (std::size_t t = 0; t < op.dst.size(); ++t) {
+        auto pp = port_put(c, t, rd);
+        if (!pp) return;
+        auto to = slots(op, pp->rank, pp->buf, true, op.dst[t].index, op.src[0].size);
+        lanes(pp->proxy, {from}, {to}, true);
+        writes_packets(pp->proxy, to);
+    }
+}
+
+/// repkt, respkt, recpkt and recspkt: reduce packets, optionally copy and send them.
+void Lowering::lower_reduce_packets(OpContext& c) {
+    const Op& op = c.op;
+    if (!need_src(c, 1) || !need_dst(c, 1)) return;
+    const bool copy = op.code == Code::recpkt || op.code == Code::recspkt;
+    const bool send = op.code == Code::respkt || op.code == Code::recspkt;
+    if (copy && !need_dst(c, 2)) return;
+    if (send && c.ct != Chan::memory && op.dst.size() > (copy ? 2u : 1u)) {
+        fail(op, "sends packets to peers through memory channels only");
+        return;
+    }
+    const std::int64_t size = op.src[0].size;
+    OpId o = data_op(c.s, op, c.name);
+    std::vector<std::vector<Slot>> ins{local_slots(c, op.src[0], false, size)};
+    for (std::size_t k = 1; k < op.src.size(); ++k) {
+        // packets are read from the scratch buffer (execution_kernel.hpp:355, 396)
+        ins.push_back(slots(op, c.g, Buf::scratch, true, op.src[k].index, size));
+        reads_packets(o, ins.back());
+    }
+    std::vector<std::vector<Slot>> outs{local_slots(c, op.dst[0], false, size)};
+    std::vector<std::vector<Slot>> packets_out;
+    if (copy) {
+        outs.push_back(local_slots(c, op.dst[1], true, size));
+        packets_out.push_back(outs.back());
+    }
+    for (std::size_t k = copy ? 2 : 1; send && k < op.dst.size(); ++k) {
+        outs.push_back(remote_slots(c, op.dst[k], true, op.dst[k].index, size));
+        packets_out.push_back(outs.back());
+    }
+    if (!send && op.dst.size() > (copy ? 2u : 1u))
+        finding("blind spot", op, fmt::format("{} ignores dst_buff entries past the first {}", info(op.code).name, copy ? 2 : 1));
+    lanes(o, ins, outs, send);
+    for (const auto& v : packets_out) writes_packets(o, v);
+}
+
+/// glres, gstore and gstorepkt through NVLS switch channels.
+void Lowering::lower_switch(OpContext& c) {
+    const Op& op = c.op;
+    if (!need_src(c, 1) || !need_dst(c, 1)) return;
+    auto group = [&](const BufRef& r) -> const std::vector<int>* {
+        if (r.switch_channel_id < 0 || std::size_t(r.switch_channel_id) >= c.tb.switch_.size()) {
+            fail(op, fmt::format("switch_channel_id {} but the thread block has {} switch channel{}", r.switch_channel_id,
+                                 c.tb.switch_.size(), c.tb.switch_.size() == 1 ? "" : "s"));
+            return nullptr;
+        }
+        const int idx = c.tb.switch_[std::size_t(r.switch_channel_id)];
+        current_switch_buf_ = c.gpu.switch_buffers[std::size_t(idx)];
+        return &c.gpu.switch_groups[std::size_t(idx)];
+    };
+    OpId o = data_op(c.s, op, c.name);
+    const std::int64_t size = op.src[0].size;
+    const std::vector<int>* dst_group = group(op.dst[0]);
+    if (!dst_group) return;
+    const Buf dst_buf = current_switch_buf_;
+    std::vector<std::vector<Slot>> ins;
+    if (op.code == Code::glres) {
+        const std::vector<int>* src_group = group(op.src[0]);
+        if (!src_group) return;
+        for (int m : *src_group) ins.push_back(slots(op, m, current_switch_buf_, false, op.src[0].index, size));
+    } else {
+        const bool packet = op.code == Code::gstorepkt;
+        ins.push_back(local_slots(c, op.src[0], packet, size));
+        if (packet) reads_packets(o, ins.back());
+    }
+    std::vector<std::vector<Slot>> outs;
+    for (int m : *dst_group) {
+        outs.push_back(slots(op, m, op.code == Code::gstorepkt ? Buf::scratch : dst_buf, op.code == Code::gstorepkt,
+                             op.dst[0].index, size));
+        if (op.code == Code::gstorepkt) writes_packets(o, outs.back());
+    }
+    lanes(o, ins, outs, false);
 }
 
 }  // namespace collsched::mscclpp

@@ -117,7 +117,50 @@ private:
 
     std::string describe(const Op& op) const { return fmt::format("{} ({})", op.path, info(op.code).name); }
 
+    /// What every operation's lowering reads: its thread block, GPU, name and channel type.
+    struct OpContext {
+        TbState& s;
+        const Gpu& gpu;
+        const Tb& tb;
+        const Op& op;
+        int g;
+        std::string name;
+        Chan ct;
+    };
+    /// One operation, by its code: one method per family of codes below.
     void lower_op(TbState& s, const Gpu& gpu, const Tb& tb, const Op& op);
+    bool need_src(OpContext& c, std::size_t n);
+    bool need_dst(OpContext& c, std::size_t n);
+    /// One lane per atom: out[x] = combine(in[0][x], in[1][x], ...).
+    void lanes(OpId o, const std::vector<std::vector<Slot>>& ins, const std::vector<std::vector<Slot>>& outs, bool mark);
+    void reads_packets(OpId o, const std::vector<Slot>& v);
+    void writes_packets(OpId o, const std::vector<Slot>& v);
+    std::vector<Slot> local_slots(OpContext& c, const BufRef& r, bool packet, std::int64_t size);
+    std::vector<Slot> remote_slots(OpContext& c, const BufRef& r, bool packet, std::int64_t index, std::int64_t size);
+    /// The t-th put of an op through a port channel: the thread's trigger (after `after`, if
+    /// given) and the proxy's op that moves the data into dst_buff[t]; the proxy is the
+    /// channel's last. nullopt, with a finding, when the channel or the buffer is missing.
+    struct PortPut {
+        int channel;  ///< index into the GPU's port channels
+        int rank;     ///< the destination buffer's rank
+        Buf buf;
+        OpId proxy;
+    };
+    std::optional<PortPut> port_put(OpContext& c, std::size_t t, std::optional<OpId> after = std::nullopt);
+    void lower_barrier(OpContext& c);
+    void lower_semaphore_op(OpContext& c);
+    void lower_flush(OpContext& c);
+    void lower_device_semaphore(OpContext& c);
+    void lower_put(OpContext& c);
+    void lower_get(OpContext& c);
+    void lower_copy(OpContext& c);
+    void lower_reduce(OpContext& c);
+    void lower_copy_packets(OpContext& c);
+    void lower_unpack_packets(OpContext& c);
+    void lower_put_packets(OpContext& c);
+    void lower_read_put_packets(OpContext& c);
+    void lower_reduce_packets(OpContext& c);
+    void lower_switch(OpContext& c);
 
     void finish_barriers();
 

@@ -292,266 +292,300 @@ std::string format_finding(std::string_view file, const Finding& f) {
     return fmt::format("{}{}{}{} [{}]", at, f.path, f.path.empty() ? "" : ": ", f.what, f.rule);
 }
 
-ReadResult read_plan(std::string_view text, std::string_view file) {
-    json_tree::Value root = json_tree::parse(text, file);
-    ReadResult res;
-    Plan& plan = res.plan;
-    auto top = [&](std::string_view key, Kind kind, std::string_view what) -> const Value* {
-        const Value* v = root.find(key);
+namespace {
+
+/// Reads a plan as the executor's parser does (execution_plan.cc): the top level, then each GPU's
+/// channels, remote buffers, semaphores and thread blocks. Every deviation is a finding.
+class PlanReader {
+public:
+    PlanReader(std::string_view text, std::string_view file)
+        : file_(file), root_(json_tree::parse(text, file)), rd_(file, res_.findings, res_.checkable) {}
+
+    ReadResult read() {
+        const Value* gpus = header();
+        P_ = int(gpus->items.size());
+        if (P_ == 0) throw InputError(fmt::format("{}:{}:{}: \"gpus\" is empty: a plan has at least one GPU", file_, gpus->line, gpus->col));
+        res_.plan.gpus.resize(std::size_t(P_));
+        for (int g = 0; g < P_; ++g) gpu(gpus->items[std::size_t(g)], g);
+        return std::move(res_);
+    }
+
+private:
+    /// A top-level key the executor reads first; Kind::null: any kind, and may be missing.
+    const Value* top(std::string_view key, Kind kind, std::string_view what) const {
+        const Value* v = root_.find(key);
         if (!v) {
             if (kind == Kind::null) return nullptr;
             throw InputError(fmt::format("{}:{}:{}: not an MSCCL++ execution plan: no \"{}\" at the top level (the executor "
                                          "reads obj[\"{}\"] first, execution_plan.cc:122-134, 235-254)",
-                                         file, root.line, root.col, key, key));
+                                         file_, root_.line, root_.col, key, key));
         }
         const Kind want = kind == Kind::null ? v->kind : kind;
         if (v->kind != want && !(want == Kind::number && v->integer()))
-            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as {}", file, v->line, v->col, key,
+            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as {}", file_, v->line, v->col, key,
                                          v->kind_name(), what));
         return v;
-    };
-    if (root.kind != Kind::object)
-        throw InputError(fmt::format("{}:{}:{}: not an MSCCL++ execution plan: the document is {}, not an object", file, root.line,
-                                     root.col, root.kind_name()));
-    plan.name = top("name", Kind::string, "a string")->text;
-    plan.collective = top("collective", Kind::string, "a string")->text;
-    plan.protocol = top("protocol", Kind::string, "a string")->text;
-    plan.inplace = top("inplace", Kind::boolean, "a boolean")->boolean;
-    const Value* gpus = top("gpus", Kind::array, "an array");
-    auto opt_bool = [&](std::string_view key, bool dflt) {
-        const Value* v = root.find(key);
+    }
+
+    bool opt_bool(std::string_view key, bool dflt) const {
+        const Value* v = root_.find(key);
         if (!v) return dflt;
         if (v->kind != Kind::boolean)
-            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as a boolean", file, v->line, v->col, key,
+            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as a boolean", file_, v->line, v->col, key,
                                          v->kind_name()));
         return v->boolean;
-    };
-    auto opt_int = [&](std::string_view key, std::int64_t dflt, std::int64_t lo) {
-        const Value* v = root.find(key);
+    }
+
+    std::int64_t opt_int(std::string_view key, std::int64_t dflt, std::int64_t lo) const {
+        const Value* v = root_.find(key);
         if (!v) return dflt;
         auto i = v->integer();
         if (!i && v->kind == Kind::number && key == "max_message_size") return std::int64_t{-1};  // 2^64 - 1 as DSLs write it
         if (!i || *i < lo)
-            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as an unsigned integer", file, v->line,
+            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as an unsigned integer", file_, v->line,
                                          v->col, key, v->kind == Kind::number ? v->text : std::string(v->kind_name())));
         return *i;
-    };
-    plan.reuse_resources = opt_bool("reuse_resources", false);
-    plan.double_scratch = opt_bool("use_double_scratch_buffer", false);
-    plan.buffer_alignment = opt_int("buffer_alignment", 16, 1);
-    plan.num_threads = opt_int("num_threads_per_block", 1024, 1);
-    opt_int("min_message_size", 0, 0);
-    opt_int("max_message_size", 0, 0);
-    for (std::string_view key : {"name", "collective", "protocol", "inplace", "gpus"})
-        if (root.count(key) > 1)
-            res.findings.push_back({"blind spot", std::string(key), {root.find(key)->line, root.find(key)->col},
-                                    fmt::format("\"{}\" appears {} times; nlohmann keeps the last", key, root.count(key))});
-    Reader rd(file, res.findings, res.checkable);
-    if (plan.protocol != "LL" && plan.protocol != "Simple")
-        rd.add("blind spot", "protocol", top("protocol", Kind::string, "a string"),
-               fmt::format("protocol \"{}\": the executor runs every protocol but \"LL\" as Simple (execution_plan.cc:243-246)",
-                           plan.protocol));
-    if (plan.num_threads > 1024)
-        rd.add("limit", "num_threads_per_block", root.find("num_threads_per_block"),
-               fmt::format("{} threads per block; the kernel is declared __launch_bounds__(1024, 1) (execution_kernel.hpp:801)",
-                           plan.num_threads));
-    const int P = int(gpus->items.size());
-    if (P == 0) throw InputError(fmt::format("{}:{}:{}: \"gpus\" is empty: a plan has at least one GPU", file, gpus->line, gpus->col));
-    plan.gpus.resize(std::size_t(P));
-    for (int g = 0; g < P; ++g) {
-        const Value& jg = gpus->items[std::size_t(g)];
-        Gpu& gpu = plan.gpus[std::size_t(g)];
+    }
+
+    /// The plan's top level; returns "gpus".
+    const Value* header() {
+        Plan& plan = res_.plan;
+        if (root_.kind != Kind::object)
+            throw InputError(fmt::format("{}:{}:{}: not an MSCCL++ execution plan: the document is {}, not an object", file_, root_.line,
+                                         root_.col, root_.kind_name()));
+        plan.name = top("name", Kind::string, "a string")->text;
+        plan.collective = top("collective", Kind::string, "a string")->text;
+        plan.protocol = top("protocol", Kind::string, "a string")->text;
+        plan.inplace = top("inplace", Kind::boolean, "a boolean")->boolean;
+        const Value* gpus = top("gpus", Kind::array, "an array");
+        plan.reuse_resources = opt_bool("reuse_resources", false);
+        plan.double_scratch = opt_bool("use_double_scratch_buffer", false);
+        plan.buffer_alignment = opt_int("buffer_alignment", 16, 1);
+        plan.num_threads = opt_int("num_threads_per_block", 1024, 1);
+        opt_int("min_message_size", 0, 0);
+        opt_int("max_message_size", 0, 0);
+        for (std::string_view key : {"name", "collective", "protocol", "inplace", "gpus"})
+            if (root_.count(key) > 1)
+                res_.findings.push_back({"blind spot", std::string(key), {root_.find(key)->line, root_.find(key)->col},
+                                         fmt::format("\"{}\" appears {} times; nlohmann keeps the last", key, root_.count(key))});
+        if (plan.protocol != "LL" && plan.protocol != "Simple")
+            rd_.add("blind spot", "protocol", top("protocol", Kind::string, "a string"),
+                    fmt::format("protocol \"{}\": the executor runs every protocol but \"LL\" as Simple (execution_plan.cc:243-246)",
+                                plan.protocol));
+        if (plan.num_threads > 1024)
+            rd_.add("limit", "num_threads_per_block", root_.find("num_threads_per_block"),
+                    fmt::format("{} threads per block; the kernel is declared __launch_bounds__(1024, 1) (execution_kernel.hpp:801)",
+                                plan.num_threads));
+        return gpus;
+    }
+
+    void gpu(const Value& jg, int g) {
+        Gpu& gpu = res_.plan.gpus[std::size_t(g)];
         const std::string gpath = fmt::format("gpus[{}]", g);
         gpu.id = g;
         gpu.pos = {jg.line, jg.col};
-        if (!rd.object(&jg, gpath, "a GPU")) continue;
-        if (auto id = rd.int_key(jg, "id", gpath, INT32_MIN, INT32_MAX); id && *id != g)
-            rd.broken(gpath, jg.find("id"),
-                      fmt::format("has id {} at position {}: the executor takes gpus[rank] and throws \"GPU rank does not match\" "
-                                  "(execution_plan.cc:256-259)",
-                                  *id, g));
-        auto chunks = [&](std::string_view key) {
-            return rd.int_key(jg, key, gpath, 0, u32max).value_or(0);
-        };
+        if (!rd_.object(&jg, gpath, "a GPU")) return;
+        if (auto id = rd_.int_key(jg, "id", gpath, INT32_MIN, INT32_MAX); id && *id != g)
+            rd_.broken(gpath, jg.find("id"),
+                       fmt::format("has id {} at position {}: the executor takes gpus[rank] and throws \"GPU rank does not match\" "
+                                   "(execution_plan.cc:256-259)",
+                                   *id, g));
+        auto chunks = [&](std::string_view key) { return rd_.int_key(jg, key, gpath, 0, u32max).value_or(0); };
         gpu.input_chunks = chunks("input_chunks");
         gpu.output_chunks = chunks("output_chunks");
         gpu.scratch_chunks = chunks("scratch_chunks");
         for (auto [key, n] : {std::pair{"input_chunks", gpu.input_chunks}, std::pair{"output_chunks", gpu.output_chunks}})
             if (n == 0 && jg.find(key))
-                rd.broken(gpath, jg.find(key),
-                          fmt::format("\"{}\" is 0: checkMessageSize takes (size / buffer_alignment) % {} and divides by zero "
-                                      "(execution_plan.cc:301-302)",
-                                      key, key == std::string_view("input_chunks") ? "inputChunks" : "outputChunks"));
+                rd_.broken(gpath, jg.find(key),
+                           fmt::format("\"{}\" is 0: checkMessageSize takes (size / buffer_alignment) % {} and divides by zero "
+                                       "(execution_plan.cc:301-302)",
+                                       key, key == std::string_view("input_chunks") ? "inputChunks" : "outputChunks"));
         // channels (execution_plan.cc:313-342): memory and port flattened per type in file order
-        if (const Value* chans = rd.array(rd.need(jg, "channels", gpath), gpath, "channels"))
-            for (std::size_t k = 0; k < chans->items.size(); ++k) {
-                const Value& jc = chans->items[k];
-                const std::string cpath = fmt::format("{}.channels[{}]", gpath, k);
-                if (!rd.object(&jc, cpath, "a channel")) continue;
-                GpuChannel ch;
-                ch.pos = {jc.line, jc.col};
-                ch.path = cpath;
-                ch.type = rd.channel(rd.need(jc, "channel_type", cpath), cpath, "channel_type").value_or(Chan::none);
-                if (ch.type == Chan::switch_) {
-                    ch.buffer_type = rd.buffer(rd.need(jc, "buffer_type", cpath), cpath, "buffer_type");
-                    if (const Value* groups = rd.array(rd.need(jc, "rank_groups", cpath), cpath, "rank_groups"))
-                        for (std::size_t q = 0; q < groups->items.size(); ++q) {
-                            const Value& jq = groups->items[q];
-                            const std::string qpath = fmt::format("{}.rank_groups[{}]", cpath, q);
-                            if (!rd.object(&jq, qpath, "a rank group")) continue;
-                            rd.int_key(jq, "size", qpath, 0, INT32_MAX);
-                            ch.groups.push_back(rd.ints(rd.need(jq, "ranks", qpath), qpath, "ranks", 0, P - 1));
-                            gpu.switch_groups.push_back(ch.groups.back());
-                            gpu.switch_buffers.push_back(ch.buffer_type.value_or(Buf::scratch));
-                        }
-                } else {
-                    ch.peers = rd.ints(rd.need(jc, "connected_to", cpath), cpath, "connected_to", INT32_MIN, INT32_MAX);
-                    for (std::size_t q = 0; q < ch.peers.size(); ++q) {
-                        const int peer = ch.peers[q];
-                        const Value* at = &jc.find("connected_to")->items[q];
-                        if (peer == g)
-                            rd.add("blind spot", cpath, at,
-                                   fmt::format("a {} channel from GPU {} to itself: the executor connects the rank to itself",
-                                               chan_name(ch.type), g));
-                        else if (peer < 0 || peer >= P)
-                            rd.broken(cpath, at,
-                                      fmt::format("a {} channel to rank {}, which does not exist (the plan has {} GPUs): the "
-                                                  "executor's connect() to it never completes",
-                                                  chan_name(ch.type), peer, P));
-                        if (ch.type == Chan::memory) gpu.memory_peers.push_back(peer);
-                        if (ch.type == Chan::port) gpu.port_peers.push_back(peer);
-                    }
-                    if (ch.type == Chan::none && !ch.peers.empty())
-                        rd.add("blind spot", cpath, &jc, "a channel of type \"none\": the executor counts its peers and builds nothing");
-                }
-                gpu.channels.push_back(std::move(ch));
-            }
+        if (const Value* chans = rd_.array(rd_.need(jg, "channels", gpath), gpath, "channels"))
+            for (std::size_t k = 0; k < chans->items.size(); ++k) gpu_channel(gpu, chans->items[k], fmt::format("{}.channels[{}]", gpath, k), g);
         // remote buffers (execution_plan.cc:344-365)
-        if (const Value* rbs = rd.array(rd.need(jg, "remote_buffers", gpath), gpath, "remote_buffers"))
-            for (std::size_t k = 0; k < rbs->items.size(); ++k) {
-                const Value& jr = rbs->items[k];
-                const std::string rpath = fmt::format("{}.remote_buffers[{}]", gpath, k);
-                if (!rd.object(&jr, rpath, "a remote buffer")) continue;
-                RemoteBuffer rb;
-                rb.pos = {jr.line, jr.col};
-                rb.rank = int(rd.int_key(jr, "rank", rpath, INT32_MIN, INT32_MAX).value_or(0));
-                rb.type = rd.buffer(rd.need(jr, "type", rpath), rpath, "type").value_or(Buf::input);
-                if (const Value* acc = rd.array(rd.need(jr, "access_channel_types", rpath), rpath, "access_channel_types"))
-                    for (const Value& a : acc->items) rb.access.push_back(rd.channel(&a, rpath, "access_channel_types").value_or(Chan::none));
-                if (rb.rank < 0 || rb.rank >= P)
-                    rd.broken(rpath, jr.find("rank"),
-                              fmt::format("a buffer of rank {}, which does not exist (the plan has {} GPUs)", rb.rank, P));
-                else if (rb.rank == g)
-                    rd.add("blind spot", rpath, jr.find("rank"),
-                           fmt::format("GPU {} lists its own buffer as remote: the executor sends it the registration itself", g));
-                gpu.remote_buffers.push_back(rb);
-            }
-        if (const Value* sems = jg.find("semaphores"); rd.array(sems, gpath, "semaphores"))
+        if (const Value* rbs = rd_.array(rd_.need(jg, "remote_buffers", gpath), gpath, "remote_buffers"))
+            for (std::size_t k = 0; k < rbs->items.size(); ++k)
+                remote_buffer(gpu, rbs->items[k], fmt::format("{}.remote_buffers[{}]", gpath, k), g);
+        if (const Value* sems = jg.find("semaphores"); rd_.array(sems, gpath, "semaphores"))
             for (std::size_t k = 0; k < sems->items.size(); ++k) {
                 const std::string spath = fmt::format("{}.semaphores[{}]", gpath, k);
-                if (!rd.object(&sems->items[k], spath, "a semaphore")) continue;
-                gpu.semaphores.push_back(
-                    rd.int_key(sems->items[k], "init_value", spath, INT32_MIN, INT32_MAX).value_or(0));
+                if (!rd_.object(&sems->items[k], spath, "a semaphore")) continue;
+                gpu.semaphores.push_back(rd_.int_key(sems->items[k], "init_value", spath, INT32_MIN, INT32_MAX).value_or(0));
             }
-        const Value* tbs = rd.array(rd.need(jg, "threadblocks", gpath), gpath, "threadblocks");
-        if (!tbs) continue;
+        const Value* tbs = rd_.array(rd_.need(jg, "threadblocks", gpath), gpath, "threadblocks");
+        if (!tbs) return;
         const int T = int(tbs->items.size());
         std::vector<int> seen(std::size_t(T), -1);
-        for (int t = 0; t < T; ++t) {
-            const Value& jt = tbs->items[std::size_t(t)];
-            const std::string tpath = fmt::format("{}.threadblocks[{}]", gpath, t);
-            Tb tb;
-            tb.pos = {jt.line, jt.col};
-            tb.path = tpath;
-            tb.id = t;
-            if (!rd.object(&jt, tpath, "a thread block")) {
-                gpu.tbs.push_back(std::move(tb));
-                continue;
-            }
-            if (auto id = rd.int_key(jt, "id", tpath, INT32_MIN, INT32_MAX)) {
-                tb.id = int(*id);
-                if (*id < 0 || *id >= T)
-                    rd.broken(tpath, jt.find("id"),
-                              fmt::format("thread block id {} with {} thread blocks: the parser indexes its channel lists (sized "
-                                          "{}) by the id (execution_plan.cc:390-411) and writes out of bounds",
-                                          *id, T, T));
-                else if (seen[std::size_t(*id)] >= 0)
-                    rd.broken(tpath, jt.find("id"),
-                              fmt::format("thread block id {} again (threadblocks[{}] has it too)", *id, seen[std::size_t(*id)]));
-                else
-                    seen[std::size_t(*id)] = t;
-                if (*id != t && *id >= 0 && *id < T)
-                    rd.add("blind spot", tpath, jt.find("id"),
-                           fmt::format("thread block id {} at position {}: the executor runs the ops of position {} with the "
-                                       "channels and remote buffers of id {} (ops are taken by position, execution_plan.cc:474; "
-                                       "channels by id, :395-411)",
-                                       *id, t, t, t));
-            }
-            if (const Value* chans = rd.array(rd.need(jt, "channels", tpath), tpath, "channels"))
-                for (std::size_t k = 0; k < chans->items.size(); ++k) {
-                    const Value& jc = chans->items[k];
-                    const std::string cpath = fmt::format("{}.channels[{}]", tpath, k);
-                    if (!rd.object(&jc, cpath, "a channel list")) continue;
-                    auto type = rd.channel(rd.need(jc, "channel_type", cpath), cpath, "channel_type");
-                    if (const Value* b = jc.find("buff")) rd.buffer(b, cpath, "buff");
-                    std::vector<int> ids = rd.ints(rd.need(jc, "channel_ids", cpath), cpath, "channel_ids", INT32_MIN, INT32_MAX);
-                    if (!type) continue;
-                    std::vector<int>& into = *type == Chan::memory ? tb.memory : *type == Chan::port ? tb.port : tb.switch_;
-                    const std::size_t have = *type == Chan::memory   ? gpu.memory_peers.size()
-                                             : *type == Chan::port   ? gpu.port_peers.size()
-                                                                     : gpu.switch_groups.size();
-                    for (std::size_t q = 0; q < ids.size(); ++q)
-                        if (ids[q] < 0 || std::size_t(ids[q]) >= have)
-                            rd.broken(cpath, &jc.find("channel_ids")->items[q],
-                                      fmt::format("{} channel {} of GPU {}, which has {} {} channel{}: the executor indexes past "
-                                                  "its channels",
-                                                  chan_name(*type), ids[q], g, have, chan_name(*type), have == 1 ? "" : "s"));
-                    if (*type != Chan::none) into.insert(into.end(), ids.begin(), ids.end());
-                }
-            for (auto [list, name] : {std::pair{&tb.memory, "memory"}, std::pair{&tb.port, "port"}, std::pair{&tb.switch_, "switch"}})
-                if (list->size() > 16)
-                    rd.add("limit", tpath, &jt,
-                           fmt::format("{} {} channels in one thread block; the device plan holds 16 (MAX_CHANNEL, "
-                                       "execution_common.hpp:15, filled without a check at executor.cc:455-465)",
-                                       list->size(), name));
-            if (const Value* refs = jt.find("remote_buffer_refs"); rd.array(refs, tpath, "remote_buffer_refs"))
-                for (std::size_t k = 0; k < refs->items.size(); ++k) {
-                    const Value& jr = refs->items[k];
-                    const std::string rpath = fmt::format("{}.remote_buffer_refs[{}]", tpath, k);
-                    if (!rd.object(&jr, rpath, "a remote buffer list")) continue;
-                    auto type = rd.channel(rd.need(jr, "access_channel_type", rpath), rpath, "access_channel_type");
-                    std::vector<int> ids =
-                        rd.ints(rd.need(jr, "remote_buffer_ids", rpath), rpath, "remote_buffer_ids", INT32_MIN, INT32_MAX);
-                    for (std::size_t q = 0; q < ids.size(); ++q)
-                        if (ids[q] < 0 || std::size_t(ids[q]) >= gpu.remote_buffers.size())
-                            rd.broken(rpath, &jr.find("remote_buffer_ids")->items[q],
-                                      fmt::format("remote buffer {} of GPU {}, which lists {}", ids[q], g, gpu.remote_buffers.size()));
-                    if (type == Chan::memory) tb.memory_buffers.insert(tb.memory_buffers.end(), ids.begin(), ids.end());
-                    if (type == Chan::port) tb.port_buffers.insert(tb.port_buffers.end(), ids.begin(), ids.end());
-                }
-            for (auto [list, name] : {std::pair{&tb.memory_buffers, "memory"}, std::pair{&tb.port_buffers, "port"}})
-                if (list->size() > 16)
-                    rd.add("limit", tpath, &jt,
-                           fmt::format("{} remote buffers reached through {} channels in one thread block; the device plan holds "
-                                       "16 (MAX_CHANNEL, execution_common.hpp:79-87)",
-                                       list->size(), name));
-            std::size_t flat = 0;
-            if (const Value* ops = rd.array(rd.need(jt, "ops", tpath), tpath, "ops"))
-                for (std::size_t k = 0; k < ops->items.size(); ++k) {
-                    Op op;
-                    rd.op(ops->items[k], fmt::format("{}.ops[{}]", tpath, k), op, false);
-                    flat += 1 + op.inner.size();
-                    tb.ops.push_back(std::move(op));
-                }
-            if (flat > 64)
-                rd.add("limit", tpath, &jt,
-                       fmt::format("{} ops (pipelines counted with their inner ops); the executor refuses more than 64 per thread "
-                                   "block (MAX_OPERATION, execution_common.hpp:17; executor.cc:478-482)",
-                                   flat));
-            gpu.tbs.push_back(std::move(tb));
-        }
+        for (int t = 0; t < T; ++t) thread_block(gpu, tbs->items[std::size_t(t)], fmt::format("{}.threadblocks[{}]", gpath, t), t, seen);
     }
-    return res;
-}
+
+    void gpu_channel(Gpu& gpu, const Value& jc, const std::string& cpath, int g) {
+        if (!rd_.object(&jc, cpath, "a channel")) return;
+        GpuChannel ch;
+        ch.pos = {jc.line, jc.col};
+        ch.path = cpath;
+        ch.type = rd_.channel(rd_.need(jc, "channel_type", cpath), cpath, "channel_type").value_or(Chan::none);
+        if (ch.type == Chan::switch_) {
+            ch.buffer_type = rd_.buffer(rd_.need(jc, "buffer_type", cpath), cpath, "buffer_type");
+            if (const Value* groups = rd_.array(rd_.need(jc, "rank_groups", cpath), cpath, "rank_groups"))
+                for (std::size_t q = 0; q < groups->items.size(); ++q) {
+                    const Value& jq = groups->items[q];
+                    const std::string qpath = fmt::format("{}.rank_groups[{}]", cpath, q);
+                    if (!rd_.object(&jq, qpath, "a rank group")) continue;
+                    rd_.int_key(jq, "size", qpath, 0, INT32_MAX);
+                    ch.groups.push_back(rd_.ints(rd_.need(jq, "ranks", qpath), qpath, "ranks", 0, P_ - 1));
+                    gpu.switch_groups.push_back(ch.groups.back());
+                    gpu.switch_buffers.push_back(ch.buffer_type.value_or(Buf::scratch));
+                }
+        } else {
+            ch.peers = rd_.ints(rd_.need(jc, "connected_to", cpath), cpath, "connected_to", INT32_MIN, INT32_MAX);
+            for (std::size_t q = 0; q < ch.peers.size(); ++q) {
+                const int peer = ch.peers[q];
+                const Value* at = &jc.find("connected_to")->items[q];
+                if (peer == g)
+                    rd_.add("blind spot", cpath, at,
+                            fmt::format("a {} channel from GPU {} to itself: the executor connects the rank to itself", chan_name(ch.type), g));
+                else if (peer < 0 || peer >= P_)
+                    rd_.broken(cpath, at,
+                               fmt::format("a {} channel to rank {}, which does not exist (the plan has {} GPUs): the "
+                                           "executor's connect() to it never completes",
+                                           chan_name(ch.type), peer, P_));
+                if (ch.type == Chan::memory) gpu.memory_peers.push_back(peer);
+                if (ch.type == Chan::port) gpu.port_peers.push_back(peer);
+            }
+            if (ch.type == Chan::none && !ch.peers.empty())
+                rd_.add("blind spot", cpath, &jc, "a channel of type \"none\": the executor counts its peers and builds nothing");
+        }
+        gpu.channels.push_back(std::move(ch));
+    }
+
+    void remote_buffer(Gpu& gpu, const Value& jr, const std::string& rpath, int g) {
+        if (!rd_.object(&jr, rpath, "a remote buffer")) return;
+        RemoteBuffer rb;
+        rb.pos = {jr.line, jr.col};
+        rb.rank = int(rd_.int_key(jr, "rank", rpath, INT32_MIN, INT32_MAX).value_or(0));
+        rb.type = rd_.buffer(rd_.need(jr, "type", rpath), rpath, "type").value_or(Buf::input);
+        if (const Value* acc = rd_.array(rd_.need(jr, "access_channel_types", rpath), rpath, "access_channel_types"))
+            for (const Value& a : acc->items) rb.access.push_back(rd_.channel(&a, rpath, "access_channel_types").value_or(Chan::none));
+        if (rb.rank < 0 || rb.rank >= P_)
+            rd_.broken(rpath, jr.find("rank"), fmt::format("a buffer of rank {}, which does not exist (the plan has {} GPUs)", rb.rank, P_));
+        else if (rb.rank == g)
+            rd_.add("blind spot", rpath, jr.find("rank"),
+                    fmt::format("GPU {} lists its own buffer as remote: the executor sends it the registration itself", g));
+        gpu.remote_buffers.push_back(rb);
+    }
+
+    /// threadblocks[t]; `seen` maps each id to the position that has it.
+    void thread_block(Gpu& gpu, const Value& jt, const std::string& tpath, int t, std::vector<int>& seen) {
+        const int T = int(seen.size());
+        Tb tb;
+        tb.pos = {jt.line, jt.col};
+        tb.path = tpath;
+        tb.id = t;
+        if (!rd_.object(&jt, tpath, "a thread block")) {
+            gpu.tbs.push_back(std::move(tb));
+            return;
+        }
+        if (auto id = rd_.int_key(jt, "id", tpath, INT32_MIN, INT32_MAX)) {
+            tb.id = int(*id);
+            if (*id < 0 || *id >= T)
+                rd_.broken(tpath, jt.find("id"),
+                           fmt::format("thread block id {} with {} thread blocks: the parser indexes its channel lists (sized "
+                                       "{}) by the id (execution_plan.cc:390-411) and writes out of bounds",
+                                       *id, T, T));
+            else if (seen[std::size_t(*id)] >= 0)
+                rd_.broken(tpath, jt.find("id"),
+                           fmt::format("thread block id {} again (threadblocks[{}] has it too)", *id, seen[std::size_t(*id)]));
+            else
+                seen[std::size_t(*id)] = t;
+            if (*id != t && *id >= 0 && *id < T)
+                rd_.add("blind spot", tpath, jt.find("id"),
+                        fmt::format("thread block id {} at position {}: the executor runs the ops of position {} with the "
+                                    "channels and remote buffers of id {} (ops are taken by position, execution_plan.cc:474; "
+                                    "channels by id, :395-411)",
+                                    *id, t, t, t));
+        }
+        tb_channels(gpu, tb, jt, tpath);
+        tb_buffer_refs(gpu, tb, jt, tpath);
+        std::size_t flat = 0;
+        if (const Value* ops = rd_.array(rd_.need(jt, "ops", tpath), tpath, "ops"))
+            for (std::size_t k = 0; k < ops->items.size(); ++k) {
+                Op op;
+                rd_.op(ops->items[k], fmt::format("{}.ops[{}]", tpath, k), op, false);
+                flat += 1 + op.inner.size();
+                tb.ops.push_back(std::move(op));
+            }
+        if (flat > 64)
+            rd_.add("limit", tpath, &jt,
+                    fmt::format("{} ops (pipelines counted with their inner ops); the executor refuses more than 64 per thread "
+                                "block (MAX_OPERATION, execution_common.hpp:17; executor.cc:478-482)",
+                                flat));
+        gpu.tbs.push_back(std::move(tb));
+    }
+
+    void tb_channels(const Gpu& gpu, Tb& tb, const Value& jt, const std::string& tpath) {
+        if (const Value* chans = rd_.array(rd_.need(jt, "channels", tpath), tpath, "channels"))
+            for (std::size_t k = 0; k < chans->items.size(); ++k) {
+                const Value& jc = chans->items[k];
+                const std::string cpath = fmt::format("{}.channels[{}]", tpath, k);
+                if (!rd_.object(&jc, cpath, "a channel list")) continue;
+                auto type = rd_.channel(rd_.need(jc, "channel_type", cpath), cpath, "channel_type");
+                if (const Value* b = jc.find("buff")) rd_.buffer(b, cpath, "buff");
+                std::vector<int> ids = rd_.ints(rd_.need(jc, "channel_ids", cpath), cpath, "channel_ids", INT32_MIN, INT32_MAX);
+                if (!type) continue;
+                std::vector<int>& into = *type == Chan::memory ? tb.memory : *type == Chan::port ? tb.port : tb.switch_;
+                const std::size_t have = *type == Chan::memory ? gpu.memory_peers.size()
+                                         : *type == Chan::port ? gpu.port_peers.size()
+                                                               : gpu.switch_groups.size();
+                for (std::size_t q = 0; q < ids.size(); ++q)
+                    if (ids[q] < 0 || std::size_t(ids[q]) >= have)
+                        rd_.broken(cpath, &jc.find("channel_ids")->items[q],
+                                   fmt::format("{} channel {} of GPU {}, which has {} {} channel{}: the executor indexes past "
+                                               "its channels",
+                                               chan_name(*type), ids[q], gpu.id, have, chan_name(*type), have == 1 ? "" : "s"));
+                if (*type != Chan::none) into.insert(into.end(), ids.begin(), ids.end());
+            }
+        for (auto [list, name] : {std::pair{&tb.memory, "memory"}, std::pair{&tb.port, "port"}, std::pair{&tb.switch_, "switch"}})
+            if (list->size() > 16)
+                rd_.add("limit", tpath, &jt,
+                        fmt::format("{} {} channels in one thread block; the device plan holds 16 (MAX_CHANNEL, "
+                                    "execution_common.hpp:15, filled without a check at executor.cc:455-465)",
+                                    list->size(), name));
+    }
+
+    void tb_buffer_refs(const Gpu& gpu, Tb& tb, const Value& jt, const std::string& tpath) {
+        if (const Value* refs = jt.find("remote_buffer_refs"); rd_.array(refs, tpath, "remote_buffer_refs"))
+            for (std::size_t k = 0; k < refs->items.size(); ++k) {
+                const Value& jr = refs->items[k];
+                const std::string rpath = fmt::format("{}.remote_buffer_refs[{}]", tpath, k);
+                if (!rd_.object(&jr, rpath, "a remote buffer list")) continue;
+                auto type = rd_.channel(rd_.need(jr, "access_channel_type", rpath), rpath, "access_channel_type");
+                std::vector<int> ids = rd_.ints(rd_.need(jr, "remote_buffer_ids", rpath), rpath, "remote_buffer_ids", INT32_MIN, INT32_MAX);
+                for (std::size_t q = 0; q < ids.size(); ++q)
+                    if (ids[q] < 0 || std::size_t(ids[q]) >= gpu.remote_buffers.size())
+                        rd_.broken(rpath, &jr.find("remote_buffer_ids")->items[q],
+                                   fmt::format("remote buffer {} of GPU {}, which lists {}", ids[q], gpu.id, gpu.remote_buffers.size()));
+                if (type == Chan::memory) tb.memory_buffers.insert(tb.memory_buffers.end(), ids.begin(), ids.end());
+                if (type == Chan::port) tb.port_buffers.insert(tb.port_buffers.end(), ids.begin(), ids.end());
+            }
+        for (auto [list, name] : {std::pair{&tb.memory_buffers, "memory"}, std::pair{&tb.port_buffers, "port"}})
+            if (list->size() > 16)
+                rd_.add("limit", tpath, &jt,
+                        fmt::format("{} remote buffers reached through {} channels in one thread block; the device plan holds "
+                                    "16 (MAX_CHANNEL, execution_common.hpp:79-87)",
+                                    list->size(), name));
+    }
+
+    std::string_view file_;
+    json_tree::Value root_;
+    ReadResult res_;
+    Reader rd_;  ///< after res_: it holds res_'s findings
+    int P_ = 0;
+};
+
+}  // namespace
+
+ReadResult read_plan(std::string_view text, std::string_view file) { return PlanReader(text, file).read(); }
 
 }  // namespace collsched::mscclpp

@@ -121,173 +121,211 @@ std::string dsl_model_keys() {
     return out;
 }
 
-/// The topology `family(args)` names: its family, arguments and spec string.
-TopoSpec spec_of(Env& env, std::string_view family, SourceLoc loc, const std::vector<Arg>& args) {
-    const FamilyRow* row = find_family(family);
-    const std::string_view keyword = row ? row->keyword : std::string_view{};
-    std::vector<const Arg*> pos;
-    const Arg* caps = nullptr;  // the keyword argument: caps = [...] or w = EXPR
-    const Arg* w = nullptr;
-    for (const Arg& a : args) {
-        if (a.key.empty()) {
-            pos.push_back(&a);
-        } else if (!keyword.empty() && a.key == keyword) {
-            (keyword == "w" ? w : caps) = &a;
-        } else {
-            std::string accepted = keyword.empty()   ? ""
-                                   : keyword == "w" ? " (it takes w = EXPR)"
-                                                    : fmt::format(" (it takes {} = [...])", keyword);
-            fail("E031", a.loc, fmt::format("{}() has no argument '{}'{}", family, a.key, accepted));
-        }
+/// The topology `family(args)` names: its family, arguments and spec string. One method per shape
+/// of the family's arguments (FamilyShape), each checking them as the spec reader does.
+class FamilyCall {
+public:
+    FamilyCall(Env& env, std::string_view family, SourceLoc loc, const std::vector<Arg>& args)
+        : env_(env), family_(family), loc_(loc), row_(find_family(family)) {
+        sort_args(args);
     }
-    if (!row)
-        fail("E030", loc,
-             fmt::format("unknown topology family '{}': expected {}", family, name_list(family_rows, &FamilyRow::name)));
-    auto count = [&](std::size_t lo, std::size_t hi, std::string_view shape) {
-        if (pos.size() < lo || pos.size() > hi)
-            fail("E031", loc, fmt::format("{}() takes {}, found {} positional argument{}", family, shape, pos.size(), pos.size() == 1 ? "" : "s"));
-    };
-    auto integer = [&](const Arg& a) {
-        if (!a.expr) fail("E031", a.loc, fmt::format("expected an integer argument of {}()", family));
-        return env.header(*a.expr);
-    };
-    TopoSpec t;
-    // A size as the spec reader reads it: a negative one is refused in its words, naming the spec.
-    auto size = [&](std::int64_t v, std::string_view what) {
-        if (v < 0) throw InputError(fmt::format("topology '{}': '{}' is not a valid {} (expected a positive integer)", t.name, v, what));
+
+    TopoSpec spec() {
+        t_.family = row_->family;
+        switch (row_->shape) {
+            case FamilyShape::leaves:
+            case FamilyShape::size:
+            case FamilyShape::dimension: one_size(); break;
+            case FamilyShape::tree: tree(); break;
+            case FamilyShape::fattree: fattree(); break;
+            case FamilyShape::ideal: ideal(); break;
+            case FamilyShape::dims: dims(); break;
+            case FamilyShape::factors: factors(); break;
+            case FamilyShape::file: file(); break;
+        }
+        return std::move(t_);
+    }
+
+private:
+    /// Positional arguments in order, the family's keyword argument (caps = [...] or w = EXPR);
+    /// any other keyword, or an unknown family, is refused.
+    void sort_args(const std::vector<Arg>& args) {
+        const std::string_view keyword = row_ ? row_->keyword : std::string_view{};
+        for (const Arg& a : args) {
+            if (a.key.empty()) {
+                pos_.push_back(&a);
+            } else if (!keyword.empty() && a.key == keyword) {
+                (keyword == "w" ? w_ : caps_) = &a;
+            } else {
+                std::string accepted = keyword.empty()   ? ""
+                                       : keyword == "w" ? " (it takes w = EXPR)"
+                                                        : fmt::format(" (it takes {} = [...])", keyword);
+                fail("E031", a.loc, fmt::format("{}() has no argument '{}'{}", family_, a.key, accepted));
+            }
+        }
+        if (!row_)
+            fail("E030", loc_,
+                 fmt::format("unknown topology family '{}': expected {}", family_, name_list(family_rows, &FamilyRow::name)));
+    }
+
+    void count(std::size_t lo, std::size_t hi, std::string_view shape) const {
+        if (pos_.size() < lo || pos_.size() > hi)
+            fail("E031", loc_, fmt::format("{}() takes {}, found {} positional argument{}", family_, shape, pos_.size(), pos_.size() == 1 ? "" : "s"));
+    }
+
+    std::int64_t integer(const Arg& a) const {
+        if (!a.expr) fail("E031", a.loc, fmt::format("expected an integer argument of {}()", family_));
+        return env_.header(*a.expr);
+    }
+
+    /// A size as the spec reader reads it: a negative one is refused in its words, naming the spec.
+    std::uint64_t size(std::int64_t v, std::string_view what) const {
+        if (v < 0) throw InputError(fmt::format("topology '{}': '{}' is not a valid {} (expected a positive integer)", t_.name, v, what));
         return static_cast<std::uint64_t>(v);
-    };
-    // The values of a list argument, a comprehension evaluated for at most `most` items.
-    auto list_values = [&](const Arg& a, std::int64_t most) {
+    }
+
+    /// The values of a list argument, a comprehension evaluated for at most `most` items.
+    std::vector<std::int64_t> list_values(const Arg& a, std::int64_t most) {
         std::vector<std::int64_t> out;
-        if (auto it = env.ir.list_comps.find(a.list); it != env.ir.list_comps.end()) {
+        if (auto it = env_.ir.list_comps.find(a.list); it != env_.ir.list_comps.end()) {
             auto [first, last, body, slot] = it->second;
-            std::int64_t lo = env.eval(first), hi = env.eval(last);
+            std::int64_t lo = env_.eval(first), hi = env_.eval(last);
             for (std::int64_t v = lo; v <= hi && v - lo < most; ++v) {
-                env.slots[slot] = v;
-                out.push_back(env.eval(body));
+                env_.slots[slot] = v;
+                out.push_back(env_.eval(body));
             }
         } else {
-            for (const ast::Expr& e : a.list->items) out.push_back(env.header(e));
+            for (const ast::Expr& e : a.list->items) out.push_back(env_.header(e));
         }
         return out;
-    };
-    auto cap_list = [&](const Arg* a) {
+    }
+
+    void cap_list(const Arg* a) {
         if (!a || !a->list)
-            fail("E031", a ? a->loc : loc, fmt::format("{}() needs the capacities per level: caps = [c1, ..., cL]", family));
-        t.args.caps = list_values(*a, 64);
-        t.name += fmt::format(":{}", fmt::join(t.args.caps, ","));
-    };
-    t.family = row->family;
-    switch (row->shape) {
-        case FamilyShape::leaves:
-        case FamilyShape::size:
-        case FamilyShape::dimension: {
-            count(1, 1, "1 argument");
-            std::int64_t n = integer(*pos[0]);
-            t.name = fmt::format("{}:{}", family, n);
-            t.args.sizes = {size(n, row->shape == FamilyShape::dimension ? "dimension"
-                                    : row->shape == FamilyShape::leaves  ? "number of leaves"
-                                                                         : "size")};
-            if (row->capacity_is_leaves) t.args.w = [](std::int64_t k) { return k; };
-            return t;
-        }
-        case FamilyShape::tree: {
-            if (!caps && pos.size() == 2 && pos[1]->list) {
-                caps = pos[1];
-                pos.pop_back();
-            }
-            count(1, 1, "the number of leaves and caps = [...]");
-            std::int64_t n = integer(*pos[0]);
-            t.name = fmt::format("{}:{}", family, n);
-            cap_list(caps);
-            t.args.sizes = {size(n, "number of leaves")};
-            return t;
-        }
-        case FamilyShape::fattree: {
-            if (!caps && pos.size() == 3 && pos[2]->list) {
-                caps = pos[2];
-                pos.pop_back();
-            }
-            count(2, 2, "the arity, the number of leaves and caps = [...]");
-            std::int64_t b = integer(*pos[0]), n = integer(*pos[1]);
-            t.name = fmt::format("{}:{}:{}", family, b, n);
-            cap_list(caps);
-            t.args.sizes = {size(b, "arity")};
-            t.args.sizes.push_back(size(n, "number of leaves"));
-            return t;
-        }
-        case FamilyShape::ideal: {
-            count(1, 1, "the number of leaves (and w = EXPR)");
-            std::int64_t n = integer(*pos[0]);
-            t.name = fmt::format("{}:{}", family, n);
-            if (w) {
-                if (!w->expr) fail("E031", w->loc, "w must be an expression of the subtree size n, for example w = n");
-                // The name prints w with the params and lets substituted; the capacities come from
-                // evaluating the expression itself.
-                dsl::NameSubst subst = [&](const ast::Ident& id) -> std::optional<std::string> {
-                    auto it = env.ir.w_vars.find(&id);
-                    if (it == env.ir.w_vars.end()) return std::nullopt;
-                    return std::to_string(env.slots[it->second]);
-                };
-                std::string text = dsl::print(*w->expr, subst);
-                text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
-                t.name += ":w=" + text;
-                const ast::Expr* expr = w->expr;
-                t.args.w = [&env, expr](std::int64_t k) { return eval_w(env, *expr, k); };
-            }
-            t.args.sizes = {size(n, "number of leaves")};
-            return t;
-        }
-        case FamilyShape::dims: {
-            count(1, 16, "the size of each dimension");
-            std::vector<std::int64_t> dims;
-            if (pos.size() == 1 && pos[0]->list) {
-                // torus([k for i in 1 .. d]): the number of dimensions is a value of the schedule.
-                dims = list_values(*pos[0], 17);
-                if (dims.empty() || dims.size() > 16)
-                    fail("E031", pos[0]->loc, fmt::format("{}() takes 1 to 16 dimensions, found {}", family, dims.size()));
-            } else {
-                for (const Arg* a : pos) dims.push_back(integer(*a));
-            }
-            t.name = fmt::format("{}:{}", family, fmt::join(dims, "x"));
-            for (std::int64_t d : dims) {
-                t.args.sizes.push_back(size(d, "dimension"));
-                if (d < 2) throw InputError(fmt::format("topology '{}': dimension {} must be at least 2", t.name, d));
-            }
-            return t;
-        }
-        case FamilyShape::factors: {
-            count(2, 16, "at least 2 factors");
-            t.name = fmt::format("{}:", family);
-            for (std::size_t i = 0; i < pos.size(); ++i) {
-                const Arg& a = *pos[i];
-                const ast::Call* call = a.expr ? std::get_if<ast::Call>(&a.expr->node) : nullptr;
-                if (a.str) {
-                    std::string factor = substitute(env, *a.str);
-                    t.name += (i ? "*" : "") + factor;
-                    t.args.factors.push_back(Topology::parse(factor));  // a spec the schedule writes as text
-                } else if (call) {
-                    TopoSpec factor = factor_spec(env, *call);
-                    t.name += (i ? "*" : "") + factor.name;
-                    t.args.factors.push_back(build(factor, call->loc));
-                } else {
-                    fail("E031", a.loc, "a factor of product() is a topology such as ring(3) or \"ring:3\"");
-                }
-            }
-            return t;
-        }
-        case FamilyShape::file: {
-            count(1, 1, "the path of a JSON edge list");
-            if (!pos[0]->str) fail("E031", pos[0]->loc, "graph() takes the path of a JSON edge list as a string, for example graph(\"net.json\")");
-            std::filesystem::path path(substitute(env, *pos[0]->str));
-            if (path.is_relative() && !env.options.base_dir.empty()) path = std::filesystem::path(env.options.base_dir) / path;
-            t.args.file = path.string();
-            t.name = fmt::format("{}:{}", family, t.args.file);
-            return t;
+            fail("E031", a ? a->loc : loc_, fmt::format("{}() needs the capacities per level: caps = [c1, ..., cL]", family_));
+        t_.args.caps = list_values(*a, 64);
+        t_.name += fmt::format(":{}", fmt::join(t_.args.caps, ","));
+    }
+
+    /// caps = [...] may also come as the last positional argument.
+    void caps_last(std::size_t positional) {
+        if (!caps_ && pos_.size() == positional + 1 && pos_[positional]->list) {
+            caps_ = pos_[positional];
+            pos_.pop_back();
         }
     }
-    return t;
+
+    void one_size() {
+        count(1, 1, "1 argument");
+        std::int64_t n = integer(*pos_[0]);
+        t_.name = fmt::format("{}:{}", family_, n);
+        t_.args.sizes = {size(n, row_->shape == FamilyShape::dimension ? "dimension"
+                                 : row_->shape == FamilyShape::leaves  ? "number of leaves"
+                                                                       : "size")};
+        if (row_->capacity_is_leaves) t_.args.w = [](std::int64_t k) { return k; };
+    }
+
+    void tree() {
+        caps_last(1);
+        count(1, 1, "the number of leaves and caps = [...]");
+        std::int64_t n = integer(*pos_[0]);
+        t_.name = fmt::format("{}:{}", family_, n);
+        cap_list(caps_);
+        t_.args.sizes = {size(n, "number of leaves")};
+    }
+
+    void fattree() {
+        caps_last(2);
+        count(2, 2, "the arity, the number of leaves and caps = [...]");
+        std::int64_t b = integer(*pos_[0]), n = integer(*pos_[1]);
+        t_.name = fmt::format("{}:{}:{}", family_, b, n);
+        cap_list(caps_);
+        t_.args.sizes = {size(b, "arity")};
+        t_.args.sizes.push_back(size(n, "number of leaves"));
+    }
+
+    void ideal() {
+        count(1, 1, "the number of leaves (and w = EXPR)");
+        std::int64_t n = integer(*pos_[0]);
+        t_.name = fmt::format("{}:{}", family_, n);
+        if (w_) {
+            if (!w_->expr) fail("E031", w_->loc, "w must be an expression of the subtree size n, for example w = n");
+            // The name prints w with the params and lets substituted; the capacities come from
+            // evaluating the expression itself.
+            Env& env = env_;
+            dsl::NameSubst subst = [&env](const ast::Ident& id) -> std::optional<std::string> {
+                auto it = env.ir.w_vars.find(&id);
+                if (it == env.ir.w_vars.end()) return std::nullopt;
+                return std::to_string(env.slots[it->second]);
+            };
+            std::string text = dsl::print(*w_->expr, subst);
+            text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+            t_.name += ":w=" + text;
+            const ast::Expr* expr = w_->expr;
+            t_.args.w = [&env, expr](std::int64_t k) { return eval_w(env, *expr, k); };
+        }
+        t_.args.sizes = {size(n, "number of leaves")};
+    }
+
+    void dims() {
+        count(1, 16, "the size of each dimension");
+        std::vector<std::int64_t> dims;
+        if (pos_.size() == 1 && pos_[0]->list) {
+            // torus([k for i in 1 .. d]): the number of dimensions is a value of the schedule.
+            dims = list_values(*pos_[0], 17);
+            if (dims.empty() || dims.size() > 16)
+                fail("E031", pos_[0]->loc, fmt::format("{}() takes 1 to 16 dimensions, found {}", family_, dims.size()));
+        } else {
+            for (const Arg* a : pos_) dims.push_back(integer(*a));
+        }
+        t_.name = fmt::format("{}:{}", family_, fmt::join(dims, "x"));
+        for (std::int64_t d : dims) {
+            t_.args.sizes.push_back(size(d, "dimension"));
+            if (d < 2) throw InputError(fmt::format("topology '{}': dimension {} must be at least 2", t_.name, d));
+        }
+    }
+
+    void factors() {
+        count(2, 16, "at least 2 factors");
+        t_.name = fmt::format("{}:", family_);
+        for (std::size_t i = 0; i < pos_.size(); ++i) {
+            const Arg& a = *pos_[i];
+            const ast::Call* call = a.expr ? std::get_if<ast::Call>(&a.expr->node) : nullptr;
+            if (a.str) {
+                std::string factor = substitute(env_, *a.str);
+                t_.name += (i ? "*" : "") + factor;
+                t_.args.factors.push_back(Topology::parse(factor));  // a spec the schedule writes as text
+            } else if (call) {
+                TopoSpec factor = factor_spec(env_, *call);
+                t_.name += (i ? "*" : "") + factor.name;
+                t_.args.factors.push_back(build(factor, call->loc));
+            } else {
+                fail("E031", a.loc, "a factor of product() is a topology such as ring(3) or \"ring:3\"");
+            }
+        }
+    }
+
+    void file() {
+        count(1, 1, "the path of a JSON edge list");
+        if (!pos_[0]->str) fail("E031", pos_[0]->loc, "graph() takes the path of a JSON edge list as a string, for example graph(\"net.json\")");
+        std::filesystem::path path(substitute(env_, *pos_[0]->str));
+        if (path.is_relative() && !env_.options.base_dir.empty()) path = std::filesystem::path(env_.options.base_dir) / path;
+        t_.args.file = path.string();
+        t_.name = fmt::format("{}:{}", family_, t_.args.file);
+    }
+
+    Env& env_;
+    std::string_view family_;
+    SourceLoc loc_;
+    const FamilyRow* row_;
+    std::vector<const Arg*> pos_;
+    const Arg* caps_ = nullptr;  ///< the keyword argument: caps = [...]
+    const Arg* w_ = nullptr;     ///< or w = EXPR
+    TopoSpec t_;
+};
+
+TopoSpec spec_of(Env& env, std::string_view family, SourceLoc loc, const std::vector<Arg>& args) {
+    return FamilyCall(env, family, loc, args).spec();
 }
 
 /// The topology a TopoSpec names; the spec reader's checks, in its words (InputError).

@@ -147,6 +147,7 @@ struct Topology::Impl {
         return t;
     }
 
+    class GraphFile;  ///< the reader of a graph file (topology_graph.cpp)
     static std::shared_ptr<Topology> graph(std::string_view spec, std::string_view file);
 
     /// The wrapped butterfly of dimension d: processor (l, x), level l in 0 .. d-1 and row x in
