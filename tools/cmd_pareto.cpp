@@ -308,8 +308,8 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
         "The Pareto frontier of (steps, rounds per chunk) of a collective: the least steps, a proved lower bound on rounds per "
         "chunk (cut counting), then for each number of steps the least R/C with at most --max-chunks chunks per datum, until "
         "the bound is met. Every point is a schedule verified by the direct checker; every (chunks, rounds) below it is UNSAT "
-        "or below the bound.\nExit code: 0 frontier proved, 3 time limit or a solve without answer (what was proved is "
-        "printed), 2 bad input or unsupported model.");
+        "or below the bound.\nExit code: 0 frontier proved, 1 no schedule exists, 3 time limit or a solve without answer (what "
+        "was proved is printed), 2 bad input or unsupported model.");
     args->instance.add_to(*cmd, "graph:schedules/machines/dgx1.json, ring:8", synthesizable_collectives() + " (see --method)");
     cmd->add_option("--method", args->method,
                     "Reductions: duality (the dual broadcast's or allgather's frontier reversed; allreduce: reduce-scatter then "
@@ -367,7 +367,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
         if (follower) return;  // the leader writes and reports
         const std::vector<std::vector<std::string>> files = write_points(run, res, *args);
         ctx.print(args->json ? report_json(run, res, files, *args) : report_text(run, res, files, *args));
-        ctx.exit_code = res.complete ? 0 : 3;
+        ctx.exit_code = res.least_steps.status == OptStatus::infeasible ? 1 : res.complete ? 0 : 3;
     });
 }
 

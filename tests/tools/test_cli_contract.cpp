@@ -86,6 +86,7 @@ std::map<std::string, Contract> contracts() {
           {{1, "the two solvers disagreeing is a bug, never produced on purpose"}}}},
         {"pareto",
          {{{"--topology ring:4 --collective allgather --timeout 60", 0, "end: the bandwidth bound 3/2 is met; every point proved"},
+           {"--topology torus:3x3 --collective scan --timeout 60", 1, "end: no schedule exists with any steps, chunks or rounds"},
            {"--topology ring:4 --collective allgathr", 2, "allgathr"},
            {"--topology " + multibox2 + " --collective allgather --timeout 1", 3, "NOT complete"}}}},
         {"bandwidth",

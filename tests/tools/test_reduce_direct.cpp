@@ -149,6 +149,48 @@ TEST_CASE("combining: reduce and scan, rounds, ports and link groups") {
     holds_everywhere(*sr.witness);
 }
 
+TEST_CASE("combining: a scan the buffer rule forbids is infeasible, not a climb, and the solver agrees at the completeness horizon") {
+    // A bug fixed: scan on torus:3x3 climbed through every horizon until the time limit (T = 400
+    // after 60 s). Processor 3 needs a(1), but its neighbours are 0, whose goal a(0) cannot hold
+    // a(1), and 4, 5 and 6, whose own contributions 3 may never hold: no chain of buffers carries it.
+    const SynthInstance torus = reduction("torus:3x3", "scan", 1);
+    CHECK(buffer_rule_infeasible(torus) ==
+          "the buffer rule (docs/semantics.md, \"Reductions\") forbids it: processor 3 must end with a(1) but no chain of processors "
+          "can carry it there. A buffer only grows (a combination or a copy that covers it) and ends as its goal, and a processor "
+          "sends its whole buffer, its own contribution included; so a partial holding a(1) passes from processor k only to a "
+          "processor whose goal holds both a(1) and a(k), and from 1 such steps reach processors 1, 2, 4, 5, 7 and 8 only");
+    CHECK(buffer_rule_infeasible(reduction("torus:3x3", "scan", 2)).find("processor 3 must end with a(1) in chunk 0 but") !=
+          std::string::npos);
+    // The solver as a second witness. Without routers a step in which no buffer grows can be cut
+    // out (the later steps send the same buffers), so a schedule exists if and only if one of at
+    // most sum_p (|goal_p| - 1) steps does: 0 + 1 + ... + 8 = 36 on torus:3x3, 6 on hypercube:2.
+    SynthOptions so;
+    CHECK(synthesize(torus, 36, so).answer == Answer::unsat);
+    const SynthInstance square = reduction("hypercube:2", "scan", 1);
+    CHECK(buffer_rule_infeasible(square).find("processor 2 must end with a(1) but") != std::string::npos);
+    CHECK(synthesize(square, 6, so).answer == Answer::unsat);
+    // Where the rule lets every contribution through, the check is silent and the optimum stands.
+    for (const auto& [spec, steps] : {std::pair{"ring:5", 4}, std::pair{"ring:6", 5}, std::pair{"complete:5", 1}}) {
+        CAPTURE(spec);
+        const SynthInstance in = reduction(spec, "scan", 1);
+        CHECK(buffer_rule_infeasible(in).empty());
+        OptimizeResult r = settle(in);
+        CHECK(*r.optimum == Step(steps));
+        holds_everywhere(*r.witness);
+    }
+    for (const char* coll : {"allreduce", "reduce:4", "reduce_scatter"}) CHECK(buffer_rule_infeasible(reduction("torus:3x3", coll, 9)).empty());
+    // Both commands end at once with exit 1 and the reason.
+    test::Run r = test::run("optimize --topology torus:3x3 --collective scan --timeout 60");
+    CHECK(r.code == 1);
+    CHECK(r.err.empty());
+    CHECK(r.out.find("no schedule exists: the buffer rule (docs/semantics.md, \"Reductions\") forbids it: processor 3 must end with a(1)") !=
+          std::string::npos);
+    test::Run p = test::run("pareto --topology torus:3x3 --collective scan --timeout 60");
+    CHECK(p.code == 1);
+    CHECK(p.out.find("end: no schedule exists with any steps, chunks or rounds (the least steps say why); every point proved") !=
+          std::string::npos);
+}
+
 TEST_CASE("combining: instances the direct encoding refuses, with the reason") {
     CHECK(combining_problem(reduction("cbft:4", "allreduce", 1)) ==
           "cbft:4 has routers; the direct encoding of combining takes networks of processors only (a partial through a router "

@@ -191,6 +191,11 @@ std::vector<Bound> lower_bounds(const SynthInstance&);
 /// and every transfer moves it farther from the source, so all its goals must lie on shortest
 /// paths through one neighbour; empty when every datum has such a neighbour (or P > 4096).
 std::string inject_once_infeasible(const SynthInstance&);
+/// Why no reduction exists under the buffer rule (docs/semantics.md, "Reductions"): a buffer only
+/// grows and ends as its goal, so a partial holding a(i) passes from k only to processors whose
+/// goal holds a(i) and a(k) (scan on a torus: a(1) can never reach processor 3 of torus:3x3);
+/// empty when every goal can be reached so (or the check would cost too much: P > 4096).
+std::string buffer_rule_infeasible(const SynthInstance&);
 /// Whether the bound holds for the instance's search space (searched_routes).
 bool bound_applies(const Bound&, const SynthInstance&);
 

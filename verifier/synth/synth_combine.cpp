@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,16 @@ namespace collsched::synth {
 namespace {
 
 constexpr std::uint32_t unreachable = std::numeric_limits<std::uint32_t>::max();
+
+/// "0, 1, 2 and 5": the processors a search reached.
+std::string reached_list(const std::vector<bool>& reached) {
+    std::vector<std::uint32_t> at;
+    for (std::uint32_t p = 0; p < reached.size(); ++p)
+        if (reached[p]) at.push_back(p);
+    std::string out;
+    for (std::size_t j = 0; j < at.size(); ++j) out += fmt::format("{}{}", j == 0 ? "" : j + 1 == at.size() ? " and " : ", ", at[j]);
+    return out;
+}
 
 }  // namespace
 
@@ -281,6 +292,72 @@ void encode_combining(const SynthInstance& in, Step H, const SynthOptions& opt, 
 }  // namespace collsched::synth
 
 namespace collsched {
+
+std::string buffer_rule_infeasible(const SynthInstance& in) {
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors(), C = in.collective.chunks;
+    if (!in.collective.row().has_partials() || in.model.combine_routers || P > 4096 || std::uint64_t{C} * P > (std::uint64_t{1} << 24)) return {};
+    // goal[c][p]: the prefix a(0..hi) processor p must end with in chunk c; -1: no goal. Only a goal
+    // short of every contribution constrains the relays (otherwise the condition is connectivity).
+    std::vector<std::vector<std::int64_t>> goal(C, std::vector<std::int64_t>(P, -1));
+    bool short_goal = false;
+    in.collective.for_each_partial_goal(P, C, [&](std::uint32_t c, std::uint32_t hi, Node p) {
+        goal[c][idx(p)] = hi;
+        short_goal = short_goal || hi + 1 < P;
+    });
+    if (!short_goal) return {};
+    // A partial leaves a processor and arrives at the next processor through routers only.
+    std::vector<std::vector<std::uint32_t>> next(P);
+    std::uint64_t relay_edges = 0;
+    for (std::uint32_t k = 0; k < P; ++k) {
+        std::vector<bool> seen(t.nodes(), false);
+        std::vector<Node> stack{Node{k}};
+        seen[k] = true;
+        while (!stack.empty()) {
+            const Node v = stack.back();
+            stack.pop_back();
+            for (ChannelId e : t.out_channels(v)) {
+                const Node w = t.channel(e).to;
+                if (seen[idx(w)]) continue;
+                seen[idx(w)] = true;
+                if (t.is_processor(w)) next[k].push_back(idx(w));
+                else stack.push_back(w);
+            }
+        }
+        relay_edges += next[k].size();
+    }
+    if (relay_edges * P > (std::uint64_t{1} << 30)) return {};  // the proof is an extra: not at any cost
+    auto holds = [](std::int64_t hi, std::uint32_t s) { return hi < 0 || std::int64_t{s} <= hi; };
+    std::set<std::vector<std::int64_t>> done;
+    for (std::uint32_t c = 0; c < C; ++c) {
+        if (!done.insert(goal[c]).second) continue;
+        const std::vector<std::int64_t>& g = goal[c];
+        for (std::uint32_t i = 0; i < P; ++i) {
+            // Processors that may ever hold a(i): those whose goal has it (or that have no goal).
+            std::vector<bool> reached(P, false);
+            std::vector<std::uint32_t> queue{i};
+            reached[i] = true;
+            for (std::size_t h = 0; h < queue.size(); ++h) {
+                const std::uint32_t k = queue[h];
+                for (std::uint32_t w : next[k])
+                    if (!reached[w] && holds(g[w], i) && holds(g[w], k)) {
+                        reached[w] = true;
+                        queue.push_back(w);
+                    }
+            }
+            for (std::uint32_t p = 0; p < P; ++p)
+                if (g[p] >= 0 && !reached[p] && holds(g[p], i))
+                    return fmt::format(
+                        "the buffer rule (docs/semantics.md, \"Reductions\") forbids it: processor {} must end with a({}){} but no "
+                        "chain of processors can carry it there. A buffer only grows (a combination or a copy that covers it) "
+                        "and ends as its goal, and a processor sends its whole buffer, its own contribution included; so a partial "
+                        "holding a({}) passes from processor k only to a processor whose goal holds both a({}) and a(k), and from {} "
+                        "such steps reach processors {} only",
+                        p, i, C > 1 ? fmt::format(" in chunk {}", c) : "", i, i, i, synth::reached_list(reached));
+        }
+    }
+    return {};
+}
 
 std::string combining_problem(const SynthInstance& in) {
     const Topology& t = *in.topology;

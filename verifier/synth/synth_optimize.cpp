@@ -48,7 +48,7 @@ public:
     OptimizeResult run() {
         refuse_size();
         res_.bounds = lower_bounds(in_);
-        if (std::string why = inject_once_infeasible(in_); !why.empty()) {
+        if (std::string why = inject_once_infeasible(in_); !why.empty() || !(why = buffer_rule_infeasible(in_)).empty()) {
             res_.status = OptStatus::infeasible;
             res_.note = std::move(why);
             return done();

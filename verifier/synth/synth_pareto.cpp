@@ -664,6 +664,12 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
     // bound), and the least one-round steps give it one point and the status line.
     oo.timeout = opt.timeout > 0 ? std::max(0.01, (opt.timeout - since(t0)) / 2) : 0;
     res.least_steps = optimize(in, oo);
+    if (res.least_steps.status == OptStatus::infeasible) {  // its reason holds for every chunk count and round
+        res.end = "no schedule exists with any steps, chunks or rounds (the least steps say why)";
+        res.complete = true;
+        res.seconds = since(t0);
+        return res;
+    }
     // The rows start at the least steps of schedules with any rounds per step, which may be
     // fewer than the least one-round steps: a step of r rounds carries r times every capacity,
     // but a chunk still crosses one channel per step, so only the distance bound holds for them
