@@ -52,8 +52,12 @@ struct OptimizeArgs {
 std::string reduction_method(const SynthInstance& in, const std::string& asked) {
     if (asked != "auto") return asked;
     if (in.collective.kind != CollectiveKind::allreduce && reduction_duality_problem(in).empty()) return "duality";
-    if (combining_problem(in).empty()) return "direct";
-    return "duality";
+    const std::string direct = combining_problem(in);
+    if (direct.empty()) return "direct";
+    const std::string dual = reduction_duality_problem(in);
+    if (dual.empty()) return "duality";
+    throw InputError(fmt::format("neither method takes {} on {}: the direct encoding: {}; by duality: {}", in.collective.to_string(),
+                                 in.topology->spec(), direct, dual));
 }
 
 std::string text_report(const SynthInstance& in, const OptimizeResult& r, const SolverArgs& sa) {

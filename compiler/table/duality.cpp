@@ -17,6 +17,12 @@ std::string duality_problem(const Topology& topo, const Model& model) {
                            "where the broadcast or allgather copies)",
                            topo.spec());
     if (model.timing != Timing::hop) return "the duality is stated for hop timing";
+    // Reversal maps the broadcast's datum, injected once and spreading away from its source, onto
+    // partials gathering toward the root; inject=once restricts the first and not the second
+    // (ring:4: no broadcast from 0 exists under inject=once, a 2-step reduce to 0 does).
+    if (model.inject_once)
+        return "the duality does not carry inject=once: it restricts the broadcast's or allgather's initial data, not the partials "
+               "of the reversed schedule, so the dual's optimum (or its infeasibility) says nothing about the reduction";
     for (const Channel& c : topo.channels()) {
         auto back = topo.find_channel(c.to, c.from);
         if (!back || topo.channel(*back).cap != c.cap)

@@ -10,6 +10,8 @@
 
 #include "../tools/cli_run.hpp"
 #include "compiler/interop/export_msccl.hpp"
+#include "compiler/io/table_io.hpp"
+#include "compiler/table/duality.hpp"
 #include "compiler/lower/lower.hpp"
 #include "compiler/table/partials.hpp"
 #include "dsl/diagnostics.hpp"
@@ -189,6 +191,41 @@ TEST_CASE("combining: a scan the buffer rule forbids is infeasible, not a climb,
     CHECK(p.code == 1);
     CHECK(p.out.find("end: no schedule exists with any steps, chunks or rounds (the least steps say why); every point proved") !=
           std::string::npos);
+}
+
+TEST_CASE("reductions under inject=once: refused with the reason, never a false verdict by duality") {
+    // A false verdict fixed: optimize reduce:0 on ring:4 with inject=once answered "no schedule
+    // exists" (exit 1), from the broadcast's infeasibility under inject=once (b(0) leaves 0 once and
+    // only moves away from it, so it reaches 1, 2 or 3, 2, never 1 and 3). The reduce below holds:
+    // each contribution a(s) leaves its source once, and the partial a({1,2}) is no initial datum.
+    const SendTable t = parse_table_json(R"json({"format": "collsched.table/1", "topology": "ring:4",
+        "model": {"ports": "multi", "queues": "unbounded", "replicate": false, "timing": "hop", "inject": "once"},
+        "collective": "reduce:0",
+        "transfers": [{"step": 1, "from": "3", "to": "0", "msg": "a(3)"}, {"step": 1, "from": "2", "to": "1", "msg": "a(2)"},
+                      {"step": 2, "from": "1", "to": "0", "msg": "a({1,2})"}]})json",
+                                         "reduce_ring4_once.json");
+    CHECK(t.model.inject_once);
+    CHECK(verify_direct(t).holds());
+    CHECK(simulate(t).status == SimStatus::completed);
+    // The duality does not carry inject=once, and the direct encoding does not encode it: exit 2.
+    CHECK(duality_problem(*t.topology, t.model) ==
+          "the duality does not carry inject=once: it restricts the broadcast's or allgather's initial data, not the partials of the "
+          "reversed schedule, so the dual's optimum (or its infeasibility) says nothing about the reduction");
+    for (const char* coll : {"reduce:0", "allreduce", "reduce_scatter", "scan"}) {
+        CAPTURE(coll);
+        test::Run r = test::run(fmt::format("optimize --topology ring:4 --collective {} --model inject=once --timeout 60", coll));
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find(fmt::format("neither method takes {} on ring:4: the direct encoding: inject=once is not encoded for combining; by "
+                                     "duality: ",
+                                     coll)) != std::string::npos);
+    }
+    test::Run m = test::run("optimize --topology ring:4 --collective reduce:0 --model inject=once --method duality");
+    CHECK(m.code == 2);
+    CHECK(m.err.find("the duality does not carry inject=once") != std::string::npos);
+    test::Run p = test::run("pareto --topology ring:4 --collective reduce:0 --model inject=once --timeout 60");
+    CHECK(p.code == 2);
+    CHECK(p.err.find("the duality does not carry inject=once") != std::string::npos);
 }
 
 TEST_CASE("combining: instances the direct encoding refuses, with the reason") {
