@@ -594,7 +594,7 @@ constexpr BoundRule bound_rules[] = {
      },
      [](BoundFacts& f) { return synth::combining_distance_bounds(f.in); }},
     // the counts are per step of one round
-    {"receptions and departures", false, [](const BoundFacts& f) { return f.kind == EncodingKind::combining && !f.in.rounds && f.P >= 2; },
+    {"receptions, departures and transfers", false, [](const BoundFacts& f) { return f.kind == EncodingKind::combining && !f.in.rounds && f.P >= 2; },
      [](const BoundFacts&) { return std::vector<std::string>{"one partial per chunk, channel and step"}; },
      [](BoundFacts& f) { return synth::combining_count_bounds(f.in); }},
 };

@@ -74,6 +74,50 @@ std::vector<Bound> combining_distance_bounds(const SynthInstance& in) {
                   {}}};
 }
 
+namespace {
+
+/// Transfers in all (docs/synthesis.md, "The direct encoding of combining", Lower bounds): a
+/// chunk every processor must complete with all P contributions (allreduce) is a one-way gossip
+/// among the P processors, which takes at least 2(P-1) transfers; any other chunk at least one
+/// transfer per goal processor that needs more than its own and one per source some other goal
+/// needs, whichever is more. At most the sum of the processors' per-step limits arrive at
+/// processors in a step (and, without routers, leave them).
+template <class Limit>
+Bound total_transfers_bound(const SynthInstance& in, const std::vector<std::vector<bool>>& sends, Limit&& limit) {
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors(), C = in.collective.chunks;
+    std::vector<std::uint32_t> complete(C, 0), receivers(C, 0);  // per chunk: goals of all P contributions, goals beyond one's own
+    in.collective.for_each_partial_goal(P, C, [&](std::uint32_t c, std::uint32_t hi, Node p) {
+        if (hi == P - 1) ++complete[c];
+        if (hi > 0 || idx(p) != 0) ++receivers[c];
+    });
+    std::uint64_t need = 0, gossips = 0;
+    for (std::uint32_t c = 0; c < C; ++c) {
+        if (complete[c] == P) {
+            need += 2 * std::uint64_t{P - 1};
+            ++gossips;
+            continue;
+        }
+        std::uint64_t senders = 0;
+        for (std::uint32_t s = 0; s < P; ++s) senders += sends[s][c];
+        need += std::max<std::uint64_t>(senders, receivers[c]);
+    }
+    std::uint64_t arrive = 0, leave = 0;
+    for (std::uint32_t p = 0; p < P; ++p) arrive += limit(Node{p}, true), leave += limit(Node{p}, false);
+    const bool routers = t.routers() > 0;
+    const std::uint64_t k = routers ? arrive : std::min(arrive, leave);
+    if (need == 0 || k == 0 || gossips == 0) return {};  // printed where a chunk is a gossip (allreduce), the case it is for
+    return Bound{static_cast<Step>((need + k - 1) / k), "transfers",
+                 fmt::format("{} of the {} chunks must end at all {} processors with every contribution, a one-way gossip of at "
+                             "least 2(P-1) = {} transfers each; {} transfers in all, at most {} per step {} processors",
+                             gossips, C, P, 2 * (P - 1), need, k, routers ? "arrive at" : "arrive at and leave"),
+                 RouteSpace::any,
+                 {"a contribution spreads only in partials, and a partial carries only contributions its sender holds",
+                  routers ? "routers copy but do not combine" : "no routers"}};
+}
+
+}  // namespace
+
 std::vector<Bound> combining_count_bounds(const SynthInstance& in) {
     const Topology& t = *in.topology;
     const std::uint32_t P = t.processors(), C = in.collective.chunks;
@@ -93,6 +137,7 @@ std::vector<Bound> combining_count_bounds(const SynthInstance& in) {
             if (s != idx(p)) sends[s][c] = true;
     });
     for (std::uint32_t s = 0; s < P; ++s) need_out[s] = static_cast<std::uint64_t>(std::count(sends[s].begin(), sends[s].end(), true));
+    if (Bound b = total_transfers_bound(in, sends, limit); b.steps > 0) out.push_back(std::move(b));
     for (bool incoming : {true, false}) {
         Step best = 0;
         std::uint32_t at = 0;
