@@ -219,6 +219,14 @@ std::optional<KnownSchedule> known_schedule(const SynthInstance&, bool construct
 std::optional<KnownSchedule> translation_schedule(const SynthInstance&, Step lower_bound,
                                                   std::chrono::steady_clock::time_point deadline);
 
+/// NCCL's ring algorithms on k Hamiltonian cycles that the machine runs at once, one chunk per
+/// ring channel and step within capacities, link groups and ports
+/// (verifier/synth/synth_rings.cpp): allgather of any C, reduce_scatter (C a multiple of P) and
+/// allreduce, under hop timing without routers, rounds, half-duplex ports or inject=once; k as
+/// large as the search finds within `deadline` (at most every processor's per-step limit).
+/// Verified like known_schedule's.
+std::optional<KnownSchedule> ring_schedule(const SynthInstance&, std::chrono::steady_clock::time_point deadline);
+
 struct HierarchicalResult;  // verifier/synth/hierarchical.hpp
 
 enum class OptStatus : std::uint8_t { proved, found, timeout, infeasible };

@@ -68,8 +68,8 @@ Step combining_distance(const SynthInstance& in) {
 std::vector<Bound> combining_distance_bounds(const SynthInstance& in) {
     const Step d = combining_distance(in);
     return {Bound{d, "distance",
-                  fmt::format("every contribution must reach every processor whose goal needs it, one hop per step: the farthest is {} hops",
-                              d),
+                  fmt::format("every contribution must reach every processor whose goal needs it, one hop per step: the farthest is {} hop{}",
+                              d, d == 1 ? "" : "s"),
                   RouteSpace::any,
                   {}}};
 }

@@ -172,6 +172,10 @@ private:
                                                                      : std::nullopt;
             k && (!res_.upper_bound || k->table.steps() <= *res_.upper_bound))
             adopt(*k);
+        // The rings take chunks (allgather of C, allreduce of a multiple of kP chunks meet the bounds).
+        if (auto r = opt_.constructions && !opt_.greedy_only && !settled_early ? ring_schedule(in_, known_deadline.when()) : std::nullopt;
+            r && (!res_.upper_bound || r->table.steps() < *res_.upper_bound))
+            adopt(*r);
         if (opt_.hierarchical) hierarchical();
         // The user's schedule (`optimize --start`, verified by the caller): the upper bound to beat.
         if (opt_.start && (!res_.upper_bound || opt_.start->steps() <= *res_.upper_bound)) {

@@ -1,0 +1,92 @@
+// Rings (docs/synthesis.md, "Rings run at once"): NCCL's ring algorithms on the Hamiltonian cycles a
+// machine runs at once. The tables hold in the three witnesses (direct checker, Z3 engine,
+// simulator); on the machines of boxes the rings use every GPU's NVSwitch and NIC limits, so
+// allgather of C = 2 chunks per datum meets the receptions bound and allreduce of C = 2P the
+// transfers bound: optimize proves them without a solver.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include "runtime/simulator.hpp"
+#include "tests/tools/cli_run.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/check/z3_engine.hpp"
+#include "verifier/synth/synth.hpp"
+
+using namespace collsched;
+using collsched::test::source;
+
+namespace {
+
+SynthInstance instance(const std::string& spec, const char* coll, std::uint32_t chunks) {
+    auto topo = Topology::parse(spec);
+    SynthInstance in{topo, topo->default_model(), Collective::parse(coll, *topo), RouteSpace::any};
+    in.collective.set_chunks(chunks, *topo);
+    return in;
+}
+
+std::string machine(const std::string& name) { return "graph:" + source("schedules/machines/" + name + ".json"); }
+
+constexpr auto never = std::chrono::steady_clock::time_point::max();
+
+}  // namespace
+
+TEST_CASE("rings: the ring tables hold in the direct checker, the Z3 engine and the simulator") {
+    struct Row {
+        std::string topology;
+        const char* collective;
+        std::uint32_t chunks;
+        Step steps;      // k rings of P processors: allgather (P-1) ceil(C / k), reduce_scatter (P-1) ceil(C / (kP)), allreduce twice that
+        const char* on;  // "on k rings"
+    };
+    for (const Row& row : {Row{machine("multibox2x8"), "allgather", 2, 15, "on 2 rings"}, Row{machine("multibox2x8"), "allreduce", 32, 30, "on 2 rings"},
+                           Row{machine("multibox2x8"), "reduce_scatter", 32, 15, "on 2 rings"}, Row{machine("rail2x8"), "allreduce", 32, 30, "on 2 rings"},
+                           Row{"ring:5", "allreduce", 10, 8, "on 2 rings"}, Row{"ring:5", "allgather", 3, 8, "on 2 rings"}}) {
+        CAPTURE(row.topology);
+        CAPTURE(row.collective);
+        SynthInstance in = instance(row.topology, row.collective, row.chunks);
+        std::optional<KnownSchedule> k = ring_schedule(in, never);
+        REQUIRE(k);
+        CHECK(k->source.find(row.on) != std::string::npos);
+        CHECK(k->table.steps() == row.steps);
+        CHECK(verify_direct(k->table).holds());
+        CHECK(verify_z3(k->table).holds());
+        CHECK(simulate(k->table).status == SimStatus::completed);
+    }
+}
+
+TEST_CASE("rings: optimize proves allgather and allreduce with chunks on machines of boxes without a solver") {
+    struct Row {
+        std::string machine;
+        const char* collective;
+        std::uint32_t chunks;
+        Step optimum;
+        const char* bound;
+    };
+    for (const Row& row : {Row{"multibox4x8", "allgather", 2, 31, "receptions"}, Row{"rail4x8", "allgather", 2, 31, "receptions"},
+                           Row{"multibox4x8", "allreduce", 64, 62, "transfers"}, Row{"rail4x8", "allreduce", 64, 62, "transfers"},
+                           Row{"multibox8x8", "allreduce", 128, 126, "transfers"}, Row{"rail4x8", "reduce_scatter", 64, 31, "departures"}}) {
+        CAPTURE(row.machine);
+        CAPTURE(row.collective);
+        SynthInstance in = instance(machine(row.machine), row.collective, row.chunks);
+        OptimizeOptions o;
+        o.timeout = 60;
+        OptimizeResult r = optimize(in, o);
+        REQUIRE(r.status == OptStatus::proved);
+        CHECK(*r.optimum == row.optimum);
+        CHECK_FALSE(r.solver_unsat);
+        CHECK(r.upper_bound_source.find("rings run at once (NCCL's ring algorithm") != std::string::npos);
+        CHECK(r.lower_bound_reason.rfind(row.bound, 0) == 0);
+    }
+}
+
+TEST_CASE("rings: refused where the model does not take them") {
+    for (const char* model : {"ports=half", "timing=wormhole", "inject=once"}) {
+        CAPTURE(model);
+        SynthInstance in = instance("ring:5", "allgather", 2);
+        in.model = apply_model_options(in.model, model);
+        CHECK_FALSE(ring_schedule(in, never));
+    }
+    CHECK_FALSE(ring_schedule(instance("ring:5", "alltoall", 1), never));
+    CHECK_FALSE(ring_schedule(instance("cbft:4", "allgather", 1), never));  // routers
+}
