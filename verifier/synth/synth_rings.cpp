@@ -41,21 +41,27 @@ public:
         }
     }
 
-    /// k rings (each a cycle of processors, as channels in cycle order), or empty.
-    std::vector<std::vector<ChannelId>> find(std::uint32_t k) {
-        for (std::uint32_t seed = 1; seed <= 16 && Clock::now() < deadline_; ++seed) {
+    /// As many rings as one attempt can take, up to `most` (each a cycle of processors, as
+    /// channels in cycle order): the best of 16 seeded attempts, the odd ones alternating link
+    /// kinds, the even ones keeping to one kind while they can (NCCL's shape: through a box on
+    /// NVSwitch, then a NIC to the next box; where NVSwitch has many times a NIC's ports, more
+    /// rings fit that way).
+    std::vector<std::vector<ChannelId>> find(std::uint32_t most) {
+        std::vector<std::vector<ChannelId>> best;
+        for (std::uint32_t seed = 1; seed <= 16 && best.size() < most && Clock::now() < deadline_; ++seed) {
             reset();
             rng_.seed(seed);
+            alternate_ = seed % 2 == 1;
             std::vector<std::vector<ChannelId>> rings;
-            while (rings.size() < k) {
+            while (rings.size() < most) {
                 std::vector<ChannelId> ring = one_ring();
                 if (ring.empty()) break;
                 for (ChannelId c : ring) take(c, -1);
                 rings.push_back(std::move(ring));
             }
-            if (rings.size() == k) return rings;
+            if (rings.size() > best.size()) best = std::move(rings);
         }
-        return {};
+        return best;
     }
 
 private:
@@ -121,7 +127,7 @@ private:
             for (ChannelId c : t_.out_channels(u)) {
                 const Node v = t_.channel(c).to;
                 if (!t_.is_processor(v) || on_ring[idx(v)] || !usable(c)) continue;
-                next.push_back({(same_kind(via, c) ? 1u << 20 : 0u) + onward(v, on_ring, 16), c});
+                next.push_back({(same_kind(via, c) == alternate_ ? 1u << 20 : 0u) + onward(v, on_ring, 16), c});
             }
             std::shuffle(next.begin(), next.end(), rng_);
             std::stable_sort(next.begin(), next.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -168,6 +174,7 @@ private:
     Ports ports_;
     Clock::time_point deadline_;
     std::mt19937 rng_;
+    bool alternate_ = true;  // prefer the other link kind than the arrival's (else the same)
     std::vector<std::vector<std::uint32_t>> senders_;  // per link group: the processors its channels leave
     std::vector<std::int64_t> chan_left_, group_left_, send_left_, recv_left_;
 };
@@ -286,18 +293,15 @@ std::optional<KnownSchedule> ring_schedule(const SynthInstance& in, Clock::time_
         in.model.ports == Ports::half || in.model.inject_once)
         return std::nullopt;
     if (kind == CollectiveKind::reduce_scatter && in.collective.chunks % t.processors() != 0) return std::nullopt;
-    // A few seconds at most: the rings are one upper bound among several.
+    // A few seconds at most: the rings are one upper bound among several. More rings than chunks carry nothing.
     RingSearch search(t, in.model.ports, std::min(deadline, Clock::now() + std::chrono::seconds(5)));
-    for (std::uint32_t k = ring_target(t, in.model.ports); k >= 1; --k) {
-        std::vector<std::vector<ChannelId>> rings = search.find(k);
-        if (rings.empty()) continue;
-        const std::size_t n = rings.size();
-        std::optional<SendTable> table = RingSchedules(in, std::move(rings)).build();
-        if (!table || !synth_internal::holds(*table, in, false)) return std::nullopt;
-        return KnownSchedule{std::move(*table), fmt::format("{} on {} ring{} run at once (NCCL's ring algorithm; collsched construction, docs/synthesis.md)",
-                                                            in.collective.row().name, n, n == 1 ? "" : "s")};
-    }
-    return std::nullopt;
+    std::vector<std::vector<ChannelId>> rings = search.find(std::min(ring_target(t, in.model.ports), in.collective.chunks));
+    if (rings.empty()) return std::nullopt;
+    const std::size_t n = rings.size();
+    std::optional<SendTable> table = RingSchedules(in, std::move(rings)).build();
+    if (!table || !synth_internal::holds(*table, in, false)) return std::nullopt;
+    return KnownSchedule{std::move(*table), fmt::format("{} on {} ring{} run at once (NCCL's ring algorithm; collsched construction, docs/synthesis.md)",
+                                                        in.collective.row().name, n, n == 1 ? "" : "s")};
 }
 
 }  // namespace collsched
