@@ -81,7 +81,7 @@ namespace {
 /// among the P processors, which takes at least 2(P-1) transfers; any other chunk at least one
 /// transfer per goal processor that needs more than its own and one per source some other goal
 /// needs, whichever is more. At most the sum of the processors' per-step limits arrive at
-/// processors in a step (and, without routers, leave them).
+/// processors in a step, and leave them (networks of processors, as the encoding).
 template <class Limit>
 Bound total_transfers_bound(const SynthInstance& in, const std::vector<std::vector<bool>>& sends, Limit&& limit) {
     const Topology& t = *in.topology;
@@ -104,16 +104,18 @@ Bound total_transfers_bound(const SynthInstance& in, const std::vector<std::vect
     }
     std::uint64_t arrive = 0, leave = 0;
     for (std::uint32_t p = 0; p < P; ++p) arrive += limit(Node{p}, true), leave += limit(Node{p}, false);
-    const bool routers = t.routers() > 0;
-    const std::uint64_t k = routers ? arrive : std::min(arrive, leave);
+    // Networks of processors only (as the combining encoding): a router that combines would take
+    // part in the gossip itself (a star's router sums P partials and returns the total in P
+    // arrivals, fewer than 2(P-1)).
+    if (t.routers() > 0) return {};
+    const std::uint64_t k = std::min(arrive, leave);
     if (need == 0 || k == 0 || gossips == 0) return {};  // printed where a chunk is a gossip (allreduce), the case it is for
     return Bound{static_cast<Step>((need + k - 1) / k), "transfers",
                  fmt::format("{} of the {} chunks must end at all {} processors with every contribution, a one-way gossip of at "
-                             "least 2(P-1) = {} transfers each; {} transfers in all, at most {} per step {} processors",
-                             gossips, C, P, 2 * (P - 1), need, k, routers ? "arrive at" : "arrive at and leave"),
+                             "least 2(P-1) = {} transfers each; {} transfers in all, at most {} per step arrive at and leave processors",
+                             gossips, C, P, 2 * (P - 1), need, k),
                  RouteSpace::any,
-                 {"a contribution spreads only in partials, and a partial carries only contributions its sender holds",
-                  routers ? "routers copy but do not combine" : "no routers"}};
+                 {"a contribution spreads only in partials, and a partial carries only contributions its sender holds", "no routers"}};
 }
 
 }  // namespace
