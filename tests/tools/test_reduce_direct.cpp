@@ -141,6 +141,38 @@ TEST_CASE("combining: the transfers bound, a one-way gossip per allreduce chunk,
     for (const Bound& b : lower_bounds(reduction("ring:4", "reduce_scatter", 4))) CHECK(b.name != "transfers");
 }
 
+TEST_CASE("combining: the gossip between boxes bounds allreduce where NICs, not NVSwitch, limit it") {
+    // Two boxes of two processors, channels of capacity 4 inside a box and 1 between: 8 chunks
+    // need 2(B-1) = 2 crossings each, 16 in all, 4 per step cross: 4 steps; the processor gossip
+    // gives only ceil(48 / 20) = 3. The solver proves 5, above both.
+    test::Scratch dir("boxgossip");
+    const std::string two = dir.file("two.json", R"json({"processors": 4, "routers": 0,
+ "link_types": {"fast": {"alpha": "1 us", "bandwidth": "400 GB/s"}, "slow": {"alpha": "3 us", "bandwidth": "50 GB/s"}},
+ "edges": [[0, 1, 4, "fast"], [2, 3, 4, "fast"], [0, 2, 1, "slow"], [1, 3, 1, "slow"]]})json");
+    SynthInstance in = reduction("graph:" + two, "allreduce", 8);
+    std::optional<Bound> boxes;
+    for (const Bound& b : lower_bounds(in))
+        if (b.name == "transfers between boxes") boxes = b;
+    REQUIRE(boxes);
+    CHECK(boxes->steps == 4);
+    CHECK(boxes->detail ==
+          "8 chunks must end at all 4 processors with every contribution; between the 2 sets of processors joined by channels of "
+          "at least 1600 GB/s each is a one-way gossip of at least 2(B-1) = 2 transfers between sets; 16 in all, at most 4 per "
+          "step cross between sets");
+    OptimizeResult r = settle(in);
+    CHECK(*r.optimum == 5);
+    holds_everywhere(*r.witness);
+    // H100 boxes (NVSwitch 18 per GPU and step, a NIC 1): the NICs bound it, 6 against the processor gossip's 4
+    SynthInstance h100 = reduction("graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/h100rail4x8.json", "allreduce", 32);
+    Step between = 0, processors = 0;
+    for (const Bound& b : lower_bounds(h100)) {
+        if (b.name == "transfers between boxes") between = b.steps;
+        if (b.name == "transfers") processors = b.steps;
+    }
+    CHECK(between == 6);
+    CHECK(processors == 4);
+}
+
 TEST_CASE("combining: CaDiCaL and Z3 agree on allreduce with one chunk") {
     for (const char* spec : {"ring:8", "hypercube:3", "ring:6", "linear:4"}) {
         CAPTURE(spec);

@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/topology/machine_view.hpp"
 #include "support/error.hpp"
 #include "support/assert.hpp"
 #include "verifier/synth/synth_encode.hpp"
@@ -118,6 +119,48 @@ Bound total_transfers_bound(const SynthInstance& in, const std::vector<std::vect
                  {"a contribution spreads only in partials, and a partial carries only contributions its sender holds", "no routers"}};
 }
 
+/// The same gossip between sets of processors (docs/synthesis.md, Lower bounds, *transfers between
+/// boxes*): contract each set to one participant (it has seen what any member has seen); a
+/// transfer inside a set changes nothing, so each of `gossips` chunks needs 2(B-1) transfers
+/// between the B sets, and at most the sum of the processors' per-step limits on channels from
+/// (to) other sets cross per step. Any partition gives a bound; tried: the sets joined by links of
+/// at least each bandwidth the machine has (its boxes, on a machine of boxes).
+Bound box_gossip_bound(const SynthInstance& in, std::uint64_t gossips) {
+    const Topology& t = *in.topology;
+    const std::uint32_t P = t.processors();
+    std::set<double> speeds;
+    for (std::uint32_t c = 0; c < t.channels().size(); ++c) speeds.insert(t.speed(ChannelId{c}).bandwidth);
+    Bound best;
+    for (double speed : speeds) {
+        const std::vector<std::uint32_t> set = processor_components(t, speed);
+        const std::uint32_t B = *std::max_element(set.begin(), set.end()) + 1;
+        if (B <= 1 || B >= P) continue;
+        std::uint64_t arrive = 0, leave = 0;
+        std::vector<ChannelId> cross;
+        for (std::uint32_t p = 0; p < P; ++p)
+            for (bool incoming : {true, false}) {
+                cross.clear();
+                for (ChannelId c : incoming ? t.in_channels(Node{p}) : t.out_channels(Node{p})) {
+                    const Channel& ch = t.channel(c);
+                    if (set[idx(ch.from)] != set[idx(ch.to)]) cross.push_back(c);
+                }
+                (incoming ? arrive : leave) += synth::step_capacity(t, in.model.ports, cross).hops;
+            }
+        const std::uint64_t need = gossips * 2 * (B - 1), k = std::min(arrive, leave);
+        if (k == 0) continue;
+        const Step steps = static_cast<Step>((need + k - 1) / k);
+        if (steps <= best.steps) continue;
+        best = Bound{steps, "transfers between boxes",
+                     fmt::format("{} chunks must end at all {} processors with every contribution; between the {} sets of processors "
+                                 "joined by channels of at least {:g} GB/s each is a one-way gossip of at least 2(B-1) = {} transfers "
+                                 "between sets; {} in all, at most {} per step cross between sets",
+                                 gossips, P, B, speed / 1e9, 2 * (B - 1), need, k),
+                     RouteSpace::any,
+                     {"a contribution spreads only in partials, and a partial carries only contributions its sender holds", "no routers"}};
+    }
+    return best;
+}
+
 }  // namespace
 
 std::vector<Bound> combining_count_bounds(const SynthInstance& in) {
@@ -139,7 +182,14 @@ std::vector<Bound> combining_count_bounds(const SynthInstance& in) {
             if (s != idx(p)) sends[s][c] = true;
     });
     for (std::uint32_t s = 0; s < P; ++s) need_out[s] = static_cast<std::uint64_t>(std::count(sends[s].begin(), sends[s].end(), true));
-    if (Bound b = total_transfers_bound(in, sends, limit); b.steps > 0) out.push_back(std::move(b));
+    if (Bound b = total_transfers_bound(in, sends, limit); b.steps > 0) {
+        std::uint64_t gossips = 0;  // the chunks every processor completes with every contribution
+        std::vector<std::uint32_t> complete(C, 0);
+        in.collective.for_each_partial_goal(P, C, [&](std::uint32_t c, std::uint32_t hi, Node) { complete[c] += hi == P - 1; });
+        for (std::uint32_t c = 0; c < C; ++c) gossips += complete[c] == P;
+        out.push_back(std::move(b));
+        if (Bound boxes = box_gossip_bound(in, gossips); boxes.steps > out.back().steps) out.push_back(std::move(boxes));
+    }
     for (bool incoming : {true, false}) {
         Step best = 0;
         std::uint32_t at = 0;
