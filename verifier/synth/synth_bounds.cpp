@@ -19,6 +19,7 @@
 #include "compiler/table/builder.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "verifier/synth/box_bounds.hpp"
 #include "verifier/synth/class_bounds.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/synth_duality.hpp"
@@ -578,6 +579,11 @@ constexpr BoundRule bound_rules[] = {
     {"distance", false, disseminates, shortest_paths, dissemination_distance},
     {"receptions", false, disseminates,
      [](const BoundFacts& f) { return std::vector<std::string>{"shortest-path distances", receive_ports(f.model)}; }, receptions},
+    {"box entries", false, [](const BoundFacts& f) { return f.kind == EncodingKind::dissemination && !f.in.rounds; }, nothing,
+     [](BoundFacts& f) {
+         Bound b = synth::box_entries(f.in, f.goals);
+         return b.steps > 0 ? std::vector<Bound>{std::move(b)} : std::vector<Bound>{};
+     }},
     {"half-duplex pairing", false,
      [](const BoundFacts& f) { return f.disseminates() && f.model.ports == Ports::half && f.t.routers() == 0 && f.P >= 2; },
      [](const BoundFacts&) { return std::vector<std::string>{"ports=half", "no routers"}; }, half_duplex_pairing},

@@ -21,9 +21,9 @@
 
 #include <fmt/format.h>
 
-#include "compiler/topology/machine_view.hpp"
 #include "support/error.hpp"
 #include "support/assert.hpp"
+#include "verifier/synth/box_bounds.hpp"
 #include "verifier/synth/synth_encode.hpp"
 
 namespace collsched::synth {
@@ -127,26 +127,10 @@ Bound total_transfers_bound(const SynthInstance& in, const std::vector<std::vect
 /// at least each bandwidth the machine has (its boxes, on a machine of boxes).
 Bound box_gossip_bound(const SynthInstance& in, std::uint64_t gossips) {
     const Topology& t = *in.topology;
-    const std::uint32_t P = t.processors();
-    std::set<double> speeds;
-    for (std::uint32_t c = 0; c < t.channels().size(); ++c) speeds.insert(t.speed(ChannelId{c}).bandwidth);
     Bound best;
-    for (double speed : speeds) {
-        const std::vector<std::uint32_t> set = processor_components(t, speed);
-        const std::uint32_t B = *std::max_element(set.begin(), set.end()) + 1;
-        if (B <= 1 || B >= P) continue;
-        std::uint64_t arrive = 0, leave = 0;
-        std::vector<ChannelId> cross;
-        for (std::uint32_t p = 0; p < P; ++p)
-            for (bool incoming : {true, false}) {
-                cross.clear();
-                for (ChannelId c : incoming ? t.in_channels(Node{p}) : t.out_channels(Node{p})) {
-                    const Channel& ch = t.channel(c);
-                    if (set[idx(ch.from)] != set[idx(ch.to)]) cross.push_back(c);
-                }
-                (incoming ? arrive : leave) += synth::step_capacity(t, in.model.ports, cross).hops;
-            }
-        const std::uint64_t need = gossips * 2 * (B - 1), k = std::min(arrive, leave);
+    for (const BoxPartition& part : box_partitions(t)) {
+        const std::uint64_t B = part.sets, need = gossips * 2 * (B - 1);
+        const std::uint64_t k = std::min(cross_capacity(t, in.model.ports, part, true), cross_capacity(t, in.model.ports, part, false));
         if (k == 0) continue;
         const Step steps = static_cast<Step>((need + k - 1) / k);
         if (steps <= best.steps) continue;
@@ -154,7 +138,7 @@ Bound box_gossip_bound(const SynthInstance& in, std::uint64_t gossips) {
                      fmt::format("{} chunks must end at all {} processors with every contribution; between the {} sets of processors "
                                  "joined by channels of at least {:g} GB/s each is a one-way gossip of at least 2(B-1) = {} transfers "
                                  "between sets; {} in all, at most {} per step cross between sets",
-                                 gossips, P, B, speed / 1e9, 2 * (B - 1), need, k),
+                                 gossips, t.processors(), B, part.speed / 1e9, 2 * (B - 1), need, k),
                      RouteSpace::any,
                      {"a contribution spreads only in partials, and a partial carries only contributions its sender holds", "no routers"}};
     }
