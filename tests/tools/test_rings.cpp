@@ -55,7 +55,7 @@ TEST_CASE("rings: the ring tables hold in the direct checker, the Z3 engine and 
     }
 }
 
-TEST_CASE("rings: optimize proves allgather and allreduce with chunks on machines of boxes without a solver") {
+TEST_CASE("rings: optimize proves allgather and allreduce with chunks on machines of boxes and tori without a solver") {
     struct Row {
         std::string machine;
         const char* collective;
@@ -65,10 +65,12 @@ TEST_CASE("rings: optimize proves allgather and allreduce with chunks on machine
     };
     for (const Row& row : {Row{"multibox4x8", "allgather", 2, 31, "receptions"}, Row{"rail4x8", "allgather", 2, 31, "receptions"},
                            Row{"multibox4x8", "allreduce", 64, 62, "transfers"}, Row{"rail4x8", "allreduce", 64, 62, "transfers"},
-                           Row{"multibox8x8", "allreduce", 128, 126, "transfers"}, Row{"rail4x8", "reduce_scatter", 64, 31, "departures"}}) {
+                           Row{"multibox8x8", "allreduce", 128, 126, "transfers"}, Row{"rail4x8", "reduce_scatter", 64, 31, "departures"},
+                           Row{"torus:8x8", "allreduce", 256, 126, "transfers"}, Row{"torus:5x7", "allgather", 4, 34, "receptions"}}) {
         CAPTURE(row.machine);
         CAPTURE(row.collective);
-        SynthInstance in = instance(machine(row.machine), row.collective, row.chunks);
+        // tori: an undirected Hamiltonian cycle and its complement, each run both ways (4 rings)
+        SynthInstance in = instance(row.machine.rfind("torus", 0) == 0 ? row.machine : machine(row.machine), row.collective, row.chunks);
         OptimizeOptions o;
         o.timeout = 60;
         OptimizeResult r = optimize(in, o);

@@ -48,7 +48,7 @@ public:
     /// rings fit that way).
     std::vector<std::vector<ChannelId>> find(std::uint32_t most) {
         std::vector<std::vector<ChannelId>> best;
-        for (std::uint32_t seed = 1; seed <= 16 && best.size() < most && Clock::now() < deadline_; ++seed) {
+        for (std::uint32_t seed = 1; seed <= 64 && best.size() < most && Clock::now() < deadline_; ++seed) {
             reset();
             rng_.seed(seed);
             alternate_ = seed % 2 == 1;
@@ -58,6 +58,8 @@ public:
                 if (ring.empty()) break;
                 for (ChannelId c : ring) take(c, -1);
                 rings.push_back(std::move(ring));
+                if (rings.size() < most)
+                    if (std::vector<ChannelId> back = reversed(rings.back()); !back.empty()) rings.push_back(std::move(back));
             }
             if (rings.size() > best.size()) best = std::move(rings);
         }
@@ -90,6 +92,24 @@ private:
         send_left_[idx(ch.from)] += d;
         recv_left_[idx(ch.to)] += d;
         for (std::uint32_t g : t_.groups_of(c)) group_left_[g] += d;
+    }
+
+    /// The ring run the other way, taken, where every reverse channel is left (a bidirectional
+    /// machine: the reverse of an alternating ring is the complement it leaves, NVSwitch where the
+    /// first took the NIC; on a torus the two use one undirected Hamiltonian cycle); else empty.
+    std::vector<ChannelId> reversed(const std::vector<ChannelId>& ring) {
+        std::vector<ChannelId> back;
+        for (std::size_t i = ring.size(); i-- > 0;) {
+            const Channel& ch = t_.channel(ring[i]);
+            std::optional<ChannelId> c = t_.find_channel(ch.to, ch.from);
+            if (!c || !usable(*c)) {
+                for (ChannelId x : back) take(x, +1);
+                return {};
+            }
+            take(*c, -1);
+            back.push_back(*c);
+        }
+        return back;  // from processor 0 (the reverse of the closing channel) round the cycle backwards
     }
 
     /// Whether leaving over c continues the kind of link the ring arrived on (`via`): c's target
@@ -127,7 +147,9 @@ private:
             for (ChannelId c : t_.out_channels(u)) {
                 const Node v = t_.channel(c).to;
                 if (!t_.is_processor(v) || on_ring[idx(v)] || !usable(c)) continue;
-                next.push_back({(same_kind(via, c) == alternate_ ? 1u << 20 : 0u) + onward(v, on_ring, 16), c});
+                const bool same = same_kind(via, c);
+                if (alternate_ && same) continue;  // alternating attempts alternate strictly
+                next.push_back({(same ? 0u : 1u << 20) + onward(v, on_ring, 16), c});
             }
             std::shuffle(next.begin(), next.end(), rng_);
             std::stable_sort(next.begin(), next.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -136,13 +158,14 @@ private:
         };
         on_ring[0] = 1;
         stack.push_back(expand(Node{0}, std::nullopt));
-        std::uint64_t budget = 200000;
+        std::uint64_t budget = 20000;
         while (!stack.empty()) {
             if (--budget == 0 || (budget % 1024 == 0 && Clock::now() >= deadline_)) break;
             Frame& top = stack.back();
             if (path.size() == P - 1) {  // close the cycle back to processor 0
                 for (ChannelId c : t_.out_channels(t_.channel(path.back()).to))
-                    if (idx(t_.channel(c).to) == 0 && usable(c)) {
+                    if (idx(t_.channel(c).to) == 0 && usable(c) &&
+                        !(alternate_ && (same_kind(path.back(), c) || same_kind(c, path.front())))) {
                         for (ChannelId x : path) take(x, +1);
                         path.push_back(c);
                         return path;
