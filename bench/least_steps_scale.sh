@@ -34,6 +34,11 @@ machines=$here/schedules/machines
 for m in multibox4x8 rail4x8 multibox8x8 rail8x8 multibox16x8 rail16x8; do
     for c in allgather alltoall reduce_scatter; do run "$m" "graph:$machines/$m.json" "$c"; done
 done
+# allreduce of C = 2P (rings run at once against the transfers bound), H100 allgather (box entries)
+for m in multibox4x8:64 rail4x8:64 multibox8x8:128 rail8x8:128 multibox16x8:256 rail16x8:256; do
+    run "${m%%:*}" "graph:$machines/${m%%:*}.json" allreduce "--chunks ${m##*:}"
+done
+for m in h100rail4x8 h100rail8x8; do run "$m" "graph:$machines/$m.json" allgather; done
 for k in ${MULTIBOX:-128}; do
     python3 -c "import sys; sys.path.insert(0, '$here/scripts'); import machines; machines.multibox($k, 8, 1, 'benchmark', '$scratch/mb.json')"
     for c in allgather alltoall; do run "multibox:${k}x8" "graph:$scratch/mb.json" "$c"; done
