@@ -25,12 +25,13 @@ BELOW = {
     "compiler/lower": ["compiler/io"],
     "compiler/interop": ["compiler/io"],
     "compiler/formats": ["compiler/interop"],
+    "compiler/machines": ["compiler/interop"],
     # the verifier and the runtime see the compiler's values, not the DSL's syntax
     "verifier/check": ["compiler/lower", "compiler/formats", "-dsl"],
     "verifier/synth": ["verifier/check"],
     "runtime": ["compiler/lower", "compiler/formats", "-dsl"],
     "bench": ["verifier/synth", "runtime"],
-    "tools": ["verifier/synth", "runtime", "bench"],
+    "tools": ["verifier/synth", "runtime", "bench", "compiler/machines"],
     "python": ["tools"],
 }
 OPEN = ("tests", "fuzz")  # may include any room
