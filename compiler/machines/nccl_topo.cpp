@@ -91,7 +91,7 @@ private:
                 } else if (cls.starts_with("0x02")) {
                     nets_.push_back({nullptr, path, &s});
                 }
-            } else if (s.name == "nic") {  // a NIC directly under a CPU
+            } else if (s.name == "nic" && e.name == "cpu") {  // a NIC directly under a CPU
                 for (const Elem& n : s.subs)
                     if (n.name == "net") nets_.push_back({&n, path, nullptr});
                 continue;

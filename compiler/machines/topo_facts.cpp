@@ -33,10 +33,12 @@ int choose_sm(const TopoFacts& f, const TopoHints& hints, std::vector<std::strin
             said.push_back(fmt::format("--gpu {} (sm {}) is not used: the file says sm {}", hints.gpu, gpu_sm(hints.gpu), sm));
         return sm;
     }
+    int first = f.gpus.front().line;  // the first GPU in the file
+    for (const FactGpu& g : f.gpus) first = std::min(first, g.line);
     if (hints.gpu.empty())
         throw InputError(fmt::format("{}:{}: the GPUs (PCI class 0x03) have no <gpu> element and so no SM version{}: say which GPU "
                                      "with --gpu (v100, a100, h100, h200, b200, gb200)",
-                                     f.file, f.gpus.front().line, f.format == "NCCL topology XML" ? " (a skeleton, as Azure ships them)" : ""));
+                                     f.file, first, f.format == "NCCL topology XML" ? " (a skeleton, as Azure ships them)" : ""));
     sm = gpu_sm(hints.gpu);
     said.push_back(fmt::format("{} GPUs: {} (sm {}) from --gpu {}", f.gpus.size(), upper(hints.gpu), sm, hints.gpu));
     return sm;
@@ -121,7 +123,7 @@ void choose_nics(const TopoFacts& f, const TopoHints& hints, Box& b, std::vector
         if (gbit != 0 && g != gbit) said.push_back(fmt::format("the NICs run at {:g} and {:g} Gb/s: the box takes the lower", gbit, g));
         gbit = gbit == 0 ? g : std::min(gbit, g);
     }
-    if (guessed) said.push_back(fmt::format("{} NICs from PCI class 0x02 without a speed: {:g} Gb/s from --nic-gbps", m, *hints.nic_gbps));
+    if (guessed) said.push_back(fmt::format("{} NIC{} from PCI class 0x02 without a speed: {:g} Gb/s from --nic-gbps", m, m == 1 ? "" : "s", *hints.nic_gbps));
     // NCCL's path bandwidth is the minimum over its links (src/graph/paths.cc): GPU and NIC PCIe links
     double pcie = 0;
     for (const FactNic& nic : f.nics)
@@ -167,7 +169,7 @@ TopoBox assemble(const TopoFacts& f, const TopoHints& hints) {
     const std::string base = std::filesystem::path(f.file).filename().string();
     const int sm = choose_sm(f, hints, r.completed);
     b.family = base;
-    b.gpu = hints.gpu.empty() ? fmt::format("sm {} GPU", sm) : upper(hints.gpu);
+    b.gpu = hints.gpu.empty() ? fmt::format("GPU (sm {})", sm) : upper(hints.gpu);
     b.title = fmt::format("{} box of {}", b.gpu, base);
     b.gpus = static_cast<int>(f.gpus.size());
     if (!f.order_by_dev) r.completed.push_back("the GPUs are numbered in PCI bus-id order (the file gives no CUDA device numbers)");
