@@ -4,7 +4,7 @@
     python3 scripts/machines.py [OUT_DIR]                (default schedules/machines)
     python3 scripts/machines.py --large OUT_DIR          the cluster-scale files (32 .. 128 boxes)
     python3 scripts/machines.py --one FAMILY K OUT.json  one machine: multibox, rail, h100rail,
-                                                         ndv2, boxfattree with K boxes; fca100,
+                                                         h100nvls, ndv2, boxfattree with K boxes; fca100,
                                                          fcmi250: ForestColl's own examples
 
 Each machine is a processor-only graph whose channel capacities count NVLinks (or normalized
@@ -37,16 +37,26 @@ IB_EDR_HOP = {"alpha": "1.35 us", "bandwidth": "100 Gbit/s",
               "note": "InfiniBand EDR, a hop NIC to switch (NCCL's network hop 2.7 us over the two hops)"}
 NVSWITCH_HOP = {"alpha": "0.3 us", "bandwidth": "37.5 GB/s",
                 "note": "GPU to its box's NVSwitch, per unit of 8 (300 GB/s per GPU; NCCL's NVLink hop 0.6 us over the two hops)"}
+# NVLink SHARP (NVLS): the NVSwitch adds what the GPUs load (multimem.ld_reduce) and copies what one
+# GPU stores to all (multimem.st). A GPU reaches it over its 18 NVLink 4 links; NCCL's model of it
+# (src/graph/tuning.cc, nvlsEfficiency) runs it at 0.85 of the links' bandwidth on Hopper (0.74 on
+# Blackwell); the latency splits NCCL's NVLink hop (0.6 us) over the two hops through the switch.
+NVLS_H100_LINK = {"alpha": "0.3 us", "bandwidth": "25 GB/s",
+                  "note": "one NVLink 4 link into the NVSwitch used for NVLS (0.6 us NVLink hop over the two hops GPU-switch-GPU)"}
+NVLS_EFFICIENCY_HOPPER = 0.85
 IB_HDR_HOP = {"alpha": "0.9 us", "bandwidth": "200 Gbit/s",
               "note": "InfiniBand HDR, a hop GPU NIC to leaf or leaf to spine (assumed: NCCL's 2.7 us over three hops)"}
 
 
-def write(path, processors, edges, groups, note, link_types=None):
-    lines = ['{"note": ' + json.dumps(note) + ',', ' "processors": %d, "routers": 0,' % processors]
+def write(path, processors, edges, groups, note, link_types=None, routers=0, switches=None):
+    lines = ['{"note": ' + json.dumps(note) + ',', ' "processors": %d, "routers": %d,' % (processors, routers)]
     if link_types:
         lines.append(' "link_types": ' + json.dumps(link_types, separators=(', ', ': ')) + ',')
+    if switches:
+        lines.append(' "switches": [')
+        lines.append(',\n'.join('   ' + json.dumps(w, separators=(', ', ': ')) for w in switches) + '],')
     lines.append(' "edges": [')
-    lines.append(',\n'.join(('   [%d, %d, %d, "%s"]' if len(e) == 4 else '   [%d, %d, %d]') % tuple(e) for e in edges) + '],')
+    lines.append(',\n'.join('   ' + json.dumps(list(e), separators=(', ', ': ')) for e in edges) + '],')
     lines.append(' "groups": [')
     lines.append(',\n'.join('   ' + json.dumps(g, separators=(', ', ': ')) for g in groups) + ']}')
     with open(path, 'w') as f:
@@ -115,6 +125,37 @@ def rail(k, per_box, nv, nic, note, path, nv_link=NVLINK3_A100, nic_link=IB_HDR)
             groups.append({"name": f"nic{g}.out", "cap": nic, "channels": [[g, o] for o in rail_peers], "bandwidth": ibb})
             groups.append({"name": f"nic{g}.in", "cap": nic, "channels": [[o, g] for o in rail_peers], "bandwidth": ibb})
     write(path, n, edges, groups, note, {"nvlink": nv_link, "ib": nic_link})
+
+
+def h100nvls(k, path, per_box=8, nv=18):
+    """The h100rail machine of k boxes with NVLink SHARP in every box: router r1.b is box b's
+    NVSwitch, joined to each of its GPUs by a channel of nv links each way that can reduce and
+    multicast ("switches"); the GPU's groups gpuP.out/in (its 18 links) cover its channels to the
+    switch as well as its direct NVLink channels, since both use the same links."""
+    n = k * per_box
+    box, local = (lambda x: x // per_box), (lambda x: x % per_box)
+    sw = lambda b: f"r1.{b}"
+    edges = [(u, v, nv, "nvlink") for u in range(n) for v in range(u + 1, n) if box(u) == box(v)]
+    edges += [(u, v, 1, "ib") for u in range(n) for v in range(u + 1, n) if box(u) != box(v) and local(u) == local(v)]
+    edges += [(g, sw(box(g)), nv, "nvls") for g in range(n)]
+    nvb, ibb = NVLINK4_LINK["bandwidth"], IB_NDR["bandwidth"]
+    groups = []
+    for g in range(n):
+        mates = [o for o in range(n) if o != g and box(o) == box(g)] + [sw(box(g))]
+        rail_peers = [o for o in range(n) if box(o) != box(g) and local(o) == local(g)]
+        groups.append({"name": f"gpu{g}.out", "cap": nv, "channels": [[g, o] for o in mates], "bandwidth": nvb})
+        groups.append({"name": f"gpu{g}.in", "cap": nv, "channels": [[o, g] for o in mates], "bandwidth": nvb})
+        if rail_peers:
+            groups.append({"name": f"nic{g}.out", "cap": 1, "channels": [[g, o] for o in rail_peers], "bandwidth": ibb})
+            groups.append({"name": f"nic{g}.in", "cap": 1, "channels": [[o, g] for o in rail_peers], "bandwidth": ibb})
+    switches = [{"router": sw(b), "reduce": True, "multicast": True, "efficiency": NVLS_EFFICIENCY_HOPPER,
+                 "note": "NVSwitch with NVLink SHARP (NVLS); efficiency: NCCL's nvlsEfficiency for Hopper"} for b in range(k)]
+    what = "one DGX H100 box" if k == 1 else f"{k} DGX H100 style boxes"
+    note = (f"{what}: 8 H100 GPUs, each with 18 NVLink 4 links of 25 GB/s each way (450 GB/s) into the NVSwitch, "
+            "which reduces and multicasts (NVLink SHARP, router r1.b of box b; 0.85 of the link bandwidth as NCCL models it)")
+    if k > 1:
+        note += ", 8 NICs of 400 Gb/s (50 GB/s: 1 unit) rail-optimized, GPU i of every box on rail switch i"
+    write(path, n, edges, groups, note, {"nvlink": NVLINK4_LINK, "nvls": NVLS_H100_LINK, "ib": IB_NDR}, routers=k, switches=switches)
 
 
 def ndv2(k, path):
@@ -209,6 +250,8 @@ def one(family, k, path):
         rail(k, 8, 18, 1, f"{k} DGX H100 style boxes: 8 GPUs on NVSwitch (18 NVLinks of 50 GB/s, 900 GB/s per GPU: 18 units), "
              "8 NICs of 400 Gb/s (50 GB/s: 1 unit) rail-optimized, GPU i of every box on rail switch i", path,
              NVLINK4_LINK, IB_NDR)
+    elif family == "h100nvls":
+        h100nvls(k, path)
     elif family == "ndv2":
         ndv2(k, path)
     elif family == "boxfattree":
@@ -218,7 +261,7 @@ def one(family, k, path):
     elif family == "fcmi250":
         forestcoll_mi250(k, path)
     else:
-        raise SystemExit(f"unknown family {family}: multibox, rail, h100rail, ndv2, boxfattree, fca100, fcmi250")
+        raise SystemExit(f"unknown family {family}: multibox, rail, h100rail, h100nvls, ndv2, boxfattree, fca100, fcmi250")
 
 
 def main():
@@ -239,6 +282,8 @@ def main():
     for k in (2, 4, 8, 16):
         one("rail", k, os.path.join(out, f'rail{k}x8.json'))
         one("h100rail", k, os.path.join(out, f'h100rail{k}x8.json'))
+        one("h100nvls", k, os.path.join(out, f'h100nvls{k}x8.json'))
+    h100nvls(1, os.path.join(out, 'dgx_h100_nvls.json'))
     for k in (8, 16):
         one("multibox", k, os.path.join(out, f'multibox{k}x8.json'))
     for k in (2, 4):
@@ -251,6 +296,7 @@ def large(out):
     for k in (32, 64, 128):
         one("rail", k, os.path.join(out, f'rail{k}x8.json'))
         one("h100rail", k, os.path.join(out, f'h100rail{k}x8.json'))
+        one("h100nvls", k, os.path.join(out, f'h100nvls{k}x8.json'))
     for k in (32, 64):
         one("multibox", k, os.path.join(out, f'multibox{k}x8.json'))
     one("ndv2", 64, os.path.join(out, 'ndv2x64.json'))
