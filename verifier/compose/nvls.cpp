@@ -230,7 +230,7 @@ SendTable nvls_rail_allreduce(std::shared_ptr<const Topology> topo, const NvlsPl
 std::uint32_t nvls_pieces_for_size(std::uint32_t P, double bytes, double min_chunk_bytes) {
     const double per = bytes / std::max(1u, P) / std::max(1.0, min_chunk_bytes);
     if (!(per >= 2)) return 1;
-    return static_cast<std::uint32_t>(std::min(64.0, std::floor(per)));
+    return static_cast<std::uint32_t>(std::min(256.0, std::floor(per)));
 }
 
 std::uint32_t nvls_direct_period(const Topology& t) {

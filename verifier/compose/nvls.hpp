@@ -62,7 +62,7 @@ SendTable nvls_rail_allreduce(std::shared_ptr<const Topology>, const NvlsPlan& =
 
 /// The pieces for a buffer of `bytes` bytes per rank on P GPUs per box: as many as keep every
 /// chunk at least `min_chunk_bytes` (default 64 KiB, about what one NVLS channel of NCCL moves per
-/// step), at most 64 and at least 1. The time model has no cost per message, so more pieces
+/// step), at most 256 and at least 1. The time model has no cost per message, so more pieces
 /// never cost time there; the floor keeps tables small and messages the size executors move.
 std::uint32_t nvls_pieces_for_size(std::uint32_t P, double bytes, double min_chunk_bytes = 65536);
 
