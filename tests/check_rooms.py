@@ -29,9 +29,11 @@ BELOW = {
     # the verifier and the runtime see the compiler's values, not the DSL's syntax
     "verifier/check": ["compiler/lower", "compiler/formats", "-dsl"],
     "verifier/synth": ["verifier/check"],
+    "verifier/compose": ["verifier/check"],
+    "verifier/time": ["verifier/check"],
     "runtime": ["compiler/lower", "compiler/formats", "-dsl"],
-    "bench": ["verifier/synth", "runtime"],
-    "tools": ["verifier/synth", "runtime", "bench", "compiler/machines"],
+    "bench": ["verifier/synth", "verifier/compose", "verifier/time", "runtime"],
+    "tools": ["verifier/synth", "verifier/compose", "verifier/time", "runtime", "bench", "compiler/machines"],
     "python": ["tools"],
 }
 OPEN = ("tests", "fuzz")  # may include any room
