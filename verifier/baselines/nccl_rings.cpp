@@ -23,6 +23,16 @@ std::vector<ChannelId> connection(const Topology& t, Node u, Node v, std::option
 
 namespace {
 
+/// Whether u reaches v in one hop, or through one router (an NVSwitch drawn as a router).
+bool linked(const Topology& t, Node u, Node v) {
+    if (t.find_channel(u, v)) return true;
+    for (ChannelId c : t.out_channels(u)) {
+        const Node r = t.channel(c).to;
+        if (!t.is_processor(r) && t.find_channel(r, v)) return true;
+    }
+    return false;
+}
+
 /// The order in which channel c's ring visits a box's GPUs (their indices in the box): from
 /// `start`, NCCL's NVSwitch preference (search.cc ncclTopoSearchNextGpuSort: the next GPU, then
 /// the previous one), else any GPU linked to the last, by depth-first search; `closed` asks that the
@@ -34,13 +44,13 @@ std::vector<std::uint32_t> box_order(const Topology& t, const std::vector<Node>&
     used[start] = 1;
     std::uint64_t budget = 200000;
     std::function<bool()> grow = [&]() -> bool {
-        if (order.size() == n) return !closed || n == 1 || t.find_channel(box[order.back()], box[start]).has_value();
+        if (order.size() == n) return !closed || n == 1 || linked(t, box[order.back()], box[start]);
         if (--budget == 0) return false;
         const std::uint32_t last = order.back();
         std::vector<std::uint32_t> next{(last + 1) % n, (last + n - 1) % n};
         for (std::uint32_t i = 0; i < n; ++i) next.push_back((last + 1 + i) % n);
         for (std::uint32_t g : next) {
-            if (used[g] || !t.find_channel(box[last], box[g])) continue;
+            if (used[g] || !linked(t, box[last], box[g])) continue;
             used[g] = 1;
             order.push_back(g);
             if (grow()) return true;

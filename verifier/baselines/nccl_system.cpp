@@ -14,29 +14,50 @@ namespace collsched::nccl {
 
 namespace {
 
-/// Boxes: the connected sets of nodes joined by channels with a processor at one end and at least
-/// a quarter of the fastest such channel's bandwidth (the machine view's rule,
-/// compiler/topology/machine_view.hpp, with routers: an NVSwitch drawn as a router joins its
-/// GPUs; a channel between two routers never joins, so an InfiniBand switch does not).
+/// Boxes. Where a processor's channels come in two speed classes (some below a quarter of the
+/// fastest: NVLink against a NIC), a box is a connected set of nodes joined by channels of the fast
+/// class with a processor at one end (the machine view's rule, compiler/topology/machine_view.hpp,
+/// with routers: an NVSwitch drawn as a router joins its GPUs). Where they come in one class, the
+/// processors joined by channels between processors, and a router all of whose processors lie in
+/// one box joins it (a box's NIC behind PCIe, ndv2); a switch between boxes joins none, so GPUs on
+/// one switch are boxes of one GPU each.
 std::vector<std::uint32_t> node_boxes(const Topology& t) {
-    double fastest = 0;
+    double fastest = 0, slowest = 0;
     for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
         const Channel& ch = t.channel(ChannelId{c});
-        if (t.is_processor(ch.from) || t.is_processor(ch.to)) fastest = std::max(fastest, t.speed(ChannelId{c}).bandwidth);
+        if (!t.is_processor(ch.from) && !t.is_processor(ch.to)) continue;
+        const double bw = t.speed(ChannelId{c}).bandwidth;
+        fastest = std::max(fastest, bw);
+        slowest = slowest == 0 ? bw : std::min(slowest, bw);
     }
+    const bool two_classes = slowest < fastest / 4;
     std::vector<std::uint32_t> parent(t.nodes());
     std::iota(parent.begin(), parent.end(), 0u);
     auto find = [&](std::uint32_t x) {
         while (parent[x] != x) x = parent[x] = parent[parent[x]];
         return x;
     };
+    auto join = [&](std::uint32_t u, std::uint32_t v) {
+        const std::uint32_t a = find(u), b = find(v);
+        if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    };
     for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
         const Channel& ch = t.channel(ChannelId{c});
-        if (!t.is_processor(ch.from) && !t.is_processor(ch.to)) continue;
-        if (t.speed(ChannelId{c}).bandwidth < fastest / 4) continue;
-        const std::uint32_t a = find(idx(ch.from)), b = find(idx(ch.to));
-        if (a != b) parent[std::max(a, b)] = std::min(a, b);
+        const bool from_p = t.is_processor(ch.from), to_p = t.is_processor(ch.to);
+        if (two_classes ? (from_p || to_p) && t.speed(ChannelId{c}).bandwidth >= fastest / 4 : from_p && to_p) join(idx(ch.from), idx(ch.to));
     }
+    if (!two_classes)
+        for (std::uint32_t r = t.processors(); r < t.nodes(); ++r) {
+            std::uint32_t box = UINT32_MAX;
+            bool one = true;
+            for (ChannelId c : t.out_channels(Node{r}))
+                if (t.is_processor(t.channel(c).to)) {
+                    const std::uint32_t b = find(idx(t.channel(c).to));
+                    if (box != UINT32_MAX && b != box) one = false;
+                    box = b;
+                }
+            if (one && box != UINT32_MAX) join(r, box);
+        }
     std::vector<std::uint32_t> box(t.nodes());
     for (std::uint32_t n = 0; n < t.nodes(); ++n) box[n] = find(n);
     return box;
@@ -145,11 +166,19 @@ System nccl_system(const Topology& t) {
     // src/graph/topo.cc:545-555, :657: PCIe x16 at Gen3 (V100), Gen4 (A100), Gen5 (H100):
     // width * speed / 80 = 12, 24, 48 GB/s. Assumed per generation (the graph files have no PCIe).
     s.pci_bw = s.arch == Arch::hopper ? 48.0 : s.arch == Arch::ampere ? 24.0 : 12.0;
+    // every pair of box 0 linked, directly or through one router (an NVSwitch drawn as a router)
     s.nvswitch = true;
-    for (const auto& b : s.boxes)
-        for (Node u : b)
-            for (Node v : b)
-                if (u != v && !t.find_channel(u, v)) s.nvswitch = false;
+    for (Node u : s.boxes.front()) {
+        std::vector<char> reach(t.nodes(), 0);
+        for (ChannelId c : t.out_channels(u)) {
+            const Node r = t.channel(c).to;
+            reach[idx(r)] = 1;
+            if (!t.is_processor(r) && l.box_of[idx(r)] == box0)
+                for (ChannelId d : t.out_channels(r)) reach[idx(t.channel(d).to)] = 1;
+        }
+        for (Node v : s.boxes.front())
+            if (u != v && !reach[idx(v)]) s.nvswitch = false;
+    }
     if (s.nodes > 1 && s.nics_per_node == 0)
         throw InputError(fmt::format("{}: {} boxes but no channel leaves a box (NCCL's model needs a NIC)", t.spec(), s.nodes));
     s.note = fmt::format("{} box{} of {} GPU{} ({}, {} GB/s of NVLink a GPU in NCCL's units{}), {} NIC{} a box of {:g} GB/s{}", s.nodes,
