@@ -132,20 +132,19 @@ System nccl_system(const Topology& t) {
         }
         // the GPU's NVLinks: its channels to GPUs of its box (or, a switch drawn as a router, to it)
         double to_gpus = 0, to_routers = 0;
-        std::vector<std::uint32_t> groups;
-        bool all_grouped = true;
+        std::vector<std::uint32_t> groups;  // the groups of the GPU's own sends (its NVSwitch port)
         for (ChannelId c : t.out_channels(Node{n})) {
             const Node v = t.channel(c).to;
             if (l.box_of[idx(v)] != l.box_of[n]) continue;
             (t.is_processor(v) ? to_gpus : to_routers) += t.speed(c).bandwidth;
-            if (t.is_processor(v)) {
-                if (t.groups_of(c).empty()) all_grouped = false;
-                for (std::uint32_t g : t.groups_of(c)) groups.push_back(g);
+            for (std::uint32_t g : t.groups_of(c)) {
+                const auto& chs = t.groups()[g].channels;
+                if (std::all_of(chs.begin(), chs.end(), [&](ChannelId x) { return t.channel(x).from == Node{n}; })) groups.push_back(g);
             }
         }
         std::sort(groups.begin(), groups.end());
         groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
-        if (all_grouped && !groups.empty()) {
+        if (!groups.empty()) {
             double cap = 0;
             for (std::uint32_t g : groups) cap += t.group_bandwidth(g);
             to_gpus = std::min(to_gpus, cap);
@@ -173,15 +172,18 @@ System nccl_system(const Topology& t) {
         for (ChannelId c : t.out_channels(u)) {
             const Node r = t.channel(c).to;
             reach[idx(r)] = 1;
-            if (!t.is_processor(r) && l.box_of[idx(r)] == box0)
-                for (ChannelId d : t.out_channels(r)) reach[idx(t.channel(d).to)] = 1;
+            const auto outs = t.out_channels(r);
+            const bool switch_of_box = !t.is_processor(r) && l.box_of[idx(r)] == box0 &&
+                                       std::none_of(outs.begin(), outs.end(), [&](ChannelId d) { return l.box_of[idx(t.channel(d).to)] != box0; });
+            if (switch_of_box)  // an NVSwitch drawn as a router (not the box's NIC)
+                for (ChannelId d : outs) reach[idx(t.channel(d).to)] = 1;
         }
         for (Node v : s.boxes.front())
             if (u != v && !reach[idx(v)]) s.nvswitch = false;
     }
     if (s.nodes > 1 && s.nics_per_node == 0)
         throw InputError(fmt::format("{}: {} boxes but no channel leaves a box (NCCL's model needs a NIC)", t.spec(), s.nodes));
-    s.note = fmt::format("{} box{} of {} GPU{} ({}, {} GB/s of NVLink a GPU in NCCL's units{}), {} NIC{} a box of {:g} GB/s{}", s.nodes,
+    s.note = fmt::format("{} box{} of {} GPU{} ({}, {:g} GB/s of NVLink a GPU in NCCL's units{}), {} NIC{} a box of {:g} GB/s{}", s.nodes,
                          s.nodes == 1 ? "" : "es", s.gpus_per_node, s.gpus_per_node == 1 ? "" : "s", to_string(s.arch), s.nvlink_bw,
                          s.nvswitch ? ", every pair linked" : "", s.nics_per_node, s.nics_per_node == 1 ? "" : "s", s.nic_bw,
                          s.nic_per_gpu ? " (one per GPU)" : "");
