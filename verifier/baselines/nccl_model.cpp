@@ -85,7 +85,7 @@ constexpr double tree_correction[3][24] = {
 int log2i(double n) { return n < 1 ? -1 : static_cast<int>(std::floor(std::log2(n))); }
 
 /// How many ring channels fit at per-channel speed s. Several boxes: each channel takes s of its
-/// NIC and of the PCIe path to it (search.cc:749-754 subtracts bwInter from the NIC, :88-127 from
+/// NIC and of the PCIe path to it (search.cc:739-751 subtracts bwInter from the NIC, :88-127 from
 /// every link of the path), so a NIC carries floor(min(nic, pci) / s); NVLink's share is not
 /// counted (an NVSwitch box has 450 GB/s a GPU against a NIC's 50). One box: each channel takes s
 /// of every GPU's NVLinks.
@@ -122,7 +122,7 @@ Graph nccl_ring_graph(const System& s) {
     std::size_t j = 0;
     while (j < sp.size() && sp[j] > best.bw_inter) ++j;
     while (j-- > 0) consider(sp[j]);
-    if (best.channels == 0) return {1, 0.1, 0.1};  // search.cc:1285-1289: the simple order at 0.1 GB/s
+    if (best.channels == 0) return {1, 0.1, 0.1};  // search.cc:1289-1296: the simple order at 0.1 GB/s
     // search.cc:1036-1048 ncclTopoDupChannels: twice the channels at half the speed, unless slow
     // (< 25), or Hopper+ below 50 with more than 4 channels.
     if (best.bw_intra >= 25.0 && !(s.arch == Arch::hopper && best.bw_intra < 50.0 && best.channels > 4)) {
