@@ -29,8 +29,9 @@ BELOW = {
     "verifier/check": ["compiler/lower", "compiler/formats", "-dsl"],
     "verifier/synth": ["verifier/check"],
     "runtime": ["compiler/lower", "compiler/formats", "-dsl"],
+    "verifier/compose": ["verifier/synth", "runtime"],
     "bench": ["verifier/synth", "runtime"],
-    "tools": ["verifier/synth", "runtime", "bench"],
+    "tools": ["verifier/compose", "verifier/synth", "runtime", "bench"],
     "python": ["tools"],
 }
 OPEN = ("tests", "fuzz")  # may include any room

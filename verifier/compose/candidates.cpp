@@ -1,0 +1,158 @@
+// The boxes of a machine and the candidates for a size (allreduce.hpp): every shape that applies,
+// each with the number of pieces that its predicted asynchronous time at the size prefers,
+// verified by the direct checker.
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "compiler/topology/machine_view.hpp"
+#include "runtime/timing.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/compose/allreduce.hpp"
+
+namespace collsched::compose {
+
+Boxes find_boxes(const Topology& t) {
+    Boxes r;
+    const double fastest = fastest_processor_channel(t);
+    if (fastest <= 0) {
+        r.why = "no channel joins two processors";
+        return r;
+    }
+    const std::vector<std::uint32_t> comp = processor_components(t, fastest / 4);
+    for (std::uint32_t p = 0; p < t.processors(); ++p) {
+        if (comp[p] >= r.boxes.size()) r.boxes.resize(comp[p] + 1);
+        r.boxes[comp[p]].push_back(Node{p});
+    }
+    for (const auto& b : r.boxes)
+        if (b.size() != r.boxes[0].size()) {
+            r.why = fmt::format("the boxes differ in size ({} and {} processors)", r.boxes[0].size(), b.size());
+            r.boxes.clear();
+            return r;
+        }
+    return r;
+}
+
+namespace {
+
+/// The most transfers a candidate table may have (about 12 bytes each, plus the checker's and
+/// the time prediction's per-transfer state): beyond, more pieces are not tried.
+constexpr std::size_t transfer_budget = 4'000'000;
+constexpr std::uint32_t most_pieces = 64;
+
+struct Decomposition {
+    std::vector<std::vector<Node>> boxes;
+    bool flat = false;
+    std::string what;
+};
+
+std::vector<Decomposition> decompositions(const Topology& t) {
+    std::vector<Decomposition> ds;
+    const std::uint32_t P = t.processors();
+    Boxes found = find_boxes(t);
+    const std::size_t K = found.boxes.size();
+    if (found.why.empty() && K > 1 && K < P)
+        ds.push_back({found.boxes, false, fmt::format("{} boxes of {} (components of the channels of at least a quarter of the fastest)", K, P / K)});
+    Decomposition ones{{}, true, fmt::format("{} processors as boxes of one", P)};
+    for (std::uint32_t p = 0; p < P; ++p) ones.boxes.push_back({Node{p}});
+    ds.push_back(std::move(ones));
+    Decomposition one{{{}}, true, fmt::format("{} processors as one box", P)};
+    for (std::uint32_t p = 0; p < P; ++p) one.boxes[0].push_back(Node{p});
+    ds.push_back(std::move(one));
+    return ds;
+}
+
+std::vector<Shape> shapes_for(std::size_t K, std::size_t B, bool flat) {
+    std::vector<InBox> ins = B > 1 ? std::vector<InBox>{InBox::rsag, InBox::ar} : std::vector<InBox>{InBox::none};
+    std::vector<Across> acrosses = K > 1 ? std::vector<Across>{Across::direct_ar, Across::direct_rsag, Across::ring, Across::halving, Across::doubling}
+                                         : std::vector<Across>{Across::none};
+    std::vector<Shape> s;
+    for (InBox i : ins)
+        for (Across a : acrosses) s.push_back({i, a, flat});
+    return s;
+}
+
+/// The longest any channel or link group is busy in the table at `size` (bytes over bandwidth):
+/// a lower bound on its asynchronous time that does not depend on the number of pieces, which
+/// moves the same bytes over the same links.
+double load_bound(const SendTable& t, double size) {
+    const Topology& topo = *t.topology;
+    const double chunk = size / t.collective.chunks;
+    std::vector<double> chan(topo.channels().size()), group(topo.groups().size());
+    for (const Transfer& x : t.transfers) {
+        chan[idx(x.channel)] += chunk;
+        for (std::uint32_t g : topo.groups_of(x.channel)) group[g] += chunk;
+    }
+    double most = 0;
+    const TimeOptions opt{size, std::nullopt};
+    for (std::size_t c = 0; c < chan.size(); ++c)
+        if (chan[c] > 0) most = std::max(most, chan[c] / channel_speed(topo, ChannelId{static_cast<std::uint32_t>(c)}, opt).bandwidth);
+    for (std::size_t g = 0; g < group.size(); ++g)
+        if (group[g] > 0) most = std::max(most, group[g] / group_speed(topo, static_cast<std::uint32_t>(g), opt));
+    return most;
+}
+
+struct Tried {
+    Shape shape;
+    const Decomposition* d = nullptr;
+    std::uint32_t pieces = 1;
+    std::optional<SendTable> table;
+    double seconds = 0, bound = 0;
+};
+
+/// Four times the pieces while the predicted time falls by more than 0.1 % (up to 64, and while
+/// the table stays within the budget): the alpha-beta trade-off, each piece paying the latencies of its phases.
+void refine(const SynthInstance& in, Tried& t, double size) {
+    for (std::uint32_t k = t.pieces * 4; k <= most_pieces && t.table->transfers.size() * 4 <= transfer_budget; k *= 4) {
+        std::optional<SendTable> next = build_shape(in, t.d->boxes, t.shape, k, nullptr);
+        if (!next) return;
+        const double s = predict_time(*next, TimeOptions{size, std::nullopt}).asynchronous;
+        if (s >= t.seconds * (1 - 1e-3)) {
+            if (s < t.seconds) t.pieces = k, t.seconds = s, t.table = std::move(next);
+            return;
+        }
+        t.pieces = k, t.seconds = s, t.table = std::move(next);
+    }
+}
+
+}  // namespace
+
+std::vector<Candidate> time_candidates(const SynthInstance& in, double size_bytes) {
+    const CollectiveKind kind = in.collective.kind;
+    std::vector<Candidate> out;
+    if (kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::allgather) return out;
+    if (in.model.timing != Timing::hop || in.model.inject_once || in.topology->processors() < 2) return out;
+    const std::vector<Decomposition> ds = decompositions(*in.topology);
+    std::vector<Tried> tried;
+    for (const Decomposition& d : ds)
+        for (const Shape& sh : shapes_for(d.boxes.size(), d.boxes[0].size(), d.flat)) {
+            Tried t{sh, &d, 1, build_shape(in, d.boxes, sh, 1, nullptr), 0, 0};
+            if (!t.table) continue;  // the shape does not apply (a route through a processor, ...)
+            t.seconds = predict_time(*t.table, TimeOptions{size_bytes, std::nullopt}).asynchronous;
+            // what no number of pieces goes below: the busiest link's bytes, and the chain of
+            // latencies of one piece (the time of the table with almost nothing to move)
+            t.bound = std::max(load_bound(*t.table, size_bytes), predict_time(*t.table, TimeOptions{1e-9, std::nullopt}).asynchronous);
+            tried.push_back(std::move(t));
+        }
+    // the shapes whose load could still beat the best so far, most promising first
+    std::stable_sort(tried.begin(), tried.end(), [](const Tried& a, const Tried& b) { return a.bound < b.bound; });
+    double best = std::numeric_limits<double>::infinity();
+    for (const Tried& t : tried) best = std::min(best, t.seconds);
+    for (Tried& t : tried) {
+        if (t.bound * (1 + 1e-3) >= best) continue;
+        refine(in, t, size_bytes);
+        best = std::min(best, t.seconds);
+    }
+    for (Tried& t : tried) {
+        if (!verify_direct(*t.table).holds()) continue;  // a construction that does not hold is left out
+        std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape), t.pieces, t.pieces == 1 ? "" : "s");
+        std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 at {} bytes (asynchronous time)", shape_name(t.shape),
+                                      t.d->what, t.pieces, size_bytes);
+        out.push_back({std::move(name), std::move(how), t.pieces, std::move(*t.table), t.seconds});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) { return a.predicted_s < b.predicted_s; });
+    return out;
+}
+
+}  // namespace collsched::compose
