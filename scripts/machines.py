@@ -4,7 +4,7 @@
     python3 scripts/machines.py [OUT_DIR]                (default schedules/machines)
     python3 scripts/machines.py --large OUT_DIR          the cluster-scale files (32 .. 128 boxes)
     python3 scripts/machines.py --one FAMILY K OUT.json  one machine: multibox, rail, h100rail,
-                                                         ndv2, boxfattree with K boxes; fca100,
+                                                         railrouters, ndv2, boxfattree with K boxes; fca100,
                                                          fcmi250: ForestColl's own examples
 
 Each machine is a processor-only graph whose channel capacities count NVLinks (or normalized
@@ -198,6 +198,20 @@ def forestcoll_mi250(k, path):
                    "ib": {"alpha": "2.7 us", "bandwidth": "2 GB/s", "note": "per unit (ForestColl's MI250_IB_BW = 16)"}})
 
 
+def railrouters(k, path):
+    """Rail-optimized with the switches as routers, as the network is wired: k boxes of 8 GPUs,
+    each box's NVSwitch a router r1.(8 + b) (a GPU's channel to it and back of capacity 1 at 300 GB/s),
+    GPU i of every box on rail switch r1.i (a router; the GPU's NIC channel to it and back of
+    capacity 1 at 200 Gb/s). Latencies: NCCL's NVLink 0.6 us and network 2.7 us, halved per hop
+    (a transfer between GPUs crosses two channels)."""
+    edges = [(8 * b + g, f"r1.{8 + b}", 1, "nvswitch") for b in range(k) for g in range(8)]
+    edges += [(8 * b + g, f"r1.{g}", 1, "ib") for b in range(k) for g in range(8)]
+    write_routers(path, 8 * k, 8 + k, edges,
+                  f"{k} boxes of 8 GPUs, switches as routers: NVSwitch of box b is r1.(8+b), GPU i of every box on rail switch r1.i",
+                  {"nvswitch": {"alpha": "0.3 us", "bandwidth": "300 GB/s", "note": "A100 to its NVSwitch (NCCL's NVLink hop 0.6 us over two hops)"},
+                   "ib": {"alpha": "1.35 us", "bandwidth": "200 Gbit/s", "note": "HDR NIC to its rail switch (NCCL's network hop 2.7 us over two hops)"}})
+
+
 def one(family, k, path):
     if family == "multibox":
         multibox(k, 8, 1, f"{k} boxes of 8 GPUs on NVSwitch (1 chunk per GPU and step each way), a NIC per GPU (1 each way) "
@@ -213,12 +227,14 @@ def one(family, k, path):
         ndv2(k, path)
     elif family == "boxfattree":
         boxfattree(k, 4, 16, path)
+    elif family == "railrouters":
+        railrouters(k, path)
     elif family == "fca100":
         forestcoll_a100(k, path)
     elif family == "fcmi250":
         forestcoll_mi250(k, path)
     else:
-        raise SystemExit(f"unknown family {family}: multibox, rail, h100rail, ndv2, boxfattree, fca100, fcmi250")
+        raise SystemExit(f"unknown family {family}: multibox, rail, h100rail, railrouters, ndv2, boxfattree, fca100, fcmi250")
 
 
 def main():

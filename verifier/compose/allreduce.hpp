@@ -53,8 +53,9 @@ struct Boxes {
     std::vector<std::vector<Node>> boxes;
     std::string why;  ///< empty when found; else why the machine is not K boxes of B
 };
-/// The components of the processor channels of at least a quarter of the fastest one's
-/// bandwidth (compiler/topology/machine_view.hpp): K >= 1 boxes of equal size B.
+/// The boxes: processors joined by channels of at least a quarter of the fastest bandwidth at a
+/// processor (NVLink against a NIC, as the machine view draws boxes), or by such channels to one
+/// router (a box's NVSwitch as a router); K >= 1 boxes of equal size B, else `why`.
 Boxes find_boxes(const Topology&);
 
 /// The table of one shape with k pieces on `boxes` for the instance's collective (allreduce,

@@ -6,24 +6,53 @@
 
 #include <fmt/format.h>
 
-#include "compiler/topology/machine_view.hpp"
 #include "runtime/timing.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
 
 namespace collsched::compose {
 
+namespace {
+
+std::uint32_t find_root(std::vector<std::uint32_t>& up, std::uint32_t x) {
+    while (up[x] != x) x = up[x] = up[up[x]];
+    return x;
+}
+
+}  // namespace
+
 Boxes find_boxes(const Topology& t) {
     Boxes r;
-    const double fastest = fastest_processor_channel(t);
-    if (fastest <= 0) {
-        r.why = "no channel joins two processors";
-        return r;
+    const TimeOptions opt{};
+    double fastest = 0;
+    for (std::size_t c = 0; c < t.channels().size(); ++c) {
+        const Channel& ch = t.channels()[c];
+        if (t.is_processor(ch.from) || t.is_processor(ch.to))
+            fastest = std::max(fastest, channel_speed(t, ChannelId{static_cast<std::uint32_t>(c)}, opt).bandwidth);
     }
-    const std::vector<std::uint32_t> comp = processor_components(t, fastest / 4);
-    for (std::uint32_t p = 0; p < t.processors(); ++p) {
-        if (comp[p] >= r.boxes.size()) r.boxes.resize(comp[p] + 1);
-        r.boxes[comp[p]].push_back(Node{p});
+    // processors joined by a fast channel, or by fast channels to one router (a box's switch), are in one box
+    const std::uint32_t P = t.processors();
+    std::vector<std::uint32_t> up(P), via(t.nodes(), P);
+    for (std::uint32_t p = 0; p < P; ++p) up[p] = p;
+    for (std::size_t c = 0; c < t.channels().size(); ++c) {
+        const Channel& ch = t.channels()[c];
+        if (channel_speed(t, ChannelId{static_cast<std::uint32_t>(c)}, opt).bandwidth * 4 < fastest) continue;
+        const bool a = t.is_processor(ch.from), b = t.is_processor(ch.to);
+        if (a && b) up[find_root(up, idx(ch.from))] = find_root(up, idx(ch.to));
+        if (a != b) {
+            const std::uint32_t p = a ? idx(ch.from) : idx(ch.to), router = a ? idx(ch.to) : idx(ch.from);
+            if (via[router] == P) via[router] = p;
+            else up[find_root(up, p)] = find_root(up, via[router]);
+        }
+    }
+    std::vector<std::uint32_t> number(P, P);
+    for (std::uint32_t p = 0; p < P; ++p) {
+        std::uint32_t& n = number[find_root(up, p)];
+        if (n == P) {
+            n = static_cast<std::uint32_t>(r.boxes.size());
+            r.boxes.emplace_back();
+        }
+        r.boxes[n].push_back(Node{p});
     }
     for (const auto& b : r.boxes)
         if (b.size() != r.boxes[0].size()) {
@@ -53,7 +82,7 @@ std::vector<Decomposition> decompositions(const Topology& t) {
     Boxes found = find_boxes(t);
     const std::size_t K = found.boxes.size();
     if (found.why.empty() && K > 1 && K < P)
-        ds.push_back({found.boxes, false, fmt::format("{} boxes of {} (components of the channels of at least a quarter of the fastest)", K, P / K)});
+        ds.push_back({found.boxes, false, fmt::format("{} boxes of {} (joined by channels, or through one router, of at least a quarter of the fastest bandwidth)", K, P / K)});
     Decomposition ones{{}, true, fmt::format("{} processors as boxes of one", P)};
     for (std::uint32_t p = 0; p < P; ++p) ones.boxes.push_back({Node{p}});
     ds.push_back(std::move(ones));
