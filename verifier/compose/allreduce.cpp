@@ -201,20 +201,28 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
     if (sh.inbox == InBox::ar) return "the in-box allreduce is for allreduce only";
     if (sh.across == Across::direct_ar) return "the direct rail allreduce is for allreduce only";
     if (kind == CollectiveKind::reduce_scatter && sh.across == Across::doubling) return "recursive doubling does not reduce-scatter";
-    if (kind == CollectiveKind::allgather && sh.across == Across::halving) return "allgather takes recursive doubling (halving is its reduce-scatter)";
+    if (kind == CollectiveKind::allgather && sh.across == Across::doubling) return "allgather's recursive doubling is the shape `halving` (its second half)";
     return "";
 }
 
 }  // namespace
 
-std::string shape_name(const Shape& sh) {
+std::string shape_name(const Shape& sh, CollectiveKind kind) {
     static constexpr const char* in[] = {"", "rsag", "ar"};
     static constexpr const char* across[] = {"", "direct-ar", "direct", "ring", "halving-doubling", "doubling"};
+    std::string inbox = in[static_cast<int>(sh.inbox)], rail = across[static_cast<int>(sh.across)];
+    if (kind == CollectiveKind::reduce_scatter) {  // the first halves
+        if (sh.inbox == InBox::rsag) inbox = "rs";
+        if (sh.across == Across::halving) rail = "halving";
+    }
+    if (kind == CollectiveKind::allgather) {  // the second halves
+        if (sh.inbox == InBox::rsag) inbox = "ag";
+        if (sh.across == Across::halving) rail = "doubling";
+    }
     std::string s = sh.flat ? "flat " : "hierarchical ";
-    s += in[static_cast<int>(sh.inbox)];
-    if (sh.inbox != InBox::none && sh.across != Across::none) s += "+";
-    s += across[static_cast<int>(sh.across)];
-    return s;
+    s += inbox;
+    if (!inbox.empty() && !rail.empty()) s += "+";
+    return s + rail;
 }
 
 std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<std::vector<Node>>& boxes, const Shape& sh, std::uint32_t pieces,

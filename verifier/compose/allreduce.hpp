@@ -37,7 +37,9 @@ struct Shape {
     Across across = Across::none;
     bool flat = false;  ///< the machine taken as P boxes of one (or one box of P)
 };
-std::string shape_name(const Shape&);
+/// "hierarchical rsag+ring", "flat doubling"; reduce_scatter and allgather name their half
+/// ("hierarchical rs+halving", "hierarchical ag+doubling").
+std::string shape_name(const Shape&, CollectiveKind = CollectiveKind::allreduce);
 
 /// A construction's table with what it is.
 struct Candidate {

@@ -3,6 +3,7 @@
 // verified by the direct checker.
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -131,13 +132,18 @@ struct Tried {
 };
 
 /// Four times the pieces while the predicted time falls by more than 0.1 % (up to 64, and while
-/// the table stays within the budget): the alpha-beta trade-off, each piece paying the latencies of its phases.
-void refine(const SynthInstance& in, Tried& t, double size) {
+/// the table stays within the budget), and while the shape stays within 1 % of the best time any
+/// shape refined before it had with as many pieces (`at`: pieces -> that time; a heuristic that
+/// saves building the large tables of shapes that are behind, never a bound).
+void refine(const SynthInstance& in, Tried& t, double size, std::map<std::uint32_t, double>& at) {
     for (std::uint32_t k = t.pieces * 4; k <= most_pieces && t.table->transfers.size() * 4 <= transfer_budget; k *= 4) {
         std::optional<SendTable> next = build_shape(in, t.d->boxes, t.shape, k, nullptr);
         if (!next) return;
         const double s = predict_time(*next, TimeOptions{size, std::nullopt}).asynchronous;
-        if (s >= t.seconds * (1 - 1e-3)) {
+        auto [it, fresh] = at.try_emplace(k, s);
+        const bool behind = !fresh && s > it->second * 1.01;
+        it->second = std::min(it->second, s);
+        if (s >= t.seconds * (1 - 1e-3) || behind) {
             if (s < t.seconds) t.pieces = k, t.seconds = s, t.table = std::move(next);
             return;
         }
@@ -168,15 +174,16 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, double size_byte
     std::stable_sort(tried.begin(), tried.end(), [](const Tried& a, const Tried& b) { return a.bound < b.bound; });
     double best = std::numeric_limits<double>::infinity();
     for (const Tried& t : tried) best = std::min(best, t.seconds);
+    std::map<std::uint32_t, double> at;
     for (Tried& t : tried) {
         if (t.bound * (1 + 1e-3) >= best) continue;
-        refine(in, t, size_bytes);
+        refine(in, t, size_bytes, at);
         best = std::min(best, t.seconds);
     }
     for (Tried& t : tried) {
         if (!verify_direct(*t.table).holds()) continue;  // a construction that does not hold is left out
-        std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape), t.pieces, t.pieces == 1 ? "" : "s");
-        std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 at {} bytes (asynchronous time)", shape_name(t.shape),
+        std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), t.pieces, t.pieces == 1 ? "" : "s");
+        std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 at {} bytes (asynchronous time)", shape_name(t.shape, kind),
                                       t.d->what, t.pieces, size_bytes);
         out.push_back({std::move(name), std::move(how), t.pieces, std::move(*t.table), t.seconds});
     }
