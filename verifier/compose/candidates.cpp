@@ -68,7 +68,7 @@ namespace {
 
 /// The most transfers a candidate table may have (about 12 bytes each, plus the checker's and
 /// the time prediction's per-transfer state): beyond, more pieces are not tried.
-constexpr std::size_t transfer_budget = 4'000'000;
+constexpr std::size_t transfer_budget = 500'000;
 constexpr std::uint32_t most_pieces = 64;
 
 struct Decomposition {
