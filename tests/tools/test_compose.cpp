@@ -169,6 +169,22 @@ TEST_CASE("compose: the predicted times reach the marks of issue 43") {
     }
 }
 
+TEST_CASE("compose: machines of one box get the rings too, and one table once") {
+    // DGX-1: 6 rings at once carry 2 x 7/8 GiB over 6 x 25 GB/s per GPU = 12.5 ms (the per-GPU bound); the flat
+    // recursive halving and doubling uses one or two links of a GPU's six per step: 42.95 ms
+    std::vector<Candidate> cs = time_candidates(instance(machine("dgx1"), "allreduce"), GiB);
+    REQUIRE(cs.size() == 3);
+    CHECK(cs[0].name == "rings (6 at once), 1 piece");
+    CHECK(cs[0].predicted_s == doctest::Approx(12.53e-3).epsilon(1e-3));
+    CHECK(verify_direct(cs[0].table).holds());
+    CHECK(cs[1].name == "flat halving-doubling, 1 piece");
+    // nvswitch8: one box of 8 (rsag) and 8 boxes of one (direct) are the same table, listed once
+    cs = time_candidates(instance(machine("nvswitch8"), "allreduce"), 64 * KiB);
+    REQUIRE_FALSE(cs.empty());
+    CHECK(cs[0].name == "flat direct, 64 pieces");
+    for (const Candidate& c : cs) CHECK(c.name.find("flat rsag") == std::string::npos);
+}
+
 TEST_CASE("compose: collsched-compose writes the fastest table, which verify --size times") {
     collsched::test::Scratch dir("compose");
     const std::string bin = std::string(COLLSCHED_BINARY) + "-compose";

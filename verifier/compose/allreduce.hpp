@@ -5,10 +5,11 @@
  * two phases per piece: inside every box (direct one-step exchanges on the box's switch) and
  * across the boxes along every rail (direct, ring, recursive halving and doubling), the buffer
  * cut into k pieces that run pipelined. Every shape is a family in k; for a buffer of M bytes
- * the k with the least predicted asynchronous time (docs/time.md) is kept among k = 1, 2, 4,
- * ..., and the table is verified by the direct checker. The machine as one box (B = P) and as
+ * the k with the least predicted asynchronous time (docs/time.md) is kept among k = 1, 4, 16,
+ * 64, and the table is verified by the direct checker. The machine as one box (B = P) and as
  * P boxes of one (K = P: flat recursive doubling, Rabenseifner, ring) are tried as well, so
- * switch boxes (nvswitch8, dgx2) and cube meshes (dgx1) get the latency end too.
+ * switch boxes (nvswitch8, dgx2) and cube meshes (dgx1) get the latency end too, and machines
+ * of one box NCCL's rings on the cycles they run at once (verifier/synth's ring_schedule).
  */
 #pragma once
 
@@ -29,7 +30,8 @@ enum class InBox : std::uint8_t { none, rsag, ar };
 /// How the boxes exchange along a rail: `none` (one box), `direct_ar` (1 hop, K - 1 pieces per
 /// GPU), `direct_rsag` (2 hops, 2(K-1)/K), `ring` (2(K-1) hops, 2(K-1)/K), `halving` (recursive
 /// halving then doubling, 2 log K hops, 2(K-1)/K; K a power of two), `doubling` (recursive
-/// doubling, log K hops, log K pieces; K a power of two).
+/// doubling, log K hops, log K pieces; K a power of two). Reduce-scatter runs the first half of
+/// `direct_rsag`, `ring`, `halving`; allgather the second (its recursive doubling is `halving`).
 enum class Across : std::uint8_t { none, direct_ar, direct_rsag, ring, halving, doubling };
 
 struct Shape {

@@ -2,6 +2,7 @@
 // each with the number of pieces that its predicted asynchronous time at the size prefers,
 // verified by the direct checker.
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <map>
 
@@ -151,6 +152,44 @@ void refine(const SynthInstance& in, Tried& t, double size, std::map<std::uint32
     }
 }
 
+/// NCCL's ring algorithms on the Hamiltonian cycles the machine runs at once (verifier/synth's
+/// ring_schedule, docs/synthesis.md "Rings run at once"), as a candidate for machines of one box
+/// without routers (the DGX-1's cube mesh, switch boxes): there the flat ring in processor order
+/// may not apply and the rings use every link. Each ring carries `pieces` batches; pieces 1, 4,
+/// 16 while the time falls by more than 0.1 %.
+std::optional<Candidate> rings_candidate(const SynthInstance& in, double size) {
+    const std::uint32_t P = in.topology->processors();
+    const bool per_owner = in.collective.kind != CollectiveKind::allgather;
+    auto build = [&](std::uint32_t chunks) -> std::optional<SendTable> {
+        SynthInstance r = in;
+        r.collective.set_chunks(chunks, *in.topology);
+        std::optional<KnownSchedule> k = ring_schedule(r, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+        if (!k) return std::nullopt;
+        return std::move(k->table);
+    };
+    // the rings found: each puts one transfer per processor in step 1
+    std::optional<SendTable> probe = build(per_owner ? 64 * P : 64);
+    if (!probe) return std::nullopt;
+    std::uint32_t rings = 0;
+    for (const Transfer& x : probe->transfers) rings += x.step == 1;
+    rings = std::max<std::uint32_t>(1, rings / P);
+    Candidate best;
+    best.predicted_s = std::numeric_limits<double>::infinity();
+    for (std::uint32_t pieces = 1; pieces <= 16; pieces *= 4) {
+        std::optional<SendTable> t = build(rings * pieces * (per_owner ? P : 1));
+        if (!t) break;
+        const double s = predict_time(*t, TimeOptions{size, std::nullopt}).asynchronous;
+        if (s >= best.predicted_s * (1 - 1e-3)) break;
+        best = {fmt::format("rings ({} at once), {} piece{}", rings, pieces, pieces == 1 ? "" : "s"),
+                fmt::format("NCCL's ring algorithm on {} rings the machine runs at once (verifier/synth ring_schedule), {} batches per ring: the fastest "
+                            "of 1, 4, 16 at {} bytes (asynchronous time)",
+                            rings, pieces, size),
+                pieces, std::move(*t), s};
+    }
+    if (best.table.transfers.empty()) return std::nullopt;
+    return best;
+}
+
 }  // namespace
 
 std::vector<Candidate> time_candidates(const SynthInstance& in, double size_bytes) {
@@ -182,11 +221,18 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, double size_byte
     }
     for (Tried& t : tried) {
         if (!verify_direct(*t.table).holds()) continue;  // a construction that does not hold is left out
+        const bool again = std::any_of(out.begin(), out.end(), [&](const Candidate& c) {
+            return c.table.collective == t.table->collective && c.table.transfers == t.table->transfers;
+        });
+        if (again) continue;  // one box of P and P boxes of one give the same direct exchange
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), t.pieces, t.pieces == 1 ? "" : "s");
         std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 at {} bytes (asynchronous time)", shape_name(t.shape, kind),
                                       t.d->what, t.pieces, size_bytes);
         out.push_back({std::move(name), std::move(how), t.pieces, std::move(*t.table), t.seconds});
     }
+    const Boxes boxes = find_boxes(*in.topology);
+    if (in.topology->routers() == 0 && boxes.boxes.size() <= 1)
+        if (std::optional<Candidate> r = rings_candidate(in, size_bytes)) out.push_back(std::move(*r));
     std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) { return a.predicted_s < b.predicted_s; });
     return out;
 }
