@@ -204,17 +204,19 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, double size_byte
             Tried t{sh, &d, 1, build_shape(in, d.boxes, sh, 1, nullptr), 0, 0};
             if (!t.table) continue;  // the shape does not apply (a route through a processor, ...)
             t.seconds = predict_time(*t.table, TimeOptions{size_bytes, std::nullopt}).asynchronous;
-            // what no number of pieces goes below: the busiest link's bytes, and the chain of
-            // latencies of one piece (the time of the table with almost nothing to move)
-            t.bound = std::max(load_bound(*t.table, size_bytes), predict_time(*t.table, TimeOptions{1e-9, std::nullopt}).asynchronous);
+            t.bound = load_bound(*t.table, size_bytes);
             tried.push_back(std::move(t));
         }
-    // the shapes whose load could still beat the best so far, most promising first
+    // the shapes whose load could still beat the best so far, the least loaded first
     std::stable_sort(tried.begin(), tried.end(), [](const Tried& a, const Tried& b) { return a.bound < b.bound; });
     double best = std::numeric_limits<double>::infinity();
     for (const Tried& t : tried) best = std::min(best, t.seconds);
     std::map<std::uint32_t, double> at;
     for (Tried& t : tried) {
+        if (t.bound * (1 + 1e-3) >= best) continue;
+        // what no number of pieces goes below: the busiest link's bytes, and the chain of
+        // latencies of one piece (the time of the table with almost nothing to move)
+        t.bound = std::max(t.bound, predict_time(*t.table, TimeOptions{1e-9, std::nullopt}).asynchronous);
         if (t.bound * (1 + 1e-3) >= best) continue;
         refine(in, t, size_bytes, at);
         best = std::min(best, t.seconds);
