@@ -112,6 +112,10 @@ TEST_CASE("compose: what does not apply says why") {
     CHECK_FALSE(build_shape(three, {{Node{0}, Node{1}}, {Node{2}, Node{3}}, {Node{4}, Node{5}}}, {InBox::rsag, Across::halving, false}, 1, &why));
     CHECK(why == "recursive halving and doubling need a power of two of boxes");
     CHECK(time_candidates(instance("ring:4", "alltoall"), 1e6).empty());
+    // more chunks than 32-bit message ids hold ((P^2 + 2P) C <= 2^32 - 2^24): refused with the reason, not thrown
+    SynthInstance big = instance("complete:512", "allreduce");
+    CHECK_FALSE(build_shape(big, ones(512), {InBox::none, Across::direct_rsag, true}, 64, &why));
+    CHECK(why.find("chunks") != std::string::npos);
 }
 
 TEST_CASE("compose: the direct checker, the Z3 engine and the simulator agree on small constructions") {

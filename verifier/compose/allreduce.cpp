@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "support/error.hpp"
 #include "verifier/compose/plan.hpp"
 
 namespace collsched::compose {
@@ -241,7 +242,12 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
     std::uint32_t C = pieces;
     if (kind == CollectiveKind::allreduce) C = pieces * (sh.inbox == InBox::rsag ? B : 1) * (splits(sh.across) ? K : 1);
     if (kind == CollectiveKind::reduce_scatter) C = pieces * P;
-    coll.set_chunks(C, *in.topology);
+    try {
+        coll.set_chunks(C, *in.topology);
+    } catch (const InputError& e) {  // the message space of 32-bit ids (docs/semantics.md, "Chunks")
+        if (why) *why = e.what();
+        return std::nullopt;
+    }
     Plan plan(in.topology, in.model, coll);
     if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, sh, pieces);
     if (kind == CollectiveKind::reduce_scatter) reduce_scatter_plan(plan, boxes, sh, pieces);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "runtime/timing.hpp"
+#include "support/error.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
 
@@ -162,7 +163,11 @@ std::optional<Candidate> rings_candidate(const SynthInstance& in, double size) {
     const bool per_owner = in.collective.kind != CollectiveKind::allgather;
     auto build = [&](std::uint32_t chunks) -> std::optional<SendTable> {
         SynthInstance r = in;
-        r.collective.set_chunks(chunks, *in.topology);
+        try {
+            r.collective.set_chunks(chunks, *in.topology);
+        } catch (const InputError&) {  // more chunks than 32-bit message ids hold
+            return std::nullopt;
+        }
         std::optional<KnownSchedule> k = ring_schedule(r, std::chrono::steady_clock::now() + std::chrono::seconds(5));
         if (!k) return std::nullopt;
         return std::move(k->table);
