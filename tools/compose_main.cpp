@@ -6,6 +6,7 @@
 // `collsched verify FILE --size M` and `collsched compare` read.
 //
 //   collsched-compose --topology graph:schedules/machines/h100rail4x8.json --collective allreduce --size 1G -o best.json
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -41,19 +42,23 @@ int run(int argc, char** argv) {
     CLI::App app{"collsched-compose: constructions for time (hierarchical and flat allreduce, reduce_scatter, allgather), "
                  "the pieces chosen by the asynchronous time at a size; docs/synthesis.md, \"Constructions for time\""};
     std::string topo_spec, coll_spec = "allreduce", size_text, model_text, out_file, out_dir;
+    double timeout = 0;
     app.add_option("--topology", topo_spec, "the machine, e.g. graph:schedules/machines/h100rail4x8.json")->required();
     app.add_option("--collective", coll_spec, "allreduce (default), reduce_scatter or allgather");
     app.add_option("--size", size_text, "the size M (bytes per datum, docs/time.md: 64K, 16M, 1G)")->required();
     app.add_option("--model", model_text, "model options, e.g. replicate=yes");
     app.add_option("-o,--output", out_file, "write the fastest table here (collsched.table JSON)");
     app.add_option("--dir", out_dir, "write every candidate's table into this folder");
+    app.add_option("--timeout", timeout, "seconds after which no more pieces, shapes or rings are tried (0: none)")->check(CLI::NonNegativeNumber);
     CLI11_PARSE(app, argc, argv);
     const std::vector<double> sizes = tools::parse_sizes(size_text);
     if (sizes.size() != 1) throw InputError("--size: give one size");
     auto topo = Topology::parse(topo_spec);
     SynthInstance in{topo, topo->default_model(), Collective::parse(coll_spec, *topo), RouteSpace::any};
     if (!model_text.empty()) in.model = apply_model_options(in.model, model_text);
-    const std::vector<compose::Candidate> cs = compose::time_candidates(in, sizes[0]);
+    auto deadline = std::chrono::steady_clock::time_point::max();
+    if (timeout > 0) deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout));
+    const std::vector<compose::Candidate> cs = compose::time_candidates(in, sizes[0], deadline);
     if (cs.empty()) {
         std::fprintf(stderr, "collsched-compose: no construction applies to %s on %s (model %s)\n", coll_spec.c_str(), topo_spec.c_str(),
                      to_string(in.model).c_str());

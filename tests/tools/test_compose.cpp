@@ -173,6 +173,15 @@ TEST_CASE("compose: the predicted times reach the marks of issue 43") {
     }
 }
 
+TEST_CASE("compose: past the deadline what is built is verified and returned") {
+    const auto past = std::chrono::steady_clock::now();
+    std::vector<Candidate> cs = time_candidates(instance(machine("h100rail4x8"), "allreduce"), GiB, past);
+    REQUIRE(cs.size() == 1);  // the first shape at one piece, no refinement
+    CHECK(cs[0].pieces == 1);
+    CHECK(verify_direct(cs[0].table).holds());
+    CHECK(time_candidates(instance(machine("dgx1"), "allreduce"), GiB, past).size() == 1);  // no rings searched either
+}
+
 TEST_CASE("compose: machines of one box get the rings too, and one table once") {
     // DGX-1: 6 rings at once carry 2 x 7/8 GiB over 6 x 25 GB/s per GPU = 12.5 ms (the per-GPU bound); the flat
     // recursive halving and doubling uses one or two links of a GPU's six per step: 42.95 ms

@@ -13,6 +13,7 @@
  */
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -70,7 +71,11 @@ std::optional<SendTable> build_shape(const SynthInstance&, const std::vector<std
 
 /// Every shape that applies to the instance (allreduce, reduce_scatter, allgather), each with
 /// its fastest k at `size_bytes`, verified by the direct checker, fastest first. Empty for other
-/// collectives and models the constructions do not cover (they say nothing then).
-std::vector<Candidate> time_candidates(const SynthInstance&, double size_bytes);
+/// collectives and models the constructions do not cover (they say nothing then). Past
+/// `deadline` no more pieces, shapes or rings are tried (the shapes built so far, at least one,
+/// are verified and returned): the caller's --timeout. Memory: at most 500,000 transfers per
+/// table (about 90 MB at 128 GPUs).
+std::vector<Candidate> time_candidates(const SynthInstance&, double size_bytes,
+                                       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace collsched::compose

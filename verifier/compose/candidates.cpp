@@ -15,6 +15,8 @@
 
 namespace collsched::compose {
 
+using Clock = std::chrono::steady_clock;
+
 namespace {
 
 std::uint32_t find_root(std::vector<std::uint32_t>& up, std::uint32_t x) {
@@ -137,8 +139,8 @@ struct Tried {
 /// the table stays within the budget), and while the shape stays within 1 % of the best time any
 /// shape refined before it had with as many pieces (`at`: pieces -> that time; a heuristic that
 /// saves building the large tables of shapes that are behind, never a bound).
-void refine(const SynthInstance& in, Tried& t, double size, std::map<std::uint32_t, double>& at) {
-    for (std::uint32_t k = t.pieces * 4; k <= most_pieces && t.table->transfers.size() * 4 <= transfer_budget; k *= 4) {
+void refine(const SynthInstance& in, Tried& t, double size, std::map<std::uint32_t, double>& at, Clock::time_point deadline) {
+    for (std::uint32_t k = t.pieces * 4; k <= most_pieces && t.table->transfers.size() * 4 <= transfer_budget && Clock::now() < deadline; k *= 4) {
         std::optional<SendTable> next = build_shape(in, t.d->boxes, t.shape, k, nullptr);
         if (!next) return;
         const double s = predict_time(*next, TimeOptions{size, std::nullopt}).asynchronous;
@@ -158,7 +160,7 @@ void refine(const SynthInstance& in, Tried& t, double size, std::map<std::uint32
 /// without routers (the DGX-1's cube mesh, switch boxes): there the flat ring in processor order
 /// may not apply and the rings use every link. Each ring carries `pieces` batches; pieces 1, 4,
 /// 16 while the time falls by more than 0.1 %.
-std::optional<Candidate> rings_candidate(const SynthInstance& in, double size) {
+std::optional<Candidate> rings_candidate(const SynthInstance& in, double size, Clock::time_point deadline) {
     const std::uint32_t P = in.topology->processors();
     const bool per_owner = in.collective.kind != CollectiveKind::allgather;
     auto build = [&](std::uint32_t chunks) -> std::optional<SendTable> {
@@ -168,7 +170,7 @@ std::optional<Candidate> rings_candidate(const SynthInstance& in, double size) {
         } catch (const InputError&) {  // more chunks than 32-bit message ids hold
             return std::nullopt;
         }
-        std::optional<KnownSchedule> k = ring_schedule(r, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+        std::optional<KnownSchedule> k = ring_schedule(r, std::min(deadline, Clock::now() + std::chrono::seconds(5)));
         if (!k) return std::nullopt;
         return std::move(k->table);
     };
@@ -180,7 +182,7 @@ std::optional<Candidate> rings_candidate(const SynthInstance& in, double size) {
     rings = std::max<std::uint32_t>(1, rings / P);
     Candidate best;
     best.predicted_s = std::numeric_limits<double>::infinity();
-    for (std::uint32_t pieces = 1; pieces <= 16; pieces *= 4) {
+    for (std::uint32_t pieces = 1; pieces <= 16 && Clock::now() < deadline; pieces *= 4) {
         std::optional<SendTable> t = build(rings * pieces * (per_owner ? P : 1));
         if (!t) break;
         const double s = predict_time(*t, TimeOptions{size, std::nullopt}).asynchronous;
@@ -197,7 +199,7 @@ std::optional<Candidate> rings_candidate(const SynthInstance& in, double size) {
 
 }  // namespace
 
-std::vector<Candidate> time_candidates(const SynthInstance& in, double size_bytes) {
+std::vector<Candidate> time_candidates(const SynthInstance& in, double size_bytes, Clock::time_point deadline) {
     const CollectiveKind kind = in.collective.kind;
     std::vector<Candidate> out;
     if (kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::allgather) return out;
@@ -206,6 +208,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, double size_byte
     std::vector<Tried> tried;
     for (const Decomposition& d : ds)
         for (const Shape& sh : shapes_for(d.boxes.size(), d.boxes[0].size(), d.flat)) {
+            if (Clock::now() >= deadline && !tried.empty()) break;  // keep what is built: at least one shape
             Tried t{sh, &d, 1, build_shape(in, d.boxes, sh, 1, nullptr), 0, 0};
             if (!t.table) continue;  // the shape does not apply (a route through a processor, ...)
             t.seconds = predict_time(*t.table, TimeOptions{size_bytes, std::nullopt}).asynchronous;
@@ -223,7 +226,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, double size_byte
         // latencies of one piece (the time of the table with almost nothing to move)
         t.bound = std::max(t.bound, predict_time(*t.table, TimeOptions{1e-9, std::nullopt}).asynchronous);
         if (t.bound * (1 + 1e-3) >= best) continue;
-        refine(in, t, size_bytes, at);
+        refine(in, t, size_bytes, at, deadline);
         best = std::min(best, t.seconds);
     }
     for (Tried& t : tried) {
@@ -239,7 +242,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, double size_byte
     }
     const Boxes boxes = find_boxes(*in.topology);
     if (in.topology->routers() == 0 && boxes.boxes.size() <= 1)
-        if (std::optional<Candidate> r = rings_candidate(in, size_bytes)) out.push_back(std::move(*r));
+        if (std::optional<Candidate> r = rings_candidate(in, size_bytes, deadline)) out.push_back(std::move(*r));
     std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) { return a.predicted_s < b.predicted_s; });
     return out;
 }
