@@ -29,12 +29,13 @@ BELOW = {
     # the verifier and the runtime see the compiler's values, not the DSL's syntax
     "verifier/check": ["compiler/lower", "compiler/formats", "-dsl"],
     "verifier/synth": ["verifier/check"],
-    "verifier/compose": ["verifier/check"],
     "verifier/time": ["verifier/check"],
     # what NCCL runs, generated for a machine, and NCCL's model: the tables it builds are checked
     # by verifier/check; it needs nothing of the synthesizer
     "verifier/baselines": ["verifier/synth"],
     "runtime": ["compiler/lower", "compiler/formats", "-dsl"],
+    # constructions for time see synth's instances and the runtime's time prediction
+    "verifier/compose": ["verifier/synth", "runtime"],
     "bench": ["verifier/synth", "verifier/compose", "verifier/time", "runtime"],
     "tools": ["verifier/synth", "verifier/compose", "verifier/time", "verifier/baselines", "runtime", "bench", "compiler/machines"],
     "python": ["tools"],
