@@ -329,7 +329,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
     args->solver.add_to(*cmd, false, false);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     add_size_option(cmd, args->sizes, "--size,--sizes",
-                    "Also predict every frontier point's time for buffers of M bytes per datum on the topology's link speeds, "
+                    "Also predict every frontier point's time at the collective's size M (NCCL's, docs/time.md \"Sizes\") on the topology's link speeds, "
                     "synchronous and asynchronous (docs/time.md): 1M, 1K..1G, 1K,1M");
     add_link_option(cmd, args->link);
     cmd->add_option("-d,--dir", args->dir, "Write every frontier point as DIR/NAME.sched (DSL) and DIR/NAME.json (table)");

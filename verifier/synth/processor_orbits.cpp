@@ -5,6 +5,7 @@
 #include <bit>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 namespace collsched {
 
@@ -82,31 +83,37 @@ struct UnionFind {
 
 }  // namespace
 
-bool is_automorphism(const Topology& t, const std::vector<std::uint32_t>& image) {
-    for (const Channel& ch : t.channels()) {
+bool is_automorphism(const Topology& t, const std::vector<std::uint32_t>& image, bool speeds) {
+    for (std::uint32_t i = 0; i < t.channels().size(); ++i) {
+        const Channel& ch = t.channel(ChannelId{i});
         auto c = t.find_channel(Node{image[idx(ch.from)]}, Node{image[idx(ch.to)]});
         if (!c || t.channel(*c).cap != ch.cap) return false;
+        if (speeds) {
+            const LinkSpeed a = t.speed(ChannelId{i}), b = t.speed(*c);
+            if (a.alpha != b.alpha || a.bandwidth != b.bandwidth) return false;
+        }
     }
     if (t.groups().empty()) return true;
-    std::map<std::pair<std::vector<std::uint32_t>, std::uint32_t>, int> groups;
-    for (const LinkGroup& g : t.groups()) {
+    // with `speeds` a group's bandwidth is part of what must match (0 otherwise)
+    std::map<std::tuple<std::vector<std::uint32_t>, std::uint32_t, double>, int> groups;
+    for (std::uint32_t g = 0; g < t.groups().size(); ++g) {
         std::vector<std::uint32_t> cs;
-        for (ChannelId c : g.channels) cs.push_back(idx(c));
-        groups[{std::move(cs), g.cap}] = 1;  // channels are sorted in a group
+        for (ChannelId c : t.groups()[g].channels) cs.push_back(idx(c));
+        groups[{std::move(cs), t.groups()[g].cap, speeds ? t.group_bandwidth(g) : 0.0}] = 1;  // channels are sorted in a group
     }
-    for (const LinkGroup& g : t.groups()) {
+    for (std::uint32_t g = 0; g < t.groups().size(); ++g) {
         std::vector<std::uint32_t> cs;
-        for (ChannelId c : g.channels) {
+        for (ChannelId c : t.groups()[g].channels) {
             const Channel& ch = t.channel(c);
             cs.push_back(idx(*t.find_channel(Node{image[idx(ch.from)]}, Node{image[idx(ch.to)]})));
         }
         std::sort(cs.begin(), cs.end());
-        if (!groups.count({cs, g.cap})) return false;
+        if (!groups.count({cs, t.groups()[g].cap, speeds ? t.group_bandwidth(g) : 0.0})) return false;
     }
     return true;
 }
 
-ProcessorOrbits processor_orbits(const Topology& t) {
+ProcessorOrbits processor_orbits(const Topology& t, bool speeds) {
     const std::uint32_t P = t.processors();
     UnionFind uf(P);
     ProcessorOrbits out;
@@ -129,7 +136,7 @@ ProcessorOrbits processor_orbits(const Topology& t) {
         // Only a candidate that would merge something is worth its check.
         bool merges = false;
         for (std::uint32_t u = 0; u < P && !merges; ++u) merges = uf.find(u) != uf.find(img[u]);
-        if (!merges || !extend_to_routers(t, img) || !is_automorphism(t, img)) continue;
+        if (!merges || !extend_to_routers(t, img) || !is_automorphism(t, img, speeds)) continue;
         ++out.automorphisms;
         for (std::uint32_t u = 0; u < P; ++u) orbits -= uf.unite(u, img[u]) ? 1 : 0;
     }

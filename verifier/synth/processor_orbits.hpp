@@ -25,11 +25,13 @@ struct ProcessorOrbits {
 };
 
 /// The orbits of the processors under the verified candidate automorphisms (every processor its
-/// own orbit when none holds).
-ProcessorOrbits processor_orbits(const Topology&);
+/// own orbit when none holds). With `speeds` the automorphisms must also keep every channel's
+/// latency and bandwidth and every group's bandwidth (verifier/time's cuts on link speeds).
+ProcessorOrbits processor_orbits(const Topology&, bool speeds = false);
 
 /// Whether `image` (a permutation of all nodes) maps every channel onto a channel of the same
-/// capacity and every link group onto a group of the same capacity.
-bool is_automorphism(const Topology&, const std::vector<std::uint32_t>& image);
+/// capacity and every link group onto a group of the same capacity (with `speeds`: and the same
+/// link speeds).
+bool is_automorphism(const Topology&, const std::vector<std::uint32_t>& image, bool speeds = false);
 
 }  // namespace collsched

@@ -1,0 +1,154 @@
+// The schedules the time objective chooses from: collsched's constructions, verified.
+#include "verifier/time/candidates.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/table/duality.hpp"
+#include "support/error.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/synth/bandwidth_bound.hpp"
+#include "verifier/synth/tree_packing.hpp"
+
+namespace collsched {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// The instance with C chunks, or nullopt when C is not taken (too many messages).
+std::optional<SynthInstance> with_chunks(const SynthInstance& in, std::uint32_t chunks) {
+    SynthInstance x = in;
+    x.rounds.reset();
+    try {
+        x.collective.set_chunks(chunks, *x.topology, false);
+    } catch (const InputError&) {
+        return std::nullopt;
+    }
+    return x;
+}
+
+/// Transfers a chunk count costs roughly (to keep tables small): a chunk of every datum to every
+/// processor, or 2(P-1) per chunk for a reduction on rings.
+std::uint64_t rough_transfers(CollectiveKind k, std::uint64_t P, std::uint64_t C) {
+    switch (k) {
+        case CollectiveKind::allreduce: return 2 * (P - 1) * C;
+        case CollectiveKind::reduce_scatter: return (P - 1) * C;
+        default: return P * (P - 1) * C;
+    }
+}
+
+constexpr std::uint64_t max_transfers = std::uint64_t{1} << 22;
+
+/// NCCL's ring algorithms on k rings (verifier/synth/synth_rings.cpp) at C = base, 2 base, ...:
+/// few chunks pay fewer latencies, many pipeline better; the time decides between them.
+void rings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    const CollectiveKind k = q.instance.collective.kind;
+    if (k != CollectiveKind::allgather && k != CollectiveKind::allreduce && k != CollectiveKind::reduce_scatter) return;
+    const std::uint32_t P = q.instance.topology->processors();
+    const std::uint32_t base = k == CollectiveKind::reduce_scatter ? P : 1;
+    std::size_t found = 0;
+    for (std::uint64_t C = base; C <= 4096 && rough_transfers(k, P, C) <= max_transfers && Clock::now() < q.deadline; C *= 2) {
+        auto x = with_chunks(q.instance, static_cast<std::uint32_t>(C));
+        if (!x) break;
+        auto r = ring_schedule(*x, q.deadline);
+        if (!r) break;
+        out.push_back({fmt::format("rings C={}", C), r->source, "rings", false, std::make_shared<const SendTable>(std::move(r->table))});
+        ++found;
+    }
+    if (!found) notes.push_back("rings: none (no Hamiltonian cycles found, routers, or a model the rings do not take)");
+}
+
+/// Tree packings (verifier/synth/tree_packing.cpp) at the chunk counts the cut suggests, each its
+/// own candidate; reduce_scatter as the allgather's packing reversed.
+void packings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    const CollectiveKind k = q.instance.collective.kind;
+    const bool reverse = k == CollectiveKind::reduce_scatter;
+    if (k != CollectiveKind::allgather && k != CollectiveKind::broadcast && !reverse) return;
+    const Topology& t = *q.instance.topology;
+    SynthInstance build = q.instance;
+    build.rounds.reset();
+    if (reverse) {
+        if (!duality_problem(t, q.instance.model).empty()) return;
+        build.collective = Collective::parse("allgather", t, false);
+    }
+    build.collective.set_chunks(1, t, false);
+    if (std::string why = packing_problem(build); !why.empty()) {
+        notes.push_back("tree packing: " + why);
+        return;
+    }
+    auto b = flow_bandwidth_bound(build);
+    if (!b) return;
+    const std::uint32_t P = t.processors();
+    const std::uint32_t outside = build.collective.kind == CollectiveKind::allgather ? cut_outside(*b, P) : 1;
+    for (std::uint32_t C : chunks_for(b->rounds_per_chunk, 256, outside, P)) {
+        if (Clock::now() >= q.deadline || rough_transfers(CollectiveKind::allgather, P, C) > max_transfers) break;
+        PackingOptions po;
+        po.target = b->rounds_per_chunk;
+        po.outside = outside;
+        po.chunks = {C};
+        po.seconds = std::max(1.0, std::chrono::duration<double>(q.deadline - Clock::now()).count() / 4);
+        auto p = pack_trees(build, po);
+        if (!p) continue;
+        SendTable table = reverse ? reduce_scatter_from_allgather(p->table) : std::move(p->table);
+        out.push_back({fmt::format("tree packing C={}", p->chunks),
+                       fmt::format("{}{} (R/C = {}, bound {}; verifier/synth/tree_packing.cpp)", reverse ? "the reversal of the allgather's " : "",
+                                   p->method, p->rounds_per_chunk().text(), b->rounds_per_chunk.text()),
+                       "packing", false, std::make_shared<const SendTable>(std::move(table))});
+    }
+}
+
+/// The known schedule of least steps with one chunk (optimize's upper bound): the latency end.
+void least_steps(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    auto x = with_chunks(q.instance, q.instance.collective.kind == CollectiveKind::reduce_scatter ? q.instance.topology->processors() : 1);
+    if (!x) return;
+    if (x->collective.row().has_partials()) return;  // reductions: the rings and the library cover them
+    try {
+        auto r = known_schedule(*x, true, std::min(q.deadline, Clock::now() + std::chrono::seconds(5)));
+        if (r) out.push_back({"least steps C=1", r->source, "least steps", false, std::make_shared<const SendTable>(std::move(r->table))});
+    } catch (const InputError& e) {
+        notes.push_back(fmt::format("least steps: {}", e.what()));
+    }
+}
+
+}  // namespace
+
+std::vector<NamedProvider> construction_providers() {
+    return {{"rings", rings}, {"tree packing", packings}, {"least steps", least_steps}};
+}
+
+std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes) {
+    std::vector<TimeCandidate> raw, kept;
+    for (const NamedProvider& p : providers) {
+        try {
+            p.provide(q, raw, notes);
+        } catch (const InputError& e) {
+            notes.push_back(fmt::format("{}: {}", p.name, e.what()));
+        }
+    }
+    std::map<std::string, int> names;
+    for (TimeCandidate& c : raw) {
+        SendTable t = *c.table;
+        if (t.collective.kind != q.instance.collective.kind || t.collective.root != q.instance.collective.root) continue;
+        t.topology = q.instance.topology;
+        t.model = q.instance.model;
+        const VerifyReport r = verify_direct(t);
+        if (!r.holds()) {
+            notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
+            continue;
+        }
+        if (int n = names[c.name]++; n > 0) c.name += fmt::format(" ({})", n + 1);
+        c.table = std::make_shared<const SendTable>(std::move(t));
+        kept.push_back(std::move(c));
+    }
+    return kept;
+}
+
+double candidate_seconds(const SendTable& t, double size, const std::optional<LinkSpeed>& link, bool synchronous) {
+    const TimeOptions opt{size, link};
+    return synchronous ? synchronous_time(t, opt) : predict_time(t, opt).asynchronous;
+}
+
+}  // namespace collsched
