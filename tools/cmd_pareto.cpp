@@ -14,6 +14,7 @@
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "tools/bandwidth.hpp"
+#include "tools/time_objective.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
@@ -158,6 +159,12 @@ std::string report_json(const ParetoRun& run, const ParetoResult& res, const std
     }
     j["frontier"] = std::move(fj);
     j["rows"] = std::move(rj);
+    if (!args.sizes.empty())
+        if (auto tb = time_bounds(*in.topology, in.collective, in.model, args.link)) {
+            nlohmann::ordered_json bj2 = nlohmann::ordered_json::array();
+            for (double m : args.sizes) bj2.push_back({{"size_bytes", m}, {"time_bound", bound_json(*tb, evaluate(*tb, m))}});
+            j["time_lower_bounds"] = std::move(bj2);
+        }
     return j.dump() + "\n";
 }
 
@@ -213,6 +220,8 @@ std::string report_text(const ParetoRun& run, const ParetoResult& res, const std
                                  support::format_seconds(x["asynchronous_s"].get<double>()));
         }
     }
+    if (!args.sizes.empty())
+        if (auto tb = time_bounds(*in.topology, in.collective, in.model, args.link)) s += bound_lines(*tb, args.sizes);
     s += "proofs:\n";
     for (const ParetoRow& row : res.rows) s += fmt::format("  {} steps: {}{}\n", row.steps, row.excluded, "");
     s += fmt::format("end: {}; {} ({:.2f} s)\n", res.end, res.complete ? "every point proved" : "NOT complete", res.seconds);

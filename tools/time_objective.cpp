@@ -184,6 +184,9 @@ private:
         j["time_bound"] = bound_json(*bounds_, b);
         j["algbw_Bps"] = algbw(m, t);
         j["busbw_Bps"] = busbw(w, m, t);
+        auto files = nlohmann::ordered_json::array();
+        for (const std::string& path : args_.outputs) files.push_back(args_.sizes.size() == 1 ? path : sized_path(path, m));
+        j["witness"] = files;
         if (auto n = nccl_best(i)) {
             j["nccl_best"] = cands_[*n].name;
             j["nccl_best_s"] = cmp_.seconds[*n][i];

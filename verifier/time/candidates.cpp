@@ -10,6 +10,7 @@
 #include "support/error.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/bandwidth_bound.hpp"
+#include "verifier/synth/greedy.hpp"
 #include "verifier/synth/tree_packing.hpp"
 
 namespace collsched {
@@ -40,7 +41,7 @@ std::uint64_t rough_transfers(CollectiveKind k, std::uint64_t P, std::uint64_t C
     }
 }
 
-constexpr std::uint64_t max_transfers = std::uint64_t{1} << 22;
+constexpr std::uint64_t max_transfers = std::uint64_t{1} << 19;
 
 /// NCCL's ring algorithms on k rings (verifier/synth/synth_rings.cpp) at C = base, 2 base, ...:
 /// few chunks pay fewer latencies, many pipeline better; the time decides between them.
@@ -50,7 +51,7 @@ void rings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector
     const std::uint32_t P = q.instance.topology->processors();
     const std::uint32_t base = k == CollectiveKind::reduce_scatter ? P : 1;
     std::size_t found = 0;
-    for (std::uint64_t C = base; C <= 4096 && rough_transfers(k, P, C) <= max_transfers && Clock::now() < q.deadline; C *= 2) {
+    for (std::uint64_t C = base; C <= 4096 && rough_transfers(k, P, C) <= max_transfers && Clock::now() < q.deadline; C *= 4) {
         auto x = with_chunks(q.instance, static_cast<std::uint32_t>(C));
         if (!x) break;
         auto r = ring_schedule(*x, q.deadline);
@@ -83,17 +84,22 @@ void packings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vec
     if (!b) return;
     const std::uint32_t P = t.processors();
     const std::uint32_t outside = build.collective.kind == CollectiveKind::allgather ? cut_outside(*b, P) : 1;
-    for (std::uint32_t C : chunks_for(b->rounds_per_chunk, 256, outside, P)) {
-        if (Clock::now() >= q.deadline || rough_transfers(CollectiveKind::allgather, P, C) > max_transfers) break;
+    // at most five chunk counts, the first and the last four the cut suggests (few chunks pay fewer latencies, many
+    // drain less), within 10 s
+    std::vector<std::uint32_t> counts = chunks_for(b->rounds_per_chunk, 256, outside, P);
+    if (counts.size() > 5) counts.erase(counts.begin() + 1, counts.end() - 4);
+    const Clock::time_point until = std::min(q.deadline, Clock::now() + std::chrono::seconds(10));
+    for (std::uint32_t C : counts) {
+        if (Clock::now() >= until || rough_transfers(CollectiveKind::allgather, P, C) > max_transfers) continue;
         PackingOptions po;
         po.target = b->rounds_per_chunk;
         po.outside = outside;
         po.chunks = {C};
-        po.seconds = std::max(1.0, std::chrono::duration<double>(q.deadline - Clock::now()).count() / 4);
+        po.seconds = std::max(0.5, std::chrono::duration<double>(until - Clock::now()).count());
         auto p = pack_trees(build, po);
         if (!p) continue;
         SendTable table = reverse ? reduce_scatter_from_allgather(p->table) : std::move(p->table);
-        out.push_back({fmt::format("tree packing C={}", p->chunks),
+        out.push_back({fmt::format("tree packing C={}", table.collective.chunks),
                        fmt::format("{}{} (R/C = {}, bound {}; verifier/synth/tree_packing.cpp)", reverse ? "the reversal of the allgather's " : "",
                                    p->method, p->rounds_per_chunk().text(), b->rounds_per_chunk.text()),
                        "packing", false, std::make_shared<const SendTable>(std::move(table))});
@@ -111,6 +117,12 @@ void least_steps(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::
     } catch (const InputError& e) {
         notes.push_back(fmt::format("least steps: {}", e.what()));
     }
+    if (!greedy_problem(*x).empty()) return;
+    GreedyOptions go;
+    go.deadline = Deadline::at(std::min(q.deadline, Clock::now() + std::chrono::seconds(10)));
+    GreedyResult g = greedy_synthesize(*x, go);
+    if (g.table) out.push_back({"greedy C=1", g.source, "greedy", false, std::make_shared<const SendTable>(std::move(*g.table))});
+    else notes.push_back("greedy: " + g.reason);
 }
 
 }  // namespace
@@ -121,20 +133,30 @@ std::vector<NamedProvider> construction_providers() {
 
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes) {
     std::vector<TimeCandidate> raw, kept;
+    std::vector<std::size_t> from;  // per provider, its first candidate
+    std::vector<double> took;
     for (const NamedProvider& p : providers) {
+        from.push_back(raw.size());
+        const auto t0 = Clock::now();
         try {
             p.provide(q, raw, notes);
         } catch (const InputError& e) {
             notes.push_back(fmt::format("{}: {}", p.name, e.what()));
         }
+        took.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     }
+    std::vector<double> verify(providers.size(), 0.0);
     std::map<std::string, int> names;
-    for (TimeCandidate& c : raw) {
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        TimeCandidate& c = raw[i];
+        const auto t0 = Clock::now();
+        const std::size_t pi = static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), i) - from.begin()) - 1;
         SendTable t = *c.table;
         if (t.collective.kind != q.instance.collective.kind || t.collective.root != q.instance.collective.root) continue;
         t.topology = q.instance.topology;
         t.model = q.instance.model;
         const VerifyReport r = verify_direct(t);
+        verify[pi] += std::chrono::duration<double>(Clock::now() - t0).count();
         if (!r.holds()) {
             notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
             continue;
@@ -142,6 +164,10 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         if (int n = names[c.name]++; n > 0) c.name += fmt::format(" ({})", n + 1);
         c.table = std::make_shared<const SendTable>(std::move(t));
         kept.push_back(std::move(c));
+    }
+    for (std::size_t p = 0; p < providers.size(); ++p) {
+        const std::size_t n = (p + 1 < from.size() ? from[p + 1] : raw.size()) - from[p];
+        notes.push_back(fmt::format("{}: {} table{} built in {:.2f} s, verified in {:.2f} s", providers[p].name, n, n == 1 ? "" : "s", took[p], verify[p]));
     }
     return kept;
 }
