@@ -116,9 +116,22 @@ public:
         // NCCL's algorithms generated for the machine (verifier/baselines/nccl.hpp, nccl_baselines) plug in here as one
         // more provider, with TimeCandidate::nccl set; until then the library's schedules/nccl/ files are NCCL's.
         cands_ = gather_candidates(q, providers, notes_);
-        if (cands_.empty()) {
-            ctx_.print(fmt::format("optimize --size: no verified schedule for {} on {} ({})\n", in_.collective.to_string(), topo.spec(),
-                                   fmt::join(notes_, "; ")));
+        if (cands_.empty()) {  // the bound still holds: print it
+            if (args_.json) {
+                nlohmann::ordered_json j{{"topology", topo.spec()}, {"collective", in_.collective.to_string()}, {"model", to_string(in_.model)},
+                                         {"candidates", nlohmann::ordered_json::array()}, {"notes", notes_}};
+                auto rows = nlohmann::ordered_json::array();
+                for (double m : args_.sizes) {
+                    const TimeBound b = evaluate(*bounds_, m);
+                    rows.push_back({{"size_bytes", m}, {"winner", nullptr}, {"time_lower_bound_s", b.seconds}, {"time_bound", bound_json(*bounds_, b)}});
+                }
+                j["sizes"] = rows;
+                ctx_.print(j.dump() + "\n");
+            } else {
+                std::string s = fmt::format("optimize --size: no verified schedule for {} on {}\n", in_.collective.to_string(), topo.spec());
+                for (const std::string& n : notes_) s += "  note: " + n + "\n";
+                ctx_.print(s + bound_lines(*bounds_, args_.sizes));
+            }
             ctx_.exit_code = 3;
             return;
         }

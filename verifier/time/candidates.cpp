@@ -11,6 +11,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/bandwidth_bound.hpp"
 #include "verifier/synth/greedy.hpp"
+#include "verifier/synth/hierarchical.hpp"
 #include "verifier/synth/tree_packing.hpp"
 
 namespace collsched {
@@ -51,10 +52,11 @@ void rings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector
     const std::uint32_t P = q.instance.topology->processors();
     const std::uint32_t base = k == CollectiveKind::reduce_scatter ? P : 1;
     std::size_t found = 0;
-    for (std::uint64_t C = base; C <= 4096 && rough_transfers(k, P, C) <= max_transfers && Clock::now() < q.deadline; C *= 4) {
+    const Clock::time_point until = std::min(q.deadline, Clock::now() + std::chrono::seconds(6));
+    for (std::uint64_t C = base; C <= 4096 && rough_transfers(k, P, C) <= max_transfers && Clock::now() < until; C *= 4) {
         auto x = with_chunks(q.instance, static_cast<std::uint32_t>(C));
         if (!x) break;
-        auto r = ring_schedule(*x, q.deadline);
+        auto r = ring_schedule(*x, until);
         if (!r) break;
         out.push_back({fmt::format("rings C={}", C), r->source, "rings", false, std::make_shared<const SendTable>(std::move(r->table))});
         ++found;
@@ -125,10 +127,35 @@ void least_steps(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::
     else notes.push_back("greedy: " + g.reason);
 }
 
+/// The hierarchical composition of exact phases on one box and one rail (verifier/synth/hierarchical.hpp):
+/// each datum crosses between the boxes once, over the fastest path it has; one chunk.
+void hierarchical(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    auto x = with_chunks(q.instance, q.instance.collective.kind == CollectiveKind::reduce_scatter ? q.instance.topology->processors() : 1);
+    if (!x) return;
+    if (std::string why = hierarchical_problem(*x); !why.empty()) {
+        notes.push_back("hierarchical: " + why);
+        return;
+    }
+    HierarchicalOptions ho;
+    const Clock::time_point until = std::min(q.deadline, Clock::now() + std::chrono::seconds(20));
+    ho.phase.timeout = std::max(1.0, std::chrono::duration<double>(until - Clock::now()).count());
+    ho.deadline = Deadline::at(until);
+    try {
+        HierarchicalResult r = hierarchical_synthesize(*x, ho);
+        if (r.table)
+            out.push_back({"hierarchical C=" + std::to_string(r.table->collective.chunks), r.source, "hierarchical", false,
+                           std::make_shared<const SendTable>(std::move(*r.table))});
+        else
+            notes.push_back("hierarchical: " + r.reason);
+    } catch (const std::runtime_error& e) {  // a limit inside the compaction
+        notes.push_back(fmt::format("hierarchical: {}", e.what()));
+    }
+}
+
 }  // namespace
 
 std::vector<NamedProvider> construction_providers() {
-    return {{"rings", rings}, {"tree packing", packings}, {"least steps", least_steps}};
+    return {{"rings", rings}, {"tree packing", packings}, {"least steps", least_steps}, {"hierarchical", hierarchical}};
 }
 
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes) {
