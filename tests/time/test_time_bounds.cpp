@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -166,4 +167,22 @@ TEST_CASE("optimize --size: bad combinations are refused with exit 2") {
     auto r = test::run("optimize --topology ring:4 --collective allgather --size 1M --chunks 2");
     CHECK(r.code == 2);
     CHECK(r.err.find("--size chooses") != std::string::npos);
+}
+
+TEST_CASE("plans for a size range: convert --size-range writes min/max_message_size; verify PLAN --size says why no time") {
+    test::Scratch dir("time_plans");
+    const std::string plan = dir.file("p.json");
+    auto c = test::run("convert " + test::source("schedules/nccl/ring_allgather.sched") + " -D k=2 --format mscclpp --size-range 1M..64M -o " + plan);
+    REQUIRE(c.code == 0);
+    std::ifstream in(plan);
+    auto j = nlohmann::json::parse(in);
+    CHECK(j["min_message_size"] == 1048576);
+    CHECK(j["max_message_size"] == 67108864);
+    auto v = test::run("verify " + plan + " --size 16M --json");
+    CHECK(v.code == 0);
+    CHECK(nlohmann::json::parse(v.out)["time"]["none"].get<std::string>().find("names no machine") != std::string::npos);
+    auto bad = test::run("convert " + test::source("schedules/nccl/ring_allgather.sched") + " -D k=2 --format mscclpp --size-range 64M..1M");
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("the low end is above the high end") != std::string::npos);
+    CHECK(bad.out.empty());
 }
