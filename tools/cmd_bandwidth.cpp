@@ -87,7 +87,7 @@ private:
                 const std::string bad = bound_violation(b, *times_, t, "the packed schedule");
                 COLLSCHED_ASSERT_MSG(bad.empty(), bad);
                 x["predicted_time_s"] = t;
-                x["gap_percent"] = b.seconds > 0 ? 100 * (t / b.seconds - 1) : 0.0;
+                x["gap_percent"] = gap_percent(t, b.seconds);
             }
             a.push_back(std::move(x));
         }

@@ -43,6 +43,11 @@ std::string sized_path(const std::string& path, double size) {
 
 }  // namespace
 
+double gap_percent(double time, double bound) {
+    if (bound <= 0 || time <= bound * (1 + 1e-9)) return 0;
+    return 100 * (time / bound - 1);
+}
+
 NamedProvider library_provider(const std::string& catalog) {
     return {"library", [catalog](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
                 if (!std::filesystem::exists(catalog)) {
@@ -193,7 +198,7 @@ private:
         j["winner"] = cands_[cmp_.winner[i]].name;
         j["predicted_time_s"] = t;
         j["time_lower_bound_s"] = b.seconds;
-        j["gap_percent"] = b.seconds > 0 ? 100 * (t / b.seconds - 1) : 0.0;
+        j["gap_percent"] = gap_percent(t, b.seconds);
         j["time_bound"] = bound_json(*bounds_, b);
         j["algbw_Bps"] = algbw(m, t);
         j["busbw_Bps"] = busbw(w, m, t);
@@ -249,7 +254,7 @@ private:
             const TimeBound b = evaluate(*bounds_, m);
             auto n = nccl_best(i);
             s += fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}  {:>6.1f}%  {:>11}  {:>11}  {}\n", support::format_bytes(m), cands_[cmp_.winner[i]].name,
-                             support::format_seconds(t), support::format_seconds(b.seconds), b.seconds > 0 ? 100 * (t / b.seconds - 1) : 0.0,
+                             support::format_seconds(t), support::format_seconds(b.seconds), gap_percent(t, b.seconds),
                              support::format_bandwidth(algbw(m, t)), support::format_bandwidth(busbw(*cands_[cmp_.winner[i]].table, m, t)),
                              n ? fmt::format("{:.2f}x over {} ({})", cmp_.seconds[*n][i] / t, cands_[*n].name, support::format_seconds(cmp_.seconds[*n][i]))
                                : std::string("no NCCL algorithm for this machine"));

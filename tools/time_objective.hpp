@@ -45,6 +45,9 @@ NamedProvider library_provider(const std::string& catalog);
 /// "assumptions", "certificate": {"inside", "crossing", "demand_per_byte", "bandwidth_Bps"}}.
 nlohmann::ordered_json bound_json(const TimeBounds&, const TimeBound&);
 
+/// The gap of a time over its bound in percent: 0 within their rounding (1e-9), never "-0.0".
+double gap_percent(double time, double bound);
+
 /// The bound at each size as text lines ("time bound at 1 GiB: 8.05 ms (...)") for `bandwidth`
 /// and `pareto`; "" when no size.
 std::string bound_lines(const TimeBounds&, const std::vector<double>& sizes);
