@@ -169,7 +169,7 @@ TEST_CASE("optimize --size: bad combinations are refused with exit 2") {
     CHECK(r.err.find("--size chooses") != std::string::npos);
 }
 
-TEST_CASE("plans for a size range: convert --size-range writes min/max_message_size; verify PLAN --size says why no time") {
+TEST_CASE("plans for a size range: convert --size-range writes min and max_message_size, verify PLAN --size says why no time") {
     test::Scratch dir("time_plans");
     const std::string plan = dir.file("p.json");
     auto c = test::run("convert " + test::source("schedules/nccl/ring_allgather.sched") + " -D k=2 --format mscclpp --size-range 1M..64M -o " + plan);
