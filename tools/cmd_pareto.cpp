@@ -53,6 +53,22 @@ nlohmann::ordered_json point_times(const ParetoPoint& p, const ParetoArgs& args)
     return a;
 }
 
+/// A proved bound on time above a verified frontier point's predicted time is a bug: stop loudly
+/// with both numbers rather than print the bound (docs/time.md, "Lower bounds on time").
+void check_time_bounds(const TimeBounds& tb, const ParetoResult& res, const ParetoArgs& args) {
+    for (const ParetoRow& row : res.rows) {
+        if (!row.frontier) continue;
+        for (double m : args.sizes) {
+            const TimePrediction t = predict_time(row.best->table, TimeOptions{m, args.link});
+            const TimeBound b = evaluate(tb, m);
+            for (double x : {t.asynchronous, t.synchronous}) {
+                const std::string bad = bound_violation(b, tb, x, fmt::format("the frontier point of {} steps", row.steps));
+                COLLSCHED_ASSERT_MSG(bad.empty(), bad);
+            }
+        }
+    }
+}
+
 std::string point_name(const SynthInstance& in, const ParetoPoint& p) {
     std::string c = in.collective.to_string();
     for (char& ch : c)
@@ -161,6 +177,7 @@ std::string report_json(const ParetoRun& run, const ParetoResult& res, const std
     j["rows"] = std::move(rj);
     if (!args.sizes.empty())
         if (auto tb = time_bounds(*in.topology, in.collective, in.model, args.link)) {
+            check_time_bounds(*tb, res, args);
             nlohmann::ordered_json bj2 = nlohmann::ordered_json::array();
             for (double m : args.sizes) bj2.push_back({{"size_bytes", m}, {"time_bound", bound_json(*tb, evaluate(*tb, m))}});
             j["time_lower_bounds"] = std::move(bj2);
@@ -221,7 +238,10 @@ std::string report_text(const ParetoRun& run, const ParetoResult& res, const std
         }
     }
     if (!args.sizes.empty())
-        if (auto tb = time_bounds(*in.topology, in.collective, in.model, args.link)) s += bound_lines(*tb, args.sizes);
+        if (auto tb = time_bounds(*in.topology, in.collective, in.model, args.link)) {
+            check_time_bounds(*tb, res, args);
+            s += bound_lines(*tb, args.sizes);
+        }
     s += "proofs:\n";
     for (const ParetoRow& row : res.rows) s += fmt::format("  {} steps: {}{}\n", row.steps, row.excluded, "");
     s += fmt::format("end: {}; {} ({:.2f} s)\n", res.end, res.complete ? "every point proved" : "NOT complete", res.seconds);
