@@ -11,7 +11,7 @@ mkdir -p "$DIR"
 printf 'GPUs\tbound\tbound s\tbound MB\tschedule R/C\ttotal s\ttotal MB\n'
 for k in 1 2 4 8 16 32 64 128; do
   f="$DIR/${FAMILY}${k}x8.json"
-  [ -f "$f" ] || python3 scripts/machines.py --one "$FAMILY" "$k" "$f"
+  [ -f "$f" ] || COLLSCHED=$COLLSCHED python3 scripts/machines.py --one "$FAMILY" "$k" "$f"
   /usr/bin/time -f '%e %M' -o /tmp/bwt.$$ $COLLSCHED bandwidth --topology "graph:$f" --collective allgather --no-packing --json > /tmp/bw.$$ || true
   b=$(tail -1 /tmp/bwt.$$)
   bound=$(python3 -c "import json; print(json.load(open('/tmp/bw.$$'))['bound']['rounds_per_chunk'])" 2>/dev/null || echo -)

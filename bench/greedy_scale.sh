@@ -6,7 +6,7 @@
 #
 #   bash bench/greedy_scale.sh [BINARY] [SIZES...]     (default build/tools/collsched; tori 10 20 40 64 100)
 #   MULTIBOX="16 32 64 128" bash bench/greedy_scale.sh  (boxes of 8 GPUs; the graph files are written
-#                                                       to a scratch directory by scripts/machines.py)
+#                                                       to a scratch directory by `collsched machine`)
 # Run it under `nice` on a shared machine and quote `uptime` with the figures.
 set -euo pipefail
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
@@ -37,6 +37,6 @@ PY
 uptime
 for n in $sizes; do run "torus:${n}x${n}" "torus:${n}x${n}"; done
 for k in ${MULTIBOX:-}; do
-    python3 -c "import sys; sys.path.insert(0, '$here/scripts'); import machines; machines.multibox($k, 8, 1, 'benchmark', '$scratch/mb.json')"
+    "$bin" machine dgx-a100 --boxes "$k" --network switch --units gpu -o "$scratch/mb.json"
     run "multibox:${k}x8" "graph:$scratch/mb.json"
 done

@@ -40,7 +40,7 @@ for m in multibox4x8:64 rail4x8:64 multibox8x8:128 rail8x8:128 multibox16x8:256 
 done
 for m in h100rail4x8 h100rail8x8; do run "$m" "graph:$machines/$m.json" allgather; done
 for k in ${MULTIBOX:-128}; do
-    python3 -c "import sys; sys.path.insert(0, '$here/scripts'); import machines; machines.multibox($k, 8, 1, 'benchmark', '$scratch/mb.json')"
+    "$bin" machine dgx-a100 --boxes "$k" --network switch --units gpu -o "$scratch/mb.json"
     for c in allgather alltoall; do run "multibox:${k}x8" "graph:$scratch/mb.json" "$c"; done
 done
 for n in ${TORI:-40 64 100}; do run "torus:${n}x${n}" "torus:${n}x${n}" allgather --greedy; done

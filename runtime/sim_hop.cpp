@@ -93,12 +93,16 @@ StepFaults Simulator::check_step(std::size_t b, std::size_t e, Step s) {
             } else if (none_sends && !processor(u) && last_arrival_[src] != s - 1 && f.queue_send == no_index) {
                 f.queue_send = i;
             }
+        } else if (!took_.empty() && took_[src] == s && topo_.can_multicast(Node{u})) {
+            // multicast=routers: this send shares the copy an earlier send of step s took
         } else if (stock_[src] > 0) {
             --stock_[src];
             --waiting_[u - P_];
             touch_router(u - P_);
-        } else if (model_.combine_routers && combine_at_router(i, u)) {
+            if (!took_.empty()) took_[src] = s;
+        } else if (model_.combine_routers && topo_.can_reduce(Node{u}) && combine_at_router(i, u)) {
             // in-network reduction: the inputs' copies were taken from the router's stock
+            if (!took_.empty()) took_[src] = s;
         } else {
             if (f.causality == no_index) f.causality = i;
             // A queue bound counts every departure, matched to a copy or not (docs/semantics.md):

@@ -186,6 +186,7 @@ private:
     std::vector<std::uint32_t> slot_node_;   // per slot: its node; sorted within a bucket
     std::vector<SlotPair> slots_;  // per transfer: the sender's and the receiver's slot
     std::vector<std::uint32_t> held_, stock_, last_arrival_;  // per slot
+    std::vector<std::uint32_t> took_;  // per slot, multicast=routers: the step in which a send last took a copy or combined
     std::unordered_map<std::uint32_t, std::pair<Step, ChannelId>> injected_;  // inject=once: message -> first injection
 
     std::vector<std::int64_t> waiting_;  // per router: copies (or messages) waiting at the current boundary

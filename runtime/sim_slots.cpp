@@ -175,6 +175,7 @@ void Simulator::allocate_state() {
         }
     }
     if (!replicate_) stock_.assign(S, 0);
+    if (!replicate_ && model_.multicast_routers) took_.assign(S, 0);
     if (replicate_ && queues_none() && !wormhole_) last_arrival_.assign(S, never);
     waiting_.assign(R_, 0);
     touch_gen_.assign(R_, 0);

@@ -23,7 +23,7 @@ SimReport simulate(const SendTable& table, const SimOptions& options) {
     const std::uint64_t M = table.messages().size();
     if (std::string why = combine_problem(table.model); !why.empty()) throw InputError(why);
     if (!options.whole_table && !options.trace && table.model.timing == Timing::hop && !table.model.replicate &&
-        !table.model.combine_routers &&
+        !table.model.combine_routers && !table.model.multicast_routers &&
         !table.has_composites() && !table.collective.combines() && !table.transfers.empty() && 3 * M <= table.transfers.size()) {
         Simulator sim(table, options);
         sim.stream_begin();

@@ -26,13 +26,62 @@ std::optional<std::string> unknown_subcommand(const CLI::App& app, const std::ve
                        best.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best));
 }
 
+namespace {
+
+/// The closest of `names` to `word`, at most two edits away (or one for words of three letters
+/// or fewer), "" if none.
+std::string closest(std::string_view word, const std::vector<std::string>& names) {
+    std::string best;
+    std::size_t best_d = word.size() <= 5 ? 2 : 3;
+    for (const auto& n : names) {
+        std::size_t d = support::edit_distance(word, n);
+        if (d < best_d) best_d = d, best = n;
+    }
+    return best;
+}
+
+}  // namespace
+
+std::string usage_message(const CLI::App& app, const CLI::Error& e) {
+    std::string msg = e.what();
+    if (e.get_exit_code() != static_cast<int>(CLI::ExitCodes::ExtrasError)) return msg;
+    const CLI::App* cmd = &app;  // the subcommand being parsed, whose options are the candidates
+    for (const CLI::App* sub : app.get_subcommands()) cmd = sub;
+    std::vector<std::string> names;
+    for (const CLI::App* a : {&app, cmd}) {
+        for (const CLI::Option* o : a->get_options()) {
+            for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+            for (const auto& s : o->get_snames()) names.push_back("-" + s);
+        }
+    }
+    // CLI11 lists the unexpected words, last first: "... not expected: 4 --sise"
+    std::string_view words = std::string_view(msg).substr(msg.find(": ") == std::string::npos ? 0 : msg.find(": ") + 2);
+    std::string option;
+    for (std::size_t b = 0; b < words.size();) {
+        std::size_t e2 = words.find(' ', b);
+        if (e2 == std::string_view::npos) e2 = words.size();
+        std::string_view w = words.substr(b, e2 - b);
+        if (w.size() > 1 && w[0] == '-' && !(w[1] >= '0' && w[1] <= '9')) option = std::string(w.substr(0, w.find('=')));
+        b = e2 + 1;
+    }
+    if (option.empty()) return msg;
+    const std::string best = closest(option, names);
+    const std::string where = cmd == &app ? "collsched --help" : fmt::format("collsched {} --help", cmd->get_name());
+    return best.empty() ? fmt::format("unknown option {} ({} lists the options)", excerpt(option), where)
+                        : fmt::format("unknown option {}; did you mean {}?", excerpt(option), best);
+}
+
 void add_commands(CLI::App& app, Context& ctx) {
     app.require_subcommand(1);
     // Every option's --help shows its default ([16]); subcommands inherit this from the app.
     app.option_defaults()->always_capture_default();
     app.set_version_flag("--version", "collsched 0.1.0");
     // CLI11 echoes a bad value whole; a long one is quoted in part (dsl/excerpt.hpp).
-    app.failure_message([](const CLI::App* a, const CLI::Error& e) { return shorten_quotes(CLI::FailureMessage::simple(a, e)); });
+    // An unknown option gets its closest name ("unknown option --sise; did you mean --size?").
+    app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::ExtrasError)) return shorten_quotes("collsched: error: " + usage_message(*a, e) + "\n");
+        return shorten_quotes(CLI::FailureMessage::simple(a, e));
+    });
     add_demo_command(app, ctx);
     add_topo_command(app, ctx);
     add_verify_command(app, ctx);
@@ -47,6 +96,7 @@ void add_commands(CLI::App& app, Context& ctx) {
     add_reproduce_command(app, ctx);
     add_bench_command(app, ctx);
     add_compare_command(app, ctx);
+    add_machine_command(app, ctx);
     add_completion_command(app, ctx);
 }
 
@@ -62,7 +112,7 @@ int run_command(const std::vector<std::string>& args, std::string& out) {
     } catch (const CLI::Success&) {
         throw InputError("--help and --version print to the terminal: run `collsched --help`");
     } catch (const CLI::ParseError& e) {
-        throw InputError(shorten_quotes(e.what()));
+        throw InputError(shorten_quotes(usage_message(app, e)));
     }
     return ctx.exit_code;
 }

@@ -24,4 +24,9 @@ void add_commands(CLI::App& app, Context& ctx);
 /// 'foo' (did you mean 'topo'?)..."), or nothing when `args` starts with a subcommand or an option.
 std::optional<std::string> unknown_subcommand(const CLI::App& app, const std::vector<std::string>& args);
 
+/// The message for a command line CLI11 refused: for an unknown option, the option and the
+/// closest option of the command ("unknown option --sise; did you mean --size?"); CLI11's own
+/// message otherwise.
+std::string usage_message(const CLI::App& app, const CLI::Error& e);
+
 }  // namespace collsched::tools

@@ -77,7 +77,9 @@ LinkSpeed parse_link(std::string_view text) {
 }
 
 void add_size_option(CLI::App* cmd, std::vector<double>& sizes, std::string_view name, std::string_view help) {
-    cmd->add_option_function<std::string>(std::string(name), [&sizes](const std::string& s) { sizes = parse_sizes(s); },
+    // Every command that takes sizes takes both spellings (issue 45): `name` is the one --help shows first.
+    const std::string names = name == "--sizes" ? "--sizes,--size" : "--size,--sizes";
+    cmd->add_option_function<std::string>(names, [&sizes](const std::string& s) { sizes = parse_sizes(s); },
                                           std::string(help))
         ->type_name("SIZES");
 }

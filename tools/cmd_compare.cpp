@@ -14,6 +14,7 @@
 #include "tools/compare.hpp"
 #include "tools/input.hpp"
 #include "tools/output.hpp"
+#include "verifier/baselines/nccl.hpp"
 #include "verifier/check/direct.hpp"
 
 namespace collsched::tools {
@@ -31,7 +32,12 @@ struct CompareArgs {
     std::string plot = "time";
     std::string svg;
     bool json = false;
+    bool nccl = false;         ///< --nccl: add every NCCL algorithm for the machine and collective
+    std::string collective;   ///< --collective, when every input is nccl:NAME
 };
+
+/// `nccl:ring`, `nccl:tree`, `nccl:pat`, `nccl:p2p`: NCCL's algorithm generated for the machine.
+bool is_nccl(const std::string& in) { return in.starts_with("nccl:"); }
 
 std::string stem(const std::string& path) {
     std::string s = std::filesystem::path(path).filename().string();
@@ -69,13 +75,58 @@ public:
 private:
     void load() {
         std::map<std::string, int> seen;
-        for (const std::string& in : args_.inputs) {
-            tables_.push_back(load_input(in, args_.defines, false, false, args_.msccl));
-            std::string name = stem(in);
-            if (int k = seen[name]++; k > 0) name += fmt::format("#{}", k + 1);
-            cs_.push_back({name, in, nullptr});
+        std::vector<std::string> inputs = args_.inputs;
+        if (args_.nccl) inputs.push_back("nccl:*");
+        if (inputs.empty()) throw InputError("compare: no inputs (schedules, tables, nccl:NAME or --nccl)");
+        const SendTable* first = nullptr;
+        for (const std::string& in : inputs)
+            if (!is_nccl(in)) {
+                tables_.push_back(load_input(in, args_.defines, false, false, args_.msccl));
+                first = &tables_.back();
+                break;
+            }
+        std::shared_ptr<const Topology> topo;
+        Collective coll;
+        Model model;
+        if (first) {
+            topo = first->topology;
+            coll = first->collective;
+            model = first->model;
+        } else {
+            if (args_.msccl.topology.empty() || args_.collective.empty())
+                throw InputError("compare: nccl:NAME inputs alone need --topology and --collective (or a schedule to take them from)");
+            topo = Topology::parse(args_.msccl.topology);
+            coll = Collective::parse(args_.collective, *topo);
+            model = topo->default_model();
         }
-        for (std::size_t i = 0; i < cs_.size(); ++i) cs_[i].table = &tables_[i];
+        std::vector<SendTable> loaded;
+        std::size_t next_file = 0;
+        for (const std::string& in : inputs) {
+            if (!is_nccl(in)) {
+                if (next_file++ == 0) loaded.push_back(std::move(tables_.front()));
+                else loaded.push_back(load_input(in, args_.defines, false, false, args_.msccl));
+                names_.push_back(stem(in));
+                files_.push_back(in);
+                continue;
+            }
+            std::vector<nccl::Baseline> bs;
+            if (in == "nccl:*") bs = nccl::nccl_baselines(topo, coll, model);
+            else bs.push_back(nccl::nccl_baseline(topo, coll, model, in.substr(5)));
+            for (nccl::Baseline& b : bs) {
+                names_.push_back("nccl:" + b.name);
+                files_.push_back(b.source);
+                nccl_.push_back({loaded.size(), b.algorithm});
+                loaded.push_back(std::move(b.table));
+            }
+        }
+        tables_ = std::move(loaded);
+        if (tables_.empty()) throw InputError("compare: NCCL has no algorithm for this collective; nothing to compare");
+        for (std::size_t i = 0; i < tables_.size(); ++i) {
+            std::string name = names_[i];
+            if (int k = seen[name]++; k > 0) name += fmt::format("#{}", k + 1);
+            cs_.push_back({name, files_[i], &tables_[i]});
+        }
+        if (!nccl_.empty()) system_ = nccl::nccl_system(*topo);
     }
 
     /// A schedule that breaks its model has no meaningful time: exit 1 naming them.
@@ -140,6 +191,20 @@ private:
                           {"speedup_over_baseline", cmp.seconds[baseline][i] / cmp.seconds[cmp.winner[i]][i]}});
         auto& xj = j["crossovers"] = nlohmann::ordered_json::array();
         for (const Crossover& x : cmp.crossovers) xj.push_back({{"size", x.size}, {"below", cs_[x.from].name}, {"above", cs_[x.to].name}});
+        if (!nccl_.empty()) {
+            auto& nj = j["nccl_model"] = nlohmann::ordered_json::array();
+            for (auto [c, a] : nccl_) {
+                nlohmann::ordered_json x{{"name", cs_[c].name}, {"system", system_->note}};
+                auto& tj = x["per_size"] = nlohmann::ordered_json::array();
+                for (double size : cmp.sizes) {
+                    const auto m = nccl::nccl_best_protocol(*system_, first.collective.kind, a,
+                                                            nccl::nccl_bytes(first.collective.kind, first.topology->processors(), size));
+                    if (m) tj.push_back({{"size", size}, {"protocol", nccl::to_string(m->protocol)}, {"seconds", m->seconds}});
+                    else tj.push_back({{"size", size}, {"protocol", nullptr}, {"seconds", nullptr}});
+                }
+                nj.push_back(std::move(x));
+            }
+        }
         if (!args_.svg.empty()) j["svg"] = args_.svg;
         return j.dump() + "\n";
     }
@@ -168,12 +233,37 @@ private:
         for (const Crossover& x : cmp.crossovers)
             out += fmt::format("crossover at {}: ({}) {} is faster below, ({}) {} above\n", support::format_bytes(x.size), x.from + 1,
                                cs_[x.from].name, x.to + 1, cs_[x.to].name);
+        out += nccl_text(cmp);
         if (!args_.svg.empty()) out += fmt::format("plot: {}\n", args_.svg);
+        return out;
+    }
+
+    /// NCCL's own model (src/graph/tuning.cc) of each NCCL contender at each size, its protocol
+    /// the tuner's choice (docs/time.md, "NCCL's algorithms and NCCL's model").
+    std::string nccl_text(const Comparison& cmp) const {
+        if (nccl_.empty()) return "";
+        const SendTable& first = tables_.front();
+        std::string out = fmt::format("NCCL's model (src/graph/tuning.cc, NCCL 2.30.7) on {}:\n", system_->note);
+        out += fmt::format("  {:<10}", "size");
+        for (auto [c, a] : nccl_) out += fmt::format("  {:>18}", fmt::format("({}) {}", c + 1, cs_[c].name));
+        out += "\n";
+        for (double size : cmp.sizes) {
+            out += fmt::format("  {:<10}", support::format_bytes(size));
+            for (auto [c, a] : nccl_) {
+                const auto m = nccl::nccl_best_protocol(*system_, first.collective.kind, a,
+                                                        nccl::nccl_bytes(first.collective.kind, first.topology->processors(), size));
+                out += fmt::format("  {:>18}", m ? fmt::format("{} {}", support::format_seconds(m->seconds), nccl::to_string(m->protocol)) : "not modelled");
+            }
+            out += "\n";
+        }
         return out;
     }
 
     const CompareArgs& args_;
     Context& ctx_;
+    std::vector<std::string> names_, files_;  ///< per input table: its name (before #k) and file or source
+    std::vector<std::pair<std::size_t, nccl::Algorithm>> nccl_;  ///< the NCCL contenders
+    std::optional<nccl::System> system_;
     std::vector<SendTable> tables_;  ///< the inputs, in order (the contenders point into it)
     std::vector<Contender> cs_;
 };
@@ -190,9 +280,16 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         "times (or algorithm bandwidths) against size on log axes as SVG. Every input is verified first by the direct checker.\n"
         "Exit code: 0 done, 1 an input does not hold (named), 2 bad input (schedules of different collectives or sizes of "
         "machine, bad units).");
-    cmd->add_option("FILES", args->inputs, "Schedules (.sched), tables (.json, .csv) or MSCCL-IR programs to compare")->required();
+    cmd->add_option("FILES", args->inputs,
+                    "Schedules (.sched), tables (.json, .csv) or MSCCL-IR programs to compare, and nccl:ring, nccl:tree, nccl:pat, "
+                    "nccl:p2p: NCCL's algorithm generated for the first schedule's machine and collective (docs/time.md)");
+    cmd->add_flag("--nccl", args->nccl,
+                  "Add every NCCL algorithm that runs the collective on the machine (rings, the double binary tree, PAT, p2p "
+                  "alltoall), generated for it, and print NCCL's own model (src/graph/tuning.cc) of each at every size");
+    cmd->add_option("--collective", args->collective, "With only nccl:NAME inputs: the collective (and --topology the machine)");
     cmd->add_option("-D", args->defines, "Override a schedule parameter in every .sched input: -D n=16 (repeatable)");
-    cmd->add_option("--topology", args->msccl.topology, "MSCCL-IR inputs: the topology the program runs on (default complete:P)");
+    cmd->add_option("--topology", args->msccl.topology,
+                    "MSCCL-IR inputs: the topology the program runs on (default complete:P); with only nccl:NAME inputs, the machine");
     args->sizes = parse_sizes("1K..1G");
     add_size_option(cmd, args->sizes, "--sizes",
                     "Sizes M as NCCL counts them (docs/time.md, \"Sizes\"): 1K..1G (doubling, the default), 1K..1G:4, or a list 1K,1M,1G (K, M, G are powers "

@@ -55,7 +55,7 @@ int run(int argc, char** argv, collsched::tools::Context& ctx) {
             app.exit(e);  // CLI11's message, long values quoted in part (tools/app.cpp)
             return 2;
         }
-        tools::print_error(InputError(e.what()), json);
+        tools::print_error(InputError(tools::usage_message(app, e)), json);
         return 2;
     } catch (const ProgramViolation& e) {
         // an MSCCL-IR program that does not hold, read by convert or simulate: its counterexamples

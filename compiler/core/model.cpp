@@ -39,8 +39,9 @@ std::string to_string(const Model& m) {
     std::string timing = m.timing == Timing::hop
                              ? std::string("hop")
                              : fmt::format("wormhole,ts={},tc={}", m.ts, m.tc);
-    return fmt::format("timing={},ports={},queues={},replicate={}{}{}", timing, to_string(m.ports), queues_to_string(m),
-                       m.replicate ? "yes" : "no", m.inject_once ? ",inject=once" : "", m.combine_routers ? ",combine=routers" : "");
+    return fmt::format("timing={},ports={},queues={},replicate={}{}{}{}", timing, to_string(m.ports), queues_to_string(m),
+                       m.replicate ? "yes" : "no", m.inject_once ? ",inject=once" : "", m.combine_routers ? ",combine=routers" : "",
+                       m.multicast_routers ? ",multicast=routers" : "");
 }
 
 namespace {
@@ -104,6 +105,12 @@ void set_combine(Model& m, std::string_view key, std::string_view v) {
     else bad_value(key, v);
 }
 
+void set_multicast(Model& m, std::string_view key, std::string_view v) {
+    if (v == "routers") m.multicast_routers = true;
+    else if (v == "no") m.multicast_routers = false;
+    else bad_value(key, v);
+}
+
 void set_inject(Model& m, std::string_view key, std::string_view v) {
     if (v == "once") m.inject_once = true;
     else if (v == "any") m.inject_once = false;
@@ -122,6 +129,7 @@ constexpr ModelKey keys[] = {
     {"replicate", "yes or no", "no", false, set_replicate},
     {"inject", "once or any", "any", false, set_inject},  // a restriction, printed only when once
     {"combine", "processors or routers", "processors", false, set_combine},  // printed only when routers
+    {"multicast", "no or routers", "no", false, set_multicast},               // printed only when routers
 };
 
 }  // namespace
@@ -173,6 +181,12 @@ Model apply_model_options(Model m, std::string_view options) {
 }
 
 std::string combine_problem(const Model& m) {
+    if (m.multicast_routers && !m.replicate) {
+        if (m.timing != Timing::hop) return "multicast=routers (a router sends one copy on several channels) is defined under hop timing";
+        if (m.queues == QueueKind::bounded)
+            return "multicast=routers (a router sends one copy on several channels) is defined with queues=none or queues=unbounded, "
+                   "not with a queue bound";
+    }
     if (!m.combine_routers) return "";
     if (m.timing != Timing::hop) return "combine=routers (in-network reduction) is defined under hop timing";
     if (m.replicate) return "combine=routers (in-network reduction) is defined with replicate=no (a combination consumes its inputs)";
@@ -194,6 +208,7 @@ nlohmann::json to_json(const Model& m) {
     out["replicate"] = m.replicate;
     if (m.inject_once) out["inject"] = "once";
     if (m.combine_routers) out["combine"] = "routers";
+    if (m.multicast_routers) out["multicast"] = "routers";
     return out;
 }
 

@@ -34,6 +34,10 @@ struct Model {
     /// combine=routers: routers may combine partials of one chunk (in-network reduction, as NVLink
     /// SHARP; docs/semantics.md, "Reductions"); default combine=processors: routers only forward.
     bool combine_routers = false;
+    /// multicast=routers: a router sends one copy of a message on several channels in one step
+    /// (NVLink SHARP's multimem store, a switch's multicast; docs/semantics.md, "Reductions");
+    /// default multicast=no: each departure takes a copy of its own (under replicate=no).
+    bool multicast_routers = false;
     bool operator==(const Model&) const = default;
 };
 
@@ -41,8 +45,8 @@ std::string_view to_string(Timing);
 std::string_view to_string(Ports);
 std::string queues_to_string(const Model&);
 
-/// `timing=hop,ports=multi,queues=none,replicate=no` (every key, canonical order; `,inject=once`
-/// and `,combine=routers` are appended only when set, so tables and outputs without them read as
+/// `timing=hop,ports=multi,queues=none,replicate=no` (every key, canonical order; `,inject=once`,
+/// `,combine=routers` and `,multicast=routers` are appended only when set, so tables and outputs without them read as
 /// before).
 std::string to_string(const Model&);
 
@@ -76,7 +80,8 @@ void set_model_key(Model& m, std::string_view key, std::string_view value);
 Model apply_model_options(Model base, std::string_view options);
 
 /// Why a model's combine=routers cannot be checked ("" when it can, or when it is off): in-network
-/// reduction is defined under hop timing, replicate=no, and queues none or unbounded.
+/// reduction is defined under hop timing, replicate=no, and queues none or unbounded; so is
+/// multicast=routers.
 std::string combine_problem(const Model&);
 
 nlohmann::json to_json(const Model&);

@@ -13,7 +13,7 @@ namespace {
 
 class Lexer {
 public:
-    Lexer(std::string_view text, std::string_view name) : s_(text), name_(name) {}
+    Lexer(std::string_view text, std::string_view name, std::string_view kind) : s_(text), name_(name), kind_(kind) {}
 
     Elem parse() {
         skip_misc();
@@ -34,7 +34,7 @@ private:
                 ++col;
             }
         }
-        throw InputError(fmt::format("{}:{}:{}: malformed MSCCL-IR XML: {}", name_, line, col, what));
+        throw InputError(fmt::format("{}:{}:{}: malformed {}: {}", name_, line, col, kind_, what));
     }
     bool at(std::string_view p) const { return s_.substr(i_, p.size()) == p; }
     static bool space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -170,7 +170,7 @@ private:
 
     static constexpr std::size_t max_depth = 64;
 
-    std::string_view s_, name_;
+    std::string_view s_, name_, kind_;
     std::size_t i_ = 0;
     mutable std::size_t line_from_ = 0;
     mutable int line_ = 1, col_ = 1;
@@ -178,6 +178,6 @@ private:
 
 }  // namespace
 
-Elem parse_xml(std::string_view text, std::string_view name) { return Lexer(text, name).parse(); }
+Elem parse_xml(std::string_view text, std::string_view name, std::string_view kind) { return Lexer(text, name, kind).parse(); }
 
 }  // namespace collsched::msccl

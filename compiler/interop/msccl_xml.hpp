@@ -23,7 +23,8 @@ struct Elem {
     int line = 0, col = 0;
 };
 
-/// The document's root element; `name` is used in messages.
-Elem parse_xml(std::string_view text, std::string_view name);
+/// The document's root element; `name` is used in messages, which call the text malformed `kind`
+/// (NCCL's topology XML is read by the same lexer: compiler/machines/nccl_topo.cpp).
+Elem parse_xml(std::string_view text, std::string_view name, std::string_view kind = "MSCCL-IR XML");
 
 }  // namespace collsched::msccl

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/table/collective_hint.hpp"
 #include "compiler/topology/names.hpp"
 #include "compiler/lower/resolve.hpp"
 #include "dsl/printer.hpp"
@@ -449,7 +450,7 @@ Collective build_collective(Env& env, const ast::CollectiveDecl& d) {
     const CollectiveRow* row = find_collective_row(name);
     if (!row)
         fail("E033", d.name.loc,
-             fmt::format("unknown collective '{}': expected {}", name, collective_list(&CollectiveRow::dsl_form, [](auto&) { return true; })));
+             fmt::format("unknown collective '{}'{}: expected {}", name, collective_suggestion(name), collective_list(&CollectiveRow::dsl_form, [](auto&) { return true; })));
     Collective c;
     c.kind = row->kind;
     auto expr_arg = [&](std::size_t i) -> const ast::Expr& {

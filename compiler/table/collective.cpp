@@ -1,4 +1,5 @@
 #include "compiler/table/collective.hpp"
+#include "compiler/table/collective_hint.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -8,6 +9,7 @@
 
 #include "compiler/topology/topology.hpp"
 #include "support/assert.hpp"
+#include "support/edit_distance.hpp"
 #include "support/error.hpp"
 #include "support/number.hpp"
 
@@ -306,6 +308,16 @@ std::string args_form(const CollectiveRow& r, std::string_view root, std::string
 std::string CollectiveRow::dsl_form() const { return args_form(*this, "(r)", "(r, {members})"); }
 std::string CollectiveRow::spec_form() const { return args_form(*this, ":R", ":R:a,b,c"); }
 
+std::string collective_suggestion(std::string_view name) {
+    std::string_view best;
+    std::size_t best_d = 3;
+    for (const CollectiveRow& r : collective_rows) {
+        std::size_t d = support::edit_distance(name, r.name);
+        if (d < best_d) best_d = d, best = r.name;
+    }
+    return best.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best);
+}
+
 Collective Collective::parse(std::string_view text, const Topology& topo, bool check_size) {
     auto fail = [&](std::string_view what) -> Collective {
         throw InputError(fmt::format("collective '{}': {}", text, what));
@@ -321,7 +333,7 @@ Collective Collective::parse(std::string_view text, const Topology& topo, bool c
     std::string_view rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
     Collective c;
     const CollectiveRow* row = find_collective_row(name);
-    if (!row) return fail(fmt::format("unknown collective: expected {}", collective_list(&CollectiveRow::spec_form, [](auto&) { return true; })));
+    if (!row) return fail(fmt::format("unknown collective{}: expected {}", collective_suggestion(name), collective_list(&CollectiveRow::spec_form, [](auto&) { return true; })));
     c.kind = row->kind;
     switch (row->args) {
         case coll::Args::none:

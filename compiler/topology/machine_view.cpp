@@ -137,6 +137,15 @@ std::vector<std::string> summary_lines(const Topology& topo, const std::vector<s
                                     fabric.same_index_only ? "rails: each processor reaches the processors of the same index in other boxes"
                                                            : "each processor reaches processors of other boxes at any index"));
     if (topo.routers() > 0) lines.push_back(fmt::format("{} routers, {} channels to or from routers", topo.routers(), to_routers));
+    // switches that reduce or multicast (NVLS, SHARP), counted by what they do
+    std::map<std::string, std::uint32_t> functions;
+    for (std::uint32_t r = topo.processors(); r < topo.nodes(); ++r) {
+        const SwitchFunctions f = topo.switch_functions(Node{r});
+        if (!f.reduce && !f.multicast) continue;
+        ++functions[fmt::format("{}{}{}{}", f.reduce ? "reduce" : "", f.reduce && f.multicast ? " and multicast" : "",
+                                !f.reduce ? "multicast" : "", f.efficiency < 1 ? fmt::format(" at {:g} of their ports' bandwidth", f.efficiency) : "")];
+    }
+    for (const auto& [what, n] : functions) lines.push_back(fmt::format("{} switch{} {} in the network (NVLS, SHARP)", n, n == 1 ? "" : "es", what));
     for (const auto& [name, k] : kinds)
         lines.push_back(fmt::format("link groups {}: {} of them, {} chunk{} per step each, {}", name, k.count, k.cap, k.cap == 1 ? "" : "s",
                                     support::format_bandwidth(k.bandwidth)));

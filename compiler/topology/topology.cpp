@@ -334,6 +334,11 @@ Model Topology::default_model() const {
         m.ports = Ports::single;
         m.queues = QueueKind::none;
     }
+    // a machine whose switches reduce or multicast runs with those functions on (docs/semantics.md)
+    for (const SwitchFunctions& f : switches_) {
+        m.combine_routers = m.combine_routers || f.reduce;
+        m.multicast_routers = m.multicast_routers || f.multicast;
+    }
     return m;
 }
 

@@ -54,6 +54,18 @@ struct LinkGroup {
     bool operator==(const LinkGroup&) const = default;
 };
 
+/// What a router can do besides forwarding (graph files' "switches", docs/topologies.md): add
+/// partials of one chunk (reduce: NVLink SHARP's multimem.ld_reduce, InfiniBand SHARP) and send
+/// one copy on several channels in one step (multicast: multimem.st), at `efficiency` of its
+/// ports' bandwidth (NCCL's nvlsEfficiency: 0.85 on Hopper, 0.74 on Blackwell).
+struct SwitchFunctions {
+    bool reduce = false;
+    bool multicast = false;
+    double efficiency = 1.0;  ///< in (0, 1]: the bandwidth of its channels is their links' times this
+    std::string note;
+    bool operator==(const SwitchFunctions&) const = default;
+};
+
 /// The speed of a channel for predicted times (docs/time.md): a latency alpha in seconds and a
 /// bandwidth in bytes per second (the channel's, each direction: its capacity times the
 /// bandwidth of one unit of capacity). Capacities stay what they are for the step model.
@@ -143,6 +155,19 @@ public:
     double group_bandwidth(std::uint32_t g) const {
         return g < group_bandwidth_.size() ? group_bandwidth_[g] : groups_[g].cap * default_unit_bandwidth;
     }
+    /// Whether the graph file declares switch functions for some router ("switches"). When it
+    /// does not, the model knobs combine=routers and multicast=routers apply to every router.
+    bool declares_switches() const { return !switches_.empty(); }
+    /// The declared functions of router r (all false, efficiency 1, when it declares none).
+    SwitchFunctions switch_functions(Node r) const {
+        return switches_.empty() || is_processor(r) ? SwitchFunctions{} : switches_[idx(r) - processors_];
+    }
+    /// Whether router r may add partials under combine=routers: every router when the file
+    /// declares no switches, else the routers declared with "reduce" (docs/semantics.md).
+    bool can_reduce(Node r) const { return switches_.empty() || (!is_processor(r) && switches_[idx(r) - processors_].reduce); }
+    /// Whether router r sends one copy on several channels under multicast=routers (as can_reduce).
+    bool can_multicast(Node r) const { return switches_.empty() || (!is_processor(r) && switches_[idx(r) - processors_].multicast); }
+
     /// Whether a graph file stated speeds (else every channel has the defaults).
     bool has_speeds() const { return speeds_given_; }
 
@@ -213,6 +238,8 @@ private:
     std::vector<LinkSpeed> speeds_;
     std::vector<double> group_bandwidth_;
     bool speeds_given_ = false;
+    // switch functions per router (graph files' "switches"); empty = none declared
+    std::vector<SwitchFunctions> switches_;
 };
 
 /// The spec with the file of every `graph:FILE` in it (alone or as a factor of a product)

@@ -95,6 +95,7 @@ public:
         for (const auto& e : j_["edges"]) edge(e);
         finish_channels();
         if (j_.contains("groups")) groups();
+        if (j_.contains("switches")) switches();
         next_hops(*t_, file_);
         return t_;
     }
@@ -248,12 +249,7 @@ private:
         double unit_bw = file_unit_.bandwidth;
         if (g.contains("bandwidth")) {
             unit_bw = speeds_.bandwidth(g["bandwidth"], fmt::format("groups[{}].bandwidth", gi));
-            if (!t_->speeds_given_) {  // a group's speed alone: the channels take the file's defaults
-                t_->speeds_.resize(t_->channels_.size());
-                for (std::uint32_t c = 0; c < t_->channels_.size(); ++c)
-                    t_->speeds_[c] = {file_unit_.alpha, file_unit_.bandwidth * t_->channels_[c].cap};
-                t_->speeds_given_ = true;
-            }
+            state_speeds();  // a group's speed alone: the channels take the file's defaults
         }
         t_->group_bandwidth_.push_back(unit_bw * lg.cap);
         auto gnode = [&](const nlohmann::json& v) {
@@ -279,6 +275,59 @@ private:
         lg.channels.erase(std::unique(lg.channels.begin(), lg.channels.end()), lg.channels.end());
         if (lg.channels.empty()) throw InputError(gwhere(fmt::format("group '{}' has no channel", lg.name)));
         t_->groups_.push_back(std::move(lg));
+    }
+
+    /// Gives every channel its speed explicitly (the file's defaults) when no edge stated one.
+    void state_speeds() {
+        if (t_->speeds_given_) return;
+        t_->speeds_.resize(t_->channels_.size());
+        for (std::uint32_t c = 0; c < t_->channels_.size(); ++c) t_->speeds_[c] = {file_unit_.alpha, file_unit_.bandwidth * t_->channels_[c].cap};
+        t_->speeds_given_ = true;
+    }
+
+    /// "switches": [{"router": "r1.0", "reduce": true, "multicast": true, "efficiency": 0.85,
+    /// "note": "..."}]: the routers that add partials and multicast (docs/topologies.md). The
+    /// efficiency scales the bandwidth of every channel into and out of the router.
+    void switches() {
+        const nlohmann::json& ss = j_["switches"];
+        if (!ss.is_array() || ss.empty())
+            throw InputError(where("\"switches\" must be a non-empty list of {\"router\": \"r1.0\", \"reduce\": true, \"multicast\": true} objects"));
+        t_->switches_.assign(R_, SwitchFunctions{});
+        std::vector<char> seen(R_, 0);
+        for (std::size_t si = 0; si < ss.size(); ++si) {
+            const nlohmann::json& s = ss[si];
+            auto swhere = [&](std::string_view what) { return where(fmt::format("switches[{}]: {}", si, what)); };
+            if (!s.is_object() || !s.contains("router"))
+                throw InputError(swhere("expected {\"router\": \"r1.0\", \"reduce\": true, \"multicast\": true, \"efficiency\": 0.85}"));
+            SwitchFunctions f;
+            for (auto it = s.begin(); it != s.end(); ++it) {
+                const std::string& k = it.key();
+                if (k == "reduce" || k == "multicast") {
+                    if (!it.value().is_boolean()) throw InputError(swhere(fmt::format("\"{}\" must be true or false", k)));
+                    (k == "reduce" ? f.reduce : f.multicast) = it.value().get<bool>();
+                } else if (k == "efficiency") {
+                    if (!it.value().is_number() || !(it.value().get<double>() > 0) || it.value().get<double>() > 1)
+                        throw InputError(swhere(fmt::format("efficiency {} must be a number in (0, 1]", it.value().dump())));
+                    f.efficiency = it.value().get<double>();
+                } else if (k == "note") {
+                    if (!it.value().is_string()) throw InputError(swhere("\"note\" must be a string"));
+                    f.note = it.value().get<std::string>();
+                } else if (k != "router") {
+                    throw InputError(swhere(fmt::format("unknown field \"{}\" (a switch has router, reduce, multicast, efficiency, note)", k)));
+                }
+            }
+            std::optional<Node> r = find(s["router"]);
+            if (!r || t_->is_processor(*r))
+                throw InputError(swhere(fmt::format("{} is not a router (routers r1.0..r1.{})", s["router"].dump(), R_ == 0 ? 0 : R_ - 1)));
+            const std::uint32_t ri = idx(*r) - static_cast<std::uint32_t>(P_);
+            if (seen[ri]++) throw InputError(swhere(fmt::format("router {} is listed twice", t_->node_name(*r))));
+            t_->switches_[ri] = f;
+            if (f.efficiency < 1) {
+                state_speeds();
+                for (ChannelId c : t_->out_channels(*r)) t_->speeds_[idx(c)].bandwidth *= f.efficiency;
+                for (ChannelId c : t_->in_channels(*r)) t_->speeds_[idx(c)].bandwidth *= f.efficiency;
+            }
+        }
     }
 
     std::string_view spec_, file_;

@@ -13,7 +13,12 @@ std::string Topology::to_dot() const {
     std::string out = fmt::format("digraph \"{}\" {{\n  node [shape=circle];\n", spec_);
     for (std::uint32_t v = 0; v < nodes(); ++v) {
         bool proc = v < processors_;
-        out += fmt::format("  \"{}\" [shape={}];\n", node_name(Node{v}), proc ? "box" : "circle");
+        const SwitchFunctions f = switch_functions(Node{v});
+        if (f.reduce || f.multicast)  // a switch that adds or multicasts: drawn as such, with what it does
+            out += fmt::format("  \"{}\" [shape=doublecircle, label=\"{}\\n{}{}{}\"];\n", node_name(Node{v}), node_name(Node{v}),
+                               f.reduce ? "reduce" : "", f.reduce && f.multicast ? "+" : "", f.multicast ? "multicast" : "");
+        else
+            out += fmt::format("  \"{}\" [shape={}];\n", node_name(Node{v}), proc ? "box" : "circle");
     }
     for (std::uint32_t i = 0; i < channels_.size(); ++i) {
         const Channel& c = channels_[i];
@@ -46,6 +51,18 @@ std::string Topology::to_json() const {
         out += "}";
     }
     out += "]";
+    if (!switches_.empty()) {
+        out += ",\n \"switches\": [";
+        bool first = true;
+        for (std::uint32_t r = 0; r < routers_; ++r) {
+            const SwitchFunctions& f = switches_[r];
+            if (!f.reduce && !f.multicast && f.efficiency == 1) continue;
+            out += fmt::format("{}\n  {{\"router\": \"{}\", \"reduce\": {}, \"multicast\": {}, \"efficiency\": {}}}", first ? "" : ",",
+                               node_name(Node{processors_ + r}), f.reduce, f.multicast, f.efficiency);
+            first = false;
+        }
+        out += "]";
+    }
     if (!groups_.empty()) {
         out += ",\n \"groups\": [";
         for (std::size_t g = 0; g < groups_.size(); ++g) {

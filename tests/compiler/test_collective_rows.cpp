@@ -87,7 +87,7 @@ TEST_CASE("collective rows: each row parses, prints and counts its goals as it e
 TEST_CASE("collective rows: the lists in messages and help come from the rows") {
     auto topo = Topology::parse("ring:5");
     CHECK_THROWS_WITH_AS(Collective::parse("allgahter", *topo),
-                         "collective 'allgahter': unknown collective: expected alltoall, allgather, broadcast:R, scatter:R, gather:R, "
+                         "collective 'allgahter': unknown collective (did you mean 'allgather'?): expected alltoall, allgather, broadcast:R, scatter:R, gather:R, "
                          "multicast:R:a,b,c, reduce:R, prefix, allreduce, reduce_scatter, scan or custom",
                          InputError);
     CHECK(collective_list(&CollectiveRow::dsl_form, [](const CollectiveRow& r) { return r.rooted(); }) ==

@@ -34,7 +34,7 @@ TEST_CASE("model: bad options name the key and the accepted values") {
         return std::string();
     };
     CHECK(err("ports=duplex") == "model: bad value 'duplex' for 'ports': expected multi, single or half");
-    CHECK(err("port=single") == "model: unknown key 'port': expected one of timing, ts, tc, ports, queues, replicate, inject, combine");
+    CHECK(err("port=single") == "model: unknown key 'port': expected one of timing, ts, tc, ports, queues, replicate, inject, combine, multicast");
     CHECK(err("queues=-1") == "model: bad value '-1' for 'queues': expected unbounded, none, or a queue bound B >= 0");
     CHECK(err("single") == "model: 'single' is not key=value (for example ports=single)");
     CHECK(err("tc=abc") == "model: bad value 'abc' for 'tc': expected a non-negative number");

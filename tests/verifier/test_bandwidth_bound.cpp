@@ -44,6 +44,7 @@ namespace {
 std::vector<std::string> small_machines() {
     std::vector<std::string> specs = {"ring:5", "ring:8", "linear:6", "complete:6", "torus:3x4", "mesh:2x3", "hypercube:3", "hypercube:4"};
     for (const auto& e : std::filesystem::directory_iterator(std::string(COLLSCHED_SOURCE_DIR) + "/schedules/machines")) {
+        if (e.path().extension() != ".json") continue;  // commands.txt: how the machines are made
         auto topo = Topology::parse("graph:" + e.path().string());
         if (topo->processors() <= 16 && topo->routers() == 0) specs.push_back("graph:" + e.path().string());
     }

@@ -32,6 +32,7 @@ struct RouterCopies {
     std::deque<Step> waiting;  ///< replicate=no: arrival steps of copies not yet sent on (FIFO)
     std::uint32_t received = 0;
     Step first = never, last = never, last_departure = 0;
+    Step took = never;  ///< multicast=routers: the last step in which a send took a copy or combined
 };
 
 class CompositeChecker {
@@ -173,7 +174,15 @@ private:
                     continue;
                 }
                 RouterCopies& rc = routers_[key(c.from, x.message)];
-                if (rc.waiting.empty() && t_.model.combine_routers && combine_at_router(x, c.from)) continue;
+                // multicast=routers: later sends of one step share the copy (or the combination)
+                // the first send of that step took
+                const bool multicast = t_.model.multicast_routers && !t_.model.replicate && topo_.can_multicast(c.from);
+                if (multicast && rc.took == x.step) continue;
+                if (rc.waiting.empty() && t_.model.combine_routers && topo_.can_reduce(c.from) && combine_at_router(x, c.from)) {
+                    rc.took = x.step;
+                    continue;
+                }
+                if (!rc.waiting.empty()) rc.took = x.step;
                 if (rc.first == never) {
                     causality(x, c.from, fmt::format("{} forwards {} in step {} but has not received it", node(c.from), msg(x.message), x.step));
                 } else if (t_.model.replicate) {
@@ -208,7 +217,7 @@ private:
                     continue;
                 }
                 RouterCopies& rc = routers_[key(to, x.message)];
-                if (t_.model.combine_routers && rc.received == 0)
+                if (t_.model.combine_routers && topo_.can_reduce(to) && rc.received == 0)
                     if (auto pv = partial_of(ms_, x.message)) router_partials_[key(to, MessageId{pv->chunk})].push_back(x.message);
                 rc.first = std::min(rc.first, x.step);
                 rc.last = x.step;

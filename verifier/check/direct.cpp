@@ -498,7 +498,8 @@ void Checker::routes(MessageId m, const Hop* first, const Hop* last) {
 /// replicate=no: each copy that enters a router leaves it exactly once. Departures are served
 /// FIFO by the earliest unconsumed arrival of an earlier step; a departure with no such copy is
 /// a causality violation if the router had not received the message yet, and a replication
-/// violation if it had (it forwards more copies than it received).
+/// violation if it had (it forwards more copies than it received). Under multicast=routers the
+/// departures of one step from a router that multicasts take one copy together.
 void Checker::routers_no_replicate(MessageId m) {
     const bool none = t_.model.queues == QueueKind::none;
     std::vector<const RouterEvent*> arrivals;
@@ -506,13 +507,19 @@ void Checker::routers_no_replicate(MessageId m) {
         std::uint32_t r = events_[i].router();
         arrivals.clear();
         std::size_t head = 0;
+        // multicast=routers: the departures of one step from a router that multicasts share the
+        // copy the first of them took (one copy in, several out)
+        const bool multicast = t_.model.multicast_routers && topo_.can_multicast(Node{r});
+        Step took = never;
         for (; i < events_.size() && events_[i].router() == r; ++i) {
             const RouterEvent& e = events_[i];
             if (!e.departure()) {
                 arrivals.push_back(&e);
                 continue;
             }
+            if (multicast && took == e.step()) continue;
             if (head < arrivals.size()) {
+                took = e.step();
                 Step a = arrivals[head++]->step();
                 if (none && e.step() != a + 1)
                     found_.add(Property::queues,

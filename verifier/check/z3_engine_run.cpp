@@ -303,6 +303,10 @@ VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
     if (t.model.inject_once)
         throw InputError("the Z3 engine does not encode inject=once (each source injects its datum once); use the direct "
                          "checker (--engine direct) or simulate");
+    if (t.model.multicast_routers && !t.model.replicate)
+        throw InputError("the Z3 engine does not encode multicast at routers (multicast=routers: one copy sent on several channels "
+                         "in one step); its verdict would be about a model without it, so it gives none; use the direct checker "
+                         "(--engine direct) or simulate");
     if (t.model.combine_routers)
         throw InputError("the Z3 engine does not encode in-network reduction (combine=routers: routers combining partials); "
                          "its verdict would be about a model without it, so it gives none; use the direct checker (--engine "

@@ -5,7 +5,7 @@
 #include <bit>
 #include <map>
 #include <numeric>
-#include <tuple>
+#include <optional>
 
 namespace collsched {
 
@@ -83,37 +83,46 @@ struct UnionFind {
 
 }  // namespace
 
-bool is_automorphism(const Topology& t, const std::vector<std::uint32_t>& image, bool speeds) {
-    for (std::uint32_t i = 0; i < t.channels().size(); ++i) {
-        const Channel& ch = t.channel(ChannelId{i});
-        auto c = t.find_channel(Node{image[idx(ch.from)]}, Node{image[idx(ch.to)]});
-        if (!c || t.channel(*c).cap != ch.cap) return false;
-        if (speeds) {
-            const LinkSpeed a = t.speed(ChannelId{i}), b = t.speed(*c);
-            if (a.alpha != b.alpha || a.bandwidth != b.bandwidth) return false;
-        }
-    }
-    if (t.groups().empty()) return true;
-    // with `speeds` a group's bandwidth is part of what must match (0 otherwise)
-    std::map<std::tuple<std::vector<std::uint32_t>, std::uint32_t, double>, int> groups;
+AutomorphismCheck::AutomorphismCheck(const Topology& t) : t_(t) {
     for (std::uint32_t g = 0; g < t.groups().size(); ++g) {
         std::vector<std::uint32_t> cs;
-        for (ChannelId c : t.groups()[g].channels) cs.push_back(idx(c));
-        groups[{std::move(cs), t.groups()[g].cap, speeds ? t.group_bandwidth(g) : 0.0}] = 1;  // channels are sorted in a group
+        for (ChannelId c : t.groups()[g].channels) cs.push_back(idx(c));  // sorted in a group
+        groups_[std::move(cs)].push_back({t.groups()[g].cap, t.group_bandwidth(g)});
     }
-    for (std::uint32_t g = 0; g < t.groups().size(); ++g) {
-        std::vector<std::uint32_t> cs;
-        for (ChannelId c : t.groups()[g].channels) {
-            const Channel& ch = t.channel(c);
-            cs.push_back(idx(*t.find_channel(Node{image[idx(ch.from)]}, Node{image[idx(ch.to)]})));
+    for (auto& [cs, attrs] : groups_) std::sort(attrs.begin(), attrs.end());
+}
+
+bool AutomorphismCheck::operator()(std::span<const std::uint32_t> image) const {
+    const Topology& t = t_;
+    // The image of channel c, when it is a channel with every attribute of c.
+    auto image_of = [&](std::uint32_t c) -> std::optional<std::uint32_t> {
+        const Channel& ch = t.channels()[c];
+        const auto m = t.find_channel(Node{image[idx(ch.from)]}, Node{image[idx(ch.to)]});
+        if (!m) return std::nullopt;
+        const Channel& mc = t.channel(*m);
+        if (mc.cap != ch.cap || mc.level != ch.level || !(t.speed(*m) == t.speed(ChannelId{c}))) return std::nullopt;
+        return idx(*m);
+    };
+    std::vector<std::uint32_t> img;
+    for (const auto& [members, attrs] : groups_) {
+        img.clear();
+        for (std::uint32_t c : members) {
+            const auto m = image_of(c);
+            if (!m) return false;
+            img.push_back(*m);
         }
-        std::sort(cs.begin(), cs.end());
-        if (!groups.count({cs, t.groups()[g].cap, speeds ? t.group_bandwidth(g) : 0.0})) return false;
+        std::sort(img.begin(), img.end());
+        const auto it = groups_.find(img);
+        if (it == groups_.end() || it->second != attrs) return false;
     }
+    for (std::uint32_t c = 0; c < t.channels().size(); ++c)
+        if (!image_of(c)) return false;
     return true;
 }
 
-ProcessorOrbits processor_orbits(const Topology& t, bool speeds) {
+bool is_automorphism(const Topology& t, std::span<const std::uint32_t> image) { return AutomorphismCheck(t)(image); }
+
+ProcessorOrbits processor_orbits(const Topology& t) {
     const std::uint32_t P = t.processors();
     UnionFind uf(P);
     ProcessorOrbits out;
@@ -131,12 +140,13 @@ ProcessorOrbits processor_orbits(const Topology& t, bool speeds) {
     if (std::has_single_bit(P))
         for (std::uint32_t b = 1; b < P; b <<= 1) candidates.push_back(perm([&](std::uint32_t u) { return u ^ b; }));
     std::uint32_t orbits = P;
+    const AutomorphismCheck keeps(t);
     for (auto& img : candidates) {
         if (orbits == 1) break;
         // Only a candidate that would merge something is worth its check.
         bool merges = false;
         for (std::uint32_t u = 0; u < P && !merges; ++u) merges = uf.find(u) != uf.find(img[u]);
-        if (!merges || !extend_to_routers(t, img) || !is_automorphism(t, img, speeds)) continue;
+        if (!merges || !extend_to_routers(t, img) || !keeps(img)) continue;
         ++out.automorphisms;
         for (std::uint32_t u = 0; u < P; ++u) orbits -= uf.unite(u, img[u]) ? 1 : 0;
     }

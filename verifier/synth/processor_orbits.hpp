@@ -4,14 +4,16 @@
  * orbit instead of one per processor (issue 27). Candidate permutations of the processors are
  * the regular shapes generated machines have (a rotation inside blocks of B consecutive
  * processors, a shift by B, an exclusive-or with a power of two); routers follow by their
- * neighbourhoods. A candidate counts only after it is checked to map every channel onto a
- * channel of the same capacity and every link group onto a group of the same capacity, so the
+ * neighbourhoods. A candidate counts only after AutomorphismCheck has checked it, so the
  * orbits are unions of true orbits' parts: never too coarse. Finding fewer symmetries only
  * costs time.
  */
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "compiler/topology/topology.hpp"
@@ -25,13 +27,29 @@ struct ProcessorOrbits {
 };
 
 /// The orbits of the processors under the verified candidate automorphisms (every processor its
-/// own orbit when none holds). With `speeds` the automorphisms must also keep every channel's
-/// latency and bandwidth and every group's bandwidth (verifier/time's cuts on link speeds).
-ProcessorOrbits processor_orbits(const Topology&, bool speeds = false);
+/// own orbit when none holds).
+ProcessorOrbits processor_orbits(const Topology&);
 
-/// Whether `image` (a permutation of all nodes) maps every channel onto a channel of the same
-/// capacity and every link group onto a group of the same capacity (with `speeds`: and the same
-/// link speeds).
-bool is_automorphism(const Topology&, const std::vector<std::uint32_t>& image, bool speeds = false);
+/// The one check of a symmetry that every bound, construction and quotient relies on (issue 41):
+/// a permutation of the nodes is an automorphism when it maps every channel onto a channel with
+/// the same attributes (capacity, tree level, latency, bandwidth) and every link group onto a
+/// group with the same channels' images, capacity and bandwidth: everything the step model, the
+/// time model and the bounds read. A symmetry of the capacities alone is not enough: class
+/// counting reads link speeds, the time model latencies and bandwidths.
+class AutomorphismCheck {
+public:
+    explicit AutomorphismCheck(const Topology& t);
+    /// Whether `image` (per node, its image; a permutation) is an automorphism. Groups first: on
+    /// machines whose channels are all alike only the groups tell a wrong candidate.
+    bool operator()(std::span<const std::uint32_t> image) const;
+
+private:
+    const Topology& t_;
+    /// A group's channels (sorted) -> the (capacity, bandwidth) of every group on exactly them.
+    std::map<std::vector<std::uint32_t>, std::vector<std::pair<std::uint32_t, double>>> groups_;
+};
+
+/// AutomorphismCheck(t)(image), for one candidate.
+bool is_automorphism(const Topology& t, std::span<const std::uint32_t> image);
 
 }  // namespace collsched

@@ -184,6 +184,10 @@ struct Bound {
     /// bound was computed for; `routes` is the one that depends on the search.
     std::vector<std::string> assumes;
 };
+/// A proven lower bound lies at or below every verified schedule: L > U means a bound is wrong,
+/// never that the schedule is optimal (issue 41). The message of the internal error that says so,
+/// naming both, for COLLSCHED_ASSERT_MSG(U >= L, bound_above_schedule(...)).
+std::string bound_above_schedule(std::string_view bound, std::string_view schedule);
 /// Every lower bound collsched can prove without a solver (docs/synthesis.md, "Lower bounds"),
 /// also those that hold only on fixed routes; see bound_applies.
 std::vector<Bound> lower_bounds(const SynthInstance&);
@@ -305,7 +309,8 @@ struct OptimizeResult {
 };
 
 /// The automorphisms of the topology that map the collective's goals to themselves: node
-/// permutations preserving every channel with its capacity and every link group, and the
+/// permutations preserving every channel and link group with every attribute the models read
+/// (AutomorphismCheck: capacities, levels, speeds), and the
 /// collective (a root stays fixed). Topologies without routers only (empty otherwise), at most
 /// `limit` elements (the identity left out).
 /// The search stops at `deadline` with what it found (fewer automorphisms only narrow a search

@@ -662,4 +662,8 @@ std::string inject_once_infeasible(const SynthInstance& in) {
     return {};
 }
 
+std::string bound_above_schedule(std::string_view bound, std::string_view schedule) {
+    return fmt::format("a lower bound is above a verified schedule, so the bound is wrong: bound {}; schedule {}", bound, schedule);
+}
+
 }  // namespace collsched

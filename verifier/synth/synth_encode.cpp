@@ -312,9 +312,11 @@ EncodingKind encoding_for(const SynthInstance& in) {
     if (m.queues == QueueKind::bounded)
         throw InputError(fmt::format("the synthesizer encodes queues=none and queues=unbounded; a queue bound ({}) is not supported",
                                      m.queue_bound));
-    if (m.combine_routers)
-        throw InputError("the synthesizer does not encode in-network reduction (combine=routers): its optima would not cover "
-                         "the schedules where routers combine; check such schedules with verify --engine direct or simulate");
+    if (m.combine_routers || (m.multicast_routers && !m.replicate))
+        throw InputError(fmt::format("the synthesizer does not encode {} (a machine's switch functions turn it on): its optima "
+                                     "would not cover the schedules that use it; check such schedules with verify --engine direct "
+                                     "or simulate, or synthesize without it (--model combine=processors,multicast=no)",
+                                     m.combine_routers ? "in-network reduction (combine=routers)" : "multicast at routers (multicast=routers)"));
     const CollectiveRow& row = in.collective.row();
     if (row.data == coll::Data::any)
         throw InputError("the synthesizer needs a named collective (alltoall, allgather, broadcast:R, scatter:R, gather:R, multicast:R:...)");

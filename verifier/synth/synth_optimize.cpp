@@ -212,11 +212,15 @@ private:
         res_.hierarchical = std::move(h);
     }
 
+    /// Proved when the best verified schedule meets the lower bound; a bound above it is a bug.
     bool settle() {
-        if (res_.upper_bound && *res_.upper_bound <= res_.lower_bound) {
+        if (!res_.upper_bound) return false;
+        COLLSCHED_ASSERT_MSG(*res_.upper_bound >= res_.lower_bound,
+                             bound_above_schedule(fmt::format("{} steps ({})", res_.lower_bound, res_.lower_bound_reason),
+                                                  fmt::format("{} steps ({})", *res_.upper_bound, res_.upper_bound_source)));
+        if (*res_.upper_bound == res_.lower_bound) {
             res_.status = OptStatus::proved;
             res_.optimum = res_.upper_bound;
-            res_.lower_bound = *res_.upper_bound;
             return true;
         }
         return false;

@@ -19,6 +19,7 @@
 #include "verifier/synth/bandwidth_bound.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/pareto_calls.hpp"
+#include "verifier/synth/processor_orbits.hpp"
 #include "verifier/synth/synth_encode.hpp"
 #include "verifier/synth/tree_packing.hpp"
 
@@ -93,27 +94,8 @@ std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance& in, s
     const bool rooted = !in.collective.row().symmetric();  // a renaming must keep the root, members, order, blocks
     std::vector<char> member(P, 0);
     for (Node m : in.collective.members) member[idx(m)] = 1;
-    // Every link group must map onto a group of the same capacity.
-    std::map<std::pair<std::vector<std::uint32_t>, std::uint32_t>, int> group_set;
-    for (const LinkGroup& g : t.groups()) {
-        std::vector<std::uint32_t> cs;
-        for (ChannelId c : g.channels) cs.push_back(idx(c));
-        std::sort(cs.begin(), cs.end());
-        group_set[{cs, g.cap}] = 1;
-    }
-    auto keeps_groups = [&](const std::vector<std::uint32_t>& p) {
-        for (const LinkGroup& g : t.groups()) {
-            std::vector<std::uint32_t> cs;
-            for (ChannelId c : g.channels) {
-                auto img = t.find_channel(Node{p[idx(t.channel(c).from)]}, Node{p[idx(t.channel(c).to)]});
-                if (!img) return false;
-                cs.push_back(idx(*img));
-            }
-            std::sort(cs.begin(), cs.end());
-            if (!group_set.count({cs, g.cap})) return false;
-        }
-        return true;
-    };
+    // Every channel and link group must keep its attributes (capacities, speeds: AutomorphismCheck).
+    const AutomorphismCheck keeps(t);
     std::vector<std::uint32_t> pi(P, 0);
     std::vector<char> used(P, 0);
     bool late = false;
@@ -126,7 +108,7 @@ std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance& in, s
         if (u == P) {
             bool identity = true;
             for (std::uint32_t v = 0; v < P; ++v) identity = identity && pi[v] == v;
-            if (!identity && keeps_groups(pi)) out.push_back(pi);
+            if (!identity && keeps(pi)) out.push_back(pi);
             return;
         }
         for (std::uint32_t x = 0; x < P; ++x) {
@@ -314,6 +296,9 @@ void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) 
     for (Step t = 1; t <= p->steps; ++t) pt.step_rounds.push_back(p->table.rounds(t));
     pt.table = std::move(p->table);
     res.packed_depth = p->depth;
+    COLLSCHED_ASSERT_MSG(!(p->rounds_per_chunk() < res.bandwidth_bound) && p->rounds >= p->least_rounds,
+                         bound_above_schedule(fmt::format("R/C >= {} (R >= {} for {} chunks)", res.bandwidth_bound.text(), p->least_rounds, p->chunks),
+                                              fmt::format("R/C = {} ({} rounds, {})", p->rounds_per_chunk().text(), p->rounds, p->method)));
     res.packed_optimal = p->rounds_per_chunk() == res.bandwidth_bound;
     const std::string cut = res.bounds.front().certificate ? "the cut of the bound above" : res.bounds.front().name;
     if (res.packed_optimal)

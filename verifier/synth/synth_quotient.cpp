@@ -89,7 +89,10 @@ OptimizeResult optimize_in_quotient(const SynthInstance& in, const OptimizeOptio
                     "{} tree edges standing for a table of {} transfers, which is not built",
                     translation_group_name(*in.topology), trees->edges.size(), v.transfers);
     res.optimum = trees->steps();
-    res.status = trees->steps() <= res.lower_bound ? OptStatus::proved : OptStatus::found;
+    COLLSCHED_ASSERT_MSG(trees->steps() >= res.lower_bound,
+                         bound_above_schedule(fmt::format("{} steps ({})", res.lower_bound, res.lower_bound_reason),
+                                              fmt::format("{} steps ({})", trees->steps(), res.upper_bound_source)));
+    res.status = trees->steps() == res.lower_bound ? OptStatus::proved : OptStatus::found;
     res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return res;
 }

@@ -8,38 +8,18 @@
 #include <fmt/format.h>
 
 #include "compiler/table/builder.hpp"
+#include "verifier/synth/processor_orbits.hpp"
 #include "support/assert.hpp"
 
 namespace collsched {
 
 namespace {
 
-/// Whether the map x -> x + g (g a generator) keeps every channel with its capacity and every
-/// link group with its capacity. Groups first: on machines whose channels all have one capacity
-/// (a multibox is a complete graph of capacity 1) only the groups tell a wrong box size, and the
-/// first group usually does.
-bool is_automorphism(const Topology& t, const Translations& tr, std::uint32_t g, const std::map<std::vector<std::uint32_t>, std::uint32_t>& groups) {
-    const std::span<const Channel> chs = t.channels();
-    auto image = [&](std::uint32_t c) -> std::optional<std::uint32_t> {
-        const auto m = t.find_channel(Node{tr.add(idx(chs[c].from), g)}, Node{tr.add(idx(chs[c].to), g)});
-        if (!m || t.channel(*m).cap != chs[c].cap) return std::nullopt;
-        return idx(*m);
-    };
-    std::vector<std::uint32_t> img;
-    for (const auto& [members, cap] : groups) {
-        img.clear();
-        for (std::uint32_t c : members) {
-            const auto m = image(c);
-            if (!m) return false;
-            img.push_back(*m);
-        }
-        std::sort(img.begin(), img.end());
-        const auto it = groups.find(img);
-        if (it == groups.end() || it->second != cap) return false;
-    }
-    for (std::uint32_t c = 0; c < chs.size(); ++c)
-        if (!image(c)) return false;
-    return true;
+/// The map x -> x + g (g a generator) as a permutation of the processors.
+std::vector<std::uint32_t> translation(const Translations& tr, std::uint32_t g, std::uint32_t P) {
+    std::vector<std::uint32_t> image(P);
+    for (std::uint32_t x = 0; x < P; ++x) image[x] = tr.add(x, g);
+    return image;
 }
 
 /// One per-step budget: the tree edges whose differences it lists (with multiplicity) number at
@@ -229,19 +209,14 @@ std::optional<std::vector<QuotientEdge>> grow(const Quotient& q, std::uint32_t C
 std::optional<std::uint32_t> translation_box(const Topology& t) {
     const std::uint32_t P = t.processors();
     if (t.routers() != 0 || P < 2) return std::nullopt;
-    std::map<std::vector<std::uint32_t>, std::uint32_t> groups;
-    for (const LinkGroup& g : t.groups()) {
-        std::vector<std::uint32_t> m;
-        for (ChannelId c : g.channels) m.push_back(idx(c));
-        std::sort(m.begin(), m.end());
-        groups[m] = g.cap;
-    }
+    // Each generator must keep every attribute the models and bounds read (AutomorphismCheck).
+    const AutomorphismCheck keeps(t);
     // B = P is the cyclic group; then the other divisors, largest first.
     for (std::uint32_t B = P; B >= 1; --B) {
         if (P % B != 0) continue;
         const Translations tr{B, P / B};
-        if (B > 1 && !is_automorphism(t, tr, 1, groups)) continue;
-        if (B < P && !is_automorphism(t, tr, B, groups)) continue;
+        if (B > 1 && !keeps(translation(tr, 1, P))) continue;
+        if (B < P && !keeps(translation(tr, B, P))) continue;
         return B;
     }
     return std::nullopt;

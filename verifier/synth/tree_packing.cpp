@@ -93,7 +93,7 @@ public:
                 for (std::uint32_t v = 0; v < P_; ++v)
                     for (auto [c, units] : incoming_[v]) {
                         const std::uint32_t u = idx(t_.channel(ChannelId{c}).from);
-                        for (std::uint32_t n = 0; n < units; ++n) {
+                        for (std::uint32_t n = 0; n < units && fits(ChannelId{c}); ++n) {
                             const std::optional<std::uint32_t> k = choose(u, v, s);
                             if (!k) break;
                             transfers.push_back({s, ChannelId{c}, chunk_message(ms, *k)});
@@ -157,9 +157,12 @@ private:
                     caps[i] = left == 0 ? 0 : useful(idx(ch.from), idx(ch.to), left);
                     break;
                 }
-                case CapacityArc::Kind::group: caps[i] = static_cast<std::int64_t>(a.cap) - used_group_[a.what]; break;
+                // Where the network relaxes a budget (a group of several senders and receivers, a
+                // dropped non-laminar group, half ports) the units it routes may exceed it: fits()
+                // refuses those, and what is left here is never negative.
+                case CapacityArc::Kind::group: caps[i] = std::max<std::int64_t>(0, static_cast<std::int64_t>(a.cap) - used_group_[a.what]); break;
                 case CapacityArc::Kind::port:
-                    caps[i] = static_cast<std::int64_t>(a.cap) - (a.out_port ? used_out_[a.what] : used_in_[a.what]);
+                    caps[i] = std::max<std::int64_t>(0, static_cast<std::int64_t>(a.cap) - (a.out_port ? used_out_[a.what] : used_in_[a.what]));
                     break;
             }
         }
@@ -186,6 +189,25 @@ private:
         std::uint32_t n = 0;
         for (std::uint32_t w = 0; w < W && n < cap; ++w) n += static_cast<std::uint32_t>(std::popcount(a[w] & ~b[w] & ~p[w]));
         return std::min(n, cap);
+    }
+
+    /// Whether one more transfer on channel c keeps every exact budget of the model in this
+    /// step: the channel's capacity, each of its link groups' capacities, and the ports
+    /// (single: one send and one receive per processor; half: one of either). The flow network
+    /// may be a relaxation of these (capacity_network.hpp); the table is held to them here.
+    bool fits(ChannelId c) const {
+        const Channel& ch = t_.channel(c);
+        if (used_channel_[idx(c)] >= ch.cap) return false;
+        for (std::uint32_t g : t_.groups_of(c))
+            if (used_group_[g] >= t_.groups()[g].cap) return false;
+        const std::uint32_t u = idx(ch.from), v = idx(ch.to);
+        switch (in_.model.ports) {
+            case Ports::multi: return true;
+            case Ports::single: return !(u < P_ && used_out_[u] >= 1) && !(v < P_ && used_in_[v] >= 1);
+            case Ports::half:
+                return !(u < P_ && used_out_[u] + used_in_[u] >= 1) && !(v < P_ && used_out_[v] + used_in_[v] >= 1);
+        }
+        return false;
     }
 
     /// Records a transfer of chunk k over channel c into v: its capacity, groups and ports.

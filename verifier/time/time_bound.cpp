@@ -64,7 +64,7 @@ class Bounds {
 public:
     Bounds(const Topology& t, const Collective& c, const Model& m, const std::optional<LinkSpeed>& uniform)
         : t_(t), c_(c), m_(m), uniform_(uniform), P_(t.processors()),
-          orbits_(processor_orbits(t, t.has_speeds() && !uniform)) {}
+          orbits_(processor_orbits(t)) {}  // AutomorphismCheck keeps speeds too
 
     TimeBounds run() {
         out_.model = "docs/time.md, asynchronous and synchronous alike: a transfer of b bytes holds its channel b/B_e and each of "

@@ -1,0 +1,207 @@
+// `collsched machine` (issue 45): the shipped machines reproduced byte for byte, NCCL's topology
+// XML (Azure's skeletons and a full DGX H100 dump) and `nvidia-smi topo -m` read by NCCL's rules,
+// faults, bad input; and the command line's did-you-mean and --size/--sizes.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.hpp"
+
+using collsched::test::run;
+using collsched::test::run_shell;
+using collsched::test::source;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+/// Runs `machine ARGS`, checks that the file it writes is a topology collsched reads, and returns
+/// it parsed, with the run (stderr holds what was completed).
+nlohmann::json machine_json(const std::string& args, collsched::test::Run* out = nullptr) {
+    collsched::test::Scratch dir("machine_json");
+    const std::string file = dir.file("m.json");
+    auto r = run("machine " + args + " -o " + file);
+    if (out) *out = r;
+    INFO(args, "\n", r.err);
+    REQUIRE(r.code == 0);
+    CHECK(run("topo graph:" + file).code == 0);
+    return nlohmann::json::parse(slurp(file));
+}
+
+std::string nccl(const std::string& name) { return source("tests/data/nccl_topo/" + name); }
+
+}  // namespace
+
+TEST_CASE("machine: every shipped machine is written byte for byte by its line in commands.txt") {
+    std::istringstream lines(slurp(source("schedules/machines/commands.txt")));
+    std::string line;
+    int checked = 0;
+    while (std::getline(lines, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        const std::string file = line.substr(0, line.find(' ')), args = line.substr(line.find(' '));
+        auto r = run_shell(fmt::format("cd {} && {} machine {}", source("schedules/machines"), COLLSCHED_BINARY, args));
+        INFO(file, ": ", r.err);
+        CHECK(r.code == 0);
+        CHECK(r.out == slurp(source("schedules/machines/" + file)));
+        ++checked;
+    }
+    CHECK(checked == 22);  // every .json in schedules/machines
+}
+
+TEST_CASE("machine: Azure NDv4 skeleton completed from --gpu a100 --nic-gbps 200, bandwidths by NCCL's rules") {
+    collsched::test::Run r;
+    auto j = machine_json("--nccl-topo " + nccl("ndv4-topo.xml") + " --gpu a100 --nic-gbps 200 --boxes 2 --network rail", &r);
+    // NVLink: 12 links (xml.cc maxNvLinks for sm 80) of SM80_NVLINK_BW = 20 GB/s
+    CHECK(j["link_types"]["nvlink"]["bandwidth"] == "20 GB/s");
+    CHECK(j["edges"][0] == nlohmann::json::array({0, 1, 12, "nvlink"}));
+    CHECK(j["groups"][0]["cap"] == 12);
+    // NIC 200,000 Mb/s = 25 GB/s, but the PCIe path is 16 GT/s x16 = 16 * 120 / 80 = 24 GB/s = 192 Gb/s
+    CHECK(j["link_types"]["ib"]["bandwidth"] == "192 Gbit/s");
+    // every GPU has the NIC of its PCIe bridge: NIC j of every box on rail j joins GPU g to g + 8
+    int rails = 0;
+    for (const auto& e : j["edges"])
+        if (e[3] == "ib") {
+            CHECK(e[1].get<int>() == e[0].get<int>() + 8);
+            ++rails;
+        }
+    CHECK(rails == 8);
+    CHECK(r.err.find("A100 (sm 80) from --gpu a100") != std::string::npos);
+    CHECK(r.err.find("8 NICs from PCI class 0x02 without a speed: 200 Gb/s from --nic-gbps") != std::string::npos);
+    CHECK(r.err.find("12 NVLinks into NVSwitch") != std::string::npos);
+}
+
+TEST_CASE("machine: Azure NDv5 and NDv2 skeletons, and a full DGX H100 dump, by NCCL's rules") {
+    auto v5 = machine_json("--nccl-topo " + nccl("ndv5-topo.xml") + " --gpu h100 --nic-gbps 400 --boxes 2 --network fat-tree:2");
+    // routers: an NVSwitch per box (18 links of SM90_NVLINK_BW = 20.6 GB/s), a leaf and a spine
+    CHECK(v5["link_types"]["nvswitch"]["bandwidth"] == "20.6 GB/s");
+    CHECK(v5["edges"][0] == nlohmann::json::array({0, "r1.0", 18, "nvswitch"}));
+    CHECK(v5["link_types"]["ib"]["bandwidth"] == "384 Gbit/s");  // PCIe 32 GT/s x16 = 48 GB/s under 400 Gb/s
+    CHECK(v5["routers"] == 4);
+    CHECK(v5["edges"].back() == nlohmann::json::array({"r1.2", "r1.3", 8, "ib"}));  // 16 NICs under the leaf, 2:1
+
+    auto v2 = machine_json("--nccl-topo " + nccl("ndv2-topo.xml") + " --gpu v100 --nic-gbps 100 --boxes 2 --network switch");
+    CHECK(v2["link_types"]["nvlink"]["bandwidth"] == "20 GB/s");  // SM70_NVLINK_BW
+    CHECK(v2["edges"][0] == nlohmann::json::array({0, 1, 2, "nvlink"}));  // the cube-mesh's double link
+    CHECK(v2["link_types"]["pcie"]["bandwidth"] == "24 GB/s");  // 16 GT/s x16
+    CHECK(v2["link_types"]["ib"]["bandwidth"] == "100 Gbit/s");
+    CHECK(v2["routers"] == 3);  // the NIC of each box, one switch
+
+    collsched::test::Run r;
+    auto h = machine_json("--nccl-topo " + nccl("dgx-h100-dump.xml") + " --boxes 4 --network rail", &r);
+    CHECK(h["processors"] == 32);
+    CHECK(h["link_types"]["nvlink"]["bandwidth"] == "20.6 GB/s");
+    CHECK(h["edges"][0] == nlohmann::json::array({0, 1, 18, "nvlink"}));  // 5 + 4 + 4 + 5 links to the NVSwitches
+    CHECK(h["link_types"]["ib"]["bandwidth"] == "384 Gbit/s");           // speed="400000" Mb/s, PCIe Gen5 x16 48 GB/s
+    CHECK(r.err.find("--gpu") == std::string::npos);                     // nothing completed from the hints
+    CHECK(r.err.find("bus-id") == std::string::npos);                    // the GPUs say their dev
+}
+
+TEST_CASE("machine: nvidia-smi topo -m, an NVSwitch box and a DGX-1 mesh") {
+    collsched::test::Scratch dir("machine_smi");
+    std::string sw = "\tGPU0\tGPU1\tGPU2\tGPU3\tNIC0\tCPU Affinity\tNUMA Affinity\n";
+    for (int i = 0; i < 4; ++i) {
+        sw += fmt::format("GPU{}", i);
+        for (int j = 0; j < 4; ++j) sw += i == j ? "\t X " : "\tNV12";
+        sw += i == 0 ? "\tPXB\t0-63\t0\n" : "\tSYS\t0-63\t0\n";
+    }
+    sw += "NIC0\tPXB\tSYS\tSYS\tSYS\t X\n\nLegend:\n\n  X    = Self\n";
+    collsched::test::Run r;
+    auto j = machine_json("--nvidia-smi " + dir.file("sw.txt", sw) + " --gpu a100", &r);
+    CHECK(j["edges"][0] == nlohmann::json::array({0, 1, 12, "nvlink"}));
+    CHECK(j["link_types"]["nvlink"]["bandwidth"] == "20 GB/s");
+    CHECK(r.err.find("the GPUs are on NVSwitch, 12 links each") != std::string::npos);
+    std::string mesh = "\tGPU0\tGPU1\tGPU2\n GPU0\t X \tNV2\tNV1\nGPU1\tNV2\t X \tSYS\nGPU2\tNV1\tSYS\t X \n";
+    auto m = machine_json("--nvidia-smi " + dir.file("mesh.txt", mesh) + " --gpu v100");
+    CHECK(m["edges"] == nlohmann::json::parse(R"([[0, 1, 2], [0, 2, 1]])"));
+    auto bad = run("machine --nvidia-smi " + dir.file("bad.txt", "\tGPU0\tGPU1\nGPU0\t X\tNVX\nGPU1\tNV2\t X\n") + " --gpu v100");
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("bad.txt:2:9: 'NVX' is no connection") != std::string::npos);
+}
+
+TEST_CASE("machine: bad NCCL topology XML is exit 2 with file:line, and nothing is written") {
+    collsched::test::Scratch dir("machine_bad");
+    const std::string out = dir.file("out.json");
+    auto check = [&](const std::string& name, const std::string& text, const std::string& args, const std::string& message) {
+        auto r = run(fmt::format("machine --nccl-topo {} {} -o {}", dir.file(name, text), args, out));
+        INFO(r.err);
+        CHECK(r.code == 2);
+        CHECK(r.err.find(message) != std::string::npos);
+        CHECK(!std::filesystem::exists(out));
+    };
+    check("open.xml", "<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"0\" class=\"0x030200\">\n", "",
+          "open.xml:4:1: malformed NCCL topology XML");
+    check("count.xml",
+          "<system version=\"1\">\n<cpu>\n<pci busid=\"0000:01:00.0\" class=\"0x030200\">\n<gpu dev=\"0\" sm=\"90\">\n"
+          "  <nvlink target=\"0000:05:00.0\" tclass=\"0x068000\"/>\n</gpu></pci></cpu></system>\n",
+          "", "count.xml:5:3: <nvlink> has no count attribute");
+    check("root.xml", "<graphs version=\"1\"/>\n", "", "root.xml:1:1: the root element is <graphs>");
+    check("version.xml", "<system version=\"2\"/>\n", "", "version.xml:1:1: NCCL reads topology XML version 1 only");
+    check("sm.xml", "<system version=\"1\"><cpu>\n<pci busid=\"0000:01:00.0\" class=\"0x030200\">\n<gpu dev=\"0\" sm=\"nine\"/></pci></cpu></system>\n",
+          "", "sm.xml:3:1: <gpu> sm=\"nine\": expected a whole number");
+    check("skeleton.xml", slurp(nccl("ndv4-topo.xml")), "", "skeleton.xml:4: the GPUs (PCI class 0x03) have no <gpu> element");
+    check("nic.xml", slurp(nccl("ndv4-topo.xml")), "--gpu a100 --boxes 2 --network rail",
+          "nic.xml:5: the NIC (PCI class 0x02) has no <nic><net speed=...> element");
+    check("gpu.xml", slurp(nccl("ndv4-topo.xml")), "--gpu a1000", "--gpu a1000: expected one of v100, a100");
+}
+
+TEST_CASE("machine: families, networks and faults") {
+    auto ft = machine_json("dgx-h100 --boxes 32 --network fat-tree3:2 --boxes-per-leaf 4 --leaves-per-pod 2");
+    CHECK(ft["routers"] == 32 + 8 + 4 + 1);  // NVSwitches, leaves, pod spines, core
+    auto t = machine_json("mi300x --boxes 4 --network torus:2x2");
+    CHECK(t["bandwidth"] == "64 GB/s");  // the compact layout: no groups, no routers, the box's speed at the top
+    CHECK(t["link_types"]["ib"]["bandwidth"] == "400 Gbit/s");
+    CHECK(!t.contains("groups"));
+    // a NIC down: GPU 3's rail links and its NIC groups go
+    auto down = machine_json("dgx-h100 --boxes 2 --network rail --nic-down 3");
+    for (const auto& e : down["edges"]) CHECK(!(e[3] == "ib" && (e[0] == 3 || e[1] == 3)));
+    for (const auto& g : down["groups"]) CHECK(g["name"] != "nic3.out");
+    // a slow link: its own bandwidth, half its type's
+    auto slow = machine_json("dgx-h100 --boxes 2 --network rail --slow-link 0-8:0.25");
+    bool found = false;
+    for (const auto& e : slow["edges"])
+        if (e.is_object() && e["from"] == 0 && e["to"] == 8) {
+            found = true;
+            CHECK(e["bandwidth"] == "100 Gbit/s");
+        }
+    CHECK(found);
+    auto cut = run("machine ndv2 --boxes 2 --network switch --nic-down 1");
+    CHECK(cut.code == 2);
+    CHECK(cut.err.find("the faults cut processor 8 off") != std::string::npos);
+    CHECK(run("machine dgx-h100 --boxes 2").err.find("2 boxes need a --network") != std::string::npos);
+    CHECK(run("machine dgx-h10 --boxes 2").err.find("did you mean 'dgx-h100'") != std::string::npos);
+    CHECK(run("machine --list").out.find("gb200-nvl72") != std::string::npos);
+}
+
+TEST_CASE("command line: did-you-mean on options and collectives, --size and --sizes everywhere") {
+    auto v = run("verify --sise 4 x.json");
+    CHECK(v.code == 2);
+    CHECK(v.err == "collsched: error: unknown option --sise; did you mean --size?\n");
+    auto m = run("machine dgx-h100 --boxs 2");
+    CHECK(m.err == "collsched: error: unknown option --boxs; did you mean --boxes?\n");
+    auto z = run("verify --zzzzzz x.json");
+    CHECK(z.err == "collsched: error: unknown option --zzzzzz (collsched verify --help lists the options)\n");
+    auto j = run("verify --json --sise 4 x.json");
+    CHECK(nlohmann::json::parse(j.out)["error"] == "unknown option --sise; did you mean --size?");
+    auto c = run("optimize --topology ring:4 --collective all_reduce");
+    CHECK(c.code == 2);
+    CHECK(c.err.find("unknown collective (did you mean 'allreduce'?)") != std::string::npos);
+    // compare took only --sizes, verify and simulate only --size: all take both (else "unknown option --size")
+    collsched::test::Scratch dir("machine_sizes");
+    const std::string table = dir.file("t.json");
+    REQUIRE(run("compile " + source("schedules/bft/ebft_alltoall.sched") + " -D n=4 -o " + table).code == 0);
+    auto cs = run(fmt::format("compare {} {} --size 1M", table, table));
+    CHECK(cs.err.find("unknown option") == std::string::npos);
+    CHECK(cs.code == 0);
+    auto vs = run(fmt::format("verify {} --sizes 1M,2M", table));
+    CHECK(vs.code == 0);
+    CHECK(vs.out.find("2 MiB") != std::string::npos);
+}

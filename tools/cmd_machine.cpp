@@ -1,0 +1,149 @@
+// `collsched machine FAMILY|--nccl-topo FILE|--nvidia-smi FILE [--boxes K] [--network N] ...`:
+// writes a machine file (the graph JSON of docs/formats.md; docs/topologies.md, "collsched machine").
+#include <charconv>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "compiler/io/table_io.hpp"
+#include "compiler/machines/machine.hpp"
+#include "compiler/machines/nccl_topo.hpp"
+#include "support/error.hpp"
+#include "tools/commands.hpp"
+#include "tools/options.hpp"
+#include "tools/output.hpp"
+
+namespace collsched::tools {
+
+namespace {
+
+struct MachineArgs {
+    std::string family, nccl_topo, smi_topo, network, switches, units = "links", gpu, output = "-";
+    std::optional<std::string> note;
+    int boxes = 1, boxes_per_leaf = 4, leaves_per_pod = 4;
+    std::optional<double> nic_gbps;
+    std::vector<int> nics_down;
+    std::vector<std::string> slow_links;
+    bool list = false;
+};
+
+machines::Fault parse_slow_link(const std::string& s) {
+    const auto colon = s.rfind(':'), dash = s.find('-');
+    machines::Fault f;
+    if (colon == std::string::npos || dash == std::string::npos || dash > colon)
+        throw InputError(fmt::format("--slow-link '{}': expected U-V:FRACTION, e.g. 0-8:0.5 (processors or routers r1.N)", s));
+    f.u = s.substr(0, dash), f.v = s.substr(dash + 1, colon - dash - 1);
+    const std::string frac = s.substr(colon + 1);
+    auto [p, ec] = std::from_chars(frac.data(), frac.data() + frac.size(), f.fraction);
+    if (frac.empty() || ec != std::errc{} || p != frac.data() + frac.size() || !(f.fraction > 0) || !(f.fraction < 1))
+        throw InputError(fmt::format("--slow-link '{}': the fraction must be above 0 and below 1", s));
+    return f;
+}
+
+machines::MachineOptions machine_options(const MachineArgs& a) {
+    machines::MachineOptions o;
+    o.boxes = a.boxes;
+    o.network = machines::parse_network(a.network.empty() ? "none" : a.network);
+    if (a.units == "links") o.units = machines::Units::links;
+    else if (a.units == "gpu") o.units = machines::Units::gpu;
+    else {
+        int v = 0;
+        auto [p, ec] = std::from_chars(a.units.data(), a.units.data() + a.units.size(), v);
+        if (ec != std::errc{} || p != a.units.data() + a.units.size() || v < 1 || v > 1000)
+            throw InputError(fmt::format("--units '{}': expected links, gpu or a capacity per GPU from 1 to 1000", a.units));
+        o.units = machines::Units::fixed, o.units_per_gpu = v;
+    }
+    if (!a.switches.empty()) o.routers = a.switches == "routers";
+    o.boxes_per_leaf = a.boxes_per_leaf, o.leaves_per_pod = a.leaves_per_pod;
+    for (int nic : a.nics_down) o.faults.push_back({nic, "", "", 1});
+    for (const auto& s : a.slow_links) o.faults.push_back(parse_slow_link(s));
+    o.note = a.note;
+    return o;
+}
+
+std::string family_list() {
+    std::string s = "Families (collsched machine FAMILY):\n";
+    for (const machines::Box& b : machines::families()) {
+        std::string fabric = b.fabric == machines::Fabric::switched
+                                 ? fmt::format("{} on {}, {} x {} GB/s per GPU", b.gpus, b.switch_name, b.links, b.link_gbs)
+                                 : fmt::format("{} in a mesh of {} links of {} GB/s", b.gpus, b.link_name, b.link_gbs);
+        std::string nics = b.nics() ? fmt::format("{} NIC{} of {} Gb/s", b.nics(), b.nics() == 1 ? "" : "s", b.nic_gbit) : "no NICs";
+        s += fmt::format("  {:<12} {}: {} {}; {}\n", b.family, b.title, fabric, b.gpu, nics);
+        for (const auto& src : b.sources) s += fmt::format("  {:<12}   source: {}\n", "", src);
+    }
+    s += "Networks (--network): none, switch, rail, fat-tree[:O], fat-tree3[:O] (O: oversubscription at the leaves), torus:AxB[xC]\n";
+    return s;
+}
+
+void run_machine(const MachineArgs& a, Context& ctx) {
+    if (a.list) {
+        ctx.print(family_list());
+        ctx.exit_code = 0;
+        return;
+    }
+    const int sources = !a.family.empty() + !a.nccl_topo.empty() + !a.smi_topo.empty();
+    if (sources != 1) throw InputError("collsched machine: give one of FAMILY, --nccl-topo FILE or --nvidia-smi FILE (--list names the families)");
+    const auto options = machine_options(a);
+    machines::Box box;
+    if (!a.family.empty()) {
+        if (!a.gpu.empty()) throw InputError("--gpu completes a topology file (--nccl-topo, --nvidia-smi): a family names its GPU");
+        box = machines::find_family(a.family);
+        if (a.nic_gbps) box.nic_gbit = *a.nic_gbps;
+    } else {
+        machines::TopoHints hints{a.gpu, a.nic_gbps, options.network.kind != machines::NetKind::none};
+        if (!a.gpu.empty()) machines::gpu_sm(a.gpu);  // a bad --gpu is refused before the file is read
+        const std::string& file = a.nccl_topo.empty() ? a.smi_topo : a.nccl_topo;
+        const std::string text = read_input_text(file, a.nccl_topo.empty() ? "nvidia-smi topo -m output" : "NCCL topology file");
+        auto read = a.nccl_topo.empty() ? machines::read_smi_topo(text, file, hints) : machines::read_nccl_topo(text, file, hints);
+        for (const auto& said : read.completed) std::fprintf(stderr, "collsched: %s: %s\n", file.c_str(), said.c_str());
+        box = std::move(read.box);
+    }
+    const std::string json = machines::write_machine_json(machines::build_machine(box, options));
+    if (a.output == "-") {
+        ctx.print(json);
+    } else {
+        write_output(a.output, [&](const Flush& flush, fmt::memory_buffer& buf) {
+            buf.append(json);
+            flush(buf);
+        });
+    }
+    ctx.exit_code = 0;
+}
+
+}  // namespace
+
+void add_machine_command(CLI::App& app, Context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "machine",
+        "Write a machine file (a graph file with link groups and speeds): a family of boxes (dgx-h100, ndv5, gb200-nvl72, ...; "
+        "--list) or one box read from NCCL's topology XML or `nvidia-smi topo -m`, replicated over a network, with faults.\n"
+        "Exit code: 0 written, 2 bad input.");
+    auto a = std::make_shared<MachineArgs>();
+    cmd->add_option("FAMILY", a->family, "The box: dgx1, dgx2, dgx-a100, dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, ndv2, ndv4, ndv5, mi300x, "
+                                         "amd4, amd8, pcie (--list says what each is and where its figures come from)");
+    cmd->add_flag("--list", a->list, "List the families and networks with their figures' sources");
+    cmd->add_option("--nccl-topo", a->nccl_topo, "One box from NCCL's topology XML (NCCL_TOPO_DUMP_FILE's output, NCCL_TOPO_FILE's input)");
+    cmd->add_option("--nvidia-smi", a->smi_topo, "One box from the output of `nvidia-smi topo -m` (needs --gpu)");
+    cmd->add_option("--gpu", a->gpu, "The GPU of a topology file that does not say it: v100, a100, h100, h200, b200, gb200");
+    cmd->add_option("--nic-gbps", a->nic_gbps, "The NICs' speed in Gb/s where the input does not say it (or over a family's)")
+        ->check(CLI::Range(1.0, 100000.0));
+    cmd->add_option("--boxes", a->boxes, "How many boxes")->check(count_option(1, 4096));
+    cmd->add_option("--network", a->network,
+                    "Between the boxes: none (one box), switch (one non-blocking switch), rail (NIC j of every box on rail switch j), "
+                    "fat-tree[:O] and fat-tree3[:O] (two and three tiers, O:1 oversubscribed at the leaves), torus:AxB[xC]");
+    cmd->add_option("--switches", a->switches,
+                    "Switches as link groups (SCCL's model, processor-only graphs) or routers (default: groups, routers for fat trees "
+                    "and for boxes whose NIC is shared)")
+        ->check(CLI::IsMember({"groups", "routers"}));
+    cmd->add_option("--units", a->units, "Capacity of a GPU into its box's switch: links (NVLinks, the default), gpu (1) or a number");
+    cmd->add_option("--boxes-per-leaf", a->boxes_per_leaf, "Fat trees: boxes under one leaf switch")->check(count_option(1, 4096));
+    cmd->add_option("--leaves-per-pod", a->leaves_per_pod, "Three-tier fat trees: leaves under one spine")->check(count_option(1, 4096));
+    cmd->add_option("--nic-down", a->nics_down, "A NIC down (machine-wide number: box x NICs per box + j); repeatable")
+        ->check(count_option(0, 1 << 20));
+    cmd->add_option("--slow-link", a->slow_links, "A link at a fraction of its speed: U-V:F (processors, or routers r1.N), e.g. 0-8:0.5; repeatable");
+    cmd->add_option("--note", a->note, "The file's note (default: a description of the machine; \"\" for none)");
+    cmd->add_option("-o,--output", a->output, "Output file (default: standard output)");
+    cmd->callback([&ctx, a] { run_machine(*a, ctx); });
+}
+
+}  // namespace collsched::tools

@@ -1,0 +1,132 @@
+/** \file
+ * What NCCL runs on a machine, as send tables, and what NCCL's own cost model predicts for it
+ * (docs/time.md, "NCCL's algorithms and NCCL's model"). From a topology (boxes of GPUs joined by
+ * NVLink or NVSwitch, a NIC per GPU or per box, switches as routers or as link groups) this room
+ * derives what NCCL's topology search would see (src/graph/search.cc: the number of nodes, GPUs
+ * per node, NICs, their speeds, the GPU generation) and builds:
+ *
+ *  - `ring`: one ring per channel, one channel per NIC (search.cc's speed arrays decide how many
+ *    channels a NIC takes); channel c enters every box at the GPU of NIC c, visits the box in
+ *    NCCL's NVSwitch order (next GPU first) and leaves through the same NIC, so every crossing
+ *    between boxes stays on its rail (NCCL_CROSS_NIC=0; the last GPU reaches the NIC over NVLink,
+ *    NCCL's PXN). Allgather and reduce-scatter run the ring, allreduce reduce-scatter then
+ *    allgather on it (src/device/all_reduce.h runRing), each channel's share cut into P chunks
+ *    times `pieces` (NCCL's slices, pipelined);
+ *  - `tree`: allreduce on NCCL's double binary tree across boxes (src/graph/trees.cc
+ *    ncclGetDtree, src/graph/connect.cc connectTrees) with a chain inside each box, two trees per
+ *    channel, reduce to the root then broadcast, pipelined over `pieces`;
+ *  - `pat`: allgather and reduce-scatter when every box has one GPU (NCCL 2.23+'s PAT; tuning.cc
+ *    enables it only then), as log2 P rounds of doubling distances;
+ *  - `p2p`: alltoall as NCCL runs it, grouped send/recv to peer (p + i) mod P in round i, a send
+ *    to another rail relayed over NVLink to the GPU on the destination's rail (PXN).
+ *
+ * Every table is built for the topology's model and made to hold in the direct checker: a step
+ * that needs more than one round for its transfers gets them. NVLS and NVLS_TREE need a switch
+ * that reduces (issue 44) and are not built.
+ *
+ * `nccl_model_time` is src/graph/tuning.cc (NCCL 2.30.7) with the graph search's result
+ * (channels, per-channel bandwidth) read from the machine as described in docs/time.md.
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/table/send_table.hpp"
+
+namespace collsched::nccl {
+
+/// NCCL's algorithms that exist here (tuning.cc's NCCL_ALGO_*), and its protocols.
+enum class Algorithm : std::uint8_t { tree, ring, pat, p2p };
+enum class Protocol : std::uint8_t { ll, ll128, simple };
+/// The GPU generation NCCL's constants are indexed by (tuning.cc compCapIndex).
+enum class Arch : std::uint8_t { volta, ampere, hopper };
+
+std::string_view to_string(Algorithm);
+std::string_view to_string(Protocol);
+std::string_view to_string(Arch);
+
+/// What NCCL's search and tuning read of a machine, derived from a topology (nccl_system).
+struct System {
+    Arch arch = Arch::ampere;
+    std::uint32_t nodes = 1;           ///< boxes (NCCL's nNodes)
+    std::uint32_t gpus_per_node = 1;   ///< NCCL's localRanks (every box the same)
+    std::vector<std::vector<Node>> boxes;  ///< per box its processors, increasing
+    /// Per box, per NIC, the GPU NCCL calls local to it (the GPU whose own channels leave the
+    /// box), or none for a NIC behind a router shared by the box (ndv2). Same count per box.
+    std::uint32_t nics_per_node = 0;
+    bool nic_per_gpu = false;          ///< NIC n is GPU n's own (rail, multibox, h100rail)
+    double nic_bw = 0;                 ///< GB/s (1e9 B/s) per NIC, each way (NCCL's net.bw)
+    double pci_bw = 0;                 ///< GB/s of a GPU's PCIe path to its NIC (assumed per arch)
+    double nvlink_bw = 0;              ///< GB/s of one GPU's NVLinks in NCCL's units (links x per-link bw)
+    bool nvswitch = false;             ///< every GPU of a box reaches every other in one hop
+    std::string note;                  ///< how it was derived, for docs and reports
+};
+
+/// The channels and per-channel bandwidths NCCL's search gives a pattern (search.cc ncclTopoCompute).
+struct Graph {
+    std::uint32_t channels = 0;
+    double bw_intra = 0, bw_inter = 0;  ///< GB/s per channel
+};
+
+/// Reads the machine: boxes, NICs, speeds, the generation. Throws InputError (with the reason) for
+/// machines NCCL's model does not describe (boxes of different sizes, no processors, ...).
+System nccl_system(const Topology&);
+/// The ring graph search.cc finds on the system (also the tree's channels: init.cc gives the tree
+/// graph the ring's channel count).
+Graph nccl_ring_graph(const System&);
+
+/// NCCL's predicted time in seconds (tuning.cc ncclTopoTuneModel + ncclTopoGetAlgoTime, one
+/// operation) of `algorithm` with `protocol` for a collective of `nccl_bytes` (NCCL's nBytes: the
+/// buffer of allreduce, the output of allgather, the input of reduce-scatter; see nccl_bytes), or
+/// nullopt where NCCL would not run it (tuning.cc sets its bandwidth to 0: PAT with more than one
+/// GPU per box, a protocol the algorithm lacks, alltoall, which tuning.cc does not model).
+std::optional<double> nccl_model_time(const System&, CollectiveKind, Algorithm, Protocol, double nccl_bytes);
+
+/// NCCL's nBytes for collsched's size M of one datum (docs/time.md, "Sizes"): P*M for allgather
+/// (the output), M otherwise (allreduce's buffer, reduce-scatter's input).
+double nccl_bytes(CollectiveKind, std::uint32_t processors, double size);
+
+/// The protocol NCCL's tuner picks for an algorithm at a size (the least model time), with it.
+struct ModelChoice {
+    Protocol protocol = Protocol::simple;
+    double seconds = 0;
+};
+std::optional<ModelChoice> nccl_best_protocol(const System&, CollectiveKind, Algorithm, double nccl_bytes);
+
+struct BaselineOptions {
+    /// Chunks per ring position and channel (rings) or per tree channel (trees): NCCL's slices
+    /// in flight. 0: the default (rings 1, trees 4); tables are capped at about 4 million transfers.
+    std::uint32_t pieces = 0;
+};
+
+/// One of NCCL's algorithms as a table for the machine.
+struct Baseline {
+    std::string name;         ///< "ring", "tree", "pat", "p2p"
+    Algorithm algorithm = Algorithm::ring;
+    SendTable table;          ///< holds in the direct checker under the table's model
+    std::uint32_t channels = 0;   ///< NCCL channels the table runs (tree: 2 trees per channel)
+    std::uint32_t pieces = 1;
+    std::string source;       ///< one line: what it is and where it comes from
+    /// NCCL's model at `size` (when asked and modelled): its best protocol and time.
+    std::optional<ModelChoice> model;
+};
+
+/// Every NCCL algorithm that runs `collective` on the machine: allreduce ring and tree,
+/// allgather and reduce-scatter ring (and pat with one GPU per box), alltoall p2p. `size` > 0
+/// fills each one's `model` at that size M (collsched's size of one datum). Throws InputError
+/// when the machine is not one NCCL's model describes or the model forbids the tables
+/// (wormhole timing). An empty result: no NCCL algorithm for that collective.
+std::vector<Baseline> nccl_baselines(std::shared_ptr<const Topology>, const Collective&, const Model&, double size = 0,
+                                     const BaselineOptions& = {});
+
+/// One of them by name ("ring", "tree", "pat", "p2p"); InputError naming those that exist when
+/// it does not run that collective.
+Baseline nccl_baseline(std::shared_ptr<const Topology>, const Collective&, const Model&, std::string_view name, double size = 0,
+                       const BaselineOptions& = {});
+
+}  // namespace collsched::nccl

@@ -1,0 +1,47 @@
+/** \file
+ * The pieces of verifier/baselines/ that its files share (not a public API): the boxes of a
+ * machine and the builders of NCCL's tables.
+ */
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "verifier/baselines/nccl.hpp"
+
+namespace collsched::nccl {
+
+/// The boxes: per box its processors (increasing), per node its box (UINT32_MAX for a router in
+/// no box, an InfiniBand switch), per processor whether it has channels out of its box (its NIC).
+struct Layout {
+    std::vector<std::vector<Node>> boxes;
+    std::vector<std::uint32_t> box_of;
+    std::vector<char> nic_gpu;
+};
+
+/// Throws InputError for boxes of different sizes or fewer than 2 processors.
+Layout nccl_layout(const Topology&);
+
+/// The route of one NCCL connection from u to v: inside a box the topology's route; between boxes
+/// through `via` (the GPU of the channel's NIC in u's box, NCCL's PXN) when given, else the route.
+std::vector<ChannelId> connection(const Topology&, Node u, Node v, std::optional<Node> via);
+
+/// Per channel, its ring: the processors in ring order and, per position i, the channels from
+/// position i to i+1 (a route through routers or a PXN relay has several).
+struct Ring {
+    std::vector<Node> order;
+    std::vector<std::vector<ChannelId>> hops;
+};
+std::vector<Ring> nccl_rings(const Topology&, const Layout&, const System&, std::uint32_t channels);
+
+/// The tables (each holds in the direct checker; steps with more transfers than capacities get rounds).
+SendTable ring_table(std::shared_ptr<const Topology>, const Model&, CollectiveKind, const std::vector<Ring>&, std::uint32_t pieces);
+SendTable tree_table(std::shared_ptr<const Topology>, const Model&, const Layout&, const std::vector<Ring>&, std::uint32_t pieces);
+SendTable pat_table(std::shared_ptr<const Topology>, const Model&, CollectiveKind);
+SendTable p2p_table(std::shared_ptr<const Topology>, const Model&, const Layout&);
+
+/// Sets each step's rounds to the least that fits its transfers in every channel, link group and
+/// (single or half ports) port.
+void fit_rounds(SendTable&);
+
+}  // namespace collsched::nccl

@@ -1,0 +1,258 @@
+// The shapes of allreduce, reduce-scatter and allgather in boxes and along rails (allreduce.hpp),
+// as plans of logical sends (plan.hpp). A phase runs on groups of processors (a box, or a rail:
+// GPU j of every box) with the items each member owns at the end; pieces are staggered by one
+// logical step, so the in-box phases of one piece overlap the rail phases of the others.
+#include "verifier/compose/allreduce.hpp"
+
+#include <fmt/format.h>
+
+#include "support/error.hpp"
+#include "verifier/compose/plan.hpp"
+
+namespace collsched::compose {
+
+namespace {
+
+bool power_of_two(std::size_t n) { return n >= 1 && (n & (n - 1)) == 0; }
+std::uint32_t log2_of(std::size_t n) {
+    std::uint32_t l = 0;
+    while ((std::size_t{1} << l) < n) ++l;
+    return l;
+}
+
+using Group = std::vector<Node>;
+using Owned = std::vector<std::vector<std::uint32_t>>;  // per member: the items it owns at the end
+
+/// The phases on one group, from logical step t0 + 1; each returns the steps it took.
+class Phases {
+public:
+    explicit Phases(Plan& plan) : plan_(plan) {}
+
+    /// Reduce-scatter (every member holds a partial of every item; owner o ends with the group's
+    /// combination of its items): direct (1 step), ring (n - 1), halving (log n, n a power of two).
+    std::uint32_t reduce_scatter(const Group& g, const Owned& own, Across mode, std::uint32_t t0) {
+        const std::uint32_t n = static_cast<std::uint32_t>(g.size());
+        if (n == 1) return 0;
+        if (mode == Across::ring) {
+            for (std::uint32_t s = 1; s < n; ++s)
+                for (std::uint32_t m = 0; m < n; ++m) send_all(t0 + s, g[m], g[(m + 1) % n], own[(m + n - s) % n]);
+            return n - 1;
+        }
+        if (mode == Across::halving) {
+            const std::uint32_t L = log2_of(n);
+            for (std::uint32_t k = 1; k <= L; ++k) {
+                const std::uint32_t h = n >> k;
+                for (std::uint32_t m = 0; m < n; ++m) {
+                    const std::uint32_t lo = ((m ^ h) >> (L - k)) << (L - k);
+                    for (std::uint32_t o = lo; o < lo + h; ++o) send_all(t0 + k, g[m], g[m ^ h], own[o]);
+                }
+            }
+            return L;
+        }
+        for (std::uint32_t m = 0; m < n; ++m)
+            for (std::uint32_t o = 0; o < n; ++o)
+                if (o != m) send_all(t0 + 1, g[m], g[o], own[o]);
+        return 1;
+    }
+
+    /// Allgather of what every owner holds: direct (1 step), ring (n - 1), doubling (log n).
+    std::uint32_t allgather(const Group& g, const Owned& own, Across mode, std::uint32_t t0) {
+        const std::uint32_t n = static_cast<std::uint32_t>(g.size());
+        if (n == 1) return 0;
+        if (mode == Across::ring) {
+            for (std::uint32_t u = 1; u < n; ++u)
+                for (std::uint32_t m = 0; m < n; ++m) send_all(t0 + u, g[m], g[(m + 1) % n], own[(m + n + 1 - u) % n]);
+            return n - 1;
+        }
+        if (mode == Across::halving || mode == Across::doubling) {
+            const std::uint32_t L = log2_of(n);
+            for (std::uint32_t k = 1; k <= L; ++k) {
+                const std::uint32_t h = 1u << (k - 1);
+                for (std::uint32_t m = 0; m < n; ++m) {
+                    const std::uint32_t lo = (m >> (k - 1)) << (k - 1);
+                    for (std::uint32_t o = lo; o < lo + h; ++o) send_all(t0 + k, g[m], g[m ^ h], own[o]);
+                }
+            }
+            return L;
+        }
+        for (std::uint32_t o = 0; o < n; ++o)
+            for (std::uint32_t m = 0; m < n; ++m)
+                if (m != o) send_all(t0 + 1, g[o], g[m], own[o]);
+        return 1;
+    }
+
+    /// Allreduce without splitting the items: direct (every member sends every item to every
+    /// other, 1 step) or recursive doubling (log n steps, n a power of two).
+    std::uint32_t allreduce(const Group& g, const std::vector<std::uint32_t>& items, Across mode, std::uint32_t t0) {
+        const std::uint32_t n = static_cast<std::uint32_t>(g.size());
+        if (n == 1) return 0;
+        if (mode == Across::doubling) {
+            const std::uint32_t L = log2_of(n);
+            for (std::uint32_t k = 1; k <= L; ++k)
+                for (std::uint32_t m = 0; m < n; ++m) send_all(t0 + k, g[m], g[m ^ (1u << (k - 1))], items);
+            return L;
+        }
+        for (std::uint32_t m = 0; m < n; ++m)
+            for (std::uint32_t o = 0; o < n; ++o)
+                if (o != m) send_all(t0 + 1, g[m], g[o], items);
+        return 1;
+    }
+
+private:
+    void send_all(std::uint32_t step, Node from, Node to, const std::vector<std::uint32_t>& items) {
+        for (std::uint32_t x : items) plan_.send(step, from, to, x);
+    }
+    Plan& plan_;
+};
+
+/// The rails: GPU i of every box, in box order.
+std::vector<Group> rails_of(const std::vector<Group>& boxes) {
+    std::vector<Group> rails(boxes[0].size());
+    for (const Group& b : boxes)
+        for (std::size_t i = 0; i < b.size(); ++i) rails[i].push_back(b[i]);
+    return rails;
+}
+
+bool splits(Across a) { return a == Across::direct_rsag || a == Across::ring || a == Across::halving; }
+
+/// Allreduce: in-box reduce-scatter (or allreduce), the rails' allreduce of what each GPU owns,
+/// in-box allgather. Chunk (q, j, r) = (q Bp + j) Kp + r: piece q, in-box owner j, rail owner r.
+void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces) {
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
+    const std::uint32_t Bp = sh.inbox == InBox::rsag ? B : 1, Kp = splits(sh.across) ? K : 1;
+    auto chunk = [&](std::uint32_t q, std::uint32_t j, std::uint32_t r) { return (q * Bp + j) * Kp + r; };
+    const std::vector<Group> rails = rails_of(boxes);
+    Phases ph(plan);
+    for (std::uint32_t q = 0; q < pieces; ++q) {
+        std::uint32_t t = q, used = 0;
+        Owned by_j(Bp);
+        for (std::uint32_t j = 0; j < Bp; ++j)
+            for (std::uint32_t r = 0; r < Kp; ++r) by_j[j].push_back(chunk(q, j, r));
+        for (const Group& b : boxes) {
+            if (sh.inbox == InBox::rsag) used = ph.reduce_scatter(b, by_j, Across::direct_rsag, t);
+            if (sh.inbox == InBox::ar) used = ph.allreduce(b, by_j[0], Across::direct_ar, t);
+        }
+        t += used;
+        used = 0;
+        for (std::uint32_t i = 0; i < B; ++i) {
+            const std::uint32_t j = sh.inbox == InBox::rsag ? i : 0;
+            if (splits(sh.across)) {
+                Owned by_r(K);
+                for (std::uint32_t r = 0; r < K; ++r) by_r[r] = {chunk(q, j, r)};
+                used = ph.reduce_scatter(rails[i], by_r, sh.across, t);
+                used += ph.allgather(rails[i], by_r, sh.across, t + used);
+            } else if (sh.across != Across::none) {
+                used = ph.allreduce(rails[i], {chunk(q, j, 0)}, sh.across, t);
+            }
+        }
+        t += used;
+        if (sh.inbox == InBox::rsag)
+            for (const Group& b : boxes) ph.allgather(b, by_j, Across::direct_rsag, t);
+    }
+}
+
+/// Reduce-scatter: processor p ends with chunks p k .. p k + k - 1 (piece q: chunk p k + q);
+/// in-box reduce-scatter to GPU j of the chunks of every box's GPU j, then along rail j.
+void reduce_scatter_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces) {
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
+    const std::vector<Group> rails = rails_of(boxes);
+    Phases ph(plan);
+    for (std::uint32_t q = 0; q < pieces; ++q) {
+        auto item = [&](std::uint32_t r, std::uint32_t j) { return idx(boxes[r][j]) * pieces + q; };
+        Owned by_j(B);
+        for (std::uint32_t j = 0; j < B; ++j)
+            for (std::uint32_t r = 0; r < K; ++r) by_j[j].push_back(item(r, j));
+        std::uint32_t used = 0;
+        for (const Group& b : boxes) used = ph.reduce_scatter(b, by_j, Across::direct_rsag, q);
+        for (std::uint32_t j = 0; j < B; ++j) {
+            Owned by_r(K);
+            for (std::uint32_t r = 0; r < K; ++r) by_r[r] = {item(r, j)};
+            ph.reduce_scatter(rails[j], by_r, sh.across, q + used);
+        }
+    }
+}
+
+/// Allgather: piece q is chunk q of every datum; along rail j first, then in the box.
+void allgather_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces) {
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
+    const std::vector<Group> rails = rails_of(boxes);
+    const Messages ms(K * B, nullptr, pieces);
+    Phases ph(plan);
+    for (std::uint32_t q = 0; q < pieces; ++q) {
+        auto item = [&](std::uint32_t r, std::uint32_t j) { return static_cast<std::uint32_t>(idx(ms.broadcast(idx(boxes[r][j]), q))); };
+        std::uint32_t used = 0;
+        for (std::uint32_t j = 0; j < B; ++j) {
+            Owned by_r(K);
+            for (std::uint32_t r = 0; r < K; ++r) by_r[r] = {item(r, j)};
+            used = ph.allgather(rails[j], by_r, sh.across, q);
+        }
+        Owned by_j(B);
+        for (std::uint32_t j = 0; j < B; ++j)
+            for (std::uint32_t r = 0; r < K; ++r) by_j[j].push_back(item(r, j));
+        for (const Group& b : boxes) ph.allgather(b, by_j, Across::direct_rsag, q + used);
+    }
+}
+
+/// Why a shape does not apply to K boxes of B for a collective ("" when it does).
+std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, const Shape& sh) {
+    if ((B == 1) != (sh.inbox == InBox::none)) return "in-box phase and box size disagree";
+    if ((K == 1) != (sh.across == Across::none)) return "rail phase and box count disagree";
+    if ((sh.across == Across::halving || sh.across == Across::doubling) && !power_of_two(K)) return "recursive halving and doubling need a power of two of boxes";
+    if (kind == CollectiveKind::allreduce) return "";
+    if (sh.inbox == InBox::ar) return "the in-box allreduce is for allreduce only";
+    if (sh.across == Across::direct_ar) return "the direct rail allreduce is for allreduce only";
+    if (kind == CollectiveKind::reduce_scatter && sh.across == Across::doubling) return "recursive doubling does not reduce-scatter";
+    if (kind == CollectiveKind::allgather && sh.across == Across::doubling) return "allgather's recursive doubling is the shape `halving` (its second half)";
+    return "";
+}
+
+}  // namespace
+
+std::string shape_name(const Shape& sh, CollectiveKind kind) {
+    static constexpr const char* in[] = {"", "rsag", "ar"};
+    static constexpr const char* across[] = {"", "direct-ar", "direct", "ring", "halving-doubling", "doubling"};
+    std::string inbox = in[static_cast<int>(sh.inbox)], rail = across[static_cast<int>(sh.across)];
+    if (kind == CollectiveKind::reduce_scatter) {  // the first halves
+        if (sh.inbox == InBox::rsag) inbox = "rs";
+        if (sh.across == Across::halving) rail = "halving";
+    }
+    if (kind == CollectiveKind::allgather) {  // the second halves
+        if (sh.inbox == InBox::rsag) inbox = "ag";
+        if (sh.across == Across::halving) rail = "doubling";
+    }
+    std::string s = sh.flat ? "flat " : "hierarchical ";
+    s += inbox;
+    if (!inbox.empty() && !rail.empty()) s += "+";
+    return s + rail;
+}
+
+std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<std::vector<Node>>& boxes, const Shape& sh, std::uint32_t pieces,
+                                     std::string* why) {
+    const CollectiveKind kind = in.collective.kind;
+    const std::size_t K = boxes.size(), B = boxes.empty() ? 0 : boxes[0].size();
+    std::string problem = K == 0 || pieces == 0 ? "no boxes or no pieces" : shape_problem(kind, K, B, sh);
+    if (problem.empty() && kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::allgather)
+        problem = "only allreduce, reduce_scatter and allgather are constructed";
+    if (!problem.empty()) {
+        if (why) *why = problem;
+        return std::nullopt;
+    }
+    const std::uint32_t P = static_cast<std::uint32_t>(K * B);
+    Collective coll = in.collective;
+    std::uint32_t C = pieces;
+    if (kind == CollectiveKind::allreduce) C = pieces * (sh.inbox == InBox::rsag ? B : 1) * (splits(sh.across) ? K : 1);
+    if (kind == CollectiveKind::reduce_scatter) C = pieces * P;
+    try {
+        coll.set_chunks(C, *in.topology);
+    } catch (const InputError& e) {  // the message space of 32-bit ids (docs/semantics.md, "Chunks")
+        if (why) *why = e.what();
+        return std::nullopt;
+    }
+    Plan plan(in.topology, in.model, coll);
+    if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, sh, pieces);
+    if (kind == CollectiveKind::reduce_scatter) reduce_scatter_plan(plan, boxes, sh, pieces);
+    if (kind == CollectiveKind::allgather) allgather_plan(plan, boxes, sh, pieces);
+    return plan.lower(why);
+}
+
+}  // namespace collsched::compose

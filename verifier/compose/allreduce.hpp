@@ -1,0 +1,81 @@
+/** \file
+ * Constructions for time (docs/synthesis.md, "Constructions for time"): allreduce,
+ * reduce-scatter and allgather built directly as send tables for a machine of boxes (the
+ * components of its fast channels, K boxes of B processors, GPU j of every box on rail j), in
+ * two phases per piece: inside every box (direct one-step exchanges on the box's switch) and
+ * across the boxes along every rail (direct, ring, recursive halving and doubling), the buffer
+ * cut into k pieces that run pipelined. Every shape is a family in k; for a buffer of M bytes
+ * the k with the least predicted asynchronous time (docs/time.md) is kept among k = 1, 4, 16,
+ * 64, and the table is verified by the direct checker. The machine as one box (B = P) and as
+ * P boxes of one (K = P: flat recursive doubling, Rabenseifner, ring) are tried as well, so
+ * switch boxes (nvswitch8, dgx2) and cube meshes (dgx1) get the latency end too, and machines
+ * of one box NCCL's rings on the cycles they run at once (verifier/synth's ring_schedule).
+ */
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/table/send_table.hpp"
+#include "verifier/synth/synth.hpp"
+
+namespace collsched::compose {
+
+/// How the processors inside a box exchange: `none` (boxes of one), `rsag` (direct
+/// reduce-scatter to the box's owners, then direct allgather from them: 2 hops, (B-1)/B of the
+/// piece out of every GPU each way), `ar` (every GPU sends its whole piece to every box-mate:
+/// 1 hop, B - 1 pieces; every rail then carries the whole piece).
+enum class InBox : std::uint8_t { none, rsag, ar };
+/// How the boxes exchange along a rail: `none` (one box), `direct_ar` (1 hop, K - 1 pieces per
+/// GPU), `direct_rsag` (2 hops, 2(K-1)/K), `ring` (2(K-1) hops, 2(K-1)/K), `halving` (recursive
+/// halving then doubling, 2 log K hops, 2(K-1)/K; K a power of two), `doubling` (recursive
+/// doubling, log K hops, log K pieces; K a power of two). Reduce-scatter runs the first half of
+/// `direct_rsag`, `ring`, `halving`; allgather the second (its recursive doubling is `halving`).
+enum class Across : std::uint8_t { none, direct_ar, direct_rsag, ring, halving, doubling };
+
+struct Shape {
+    InBox inbox = InBox::none;
+    Across across = Across::none;
+    bool flat = false;  ///< the machine taken as P boxes of one (or one box of P)
+};
+/// "hierarchical rsag+ring", "flat doubling"; reduce_scatter and allgather name their half
+/// ("hierarchical rs+halving", "hierarchical ag+doubling").
+std::string shape_name(const Shape&, CollectiveKind = CollectiveKind::allreduce);
+
+/// A construction's table with what it is.
+struct Candidate {
+    std::string name;    ///< e.g. "hierarchical rsag+ring, 32 pieces"
+    std::string how;     ///< how it was built (the shape, the boxes, why this k)
+    std::uint32_t pieces = 1;
+    SendTable table;     ///< verified by the direct checker under the instance's model
+    double predicted_s = 0;  ///< asynchronous time at the size asked for
+};
+
+/// The boxes of a machine: box b's processors in increasing order (GPU j of box b is boxes[b][j]).
+struct Boxes {
+    std::vector<std::vector<Node>> boxes;
+    std::string why;  ///< empty when found; else why the machine is not K boxes of B
+};
+/// The boxes: processors joined by channels of at least a quarter of the fastest bandwidth at a
+/// processor (NVLink against a NIC, as the machine view draws boxes), or by such channels to one
+/// router (a box's NVSwitch as a router); K >= 1 boxes of equal size B, else `why`.
+Boxes find_boxes(const Topology&);
+
+/// The table of one shape with k pieces on `boxes` for the instance's collective (allreduce,
+/// reduce_scatter or allgather; the instance's chunk count is replaced by the shape's), or
+/// nullopt with `why`. Not verified.
+std::optional<SendTable> build_shape(const SynthInstance&, const std::vector<std::vector<Node>>& boxes, const Shape&, std::uint32_t pieces,
+                                     std::string* why);
+
+/// Every shape that applies to the instance (allreduce, reduce_scatter, allgather), each with
+/// its fastest k at `size_bytes`, verified by the direct checker, fastest first. Empty for other
+/// collectives and models the constructions do not cover (they say nothing then). Past
+/// `deadline` no more pieces, shapes or rings are tried (the shapes built so far, at least one,
+/// are verified and returned): the caller's --timeout. Memory: at most 500,000 transfers per
+/// table (about 90 MB at 128 GPUs).
+std::vector<Candidate> time_candidates(const SynthInstance&, double size_bytes,
+                                       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+
+}  // namespace collsched::compose

@@ -1,0 +1,132 @@
+// Lowering a plan of logical sends to a send table (plan.hpp).
+#include "verifier/compose/plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "compiler/table/builder.hpp"
+#include "compiler/table/partials.hpp"
+
+namespace collsched::compose {
+
+namespace {
+
+/// Routes between processors, computed once per pair met.
+class Routes {
+public:
+    explicit Routes(const Topology& t) : t_(t) {}
+    const std::vector<ChannelId>& operator()(Node a, Node b) {
+        auto [it, fresh] = cache_.try_emplace((std::uint64_t{idx(a)} << 32) | idx(b));
+        if (fresh) t_.route(a, b, it->second);
+        return it->second;
+    }
+
+private:
+    const Topology& t_;
+    std::unordered_map<std::uint64_t, std::vector<ChannelId>> cache_;
+};
+
+}  // namespace
+
+std::optional<SendTable> Plan::lower(std::string* why) const {
+    const Topology& t = *topo_;
+    std::vector<PlannedSend> sends = sends_;
+    std::stable_sort(sends.begin(), sends.end(), [](const PlannedSend& a, const PlannedSend& b) { return a.step < b.step; });
+    Routes routes(t);
+    // the physical steps of each logical step: its longest route
+    std::vector<std::uint32_t> stretch(sends.empty() ? 1 : sends.back().step + 1, 0);
+    for (const PlannedSend& s : sends) {
+        const std::vector<ChannelId>& r = routes(s.from, s.to);
+        if (r.empty()) {
+            if (why) *why = fmt::format("no route from {} to {}", t.node_name(s.from), t.node_name(s.to));
+            return std::nullopt;
+        }
+        for (std::size_t h = 0; h + 1 < r.size(); ++h)
+            if (t.is_processor(t.channel(r[h]).to)) {
+                if (why)
+                    *why = fmt::format("the route from {} to {} passes through processor {} (a relaying processor would combine what it passes on)",
+                                       t.node_name(s.from), t.node_name(s.to), t.node_name(t.channel(r[h]).to));
+                return std::nullopt;
+            }
+        std::uint32_t& w = stretch[s.step];
+        w = std::max<std::uint32_t>(w, static_cast<std::uint32_t>(r.size()));
+    }
+    std::vector<Step> start(stretch.size(), 0);
+    Step next = 1;
+    for (std::size_t l = 0; l < stretch.size(); ++l) {
+        start[l] = next;
+        next += stretch[l];
+    }
+    TableBuilder b(topo_, model_, coll_);
+    const bool partials = coll_.reduces();
+    b.reserve(sends.size());
+    for (const PlannedSend& s : sends) {
+        const Step at = start[s.step];
+        const MessageId m = partials ? b.composites().intern({MessageKind::partial, s.item, static_cast<std::uint32_t>(at), {MessageId{idx(s.from)}}, {}})
+                                     : MessageId{s.item};
+        Step h = at;
+        for (ChannelId c : routes(s.from, s.to)) b.hop(h++, c, m);
+    }
+    SendTable table = std::move(b).finish();
+    if (model_.replicate) {  // a router that holds m copies it: one transfer per (step, channel, message)
+        table.transfers.erase(std::unique(table.transfers.begin(), table.transfers.end()), table.transfers.end());
+    }
+    if (partials) {
+        resolve_partials(table);
+        table.canonicalize_composites();
+    }
+    fit_rounds(table);
+    return table;
+}
+
+void fit_rounds(SendTable& table) {
+    const Topology& t = *table.topology;
+    const Ports ports = table.model.ports;
+    table.step_rounds.assign(table.steps(), 1);
+    std::vector<std::uint64_t> chan(t.channels().size()), group(t.groups().size()), out(t.processors()), in(t.processors());
+    auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return b == 0 ? a : (a + b - 1) / b; };
+    for (std::size_t i = 0; i < table.transfers.size();) {
+        const Step s = table.transfers[i].step;
+        std::size_t end = i;
+        std::vector<ChannelId> used;
+        for (; end < table.transfers.size() && table.transfers[end].step == s; ++end) {
+            const ChannelId c = table.transfers[end].channel;
+            if (chan[idx(c)]++ == 0) used.push_back(c);
+        }
+        std::uint64_t r = 1;
+        for (ChannelId c : used) {
+            const std::uint64_t load = chan[idx(c)];
+            r = std::max(r, ceil_div(load, t.channel(c).cap));
+            for (std::uint32_t g : t.groups_of(c)) group[g] += load;
+            const Channel& ch = t.channel(c);
+            if (t.is_processor(ch.from)) out[idx(ch.from)] += load;
+            if (t.is_processor(ch.to)) in[idx(ch.to)] += load;
+        }
+        for (ChannelId c : used) {
+            for (std::uint32_t g : t.groups_of(c)) {
+                r = std::max(r, ceil_div(group[g], t.groups()[g].cap));
+            }
+            const Channel& ch = t.channel(c);
+            for (Node p : {ch.from, ch.to}) {
+                if (!t.is_processor(p)) continue;
+                if (ports == Ports::single) r = std::max({r, out[idx(p)], in[idx(p)]});
+                if (ports == Ports::half) r = std::max(r, out[idx(p)] + in[idx(p)]);
+            }
+        }
+        for (ChannelId c : used) {
+            chan[idx(c)] = 0;
+            for (std::uint32_t g : t.groups_of(c)) group[g] = 0;
+            const Channel& ch = t.channel(c);
+            if (t.is_processor(ch.from)) out[idx(ch.from)] = 0;
+            if (t.is_processor(ch.to)) in[idx(ch.to)] = 0;
+        }
+        table.step_rounds[s - 1] = static_cast<std::uint32_t>(std::min<std::uint64_t>(r, max_step_rounds));
+        i = end;
+    }
+    table.normalize_rounds();
+}
+
+}  // namespace collsched::compose

@@ -1,0 +1,54 @@
+/** \file
+ * Plans: a construction's sends between processors in logical steps, lowered to a send table
+ * (docs/synthesis.md, "Constructions for time"). A construction says, per logical step, which
+ * processor sends which item to which processor: an item is a chunk of a reduction (the sender
+ * sends what its buffer of that chunk holds then, resolved by the buffer rule) or a base message
+ * (allgather's b(p, c)). Lowering gives logical step L the physical steps of its longest route
+ * (1 between processors joined by a channel; a route through routers takes one step per hop,
+ * cut-through) and each physical step as many rounds as its busiest channel, link group or port
+ * needs, so the table holds the step model's capacities by construction; the asynchronous time
+ * (docs/time.md) does not depend on steps or rounds, only on the order the data allows. A route
+ * that passes through another processor is refused (a relaying processor would combine a
+ * partial into its own buffer). Under replicate=yes the sends of one item from one sender in one
+ * logical step share their common route prefix (a router copies what it holds).
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/table/send_table.hpp"
+
+namespace collsched::compose {
+
+struct PlannedSend {
+    std::uint32_t step;  ///< logical step, from 1
+    Node from, to;
+    std::uint32_t item;  ///< the chunk of a reduction, or a base message id (allgather)
+};
+
+class Plan {
+public:
+    Plan(std::shared_ptr<const Topology> topo, Model model, Collective coll) : topo_(std::move(topo)), model_(model), coll_(std::move(coll)) {}
+
+    void send(std::uint32_t step, Node from, Node to, std::uint32_t item) { sends_.push_back({step, from, to, item}); }
+    std::size_t size() const { return sends_.size(); }
+    const Collective& collective() const { return coll_; }
+
+    /// The send table, or nullopt with `why` set when a route passes through a processor.
+    std::optional<SendTable> lower(std::string* why) const;
+
+private:
+    std::shared_ptr<const Topology> topo_;
+    Model model_;
+    Collective coll_;
+    std::vector<PlannedSend> sends_;
+};
+
+/// Sets every step's rounds to the least that its transfers need: per channel, link group and
+/// (single or half ports) processor port, ceil(load / capacity).
+void fit_rounds(SendTable&);
+
+}  // namespace collsched::compose
