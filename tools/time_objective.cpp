@@ -118,12 +118,7 @@ public:
                                                               args_.timeout > 0 ? args_.timeout : 1e6))};
         std::vector<NamedProvider> providers = construction_providers();
         providers.push_back(library_provider(args_.library));
-        // NCCL's algorithms generated for the machine (verifier/baselines/nccl.hpp, branch nccl) plug in here as one more
-        // provider, with TimeCandidate::nccl set; until then the library's schedules/nccl/ files are NCCL's:
-        //   providers.push_back({"nccl", [](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>&) {
-        //       for (nccl::Baseline& b : nccl::nccl_baselines(q.instance.topology, q.instance.collective, q.instance.model))
-        //           out.push_back({"nccl " + b.name, b.source, "nccl", true, std::make_shared<const SendTable>(std::move(b.table))});
-        //   }});
+        providers.push_back(nccl_provider());
         cands_ = gather_candidates(q, providers, notes_);
         if (cands_.empty()) {  // the bound still holds: print it
             if (args_.json) {

@@ -8,7 +8,10 @@
 
 #include "compiler/table/duality.hpp"
 #include "support/error.hpp"
+#include "verifier/baselines/nccl.hpp"
 #include "verifier/check/direct.hpp"
+#include "verifier/compose/allreduce.hpp"
+#include "verifier/compose/nvls.hpp"
 #include "verifier/synth/bandwidth_bound.hpp"
 #include "verifier/synth/greedy.hpp"
 #include "verifier/synth/hierarchical.hpp"
@@ -152,10 +155,88 @@ void hierarchical(const CandidateQuery& q, std::vector<TimeCandidate>& out, std:
     }
 }
 
+/// The constructions for time (verifier/compose/allreduce.hpp): hierarchical and flat
+/// allreduce, reduce-scatter and allgather pipelined in pieces, the pieces chosen per size; each
+/// size asked for may choose other pieces, so every size's fastest shapes are kept.
+void composed(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    std::map<std::string, bool> seen;
+    std::vector<double> sizes = q.sizes;
+    if (sizes.empty()) sizes.push_back(1 << 20);
+    for (double size : sizes) {
+        if (Clock::now() >= q.deadline) {
+            notes.push_back("constructions for time: the time limit came before every size was tried");
+            break;
+        }
+        for (compose::Candidate& c : compose::time_candidates(q.instance, size, q.deadline)) {
+            if (seen[c.name]) continue;
+            seen[c.name] = true;
+            out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table))});
+        }
+    }
+}
+
+/// NVLS on machines whose switches reduce and multicast (verifier/compose/nvls.hpp): collsched's
+/// form (the owner's own share stays home) and NCCL's (its NVLS algorithm as it runs: the owner's
+/// share through the switch too), the latter one of NCCL's algorithms.
+void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    const auto& t = q.instance.topology;
+    const CollectiveKind k = q.instance.collective.kind;
+    if (k != CollectiveKind::allreduce && k != CollectiveKind::allgather && k != CollectiveKind::reduce_scatter) return;
+    std::vector<compose::NvlsBox> boxes;
+    try {
+        boxes = compose::nvls_boxes(*t);
+    } catch (const InputError&) {
+        return;  // no switch that reduces and multicasts: nothing to say
+    }
+    if (boxes.empty()) return;
+    const std::uint32_t per_box = static_cast<std::uint32_t>(boxes.front().gpus.size());
+    std::map<std::uint32_t, bool> tried;
+    for (double size : q.sizes.empty() ? std::vector<double>{1 << 20} : q.sizes) {
+        compose::NvlsPlan plan;
+        plan.pieces = compose::nvls_pieces_for_size(per_box, size);
+        if (tried[plan.pieces]) continue;
+        tried[plan.pieces] = true;
+        auto add = [&](std::string name, bool nccl, SendTable table) {
+            out.push_back({fmt::format("{}, {} piece{}", name, plan.pieces, plan.pieces == 1 ? "" : "s"), "verifier/compose/nvls.hpp", nccl ? "nccl" : "nvls", nccl,
+                           std::make_shared<const SendTable>(std::move(table))});
+        };
+        try {
+            if (boxes.size() > 1) {
+                if (k == CollectiveKind::allreduce) add("nvls + rail rings", false, compose::nvls_rail_allreduce(t, plan));
+                continue;
+            }
+            if (k == CollectiveKind::allreduce) {
+                add("nvls", false, compose::nvls_allreduce(t, plan));
+                compose::NvlsPlan direct = plan;
+                direct.direct_period = compose::nvls_direct_period(*t);
+                if (direct.direct_period) add("nvls + direct pieces", false, compose::nvls_allreduce(t, direct));
+                compose::NvlsPlan theirs = plan;
+                theirs.owner_through_switch = true;
+                add("nccl nvls", true, compose::nvls_allreduce(t, theirs));
+            } else if (k == CollectiveKind::allgather) {
+                add("nvls", false, compose::nvls_allgather(t, plan));
+            } else {
+                add("nvls", false, compose::nvls_reduce_scatter(t, plan));
+            }
+        } catch (const InputError& e) {
+            notes.push_back(fmt::format("nvls: {}", e.what()));
+            return;
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<NamedProvider> construction_providers() {
-    return {{"rings", rings}, {"tree packing", packings}, {"least steps", least_steps}, {"hierarchical", hierarchical}};
+    return {{"rings", rings}, {"tree packing", packings}, {"least steps", least_steps}, {"hierarchical", hierarchical},
+            {"constructions for time", composed}, {"nvls", nvls}};
+}
+
+NamedProvider nccl_provider() {
+    return {"nccl", [](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>&) {
+                for (nccl::Baseline& b : nccl::nccl_baselines(q.instance.topology, q.instance.collective, q.instance.model))
+                    out.push_back({"nccl " + b.name, b.source, "nccl", true, std::make_shared<const SendTable>(std::move(b.table))});
+            }};
 }
 
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes) {

@@ -50,6 +50,10 @@ struct NamedProvider {
 /// steps (one chunk).
 std::vector<NamedProvider> construction_providers();
 
+/// NCCL's algorithms generated for the machine (verifier/baselines/nccl.hpp): rings, trees, PAT,
+/// p2p, each marked as NCCL's, so that the speed-up is printed over the best of them.
+NamedProvider nccl_provider();
+
 /// Runs every provider, re-stamps each table with the instance's topology and model (a table for
 /// another machine of the same shape is dropped by the caller's provider), verifies it with the
 /// direct checker and keeps those that hold. Names are made unique.

@@ -71,10 +71,18 @@ public:
                      "its link groups b/B_g and arrives alpha_e after its last byte left";
         out_.assumptions = {"hop timing (store and forward: a datum crosses one channel per transfer)",
                             "any schedule, route, number of chunks and rounds; routers under replicate=no and yes"};
-        if (c_.row().combining())
+        const bool in_network = c_.row().combining() && m_.combine_routers;
+        if (in_network)
+            out_.assumptions.push_back("in-network reduction allowed (combine=routers): only arguments that hold when routers add partials");
+        else if (c_.row().combining())
             out_.assumptions.push_back("no in-network reduction: values combine only at processors (routers forward and copy, never add)");
         if (m_.ports != Ports::multi) out_.assumptions.push_back("ports not counted (a relaxation: each port as the sum of its channels)");
         latency();
+        if (in_network && c_.kind != CollectiveKind::reduce) {
+            reduction_in_network();
+            if (out_.terms.size() < 2) out_.no_bandwidth = fmt::format("no cut bound for {} with reduction in the network", c_.row().name);
+            return std::move(out_);
+        }
         switch (c_.kind) {
             case CollectiveKind::allgather: densest(false); break;
             case CollectiveKind::reduce_scatter: densest(true); break;
@@ -176,7 +184,32 @@ private:
     void alltoall();
     void gossip(const Partition& part);
 
-    void rooted(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to, double demand, const std::string& why) {
+    /// Allreduce and reduce-scatter when routers may add partials (issue 44): the gossip bounds do
+    /// not hold (a switch sums what P GPUs send it), but every processor r must still send, for
+    /// each byte that another processor's result depends on, something carrying r's value, and
+    /// receive its own result: allreduce M out of r's region and M into it; reduce-scatter
+    /// (P-1)/P M out (its values of the others' blocks) and M/P in (its block's sum). One
+    /// processor per orbit of the verified symmetries.
+    void reduction_in_network() {
+        const bool ar = c_.kind == CollectiveKind::allreduce;
+        if (!ar && c_.kind != CollectiveKind::reduce_scatter) return;
+        for (std::uint32_t r : orbits_.representatives) {
+            std::vector<std::uint32_t> rest;
+            for (std::uint32_t p = 0; p < P_; ++p)
+                if (p != r) rest.push_back(p);
+            rooted({r}, rest, ar ? 1.0 : (P_ - 1.0) / P_,
+                   fmt::format("with reduction in the network: processor {}'s value of every byte {} leaves its region", r,
+                               ar ? "of the buffer" : "of the other blocks"),
+                   "cut around a processor (in-network reduction)");
+            rooted(rest, {r}, ar ? 1.0 : 1.0 / P_,
+                   fmt::format("with reduction in the network: the sum of every byte of {} enters processor {}'s region",
+                               ar ? "the buffer" : "its block", r),
+                   "cut around a processor (in-network reduction)");
+        }
+    }
+
+    void rooted(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to, double demand, const std::string& why,
+                const char* name = "cut around the root") {
         if (from.empty() || to.empty()) return;
         WeightedNetwork& n = net(false);
         TimeTerm term;
@@ -184,7 +217,7 @@ private:
         n.crossing(side, term);
         for (std::uint32_t v = 0; v < P_; ++v)
             if (side[v]) term.inside.push_back(v);
-        term.name = "cut around the root";
+        term.name = name;
         term.demand = demand;
         term.detail = fmt::format("{}; the least such cut (max flow) is {} = {}", why, fmt::join(term.crossing, " + "), support::format_bandwidth(term.bandwidth()));
         out_.terms.push_back(std::move(term));
