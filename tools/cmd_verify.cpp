@@ -74,7 +74,7 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
     std::string out;
     if (args.json) {
         nlohmann::ordered_json j;
-        j["verdict"] = r.holds() ? "holds" : "violated";
+        j["verdict"] = r.verdict();
         j["format"] = "mscclpp";
         j["name"] = read.plan.name;
         j["collective"] = read.plan.collective;
@@ -92,12 +92,17 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
             list.push_back({{"rule", f.rule}, {"path", f.path}, {"line", f.pos.line}, {"column", f.pos.col}, {"message", f.what}});
         j["violations"] = list;
         if (!r.result_note.empty()) j["note"] = r.result_note;
+        if (!r.race_note.empty()) j["races_note"] = "not checked: " + r.race_note;
+        if (!r.nccl_verdict.empty()) {
+            j["inplace_convention"] = "mscclpp: recvbuff == sendbuff (src/core/algorithm.cc:13-24)";
+            j["nccl_inplace_convention"] = r.nccl_verdict;
+        }
         out = j.dump() + "\n";
     } else {
         out = mscclpp::format_plan_report(r, read.plan, path);
     }
     ctx.print(out);
-    return r.holds() ? 0 : 1;
+    return r.holds() ? 0 : r.unknown() ? 3 : 1;
 }
 
 /// The loop values of the statement runs behind the counterexamples that name a transfer

@@ -55,7 +55,7 @@ std::vector<std::vector<Trans>> transmissions(const Program& prog, Problems& pr)
                 list.back().hasdep = op.hasdep;
             } else {
                 if (!pending.empty() && op.depid < 0)
-                    pr.add(op.line, op.col,
+                    pr.refuse(op.line, op.col,
                            fmt::format("{}: a nop before it waits, but the step itself has no depid; the executor refuses this "
                                        "(\"the last reduction must be a part of the first immediate instruction\", "
                                        "msccl_parser.cc:613-619)",
@@ -265,6 +265,17 @@ public:
                                   : prog_.inplace                     ? "in place"
                                                                       : "out of place",
                                   prog_.tbs.size(), steps);
+        if (pr_.refusal_count()) {
+            // a well-formed file the executor's reader refuses: its refusals are the findings, and the
+            // program is not run (docs/errors.md, "Executor formats: one rule")
+            rep.findings = pr_.refusals();
+            rep.violations = pr_.refusal_count();
+            if (rep.violations > rep.findings.size())
+                rep.findings.push_back(fmt::format("{}: ({} more refusals)", name_, rep.violations - rep.findings.size()));
+            rep.notes.push_back("the program is not checked: the executor's reader refuses it (the [refused] lines)");
+            rep.checked_goals = false;
+            return rep;
+        }
         for (const auto& f : static_findings_) add(rep, f);
         link_check(rep);
         const bool both = prog_.coll != Coll::custom && prog_.inplace && prog_.outofplace;
@@ -499,8 +510,11 @@ private:
                     }
                     ap.add_lane(id, std::move(lane));
                 }
-                if (op.sends()) ap.send(id, connection(tb.rank, tb.send, tb.chan));
-                if (op.receives()) ap.receive(id, connection(tb.recv, tb.rank, tb.chan));
+                // a step of cnt="0" is loaded (0..71, msccl_parser.cc:577-580) and runs no primitive: the
+                // kernel's loop over its chunks runs no time (msccl_kernel.cu:241), so it neither sends
+                // nor receives; it still waits for its dependencies and publishes its step
+                if (op.sends() && op.cnt > 0) ap.send(id, connection(tb.rank, tb.send, tb.chan));
+                if (op.receives() && op.cnt > 0) ap.receive(id, connection(tb.recv, tb.rank, tb.chan));
                 // waits: released by the first transmission of thread block depid that publishes a step
                 // at or after deps (msccl_kernel.cu:224-236: flag >= goal; :313-318: only hasdep publishes)
                 for (const auto& [depid, deps] : tr.waits) {
