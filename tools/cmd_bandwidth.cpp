@@ -214,7 +214,7 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--no-packing", args->no_packing, "Only the bound");
     cmd->add_option("--timeout", args->timeout, "Seconds for the packing (the best schedule so far is kept; default 60, 0 = none)")
         ->check(seconds_option(true));
-    cmd->add_option("-o,--output", args->output, "Write the packed schedule (.sched, else a JSON table)");
+    cmd->add_option("-o,--output", args->output, "Write the packed schedule (.sched, else a JSON table)")->check(file_option());
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->callback([&ctx, args] { BandwidthRun(*args, ctx).run(); });
 }
