@@ -174,7 +174,7 @@ std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
     std::string out;
     if (a.json) {
         nlohmann::ordered_json j;
-        j["verdict"] = r.holds ? "holds" : "violated";
+        j["verdict"] = r.holds ? "holds" : r.violations == 0 && r.unknown ? "unknown" : "violated";
         j["program"] = r.summary;
         j["violations"] = r.violations;
         j["findings"] = r.findings;
@@ -186,7 +186,7 @@ std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
         out = r.text();
     }
     ctx.print(out);
-    return r.holds ? 0 : 1;
+    return r.holds ? 0 : r.violations == 0 && r.unknown ? 3 : 1;
 }
 
 /// `--engine both`: the two reports, then whether they agree. A disagreement is a bug in one of

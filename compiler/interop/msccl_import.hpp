@@ -52,6 +52,7 @@ struct MscclReport {
     std::string summary;                ///< one line: the collective, ranks, chunks, modes, thread blocks, steps
     std::vector<std::string> findings;  ///< file:line:col: ... [kind], at most 20 per kind
     std::size_t violations = 0;         ///< exact count
+    bool unknown = false;               ///< a property was not decided (the race check past the engine's limit): exit 3
     std::vector<std::string> notes;     ///< what the executor would do differently, what was assumed
     std::string timing;                 ///< the as-soon-as-possible step view (information)
     std::string chunk_map;              ///< custom collectives: where every input chunk ends up

@@ -138,7 +138,7 @@ TEST_CASE("hostile mscclpp: thread-block group sizes whose least common multiple
           std::string::npos);
 }
 
-TEST_CASE("hostile mscclpp: a switch channel's empty rank group is bad input; a member that does not exist is a finding") {
+TEST_CASE("hostile mscclpp: a switch channel's empty rank group is bad input, a member that does not exist is a finding") {
     test::Scratch dir("hostile_mscclpp_switch");
     auto with_group = [&](nlohmann::ordered_json ranks) {
         return verify_edited(dir, "p.json", [&](auto& j) {
@@ -207,7 +207,7 @@ TEST_CASE("hostile mscclpp: verifying grows linearly with thread blocks (it was 
     CHECK(large.out.find("data races      not checked (the vector clocks of rank 0 would need") != std::string::npos);
 }
 
-TEST_CASE("hostile msccl-ir: what the executor's reader refuses in a well-formed file is a finding (exit 1); its loaded steps are judged as the kernel runs them") {
+TEST_CASE("hostile msccl-ir: what the executor's reader refuses in a well-formed file is a finding (exit 1), its loaded steps are judged as the kernel runs them") {
     test::Scratch dir("hostile_msccl_rule");
     const std::string ring = test::read_file(source("tests/data/msccl/allgather_ring.xml"));
     auto with = [&](const std::string& from, const std::string& to) {

@@ -32,7 +32,7 @@ TEST_CASE("hostile options: an --expect file with an unknown key is refused at i
     CHECK(r.err.find("unknown key \"hold\"") != std::string::npos);
 }
 
-TEST_CASE("hostile options: a buffer size below 1 byte or above 2^53 bytes is refused; an empty output name is refused") {
+TEST_CASE("hostile options: a buffer size below 1 byte or above 2^53 bytes is refused, and an empty output name is refused") {
     const std::string table = source("tests/data/ring8_allgather.json");
     for (const char* size : {"1e-5", "0.5", "18446744073709551616", "1e30", "1K..1e20"}) {
         CAPTURE(size);

@@ -503,7 +503,7 @@ TEST_CASE("msccl import: custom collectives are checked for deadlock and races, 
     CHECK(conv.err.find("a custom collective has no table form") != std::string::npos);
 }
 
-TEST_CASE("msccl import: hostile files: deep nesting, missing attributes, bad nchunksperloop (exit 2); buffers and offsets that do not fit (refused, exit 1)") {
+TEST_CASE("msccl import: hostile files: deep nesting, missing attributes, bad nchunksperloop (exit 2), buffers and offsets that do not fit (refused, exit 1)") {
     // 100,000 nested elements, closed or not: refused at depth 64, no stack overflow
     std::string open, close;
     for (int i = 0; i < 100000; ++i) open += "<a>";
