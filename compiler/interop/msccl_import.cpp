@@ -312,6 +312,8 @@ public:
             }
             if (!run.report.finishes)
                 rep.notes.push_back(fmt::format("the outputs{} are not checked: the program does not finish", mode));
+            else if (!run.report.race_checked)
+                rep.notes.push_back(fmt::format("the outputs{} are not checked: the data races were not decided", mode));
             else if (!run.report.race_free)
                 rep.notes.push_back(fmt::format("the outputs{} are not checked: with a data race the result is not unique", mode));
             if (prog_.coll == Coll::custom && run.report.replayed) rep.chunk_map = chunk_map(run, layout);
