@@ -38,6 +38,7 @@
 #include "support/budget.hpp"
 #include "tools/bandwidth.hpp"
 #include "tools/input.hpp"
+#include "tools/options.hpp"
 #include "tools/output.hpp"
 #include "tools/runs.hpp"
 
@@ -227,11 +228,15 @@ PYBIND11_MODULE(_collsched, m) {
         .def_property_readonly("routers", [](const PyTopology& p) { return p.topo->routers(); })
         .def_property_readonly("diameter", [](const PyTopology& p) { return p.topo->diameter(); })
         .def("node_name", [](const PyTopology& p, std::uint32_t n) {
-            if (n >= p.topo->nodes()) throw py::index_error(fmt::format("node {} of {} nodes", n, p.topo->nodes()));
+            // InputError, as every other bad value the module is given (it was an IndexError)
+            if (n >= p.topo->nodes())
+                throw InputError(fmt::format("node {} does not exist: {} has nodes 0..{}", n, p.topo->spec(), p.topo->nodes() - 1));
             return p.topo->node_name(Node{n});
         })
         .def("distance", [](const PyTopology& p, std::uint32_t a, std::uint32_t b) {
-            if (a >= p.topo->nodes() || b >= p.topo->nodes()) throw py::index_error("no such node");
+            if (a >= p.topo->nodes() || b >= p.topo->nodes())
+                throw InputError(fmt::format("node {} does not exist: {} has nodes 0..{}", a >= p.topo->nodes() ? a : b, p.topo->spec(),
+                                             p.topo->nodes() - 1));
             return p.topo->distance(Node{a}, Node{b});
         })
         .def("channel_array",
@@ -309,6 +314,9 @@ PYBIND11_MODULE(_collsched, m) {
                         const std::string& size, const std::string& link) {
         if (engine != "direct" && engine != "z3") throw InputError(fmt::format("engine '{}': expected direct or z3", engine));
         if (routes != "any" && routes != "fixed") throw InputError(fmt::format("routes '{}': expected any or fixed", routes));
+        // the command line's --timeout rule (tools/options.hpp): nan or -1 used to give "unknown"
+        if (!std::isfinite(timeout) || timeout <= 0 || timeout > tools::max_timeout_seconds)
+            throw InputError(fmt::format("timeout={}: expected a number of seconds above 0 and up to {:.0f}", timeout, tools::max_timeout_seconds));
         const tools::AlphaBeta ab = sizes_of(size, link);
         return interruptible([&] {
             VerifyOptions opt;

@@ -18,6 +18,9 @@ void AlphaBeta::check() const {
     if ((alpha || beta) && sizes.size() != 1) throw InputError("the alpha-beta time takes one --size M, not a list");
 }
 
+/// The largest buffer size: 2^53 bytes, above which a double does not count every byte.
+constexpr double max_size_bytes = 9007199254740992.0;
+
 std::vector<double> parse_sizes(std::string_view text) {
     std::vector<double> out;
     auto bad = [&](std::string_view why) {
@@ -28,6 +31,10 @@ std::vector<double> parse_sizes(std::string_view text) {
         std::string why;
         auto v = support::parse_bytes(s, &why);
         if (!v) throw bad(why);
+        // a buffer holds whole bytes, and the time model counts them in doubles (docs/time.md)
+        if (*v < 1) throw bad(fmt::format("'{}' is {} bytes; a size is at least 1 byte", s, *v));
+        if (*v > max_size_bytes)
+            throw bad(fmt::format("'{}' is more than 2^53 bytes (8 PiB), the largest size whose every byte a double counts exactly", s));
         return *v;
     };
     std::string_view rest = text;

@@ -261,7 +261,7 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--no-packing", args->no_packing, "Only the bound");
     cmd->add_option("--timeout", args->timeout, "Seconds for the packing (the best schedule so far is kept; default 60, 0 = none)")
         ->check(seconds_option(true));
-    cmd->add_option("-o,--output", args->output, "Write the packed schedule (.sched, else a JSON table)");
+    cmd->add_option("-o,--output", args->output, "Write the packed schedule (.sched, else a JSON table)")->check(file_option());
     add_size_option(cmd, args->sizes, "--size,--sizes",
                     "Also the proved lower bound on time at each size M (NCCL's, docs/time.md \"Sizes\"; every collective with one, "
                     "allreduce and alltoall included) and the packed schedule's predicted time and gap there");

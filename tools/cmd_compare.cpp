@@ -13,6 +13,7 @@
 #include "tools/commands.hpp"
 #include "tools/compare.hpp"
 #include "tools/input.hpp"
+#include "tools/options.hpp"
 #include "tools/output.hpp"
 #include "verifier/baselines/nccl.hpp"
 #include "verifier/check/direct.hpp"
@@ -300,7 +301,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         ->check(CLI::IsMember({"async", "sync"}));
     cmd->add_option("--baseline", args->baseline, "The schedule speed-ups are measured against, by name (the file's stem; default "
                                                   "the first input)");
-    cmd->add_option("-o,--svg", args->svg, "Write the plot as SVG to this file");
+    cmd->add_option("-o,--svg", args->svg, "Write the plot as SVG to this file")->check(file_option());
     cmd->add_option("--plot", args->plot, "What the plot shows against size: time (default) or algbw (nccl-tests' algorithm "
                                           "bandwidth: P*M / time for allgather and alltoall, M / time otherwise)")
         ->check(CLI::IsMember({"time", "algbw"}));

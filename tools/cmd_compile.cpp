@@ -39,7 +39,7 @@ void add_compile_command(CLI::App& app, Context& ctx) {
                                    "written only when compilation succeeded.\nExit code: 0 compiled, 2 errors.");
     cmd->add_option("FILE", args->input, "Schedule file (.sched, or - for standard input)")->required();
     cmd->add_option("-D", args->defines, "Override a param of the schedule: -D n=16 (repeatable)");
-    cmd->add_option("-o,--output", args->output, "Output file (default: standard output)");
+    cmd->add_option("-o,--output", args->output, "Output file (default: standard output)")->check(file_option());
     cmd->add_option("--format", args->format, table_output_formats_help())->check(CLI::IsMember(table_output_formats()));
     cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
     cmd->add_option("--max-transfers", args->max_transfers,

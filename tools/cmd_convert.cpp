@@ -86,7 +86,7 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--topology", args->topology,
                     "MSCCL-IR input: the topology the program runs on (default complete:P)");
     cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
-    cmd->add_option("-o,--output", args->output, "Output file (default: standard output); written only on success");
+    cmd->add_option("-o,--output", args->output, "Output file (default: standard output); written only on success")->check(file_option());
     cmd->callback([&ctx, args] {
         const std::string format = output_format(args->format, args->output, true);
         // a table's own "at" fields stay

@@ -362,7 +362,8 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                     "synchronous and asynchronous (docs/time.md): 1M, 1K..1G, 1K,1M");
     add_link_option(cmd, args->link);
     cmd->add_option("-d,--dir", args->dir, "Write every frontier point as DIR/NAME.sched (DSL) and DIR/NAME.json (table)");
-    cmd->add_option("--svg", args->svg, "Draw the frontier (steps against R/C, the bounds, proved and open points) as SVG to this file");
+    cmd->add_option("--svg", args->svg, "Draw the frontier (steps against R/C, the bounds, proved and open points) as SVG to this file")
+        ->check(file_option());
     cmd->add_option("--jobs", args->jobs,
                     "Decide the next N (steps, chunks, rounds) instances of a row at once, on N threads; the frontier is the same "
                     "for every N. Under mpirun -n K the instances are shared among the K ranks too (docs/synthesis.md, \"Threads "

@@ -52,14 +52,18 @@ SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
     fail_with_diagnostics(diags);
 }
 
-/// A halt on a transfer of a schedule ends with the `send` or `hop` statement that made it,
+/// A halt on a transfer of a schedule (on a channel or a link group) ends with the `send` or `hop` statement that made it,
 /// " (at file:line:col)", as verify's counterexamples do (verifier/check/report.hpp transfer_origin).
 void attach_origin(SimReport& r, const SendTable& table) {
-    if (r.status != SimStatus::halted || !r.violation || !r.violation->channel || r.violation->messages.empty()) return;
+    // a link group over its capacity has no channel: the transfer is found by the group (it was
+    // printed without its statement)
+    if (r.status != SimStatus::halted || !r.violation || !(r.violation->channel || r.violation->group) || r.violation->messages.empty())
+        return;
     const SimViolation& v = *r.violation;
     Violation key{};
     key.step = v.step;
     key.channel = v.channel;
+    key.group = v.group;
     key.messages = v.messages;
     auto i = violation_transfer(table, key);
     if (!i) return;
@@ -123,7 +127,8 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
     add_alpha_beta_options(cmd, args->ab);
     cmd->add_option("--timeline", args->timeline,
                     "Write the asynchronous run's per-link busy intervals for --size M as JSON to this file (collsched.timeline/1, "
-                    "docs/time.md)");
+                    "docs/time.md)")
+        ->check(file_option());
     cmd->callback([&ctx, args] {
         args->ab.check();
         if (!args->timeline.empty() && args->ab.sizes.size() != 1) throw InputError("--timeline FILE needs one --size M");

@@ -79,7 +79,7 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
     std::string out;
     if (args.json) {
         nlohmann::ordered_json j;
-        j["verdict"] = r.holds() ? "holds" : "violated";
+        j["verdict"] = r.verdict();
         j["format"] = "mscclpp";
         j["name"] = read.plan.name;
         j["collective"] = read.plan.collective;
@@ -98,13 +98,18 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
         j["violations"] = list;
         if (!r.result_note.empty()) j["note"] = r.result_note;
         if (!args.ab.sizes.empty()) j["time"] = {{"none", plan_time_why}};
+        if (!r.race_note.empty()) j["races_note"] = "not checked: " + r.race_note;
+        if (!r.nccl_verdict.empty()) {
+            j["inplace_convention"] = "mscclpp: recvbuff == sendbuff (src/core/algorithm.cc:13-24)";
+            j["nccl_inplace_convention"] = r.nccl_verdict;
+        }
         out = j.dump() + "\n";
     } else {
         out = mscclpp::format_plan_report(r, read.plan, path);
         if (!args.ab.sizes.empty()) out += fmt::format("predicted time: none ({})\n", plan_time_why);
     }
     ctx.print(out);
-    return r.holds() ? 0 : 1;
+    return r.holds() ? 0 : r.unknown() ? 3 : 1;
 }
 
 /// The loop values of the statement runs behind the counterexamples that name a transfer
@@ -176,7 +181,7 @@ std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
     std::string out;
     if (a.json) {
         nlohmann::ordered_json j;
-        j["verdict"] = r.holds ? "holds" : "violated";
+        j["verdict"] = r.holds ? "holds" : r.violations == 0 && r.unknown ? "unknown" : "violated";
         j["program"] = r.summary;
         j["violations"] = r.violations;
         j["findings"] = r.findings;
@@ -188,7 +193,7 @@ std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
         out = r.text();
     }
     ctx.print(out);
-    return r.holds ? 0 : 1;
+    return r.holds ? 0 : r.violations == 0 && r.unknown ? 3 : 1;
 }
 
 /// `--engine both`: the two reports, then whether they agree. A disagreement is a bug in one of

@@ -38,6 +38,11 @@ CLI::Validator count_option(std::uint64_t min, std::uint64_t max) {
         "", "count");  // no description: --help keeps the type and the default (UINT=20)
 }
 
+CLI::Validator file_option() {
+    return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "expected a file name, not an empty one" : ""; }, "",
+                          "file");
+}
+
 void add_msccl_max_steps(CLI::App* cmd, int& max_steps) {
     cmd->add_option("--max-steps", max_steps,
                     fmt::format("MSCCL-IR: steps per thread block the executor allows (its MSCCL_MAX_NUM_STEPS, 1 to {}; default {})",

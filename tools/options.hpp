@@ -25,6 +25,10 @@ CLI::Validator seconds_option(bool zero_is_none);
 /// A count: decimal digits only (no sign), from `min` to `max`.
 CLI::Validator count_option(std::uint64_t min, std::uint64_t max);
 
+/// A file to write: any name but the empty one (`--svg ''` used to be taken as no file, so the
+/// command exited 0 and wrote nothing it was asked to).
+CLI::Validator file_option();
+
 /// `--max-steps N` of MSCCL-IR input and output (verify, simulate, convert): the executor's
 /// MSCCL_MAX_NUM_STEPS, 1 to 32768 (it stores step numbers in an int16_t). Checked once here, as a
 /// usage error, before any file is read.

@@ -55,7 +55,7 @@ std::vector<std::vector<Trans>> transmissions(const Program& prog, Problems& pr)
                 list.back().hasdep = op.hasdep;
             } else {
                 if (!pending.empty() && op.depid < 0)
-                    pr.add(op.line, op.col,
+                    pr.refuse(op.line, op.col,
                            fmt::format("{}: a nop before it waits, but the step itself has no depid; the executor refuses this "
                                        "(\"the last reduction must be a part of the first immediate instruction\", "
                                        "msccl_parser.cc:613-619)",
@@ -265,6 +265,17 @@ public:
                                   : prog_.inplace                     ? "in place"
                                                                       : "out of place",
                                   prog_.tbs.size(), steps);
+        if (pr_.refusal_count()) {
+            // a well-formed file the executor's reader refuses: its refusals are the findings, and the
+            // program is not run (docs/errors.md, "Executor formats: one rule")
+            rep.findings = pr_.refusals();
+            rep.violations = pr_.refusal_count();
+            if (rep.violations > rep.findings.size())
+                rep.findings.push_back(fmt::format("{}: ({} more refusals)", name_, rep.violations - rep.findings.size()));
+            rep.notes.push_back("the program is not checked: the executor's reader refuses it (the [refused] lines)");
+            rep.checked_goals = false;
+            return rep;
+        }
         for (const auto& f : static_findings_) add(rep, f);
         link_check(rep);
         const bool both = prog_.coll != Coll::custom && prog_.inplace && prog_.outofplace;
@@ -278,7 +289,15 @@ public:
             async::Naming naming = names(run, layout);
             run.report = async::check(run.ap, naming);
             const std::string mode = both ? (inplace ? " (in place)" : " (out of place)") : "";
+            std::size_t undecided = 0;  // the engine's "not checked" lines, which its counts include
             for (const async::Finding& f : run.report.findings) {
+                if (f.kind == async::FindingKind::reader && f.op == async::no_op && f.text.starts_with("data races not checked")) {
+                    // the engine's limit, no property of the program: the verdict is unknown (exit 3)
+                    rep.unknown = true;
+                    rep.notes.push_back(f.text + mode);
+                    ++undecided;
+                    continue;
+                }
                 std::string where = name_ + ": ";
                 if (f.op != async::no_op) {
                     const auto at = run.ap.op(f.op).at;
@@ -287,12 +306,14 @@ public:
                 rep.findings.push_back(where + f.text + mode);
             }
             for (std::size_t k = 0; k < 5; ++k) {
-                rep.violations += run.report.counts[k];
+                rep.violations += run.report.counts[k] - (k == std::size_t(async::FindingKind::reader) ? undecided : 0);
                 if (run.report.counts[k] > 20)
                     rep.findings.push_back(fmt::format("{}: ({} more {}{})", name_, run.report.counts[k] - 20, kind_name(k), mode));
             }
             if (!run.report.finishes)
                 rep.notes.push_back(fmt::format("the outputs{} are not checked: the program does not finish", mode));
+            else if (!run.report.race_checked)
+                rep.notes.push_back(fmt::format("the outputs{} are not checked: the data races were not decided", mode));
             else if (!run.report.race_free)
                 rep.notes.push_back(fmt::format("the outputs{} are not checked: with a data race the result is not unique", mode));
             if (prog_.coll == Coll::custom && run.report.replayed) rep.chunk_map = chunk_map(run, layout);
@@ -304,7 +325,7 @@ public:
             for (const Sent& x : schedule(run))
                 rep.moves.push_back({x.from, x.to, x.value == async::no_data ? "no data" : layout.value_name(run.report.values.atoms(x.value))});
         }
-        rep.holds = rep.violations == 0;
+        rep.holds = rep.violations == 0 && !rep.unknown;
         rep.checked_goals = prog_.coll != Coll::custom || expect_.has_value();
         return rep;
     }
@@ -499,8 +520,11 @@ private:
                     }
                     ap.add_lane(id, std::move(lane));
                 }
-                if (op.sends()) ap.send(id, connection(tb.rank, tb.send, tb.chan));
-                if (op.receives()) ap.receive(id, connection(tb.recv, tb.rank, tb.chan));
+                // a step of cnt="0" is loaded (0..71, msccl_parser.cc:577-580) and runs no primitive: the
+                // kernel's loop over its chunks runs no time (msccl_kernel.cu:241), so it neither sends
+                // nor receives; it still waits for its dependencies and publishes its step
+                if (op.sends() && op.cnt > 0) ap.send(id, connection(tb.rank, tb.send, tb.chan));
+                if (op.receives() && op.cnt > 0) ap.receive(id, connection(tb.recv, tb.rank, tb.chan));
                 // waits: released by the first transmission of thread block depid that publishes a step
                 // at or after deps (msccl_kernel.cu:224-236: flag >= goal; :313-318: only hasdep publishes)
                 for (const auto& [depid, deps] : tr.waits) {
@@ -640,7 +664,10 @@ private:
 std::string MscclReport::text() const {
     std::string out = summary + "\n";
     for (const std::string& n : notes) out += "note: " + n + "\n";
-    if (holds) {
+    if (unknown && violations == 0) {
+        out += "unknown: no deadlock and every transfer matched, but the data races were not decided (the note above), so "
+               "neither is the result\n";
+    } else if (holds) {
         out += checked_goals ? "holds: no deadlock, every transfer matched, no data race, and every output chunk holds what it "
                                "must, in every execution the executor permits\n"
                              : "holds: no deadlock, every transfer matched and no data race, in every execution the executor "

@@ -14,11 +14,13 @@
  * the call: in place and out of place as its lifecycle defines them (`inplace`, `outofplace`;
  * both aliasing directions), `nchunksperloop`.
  *
- * Exit codes: a file the executor's reader would not load (malformed XML, a missing attribute,
- * a bad `nchunksperloop`, an offset outside the buffers, a limit) throws InputError (exit 2)
- * with file:line:col; a loadable program that deadlocks, races, leaves a transfer unmatched or
- * computes the wrong output is a violation (MscclReport::holds false; exit 1); with a topology,
- * a send between two ranks the topology does not connect is a violation too.
+ * Exit codes (docs/errors.md, "Executor formats: one rule"): bad input, judged from one value
+ * alone (malformed XML, a missing attribute, a value outside its attribute's range, a limit of
+ * collsched's) throws InputError (exit 2) with file:line:col; what the executor's reader refuses in
+ * a well-formed file (an offset outside the buffers, buffers that disagree with `nchunksperloop`,
+ * ...) and a loadable program that deadlocks, races, leaves a transfer unmatched or computes the
+ * wrong output are violations (MscclReport::holds false; exit 1); with a topology, a send between
+ * two ranks the topology does not connect is a violation too.
  */
 #pragma once
 
@@ -50,6 +52,7 @@ struct MscclReport {
     std::string summary;                ///< one line: the collective, ranks, chunks, modes, thread blocks, steps
     std::vector<std::string> findings;  ///< file:line:col: ... [kind], at most 20 per kind
     std::size_t violations = 0;         ///< exact count
+    bool unknown = false;               ///< a property was not decided (the race check past the engine's limit): exit 3
     std::vector<std::string> notes;     ///< what the executor would do differently, what was assumed
     std::string timing;                 ///< the as-soon-as-possible step view (information)
     std::string chunk_map;              ///< custom collectives: where every input chunk ends up

@@ -138,7 +138,7 @@ public:
         seen_.assign(prog_.P, false);
         for (const Elem& g : algo_.subs) gpu(g);
         for (int r = 0; r < prog_.P; ++r)
-            if (!seen_[r]) pr_.add(algo_, fmt::format("no <gpu id=\"{}\">", r));
+            if (!seen_[r]) pr_.refuse(algo_, fmt::format("no <gpu id=\"{}\">", r));
         pr_.check();
         return std::move(prog_);
     }
@@ -220,13 +220,13 @@ private:
                                               list));
         }
         prog_.outofplace = outofplace.value_or(1) != 0;
-        if (!prog_.inplace && !prog_.outofplace) pr_.add(algo_, "inplace=\"0\" and outofplace=\"0\": the executor selects it for no call");
+        if (!prog_.inplace && !prog_.outofplace) pr_.refuse(algo_, "inplace=\"0\" and outofplace=\"0\": the executor selects it for no call");
     }
 
     void chunk_counts() {
         const bool per_rank = prog_.coll == Coll::allgather || prog_.coll == Coll::alltoall || prog_.coll == Coll::reducescatter;
         if (per_rank && prog_.N % prog_.P)
-            pr_.add(algo_, fmt::format("nchunksperloop=\"{}\" is not a multiple of ngpus=\"{}\": the {} buffers of one rank are N/P "
+            pr_.refuse(algo_, fmt::format("nchunksperloop=\"{}\" is not a multiple of ngpus=\"{}\": the {} buffers of one rank are N/P "
                                        "chunks",
                                        prog_.N, prog_.P, prog_.coll_name));
         if (long(prog_.N) * prog_.P > max_goal_slots)
@@ -241,8 +241,12 @@ private:
         auto id = int_attr(g, "id", pr_), ic = int_attr(g, "i_chunks", pr_), oc = int_attr(g, "o_chunks", pr_),
              sc = int_attr(g, "s_chunks", pr_);
         if (!id || !ic || !oc || !sc) return;
-        if (*id < 0 || *id >= prog_.P || seen_[*id]) {
-            pr_.add(g, fmt::format("gpu id {} is outside 0..{} or listed twice", *id, prog_.P - 1));
+        if (*id < 0) {
+            pr_.add(g, fmt::format("gpu id {} is negative", *id));
+            return;
+        }
+        if (*id >= prog_.P || seen_[*id]) {
+            pr_.refuse(g, fmt::format("gpu id {} is outside 0..{} (ngpus=\"{}\") or listed twice", *id, prog_.P - 1, prog_.P));
             return;
         }
         seen_[*id] = true;
@@ -259,7 +263,7 @@ private:
         std::size_t elements = 1 + algo_.subs.size() + g.subs.size();
         for (const Elem& te : g.subs) elements += tb(ga, te);
         if (elements >= std::size_t(MscclLimits::max_nodes))
-            pr_.add(g, fmt::format("gpu {} loads {} XML elements; the executor's reader holds at most {} [MAX_NODES = {}]", *id,
+            pr_.refuse(g, fmt::format("gpu {} loads {} XML elements; the executor's reader holds at most {} [MAX_NODES = {}]", *id,
                                    elements, MscclLimits::max_nodes - 1, MscclLimits::max_nodes));
         tb_ids(ga);
         tbs_per_channel(ga);
@@ -270,11 +274,11 @@ private:
     void declared_buffers(const GpuAttrs& ga) {
         const int in = prog_.input_chunks(ga.id), out = prog_.output_chunks(ga.id);
         if (ga.ic > in)
-            pr_.add(ga.e, fmt::format("gpu {}: i_chunks=\"{}\", but coll=\"{}\" with nchunksperloop=\"{}\" on {} ranks has an input "
+            pr_.refuse(ga.e, fmt::format("gpu {}: i_chunks=\"{}\", but coll=\"{}\" with nchunksperloop=\"{}\" on {} ranks has an input "
                                       "buffer of {} chunks",
                                       ga.id, ga.ic, prog_.coll_name, prog_.N, prog_.P, in));
         if (ga.oc > out)
-            pr_.add(ga.e, fmt::format("gpu {}: o_chunks=\"{}\", but coll=\"{}\" with nchunksperloop=\"{}\" on {} ranks has an output "
+            pr_.refuse(ga.e, fmt::format("gpu {}: o_chunks=\"{}\", but coll=\"{}\" with nchunksperloop=\"{}\" on {} ranks has an output "
                                       "buffer of {} chunks",
                                       ga.id, ga.oc, prog_.coll_name, prog_.N, prog_.P, out));
     }
@@ -290,20 +294,26 @@ private:
         auto tid = int_attr(te, "id", pr_), recv = int_attr(te, "recv", pr_), send = int_attr(te, "send", pr_),
              chan = int_attr(te, "chan", pr_);
         if (!tid || !send || !recv || !chan) return te.subs.size();
-        if (*tid < 0 || *tid >= MscclLimits::max_tbs || gpu.tb_by_id.count(*tid)) {
-            pr_.add(te, fmt::format("gpu {}: thread block id {} is negative, at least {} [MSCCL_MAX_NUM_THREAD_BLOCKS] or "
-                                    "listed twice",
-                                    id, *tid, MscclLimits::max_tbs));
+        if (*tid < 0 || *tid >= MscclLimits::max_tbs) {
+            pr_.add(te, fmt::format("gpu {}: thread block id {} is negative or at least {} [MSCCL_MAX_NUM_THREAD_BLOCKS]", id, *tid,
+                                    MscclLimits::max_tbs));
             return te.subs.size();
         }
-        if (*send < -1 || *send >= prog_.P || *recv < -1 || *recv >= prog_.P || *send == id || *recv == id)
-            pr_.add(te, fmt::format("gpu {}, thread block {}: peers send=\"{}\" recv=\"{}\" must be -1 or another gpu", id,
-                                    *tid, *send, *recv));
+        if (gpu.tb_by_id.count(*tid)) {
+            pr_.refuse(te, fmt::format("gpu {}: thread block id {} listed twice", id, *tid));
+            return te.subs.size();
+        }
+        if (*send < -1 || *recv < -1)
+            pr_.add(te, fmt::format("gpu {}, thread block {}: peers send=\"{}\" recv=\"{}\" must be -1 or a gpu", id, *tid, *send,
+                                    *recv));
+        else if (*send >= prog_.P || *recv >= prog_.P || *send == id || *recv == id)
+            pr_.refuse(te, fmt::format("gpu {}, thread block {}: peers send=\"{}\" recv=\"{}\" must be -1 or another gpu", id,
+                                       *tid, *send, *recv));
         if (*chan < 0 || *chan >= MscclLimits::max_channels)
             pr_.add(te, fmt::format("gpu {}, thread block {}: channel {} is outside 0..{} [MAXCHANNELS]", id, *tid, *chan,
                                     MscclLimits::max_channels - 1));
         else if (*chan >= prog_.nchannels)
-            pr_.add(te, fmt::format("gpu {}, thread block {}: channel {} is not below nchannels=\"{}\" (the executor sets up "
+            pr_.refuse(te, fmt::format("gpu {}, thread block {}: channel {} is not below nchannels=\"{}\" (the executor sets up "
                                     "that many channels)",
                                     id, *tid, *chan, prog_.nchannels));
         const int tbi = int(prog_.tbs.size());
@@ -314,7 +324,7 @@ private:
         int transmissions = 0;
         for (const Elem& se : te.subs) transmissions += step(ga, ta, se);
         if (transmissions > opt_.max_steps)
-            pr_.add(te, fmt::format("gpu {}, thread block {} has {} steps; the executor holds at most {} "
+            pr_.refuse(te, fmt::format("gpu {}, thread block {} has {} steps; the executor holds at most {} "
                                     "[MSCCL_MAX_NUM_STEPS] (--max-steps N if it is built with another value)",
                                     id, *tid, transmissions, opt_.max_steps));
         return te.subs.size();
@@ -376,10 +386,10 @@ private:
                 pr_.add(se, fmt::format("cnt=\"{}\" is outside 0..{} [MSCCL_MAX_COUNT]", op.cnt, MscclLimits::max_count - 1));
             if (*hasdep != 0 && *hasdep != 1) pr_.add(se, fmt::format("hasdep=\"{}\" must be 0 or 1", *hasdep));
             if (op.sends() && ta.send < 0)
-                pr_.add(se, fmt::format("gpu {}, thread block {}, step {} sends, but the thread block has no send peer", id, tid,
+                pr_.refuse(se, fmt::format("gpu {}, thread block {}, step {} sends, but the thread block has no send peer", id, tid,
                                         op.pos));
             if (op.receives() && ta.recv < 0)
-                pr_.add(se, fmt::format("gpu {}, thread block {}, step {} receives, but the thread block has no receive "
+                pr_.refuse(se, fmt::format("gpu {}, thread block {}, step {} receives, but the thread block has no receive "
                                         "peer",
                                         id, tid, op.pos));
             offsets(ga, ta, se, op);
@@ -401,11 +411,11 @@ private:
         auto real = [&](char b) { return b == 's' ? ga.sc : b == 'i' ? prog_.input_chunks(ga.id) : prog_.output_chunks(ga.id); };
         auto bounds = [&](bool parser, char b, int off, const char* which) {
             if (parser && (off < -1 || off >= declared(b)))
-                pr_.add(se, fmt::format("gpu {}, thread block {}, step {}: {} offset {} of buffer {} is outside "
+                pr_.refuse(se, fmt::format("gpu {}, thread block {}, step {}: {} offset {} of buffer {} is outside "
                                         "-1..{} ({}_chunks=\"{}\"; msccl_parser.cc:270-288)",
                                         ga.id, ta.tid, op.pos, which, off, b, declared(b) - 1, b, declared(b)));
             else if (op.cnt > 0 && (off < 0 || long(off) + op.cnt > real(b)))
-                pr_.add(se, fmt::format("gpu {}, thread block {}, step {}: {} chunks {}..{} of buffer {} are outside "
+                pr_.refuse(se, fmt::format("gpu {}, thread block {}, step {}: {} chunks {}..{} of buffer {} are outside "
                                         "the {} chunks the executor has there{}",
                                         ga.id, ta.tid, op.pos, which, off, long(off) + op.cnt - 1, b, real(b),
                                         prog_.coll == Coll::custom || b == 's'
@@ -422,7 +432,7 @@ private:
         for (const auto& [tid, tbi] : prog_.gpus[ga.id].tb_by_id) {
             (void)tbi;
             if (tid != expect) {
-                pr_.add(ga.e, fmt::format("gpu {}: thread block {} is missing (ids must be 0, 1, 2, ...)", ga.id, expect));
+                pr_.refuse(ga.e, fmt::format("gpu {}: thread block {} is missing (ids must be 0, 1, 2, ...)", ga.id, expect));
                 break;
             }
             ++expect;
@@ -436,11 +446,11 @@ private:
             const Tb& tb = prog_.tbs[tbi];
             if (tb.chan < 0 || tb.chan >= MscclLimits::max_channels) continue;
             if (tb.send >= 0 && ++sending[tb.chan] == MscclLimits::max_tbs_per_channel + 1)
-                pr_.add(ga.e, fmt::format("gpu {}: more than {} thread blocks send on channel {} "
+                pr_.refuse(ga.e, fmt::format("gpu {}: more than {} thread blocks send on channel {} "
                                           "[MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL]",
                                           ga.id, MscclLimits::max_tbs_per_channel, tb.chan));
             if (tb.recv >= 0 && ++receiving[tb.chan] == MscclLimits::max_tbs_per_channel + 1)
-                pr_.add(ga.e, fmt::format("gpu {}: more than {} thread blocks receive on channel {} "
+                pr_.refuse(ga.e, fmt::format("gpu {}: more than {} thread blocks receive on channel {} "
                                           "[MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL]",
                                           ga.id, MscclLimits::max_tbs_per_channel, tb.chan));
         }

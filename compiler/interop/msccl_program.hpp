@@ -3,9 +3,13 @@
  * compiler/interop/msccl_import.cpp): ranks, thread blocks and their steps read from the XML elements
  * with every rule of the executor's reader (msccl-executor-nccl, `msccl_parser.cc`, cited in
  * docs/exports.md, "Reading MSCCL-IR"), the buffers the executor gives each collective
- * (`nchunksperloop`, `msccl_setup.cc`, `msccl_lifecycle.cc`), and the collector of problems that
- * make a file unloadable (exit 2: file:line:col, at most 20 lines, thrown together at the end of
- * a phase). What a loadable program *does* is judged elsewhere (compiler/interop/async_program.hpp).
+ * (`nchunksperloop`, `msccl_setup.cc`, `msccl_lifecycle.cc`), and the collector of problems
+ * (docs/errors.md, "Executor formats: one rule"): bad input, judged from one value alone (a missing
+ * attribute, a value outside the format's range: exit 2, file:line:col, at most 20 lines, thrown
+ * together at the end of a phase), and refusals, what the executor's reader refuses in a
+ * well-formed file because of how its values fit together (exit 1, reported as findings in place
+ * of the program's check). What a loadable program *does* is judged elsewhere
+ * (compiler/interop/async_program.hpp).
  */
 #pragma once
 
@@ -102,7 +106,8 @@ struct Program {
 
 constexpr std::size_t max_reported = 20;
 
-/// Collects problems, each with the step's location; throws them all at the end of a phase.
+/// Collects problems, each with the step's location: bad input, thrown at the end of a phase, and
+/// refusals of the executor's reader, kept for the report (findings, exit 1).
 class Problems {
 public:
     explicit Problems(std::string_view name) : name_(name) {}
@@ -112,6 +117,16 @@ public:
         lines_.push_back(line > 0 ? fmt::format("{}:{}:{}: {}", name_, line, col, what) : fmt::format("{}: {}", name_, what));
     }
     void add(const Elem& e, std::string what) { add(e.line, e.col, std::move(what)); }
+    /// What the executor's reader refuses in a well-formed file (a finding, "[refused]").
+    void refuse(int line, int col, std::string what) {
+        ++refused_count_;
+        if (refused_.size() >= max_reported) return;
+        refused_.push_back((line > 0 ? fmt::format("{}:{}:{}: {}", name_, line, col, what) : fmt::format("{}: {}", name_, what)) +
+                           " [refused]");
+    }
+    void refuse(const Elem& e, std::string what) { refuse(e.line, e.col, std::move(what)); }
+    const std::vector<std::string>& refusals() const { return refused_; }
+    std::size_t refusal_count() const { return refused_count_; }
     void check() const {
         if (!count_) return;
         std::string text;
@@ -123,8 +138,8 @@ public:
 
 private:
     std::string name_;
-    std::vector<std::string> lines_;
-    std::size_t count_ = 0;
+    std::vector<std::string> lines_, refused_;
+    std::size_t count_ = 0, refused_count_ = 0;
 };
 
 /// The step `op` in words: rank, thread block, step, what it does and its channel.

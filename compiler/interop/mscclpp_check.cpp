@@ -12,6 +12,7 @@
 #include "compiler/interop/async_program.hpp"
 #include "compiler/interop/expect_file.hpp"
 #include "compiler/core/json_tree.hpp"
+#include "dsl/excerpt.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
 
@@ -23,8 +24,15 @@ bool Lowering::build() {
     pair_channels();
     if (failed_) return false;
     initial_values();
-    for (int g = 0; g < P_; ++g)
-        for (std::size_t t = 0; t < plan_.gpus[std::size_t(g)].tbs.size(); ++t) lower_tb(g, int(t));
+    for (int g = 0; g < P_; ++g) {
+        // the block whose id is t, for every t at once (the last of a repeated id, as the parser
+        // overwrites it): one pass, where a search per block was quadratic in the blocks
+        const auto& tbs = plan_.gpus[std::size_t(g)].tbs;
+        std::vector<const Tb*> by_id(tbs.size(), nullptr);
+        for (const Tb& x : tbs)
+            if (x.id >= 0 && std::size_t(x.id) < tbs.size()) by_id[std::size_t(x.id)] = &x;
+        for (std::size_t t = 0; t < tbs.size(); ++t) lower_tb(g, int(t), by_id[t]);
+    }
     finish_barriers();
     finish_packets();
     finish_semaphores();
@@ -50,7 +58,11 @@ async::Atom Lowering::atom(int rank, std::int64_t chunk, int part) const {
 }
 
 Slot Lowering::slot(int rank, Buf b, bool packet, std::int64_t chunk, std::int64_t part) const {
-    if (!packet && plan_.inplace && b == Buf::input) {
+    if (nccl_inplace_ && !packet && b == Buf::output) {
+        const std::int64_t c = rank * plan_.gpus[std::size_t(rank)].output_chunks + chunk;
+        return Slot{std::uint32_t(rank), region(Buf::input, false), std::uint32_t(c * L_ + part)};
+    }
+    if (!nccl_inplace_ && !packet && plan_.inplace && b == Buf::input) {
         const std::int64_t c = plan_.collective == "allgather" ? rank * plan_.gpus[std::size_t(rank)].input_chunks + chunk : chunk;
         return Slot{std::uint32_t(rank), region(Buf::output, false), std::uint32_t(c * L_ + part)};
     }
@@ -70,18 +82,33 @@ void Lowering::fail(const Op& op, std::string what) {
 }
 
 void Lowering::atoms_per_chunk() {
+    // L stays at most 64 before each step and a size is below 2^32, so every least common multiple
+    // computed is exact in 64 bits; the first op that takes it past 64 is named
+    std::int64_t L = 1;
     std::function<void(const Op&)> visit = [&](const Op& op) {
-        if (op.tbg_size > 1) L_ = std::lcm(L_, op.tbg_size);
+        if (op.tbg_size > 1) {
+            const std::int64_t next = std::lcm(L, op.tbg_size);
+            if (next > max_parts)
+                throw InputError(fmt::format("{}:{}:{}: {}.tbg_info: tbg_size {} with thread-block groups of {} elsewhere: the "
+                                             "least common multiple of the group sizes is {}, and collsched splits a chunk into "
+                                             "at most {} parts (beyond its limit: the plan is not checked)",
+                                             file_, op.pos.line, op.pos.col, op.path, op.tbg_size,
+                                             L == 1 ? std::string("size 1") : fmt::format("sizes dividing {}", L), next, max_parts));
+            L = next;
+        }
         for (const Op& in : op.inner) visit(in);
     };
     for (const Gpu& g : plan_.gpus)
         for (const Tb& tb : g.tbs)
             for (const Op& op : tb.ops) visit(op);
-    if (L_ > 64) {
-        out_.push_back({"structure", "", {}, fmt::format("thread-block groups of sizes whose least common multiple is {}; "
-                                                         "the checker splits chunks into at most 64 parts", L_)});
-        failed_ = true;
-    }
+    L_ = int(L);
+    // every input and output chunk part is a value the replay tracks: as MSCCL-IR's reader, at most 2^24
+    std::int64_t parts = 0;
+    for (const Gpu& g : plan_.gpus) parts += (g.input_chunks + g.output_chunks) * L;
+    if (parts > max_chunk_parts)
+        throw InputError(fmt::format("{}: {} input and output chunk parts over {} GPUs ({} per chunk); collsched checks at most {} "
+                                     "(beyond its limit: the plan is not checked)",
+                                     file_, parts, plan_.gpus.size(), L, max_chunk_parts));
     Ci_ = 1;
     for (const Gpu& g : plan_.gpus) Ci_ = std::max(Ci_, g.input_chunks);
     for (const Gpu& g : plan_.gpus)
@@ -95,27 +122,27 @@ void Lowering::atoms_per_chunk() {
 void Lowering::pair_channels() {
     for (Chan type : {Chan::memory, Chan::port}) {
         auto& pairs = type == Chan::memory ? mem_pair_ : port_pair_;
+        auto peers_of = [&](int r) -> const std::vector<int>& {
+            return type == Chan::memory ? plan_.gpus[std::size_t(r)].memory_peers : plan_.gpus[std::size_t(r)].port_peers;
+        };
+        // per rank: peer -> the positions of its channels to that peer, in order (one pass over the
+        // channels; a scan of the peer's list per channel was quadratic in the channels)
+        std::vector<std::map<int, std::vector<int>>> at(static_cast<std::size_t>(P_));
         pairs.resize(std::size_t(P_));
         for (int r = 0; r < P_; ++r) {
-            const auto& peers = type == Chan::memory ? plan_.gpus[std::size_t(r)].memory_peers : plan_.gpus[std::size_t(r)].port_peers;
+            const auto& peers = peers_of(r);
             pairs[std::size_t(r)].assign(peers.size(), -1);
+            for (std::size_t k = 0; k < peers.size(); ++k) at[std::size_t(r)][peers[k]].push_back(int(k));
         }
         for (int r = 0; r < P_; ++r) {
             const Gpu& gr = plan_.gpus[std::size_t(r)];
-            const auto& peers = type == Chan::memory ? gr.memory_peers : gr.port_peers;
-            std::map<int, int> occurrence;
-            for (std::size_t k = 0; k < peers.size(); ++k) {
-                const int p = peers[k];
+            for (const auto& [p, mine] : at[std::size_t(r)]) {
                 if (p < 0 || p >= P_ || p == r) continue;
-                const int o = occurrence[p]++;
-                const auto& back = type == Chan::memory ? plan_.gpus[std::size_t(p)].memory_peers : plan_.gpus[std::size_t(p)].port_peers;
-                int seen = 0;
-                for (std::size_t q = 0; q < back.size(); ++q)
-                    if (back[q] == r && seen++ == o) pairs[std::size_t(r)][k] = int(q);
-            }
-            for (auto [p, n] : occurrence) {
-                const auto& back = type == Chan::memory ? plan_.gpus[std::size_t(p)].memory_peers : plan_.gpus[std::size_t(p)].port_peers;
-                const int m = int(std::count(back.begin(), back.end(), r));
+                auto it = at[std::size_t(p)].find(r);
+                static const std::vector<int> none;
+                const std::vector<int>& back = it == at[std::size_t(p)].end() ? none : it->second;
+                for (std::size_t o = 0; o < mine.size() && o < back.size(); ++o) pairs[std::size_t(r)][std::size_t(mine[o])] = back[o];
+                const int n = int(mine.size()), m = int(back.size());
                 if (m != n && r < p)
                     out_.push_back({"blind spot", fmt::format("gpus[{}].channels", r), gr.pos,
                                     fmt::format("GPU {} has {} {} channel{} to GPU {}, GPU {} has {} back: the executor pairs "
@@ -123,11 +150,7 @@ void Lowering::pair_channels() {
                                                 "uses (executor.cc:304-311), whose signals nobody waits for and whose waits "
                                                 "nobody releases",
                                                 r, n, chan_name(type), n == 1 ? "" : "s", p, p, m, std::abs(n - m))});
-            }
-            for (const auto& [p, n] : occurrence) {
-                (void)n;
-                const auto& back = type == Chan::memory ? plan_.gpus[std::size_t(p)].memory_peers : plan_.gpus[std::size_t(p)].port_peers;
-                if (std::count(back.begin(), back.end(), r) == 0 && r > p)
+                if (m == 0 && r > p)
                     out_.push_back({"blind spot", fmt::format("gpus[{}].channels", r), gr.pos,
                                     fmt::format("GPU {} has {} channels to GPU {}, which has none back", r, chan_name(type), p)});
             }
@@ -274,7 +297,9 @@ std::string value_name(const Lowering& lw, const std::vector<async::Atom>& atoms
 std::string set_goals(const Plan& plan, Lowering& lw, const std::vector<Expectation>& expect, std::vector<Finding>& findings) {
     async::Program& p = lw.program();
     const int P = int(plan.gpus.size()), L = lw.L();
-    auto out_slot = [&](int r, std::int64_t c, int a) { return Slot{std::uint32_t(r), 1, std::uint32_t(c * L + a)}; };
+    // the output as the call's buffers alias it (in place under NCCL's reducescatter convention,
+    // output chunk j is input chunk r * output_chunks + j)
+    auto out_slot = [&](int r, std::int64_t c, int a) { return lw.slot(r, Buf::output, false, c, a); };
     if (!expect.empty()) {
         for (const Expectation& e : expect) {
             // the ranks and chunks were checked against the plan (check_expectations, exit 2)
@@ -335,12 +360,58 @@ std::string set_goals(const Plan& plan, Lowering& lw, const std::vector<Expectat
     }
     return fmt::format("the result is not checked: collective \"{}\" has no postcondition collsched knows (allgather, allreduce, "
                        "reducescatter, alltoall); --expect FILE gives one",
-                       coll);
+                       excerpt(coll));
 }
 
 }  // namespace
 
+namespace {
+
+PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expect, bool nccl_inplace);
+
+}  // namespace
+
 PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& expect) {
+    PlanReport rep = check_in(read, expect, false);
+    // an in-place reducescatter has two conventions (docs/exports.md, "In place"): the verdict is
+    // mscclpp's, and NCCL's is checked beside it
+    if (read.plan.inplace && read.plan.collective == "reducescatter" && expect.empty() && rep.modelled) {
+        PlanReport nccl = check_in(read, expect, true);
+        rep.nccl_verdict = std::string(nccl.verdict());
+        for (const Finding& f : nccl.findings)
+            if (f.rule == "result" || f.rule == "deadlock" || f.rule == "data race") {
+                rep.nccl_first = f;
+                break;
+            }
+    }
+    return rep;
+}
+
+namespace {
+
+/// How the engine names the lowered plan's ops, chunks, values and semaphores in its findings.
+async::Naming naming(const Lowering& lw, const Plan& plan) {
+    async::Naming names;
+    names.op = [&lw](OpId o) { return lw.what()[o]; };
+    names.slot = [&lw](Slot s) { return lw.slot_name(s); };
+    names.value = [&lw](const std::vector<async::Atom>& a) { return value_name(lw, a); };
+    names.key = [&plan](std::uint64_t k) {
+        const auto space = k >> 56;
+        const int g = int((k >> 32) & 0xffffff);
+        const std::uint32_t idx = std::uint32_t(k);
+        if (space == device_sem) return fmt::format("GPU {}'s device semaphore {}", g, idx);
+        const Gpu& gpu = plan.gpus[std::size_t(g)];
+        const auto& peers = space == memory_sem ? gpu.memory_peers : gpu.port_peers;
+        const std::uint32_t ch = idx & ~phantom;
+        const std::string peer = ch < peers.size() ? fmt::format(" (to GPU {})", peers[ch]) : "";
+        if (idx & phantom)
+            return fmt::format("the unpaired peer end of GPU {}'s {} channel {}{}", g, space == memory_sem ? "memory" : "port", ch, peer);
+        return fmt::format("GPU {}'s {} channel {}{}", g, space == memory_sem ? "memory" : "port", ch, peer);
+    };
+    return names;
+}
+
+PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expect, bool nccl_inplace) {
     PlanReport rep;
     rep.findings = read.findings;
     const Plan& plan = read.plan;
@@ -361,7 +432,7 @@ PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& ex
         count();
         return rep;
     }
-    Lowering lw(plan, rep.findings);
+    Lowering lw(plan, rep.findings, read.file, nccl_inplace);
     lw.semaphore_initial_values();
     if (!lw.build()) {
         count();
@@ -374,24 +445,7 @@ PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& ex
     });
     rep.result_note = set_goals(plan, lw, expect, rep.findings);
     rep.modelled = true;
-    async::Naming names;
-    names.op = [&](OpId o) { return lw.what()[o]; };
-    names.slot = [&](Slot s) { return lw.slot_name(s); };
-    names.value = [&](const std::vector<async::Atom>& a) { return value_name(lw, a); };
-    names.key = [&](std::uint64_t k) {
-        const auto space = k >> 56;
-        const int g = int((k >> 32) & 0xffffff);
-        const std::uint32_t idx = std::uint32_t(k);
-        if (space == device_sem) return fmt::format("GPU {}'s device semaphore {}", g, idx);
-        const Gpu& gpu = plan.gpus[std::size_t(g)];
-        const auto& peers = space == memory_sem ? gpu.memory_peers : gpu.port_peers;
-        const std::uint32_t ch = idx & ~phantom;
-        const std::string peer = ch < peers.size() ? fmt::format(" (to GPU {})", peers[ch]) : "";
-        if (idx & phantom)
-            return fmt::format("the unpaired peer end of GPU {}'s {} channel {}{}", g, space == memory_sem ? "memory" : "port", ch, peer);
-        return fmt::format("GPU {}'s {} channel {}{}", g, space == memory_sem ? "memory" : "port", ch, peer);
-    };
-    async::Report r = async::check(lw.program(), names);
+    async::Report r = async::check(lw.program(), naming(lw, plan));
     rep.finishes = r.finishes;
     rep.race_checked = r.race_checked;
     rep.race_free = r.race_free;
@@ -404,6 +458,10 @@ PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& ex
                                                                                                                      : f.kind == async::FindingKind::reader ? "structure"
                                                                                                                                                             : "deadlock";
         std::string text = f.text;
+        if (f.kind == async::FindingKind::reader && !op && text.starts_with("data races not checked")) {
+            rep.race_note = text.substr(std::string_view("data races not checked: ").size());
+            continue;  // no property of the plan: the engine's limit (the verdict is unknown)
+        }
         for (std::string_view tag : {" [deadlock]", " [data race]", " [wrong output]", " [unmatched send]"})
             if (auto at = text.rfind(tag); at != std::string::npos && at + tag.size() == text.size()) text.erase(at);
         // the op's own path leads the engine's text; the finding names it already
@@ -459,24 +517,34 @@ PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& ex
     return rep;
 }
 
+}  // namespace
+
 std::string format_plan_report(const PlanReport& r, const Plan& plan, std::string_view file) {
     std::string out;
-    const bool holds = r.holds();
-    out += fmt::format("verdict: {} (MSCCL++ plan \"{}\": {} on {} GPUs, {}, {}; {} thread blocks, {} ops)\n", holds ? "holds" : "violated",
-                       plan.name, plan.collective, plan.gpus.size(), plan.inplace ? "in place" : "out of place",
+    out += fmt::format("verdict: {} (MSCCL++ plan \"{}\": {} on {} GPUs, {}, {}; {} thread blocks, {} ops)\n", r.verdict(),
+                       excerpt(plan.name), excerpt(plan.collective), plan.gpus.size(), plan.inplace ? "in place" : "out of place",
                        plan.packets() ? "LL" : "Simple", r.thread_blocks, r.ops);
     auto status = [&](bool checked, bool ok, std::size_t n) {
         return !checked ? std::string("not checked") : ok ? std::string("holds") : fmt::format("violated ({} finding{})", n, n == 1 ? "" : "s");
     };
     out += fmt::format("  executor rules  {}\n", r.counts_other == 0 ? "hold" : fmt::format("violated ({} finding{})", r.counts_other, r.counts_other == 1 ? "" : "s"));
     out += fmt::format("  deadlock        {}\n", status(r.modelled, r.finishes && r.counts_deadlock == 0, r.counts_deadlock));
-    out += fmt::format("  data races      {}\n", status(r.modelled && r.race_checked, r.counts_race == 0, r.counts_race));
+    out += fmt::format("  data races      {}\n", !r.race_note.empty() ? "not checked (" + r.race_note + ")"
+                                                : status(r.modelled && r.race_checked, r.counts_race == 0, r.counts_race));
     out += fmt::format("  result          {}\n",
                        r.result_checked ? status(true, r.counts_result == 0, r.counts_result)
                        : r.counts_result ? status(true, false, r.counts_result)
                        : !r.result_note.empty() ? "not checked (" + r.result_note + ")"
+                       : !r.race_note.empty()   ? std::string("not checked (the races were not decided)")
                                                 : std::string("not checked (a deadlock or race comes first)"));
     if (!r.modelled) out += "  (the plan's structure is broken: deadlock, races and the result are not checked)\n";
+    if (!r.nccl_verdict.empty()) {
+        out += "  in place        as mscclpp's selector defines it (recvbuff == sendbuff: output chunk j is input chunk j, "
+               "src/core/algorithm.cc:13-24); the verdict above is by this convention\n";
+        out += fmt::format("  NCCL's in-place convention (recvbuff = sendbuff + rank * recvcount: output chunk j is input chunk "
+                           "rank * output_chunks + j): {}{}\n",
+                           r.nccl_verdict, r.nccl_first ? " (" + format_finding(file, *r.nccl_first) + ")" : "");
+    }
     if (!r.findings.empty()) {
         out += "counterexamples:\n";
         for (const Finding& f : r.findings) out += "  " + format_finding(file, f) + "\n";

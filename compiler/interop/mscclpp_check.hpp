@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,9 +46,19 @@ struct PlanReport {
     bool modelled = false;          ///< the plan could be turned into a program
     bool finishes = false, race_free = false, race_checked = false, result_checked = false;
     std::string result_note;        ///< why the result was not checked, if it was not
+    std::string race_note;          ///< why the races were not checked (a plan beyond the engine's limit)
+    /// An in-place reducescatter: the verdict under NCCL's in-place convention (the report's own
+    /// verdict is under mscclpp's), and its first deadlock, race or wrong result.
+    std::string nccl_verdict;
+    std::optional<Finding> nccl_first;
     std::size_t thread_blocks = 0, ops = 0;
     std::vector<Movement> movement;  ///< sorted; only when replayed
-    bool holds() const { return findings.empty() && modelled; }
+    /// Nothing found, and every property the plan has was decided (the result may be unchecked
+    /// for a collective without a postcondition: the report says so).
+    bool holds() const { return findings.empty() && modelled && race_checked; }
+    /// Nothing found, but the races were not decided: neither "holds" nor "violated" (exit 3).
+    bool unknown() const { return findings.empty() && modelled && !race_checked; }
+    std::string_view verdict() const { return holds() ? "holds" : unknown() ? "unknown" : "violated"; }
 };
 
 /// Checks a plan; `expect` (may be empty) replaces the collective's postcondition.

@@ -69,7 +69,11 @@ std::vector<Slot> Lowering::slots(const Op& op, int rank, Buf b, bool packet, st
                             info(op.code).name, index, index + size - 1, rank, buffer_name(b), packet ? " (as LL packets)" : "", cap));
         return out;
     }
-    const std::int64_t total = size * L_, from = total * op.tbg_id / op.tbg_size, to = total * (op.tbg_id + 1) / op.tbg_size;
+    // tbg_size divides L_ <= 64, so total * (tbg_id + 1) <= 2^32 * 64 * 64 fits; a slice past the
+    // op's chunks (tb_id >= tbg_size, a blind spot the reader names) is empty here
+    const std::int64_t total = size * L_;
+    const bool inside = op.tbg_id < op.tbg_size;
+    const std::int64_t from = inside ? total * op.tbg_id / op.tbg_size : total, to = inside ? total * (op.tbg_id + 1) / op.tbg_size : total;
     for (std::int64_t x = from; x < to; ++x) out.push_back(slot(rank, b, packet, index + x / L_, x % L_));
     return out;
 }
@@ -133,13 +137,11 @@ std::uint64_t Lowering::signal_key(Chan c, int g, int k) const {
     return key(s, p, std::uint32_t(back));
 }
 
-void Lowering::lower_tb(int g, int t) {
+void Lowering::lower_tb(int g, int t, const Tb* chan_tb) {
     const Gpu& gpu = plan_.gpus[std::size_t(g)];
     // the executor runs the ops at position t with the channels of the thread block whose id is t
     const Tb& ops_tb = gpu.tbs[std::size_t(t)];
-    const Tb* chan_tb = &ops_tb;
-    for (const Tb& x : gpu.tbs)
-        if (x.id == t) chan_tb = &x;
+    if (!chan_tb) chan_tb = &ops_tb;
     TbState s;
     s.gpu = g;
     s.tb = t;
@@ -267,7 +269,9 @@ void Lowering::lower_barrier(OpContext& c) {
                 fmt::format("barrier_id {}; the kernel has 16 device syncers (MAX_DEVICE_SYNCERS, "
                             "execution_common.hpp:19; deviceSyncers[16], execution_kernel.hpp:27) and indexes past them",
                             op.barrier_id));
-    if (op.num_threadblocks <= 1) return;  // DeviceSyncer::sync(1) is __syncthreads only
+    // DeviceSyncer::sync(1) is __syncthreads only; sync(0) waits for a count of 0 that the first
+    // arrival already passes: a deadlock (finish_barriers)
+    if (op.num_threadblocks == 1) return;
     const int round = c.s.barrier_calls[op.barrier_id]++;
     auto& rounds = barriers_[{c.g, op.barrier_id}];
     if (rounds.agent == 0 && rounds.joins.empty()) rounds.agent = prog_.add_agent(std::uint32_t(c.g)) + 1;

@@ -41,7 +41,16 @@ inline std::string buffer_name(Buf b) { return b == Buf::input ? "input" : b == 
 /// Builds the asynchronous program of a plan (see the header for the model).
 class Lowering {
 public:
-    Lowering(const Plan& plan, std::vector<Finding>& findings) : plan_(plan), out_(findings) {}
+    /// `file` names the plan in the refusals of what is beyond collsched's limits (InputError).
+    /// `nccl_inplace`: an in-place reducescatter's output aliases the input as NCCL's convention
+    /// has it (recvbuff = sendbuff + rank * recvcount), not as mscclpp's (recvbuff == sendbuff).
+    Lowering(const Plan& plan, std::vector<Finding>& findings, std::string_view file, bool nccl_inplace = false)
+        : plan_(plan), out_(findings), file_(file), nccl_inplace_(nccl_inplace) {}
+
+    /// A chunk is split into at most this many parts for thread-block groups (the least common
+    /// multiple of their sizes), and the replay tracks at most max_chunk_parts input and output
+    /// chunk parts (MSCCL-IR's reader checks the same 2^24).
+    static constexpr std::int64_t max_parts = 64, max_chunk_parts = std::int64_t(1) << 24;
 
     bool build();
 
@@ -58,7 +67,8 @@ public:
     std::int64_t Ci() const { return Ci_; }
 
     /// In place, the input is part of the output: allgather's input chunk j is output chunk
-    /// rank*input_chunks + j; the other collectives pass one buffer (algorithm.cc:13-23).
+    /// rank*input_chunks + j; the other collectives pass one buffer (algorithm.cc:13-23); under
+    /// NCCL's convention a reducescatter's output chunk j is input chunk rank*output_chunks + j.
     Slot slot(int rank, Buf b, bool packet, std::int64_t chunk, std::int64_t part) const;
 
     /// How many chunks (or packet slots) a buffer of a rank has.
@@ -111,7 +121,9 @@ private:
     std::uint64_t signal_key(Chan c, int g, int k) const;
     std::uint64_t wait_key(Chan c, int g, int k) const { return key(c == Chan::memory ? memory_sem : port_sem, g, std::uint32_t(k)); }
 
-    void lower_tb(int g, int t);
+    /// Thread block t of GPU g: its ops with the channels of `chan_tb`, the block whose id is t
+    /// (null: none has it, the block's own).
+    void lower_tb(int g, int t, const Tb* chan_tb);
 
     void finding_once(const std::string& tag, const Op& op, std::string what);
 
@@ -193,6 +205,8 @@ private:
 
     const Plan& plan_;
     std::vector<Finding>& out_;
+    std::string file_;
+    bool nccl_inplace_ = false;
     async::Program prog_;
     int P_ = 0, L_ = 1;
     std::int64_t Ci_ = 1;

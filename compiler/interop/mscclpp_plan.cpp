@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "compiler/core/json_tree.hpp"
+#include "dsl/excerpt.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
 
@@ -46,10 +47,16 @@ constexpr CodeInfo codes[] = {
 using json_tree::Kind;
 using json_tree::Value;
 
-/// Reads one level of the document, collecting findings with their JSON path.
+/// Reads one level of the document, collecting findings with their JSON path. Two kinds of
+/// problem (docs/errors.md, "Executor formats: one rule"): bad input, judged from one value alone
+/// (a required key missing, a wrong JSON type, a number outside its field's range, a name the
+/// format does not have), is collected in `problems` and thrown as one InputError (exit 2) when
+/// the document has been read; what depends on how values fit together (an index past its list,
+/// a rank that does not exist, an id that is not its position) is a finding (exit 1).
 class Reader {
 public:
-    Reader(std::string_view file, std::vector<Finding>& out, bool& checkable) : file_(file), out_(out), ok_(checkable) {}
+    Reader(std::string_view file, std::vector<Finding>& out, bool& checkable, std::vector<std::string>& problems)
+        : file_(file), out_(out), ok_(checkable), problems_(problems) {}
 
     void add(const std::string& rule, const std::string& path, const Value* v, std::string what) {
         out_.push_back({rule, path, v ? Pos{v->line, v->col} : Pos{}, std::move(what)});
@@ -60,12 +67,18 @@ public:
         ok_ = false;
         add("structure", path, v, std::move(what));
     }
+    /// Bad input (exit 2): `file:line:col: path: what`.
+    void bad(const std::string& path, const Value* v, std::string what) {
+        ok_ = false;
+        problems_.push_back(v && v->line > 0 ? fmt::format("{}:{}:{}: {}: {}", file_, v->line, v->col, path, what)
+                                             : fmt::format("{}: {}: {}", file_, path, what));
+    }
 
-    /// The member `key` of object `o`; missing: a finding saying how the executor fails.
+    /// The member `key` of object `o`; missing: bad input, saying how the executor fails.
     const Value* need(const Value& o, std::string_view key, const std::string& path, std::string_view how = "") {
         const Value* v = o.find(key);
         if (!v)
-            broken(path, &o,
+            bad(path, &o,
                    fmt::format("has no \"{}\"; {}", key,
                                how.empty() ? "the executor reads it without a check (nlohmann's operator[] on a const object: "
                                              "undefined behaviour, an assertion or a crash)"
@@ -77,12 +90,12 @@ public:
         if (!v) return std::nullopt;
         auto i = v->integer();
         if (!i) {
-            broken(path, v, fmt::format("\"{}\" is {}, not an integer (nlohmann's get<int> throws type_error)", key,
+            bad(path, v, fmt::format("\"{}\" is {}, not an integer (nlohmann's get<int> throws type_error)", key,
                                         v->kind == Kind::number ? "a number with a fraction or exponent" : v->kind_name()));
             return std::nullopt;
         }
         if (*i < lo || *i > hi) {
-            broken(path, v, fmt::format("\"{}\" is {}, outside {}..{}", key, *i, lo, hi));
+            bad(path, v, fmt::format("\"{}\" is {}, outside {}..{}", key, *i, lo, hi));
             return std::nullopt;
         }
         return i;
@@ -90,7 +103,7 @@ public:
     const Value* array(const Value* v, const std::string& path, std::string_view key) {
         if (!v) return nullptr;
         if (v->kind != Kind::array) {
-            broken(path, v, fmt::format("\"{}\" is {}, not an array", key, v->kind_name()));
+            bad(path, v, fmt::format("\"{}\" is {}, not an array", key, v->kind_name()));
             return nullptr;
         }
         return v;
@@ -98,7 +111,7 @@ public:
     const Value* object(const Value* v, const std::string& path, std::string_view what) {
         if (!v) return nullptr;
         if (v->kind != Kind::object) {
-            broken(path, v, fmt::format("{} is {}, not an object", what, v->kind_name()));
+            bad(path, v, fmt::format("{} is {}, not an object", what, v->kind_name()));
             return nullptr;
         }
         return v;
@@ -113,8 +126,8 @@ public:
                 if (v->text == name) return value;
         std::string known;
         for (std::size_t k = 0; k < N; ++k) known += fmt::format("{}\"{}\"", k == 0 ? "" : k + 1 == N ? " and " : ", ", names[k].first);
-        broken(path, v, fmt::format("\"{}\" is {}; the executor knows {} only ({})", key,
-                                    v->kind == Kind::string ? fmt::format("\"{}\"", v->text) : std::string(v->kind_name()), known, refusal));
+        bad(path, v, fmt::format("\"{}\" is {}; the executor knows {} only ({})", key,
+                                 v->kind == Kind::string ? fmt::format("\"{}\"", excerpt(v->text)) : std::string(v->kind_name()), known, refusal));
         return std::nullopt;
     }
     std::optional<Buf> buffer(const Value* v, const std::string& path, std::string_view key) {
@@ -144,6 +157,7 @@ private:
     std::string_view file_;
     std::vector<Finding>& out_;
     bool& ok_;
+    std::vector<std::string>& problems_;
 };
 
 constexpr std::int64_t u32max = 0xffffffffLL;
@@ -163,10 +177,10 @@ void Reader::op(const Value& j, const std::string& path, Op& op, bool inside_pip
                     known = true;
                 }
         if (!known) {
-            broken(path, name,
-                   name->kind == Kind::string
-                       ? fmt::format("unknown op \"{}\" (getOpType throws \"Invalid operation type\")", name->text)
-                       : fmt::format("\"name\" is {}, not a string", name->kind_name()));
+            bad(path, name,
+                name->kind == Kind::string
+                    ? fmt::format("unknown op \"{}\" (getOpType throws \"Invalid operation type\")", excerpt(name->text))
+                    : fmt::format("\"name\" is {}, not a string", name->kind_name()));
             return;
         }
     }
@@ -183,8 +197,8 @@ void Reader::op(const Value& j, const std::string& path, Op& op, bool inside_pip
         auto id = int_key(*t, "tb_id", path + ".tbg_info", 0, u32max);
         auto size = int_key(*t, "tbg_size", path + ".tbg_info", 1, u32max);
         if (id && size) {
-            op.tbg_id = int(*id);
-            op.tbg_size = int(*size);
+            op.tbg_id = *id;
+            op.tbg_size = *size;
             if (*id >= *size) add("blind spot", path, t, fmt::format("tbg_info tb_id {} is not below tbg_size {}: the slice lies past the op's chunks", *id, *size));
         }
     }
@@ -209,7 +223,7 @@ void Reader::op(const Value& j, const std::string& path, Op& op, bool inside_pip
             r.index = int_key(e, "index", bpath, 0, u32max).value_or(0);
             r.size = int_key(e, "size", bpath, 0, u32max).value_or(0);
             if (!r.type && r.buffer_id < 0 && r.switch_channel_id < 0)
-                broken(bpath, &e, "names no buffer (\"type\", \"buffer_id\" or \"switch_channel_id\"); the executor reads "
+                bad(bpath, &e, "names no buffer (\"type\", \"buffer_id\" or \"switch_channel_id\"); the executor reads "
                                   "BufferType::NONE and throws \"Invalid buffer type\"");
             list->push_back(r);
         }
@@ -230,7 +244,7 @@ void Reader::op(const Value& j, const std::string& path, Op& op, bool inside_pip
             add("blind spot", path, r,
                 fmt::format("reduce_op {}: the executor never reads reduce_op and always sums (execution_kernel.hpp:748-764 "
                             "instantiate ReduceOp SUM)",
-                            r->kind == Kind::string ? fmt::format("\"{}\"", r->text) : std::string(r->kind_name())));
+                            r->kind == Kind::string ? fmt::format("\"{}\"", excerpt(r->text)) : std::string(r->kind_name())));
     }
     if (op.code == Code::pipeline) {
         if (inside_pipeline) {
@@ -299,7 +313,7 @@ namespace {
 class PlanReader {
 public:
     PlanReader(std::string_view text, std::string_view file)
-        : file_(file), root_(json_tree::parse(text, file)), rd_(file, res_.findings, res_.checkable) {}
+        : file_(file), root_(json_tree::parse(text, file)), rd_(file, res_.findings, res_.checkable, problems_) {}
 
     ReadResult read() {
         const Value* gpus = header();
@@ -307,6 +321,14 @@ public:
         if (P_ == 0) throw InputError(fmt::format("{}:{}:{}: \"gpus\" is empty: a plan has at least one GPU", file_, gpus->line, gpus->col));
         res_.plan.gpus.resize(std::size_t(P_));
         for (int g = 0; g < P_; ++g) gpu(gpus->items[std::size_t(g)], g);
+        res_.file = std::string(file_);
+        if (!problems_.empty()) {
+            // every problem of the file, at most 20 lines (as MSCCL-IR's reader)
+            std::string text;
+            for (std::size_t k = 0; k < problems_.size() && k < 20; ++k) text += (k ? "\n" : "") + problems_[k];
+            if (problems_.size() > 20) text += fmt::format("\n({} more problems)", problems_.size() - 20);
+            throw InputError(text);
+        }
         return std::move(res_);
     }
 
@@ -371,7 +393,7 @@ private:
         if (plan.protocol != "LL" && plan.protocol != "Simple")
             rd_.add("blind spot", "protocol", top("protocol", Kind::string, "a string"),
                     fmt::format("protocol \"{}\": the executor runs every protocol but \"LL\" as Simple (execution_plan.cc:243-246)",
-                                plan.protocol));
+                                excerpt(plan.protocol)));
         if (plan.num_threads > 1024)
             rd_.add("limit", "num_threads_per_block", root_.find("num_threads_per_block"),
                     fmt::format("{} threads per block; the kernel is declared __launch_bounds__(1024, 1) (execution_kernel.hpp:801)",
@@ -395,8 +417,8 @@ private:
         gpu.output_chunks = chunks("output_chunks");
         gpu.scratch_chunks = chunks("scratch_chunks");
         for (auto [key, n] : {std::pair{"input_chunks", gpu.input_chunks}, std::pair{"output_chunks", gpu.output_chunks}})
-            if (n == 0 && jg.find(key))
-                rd_.broken(gpath, jg.find(key),
+            if (n == 0 && jg.find(key) && jg.find(key)->integer() == 0)
+                rd_.bad(gpath, jg.find(key),
                            fmt::format("\"{}\" is 0: checkMessageSize takes (size / buffer_alignment) % {} and divides by zero "
                                        "(execution_plan.cc:301-302)",
                                        key, key == std::string_view("input_chunks") ? "inputChunks" : "outputChunks"));
@@ -434,19 +456,28 @@ private:
                     const std::string qpath = fmt::format("{}.rank_groups[{}]", cpath, q);
                     if (!rd_.object(&jq, qpath, "a rank group")) continue;
                     rd_.int_key(jq, "size", qpath, 0, INT32_MAX);
-                    ch.groups.push_back(rd_.ints(rd_.need(jq, "ranks", qpath), qpath, "ranks", 0, P_ - 1));
+                    const Value* ranks = rd_.need(jq, "ranks", qpath);
+                    ch.groups.push_back(rd_.ints(ranks, qpath, "ranks", 0, INT32_MAX));
+                    if (ranks && ranks->kind == Kind::array && ranks->items.empty())
+                        rd_.bad(qpath, ranks, "\"ranks\" is empty: a multicast group has at least one member (a group of none "
+                                              "stores to no GPU and loads nothing to reduce)");
+                    for (std::size_t m = 0; m < ch.groups.back().size(); ++m)
+                        if (ch.groups.back()[m] >= P_)
+                            rd_.broken(qpath, &ranks->items[m],
+                                       fmt::format("a multicast group with rank {}, which does not exist (the plan has {} GPUs)",
+                                                   ch.groups.back()[m], P_));
                     gpu.switch_groups.push_back(ch.groups.back());
                     gpu.switch_buffers.push_back(ch.buffer_type.value_or(Buf::scratch));
                 }
         } else {
-            ch.peers = rd_.ints(rd_.need(jc, "connected_to", cpath), cpath, "connected_to", INT32_MIN, INT32_MAX);
+            ch.peers = rd_.ints(rd_.need(jc, "connected_to", cpath), cpath, "connected_to", 0, INT32_MAX);
             for (std::size_t q = 0; q < ch.peers.size(); ++q) {
                 const int peer = ch.peers[q];
                 const Value* at = &jc.find("connected_to")->items[q];
                 if (peer == g)
                     rd_.add("blind spot", cpath, at,
                             fmt::format("a {} channel from GPU {} to itself: the executor connects the rank to itself", chan_name(ch.type), g));
-                else if (peer < 0 || peer >= P_)
+                else if (peer >= P_)
                     rd_.broken(cpath, at,
                                fmt::format("a {} channel to rank {}, which does not exist (the plan has {} GPUs): the "
                                            "executor's connect() to it never completes",
@@ -464,11 +495,11 @@ private:
         if (!rd_.object(&jr, rpath, "a remote buffer")) return;
         RemoteBuffer rb;
         rb.pos = {jr.line, jr.col};
-        rb.rank = int(rd_.int_key(jr, "rank", rpath, INT32_MIN, INT32_MAX).value_or(0));
+        rb.rank = int(rd_.int_key(jr, "rank", rpath, 0, INT32_MAX).value_or(0));
         rb.type = rd_.buffer(rd_.need(jr, "type", rpath), rpath, "type").value_or(Buf::input);
         if (const Value* acc = rd_.array(rd_.need(jr, "access_channel_types", rpath), rpath, "access_channel_types"))
             for (const Value& a : acc->items) rb.access.push_back(rd_.channel(&a, rpath, "access_channel_types").value_or(Chan::none));
-        if (rb.rank < 0 || rb.rank >= P_)
+        if (rb.rank >= P_)
             rd_.broken(rpath, jr.find("rank"), fmt::format("a buffer of rank {}, which does not exist (the plan has {} GPUs)", rb.rank, P_));
         else if (rb.rank == g)
             rd_.add("blind spot", rpath, jr.find("rank"),
@@ -487,9 +518,9 @@ private:
             gpu.tbs.push_back(std::move(tb));
             return;
         }
-        if (auto id = rd_.int_key(jt, "id", tpath, INT32_MIN, INT32_MAX)) {
+        if (auto id = rd_.int_key(jt, "id", tpath, 0, INT32_MAX)) {
             tb.id = int(*id);
-            if (*id < 0 || *id >= T)
+            if (*id >= T)
                 rd_.broken(tpath, jt.find("id"),
                            fmt::format("thread block id {} with {} thread blocks: the parser indexes its channel lists (sized "
                                        "{}) by the id (execution_plan.cc:390-411) and writes out of bounds",
@@ -532,14 +563,14 @@ private:
                 if (!rd_.object(&jc, cpath, "a channel list")) continue;
                 auto type = rd_.channel(rd_.need(jc, "channel_type", cpath), cpath, "channel_type");
                 if (const Value* b = jc.find("buff")) rd_.buffer(b, cpath, "buff");
-                std::vector<int> ids = rd_.ints(rd_.need(jc, "channel_ids", cpath), cpath, "channel_ids", INT32_MIN, INT32_MAX);
+                std::vector<int> ids = rd_.ints(rd_.need(jc, "channel_ids", cpath), cpath, "channel_ids", 0, INT32_MAX);
                 if (!type) continue;
                 std::vector<int>& into = *type == Chan::memory ? tb.memory : *type == Chan::port ? tb.port : tb.switch_;
                 const std::size_t have = *type == Chan::memory ? gpu.memory_peers.size()
                                          : *type == Chan::port ? gpu.port_peers.size()
                                                                : gpu.switch_groups.size();
                 for (std::size_t q = 0; q < ids.size(); ++q)
-                    if (ids[q] < 0 || std::size_t(ids[q]) >= have)
+                    if (std::size_t(ids[q]) >= have)
                         rd_.broken(cpath, &jc.find("channel_ids")->items[q],
                                    fmt::format("{} channel {} of GPU {}, which has {} {} channel{}: the executor indexes past "
                                                "its channels",
@@ -561,9 +592,9 @@ private:
                 const std::string rpath = fmt::format("{}.remote_buffer_refs[{}]", tpath, k);
                 if (!rd_.object(&jr, rpath, "a remote buffer list")) continue;
                 auto type = rd_.channel(rd_.need(jr, "access_channel_type", rpath), rpath, "access_channel_type");
-                std::vector<int> ids = rd_.ints(rd_.need(jr, "remote_buffer_ids", rpath), rpath, "remote_buffer_ids", INT32_MIN, INT32_MAX);
+                std::vector<int> ids = rd_.ints(rd_.need(jr, "remote_buffer_ids", rpath), rpath, "remote_buffer_ids", 0, INT32_MAX);
                 for (std::size_t q = 0; q < ids.size(); ++q)
-                    if (ids[q] < 0 || std::size_t(ids[q]) >= gpu.remote_buffers.size())
+                    if (std::size_t(ids[q]) >= gpu.remote_buffers.size())
                         rd_.broken(rpath, &jr.find("remote_buffer_ids")->items[q],
                                    fmt::format("remote buffer {} of GPU {}, which lists {}", ids[q], gpu.id, gpu.remote_buffers.size()));
                 if (type == Chan::memory) tb.memory_buffers.insert(tb.memory_buffers.end(), ids.begin(), ids.end());
@@ -580,7 +611,8 @@ private:
     std::string_view file_;
     json_tree::Value root_;
     ReadResult res_;
-    Reader rd_;  ///< after res_: it holds res_'s findings
+    std::vector<std::string> problems_;  ///< bad input: thrown together when the document is read
+    Reader rd_;                          ///< after res_ and problems_: it holds references to them
     int P_ = 0;
 };
 

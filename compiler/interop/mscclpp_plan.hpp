@@ -6,10 +6,12 @@
  * would crash on, refuse, or silently misrun is named with its JSON path and line:col.
  * docs/exports.md ("MSCCL++ execution plans") has the semantics with the sources.
  *
- * Two kinds of problem: a file that is not a plan at all (not JSON, a top-level key missing or of
- * the wrong type) throws InputError (exit 2); everything inside `gpus` that the executor would
- * refuse, crash on, or run other than the file says is a Finding (exit 1), and the reader keeps
- * going to report them all.
+ * Two kinds of problem (docs/errors.md, "Executor formats: one rule"): bad input, judged from one
+ * value alone (not JSON, not a plan, a required key missing, a wrong type, a number outside its
+ * field's range, a name the format does not have), throws one InputError with every such problem of
+ * the file (exit 2); what the executor would refuse, crash on, or run other than the file says
+ * because of how values fit together is a Finding (exit 1), and the reader keeps going to report
+ * them all.
  */
 #pragma once
 
@@ -72,7 +74,7 @@ struct Op {
     std::vector<BufRef> src, dst;
     int barrier_id = -1, num_threadblocks = -1;
     std::vector<int> semaphore_ids;
-    int tbg_id = 0, tbg_size = 1;
+    std::int64_t tbg_id = 0, tbg_size = 1;  ///< up to 2^32 - 1 each
     std::int64_t unit_size = 0, num_chunks = 0;  ///< pipeline's iter_context
     std::vector<Op> inner;                       ///< pipeline's ops
     std::string reduce_op;                       ///< as written (the executor ignores it: it sums)
@@ -142,6 +144,7 @@ struct Finding {
 
 struct ReadResult {
     Plan plan;
+    std::string file;  ///< the name messages give it
     std::vector<Finding> findings;
     /// Whether the plan's structure is sound enough to model its execution (no missing key, no
     /// index outside its list, no unknown op): the checker runs only then.

@@ -165,9 +165,12 @@ std::string machine_svg(const Topology& topo) {
 
     // Layout: up to 16 boxes a row; detailed boxes (their processors drawn) up to 32 boxes of
     // at most 16 processors, compact ones (number and count) beyond.
+    // At most max_tiles tiles (16 rows of 16): past that, the first max_tiles - 1 boxes and one tile
+    // for the rest (a 16,384-box machine was a 4.9 MB page 51,410 px high).
     const bool detailed = B <= 32 && largest <= 16;
-    const std::uint32_t cols = std::max<std::uint32_t>(1, std::min<std::uint32_t>(B, B <= 4 ? B : B <= 64 ? 8 : 16));
-    const std::uint32_t rows = (B + cols - 1) / std::max<std::uint32_t>(cols, 1);
+    const std::uint32_t drawn = B > max_tiles ? max_tiles - 1 : B, tiles = B > max_tiles ? max_tiles : B;
+    const std::uint32_t cols = std::max<std::uint32_t>(1, std::min<std::uint32_t>(tiles, tiles <= 4 ? tiles : tiles <= 64 ? 8 : 16));
+    const std::uint32_t rows = (tiles + cols - 1) / std::max<std::uint32_t>(cols, 1);
     const double bw = detailed ? 150 : 58, bh = detailed ? 96 : 40, gapx = detailed ? 24 : 8, gapy = detailed ? 28 : 10;
     const double left = 24, top = 84;
     const double grid_w = cols * bw + (cols - 1) * gapx, grid_h = rows * bh + (rows - 1) * gapy;
@@ -184,10 +187,11 @@ std::string machine_svg(const Topology& topo) {
         "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
         W, H);
     s += fmt::format("<text x=\"{}\" y=\"26\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", left, xml_escape(topo.spec()));
-    s += fmt::format("<text x=\"{}\" y=\"46\">{} processors in {} box{} of {}{}</text>\n", left, P, B, B == 1 ? "" : "es",
+    s += fmt::format("<text x=\"{}\" y=\"46\">{} processors in {} box{} of {}{}{}</text>\n", left, P, B, B == 1 ? "" : "es",
                      largest == 0 ? 0 : largest, std::all_of(members.begin(), members.end(), [&](const auto& m) { return m.size() == largest; })
                                                      ? ""
-                                                     : " or fewer");
+                                                     : " or fewer",
+                     drawn < B ? fmt::format(" (boxes 0 .. {} drawn, the other {} in the last tile)", drawn - 1, B - drawn) : "");
     s += fmt::format("<text x=\"{}\" y=\"62\" font-size=\"10\" fill=\"#555555\">a box: processors joined by channels of at least a quarter "
                      "of the fastest ({}); the fabric: the channels between boxes</text>\n",
                      left, support::format_bandwidth(fastest));
@@ -202,7 +206,16 @@ std::string machine_svg(const Topology& topo) {
                              y, fabric_y);
         }
     s += "<g id=\"boxes\">\n";
-    for (std::uint32_t b = 0; b < B; ++b) {
+    if (drawn < B) {
+        const double x = left + (drawn % cols) * (bw + gapx), y = top + (drawn / cols) * (bh + gapy);
+        s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" rx=\"6\" fill=\"white\" stroke=\"#2171b5\" "
+                         "stroke-dasharray=\"4 3\"><title>boxes {} .. {} (processors {} .. {}): not drawn</title></rect>\n",
+                         x, y, bw, bh, drawn, B - 1, members[drawn].front(), P - 1);
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"9\">+{}</text>\n", x + bw / 2, y + 16, B - drawn);
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"9\" fill=\"#555555\">boxes</text>\n", x + bw / 2,
+                         y + 30);
+    }
+    for (std::uint32_t b = 0; b < drawn; ++b) {
         const double x = left + (b % cols) * (bw + gapx), y = top + (b / cols) * (bh + gapy);
         const auto& m = members[b];
         s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" rx=\"6\" fill=\"#eef3fb\" stroke=\"#2171b5\">"

@@ -6,7 +6,8 @@
  * processors (up to 16 drawn, then a count); under the grid of boxes the fabric is one band with
  * what every processor has in it (channels, speed, which processors of other boxes they reach:
  * rails or all), and the link groups are summarized by name pattern (gpu#.out, nic#.in). It stays
- * readable from 16 to 1,024 GPUs: at most 16 boxes a row, compact boxes above 32.
+ * readable from 16 to 1,024 GPUs: at most 16 boxes a row, compact boxes above 32; past 256 boxes
+ * the first 255 and one tile for the rest (the page stays under 16 rows).
  */
 #pragma once
 
@@ -17,6 +18,10 @@
 #include "compiler/topology/topology.hpp"
 
 namespace collsched {
+
+/// Boxes drawn one tile each, at most: a machine of more boxes shows the first max_tiles - 1 and
+/// one tile for the rest, so the page stays within 16 rows.
+inline constexpr std::uint32_t max_tiles = 256;
 
 /// The machine view as an SVG document (plain shapes and text, DejaVu Sans).
 std::string machine_svg(const Topology& topo);

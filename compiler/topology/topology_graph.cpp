@@ -10,6 +10,7 @@
 #include <map>
 #include <ranges>
 #include <tuple>
+#include <variant>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -20,6 +21,7 @@
 
 #include "compiler/core/input_file.hpp"
 #include "compiler/core/json_error.hpp"
+#include "compiler/core/json_tree.hpp"
 #include "compiler/topology/names.hpp"
 #include "compiler/topology/topology_checks.hpp"
 #include "compiler/topology/topology_impl.hpp"
@@ -103,6 +105,29 @@ public:
 private:
     std::string where(std::string_view what) const { return fmt::format("{}: {}", file_, what); }
 
+    /// A step of a JSON path: an object's key or an array's index.
+    using PathStep = std::variant<std::string, std::size_t>;
+    /// "file:line:col: what" at the value the path names (docs/errors.md, "JSON graph files"). The
+    /// file is read with nlohmann, which keeps no places: only on an error is it read again by the
+    /// reader that does (compiler/core/json_tree.hpp); "file: what" when the path does not lead there.
+    std::string at(std::initializer_list<PathStep> path, std::string_view what) const {
+        try {
+            const json_tree::Value root = json_tree::parse(text_, file_);
+            const json_tree::Value* v = &root;
+            for (const PathStep& step : path) {
+                if (const auto* key = std::get_if<std::string>(&step)) v = v->kind == json_tree::Kind::object ? v->find(*key) : nullptr;
+                else {
+                    const std::size_t i = std::get<std::size_t>(step);
+                    v = v->kind == json_tree::Kind::array && i < v->items.size() ? &v->items[i] : nullptr;
+                }
+                if (!v) return where(what);
+            }
+            return fmt::format("{}:{}:{}: {}", file_, v->line, v->col, what);
+        } catch (const InputError&) {
+            return where(what);
+        }
+    }
+
     void header() {
         if (!j_.is_object() || !j_.contains("processors") || !j_["processors"].is_number_unsigned() || !j_.contains("edges") ||
             !j_["edges"].is_array())
@@ -125,16 +150,18 @@ private:
                       j_.contains("bandwidth") ? speeds_.bandwidth(j_["bandwidth"], "bandwidth") : default_unit_bandwidth};
         if (j_.contains("link_types")) {
             const nlohmann::json& lt = j_["link_types"];
-            if (!lt.is_object()) throw InputError(where("\"link_types\" must be an object {\"name\": {\"alpha\": \"1 us\", \"bandwidth\": \"25 GB/s\"}, ...}"));
+            if (!lt.is_object()) throw InputError(at({"link_types"}, "\"link_types\" must be an object {\"name\": {\"alpha\": \"1 us\", \"bandwidth\": \"25 GB/s\"}, ...}"));
             for (auto it = lt.begin(); it != lt.end(); ++it) {
                 const std::string ctx = fmt::format("link_types.{}", it.key());
-                if (!it.value().is_object()) throw InputError(where(fmt::format("{}: expected {{\"alpha\": TIME, \"bandwidth\": BANDWIDTH}}", ctx)));
+                if (!it.value().is_object())
+                    throw InputError(at({"link_types", it.key()}, fmt::format("{}: expected {{\"alpha\": TIME, \"bandwidth\": BANDWIDTH}}", ctx)));
                 LinkSpeed sp = file_unit_;
                 for (auto f = it.value().begin(); f != it.value().end(); ++f) {
                     if (f.key() == "alpha") sp.alpha = speeds_.seconds(f.value(), ctx + ".alpha");
                     else if (f.key() == "bandwidth") sp.bandwidth = speeds_.bandwidth(f.value(), ctx + ".bandwidth");
                     else if (f.key() != "note")
-                        throw InputError(where(fmt::format("{}: unknown field \"{}\" (a link type has alpha, bandwidth, note)", ctx, f.key())));
+                        throw InputError(at({"link_types", it.key(), f.key()},
+                                            fmt::format("{}: unknown field \"{}\" (a link type has alpha, bandwidth, note)", ctx, f.key())));
                 }
                 types_.emplace(it.key(), sp);
             }
@@ -142,8 +169,9 @@ private:
         speeds_given_ = j_.contains("alpha") || j_.contains("bandwidth") || !types_.empty();
     }
 
-    LinkSpeed type_of(const nlohmann::json& v, std::size_t e) const {
-        if (!v.is_string()) throw InputError(where(fmt::format("edges[{}]: link type {} must be a name of \"link_types\"", e, v.dump())));
+    LinkSpeed type_of(const nlohmann::json& v, std::size_t e, PathStep step) const {
+        if (!v.is_string())
+            throw InputError(at({"edges", e, std::move(step)}, fmt::format("edges[{}]: link type {} must be a name of \"link_types\"", e, v.dump())));
         auto it = types_.find(v.get<std::string>());
         if (it == types_.end()) {
             // A loop, not std::views::keys: clang 14 with libstdc++ 12 (the fuzzing build) refuses keys of a map.
@@ -167,14 +195,14 @@ private:
 
     std::uint32_t node_of(const nlohmann::json& v) const {
         std::optional<Node> n = find(v);
-        if (!n) throw InputError(where(fmt::format("edges[{}]: node {} does not exist (processors 0..{}{})", e_index_, v.dump(),
+        if (!n) throw InputError(at({"edges", e_index_}, fmt::format("edges[{}]: node {} does not exist (processors 0..{}{})", e_index_, v.dump(),
                                                     P_ - 1, R_ ? fmt::format(", routers r1.0..r1.{}", R_ - 1) : "")));
         return idx(*n);
     }
 
     std::uint32_t capacity(const nlohmann::json& c) const {
         if (!c.is_number_unsigned() || c.get<std::uint64_t>() < 1 || c.get<std::uint64_t>() > 1u << 30)
-            throw InputError(where(fmt::format("edges[{}]: capacity {} must be a positive integer", e_index_, c.dump())));
+            throw InputError(at({"edges", e_index_}, fmt::format("edges[{}]: capacity {} must be a positive integer", e_index_, c.dump())));
         return c.get<std::uint32_t>();
     }
 
@@ -184,23 +212,24 @@ private:
         if (e.is_array() && (e.size() == 2 || e.size() == 3 || e.size() == 4)) {
             u = node_of(e[0]);
             v = node_of(e[1]);
-            if (e.size() == 4) unit = type_of(e[3], e_index_);
+            if (e.size() == 4) unit = type_of(e[3], e_index_, std::size_t{3});
             if (e.size() >= 3) cap = capacity(e[2]);
         } else if (e.is_object() && e.contains("from") && e.contains("to")) {
             u = node_of(e["from"]);
             v = node_of(e["to"]);
             if (e.contains("cap")) cap = capacity(e["cap"]);
             const std::string ctx = fmt::format("edges[{}]", e_index_);
-            if (e.contains("type")) unit = type_of(e["type"], e_index_);
+            if (e.contains("type")) unit = type_of(e["type"], e_index_, std::string("type"));
             if (e.contains("alpha")) unit.alpha = speeds_.seconds(e["alpha"], ctx + ".alpha");
             if (e.contains("bandwidth")) unit.bandwidth = speeds_.bandwidth(e["bandwidth"], ctx + ".bandwidth");
             speeds_given_ = speeds_given_ || e.contains("alpha") || e.contains("bandwidth");
         } else {
-            throw InputError(where(fmt::format("edges[{}]: expected [u, v], [u, v, cap], [u, v, cap, \"type\"] or {{\"from\", \"to\", \"cap\"}}", e_index_)));
+            throw InputError(at({"edges", e_index_},
+                                fmt::format("edges[{}]: expected [u, v], [u, v, cap], [u, v, cap, \"type\"] or {{\"from\", \"to\", \"cap\"}}", e_index_)));
         }
         edge_speeds_.emplace_back(Node{u}, Node{v}, LinkSpeed{unit.alpha, unit.bandwidth * cap});
         edge_speeds_.emplace_back(Node{v}, Node{u}, LinkSpeed{unit.alpha, unit.bandwidth * cap});
-        if (u == v) throw InputError(where(fmt::format("edges[{}]: a self-loop on {}", e_index_, t_->node_name(Node{u}))));
+        if (u == v) throw InputError(at({"edges", e_index_}, fmt::format("edges[{}]: a self-loop on {}", e_index_, t_->node_name(Node{u}))));
         t_->channels_.push_back({Node{u}, Node{v}, cap, 0});
         t_->channels_.push_back({Node{v}, Node{u}, cap, 0});
         ++e_index_;

@@ -13,7 +13,15 @@ and stop cleanly on Ctrl-C (KeyboardInterrupt).
 import json as _json
 import os as _os
 import re as _re
+import math as _math
 import tempfile as _tempfile
+
+try:
+    import numpy as _numpy  # noqa: F401  (the extension's tables are numpy arrays)
+except ImportError as _e:
+    raise ImportError("collsched's Python module needs numpy, which this Python does not have: install it "
+                      "(Debian and Ubuntu: apt-get install python3-numpy; elsewhere: pip install numpy), "
+                      f"then import collsched again ({_e})") from None
 
 from . import _collsched
 from ._collsched import Table, Topology
@@ -75,13 +83,43 @@ def _spec(topology):
 
 
 def _size_text(size):
+    """The command line's text of a size, a list of sizes or a range ("1K..1G"); None: no size.
+    An empty list, a bool or another type is refused (an empty list used to mean no size)."""
     if size is None:
         return ""
     if isinstance(size, (list, tuple)):
+        if not size:
+            raise InputError(f"size={size!r}: an empty list names no size; give a size (1024, \"1M\") or a list of them")
         return ",".join(_size_text(s) for s in size)
-    if isinstance(size, (int, float)):
-        return repr(size) if isinstance(size, float) else str(size)
+    if isinstance(size, bool) or not isinstance(size, (int, float, str)):
+        raise InputError(f"size={size!r}: expected bytes (an int), a text such as \"1M\" or \"1K..1G\", or a list of them")
+    if isinstance(size, float):
+        if not _math.isfinite(size):
+            raise InputError(f"size={size!r}: expected a finite number of bytes")
+        return repr(size)
     return str(size)
+
+
+def _read_text(path, what):
+    """The text of a file, or InputError with the reason (a directory, a missing file, bytes that
+    are not UTF-8) instead of the OSError deep inside open()."""
+    path = _os.fspath(path)
+    if _os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not {what}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read {what}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: is not UTF-8 text (byte {e.start}), not {what}") from None
+
+
+def _seconds(value, name):
+    """A time limit as the command line's --timeout takes it: a finite number of seconds above 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _math.isfinite(value) or not 0 < value <= 1e7:
+        raise InputError(f"{name}={value!r}: expected a number of seconds above 0 and up to 10000000")
+    return value
 
 
 def compile(text=None, *, file=None, defines=None, name=None, strict=False):
@@ -91,8 +129,10 @@ def compile(text=None, *, file=None, defines=None, name=None, strict=False):
     if (text is None) == (file is None):
         raise TypeError("compile() takes the text of a schedule or file=PATH, one of them")
     if file is not None:
+        if _os.path.isdir(_os.fspath(file)):
+            raise InputError(f"{_os.fspath(file)}: is a directory, not a schedule")
         return _collsched._load(_os.fspath(file), _defines(defines), "", strict) if str(file).endswith(".sched") else \
-            _collsched._compile(open(file, encoding="utf-8").read(), _os.fspath(file), _defines(defines), strict,
+            _collsched._compile(_read_text(file, "a schedule"), _os.fspath(file), _defines(defines), strict,
                                 _os.path.dirname(_os.fspath(file)))
     return _collsched._compile(text, name or "<python>", _defines(defines), strict, "")
 
@@ -187,6 +227,7 @@ def verify(x, *, defines=None, engine="direct", routes="any", max_violations=20,
     traces), against its model; returns `verify --json`'s report (verdict, properties,
     violations with step, channel, messages and the statement behind them, ...). With `size`
     (bytes, "1M" or "1K..1G") a table that holds also gets the predicted times (docs/time.md)."""
+    _seconds(timeout, "timeout")
     if isinstance(x, Table):
         if options:
             raise TypeError(f"verify() of a Table takes no {', '.join(options)}")
@@ -371,9 +412,12 @@ class Machine:
     def save(self, path):
         """Writes the graph file and returns its Topology (graph:PATH), checked as the command line checks it."""
         path = _os.fspath(path)
-        with open(path, "w", encoding="utf-8") as f:
-            _json.dump(self.to_dict(), f, indent=1)
-            f.write("\n")
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                _json.dump(self.to_dict(), f, indent=1)
+                f.write("\n")
+        except OSError as e:
+            raise InputError(f"{path}: cannot write the graph file: {e.strerror or e}") from None
         return Topology("graph:" + path)
 
 
@@ -390,17 +434,36 @@ class Schedule:
     """
 
     class _Step:
+        _NO_MESSAGE = object()
+
         def __init__(self, lines):
             self._lines = lines
 
-        def send(self, src, dst, msg=None):
-            """`send src -> dst [msg M]`: cut-through along the route, the sender must hold M."""
-            self._lines.append(f"  send {src} -> {dst}" + (f" msg {msg}" if msg is not None else ""))
+        @staticmethod
+        def _term(value, what):
+            """A node or message as one line of the language: an int, or text without line breaks,
+            braces or other control characters (a newline in it would add statements of its own)."""
+            if isinstance(value, bool) or value is None or not isinstance(value, (int, str)):
+                raise InputError(f"{what}={value!r}: expected " + ("a message name such as 'b(0)'" if what == "msg" else
+                                                                    "a processor number or a node name"))
+            text = str(value)
+            if not text.strip() or any(c in "{}#" or ord(c) < 0x20 or ord(c) == 0x7f for c in text):
+                raise InputError(f"{what}={value!r}: a {'message' if what == 'msg' else 'node'} is one expression on one line "
+                                 "(no line break, control character, brace or comment)")
+            return text
+
+        def send(self, src, dst, msg=_NO_MESSAGE):
+            """`send src -> dst [msg M]`: cut-through along the route, the sender must hold M (left
+            out: the sender's own datum)."""
+            line = f"  send {self._term(src, 'src')} -> {self._term(dst, 'dst')}"
+            if msg is not Schedule._Step._NO_MESSAGE:
+                line += f" msg {self._term(msg, 'msg')}"
+            self._lines.append(line)
             return self
 
         def hop(self, src, dst, msg):
             """`hop src -> dst msg M`: one channel, taken as written."""
-            self._lines.append(f"  hop {src} -> {dst} msg {msg}")
+            self._lines.append(f"  hop {self._term(src, 'src')} -> {self._term(dst, 'dst')} msg {self._term(msg, 'msg')}")
             return self
 
     def __init__(self, topology, collective, *, model=None):

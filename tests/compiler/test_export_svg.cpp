@@ -324,3 +324,16 @@ TEST_CASE("machine view: boxes from the fast channels, the fabric summarized, re
     const std::string ring = machine_svg(*Topology::parse("ring:8"));
     CHECK(ring.find("8 processors in 1 box of 8") != std::string::npos);
 }
+
+TEST_CASE("machine view: 16,384 boxes of one processor are 255 tiles and one for the rest (it was 51,410 px and 4.9 MB)") {
+    for (const char* spec : {"ebft:16384", "ideal:16384", "ring:16384"}) {
+        CAPTURE(spec);
+        const std::string svg = machine_svg(*Topology::parse(spec));
+        pt::ptree tree = parse_xml(svg);
+        CHECK(tree.get_child("svg").get<int>("<xmlattr>.height") < 1200);
+        CHECK(svg.size() < 200000);
+        if (std::string_view(spec) == "ring:16384") continue;  // one speed everywhere: one box
+        CHECK(svg.find("16384 processors in 16384 boxes of 1 (boxes 0 .. 254 drawn, the other 16129 in the last tile)") != std::string::npos);
+        CHECK(svg.find("<title>boxes 255 .. 16383 (processors 255 .. 16383): not drawn</title>") != std::string::npos);
+    }
+}

@@ -309,7 +309,7 @@ TEST_CASE("speeds: bad units are refused with the line and column of the value")
     GraphFile c("{\"processors\": 2, \"link_types\": {\"nv\": {\"alpha\": \"1 us\"}},\n \"edges\": [[0, 1, 1, \"nvv\"]]}");
     CHECK(error_of("graph:" + c.path) == c.path + ":2:22: edges[0]: unknown link type \"nvv\" (\"link_types\" names nv)");
     GraphFile d("{\"processors\": 2, \"link_types\": {\"nv\": {\"latency\": \"1 us\"}}, \"edges\": [[0, 1]]}");
-    CHECK(error_of("graph:" + d.path) == d.path + ": link_types.nv: unknown field \"latency\" (a link type has alpha, bandwidth, note)");
+    CHECK(error_of("graph:" + d.path) == d.path + ":1:52: link_types.nv: unknown field \"latency\" (a link type has alpha, bandwidth, note)");
     GraphFile e("{\"processors\": 2, \"edges\": [[0, 1]],\n \"groups\": [{\"name\": \"g\", \"cap\": 1, \"out_of\": 0, \"bandwidth\": \"fast\"}]}");
     CHECK(error_of("graph:" + e.path).starts_with(e.path + ":2:63: groups[0].bandwidth: bad bandwidth \"fast\": expected a bandwidth"));
 }

@@ -2,7 +2,9 @@
 optima (docs/python.md)."""
 import _thread
 import json
+import os
 import subprocess
+import sys
 import threading
 import time
 
@@ -209,6 +211,55 @@ def test_schedule_built_step_by_step(ring_text):
     # 2 header lines, 7 steps of 10 lines, then step 8: the send is line 74
     assert (e.value.line, e.value.column, e.value.diagnostics[0]["code"]) == (74, 21, "E040")
     assert e.value.diagnostics[0]["message"] == "processor 9 does not exist (ring:8 has processors 0..7)"
+
+
+def test_hostile_values_are_input_errors_with_the_reason(ring_text, tmp_path):
+    # issue 41: IndexError, IsADirectoryError and FileNotFoundError came from deep inside
+    topo = collsched.Topology("ring:8")
+    with pytest.raises(collsched.InputError, match=r"node 8 does not exist: ring:8 has nodes 0\.\.7"):
+        topo.node_name(8)
+    with pytest.raises(collsched.InputError, match="is a directory, not a schedule"):
+        collsched.compile(file=tmp_path)
+    with pytest.raises(collsched.InputError, match="cannot read a schedule: No such file"):
+        collsched.compile(file=tmp_path / "missing.txt")
+    with pytest.raises(collsched.InputError, match="cannot write the graph file: No such file or directory"):
+        collsched.Machine(2).link(0, 1).save(tmp_path / "no" / "box.json")
+    t = collsched.compile(ring_text)
+    # sizes: 2^64 bytes and an empty list were accepted (the list as no size at all)
+    for size in (2**64, 1e-5, [], float("nan"), True):
+        with pytest.raises(collsched.InputError):
+            collsched.verify(t, size=size)
+    # a time limit of nan or -1 answered "unknown" instead of refusing the value
+    for timeout in (float("nan"), -1, 0, float("inf")):
+        with pytest.raises(collsched.InputError, match="expected a number of seconds above 0"):
+            collsched.verify(t, engine="z3", timeout=timeout)
+    path = tmp_path / "r.sched"
+    path.write_text(ring_text)
+    with pytest.raises(collsched.InputError, match="timeout=-1"):
+        collsched.verify(path, engine="z3", timeout=-1)
+    # a message of None, or one with a line break (which wrote statements of its own into the schedule)
+    step = collsched.Schedule("ring:4", "allgather").step(1)
+    with pytest.raises(collsched.InputError, match="msg=None"):
+        step.send(0, 1, None)
+    with pytest.raises(collsched.InputError, match="one expression on one line"):
+        step.send(0, 1, "b(0)\n}\nstep 2 {\n  send 1 -> 2 msg b(1)")
+    with pytest.raises(collsched.InputError, match="one expression on one line"):
+        step.hop(0, "1 msg b(0)\n  hop 1", "b(0)")
+    with pytest.raises(collsched.InputError, match="src=None"):
+        step.send(None, 1)
+    step.send(0, 1)  # no msg: the sender's own datum, as the language's `send 0 -> 1`
+
+
+def test_import_without_numpy_names_the_package(tmp_path, source):
+    # a numpy that cannot be imported, ahead of the real one on the path
+    fake = tmp_path / "numpy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'numpy'\", name='numpy')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", "import collsched"], capture_output=True, text=True, env=env)
+    assert r.returncode == 1
+    assert "collsched's Python module needs numpy" in r.stderr
+    assert "apt-get install python3-numpy" in r.stderr
 
 
 def test_compare_tables(ring_text):

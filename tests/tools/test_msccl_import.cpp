@@ -503,7 +503,7 @@ TEST_CASE("msccl import: custom collectives are checked for deadlock and races, 
     CHECK(conv.err.find("a custom collective has no table form") != std::string::npos);
 }
 
-TEST_CASE("msccl import: hostile files: deep nesting, missing attributes, bad nchunksperloop, offsets outside the buffers (exit 2)") {
+TEST_CASE("msccl import: hostile files: deep nesting, missing attributes, bad nchunksperloop (exit 2), buffers and offsets that do not fit (refused, exit 1)") {
     // 100,000 nested elements, closed or not: refused at depth 64, no stack overflow
     std::string open, close;
     for (int i = 0; i < 100000; ++i) open += "<a>";
@@ -537,25 +537,33 @@ TEST_CASE("msccl import: hostile files: deep nesting, missing attributes, bad nc
     }
     std::string x = ring;
     replace(x, R"(nchunksperloop="4")", R"(nchunksperloop="6")");
-    CHECK(refusal(x) == "x.xml:1:1: nchunksperloop=\"6\" is not a multiple of ngpus=\"4\": the allgather buffers of one rank are "
-                        "N/P chunks");
+    // how values fit together is the executor's refusal of a well-formed file: a finding (docs/errors.md)
+    CHECK(refusal(x) == "");
+    CHECK(violations(x) == "x.xml:1:1: nchunksperloop=\"6\" is not a multiple of ngpus=\"4\": the allgather buffers of one rank are "
+                           "N/P chunks [refused]");
     x = ring;
     replace(x, R"(nchunksperloop="4")", R"(nchunksperloop="8")");
     CHECK(refusal(x).find("x.xml:2:3: gpu 0: i_chunks=\"1\"") == std::string::npos);  // 8/4 = 2 input chunks: i_chunks 1 fits
     x = ring;
     replace(x, R"(<gpu id="0" i_chunks="1" o_chunks="4")", R"(<gpu id="0" i_chunks="1" o_chunks="5")");
-    CHECK(refusal(x) == "x.xml:2:3: gpu 0: o_chunks=\"5\", but coll=\"allgather\" with nchunksperloop=\"4\" on 4 ranks has an "
-                        "output buffer of 4 chunks");
+    CHECK(violations(x) == "x.xml:2:3: gpu 0: o_chunks=\"5\", but coll=\"allgather\" with nchunksperloop=\"4\" on 4 ranks has an "
+                           "output buffer of 4 chunks [refused]");
     // an offset outside the declared buffer (the executor's check) and one outside the real buffer
     x = ring;
     replace(x, R"(<step s="0" type="s" srcbuf="o" srcoff="0")", R"(<step s="0" type="s" srcbuf="o" srcoff="7")");
-    CHECK(refusal(x) == "x.xml:4:7: gpu 0, thread block 0, step 0: source offset 7 of buffer o is outside -1..3 (o_chunks=\"4\"; "
-                        "msccl_parser.cc:270-288)");
+    CHECK(violations(x) == "x.xml:4:7: gpu 0, thread block 0, step 0: source offset 7 of buffer o is outside -1..3 (o_chunks=\"4\"; "
+                           "msccl_parser.cc:270-288) [refused]");
     x = ring;
     replace(x, R"(<step s="0" type="s" srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="1")",
             R"(<step s="0" type="s" srcbuf="o" srcoff="3" dstbuf="o" dstoff="0" cnt="2")");
-    CHECK(refusal(x) == "x.xml:4:7: gpu 0, thread block 0, step 0: source chunks 3..4 of buffer o are outside the 4 chunks the "
-                        "executor has there (nchunksperloop=\"4\", coll=\"allgather\")");
+    CHECK(violations(x) == "x.xml:4:7: gpu 0, thread block 0, step 0: source chunks 3..4 of buffer o are outside the 4 chunks the "
+                           "executor has there (nchunksperloop=\"4\", coll=\"allgather\") [refused]");
+    auto cli = run("verify " + dir.file("offset.xml", x));
+    CHECK(cli.code == 1);
+    CHECK(cli.out.find("offset.xml:4:7: gpu 0, thread block 0, step 0: source chunks 3..4 of buffer o") != std::string::npos);
+    cli = run("convert " + dir.file("offset.xml", x) + " --format json -o " + dir.file("t.json"));
+    CHECK(cli.code == 1);
+    CHECK_FALSE(std::filesystem::exists(dir.dir / "t.json"));
 }
 
 TEST_CASE("msccl import: the DGX-1 allreduce export verifies as a program (it was a false 'violated')") {

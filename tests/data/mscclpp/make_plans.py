@@ -13,6 +13,11 @@ Plans (good):
   allpairs_allreduce_8_ll.json all-pairs allreduce, 8 GPUs, in place, LL packets (ppkt, repkt, upkt)
   allreduce_2node_8.json       hierarchical allreduce on 2 nodes x 4 GPUs: memory channels inside a
                                node, port channels across (pwsf), in place, Simple
+Plans (good under one in-place convention only):
+  reducescatter_inplace_4.json all-pairs reducescatter, 4 GPUs, in place, leaving rank r's result at
+                               input chunk r as the DSL's tests/multi_node/reducescatter.py does: it
+                               holds under NCCL's in-place convention (recvbuff = sendbuff + r *
+                               recvcount) and is wrong under mscclpp's (recvbuff == sendbuff)
 Plans (broken, each one mutation of a good one):
   broken_missing_signal.json   ring allgather without GPU 0's second signal: GPU 1 waits forever
   broken_swapped_channel.json  ring allgather where GPU 3 waits on its channel to GPU 4 instead of 2
@@ -174,6 +179,24 @@ def allreduce_2node(nodes=2, per=4, pws="pwsf"):
     return p
 
 
+def reducescatter_inplace(n=4):
+    """GPU g puts its input chunk q into GPU q's scratch slot g, signals and waits for every peer, and
+    reduces its own input chunk g with the scratch slots into input chunk g (the result stays there)."""
+    p = Plan("reducescatter_inplace", "reducescatter", n, True, i_chunks=n, o_chunks=1, s_chunks=n)
+    for g in range(n):
+        peers = [q for q in range(n) if q != g]
+        for q in peers:
+            p.put(g, 0, q, ("i", q), ("s", g))
+        p.nop(g, 0)
+        p.sync(g, 0, "signal", peers)
+        p.sync(g, 0, "wait", peers)
+        p.nop(g, 0)
+        p.op(g, 0, {"name": "re", "src_buff": [{"type": "i", "index": g, "size": 1}] +
+                    [{"type": "s", "index": q, "size": 1} for q in peers],
+                    "dst_buff": [{"type": "i", "index": g, "size": 1}], "reduce_op": "sum"})
+    return p
+
+
 def write(name, plan_json):
     with open(name, "w") as f:
         json.dump(plan_json, f, indent=2)
@@ -192,6 +215,7 @@ def main():
     write("allpairs_allreduce_8_ll.json", allpairs_allreduce_ll().to_json())
     write("allreduce_2node_8.json", allreduce_2node().to_json())
     write("broken_port_pws.json", allreduce_2node(pws="pws").to_json())
+    write("reducescatter_inplace_4.json", reducescatter_inplace().to_json())
 
     b = copy.deepcopy(ring)
     ops = b["gpus"][0]["threadblocks"][0]["ops"]

@@ -1,0 +1,88 @@
+// Options and small files under hostile input (issue 41, section 4): --expect keys, buffer sizes,
+// empty file names, graph-file places, a link group over its capacity under simulate.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "tests/tools/cli_run.hpp"
+
+using namespace collsched;
+using collsched::test::run;
+using collsched::test::source;
+
+TEST_CASE("hostile options: an --expect file with an unknown key is refused at it, with the closest key") {
+    test::Scratch dir("hostile_expect_keys");
+    const std::string plan = source("tests/data/mscclpp/ring_allgather_8.json");
+    auto r = run("verify " + plan + " --expect " + dir.file("e.json", "{\"outputs\": [\n {\"rank\": 1, \"chunk\": 0, \"hold\": [[0, 0]]}]}"));
+    CHECK(r.code == 2);
+    CHECK(r.err.find("e.json:2:34: outputs[0]: unknown key \"hold\" (did you mean \"holds\"?)") != std::string::npos);
+    r = run("verify " + plan + " --expect " +
+            dir.file("f.json", "{\"outputs\": [{\"rank\": 1, \"chunk\": 0, \"holds\": [[0, 0]], \"bufer\": \"o\"}]}"));
+    CHECK(r.code == 2);
+    CHECK(r.err.find("unknown key \"bufer\" (did you mean \"buffer\"?)") != std::string::npos);
+    r = run("verify " + plan + " --expect " + dir.file("g.json", "{\"output\": [], \"outputs\": []}"));
+    CHECK(r.code == 2);
+    CHECK(r.err.find("g.json:1:12: unknown key \"output\" (did you mean \"outputs\"?)") != std::string::npos);
+    // the same reader serves MSCCL-IR
+    r = run("verify " + source("tests/data/msccl/allgather_ring.xml") + " --expect " + dir.file("e.json"));
+    CHECK(r.code == 2);
+    CHECK(r.err.find("unknown key \"hold\"") != std::string::npos);
+}
+
+TEST_CASE("hostile options: a buffer size below 1 byte or above 2^53 bytes is refused, and an empty output name is refused") {
+    const std::string table = source("tests/data/ring8_allgather.json");
+    for (const char* size : {"1e-5", "0.5", "18446744073709551616", "1e30", "1K..1e20"}) {
+        CAPTURE(size);
+        auto r = run(fmt::format("verify {} --size {}", table, size));
+        CHECK(r.code == 2);
+        CHECK(r.err.find("bad size") != std::string::npos);
+        CHECK(r.out.empty());
+    }
+    CHECK(run(fmt::format("verify {} --size 1", table)).code == 0);
+    CHECK(run(fmt::format("verify {} --size 8192TiB", table)).code == 0);
+    auto r = run("compare --svg '' " + table);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--svg: expected a file name, not an empty one") != std::string::npos);
+    r = run("compile " + source("schedules/ideal/broadcast.sched") + " -o ''");
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+}
+
+TEST_CASE("hostile options: graph-file errors in link_types and edges name line and column") {
+    test::Scratch dir("hostile_graph_places");
+    auto topo = [&](const std::string& text) { return run("topo graph:" + dir.file("g.json", text)); };
+    struct Case {
+        std::string text, where;
+    };
+    const Case cases[] = {
+        {"{\"processors\": 3,\n \"link_types\": {\"fast\": {\"bandwidth\": \"300 GB/s\", \"speed\": 1}},\n \"edges\": [[0,1],[1,2]]}",
+         "g.json:2:60: link_types.fast: unknown field \"speed\""},
+        {"{\"processors\": 3,\n \"link_types\": [1],\n \"edges\": [[0,1],[1,2]]}", "g.json:2:16: \"link_types\" must be an object"},
+        {"{\"processors\": 3,\n \"link_types\": {\"fast\": 5},\n \"edges\": [[0,1],[1,2]]}", "g.json:2:25: link_types.fast: expected"},
+        {"{\"processors\": 3,\n \"link_types\": {\"fast\": {\"bandwidth\": \"1 GB/s\"}},\n \"edges\": [[0,1,1,7],[1,2]]}",
+         "g.json:3:19: edges[0]: link type 7 must be a name"},
+        {"{\"processors\": 3,\n \"edges\": [[0,1],\n   [1,2,1,\"x\",5]]}", "g.json:3:4: edges[1]: expected [u, v]"},
+        {"{\"processors\": 3,\n \"edges\": [[0,1],\n   [1,9]]}", "g.json:3:4: edges[1]: node 9 does not exist"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.text);
+        auto r = topo(c.text);
+        CHECK(r.code == 2);
+        CHECK(r.err.find(c.where) != std::string::npos);
+    }
+}
+
+TEST_CASE("hostile options: simulate names the statement of a link group over its capacity") {
+    test::Scratch dir("hostile_group_statement");
+    const std::string machine = source("schedules/machines/nvswitch8.json");
+    const std::string text = fmt::format("topology graph(\"{}\")\ncollective allgather chunks 2\n\nstep 1 {{\n  send 0 -> 1 msg b(0, 0)\n  send 0 -> 2 msg "
+                                         "b(0, 1)\n}}\n",
+                                         machine);
+    auto r = run("simulate " + dir.file("x.sched", text));
+    CHECK(r.code == 1);
+    CHECK(r.out.find("group gpu0.out carries 2 messages (b(0,0), b(0,1)) on its 7 channels but its capacity is 1 (at " + dir.file("x.sched") + ":5:3)") !=
+          std::string::npos);
+}
