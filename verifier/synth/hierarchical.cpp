@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <numeric>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -147,12 +149,15 @@ using MessageMap = std::function<std::optional<MessageId>(std::uint32_t g, const
 struct Layout {
     std::vector<Transfer> transfers;
     Step offset = 0;
+    RunLimits limits;  ///< polled per copy of a phase (LimitReached)
 
     void add(const SendTable& sub, const std::vector<std::vector<ChannelId>>& maps, const MessageMap& message) {
         const Messages ms = sub.messages();
-        for (std::uint32_t g = 0; g < maps.size(); ++g)
+        for (std::uint32_t g = 0; g < maps.size(); ++g) {
+            limits.check("laying out a composition");
             for (const Transfer& tr : sub.transfers)
                 if (auto m = message(g, ms.key(tr.message))) transfers.push_back({offset + tr.step, maps[g][idx(tr.channel)], *m});
+        }
         offset += sub.steps();
     }
 };
@@ -542,19 +547,32 @@ private:
         try {
             limits_.check("hierarchical compositions");
             Layout lay;
+            lay.limits = {opt_.deadline, opt_.memory};
             c.lay(lay);
             o.comp = {c.name, lay.offset, 0};
-            // Compaction holds about 120 bytes per transfer (its two hash maps and the moved copy).
-            if (const std::uint64_t need = 120 * std::uint64_t{lay.transfers.size()}; !opt_.memory.fits(need))
-                throw std::runtime_error(fmt::format("memory limit: compacting {} transfers would need about {}, {} of the limit {} is left",
-                                                     lay.transfers.size(), format_bytes(need), format_bytes(opt_.memory.left()),
-                                                     format_bytes(opt_.memory.limit())));
+            // Compaction holds about 120 bytes per transfer (its two hash maps and the moved copy),
+            // reserved together with what the compositions on other threads have reserved.
+            const std::uint64_t need = 120 * std::uint64_t{lay.transfers.size()};
+            const std::uint64_t others = reserved_.fetch_add(need);
+            const struct Unreserve {
+                std::atomic<std::uint64_t>& r;
+                std::uint64_t n;
+                ~Unreserve() { r.fetch_sub(n); }
+            } unreserve{reserved_, need};
+            if (!opt_.memory.fits(need + others))
+                throw std::runtime_error(fmt::format("memory limit: compacting {} transfers would need about {} ({} more for the "
+                                                     "compositions on other threads), {} of the limit {} is left",
+                                                     lay.transfers.size(), format_bytes(need), format_bytes(others),
+                                                     format_bytes(opt_.memory.left()), format_bytes(opt_.memory.limit())));
             SendTable table = compact_schedule(in_, std::move(lay.transfers), 4, opt_.deadline, opt_.memory);
             if (reversed_) table = reduce_scatter_from_allgather(table);
             limits_.check("hierarchical compositions");
             const auto v0 = Clock::now();
-            VerifyReport rep = verify_direct(table);
+            VerifyOptions vo;
+            vo.deadline = opt_.deadline;
+            VerifyReport rep = verify_direct(table, vo);
             o.verify_seconds = since(v0);
+            if (rep.verdict() == "unknown") throw std::runtime_error("time limit (verifying a composition)");
             COLLSCHED_ASSERT_MSG(rep.holds(), fmt::format("the hierarchical composition '{}' for {} on {} does not verify: {}", c.name,
                                                           whole_.collective.to_string(), t_.spec(),
                                                           rep.violations.empty() ? std::string(rep.verdict()) : rep.violations.front().detail));
@@ -568,9 +586,12 @@ private:
 
     /// Every composition on its own, on `jobs` threads; the results are taken in the order of
     /// the compositions, so the answer does not depend on the threads.
+    /// More threads than cores only share the cores, each composition taking longer (past the
+    /// time limit) while all of them hold their memory: at most one per core.
     void compose_all() {
         std::vector<Outcome> outcomes(cands_.size());
-        run_indexed(cands_.size(), opt_.phase.jobs, [&](std::size_t i) {
+        const unsigned threads = std::min(opt_.phase.jobs, std::max(1u, std::thread::hardware_concurrency()));
+        run_indexed(cands_.size(), threads, [&](std::size_t i) {
             compose(cands_[i], outcomes[i]);
             return outcomes[i].stop.empty();
         });
@@ -597,6 +618,7 @@ private:
     const bool gather_;
     const Messages ms_;
     Deadlined limits_;
+    std::atomic<std::uint64_t> reserved_{0};  ///< bytes the compositions running now have reserved
     HierarchicalResult res_;
     std::shared_ptr<const Topology> subs_[2];
     std::vector<std::vector<ChannelId>> maps_[2];
