@@ -229,6 +229,8 @@ private:
 
     void options() {
         opt_ = args_.solver.options();
+        // --timeout counts from the start of the command: reading a machine of 4,096 GPUs takes seconds.
+        opt_.synth.deadline = std::min(opt_.synth.deadline, run_.when());
         opt_.greedy_only = args_.greedy;
         opt_.hierarchical = args_.hierarchical;
         opt_.jobs = args_.jobs;
