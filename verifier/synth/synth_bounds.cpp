@@ -99,7 +99,7 @@ public:
     const std::vector<GoalPair> goals;
     const std::uint32_t P, N;
     const bool unique;  ///< unique_routes(t)
-    const RunLimits& limits;
+    RunLimits limits;  ///< the rule's at hand (lower_bounds)
     std::vector<std::string> stopped;  ///< the rules a limit stopped, with the limit
 
     /// Throws LimitReached once a limit is reached; read every 4096 calls (rules call it per goal).
@@ -645,6 +645,9 @@ std::vector<Bound> lower_bounds(const SynthInstance& in, const RunLimits& limits
     for (const BoundRule& rule : bound_rules) {
         if (!rule.applies(f)) continue;
         std::vector<Bound> computed;
+        // A rule gets half of the time left, so that one long enumeration (cut counting on a
+        // rail of 128 GPUs) leaves time to the rules after it (class counting).
+        f.limits.deadline = limits.deadline.share(0.5);
         try {
             limits.check("the lower bounds");
             computed = rule.compute(f);
