@@ -332,8 +332,12 @@ void add_packed_end(const SynthInstance& in, double seconds, const RunLimits& li
 /// the least 7 one-round steps). When the merged packing meets the bandwidth bound with fewer
 /// steps than every row, it dominates all of them: it becomes the first row, the only frontier
 /// point known, and the frontier is not complete (fewer steps are not searched).
-void add_merged_end(ParetoResult& res, const RunLimits& limits) {
-    if (!res.packed || !res.packed_optimal || limits.reached()) return;
+void add_merged_end(ParetoResult& res, RunLimits limits) {
+    if (!res.packed || !res.packed_optimal) return;
+    // A table of fewer than 2^18 transfers merges and verifies in milliseconds: done even past
+    // the deadline (the walk ends at it); a larger one only within the limits.
+    if (res.packed->table.transfers.size() < (std::size_t{1} << 18)) limits = {};
+    else if (limits.reached()) return;
     PackedSchedule m;
     m.table = res.packed->table;
     m.chunks = res.packed->chunks;
