@@ -33,6 +33,12 @@ Deadline Deadline::after(double seconds) {
     return Deadline(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
 }
 
+Deadline Deadline::share(double fraction) const {
+    const Clock::time_point now = Clock::now();
+    if (none() || when_ <= now) return *this;
+    return Deadline(now + std::chrono::duration_cast<Clock::duration>((when_ - now) * fraction));
+}
+
 double Deadline::left() const {
     if (stop_requested()) return 0;
     if (none()) return std::numeric_limits<double>::infinity();
@@ -102,6 +108,28 @@ std::uint64_t MemoryBudget::left() const {
 bool MemoryBudget::exceeded(double share) const {
     if (none()) return false;
     return static_cast<double>(resident_memory_recent()) >= share * static_cast<double>(limit_);
+}
+
+std::string RunLimits::why() const {
+    if (time_up()) return "time limit";
+    if (memory_up())
+        return fmt::format("memory limit ({} resident, limit {})", format_bytes(resident_memory_recent()), format_bytes(memory.limit()));
+    return "";
+}
+
+void RunLimits::check(std::string_view where) const {
+    if (time_up()) throw LimitReached(fmt::format("time limit ({})", where));
+    if (memory_up())
+        throw LimitReached(fmt::format("memory limit ({}): {} resident, limit {}", where, format_bytes(resident_memory_recent()),
+                                       format_bytes(memory.limit())));
+}
+
+void RunLimits::reserve(std::uint64_t bytes, std::string_view what) const {
+    if (memory.none()) return;
+    const std::uint64_t left = memory.left();
+    if (bytes > left)
+        throw LimitReached(fmt::format("memory limit: {} needs about {}, {} of the limit {} is left", what, format_bytes(bytes),
+                                       format_bytes(left), format_bytes(memory.limit())));
 }
 
 std::uint64_t resident_memory_recent() {

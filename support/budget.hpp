@@ -20,6 +20,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,9 @@ public:
     Clock::time_point when() const { return when_; }
     /// The earlier of the two.
     Deadline min(Deadline other) const { return other.when_ < when_ ? other : *this; }
+    /// The point at `fraction` (0..1) of the time left from now: what one stage of several may
+    /// take. None without a deadline; itself once passed.
+    Deadline share(double fraction) const;
 
 private:
     explicit Deadline(Clock::time_point when) : when_(when) {}
@@ -109,6 +113,36 @@ public:
 
 private:
     std::uint64_t limit_ = 0;
+};
+
+/// Thrown by a stage that a limit stopped before it had anything to hand back ("time limit
+/// (the flow bound)", "memory limit: ..."): the caller goes on with what it has, and says which
+/// limit ended the stage. Work that has a partial answer returns it instead (marked as partial).
+struct LimitReached : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// Both limits of a run, polled together in the loops of a stage: `reached()` reads the clock
+/// and, every call, the resident set (resident_memory_recent: at most one read per millisecond),
+/// so it is cheap enough for a loop whose iterations take microseconds; `check(where)` throws
+/// LimitReached naming the stage. Memory stops at `share` of the budget (the 90% every solver
+/// stops at), so the process stays below the limit while it unwinds.
+struct RunLimits {
+    Deadline deadline;
+    MemoryBudget memory;
+    double share = 0.9;
+
+    /// The deadline less the time the kernel takes to take back the resident memory (release_seconds).
+    bool time_up() const { return deadline.passed() || passed_reserving_release(deadline); }
+    bool memory_up() const { return memory.exceeded(share); }
+    bool reached() const { return time_up() || memory_up(); }
+    /// "" while within both limits, else "time limit" or "memory limit (1.2 GiB resident, limit 1 GiB)".
+    std::string why() const;
+    /// Throws LimitReached("time limit (WHERE)" or "memory limit (WHERE): ...") once reached().
+    void check(std::string_view where) const;
+    /// Throws LimitReached when `bytes` more do not fit in what is left of the budget
+    /// ("memory limit: WHAT needs about 2.8 GiB, 1.1 GiB of the limit 4 GiB is left").
+    void reserve(std::uint64_t bytes, std::string_view what) const;
 };
 
 /// a * b, saturating at 2^64 - 1 (estimates must not wrap to a small number).

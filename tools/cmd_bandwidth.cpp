@@ -51,7 +51,9 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 /// packing (or the allgather's reversed), the witness file, the report.
 class BandwidthRun {
 public:
-    BandwidthRun(const BandwidthArgs& args, Context& ctx) : args_(args), ctx_(ctx), in_(args.instance.instance(RouteSpace::any)), topo_(*in_.topology) {}
+    BandwidthRun(const BandwidthArgs& args, Context& ctx)
+        : args_(args), ctx_(ctx), limits_{Deadline::after(args.timeout), MemoryBudget::standard()},
+          in_(args.instance.instance(RouteSpace::any)), topo_(*in_.topology) {}
 
     void run() {
         if (in_.model.timing != Timing::hop) throw InputError("bandwidth: the cut bound is for hop timing (rounds multiply capacities)");
@@ -67,6 +69,19 @@ public:
             return;
         }
         find_bound();
+        if (!bound_) {  // a limit stopped the search before its first cut
+            ctx_.print(args_.json ? nlohmann::ordered_json{{"topology", topo_.spec()},
+                                                           {"collective", in_.collective.to_string()},
+                                                           {"bound", nullptr},
+                                                           {"stopped", bound_stopped_},
+                                                           {"schedule", {{"none", "no bound"}}}}
+                                            .dump() + "\n"
+                                      : fmt::format("bandwidth {} on {} ({}), {} processors\nbound: none ({})\nschedule: none\n",
+                                                    in_.collective.to_string(), topo_.spec(), to_string(in_.model), topo_.processors(),
+                                                    bound_stopped_));
+            ctx_.exit_code = 3;
+            return;
+        }
         pack();
         optimal_ = packed_ && packed_->rounds_per_chunk() == bound_->rounds_per_chunk;
         if (packed_ && !args_.output.empty()) write();
@@ -106,7 +121,12 @@ private:
 
     void find_bound() {
         const auto t0 = Clock::now();
-        bound_ = flow_bandwidth_bound(in_);
+        try {
+            bound_ = flow_bandwidth_bound(in_, limits_);
+        } catch (const LimitReached& e) {
+            bound_stopped_ = e.what();
+            return;
+        }
         bound_s_ = since(t0);
         if (!bound_)
             throw InputError(fmt::format("bandwidth: no flow bound for {}: the cut bound by max flow covers allgather, broadcast, "
@@ -134,12 +154,17 @@ private:
             PackingOptions po;
             po.target = bound_->rounds_per_chunk;
             po.outside = outside_;
-            if (by_reversal)  // the allgather's own cut decides its drain
-                if (auto ab = flow_bandwidth_bound(build)) po.outside = cut_outside(*ab, topo_.processors());
+            try {
+                if (by_reversal)  // the allgather's own cut decides its drain
+                    if (auto ab = flow_bandwidth_bound(build, limits_); ab && ab->certificate->stopped.empty())
+                        po.outside = cut_outside(*ab, topo_.processors());
+            } catch (const LimitReached&) {
+            }
             po.chunks = chunks_for(bound_->rounds_per_chunk, args_.max_chunks, po.outside, topo_.processors());
-            po.seconds = args_.timeout;
+            po.limits = limits_;
+            po.stopped = &pack_stopped_;
             packed_ = pack_trees(build, po);
-            if (!packed_) why_ = "the packing stalled or ran out of time";
+            if (!packed_) why_ = pack_stopped_.empty() ? "the packing stalled" : fmt::format("the packing stopped: {}", pack_stopped_);
             if (packed_ && by_reversal) reverse();
         }
         pack_s_ = since(t1);
@@ -149,7 +174,15 @@ private:
         packed_->table = reduce_scatter_from_allgather(packed_->table);
         packed_->steps = packed_->table.steps();
         packed_->rounds = static_cast<Step>(packed_->table.total_rounds());
-        const VerifyReport r = verify_direct(packed_->table);
+        VerifyOptions vo;
+        vo.deadline = limits_.deadline;
+        const VerifyReport r = verify_direct(packed_->table, vo);
+        if (r.verdict() == "unknown") {  // the time ran out in the check: not used
+            pack_stopped_ = "time limit (verifying the reversed table)";
+            why_ = fmt::format("the packing stopped: {}", pack_stopped_);
+            packed_.reset();
+            return;
+        }
         COLLSCHED_ASSERT_MSG(r.holds(), "the reversed packing does not verify as a reduce-scatter");
         packed_->method = "the reversal (time and direction) of the allgather's " + packed_->method;
         packed_->least_rounds = least_rounds(bound_->rounds_per_chunk, packed_->chunks, 1);  // the reversed cut: no drain argued
@@ -184,7 +217,8 @@ private:
                         {"exact", cert.exact},
                         {"relaxations", cert.relaxations},
                         {"max_flows", cert.flows},
-                        {"sinks", cert.sinks}}},
+                        {"sinks", cert.sinks},
+                        {"stopped", cert.stopped.empty() ? nlohmann::json(nullptr) : nlohmann::json(cert.stopped)}}},
                       {"attained", unreachable_.empty() ? nlohmann::json(nullptr) : nlohmann::json(false)},
                       {"unattained_why", unreachable_},
                       {"seconds", bound_s_}};
@@ -196,6 +230,7 @@ private:
                              {"least_rounds_for_chunks", packed_->least_rounds},
                              {"optimal_for_chunks", packed_->rounds == packed_->least_rounds},
                              {"method", packed_->method},
+                             {"stopped", pack_stopped_.empty() ? nlohmann::json(nullptr) : nlohmann::json(pack_stopped_)},
                              {"seconds", pack_s_}};
         else
             j["schedule"] = {{"none", why_}};
@@ -209,8 +244,9 @@ private:
                                     topo_.processors());
         s += fmt::format("bound: R/C >= {} ({:.3f} s)\n  {}\n", bound_->rounds_per_chunk.text(), bound_s_, bound_->detail);
         s += fmt::format("  holds for any route and for routers under replicate=no and yes; {}\n",
-                         cert.exact ? "exact: the largest cut ratio of the model's capacity network"
-                                    : "a lower bound on a relaxed network (see above)");
+                         !cert.stopped.empty() ? "the search stopped at a limit: a larger cut ratio may exist (see above)"
+                         : cert.exact          ? "exact: the largest cut ratio of the model's capacity network"
+                                               : "a lower bound on a relaxed network (see above)");
         if (!unreachable_.empty()) s += fmt::format("  {}\n", unreachable_);
         if (!packed_) return s + fmt::format("schedule: none ({})\n", why_) + (times_ ? time_text() : std::string());
         const double above = 100.0 * (packed_->rounds_per_chunk().value() / bound_->rounds_per_chunk.value() - 1.0);
@@ -225,12 +261,14 @@ private:
                              : fmt::format("above the bound by {:.2f}% (for {} chunks the cut says R >= {})", above, packed_->chunks,
                                            packed_->least_rounds));
         s += fmt::format("  built by {}\n", packed_->method);
+        if (!pack_stopped_.empty()) s += fmt::format("  the packing stopped ({}): the best table so far\n", pack_stopped_);
         if (times_) s += time_text();
         return s;
     }
 
     const BandwidthArgs& args_;
     Context& ctx_;
+    const RunLimits limits_;  ///< --timeout for the whole run; the memory budget (MemoryBudget::standard)
     const SynthInstance in_;
     const Topology& topo_;
     std::optional<BandwidthBound> bound_;
@@ -239,6 +277,7 @@ private:
     std::string unreachable_;    ///< why the bound is attained at no C, or empty
     std::optional<PackedSchedule> packed_;
     std::string why_;  ///< no schedule: why
+    std::string bound_stopped_, pack_stopped_;  ///< the limit that stopped the bound (before any cut) or the packing
     bool optimal_ = false;
     std::optional<TimeBounds> times_;  ///< --size
 };
@@ -259,7 +298,9 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--max-chunks", args->max_chunks, "Largest C the packing tries (C = q, 2q, 3q, 4q for a bound p/q; default 256)")
         ->check(CLI::Range(1u, 65536u));
     cmd->add_flag("--no-packing", args->no_packing, "Only the bound");
-    cmd->add_option("--timeout", args->timeout, "Seconds for the packing (the best schedule so far is kept; default 60, 0 = none)")
+    cmd->add_option("--timeout", args->timeout,
+                    "Seconds for the whole run: the bound's search stops with the best cut so far (a proved bound, perhaps not the "
+                    "largest), the packing with its best schedule so far (default 60, 0 = none)")
         ->check(seconds_option(true));
     cmd->add_option("-o,--output", args->output, "Write the packed schedule (.sched, else a JSON table)")->check(file_option());
     add_size_option(cmd, args->sizes, "--size,--sizes",

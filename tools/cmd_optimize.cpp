@@ -69,6 +69,7 @@ std::string text_report(const SynthInstance& in, const OptimizeResult& r, const 
     s += "search: " + search_line(in, r) + "\n";
     s += "lower bounds (proved by counting):\n";
     for (const Bound& b : r.bounds) s += bound_line(in, b);
+    for (const std::string& x : r.bounds_stopped) s += fmt::format("    (not counted: {})\n", x);
     s += r.known_steps ? fmt::format("known schedule: {} steps ({})\n", *r.known_steps, r.known_source)
                        : r.encoding == EncodingKind::combining
                            ? std::string("known schedule: none (combining: the search climbs from the lower bound)\n")
@@ -173,7 +174,8 @@ bool start_schedule(const SynthInstance& in, const std::string& path, bool json,
 /// checks, the start schedule, the search, the witnesses, the bandwidth end, the report.
 class OptimizeRun {
 public:
-    OptimizeRun(const OptimizeArgs& args, Context& ctx) : args_(args), ctx_(ctx), in_(args.instance.instance(args.solver.route_space(), false)) {}
+    OptimizeRun(const OptimizeArgs& args, Context& ctx)
+        : args_(args), ctx_(ctx), run_(Deadline::after(args.solver.timeout)), in_(args.instance.instance(args.solver.route_space(), false)) {}
 
     void run() {
         if (!args_.time.sizes.empty()) return time_objective();
@@ -245,6 +247,8 @@ private:
 
     void options() {
         opt_ = args_.solver.options();
+        // --timeout counts from the start of the command: reading a machine of 4,096 GPUs takes seconds.
+        opt_.synth.deadline = std::min(opt_.synth.deadline, run_.when());
         opt_.greedy_only = args_.greedy;
         opt_.hierarchical = args_.hierarchical;
         opt_.jobs = args_.jobs;
@@ -270,9 +274,18 @@ private:
 
     /// The other end (issue 27): the least rounds per chunk, proved by its cut, and whether a
     /// tree packing meets it. Only for the unchunked question (a chunked one has its own bound).
+    /// It runs in what is left of --timeout (the search's share is not its own), under the memory budget.
     void bandwidth_end() {
         const SynthInstance& whole = in_;
-        auto b = flow_bandwidth_bound(whole);
+        const RunLimits limits{run_, opt_.synth.memory};
+        std::optional<BandwidthBound> b;
+        try {
+            b = flow_bandwidth_bound(whole, limits);
+        } catch (const LimitReached& e) {
+            bw_["stopped"] = e.what();
+            bw_text_ = fmt::format("bandwidth: not computed ({})\n", e.what());
+            return;
+        }
         if (!b) return;
         bw_["rounds_per_chunk"] = b->rounds_per_chunk.text();
         bw_["detail"] = b->detail;
@@ -285,6 +298,7 @@ private:
         po.outside = whole.collective.kind == CollectiveKind::allgather ? cut_outside(*b, P) : 1;
         po.chunks = chunks_for(b->rounds_per_chunk, 256, po.outside, P);
         po.seconds = opt_.timeout > 0 ? std::min(10.0, opt_.timeout / 4) : 10.0;
+        po.limits = limits;
         if (po.outside >= 2)
             bw_text_ += fmt::format("  not attained at any C: the cut leaves {} processors outside (R >= {} C + {}/{}, the drain rule)\n",
                                     po.outside, b->rounds_per_chunk.text(), po.outside - 1, po.outside);
@@ -327,6 +341,7 @@ private:
 
     const OptimizeArgs& args_;
     Context& ctx_;
+    const Deadline run_;  ///< --timeout from the start: the search and the bandwidth end after it
     SynthInstance in_;
     OptimizeOptions opt_;
     OptimizeResult r_;

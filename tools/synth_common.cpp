@@ -147,6 +147,7 @@ nlohmann::ordered_json result_json(const SynthInstance& in, const OptimizeResult
     for (const Bound& b : r.bounds)
         bounds.push_back({{"steps", b.steps}, {"name", b.name}, {"detail", b.detail}, {"routes", to_string(b.routes)},
                           {"assumes", b.assumes}, {"used", bound_applies(b, in)}});
+    j["bounds_stopped"] = r.bounds_stopped;  // the rules a limit left out
     auto& at = j["attempts"] = nlohmann::ordered_json::array();
     for (const Attempt& a : r.attempts) {
         nlohmann::ordered_json x{{"horizon", a.horizon}, {"answer", to_string(a.answer)}, {"seconds", a.seconds}};

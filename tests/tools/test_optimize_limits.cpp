@@ -5,6 +5,8 @@
 // the benchmark of docs/performance.md, not here.
 #include <doctest/doctest.h>
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 #include "support/budget.hpp"
@@ -154,4 +156,87 @@ TEST_CASE("optimize --hierarchical: a time limit stops the compositions with the
     CHECK(bad.code == 2);
     CHECK(bad.err == "collsched: error: torus:4x4 states no link speeds; hierarchical synthesis finds the boxes as the components of the "
                      "fastest channels of a graph file with \"link_types\" (docs/topologies.md)\n");
+}
+
+// Every command holds --timeout and the memory budget on instances too large to finish (issue
+// 41, section 3): each run below ends within its limit plus a margin for CI's loaded 2-core
+// machine (three times the limit and 2 s more), with the best bounds and schedule it has.
+namespace {
+
+struct Timed {
+    collsched::test::Run r;
+    double seconds = 0;
+};
+
+Timed timed(const std::string& command_line) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Timed t{collsched::test::run_shell(command_line), 0};
+    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return t;
+}
+Timed timed_run(const std::string& args) { return timed(std::string(COLLSCHED_BINARY) + " " + args); }
+
+/// The latest end allowed for a run with a time limit of `limit` seconds.
+double margin(double limit) { return 3 * limit + 2; }
+
+}  // namespace
+
+TEST_CASE("limits: bandwidth's --timeout covers the whole run, the cut search included") {
+    // torus:64x64 allgather: the cut in a second; the packing of 16.7 million deliveries does
+    // not finish in 1 s (it ran 45 s at --timeout 10 before issue 41).
+    auto t = timed_run("bandwidth --topology torus:64x64 --collective allgather --timeout 1 --json");
+    INFO(t.r.err);
+    CHECK(t.r.code == 3);
+    CHECK(t.seconds < margin(1));
+    CHECK(nlohmann::json::parse(t.r.out)["schedule"].contains("none"));
+    CHECK(t.r.out.find("time limit") != std::string::npos);
+    // ring:16384 broadcast: one max flow per processor; the search stops with the least flow so
+    // far, a proved bound (1/2: two disjoint paths reach every processor), and says so.
+    auto b = timed_run("bandwidth --topology ring:16384 --collective broadcast:0 --timeout 1 --json");
+    INFO(b.r.err);
+    CHECK(b.r.code == 3);
+    CHECK(b.seconds < margin(1));
+    auto k = nlohmann::json::parse(b.r.out);
+    CHECK(k["bound"]["rounds_per_chunk"] == "1/2");
+    CHECK(k["bound"]["certificate"]["stopped"] == "time limit");
+    CHECK(k["bound"]["detail"].get<std::string>().find("a larger ratio may exist") != std::string::npos);
+}
+
+TEST_CASE("limits: bandwidth holds the memory budget and refuses a malformed one") {
+    for (const char* env : {"abc", "0"}) {
+        auto r = collsched::test::run_shell("COLLSCHED_MAX_MEMORY_MB=" + std::string(env) + " " + COLLSCHED_BINARY +
+                                            " bandwidth --topology ring:8 --collective allgather");
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find("COLLSCHED_MAX_MEMORY_MB must be a whole number of MiB from 1 to 2^40") != std::string::npos);
+    }
+    // complete:1024: a flow network of a million arcs (about 300 MB) does not fit in 64 MiB: refused
+    // before it is built, exit 3, with the estimate.
+    auto t = timed("COLLSCHED_MAX_MEMORY_MB=64 " + std::string(COLLSCHED_BINARY) + " bandwidth --topology complete:1024 --collective allgather");
+    INFO(t.r.err);
+    CHECK(t.r.code == 3);
+    CHECK(t.r.out.find("bound: none (memory limit: the flow network of") != std::string::npos);
+}
+
+TEST_CASE("limits: optimize --greedy and the least steps on machines too large to finish end at --timeout") {
+    // (torus:64x64: listing its 16.7 million goal pairs for the bounds takes a second that no
+    // poll divides, hence 2 s there.)
+    for (auto [args, limit] : {std::pair{"--greedy --topology torus:64x64 --collective allgather", 2.0},
+                               std::pair{"--topology linear:65534 --collective broadcast:0", 1.0}}) {
+        auto t = timed_run("optimize " + std::string(args) + " --timeout " + std::to_string(limit) + " --json");
+        INFO(args);
+        INFO(t.r.err);
+        CHECK(t.r.code == 3);
+        CHECK(t.seconds < margin(limit));
+        auto j = nlohmann::json::parse(t.r.out);
+        CHECK((j["status"] == "found" || j["status"] == "timeout"));
+    }
+}
+
+TEST_CASE("limits: pareto refuses a size it cannot take before any work, and ends at --timeout") {
+    // hypercube:12 alltoall: 2^24 goal pairs, refused at once (it came after 40 s of counting).
+    auto t = timed_run("pareto --topology hypercube:12 --collective alltoall --timeout 10");
+    CHECK(t.r.code == 2);
+    CHECK(t.r.err.find("16773120 goal pairs") != std::string::npos);
+    CHECK(t.seconds < margin(0));
 }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/table/send_table.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -54,6 +55,9 @@ struct VerifyOptions {
     /// Threads of the direct checker's per-message pass: 0 picks (2 for tables of 2^18 transfers
     /// and more on a machine with 2 or more cores, else 1); the report is the same for any value.
     unsigned threads = 0;
+    /// The direct checker stops here: the properties it has not found violated are then unknown,
+    /// with a note (a schedule whose check did not end is not used). Default: none.
+    Deadline deadline;
 };
 
 struct VerifyReport {

@@ -25,7 +25,7 @@ struct Z3Options {
     std::size_t max_violations = 20;    ///< counterexamples kept per property (all are counted)
     std::uint64_t timeout_ms = 60000;   ///< for the whole run; a query cut off by it is "unknown"
 
-    VerifyOptions verify_options() const { return {fixed_routes, max_violations}; }
+    VerifyOptions verify_options() const { return {fixed_routes, max_violations, 0, {}}; }
 };
 
 /// Proves or refutes every property of `table` (which must be sorted) with Z3. Throws InputError

@@ -32,6 +32,10 @@ namespace collsched {
 
 /// The flow bound of `in`'s collective (chunks ignored: the bound is per datum), or nullopt when
 /// the collective has none here (alltoall, allreduce, scan, custom; wormhole timing).
-std::optional<BandwidthBound> flow_bandwidth_bound(const SynthInstance& in);
+/// `limits`: the flow network's size is estimated first (300 bytes per arc) and refused when it
+/// does not fit what is left of the memory budget (LimitReached); the limits are polled between
+/// max flows, and once reached the search stops with the best cut so far (CutCertificate::stopped:
+/// still a proved bound, perhaps not the largest). One flow at least is always computed.
+std::optional<BandwidthBound> flow_bandwidth_bound(const SynthInstance& in, const RunLimits& limits = {});
 
 }  // namespace collsched

@@ -52,6 +52,9 @@ struct CutCertificate {
     std::vector<std::string> relaxations;    ///< otherwise what was relaxed
     std::uint32_t flows = 0;                 ///< max flows computed
     std::uint32_t sinks = 0;                 ///< processors checked (one per orbit)
+    /// "": the search ended, the ratio is the largest. Else the limit that stopped it ("time
+    /// limit"): the cut is still a cut and its ratio a proved bound, but a larger one may exist.
+    std::string stopped;
 };
 
 /// A proved lower bound on rounds per chunk (R/C) for any number of chunks and steps.

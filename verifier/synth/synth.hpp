@@ -189,8 +189,11 @@ struct Bound {
 /// naming both, for COLLSCHED_ASSERT_MSG(U >= L, bound_above_schedule(...)).
 std::string bound_above_schedule(std::string_view bound, std::string_view schedule);
 /// Every lower bound collsched can prove without a solver (docs/synthesis.md, "Lower bounds"),
-/// also those that hold only on fixed routes; see bound_applies.
-std::vector<Bound> lower_bounds(const SynthInstance&);
+/// also those that hold only on fixed routes; see bound_applies. The rules poll `limits`: a rule
+/// a limit stops is left out (cut counting keeps the cuts it counted), and `stopped` (when given)
+/// receives one line per rule left out ("receptions: time limit (the lower bounds)"); every
+/// bound returned is proved all the same.
+std::vector<Bound> lower_bounds(const SynthInstance&, const RunLimits& limits = {}, std::vector<std::string>* stopped = nullptr);
 /// Why no schedule exists under inject=once (docs/semantics.md): a datum's source sends it once
 /// and every transfer moves it farther from the source, so all its goals must lie on shortest
 /// paths through one neighbour; empty when every datum has such a neighbour (or P > 4096).
@@ -212,16 +215,20 @@ struct KnownSchedule {
 /// With `constructions` false only the papers' algorithms and the greedy are tried (not
 /// collsched's own constructions, e.g. the XOR-invariant total exchange).
 /// The greedy schedules give up (and are left out) once `deadline` has passed.
+/// `memory`: no construction starts once the resident set has reached 90% of it.
 std::optional<KnownSchedule> known_schedule(const SynthInstance&, bool constructions = true,
-                                            std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+                                            std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+                                            const MemoryBudget& memory = {});
 
 /// collsched's constructions by translates (verifier/synth/translate_packing.hpp) alone, on a machine
 /// with a checked translation group: the allgather's spanning tree, the total exchange's
 /// messages of one processor; verified like known_schedule's. Cheap (one quotient of P
 /// elements), so optimize tries it before the greedy and the known schedules; `lower_bound` (a
 /// proven one, 0 if none) lets the seeded runs stop once one meets it.
+/// The table's size is estimated before it is built and refused (nullopt) when it does not fit
+/// what is left of `memory`.
 std::optional<KnownSchedule> translation_schedule(const SynthInstance&, Step lower_bound,
-                                                  std::chrono::steady_clock::time_point deadline);
+                                                  std::chrono::steady_clock::time_point deadline, const MemoryBudget& memory = {});
 
 /// NCCL's ring algorithms on k Hamiltonian cycles that the machine runs at once, one chunk per
 /// ring channel and step within capacities, link groups and ports
@@ -291,6 +298,7 @@ struct OptimizeResult {
     std::string known_source;         ///< where it came from
     std::optional<SendTable> witness; ///< a schedule with upper_bound steps, verified
     std::vector<Bound> bounds;        ///< every static lower bound (those that apply first)
+    std::vector<std::string> bounds_stopped;  ///< the bound rules a limit left out, with the limit
     std::vector<Attempt> attempts;
     EncodingKind encoding = EncodingKind::personal;
     RouteSpace routes = RouteSpace::any;  ///< the route space searched (searched_routes)
@@ -317,6 +325,11 @@ struct OptimizeResult {
 /// that proves nothing by itself).
 std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance&, std::size_t limit = 64,
                                                      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+
+/// The set-up of optimize (bounds, schedules) walks every goal pair: more than `max_goals`
+/// (0: no limit) is refused (InputError) before any work, here and by the callers that run
+/// other work first (pareto).
+void refuse_goal_pairs(const SynthInstance&, std::uint64_t max_goals);
 
 /// The least T between the proven lower bound and the best known schedule: solves horizons
 /// downward from the upper bound; a SAT answer jumps below the witness found, the first UNSAT

@@ -88,9 +88,9 @@ struct RouteJobs {
 /// computed once when first asked for (distances from and to processors, the route jobs).
 class BoundFacts {
 public:
-    explicit BoundFacts(const SynthInstance& instance)
+    BoundFacts(const SynthInstance& instance, const RunLimits& run_limits)
         : in(instance), t(*instance.topology), model(instance.model), kind(encoding_for(instance)), goals(goal_pairs(instance)),
-          P(t.processors()), N(t.nodes()), unique(unique_routes(t)), from_(P), to_(P) {}
+          P(t.processors()), N(t.nodes()), unique(unique_routes(t)), limits(run_limits), from_(P), to_(P) {}
 
     const SynthInstance& in;
     const Topology& t;
@@ -99,21 +99,32 @@ public:
     const std::vector<GoalPair> goals;
     const std::uint32_t P, N;
     const bool unique;  ///< unique_routes(t)
+    RunLimits limits;  ///< the rule's at hand (lower_bounds)
+    std::vector<std::string> stopped;  ///< the rules a limit stopped, with the limit
+
+    /// Throws LimitReached once a limit is reached; read every 4096 calls (rules call it per goal).
+    void poll() {
+        if ((++polls_ & 4095u) == 0) limits.check("the lower bounds");
+    }
 
     bool personal() const { return kind == EncodingKind::personal || kind == EncodingKind::free_route; }
     bool disseminates() const { return kind == EncodingKind::dissemination || kind == EncodingKind::end_to_end; }
     std::string message_name(MessageId m) const { return in.collective.messages(P).name(m); }
 
     /// Hops from processor p to every node, and from every node to p.
+    /// (Each list is kept: N entries per processor asked for, reserved from the memory budget.)
     const std::vector<std::uint32_t>& from(Node p) {
-        if (from_[idx(p)].empty()) from_[idx(p)] = synth::bfs_distances(t, p);
+        if (from_[idx(p)].empty()) from_[idx(p)] = distances(p, false);
         return from_[idx(p)];
     }
     const std::vector<std::uint32_t>& to(Node p) {
-        if (to_[idx(p)].empty()) to_[idx(p)] = synth::bfs_distances_to(t, p);
+        if (to_[idx(p)].empty()) to_[idx(p)] = distances(p, true);
         return to_[idx(p)];
     }
-    std::uint32_t dist(const GoalPair& g) { return from(g.src)[idx(g.dst)]; }
+    std::uint32_t dist(const GoalPair& g) {
+        poll();
+        return from(g.src)[idx(g.dst)];
+    }
 
     const RouteJobs& route_jobs() {
         if (route_jobs_) return *route_jobs_;
@@ -123,6 +134,7 @@ public:
         r.recv.resize(P);
         r.port.resize(P);
         for (const GoalPair& g : goals) {
+            poll();
             auto route = t.route(g.src, g.dst);
             const Step k = static_cast<Step>(route.size());
             if (k > r.far) {
@@ -147,8 +159,15 @@ public:
     }
 
 private:
+    std::vector<std::uint32_t> distances(Node p, bool to_p) {
+        limits.check("the lower bounds: distances");
+        limits.reserve(std::uint64_t{N} * sizeof(std::uint32_t) * 4, "the lower bounds' distances");
+        return to_p ? synth::bfs_distances_to(t, p) : synth::bfs_distances(t, p);
+    }
+
     std::vector<std::vector<std::uint32_t>> from_, to_;
     std::optional<RouteJobs> route_jobs_;
+    std::uint32_t polls_ = 0;
 };
 
 // ---- Assumptions that several rules state ----------------------------------------------------
@@ -346,10 +365,15 @@ public:
         }
     }
 
+    /// Every cut bound counted before a limit: each is proved on its own.
     std::vector<Bound> all() {
-        single_processors();
-        balls();
-        voronoi_halves();
+        try {
+            single_processors();
+            balls();
+            voronoi_halves();
+        } catch (const LimitReached& e) {
+            f_.stopped.push_back(fmt::format("cut counting (the cuts counted before it are kept): {}", e.what()));
+        }
         return std::move(out_);
     }
 
@@ -367,6 +391,7 @@ private:
         if (cut.empty() || machines == 0) return;
         std::vector<Job> jobs;
         for (std::uint32_t gi : which) {
+            f_.poll();
             const GoalPair& g = f_.goals[gi];
             if (!(inside_[idx(g.src)] && !inside_[idx(g.dst)])) continue;
             Step rel = std::numeric_limits<Step>::max(), tail = rel;
@@ -607,12 +632,30 @@ constexpr BoundRule bound_rules[] = {
 
 }  // namespace
 
-std::vector<Bound> lower_bounds(const SynthInstance& in) {
-    BoundFacts f(in);
+std::vector<Bound> lower_bounds(const SynthInstance& in, const RunLimits& limits, std::vector<std::string>* stopped) {
+    // The goal pairs are listed once for every rule (12 bytes each).
+    try {
+        limits.reserve(mul_sat(in.collective.goal_count(in.topology->processors()), 3 * sizeof(GoalPair)), "the lower bounds' goal pairs");
+    } catch (const LimitReached& e) {
+        if (stopped) stopped->push_back(fmt::format("every rule: {}", e.what()));
+        return {};
+    }
+    BoundFacts f(in, limits);
     std::vector<Bound> b;
     for (const BoundRule& rule : bound_rules) {
         if (!rule.applies(f)) continue;
-        for (Bound& x : rule.compute(f)) {
+        std::vector<Bound> computed;
+        // A rule gets half of the time left, so that one long enumeration (cut counting on a
+        // rail of 128 GPUs) leaves time to the rules after it (class counting).
+        f.limits.deadline = limits.deadline.share(0.5);
+        try {
+            limits.check("the lower bounds");
+            computed = rule.compute(f);
+        } catch (const LimitReached& e) {
+            f.stopped.push_back(fmt::format("{}: {}", rule.name, e.what()));
+            continue;
+        }
+        for (Bound& x : computed) {
             std::vector<std::string> as = rule.assumes(f);
             as.insert(as.end(), x.assumes.begin(), x.assumes.end());
             x.assumes = std::move(as);
@@ -623,6 +666,7 @@ std::vector<Bound> lower_bounds(const SynthInstance& in) {
             b.push_back(std::move(x));
         }
     }
+    if (stopped) *stopped = std::move(f.stopped);
     // Those that hold for the search first, each group by steps.
     std::stable_sort(b.begin(), b.end(), [&](const Bound& x, const Bound& y) {
         bool ax = bound_applies(x, in), ay = bound_applies(y, in);

@@ -242,7 +242,10 @@ std::optional<SendTable> greedy_flood(const SynthInstance& in, std::chrono::stea
     // not worth its memory and time (the search then starts without a known schedule).
     if (std::uint64_t{N} * N > 50'000'000) return std::nullopt;
     std::vector<std::vector<std::uint32_t>> dist(N);
-    for (std::uint32_t v = 0; v < N; ++v) dist[v] = synth::bfs_distances(t, Node{v});
+    for (std::uint32_t v = 0; v < N; ++v) {  // N searches of the whole machine: the deadline between them
+        if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+        dist[v] = synth::bfs_distances(t, Node{v});
+    }
     constexpr Step never = std::numeric_limits<Step>::max();
     std::vector<Step> since(M * N, never);      // holders: step after which v holds m
     std::vector<Step> arrived(M * N, never);    // queue-free routers: last arrival step

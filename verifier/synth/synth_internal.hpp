@@ -44,7 +44,8 @@ struct Job {
 Step least_makespan(std::vector<Job> jobs, std::uint32_t cap);
 
 /// Whether `table` (its model set to the instance's) passes the direct checker.
-bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes);
+bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes,
+           std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 /// Greedy list schedules (verifier/synth/synth_greedy.cpp); nullopt when the greedy does not apply or
 /// the deadline passes.

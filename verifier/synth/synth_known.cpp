@@ -27,10 +27,11 @@ namespace collsched {
 
 namespace synth_internal {
 
-bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes) {
+bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes, std::chrono::steady_clock::time_point deadline) {
     table.model = in.model;
     VerifyOptions vo;
     vo.fixed_routes = fixed_routes;
+    vo.deadline = Deadline::at(deadline);
     return verify_direct(table, vo).holds();
 }
 
@@ -454,22 +455,38 @@ std::optional<SendTable> ring_allgather(const SynthInstance& in) {
 }  // namespace
 
 
-std::optional<KnownSchedule> translation_schedule(const SynthInstance& in, Step lower_bound, std::chrono::steady_clock::time_point deadline) {
-    if (in.chunked() || !translation_group(*in.topology)) return std::nullopt;
+namespace {
+
+/// translation_schedule under `limits` (LimitReached).
+std::optional<KnownSchedule> translates(const SynthInstance& in, Step lower_bound, std::chrono::steady_clock::time_point deadline,
+                                        const RunLimits& limits) {
     const EncodingKind k = encoding_for(in);
     const std::string group = translation_group_name(*in.topology);
     if (k == EncodingKind::free_route && in.collective.kind == CollectiveKind::alltoall) {
-        if (auto x = translate_alltoall(in, lower_bound, deadline); x && holds(*x, in, false))
+        if (auto x = translate_alltoall(in, lower_bound, deadline, limits); x && holds(*x, in, false, deadline))
             return KnownSchedule{std::move(*x), fmt::format("translates of one processor's messages under {} (collsched construction, docs/synthesis.md)", group)};
     } else if (k == EncodingKind::dissemination && in.collective.kind == CollectiveKind::allgather) {
-        if (auto p = pack_translates(in, 1, std::max<Step>(lower_bound, 1), deadline); p && holds(p->table, in, false))
+        if (auto p = pack_translates(in, 1, std::max<Step>(lower_bound, 1), deadline, limits); p && holds(p->table, in, false, deadline))
             return KnownSchedule{std::move(p->table), fmt::format("translates of one spanning tree under {} (collsched construction, docs/synthesis.md)", group)};
     }
     return std::nullopt;
 }
 
-std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions,
-                                            std::chrono::steady_clock::time_point deadline) {
+}  // namespace
+
+std::optional<KnownSchedule> translation_schedule(const SynthInstance& in, Step lower_bound, std::chrono::steady_clock::time_point deadline,
+                                                  const MemoryBudget& memory) {
+    if (in.chunked() || !translation_group(*in.topology)) return std::nullopt;
+    const RunLimits limits{Deadline::at(deadline), memory};
+    try {
+        return translates(in, lower_bound, deadline, limits);
+    } catch (const LimitReached&) {  // the table did not fit, or the limits stopped its writing
+        return std::nullopt;
+    }
+}
+
+std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions, std::chrono::steady_clock::time_point deadline,
+                                            const MemoryBudget& memory) {
     EncodingKind k = encoding_for(in);
     if (k == EncodingKind::combining) {
         // The duality's schedule where it applies (docs/synthesis.md, "Reductions by duality"):
@@ -482,7 +499,7 @@ std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constr
         if (left <= 0.05) return std::nullopt;
         o.timeout = std::min(30.0, left / 2);
         ReductionOptimum r = optimize_reduction(in, o);
-        if (!r.witness || !holds(*r.witness, in, false)) return std::nullopt;
+        if (!r.witness || !holds(*r.witness, in, false, deadline)) return std::nullopt;
         const char* what = in.collective.kind == CollectiveKind::allreduce ? "reduce-scatter then allgather"
                            : in.collective.kind == CollectiveKind::reduce  ? "the broadcast reversed"
                                                                            : "the allgather reversed";
@@ -491,40 +508,42 @@ std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constr
     }
     std::vector<KnownSchedule> found;
     const Topology& t = *in.topology;
+    // The constructions without a deadline of their own are not started once it has passed.
+    auto late = [&] { return std::chrono::steady_clock::now() >= deadline || memory.exceeded(0.9); };
     if (k == EncodingKind::personal || k == EncodingKind::free_route) {
-        if (in.collective.kind == CollectiveKind::alltoall && t.family() == Family::bft) {
+        if (in.collective.kind == CollectiveKind::alltoall && t.family() == Family::bft && !late()) {
             try {
                 SendTable s = bft_phase_alltoall(in.topology);
-                if (holds(s, in, true)) found.push_back({std::move(s), "bft_phase_alltoall (Dimakopoulos & Dimopoulos, section 5, eq. 2)"});
+                if (holds(s, in, true, deadline)) found.push_back({std::move(s), "bft_phase_alltoall (Dimakopoulos & Dimopoulos, section 5, eq. 2)"});
             } catch (const InputError&) {
                 // capacity pattern not covered by the built-in algorithm: the greedy below applies
             }
         }
         Step cap = 4 * t.processors() + 4 * t.tree_levels() + 8;
         if (!found.empty()) cap = found.front().table.steps() - 1;
-        if (!constructions) {
-        } else if (auto x = xor_invariant_alltoall(in, cap); x && holds(*x, in, true)) {
+        if (!constructions || late()) {
+        } else if (auto x = xor_invariant_alltoall(in, cap); x && holds(*x, in, true, deadline)) {
             found.push_back({std::move(*x), "XOR-invariant total exchange (collsched construction, docs/synthesis.md)"});
         }
-        if (constructions && k == EncodingKind::free_route) {
-            if (auto x = translation_invariant_alltoall(in); x && holds(*x, in, false))
+        if (constructions && k == EncodingKind::free_route && !late()) {
+            if (auto x = translation_invariant_alltoall(in); x && holds(*x, in, false, deadline))
                 found.push_back({std::move(*x), "translation-invariant total exchange (collsched construction, docs/synthesis.md)"});
-            if (auto x = mirrored_ring_alltoall(in); x && holds(*x, in, false))
+            if (auto x = late() ? std::nullopt : mirrored_ring_alltoall(in); x && holds(*x, in, false, deadline))
                 found.push_back({std::move(*x), "mirrored ring total exchange (collsched construction, docs/synthesis.md)"});
-            if (auto x = direct_alltoall(in); x && holds(*x, in, false))
+            if (auto x = late() ? std::nullopt : direct_alltoall(in); x && holds(*x, in, false, deadline))
                 found.push_back({std::move(*x), "direct total exchange by edge colouring (collsched construction, docs/synthesis.md)"});
         }
-        if (auto g = greedy_personal(in, deadline); g && holds(*g, in, true))
+        if (auto g = greedy_personal(in, deadline); g && holds(*g, in, true, deadline))
             found.push_back({std::move(*g), "greedy first fit, farthest first"});
         if (k == EncodingKind::free_route)
-            if (auto f = greedy_free_route(in, deadline); f && holds(*f, in, false))
+            if (auto f = greedy_free_route(in, deadline); f && holds(*f, in, false, deadline))
                 found.push_back({std::move(*f), "greedy first fit over any route (earliest arrival), farthest first"});
     } else if (k == EncodingKind::dissemination) {
-        if (auto r = ring_allgather(in); r && holds(*r, in, false))
+        if (auto r = late() ? std::nullopt : ring_allgather(in); r && holds(*r, in, false, deadline))
             found.push_back({std::move(*r), "ring algorithm on a Hamiltonian cycle (Dimakopoulos, single-port paper, section 3)"});
-        if (auto g = greedy_flood(in, deadline); g && holds(*g, in, false)) found.push_back({std::move(*g), "greedy flooding, oldest first"});
+        if (auto g = greedy_flood(in, deadline); g && holds(*g, in, false, deadline)) found.push_back({std::move(*g), "greedy flooding, oldest first"});
     } else {
-        if (auto g = greedy_end_to_end(in, deadline); g && holds(*g, in, false)) found.push_back({std::move(*g), "greedy end-to-end sends, nearest first"});
+        if (auto g = greedy_end_to_end(in, deadline); g && holds(*g, in, false, deadline)) found.push_back({std::move(*g), "greedy end-to-end sends, nearest first"});
     }
     if (found.empty()) return std::nullopt;
     std::size_t best = 0;

@@ -47,7 +47,9 @@ public:
 
     OptimizeResult run() {
         refuse_size();
-        res_.bounds = lower_bounds(in_);
+        // The bounds get half of the time left at most: the schedules need the rest.
+        const RunLimits bound_limits{run_deadline_.share(0.5), opt_.synth.memory};
+        res_.bounds = lower_bounds(in_, bound_limits, &res_.bounds_stopped);
         if (std::string why = inject_once_infeasible(in_); !why.empty() || !(why = buffer_rule_infeasible(in_)).empty()) {
             res_.status = OptStatus::infeasible;
             res_.note = std::move(why);
@@ -83,14 +85,7 @@ private:
         return std::move(res_);
     }
 
-    /// The set-up (bounds, schedules) walks every goal pair: refuse sizes it cannot afford.
-    void refuse_size() const {
-        const std::uint64_t goals = in_.collective.goal_count(in_.topology->processors());
-        if (opt_.max_goals > 0 && goals > opt_.max_goals)
-            throw InputError(fmt::format("{} on {} has {} goal pairs; the synthesizer handles at most {} (its bounds and schedules "
-                                         "walk every pair, its encodings hold variables per pair and step)",
-                                         in_.collective.to_string(), in_.topology->spec(), goals, opt_.max_goals));
-    }
+    void refuse_size() const { refuse_goal_pairs(in_, opt_.max_goals); }
 
     /// Chunks and rounds (docs/synthesis.md, "Chunks, rounds and the Pareto frontier"). With
     /// rounds only the distance bound counts steps (the others count capacity per step, which
@@ -157,7 +152,7 @@ private:
         const bool known_ok = !in_.chunked() || (res_.encoding == EncodingKind::combining && !in_.rounds);
         const bool large = in_.topology->processors() > opt_.greedy_from;
         std::optional<KnownSchedule> translated;
-        if (known_ok && opt_.constructions) translated = translation_schedule(in_, res_.lower_bound, run_deadline_.when());
+        if (known_ok && opt_.constructions) translated = translation_schedule(in_, res_.lower_bound, run_deadline_.when(), opt_.synth.memory);
         if (translated && res_.lower_bound > 0 && translated->table.steps() <= res_.lower_bound) {
             adopt(*translated);
             translated.reset();
@@ -168,7 +163,7 @@ private:
         const Deadline known_deadline = !(large && res_.witness) ? run_deadline_
                                         : run_deadline_.none()  ? Deadline::after(30)
                                                                 : run_deadline_.min(Deadline::after(std::max(0.01, run_deadline_.left() / 4)));
-        if (auto k = known_ok && !opt_.greedy_only && !settled_early ? known_schedule(in_, opt_.constructions, known_deadline.when())
+        if (auto k = known_ok && !opt_.greedy_only && !settled_early ? known_schedule(in_, opt_.constructions, known_deadline.when(), opt_.synth.memory)
                                                                      : std::nullopt;
             k && (!res_.upper_bound || k->table.steps() <= *res_.upper_bound))
             adopt(*k);
@@ -346,6 +341,14 @@ private:
 };
 
 }  // namespace
+
+void refuse_goal_pairs(const SynthInstance& in, std::uint64_t max_goals) {
+    const std::uint64_t goals = in.collective.goal_count(in.topology->processors());
+    if (max_goals > 0 && goals > max_goals)
+        throw InputError(fmt::format("{} on {} has {} goal pairs; the synthesizer handles at most {} (its bounds and schedules "
+                                     "walk every pair, its encodings hold variables per pair and step)",
+                                     in.collective.to_string(), in.topology->spec(), goals, max_goals));
+}
 
 OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {
     // Beyond the collective's own limit work in the quotient of a translation group.

@@ -235,7 +235,13 @@ std::vector<BandwidthBound> bandwidth_bounds(const SynthInstance& in, Clock::tim
     const bool personal = in.collective.row().personalized();
     // The largest cut bound over every node set by max flow where the demand is a flow
     // (verifier/synth/bandwidth_bound.hpp); alltoall keeps the enumerated processor sets.
-    if (auto flow = flow_bandwidth_bound(in)) out.push_back(std::move(*flow));
+    // (At the deadline the flows stop with the best cut so far, still a proved bound.)
+    std::optional<BandwidthBound> flow;
+    try {
+        flow = flow_bandwidth_bound(in, RunLimits{Deadline::at(deadline), {}});
+    } catch (const LimitReached&) {
+    }
+    if (flow) out.push_back(std::move(*flow));
     else if (auto cut = enumerated_cut_bound(in, deadline)) out.push_back(std::move(*cut));
 
     if (personal) {
@@ -271,7 +277,7 @@ SynthResult solve_rounds(const SynthInstance& base, Step steps, std::uint32_t ch
 namespace {
 
 /// The bandwidth end of the frontier: the tree packing with C = q, 2q, .. for a bound p/q.
-void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) {
+void add_packed_end(const SynthInstance& in, double seconds, const RunLimits& limits, ParetoResult& res) {
     if (std::string why = packing_problem(in); !why.empty() || res.bounds.empty()) {
         res.packed_note = why.empty() ? "no bandwidth bound" : why;
         return;
@@ -282,11 +288,14 @@ void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) 
     po.outside = in.collective.kind == CollectiveKind::allgather ? cut_outside(res.bounds.front(), P) : 1;
     po.chunks = chunks_for(res.bandwidth_bound, 256, po.outside, P);
     po.seconds = seconds;
+    po.limits = limits;
+    std::string stopped;
+    po.stopped = &stopped;
     // One round per step, as the walk's rows from the least steps (of one-round steps) assume.
     po.merge = false;
     std::optional<PackedSchedule> p = pack_trees(in, po);
     if (!p) {
-        res.packed_note = "the tree packing stalled or ran out of time";
+        res.packed_note = stopped.empty() ? "the tree packing stalled" : "the tree packing stopped: " + stopped;
         return;
     }
     ParetoPoint pt;
@@ -323,19 +332,30 @@ void add_packed_end(const SynthInstance& in, double seconds, ParetoResult& res) 
 /// the least 7 one-round steps). When the merged packing meets the bandwidth bound with fewer
 /// steps than every row, it dominates all of them: it becomes the first row, the only frontier
 /// point known, and the frontier is not complete (fewer steps are not searched).
-void add_merged_end(ParetoResult& res) {
+void add_merged_end(ParetoResult& res, RunLimits limits) {
     if (!res.packed || !res.packed_optimal) return;
+    // A table of fewer than 2^18 transfers merges and verifies in milliseconds: done even past
+    // the deadline (the walk ends at it); a larger one only within the limits.
+    if (res.packed->table.transfers.size() < (std::size_t{1} << 18)) limits = {};
+    else if (limits.reached()) return;
     PackedSchedule m;
     m.table = res.packed->table;
     m.chunks = res.packed->chunks;
     m.steps = res.packed->steps;
     m.rounds = res.packed->rounds;
-    merge_steps(m);
+    try {
+        merge_steps(m, limits);
+    } catch (const LimitReached&) {
+        return;
+    }
     // The first point of the rows: the merged schedule matters only with fewer steps.
     auto first_point = std::find_if(res.rows.begin(), res.rows.end(), [](const ParetoRow& r) { return r.best.has_value(); });
     if (first_point != res.rows.end() && m.steps >= first_point->steps) return;
     if (first_point == res.rows.end() && m.steps >= res.packed->steps) return;
-    const VerifyReport r = verify_direct(m.table);
+    VerifyOptions vo;
+    vo.deadline = limits.deadline;
+    const VerifyReport r = verify_direct(m.table, vo);
+    if (r.verdict() == "unknown") return;  // the deadline stopped the check
     COLLSCHED_ASSERT_MSG(r.holds(), "the merged packed table does not verify");
     ParetoPoint pt;
     pt.steps = m.steps;
@@ -629,6 +649,8 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
         opt.sharing->serve(std::max(1u, opt.jobs), CallRunner(cx).runner());
         return res;
     }
+    // optimize() below would refuse the size after the counting and the automorphisms: before them.
+    refuse_goal_pairs(in, OptimizeOptions{}.max_goals);
     // One deadline for every part of the walk: the counting, the automorphisms, optimize and each solve.
     const Clock::time_point deadline =
         opt.timeout > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.timeout)) : Clock::time_point::max();
@@ -640,7 +662,7 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
                                                                                               : std::vector<std::vector<std::uint32_t>>{}};
 
     // The packing gets at most a quarter of the time limit; the walk the rest.
-    add_packed_end(in, opt.timeout > 0 ? opt.timeout / 4 : 0, res);
+    add_packed_end(in, opt.timeout > 0 ? opt.timeout / 4 : 0, RunLimits{Deadline::at(deadline), opt.synth.memory}, res);
 
     OptimizeOptions oo;
     oo.synth = opt.synth;
@@ -667,7 +689,7 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
     res.first_steps = first;
     const CallRunner calls(cx);
     Walk(in, opt, t0, res, calls).run();
-    add_merged_end(res);
+    add_merged_end(res, RunLimits{Deadline::at(deadline), opt.synth.memory});
     res.seconds = since(t0);
     return res;
 }

@@ -121,8 +121,9 @@ std::uint64_t mix(std::uint64_t a) {
 }
 
 /// One seeded greedy run: the labelled edges of C trees rooted at 0, or nullopt when a step
-/// added nothing or `max_steps` passed.
-std::optional<std::vector<QuotientEdge>> grow(const Quotient& q, std::uint32_t C, Step max_steps, std::uint64_t seed) {
+/// added nothing, `max_steps` passed or the deadline (checked every step).
+std::optional<std::vector<QuotientEdge>> grow(const Quotient& q, std::uint32_t C, Step max_steps, std::uint64_t seed,
+                                              std::chrono::steady_clock::time_point deadline) {
     const std::uint32_t P = q.P, nk = static_cast<std::uint32_t>(q.class_diffs.size());
     constexpr Step never = ~Step{0};
     std::vector<Step> reach(std::size_t{C} * P, never);
@@ -147,7 +148,7 @@ std::optional<std::vector<QuotientEdge>> grow(const Quotient& q, std::uint32_t C
     std::vector<std::uint32_t> added;
     const std::vector<std::uint64_t>& room_of = q.class_room;
     for (Step s = 1; remaining > 0; ++s) {
-        if (s > max_steps) return std::nullopt;
+        if (s > max_steps || std::chrono::steady_clock::now() > deadline) return std::nullopt;
         for (std::size_t b = 0; b < budget.size(); ++b) budget[b] = q.budgets[b].cap;
         added.clear();
         std::vector<std::uint32_t> order = q.class_order;
@@ -247,7 +248,8 @@ std::optional<QuotientTrees> grow_translates(const SynthInstance& in, std::uint3
     // Seeded runs until one reaches the target, 64 in a row find nothing better, or the deadline.
     for (std::uint64_t seed = 0, misses = 0; best_steps > target_steps && misses < 64; ++seed) {
         if (seed > 0 && std::chrono::steady_clock::now() > deadline) break;
-        std::optional<std::vector<QuotientEdge>> e = grow(q, chunks, best_steps == ~Step{0} ? 8 * target_steps + 64 : best_steps - 1, seed);
+        std::optional<std::vector<QuotientEdge>> e =
+            grow(q, chunks, best_steps == ~Step{0} ? 8 * target_steps + 64 : best_steps - 1, seed, deadline);
         if (!e) {
             ++misses;
             continue;
@@ -260,7 +262,7 @@ std::optional<QuotientTrees> grow_translates(const SynthInstance& in, std::uint3
     return QuotientTrees{q.tr, chunks, std::move(*best)};
 }
 
-PackedSchedule expand_translates(const SynthInstance& in, const QuotientTrees& trees) {
+PackedSchedule expand_translates(const SynthInstance& in, const QuotientTrees& trees, const RunLimits& limits) {
     // Lower: datum g follows every tree moved by g.
     const Topology& t = *in.topology;
     const std::uint32_t P = t.processors(), chunks = trees.chunks;
@@ -273,13 +275,17 @@ PackedSchedule expand_translates(const SynthInstance& in, const QuotientTrees& t
         depth[std::size_t{e.tree} * P + e.to] = static_cast<std::uint16_t>(depth[std::size_t{e.tree} * P + e.from] + 1);
         out.depth = std::max<std::uint32_t>(out.depth, depth[std::size_t{e.tree} * P + e.to]);
     }
+    const std::uint64_t transfers = mul_sat(trees.edges.size(), P);
+    limits.reserve(mul_sat(transfers, bytes_per_transfer), fmt::format("the table of {} transfers (the translates)", transfers));
     out.table.transfers.reserve(trees.edges.size() * P);
-    for (std::uint32_t g = 0; g < P; ++g)
+    for (std::uint32_t g = 0; g < P; ++g) {
+        limits.check("writing the translates");
         for (const QuotientEdge& e : trees.edges) {
             const auto c = t.find_channel(Node{trees.group.add(g, e.from)}, Node{trees.group.add(g, e.to)});
             COLLSCHED_ASSERT(c.has_value());
             out.table.transfers.push_back({e.step, *c, ms.broadcast(g, e.tree)});
         }
+    }
     out.chunks = chunks;
     out.table.topology = in.topology;
     out.table.model = in.model;
@@ -291,10 +297,12 @@ PackedSchedule expand_translates(const SynthInstance& in, const QuotientTrees& t
 }
 
 std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
-                                              std::chrono::steady_clock::time_point deadline) {
-    std::optional<QuotientTrees> trees = grow_translates(in, chunks, target_steps, deadline);
+                                              std::chrono::steady_clock::time_point deadline, const RunLimits& limits) {
+    std::optional<QuotientTrees> trees = grow_translates(in, chunks, target_steps, std::min(deadline, limits.deadline.when()));
     if (!trees) return std::nullopt;
-    return expand_translates(in, *trees);
+    RunLimits until = limits;
+    until.deadline = limits.deadline.min(Deadline::at(deadline));
+    return expand_translates(in, *trees, until);
 }
 
 namespace {
@@ -406,7 +414,8 @@ std::optional<std::vector<std::vector<Hop>>> place_messages(const Quotient& q, c
 
 }  // namespace
 
-std::optional<SendTable> translate_alltoall(const SynthInstance& in, Step target_steps, std::chrono::steady_clock::time_point deadline) {
+std::optional<SendTable> translate_alltoall(const SynthInstance& in, Step target_steps, std::chrono::steady_clock::time_point deadline,
+                                            const RunLimits& limits) {
     const Topology& t = *in.topology;
     if (in.collective.kind != CollectiveKind::alltoall || in.collective.chunks != 1 || in.model.ports == Ports::half ||
         in.model.timing != Timing::hop || t.processors() > 4096)
@@ -432,10 +441,15 @@ std::optional<SendTable> translate_alltoall(const SynthInstance& in, Step target
         best = std::move(plan);
     }
     if (!best) return std::nullopt;
+    std::uint64_t hops = 0;
+    for (const auto& h : *best) hops += h.size();
+    const std::uint64_t transfers = mul_sat(hops, q.P);
+    limits.reserve(mul_sat(transfers, bytes_per_transfer), fmt::format("the table of {} transfers (the translates)", transfers));
     // Lower: processor g's message to g + y follows y's hops moved by g.
     TableBuilder b(in.topology, in.model, in.collective);
     const Messages ms(q.P);
-    for (std::uint32_t g = 0; g < q.P; ++g)
+    for (std::uint32_t g = 0; g < q.P; ++g) {
+        limits.check("writing the translates");
         for (std::uint32_t y = 1; y < q.P; ++y) {
             std::uint32_t at = g;
             for (const Hop& h : (*best)[y]) {
@@ -446,6 +460,7 @@ std::optional<SendTable> translate_alltoall(const SynthInstance& in, Step target
                 at = next;
             }
         }
+    }
     return std::move(b).finish();
 }
 

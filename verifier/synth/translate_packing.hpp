@@ -67,16 +67,19 @@ struct QuotientTrees {
 std::optional<QuotientTrees> grow_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
                                              std::chrono::steady_clock::time_point deadline);
 
-/// The table of the trees: P times their edges, one per datum (not verified).
-PackedSchedule expand_translates(const SynthInstance& in, const QuotientTrees& trees);
+/// The table of the trees: P times their edges, one per datum (not verified). Its size is
+/// estimated first (bytes_per_transfer) and the limits are polled while it is written: either
+/// throws LimitReached.
+PackedSchedule expand_translates(const SynthInstance& in, const QuotientTrees& trees, const RunLimits& limits = {});
 
 /// An allgather with `chunks` chunks by translates of one labelled tree set, in at most
 /// `max_steps` steps of one round (tries seeded greedy runs until one reaches `target_steps` or
 /// the deadline); nullopt when the model is not taken (half ports), there is no translation
 /// group, or no run finished within `max_steps` (and under inject=once: a root sends to each of
 /// its children). The table is not yet verified.
+/// `limits` as expand_translates (LimitReached); their deadline counts with `deadline`.
 std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
-                                              std::chrono::steady_clock::time_point deadline);
+                                              std::chrono::steady_clock::time_point deadline, const RunLimits& limits = {});
 
 /// Total exchange by translates of one processor's messages (least steps, one chunk, one round
 /// per step): under the same checked group, processor 0's message to d follows a shortest path
@@ -88,6 +91,8 @@ std::optional<PackedSchedule> pack_translates(const SynthInstance& in, std::uint
 /// until a run reaches `target_steps`, 16 runs in a row find nothing better, or the deadline.
 /// nullopt when the model is not taken (half ports, wormhole timing), there is no translation
 /// group, or P > 4096. The table is not yet verified.
-std::optional<SendTable> translate_alltoall(const SynthInstance& in, Step target_steps, std::chrono::steady_clock::time_point deadline);
+/// `limits`: the table's size is estimated before it is built (LimitReached).
+std::optional<SendTable> translate_alltoall(const SynthInstance& in, Step target_steps, std::chrono::steady_clock::time_point deadline,
+                                            const RunLimits& limits = {});
 
 }  // namespace collsched

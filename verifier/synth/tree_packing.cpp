@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <limits>
 
 #include <fmt/format.h>
@@ -62,8 +61,8 @@ private:
 /// One run of the packing with C chunks per datum.
 class Packer {
 public:
-    Packer(const SynthInstance& in, std::uint32_t chunks, bool spread, std::chrono::steady_clock::time_point deadline)
-        : deadline_(deadline), spread_(spread), in_(in), t_(*in.topology), P_(t_.processors()), C_(chunks),
+    Packer(const SynthInstance& in, std::uint32_t chunks, bool spread, const RunLimits& limits)
+        : limits_(limits), spread_(spread), in_(in), t_(*in.topology), P_(t_.processors()), C_(chunks),
           allgather_(in.collective.kind == CollectiveKind::allgather), K_(allgather_ ? P_ * chunks : chunks),
           sn_(split(capacity_network(t_, in.model))), flow_(sn_.net, sn_.receive), hold_(P_, K_) {
         for (std::size_t i = 0; i < sn_.net.arcs.size(); ++i)
@@ -82,12 +81,13 @@ public:
         std::uint64_t held = K_;
         std::uint32_t depth = 0;
         for (Step s = 1; held < goal; ++s) {
-            if (std::chrono::steady_clock::now() > deadline_) return std::nullopt;
+            limits_.check("the tree packing");
             begin_step();
             // Fill the step by flows until one adds nothing: a unit the chunk choice could not
             // use (its sender's useful chunks all taken by other senders) is given back, and the
             // next flow may route it from another sender.
             for (int pass = 0; pass < 8; ++pass) {
+                if (pass > 0) limits_.check("the tree packing");
                 const std::size_t before = arrivals_.size();
                 if (flow_pass() == 0) break;
                 for (std::uint32_t v = 0; v < P_; ++v)
@@ -272,7 +272,7 @@ private:
 
     bool near(std::uint32_t v, std::uint32_t k) const { return nearby_[std::size_t{v} * hold_.words() + k / 64] >> (k % 64) & 1u; }
 
-    std::chrono::steady_clock::time_point deadline_;
+    const RunLimits& limits_;
     bool spread_;
     const SynthInstance& in_;
     const Topology& t_;
@@ -313,24 +313,32 @@ std::vector<std::uint32_t> chunks_for(const Ratio& bound, std::uint32_t limit, s
     return out;
 }
 
-void merge_steps(PackedSchedule& p) {
+void merge_steps(PackedSchedule& p, const RunLimits& limits) {
     SendTable& t = p.table;
     if (t.transfers.empty() || !t.step_rounds.empty()) return;
     std::uint32_t lo = std::numeric_limits<std::uint32_t>::max(), hi = 0;
     for (const Transfer& x : t.transfers) lo = std::min(lo, idx(x.message)), hi = std::max(hi, idx(x.message));
     const std::uint64_t span = std::uint64_t{hi} - lo + 1;
     if (std::uint64_t{t.topology->nodes()} * span > (std::uint64_t{1} << 27)) return;  // the arrival table would be too large
+    if (!limits.memory.none() && std::uint64_t{t.topology->nodes()} * span * sizeof(Step) > limits.memory.left()) return;
     // arrival[node * span + message - lo]: the step it arrives (0: held from the start or never).
     std::vector<Step> arrival(t.topology->nodes() * span, 0);
+    std::size_t polled = 0;
+    auto poll = [&] {
+        if ((++polled & 0xFFFFu) == 0) limits.check("merging the packed steps");
+    };
     for (const Transfer& x : t.transfers) {
+        poll();
         Step& a = arrival[std::size_t{idx(t.topology->channel(x.channel).to)} * span + (idx(x.message) - lo)];
         if (a == 0) a = x.step;
     }
     // dep[s]: the latest arrival step a transfer of step s relies on.
     const Step S = t.steps();
     std::vector<Step> dep(S + 1, 0);
-    for (const Transfer& x : t.transfers)
+    for (const Transfer& x : t.transfers) {
+        poll();
         dep[x.step] = std::max(dep[x.step], arrival[std::size_t{idx(t.topology->channel(x.channel).from)} * span + (idx(x.message) - lo)]);
+    }
     std::vector<Step> merged(S + 1, 0);
     std::vector<std::uint32_t> rounds;
     Step start = 1;
@@ -366,60 +374,87 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
     if (!packing_problem(in).empty()) return std::nullopt;
     const std::uint32_t P = in.topology->processors();
     std::optional<PackedSchedule> best;
-    const auto deadline = opt.seconds > 0 ? std::chrono::steady_clock::now() +
-                                                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(opt.seconds))
-                                          : std::chrono::steady_clock::time_point::max();
+    RunLimits limits = opt.limits;
+    limits.deadline = limits.deadline.min(Deadline::after(opt.seconds));
+    std::string stopped;
     const bool allgather = in.collective.kind == CollectiveKind::allgather;
     auto keep = [&](std::optional<PackedSchedule> p) {
         if (!p) return false;
         p->rounds = p->steps;  // one round per step until merged
-        if (opt.merge) merge_steps(*p);
-        const VerifyReport r = verify_direct(p->table);
+        if (opt.merge) merge_steps(*p, limits);
+        VerifyOptions vo;
+        vo.deadline = limits.deadline;
+        const VerifyReport r = verify_direct(p->table, vo);
+        if (!r.holds() && r.verdict() == "unknown") throw LimitReached("time limit (verifying the packed table)");
         COLLSCHED_ASSERT_MSG(r.holds(), fmt::format("the packed {} table with {} chunks does not verify: {}", in.collective.to_string(), p->chunks,
                                                     r.violations.empty() ? std::string(r.verdict()) : r.violations.front().detail));
         if (opt.target) p->least_rounds = least_rounds(*opt.target, p->chunks, opt.outside);
         if (!best || p->rounds_per_chunk() < best->rounds_per_chunk()) best = std::move(p);
         return opt.target && best->rounds_per_chunk() == *opt.target;
     };
-    // First the translates of one tree set, when the machine has a translation group: its
-    // quotient has P elements, not P^2 deliveries.
-    if (allgather) {
-        if (const std::optional<std::uint32_t> B = translation_box(*in.topology)) {
-            // The chunk counts by the least R/C the cut allows them (least_rounds(C) / C), so
-            // that the first run that reaches its least rounds is the best of the list.
-            std::vector<std::uint32_t> order = opt.chunks;
-            if (opt.target)
-                std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-                    return Ratio::of(least_rounds(*opt.target, a, opt.outside), a) < Ratio::of(least_rounds(*opt.target, b, opt.outside), b);
-                });
-            for (std::uint32_t C : order) {
-                if (C == 0 || C > max_chunks || std::uint64_t{P} * P * C > opt.max_deliveries) continue;
-                if (std::chrono::steady_clock::now() > deadline) break;
-                SynthInstance one = in;
-                one.collective.chunks = C;
-                const Step target = opt.target ? least_rounds(*opt.target, C, opt.outside) : 1;
-                std::optional<PackedSchedule> p = pack_translates(one, C, target, deadline);
-                if (p) p->method = "translates of one tree set under " + translation_group_name(*in.topology);
-                if (keep(std::move(p))) return best;
-                // Its least rounds reached: no later chunk count of the list can do better.
-                if (opt.target && best && best->chunks == C && best->rounds == best->least_rounds) return best;
+    auto finish = [&] {
+        if (opt.stopped) *opt.stopped = stopped;
+        return std::move(best);
+    };
+    // The table of C chunks has P * K deliveries (K = P C for allgather), estimated before it is
+    // built: a C that does not fit is left out (a smaller one may).
+    auto fits = [&](std::uint32_t C, std::uint64_t more = 0) {
+        const std::uint64_t deliveries = mul_sat(std::uint64_t{P} * C, allgather ? P : 1);
+        try {
+            limits.reserve(add_sat(mul_sat(deliveries, bytes_per_transfer), more),
+                           fmt::format("the packed table of {} chunks ({} deliveries)", C, deliveries));
+            return true;
+        } catch (const LimitReached& e) {
+            stopped = e.what();
+            return false;
+        }
+    };
+    try {
+        // First the translates of one tree set, when the machine has a translation group: its
+        // quotient has P elements, not P^2 deliveries.
+        if (allgather) {
+            if (const std::optional<std::uint32_t> B = translation_box(*in.topology)) {
+                // The chunk counts by the least R/C the cut allows them (least_rounds(C) / C), so
+                // that the first run that reaches its least rounds is the best of the list.
+                std::vector<std::uint32_t> order = opt.chunks;
+                if (opt.target)
+                    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+                        return Ratio::of(least_rounds(*opt.target, a, opt.outside), a) < Ratio::of(least_rounds(*opt.target, b, opt.outside), b);
+                    });
+                for (std::uint32_t C : order) {
+                    if (C == 0 || C > max_chunks || std::uint64_t{P} * P * C > opt.max_deliveries) continue;
+                    limits.check("the tree packing");
+                    if (!fits(C)) continue;
+                    SynthInstance one = in;
+                    one.collective.chunks = C;
+                    const Step target = opt.target ? least_rounds(*opt.target, C, opt.outside) : 1;
+                    std::optional<PackedSchedule> p = pack_translates(one, C, target, limits.deadline.when(), limits);
+                    if (p) p->method = "translates of one tree set under " + translation_group_name(*in.topology);
+                    if (keep(std::move(p))) return finish();
+                    // Its least rounds reached: no later chunk count of the list can do better.
+                    if (opt.target && best && best->chunks == C && best->rounds == best->least_rounds) return finish();
+                }
             }
         }
-    }
-    for (std::uint32_t C : opt.chunks) {
-        if (C == 0 || C > max_chunks) continue;
-        const std::uint64_t deliveries = std::uint64_t{P} * C * (allgather ? P : 1);
-        if (deliveries > opt.max_deliveries) continue;
-        SynthInstance one = in;
-        one.collective.chunks = C;
-        for (bool spread : {true, false}) {
-            if (std::chrono::steady_clock::now() > deadline) return best;
-            std::optional<PackedSchedule> p = Packer(one, C, spread, deadline).run();
-            if (p) p->method = "one max flow per step";
-            if (keep(std::move(p))) return best;
+        for (std::uint32_t C : opt.chunks) {
+            if (C == 0 || C > max_chunks) continue;
+            const std::uint64_t deliveries = std::uint64_t{P} * C * (allgather ? P : 1);
+            if (deliveries > opt.max_deliveries) continue;
+            SynthInstance one = in;
+            one.collective.chunks = C;
+            for (bool spread : {true, false}) {
+                limits.check("the tree packing");
+                // with the flow network: 300 bytes per arc (bandwidth_bound.hpp)
+                if (!fits(C, mul_sat(in.topology->channels().size() + 2 * std::uint64_t{in.topology->nodes()}, 300))) break;
+                std::optional<PackedSchedule> p = Packer(one, C, spread, limits).run();
+                if (p) p->method = "one max flow per step";
+                if (keep(std::move(p))) return finish();
+            }
         }
+    } catch (const LimitReached& e) {
+        stopped = e.what();
     }
-    return best;
+    return finish();
 }
 
 }  // namespace collsched

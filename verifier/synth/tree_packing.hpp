@@ -54,7 +54,18 @@ struct PackingOptions {
     /// Merge consecutive steps into steps of several rounds where no chunk would cross two
     /// channels in one step (merge_steps): the same R with fewer steps S.
     bool merge = true;
+    /// The run's limits (with `seconds`, the earlier deadline counts): every stage polls them (the
+    /// flows of a step, the growing of trees, their expansion, merging and verification), and a
+    /// table's size is estimated before it is built (bytes_per_transfer); a run they stop is left
+    /// out and the best table so far is returned.
+    RunLimits limits;
+    /// When set: receives the limit that stopped a run or the packing ("" when none did).
+    std::string* stopped = nullptr;
 };
+
+/// What one transfer of a packed table costs while it is built, merged and verified (the table,
+/// the merge's arrivals, the checker's regrouping): estimated before a table is built.
+inline constexpr std::uint64_t bytes_per_transfer = 48;
 
 /// The fewest steps the packed table fits in with the same rounds: consecutive one-round steps
 /// become one step of as many rounds while no transfer of a step depends on an arrival inside
@@ -63,8 +74,9 @@ struct PackingOptions {
 /// one-round loads, so the table stays valid; R is unchanged and S drops to at least the depth.
 /// Greedy from the first step: a merged step ends just before the first step with a transfer
 /// whose sender received its chunk inside it, which is the least number of consecutive pieces.
-/// The table is verified again by the caller.
-void merge_steps(PackedSchedule&);
+/// The table is verified again by the caller. Polls `limits` (LimitReached); a merge whose
+/// arrival table does not fit the memory left is not done (the table stays as it is).
+void merge_steps(PackedSchedule&, const RunLimits& limits = {});
 
 /// The least rounds R of any allgather (or broadcast) with C chunks, by a cut S of ratio
 /// b = D(S)/c(S) with m processors outside S: every chunk of the D(S) C that start inside
