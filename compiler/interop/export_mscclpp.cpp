@@ -400,8 +400,8 @@ private:
         plan["num_threads_per_block"] = 1024;
         plan["use_double_scratch_buffer"] = L_.packets;
         plan["buffer_alignment"] = 16;
-        plan["min_message_size"] = 0;
-        plan["max_message_size"] = std::uint64_t(-1);
+        plan["min_message_size"] = opt_.min_message_size;
+        plan["max_message_size"] = opt_.max_message_size;
         return {std::move(plan), max_ops};
     }
 

@@ -35,6 +35,10 @@ struct MscclppOptions {
     /// In place (the default for allgather and allreduce, the two that are correct both ways
     /// here); out of place for alltoall and reduce_scatter.
     bool out_of_place = false;
+    /// The sizes the plan is meant for (`--size-range A..B`; the executor picks a plan by them):
+    /// min_message_size and max_message_size, bytes as MSCCL++ counts the message.
+    std::uint64_t min_message_size = 0;
+    std::uint64_t max_message_size = ~std::uint64_t{0};
 };
 
 /// The plan's JSON text (verified as described above).
