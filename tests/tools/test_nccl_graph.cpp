@@ -54,7 +54,7 @@ TEST_CASE("nccl-graph: NCCL's 8 rings on 2 x 8 GPUs, each entering a box by one 
     CHECK(xml.find("rank=") == std::string::npos);  // every node finds its own GPUs by device
 }
 
-TEST_CASE("nccl-graph: one box has no nets; allreduce's rings (reduce-scatter then allgather) export") {
+TEST_CASE("nccl-graph: one box has no nets, and allreduce's rings (reduce-scatter then allgather) export") {
     const std::string one = convert("schedules/nccl/ring_allgather_dgx_a100.sched");
     CHECK(one.find("<net") == std::string::npos);
     CHECK(one.find("typeinter=\"LOC\"") != std::string::npos);
