@@ -4,7 +4,8 @@
     python3 scripts/machines.py [OUT_DIR]                (default schedules/machines)
     python3 scripts/machines.py --large OUT_DIR          the cluster-scale files (32 .. 128 boxes)
     python3 scripts/machines.py --one FAMILY K OUT.json  one machine: multibox, rail, h100rail,
-                                                         ndv2, boxfattree with K boxes
+                                                         h100nvls, ndv2, boxfattree, railrouters
+                                                         with K boxes
 
 The shipped files are the lines of schedules/machines/commands.txt, each a `collsched machine`
 invocation (tests/tools/test_machine.cpp checks that they reproduce the files byte for byte);
@@ -21,8 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # the legacy family names of --one: the arguments of `collsched machine`
 ONE = {"multibox": "dgx-a100 --network switch --units gpu", "rail": "dgx-a100 --network rail --units gpu",
-       "h100rail": "dgx-h100 --network rail", "ndv2": "ndv2 --network switch",
-       "boxfattree": "dgx-a100 --network fat-tree:2 --units 8"}
+       "h100rail": "dgx-h100 --network rail", "h100nvls": "dgx-h100 --nvls --network rail",
+       "ndv2": "ndv2 --network switch", "boxfattree": "dgx-a100 --network fat-tree:2 --units 8",
+       "railrouters": "dgx-a100 --network rail --units gpu --switches routers"}
 
 
 def machine(args, out):
@@ -49,6 +51,7 @@ def large(out):
     for k in (32, 64, 128):
         one("rail", k, os.path.join(out, f"rail{k}x8.json"))
         one("h100rail", k, os.path.join(out, f"h100rail{k}x8.json"))
+        one("h100nvls", k, os.path.join(out, f"h100nvls{k}x8.json"))
     for k in (32, 64):
         one("multibox", k, os.path.join(out, f"multibox{k}x8.json"))
     one("ndv2", 64, os.path.join(out, "ndv2x64.json"))

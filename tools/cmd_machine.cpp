@@ -24,7 +24,7 @@ struct MachineArgs {
     std::optional<double> nic_gbps;
     std::vector<int> nics_down;
     std::vector<std::string> slow_links;
-    bool list = false;
+    bool list = false, nvls = false;
 };
 
 machines::Fault parse_slow_link(const std::string& s) {
@@ -58,6 +58,7 @@ machines::MachineOptions machine_options(const MachineArgs& a) {
     for (int nic : a.nics_down) o.faults.push_back({nic, "", "", 1});
     for (const auto& s : a.slow_links) o.faults.push_back(parse_slow_link(s));
     o.note = a.note;
+    o.nvls = a.nvls;
     return o;
 }
 
@@ -141,6 +142,9 @@ void add_machine_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--nic-down", a->nics_down, "A NIC down (machine-wide number: box x NICs per box + j); repeatable")
         ->check(count_option(0, 1 << 20));
     cmd->add_option("--slow-link", a->slow_links, "A link at a fraction of its speed: U-V:F (processors, or routers r1.N), e.g. 0-8:0.5; repeatable");
+    cmd->add_flag("--nvls", a->nvls,
+                  "NVLink SHARP: every box's NVSwitch a router (r1.b) that reduces and multicasts, NCCL's nvlsEfficiency "
+                  "(0.85 Hopper, 0.74 Blackwell), joined to each GPU by a channel (type nvls) on the GPU's own links");
     cmd->add_option("--note", a->note, "The file's note (default: a description of the machine; \"\" for none)");
     cmd->add_option("-o,--output", a->output, "Output file (default: standard output)");
     cmd->callback([&ctx, a] { run_machine(*a, ctx); });

@@ -1,5 +1,7 @@
 #include "compiler/formats/export_formats.hpp"
 
+#include "compiler/formats/export_nccl_graph.hpp"
+
 #include <fmt/format.h>
 
 #include "compiler/interop/export_msccl.hpp"
@@ -39,6 +41,8 @@ constexpr OutputFormat formats[] = {
      }},
     {"dsl", ".sched", "the table as a schedule of hops",
      [](const SendTable& t, const ExportOptions& o, fmt::memory_buffer& out, const Flush& flush) { write_table_dsl(t, out, flush, o.file); }},
+    {"nccl-graph", "", "an NCCL graph file (NCCL_GRAPH_FILE) of the table's rings, one channel per ring",
+     [](const SendTable& t, const ExportOptions&, fmt::memory_buffer& out, const Flush& flush) { write_table_nccl_graph(t, out, flush); }},
     {"chakra", "", "Chakra traces per rank for ASTRA-sim, -o DIR/PREFIX; --bytes per message", nullptr,
      [](const SendTable& t, const ExportOptions& o) { return table_to_chakra(t, {o.file, o.bytes}); }, "PREFIX.0.et, PREFIX.1.et, ..."},
 };

@@ -43,6 +43,9 @@ public:
             for (int d : o.network.torus) product *= d;
             if (product != k_) throw InputError(fmt::format("network torus: {} boxes in the torus but --boxes {}", product, k_));
         }
+        if (o.nvls && box.nvls_efficiency <= 0)
+            throw InputError(fmt::format("--nvls: {} has no NVLink SHARP (NVLS is on NVSwitch boxes of Hopper and later: dgx-h100, dgx-h200, "
+                                         "dgx-b200, gb200-nvl72)", box.title));
         if (n_ > 4096) throw InputError(fmt::format("{} GPUs: graph files take at most 4,096 nodes", n_));
         const double pairs = 0.5 * n_ * (n_ - 1);
         if (!routers_ && kind == NetKind::single_switch && pairs > 4e6)
@@ -125,6 +128,7 @@ private:
     void build_groups() {
         const NetKind kind = o_.network.kind;
         type(box_.link_type, {box_.link_alpha_us, unit_gbs(), "GB/s", unit_note()});
+        if (o_.nvls) type("nvls", {box_.link_alpha_us / 2, unit_gbs(), "GB/s", nvls_note()});
         std::vector<Edge> net;
         for (int u = 0; u < n_; ++u) {
             for (int v = u + 1; v < n_; ++v) {
@@ -155,7 +159,25 @@ private:
                 for (auto& e : box_edges(b)) m_.edges.push_back(std::move(e));
             for (auto& e : net) m_.edges.push_back(std::move(e));
         }
+        if (o_.nvls) {  // per box a router r1.b, the NVSwitch, and a channel from each of its GPUs
+            for (int g = 0; g < n_; ++g) m_.edges.push_back(edge(P(g), R(box_of(g)), switch_cap(), "nvls"));
+            m_.routers = k_;
+            add_switch_functions(0);
+        }
         add_groups(kind == NetKind::torus);
+    }
+
+    std::string nvls_note() const {
+        const std::string hop = fmt::format("{} NVLink hop over the two hops GPU-switch-GPU", speed_text(box_.link_alpha_us, "us"));
+        if (o_.units == Units::links) return fmt::format("one {} link into the NVSwitch used for NVLS ({})", box_.link_name, hop);
+        return fmt::format("{} into the NVSwitch used for NVLS, per unit of {} ({})", box_.gpu, switch_cap(), hop);
+    }
+
+    /// The boxes' NVSwitches, routers first .. first + k - 1, reduce and multicast (`--nvls`).
+    void add_switch_functions(int first) {
+        for (int b = 0; b < k_; ++b)
+            m_.switches.push_back({first + b, box_.nvls_efficiency,
+                                   fmt::format("NVSwitch with NVLink SHARP (NVLS); efficiency: NCCL's nvlsEfficiency for {}", box_.nvls_arch)});
     }
 
     /// Groups: per GPU on a switch its out and in groups; per NIC its out and in groups over its
@@ -163,25 +185,31 @@ private:
     void add_groups(bool torus) {
         std::vector<std::vector<int>> local(n_), remote(n_);
         for (const Edge& e : m_.edges) {
+            if (e.u.proc < 0 || e.v.proc < 0) continue;  // a GPU's channel to its NVSwitch (--nvls)
             auto& list = box_of(e.u.proc) == box_of(e.v.proc) ? local : remote;
             list[e.u.proc].push_back(e.v.proc), list[e.v.proc].push_back(e.u.proc);
         }
         const std::string nv = speed_text(unit_gbs(), "GB/s"), ib = speed_text(box_.nic_gbit, "Gbit/s");
         auto channels = [](int g, const std::vector<int>& peers, bool out) {
-            std::vector<std::pair<int, int>> c;
-            for (int o : peers) c.push_back(out ? std::pair(g, o) : std::pair(o, g));
+            std::vector<std::pair<End, End>> c;
+            for (int o : peers) c.push_back(out ? std::pair(P(g), P(o)) : std::pair(P(o), P(g)));
             std::sort(c.begin(), c.end());
+            return c;
+        };
+        // --nvls: a GPU's channel to its box's NVSwitch uses the same links as its direct ones
+        auto with_switch = [&](int g, std::vector<std::pair<End, End>> c, bool out) {
+            if (o_.nvls) c.push_back(out ? std::pair(P(g), R(box_of(g))) : std::pair(R(box_of(g)), P(g)));
             return c;
         };
         for (int g = 0; g < n_; ++g) {
             if (box_.fabric == Fabric::switched) {
                 const int cap = switch_cap();
-                if (remote[g].empty()) {
+                if (remote[g].empty() && !o_.nvls) {
                     m_.groups.push_back({fmt::format("gpu{}.out", g), cap, g, -1, {}, nv});
                     m_.groups.push_back({fmt::format("gpu{}.in", g), cap, -1, g, {}, nv});
                 } else {
-                    m_.groups.push_back({fmt::format("gpu{}.out", g), cap, -1, -1, channels(g, local[g], true), nv});
-                    m_.groups.push_back({fmt::format("gpu{}.in", g), cap, -1, -1, channels(g, local[g], false), nv});
+                    m_.groups.push_back({fmt::format("gpu{}.out", g), cap, -1, -1, with_switch(g, channels(g, local[g], true), true), nv});
+                    m_.groups.push_back({fmt::format("gpu{}.in", g), cap, -1, -1, with_switch(g, channels(g, local[g], false), false), nv});
                 }
             }
             if (!torus && !box_.nic_shared && !remote[g].empty()) {
@@ -193,7 +221,7 @@ private:
         for (int b = 0; b < k_; ++b) {  // a shared NIC: one group over all the box's network channels
             Group out{fmt::format("nic{}.out", b), 1, -1, -1, {}, ib, b}, in{fmt::format("nic{}.in", b), 1, -1, -1, {}, ib, b};
             for (int g = b * per_; g < (b + 1) * per_; ++g)
-                for (int o : remote[g]) out.channels.emplace_back(g, o), in.channels.emplace_back(o, g);
+                for (int o : remote[g]) out.channels.emplace_back(P(g), P(o)), in.channels.emplace_back(P(o), P(g));
             std::sort(out.channels.begin(), out.channels.end());
             std::sort(in.channels.begin(), in.channels.end());
             if (!out.channels.empty()) m_.groups.push_back(std::move(out)), m_.groups.push_back(std::move(in));
@@ -218,6 +246,7 @@ private:
                                        box_.switch_name, switch_cap(), speed_text(gpu_gbs(), "GB/s"), hop,
                                        speed_text(box_.link_alpha_us, "us"))});
             for (int g = 0; g < n_; ++g) m_.edges.push_back(edge(P(g), R(sw_base + box_of(g)), switch_cap(), sw_type));
+            if (o_.nvls) add_switch_functions(sw_base);
         } else {
             type(box_.link_type, {box_.link_alpha_us, unit_gbs(), "GB/s", unit_note()});
             for (int b = 0; b < k_; ++b)
@@ -338,12 +367,11 @@ private:
     void remove_nic(int nic) {
         std::erase_if(m_.edges, [&](const Edge& e) { return e.nic_u == nic || e.nic_v == nic; });
         std::erase_if(m_.groups, [&](const Group& g) { return g.nic == nic; });
-        std::vector<std::pair<int, int>> left;
-        for (const Edge& e : m_.edges)
-            if (e.u.proc >= 0 && e.v.proc >= 0) left.emplace_back(e.u.proc, e.v.proc), left.emplace_back(e.v.proc, e.u.proc);
+        std::vector<std::pair<End, End>> left;
+        for (const Edge& e : m_.edges) left.emplace_back(e.u, e.v), left.emplace_back(e.v, e.u);
         std::sort(left.begin(), left.end());
         for (auto& g : m_.groups)
-            std::erase_if(g.channels, [&](const std::pair<int, int>& c) { return !std::binary_search(left.begin(), left.end(), c); });
+            std::erase_if(g.channels, [&](const std::pair<End, End>& c) { return !std::binary_search(left.begin(), left.end(), c); });
         std::erase_if(m_.groups, [](const Group& g) { return g.out_of < 0 && g.into < 0 && g.channels.empty(); });
     }
 
@@ -394,6 +422,9 @@ private:
                 break;
             }
         }
+        if (o_.nvls)
+            s += fmt::format("; NVLink SHARP: every box's NVSwitch (router r1.b) reduces and multicasts at {:g} of the links' bandwidth",
+                             box_.nvls_efficiency);
         s += routers_ ? "; switches as routers" : "; switches as link groups";
         if (box_.fabric == Fabric::switched)
             s += o_.units == Units::links ? "; capacities count links" : fmt::format("; capacity {} per GPU", switch_cap());

@@ -96,18 +96,21 @@ std::vector<Box> make_families() {
         Box b = nvswitch_box("dgx-h100", "DGX H100", "H100", 8, 18, 25, "NVLink 4", 400, "InfiniBand NDR (ConnectX-7)",
                              "InfiniBand NDR", 63, gen5);
         b.sources = {"NVIDIA H100 datasheet: NVLink 4, 18 links, 900 GB/s", "NVIDIA DGX H100 datasheet: 8 ConnectX-7 NDR 400 Gb/s"};
+        b.nvls_efficiency = 0.85, b.nvls_arch = "Hopper";  // NCCL src/graph/tuning.cc nvlsEfficiency
         rows.push_back(b);
     }
     {
         Box b = nvswitch_box("dgx-h200", "DGX H200", "H200", 8, 18, 25, "NVLink 4", 400, "InfiniBand NDR (ConnectX-7)",
                              "InfiniBand NDR", 63, gen5);
         b.sources = {"NVIDIA H200 datasheet: NVLink 4, 900 GB/s", "NVIDIA DGX H200 datasheet: 8 ConnectX-7 400 Gb/s"};
+        b.nvls_efficiency = 0.85, b.nvls_arch = "Hopper";  // NCCL src/graph/tuning.cc nvlsEfficiency
         rows.push_back(b);
     }
     {
         Box b = nvswitch_box("dgx-b200", "DGX B200", "B200", 8, 18, 50, "NVLink 5", 400, "InfiniBand NDR (ConnectX-7)",
                              "InfiniBand NDR", 63, gen5);
         b.sources = {"NVIDIA DGX B200 datasheet: 8 B200, NVLink 5 1.8 TB/s per GPU (18 links), 8 ConnectX-7 400 Gb/s"};
+        b.nvls_efficiency = 0.74, b.nvls_arch = "Blackwell";  // NCCL src/graph/tuning.cc nvlsEfficiency
         rows.push_back(b);
     }
     {
@@ -115,6 +118,7 @@ std::vector<Box> make_families() {
                              "InfiniBand NDR (ConnectX-7)", "InfiniBand NDR", 63, gen5);
         b.sources = {"NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink domain, 1.8 TB/s per GPU (18 NVLink 5 links)",
                      "NVIDIA DGX SuperPOD with DGX GB200 reference architecture: one ConnectX-7 400 Gb/s per GPU"};
+        b.nvls_efficiency = 0.74, b.nvls_arch = "Blackwell";  // NCCL src/graph/tuning.cc nvlsEfficiency
         rows.push_back(b);
     }
     {

@@ -57,6 +57,10 @@ struct Box {
     double pcie_gbs = 0;
     std::string pcie_name;
     std::vector<std::string> sources;  ///< where the figures come from (printed by --list)
+    /// NVLink SHARP (`--nvls`): the NVSwitch reduces and multicasts at this fraction of the links'
+    /// bandwidth (NCCL's nvlsEfficiency, src/graph/tuning.cc); 0: the box has no NVLS.
+    double nvls_efficiency = 0;
+    std::string nvls_arch;    ///< "Hopper", "Blackwell": the efficiency's row in NCCL
 
     int nics() const { return nic_shared ? 1 : static_cast<int>(nic_gpus.size()); }
 };
@@ -93,12 +97,13 @@ struct MachineOptions {
     int boxes_per_leaf = 4, leaves_per_pod = 4;
     std::vector<Fault> faults;
     std::optional<std::string> note;  ///< "" writes no note
+    bool nvls = false;             ///< per box a router r1.b for the NVSwitch that reduces and multicasts
 };
 
 /// One end of an edge: processor `proc`, or router r1.`router`.
 struct End {
     int proc = -1, router = -1;
-    bool operator==(const End&) const = default;
+    auto operator<=>(const End&) const = default;
 };
 
 struct Edge {
@@ -113,9 +118,16 @@ struct Group {
     std::string name;
     int cap = 1;
     int out_of = -1, into = -1;           ///< all channels out of / into a processor
-    std::vector<std::pair<int, int>> channels;
+    std::vector<std::pair<End, End>> channels;
     std::string bandwidth;
     int nic = -1;                          ///< the NIC this group is (faults)
+};
+
+/// A router that reduces and multicasts (the graph file's "switches", docs/topologies.md).
+struct SwitchFunctions {
+    int router = 0;
+    double efficiency = 1;
+    std::string note;
 };
 
 struct LinkType {
@@ -129,6 +141,7 @@ struct Machine {
     std::vector<LinkType> types;
     std::vector<Edge> edges;
     std::vector<Group> groups;
+    std::vector<SwitchFunctions> switches;
     std::string base_type;                 ///< the compact layout's top-level speed (a type name)
 };
 

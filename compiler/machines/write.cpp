@@ -39,7 +39,7 @@ std::string group_text(const Group& g) {
     } else {
         s += "\"channels\": [";
         for (std::size_t i = 0; i < g.channels.size(); ++i)
-            s += fmt::format("{}[{}, {}]", i ? ", " : "", g.channels[i].first, g.channels[i].second);
+            s += fmt::format("{}[{}, {}]", i ? ", " : "", end_text(g.channels[i].first), end_text(g.channels[i].second));
         s += "]";
     }
     return s + fmt::format(", \"bandwidth\": {}}}", json_quote(g.bandwidth));
@@ -78,6 +78,13 @@ std::string write_machine_json(const Machine& m) {
         for (std::size_t i = 0; i < m.edges.size(); ++i)
             s += (i ? ",\n           " : "") + edge_text(m.edges[i], m.edges[i].type != m.base_type);
         return s + "]}\n";
+    }
+    if (!m.switches.empty()) {
+        s += " \"switches\": [\n";
+        for (std::size_t i = 0; i < m.switches.size(); ++i)
+            s += fmt::format("{}{{\"router\": \"r1.{}\", \"reduce\": true, \"multicast\": true, \"efficiency\": {}, \"note\": {}}}",
+                             i ? ",\n   " : "   ", m.switches[i].router, m.switches[i].efficiency, json_quote(m.switches[i].note));
+        s += "],\n";
     }
     s += " \"edges\": [\n";
     for (std::size_t i = 0; i < m.edges.size(); ++i) s += (i ? ",\n   " : "   ") + edge_text(m.edges[i], true);

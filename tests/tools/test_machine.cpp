@@ -54,7 +54,7 @@ TEST_CASE("machine: every shipped machine is written byte for byte by its line i
         CHECK(r.out == slurp(source("schedules/machines/" + file)));
         ++checked;
     }
-    CHECK(checked == 22);  // every .json in schedules/machines
+    CHECK(checked == 27);  // every .json in schedules/machines
 }
 
 TEST_CASE("machine: Azure NDv4 skeleton completed from --gpu a100 --nic-gbps 200, bandwidths by NCCL's rules") {
@@ -151,6 +151,25 @@ TEST_CASE("machine: bad NCCL topology XML is exit 2 with file:line, and nothing 
     check("nic.xml", slurp(nccl("ndv4-topo.xml")), "--gpu a100 --boxes 2 --network rail",
           "nic.xml:5: the NIC (PCI class 0x02) has no <nic><net speed=...> element");
     check("gpu.xml", slurp(nccl("ndv4-topo.xml")), "--gpu a1000", "--gpu a1000: expected one of v100, a100");
+}
+
+TEST_CASE("machine: --nvls, NVLink SHARP per box: Blackwell's efficiency, routers, refused without NVLS") {
+    auto b = machine_json("dgx-b200 --nvls");
+    REQUIRE(b["switches"].size() == 1);
+    CHECK(b["switches"][0]["efficiency"] == 0.74);
+    CHECK(b["switches"][0]["router"] == "r1.0");
+    CHECK(b["link_types"]["nvls"]["bandwidth"] == "50 GB/s");
+    CHECK(b["groups"][0]["channels"].back() == nlohmann::json::array({0, "r1.0"}));
+    auto r = machine_json("dgx-h100 --nvls --boxes 2 --network rail --switches routers");
+    REQUIRE(r["switches"].size() == 2);  // the boxes' NVSwitch routers, not the rail switches
+    CHECK(r["switches"][1]["router"] == "r1.1");
+    CHECK(r["switches"][1]["efficiency"] == 0.85);
+    auto bad = run("machine dgx-a100 --nvls");
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err.find("DGX A100 has no NVLink SHARP") != std::string::npos);
+    auto none = run("machine dgx-h100");
+    CHECK(none.out.find("\"switches\"") == std::string::npos);
 }
 
 TEST_CASE("machine: families, networks and faults") {

@@ -1,0 +1,63 @@
+/** \file
+ * NCCL graph files (docs/exports.md, "NCCL graph files"): the `<graphs>` XML that stock NCCL reads
+ * from NCCL_GRAPH_FILE instead of searching for channels (NVIDIA/nccl src/graph/search.cc,
+ * ncclTopoGetGraphFromXml; the parser is src/graph/xml.cc ncclTopoGetXmlGraphFromFile).
+ *
+ * A send table exports when its messages travel on rings: every message's hops (processor to
+ * processor, routers passed through) follow one cyclic order of all processors, as ring
+ * allgather, reduce-scatter and allreduce do. Each distinct cycle is one NCCL channel. NCCL holds
+ * one order of a box's GPUs per channel and joins the boxes in rank order, so a cycle exports
+ * when it visits every box once, in increasing box order, with the same order of local GPUs in
+ * every box; the NICs at the channel's ends are those of its first GPU (where the ring enters
+ * the box) and of its last (where it leaves). Boxes are processor_components at a quarter of the
+ * fastest channel (compiler/topology/machine_view.hpp), as the machine view draws them.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/io/table_io.hpp"
+#include "compiler/table/send_table.hpp"
+
+namespace collsched {
+
+/// One ring: a cyclic order of all processors, and how many messages travel on it.
+struct TableRing {
+    std::vector<std::uint32_t> order;  ///< starts at its least processor
+    std::uint64_t messages = 0;
+};
+
+/// The rings the table's messages travel on, in the order of their first message. Throws
+/// InputError naming the first message whose hops are not on one cyclic order of all processors.
+std::vector<TableRing> table_rings(const SendTable& t);
+
+/// A channel of an NCCL graph: the net device it enters by, the local GPUs (CUDA devices) in
+/// order, the net device it leaves by (-1: one box, no net).
+struct NcclChannel {
+    int net_in = -1, net_out = -1;
+    std::vector<std::uint32_t> gpus;
+};
+
+/// What a graph file says (one `<graph>` per pattern, the same channels).
+struct NcclGraph {
+    std::uint32_t boxes = 1, gpus_per_box = 0;
+    std::vector<NcclChannel> channels;
+    double speed_intra = 0, speed_inter = 0;  ///< GB/s per channel (NCCL's bwIntra, bwInter)
+    bool cross_nic = false;
+};
+
+/// The graph of `rings` on the table's machine; InputError saying why a ring has no NCCL form.
+NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>& rings);
+
+/// The `<graphs version="1">` text: graph id 0 (pattern 4, ring) and id 1 (pattern 3, tree: the
+/// same chains, NCCL's trees run a chain inside each box).
+std::string nccl_graph_xml(const NcclGraph& g);
+
+/// `convert --format nccl-graph`: table_rings, nccl_graph_of_rings, nccl_graph_xml.
+void write_table_nccl_graph(const SendTable& t, fmt::memory_buffer& out, const Flush& flush);
+
+}  // namespace collsched
