@@ -1,7 +1,9 @@
 #include "compiler/interop/export_mscclpp.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 
@@ -13,6 +15,7 @@
 #include "compiler/table/partials.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/units.hpp"
 
 namespace collsched {
 
@@ -83,6 +86,7 @@ public:
     std::string run() {
         check_table();
         place();
+        check_size_range();
         // One thread block per chain, up to spread_blocks of them, as MSCCL++'s own plans spread a
         // collective over many blocks (its DSL's examples: 8 to 32 per GPU); more only when a
         // block would pass 64 ops. Fewer ops per block, and blocks that run in parallel.
@@ -118,6 +122,23 @@ private:
         L_.inplace = !opt_.out_of_place && (kind == CollectiveKind::allgather || kind == CollectiveKind::allreduce);
         if (kind == CollectiveKind::reduce_scatter && L_.C % L_.P != 0) refuse(t_, "a reduce_scatter's chunks must be a multiple of P");
         L_.block = kind == CollectiveKind::reduce_scatter ? L_.C / L_.P : L_.C;
+    }
+
+    /// The executor serves a call only when its size S (the input size; allgather: the output)
+    /// lies in [min_message_size, max_message_size] and the input and output are whole multiples of
+    /// 16-byte units per chunk (checkMessageSize, execution_plan.cc:293-308): a range without such
+    /// a size gives a plan that serves nothing.
+    void check_size_range() const {
+        const std::uint64_t lo = opt_.min_bytes, hi = opt_.max_bytes;
+        if (lo > hi) refuse(t_, fmt::format("--size-range {}..{} is empty", lo, hi));
+        const std::uint64_t unit = 16ull * std::uint64_t(L_.i_chunks) * std::uint64_t(opt_.instances) *
+                                   (L_.kind == CollectiveKind::allgather ? std::uint64_t(L_.P) : 1);
+        const std::uint64_t first = lo == 0 ? unit : (lo + unit - 1) / unit * unit;  // the executor takes no empty call
+        if (first < lo || first > hi)
+            refuse(t_, fmt::format("--size-range {}..{} holds no size the plan can serve: the executor takes multiples of {} bytes "
+                                   "({}16-byte units times {} input chunks{})",
+                                   lo, hi, unit, L_.kind == CollectiveKind::allgather ? "the output: " : "", L_.i_chunks * opt_.instances,
+                                   L_.kind == CollectiveKind::allgather ? fmt::format(" times {} GPUs", L_.P) : ""));
     }
 
     Loc work(int g, int c) const {
@@ -400,8 +421,8 @@ private:
         plan["num_threads_per_block"] = 1024;
         plan["use_double_scratch_buffer"] = L_.packets;
         plan["buffer_alignment"] = 16;
-        plan["min_message_size"] = 0;
-        plan["max_message_size"] = std::uint64_t(-1);
+        plan["min_message_size"] = opt_.min_bytes;
+        plan["max_message_size"] = opt_.max_bytes;
         return {std::move(plan), max_ops};
     }
 
@@ -558,6 +579,28 @@ private:
             }
             if (pending_sync) nop();
             while (!ops.empty() && ops.back()["name"] == "nop") ops.erase(ops.size() - 1);
+            if (!LL && w.opt_.handshake) handshake();
+        }
+
+        /// Simple: before anything else, one signal and one wait on every channel of the block
+        /// (relaxed on memory channels, as the DSL's plans open; port channels have no relaxed
+        /// form), then a nop: no put of this launch reaches a peer before the peer's block has
+        /// started this launch, so before the peer's GPU finished the previous one. Both ends of a
+        /// channel do it, so the persistent counters stay balanced. LL needs none (double scratch,
+        /// and flags per launch).
+        void handshake() {
+            if (mem_list.empty() && port_list.empty()) return;
+            json saved = std::move(ops);
+            ops = json::array();
+            std::vector<int> mem(mem_list.size()), port(port_list.size());
+            std::iota(mem.begin(), mem.end(), 0);
+            std::iota(port.begin(), port.end(), 0);
+            sync_ops("rlxsignal", mem, false);
+            sync_ops("signal", port, true);
+            sync_ops("rlxwait", mem, false);
+            sync_ops("wait", port, true);
+            ops.push_back({{"name", "nop"}});
+            for (json& op : saved) ops.push_back(std::move(op));
         }
 
         /// LL: write the packets into the peer's slot (port: stage them locally first).
@@ -683,6 +726,23 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
                                          t.collective.to_string(), t.topology->spec(), have.size(), want.size()));
     }
     return text;
+}
+
+void parse_size_range(const std::string& text, MscclppOptions& opt) {
+    const auto dots = text.find("..");
+    if (dots == std::string::npos)
+        throw InputError(fmt::format("--size-range {}: expected A..B, two sizes such as 1MiB..1GiB (either may be left out)", text));
+    auto side = [&](std::string_view s, std::uint64_t none) -> std::uint64_t {
+        if (s.empty()) return none;
+        std::string why;
+        auto v = support::parse_bytes(s, &why);
+        if (!v || *v != std::floor(*v) || *v >= 18446744073709551616.0)
+            throw InputError(fmt::format("--size-range {}: {} is not a whole number of bytes{}{}", text, s, why.empty() ? "" : ": ", why));
+        return std::uint64_t(*v);
+    };
+    opt.min_bytes = side(std::string_view(text).substr(0, dots), 0);
+    opt.max_bytes = side(std::string_view(text).substr(dots + 2), ~std::uint64_t(0));
+    if (opt.min_bytes > opt.max_bytes) throw InputError(fmt::format("--size-range {}: the range is empty", text));
 }
 
 void write_table_mscclpp(const SendTable& t, const MscclppOptions& opt, fmt::memory_buffer& out, const Flush& flush) {

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <random>
 
 #include <fmt/format.h>
@@ -391,4 +393,87 @@ TEST_CASE("mscclpp export: the hierarchical allreduce on 2 x 8 GPUs talks throug
         CHECK(gpu.port_peers[0] == (gpu.id + 8) % 16);
     }
     round_trip(*t);
+}
+
+TEST_CASE("mscclpp export: --size-range is written as min and max_message_size, a range that serves no size is refused") {
+    Diagnostics diags;
+    auto t = compile_file(source("schedules/chunks/ring_allgather.sched"), {}, {}, diags);
+    REQUIRE(t.has_value());
+    auto j = nlohmann::json::parse(table_to_mscclpp(*t, {}));
+    CHECK(j["min_message_size"] == 0);
+    CHECK(j["max_message_size"] == ~std::uint64_t(0));
+    MscclppOptions opt;
+    parse_size_range("1MiB..1GiB", opt);
+    CHECK(opt.min_bytes == 1048576);
+    CHECK(opt.max_bytes == 1073741824);
+    j = nlohmann::json::parse(table_to_mscclpp(*t, opt));
+    CHECK(j["min_message_size"] == 1048576);
+    CHECK(j["max_message_size"] == 1073741824);
+    parse_size_range("..64KiB", opt);
+    CHECK((opt.min_bytes == 0 && opt.max_bytes == 65536));
+    parse_size_range("4K..", opt);
+    CHECK((opt.min_bytes == 4096 && opt.max_bytes == ~std::uint64_t(0)));
+    for (const char* bad : {"1MiB", "2..1", "x..1", "1.5..2"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(parse_size_range(bad, opt), InputError);
+    }
+    // the ring allgather on 8 GPUs: an allgather's size is its output, 16 bytes x 1 chunk x 8 GPUs a unit
+    const std::uint32_t P = t->topology->processors();
+    opt.min_bytes = 1;
+    opt.max_bytes = 16 * P - 1;
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(*t, opt), doctest::Contains("holds no size the plan can serve"), InputError);
+    opt.max_bytes = 16 * P;
+    CHECK_NOTHROW(table_to_mscclpp(*t, opt));
+    // on the command line: exit 2, nothing written
+    test::Scratch dir("mscclpp_range");
+    const std::string out = dir.file("p.json");
+    auto r = run("compile " + source("schedules/chunks/ring_allgather.sched") + " --format mscclpp --size-range 1GiB..1MiB -o " + out);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--size-range 1GiB..1MiB: the range is empty") != std::string::npos);
+    CHECK(!std::filesystem::exists(out));
+    r = run("compile " + source("schedules/chunks/ring_allgather.sched") + " --format mscclpp --size-range 64KiB..1GiB -o " + out);
+    CHECK(r.code == 0);
+    CHECK(nlohmann::json::parse(test::read_file(out))["min_message_size"] == 65536);
+}
+
+TEST_CASE("mscclpp export: Simple plans open every thread block with a handshake on each of its channels, LL plans none") {
+    Diagnostics diags;
+    auto t = compile_file(source("tests/data/mscclpp/allreduce_hierarchical_2x8.sched"), {}, {}, diags);
+    REQUIRE(t.has_value());
+    for (const char* proto : {"Simple", "LL"}) {
+        CAPTURE(proto);
+        MscclppOptions opt;
+        opt.proto = proto;
+        auto j = nlohmann::json::parse(table_to_mscclpp(*t, opt));
+        int blocks = 0;
+        for (const auto& gpu : j["gpus"])
+            for (const auto& tb : gpu["threadblocks"]) {
+                ++blocks;
+                std::map<std::string, std::size_t> channels, signalled, waited;
+                for (const auto& c : tb["channels"]) channels[c["channel_type"]] = c["channel_ids"].size();
+                std::size_t k = 0;
+                for (; k < tb["ops"].size() && tb["ops"][k]["name"] != "nop"; ++k) {
+                    const auto& op = tb["ops"][k];
+                    const std::string name = op["name"];
+                    (name.find("signal") != std::string::npos ? signalled : waited)[op["channel_type"]] += op["channel_ids"].size();
+                    CHECK((name == "rlxsignal" || name == "rlxwait" || name == "signal" || name == "wait"));
+                    CHECK((op["channel_type"] == "port") == (name == "signal" || name == "wait"));
+                }
+                if (std::string(proto) == "LL") {
+                    CHECK(signalled.empty());
+                    CHECK(waited.empty());
+                } else {
+                    CHECK(k < tb["ops"].size());
+                    CHECK(signalled == channels);
+                    CHECK(waited == channels);
+                }
+            }
+        CHECK(blocks > 16);
+        round_trip(*t, opt);
+    }
+    // without the handshake the plan is one op shorter per signal and wait (MscclppOptions::handshake)
+    MscclppOptions off;
+    off.handshake = false;
+    auto j = nlohmann::json::parse(table_to_mscclpp(*t, off));
+    CHECK(j["gpus"][0]["threadblocks"][0]["ops"][0]["name"] != "rlxsignal");
 }
