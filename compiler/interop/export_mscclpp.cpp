@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/io/export_ranks.hpp"
+#include "compiler/interop/export_mscclpp_switch.hpp"
 #include "compiler/interop/mscclpp_check.hpp"
 #include "compiler/table/partials.hpp"
 #include "support/assert.hpp"
@@ -33,6 +34,22 @@ struct Loc {
 [[noreturn]] void refuse(const SendTable& t, std::string_view why) {
     throw InputError(fmt::format("cannot write an MSCCL++ plan for {} on {}: {}", t.collective.to_string(), t.topology->spec(), why));
 }
+
+}  // namespace
+
+void detail::check_size_range(const SendTable& t, const MscclppOptions& opt, std::uint64_t input_chunks) {
+    const std::uint64_t lo = opt.min_bytes, hi = opt.max_bytes;
+    if (lo > hi) refuse(t, fmt::format("--size-range {}..{} is empty", lo, hi));
+    const bool ag = t.collective.kind == CollectiveKind::allgather;
+    const std::uint64_t P = t.topology->processors(), unit = 16 * input_chunks * (ag ? P : 1);
+    const std::uint64_t first = lo == 0 ? unit : (lo + unit - 1) / unit * unit;  // the executor takes no empty call
+    if (first < lo || first > hi)
+        refuse(t, fmt::format("--size-range {}..{} holds no size the plan can serve: the executor takes multiples of {} bytes "
+                              "({}16-byte units times {} input chunks{})",
+                              lo, hi, unit, ag ? "the output: " : "", input_chunks, ag ? fmt::format(" times {} GPUs", P) : ""));
+}
+
+namespace {
 
 /// One endpoint transfer as the plan carries it.
 struct Move {
@@ -128,18 +145,7 @@ private:
     /// lies in [min_message_size, max_message_size] and the input and output are whole multiples of
     /// 16-byte units per chunk (checkMessageSize, execution_plan.cc:293-308): a range without such
     /// a size gives a plan that serves nothing.
-    void check_size_range() const {
-        const std::uint64_t lo = opt_.min_bytes, hi = opt_.max_bytes;
-        if (lo > hi) refuse(t_, fmt::format("--size-range {}..{} is empty", lo, hi));
-        const std::uint64_t unit = 16ull * std::uint64_t(L_.i_chunks) * std::uint64_t(opt_.instances) *
-                                   (L_.kind == CollectiveKind::allgather ? std::uint64_t(L_.P) : 1);
-        const std::uint64_t first = lo == 0 ? unit : (lo + unit - 1) / unit * unit;  // the executor takes no empty call
-        if (first < lo || first > hi)
-            refuse(t_, fmt::format("--size-range {}..{} holds no size the plan can serve: the executor takes multiples of {} bytes "
-                                   "({}16-byte units times {} input chunks{})",
-                                   lo, hi, unit, L_.kind == CollectiveKind::allgather ? "the output: " : "", L_.i_chunks * opt_.instances,
-                                   L_.kind == CollectiveKind::allgather ? fmt::format(" times {} GPUs", L_.P) : ""));
-    }
+    void check_size_range() const { detail::check_size_range(t_, opt_, std::uint64_t(L_.i_chunks) * std::uint64_t(opt_.instances)); }
 
     Loc work(int g, int c) const {
         if (L_.kind == CollectiveKind::allreduce) return {'o', c};
@@ -706,7 +712,8 @@ std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> table_moveme
 }
 
 std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
-    std::string text = Writer(t, opt).run() + "\n";
+    const bool through_switch = detail::uses_switch_functions(t);
+    std::string text = (through_switch ? detail::switch_plan(t, opt) : Writer(t, opt).run()) + "\n";
     // every export is read back and verified before it is written
     mscclpp::ReadResult read = mscclpp::read_plan(text, "<export>");
     mscclpp::PlanReport rep = mscclpp::check_plan(read);
@@ -715,7 +722,7 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
         throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not verify (a bug in collsched; please report it): {}",
                                      t.collective.to_string(), t.topology->spec(), first));
     }
-    if (opt.instances == 1) {
+    if (opt.instances == 1 && !through_switch) {  // switch ops move nothing the movement report lists; the result check stands
         auto want = table_movement(t);
         std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> have;
         for (const mscclpp::Movement& m : rep.movement) have.emplace_back(m.from, m.to, m.value);

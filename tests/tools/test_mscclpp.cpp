@@ -16,6 +16,7 @@
 
 #include "compiler/interop/export_mscclpp.hpp"
 #include "compiler/core/json_tree.hpp"
+#include "compiler/io/table_io.hpp"
 #include "compiler/lower/lower.hpp"
 #include "compiler/interop/mscclpp_check.hpp"
 #include "compiler/table/partials.hpp"
@@ -24,6 +25,7 @@
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tools/reproduce.hpp"
+#include "verifier/compose/nvls.hpp"
 
 using namespace collsched;
 using collsched::test::run;
@@ -417,12 +419,13 @@ TEST_CASE("mscclpp export: --size-range is written as min and max_message_size, 
         CAPTURE(bad);
         CHECK_THROWS_AS(parse_size_range(bad, opt), InputError);
     }
-    // the ring allgather on 8 GPUs: an allgather's size is its output, 16 bytes x 1 chunk x 8 GPUs a unit
-    const std::uint32_t P = t->topology->processors();
+    // an allgather's size is its output: the unit is 16 bytes x input chunks x GPUs (ring:6, 2 chunks: 192)
+    const std::uint64_t unit = 16 * j["gpus"][0]["input_chunks"].get<std::uint64_t>() * t->topology->processors();
+    CHECK(unit == 192);
     opt.min_bytes = 1;
-    opt.max_bytes = 16 * P - 1;
+    opt.max_bytes = unit - 1;
     CHECK_THROWS_WITH_AS(table_to_mscclpp(*t, opt), doctest::Contains("holds no size the plan can serve"), InputError);
-    opt.max_bytes = 16 * P;
+    opt.max_bytes = unit;
     CHECK_NOTHROW(table_to_mscclpp(*t, opt));
     // on the command line: exit 2, nothing written
     test::Scratch dir("mscclpp_range");
@@ -450,20 +453,22 @@ TEST_CASE("mscclpp export: Simple plans open every thread block with a handshake
             for (const auto& tb : gpu["threadblocks"]) {
                 ++blocks;
                 std::map<std::string, std::size_t> channels, signalled, waited;
-                for (const auto& c : tb["channels"]) channels[c["channel_type"]] = c["channel_ids"].size();
+                for (const auto& c : tb["channels"]) channels[c["channel_type"].get<std::string>()] = c["channel_ids"].size();
                 std::size_t k = 0;
-                for (; k < tb["ops"].size() && tb["ops"][k]["name"] != "nop"; ++k) {
+                for (; k < tb["ops"].size(); ++k) {  // the opening signals and waits, up to the first other op
                     const auto& op = tb["ops"][k];
-                    const std::string name = op["name"];
-                    (name.find("signal") != std::string::npos ? signalled : waited)[op["channel_type"]] += op["channel_ids"].size();
-                    CHECK((name == "rlxsignal" || name == "rlxwait" || name == "signal" || name == "wait"));
-                    CHECK((op["channel_type"] == "port") == (name == "signal" || name == "wait"));
+                    const std::string name = op["name"].get<std::string>();
+                    if (name != "rlxsignal" && name != "rlxwait" && name != "signal" && name != "wait") break;
+                    const std::string type = op["channel_type"].get<std::string>();
+                    (name.find("signal") != std::string::npos ? signalled : waited)[type] += op["channel_ids"].size();
+                    CHECK((type == "port") == (name == "signal" || name == "wait"));
                 }
                 if (std::string(proto) == "LL") {
                     CHECK(signalled.empty());
                     CHECK(waited.empty());
                 } else {
-                    CHECK(k < tb["ops"].size());
+                    REQUIRE(k < tb["ops"].size());
+                    CHECK(tb["ops"][k]["name"] == "nop");
                     CHECK(signalled == channels);
                     CHECK(waited == channels);
                 }
@@ -476,4 +481,63 @@ TEST_CASE("mscclpp export: Simple plans open every thread block with a handshake
     off.handshake = false;
     auto j = nlohmann::json::parse(table_to_mscclpp(*t, off));
     CHECK(j["gpus"][0]["threadblocks"][0]["ops"][0]["name"] != "rlxsignal");
+}
+
+TEST_CASE("mscclpp export: NVLS allreduce and allgather on one DGX H100 box are written with switch channels and verify") {
+    auto topo = Topology::parse("graph:" + source("schedules/machines/dgx_h100_nvls.json"));
+    compose::NvlsPlan nccl;
+    nccl.owner_through_switch = true;
+    struct Case {
+        SendTable t;
+        const char* op;
+    };
+    for (const Case& c : {Case{compose::nvls_allreduce(topo, {1}), "glres"}, Case{compose::nvls_allreduce(topo, {3}), "glres"},
+                          Case{compose::nvls_allreduce(topo, nccl), "glres"}, Case{compose::nvls_allgather(topo, {2}), "gstore"}}) {
+        CAPTURE(c.op);
+        const std::string text = table_to_mscclpp(c.t, {});  // read back and verified inside
+        mscclpp::PlanReport r = check_text(text);
+        CAPTURE(findings(r));
+        CHECK(r.holds());
+        CHECK(r.result_checked);
+        auto j = nlohmann::json::parse(text);
+        std::size_t ops = 0, puts = 0;
+        for (const auto& gpu : j["gpus"]) {
+            bool has_switch = false;
+            for (const auto& ch : gpu["channels"])
+                if (ch["channel_type"] == "switch") {
+                    has_switch = true;
+                    CHECK(ch["rank_groups"][0]["ranks"].size() == 8);
+                    CHECK(ch["buffer_type"] == (std::string(c.op) == "glres" ? "i" : "o"));
+                }
+            CHECK(has_switch);
+            for (const auto& tb : gpu["threadblocks"]) {
+                CHECK(tb["ops"].size() <= 64);
+                CHECK(tb["ops"][0]["name"] == "rlxsignal");
+                for (const auto& op : tb["ops"]) {
+                    ops += op["name"] == c.op;
+                    puts += op["name"] == "put";
+                }
+            }
+        }
+        // one switch op per chunk (allreduce) or per datum's chunk (allgather), no puts
+        CHECK(ops == (std::string(c.op) == "glres" ? table_chunks(c.t) : 8 * table_chunks(c.t)));
+        CHECK(puts == 0);
+    }
+    // what a switch channel cannot say is refused, naming why
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(compose::nvls_reduce_scatter(topo, {1}), {}), doctest::Contains("load-reduce without the multicast"),
+                         InputError);
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(compose::nvls_allreduce(topo, {1}), {.proto = "LL"}), doctest::Contains("written Simple"), InputError);
+    compose::NvlsPlan mixed;
+    mixed.pieces = 4;
+    mixed.direct_period = 2;
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(compose::nvls_allreduce(topo, mixed), {}), doctest::Contains("mixing them with puts"), InputError);
+    // on the command line, and read back by `collsched verify` as holds
+    test::Scratch dir("mscclpp_nvls");
+    const std::string table = dir.file("t.json", table_to_json(compose::nvls_allreduce(topo, {2})));
+    const std::string plan = dir.file("p.json");
+    auto r = run("convert " + table + " --format mscclpp --size-range 1MiB..1GiB -o " + plan);
+    REQUIRE(r.code == 0);
+    r = run("verify " + plan);
+    CHECK(r.code == 0);
+    CHECK(r.out.starts_with("verdict: holds (MSCCL++ plan"));
 }
