@@ -57,22 +57,12 @@ bool uses_switch_functions(const SendTable& t) {
     return false;
 }
 
-std::string switch_plan(const SendTable& t, const MscclppOptions& opt) {
+namespace {
+
+/// Every transfer touches one switch, joined to every GPU both ways: the hops of each message.
+std::map<std::uint32_t, Hops> collect_hops(const SendTable& t, const Messages& ms) {
     const Topology& topo = *t.topology;
-    const CollectiveKind kind = t.collective.kind;
-    const bool reduction = uses_partials(t);
-    if (!(kind == CollectiveKind::allgather && !reduction) && kind != CollectiveKind::allreduce)
-        refuse(t, "through a switch, MSCCL++ plans are written for allreduce (glres) and allgather (gstore); a reduce-scatter would "
-                  "need a load-reduce without the multicast store, which the executor has no op for");
-    if (opt.proto != "Simple") refuse(t, "plans with switch channels are written Simple (the switch's sums have no LL form: glres)");
-    if (opt.instances != 1) refuse(t, "plans with switch channels are written with one instance");
-    if (opt.out_of_place) refuse(t, "plans with switch channels are written in place (the switch reads and writes one buffer)");
-    if (!t.requirements.empty()) refuse(t, "extra requirements have no place in an MSCCL++ buffer layout");
     const std::uint32_t P = topo.processors();
-    const int C = int(table_chunks(t));
-    check_size_range(t, opt, std::uint64_t(C));
-    const Messages ms = t.messages();
-    // every transfer touches one switch, joined to every GPU both ways
     std::optional<Node> sw;
     std::map<std::uint32_t, Hops> hops;
     for (const Transfer& x : t.transfers) {
@@ -91,7 +81,12 @@ std::string switch_plan(const SendTable& t, const MscclppOptions& opt) {
     for (std::uint32_t p = 0; p < P; ++p)
         if (!topo.find_channel(Node{p}, *sw) || !topo.find_channel(*sw, Node{p}))
             refuse(t, fmt::format("GPU {} is not joined both ways to {}: a switch channel's group is every GPU", p, topo.node_name(*sw)));
-    // the ops: per GPU, (chunk) of its glres or gstore
+    return hops;
+}
+
+/// Per GPU, the chunks of its glres (allreduce) or gstore (allgather); refuses any other use of the switch.
+std::vector<std::vector<int>> switch_items(const SendTable& t, const Messages& ms, std::map<std::uint32_t, Hops>& hops, bool reduction, int C) {
+    const std::uint32_t P = t.topology->processors();
     std::vector<std::vector<int>> items(P);
     auto others_once = [&](const std::vector<Hop>& down, std::uint32_t owner, Step after) {
         std::set<std::uint32_t> seen;
@@ -166,6 +161,13 @@ std::string switch_plan(const SendTable& t, const MscclppOptions& opt) {
         }
     }
     if (used != t.transfers.size()) refuse(t, "some transfers through the switch belong to no glres or gstore");
+    return items;
+}
+
+/// The plan's JSON: per GPU, its items over K thread blocks with their channels.
+std::string write_plan(const SendTable& t, const MscclppOptions& opt, const std::vector<std::vector<int>>& items, bool reduction, int C) {
+    const Topology& topo = *t.topology;
+    const std::uint32_t P = topo.processors();
     // thread blocks: the items of a GPU round-robin over K blocks; each block opens with a relaxed
     // handshake on its memory channels to every peer and closes with a signal and wait on them
     const int sync = 2 * int((P - 1 + 7) / 8);  // ops of one signal or wait round
@@ -246,6 +248,25 @@ std::string switch_plan(const SendTable& t, const MscclppOptions& opt) {
     plan["min_message_size"] = opt.min_bytes;
     plan["max_message_size"] = opt.max_bytes;
     return plan.dump(2);
+}
+
+}  // namespace
+
+std::string switch_plan(const SendTable& t, const MscclppOptions& opt) {
+    const CollectiveKind kind = t.collective.kind;
+    const bool reduction = uses_partials(t);
+    if (!(kind == CollectiveKind::allgather && !reduction) && kind != CollectiveKind::allreduce)
+        refuse(t, "through a switch, MSCCL++ plans are written for allreduce (glres) and allgather (gstore); a reduce-scatter would "
+                  "need a load-reduce without the multicast store, which the executor has no op for");
+    if (opt.proto != "Simple") refuse(t, "plans with switch channels are written Simple (the switch's sums have no LL form: glres)");
+    if (opt.instances != 1) refuse(t, "plans with switch channels are written with one instance");
+    if (opt.out_of_place) refuse(t, "plans with switch channels are written in place (the switch reads and writes one buffer)");
+    if (!t.requirements.empty()) refuse(t, "extra requirements have no place in an MSCCL++ buffer layout");
+    const int C = int(table_chunks(t));
+    check_size_range(t, opt, std::uint64_t(C));
+    const Messages ms = t.messages();
+    auto hops = collect_hops(t, ms);
+    return write_plan(t, opt, switch_items(t, ms, hops, reduction, C), reduction, C);
 }
 
 }  // namespace collsched::detail
