@@ -313,6 +313,29 @@ LinkSpeed channel_speed(const Topology& topo, ChannelId c, const TimeOptions& op
     return topo.speed(c);
 }
 
+double datum_bytes(CollectiveKind k, std::uint32_t processors, double size) {
+    switch (k) {
+        case CollectiveKind::allgather:
+        case CollectiveKind::alltoall:
+        case CollectiveKind::gather:
+        case CollectiveKind::scatter: return processors > 0 ? size / processors : size;
+        default: return size;
+    }
+}
+
+double bus_factor(CollectiveKind k, std::uint32_t processors) {
+    const double P = processors, share = processors > 0 ? (P - 1) / P : 1;
+    switch (k) {
+        case CollectiveKind::allreduce: return 2 * share;
+        case CollectiveKind::allgather:
+        case CollectiveKind::reduce_scatter:
+        case CollectiveKind::alltoall:
+        case CollectiveKind::gather:
+        case CollectiveKind::scatter: return share;
+        default: return 1;
+    }
+}
+
 double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt) {
     if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap;
     return topo.group_bandwidth(g);
@@ -323,7 +346,7 @@ double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt
 double synchronous_time(const SendTable& t, const TimeOptions& opt, std::vector<double>* step_seconds) {
     const Topology& topo = *t.topology;
     const Messages ms = t.messages();
-    const double chunk = opt.size / t.collective.chunks;
+    const double chunk = datum_bytes(t.collective.kind, topo.processors(), opt.size) / t.collective.chunks;
     std::vector<double> chan(topo.channels().size(), 0.0), group(topo.groups().size(), 0.0);
     std::vector<std::uint32_t> used;
     double total = 0;
@@ -359,7 +382,8 @@ TimePrediction predict_time(const SendTable& t, const TimeOptions& opt) {
     COLLSCHED_ASSERT(t.is_sorted());
     TimePrediction p;
     p.size = opt.size;
-    p.chunk_bytes = opt.size / t.collective.chunks;
+    p.datum_bytes = datum_bytes(t.collective.kind, t.topology->processors(), opt.size);
+    p.chunk_bytes = p.datum_bytes / t.collective.chunks;
     p.synchronous = synchronous_time(t, opt, &p.step_seconds);
     AsyncRun(t, opt, p).run();
     return p;
@@ -375,6 +399,7 @@ std::string timeline_json(const SendTable& t, const TimePrediction& p, const Tim
     j["topology"] = topo.spec();
     j["collective"] = t.collective.to_string();
     j["size_bytes"] = p.size;
+    j["datum_bytes"] = p.datum_bytes;
     j["chunk_bytes"] = p.chunk_bytes;
     j["synchronous_s"] = p.synchronous;
     j["asynchronous_s"] = p.asynchronous;

@@ -30,8 +30,19 @@
 
 namespace collsched {
 
+/// The size of a collective as NCCL and nccl-tests count it (docs/time.md, "Sizes"): the buffer
+/// of one rank for allreduce, broadcast, reduce and scan, the output of allgather and gather, the
+/// input of reduce_scatter, alltoall and scatter. The bytes of one datum of the table (b(s),
+/// m(s,d), a(s)) at that size: size / P where the buffer holds one datum per processor
+/// (allgather, alltoall, gather, scatter), else size (a reduce_scatter's value a(s) is the whole
+/// input of s, its blocks are chunks).
+double datum_bytes(CollectiveKind, std::uint32_t processors, double size);
+/// nccl-tests' bus bandwidth factor (busbw = algbw x factor, algbw = size / time): allreduce
+/// 2(P-1)/P; allgather, reduce_scatter, alltoall, gather and scatter (P-1)/P; others 1.
+double bus_factor(CollectiveKind, std::uint32_t processors);
+
 struct TimeOptions {
-    double size = 0;  ///< M: bytes per datum (a chunk is M / C)
+    double size = 0;  ///< M: the collective's size as NCCL counts it (datum_bytes gives a datum; a chunk is a datum / C)
     /// Replaces every speed of the topology: each channel and group gets this alpha and
     /// cap * unit_bandwidth (`--link "500 ns, 50 GB/s"`).
     std::optional<LinkSpeed> uniform_unit;
@@ -45,8 +56,9 @@ struct TransferTime {
 };
 
 struct TimePrediction {
-    double size = 0;         ///< M
-    double chunk_bytes = 0;  ///< M / C
+    double size = 0;         ///< M, the collective's size (NCCL's)
+    double datum_bytes = 0;  ///< one datum at M (datum_bytes())
+    double chunk_bytes = 0;  ///< a datum / C
     double synchronous = 0;  ///< seconds
     double asynchronous = 0;
     std::vector<double> step_seconds;     ///< synchronous: the length of steps 1..T

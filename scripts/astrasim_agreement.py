@@ -8,7 +8,7 @@ alltoalls on ring:N and complete:N, 8 to 64 NPUs) it exports the table as Chakra
 ASTRA-sim's network file (`collsched convert --format chakra`, the topology's link speed),
 runs ASTRA-sim's analytical congestion-aware backend, takes the largest "sys[i] finished, N
 cycles" over all ranks (every rank must finish: ASTRA-sim exits 0 with ranks stuck), and
-compares it with `collsched simulate --size B --json` (time.sizes[0].asynchronous_s). Exit 0
+compares it with `collsched simulate --size S --json` (time.sizes[0].asynchronous_s; S is NCCL's size whose datum is B). Exit 0
 when every schedule agrees within the tolerance, 1 otherwise, 77 (skipped) when no ASTRA-sim
 binary is given (--astrasim or the environment variable COLLSCHED_ASTRASIM), 2 bad usage.
 """
@@ -83,7 +83,11 @@ def main():
             print(f'{name}: simulate failed: {s.stderr.strip()}')
             bad += 1
             continue
-        ours = json.loads(s.stdout)['time']['sizes'][0]['asynchronous_s'] * 1e9
+        row = json.loads(s.stdout)['time']['sizes'][0]
+        if row['datum_bytes'] != a.bytes:  # --size is NCCL's (docs/time.md "Sizes"): P data for an allgather; one datum is --bytes
+            s = run([a.collsched, 'simulate', path, *dargs, '--size', str(a.bytes * a.bytes / row['datum_bytes']), '--json'])
+            row = json.loads(s.stdout)['time']['sizes'][0]
+        ours = row['asynchronous_s'] * 1e9
         x = run([a.astrasim, f'--workload-configuration={prefix}.workload', f'--system-configuration={prefix}.system.json',
                  f'--network-configuration={prefix}.network.yml', f'--remote-memory-configuration={prefix}.memory.json',
                  f'--logging-folder={prefix}.log'], cwd=work)

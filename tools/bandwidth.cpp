@@ -108,9 +108,11 @@ void add_alpha_beta_options(CLI::App* cmd, AlphaBeta& ab) {
     cmd->add_option("--alpha", ab.alpha, "Alpha-beta time: the latency of a step")->check(nonneg);
     cmd->add_option("--beta", ab.beta, "Alpha-beta time: the time per unit of data on a link")->check(nonneg);
     add_size_option(cmd, ab.sizes, "--size",
-                    "The buffer size M of one datum (a chunk is M/C): prints the predicted time on the topology's link speeds, "
-                    "synchronous and asynchronous (docs/time.md); 1M, 4KiB, 1K..1G (doubling) or a list 1K,1M; with --alpha and "
-                    "--beta also the alpha-beta time S*alpha + R*(M/C)*beta");
+                    "The collective's size M as NCCL counts it (allreduce: one rank's buffer; allgather: the output; "
+                    "reduce_scatter and alltoall: one rank's input; docs/time.md, \"Sizes\"): prints the predicted time on the "
+                    "topology's link speeds, synchronous and asynchronous, with nccl-tests' algbw and busbw; 1M, 4KiB, 1K..1G "
+                    "(doubling) or a list 1K,1M; with --alpha and --beta also the alpha-beta time S*alpha + R*(D/C)*beta (D: "
+                    "one datum's bytes at M)");
     add_link_option(cmd, ab.link);
 }
 
@@ -121,9 +123,11 @@ std::string bandwidth_text(const SendTable& t, const AlphaBeta& ab, std::optiona
     const BandwidthCost c = bandwidth_cost(t, steps.value_or(t.steps()));
     std::string out = fmt::format("bandwidth: S = {}, R = {}, C = {}, R/C = {} rounds per chunk\n", support::count_of(c.steps, "step"),
                                   support::count_of(c.rounds, "round"), support::count_of(c.chunks, "chunk"), c.fraction());
-    if (ab.alpha_beta())
-        out += fmt::format("alpha-beta time: S*alpha + R*(M/C)*beta = {}*{} + {}*({}/{})*{} = {}\n", c.steps, *ab.alpha, c.rounds,
-                           ab.sizes[0], c.chunks, *ab.beta, c.time(*ab.alpha, *ab.beta, ab.sizes[0]));
+    if (ab.alpha_beta()) {
+        const double d = datum_bytes(t.collective.kind, t.topology->processors(), ab.sizes[0]);
+        out += fmt::format("alpha-beta time: S*alpha + R*(D/C)*beta = {}*{} + {}*({}/{})*{} = {} (D = {} bytes per datum at size {})\n", c.steps,
+                           *ab.alpha, c.rounds, d, c.chunks, *ab.beta, c.time(*ab.alpha, *ab.beta, d), d, ab.sizes[0]);
+    }
     return out;
 }
 
@@ -139,20 +143,16 @@ void add_bandwidth_json(nlohmann::ordered_json& j, const SendTable& t, const Alp
         b["alpha"] = *ab.alpha;
         b["beta"] = *ab.beta;
         b["size"] = ab.sizes[0];
-        b["time"] = c.time(*ab.alpha, *ab.beta, ab.sizes[0]);
+        b["datum_bytes"] = datum_bytes(t.collective.kind, t.topology->processors(), ab.sizes[0]);
+        b["time"] = c.time(*ab.alpha, *ab.beta, b["datum_bytes"].get<double>());
     }
     j["bandwidth"] = b;
 }
 
-double nccl_bytes(const SendTable& t, double size) {
-    switch (t.collective.kind) {
-        case CollectiveKind::allgather:
-        case CollectiveKind::alltoall:
-        case CollectiveKind::reduce_scatter:
-        case CollectiveKind::gather:
-        case CollectiveKind::scatter: return size * t.topology->processors();
-        default: return size;
-    }
+double algbw(double size, double seconds) { return seconds > 0 ? size / seconds : 0; }
+
+double busbw(const SendTable& t, double size, double seconds) {
+    return algbw(size, seconds) * bus_factor(t.collective.kind, t.topology->processors());
 }
 
 std::string speeds_text(const Topology& topo, const std::optional<LinkSpeed>& link) {
@@ -175,12 +175,12 @@ std::string speeds_text(const Topology& topo, const std::optional<LinkSpeed>& li
 std::string time_text(const SendTable& t, const AlphaBeta& ab) {
     if (ab.sizes.empty()) return "";
     std::string out = fmt::format("predicted time (docs/time.md); {}:\n", speeds_text(*t.topology, ab.link));
-    out += fmt::format("  {:<10}  {:>12}  {:>12}  {:>14}\n", "size", "synchronous", "asynchronous", "algbw (async)");
+    out += fmt::format("  {:<10}  {:>12}  {:>12}  {:>14}  {:>14}\n", "size", "synchronous", "asynchronous", "algbw (async)", "busbw (async)");
     for (double m : ab.sizes) {
         TimePrediction p = predict_time(t, ab.time_options(m));
-        const double algbw = p.asynchronous > 0 ? nccl_bytes(t, m) / p.asynchronous : 0;
-        out += fmt::format("  {:<10}  {:>12}  {:>12}  {:>14}\n", support::format_bytes(m), support::format_seconds(p.synchronous),
-                           support::format_seconds(p.asynchronous), support::format_bandwidth(algbw));
+        out += fmt::format("  {:<10}  {:>12}  {:>12}  {:>14}  {:>14}\n", support::format_bytes(m), support::format_seconds(p.synchronous),
+                           support::format_seconds(p.asynchronous), support::format_bandwidth(algbw(m, p.asynchronous)),
+                           support::format_bandwidth(busbw(t, m, p.asynchronous)));
     }
     return out;
 }
@@ -193,9 +193,11 @@ void add_time_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBet
     for (double m : ab.sizes) {
         TimePrediction p = predict_time(t, ab.time_options(m));
         arr.push_back({{"size", m},
+                       {"datum_bytes", p.datum_bytes},
                        {"synchronous_s", p.synchronous},
                        {"asynchronous_s", p.asynchronous},
-                       {"algbw_Bps", p.asynchronous > 0 ? nccl_bytes(t, m) / p.asynchronous : 0.0}});
+                       {"algbw_Bps", algbw(m, p.asynchronous)},
+                       {"busbw_Bps", busbw(t, m, p.asynchronous)}});
     }
     j["time"] = tj;
 }

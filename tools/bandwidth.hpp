@@ -53,17 +53,18 @@ std::string bandwidth_text(const SendTable& t, const AlphaBeta& ab, std::optiona
 /// "time"]} when shows_bandwidth.
 void add_bandwidth_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBeta& ab, std::optional<Step> steps = std::nullopt);
 
-/// The bytes nccl-tests counts as a collective's size for its algorithm bandwidth: P*M for
-/// allgather, alltoall, reduce_scatter and gather and scatter; M otherwise.
-double nccl_bytes(const SendTable& t, double size);
+/// nccl-tests' algorithm and bus bandwidth of a collective of `size` bytes (NCCL's size, docs/time.md
+/// "Sizes") that takes `seconds`: size / seconds, and that times bus_factor (runtime/timing.hpp).
+double algbw(double size, double seconds);
+double busbw(const SendTable& t, double size, double seconds);
 /// One line on where the speeds come from: "link speeds: graph file (alpha 0.7 .. 3 us,
 /// 25 .. 300 GB/s per channel)".
 std::string speeds_text(const Topology& topo, const std::optional<LinkSpeed>& link);
 /// The predicted times for every size of `ab` (empty when no size was given):
-/// "predicted time (docs/time.md) ...\n  size  synchronous  asynchronous  algbw\n ...".
+/// "predicted time (docs/time.md) ...\n  size  synchronous  asynchronous  algbw  busbw\n ...".
 std::string time_text(const SendTable& t, const AlphaBeta& ab);
-/// Adds "time": {"link_speeds", "sizes": [{"size", "synchronous_s", "asynchronous_s",
-/// "algbw_Bps"}]} when a size was given.
+/// Adds "time": {"link_speeds", "sizes": [{"size", "datum_bytes", "synchronous_s", "asynchronous_s",
+/// "algbw_Bps", "busbw_Bps"}]} when a size was given.
 void add_time_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBeta& ab);
 
 }  // namespace collsched::tools

@@ -14,6 +14,9 @@
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/synth_common.hpp"
+#include "tools/bandwidth.hpp"
+#include "tools/time_objective.hpp"
+#include "support/units.hpp"
 #include "verifier/synth/bandwidth_bound.hpp"
 #include "verifier/synth/tree_packing.hpp"
 
@@ -36,6 +39,8 @@ struct BandwidthArgs {
     bool no_packing = false;
     double timeout = 60;
     bool json = false;
+    std::vector<double> sizes;  ///< --size: the proved lower bound on time (and the packing's time) at each
+    std::optional<LinkSpeed> link;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -50,6 +55,17 @@ public:
 
     void run() {
         if (in_.model.timing != Timing::hop) throw InputError("bandwidth: the cut bound is for hop timing (rounds multiply capacities)");
+        if (!args_.sizes.empty()) times_ = time_bounds(topo_, in_.collective, in_.model, args_.link);
+        if (times_ && !flow_bandwidth_bound(in_)) {  // allreduce, alltoall: the bound on time alone
+            ctx_.print(args_.json ? nlohmann::ordered_json{{"topology", topo_.spec()}, {"collective", in_.collective.to_string()},
+                                                           {"model", to_string(in_.model)}, {"bound", nullptr}, {"time", time_json()}}
+                                            .dump() + "\n"
+                                  : fmt::format("bandwidth {} on {} ({}), {} processors: no cut bound on R/C here; the bound on time:\n{}",
+                                                in_.collective.to_string(), topo_.spec(), to_string(in_.model), topo_.processors(),
+                                                bound_lines(*times_, args_.sizes)));
+            ctx_.exit_code = 3;
+            return;
+        }
         find_bound();
         pack();
         optimal_ = packed_ && packed_->rounds_per_chunk() == bound_->rounds_per_chunk;
@@ -60,6 +76,34 @@ public:
     }
 
 private:
+    /// The bound on time at each size, and the packed schedule's predicted time and gap there.
+    nlohmann::ordered_json time_json() const {
+        nlohmann::ordered_json a = nlohmann::ordered_json::array();
+        for (double m : args_.sizes) {
+            const TimeBound b = evaluate(*times_, m);
+            nlohmann::ordered_json x{{"size_bytes", m}, {"time_lower_bound_s", b.seconds}, {"time_bound", bound_json(*times_, b)}};
+            if (packed_) {
+                const double t = predict_time(packed_->table, TimeOptions{m, args_.link}).asynchronous;
+                const std::string bad = bound_violation(b, *times_, t, "the packed schedule");
+                COLLSCHED_ASSERT_MSG(bad.empty(), bad);
+                x["predicted_time_s"] = t;
+                x["gap_percent"] = gap_percent(t, b.seconds);
+            }
+            a.push_back(std::move(x));
+        }
+        return a;
+    }
+
+    std::string time_text() const {
+        std::string s = bound_lines(*times_, args_.sizes);
+        if (packed_)
+            for (const auto& x : time_json())
+                s += fmt::format("  the schedule at {}: {} asynchronous, {:.1f}% above the bound on time\n",
+                                 support::format_bytes(x["size_bytes"].get<double>()), support::format_seconds(x["predicted_time_s"].get<double>()),
+                                 x["gap_percent"].get<double>());
+        return s;
+    }
+
     void find_bound() {
         const auto t0 = Clock::now();
         bound_ = flow_bandwidth_bound(in_);
@@ -155,6 +199,7 @@ private:
                              {"seconds", pack_s_}};
         else
             j["schedule"] = {{"none", why_}};
+        if (times_) j["time"] = time_json();
         return j.dump() + "\n";
     }
 
@@ -167,7 +212,7 @@ private:
                          cert.exact ? "exact: the largest cut ratio of the model's capacity network"
                                     : "a lower bound on a relaxed network (see above)");
         if (!unreachable_.empty()) s += fmt::format("  {}\n", unreachable_);
-        if (!packed_) return s + fmt::format("schedule: none ({})\n", why_);
+        if (!packed_) return s + fmt::format("schedule: none ({})\n", why_) + (times_ ? time_text() : std::string());
         const double above = 100.0 * (packed_->rounds_per_chunk().value() / bound_->rounds_per_chunk.value() - 1.0);
         s += fmt::format("schedule: {} steps, {} rounds ({}), {} chunks, R/C = {}, trees at most {} deep, {} transfers, verified ({:.3f} s)\n"
                          "  {}\n",
@@ -180,6 +225,7 @@ private:
                              : fmt::format("above the bound by {:.2f}% (for {} chunks the cut says R >= {})", above, packed_->chunks,
                                            packed_->least_rounds));
         s += fmt::format("  built by {}\n", packed_->method);
+        if (times_) s += time_text();
         return s;
     }
 
@@ -194,6 +240,7 @@ private:
     std::optional<PackedSchedule> packed_;
     std::string why_;  ///< no schedule: why
     bool optimal_ = false;
+    std::optional<TimeBounds> times_;  ///< --size
 };
 
 }  // namespace
@@ -215,6 +262,10 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--timeout", args->timeout, "Seconds for the packing (the best schedule so far is kept; default 60, 0 = none)")
         ->check(seconds_option(true));
     cmd->add_option("-o,--output", args->output, "Write the packed schedule (.sched, else a JSON table)");
+    add_size_option(cmd, args->sizes, "--size,--sizes",
+                    "Also the proved lower bound on time at each size M (NCCL's, docs/time.md \"Sizes\"; every collective with one, "
+                    "allreduce and alltoall included) and the packed schedule's predicted time and gap there");
+    add_link_option(cmd, args->link);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->callback([&ctx, args] { BandwidthRun(*args, ctx).run(); });
 }

@@ -292,7 +292,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
                     "MSCCL-IR inputs: the topology the program runs on (default complete:P); with only nccl:NAME inputs, the machine");
     args->sizes = parse_sizes("1K..1G");
     add_size_option(cmd, args->sizes, "--sizes",
-                    "Buffer sizes M per datum: 1K..1G (doubling, the default), 1K..1G:4, or a list 1K,1M,1G (K, M, G are powers "
+                    "Sizes M as NCCL counts them (docs/time.md, \"Sizes\"): 1K..1G (doubling, the default), 1K..1G:4, or a list 1K,1M,1G (K, M, G are powers "
                     "of 1024; kB, MB, GB of 1000)");
     add_link_option(cmd, args->link);
     cmd->add_option("--time", args->time, "Which predicted time decides: async (default; executors without barriers) or sync (a "

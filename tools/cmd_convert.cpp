@@ -6,11 +6,14 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "compiler/formats/export_formats.hpp"
 #include "compiler/interop/export_mscclpp.hpp"
 #include "compiler/io/table_io.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/units.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
@@ -24,7 +27,6 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         std::vector<std::string> defines;
         MscclOptions msccl;
         MscclppOptions mscclpp;
-        std::string size_range;
         std::string proto = "Simple";
         std::string topology;
         std::uint64_t bytes = 1024;
@@ -54,11 +56,14 @@ void add_convert_command(CLI::App& app, Context& ctx) {
                     "msccl, mscclpp: copies of the program over interleaved slices of every chunk, each with its own thread "
                     "blocks and channels (default 1; msccl: at most 32 channels in all)")
         ->check(CLI::Range(1, 64));
-    cmd->add_option("--size-range", args->size_range,
-                    "mscclpp: the message sizes the plan serves, A..B (1MiB..1GiB; either side may be left out), written as "
-                    "min_message_size and max_message_size (default every size)");
     cmd->add_flag("--out-of-place", args->mscclpp.out_of_place,
                   "mscclpp: write an out-of-place plan (allgather and allreduce are written in place by default)");
+    cmd->add_option_function<std::string>(
+           "--size-range",
+           [args](const std::string& text) { parse_size_range(text, args->mscclpp); },
+           "mscclpp: the sizes the plan is for, A..B (its min_message_size and max_message_size; default every size), e.g. "
+           "the range in which `optimize --sizes` names this schedule the fastest")
+        ->type_name("A..B");
     cmd->add_flag("--inplace", args->msccl.inplace,
                   "msccl: a program for in-place calls only (inplace=\"1\" outofplace=\"0\"): copies of a chunk onto itself "
                   "are left out");
@@ -73,7 +78,6 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output); written only on success");
     cmd->callback([&ctx, args] {
         const std::string format = output_format(args->format, args->output, true);
-        if (!args->size_range.empty()) parse_size_range(args->size_range, args->mscclpp);
         // a table's own "at" fields stay
         MscclImportOptions msccl;
         msccl.topology = args->topology;

@@ -18,6 +18,8 @@
 #include "support/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/hierarchical_report.hpp"
+#include "tools/bandwidth.hpp"
+#include "tools/time_objective.hpp"
 #include "tools/input.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/report.hpp"
@@ -43,6 +45,7 @@ struct OptimizeArgs {
     std::string start;
     std::uint32_t jobs = 1;
     std::uint64_t seed = 1;
+    TimeObjectiveArgs time;  ///< --size/--sizes: time as the objective (tools/time_objective.hpp)
 };
 
 /// Which method optimizes a reduction (docs/synthesis.md, "The direct encoding of combining"):
@@ -173,6 +176,7 @@ public:
     OptimizeRun(const OptimizeArgs& args, Context& ctx) : args_(args), ctx_(ctx), in_(args.instance.instance(args.solver.route_space(), false)) {}
 
     void run() {
+        if (!args_.time.sizes.empty()) return time_objective();
         if (!collective()) return;
         options();
         if (!args_.start.empty() && !start_schedule(in_, args_.start, args_.json, opt_, ctx_)) return;
@@ -187,6 +191,20 @@ public:
     }
 
 private:
+    /// `--size`: the fastest verified schedule at each size, not the least steps.
+    void time_objective() {
+        if (args_.chunks || args_.rounds || args_.method != "auto" || args_.greedy || args_.hierarchical || !args_.start.empty())
+            throw InputError("--size chooses among every schedule collsched builds (their chunks are theirs): --chunks, --rounds, --method, "
+                             "--greedy, --hierarchical and --start are not taken with it");
+        TimeObjectiveArgs t = args_.time;
+        t.json = args_.json;
+        t.outputs = args_.outputs;
+        t.timeout = opt_timeout();
+        run_time_objective(in_, t, ctx_);
+    }
+
+    double opt_timeout() const { return args_.solver.options().timeout; }
+
     /// Chunks, rounds and the method; false when a reduction went by duality (reported there).
     bool collective() {
         const Topology& topo = *in_.topology;
@@ -356,6 +374,16 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                     "collective: verified first (exit 1 with its counterexamples when it does not hold), then the upper bound (the "
                     "search asks only for fewer steps) and the solver's initial phases");
     cmd->add_option("--seed", args->seed, "The greedy synthesizer's seed (default 1; machines of more than 64 processors start from it)");
+    add_size_option(cmd, args->time.sizes, "--size,--sizes",
+                    "Time as the objective: among every schedule collsched builds and verifies (rings, tree packings, the least-steps "
+                    "schedule, the library's schedules for this machine) the fastest at each size M (NCCL's convention, docs/time.md "
+                    "\"Sizes\"), with the proved lower bound on time, the gap, algbw, busbw and the speed-up over NCCL's best; 1M, 1K..1G, "
+                    "1K,1M; exit 0 when the fastest meets the bound at every size, 3 otherwise");
+    cmd->add_option("--time", args->time.time, "With --size: which predicted time decides, async (default) or sync (docs/time.md)")
+        ->check(CLI::IsMember({"async", "sync"}));
+    add_link_option(cmd, args->time.link);
+    cmd->add_option("--library", args->time.library, "With --size: the catalog of library schedules to take candidates from (default "
+                                                     "schedules/catalog.json)");
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
                     "Write the best schedule found: FILE.sched as a schedule (DSL), anything else as a JSON table; repeatable");

@@ -14,6 +14,7 @@
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "tools/bandwidth.hpp"
+#include "tools/time_objective.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
@@ -50,6 +51,22 @@ nlohmann::ordered_json point_times(const ParetoPoint& p, const ParetoArgs& args)
         a.push_back({{"size", m}, {"synchronous_s", t.synchronous}, {"asynchronous_s", t.asynchronous}});
     }
     return a;
+}
+
+/// A proved bound on time above a verified frontier point's predicted time is a bug: stop loudly
+/// with both numbers rather than print the bound (docs/time.md, "Lower bounds on time").
+void check_time_bounds(const TimeBounds& tb, const ParetoResult& res, const ParetoArgs& args) {
+    for (const ParetoRow& row : res.rows) {
+        if (!row.frontier) continue;
+        for (double m : args.sizes) {
+            const TimePrediction t = predict_time(row.best->table, TimeOptions{m, args.link});
+            const TimeBound b = evaluate(tb, m);
+            for (double x : {t.asynchronous, t.synchronous}) {
+                const std::string bad = bound_violation(b, tb, x, fmt::format("the frontier point of {} steps", row.steps));
+                COLLSCHED_ASSERT_MSG(bad.empty(), bad);
+            }
+        }
+    }
 }
 
 std::string point_name(const SynthInstance& in, const ParetoPoint& p) {
@@ -158,6 +175,13 @@ std::string report_json(const ParetoRun& run, const ParetoResult& res, const std
     }
     j["frontier"] = std::move(fj);
     j["rows"] = std::move(rj);
+    if (!args.sizes.empty())
+        if (auto tb = time_bounds(*in.topology, in.collective, in.model, args.link)) {
+            check_time_bounds(*tb, res, args);
+            nlohmann::ordered_json bj2 = nlohmann::ordered_json::array();
+            for (double m : args.sizes) bj2.push_back({{"size_bytes", m}, {"time_bound", bound_json(*tb, evaluate(*tb, m))}});
+            j["time_lower_bounds"] = std::move(bj2);
+        }
     return j.dump() + "\n";
 }
 
@@ -213,6 +237,11 @@ std::string report_text(const ParetoRun& run, const ParetoResult& res, const std
                                  support::format_seconds(x["asynchronous_s"].get<double>()));
         }
     }
+    if (!args.sizes.empty())
+        if (auto tb = time_bounds(*in.topology, in.collective, in.model, args.link)) {
+            check_time_bounds(*tb, res, args);
+            s += bound_lines(*tb, args.sizes);
+        }
     s += "proofs:\n";
     for (const ParetoRow& row : res.rows) s += fmt::format("  {} steps: {}{}\n", row.steps, row.excluded, "");
     s += fmt::format("end: {}; {} ({:.2f} s)\n", res.end, res.complete ? "every point proved" : "NOT complete", res.seconds);
@@ -329,7 +358,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
     args->solver.add_to(*cmd, false, false);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     add_size_option(cmd, args->sizes, "--size,--sizes",
-                    "Also predict every frontier point's time for buffers of M bytes per datum on the topology's link speeds, "
+                    "Also predict every frontier point's time at the collective's size M (NCCL's, docs/time.md \"Sizes\") on the topology's link speeds, "
                     "synchronous and asynchronous (docs/time.md): 1M, 1K..1G, 1K,1M");
     add_link_option(cmd, args->link);
     cmd->add_option("-d,--dir", args->dir, "Write every frontier point as DIR/NAME.sched (DSL) and DIR/NAME.json (table)");

@@ -61,6 +61,11 @@ std::optional<std::string> mscclpp_plan_text(const std::string& path) {
     return read_input_text(path, "MSCCL++ plan");
 }
 
+/// Why `verify PLAN.json --size M` predicts no time (issue 43, item 6).
+constexpr const char* plan_time_why =
+    "an MSCCL++ plan names no machine: no topology and no link speeds, and its thread blocks do not say which link a put takes; "
+    "predict the schedule or table it was exported from (verify FILE --size M, compare) on its machine";
+
 /// `verify PLAN.json`: the plan's verdict (docs/exports.md, "MSCCL++ execution plans").
 int verify_mscclpp(const std::string& path, const std::string& text, const VerifyArgs& args, const Context& ctx) {
     std::vector<Expectation> expect;
@@ -92,9 +97,11 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
             list.push_back({{"rule", f.rule}, {"path", f.path}, {"line", f.pos.line}, {"column", f.pos.col}, {"message", f.what}});
         j["violations"] = list;
         if (!r.result_note.empty()) j["note"] = r.result_note;
+        if (!args.ab.sizes.empty()) j["time"] = {{"none", plan_time_why}};
         out = j.dump() + "\n";
     } else {
         out = mscclpp::format_plan_report(r, read.plan, path);
+        if (!args.ab.sizes.empty()) out += fmt::format("predicted time: none ({})\n", plan_time_why);
     }
     ctx.print(out);
     return r.holds() ? 0 : 1;

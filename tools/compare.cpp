@@ -96,7 +96,7 @@ std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& c
     std::vector<std::vector<double>> v = cmp.seconds;
     for (std::size_t c = 0; c < cs.size(); ++c)
         for (std::size_t i = 0; i < cmp.sizes.size(); ++i)
-            v[c][i] = plot == PlotKind::time ? cmp.seconds[c][i] : nccl_bytes(*cs[c].table, cmp.sizes[i]) / cmp.seconds[c][i];
+            v[c][i] = plot == PlotKind::time ? cmp.seconds[c][i] : algbw(cmp.sizes[i], cmp.seconds[c][i]);
     double ymin = 1e300, ymax = 0;
     for (const auto& row : v)
         for (double y : row)
@@ -132,7 +132,7 @@ std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& c
                              support::xml_escape(support::format_bytes(std::ldexp(1.0, e))));
     }
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333333\"/>\n", left, top, pw, ph);
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">buffer size M per datum (log scale)</text>\n", left + pw / 2, H - 22);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">size M, NCCL's (log scale)</text>\n", left + pw / 2, H - 22);
     s += fmt::format("<text transform=\"translate(22,{}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n", top + ph / 2,
                      plot == PlotKind::time ? (cmp.kind == TimeKind::asynchronous ? "asynchronous time (log scale)" : "synchronous time (log scale)")
                                             : "algorithm bandwidth, nccl-tests' (log scale)");

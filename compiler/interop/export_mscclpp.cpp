@@ -38,7 +38,7 @@ struct Loc {
 }  // namespace
 
 void detail::check_size_range(const SendTable& t, const MscclppOptions& opt, std::uint64_t input_chunks) {
-    const std::uint64_t lo = opt.min_bytes, hi = opt.max_bytes;
+    const std::uint64_t lo = opt.min_message_size, hi = opt.max_message_size;
     if (lo > hi) refuse(t, fmt::format("--size-range {}..{} is empty", lo, hi));
     const bool ag = t.collective.kind == CollectiveKind::allgather;
     const std::uint64_t P = t.topology->processors(), unit = 16 * input_chunks * (ag ? P : 1);
@@ -427,8 +427,8 @@ private:
         plan["num_threads_per_block"] = 1024;
         plan["use_double_scratch_buffer"] = L_.packets;
         plan["buffer_alignment"] = 16;
-        plan["min_message_size"] = opt_.min_bytes;
-        plan["max_message_size"] = opt_.max_bytes;
+        plan["min_message_size"] = opt_.min_message_size;
+        plan["max_message_size"] = opt_.max_message_size;
         return {std::move(plan), max_ops};
     }
 
@@ -736,20 +736,27 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
 }
 
 void parse_size_range(const std::string& text, MscclppOptions& opt) {
+    auto bad = [&](std::string_view why) {
+        return InputError(fmt::format("bad --size-range '{}': {} (expected A..B with 0 <= A <= B, e.g. 1M..64M, either side may be left "
+                                      "out; NCCL's sizes, docs/time.md \"Sizes\")",
+                                      text, why));
+    };
     const auto dots = text.find("..");
-    if (dots == std::string::npos)
-        throw InputError(fmt::format("--size-range {}: expected A..B, two sizes such as 1MiB..1GiB (either may be left out)", text));
+    if (dots == std::string::npos) throw bad("not A..B");
     auto side = [&](std::string_view s, std::uint64_t none) -> std::uint64_t {
         if (s.empty()) return none;
         std::string why;
         auto v = support::parse_bytes(s, &why);
-        if (!v || *v != std::floor(*v) || *v >= 18446744073709551616.0)
-            throw InputError(fmt::format("--size-range {}: {} is not a whole number of bytes{}{}", text, s, why.empty() ? "" : ": ", why));
+        if (!v) throw bad(why.empty() ? fmt::format("{} is not a size", s) : why);
+        if (*v != std::floor(*v)) throw bad(fmt::format("{} is not a whole number of bytes", s));
+        if (*v >= 18446744073709551616.0) throw bad("above 2^64 bytes");
         return std::uint64_t(*v);
     };
-    opt.min_bytes = side(std::string_view(text).substr(0, dots), 0);
-    opt.max_bytes = side(std::string_view(text).substr(dots + 2), ~std::uint64_t(0));
-    if (opt.min_bytes > opt.max_bytes) throw InputError(fmt::format("--size-range {}: the range is empty", text));
+    const std::uint64_t lo = side(std::string_view(text).substr(0, dots), 0);
+    const std::uint64_t hi = side(std::string_view(text).substr(dots + 2), ~std::uint64_t(0));
+    if (lo > hi) throw bad("the low end is above the high end");
+    opt.min_message_size = lo;
+    opt.max_message_size = hi;
 }
 
 void write_table_mscclpp(const SendTable& t, const MscclppOptions& opt, fmt::memory_buffer& out, const Flush& flush) {

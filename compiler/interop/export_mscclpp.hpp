@@ -36,20 +36,19 @@ struct MscclppOptions {
     /// In place (the default for allgather and allreduce, the two that are correct both ways
     /// here); out of place for alltoall and reduce_scatter.
     bool out_of_place = false;
-    /// The message sizes the plan serves (`--size-range A..B`): written as `min_message_size` and
-    /// `max_message_size`, which the executor compares with the input size (allgather: the output
-    /// size) of every call and refuses outside (execution_plan.cc, checkMessageSize); the whole
-    /// range by default.
-    std::uint64_t min_bytes = 0;
-    std::uint64_t max_bytes = ~std::uint64_t(0);
+    /// The sizes the plan is meant for (`--size-range A..B`; the executor picks a plan by them):
+    /// min_message_size and max_message_size, bytes as MSCCL++ counts the message.
+    std::uint64_t min_message_size = 0;
+    std::uint64_t max_message_size = ~std::uint64_t{0};
     /// A handshake at the start of every thread block (Simple): one relaxed signal and wait on
     /// each of its memory channels (a signal and wait on its port channels), so that no put of a
     /// launch lands in a peer still running the previous one (docs/exports.md, "Between launches").
     bool handshake = true;
 };
 
-/// Parses `--size-range A..B` (sizes as support::parse_bytes reads them, `1MiB..1GiB`; either side
-/// may be left out: `..64KiB`, `1GiB..`) into `opt`. Throws InputError naming what was expected.
+/// Parses `--size-range A..B` (sizes as support::parse_bytes reads them, `1M..64M`; either side
+/// may be left out: `..64K`, `1G..`) into opt's min and max_message_size. Throws InputError
+/// naming what was expected.
 void parse_size_range(const std::string& text, MscclppOptions& opt);
 
 /// The plan's JSON text (verified as described above).

@@ -245,8 +245,8 @@ std::string write_plan(const SendTable& t, const MscclppOptions& opt, const std:
     plan["num_threads_per_block"] = 1024;
     plan["use_double_scratch_buffer"] = false;
     plan["buffer_alignment"] = 16;
-    plan["min_message_size"] = opt.min_bytes;
-    plan["max_message_size"] = opt.max_bytes;
+    plan["min_message_size"] = opt.min_message_size;
+    plan["max_message_size"] = opt.max_message_size;
     return plan.dump(2);
 }
 

@@ -223,24 +223,39 @@ def _with_tables(name, positional, options, flag, read):
     return report
 
 
-def optimize(topology, collective, *, model=None, timeout=300, **options):
+def optimize(topology, collective, *, model=None, timeout=300, size=None, **options):
     """The least steps of `collective` on `topology` (a Topology or spec) under `model`
     ("queues=none,ports=half"): `optimize --json`'s report (optimum, status: proved / found /
     ..., lower bounds, attempts per horizon, the bandwidth end) and, when a schedule was found,
     report["table"], the witness as a Table. Other options as the command line's, in Python
     spelling: chunks=2, rounds=3, routes="fixed", solver="z3", solve_timeout=10, method="direct",
-    greedy=True, memory="2G"."""
+    greedy=True, memory="2G".
+
+    With `size` (bytes, "16M", "64K..1G:16" or a list; NCCL's convention, docs/time.md "Sizes")
+    time is the objective (`optimize --size`): the report has size_bytes, predicted_time_s,
+    time_lower_bound_s, time_bound and one entry per size in report["sizes"]; report["table"] is
+    the fastest schedule (one size) and report["tables"] maps each size in bytes to its fastest."""
+    sizes = _size_text(size)
     def read(report, tmp):
         path = _os.path.join(tmp, "w.json")
         report["table"] = load(path) if _os.path.exists(path) else None
+        if sizes and "sizes" in report:
+            report["tables"] = {}
+            for row in report["sizes"]:
+                files = row.pop("witness", None) or []
+                report["tables"][row["size_bytes"]] = load(files[0]) if files else None
+            if report["table"] is None and len(report["sizes"]) == 1:
+                report["table"] = report["tables"][report["sizes"][0]["size_bytes"]]
         report.pop("witness", None)
     return _with_tables("optimize", [], dict(topology=_spec(topology), collective=collective, model=model, timeout=timeout,
-                                             **options), "output", read)
+                                             size=sizes or None, **options), "output", read)
 
 
-def bandwidth(topology, collective, *, model=None, timeout=60, **options):
+def bandwidth(topology, collective, *, model=None, timeout=60, size=None, **options):
     """The least rounds per chunk (R/C) any schedule can reach, proved by a cut, and a verified
-    tree packing: `bandwidth --json`'s report, with report["table"] the packed schedule."""
+    tree packing: `bandwidth --json`'s report, with report["table"] the packed schedule. With
+    `size` also report["time"]: the proved lower bound on time at each size (and the packing's time)."""
+    options["size"] = _size_text(size) or None
     def read(report, tmp):
         path = _os.path.join(tmp, "w.json")
         report["table"] = load(path) if _os.path.exists(path) else None

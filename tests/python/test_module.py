@@ -121,15 +121,16 @@ def test_formats_round_trip(ring_text, tmp_path):
 
 def test_predicted_time_equals_the_command_lines(ring_text, binary, tmp_path):
     (tmp_path / "ring.sched").write_text(ring_text)
-    code, out = cli(binary, "verify", "ring.sched", "--size", "1M", "--json", cwd=tmp_path)
+    # 8 MiB: NCCL's size of the allgather (its output), 1 MiB per datum (docs/time.md, "Sizes")
+    code, out = cli(binary, "verify", "ring.sched", "--size", "8M", "--json", cwd=tmp_path)
     assert code == 0
     t = collsched.load(tmp_path / "ring.sched")
-    mine = collsched.verify(t, size="1M")["time"]
+    mine = collsched.verify(t, size="8M")["time"]
     assert mine == json.loads(out)["time"]
-    assert mine["sizes"][0]["size"] == 1048576
+    assert mine["sizes"][0]["size"] == 8 << 20 and mine["sizes"][0]["datum_bytes"] == 1 << 20
     # 7 steps of 1 MiB at 10 GB/s per unit of capacity, 1 us each (docs/time.md): 7 * (1 us + 1048576 / 1e10 s)
     assert mine["sizes"][0]["synchronous_s"] == pytest.approx(7 * (1e-6 + 1048576 / 1e10))
-    assert collsched.simulate(t, size=1 << 20)["time"] == mine
+    assert collsched.simulate(t, size=8 << 20)["time"] == mine
 
 
 def test_optimize_proves_the_least_steps():
@@ -138,6 +139,19 @@ def test_optimize_proves_the_least_steps():
     w = r["table"]
     assert w.steps == 5 and w.collective == "alltoall"
     assert collsched.verify(w)["verdict"] == "holds"
+
+
+def test_optimize_at_a_size_returns_the_fastest_with_its_bound():
+    r = collsched.optimize("ring:8", "allgather", size=["8K", "8M"], timeout=60)
+    assert r["exit_code"] in (0, 3)
+    assert [row["size_bytes"] for row in r["sizes"]] == [8192, 8388608]
+    for row in r["sizes"]:
+        assert row["time_lower_bound_s"] <= row["predicted_time_s"] * (1 + 1e-9)
+        t = r["tables"][row["size_bytes"]]
+        assert t is not None and collsched.verify(t)["verdict"] == "holds"
+    assert r["time_bound"]["assumptions"]
+    one = collsched.optimize("ring:8", "allgather", size="8M", timeout=60)
+    assert one["table"] is not None and one["predicted_time_s"] == r["sizes"][1]["predicted_time_s"]
 
 
 def test_optimize_with_a_bad_collective_raises():

@@ -46,12 +46,14 @@ TEST_CASE("timing: the ring allgather on a uniform ring takes (P-1)(alpha + M/B)
         CAPTURE(P);
         SendTable t = compile(ring_allgather(P, 1));
         const double alpha = 2e-6, B = 25e9, M = 1 << 20;
-        TimePrediction p = predict_time(t, TimeOptions{M, LinkSpeed{alpha, B}});
+        // M is one datum; the size (NCCL's: the allgather's output, docs/time.md "Sizes") is P M
+        TimePrediction p = predict_time(t, TimeOptions{P * M, LinkSpeed{alpha, B}});
+        CHECK(near(p.datum_bytes, M));
         CHECK(near(p.synchronous, (P - 1) * (alpha + M / B)));
         CHECK(near(p.asynchronous, (P - 1) * (alpha + M / B)));
         CHECK(p.step_seconds.size() == std::size_t(P - 1));
         // the topology's own speeds: the built-in default, 1 us and 10 GB/s
-        TimePrediction d = predict_time(t, TimeOptions{M, std::nullopt});
+        TimePrediction d = predict_time(t, TimeOptions{P * M, std::nullopt});
         CHECK(near(d.asynchronous, (P - 1) * (default_alpha + M / default_unit_bandwidth)));
     }
 }
@@ -60,14 +62,14 @@ TEST_CASE("timing: the chunks of a chunked ring pipeline: asynchronous (P-1) M/B
     const int P = 4, C = 4;
     SendTable t = compile(ring_allgather(P, C));
     const double alpha = 1e-6, B = 1e9, M = 4e6;  // a chunk takes 1 ms, far above alpha
-    TimePrediction p = predict_time(t, TimeOptions{M, LinkSpeed{alpha, B}});
+    TimePrediction p = predict_time(t, TimeOptions{P * M, LinkSpeed{alpha, B}});  // the size: P data of M
     CHECK(near(p.chunk_bytes, M / C));
     // synchronous: every step moves C chunks over each channel, then waits
     CHECK(near(p.synchronous, (P - 1) * (alpha + M / B)));
     // asynchronous: every channel busy from 0 to (P-1) M/B; the last chunk lands alpha later
     CHECK(near(p.asynchronous, (P - 1) * M / B + alpha));
     // and when alpha dominates, the chain of forwards does: (P-1)(alpha + m) + (C-1) m for m = M/(C B)
-    TimePrediction q = predict_time(t, TimeOptions{4e3, LinkSpeed{1e-3, B}});
+    TimePrediction q = predict_time(t, TimeOptions{P * 4e3, LinkSpeed{1e-3, B}});
     const double m = 4e3 / C / B;
     CHECK(near(q.asynchronous, (P - 1) * (1e-3 + m) + (C - 1) * m));
 }
@@ -86,13 +88,13 @@ TEST_CASE("timing: a link group and single ports serialize what channels alone w
         "  send 1 -> 0 msg b(1); send 2 -> 0 msg b(2) }}\n",
         graph);
     SendTable t = compile(text);
-    const double M = 1e6;
-    TimePrediction p = predict_time(t, TimeOptions{M, std::nullopt});
+    const double M = 1e6;  // one datum: the allgather's size is 3 M
+    TimePrediction p = predict_time(t, TimeOptions{3 * M, std::nullopt});
     // the group: 2 M at 5 GB/s, one after the other; the last of the two lands 1 us later
     CHECK(near(p.asynchronous, 2 * M / 5e9 + 1e-6));
     CHECK(near(p.synchronous, 1e-6 + 2 * M / 5e9));
     // --link replaces the group's speed too (cap 1 x 10 GB/s): 2 M / 10 GB/s + alpha
-    TimePrediction u = predict_time(t, TimeOptions{M, LinkSpeed{1e-6, 10e9}});
+    TimePrediction u = predict_time(t, TimeOptions{3 * M, LinkSpeed{1e-6, 10e9}});
     CHECK(near(u.asynchronous, 2 * M / 10e9 + 1e-6));
 
     // single ports on the complete graph: 0 sends to 1 in step 1 and to 2 in step 2; with multi
@@ -122,7 +124,7 @@ TEST_CASE("timing: a transfer of data its sender never holds is refused, naming 
 
 TEST_CASE("timing: the timeline lists every channel's transfers with their times") {
     SendTable t = compile(ring_allgather(3, 1));
-    const TimeOptions opt{1e6, LinkSpeed{1e-6, 1e9}};
+    const TimeOptions opt{3e6, LinkSpeed{1e-6, 1e9}};  // 3 data of 1 MB
     std::string j = timeline_json(t, predict_time(t, opt), opt);
     CHECK(j.find("\"format\":\"collsched.timeline/1\"") != std::string::npos);
     CHECK(j.find("{\"from\":\"0\",\"to\":\"1\",\"alpha_s\":1e-06,\"bandwidth_Bps\":1000000000.0,\"busy\":[{\"step\":1,\"msg\":\"b(0)\","

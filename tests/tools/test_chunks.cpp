@@ -44,11 +44,11 @@ TEST_CASE("chunks: both engines and the simulator agree on the chunked ring, wit
     CHECK(v.out.find("both engines: holds") != std::string::npos);
     // S = n - 1 = 5, R = (n - 1) C / 2 = 10, R/C = 5/2
     CHECK(v.out.find("bandwidth: S = 5 steps, R = 10 rounds, C = 4 chunks, R/C = 5/2 rounds per chunk\n") != std::string::npos);
-    auto s = run("simulate " + ring + " -D n=6 -D C=4 --alpha 2 --beta 0.5 --size 8");
+    auto s = run("simulate " + ring + " -D n=6 -D C=4 --alpha 2 --beta 0.5 --size 48");  // 6 data of 8 bytes
     CHECK(s.code == 0);
     CHECK(s.out.find("status: completed in 5 steps (120 transfers)") != std::string::npos);
-    // S*alpha + R*(M/C)*beta = 5*2 + 10*(8/4)*0.5 = 20
-    CHECK(s.out.find("alpha-beta time: S*alpha + R*(M/C)*beta = 5*2 + 10*(8/4)*0.5 = 20\n") != std::string::npos);
+    // S*alpha + R*(D/C)*beta = 5*2 + 10*(8/4)*0.5 = 20 for a datum D of 8 bytes (the size, NCCL's, is 6 D)
+    CHECK(s.out.find("alpha-beta time: S*alpha + R*(D/C)*beta = 5*2 + 10*(8/4)*0.5 = 20 (D = 8 bytes per datum at size 48)\n") != std::string::npos);
     auto j = run("verify " + ring + " -D n=6 -D C=4 --json");
     CHECK(j.out.find("\"bandwidth\":{\"steps\":5,\"rounds\":10,\"chunks\":4,\"rounds_per_chunk\":\"5/2\"}") != std::string::npos);
     auto partial = run("verify " + ring + " --alpha 1");

@@ -406,15 +406,15 @@ TEST_CASE("mscclpp export: --size-range is written as min and max_message_size, 
     CHECK(j["max_message_size"] == ~std::uint64_t(0));
     MscclppOptions opt;
     parse_size_range("1MiB..1GiB", opt);
-    CHECK(opt.min_bytes == 1048576);
-    CHECK(opt.max_bytes == 1073741824);
+    CHECK(opt.min_message_size == 1048576);
+    CHECK(opt.max_message_size == 1073741824);
     j = nlohmann::json::parse(table_to_mscclpp(*t, opt));
     CHECK(j["min_message_size"] == 1048576);
     CHECK(j["max_message_size"] == 1073741824);
     parse_size_range("..64KiB", opt);
-    CHECK((opt.min_bytes == 0 && opt.max_bytes == 65536));
+    CHECK((opt.min_message_size == 0 && opt.max_message_size == 65536));
     parse_size_range("4K..", opt);
-    CHECK((opt.min_bytes == 4096 && opt.max_bytes == ~std::uint64_t(0)));
+    CHECK((opt.min_message_size == 4096 && opt.max_message_size == ~std::uint64_t(0)));
     for (const char* bad : {"1MiB", "2..1", "x..1", "1.5..2"}) {
         CAPTURE(bad);
         CHECK_THROWS_AS(parse_size_range(bad, opt), InputError);
@@ -422,17 +422,17 @@ TEST_CASE("mscclpp export: --size-range is written as min and max_message_size, 
     // an allgather's size is its output: the unit is 16 bytes x input chunks x GPUs (ring:6, 2 chunks: 192)
     const std::uint64_t unit = 16 * j["gpus"][0]["input_chunks"].get<std::uint64_t>() * t->topology->processors();
     CHECK(unit == 192);
-    opt.min_bytes = 1;
-    opt.max_bytes = unit - 1;
+    opt.min_message_size = 1;
+    opt.max_message_size = unit - 1;
     CHECK_THROWS_WITH_AS(table_to_mscclpp(*t, opt), doctest::Contains("holds no size the plan can serve"), InputError);
-    opt.max_bytes = unit;
+    opt.max_message_size = unit;
     CHECK_NOTHROW(table_to_mscclpp(*t, opt));
     // on the command line: exit 2, nothing written
     test::Scratch dir("mscclpp_range");
     const std::string out = dir.file("p.json");
     auto r = run("compile " + source("schedules/chunks/ring_allgather.sched") + " --format mscclpp --size-range 1GiB..1MiB -o " + out);
     CHECK(r.code == 2);
-    CHECK(r.err.find("--size-range 1GiB..1MiB: the range is empty") != std::string::npos);
+    CHECK(r.err.find("bad --size-range '1GiB..1MiB': the low end is above the high end") != std::string::npos);
     CHECK(!std::filesystem::exists(out));
     r = run("compile " + source("schedules/chunks/ring_allgather.sched") + " --format mscclpp --size-range 64KiB..1GiB -o " + out);
     CHECK(r.code == 0);

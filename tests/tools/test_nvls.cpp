@@ -56,7 +56,7 @@ void fails_in_both(const SendTable& t) {
 
 }  // namespace
 
-TEST_CASE("nvls: graph files declare switches; the efficiency scales the switch's channels") {
+TEST_CASE("nvls: graph files declare switches, and the efficiency scales the switch's channels") {
     auto t = graph("schedules/machines/dgx_h100_nvls.json");
     CHECK(t->processors() == 8);
     CHECK(t->routers() == 1);

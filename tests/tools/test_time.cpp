@@ -28,22 +28,25 @@ const std::string piped = source("schedules/multibox/allgather_pipelined.sched")
 }  // namespace
 
 TEST_CASE("time: verify and simulate print both predicted times, from 1 KB to 1 GB") {
-    // ring:8 with the built-in speeds: 7 (1 us + 1 MiB / 10 GB/s) = 741 us both ways
-    auto v = run("verify " + ring_ag + " --size 1M");
+    // ring:8 with the built-in speeds, 8 MiB (NCCL's size: the output, 1 MiB per datum): 7 (1 us + 1 MiB / 10 GB/s) = 741 us
+    // both ways; algbw 8 MiB / 741 us, busbw 7/8 of it
+    auto v = run("verify " + ring_ag + " --size 8M");
     CHECK(v.code == 0);
     CHECK(v.out.find("link speeds: the defaults, alpha 1 us, 10 GB/s per channel") != std::string::npos);
-    CHECK(v.out.find("  1 MiB             741 us        741 us       11.3 GB/s\n") != std::string::npos);
-    auto j = run("verify " + ring_ag + " --size 1K..1G --json");
+    CHECK(v.out.find("  8 MiB             741 us        741 us       11.3 GB/s       9.91 GB/s\n") != std::string::npos);
+    auto j = run("verify " + ring_ag + " --size 8K..8G --json");
     auto js = nlohmann::json::parse(j.out);
     REQUIRE(js["time"]["sizes"].size() == 21);
-    CHECK(js["time"]["sizes"][10]["size"] == 1048576.0);
+    CHECK(js["time"]["sizes"][10]["size"] == 8388608.0);
+    CHECK(js["time"]["sizes"][10]["datum_bytes"] == 1048576.0);
     CHECK(js["time"]["sizes"][10]["asynchronous_s"].get<double>() == doctest::Approx(7 * (1e-6 + 1048576 / 10e9)));
     // the multibox machine's speeds: NVLink 300 GB/s and InfiniBand HDR 25 GB/s
-    auto m = run("simulate " + nccl_ring + " --size 1G");
+    auto m = run("simulate " + nccl_ring + " --size 16G");  // 1 GiB per GPU
     CHECK(m.code == 0);
     CHECK(m.out.find("link speeds: from the graph file, alpha 600 ns .. 2.7 us, 25 GB/s .. 300 GB/s per channel, 64 link groups")
           != std::string::npos);
-    CHECK(m.out.find("  1 GiB             644 ms        644 ms       26.7 GB/s\n") != std::string::npos);  // 15 GiB over one NIC
+    // 15 GiB over one NIC; busbw = the NIC's 25 GB/s
+    CHECK(m.out.find("  16 GiB            644 ms        644 ms       26.7 GB/s         25 GB/s\n") != std::string::npos);
     // --link replaces every speed
     auto l = run("verify " + ring_ag + " --size 1M --link '1 us, 10 GB/s' --json");
     CHECK(nlohmann::json::parse(l.out)["time"]["link_speeds"] == "--link");
@@ -51,7 +54,7 @@ TEST_CASE("time: verify and simulate print both predicted times, from 1 KB to 1 
 
 TEST_CASE("time: simulate --timeline writes every channel's busy intervals") {
     Scratch dir("time_timeline");
-    auto r = run("simulate " + ring_ag + " -D n=4 --size 1M --link '1 us, 1 GB/s' --timeline " + dir.file("t.json"));
+    auto r = run("simulate " + ring_ag + " -D n=4 --size 4M --link '1 us, 1 GB/s' --timeline " + dir.file("t.json"));
     CHECK(r.code == 0);
     std::ifstream in(dir.file("t.json"));
     auto j = nlohmann::json::parse(in);
@@ -81,28 +84,28 @@ TEST_CASE("time: bad sizes and link speeds are refused") {
 
 TEST_CASE("time: compare on multibox 2x8 names the winners, the crossovers and the speed-up over NCCL's ring") {
     Scratch dir("time_compare");
-    auto r = run("compare " + nccl_ring + " " + direct + " " + hier + " " + piped + " --sizes 1K..1G --json --svg " + dir.file("p.svg"));
+    auto r = run("compare " + nccl_ring + " " + direct + " " + hier + " " + piped + " --sizes 16K..16G --json --svg " + dir.file("p.svg"));
     REQUIRE(r.code == 0);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["baseline"] == "ring_allgather");
-    CHECK(j["winners"][0]["winner"] == "allgather_direct");      // 1 KiB: one step, one latency
-    CHECK(j["winners"][20]["winner"] == "allgather_pipelined");  // 1 GiB: NVLink-bound, NICs overlapped
+    CHECK(j["winners"][0]["winner"] == "allgather_direct");      // 16 KiB (1 KiB per GPU): one step, one latency
+    CHECK(j["winners"][20]["winner"] == "allgather_pipelined");  // 16 GiB: NVLink-bound, NICs overlapped
     REQUIRE(j["crossovers"].size() == 1);
     CHECK(j["crossovers"][0]["below"] == "allgather_direct");
     CHECK(j["crossovers"][0]["above"] == "allgather_pipelined");
-    CHECK(j["crossovers"][0]["size"].get<double>() > 1024);
-    CHECK(j["crossovers"][0]["size"].get<double>() < 4096);
+    CHECK(j["crossovers"][0]["size"].get<double>() > 16 * 1024);
+    CHECK(j["crossovers"][0]["size"].get<double>() < 16 * 4096);
     // 1 GiB: NCCL's ring puts 15 data through one NIC (15 M / 25 GB/s); the pipelined one is
     // bound by 14 M over NVLink (14 M / 300 GB/s): 15 * 12 / 14 = 12.86 x
     CHECK(j["winners"][20]["speedup_over_baseline"].get<double>() == doctest::Approx(15.0 * 12 / 14).epsilon(0.005));
-    CHECK(j["winners"][10]["speedup_over_baseline"].get<double>() > 10);  // 1 MiB
+    CHECK(j["winners"][10]["speedup_over_baseline"].get<double>() > 10);  // 16 MiB
     std::ifstream in(dir.file("p.svg"));
     std::stringstream svg;
     svg << in.rdbuf();
     CHECK(svg.str().starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     CHECK(svg.str().find("allgather_pipelined") != std::string::npos);
     // synchronous: the hierarchical allgather (2 steps) wins in between
-    auto s = run("compare " + nccl_ring + " " + direct + " " + hier + " " + piped + " --sizes 1K..1G --time sync");
+    auto s = run("compare " + nccl_ring + " " + direct + " " + hier + " " + piped + " --sizes 16K..16G --time sync");
     CHECK(s.code == 0);
     CHECK(s.out.find("crossover at") != std::string::npos);
     CHECK(s.out.find("(2) allgather_direct is faster below, (3) allgather_hierarchical above") != std::string::npos);
@@ -116,19 +119,19 @@ TEST_CASE("time: compare against NCCL's rings, one per NIC, the baseline GPU use
     // 8 channels, channel c on its own ring leaving every box through NIC c: each NIC carries
     // 15 chunks of M / 8 (15 M / 8 / 25 GB/s = 80.5 ms at 1 GiB), against the pipelined
     // allgather's 14 M over NVLink (14 M / 300 GB/s): 15 * 12 / (8 * 14) = 1.61 x
-    auto v = run("verify " + nccl_rings + " --size 1G");
+    auto v = run("verify " + nccl_rings + " --size 16G");  // 1 GiB per GPU
     CHECK(v.code == 0);
     CHECK(v.out.find("claim steps = 15: holds (15 steps)") != std::string::npos);
     CHECK(v.out.find("bandwidth: S = 15 steps, R = 105 rounds, C = 8 chunks, R/C = 105/8 rounds per chunk") != std::string::npos);
-    CHECK(v.out.find("  1 GiB            80.6 ms       80.5 ms        213 GB/s\n") != std::string::npos);
-    auto r = run("compare " + nccl_rings + " " + nccl_ring + " " + direct + " " + piped + " --sizes 1K..1G --json");
+    CHECK(v.out.find("  16 GiB           80.6 ms       80.5 ms        213 GB/s        200 GB/s\n") != std::string::npos);
+    auto r = run("compare " + nccl_rings + " " + nccl_ring + " " + direct + " " + piped + " --sizes 16K..16G --json");
     REQUIRE(r.code == 0);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["baseline"] == "ring_allgather_channels");
     CHECK(j["winners"][20]["winner"] == "allgather_pipelined");
     CHECK(j["winners"][20]["speedup_over_baseline"].get<double>() == doctest::Approx(15.0 * 12 / (8 * 14)).epsilon(0.005));
-    CHECK(j["winners"][10]["speedup_over_baseline"].get<double>() == doctest::Approx(1.64).epsilon(0.01));  // 1 MiB: 81.3 / 49.5 us
-    CHECK(j["winners"][0]["winner"] == "allgather_direct");  // 1 KiB: 13.2 us against 3.03 us
+    CHECK(j["winners"][10]["speedup_over_baseline"].get<double>() == doctest::Approx(1.64).epsilon(0.01));  // 16 MiB: 81.3 / 49.5 us
+    CHECK(j["winners"][0]["winner"] == "allgather_direct");  // 16 KiB: 13.2 us against 3.03 us
     auto t = run("compare " + nccl_rings + " " + direct + " --sizes 1K");
     CHECK(t.out.find("(15 steps, 105 rounds, 8 chunks) [baseline]") != std::string::npos);
     CHECK(t.out.find("(1 step, 8 rounds, 1 chunk)") != std::string::npos);

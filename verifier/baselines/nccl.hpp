@@ -87,8 +87,8 @@ Graph nccl_ring_graph(const System&);
 /// GPU per box, a protocol the algorithm lacks, alltoall, which tuning.cc does not model).
 std::optional<double> nccl_model_time(const System&, CollectiveKind, Algorithm, Protocol, double nccl_bytes);
 
-/// NCCL's nBytes for collsched's size M of one datum (docs/time.md, "Sizes"): P*M for allgather
-/// (the output), M otherwise (allreduce's buffer, reduce-scatter's input).
+/// NCCL's nBytes for collsched's size M: the same number, since collsched counts sizes as NCCL does
+/// (docs/time.md, "Sizes": allreduce's buffer, allgather's output, reduce-scatter's input).
 double nccl_bytes(CollectiveKind, std::uint32_t processors, double size);
 
 /// The protocol NCCL's tuner picks for an algorithm at a size (the least model time), with it.

@@ -133,8 +133,8 @@ Graph nccl_ring_graph(const System& s) {
     return best;
 }
 
-double nccl_bytes(CollectiveKind kind, std::uint32_t processors, double size) {
-    return kind == CollectiveKind::allgather ? processors * size : size;  // src/include/enqueue.h:39-41
+double nccl_bytes(CollectiveKind, std::uint32_t, double size) {
+    return size;  // collsched's sizes are NCCL's (docs/time.md, "Sizes"; src/include/enqueue.h:39-41)
 }
 
 /// src/graph/tuning.cc ncclTopoTuneModel (:243-438) for one collective, algorithm and protocol:

@@ -1,0 +1,188 @@
+// Lower bounds on time (verifier/time/time_bound.hpp, docs/time.md "Lower bounds on time"): at or
+// below the predicted time of every verified library schedule on its machine, equal to the known
+// optimum where one is known, the closed forms on symmetric machines, the consistency rule, and
+// optimize --size (the fastest candidate, its bound and gap, NCCL's sizes and busbw).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/lower/lower.hpp"
+#include "dsl/diagnostics.hpp"
+#include "runtime/timing.hpp"
+#include "tests/tools/catalog_rows.hpp"
+#include "tests/tools/cli_run.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/time/time_bound.hpp"
+
+using namespace collsched;
+
+namespace {
+
+bool near(double a, double b, double rel = 1e-9) { return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b)) + 1e-15; }
+
+SendTable compile(const std::string& text) {
+    Diagnostics diags("t.sched", text);
+    auto t = compile_text(text, "t.sched", CompileOptions{}, diags);
+    INFO(diags.render());
+    REQUIRE(t.has_value());
+    return std::move(*t);
+}
+
+TimeBounds bounds_of(const SendTable& t, std::optional<LinkSpeed> link = {}) {
+    auto b = time_bounds(*t.topology, t.collective, t.model, link);
+    REQUIRE(b.has_value());
+    return *b;
+}
+
+}  // namespace
+
+TEST_CASE("time bounds: at or below every verified catalog schedule's times (up to 64 processors, 1 KiB .. 1 GiB)") {
+    // a bound above a verified schedule's predicted time is a bug (in the bound or the prediction)
+    std::size_t checked = 0;
+    std::map<std::string, TimeBounds> cache;  // per machine and collective
+    test::for_each_catalog_table(64, [&](const SendTable& t, const std::string& name) {
+        if (t.model.timing != Timing::hop || !verify_direct(t).holds()) return;
+        const std::string key = t.topology->spec() + "|" + t.collective.to_string() + "|" + to_string(t.model);
+        if (!cache.count(key)) {
+            auto b = time_bounds(*t.topology, t.collective, t.model);
+            if (!b) return;
+            cache.emplace(key, std::move(*b));
+        }
+        const TimeBounds& b = cache.at(key);
+        for (double m : {1024.0, 1048576.0, 1073741824.0}) {
+            const TimePrediction p = predict_time(t, TimeOptions{m, std::nullopt});
+            const TimeBound at = evaluate(b, m);
+            INFO(name << " at " << m << ": bound " << at.seconds << " (" << b.terms[at.best].name << ") sync " << p.synchronous << " async "
+                      << p.asynchronous);
+            CHECK(bound_violation(at, b, p.asynchronous, name).empty());
+            CHECK(bound_violation(at, b, p.synchronous, name).empty());
+            CHECK(at.seconds > 0);
+            ++checked;
+        }
+    });
+    CHECK(checked > 300);
+}
+
+TEST_CASE("time bounds: the one-step allgather on complete:8 meets the cut exactly (a known optimum)") {
+    // each processor receives 7 pieces of M/8 over 7 channels of B: alpha + M/(8B), and the cut around
+    // one processor proves it (7 M/8 bytes enter over 7 B, the last arrives alpha after it leaves)
+    std::string text = "topology complete(8)\ncollective allgather\nstep 1 { for p in 0 .. 7 { for q in 0 .. 7 { if p != q { send p -> q msg b(p) } } } }\n";
+    SendTable t = compile(text);
+    REQUIRE(verify_direct(t).holds());
+    const TimeBounds b = bounds_of(t);
+    for (double m : {8.0 * 1024, 8.0 * 1048576}) {
+        const double time = predict_time(t, TimeOptions{m, std::nullopt}).asynchronous;
+        CHECK(near(time, default_alpha + m / 8 / default_unit_bandwidth));
+        CHECK(near(evaluate(b, m).seconds, time));
+    }
+}
+
+TEST_CASE("time bounds: Patarasuk and Yuan's 2(P-1)/P M/B per processor and the box cut, in closed form") {
+    // ring:8 with one speed: each processor takes 2 channels of B in, 2(P-1)/P M / (2B) + alpha
+    const LinkSpeed s{1e-6, 10e9};
+    std::string text = "topology ring(8)\ncollective allreduce\n";
+    auto topo = Topology::parse("ring:8");
+    Collective c = Collective::parse("allreduce", *topo);
+    auto b = time_bounds(*topo, c, Model{}, s);
+    REQUIRE(b.has_value());
+    const double M = 1 << 30;
+    const TimeBound at = evaluate(*b, M);
+    CHECK(at.seconds >= 2.0 * 7 / 8 * M / (2 * s.bandwidth) + s.alpha - 1e-12);
+    // multibox 4 x 8: the boxes contracted, 2 (N-1)/N M over 8 NICs of 25 GB/s per box (2.7 us): 8.05 ms + 2.7 us
+    auto mb = Topology::parse("graph:" + test::source("schedules/machines/multibox4x8.json"));
+    auto bm = time_bounds(*mb, Collective::parse("allreduce", *mb), Model{});
+    REQUIRE(bm.has_value());
+    const TimeBound am = evaluate(*bm, M);
+    CHECK(near(am.seconds, 2.0 * 3 / 4 * M / (8 * 25e9) + 2.7e-6, 1e-6));
+    CHECK(bm->terms[am.best].name.find("boxes") != std::string::npos);
+    // h100rail 4 x 8: the per-GPU form, 2 x 31/32 x M / (450 + 50 GB/s) = 4.16 ms
+    auto hr = Topology::parse("graph:" + test::source("schedules/machines/h100rail4x8.json"));
+    auto bh = time_bounds(*hr, Collective::parse("allreduce", *hr), Model{});
+    REQUIRE(bh.has_value());
+    CHECK(near(evaluate(*bh, M).seconds - 0.6e-6, 2.0 * 31 / 32 * M / 500e9, 1e-3));
+}
+
+TEST_CASE("time bounds: a bound above a predicted time is reported with both numbers") {
+    SendTable t = compile("topology ring(4)\ncollective allgather\n"
+                          "for s in 1 .. 3 { step s { for p in 0 .. 3 { send p -> (p + 1) % 4 msg b((p - s + 1 + 4) % 4) } } }\n");
+    const TimeBounds b = bounds_of(t);
+    const TimeBound at = evaluate(b, 4096);
+    const double real = predict_time(t, TimeOptions{4096, std::nullopt}).asynchronous;
+    CHECK(bound_violation(at, b, real, "ring").empty());
+    const std::string bad = bound_violation(at, b, at.seconds / 2, "a fabricated time");
+    CHECK(bad.find("above the predicted time") != std::string::npos);
+    CHECK(bad.find("a fabricated time") != std::string::npos);
+}
+
+TEST_CASE("sizes: NCCL's convention, reduce_scatter's algbw not P times too high, busbw") {
+    // reduce_scatter on ring:4 at M: the datum is the whole input (M), algbw = M / time (it was printed P times that);
+    // allgather: M is the output, a datum M/P
+    test::Scratch dir("time_sizes");
+    const std::string rs = dir.file("rs.json");
+    auto r = test::run("optimize --topology ring:4 --collective reduce_scatter --timeout 60 -o " + rs);
+    REQUIRE(r.code == 0);
+    auto v = test::run("verify " + rs + " --size 1M --json");
+    REQUIRE(v.code == 0);
+    auto j = nlohmann::json::parse(v.out)["time"]["sizes"][0];
+    CHECK(j["datum_bytes"].get<double>() == 1048576.0);
+    CHECK(near(j["algbw_Bps"].get<double>(), 1048576.0 / j["asynchronous_s"].get<double>()));
+    CHECK(near(j["busbw_Bps"].get<double>(), j["algbw_Bps"].get<double>() * 3 / 4));
+    const std::string ag = dir.file("ag.sched", "topology ring(4)\ncollective allgather\n"
+                                                "for s in 1 .. 3 { step s { for p in 0 .. 3 { send p -> (p + 1) % 4 msg b((p - s + 1 + 4) % 4) } } }\n");
+    auto g = test::run("verify " + ag + " --size 1M --json");
+    REQUIRE(g.code == 0);
+    auto gj = nlohmann::json::parse(g.out)["time"]["sizes"][0];
+    CHECK(gj["datum_bytes"].get<double>() == 1048576.0 / 4);
+    // 3 hops of M/4 at 1 us and 10 GB/s
+    CHECK(near(gj["asynchronous_s"].get<double>(), 3 * (1e-6 + 1048576.0 / 4 / 10e9)));
+}
+
+TEST_CASE("optimize --size: the fastest verified schedule, its bound, gap and NCCL's best (multibox 2x8 allgather)") {
+    auto r = test::run("optimize --topology graph:" + test::source("schedules/machines/multibox2x8.json") +
+                       " --collective allgather --sizes 1K,1G --json --library " + test::source("schedules/catalog.json"));
+    INFO(r.err);
+    REQUIRE((r.code == 0 || r.code == 3));
+    auto j = nlohmann::json::parse(r.out);
+    for (const char* k : {"size_bytes", "predicted_time_s", "time_lower_bound_s", "time_bound"}) CHECK(j.contains(k));
+    CHECK(j["time_bound"]["assumptions"].size() >= 2);
+    for (const auto& row : j["sizes"]) {
+        CHECK(row["time_lower_bound_s"].get<double>() <= row["predicted_time_s"].get<double>() * (1 + 1e-9));
+        CHECK(near(row["busbw_Bps"].get<double>(), row["algbw_Bps"].get<double>() * 15 / 16));
+        REQUIRE(!row["nccl_best"].is_null());  // the library's NCCL rings for multibox 2x8
+        CHECK(row["speedup_over_nccl"].get<double>() >= 1.0 - 1e-12);
+    }
+    // 1 GiB (M = the output): NVLink-bound 15/16 GiB / 300 GB/s at best, NCCL's 8 rings NIC-bound at 15/128 GiB / 25 GB/s
+    const auto& big = j["sizes"][1];
+    CHECK(big["predicted_time_s"].get<double>() < big["nccl_best_s"].get<double>());
+    CHECK(big["gap_percent"].get<double>() < 5);
+}
+
+TEST_CASE("optimize --size: bad combinations are refused with exit 2") {
+    auto r = test::run("optimize --topology ring:4 --collective allgather --size 1M --chunks 2");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--size chooses") != std::string::npos);
+}
+
+TEST_CASE("plans for a size range: convert --size-range writes min and max_message_size, verify PLAN --size says why no time") {
+    test::Scratch dir("time_plans");
+    const std::string plan = dir.file("p.json");
+    auto c = test::run("convert " + test::source("schedules/nccl/ring_allgather.sched") + " -D k=2 --format mscclpp --size-range 1M..64M -o " + plan);
+    REQUIRE(c.code == 0);
+    std::ifstream in(plan);
+    auto j = nlohmann::json::parse(in);
+    CHECK(j["min_message_size"] == 1048576);
+    CHECK(j["max_message_size"] == 67108864);
+    auto v = test::run("verify " + plan + " --size 16M --json");
+    CHECK(v.code == 0);
+    CHECK(nlohmann::json::parse(v.out)["time"]["none"].get<std::string>().find("names no machine") != std::string::npos);
+    auto bad = test::run("convert " + test::source("schedules/nccl/ring_allgather.sched") + " -D k=2 --format mscclpp --size-range 64M..1M");
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("the low end is above the high end") != std::string::npos);
+    CHECK(bad.out.empty());
+}

@@ -1,0 +1,288 @@
+// The schedules the time objective chooses from: collsched's constructions, verified.
+#include "verifier/time/candidates.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/table/duality.hpp"
+#include "support/error.hpp"
+#include "verifier/baselines/nccl.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/compose/allreduce.hpp"
+#include "verifier/compose/nvls.hpp"
+#include "verifier/synth/bandwidth_bound.hpp"
+#include "verifier/synth/greedy.hpp"
+#include "verifier/synth/hierarchical.hpp"
+#include "verifier/synth/tree_packing.hpp"
+
+namespace collsched {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// The instance with C chunks, or nullopt when C is not taken (too many messages).
+std::optional<SynthInstance> with_chunks(const SynthInstance& in, std::uint32_t chunks) {
+    SynthInstance x = in;
+    x.rounds.reset();
+    try {
+        x.collective.set_chunks(chunks, *x.topology, false);
+    } catch (const InputError&) {
+        return std::nullopt;
+    }
+    return x;
+}
+
+/// Transfers a chunk count costs roughly (to keep tables small): a chunk of every datum to every
+/// processor, or 2(P-1) per chunk for a reduction on rings.
+std::uint64_t rough_transfers(CollectiveKind k, std::uint64_t P, std::uint64_t C) {
+    switch (k) {
+        case CollectiveKind::allreduce: return 2 * (P - 1) * C;
+        case CollectiveKind::reduce_scatter: return (P - 1) * C;
+        default: return P * (P - 1) * C;
+    }
+}
+
+constexpr std::uint64_t max_transfers = std::uint64_t{1} << 19;
+
+/// NCCL's ring algorithms on k rings (verifier/synth/synth_rings.cpp) at C = base, 2 base, ...:
+/// few chunks pay fewer latencies, many pipeline better; the time decides between them.
+void rings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    const CollectiveKind k = q.instance.collective.kind;
+    if (k != CollectiveKind::allgather && k != CollectiveKind::allreduce && k != CollectiveKind::reduce_scatter) return;
+    const std::uint32_t P = q.instance.topology->processors();
+    const std::uint32_t base = k == CollectiveKind::reduce_scatter ? P : 1;
+    std::size_t found = 0;
+    const Clock::time_point until = std::min(q.deadline, Clock::now() + std::chrono::seconds(6));
+    for (std::uint64_t C = base; C <= 4096 && rough_transfers(k, P, C) <= max_transfers && Clock::now() < until; C *= 4) {
+        auto x = with_chunks(q.instance, static_cast<std::uint32_t>(C));
+        if (!x) break;
+        auto r = ring_schedule(*x, until);
+        if (!r) break;
+        out.push_back({fmt::format("rings C={}", C), r->source, "rings", false, std::make_shared<const SendTable>(std::move(r->table))});
+        ++found;
+    }
+    if (!found) notes.push_back("rings: none (no Hamiltonian cycles found, routers, or a model the rings do not take)");
+}
+
+/// Tree packings (verifier/synth/tree_packing.cpp) at the chunk counts the cut suggests, each its
+/// own candidate; reduce_scatter as the allgather's packing reversed.
+void packings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    const CollectiveKind k = q.instance.collective.kind;
+    const bool reverse = k == CollectiveKind::reduce_scatter;
+    if (k != CollectiveKind::allgather && k != CollectiveKind::broadcast && !reverse) return;
+    const Topology& t = *q.instance.topology;
+    SynthInstance build = q.instance;
+    build.rounds.reset();
+    if (reverse) {
+        if (!duality_problem(t, q.instance.model).empty()) return;
+        build.collective = Collective::parse("allgather", t, false);
+    }
+    build.collective.set_chunks(1, t, false);
+    if (std::string why = packing_problem(build); !why.empty()) {
+        notes.push_back("tree packing: " + why);
+        return;
+    }
+    auto b = flow_bandwidth_bound(build);
+    if (!b) return;
+    const std::uint32_t P = t.processors();
+    const std::uint32_t outside = build.collective.kind == CollectiveKind::allgather ? cut_outside(*b, P) : 1;
+    // at most five chunk counts, the first and the last four the cut suggests (few chunks pay fewer latencies, many
+    // drain less), within 10 s
+    std::vector<std::uint32_t> counts = chunks_for(b->rounds_per_chunk, 256, outside, P);
+    if (counts.size() > 5) counts.erase(counts.begin() + 1, counts.end() - 4);
+    const Clock::time_point until = std::min(q.deadline, Clock::now() + std::chrono::seconds(10));
+    for (std::uint32_t C : counts) {
+        if (Clock::now() >= until || rough_transfers(CollectiveKind::allgather, P, C) > max_transfers) continue;
+        PackingOptions po;
+        po.target = b->rounds_per_chunk;
+        po.outside = outside;
+        po.chunks = {C};
+        po.seconds = std::max(0.5, std::chrono::duration<double>(until - Clock::now()).count());
+        auto p = pack_trees(build, po);
+        if (!p) continue;
+        SendTable table = reverse ? reduce_scatter_from_allgather(p->table) : std::move(p->table);
+        out.push_back({fmt::format("tree packing C={}", table.collective.chunks),
+                       fmt::format("{}{} (R/C = {}, bound {}; verifier/synth/tree_packing.cpp)", reverse ? "the reversal of the allgather's " : "",
+                                   p->method, p->rounds_per_chunk().text(), b->rounds_per_chunk.text()),
+                       "packing", false, std::make_shared<const SendTable>(std::move(table))});
+    }
+}
+
+/// The known schedule of least steps with one chunk (optimize's upper bound): the latency end.
+void least_steps(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    auto x = with_chunks(q.instance, q.instance.collective.kind == CollectiveKind::reduce_scatter ? q.instance.topology->processors() : 1);
+    if (!x) return;
+    if (x->collective.row().has_partials()) return;  // reductions: the rings and the library cover them
+    try {
+        auto r = known_schedule(*x, true, std::min(q.deadline, Clock::now() + std::chrono::seconds(5)));
+        if (r) out.push_back({"least steps C=1", r->source, "least steps", false, std::make_shared<const SendTable>(std::move(r->table))});
+    } catch (const InputError& e) {
+        notes.push_back(fmt::format("least steps: {}", e.what()));
+    }
+    if (!greedy_problem(*x).empty()) return;
+    GreedyOptions go;
+    go.deadline = Deadline::at(std::min(q.deadline, Clock::now() + std::chrono::seconds(10)));
+    GreedyResult g = greedy_synthesize(*x, go);
+    if (g.table) out.push_back({"greedy C=1", g.source, "greedy", false, std::make_shared<const SendTable>(std::move(*g.table))});
+    else notes.push_back("greedy: " + g.reason);
+}
+
+/// The hierarchical composition of exact phases on one box and one rail (verifier/synth/hierarchical.hpp):
+/// each datum crosses between the boxes once, over the fastest path it has; one chunk.
+void hierarchical(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    auto x = with_chunks(q.instance, q.instance.collective.kind == CollectiveKind::reduce_scatter ? q.instance.topology->processors() : 1);
+    if (!x) return;
+    if (std::string why = hierarchical_problem(*x); !why.empty()) {
+        notes.push_back("hierarchical: " + why);
+        return;
+    }
+    HierarchicalOptions ho;
+    const Clock::time_point until = std::min(q.deadline, Clock::now() + std::chrono::seconds(20));
+    ho.phase.timeout = std::max(1.0, std::chrono::duration<double>(until - Clock::now()).count());
+    ho.deadline = Deadline::at(until);
+    try {
+        HierarchicalResult r = hierarchical_synthesize(*x, ho);
+        if (r.table)
+            out.push_back({"hierarchical C=" + std::to_string(r.table->collective.chunks), r.source, "hierarchical", false,
+                           std::make_shared<const SendTable>(std::move(*r.table))});
+        else
+            notes.push_back("hierarchical: " + r.reason);
+    } catch (const std::runtime_error& e) {  // a limit inside the compaction
+        notes.push_back(fmt::format("hierarchical: {}", e.what()));
+    }
+}
+
+/// The constructions for time (verifier/compose/allreduce.hpp): hierarchical and flat
+/// allreduce, reduce-scatter and allgather pipelined in pieces, the pieces chosen per size; each
+/// size asked for may choose other pieces, so every size's fastest shapes are kept.
+void composed(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    std::map<std::string, bool> seen;
+    std::vector<double> sizes = q.sizes;
+    if (sizes.empty()) sizes.push_back(1 << 20);
+    for (double size : sizes) {
+        if (Clock::now() >= q.deadline) {
+            notes.push_back("constructions for time: the time limit came before every size was tried");
+            break;
+        }
+        for (compose::Candidate& c : compose::time_candidates(q.instance, size, q.deadline)) {
+            if (seen[c.name]) continue;
+            seen[c.name] = true;
+            out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table))});
+        }
+    }
+}
+
+/// NVLS on machines whose switches reduce and multicast (verifier/compose/nvls.hpp): collsched's
+/// form (the owner's own share stays home) and NCCL's (its NVLS algorithm as it runs: the owner's
+/// share through the switch too), the latter one of NCCL's algorithms.
+void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    const auto& t = q.instance.topology;
+    const CollectiveKind k = q.instance.collective.kind;
+    if (k != CollectiveKind::allreduce && k != CollectiveKind::allgather && k != CollectiveKind::reduce_scatter) return;
+    std::vector<compose::NvlsBox> boxes;
+    try {
+        boxes = compose::nvls_boxes(*t);
+    } catch (const InputError&) {
+        return;  // no switch that reduces and multicasts: nothing to say
+    }
+    if (boxes.empty()) return;
+    const std::uint32_t per_box = static_cast<std::uint32_t>(boxes.front().gpus.size());
+    std::map<std::uint32_t, bool> tried;
+    for (double size : q.sizes.empty() ? std::vector<double>{1 << 20} : q.sizes) {
+        compose::NvlsPlan plan;
+        plan.pieces = compose::nvls_pieces_for_size(per_box, size);
+        if (tried[plan.pieces]) continue;
+        tried[plan.pieces] = true;
+        auto add = [&](std::string name, bool nccl, SendTable table) {
+            out.push_back({fmt::format("{}, {} piece{}", name, plan.pieces, plan.pieces == 1 ? "" : "s"), "verifier/compose/nvls.hpp", nccl ? "nccl" : "nvls", nccl,
+                           std::make_shared<const SendTable>(std::move(table))});
+        };
+        try {
+            if (boxes.size() > 1) {
+                if (k == CollectiveKind::allreduce) add("nvls + rail rings", false, compose::nvls_rail_allreduce(t, plan));
+                continue;
+            }
+            if (k == CollectiveKind::allreduce) {
+                add("nvls", false, compose::nvls_allreduce(t, plan));
+                compose::NvlsPlan direct = plan;
+                direct.direct_period = compose::nvls_direct_period(*t);
+                if (direct.direct_period) add("nvls + direct pieces", false, compose::nvls_allreduce(t, direct));
+                compose::NvlsPlan theirs = plan;
+                theirs.owner_through_switch = true;
+                add("nccl nvls", true, compose::nvls_allreduce(t, theirs));
+            } else if (k == CollectiveKind::allgather) {
+                add("nvls", false, compose::nvls_allgather(t, plan));
+            } else {
+                add("nvls", false, compose::nvls_reduce_scatter(t, plan));
+            }
+        } catch (const InputError& e) {
+            notes.push_back(fmt::format("nvls: {}", e.what()));
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<NamedProvider> construction_providers() {
+    return {{"rings", rings}, {"tree packing", packings}, {"least steps", least_steps}, {"hierarchical", hierarchical},
+            {"constructions for time", composed}, {"nvls", nvls}};
+}
+
+NamedProvider nccl_provider() {
+    return {"nccl", [](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>&) {
+                for (nccl::Baseline& b : nccl::nccl_baselines(q.instance.topology, q.instance.collective, q.instance.model))
+                    out.push_back({"nccl " + b.name, b.source, "nccl", true, std::make_shared<const SendTable>(std::move(b.table))});
+            }};
+}
+
+std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes) {
+    std::vector<TimeCandidate> raw, kept;
+    std::vector<std::size_t> from;  // per provider, its first candidate
+    std::vector<double> took;
+    for (const NamedProvider& p : providers) {
+        from.push_back(raw.size());
+        const auto t0 = Clock::now();
+        try {
+            p.provide(q, raw, notes);
+        } catch (const InputError& e) {
+            notes.push_back(fmt::format("{}: {}", p.name, e.what()));
+        }
+        took.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    std::vector<double> verify(providers.size(), 0.0);
+    std::map<std::string, int> names;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        TimeCandidate& c = raw[i];
+        const auto t0 = Clock::now();
+        const std::size_t pi = static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), i) - from.begin()) - 1;
+        SendTable t = *c.table;
+        if (t.collective.kind != q.instance.collective.kind || t.collective.root != q.instance.collective.root) continue;
+        t.topology = q.instance.topology;
+        t.model = q.instance.model;
+        const VerifyReport r = verify_direct(t);
+        verify[pi] += std::chrono::duration<double>(Clock::now() - t0).count();
+        if (!r.holds()) {
+            notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
+            continue;
+        }
+        if (int n = names[c.name]++; n > 0) c.name += fmt::format(" ({})", n + 1);
+        c.table = std::make_shared<const SendTable>(std::move(t));
+        kept.push_back(std::move(c));
+    }
+    for (std::size_t p = 0; p < providers.size(); ++p) {
+        const std::size_t n = (p + 1 < from.size() ? from[p + 1] : raw.size()) - from[p];
+        notes.push_back(fmt::format("{}: {} table{} built in {:.2f} s, verified in {:.2f} s", providers[p].name, n, n == 1 ? "" : "s", took[p], verify[p]));
+    }
+    return kept;
+}
+
+double candidate_seconds(const SendTable& t, double size, const std::optional<LinkSpeed>& link, bool synchronous) {
+    const TimeOptions opt{size, link};
+    return synchronous ? synchronous_time(t, opt) : predict_time(t, opt).asynchronous;
+}
+
+}  // namespace collsched

@@ -1,0 +1,65 @@
+/** \file
+ * The schedules the time objective chooses from (issue 43, `optimize --size`): every schedule
+ * collsched can build and verify for an instance, from a list of providers. Each provider gives
+ * candidates; each candidate's table is verified by the direct checker under the instance's
+ * model before it is kept (a table that does not hold is dropped with a note, never chosen).
+ * verifier/time's own providers are collsched's constructions (rings over several chunk counts,
+ * tree packings, the least-steps known schedule); the command adds the library's schedules that
+ * fit the machine and NCCL's algorithms generated for it (verifier/baselines, when built) as
+ * further providers: a provider is one function, so another source plugs in as one more entry.
+ */
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/table/send_table.hpp"
+#include "runtime/timing.hpp"
+#include "verifier/synth/synth.hpp"
+#include "verifier/time/time_bound.hpp"
+
+namespace collsched {
+
+struct TimeCandidate {
+    std::string name;      ///< short and unique: "rings C=64", "ring_allreduce_channels -D k=4"
+    std::string source;    ///< where it comes from, with its proof status if any
+    std::string provider;  ///< "rings", "packing", "least steps", "library", "nccl", ...
+    bool nccl = false;     ///< one of NCCL's algorithms (the speed-up is printed over the best of these)
+    std::shared_ptr<const SendTable> table;
+};
+
+struct CandidateQuery {
+    SynthInstance instance;  ///< topology, collective (its chunks are the providers' to choose), model
+    std::vector<double> sizes;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+/// A provider: appends candidates (not yet verified) and notes on what it could not build.
+using CandidateProvider = std::function<void(const CandidateQuery&, std::vector<TimeCandidate>&, std::vector<std::string>& notes)>;
+
+struct NamedProvider {
+    std::string name;
+    CandidateProvider provide;
+};
+
+/// collsched's constructions: rings (NCCL's ring algorithms on k rings, several chunk counts),
+/// tree packings (allgather; reduce_scatter by reversal; broadcast), the known schedule of least
+/// steps (one chunk).
+std::vector<NamedProvider> construction_providers();
+
+/// NCCL's algorithms generated for the machine (verifier/baselines/nccl.hpp): rings, trees, PAT,
+/// p2p, each marked as NCCL's, so that the speed-up is printed over the best of them.
+NamedProvider nccl_provider();
+
+/// Runs every provider, re-stamps each table with the instance's topology and model (a table for
+/// another machine of the same shape is dropped by the caller's provider), verifies it with the
+/// direct checker and keeps those that hold. Names are made unique.
+std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::vector<NamedProvider>&, std::vector<std::string>& notes);
+
+/// The time of a table at a size: asynchronous or synchronous (docs/time.md).
+double candidate_seconds(const SendTable&, double size, const std::optional<LinkSpeed>& link, bool synchronous);
+
+}  // namespace collsched

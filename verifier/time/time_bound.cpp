@@ -1,0 +1,388 @@
+// Lower bounds on time: the terms per collective, their value at a size, and their text.
+#include "verifier/time/time_bound.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "runtime/timing.hpp"
+#include "support/units.hpp"
+#include "verifier/synth/processor_orbits.hpp"
+#include "verifier/time/weighted_network.hpp"
+
+namespace collsched {
+
+using namespace time_internal;
+
+double TimeTerm::bandwidth() const {
+    double b = 0;
+    for (const CutArc& a : arcs) b += a.bandwidth;
+    return b;
+}
+
+double TimeTerm::seconds(double size) const {
+    if (demand <= 0) return latency;
+    const double need = demand * size;
+    if (need <= 0) return 0;
+    // the least T with sum_a B_a max(0, T - alpha_a) >= need: walk the latencies in order
+    std::vector<CutArc> as = arcs;
+    std::sort(as.begin(), as.end(), [](const CutArc& x, const CutArc& y) { return x.alpha < y.alpha; });
+    double slope = 0, moved = 0, at = 0;
+    for (std::size_t i = 0; i < as.size(); ++i) {
+        if (slope > 0 && moved + slope * (as[i].alpha - at) >= need) break;
+        moved += slope * (as[i].alpha - at);
+        at = as[i].alpha;
+        slope += as[i].bandwidth;
+    }
+    if (slope <= 0) return std::numeric_limits<double>::infinity();
+    return at + (need - moved) / slope;
+}
+
+namespace {
+
+/// The collectives with bounds, and the pairs their latency term joins.
+enum class Pairs { all, from_root, to_root, none };
+
+Pairs pairs_of(CollectiveKind k) {
+    switch (k) {
+        case CollectiveKind::allgather:
+        case CollectiveKind::alltoall:
+        case CollectiveKind::allreduce:
+        case CollectiveKind::reduce_scatter: return Pairs::all;
+        case CollectiveKind::broadcast:
+        case CollectiveKind::scatter: return Pairs::from_root;
+        case CollectiveKind::reduce:
+        case CollectiveKind::gather: return Pairs::to_root;
+        default: return Pairs::none;
+    }
+}
+
+/// Builds the terms of one instance.
+class Bounds {
+public:
+    Bounds(const Topology& t, const Collective& c, const Model& m, const std::optional<LinkSpeed>& uniform)
+        : t_(t), c_(c), m_(m), uniform_(uniform), P_(t.processors()),
+          orbits_(processor_orbits(t)) {}  // AutomorphismCheck keeps speeds too
+
+    TimeBounds run() {
+        out_.model = "docs/time.md, asynchronous and synchronous alike: a transfer of b bytes holds its channel b/B_e and each of "
+                     "its link groups b/B_g and arrives alpha_e after its last byte left";
+        out_.assumptions = {"hop timing (store and forward: a datum crosses one channel per transfer)",
+                            "any schedule, route, number of chunks and rounds; routers under replicate=no and yes"};
+        const bool in_network = c_.row().combining() && m_.combine_routers;
+        if (in_network)
+            out_.assumptions.push_back("in-network reduction allowed (combine=routers): only arguments that hold when routers add partials");
+        else if (c_.row().combining())
+            out_.assumptions.push_back("no in-network reduction: values combine only at processors (routers forward and copy, never add)");
+        if (m_.ports != Ports::multi) out_.assumptions.push_back("ports not counted (a relaxation: each port as the sum of its channels)");
+        latency();
+        if (in_network && c_.kind != CollectiveKind::reduce) {
+            reduction_in_network();
+            if (out_.terms.size() < 2) out_.no_bandwidth = fmt::format("no cut bound for {} with reduction in the network", c_.row().name);
+            return std::move(out_);
+        }
+        switch (c_.kind) {
+            case CollectiveKind::allgather: densest(false); break;
+            case CollectiveKind::reduce_scatter: densest(true); break;
+            case CollectiveKind::allreduce: allreduce(); break;
+            case CollectiveKind::alltoall: alltoall(); break;
+            case CollectiveKind::broadcast: rooted({idx(c_.root)}, others(), 1, "broadcast: the root's buffer crosses every cut between the root and a processor"); break;
+            case CollectiveKind::reduce: rooted(others(), {idx(c_.root)}, 1, "reduce: a partial of every byte enters the root's region (values combine only at processors)"); break;
+            case CollectiveKind::scatter: rooted({idx(c_.root)}, others(), (P_ - 1.0) / P_, "scatter: the P-1 other messages leave the root's region"); break;
+            case CollectiveKind::gather: rooted(others(), {idx(c_.root)}, (P_ - 1.0) / P_, "gather: the P-1 other messages enter the root's region"); break;
+            default: break;
+        }
+        if (out_.terms.size() < 2) out_.no_bandwidth = fmt::format("no cut bound for {} here", c_.row().name);
+        return std::move(out_);
+    }
+
+private:
+    std::vector<std::uint32_t> others() const {
+        std::vector<std::uint32_t> v;
+        for (std::uint32_t p = 0; p < P_; ++p)
+            if (p != idx(c_.root)) v.push_back(p);
+        return v;
+    }
+
+    WeightedNetwork& net(bool reverse) {
+        auto& n = reverse ? backward_ : forward_;
+        if (!n) n.emplace(t_, m_, uniform_, reverse);
+        return *n;
+    }
+
+    /// The largest alpha-distance between the pairs the collective joins (distances are kept by
+    /// the verified symmetries, so one source per orbit for the all-pairs collectives).
+    void latency() {
+        const Pairs pairs = pairs_of(c_.kind);
+        double worst = 0;
+        std::uint32_t s_best = 0, d_best = 0;
+        auto scan = [&](std::uint32_t src, bool reversed) {
+            const std::vector<double> d = alpha_distances(t_, uniform_, src, reversed);
+            for (std::uint32_t v = 0; v < P_; ++v)
+                if (v != src && std::isfinite(d[v]) && d[v] > worst) worst = d[v], s_best = reversed ? v : src, d_best = reversed ? src : v;
+        };
+        if (pairs == Pairs::all) {
+            for (std::uint32_t r : orbits_.representatives) scan(r, false);
+        } else if (pairs == Pairs::from_root) {
+            scan(idx(c_.root), false);
+        } else if (pairs == Pairs::to_root) {
+            scan(idx(c_.root), true);
+        }
+        TimeTerm term;
+        term.name = "latency";
+        term.latency = worst;
+        term.detail = pairs == Pairs::none ? "no pairs counted for this collective"
+                                           : fmt::format("a byte of processor {}'s data that processor {} needs crosses channels whose latencies "
+                                                         "add up to at least {} (the least over every route; the largest such pair)",
+                                                         s_best, d_best, support::format_seconds(worst));
+        out_.terms.push_back(std::move(term));
+    }
+
+    /// ForestColl's cut: (M/P) |S ∩ P| leave S (reduce_scatter: enter it, one partial per block).
+    void densest(bool reverse) {
+        WeightedNetwork& n = net(reverse);
+        std::vector<char> side = n.densest_cut(orbits_.representatives, out_.max_flows);
+        if (side.empty()) return;
+        TimeTerm term;
+        term.name = "cut (max flow on link speeds)";
+        for (std::uint32_t v = 0; v < P_; ++v)
+            if (side[v]) term.inside.push_back(v);
+        term.demand = static_cast<double>(term.inside.size()) / P_;
+        n.crossing(side, term);
+        const std::string set = reverse ? fmt::format("the complement of the set {}", runs_text(term.inside)) : fmt::format("the set {}", runs_text(term.inside));
+        term.detail = reverse ? fmt::format("the {} blocks owned inside {} need one partial (M/P bytes) each from outside; what enters it is {} = {}; "
+                                            "the densest such set over every set of nodes (ForestColl's cut, {} max flows)",
+                                            term.inside.size(), runs_text(term.inside), fmt::join(term.crossing, " + "),
+                                            support::format_bandwidth(term.bandwidth()), out_.max_flows)
+                              : fmt::format("the {} data (M/P bytes each) that start in {} must leave it; what leaves it is {} = {}; the densest "
+                                            "such set over every set of nodes (ForestColl's cut, {} max flows)",
+                                            term.inside.size(), set, fmt::join(term.crossing, " + "), support::format_bandwidth(term.bandwidth()),
+                                            out_.max_flows);
+        if (!n.net().exact()) term.detail += fmt::format("; on a relaxed network: {}", fmt::join(n.net().relaxations, "; "));
+        cut_set_ = term.inside;
+        out_.terms.push_back(std::move(term));
+    }
+
+    /// The region of the processors of `set` (none of the others), entering or leaving.
+    TimeTerm region_term(const std::vector<std::uint32_t>& set, bool entering) {
+        std::vector<char> in(P_, 0);
+        for (std::uint32_t v : set) in[v] = 1;
+        std::vector<std::uint32_t> rest;
+        for (std::uint32_t v = 0; v < P_; ++v)
+            if (!in[v]) rest.push_back(v);
+        WeightedNetwork& n = net(false);
+        TimeTerm term;
+        term.inside = set;
+        std::vector<char> side = entering ? n.region(rest, set, out_.max_flows) : n.region(set, rest, out_.max_flows);
+        n.crossing(side, term);
+        return term;
+    }
+
+    void allreduce();
+    void alltoall();
+    void gossip(const Partition& part);
+
+    /// Allreduce and reduce-scatter when routers may add partials (issue 44): the gossip bounds do
+    /// not hold (a switch sums what P GPUs send it), but every processor r must still send, for
+    /// each byte that another processor's result depends on, something carrying r's value, and
+    /// receive its own result: allreduce M out of r's region and M into it; reduce-scatter
+    /// (P-1)/P M out (its values of the others' blocks) and M/P in (its block's sum). One
+    /// processor per orbit of the verified symmetries.
+    void reduction_in_network() {
+        const bool ar = c_.kind == CollectiveKind::allreduce;
+        if (!ar && c_.kind != CollectiveKind::reduce_scatter) return;
+        for (std::uint32_t r : orbits_.representatives) {
+            std::vector<std::uint32_t> rest;
+            for (std::uint32_t p = 0; p < P_; ++p)
+                if (p != r) rest.push_back(p);
+            rooted({r}, rest, ar ? 1.0 : (P_ - 1.0) / P_,
+                   fmt::format("with reduction in the network: processor {}'s value of every byte {} leaves its region", r,
+                               ar ? "of the buffer" : "of the other blocks"),
+                   "cut around a processor (in-network reduction)");
+            rooted(rest, {r}, ar ? 1.0 : 1.0 / P_,
+                   fmt::format("with reduction in the network: the sum of every byte of {} enters processor {}'s region",
+                               ar ? "the buffer" : "its block", r),
+                   "cut around a processor (in-network reduction)");
+        }
+    }
+
+    void rooted(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to, double demand, const std::string& why,
+                const char* name = "cut around the root") {
+        if (from.empty() || to.empty()) return;
+        WeightedNetwork& n = net(false);
+        TimeTerm term;
+        std::vector<char> side = n.region(from, to, out_.max_flows);
+        n.crossing(side, term);
+        for (std::uint32_t v = 0; v < P_; ++v)
+            if (side[v]) term.inside.push_back(v);
+        term.name = name;
+        term.demand = demand;
+        term.detail = fmt::format("{}; the least such cut (max flow) is {} = {}", why, fmt::join(term.crossing, " + "), support::format_bandwidth(term.bandwidth()));
+        out_.terms.push_back(std::move(term));
+    }
+
+    const Topology& t_;
+    const Collective& c_;
+    const Model& m_;
+    const std::optional<LinkSpeed>& uniform_;
+    const std::uint32_t P_;
+    const ProcessorOrbits orbits_;
+    std::optional<WeightedNetwork> forward_, backward_;
+    std::vector<std::uint32_t> cut_set_;
+    TimeBounds out_;
+};
+
+/// The one-way gossip on the sets of one partition (docs/time.md, "Lower bounds on time"): per byte
+/// 2(N-1) transfers enter the sets' regions, and each set at least one.
+void Bounds::gossip(const Partition& part) {
+    const std::uint32_t N = part.sets;
+    std::vector<std::vector<std::uint32_t>> sets(N);
+    for (std::uint32_t v = 0; v < P_; ++v) sets[part.set[v]].push_back(v);
+    const bool singletons = N == P_;
+    // one flow per set; for single processors one per orbit (the symmetries keep the speeds)
+    std::vector<TimeTerm> enter(N), leave(N);
+    std::vector<char> done(N, 0);
+    for (std::uint32_t s = 0; s < N; ++s) {
+        const std::uint32_t rep = singletons ? orbits_.orbit[sets[s][0]] : s;
+        if (!done[rep]) enter[rep] = region_term(sets[rep], true), leave[rep] = region_term(sets[rep], false), done[rep] = 1;
+        if (rep != s) enter[s] = enter[rep], leave[s] = leave[rep], enter[s].inside = leave[s].inside = sets[s];
+    }
+    const bool copies = t_.routers() > 0 && m_.replicate;
+    for (bool entering : {true, false}) {
+        if (!entering && copies) continue;  // a router's copies may serve several receivers with one departure
+        std::vector<TimeTerm>& side = entering ? enter : leave;
+        TimeTerm sum;
+        sum.name = singletons ? "gossip per processor (Patarasuk and Yuan)" : "gossip between sets: " + part.name;
+        sum.demand = 2.0 * (N - 1);
+        for (const TimeTerm& x : side) sum.arcs.insert(sum.arcs.end(), x.arcs.begin(), x.arcs.end());
+        const TimeTerm& least = *std::min_element(side.begin(), side.end(), [](const TimeTerm& a, const TimeTerm& b) { return a.bandwidth() < b.bandwidth(); });
+        sum.crossing = least.crossing;
+        sum.inside = least.inside;
+        sum.detail = fmt::format("every byte of the buffer is a one-way gossip among the {} sets ({}): at least 2(N-1) = {} transfers {} the sets' "
+                                 "regions, at least one {} each; what can {} them is {} in all (the least region {} {}: {} = {})",
+                                 N, singletons ? "single processors" : part.name, 2 * (N - 1), entering ? "enter" : "leave",
+                                 entering ? "into" : "out of", entering ? "enter" : "leave", support::format_bandwidth(sum.bandwidth()),
+                                 runs_text(least.inside), entering ? "enters by" : "leaves by", fmt::join(least.crossing, " + "),
+                                 support::format_bandwidth(least.bandwidth()));
+        out_.terms.push_back(std::move(sum));
+        TimeTerm one = least;
+        one.name = sum.name + ", one set";
+        one.demand = 1;
+        one.detail = fmt::format("every byte of the buffer must {} the set {} once at least ({}): {} = {}", entering ? "enter" : "leave",
+                                 runs_text(least.inside), part.name, fmt::join(least.crossing, " + "), support::format_bandwidth(least.bandwidth()));
+        out_.terms.push_back(std::move(one));
+    }
+}
+
+void Bounds::allreduce() {
+    if (P_ < 2) return;
+    std::vector<Partition> parts;
+    Partition single{"single processors", std::vector<std::uint32_t>(P_), P_};
+    for (std::uint32_t v = 0; v < P_; ++v) single.set[v] = v;
+    parts.push_back(std::move(single));
+    for (Partition& p : partitions(t_, uniform_)) parts.push_back(std::move(p));
+    // the allgather's densest cut as a partition of two
+    densest(false);
+    if (!cut_set_.empty() && cut_set_.size() < P_) {
+        out_.terms.pop_back();  // an allgather's bound, not an allreduce's
+        Partition two{fmt::format("the allgather's densest cut {} and the rest", runs_text(cut_set_)), std::vector<std::uint32_t>(P_, 1), 2};
+        for (std::uint32_t v : cut_set_) two.set[v] = 0;
+        parts.push_back(std::move(two));
+    } else if (!cut_set_.empty()) {
+        out_.terms.pop_back();
+    }
+    for (const Partition& p : parts) gossip(p);
+}
+
+void Bounds::alltoall() {
+    // message m(s,d) has M/P bytes: |V| |P \ V| M/P leave V and as many enter it
+    std::vector<std::vector<std::uint32_t>> sets;
+    for (std::uint32_t r : orbits_.representatives) sets.push_back({r});
+    for (const Partition& p : partitions(t_, uniform_)) {
+        std::vector<std::vector<std::uint32_t>> members(p.sets);
+        for (std::uint32_t v = 0; v < P_; ++v) members[p.set[v]].push_back(v);
+        sets.push_back(members[0]);
+        std::vector<std::uint32_t> half;
+        for (std::uint32_t s = 0; s < p.sets / 2; ++s) half.insert(half.end(), members[s].begin(), members[s].end());
+        if (!half.empty()) sets.push_back(half);
+    }
+    for (bool entering : {false, true}) {
+        std::optional<TimeTerm> best;
+        for (const auto& set : sets) {
+            if (set.empty() || set.size() >= P_) continue;
+            TimeTerm term = region_term(set, entering);
+            term.demand = static_cast<double>(set.size()) * static_cast<double>(P_ - set.size()) / P_;
+            if (!best || term.demand / term.bandwidth() > best->demand / best->bandwidth()) best = std::move(term);
+        }
+        if (!best) continue;
+        best->name = "cut (max flow on link speeds)";
+        best->detail = fmt::format("the {} x {} messages (M/P bytes each) between the set {} and the rest must {} it; what {} it is {} = {} (the "
+                                   "densest of the sets tried: single processors, boxes, halves)",
+                                   best->inside.size(), P_ - best->inside.size(), runs_text(best->inside), entering ? "enter" : "leave",
+                                   entering ? "enters" : "leaves", fmt::join(best->crossing, " + "), support::format_bandwidth(best->bandwidth()));
+        out_.terms.push_back(std::move(*best));
+    }
+    // hops: m(s,d) crosses at least hops(s,d) channels
+    const TimeOptions opt{0, uniform_};
+    TimeTerm hops;
+    hops.name = "hops";
+    double total = 0;  // one source per orbit, times the orbit's size (the symmetries keep hops)
+    std::vector<double> orbit_size(P_, 0);
+    for (std::uint32_t v = 0; v < P_; ++v) orbit_size[orbits_.orbit[v]] += 1;
+    for (std::uint32_t r : orbits_.representatives) {
+        const std::vector<std::uint32_t> d = hop_distances(t_, r);
+        for (std::uint32_t v = 0; v < P_; ++v)
+            if (v != r && d[v] != std::numeric_limits<std::uint32_t>::max()) total += orbit_size[r] * d[v];
+    }
+    for (std::uint32_t ch = 0; ch < t_.channels().size(); ++ch) {
+        const LinkSpeed sp = channel_speed(t_, ChannelId{ch}, opt);
+        hops.arcs.push_back({sp.bandwidth, sp.alpha});
+    }
+    hops.demand = total / P_;
+    hops.detail = fmt::format("every message m(s,d) (M/P bytes) crosses at least hops(s,d) channels, {} hops in all, over every channel "
+                              "of the machine ({} in all)",
+                              total, support::format_bandwidth(hops.bandwidth()));
+    out_.terms.push_back(std::move(hops));
+}
+
+}  // namespace
+
+std::optional<TimeBounds> time_bounds(const Topology& t, const Collective& c, const Model& m, const std::optional<LinkSpeed>& uniform) {
+    if (m.timing != Timing::hop || pairs_of(c.kind) == Pairs::none || t.processors() < 2) return std::nullopt;
+    return Bounds(t, c, m, uniform).run();
+}
+
+TimeBound evaluate(const TimeBounds& b, double size) {
+    TimeBound r;
+    r.size = size;
+    for (std::size_t i = 0; i < b.terms.size(); ++i) {
+        const double s = b.terms[i].seconds(size);
+        if (!std::isfinite(s)) continue;
+        if (b.terms[i].demand <= 0) r.latency_s = std::max(r.latency_s, s);
+        else r.bandwidth_s = std::max(r.bandwidth_s, s);
+        if (s > r.seconds) r.seconds = s, r.best = i;
+    }
+    return r;
+}
+
+std::string bound_violation(const TimeBound& bound, const TimeBounds& b, double predicted, std::string_view what) {
+    if (bound.seconds <= predicted * (1 + 1e-9)) return "";
+    return fmt::format("the proved lower bound on time {} ({} s, {}) is above the predicted time {} ({} s) of {} at {} bytes: a bound or the "
+                       "prediction is wrong",
+                       support::format_seconds(bound.seconds), bound.seconds, b.terms[bound.best].name, support::format_seconds(predicted),
+                       predicted, what, bound.size);
+}
+
+std::string bound_text(const TimeBounds& b, const TimeBound& at) {
+    const TimeTerm& best = b.terms[at.best];
+    std::string s = fmt::format("{} ({}): {}\n", support::format_seconds(at.seconds), best.name, best.detail);
+    s += fmt::format("  latency part {}, bandwidth part {}; the bound is the larger (max is always sound; a term adds latencies only "
+                     "where docs/time.md proves it)\n",
+                     support::format_seconds(at.latency_s), at.bandwidth_s > 0 ? support::format_seconds(at.bandwidth_s) : std::string("none"));
+    s += fmt::format("  model: {}; assumes {}\n", b.model, fmt::join(b.assumptions, "; "));
+    return s;
+}
+
+}  // namespace collsched

@@ -1,0 +1,245 @@
+// The capacity network on link speeds, its cuts by max flow, latency distances and partitions.
+#include "verifier/time/weighted_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "runtime/timing.hpp"
+#include "support/assert.hpp"
+#include "support/units.hpp"
+
+namespace collsched::time_internal {
+
+namespace {
+
+TimeOptions speeds_of(const std::optional<LinkSpeed>& uniform) { return TimeOptions{0, uniform}; }
+
+/// a/b < c/d for non-negative integers, exactly (demands are at most P < 2^23 and capacities at
+/// most 2^20 + 1 per arc, so the products stay below 2^63 for fewer than 2^19 arcs: asserted).
+bool less_ratio(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
+    COLLSCHED_ASSERT(a < (1u << 23) && c < (1u << 23) && b < (std::uint64_t{1} << 40) && d < (std::uint64_t{1} << 40));
+    return a * d < c * b;
+}
+
+}  // namespace
+
+std::string runs_text(const std::vector<std::uint32_t>& xs, std::size_t limit) {
+    std::vector<std::string> runs;
+    for (std::size_t i = 0; i < xs.size();) {
+        std::size_t j = i;
+        while (j + 1 < xs.size() && xs[j + 1] == xs[j] + 1) ++j;
+        runs.push_back(i == j ? fmt::format("{}", xs[i]) : fmt::format("{}-{}", xs[i], xs[j]));
+        i = j + 1;
+    }
+    if (runs.size() > limit) {
+        const std::size_t more = runs.size() - limit;
+        runs.resize(limit);
+        runs.push_back(fmt::format("... ({} more runs)", more));
+    }
+    return fmt::format("{{{}}}", fmt::join(runs, ", "));
+}
+
+WeightedNetwork::WeightedNetwork(const Topology& t, const Model& m, const std::optional<LinkSpeed>& uniform, bool reverse)
+    : t_(t), net_(reverse ? reversed(capacity_network(t, m)) : capacity_network(t, m)), flow_(net_) {
+    const TimeOptions opt = speeds_of(uniform);
+    bw_.resize(net_.arcs.size());
+    alpha_.resize(net_.arcs.size());
+    for (std::size_t i = 0; i < net_.arcs.size(); ++i) {
+        const CapacityArc& a = net_.arcs[i];
+        double bw = 0, al = std::numeric_limits<double>::infinity();
+        auto channel = [&](ChannelId c) {
+            const LinkSpeed s = channel_speed(t, c, opt);
+            al = std::min(al, s.alpha);
+            return s.bandwidth;
+        };
+        switch (a.kind) {
+            case CapacityArc::Kind::channel: bw = channel(ChannelId{a.what}); break;
+            case CapacityArc::Kind::group:
+                bw = group_speed(t, a.what, opt);
+                for (ChannelId c : t.groups()[a.what].channels) channel(c);
+                break;
+            case CapacityArc::Kind::port:  // not counted: the sum of its channels (a relaxation)
+                for (ChannelId c : a.out_port ? t.out_channels(Node{a.what}) : t.in_channels(Node{a.what})) bw += channel(c);
+                break;
+        }
+        bw_[i] = bw;
+        alpha_[i] = std::isfinite(al) ? al : 0;
+    }
+    const double top = bw_.empty() ? 1 : *std::max_element(bw_.begin(), bw_.end());
+    const double unit = top > 0 ? top / (1 << 20) : 1;
+    cap_.resize(bw_.size());
+    for (std::size_t i = 0; i < bw_.size(); ++i) cap_[i] = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(bw_[i] / unit)));
+}
+
+std::uint64_t WeightedNetwork::cut(const std::vector<char>& side) const {
+    std::uint64_t c = 0;
+    for (std::size_t i = 0; i < net_.arcs.size(); ++i)
+        if (side[net_.arcs[i].from] && !side[net_.arcs[i].to]) c += static_cast<std::uint64_t>(cap_[i]);
+    return c;
+}
+
+void WeightedNetwork::crossing(const std::vector<char>& side, TimeTerm& term) const {
+    std::size_t shown = 0, more = 0;
+    for (std::size_t i = 0; i < net_.arcs.size(); ++i) {
+        const CapacityArc& a = net_.arcs[i];
+        if (!side[a.from] || side[a.to]) continue;
+        term.arcs.push_back({bw_[i], alpha_[i]});
+        if (shown >= 12) {
+            ++more;
+            continue;
+        }
+        ++shown;
+        std::string what = net_.arc_text(t_, a);
+        what = what.substr(0, what.rfind(" ("));  // the count of links, replaced by the speed
+        term.crossing.push_back(fmt::format("{} ({}, {})", what, support::format_bandwidth(bw_[i]), support::format_seconds(alpha_[i])));
+    }
+    if (more) term.crossing.push_back(fmt::format("... ({} more)", more));
+}
+
+std::vector<char> WeightedNetwork::densest_cut(const std::vector<std::uint32_t>& sinks, std::uint32_t& flows) {
+    const std::uint32_t P = t_.processors();
+    auto demand = [&](const std::vector<char>& side) {
+        std::uint64_t in = 0;
+        for (std::uint32_t v = 0; v < P; ++v) in += side[v] ? 1 : 0;
+        return in < P ? in : 0;
+    };
+    // start: the best cut around a single sink (its complement: everything but the sink and its gadgets)
+    std::vector<char> best;
+    std::uint64_t d = 0, c = 1;
+    for (std::uint32_t v : sinks) {
+        std::vector<char> side(net_.vertices, 1);
+        side[v] = 0;
+        for (const CapacityArc& a : net_.arcs)
+            if (a.to == v && a.from >= net_.topology_nodes) side[a.from] = 0;
+        const std::uint64_t dd = demand(side), cc = cut(side);
+        if (dd > 0 && cc > 0 && (best.empty() || less_ratio(d, c, dd, cc))) best = side, d = dd, c = cc;
+    }
+    if (best.empty()) return best;
+    std::size_t at = 0, clean = 0;
+    while (clean < sinks.size()) {
+        std::vector<std::int64_t> caps(cap_.size()), src(P, static_cast<std::int64_t>(c));
+        for (std::size_t i = 0; i < cap_.size(); ++i) caps[i] = cap_[i] * static_cast<std::int64_t>(d);
+        const std::int64_t f = flow_.max_flow_arcs(caps, src, {}, sinks[at]);
+        ++flows;
+        if (static_cast<std::uint64_t>(f) < c * P) {
+            std::vector<char> s = flow_.source_side();
+            const std::uint64_t dd = demand(s), cc = cut(s);
+            COLLSCHED_ASSERT(cc > 0 && less_ratio(d, c, dd, cc));
+            best = std::move(s), d = dd, c = cc, clean = 0;
+        } else {
+            ++clean;
+            at = (at + 1) % sinks.size();
+        }
+    }
+    return best;
+}
+
+std::vector<char> WeightedNetwork::region(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to, std::uint32_t& flows) {
+    const std::uint32_t P = t_.processors();
+    std::vector<std::int64_t> src(P, 0), snk(P, 0);
+    for (std::uint32_t v : from) src[v] = FlowSolver::unbounded;
+    for (std::uint32_t v : to) snk[v] = FlowSolver::unbounded;
+    flow_.max_flow_arcs(cap_, src, snk, FlowSolver::super_sink);
+    ++flows;
+    return flow_.source_side();
+}
+
+std::vector<double> alpha_distances(const Topology& t, const std::optional<LinkSpeed>& uniform, std::uint32_t src, bool reversed) {
+    const TimeOptions opt = speeds_of(uniform);
+    std::vector<double> dist(t.nodes(), std::numeric_limits<double>::infinity());
+    using Item = std::pair<double, std::uint32_t>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
+    dist[src] = 0;
+    q.push({0, src});
+    while (!q.empty()) {
+        auto [d, u] = q.top();
+        q.pop();
+        if (d > dist[u]) continue;
+        for (ChannelId c : reversed ? t.in_channels(Node{u}) : t.out_channels(Node{u})) {
+            const Channel& ch = t.channel(c);
+            const std::uint32_t v = idx(reversed ? ch.from : ch.to);
+            const double nd = d + channel_speed(t, c, opt).alpha;
+            if (nd < dist[v]) dist[v] = nd, q.push({nd, v});
+        }
+    }
+    return dist;
+}
+
+std::vector<std::uint32_t> hop_distances(const Topology& t, std::uint32_t src) {
+    std::vector<std::uint32_t> d(t.nodes(), std::numeric_limits<std::uint32_t>::max());
+    std::vector<std::uint32_t> q{src};
+    d[src] = 0;
+    for (std::size_t i = 0; i < q.size(); ++i)
+        for (ChannelId c : t.out_channels(Node{q[i]})) {
+            const std::uint32_t v = idx(t.channel(c).to);
+            if (d[v] == std::numeric_limits<std::uint32_t>::max()) d[v] = d[q[i]] + 1, q.push_back(v);
+        }
+    return d;
+}
+
+namespace {
+
+struct UnionFind {
+    std::vector<std::uint32_t> parent;
+    explicit UnionFind(std::uint32_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0u); }
+    std::uint32_t find(std::uint32_t x) {
+        while (parent[x] != x) x = parent[x] = parent[parent[x]];
+        return x;
+    }
+};
+
+/// Sets numbered 0.. in the order of their least processor.
+Partition numbered(std::string name, const std::vector<std::uint32_t>& key, std::uint32_t P) {
+    Partition p{std::move(name), std::vector<std::uint32_t>(P), 0};
+    std::map<std::uint32_t, std::uint32_t> ids;
+    for (std::uint32_t v = 0; v < P; ++v) {
+        auto [it, fresh] = ids.emplace(key[v], static_cast<std::uint32_t>(ids.size()));
+        p.set[v] = it->second;
+    }
+    p.sets = static_cast<std::uint32_t>(ids.size());
+    return p;
+}
+
+}  // namespace
+
+std::vector<Partition> partitions(const Topology& t, const std::optional<LinkSpeed>& uniform) {
+    const TimeOptions opt = speeds_of(uniform);
+    const std::uint32_t P = t.processors();
+    std::vector<double> speeds;
+    for (std::uint32_t c = 0; c < t.channels().size(); ++c) speeds.push_back(channel_speed(t, ChannelId{c}, opt).bandwidth);
+    std::sort(speeds.begin(), speeds.end(), std::greater<>());
+    speeds.erase(std::unique(speeds.begin(), speeds.end()), speeds.end());
+    std::vector<Partition> out;
+    for (double b : speeds) {
+        UnionFind uf(t.nodes());
+        for (std::uint32_t c = 0; c < t.channels().size(); ++c)
+            if (channel_speed(t, ChannelId{c}, opt).bandwidth >= b) {
+                const Channel& ch = t.channel(ChannelId{c});
+                uf.parent[uf.find(idx(ch.from))] = uf.find(idx(ch.to));
+            }
+        std::vector<std::uint32_t> key(P);
+        for (std::uint32_t v = 0; v < P; ++v) key[v] = uf.find(v);
+        Partition boxes = numbered(fmt::format("boxes (the components of the channels of at least {})", support::format_bandwidth(b)), key, P);
+        if (boxes.sets < 2 || boxes.sets >= P) continue;
+        bool seen = false;
+        for (const Partition& q : out) seen = seen || q.set == boxes.set;
+        if (seen) continue;
+        // rails: the i-th processor of every box, when the boxes are of one size
+        std::vector<std::uint32_t> size(boxes.sets, 0), rank(P);
+        for (std::uint32_t v = 0; v < P; ++v) rank[v] = size[boxes.set[v]]++;
+        const bool even = std::all_of(size.begin(), size.end(), [&](std::uint32_t s) { return s == size[0]; });
+        out.push_back(std::move(boxes));
+        if (even && size[0] >= 2)
+            out.push_back(numbered(fmt::format("rails (the i-th processor of each of the boxes above, {} sets)", size[0]), rank, P));
+    }
+    return out;
+}
+
+}  // namespace collsched::time_internal

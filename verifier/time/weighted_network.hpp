@@ -1,0 +1,71 @@
+/** \file
+ * The capacity network of one round (verifier/synth/capacity_network.hpp) on link speeds: every
+ * arc gets a bandwidth in bytes per second and the least latency of the channels through it
+ * (a channel its own; a link group its channels' least; a port the sum of its channels'
+ * bandwidths, i.e. ports are not counted, and their least latency). The flows run on integer
+ * capacities: each bandwidth rounded up to a unit of the largest / 2^20, so a cut is never
+ * undercounted; a set found that way is then valued on the exact bandwidths. Not a public API.
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/core/model.hpp"
+#include "compiler/topology/topology.hpp"
+#include "verifier/synth/capacity_network.hpp"
+#include "verifier/time/time_bound.hpp"
+
+namespace collsched::time_internal {
+
+class WeightedNetwork {
+public:
+    WeightedNetwork(const Topology&, const Model&, const std::optional<LinkSpeed>& uniform, bool reverse);
+
+    const Topology& topology() const { return t_; }
+    const CapacityNetwork& net() const { return net_; }
+    std::uint32_t processors() const { return t_.processors(); }
+
+    /// The arcs from `side` (a vertex set) to its complement: bandwidths, latencies and texts.
+    void crossing(const std::vector<char>& side, TimeTerm& term) const;
+    /// The integer capacity of the arcs leaving `side`.
+    std::uint64_t cut(const std::vector<char>& side) const;
+
+    /// ForestColl's cut: the set S of nodes with the largest |S ∩ P| / c(S) among those with a
+    /// processor outside (on the reversed network for reduce_scatter); one flow per sink
+    /// processor of `sinks`. The side of the best set.
+    std::vector<char> densest_cut(const std::vector<std::uint32_t>& sinks, std::uint32_t& flows);
+
+    /// The region with the least capacity out of it that holds every processor of `from` and none
+    /// of `to` (a max flow from `from` to `to`): its side.
+    std::vector<char> region(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to, std::uint32_t& flows);
+
+private:
+    const Topology& t_;
+    CapacityNetwork net_;
+    std::vector<double> bw_, alpha_;
+    std::vector<std::int64_t> cap_;
+    FlowSolver flow_;
+};
+
+/// Latency of the channels: Dijkstra from `src` over channels (reversed: into `src`), alpha as length.
+std::vector<double> alpha_distances(const Topology&, const std::optional<LinkSpeed>& uniform, std::uint32_t src, bool reversed);
+
+/// Hops (channels crossed) from `src` to every node (unreachable: UINT32_MAX).
+std::vector<std::uint32_t> hop_distances(const Topology&, std::uint32_t src);
+
+/// Partitions of the processors tried by the allreduce gossip: per processor its set; `name`
+/// says which ("boxes: the components of channels of at least 300 GB/s", "rails of ...").
+struct Partition {
+    std::string name;
+    std::vector<std::uint32_t> set;
+    std::uint32_t sets = 0;
+};
+std::vector<Partition> partitions(const Topology&, const std::optional<LinkSpeed>& uniform);
+
+/// "0-6, 8-15".
+std::string runs_text(const std::vector<std::uint32_t>& xs, std::size_t limit = 12);
+
+}  // namespace collsched::time_internal
