@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/formats/export_formats.hpp"
+#include "compiler/interop/export_mscclpp.hpp"
 #include "compiler/lower/lower.hpp"
 #include "compiler/io/table_io.hpp"
 #include "compiler/io/table_printer.hpp"
@@ -30,6 +31,7 @@ void add_compile_command(CLI::App& app, Context& ctx) {
         bool locations = false;
         bool strict = false;
         MscclppOptions mscclpp;
+        std::string size_range;
         std::uint64_t bytes = 1024;
     };
     auto args = std::make_shared<Args>();
@@ -55,11 +57,15 @@ void add_compile_command(CLI::App& app, Context& ctx) {
         ->check(CLI::IsMember({"Simple", "LL"}));
     cmd->add_option("--instances", args->mscclpp.instances, "msccl, mscclpp: copies of the program over slices of every chunk (default 1)")
         ->check(CLI::Range(1, 64));
+    cmd->add_option("--size-range", args->size_range,
+                    "mscclpp: the message sizes the plan serves, A..B (1MiB..1GiB; either side may be left out), written as "
+                    "min_message_size and max_message_size (default every size)");
     cmd->add_flag("--out-of-place", args->mscclpp.out_of_place, "mscclpp: an out-of-place plan (default in place for allgather and allreduce)");
     cmd->add_flag("--strict", args->strict,
                   "Treat warnings as errors: W001, a send whose destination already holds its data (docs/errors.md)");
     cmd->callback([&ctx, args] {
         args->format = output_format(args->format, args->output, true);
+        if (!args->size_range.empty()) parse_size_range(args->size_range, args->mscclpp);
         if (args->locations && args->format != "json")
             throw InputError(fmt::format("--locations applies to --format json, not {}", args->format));
         CompileOptions options;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/formats/export_formats.hpp"
+#include "compiler/interop/export_mscclpp.hpp"
 #include "compiler/io/table_io.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
@@ -59,19 +60,7 @@ void add_convert_command(CLI::App& app, Context& ctx) {
                   "mscclpp: write an out-of-place plan (allgather and allreduce are written in place by default)");
     cmd->add_option_function<std::string>(
            "--size-range",
-           [args](const std::string& text) {
-               const std::size_t dots = text.find("..");
-               std::string why;
-               auto lo = dots == std::string::npos ? std::nullopt : support::parse_bytes(text.substr(0, dots), &why);
-               auto hi = dots == std::string::npos ? std::nullopt : support::parse_bytes(text.substr(dots + 2), &why);
-               if (lo && hi && (*hi < *lo || *hi > 1.8e19)) why = *hi < *lo ? "the low end is above the high end" : "above 2^64 bytes";
-               if (!lo || !hi || *lo < 0 || *hi < *lo || *hi > 1.8e19)
-                   throw InputError(fmt::format("bad --size-range '{}': {} (expected A..B with 0 <= A <= B, e.g. 1M..64M; NCCL's sizes, "
-                                                "docs/time.md \"Sizes\")",
-                                                text, why.empty() ? std::string("not A..B") : why));
-               args->mscclpp.min_message_size = static_cast<std::uint64_t>(*lo);
-               args->mscclpp.max_message_size = static_cast<std::uint64_t>(*hi);
-           },
+           [args](const std::string& text) { parse_size_range(text, args->mscclpp); },
            "mscclpp: the sizes the plan is for, A..B (its min_message_size and max_message_size; default every size), e.g. "
            "the range in which `optimize --sizes` names this schedule the fastest")
         ->type_name("A..B");

@@ -1,7 +1,9 @@
 #include "compiler/interop/export_mscclpp.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 
@@ -9,10 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/io/export_ranks.hpp"
+#include "compiler/interop/export_mscclpp_switch.hpp"
 #include "compiler/interop/mscclpp_check.hpp"
 #include "compiler/table/partials.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/units.hpp"
 
 namespace collsched {
 
@@ -30,6 +34,22 @@ struct Loc {
 [[noreturn]] void refuse(const SendTable& t, std::string_view why) {
     throw InputError(fmt::format("cannot write an MSCCL++ plan for {} on {}: {}", t.collective.to_string(), t.topology->spec(), why));
 }
+
+}  // namespace
+
+void detail::check_size_range(const SendTable& t, const MscclppOptions& opt, std::uint64_t input_chunks) {
+    const std::uint64_t lo = opt.min_message_size, hi = opt.max_message_size;
+    if (lo > hi) refuse(t, fmt::format("--size-range {}..{} is empty", lo, hi));
+    const bool ag = t.collective.kind == CollectiveKind::allgather;
+    const std::uint64_t P = t.topology->processors(), unit = 16 * input_chunks * (ag ? P : 1);
+    const std::uint64_t first = lo == 0 ? unit : (lo + unit - 1) / unit * unit;  // the executor takes no empty call
+    if (first < lo || first > hi)
+        refuse(t, fmt::format("--size-range {}..{} holds no size the plan can serve: the executor takes multiples of {} bytes "
+                              "({}16-byte units times {} input chunks{})",
+                              lo, hi, unit, ag ? "the output: " : "", input_chunks, ag ? fmt::format(" times {} GPUs", P) : ""));
+}
+
+namespace {
 
 /// One endpoint transfer as the plan carries it.
 struct Move {
@@ -83,6 +103,7 @@ public:
     std::string run() {
         check_table();
         place();
+        check_size_range();
         // One thread block per chain, up to spread_blocks of them, as MSCCL++'s own plans spread a
         // collective over many blocks (its DSL's examples: 8 to 32 per GPU); more only when a
         // block would pass 64 ops. Fewer ops per block, and blocks that run in parallel.
@@ -119,6 +140,12 @@ private:
         if (kind == CollectiveKind::reduce_scatter && L_.C % L_.P != 0) refuse(t_, "a reduce_scatter's chunks must be a multiple of P");
         L_.block = kind == CollectiveKind::reduce_scatter ? L_.C / L_.P : L_.C;
     }
+
+    /// The executor serves a call only when its size S (the input size; allgather: the output)
+    /// lies in [min_message_size, max_message_size] and the input and output are whole multiples of
+    /// 16-byte units per chunk (checkMessageSize, execution_plan.cc:293-308): a range without such
+    /// a size gives a plan that serves nothing.
+    void check_size_range() const { detail::check_size_range(t_, opt_, std::uint64_t(L_.i_chunks) * std::uint64_t(opt_.instances)); }
 
     Loc work(int g, int c) const {
         if (L_.kind == CollectiveKind::allreduce) return {'o', c};
@@ -558,6 +585,28 @@ private:
             }
             if (pending_sync) nop();
             while (!ops.empty() && ops.back()["name"] == "nop") ops.erase(ops.size() - 1);
+            if (!LL && w.opt_.handshake) handshake();
+        }
+
+        /// Simple: before anything else, one signal and one wait on every channel of the block
+        /// (relaxed on memory channels, as the DSL's plans open; port channels have no relaxed
+        /// form), then a nop: no put of this launch reaches a peer before the peer's block has
+        /// started this launch, so before the peer's GPU finished the previous one. Both ends of a
+        /// channel do it, so the persistent counters stay balanced. LL needs none (double scratch,
+        /// and flags per launch).
+        void handshake() {
+            if (mem_list.empty() && port_list.empty()) return;
+            json saved = std::move(ops);
+            ops = json::array();
+            std::vector<int> mem(mem_list.size()), port(port_list.size());
+            std::iota(mem.begin(), mem.end(), 0);
+            std::iota(port.begin(), port.end(), 0);
+            sync_ops("rlxsignal", mem, false);
+            sync_ops("signal", port, true);
+            sync_ops("rlxwait", mem, false);
+            sync_ops("wait", port, true);
+            ops.push_back({{"name", "nop"}});
+            for (json& op : saved) ops.push_back(std::move(op));
         }
 
         /// LL: write the packets into the peer's slot (port: stage them locally first).
@@ -663,7 +712,8 @@ std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> table_moveme
 }
 
 std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
-    std::string text = Writer(t, opt).run() + "\n";
+    const bool through_switch = detail::uses_switch_functions(t);
+    std::string text = (through_switch ? detail::switch_plan(t, opt) : Writer(t, opt).run()) + "\n";
     // every export is read back and verified before it is written
     mscclpp::ReadResult read = mscclpp::read_plan(text, "<export>");
     mscclpp::PlanReport rep = mscclpp::check_plan(read);
@@ -672,7 +722,7 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
         throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not verify (a bug in collsched; please report it): {}",
                                      t.collective.to_string(), t.topology->spec(), first));
     }
-    if (opt.instances == 1) {
+    if (opt.instances == 1 && !through_switch) {  // switch ops move nothing the movement report lists; the result check stands
         auto want = table_movement(t);
         std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> have;
         for (const mscclpp::Movement& m : rep.movement) have.emplace_back(m.from, m.to, m.value);
@@ -683,6 +733,30 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
                                          t.collective.to_string(), t.topology->spec(), have.size(), want.size()));
     }
     return text;
+}
+
+void parse_size_range(const std::string& text, MscclppOptions& opt) {
+    auto bad = [&](std::string_view why) {
+        return InputError(fmt::format("bad --size-range '{}': {} (expected A..B with 0 <= A <= B, e.g. 1M..64M, either side may be left "
+                                      "out; NCCL's sizes, docs/time.md \"Sizes\")",
+                                      text, why));
+    };
+    const auto dots = text.find("..");
+    if (dots == std::string::npos) throw bad("not A..B");
+    auto side = [&](std::string_view s, std::uint64_t none) -> std::uint64_t {
+        if (s.empty()) return none;
+        std::string why;
+        auto v = support::parse_bytes(s, &why);
+        if (!v) throw bad(why.empty() ? fmt::format("{} is not a size", s) : why);
+        if (*v != std::floor(*v)) throw bad(fmt::format("{} is not a whole number of bytes", s));
+        if (*v >= 18446744073709551616.0) throw bad("above 2^64 bytes");
+        return std::uint64_t(*v);
+    };
+    const std::uint64_t lo = side(std::string_view(text).substr(0, dots), 0);
+    const std::uint64_t hi = side(std::string_view(text).substr(dots + 2), ~std::uint64_t(0));
+    if (lo > hi) throw bad("the low end is above the high end");
+    opt.min_message_size = lo;
+    opt.max_message_size = hi;
 }
 
 void write_table_mscclpp(const SendTable& t, const MscclppOptions& opt, fmt::memory_buffer& out, const Flush& flush) {

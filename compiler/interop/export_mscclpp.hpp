@@ -22,6 +22,7 @@
  */
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "compiler/table/send_table.hpp"
@@ -39,7 +40,16 @@ struct MscclppOptions {
     /// min_message_size and max_message_size, bytes as MSCCL++ counts the message.
     std::uint64_t min_message_size = 0;
     std::uint64_t max_message_size = ~std::uint64_t{0};
+    /// A handshake at the start of every thread block (Simple): one relaxed signal and wait on
+    /// each of its memory channels (a signal and wait on its port channels), so that no put of a
+    /// launch lands in a peer still running the previous one (docs/exports.md, "Between launches").
+    bool handshake = true;
 };
+
+/// Parses `--size-range A..B` (sizes as support::parse_bytes reads them, `1M..64M`; either side
+/// may be left out: `..64K`, `1G..`) into opt's min and max_message_size. Throws InputError
+/// naming what was expected.
+void parse_size_range(const std::string& text, MscclppOptions& opt);
 
 /// The plan's JSON text (verified as described above).
 std::string table_to_mscclpp(const SendTable&, const MscclppOptions&);

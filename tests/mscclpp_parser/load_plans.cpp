@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
                     if (plan.impl_->getOperations(t).size() > mscclpp::MAX_OPERATION)
                         throw std::runtime_error("more than MAX_OPERATION ops in thread block " + std::to_string(t));
                     if (plan.impl_->threadblockMemoryChannels.at(t).size() > mscclpp::MAX_CHANNEL ||
-                        plan.impl_->threadblockPortChannels.at(t).size() > mscclpp::MAX_CHANNEL)
+                        plan.impl_->threadblockPortChannels.at(t).size() > mscclpp::MAX_CHANNEL ||
+                        plan.impl_->threadblockNvlsChannels.at(t).size() > mscclpp::MAX_CHANNEL)
                         throw std::runtime_error("more than MAX_CHANNEL channels in thread block " + std::to_string(t));
                 }
                 (void)plan.impl_->calScratchBufferSize(ic * unit, oc * unit);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <random>
 
 #include <fmt/format.h>
@@ -14,6 +16,7 @@
 
 #include "compiler/interop/export_mscclpp.hpp"
 #include "compiler/core/json_tree.hpp"
+#include "compiler/io/table_io.hpp"
 #include "compiler/lower/lower.hpp"
 #include "compiler/interop/mscclpp_check.hpp"
 #include "compiler/table/partials.hpp"
@@ -22,6 +25,7 @@
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tools/reproduce.hpp"
+#include "verifier/compose/nvls.hpp"
 
 using namespace collsched;
 using collsched::test::run;
@@ -387,4 +391,149 @@ TEST_CASE("mscclpp export: the hierarchical allreduce on 2 x 8 GPUs talks throug
         CHECK(gpu.port_peers[0] == (gpu.id + 8) % 16);
     }
     round_trip(*t);
+}
+
+TEST_CASE("mscclpp export: --size-range is written as min and max_message_size, a range that serves no size is refused") {
+    Diagnostics diags;
+    auto t = compile_file(source("schedules/chunks/ring_allgather.sched"), {}, {}, diags);
+    REQUIRE(t.has_value());
+    auto j = nlohmann::json::parse(table_to_mscclpp(*t, {}));
+    CHECK(j["min_message_size"] == 0);
+    CHECK(j["max_message_size"] == ~std::uint64_t(0));
+    MscclppOptions opt;
+    parse_size_range("1MiB..1GiB", opt);
+    CHECK(opt.min_message_size == 1048576);
+    CHECK(opt.max_message_size == 1073741824);
+    j = nlohmann::json::parse(table_to_mscclpp(*t, opt));
+    CHECK(j["min_message_size"] == 1048576);
+    CHECK(j["max_message_size"] == 1073741824);
+    parse_size_range("..64KiB", opt);
+    CHECK((opt.min_message_size == 0 && opt.max_message_size == 65536));
+    parse_size_range("4K..", opt);
+    CHECK((opt.min_message_size == 4096 && opt.max_message_size == ~std::uint64_t(0)));
+    for (const char* bad : {"1MiB", "2..1", "x..1", "1.5..2"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(parse_size_range(bad, opt), InputError);
+    }
+    // an allgather's size is its output: the unit is 16 bytes x input chunks x GPUs (ring:6, 2 chunks: 192)
+    const std::uint64_t unit = 16 * j["gpus"][0]["input_chunks"].get<std::uint64_t>() * t->topology->processors();
+    CHECK(unit == 192);
+    opt.min_message_size = 1;
+    opt.max_message_size = unit - 1;
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(*t, opt), doctest::Contains("holds no size the plan can serve"), InputError);
+    opt.max_message_size = unit;
+    CHECK_NOTHROW(table_to_mscclpp(*t, opt));
+    // on the command line: exit 2, nothing written
+    test::Scratch dir("mscclpp_range");
+    const std::string out = dir.file("p.json");
+    auto r = run("compile " + source("schedules/chunks/ring_allgather.sched") + " --format mscclpp --size-range 1GiB..1MiB -o " + out);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("bad --size-range '1GiB..1MiB': the low end is above the high end") != std::string::npos);
+    CHECK(!std::filesystem::exists(out));
+    r = run("compile " + source("schedules/chunks/ring_allgather.sched") + " --format mscclpp --size-range 64KiB..1GiB -o " + out);
+    CHECK(r.code == 0);
+    CHECK(nlohmann::json::parse(test::read_file(out))["min_message_size"] == 65536);
+}
+
+TEST_CASE("mscclpp export: Simple plans open every thread block with a handshake on each of its channels, LL plans none") {
+    Diagnostics diags;
+    auto t = compile_file(source("tests/data/mscclpp/allreduce_hierarchical_2x8.sched"), {}, {}, diags);
+    REQUIRE(t.has_value());
+    for (const char* proto : {"Simple", "LL"}) {
+        CAPTURE(proto);
+        MscclppOptions opt;
+        opt.proto = proto;
+        auto j = nlohmann::json::parse(table_to_mscclpp(*t, opt));
+        int blocks = 0;
+        for (const auto& gpu : j["gpus"])
+            for (const auto& tb : gpu["threadblocks"]) {
+                ++blocks;
+                std::map<std::string, std::size_t> channels, signalled, waited;
+                for (const auto& c : tb["channels"]) channels[c["channel_type"].get<std::string>()] = c["channel_ids"].size();
+                std::size_t k = 0;
+                for (; k < tb["ops"].size(); ++k) {  // the opening signals and waits, up to the first other op
+                    const auto& op = tb["ops"][k];
+                    const std::string name = op["name"].get<std::string>();
+                    if (name != "rlxsignal" && name != "rlxwait" && name != "signal" && name != "wait") break;
+                    const std::string type = op["channel_type"].get<std::string>();
+                    (name.find("signal") != std::string::npos ? signalled : waited)[type] += op["channel_ids"].size();
+                    CHECK((type == "port") == (name == "signal" || name == "wait"));
+                }
+                if (std::string(proto) == "LL") {
+                    CHECK(signalled.empty());
+                    CHECK(waited.empty());
+                } else {
+                    REQUIRE(k < tb["ops"].size());
+                    CHECK(tb["ops"][k]["name"] == "nop");
+                    CHECK(signalled == channels);
+                    CHECK(waited == channels);
+                }
+            }
+        CHECK(blocks > 16);
+        round_trip(*t, opt);
+    }
+    // without the handshake the plan is one op shorter per signal and wait (MscclppOptions::handshake)
+    MscclppOptions off;
+    off.handshake = false;
+    auto j = nlohmann::json::parse(table_to_mscclpp(*t, off));
+    CHECK(j["gpus"][0]["threadblocks"][0]["ops"][0]["name"] != "rlxsignal");
+}
+
+TEST_CASE("mscclpp export: NVLS allreduce and allgather on one DGX H100 box are written with switch channels and verify") {
+    auto topo = Topology::parse("graph:" + source("schedules/machines/dgx_h100_nvls.json"));
+    compose::NvlsPlan nccl;
+    nccl.owner_through_switch = true;
+    struct Case {
+        SendTable t;
+        const char* op;
+    };
+    for (const Case& c : {Case{compose::nvls_allreduce(topo, {1}), "glres"}, Case{compose::nvls_allreduce(topo, {3}), "glres"},
+                          Case{compose::nvls_allreduce(topo, nccl), "glres"}, Case{compose::nvls_allgather(topo, {2}), "gstore"}}) {
+        CAPTURE(c.op);
+        const std::string text = table_to_mscclpp(c.t, {});  // read back and verified inside
+        mscclpp::PlanReport r = check_text(text);
+        CAPTURE(findings(r));
+        CHECK(r.holds());
+        CHECK(r.result_checked);
+        auto j = nlohmann::json::parse(text);
+        std::size_t ops = 0, puts = 0;
+        for (const auto& gpu : j["gpus"]) {
+            bool has_switch = false;
+            for (const auto& ch : gpu["channels"])
+                if (ch["channel_type"] == "switch") {
+                    has_switch = true;
+                    CHECK(ch["rank_groups"][0]["ranks"].size() == 8);
+                    CHECK(ch["buffer_type"] == (std::string(c.op) == "glres" ? "i" : "o"));
+                }
+            CHECK(has_switch);
+            for (const auto& tb : gpu["threadblocks"]) {
+                CHECK(tb["ops"].size() <= 64);
+                CHECK(tb["ops"][0]["name"] == "rlxsignal");
+                for (const auto& op : tb["ops"]) {
+                    ops += op["name"] == c.op;
+                    puts += op["name"] == "put";
+                }
+            }
+        }
+        // one switch op per chunk (allreduce) or per datum's chunk (allgather), no puts
+        CHECK(ops == (std::string(c.op) == "glres" ? table_chunks(c.t) : 8 * table_chunks(c.t)));
+        CHECK(puts == 0);
+    }
+    // what a switch channel cannot say is refused, naming why
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(compose::nvls_reduce_scatter(topo, {1}), {}), doctest::Contains("load-reduce without the multicast"),
+                         InputError);
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(compose::nvls_allreduce(topo, {1}), {.proto = "LL"}), doctest::Contains("written Simple"), InputError);
+    compose::NvlsPlan mixed;
+    mixed.pieces = 4;
+    mixed.direct_period = 2;
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(compose::nvls_allreduce(topo, mixed), {}), doctest::Contains("mixing them with puts"), InputError);
+    // on the command line, and read back by `collsched verify` as holds
+    test::Scratch dir("mscclpp_nvls");
+    const std::string table = dir.file("t.json", table_to_json(compose::nvls_allreduce(topo, {2})));
+    const std::string plan = dir.file("p.json");
+    auto r = run("convert " + table + " --format mscclpp --size-range 1MiB..1GiB -o " + plan);
+    REQUIRE(r.code == 0);
+    r = run("verify " + plan);
+    CHECK(r.code == 0);
+    CHECK(r.out.starts_with("verdict: holds (MSCCL++ plan"));
 }

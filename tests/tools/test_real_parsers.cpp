@@ -25,6 +25,7 @@
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
+#include "verifier/compose/nvls.hpp"
 
 using namespace collsched;
 
@@ -125,6 +126,15 @@ TEST_CASE("real parsers: MSCCL++'s parser loads every library plan for every ran
             w.ranks += int(t.topology->processors());
         }
     });
+    // switch channels: NVLS allreduce (glres) and allgather (gstore) on one DGX H100 box (issue 44)
+    auto nvls = Topology::parse("graph:" + test::source("schedules/machines/dgx_h100_nvls.json"));
+    compose::NvlsPlan nccl;
+    nccl.owner_through_switch = true;
+    for (const SendTable& t : {compose::nvls_allreduce(nvls, {1}), compose::nvls_allreduce(nvls, {3}), compose::nvls_allreduce(nvls, nccl),
+                               compose::nvls_allgather(nvls, {1}), compose::nvls_allgather(nvls, {2})}) {
+        dir.file(fmt::format("p{}.json", ++w.files), table_to_mscclpp(t, {}));
+        w.ranks += 8;
+    }
     for (const char* name : {"ring_allgather_8.json", "allpairs_allreduce_8_ll.json", "allreduce_2node_8.json"}) {
         dir.file(fmt::format("data_{}", name), test::read_file(test::source(std::string("tests/data/mscclpp/") + name)));
         ++w.files;
