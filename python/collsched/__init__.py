@@ -16,13 +16,6 @@ import re as _re
 import math as _math
 import tempfile as _tempfile
 
-try:
-    import numpy as _numpy  # noqa: F401  (the extension's tables are numpy arrays)
-except ImportError as _e:
-    raise ImportError("collsched's Python module needs numpy, which this Python does not have: install it "
-                      "(Debian and Ubuntu: apt-get install python3-numpy; elsewhere: pip install numpy), "
-                      f"then import collsched again ({_e})") from None
-
 from . import _collsched
 from ._collsched import Table, Topology
 

@@ -250,18 +250,6 @@ def test_hostile_values_are_input_errors_with_the_reason(ring_text, tmp_path):
     step.send(0, 1)  # no msg: the sender's own datum, as the language's `send 0 -> 1`
 
 
-def test_import_without_numpy_names_the_package(tmp_path, source):
-    # a numpy that cannot be imported, ahead of the real one on the path
-    fake = tmp_path / "numpy"
-    fake.mkdir()
-    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'numpy'\", name='numpy')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, "-c", "import collsched"], capture_output=True, text=True, env=env)
-    assert r.returncode == 1
-    assert "collsched's Python module needs numpy" in r.stderr
-    assert "apt-get install python3-numpy" in r.stderr
-
-
 def test_compare_tables(ring_text):
     fast = collsched.compile(ring_text)
     r = collsched.compare({"ring": fast, "ring_again": collsched.compile(ring_text)}, sizes="1K,1M")
