@@ -12,6 +12,7 @@
 #include <string>
 
 #include "compiler/table/send_table.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -24,7 +25,9 @@ std::string duality_problem(const Topology&, const Model&);
 /// becomes v's send of its partial of chunk s to u in step T + 1 - t. Every processor sends
 /// each chunk's partial once, after all partials of its subtree arrived, so the table holds and
 /// has the allgather's T steps. The allgather must be complete and causal.
-SendTable reduce_scatter_from_allgather(const SendTable& allgather);
+/// `deadline`: LimitReached once it passes while the partials are resolved (tables of millions of
+/// transfers take seconds).
+SendTable reduce_scatter_from_allgather(const SendTable& allgather, Deadline deadline = {});
 
 /// The broadcast's first arrivals reversed, as above: reduce(r) of the broadcast's T steps.
 SendTable reduce_from_broadcast(const SendTable& broadcast);

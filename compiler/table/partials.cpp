@@ -85,7 +85,7 @@ std::string goal_gap(const SourceSet& have, const SourceSet& want) {
     return out;
 }
 
-void resolve_partials(SendTable& t) {
+void resolve_partials(SendTable& t, Deadline deadline) {
     if (!t.has_composites()) return;
     Composites& reg = *t.composites;
     const std::size_t n = reg.size();
@@ -100,6 +100,7 @@ void resolve_partials(SendTable& t) {
     std::vector<std::optional<MessageId>> resolved(n);
     auto& xs = t.transfers;
     for (std::size_t i = 0; i < xs.size();) {
+        if (deadline.passed()) throw LimitReached("time limit (resolving the partials)");
         std::size_t end = i;
         while (end < xs.size() && xs[end].step == xs[i].step) ++end;
         for (std::size_t k = i; k < end; ++k) {

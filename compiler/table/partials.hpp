@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compiler/table/collective.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -70,7 +71,8 @@ std::string goal_gap(const SourceSet& have, const SourceSet& want);
 /// lo = c) by the partial p's buffer of chunk c holds at the end of the step before the
 /// reference's first transfer (its departure from p), replaying the buffer rule step by step.
 /// An arrival that would count twice leaves the buffer as it is (the verifier reports it).
-void resolve_partials(SendTable&);
+/// Stops at `deadline` (checked every step) with LimitReached: the table is then left half resolved.
+void resolve_partials(SendTable&, Deadline deadline = {});
 
 /// Whether a table is checked by the buffer rule: an allreduce, reduce_scatter or scan, or a
 /// table with partials a({...}).

@@ -321,13 +321,21 @@ GreedyResult greedy_synthesize(const SynthInstance& in, const GreedyOptions& opt
                                                                              : std::string("allgather"),
                                                 *in.topology);
             SendTable forward = disseminate(dual, opt);
-            table = k == CollectiveKind::reduce ? reduce_from_broadcast(forward) : reduce_scatter_from_allgather(forward);
+            check_limits(opt, forward.steps());  // the reversal has no poll of its own
+            try {
+                table = k == CollectiveKind::reduce ? reduce_from_broadcast(forward) : reduce_scatter_from_allgather(forward, opt.deadline);
+            } catch (const LimitReached& e) {
+                throw Stop{e.what()};
+            }
             r.source += fmt::format(", the {} reversed", dual.collective.to_string());
         }
         check_limits(opt, table.steps());
         const auto v0 = Clock::now();
-        VerifyReport rep = verify_direct(table);
+        VerifyOptions vo;
+        vo.deadline = opt.deadline;
+        VerifyReport rep = verify_direct(table, vo);
         r.verify_seconds = std::chrono::duration<double>(Clock::now() - v0).count();
+        if (rep.verdict() == "unknown") throw Stop{"time limit (verifying the greedy schedule)"};
         COLLSCHED_ASSERT_MSG(rep.holds(), fmt::format("the greedy schedule for {} on {} does not verify: {}", in.collective.to_string(),
                                                       in.topology->spec(),
                                                       rep.violations.empty() ? std::string(rep.verdict()) : rep.violations.front().detail));

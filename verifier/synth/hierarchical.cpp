@@ -572,7 +572,7 @@ private:
                                                      lay.transfers.size(), format_bytes(need), format_bytes(others),
                                                      format_bytes(opt_.memory.left()), format_bytes(opt_.memory.limit())));
             SendTable table = compact_schedule(in_, std::move(lay.transfers), 4, opt_.deadline, opt_.memory);
-            if (reversed_) table = reduce_scatter_from_allgather(table);
+            if (reversed_) table = reduce_scatter_from_allgather(table, opt_.deadline);
             limits_.check("hierarchical compositions");
             const auto v0 = Clock::now();
             VerifyOptions vo;

@@ -642,7 +642,18 @@ std::vector<Bound> lower_bounds(const SynthInstance& in, const RunLimits& limits
     }
     BoundFacts f(in, limits);
     std::vector<Bound> b;
-    for (const BoundRule& rule : bound_rules) {
+    // The rules whose bounds the search uses first, then those of fixed routes (listed, not used,
+    // when the search is over any route): under a limit these must not starve those (torus:32x32
+    // alltoall under 200 MiB: the routes' jobs took the budget and every bound was left out).
+    // The sort below gives the same order either way.
+    const bool fixed_search = searched_routes(in) == RouteSpace::fixed;
+    std::vector<const BoundRule*> order;
+    for (const BoundRule& rule : bound_rules)
+        if (!(rule.on_routes && !f.unique) || fixed_search) order.push_back(&rule);
+    for (const BoundRule& rule : bound_rules)
+        if (rule.on_routes && !f.unique && !fixed_search) order.push_back(&rule);
+    for (const BoundRule* rp : order) {
+        const BoundRule& rule = *rp;
         if (!rule.applies(f)) continue;
         std::vector<Bound> computed;
         // A rule gets half of the time left, so that one long enumeration (cut counting on a

@@ -508,8 +508,25 @@ std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constr
     }
     std::vector<KnownSchedule> found;
     const Topology& t = *in.topology;
-    // The constructions without a deadline of their own are not started once it has passed.
-    auto late = [&] { return std::chrono::steady_clock::now() >= deadline || memory.exceeded(0.9); };
+    // The constructions without a deadline of their own are not started once it has passed, nor
+    // when the least table they can write does not fit what is left of the memory budget: every
+    // goal's message crosses at least its distance (personalized; the mean from processor 0) or
+    // one channel, at bytes_per_transfer while the table is built and verified.
+    std::uint64_t least_transfers = 0;
+    if (!memory.none()) {
+        std::uint64_t hops = 1;
+        if (k == EncodingKind::personal || k == EncodingKind::free_route) {
+            const std::vector<std::uint32_t> d = synth::bfs_distances(t, Node{0});
+            std::uint64_t sum = 0, n = 0;
+            for (std::uint32_t p = 1; p < t.processors(); ++p)
+                if (d[p] != std::numeric_limits<std::uint32_t>::max()) sum += d[p], ++n;
+            hops = std::max<std::uint64_t>(1, n ? sum / n : 1);
+        }
+        least_transfers = mul_sat(in.collective.goal_count(t.processors()), hops);
+    }
+    auto late = [&] {
+        return std::chrono::steady_clock::now() >= deadline || memory.exceeded(0.9) || !memory.fits(mul_sat(least_transfers, bytes_per_transfer));
+    };
     if (k == EncodingKind::personal || k == EncodingKind::free_route) {
         if (in.collective.kind == CollectiveKind::alltoall && t.family() == Family::bft && !late()) {
             try {
@@ -533,15 +550,15 @@ std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constr
             if (auto x = late() ? std::nullopt : direct_alltoall(in); x && holds(*x, in, false, deadline))
                 found.push_back({std::move(*x), "direct total exchange by edge colouring (collsched construction, docs/synthesis.md)"});
         }
-        if (auto g = greedy_personal(in, deadline); g && holds(*g, in, true, deadline))
+        if (auto g = late() ? std::nullopt : greedy_personal(in, deadline); g && holds(*g, in, true, deadline))
             found.push_back({std::move(*g), "greedy first fit, farthest first"});
         if (k == EncodingKind::free_route)
-            if (auto f = greedy_free_route(in, deadline); f && holds(*f, in, false, deadline))
+            if (auto f = late() ? std::nullopt : greedy_free_route(in, deadline); f && holds(*f, in, false, deadline))
                 found.push_back({std::move(*f), "greedy first fit over any route (earliest arrival), farthest first"});
     } else if (k == EncodingKind::dissemination) {
         if (auto r = late() ? std::nullopt : ring_allgather(in); r && holds(*r, in, false, deadline))
             found.push_back({std::move(*r), "ring algorithm on a Hamiltonian cycle (Dimakopoulos, single-port paper, section 3)"});
-        if (auto g = greedy_flood(in, deadline); g && holds(*g, in, false, deadline)) found.push_back({std::move(*g), "greedy flooding, oldest first"});
+        if (auto g = late() ? std::nullopt : greedy_flood(in, deadline); g && holds(*g, in, false, deadline)) found.push_back({std::move(*g), "greedy flooding, oldest first"});
     } else {
         if (auto g = greedy_end_to_end(in, deadline); g && holds(*g, in, false, deadline)) found.push_back({std::move(*g), "greedy end-to-end sends, nearest first"});
     }
