@@ -77,27 +77,47 @@ private:
         through_ = rng_.chance(0.8);
     }
 
-    /// Shortest paths toward (or from) `root`: parent[v] is the next node toward the root, -1 when
-    /// unreached. Processors other than the root are leaves; through switches only, channels
-    /// between two processors are not used.
-    std::vector<int> tree(Node root, std::vector<int>& depth) const {
-        std::vector<int> parent(T_.nodes(), -1);
-        depth.assign(T_.nodes(), -1);
-        std::vector<Node> order{root};
-        parent[idx(root)] = static_cast<int>(idx(root));
-        depth[idx(root)] = 0;
-        for (std::size_t q = 0; q < order.size(); ++q) {
-            const Node v = order[q];
+    /// Shortest paths toward (or from) a root: parent[v] is the next node toward the root, -1 when
+    /// unreached; `order` lists the other reached nodes deepest first.
+    struct Tree {
+        std::vector<int> parent, depth;
+        std::vector<std::uint32_t> order;
+        Node up(std::uint32_t v) const { return Node{static_cast<std::uint32_t>(parent[v])}; }
+    };
+
+    /// The tree of `root`: processors other than the root are leaves; through switches only,
+    /// channels between two processors are not used.
+    Tree tree(Node root) const {
+        Tree t{std::vector<int>(T_.nodes(), -1), std::vector<int>(T_.nodes(), -1), {}};
+        std::vector<Node> bfs{root};
+        t.parent[idx(root)] = static_cast<int>(idx(root));
+        t.depth[idx(root)] = 0;
+        for (std::size_t q = 0; q < bfs.size(); ++q) {
+            const Node v = bfs[q];
             if (v != root && !router(v)) continue;
             for (ChannelId c : T_.out_channels(v)) {
                 const Node w = T_.channel(c).to;
-                if (parent[idx(w)] >= 0 || (through_ && !router(v) && !router(w))) continue;
-                parent[idx(w)] = static_cast<int>(idx(v));
-                depth[idx(w)] = depth[idx(v)] + 1;
-                order.push_back(w);
+                if (t.parent[idx(w)] >= 0 || (through_ && !router(v) && !router(w))) continue;
+                t.parent[idx(w)] = static_cast<int>(idx(v));
+                t.depth[idx(w)] = t.depth[idx(v)] + 1;
+                bfs.push_back(w);
             }
         }
-        return parent;
+        for (auto it = bfs.rbegin(); it != bfs.rend(); ++it)
+            if (*it != root) t.order.push_back(idx(*it));
+        return t;
+    }
+
+    /// The copies of a multicast from the tree's root that each node must receive: one for a
+    /// processor and for a switch that multicasts, what its children need for any other router.
+    std::vector<std::uint32_t> copies_needed(const Tree& t, Node root) const {
+        std::vector<std::uint32_t> need(T_.nodes(), 0);
+        for (std::uint32_t v : t.order) {
+            if (!router(Node{v})) need[v] = 1;
+            else if (multicasts(Node{v}) && need[v] > 0) need[v] = 1;
+            if (need[v] > 0 && t.up(v) != root) need[idx(t.up(v))] += need[v];
+        }
+        return need;
     }
 
     MessageId partial(std::vector<std::uint32_t> sources, std::uint32_t chunk) {
@@ -111,19 +131,12 @@ private:
     /// With `nccl_` on a star the owner's own value goes through the switch too, and the switch's
     /// sum, covering the owner's buffer, replaces it.
     std::vector<Planned> reduce_plan(Node owner, std::uint32_t chunk) {
-        std::vector<int> depth;
-        const std::vector<int> parent = tree(owner, depth);
-        int H = 0;
-        for (std::uint32_t v = 0; v < T_.nodes(); ++v) H = std::max(H, depth[v]);
-        std::vector<std::vector<std::vector<std::uint32_t>>> out(T_.nodes());  // per node: the partials it sends up
+        const Tree t = tree(owner);
+        const std::vector<int>& depth = t.depth;
+        const int H = t.order.empty() ? 0 : depth[t.order.front()];
+        std::vector<std::vector<std::vector<std::uint32_t>>> in(T_.nodes()), out(T_.nodes());  // per node: partials in, partials up
         std::vector<Planned> plan;
-        // deepest first, so every node's children are done before it
-        std::vector<std::uint32_t> order;
-        for (std::uint32_t v = 0; v < T_.nodes(); ++v)
-            if (depth[v] > 0) order.push_back(v);
-        std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return depth[a] > depth[b]; });
-        std::vector<std::vector<std::vector<std::uint32_t>>> in(T_.nodes());
-        for (std::uint32_t v : order) {
+        for (std::uint32_t v : t.order) {  // deepest first: every node's children are done before it
             const Node n{v};
             if (!router(n)) {
                 out[v] = {{v}};
@@ -136,7 +149,7 @@ private:
             } else {
                 out[v] = in[v];
             }
-            const Node up{static_cast<std::uint32_t>(parent[v])};
+            const Node up = t.up(v);
             if (nccl_ && up == owner && router(n)) {  // the owner's value joins this switch's sum
                 plan.push_back({static_cast<Step>(H - depth[v] - 1), *T_.find_channel(owner, n), ms_->value(idx(owner), chunk)});
                 if (!out[v].empty()) out[v].front().push_back(idx(owner));
@@ -152,22 +165,11 @@ private:
     /// `m` from `root` to every processor: one copy into a switch that multicasts (it sends one
     /// to each child in one step), as many as its subtree needs into any other router.
     std::vector<Planned> multicast_plan(Node root, MessageId m) {
-        std::vector<int> depth;
-        const std::vector<int> parent = tree(root, depth);
-        std::vector<std::uint32_t> order;
-        for (std::uint32_t v = 0; v < T_.nodes(); ++v)
-            if (depth[v] > 0) order.push_back(v);
-        std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return depth[a] > depth[b]; });
-        std::vector<std::uint32_t> need(T_.nodes(), 0);
-        for (std::uint32_t v : order) {
-            if (!router(Node{v})) need[v] = 1;
-            else if (multicasts(Node{v}) && need[v] > 0) need[v] = 1;
-            if (need[v] > 0 && parent[v] != static_cast<int>(idx(root))) need[static_cast<std::uint32_t>(parent[v])] += need[v];
-        }
+        const Tree t = tree(root);
+        const std::vector<std::uint32_t> need = copies_needed(t, root);
         std::vector<Planned> plan;
-        for (std::uint32_t v : order)
-            for (std::uint32_t k = 0; k < need[v]; ++k)
-                plan.push_back({static_cast<Step>(depth[v] - 1), *T_.find_channel(Node{static_cast<std::uint32_t>(parent[v])}, Node{v}), m});
+        for (std::uint32_t v : t.order)
+            for (std::uint32_t k = 0; k < need[v]; ++k) plan.push_back({static_cast<Step>(t.depth[v] - 1), *T_.find_channel(t.up(v), Node{v}), m});
         return plan;
     }
 
@@ -182,17 +184,12 @@ private:
     /// last input, any other router forwards each input in the step after it arrives, and a
     /// channel's overflow waits for the next step with room (the routers keep copies meanwhile).
     std::vector<Planned> reduce_plan_waiting(Node owner, std::uint32_t chunk) {
-        std::vector<int> depth;
-        const std::vector<int> parent = tree(owner, depth);
-        std::vector<std::uint32_t> order;
-        for (std::uint32_t v = 0; v < T_.nodes(); ++v)
-            if (depth[v] > 0) order.push_back(v);
-        std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return depth[a] > depth[b]; });
+        const Tree t = tree(owner);
         std::vector<std::vector<std::pair<Step, std::vector<std::uint32_t>>>> in(T_.nodes());  // (arrival, sources)
         std::map<std::pair<Step, std::uint32_t>, std::uint32_t> load;
         std::vector<Planned> plan;
-        for (std::uint32_t v : order) {
-            const Node n{v}, up{static_cast<std::uint32_t>(parent[v])};
+        for (std::uint32_t v : t.order) {
+            const Node n{v}, up = t.up(v);
             const ChannelId c = *T_.find_channel(n, up);
             std::vector<std::pair<Step, std::vector<std::uint32_t>>> out;  // (earliest send, sources)
             if (!router(n)) {
@@ -220,25 +217,15 @@ private:
     /// on go one by one as they arrive, a channel's overflow waits for the next step with room; a
     /// switch that multicasts sends all its copies in the step after its one copy arrives.
     std::vector<Planned> multicast_plan_waiting(Node root, MessageId m) {
-        std::vector<int> depth;
-        const std::vector<int> parent = tree(root, depth);
-        std::vector<std::uint32_t> order;  // shallowest first
-        for (std::uint32_t v = 0; v < T_.nodes(); ++v)
-            if (depth[v] > 0) order.push_back(v);
-        std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return depth[a] < depth[b]; });
-        std::vector<std::uint32_t> need(T_.nodes(), 0);
-        for (auto it = order.rbegin(); it != order.rend(); ++it) {
-            const std::uint32_t v = *it;
-            if (!router(Node{v})) need[v] = 1;
-            else if (multicasts(Node{v}) && need[v] > 0) need[v] = 1;
-            if (need[v] > 0 && parent[v] != static_cast<int>(idx(root))) need[static_cast<std::uint32_t>(parent[v])] += need[v];
-        }
+        const Tree t = tree(root);
+        const std::vector<std::uint32_t> need = copies_needed(t, root);
         std::vector<std::vector<Step>> arrived(T_.nodes());  // per node: its copies' arrival steps
         std::map<std::pair<Step, std::uint32_t>, std::uint32_t> load;
         std::vector<Planned> plan;
         std::vector<std::size_t> next(T_.nodes(), 0);  // a plain router's next copy to pass on
-        for (std::uint32_t w : order) {
-            const Node from{static_cast<std::uint32_t>(parent[w])};
+        for (auto it = t.order.rbegin(); it != t.order.rend(); ++it) {  // shallowest first
+            const std::uint32_t w = *it;
+            const Node from = t.up(w);
             const ChannelId c = *T_.find_channel(from, Node{w});
             for (std::uint32_t k = 0; k < need[w]; ++k) {
                 Step s = 0;

@@ -266,6 +266,8 @@ private:
     void post_departures();
     std::optional<detail::PartialAnswer> partial_query();
     void merge_switches(detail::SwitchAnswer& routers);
+    void merge_query(const char* query, bool unknown, const std::string& reason,
+                     std::initializer_list<std::pair<Property, std::vector<Violation>*>> lists);
     std::array<bool, property_count> families();
     std::array<std::string, property_count> check_certificates();
     void answer(Property p, const std::string& blocked);

@@ -159,13 +159,20 @@ std::optional<detail::PartialAnswer> Engine::partial_query() {
 /// The router query's violations join causality, replication and queues (the Datalog program
 /// has no rules for router sends of such tables: their families hold there unless this adds).
 void Engine::merge_switches(detail::SwitchAnswer& routers) {
-    for (auto [p, list] : {std::pair(Property::causality, &routers.causality), std::pair(Property::replication, &routers.replication),
-                           std::pair(Property::queues, &routers.queues)}) {
+    merge_query("the switches' query", routers.unknown, routers.reason,
+                {{Property::causality, &routers.causality}, {Property::replication, &routers.replication}, {Property::queues, &routers.queues}});
+}
+
+/// The violations of a query beside the Datalog program join their families (a skipped family
+/// stays skipped); when the query could not decide, its families are unknown, with its reason.
+void Engine::merge_query(const char* query, bool unknown, const std::string& reason,
+                         std::initializer_list<std::pair<Property, std::vector<Violation>*>> lists) {
+    for (auto [p, list] : lists) {
         const auto a = static_cast<std::size_t>(p);
         if (report_.status[a] == Status::skipped) continue;
-        if (routers.unknown) {
+        if (unknown) {
             set_status(p, Status::unknown);
-            report_.notes.push_back(fmt::format("{}: unknown: the switches' query: {}", to_string(p), routers.reason));
+            report_.notes.push_back(fmt::format("{}: unknown: {}: {}", to_string(p), query, reason));
             continue;
         }
         for (Violation& v : *list) found_[a].push_back(std::move(v));
@@ -246,16 +253,8 @@ void Engine::answer(Property p, const std::string& blocked) {
 
 /// The partials query's violations join causality and completeness.
 void Engine::merge_partials(detail::PartialAnswer& partial) {
-    for (auto [p, list] : {std::pair(Property::causality, &partial.causality), std::pair(Property::completeness, &partial.completeness)}) {
-        const auto a = static_cast<std::size_t>(p);
-        if (partial.unknown) {
-            set_status(p, Status::unknown);
-            report_.notes.push_back(fmt::format("{}: unknown: the partials query: {}", to_string(p), partial.reason));
-            continue;
-        }
-        for (Violation& v : *list) found_[a].push_back(std::move(v));
-        if (!found_[a].empty() && report_.status[a] == Status::holds) set_status(p, Status::violated);
-    }
+    merge_query("the partials query", partial.unknown, partial.reason,
+                {{Property::causality, &partial.causality}, {Property::completeness, &partial.completeness}});
 }
 
 /// The violations into the report: by step, at most max_violations per family, all counted.
