@@ -418,6 +418,56 @@ std::set<std::string> violated(const VerifyReport& r) {
     return out;
 }
 
+}  // namespace
+
+TEST_CASE("agreement: switches, hand-made cases of the order of a router's sends within a step") {
+    // box4: 4 GPUs joined pairwise and to r1.0, which reduces and multicasts; allreduce, one chunk
+    auto topo = Topology::parse("graph:" + std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/nvls/box4.json");
+    const Node r = *topo->find_node("r1.0");
+    auto build = [&](Model m, const std::vector<std::tuple<Step, Node, Node, std::vector<std::uint32_t>>>& hops) {
+        TableBuilder b(topo, m, Collective::parse("allreduce", *topo));
+        const Messages ms = b.messages();
+        for (const auto& [s, from, to, sources] : hops)
+            b.hop(s, *topo->find_channel(from, to), partial_message(b.composites(), ms, SourceSet(sources), 0));
+        return std::move(b).finish();
+    };
+    Model m = topo->default_model();
+    const Node g0{0}, g1{1}, g2{2}, g3{3};
+    // r1.0 holds a(2) (step 1), a(1) and a({2,3}) (step 2). In step 3 it sends a({1..3}) to 0 (the
+    // first send: a(1), a(2), a({2,3}) count 2 twice, no combination: causality), a(2) to 1 (takes
+    // its copy), a({1..3}) to 3 (the leg of the multicast has no shared copy, and now a(1) and
+    // a({2,3}) make it: a combination). The checker, the simulator and Z3 read the sends in table order.
+    SendTable t = build(m, {{1, g3, g2, {3}}, {1, g2, r, {2}}, {2, g1, r, {1}}, {2, g2, r, {2, 3}},
+                            {3, r, g0, {1, 2, 3}}, {3, r, g1, {2}}, {3, r, g3, {1, 2, 3}}});
+    Tally tally;
+    check_agreement({t, false, "a multicast whose first leg cannot combine and whose last can"}, tally);
+    const VerifyReport z = verify_z3(t, {.max_violations = 100});
+    CHECK(z.violation_count[static_cast<std::size_t>(Property::causality)] == verify_direct(t).violation_count[static_cast<std::size_t>(Property::causality)]);
+    bool first_leg = false, last_leg = false;
+    for (const Violation& v : z.violations)
+        if (v.property == Property::causality && v.node == r) {
+            first_leg = first_leg || v.channel == topo->find_channel(r, g0);
+            last_leg = last_leg || v.channel == topo->find_channel(r, g3);
+        }
+    CHECK(first_leg);
+    CHECK_FALSE(last_leg);
+    // a combination takes the only copy of a(2) on a lower channel: the send of a(2) on a higher
+    // one has none left (replication); in the other order the combination lacks a(2) (causality)
+    SendTable lower = build(m, {{1, g2, r, {2}}, {1, g3, r, {3}}, {2, r, g1, {2, 3}}, {2, r, g0, {2}}});
+    SendTable higher = build(m, {{1, g2, r, {2}}, {1, g3, r, {3}}, {2, r, g0, {2, 3}}, {2, r, g1, {2}}});
+    check_agreement({lower, false, "a(2) forwarded before the combination that needs it"}, tally);
+    check_agreement({higher, false, "the combination before a(2) is forwarded"}, tally);
+    CHECK(violated(verify_z3(lower)).count("causality") == 1);
+    CHECK(violated(verify_z3(higher)).count("replication") == 1);
+    // queues=none: an input that waited a step before the combination is late
+    m.queues = QueueKind::none;
+    SendTable late = build(m, {{1, g2, r, {2}}, {2, g3, r, {3}}, {3, r, g0, {2, 3}}});
+    check_agreement({late, false, "an input combined a step late under queues=none"}, tally);
+    CHECK(violated(verify_z3(late)).count("queues") == 1);
+}
+
+namespace {
+
 /// A mutation of an NVLS table must be violated by the three witnesses, with `expect` among the
 /// properties both engines find violated (and the same set of them, check_agreement).
 void mutated(const std::string& what, const SendTable& t, const std::string& expect) {
