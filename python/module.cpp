@@ -111,8 +111,25 @@ struct PyTable {
     tools::ScheduleSource source;
 };
 
+/// numpy is needed only for tables and channels as arrays, so it is imported here, not with the
+/// module, and a Python without it hears which package to install (pybind11 would raise a bare
+/// ModuleNotFoundError from inside its own code).
+void require_numpy() {
+    try {
+        py::module_::import("numpy");
+    } catch (py::error_already_set& e) {
+        if (!e.matches(PyExc_ImportError)) throw;
+        throw py::import_error(fmt::format(
+            "collsched: tables and channels as arrays need numpy, which this Python does not have: install it "
+            "(Debian and Ubuntu: apt-get install python3-numpy; elsewhere: pip install numpy); the rest of the module "
+            "works without it ({})",
+            e.what()));
+    }
+}
+
 /// A read-only array of one field of every transfer, over the table's own memory (12-byte stride).
 py::array transfer_field(const py::object& self, std::size_t offset) {
+    require_numpy();
     const PyTable& t = self.cast<const PyTable&>();
     const auto* base = reinterpret_cast<const char*>(t.table->transfers.data());
     py::array a(py::dtype::of<std::uint32_t>(), {t.table->transfers.size()}, {sizeof(Transfer)},
@@ -123,6 +140,7 @@ py::array transfer_field(const py::object& self, std::size_t offset) {
 
 /// The end (`to` false: the source) of every transfer's channel: computed, so a new array.
 py::array_t<std::uint32_t> channel_end(const PyTable& t, bool to) {
+    require_numpy();
     const Topology& topo = *t.table->topology;
     py::array_t<std::uint32_t> a(static_cast<py::ssize_t>(t.table->transfers.size()));
     auto out = a.mutable_unchecked<1>();
@@ -241,6 +259,7 @@ PYBIND11_MODULE(_collsched, m) {
         })
         .def("channel_array",
              [](const PyTopology& p) {
+                 require_numpy();
                  py::array_t<std::uint32_t> a({static_cast<py::ssize_t>(p.topo->channels().size()), py::ssize_t{3}});
                  auto out = a.mutable_unchecked<2>();
                  py::ssize_t i = 0;
