@@ -17,8 +17,8 @@
 #include "tools/bandwidth.hpp"
 #include "tools/time_objective.hpp"
 #include "support/units.hpp"
-#include "verifier/synth/bandwidth_bound.hpp"
-#include "verifier/synth/tree_packing.hpp"
+#include "verifier/synth/bounds/bandwidth.hpp"
+#include "verifier/synth/constructions/tree_packing.hpp"
 
 namespace collsched::tools {
 

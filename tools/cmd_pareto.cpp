@@ -21,8 +21,8 @@
 #include "tools/pareto_svg.hpp"
 #include "tools/synth_common.hpp"
 #include "compiler/table/duality.hpp"
-#include "verifier/synth/pareto.hpp"
-#include "verifier/synth/synth_duality.hpp"
+#include "verifier/synth/problem/pareto.hpp"
+#include "verifier/synth/search/duality.hpp"
 
 namespace collsched::tools {
 

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/commands.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/candidates.hpp"
 #include "verifier/time/time_bound.hpp"
 
