@@ -13,10 +13,10 @@
 
 #include "compiler/table/builder.hpp"
 #include "dsl/diagnostics.hpp"
-#include "verifier/synth/cardinality.hpp"
+#include "verifier/synth/sat/cardinality.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/synth_encode.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/sat/encode.hpp"
+#include "verifier/synth/problem/instance.hpp"
 
 using namespace collsched;
 
