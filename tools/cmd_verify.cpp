@@ -23,6 +23,7 @@
 #include "tools/options.hpp"
 #include "tools/input.hpp"
 #include "tools/runs.hpp"
+#include "tools/verify_nccl_graph.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
 
@@ -35,6 +36,7 @@ struct VerifyArgs {
     std::vector<std::string> defines;
     MscclImportOptions msccl;
     std::string expect;
+    std::string collective;  ///< NCCL graph files: the collective whose time is predicted
     std::string engine = "direct";
     std::string routes = "any";
     bool json = false;
@@ -278,13 +280,17 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         "queues, replication, causality, routes and completeness.\nEngines: direct (exact counting), z3 (each property an "
         "SMT/Horn query to Z3; unsat of its negation is the proof), both (the two must agree on every property).\nAn MSCCL++ "
         "execution plan (a JSON file with \"gpus\" and \"collective\") is checked for the executor's rules, deadlock, data races "
-        "and its result instead (docs/exports.md).\nExit code: 0 "
+        "and its result instead (docs/exports.md). An NCCL graph file (<graphs>, NCCL_GRAPH_FILE) is checked on --topology: every "
+        "ring a cycle through every rank, every hop on a link, every net one the box has.\nExit code: 0 "
         "every property holds, 1 a property is violated (counterexamples printed) or the engines disagree (--engine both; "
         "a bug, reported on stderr), 2 bad input, 3 unknown (Z3 time or resource limit).");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--topology", args->msccl.topology,
-                    "MSCCL-IR input: the topology the program runs on (default complete:P)");
+                    "MSCCL-IR input: the topology the program runs on (default complete:P); NCCL graph file: the machine (required)");
+    cmd->add_option("--collective", args->collective,
+                    "NCCL graph file: the collective whose time --size predicts on its rings: allreduce (default), allgather, "
+                    "reduce_scatter");
     add_msccl_max_steps(cmd, args->msccl.max_steps);
     cmd->add_option("--expect", args->expect,
                     "MSCCL-IR program or MSCCL++ plan input: a JSON file naming what output chunks must hold, {\"outputs\": "
@@ -304,6 +310,13 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     add_alpha_beta_options(cmd, args->ab);
     cmd->callback([&ctx, args] {
         args->ab.check();
+        if (is_nccl_graph_file(args->input)) {
+            if (!args->defines.empty() || !args->expect.empty())
+                throw InputError("-D and --expect do not apply to NCCL graph files");
+            ctx.exit_code = verify_nccl_graph({args->input, args->msccl.topology, args->collective, args->json, args->ab}, ctx);
+            return;
+        }
+        if (!args->collective.empty()) throw InputError("--collective applies to NCCL graph files only");
         if (auto code = verify_msccl(*args, ctx)) {
             ctx.exit_code = *code;
             return;
