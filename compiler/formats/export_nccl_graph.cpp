@@ -119,6 +119,29 @@ void ring_speeds(const Topology& topo, const Boxes& b, const std::vector<TableRi
     g.speed_inter = std::isfinite(inter) ? inter / 1e9 : 0;
 }
 
+/// Whether router r leads out of box k: some processor of another box is reached from it through
+/// routers alone (a NIC behind PCIe does, an NVSwitch of the box does not).
+bool reaches_out(const Topology& topo, const std::vector<std::uint32_t>& box, Node r, std::uint32_t k) {
+    std::vector<char> seen(topo.nodes(), 0);
+    std::vector<Node> stack{r};
+    seen[idx(r)] = 1;
+    while (!stack.empty()) {
+        const Node n = stack.back();
+        stack.pop_back();
+        for (ChannelId c : topo.out_channels(n)) {
+            const Node w = topo.channel(c).to;
+            if (seen[idx(w)]) continue;
+            seen[idx(w)] = 1;
+            if (topo.is_processor(w)) {
+                if (box[idx(w)] != k) return true;
+            } else {
+                stack.push_back(w);
+            }
+        }
+    }
+    return false;
+}
+
 }  // namespace
 
 NcclBoxes nccl_graph_boxes(const Topology& topo) {
@@ -144,7 +167,8 @@ NcclBoxes nccl_graph_boxes(const Topology& topo) {
             b.local[g] = i;
             for (ChannelId c : topo.out_channels(Node{g})) {
                 const std::uint32_t to = idx(topo.channel(c).to);
-                const bool out = topo.is_processor(Node{to}) ? b.box[to] != k : topo.speed(c).bandwidth < threshold;
+                const bool out = topo.is_processor(Node{to}) ? b.box[to] != k
+                                                             : topo.speed(c).bandwidth < threshold || reaches_out(topo, b.box, Node{to}, k);
                 if (!out) continue;
                 if (topo.is_processor(Node{to})) direct = true;
                 else routers.insert(to);

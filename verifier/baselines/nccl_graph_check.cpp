@@ -51,6 +51,7 @@ std::optional<std::vector<ChannelId>> router_path(const Topology& t, Node u, Nod
 struct Chan {
     std::vector<std::uint32_t> gpus;
     std::vector<std::int64_t> nets;
+    std::vector<XmlPlace> net_at;
     XmlPlace at;
 };
 
@@ -124,6 +125,7 @@ private:
         for (const NcclGraphDevice& d : x.devices) {
             if (d.net) {
                 ch.nets.push_back(d.dev);
+                ch.net_at.push_back(d.at);
                 continue;
             }
             if (d.rank) {
@@ -196,13 +198,13 @@ private:
             return false;
         }
         bool ok = true;
-        for (std::int64_t n : ch.nets)
+        for (std::size_t i = 0; i < ch.nets.size(); ++i)
             for (std::uint32_t k = 0; k < b_.count && ok; ++k)
-                if (n < 0 || n >= std::int64_t(b_.nics[k].size())) {
-                    finding(at, fmt::format("{}: <net dev=\"{:x}\">: box {} has {} NIC{}{}: NCCL finds no such net (ncclTopoIdToNetDev "
+                if (const std::int64_t n = ch.nets[i]; n < 0 || n >= std::int64_t(b_.nics[k].size())) {
+                    finding(ch.net_at[i], fmt::format("{}: <net dev=\"{:x}\">: box {} has {} NIC{}{}: NCCL finds no such net (ncclTopoIdToNetDev "
                                             "fails) [net]",
                                             who, n, k, b_.nics[k].size(), b_.nics[k].size() == 1 ? "" : "s",
-                                            b_.nics[k].empty() ? "" : fmt::format(" (net 0 to {:x})", b_.nics[k].size() - 1)));
+                                            b_.nics[k].size() < 2 ? "" : fmt::format(" (net 0 to {:x})", b_.nics[k].size() - 1)));
                     ok = false;
                 }
         if (ok && g.crossnic == 0 && ch.nets.size() == 2 && ch.nets[0] != ch.nets[1])
@@ -212,7 +214,12 @@ private:
 
     std::string node(Node n) const {
         if (!t_.is_processor(n)) return fmt::format("router {}", t_.node_name(n));
-        return fmt::format("GPU {:x} of box {} (processor {})", b_.local[idx(n)], b_.box[idx(n)], idx(n));
+        return fmt::format("processor {} (box {}, GPU {:x})", idx(n), b_.box[idx(n)], b_.local[idx(n)]);
+    }
+    std::string nic(std::uint32_t box, std::int64_t net) const {
+        const Node n = b_.nics[box][std::size_t(net)];
+        return fmt::format("net {:x} of box {} ({} {})", net, box, t_.is_processor(n) ? "beside processor" : "router",
+                           t_.is_processor(n) ? std::to_string(idx(n)) : t_.node_name(n));
     }
 
     /// A hop inside box: a channel or a path through switches alone.
@@ -235,9 +242,8 @@ private:
         if (!p1) return std::nullopt;
         auto p2 = router_path(t_, a, z);
         if (!p2) {
-            finding(at, fmt::format("{}: net {:x} of box {} ({}) -> net {:x} of box {} ({}): the machine has no path between them through "
-                                    "switches alone [link]",
-                                    who, out, b_.box[idx(from)], node(a), in, b_.box[idx(to)], node(z)));
+            finding(at, fmt::format("{}: {} -> {}: the machine has no path between them through switches alone [link]", who,
+                                    nic(b_.box[idx(from)], out), nic(b_.box[idx(to)], in)));
             return std::nullopt;
         }
         auto p3 = inside(at, who, z, to, fmt::format(" (from net {:x})", in));
