@@ -336,7 +336,7 @@ std::optional<Protocol> parse_protocol(std::string_view s) {
 
 ProtocolCost protocol_cost(Protocol p) {
     // NVIDIA/nccl 5067397c. Wire: src/include/device.h:75-88 (an LL line is 16 bytes, 8 of them
-    // data: flag1 and flag2 beside data1 and data2), :111-112 (an LL128 line is 16 eight-byte
+    // data: flag1 and flag2 beside data1 and data2), :110-112 (an LL128 line is 16 eight-byte
     // elements, 15 of them data). Latency: src/graph/tuning.cc:156-176 hwLatencies, the ring's
     // row (NVLink LL 0.6, LL128 1.9, Simple 3.4 us; network LL 2.7, LL128 4.0, Simple 14.0 us),
     // over LL's, which the machines' alpha already are (docs/topologies.md, "Link speeds").
