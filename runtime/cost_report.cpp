@@ -79,6 +79,12 @@ std::string speeds_text(const Topology& topo, const std::optional<LinkSpeed>& li
 std::string time_text(const SendTable& t, const AlphaBeta& ab) {
     if (ab.sizes.empty()) return "";
     std::string out = fmt::format("predicted time (docs/time.md); {}:\n", speeds_text(*t.topology, ab.link));
+    if (ab.protocol != Protocol::none) {
+        const ProtocolCost c = protocol_cost(ab.protocol);
+        out += fmt::format("protocol {} (docs/time.md, \"Protocols\"): {:.4g} bytes on the wire per byte of data, +{:g} us a hop out of a "
+                           "GPU inside a box, +{:g} us out of a box\n",
+                           to_string(ab.protocol), c.wire, c.box_s * 1e6, c.network_s * 1e6);
+    }
     out += fmt::format("  {:<10}  {:>12}  {:>12}  {:>14}  {:>14}\n", "size", "synchronous", "asynchronous", "algbw (async)", "busbw (async)");
     for (double m : ab.sizes) {
         TimePrediction p = predict_time(t, ab.time_options(m));
@@ -93,6 +99,7 @@ void add_time_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBet
     if (ab.sizes.empty()) return;
     nlohmann::ordered_json tj;
     tj["link_speeds"] = ab.link ? "--link" : t.topology->has_speeds() ? "graph file" : "defaults";
+    tj["protocol"] = std::string(to_string(ab.protocol));
     auto& arr = tj["sizes"] = nlohmann::ordered_json::array();
     for (double m : ab.sizes) {
         TimePrediction p = predict_time(t, ab.time_options(m));

@@ -24,12 +24,14 @@ struct AlphaBeta {
     std::optional<double> alpha, beta;
     std::vector<double> sizes;  ///< `--size`: bytes per datum, one or more
     std::optional<LinkSpeed> link;  ///< `--link`: one alpha and bandwidth per unit of capacity for every channel
+    /// The protocol the input declares (MSCCL-IR `proto`, an MSCCL++ plan's `protocol`); none for tables.
+    Protocol protocol = Protocol::none;
     bool given() const { return alpha || beta || !sizes.empty(); }
     /// The alpha-beta time is asked for (all three given).
     bool alpha_beta() const { return alpha && beta && sizes.size() == 1; }
     /// Throws InputError when --alpha or --beta comes without the other two, or with several sizes.
     void check() const;
-    TimeOptions time_options(double size) const { return TimeOptions{size, link}; }
+    TimeOptions time_options(double size) const { return TimeOptions{size, link, protocol}; }
 };
 
 /// Whether the cost lines are printed: the table has chunks or rounds, or a time was asked for.

@@ -24,6 +24,7 @@
 #include "tools/options.hpp"
 #include "tools/input.hpp"
 #include "tools/runs.hpp"
+#include "tools/verify_nccl_graph.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/verify_run.hpp"
 #include "verifier/check/z3_engine.hpp"
@@ -37,6 +38,7 @@ struct VerifyArgs {
     std::vector<std::string> defines;
     MscclImportOptions msccl;
     std::string expect;
+    std::string collective;  ///< NCCL graph files: the collective whose time is predicted
     std::string engine = "direct";
     std::string routes = "any";
     bool json = false;
@@ -63,10 +65,34 @@ std::optional<std::string> mscclpp_plan_text(const std::string& path) {
     return read_input_text(path, "MSCCL++ plan");
 }
 
-/// Why `verify PLAN.json --size M` predicts no time (issue 43, item 6).
+/// Why `verify PLAN.json --size M` predicts no time without a machine (issue 43, item 6).
 constexpr const char* plan_time_why =
-    "an MSCCL++ plan names no machine: no topology and no link speeds, and its thread blocks do not say which link a put takes; "
-    "predict the schedule or table it was exported from (verify FILE --size M, compare) on its machine";
+    "an MSCCL++ plan names no machine: give it with --topology graph:M.json, and its copies between GPUs are timed on that "
+    "machine's links under the plan's protocol (docs/time.md, \"Protocols\")";
+
+/// With --size: the plan's copies between GPUs as a table on --topology (mscclpp::plan_table), or why
+/// there is none; the protocol the executor runs (every protocol but "LL" as Simple).
+struct PlanTime {
+    std::optional<SendTable> table;
+    std::string why = plan_time_why;
+    AlphaBeta ab;
+};
+PlanTime plan_time(const mscclpp::Plan& plan, const mscclpp::PlanReport& r, const VerifyArgs& args) {
+    PlanTime t;
+    t.ab = args.ab;
+    t.ab.protocol = plan.packets() ? Protocol::ll : Protocol::simple;
+    if (args.ab.sizes.empty() || args.msccl.topology.empty()) return t;
+    std::shared_ptr<const Topology> topo = Topology::parse(args.msccl.topology);
+    if (topo->processors() != plan.gpus.size())
+        throw InputError(fmt::format("{}: the plan has {} GPUs but {} has {} processors", args.input, plan.gpus.size(), topo->spec(),
+                                     topo->processors()));
+    try {
+        t.table = mscclpp::plan_table(plan, r, std::move(topo));
+    } catch (const InputError& e) {
+        t.why = e.what();
+    }
+    return t;
+}
 
 /// `verify PLAN.json`: the plan's verdict (docs/exports.md, "MSCCL++ execution plans").
 int verify_mscclpp(const std::string& path, const std::string& text, const VerifyArgs& args, const Context& ctx) {
@@ -78,6 +104,7 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
         return buf == 'i' ? g.input_chunks : buf == 'o' ? g.output_chunks : g.scratch_chunks;
     });
     mscclpp::PlanReport r = mscclpp::check_plan(read, expect);
+    const PlanTime timed = plan_time(read.plan, r, args);
     std::string out;
     if (args.json) {
         nlohmann::ordered_json j;
@@ -99,7 +126,8 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
             list.push_back({{"rule", f.rule}, {"path", f.path}, {"line", f.pos.line}, {"column", f.pos.col}, {"message", f.what}});
         j["violations"] = list;
         if (!r.result_note.empty()) j["note"] = r.result_note;
-        if (!args.ab.sizes.empty()) j["time"] = {{"none", plan_time_why}};
+        if (timed.table) add_time_json(j, *timed.table, timed.ab);
+        else if (!args.ab.sizes.empty()) j["time"] = {{"none", timed.why}};
         if (!r.race_note.empty()) j["races_note"] = "not checked: " + r.race_note;
         if (!r.nccl_verdict.empty()) {
             j["inplace_convention"] = "mscclpp: recvbuff == sendbuff (src/core/algorithm.cc:13-24)";
@@ -108,7 +136,8 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
         out = j.dump() + "\n";
     } else {
         out = mscclpp::format_plan_report(r, read.plan, path);
-        if (!args.ab.sizes.empty()) out += fmt::format("predicted time: none ({})\n", plan_time_why);
+        if (timed.table) out += time_text(*timed.table, timed.ab);
+        else if (!args.ab.sizes.empty()) out += fmt::format("predicted time: none ({})\n", timed.why);
     }
     ctx.print(out);
     return r.holds() ? 0 : r.unknown() ? 3 : 1;
@@ -155,7 +184,12 @@ std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
         opt.expect = read_input_text(a.expect, "expectation");
         opt.expect_name = a.expect;
     }
-    MscclReport r = check_msccl_ir(text, a.input == "-" ? "<stdin>" : a.input, opt);
+    // with --size: the levelled table's time under the program's protocol (docs/time.md, "Protocols")
+    MscclTable timed;
+    const std::string name = a.input == "-" ? "<stdin>" : a.input;
+    MscclReport r = a.ab.sizes.empty() ? check_msccl_ir(text, name, opt) : check_msccl_ir(text, name, opt, timed);
+    AlphaBeta ab = a.ab;
+    ab.protocol = parse_protocol(r.proto).value_or(Protocol::none);
     std::string out;
     if (a.json) {
         nlohmann::ordered_json j;
@@ -166,9 +200,13 @@ std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
         j["notes"] = r.notes;
         j["timing"] = r.timing;
         if (!r.chunk_map.empty()) j["chunk_map"] = r.chunk_map;
+        if (timed.table) add_time_json(j, *timed.table, ab);
+        else if (!ab.sizes.empty()) j["time"] = {{"none", timed.why}};
         out = j.dump() + "\n";
     } else {
         out = r.text();
+        if (timed.table) out += time_text(*timed.table, ab);
+        else if (!ab.sizes.empty()) out += "predicted time: none (" + timed.why + ")\n";
     }
     ctx.print(out);
     return r.holds ? 0 : r.violations == 0 && r.unknown ? 3 : 1;
@@ -221,13 +259,18 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         "queues, replication, causality, routes and completeness.\nEngines: direct (exact counting), z3 (each property an "
         "SMT/Horn query to Z3; unsat of its negation is the proof), both (the two must agree on every property).\nAn MSCCL++ "
         "execution plan (a JSON file with \"gpus\" and \"collective\") is checked for the executor's rules, deadlock, data races "
-        "and its result instead (docs/exports.md).\nExit code: 0 "
+        "and its result instead (docs/exports.md). An NCCL graph file (<graphs>, NCCL_GRAPH_FILE) is checked on --topology: every "
+        "ring a cycle through every rank, every hop on a link, every net one the box has.\nExit code: 0 "
         "every property holds, 1 a property is violated (counterexamples printed) or the engines disagree (--engine both; "
         "a bug, reported on stderr), 2 bad input, 3 unknown (Z3 time or resource limit).");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--topology", args->msccl.topology,
-                    "MSCCL-IR input: the topology the program runs on (default complete:P)");
+                    "MSCCL-IR input: the topology the program runs on (default complete:P); NCCL graph file: the machine (required); "
+                    "MSCCL++ plan: the machine --size times its copies on");
+    cmd->add_option("--collective", args->collective,
+                    "NCCL graph file: the collective whose time --size predicts on its rings: allreduce (default), allgather, "
+                    "reduce_scatter");
     add_msccl_max_steps(cmd, args->msccl.max_steps);
     cmd->add_option("--expect", args->expect,
                     "MSCCL-IR program or MSCCL++ plan input: a JSON file naming what output chunks must hold, {\"outputs\": "
@@ -247,6 +290,13 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     add_alpha_beta_options(cmd, args->ab);
     cmd->callback([&ctx, args] {
         args->ab.check();
+        if (is_nccl_graph_file(args->input)) {
+            if (!args->defines.empty() || !args->expect.empty())
+                throw InputError("-D and --expect do not apply to NCCL graph files");
+            ctx.exit_code = verify_nccl_graph({args->input, args->msccl.topology, args->collective, args->json, args->ab}, ctx);
+            return;
+        }
+        if (!args->collective.empty()) throw InputError("--collective applies to NCCL graph files only");
         if (auto code = verify_msccl(*args, ctx)) {
             ctx.exit_code = *code;
             return;
