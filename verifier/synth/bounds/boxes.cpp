@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "compiler/topology/machine_view.hpp"
-#include "verifier/synth/sat/encode.hpp"
+#include "verifier/synth/problem/network.hpp"
 
 namespace collsched::synth {
 

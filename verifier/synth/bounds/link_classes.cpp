@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "support/units.hpp"
-#include "verifier/synth/sat/encode.hpp"
-#include "verifier/synth/constructions/translate_packing.hpp"
+#include "verifier/synth/problem/network.hpp"
+#include "verifier/synth/symmetry/translations.hpp"
 
 namespace collsched {
 

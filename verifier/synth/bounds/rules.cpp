@@ -22,33 +22,11 @@
 #include "verifier/synth/bounds/boxes.hpp"
 #include "verifier/synth/bounds/link_classes.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/search/duality.hpp"
-#include "verifier/synth/sat/encode.hpp"
+#include "verifier/synth/bounds/combining.hpp"
+#include "verifier/synth/problem/network.hpp"
 #include "verifier/synth/problem/internal.hpp"
 
 namespace collsched {
-
-namespace synth_internal {
-
-Step least_makespan(std::vector<Job> jobs, std::uint32_t cap) {
-    if (jobs.empty()) return 0;
-    std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.release < b.release; });
-    std::priority_queue<Step> ready;
-    std::size_t next = 0;
-    Step t = jobs.front().release, best = 0;
-    while (next < jobs.size() || !ready.empty()) {
-        if (ready.empty() && jobs[next].release > t) t = jobs[next].release;
-        while (next < jobs.size() && jobs[next].release <= t) ready.push(jobs[next++].tail);
-        for (std::uint32_t k = 0; k < cap && !ready.empty(); ++k) {
-            best = std::max(best, t + ready.top());
-            ready.pop();
-        }
-        ++t;
-    }
-    return best;
-}
-
-}  // namespace synth_internal
 
 using synth_internal::Job;
 using synth_internal::least_makespan;

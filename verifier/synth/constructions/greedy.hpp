@@ -12,6 +12,7 @@
  */
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -47,3 +48,14 @@ std::string greedy_problem(const SynthInstance&);
 GreedyResult greedy_synthesize(const SynthInstance&, const GreedyOptions& = {});
 
 }  // namespace collsched
+
+namespace collsched::synth_internal {
+
+/// Greedy list schedules (the second half of constructions/greedy.cpp); nullopt when the greedy does not apply or
+/// the deadline passes.
+std::optional<SendTable> greedy_personal(const SynthInstance&, std::chrono::steady_clock::time_point deadline);
+std::optional<SendTable> greedy_free_route(const SynthInstance&, std::chrono::steady_clock::time_point deadline);
+std::optional<SendTable> greedy_flood(const SynthInstance&, std::chrono::steady_clock::time_point deadline);
+std::optional<SendTable> greedy_end_to_end(const SynthInstance&, std::chrono::steady_clock::time_point deadline);
+
+}  // namespace collsched::synth_internal

@@ -18,24 +18,13 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/search/duality.hpp"
-#include "verifier/synth/sat/encode.hpp"
+#include "verifier/synth/constructions/known.hpp"
+#include "verifier/synth/problem/network.hpp"
+#include "verifier/synth/constructions/greedy.hpp"
 #include "verifier/synth/problem/internal.hpp"
 #include "verifier/synth/constructions/translate_packing.hpp"
 
 namespace collsched {
-
-namespace synth_internal {
-
-bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes, std::chrono::steady_clock::time_point deadline) {
-    table.model = in.model;
-    VerifyOptions vo;
-    vo.fixed_routes = fixed_routes;
-    vo.deadline = Deadline::at(deadline);
-    return verify_direct(table, vo).holds();
-}
-
-}  // namespace synth_internal
 
 using namespace synth_internal;
 
@@ -485,27 +474,10 @@ std::optional<KnownSchedule> translation_schedule(const SynthInstance& in, Step 
     }
 }
 
-std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions, std::chrono::steady_clock::time_point deadline,
-                                            const MemoryBudget& memory) {
+std::optional<KnownSchedule> constructed_schedule(const SynthInstance& in, bool constructions, std::chrono::steady_clock::time_point deadline,
+                                                  const MemoryBudget& memory) {
     EncodingKind k = encoding_for(in);
-    if (k == EncodingKind::combining) {
-        // The duality's schedule where it applies (docs/synthesis.md, "Reductions by duality"):
-        // reduce(r) of one chunk, reduce_scatter and the composed allreduce of C = P chunks.
-        if (!reduction_duality_problem(in).empty()) return std::nullopt;
-        OptimizeOptions o;
-        const double left = deadline == std::chrono::steady_clock::time_point::max()
-                                ? 30.0
-                                : std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-        if (left <= 0.05) return std::nullopt;
-        o.timeout = std::min(30.0, left / 2);
-        ReductionOptimum r = optimize_reduction(in, o);
-        if (!r.witness || !holds(*r.witness, in, false, deadline)) return std::nullopt;
-        const char* what = in.collective.kind == CollectiveKind::allreduce ? "reduce-scatter then allgather"
-                           : in.collective.kind == CollectiveKind::reduce  ? "the broadcast reversed"
-                                                                           : "the allgather reversed";
-        std::string source = fmt::format("duality: {} ({} of C = {} chunks)", what, to_string(r.status), in.collective.chunks);
-        return KnownSchedule{std::move(*r.witness), std::move(source)};
-    }
+    if (k == EncodingKind::combining) return std::nullopt;  // the duality's (search/duality.cpp, known_schedule)
     std::vector<KnownSchedule> found;
     const Topology& t = *in.topology;
     // The constructions without a deadline of their own are not started once it has passed, nor

@@ -16,7 +16,7 @@
 
 #include "compiler/table/builder.hpp"
 #include "compiler/table/partials.hpp"
-#include "verifier/synth/sat/encode.hpp"
+#include "verifier/synth/problem/network.hpp"
 #include "verifier/synth/problem/internal.hpp"
 
 namespace collsched {

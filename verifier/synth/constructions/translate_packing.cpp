@@ -15,13 +15,6 @@ namespace collsched {
 
 namespace {
 
-/// The map x -> x + g (g a generator) as a permutation of the processors.
-std::vector<std::uint32_t> translation(const Translations& tr, std::uint32_t g, std::uint32_t P) {
-    std::vector<std::uint32_t> image(P);
-    for (std::uint32_t x = 0; x < P; ++x) image[x] = tr.add(x, g);
-    return image;
-}
-
 /// One per-step budget: the tree edges whose differences it lists (with multiplicity) number at
 /// most `cap` (a link group, a port, or one difference's channel capacity).
 struct Budget {
@@ -206,34 +199,6 @@ std::optional<std::vector<QuotientEdge>> grow(const Quotient& q, std::uint32_t C
 }
 
 }  // namespace
-
-std::optional<std::uint32_t> translation_box(const Topology& t) {
-    const std::uint32_t P = t.processors();
-    if (t.routers() != 0 || P < 2) return std::nullopt;
-    // Each generator must keep every attribute the models and bounds read (AutomorphismCheck).
-    const AutomorphismCheck keeps(t);
-    // B = P is the cyclic group; then the other divisors, largest first.
-    for (std::uint32_t B = P; B >= 1; --B) {
-        if (P % B != 0) continue;
-        const Translations tr{B, P / B};
-        if (B > 1 && !keeps(translation(tr, 1, P))) continue;
-        if (B < P && !keeps(translation(tr, B, P))) continue;
-        return B;
-    }
-    return std::nullopt;
-}
-
-std::optional<Translations> translation_group(const Topology& t) {
-    const std::optional<std::uint32_t> B = translation_box(t);
-    if (!B) return std::nullopt;
-    return Translations{*B, t.processors() / *B};
-}
-
-std::string translation_group_name(const Topology& t) {
-    const std::optional<std::uint32_t> B = translation_box(t);
-    COLLSCHED_ASSERT(B.has_value());
-    return *B == t.processors() ? fmt::format("Z_{}", *B) : fmt::format("Z_{} x Z_{}", *B, t.processors() / *B);
-}
 
 std::optional<QuotientTrees> grow_translates(const SynthInstance& in, std::uint32_t chunks, Step target_steps,
                                              std::chrono::steady_clock::time_point deadline) {

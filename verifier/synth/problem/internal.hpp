@@ -1,7 +1,6 @@
 /** \file
- * What the synthesizer's lower bounds (verifier/synth/bounds/rules.cpp), greedy schedules
- * (verifier/synth/constructions/greedy_lists.cpp) and constructions (verifier/synth/constructions/known.cpp) share inside the
- * verifier: the goal pairs of an instance, and the check of a schedule found. Not a public API.
+ * What the synthesizer's rooms share inside the verifier (problem/internal.cpp): the goal pairs
+ * of an instance, list scheduling of unit jobs, and the check of a schedule found. Not a public API.
  */
 #pragma once
 
@@ -46,12 +45,5 @@ Step least_makespan(std::vector<Job> jobs, std::uint32_t cap);
 /// Whether `table` (its model set to the instance's) passes the direct checker.
 bool holds(SendTable& table, const SynthInstance& in, bool fixed_routes,
            std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
-
-/// Greedy list schedules (verifier/synth/constructions/greedy_lists.cpp); nullopt when the greedy does not apply or
-/// the deadline passes.
-std::optional<SendTable> greedy_personal(const SynthInstance&, std::chrono::steady_clock::time_point deadline);
-std::optional<SendTable> greedy_free_route(const SynthInstance&, std::chrono::steady_clock::time_point deadline);
-std::optional<SendTable> greedy_flood(const SynthInstance&, std::chrono::steady_clock::time_point deadline);
-std::optional<SendTable> greedy_end_to_end(const SynthInstance&, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace collsched::synth_internal

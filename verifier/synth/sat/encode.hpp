@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "verifier/synth/problem/instance.hpp"
+#include "verifier/synth/problem/network.hpp"
 
 namespace collsched::synth {
 
@@ -186,12 +187,6 @@ std::string memory_reason(const SynthOptions&, std::string_view during);
 
 /// Its variables for horizon H (before cardinality auxiliaries).
 std::uint64_t combining_variables(const SynthInstance&, Step H);
-/// The distance bound: the largest distance from a source to a processor whose goal needs it.
-Step combining_distance(const SynthInstance&);
-/// The lower bounds of combining (rules of lower_bounds(), which adds what they assume): the
-/// distance, and (one round per step, P >= 2) receptions and departures.
-std::vector<Bound> combining_distance_bounds(const SynthInstance&);
-std::vector<Bound> combining_count_bounds(const SynthInstance&);
 /// What every encoder class reads and fills: the instance, the largest horizon H, the options
 /// and the encoding under construction. The encoders derive from it and add one method per
 /// constraint family.
@@ -217,32 +212,6 @@ void encode_personal(const SynthInstance&, Step H, const SynthOptions&, Encoding
 void encode_dissemination(const SynthInstance&, Step H, const SynthOptions&, Encoding&);
 /// Fixed routes with one start per message and goal (verifier/synth/sat/dissemination.cpp).
 void encode_end_to_end(const SynthInstance&, Step H, const SynthOptions&, Encoding&);
-
-/// Distances in the graph of channels (BFS, every channel usable), from one node to all.
-std::vector<std::uint32_t> bfs_distances(const Topology&, Node from);
-/// Distances from every node to one node (BFS over reversed channels).
-std::vector<std::uint32_t> bfs_distances_to(const Topology&, Node to);
-
-/// The most transfers a set of channels carries together in one step of one round, and what
-/// limits it. Three upper bounds, the least wins: the channels' capacities summed per sending
-/// node and per receiving node, a processor's share cut to 1 under single or half ports; and the
-/// link groups, each channel counted once in the group that holds most channels of the set, a
-/// group's share cut to its capacity (a channel in no group counts its own capacity). Any
-/// assignment of channels to one of their groups gives an upper bound; the largest group first
-/// makes it tight for a processor's in- or out-group (docs/synthesis.md, "Lower bounds").
-struct StepCapacity {
-    std::uint64_t hops = 0;
-    bool by_ports = false;   ///< the ports cut it below the channel capacities
-    bool by_groups = false;  ///< the link groups cut it below the other two
-};
-StepCapacity step_capacity(const Topology&, Ports, std::span<const ChannelId> channels);
-/// The channels that cross a node set's boundary: into it (`into`) or out of it.
-std::vector<ChannelId> crossing_channels(const Topology&, const std::vector<char>& inside, bool into);
-
-/// Whether routers keep what they receive in the encoding of this kind (they are "holders"):
-/// dissemination with replicate=yes and unbounded queues; free_route with unbounded queues
-/// (one copy per message is enough there, so replicate does not matter; docs/synthesis.md).
-bool routers_hold(const SynthInstance&, EncodingKind);
 
 /// The number of Boolean variables the encoding of `kind` for horizon H is estimated to need
 /// before cardinality auxiliaries (an upper estimate from the message and node counts).

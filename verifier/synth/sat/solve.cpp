@@ -23,17 +23,6 @@
 
 namespace collsched {
 
-std::string_view to_string(SatBackend b) { return b == SatBackend::cadical ? "cadical" : "z3"; }
-
-std::string_view to_string(Answer a) {
-    switch (a) {
-        case Answer::sat: return "sat";
-        case Answer::unsat: return "unsat";
-        case Answer::unknown: return "unknown";
-    }
-    return "?";
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -1,5 +1,7 @@
 #include "verifier/synth/search/duality.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -8,6 +10,8 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "verifier/check/direct.hpp"
+#include "verifier/synth/constructions/known.hpp"
+#include "verifier/synth/problem/internal.hpp"
 
 namespace collsched {
 
@@ -122,6 +126,27 @@ ReductionPareto pareto_reduction(const SynthInstance& in, const ParetoOptions& o
                               "over {}",
                               in.collective.to_string(), opt.max_chunks, rooted ? "buffer" : "block", dual.to_string(), dual_space);
     return r;
+}
+
+std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions, std::chrono::steady_clock::time_point deadline,
+                                            const MemoryBudget& memory) {
+    if (encoding_for(in) != EncodingKind::combining) return constructed_schedule(in, constructions, deadline, memory);
+    // The duality's schedule where it applies (docs/synthesis.md, "Reductions by duality"):
+    // reduce(r) of one chunk, reduce_scatter and the composed allreduce of C = P chunks.
+    if (!reduction_duality_problem(in).empty()) return std::nullopt;
+    OptimizeOptions o;
+    const double left = deadline == std::chrono::steady_clock::time_point::max()
+                            ? 30.0
+                            : std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0.05) return std::nullopt;
+    o.timeout = std::min(30.0, left / 2);
+    ReductionOptimum r = optimize_reduction(in, o);
+    if (!r.witness || !synth_internal::holds(*r.witness, in, false, deadline)) return std::nullopt;
+    const char* what = in.collective.kind == CollectiveKind::allreduce ? "reduce-scatter then allgather"
+                       : in.collective.kind == CollectiveKind::reduce  ? "the broadcast reversed"
+                                                                       : "the allgather reversed";
+    std::string source = fmt::format("duality: {} ({} of C = {} chunks)", what, to_string(r.status), in.collective.chunks);
+    return KnownSchedule{std::move(*r.witness), std::move(source)};
 }
 
 }  // namespace collsched

@@ -16,16 +16,6 @@
 
 namespace collsched {
 
-std::string_view to_string(OptStatus s) {
-    switch (s) {
-        case OptStatus::proved: return "proved";
-        case OptStatus::found: return "found";
-        case OptStatus::timeout: return "timeout";
-        case OptStatus::infeasible: return "infeasible";
-    }
-    return "?";
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -25,15 +25,6 @@
 
 namespace collsched {
 
-Ratio Ratio::of(std::uint64_t n, std::uint64_t d) {
-    COLLSCHED_ASSERT(d > 0);
-    std::uint64_t g = std::gcd(n, d);
-    if (g == 0) g = 1;
-    return {n / g, d / g};
-}
-
-std::string Ratio::text() const { return den == 1 ? fmt::format("{}", num) : fmt::format("{}/{}", num, den); }
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "verifier/synth/problem/instance.hpp"
-#include "verifier/synth/constructions/translate_packing.hpp"
+#include "verifier/synth/symmetry/translations.hpp"
 
 namespace collsched {
 
