@@ -18,12 +18,14 @@
 #include "compiler/interop/msccl_import.hpp"
 #include "compiler/interop/mscclpp_check.hpp"
 #include "compiler/io/table_io.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
+#include "tools/size_options.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"
 #include "tools/runs.hpp"
 #include "verifier/check/direct.hpp"
+#include "verifier/check/verify_run.hpp"
 #include "verifier/check/z3_engine.hpp"
 
 namespace collsched::tools {
@@ -112,30 +114,6 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
     return r.holds() ? 0 : r.unknown() ? 3 : 1;
 }
 
-/// The loop values of the statement runs behind the counterexamples that name a transfer
-/// (Violation::when), for a schedule: its program is run again once for all of them.
-void attach_contexts(VerifyReport& r, const SendTable& t, const ScheduleSource& source) {
-    if (source.text.empty() || r.violations.empty()) return;
-    std::vector<Transfer> wanted;
-    for (const Violation& v : r.violations)
-        if (auto i = violation_transfer(t, v)) wanted.push_back(t.transfers[*i]);
-    if (wanted.empty()) return;
-    std::sort(wanted.begin(), wanted.end());
-    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-    std::vector<std::string> when = transfer_contexts(source.text, source.name, source.defines, source.options, wanted);
-    for (Violation& v : r.violations)
-        if (auto i = violation_transfer(t, v)) {
-            auto it = std::lower_bound(wanted.begin(), wanted.end(), t.transfers[*i]);
-            v.when = when[static_cast<std::size_t>(it - wanted.begin())];
-        }
-}
-
-/// Counterexamples named back to the schedule: the statement (origin) and its loop values.
-void name_sources(VerifyReport& r, const SendTable& t, const ScheduleSource& source) {
-    attach_origins(r, t);
-    attach_contexts(r, t, source);
-}
-
 /// The predicted times, for a table that holds (a table that breaks the model has no meaningful time).
 std::string time_or_why(const SendTable& t, const AlphaBeta& ab, std::string_view verdict) {
     if (ab.sizes.empty()) return "";
@@ -200,46 +178,17 @@ std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
 /// the engines: it is printed on stderr, the verdict is "disagreement" and the exit code 1.
 int run_both(const SendTable& table, const ScheduleSource& source, const VerifyOptions& opt, const Z3Options& zopt, bool json,
              const AlphaBeta& ab, const Context& ctx) {
-    VerifyReport d = verify_direct(table, opt);
-    name_sources(d, table, source);
-    VerifyReport z = verify_z3(table, zopt);
-    name_sources(z, table, source);
-    const Agreement both = agreement(d, z);
-    const std::vector<Disagreement>& dis = both.disagreements;
-    const std::string& verdict = both.verdict;
-    const bool unknown = both.unknown;
-    const auto& status = both.status;
+    const BothReports b = verify_both(table, source, opt, zopt);
+    const std::vector<Disagreement>& dis = b.both.disagreements;
+    const std::string& verdict = b.both.verdict;
     std::string out;
     if (json) {
-        nlohmann::ordered_json j;
-        j["verdict"] = verdict;
-        j["engine"] = "both";
-        j["steps"] = d.steps;
-        j["transfers"] = d.transfers;
-        if (table.model.timing == Timing::wormhole) j["cost"] = d.cost;
-        nlohmann::ordered_json props = nlohmann::ordered_json::object();
-        for (std::size_t i = 0; i < property_count; ++i) props[std::string(to_string(static_cast<Property>(i)))] = status[i];
-        j["properties"] = props;
-        nlohmann::ordered_json direct = report_to_json(d, table);
-        nlohmann::ordered_json z3 = report_to_json(z, table);
-        j["violations"] = direct["violations"];
-        nlohmann::ordered_json list = nlohmann::ordered_json::array();
-        for (const Disagreement& x : dis)
-            list.push_back({{"property", std::string(to_string(x.property))},
-                            {"direct", std::string(to_string(x.direct))},
-                            {"z3", std::string(to_string(x.z3))}});
-        j["disagreements"] = list;
-        j["engines"] = {{"direct", direct}, {"z3", z3}};
-        j["seconds"] = d.seconds + z.seconds;
+        nlohmann::ordered_json j = both_json(b, table);
         add_bandwidth_json(j, table, ab);
         if (verdict == "holds") add_time_json(j, table, ab);
         out = j.dump() + "\n";
     } else {
-        out = "engine direct\n" + format_report(d, table) + "\nengine z3\n" + format_report(z, table) + "\n" + bandwidth_text(table, ab) +
-              time_or_why(table, ab, verdict);
-        out += dis.empty() ? fmt::format("both engines: {}{}\n", verdict,
-                                         unknown ? " (the Z3 engine could not decide every property; see its notes)" : "")
-                           : "both engines: DISAGREEMENT (a bug in collsched; see stderr)\n";
+        out = both_text(b, table) + bandwidth_text(table, ab) + time_or_why(table, ab, verdict) + both_verdict_text(b);
     }
     ctx.print(out);
     if (!dis.empty()) {
@@ -256,12 +205,6 @@ int run_both(const SendTable& table, const ScheduleSource& source, const VerifyO
 }
 
 }  // namespace
-
-VerifyReport verify_table(const SendTable& table, const ScheduleSource& source, bool z3, const VerifyOptions& opt, const Z3Options& zopt) {
-    VerifyReport r = z3 ? verify_z3(table, zopt) : verify_direct(table, opt);
-    name_sources(r, table, source);
-    return r;
-}
 
 nlohmann::ordered_json verify_json(const VerifyReport& r, const SendTable& table, const AlphaBeta& ab) {
     nlohmann::ordered_json j = report_to_json(r, table);

@@ -13,7 +13,7 @@
 #include "compiler/table/send_table.hpp"
 #include "runtime/timing.hpp"
 
-namespace collsched::tools {
+namespace collsched {
 
 enum class TimeKind { asynchronous, synchronous };
 
@@ -49,4 +49,4 @@ enum class PlotKind { time, algbw };
 /// A standalone SVG document: one line per contender, log axes, the crossovers marked, a legend.
 std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& cmp, PlotKind plot, const std::string& title);
 
-}  // namespace collsched::tools
+}  // namespace collsched

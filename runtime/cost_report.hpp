@@ -3,7 +3,8 @@
  * C chunks and R/C rounds per chunk (docs/semantics.md, "Bandwidth: chunks, rounds and link
  * groups"), with `--alpha A --beta B --size M` the alpha-beta time S*A + R*(M/C)*B, and with
  * `--size M` (or a list or range of sizes) the predicted time on the topology's link speeds,
- * synchronous and asynchronous (docs/time.md).
+ * synchronous and asynchronous (docs/time.md). The runtime's (issue 42: it was tools/bandwidth.hpp);
+ * the options that fill AlphaBeta are tools/size_options.hpp's.
  */
 #pragma once
 
@@ -11,15 +12,14 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "compiler/table/send_table.hpp"
 #include "runtime/timing.hpp"
 
-namespace collsched::tools {
+namespace collsched {
 
-/// `--alpha`, `--beta`, `--size`, `--link`.
+/// What cost is asked for: `--alpha`, `--beta`, `--size`, `--link` (tools/size_options.hpp reads them).
 struct AlphaBeta {
     std::optional<double> alpha, beta;
     std::vector<double> sizes;  ///< `--size`: bytes per datum, one or more
@@ -31,17 +31,6 @@ struct AlphaBeta {
     void check() const;
     TimeOptions time_options(double size) const { return TimeOptions{size, link}; }
 };
-
-void add_alpha_beta_options(CLI::App* cmd, AlphaBeta& ab);
-/// `--size`/`--sizes` alone (compare, pareto): the list of sizes and `--link`.
-void add_size_option(CLI::App* cmd, std::vector<double>& sizes, std::string_view name, std::string_view help);
-void add_link_option(CLI::App* cmd, std::optional<LinkSpeed>& link);
-
-/// Sizes as `1M`, `1K..1G` (doubling; `1K..1G:4` multiplies by 4), or a comma-separated list of
-/// both. Throws InputError saying what was expected.
-std::vector<double> parse_sizes(std::string_view text);
-/// `--link "500 ns, 50 GB/s"`: the alpha and bandwidth per unit of capacity. Throws InputError.
-LinkSpeed parse_link(std::string_view text);
 
 /// Whether the cost lines are printed: the table has chunks or rounds, or a time was asked for.
 bool shows_bandwidth(const SendTable& t, const AlphaBeta& ab);
@@ -67,4 +56,4 @@ std::string time_text(const SendTable& t, const AlphaBeta& ab);
 /// "algbw_Bps", "busbw_Bps"}]} when a size was given.
 void add_time_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBeta& ab);
 
-}  // namespace collsched::tools
+}  // namespace collsched

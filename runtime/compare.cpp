@@ -1,4 +1,4 @@
-#include "tools/compare.hpp"
+#include "runtime/compare.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "support/text.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
 
-namespace collsched::tools {
+namespace collsched {
 
 namespace {
 
@@ -175,4 +175,4 @@ std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& c
     return s;
 }
 
-}  // namespace collsched::tools
+}  // namespace collsched
