@@ -1,5 +1,5 @@
 // Upper bounds from schedules: the known algorithms of the papers where one applies,
-// collsched's own constructions, and the greedy list schedules (verifier/synth/constructions/greedy_lists.cpp).
+// collsched's own constructions, and the greedy list schedules (verifier/synth/constructions/greedy.cpp).
 // Every schedule returned here has been verified by the direct checker under the instance's
 // model.
 #include <algorithm>
