@@ -109,7 +109,7 @@ struct PyTopology {
 /// A table with what made it: a schedule's source, so that counterexamples name their loop values.
 struct PyTable {
     std::shared_ptr<SendTable> table;
-    tools::ScheduleSource source;
+    ScheduleSource source;
 };
 
 /// numpy is needed only for tables and channels as arrays, so it is imported here, not with the

@@ -50,13 +50,8 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
     add_link_option(cmd, args->link);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->callback([&ctx, args] {
-        BandwidthRequest rq{Deadline::after(args->timeout), args->instance.instance(RouteSpace::any)};
-        rq.max_chunks = args->max_chunks;
-        rq.no_packing = args->no_packing;
-        rq.json = args->json;
-        rq.sizes = args->sizes;
-        rq.link = args->link;
-        rq.witness = !args->output.empty();
+        const BandwidthRequest rq{Deadline::after(args->timeout), args->instance.instance(RouteSpace::any), args->max_chunks,
+                                  args->no_packing, args->json, args->sizes, args->link, !args->output.empty()};
         BandwidthReport r = bandwidth_report(rq);
         if (r.witness) write_witness(args->output, *r.witness, r.witness_comment);
         ctx.print(r.text);

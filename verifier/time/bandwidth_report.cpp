@@ -51,7 +51,7 @@ public:
                                   : fmt::format("bandwidth {} on {} ({}), {} processors: no cut bound on R/C here; the bound on time:\n{}",
                                                 in_.collective.to_string(), topo_.spec(), to_string(in_.model), topo_.processors(),
                                                 bound_lines(*times_, args_.sizes)),
-                    3};
+                    3, std::nullopt, {}};
         }
         find_bound();
         if (!bound_) {  // a limit stopped the search before its first cut
@@ -64,11 +64,11 @@ public:
                                       : fmt::format("bandwidth {} on {} ({}), {} processors\nbound: none ({})\nschedule: none\n",
                                                     in_.collective.to_string(), topo_.spec(), to_string(in_.model), topo_.processors(),
                                                     bound_stopped_),
-                    3};
+                    3, std::nullopt, {}};
         }
         pack();
         optimal_ = packed_ && packed_->rounds_per_chunk() == bound_->rounds_per_chunk;
-        BandwidthReport r{args_.json ? json_report() : text_report(), optimal_ ? 0 : 3};
+        BandwidthReport r{args_.json ? json_report() : text_report(), optimal_ ? 0 : 3, std::nullopt, {}};
         if (packed_ && args_.witness) {
             r.witness = packed_->table;
             r.witness_comment = witness_comment();
