@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
 #include "tools/commands.hpp"
 
 namespace collsched::tools {
