@@ -172,7 +172,7 @@ TEST_CASE("verify GRAPH.xml: what NCCL cannot load is exit 2 with file:line:col 
     CHECK(run(fmt::format("verify {} --collective allreduce", source("schedules/nccl/ring_allgather.sched"))).code == 2);
 }
 
-TEST_CASE("verify GRAPH.xml: NCCL's tolerances are notes; the tree graph's links between boxes are checked") {
+TEST_CASE("verify GRAPH.xml: NCCL's tolerances are notes, and the tree graph's links between boxes are checked") {
     Scratch dir("nccl_graph_in_notes");
     const std::string xml = dir.file("ch.xml");
     REQUIRE(run(fmt::format("convert {} --format nccl-graph -o {}", source("schedules/nccl/ring_allgather_channels.sched"), xml)).code == 0);
