@@ -308,9 +308,65 @@ void AsyncRun::run() {
 
 }  // namespace
 
-LinkSpeed channel_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+namespace {
+
+LinkSpeed raw_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
     if (opt.uniform_unit) return {opt.uniform_unit->alpha, opt.uniform_unit->bandwidth * topo.channel(c).cap};
     return topo.speed(c);
+}
+
+}  // namespace
+
+std::string_view to_string(Protocol p) {
+    switch (p) {
+        case Protocol::ll: return "LL";
+        case Protocol::ll128: return "LL128";
+        case Protocol::simple: return "Simple";
+        case Protocol::none: break;
+    }
+    return "none";
+}
+
+std::optional<Protocol> parse_protocol(std::string_view s) {
+    if (s == "LL") return Protocol::ll;
+    if (s == "LL128") return Protocol::ll128;
+    if (s == "Simple") return Protocol::simple;
+    return std::nullopt;
+}
+
+ProtocolCost protocol_cost(Protocol p) {
+    // NVIDIA/nccl 5067397c. Wire: src/include/device.h:75-88 (an LL line is 16 bytes, 8 of them
+    // data: flag1 and flag2 beside data1 and data2), :110-112 (an LL128 line is 16 eight-byte
+    // elements, 15 of them data). Latency: src/graph/tuning.cc:156-176 hwLatencies, the ring's
+    // row (NVLink LL 0.6, LL128 1.9, Simple 3.4 us; network LL 2.7, LL128 4.0, Simple 14.0 us),
+    // over LL's, which the machines' alpha already are (docs/topologies.md, "Link speeds").
+    switch (p) {
+        case Protocol::ll: return {2.0, 0, 0};
+        case Protocol::ll128: return {128.0 / 120.0, 1.3e-6, 1.3e-6};
+        case Protocol::simple: return {1.0, 2.8e-6, 11.3e-6};
+        case Protocol::none: break;
+    }
+    return {};
+}
+
+TimeOptions with_network_class(const Topology& topo, TimeOptions opt) {
+    if (opt.protocol == Protocol::none || opt.network_below > 0) return opt;
+    double fastest = 0;
+    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
+        const Channel& ch = topo.channel(ChannelId{c});
+        if (topo.is_processor(ch.from) && topo.is_processor(ch.to)) fastest = std::max(fastest, raw_speed(topo, ChannelId{c}, opt).bandwidth);
+    }
+    opt.network_below = fastest / 4;
+    return opt;
+}
+
+LinkSpeed channel_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+    LinkSpeed s = raw_speed(topo, c, opt);
+    if (opt.protocol == Protocol::none) return s;
+    const ProtocolCost cost = protocol_cost(opt.protocol);
+    if (topo.is_processor(topo.channel(c).from)) s.alpha += s.bandwidth < opt.network_below ? cost.network_s : cost.box_s;
+    s.bandwidth /= cost.wire;
+    return s;
 }
 
 double datum_bytes(CollectiveKind k, std::uint32_t processors, double size) {
@@ -337,14 +393,16 @@ double bus_factor(CollectiveKind k, std::uint32_t processors) {
 }
 
 double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt) {
-    if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap;
-    return topo.group_bandwidth(g);
+    const double wire = protocol_cost(opt.protocol).wire;
+    if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap / wire;
+    return topo.group_bandwidth(g) / wire;
 }
 
 /// Per step: the bytes on every channel and group; the step lasts max over its channels of
 /// alpha_e + max(bytes_e / bandwidth_e, bytes_g / bandwidth_g for its groups g).
-double synchronous_time(const SendTable& t, const TimeOptions& opt, std::vector<double>* step_seconds) {
+double synchronous_time(const SendTable& t, const TimeOptions& given, std::vector<double>* step_seconds) {
     const Topology& topo = *t.topology;
+    const TimeOptions opt = with_network_class(topo, given);
     const Messages ms = t.messages();
     const double chunk = datum_bytes(t.collective.kind, topo.processors(), opt.size) / t.collective.chunks;
     std::vector<double> chan(topo.channels().size(), 0.0), group(topo.groups().size(), 0.0);
@@ -378,8 +436,9 @@ double synchronous_time(const SendTable& t, const TimeOptions& opt, std::vector<
     return total;
 }
 
-TimePrediction predict_time(const SendTable& t, const TimeOptions& opt) {
+TimePrediction predict_time(const SendTable& t, const TimeOptions& given) {
     COLLSCHED_ASSERT(t.is_sorted());
+    const TimeOptions opt = with_network_class(*t.topology, given);
     TimePrediction p;
     p.size = opt.size;
     p.datum_bytes = datum_bytes(t.collective.kind, t.topology->processors(), opt.size);
@@ -389,8 +448,9 @@ TimePrediction predict_time(const SendTable& t, const TimeOptions& opt) {
     return p;
 }
 
-std::string timeline_json(const SendTable& t, const TimePrediction& p, const TimeOptions& opt) {
+std::string timeline_json(const SendTable& t, const TimePrediction& p, const TimeOptions& given) {
     const Topology& topo = *t.topology;
+    const TimeOptions opt = with_network_class(topo, given);
     const Messages ms = t.messages();
     std::vector<std::vector<std::uint32_t>> by_channel(topo.channels().size());
     for (std::uint32_t j = 0; j < t.transfers.size(); ++j) by_channel[idx(t.transfers[j].channel)].push_back(j);

@@ -16,7 +16,8 @@
 
 #include "compiler/io/table_io.hpp"
 #include "support/error.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
+#include "tools/size_options.hpp"
 #include "verifier/compose/allreduce.hpp"
 
 namespace {

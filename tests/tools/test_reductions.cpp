@@ -19,7 +19,7 @@
 #include "runtime/simulator.hpp"
 #include "tests/compiler/msccl_replay.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/synth_duality.hpp"
+#include "verifier/synth/search/duality.hpp"
 #include "verifier/check/z3_engine.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tests/tools/compile_fixtures.hpp"
