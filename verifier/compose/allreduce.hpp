@@ -77,5 +77,10 @@ std::optional<SendTable> build_shape(const SynthInstance&, const std::vector<std
 /// table (about 90 MB at 128 GPUs).
 std::vector<Candidate> time_candidates(const SynthInstance&, double size_bytes,
                                        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+/// The same for several sizes at once: each shape's table at each number of pieces is built once
+/// and predicted at every size; the result is every (shape, pieces) that some size chose, once
+/// (predicted_s: at the first size that chose it), fastest first.
+std::vector<Candidate> time_candidates(const SynthInstance&, const std::vector<double>& sizes,
+                                       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace collsched::compose
