@@ -63,12 +63,18 @@ int run(int argc, char** argv) {
     if (timeout > 0) deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout));
     if (pieces > 0) {
         const compose::Boxes boxes = compose::find_boxes(*topo);
-        for (auto i : {compose::InBox::none, compose::InBox::rsag, compose::InBox::ar})
+        fmt::print("{} boxes{}\n", boxes.boxes.size(), boxes.why.empty() ? "" : ": " + boxes.why);
+        for (auto i : {compose::InBox::none, compose::InBox::rsag, compose::InBox::ar, compose::InBox::ring, compose::InBox::halving})
             for (auto a : {compose::Across::none, compose::Across::direct_ar, compose::Across::direct_rsag, compose::Across::ring, compose::Across::halving,
                            compose::Across::doubling}) {
                 const compose::Shape sh{i, a, false};
-                auto t = compose::build_shape(in, boxes.boxes, sh, pieces, nullptr);
-                if (!t) continue;
+                std::string why;
+                auto t = compose::build_shape(in, boxes.boxes, sh, pieces, &why);
+                if (!t) {
+                    if (why.find("disagree") == std::string::npos)
+                        fmt::print("  {:<48} does not apply: {}\n", compose::shape_name(sh, in.collective.kind), why);
+                    continue;
+                }
                 const TimePrediction p = predict_time(*t, TimeOptions{sizes[0], std::nullopt});
                 fmt::print("  {:>12.6g} us  {:<48} C = {:>5}, {:>8} transfers\n", p.asynchronous * 1e6, compose::shape_name(sh, in.collective.kind),
                            t->collective.chunks, t->transfers.size());

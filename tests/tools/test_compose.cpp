@@ -4,6 +4,8 @@
 // marks of issue 43 on h100rail4x8 and multibox4x8.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "runtime/simulator.hpp"
@@ -257,4 +259,48 @@ TEST_CASE("compose: each box completes the rails' shares in the order its rail p
     REQUIRE_FALSE(cs.empty());
     CHECK(cs[0].predicted_s < 36.5e-6);
     CHECK(verify_direct(cs[0].table).holds());
+}
+
+TEST_CASE("compose: boxes that are not complete (NDv2's cube mesh) take recursive halving or a ring inside") {
+    // ndv2x4: one NIC of 12.5 GB/s per box; the box cut 3/4 x 1 GiB / 12.5 GB/s = 64.42 ms for allgather and
+    // reduce_scatter, twice that (the gossip between boxes) for allreduce. The direct in-box exchange would relay
+    // through a processor and did not apply: NCCL's ring won at 95.7 / 90.2 / 173 ms
+    const std::string m = machine("ndv2x4");
+    struct Row {
+        const char* coll;
+        double bound;
+    };
+    for (const Row& row : {Row{"allgather", 64.42e-3}, Row{"reduce_scatter", 64.42e-3}, Row{"allreduce", 128.85e-3}}) {
+        CAPTURE(row.coll);
+        std::vector<Candidate> cs = time_candidates(instance(m, row.coll), GiB);
+        REQUIRE_FALSE(cs.empty());
+        CHECK(cs[0].predicted_s <= 1.01 * row.bound);
+        CHECK(verify_direct(cs[0].table).holds());
+    }
+    // the ring is there for boxes that are not a power of two
+    const SynthInstance in = instance(m, "allreduce");
+    const std::vector<std::vector<Node>> boxes = find_boxes(*in.topology).boxes;
+    REQUIRE(boxes.size() == 4);
+    CHECK_FALSE(box_complete(*in.topology, boxes[0]));
+    std::optional<SendTable> ring = build_shape(in, boxes, {InBox::ring, Across::ring, false}, 2, nullptr);
+    REQUIRE(ring.has_value());
+    CHECK(verify_direct(*ring).holds());
+}
+
+TEST_CASE("compose: a box's Hamiltonian cycle joins each member to the next, or there is none") {
+    auto dgx1 = Topology::parse(machine("dgx1"));
+    std::vector<Node> box;
+    for (std::uint32_t p = 0; p < 8; ++p) box.push_back(Node{p});
+    const std::vector<Node> c = box_cycle(*dgx1, box);
+    REQUIRE(c.size() == 8);
+    CHECK(c[0] == Node{0});
+    for (std::size_t i = 0; i < c.size(); ++i) CHECK(dgx1->find_channel(c[i], c[(i + 1) % c.size()]).has_value());
+    std::vector<Node> sorted = c;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(sorted == box);
+    auto line = Topology::parse("linear:4");  // a path has no cycle
+    CHECK(box_cycle(*line, {Node{0}, Node{1}, Node{2}, Node{3}}).empty());
+    auto ring5 = Topology::parse("ring:5");
+    CHECK(box_cycle(*ring5, {Node{0}, Node{1}, Node{2}, Node{3}, Node{4}}).size() == 5);
+    CHECK(box_complete(*Topology::parse("complete:4"), {Node{0}, Node{1}, Node{2}, Node{3}}));
 }

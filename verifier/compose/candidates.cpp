@@ -99,8 +99,12 @@ std::vector<Decomposition> decompositions(const Topology& t) {
     return ds;
 }
 
-std::vector<Shape> shapes_for(std::size_t K, std::size_t B, bool flat) {
+std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<Node>>& boxes, bool flat) {
+    const std::size_t K = boxes.size(), B = boxes[0].size();
     std::vector<InBox> ins = B > 1 ? std::vector<InBox>{InBox::rsag, InBox::ar} : std::vector<InBox>{InBox::none};
+    // boxes that are not complete (a cube mesh): the direct in-box exchange relays through processors, a ring does not
+    // (recursive halving where it applies: each hop on its own link, so the pieces pipeline)
+    if (B > 2 && !flat && !box_complete(t, boxes[0])) ins.push_back(B >= 4 && (B & (B - 1)) == 0 ? InBox::halving : InBox::ring);
     std::vector<Across> acrosses = K > 1 ? std::vector<Across>{Across::direct_ar, Across::direct_rsag, Across::ring, Across::halving, Across::doubling}
                                          : std::vector<Across>{Across::none};
     std::vector<Shape> s;
@@ -270,7 +274,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
     ShapeTables tables(in, sizes);
     std::vector<Tried> tried;
     for (const Decomposition& d : ds) {
-        const std::vector<Shape> shapes = shapes_for(d.boxes.size(), d.boxes[0].size(), d.flat);
+        const std::vector<Shape> shapes = shapes_for(*in.topology, d.boxes, d.flat);
         for (std::size_t si = 0; si < shapes.size(); ++si) {
             if (Clock::now() >= deadline && !tried.empty()) break;  // keep what is built: at least one shape
             const ShapeTables::Entry* one = tables.get(d, si, shapes[si], 1);
