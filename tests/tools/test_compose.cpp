@@ -14,6 +14,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
 #include "verifier/compose/allreduce.hpp"
+#include "verifier/compose/alltoall.hpp"
 
 using namespace collsched;
 using namespace collsched::compose;
@@ -113,7 +114,7 @@ TEST_CASE("compose: what does not apply says why") {
     SynthInstance three = instance("complete:6", "allreduce");
     CHECK_FALSE(build_shape(three, {{Node{0}, Node{1}}, {Node{2}, Node{3}}, {Node{4}, Node{5}}}, {InBox::rsag, Across::halving, false}, 1, &why));
     CHECK(why == "recursive halving and doubling need a power of two of boxes");
-    CHECK(time_candidates(instance("ring:4", "alltoall"), 1e6).empty());
+    CHECK(time_candidates(instance("ring:4", "broadcast:0"), 1e6).empty());
     // more chunks than 32-bit message ids hold ((P^2 + 2P) C <= 2^32 - 2^24): refused with the reason, not thrown
     SynthInstance big = instance("complete:512", "allreduce");
     CHECK_FALSE(build_shape(big, ones(512), {InBox::none, Across::direct_rsag, true}, 64, &why));
@@ -213,7 +214,7 @@ TEST_CASE("compose: collsched-compose writes the fastest table, which verify --s
     collsched::test::Run bad = collsched::test::run_shell(bin + " --topology " + machine("h100rail4x8") + " --size 1Q");
     CHECK(bad.code == 2);
     CHECK(bad.err.find("collsched-compose: error:") == 0);
-    collsched::test::Run none = collsched::test::run_shell(bin + " --topology ring:4 --collective alltoall --size 1M");
+    collsched::test::Run none = collsched::test::run_shell(bin + " --topology ring:4 --collective broadcast:0 --size 1M");
     CHECK(none.code == 3);
 }
 
@@ -303,4 +304,17 @@ TEST_CASE("compose: a box's Hamiltonian cycle joins each member to the next, or 
     auto ring5 = Topology::parse("ring:5");
     CHECK(box_cycle(*ring5, {Node{0}, Node{1}, Node{2}, Node{3}, Node{4}}).size() == 5);
     CHECK(box_complete(*Topology::parse("complete:4"), {Node{0}, Node{1}, Node{2}, Node{3}}));
+}
+
+TEST_CASE("compose: alltoall on many shortest paths reaches the DGX-1's cut between its quads") {
+    // the least-steps alltoall takes one path per message (21.5 ms at 1 GiB, NCCL's p2p 24.2 ms); every message in
+    // chunks over the least loaded shortest paths: within 1 % of 16/8 x 1 GiB / 150 GB/s = 14.32 ms
+    std::vector<Candidate> cs = time_candidates(instance(machine("dgx1"), "alltoall"), GiB);
+    REQUIRE_FALSE(cs.empty());
+    CHECK(cs[0].predicted_s <= 1.01 * 14.32e-3);
+    CHECK(verify_direct(cs[0].table).holds());
+    std::string why;
+    CHECK_FALSE(multipath_alltoall(instance(machine("multibox2x8"), "alltoall"), 4, &why));  // every pair is joined: nothing to balance
+    CHECK(why.find("every two processors are joined") != std::string::npos);
+    CHECK_FALSE(multipath_alltoall(instance(machine("dgx1"), "allgather"), 4, &why));
 }

@@ -14,6 +14,7 @@
 #include "support/error.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
+#include "verifier/compose/alltoall.hpp"
 
 namespace collsched::compose {
 
@@ -264,9 +265,46 @@ std::optional<Candidate> rings_candidate(const SynthInstance& in, double size, C
 
 }  // namespace
 
+/// Alltoall on many shortest paths (alltoall.hpp) at C = 1, 4, 16, 64 chunks (within the budget):
+/// each size's fastest, once.
+std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline) {
+    std::vector<Candidate> out;
+    std::vector<double> best(sizes.size(), std::numeric_limits<double>::infinity());
+    std::vector<std::size_t> chosen(sizes.size(), 0);
+    std::vector<std::pair<SendTable, std::vector<double>>> built;
+    std::string why;
+    for (std::uint32_t C = 1; C <= most_pieces && Clock::now() < deadline; C *= 4) {
+        if (!built.empty() && built.back().first.transfers.size() * 4 > transfer_budget) break;
+        std::optional<SendTable> t = multipath_alltoall(in, C, &why);
+        if (!t) break;
+        const TimingPlan plan(*t);
+        std::vector<double> secs;
+        bool better = false;
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            secs.push_back(plan.predict(TimeOptions{sizes[i], std::nullopt}).asynchronous);
+            if (secs[i] < best[i] * (1 - 1e-3)) best[i] = secs[i], chosen[i] = built.size(), better = true;
+        }
+        built.emplace_back(std::move(*t), std::move(secs));
+        if (!better) break;  // more chunks pay more latencies than they pipeline
+    }
+    for (std::size_t b = 0; b < built.size(); ++b) {
+        const auto first = std::find(chosen.begin(), chosen.end(), b);
+        if (first == chosen.end() || !verify_direct(built[b].first).holds()) continue;
+        const std::size_t i = static_cast<std::size_t>(first - chosen.begin());
+        const std::uint32_t C = built[b].first.collective.chunks;
+        out.push_back({fmt::format("multipath alltoall, {} chunk{}", C, C == 1 ? "" : "s"),
+                       fmt::format("every message in {} chunks, each on one of the shortest paths between processors, the least loaded (by seconds at the "
+                                   "links' bandwidths); {} chunks: the fastest of 1, 4, 16, 64 at {} bytes (asynchronous time)",
+                                   C, C, sizes[i]),
+                       C, std::move(built[b].first), built[b].second[i]});
+    }
+    return out;
+}
+
 std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline) {
     const CollectiveKind kind = in.collective.kind;
     std::vector<Candidate> out;
+    if (kind == CollectiveKind::alltoall && !sizes.empty() && in.topology->routers() == 0) return alltoall_candidates(in, sizes, deadline);
     if (sizes.empty() || (kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::allgather))
         return out;
     if (in.model.timing != Timing::hop || in.model.inject_once || in.topology->processors() < 2) return out;
