@@ -36,7 +36,8 @@
 #include "compiler/interop/msccl_import.hpp"
 #include "compiler/io/table_io.hpp"
 #include "support/budget.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
+#include "tools/size_options.hpp"
 #include "tools/input.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
@@ -108,11 +109,28 @@ struct PyTopology {
 /// A table with what made it: a schedule's source, so that counterexamples name their loop values.
 struct PyTable {
     std::shared_ptr<SendTable> table;
-    tools::ScheduleSource source;
+    ScheduleSource source;
 };
+
+/// numpy is needed only for tables and channels as arrays, so it is imported here, not with the
+/// module, and a Python without it hears which package to install (pybind11 would raise a bare
+/// ModuleNotFoundError from inside its own code).
+void require_numpy() {
+    try {
+        py::module_::import("numpy");
+    } catch (py::error_already_set& e) {
+        if (!e.matches(PyExc_ImportError)) throw;
+        throw py::import_error(fmt::format(
+            "collsched: tables and channels as arrays need numpy, which this Python does not have: install it "
+            "(Debian and Ubuntu: apt-get install python3-numpy; elsewhere: pip install numpy); the rest of the module "
+            "works without it ({})",
+            e.what()));
+    }
+}
 
 /// A read-only array of one field of every transfer, over the table's own memory (12-byte stride).
 py::array transfer_field(const py::object& self, std::size_t offset) {
+    require_numpy();
     const PyTable& t = self.cast<const PyTable&>();
     const auto* base = reinterpret_cast<const char*>(t.table->transfers.data());
     py::array a(py::dtype::of<std::uint32_t>(), {t.table->transfers.size()}, {sizeof(Transfer)},
@@ -123,6 +141,7 @@ py::array transfer_field(const py::object& self, std::size_t offset) {
 
 /// The end (`to` false: the source) of every transfer's channel: computed, so a new array.
 py::array_t<std::uint32_t> channel_end(const PyTable& t, bool to) {
+    require_numpy();
     const Topology& topo = *t.table->topology;
     py::array_t<std::uint32_t> a(static_cast<py::ssize_t>(t.table->transfers.size()));
     auto out = a.mutable_unchecked<1>();
@@ -135,8 +154,8 @@ py::array_t<std::uint32_t> channel_end(const PyTable& t, bool to) {
 
 /// The alpha-beta and size options of verify and simulate, from `size` ("1M", "1K..1G", or bytes)
 /// and `link` ("500 ns, 50 GB/s").
-tools::AlphaBeta sizes_of(const std::string& size, const std::string& link) {
-    tools::AlphaBeta ab;
+AlphaBeta sizes_of(const std::string& size, const std::string& link) {
+    AlphaBeta ab;
     if (!size.empty()) ab.sizes = tools::parse_sizes(size);
     if (!link.empty()) ab.link = tools::parse_link(link);
     return ab;
@@ -241,6 +260,7 @@ PYBIND11_MODULE(_collsched, m) {
         })
         .def("channel_array",
              [](const PyTopology& p) {
+                 require_numpy();
                  py::array_t<std::uint32_t> a({static_cast<py::ssize_t>(p.topo->channels().size()), py::ssize_t{3}});
                  auto out = a.mutable_unchecked<2>();
                  py::ssize_t i = 0;
@@ -317,7 +337,7 @@ PYBIND11_MODULE(_collsched, m) {
         // the command line's --timeout rule (tools/options.hpp): nan or -1 used to give "unknown"
         if (!std::isfinite(timeout) || timeout <= 0 || timeout > tools::max_timeout_seconds)
             throw InputError(fmt::format("timeout={}: expected a number of seconds above 0 and up to {:.0f}", timeout, tools::max_timeout_seconds));
-        const tools::AlphaBeta ab = sizes_of(size, link);
+        const AlphaBeta ab = sizes_of(size, link);
         return interruptible([&] {
             VerifyOptions opt;
             opt.fixed_routes = routes == "fixed";
@@ -326,12 +346,12 @@ PYBIND11_MODULE(_collsched, m) {
             zopt.fixed_routes = opt.fixed_routes;
             zopt.max_violations = max_violations;
             zopt.timeout_ms = static_cast<std::uint64_t>(std::ceil(std::min(timeout, 1e9) * 1000));
-            VerifyReport r = tools::verify_table(*t.table, t.source, engine == "z3", opt, zopt);
+            VerifyReport r = verify_table(*t.table, t.source, engine == "z3", opt, zopt);
             return tools::verify_json(r, *t.table, ab).dump();
         });
     });
     m.def("_simulate", [](const PyTable& t, bool trace, const std::string& size, const std::string& link) {
-        const tools::AlphaBeta ab = sizes_of(size, link);
+        const AlphaBeta ab = sizes_of(size, link);
         return interruptible([&] { return tools::simulate_json(tools::simulate_table(*t.table, trace), *t.table, ab); });
     });
     m.def("_run", [](const std::vector<std::string>& args) {

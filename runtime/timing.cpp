@@ -420,9 +420,65 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
 
 }  // namespace
 
-LinkSpeed channel_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+namespace {
+
+LinkSpeed raw_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
     if (opt.uniform_unit) return {opt.uniform_unit->alpha, opt.uniform_unit->bandwidth * topo.channel(c).cap};
     return topo.speed(c);
+}
+
+}  // namespace
+
+std::string_view to_string(Protocol p) {
+    switch (p) {
+        case Protocol::ll: return "LL";
+        case Protocol::ll128: return "LL128";
+        case Protocol::simple: return "Simple";
+        case Protocol::none: break;
+    }
+    return "none";
+}
+
+std::optional<Protocol> parse_protocol(std::string_view s) {
+    if (s == "LL") return Protocol::ll;
+    if (s == "LL128") return Protocol::ll128;
+    if (s == "Simple") return Protocol::simple;
+    return std::nullopt;
+}
+
+ProtocolCost protocol_cost(Protocol p) {
+    // NVIDIA/nccl 5067397c. Wire: src/include/device.h:75-88 (an LL line is 16 bytes, 8 of them
+    // data: flag1 and flag2 beside data1 and data2), :110-112 (an LL128 line is 16 eight-byte
+    // elements, 15 of them data). Latency: src/graph/tuning.cc:156-176 hwLatencies, the ring's
+    // row (NVLink LL 0.6, LL128 1.9, Simple 3.4 us; network LL 2.7, LL128 4.0, Simple 14.0 us),
+    // over LL's, which the machines' alpha already are (docs/topologies.md, "Link speeds").
+    switch (p) {
+        case Protocol::ll: return {2.0, 0, 0};
+        case Protocol::ll128: return {128.0 / 120.0, 1.3e-6, 1.3e-6};
+        case Protocol::simple: return {1.0, 2.8e-6, 11.3e-6};
+        case Protocol::none: break;
+    }
+    return {};
+}
+
+TimeOptions with_network_class(const Topology& topo, TimeOptions opt) {
+    if (opt.protocol == Protocol::none || opt.network_below > 0) return opt;
+    double fastest = 0;
+    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
+        const Channel& ch = topo.channel(ChannelId{c});
+        if (topo.is_processor(ch.from) && topo.is_processor(ch.to)) fastest = std::max(fastest, raw_speed(topo, ChannelId{c}, opt).bandwidth);
+    }
+    opt.network_below = fastest / 4;
+    return opt;
+}
+
+LinkSpeed channel_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+    LinkSpeed s = raw_speed(topo, c, opt);
+    if (opt.protocol == Protocol::none) return s;
+    const ProtocolCost cost = protocol_cost(opt.protocol);
+    if (topo.is_processor(topo.channel(c).from)) s.alpha += s.bandwidth < opt.network_below ? cost.network_s : cost.box_s;
+    s.bandwidth /= cost.wire;
+    return s;
 }
 
 double datum_bytes(CollectiveKind k, std::uint32_t processors, double size) {
@@ -449,8 +505,9 @@ double bus_factor(CollectiveKind k, std::uint32_t processors) {
 }
 
 double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt) {
-    if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap;
-    return topo.group_bandwidth(g);
+    const double wire = protocol_cost(opt.protocol).wire;
+    if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap / wire;
+    return topo.group_bandwidth(g) / wire;
 }
 
 TimingPlan::TimingPlan(const SendTable& t) {
@@ -460,7 +517,8 @@ TimingPlan::TimingPlan(const SendTable& t) {
     impl_ = std::move(p);
 }
 
-TimePrediction TimingPlan::predict(const TimeOptions& opt) const {
+TimePrediction TimingPlan::predict(const TimeOptions& given) const {
+    const TimeOptions opt = with_network_class(*impl_->topo, given);
     TimePrediction p;
     p.size = opt.size;
     p.datum_bytes = datum_bytes(impl_->kind, impl_->topo->processors(), opt.size);
@@ -470,9 +528,9 @@ TimePrediction TimingPlan::predict(const TimeOptions& opt) const {
     return p;
 }
 
-double TimingPlan::synchronous(const TimeOptions& opt) const { return sync_time(*impl_, opt, nullptr); }
+double TimingPlan::synchronous(const TimeOptions& given) const { return sync_time(*impl_, with_network_class(*impl_->topo, given), nullptr); }
 
-double synchronous_time(const SendTable& t, const TimeOptions& opt, std::vector<double>* step_seconds) {
+double synchronous_time(const SendTable& t, const TimeOptions& given, std::vector<double>* step_seconds) {
     // the plan's conditions are not needed: only steps, channels and chunks moved
     TimingPlan::Impl p;
     p.topo = t.topology;
@@ -486,13 +544,14 @@ double synchronous_time(const SendTable& t, const TimeOptions& opt, std::vector<
         p.channel.push_back(x.channel);
         p.moved.push_back(chunks_moved(ms, x.message));
     }
-    return sync_time(p, opt, step_seconds);
+    return sync_time(p, with_network_class(*t.topology, given), step_seconds);
 }
 
 TimePrediction predict_time(const SendTable& t, const TimeOptions& opt) { return TimingPlan(t).predict(opt); }
 
-std::string timeline_json(const SendTable& t, const TimePrediction& p, const TimeOptions& opt) {
+std::string timeline_json(const SendTable& t, const TimePrediction& p, const TimeOptions& given) {
     const Topology& topo = *t.topology;
+    const TimeOptions opt = with_network_class(topo, given);
     const Messages ms = t.messages();
     std::vector<std::vector<std::uint32_t>> by_channel(topo.channels().size());
     for (std::uint32_t j = 0; j < t.transfers.size(); ++j) by_channel[idx(t.transfers[j].channel)].push_back(j);

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
@@ -42,12 +43,36 @@ double datum_bytes(CollectiveKind, std::uint32_t processors, double size);
 /// 2(P-1)/P; allgather, reduce_scatter, alltoall, gather and scatter (P-1)/P; others 1.
 double bus_factor(CollectiveKind, std::uint32_t processors);
 
+/// The executor's protocol (docs/time.md, "Protocols"): `none`, the network's share only (every
+/// table's default), or NCCL's LL, LL128 and Simple, as MSCCL-IR programs (`proto`) and MSCCL++
+/// plans (`protocol`) declare them.
+enum class Protocol : std::uint8_t { none, ll, ll128, simple };
+std::string_view to_string(Protocol);
+/// "LL", "LL128", "Simple" (as the formats spell them); nullopt for anything else.
+std::optional<Protocol> parse_protocol(std::string_view);
+
+/// What a protocol costs (docs/time.md, "Protocols", with NCCL's sources): the bytes on the wire per
+/// byte of data, and the latency it adds to a hop that leaves a processor, inside a box (NCCL's
+/// NVLink figures) and out of it (its network figures), over LL's (the machines' alpha).
+struct ProtocolCost {
+    double wire = 1;
+    double box_s = 0, network_s = 0;
+};
+ProtocolCost protocol_cost(Protocol);
+
 struct TimeOptions {
     double size = 0;  ///< M: the collective's size as NCCL counts it (datum_bytes gives a datum; a chunk is a datum / C)
     /// Replaces every speed of the topology: each channel and group gets this alpha and
     /// cap * unit_bandwidth (`--link "500 ns, 50 GB/s"`).
     std::optional<LinkSpeed> uniform_unit;
+    Protocol protocol = Protocol::none;
+    /// With a protocol: a channel below this bandwidth is the network's (a quarter of the fastest
+    /// channel between processors; with_network_class sets it, predict_time calls it).
+    double network_below = 0;
 };
+
+/// `opt` with network_below set from the topology (nothing to do without a protocol).
+TimeOptions with_network_class(const Topology&, TimeOptions opt);
 
 struct TransferTime {
     double ready = 0;   ///< its data held at the sender
@@ -69,7 +94,8 @@ struct TimePrediction {
     double busiest_seconds = 0;
 };
 
-/// The speed of channel c under `opt` (the topology's, or the uniform override).
+/// The speed of channel c under `opt` (the topology's, or the uniform override; with a protocol,
+/// the bandwidth divided by its wire factor and, on a channel out of a processor, its latency added).
 LinkSpeed channel_speed(const Topology&, ChannelId c, const TimeOptions& opt);
 /// The bandwidth of link group g under `opt`.
 double group_speed(const Topology&, std::uint32_t g, const TimeOptions& opt);

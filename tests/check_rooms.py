@@ -3,7 +3,7 @@
 
 Usage: check_rooms.py SOURCE_DIR
 
-A room is a folder that builds one library (compiler/core, verifier/synth, runtime, ...). ROOMS
+A room is a folder that builds one library (compiler/core, verifier/synth/sat, runtime, ...). ROOMS
 below lists, for each, the rooms its files may include besides its own; the lists are closed
 under "below" by construction, so the arrows form no cycle (checked here too). A file whose
 folder is not a room, an include of a project header that does not exist, and an include that
@@ -28,18 +28,26 @@ BELOW = {
     "compiler/machines": ["compiler/interop"],
     # the verifier and the runtime see the compiler's values, not the DSL's syntax
     "verifier/check": ["compiler/lower", "compiler/formats", "-dsl"],
-    "verifier/synth": ["verifier/check"],
+    # the synthesizer's rooms (issue 42): what an instance is; symmetry; lower bounds (no solver);
+    # the SAT encodings and solvers (CaDiCaL and Z3 only here) and the constructions, side by side;
+    # the searches over both (optimize, pareto, duality, hierarchical compositions, the quotient)
+    "verifier/synth/problem": ["verifier/check"],
+    "verifier/synth/symmetry": ["verifier/synth/problem"],
+    "verifier/synth/bounds": ["verifier/synth/symmetry"],
+    "verifier/synth/sat": ["verifier/synth/bounds"],
+    "verifier/synth/constructions": ["verifier/synth/bounds"],
+    "verifier/synth/search": ["verifier/synth/sat", "verifier/synth/constructions"],
     # what NCCL runs, generated for a machine, and NCCL's model: the tables it builds are checked
     # by verifier/check; it needs nothing of the synthesizer
-    "verifier/baselines": ["verifier/synth"],
+    "verifier/baselines": ["verifier/synth/search"],
     "runtime": ["compiler/lower", "compiler/formats", "-dsl"],
     # constructions for time see synth's instances and the runtime's time prediction
-    "verifier/compose": ["verifier/synth", "runtime"],
+    "verifier/compose": ["verifier/synth/search", "runtime"],
     # the time objective and its bounds (issue 43): the constructions, NCCL's algorithms, the
     # synthesizer's flows, the runtime's time model
-    "verifier/time": ["verifier/compose", "verifier/baselines", "verifier/synth", "runtime"],
-    "bench": ["verifier/synth", "verifier/compose", "verifier/time", "runtime"],
-    "tools": ["verifier/time", "verifier/synth", "verifier/compose", "verifier/baselines", "runtime", "bench", "compiler/machines"],
+    "verifier/time": ["verifier/compose", "verifier/baselines", "verifier/synth/search", "runtime"],
+    "bench": ["verifier/synth/search", "verifier/compose", "verifier/time", "runtime"],
+    "tools": ["verifier/time", "verifier/synth/search", "verifier/compose", "verifier/baselines", "runtime", "bench", "compiler/machines"],
     "python": ["tools"],
 }
 OPEN = ("tests", "fuzz")  # may include any room
@@ -63,7 +71,7 @@ def allowed(room: str) -> set[str]:
 
 def room_of(rel: str) -> str | None:
     parts = rel.split("/")
-    for depth in (2, 1):
+    for depth in (3, 2, 1):
         key = "/".join(parts[:depth])
         if key in BELOW or key in OPEN:
             return key

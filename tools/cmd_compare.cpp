@@ -1,5 +1,5 @@
 // `collsched compare A.sched B.json ...`: every schedule's predicted time at every size, the
-// winner per size, the crossover sizes and a plot (tools/compare.hpp, docs/time.md).
+// winner per size, the crossover sizes and a plot (runtime/compare.hpp, verifier/time/compare_report.hpp, docs/time.md).
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -9,14 +9,16 @@
 
 #include "support/text.hpp"
 #include "support/units.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
+#include "tools/size_options.hpp"
 #include "tools/commands.hpp"
-#include "tools/compare.hpp"
+#include "runtime/compare.hpp"
 #include "tools/input.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
 #include "verifier/baselines/nccl.hpp"
 #include "verifier/check/direct.hpp"
+#include "verifier/time/compare_report.hpp"
 
 namespace collsched::tools {
 
@@ -47,14 +49,6 @@ std::string stem(const std::string& path) {
     return s;
 }
 
-/// The spec with a graph file's path normalized (`a/b/../m.json` is `a/m.json`), so one machine
-/// reached from two schedule folders is one machine.
-std::string machine(const Topology& t) {
-    const std::string& s = t.spec();
-    if (!s.starts_with("graph:")) return s;
-    return "graph:" + std::filesystem::path(s.substr(6)).lexically_normal().string();
-}
-
 /// One run of `compare`, one method per stage, called in order by run(): the inputs (loaded and
 /// verified), the baseline, the comparison, the plot, the report.
 class CompareRun {
@@ -69,7 +63,8 @@ public:
         const Comparison cmp = compare(cs_, args_.sizes, args_.link, kind, base);
         const std::string kind_name = kind == TimeKind::asynchronous ? "asynchronous" : "synchronous";
         if (!args_.svg.empty()) plot(cmp, kind_name);
-        ctx_.print(args_.json ? json_report(cmp, kind, kind_name, base) : text_report(cmp, kind_name, base));
+        const ComparedSchedules set{cs_, nccl_, system_, args_.link, args_.svg};
+        ctx_.print(args_.json ? compare_json(set, cmp) : compare_text(set, cmp));
         ctx_.exit_code = 0;
     }
 
@@ -157,107 +152,13 @@ private:
     void plot(const Comparison& cmp, const std::string& kind_name) const {
         const SendTable& first = tables_.front();
         const std::string title =
-            fmt::format("{} on {}: {}", first.collective.to_string(), std::filesystem::path(machine(*first.topology)).filename().string(),
+            fmt::format("{} on {}: {}", first.collective.to_string(), std::filesystem::path(machine_name(*first.topology)).filename().string(),
                         args_.plot == "algbw" ? "algorithm bandwidth, " + kind_name : kind_name + " time");
         const std::string svg = comparison_svg(cs_, cmp, args_.plot == "algbw" ? PlotKind::algbw : PlotKind::time, title);
         write_output(args_.svg, [&](const Flush& flush, fmt::memory_buffer& buf) {
             buf.append(svg.data(), svg.data() + svg.size());
             flush(buf);
         });
-    }
-
-    std::string json_report(const Comparison& cmp, TimeKind kind, const std::string& kind_name, std::size_t baseline) const {
-        const SendTable& first = tables_.front();
-        nlohmann::ordered_json j;
-        j["collective"] = first.collective.to_string();
-        j["topology"] = first.topology->spec();
-        j["time"] = kind_name;
-        j["link_speeds"] = args_.link ? "--link" : first.topology->has_speeds() ? "graph file" : "defaults";
-        j["baseline"] = cs_[baseline].name;
-        auto& sj = j["schedules"] = nlohmann::ordered_json::array();
-        for (std::size_t c = 0; c < cs_.size(); ++c) {
-            const BandwidthCost bc = bandwidth_cost(*cs_[c].table, cs_[c].table->steps());
-            nlohmann::ordered_json x{{"name", cs_[c].name}, {"file", cs_[c].file}, {"topology", cs_[c].table->topology->spec()},
-                                     {"steps", bc.steps}, {"rounds", bc.rounds}, {"chunks", bc.chunks}};
-            x[kind == TimeKind::asynchronous ? "asynchronous_s" : "synchronous_s"] = cmp.seconds[c];
-            x[kind == TimeKind::asynchronous ? "synchronous_s" : "asynchronous_s"] = cmp.other[c];
-            sj.push_back(std::move(x));
-        }
-        j["sizes"] = cmp.sizes;
-        auto& wj = j["winners"] = nlohmann::ordered_json::array();
-        for (std::size_t i = 0; i < cmp.sizes.size(); ++i)
-            wj.push_back({{"size", cmp.sizes[i]},
-                          {"winner", cs_[cmp.winner[i]].name},
-                          {"seconds", cmp.seconds[cmp.winner[i]][i]},
-                          {"speedup_over_baseline", cmp.seconds[baseline][i] / cmp.seconds[cmp.winner[i]][i]}});
-        auto& xj = j["crossovers"] = nlohmann::ordered_json::array();
-        for (const Crossover& x : cmp.crossovers) xj.push_back({{"size", x.size}, {"below", cs_[x.from].name}, {"above", cs_[x.to].name}});
-        if (!nccl_.empty()) {
-            auto& nj = j["nccl_model"] = nlohmann::ordered_json::array();
-            for (auto [c, a] : nccl_) {
-                nlohmann::ordered_json x{{"name", cs_[c].name}, {"system", system_->note}};
-                auto& tj = x["per_size"] = nlohmann::ordered_json::array();
-                for (double size : cmp.sizes) {
-                    const auto m = nccl::nccl_best_protocol(*system_, first.collective.kind, a,
-                                                            nccl::nccl_bytes(first.collective.kind, first.topology->processors(), size));
-                    if (m) tj.push_back({{"size", size}, {"protocol", nccl::to_string(m->protocol)}, {"seconds", m->seconds}});
-                    else tj.push_back({{"size", size}, {"protocol", nullptr}, {"seconds", nullptr}});
-                }
-                nj.push_back(std::move(x));
-            }
-        }
-        if (!args_.svg.empty()) j["svg"] = args_.svg;
-        return j.dump() + "\n";
-    }
-
-    std::string text_report(const Comparison& cmp, const std::string& kind_name, std::size_t baseline) const {
-        const SendTable& first = tables_.front();
-        std::string out = fmt::format("compare {} on {}, {} time (docs/time.md)\n", first.collective.to_string(), machine(*first.topology), kind_name);
-        out += speeds_text(*first.topology, args_.link) + "\n";
-        for (std::size_t c = 0; c < cs_.size(); ++c) {
-            const BandwidthCost bc = bandwidth_cost(*cs_[c].table, cs_[c].table->steps());
-            out += fmt::format("  {:<2} {}: {} ({}, {}, {}{}){}\n", c + 1, cs_[c].name, cs_[c].file, support::count_of(bc.steps, "step"),
-                               support::count_of(bc.rounds, "round"), support::count_of(bc.chunks, "chunk"),
-                               machine(*cs_[c].table->topology) == machine(*first.topology) ? "" : ", on " + cs_[c].table->topology->spec(),
-                               c == baseline ? " [baseline]" : "");
-        }
-        out += fmt::format("  {:<10}", "size");
-        for (std::size_t c = 0; c < cs_.size(); ++c) out += fmt::format("  {:>10}", fmt::format("({})", c + 1));
-        out += fmt::format("  {:<20}  {}\n", "winner", fmt::format("speed-up over ({})", baseline + 1));
-        for (std::size_t i = 0; i < cmp.sizes.size(); ++i) {
-            out += fmt::format("  {:<10}", support::format_bytes(cmp.sizes[i]));
-            for (std::size_t c = 0; c < cs_.size(); ++c) out += fmt::format("  {:>10}", support::format_seconds(cmp.seconds[c][i]));
-            const std::size_t w = cmp.winner[i];
-            out += fmt::format("  {:<20}  {:.2f}x\n", fmt::format("({}) {}", w + 1, cs_[w].name), cmp.seconds[baseline][i] / cmp.seconds[w][i]);
-        }
-        if (cmp.crossovers.empty()) out += "crossovers: none (one schedule wins at every size)\n";
-        for (const Crossover& x : cmp.crossovers)
-            out += fmt::format("crossover at {}: ({}) {} is faster below, ({}) {} above\n", support::format_bytes(x.size), x.from + 1,
-                               cs_[x.from].name, x.to + 1, cs_[x.to].name);
-        out += nccl_text(cmp);
-        if (!args_.svg.empty()) out += fmt::format("plot: {}\n", args_.svg);
-        return out;
-    }
-
-    /// NCCL's own model (src/graph/tuning.cc) of each NCCL contender at each size, its protocol
-    /// the tuner's choice (docs/time.md, "NCCL's algorithms and NCCL's model").
-    std::string nccl_text(const Comparison& cmp) const {
-        if (nccl_.empty()) return "";
-        const SendTable& first = tables_.front();
-        std::string out = fmt::format("NCCL's model (src/graph/tuning.cc, NCCL 2.30.7) on {}:\n", system_->note);
-        out += fmt::format("  {:<10}", "size");
-        for (auto [c, a] : nccl_) out += fmt::format("  {:>18}", fmt::format("({}) {}", c + 1, cs_[c].name));
-        out += "\n";
-        for (double size : cmp.sizes) {
-            out += fmt::format("  {:<10}", support::format_bytes(size));
-            for (auto [c, a] : nccl_) {
-                const auto m = nccl::nccl_best_protocol(*system_, first.collective.kind, a,
-                                                        nccl::nccl_bytes(first.collective.kind, first.topology->processors(), size));
-                out += fmt::format("  {:>18}", m ? fmt::format("{} {}", support::format_seconds(m->seconds), nccl::to_string(m->protocol)) : "not modelled");
-            }
-            out += "\n";
-        }
-        return out;
     }
 
     const CompareArgs& args_;

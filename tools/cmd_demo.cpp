@@ -18,7 +18,7 @@
 #include "tools/demo_schedule.hpp"
 #include "tools/input.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/instance.hpp"
 
 namespace collsched::tools {
 

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "verifier/synth/bandwidth_bound.hpp"
-#include "verifier/synth/tree_packing.hpp"
+#include "verifier/synth/bounds/bandwidth.hpp"
+#include "verifier/synth/constructions/tree_packing.hpp"
 
 #include "compiler/io/table_io.hpp"
 #include "compiler/io/table_printer.hpp"
@@ -18,15 +18,16 @@
 #include "support/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/hierarchical_report.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
+#include "tools/size_options.hpp"
 #include "tools/time_objective.hpp"
 #include "tools/input.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/report.hpp"
 #include "tools/synth_common.hpp"
-#include "verifier/synth/greedy.hpp"
-#include "verifier/synth/synth.hpp"
-#include "verifier/synth/synth_duality.hpp"
+#include "verifier/synth/constructions/greedy.hpp"
+#include "verifier/synth/problem/instance.hpp"
+#include "verifier/synth/search/duality.hpp"
 
 namespace collsched::tools {
 
@@ -90,7 +91,7 @@ std::string text_report(const SynthInstance& in, const OptimizeResult& r, const 
 }
 
 /// reduce, reduce_scatter and allreduce: through duality with broadcast or allgather
-/// (verifier/synth/synth_duality.hpp); the dual's own report, then the reduction's optimum and the
+/// (verifier/synth/search/duality.hpp); the dual's own report, then the reduction's optimum and the
 /// space it is proved over.
 void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& args, Context& ctx) {
     if (std::string why = reduction_duality_problem(in); !why.empty()) throw InputError(why);

@@ -13,7 +13,8 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
+#include "tools/size_options.hpp"
 #include "tools/time_objective.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
@@ -21,8 +22,8 @@
 #include "tools/pareto_svg.hpp"
 #include "tools/synth_common.hpp"
 #include "compiler/table/duality.hpp"
-#include "verifier/synth/pareto.hpp"
-#include "verifier/synth/synth_duality.hpp"
+#include "verifier/synth/problem/pareto.hpp"
+#include "verifier/synth/search/duality.hpp"
 
 namespace collsched::tools {
 

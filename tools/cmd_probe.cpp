@@ -12,7 +12,7 @@
 #include "support/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/synth_common.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/instance.hpp"
 
 namespace collsched::tools {
 

@@ -13,7 +13,8 @@
 
 #include "runtime/simulator.hpp"
 #include "verifier/check/report.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
+#include "tools/size_options.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"

@@ -18,12 +18,15 @@
 #include "compiler/interop/msccl_import.hpp"
 #include "compiler/interop/mscclpp_check.hpp"
 #include "compiler/io/table_io.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
+#include "tools/size_options.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"
 #include "tools/runs.hpp"
+#include "tools/verify_nccl_graph.hpp"
 #include "verifier/check/direct.hpp"
+#include "verifier/check/verify_run.hpp"
 #include "verifier/check/z3_engine.hpp"
 
 namespace collsched::tools {
@@ -35,6 +38,7 @@ struct VerifyArgs {
     std::vector<std::string> defines;
     MscclImportOptions msccl;
     std::string expect;
+    std::string collective;  ///< NCCL graph files: the collective whose time is predicted
     std::string engine = "direct";
     std::string routes = "any";
     bool json = false;
@@ -61,10 +65,34 @@ std::optional<std::string> mscclpp_plan_text(const std::string& path) {
     return read_input_text(path, "MSCCL++ plan");
 }
 
-/// Why `verify PLAN.json --size M` predicts no time (issue 43, item 6).
+/// Why `verify PLAN.json --size M` predicts no time without a machine (issue 43, item 6).
 constexpr const char* plan_time_why =
-    "an MSCCL++ plan names no machine: no topology and no link speeds, and its thread blocks do not say which link a put takes; "
-    "predict the schedule or table it was exported from (verify FILE --size M, compare) on its machine";
+    "an MSCCL++ plan names no machine: give it with --topology graph:M.json, and its copies between GPUs are timed on that "
+    "machine's links under the plan's protocol (docs/time.md, \"Protocols\")";
+
+/// With --size: the plan's copies between GPUs as a table on --topology (mscclpp::plan_table), or why
+/// there is none; the protocol the executor runs (every protocol but "LL" as Simple).
+struct PlanTime {
+    std::optional<SendTable> table;
+    std::string why = plan_time_why;
+    AlphaBeta ab;
+};
+PlanTime plan_time(const mscclpp::Plan& plan, const mscclpp::PlanReport& r, const VerifyArgs& args) {
+    PlanTime t;
+    t.ab = args.ab;
+    t.ab.protocol = plan.packets() ? Protocol::ll : Protocol::simple;
+    if (args.ab.sizes.empty() || args.msccl.topology.empty()) return t;
+    std::shared_ptr<const Topology> topo = Topology::parse(args.msccl.topology);
+    if (topo->processors() != plan.gpus.size())
+        throw InputError(fmt::format("{}: the plan has {} GPUs but {} has {} processors", args.input, plan.gpus.size(), topo->spec(),
+                                     topo->processors()));
+    try {
+        t.table = mscclpp::plan_table(plan, r, std::move(topo));
+    } catch (const InputError& e) {
+        t.why = e.what();
+    }
+    return t;
+}
 
 /// `verify PLAN.json`: the plan's verdict (docs/exports.md, "MSCCL++ execution plans").
 int verify_mscclpp(const std::string& path, const std::string& text, const VerifyArgs& args, const Context& ctx) {
@@ -76,6 +104,7 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
         return buf == 'i' ? g.input_chunks : buf == 'o' ? g.output_chunks : g.scratch_chunks;
     });
     mscclpp::PlanReport r = mscclpp::check_plan(read, expect);
+    const PlanTime timed = plan_time(read.plan, r, args);
     std::string out;
     if (args.json) {
         nlohmann::ordered_json j;
@@ -97,7 +126,8 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
             list.push_back({{"rule", f.rule}, {"path", f.path}, {"line", f.pos.line}, {"column", f.pos.col}, {"message", f.what}});
         j["violations"] = list;
         if (!r.result_note.empty()) j["note"] = r.result_note;
-        if (!args.ab.sizes.empty()) j["time"] = {{"none", plan_time_why}};
+        if (timed.table) add_time_json(j, *timed.table, timed.ab);
+        else if (!args.ab.sizes.empty()) j["time"] = {{"none", timed.why}};
         if (!r.race_note.empty()) j["races_note"] = "not checked: " + r.race_note;
         if (!r.nccl_verdict.empty()) {
             j["inplace_convention"] = "mscclpp: recvbuff == sendbuff (src/core/algorithm.cc:13-24)";
@@ -106,34 +136,11 @@ int verify_mscclpp(const std::string& path, const std::string& text, const Verif
         out = j.dump() + "\n";
     } else {
         out = mscclpp::format_plan_report(r, read.plan, path);
-        if (!args.ab.sizes.empty()) out += fmt::format("predicted time: none ({})\n", plan_time_why);
+        if (timed.table) out += time_text(*timed.table, timed.ab);
+        else if (!args.ab.sizes.empty()) out += fmt::format("predicted time: none ({})\n", timed.why);
     }
     ctx.print(out);
     return r.holds() ? 0 : r.unknown() ? 3 : 1;
-}
-
-/// The loop values of the statement runs behind the counterexamples that name a transfer
-/// (Violation::when), for a schedule: its program is run again once for all of them.
-void attach_contexts(VerifyReport& r, const SendTable& t, const ScheduleSource& source) {
-    if (source.text.empty() || r.violations.empty()) return;
-    std::vector<Transfer> wanted;
-    for (const Violation& v : r.violations)
-        if (auto i = violation_transfer(t, v)) wanted.push_back(t.transfers[*i]);
-    if (wanted.empty()) return;
-    std::sort(wanted.begin(), wanted.end());
-    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-    std::vector<std::string> when = transfer_contexts(source.text, source.name, source.defines, source.options, wanted);
-    for (Violation& v : r.violations)
-        if (auto i = violation_transfer(t, v)) {
-            auto it = std::lower_bound(wanted.begin(), wanted.end(), t.transfers[*i]);
-            v.when = when[static_cast<std::size_t>(it - wanted.begin())];
-        }
-}
-
-/// Counterexamples named back to the schedule: the statement (origin) and its loop values.
-void name_sources(VerifyReport& r, const SendTable& t, const ScheduleSource& source) {
-    attach_origins(r, t);
-    attach_contexts(r, t, source);
 }
 
 /// The predicted times, for a table that holds (a table that breaks the model has no meaningful time).
@@ -177,7 +184,12 @@ std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
         opt.expect = read_input_text(a.expect, "expectation");
         opt.expect_name = a.expect;
     }
-    MscclReport r = check_msccl_ir(text, a.input == "-" ? "<stdin>" : a.input, opt);
+    // with --size: the levelled table's time under the program's protocol (docs/time.md, "Protocols")
+    MscclTable timed;
+    const std::string name = a.input == "-" ? "<stdin>" : a.input;
+    MscclReport r = a.ab.sizes.empty() ? check_msccl_ir(text, name, opt) : check_msccl_ir(text, name, opt, timed);
+    AlphaBeta ab = a.ab;
+    ab.protocol = parse_protocol(r.proto).value_or(Protocol::none);
     std::string out;
     if (a.json) {
         nlohmann::ordered_json j;
@@ -188,9 +200,13 @@ std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
         j["notes"] = r.notes;
         j["timing"] = r.timing;
         if (!r.chunk_map.empty()) j["chunk_map"] = r.chunk_map;
+        if (timed.table) add_time_json(j, *timed.table, ab);
+        else if (!ab.sizes.empty()) j["time"] = {{"none", timed.why}};
         out = j.dump() + "\n";
     } else {
         out = r.text();
+        if (timed.table) out += time_text(*timed.table, ab);
+        else if (!ab.sizes.empty()) out += "predicted time: none (" + timed.why + ")\n";
     }
     ctx.print(out);
     return r.holds ? 0 : r.violations == 0 && r.unknown ? 3 : 1;
@@ -200,46 +216,17 @@ std::optional<int> verify_msccl(const VerifyArgs& a, const Context& ctx) {
 /// the engines: it is printed on stderr, the verdict is "disagreement" and the exit code 1.
 int run_both(const SendTable& table, const ScheduleSource& source, const VerifyOptions& opt, const Z3Options& zopt, bool json,
              const AlphaBeta& ab, const Context& ctx) {
-    VerifyReport d = verify_direct(table, opt);
-    name_sources(d, table, source);
-    VerifyReport z = verify_z3(table, zopt);
-    name_sources(z, table, source);
-    const Agreement both = agreement(d, z);
-    const std::vector<Disagreement>& dis = both.disagreements;
-    const std::string& verdict = both.verdict;
-    const bool unknown = both.unknown;
-    const auto& status = both.status;
+    const BothReports b = verify_both(table, source, opt, zopt);
+    const std::vector<Disagreement>& dis = b.both.disagreements;
+    const std::string& verdict = b.both.verdict;
     std::string out;
     if (json) {
-        nlohmann::ordered_json j;
-        j["verdict"] = verdict;
-        j["engine"] = "both";
-        j["steps"] = d.steps;
-        j["transfers"] = d.transfers;
-        if (table.model.timing == Timing::wormhole) j["cost"] = d.cost;
-        nlohmann::ordered_json props = nlohmann::ordered_json::object();
-        for (std::size_t i = 0; i < property_count; ++i) props[std::string(to_string(static_cast<Property>(i)))] = status[i];
-        j["properties"] = props;
-        nlohmann::ordered_json direct = report_to_json(d, table);
-        nlohmann::ordered_json z3 = report_to_json(z, table);
-        j["violations"] = direct["violations"];
-        nlohmann::ordered_json list = nlohmann::ordered_json::array();
-        for (const Disagreement& x : dis)
-            list.push_back({{"property", std::string(to_string(x.property))},
-                            {"direct", std::string(to_string(x.direct))},
-                            {"z3", std::string(to_string(x.z3))}});
-        j["disagreements"] = list;
-        j["engines"] = {{"direct", direct}, {"z3", z3}};
-        j["seconds"] = d.seconds + z.seconds;
+        nlohmann::ordered_json j = both_json(b, table);
         add_bandwidth_json(j, table, ab);
         if (verdict == "holds") add_time_json(j, table, ab);
         out = j.dump() + "\n";
     } else {
-        out = "engine direct\n" + format_report(d, table) + "\nengine z3\n" + format_report(z, table) + "\n" + bandwidth_text(table, ab) +
-              time_or_why(table, ab, verdict);
-        out += dis.empty() ? fmt::format("both engines: {}{}\n", verdict,
-                                         unknown ? " (the Z3 engine could not decide every property; see its notes)" : "")
-                           : "both engines: DISAGREEMENT (a bug in collsched; see stderr)\n";
+        out = both_text(b, table) + bandwidth_text(table, ab) + time_or_why(table, ab, verdict) + both_verdict_text(b);
     }
     ctx.print(out);
     if (!dis.empty()) {
@@ -257,12 +244,6 @@ int run_both(const SendTable& table, const ScheduleSource& source, const VerifyO
 
 }  // namespace
 
-VerifyReport verify_table(const SendTable& table, const ScheduleSource& source, bool z3, const VerifyOptions& opt, const Z3Options& zopt) {
-    VerifyReport r = z3 ? verify_z3(table, zopt) : verify_direct(table, opt);
-    name_sources(r, table, source);
-    return r;
-}
-
 nlohmann::ordered_json verify_json(const VerifyReport& r, const SendTable& table, const AlphaBeta& ab) {
     nlohmann::ordered_json j = report_to_json(r, table);
     add_bandwidth_json(j, table, ab);
@@ -278,13 +259,18 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         "queues, replication, causality, routes and completeness.\nEngines: direct (exact counting), z3 (each property an "
         "SMT/Horn query to Z3; unsat of its negation is the proof), both (the two must agree on every property).\nAn MSCCL++ "
         "execution plan (a JSON file with \"gpus\" and \"collective\") is checked for the executor's rules, deadlock, data races "
-        "and its result instead (docs/exports.md).\nExit code: 0 "
+        "and its result instead (docs/exports.md). An NCCL graph file (<graphs>, NCCL_GRAPH_FILE) is checked on --topology: every "
+        "ring a cycle through every rank, every hop on a link, every net one the box has.\nExit code: 0 "
         "every property holds, 1 a property is violated (counterexamples printed) or the engines disagree (--engine both; "
         "a bug, reported on stderr), 2 bad input, 3 unknown (Z3 time or resource limit).");
     cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--topology", args->msccl.topology,
-                    "MSCCL-IR input: the topology the program runs on (default complete:P)");
+                    "MSCCL-IR input: the topology the program runs on (default complete:P); NCCL graph file: the machine (required); "
+                    "MSCCL++ plan: the machine --size times its copies on");
+    cmd->add_option("--collective", args->collective,
+                    "NCCL graph file: the collective whose time --size predicts on its rings: allreduce (default), allgather, "
+                    "reduce_scatter");
     add_msccl_max_steps(cmd, args->msccl.max_steps);
     cmd->add_option("--expect", args->expect,
                     "MSCCL-IR program or MSCCL++ plan input: a JSON file naming what output chunks must hold, {\"outputs\": "
@@ -304,6 +290,13 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     add_alpha_beta_options(cmd, args->ab);
     cmd->callback([&ctx, args] {
         args->ab.check();
+        if (is_nccl_graph_file(args->input)) {
+            if (!args->defines.empty() || !args->expect.empty())
+                throw InputError("-D and --expect do not apply to NCCL graph files");
+            ctx.exit_code = verify_nccl_graph({args->input, args->msccl.topology, args->collective, args->json, args->ab}, ctx);
+            return;
+        }
+        if (!args->collective.empty()) throw InputError("--collective applies to NCCL graph files only");
         if (auto code = verify_msccl(*args, ctx)) {
             ctx.exit_code = *code;
             return;

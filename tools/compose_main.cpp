@@ -17,7 +17,8 @@
 #include "compiler/io/table_io.hpp"
 #include "runtime/timing.hpp"
 #include "support/error.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
+#include "tools/size_options.hpp"
 #include "verifier/compose/allreduce.hpp"
 
 namespace {

@@ -1,5 +1,5 @@
 /** \file
- * How `optimize --hierarchical` reports the composition (verifier/synth/hierarchical.hpp): the boxes,
+ * How `optimize --hierarchical` reports the composition (verifier/synth/search/hierarchical.hpp): the boxes,
  * each phase with its sub-machine, steps, status and search space, the compositions tried and
  * the best, in text and as the "hierarchical" object of `optimize --json`.
  */
@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "verifier/synth/hierarchical.hpp"
+#include "verifier/synth/search/hierarchical.hpp"
 
 namespace collsched::tools {
 

@@ -16,6 +16,7 @@
 #include "compiler/interop/msccl_import.hpp"
 #include "compiler/table/send_table.hpp"
 #include "dsl/diagnostics.hpp"
+#include "verifier/check/verify_run.hpp"
 
 namespace collsched::tools {
 
@@ -28,12 +29,7 @@ namespace collsched::tools {
 /// `--topology` (msccl.topology) given for any other input is refused. A path ending in `.0.et`
 /// names Chakra traces, read back from its prefix.
 /// When the input is a schedule and `schedule` is given, it receives what compiled it, so that
-/// the program can be run again (compiler/lower/lower.hpp, transfer_contexts).
-struct ScheduleSource {
-    std::string text, name;
-    std::vector<std::string> defines;
-    CompileOptions options;
-};
+/// the program can be run again (ScheduleSource: verifier/check/verify_run.hpp).
 SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations = true, bool strict = false,
                      const MscclImportOptions& msccl = {}, ScheduleSource* schedule = nullptr);
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "verifier/synth/pareto.hpp"
+#include "verifier/synth/problem/pareto.hpp"
 
 namespace collsched::tools {
 

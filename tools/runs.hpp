@@ -2,7 +2,8 @@
  * What the command line and the Python module (python/, docs/python.md) share, so that both
  * report the same thing from the same code: a command line run in memory (its report collected
  * instead of printed, bad input thrown as InputError), and the cores of `verify` and `simulate`
- * on a table already in memory, with the JSON objects their `--json` prints.
+ * on a table already in memory, with the JSON objects their `--json` prints. A verify report is
+ * verifier/check/verify_run.hpp's (verify_table); what is here adds the runtime's cost lines to it.
  */
 #pragma once
 
@@ -14,9 +15,10 @@
 
 #include "compiler/table/send_table.hpp"
 #include "runtime/simulator.hpp"
-#include "tools/bandwidth.hpp"
+#include "runtime/cost_report.hpp"
 #include "tools/input.hpp"
 #include "verifier/check/direct.hpp"
+#include "verifier/check/verify_run.hpp"
 #include "verifier/check/z3_engine.hpp"
 
 namespace collsched::tools {
@@ -27,9 +29,6 @@ namespace collsched::tools {
 /// (ProgramViolation), for the caller to report; `--help` is refused.
 int run_command(const std::vector<std::string>& args, std::string& out);
 
-/// `verify` of a table: the direct checker (or Z3 with `z3`), counterexamples named back to the
-/// `send` or `hop` behind them and, for a schedule (`source` not empty), their loop values.
-VerifyReport verify_table(const SendTable&, const ScheduleSource& source, bool z3, const VerifyOptions&, const Z3Options&);
 /// `verify --json`'s object: the report, the bandwidth cost and, for a table that holds and a
 /// size, the predicted times.
 nlohmann::ordered_json verify_json(const VerifyReport&, const SendTable&, const AlphaBeta&);

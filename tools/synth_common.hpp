@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/error.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/instance.hpp"
 
 namespace collsched::tools {
 

@@ -12,11 +12,12 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
-#include "tools/bandwidth.hpp"
-#include "tools/compare.hpp"
+#include "runtime/cost_report.hpp"
+#include "runtime/compare.hpp"
 #include "tools/reproduce.hpp"
 #include "tools/synth_common.hpp"
 #include "verifier/baselines/nccl.hpp"
+#include "verifier/time/bound_report.hpp"
 
 namespace collsched::tools {
 
@@ -44,11 +45,6 @@ std::string sized_path(const std::string& path, double size) {
 
 }  // namespace
 
-double gap_percent(double time, double bound) {
-    if (bound <= 0 || time <= bound * (1 + 1e-9)) return 0;
-    return 100 * (time / bound - 1);
-}
-
 NamedProvider library_provider(const std::string& catalog) {
     return {"library", [catalog](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
                 if (!std::filesystem::exists(catalog)) {
@@ -75,31 +71,6 @@ NamedProvider library_provider(const std::string& catalog) {
                                        std::make_shared<const SendTable>(std::move(*t))});
                     }
             }};
-}
-
-nlohmann::ordered_json bound_json(const TimeBounds& b, const TimeBound& at) {
-    const TimeTerm& t = b.terms[at.best];
-    nlohmann::ordered_json j;
-    j["seconds"] = at.seconds;
-    j["term"] = t.name;
-    j["detail"] = t.detail;
-    j["latency_s"] = at.latency_s;
-    j["bandwidth_s"] = at.bandwidth_s;
-    j["model"] = b.model;
-    j["assumptions"] = b.assumptions;
-    j["certificate"] = {{"inside", t.inside}, {"crossing", t.crossing}, {"demand_per_byte", t.demand}, {"bandwidth_Bps", t.bandwidth()},
-                        {"latency_s", t.latency}};
-    j["max_flows"] = b.max_flows;
-    return j;
-}
-
-std::string bound_lines(const TimeBounds& b, const std::vector<double>& sizes) {
-    std::string s;
-    for (double m : sizes) {
-        const TimeBound at = evaluate(b, m);
-        s += fmt::format("time bound at {}: {}", support::format_bytes(m), bound_text(b, at));
-    }
-    return s;
 }
 
 namespace {

@@ -16,8 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/commands.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/candidates.hpp"
+#include "verifier/time/bound_report.hpp"
 #include "verifier/time/time_bound.hpp"
 
 namespace collsched::tools {
@@ -40,16 +41,5 @@ void run_time_objective(const SynthInstance& in, const TimeObjectiveArgs&, Conte
 /// groups), compiled from the catalog rows of as many processors (a provider for
 /// gather_candidates; a missing catalog is a note).
 NamedProvider library_provider(const std::string& catalog);
-
-/// `time_bound` of --json: {"seconds", "term", "detail", "latency_s", "bandwidth_s", "model",
-/// "assumptions", "certificate": {"inside", "crossing", "demand_per_byte", "bandwidth_Bps"}}.
-nlohmann::ordered_json bound_json(const TimeBounds&, const TimeBound&);
-
-/// The gap of a time over its bound in percent: 0 within their rounding (1e-9), never "-0.0".
-double gap_percent(double time, double bound);
-
-/// The bound at each size as text lines ("time bound at 1 GiB: 8.05 ms (...)") for `bandwidth`
-/// and `pareto`; "" when no size.
-std::string bound_lines(const TimeBounds&, const std::vector<double>& sizes);
 
 }  // namespace collsched::tools

@@ -85,50 +85,7 @@ std::string hop_list(const Hops& h) {
     return s.size() > 200 ? s.substr(0, 200) + " ..." : s;
 }
 
-
-/// The boxes NCCL would see, the local index of every processor, and every GPU's NIC.
-struct Boxes {
-    std::vector<std::uint32_t> box, local;
-    std::vector<int> nic;  ///< net device of processor g in its box, -1: none
-    std::uint32_t count = 1, per_box = 0;
-};
-
-Boxes find_boxes(const Topology& topo) {
-    const std::uint32_t p = topo.processors();
-    const double threshold = fastest_processor_channel(topo) / 4;
-    Boxes b;
-    b.box = processor_components(topo, threshold);
-    b.count = 1 + *std::max_element(b.box.begin(), b.box.end());
-    std::vector<std::vector<std::uint32_t>> members(b.count);
-    for (std::uint32_t g = 0; g < p; ++g) members[b.box[g]].push_back(g);
-    b.per_box = static_cast<std::uint32_t>(members[0].size());
-    b.local.assign(p, 0);
-    b.nic.assign(p, -1);
-    for (std::uint32_t k = 0; k < b.count; ++k) {
-        if (members[k].size() != b.per_box)
-            throw InputError(fmt::format("nccl-graph: box {} has {} GPUs and box 0 {}: NCCL's graph file has one count of GPUs per box", k,
-                                         members[k].size(), b.per_box));
-        std::set<std::uint32_t> routers;  // the first nodes outside the box that its GPUs reach
-        bool direct = false;
-        for (std::uint32_t i = 0; i < b.per_box; ++i) {
-            const std::uint32_t g = members[k][i];
-            b.local[g] = i;
-            for (ChannelId c : topo.out_channels(Node{g})) {
-                const std::uint32_t to = idx(topo.channel(c).to);
-                const bool out = topo.is_processor(Node{to}) ? b.box[to] != k : topo.speed(c).bandwidth < threshold;
-                if (!out) continue;
-                if (topo.is_processor(Node{to})) direct = true;
-                else routers.insert(to);
-                if (b.nic[g] < 0) b.nic[g] = 0;  // numbered below
-            }
-        }
-        const bool shared = !direct && routers.size() == 1;  // one NIC behind PCIe for the whole box (ndv2)
-        int next = 0;
-        for (std::uint32_t g : members[k])
-            if (b.nic[g] >= 0) b.nic[g] = shared ? 0 : next++;
-    }
-    return b;
-}
+using Boxes = NcclBoxes;
 
 /// Rings per channel and per link group over all rings' hops; the least bandwidth a ring gets on
 /// the hops inside boxes and on those between them, in GB/s.
@@ -162,7 +119,76 @@ void ring_speeds(const Topology& topo, const Boxes& b, const std::vector<TableRi
     g.speed_inter = std::isfinite(inter) ? inter / 1e9 : 0;
 }
 
+/// Whether router r leads out of box k: some processor of another box is reached from it through
+/// routers alone (a NIC behind PCIe does, an NVSwitch of the box does not).
+bool reaches_out(const Topology& topo, const std::vector<std::uint32_t>& box, Node r, std::uint32_t k) {
+    std::vector<char> seen(topo.nodes(), 0);
+    std::vector<Node> stack{r};
+    seen[idx(r)] = 1;
+    while (!stack.empty()) {
+        const Node n = stack.back();
+        stack.pop_back();
+        for (ChannelId c : topo.out_channels(n)) {
+            const Node w = topo.channel(c).to;
+            if (seen[idx(w)]) continue;
+            seen[idx(w)] = 1;
+            if (topo.is_processor(w)) {
+                if (box[idx(w)] != k) return true;
+            } else {
+                stack.push_back(w);
+            }
+        }
+    }
+    return false;
+}
+
 }  // namespace
+
+NcclBoxes nccl_graph_boxes(const Topology& topo) {
+    const std::uint32_t p = topo.processors();
+    const double threshold = fastest_processor_channel(topo) / 4;
+    NcclBoxes b;
+    b.box = processor_components(topo, threshold);
+    b.count = 1 + *std::max_element(b.box.begin(), b.box.end());
+    b.members.assign(b.count, {});
+    for (std::uint32_t g = 0; g < p; ++g) b.members[b.box[g]].push_back(Node{g});
+    b.per_box = static_cast<std::uint32_t>(b.members[0].size());
+    b.local.assign(p, 0);
+    b.nic.assign(p, -1);
+    b.nics.assign(b.count, {});
+    for (std::uint32_t k = 0; k < b.count; ++k) {
+        if (b.members[k].size() != b.per_box)
+            throw InputError(fmt::format("nccl-graph: box {} has {} GPUs and box 0 {}: NCCL's graph file has one count of GPUs per box", k,
+                                         b.members[k].size(), b.per_box));
+        std::set<std::uint32_t> routers;  // the first nodes outside the box that its GPUs reach
+        bool direct = false;
+        for (std::uint32_t i = 0; i < b.per_box; ++i) {
+            const std::uint32_t g = idx(b.members[k][i]);
+            b.local[g] = i;
+            for (ChannelId c : topo.out_channels(Node{g})) {
+                const std::uint32_t to = idx(topo.channel(c).to);
+                const bool out = topo.is_processor(Node{to}) ? b.box[to] != k
+                                                             : topo.speed(c).bandwidth < threshold || reaches_out(topo, b.box, Node{to}, k);
+                if (!out) continue;
+                if (topo.is_processor(Node{to})) direct = true;
+                else routers.insert(to);
+                if (b.nic[g] < 0) b.nic[g] = 0;  // numbered below
+            }
+        }
+        const bool shared = !direct && routers.size() == 1;  // one NIC behind PCIe for the whole box (ndv2)
+        if (shared) b.nics[k].push_back(Node{*routers.begin()});
+        for (Node g : b.members[k]) {
+            if (b.nic[idx(g)] < 0) continue;
+            if (shared) {
+                b.nic[idx(g)] = 0;
+            } else {
+                b.nic[idx(g)] = static_cast<int>(b.nics[k].size());
+                b.nics[k].push_back(g);
+            }
+        }
+    }
+    return b;
+}
 
 std::vector<TableRing> table_rings(const SendTable& t) {
     const std::uint32_t p = t.topology->processors();
@@ -196,7 +222,7 @@ std::vector<TableRing> table_rings(const SendTable& t) {
 NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>& rings) {
     if (rings.size() > max_nccl_channels)
         throw InputError(fmt::format("nccl-graph: {} rings, NCCL's graph holds at most {} channels", rings.size(), max_nccl_channels));
-    const Boxes b = find_boxes(topo);
+    const Boxes b = nccl_graph_boxes(topo);
     NcclGraph g;
     g.boxes = b.count, g.gpus_per_box = b.per_box;
     for (const TableRing& r : rings) {

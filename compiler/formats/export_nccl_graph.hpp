@@ -50,6 +50,20 @@ struct NcclGraph {
     bool cross_nic = false;
 };
 
+/// The boxes NCCL would see (one NCCL node each) and their NICs, as the writer numbers them and
+/// the reader (verifier/baselines/nccl_graph_check.hpp) reads them back: per processor its box and
+/// its index in the box (its CUDA device), per box its processors and, per net device j, the node
+/// where the NIC meets the machine: the j-th GPU of the box with channels out of it (a NIC beside
+/// each GPU), or the one router all of the box's GPUs reach it by (a NIC the box shares, ndv2).
+struct NcclBoxes {
+    std::vector<std::uint32_t> box, local;
+    std::vector<int> nic;  ///< per processor, its own net device in its box (-1: none)
+    std::vector<std::vector<Node>> members, nics;
+    std::uint32_t count = 1, per_box = 0;
+};
+/// Throws InputError when the boxes differ in size (NCCL's files have one count of GPUs).
+NcclBoxes nccl_graph_boxes(const Topology& topo);
+
 /// The graph of `rings` on the table's machine; InputError saying why a ring has no NCCL form.
 NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>& rings);
 

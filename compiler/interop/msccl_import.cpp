@@ -255,6 +255,7 @@ public:
     MscclReport check() {
         MscclReport rep;
         rep.notes = prog_.notes;
+        rep.proto = prog_.proto;
         std::size_t steps = 0;
         for (const Tb& tb : prog_.tbs) steps += tb.ops.size();
         rep.summary = fmt::format("{}: {} on {} ranks, nchunksperloop {}, proto {}, {} channel{}; {}; {} thread blocks, {} steps",
@@ -692,6 +693,21 @@ bool looks_like_xml(std::string_view text) {
 MscclReport check_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& opt) {
     Checker c(text, name, opt);
     return c.check();
+}
+
+MscclReport check_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& opt, MscclTable& table) {
+    Checker c(text, name, opt);
+    MscclReport rep = c.check();
+    if (!rep.holds) {
+        table.why = "the program does not hold";
+        return rep;
+    }
+    try {
+        table.table = c.table(rep);
+    } catch (const InputError& e) {
+        table.why = e.what();
+    }
+    return rep;
 }
 
 SendTable parse_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& opt) {

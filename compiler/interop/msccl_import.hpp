@@ -24,6 +24,7 @@
  */
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,7 @@ struct MscclReport {
     bool unknown = false;               ///< a property was not decided (the race check past the engine's limit): exit 3
     std::vector<std::string> notes;     ///< what the executor would do differently, what was assumed
     std::string timing;                 ///< the as-soon-as-possible step view (information)
+    std::string proto;                  ///< the program's protocol: Simple, LL or LL128
     std::string chunk_map;              ///< custom collectives: where every input chunk ends up
     /// The data movement of a program that finishes without a race: every chunk a send puts on
     /// a connection, as (sender, receiver, what it carries: `b(3)`, `m(0,2,1)`, `a({0..3},2)`).
@@ -80,6 +82,14 @@ bool looks_like_xml(std::string_view text);
 /// Checks an MSCCL-IR program; `name` is used in messages. Throws InputError (only) for a file
 /// the executor would not load.
 MscclReport check_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& = {});
+
+/// A program's levelled table (parse_msccl_ir's), or why it has none.
+struct MscclTable {
+    std::optional<SendTable> table;
+    std::string why;
+};
+/// check_msccl_ir, and the table when the program holds and has one (one check for both).
+MscclReport check_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions&, MscclTable& table);
 
 /// Checks the program and levels it into a send table: its as-soon-as-possible run, every chunk
 /// on the wire one transfer of the message it carries. Throws InputError for a file the executor

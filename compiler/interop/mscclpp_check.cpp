@@ -411,6 +411,57 @@ async::Naming naming(const Lowering& lw, const Plan& plan) {
     return names;
 }
 
+/// The lanes of a data op: per lane the GPU it reads from (the op's own, or the peer a get reads),
+/// the peers it writes, and the input pieces it carries (whole chunks: the part-0 atoms).
+struct LaneMove {
+    int from = 0;
+    std::vector<int> tos;
+    std::vector<std::pair<int, int>> value;
+};
+LaneMove lane_move(Lowering& lw, const async::Report& r, OpId o, std::size_t x) {
+    const auto& od = lw.program().op(o);
+    const async::Lane& lane = od.lanes[x];
+    LaneMove m;
+    m.from = int(od.rank);
+    for (const async::Operand& in : lane.in)
+        if (!in.received && int(in.slot.rank) != m.from) m.from = int(in.slot.rank);
+    // every peer the lane writes to (put, ppkt and respkt to several peers), else the GPU itself
+    for (const Slot& s : lane.out)
+        if (int(s.rank) != int(od.rank) && std::find(m.tos.begin(), m.tos.end(), int(s.rank)) == m.tos.end()) m.tos.push_back(int(s.rank));
+    if (m.tos.empty()) m.tos.push_back(int(od.rank));
+    for (async::Atom a : r.values.atoms(r.sent[o][x])) {
+        auto [rk, c, part] = lw.atom_parts(a);
+        if (part == 0) m.value.emplace_back(rk, c);
+    }
+    return m;
+}
+
+/// The as-soon-as-possible run of the plan's copies between GPUs (docs/time.md, "Protocols"): an op
+/// starts when the ops the plan orders it after have finished (its agent's previous op, its
+/// explicit predecessors, the signal its wait matched); a data op puts its k-th whole chunk on the
+/// wire in step start + k and finishes with its last; the others take no step.
+void schedule_moves(Lowering& lw, const async::Report& r, std::vector<std::pair<std::uint32_t, Movement>>& out) {
+    const async::Program& p = lw.program();
+    std::vector<std::uint32_t> finish(p.ops(), 0);
+    for (OpId o : r.order) {
+        const auto& od = p.op(o);
+        std::uint32_t ready = 0;
+        if (od.pos > 0) ready = finish[p.agent_ops(od.agent)[od.pos - 1]];
+        for (OpId b : od.after) ready = std::max(ready, finish[b]);
+        if (r.source[o] != async::no_op) ready = std::max(ready, finish[r.source[o]]);
+        std::uint32_t k = 0;
+        if (lw.moves()[o])
+            for (std::size_t x = 0; x < od.lanes.size() && x < r.sent[o].size(); ++x) {
+                LaneMove m = lane_move(lw, r, o, x);
+                if (m.value.empty()) continue;  // a part past a chunk's first: its chunk is counted once
+                ++k;
+                for (int to : m.tos)
+                    if (to != m.from) out.push_back({ready + k, Movement{m.from, to, m.value}});
+            }
+        finish[o] = ready + k;
+    }
+}
+
 PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expect, bool nccl_inplace) {
     PlanReport rep;
     rep.findings = read.findings;
@@ -489,26 +540,13 @@ PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expe
                     break;
                 }
         }
+        schedule_moves(lw, r, rep.schedule);
         for (OpId o = 0; o < lw.program().ops(); ++o) {
             if (!lw.moves()[o]) continue;
-            const auto& od = lw.program().op(o);
-            for (std::size_t x = 0; x < od.lanes.size() && x < r.sent[o].size(); ++x) {
-                const async::Lane& lane = od.lanes[x];
-                int from = int(od.rank);
-                for (const async::Operand& in : lane.in)
-                    if (!in.received && int(in.slot.rank) != from) from = int(in.slot.rank);
-                // every peer the lane writes to (put, ppkt and respkt to several peers), else the GPU itself
-                std::vector<int> tos;
-                for (const Slot& s : lane.out)
-                    if (int(s.rank) != int(od.rank) && std::find(tos.begin(), tos.end(), int(s.rank)) == tos.end()) tos.push_back(int(s.rank));
-                if (tos.empty()) tos.push_back(int(od.rank));
-                std::vector<std::pair<int, int>> value;
-                for (async::Atom a : r.values.atoms(r.sent[o][x])) {
-                    auto [rk, c, part] = lw.atom_parts(a);
-                    if (part == 0) value.emplace_back(rk, c);
-                }
-                for (int to : tos)
-                    if (from != to) rep.movement.push_back(Movement{from, to, value});
+            for (std::size_t x = 0; x < lw.program().op(o).lanes.size() && x < r.sent[o].size(); ++x) {
+                LaneMove m = lane_move(lw, r, o, x);
+                for (int to : m.tos)
+                    if (m.from != to) rep.movement.push_back(Movement{m.from, to, m.value});
             }
         }
         std::sort(rep.movement.begin(), rep.movement.end());

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@
 
 #include "compiler/interop/expect_file.hpp"
 #include "compiler/interop/mscclpp_plan.hpp"
+#include "compiler/table/send_table.hpp"
 
 namespace collsched::mscclpp {
 
@@ -53,6 +55,9 @@ struct PlanReport {
     std::optional<Finding> nccl_first;
     std::size_t thread_blocks = 0, ops = 0;
     std::vector<Movement> movement;  ///< sorted; only when replayed
+    /// The copies between GPUs of whole chunks, each with the step of the plan's as-soon-as-possible
+    /// run (one step a chunk; docs/time.md, "Protocols"); only when replayed.
+    std::vector<std::pair<std::uint32_t, Movement>> schedule;
     /// Nothing found, and every property the plan has was decided (the result may be unchecked
     /// for a collective without a postcondition: the report says so).
     bool holds() const { return findings.empty() && modelled && race_checked; }
@@ -63,6 +68,13 @@ struct PlanReport {
 
 /// Checks a plan; `expect` (may be empty) replaces the collective's postcondition.
 PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& expect = {});
+
+/// The plan's copies between GPUs as a send table on `topo` (one processor a GPU): each copy of
+/// `report.schedule` sent in its step by the topology's route, cut through; the collective's
+/// messages named from the input pieces a copy carries. Throws InputError saying why a plan has no
+/// such table (not replayed, a collective without a table form, a copy that mixes chunks, a GPU
+/// count other than the topology's processors, switch channels).
+SendTable plan_table(const Plan& plan, const PlanReport& report, std::shared_ptr<const Topology> topo);
 
 /// The report as text: verdict line, properties, counterexamples (`file:line:col: path: what`).
 std::string format_plan_report(const PlanReport& r, const Plan& plan, std::string_view file);

@@ -32,7 +32,7 @@ double fastest_processor_channel(const Topology& topo);
 /// The connected sets of processors joined by channels between processors of at least
 /// `min_bandwidth` bytes per second: per processor its set's number, the sets numbered 0, 1, ...
 /// in the order of their least processors. The machine view's boxes (a quarter of the fastest)
-/// and hierarchical synthesis's (verifier/synth/hierarchical.hpp: the fastest only) are these.
+/// and hierarchical synthesis's (verifier/synth/search/hierarchical.hpp: the fastest only) are these.
 std::vector<std::uint32_t> processor_components(const Topology& topo, double min_bandwidth);
 
 }  // namespace collsched

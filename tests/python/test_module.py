@@ -278,3 +278,27 @@ def test_ctrl_c_stops_a_long_optimize_and_releases_the_gil():
     assert len(ticks) > 10  # the other thread ran while optimize did
     # the stop request is cleared: the next run goes to its end
     assert collsched.optimize("ring:6", "alltoall", timeout=60)["status"] == "proved"
+
+
+def test_without_numpy_the_module_imports_and_arrays_name_the_package(tmp_path):
+    # issue 45: a Python without numpy (a pyenv) got a bare ModuleNotFoundError; the module needs
+    # numpy only for arrays, so it imports, works, and says what to install when an array is asked for
+    fake = tmp_path / "numpy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'numpy'\", name='numpy')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    code = (
+        "import collsched\n"
+        "topo = collsched.Topology('ring:4')\n"
+        "assert topo.distance(0, 2) == 2\n"
+        "try:\n"
+        "    topo.channel_array()\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+        "else:\n"
+        "    raise SystemExit('no ImportError')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "need numpy" in r.stdout
+    assert "apt-get install python3-numpy" in r.stdout

@@ -113,6 +113,53 @@ TEST_CASE("timing: a link group and single ports serialize what channels alone w
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("timing: a protocol divides bandwidth by its wire factor and adds its latency to a hop out of a GPU") {
+    // docs/time.md, "Protocols": (P-1)(alpha + extra + wire M/B) on the uniform ring, every channel
+    // inside a box (none is below a quarter of the fastest)
+    const int P = 8;
+    SendTable t = compile(ring_allgather(P, 1));
+    const double alpha = 0.6e-6, B = 300e9;
+    struct Row {
+        Protocol p;
+        double wire, extra;
+    };
+    for (const Row& r : {Row{Protocol::none, 1, 0}, Row{Protocol::ll, 2, 0}, Row{Protocol::ll128, 128.0 / 120, 1.3e-6},
+                         Row{Protocol::simple, 1, 2.8e-6}}) {
+        CAPTURE(to_string(r.p));
+        for (double M : {1024.0, 256.0 * (1 << 20) / P}) {
+            TimePrediction q = predict_time(t, TimeOptions{P * M, LinkSpeed{alpha, B}, r.p});
+            CHECK(near(q.asynchronous, (P - 1) * (alpha + r.extra + r.wire * M / B)));
+            CHECK(near(q.synchronous, (P - 1) * (alpha + r.extra + r.wire * M / B)));
+        }
+    }
+    // LL is the fastest at 1 KiB and the slowest at 256 MiB; Simple the reverse
+    auto at = [&](Protocol p, double size) { return predict_time(t, TimeOptions{size, LinkSpeed{alpha, B}, p}).asynchronous; };
+    CHECK(at(Protocol::ll, 1024) < at(Protocol::ll128, 1024));
+    CHECK(at(Protocol::ll128, 1024) < at(Protocol::simple, 1024));
+    CHECK(at(Protocol::ll, 256 << 20) > at(Protocol::ll128, 256 << 20));
+    CHECK(at(Protocol::ll128, 256 << 20) > at(Protocol::simple, 256 << 20));
+    CHECK(parse_protocol("LL128") == Protocol::ll128);
+    CHECK(!parse_protocol("ll"));
+
+    // the network's latency on a channel below a quarter of the fastest between processors; a
+    // router's channels pay none (the hop left its GPU on the channel before)
+    const std::string dir = fmt::format("/tmp/collsched_protocol.{}", ::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string graph = dir + "/g.json";
+    std::ofstream(graph) << R"({"processors": 2, "routers": 1, "edges": [[0, 1, 1, "nvlink"], [0, "r1.0", 1, "ib"], ["r1.0", 1, 1, "ib"]],
+ "link_types": {"nvlink": {"alpha": "0.6 us", "bandwidth": "300 GB/s"}, "ib": {"alpha": "2.7 us", "bandwidth": "25 GB/s"}}})";
+    auto g = Topology::parse("graph:" + graph);
+    const TimeOptions simple = with_network_class(*g, TimeOptions{0, std::nullopt, Protocol::simple});
+    CHECK(near(simple.network_below, 75e9));
+    const ChannelId nv = *g->find_channel(Node{0}, Node{1}), out = *g->find_channel(Node{0}, Node{2}), in = *g->find_channel(Node{2}, Node{1});
+    CHECK(near(channel_speed(*g, nv, simple).alpha, 0.6e-6 + 2.8e-6));
+    CHECK(near(channel_speed(*g, out, simple).alpha, 2.7e-6 + 11.3e-6));
+    CHECK(near(channel_speed(*g, in, simple).alpha, 2.7e-6));
+    const TimeOptions ll = with_network_class(*g, TimeOptions{0, std::nullopt, Protocol::ll});
+    CHECK(near(channel_speed(*g, out, ll).bandwidth, 25e9 / 2));
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("timing: a transfer of data its sender never holds is refused, naming it") {
     auto topo = Topology::parse("ring:4");
     TableBuilder b(topo, Model{}, Collective::parse("allgather", *topo));

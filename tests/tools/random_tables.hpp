@@ -28,4 +28,8 @@ Instance make_instance(std::uint64_t seed, const std::vector<std::string>& topol
 /// A random table with composite messages (docs/semantics.md, "Combined values and bundles").
 Instance make_composite_instance(std::uint64_t seed, const std::vector<std::string>& topologies);
 
+/// A random table through switches that reduce and multicast (docs/semantics.md, "Switches that
+/// reduce and multicast") on one of the graph files `machines` (paths the graph: spec takes).
+Instance make_switch_instance(std::uint64_t seed, const std::vector<std::string>& machines);
+
 }  // namespace collsched::testing

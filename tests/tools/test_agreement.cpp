@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <array>
 #include <map>
 #include <random>
@@ -24,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/table/builder.hpp"
+#include "compiler/table/partials.hpp"
 #include "compiler/table/send_table.hpp"
 #include "compiler/io/table_io.hpp"
 #include "runtime/simulator.hpp"
@@ -31,6 +33,9 @@
 #include "tests/tools/random_tables.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
+#include "verifier/compose/nvls.hpp"
+#include "verifier/time/candidates.hpp"
+#include "tools/time_objective.hpp"
 
 using namespace collsched;
 
@@ -46,9 +51,17 @@ const std::vector<std::string> kLarge = {"ebft:16",    "cbft:16",  "bft:16:1,1,2
                                          "ring:12",    "linear:9", "mesh:4x4",       "torus:4x4",        "hypercube:4",
                                          "complete:7", "product:ring:4*ring:3"};
 
+/// Small machines with switches that reduce and multicast (graph files, docs/topologies.md).
+const std::vector<std::string> kSwitches = {std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/nvls/star4.json",
+                                            std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/nvls/star3_cap2.json",
+                                            std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/nvls/box4.json",
+                                            std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/nvls/two_switches.json",
+                                            std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/nvls/split2x2.json"};
+
 using testing::Instance;
 using testing::make_composite_instance;
 using testing::make_instance;
+using testing::make_switch_instance;
 
 /// The fields that identify a counterexample for each property (the channel is left out where
 /// the two engines may name different but equally right ones: the direct checker names the
@@ -237,6 +250,36 @@ TEST_CASE("agreement: z3, direct and simulator on 300 seeded random tables with 
     run_composite_seeds(1, 300, kSmall);
 }
 
+/// Random tables through switches: the three witnesses agree on each; a table that holds and
+/// is refused with the switch's functions off counts as one that uses them.
+static void run_switch_seeds(std::uint64_t first, std::uint64_t count) {
+    if (const char* one = std::getenv("COLLSCHED_SEED")) first = std::stoull(one), count = 1;
+    Tally tally;
+    int uses = 0;
+    for (std::uint64_t seed = first; seed < first + count; ++seed) {
+        CAPTURE(seed);
+        const Instance in = make_switch_instance(seed, kSwitches);
+        check_agreement(in, tally);
+        SendTable plain = in.table;
+        plain.model.combine_routers = plain.model.multicast_routers = false;
+        uses += verify_direct(in.table).holds() && !verify_direct(plain).holds();
+    }
+    MESSAGE(fmt::format("{} tables through switches: {} hold ({} of them use the switch's functions), {} violated; capacity {}, ports {}, "
+                        "queues {}, replication {}, causality {}, completeness {}",
+                        count, tally.holds, uses, tally.violated, tally.violated_by[0], tally.violated_by[1], tally.violated_by[2],
+                        tally.violated_by[3], tally.violated_by[4], tally.violated_by[6]));
+    if (count > 100) {
+        CHECK(tally.holds > static_cast<int>(count) / 5);
+        CHECK(uses > static_cast<int>(count) / 10);
+        for (Property p : {Property::capacity, Property::queues, Property::replication, Property::causality, Property::completeness})
+            CHECK(tally.violated_by[static_cast<std::size_t>(p)] > 0);
+    }
+}
+
+TEST_CASE("agreement: z3, direct and simulator on 400 seeded random tables through switches that reduce and multicast") {
+    run_switch_seeds(1, 400);
+}
+
 TEST_CASE("agreement: a processor relaying within a wormhole round (issue 13)") {
     // cbft:4, one round: 0 -> r1.0 -> 1 and 1 -> r1.0 -> 0, all b(0). The router receives two
     // copies in the round and passes on two: the table holds, whichever copy goes where.
@@ -284,11 +327,176 @@ TEST_CASE("agreement: the generated phase total exchanges") {
     }
 }
 
+namespace {
+
+/// Every candidate `optimize --size` builds for `collective` on `machine` at `sizes` (of at most
+/// `max_transfers` transfers)
+/// (collsched's constructions, the NVLS ones among them, the library's schedules for the
+/// machine, NCCL's algorithms): the three witnesses agree on each. Returns how many tables, and
+/// how many of them use the switch's functions (a multicast or a combination).
+std::pair<int, int> check_candidates(const std::string& machine, const std::string& collective, const std::vector<double>& sizes,
+                                     std::size_t max_transfers) {
+    auto topo = Topology::parse("graph:" + std::string(COLLSCHED_SOURCE_DIR) + "/" + machine);
+    SynthInstance in{topo, topo->default_model(), Collective::parse(collective, *topo)};
+    CandidateQuery q{in, sizes};
+    std::vector<NamedProvider> providers = construction_providers();
+    providers.push_back(tools::library_provider(std::string(COLLSCHED_SOURCE_DIR) + "/schedules/catalog.json"));
+    providers.push_back(nccl_provider());
+    std::vector<std::string> notes;
+    int tables = 0, switching = 0;
+    Tally tally;
+    for (const TimeCandidate& c : gather_candidates(q, providers, notes)) {
+        CAPTURE(c.name);
+        const SendTable& t = *c.table;
+        if (t.transfers.size() > max_transfers) continue;
+        REQUIRE(t.model.combine_routers);
+        REQUIRE(t.model.multicast_routers);
+        check_agreement({t, false, fmt::format("{} {} on {}", c.name, collective, machine)}, tally);
+        SendTable plain = t;  // the same table as if the switch could not: uses a function iff refused
+        plain.model.combine_routers = plain.model.multicast_routers = false;
+        switching += !verify_direct(plain).holds();
+        ++tables;
+    }
+    CHECK(tally.holds == tables);  // every candidate is verified by the direct checker before it is kept
+    return {tables, switching};
+}
+
+/// check_candidates on both NVLS machines for the three collectives NVLS serves.
+void check_nvls_machines(const std::vector<double>& sizes, std::size_t max_transfers) {
+    int tables = 0, switching = 0;
+    for (const std::string machine : {"schedules/machines/dgx_h100_nvls.json", "schedules/machines/h100nvls2x8.json"})
+        for (const std::string collective : {"allreduce", "allgather", "reduce_scatter"}) {
+            CAPTURE(machine);
+            CAPTURE(collective);
+            auto [n, sw] = check_candidates(machine, collective, sizes, max_transfers);
+            MESSAGE(fmt::format("{} {}: {} tables, {} use the switch's functions", machine, collective, n, sw));
+            tables += n;
+            switching += sw;
+        }
+    CHECK(switching > 0);
+    MESSAGE(fmt::format("{} tables in all, {} use the switch's functions", tables, switching));
+}
+
+}  // namespace
+
+// The default suite takes the tables of up to 2,000 transfers (the Z3 engine's Datalog program
+// costs about 0.1 ms per transfer: the flat constructions of 64 pieces, 7,168 transfers, take 8 s
+// of the three witnesses, and use no function of the switch); the slow suite every table.
+TEST_CASE("agreement: the tables optimize --size builds on the NVLS machines at 64 KiB and 1 MiB") {
+    check_nvls_machines({65536, 1 << 20}, 2000);
+}
+
+namespace {
+
+/// The properties a report finds violated, by name.
+std::set<std::string> violated(const VerifyReport& r) {
+    std::set<std::string> out;
+    for (std::size_t p = 0; p < property_count; ++p)
+        if (r.status[p] == Status::violated) out.insert(std::string(to_string(static_cast<Property>(p))));
+    return out;
+}
+
+/// A mutation of an NVLS table must be violated by the three witnesses, with `expect` among the
+/// properties both engines find violated (and the same set of them, check_agreement).
+void mutated(const std::string& what, const SendTable& t, const std::string& expect) {
+    CAPTURE(what);
+    Tally tally;
+    check_agreement({t, false, what}, tally);
+    const VerifyReport d = verify_direct(t), z = verify_z3(t);
+    CHECK(violated(d) == violated(z));
+    CHECK(violated(z).count(expect) == 1);
+    CHECK(simulate(t).violation.has_value());
+}
+
+std::size_t first_transfer(const SendTable& t, const std::function<bool(const Transfer&, const Channel&)>& pred) {
+    for (std::size_t k = 0; k < t.transfers.size(); ++k)
+        if (pred(t.transfers[k], t.topology->channel(t.transfers[k].channel))) return k;
+    FAIL("no such transfer");
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("agreement: mutated NVLS tables are violated by the three witnesses with the same findings") {
+    for (const std::string machine : {"tests/data/nvls/star4.json", "schedules/machines/dgx_h100_nvls.json"})
+        for (bool nccl : {false, true}) {
+            CAPTURE(machine);
+            CAPTURE(nccl);
+            auto topo = Topology::parse("graph:" + std::string(COLLSCHED_SOURCE_DIR) + "/" + machine);
+            compose::NvlsPlan plan{2};
+            plan.owner_through_switch = nccl;
+            const SendTable ar = compose::nvls_allreduce(topo, plan);
+            const Topology& T = *ar.topology;
+            REQUIRE(verify_z3(ar).holds());
+            auto sum = [&](const Transfer& x, std::size_t parts) {
+                auto pv = partial_of(ar.messages(), x.message);
+                return pv && pv->sources.size() == parts;
+            };
+            const std::size_t P = T.processors();
+            auto without = [&](std::size_t k) {
+                SendTable m = ar;
+                m.transfers.erase(m.transfers.begin() + static_cast<std::ptrdiff_t>(k));
+                return m;
+            };
+            // drop a GPU's contribution to the switch: the switch cannot form the sum
+            mutated("drop a contribution", without(first_transfer(ar, [&](const Transfer& x, const Channel& c) {
+                        return T.is_processor(c.from) && sum(x, 1);
+                    })),
+                    "causality");
+            // drop the switch's sum to its owner: the owner cannot store the total
+            mutated("drop the switch's sum", without(first_transfer(ar, [&](const Transfer& x, const Channel& c) {
+                        return !T.is_processor(c.from) && sum(x, nccl ? P : P - 1);
+                    })),
+                    "causality");
+            // drop one leg of the multicast: a GPU never gets the total
+            mutated("drop a multicast leg", without(first_transfer(ar, [&](const Transfer& x, const Channel& c) {
+                        return !T.is_processor(c.from) && sum(x, P) && !(nccl && x.step == 2);  // in NCCL's form step 2 is the sum
+                    })),
+                    "completeness");
+            // double a reduction: the switch sends its sum again a step later, with no inputs left
+            {
+                SendTable m = ar;
+                Transfer x = ar.transfers[first_transfer(ar, [&](const Transfer& y, const Channel& c) {
+                    return !T.is_processor(c.from) && sum(y, nccl ? P : P - 1);
+                })];
+                ++x.step;
+                m.transfers.push_back(x);
+                m.sort();
+                mutated("double a reduction", m, "causality");
+            }
+            // exceed a switch port's capacity: a contribution listed cap more times
+            {
+                SendTable m = ar;
+                const Transfer x = ar.transfers[first_transfer(ar, [&](const Transfer& y, const Channel& c) { return T.is_processor(c.from) && sum(y, 1); })];
+                for (std::uint32_t k = 0; k < T.channel(x.channel).cap; ++k) m.transfers.push_back(x);
+                m.sort();
+                mutated("exceed a switch port", m, "capacity");
+            }
+            // the switch's functions off in the model: no multicast, no combination
+            SendTable no_multicast = ar;
+            no_multicast.model.multicast_routers = false;
+            mutated("multicast=no", no_multicast, "replication");
+            SendTable no_combine = ar;
+            no_combine.model.combine_routers = false;
+            mutated("combine=processors", no_combine, "causality");
+        }
+    // a switch declared without multicast: the same table refused by replication
+    auto star = Topology::parse("graph:" + std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/nvls/star4.json");
+    SendTable ar = compose::nvls_allreduce(star, {2});
+    ar.topology = Topology::parse("graph:" + std::string(COLLSCHED_SOURCE_DIR) + "/tests/data/nvls/star4_reduce_only.json");
+    REQUIRE(ar.topology->channels().size() == star->channels().size());
+    mutated("a switch that does not multicast", ar, "replication");
+}
+
 TEST_SUITE("slow") {
     TEST_CASE("agreement: 5000 more seeds on small topologies" * doctest::skip()) { run_seeds(100000, 5000, kSmall); }
     TEST_CASE("agreement: 1000 seeds on larger topologies" * doctest::skip()) { run_seeds(200000, 1000, kLarge); }
     TEST_CASE("agreement: 3000 more composite seeds on small topologies" * doctest::skip()) { run_composite_seeds(100000, 3000, kSmall); }
     TEST_CASE("agreement: 500 composite seeds on larger topologies" * doctest::skip()) { run_composite_seeds(200000, 500, kLarge); }
+    TEST_CASE("agreement: 3000 more seeds through switches" * doctest::skip()) { run_switch_seeds(100000, 3000); }
+    TEST_CASE("agreement: every table optimize --size builds on the NVLS machines at 64 KiB to 1 GiB" * doctest::skip()) {
+        check_nvls_machines({65536, 1 << 20, 1 << 24, 1 << 28, 1 << 30}, ~std::size_t{0});
+    }
 }
 
 TEST_CASE("agreement: collsched verify --engine z3 and --engine both") {

@@ -17,7 +17,7 @@
 #include "dsl/diagnostics.hpp"
 #include "runtime/simulator.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/instance.hpp"
 #include "verifier/check/z3_engine.hpp"
 
 using namespace collsched;

@@ -11,7 +11,7 @@
 #include "tests/tools/cli_run.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/instance.hpp"
 
 using namespace collsched;
 using collsched::test::source;

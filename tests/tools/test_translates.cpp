@@ -15,9 +15,9 @@
 #include "runtime/simulator.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/synth.hpp"
-#include "verifier/synth/translate_check.hpp"
-#include "verifier/synth/translate_packing.hpp"
+#include "verifier/synth/problem/instance.hpp"
+#include "verifier/synth/symmetry/translate_check.hpp"
+#include "verifier/synth/constructions/translate_packing.hpp"
 #include "verifier/check/z3_engine.hpp"
 
 using namespace collsched;

@@ -8,12 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "verifier/synth/bandwidth_bound.hpp"
-#include "verifier/synth/capacity_network.hpp"
+#include "verifier/synth/bounds/bandwidth.hpp"
+#include "verifier/synth/bounds/capacity_network.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/processor_orbits.hpp"
-#include "verifier/synth/translate_packing.hpp"
-#include "verifier/synth/tree_packing.hpp"
+#include "verifier/synth/symmetry/processor_orbits.hpp"
+#include "verifier/synth/constructions/translate_packing.hpp"
+#include "verifier/synth/constructions/tree_packing.hpp"
 
 using namespace collsched;
 

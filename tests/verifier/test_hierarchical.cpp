@@ -1,4 +1,4 @@
-// verifier/synth/hierarchical.hpp: the boxes found, the phases proved on their sub-machines, every
+// verifier/synth/search/hierarchical.hpp: the boxes found, the phases proved on their sub-machines, every
 // composition verified whole, the exact figures on multibox 4 x 8 and the 4 x 8 rail machine,
 // compaction, and what is refused with the reason.
 #include <doctest/doctest.h>
@@ -8,8 +8,8 @@
 #include "compiler/topology/topology.hpp"
 #include "support/error.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/hierarchical.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/search/hierarchical.hpp"
+#include "verifier/synth/problem/instance.hpp"
 
 using namespace collsched;
 

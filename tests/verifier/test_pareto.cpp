@@ -15,8 +15,8 @@
 #include "dsl/diagnostics.hpp"
 #include "support/parallel.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/pareto.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/pareto.hpp"
+#include "verifier/synth/problem/instance.hpp"
 
 using namespace collsched;
 

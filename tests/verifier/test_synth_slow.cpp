@@ -11,8 +11,8 @@
 
 #include "../tools/cli_run.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/synth.hpp"
-#include "verifier/synth/bandwidth_bound.hpp"
+#include "verifier/synth/problem/instance.hpp"
+#include "verifier/synth/bounds/bandwidth.hpp"
 
 using namespace collsched;
 

@@ -16,11 +16,11 @@
 #include "compiler/core/model.hpp"
 #include "compiler/topology/topology.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/pareto.hpp"
-#include "verifier/synth/processor_orbits.hpp"
-#include "verifier/synth/synth.hpp"
-#include "verifier/synth/translate_packing.hpp"
-#include "verifier/synth/tree_packing.hpp"
+#include "verifier/synth/problem/pareto.hpp"
+#include "verifier/synth/symmetry/processor_orbits.hpp"
+#include "verifier/synth/problem/instance.hpp"
+#include "verifier/synth/constructions/translate_packing.hpp"
+#include "verifier/synth/constructions/tree_packing.hpp"
 
 using namespace collsched;
 

@@ -34,6 +34,13 @@ struct Ring {
 };
 std::vector<Ring> nccl_rings(const Topology&, const Layout&, const System&, std::uint32_t channels);
 
+/// A box's parent in NCCL's double binary tree over n boxes (src/graph/trees.cc ncclGetDtree; tree
+/// 0 or 1), -1 for the root, and whether the box is its parent's first child (0) or second (1).
+struct DtreeUp {
+    int parent = -1, child_type = 0;
+};
+DtreeUp dtree_up(int n, int tree, int node);
+
 /// The tables (each holds in the direct checker; steps with more transfers than capacities get rounds).
 SendTable ring_table(std::shared_ptr<const Topology>, const Model&, CollectiveKind, const std::vector<Ring>&, std::uint32_t pieces);
 SendTable tree_table(std::shared_ptr<const Topology>, const Model&, const Layout&, const std::vector<Ring>&, std::uint32_t pieces);

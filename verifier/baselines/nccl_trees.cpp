@@ -11,28 +11,32 @@ namespace collsched::nccl {
 namespace {
 
 /// src/graph/trees.cc ncclGetBtree: the parent of `rank` in the binary tree over n ranks (-1 for
-/// the root 0): (rank ^ bit) | (bit << 1) for its lowest set bit, or rank ^ bit when that is not a rank.
-int btree_parent(int n, int rank) {
-    if (rank == 0) return -1;
+/// the root 0): (rank ^ bit) | (bit << 1) for its lowest set bit, or rank ^ bit when that is not a
+/// rank; the child type is 0 when rank is below its parent (its first child), else 1.
+DtreeUp btree_up(int n, int rank) {
+    if (rank == 0) return {-1, 0};
     int bit = 1;
     while (bit < n && !(bit & rank)) bit <<= 1;
     int up = (rank ^ bit) | (bit << 1);
     if (up >= n) up = rank ^ bit;
-    return up;
+    return {up, rank < up ? 0 : 1};
 }
 
-/// trees.cc ncclGetDtree: tree 0 the btree; tree 1 its mirror (n even) or shift (n odd).
-int dtree_parent(int n, int tree, int node) {
-    if (tree == 0) return btree_parent(n, node);
-    if (n % 2 == 1) {
-        const int u = btree_parent(n, (node - 1 + n) % n);
-        return u == -1 ? -1 : (u + 1) % n;
-    }
-    const int u = btree_parent(n, n - 1 - node);
-    return u == -1 ? -1 : n - 1 - u;
-}
+int dtree_parent(int n, int tree, int node) { return dtree_up(n, tree, node).parent; }
 
 }  // namespace
+
+/// trees.cc ncclGetDtree: tree 0 the btree; tree 1 its mirror (n even) or shift (n odd), the child
+/// type that of the mirrored or shifted rank.
+DtreeUp dtree_up(int n, int tree, int node) {
+    if (tree == 0) return btree_up(n, node);
+    if (n % 2 == 1) {
+        const DtreeUp u = btree_up(n, (node - 1 + n) % n);
+        return {u.parent == -1 ? -1 : (u.parent + 1) % n, u.child_type};
+    }
+    const DtreeUp u = btree_up(n, n - 1 - node);
+    return {u.parent == -1 ? -1 : n - 1 - u.parent, u.child_type};
+}
 
 /// Per channel c of the rings and tree t in {0, 1} (NCCL's channels c and c + nChannels,
 /// connect.cc connectTrees): inside each box the chain of channel c's ring order (up is the

@@ -29,6 +29,7 @@ void Engine::declare() {
     hop_ = t_.model.timing == Timing::hop;
     comp_ = t_.has_composites() || t_.collective.combines() || t_.collective.reduces();
     partials_ = uses_partials(t_);
+    switches_ = detail::uses_switch_functions(t_.model);
     none_ = hop_ && t_.model.queues == QueueKind::none;
     bounded_ = hop_ && t_.model.queues == QueueKind::bounded;
     replicate_ = t_.model.replicate;
@@ -373,6 +374,9 @@ void Engine::causality_rules() {
     if (hop_) {
         dl_.rule("held_before", R("early")(i), {R("dep")(i, m, u, s), R("arr")(j, m, u, s2), z3::ult(s2, s)});
         dl_.rule("held_initially", R("early")(i), {R("dep")(i, m, u, s), R("init")(m, u)});
+        // Routers with switch functions: whether a router holds what it sends depends on the order
+        // of its sends (verifier/check/z3_switch.cpp decides every router send); here they count as held.
+        if (switches_) dl_.rule("router_send_decided", R("early")(i), {R("rdep")(i, m, u, s)});
         dl_.rule("causality", R("bad_causality")(i), {R("dep")(i, m, u, s), !R("early")(i)});
     } else {
         rel_.emplace("pdep", dl_.relation("pdep", {IX, MS, ND, ST}));
@@ -390,7 +394,7 @@ void Engine::causality_rules() {
 /// first arrival needs the k-th arrival (by step) to come strictly earlier. wormhole: per
 /// (message, router, round), no more legal departures than legal arrivals.
 void Engine::replication_rules() {
-    if (replicate_) return;
+    if (replicate_ || switches_) return;  // switch functions: verifier/check/z3_switch.cpp
     const z3::sort IX = *IX_, ST = *ST_, ND = *ND_, MS = *MS_;
     z3::expr i = var("i", IX), j = var("j", IX), s = var("s", ST), sa = var("sa", ST), sd = var("sd", ST);
     z3::expr m = var("m", MS), r = var("r", ND), k = var("k", IX), kp = var("kp", IX), kq = var("kq", IX);
@@ -440,7 +444,7 @@ void Engine::replication_rules() {
 ///  bound B, replicate=yes: a message waits from its first arrival F to its last departure L
 ///    minus 2; the same argument on starts F and ends L-1 ranked per router.
 void Engine::queue_rules() {
-    if (!hop_ || t_.model.queues == QueueKind::unbounded) return;
+    if (!hop_ || t_.model.queues == QueueKind::unbounded || switches_) return;  // switch functions: verifier/check/z3_switch.cpp
     const z3::sort IX = *IX_, ST = *ST_, ND = *ND_, MS = *MS_, CH = *CH_;
     z3::expr i = var("i", IX), j = var("j", IX), s = var("s", ST), t = var("t", ST), t1 = var("t1", ST);
     z3::expr sa = var("sa", ST), sd = var("sd", ST), f = var("f", ST), e = var("e", ST), L = var("L", ST);

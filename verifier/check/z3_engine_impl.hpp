@@ -29,6 +29,7 @@
 #include "support/error.hpp"
 #include "verifier/check/z3_engine.hpp"
 #include "verifier/check/z3_partial.hpp"
+#include "verifier/check/z3_switch.hpp"
 
 namespace collsched::z3e {
 
@@ -264,6 +265,7 @@ private:
     }
     void post_departures();
     std::optional<detail::PartialAnswer> partial_query();
+    void merge_switches(detail::SwitchAnswer& routers);
     std::array<bool, property_count> families();
     std::array<std::string, property_count> check_certificates();
     void answer(Property p, const std::string& blocked);
@@ -295,6 +297,7 @@ private:
     bool hop_ = true, none_ = false, bounded_ = false, replicate_ = false;
     bool comp_ = false;  ///< composites or a combining collective: the rules of composite_rules()
     bool partials_ = false;  ///< the buffer rule of partials: verifier/check/z3_partial.cpp decides it
+    bool switches_ = false;  ///< routers with switch functions: verifier/check/z3_switch.cpp decides every router send
     U64 N_ = 0, B_ = 0, sentinel_ = 0;
     // column sorts
     std::optional<z3::sort> IX_, ST_, CH_, ND_, MS_, CODE_, GR_;

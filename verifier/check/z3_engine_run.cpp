@@ -156,6 +156,23 @@ std::optional<detail::PartialAnswer> Engine::partial_query() {
     return partial;
 }
 
+/// The router query's violations join causality, replication and queues (the Datalog program
+/// has no rules for router sends of such tables: their families hold there unless this adds).
+void Engine::merge_switches(detail::SwitchAnswer& routers) {
+    for (auto [p, list] : {std::pair(Property::causality, &routers.causality), std::pair(Property::replication, &routers.replication),
+                           std::pair(Property::queues, &routers.queues)}) {
+        const auto a = static_cast<std::size_t>(p);
+        if (report_.status[a] == Status::skipped) continue;
+        if (routers.unknown) {
+            set_status(p, Status::unknown);
+            report_.notes.push_back(fmt::format("{}: unknown: the switches' query: {}", to_string(p), routers.reason));
+            continue;
+        }
+        for (Violation& v : *list) found_[a].push_back(std::move(v));
+        if (!found_[a].empty() && report_.status[a] == Status::holds) set_status(p, Status::violated);
+    }
+}
+
 /// Which families run: as the direct checker, ports only with single/half ports, queues only
 /// under hop timing with a queue rule, routes only with fixed routes. The others are skipped.
 std::array<bool, property_count> Engine::families() {
@@ -256,7 +273,7 @@ void Engine::run() {
     declare();
     base_facts();
     base_rules();
-    if (hop_ && (!replicate_ || bounded_)) post_departures();
+    if (hop_ && (!replicate_ || bounded_) && !switches_) post_departures();
     capacity_rules();
     ports_rules();
     causality_rules();
@@ -266,6 +283,8 @@ void Engine::run() {
     }
     std::optional<detail::PartialAnswer> partial;
     if (partials_) partial = partial_query();
+    std::optional<detail::SwitchAnswer> routers;
+    if (switches_) routers = detail::z3_switches(t_, static_cast<unsigned>(std::max<U64>(1, remaining_ms())));
     replication_rules();
     queue_rules();
     route_rules();
@@ -275,6 +294,7 @@ void Engine::run() {
     for (std::size_t a = 0; a < property_count; ++a)
         if (run[a]) answer(static_cast<Property>(a), blocked[a]);
     if (partial) merge_partials(*partial);
+    if (routers) merge_switches(*routers);
     publish();
 }
 
@@ -303,14 +323,8 @@ VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
     if (t.model.inject_once)
         throw InputError("the Z3 engine does not encode inject=once (each source injects its datum once); use the direct "
                          "checker (--engine direct) or simulate");
-    if (t.model.multicast_routers && !t.model.replicate)
-        throw InputError("the Z3 engine does not encode multicast at routers (multicast=routers: one copy sent on several channels "
-                         "in one step); its verdict would be about a model without it, so it gives none; use the direct checker "
-                         "(--engine direct) or simulate");
-    if (t.model.combine_routers)
-        throw InputError("the Z3 engine does not encode in-network reduction (combine=routers: routers combining partials); "
-                         "its verdict would be about a model without it, so it gives none; use the direct checker (--engine "
-                         "direct) or simulate");
+    // Switch functions outside the models they are defined for: refused as the direct checker refuses them.
+    if (std::string why = combine_problem(t.model); !why.empty()) throw InputError(why);
     if (t.model.ports == Ports::half && !t.step_rounds.empty())
         throw InputError("the Z3 engine does not encode half-duplex ports in steps of several rounds (r transfers in all per "
                          "processor); use the direct checker (--engine direct) or simulate");

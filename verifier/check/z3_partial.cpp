@@ -1,20 +1,18 @@
 #include "verifier/check/z3_partial.hpp"
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
-#include <thread>
 
 #include <fmt/format.h>
 #include <z3++.h>
 
 #include "compiler/table/partials.hpp"
 #include "support/budget.hpp"
+#include "verifier/check/watchdog.hpp"
 
 namespace collsched::detail {
 
@@ -29,32 +27,6 @@ z3::expr set_bits(z3::context& c, std::uint32_t P, const std::vector<std::uint32
     c.check_error();
     return z3::expr(c, a);
 }
-
-/// Interrupts a Z3 context when a time limit passes, from its own thread; stops when destroyed.
-class Watchdog {
-public:
-    Watchdog(z3::context& c, unsigned timeout_ms)
-        : thread_([this, &c, timeout_ms] {
-              std::unique_lock lock(mutex_);
-              if (!done_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; })) c.interrupt();
-          }) {}
-    ~Watchdog() {
-        {
-            std::lock_guard lock(mutex_);
-            done_ = true;
-        }
-        done_cv_.notify_all();
-        thread_.join();
-    }
-    Watchdog(const Watchdog&) = delete;
-    Watchdog& operator=(const Watchdog&) = delete;
-
-private:
-    std::mutex mutex_;
-    std::condition_variable done_cv_;
-    bool done_ = false;
-    std::thread thread_;
-};
 
 /// One query for one table: the buffer constants of every (processor, chunk), a flag per send of
 /// a partial, per arrival and per goal that is true when that one breaks the rule, and one check
@@ -206,7 +178,7 @@ private:
     bool solve() {
         z3::expr_vector any(c_);
         for (const Bad& b : bads_) any.push_back(b.flag);
-        Watchdog watchdog(c_, timeout_ms_);
+        Watchdog watchdog([this] { c_.interrupt(); }, timeout_ms_);
         switch (solver_.check(z3::expr_vector([&] {
             z3::expr_vector v(c_);
             v.push_back(z3::mk_or(any));

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/instance.hpp"
 
 namespace collsched::compose {
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "compiler/table/send_table.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/instance.hpp"
 
 namespace collsched::compose {
 

@@ -12,10 +12,10 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
 #include "verifier/compose/nvls.hpp"
-#include "verifier/synth/bandwidth_bound.hpp"
-#include "verifier/synth/greedy.hpp"
-#include "verifier/synth/hierarchical.hpp"
-#include "verifier/synth/tree_packing.hpp"
+#include "verifier/synth/bounds/bandwidth.hpp"
+#include "verifier/synth/constructions/greedy.hpp"
+#include "verifier/synth/search/hierarchical.hpp"
+#include "verifier/synth/constructions/tree_packing.hpp"
 
 namespace collsched {
 
@@ -47,7 +47,7 @@ std::uint64_t rough_transfers(CollectiveKind k, std::uint64_t P, std::uint64_t C
 
 constexpr std::uint64_t max_transfers = std::uint64_t{1} << 19;
 
-/// NCCL's ring algorithms on k rings (verifier/synth/synth_rings.cpp) at C = base, 2 base, ...:
+/// NCCL's ring algorithms on k rings (verifier/synth/constructions/rings.cpp) at C = base, 2 base, ...:
 /// few chunks pay fewer latencies, many pipeline better; the time decides between them.
 void rings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
     const CollectiveKind k = q.instance.collective.kind;
@@ -67,7 +67,7 @@ void rings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector
     if (!found) notes.push_back("rings: none (no Hamiltonian cycles found, routers, or a model the rings do not take)");
 }
 
-/// Tree packings (verifier/synth/tree_packing.cpp) at the chunk counts the cut suggests, each its
+/// Tree packings (verifier/synth/constructions/tree_packing.cpp) at the chunk counts the cut suggests, each its
 /// own candidate; reduce_scatter as the allgather's packing reversed.
 void packings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
     const CollectiveKind k = q.instance.collective.kind;
@@ -105,7 +105,7 @@ void packings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vec
         if (!p) continue;
         SendTable table = reverse ? reduce_scatter_from_allgather(p->table) : std::move(p->table);
         out.push_back({fmt::format("tree packing C={}", table.collective.chunks),
-                       fmt::format("{}{} (R/C = {}, bound {}; verifier/synth/tree_packing.cpp)", reverse ? "the reversal of the allgather's " : "",
+                       fmt::format("{}{} (R/C = {}, bound {}; verifier/synth/constructions/tree_packing.cpp)", reverse ? "the reversal of the allgather's " : "",
                                    p->method, p->rounds_per_chunk().text(), b->rounds_per_chunk.text()),
                        "packing", false, std::make_shared<const SendTable>(std::move(table))});
     }
@@ -130,7 +130,7 @@ void least_steps(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::
     else notes.push_back("greedy: " + g.reason);
 }
 
-/// The hierarchical composition of exact phases on one box and one rail (verifier/synth/hierarchical.hpp):
+/// The hierarchical composition of exact phases on one box and one rail (verifier/synth/search/hierarchical.hpp):
 /// each datum crosses between the boxes once, over the fastest path it has; one chunk.
 void hierarchical(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
     auto x = with_chunks(q.instance, q.instance.collective.kind == CollectiveKind::reduce_scatter ? q.instance.topology->processors() : 1);

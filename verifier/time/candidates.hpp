@@ -18,7 +18,7 @@
 
 #include "compiler/table/send_table.hpp"
 #include "runtime/timing.hpp"
-#include "verifier/synth/synth.hpp"
+#include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/time_bound.hpp"
 
 namespace collsched {

@@ -9,7 +9,7 @@
 
 #include "runtime/timing.hpp"
 #include "support/units.hpp"
-#include "verifier/synth/processor_orbits.hpp"
+#include "verifier/synth/symmetry/processor_orbits.hpp"
 #include "verifier/time/weighted_network.hpp"
 
 namespace collsched {

@@ -8,7 +8,7 @@
  *  - a latency term: a byte a goal needs crosses a chain of channels from its source, each
  *    adding its latency: T >= the largest alpha-distance over the pairs the collective joins;
  *  - a cut term: `demand` x M bytes must cross a set of arcs of the capacity network
- *    (verifier/synth/capacity_network.hpp, channels, link groups and ports) whose bandwidths are
+ *    (verifier/synth/bounds/capacity_network.hpp, channels, link groups and ports) whose bandwidths are
  *    B_a and whose channels' least latency is alpha_a; arc a carries at most B_a max(0, T -
  *    alpha_a) bytes in a run of T seconds (its last byte must still arrive), so T is at least
  *    the least T with sum_a B_a max(0, T - alpha_a) >= demand x M. Without latencies this is

@@ -1,5 +1,5 @@
 /** \file
- * The capacity network of one round (verifier/synth/capacity_network.hpp) on link speeds: every
+ * The capacity network of one round (verifier/synth/bounds/capacity_network.hpp) on link speeds: every
  * arc gets a bandwidth in bytes per second and the least latency of the channels through it
  * (a channel its own; a link group its channels' least; a port the sum of its channels'
  * bandwidths, i.e. ports are not counted, and their least latency). The flows run on integer
@@ -15,7 +15,7 @@
 
 #include "compiler/core/model.hpp"
 #include "compiler/topology/topology.hpp"
-#include "verifier/synth/capacity_network.hpp"
+#include "verifier/synth/bounds/capacity_network.hpp"
 #include "verifier/time/time_bound.hpp"
 
 namespace collsched::time_internal {

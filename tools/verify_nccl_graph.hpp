@@ -1,0 +1,31 @@
+/** \file
+ * `collsched verify GRAPH.xml --topology M [--collective allreduce] [--size S]`: an NCCL graph
+ * file (NCCL_GRAPH_FILE's `<graphs>`) checked on a machine by NCCL's semantics
+ * (verifier/baselines/nccl_graph_check.hpp), the load its rings put on the links, and with --size
+ * the time of NCCL's ring allreduce, allgather or reduce_scatter on those rings by the model of
+ * `verify --size` (docs/time.md). docs/exports.md, "Reading an NCCL graph file".
+ */
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "runtime/cost_report.hpp"
+#include "tools/commands.hpp"
+
+namespace collsched::tools {
+
+struct NcclGraphArgs {
+    std::string input, topology, collective;
+    bool json = false;
+    AlphaBeta ab;
+};
+
+/// Whether `path` is a regular file whose first element is `<graphs` (standard input is not
+/// probed: it is read once, by the table reader).
+bool is_nccl_graph_file(const std::string& path);
+
+/// Verifies the file; the exit code (0 holds, 1 a finding, 2 bad input is thrown as InputError).
+int verify_nccl_graph(const NcclGraphArgs& args, const Context& ctx);
+
+}  // namespace collsched::tools

@@ -1,0 +1,575 @@
+// The encodings over holdings and crossings (docs/synthesis.md): dissemination and free_route
+// (hold[i][v][t], cross[i][c][t]), and end_to_end (fixed routes, one start per message and goal).
+#include "verifier/synth/sat/encode.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "support/assert.hpp"
+#include "support/error.hpp"
+
+namespace collsched::synth {
+
+namespace {
+
+constexpr std::uint32_t unreachable = std::numeric_limits<std::uint32_t>::max();
+
+struct Dissem {
+    std::vector<MessageId> msgs;
+    std::vector<Node> origin;
+    std::vector<std::vector<Node>> goals;  // per message
+    std::vector<std::uint32_t> chunk;      // per message: its chunk index (0 when unsplit)
+};
+
+/// The messages with their origins and goals. With C > 1 chunks the collective's goals are
+/// already per chunk (Collective::for_each_goal), the chunks of a datum adjacent.
+Dissem dissemination_goals(const SynthInstance& in) {
+    Dissem d;
+    const std::uint32_t P = in.topology->processors();
+    Messages ms = in.collective.messages(P);
+    std::map<std::uint32_t, std::size_t> at;
+    in.collective.for_each_goal(P, [&](MessageId m, Node p) {
+        auto [it, fresh] = at.try_emplace(idx(m), d.msgs.size());
+        if (fresh) {
+            d.msgs.push_back(m);
+            d.origin.push_back(ms.origin(m));
+            d.goals.emplace_back();
+            d.chunk.push_back(ms.chunk(m));
+        }
+        d.goals[it->second].push_back(p);
+    });
+    return d;
+}
+
+/// The goals as horizons: every goal holds at H, and for each earlier horizon T >= far a
+/// deadline variable (e.deadline[T]) that, assumed true, makes every goal hold at T.
+template <class Index>
+void add_deadlines(Encoding& e, const Dissem& dm, const std::vector<int>& hold, Index hidx, Step far, Step H) {
+    Formula& f = e.f;
+    e.deadline.assign(H + 1, 0);
+    for (Step T = far; T <= H; ++T) {
+        if (T == H) {
+            for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                for (Node g : dm.goals[i]) f.clause({hold[hidx(i, idx(g), H)]});
+            continue;
+        }
+        int d = f.new_var();
+        e.deadline[T] = d;
+        for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+            for (Node g : dm.goals[i]) f.clause({-d, hold[hidx(i, idx(g), T)]});
+    }
+}
+
+/// The dissemination encoding and free_route (docs/synthesis.md): hold[i][v][t] (node v has
+/// message i at the end of step t) and cross[i][c][t] (message i crosses channel c in step t),
+/// each only where it can be true. free_route (personalized messages, one goal each): a copy is
+/// useful at node v in step t only if it can still reach its goal by H, and never leaves its
+/// goal (the windows of variables()). One method per constraint family, called in order by
+/// encode().
+class DisseminationEncoder : EncoderBase {
+public:
+    DisseminationEncoder(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e)
+        : EncoderBase(in, H, opt, e), dm_(dissemination_goals(in)),
+          N_(topo_.nodes()), P_(topo_.processors()), C_(topo_.channels().size()), hold_in_routers_(routers_hold(in, e.kind)),
+          personal_(e.kind == EncodingKind::free_route) {}
+
+    void encode() {
+        distances();
+        e_.min_horizon = far_;
+        if (H_ < far_) {
+            f_.clause({});
+            return;
+        }
+        variables();
+        if (!opt_.invariant.empty()) invariance();
+        rounds_.emplace(f_, H_, in_.rounds);
+        e_.round_lits.assign(H_ + 1, {});
+        for (Step t = 1; t <= H_; ++t) e_.round_lits[t] = rounds_->extra(t);
+        if (opt_.symmetry && in_.collective.chunks > 1 && opt_.invariant.empty()) chunk_order();
+        if (personal_ && opt_.symmetry) time_shift();
+        flow();
+        capacity();
+        if (model_.inject_once) inject_once();
+        link_groups();
+        port_limits(*rounds_, topo_, model_.ports, H_, dm_.msgs.size(),
+                    [&](std::size_t i, ChannelId c, Step t) { return cross_[xidx(i, idx(c), t)]; },
+                    [&](std::uint32_t) { check_deadline(opt_); });
+        if (opt_.implied) {
+            receptions();
+            check_deadline(opt_);
+            if (personal_ && in_.rounds) {
+                departures();
+                wasted_hops();
+            }
+            if (model_.ports == Ports::half && topo_.routers() == 0) half_duplex_pairing();
+        }
+        add_deadlines(e_, dm_, hold_, [&](std::size_t i, std::uint32_t v, Step t) { return hidx(i, v, t); }, far_, H_);
+        decoding();
+    }
+
+private:
+    bool holder(Node v) const { return topo_.is_processor(v) || hold_in_routers_; }
+    /// Steps still needed from node v to message i's goal (0 for dissemination: no window).
+    std::uint32_t to_goal(std::size_t i, std::uint32_t v) const { return personal_ ? to_[i][v] : 0; }
+    std::size_t hidx(std::size_t i, std::uint32_t v, Step t) const { return (i * N_ + v) * (H_ + 1) + t; }
+    std::size_t xidx(std::size_t i, std::size_t c, Step t) const { return (i * C_ + c) * (H_ + 1) + t; }
+
+    /// The distances from every origin (and, for free_route, to every goal), cached per node;
+    /// `far_`, the farthest goal. A goal no path reaches is bad input.
+    void distances() {
+        auto cached = [&](auto& cache, Node v, bool forward) {
+            auto [it, fresh] = cache.try_emplace(idx(v));
+            if (fresh)
+                it->second = std::make_shared<const std::vector<std::uint32_t>>(forward ? bfs_distances(topo_, v) : bfs_distances_to(topo_, v));
+            return it->second;
+        };
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+            dist_.push_back(*cached(from_cache_, dm_.origin[i], true));
+            if (personal_) to_.push_back(*cached(to_cache_, dm_.goals[i].front(), false));
+        }
+        check_deadline(opt_);
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+            for (Node g : dm_.goals[i]) {
+                if (dist_[i][idx(g)] == unreachable)
+                    throw InputError(fmt::format("{} cannot reach processor {} from {}: no schedule exists",
+                                                 in_.collective.messages(P_).name(dm_.msgs[i]), idx(g), idx(dm_.origin[i])));
+                far_ = std::max<Step>(far_, dist_[i][idx(g)]);
+            }
+        }
+    }
+
+    /// hold[i][v][t], cross[i][c][t] (-top where the variable does not exist: false).
+    void variables() {
+        hold_.assign(dm_.msgs.size() * N_ * (H_ + 1), -Formula::top);
+        cross_.assign(dm_.msgs.size() * C_ * (H_ + 1), -Formula::top);
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+            check_deadline(opt_);
+            for (std::uint32_t v = 0; v < N_; ++v) {
+                if (!holder(Node{v}) || dist_[i][v] == unreachable) continue;
+                if (personal_ && (to_goal(i, v) == unreachable || dist_[i][v] + to_goal(i, v) > H_)) continue;
+                for (Step t = dist_[i][v]; t <= H_; ++t) hold_[hidx(i, v, t)] = Node{v} == dm_.origin[i] ? Formula::top : f_.new_var();
+            }
+            for (std::size_t c = 0; c < C_; ++c) {
+                const Channel& ch = topo_.channels()[c];
+                if (ch.to == dm_.origin[i] || dist_[i][idx(ch.from)] == unreachable) continue;
+                Step last = H_;
+                if (personal_) {
+                    // Never leave the goal; arrive at v no later than H - dist(v, goal).
+                    if (ch.from == dm_.goals[i].front() || to_goal(i, idx(ch.to)) == unreachable || to_goal(i, idx(ch.to)) > H_) continue;
+                    last = H_ - to_goal(i, idx(ch.to));
+                }
+                for (Step t = dist_[i][idx(ch.from)] + 1; t <= last; ++t) cross_[xidx(i, c, t)] = f_.new_var();
+            }
+        }
+    }
+
+    /// Invariance under node permutations (SynthOptions::invariant): message i's variables
+    /// equal those of its image at the image node or channel.
+    void invariance() {
+        std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::size_t> entry;  // (origin, first goal, chunk)
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
+            entry[{idx(dm_.origin[i]), personal_ ? idx(dm_.goals[i].front()) : 0u, dm_.chunk[i]}] = i;
+        std::size_t n = 0;
+        for (const auto& g : opt_.invariant) {
+            for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+                auto it = entry.find({g[idx(dm_.origin[i])], personal_ ? g[idx(dm_.goals[i].front())] : 0u, dm_.chunk[i]});
+                COLLSCHED_ASSERT(it != entry.end());
+                const std::size_t j = it->second;
+                for (std::uint32_t v = 0; v < N_; ++v)
+                    for (Step t = 0; t <= H_; ++t) {
+                        int a = hold_[hidx(i, v, t)], b = hold_[hidx(j, g[v], t)];
+                        f_.clause({-a, b});
+                        f_.clause({a, -b});
+                    }
+                for (std::size_t c = 0; c < C_; ++c) {
+                    const Channel& ch = topo_.channels()[c];
+                    auto gc = topo_.find_channel(Node{g[idx(ch.from)]}, Node{g[idx(ch.to)]});
+                    COLLSCHED_ASSERT(gc.has_value());
+                    for (Step t = 1; t <= H_; ++t) {
+                        int a = cross_[xidx(i, c, t)], b = cross_[xidx(j, idx(*gc), t)];
+                        f_.clause({-a, b});
+                        f_.clause({a, -b});
+                        ++n;
+                    }
+                }
+            }
+        }
+        e_.notes.push_back(fmt::format("restriction: invariant under {} automorphisms ({} tied transfers)", opt_.invariant.size(), n));
+    }
+
+    /// Chunk order (docs/synthesis.md, "Chunks and rounds"): the chunks of one datum are
+    /// interchangeable, so relabel them by their arrival at one goal (the farthest).
+    void chunk_order() {
+        std::size_t n = 0;
+        for (std::size_t i = 0; i + 1 < dm_.msgs.size(); ++i) {
+            if (dm_.chunk[i + 1] != dm_.chunk[i] + 1) continue;
+            Node g = dm_.goals[i].front();
+            for (Node q : dm_.goals[i])
+                if (dist_[i][idx(q)] > dist_[i][idx(g)]) g = q;
+            for (Step t = 1; t <= H_; ++t) {
+                f_.clause({-hold_[hidx(i + 1, idx(g), t)], hold_[hidx(i, idx(g), t)]});
+                ++n;
+            }
+        }
+        e_.notes.push_back(fmt::format("symmetry: chunks of a datum arrive in order at its farthest goal ({} clauses)", n));
+    }
+
+    /// Time shift (docs/synthesis.md, "Symmetry"): some transfer happens in step 1.
+    void time_shift() {
+        std::vector<int> first;
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
+            for (std::size_t c = 0; c < C_; ++c)
+                if (cross_[xidx(i, c, 1)] != -Formula::top) first.push_back(cross_[xidx(i, c, 1)]);
+        if (!first.empty()) {
+            f_.clause(first);
+            e_.notes.push_back("symmetry: some transfer in step 1 (time shift)");
+        }
+    }
+
+    /// Per message: causality and dominance of every crossing, and a holding kept or gained
+    /// through an incoming crossing.
+    void flow() {
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+            check_deadline(opt_);
+            for (std::size_t c = 0; c < C_; ++c) {
+                const Channel& ch = topo_.channels()[c];
+                for (Step t = 1; t <= H_; ++t) {
+                    int x = cross_[xidx(i, c, t)];
+                    if (x == -Formula::top) continue;
+                    // Causality: the sender holds m, or (a queue-free replicating router) received it
+                    // in the step before.
+                    if (holder(ch.from)) {
+                        f_.clause({-x, hold_[hidx(i, idx(ch.from), t - 1)]});
+                    } else {
+                        std::vector<int> cl{-x};
+                        for (ChannelId in_c : topo_.in_channels(ch.from)) cl.push_back(cross_[xidx(i, idx(in_c), t - 1)]);
+                        f_.clause(cl);
+                    }
+                    if (holder(ch.to)) {
+                        f_.clause({-x, hold_[hidx(i, idx(ch.to), t)]});
+                        // Dominance: never send m to a holder that already has it (drop such a transfer).
+                        f_.clause({-x, -hold_[hidx(i, idx(ch.to), t - 1)]});
+                    }
+                }
+            }
+            for (std::uint32_t v = 0; v < N_; ++v) {
+                if (!holder(Node{v}) || Node{v} == dm_.origin[i]) continue;
+                for (Step t = 1; t <= H_; ++t) {
+                    int h = hold_[hidx(i, v, t)];
+                    if (h == -Formula::top) continue;
+                    f_.clause({-hold_[hidx(i, v, t - 1)], h});
+                    std::vector<int> cl{-h, hold_[hidx(i, v, t - 1)]};
+                    for (ChannelId in_c : topo_.in_channels(Node{v})) cl.push_back(cross_[xidx(i, idx(in_c), t)]);
+                    f_.clause(cl);
+                }
+            }
+        }
+    }
+
+    /// Capacity per channel and step.
+    void capacity() {
+        for (std::size_t c = 0; c < C_; ++c) {
+            if (c % 16 == 0) check_deadline(opt_);
+            for (Step t = 1; t <= H_; ++t) {
+                std::vector<int> ls;
+                for (std::size_t i = 0; i < dm_.msgs.size(); ++i) ls.push_back(cross_[xidx(i, c, t)]);
+                rounds_->at_most(std::move(ls), topo_.channels()[c].cap, t, t);
+            }
+        }
+    }
+
+    /// inject=once: one transfer out of the origin; every other one moves away from it.
+    void inject_once() {
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+            std::vector<int> ls;
+            for (std::size_t c = 0; c < C_; ++c) {
+                const Channel& ch = topo_.channels()[c];
+                const bool out = ch.from == dm_.origin[i];
+                const bool away = dist_[i][idx(ch.to)] == dist_[i][idx(ch.from)] + 1;
+                for (Step t = 1; t <= H_; ++t) {
+                    int x = cross_[xidx(i, c, t)];
+                    if (x == -Formula::top) continue;
+                    if (out) ls.push_back(x);
+                    else if (!away) f_.clause({-x});
+                }
+            }
+            f_.at_most(std::move(ls), 1);
+        }
+    }
+
+    /// Link groups (SCCL's switches): the channels of a group carry at most its capacity per
+    /// round together.
+    void link_groups() {
+        for (const LinkGroup& g : topo_.groups())
+            for (Step t = 1; t <= H_; ++t) {
+                std::vector<int> ls;
+                for (ChannelId c : g.channels)
+                    for (std::size_t i = 0; i < dm_.msgs.size(); ++i) ls.push_back(cross_[xidx(i, idx(c), t)]);
+                rounds_->at_most(std::move(ls), g.cap, t, t);
+            }
+    }
+
+    /// The messages processor p may gain: not its own, and for free_route only those it is
+    /// the goal of (a subset of a valid count).
+    bool gains(std::size_t i, std::uint32_t p) const {
+        return dm_.origin[i] != Node{p} && (!personal_ || dm_.goals[i].front() == Node{p});
+    }
+
+    /// Implied: a processor gains at most (its receive capacity per step) messages per step;
+    /// with rounds, what it still lacks after step t arrives in steps t+1..H.
+    void receptions() {
+        std::size_t n = 0;
+        for (std::uint32_t p = 0; p < P_; ++p) {
+            std::int64_t per_step = 0;
+            if (model_.ports != Ports::multi) per_step = 1;
+            else
+                for (ChannelId c : topo_.in_channels(Node{p})) per_step += topo_.channel(c).cap;
+            std::vector<std::size_t> mine;
+            for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
+                if (gains(i, p)) mine.push_back(i);
+            check_deadline(opt_);
+            for (Step t = 1; t <= H_; ++t) {
+                std::vector<int> ls;
+                for (std::size_t i : mine) ls.push_back(hold_[hidx(i, p, t)]);
+                std::size_t before = f_.cards().size();
+                rounds_->at_most(std::move(ls), per_step, 1, t);
+                n += f_.cards().size() - before;
+            }
+            if (in_.rounds) {
+                // With rounds the horizon is exact: what p still lacks after step t must arrive
+                // in steps t+1..H, at most per_step per round.
+                std::vector<std::size_t> goal_of_p;
+                for (std::size_t i : mine)
+                    if (std::find(dm_.goals[i].begin(), dm_.goals[i].end(), Node{p}) != dm_.goals[i].end()) goal_of_p.push_back(i);
+                for (Step t = 1; t < H_; ++t) {
+                    std::vector<int> ls;
+                    for (std::size_t i : goal_of_p) ls.push_back(hold_[hidx(i, p, t)]);
+                    std::size_t before = f_.cards().size();
+                    rounds_->at_least_minus(std::move(ls), static_cast<std::int64_t>(goal_of_p.size()), per_step, t + 1, H_);
+                    n += f_.cards().size() - before;
+                }
+            }
+        }
+        e_.notes.push_back(fmt::format("implied: {} per-processor reception counts", n));
+    }
+
+    /// Departures (docs/synthesis.md, "Chunks, rounds and the Pareto frontier"): every message
+    /// leaves its origin at least once, and the origin sends at most its out-capacity per round.
+    /// left[i][t]: message i has crossed a channel out of its origin by step t. By t at most
+    /// out * rounds(1..t) have left, and at least |own| - out * rounds(t+1..H).
+    void departures() {
+        std::size_t d = 0;
+        for (std::uint32_t p = 0; p < P_; ++p) {
+            std::int64_t out_cap = 0;
+            if (model_.ports != Ports::multi) out_cap = 1;
+            else
+                for (ChannelId c : topo_.out_channels(Node{p})) out_cap += topo_.channel(c).cap;
+            std::vector<std::size_t> own;
+            for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
+                if (dm_.origin[i] == Node{p}) own.push_back(i);
+            if (own.empty() || out_cap == 0) continue;
+            std::vector<std::vector<int>> left(own.size(), std::vector<int>(H_ + 1, -Formula::top));
+            for (std::size_t k = 0; k < own.size(); ++k)
+                for (Step t = 1; t <= H_; ++t) {
+                    std::vector<int> now{left[k][t - 1]};
+                    for (ChannelId c : topo_.out_channels(Node{p})) now.push_back(cross_[xidx(own[k], idx(c), t)]);
+                    left[k][t] = f_.or_of(now);
+                }
+            for (Step t = 1; t <= H_; ++t) {
+                std::vector<int> ls;
+                for (std::size_t k = 0; k < own.size(); ++k) ls.push_back(left[k][t]);
+                std::size_t before = f_.cards().size();
+                if (t < H_) rounds_->at_least_minus(ls, static_cast<std::int64_t>(own.size()), out_cap, t + 1, H_);
+                rounds_->at_most(std::move(ls), out_cap, 1, t);
+                d += f_.cards().size() - before;
+            }
+        }
+        e_.notes.push_back(fmt::format("implied: {} per-processor departure counts", d));
+    }
+
+    /// Wasted hops (docs/synthesis.md): a chain table's walks make at least sum dist hops, and
+    /// the channels carry at most (sum of capacities) * R in all, so at most slack = that minus
+    /// sum dist hops fail to bring a message closer to its goal.
+    void wasted_hops() {
+        std::int64_t cap_total = 0, need = 0;
+        for (const Channel& ch : topo_.channels()) cap_total += ch.cap;
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i) need += dist_[i][idx(dm_.goals[i].front())];
+        const std::int64_t slack = cap_total * static_cast<std::int64_t>(*in_.rounds) - need;
+        std::vector<int> waste;
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
+            for (std::size_t c = 0; c < C_; ++c) {
+                const Channel& ch = topo_.channels()[c];
+                if (to_[i][idx(ch.to)] < to_[i][idx(ch.from)]) continue;
+                for (Step t = 1; t <= H_; ++t)
+                    if (cross_[xidx(i, c, t)] != -Formula::top) waste.push_back(cross_[xidx(i, c, t)]);
+            }
+        if (slack < 0) f_.clause({});
+        else if (slack <= 512) f_.at_most(std::move(waste), slack);
+        e_.notes.push_back(fmt::format("implied: at most {} hops away from the goal", slack));
+    }
+
+    /// Every transfer joins a sending and a receiving processor, and under half duplex each
+    /// processor does one of the two per step: at most floor(P/2) new holdings per step.
+    void half_duplex_pairing() {
+        std::size_t g = 0;
+        for (Step t = 1; t <= H_; ++t) {
+            std::vector<int> ls;
+            for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
+                for (std::uint32_t p = 0; p < P_; ++p)
+                    if (gains(i, p)) ls.push_back(hold_[hidx(i, p, t)]);
+            std::size_t before = f_.cards().size();
+            rounds_->at_most(std::move(ls), static_cast<std::int64_t>(P_ / 2), 1, t);
+            g += f_.cards().size() - before;
+        }
+        e_.notes.push_back(fmt::format("implied: {} half-duplex pairing counts", g));
+    }
+
+    /// Decoding: every crossing is a candidate transfer of one step.
+    void decoding() {
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
+            for (std::size_t c = 0; c < C_; ++c)
+                for (Step t = 1; t <= H_; ++t) {
+                    int x = cross_[xidx(i, c, t)];
+                    if (x == -Formula::top) continue;
+                    e_.candidates.push_back({x, static_cast<std::uint32_t>(e_.pool.size()), 1, t});
+                    e_.pool.push_back({t, ChannelId{static_cast<std::uint32_t>(c)}, dm_.msgs[i]});
+                }
+    }
+
+    const Dissem dm_;
+    const std::uint32_t N_, P_;
+    const std::size_t C_;
+    const bool hold_in_routers_, personal_;
+    std::map<std::uint32_t, std::shared_ptr<const std::vector<std::uint32_t>>> from_cache_, to_cache_;
+    std::vector<std::span<const std::uint32_t>> dist_, to_;  ///< per message: from its origin; free_route: to its goal
+    Step far_ = 0;
+    std::vector<int> hold_, cross_;
+    std::optional<Rounds> rounds_;
+};
+
+}  // namespace
+
+void encode_dissemination(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e) {
+    DisseminationEncoder(in, H, opt, e).encode();
+}
+
+void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e) {
+    const Topology& topo = *in.topology;
+    const Model& model = in.model;
+    Formula& f = e.f;
+    Dissem dm = dissemination_goals(in);
+    const std::uint32_t P = topo.processors();
+    std::vector<std::uint32_t> len(P * P);
+    std::vector<std::vector<ChannelId>> routes(P * P);
+    for (std::uint32_t p = 0; p < P; ++p)
+        for (std::uint32_t q = 0; q < P; ++q) {
+            routes[p * P + q] = topo.route(Node{p}, Node{q});
+            len[p * P + q] = static_cast<std::uint32_t>(routes[p * P + q].size());
+        }
+    Step far = 0;
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+        for (Node g : dm.goals[i]) far = std::max<Step>(far, len[idx(dm.origin[i]) * P + idx(g)]);
+    e.min_horizon = far;
+    if (H < far) {
+        f.clause({});
+        return;
+    }
+    auto hidx = [&](std::size_t i, std::uint32_t p, Step t) { return (i * P + p) * (H + 1) + t; };
+    std::vector<int> hold(dm.msgs.size() * P * (H + 1), -Formula::top);
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+        for (std::uint32_t p = 0; p < P; ++p)
+            for (Step t = len[idx(dm.origin[i]) * P + p]; t <= H; ++t)
+                hold[hidx(i, p, t)] = Node{p} == dm.origin[i] ? Formula::top : f.new_var();
+
+    struct Send {
+        std::uint32_t msg, p, q;
+        Step s;
+        int lit;
+    };
+    std::vector<Send> sends;
+    // arrivals[i][q][t]: sends of message i arriving at q in step t.
+    std::vector<std::vector<int>> arrivals(dm.msgs.size() * P * (H + 1));
+    const std::size_t C = topo.channels().size();
+    std::vector<std::vector<int>> load(C * (H + 1));
+    std::vector<std::vector<int>> out_port(P * (H + 1)), in_port(P * (H + 1));
+    for (std::uint32_t i = 0; i < dm.msgs.size(); ++i)
+        for (std::uint32_t p = 0; p < P; ++p) {
+            Step first = len[idx(dm.origin[i]) * P + p] + 1;
+            for (std::uint32_t q = 0; q < P; ++q) {
+                if (q == p || Node{q} == dm.origin[i]) continue;
+                const std::uint32_t L = len[p * P + q];
+                for (Step s = first; s + L - 1 <= H; ++s) {
+                    int x = f.new_var();
+                    Step a = s + L - 1;
+                    sends.push_back({i, p, q, s, x});
+                    f.clause({-x, hold[hidx(i, p, s - 1)]});
+                    f.clause({-x, hold[hidx(i, q, a)]});
+                    // Dominance: a copy that reaches a processor already holding m is dropped.
+                    f.clause({-x, -hold[hidx(i, q, a - 1)]});
+                    arrivals[hidx(i, q, a)].push_back(x);
+                    for (std::uint32_t k = 0; k < L; ++k) load[idx(routes[p * P + q][k]) * (H + 1) + s + k].push_back(x);
+                    out_port[p * (H + 1) + s].push_back(x);
+                    in_port[q * (H + 1) + a].push_back(x);
+                }
+            }
+        }
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+        for (std::uint32_t q = 0; q < P; ++q) {
+            if (Node{q} == dm.origin[i]) continue;
+            for (Step t = 1; t <= H; ++t) {
+                int h = hold[hidx(i, q, t)];
+                if (h == -Formula::top) continue;
+                f.clause({-hold[hidx(i, q, t - 1)], h});
+                std::vector<int> cl{-h, hold[hidx(i, q, t - 1)]};
+                const auto& arr = arrivals[hidx(i, q, t)];
+                cl.insert(cl.end(), arr.begin(), arr.end());
+                f.clause(cl);
+            }
+        }
+    for (std::size_t c = 0; c < C; ++c)
+        for (Step t = 1; t <= H; ++t) f.at_most(std::move(load[c * (H + 1) + t]), topo.channels()[c].cap);
+    if (model.ports != Ports::multi)
+        for (std::uint32_t p = 0; p < P; ++p)
+            for (Step t = 1; t <= H; ++t) {
+                auto& o = out_port[p * (H + 1) + t];
+                auto& r = in_port[p * (H + 1) + t];
+                if (model.ports == Ports::half) {
+                    o.insert(o.end(), r.begin(), r.end());
+                    f.at_most(std::move(o), 1);
+                } else {
+                    f.at_most(std::move(o), 1);
+                    f.at_most(std::move(r), 1);
+                }
+            }
+    if (opt.implied && model.ports != Ports::multi) {
+        std::size_t n = 0;
+        for (std::uint32_t p = 0; p < P; ++p)
+            for (Step t = 1; t <= H; ++t) {
+                std::vector<int> ls;
+                for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+                    if (dm.origin[i] != Node{p}) ls.push_back(hold[hidx(i, p, t)]);
+                std::size_t before = f.cards().size();
+                f.at_most(std::move(ls), t);
+                n += f.cards().size() - before;
+            }
+        e.notes.push_back(fmt::format("implied: {} per-processor reception counts", n));
+    }
+    add_deadlines(e, dm, hold, hidx, far, H);
+    for (const Send& s : sends) {
+        const auto& r = routes[s.p * P + s.q];
+        e.candidates.push_back({s.lit, static_cast<std::uint32_t>(e.pool.size()), static_cast<std::uint32_t>(r.size()),
+                                s.s + static_cast<Step>(r.size()) - 1});
+        for (std::uint32_t k = 0; k < r.size(); ++k) e.pool.push_back({s.s + k, r[k], dm.msgs[s.msg]});
+    }
+}
+
+}  // namespace collsched::synth

@@ -1,0 +1,41 @@
+// The proved lower bounds on time as the reports print them (verifier/time/bound_report.hpp),
+// moved from tools/time_objective.cpp (issue 42).
+#include "verifier/time/bound_report.hpp"
+
+#include <fmt/format.h>
+
+#include "support/units.hpp"
+
+namespace collsched {
+
+double gap_percent(double time, double bound) {
+    if (bound <= 0 || time <= bound * (1 + 1e-9)) return 0;
+    return 100 * (time / bound - 1);
+}
+
+nlohmann::ordered_json bound_json(const TimeBounds& b, const TimeBound& at) {
+    const TimeTerm& t = b.terms[at.best];
+    nlohmann::ordered_json j;
+    j["seconds"] = at.seconds;
+    j["term"] = t.name;
+    j["detail"] = t.detail;
+    j["latency_s"] = at.latency_s;
+    j["bandwidth_s"] = at.bandwidth_s;
+    j["model"] = b.model;
+    j["assumptions"] = b.assumptions;
+    j["certificate"] = {{"inside", t.inside}, {"crossing", t.crossing}, {"demand_per_byte", t.demand}, {"bandwidth_Bps", t.bandwidth()},
+                        {"latency_s", t.latency}};
+    j["max_flows"] = b.max_flows;
+    return j;
+}
+
+std::string bound_lines(const TimeBounds& b, const std::vector<double>& sizes) {
+    std::string s;
+    for (double m : sizes) {
+        const TimeBound at = evaluate(b, m);
+        s += fmt::format("time bound at {}: {}", support::format_bytes(m), bound_text(b, at));
+    }
+    return s;
+}
+
+}  // namespace collsched
