@@ -26,11 +26,15 @@ Options:
   --out DIR           default build/time_vs_nccl
   --bin PATH          collsched binary (default $COLLSCHED, else build/tools/collsched)
   --timeout S         optimize's --timeout per run (default 300)
+  --quick             a few cells (dgx1, multibox2x8, h100rail2x8; allreduce and alltoall; 64K and
+                      16M), as ctest's benchmark `time_vs_nccl_quick` (labels bench and slow) runs them
+  --strict            exit 1 when a cell is slower than NCCL's best algorithm (the issue's bar)
   --report            only rebuild the tables from OUT/runs/
   --keep              do not rerun a (machine, collective) whose run is in OUT/runs/
   -h, --help          this text
 
-Exit 0 when every run wrote its JSON (a gap to the bound is a figure, not a failure), 1 otherwise.
+Exit 0 when every run wrote its JSON (a gap to the bound is a figure, not a failure), 1 otherwise
+(and with --strict when a cell is slower than NCCL's best), 2 on a bad option.
 Machine files: schedules/machines/ where shipped (multibox, h100rail up to 16 x 8, dgx1, dgx2,
 ndv2x4), else written to OUT/machines/ by `collsched machine` (rail with --switches routers, the
 128 x 8 ones; schedules/machines/commands.txt says how the shipped ones are made).
@@ -47,6 +51,7 @@ bin=${COLLSCHED:-build/tools/collsched}
 timeout=300
 report_only=0
 keep=0
+strict=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --machines) machines=$2; shift 2 ;;
@@ -55,6 +60,8 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --bin) bin=$2; shift 2 ;;
         --timeout) timeout=$2; shift 2 ;;
+        --quick) machines=dgx1,multibox2x8,h100rail2x8; collectives=allreduce,alltoall; sizes=64K,16M; shift ;;
+        --strict) strict=1; shift ;;
         --report) report_only=1; shift ;;
         --keep) keep=1; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -119,10 +126,12 @@ if [ "$report_only" = 0 ]; then
     done
 fi
 
-python3 - "$out" <<'EOF'
+rc=0
+python3 - "$out" "$strict" <<'EOF' || rc=$?
 import csv, glob, json, os, sys
 
 out = sys.argv[1]
+strict = sys.argv[2] == "1"
 order = ["multibox", "rail", "h100rail", "dgx1", "dgx2", "ndv2x4"]
 colls = ["allreduce", "allgather", "reduce_scatter", "alltoall"]
 
@@ -202,8 +211,11 @@ md.append(f"{len(rows)} cells from {len(runs)} runs: {len(lose)} slower than NCC
           f"runs over 10 s: {sum(1 for x in slow if x[0] > 10)} (over 10 CPU seconds: {sum(1 for x in slow if x[3] > 10)}); slowest: "
           + ", ".join(f"{m} {c} {w:.0f} s ({cpu:.0f} s CPU)" for w, m, c, cpu in slow[:5]) + ".")
 md.append("")
-md.append("Per size: collsched's time, its speed-up over the best NCCL algorithm in the same model (`-`: none), "
-          "its gap to the proved bound; then the wall and CPU seconds and the peak RSS of the run (all sizes at once).")
+md.append("Per size: collsched's time / the best NCCL algorithm generated for the machine, in the same model "
+          "(`-`: none; in brackets NCCL's own tuning.cc figure where it models the machine) / the proved lower bound; "
+          "then collsched's speed-up over NCCL and its gap to the bound. **Bold**: slower than NCCL; "
+          "a dagger: 16 MiB or more and over 10 % above the bound. Last column: the wall and CPU seconds and the "
+          "peak RSS of the run (all sizes at once).")
 md.append("")
 md.append("| machine | collective | " + " | ".join(fmt_b(s) for s in sizes) + " | run |")
 md.append("|---|---|" + "---|" * len(sizes) + "---|")
@@ -218,7 +230,11 @@ for _, _, m, c, j, wall, rss, load, cpu in runs:
         sp = s.get("speedup_over_nccl")
         g = s.get("gap_percent") or 0
         mark = "**" if sp is not None and sp < 1 - 1e-9 else ""
-        cells.append(f"{fmt_s(s.get('predicted_time_s'))} {mark}{'%.2fx' % sp if sp is not None else '-'}{mark} {g:.0f} %")
+        dagger = " †" if size >= 16 << 20 and g > 10 else ""
+        nm = s.get("nccl_model")
+        model = f" [{fmt_s(nm['seconds'])}]" if nm and nm.get("seconds") else ""
+        cells.append(f"{fmt_s(s.get('predicted_time_s'))} / {fmt_s(s.get('nccl_best_s'))}{model} / {fmt_s(s.get('time_lower_bound_s'))}: "
+                     f"{mark}{'%.2fx' % sp if sp is not None else '-'}{mark}, {g:.1f} %{dagger}")
     md.append(f"| {m} | {c} | " + " | ".join(cells) + f" | {wall:.1f} s ({cpu:.1f} CPU), {rss:.0f} MB |")
 md.append("")
 if lose:
@@ -232,5 +248,7 @@ with open(os.path.join(out, "time_vs_nccl.md"), "w") as f:
     f.write("\n".join(md))
 print(md[0])
 print(f"tables: {os.path.join(out, 'time_vs_nccl.md')}, {os.path.join(out, 'time_vs_nccl.csv')}")
+sys.exit(1 if strict and lose else 0)
 EOF
+[ "$rc" = 0 ] || failed=1
 exit $failed
