@@ -318,3 +318,20 @@ TEST_CASE("compose: alltoall on many shortest paths reaches the DGX-1's cut betw
     CHECK(why.find("every two processors are joined") != std::string::npos);
     CHECK_FALSE(multipath_alltoall(instance(machine("dgx1"), "allgather"), 4, &why));
 }
+
+TEST_CASE("compose: alltoall on a rail network with switches as routers reaches the box's NICs") {
+    // 2 x DGX A100, switches as routers: a GPU reaches the other box off its rail in two processor hops (NVSwitch then
+    // the other rail, or its rail then the other NVSwitch); NCCL's p2p takes 24.2 ms at 1 GiB. The 64 messages of
+    // M/16 out of a box over its 8 NICs of 25 GB/s: 4 x 1 GiB / 200 GB/s = 21.47 ms; the multipath table within 1 %
+    collsched::test::Scratch dir("compose_rail_alltoall");
+    const std::string file = dir.file("rail2x8.json");
+    REQUIRE(collsched::test::run_shell(std::string(COLLSCHED_BINARY) + " machine dgx-a100 --boxes 2 --network rail --units gpu --switches routers -o " +
+                                       file).code == 0);
+    SynthInstance in = instance("graph:" + file, "alltoall");
+    REQUIRE(in.topology->routers() > 0);
+    std::vector<Candidate> cs = time_candidates(in, GiB);
+    REQUIRE_FALSE(cs.empty());
+    CHECK(cs[0].name.find("multipath alltoall") == 0);
+    CHECK(cs[0].predicted_s <= 1.01 * 4 * GiB / 200e9);
+    CHECK(verify_direct(cs[0].table).holds());
+}

@@ -15,47 +15,69 @@ namespace collsched::compose {
 
 namespace {
 
-using Path = std::vector<ChannelId>;
+/// A path: the processors it visits, s first and d last.
+using Path = std::vector<std::uint32_t>;
 
-/// Up to `most` shortest paths from s to d over channels between processors (breadth first from
-/// s, then every way back from d along distances that fall by one).
-std::vector<Path> shortest_paths(const Topology& t, Node s, Node d, const std::vector<std::vector<ChannelId>>& into, std::size_t most) {
+/// Processor hops: u -> v when the topology's route from u to v passes through no other processor
+/// (a channel, or routers only); its channels.
+struct Hops {
+    std::vector<std::vector<std::uint32_t>> out;    ///< per processor, the processors one hop away
+    std::vector<std::vector<ChannelId>> route;      ///< per (u, v), u * P + v: the channels (empty: no hop)
+};
+
+Hops processor_hops(const Topology& t) {
     const std::uint32_t P = t.processors();
-    std::vector<std::uint32_t> dist(P, std::numeric_limits<std::uint32_t>::max());
+    Hops h;
+    h.out.resize(P);
+    h.route.resize(std::size_t{P} * P);
+    for (std::uint32_t u = 0; u < P; ++u)
+        for (std::uint32_t v = 0; v < P; ++v) {
+            if (u == v) continue;
+            std::vector<ChannelId> r = t.route(Node{u}, Node{v});
+            bool through = r.empty();
+            for (std::size_t i = 0; i + 1 < r.size() && !through; ++i) through = t.is_processor(t.channel(r[i]).to);
+            if (through) continue;
+            h.out[u].push_back(v);
+            h.route[std::size_t{u} * P + v] = std::move(r);
+        }
+    return h;
+}
+
+/// Up to `most` shortest paths (in processor hops) from s to every d: breadth first from s, then
+/// every way back from d along distances that fall by one.
+std::vector<std::vector<Path>> shortest_paths(const Hops& h, std::uint32_t s, std::size_t most) {
+    const std::uint32_t P = static_cast<std::uint32_t>(h.out.size()), far = std::numeric_limits<std::uint32_t>::max();
+    std::vector<std::uint32_t> dist(P, far);
+    std::vector<std::vector<std::uint32_t>> into(P);
     std::queue<std::uint32_t> q;
-    dist[idx(s)] = 0;
-    q.push(idx(s));
-    std::vector<std::vector<ChannelId>> out(P);
-    for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
-        const Channel& ch = t.channel(ChannelId{c});
-        if (t.is_processor(ch.from) && t.is_processor(ch.to)) out[idx(ch.from)].push_back(ChannelId{c});
-    }
+    dist[s] = 0;
+    q.push(s);
     while (!q.empty()) {
         const std::uint32_t u = q.front();
         q.pop();
-        for (ChannelId c : out[u]) {
-            const std::uint32_t v = idx(t.channel(c).to);
-            if (dist[v] == std::numeric_limits<std::uint32_t>::max()) dist[v] = dist[u] + 1, q.push(v);
+        for (std::uint32_t v : h.out[u]) {
+            if (dist[v] == far) dist[v] = dist[u] + 1, q.push(v);
+            if (dist[v] == dist[u] + 1) into[v].push_back(u);
         }
     }
-    std::vector<Path> paths;
-    if (dist[idx(d)] == std::numeric_limits<std::uint32_t>::max()) return paths;
-    Path back;  // channels from d backwards
-    auto walk = [&](auto&& self, std::uint32_t v) -> void {
-        if (paths.size() >= most) return;
-        if (v == idx(s)) {
-            paths.emplace_back(back.rbegin(), back.rend());
-            return;
-        }
-        for (ChannelId c : into[v]) {
-            const std::uint32_t u = idx(t.channel(c).from);
-            if (dist[u] + 1 != dist[v]) continue;
-            back.push_back(c);
-            self(self, u);
-            back.pop_back();
-        }
-    };
-    walk(walk, idx(d));
+    std::vector<std::vector<Path>> paths(P);
+    for (std::uint32_t d = 0; d < P; ++d) {
+        if (d == s || dist[d] == far) continue;
+        Path back{d};
+        auto walk = [&](auto&& self, std::uint32_t v) -> void {
+            if (paths[d].size() >= most) return;
+            if (v == s) {
+                paths[d].emplace_back(back.rbegin(), back.rend());
+                return;
+            }
+            for (std::uint32_t u : into[v]) {
+                back.push_back(u);
+                self(self, u);
+                back.pop_back();
+            }
+        };
+        walk(walk, d);
+    }
     return paths;
 }
 
@@ -70,16 +92,11 @@ std::optional<SendTable> multipath_alltoall(const SynthInstance& in, std::uint32
     if (in.collective.kind != CollectiveKind::alltoall) return fail("multipath alltoall builds alltoall only");
     if (in.model.timing != Timing::hop || in.model.inject_once) return fail("hop timing only");
     const std::uint32_t P = t.processors();
-    std::vector<std::vector<ChannelId>> into(P);
-    for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
-        const Channel& ch = t.channel(ChannelId{c});
-        if (t.is_processor(ch.from) && t.is_processor(ch.to)) into[idx(ch.to)].push_back(ChannelId{c});
-    }
+    if (P > 256) return fail("more than 256 processors (a route per pair of processors is computed)");
+    const Hops hops = processor_hops(t);
     bool some_far = false;
-    for (std::uint32_t s = 0; s < P && !some_far; ++s)
-        for (std::uint32_t d = 0; d < P && !some_far; ++d)
-            if (s != d && !t.find_channel(Node{s}, Node{d})) some_far = true;
-    if (!some_far) return fail("every two processors are joined by a channel: one path each (the direct exchange)");
+    for (std::uint32_t u = 0; u < P && !some_far; ++u) some_far = hops.out[u].size() + 1 < P;
+    if (!some_far) return fail("every two processors are joined by a channel or through routers only: one path each (the direct exchange)");
     Collective coll = in.collective;
     try {
         coll.set_chunks(chunks, t);
@@ -94,19 +111,22 @@ std::optional<SendTable> multipath_alltoall(const SynthInstance& in, std::uint32
     std::vector<double> load_c(inv_c.size()), load_g(inv_g.size());
     auto cost = [&](const Path& p) {
         double worst = 0;
-        for (ChannelId c : p) {
-            worst = std::max(worst, load_c[idx(c)] + inv_c[idx(c)]);
-            for (std::uint32_t g : t.groups_of(c)) worst = std::max(worst, load_g[g] + inv_g[g]);
-        }
+        for (std::size_t i = 0; i + 1 < p.size(); ++i)
+            for (ChannelId c : hops.route[std::size_t{p[i]} * P + p[i + 1]]) {
+                worst = std::max(worst, load_c[idx(c)] + inv_c[idx(c)]);
+                for (std::uint32_t g : t.groups_of(c)) worst = std::max(worst, load_g[g] + inv_g[g]);
+            }
         return worst;
     };
     std::vector<std::vector<Path>> paths(std::size_t{P} * P);
-    for (std::uint32_t s = 0; s < P; ++s)
+    for (std::uint32_t s = 0; s < P; ++s) {
+        std::vector<std::vector<Path>> from = shortest_paths(hops, s, 64);
         for (std::uint32_t d = 0; d < P; ++d)
             if (s != d) {
-                paths[std::size_t{s} * P + d] = shortest_paths(t, Node{s}, Node{d}, into, 64);
-                if (paths[std::size_t{s} * P + d].empty()) return fail(fmt::format("no path of channels between processors from {} to {}", s, d));
+                if (from[d].empty()) return fail(fmt::format("no path from {} to {} through processors and routers", t.node_name(Node{s}), t.node_name(Node{d})));
+                paths[std::size_t{s} * P + d] = std::move(from[d]);
             }
+    }
     const Messages ms = Messages(P, nullptr, chunks);
     Plan plan(in.topology, in.model, coll);
     // chunk by chunk, every pair (the farthest first: they have the fewest choices per hop) gets its least loaded path
@@ -125,11 +145,12 @@ std::optional<SendTable> multipath_alltoall(const SynthInstance& in, std::uint32
             for (std::size_t i = 0; i < choice.size(); ++i)
                 if (double x = cost(choice[(i + c) % choice.size()]); x < best_cost) best_cost = x, best = (i + c) % choice.size();
             const Path& p = choice[best];
-            for (std::size_t h = 0; h < p.size(); ++h) {
-                load_c[idx(p[h])] += inv_c[idx(p[h])];
-                for (std::uint32_t g : t.groups_of(p[h])) load_g[g] += inv_g[g];
-                const Channel& ch = t.channel(p[h]);
-                plan.send(static_cast<std::uint32_t>(h + 1), ch.from, ch.to, static_cast<std::uint32_t>(idx(ms.personal(s, d, c))));
+            for (std::size_t h = 0; h + 1 < p.size(); ++h) {
+                for (ChannelId ch : hops.route[std::size_t{p[h]} * P + p[h + 1]]) {
+                    load_c[idx(ch)] += inv_c[idx(ch)];
+                    for (std::uint32_t g : t.groups_of(ch)) load_g[g] += inv_g[g];
+                }
+                plan.send(static_cast<std::uint32_t>(h + 1), Node{p[h]}, Node{p[h + 1]}, static_cast<std::uint32_t>(idx(ms.personal(s, d, c))));
             }
         }
     return plan.lower(why);

@@ -1,9 +1,10 @@
 /** \file
- * Alltoall on many shortest paths (docs/synthesis.md, "Constructions for time"): on a network of
- * processors where some pairs are not joined directly (the DGX-1's cube mesh, tori), every
- * message m(s,d) is cut into C chunks and each chunk takes one of the shortest paths between s
- * and d over channels between processors, chosen greedily to keep the busiest channel or link
- * group, in seconds at their bandwidths, least. Hop h of a path is logical step h; relaying
+ * Alltoall on many shortest paths (docs/synthesis.md, "Constructions for time"): on a network
+ * where some pairs of processors are not joined by a channel or a route through routers only (the
+ * DGX-1's cube mesh, tori, rail networks between boxes off the rail), every message m(s,d) is cut
+ * into C chunks and each chunk takes one of the shortest paths between s and d in processor hops
+ * (a hop: a channel or a route through routers only), chosen greedily to keep the busiest channel
+ * or link group, in seconds at their bandwidths, least. Hop h of a path is logical step h; relaying
  * processors forward what they received (alltoall combines nothing). The least-steps schedule
  * takes one path per message; on the DGX-1 its busiest link carries 2.4 times the bound's share.
  */
@@ -18,8 +19,8 @@
 
 namespace collsched::compose {
 
-/// The table with C chunks per message, or nullopt with `why` (not alltoall, routers on the
-/// way, every pair joined directly so one path each is all there is, no path, too many chunks).
+/// The table with C chunks per message, or nullopt with `why` (not alltoall, more than 256
+/// processors, every pair one hop apart so one path each is all there is, no path, too many chunks).
 std::optional<SendTable> multipath_alltoall(const SynthInstance&, std::uint32_t chunks, std::string* why);
 
 }  // namespace collsched::compose

@@ -304,7 +304,7 @@ std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::v
 std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline) {
     const CollectiveKind kind = in.collective.kind;
     std::vector<Candidate> out;
-    if (kind == CollectiveKind::alltoall && !sizes.empty() && in.topology->routers() == 0) return alltoall_candidates(in, sizes, deadline);
+    if (kind == CollectiveKind::alltoall && !sizes.empty()) return alltoall_candidates(in, sizes, deadline);
     if (sizes.empty() || (kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::allgather))
         return out;
     if (in.model.timing != Timing::hop || in.model.inject_once || in.topology->processors() < 2) return out;
