@@ -1,7 +1,7 @@
 /** \file
  * "Which schedule wins at which size" (`collsched compare`, docs/time.md): every schedule's
  * predicted time at every size of a grid, the winner per size, the sizes where the winner
- * changes (found by bisection between the grid points), the speed-up of the winner over a
+ * changes (found between the grid points to 0.1 %), the speed-up of the winner over a
  * baseline, and an SVG plot of time or algorithm bandwidth against size on log axes.
  */
 #pragma once

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <queue>
 
 #include <fmt/format.h>
@@ -107,33 +108,170 @@ public:
         return {static_cast<std::size_t>(lo - kv_.begin()), static_cast<std::size_t>(hi - kv_.begin())};
     }
     std::uint32_t value(std::size_t pos) const { return kv_[pos].second; }
+    std::uint64_t key(std::size_t pos) const { return kv_[pos].first; }
     std::size_t size() const { return kv_.size(); }
 
 private:
     std::vector<Entry> kv_;
 };
 
-/// The asynchronous run: the state of the event-driven simulation (docs/time.md).
+}  // namespace
+
+/// The size-independent part of the asynchronous run (docs/time.md): per transfer its resources
+/// and chunks, how many arrivals it waits for, and for each arrival whom it may satisfy.
+struct TimingPlan::Impl {
+    std::shared_ptr<const Topology> topo;
+    Ports ports = Ports::multi;
+    CollectiveKind kind = CollectiveKind::allgather;
+    std::uint32_t chunks = 1;
+    std::uint32_t steps = 0;               // the table's steps (step_seconds has one entry each)
+    std::vector<Step> step;
+    std::vector<ChannelId> channel;
+    std::vector<std::uint32_t> moved;      // chunks a transfer moves (a bundle: its parts)
+    std::vector<std::uint32_t> pending;    // arrivals a transfer waits for
+    Index waiters;                         // (node, base part) -> transfers waiting for its first arrival
+    // per transfer i (CSR): the ranges of `waiters` its arrival may satisfy, and the transfers
+    // waiting for all value-like arrivals that it is one of
+    std::vector<std::uint32_t> wake_off;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> wake;
+    std::vector<std::uint32_t> notify_off, notify;
+};
+
+namespace {
+
+/// Builds the plan: what each transfer's sender must hold first: each base part, the first copy
+/// to arrive in an earlier step (or at time 0 when it is the sender's initial data); a
+/// reduction's value, every value of the same chunk that arrived in an earlier step and could be
+/// part of it (its contributors a subset of the value's), all of them.
+class PlanBuilder {
+public:
+    PlanBuilder(const SendTable& t, TimingPlan::Impl& p) : t_(t), topo_(*t.topology), ms_(t.messages()), p_(p) {}
+
+    void build() {
+        const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
+        p_.topo = t_.topology;
+        p_.ports = t_.model.ports;
+        p_.kind = t_.collective.kind;
+        p_.chunks = t_.collective.chunks;
+        p_.steps = t_.steps();
+        p_.step.resize(T);
+        p_.channel.resize(T);
+        p_.moved.resize(T);
+        for (std::uint32_t i = 0; i < T; ++i) {
+            p_.step[i] = t_.transfers[i].step;
+            p_.channel[i] = t_.transfers[i].channel;
+            p_.moved[i] = chunks_moved(ms_, t_.transfers[i].message);
+        }
+        index_arrivals();
+        add_conditions();
+        wakes();
+    }
+
+private:
+    void index_arrivals() {
+        for (std::uint32_t i = 0; i < t_.transfers.size(); ++i) {
+            const Transfer& x = t_.transfers[i];
+            const Node to = topo_.channel(x.channel).to;
+            ms_.for_each_part(x.message, [&](MessageId p) {
+                if (!ms_.is_composite(p)) base_arrivals_.add(key(to, idx(p)), i);
+                if (auto v = value_set(ms_, p)) value_arrivals_.add(key(to, v->chunk), i);
+            });
+        }
+        base_arrivals_.build();
+        value_arrivals_.build();
+    }
+
+    std::string describe(std::uint32_t i) const {
+        const Transfer& x = t_.transfers[i];
+        const Channel& c = topo_.channel(x.channel);
+        return fmt::format("step {}, {}->{}, {}", x.step, topo_.node_name(c.from), topo_.node_name(c.to), ms_.name(x.message));
+    }
+
+    void add_conditions() {
+        const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
+        p_.pending.assign(T, 0);
+        Index notify;
+        for (std::uint32_t j = 0; j < T; ++j) {
+            const Transfer& x = t_.transfers[j];
+            const Node u = topo_.channel(x.channel).from;
+            const bool processor = topo_.is_processor(u);
+            ms_.for_each_part(x.message, [&](MessageId p) {
+                if (ms_.is_composite(p)) {
+                    auto v = value_set(ms_, p);
+                    if (!v) return;
+                    auto [first, last] = value_arrivals_.find(key(u, v->chunk));  // none: the sender's own value only
+                    for (std::size_t pos = first; pos < last; ++pos) {
+                        const std::uint32_t i = value_arrivals_.value(pos);
+                        if (t_.transfers[i].step >= x.step) break;
+                        bool fits = true;
+                        ms_.for_each_part(t_.transfers[i].message, [&](MessageId q) {
+                            auto w = value_set(ms_, q);
+                            if (w && w->chunk == v->chunk && !subset(w->sources, v->sources)) fits = false;
+                        });
+                        if (!fits) continue;
+                        notify.add(i, j);
+                        ++p_.pending[j];
+                    }
+                    return;
+                }
+                if (processor && ms_.origin(p) == u && t_.collective.initial(ms_, p)) return;
+                auto [first, last] = base_arrivals_.find(key(u, idx(p)));
+                if (first == last || t_.transfers[base_arrivals_.value(first)].step >= x.step)
+                    throw InputError(fmt::format("cannot predict the time: the transfer in {} sends {}, which {} holds by no earlier step "
+                                                 "(the table breaks causality; `collsched verify` says where)",
+                                                 describe(j), ms_.name(p), topo_.node_name(u)));
+                p_.waiters.add(key(u, idx(p)), j);
+                ++p_.pending[j];
+            });
+        }
+        p_.waiters.build();
+        notify.build();
+        p_.notify_off.assign(T + 1, 0);
+        p_.notify.reserve(notify.size());
+        for (std::size_t pos = 0; pos < notify.size(); ++pos) {
+            ++p_.notify_off[notify.key(pos) + 1];
+            p_.notify.push_back(notify.value(pos));
+        }
+        for (std::uint32_t i = 0; i < T; ++i) p_.notify_off[i + 1] += p_.notify_off[i];
+    }
+
+    /// Per transfer, the ranges of waiters its arrival may satisfy (its base parts at its receiver).
+    void wakes() {
+        const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
+        p_.wake_off.assign(T + 1, 0);
+        for (std::uint32_t i = 0; i < T; ++i) {
+            const Transfer& x = t_.transfers[i];
+            const Node v = topo_.channel(x.channel).to;
+            ms_.for_each_part(x.message, [&](MessageId p) {
+                if (ms_.is_composite(p)) return;
+                auto [first, last] = p_.waiters.find(key(v, idx(p)));
+                if (first < last) p_.wake.emplace_back(static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(last));
+            });
+            p_.wake_off[i + 1] = static_cast<std::uint32_t>(p_.wake.size());
+        }
+    }
+
+    const SendTable& t_;
+    const Topology& topo_;
+    Messages ms_;
+    TimingPlan::Impl& p_;
+    Index base_arrivals_;   // (node, base part) -> transfers that bring it there
+    Index value_arrivals_;  // (node, chunk) -> transfers that bring a value of that chunk there
+};
+
+/// The asynchronous run at one size: the state of the event-driven simulation (docs/time.md).
 class AsyncRun {
 public:
-    AsyncRun(const SendTable& t, const TimeOptions& opt, TimePrediction& out)
-        : t_(t), topo_(*t.topology), ms_(t.messages()), opt_(opt), out_(out) {}
+    AsyncRun(const TimingPlan::Impl& p, const TimeOptions& opt, TimePrediction& out) : p_(p), topo_(*p.topo), opt_(opt), out_(out) {}
 
     void run();
 
 private:
-    void index_arrivals();
-    void add_conditions();
     void arrive(std::uint32_t i, double time, std::uint64_t seq);
     void start(std::uint32_t j, double time);
     /// One condition of transfer j met at `time` by the arrival of the transfer started `seq`-th.
     void satisfied(std::uint32_t j, double time, std::uint64_t seq) {
         if (--pending_[j] == 0) events_.push({time, 1, seq, j});
-    }
-    std::string describe(std::uint32_t i) const {
-        const Transfer& x = t_.transfers[i];
-        const Channel& c = topo_.channel(x.channel);
-        return fmt::format("step {}, {}->{}, {}", x.step, topo_.node_name(c.from), topo_.node_name(c.to), ms_.name(x.message));
     }
 
     /// At equal times every arrival first, then the transfers that became ready; among arrivals,
@@ -150,125 +288,59 @@ private:
         }
     };
 
-    const SendTable& t_;
+    const TimingPlan::Impl& p_;
     const Topology& topo_;
-    Messages ms_;
     const TimeOptions& opt_;
     TimePrediction& out_;
     std::vector<std::uint32_t> pending_;
-    Index base_arrivals_;   // (node, base part) -> transfers that bring it there
-    Index value_arrivals_;  // (node, chunk) -> transfers that bring a value of that chunk there
-    Index waiters_;         // (node, base part) -> transfers waiting for its first arrival
-    std::vector<char> waiter_done_;  // per entry of waiters_
-    Index notify_;          // value-like arrival -> transfers waiting for all of theirs
+    std::vector<char> waiter_done_;  // per entry of the plan's waiters
+    std::vector<LinkSpeed> speed_;   // per channel
+    std::vector<double> group_bw_;   // per group
+    std::vector<std::pair<std::size_t, double>> use_;  // (resource, seconds held) of the transfer being started
     std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
     std::vector<BusyList> busy_;  // per resource: channels, groups, ports
     std::uint64_t started_ = 0;
 };
 
-void AsyncRun::index_arrivals() {
-    for (std::uint32_t i = 0; i < t_.transfers.size(); ++i) {
-        const Transfer& x = t_.transfers[i];
-        const Node to = topo_.channel(x.channel).to;
-        ms_.for_each_part(x.message, [&](MessageId p) {
-            if (!ms_.is_composite(p)) base_arrivals_.add(key(to, idx(p)), i);
-            if (auto v = value_set(ms_, p)) value_arrivals_.add(key(to, v->chunk), i);
-        });
-    }
-    base_arrivals_.build();
-    value_arrivals_.build();
-}
-
-/// Per transfer, what its sender must hold first: each base part, the first copy to arrive in an
-/// earlier step (or at time 0 when it is the sender's initial data); a reduction's value, every
-/// value of the same chunk that arrived in an earlier step and could be part of it (its
-/// contributors a subset of the value's), all of them.
-void AsyncRun::add_conditions() {
-    const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
-    pending_.assign(T, 0);
-    for (std::uint32_t j = 0; j < T; ++j) {
-        const Transfer& x = t_.transfers[j];
-        const Node u = topo_.channel(x.channel).from;
-        const bool processor = topo_.is_processor(u);
-        ms_.for_each_part(x.message, [&](MessageId p) {
-            if (ms_.is_composite(p)) {
-                auto v = value_set(ms_, p);
-                if (!v) return;
-                auto [first, last] = value_arrivals_.find(key(u, v->chunk));  // none: the sender's own value only
-                for (std::size_t pos = first; pos < last; ++pos) {
-                    const std::uint32_t i = value_arrivals_.value(pos);
-                    if (t_.transfers[i].step >= x.step) break;
-                    bool fits = true;
-                    ms_.for_each_part(t_.transfers[i].message, [&](MessageId q) {
-                        auto w = value_set(ms_, q);
-                        if (w && w->chunk == v->chunk && !subset(w->sources, v->sources)) fits = false;
-                    });
-                    if (!fits) continue;
-                    notify_.add(i, j);
-                    ++pending_[j];
-                }
-                return;
-            }
-            if (processor && ms_.origin(p) == u && t_.collective.initial(ms_, p)) return;
-            auto [first, last] = base_arrivals_.find(key(u, idx(p)));
-            if (first == last || t_.transfers[base_arrivals_.value(first)].step >= x.step)
-                throw InputError(fmt::format("cannot predict the time: the transfer in {} sends {}, which {} holds by no earlier step "
-                                             "(the table breaks causality; `collsched verify` says where)",
-                                             describe(j), ms_.name(p), topo_.node_name(u)));
-            waiters_.add(key(u, idx(p)), j);
-            ++pending_[j];
-        });
-    }
-    waiters_.build();
-    waiter_done_.assign(waiters_.size(), 0);
-    notify_.build();
-}
-
 void AsyncRun::arrive(std::uint32_t i, double time, std::uint64_t seq) {
-    const Transfer& x = t_.transfers[i];
-    const Node v = topo_.channel(x.channel).to;
-    ms_.for_each_part(x.message, [&](MessageId p) {
-        if (ms_.is_composite(p)) return;
-        auto [first, last] = waiters_.find(key(v, idx(p)));
-        for (std::size_t pos = first; pos < last; ++pos) {
-            const std::uint32_t j = waiters_.value(pos);
-            if (!waiter_done_[pos] && t_.transfers[j].step > x.step) {
+    const Step s = p_.step[i];
+    for (std::uint32_t w = p_.wake_off[i]; w < p_.wake_off[i + 1]; ++w)
+        for (std::size_t pos = p_.wake[w].first; pos < p_.wake[w].second; ++pos) {
+            const std::uint32_t j = p_.waiters.value(pos);
+            if (!waiter_done_[pos] && p_.step[j] > s) {
                 waiter_done_[pos] = 1;
                 satisfied(j, time, seq);
             }
         }
-    });
-    auto [first, last] = notify_.find(i);
-    for (std::size_t pos = first; pos < last; ++pos) satisfied(notify_.value(pos), time, seq);
+    for (std::uint32_t pos = p_.notify_off[i]; pos < p_.notify_off[i + 1]; ++pos) satisfied(p_.notify[pos], time, seq);
 }
 
 void AsyncRun::start(std::uint32_t j, double ready) {
-    const Transfer& x = t_.transfers[j];
-    const Channel& ch = topo_.channel(x.channel);
-    const double bytes = out_.chunk_bytes * chunks_moved(ms_, x.message);
-    const LinkSpeed sp = channel_speed(topo_, x.channel, opt_);
+    const ChannelId c = p_.channel[j];
+    const Channel& ch = topo_.channel(c);
+    const double bytes = out_.chunk_bytes * p_.moved[j];
+    const LinkSpeed sp = speed_[idx(c)];
     const std::size_t E = topo_.channels().size(), G = topo_.groups().size(), N = topo_.nodes();
-    // (resource, seconds it is held)
-    std::vector<std::pair<std::size_t, double>> use;
-    use.emplace_back(idx(x.channel), bytes / sp.bandwidth);
-    for (std::uint32_t g : topo_.groups_of(x.channel)) use.emplace_back(E + g, bytes / group_speed(topo_, g, opt_));
+    use_.clear();
+    use_.emplace_back(idx(c), bytes / sp.bandwidth);
+    for (std::uint32_t g : topo_.groups_of(c)) use_.emplace_back(E + g, bytes / group_bw_[g]);
     double hold = 0;
-    for (const auto& [r, d] : use) hold = std::max(hold, d);
-    if (t_.model.ports == Ports::single) {
-        if (topo_.is_processor(ch.from)) use.emplace_back(E + G + idx(ch.from), hold);
-        if (topo_.is_processor(ch.to)) use.emplace_back(E + G + N + idx(ch.to), hold);
-    } else if (t_.model.ports == Ports::half) {
-        if (topo_.is_processor(ch.from)) use.emplace_back(E + G + idx(ch.from), hold);
-        if (topo_.is_processor(ch.to)) use.emplace_back(E + G + idx(ch.to), hold);
+    for (const auto& [r, d] : use_) hold = std::max(hold, d);
+    if (p_.ports == Ports::single) {
+        if (topo_.is_processor(ch.from)) use_.emplace_back(E + G + idx(ch.from), hold);
+        if (topo_.is_processor(ch.to)) use_.emplace_back(E + G + N + idx(ch.to), hold);
+    } else if (p_.ports == Ports::half) {
+        if (topo_.is_processor(ch.from)) use_.emplace_back(E + G + idx(ch.from), hold);
+        if (topo_.is_processor(ch.to)) use_.emplace_back(E + G + idx(ch.to), hold);
     }
     // the earliest time from `ready` on at which every resource is free for as long as it is held
     double begin = ready;
     for (bool moved = true; moved;) {
         moved = false;
-        for (const auto& [r, d] : use)
+        for (const auto& [r, d] : use_)
             if (double later = busy_[r].first_free(begin, d); later > begin) begin = later, moved = true;
     }
-    for (const auto& [r, d] : use) busy_[r].take(begin, begin + d);
+    for (const auto& [r, d] : use_) busy_[r].take(begin, begin + d);
     TransferTime& tt = out_.transfers[j];
     tt.ready = ready;
     tt.start = begin;
@@ -278,11 +350,15 @@ void AsyncRun::start(std::uint32_t j, double ready) {
 }
 
 void AsyncRun::run() {
-    const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
+    const std::uint32_t T = static_cast<std::uint32_t>(p_.step.size());
     out_.transfers.assign(T, TransferTime{});
     busy_.assign(topo_.channels().size() + topo_.groups().size() + 2 * std::size_t{topo_.nodes()}, BusyList{});
-    index_arrivals();
-    add_conditions();
+    speed_.resize(topo_.channels().size());
+    for (std::uint32_t c = 0; c < speed_.size(); ++c) speed_[c] = channel_speed(topo_, ChannelId{c}, opt_);
+    group_bw_.resize(topo_.groups().size());
+    for (std::uint32_t g = 0; g < group_bw_.size(); ++g) group_bw_[g] = group_speed(topo_, g, opt_);
+    pending_ = p_.pending;
+    waiter_done_.assign(p_.waiters.size(), 0);
     for (std::uint32_t j = 0; j < T; ++j)
         if (pending_[j] == 0) events_.push({0.0, 1, 0, j});
     while (!events_.empty()) {
@@ -298,12 +374,48 @@ void AsyncRun::run() {
     // every transfer waits only on transfers of earlier steps, so all of them run
     if (started_ != T) throw InputError("cannot predict the time: some transfers never hold their data (a bug in collsched)");
     std::vector<double> busy(topo_.channels().size(), 0.0);
-    for (std::uint32_t j = 0; j < T; ++j) busy[idx(t_.transfers[j].channel)] += out_.transfers[j].end - out_.transfers[j].start;
+    for (std::uint32_t j = 0; j < T; ++j) busy[idx(p_.channel[j])] += out_.transfers[j].end - out_.transfers[j].start;
     for (std::uint32_t c = 0; c < busy.size(); ++c)
         if (busy[c] > out_.busiest_seconds) {
             out_.busiest_seconds = busy[c];
             out_.busiest = ChannelId{c};
         }
+}
+
+/// Per step: the bytes on every channel and group; the step lasts max over its channels of
+/// alpha_e + max(bytes_e / bandwidth_e, bytes_g / bandwidth_g for its groups g).
+double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<double>* step_seconds) {
+    const Topology& topo = *p.topo;
+    const double chunk = datum_bytes(p.kind, topo.processors(), opt.size) / p.chunks;
+    std::vector<double> chan(topo.channels().size(), 0.0), group(topo.groups().size(), 0.0);
+    std::vector<std::uint32_t> used;
+    double total = 0;
+    if (step_seconds) step_seconds->assign(p.steps, 0.0);
+    for (std::size_t i = 0; i < p.step.size();) {
+        const Step s = p.step[i];
+        used.clear();
+        for (; i < p.step.size() && p.step[i] == s; ++i) {
+            const std::uint32_t c = idx(p.channel[i]);
+            const double bytes = chunk * p.moved[i];
+            if (chan[c] == 0) used.push_back(c);
+            chan[c] += bytes;
+            for (std::uint32_t g : topo.groups_of(p.channel[i])) group[g] += bytes;
+        }
+        double longest = 0;
+        for (std::uint32_t c : used) {
+            const LinkSpeed sp = channel_speed(topo, ChannelId{c}, opt);
+            double d = chan[c] / sp.bandwidth;
+            for (std::uint32_t g : topo.groups_of(ChannelId{c})) d = std::max(d, group[g] / group_speed(topo, g, opt));
+            longest = std::max(longest, sp.alpha + d);
+        }
+        for (std::uint32_t c : used) {
+            chan[c] = 0;
+            for (std::uint32_t g : topo.groups_of(ChannelId{c})) group[g] = 0;
+        }
+        if (step_seconds) (*step_seconds)[s - 1] = longest;
+        total += longest;
+    }
+    return total;
 }
 
 }  // namespace
@@ -398,55 +510,44 @@ double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt
     return topo.group_bandwidth(g) / wire;
 }
 
-/// Per step: the bytes on every channel and group; the step lasts max over its channels of
-/// alpha_e + max(bytes_e / bandwidth_e, bytes_g / bandwidth_g for its groups g).
-double synchronous_time(const SendTable& t, const TimeOptions& given, std::vector<double>* step_seconds) {
-    const Topology& topo = *t.topology;
-    const TimeOptions opt = with_network_class(topo, given);
-    const Messages ms = t.messages();
-    const double chunk = datum_bytes(t.collective.kind, topo.processors(), opt.size) / t.collective.chunks;
-    std::vector<double> chan(topo.channels().size(), 0.0), group(topo.groups().size(), 0.0);
-    std::vector<std::uint32_t> used;
-    double total = 0;
-    if (step_seconds) step_seconds->assign(t.steps(), 0.0);
-    for (std::size_t i = 0; i < t.transfers.size();) {
-        const Step s = t.transfers[i].step;
-        used.clear();
-        for (; i < t.transfers.size() && t.transfers[i].step == s; ++i) {
-            const Transfer& x = t.transfers[i];
-            const double bytes = chunk * chunks_moved(ms, x.message);
-            if (chan[idx(x.channel)] == 0) used.push_back(idx(x.channel));
-            chan[idx(x.channel)] += bytes;
-            for (std::uint32_t g : topo.groups_of(x.channel)) group[g] += bytes;
-        }
-        double longest = 0;
-        for (std::uint32_t c : used) {
-            const LinkSpeed sp = channel_speed(topo, ChannelId{c}, opt);
-            double d = chan[c] / sp.bandwidth;
-            for (std::uint32_t g : topo.groups_of(ChannelId{c})) d = std::max(d, group[g] / group_speed(topo, g, opt));
-            longest = std::max(longest, sp.alpha + d);
-        }
-        for (std::uint32_t c : used) {
-            chan[c] = 0;
-            for (std::uint32_t g : topo.groups_of(ChannelId{c})) group[g] = 0;
-        }
-        if (step_seconds) (*step_seconds)[s - 1] = longest;
-        total += longest;
-    }
-    return total;
+TimingPlan::TimingPlan(const SendTable& t) {
+    COLLSCHED_ASSERT(t.is_sorted());
+    auto p = std::make_shared<Impl>();
+    PlanBuilder(t, *p).build();
+    impl_ = std::move(p);
 }
 
-TimePrediction predict_time(const SendTable& t, const TimeOptions& given) {
-    COLLSCHED_ASSERT(t.is_sorted());
-    const TimeOptions opt = with_network_class(*t.topology, given);
+TimePrediction TimingPlan::predict(const TimeOptions& given) const {
+    const TimeOptions opt = with_network_class(*impl_->topo, given);
     TimePrediction p;
     p.size = opt.size;
-    p.datum_bytes = datum_bytes(t.collective.kind, t.topology->processors(), opt.size);
-    p.chunk_bytes = p.datum_bytes / t.collective.chunks;
-    p.synchronous = synchronous_time(t, opt, &p.step_seconds);
-    AsyncRun(t, opt, p).run();
+    p.datum_bytes = datum_bytes(impl_->kind, impl_->topo->processors(), opt.size);
+    p.chunk_bytes = p.datum_bytes / impl_->chunks;
+    p.synchronous = sync_time(*impl_, opt, &p.step_seconds);
+    AsyncRun(*impl_, opt, p).run();
     return p;
 }
+
+double TimingPlan::synchronous(const TimeOptions& given) const { return sync_time(*impl_, with_network_class(*impl_->topo, given), nullptr); }
+
+double synchronous_time(const SendTable& t, const TimeOptions& given, std::vector<double>* step_seconds) {
+    // the plan's conditions are not needed: only steps, channels and chunks moved
+    TimingPlan::Impl p;
+    p.topo = t.topology;
+    p.kind = t.collective.kind;
+    p.chunks = t.collective.chunks;
+    p.steps = t.steps();
+    const Messages ms = t.messages();
+    p.step.reserve(t.transfers.size());
+    for (const Transfer& x : t.transfers) {
+        p.step.push_back(x.step);
+        p.channel.push_back(x.channel);
+        p.moved.push_back(chunks_moved(ms, x.message));
+    }
+    return sync_time(p, with_network_class(*t.topology, given), step_seconds);
+}
+
+TimePrediction predict_time(const SendTable& t, const TimeOptions& opt) { return TimingPlan(t).predict(opt); }
 
 std::string timeline_json(const SendTable& t, const TimePrediction& p, const TimeOptions& given) {
     const Topology& topo = *t.topology;

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -98,6 +99,25 @@ struct TimePrediction {
 LinkSpeed channel_speed(const Topology&, ChannelId c, const TimeOptions& opt);
 /// The bandwidth of link group g under `opt`.
 double group_speed(const Topology&, std::uint32_t g, const TimeOptions& opt);
+
+/// The part of the prediction that does not depend on the size, built once per table (what each
+/// transfer waits for, what it moves): predicting at many sizes (compare, `optimize --sizes`, the
+/// bisection of crossovers) then costs only the event-driven runs. It keeps the table's topology;
+/// the table itself may go. Copies share one plan.
+class TimingPlan {
+public:
+    /// Throws InputError when the table is not causal (as predict_time).
+    explicit TimingPlan(const SendTable&);
+    /// Both predictions at one size: the same as predict_time(table, opt).
+    TimePrediction predict(const TimeOptions&) const;
+    /// Only the synchronous time.
+    double synchronous(const TimeOptions&) const;
+
+    struct Impl;
+
+private:
+    std::shared_ptr<const Impl> impl_;
+};
 
 /// Both predictions for one size. Throws InputError when the table is not causal.
 TimePrediction predict_time(const SendTable&, const TimeOptions&);

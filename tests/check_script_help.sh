@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 fail=0
-for s in scripts/*.sh scripts/*.py schedules/found/*.py bench/*.py fuzz/*.sh; do
+for s in scripts/*.sh scripts/*.py schedules/found/*.py bench/*.py bench/time_vs_nccl.sh fuzz/*.sh; do
   case "$s" in *.py) run=(python3 "$s") ;; *) run=(bash "$s") ;; esac
   out=$("${run[@]}" --help 2>&1)
   code=$?

@@ -178,7 +178,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         "compare",
         "Which schedule wins at which size: predicts every schedule's time on its topology's link speeds at every size of a grid "
         "(asynchronous by default: executors without barriers; docs/time.md), names the winner per size, finds the crossover "
-        "sizes between neighbouring grid points by bisection, gives the speed-up of the winner over a baseline, and draws the "
+        "sizes between neighbouring grid points (to 0.1 %), gives the speed-up of the winner over a baseline, and draws the "
         "times (or algorithm bandwidths) against size on log axes as SVG. Every input is verified first by the direct checker.\n"
         "Exit code: 0 done, 1 an input does not hold (named), 2 bad input (schedules of different collectives or sizes of "
         "machine, bad units).");

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "compiler/io/table_io.hpp"
+#include "runtime/timing.hpp"
 #include "support/error.hpp"
 #include "runtime/cost_report.hpp"
 #include "tools/size_options.hpp"
@@ -50,6 +51,8 @@ int run(int argc, char** argv) {
     app.add_option("--model", model_text, "model options, e.g. replicate=yes");
     app.add_option("-o,--output", out_file, "write the fastest table here (collsched.table JSON)");
     app.add_option("--dir", out_dir, "write every candidate's table into this folder");
+    std::uint32_t pieces = 0;
+    app.add_option("--pieces", pieces, "every hierarchical shape with this many pieces on the machine's boxes, unverified, instead of the choice");
     app.add_option("--timeout", timeout, "seconds after which no more pieces, shapes or rings are tried (0: none)")->check(CLI::NonNegativeNumber);
     CLI11_PARSE(app, argc, argv);
     const std::vector<double> sizes = tools::parse_sizes(size_text);
@@ -59,6 +62,27 @@ int run(int argc, char** argv) {
     if (!model_text.empty()) in.model = apply_model_options(in.model, model_text);
     auto deadline = std::chrono::steady_clock::time_point::max();
     if (timeout > 0) deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout));
+    if (pieces > 0) {
+        const compose::Boxes boxes = compose::find_boxes(*topo);
+        fmt::print("{} boxes{}\n", boxes.boxes.size(), boxes.why.empty() ? "" : ": " + boxes.why);
+        for (auto i : {compose::InBox::none, compose::InBox::rsag, compose::InBox::ar, compose::InBox::ring, compose::InBox::halving})
+            for (auto a : {compose::Across::none, compose::Across::direct_ar, compose::Across::direct_rsag, compose::Across::ring, compose::Across::halving,
+                           compose::Across::doubling}) {
+                const compose::Shape sh{i, a, false};
+                std::string why;
+                auto t = compose::build_shape(in, boxes.boxes, sh, pieces, &why);
+                if (!t) {
+                    if (why.find("disagree") == std::string::npos)
+                        fmt::print("  {:<48} does not apply: {}\n", compose::shape_name(sh, in.collective.kind), why);
+                    continue;
+                }
+                const TimePrediction p = predict_time(*t, TimeOptions{sizes[0], std::nullopt});
+                fmt::print("  {:>12.6g} us  {:<48} C = {:>5}, {:>8} transfers\n", p.asynchronous * 1e6, compose::shape_name(sh, in.collective.kind),
+                           t->collective.chunks, t->transfers.size());
+                if (!out_dir.empty()) write_file(out_dir + "/" + slug(compose::shape_name(sh, in.collective.kind)) + ".json", *t);
+            }
+        return 0;
+    }
     const std::vector<compose::Candidate> cs = compose::time_candidates(in, sizes[0], deadline);
     if (cs.empty()) {
         std::fprintf(stderr, "collsched-compose: no construction applies to %s on %s (model %s)\n", coll_spec.c_str(), topo_spec.c_str(),

@@ -16,6 +16,7 @@
 #include "runtime/compare.hpp"
 #include "tools/reproduce.hpp"
 #include "tools/synth_common.hpp"
+#include "verifier/baselines/nccl.hpp"
 #include "verifier/time/bound_report.hpp"
 
 namespace collsched::tools {
@@ -91,6 +92,11 @@ public:
         providers.push_back(library_provider(args_.library));
         providers.push_back(nccl_provider());
         cands_ = gather_candidates(q, providers, notes_);
+        try {
+            system_ = nccl::nccl_system(topo);
+        } catch (const InputError& e) {
+            system_why_ = e.what();
+        }
         if (cands_.empty()) {  // the bound still holds: print it
             if (args_.json) {
                 nlohmann::ordered_json j{{"topology", topo.spec()}, {"collective", in_.collective.to_string()}, {"model", to_string(in_.model)},
@@ -146,6 +152,29 @@ private:
         return best;
     }
 
+    /// NCCL's own model (src/graph/tuning.cc, verifier/baselines) at size i: the algorithm and
+    /// protocol its tuner picks (the least model time), or nullopt (alltoall, or a machine NCCL's
+    /// model does not describe).
+    struct ModelPick {
+        nccl::Algorithm algorithm;
+        nccl::ModelChoice choice;
+    };
+    std::optional<ModelPick> nccl_model(std::size_t i) const {
+        if (!system_) return std::nullopt;
+        const CollectiveKind k = in_.collective.kind;
+        const double bytes = nccl::nccl_bytes(k, in_.topology->processors(), args_.sizes[i]);
+        std::optional<ModelPick> best;
+        for (nccl::Algorithm a : {nccl::Algorithm::ring, nccl::Algorithm::tree, nccl::Algorithm::pat})
+            if (auto m = nccl::nccl_best_protocol(*system_, k, a, bytes); m && (!best || m->seconds < best->choice.seconds)) best = ModelPick{a, *m};
+        return best;
+    }
+
+    std::string model_text(std::size_t i) const {
+        const auto m = nccl_model(i);
+        return m ? fmt::format("{} {} {}", nccl::to_string(m->algorithm), nccl::to_string(m->choice.protocol), support::format_seconds(m->choice.seconds))
+                 : std::string("not modelled");
+    }
+
     void write() const {
         for (const std::string& path : args_.outputs)
             for (std::size_t i = 0; i < args_.sizes.size(); ++i) {
@@ -182,6 +211,11 @@ private:
         } else {
             j["nccl_best"] = nullptr;
         }
+        if (auto mdl = nccl_model(i))
+            j["nccl_model"] = {{"algorithm", nccl::to_string(mdl->algorithm)}, {"protocol", nccl::to_string(mdl->choice.protocol)},
+                               {"seconds", mdl->choice.seconds}};
+        else
+            j["nccl_model"] = nullptr;
         return j;
     }
 
@@ -189,6 +223,7 @@ private:
         nlohmann::ordered_json j;
         j["topology"] = in_.topology->spec();
         j["collective"] = in_.collective.to_string();
+        j["processors"] = in_.topology->processors();
         j["model"] = to_string(in_.model);
         j["time"] = kind_word();
         j["link_speeds"] = speeds_text(*in_.topology, args_.link);
@@ -231,6 +266,13 @@ private:
         }
         for (const Crossover& x : cmp_.crossovers)
             s += fmt::format("crossover at {}: {} is faster below, {} above\n", support::format_bytes(x.size), cands_[x.from].name, cands_[x.to].name);
+        if (system_) {
+            s += "NCCL's own model (src/graph/tuning.cc, its tuner's algorithm and protocol; docs/time.md):";
+            for (std::size_t i = 0; i < args_.sizes.size(); ++i) s += fmt::format(" {} {};", support::format_bytes(args_.sizes[i]), model_text(i));
+            s.back() = '\n';
+        } else {
+            s += fmt::format("NCCL's own model: none for this machine ({})\n", system_why_);
+        }
         const TimeBound last = evaluate(*bounds_, args_.sizes.back());
         s += fmt::format("lower bound at {}: {}", support::format_bytes(args_.sizes.back()), bound_text(*bounds_, last));
         if (!args_.outputs.empty()) s += fmt::format("witness: {}\n", fmt::join(args_.outputs, ", "));
@@ -244,6 +286,8 @@ private:
     std::vector<TimeCandidate> cands_;
     std::vector<std::string> notes_;
     Comparison cmp_;
+    std::optional<nccl::System> system_;  ///< what NCCL's search sees of the machine, if it describes it
+    std::string system_why_;
 };
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -176,4 +178,38 @@ TEST_CASE("timing: the timeline lists every channel's transfers with their times
     CHECK(j.find("\"format\":\"collsched.timeline/1\"") != std::string::npos);
     CHECK(j.find("{\"from\":\"0\",\"to\":\"1\",\"alpha_s\":1e-06,\"bandwidth_Bps\":1000000000.0,\"busy\":[{\"step\":1,\"msg\":\"b(0)\","
                  "\"ready\":0.0,\"start\":0.0,\"end\":0.001,\"arrive\":0.0010") != std::string::npos);
+}
+
+TEST_CASE("timing: one plan predicts every size as a fresh prediction does, and outlives its table") {
+    // a chunked ring (pipelined) and the pipelined hierarchical allreduce on multibox 2 x 8 (partials,
+    // link groups, two link speeds): the conditions of the plan do not depend on the size
+    std::vector<SendTable> tables;
+    tables.push_back(compile(ring_allgather(8, 4)));
+    Diagnostics diags;
+    auto hier = compile_file(std::string(COLLSCHED_SOURCE_DIR) + "/schedules/multibox/allreduce_hierarchical_pipelined.sched", {}, {}, diags);
+    INFO(diags.render());
+    REQUIRE(hier.has_value());
+    tables.push_back(std::move(*hier));
+    for (SendTable& t : tables) {
+        std::optional<TimingPlan> plan{TimingPlan(t)};
+        const TimingPlan copy = *plan;  // copies share the plan
+        plan.reset();
+        const std::vector<double> sizes{1, 4096, 1 << 20, 3.3e7, 1 << 30};
+        std::vector<TimePrediction> fresh;
+        for (double m : sizes) fresh.push_back(predict_time(t, TimeOptions{m, std::nullopt}));
+        t = SendTable{};  // the plan keeps what it needs
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            CAPTURE(sizes[i]);
+            const TimePrediction p = copy.predict(TimeOptions{sizes[i], std::nullopt});
+            CHECK(p.asynchronous == fresh[i].asynchronous);
+            CHECK(p.synchronous == fresh[i].synchronous);
+            CHECK(copy.synchronous(TimeOptions{sizes[i], std::nullopt}) == fresh[i].synchronous);
+            CHECK(p.step_seconds == fresh[i].step_seconds);
+            REQUIRE(p.transfers.size() == fresh[i].transfers.size());
+            std::size_t differ = 0;
+            for (std::size_t j = 0; j < p.transfers.size(); ++j) differ += p.transfers[j].arrive != fresh[i].transfers[j].arrive;
+            CHECK(differ == 0);
+        }
+        CHECK(copy.predict(TimeOptions{1 << 20, LinkSpeed{1e-6, 1e9}}).asynchronous > 0);
+    }
 }

@@ -186,3 +186,15 @@ TEST_CASE("plans for a size range: convert --size-range writes min and max_messa
     CHECK(bad.err.find("the low end is above the high end") != std::string::npos);
     CHECK(bad.out.empty());
 }
+
+TEST_CASE("time bounds: alltoall on the DGX-1 is bound by the cut between its two quads") {
+    // {0,1,2,3} and {4,5,6,7} are joined by 0-4 (2 links), 1-5, 2-6 (2), 3-7: 150 GB/s each way for 16 messages of
+    // M/8: 16/8 x 1 GiB / 150 GB/s = 14.32 ms; every channel of the machine (the hops bound) gives 8.95 ms
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/dgx1.json"));
+    auto b = time_bounds(*topo, Collective::parse("alltoall", *topo), topo->default_model(), std::nullopt);
+    REQUIRE(b.has_value());
+    const double M = 1073741824.0;
+    const TimeBound at = evaluate(*b, M);
+    CHECK(at.seconds >= 2 * M / 150e9);
+    CHECK(b->terms[at.best].inside == std::vector<std::uint32_t>{0, 1, 2, 3});
+}

@@ -4,6 +4,8 @@
 // logical step, so the in-box phases of one piece overlap the rail phases of the others.
 #include "verifier/compose/allreduce.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "support/error.hpp"
@@ -113,29 +115,75 @@ std::vector<Group> rails_of(const std::vector<Group>& boxes) {
     return rails;
 }
 
+/// The items of a box's members (in box order) in the order of its cycle.
+Owned along(const Group& box, const Group& cycle, const Owned& by_member) {
+    Owned out;
+    for (Node n : cycle) out.push_back(by_member[static_cast<std::size_t>(std::find(box.begin(), box.end(), n) - box.begin())]);
+    return out;
+}
+
 bool splits(Across a) { return a == Across::direct_rsag || a == Across::ring || a == Across::halving; }
+
+/// The order in which box b's in-box reduce-scatter completes the rail owners' shares (of K), so
+/// that the rail phase that follows finds its first sends ready in the order it makes them:
+/// direct and halving to the other boxes from b + 1 on (halving: the far half first), the ring
+/// to b - 1, b - 2, ...; box b's own share last (it does not leave the box). Without it every
+/// box completed share 0 first and the rails' first sends all went to box 0 at once (h100rail
+/// 4 x 8 reduce_scatter at 16 MiB: 40.6 us against the bound's 33.3).
+std::vector<std::uint32_t> rail_order(std::uint32_t b, std::uint32_t K, Across mode) {
+    std::vector<std::uint32_t> order;
+    for (std::uint32_t i = 1; i <= K; ++i) order.push_back(mode == Across::ring ? (b + K - i) % K : (b + i) % K);
+    if (mode == Across::halving) {  // by the step of the recursive halving that sends it: the highest bit of r ^ b first
+        auto level = [&](std::uint32_t x) { return log2_of((x ^ b) + 1); };
+        std::stable_sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) { return level(x) > level(y); });
+    }
+    return order;
+}
+
+/// In-box reduce-scatter of one piece in every box, the shares of the rail owners in K logical
+/// steps from t0 + 1 in each box's rail order (`item(j, r)`: in-box owner j's share for rail
+/// owner r); returns the steps used (K).
+template <class Item>
+std::uint32_t inbox_reduce_scatter(Phases& ph, const std::vector<Group>& boxes, std::uint32_t K, Across mode, std::uint32_t t0, Item item) {
+    const std::uint32_t B = static_cast<std::uint32_t>(boxes[0].size());
+    for (std::uint32_t b = 0; b < boxes.size(); ++b) {
+        const std::vector<std::uint32_t> order = rail_order(b, K, mode);
+        for (std::uint32_t i = 0; i < K; ++i) {
+            Owned by_j(B);
+            for (std::uint32_t j = 0; j < B; ++j) by_j[j] = {item(j, order[i])};
+            ph.reduce_scatter(boxes[b], by_j, Across::direct_rsag, t0 + i);
+        }
+    }
+    return K;
+}
 
 /// Allreduce: in-box reduce-scatter (or allreduce), the rails' allreduce of what each GPU owns,
 /// in-box allgather. Chunk (q, j, r) = (q Bp + j) Kp + r: piece q, in-box owner j, rail owner r.
-void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces) {
+/// Pieces start Kp logical steps apart (the in-box reduce-scatter takes one per rail owner).
+void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const std::vector<Group>& cycles, const Shape& sh, std::uint32_t pieces) {
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
-    const std::uint32_t Bp = sh.inbox == InBox::rsag ? B : 1, Kp = splits(sh.across) ? K : 1;
+    const bool split = sh.inbox == InBox::rsag || sh.inbox == InBox::ring || sh.inbox == InBox::halving;
+    const std::uint32_t Bp = split ? B : 1, Kp = splits(sh.across) ? K : 1;
     auto chunk = [&](std::uint32_t q, std::uint32_t j, std::uint32_t r) { return (q * Bp + j) * Kp + r; };
     const std::vector<Group> rails = rails_of(boxes);
     Phases ph(plan);
     for (std::uint32_t q = 0; q < pieces; ++q) {
-        std::uint32_t t = q, used = 0;
+        std::uint32_t t = sh.inbox == InBox::rsag ? q * Kp : q, used = 0;
         Owned by_j(Bp);
         for (std::uint32_t j = 0; j < Bp; ++j)
             for (std::uint32_t r = 0; r < Kp; ++r) by_j[j].push_back(chunk(q, j, r));
-        for (const Group& b : boxes) {
-            if (sh.inbox == InBox::rsag) used = ph.reduce_scatter(b, by_j, Across::direct_rsag, t);
-            if (sh.inbox == InBox::ar) used = ph.allreduce(b, by_j[0], Across::direct_ar, t);
-        }
+        if (sh.inbox == InBox::rsag)
+            used = inbox_reduce_scatter(ph, boxes, Kp, sh.across, t, [&](std::uint32_t j, std::uint32_t r) { return chunk(q, j, r); });
+        if (sh.inbox == InBox::ring)
+            for (std::size_t b = 0; b < boxes.size(); ++b) used = ph.reduce_scatter(cycles[b], along(boxes[b], cycles[b], by_j), Across::ring, t);
+        if (sh.inbox == InBox::halving)
+            for (const Group& b : boxes) used = ph.reduce_scatter(b, by_j, Across::halving, t);
+        if (sh.inbox == InBox::ar)
+            for (const Group& b : boxes) used = ph.allreduce(b, by_j[0], Across::direct_ar, t);
         t += used;
         used = 0;
         for (std::uint32_t i = 0; i < B; ++i) {
-            const std::uint32_t j = sh.inbox == InBox::rsag ? i : 0;
+            const std::uint32_t j = split ? i : 0;
             if (splits(sh.across)) {
                 Owned by_r(K);
                 for (std::uint32_t r = 0; r < K; ++r) by_r[r] = {chunk(q, j, r)};
@@ -148,32 +196,43 @@ void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh
         t += used;
         if (sh.inbox == InBox::rsag)
             for (const Group& b : boxes) ph.allgather(b, by_j, Across::direct_rsag, t);
+        if (sh.inbox == InBox::ring)
+            for (std::size_t b = 0; b < boxes.size(); ++b) ph.allgather(cycles[b], along(boxes[b], cycles[b], by_j), Across::ring, t);
+        if (sh.inbox == InBox::halving)
+            for (const Group& b : boxes) ph.allgather(b, by_j, Across::halving, t);
     }
 }
 
 /// Reduce-scatter: processor p ends with chunks p k .. p k + k - 1 (piece q: chunk p k + q);
-/// in-box reduce-scatter to GPU j of the chunks of every box's GPU j, then along rail j.
-void reduce_scatter_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces) {
+/// in-box reduce-scatter to GPU j of the chunks of every box's GPU j (K logical steps, in each
+/// box's rail order), then along rail j. Pieces start K logical steps apart (1 in boxes of one).
+void reduce_scatter_plan(Plan& plan, const std::vector<Group>& boxes, const std::vector<Group>& cycles, const Shape& sh, std::uint32_t pieces) {
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
     const std::vector<Group> rails = rails_of(boxes);
     Phases ph(plan);
     for (std::uint32_t q = 0; q < pieces; ++q) {
         auto item = [&](std::uint32_t r, std::uint32_t j) { return idx(boxes[r][j]) * pieces + q; };
-        Owned by_j(B);
-        for (std::uint32_t j = 0; j < B; ++j)
-            for (std::uint32_t r = 0; r < K; ++r) by_j[j].push_back(item(r, j));
+        const std::uint32_t t = sh.inbox == InBox::rsag ? q * K : q;
         std::uint32_t used = 0;
-        for (const Group& b : boxes) used = ph.reduce_scatter(b, by_j, Across::direct_rsag, q);
+        if (sh.inbox == InBox::rsag) used = inbox_reduce_scatter(ph, boxes, K, sh.across, t, [&](std::uint32_t j, std::uint32_t r) { return item(r, j); });
+        if (sh.inbox == InBox::ring || sh.inbox == InBox::halving) {
+            Owned by_j(B);
+            for (std::uint32_t j = 0; j < B; ++j)
+                for (std::uint32_t r = 0; r < K; ++r) by_j[j].push_back(item(r, j));
+            for (std::size_t b = 0; b < boxes.size(); ++b)
+                used = sh.inbox == InBox::ring ? ph.reduce_scatter(cycles[b], along(boxes[b], cycles[b], by_j), Across::ring, t)
+                                               : ph.reduce_scatter(boxes[b], by_j, Across::halving, t);
+        }
         for (std::uint32_t j = 0; j < B; ++j) {
             Owned by_r(K);
             for (std::uint32_t r = 0; r < K; ++r) by_r[r] = {item(r, j)};
-            ph.reduce_scatter(rails[j], by_r, sh.across, q + used);
+            ph.reduce_scatter(rails[j], by_r, sh.across, t + used);
         }
     }
 }
 
 /// Allgather: piece q is chunk q of every datum; along rail j first, then in the box.
-void allgather_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces) {
+void allgather_plan(Plan& plan, const std::vector<Group>& boxes, const std::vector<Group>& cycles, const Shape& sh, std::uint32_t pieces) {
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
     const std::vector<Group> rails = rails_of(boxes);
     const Messages ms(K * B, nullptr, pieces);
@@ -189,7 +248,12 @@ void allgather_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh
         Owned by_j(B);
         for (std::uint32_t j = 0; j < B; ++j)
             for (std::uint32_t r = 0; r < K; ++r) by_j[j].push_back(item(r, j));
-        for (const Group& b : boxes) ph.allgather(b, by_j, Across::direct_rsag, q + used);
+        if (sh.inbox == InBox::ring)
+            for (std::size_t b = 0; b < boxes.size(); ++b) ph.allgather(cycles[b], along(boxes[b], cycles[b], by_j), Across::ring, q + used);
+        else if (sh.inbox == InBox::halving)
+            for (const Group& b : boxes) ph.allgather(b, by_j, Across::halving, q + used);
+        else
+            for (const Group& b : boxes) ph.allgather(b, by_j, Across::direct_rsag, q + used);
     }
 }
 
@@ -200,6 +264,8 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
     if ((sh.across == Across::halving || sh.across == Across::doubling) && !power_of_two(K)) return "recursive halving and doubling need a power of two of boxes";
     if (kind == CollectiveKind::allreduce) return "";
     if (sh.inbox == InBox::ar) return "the in-box allreduce is for allreduce only";
+    if (sh.inbox == InBox::ring && B < 3) return "a ring in boxes of fewer than 3 is the direct exchange";
+    if (sh.inbox == InBox::halving && (B < 4 || !power_of_two(B))) return "recursive halving in boxes needs a power of two of at least 4 processors";
     if (sh.across == Across::direct_ar) return "the direct rail allreduce is for allreduce only";
     if (kind == CollectiveKind::reduce_scatter && sh.across == Across::doubling) return "recursive doubling does not reduce-scatter";
     if (kind == CollectiveKind::allgather && sh.across == Across::doubling) return "allgather's recursive doubling is the shape `halving` (its second half)";
@@ -208,16 +274,59 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
 
 }  // namespace
 
+bool box_complete(const Topology& t, const std::vector<Node>& box) {
+    for (Node a : box)
+        for (Node b : box)
+            if (a != b && !t.find_channel(a, b)) return false;
+    return true;
+}
+
+std::vector<Node> box_cycle(const Topology& t, const std::vector<Node>& box) {
+    const std::size_t n = box.size();
+    if (n < 3 || n > 16) return {};
+    auto joined = [&](std::size_t a, std::size_t b) { return t.find_channel(box[a], box[b]) && t.find_channel(box[b], box[a]); };
+    std::vector<std::size_t> path{0};
+    std::vector<char> used(n, 0);
+    used[0] = 1;
+    // depth first, the next member in increasing order
+    std::vector<std::size_t> next(n + 1, 0);
+    while (!path.empty()) {
+        if (path.size() == n && joined(path.back(), 0)) break;
+        std::size_t& from = next[path.size()];
+        bool moved = false;
+        for (; from < n && path.size() < n; ++from)
+            if (!used[from] && joined(path.back(), from)) {
+                used[from] = 1;
+                path.push_back(from++);
+                next[path.size()] = 0;
+                moved = true;
+                break;
+            }
+        if (!moved) {
+            used[path.back()] = path.size() == 1 ? 1 : 0;
+            path.pop_back();
+        }
+    }
+    if (path.empty()) return {};
+    std::vector<Node> cycle;
+    for (std::size_t i : path) cycle.push_back(box[i]);
+    return cycle;
+}
+
 std::string shape_name(const Shape& sh, CollectiveKind kind) {
-    static constexpr const char* in[] = {"", "rsag", "ar"};
+    static constexpr const char* in[] = {"", "rsag", "ar", "ring-rsag", "hd-rsag"};
     static constexpr const char* across[] = {"", "direct-ar", "direct", "ring", "halving-doubling", "doubling"};
     std::string inbox = in[static_cast<int>(sh.inbox)], rail = across[static_cast<int>(sh.across)];
     if (kind == CollectiveKind::reduce_scatter) {  // the first halves
         if (sh.inbox == InBox::rsag) inbox = "rs";
+        if (sh.inbox == InBox::ring) inbox = "ring-rs";
+        if (sh.inbox == InBox::halving) inbox = "halving-rs";
         if (sh.across == Across::halving) rail = "halving";
     }
     if (kind == CollectiveKind::allgather) {  // the second halves
         if (sh.inbox == InBox::rsag) inbox = "ag";
+        if (sh.inbox == InBox::ring) inbox = "ring-ag";
+        if (sh.inbox == InBox::halving) inbox = "doubling-ag";
         if (sh.across == Across::halving) rail = "doubling";
     }
     std::string s = sh.flat ? "flat " : "hierarchical ";
@@ -240,7 +349,7 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
     const std::uint32_t P = static_cast<std::uint32_t>(K * B);
     Collective coll = in.collective;
     std::uint32_t C = pieces;
-    if (kind == CollectiveKind::allreduce) C = pieces * (sh.inbox == InBox::rsag ? B : 1) * (splits(sh.across) ? K : 1);
+    if (kind == CollectiveKind::allreduce) C = pieces * (sh.inbox == InBox::rsag || sh.inbox == InBox::ring || sh.inbox == InBox::halving ? B : 1) * (splits(sh.across) ? K : 1);
     if (kind == CollectiveKind::reduce_scatter) C = pieces * P;
     try {
         coll.set_chunks(C, *in.topology);
@@ -248,10 +357,19 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
         if (why) *why = e.what();
         return std::nullopt;
     }
+    std::vector<Group> cycles;
+    if (sh.inbox == InBox::ring)
+        for (const Group& b : boxes) {
+            cycles.push_back(box_cycle(*in.topology, b));
+            if (cycles.back().empty()) {
+                if (why) *why = fmt::format("no Hamiltonian cycle in the box of processor {}", idx(b[0]));
+                return std::nullopt;
+            }
+        }
     Plan plan(in.topology, in.model, coll);
-    if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, sh, pieces);
-    if (kind == CollectiveKind::reduce_scatter) reduce_scatter_plan(plan, boxes, sh, pieces);
-    if (kind == CollectiveKind::allgather) allgather_plan(plan, boxes, sh, pieces);
+    if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, cycles, sh, pieces);
+    if (kind == CollectiveKind::reduce_scatter) reduce_scatter_plan(plan, boxes, cycles, sh, pieces);
+    if (kind == CollectiveKind::allgather) allgather_plan(plan, boxes, cycles, sh, pieces);
     return plan.lower(why);
 }
 

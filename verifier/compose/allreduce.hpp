@@ -26,8 +26,15 @@ namespace collsched::compose {
 /// How the processors inside a box exchange: `none` (boxes of one), `rsag` (direct
 /// reduce-scatter to the box's owners, then direct allgather from them: 2 hops, (B-1)/B of the
 /// piece out of every GPU each way), `ar` (every GPU sends its whole piece to every box-mate:
-/// 1 hop, B - 1 pieces; every rail then carries the whole piece).
-enum class InBox : std::uint8_t { none, rsag, ar };
+/// 1 hop, B - 1 pieces; every rail then carries the whole piece), `ring` (reduce-scatter and
+/// allgather on a ring along a Hamiltonian cycle of the box's processors: boxes that are not
+/// complete, as the DGX-1's cube mesh in NDv2, where the direct exchange would relay through a
+/// processor; B - 1 hops each way, (B-1)/B of the piece over one link), `halving` (recursive
+/// halving, then doubling, in boxes of a power of two whose members m and m ^ 2^k are joined, as
+/// the cube mesh: log B hops each way over a different link each, so under first-come
+/// first-served links the pieces pipeline, where a ring's first hop of every piece, ready at
+/// once, would go before any piece's second).
+enum class InBox : std::uint8_t { none, rsag, ar, ring, halving };
 /// How the boxes exchange along a rail: `none` (one box), `direct_ar` (1 hop, K - 1 pieces per
 /// GPU), `direct_rsag` (2 hops, 2(K-1)/K), `ring` (2(K-1) hops, 2(K-1)/K), `halving` (recursive
 /// halving then doubling, 2 log K hops, 2(K-1)/K; K a power of two), `doubling` (recursive
@@ -58,6 +65,12 @@ struct Boxes {
     std::vector<std::vector<Node>> boxes;
     std::string why;  ///< empty when found; else why the machine is not K boxes of B
 };
+/// A Hamiltonian cycle of a box's processors over channels between processors (both ways), the
+/// first processor first; empty when there is none (searched depth-first, boxes of up to 16).
+std::vector<Node> box_cycle(const Topology&, const std::vector<Node>& box);
+/// Every two processors of the box joined by a channel each way.
+bool box_complete(const Topology&, const std::vector<Node>& box);
+
 /// The boxes: processors joined by channels of at least a quarter of the fastest bandwidth at a
 /// processor (NVLink against a NIC, as the machine view draws boxes), or by such channels to one
 /// router (a box's NVSwitch as a router); K >= 1 boxes of equal size B, else `why`.
@@ -76,6 +89,11 @@ std::optional<SendTable> build_shape(const SynthInstance&, const std::vector<std
 /// are verified and returned): the caller's --timeout. Memory: at most 500,000 transfers per
 /// table (about 90 MB at 128 GPUs).
 std::vector<Candidate> time_candidates(const SynthInstance&, double size_bytes,
+                                       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+/// The same for several sizes at once: each shape's table at each number of pieces is built once
+/// and predicted at every size; the result is every (shape, pieces) that some size chose, once
+/// (predicted_s: at the first size that chose it), fastest first.
+std::vector<Candidate> time_candidates(const SynthInstance&, const std::vector<double>& sizes,
                                        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace collsched::compose

@@ -5,13 +5,16 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "runtime/timing.hpp"
+#include "support/assert.hpp"
 #include "support/error.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
+#include "verifier/compose/alltoall.hpp"
 
 namespace collsched::compose {
 
@@ -97,8 +100,12 @@ std::vector<Decomposition> decompositions(const Topology& t) {
     return ds;
 }
 
-std::vector<Shape> shapes_for(std::size_t K, std::size_t B, bool flat) {
+std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<Node>>& boxes, bool flat) {
+    const std::size_t K = boxes.size(), B = boxes[0].size();
     std::vector<InBox> ins = B > 1 ? std::vector<InBox>{InBox::rsag, InBox::ar} : std::vector<InBox>{InBox::none};
+    // boxes that are not complete (a cube mesh): the direct in-box exchange relays through processors, a ring does not
+    // (recursive halving where it applies: each hop on its own link, so the pieces pipeline)
+    if (B > 2 && !flat && !box_complete(t, boxes[0])) ins.push_back(B >= 4 && (B & (B - 1)) == 0 ? InBox::halving : InBox::ring);
     std::vector<Across> acrosses = K > 1 ? std::vector<Across>{Across::direct_ar, Across::direct_rsag, Across::ring, Across::halving, Across::doubling}
                                          : std::vector<Across>{Across::none};
     std::vector<Shape> s;
@@ -107,12 +114,12 @@ std::vector<Shape> shapes_for(std::size_t K, std::size_t B, bool flat) {
     return s;
 }
 
-/// The longest any channel or link group is busy in the table at `size` (bytes over bandwidth):
+/// The longest any channel or link group is busy in the table at `size` (NCCL's, docs/time.md "Sizes"; bytes over bandwidth):
 /// a lower bound on its asynchronous time that does not depend on the number of pieces, which
 /// moves the same bytes over the same links.
 double load_bound(const SendTable& t, double size) {
     const Topology& topo = *t.topology;
-    const double chunk = size / t.collective.chunks;
+    const double chunk = datum_bytes(t.collective.kind, topo.processors(), size) / t.collective.chunks;  // NCCL's size (docs/time.md)
     std::vector<double> chan(topo.channels().size()), group(topo.groups().size());
     for (const Transfer& x : t.transfers) {
         chan[idx(x.channel)] += chunk;
@@ -127,31 +134,90 @@ double load_bound(const SendTable& t, double size) {
     return most;
 }
 
+/// The tables of the shapes at each number of pieces, built once and predicted at every size
+/// asked for (one TimingPlan per table): the choice of pieces differs per size, the tables do not.
+class ShapeTables {
+public:
+    ShapeTables(const SynthInstance& in, const std::vector<double>& sizes) : in_(in), sizes_(sizes) {}
+
+    struct Entry {
+        const Decomposition* d = nullptr;
+        Shape shape;
+        std::uint32_t pieces = 1;
+        std::size_t shape_index = 0;
+        bool applies = false;            // the shape applies with these pieces
+        std::optional<SendTable> table;  // empty when it does not apply, or dropped
+        std::size_t transfers = 0;
+        std::vector<double> seconds;     // asynchronous, per size
+    };
+
+    /// The shape with k pieces (built and predicted on first use), or nullptr when it does not
+    /// apply. Its table may have been dropped since (`table` empty): `rebuild` brings it back.
+    const Entry* get(const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k) {
+        auto [it, fresh] = at_.try_emplace(std::make_tuple(&d, shape_index, k));
+        Entry& e = it->second;
+        if (fresh) {
+            e.d = &d, e.shape_index = shape_index, e.shape = sh, e.pieces = k;
+            e.table = build_shape(in_, d.boxes, sh, k, nullptr);
+            e.applies = e.table.has_value();
+            if (e.table) {
+                e.transfers = e.table->transfers.size();
+                const TimingPlan plan(*e.table);
+                for (double m : sizes_) e.seconds.push_back(plan.predict(TimeOptions{m, std::nullopt}).asynchronous);
+            }
+        }
+        return e.applies ? &e : nullptr;
+    }
+    const SendTable& rebuild(const Entry& e) {
+        Entry& x = at_.at(std::make_tuple(e.d, e.shape_index, e.pieces));
+        if (!x.table) x.table = build_shape(in_, x.d->boxes, x.shape, x.pieces, nullptr);
+        COLLSCHED_ASSERT(x.table.has_value());
+        return *x.table;
+    }
+    /// Frees the tables of more than one piece that `keep` does not want (their times stay).
+    template <class Keep>
+    void drop_unless(Keep keep) {
+        for (auto& [key, e] : at_)
+            if (e.table && e.pieces > 1 && !keep(e)) e.table.reset();
+    }
+
+private:
+    const SynthInstance& in_;
+    const std::vector<double>& sizes_;
+    std::map<std::tuple<const Decomposition*, std::size_t, std::uint32_t>, Entry> at_;
+};
+
 struct Tried {
-    Shape shape;
     const Decomposition* d = nullptr;
+    std::size_t shape_index = 0;
+    Shape shape;
+    const ShapeTables::Entry* one = nullptr;  // one piece
+    double load = 0;     // the busiest link's seconds per byte of the size (no number of pieces goes below)
+    double latency = 0;  // the chain of latencies of one piece (the time with almost nothing to move)
+    // at the size being chosen for
     std::uint32_t pieces = 1;
-    std::optional<SendTable> table;
     double seconds = 0, bound = 0;
 };
 
-/// Four times the pieces while the predicted time falls by more than 0.1 % (up to 64, and while
-/// the table stays within the budget), and while the shape stays within 1 % of the best time any
-/// shape refined before it had with as many pieces (`at`: pieces -> that time; a heuristic that
-/// saves building the large tables of shapes that are behind, never a bound).
-void refine(const SynthInstance& in, Tried& t, double size, std::map<std::uint32_t, double>& at, Clock::time_point deadline) {
-    for (std::uint32_t k = t.pieces * 4; k <= most_pieces && t.table->transfers.size() * 4 <= transfer_budget && Clock::now() < deadline; k *= 4) {
-        std::optional<SendTable> next = build_shape(in, t.d->boxes, t.shape, k, nullptr);
+/// Four times the pieces while the predicted time at size i falls by more than 0.1 % (up to 64,
+/// and while the table stays within the budget), and while the shape stays within 1 % of the best
+/// time any shape refined before it had with as many pieces (`at`: pieces -> that time; a
+/// heuristic that saves building the large tables of shapes that are behind, never a bound).
+void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t, double>& at, Clock::time_point deadline) {
+    std::size_t transfers = t.one->transfers;
+    for (std::uint32_t k = t.pieces * 4; k <= most_pieces && transfers * 4 <= transfer_budget && Clock::now() < deadline; k *= 4) {
+        const ShapeTables::Entry* next = tables.get(*t.d, t.shape_index, t.shape, k);
         if (!next) return;
-        const double s = predict_time(*next, TimeOptions{size, std::nullopt}).asynchronous;
+        transfers = next->transfers;
+        const double s = next->seconds[i];
         auto [it, fresh] = at.try_emplace(k, s);
         const bool behind = !fresh && s > it->second * 1.01;
         it->second = std::min(it->second, s);
         if (s >= t.seconds * (1 - 1e-3) || behind) {
-            if (s < t.seconds) t.pieces = k, t.seconds = s, t.table = std::move(next);
+            if (s < t.seconds) t.pieces = k, t.seconds = s;
             return;
         }
-        t.pieces = k, t.seconds = s, t.table = std::move(next);
+        t.pieces = k, t.seconds = s;
     }
 }
 
@@ -199,52 +265,121 @@ std::optional<Candidate> rings_candidate(const SynthInstance& in, double size, C
 
 }  // namespace
 
-std::vector<Candidate> time_candidates(const SynthInstance& in, double size_bytes, Clock::time_point deadline) {
+/// Alltoall on many shortest paths (alltoall.hpp) at C = 1, 4, 16, 64 chunks (within the budget):
+/// each size's fastest, once.
+std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline) {
+    std::vector<Candidate> out;
+    std::vector<double> best(sizes.size(), std::numeric_limits<double>::infinity());
+    std::vector<std::size_t> chosen(sizes.size(), 0);
+    std::vector<std::pair<SendTable, std::vector<double>>> built;
+    std::string why;
+    for (std::uint32_t C = 1; C <= most_pieces && Clock::now() < deadline; C *= 4) {
+        if (!built.empty() && built.back().first.transfers.size() * 4 > transfer_budget) break;
+        std::optional<SendTable> t = multipath_alltoall(in, C, &why);
+        if (!t) break;
+        const TimingPlan plan(*t);
+        std::vector<double> secs;
+        bool better = false;
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            secs.push_back(plan.predict(TimeOptions{sizes[i], std::nullopt}).asynchronous);
+            if (secs[i] < best[i] * (1 - 1e-3)) best[i] = secs[i], chosen[i] = built.size(), better = true;
+        }
+        built.emplace_back(std::move(*t), std::move(secs));
+        if (!better) break;  // more chunks pay more latencies than they pipeline
+    }
+    for (std::size_t b = 0; b < built.size(); ++b) {
+        const auto first = std::find(chosen.begin(), chosen.end(), b);
+        if (first == chosen.end() || !verify_direct(built[b].first).holds()) continue;
+        const std::size_t i = static_cast<std::size_t>(first - chosen.begin());
+        const std::uint32_t C = built[b].first.collective.chunks;
+        out.push_back({fmt::format("multipath alltoall, {} chunk{}", C, C == 1 ? "" : "s"),
+                       fmt::format("every message in {} chunks, each on one of the shortest paths between processors, the least loaded (by seconds at the "
+                                   "links' bandwidths); {} chunks: the fastest of 1, 4, 16, 64 at {} bytes (asynchronous time)",
+                                   C, C, sizes[i]),
+                       C, std::move(built[b].first), built[b].second[i]});
+    }
+    return out;
+}
+
+std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline) {
     const CollectiveKind kind = in.collective.kind;
     std::vector<Candidate> out;
-    if (kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::allgather) return out;
+    if (kind == CollectiveKind::alltoall && !sizes.empty()) return alltoall_candidates(in, sizes, deadline);
+    if (sizes.empty() || (kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::allgather))
+        return out;
     if (in.model.timing != Timing::hop || in.model.inject_once || in.topology->processors() < 2) return out;
     const std::vector<Decomposition> ds = decompositions(*in.topology);
+    ShapeTables tables(in, sizes);
     std::vector<Tried> tried;
-    for (const Decomposition& d : ds)
-        for (const Shape& sh : shapes_for(d.boxes.size(), d.boxes[0].size(), d.flat)) {
+    for (const Decomposition& d : ds) {
+        const std::vector<Shape> shapes = shapes_for(*in.topology, d.boxes, d.flat);
+        for (std::size_t si = 0; si < shapes.size(); ++si) {
             if (Clock::now() >= deadline && !tried.empty()) break;  // keep what is built: at least one shape
-            Tried t{sh, &d, 1, build_shape(in, d.boxes, sh, 1, nullptr), 0, 0};
-            if (!t.table) continue;  // the shape does not apply (a route through a processor, ...)
-            t.seconds = predict_time(*t.table, TimeOptions{size_bytes, std::nullopt}).asynchronous;
-            t.bound = load_bound(*t.table, size_bytes);
-            tried.push_back(std::move(t));
+            const ShapeTables::Entry* one = tables.get(d, si, shapes[si], 1);
+            if (!one) continue;  // the shape does not apply (a route through a processor, ...)
+            tried.push_back({&d, si, shapes[si], one, load_bound(*one->table, 1.0), -1.0});
         }
-    // the shapes whose load could still beat the best so far, the least loaded first
-    std::stable_sort(tried.begin(), tried.end(), [](const Tried& a, const Tried& b) { return a.bound < b.bound; });
-    double best = std::numeric_limits<double>::infinity();
-    for (const Tried& t : tried) best = std::min(best, t.seconds);
-    std::map<std::uint32_t, double> at;
-    for (Tried& t : tried) {
-        if (t.bound * (1 + 1e-3) >= best) continue;
-        // what no number of pieces goes below: the busiest link's bytes, and the chain of
-        // latencies of one piece (the time of the table with almost nothing to move)
-        t.bound = std::max(t.bound, predict_time(*t.table, TimeOptions{1e-9, std::nullopt}).asynchronous);
-        if (t.bound * (1 + 1e-3) >= best) continue;
-        refine(in, t, size_bytes, at, deadline);
-        best = std::min(best, t.seconds);
     }
-    for (Tried& t : tried) {
-        if (!verify_direct(*t.table).holds()) continue;  // a construction that does not hold is left out
+    // per size, each shape's pieces: (tried index, pieces) -> the first size that chose it
+    std::map<std::pair<std::size_t, std::uint32_t>, std::size_t> chosen;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        for (Tried& t : tried) t.pieces = 1, t.seconds = t.one->seconds[i], t.bound = t.load * sizes[i];
+        // the shapes whose load could still beat the best so far, the least loaded first
+        std::vector<std::size_t> order(tried.size());
+        for (std::size_t x = 0; x < order.size(); ++x) order[x] = x;
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return tried[a].bound < tried[b].bound; });
+        double best = std::numeric_limits<double>::infinity();
+        for (const Tried& t : tried) best = std::min(best, t.seconds);
+        std::map<std::uint32_t, double> at;
+        for (std::size_t x : order) {
+            Tried& t = tried[x];
+            if (t.bound * (1 + 1e-3) >= best) continue;
+            // what no number of pieces goes below: the busiest link's bytes, and the chain of
+            // latencies of one piece (the time of the table with almost nothing to move)
+            if (t.latency < 0) t.latency = predict_time(*t.one->table, TimeOptions{1e-9, std::nullopt}).asynchronous;
+            t.bound = std::max(t.bound, t.latency);
+            if (t.bound * (1 + 1e-3) >= best) continue;
+            refine(tables, t, i, at, deadline);
+            best = std::min(best, t.seconds);
+        }
+        for (std::size_t x = 0; x < tried.size(); ++x) chosen.try_emplace({x, tried[x].pieces}, i);
+        // memory: only the tables some size chose stay (the others' times are kept)
+        tables.drop_unless([&](const ShapeTables::Entry& e) {
+            for (std::size_t x = 0; x < tried.size(); ++x)
+                if (tried[x].d == e.d && tried[x].shape_index == e.shape_index && chosen.count({x, e.pieces})) return true;
+            return false;
+        });
+    }
+    for (const auto& [key, i] : chosen) {
+        const Tried& t = tried[key.first];
+        const ShapeTables::Entry* e = tables.get(*t.d, t.shape_index, t.shape, key.second);
+        if (!e) continue;
+        const SendTable& table = tables.rebuild(*e);
+        if (!verify_direct(table).holds()) continue;  // a construction that does not hold is left out
         const bool again = std::any_of(out.begin(), out.end(), [&](const Candidate& c) {
-            return c.table.collective == t.table->collective && c.table.transfers == t.table->transfers;
+            return c.table.collective == table.collective && c.table.transfers == table.transfers;
         });
         if (again) continue;  // one box of P and P boxes of one give the same direct exchange
-        std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), t.pieces, t.pieces == 1 ? "" : "s");
+        std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
         std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 at {} bytes (asynchronous time)", shape_name(t.shape, kind),
-                                      t.d->what, t.pieces, size_bytes);
-        out.push_back({std::move(name), std::move(how), t.pieces, std::move(*t.table), t.seconds});
+                                      t.d->what, e->pieces, sizes[i]);
+        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i]});
     }
     const Boxes boxes = find_boxes(*in.topology);
-    if (in.topology->routers() == 0 && boxes.boxes.size() <= 1)
-        if (std::optional<Candidate> r = rings_candidate(in, size_bytes, deadline)) out.push_back(std::move(*r));
+    if (in.topology->routers() == 0 && boxes.boxes.size() <= 1) {
+        std::map<std::uint32_t, bool> seen;  // pieces
+        for (double size : sizes)
+            if (std::optional<Candidate> r = rings_candidate(in, size, deadline); r && !seen[r->pieces]) {
+                seen[r->pieces] = true;
+                out.push_back(std::move(*r));
+            }
+    }
     std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) { return a.predicted_s < b.predicted_s; });
     return out;
+}
+
+std::vector<Candidate> time_candidates(const SynthInstance& in, double size_bytes, Clock::time_point deadline) {
+    return time_candidates(in, std::vector<double>{size_bytes}, deadline);
 }
 
 }  // namespace collsched::compose

@@ -159,20 +159,11 @@ void hierarchical(const CandidateQuery& q, std::vector<TimeCandidate>& out, std:
 /// allreduce, reduce-scatter and allgather pipelined in pieces, the pieces chosen per size; each
 /// size asked for may choose other pieces, so every size's fastest shapes are kept.
 void composed(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
-    std::map<std::string, bool> seen;
     std::vector<double> sizes = q.sizes;
     if (sizes.empty()) sizes.push_back(1 << 20);
-    for (double size : sizes) {
-        if (Clock::now() >= q.deadline) {
-            notes.push_back("constructions for time: the time limit came before every size was tried");
-            break;
-        }
-        for (compose::Candidate& c : compose::time_candidates(q.instance, size, q.deadline)) {
-            if (seen[c.name]) continue;
-            seen[c.name] = true;
-            out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table))});
-        }
-    }
+    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline))
+        out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table))});
+    if (Clock::now() >= q.deadline) notes.push_back("constructions for time: the time limit came before every shape and piece count was tried");
 }
 
 /// NVLS on machines whose switches reduce and multicast (verifier/compose/nvls.hpp): collsched's
