@@ -17,7 +17,6 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "tools/commands.hpp"
-#include "tools/hierarchical_report.hpp"
 #include "runtime/cost_report.hpp"
 #include "tools/size_options.hpp"
 #include "tools/time_objective.hpp"
@@ -64,32 +63,6 @@ std::string reduction_method(const SynthInstance& in, const std::string& asked) 
                                  in.topology->spec(), direct, dual));
 }
 
-std::string text_report(const SynthInstance& in, const OptimizeResult& r, const SolverArgs& sa) {
-    std::string s = fmt::format("optimize {} on {} ({}), encoding {}, solver {}\n", in.collective.to_string(), in.topology->spec(),
-                                to_string(in.model), to_string(r.encoding), sa.backend_name());
-    s += "search: " + search_line(in, r) + "\n";
-    s += "lower bounds (proved by counting):\n";
-    for (const Bound& b : r.bounds) s += bound_line(in, b);
-    for (const std::string& x : r.bounds_stopped) s += fmt::format("    (not counted: {})\n", x);
-    s += r.known_steps ? fmt::format("known schedule: {} steps ({})\n", *r.known_steps, r.known_source)
-                       : r.encoding == EncodingKind::combining
-                           ? std::string("known schedule: none (combining: the search climbs from the lower bound)\n")
-                       : in.chunked() ? std::string("known schedule: none (the known schedules have one chunk and one round per step)\n")
-                                      : std::string("known schedule: none (the greedy did not finish)\n");
-    if (r.greedy.ran)
-        s += r.greedy.steps ? fmt::format("greedy: {} steps in {:.2f} s (verified by the direct checker in {:.2f} s)\n", *r.greedy.steps,
-                                          r.greedy.seconds, r.greedy.verify_seconds)
-                            : fmt::format("greedy: no schedule ({})\n", r.greedy.reason);
-    if (r.hierarchical) s += hierarchical_text(*r.hierarchical);
-    if (!r.attempts.empty())
-        for (const Attempt& a : r.attempts)
-            s += fmt::format("  T = {}: {} ({:.3f} s){}\n", a.horizon, to_string(a.answer), a.seconds,
-                             a.reason.empty() ? std::string() : fmt::format(": {}", a.reason));
-    s += status_sentence(in, r) + "\n";
-    s += limits_line(sa, r.seconds);
-    return s;
-}
-
 /// reduce, reduce_scatter and allreduce: through duality with broadcast or allgather
 /// (verifier/synth/search/duality.hpp); the dual's own report, then the reduction's optimum and the
 /// space it is proved over.
@@ -101,37 +74,9 @@ void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& arg
     const ReductionOptimum r = progress.run([&] { return optimize_reduction(in, opt); });
     for (const std::string& path : args.outputs) {
         if (!r.witness) break;
-        write_witness(path, *r.witness,
-                      fmt::format("{} on {}: {} steps by duality with {} ({})", in.collective.to_string(), in.topology->spec(),
-                                  r.optimum ? *r.optimum : 0, r.allgather_instance.collective.to_string(), to_string(r.status)));
+        write_witness(path, *r.witness, reduction_witness_comment(in, r));
     }
-    const std::string status(to_string(r.status));
-    if (args.json) {
-        nlohmann::ordered_json j;
-        j["optimum"] = r.optimum ? nlohmann::ordered_json(*r.optimum) : nlohmann::ordered_json();
-        j["status"] = status;
-        j["lower_bound"] = r.lower_bound;
-        j["seconds"] = r.allgather.seconds;
-        j["topology"] = in.topology->spec();
-        j["collective"] = in.collective.to_string();
-        j["model"] = to_string(in.model);
-        j["method"] = "duality";
-        j["space"] = r.space;
-        j["dual"] = result_json(r.allgather_instance, r.allgather, args.solver);
-        j["witness"] = args.outputs.empty() || !r.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(args.outputs);
-        std::string out = j.dump() + "\n";
-        ctx.print(out);
-    } else {
-        std::string out = fmt::format("optimize {} on {} ({}) by duality with {}\n", in.collective.to_string(), in.topology->spec(),
-                                      to_string(in.model), r.allgather_instance.collective.to_string());
-        out += "dual: " + text_report(r.allgather_instance, r.allgather, args.solver);
-        out += r.optimum ? fmt::format("{}: {} steps ({}; lower bound {})\n", in.collective.to_string(), *r.optimum, status, r.lower_bound)
-                         : fmt::format("{}: no schedule found ({}; lower bound {})\n", in.collective.to_string(), status, r.lower_bound);
-        out += "space: " + r.space + "\n";
-        if (!args.outputs.empty())
-            out += r.witness ? fmt::format("witness: {}\n", fmt::join(args.outputs, ", ")) : "witness: none found, nothing written\n";
-        ctx.print(out);
-    }
+    ctx.print(reduction_report(in, r, args.solver.limits(), args.outputs, args.json));
     ctx.exit_code = exit_code(r.allgather);
 }
 
@@ -327,13 +272,13 @@ private:
 
     void report() {
         if (args_.json) {
-            nlohmann::ordered_json j = result_json(in_, r_, args_.solver);
+            nlohmann::ordered_json j = result_json(in_, r_, args_.solver.limits());
             j["bandwidth"] = bw_;
             if (r_.hierarchical) j["hierarchical"] = hierarchical_json(*r_.hierarchical);
             j["witness"] = args_.outputs.empty() || !r_.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(args_.outputs);
             ctx_.print(j.dump() + "\n");
         } else {
-            std::string out = text_report(in_, r_, args_.solver) + bw_text_;
+            std::string out = result_text(in_, r_, args_.solver.limits()) + bw_text_;
             if (!args_.outputs.empty())
                 out += r_.witness ? fmt::format("witness: {}\n", fmt::join(args_.outputs, ", ")) : "witness: none found, nothing written\n";
             ctx_.print(out);

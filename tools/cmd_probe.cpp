@@ -309,12 +309,12 @@ private:
         row["counting_bound"] = counting;
         row["counting_bound_name"] = counted ? best.bounds.front().name : "";
         row["search"] = search_space(c.instance);
-        row["result"] = result_json(c.instance, best, args_.solver);
+        row["result"] = result_json(c.instance, best, args_.solver.limits());
         row["solver_runs"] = nlohmann::ordered_json::array();
         for (const Run& r : runs) {
             SolverSummary sm = summarize(r.result, best.status == OptStatus::proved ? best.optimum : std::nullopt);
             line.push_back(sm.text);
-            nlohmann::ordered_json j = result_json(c.instance, r.result, args_.solver);
+            nlohmann::ordered_json j = result_json(c.instance, r.result, args_.solver.limits());
             j["solver"] = to_string(r.backend);
             j["reached_optimum"] = sm.reached;
             j["find_seconds"] = sm.find;

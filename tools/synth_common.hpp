@@ -1,7 +1,7 @@
 /** \file
  * What `optimize` and `probe` share: the solver options on the command line, progress lines on
- * stderr (only when stderr is a terminal), the JSON object and the sentence that report an
- * optimization result, the exit code it maps to, and writing a witness schedule.
+ * stderr (only when stderr is a terminal), and writing a witness schedule. The reports of a
+ * result are verifier/synth/search/report.hpp's.
  */
 #pragma once
 
@@ -13,6 +13,7 @@
 
 #include "support/error.hpp"
 #include "verifier/synth/problem/instance.hpp"
+#include "verifier/synth/search/report.hpp"
 
 namespace collsched::tools {
 
@@ -38,6 +39,8 @@ struct SolverArgs {
     MemoryBudget memory_budget() const;
     RouteSpace route_space() const { return routes == "fixed" ? RouteSpace::fixed : RouteSpace::any; }
     std::string backend_name() const { return solver; }
+    /// The solver and the limits as the reports name them (verifier/synth/search/report.hpp).
+    SearchLimits limits() const { return {solver, timeout, solve_timeout, memory_budget()}; }
 };
 
 /// --topology, --collective and --model: the instance of the synthesizing commands (optimize,
@@ -82,31 +85,11 @@ private:
     bool open_ = false;
 };
 
-/// The run's limits and what it used: `timeout`, `solve_timeout` (seconds, null: none), `memory`
-/// (bytes, null: none) and `peak_memory` (the process's largest resident set so far, bytes).
-nlohmann::ordered_json limits_json(const SolverArgs&);
-/// "limits: time 60 s, memory 12.3 GB; used 59.9 s, peak 6.7 GB resident\n"
-std::string limits_line(const SolverArgs&, double seconds);
-nlohmann::ordered_json result_json(const SynthInstance&, const OptimizeResult&, const SolverArgs&);
-/// "optimum: 11 steps (proved over every schedule of model ... with any route; ...)" and the
-/// like, one line.
-std::string status_sentence(const SynthInstance&, const OptimizeResult&);
-/// The search space in one line for text output: routes, encoding and why it is exact.
-std::string search_line(const SynthInstance&, const OptimizeResult&);
-/// One bound in text: "    11  send/receive sums: ... [any route; assumes ...]".
-std::string bound_line(const SynthInstance&, const Bound&);
-/// 0 proved, 3 found-only or timeout, 1 infeasible.
-int exit_code(const OptimizeResult&);
-/// The collectives optimize and pareto take, from the rows (compiler/table/collective_kinds.hpp):
-/// every named one but the ordered prefix ("alltoall, allgather, broadcast:R, ... and scan").
-std::string synthesizable_collectives();
 /// The schedule text of a witness: `send` statements when every copy travels cut-through from
 /// processor to processor (checked by compiling the text back to the same table), else one
 /// `hop` per transfer. `comment` (lines) goes on top.
 std::string witness_dsl(const SendTable&, const std::string& comment, const std::string& file = {});
 /// FILE.sched: the schedule as DSL; anything else: the JSON table. Atomic (write_output).
 void write_witness(const std::string& path, const SendTable&, const std::string& comment = {});
-/// The comment block of a witness: instance, steps, status and how it was checked.
-std::string witness_comment(const SynthInstance&, const OptimizeResult&);
 
 }  // namespace collsched::tools

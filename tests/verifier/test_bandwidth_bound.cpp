@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "verifier/synth/bounds/bandwidth.hpp"
+#include "verifier/synth/bounds/rounds_per_chunk.hpp"
 #include "verifier/synth/bounds/capacity_network.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/symmetry/processor_orbits.hpp"

@@ -15,7 +15,9 @@
 #include "dsl/diagnostics.hpp"
 #include "support/parallel.hpp"
 #include "verifier/check/direct.hpp"
+#include "verifier/synth/bounds/rounds_per_chunk.hpp"
 #include "verifier/synth/problem/pareto.hpp"
+#include "verifier/synth/symmetry/automorphisms.hpp"
 #include "verifier/synth/problem/instance.hpp"
 
 using namespace collsched;

@@ -13,6 +13,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/bounds/bandwidth.hpp"
+#include "verifier/synth/bounds/rounds_per_chunk.hpp"
 
 using namespace collsched;
 

@@ -316,16 +316,6 @@ struct OptimizeResult {
     std::shared_ptr<const HierarchicalResult> hierarchical;
 };
 
-/// The automorphisms of the topology that map the collective's goals to themselves: node
-/// permutations preserving every channel and link group with every attribute the models read
-/// (AutomorphismCheck: capacities, levels, speeds), and the
-/// collective (a root stays fixed). Topologies without routers only (empty otherwise), at most
-/// `limit` elements (the identity left out).
-/// The search stops at `deadline` with what it found (fewer automorphisms only narrow a search
-/// that proves nothing by itself).
-std::vector<std::vector<std::uint32_t>> automorphisms(const SynthInstance&, std::size_t limit = 64,
-                                                     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
-
 /// The set-up of optimize (bounds, schedules) walks every goal pair: more than `max_goals`
 /// (0: no limit) is refused (InputError) before any work, here and by the callers that run
 /// other work first (pareto).

@@ -9,6 +9,7 @@
 
 #include "support/error.hpp"
 #include "support/assert.hpp"
+#include "verifier/synth/bounds/rounds_per_chunk.hpp"
 #include "verifier/synth/problem/pareto.hpp"
 #include "verifier/synth/constructions/greedy.hpp"
 #include "verifier/synth/search/hierarchical.hpp"

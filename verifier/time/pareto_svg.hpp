@@ -11,9 +11,9 @@
 
 #include "verifier/synth/problem/pareto.hpp"
 
-namespace collsched::tools {
+namespace collsched {
 
 /// The SVG document (plain shapes and text, DejaVu Sans: the same in browsers and rsvg-convert).
 std::string frontier_svg(const ParetoResult& result, const std::string& title);
 
-}  // namespace collsched::tools
+}  // namespace collsched

@@ -1,4 +1,4 @@
-#include "tools/pareto_svg.hpp"
+#include "verifier/time/pareto_svg.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "support/text.hpp"
 
-namespace collsched::tools {
+namespace collsched {
 
 namespace {
 
@@ -123,4 +123,4 @@ std::string frontier_svg(const ParetoResult& res, const std::string& title) {
     return s;
 }
 
-}  // namespace collsched::tools
+}  // namespace collsched
