@@ -578,7 +578,7 @@ constexpr BoundRule bound_rules[] = {
      [](const BoundFacts&) { return std::vector<std::string>{"shortest-path distances", std::string(one_slot_each)}; }, free_sums},
     {"channel counting", false, personal_free, shortest_paths, channel_counting},
     {"cut counting", false, personal_free, shortest_paths, cut_counting},
-    {"class counting", false, personal, nothing, [](BoundFacts& f) { return class_bounds(f.in); }},
+    {"class counting", false, personal, nothing, [](BoundFacts& f) { return class_bounds(f.in, f.limits); }},
     {"distance", false, disseminates, shortest_paths, dissemination_distance},
     {"receptions", false, disseminates,
      [](const BoundFacts& f) { return std::vector<std::string>{"shortest-path distances", receive_ports(f.model)}; }, receptions},

@@ -205,7 +205,13 @@ std::optional<QuotientTrees> grow_translates(const SynthInstance& in, std::uint3
     const Topology& t = *in.topology;
     if (in.collective.kind != CollectiveKind::allgather || in.model.ports == Ports::half || in.model.timing != Timing::hop || in.model.inject_once)
         return std::nullopt;
-    const std::optional<std::uint32_t> B = translation_box(t);
+    // The deadline stops the group's check too (nothing found: no trees).
+    std::optional<std::uint32_t> B;
+    try {
+        B = translation_box(t, RunLimits{Deadline::at(deadline), {}});
+    } catch (const LimitReached&) {
+        return std::nullopt;
+    }
     if (!B) return std::nullopt;
     const Quotient q = quotient(t, in.model, *B);
     std::optional<std::vector<QuotientEdge>> best;
@@ -385,7 +391,7 @@ std::optional<SendTable> translate_alltoall(const SynthInstance& in, Step target
     if (in.collective.kind != CollectiveKind::alltoall || in.collective.chunks != 1 || in.model.ports == Ports::half ||
         in.model.timing != Timing::hop || t.processors() > 4096)
         return std::nullopt;
-    const std::optional<std::uint32_t> B = translation_box(t);
+    const std::optional<std::uint32_t> B = translation_box(t, limits);
     if (!B) return std::nullopt;
     const Quotient q = quotient(t, in.model, *B);
     const auto paths = shortest_paths(q, 8);
