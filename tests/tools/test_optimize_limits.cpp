@@ -378,7 +378,7 @@ TEST_CASE("limits: greedy and translates on torus:64x64 write their tables under
 }
 
 TEST_SUITE("slow") {
-TEST_CASE("limits: 4,096 GPUs (h100rail 512 x 8) end at --timeout 10 in every method") {
+TEST_CASE("limits: 4096 GPUs (h100rail 512 x 8) end at --timeout 10 in every method") {
     // The machine is 85 MB of JSON; reading it polls the limits, and the hierarchical, the greedy
     // and the bandwidth bound each end at the limit with what they have (issue 41: 16 to over 30
     // s at --timeout 10 before).
