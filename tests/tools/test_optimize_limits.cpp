@@ -268,7 +268,7 @@ nlohmann::json ends_in_time(const std::string& args, double limit, std::initiali
 
 }  // namespace
 
-TEST_CASE("limits: a graph file is read under the time limit; a run stopped there says so, exit 3") {
+TEST_CASE("limits: a graph file is read under the time limit, and a run stopped there says so with exit 3") {
     // Reading 1,024 GPUs (5 MB, 2 million values) takes longer than 0.05 s: the reader polls the
     // deadline (a 4,096-GPU machine took 17 s to read before it did, past any --timeout).
     collsched::test::Scratch s("limits_read");
@@ -378,7 +378,7 @@ TEST_CASE("limits: greedy and translates on torus:64x64 write their tables under
 }
 
 TEST_SUITE("slow") {
-TEST_CASE("limits: 4096 GPUs (h100rail 512 x 8) end at --timeout 10 in every method") {
+TEST_CASE("limits: 4096 GPUs (h100rail 512 x 8) end at --timeout 10 in every method" * doctest::skip()) {
     // The machine is 85 MB of JSON; reading it polls the limits, and the hierarchical, the greedy
     // and the bandwidth bound each end at the limit with what they have (issue 41: 16 to over 30
     // s at --timeout 10 before).
