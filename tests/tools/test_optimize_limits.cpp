@@ -362,6 +362,13 @@ TEST_CASE("limits: the memory budget holds in optimize's bounds and in bandwidth
     CHECK(b.r.code == 3);
     CHECK(b.seconds < margin(10));
     CHECK(nlohmann::json::parse(b.r.out)["stopped"].get<std::string>().starts_with("memory limit: the flow network of 16781312 arcs"));
+    // Under 300 MiB the topology itself (16.8 million channels, 395 MB) is refused by its
+    // estimate before it is built, exit 3.
+    auto c = timed("COLLSCHED_MAX_MEMORY_MB=300 " + std::string(COLLSCHED_BINARY) +
+                   " bandwidth --topology complete:4096 --collective allgather --timeout 10");
+    CHECK(c.r.code == 3);
+    CHECK(c.r.out.starts_with("collsched: stopped before any result: memory limit: the list of 16773120 channels of complete:4096 needs about"));
+    CHECK(c.seconds < margin(0));
 }
 
 TEST_CASE("limits: greedy and translates on torus:64x64 write their tables under the limit") {
