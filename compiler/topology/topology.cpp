@@ -393,11 +393,14 @@ std::shared_ptr<const Topology> Topology::make(Family fam, const TopologyArgs& a
         case Family::linear:
         case Family::complete: {
             if (size(0) < 2) bad_spec(spec, "the size must be at least 2");
-            // n (n - 1) channels, about 24 bytes each with their in and out lists (measured:
-            // complete:4096, 16.8 million channels, 395 MB): estimated against the run's budget
-            // before they are built (LimitReached; no budget for callers without RunLimits).
-            const std::uint64_t n = size(0), channels = mul_sat(n, n - 1);
-            a.limits.reserve(mul_sat(channels, 24), fmt::format("the list of {} channels of {}", channels, spec));
+            // complete: n (n - 1) channels, about 24 bytes each with their in and out lists
+            // (measured: complete:4096, 16.8 million channels, 395 MB): estimated against the
+            // run's budget before they are built (LimitReached; no budget for callers without
+            // RunLimits). A ring or a line has 2 n.
+            if (fam == Family::complete) {
+                const std::uint64_t n = size(0), channels = mul_sat(n, n - 1);
+                a.limits.reserve(mul_sat(channels, 24), fmt::format("the list of {} channels of {}", channels, spec));
+            }
             return Impl::base(spec, fam, size(0));
         }
         case Family::mesh:
