@@ -50,7 +50,10 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
     add_link_option(cmd, args->link);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->callback([&ctx, args] {
-        const BandwidthRequest rq{Deadline::after(args->timeout), args->instance.instance(RouteSpace::any), args->max_chunks,
+        // The budget is read first (COLLSCHED_MAX_MEMORY_MB=abc or 0 is refused before any work), and
+        // both limits hold while a graph file is read.
+        const RunLimits limits{Deadline::after(args->timeout), MemoryBudget::standard()};
+        const BandwidthRequest rq{limits.deadline, args->instance.instance(RouteSpace::any, true, limits), args->max_chunks,
                                   args->no_packing, args->json, args->sizes, args->link, !args->output.empty()};
         BandwidthReport r = bandwidth_report(rq);
         if (r.witness) write_witness(args->output, *r.witness, r.witness_comment);

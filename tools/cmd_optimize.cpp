@@ -66,9 +66,10 @@ std::string reduction_method(const SynthInstance& in, const std::string& asked) 
 /// reduce, reduce_scatter and allreduce: through duality with broadcast or allgather
 /// (verifier/synth/search/duality.hpp); the dual's own report, then the reduction's optimum and the
 /// space it is proved over.
-void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& args, Context& ctx) {
+void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& args, Deadline run, Context& ctx) {
     if (std::string why = reduction_duality_problem(in); !why.empty()) throw InputError(why);
     OptimizeOptions opt = args.solver.options();
+    opt.synth.deadline = std::min(opt.synth.deadline, run.when());  // --timeout from the start of the command
     Progress progress;
     opt.progress = progress.callback();
     const ReductionOptimum r = progress.run([&] { return optimize_reduction(in, opt); });
@@ -77,7 +78,7 @@ void optimize_reduction_command(const SynthInstance& in, const OptimizeArgs& arg
         write_witness(path, *r.witness, reduction_witness_comment(in, r));
     }
     ctx.print(reduction_report(in, r, args.solver.limits(), args.outputs, args.json));
-    ctx.exit_code = exit_code(r.allgather);
+    ctx.exit_code = r.stopped.empty() ? exit_code(r.allgather) : 3;
 }
 
 /// `--start FILE`: the schedule is read, checked to be for the instance's topology and
@@ -115,13 +116,34 @@ bool start_schedule(const SynthInstance& in, const std::string& path, bool json,
     return true;
 }
 
+/// The refusals of collective() and of optimize()'s size that follow from the processor count
+/// alone, before a graph file is read (InstanceArgs::refuse_before_reading); `a` itself.
+const OptimizeArgs& refused_before_reading(const OptimizeArgs& a) {
+    if (!a.time.sizes.empty()) return a;
+    a.instance.refuse_before_reading([&](Collective& c, const Topology& stand_in) {
+        const std::uint32_t P = stand_in.processors();
+        if (c.row().has_partials()) {  // as collective(): C = P chunks for reduce_scatter and allreduce
+            const bool per_processor = c.kind == CollectiveKind::reduce_scatter || c.kind == CollectiveKind::allreduce;
+            c.set_chunks(a.chunks > 0 ? a.chunks : per_processor ? P : 1, stand_in, false);
+            return;
+        }
+        c.set_chunks(a.chunks > 0 ? a.chunks : 1, stand_in, false);
+        // Beyond max_goal_pairs the quotient decides, which needs the machine; --greedy and
+        // --hierarchical take any size (opt_.max_goals = 0).
+        if (a.greedy || a.hierarchical || c.goal_count(P) > max_goal_pairs) return;
+        refuse_goal_pairs(c, P, a.instance.topology, a.solver.options().max_goals);
+    });
+    return a;
+}
+
 /// One run of `optimize`, one method per stage, called in order by run(): the instance (a
 /// reduction by duality hands over to optimize_reduction_command), the options and their
 /// checks, the start schedule, the search, the witnesses, the bandwidth end, the report.
 class OptimizeRun {
 public:
     OptimizeRun(const OptimizeArgs& args, Context& ctx)
-        : args_(args), ctx_(ctx), run_(Deadline::after(args.solver.timeout)), in_(args.instance.instance(args.solver.route_space(), false)) {}
+        : args_(refused_before_reading(args)), ctx_(ctx), run_(Deadline::after(args.solver.timeout)),
+          in_(args.instance.instance(args.solver.route_space(), false, RunLimits{run_, args.solver.memory_budget()})) {}
 
     void run() {
         if (!args_.time.sizes.empty()) return time_objective();
@@ -169,7 +191,7 @@ private:
             if (!args_.greedy && !args_.hierarchical && reduction_method(in_, args_.method) == "duality") {
                 if (!args_.start.empty()) throw InputError("--start is not supported by the duality method; use --method direct");
                 if (args_.rounds > 0) throw InputError("--rounds is not supported by the duality method; use --method direct");
-                optimize_reduction_command(in_, args_, ctx_);
+                optimize_reduction_command(in_, args_, run_, ctx_);
                 return false;
             }
         } else {
@@ -201,7 +223,7 @@ private:
         if (args_.greedy && args_.hierarchical)
             throw InputError("--greedy and --hierarchical exclude each other (--hierarchical runs the greedy too)");
         if (args_.hierarchical) {
-            if (std::string why = hierarchical_problem(in_); !why.empty()) throw InputError(why);
+            if (std::string why = hierarchical_problem(in_, RunLimits{run_, opt_.synth.memory}); !why.empty()) throw InputError(why);
             opt_.max_goals = 0;
         }
         // The greedy alone holds no per-pair encoding: the size is bounded by the collective's own

@@ -47,9 +47,13 @@ struct ParetoArgs {
 
 /// The instance and how it is searched, from the arguments; bad input and unsupported models are
 /// refused here, before any work.
-ParetoRun pareto_run(const ParetoArgs& args) {
+ParetoRun pareto_run(const ParetoArgs& args, const RunLimits& limits) {
+    // pareto() refuses the size first of all; before a graph file is read when it states its count
+    args.instance.refuse_before_reading([&](Collective& c, const Topology& stand_in) {
+        if (!c.row().has_partials()) refuse_goal_pairs(c, stand_in.processors(), args.instance.topology, OptimizeOptions{}.max_goals);
+    });
     ParetoRun run;
-    run.in = args.instance.instance(RouteSpace::any);
+    run.in = args.instance.instance(RouteSpace::any, true, limits);
     const CollectiveKind kind = run.in.collective.kind;
     run.reduction = run.in.collective.row().has_partials();
     if (args.method != "auto" && !run.reduction)
@@ -167,8 +171,11 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
                     "and MPI ranks\")")
         ->check(CLI::Range(1u, 256u));
     cmd->callback([&ctx, args] {
-        ParetoRun run = pareto_run(*args);
+        // --timeout counts from the start of the command: reading a machine of 4,096 GPUs takes seconds.
+        const Deadline whole = Deadline::after(args->solver.timeout);
+        ParetoRun run = pareto_run(*args, RunLimits{whole, args->solver.memory_budget()});
         ParetoOptions po = pareto_options(*args);
+        if (po.timeout > 0) po.timeout = std::max(1e-3, whole.left());
         po.sharing = ctx.sharing;
         const bool follower = ctx.sharing && !ctx.sharing->leader();
         const bool tty = !follower && ::isatty(2) == 1;

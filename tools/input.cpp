@@ -50,6 +50,22 @@ void print_error(const InputError& e, bool json) {
     std::fflush(stdout);
 }
 
+void print_stopped(const std::exception& e, bool json) {
+    const std::string why = e.what();
+    std::string out;
+    if (json) {
+        nlohmann::ordered_json j;
+        j["status"] = why.starts_with("memory") ? "memory" : "timeout";
+        j["stopped"] = why;
+        j["exit_code"] = 3;
+        out = j.dump() + "\n";
+    } else {
+        out = fmt::format("collsched: stopped before any result: {}\n", why);
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+}
+
 void print_warnings(const Diagnostics& diags) {
     if (diags.warning_count() == 0) return;
     std::string text = diags.render();

@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,12 @@ public:
 /// MESSAGE` on stderr; with `json`, one object on stdout instead: {"error": MESSAGE, "exit_code":
 /// 2, "diagnostics": [{"file", "line", "column", "severity", "code", "message"}, ...]}.
 void print_error(const InputError& e, bool json);
+
+/// How main() reports a run that a limit stopped before it had any answer (exit code 3; a
+/// LimitReached out of a command, e.g. while reading a machine of thousands of GPUs): `collsched:
+/// stopped before any result: WHY` on stdout; with `json`, {"status": "timeout" or "memory",
+/// "stopped": WHY, "exit_code": 3}.
+void print_stopped(const std::exception& e, bool json);
 
 /// Throws DiagnosticError "N errors in FILE<what>" with the diagnostics.
 [[noreturn]] void fail_with_diagnostics(const Diagnostics& diags, std::string_view what = {});

@@ -11,6 +11,7 @@
 
 #include "compiler/interop/msccl_import.hpp"
 #include "support/assert.hpp"
+#include "support/budget.hpp"
 #include "support/error.hpp"
 #include "tools/app.hpp"
 #include "tools/input.hpp"
@@ -65,6 +66,10 @@ int run(int argc, char** argv, collsched::tools::Context& ctx) {
     } catch (const InputError& e) {
         tools::print_error(e, json);
         return 2;
+    } catch (const LimitReached& e) {
+        // a limit that stopped a command before it had anything to report (reading a large machine)
+        tools::print_stopped(e, json);
+        return 3;
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "collsched: error: out of memory (the input is too large for this machine)\n");
         return 2;

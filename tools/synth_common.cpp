@@ -24,9 +24,23 @@ void InstanceArgs::add_to(CLI::App& cmd, std::string_view topology_example, cons
     cmd.add_option("--model", model, fmt::format("key=value pairs on top of the family's default, e.g. {}", model_example));
 }
 
-SynthInstance InstanceArgs::instance(RouteSpace routes, bool check_size) const {
-    auto topo = Topology::parse(topology);
+SynthInstance InstanceArgs::instance(RouteSpace routes, bool check_size, const RunLimits& limits) const {
+    auto topo = Topology::parse(topology, limits);
     return SynthInstance{topo, apply_model_options(topo->default_model(), model), Collective::parse(collective, *topo, check_size), routes};
+}
+
+void InstanceArgs::refuse_before_reading(const std::function<void(Collective&, const Topology&)>& refuse) const {
+    const std::optional<std::uint64_t> P = Topology::declared_processors(topology);
+    if (!P || *P < 2 || *P > 4096) return;  // graph files have at most 4096 nodes
+    std::shared_ptr<const Topology> stand_in;
+    std::optional<Collective> c;
+    try {
+        stand_in = Topology::parse(fmt::format("linear:{}", *P));
+        c = Collective::parse(collective, *stand_in, false);
+    } catch (const InputError&) {
+        return;  // said after reading, about the machine itself
+    }
+    refuse(*c, *stand_in);
 }
 
 void SolverArgs::add_to(CLI::App& cmd, bool allow_both, bool with_routes) {

@@ -5,6 +5,9 @@
  */
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -54,7 +57,14 @@ struct InstanceArgs {
                 std::string_view model_example = "ports=single");
     /// The instance they name: the topology, the model on top of its family's default, the
     /// collective (`check_size`: refuse one whose goals cannot be listed; Collective::parse).
-    SynthInstance instance(RouteSpace routes, bool check_size = true) const;
+    /// `limits`: polled while a graph file is read (Topology::parse; LimitReached).
+    SynthInstance instance(RouteSpace routes, bool check_size = true, const RunLimits& limits = {}) const;
+    /// Refusals that follow from the processor count alone, made before a graph file is read
+    /// (issue 41: 17 s of reading 4,096 GPUs before "refused"): when the file states its count
+    /// first (Topology::declared_processors), `refuse` gets the collective parsed on a stand-in
+    /// of that many processors (linear:P) and may throw InputError in the words it has after
+    /// reading. Nothing when no count is stated or the collective does not parse there.
+    void refuse_before_reading(const std::function<void(Collective&, const Topology& stand_in)>& refuse) const;
 };
 
 /// Prints "T = 11, cadical, 3.2 s" lines on stderr while a search runs, if stderr is a terminal.

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dsl/diagnostics.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -100,7 +101,11 @@ class JsonDocumentSax : public nlohmann::detail::json_sax_dom_parser<nlohmann::j
     using Base = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
 
 public:
-    explicit JsonDocumentSax(nlohmann::json& out) : Base(out, false) {}
+    /// `limits` (may be null) are polled every 65,536 values: reached, the parse stops with `stopped`.
+    explicit JsonDocumentSax(nlohmann::json& out, const RunLimits* limits = nullptr) : Base(out, false), limits_(limits) {}
+    bool start_array(std::size_t n) { return tick() && Base::start_array(n); }
+    bool number_unsigned(nlohmann::json::number_unsigned_t v) { return tick() && Base::number_unsigned(v); }
+    bool string(std::string& v) { return tick() && Base::string(v); }
     bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
         error_position = position;
         error_text = e.what();
@@ -108,7 +113,7 @@ public:
     }
     bool start_object(std::size_t n) {
         keys_.emplace_back();
-        return Base::start_object(n);
+        return tick() && Base::start_object(n);
     }
     bool end_object() {
         keys_.pop_back();
@@ -127,21 +132,37 @@ public:
     std::string error_text;
     std::optional<std::string> duplicate;
     std::uint64_t duplicate_index = 0;
+    std::string stopped;  ///< the limit that stopped the parse ("time limit", "memory limit (...)")
 
 private:
+    bool tick() {
+        if (!limits_ || (++ticks_ & 0xffff) != 0 || !limits_->reached()) return true;
+        stopped = limits_->why();
+        return false;
+    }
     std::vector<std::set<std::string>> keys_;  ///< the keys of each open object
     std::uint64_t key_count_ = 0;
+    const RunLimits* limits_ = nullptr;
+    std::uint64_t ticks_ = 0;
 };
 
 /// Parses a whole JSON document read from `file`: refuses nesting deeper than max_json_depth,
 /// and turns a syntax error or a number overflow into an InputError at file:line:col. `kind` names
-/// the document in messages ("JSON", "JSON graph").
-inline nlohmann::json parse_json_document(std::string_view file, std::string_view text, std::string_view kind = "JSON") {
+/// the document in messages ("JSON", "JSON graph"). `limits` (may be null) are polled while it
+/// parses: reached, LimitReached ("time limit (reading FILE)"), the part read freed in the background.
+inline nlohmann::json parse_json_document(std::string_view file, std::string_view text, std::string_view kind = "JSON",
+                                          const RunLimits* limits = nullptr) {
     check_json_depth(file, text, kind);
     const std::string_view body = before_nul(text);
     nlohmann::json out;
-    JsonDocumentSax sax(out);
+    JsonDocumentSax sax(out, limits);
     if (!nlohmann::json::sax_parse(body.begin(), body.end(), &sax)) {
+        if (!sax.stopped.empty()) {
+            free_in_background(std::make_unique<nlohmann::json>(std::move(out)));
+            const std::string where = fmt::format("reading {}", file);
+            limits->check(where);  // the wording of every stage ("time limit (reading FILE)")
+            throw LimitReached(fmt::format("{} ({})", sax.stopped, where));
+        }
         if (sax.duplicate) {
             SourceLoc loc = location_of(text, nth_json_key(body, sax.duplicate_index));
             throw InputError(fmt::format("{}:{}:{}: malformed {}: the key \"{}\" is given twice in one object (a second value would "

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "compiler/table/partials.hpp"
 #include "support/assert.hpp"
+#include "support/budget.hpp"
 #include "support/error.hpp"
 
 namespace collsched {
@@ -21,13 +23,16 @@ Step TableBuilder::send_cut_through(Step step, Node src, Node dst, MessageId m) 
     return s - 1;
 }
 
-SendTable TableBuilder::finish() && {
-    if (table_.composites) table_.canonicalize_composites();
+SendTable TableBuilder::finish(Deadline deadline) && {
+    if (table_.composites) canonicalize_composites(table_, deadline);
     else table_.sort();
     return std::move(table_);
 }
 
-SendTable bft_phase_alltoall(std::shared_ptr<const Topology> topo) {
+SendTable bft_phase_alltoall(std::shared_ptr<const Topology> topo, Deadline deadline) {
+    auto poll = [&] {
+        if (deadline.passed()) throw LimitReached("time limit (the phase total exchange)");
+    };
     const Topology& t = *topo;
     if (t.family() != Family::bft) throw InputError(fmt::format("{}: the phase total exchange needs a binary fat tree", t.spec()));
     const std::uint32_t L = t.tree_levels(), n = t.processors();
@@ -50,15 +55,18 @@ SendTable bft_phase_alltoall(std::shared_ptr<const Topology> topo) {
         std::uint32_t h = L - i, S = 1u << (h - 1);
         if (ebft) {
             // Every leaf sends at once: in step l of the phase, k sends to k ^ S ^ l.
-            for (std::uint32_t l = 0; l < S; ++l)
+            for (std::uint32_t l = 0; l < S; ++l) {
+                poll();
                 for (std::uint32_t k = 0; k < n; ++k) {
                     std::uint32_t d = k ^ S ^ l;
                     b.send_cut_through(start + l, Node{k}, Node{d}, ms.personal(k, d));
                 }
+            }
             start += S + 2;
         } else {
             // One sender per side of every level-h router at a time: S periods of S messages.
-            for (std::uint32_t base = 0; base < n; base += 2 * S)
+            for (std::uint32_t base = 0; base < n; base += 2 * S) {
+                poll();
                 for (std::uint32_t k = 0; k < S; ++k)
                     for (std::uint32_t l = 0; l < S; ++l) {
                         Step s = start + k * S + l;
@@ -66,9 +74,11 @@ SendTable bft_phase_alltoall(std::shared_ptr<const Topology> topo) {
                         b.send_cut_through(s, Node{a}, Node{base + S + l}, ms.personal(a, base + S + l));
                         b.send_cut_through(s, Node{bb}, Node{base + l}, ms.personal(bb, base + l));
                     }
+            }
             start += S * S + 2;
         }
     }
+    poll();
     return std::move(b).finish();
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -29,8 +30,9 @@ public:
 
     std::size_t size() const { return table_.transfers.size(); }
     void reserve(std::size_t n) { table_.transfers.reserve(n); }
-    /// The sorted table (its composites numbered canonically).
-    SendTable finish() &&;
+    /// The sorted table (its composites numbered canonically; LimitReached once `deadline`
+    /// passes while they are: canonicalize_composites).
+    SendTable finish(Deadline deadline = {}) &&;
 
 private:
     SendTable table_;
@@ -40,7 +42,9 @@ private:
 /// The phase algorithm for total exchange on a binary fat tree with any capacities
 /// (Dimakopoulos & Dimopoulos, section 5), pipelined as in their equation (2): phase i
 /// (crossing level h = L - i) starts 2h - 3 steps before phase i-1 ends. Steps:
-/// sum_i ceil(4^(i-1)/c_i) + 2 log n - 1; for EBFTs n + 2 log n - 2.
-SendTable bft_phase_alltoall(std::shared_ptr<const Topology> bft);
+/// sum_i ceil(4^(i-1)/c_i) + 2 log n - 1; for EBFTs n + 2 log n - 2. `deadline` is checked every
+/// step of a phase (n = 1,024: 20 million transfers, seconds): LimitReached ("time limit (the phase
+/// total exchange)") once it passes.
+SendTable bft_phase_alltoall(std::shared_ptr<const Topology> bft, Deadline deadline = {});
 
 }  // namespace collsched

@@ -64,7 +64,7 @@ void set_reduction_chunks(Collective& c, std::uint32_t C, const Topology& topo) 
 /// The reversed first arrivals of every b(s, k) the table moves (K chunks per datum), as
 /// transfers of DSL-style references partial(v, c) (resolved by resolve_partials): c = s*K + k
 /// when `per_source` (allgather: block s), else k (broadcast). Step t becomes T + 1 - t.
-void reversed_tree(const SendTable& ag, Step T, SendTable& out, bool per_source) {
+void reversed_tree(const SendTable& ag, Step T, SendTable& out, bool per_source, Deadline deadline = {}) {
     const Topology& topo = *ag.topology;
     const std::uint32_t P = topo.processors(), K = ag.collective.chunks;
     const Messages ams = ag.messages();
@@ -80,7 +80,8 @@ void reversed_tree(const SendTable& ag, Step T, SendTable& out, bool per_source)
         if (f == std::numeric_limits<std::size_t>::max() || ag.transfers[f].step > x.step) f = i;
     }
     Composites& reg = out.composite_registry();
-    for (std::uint32_t s = 0; s < P; ++s)
+    for (std::uint32_t s = 0; s < P; ++s) {
+        if (deadline.passed()) throw LimitReached("time limit (reversing the schedule)");
         for (std::uint32_t k = 0; k < K; ++k)
             for (std::uint32_t v = 0; v < P; ++v) {
                 if (v == s) continue;
@@ -96,6 +97,7 @@ void reversed_tree(const SendTable& ag, Step T, SendTable& out, bool per_source)
                 const MessageId ref = reg.intern({MessageKind::partial, chunk, static_cast<std::uint32_t>(step), {MessageId{v}}, {}});
                 out.transfers.push_back({step, *back, ref});
             }
+    }
 }
 
 SendTable reduction_table(const SendTable& from, CollectiveKind kind) {
@@ -127,30 +129,32 @@ SendTable reduce_from_broadcast(const SendTable& bc) {
 
 SendTable reduce_scatter_from_allgather(const SendTable& ag, Deadline deadline) {
     SendTable out = reduction_table(ag, CollectiveKind::reduce_scatter);
-    reversed_tree(ag, ag.steps(), out, true);
+    reversed_tree(ag, ag.steps(), out, true, deadline);
     out.sort();
     resolve_partials(out, deadline);
-    out.canonicalize_composites();
+    canonicalize_composites(out, deadline);
     return out;
 }
 
-SendTable allreduce_from_allgather(const SendTable& ag) {
+SendTable allreduce_from_allgather(const SendTable& ag, Deadline deadline) {
     SendTable out = reduction_table(ag, CollectiveKind::allreduce);
     const Step T = ag.steps();
-    reversed_tree(ag, T, out, true);
+    reversed_tree(ag, T, out, true, deadline);
     Composites& reg = out.composite_registry();
     const Messages ams = ag.messages();
     if (!ag.step_rounds.empty())  // the allgather's rounds again
         for (Step t = 1; t <= T; ++t) out.step_rounds.push_back(ag.rounds(t));
     const std::uint32_t K = ag.collective.chunks;
+    std::size_t i = 0;
     for (const Transfer& x : ag.transfers) {  // the allgather of the full partials
+        if ((++i & 0xffff) == 0 && deadline.passed()) throw LimitReached("time limit (reversing the schedule)");
         const std::uint32_t s = ams.key(x.message).src * K + ams.chunk(x.message), u = idx(ag.topology->channel(x.channel).from);
         const MessageId ref = reg.intern({MessageKind::partial, s, static_cast<std::uint32_t>(T + x.step), {MessageId{u}}, {}});
         out.transfers.push_back({T + x.step, x.channel, ref});
     }
     out.sort();
-    resolve_partials(out);
-    out.canonicalize_composites();
+    resolve_partials(out, deadline);
+    canonicalize_composites(out, deadline);
     return out;
 }
 

@@ -25,8 +25,8 @@ std::string duality_problem(const Topology&, const Model&);
 /// becomes v's send of its partial of chunk s to u in step T + 1 - t. Every processor sends
 /// each chunk's partial once, after all partials of its subtree arrived, so the table holds and
 /// has the allgather's T steps. The allgather must be complete and causal.
-/// `deadline`: LimitReached once it passes while the partials are resolved (tables of millions of
-/// transfers take seconds).
+/// `deadline`: LimitReached once it passes while the tree is reversed, the partials resolved or
+/// the composites numbered (a million partials on 1,024 processors take seconds).
 SendTable reduce_scatter_from_allgather(const SendTable& allgather, Deadline deadline = {});
 
 /// The broadcast's first arrivals reversed, as above: reduce(r) of the broadcast's T steps.
@@ -34,6 +34,7 @@ SendTable reduce_from_broadcast(const SendTable& broadcast);
 
 /// reduce_scatter_from_allgather in steps 1..T, then the allgather itself in steps T+1..2T
 /// with b(s) replaced by the full partial of chunk s: an allreduce of 2T steps.
-SendTable allreduce_from_allgather(const SendTable& allgather);
+/// `deadline` as for reduce_scatter_from_allgather.
+SendTable allreduce_from_allgather(const SendTable& allgather, Deadline deadline = {});
 
 }  // namespace collsched

@@ -74,6 +74,11 @@ std::string goal_gap(const SourceSet& have, const SourceSet& want);
 /// Stops at `deadline` (checked every step) with LimitReached: the table is then left half resolved.
 void resolve_partials(SendTable&, Deadline deadline = {});
 
+/// SendTable::canonicalize_composites, checking `deadline` every 65,536 composites (a
+/// reduce-scatter on 1,024 processors has a million): LimitReached once it passes, the table
+/// then left as it was.
+void canonicalize_composites(SendTable&, Deadline deadline);
+
 /// Whether a table is checked by the buffer rule: an allreduce, reduce_scatter or scan, or a
 /// table with partials a({...}).
 bool uses_partials(const SendTable&);

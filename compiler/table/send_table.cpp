@@ -278,41 +278,50 @@ std::string composite_problem(const SendTable& t) {
     return "";
 }
 
-void SendTable::canonicalize_composites() {
-    if (std::string why = collective.reduction_problem(topology->processors(), collective.chunks); !why.empty()) throw InputError(why);
-    const bool partial_goals = uses_partials(*this);
-    if (collective.combines() || partial_goals) composite_registry();  // the goals a(0..p) get ids too
-    if (composites && composites->empty() && !collective.combines() && !partial_goals) composites.reset();  // the fast path: no pass
-    if (!composites) return;
-    const std::uint64_t base = composites->base();
+void SendTable::canonicalize_composites() { collsched::canonicalize_composites(*this, Deadline{}); }
+
+void canonicalize_composites(SendTable& t, Deadline deadline) {
+    auto poll = [&](std::size_t i) {
+        if ((i & 0xffff) == 0 && deadline.passed()) throw LimitReached("time limit (the table's composites)");
+    };
+    if (std::string why = t.collective.reduction_problem(t.topology->processors(), t.collective.chunks); !why.empty()) throw InputError(why);
+    const bool partial_goals = uses_partials(t);
+    if (t.collective.combines() || partial_goals) t.composite_registry();  // the goals a(0..p) get ids too
+    if (t.composites && t.composites->empty() && !t.collective.combines() && !partial_goals) t.composites.reset();  // the fast path: no pass
+    if (!t.composites) return;
+    const std::uint64_t base = t.composites->base();
     // Keep only the composites in use: rebuild the registry from them.
-    std::vector<char> used(composites->size(), 0);
-    for (const Transfer& x : transfers)
+    std::vector<char> used(t.composites->size(), 0);
+    for (const Transfer& x : t.transfers)
         if (idx(x.message) >= base) used[idx(x.message) - base] = 1;
-    for (const Requirement& q : requirements)
+    for (const Requirement& q : t.requirements)
         if (idx(q.message) >= base) used[idx(q.message) - base] = 1;
     auto fresh = std::make_shared<Composites>(base);
-    std::vector<MessageId> first(composites->size());
-    for (std::size_t i = 0; i < used.size(); ++i)
-        if (used[i]) first[i] = fresh->intern(composites->items()[i]);
-    if (!partial_goals) collective.for_each_value_goal(topology->processors(), [&](std::uint32_t lo, std::uint32_t hi, Node) {
+    std::vector<MessageId> first(t.composites->size());
+    for (std::size_t i = 0; i < used.size(); ++i) {
+        poll(i);
+        if (used[i]) first[i] = fresh->intern(t.composites->items()[i]);
+    }
+    if (!partial_goals) t.collective.for_each_value_goal(t.topology->processors(), [&](std::uint32_t lo, std::uint32_t hi, Node) {
         fresh->intern({MessageKind::combined, lo, hi, {}, {}});
     });
     if (partial_goals) {
-        const Messages ms = messages();
-        collective.for_each_partial_goal(topology->processors(), table_chunks(*this), [&](std::uint32_t c, std::uint32_t hi, Node) {
+        const Messages ms = t.messages();
+        t.collective.for_each_partial_goal(t.topology->processors(), table_chunks(t), [&](std::uint32_t c, std::uint32_t hi, Node) {
             partial_message(*fresh, ms, SourceSet::range(0, hi), c);
         });
     }
+    poll(0);
     std::vector<MessageId> second = fresh->canonicalize();
+    poll(0);
     auto map = [&](MessageId m) {
         if (idx(m) < base) return m;
         return second[idx(first[idx(m) - base]) - base];
     };
-    for (Transfer& x : transfers) x.message = map(x.message);
-    for (Requirement& q : requirements) q.message = map(q.message);
-    composites = fresh->empty() ? nullptr : std::move(fresh);
-    sort();
+    for (Transfer& x : t.transfers) x.message = map(x.message);
+    for (Requirement& q : t.requirements) q.message = map(q.message);
+    t.composites = fresh->empty() ? nullptr : std::move(fresh);
+    t.sort();
 }
 
 }  // namespace collsched

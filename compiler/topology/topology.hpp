@@ -29,6 +29,7 @@
 
 #include "compiler/core/ids.hpp"
 #include "compiler/core/model.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -110,17 +111,27 @@ struct TopologyArgs {
     std::vector<std::shared_ptr<const Topology>> factors = {};
     /// graph: the JSON file.
     std::string file = {};
+    /// graph: the limits of the run, polled while the file is read (a 4,096-GPU machine is 85 MB of
+    /// JSON, seconds to read): LimitReached ("time limit (reading graph:FILE)") once reached.
+    RunLimits limits = {};
 };
 
 class Topology {
 public:
     /// Builds a topology from its spec. Throws InputError with what was wrong and what was expected.
-    static std::shared_ptr<const Topology> parse(std::string_view spec);
+    /// `limits`: polled while a graph file is read (TopologyArgs::limits).
+    static std::shared_ptr<const Topology> parse(std::string_view spec, const RunLimits& limits = {});
     /// Builds a topology of `family` from typed arguments (the lowering's way, which checks them
     /// as parse() does); `name` is only printed: it is spec() and names the topology in messages
     /// and files, so it should be the spec that parse() would build the same topology from.
     /// Throws InputError.
     static std::shared_ptr<const Topology> make(Family family, const TopologyArgs& args, std::string_view name);
+    /// The processor count of a `graph:FILE` spec as its file's first keys state it, read from
+    /// the first 64 KiB without building anything (files written by `collsched machine` state it
+    /// first): refusals that follow from the size alone come before seconds of reading. nullopt
+    /// for other specs, pipes, and files that state it later, after the edges, or not as a count.
+    /// Not checked: parse() checks it.
+    static std::optional<std::uint64_t> declared_processors(std::string_view spec);
 
     const std::string& spec() const { return spec_; }
     Family family() const { return family_; }

@@ -148,7 +148,7 @@ struct Topology::Impl {
     }
 
     class GraphFile;  ///< the reader of a graph file (topology_graph.cpp)
-    static std::shared_ptr<Topology> graph(std::string_view spec, std::string_view file);
+    static std::shared_ptr<Topology> graph(std::string_view spec, std::string_view file, const RunLimits& limits);
 
     /// The wrapped butterfly of dimension d: processor (l, x), level l in 0 .. d-1 and row x in
     /// 0 .. 2^d - 1, is l 2^d + x; it is linked to (l + 1 mod d, x) (straight) and to
@@ -176,7 +176,8 @@ struct Topology::Impl {
 
     /// Next hops by BFS from every destination, ties to the lowest-numbered neighbour (graphs and
     /// butterflies). Throws InputError naming two nodes when the graph is not connected.
-    static void next_hops(Topology& t, std::string_view where);
+    /// `limits` polled per destination (LimitReached naming `where`).
+    static void next_hops(Topology& t, std::string_view where, const RunLimits& limits = {});
 };
 
 }  // namespace collsched

@@ -182,7 +182,7 @@ private:
 
 // The spec language (docs/topologies.md): the text is checked here, as written, and the values
 // go to make(), which checks what a typed caller must get right too.
-std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
+std::shared_ptr<const Topology> Topology::parse(std::string_view spec, const RunLimits& limits) {
     if (spec.empty()) bad_spec(spec, "empty spec");
     // Specs are written back into JSON, XML and DOT output, and a graph file name is passed to
     // the C library: control characters (a NUL would cut the file name short) and bytes that are
@@ -220,6 +220,7 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
         return parts;
     };
     TopologyArgs args;
+    args.limits = limits;
     switch (row->shape) {
         case compiler::FamilyShape::leaves:
             need_rest();
@@ -270,7 +271,7 @@ std::shared_ptr<const Topology> Topology::parse(std::string_view spec) {
             return make(row->family, args, spec);
         case compiler::FamilyShape::factors:
             need_rest();
-            for (std::string_view f : split(rest, '*')) args.factors.push_back(parse(f));
+            for (std::string_view f : split(rest, '*')) args.factors.push_back(parse(f, limits));
             return make(row->family, args, spec);
         case compiler::FamilyShape::file:
             need_rest();

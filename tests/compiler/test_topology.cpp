@@ -251,11 +251,11 @@ TEST_CASE("units: times, bandwidths and sizes with their units") {
     CHECK(*parse_bandwidth("200 Gb/s") == doctest::Approx(25e9));
     CHECK(*parse_bandwidth("1 GiB/s") == doctest::Approx(1073741824.0));
     CHECK(*parse_bandwidth("1.5e3 MB/s") == doctest::Approx(1.5e9));
-    CHECK(*parse_bytes("1K") == 1024);
-    CHECK(*parse_bytes("1M") == 1048576);
-    CHECK(*parse_bytes("4 KiB") == 4096);
-    CHECK(*parse_bytes("1 MB") == 1e6);
-    CHECK(*parse_bytes("4096") == 4096);
+    CHECK(*support::parse_bytes("1K") == 1024);
+    CHECK(*support::parse_bytes("1M") == 1048576);
+    CHECK(*support::parse_bytes("4 KiB") == 4096);
+    CHECK(*support::parse_bytes("1 MB") == 1e6);
+    CHECK(*support::parse_bytes("4096") == 4096);
     std::string why;
     CHECK_FALSE(parse_seconds("1.5", &why));
     CHECK(why == "a time needs a unit, e.g. '1.5 us' (units: s, ms, us, ns, ps)");
@@ -269,7 +269,7 @@ TEST_CASE("units: times, bandwidths and sizes with their units") {
     CHECK(format_seconds(1.5e-6) == "1.5 us");
     CHECK(format_seconds(0.0123) == "12.3 ms");
     CHECK(format_bandwidth(25e9) == "25 GB/s");
-    CHECK(format_bytes(1 << 20) == "1 MiB");
+    CHECK(support::format_bytes(1 << 20) == "1 MiB");
 }
 
 TEST_CASE("speeds: a graph file's defaults, link types, edges and groups") {

@@ -71,7 +71,7 @@ std::uint64_t node_capacity(const Topology& t, Ports ports, const std::vector<ch
 
 }  // namespace
 
-std::vector<Bound> class_bounds(const SynthInstance& in) {
+std::vector<Bound> class_bounds(const SynthInstance& in, const RunLimits& limits) {
     const Topology& t = *in.topology;
     std::vector<Bound> out;
     const EncodingKind k = encoding_for(in);
@@ -81,7 +81,7 @@ std::vector<Bound> class_bounds(const SynthInstance& in) {
     if (classes.size() < 2) return out;
     const std::uint32_t P = t.processors();
     // Under a checked translation group every source's distances are processor 0's, moved.
-    const std::optional<Translations> group = translation_group(t);
+    const std::optional<Translations> group = translation_group(t, limits);
     const std::uint64_t searches = group ? 1 : P;
     if (searches * (t.nodes() + t.channels().size()) * classes.size() > 200'000'000) return out;
     const Messages ms = in.collective.messages(P);
@@ -91,7 +91,9 @@ std::vector<Bound> class_bounds(const SynthInstance& in) {
         std::vector<std::vector<std::uint32_t>> dist(P);
         std::uint64_t sum = 0;
         bool unreachable = false;
+        std::uint64_t goals = 0;
         in.collective.for_each_goal(P, [&](MessageId m, Node d) {
+            if ((++goals & 0xffff) == 0) limits.check("class counting");
             std::uint32_t s = idx(ms.origin(m)), y = idx(d);
             if (group) {  // the distance from s to y is the distance from 0 to y - s
                 y = group->sub(y, s);

@@ -21,6 +21,7 @@ namespace collsched {
 /// One bound per link class (at least two classes; graph files with link speeds), for
 /// personalized collectives; empty otherwise, or when the walk over sources would exceed 2 * 10^8
 /// channel visits.
-std::vector<Bound> class_bounds(const SynthInstance&);
+/// `limits` polled in the group's check and every 65,536 goals (LimitReached).
+std::vector<Bound> class_bounds(const SynthInstance&, const RunLimits& limits = {});
 
 }  // namespace collsched

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <queue>
 
 #include <fmt/format.h>
@@ -67,7 +68,7 @@ struct RouteJobs {
 class BoundFacts {
 public:
     BoundFacts(const SynthInstance& instance, const RunLimits& run_limits)
-        : in(instance), t(*instance.topology), model(instance.model), kind(encoding_for(instance)), goals(goal_pairs(instance)),
+        : in(instance), t(*instance.topology), model(instance.model), kind(encoding_for(instance)), goals(goal_pairs(instance, run_limits)),
           P(t.processors()), N(t.nodes()), unique(unique_routes(t)), limits(run_limits), from_(P), to_(P) {}
 
     const SynthInstance& in;
@@ -578,7 +579,7 @@ constexpr BoundRule bound_rules[] = {
      [](const BoundFacts&) { return std::vector<std::string>{"shortest-path distances", std::string(one_slot_each)}; }, free_sums},
     {"channel counting", false, personal_free, shortest_paths, channel_counting},
     {"cut counting", false, personal_free, shortest_paths, cut_counting},
-    {"class counting", false, personal, nothing, [](BoundFacts& f) { return class_bounds(f.in); }},
+    {"class counting", false, personal, nothing, [](BoundFacts& f) { return class_bounds(f.in, f.limits); }},
     {"distance", false, disseminates, shortest_paths, dissemination_distance},
     {"receptions", false, disseminates,
      [](const BoundFacts& f) { return std::vector<std::string>{"shortest-path distances", receive_ports(f.model)}; }, receptions},
@@ -618,7 +619,14 @@ std::vector<Bound> lower_bounds(const SynthInstance& in, const RunLimits& limits
         if (stopped) stopped->push_back(fmt::format("every rule: {}", e.what()));
         return {};
     }
-    BoundFacts f(in, limits);
+    std::optional<BoundFacts> facts;
+    try {
+        facts.emplace(in, limits);  // lists the goal pairs, polling the limits
+    } catch (const LimitReached& e) {
+        if (stopped) stopped->push_back(fmt::format("every rule: {}", e.what()));
+        return {};
+    }
+    BoundFacts& f = *facts;
     std::vector<Bound> b;
     // The rules whose bounds the search uses first, then those of fixed routes (listed, not used,
     // when the search is over any route): under a limit these must not starve those (torus:32x32

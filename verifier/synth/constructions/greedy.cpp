@@ -153,10 +153,21 @@ SendTable disseminate(const SynthInstance& in, const GreedyOptions& opt) {
     std::vector<MessageId> msgs;
     std::unordered_map<std::uint32_t, std::uint32_t> local;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> goals;  // (local message, processor)
+    // Reserved at once, the limits polled every 65,536 goals (16.7 million on torus:64x64), and
+    // the map asked only when the message changes (the goals come message by message).
+    const std::uint64_t n = in.collective.goal_count(P);
+    check_fits(opt, mul_sat(n, sizeof(goals[0])), "list of goals");
+    goals.reserve(static_cast<std::size_t>(n));
+    std::uint32_t last = 0, last_local = 0;
     in.collective.for_each_goal(P, [&](MessageId m, Node p) {
-        auto [it, fresh] = local.try_emplace(idx(m), static_cast<std::uint32_t>(msgs.size()));
-        if (fresh) msgs.push_back(m);
-        goals.push_back({it->second, idx(p)});
+        if ((goals.size() & 0xffff) == 0xffff) check_limits(opt, 0);
+        if (goals.empty() || idx(m) != last) {
+            auto [it, fresh] = local.try_emplace(idx(m), static_cast<std::uint32_t>(msgs.size()));
+            if (fresh) msgs.push_back(m);
+            last = idx(m);
+            last_local = it->second;
+        }
+        goals.push_back({last_local, idx(p)});
     });
     const std::uint64_t M = msgs.size(), W = (M + 63) / 64;
     // held bits, per-holder lists, the table, and its verification (about as much again).
@@ -245,11 +256,13 @@ SendTable exchange(const SynthInstance& in, const GreedyOptions& opt) {
         COLLSCHED_ASSERT(!route.empty());
         return route.front();
     };
-    for (std::uint32_t k = 1; k < P; ++k)
+    for (std::uint32_t k = 1; k < P; ++k) {
+        check_limits(opt, 0);  // P first hops per k (P^2 route lookups in all)
         for (std::uint32_t s = 0; s < P; ++s) {
             const std::uint32_t d = (s + k) % P;
             queue[idx(next(s, d))].push_back({s, d, 1});
         }
+    }
     std::uint64_t missing = M;
     StepResources res(t, in.model.ports);
     TableBuilder b(in.topology, in.model, in.collective);
@@ -425,9 +438,18 @@ std::optional<SendTable> greedy_personal(const SynthInstance& in, std::chrono::s
     const std::uint32_t P = t.processors();
     PortMap pm{t, in.model.ports, t.channels().size(), P};
     Ledger led(pm.caps());
-    auto goals = goal_pairs(in);
+    std::vector<GoalPair> goals;
+    try {
+        goals = goal_pairs(in, RunLimits{Deadline::at(deadline), {}});
+    } catch (const LimitReached&) {
+        return std::nullopt;
+    }
     std::vector<std::vector<ChannelId>> routes;
-    for (const GoalPair& g : goals) routes.push_back(t.route(g.src, g.dst));
+    routes.reserve(goals.size());
+    for (const GoalPair& g : goals) {
+        if (routes.size() % 4096 == 0 && std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+        routes.push_back(t.route(g.src, g.dst));
+    }
     std::vector<std::size_t> order(goals.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     auto rot = [&](const GoalPair& g) { return (idx(g.dst) + P - idx(g.src)) % P; };
@@ -477,12 +499,18 @@ std::optional<SendTable> greedy_free_route(const SynthInstance& in, std::chrono:
     const std::uint32_t P = t.processors(), N = t.nodes();
     PortMap pm{t, in.model.ports, t.channels().size(), P};
     Ledger led(pm.caps());
-    auto goals = goal_pairs(in);
+    std::vector<GoalPair> goals;
+    try {
+        goals = goal_pairs(in, RunLimits{Deadline::at(deadline), {}});
+    } catch (const LimitReached&) {
+        return std::nullopt;
+    }
     const bool routers_wait = in.model.queues == QueueKind::unbounded;
     auto holder = [&](std::uint32_t v) { return v < P || routers_wait; };
     std::map<std::uint32_t, std::vector<std::uint32_t>> from;
     std::vector<std::uint32_t> len(goals.size());
     for (std::size_t i = 0; i < goals.size(); ++i) {
+        if (i % 4096 == 0 && std::chrono::steady_clock::now() >= deadline) return std::nullopt;
         auto it = from.find(idx(goals[i].src));
         if (it == from.end()) it = from.emplace(idx(goals[i].src), synth::bfs_distances(t, goals[i].src)).first;
         len[i] = it->second[idx(goals[i].dst)];

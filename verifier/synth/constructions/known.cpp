@@ -450,7 +450,7 @@ namespace {
 std::optional<KnownSchedule> translates(const SynthInstance& in, Step lower_bound, std::chrono::steady_clock::time_point deadline,
                                         const RunLimits& limits) {
     const EncodingKind k = encoding_for(in);
-    const std::string group = translation_group_name(*in.topology);
+    const std::string group = translation_group_name(*in.topology, limits);
     if (k == EncodingKind::free_route && in.collective.kind == CollectiveKind::alltoall) {
         if (auto x = translate_alltoall(in, lower_bound, deadline, limits); x && holds(*x, in, false, deadline))
             return KnownSchedule{std::move(*x), fmt::format("translates of one processor's messages under {} (collsched construction, docs/synthesis.md)", group)};
@@ -465,9 +465,10 @@ std::optional<KnownSchedule> translates(const SynthInstance& in, Step lower_boun
 
 std::optional<KnownSchedule> translation_schedule(const SynthInstance& in, Step lower_bound, std::chrono::steady_clock::time_point deadline,
                                                   const MemoryBudget& memory) {
-    if (in.chunked() || !translation_group(*in.topology)) return std::nullopt;
+    if (in.chunked()) return std::nullopt;
     const RunLimits limits{Deadline::at(deadline), memory};
     try {
+        if (!translation_group(*in.topology, limits)) return std::nullopt;
         return translates(in, lower_bound, deadline, limits);
     } catch (const LimitReached&) {  // the table did not fit, or the limits stopped its writing
         return std::nullopt;
@@ -502,10 +503,12 @@ std::optional<KnownSchedule> constructed_schedule(const SynthInstance& in, bool 
     if (k == EncodingKind::personal || k == EncodingKind::free_route) {
         if (in.collective.kind == CollectiveKind::alltoall && t.family() == Family::bft && !late()) {
             try {
-                SendTable s = bft_phase_alltoall(in.topology);
+                SendTable s = bft_phase_alltoall(in.topology, Deadline::at(deadline));
                 if (holds(s, in, true, deadline)) found.push_back({std::move(s), "bft_phase_alltoall (Dimakopoulos & Dimopoulos, section 5, eq. 2)"});
             } catch (const InputError&) {
                 // capacity pattern not covered by the built-in algorithm: the greedy below applies
+            } catch (const LimitReached&) {
+                // the deadline passed while its table was written: the others below are not started either
             }
         }
         Step cap = 4 * t.processors() + 4 * t.tree_levels() + 8;

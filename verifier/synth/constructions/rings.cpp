@@ -202,10 +202,12 @@ private:
     std::vector<std::int64_t> chan_left_, group_left_, send_left_, recv_left_;
 };
 
-/// The least per-step limit of any processor, in and out: the most rings that can all use it.
-std::uint32_t ring_target(const Topology& t, Ports ports) {
+/// The least per-step limit of any processor, in and out: the most rings that can all use it;
+/// nullopt once the deadline passes.
+std::optional<std::uint32_t> ring_target(const Topology& t, Ports ports, Clock::time_point deadline) {
     std::uint64_t k = std::numeric_limits<std::uint64_t>::max();
     for (std::uint32_t p = 0; p < t.processors(); ++p) {
+        if (p % 64 == 0 && Clock::now() >= deadline) return std::nullopt;
         k = std::min(k, synth::step_capacity(t, ports, t.in_channels(Node{p})).hops);
         k = std::min(k, synth::step_capacity(t, ports, t.out_channels(Node{p})).hops);
     }
@@ -216,25 +218,37 @@ std::uint32_t ring_target(const Topology& t, Ports ports) {
 /// of v_i; a batch of a ring starts in step `at`.
 class RingSchedules {
 public:
-    RingSchedules(const SynthInstance& in, std::vector<std::vector<ChannelId>> rings)
-        : in_(in), t_(*in.topology), P_(t_.processors()), rings_(std::move(rings)), b_(in.topology, in.model, in.collective) {}
+    RingSchedules(const SynthInstance& in, std::vector<std::vector<ChannelId>> rings, Clock::time_point deadline)
+        : in_(in), t_(*in.topology), P_(t_.processors()), rings_(std::move(rings)), deadline_(deadline),
+          b_(in.topology, in.model, in.collective) {}
 
+    /// The table; nullopt when the deadline passes first (checked every step of every batch:
+    /// a reduce-scatter on 1,024 GPUs is a million partials).
     std::optional<SendTable> build() {
-        switch (in_.collective.kind) {
-        case CollectiveKind::allgather: allgather(); break;
-        case CollectiveKind::allreduce: reductions(true); break;
-        case CollectiveKind::reduce_scatter: reductions(false); break;
-        default: return std::nullopt;
+        try {
+            switch (in_.collective.kind) {
+            case CollectiveKind::allgather: allgather(); break;
+            case CollectiveKind::allreduce: reductions(true); break;
+            case CollectiveKind::reduce_scatter: reductions(false); break;
+            default: return std::nullopt;
+            }
+            poll();
+            SendTable table = std::move(b_).finish(Deadline::at(deadline_));
+            if (in_.collective.row().has_partials()) {
+                resolve_partials(table, Deadline::at(deadline_));
+                canonicalize_composites(table, Deadline::at(deadline_));
+            }
+            return table;
+        } catch (const LimitReached&) {
+            return std::nullopt;
         }
-        SendTable table = std::move(b_).finish();
-        if (in_.collective.row().has_partials()) {
-            resolve_partials(table);
-            table.canonicalize_composites();
-        }
-        return table;
     }
 
 private:
+    void poll() const {
+        if (Clock::now() >= deadline_) throw LimitReached("time limit (the rings' table)");
+    }
+
     Node at(std::size_t r, std::uint32_t i) const { return t_.channel(rings_[r][i % P_]).from; }
 
     /// Chunk c of every datum on ring c mod k; a ring's chunks one after the other, P-1 steps
@@ -245,9 +259,11 @@ private:
         for (std::uint32_t c = 0; c < C; ++c) {
             const std::size_t r = c % k;
             const Step start = static_cast<Step>((c / k) * (P_ - 1));
-            for (std::uint32_t s = 1; s < P_; ++s)
+            for (std::uint32_t s = 1; s < P_; ++s) {
+                if (s % 16 == 0) poll();
                 for (std::uint32_t i = 0; i < P_; ++i)
                     b_.hop(start + s, rings_[r][i], ms.broadcast(idx(at(r, i + P_ - s + 1)), c));
+            }
         }
     }
 
@@ -284,7 +300,8 @@ private:
         for (std::size_t r = 0; r < k; ++r)
             for (std::size_t j = 0; j < batches[r].size(); ++j) {
                 const Step start = static_cast<Step>(j) * span;
-                for (Step s = 1; s <= span; ++s)
+                for (Step s = 1; s <= span; ++s) {
+                    if (s % 16 == 0) poll();
                     for (std::uint32_t i = 0; i < P_; ++i) {
                         // step s <= P-1: v_i sends the partial for owner v_{i-s}; step P-1+u:
                         // the complete chunk of owner v_{i-u+1}, the same position mod P
@@ -296,6 +313,7 @@ private:
                             {MessageKind::partial, static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(step), {MessageId{idx(at(r, i))}}, {}});
                         b_.hop(step, rings_[r][i], ref);
                     }
+                }
             }
     }
 
@@ -303,6 +321,7 @@ private:
     const Topology& t_;
     const std::uint32_t P_;
     std::vector<std::vector<ChannelId>> rings_;
+    const Clock::time_point deadline_;
     TableBuilder b_;
 };
 
@@ -317,12 +336,15 @@ std::optional<KnownSchedule> ring_schedule(const SynthInstance& in, Clock::time_
         return std::nullopt;
     if (kind == CollectiveKind::reduce_scatter && in.collective.chunks % t.processors() != 0) return std::nullopt;
     // A few seconds at most: the rings are one upper bound among several. More rings than chunks carry nothing.
+    // The search has a few seconds at most; the table and its check have the whole deadline.
     RingSearch search(t, in.model.ports, std::min(deadline, Clock::now() + std::chrono::seconds(5)));
-    std::vector<std::vector<ChannelId>> rings = search.find(std::min(ring_target(t, in.model.ports), in.collective.chunks));
+    const std::optional<std::uint32_t> target = ring_target(t, in.model.ports, deadline);
+    if (!target) return std::nullopt;
+    std::vector<std::vector<ChannelId>> rings = search.find(std::min(*target, in.collective.chunks));
     if (rings.empty()) return std::nullopt;
     const std::size_t n = rings.size();
-    std::optional<SendTable> table = RingSchedules(in, std::move(rings)).build();
-    if (!table || !synth_internal::holds(*table, in, false)) return std::nullopt;
+    std::optional<SendTable> table = RingSchedules(in, std::move(rings), deadline).build();
+    if (!table || !synth_internal::holds(*table, in, false, deadline)) return std::nullopt;
     return KnownSchedule{std::move(*table), fmt::format("{} on {} ring{} run at once (NCCL's ring algorithm; collsched construction, docs/synthesis.md)",
                                                         in.collective.row().name, n, n == 1 ? "" : "s")};
 }

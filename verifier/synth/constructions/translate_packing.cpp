@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -205,7 +206,13 @@ std::optional<QuotientTrees> grow_translates(const SynthInstance& in, std::uint3
     const Topology& t = *in.topology;
     if (in.collective.kind != CollectiveKind::allgather || in.model.ports == Ports::half || in.model.timing != Timing::hop || in.model.inject_once)
         return std::nullopt;
-    const std::optional<std::uint32_t> B = translation_box(t);
+    // The deadline stops the group's check too (nothing found: no trees).
+    std::optional<std::uint32_t> B;
+    try {
+        B = translation_box(t, RunLimits{Deadline::at(deadline), {}});
+    } catch (const LimitReached&) {
+        return std::nullopt;
+    }
     if (!B) return std::nullopt;
     const Quotient q = quotient(t, in.model, *B);
     std::optional<std::vector<QuotientEdge>> best;
@@ -242,20 +249,34 @@ PackedSchedule expand_translates(const SynthInstance& in, const QuotientTrees& t
     }
     const std::uint64_t transfers = mul_sat(trees.edges.size(), P);
     limits.reserve(mul_sat(transfers, bytes_per_transfer), fmt::format("the table of {} transfers (the translates)", transfers));
-    out.table.transfers.reserve(trees.edges.size() * P);
-    for (std::uint32_t g = 0; g < P; ++g) {
-        limits.check("writing the translates");
-        for (const QuotientEdge& e : trees.edges) {
-            const auto c = t.find_channel(Node{trees.group.add(g, e.from)}, Node{trees.group.add(g, e.to)});
-            COLLSCHED_ASSERT(c.has_value());
-            out.table.transfers.push_back({e.step, *c, ms.broadcast(g, e.tree)});
+    std::vector<Transfer>& xs = out.table.transfers;
+    xs.reserve(trees.edges.size() * P);
+    // Step by step (the edges are in step order), each step sorted as it is written: no sort of
+    // the whole table (67 million transfers on torus:64x64 took seconds past the limit, with a
+    // second copy of the table), and the limits polled every step and every 65,536 transfers.
+    COLLSCHED_ASSERT(std::is_sorted(trees.edges.begin(), trees.edges.end(),
+                                    [](const QuotientEdge& a, const QuotientEdge& b) { return a.step < b.step; }));
+    StepSorter sorter;
+    for (std::size_t i0 = 0; i0 < trees.edges.size();) {
+        std::size_t i1 = i0;
+        while (i1 < trees.edges.size() && trees.edges[i1].step == trees.edges[i0].step) ++i1;
+        const std::size_t first = xs.size();
+        for (std::uint32_t g = 0; g < P; ++g) {
+            if (g % 64 == 0 || (i1 - i0) * 64 > 65536) limits.check("writing the translates");
+            for (std::size_t i = i0; i < i1; ++i) {
+                const QuotientEdge& e = trees.edges[i];
+                const auto c = t.find_channel(Node{trees.group.add(g, e.from)}, Node{trees.group.add(g, e.to)});
+                COLLSCHED_ASSERT(c.has_value());
+                xs.push_back({e.step, *c, ms.broadcast(g, e.tree)});
+            }
         }
+        sorter.sort(std::span<Transfer>(xs.data() + first, xs.size() - first), t.channels().size());
+        i0 = i1;
     }
     out.chunks = chunks;
     out.table.topology = in.topology;
     out.table.model = in.model;
     out.table.collective = coll;
-    out.table.sort();
     out.steps = out.table.steps();
     out.rounds = out.steps;
     return out;
@@ -385,7 +406,7 @@ std::optional<SendTable> translate_alltoall(const SynthInstance& in, Step target
     if (in.collective.kind != CollectiveKind::alltoall || in.collective.chunks != 1 || in.model.ports == Ports::half ||
         in.model.timing != Timing::hop || t.processors() > 4096)
         return std::nullopt;
-    const std::optional<std::uint32_t> B = translation_box(t);
+    const std::optional<std::uint32_t> B = translation_box(t, limits);
     if (!B) return std::nullopt;
     const Quotient q = quotient(t, in.model, *B);
     const auto paths = shortest_paths(q, 8);

@@ -413,7 +413,7 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
         // First the translates of one tree set, when the machine has a translation group: its
         // quotient has P elements, not P^2 deliveries.
         if (allgather) {
-            if (const std::optional<std::uint32_t> B = translation_box(*in.topology)) {
+            if (const std::optional<std::uint32_t> B = translation_box(*in.topology, limits)) {
                 // The chunk counts by the least R/C the cut allows them (least_rounds(C) / C), so
                 // that the first run that reaches its least rounds is the best of the list.
                 std::vector<std::uint32_t> order = opt.chunks;
@@ -429,7 +429,7 @@ std::optional<PackedSchedule> pack_trees(const SynthInstance& in, const PackingO
                     one.collective.chunks = C;
                     const Step target = opt.target ? least_rounds(*opt.target, C, opt.outside) : 1;
                     std::optional<PackedSchedule> p = pack_translates(one, C, target, limits.deadline.when(), limits);
-                    if (p) p->method = "translates of one tree set under " + translation_group_name(*in.topology);
+                    if (p) p->method = "translates of one tree set under " + translation_group_name(*in.topology, limits);
                     if (keep(std::move(p))) return finish();
                     // Its least rounds reached: no later chunk count of the list can do better.
                     if (opt.target && best && best->chunks == C && best->rounds == best->least_rounds) return finish();

@@ -320,6 +320,9 @@ struct OptimizeResult {
 /// (0: no limit) is refused (InputError) before any work, here and by the callers that run
 /// other work first (pareto).
 void refuse_goal_pairs(const SynthInstance&, std::uint64_t max_goals);
+/// The same from the collective, the processor count and the topology's spec alone (before a
+/// graph file is read: Topology::declared_processors).
+void refuse_goal_pairs(const Collective&, std::uint32_t processors, std::string_view topology, std::uint64_t max_goals);
 
 /// The least T between the proven lower bound and the best known schedule: solves horizons
 /// downward from the upper bound; a SAT answer jumps below the witness found, the first UNSAT

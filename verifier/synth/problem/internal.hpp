@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
+#include "support/budget.hpp"
 #include "verifier/synth/problem/instance.hpp"
 
 namespace collsched::synth_internal {
@@ -23,11 +24,21 @@ struct GoalPair {
     Node src, dst;
 };
 
-/// The goal pairs of the instance's collective, in message order.
-inline std::vector<GoalPair> goal_pairs(const SynthInstance& in) {
+/// The goal pairs of the instance's collective, in message order. The list is reserved at once
+/// (its size from the budget: RunLimits::reserve) and `limits` are polled every 65,536 pairs
+/// (torus:64x64 allgather: 16.7 million pairs, a second or more on a loaded machine):
+/// LimitReached ("time limit (listing the goal pairs)") once reached.
+inline std::vector<GoalPair> goal_pairs(const SynthInstance& in, const RunLimits& limits = {}) {
+    const std::uint32_t P = in.topology->processors();
+    const std::uint64_t n = in.collective.goal_count(P);
+    limits.reserve(mul_sat(n, sizeof(GoalPair)), "the goal pairs");
     std::vector<GoalPair> g;
-    Messages ms = in.collective.messages(in.topology->processors());
-    in.collective.for_each_goal(in.topology->processors(), [&](MessageId m, Node d) { g.push_back({m, ms.origin(m), d}); });
+    g.reserve(static_cast<std::size_t>(n));
+    Messages ms = in.collective.messages(P);
+    in.collective.for_each_goal(P, [&](MessageId m, Node d) {
+        if ((g.size() & 0xffff) == 0xffff) limits.check("listing the goal pairs");
+        g.push_back({m, ms.origin(m), d});
+    });
     return g;
 }
 

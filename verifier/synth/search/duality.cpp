@@ -36,6 +36,11 @@ std::string reduction_duality_problem(const SynthInstance& in) {
 ReductionOptimum optimize_reduction(const SynthInstance& in, const OptimizeOptions& opt) {
     if (std::string why = reduction_duality_problem(in); !why.empty()) throw InputError(why);
     ReductionOptimum r;
+    // The whole run's deadline: the dual's search, the reversal and its check.
+    const auto t0 = std::chrono::steady_clock::now();
+    const Deadline until = Deadline::at(std::min(
+        opt.synth.deadline, opt.timeout > 0 ? t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(opt.timeout))
+                                            : std::chrono::steady_clock::time_point::max()));
     const bool rooted = in.collective.kind == CollectiveKind::reduce;
     Collective ag;
     ag.kind = rooted ? CollectiveKind::broadcast : CollectiveKind::allgather;
@@ -48,12 +53,22 @@ ReductionOptimum optimize_reduction(const SynthInstance& in, const OptimizeOptio
     if (r.allgather.optimum) r.optimum = k * *r.allgather.optimum;
     r.lower_bound = k * r.allgather.lower_bound;
     if (r.allgather.witness) {
-        SendTable w = all      ? allreduce_from_allgather(*r.allgather.witness)
-                      : rooted ? reduce_from_broadcast(*r.allgather.witness)
-                               : reduce_scatter_from_allgather(*r.allgather.witness);
-        VerifyReport check = verify_direct(w);
-        if (!check.holds()) throw std::logic_error(fmt::format("the reversed allgather does not verify: {}", format_report(check, w)));
-        r.witness = std::move(w);
+        try {
+            SendTable w = all      ? allreduce_from_allgather(*r.allgather.witness, until)
+                          : rooted ? reduce_from_broadcast(*r.allgather.witness)
+                                   : reduce_scatter_from_allgather(*r.allgather.witness, until);
+            VerifyOptions vo;
+            vo.deadline = until;
+            VerifyReport check = verify_direct(w, vo);
+            if (check.verdict() == "unknown") throw LimitReached("time limit (verifying the reversed schedule)");
+            if (!check.holds()) throw std::logic_error(fmt::format("the reversed allgather does not verify: {}", format_report(check, w)));
+            r.witness = std::move(w);
+        } catch (const LimitReached& e) {
+            // No verified schedule of the reduction: its lower bound only.
+            r.stopped = e.what();
+            r.status = OptStatus::timeout;
+            r.optimum.reset();
+        }
     }
     const std::string model = search_space(r.allgather_instance);
     if (all)

@@ -22,6 +22,9 @@ struct ReductionOptimum {
     Step lower_bound = 0;
     std::optional<SendTable> witness;
     std::string space;             ///< the schedules the optimum is proved over
+    /// The limit that stopped the reversal of the dual's schedule or its check ("" when none): then
+    /// no witness and no optimum, only the lower bound (status timeout).
+    std::string stopped;
 };
 
 /// The Pareto frontier of a reduction through its dual (docs/synthesis.md, "Pareto frontiers of

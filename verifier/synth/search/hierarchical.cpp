@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/core/flat_map.hpp"
 #include "compiler/table/builder.hpp"
 #include "compiler/table/duality.hpp"
 #include "compiler/topology/machine_view.hpp"
@@ -41,7 +42,12 @@ struct SubText {
 };
 
 std::optional<SubText> sub_text(const Topology& t, const std::vector<std::uint32_t>& members, const std::function<bool(ChannelId)>& keep,
-                                std::string* why) {
+                                std::string* why, const RunLimits& limits) {
+    std::uint64_t ticks = 0;
+    // Polled every 65,536 channels: a rail of 512 boxes has 261,632 channels to write.
+    auto tick = [&] {
+        if ((++ticks & 0xffff) == 0) limits.check("the sub-machines of a hierarchical machine");
+    };
     std::vector<std::int64_t> local(t.nodes(), -1);
     for (std::size_t i = 0; i < members.size(); ++i) local[members[i]] = static_cast<std::int64_t>(i);
     std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> chans;  // (from, to, cap), local
@@ -52,6 +58,7 @@ std::optional<SubText> sub_text(const Topology& t, const std::vector<std::uint32
     std::unordered_map<std::uint32_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> by_group;
     for (std::uint32_t u : members)
         for (ChannelId c : t.out_channels(Node{u})) {
+            tick();
             const Channel& ch = t.channel(c);
             if (local[idx(ch.to)] < 0 || !keep(c)) continue;
             const auto a = static_cast<std::uint32_t>(local[u]), b = static_cast<std::uint32_t>(local[idx(ch.to)]);
@@ -67,6 +74,7 @@ std::optional<SubText> sub_text(const Topology& t, const std::vector<std::uint32
     s.channels = chans.size();
     std::string edges;
     for (const auto& [a, b, cap] : chans) {
+        tick();
         if (a > b) continue;
         // chans is sorted: the reverse (b, a, *) by binary search
         auto rev = std::lower_bound(chans.begin(), chans.end(), std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>{b, a, 0});
@@ -87,7 +95,10 @@ std::optional<SubText> sub_text(const Topology& t, const std::vector<std::uint32
     std::string gs;
     for (std::size_t i = 0; i < groups.size(); ++i) {
         std::string cs;
-        for (const auto& [a, b] : groups[i].first) cs += fmt::format("{}[{}, {}]", cs.empty() ? "" : ", ", a, b);
+        for (const auto& [a, b] : groups[i].first) {
+            tick();
+            cs += fmt::format("{}[{}, {}]", cs.empty() ? "" : ", ", a, b);
+        }
         gs += fmt::format("{}{{\"name\": \"g{}\", \"cap\": {}, \"channels\": [{}]}}", gs.empty() ? "" : ",\n  ", i, groups[i].second, cs);
     }
     s.text = fmt::format("{{\"processors\": {}, \"routers\": 0,\n \"edges\": [{}],\n \"groups\": [{}]}}\n", members.size(), edges, gs);
@@ -112,14 +123,15 @@ std::function<bool(ChannelId)> keep_of(const Topology& t, const BoxLayout& L, in
     };
 }
 
-/// The sub-machine of each scope, checked alike in every copy: its text, or why not.
-std::string check_alike(const Topology& t, const BoxLayout& L, std::string texts[2]) {
+/// The sub-machine of each scope, checked alike in every copy (`all`; else copy 0 only): its
+/// text, or why not. `limits` polled (LimitReached).
+std::string check_alike(const Topology& t, const BoxLayout& L, std::string texts[2], const RunLimits& limits, bool all = true) {
     for (int scope = 0; scope < 2; ++scope) {
-        const std::uint32_t copies = scope == 0 ? L.boxes : L.per_box;
+        const std::uint32_t copies = !all ? 1 : scope == 0 ? L.boxes : L.per_box;
         const char* what = scope == 0 ? "box" : "rail";
         for (std::uint32_t g = 0; g < copies; ++g) {
             std::string why;
-            auto s = sub_text(t, members_of(L, scope, g), keep_of(t, L, scope), &why);
+            auto s = sub_text(t, members_of(L, scope, g), keep_of(t, L, scope), &why, limits);
             if (!s) return fmt::format("{} {} of {}: {}", what, g, t.spec(), why);
             if (s->channels == 0) return fmt::format("{} {} of {} has no channels", what, g, t.spec());
             if (g == 0) texts[scope] = s->text;
@@ -134,10 +146,11 @@ std::string check_alike(const Topology& t, const BoxLayout& L, std::string texts
 
 /// Where each transfer of a sub-machine's schedule goes in the whole machine: per copy, the
 /// channel of every sub channel.
-std::vector<std::vector<ChannelId>> channel_maps(const Topology& t, const Topology& sub, const BoxLayout& L, int scope) {
+std::vector<std::vector<ChannelId>> channel_maps(const Topology& t, const Topology& sub, const BoxLayout& L, int scope, const RunLimits& limits) {
     const std::uint32_t copies = scope == 0 ? L.boxes : L.per_box;
     std::vector<std::vector<ChannelId>> maps(copies);
     for (std::uint32_t g = 0; g < copies; ++g) {
+        limits.check("the channels of the sub-machines' copies");
         const std::vector<std::uint32_t> m = members_of(L, scope, g);
         for (const Channel& ch : sub.channels()) {
             auto c = t.find_channel(Node{m[idx(ch.from)]}, Node{m[idx(ch.to)]});
@@ -171,7 +184,7 @@ struct Layout {
 
 /// A graph topology from the text of a graph file, named `name` (its spec() and the name in
 /// messages): the text goes through a temporary file, the graph reader's only input.
-std::shared_ptr<const Topology> graph_from_text(const std::string& name, const std::string& text) {
+std::shared_ptr<const Topology> graph_from_text(const std::string& name, const std::string& text, const RunLimits& limits) {
     char path[] = "/tmp/collsched-machine-XXXXXX";
     const int fd = mkstemp(path);
     if (fd < 0) throw InputError(fmt::format("cannot create a temporary file for the sub-machine {}", name));
@@ -182,6 +195,7 @@ std::shared_ptr<const Topology> graph_from_text(const std::string& name, const s
         if (!written) throw InputError(fmt::format("cannot write the temporary file {} for the sub-machine {}", path, name));
         TopologyArgs args;
         args.file = path;
+        args.limits = limits;
         topo = Topology::make(Family::graph, args, name);
     } catch (...) {
         ::unlink(path);
@@ -254,7 +268,7 @@ std::optional<BoxLayout> find_boxes(const Topology& t, std::string* why) {
     return BoxLayout{P / B, B, fmt::format("{} boxes of {} processors ({})", P / B, B, how)};
 }
 
-std::string hierarchical_problem(const SynthInstance& in) {
+std::string hierarchical_problem(const SynthInstance& in, const RunLimits& limits) {
     const Topology& t = *in.topology;
     const CollectiveKind k = in.collective.kind;
     if (in.model.timing != Timing::hop) return "hierarchical synthesis takes hop timing only";
@@ -275,7 +289,7 @@ std::string hierarchical_problem(const SynthInstance& in) {
     auto L = find_boxes(t, &why);
     if (!L) return why;
     std::string texts[2];
-    return check_alike(t, *L, texts);
+    return check_alike(t, *L, texts, limits);
 }
 
 SendTable compact_schedule(const SynthInstance& in, std::vector<Transfer> transfers, int passes, Deadline deadline, MemoryBudget memory) {
@@ -287,17 +301,26 @@ SendTable compact_schedule(const SynthInstance& in, std::vector<Transfer> transf
     for (int pass = 0; pass < passes; ++pass) {
         std::stable_sort(transfers.begin(), transfers.end(), [](const Transfer& a, const Transfer& b) { return a.step < b.step; });
         const Step before = transfers.empty() ? 0 : transfers.back().step;
-        std::unordered_map<std::uint64_t, Step> held;  // (node, message) -> the step after which the node holds it
-        std::unordered_map<std::uint64_t, std::uint32_t> used;  // (resource, step) -> transfers
-        held.reserve(transfers.size() * 2);
-        used.reserve(transfers.size() * 4);
+        // Flat maps, not std::unordered_map: one array each (a node per entry was 60 bytes and a
+        // cache miss more, and freeing millions of nodes took seconds past the time limit).
+        FlatMap held, used;  // (node, message) -> the step after which the node holds it; (resource, step) -> transfers
+        held.reserve(transfers.size());
+        used.reserve(2 * transfers.size());
         auto hkey = [&](Node n, MessageId m) { return std::uint64_t{idx(m)} * N + idx(n); };
-        auto use = [&](std::uint64_t res, Step s) -> std::uint32_t& { return used[(res << 24) | s]; };
+        auto use_of = [&](std::uint64_t res, Step s) { return used.find((res << 24) | s); };
+        auto use = [&](std::uint64_t res, Step s) -> std::uint32_t {
+            const std::uint32_t u = use_of(res, s);
+            return u == FlatMap::none ? 0 : u;
+        };
+        auto add_use = [&](std::uint64_t res, Step s) {
+            auto [u, fresh] = used.find_or_insert((res << 24) | s, [] { return 1u; });
+            if (!fresh) used.at((res << 24) | s) = u + 1;
+        };
         auto holds_at = [&](Node n, MessageId m) -> std::optional<Step> {
             if (ms.origin(m) == n && in.collective.initial(ms, m)) return 0;
-            auto it = held.find(hkey(n, m));
-            if (it == held.end()) return std::nullopt;
-            return it->second;
+            const std::uint32_t s = held.find(hkey(n, m));
+            if (s == FlatMap::none) return std::nullopt;
+            return Step{s};
         };
         std::vector<Transfer> out;
         out.reserve(transfers.size());
@@ -320,11 +343,11 @@ SendTable compact_schedule(const SynthInstance& in, std::vector<Transfer> transf
             };
             Step s = *from + 1;
             while (!room(s)) ++s;
-            ++use(idx(tr.channel), s);
-            for (std::uint32_t g : t.groups_of(tr.channel)) ++use(C + g, s);
-            ++use(C + G + idx(ch.from), s);
-            ++use(C + G + N + idx(ch.to), s);
-            held[hkey(ch.to, tr.message)] = s;
+            add_use(idx(tr.channel), s);
+            for (std::uint32_t g : t.groups_of(tr.channel)) add_use(C + g, s);
+            add_use(C + G + idx(ch.from), s);
+            add_use(C + G + N + idx(ch.to), s);
+            held.find_or_insert(hkey(ch.to, tr.message), [&] { return std::uint32_t{s}; });
             out.push_back({s, tr.channel, tr.message});
         }
         transfers = std::move(out);
@@ -392,13 +415,23 @@ private:
     /// The two phases, each optimized on its sub-machine (the same for every box, every rail);
     /// false (with the reason) when one has no schedule.
     bool phases() {
+        try {
+            return phases_within_limits();
+        } catch (const LimitReached& e) {
+            res_.reason = e.what();
+            return false;
+        }
+    }
+
+    bool phases_within_limits() {
+        const RunLimits limits{opt_.deadline, opt_.memory};
         std::string texts[2];
-        check_alike(t_, layout_, texts);
+        check_alike(t_, layout_, texts, limits, false);  // every copy alike: hierarchical_synthesize checked
         for (int scope = 0; scope < 2; ++scope) {
             HierarchicalPhase ph;
             ph.name = scope == 0 ? "intra-box" : "inter-box (rails)";
             ph.copies = scope == 0 ? K_ : B_;
-            subs_[scope] = graph_from_text(fmt::format("{}#{}0", t_.spec(), scope == 0 ? "box" : "rail"), texts[scope]);
+            subs_[scope] = graph_from_text(fmt::format("{}#{}0", t_.spec(), scope == 0 ? "box" : "rail"), texts[scope], limits);
             const std::vector<std::uint32_t> m0 = members_of(layout_, scope, 0);
             ph.machine = fmt::format("{} 0 ({} {}): processors {}, {} channels, {} link groups", scope == 0 ? "box" : "rail",
                                      subs_[scope]->spec(), scope == 0 ? "its own channels" : "the channels between boxes",
@@ -420,7 +453,7 @@ private:
                 return false;
             }
             (scope == 0 ? box_ : rail_) = *res_.phases.back().result.witness;
-            maps_[scope] = channel_maps(t_, *subs_[scope], layout_, scope);
+            maps_[scope] = channel_maps(t_, *subs_[scope], layout_, scope, limits);
         }
         return true;
     }
@@ -636,7 +669,16 @@ private:
 }  // namespace
 
 HierarchicalResult hierarchical_synthesize(const SynthInstance& whole, const HierarchicalOptions& opt) {
-    if (std::string why = hierarchical_problem(whole); !why.empty()) throw InputError(why);
+    std::string why;
+    try {
+        why = hierarchical_problem(whole, RunLimits{opt.deadline, opt.memory});
+    } catch (const LimitReached& e) {  // the check of every copy did not finish: nothing composed
+        HierarchicalResult r;
+        if (auto L = find_boxes(*whole.topology)) r.layout = *L;
+        r.reason = e.what();
+        return r;
+    }
+    if (!why.empty()) throw InputError(why);
     return HierarchicalSynthesis(whole, opt).run();
 }
 

@@ -43,7 +43,8 @@ std::optional<BoxLayout> find_boxes(const Topology&, std::string* why = nullptr)
 /// round per step, processors only, boxes as find_boxes says, every box alike and every rail
 /// alike (the same channels, capacities and link groups after renumbering), allgather, alltoall
 /// or reduce_scatter (C = P, the dual allgather's) of one chunk per datum.
-std::string hierarchical_problem(const SynthInstance&);
+/// `limits`: polled while every copy is compared (seconds on 4,096 GPUs; LimitReached).
+std::string hierarchical_problem(const SynthInstance&, const RunLimits& limits = {});
 
 /// One phase: the collective on one sub-machine, optimized by optimize() (the exact search).
 struct HierarchicalPhase {

@@ -333,12 +333,16 @@ private:
 
 }  // namespace
 
-void refuse_goal_pairs(const SynthInstance& in, std::uint64_t max_goals) {
-    const std::uint64_t goals = in.collective.goal_count(in.topology->processors());
+void refuse_goal_pairs(const Collective& c, std::uint32_t processors, std::string_view topology, std::uint64_t max_goals) {
+    const std::uint64_t goals = c.goal_count(processors);
     if (max_goals > 0 && goals > max_goals)
         throw InputError(fmt::format("{} on {} has {} goal pairs; the synthesizer handles at most {} (its bounds and schedules "
                                      "walk every pair, its encodings hold variables per pair and step)",
-                                     in.collective.to_string(), in.topology->spec(), goals, max_goals));
+                                     c.to_string(), topology, goals, max_goals));
+}
+
+void refuse_goal_pairs(const SynthInstance& in, std::uint64_t max_goals) {
+    refuse_goal_pairs(in.collective, in.topology->processors(), in.topology->spec(), max_goals);
 }
 
 OptimizeResult optimize(const SynthInstance& in, const OptimizeOptions& opt) {

@@ -200,13 +200,16 @@ std::string reduction_report(const SynthInstance& in, const ReductionOptimum& r,
         j["space"] = r.space;
         j["dual"] = result_json(r.allgather_instance, r.allgather, sa);
         j["witness"] = witnesses.empty() || !r.witness ? nlohmann::ordered_json() : nlohmann::ordered_json(witnesses);
+        if (!r.stopped.empty()) j["stopped"] = r.stopped;
         return j.dump() + "\n";
     }
     std::string out = fmt::format("optimize {} on {} ({}) by duality with {}\n", in.collective.to_string(), in.topology->spec(),
                                   to_string(in.model), r.allgather_instance.collective.to_string());
     out += "dual: " + result_text(r.allgather_instance, r.allgather, sa);
     out += r.optimum ? fmt::format("{}: {} steps ({}; lower bound {})\n", in.collective.to_string(), *r.optimum, status, r.lower_bound)
-                     : fmt::format("{}: no schedule found ({}; lower bound {})\n", in.collective.to_string(), status, r.lower_bound);
+                     : fmt::format("{}: no schedule found ({}; lower bound {}){}\n", in.collective.to_string(), status, r.lower_bound,
+                                   r.stopped.empty() ? std::string()
+                                                     : fmt::format(": {} before the dual's schedule was reversed and checked", r.stopped));
     out += "space: " + r.space + "\n";
     if (!witnesses.empty())
         out += r.witness ? fmt::format("witness: {}\n", fmt::join(witnesses, ", ")) : "witness: none found, nothing written\n";

@@ -83,8 +83,9 @@ struct UnionFind {
 
 }  // namespace
 
-AutomorphismCheck::AutomorphismCheck(const Topology& t) : t_(t) {
+AutomorphismCheck::AutomorphismCheck(const Topology& t, const RunLimits& limits) : t_(t), limits_(limits) {
     for (std::uint32_t g = 0; g < t.groups().size(); ++g) {
+        if (g % 1024 == 0) limits_.check("checking a symmetry of the machine");
         std::vector<std::uint32_t> cs;
         for (ChannelId c : t.groups()[g].channels) cs.push_back(idx(c));  // sorted in a group
         groups_[std::move(cs)].push_back({t.groups()[g].cap, t.group_bandwidth(g)});
@@ -94,29 +95,39 @@ AutomorphismCheck::AutomorphismCheck(const Topology& t) : t_(t) {
 
 bool AutomorphismCheck::operator()(std::span<const std::uint32_t> image) const {
     const Topology& t = t_;
-    // The image of channel c, when it is a channel with every attribute of c.
-    auto image_of = [&](std::uint32_t c) -> std::optional<std::uint32_t> {
-        const Channel& ch = t.channels()[c];
-        const auto m = t.find_channel(Node{image[idx(ch.from)]}, Node{image[idx(ch.to)]});
-        if (!m) return std::nullopt;
-        const Channel& mc = t.channel(*m);
-        if (mc.cap != ch.cap || mc.level != ch.level || !(t.speed(*m) == t.speed(ChannelId{c}))) return std::nullopt;
-        return idx(*m);
-    };
-    std::vector<std::uint32_t> img;
-    for (const auto& [members, attrs] : groups_) {
-        img.clear();
-        for (std::uint32_t c : members) {
-            const auto m = image_of(c);
-            if (!m) return false;
-            img.push_back(*m);
+    const std::uint32_t N = t.nodes();
+    // The image of every channel: node u's channels, sorted by the images of their heads, are
+    // image(u)'s channels (sorted by head) one for one, with every attribute alike.
+    std::vector<std::uint32_t> chan(t.channels().size());
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> outs;  // (image of the head, channel)
+    for (std::uint32_t u = 0; u < N; ++u) {
+        if (u % 64 == 0) limits_.check("checking a symmetry of the machine");
+        const auto mine = t.out_channels(Node{u});
+        const auto theirs = t.out_channels(Node{image[u]});
+        if (mine.size() != theirs.size()) return false;
+        outs.clear();
+        for (ChannelId c : mine) outs.emplace_back(image[idx(t.channel(c).to)], idx(c));
+        std::sort(outs.begin(), outs.end());
+        for (std::size_t k = 0; k < outs.size(); ++k) {
+            const ChannelId m = theirs[k], c{outs[k].second};
+            const Channel &mc = t.channel(m), &ch = t.channel(c);
+            if (idx(mc.to) != outs[k].first || mc.cap != ch.cap || mc.level != ch.level || !(t.speed(m) == t.speed(c))) return false;
+            chan[idx(c)] = idx(m);
         }
+    }
+    std::vector<std::uint32_t> img;
+    std::size_t since_poll = 0;
+    for (const auto& [members, attrs] : groups_) {
+        if ((since_poll += members.size()) >= 65536) {
+            since_poll = 0;
+            limits_.check("checking a symmetry of the machine");
+        }
+        img.clear();
+        for (std::uint32_t c : members) img.push_back(chan[c]);
         std::sort(img.begin(), img.end());
         const auto it = groups_.find(img);
         if (it == groups_.end() || it->second != attrs) return false;
     }
-    for (std::uint32_t c = 0; c < t.channels().size(); ++c)
-        if (!image_of(c)) return false;
     return true;
 }
 

@@ -20,11 +20,11 @@ std::vector<std::uint32_t> translation(const Translations& tr, std::uint32_t g, 
 
 }  // namespace
 
-std::optional<std::uint32_t> translation_box(const Topology& t) {
+std::optional<std::uint32_t> translation_box(const Topology& t, const RunLimits& limits) {
     const std::uint32_t P = t.processors();
     if (t.routers() != 0 || P < 2) return std::nullopt;
     // Each generator must keep every attribute the models and bounds read (AutomorphismCheck).
-    const AutomorphismCheck keeps(t);
+    const AutomorphismCheck keeps(t, limits);
     // B = P is the cyclic group; then the other divisors, largest first.
     for (std::uint32_t B = P; B >= 1; --B) {
         if (P % B != 0) continue;
@@ -36,14 +36,14 @@ std::optional<std::uint32_t> translation_box(const Topology& t) {
     return std::nullopt;
 }
 
-std::optional<Translations> translation_group(const Topology& t) {
-    const std::optional<std::uint32_t> B = translation_box(t);
+std::optional<Translations> translation_group(const Topology& t, const RunLimits& limits) {
+    const std::optional<std::uint32_t> B = translation_box(t, limits);
     if (!B) return std::nullopt;
     return Translations{*B, t.processors() / *B};
 }
 
-std::string translation_group_name(const Topology& t) {
-    const std::optional<std::uint32_t> B = translation_box(t);
+std::string translation_group_name(const Topology& t, const RunLimits& limits) {
+    const std::optional<std::uint32_t> B = translation_box(t, limits);
     COLLSCHED_ASSERT(B.has_value());
     return *B == t.processors() ? fmt::format("Z_{}", *B) : fmt::format("Z_{} x Z_{}", *B, t.processors() / *B);
 }

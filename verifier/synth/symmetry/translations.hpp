@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compiler/topology/topology.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -25,14 +26,15 @@ struct Translations {
 };
 
 /// The box size B of a checked translation group Z_B x Z_(P/B) of `t` (B = P: the cyclic group),
-/// or nullopt when none is found (routers, or no B works).
-std::optional<std::uint32_t> translation_box(const Topology& t);
+/// or nullopt when none is found (routers, or no B works). `limits` are polled in the checks
+/// (AutomorphismCheck; seconds on 4,096 GPUs): LimitReached once reached.
+std::optional<std::uint32_t> translation_box(const Topology& t, const RunLimits& limits = {});
 
-/// The checked group of translation_box, or nullopt.
-std::optional<Translations> translation_group(const Topology& t);
+/// The checked group of translation_box, or nullopt (LimitReached as there).
+std::optional<Translations> translation_group(const Topology& t, const RunLimits& limits = {});
 
 /// "Z_B x Z_K" for the translation group translation_box finds (the caller checked there is one).
-std::string translation_group_name(const Topology& t);
+std::string translation_group_name(const Topology& t, const RunLimits& limits = {});
 
 /// One labelled tree edge of the quotient: in step `step`, chunk `tree` of the datum of element 0
 /// crosses from element `from` to element `to`; datum g's crosses from g + from to g + to.
