@@ -82,7 +82,9 @@ std::map<std::string, Contract> contracts() {
         {"probe",
          {{{"ebft-alltoall --n 4", 0, "settled by collsched"},
            {"nosuch", 2, "nosuch"},
-           {"cbft-allgather --n 16 --timeout 0.2", 3, "found bounds 17.."}},
+           // "found bounds L..43": L is 17 when the counting ends within the 0.2 s, 0 when a
+           // loaded sanitizer run stops it first (honest either way); the contract is exit 3.
+           {"cbft-allgather --n 16 --timeout 0.2", 3, "found bounds "}},
           {{1, "the two solvers disagreeing is a bug, never produced on purpose"}}}},
         {"pareto",
          {{{"--topology ring:4 --collective allgather --timeout 60", 0, "end: the bandwidth bound 3/2 is met; every point proved"},
