@@ -212,10 +212,13 @@ TEST_CASE("limits: bandwidth holds the memory budget and refuses a malformed one
         CHECK(r.out.empty());
         CHECK(r.err.find("COLLSCHED_MAX_MEMORY_MB must be a whole number of MiB from 1 to 2^40") != std::string::npos);
     }
-    // complete:1024: a flow network of a million arcs (about 300 MB) does not fit in 64 MiB: refused
-    // before it is built, exit 3, with the estimate.
-    auto t = timed("COLLSCHED_MAX_MEMORY_MB=64 " + std::string(COLLSCHED_BINARY) + " bandwidth --topology complete:1024 --collective allgather");
+    // complete:1024: a flow network of a million arcs (about 300 MiB) does not fit in 200 MiB:
+    // refused before it is built, exit 3, with the estimate. (The process holds about 36 MiB before
+    // that point here; at 64 MiB the case failed once on CI, where the resident size before the
+    // estimate is not the same: it depends on the allocator and on the kernel's huge-page policy.)
+    auto t = timed("COLLSCHED_MAX_MEMORY_MB=200 " + std::string(COLLSCHED_BINARY) + " bandwidth --topology complete:1024 --collective allgather");
     INFO(t.r.err);
+    INFO(t.r.out);
     CHECK(t.r.code == 3);
     CHECK(t.r.out.find("bound: none (memory limit: the flow network of") != std::string::npos);
 }
@@ -374,12 +377,14 @@ TEST_CASE("limits: the memory budget holds in optimize's bounds and in bandwidth
 TEST_CASE("limits: greedy and translates on torus:64x64 write their tables under the limit") {
     // The goal pairs (16.7 million) are listed under the limits, the greedy's goals too, and the
     // translates are written and sorted step by step (the whole table's sort ran past the limit).
+    // On an idle machine the greedy run finishes in about 2.1 s (exit 0), so either ending is
+    // right; what is asserted is the end within the limit.
     for (const char* args : {"optimize --greedy --topology torus:64x64 --collective allgather --timeout 3 --json",
                              "bandwidth --topology torus:64x64 --collective allgather --timeout 3 --json"}) {
         auto t = timed_run(args);
         INFO(args);
         INFO(t.r.err);
-        CHECK(t.r.code == 3);
+        CHECK((t.r.code == 3 || t.r.code == 0));
         CHECK(t.seconds < margin(3));
     }
 }
