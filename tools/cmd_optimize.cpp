@@ -19,7 +19,6 @@
 #include "tools/commands.hpp"
 #include "runtime/cost_report.hpp"
 #include "tools/size_options.hpp"
-#include "tools/time_objective.hpp"
 #include "tools/input.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/report.hpp"
@@ -27,6 +26,7 @@
 #include "verifier/synth/constructions/greedy.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/search/duality.hpp"
+#include "verifier/time/objective_report.hpp"
 
 namespace collsched::tools {
 
@@ -45,7 +45,8 @@ struct OptimizeArgs {
     std::string start;
     std::uint32_t jobs = 1;
     std::uint64_t seed = 1;
-    TimeObjectiveArgs time;  ///< --size/--sizes: time as the objective (tools/time_objective.hpp)
+    TimeObjectiveOptions time;  ///< --size/--sizes: time as the objective (verifier/time/objective.hpp)
+    std::string time_kind = "async";  ///< --time
 };
 
 /// Which method optimizes a reduction (docs/synthesis.md, "The direct encoding of combining"):
@@ -146,7 +147,7 @@ public:
           in_(args.instance.instance(args.solver.route_space(), false, RunLimits{run_, args.solver.memory_budget()})) {}
 
     void run() {
-        if (!args_.time.sizes.empty()) return time_objective();
+        if (!args_.time.sizes.empty()) return by_time();
         if (!collective()) return;
         options();
         if (!args_.start.empty() && !start_schedule(in_, args_.start, args_.json, opt_, ctx_)) return;
@@ -162,15 +163,20 @@ public:
 
 private:
     /// `--size`: the fastest verified schedule at each size, not the least steps.
-    void time_objective() {
+    void by_time() {
         if (args_.chunks || args_.rounds || args_.method != "auto" || args_.greedy || args_.hierarchical || !args_.start.empty())
             throw InputError("--size chooses among every schedule collsched builds (their chunks are theirs): --chunks, --rounds, --method, "
                              "--greedy, --hierarchical and --start are not taken with it");
-        TimeObjectiveArgs t = args_.time;
-        t.json = args_.json;
-        t.outputs = args_.outputs;
+        TimeObjectiveOptions t = args_.time;
+        t.time = args_.time_kind == "sync" ? TimeKind::synchronous : TimeKind::asynchronous;
         t.timeout = opt_timeout();
-        run_time_objective(in_, t, ctx_);
+        const TimeObjective r = time_objective(in_, t);
+        if (!r.candidates.empty())
+            for (const std::string& path : args_.outputs)
+                for (std::size_t i = 0; i < t.sizes.size(); ++i)
+                    write_witness(time_witness_path(r, path, i), *r.winner(i).table, time_witness_comment(r, i));
+        ctx_.print(time_objective_report(r, args_.outputs, args_.json));
+        ctx_.exit_code = time_objective_exit_code(r);
     }
 
     double opt_timeout() const { return args_.solver.options().timeout; }
@@ -362,7 +368,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                     "schedule, the library's schedules for this machine) the fastest at each size M (NCCL's convention, docs/time.md "
                     "\"Sizes\"), with the proved lower bound on time, the gap, algbw, busbw and the speed-up over NCCL's best; 1M, 1K..1G, "
                     "1K,1M; exit 0 when the fastest meets the bound at every size, 3 otherwise");
-    cmd->add_option("--time", args->time.time, "With --size: which predicted time decides, async (default) or sync (docs/time.md)")
+    cmd->add_option("--time", args->time_kind, "With --size: which predicted time decides, async (default) or sync (docs/time.md)")
         ->check(CLI::IsMember({"async", "sync"}));
     add_link_option(cmd, args->time.link);
     cmd->add_option("--library", args->time.library, "With --size: the catalog of library schedules to take candidates from (default "

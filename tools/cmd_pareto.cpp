@@ -15,7 +15,6 @@
 #include "support/units.hpp"
 #include "runtime/cost_report.hpp"
 #include "tools/size_options.hpp"
-#include "tools/time_objective.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"

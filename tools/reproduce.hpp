@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
+#include "compiler/lower/catalog.hpp"
 #include "verifier/check/measure.hpp"
 
 namespace collsched::tools {
@@ -31,48 +32,11 @@ using verifier::BufferUse;
 using verifier::link_queue_high_water;
 using verifier::processor_buffers;
 using verifier::wormhole_payload;
-
-/// A note of the catalog: why rows whose params match `when` get `verdict` (the paper's claim
-/// does not hold under the model). A matching row with that verdict is "explained".
-struct CatalogNote {
-    std::vector<std::pair<std::string, std::int64_t>> when;  ///< params that must all match (empty: every row)
-    std::string verdict;
-    std::string text;
-};
-
-/// A cost to print beside a wormhole row's measured cost: rounds (start-ups, the coefficient of
-/// ts) and payload (the coefficient of tc), as integer expressions of the schedule language over
-/// the row's params (docs/reproduction.md, "The catalog"). `let` holds `name = expr` definitions
-/// the two formulas may use.
-struct CatalogCompare {
-    std::string name, rounds, payload;
-};
-
-struct CatalogEntry {
-    std::string file;   ///< the schedule, as given in the catalog joined to the catalog's directory
-    std::string paper;  ///< a key of Catalog::papers
-    std::string title;
-    std::vector<std::vector<std::pair<std::string, std::int64_t>>> rows;  ///< -D values, one list per row
-    std::vector<std::string> size;  ///< params whose product is a row's size (for --max-n)
-    std::vector<CatalogNote> notes;
-    std::vector<std::string> let;          ///< `name = expr` definitions for the compare formulas
-    std::vector<CatalogCompare> compare;  ///< costs from the paper, evaluated per row
-};
-
-struct CatalogPaper {
-    std::string id, title, file, model;
-};
-
-struct Catalog {
-    std::vector<CatalogPaper> papers;
-    std::vector<CatalogEntry> entries;
-};
-
-/// Reads a catalog file. Throws InputError (one line: file, what is wrong, what was expected).
-Catalog read_catalog(const std::string& path);
-
-/// A row's size: the product of the entry's `size` params ("k^d" a power), for --max-n.
-std::uint64_t row_size(const CatalogEntry&, const std::vector<std::pair<std::string, std::int64_t>>& params);
+// The catalog (compiler/lower/catalog.hpp), as the tools and their tests name it.
+using collsched::Catalog;
+using collsched::CatalogEntry;
+using collsched::read_catalog;
+using collsched::row_size;
 
 /// One row of the reproduction: what was claimed, measured and concluded.
 struct ReproRow {

@@ -35,7 +35,7 @@
 #include "verifier/check/z3_engine.hpp"
 #include "verifier/compose/nvls.hpp"
 #include "verifier/time/candidates.hpp"
-#include "tools/time_objective.hpp"
+#include "verifier/time/objective.hpp"
 
 using namespace collsched;
 
@@ -340,7 +340,7 @@ std::pair<int, int> check_candidates(const std::string& machine, const std::stri
     SynthInstance in{topo, topo->default_model(), Collective::parse(collective, *topo)};
     CandidateQuery q{in, sizes};
     std::vector<NamedProvider> providers = construction_providers();
-    providers.push_back(tools::library_provider(std::string(COLLSCHED_SOURCE_DIR) + "/schedules/catalog.json"));
+    providers.push_back(library_provider(std::string(COLLSCHED_SOURCE_DIR) + "/schedules/catalog.json"));
     providers.push_back(nccl_provider());
     std::vector<std::string> notes;
     int tables = 0, switching = 0;

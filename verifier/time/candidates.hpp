@@ -4,9 +4,10 @@
  * candidates; each candidate's table is verified by the direct checker under the instance's
  * model before it is kept (a table that does not hold is dropped with a note, never chosen).
  * verifier/time's own providers are collsched's constructions (rings over several chunk counts,
- * tree packings, the least-steps known schedule); the command adds the library's schedules that
- * fit the machine and NCCL's algorithms generated for it (verifier/baselines, when built) as
- * further providers: a provider is one function, so another source plugs in as one more entry.
+ * tree packings, the least-steps known schedule); the time objective (objective.hpp) adds the
+ * library's schedules that fit the machine (library_provider) and NCCL's algorithms generated for
+ * it (verifier/baselines) as further providers: a provider is one function, so another source
+ * plugs in as one more entry.
  */
 #pragma once
 

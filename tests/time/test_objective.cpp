@@ -1,0 +1,88 @@
+// The time objective as free functions (verifier/time/objective.hpp, objective_report.hpp; issue
+// 43): the run and its report are the command's, byte for byte, so a caller without the command
+// line (Python, a script) gets what `optimize --size` prints; the winner is at or above the bound,
+// the exit code says whether it meets it, the witnesses of several sizes are named per size, and a
+// run without any candidate still reports the bound.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <regex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support/error.hpp"
+#include "tests/tools/cli_run.hpp"
+#include "verifier/time/objective.hpp"
+#include "verifier/time/objective_report.hpp"
+
+using namespace collsched;
+
+namespace {
+
+SynthInstance instance_of(const std::string& topology, const std::string& collective) {
+    auto topo = Topology::parse(topology);
+    return {topo, topo->default_model(), Collective::parse(collective, *topo)};
+}
+
+/// The providers' notes say how long they took: not part of the comparison.
+std::string without_run_times(const std::string& s) {
+    static const std::regex took(R"(built in [0-9.]+ s, verified in [0-9.]+ s)");
+    return std::regex_replace(s, took, "built in X s, verified in X s");
+}
+
+}  // namespace
+
+TEST_CASE("time objective: the builder's report is optimize --size's, text and JSON") {
+    const SynthInstance in = instance_of("ring:4", "allgather");
+    TimeObjectiveOptions o;
+    o.sizes = {1024, 1048576};
+    o.timeout = 60;
+    const TimeObjective r = time_objective(in, o);
+    REQUIRE_FALSE(r.candidates.empty());
+    for (bool json : {false, true}) {
+        CAPTURE(json);
+        const test::Run cli = test::run(std::string("optimize --topology ring:4 --collective allgather --sizes 1K,1M --timeout 60") +
+                                        (json ? " --json" : ""));
+        CHECK(cli.code == time_objective_exit_code(r));
+        CHECK(without_run_times(cli.out) == without_run_times(time_objective_report(r, {}, json)));
+    }
+    for (std::size_t i = 0; i < o.sizes.size(); ++i) {
+        const double bound = evaluate(r.bounds, o.sizes[i]).seconds;
+        CHECK(r.winner_seconds(i) >= bound * (1 - 1e-9));
+        CHECK(r.nccl_best(i).has_value() == std::any_of(r.candidates.begin(), r.candidates.end(), [](const TimeCandidate& c) { return c.nccl; }));
+    }
+    CHECK(time_objective_exit_code(r) == (r.met_everywhere() ? 0 : 3));
+    // several sizes: one file per size, the size in its name; one size: the name as given
+    CHECK(time_witness_path(r, "d/out.json", 0) == "d/out.1KiB.json");
+    CHECK(time_witness_path(r, "d/out.json", 1) == "d/out.1MiB.json");
+    CHECK(time_witness_comment(r, 1).find("the fastest verified schedule at 1 MiB") != std::string::npos);
+    const auto j = nlohmann::json::parse(time_objective_report(r, {"d/out.json"}, true));
+    CHECK(j["sizes"][1]["witness"][0] == "d/out.1MiB.json");
+    CHECK(j["witness"][0] == "d/out.json");
+    o.sizes = {1048576};
+    CHECK(time_witness_path(time_objective(in, o), "d/out.json", 0) == "d/out.json");
+}
+
+TEST_CASE("time objective: no candidate, the bound is still reported (exit 3)") {
+    // nothing collsched builds reduces to a root on a ring of 4 (its constructions are for the rings' collectives)
+    TimeObjectiveOptions o;
+    o.sizes = {1024, 1048576};
+    const TimeObjective r = time_objective(instance_of("ring:4", "reduce:0"), o);
+    REQUIRE(r.candidates.empty());
+    CHECK(time_objective_exit_code(r) == 3);
+    const auto j = nlohmann::json::parse(time_objective_report(r, {}, true));
+    REQUIRE(j["sizes"].size() == 2);
+    CHECK(j["sizes"][0]["winner"].is_null());
+    CHECK(j["sizes"][1]["time_lower_bound_s"].get<double>() == doctest::Approx(evaluate(r.bounds, 1048576).seconds));
+    CHECK(time_objective_report(r, {}, false).starts_with("optimize --size: no verified schedule for reduce:0 on ring:4\n"));
+}
+
+TEST_CASE("time objective: refused without hop timing or a bound (bad input)") {
+    TimeObjectiveOptions o;
+    o.sizes = {1024};
+    SynthInstance worm = instance_of("ring:4", "allgather");
+    worm.model.timing = Timing::wormhole;
+    CHECK_THROWS_AS(time_objective(worm, o), InputError);
+    CHECK_THROWS_AS(time_objective(instance_of("ring:4", "scan"), o), InputError);
+}

@@ -1,0 +1,123 @@
+// Time as the objective (verifier/time/objective.hpp), moved from tools/time_objective.cpp (issue 43).
+#include "verifier/time/objective.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "compiler/lower/catalog.hpp"
+#include "compiler/lower/lower.hpp"
+#include "dsl/diagnostics.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
+
+namespace collsched {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool same_machine(const Topology& a, const Topology& b) {
+    return a.processors() == b.processors() && a.routers() == b.routers() && std::ranges::equal(a.channels(), b.channels()) &&
+           a.groups() == b.groups();
+}
+
+std::string stem_of(const std::string& path) {
+    std::string s = std::filesystem::path(path).filename().string();
+    return s.ends_with(".sched") ? s.substr(0, s.size() - 6) : s;
+}
+
+/// A proved bound above a verified schedule's time (either timing) is an internal error.
+void check_bounds(const TimeObjective& r) {
+    for (std::size_t i = 0; i < r.options.sizes.size(); ++i) {
+        const TimeBound b = evaluate(r.bounds, r.options.sizes[i]);
+        for (std::size_t c = 0; c < r.candidates.size(); ++c)
+            for (double t : {r.comparison.seconds[c][i], r.comparison.other[c][i]}) {
+                const std::string bad = bound_violation(b, r.bounds, t, r.candidates[c].name);
+                COLLSCHED_ASSERT_MSG(bad.empty(), bad);
+            }
+    }
+}
+
+}  // namespace
+
+NamedProvider library_provider(const std::string& catalog) {
+    return {"library", [catalog](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+                if (!std::filesystem::exists(catalog)) {
+                    notes.push_back(fmt::format("library: {} not found (run from the source tree or give --library FILE)", catalog));
+                    return;
+                }
+                const Catalog c = read_catalog(catalog);
+                const std::uint32_t P = q.instance.topology->processors();
+                for (const CatalogEntry& e : c.entries)
+                    for (const auto& row : e.rows) {
+                        if (row_size(e, row) != P || Clock::now() >= q.deadline) continue;
+                        std::vector<std::string> defines;
+                        std::string name = stem_of(e.file);
+                        for (const auto& [k, v] : row) defines.push_back(fmt::format("{}={}", k, v)), name += fmt::format(" -D {}={}", k, v);
+                        Diagnostics diags;
+                        std::optional<SendTable> t;
+                        try {
+                            t = compile_file(e.file, defines, {}, diags);
+                        } catch (const InputError&) {
+                            continue;
+                        }
+                        if (!t || t->collective.kind != q.instance.collective.kind || !same_machine(*t->topology, *q.instance.topology)) continue;
+                        out.push_back({name, e.title + " (" + e.file + ")", "library", e.file.find("/nccl/") != std::string::npos,
+                                       std::make_shared<const SendTable>(std::move(*t))});
+                    }
+            }};
+}
+
+TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions& options) {
+    const Topology& topo = *in.topology;
+    if (in.model.timing != Timing::hop) throw InputError("optimize --size: predicted times and their bounds are for hop timing");
+    std::optional<TimeBounds> bounds = time_bounds(topo, in.collective, in.model, options.link);
+    if (!bounds) throw InputError(fmt::format("optimize --size: no time bound for {} (allgather, reduce_scatter, allreduce, alltoall, "
+                                              "broadcast, reduce, scatter and gather have one)", in.collective.to_string()));
+    TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
+    const CandidateQuery q{in, options.sizes, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                                                 options.timeout > 0 ? options.timeout : 1e6))};
+    std::vector<NamedProvider> providers = construction_providers();
+    providers.push_back(library_provider(options.library));
+    providers.push_back(nccl_provider());
+    r.candidates = gather_candidates(q, providers, r.notes);
+    try {
+        r.system = nccl::nccl_system(topo);
+    } catch (const InputError& e) {
+        r.system_why = e.what();
+    }
+    if (r.candidates.empty()) return r;  // the bound still holds: the report prints it
+    std::vector<Contender> cs;
+    for (const TimeCandidate& c : r.candidates) cs.push_back({c.name, c.source, c.table.get()});
+    r.comparison = compare(cs, options.sizes, options.link, options.time, 0);
+    check_bounds(r);
+    return r;
+}
+
+bool TimeObjective::met_everywhere() const {
+    for (std::size_t i = 0; i < options.sizes.size(); ++i)
+        if (winner_seconds(i) > evaluate(bounds, options.sizes[i]).seconds * (1 + 1e-9)) return false;
+    return true;
+}
+
+std::optional<std::size_t> TimeObjective::nccl_best(std::size_t i) const {
+    std::optional<std::size_t> best;
+    for (std::size_t c = 0; c < candidates.size(); ++c)
+        if (candidates[c].nccl && (!best || comparison.seconds[c][i] < comparison.seconds[*best][i])) best = c;
+    return best;
+}
+
+std::optional<NcclModelPick> TimeObjective::nccl_model(std::size_t i) const {
+    if (!system) return std::nullopt;
+    const CollectiveKind k = instance.collective.kind;
+    const double bytes = nccl::nccl_bytes(k, instance.topology->processors(), options.sizes[i]);
+    std::optional<NcclModelPick> best;
+    for (nccl::Algorithm a : {nccl::Algorithm::ring, nccl::Algorithm::tree, nccl::Algorithm::pat})
+        if (auto m = nccl::nccl_best_protocol(*system, k, a, bytes); m && (!best || m->seconds < best->choice.seconds)) best = NcclModelPick{a, *m};
+    return best;
+}
+
+}  // namespace collsched

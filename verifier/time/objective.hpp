@@ -1,0 +1,77 @@
+/** \file
+ * Time as the objective (issue 43, `optimize --size M`): among every schedule collsched can
+ * build and verify for an instance (candidates.hpp: its constructions, the library's schedules
+ * that fit the machine, NCCL's algorithms generated for it) the one with the least predicted
+ * time at each size, with the proved lower bound on time there (time_bound.hpp), checked against
+ * every candidate (a bound above a verified schedule's time is a bug, stopped loudly), the gap,
+ * the best of NCCL's algorithms and NCCL's own tuner model (verifier/baselines). The run is
+ * time_objective(); its report (text and `--json`), the witnesses' names and comments and the
+ * exit code are objective_report.hpp's. The command (tools/cmd_optimize.cpp) keeps its options,
+ * writes the files and prints; the Python module runs the command in memory and gets the same.
+ */
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/compare.hpp"
+#include "runtime/timing.hpp"
+#include "verifier/baselines/nccl.hpp"
+#include "verifier/synth/problem/instance.hpp"
+#include "verifier/time/candidates.hpp"
+#include "verifier/time/time_bound.hpp"
+
+namespace collsched {
+
+/// What the time objective is asked.
+struct TimeObjectiveOptions {
+    std::vector<double> sizes;  ///< NCCL's convention (docs/time.md, "Sizes"); at least one
+    std::optional<LinkSpeed> link;  ///< --link: one speed for every channel and group instead of the topology's
+    TimeKind time = TimeKind::asynchronous;  ///< which predicted time decides
+    std::string library = "schedules/catalog.json";  ///< the catalog the library provider reads
+    double timeout = 60;  ///< seconds for gathering the candidates; 0 or less: none
+};
+
+/// NCCL's own model at one size (src/graph/tuning.cc, verifier/baselines): the algorithm and
+/// protocol its tuner picks, the least model time.
+struct NcclModelPick {
+    nccl::Algorithm algorithm;
+    nccl::ModelChoice choice;
+};
+
+/// One run of the time objective.
+struct TimeObjective {
+    SynthInstance instance;
+    TimeObjectiveOptions options;
+    TimeBounds bounds;                     ///< proved lower bounds on time (evaluate() at a size)
+    std::vector<TimeCandidate> candidates;  ///< verified by the direct checker; empty: none built
+    std::vector<std::string> notes;         ///< what the providers said
+    Comparison comparison;                  ///< the candidates at every size (none when no candidate)
+    std::optional<nccl::System> system;     ///< what NCCL's search sees of the machine, if it describes it
+    std::string system_why;                 ///< why not, when it does not
+
+    /// The fastest candidate at size i (at least one candidate).
+    const TimeCandidate& winner(std::size_t i) const { return candidates[comparison.winner[i]]; }
+    /// Its predicted time there, the kind that decides.
+    double winner_seconds(std::size_t i) const { return comparison.seconds[comparison.winner[i]][i]; }
+    /// True when the fastest meets the proved bound at every size (within 1e-9).
+    bool met_everywhere() const;
+    /// The fastest of NCCL's algorithms at size i (a candidate index), if any candidate is one.
+    std::optional<std::size_t> nccl_best(std::size_t i) const;
+    /// NCCL's tuner at size i: nullopt for alltoall or a machine NCCL's model does not describe.
+    std::optional<NcclModelPick> nccl_model(std::size_t i) const;
+};
+
+/// Runs the time objective: the bounds (InputError when the timing is not hop or the collective
+/// has none), the candidates of construction_providers(), the library's (options.library) and
+/// NCCL's, their times at every size, the check of every verified time against the bound.
+TimeObjective time_objective(const SynthInstance&, const TimeObjectiveOptions&);
+
+/// The library's schedules whose machine is `in`'s (same processors, routers, channels and
+/// groups), compiled from the catalog rows of as many processors (compiler/lower/catalog.hpp; a
+/// provider for gather_candidates; a missing catalog is a note).
+NamedProvider library_provider(const std::string& catalog);
+
+}  // namespace collsched

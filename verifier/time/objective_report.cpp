@@ -1,0 +1,178 @@
+// The report of the time objective (verifier/time/objective_report.hpp), moved from
+// tools/time_objective.cpp (issue 43).
+#include "verifier/time/objective_report.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/cost_report.hpp"
+#include "support/units.hpp"
+#include "verifier/time/bound_report.hpp"
+
+namespace collsched {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string kind_word(const TimeObjective& r) { return r.options.time == TimeKind::synchronous ? "synchronous" : "asynchronous"; }
+
+/// "out.json" -> "out.1MiB.json".
+std::string sized_path(const std::string& path, double size) {
+    std::filesystem::path p(path);
+    std::string label = support::format_bytes(size);
+    label.erase(std::remove(label.begin(), label.end(), ' '), label.end());
+    return (p.parent_path() / (p.stem().string() + "." + label + p.extension().string())).string();
+}
+
+/// No candidate: the bound still holds, so the report prints it.
+std::string empty_report(const TimeObjective& r, bool json) {
+    const Topology& topo = *r.instance.topology;
+    if (json) {
+        ojson j{{"topology", topo.spec()}, {"collective", r.instance.collective.to_string()}, {"model", to_string(r.instance.model)},
+                {"candidates", ojson::array()}, {"notes", r.notes}};
+        auto rows = ojson::array();
+        for (double m : r.options.sizes) {
+            const TimeBound b = evaluate(r.bounds, m);
+            rows.push_back({{"size_bytes", m}, {"winner", nullptr}, {"time_lower_bound_s", b.seconds}, {"time_bound", bound_json(r.bounds, b)}});
+        }
+        j["sizes"] = rows;
+        return j.dump() + "\n";
+    }
+    std::string s = fmt::format("optimize --size: no verified schedule for {} on {}\n", r.instance.collective.to_string(), topo.spec());
+    for (const std::string& n : r.notes) s += "  note: " + n + "\n";
+    return s + bound_lines(r.bounds, r.options.sizes);
+}
+
+std::string model_text(const TimeObjective& r, std::size_t i) {
+    const auto m = r.nccl_model(i);
+    return m ? fmt::format("{} {} {}", nccl::to_string(m->algorithm), nccl::to_string(m->choice.protocol), support::format_seconds(m->choice.seconds))
+             : std::string("not modelled");
+}
+
+ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesses, std::size_t i) {
+    const double m = r.options.sizes[i], t = r.winner_seconds(i);
+    const TimeBound b = evaluate(r.bounds, m);
+    const SendTable& w = *r.winner(i).table;
+    ojson j;
+    j["size_bytes"] = m;
+    j["winner"] = r.winner(i).name;
+    j["predicted_time_s"] = t;
+    j["time_lower_bound_s"] = b.seconds;
+    j["gap_percent"] = gap_percent(t, b.seconds);
+    j["time_bound"] = bound_json(r.bounds, b);
+    j["algbw_Bps"] = algbw(m, t);
+    j["busbw_Bps"] = busbw(w, m, t);
+    auto files = ojson::array();
+    for (const std::string& path : witnesses) files.push_back(time_witness_path(r, path, i));
+    j["witness"] = files;
+    if (auto n = r.nccl_best(i)) {
+        j["nccl_best"] = r.candidates[*n].name;
+        j["nccl_best_s"] = r.comparison.seconds[*n][i];
+        j["speedup_over_nccl"] = r.comparison.seconds[*n][i] / t;
+    } else {
+        j["nccl_best"] = nullptr;
+    }
+    if (auto mdl = r.nccl_model(i))
+        j["nccl_model"] = {{"algorithm", nccl::to_string(mdl->algorithm)}, {"protocol", nccl::to_string(mdl->choice.protocol)},
+                           {"seconds", mdl->choice.seconds}};
+    else
+        j["nccl_model"] = nullptr;
+    return j;
+}
+
+std::string json_report(const TimeObjective& r, const std::vector<std::string>& witnesses) {
+    const SynthInstance& in = r.instance;
+    ojson j;
+    j["topology"] = in.topology->spec();
+    j["collective"] = in.collective.to_string();
+    j["processors"] = in.topology->processors();
+    j["model"] = to_string(in.model);
+    j["time"] = kind_word(r);
+    j["link_speeds"] = speeds_text(*in.topology, r.options.link);
+    auto rows = ojson::array();
+    for (std::size_t i = 0; i < r.options.sizes.size(); ++i) rows.push_back(size_json(r, witnesses, i));
+    for (const char* k : {"size_bytes", "predicted_time_s", "time_lower_bound_s", "time_bound"}) j[k] = rows[0][k];  // the first size
+    j["sizes"] = rows;
+    auto xs = ojson::array();
+    for (const Crossover& x : r.comparison.crossovers)
+        xs.push_back({{"size_bytes", x.size}, {"below", r.candidates[x.from].name}, {"above", r.candidates[x.to].name}});
+    j["crossovers"] = xs;
+    auto cj = ojson::array();
+    for (const TimeCandidate& c : r.candidates)
+        cj.push_back({{"name", c.name}, {"provider", c.provider}, {"nccl", c.nccl}, {"source", c.source}, {"steps", c.table->steps()},
+                      {"chunks", c.table->collective.chunks}, {"transfers", c.table->transfers.size()}});
+    j["candidates"] = cj;
+    j["notes"] = r.notes;
+    j["witness"] = witnesses;
+    return j.dump() + "\n";
+}
+
+/// One row of the text table: the size, the fastest, its time, the bound, the gap, algbw, busbw
+/// and the speed-up over NCCL's best.
+std::string size_line(const TimeObjective& r, std::size_t i) {
+    const double m = r.options.sizes[i], t = r.winner_seconds(i);
+    const TimeBound b = evaluate(r.bounds, m);
+    const auto n = r.nccl_best(i);
+    const double nt = n ? r.comparison.seconds[*n][i] : 0;
+    return fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}  {:>6.1f}%  {:>11}  {:>11}  {}\n", support::format_bytes(m), r.winner(i).name,
+                       support::format_seconds(t), support::format_seconds(b.seconds), gap_percent(t, b.seconds),
+                       support::format_bandwidth(algbw(m, t)), support::format_bandwidth(busbw(*r.winner(i).table, m, t)),
+                       n ? fmt::format("{:.2f}x over {} ({})", nt / t, r.candidates[*n].name, support::format_seconds(nt))
+                         : std::string("no NCCL algorithm for this machine"));
+}
+
+std::string text_report(const TimeObjective& r, const std::vector<std::string>& witnesses) {
+    const SynthInstance& in = r.instance;
+    const std::vector<double>& sizes = r.options.sizes;
+    std::string s = fmt::format("optimize --size: {} on {} ({}), {} processors; {} time (docs/time.md); {}\n", in.collective.to_string(),
+                                in.topology->spec(), to_string(in.model), in.topology->processors(), kind_word(r),
+                                speeds_text(*in.topology, r.options.link));
+    s += fmt::format("candidates: {} verified by the direct checker:", r.candidates.size());
+    for (const TimeCandidate& c : r.candidates) s += fmt::format(" {};", c.name);
+    s.back() = '\n';
+    for (const std::string& n : r.notes) s += "  note: " + n + "\n";
+    s += fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}  {:>7}  {:>11}  {:>11}  {}\n", "size", "fastest", "time", "bound", "gap", "algbw", "busbw",
+                     "vs NCCL's best");
+    for (std::size_t i = 0; i < sizes.size(); ++i) s += size_line(r, i);
+    for (const Crossover& x : r.comparison.crossovers)
+        s += fmt::format("crossover at {}: {} is faster below, {} above\n", support::format_bytes(x.size), r.candidates[x.from].name,
+                         r.candidates[x.to].name);
+    if (r.system) {
+        s += "NCCL's own model (src/graph/tuning.cc, its tuner's algorithm and protocol; docs/time.md):";
+        for (std::size_t i = 0; i < sizes.size(); ++i) s += fmt::format(" {} {};", support::format_bytes(sizes[i]), model_text(r, i));
+        s.back() = '\n';
+    } else {
+        s += fmt::format("NCCL's own model: none for this machine ({})\n", r.system_why);
+    }
+    const TimeBound last = evaluate(r.bounds, sizes.back());
+    s += fmt::format("lower bound at {}: {}", support::format_bytes(sizes.back()), bound_text(r.bounds, last));
+    if (!witnesses.empty()) s += fmt::format("witness: {}\n", fmt::join(witnesses, ", "));
+    return s;
+}
+
+}  // namespace
+
+std::string time_objective_report(const TimeObjective& r, const std::vector<std::string>& witnesses, bool json) {
+    if (r.candidates.empty()) return empty_report(r, json);
+    return json ? json_report(r, witnesses) : text_report(r, witnesses);
+}
+
+int time_objective_exit_code(const TimeObjective& r) { return !r.candidates.empty() && r.met_everywhere() ? 0 : 3; }
+
+std::string time_witness_path(const TimeObjective& r, const std::string& path, std::size_t i) {
+    return r.options.sizes.size() == 1 ? path : sized_path(path, r.options.sizes[i]);
+}
+
+std::string time_witness_comment(const TimeObjective& r, std::size_t i) {
+    const SynthInstance& in = r.instance;
+    const TimeCandidate& w = r.winner(i);
+    return fmt::format("{} on {}: the fastest verified schedule at {} ({} {}): {}; {}", in.collective.to_string(), in.topology->spec(),
+                       support::format_bytes(r.options.sizes[i]), kind_word(r), support::format_seconds(r.winner_seconds(i)), w.name,
+                       w.source);
+}
+
+}  // namespace collsched
