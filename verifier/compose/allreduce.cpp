@@ -142,16 +142,17 @@ std::vector<std::uint32_t> rail_order(std::uint32_t b, std::uint32_t K, Across m
 
 /// In-box reduce-scatter of one piece in every box, the shares of the rail owners in K logical
 /// steps from t0 + 1 in each box's rail order (`item(j, r)`: in-box owner j's share for rail
-/// owner r); returns the steps used (K).
+/// owner r); the box's own share at own_t0 + 1 instead when own_t0 > 0; returns the steps used (K).
 template <class Item>
-std::uint32_t inbox_reduce_scatter(Phases& ph, const std::vector<Group>& boxes, std::uint32_t K, Across mode, std::uint32_t t0, Item item) {
+std::uint32_t inbox_reduce_scatter(Phases& ph, const std::vector<Group>& boxes, std::uint32_t K, Across mode, std::uint32_t t0, Item item,
+                                   std::uint32_t own_t0 = 0) {
     const std::uint32_t B = static_cast<std::uint32_t>(boxes[0].size());
     for (std::uint32_t b = 0; b < boxes.size(); ++b) {
         const std::vector<std::uint32_t> order = rail_order(b, K, mode);
         for (std::uint32_t i = 0; i < K; ++i) {
             Owned by_j(B);
             for (std::uint32_t j = 0; j < B; ++j) by_j[j] = {item(j, order[i])};
-            ph.reduce_scatter(boxes[b], by_j, Across::direct_rsag, t0 + i);
+            ph.reduce_scatter(boxes[b], by_j, Across::direct_rsag, order[i] == b && own_t0 ? own_t0 : t0 + i);
         }
     }
     return K;
@@ -205,7 +206,8 @@ void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const std::vect
 
 /// Reduce-scatter: processor p ends with chunks p k .. p k + k - 1 (piece q: chunk p k + q);
 /// in-box reduce-scatter to GPU j of the chunks of every box's GPU j (K logical steps, in each
-/// box's rail order), then along rail j. Pieces start K logical steps apart (1 in boxes of one).
+/// box's rail order; the box's own shares of every piece after all the others), then along rail
+/// j. Pieces start K logical steps apart (1 in boxes of one).
 void reduce_scatter_plan(Plan& plan, const std::vector<Group>& boxes, const std::vector<Group>& cycles, const Shape& sh, std::uint32_t pieces) {
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
     const std::vector<Group> rails = rails_of(boxes);
@@ -214,7 +216,13 @@ void reduce_scatter_plan(Plan& plan, const std::vector<Group>& boxes, const std:
         auto item = [&](std::uint32_t r, std::uint32_t j) { return idx(boxes[r][j]) * pieces + q; };
         const std::uint32_t t = sh.inbox == InBox::rsag ? q * K : q;
         std::uint32_t used = 0;
-        if (sh.inbox == InBox::rsag) used = inbox_reduce_scatter(ph, boxes, K, sh.across, t, [&](std::uint32_t j, std::uint32_t r) { return item(r, j); });
+        // box b's own share of every piece does not leave the box: after every piece's shares for the
+        // rails, so that the last sends a GPU makes over its box's links are ones with nothing after
+        // them, and the last piece's rail sends start early enough to be hidden under them
+        // (h100rail2x8 reduce_scatter at 16 MiB: 36.0 us with 64 pieces, 33.2 us with 16, bound 32.3)
+        const std::uint32_t own_t0 = K > 1 ? pieces * K + q : 0;
+        if (sh.inbox == InBox::rsag)
+            used = inbox_reduce_scatter(ph, boxes, K, sh.across, t, [&](std::uint32_t j, std::uint32_t r) { return item(r, j); }, own_t0);
         if (sh.inbox == InBox::ring || sh.inbox == InBox::halving) {
             Owned by_j(B);
             for (std::uint32_t j = 0; j < B; ++j)

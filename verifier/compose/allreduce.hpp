@@ -6,7 +6,8 @@
  * across the boxes along every rail (direct, ring, recursive halving and doubling), the buffer
  * cut into k pieces that run pipelined. Every shape is a family in k; for a buffer of M bytes
  * the k with the least predicted asynchronous time (docs/time.md) is kept among k = 1, 4, 16,
- * 64, and the table is verified by the direct checker. The machine as one box (B = P) and as
+ * 64 (or the most within the budget of transfers where four times as many would pass it), and
+ * the table is verified by the direct checker. The machine as one box (B = P) and as
  * P boxes of one (K = P: flat recursive doubling, Rabenseifner, ring) are tried as well, so
  * switch boxes (nvswitch8, dgx2) and cube meshes (dgx1) get the latency end too, and machines
  * of one box NCCL's rings on the cycles they run at once (verifier/synth's ring_schedule).
@@ -81,6 +82,13 @@ Boxes find_boxes(const Topology&);
 /// nullopt with `why`. Not verified.
 std::optional<SendTable> build_shape(const SynthInstance&, const std::vector<std::vector<Node>>& boxes, const Shape&, std::uint32_t pieces,
                                      std::string* why);
+
+/// The number of pieces time_candidates tries after `k` pieces whose table has `transfers`: four
+/// times as many, up to 64, while the table stays within the budget of 500,000 transfers; where
+/// four times would pass the budget, the most pieces within it (tables grow with the pieces: rail
+/// 16 x 8 allreduce through routers has 260,096 transfers at 4 pieces, 1,040,384 at 16, 455,168
+/// at 7); 0 when there is none.
+std::uint32_t next_pieces(std::uint32_t k, std::size_t transfers);
 
 /// Every shape that applies to the instance (allreduce, reduce_scatter, allgather), each with
 /// its fastest k at `size_bytes`, verified by the direct checker, fastest first. Empty for other
