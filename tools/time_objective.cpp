@@ -235,9 +235,12 @@ private:
         for (const Crossover& x : cmp_.crossovers) xs.push_back({{"size_bytes", x.size}, {"below", cands_[x.from].name}, {"above", cands_[x.to].name}});
         j["crossovers"] = xs;
         auto cj = nlohmann::ordered_json::array();
-        for (const TimeCandidate& c : cands_)
-            cj.push_back({{"name", c.name}, {"provider", c.provider}, {"nccl", c.nccl}, {"source", c.source}, {"steps", c.table->steps()},
-                          {"chunks", c.table->collective.chunks}, {"transfers", c.table->transfers.size()}});
+        for (std::size_t c = 0; c < cands_.size(); ++c) {
+            const TimeCandidate& x = cands_[c];
+            cj.push_back({{"name", x.name}, {"provider", x.provider}, {"nccl", x.nccl}, {"source", x.source}, {"steps", x.table->steps()},
+                          {"chunks", x.table->collective.chunks}, {"transfers", x.table->transfers.size()},
+                          {"seconds", cmp_.seconds[c]}});  // its time at every size, in the order of "sizes"
+        }
         j["candidates"] = cj;
         j["notes"] = notes_;
         j["witness"] = args_.outputs;

@@ -193,7 +193,10 @@ void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<
         };
         try {
             if (boxes.size() > 1) {
-                if (k == CollectiveKind::allreduce) add("nvls + rail rings", false, compose::nvls_rail_allreduce(t, plan));
+                if (k == CollectiveKind::allreduce) {
+                    add("nvls + rail rings", false, compose::nvls_rail_allreduce(t, plan));
+                    add("nccl nvls_tree", true, compose::nvls_tree_allreduce(t, plan));
+                }
                 continue;
             }
             if (k == CollectiveKind::allreduce) {
