@@ -20,6 +20,7 @@
 #include "verifier/check/z3_engine.hpp"
 #include "verifier/compose/nvls.hpp"
 #include "verifier/time/innetwork_bounds.hpp"
+#include "verifier/time/time_bound.hpp"
 
 namespace collsched {
 
@@ -307,6 +308,13 @@ TEST_CASE("nvls: NVLS in the box, rings along the rails across boxes") {
     CHECK(bound <= ta);
     // the contracted box bound without SHARP between the boxes: 2 (N-1)/N M / (8 x 50 GB/s)
     CHECK(bound == doctest::Approx(M / 400e9));
+    // optimize's time bound has the box's cut too (a set's value of every byte leaves its region)
+    auto tb = time_bounds(*t, Collective::parse("allreduce", *t), t->default_model());
+    REQUIRE(tb.has_value());
+    const TimeBound e = evaluate(*tb, M);
+    CHECK(e.seconds >= M / 400e9);
+    CHECK(e.seconds <= ta);
+    CHECK(e.seconds <= predict_time(compose::nvls_tree_allreduce(t, {compose::nvls_pieces_for_size(8, M)}), opts(M)).asynchronous);
 }
 
 }  // namespace collsched
