@@ -9,19 +9,11 @@ machine (`nccl nvls`, `nccl nvls_tree`, the best of their piece counts) and NCCL
 (below); NCCL's ring generated for the machine; the best of NCCL's own model over ring, tree and
 PAT (`nccl_model` in the JSON); the proved lower bound and the gap to it.
 
-NCCL's model of NVLS and NVLS_TREE (NVIDIA/nccl 5067397c, src/graph/tuning.cc:305-323, :371-377,
-:424-428; src/graph/search.cc:1124-1138, :1274-1278), for 8 H100 per box, Simple, the only
-protocol NVLS has:
-  - the NVLS graph has one channel per GPU (8, search.cc:1127) at bwIntra = 40 GB/s: a GPU's
-    NVLink is 18 x 20.6 GB/s (SM90_NVLINK_BW, topo.h) = 370.8 and each channel takes its speed
-    once from every GPU and twice from its head (ncclTopoSearchTryNvls), 9 x 40 <= 370.8; pass 2
-    raises bwInter alone (one box: to 60; several: to the NIC's 48, sm90SpeedArrayInter);
-  - busBw = nChannels x min(bwIntra x nvlsEfficiency (0.85) x (nCh-1)/nCh x 2, bwInter x (2 if
-    NVLS_TREE on <= 2 nodes), perChMaxNVLSTreeBw for NVLS_TREE (57.7 on 2 nodes, 45.5 on more));
-  - algBw = busBw x nRanks / (2 (nRanks-1)); latency NVLS 25 us (hwLatencies NVLink), NVLS_TREE
-    25 + 2 log2(nodes) x 20.9 us (network; graph latencyInter taken as 0);
-  - time = latency + bytes / algBw (ncclTopoGetAlgoTime).
-One box: busBw 476 GB/s (8 x 59.5), algBw 272 GB/s; 2 boxes: 8 x 57.7 = 461.6; 4 boxes: 8 x 45.5.
+NCCL's model of NVLS and NVLS_TREE is collsched's `nccl::nccl_nvls_model` (verifier/baselines/
+nccl.hpp; `nccl_nvls_model` in optimize's JSON): src/graph/tuning.cc with the NVLS graph of
+search.cc, 8 channels at bwIntra 40 GB/s on 8 H100s a box; busBw 476 GB/s on one box, 8 x 57.7
+on 2 boxes, 8 x 45.5 on more (perChMaxNVLSTreeBw); latency 25 us, NVLS_TREE + 2 log2(boxes) x
+20.9 us (docs/time.md, "NVLS against NCCL").
 
 Usage: bench/nvls_vs_nccl.py [--bin build/tools/collsched] [--machines dgx_h100_nvls,h100nvls2x8,h100nvls4x8]
                              [--sizes 64K,1M,16M,256M,1G] [--timeout 300] [--json-dir DIR]
@@ -29,27 +21,9 @@ Exit 0, 1 when a run fails, 2 on usage errors.
 """
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
-
-
-def nccl_nvls_model(nodes, gpus_per_node, size):
-    """NCCL's own model of NVLS (one node) or NVLS_TREE (several) allreduce: (name, seconds)."""
-    n_ch, bw_intra = 8, 40.0
-    ranks = nodes * gpus_per_node
-    intra = bw_intra * 0.85 * (n_ch - 1) / n_ch * 2
-    if nodes == 1:
-        bw = min(intra, 60.0)
-        lat = 25.0
-        name = "NVLS"
-    else:
-        bw = min(intra, 48.0 * (2 if nodes <= 2 else 1), 57.7 if nodes <= 2 else 45.5)
-        lat = 25.0 + 2 * int(math.log2(nodes)) * 20.9
-        name = "NVLS_TREE"
-    algbw = n_ch * bw * ranks / (2 * (ranks - 1))  # GB/s
-    return name, (lat + size / (1000 * algbw)) * 1e-6
 
 
 def fmt_t(s):
@@ -99,7 +73,6 @@ def main():
         with open(path) as f:
             routers = json.load(f).get("routers", 1)
         nodes = routers  # one NVSwitch router per box in these files
-        per_node = j["processors"] // nodes
         gen = "nccl nvls_tree" if nodes > 1 else "nccl nvls"
         print(f"\n{m} ({j['processors']} GPUs, {nodes} box{'es' if nodes > 1 else ''}): allreduce, asynchronous time\n")
         print(f"| size | collsched's fastest | time | NCCL's {'NVLS_TREE' if nodes > 1 else 'NVLS'} generated | "
@@ -109,7 +82,8 @@ def main():
             size = s["size_bytes"]
             gens = [c["seconds"][i] for c in j["candidates"] if c["name"].startswith(gen + ",")]
             ring = [c["seconds"][i] for c in j["candidates"] if c["name"] == "nccl ring"]
-            name, model = nccl_nvls_model(nodes, per_node, size)
+            nv = s.get("nccl_nvls_model")
+            model = nv["seconds"] if nv else None
             nm = s.get("nccl_model")
             nm_text = f"{fmt_t(nm['seconds'])} ({nm['algorithm']} {nm['protocol']})" if nm else "-"
             print(f"| {fmt_b(size)} | {s['winner']} | {fmt_t(s['predicted_time_s'])} | {fmt_t(min(gens) if gens else None)} | "

@@ -169,6 +169,14 @@ private:
         return best;
     }
 
+    /// NCCL's own model of NVLS (one box) or NVLS_TREE (several) at size i, where the machine's
+    /// switches reduce and multicast (nccl::nccl_nvls_model); the tuner would weigh it against the above.
+    std::optional<nccl::NvlsModel> nvls_model(std::size_t i) const {
+        if (!system_) return std::nullopt;
+        const CollectiveKind k = in_.collective.kind;
+        return nccl::nccl_nvls_model(*system_, k, nccl::nccl_bytes(k, in_.topology->processors(), args_.sizes[i]));
+    }
+
     std::string model_text(std::size_t i) const {
         const auto m = nccl_model(i);
         return m ? fmt::format("{} {} {}", nccl::to_string(m->algorithm), nccl::to_string(m->choice.protocol), support::format_seconds(m->choice.seconds))
@@ -216,6 +224,7 @@ private:
                                {"seconds", mdl->choice.seconds}};
         else
             j["nccl_model"] = nullptr;
+        if (auto nv = nvls_model(i)) j["nccl_nvls_model"] = {{"algorithm", nv->algorithm}, {"protocol", "Simple"}, {"seconds", nv->seconds}};
         return j;
     }
 
@@ -273,6 +282,13 @@ private:
             s += "NCCL's own model (src/graph/tuning.cc, its tuner's algorithm and protocol; docs/time.md):";
             for (std::size_t i = 0; i < args_.sizes.size(); ++i) s += fmt::format(" {} {};", support::format_bytes(args_.sizes[i]), model_text(i));
             s.back() = '\n';
+            if (nvls_model(0)) {
+                s += "NCCL's own model of its NVLS algorithm (the switch reduces; docs/time.md, \"NVLS against NCCL\"):";
+                for (std::size_t i = 0; i < args_.sizes.size(); ++i)
+                    s += fmt::format(" {} {} {};", support::format_bytes(args_.sizes[i]), nvls_model(i)->algorithm,
+                                     support::format_seconds(nvls_model(i)->seconds));
+                s.back() = '\n';
+            }
         } else {
             s += fmt::format("NCCL's own model: none for this machine ({})\n", system_why_);
         }
