@@ -295,7 +295,10 @@ TEST_CASE("nvls: NVLS in the box, rings along the rails across boxes") {
     holds_in_both(a);
     // NCCL's NVLS_TREE, the baseline across boxes: the heads on NCCL's double binary tree
     holds_in_both(compose::nvls_tree_allreduce(t, {2}));
-    CHECK(verify_direct(compose::nvls_tree_allreduce(graph("schedules/machines/h100nvls4x8.json"), {1})).holds());
+    for (const char* m : {"h100nvls4x8", "h100nvls8x8", "h100nvls16x8"}) {  // trees of depth 2 to 4
+        CAPTURE(m);
+        CHECK(verify_direct(compose::nvls_tree_allreduce(graph(std::string("schedules/machines/") + m + ".json"), {1})).holds());
+    }
     const double M = 1073741824.0;
     SendTable big = compose::nvls_rail_allreduce(t, {compose::nvls_pieces_for_size(8, M)});
     CHECK(verify_direct(big).holds());
