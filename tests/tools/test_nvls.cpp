@@ -10,12 +10,14 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "compiler/io/table_io.hpp"
 #include "compiler/table/builder.hpp"
 #include "runtime/simulator.hpp"
 #include "runtime/timing.hpp"
 #include "support/error.hpp"
+#include "tests/tools/cli_run.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
 #include "verifier/compose/nvls.hpp"
@@ -287,6 +289,20 @@ TEST_CASE("nvls: one DGX H100 box, allreduce against NCCL's NVLS and the in-netw
             std::ofstream(dir + "/dgx_h100_nccl_nvls_allreduce_1G.json") << table_to_json(c);
         }
     }
+}
+
+TEST_CASE("nvls: optimize --size picks the switch on one DGX H100 at 1 GiB, with NCCL's NVLS generated and modelled beside it") {
+    // docs/gpu-guide.md, section 6, and docs/time.md, "NVLS against NCCL"
+    auto r = test::run("optimize --topology graph:" + test::source("schedules/machines/dgx_h100_nvls.json") +
+                       " --collective allreduce --size 1G --json");
+    INFO(r.err);
+    REQUIRE(r.code == 3);  // 18.7 % above the bound: the switch's 0.85
+    const auto row = nlohmann::json::parse(r.out)["sizes"][0];
+    CHECK(row["winner"].get<std::string>().rfind("nvls, ", 0) == 0);
+    CHECK(row["nccl_best"].get<std::string>().rfind("nccl nvls, ", 0) == 0);
+    CHECK(row["predicted_time_s"].get<double>() < row["nccl_best_s"].get<double>());
+    CHECK(row["nccl_nvls_model"]["algorithm"] == "NVLS");
+    CHECK(row["nccl_nvls_model"]["seconds"].get<double>() == doctest::Approx((25 + 1073741824.0 / (1000 * 476.0 * 8 / 14)) * 1e-6));
 }
 
 TEST_CASE("nvls: NVLS in the box, rings along the rails across boxes") {
