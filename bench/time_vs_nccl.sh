@@ -20,7 +20,8 @@ separately (the 128 x 8 machines last) end up in one table.
 Options:
   --machines LIST     comma-separated machine names, or `all` (default), `small` (all but 128 x 8)
                       or `large` (the 128 x 8 ones). Names: multiboxKx8, railKx8 (switches as
-                      routers), h100railKx8 for K in 2 4 8 16 128; dgx1, dgx2, ndv2x4
+                      routers), h100railKx8 for K in 2 4 8 16 128; dgx1, dgx2, ndv2x4; by name
+                      only: dgx_h100_nvls and h100nvlsKx8 (K in 2 4 8 16), whose switch reduces
   --collectives LIST  default allreduce,allgather,reduce_scatter,alltoall
   --sizes LIST        default 64K,1M,16M,256M,1G (NCCL's sizes, docs/time.md "Sizes")
   --out DIR           default build/time_vs_nccl
@@ -90,6 +91,9 @@ machine_file() {
             local f="$out/machines/$name.json"
             [ -s "$f" ] || "$bin" machine dgx-a100 --boxes "$k" --network rail --units gpu --switches routers -o "$f" >/dev/null
             echo "$f" ;;
+        dgx_h100_nvls|h100nvls*x8)  # shipped (NVLS: the switch reduces; bench/nvls_vs_nccl.py for its own table)
+            if [ -f "$here/schedules/machines/$name.json" ]; then echo "$here/schedules/machines/$name.json"; return; fi
+            echo "time_vs_nccl.sh: no file for $name" >&2; return 1 ;;
         multibox*x8|h100rail*x8|dgx1|dgx2|ndv2x4)
             if [ -f "$here/schedules/machines/$name.json" ]; then echo "$here/schedules/machines/$name.json"; return; fi
             k=${name#*box}; k=${k#h100rail}; k=${k%x8}
@@ -132,7 +136,7 @@ import csv, glob, json, os, sys
 
 out = sys.argv[1]
 strict = sys.argv[2] == "1"
-order = ["multibox", "rail", "h100rail", "dgx1", "dgx2", "ndv2x4"]
+order = ["multibox", "rail", "h100rail", "h100nvls", "dgx1", "dgx2", "ndv2x4", "dgx_h100_nvls"]
 colls = ["allreduce", "allgather", "reduce_scatter", "alltoall"]
 
 
@@ -142,6 +146,13 @@ def machine_key(m):
             k = m[len(f):].split("x")[0]
             return (i, int(k) if k.isdigit() else 0)
     return (len(order), m)
+
+
+def tuner(row):
+    """NCCL's own model at a size: its tuner's pick among ring, tree and PAT, or NVLS / NVLS_TREE
+    where the machine's switch reduces and that is faster (the tuner weighs them all)."""
+    nm, nv = row.get("nccl_model"), row.get("nccl_nvls_model")
+    return nv if nv and (not nm or nv["seconds"] < nm["seconds"]) else nm
 
 
 def fmt_s(x):
@@ -184,7 +195,7 @@ rows = []
 for _, _, m, c, j, wall, rss, load, cpu in runs:
     for s in j["sizes"]:
         t = s.get("predicted_time_s")
-        nm = s.get("nccl_model")
+        nm = tuner(s)
         rows.append({"machine": m, "gpus": j.get("processors", ""), "collective": c, "size_bytes": int(s["size_bytes"]),
                      "size": fmt_b(int(s["size_bytes"])), "collsched": s.get("winner"), "collsched_s": t,
                      "nccl_best": s.get("nccl_best"), "nccl_best_s": s.get("nccl_best_s"),
@@ -231,7 +242,7 @@ for _, _, m, c, j, wall, rss, load, cpu in runs:
         g = s.get("gap_percent") or 0
         mark = "**" if sp is not None and sp < 1 - 1e-9 else ""
         dagger = " †" if size >= 16 << 20 and g > 10 else ""
-        nm = s.get("nccl_model")
+        nm = tuner(s)
         model = f" [{fmt_s(nm['seconds'])}]" if nm and nm.get("seconds") else ""
         cells.append(f"{fmt_s(s.get('predicted_time_s'))} / {fmt_s(s.get('nccl_best_s'))}{model} / {fmt_s(s.get('time_lower_bound_s'))}: "
                      f"{mark}{'%.2fx' % sp if sp is not None else '-'}{mark}, {g:.1f} %{dagger}")

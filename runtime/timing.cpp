@@ -128,7 +128,10 @@ struct TimingPlan::Impl {
     std::vector<Step> step;
     std::vector<ChannelId> channel;
     std::vector<std::uint32_t> moved;      // chunks a transfer moves (a bundle: its parts)
-    std::vector<std::uint32_t> pending;    // arrivals a transfer waits for
+    std::vector<std::uint32_t> pending;    // arrivals a transfer waits for (and its predecessor in program order)
+    /// per transfer on an in-order channel (into a switch that reduces or multicasts, docs/time.md,
+    /// "NVLS"): the next transfer on that channel in table order, which may not start before it
+    std::vector<std::uint32_t> next_in_order;
     Index waiters;                         // (node, base part) -> transfers waiting for its first arrival
     // per transfer i (CSR): the ranges of `waiters` its arrival may satisfy, and the transfers
     // waiting for all value-like arrivals that it is one of
@@ -164,6 +167,7 @@ public:
         }
         index_arrivals();
         add_conditions();
+        program_order();
         wakes();
     }
 
@@ -235,6 +239,32 @@ private:
         for (std::uint32_t i = 0; i < T; ++i) p_.notify_off[i + 1] += p_.notify_off[i];
     }
 
+    /// A channel from a processor into a router that reduces or multicasts carries the memory
+    /// operations of the GPUs' programs (multimem.ld_reduce pulls each GPU's contribution when the
+    /// owner's program reaches it, multimem.st pushes the owner's sum), so it serves its transfers
+    /// in program order, the table's (step, then table order): each waits until the one before it
+    /// on the channel has started (docs/time.md, "NVLS").
+    void program_order() {
+        const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
+        p_.next_in_order.assign(T, none);
+        std::vector<std::uint32_t> last(topo_.channels().size(), none);
+        for (std::uint32_t j = 0; j < T; ++j) {
+            const ChannelId c = t_.transfers[j].channel;
+            const Channel& ch = topo_.channel(c);
+            if (!topo_.is_processor(ch.from) || topo_.is_processor(ch.to)) continue;
+            const SwitchFunctions f = topo_.switch_functions(ch.to);
+            if (!f.reduce && !f.multicast) continue;
+            std::uint32_t& before = last[idx(c)];
+            if (before != none) {
+                p_.next_in_order[before] = j;
+                ++p_.pending[j];
+            }
+            before = j;
+        }
+    }
+
+    static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+
     /// Per transfer, the ranges of waiters its arrival may satisfy (its base parts at its receiver).
     void wakes() {
         const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
@@ -269,9 +299,12 @@ public:
 private:
     void arrive(std::uint32_t i, double time, std::uint64_t seq);
     void start(std::uint32_t j, double time);
-    /// One condition of transfer j met at `time` by the arrival of the transfer started `seq`-th.
+    /// One condition of transfer j met at `time` by the arrival (or, in program order, the start)
+    /// of the transfer started `seq`-th. A predecessor's start may lie after the arrivals it is
+    /// counted with, so j is ready at the latest of its conditions.
     void satisfied(std::uint32_t j, double time, std::uint64_t seq) {
-        if (--pending_[j] == 0) events_.push({time, 1, seq, j});
+        ready_at_[j] = std::max(ready_at_[j], time);
+        if (--pending_[j] == 0) events_.push({ready_at_[j], 1, seq, j});
     }
 
     /// At equal times every arrival first, then the transfers that became ready; among arrivals,
@@ -293,6 +326,7 @@ private:
     const TimeOptions& opt_;
     TimePrediction& out_;
     std::vector<std::uint32_t> pending_;
+    std::vector<double> ready_at_;   // per transfer: the latest of its conditions met so far
     std::vector<char> waiter_done_;  // per entry of the plan's waiters
     std::vector<LinkSpeed> speed_;   // per channel
     std::vector<double> group_bw_;   // per group
@@ -347,6 +381,7 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     tt.end = begin + hold;
     tt.arrive = tt.end + sp.alpha;
     events_.push({tt.arrive, 0, ++started_, j});
+    if (const std::uint32_t next = p_.next_in_order[j]; next != std::numeric_limits<std::uint32_t>::max()) satisfied(next, begin, started_);
 }
 
 void AsyncRun::run() {
@@ -358,6 +393,7 @@ void AsyncRun::run() {
     group_bw_.resize(topo_.groups().size());
     for (std::uint32_t g = 0; g < group_bw_.size(); ++g) group_bw_[g] = group_speed(topo_, g, opt_);
     pending_ = p_.pending;
+    ready_at_.assign(T, 0.0);
     waiter_done_.assign(p_.waiters.size(), 0);
     for (std::uint32_t j = 0; j < T; ++j)
         if (pending_[j] == 0) events_.push({0.0, 1, 0, j});

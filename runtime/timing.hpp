@@ -13,7 +13,11 @@
  *    table order), each at the earliest time all its resources are free for as long as it holds
  *    them. On a channel alone that is first come first served: ASTRA-sim's analytical
  *    congestion-aware link (a FIFO queue per link, busy for the serialization delay, the chunk
- *    arriving latency + size / bandwidth after it started).
+ *    arriving latency + size / bandwidth after it started). A channel from a processor into a
+ *    router that reduces or multicasts (NVLS, SHARP) serves its transfers in program order, the
+ *    table's: each waits until the one before it on that channel has started (multimem loads and
+ *    stores are issued by the GPUs' programs in order: NCCL's NVLS reduce warps, MSCCL++'s
+ *    thread blocks).
  *
  * An event-driven simulation in O(T log T) for T transfers, about 100 bytes per transfer. The
  * table is trusted to be causal (verify it first): a transfer whose sender can never hold its
@@ -75,7 +79,7 @@ struct TimeOptions {
 TimeOptions with_network_class(const Topology&, TimeOptions opt);
 
 struct TransferTime {
-    double ready = 0;   ///< its data held at the sender
+    double ready = 0;   ///< its data held at the sender (on an in-order channel: and its predecessor there started)
     double start = 0;   ///< its resources free: the first byte leaves
     double end = 0;     ///< the last byte left (the channel is free again)
     double arrive = 0;  ///< held by the receiver: end + alpha

@@ -4,6 +4,7 @@
 // optimize --size (the fastest candidate, its bound and gap, NCCL's sizes and busbw).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -161,6 +162,16 @@ TEST_CASE("optimize --size: the fastest verified schedule, its bound, gap and NC
     const auto& big = j["sizes"][1];
     CHECK(big["predicted_time_s"].get<double>() < big["nccl_best_s"].get<double>());
     CHECK(big["gap_percent"].get<double>() < 5);
+    // every candidate's time at every size; the winner's is the row's time, the fastest
+    for (std::size_t i = 0; i < 2; ++i) {
+        double least = 1e300;
+        for (const auto& c : j["candidates"]) {
+            REQUIRE(c["seconds"].size() == 2);
+            least = std::min(least, c["seconds"][i].get<double>());
+            if (c["name"] == j["sizes"][i]["winner"]) CHECK(c["seconds"][i].get<double>() == j["sizes"][i]["predicted_time_s"].get<double>());
+        }
+        CHECK(least == j["sizes"][i]["predicted_time_s"].get<double>());
+    }
 }
 
 TEST_CASE("optimize --size: bad combinations are refused with exit 2") {

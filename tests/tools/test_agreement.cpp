@@ -403,6 +403,7 @@ TEST_CASE("agreement: the NVLS constructions in every form the tests use (test_n
     for (std::uint32_t k : {1u, 2u, 5u}) forms("star4", star, k, false);
     for (std::uint32_t k : {1u, 3u, 4u}) forms("dgx_h100_nvls", dgx, k, true);
     tables.emplace_back("h100nvls2x8 allreduce, rail rings, 2 pieces", compose::nvls_rail_allreduce(graph("schedules/machines/h100nvls2x8.json"), {2}));
+    tables.emplace_back("h100nvls2x8 allreduce, NCCL's NVLS_TREE, 2 pieces", compose::nvls_tree_allreduce(graph("schedules/machines/h100nvls2x8.json"), {2}));
     Tally tally;
     for (const auto& [name, t] : tables) check_agreement({t, false, name}, tally);
     CHECK(tally.holds == static_cast<int>(tables.size()));

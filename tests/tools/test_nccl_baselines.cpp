@@ -133,6 +133,33 @@ TEST_CASE("nccl model: one DGX H100 box, ring busBw 360 GB/s, from tuning.cc's c
     CHECK_FALSE(nccl::nccl_model_time(s, CollectiveKind::allgather, nccl::Algorithm::pat, nccl::Protocol::simple, M));  // 8 GPUs a box
 }
 
+TEST_CASE("nccl model: NVLS on one DGX H100 (busBw 476 GB/s) and NVLS_TREE on 2 and 4 boxes, from tuning.cc by hand") {
+    const nccl::System one = nccl::nccl_system(*machine("dgx_h100_nvls"));
+    CHECK(one.nvls_efficiency == doctest::Approx(0.85));
+    const nccl::Graph g = nccl::nccl_nvls_graph(one);
+    CHECK(g.channels == 8);                          // one head per GPU
+    CHECK(g.bw_intra == doctest::Approx(40.0));      // 9 x 40 <= 18 x 20.6 = 370.8 < 9 x 50
+    CHECK(g.bw_inter == doctest::Approx(60.0));      // pass 2: 50, then 60 (below 2 x 40)
+    const double M = 1 << 30;
+    // busBw 8 x min(40 x 0.85 x 7/8 x 2, 60) = 476, algBw 476 x 8 / 14; latency 25 us
+    auto nv = nccl::nccl_nvls_model(one, CollectiveKind::allreduce, M);
+    REQUIRE(nv.has_value());
+    CHECK(nv->algorithm == "NVLS");
+    CHECK(nv->seconds == doctest::Approx((25 + M / (1000 * 476.0 * 8 / 14)) * 1e-6));
+    // NVLS_TREE: the per-channel cap binds, 57.7 on 2 boxes and 45.5 on 4; + 2 log2(N) x 20.9 us
+    const nccl::System two = nccl::nccl_system(*machine("h100nvls2x8")), four = nccl::nccl_system(*machine("h100nvls4x8"));
+    CHECK(nccl::nccl_nvls_graph(two).bw_inter == doctest::Approx(48.0));  // the NIC (50 GB/s) holds 48, not 60
+    auto t2 = nccl::nccl_nvls_model(two, CollectiveKind::allreduce, M), t4 = nccl::nccl_nvls_model(four, CollectiveKind::allreduce, M);
+    REQUIRE(t2.has_value());
+    REQUIRE(t4.has_value());
+    CHECK(t2->algorithm == "NVLS_TREE");
+    CHECK(t2->seconds == doctest::Approx((25 + 2 * 20.9 + M / (1000 * 8 * 57.7 * 16 / 30)) * 1e-6));
+    CHECK(t4->seconds == doctest::Approx((25 + 4 * 20.9 + M / (1000 * 8 * 45.5 * 32 / 62)) * 1e-6));
+    // no switch that reduces: no NVLS; NVLS is an allreduce here
+    CHECK_FALSE(nccl::nccl_nvls_model(nccl::nccl_system(*machine("h100rail2x8")), CollectiveKind::allreduce, M));
+    CHECK_FALSE(nccl::nccl_nvls_model(one, CollectiveKind::allgather, M));
+}
+
 TEST_CASE("nccl model: several H100 boxes on 8 NICs of 400 Gb/s, ring 8 x 48 = 384 GB/s") {
     const auto t = machine("h100rail4x8");
     const nccl::System s = nccl::nccl_system(*t);

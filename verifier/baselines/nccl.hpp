@@ -64,6 +64,10 @@ struct System {
     double pci_bw = 0;                 ///< GB/s of a GPU's PCIe path to its NIC (assumed per arch)
     double nvlink_bw = 0;              ///< GB/s of one GPU's NVLinks in NCCL's units (links x per-link bw)
     bool nvswitch = false;             ///< every GPU of a box reaches every other in one hop
+    /// The efficiency of the boxes' switches that reduce and multicast (NVLS: a router declared with
+    /// "reduce" and "multicast", docs/topologies.md), the one NCCL's nvlsEfficiency gives their
+    /// generation; 0: no NVLS (no such switch in box 0).
+    double nvls_efficiency = 0;
     std::string note;                  ///< how it was derived, for docs and reports
 };
 
@@ -97,6 +101,22 @@ struct ModelChoice {
     double seconds = 0;
 };
 std::optional<ModelChoice> nccl_best_protocol(const System&, CollectiveKind, Algorithm, double nccl_bytes);
+
+/// NCCL's NVLS graph (search.cc:1124-1138, :1274-1278, ncclTopoSearchTryNvls): one channel per GPU
+/// of a box; bw_intra the fastest speed at which every GPU's NVLink carries its share of all of
+/// them (once for each channel, twice for the one it heads: (GPUs + 1) x speed); bw_inter raised
+/// by pass 2 while below twice bw_intra (several boxes: up to the NIC).
+Graph nccl_nvls_graph(const System&);
+/// NCCL's own model of its NVLS allreduce (one box) or NVLS_TREE allreduce (several), Simple, the
+/// only protocol they have (tuning.cc:305-323, :371-377, :424-428): busBw = channels x min(bw_intra
+/// x nvls_efficiency x (channels - 1) / channels x 2, bw_inter (x 2 for NVLS_TREE on 2 boxes),
+/// perChMaxNVLSTreeBw for NVLS_TREE); latency 25 us (NVLink), NVLS_TREE + 2 log2(boxes) x 20.9 us.
+/// nullopt without NVLS or for another collective.
+struct NvlsModel {
+    std::string_view algorithm;  ///< "NVLS" or "NVLS_TREE"
+    double seconds = 0;
+};
+std::optional<NvlsModel> nccl_nvls_model(const System&, CollectiveKind, double nccl_bytes);
 
 struct BaselineOptions {
     /// Chunks per ring position and channel (rings) or per tree channel (trees): NCCL's slices

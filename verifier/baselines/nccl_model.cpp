@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -198,6 +199,40 @@ std::optional<ModelChoice> nccl_best_protocol(const System& s, CollectiveKind ki
     for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple})
         if (std::optional<double> t = nccl_model_time(s, kind, a, p, bytes); t && (!best || *t < best->seconds)) best = ModelChoice{p, *t};
     return best;
+}
+
+Graph nccl_nvls_graph(const System& s) {
+    const bool inter = s.nodes > 1;
+    const std::vector<double> sp = speeds(s.arch, inter);
+    Graph g;
+    g.channels = s.gpus_per_node;  // maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs), one head each
+    std::size_t i = 0;
+    while (i + 1 < sp.size() && sp[i] * (s.gpus_per_node + 1) > s.nvlink_bw + 1e-9) ++i;
+    g.bw_intra = sp[i];
+    // pass 2 (search.cc:1274-1278): a faster bwInter while it is below twice bwIntra; across boxes
+    // the NIC must carry it
+    while (i > 0 && sp[i] < 2 * g.bw_intra && (!inter || sp[i - 1] <= std::min(s.nic_bw, s.pci_bw) + 1e-9)) --i;
+    g.bw_inter = sp[i];
+    return g;
+}
+
+std::optional<NvlsModel> nccl_nvls_model(const System& s, CollectiveKind kind, double bytes) {
+    if (s.nvls_efficiency <= 0 || kind != CollectiveKind::allreduce || s.gpus_per_node < 2) return std::nullopt;
+    // Hopper's constants only: a Blackwell NVSwitch (NVLink 5, perChMaxNVLSTreeBw 96 and 80) is not described here
+    if (s.arch != Arch::hopper || s.nvlink_bw > 18 * 20.6 + 1e-9) return std::nullopt;
+    const Graph g = nccl_nvls_graph(s);
+    if (g.channels < 2) return std::nullopt;  // tuning.cc:310
+    const bool tree = s.nodes > 1;  // NVLS across boxes needs CollNet (SHARP), not modelled: NVLS_TREE
+    const double n_ranks = static_cast<double>(s.nodes) * s.gpus_per_node, ch = g.channels;
+    const double intra = g.bw_intra * s.nvls_efficiency * (ch - 1) / ch * 2;  // :311-315, allreduce pipelines two operations
+    const double inter = g.bw_inter * (tree && s.nodes <= 2 ? 2 : 1);        // :320
+    // :322 perChMaxNVLSTreeBws (tuning.cc:205-211), Hopper {N1, N2, N4}: 0, 57.7, 45.5
+    const double cap = tree ? (s.nodes <= 2 ? 57.7 : 45.5) : std::numeric_limits<double>::max();
+    const double bus = ch * std::min({intra, inter, cap});
+    const double alg = bus * n_ranks / (2 * (n_ranks - 1));  // :371-377
+    // hwLatencies NVLink NVLS and NVLSTree Simple 25 us, network NVLSTree 20.9 us; base 0 (:150-176, :424-428)
+    const double lat = 25.0 + (tree ? 2 * log2i(s.nodes) * 20.9 : 0.0);
+    return NvlsModel{tree ? "NVLS_TREE" : "NVLS", (lat + bytes / (1000 * alg)) * 1e-6};
 }
 
 }  // namespace collsched::nccl

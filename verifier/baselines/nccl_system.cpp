@@ -181,6 +181,10 @@ System nccl_system(const Topology& t) {
         for (Node v : s.boxes.front())
             if (u != v && !reach[idx(v)]) s.nvswitch = false;
     }
+    for (std::uint32_t r = t.processors(); r < t.nodes(); ++r) {
+        const SwitchFunctions f = t.switch_functions(Node{r});
+        if (f.reduce && f.multicast && l.box_of[r] == box0) s.nvls_efficiency = f.efficiency;
+    }
     if (s.nodes > 1 && s.nics_per_node == 0)
         throw InputError(fmt::format("{}: {} boxes but no channel leaves a box (NCCL's model needs a NIC)", t.spec(), s.nodes));
     s.note = fmt::format("{} box{} of {} GPU{} ({}, {:g} GB/s of NVLink a GPU in NCCL's units{}), {} NIC{} a box of {:g} GB/s{}", s.nodes,

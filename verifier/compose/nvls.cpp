@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
@@ -221,6 +222,87 @@ SendTable nvls_rail_allreduce(std::shared_ptr<const Topology> topo, const NvlsPl
             for (std::uint32_t q = 0; q < K; ++q) {
                 const std::uint32_t c = (j * P + i) * K + q;
                 for (const NvlsBox& b : boxes) switch_multicast(w, b, b.gpus[i], w.partial(all, c), s + 2 * K);
+            }
+        }
+    }
+    return std::move(w).finish();
+}
+
+namespace {
+
+/// The parent of `rank` in NCCL's binary tree over n ranks rooted at 0, -1 for the root
+/// (src/graph/trees.cc ncclGetBtree at 5067397c).
+int btree_up(int n, int rank) {
+    if (rank == 0) return -1;
+    int bit = 1;
+    for (; bit < n; bit <<= 1)
+        if (bit & rank) break;
+    int up = (rank ^ bit) | (bit << 1);
+    if (up >= n) up = rank ^ bit;
+    return up;
+}
+
+/// The parent of `rank` in tree t of NCCL's double binary tree (ncclGetDtree): tree 0 the binary
+/// tree; tree 1 its mirror (n even) or the tree shifted by one rank (n odd).
+int dtree_up(int n, int t, int rank) {
+    if (t == 0) return btree_up(n, rank);
+    if (n % 2 == 1) {
+        const int u = btree_up(n, (rank - 1 + n) % n);
+        return u == -1 ? -1 : (u + 1) % n;
+    }
+    const int u = btree_up(n, n - 1 - rank);
+    return u == -1 ? -1 : n - 1 - u;
+}
+
+}  // namespace
+
+SendTable nvls_tree_allreduce(std::shared_ptr<const Topology> topo, const NvlsPlan& plan) {
+    const auto boxes = nvls_boxes(*topo);
+    const int K = static_cast<int>(boxes.size());
+    const std::uint32_t P = static_cast<std::uint32_t>(boxes[0].gpus.size());
+    for (const NvlsBox& b : boxes)
+        if (b.gpus.size() != P) throw InputError(fmt::format("{}: the boxes differ in size", topo->spec()));
+    const std::uint32_t k = std::max(1u, plan.pieces);
+    Writer w(topo, "allreduce", k * P * 2);
+    for (int t = 0; t < 2; ++t) {
+        // per box: parent, children, height (leaves 0) and depth (root 0) in tree t
+        std::vector<int> up(K), height(K, 0), depth(K, 0);
+        std::vector<std::vector<int>> down(K);
+        for (int b = 0; b < K; ++b) {
+            up[b] = dtree_up(K, t, b);
+            if (up[b] >= 0) down[up[b]].push_back(b);
+        }
+        std::vector<std::vector<std::uint32_t>> below(K);  // the GPUs of the boxes in b's subtree
+        std::function<void(int)> walk = [&](int b) {
+            for (Node p : boxes[b].gpus) below[b].push_back(idx(p));
+            for (int c : down[b]) {
+                depth[c] = depth[b] + 1;
+                walk(c);
+                height[b] = std::max(height[b], height[c] + 1);
+                below[b].insert(below[b].end(), below[c].begin(), below[c].end());
+            }
+            std::sort(below[b].begin(), below[b].end());
+        };
+        int root = 0;
+        while (up[root] >= 0) ++root;
+        walk(root);
+        const Step H = static_cast<Step>(height[root]);
+        for (std::uint32_t j = 0; j < k; ++j) {
+            const Step s = j + 1;
+            for (std::uint32_t i = 0; i < P; ++i) {
+                const std::uint32_t c = (j * P + i) * 2 + static_cast<std::uint32_t>(t);
+                // the box's sum at its head, NCCL's NVLS reduce (every GPU's value through the switch)
+                for (const NvlsBox& b : boxes) switch_reduce(w, b, b.gpus[i], c, s, true);
+                // up the tree: a head sends its subtree's sum once its children's have arrived
+                for (int b = 0; b < K; ++b)
+                    if (up[b] >= 0) w.send(s + 2 + height[b], boxes[b].gpus[i], boxes[up[b]].gpus[i], w.partial(below[b], c));
+                // down the tree from the root, then every head multicasts the sum in its box
+                const MessageId sum = w.partial(below[root], c);
+                for (int b = 0; b < K; ++b) {
+                    const Step at = s + 2 + H + static_cast<Step>(depth[b]);
+                    for (int d : down[b]) w.send(at, boxes[b].gpus[i], boxes[d].gpus[i], sum);
+                    switch_multicast(w, boxes[b], boxes[b].gpus[i], sum, at);
+                }
             }
         }
     }

@@ -60,6 +60,14 @@ SendTable nvls_allgather(std::shared_ptr<const Topology>, const NvlsPlan& = {});
 /// allgather over the k owners), then each owner multicasts the result through its switch.
 SendTable nvls_rail_allreduce(std::shared_ptr<const Topology>, const NvlsPlan& = {});
 
+/// NCCL's NVLS_TREE allreduce (src/device/all_reduce.h, RunWorkColl<..., NCCL_ALGO_NVLS_TREE>):
+/// per chunk, every box's switch reduces all of its GPUs' values (the head's too, as
+/// multimem.ld_reduce reads every GPU) to the chunk's head (GPU i of the box), the heads of one
+/// rail reduce up and broadcast down NCCL's double binary tree over the boxes (ncclGetDtree; half
+/// of the chunks on each tree), and every head multicasts the sum through its switch. The baseline
+/// across boxes.
+SendTable nvls_tree_allreduce(std::shared_ptr<const Topology>, const NvlsPlan& = {});
+
 /// The pieces for a buffer of `bytes` bytes per rank on P GPUs per box: as many as keep every
 /// chunk at least `min_chunk_bytes` (default 64 KiB, about what one NVLS channel of NCCL moves per
 /// step), at most 256 and at least 1. The time model has no cost per message, so more pieces

@@ -182,9 +182,13 @@ void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<
     if (boxes.empty()) return;
     const std::uint32_t per_box = static_cast<std::uint32_t>(boxes.front().gpus.size());
     std::map<std::uint32_t, bool> tried;
-    for (double size : q.sizes.empty() ? std::vector<double>{1 << 20} : q.sizes) {
+    // per size the pieces that keep a chunk at 64, 16 and 4 KiB or more: the time model picks
+    std::vector<std::uint32_t> counts;
+    for (double size : q.sizes.empty() ? std::vector<double>{1 << 20} : q.sizes)
+        for (double floor : {65536.0, 16384.0, 4096.0}) counts.push_back(compose::nvls_pieces_for_size(per_box, size, floor));
+    for (std::uint32_t pieces : counts) {
         compose::NvlsPlan plan;
-        plan.pieces = compose::nvls_pieces_for_size(per_box, size);
+        plan.pieces = pieces;
         if (tried[plan.pieces]) continue;
         tried[plan.pieces] = true;
         auto add = [&](std::string name, bool nccl, SendTable table) {
@@ -193,7 +197,10 @@ void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<
         };
         try {
             if (boxes.size() > 1) {
-                if (k == CollectiveKind::allreduce) add("nvls + rail rings", false, compose::nvls_rail_allreduce(t, plan));
+                if (k == CollectiveKind::allreduce) {
+                    add("nvls + rail rings", false, compose::nvls_rail_allreduce(t, plan));
+                    add("nccl nvls_tree", true, compose::nvls_tree_allreduce(t, plan));
+                }
                 continue;
             }
             if (k == CollectiveKind::allreduce) {

@@ -120,4 +120,10 @@ std::optional<NcclModelPick> TimeObjective::nccl_model(std::size_t i) const {
     return best;
 }
 
+std::optional<nccl::NvlsModel> TimeObjective::nvls_model(std::size_t i) const {
+    if (!system) return std::nullopt;
+    const CollectiveKind k = instance.collective.kind;
+    return nccl::nccl_nvls_model(*system, k, nccl::nccl_bytes(k, instance.topology->processors(), options.sizes[i]));
+}
+
 }  // namespace collsched

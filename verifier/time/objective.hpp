@@ -62,6 +62,9 @@ struct TimeObjective {
     std::optional<std::size_t> nccl_best(std::size_t i) const;
     /// NCCL's tuner at size i: nullopt for alltoall or a machine NCCL's model does not describe.
     std::optional<NcclModelPick> nccl_model(std::size_t i) const;
+    /// NCCL's own model of NVLS (one box) or NVLS_TREE (several) at size i, where the machine's
+    /// switches reduce and multicast (nccl::nccl_nvls_model); its tuner would weigh it against the above.
+    std::optional<nccl::NvlsModel> nvls_model(std::size_t i) const;
 };
 
 /// Runs the time objective: the bounds (InputError when the timing is not hop or the collective

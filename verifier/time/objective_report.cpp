@@ -81,6 +81,7 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
                            {"seconds", mdl->choice.seconds}};
     else
         j["nccl_model"] = nullptr;
+    if (auto nv = r.nvls_model(i)) j["nccl_nvls_model"] = {{"algorithm", nv->algorithm}, {"protocol", "Simple"}, {"seconds", nv->seconds}};
     return j;
 }
 
@@ -102,9 +103,12 @@ std::string json_report(const TimeObjective& r, const std::vector<std::string>& 
         xs.push_back({{"size_bytes", x.size}, {"below", r.candidates[x.from].name}, {"above", r.candidates[x.to].name}});
     j["crossovers"] = xs;
     auto cj = ojson::array();
-    for (const TimeCandidate& c : r.candidates)
-        cj.push_back({{"name", c.name}, {"provider", c.provider}, {"nccl", c.nccl}, {"source", c.source}, {"steps", c.table->steps()},
-                      {"chunks", c.table->collective.chunks}, {"transfers", c.table->transfers.size()}});
+    for (std::size_t c = 0; c < r.candidates.size(); ++c) {
+        const TimeCandidate& x = r.candidates[c];
+        cj.push_back({{"name", x.name}, {"provider", x.provider}, {"nccl", x.nccl}, {"source", x.source}, {"steps", x.table->steps()},
+                      {"chunks", x.table->collective.chunks}, {"transfers", x.table->transfers.size()},
+                      {"seconds", r.comparison.seconds[c]}});  // its time at every size, in the order of "sizes"
+    }
     j["candidates"] = cj;
     j["notes"] = r.notes;
     j["witness"] = witnesses;
@@ -145,6 +149,12 @@ std::string text_report(const TimeObjective& r, const std::vector<std::string>& 
         s += "NCCL's own model (src/graph/tuning.cc, its tuner's algorithm and protocol; docs/time.md):";
         for (std::size_t i = 0; i < sizes.size(); ++i) s += fmt::format(" {} {};", support::format_bytes(sizes[i]), model_text(r, i));
         s.back() = '\n';
+        if (r.nvls_model(0)) {
+            s += "NCCL's own model of its NVLS algorithm (the switch reduces; docs/time.md, \"NVLS against NCCL\"):";
+            for (std::size_t i = 0; i < sizes.size(); ++i)
+                s += fmt::format(" {} {} {};", support::format_bytes(sizes[i]), r.nvls_model(i)->algorithm, support::format_seconds(r.nvls_model(i)->seconds));
+            s.back() = '\n';
+        }
     } else {
         s += fmt::format("NCCL's own model: none for this machine ({})\n", r.system_why);
     }

@@ -206,6 +206,18 @@ private:
                                ar ? "the buffer" : "its block", r),
                    "cut around a processor (in-network reduction)");
         }
+        // the same for a set of processors, the first set of each partition (a box: the contracted
+        // bound M / B_box, which holds with reduction anywhere, SHARP between the boxes included)
+        if (!ar) return;
+        for (const Partition& part : partitions(t_, uniform_)) {
+            std::vector<std::uint32_t> in, rest;
+            for (std::uint32_t v = 0; v < P_; ++v) (part.set[v] == 0 ? in : rest).push_back(v);
+            if (in.size() < 2 || rest.empty()) continue;
+            rooted(in, rest, 1.0, fmt::format("with reduction in the network: the value of {} ({}) of every byte leaves its region", part.name, runs_text(in)),
+                   "cut around a set (in-network reduction)");
+            rooted(rest, in, 1.0, fmt::format("with reduction in the network: the sum of every byte enters the region of {} ({})", part.name, runs_text(in)),
+                   "cut around a set (in-network reduction)");
+        }
     }
 
     void rooted(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to, double demand, const std::string& why,
