@@ -66,6 +66,22 @@ TEST_CASE("hostile options: graph-file errors in link_types and edges name line 
          "g.json:3:19: edges[0]: link type 7 must be a name"},
         {"{\"processors\": 3,\n \"edges\": [[0,1],\n   [1,2,1,\"x\",5]]}", "g.json:3:4: edges[1]: expected [u, v]"},
         {"{\"processors\": 3,\n \"edges\": [[0,1],\n   [1,9]]}", "g.json:3:4: edges[1]: node 9 does not exist"},
+        // the header, an edge listed twice, groups and switches likewise (they named the file alone; "routers": "x" ended in
+        // an uncaught JSON type error, exit 134)
+        {"{\"processors\": 3,\n \"routers\": \"x\", \"edges\": [[0,1]]}", "g.json:2:13: \"routers\" is \"x\", not a whole number"},
+        {"{\"processors\": 3.5, \"edges\": [[0,1]]}", "g.json:1:16: \"processors\" is 3.5, not a whole number"},
+        {"{\"processors\": 3, \"edges\": {}}", "g.json:1:28: \"edges\" must be a list"},
+        {"{\"processors\": 3,\n \"edges\": [[0,1], [1,2],\n   [1,0]]}", "g.json:3:4: edges[2]: the edge 0 -- 1 is listed twice (first as edges[0];"},
+        {"{\"processors\": 3, \"edges\": [[0,1],[1,2]],\n \"groups\": [{\"name\": \"g\", \"cap\": 1, \"channels\": [[0,1], [0,2]]}]}",
+         "g.json:2:57: groups[0]: there is no channel 0 -> 2"},
+        {"{\"processors\": 3, \"edges\": [[0,1],[1,2]],\n \"groups\": [{\"name\": \"g\", \"cap\": 1, \"channels\": [[0,1]], \"x\": 1}]}",
+         "g.json:2:63: groups[0]: unknown field \"x\""},
+        {"{\"processors\": 3, \"edges\": [[0,1],[1,2]],\n \"groups\": [{\"name\": \"g\", \"cap\": 0, \"channels\": [[0,1]]}]}",
+         "g.json:2:34: groups[0]: capacity 0 must be a positive integer"},
+        {"{\"processors\": 3, \"edges\": [[0,1],[1,2]],\n \"groups\": [{\"name\": \"g\", \"cap\": 1, \"channels\": []}]}",
+         "g.json:2:13: groups[0]: group 'g' has no channel"},
+        {"{\"processors\": 3, \"routers\": 1, \"edges\": [[0,\"r1.0\"],[1,2]],\n \"switches\": [{\"router\": \"r1.0\", \"reduce\": \"yes\"}]}",
+         "g.json:2:15: switches[0]: \"reduce\" must be true or false"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.text);
