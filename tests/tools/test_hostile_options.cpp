@@ -34,7 +34,8 @@ TEST_CASE("hostile options: an --expect file with an unknown key is refused at i
 
 TEST_CASE("hostile options: a buffer size below 1 byte or above 2^53 bytes is refused, and an empty output name is refused") {
     const std::string table = source("tests/data/ring8_allgather.json");
-    for (const char* size : {"1e-5", "0.5", "18446744073709551616", "1e30", "1K..1e20"}) {
+    // 9007199254740993 (2^53 + 1) reads as the double 2^53 and was accepted
+    for (const char* size : {"1e-5", "0.5", "18446744073709551616", "1e30", "1K..1e20", "9007199254740993", "9007199254740993B"}) {
         CAPTURE(size);
         auto r = run(fmt::format("verify {} --size {}", table, size));
         CHECK(r.code == 2);
@@ -43,6 +44,7 @@ TEST_CASE("hostile options: a buffer size below 1 byte or above 2^53 bytes is re
     }
     CHECK(run(fmt::format("verify {} --size 1", table)).code == 0);
     CHECK(run(fmt::format("verify {} --size 8192TiB", table)).code == 0);
+    CHECK(run(fmt::format("verify {} --size 9007199254740992", table)).code == 0);
     auto r = run("compare --svg '' " + table);
     CHECK(r.code == 2);
     CHECK(r.err.find("--svg: expected a file name, not an empty one") != std::string::npos);
