@@ -274,3 +274,26 @@ TEST_CASE("hostile msccl-ir: a race check past the engine's limit is unknown (ex
     CHECK(r.out.find("note: data races not checked: the vector clocks of rank 0 would need") != std::string::npos);
     CHECK(r.out.find("\nunknown: no deadlock and every transfer matched, but the data races were not decided") != std::string::npos);
 }
+
+TEST_CASE("hostile mscclpp: a size range that holds no size is a finding, and a header integer below its least value says so") {
+    test::Scratch dir("hostile_mscclpp_header");
+    // min above max: the executor's checkMessageSize throws for every call (it held, exit 0)
+    auto [r, text] = verify_edited(dir, "p.json", [](auto& j) {
+        j["min_message_size"] = 100;
+        j["max_message_size"] = 10;
+    });
+    CHECK(r.code == 1);
+    CHECK(r.out.find("max_message_size: min_message_size 100 is above max_message_size 10: no message size lies between them") !=
+          std::string::npos);
+    CHECK(r.out.find("[structure]") != std::string::npos);
+    // 0 threads per block: refused as outside 1.., not as "not an unsigned integer" (0 is one)
+    auto [z, t2] = verify_edited(dir, "q.json", [](auto& j) { j["num_threads_per_block"] = 0; });
+    CHECK(z.code == 2);
+    CHECK(z.err.find("\"num_threads_per_block\" is 0, outside 1..2^64-1") != std::string::npos);
+    // the default range (2^64 - 1 as the DSL writes it) serves every size
+    auto [d, t3] = verify_edited(dir, "d.json", [](auto& j) {
+        j["min_message_size"] = 0;
+        j["max_message_size"] = 18446744073709551615ull;
+    });
+    CHECK(d.code == 0);
+}
