@@ -81,13 +81,15 @@ public:
     TimeRun(const SynthInstance& in, const TimeObjectiveArgs& args, Context& ctx) : in_(in), args_(args), ctx_(ctx) {}
 
     void run() {
+        // the time limit counts from here: the bounds below are part of the run
+        const Clock::time_point deadline =
+            Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(args_.timeout > 0 ? args_.timeout : 1e6));
         const Topology& topo = *in_.topology;
         if (in_.model.timing != Timing::hop) throw InputError("optimize --size: predicted times and their bounds are for hop timing");
         bounds_ = time_bounds(topo, in_.collective, in_.model, args_.link);
         if (!bounds_) throw InputError(fmt::format("optimize --size: no time bound for {} (allgather, reduce_scatter, allreduce, alltoall, "
                                                    "broadcast, reduce, scatter and gather have one)", in_.collective.to_string()));
-        CandidateQuery q{in_, args_.sizes, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                                              args_.timeout > 0 ? args_.timeout : 1e6))};
+        CandidateQuery q{in_, args_.sizes, deadline};
         std::vector<NamedProvider> providers = construction_providers();
         providers.push_back(library_provider(args_.library));
         providers.push_back(nccl_provider());
@@ -244,6 +246,16 @@ private:
         return j.dump() + "\n";
     }
 
+    /// Why no NCCL algorithm is compared: the time limit came before they were built or checked,
+    /// or the machine has none (it said "no NCCL algorithm for this machine" in both cases).
+    std::string no_nccl_text() const {
+        for (const std::string& n : notes_)
+            if (n.starts_with("nccl: not run") || n.starts_with("nccl: stopped") ||
+                (n.starts_with("nccl ") && n.find("not verified before the time limit") != std::string::npos))
+                return "NCCL's algorithms not built or checked within the time limit";
+        return "no NCCL algorithm for this machine";
+    }
+
     std::string text() const {
         std::string s = fmt::format("optimize --size: {} on {} ({}), {} processors; {} time (docs/time.md); {}\n", in_.collective.to_string(),
                                     in_.topology->spec(), to_string(in_.model), in_.topology->processors(), kind_word(),
@@ -262,7 +274,7 @@ private:
                              support::format_seconds(t), support::format_seconds(b.seconds), gap_percent(t, b.seconds),
                              support::format_bandwidth(algbw(m, t)), support::format_bandwidth(busbw(*cands_[cmp_.winner[i]].table, m, t)),
                              n ? fmt::format("{:.2f}x over {} ({})", cmp_.seconds[*n][i] / t, cands_[*n].name, support::format_seconds(cmp_.seconds[*n][i]))
-                               : std::string("no NCCL algorithm for this machine"));
+                               : no_nccl_text());
         }
         for (const Crossover& x : cmp_.crossovers)
             s += fmt::format("crossover at {}: {} is faster below, {} above\n", support::format_bytes(x.size), cands_[x.from].name, cands_[x.to].name);
