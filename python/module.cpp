@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -222,6 +223,19 @@ void translate(const InputError& e) {
     PyErr_SetObject(type.ptr(), exc.ptr());
 }
 
+/// An index argument (a node, a message id) below `count`, else InputError with the reason: a
+/// negative or huge int used to raise pybind11's TypeError ("incompatible function arguments"),
+/// and a message id past the table's named "composite #N", a message that does not exist.
+std::uint32_t index_arg(const py::handle& v, std::uint64_t count, std::string_view what, std::string_view range) {
+    if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v))
+        throw InputError(fmt::format("{} {}: expected an integer ({})", what, py::repr(v).cast<std::string>(), range));
+    int overflow = 0;
+    const long long n = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (overflow != 0 || n < 0 || static_cast<unsigned long long>(n) >= count)
+        throw InputError(fmt::format("{} {} does not exist: {}", what, py::repr(v).cast<std::string>(), range));
+    return static_cast<std::uint32_t>(n);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_collsched, m) {
@@ -246,17 +260,13 @@ PYBIND11_MODULE(_collsched, m) {
         .def_property_readonly("processors", [](const PyTopology& p) { return p.topo->processors(); })
         .def_property_readonly("routers", [](const PyTopology& p) { return p.topo->routers(); })
         .def_property_readonly("diameter", [](const PyTopology& p) { return p.topo->diameter(); })
-        .def("node_name", [](const PyTopology& p, std::uint32_t n) {
-            // InputError, as every other bad value the module is given (it was an IndexError)
-            if (n >= p.topo->nodes())
-                throw InputError(fmt::format("node {} does not exist: {} has nodes 0..{}", n, p.topo->spec(), p.topo->nodes() - 1));
-            return p.topo->node_name(Node{n});
+        .def("node_name", [](const PyTopology& p, const py::object& n) {
+            // InputError, as every other bad value the module is given (it was an IndexError, and a TypeError below 0)
+            return p.topo->node_name(Node{index_arg(n, p.topo->nodes(), "node", fmt::format("{} has nodes 0..{}", p.topo->spec(), p.topo->nodes() - 1))});
         })
-        .def("distance", [](const PyTopology& p, std::uint32_t a, std::uint32_t b) {
-            if (a >= p.topo->nodes() || b >= p.topo->nodes())
-                throw InputError(fmt::format("node {} does not exist: {} has nodes 0..{}", a >= p.topo->nodes() ? a : b, p.topo->spec(),
-                                             p.topo->nodes() - 1));
-            return p.topo->distance(Node{a}, Node{b});
+        .def("distance", [](const PyTopology& p, const py::object& a, const py::object& b) {
+            const std::string range = fmt::format("{} has nodes 0..{}", p.topo->spec(), p.topo->nodes() - 1);
+            return p.topo->distance(Node{index_arg(a, p.topo->nodes(), "node", range)}, Node{index_arg(b, p.topo->nodes(), "node", range)});
         })
         .def("channel_array",
              [](const PyTopology& p) {
@@ -290,7 +300,11 @@ PYBIND11_MODULE(_collsched, m) {
                                "The message id of every transfer (uint32, a view; message_names() names them)")
         .def_property_readonly("src", [](const PyTable& t) { return channel_end(t, false); }, "The node each transfer leaves (uint32)")
         .def_property_readonly("dst", [](const PyTable& t) { return channel_end(t, true); }, "The node each transfer enters (uint32)")
-        .def("message_name", [](const PyTable& t, std::uint32_t id) { return t.table->messages().name(MessageId{id}); })
+        .def("message_name",
+             [](const PyTable& t, const py::object& id) {
+                 const Messages ms = t.table->messages();
+                 return ms.name(MessageId{index_arg(id, ms.size(), "message id", fmt::format("the table's message ids are 0..{}", ms.size() - 1))});
+             })
         .def("message_names",
              [](const PyTable& t) {
                  std::vector<std::string> names;

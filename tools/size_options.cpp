@@ -1,6 +1,8 @@
 // Options for sizes, link speeds and the alpha-beta time (tools/size_options.hpp).
 #include "tools/size_options.hpp"
 
+#include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -14,6 +16,22 @@ namespace collsched::tools {
 /// The largest buffer size: 2^53 bytes, above which a double does not count every byte.
 constexpr double max_size_bytes = 9007199254740992.0;
 
+namespace {
+
+/// Whether a size the double reads as 2^53 bytes is 2^53: 2^53 + 1 written in digits rounds to
+/// 2^53 (and was accepted), so digits, with or without "B", are compared as integers; other
+/// spellings (a unit, a fraction) are taken as the double reads them.
+bool exactly_2_53(std::string_view s) {
+    while (!s.empty() && (s.back() == ' ' || s.back() == 'B')) s.remove_suffix(1);
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) return true;
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    return ec == std::errc() && end == s.data() + s.size() && n == (std::uint64_t{1} << 53);
+}
+
+}  // namespace
+
 std::vector<double> parse_sizes(std::string_view text) {
     std::vector<double> out;
     auto bad = [&](std::string_view why) {
@@ -26,8 +44,9 @@ std::vector<double> parse_sizes(std::string_view text) {
         if (!v) throw bad(why);
         // a buffer holds whole bytes, and the time model counts them in doubles (docs/time.md)
         if (*v < 1) throw bad(fmt::format("'{}' is {} bytes; a size is at least 1 byte", s, *v));
-        if (*v > max_size_bytes)
-            throw bad(fmt::format("'{}' is more than 2^53 bytes (8 PiB), the largest size whose every byte a double counts exactly", s));
+        // 2^53 + 1 written in digits reads as the double 2^53: compare the digits themselves there
+        if (*v > max_size_bytes || (*v == max_size_bytes && !exactly_2_53(s)))
+            throw bad(fmt::format("'{}' is more than 2^53 bytes (8192 TiB), the largest size whose every byte a double counts exactly", s));
         return *v;
     };
     std::string_view rest = text;

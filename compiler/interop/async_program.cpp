@@ -79,8 +79,8 @@ public:
     }
 
 private:
-    void add(FindingKind kind, OpId op, std::string text) {
-        if (r_.counts[std::size_t(kind)]++ < o_.max_findings) r_.findings.push_back({kind, op, std::move(text)});
+    void add(FindingKind kind, OpId op, std::string text, std::optional<Slot> slot = std::nullopt) {
+        if (r_.counts[std::size_t(kind)]++ < o_.max_findings) r_.findings.push_back({kind, op, std::move(text), slot});
     }
     std::string value_name(Value v) const { return v == no_data ? "no data" : n_.value(r_.values.atoms(v)); }
 
@@ -401,7 +401,8 @@ private:
             }
             add(FindingKind::wrong_output, w == r_.writer.end() ? no_op : w->second,
                 fmt::format("{} holds {}{}, but it must hold {}{} [wrong output]", n_.slot(slot), value_name(have), by,
-                            value_name(want), gap));
+                            value_name(want), gap),
+                slot);
         }
     }
 

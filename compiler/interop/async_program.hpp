@@ -94,6 +94,9 @@ struct Finding {
     FindingKind kind;
     OpId op = no_op;  ///< where it is reported (no_op: the program as a whole)
     std::string text;
+    /// A wrong output's slot: the readers place a finding without an op (an output never
+    /// written) at the rank's element in the file.
+    std::optional<Slot> slot = std::nullopt;
 };
 
 /// The interned values: multisets of atoms.

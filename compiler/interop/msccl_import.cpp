@@ -303,6 +303,10 @@ public:
                 if (f.op != async::no_op) {
                     const auto at = run.ap.op(f.op).at;
                     if (at.line > 0) where = fmt::format("{}:{}:{}: ", name_, at.line, at.col);
+                } else if (f.slot && f.slot->rank < prog_.gpus.size() && prog_.gpus[f.slot->rank].line > 0) {
+                    // an output no step writes: at its rank's <gpu>
+                    const Gpu& g = prog_.gpus[f.slot->rank];
+                    where = fmt::format("{}:{}:{}: ", name_, g.line, g.col);
                 }
                 rep.findings.push_back(where + f.text + mode);
             }

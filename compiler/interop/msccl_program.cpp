@@ -251,6 +251,8 @@ private:
         }
         seen_[*id] = true;
         Gpu& gpu = prog_.gpus[*id];
+        gpu.line = g.line;
+        gpu.col = g.col;
         gpu.i_chunks = *ic;
         gpu.o_chunks = *oc;
         gpu.s_chunks = *sc;
@@ -365,10 +367,10 @@ private:
                                     "if the executor is built with another value)",
                                     id, tid, *s, opt_.max_steps - 1));
         else if (*s != op.pos && prog_.notes.size() < 40)
-            prog_.notes.push_back(fmt::format("{}:{}: gpu {}, thread block {}: s=\"{}\" on step {} of the thread block; the "
+            prog_.notes.push_back(fmt::format("{}:{}:{}: gpu {}, thread block {}: s=\"{}\" on step {} of the thread block; the "
                                               "executor ignores s and counts steps itself (msccl_kernel.cu:221), and so "
                                               "does this check",
-                                              se.line, se.col, id, tid, *s, op.pos));
+                                              pr_.name(), se.line, se.col, id, tid, *s, op.pos));
         for (const std::string* b : {srcbuf, dstbuf})
             if (*b != "i" && *b != "o" && *b != "s")
                 pr_.add(se, fmt::format("buffer \"{}\" is not i, o or s (msccl_parser.cc:256-268, :553-554)", *b));

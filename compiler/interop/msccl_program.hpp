@@ -69,6 +69,7 @@ struct Tb {
 
 struct Gpu {
     int i_chunks = 0, o_chunks = 0, s_chunks = 0;
+    int line = 0, col = 0;  ///< the <gpu> element's place
     std::vector<int> tbs;  ///< indices into Program::tbs
     std::map<int, int> tb_by_id;
 };
@@ -135,6 +136,8 @@ public:
         throw InputError(text);
     }
     bool empty() const { return count_ == 0; }
+    /// The file's name, as every line names it.
+    const std::string& name() const { return name_; }
 
 private:
     std::string name_;

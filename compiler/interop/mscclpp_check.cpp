@@ -517,6 +517,12 @@ PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expe
             if (auto at = text.rfind(tag); at != std::string::npos && at + tag.size() == text.size()) text.erase(at);
         // the op's own path leads the engine's text; the finding names it already
         if (op && text.starts_with(lw.what()[f.op] + ": ")) text.erase(0, lw.what()[f.op].size() + 2);
+        if (!op && f.slot && f.slot->rank < plan.gpus.size()) {
+            // an output no op writes: at its GPU (it had neither path nor line:col)
+            const Gpu& g = plan.gpus[f.slot->rank];
+            rep.findings.push_back({rule, fmt::format("gpus[{}]", f.slot->rank), g.pos, std::move(text)});
+            continue;
+        }
         rep.findings.push_back({rule, op ? lw.what()[f.op] : "", op ? op->pos : Pos{}, std::move(text)});
     }
     if (r.replayed) {

@@ -363,9 +363,12 @@ private:
         if (!v) return dflt;
         auto i = v->integer();
         if (!i && v->kind == Kind::number && key == "max_message_size") return std::int64_t{-1};  // 2^64 - 1 as DSLs write it
-        if (!i || *i < lo)
+        if (!i)
             throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as an unsigned integer", file_, v->line,
                                          v->col, key, v->kind == Kind::number ? v->text : std::string(v->kind_name())));
+        // 0 is an unsigned integer: the message said it was not ("is 0, but the executor reads it as an unsigned integer")
+        if (*i < lo)
+            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, outside {}..2^64-1", file_, v->line, v->col, key, v->text, lo));
         return *i;
     }
 
@@ -384,8 +387,14 @@ private:
         plan.double_scratch = opt_bool("use_double_scratch_buffer", false);
         plan.buffer_alignment = opt_int("buffer_alignment", 16, 1);
         plan.num_threads = opt_int("num_threads_per_block", 1024, 1);
-        opt_int("min_message_size", 0, 0);
-        opt_int("max_message_size", 0, 0);
+        const std::int64_t least = opt_int("min_message_size", 0, 0), most = opt_int("max_message_size", -1, 0);
+        // the executor throws for a call whose size lies outside min..max (checkMessageSize, plan.cc:293-308): with min
+        // above max, for every call
+        if (most >= 0 && least > most)
+            rd_.add("structure", "max_message_size", root_.find("max_message_size"),
+                    fmt::format("min_message_size {} is above max_message_size {}: no message size lies between them, and the executor "
+                                "throws for every call outside the range (checkMessageSize, plan.cc:293-308)",
+                                least, most));
         for (std::string_view key : {"name", "collective", "protocol", "inplace", "gpus"})
             if (root_.count(key) > 1)
                 res_.findings.push_back({"blind spot", std::string(key), {root_.find(key)->line, root_.find(key)->col},

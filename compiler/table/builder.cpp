@@ -25,7 +25,7 @@ Step TableBuilder::send_cut_through(Step step, Node src, Node dst, MessageId m) 
 
 SendTable TableBuilder::finish(Deadline deadline) && {
     if (table_.composites) canonicalize_composites(table_, deadline);
-    else table_.sort();
+    else sort_table(table_, deadline);
     return std::move(table_);
 }
 

@@ -120,7 +120,7 @@ void resolve_partials(SendTable& t, Deadline deadline) {
         }
         i = end;
     }
-    t.sort();
+    sort_table(t, deadline);
 }
 
 bool uses_partials(const SendTable& t) {

@@ -79,6 +79,11 @@ void resolve_partials(SendTable&, Deadline deadline = {});
 /// then left as it was.
 void canonicalize_composites(SendTable&, Deadline deadline);
 
+/// SendTable::sort polling `deadline` (every 1,024 steps, every 2^20 comparisons of sparse
+/// steps): LimitReached once it passes, the transfers then in some order (the caller drops the
+/// table; the sort of a built table ran past every time limit).
+void sort_table(SendTable&, Deadline deadline);
+
 /// Whether a table is checked by the buffer rule: an allreduce, reduce_scatter or scan, or a
 /// table with partials a({...}).
 bool uses_partials(const SendTable&);

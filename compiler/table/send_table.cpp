@@ -133,7 +133,21 @@ void StepSorter::sort(std::span<Transfer> step, std::size_t channels) {
     }
 }
 
-void sort_transfers(std::vector<Transfer>& transfers, std::size_t channels) {
+namespace {
+
+/// A comparison of `less` that polls `deadline` every 2^20 calls, counted in `calls` (the sorts
+/// copy their comparison into every recursion: a count of its own would start again in each);
+/// LimitReached leaves the range in some order.
+template <class Less>
+auto polling(Less less, Deadline deadline, std::uint64_t& calls) {
+    return [less, deadline, &calls](const auto& a, const auto& b) {
+        if ((++calls & 0xfffff) == 0 && deadline.passed()) throw LimitReached("time limit (sorting a table)");
+        return less(a, b);
+    };
+}
+
+/// sort_transfers, polling `deadline`.
+void sort_transfers_polled(std::vector<Transfer>& transfers, std::size_t channels, Deadline deadline) {
     const std::size_t N = transfers.size();
     if (N < 2) return;
     Step max_step = 0;
@@ -145,7 +159,8 @@ void sort_transfers(std::vector<Transfer>& transfers, std::size_t channels) {
     // Sparse steps, or channel ids the topology does not have (a table not checked yet): one
     // comparison sort, which needs no array indexed by either.
     if (max_step > 4 * N + 1024 || max_channel >= channels) {
-        std::sort(transfers.begin(), transfers.end());
+        std::uint64_t calls = 0;
+        std::sort(transfers.begin(), transfers.end(), polling(std::less<Transfer>{}, deadline, calls));
         return;
     }
     std::vector<std::uint64_t> start(std::size_t{max_step} + 2, 0);
@@ -157,22 +172,34 @@ void sort_transfers(std::vector<Transfer>& transfers, std::size_t channels) {
         for (const Transfer& t : transfers) out[pos[t.step]++] = t;
     }
     StepSorter sorter;
-    for (std::size_t s = 0; s + 1 < start.size(); ++s)
+    for (std::size_t s = 0; s + 1 < start.size(); ++s) {
+        if ((s & 0x3ff) == 0 && deadline.passed()) throw LimitReached("time limit (sorting a table)");
         sorter.sort(std::span<Transfer>(out.data() + start[s], out.data() + start[s + 1]), channels);
+    }
     transfers = std::move(out);
 }
 
+}  // namespace
+
+void sort_transfers(std::vector<Transfer>& transfers, std::size_t channels) { sort_transfers_polled(transfers, channels, Deadline{}); }
+
 bool SendTable::is_sorted() const { return std::is_sorted(transfers.begin(), transfers.end()); }
 
-void SendTable::sort() {
-    if (is_sorted()) return;
+void SendTable::sort() { sort_table(*this, Deadline{}); }
+
+void sort_table(SendTable& t, Deadline deadline) {
+    auto& transfers = t.transfers;
+    auto& transfer_extras = t.transfer_extras;
+    auto& transfer_origins = t.transfer_origins;
+    if (t.is_sorted()) return;
     if (transfer_extras.empty() && transfer_origins.empty()) {
-        sort_transfers(transfers, topology ? topology->channels().size() : 0);
+        sort_transfers_polled(transfers, t.topology ? t.topology->channels().size() : 0, deadline);
         return;
     }
     std::vector<std::uint64_t> order(transfers.size());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return transfers[a] < transfers[b]; });
+    std::uint64_t calls = 0;
+    std::stable_sort(order.begin(), order.end(), polling([&](auto a, auto b) { return transfers[a] < transfers[b]; }, deadline, calls));
     std::vector<std::uint64_t> where(order.size());
     std::vector<Transfer> sorted(transfers.size());
     for (std::uint64_t i = 0; i < order.size(); ++i) {
@@ -321,7 +348,7 @@ void canonicalize_composites(SendTable& t, Deadline deadline) {
     for (Transfer& x : t.transfers) x.message = map(x.message);
     for (Requirement& q : t.requirements) q.message = map(q.message);
     t.composites = fresh->empty() ? nullptr : std::move(fresh);
-    t.sort();
+    sort_table(t, deadline);
 }
 
 }  // namespace collsched

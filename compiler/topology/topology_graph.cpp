@@ -14,6 +14,7 @@
 #include <tuple>
 #include <utility>
 #include <variant>
+#include <vector>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -127,7 +128,7 @@ private:
     /// "file:line:col: what" at the value the path names (docs/errors.md, "JSON graph files"). The
     /// file is read with nlohmann, which keeps no places: only on an error is it read again by the
     /// reader that does (compiler/core/json_tree.hpp); "file: what" when the path does not lead there.
-    std::string at(std::initializer_list<PathStep> path, std::string_view what) const {
+    std::string at(const std::vector<PathStep>& path, std::string_view what) const {
         try {
             const json_tree::Value root = json_tree::parse(text_, file_);
             const json_tree::Value* v = &root;
@@ -146,14 +147,19 @@ private:
     }
 
     void header() {
-        if (!j_.is_object() || !j_.contains("processors") || !j_["processors"].is_number_unsigned() || !j_.contains("edges") ||
-            !j_["edges"].is_array())
-            throw InputError(where("expected {\"processors\": P, \"edges\": [[u, v], ...]} (optional \"routers\": R)"));
+        const std::string shape = "expected {\"processors\": P, \"edges\": [[u, v], ...]} (optional \"routers\": R)";
+        if (!j_.is_object() || !j_.contains("processors") || !j_.contains("edges")) throw InputError(where(shape));
+        // each at its value: a "routers" that is no number used to end the run with an uncaught JSON type error (exit 134)
+        for (const char* key : {"processors", "routers"})
+            if (j_.contains(key) && !j_[key].is_number_unsigned())
+                throw InputError(at({std::string(key)}, fmt::format("\"{}\" is {}, not a whole number; {}", key, j_[key].dump(), shape)));
+        if (!j_["edges"].is_array()) throw InputError(at({"edges"}, "\"edges\" must be a list; " + shape));
         P_ = j_["processors"].get<std::uint64_t>();
         R_ = j_.value("routers", std::uint64_t{0});
-        if (P_ < 1) throw InputError(where("\"processors\" must be at least 1"));
+        if (P_ < 1) throw InputError(at({"processors"}, "\"processors\" must be at least 1"));
         check_processors(spec_, P_);
-        if (P_ + R_ > 4096) throw InputError(where(fmt::format("{} nodes; graph topologies are limited to 4096 nodes", P_ + R_)));
+        if (P_ + R_ > 4096)
+            throw InputError(at({R_ > 4096 ? "routers" : "processors"}, fmt::format("{} nodes; graph topologies are limited to 4096 nodes", P_ + R_)));
         t_ = std::shared_ptr<Topology>(new Topology());
         t_->spec_ = std::string(spec_);
         t_->family_ = Family::graph;
@@ -265,9 +271,14 @@ private:
         std::vector<Channel> sorted(channels.size());
         for (std::size_t k = 0; k < order.size(); ++k) sorted[k] = channels[order[k].second];
         for (std::size_t i = 1; i < sorted.size(); ++i)
-            if (sorted[i].from == sorted[i - 1].from && sorted[i].to == sorted[i - 1].to)
-                throw InputError(where(fmt::format("the edge {} -- {} is listed twice (give one edge with a capacity instead)",
-                                                   t_->node_name(sorted[i].from), t_->node_name(sorted[i].to))));
+            if (sorted[i].from == sorted[i - 1].from && sorted[i].to == sorted[i - 1].to) {
+                // channels are listed two per edge: the later listing, with the first named
+                const std::size_t a = order[i - 1].second / 2, b = order[i].second / 2;
+                throw InputError(at({"edges", std::max(a, b)}, fmt::format("edges[{}]: the edge {} -- {} is listed twice (first as edges[{}]; give one "
+                                                                           "edge with a capacity instead)",
+                                                                           std::max(a, b), t_->node_name(sorted[i].from), t_->node_name(sorted[i].to),
+                                                                           std::min(a, b))));
+            }
         channels = std::move(sorted);
         t_->finish();
         if (speeds_given_) {
@@ -319,26 +330,32 @@ private:
 
     void groups() {
         const nlohmann::json& gs = j_["groups"];
-        if (!gs.is_array()) throw InputError(where("\"groups\" must be a list of {\"name\", \"cap\", \"channels\"} objects"));
+        if (!gs.is_array()) throw InputError(at({"groups"}, "\"groups\" must be a list of {\"name\", \"cap\", \"channels\"} objects"));
         for (std::size_t gi = 0; gi < gs.size(); ++gi) group(gs[gi], gi);
         t_->index_groups();
     }
 
     void group(const nlohmann::json& g, std::size_t gi) {
-        auto gwhere = [&](std::string_view what) { return where(fmt::format("groups[{}]: {}", gi, what)); };
+        // each problem at the value it names (the group, a field, a channel), as for edges
+        auto gwhere = [&](std::string_view what, std::initializer_list<PathStep> below = {}) {
+            std::vector<PathStep> path{std::string("groups"), gi};
+            path.insert(path.end(), below.begin(), below.end());
+            return at(path, fmt::format("groups[{}]: {}", gi, what));
+        };
         if (!g.is_object() || !g.contains("name") || !g["name"].is_string() || !g.contains("cap"))
             throw InputError(gwhere("expected {\"name\": \"...\", \"cap\": k, \"channels\": [[u, v], ...]} (or \"out_of\": u, \"into\": v)"));
         for (auto it = g.begin(); it != g.end(); ++it)
             if (it.key() != "name" && it.key() != "cap" && it.key() != "channels" && it.key() != "out_of" && it.key() != "into" &&
                 it.key() != "bandwidth")
-                throw InputError(gwhere(fmt::format("unknown field \"{}\" (a group has name, cap, channels, out_of, into, bandwidth)", it.key())));
+                throw InputError(gwhere(fmt::format("unknown field \"{}\" (a group has name, cap, channels, out_of, into, bandwidth)", it.key()),
+                                        {it.key()}));
         LinkGroup lg;
         lg.name = g["name"].get<std::string>();
         if (lg.name.empty() || lg.name.find_first_of(" \t\n\",") != std::string::npos)
-            throw InputError(gwhere(fmt::format("group name {} must be a non-empty word", g["name"].dump())));
-        if (!group_names_.insert(lg.name).second) throw InputError(gwhere(fmt::format("a second group named '{}'", lg.name)));
+            throw InputError(gwhere(fmt::format("group name {} must be a non-empty word", g["name"].dump()), {std::string("name")}));
+        if (!group_names_.insert(lg.name).second) throw InputError(gwhere(fmt::format("a second group named '{}'", lg.name), {std::string("name")}));
         if (!g["cap"].is_number_unsigned() || g["cap"].get<std::uint64_t>() < 1 || g["cap"].get<std::uint64_t>() > 1u << 30)
-            throw InputError(gwhere(fmt::format("capacity {} must be a positive integer", g["cap"].dump())));
+            throw InputError(gwhere(fmt::format("capacity {} must be a positive integer", g["cap"].dump()), {std::string("cap")}));
         lg.cap = g["cap"].get<std::uint32_t>();
         double unit_bw = file_unit_.bandwidth;
         if (g.contains("bandwidth")) {
@@ -346,26 +363,28 @@ private:
             state_speeds();  // a group's speed alone: the channels take the file's defaults
         }
         t_->group_bandwidth_.push_back(unit_bw * lg.cap);
-        auto gnode = [&](const nlohmann::json& v) {
+        auto gnode = [&](const nlohmann::json& v, std::initializer_list<PathStep> place) {
             std::optional<Node> n = find(v);
-            if (!n) throw InputError(gwhere(fmt::format("node {} does not exist", v.dump())));
+            if (!n) throw InputError(gwhere(fmt::format("node {} does not exist", v.dump()), place));
             return *n;
         };
         if (g.contains("channels")) {
-            if (!g["channels"].is_array()) throw InputError(gwhere("\"channels\" must be a list of [u, v] pairs"));
+            if (!g["channels"].is_array()) throw InputError(gwhere("\"channels\" must be a list of [u, v] pairs", {std::string("channels")}));
+            std::size_t ci = 0;
             for (const auto& c : g["channels"]) {
                 tick();
-                if (!c.is_array() || c.size() != 2) throw InputError(gwhere(fmt::format("channel {} is not a pair [u, v]", c.dump())));
-                Node u = gnode(c[0]), v = gnode(c[1]);
+                const std::initializer_list<PathStep> place{std::string("channels"), ci++};
+                if (!c.is_array() || c.size() != 2) throw InputError(gwhere(fmt::format("channel {} is not a pair [u, v]", c.dump()), place));
+                Node u = gnode(c[0], place), v = gnode(c[1], place);
                 auto ch = channel_between(u, v);
-                if (!ch) throw InputError(gwhere(fmt::format("there is no channel {} -> {}", t_->node_name(u), t_->node_name(v))));
+                if (!ch) throw InputError(gwhere(fmt::format("there is no channel {} -> {}", t_->node_name(u), t_->node_name(v)), place));
                 lg.channels.push_back(*ch);
             }
         }
         if (g.contains("out_of"))
-            for (ChannelId c : t_->out_channels(gnode(g["out_of"]))) lg.channels.push_back(c);
+            for (ChannelId c : t_->out_channels(gnode(g["out_of"], {std::string("out_of")}))) lg.channels.push_back(c);
         if (g.contains("into"))
-            for (ChannelId c : t_->in_channels(gnode(g["into"]))) lg.channels.push_back(c);
+            for (ChannelId c : t_->in_channels(gnode(g["into"], {std::string("into")}))) lg.channels.push_back(c);
         std::sort(lg.channels.begin(), lg.channels.end());
         lg.channels.erase(std::unique(lg.channels.begin(), lg.channels.end()), lg.channels.end());
         if (lg.channels.empty()) throw InputError(gwhere(fmt::format("group '{}' has no channel", lg.name)));
@@ -386,12 +405,12 @@ private:
     void switches() {
         const nlohmann::json& ss = j_["switches"];
         if (!ss.is_array() || ss.empty())
-            throw InputError(where("\"switches\" must be a non-empty list of {\"router\": \"r1.0\", \"reduce\": true, \"multicast\": true} objects"));
+            throw InputError(at({"switches"}, "\"switches\" must be a non-empty list of {\"router\": \"r1.0\", \"reduce\": true, \"multicast\": true} objects"));
         t_->switches_.assign(R_, SwitchFunctions{});
         std::vector<char> seen(R_, 0);
         for (std::size_t si = 0; si < ss.size(); ++si) {
             const nlohmann::json& s = ss[si];
-            auto swhere = [&](std::string_view what) { return where(fmt::format("switches[{}]: {}", si, what)); };
+            auto swhere = [&](std::string_view what) { return at({"switches", si}, fmt::format("switches[{}]: {}", si, what)); };
             if (!s.is_object() || !s.contains("router"))
                 throw InputError(swhere("expected {\"router\": \"r1.0\", \"reduce\": true, \"multicast\": true, \"efficiency\": 0.85}"));
             SwitchFunctions f;

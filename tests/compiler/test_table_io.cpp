@@ -729,3 +729,25 @@ TEST_CASE("table io: the resolver's shortcuts give the general path's answer") {
         CHECK(parse_table_csv(all, "t.csv").transfers == expect);
     }
 }
+
+TEST_CASE("TableBuilder::finish polls its deadline while it sorts (dense steps and sparse ones), and sorts without one") {
+    // issue 41, section 3: the sort of finish() ran past every time limit; a table the deadline
+    // stops is dropped by its caller (LimitReached)
+    std::shared_ptr<const Topology> topo = Topology::parse("ring:64");
+    const Collective coll = Collective::parse("allgather", *topo, false);
+    auto build = [&](std::uint32_t steps, std::uint32_t per_step, Step stride) {
+        TableBuilder b(topo, Model{}, coll);
+        const Messages ms = b.messages();
+        b.reserve(std::size_t{steps} * per_step);
+        for (std::uint32_t s = steps; s >= 1; --s)  // last step first: the sort has everything to do
+            for (std::uint32_t k = per_step; k-- > 0;) b.hop(static_cast<Step>(s * stride), ChannelId{k % 128}, ms.broadcast(k % 64));
+        return b;
+    };
+    const Deadline passed = Deadline::at(Deadline::Clock::now());
+    CHECK_THROWS_AS(build(4096, 64, 1).finish(passed), LimitReached);       // the counting sort, per step
+    CHECK_THROWS_AS(build(1 << 17, 1, 1000).finish(passed), LimitReached);  // the comparison sort of sparse steps
+    const SendTable t = build(4096, 64, 1).finish(Deadline::after(60));
+    CHECK(t.transfers.size() == 4096u * 64);
+    CHECK(t.is_sorted());
+    CHECK(build(1 << 17, 1, 1000).finish().is_sorted());
+}

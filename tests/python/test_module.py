@@ -218,6 +218,14 @@ def test_hostile_values_are_input_errors_with_the_reason(ring_text, tmp_path):
     topo = collsched.Topology("ring:8")
     with pytest.raises(collsched.InputError, match=r"node 8 does not exist: ring:8 has nodes 0\.\.7"):
         topo.node_name(8)
+    # below 0, past 64 bits or not an int: pybind11's TypeError ("incompatible function arguments") before
+    for bad in (-1, 2**70):
+        with pytest.raises(collsched.InputError, match=r"node .* does not exist: ring:8 has nodes 0\.\.7"):
+            topo.node_name(bad)
+    with pytest.raises(collsched.InputError, match=r"node 1\.5: expected an integer"):
+        topo.distance(0, 1.5)
+    with pytest.raises(collsched.InputError, match="node -2 does not exist"):
+        topo.distance(-2, 0)
     with pytest.raises(collsched.InputError, match="is a directory, not a schedule"):
         collsched.compile(file=tmp_path)
     with pytest.raises(collsched.InputError, match="cannot read a schedule: No such file"):
@@ -225,6 +233,12 @@ def test_hostile_values_are_input_errors_with_the_reason(ring_text, tmp_path):
     with pytest.raises(collsched.InputError, match="cannot write the graph file: No such file or directory"):
         collsched.Machine(2).link(0, 1).save(tmp_path / "no" / "box.json")
     t = collsched.compile(ring_text)
+    # a message id past the table's was named "composite #N", a message that does not exist
+    last = len(t.message_names()) and t.message_name(int(t.message.max()))
+    assert last and not last.startswith("composite")
+    for bad in (10**6, -1, 2**64):
+        with pytest.raises(collsched.InputError, match=r"message id .* does not exist: the table's message ids are 0\.\."):
+            t.message_name(bad)
     # sizes: 2^64 bytes and an empty list were accepted (the list as no size at all)
     for size in (2**64, 1e-5, [], float("nan"), True):
         with pytest.raises(collsched.InputError):

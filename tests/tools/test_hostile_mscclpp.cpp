@@ -157,7 +157,10 @@ TEST_CASE("hostile mscclpp: an in-place reducescatter is judged by mscclpp's con
     const std::string plan = source("tests/data/mscclpp/reducescatter_inplace_4.json");
     auto r = run("verify " + plan);
     CHECK(r.code == 1);  // mscclpp's selector: recvbuff == sendbuff, output chunk 0 is input chunk 0
-    CHECK(r.out.find("GPU 1's output chunk 0 holds in(1,0), never written, but it must hold in({0..3},1) [result]") != std::string::npos);
+    // an output no op writes is placed at its GPU, with the path (it had neither)
+    const std::string text = test::read_file(plan);
+    CHECK(r.out.find(at(plan, text, [](const json_tree::Value& v) -> const json_tree::Value& { return gpu(v, 1); }) +
+                     "gpus[1]: GPU 1's output chunk 0 holds in(1,0), never written, but it must hold in({0..3},1) [result]") != std::string::npos);
     CHECK(r.out.find("as mscclpp's selector defines it (recvbuff == sendbuff") != std::string::npos);
     CHECK(r.out.find("the verdict above is by this convention") != std::string::npos);
     CHECK(r.out.find("NCCL's in-place convention (recvbuff = sendbuff + rank * recvcount: output chunk j is input chunk rank * "
@@ -238,7 +241,9 @@ TEST_CASE("hostile msccl-ir: what the executor's reader refuses in a well-formed
     // steps whose s is out of order: the executor ignores s (a note), the program holds
     r = with(R"(<step s="0" type="s" srcbuf="o" srcoff="0")", R"(<step s="3" type="s" srcbuf="o" srcoff="0")");
     CHECK(r.code == 0);
-    CHECK(r.out.find("s=\"3\" on step 0 of the thread block; the executor ignores s") != std::string::npos);
+    // the note names the file, as every other line does (it began "note: 4:7:")
+    CHECK(r.out.find("note: " + dir.file("x.xml") + ":4:7: gpu 0, thread block 0: s=\"3\" on step 0 of the thread block; the executor ignores s") !=
+          std::string::npos);
 }
 
 // About 4 s (a 36 MB program): in the slow suite (ctest hostile_surfaces_slow).
@@ -268,4 +273,27 @@ TEST_CASE("hostile msccl-ir: a race check past the engine's limit is unknown (ex
     CHECK(r.code == 3);  // it was 1, "violated: 1 problem", with the engine's limit as the problem
     CHECK(r.out.find("note: data races not checked: the vector clocks of rank 0 would need") != std::string::npos);
     CHECK(r.out.find("\nunknown: no deadlock and every transfer matched, but the data races were not decided") != std::string::npos);
+}
+
+TEST_CASE("hostile mscclpp: a size range that holds no size is a finding, and a header integer below its least value says so") {
+    test::Scratch dir("hostile_mscclpp_header");
+    // min above max: the executor's checkMessageSize throws for every call (it held, exit 0)
+    auto [r, text] = verify_edited(dir, "p.json", [](auto& j) {
+        j["min_message_size"] = 100;
+        j["max_message_size"] = 10;
+    });
+    CHECK(r.code == 1);
+    CHECK(r.out.find("max_message_size: min_message_size 100 is above max_message_size 10: no message size lies between them") !=
+          std::string::npos);
+    CHECK(r.out.find("[structure]") != std::string::npos);
+    // 0 threads per block: refused as outside 1.., not as "not an unsigned integer" (0 is one)
+    auto [z, t2] = verify_edited(dir, "q.json", [](auto& j) { j["num_threads_per_block"] = 0; });
+    CHECK(z.code == 2);
+    CHECK(z.err.find("\"num_threads_per_block\" is 0, outside 1..2^64-1") != std::string::npos);
+    // the default range (2^64 - 1 as the DSL writes it) serves every size
+    auto [d, t3] = verify_edited(dir, "d.json", [](auto& j) {
+        j["min_message_size"] = 0;
+        j["max_message_size"] = 18446744073709551615ull;
+    });
+    CHECK(d.code == 0);
 }

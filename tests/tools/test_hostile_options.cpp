@@ -34,7 +34,8 @@ TEST_CASE("hostile options: an --expect file with an unknown key is refused at i
 
 TEST_CASE("hostile options: a buffer size below 1 byte or above 2^53 bytes is refused, and an empty output name is refused") {
     const std::string table = source("tests/data/ring8_allgather.json");
-    for (const char* size : {"1e-5", "0.5", "18446744073709551616", "1e30", "1K..1e20"}) {
+    // 9007199254740993 (2^53 + 1) reads as the double 2^53 and was accepted
+    for (const char* size : {"1e-5", "0.5", "18446744073709551616", "1e30", "1K..1e20", "9007199254740993", "9007199254740993B"}) {
         CAPTURE(size);
         auto r = run(fmt::format("verify {} --size {}", table, size));
         CHECK(r.code == 2);
@@ -43,6 +44,7 @@ TEST_CASE("hostile options: a buffer size below 1 byte or above 2^53 bytes is re
     }
     CHECK(run(fmt::format("verify {} --size 1", table)).code == 0);
     CHECK(run(fmt::format("verify {} --size 8192TiB", table)).code == 0);
+    CHECK(run(fmt::format("verify {} --size 9007199254740992", table)).code == 0);
     auto r = run("compare --svg '' " + table);
     CHECK(r.code == 2);
     CHECK(r.err.find("--svg: expected a file name, not an empty one") != std::string::npos);
@@ -66,6 +68,22 @@ TEST_CASE("hostile options: graph-file errors in link_types and edges name line 
          "g.json:3:19: edges[0]: link type 7 must be a name"},
         {"{\"processors\": 3,\n \"edges\": [[0,1],\n   [1,2,1,\"x\",5]]}", "g.json:3:4: edges[1]: expected [u, v]"},
         {"{\"processors\": 3,\n \"edges\": [[0,1],\n   [1,9]]}", "g.json:3:4: edges[1]: node 9 does not exist"},
+        // the header, an edge listed twice, groups and switches likewise (they named the file alone; "routers": "x" ended in
+        // an uncaught JSON type error, exit 134)
+        {"{\"processors\": 3,\n \"routers\": \"x\", \"edges\": [[0,1]]}", "g.json:2:13: \"routers\" is \"x\", not a whole number"},
+        {"{\"processors\": 3.5, \"edges\": [[0,1]]}", "g.json:1:16: \"processors\" is 3.5, not a whole number"},
+        {"{\"processors\": 3, \"edges\": {}}", "g.json:1:28: \"edges\" must be a list"},
+        {"{\"processors\": 3,\n \"edges\": [[0,1], [1,2],\n   [1,0]]}", "g.json:3:4: edges[2]: the edge 0 -- 1 is listed twice (first as edges[0];"},
+        {"{\"processors\": 3, \"edges\": [[0,1],[1,2]],\n \"groups\": [{\"name\": \"g\", \"cap\": 1, \"channels\": [[0,1], [0,2]]}]}",
+         "g.json:2:57: groups[0]: there is no channel 0 -> 2"},
+        {"{\"processors\": 3, \"edges\": [[0,1],[1,2]],\n \"groups\": [{\"name\": \"g\", \"cap\": 1, \"channels\": [[0,1]], \"x\": 1}]}",
+         "g.json:2:63: groups[0]: unknown field \"x\""},
+        {"{\"processors\": 3, \"edges\": [[0,1],[1,2]],\n \"groups\": [{\"name\": \"g\", \"cap\": 0, \"channels\": [[0,1]]}]}",
+         "g.json:2:34: groups[0]: capacity 0 must be a positive integer"},
+        {"{\"processors\": 3, \"edges\": [[0,1],[1,2]],\n \"groups\": [{\"name\": \"g\", \"cap\": 1, \"channels\": []}]}",
+         "g.json:2:13: groups[0]: group 'g' has no channel"},
+        {"{\"processors\": 3, \"routers\": 1, \"edges\": [[0,\"r1.0\"],[1,2]],\n \"switches\": [{\"router\": \"r1.0\", \"reduce\": \"yes\"}]}",
+         "g.json:2:15: switches[0]: \"reduce\" must be true or false"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.text);

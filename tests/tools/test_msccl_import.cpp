@@ -134,7 +134,7 @@ TEST_CASE("msccl import: the mutated copies are violations named by rank, thread
     CHECK(violations(data("allgather_ring_missing_receive.xml")) ==
           "x.xml:14:7: rank 1, thread block 0, step 2 (receive-copy-send from 0 to 2, channel 0): is never received: the "
           "connection 1 -> 2 on channel 0 has 2 receives and this is send 3 [unmatched send]\n"
-          "x.xml: rank 2, output chunk 3 holds no data, never written, but it must hold b(3) [wrong output]");
+          "x.xml:18:3: rank 2, output chunk 3 holds no data, never written, but it must hold b(3) [wrong output]");  // at rank 2's <gpu>
     // on the command line: exit 1, the counterexamples on standard output
     auto r = run("verify " + source("tests/data/msccl/allgather_ring_missing_receive.xml"));
     CHECK(r.code == 1);

@@ -17,6 +17,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/sat/encode.hpp"
 #include "verifier/synth/problem/instance.hpp"
+#include "verifier/synth/constructions/known.hpp"
 
 using namespace collsched;
 
@@ -519,3 +520,13 @@ TEST_CASE("hostile sizes: the time limit covers the set-up, and sizes beyond rea
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("the direct total exchange polls its deadline (issue 41, section 3), and without one its table holds") {
+    // complete:256 single-port: 65,280 sends coloured with 255 matchings, one a step
+    const SynthInstance in = inst("complete:256", "alltoall", "ports=single");
+    CHECK_THROWS_AS(direct_alltoall(in, Deadline::at(Deadline::Clock::now())), LimitReached);
+    const std::optional<SendTable> t = direct_alltoall(in, Deadline::after(60));
+    REQUIRE(t.has_value());
+    CHECK(t->steps() == 255);
+    CHECK(verify_direct(*t).holds());
+}

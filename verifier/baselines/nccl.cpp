@@ -44,7 +44,7 @@ Baseline build(const std::shared_ptr<const Topology>& topo, const Model& model, 
         const std::vector<Ring> rings = nccl_rings(t, l, s, g.channels);
         const double per_piece = (kind == CollectiveKind::allreduce ? 2.0 : 1.0) * (P - 1) * P * g.channels * 2;
         bl.pieces = fit_pieces(o.pieces ? o.pieces : 1, per_piece);
-        bl.table = ring_table(topo, model, kind, rings, bl.pieces);
+        bl.table = ring_table(topo, model, kind, rings, bl.pieces, o.deadline);
         bl.source = fmt::format("NCCL's ring on {} channel{} (src/graph/search.cc: one ring per channel, every box entered and left "
                                 "through the channel's NIC; src/device/ runRing), {} piece{} per chunk",
                                 g.channels, g.channels == 1 ? "" : "s", bl.pieces, bl.pieces == 1 ? "" : "s");
@@ -53,19 +53,19 @@ Baseline build(const std::shared_ptr<const Topology>& topo, const Model& model, 
     case Algorithm::tree: {
         const std::vector<Ring> rings = nccl_rings(t, l, s, g.channels);
         bl.pieces = fit_pieces(o.pieces ? o.pieces : 4, 2.0 * 2 * P * g.channels * 3);
-        bl.table = tree_table(topo, model, l, rings, bl.pieces);
+        bl.table = tree_table(topo, model, l, rings, bl.pieces, o.deadline);
         bl.source = fmt::format("NCCL's double binary tree on {} channel{} (src/graph/trees.cc ncclGetDtree across boxes, a chain in "
                                 "each box, src/graph/connect.cc), {} piece{} per tree",
                                 g.channels, g.channels == 1 ? "" : "s", bl.pieces, bl.pieces == 1 ? "" : "s");
         break;
     }
     case Algorithm::pat:
-        bl.table = pat_table(topo, model, kind);
+        bl.table = pat_table(topo, model, kind, o.deadline);
         bl.channels = 1;
         bl.source = "NCCL's PAT (one GPU per box, NCCL 2.23+): log2 P rounds at doubling distances";
         break;
     case Algorithm::p2p:
-        bl.table = p2p_table(topo, model, l);
+        bl.table = p2p_table(topo, model, l, o.deadline);
         bl.channels = 1;
         bl.source = "NCCL's alltoall: grouped send/recv to peer r + i in round i, other rails through PXN";
         break;
@@ -83,6 +83,7 @@ std::vector<Baseline> nccl_baselines(std::shared_ptr<const Topology> topo, const
     const Layout l = nccl_layout(*topo);
     std::vector<Baseline> out;
     for (Algorithm a : algorithms_for(coll.kind, s)) {
+        poll_deadline(o.deadline, "algorithms");
         Baseline b = build(topo, model, coll.kind, a, s, l, o);
         if (size > 0) b.model = nccl_best_protocol(s, coll.kind, a, nccl_bytes(coll.kind, topo->processors(), size));
         out.push_back(std::move(b));

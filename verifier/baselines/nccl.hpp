@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
+#include "support/budget.hpp"
 
 namespace collsched::nccl {
 
@@ -122,6 +123,8 @@ struct BaselineOptions {
     /// Chunks per ring position and channel (rings) or per tree channel (trees): NCCL's slices
     /// in flight. 0: the default (rings 1, trees 4); tables are capped at about 4 million transfers.
     std::uint32_t pieces = 0;
+    /// The tables poll it as they are written (LimitReached once it passes).
+    Deadline deadline;
 };
 
 /// One of NCCL's algorithms as a table for the machine.

@@ -118,7 +118,7 @@ void along(TableBuilder& b, const Topology& t, const std::vector<ChannelId>& pat
 /// ring's own P chunks and then the complete chunk P - 1 steps more. A logical step lasts as many
 /// table steps as the longest connection; piece j runs j logical steps after piece 0.
 SendTable ring_table(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind, const std::vector<Ring>& rings,
-                     std::uint32_t pieces) {
+                     std::uint32_t pieces, Deadline deadline) {
     const Topology& t = *topo;
     const auto P = static_cast<std::uint32_t>(t.processors()), K = static_cast<std::uint32_t>(rings.size());
     std::size_t L = 1;
@@ -141,6 +141,7 @@ SendTable ring_table(std::shared_ptr<const Topology> topo, const Model& model, C
     for (std::uint32_t r = 0; r < K; ++r)
         for (std::uint32_t j = 0; j < pieces; ++j)
             for (std::uint32_t s = 1; s <= span; ++s) {
+                poll_deadline(deadline, "ring table");
                 const Step at = static_cast<Step>((s - 1 + j) * L + 1);
                 for (std::uint32_t i = 0; i < P; ++i) {
                     const std::uint32_t q = (i + 2 * P - s) % P;  // the owner's position (allgather: the source's is q + 1)
@@ -154,13 +155,17 @@ SendTable ring_table(std::shared_ptr<const Topology> topo, const Model& model, C
                     });
                 }
             }
-    SendTable table = std::move(b).finish();
+    SendTable table = std::move(b).finish(deadline);
     if (reduces) {
-        resolve_partials(table);
-        table.canonicalize_composites();
+        resolve_partials(table, deadline);
+        canonicalize_composites(table, deadline);
     }
     fit_rounds(table);
     return table;
+}
+
+void poll_deadline(Deadline deadline, std::string_view what) {
+    if (deadline.passed()) throw LimitReached(fmt::format("time limit (NCCL's {})", what));
 }
 
 void fit_rounds(SendTable& table) {

@@ -45,7 +45,7 @@ DtreeUp dtree_up(int n, int tree, int node) {
 /// NCCL_TOPO_PATTERN_TREE, connect.cc:55-60). Each GPU sends its partial up once it holds its
 /// children's, the root then sends the complete chunk down; piece j starts j steps after piece 0.
 SendTable tree_table(std::shared_ptr<const Topology> topo, const Model& model, const Layout& l, const std::vector<Ring>& rings,
-                     std::uint32_t pieces) {
+                     std::uint32_t pieces, Deadline deadline) {
     const Topology& t = *topo;
     const auto P = t.processors(), K = static_cast<std::uint32_t>(rings.size()), B = static_cast<std::uint32_t>(l.boxes.size());
     const std::uint32_t G = P / B;
@@ -108,6 +108,7 @@ SendTable tree_table(std::shared_ptr<const Topology> topo, const Model& model, c
                     holds[ch] = static_cast<Step>(holds[p] + back.size());
                 }
             for (std::uint32_t j = 0; j < pieces; ++j) {
+                poll_deadline(deadline, "tree table");
                 const std::uint32_t chunk = (static_cast<std::uint32_t>(tree) * K + c) * pieces + j;
                 auto send = [&](const std::vector<ChannelId>& hops, Step at) {
                     MessageId m{};
@@ -124,9 +125,9 @@ SendTable tree_table(std::shared_ptr<const Topology> topo, const Model& model, c
                 for (auto [ch, at] : down) send(connection(t, Node{static_cast<std::uint32_t>(parent[ch])}, Node{ch}, std::nullopt), at);
             }
         }
-    SendTable table = std::move(b).finish();
-    resolve_partials(table);
-    table.canonicalize_composites();
+    SendTable table = std::move(b).finish(deadline);
+    resolve_partials(table, deadline);
+    canonicalize_composites(table, deadline);
     fit_rounds(table);
     return table;
 }
@@ -136,7 +137,7 @@ SendTable tree_table(std::shared_ptr<const Topology> topo, const Model& model, c
 /// datum it holds to rank r - 2^k (the Bruck order, so the data a rank holds are contiguous);
 /// reduce-scatter is its reverse: in round k (distances halving) rank r sends, for every block
 /// it still combines for others, its partial to r + 2^k.
-SendTable pat_table(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind) {
+SendTable pat_table(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind, Deadline deadline) {
     const Topology& t = *topo;
     const std::uint32_t P = t.processors();
     Collective coll;
@@ -151,6 +152,7 @@ SendTable pat_table(std::shared_ptr<const Topology> topo, const Model& model, Co
         for (std::uint32_t d : dist) {
             Step longest = 0;
             for (std::uint32_t r = 0; r < P; ++r) {
+                if (r % 64 == 0) poll_deadline(deadline, "PAT table");
                 const std::vector<ChannelId> path = connection(t, Node{r}, Node{(r + P - d) % P}, std::nullopt);
                 longest = std::max<Step>(longest, static_cast<Step>(path.size()));
                 for (std::uint32_t k = 0; k < std::min(d, P - d); ++k)  // r holds r .. r + d - 1
@@ -172,6 +174,7 @@ SendTable pat_table(std::shared_ptr<const Topology> topo, const Model& model, Co
         }
         std::reverse(rounds.begin(), rounds.end());
         for (auto& round : rounds) {
+            poll_deadline(deadline, "PAT table");
             Step longest = 0;
             for (auto& [path, block] : round) {
                 longest = std::max<Step>(longest, static_cast<Step>(path.size()));
@@ -186,10 +189,10 @@ SendTable pat_table(std::shared_ptr<const Topology> topo, const Model& model, Co
             at = static_cast<Step>(at + longest);
         }
     }
-    SendTable table = std::move(b).finish();
+    SendTable table = std::move(b).finish(deadline);
     if (kind != CollectiveKind::allgather) {
-        resolve_partials(table);
-        table.canonicalize_composites();
+        resolve_partials(table, deadline);
+        canonicalize_composites(table, deadline);
     }
     fit_rounds(table);
     return table;
@@ -198,7 +201,7 @@ SendTable pat_table(std::shared_ptr<const Topology> topo, const Model& model, Co
 /// NCCL's alltoall (grouped ncclSend/ncclRecv; src/enqueue.cc schedules peer (r + i) mod P in
 /// round i): m(r, r + i) goes in round i, to another box through the GPU of r's box on the
 /// destination's rail when the NIC is per GPU (PXN, the default for p2p), else by the route.
-SendTable p2p_table(std::shared_ptr<const Topology> topo, const Model& model, const Layout& l) {
+SendTable p2p_table(std::shared_ptr<const Topology> topo, const Model& model, const Layout& l, Deadline deadline) {
     const Topology& t = *topo;
     const std::uint32_t P = t.processors();
     Collective coll;
@@ -208,6 +211,7 @@ SendTable p2p_table(std::shared_ptr<const Topology> topo, const Model& model, co
     const Messages ms = b.messages();
     Step at = 1;
     for (std::uint32_t i = 1; i < P; ++i) {
+        poll_deadline(deadline, "alltoall table");
         Step longest = 0;
         for (std::uint32_t r = 0; r < P; ++r) {
             const std::uint32_t d = (r + i) % P;
@@ -225,7 +229,7 @@ SendTable p2p_table(std::shared_ptr<const Topology> topo, const Model& model, co
         }
         at = static_cast<Step>(at + longest);
     }
-    SendTable table = std::move(b).finish();
+    SendTable table = std::move(b).finish(deadline);
     fit_rounds(table);
     return table;
 }

@@ -357,12 +357,24 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
             return false;
         });
     }
+    VerifyOptions check;
+    check.deadline = Deadline::at(deadline);
+    // the fastest at their size first: past the deadline what is built is kept (at least one; the rebuilding and checks
+    // ran a second past it)
+    std::vector<std::tuple<double, std::pair<std::size_t, std::uint32_t>, std::size_t>> by_time;
     for (const auto& [key, i] : chosen) {
+        const ShapeTables::Entry* e = tables.get(*tried[key.first].d, tried[key.first].shape_index, tried[key.first].shape, key.second);
+        by_time.push_back({e ? e->seconds[i] : std::numeric_limits<double>::infinity(), key, i});
+    }
+    std::stable_sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+    for (const auto& [seconds, key, i] : by_time) {
+        if (Clock::now() >= deadline && !out.empty()) break;
         const Tried& t = tried[key.first];
         const ShapeTables::Entry* e = tables.get(*t.d, t.shape_index, t.shape, key.second);
         if (!e) continue;
         const SendTable& table = tables.rebuild(*e);
-        if (!verify_direct(table).holds()) continue;  // a construction that does not hold is left out
+        if (!verify_direct(table, out.empty() ? VerifyOptions{} : check).holds()) continue;  // a construction that does not hold (or
+                                                                                             // not checked in time) is left out
         const bool again = std::any_of(out.begin(), out.end(), [&](const Candidate& c) {
             return c.table.collective == table.collective && c.table.transfers == table.transfers;
         });

@@ -55,7 +55,9 @@ void rings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector
     const std::uint32_t P = q.instance.topology->processors();
     const std::uint32_t base = k == CollectiveKind::reduce_scatter ? P : 1;
     std::size_t found = 0;
-    const Clock::time_point until = std::min(q.deadline, Clock::now() + std::chrono::seconds(6));
+    // at most 6 s and 40 % of the time left: under a short --timeout the rings took all of it, and the providers after
+    // them (NCCL's algorithms among them) were not run
+    const Clock::time_point until = std::min(Deadline::at(q.deadline).share(0.4).when(), Clock::now() + std::chrono::seconds(6));
     for (std::uint64_t C = base; C <= 4096 && rough_transfers(k, P, C) <= max_transfers && Clock::now() < until; C *= 4) {
         auto x = with_chunks(q.instance, static_cast<std::uint32_t>(C));
         if (!x) break;
@@ -232,7 +234,9 @@ std::vector<NamedProvider> construction_providers() {
 
 NamedProvider nccl_provider() {
     return {"nccl", [](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>&) {
-                for (nccl::Baseline& b : nccl::nccl_baselines(q.instance.topology, q.instance.collective, q.instance.model))
+                nccl::BaselineOptions o;
+                o.deadline = Deadline::at(q.deadline);  // they were built after the time limit (12 s past --timeout 5 on 128 GPUs)
+                for (nccl::Baseline& b : nccl::nccl_baselines(q.instance.topology, q.instance.collective, q.instance.model, 0, o))
                     out.push_back({"nccl " + b.name, b.source, "nccl", true, std::make_shared<const SendTable>(std::move(b.table))});
             }};
 }
@@ -241,13 +245,21 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
     std::vector<TimeCandidate> raw, kept;
     std::vector<std::size_t> from;  // per provider, its first candidate
     std::vector<double> took;
+    // Every provider and every check holds the query's deadline: a provider is not started once it has passed, one a
+    // limit stops keeps the tables it had (the NCCL baselines and the checks ran after optimize --size's --timeout). The
+    // providers have 80 % of the time left, the checks of their tables the rest.
+    CandidateQuery build = q;
+    build.deadline = Deadline::at(q.deadline).share(0.8).when();
     for (const NamedProvider& p : providers) {
         from.push_back(raw.size());
         const auto t0 = Clock::now();
         try {
-            p.provide(q, raw, notes);
+            if (Clock::now() >= build.deadline) notes.push_back(fmt::format("{}: not run (the time limit came first)", p.name));
+            else p.provide(build, raw, notes);
         } catch (const InputError& e) {
             notes.push_back(fmt::format("{}: {}", p.name, e.what()));
+        } catch (const LimitReached& e) {
+            notes.push_back(fmt::format("{}: stopped by the time limit ({})", p.name, e.what()));
         }
         took.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     }
@@ -261,8 +273,14 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         if (t.collective.kind != q.instance.collective.kind || t.collective.root != q.instance.collective.root) continue;
         t.topology = q.instance.topology;
         t.model = q.instance.model;
-        const VerifyReport r = verify_direct(t);
+        VerifyOptions vo;
+        vo.deadline = Deadline::at(q.deadline);
+        const VerifyReport r = verify_direct(t, vo);
         verify[pi] += std::chrono::duration<double>(Clock::now() - t0).count();
+        if (r.verdict() == "unknown") {
+            notes.push_back(fmt::format("{} ({}): not verified before the time limit, left out", c.name, c.provider));
+            continue;
+        }
         if (!r.holds()) {
             notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
             continue;

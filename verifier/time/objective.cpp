@@ -72,14 +72,16 @@ NamedProvider library_provider(const std::string& catalog) {
 }
 
 TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions& options) {
+    // the time limit counts from here: the bounds below are part of the run
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeout > 0 ? options.timeout : 1e6));
     const Topology& topo = *in.topology;
     if (in.model.timing != Timing::hop) throw InputError("optimize --size: predicted times and their bounds are for hop timing");
     std::optional<TimeBounds> bounds = time_bounds(topo, in.collective, in.model, options.link);
     if (!bounds) throw InputError(fmt::format("optimize --size: no time bound for {} (allgather, reduce_scatter, allreduce, alltoall, "
                                               "broadcast, reduce, scatter and gather have one)", in.collective.to_string()));
     TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
-    const CandidateQuery q{in, options.sizes, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                                                 options.timeout > 0 ? options.timeout : 1e6))};
+    const CandidateQuery q{in, options.sizes, deadline};
     std::vector<NamedProvider> providers = construction_providers();
     providers.push_back(library_provider(options.library));
     providers.push_back(nccl_provider());

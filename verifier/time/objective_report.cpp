@@ -115,6 +115,16 @@ std::string json_report(const TimeObjective& r, const std::vector<std::string>& 
     return j.dump() + "\n";
 }
 
+/// Why no NCCL algorithm is compared: the time limit came before they were built or checked,
+/// or the machine has none (it said "no NCCL algorithm for this machine" in both cases).
+std::string no_nccl_text(const TimeObjective& r) {
+    for (const std::string& n : r.notes)
+        if (n.starts_with("nccl: not run") || n.starts_with("nccl: stopped") ||
+            (n.starts_with("nccl ") && n.find("not verified before the time limit") != std::string::npos))
+            return "NCCL's algorithms not built or checked within the time limit";
+    return "no NCCL algorithm for this machine";
+}
+
 /// One row of the text table: the size, the fastest, its time, the bound, the gap, algbw, busbw
 /// and the speed-up over NCCL's best.
 std::string size_line(const TimeObjective& r, std::size_t i) {
@@ -126,7 +136,7 @@ std::string size_line(const TimeObjective& r, std::size_t i) {
                        support::format_seconds(t), support::format_seconds(b.seconds), gap_percent(t, b.seconds),
                        support::format_bandwidth(algbw(m, t)), support::format_bandwidth(busbw(*r.winner(i).table, m, t)),
                        n ? fmt::format("{:.2f}x over {} ({})", nt / t, r.candidates[*n].name, support::format_seconds(nt))
-                         : std::string("no NCCL algorithm for this machine"));
+                         : no_nccl_text(r));
 }
 
 std::string text_report(const TimeObjective& r, const std::vector<std::string>& witnesses) {

@@ -102,9 +102,10 @@ std::optional<SendTable> xor_invariant_alltoall(const SynthInstance& in, Step ma
 
 /// Edge colouring of a bipartite multigraph with `colors` >= its largest degree (Koenig's
 /// theorem; alternating-path recolouring). edges[e] = (left, right); returns a colour per edge.
+/// Polls `deadline` every 4096 edges (LimitReached: an alternating path is as long as the graph).
 std::vector<std::uint32_t> bipartite_edge_coloring(std::uint32_t left, std::uint32_t right,
                                                    const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
-                                                   std::uint32_t colors) {
+                                                   std::uint32_t colors, Deadline deadline = {}) {
     constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
     // at[side][vertex * colors + c]: the edge of colour c at the vertex, or none.
     std::vector<std::uint32_t> atL(std::size_t{left} * colors, none), atR(std::size_t{right} * colors, none);
@@ -115,6 +116,7 @@ std::vector<std::uint32_t> bipartite_edge_coloring(std::uint32_t left, std::uint
         return none;
     };
     for (std::uint32_t e = 0; e < edges.size(); ++e) {
+        if ((e & 0xfff) == 0 && deadline.passed()) throw LimitReached("time limit (an edge colouring)");
         auto [u, v] = edges[e];
         std::uint32_t a = free_at(atL, u), b = free_at(atR, v);
         if (atR[std::size_t{v} * colors + a] != none) {
@@ -256,13 +258,15 @@ std::optional<SendTable> translation_invariant_alltoall(const SynthInstance& in)
     return std::move(b).finish();
 }
 
+}  // namespace
+
 /// Total exchange where every goal pair has a channel of its own (complete graphs, switch boxes
 /// such as dgx2.json): colour the demand (a bipartite multigraph of senders and receivers,
 /// degree D) with D matchings (Koenig), and send k colours per step, k the least per-step
 /// capacity of any processor's out- and in-channels (ports, link groups). ceil(D / k) steps,
 /// which meets the send/receive bound when every processor has the same k. The caller verifies
-/// the result.
-std::optional<SendTable> direct_alltoall(const SynthInstance& in) {
+/// the result. Polls `deadline` (LimitReached) while it lists, colours and writes the P(P-1) sends.
+std::optional<SendTable> direct_alltoall(const SynthInstance& in, Deadline deadline) {
     const Topology& t = *in.topology;
     if (in.collective.kind != CollectiveKind::alltoall) return std::nullopt;
     const std::uint32_t P = t.processors();
@@ -272,6 +276,7 @@ std::optional<SendTable> direct_alltoall(const SynthInstance& in) {
     std::vector<ChannelId> chan;
     std::vector<std::uint32_t> out_deg(P, 0), in_deg(P, 0);
     for (const GoalPair& g : goals) {
+        if ((chan.size() & 0xffff) == 0 && deadline.passed()) throw LimitReached("time limit (the direct total exchange)");
         auto c = t.find_channel(g.src, g.dst);
         if (!c) return std::nullopt;
         chan.push_back(*c);
@@ -288,11 +293,13 @@ std::optional<SendTable> direct_alltoall(const SynthInstance& in) {
         if (in_deg[p]) k = std::min(k, synth::step_capacity(t, in.model.ports, t.in_channels(Node{p})).hops);
     }
     if (k == 0) return std::nullopt;
-    auto colour = bipartite_edge_coloring(P, P, edges, D);
+    auto colour = bipartite_edge_coloring(P, P, edges, D, deadline);
     TableBuilder b(in.topology, in.model, in.collective);
     for (std::size_t e = 0; e < edges.size(); ++e) b.hop(static_cast<Step>(colour[e] / k + 1), chan[e], goals[e].m);
-    return std::move(b).finish();
+    return std::move(b).finish(deadline);
 }
+
+namespace {
 
 /// Total exchange on an even ring invariant under translations by 2 and mirrored between the
 /// two classes: an even source s sends m(s, s+k) along pattern A, an odd one along A mirrored
@@ -522,7 +529,13 @@ std::optional<KnownSchedule> constructed_schedule(const SynthInstance& in, bool 
                 found.push_back({std::move(*x), "translation-invariant total exchange (collsched construction, docs/synthesis.md)"});
             if (auto x = late() ? std::nullopt : mirrored_ring_alltoall(in); x && holds(*x, in, false, deadline))
                 found.push_back({std::move(*x), "mirrored ring total exchange (collsched construction, docs/synthesis.md)"});
-            if (auto x = late() ? std::nullopt : direct_alltoall(in); x && holds(*x, in, false, deadline))
+            std::optional<SendTable> x;
+            try {
+                if (!late()) x = direct_alltoall(in, Deadline::at(deadline));
+            } catch (const LimitReached&) {
+                // the deadline passed while it was built: the greedy schedules below are not started either
+            }
+            if (x && holds(*x, in, false, deadline))
                 found.push_back({std::move(*x), "direct total exchange by edge colouring (collsched construction, docs/synthesis.md)"});
         }
         if (auto g = late() ? std::nullopt : greedy_personal(in, deadline); g && holds(*g, in, true, deadline))

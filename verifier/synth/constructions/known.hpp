@@ -22,4 +22,10 @@ std::optional<KnownSchedule> constructed_schedule(const SynthInstance&, bool con
                                                   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
                                                   const MemoryBudget& memory = {});
 
+/// Total exchange where every goal pair has a channel of its own (complete graphs, switch boxes):
+/// the demand coloured with as many matchings as its largest degree (Koenig), k colours a step.
+/// Not yet verified (constructed_schedule verifies it); nullopt where it does not apply.
+/// LimitReached once `deadline` passes while it lists, colours and writes the sends.
+std::optional<SendTable> direct_alltoall(const SynthInstance&, Deadline deadline = {});
+
 }  // namespace collsched
