@@ -124,13 +124,15 @@ TEST_CASE("collsched optimize and probe on the command line") {
     for (auto& row : j["rows"])
         for (auto& run : row["runs"]) CHECK(run["status"] == "proved");
 
-    // A time limit is an answer: exit 3 with the best bounds so far.
+    // A time limit is an answer: exit 3 with the best bounds so far. (On an idle fast machine the
+    // optimum is proved within the 2 s: exit 0, and the bounds meet.)
     r = test::run("optimize --topology torus:4x4 --collective alltoall --model ports=single --timeout 2 --json");
-    CHECK(r.code == 3);
+    CHECK((r.code == 3 || r.code == 0));
     j = nlohmann::json::parse(r.out);
-    CHECK(j["status"] == "found");
+    CHECK(j["status"] == (r.code == 0 ? "proved" : "found"));
     CHECK(j["lower_bound"] >= 32);
-    CHECK(j["upper_bound"] > j["lower_bound"]);
+    if (r.code == 3) CHECK(j["upper_bound"] > j["lower_bound"]);
+    if (r.code == 0) CHECK(j["upper_bound"] == j["lower_bound"]);
     CHECK(j["seconds"] < 4);
     // n = 16 is settled by counting and the construction, without the solver.
     r = test::run("optimize --topology ebft:16 --collective alltoall --model queues=none --json");

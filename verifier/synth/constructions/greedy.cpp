@@ -429,6 +429,16 @@ struct PortMap {
     }
 };
 
+/// The goal pairs of `in`, listed under `deadline`; nullopt when it passes first (the greedy then
+/// has nothing to offer).
+std::optional<std::vector<GoalPair>> goal_pairs_by(const SynthInstance& in, std::chrono::steady_clock::time_point deadline) {
+    try {
+        return goal_pairs(in, RunLimits{Deadline::at(deadline), {}});
+    } catch (const LimitReached&) {
+        return std::nullopt;
+    }
+}
+
 }  // namespace
 
 /// First fit, message by message, farthest first: each segment of the route (see synth.hpp)
@@ -438,12 +448,9 @@ std::optional<SendTable> greedy_personal(const SynthInstance& in, std::chrono::s
     const std::uint32_t P = t.processors();
     PortMap pm{t, in.model.ports, t.channels().size(), P};
     Ledger led(pm.caps());
-    std::vector<GoalPair> goals;
-    try {
-        goals = goal_pairs(in, RunLimits{Deadline::at(deadline), {}});
-    } catch (const LimitReached&) {
-        return std::nullopt;
-    }
+    std::optional<std::vector<GoalPair>> listed = goal_pairs_by(in, deadline);
+    if (!listed) return std::nullopt;
+    const std::vector<GoalPair>& goals = *listed;
     std::vector<std::vector<ChannelId>> routes;
     routes.reserve(goals.size());
     for (const GoalPair& g : goals) {
@@ -499,12 +506,9 @@ std::optional<SendTable> greedy_free_route(const SynthInstance& in, std::chrono:
     const std::uint32_t P = t.processors(), N = t.nodes();
     PortMap pm{t, in.model.ports, t.channels().size(), P};
     Ledger led(pm.caps());
-    std::vector<GoalPair> goals;
-    try {
-        goals = goal_pairs(in, RunLimits{Deadline::at(deadline), {}});
-    } catch (const LimitReached&) {
-        return std::nullopt;
-    }
+    std::optional<std::vector<GoalPair>> listed = goal_pairs_by(in, deadline);
+    if (!listed) return std::nullopt;
+    const std::vector<GoalPair>& goals = *listed;
     const bool routers_wait = in.model.queues == QueueKind::unbounded;
     auto holder = [&](std::uint32_t v) { return v < P || routers_wait; };
     std::map<std::uint32_t, std::vector<std::uint32_t>> from;
