@@ -130,14 +130,19 @@ TEST_CASE("optimize --greedy: the greedy's verified schedule with the best lower
 }
 
 TEST_CASE("optimize --hierarchical: a time limit stops the compositions with the best so far, exit 3") {
-    // rail 16 x 8 alltoall: 40 compositions of 29,696 transfers take about 20 s; with 2 s the
-    // run keeps what it finished and says which limit stopped it. The translates of one
-    // processor's messages (0.5 s) prove 120 first, so the run ends proved, exit 0, while the
+    // rail 32 x 8 alltoall (256 GPUs): the 40 compositions take about 17 s on an idle machine
+    // (rail 16 x 8's take 2.2 s, and a fast machine finished them inside the limit: stop 47's CI).
+    // With 2 s the run keeps what it finished and says which limit stopped it. The translates of
+    // one processor's messages prove 248 first, so the run ends proved, exit 0, while the
     // compositions stop at the limit.
-    auto j = optimize_json("--topology graph:" + source("schedules/machines/rail16x8.json") + " --collective alltoall --hierarchical --timeout 2", 0);
+    collsched::test::Scratch scratch("optimize_hierarchical_limit");
+    std::string rail32 = scratch.file("rail32x8.json");
+    auto m = run("machine dgx-a100 --boxes 32 --network rail --units gpu -o " + rail32);
+    REQUIRE(m.code == 0);
+    auto j = optimize_json("--topology graph:" + rail32 + " --collective alltoall --hierarchical --timeout 2", 0);
     CHECK(j["status"] == "proved");
-    CHECK(j["upper_bound"] == 120);
-    CHECK(j["lower_bound"] == 120);
+    CHECK(j["upper_bound"] == 248);
+    CHECK(j["lower_bound"] == 248);
     REQUIRE(j["hierarchical"].is_object());
     CHECK(j["hierarchical"]["compositions"].size() < 40);
     CHECK(j["hierarchical"]["reason"].get<std::string>().starts_with("time limit"));
