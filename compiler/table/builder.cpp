@@ -24,7 +24,9 @@ Step TableBuilder::send_cut_through(Step step, Node src, Node dst, MessageId m) 
 }
 
 SendTable TableBuilder::finish(Deadline deadline) && {
-    if (table_.composites) canonicalize_composites(table_, deadline);
+    // A combining collective's goals (a(0..p), or partial sums per chunk) must be interned even when
+    // no transfer carries a composite: the checkers and the simulator look them up.
+    if (table_.composites || table_.collective.combines() || uses_partials(table_)) canonicalize_composites(table_, deadline);
     else sort_table(table_, deadline);
     return std::move(table_);
 }

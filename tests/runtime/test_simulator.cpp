@@ -668,3 +668,18 @@ TEST_CASE("simulator: an ideal fat tree halts at the step and channel where a ro
     // Below the root the two-leaf channels (capacity 2) carry 2 each in step 2: no halt there.
     CHECK(over.transfers_replayed == 8);
 }
+
+TEST_CASE("simulator: a built allreduce table whose transfers carry no composite is replayed, not an assertion") {
+    // TableBuilder::finish interned the goals a(0..p) only when the table already had composites;
+    // an allreduce whose transfers move only original values (here none at all) reached the
+    // simulator without them and stopped at an assertion (runtime/sim_finish.cpp).
+    for (std::string_view coll : {"allreduce", "reduce:0", "scan"}) {
+        CAPTURE(coll);
+        Hand h("ring:3", "", coll);
+        h.hop(1, "0", "1", "a(0)");
+        SimReport r = h.run();
+        CHECK(r.status != SimStatus::completed);
+        CHECK(r.steps == 1);
+        CHECK(r.missing_count > 0);
+    }
+}
