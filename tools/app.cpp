@@ -78,9 +78,10 @@ void add_commands(CLI::App& app, Context& ctx) {
     app.set_version_flag("--version", "collsched 0.1.0");
     // CLI11 echoes a bad value whole; a long one is quoted in part (dsl/excerpt.hpp).
     // An unknown option gets its closest name ("unknown option --sise; did you mean --size?").
+    // Every message starts "collsched: error:", as the errors the commands raise do.
     app.failure_message([](const CLI::App* a, const CLI::Error& e) {
         if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::ExtrasError)) return shorten_quotes("collsched: error: " + usage_message(*a, e) + "\n");
-        return shorten_quotes(CLI::FailureMessage::simple(a, e));
+        return shorten_quotes("collsched: error: " + CLI::FailureMessage::simple(a, e));
     });
     add_demo_command(app, ctx);
     add_topo_command(app, ctx);
