@@ -180,8 +180,8 @@ void Lowering::finish_barriers() {
                                         b, r + 1, c.second->num_threadblocks, want));
             if (int(calls.size()) != want)
                 prog_.never_released(rounds.joins[r],
-                                     fmt::format("barrier {} of GPU {} (round {}) waits for {} thread blocks, but {} arrive{}", b, g,
-                                                 r + 1, want, calls.size(),
+                                     // the finding starts with the join's label, "barrier B of GPU G, round R"
+                                     fmt::format("waits for {} thread blocks, but {} arrive{}", want, calls.size(),
                                                  int(calls.size()) > want ? " (the count passes its target and never equals it again)"
                                                                           : ""));
         }

@@ -107,7 +107,8 @@ TEST_CASE("hostile mscclpp: a barrier over 0 thread blocks deadlocks (the count 
     });
     CHECK(r.code == 1);
     CHECK(r.out.find("deadlock        violated") != std::string::npos);
-    CHECK(r.out.find("barrier 0 of GPU 0 (round 1) waits for 0 thread blocks, but 1 arrive") != std::string::npos);
+    CHECK(r.out.find(": barrier 0 of GPU 0, round 1: waits for 0 thread blocks, but 1 arrive (the count passes its target "
+                     "and never equals it again) [deadlock]\n") != std::string::npos);
     // over 1 thread block it is __syncthreads: the plan holds
     auto [one, t1] = verify_edited(dir, "q.json", [](auto& j) {
         auto& ops = j["gpus"][0]["threadblocks"][0]["ops"];
