@@ -57,6 +57,11 @@ void fails_in_both(const SendTable& t) {
     CHECK(simulate(t).violation.has_value());
 }
 
+/// Adds a hop from `from` to `to` (node names: "3", "r1.0") in step `s` to `b`, on topology `t`.
+void hop(TableBuilder& b, const Topology& t, Step s, const char* from, const char* to, MessageId m) {
+    b.hop(s, *t.find_channel(*t.find_node(from), *t.find_node(to)), m);
+}
+
 }  // namespace
 
 TEST_CASE("nvls: graph files declare switches, and the efficiency scales the switch's channels") {
@@ -147,13 +152,10 @@ TEST_CASE("nvls: without its functions the switch cannot run the tables, in both
     auto plain = graph("tests/data/nvls/two_switches.json");
     TableBuilder b(plain, plain->default_model(), Collective::parse("allgather", *plain));
     const Messages ms = b.messages();
-    auto hop = [&](Step s, const char* from, const char* to, MessageId m) {
-        b.hop(s, *plain->find_channel(*plain->find_node(from), *plain->find_node(to)), m);
-    };
     // r1.1 (no functions) forwards b-style copies: a multicast from it is a replication violation
-    hop(1, "2", "r1.1", ms.broadcast(2));
-    hop(2, "r1.1", "3", ms.broadcast(2));
-    hop(2, "r1.1", "r1.0", ms.broadcast(2));
+    hop(b, *plain, 1, "2", "r1.1", ms.broadcast(2));
+    hop(b, *plain, 2, "r1.1", "3", ms.broadcast(2));
+    hop(b, *plain, 2, "r1.1", "r1.0", ms.broadcast(2));
     SendTable x = std::move(b).finish();
     CHECK(verify_direct(x).status[static_cast<std::size_t>(Property::replication)] == Status::violated);
     CHECK(simulate(x).violation.has_value());
@@ -219,13 +221,10 @@ TEST_CASE("nvls: a channel into a switch that reduces or multicasts serves its t
         auto t = graph(file);
         TableBuilder b(t, t->default_model(), Collective::parse("allgather", *t));
         const Messages ms = b.messages();
-        auto hop = [&](Step s, const char* from, const char* to, MessageId m) {
-            b.hop(s, *t->find_channel(*t->find_node(from), *t->find_node(to)), m);
-        };
-        hop(1, "1", "r1.0", ms.broadcast(1));
-        hop(2, "r1.0", "0", ms.broadcast(1));
-        hop(3, "0", "r1.0", ms.broadcast(1));
-        hop(4, "0", "r1.0", ms.broadcast(0));
+        hop(b, *t, 1, "1", "r1.0", ms.broadcast(1));
+        hop(b, *t, 2, "r1.0", "0", ms.broadcast(1));
+        hop(b, *t, 3, "0", "r1.0", ms.broadcast(1));
+        hop(b, *t, 4, "0", "r1.0", ms.broadcast(0));
         SendTable x = std::move(b).finish();
         TimePrediction p = predict_time(x, opts(M));
         REQUIRE(p.transfers.size() == 4);
