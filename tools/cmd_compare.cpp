@@ -191,7 +191,8 @@ void add_compare_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--collective", args->collective, "With only nccl:NAME inputs: the collective (and --topology the machine)");
     cmd->add_option("-D", args->defines, "Override a schedule parameter in every .sched input: -D n=16 (repeatable)");
     cmd->add_option("--topology", args->msccl.topology,
-                    "MSCCL-IR inputs: the topology the program runs on (default complete:P); with only nccl:NAME inputs, the machine");
+                    "Schedules (.sched): the machine that replaces their topology statement (a spec or graph:FILE); MSCCL-IR inputs: "
+                    "the topology the program runs on (default complete:P); with only nccl:NAME inputs, the machine");
     args->sizes = parse_sizes("1K..1G");
     add_size_option(cmd, args->sizes, "--sizes",
                     "Sizes M as NCCL counts them (docs/time.md, \"Sizes\"): 1K..1G (doubling, the default), 1K..1G:4, or a list 1K,1M,1G (K, M, G are powers "

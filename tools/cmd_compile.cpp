@@ -24,7 +24,7 @@ namespace collsched::tools {
 
 void add_compile_command(CLI::App& app, Context& ctx) {
     struct Args {
-        std::string input, output = "-", format;
+        std::string input, output = "-", format, topology;
         std::vector<std::string> defines;
         std::uint64_t max_transfers = CompileOptions{}.max_transfers;
         std::uint64_t max_iterations = CompileOptions{}.max_iterations;
@@ -41,6 +41,9 @@ void add_compile_command(CLI::App& app, Context& ctx) {
                                    "written only when compilation succeeded.\nExit code: 0 compiled, 2 errors.");
     cmd->add_option("FILE", args->input, "Schedule file (.sched, or - for standard input)")->required();
     cmd->add_option("-D", args->defines, "Override a param of the schedule: -D n=16 (repeatable)");
+    cmd->add_option("--topology", args->topology,
+                    "The machine, replacing the schedule's topology statement: a spec (torus:4x4) or graph:FILE (relative to the "
+                    "working directory); give the schedule's params to match with -D (docs/dsl.md, \"topology\")");
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output)")->check(file_option());
     cmd->add_option("--format", args->format, table_output_formats_help())->check(CLI::IsMember(table_output_formats()));
     cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
@@ -73,6 +76,7 @@ void add_compile_command(CLI::App& app, Context& ctx) {
         options.max_transfers = args->max_transfers;
         options.max_iterations = args->max_iterations;
         options.warnings_are_errors = args->strict;
+        options.topology = args->topology;
         // Progress on a terminal only: large schedules take seconds to compile and to write.
         const bool tty = ::isatty(2) != 0;
         auto t0 = std::chrono::steady_clock::now();

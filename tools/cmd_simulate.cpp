@@ -45,6 +45,7 @@ SimReport simulate_streamed(const SimulateArgs& args, SendTable& header) {
     CompileOptions options;
     options.base_dir = std::filesystem::path(args.input).parent_path().string();
     options.max_transfers = args.max_transfers;
+    options.topology = args.msccl.topology;
     StreamSimulator sim(SimOptions{.trace = args.trace});
     if (parse_defines(args.defines, options.defines, diags) && compile_stream(source, args.input, options, diags, sim)) {
         header = sim.header();
@@ -111,7 +112,8 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
     cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched)")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable; .sched files only)");
     cmd->add_option("--topology", args->msccl.topology,
-                    "MSCCL-IR input: the topology the program runs on (default complete:P)");
+                    "Schedule (.sched): the machine that replaces its topology statement (a spec or graph:FILE); MSCCL-IR input: the "
+                    "topology the program runs on (default complete:P)");
     add_msccl_max_steps(cmd, args->msccl.max_steps);
     cmd->add_flag("--json", args->json,
                   "Print one JSON object (status, rule, steps, deliveries, halt, missing, queue_high_water, holes, busiest, "

@@ -266,8 +266,9 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched); - reads standard input")->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--topology", args->msccl.topology,
-                    "MSCCL-IR input: the topology the program runs on (default complete:P); NCCL graph file: the machine (required); "
-                    "MSCCL++ plan: the machine --size times its copies on");
+                    "Schedule (.sched): the machine that replaces its topology statement (a spec or graph:FILE); MSCCL-IR input: the "
+                    "topology the program runs on (default complete:P); NCCL graph file: the machine (required); MSCCL++ plan: the "
+                    "machine --size times its copies on");
     cmd->add_option("--collective", args->collective,
                     "NCCL graph file: the collective whose time --size predicts on its rings: allreduce (default), allgather, "
                     "reduce_scatter");

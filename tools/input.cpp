@@ -100,8 +100,8 @@ std::optional<std::size_t> first_binary_byte(std::string_view text) {
 
 SendTable load_input(const std::string& path, const std::vector<std::string>& defines, bool locations, bool strict,
                      const MscclImportOptions& msccl, ScheduleSource* schedule) {
-    if (!msccl.topology.empty() && (has_extension(path, ".sched") || has_extension(path, ".et")))
-        throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
+    if (!msccl.topology.empty() && has_extension(path, ".et"))
+        throw InputError("--topology applies to MSCCL-IR files and schedules only (tables and traces name theirs)");
     // Chakra traces: PREFIX.<rank>.et names the set; any rank's file reads the whole set (from
     // rank 0's, which names the topology), never as a schedule or table.
     std::string prefix;
@@ -112,6 +112,7 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
     CompileOptions options;
     options.record_locations = locations;
     options.warnings_are_errors = strict;
+    options.topology = msccl.topology;  // a schedule's topology statement replaced (docs/dsl.md)
     Diagnostics diags;
     if (has_extension(path, ".sched")) {
         std::optional<SendTable> table = compile_file(path, defines, options, diags);
@@ -134,7 +135,8 @@ SendTable load_input(const std::string& path, const std::vector<std::string>& de
             if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to MSCCL-IR files");
             return parse_msccl_ir(text, name, msccl);
         }
-        if (!msccl.topology.empty()) throw InputError("--topology applies to MSCCL-IR files only (tables and schedules name theirs)");
+        if (!msccl.topology.empty() && (table_name || looks_like_table(text)))
+            throw InputError("--topology applies to MSCCL-IR files and schedules only (tables name theirs)");
         if (!table_name && !looks_like_table(text)) return std::nullopt;
         if (!defines.empty()) throw InputError("-D applies to .sched schedules only, not to table files");
         try {

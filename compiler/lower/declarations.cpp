@@ -355,7 +355,13 @@ TopoSpec factor_spec(Env& env, const ast::Call& c) {
 
 void build_topology(Env& env, const XStmt& s) {
     const auto& d = *static_cast<const ast::TopologyDecl*>(s.decl);
-    if (const auto* lit = std::get_if<ast::StringLit>(&d.spec)) {
+    if (!env.options.topology.empty()) {
+        try {
+            env.topo = Topology::parse(env.options.topology);  // --topology replaces the statement
+        } catch (const InputError& e) {
+            fail("E031", d.loc, fmt::format("--topology {}: {}", env.options.topology, e.what()));
+        }
+    } else if (const auto* lit = std::get_if<ast::StringLit>(&d.spec)) {
         try {
             // the schedule writes a spec: read it, a graph file relative to the schedule's directory
             // as in graph("FILE")

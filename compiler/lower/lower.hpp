@@ -61,6 +61,11 @@ struct CompileOptions {
     bool record_locations = false;
     /// Directory that relative `graph("FILE.json")` paths are taken from ("" = working directory).
     std::string base_dir;
+    /// A machine that replaces the schedule's `topology` statement (`--topology`): a family spec
+    /// (`torus:4x4`) or `graph:FILE` (FILE relative to the working directory, not to the
+    /// schedule). Empty: the schedule's own. The schedule's params still take their values from
+    /// the file and -D, so a schedule written for k boxes is given `-D k=...` to match.
+    std::string topology;
     /// Report warnings (W001, a send whose destination already holds its data) as errors.
     bool warnings_are_errors = false;
 };

@@ -224,3 +224,43 @@ TEST_CASE("command line: did-you-mean on options and collectives, --size and --s
     CHECK(vs.code == 0);
     CHECK(vs.out.find("2 MiB") != std::string::npos);
 }
+
+TEST_CASE("--topology replaces a shipped schedule's machine: compile, verify, simulate and compare take the user's file") {
+    // schedules/nccl/ring_allgather_channels.sched states graph("../machines/multibox{k}x8.json");
+    // a machine written by `collsched machine` takes its place without editing the file.
+    collsched::test::Scratch dir("topology_override");
+    const std::string sched = source("schedules/nccl/ring_allgather_channels.sched");
+    const std::string mine = dir.file("mine.json");
+    REQUIRE(run("machine dgx-a100 --boxes 4 --network switch --units gpu -o " + mine).code == 0);
+    auto own = run(fmt::format("compile {} -D k=4", sched));
+    auto given = run(fmt::format("compile {} -D k=4 --topology graph:{}", sched, source("schedules/machines/multibox4x8.json")));
+    REQUIRE(own.code == 0);
+    REQUIRE(given.code == 0);
+    // the same machine: the same transfers (the topology's path is written as given)
+    auto own_j = nlohmann::json::parse(own.out), given_j = nlohmann::json::parse(given.out);
+    CHECK(given_j["topology"].get<std::string>().ends_with("schedules/machines/multibox4x8.json"));
+    CHECK(own_j["transfers"] == given_j["transfers"]);
+    // the user's own machine: it holds there too (the same shape: 4 boxes of 8 on one switch)
+    auto v = run(fmt::format("verify {} -D k=4 --topology graph:{}", sched, mine));
+    INFO(v.err);
+    CHECK(v.code == 0);
+    CHECK(v.out.starts_with("verdict: holds"));
+    auto s = run(fmt::format("simulate {} -D k=4 --topology graph:{} --json", sched, mine));
+    CHECK(s.code == 0);
+    auto c = run(fmt::format("compare {} -D k=4 --topology graph:{} --sizes 1M", sched, mine));
+    CHECK(c.code == 0);
+    CHECK(c.out.find("mine.json") != std::string::npos);
+    // a machine the schedule does not fit: the schedule's own errors, at its lines
+    auto small = run(fmt::format("verify {} -D k=4 --topology torus:4x4", sched));
+    CHECK(small.code == 2);
+    CHECK(small.err.find("error[E040]: processor 17 does not exist (torus:4x4 has processors 0..15)") != std::string::npos);
+    // a machine that cannot be read: E031 at the topology statement, naming the option
+    auto missing = run(fmt::format("compile {} --topology graph:{}", sched, dir.file("none.json")));
+    CHECK(missing.code == 2);
+    CHECK(missing.out.empty());
+    CHECK(missing.err.find("ring_allgather_channels.sched:17:1: error[E031]: --topology graph:") != std::string::npos);
+    // tables name their machine: --topology is refused there
+    auto table = run("verify " + source("tests/data/ebft4_alltoall.json") + " --topology ring:4");
+    CHECK(table.code == 2);
+    CHECK(table.err == "collsched: error: --topology applies to MSCCL-IR files and schedules only (tables name theirs)\n");
+}

@@ -238,7 +238,7 @@ TEST_CASE("msccl import: what the executor would not load is refused (exit 2), w
     CHECK(refusal(ring, "ring:5") == "x.xml: the program has 4 ranks but ring:5 has 5 processors");
     auto r = run("verify " + source("tests/data/ebft4_alltoall.json") + " --topology ring:4");
     CHECK(r.code == 2);
-    CHECK(r.err == "collsched: error: --topology applies to MSCCL-IR files only (tables and schedules name theirs)\n");
+    CHECK(r.err == "collsched: error: --topology applies to MSCCL-IR files and schedules only (tables name theirs)\n");
 }
 
 TEST_CASE("msccl export: every catalog schedule passes the executor's load rules or is refused with the reason") {
