@@ -163,11 +163,12 @@ AlphaBeta sizes_of(const std::string& size, const std::string& link) {
 }
 
 PyTable compile_text(const std::string& text, const std::string& name, const std::vector<std::string>& defines, bool strict,
-                     const std::string& base_dir) {
+                     const std::string& base_dir, const std::string& topology) {
     CompileOptions options;
     options.record_locations = true;
     options.warnings_are_errors = strict;
     options.base_dir = base_dir;
+    options.topology = topology;
     Diagnostics diags;
     std::optional<SendTable> table = compile_source(text, name, defines, options, diags);
     if (!table) tools::fail_with_diagnostics(diags);
@@ -331,7 +332,9 @@ PYBIND11_MODULE(_collsched, m) {
         });
 
     m.def("_compile", [](const std::string& text, const std::string& name, const std::vector<std::string>& defines, bool strict,
-                         const std::string& base_dir) { return interruptible([&] { return compile_text(text, name, defines, strict, base_dir); }); });
+                         const std::string& base_dir, const std::string& topology) {
+        return interruptible([&] { return compile_text(text, name, defines, strict, base_dir, topology); });
+    });
     m.def("_load", [](const std::string& path, const std::vector<std::string>& defines, const std::string& topology, bool strict) {
         return interruptible([&] {
             PyTable t;

@@ -115,24 +115,28 @@ def _seconds(value, name):
     return value
 
 
-def compile(text=None, *, file=None, defines=None, name=None, strict=False):
+def compile(text=None, *, file=None, defines=None, name=None, strict=False, topology=None):
     """Compiles a schedule (docs/dsl.md) to a Table: `text` (DSL source) or `file` (a .sched
-    path), with `defines` overriding its params ({"n": 8} or ["n=8"]). Raises InputError with
-    every diagnostic of the failing stage; warnings (W001) go to stderr, or fail with `strict`."""
+    path), with `defines` overriding its params ({"n": 8} or ["n=8"]) and `topology` (a spec,
+    "graph:FILE" or a Topology) replacing its topology statement, as --topology does. Raises
+    InputError with every diagnostic of the failing stage; warnings (W001) go to stderr, or fail
+    with `strict`."""
     if (text is None) == (file is None):
         raise TypeError("compile() takes the text of a schedule or file=PATH, one of them")
+    machine = "" if topology is None else _spec(topology)
     if file is not None:
         if _os.path.isdir(_os.fspath(file)):
             raise InputError(f"{_os.fspath(file)}: is a directory, not a schedule")
-        return _collsched._load(_os.fspath(file), _defines(defines), "", strict) if str(file).endswith(".sched") else \
+        return _collsched._load(_os.fspath(file), _defines(defines), machine, strict) if str(file).endswith(".sched") else \
             _collsched._compile(_read_text(file, "a schedule"), _os.fspath(file), _defines(defines), strict,
-                                _os.path.dirname(_os.fspath(file)))
-    return _collsched._compile(text, name or "<python>", _defines(defines), strict, "")
+                                _os.path.dirname(_os.fspath(file)), machine)
+    return _collsched._compile(text, name or "<python>", _defines(defines), strict, "", machine)
 
 
 def load(path, *, defines=None, topology=None, strict=False):
     """Reads what the command line reads: a table (JSON, CSV, per-rank JSON), a schedule
-    (.sched, with `defines`), an MSCCL-IR program (levelled onto `topology`, default complete:P)
+    (.sched, with `defines`; `topology` replaces its machine), an MSCCL-IR program (levelled onto
+    `topology`, default complete:P)
     or Chakra traces (PREFIX.0.et). Raises InputError, or ProgramViolation for an MSCCL-IR
     program that does not hold."""
     return _collsched._load(_os.fspath(path), _defines(defines), "" if topology is None else _spec(topology), strict)

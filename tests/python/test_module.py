@@ -55,6 +55,19 @@ def test_defines_change_the_schedule(ring_text):
     assert collsched.verify(t)["verdict"] == "holds"
 
 
+def test_topology_replaces_the_schedules_machine(ring_text, tmp_path):
+    # ring:8 written in the schedule; complete:8 given: the same sends, on the other machine
+    t = collsched.compile(ring_text, topology="complete:8")
+    assert (t.steps, len(t), t.topology.spec) == (7, 56, "complete:8")
+    assert collsched.verify(t)["verdict"] == "holds"
+    f = tmp_path / "ring.sched"
+    f.write_text(ring_text)
+    assert collsched.compile(file=f, topology=collsched.Topology("complete:8")).topology.spec == "complete:8"
+    assert collsched.load(f, topology="complete:8").topology.spec == "complete:8"
+    with pytest.raises(collsched.InputError, match="E040"):
+        collsched.compile(ring_text, topology="ring:4")
+
+
 def test_broken_table_names_step_channel_and_statement(ring_text):
     broken = ring_text.replace("% n) }\n", "% n) }\n    if t == 3 { hop 2 -> 3 msg b(6) }\n")
     t = collsched.compile(broken, name="broken.sched")
