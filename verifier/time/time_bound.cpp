@@ -80,6 +80,11 @@ public:
         latency();
         if (in_network && c_.kind != CollectiveKind::reduce) {
             reduction_in_network();
+            if (c_.kind == CollectiveKind::allreduce)
+                for (const Partition& part : partitions(t_, uniform_))
+                    if (part.sets >= 2 && part.sets < P_ && functions_inside_sets(part))
+                        gossip(part, "; in-network reduction and copies only inside the sets: every router that can add or copy is "
+                                     "joined to processors of one set alone, so it acts as part of that set");
             if (out_.terms.size() < 2) out_.no_bandwidth = fmt::format("no cut bound for {} with reduction in the network", c_.row().name);
             return std::move(out_);
         }
@@ -182,7 +187,36 @@ private:
 
     void allreduce();
     void alltoall();
-    void gossip(const Partition& part);
+    /// `note`: the sets' gossip where routers reduce, only inside the sets (functions_inside_sets):
+    /// the entering side alone, with the note added to the detail.
+    void gossip(const Partition& part, const char* note = nullptr);
+
+    /// Whether every router that may add partials (combine=routers) or copy (multicast=routers or
+    /// replicate) has all its channels, in and out, to processors of one set of `part`. Such a router
+    /// only combines or copies what that set already holds and gives it back to the set, as a
+    /// processor of the set could: the one-way gossip between the sets still counts every transfer
+    /// between them (docs/time.md, "Bounds with reduction in the network").
+    bool functions_inside_sets(const Partition& part) const {
+        const std::uint32_t P = P_;
+        for (std::uint32_t r = P; r < t_.nodes(); ++r) {
+            const Node n{r};
+            const bool adds = m_.combine_routers && t_.can_reduce(n);
+            const bool copies = m_.replicate || (m_.multicast_routers && t_.can_multicast(n));
+            if (!adds && !copies) continue;
+            std::optional<std::uint32_t> set;
+            auto same_set = [&](Node v) {
+                if (idx(v) >= P) return false;  // a router joined to a router: not one set's alone
+                if (set && *set != part.set[idx(v)]) return false;
+                set = part.set[idx(v)];
+                return true;
+            };
+            for (ChannelId c : t_.out_channels(n))
+                if (!same_set(t_.channel(c).to)) return false;
+            for (ChannelId c : t_.in_channels(n))
+                if (!same_set(t_.channel(c).from)) return false;
+        }
+        return true;
+    }
 
     /// Allreduce and reduce-scatter when routers may add partials (issue 44): the gossip bounds do
     /// not hold (a switch sums what P GPUs send it), but every processor r must still send, for
@@ -248,7 +282,7 @@ private:
 
 /// The one-way gossip on the sets of one partition (docs/time.md, "Lower bounds on time"): per byte
 /// 2(N-1) transfers enter the sets' regions, and each set at least one.
-void Bounds::gossip(const Partition& part) {
+void Bounds::gossip(const Partition& part, const char* note) {
     const std::uint32_t N = part.sets;
     std::vector<std::vector<std::uint32_t>> sets(N);
     for (std::uint32_t v = 0; v < P_; ++v) sets[part.set[v]].push_back(v);
@@ -263,7 +297,7 @@ void Bounds::gossip(const Partition& part) {
     }
     const bool copies = t_.routers() > 0 && m_.replicate;
     for (bool entering : {true, false}) {
-        if (!entering && copies) continue;  // a router's copies may serve several receivers with one departure
+        if (!entering && (copies || note)) continue;  // a router's copies may serve several receivers with one departure
         std::vector<TimeTerm>& side = entering ? enter : leave;
         TimeTerm sum;
         sum.name = singletons ? "gossip per processor (Patarasuk and Yuan)" : "gossip between sets: " + part.name;
@@ -278,6 +312,7 @@ void Bounds::gossip(const Partition& part) {
                                  entering ? "into" : "out of", entering ? "enter" : "leave", support::format_bandwidth(sum.bandwidth()),
                                  runs_text(least.inside), entering ? "enters by" : "leaves by", fmt::join(least.crossing, " + "),
                                  support::format_bandwidth(least.bandwidth()));
+        if (note) sum.detail += note;
         out_.terms.push_back(std::move(sum));
         TimeTerm one = least;
         one.name = sum.name + ", one set";
