@@ -234,23 +234,23 @@ TEST_CASE("time bounds with reduction in the network: the boxes' gossip holds wh
     // a switch that adds for GPUs of both boxes (SHARP joining them): the boxes' gossip does not
     // hold (the switch sums across the cut), and it is not used; the per-processor cut remains
     test::Scratch dir("innetwork_gossip");
-    const std::string file = dir.file("sharp2x2.json", R"({"processors": 4, "routers": 1,
- "link_types": {"fast": {"bandwidth": "100 GB/s"}, "slow": {"bandwidth": "10 GB/s"}},
- "switches": [{"router": "r1.0", "reduce": true, "multicast": true}],
+    // two boxes of 2 GPUs (fast inside, one slow link between) and one switch on all four
+    auto two_boxes = [&](const char* name, bool functions) {
+        return dir.file(name, fmt::format(R"({{"processors": 4, "routers": 1,
+ "link_types": {{"fast": {{"bandwidth": "100 GB/s"}}, "slow": {{"bandwidth": "10 GB/s"}}}},
+ "switches": [{{"router": "r1.0", "reduce": {0}, "multicast": {0}}}],
  "edges": [[0, 1, 1, "fast"], [2, 3, 1, "fast"], [1, 2, 1, "slow"],
-           [0, "r1.0", 1, "slow"], [1, "r1.0", 1, "slow"], [2, "r1.0", 1, "slow"], [3, "r1.0", 1, "slow"]]})");
-    auto s = Topology::parse("graph:" + file);
+           [0, "r1.0", 1, "slow"], [1, "r1.0", 1, "slow"], [2, "r1.0", 1, "slow"], [3, "r1.0", 1, "slow"]]}})",
+                                          functions));
+    };
+    auto s = Topology::parse("graph:" + two_boxes("sharp2x2.json", true));
     Model ms = s->default_model();
     ms.combine_routers = true;
     auto bs = time_bounds(*s, Collective::parse("allreduce", *s), ms);
     REQUIRE(bs.has_value());
     for (const TimeTerm& term : bs->terms) CHECK_FALSE(term.name.starts_with("gossip"));
     // and with the switch declared without functions, the gossip between the boxes is back
-    const std::string plain = dir.file("plain2x2.json", R"({"processors": 4, "routers": 1,
- "link_types": {"fast": {"bandwidth": "100 GB/s"}, "slow": {"bandwidth": "10 GB/s"}},
- "switches": [{"router": "r1.0", "reduce": false, "multicast": false}],
- "edges": [[0, 1, 1, "fast"], [2, 3, 1, "fast"], [1, 2, 1, "slow"],
-           [0, "r1.0", 1, "slow"], [1, "r1.0", 1, "slow"], [2, "r1.0", 1, "slow"], [3, "r1.0", 1, "slow"]]})");
+    const std::string plain = two_boxes("plain2x2.json", false);
     auto p = Topology::parse("graph:" + plain);
     Model mp = p->default_model();
     mp.combine_routers = true;
