@@ -10,12 +10,15 @@
  *   for every byte, something that carries the others' contributions: M out and M in, so
  *   T >= M / B_out(p) and T >= M / B_in(p). It assumes nothing, so it holds with in-network
  *   reduction; without it the Patarasuk-Yuan form below is larger by 2 (P - 1) / P.
- * - per GPU without in-network reduction: T >= 2 (P - 1) / P x M / B(p) (Patarasuk and Yuan,
- *   JPDC 2009); valid only when no router combines partials.
+ * - per GPU without in-network reduction: T >= 2 (P - 1) M / sum_p B_in(p) (Patarasuk and Yuan,
+ *   JPDC 2009: 2 (P - 1) transfers of every byte in all, so what all processors receive together
+ *   divides it; 2 (P - 1) / P x M / B_gpu on a uniform machine); valid only when no router combines
+ *   partials.
  * - boxes contracted (a box is the processors joined by its fast channels, machine_view.hpp):
  *   every box must send M and receive M across its cut, T >= M / B_box (valid with SHARP
  *   between the boxes: it assumes nothing); without reduction between the boxes (no router
- *   outside the boxes combines) the contracted gossip bound 2 (N - 1) / N x M / B_box holds.
+ *   outside the boxes combines) the contracted gossip bound 2 (N - 1) M / sum_b B_in(b) holds
+ *   (2 (N - 1) / N x M / B_box for equal boxes).
  * B_out(p) is an upper bound on what p can send per second: its channels' bandwidths, with the
  * channels of a link group over them counted at the group's bandwidth instead (disjoint groups
  * chosen greedily, each valid choice giving a valid bound).
