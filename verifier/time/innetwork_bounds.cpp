@@ -63,16 +63,16 @@ std::vector<InNetworkBound> allreduce_innetwork_bounds(const Topology& t, double
     // per GPU: the slowest side of any processor
     // (the gossip forms count transfers over all processors, so they divide by the sum of what
     // the processors can receive, not by P times the slowest: the same on a uniform machine)
-    double slowest = std::numeric_limits<double>::infinity(), all_in = 0, all_out = 0;
+    double slowest = std::numeric_limits<double>::infinity(), all_in = 0;
     std::uint32_t at = 0;
     for (std::uint32_t p = 0; p < P; ++p) {
         const double in = processor_in_bandwidth(t, Node{p}), outb = processor_out_bandwidth(t, Node{p});
-        all_in += in, all_out += outb;
+        all_in += in;
         if (std::min(in, outb) < slowest) slowest = std::min(in, outb), at = p;
     }
     out.push_back({"per-GPU, in-network reduction allowed (M / B_gpu)", M / slowest, true, true,
                    fmt::format("M / B_gpu = {} B / {} (processor {}: each GPU sends and receives its buffer once)", M, gbps(slowest), at)});
-    const double py_all = std::min(all_in, all_out);
+    const double py_all = all_in;  // the entering side: copies at routers may serve several receivers with one departure
     out.push_back({"per-GPU, no in-network reduction (2(P-1)/P M / B_gpu, Patarasuk-Yuan)", 2.0 * (P - 1) * M / py_all, false, !reduces,
                    fmt::format("2 x {} x {} B / {} (what all {} processors receive together; 2 x {} / {} x M / B_gpu on a uniform "
                                "machine)",
@@ -96,7 +96,7 @@ std::vector<InNetworkBound> allreduce_innetwork_bounds(const Topology& t, double
             }
             box[r] = b < 0 ? -1 : b;
         }
-        double slowest_box = std::numeric_limits<double>::infinity(), boxes_in = 0, boxes_out = 0;
+        double slowest_box = std::numeric_limits<double>::infinity(), boxes_in = 0;
         for (std::uint32_t b = 0; b < N; ++b) {
             std::vector<ChannelId> cut_out, cut_in;
             for (const Channel& ch : t.channels()) {
@@ -106,14 +106,14 @@ std::vector<InNetworkBound> allreduce_innetwork_bounds(const Topology& t, double
             }
             const double bo = set_bandwidth(t, cut_out), bi = set_bandwidth(t, cut_in);
             slowest_box = std::min({slowest_box, bo, bi});
-            boxes_in += bi, boxes_out += bo;
+            boxes_in += bi;
         }
         // reduction between the boxes: a router outside every box that combines
         bool between = false;
         for (std::uint32_t r = P; r < t.nodes(); ++r) between = between || (box[r] < 0 && reduces && t.can_reduce(Node{r}));
         out.push_back({"boxes contracted, reduction between boxes allowed (M / B_box)", M / slowest_box, true, true,
                        fmt::format("M / B_box = {} B / {} ({} boxes)", M, gbps(slowest_box), N)});
-        const double boxes_all = std::min(boxes_in, boxes_out);
+        const double boxes_all = boxes_in;  // the entering side, as above
         out.push_back({"boxes contracted, no reduction between boxes (2(N-1)/N M / B_box)", 2.0 * (N - 1) * M / boxes_all, false, !between,
                        fmt::format("2 x {} x {} B / {} (what all {} boxes receive together)", N - 1, M, gbps(boxes_all), N)});
     }
