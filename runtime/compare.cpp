@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "support/assert.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "support/text.hpp"
@@ -64,15 +65,21 @@ Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& 
                                          "machine", cs.front().file, first.collective.to_string(), first.topology->processors(), c.file,
                                          t.collective.to_string(), t.topology->processors()));
     }
+    std::vector<TimingPlan> plans;  // built once per table, run at every size and for the crossovers
+    plans.reserve(cs.size());
+    for (const Contender& c : cs) plans.emplace_back(*c.table);
+    return compare(cs, plans, sizes, link, kind, baseline);
+}
+
+Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPlan>& plans, const std::vector<double>& sizes,
+                   const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline) {
+    COLLSCHED_ASSERT(plans.size() == cs.size());
     Comparison r;
     r.sizes = sizes;
     r.kind = kind;
     r.baseline = baseline;
     r.seconds.assign(cs.size(), std::vector<double>(sizes.size()));
     r.other = r.seconds;
-    std::vector<TimingPlan> plans;  // built once per table, run at every size and for the crossovers
-    plans.reserve(cs.size());
-    for (const Contender& c : cs) plans.emplace_back(*c.table);
     for (std::size_t c = 0; c < cs.size(); ++c)
         for (std::size_t i = 0; i < sizes.size(); ++i) {
             TimePrediction p = plans[c].predict(TimeOptions{sizes[i], link});

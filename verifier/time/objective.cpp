@@ -81,7 +81,7 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     if (!bounds) throw InputError(fmt::format("optimize --size: no time bound for {} (allgather, reduce_scatter, allreduce, alltoall, "
                                               "broadcast, reduce, scatter and gather have one)", in.collective.to_string()));
     TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
-    const CandidateQuery q{in, options.sizes, deadline};
+    const CandidateQuery q{in, options.sizes, deadline, options.time, options.link};
     std::vector<NamedProvider> providers = construction_providers();
     providers.push_back(library_provider(options.library));
     providers.push_back(nccl_provider());
@@ -93,8 +93,9 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     }
     if (r.candidates.empty()) return r;  // the bound still holds: the report prints it
     std::vector<Contender> cs;
-    for (const TimeCandidate& c : r.candidates) cs.push_back({c.name, c.source, c.table.get()});
-    r.comparison = compare(cs, options.sizes, options.link, options.time, 0);
+    std::vector<TimingPlan> plans;  // built once, when the candidates were chosen
+    for (const TimeCandidate& c : r.candidates) cs.push_back({c.name, c.source, c.table.get()}), plans.push_back(*c.plan);
+    r.comparison = compare(cs, plans, options.sizes, options.link, options.time, 0);
     check_bounds(r);
     return r;
 }
