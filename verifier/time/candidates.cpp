@@ -299,10 +299,13 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
             continue;
         }
         Timed x{i, {}, 0};
+        c.seconds.clear(), c.other.clear();
         for (double m : q.sizes) {
             const TimePrediction p = c.plan->predict(TimeOptions{m, q.link});
-            x.seconds.push_back(q.time == TimeKind::asynchronous ? p.asynchronous : p.synchronous);
+            c.seconds.push_back(q.time == TimeKind::asynchronous ? p.asynchronous : p.synchronous);
+            c.other.push_back(q.time == TimeKind::asynchronous ? p.synchronous : p.asynchronous);
         }
+        x.seconds = c.seconds;
         if (int n = names[c.name]++; n > 0) c.name += fmt::format(" ({})", n + 1);
         ts.push_back(std::move(x));
         timed[provider_of(i)] += std::chrono::duration<double>(Clock::now() - t0).count();

@@ -32,6 +32,7 @@ struct TimeCandidate {
     bool nccl = false;     ///< one of NCCL's algorithms (the speed-up is printed over the best of these)
     std::shared_ptr<const SendTable> table;
     std::optional<TimingPlan> plan = std::nullopt;  ///< its timing plan (gather_candidates builds it once; compare reuses it)
+    std::vector<double> seconds = {}, other = {};   ///< per size: by the query's time and by the other kind (gather_candidates)
 };
 
 struct CandidateQuery {
@@ -39,7 +40,7 @@ struct CandidateQuery {
     std::vector<double> sizes;
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     TimeKind time = TimeKind::asynchronous;  ///< the time that decides (gather_candidates checks those that can win by it)
-    std::optional<LinkSpeed> link;           ///< --link
+    std::optional<LinkSpeed> link = std::nullopt;  ///< --link
 };
 
 /// A provider: appends candidates (not yet verified) and notes on what it could not build.

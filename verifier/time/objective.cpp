@@ -92,10 +92,11 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
         r.system_why = e.what();
     }
     if (r.candidates.empty()) return r;  // the bound still holds: the report prints it
-    std::vector<Contender> cs;
-    std::vector<TimingPlan> plans;  // built once, when the candidates were chosen
-    for (const TimeCandidate& c : r.candidates) cs.push_back({c.name, c.source, c.table.get()}), plans.push_back(*c.plan);
-    r.comparison = compare(cs, plans, options.sizes, options.link, options.time, 0);
+    // the plans and times of gather_candidates, which chose the candidates by them
+    std::vector<TimingPlan> plans;
+    std::vector<std::vector<double>> seconds, other;
+    for (const TimeCandidate& c : r.candidates) plans.push_back(*c.plan), seconds.push_back(c.seconds), other.push_back(c.other);
+    r.comparison = compare_predicted(plans, std::move(seconds), std::move(other), options.sizes, options.link, options.time, 0);
     check_bounds(r);
     return r;
 }
