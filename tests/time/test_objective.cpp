@@ -91,7 +91,7 @@ TEST_CASE("time objective: refused without hop timing or a bound (bad input)") {
     CHECK_THROWS_AS(time_objective(instance_of("ring:4", "scan"), o), InputError);
 }
 
-TEST_CASE("time objective: only the tables that can decide are checked; the winner and NCCL's best are those of checking all") {
+TEST_CASE("time objective: only the tables that can decide are checked, and the winner and NCCL's best are those of checking all") {
     // allgather on complete:4: a broken table (one transfer; the fastest, checked and left out), the direct exchange (holds,
     // the winner) and a relay through the next processor (holds, slower: not checked, unless it is NCCL's best)
     const SynthInstance in = instance_of("complete:4", "allgather");

@@ -243,7 +243,8 @@ NamedProvider nccl_provider() {
             }};
 }
 
-std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes) {
+std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes,
+                                             std::vector<TimeCandidate>* unchecked_out) {
     std::vector<TimeCandidate> raw;
     std::vector<std::size_t> from;  // per provider, its first candidate
     std::vector<double> took;
@@ -340,8 +341,13 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
     std::vector<TimeCandidate> kept;
     std::vector<std::string> unchecked;
     for (Timed& x : ts) {
-        if (x.verdict == 0) unchecked.push_back(raw[x.raw].name);
-        if (x.verdict > 0) kept.push_back(std::move(raw[x.raw]));
+        TimeCandidate& c = raw[x.raw];
+        if (x.verdict == 0) {
+            unchecked.push_back(c.name);
+            c.table.reset(), c.plan.reset();
+            if (unchecked_out) unchecked_out->push_back(std::move(c));
+        }
+        if (x.verdict > 0) kept.push_back(std::move(c));
     }
     for (std::size_t p = 0; p < providers.size(); ++p) {
         const std::size_t n = (p + 1 < from.size() ? from[p + 1] : raw.size()) - from[p];

@@ -70,7 +70,10 @@ NamedProvider nccl_provider();
 /// winner, its time or NCCL's best, and are left out unchecked (a note names them). Keeps those
 /// that hold, in the providers' order, with their plans. Names are made unique over every table
 /// timed.
-std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::vector<NamedProvider>&, std::vector<std::string>& notes);
+/// `unchecked` (when given) receives the tables left out unchecked, with their times but without
+/// their tables and plans (freed).
+std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::vector<NamedProvider>&, std::vector<std::string>& notes,
+                                             std::vector<TimeCandidate>* unchecked = nullptr);
 
 /// The time of a table at a size: asynchronous or synchronous (docs/time.md).
 double candidate_seconds(const SendTable&, double size, const std::optional<LinkSpeed>& link, bool synchronous);

@@ -85,7 +85,7 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     std::vector<NamedProvider> providers = construction_providers();
     providers.push_back(library_provider(options.library));
     providers.push_back(nccl_provider());
-    r.candidates = gather_candidates(q, providers, r.notes);
+    r.candidates = gather_candidates(q, providers, r.notes, &r.unchecked);
     try {
         r.system = nccl::nccl_system(topo);
     } catch (const InputError& e) {
