@@ -80,8 +80,9 @@ def main():
         print("|---|---|---|---|---|---|---|---|---|")
         for i, s in enumerate(j["sizes"]):
             size = s["size_bytes"]
-            gens = [c["seconds"][i] for c in j["candidates"] if c["name"].startswith(gen + ",")]
-            ring = [c["seconds"][i] for c in j["candidates"] if c["name"] == "nccl ring"]
+            timed = j["candidates"] + j.get("unchecked", [])  # the unchecked: slower than a checked winner
+            gens = [c["seconds"][i] for c in timed if c["name"].startswith(gen + ",")]
+            ring = [c["seconds"][i] for c in timed if c["name"] == "nccl ring"]
             nv = s.get("nccl_nvls_model")
             model = nv["seconds"] if nv else None
             nm = s.get("nccl_model")

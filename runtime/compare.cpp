@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "support/assert.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "support/text.hpp"
@@ -64,24 +65,37 @@ Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& 
                                          "machine", cs.front().file, first.collective.to_string(), first.topology->processors(), c.file,
                                          t.collective.to_string(), t.topology->processors()));
     }
+    std::vector<TimingPlan> plans;  // built once per table, run at every size and for the crossovers
+    plans.reserve(cs.size());
+    for (const Contender& c : cs) plans.emplace_back(*c.table);
+    return compare(cs, plans, sizes, link, kind, baseline);
+}
+
+Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPlan>& plans, const std::vector<double>& sizes,
+                   const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline) {
+    COLLSCHED_ASSERT(plans.size() == cs.size());
+    std::vector<std::vector<double>> seconds(cs.size(), std::vector<double>(sizes.size())), other = seconds;
+    for (std::size_t c = 0; c < cs.size(); ++c)
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            TimePrediction p = plans[c].predict(TimeOptions{sizes[i], link});
+            seconds[c][i] = kind == TimeKind::asynchronous ? p.asynchronous : p.synchronous;
+            other[c][i] = kind == TimeKind::asynchronous ? p.synchronous : p.asynchronous;
+        }
+    return compare_predicted(plans, std::move(seconds), std::move(other), sizes, link, kind, baseline);
+}
+
+Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,
+                             const std::vector<double>& sizes, const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline) {
+    COLLSCHED_ASSERT(plans.size() == seconds.size() && plans.size() == other.size());
     Comparison r;
     r.sizes = sizes;
     r.kind = kind;
     r.baseline = baseline;
-    r.seconds.assign(cs.size(), std::vector<double>(sizes.size()));
-    r.other = r.seconds;
-    std::vector<TimingPlan> plans;  // built once per table, run at every size and for the crossovers
-    plans.reserve(cs.size());
-    for (const Contender& c : cs) plans.emplace_back(*c.table);
-    for (std::size_t c = 0; c < cs.size(); ++c)
-        for (std::size_t i = 0; i < sizes.size(); ++i) {
-            TimePrediction p = plans[c].predict(TimeOptions{sizes[i], link});
-            r.seconds[c][i] = kind == TimeKind::asynchronous ? p.asynchronous : p.synchronous;
-            r.other[c][i] = kind == TimeKind::asynchronous ? p.synchronous : p.asynchronous;
-        }
+    r.seconds = std::move(seconds);
+    r.other = std::move(other);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         std::size_t best = 0;
-        for (std::size_t c = 1; c < cs.size(); ++c)
+        for (std::size_t c = 1; c < plans.size(); ++c)
             if (r.seconds[c][i] < r.seconds[best][i] * (1 - 1e-12)) best = c;
         r.winner.push_back(best);
     }

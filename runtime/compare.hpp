@@ -42,6 +42,14 @@ struct Comparison {
 /// number of processors (InputError otherwise).
 Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link,
                    TimeKind kind, std::size_t baseline);
+/// The same with each contender's timing plan already built (plans[c] of cs[c]'s table), as
+/// `optimize --size` has them from choosing what to check.
+Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPlan>& plans, const std::vector<double>& sizes,
+                   const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline);
+/// The same with every time already predicted (seconds[c][i] of the kind that decides, other[c][i]
+/// the other kind, each plans[c].predict at sizes[i]): the winners and the crossovers.
+Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,
+                             const std::vector<double>& sizes, const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline);
 
 /// What the plot shows against size: the time, or nccl-tests' algorithm bandwidth.
 enum class PlotKind { time, algbw };

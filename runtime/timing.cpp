@@ -148,7 +148,7 @@ namespace {
 /// part of it (its contributors a subset of the value's), all of them.
 class PlanBuilder {
 public:
-    PlanBuilder(const SendTable& t, TimingPlan::Impl& p) : t_(t), topo_(*t.topology), ms_(t.messages()), p_(p) {}
+    PlanBuilder(const SendTable& t, TimingPlan::Impl& p, Deadline deadline) : t_(t), topo_(*t.topology), ms_(t.messages()), p_(p), deadline_(deadline) {}
 
     void build() {
         const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
@@ -172,8 +172,13 @@ public:
     }
 
 private:
+    void poll(std::uint32_t i) const {
+        if ((i & 0xffff) == 0xffff && deadline_.passed()) throw LimitReached("time limit (the timing plan)");
+    }
+
     void index_arrivals() {
         for (std::uint32_t i = 0; i < t_.transfers.size(); ++i) {
+            poll(i);
             const Transfer& x = t_.transfers[i];
             const Node to = topo_.channel(x.channel).to;
             ms_.for_each_part(x.message, [&](MessageId p) {
@@ -196,6 +201,7 @@ private:
         p_.pending.assign(T, 0);
         Index notify;
         for (std::uint32_t j = 0; j < T; ++j) {
+            poll(j);
             const Transfer& x = t_.transfers[j];
             const Node u = topo_.channel(x.channel).from;
             const bool processor = topo_.is_processor(u);
@@ -285,6 +291,7 @@ private:
     const Topology& topo_;
     Messages ms_;
     TimingPlan::Impl& p_;
+    Deadline deadline_;
     Index base_arrivals_;   // (node, base part) -> transfers that bring it there
     Index value_arrivals_;  // (node, chunk) -> transfers that bring a value of that chunk there
 };
@@ -546,10 +553,10 @@ double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt
     return topo.group_bandwidth(g) / wire;
 }
 
-TimingPlan::TimingPlan(const SendTable& t) {
+TimingPlan::TimingPlan(const SendTable& t, Deadline deadline) {
     COLLSCHED_ASSERT(t.is_sorted());
     auto p = std::make_shared<Impl>();
-    PlanBuilder(t, *p).build();
+    PlanBuilder(t, *p, deadline).build();
     impl_ = std::move(p);
 }
 

@@ -81,17 +81,69 @@ std::vector<std::uint32_t> composite_key(const Composite& c) {
 
 }  // namespace
 
+namespace {
+
+/// composite_key() without building it: kind, lo, hi, then the parts and the sources as one
+/// sequence (two composites are the same when these are).
+std::uint64_t composite_hash(const Composite& c) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 0x9e3779b97f4a7c15ull; };  // per word (a partial has up to P sources)
+    mix(static_cast<std::uint32_t>(c.kind));
+    mix(c.lo);
+    mix(c.hi);
+    for (MessageId p : c.parts) mix(idx(p));
+    for (std::uint32_t s : c.sources) mix(s);
+    h ^= h >> 33;  // MurmurHash3's finalizer: the slot is taken from the low bits, the tag from the high
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
+bool same_key(const Composite& a, const Composite& b) {
+    if (a.kind != b.kind || a.lo != b.lo || a.hi != b.hi || a.parts.size() + a.sources.size() != b.parts.size() + b.sources.size())
+        return false;
+    auto at = [](const Composite& c, std::size_t i) { return i < c.parts.size() ? idx(c.parts[i]) : c.sources[i - c.parts.size()]; };
+    for (std::size_t i = 0, n = a.parts.size() + a.sources.size(); i < n; ++i)
+        if (at(a, i) != at(b, i)) return false;
+    return true;
+}
+
+}  // namespace
+
+namespace {
+
+std::uint64_t tag_of(std::uint64_t hash) { return hash & 0xffffffff00000000ull; }
+
+}  // namespace
+
+std::size_t Composites::slot_of(const Composite& c) const {
+    const std::size_t mask = slots_.size() - 1;
+    const std::uint64_t h = composite_hash(c), tag = tag_of(h);
+    for (std::size_t i = h & mask;; i = (i + 1) & mask)
+        if (slots_[i] == 0 || (tag_of(slots_[i]) == tag && same_key(items_[(slots_[i] & 0xffffffffu) - 1], c))) return i;
+}
+
+void Composites::grow() {
+    slots_.assign(std::max<std::size_t>(64, slots_.size() * 2), 0);
+    for (std::size_t i = 0; i < items_.size(); ++i) slots_[slot_of(items_[i])] = tag_of(composite_hash(items_[i])) | (i + 1);
+}
+
 MessageId Composites::intern(Composite c) {
-    std::vector<std::uint32_t> k = composite_key(c);
-    auto [it, fresh] = index_.emplace(std::move(k), static_cast<std::uint32_t>(base_ + items_.size()));
-    if (fresh) items_.push_back(std::move(c));
-    return MessageId{it->second};
+    if (2 * (items_.size() + 1) > slots_.size()) grow();
+    const std::size_t s = slot_of(c);
+    if (slots_[s] == 0) {
+        slots_[s] = tag_of(composite_hash(c)) | (items_.size() + 1);
+        items_.push_back(std::move(c));
+    }
+    return MessageId{static_cast<std::uint32_t>(base_ + (slots_[s] & 0xffffffffu) - 1)};
 }
 
 std::optional<MessageId> Composites::find(const Composite& c) const {
-    auto it = index_.find(composite_key(c));
-    if (it == index_.end()) return std::nullopt;
-    return MessageId{it->second};
+    if (slots_.empty()) return std::nullopt;
+    const std::size_t s = slot_of(c);
+    if (slots_[s] == 0) return std::nullopt;
+    return MessageId{static_cast<std::uint32_t>(base_ + (slots_[s] & 0xffffffffu) - 1)};
 }
 
 std::vector<MessageId> Composites::canonicalize() {
@@ -105,13 +157,13 @@ std::vector<MessageId> Composites::canonicalize() {
     std::vector<MessageId> remap(items_.size());
     std::vector<Composite> sorted;
     sorted.reserve(items_.size());
-    index_.clear();
     for (std::uint32_t i = 0; i < order.size(); ++i) {
         remap[order[i]] = MessageId{static_cast<std::uint32_t>(base_ + i)};
-        index_.emplace_hint(index_.end(), std::move(keys[order[i]]), static_cast<std::uint32_t>(base_ + i));
         sorted.push_back(std::move(items_[order[i]]));
     }
     items_ = std::move(sorted);
+    for (std::uint64_t& s : slots_) s = 0;
+    for (std::size_t i = 0; i < items_.size(); ++i) slots_[slot_of(items_[i])] = tag_of(composite_hash(items_[i])) | (i + 1);
     return remap;
 }
 

@@ -213,3 +213,16 @@ TEST_CASE("timing: one plan predicts every size as a fresh prediction does, and 
         CHECK(copy.predict(TimeOptions{1 << 20, LinkSpeed{1e-6, 1e9}}).asynchronous > 0);
     }
 }
+
+TEST_CASE("timing: a plan's building stops at its deadline") {
+    // allgather on complete:300 in one step: 89,700 transfers, past the 65,536 the builder polls
+    // after (issue 41: optimize --size built the plans of its last tables past --timeout)
+    auto topo = Topology::parse("complete:300");
+    TableBuilder b(topo, Model{}, Collective::parse("allgather", *topo));
+    for (std::uint32_t s = 0; s < 300; ++s)
+        for (std::uint32_t d = 0; d < 300; ++d)
+            if (s != d) b.hop(1, *topo->find_channel(Node{s}, Node{d}), b.messages().broadcast(s));
+    const SendTable t = std::move(b).finish();
+    CHECK_THROWS_AS(TimingPlan(t, Deadline::after(1e-9)), LimitReached);
+    CHECK(TimingPlan(t).predict(TimeOptions{1 << 20, std::nullopt}).asynchronous > 0);
+}

@@ -9,12 +9,16 @@
 #include <regex>
 #include <string>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/table/builder.hpp"
 #include "support/error.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "verifier/time/objective.hpp"
 #include "verifier/time/objective_report.hpp"
+#include "verifier/time/candidates.hpp"
 
 using namespace collsched;
 
@@ -27,8 +31,8 @@ SynthInstance instance_of(const std::string& topology, const std::string& collec
 
 /// The providers' notes say how long they took: not part of the comparison.
 std::string without_run_times(const std::string& s) {
-    static const std::regex took(R"(built in [0-9.]+ s, verified in [0-9.]+ s)");
-    return std::regex_replace(s, took, "built in X s, verified in X s");
+    static const std::regex took(R"(built in [0-9.]+ s, verified in [0-9.]+ s \(timed in [0-9.]+ s\))");
+    return std::regex_replace(s, took, "built in X s, verified in X s (timed in X s)");
 }
 
 }  // namespace
@@ -85,4 +89,46 @@ TEST_CASE("time objective: refused without hop timing or a bound (bad input)") {
     worm.model.timing = Timing::wormhole;
     CHECK_THROWS_AS(time_objective(worm, o), InputError);
     CHECK_THROWS_AS(time_objective(instance_of("ring:4", "scan"), o), InputError);
+}
+
+TEST_CASE("time objective: only the tables that can decide are checked, and the winner and NCCL's best are those of checking all") {
+    // allgather on complete:4: a broken table (one transfer; the fastest, checked and left out), the direct exchange (holds,
+    // the winner) and a relay through the next processor (holds, slower: not checked, unless it is NCCL's best)
+    const SynthInstance in = instance_of("complete:4", "allgather");
+    const auto& topo = in.topology;
+    auto table = [&](int kind) {
+        TableBuilder b(topo, in.model, in.collective);
+        const Messages ms = b.messages();
+        for (std::uint32_t s = 0; s < 4; ++s)
+            for (std::uint32_t d = 0; d < 4; ++d) {
+                if (s == d || (kind == 0 && (s != 0 || d != 1))) continue;
+                const std::uint32_t via = (s + 1) % 4;
+                if (kind == 2 && d != via) {
+                    b.hop(2, *topo->find_channel(Node{via}, Node{d}), ms.broadcast(s));
+                    continue;
+                }
+                b.hop(1, *topo->find_channel(Node{s}, Node{d}), ms.broadcast(s));
+            }
+        return std::make_shared<const SendTable>(std::move(b).finish());
+    };
+    for (bool relay_is_nccl : {false, true}) {
+        CAPTURE(relay_is_nccl);
+        const NamedProvider p{"test", [&](const CandidateQuery&, std::vector<TimeCandidate>& out, std::vector<std::string>&) {
+                                  out.push_back({"broken", "", "test", false, table(0)});
+                                  out.push_back({"relay", "", "test", relay_is_nccl, table(2)});
+                                  out.push_back({"direct", "", "test", false, table(1)});
+                              }};
+        std::vector<std::string> notes;
+        const std::vector<TimeCandidate> kept = gather_candidates(CandidateQuery{in, {1 << 20}}, {p}, notes);
+        std::vector<std::string> names;
+        for (const TimeCandidate& c : kept) {
+            names.push_back(c.name);
+            CHECK(c.plan.has_value());
+        }
+        CHECK(names == (relay_is_nccl ? std::vector<std::string>{"relay", "direct"} : std::vector<std::string>{"direct"}));
+        const std::string all = fmt::format("{}", fmt::join(notes, "\n"));
+        CHECK(all.find("broken (test): does not hold under") != std::string::npos);
+        CHECK((all.find("not checked, slower at every size than a table that holds (by more than a near tie): relay") != std::string::npos) ==
+              !relay_is_nccl);
+    }
 }

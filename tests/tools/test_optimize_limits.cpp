@@ -391,6 +391,14 @@ TEST_CASE("limits: the memory budget holds in optimize's bounds and in bandwidth
     CHECK(c.r.code == 3);
     CHECK(c.r.out.starts_with("collsched: stopped before any result: memory limit: the list of 16773120 channels of complete:4096 needs about"));
     CHECK(c.seconds < margin(0));
+    // A product of complete graphs likewise (11.6 million channels; 331 MB under 200 MiB before its estimate), and the
+    // products the mesh, torus and hypercube families are.
+    auto p = timed("COLLSCHED_MAX_MEMORY_MB=200 " + std::string(COLLSCHED_BINARY) +
+                   " optimize --topology 'product:complete:180*complete:180' --collective broadcast:0 --timeout 10");
+    CHECK(p.r.code == 3);
+    CHECK(p.r.out.starts_with("collsched: stopped before any result: memory limit: the list of 11599200 channels of "
+                              "product:complete:180*complete:180 needs about"));
+    CHECK(p.seconds < margin(0));
 }
 
 TEST_CASE("limits: greedy and translates on torus:64x64 write their tables under the limit") {

@@ -344,7 +344,7 @@ std::string shape_name(const Shape& sh, CollectiveKind kind) {
 }
 
 std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<std::vector<Node>>& boxes, const Shape& sh, std::uint32_t pieces,
-                                     std::string* why) {
+                                     std::string* why, Deadline deadline) {
     const CollectiveKind kind = in.collective.kind;
     const std::size_t K = boxes.size(), B = boxes.empty() ? 0 : boxes[0].size();
     std::string problem = K == 0 || pieces == 0 ? "no boxes or no pieces" : shape_problem(kind, K, B, sh);
@@ -378,7 +378,7 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
     if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, cycles, sh, pieces);
     if (kind == CollectiveKind::reduce_scatter) reduce_scatter_plan(plan, boxes, cycles, sh, pieces);
     if (kind == CollectiveKind::allgather) allgather_plan(plan, boxes, cycles, sh, pieces);
-    return plan.lower(why);
+    return plan.lower(why, deadline);
 }
 
 }  // namespace collsched::compose

@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
+#include "runtime/timing.hpp"
+#include "support/budget.hpp"
 #include "verifier/synth/problem/instance.hpp"
 
 namespace collsched::compose {
@@ -59,6 +61,7 @@ struct Candidate {
     std::uint32_t pieces = 1;
     SendTable table;     ///< verified by the direct checker under the instance's model
     double predicted_s = 0;  ///< asynchronous time at the size asked for
+    std::optional<TimingPlan> plan = std::nullopt;  ///< the table's timing plan, when the shapes built it
 };
 
 /// The boxes of a machine: box b's processors in increasing order (GPU j of box b is boxes[b][j]).
@@ -81,7 +84,7 @@ Boxes find_boxes(const Topology&);
 /// reduce_scatter or allgather; the instance's chunk count is replaced by the shape's), or
 /// nullopt with `why`. Not verified.
 std::optional<SendTable> build_shape(const SynthInstance&, const std::vector<std::vector<Node>>& boxes, const Shape&, std::uint32_t pieces,
-                                     std::string* why);
+                                     std::string* why, Deadline deadline = {});
 
 /// The number of pieces time_candidates tries after `k` pieces whose table has `transfers`: four
 /// times as many, up to 64, while the table stays within the budget of 500,000 transfers; where
@@ -100,8 +103,11 @@ std::vector<Candidate> time_candidates(const SynthInstance&, double size_bytes,
                                        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 /// The same for several sizes at once: each shape's table at each number of pieces is built once
 /// and predicted at every size; the result is every (shape, pieces) that some size chose, once
-/// (predicted_s: at the first size that chose it), fastest first.
+/// (predicted_s: at the first size that chose it), fastest first. `verify` false: the shapes'
+/// tables are not checked here (the caller checks them: the time objective checks those that
+/// can win, verifier/time/candidates.hpp).
 std::vector<Candidate> time_candidates(const SynthInstance&, const std::vector<double>& sizes,
-                                       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+                                       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+                                       bool verify = true);
 
 }  // namespace collsched::compose

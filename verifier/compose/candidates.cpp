@@ -147,30 +147,41 @@ public:
         std::size_t shape_index = 0;
         bool applies = false;            // the shape applies with these pieces
         std::optional<SendTable> table;  // empty when it does not apply, or dropped
+        std::optional<TimingPlan> plan;  // the table's (dropped with it)
         std::size_t transfers = 0;
         std::vector<double> seconds;     // asynchronous, per size
     };
 
     /// The shape with k pieces (built and predicted on first use), or nullptr when it does not
     /// apply. Its table may have been dropped since (`table` empty): `rebuild` brings it back.
-    const Entry* get(const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k) {
+    /// Past `deadline` (none: the first shape, so that one is kept) the table or its timing plan
+    /// stops (LimitReached) and the shape is taken as not applying with k pieces; `stopped()` says so.
+    const Entry* get(const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k, Deadline deadline = {}) {
         auto [it, fresh] = at_.try_emplace(std::make_tuple(&d, shape_index, k));
         Entry& e = it->second;
         if (fresh) {
             e.d = &d, e.shape_index = shape_index, e.shape = sh, e.pieces = k;
-            e.table = build_shape(in_, d.boxes, sh, k, nullptr);
-            e.applies = e.table.has_value();
-            if (e.table) {
-                e.transfers = e.table->transfers.size();
-                const TimingPlan plan(*e.table);
-                for (double m : sizes_) e.seconds.push_back(plan.predict(TimeOptions{m, std::nullopt}).asynchronous);
+            try {
+                e.table = build_shape(in_, d.boxes, sh, k, nullptr, deadline);
+                if (e.table) {
+                    e.transfers = e.table->transfers.size();
+                    e.plan.emplace(*e.table, deadline);
+                    for (double m : sizes_) e.seconds.push_back(e.plan->predict(TimeOptions{m, std::nullopt}).asynchronous);
+                }
+            } catch (const LimitReached&) {
+                e.table.reset();
+                e.plan.reset();
+                e.seconds.clear();
+                stopped_ = true;
             }
+            e.applies = e.table.has_value();
         }
         return e.applies ? &e : nullptr;
     }
-    const SendTable& rebuild(const Entry& e) {
+    bool stopped() const { return stopped_; }
+    const SendTable& rebuild(const Entry& e, Deadline deadline = {}) {
         Entry& x = at_.at(std::make_tuple(e.d, e.shape_index, e.pieces));
-        if (!x.table) x.table = build_shape(in_, x.d->boxes, x.shape, x.pieces, nullptr);
+        if (!x.table) x.table = build_shape(in_, x.d->boxes, x.shape, x.pieces, nullptr, deadline);
         COLLSCHED_ASSERT(x.table.has_value());
         return *x.table;
     }
@@ -178,13 +189,14 @@ public:
     template <class Keep>
     void drop_unless(Keep keep) {
         for (auto& [key, e] : at_)
-            if (e.table && e.pieces > 1 && !keep(e)) e.table.reset();
+            if (e.table && e.pieces > 1 && !keep(e)) e.table.reset(), e.plan.reset();
     }
 
 private:
     const SynthInstance& in_;
     const std::vector<double>& sizes_;
     std::map<std::tuple<const Decomposition*, std::size_t, std::uint32_t>, Entry> at_;
+    bool stopped_ = false;
 };
 
 struct Tried {
@@ -206,7 +218,7 @@ struct Tried {
 void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t, double>& at, Clock::time_point deadline) {
     std::size_t transfers = t.one->transfers;
     for (std::uint32_t k = next_pieces(t.pieces, transfers); k > 0 && Clock::now() < deadline; k = next_pieces(k, transfers)) {
-        const ShapeTables::Entry* next = tables.get(*t.d, t.shape_index, t.shape, k);
+        const ShapeTables::Entry* next = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline));
         if (!next) return;
         transfers = next->transfers;
         const double s = next->seconds[i];
@@ -308,7 +320,7 @@ std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::v
     return out;
 }
 
-std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline) {
+std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline, bool verify) {
     const CollectiveKind kind = in.collective.kind;
     std::vector<Candidate> out;
     if (kind == CollectiveKind::alltoall && !sizes.empty()) return alltoall_candidates(in, sizes, deadline);
@@ -322,7 +334,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         const std::vector<Shape> shapes = shapes_for(*in.topology, d.boxes, d.flat);
         for (std::size_t si = 0; si < shapes.size(); ++si) {
             if (Clock::now() >= deadline && !tried.empty()) break;  // keep what is built: at least one shape
-            const ShapeTables::Entry* one = tables.get(d, si, shapes[si], 1);
+            const ShapeTables::Entry* one = tables.get(d, si, shapes[si], 1, tried.empty() ? Deadline{} : Deadline::at(deadline));
             if (!one) continue;  // the shape does not apply (a route through a processor, ...)
             tried.push_back({&d, si, shapes[si], one, load_bound(*one->table, 1.0), -1.0});
         }
@@ -372,9 +384,15 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         const Tried& t = tried[key.first];
         const ShapeTables::Entry* e = tables.get(*t.d, t.shape_index, t.shape, key.second);
         if (!e) continue;
-        const SendTable& table = tables.rebuild(*e);
-        if (!verify_direct(table, out.empty() ? VerifyOptions{} : check).holds()) continue;  // a construction that does not hold (or
-                                                                                             // not checked in time) is left out
+        const SendTable* rebuilt = nullptr;
+        try {
+            rebuilt = &tables.rebuild(*e, out.empty() ? Deadline{} : check.deadline);
+        } catch (const LimitReached&) {
+            break;
+        }
+        const SendTable& table = *rebuilt;
+        // a construction that does not hold (or not checked in time) is left out; unchecked, the caller checks
+        if (verify && !verify_direct(table, out.empty() ? VerifyOptions{} : check).holds()) continue;
         const bool again = std::any_of(out.begin(), out.end(), [&](const Candidate& c) {
             return c.table.collective == table.collective && c.table.transfers == table.transfers;
         });
@@ -382,7 +400,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
         std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 (or the most within 500,000 transfers) at {} bytes (asynchronous time)", shape_name(t.shape, kind),
                                       t.d->what, e->pieces, sizes[i]);
-        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i]});
+        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan});
     }
     const Boxes boxes = find_boxes(*in.topology);
     if (in.topology->routers() == 0 && boxes.boxes.size() <= 1) {
@@ -398,7 +416,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
 }
 
 std::vector<Candidate> time_candidates(const SynthInstance& in, double size_bytes, Clock::time_point deadline) {
-    return time_candidates(in, std::vector<double>{size_bytes}, deadline);
+    return time_candidates(in, std::vector<double>{size_bytes}, deadline, true);
 }
 
 }  // namespace collsched::compose

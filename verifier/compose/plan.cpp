@@ -31,7 +31,7 @@ private:
 
 }  // namespace
 
-std::optional<SendTable> Plan::lower(std::string* why) const {
+std::optional<SendTable> Plan::lower(std::string* why, Deadline deadline) const {
     const Topology& t = *topo_;
     std::vector<PlannedSend> sends = sends_;
     std::stable_sort(sends.begin(), sends.end(), [](const PlannedSend& a, const PlannedSend& b) { return a.step < b.step; });
@@ -70,7 +70,7 @@ std::optional<SendTable> Plan::lower(std::string* why) const {
         Step h = at;
         for (ChannelId c : routes(s.from, s.to)) b.hop(h++, c, m);
     }
-    SendTable table = std::move(b).finish();
+    SendTable table = std::move(b).finish(deadline);
     if (model_.replicate) {  // a router that holds m copies it: one transfer per (step, channel, message)
         table.transfers.erase(std::unique(table.transfers.begin(), table.transfers.end()), table.transfers.end());
     }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
+#include "support/budget.hpp"
 
 namespace collsched::compose {
 
@@ -38,7 +39,8 @@ public:
     const Collective& collective() const { return coll_; }
 
     /// The send table, or nullopt with `why` set when a route passes through a processor.
-    std::optional<SendTable> lower(std::string* why) const;
+    /// LimitReached once `deadline` passes while the table is sorted (TableBuilder::finish).
+    std::optional<SendTable> lower(std::string* why, Deadline deadline = {}) const;
 
 private:
     std::shared_ptr<const Topology> topo_;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/table/duality.hpp"
 #include "support/error.hpp"
@@ -163,8 +164,9 @@ void hierarchical(const CandidateQuery& q, std::vector<TimeCandidate>& out, std:
 void composed(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
     std::vector<double> sizes = q.sizes;
     if (sizes.empty()) sizes.push_back(1 << 20);
-    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline))
-        out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table))});
+    // unchecked here: gather_candidates checks the tables that can win
+    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false))
+        out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table)), std::move(c.plan)});
     if (Clock::now() >= q.deadline) notes.push_back("constructions for time: the time limit came before every shape and piece count was tried");
 }
 
@@ -241,8 +243,9 @@ NamedProvider nccl_provider() {
             }};
 }
 
-std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes) {
-    std::vector<TimeCandidate> raw, kept;
+std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes,
+                                             std::vector<TimeCandidate>* unchecked_out) {
+    std::vector<TimeCandidate> raw;
     std::vector<std::size_t> from;  // per provider, its first candidate
     std::vector<double> took;
     // Every provider and every check holds the query's deadline: a provider is not started once it has passed, one a
@@ -263,36 +266,96 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         }
         took.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     }
-    std::vector<double> verify(providers.size(), 0.0);
+    // Every table timed (its plan is built once: the comparison reuses it), then checked only where it can decide.
+    const Deadline limit = Deadline::at(q.deadline);
+    std::vector<double> timed(providers.size(), 0.0), verify(providers.size(), 0.0);
+    auto provider_of = [&](std::size_t i) { return static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), i) - from.begin()) - 1; };
+    struct Timed {
+        std::size_t raw;
+        std::vector<double> seconds;  // by the query's time, per size
+        int verdict = 0;              // 0 not checked, 1 holds, -1 left out
+    };
+    std::vector<Timed> ts;
     std::map<std::string, int> names;
     for (std::size_t i = 0; i < raw.size(); ++i) {
         TimeCandidate& c = raw[i];
         const auto t0 = Clock::now();
-        const std::size_t pi = static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), i) - from.begin()) - 1;
-        SendTable t = *c.table;
-        if (t.collective.kind != q.instance.collective.kind || t.collective.root != q.instance.collective.root) continue;
-        t.topology = q.instance.topology;
-        t.model = q.instance.model;
-        VerifyOptions vo;
-        vo.deadline = Deadline::at(q.deadline);
-        const VerifyReport r = verify_direct(t, vo);
-        verify[pi] += std::chrono::duration<double>(Clock::now() - t0).count();
-        if (r.verdict() == "unknown") {
-            notes.push_back(fmt::format("{} ({}): not verified before the time limit, left out", c.name, c.provider));
-            continue;
+        if (c.table->collective.kind != q.instance.collective.kind || c.table->collective.root != q.instance.collective.root) continue;
+        // a plan the provider built is the table's own when the table already has the instance's topology and model
+        const bool same = c.table->topology == q.instance.topology && c.table->model == q.instance.model;
+        if (!same) {
+            c.plan.reset();
+            SendTable t = *c.table;
+            t.topology = q.instance.topology;
+            t.model = q.instance.model;
+            c.table = std::make_shared<const SendTable>(std::move(t));
         }
-        if (!r.holds()) {
+        try {
+            if (!c.plan) c.plan.emplace(*c.table, limit);
+        } catch (const LimitReached&) {
+            notes.push_back(fmt::format("{} ({}): not timed before the time limit, left out", c.name, c.provider));
+            continue;
+        } catch (const InputError&) {  // not causal: it does not hold
             notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
             continue;
         }
+        Timed x{i, {}, 0};
+        c.seconds.clear(), c.other.clear();
+        for (double m : q.sizes) {
+            const TimePrediction p = c.plan->predict(TimeOptions{m, q.link});
+            c.seconds.push_back(q.time == TimeKind::asynchronous ? p.asynchronous : p.synchronous);
+            c.other.push_back(q.time == TimeKind::asynchronous ? p.synchronous : p.asynchronous);
+        }
+        x.seconds = c.seconds;
         if (int n = names[c.name]++; n > 0) c.name += fmt::format(" ({})", n + 1);
-        c.table = std::make_shared<const SendTable>(std::move(t));
-        kept.push_back(std::move(c));
+        ts.push_back(std::move(x));
+        timed[provider_of(i)] += std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    auto holds = [&](Timed& x) {
+        if (x.verdict != 0) return x.verdict > 0;
+        const TimeCandidate& c = raw[x.raw];
+        const auto t0 = Clock::now();
+        VerifyOptions vo;
+        vo.deadline = limit;
+        const VerifyReport r = verify_direct(*c.table, vo);
+        verify[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
+        x.verdict = r.holds() ? 1 : -1;
+        if (r.verdict() == "unknown") notes.push_back(fmt::format("{} ({}): not verified before the time limit, left out", c.name, c.provider));
+        else if (!r.holds()) notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
+        return x.verdict > 0;
+    };
+    // At each size, by time: the fastest that holds and every one within 1 + 1e-9 of the slowest kept so far (compare()'s
+    // winner is the first of the near ties, within 1e-12; a table past such a gap never changes it); the same among NCCL's.
+    for (std::size_t s = 0; s < q.sizes.size(); ++s)
+        for (bool nccl_only : {false, true}) {
+            std::vector<std::size_t> order;
+            for (std::size_t k = 0; k < ts.size(); ++k)
+                if (!nccl_only || raw[ts[k].raw].nccl) order.push_back(k);
+            std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ts[a].seconds[s] < ts[b].seconds[s]; });
+            double top = -1;
+            for (std::size_t k : order) {
+                if (top >= 0 && ts[k].seconds[s] > top * (1 + 1e-9)) break;
+                if (holds(ts[k])) top = std::max(top, ts[k].seconds[s]);
+            }
+        }
+    std::vector<TimeCandidate> kept;
+    std::vector<std::string> unchecked;
+    for (Timed& x : ts) {
+        TimeCandidate& c = raw[x.raw];
+        if (x.verdict == 0) {
+            unchecked.push_back(c.name);
+            c.table.reset(), c.plan.reset();
+            if (unchecked_out) unchecked_out->push_back(std::move(c));
+        }
+        if (x.verdict > 0) kept.push_back(std::move(c));
     }
     for (std::size_t p = 0; p < providers.size(); ++p) {
         const std::size_t n = (p + 1 < from.size() ? from[p + 1] : raw.size()) - from[p];
-        notes.push_back(fmt::format("{}: {} table{} built in {:.2f} s, verified in {:.2f} s", providers[p].name, n, n == 1 ? "" : "s", took[p], verify[p]));
+        notes.push_back(fmt::format("{}: {} table{} built in {:.2f} s, verified in {:.2f} s (timed in {:.2f} s)", providers[p].name, n,
+                                    n == 1 ? "" : "s", took[p], verify[p], timed[p]));
     }
+    if (!unchecked.empty())
+        notes.push_back(fmt::format("not checked, slower at every size than a table that holds (by more than a near tie): {}", fmt::join(unchecked, "; ")));
     return kept;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
+#include "runtime/compare.hpp"
 #include "runtime/timing.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/time_bound.hpp"
@@ -30,12 +31,16 @@ struct TimeCandidate {
     std::string provider;  ///< "rings", "packing", "least steps", "library", "nccl", ...
     bool nccl = false;     ///< one of NCCL's algorithms (the speed-up is printed over the best of these)
     std::shared_ptr<const SendTable> table;
+    std::optional<TimingPlan> plan = std::nullopt;  ///< its timing plan (gather_candidates builds it once; compare reuses it)
+    std::vector<double> seconds = {}, other = {};   ///< per size: by the query's time and by the other kind (gather_candidates)
 };
 
 struct CandidateQuery {
     SynthInstance instance;  ///< topology, collective (its chunks are the providers' to choose), model
     std::vector<double> sizes;
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    TimeKind time = TimeKind::asynchronous;  ///< the time that decides (gather_candidates checks those that can win by it)
+    std::optional<LinkSpeed> link = std::nullopt;  ///< --link
 };
 
 /// A provider: appends candidates (not yet verified) and notes on what it could not build.
@@ -56,9 +61,19 @@ std::vector<NamedProvider> construction_providers();
 NamedProvider nccl_provider();
 
 /// Runs every provider, re-stamps each table with the instance's topology and model (a table for
-/// another machine of the same shape is dropped by the caller's provider), verifies it with the
-/// direct checker and keeps those that hold. Names are made unique.
-std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::vector<NamedProvider>&, std::vector<std::string>& notes);
+/// another machine of the same shape is dropped by the caller's provider), builds its timing plan
+/// and predicts it at every size, and verifies with the direct checker the tables that can decide
+/// something: at each size, by the query's time, the fastest that holds and every one within a
+/// factor 1 + 1e-9 of the ones kept before it (the near ties compare()'s choice of the winner
+/// depends on), and the same among NCCL's algorithms (the speed-up's baseline). The others are
+/// slower at every size than a table that holds, by more than any near tie: they cannot change the
+/// winner, its time or NCCL's best, and are left out unchecked (a note names them). Keeps those
+/// that hold, in the providers' order, with their plans. Names are made unique over every table
+/// timed.
+/// `unchecked` (when given) receives the tables left out unchecked, with their times but without
+/// their tables and plans (freed).
+std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::vector<NamedProvider>&, std::vector<std::string>& notes,
+                                             std::vector<TimeCandidate>* unchecked = nullptr);
 
 /// The time of a table at a size: asynchronous or synchronous (docs/time.md).
 double candidate_seconds(const SendTable&, double size, const std::optional<LinkSpeed>& link, bool synchronous);

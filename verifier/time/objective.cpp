@@ -81,20 +81,22 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     if (!bounds) throw InputError(fmt::format("optimize --size: no time bound for {} (allgather, reduce_scatter, allreduce, alltoall, "
                                               "broadcast, reduce, scatter and gather have one)", in.collective.to_string()));
     TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
-    const CandidateQuery q{in, options.sizes, deadline};
+    const CandidateQuery q{in, options.sizes, deadline, options.time, options.link};
     std::vector<NamedProvider> providers = construction_providers();
     providers.push_back(library_provider(options.library));
     providers.push_back(nccl_provider());
-    r.candidates = gather_candidates(q, providers, r.notes);
+    r.candidates = gather_candidates(q, providers, r.notes, &r.unchecked);
     try {
         r.system = nccl::nccl_system(topo);
     } catch (const InputError& e) {
         r.system_why = e.what();
     }
     if (r.candidates.empty()) return r;  // the bound still holds: the report prints it
-    std::vector<Contender> cs;
-    for (const TimeCandidate& c : r.candidates) cs.push_back({c.name, c.source, c.table.get()});
-    r.comparison = compare(cs, options.sizes, options.link, options.time, 0);
+    // the plans and times of gather_candidates, which chose the candidates by them
+    std::vector<TimingPlan> plans;
+    std::vector<std::vector<double>> seconds, other;
+    for (const TimeCandidate& c : r.candidates) plans.push_back(*c.plan), seconds.push_back(c.seconds), other.push_back(c.other);
+    r.comparison = compare_predicted(plans, std::move(seconds), std::move(other), options.sizes, options.link, options.time, 0);
     check_bounds(r);
     return r;
 }

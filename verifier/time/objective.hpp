@@ -51,6 +51,9 @@ struct TimeObjective {
     Comparison comparison;                  ///< the candidates at every size (none when no candidate)
     std::optional<nccl::System> system;     ///< what NCCL's search sees of the machine, if it describes it
     std::string system_why;                 ///< why not, when it does not
+    /// Tables timed but not checked (slower at every size than a table that holds; no table or
+    /// plan kept): their names and times, for scripts (JSON `unchecked`).
+    std::vector<TimeCandidate> unchecked = {};
 
     /// The fastest candidate at size i (at least one candidate).
     const TimeCandidate& winner(std::size_t i) const { return candidates[comparison.winner[i]]; }

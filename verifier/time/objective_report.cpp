@@ -110,6 +110,10 @@ std::string json_report(const TimeObjective& r, const std::vector<std::string>& 
                       {"seconds", r.comparison.seconds[c]}});  // its time at every size, in the order of "sizes"
     }
     j["candidates"] = cj;
+    auto uj = ojson::array();  // timed, not checked: slower at every size than a checked table that holds
+    for (const TimeCandidate& x : r.unchecked)
+        uj.push_back({{"name", x.name}, {"provider", x.provider}, {"nccl", x.nccl}, {"source", x.source}, {"seconds", x.seconds}});
+    j["unchecked"] = uj;
     j["notes"] = r.notes;
     j["witness"] = witnesses;
     return j.dump() + "\n";
