@@ -38,11 +38,6 @@ SendTable compile_library(const std::string& rel, std::int64_t n) {
     return std::move(*t);
 }
 
-std::string first_violation(const VerifyReport& r, Property p) {
-    for (const Violation& v : r.violations)
-        if (v.property == p) return v.detail;
-    return "";
-}
 
 }  // namespace
 
