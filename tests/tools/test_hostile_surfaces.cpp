@@ -36,6 +36,7 @@
 
 using namespace collsched;
 using collsched::test::parse_trace;
+using collsched::test::slurp;
 using collsched::test::source;
 using collsched::test::Trace;
 

@@ -26,6 +26,7 @@
 
 using namespace collsched;
 using collsched::test::compile_ok;
+using collsched::test::first_violation;
 using collsched::test::verify_all;
 
 namespace {
