@@ -14,6 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${COLLSCHED_ASAN_BUILD_DIR:-build-asan}
 start=$(date +%s)
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}  # as scripts/setup.sh
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
       -DCOLLSCHED_SANITIZE=ON -DCOLLSCHED_MPI=OFF -DCOLLSCHED_PYTHON=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)"

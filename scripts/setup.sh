@@ -11,7 +11,7 @@ quick=0
 if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
 
 # what the collsched binary needs to build
-packages=(build-essential cmake pkg-config libz3-dev libboost-dev doctest-dev libcadical-dev
+packages=(build-essential cmake ninja-build pkg-config libz3-dev libboost-dev doctest-dev libcadical-dev
           nlohmann-json3-dev libsimdjson-dev libcli11-dev libfmt-dev openmpi-bin libopenmpi-dev
           libprotobuf-dev protobuf-compiler)
 # and what the test suite, the documentation's pictures and the Python module need
@@ -32,6 +32,10 @@ if ((${#missing[@]})); then
 fi
 
 build=${COLLSCHED_BUILD_DIR:-build}
+# Ninja for a new build directory (an existing one keeps its generator): it compiles the files of a
+# library while the libraries it depends on are still building, where Make waits for each library
+# in turn, which left one of the two cores idle through most of the chain of libraries.
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 if ((quick)); then
   cmake --build "$build" -j "$(nproc)" --target collsched

@@ -33,10 +33,16 @@ namespace collsched {
 void request_stop(bool on);
 bool stop_requested();
 
+/// The clock of every limit and every measured duration.
+using Clock = std::chrono::steady_clock;
+
+/// Seconds from t0 to now.
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
 /// A point in wall-clock time after which work must stop; default: none.
 class Deadline {
 public:
-    using Clock = std::chrono::steady_clock;
+    using Clock = collsched::Clock;
 
     Deadline() = default;
     /// `seconds` from now; 0 or less means no deadline.

@@ -63,9 +63,9 @@ void Program::report(OpId op, std::string text) { reader_.push_back({FindingKind
 
 namespace {
 
-class Checker {
+class ProgramChecker {
 public:
-    Checker(const Program& p, const Naming& n, const CheckOptions& o) : p_(p), n_(n), o_(o) {}
+    ProgramChecker(const Program& p, const Naming& n, const CheckOptions& o) : p_(p), n_(n), o_(o) {}
 
     Report run() {
         r_.values = p_.values();
@@ -421,7 +421,7 @@ private:
 }  // namespace
 
 Report check(const Program& program, const Naming& naming, const CheckOptions& options) {
-    return Checker(program, naming, options).run();
+    return ProgramChecker(program, naming, options).run();
 }
 
 }  // namespace collsched::async

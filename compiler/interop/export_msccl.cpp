@@ -15,9 +15,8 @@
 
 namespace collsched {
 
+namespace msccl_plan {
 namespace {
-
-using namespace msccl_plan;
 
 
 Plan build_plan_as(const SendTable& t, const MscclOptions& opt);
@@ -590,8 +589,10 @@ Plan build_instances(const SendTable& t, const MscclOptions& opt) {
 }
 
 }  // namespace
+}  // namespace msccl_plan
 
 void write_table_msccl(const SendTable& t, const MscclOptions& opt, fmt::memory_buffer& out, const Flush& flush) {
+    using namespace msccl_plan;
     Plan plan = build_instances(t, opt);
     auto it = std::back_inserter(out);
     // The executor's reader wants one space between attributes, double quotes, no XML
@@ -616,7 +617,7 @@ void write_table_msccl(const SendTable& t, const MscclOptions& opt, fmt::memory_
                                s, op.type, op.src.buf, op.src.off, op.dst.buf, op.dst.off, op.cnt, op.depid, op.deps, op.hasdep ? 1 : 0);
             }
             fmt::format_to(it, "    </tb>\n");
-            if (out.size() > flush_at) flush(out);
+            if (out.size() > table_flush_at) flush(out);
         }
         fmt::format_to(it, "  </gpu>\n");
     }

@@ -20,8 +20,6 @@
 
 namespace collsched::msccl_plan {
 
-inline constexpr std::size_t flush_at = 1 << 22;
-
 struct Loc {
     char buf = 'i';  ///< 'i' input, 'o' output, 's' scratch
     int off = -1;

@@ -31,20 +31,20 @@ struct Loc {
     bool operator==(const Loc&) const = default;
 };
 
-[[noreturn]] void refuse(const SendTable& t, std::string_view why) {
+}  // namespace
+
+void detail::refuse_plan(const SendTable& t, std::string_view why) {
     throw InputError(fmt::format("cannot write an MSCCL++ plan for {} on {}: {}", t.collective.to_string(), t.topology->spec(), why));
 }
 
-}  // namespace
-
 void detail::check_size_range(const SendTable& t, const MscclppOptions& opt, std::uint64_t input_chunks) {
     const std::uint64_t lo = opt.min_message_size, hi = opt.max_message_size;
-    if (lo > hi) refuse(t, fmt::format("--size-range {}..{} is empty", lo, hi));
+    if (lo > hi) detail::refuse_plan(t, fmt::format("--size-range {}..{} is empty", lo, hi));
     const bool ag = t.collective.kind == CollectiveKind::allgather;
     const std::uint64_t P = t.topology->processors(), unit = 16 * input_chunks * (ag ? P : 1);
     const std::uint64_t first = lo == 0 ? unit : (lo + unit - 1) / unit * unit;  // the executor takes no empty call
     if (first < lo || first > hi)
-        refuse(t, fmt::format("--size-range {}..{} holds no size the plan can serve: the executor takes multiples of {} bytes "
+        detail::refuse_plan(t, fmt::format("--size-range {}..{} holds no size the plan can serve: the executor takes multiples of {} bytes "
                               "({}16-byte units times {} input chunks{})",
                               lo, hi, unit, ag ? "the output: " : "", input_chunks, ag ? fmt::format(" times {} GPUs", P) : ""));
 }
@@ -65,7 +65,7 @@ struct Move {
     std::optional<Loc> keep;
 };
 
-struct Layout {
+struct PlanLayout {
     CollectiveKind kind;
     bool reduction = false, inplace = false, packets = false;
     int P = 0, C = 0, block = 0;
@@ -112,7 +112,7 @@ public:
             Built b = build(K);
             if (b.max_ops <= 64) return b.plan.dump(2);
             if (K >= chains)
-                refuse(t_, fmt::format("a thread block needs {} ops even with one chain of transfers per thread block; the executor "
+                detail::refuse_plan(t_, fmt::format("a thread block needs {} ops even with one chain of transfers per thread block; the executor "
                                        "allows 64 (MAX_OPERATION, execution_common.hpp:17)",
                                        b.max_ops));
         }
@@ -123,21 +123,21 @@ private:
         const CollectiveKind kind = t_.collective.kind;
         L_.reduction = uses_partials(t_);
         if (L_.reduction && kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter)
-            refuse(t_, "MSCCL++ plans cover allreduce and reducescatter among the reductions (its executor's collectives); use --format ranks");
+            detail::refuse_plan(t_, "MSCCL++ plans cover allreduce and reducescatter among the reductions (its executor's collectives); use --format ranks");
         if (!L_.reduction && kind != CollectiveKind::alltoall && kind != CollectiveKind::allgather)
-            refuse(t_, "MSCCL++ plans cover allgather, alltoall, allreduce and reducescatter, the collectives whose buffers the "
+            detail::refuse_plan(t_, "MSCCL++ plans cover allgather, alltoall, allreduce and reducescatter, the collectives whose buffers the "
                        "executor lays out; use --format ranks for this one");
-        if (!t_.requirements.empty()) refuse(t_, "extra requirements have no place in an MSCCL++ buffer layout");
-        if (t_.has_composites() && !L_.reduction) refuse(t_, "combined values and bundles are not chunks of an MSCCL++ buffer");
-        if (opt_.proto != "Simple" && opt_.proto != "LL") refuse(t_, fmt::format("--proto {}: MSCCL++ plans are Simple or LL", opt_.proto));
-        if (opt_.instances < 1 || opt_.instances > 64) refuse(t_, fmt::format("--instances {} is outside 1..64", opt_.instances));
+        if (!t_.requirements.empty()) detail::refuse_plan(t_, "extra requirements have no place in an MSCCL++ buffer layout");
+        if (t_.has_composites() && !L_.reduction) detail::refuse_plan(t_, "combined values and bundles are not chunks of an MSCCL++ buffer");
+        if (opt_.proto != "Simple" && opt_.proto != "LL") detail::refuse_plan(t_, fmt::format("--proto {}: MSCCL++ plans are Simple or LL", opt_.proto));
+        if (opt_.instances < 1 || opt_.instances > 64) detail::refuse_plan(t_, fmt::format("--instances {} is outside 1..64", opt_.instances));
         L_.kind = kind;
         L_.P = int(t_.topology->processors());
-        if (L_.P < 2) refuse(t_, "an MSCCL++ plan needs at least 2 GPUs");
+        if (L_.P < 2) detail::refuse_plan(t_, "an MSCCL++ plan needs at least 2 GPUs");
         L_.C = int(table_chunks(t_));
         L_.packets = opt_.proto == "LL";
         L_.inplace = !opt_.out_of_place && (kind == CollectiveKind::allgather || kind == CollectiveKind::allreduce);
-        if (kind == CollectiveKind::reduce_scatter && L_.C % L_.P != 0) refuse(t_, "a reduce_scatter's chunks must be a multiple of P");
+        if (kind == CollectiveKind::reduce_scatter && L_.C % L_.P != 0) detail::refuse_plan(t_, "a reduce_scatter's chunks must be a multiple of P");
         L_.block = kind == CollectiveKind::reduce_scatter ? L_.C / L_.P : L_.C;
     }
 
@@ -178,7 +178,7 @@ private:
     void ports(const std::vector<EndpointTransfer>& ev) {
         for (const EndpointTransfer& e : ev) {
             if (e.src == e.dst)
-                refuse(t_, fmt::format("processor {} sends {} in step {} back to itself through routers", idx(e.src), ms_.name(e.message), e.sent));
+                detail::refuse_plan(t_, fmt::format("processor {} sends {} in step {} back to itself through routers", idx(e.src), ms_.name(e.message), e.sent));
             const std::pair<std::uint32_t, std::uint32_t> a(std::min(idx(e.src), idx(e.dst)), std::max(idx(e.src), idx(e.dst)));
             if (!port_.count(a)) port_[a] = needs_port(*t_.topology, a.first, a.second) || needs_port(*t_.topology, a.second, a.first);
         }
@@ -235,7 +235,7 @@ private:
         for (std::size_t i : by_arrival) {
             const EndpointTransfer& e = ev[i];
             auto pv = partial_of(ms_, e.message);
-            if (!pv) refuse(t_, fmt::format("{} is not a partial of the reduction", ms_.name(e.message)));
+            if (!pv) detail::refuse_plan(t_, fmt::format("{} is not a partial of the reduction", ms_.name(e.message)));
             Move& m = moves_[i];
             m.src = int(idx(e.src));
             m.dst = int(idx(e.dst));
@@ -249,7 +249,7 @@ private:
                 case Arrival::combined: m.combine = true; break;
                 case Arrival::replaced: m.combine = false; break;
                 case Arrival::counted_twice:
-                    refuse(t_, fmt::format("GPU {} receives {} in step {} while its buffer shares a contribution with it (`collsched "
+                    detail::refuse_plan(t_, fmt::format("GPU {} receives {} in step {} while its buffer shares a contribution with it (`collsched "
                                            "verify` shows where)",
                                            m.dst, ms_.name(e.message), e.arrived));
             }
@@ -304,7 +304,7 @@ private:
             }
             auto f = first.find({m.src, idx(e.message)});
             if (f == first.end() || ev[f->second].arrived >= e.sent)
-                refuse(t_, fmt::format("GPU {} sends {} in step {} before it holds it (the table breaks causality; `collsched verify` "
+                detail::refuse_plan(t_, fmt::format("GPU {} sends {} in step {} before it holds it (the table breaks causality; `collsched verify` "
                                        "shows where)",
                                        m.src, ms_.name(e.message), e.sent));
             m.from = moves_[f->second].to;  // Simple: its output or scratch chunk; LL: the packet slot it arrived in
@@ -681,7 +681,7 @@ private:
     const SendTable& t_;
     MscclppOptions opt_;
     Messages ms_;
-    Layout L_;
+    PlanLayout L_;
     std::vector<Move> moves_;
     std::map<std::pair<std::uint32_t, std::uint32_t>, bool> port_;  ///< per pair of GPUs (lower first): through a port channel
     std::set<int> chain_ids_;

@@ -21,10 +21,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-[[noreturn]] void refuse(const SendTable& t, std::string_view why) {
-    throw InputError(fmt::format("cannot write an MSCCL++ plan for {} on {}: {}", t.collective.to_string(), t.topology->spec(), why));
-}
-
 bool is_switch(const Topology& topo, Node n) {
     if (topo.is_processor(n)) return false;
     const SwitchFunctions f = topo.switch_functions(n);
@@ -69,18 +65,18 @@ std::map<std::uint32_t, Hops> collect_hops(const SendTable& t, const Messages& m
         const Channel& ch = topo.channel(x.channel);
         const bool up = is_switch(topo, ch.to), down = is_switch(topo, ch.from);
         if (up == down || !topo.is_processor(up ? ch.from : ch.to))
-            refuse(t, fmt::format("{} crosses {} -> {} in step {}: a plan with switch channels carries transfers between a GPU and the "
+            refuse_plan(t, fmt::format("{} crosses {} -> {} in step {}: a plan with switch channels carries transfers between a GPU and the "
                                   "switch only (mixing them with puts is not written yet)",
                                   ms.name(x.message), topo.node_name(ch.from), topo.node_name(ch.to), x.step));
         const Node s = up ? ch.to : ch.from;
-        if (sw && *sw != s) refuse(t, "a plan with switch channels is written for one switch (one box)");
+        if (sw && *sw != s) refuse_plan(t, "a plan with switch channels is written for one switch (one box)");
         sw = s;
         (up ? hops[idx(x.message)].up : hops[idx(x.message)].down).push_back({idx(up ? ch.from : ch.to), x.step});
     }
-    if (!sw) refuse(t, "the table has no transfers");
+    if (!sw) refuse_plan(t, "the table has no transfers");
     for (std::uint32_t p = 0; p < P; ++p)
         if (!topo.find_channel(Node{p}, *sw) || !topo.find_channel(*sw, Node{p}))
-            refuse(t, fmt::format("GPU {} is not joined both ways to {}: a switch channel's group is every GPU", p, topo.node_name(*sw)));
+            refuse_plan(t, fmt::format("GPU {} is not joined both ways to {}: a switch channel's group is every GPU", p, topo.node_name(*sw)));
     return hops;
 }
 
@@ -99,7 +95,7 @@ std::vector<std::vector<int>> switch_items(const SendTable& t, const Messages& m
         for (const auto& [m, h] : hops) {
             const MessageKey k = ms.key(MessageId{m});
             if (k.kind != MessageKind::broadcast || h.up.size() != 1 || h.up[0].gpu != k.src || !others_once(h.down, k.src, h.up[0].step))
-                refuse(t, fmt::format("{} is not stored into the switch once by its source and multicast to every other GPU (the one "
+                refuse_plan(t, fmt::format("{} is not stored into the switch once by its source and multicast to every other GPU (the one "
                                       "switch pattern of an allgather: gstore)",
                                       ms.name(MessageId{m})));
             items[k.src].push_back(int(k.src) * C + int(k.chunk));
@@ -110,7 +106,7 @@ std::vector<std::vector<int>> switch_items(const SendTable& t, const Messages& m
         std::map<std::uint32_t, std::vector<std::uint32_t>> by_chunk;
         for (const auto& [m, h] : hops) {
             auto pv = partial_of(ms, MessageId{m});
-            if (!pv) refuse(t, fmt::format("{} is not a partial of the reduction", ms.name(MessageId{m})));
+            if (!pv) refuse_plan(t, fmt::format("{} is not a partial of the reduction", ms.name(MessageId{m})));
             by_chunk[pv->chunk].push_back(m);
         }
         for (const auto& [c, list] : by_chunk) {
@@ -124,14 +120,14 @@ std::vector<std::vector<int>> switch_items(const SendTable& t, const Messages& m
                 const Hops& h = hops[m];
                 if (pv->sources.size() == 1) {
                     if (!h.down.empty() || h.up.size() != 1 || h.up[0].gpu != pv->sources[0])
-                        refuse(t, fmt::format("{} goes to the switch other than once from its GPU", ms.name(MessageId{m})));
+                        refuse_plan(t, fmt::format("{} goes to the switch other than once from its GPU", ms.name(MessageId{m})));
                     contributed.insert(h.up[0].gpu);
                     last_up = std::max(last_up, h.up[0].step);
                 } else if (pv->sources.size() == P) {
                     // the sum: up once from its owner, down to the others; in NCCL's form also down to
                     // the owner first (the switch's sum of every GPU, the owner's own share included)
-                    if (h.up.size() != 1) refuse(t, fmt::format("{} goes up to the switch other than once, from its owner", ms.name(MessageId{m})));
-                    if (owner && *owner != h.up[0].gpu) refuse(t, fmt::format("two GPUs own chunk {}", c));
+                    if (h.up.size() != 1) refuse_plan(t, fmt::format("{} goes up to the switch other than once, from its owner", ms.name(MessageId{m})));
+                    if (owner && *owner != h.up[0].gpu) refuse_plan(t, fmt::format("two GPUs own chunk {}", c));
                     owner = h.up[0].gpu;
                     stored = h.up[0].step;
                     for (const Hop& d : h.down) {
@@ -139,28 +135,28 @@ std::vector<std::vector<int>> switch_items(const SendTable& t, const Messages& m
                         else sum_down.push_back(d);
                     }
                 } else {
-                    if (!h.up.empty() || h.down.size() != 1) refuse(t, fmt::format("{} is not the switch's sum sent to one owner", ms.name(MessageId{m})));
-                    if (owner && *owner != h.down[0].gpu) refuse(t, fmt::format("two owners of chunk {}", c));
+                    if (!h.up.empty() || h.down.size() != 1) refuse_plan(t, fmt::format("{} is not the switch's sum sent to one owner", ms.name(MessageId{m})));
+                    if (owner && *owner != h.down[0].gpu) refuse_plan(t, fmt::format("two owners of chunk {}", c));
                     owner = h.down[0].gpu;
                     reduced = h.down[0].step;
                     std::set<std::uint32_t> want(pv->sources.begin(), pv->sources.end());
                     want.insert(*owner);
                     if (want.size() != P || std::count(pv->sources.begin(), pv->sources.end(), *owner))
-                        refuse(t, fmt::format("{} is not the sum of every GPU but its owner {}", ms.name(MessageId{m}), *owner));
+                        refuse_plan(t, fmt::format("{} is not the sum of every GPU but its owner {}", ms.name(MessageId{m}), *owner));
                 }
                 used += h.up.size() + h.down.size();
             }
             if (!owner || reduced == 0 || stored == 0)
-                refuse(t, fmt::format("chunk {} is not load-reduced by the switch to one owner and stored back by it (glres)", c));
+                refuse_plan(t, fmt::format("chunk {} is not load-reduced by the switch to one owner and stored back by it (glres)", c));
             const std::size_t need = P - 1 + (contributed.count(*owner) ? 1 : 0);
             if (contributed.size() != need || reduced <= last_up || stored <= reduced || !others_once(sum_down, *owner, stored))
-                refuse(t, fmt::format("chunk {} does not follow values up, the sum down to its owner, the sum up and multicast to the "
+                refuse_plan(t, fmt::format("chunk {} does not follow values up, the sum down to its owner, the sum up and multicast to the "
                                       "others, in that order (glres)",
                                       c));
             items[*owner].push_back(int(c));
         }
     }
-    if (used != t.transfers.size()) refuse(t, "some transfers through the switch belong to no glres or gstore");
+    if (used != t.transfers.size()) refuse_plan(t, "some transfers through the switch belong to no glres or gstore");
     return items;
 }
 
@@ -175,7 +171,7 @@ std::string write_plan(const SendTable& t, const MscclppOptions& opt, const std:
     std::size_t most = 0;
     for (const auto& v : items) most = std::max(most, v.size());
     const int K = std::max(1, int((most + std::size_t(room) - 1) / std::size_t(room)));
-    if (K > 16) refuse(t, fmt::format("{} switch ops on one GPU need {} thread blocks", most, K));
+    if (K > 16) refuse_plan(t, fmt::format("{} switch ops on one GPU need {} thread blocks", most, K));
     const char* buf = reduction ? "i" : "o";
     json gpus = json::array();
     for (std::uint32_t g = 0; g < P; ++g) {
@@ -256,12 +252,12 @@ std::string switch_plan(const SendTable& t, const MscclppOptions& opt) {
     const CollectiveKind kind = t.collective.kind;
     const bool reduction = uses_partials(t);
     if (!(kind == CollectiveKind::allgather && !reduction) && kind != CollectiveKind::allreduce)
-        refuse(t, "through a switch, MSCCL++ plans are written for allreduce (glres) and allgather (gstore); a reduce-scatter would "
+        refuse_plan(t, "through a switch, MSCCL++ plans are written for allreduce (glres) and allgather (gstore); a reduce-scatter would "
                   "need a load-reduce without the multicast store, which the executor has no op for");
-    if (opt.proto != "Simple") refuse(t, "plans with switch channels are written Simple (the switch's sums have no LL form: glres)");
-    if (opt.instances != 1) refuse(t, "plans with switch channels are written with one instance");
-    if (opt.out_of_place) refuse(t, "plans with switch channels are written in place (the switch reads and writes one buffer)");
-    if (!t.requirements.empty()) refuse(t, "extra requirements have no place in an MSCCL++ buffer layout");
+    if (opt.proto != "Simple") refuse_plan(t, "plans with switch channels are written Simple (the switch's sums have no LL form: glres)");
+    if (opt.instances != 1) refuse_plan(t, "plans with switch channels are written with one instance");
+    if (opt.out_of_place) refuse_plan(t, "plans with switch channels are written in place (the switch reads and writes one buffer)");
+    if (!t.requirements.empty()) refuse_plan(t, "extra requirements have no place in an MSCCL++ buffer layout");
     const int C = int(table_chunks(t));
     check_size_range(t, opt, std::uint64_t(C));
     const Messages ms = t.messages();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "compiler/interop/export_mscclpp.hpp"
 
@@ -24,5 +25,8 @@ std::string switch_plan(const SendTable&, const MscclppOptions&);
 /// `input_chunks` input chunks: multiples of 16 bytes x input_chunks (allgather: x GPUs), the
 /// alignment checkMessageSize demands (execution_plan.cc:293-308).
 void check_size_range(const SendTable&, const MscclppOptions&, std::uint64_t input_chunks);
+
+/// Throws InputError: "cannot write an MSCCL++ plan for <collective> on <topology>: <why>".
+[[noreturn]] void refuse_plan(const SendTable&, std::string_view why);
 
 }  // namespace collsched::detail

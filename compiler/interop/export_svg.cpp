@@ -13,7 +13,7 @@ namespace collsched {
 
 namespace {
 
-constexpr std::size_t flush_at = 1 << 20;
+constexpr std::size_t svg_flush_at = 1 << 20;
 constexpr std::uint64_t max_cells = 4'000'000;
 constexpr const char* idle_colour = "#eeeeee";
 constexpr const char* shade[4] = {"#c6dbef", "#6baed6", "#2171b5", "#08306b"};
@@ -432,7 +432,7 @@ private:
                     else fmt::format_to(it_, "/>\n");
                 }
             }
-            if (out_.size() > flush_at) flush_(out_);
+            if (out_.size() > svg_flush_at) flush_(out_);
         }
         fmt::format_to(it_, "</g>\n");
     }
@@ -606,7 +606,7 @@ void write_table_dot(const SendTable& t, fmt::memory_buffer& out, const Flush& f
         double width = 1.0 + std::log2(double(std::max(c.cap, cap_back)));
         fmt::format_to(it, "  {} -> {} [{}label=\"{}\", color=\"{}\", penwidth={:.1f}];\n", q(c.from), q(c.to),
                        back ? "dir=both, " : "", label, col, width);
-        if (out.size() > flush_at) flush(out);
+        if (out.size() > svg_flush_at) flush(out);
     }
     // link groups: one legend entry per group with its shared capacity and, with transfers, its
     // peak load in a step against capacity * rounds (red when over, as the verifier would refuse it)

@@ -16,9 +16,8 @@
 
 namespace collsched {
 
+namespace msccl {
 namespace {
-
-using namespace msccl;
 
 /// One transmission as the executor's parser builds it from a thread block's steps
 /// (msccl_parser.cc:472-682): a `nop` adds its dependency to the next transmission and is no
@@ -107,9 +106,9 @@ std::string rank_set(const std::vector<std::uint32_t>& ranks) {
 /// place the aliased buffer is one region (msccl_lifecycle.cc:315-327): allreduce, reduce,
 /// broadcast, alltoall: output = input; allgather: input = output chunks rank*N/P...; reducescatter:
 /// output = input chunks rank*N/P....
-class Layout {
+class BufferLayout {
 public:
-    Layout(const Program& p, bool inplace) : p_(p), inplace_(inplace && p.coll != Coll::custom) {
+    BufferLayout(const Program& p, bool inplace) : p_(p), inplace_(inplace && p.coll != Coll::custom) {
         for (int r = 0; r < p.P; ++r) in_max_ = std::max(in_max_, p.input_chunks(r));
     }
     bool inplace() const { return inplace_; }
@@ -234,9 +233,9 @@ struct Run {
     std::vector<std::pair<int, int>> op_trans;  ///< engine op -> (tb index, transmission index)
 };
 
-class Checker {
+class IrChecker {
 public:
-    Checker(std::string_view text, std::string_view name, const MscclImportOptions& opt) : name_(name), opt_(opt), pr_(name) {
+    IrChecker(std::string_view text, std::string_view name, const MscclImportOptions& opt) : name_(name), opt_(opt), pr_(name) {
         Elem algo = parse_xml(text, name);
         prog_ = build_program(algo, opt, pr_);
         trans_ = transmissions(prog_, pr_);
@@ -285,7 +284,7 @@ public:
             runs_.push_back(std::make_unique<Run>());
             Run& run = *runs_.back();
             run.inplace = inplace;
-            Layout layout(prog_, inplace);
+            BufferLayout layout(prog_, inplace);
             build(run, layout);
             async::Naming naming = names(run, layout);
             run.report = async::check(run.ap, naming);
@@ -326,7 +325,7 @@ public:
         if (!runs_.empty() && runs_[0]->report.finishes) rep.timing = timing(*runs_[0]);
         if (!runs_.empty() && runs_[0]->report.replayed) {
             const Run& run = *runs_[0];
-            Layout layout(prog_, run.inplace);
+            BufferLayout layout(prog_, run.inplace);
             for (const Sent& x : schedule(run))
                 rep.moves.push_back({x.from, x.to, x.value == async::no_data ? "no data" : layout.value_name(run.report.values.atoms(x.value))});
         }
@@ -355,7 +354,7 @@ public:
         }
         TableBuilder builder(topo, model, coll);
         const Run& run = *runs_[0];
-        Layout layout(prog_, run.inplace);
+        BufferLayout layout(prog_, run.inplace);
         const Messages ms = builder.messages();
         Composites* reg = prog_.reduction() ? &builder.composites() : nullptr;
         auto message = [&](async::Value v, const Op& at) -> std::optional<MessageId> {
@@ -459,7 +458,7 @@ private:
         }
     }
 
-    async::Naming names(const Run& run, const Layout& layout) const {
+    async::Naming names(const Run& run, const BufferLayout& layout) const {
         async::Naming n;
         n.op = [this, &run](async::OpId o) {
             const auto [t, i] = run.op_trans[o];
@@ -480,7 +479,7 @@ private:
     }
 
     /// The engine's program for one call mode.
-    void build(Run& run, const Layout& layout) {
+    void build(Run& run, const BufferLayout& layout) {
         async::Program& ap = run.ap;
         std::vector<async::AgentId> agent(prog_.tbs.size());
         std::vector<std::vector<async::OpId>> ids(prog_.tbs.size());
@@ -565,7 +564,7 @@ private:
 
     /// Where every input chunk ends up (custom collectives): the output chunks holding exactly it,
     /// and those holding a reduction it is part of.
-    std::string chunk_map(const Run& run, const Layout& layout) const {
+    std::string chunk_map(const Run& run, const BufferLayout& layout) const {
         std::map<async::Atom, std::vector<std::string>> exact, part;
         for (const auto& [slot, v] : run.report.final) {
             if (slot.region != 1 || v == async::no_data) continue;
@@ -665,6 +664,7 @@ private:
 };
 
 }  // namespace
+}  // namespace msccl
 
 std::string MscclReport::text() const {
     std::string out = summary + "\n";
@@ -695,12 +695,12 @@ bool looks_like_xml(std::string_view text) {
 }
 
 MscclReport check_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& opt) {
-    Checker c(text, name, opt);
+    msccl::IrChecker c(text, name, opt);
     return c.check();
 }
 
 MscclReport check_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& opt, MscclTable& table) {
-    Checker c(text, name, opt);
+    msccl::IrChecker c(text, name, opt);
     MscclReport rep = c.check();
     if (!rep.holds) {
         table.why = "the program does not hold";
@@ -715,7 +715,7 @@ MscclReport check_msccl_ir(std::string_view text, std::string_view name, const M
 }
 
 SendTable parse_msccl_ir(std::string_view text, std::string_view name, const MscclImportOptions& opt) {
-    Checker c(text, name, opt);
+    msccl::IrChecker c(text, name, opt);
     MscclReport rep = c.check();
     return c.table(rep);
 }

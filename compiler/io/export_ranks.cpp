@@ -17,7 +17,6 @@ namespace collsched {
 namespace {
 
 constexpr std::uint64_t none = ~std::uint64_t{0};
-constexpr std::size_t flush_at = 1 << 22;
 
 struct Arrival {
     Step step;
@@ -297,7 +296,7 @@ void write_table_ranks(const SendTable& t, fmt::memory_buffer& out, const Flush&
                 first = false;
             }
             fmt::format_to(it, "]}}");
-            if (out.size() > flush_at) flush(out);
+            if (out.size() > table_flush_at) flush(out);
         }
         fmt::format_to(it, "{}]}}", first_step ? "" : "\n   ");
     }
@@ -310,7 +309,7 @@ void write_table_ranks(const SendTable& t, fmt::memory_buffer& out, const Flush&
             const Channel& c = topo.channel(x.channel);
             fmt::format_to(it, "{}\n  {{\"step\": {}, \"from\": \"{}\", \"to\": \"{}\", \"msg\": \"{}\"}}", i ? "," : "", x.step,
                            names[idx(c.from)], names[idx(c.to)], ms.name(x.message));
-            if (out.size() > flush_at) flush(out);
+            if (out.size() > table_flush_at) flush(out);
         }
         fmt::format_to(it, "\n ]");
     }

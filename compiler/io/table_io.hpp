@@ -12,6 +12,7 @@
  */
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -82,6 +83,8 @@ std::vector<std::string> node_names(const Topology&);
 /// Appends the table as JSON or CSV to `out`, calling `flush` whenever the buffer grows large
 /// (so a huge table streams to a file instead of sitting in memory twice).
 using Flush = std::function<void(fmt::memory_buffer&)>;
+/// The buffer size past which the table writers call `flush` (4 MiB).
+inline constexpr std::size_t table_flush_at = 1 << 22;
 /// `file`: the path being written, as for write_json_header.
 void write_table_json(const SendTable&, fmt::memory_buffer& out, const Flush& flush, std::string_view file = {});
 void write_table_csv(const SendTable&, fmt::memory_buffer& out, const Flush& flush, std::string_view file = {});

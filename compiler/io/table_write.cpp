@@ -15,7 +15,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::size_t flush_at = 1 << 22;
 
 
 void put(fmt::memory_buffer& out, std::string_view s) { out.append(s.data(), s.data() + s.size()); }
@@ -111,7 +110,7 @@ void write_table_json(const SendTable& t, fmt::memory_buffer& out, const Flush& 
             ++extra;
         }
         out.push_back('}');
-        if (out.size() > flush_at) flush(out);
+        if (out.size() > table_flush_at) flush(out);
     }
     fmt::format_to(it, "\n ]}}\n");
     flush(out);
@@ -152,7 +151,7 @@ void write_table_csv(const SendTable& t, fmt::memory_buffer& out, const Flush& f
         put(out, ",\"");
         put_message(out, ms, x.message);
         put(out, "\"\n");
-        if (out.size() > flush_at) flush(out);
+        if (out.size() > table_flush_at) flush(out);
     }
     flush(out);
 }

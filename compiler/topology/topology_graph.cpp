@@ -49,8 +49,13 @@ std::string read_file_text(std::string_view spec, std::string_view file) {
     return text;
 }
 
+}  // namespace
+
+namespace detail {
+
 /// Reads the speed fields of a graph file (docs/formats.md, "Units"): a bad value is refused with
-/// the line and column of its text in the file.
+/// the line and column of its text in the file. Not in the anonymous namespace: GraphFile, a
+/// member of Topology, holds one (-Wsubobject-linkage under the unity build).
 class SpeedReader {
 public:
     SpeedReader(std::string_view file, std::string_view text) : file_(file), text_(text) {}
@@ -80,7 +85,7 @@ private:
     std::string_view file_, text_;
 };
 
-}  // namespace
+}  // namespace detail
 
 /// Reads one graph file into a new Topology: the header, the link types, the edges with their
 /// speeds, then the groups. Graph file: {"processors": P, "routers": R (optional), "edges": [[u, v],
@@ -456,7 +461,7 @@ private:
     Cursor out_, in_;  ///< channel_between's cursors in an out list and an in list
     std::string text_;
     nlohmann::json j_;
-    SpeedReader speeds_;
+    detail::SpeedReader speeds_;
     std::uint64_t P_ = 0, R_ = 0;
     std::shared_ptr<Topology> t_;
     LinkSpeed file_unit_;

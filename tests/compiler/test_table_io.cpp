@@ -31,7 +31,7 @@ std::string data(const std::string& name) {
     return ss.str();
 }
 
-std::string error_of(std::string_view text) {
+std::string table_error(std::string_view text) {
     try {
         parse_table_json(text, "t.json");
     } catch (const InputError& e) {
@@ -95,39 +95,39 @@ TEST_CASE("table io: the topology may come after the transfers") {
 }
 
 TEST_CASE("table io: bad input gets one clear line") {
-    CHECK(error_of("{\"format\": \"collsched.table/1\",\n \"topology\": \"ebft:4\" \"x\": 1}")
+    CHECK(table_error("{\"format\": \"collsched.table/1\",\n \"topology\": \"ebft:4\" \"x\": 1}")
               ==
           "t.json:2:25: malformed JSON: syntax error while parsing object - unexpected string literal; expected '}'");
-    CHECK(error_of(R"J({"format": "collsched.table/3", "topology": "ebft:4", "collective": "alltoall", "transfers": []})J") ==
+    CHECK(table_error(R"J({"format": "collsched.table/3", "topology": "ebft:4", "collective": "alltoall", "transfers": []})J") ==
           "t.json: unknown format version 'collsched.table/3': this collsched reads collsched.table/1 and collsched.table/2");
-    CHECK(error_of(R"J({"topology": "ebft:4", "collective": "alltoall", "transfers": []})J") ==
+    CHECK(table_error(R"J({"topology": "ebft:4", "collective": "alltoall", "transfers": []})J") ==
           "t.json: missing \"format\" (\"collsched.table/1\")");
-    CHECK(error_of(R"J({"format": "collsched.table/1", "topology": "ebft:5", "collective": "alltoall", "transfers": []})J") ==
+    CHECK(table_error(R"J({"format": "collsched.table/1", "topology": "ebft:5", "collective": "alltoall", "transfers": []})J") ==
           "t.json: topology 'ebft:5': 5 leaves is not a power of 2 (at least 2)");
-    CHECK(error_of(with(R"J({"step": 1, "from": "0", "to": "r1.7", "msg": "m(0,1)"})J")) ==
+    CHECK(table_error(with(R"J({"step": 1, "from": "0", "to": "r1.7", "msg": "m(0,1)"})J")) ==
           "t.json: transfers[0] (step 1): node 'r1.7' does not exist in ebft:4 (processors 0..3, routers r1.0..r2.0)");
-    CHECK(error_of(with(R"J({"step": 1, "from": "0", "to": "1", "msg": "m(0,1)"})J")) ==
+    CHECK(table_error(with(R"J({"step": 1, "from": "0", "to": "1", "msg": "m(0,1)"})J")) ==
           "t.json: transfers[0] (step 1): there is no channel 0 -> 1 in ebft:4");
-    CHECK(error_of(with(R"J({"step": 0, "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
+    CHECK(table_error(with(R"J({"step": 0, "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
           "t.json: transfers[0]: step 0 is below 1 (steps are numbered from 1)");
-    CHECK(error_of(with(R"J({"step": -3, "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
+    CHECK(table_error(with(R"J({"step": -3, "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
           "t.json: transfers[0]: step -3 is below 1 (steps are numbered from 1)");
-    CHECK(error_of(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "x(0)"})J")) ==
+    CHECK(table_error(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "x(0)"})J")) ==
           "t.json: transfers[0] (step 1): unknown message 'x(0)' (expected m(s,d), b(s), a(s), a(i..j), a partial a({0..3}) or a bundle such as b(0)+b(4), with processors 0..3)");
-    CHECK(error_of(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,9)"})J")).find("unknown message 'm(0,9)'") !=
+    CHECK(table_error(with(R"J({"step": 1, "from": "0", "to": "r1.0", "msg": "m(0,9)"})J")).find("unknown message 'm(0,9)'") !=
           std::string::npos);
-    CHECK(error_of(with(R"J({"step": 1, "from": "0", "msg": "m(0,1)"})J")) == "t.json: transfers[0]: missing \"to\"");
-    CHECK(error_of(with(R"J({"step": "1", "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
+    CHECK(table_error(with(R"J({"step": 1, "from": "0", "msg": "m(0,1)"})J")) == "t.json: transfers[0]: missing \"to\"");
+    CHECK(table_error(with(R"J({"step": "1", "from": "0", "to": "r1.0", "msg": "m(0,1)"})J")) ==
           "t.json: transfers[0]: \"step\" must be an integer >= 1, got \"1\"");
-    CHECK(error_of(with(R"J(3)J")) == "t.json: transfers[0]: expected a transfer object");
-    CHECK(error_of(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall"})J") ==
+    CHECK(table_error(with(R"J(3)J")) == "t.json: transfers[0]: expected a transfer object");
+    CHECK(table_error(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "alltoall"})J") ==
           "t.json: missing \"transfers\" (a list of {\"step\", \"from\", \"to\", \"msg\"} objects)");
-    CHECK(error_of(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "bcast", "transfers": []})J")
+    CHECK(table_error(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "bcast", "transfers": []})J")
               .starts_with("t.json: collective 'bcast': unknown collective"));
-    CHECK(error_of(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "broadcast:4", "transfers": []})J") ==
+    CHECK(table_error(R"J({"format": "collsched.table/1", "topology": "ebft:4", "collective": "broadcast:4", "transfers": []})J") ==
           "t.json: collective 'broadcast:4': '4' is not a processor of ebft:4 (0..3)");
-    CHECK(error_of("[1, 2]") == "t.json: expected a JSON object at the top level");
-    CHECK(error_of("") .starts_with("t.json:1:1: malformed JSON"));
+    CHECK(table_error("[1, 2]") == "t.json: expected a JSON object at the top level");
+    CHECK(table_error("") .starts_with("t.json:1:1: malformed JSON"));
 }
 
 TEST_CASE("table io: CSV errors name the line") {
@@ -596,7 +596,7 @@ TEST_CASE("table io: a helper thread reading pieces from the back gives the one-
     std::string error;
     CHECK(pieces_of(broken, 1, &error) == -1);
     CHECK(error.starts_with("t.json:"));
-    CHECK(error == error_of(broken));
+    CHECK(error == table_error(broken));
 }
 
 TEST_CASE("table io: layouts the pieces do not fit go to the whole-document path or the reference reader") {
@@ -657,7 +657,7 @@ TEST_CASE("table io: an error in the middle of piece k has the reference reader'
             CHECK(pieces_of(text, 512, &error) == -1);
             CAPTURE(error);
             CHECK(error.starts_with(c.position ? fmt::format("t.json:{}:", line) : fmt::format("t.json: transfers[{}]", line - 6)));
-            CHECK(error_of(text) == error);  // the whole pipeline: the reference reader's message
+            CHECK(table_error(text) == error);  // the whole pipeline: the reference reader's message
         }
     }
 }

@@ -47,7 +47,7 @@ struct GraphFile {
     ~GraphFile() { std::filesystem::remove(path); }
 };
 
-std::string error_of(std::string_view spec) {
+std::string spec_error(std::string_view spec) {
     try {
         Topology::parse(spec);
     } catch (const InputError& e) {
@@ -106,7 +106,7 @@ TEST_CASE("topology: ideal fat tree capacities come from w of the subtree size")
     CHECK(caps_by_level(*Topology::parse("ideal:16:w=log2(n)+1")) == std::vector<std::uint32_t>{0, 1, 2, 3, 4});
     CHECK(caps_by_level(*Topology::parse("ideal:16:w=sqrt(n)")) == std::vector<std::uint32_t>{0, 1, 1, 2, 2});
     CHECK(caps_by_level(*Topology::parse("ideal:8")) == std::vector<std::uint32_t>{0, 1, 1, 1});
-    CHECK(error_of("ideal:16:w=log2(n)") ==
+    CHECK(spec_error("ideal:16:w=log2(n)") ==
           "topology 'ideal:16:w=log2(n)': w(1) = 0; capacities must be between 1 and 2^30");
 }
 
@@ -165,7 +165,7 @@ TEST_CASE("topology: complete graph and products") {
     CHECK(q->processors() == 6);
     CHECK(q->channels().size() == 2 * 3 + 2 * 6);
     CHECK(path(*q, "0", "5") == "0->3->5");  // first factor first: (0,0)->(1,0)->(1,2)
-    CHECK(error_of("product:ebft:4*ring:3").find("has routers") != std::string::npos);
+    CHECK(spec_error("product:ebft:4*ring:3").find("has routers") != std::string::npos);
 }
 
 TEST_CASE("topology: the wrapped butterfly: (l, x) is l 2^d + x, straight and cross links to level l + 1, BFS routes") {
@@ -182,9 +182,9 @@ TEST_CASE("topology: the wrapped butterfly: (l, x) is l 2^d + x, straight and cr
     CHECK(path(*b, "9", "0") == "9->0");
     CHECK(path(*b, "0", "7") == "0->9->19->7");  // a cross link on each level: bits 0, 1, 2
     CHECK(b->diameter() == 4);  // floor(3d/2) for the wrapped butterfly
-    CHECK(error_of("butterfly:2") == "topology 'butterfly:2': the dimension must be between 3 and 8 (d 2^d processors; below 3 links coincide)");
-    CHECK(error_of("butterfly:9").find("between 3 and 8") != std::string::npos);
-    CHECK(error_of("butterfly") == "topology 'butterfly': missing size: expected butterfly:D");
+    CHECK(spec_error("butterfly:2") == "topology 'butterfly:2': the dimension must be between 3 and 8 (d 2^d processors; below 3 links coincide)");
+    CHECK(spec_error("butterfly:9").find("between 3 and 8") != std::string::npos);
+    CHECK(spec_error("butterfly") == "topology 'butterfly': missing size: expected butterfly:D");
 }
 
 TEST_CASE("topology: graph files route by BFS with ties to the lower id") {
@@ -201,27 +201,27 @@ TEST_CASE("topology: graph files route by BFS with ties to the lower id") {
     CHECK(path(*g, "0", "2") == "0->1->2");  // 0->1->2, 0->3->2 and 0->r1.0->2 tie: lowest next hop
     CHECK(path(*g, "1", "3") == "1->0->3");
     std::ofstream(file) << R"J({"processors": 3, "edges": [[0, 1]]})J";
-    CHECK(error_of("graph:" + file).find("not connected") != std::string::npos);
+    CHECK(spec_error("graph:" + file).find("not connected") != std::string::npos);
     std::ofstream(file) << R"J({"processors": 3, "edges": [[0, 1], [1, 7]]})J";
-    CHECK(error_of("graph:" + file).find("edges[1]: node 7 does not exist") != std::string::npos);
+    CHECK(spec_error("graph:" + file).find("edges[1]: node 7 does not exist") != std::string::npos);
     std::ofstream(file) << "{\"processors\": 3,\n \"edges\": [[0, 1] [1, 2]]}";
-    CHECK(error_of("graph:" + file).find(":2:19: malformed JSON graph: syntax error while parsing array - unexpected '['; expected ']'") != std::string::npos);
+    CHECK(spec_error("graph:" + file).find(":2:19: malformed JSON graph: syntax error while parsing array - unexpected '['; expected ']'") != std::string::npos);
     std::remove(file.c_str());
 }
 
 TEST_CASE("topology: bad specs get one clear line") {
-    CHECK(error_of("ebft:6") == "topology 'ebft:6': 6 leaves is not a power of 2 (at least 2)");
-    CHECK(error_of("bft:8:2,1,2") ==
+    CHECK(spec_error("ebft:6") == "topology 'ebft:6': 6 leaves is not a power of 2 (at least 2)");
+    CHECK(spec_error("bft:8:2,1,2") ==
           "topology 'bft:8:2,1,2': capacity pattern decreases at level 2 (1 after 2); it must be non-decreasing toward the root");
-    CHECK(error_of("bft:8:1,2") ==
+    CHECK(spec_error("bft:8:1,2") ==
           "topology 'bft:8:1,2': 2 capacities given, the tree has 3 levels (one capacity per level, leaves first)");
-    CHECK(error_of("foo:3").starts_with("topology 'foo:3': unknown family 'foo'"));
-    CHECK(error_of("ebft:1048576") == "topology 'ebft:1048576': 1048576 processors is more than collsched supports (65534)");
-    CHECK(error_of("ring:x") == "topology 'ring:x': 'x' is not a valid size (expected a positive integer)");
-    CHECK(error_of("ring") == "topology 'ring': missing size: expected ring:N");
-    CHECK(error_of("torus:3x1") == "topology 'torus:3x1': dimension 1 must be at least 2");
-    CHECK(error_of("complete:60000").find("channels is more than collsched supports") != std::string::npos);
-    CHECK(error_of("").find("empty spec") != std::string::npos);
+    CHECK(spec_error("foo:3").starts_with("topology 'foo:3': unknown family 'foo'"));
+    CHECK(spec_error("ebft:1048576") == "topology 'ebft:1048576': 1048576 processors is more than collsched supports (65534)");
+    CHECK(spec_error("ring:x") == "topology 'ring:x': 'x' is not a valid size (expected a positive integer)");
+    CHECK(spec_error("ring") == "topology 'ring': missing size: expected ring:N");
+    CHECK(spec_error("torus:3x1") == "topology 'torus:3x1': dimension 1 must be at least 2");
+    CHECK(spec_error("complete:60000").find("channels is more than collsched supports") != std::string::npos);
+    CHECK(spec_error("").find("empty spec") != std::string::npos);
 }
 
 TEST_CASE("topology: JSON and DOT output") {
@@ -301,17 +301,17 @@ TEST_CASE("speeds: the built-in families and files without speeds take 1 us and 
 
 TEST_CASE("speeds: bad units are refused with the line and column of the value") {
     GraphFile a("{\"processors\": 2,\n \"edges\": [{\"from\": 0, \"to\": 1, \"bandwidth\": \"25 GB\"}]}");
-    CHECK(error_of("graph:" + a.path) == a.path + ":2:46: edges[0].bandwidth: bad bandwidth \"25 GB\": unknown unit 'GB' for a bandwidth "
+    CHECK(spec_error("graph:" + a.path) == a.path + ":2:46: edges[0].bandwidth: bad bandwidth \"25 GB\": unknown unit 'GB' for a bandwidth "
                                                   "(units: B/s, kB/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s, bit/s, kbit/s, "
                                                   "Mbit/s, Gbit/s, Tbit/s, b/s, kb/s, Kb/s, Mb/s, Gb/s, Tb/s)");
     GraphFile b("{\"processors\": 2,\n  \"alpha\": 3,\n \"edges\": [[0, 1]]}");
-    CHECK(error_of("graph:" + b.path) == b.path + ":2:12: alpha: bad latency 3: expected a time such as \"1.5 us\"");
+    CHECK(spec_error("graph:" + b.path) == b.path + ":2:12: alpha: bad latency 3: expected a time such as \"1.5 us\"");
     GraphFile c("{\"processors\": 2, \"link_types\": {\"nv\": {\"alpha\": \"1 us\"}},\n \"edges\": [[0, 1, 1, \"nvv\"]]}");
-    CHECK(error_of("graph:" + c.path) == c.path + ":2:22: edges[0]: unknown link type \"nvv\" (\"link_types\" names nv)");
+    CHECK(spec_error("graph:" + c.path) == c.path + ":2:22: edges[0]: unknown link type \"nvv\" (\"link_types\" names nv)");
     GraphFile d("{\"processors\": 2, \"link_types\": {\"nv\": {\"latency\": \"1 us\"}}, \"edges\": [[0, 1]]}");
-    CHECK(error_of("graph:" + d.path) == d.path + ":1:52: link_types.nv: unknown field \"latency\" (a link type has alpha, bandwidth, note)");
+    CHECK(spec_error("graph:" + d.path) == d.path + ":1:52: link_types.nv: unknown field \"latency\" (a link type has alpha, bandwidth, note)");
     GraphFile e("{\"processors\": 2, \"edges\": [[0, 1]],\n \"groups\": [{\"name\": \"g\", \"cap\": 1, \"out_of\": 0, \"bandwidth\": \"fast\"}]}");
-    CHECK(error_of("graph:" + e.path).starts_with(e.path + ":2:63: groups[0].bandwidth: bad bandwidth \"fast\": expected a bandwidth"));
+    CHECK(spec_error("graph:" + e.path).starts_with(e.path + ":2:63: groups[0].bandwidth: bad bandwidth \"fast\": expected a bandwidth"));
 }
 
 TEST_CASE("graph routes on a dense graph (the bitset path): shortest, next hop the lowest-numbered neighbour one step closer") {

@@ -34,7 +34,7 @@ std::map<double, double> times(const std::string& args) {
     return out;
 }
 
-bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
+bool near_relative(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
 
 /// docs/time.md, "Protocols": the ring allgather of 7 steps on 300 GB/s NVLink with alpha 0.6 us,
 /// each step one datum M/8: 7 (0.6 us + extra + wire (M/8) / 300 GB/s).
@@ -53,10 +53,10 @@ TEST_CASE("protocols: an MSCCL++ plan's time on its machine follows its protocol
     const double big = 256.0 * (1 << 20), small = 1024;
     CHECK(t["LL"][big] > t["Simple"][big]);
     CHECK(t["LL"][small] < t["Simple"][small]);
-    CHECK(near(t["LL"][big], formula(big, 2, 0)));
-    CHECK(near(t["LL"][small], formula(small, 2, 0)));
+    CHECK(near_relative(t["LL"][big], formula(big, 2, 0)));
+    CHECK(near_relative(t["LL"][small], formula(small, 2, 0)));
     // the Simple plan opens with its handshake (no data): the copies still take the 7 steps
-    CHECK(near(t["Simple"][big], formula(big, 1, 2.8e-6)));
+    CHECK(near_relative(t["Simple"][big], formula(big, 1, 2.8e-6)));
     // text: the protocol line
     auto v = test::run(fmt::format("verify {} --topology {} --size 1M", dir.file("LL.json"), dgx()));
     CHECK(v.out.find("protocol LL (docs/time.md, \"Protocols\"): 2 bytes on the wire per byte of data, +0 us a hop out of a GPU "
@@ -82,7 +82,7 @@ TEST_CASE("protocols: an MSCCL-IR program's time follows its proto: Simple, LL12
         const std::string ir = dir.file(fmt::format("{}.xml", r.proto));
         REQUIRE(test::run(fmt::format("convert {} --format msccl --proto {} -o {}", test::source(ring), r.proto, ir)).code == 0);
         t[r.proto] = times(ir + " --topology " + dgx());
-        for (double size : {1024.0, 256.0 * (1 << 20)}) CHECK(near(t[r.proto][size], formula(size, r.wire, r.extra)));
+        for (double size : {1024.0, 256.0 * (1 << 20)}) CHECK(near_relative(t[r.proto][size], formula(size, r.wire, r.extra)));
     }
     const double big = 256.0 * (1 << 20);
     CHECK(t["LL"][big] > t["LL128"][big]);
@@ -93,7 +93,7 @@ TEST_CASE("protocols: an MSCCL-IR program's time follows its proto: Simple, LL12
     REQUIRE(s.code == 0);
     const auto j = nlohmann::json::parse(s.out);
     CHECK(j["time"]["protocol"] == "none");
-    CHECK(near(j["time"]["sizes"][0]["asynchronous_s"].get<double>(), formula(big, 1, 0)));
+    CHECK(near_relative(j["time"]["sizes"][0]["asynchronous_s"].get<double>(), formula(big, 1, 0)));
 }
 
 TEST_CASE("protocols: a plan's table is causal and complete in the direct verifier, a second witness of its copies") {

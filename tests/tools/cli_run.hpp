@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
@@ -68,5 +69,17 @@ struct Scratch {
 };
 
 inline std::string source(const std::string& rel) { return std::string(COLLSCHED_SOURCE_DIR) + "/" + rel; }
+
+/// The topology spec of schedules/machines/<name>.json.
+inline std::string machine(const std::string& name) { return "graph:" + source("schedules/machines/" + name + ".json"); }
+
+/// A file's bytes ("" when it cannot be read).
+inline std::string slurp(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// No time limit, for the constructions that take a time point to stop at.
+inline constexpr auto never = std::chrono::steady_clock::time_point::max();
 
 }  // namespace collsched::test

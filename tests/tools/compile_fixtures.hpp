@@ -69,4 +69,11 @@ inline VerifyReport verify_all(const SendTable& t, Wording wording = Wording::bu
     return d;
 }
 
+/// The detail of the first violation of `p` in the report ("" when there is none).
+inline std::string first_violation(const VerifyReport& r, Property p) {
+    for (const Violation& v : r.violations)
+        if (v.property == p) return v.detail;
+    return "";
+}
+
 }  // namespace collsched::test

@@ -33,8 +33,6 @@ struct Case {
 Case make(std::string name, std::string args, std::vector<std::pair<std::string, std::string>> files, std::string setup, int code,
           std::string message, std::string where = "", std::vector<std::string> absent = {}, std::string out = "");
 
-/// The bytes of a file.
-std::string slurp(const std::string& path);
 std::string replace_all(std::string s, const std::string& from, const std::string& to);
 
 /// Runs one case in a fresh scratch directory under a time and memory limit and checks its

@@ -10,10 +10,10 @@
 
 #include "cli_run.hpp"
 
+using collsched::test::machine;
 using collsched::test::run;
 
 namespace {
-std::string machine(const char* name) { return fmt::format("graph:{}/schedules/machines/{}.json", COLLSCHED_SOURCE_DIR, name); }
 }  // namespace
 
 TEST_CASE("bandwidth: multibox 2x8 allgather, bound 15/2 by the cut around one GPU, met by the packing") {

@@ -50,7 +50,7 @@ SendTable compile(const std::string& file, const std::vector<std::string>& defin
     return std::move(*t);
 }
 
-std::string refusal(const std::string& prefix) {
+std::string chakra_refusal(const std::string& prefix) {
     try {
         read_chakra(prefix);
     } catch (const InputError& e) {
@@ -133,29 +133,29 @@ TEST_CASE("chakra: broken traces are refused naming the rank and node") {
     CHECK(read_chakra(prefix).transfers == t.transfers);
     SUBCASE("a dropped receive") {
         edit(1, [](Trace& tr) { tr.nodes.erase(tr.nodes.begin()); });  // recv b(0) from 0 step 1
-        CHECK(refusal(prefix) == "rank 0, node 0 ('send b(0) to 1 step 1'): 1 send and 0 receives with tag 0, from 0 to 1, 1024 "
+        CHECK(chakra_refusal(prefix) == "rank 0, node 0 ('send b(0) to 1 step 1'): 1 send and 0 receives with tag 0, from 0 to 1, 1024 "
                                  "bytes; ASTRA-sim pairs exactly one send with one receive, so a rank would wait forever");
     }
     SUBCASE("a dropped data dependency") {
         edit(1, [](Trace& tr) {
             for (auto& n : tr.nodes) n.clear_data_deps();
         });
-        CHECK(refusal(prefix).find("rank 1, node 3 ('send b(0) to 2 step 2'): sends b(0), which rank 1 does not start with, without "
+        CHECK(chakra_refusal(prefix).find("rank 1, node 3 ('send b(0) to 2 step 2'): sends b(0), which rank 1 does not start with, without "
                                    "a data dependency on a receive of it") != std::string::npos);
     }
     SUBCASE("a cycle") {
         edit(1, [](Trace& tr) { tr.nodes[0].add_ctrl_deps(3); });  // the receive waits for the send it feeds
-        CHECK(refusal(prefix).find("waits in a cycle of dependencies") != std::string::npos);
+        CHECK(chakra_refusal(prefix).find("waits in a cycle of dependencies") != std::string::npos);
     }
     SUBCASE("a repeated id and a wrongly typed attribute") {
         edit(2, [](Trace& tr) { tr.nodes[1].set_id(tr.nodes[0].id()); });
-        CHECK(refusal(prefix).find("rank 2: node id 0 used twice") != std::string::npos);
+        CHECK(chakra_refusal(prefix).find("rank 2: node id 0 used twice") != std::string::npos);
         fresh();
         edit(3, [](Trace& tr) {
             for (auto& a : *tr.nodes[0].mutable_attr())
                 if (a.name() == "comm_size") a.set_int32_val(1024);
         });
-        CHECK(refusal(prefix).find("comm_size is not an int64 (the feeder reads int64_val)") != std::string::npos);
+        CHECK(chakra_refusal(prefix).find("comm_size is not an int64 (the feeder reads int64_val)") != std::string::npos);
     }
     std::filesystem::remove_all(dir);
 }

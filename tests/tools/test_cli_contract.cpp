@@ -20,6 +20,7 @@
 
 using collsched::test::run;
 using collsched::test::Scratch;
+using collsched::test::slurp;
 using collsched::test::source;
 
 namespace {
@@ -191,11 +192,6 @@ struct InDirectory {
     explicit InDirectory(const std::filesystem::path& dir) { std::filesystem::current_path(dir); }
     ~InDirectory() { std::filesystem::current_path(was); }
 };
-
-std::string slurp(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 }  // namespace
 

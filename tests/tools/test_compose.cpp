@@ -19,18 +19,18 @@
 
 using namespace collsched;
 using namespace collsched::compose;
+using collsched::test::machine;
 using collsched::test::source;
 
 namespace {
 
-SynthInstance instance(const std::string& spec, const char* coll, const char* model = nullptr) {
+SynthInstance instance_with_model(const std::string& spec, const char* coll, const char* model = nullptr) {
     auto topo = Topology::parse(spec);
     SynthInstance in{topo, topo->default_model(), Collective::parse(coll, *topo), RouteSpace::any};
     if (model) in.model = apply_model_options(in.model, model);
     return in;
 }
 
-std::string machine(const std::string& name) { return "graph:" + source("schedules/machines/" + name + ".json"); }
 std::string routers(const std::string& name) { return "graph:" + source("tests/data/compose/" + name + ".json"); }
 
 std::vector<Shape> every_shape() {
@@ -93,7 +93,7 @@ TEST_CASE("compose: every shape that builds holds in the direct checker, on ever
         CAPTURE(std::string(row.model ? row.model : "default"));
         for (const char* coll : {"allreduce", "reduce_scatter", "allgather"}) {
             CAPTURE(std::string(coll));
-            SynthInstance in = instance(row.spec, coll, row.model);
+            SynthInstance in = instance_with_model(row.spec, coll, row.model);
             const Boxes b = find_boxes(*in.topology);
             const bool allreduce = std::string(coll) == "allreduce";
             if (b.boxes.size() > 1) CHECK(built_and_held(in, b.boxes, 2) == (allreduce ? row.hierarchical : row.hierarchical * 3 / 10));
@@ -107,17 +107,17 @@ TEST_CASE("compose: every shape that builds holds in the direct checker, on ever
 }
 
 TEST_CASE("compose: what does not apply says why") {
-    SynthInstance in = instance(machine("dgx1"), "allreduce");
+    SynthInstance in = instance_with_model(machine("dgx1"), "allreduce");
     std::string why;
     // the DGX-1 as one box: the direct exchange needs a channel between every pair (0 and 5 have none)
     CHECK_FALSE(build_shape(in, find_boxes(*in.topology).boxes, {InBox::rsag, Across::none, true}, 1, &why));
     CHECK(why.find("passes through processor") != std::string::npos);
-    SynthInstance three = instance("complete:6", "allreduce");
+    SynthInstance three = instance_with_model("complete:6", "allreduce");
     CHECK_FALSE(build_shape(three, {{Node{0}, Node{1}}, {Node{2}, Node{3}}, {Node{4}, Node{5}}}, {InBox::rsag, Across::halving, false}, 1, &why));
     CHECK(why == "recursive halving and doubling need a power of two of boxes");
-    CHECK(time_candidates(instance("ring:4", "broadcast:0"), 1e6).empty());
+    CHECK(time_candidates(instance_with_model("ring:4", "broadcast:0"), 1e6).empty());
     // more chunks than 32-bit message ids hold ((P^2 + 2P) C <= 2^32 - 2^24): refused with the reason, not thrown
-    SynthInstance big = instance("complete:512", "allreduce");
+    SynthInstance big = instance_with_model("complete:512", "allreduce");
     CHECK_FALSE(build_shape(big, ones(512), {InBox::none, Across::direct_rsag, true}, 64, &why));
     CHECK(why.find("chunks") != std::string::npos);
 }
@@ -131,7 +131,7 @@ TEST_CASE("compose: the direct checker, the Z3 engine and the simulator agree on
                 CAPTURE(spec);
                 CAPTURE(std::string(coll));
                 CAPTURE(shape_name(sh));
-                SynthInstance in = instance(spec, coll);
+                SynthInstance in = instance_with_model(spec, coll);
                 std::optional<SendTable> t = build_shape(in, find_boxes(*in.topology).boxes, sh, 2, nullptr);
                 if (!t) continue;
                 ++checked;
@@ -143,7 +143,7 @@ TEST_CASE("compose: the direct checker, the Z3 engine and the simulator agree on
 }
 
 TEST_CASE("compose: a broken table is refused by the checker (the test can fail)") {
-    SynthInstance in = instance(machine("multibox2x8"), "allreduce");
+    SynthInstance in = instance_with_model(machine("multibox2x8"), "allreduce");
     std::optional<SendTable> t = build_shape(in, find_boxes(*in.topology).boxes, {InBox::rsag, Across::ring, false}, 1, nullptr);
     REQUIRE(t);
     t->transfers.pop_back();  // one chunk never reaches one GPU
@@ -165,7 +165,7 @@ TEST_CASE("compose: the predicted times reach the marks of issue 43") {
                            Row{"multibox4x8", GiB, 1.1 * 8.053e-3, 8.119e-3, "hierarchical rsag+halving-doubling, 64 pieces"}}) {
         CAPTURE(row.machine);
         CAPTURE(row.size);
-        std::vector<Candidate> cs = time_candidates(instance(machine(row.machine), "allreduce"), row.size);
+        std::vector<Candidate> cs = time_candidates(instance_with_model(machine(row.machine), "allreduce"), row.size);
         REQUIRE_FALSE(cs.empty());
         CHECK(cs[0].name == row.best);
         CHECK(cs[0].predicted_s <= row.mark);
@@ -179,24 +179,24 @@ TEST_CASE("compose: the predicted times reach the marks of issue 43") {
 
 TEST_CASE("compose: past the deadline what is built is verified and returned") {
     const auto past = std::chrono::steady_clock::now();
-    std::vector<Candidate> cs = time_candidates(instance(machine("h100rail4x8"), "allreduce"), GiB, past);
+    std::vector<Candidate> cs = time_candidates(instance_with_model(machine("h100rail4x8"), "allreduce"), GiB, past);
     REQUIRE(cs.size() == 1);  // the first shape at one piece, no refinement
     CHECK(cs[0].pieces == 1);
     CHECK(verify_direct(cs[0].table).holds());
-    CHECK(time_candidates(instance(machine("dgx1"), "allreduce"), GiB, past).size() == 1);  // no rings searched either
+    CHECK(time_candidates(instance_with_model(machine("dgx1"), "allreduce"), GiB, past).size() == 1);  // no rings searched either
 }
 
 TEST_CASE("compose: machines of one box get the rings too, and one table once") {
     // DGX-1: 6 rings at once carry 2 x 7/8 GiB over 6 x 25 GB/s per GPU = 12.5 ms (the per-GPU bound); the flat
     // recursive halving and doubling uses one or two links of a GPU's six per step: 42.95 ms
-    std::vector<Candidate> cs = time_candidates(instance(machine("dgx1"), "allreduce"), GiB);
+    std::vector<Candidate> cs = time_candidates(instance_with_model(machine("dgx1"), "allreduce"), GiB);
     REQUIRE(cs.size() == 3);
     CHECK(cs[0].name == "rings (6 at once), 1 piece");
     CHECK(cs[0].predicted_s == doctest::Approx(12.53e-3).epsilon(1e-3));
     CHECK(verify_direct(cs[0].table).holds());
     CHECK(cs[1].name == "flat halving-doubling, 1 piece");
     // nvswitch8: one box of 8 (rsag) and 8 boxes of one (direct) are the same table, listed once
-    cs = time_candidates(instance(machine("nvswitch8"), "allreduce"), 64 * KiB);
+    cs = time_candidates(instance_with_model(machine("nvswitch8"), "allreduce"), 64 * KiB);
     REQUIRE_FALSE(cs.empty());
     CHECK(cs[0].name == "flat direct, 64 pieces");
     for (const Candidate& c : cs) CHECK(c.name.find("flat rsag") == std::string::npos);
@@ -226,7 +226,7 @@ TEST_CASE("compose: allgather's pieces are refined at NCCL's size (the output), 
     // never refined, so 4.81 ms it stayed
     for (const std::string& m : {machine("multibox4x8"), routers("rail4x8_routers")}) {
         CAPTURE(m);
-        std::vector<Candidate> cs = time_candidates(instance(m, "allgather"), GiB);
+        std::vector<Candidate> cs = time_candidates(instance_with_model(m, "allgather"), GiB);
         REQUIRE_FALSE(cs.empty());
         CHECK(cs[0].predicted_s <= 1.01 * 4.027e-3);
         CHECK(cs[0].pieces > 1);
@@ -234,7 +234,7 @@ TEST_CASE("compose: allgather's pieces are refined at NCCL's size (the output), 
 }
 
 TEST_CASE("compose: several sizes at once give what each size alone gives") {
-    const SynthInstance in = instance(machine("multibox2x8"), "allreduce");
+    const SynthInstance in = instance_with_model(machine("multibox2x8"), "allreduce");
     const std::vector<double> sizes{64 * KiB, 16 * MiB, GiB};
     std::vector<Candidate> all = time_candidates(in, sizes);
     for (double size : sizes) {
@@ -257,7 +257,7 @@ TEST_CASE("compose: each box completes the rails' shares in the order its rail p
     // h100rail4x8 reduce_scatter at 16 MiB: every box used to complete rail owner 0's share first, so the rails'
     // first sends all went to box 0 at once and its NICs queued them: 40.6 us against the bound's 33.3 us. In each
     // box's rail order (box b: b + 1, b + 2, ...) 36.0 us
-    std::vector<Candidate> cs = time_candidates(instance(machine("h100rail4x8"), "reduce_scatter"), 16 * MiB);
+    std::vector<Candidate> cs = time_candidates(instance_with_model(machine("h100rail4x8"), "reduce_scatter"), 16 * MiB);
     REQUIRE_FALSE(cs.empty());
     CHECK(cs[0].predicted_s < 36.5e-6);
     CHECK(verify_direct(cs[0].table).holds());
@@ -269,7 +269,7 @@ TEST_CASE("compose: reduce-scatter sends each box's own shares after every share
     // 32.27 us (docs/performance.md); with the own shares last 33.2 us with 16. multibox2x8 52.5 -> 49.5 us.
     for (const char* name : {"h100rail2x8", "multibox2x8"}) {
         CAPTURE(name);
-        const SynthInstance in = instance(machine(name), "reduce_scatter");
+        const SynthInstance in = instance_with_model(machine(name), "reduce_scatter");
         const std::optional<TimeBounds> b = time_bounds(*in.topology, in.collective, in.model);
         REQUIRE(b.has_value());
         const double bound = evaluate(*b, 16 * MiB).seconds;
@@ -304,13 +304,13 @@ TEST_CASE("compose: boxes that are not complete (NDv2's cube mesh) take recursiv
     };
     for (const Row& row : {Row{"allgather", 64.42e-3}, Row{"reduce_scatter", 64.42e-3}, Row{"allreduce", 128.85e-3}}) {
         CAPTURE(row.coll);
-        std::vector<Candidate> cs = time_candidates(instance(m, row.coll), GiB);
+        std::vector<Candidate> cs = time_candidates(instance_with_model(m, row.coll), GiB);
         REQUIRE_FALSE(cs.empty());
         CHECK(cs[0].predicted_s <= 1.01 * row.bound);
         CHECK(verify_direct(cs[0].table).holds());
     }
     // the ring is there for boxes that are not a power of two
-    const SynthInstance in = instance(m, "allreduce");
+    const SynthInstance in = instance_with_model(m, "allreduce");
     const std::vector<std::vector<Node>> boxes = find_boxes(*in.topology).boxes;
     REQUIRE(boxes.size() == 4);
     CHECK_FALSE(box_complete(*in.topology, boxes[0]));
@@ -340,14 +340,14 @@ TEST_CASE("compose: a box's Hamiltonian cycle joins each member to the next, or 
 TEST_CASE("compose: alltoall on many shortest paths reaches the DGX-1's cut between its quads") {
     // the least-steps alltoall takes one path per message (21.5 ms at 1 GiB, NCCL's p2p 24.2 ms); every message in
     // chunks over the least loaded shortest paths: within 1 % of 16/8 x 1 GiB / 150 GB/s = 14.32 ms
-    std::vector<Candidate> cs = time_candidates(instance(machine("dgx1"), "alltoall"), GiB);
+    std::vector<Candidate> cs = time_candidates(instance_with_model(machine("dgx1"), "alltoall"), GiB);
     REQUIRE_FALSE(cs.empty());
     CHECK(cs[0].predicted_s <= 1.01 * 14.32e-3);
     CHECK(verify_direct(cs[0].table).holds());
     std::string why;
-    CHECK_FALSE(multipath_alltoall(instance(machine("multibox2x8"), "alltoall"), 4, &why));  // every pair is joined: nothing to balance
+    CHECK_FALSE(multipath_alltoall(instance_with_model(machine("multibox2x8"), "alltoall"), 4, &why));  // every pair is joined: nothing to balance
     CHECK(why.find("every two processors are joined") != std::string::npos);
-    CHECK_FALSE(multipath_alltoall(instance(machine("dgx1"), "allgather"), 4, &why));
+    CHECK_FALSE(multipath_alltoall(instance_with_model(machine("dgx1"), "allgather"), 4, &why));
 }
 
 TEST_CASE("compose: alltoall on a rail network with switches as routers reaches the box's NICs") {
@@ -358,7 +358,7 @@ TEST_CASE("compose: alltoall on a rail network with switches as routers reaches 
     const std::string file = dir.file("rail2x8.json");
     REQUIRE(collsched::test::run_shell(std::string(COLLSCHED_BINARY) + " machine dgx-a100 --boxes 2 --network rail --units gpu --switches routers -o " +
                                        file).code == 0);
-    SynthInstance in = instance("graph:" + file, "alltoall");
+    SynthInstance in = instance_with_model("graph:" + file, "alltoall");
     REQUIRE(in.topology->routers() > 0);
     std::vector<Candidate> cs = time_candidates(in, GiB);
     REQUIRE_FALSE(cs.empty());

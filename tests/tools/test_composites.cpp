@@ -22,15 +22,11 @@
 using namespace collsched;
 using collsched::test::compile_ok;
 using collsched::test::compile_err;
+using collsched::test::first_violation;
 using collsched::test::verify_all;
 
 namespace {
 
-std::string first_violation(const VerifyReport& r, Property p) {
-    for (const Violation& v : r.violations)
-        if (v.property == p) return v.detail;
-    return "";
-}
 
 const char* kReduce = R"(
 topology ring(4)

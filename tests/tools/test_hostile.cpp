@@ -22,19 +22,15 @@
 
 using namespace collsched;
 using collsched::test::run;
+using collsched::test::slurp;
 using collsched::test::source;
 
 namespace {
 
 /// This file's scratch directories.
-struct Scratch : collsched::test::Scratch {
-    Scratch() : collsched::test::Scratch("hostile") {}
+struct HostileScratch : collsched::test::Scratch {
+    HostileScratch() : collsched::test::Scratch("hostile") {}
 };
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 /// Runs a shell command line (with the collsched binary as $C); stdout, stderr and the exit code.
 test::Run shell(const std::string& line) {
@@ -71,7 +67,7 @@ bool is_char_device(const char* path) {
 }  // namespace
 
 TEST_CASE("hostile input: devices and directories are refused by name, not read") {
-    Scratch s;
+    HostileScratch s;
     auto r = run("compile /dev/zero");
     refused(r, "/dev/zero: error[E005]: cannot read the schedule file: is a character device, not a schedule");
     refused(run("verify /dev/urandom"), "collsched: error: /dev/urandom: is a character device, not a table or schedule");
@@ -85,7 +81,7 @@ TEST_CASE("hostile input: devices and directories are refused by name, not read"
 }
 
 TEST_CASE("hostile input: files are read up to a size limit that COLLSCHED_MAX_INPUT_MB raises") {
-    Scratch s;
+    HostileScratch s;
     std::string big = s.file("big.json", slurp(ebft4) + std::string(1'200'000, ' '));
     refused(shell("COLLSCHED_MAX_INPUT_MB=1 $C verify " + big),
             big + ": the table is larger than 1 MiB; set COLLSCHED_MAX_INPUT_MB to read larger files");
@@ -170,7 +166,7 @@ TEST_CASE("hostile output: -o writes into devices, FIFOs and /dev/stdout without
     CHECK(out.code == 0);
     CHECK(out.out == expected);
     // A FIFO: its reader gets the whole output and the FIFO stays a FIFO.
-    Scratch s;
+    HostileScratch s;
     std::string fifo = s.file("fifo");
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     std::string got;
@@ -186,7 +182,7 @@ TEST_CASE("hostile output: -o writes into devices, FIFOs and /dev/stdout without
 }
 
 TEST_CASE("hostile output: regular files are replaced atomically, links followed, directories refused") {
-    Scratch s;
+    HostileScratch s;
     std::string expected = run("convert " + ebft4).out;
     // An existing file keeps its mode and gets the new content; no temporary is left.
     std::string file = s.file("t.json", "old");
@@ -214,7 +210,7 @@ TEST_CASE("hostile output: regular files are replaced atomically, links followed
 // A write that fails half way (here: the file size limit, EFBIG) is exit 2 with the reason, and
 // leaves neither the output nor its temporary; the old file, if any, is kept as it was.
 TEST_CASE("hostile output: a failed write leaves no partial file") {
-    Scratch s;
+    HostileScratch s;
     std::string big = source("tests/data/ebft16_alltoall.json");
     std::string out = s.file("out.json");
     auto r = shell("trap '' XFSZ; ulimit -f 8; $C convert " + big + " -o " + out);
@@ -240,7 +236,7 @@ TEST_CASE("hostile messages: an unknown subcommand is named, with the closest on
 }
 
 TEST_CASE("hostile messages: long inputs are quoted in part, about 80 characters with an ellipsis") {
-    Scratch s;
+    HostileScratch s;
     std::string x(100'000, 'x');
     std::string table = slurp(ebft4);
     auto with = [&](const std::string& from, const std::string& to) {
@@ -270,7 +266,7 @@ TEST_CASE("hostile messages: long inputs are quoted in part, about 80 characters
 }
 
 TEST_CASE("hostile messages: the offending value is kept") {
-    Scratch s;
+    HostileScratch s;
     std::string table = slurp(ebft4);
     for (std::string step : {"-1", "-9223372036854775808"}) {
         std::string t = table;
@@ -293,7 +289,7 @@ TEST_CASE("hostile input: a NUL byte is refused where it is, and messages show c
     // nlohmann's lexer takes a NUL for the end of the input: a valid table or graph file followed
     // by a NUL and junk was accepted (session 6; the reference reader reads such a file, since
     // the fast one refuses it). A message that quotes a NUL was cut there when printed.
-    Scratch s;
+    HostileScratch s;
     std::string table = slurp(ebft4);
     using namespace std::string_literals;  // "..."s keeps the NUL bytes
     refused(run("verify " + s.file("t.json", table + "\0junk"s)),

@@ -14,6 +14,7 @@
 
 using namespace collsched;
 using namespace collsched::test::hostile;
+using collsched::test::slurp;
 using collsched::test::source;
 
 namespace {

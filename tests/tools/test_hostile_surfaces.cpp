@@ -36,6 +36,7 @@
 
 using namespace collsched;
 using collsched::test::parse_trace;
+using collsched::test::slurp;
 using collsched::test::source;
 using collsched::test::Trace;
 
@@ -55,11 +56,6 @@ Case make(std::string name, std::string args, std::vector<std::pair<std::string,
     c.absent = std::move(absent);
     c.out = std::move(out);
     return c;
-}
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {

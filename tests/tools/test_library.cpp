@@ -22,13 +22,13 @@
 #include "tools/reproduce.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
+#include "tests/tools/cli_run.hpp"
 
 using namespace collsched;
 using namespace collsched::tools;
+using collsched::test::source;
 
 namespace {
-
-std::string source(const std::string& rel) { return std::string(COLLSCHED_SOURCE_DIR) + "/" + rel; }
 
 const Catalog& catalog() {
     static const Catalog c = read_catalog(source("schedules/catalog.json"));

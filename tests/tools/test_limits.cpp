@@ -24,8 +24,8 @@ using collsched::test::run;
 namespace {
 
 /// This file's scratch directories.
-struct Scratch : collsched::test::Scratch {
-    Scratch() : collsched::test::Scratch("limits") {}
+struct LimitsScratch : collsched::test::Scratch {
+    LimitsScratch() : collsched::test::Scratch("limits") {}
 };
 
 std::string table(const std::string& topology, const std::string& collective) {
@@ -34,7 +34,7 @@ std::string table(const std::string& topology, const std::string& collective) {
 }
 
 /// Exit 2, the message on stderr, and no output file (`out` is passed with -o).
-void refused(const test::Run& r, const std::string& message, const Scratch& s, std::size_t inputs) {
+void refused_leaving_nothing(const test::Run& r, const std::string& message, const LimitsScratch& s, std::size_t inputs) {
     INFO(r.err);
     CHECK(r.code == 2);
     CHECK(r.err.find(message) != std::string::npos);
@@ -45,41 +45,41 @@ void refused(const test::Run& r, const std::string& message, const Scratch& s, s
 }  // namespace
 
 TEST_CASE("limits: compile stops runaway schedules and writes nothing") {
-    Scratch s;
+    LimitsScratch s;
     std::string out = s.file("out.json");
     std::string many = s.file("many.sched", "topology ring(8)\nfor s in 1 .. 100 { step s { for k in 0 .. 7 { send k -> (k + 1) % 8 } } }\n");
-    refused(run("compile " + many + " --max-transfers 500 -o " + out), "error[E050]: this loop makes more than 500 transfers", s, 1);
-    refused(run("compile " + many + " --max-iterations 50 -o " + out), "error[E051]: this loop runs more than 50 iterations", s, 1);
+    refused_leaving_nothing(run("compile " + many + " --max-transfers 500 -o " + out), "error[E050]: this loop makes more than 500 transfers", s, 1);
+    refused_leaving_nothing(run("compile " + many + " --max-iterations 50 -o " + out), "error[E051]: this loop runs more than 50 iterations", s, 1);
 
     std::string reqs = s.file("reqs.sched", "topology ring(8)\nfor i in 0 .. 1000 { require m(0, 1) at 1 }\n");
     auto r = run("compile " + reqs + " --max-transfers 500 -o " + out);
-    refused(r, "error[E050]: this loop makes more than 500 transfers", s, 2);
+    refused_leaving_nothing(r, "error[E050]: this loop makes more than 500 transfers", s, 2);
     CHECK(r.err.find("note: requirements count toward the limit too; they come from here") != std::string::npos);
 
     std::string deep = s.file("deep.sched", "topology ring(8)\nlet x = " + std::string(200, '(') + "1" + std::string(200, ')') + "\n");
-    refused(run("compile " + deep + " -o " + out), "error[E052]: more than 128 brackets and blocks are open here", s, 3);
+    refused_leaving_nothing(run("compile " + deep + " -o " + out), "error[E052]: more than 128 brackets and blocks are open here", s, 3);
 
     std::string goals = s.file("goals.sched", "topology ring(20000)\ncollective alltoall\n");
-    refused(run("compile " + goals + " -o " + out),
+    refused_leaving_nothing(run("compile " + goals + " -o " + out),
             "goals.sched:2:1: error[E053]: collective alltoall on ring:20000 has 399980000 goal pairs (message, processor); "
             "collsched checks at most 268435456 (alltoall and allgather up to 16384 processors)",
             s, 4);
     // verify and simulate compile in memory with the same limits
-    refused(run("verify " + goals), "error[E053]", s, 4);
+    refused_leaving_nothing(run("verify " + goals), "error[E053]", s, 4);
 }
 
 TEST_CASE("limits: collectives with more than 2^28 goal pairs are refused, not enumerated for half an hour") {
     CHECK(max_goal_pairs == 268435456u);
-    Scratch s;
+    LimitsScratch s;
     std::string big = s.file("big.json", table("ring:65534", "alltoall"));
     const std::string msg =
         "collective alltoall on ring:65534 has 4294639622 goal pairs (message, processor); collsched checks at most 268435456";
-    refused(run("verify " + big), msg, s, 1);
-    refused(run("simulate " + big), msg, s, 1);
+    refused_leaving_nothing(run("verify " + big), msg, s, 1);
+    refused_leaving_nothing(run("simulate " + big), msg, s, 1);
     std::string out = s.file("out.ranks.json");
-    refused(run("convert " + big + " --format ranks -o " + out), msg, s, 1);
+    refused_leaving_nothing(run("convert " + big + " --format ranks -o " + out), msg, s, 1);
     std::string csv = s.file("big.csv", "# format=collsched.table/1\n# topology=ring:65534\n# collective=allgather\nstep,from,to,message\n");
-    refused(run("verify " + csv), "collective allgather on ring:65534 has 4294639622 goal pairs", s, 2);
+    refused_leaving_nothing(run("verify " + csv), "collective allgather on ring:65534 has 4294639622 goal pairs", s, 2);
     // 16,384 processors are still fine (the checkers enumerate 268 million pairs; not run here),
     // and so is a huge topology with a small collective.
     auto t = Topology::parse("ring:16384");
@@ -91,11 +91,11 @@ TEST_CASE("limits: collectives with more than 2^28 goal pairs are refused, not e
 }
 
 TEST_CASE("limits: the per-rank export of a huge custom table is refused before the first byte") {
-    Scratch s;
+    LimitsScratch s;
     // custom: every m(s,d) is initial data at s, so the ranks would list 4.3e9 messages
     std::string big = s.file("custom.json", table("ring:65534", "custom"));
     std::string out = s.file("out.ranks.json");
-    refused(run("convert " + big + " --format ranks -o " + out),
+    refused_leaving_nothing(run("convert " + big + " --format ranks -o " + out),
             "cannot write the per-rank view of custom on ring:65534: its ranks would list 4294770690 initial messages, more "
             "than the 268435456 collsched writes",
             s, 1);
@@ -120,7 +120,7 @@ TEST_CASE("limits: initial_count counts the messages initial() accepts") {
 
 TEST_CASE("limits: topologies, graph files and JSON nesting") {
     CHECK(max_channels == (1u << 24));
-    Scratch s;
+    LimitsScratch s;
     auto r = run("topo complete:4097");
     CHECK(r.code == 2);
     CHECK(r.err == "collsched: error: topology 'complete:4097': 16781312 channels is more than collsched supports (16777216)\n");
@@ -139,11 +139,11 @@ TEST_CASE("limits: topologies, graph files and JSON nesting") {
     std::string deep = s.file("deep.json", R"({"format": "collsched.table/1", "topology": "ring:4", "collective": "custom", "x": )" +
                                                std::string(5000, '[') + std::string(5000, ']') + R"(, "transfers": []})");
     std::string out = s.file("out.json");
-    refused(run("convert " + deep + " --format json -o " + out), "deep.json:1:183: JSON nested more than 100 levels deep", s, 1);
+    refused_leaving_nothing(run("convert " + deep + " --format json -o " + out), "deep.json:1:183: JSON nested more than 100 levels deep", s, 1);
 }
 
 TEST_CASE("limits: an interrupted write leaves neither the output nor a temporary") {
-    Scratch s;
+    LimitsScratch s;
     std::string out = s.file("out.json");
     // doctest catches signals to report crashes; the children start from the default actions.
     auto default_actions = [] {

@@ -13,16 +13,10 @@
 
 using collsched::test::run;
 using collsched::test::run_shell;
+using collsched::test::slurp;
 using collsched::test::source;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 /// Runs `machine ARGS`, checks that the file it writes is a topology collsched reads, and returns
 /// it parsed, with the run (stderr holds what was completed).

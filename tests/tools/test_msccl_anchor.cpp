@@ -19,6 +19,7 @@
 #include "tests/tools/cli_run.hpp"
 
 using namespace collsched;
+using collsched::test::slurp;
 
 namespace {
 
@@ -27,13 +28,6 @@ struct Generated {
     std::string check;  ///< "True" or "False": what msccl-tools' Check() returned
     std::string err;
 };
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 /// Runs a program of msccl-tools (an example path under examples/mscclang, or a script of ours)
 /// with Check() wrapped to report its verdict.

@@ -43,7 +43,7 @@ SendTable import(const std::string& name, const std::string& topology = "") {
 }
 
 /// Why the executor would not load a file (exit 2), or "".
-std::string refusal(const std::string& text, const std::string& topology = "") {
+std::string import_refusal(const std::string& text, const std::string& topology = "") {
     try {
         MscclImportOptions opt;
         opt.topology = topology;
@@ -214,7 +214,7 @@ TEST_CASE("msccl import: what the executor would not load is refused (exit 2), w
     CHECK(violations(x).find("waits for a send that never comes") != std::string::npos);
     x = ring;
     replace(x, R"(coll="allgather")", R"(coll="alltoallv")");
-    CHECK(refusal(x).find("x.xml:1:1: coll=\"alltoallv\": collsched checks allreduce, allgather, alltoall") == 0);
+    CHECK(import_refusal(x).find("x.xml:1:1: coll=\"alltoallv\": collsched checks allreduce, allgather, alltoall") == 0);
     // s is not the step's index: the executor ignores it, and so does the check (a note)
     x = ring;
     replace(x, R"(<step s="1" type="rcs")", R"(<step s="2" type="rcs")");
@@ -224,7 +224,7 @@ TEST_CASE("msccl import: what the executor would not load is refused (exit 2), w
                       [](const std::string& n) { return n.find("the executor ignores s") != std::string::npos; }));
     // more steps than MSCCL_MAX_NUM_STEPS in a thread block
     std::string long_ring = table_to_msccl(test::ring_allgather(66), {.max_steps = 65});
-    CHECK(refusal(long_ring, "ring:66").find("[MSCCL_MAX_NUM_STEPS]") != std::string::npos);
+    CHECK(import_refusal(long_ring, "ring:66").find("[MSCCL_MAX_NUM_STEPS]") != std::string::npos);
     MscclImportOptions o65;
     o65.topology = "ring:66";
     o65.max_steps = 65;
@@ -233,9 +233,9 @@ TEST_CASE("msccl import: what the executor would not load is refused (exit 2), w
     x = "<?xml version='1.0' encoding='utf-8'?>\n<!-- MSCCLang -->\n" + ring;
     replace(x, "  <gpu id=\"1\"", "\t<gpu id=\"1\"");
     CHECK(parse_msccl_ir(x, "x.xml", {.topology = "ring:4"}).transfers == test::ring_allgather(4).transfers);
-    CHECK(refusal("<algo ngpus=\"2\" coll=\"alltoall\">\n  <gpu id=\"0\"\n</algo>") ==
+    CHECK(import_refusal("<algo ngpus=\"2\" coll=\"alltoall\">\n  <gpu id=\"0\"\n</algo>") ==
           "x.xml:3:1: malformed MSCCL-IR XML: <gpu> is not closed with '>'");
-    CHECK(refusal(ring, "ring:5") == "x.xml: the program has 4 ranks but ring:5 has 5 processors");
+    CHECK(import_refusal(ring, "ring:5") == "x.xml: the program has 4 ranks but ring:5 has 5 processors");
     auto r = run("verify " + source("tests/data/ebft4_alltoall.json") + " --topology ring:4");
     CHECK(r.code == 2);
     CHECK(r.err == "collsched: error: --topology applies to MSCCL-IR files and schedules only (tables name theirs)\n");
@@ -323,7 +323,7 @@ std::string csv_rows(const SendTable& t) {
 
 /// The transfers as (channel, message name) pairs, sorted: the same copies over the same
 /// channels whatever their steps.
-std::vector<std::pair<std::uint32_t, std::string>> moves(const SendTable& t) {
+std::vector<std::pair<std::uint32_t, std::string>> channel_moves(const SendTable& t) {
     const Messages ms = t.messages();
     std::vector<std::pair<std::uint32_t, std::string>> v;
     for (const Transfer& x : t.transfers) v.emplace_back(idx(x.channel), ms.name(x.message));
@@ -361,14 +361,14 @@ TEST_CASE("msccl import: the library's reductions export, read back and verify t
         CHECK(simulate(back).status == SimStatus::completed);
         // the same partials over the same channels; the same steps where every connection
         // carries one chunk per step and no chunk is read by two sends of one step
-        CHECK(moves(back) == moves(t));
+        CHECK(channel_moves(back) == channel_moves(t));
         if (row.exact) CHECK(back.transfers == t.transfers);
         else CHECK(back.steps() > t.steps());
         // what the reader levels exports again to a program that holds; where the reading is
         // exact it is a fixed point of export and import (Rabenseifner's levelled reading is not:
         // its paired thread blocks level into other steps)
         const SendTable again = parse_msccl_ir(table_to_msccl(back), "b.xml", {.topology = t.topology->spec()});
-        CHECK(moves(again) == moves(t));
+        CHECK(channel_moves(again) == channel_moves(t));
         if (row.exact) CHECK(again.transfers == back.transfers);
     }
 }
@@ -401,7 +401,7 @@ TEST_CASE("msccl import: rrs, re and the reductions' errors, with file, line and
     // a step type the executor does not know: the file, line and column, exit 2
     x = data("reduce_rrs_re.xml");
     replace(x, R"(type="rrs")", R"(type="rrx")");
-    CHECK(refusal(x, "linear:3") == "x.xml:13:7: gpu 1, thread block 0, step 0: unknown step type \"rrx\" (msccl_parser.cc:540-542)");
+    CHECK(import_refusal(x, "linear:3") == "x.xml:13:7: gpu 1, thread block 0, step 0: unknown step type \"rrx\" (msccl_parser.cc:540-542)");
     test::Scratch dir("msccl_rrx");
     auto r = run("verify " + dir.file("bad.xml", x) + " --topology linear:3");
     CHECK(r.code == 2);
@@ -447,7 +447,7 @@ TEST_CASE("msccl and chakra import: chunked tables read back with their chunks")
     const std::string topo = dgx.topology->spec();
     SendTable dgx_back = parse_msccl_ir(table_to_msccl(dgx), "d.xml", {.topology = topo});
     CHECK(dgx_back.collective.chunks == 2);
-    CHECK(moves(dgx_back) == moves(dgx));
+    CHECK(channel_moves(dgx_back) == channel_moves(dgx));
     CHECK(dgx_back.steps() == 4);
     CHECK(verify_direct(dgx_back).holds());
     CHECK(verify_z3(dgx_back).holds());
@@ -508,9 +508,9 @@ TEST_CASE("msccl import: hostile files: deep nesting, missing attributes, bad nc
     std::string open, close;
     for (int i = 0; i < 100000; ++i) open += "<a>";
     for (int i = 0; i < 100000; ++i) close += "</a>";
-    CHECK(refusal(open) == "x.xml:1:193: malformed MSCCL-IR XML: elements nested more than 64 deep (MSCCL-IR needs 4: <algo>, "
+    CHECK(import_refusal(open) == "x.xml:1:193: malformed MSCCL-IR XML: elements nested more than 64 deep (MSCCL-IR needs 4: <algo>, "
                            "<gpu>, <tb>, <step>)");
-    CHECK(refusal(open + close) == refusal(open));
+    CHECK(import_refusal(open + close) == import_refusal(open));
     test::Scratch dir("msccl_hostile");
     auto deep = run("verify " + dir.file("deep.xml", open));
     CHECK(deep.code == 2);
@@ -521,29 +521,29 @@ TEST_CASE("msccl import: hostile files: deep nesting, missing attributes, bad nc
         const auto at = x.find(std::string(" ") + attr + "=\"");
         REQUIRE(at != std::string::npos);
         x.erase(at, x.find('"', x.find('"', at) + 1) + 1 - at);
-        CHECK(refusal(x) == fmt::format("x.xml:1:1: <algo> has no attribute {}, which the executor's reader requires", attr));
+        CHECK(import_refusal(x) == fmt::format("x.xml:1:1: <algo> has no attribute {}, which the executor's reader requires", attr));
     }
     for (const char* attr : {"cnt", "srcbuf", "hasdep", "depid"}) {
         std::string x = ring;
         const auto at = x.find(std::string(" ") + attr + "=\"");
         x.erase(at, x.find('"', x.find('"', at) + 1) + 1 - at);
-        CHECK(refusal(x) == fmt::format("x.xml:4:7: <step> has no attribute {}, which the executor's reader requires", attr));
+        CHECK(import_refusal(x) == fmt::format("x.xml:4:7: <step> has no attribute {}, which the executor's reader requires", attr));
     }
     // nchunksperloop 0, negative, huge, not a multiple of ngpus, disagreeing with the buffers
     for (const char* n : {"0", "-4", "99999999"}) {
         std::string x = ring;
         replace(x, R"(nchunksperloop="4")", fmt::format("nchunksperloop=\"{}\"", n));
-        CHECK(refusal(x).find(fmt::format("x.xml:1:1: nchunksperloop=\"{}\" is outside 1..1048576", n)) == 0);
+        CHECK(import_refusal(x).find(fmt::format("x.xml:1:1: nchunksperloop=\"{}\" is outside 1..1048576", n)) == 0);
     }
     std::string x = ring;
     replace(x, R"(nchunksperloop="4")", R"(nchunksperloop="6")");
     // how values fit together is the executor's refusal of a well-formed file: a finding (docs/errors.md)
-    CHECK(refusal(x) == "");
+    CHECK(import_refusal(x) == "");
     CHECK(violations(x) == "x.xml:1:1: nchunksperloop=\"6\" is not a multiple of ngpus=\"4\": the allgather buffers of one rank are "
                            "N/P chunks [refused]");
     x = ring;
     replace(x, R"(nchunksperloop="4")", R"(nchunksperloop="8")");
-    CHECK(refusal(x).find("x.xml:2:3: gpu 0: i_chunks=\"1\"") == std::string::npos);  // 8/4 = 2 input chunks: i_chunks 1 fits
+    CHECK(import_refusal(x).find("x.xml:2:3: gpu 0: i_chunks=\"1\"") == std::string::npos);  // 8/4 = 2 input chunks: i_chunks 1 fits
     x = ring;
     replace(x, R"(<gpu id="0" i_chunks="1" o_chunks="4")", R"(<gpu id="0" i_chunks="1" o_chunks="5")");
     CHECK(violations(x) == "x.xml:2:3: gpu 0: o_chunks=\"5\", but coll=\"allgather\" with nchunksperloop=\"4\" on 4 ranks has an "

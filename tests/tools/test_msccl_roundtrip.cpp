@@ -37,7 +37,7 @@ namespace {
 /// The data movement: every endpoint transfer (a copy from one processor to another, through
 /// routers only; docs/exports.md) as (sender, receiver, message name), sorted. Steps and the
 /// routers' paths are timing, which MSCCL-IR does not carry.
-std::vector<MscclReport::Move> moves(const SendTable& t) {
+std::vector<MscclReport::Move> endpoint_moves(const SendTable& t) {
     const Messages ms = t.messages();
     std::vector<MscclReport::Move> v;
     for (const EndpointTransfer& e : endpoint_view(t).transfers) v.push_back({int(idx(e.src)), int(idx(e.dst)), ms.name(e.message)});
@@ -77,7 +77,7 @@ struct Outcome {
 /// fused, coalesced; in and out of place), in place only, the plain one (a thread block per
 /// connection end, one step per chunk) and two instances. Returns whether it exported. In place
 /// only is refused for an alltoall whose table receives into a slot before sending from it.
-Outcome round_trip(const SendTable& t, const std::string& what) {
+Outcome msccl_round_trip(const SendTable& t, const std::string& what) {
     CAPTURE(what);
     Outcome first;
     int variant = 0;
@@ -109,7 +109,7 @@ Outcome round_trip(const SendTable& t, const std::string& what) {
         if (!rep.holds) continue;
         std::vector<MscclReport::Move> program = rep.moves;
         std::sort(program.begin(), program.end());
-        CHECK(program == split(moves(t), t, o.instances));
+        CHECK(program == split(endpoint_moves(t), t, o.instances));
         SendTable back = parse_msccl_ir(xml, "t.xml", opt);
         CHECK(back.collective.kind == t.collective.kind);
         CHECK(back.collective.chunks == t.collective.chunks * std::uint64_t(o.instances));
@@ -281,7 +281,7 @@ std::uint64_t seeds() {
 TEST_CASE("msccl round trip: every library schedule that exports reads back as a program that holds and moves the same chunks") {
     int exported = 0, refused = 0;
     test::for_each_catalog_table(max_n(), [&](const SendTable& t, const std::string& name) {
-        Outcome o = round_trip(t, name);
+        Outcome o = msccl_round_trip(t, name);
         (o.exported ? exported : refused) += 1;
     });
     MESSAGE(fmt::format("library rows up to {} processors: {} exported and read back, {} refused by the exporter", max_n(), exported,
@@ -295,7 +295,7 @@ TEST_CASE("msccl round trip: seeded random gossip tables (allgather, alltoall, b
         SendTable t = random_gossip(seed);
         CAPTURE(seed);
         REQUIRE(verify_direct(t).holds());
-        Outcome o = round_trip(t, fmt::format("gossip seed {} on {}", seed, t.topology->spec()));
+        Outcome o = msccl_round_trip(t, fmt::format("gossip seed {} on {}", seed, t.topology->spec()));
         CAPTURE(o.refusal);
         CHECK(o.exported);
         exported += o.exported;
@@ -310,7 +310,7 @@ TEST_CASE("msccl round trip: seeded random spanning-tree reductions (allreduce, 
         SendTable t = random_reduction(seed);
         CAPTURE(seed);
         REQUIRE(verify_direct(t).holds());
-        Outcome o = round_trip(t, fmt::format("reduction seed {} on {}", seed, t.topology->spec()));
+        Outcome o = msccl_round_trip(t, fmt::format("reduction seed {} on {}", seed, t.topology->spec()));
         (o.exported ? exported : refused) += 1;
         if (!o.exported) ++why[o.refusal.substr(0, 80)];
     }

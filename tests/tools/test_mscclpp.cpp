@@ -61,7 +61,7 @@ std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> movement(con
 }
 
 /// Export, read back, verify, and compare the data movement with the table's endpoint transfers.
-void round_trip(const SendTable& t, const MscclppOptions& opt = {}) {
+void mscclpp_round_trip(const SendTable& t, const MscclppOptions& opt = {}) {
     std::string text = table_to_mscclpp(t, opt);
     mscclpp::ReadResult read = mscclpp::read_plan(text, "export.json");
     mscclpp::PlanReport r = mscclpp::check_plan(read);
@@ -251,7 +251,7 @@ TEST_CASE("mscclpp export: the library's allgathers, alltoalls and reductions ro
             ++refused;
             return;
         }
-        round_trip(t);
+        mscclpp_round_trip(t);
         ++written;
     });
     MESSAGE(fmt::format("catalog rows up to 16 processors: {} exported and verified, {} refused", written, refused));
@@ -272,9 +272,9 @@ TEST_CASE("mscclpp export: LL, out of place, instances and port channels (the 2 
                 MscclppOptions opt;
                 opt.proto = proto;
                 opt.out_of_place = oop;
-                round_trip(*t, opt);
+                mscclpp_round_trip(*t, opt);
                 opt.instances = 2;
-                round_trip(*t, opt);
+                mscclpp_round_trip(*t, opt);
             }
     }
 }
@@ -371,7 +371,7 @@ TEST_CASE("mscclpp export: 1000 seeded random tables round-trip (copies with rel
         if (t.transfers.empty()) continue;
         MscclppOptions opt;
         opt.proto = trial % 5 == 0 ? "LL" : "Simple";
-        round_trip(t, opt);
+        mscclpp_round_trip(t, opt);
         ++n_tables;
     }
     CHECK(n_tables >= 990);
@@ -390,7 +390,7 @@ TEST_CASE("mscclpp export: the hierarchical allreduce on 2 x 8 GPUs talks throug
         REQUIRE(gpu.port_peers.size() == 1);
         CHECK(gpu.port_peers[0] == (gpu.id + 8) % 16);
     }
-    round_trip(*t);
+    mscclpp_round_trip(*t);
 }
 
 TEST_CASE("mscclpp export: --size-range is written as min and max_message_size, a range that serves no size is refused") {
@@ -470,7 +470,7 @@ TEST_CASE("mscclpp export: Simple plans open every thread block with a handshake
                 }
             }
         CHECK(blocks > 16);
-        round_trip(*t, opt);
+        mscclpp_round_trip(*t, opt);
     }
     // without the handshake the plan is one op shorter per signal and wait (MscclppOptions::handshake)
     MscclppOptions off;

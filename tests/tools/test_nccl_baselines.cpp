@@ -20,7 +20,7 @@ using collsched::test::source;
 
 namespace {
 
-std::shared_ptr<const Topology> machine(const std::string& name) { return Topology::parse("graph:" + source("schedules/machines/" + name + ".json")); }
+std::shared_ptr<const Topology> machine_topology(const std::string& name) { return Topology::parse("graph:" + source("schedules/machines/" + name + ".json")); }
 
 std::vector<nccl::Baseline> baselines(const std::shared_ptr<const Topology>& t, const char* coll, double size = 0) {
     return nccl::nccl_baselines(t, Collective::parse(coll, *t), t->default_model(), size);
@@ -51,7 +51,7 @@ TEST_CASE("nccl baselines: every table holds in the direct checker on the shippe
                            Row{"rail2x8", "alltoall", {"p2p"}}}) {
         CAPTURE(row.machine);
         CAPTURE(row.collective);
-        const auto t = machine(row.machine);
+        const auto t = machine_topology(row.machine);
         const std::vector<nccl::Baseline> bs = baselines(t, row.collective);
         REQUIRE(bs.size() == row.names.size());
         for (std::size_t i = 0; i < bs.size(); ++i) {
@@ -64,7 +64,7 @@ TEST_CASE("nccl baselines: every table holds in the direct checker on the shippe
 }
 
 TEST_CASE("nccl baselines: the rings keep to the rails and use one channel per NIC") {
-    const auto t = machine("h100rail4x8");
+    const auto t = machine_topology("h100rail4x8");
     const nccl::Baseline ring = nccl::nccl_baseline(t, Collective::parse("allreduce", *t), t->default_model(), "ring");
     CHECK(ring.channels == 8);  // 8 NICs of 50 GB/s, 48 GB/s a channel (search.cc sm90SpeedArrayInter)
     // every transfer between boxes is on a rail: GPU i of a box to GPU i of another
@@ -134,7 +134,7 @@ TEST_CASE("nccl model: one DGX H100 box, ring busBw 360 GB/s, from tuning.cc's c
 }
 
 TEST_CASE("nccl model: NVLS on one DGX H100 (busBw 476 GB/s) and NVLS_TREE on 2 and 4 boxes, from tuning.cc by hand") {
-    const nccl::System one = nccl::nccl_system(*machine("dgx_h100_nvls"));
+    const nccl::System one = nccl::nccl_system(*machine_topology("dgx_h100_nvls"));
     CHECK(one.nvls_efficiency == doctest::Approx(0.85));
     const nccl::Graph g = nccl::nccl_nvls_graph(one);
     CHECK(g.channels == 8);                          // one head per GPU
@@ -147,7 +147,7 @@ TEST_CASE("nccl model: NVLS on one DGX H100 (busBw 476 GB/s) and NVLS_TREE on 2 
     CHECK(nv->algorithm == "NVLS");
     CHECK(nv->seconds == doctest::Approx((25 + M / (1000 * 476.0 * 8 / 14)) * 1e-6));
     // NVLS_TREE: the per-channel cap binds, 57.7 on 2 boxes and 45.5 on 4; + 2 log2(N) x 20.9 us
-    const nccl::System two = nccl::nccl_system(*machine("h100nvls2x8")), four = nccl::nccl_system(*machine("h100nvls4x8"));
+    const nccl::System two = nccl::nccl_system(*machine_topology("h100nvls2x8")), four = nccl::nccl_system(*machine_topology("h100nvls4x8"));
     CHECK(nccl::nccl_nvls_graph(two).bw_inter == doctest::Approx(48.0));  // the NIC (50 GB/s) holds 48, not 60
     auto t2 = nccl::nccl_nvls_model(two, CollectiveKind::allreduce, M), t4 = nccl::nccl_nvls_model(four, CollectiveKind::allreduce, M);
     REQUIRE(t2.has_value());
@@ -156,12 +156,12 @@ TEST_CASE("nccl model: NVLS on one DGX H100 (busBw 476 GB/s) and NVLS_TREE on 2 
     CHECK(t2->seconds == doctest::Approx((25 + 2 * 20.9 + M / (1000 * 8 * 57.7 * 16 / 30)) * 1e-6));
     CHECK(t4->seconds == doctest::Approx((25 + 4 * 20.9 + M / (1000 * 8 * 45.5 * 32 / 62)) * 1e-6));
     // no switch that reduces: no NVLS; NVLS is an allreduce here
-    CHECK_FALSE(nccl::nccl_nvls_model(nccl::nccl_system(*machine("h100rail2x8")), CollectiveKind::allreduce, M));
+    CHECK_FALSE(nccl::nccl_nvls_model(nccl::nccl_system(*machine_topology("h100rail2x8")), CollectiveKind::allreduce, M));
     CHECK_FALSE(nccl::nccl_nvls_model(one, CollectiveKind::allgather, M));
 }
 
 TEST_CASE("nccl model: several H100 boxes on 8 NICs of 400 Gb/s, ring 8 x 48 = 384 GB/s") {
-    const auto t = machine("h100rail4x8");
+    const auto t = machine_topology("h100rail4x8");
     const nccl::System s = nccl::nccl_system(*t);
     CHECK(s.arch == nccl::Arch::hopper);
     CHECK(s.nodes == 4);
@@ -185,7 +185,7 @@ TEST_CASE("nccl model: several H100 boxes on 8 NICs of 400 Gb/s, ring 8 x 48 = 3
 }
 
 TEST_CASE("nccl baselines: refused where they cannot be built") {
-    const auto t = machine("h100rail2x8");
+    const auto t = machine_topology("h100rail2x8");
     CHECK_THROWS_WITH_AS(nccl::nccl_baseline(t, Collective::parse("allgather", *t), t->default_model(), "tree"),
                          doctest::Contains("these are: nccl:ring"), InputError);
     CHECK(baselines(t, "broadcast:0").empty());

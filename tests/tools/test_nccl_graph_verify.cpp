@@ -17,7 +17,7 @@ using collsched::test::source;
 
 namespace {
 
-std::string machine(const std::string& name) { return "graph:" + source("schedules/machines/" + name); }
+std::string machine_file(const std::string& name) { return "graph:" + source("schedules/machines/" + name); }
 
 /// The line of the time table at 256 MiB (the asynchronous and synchronous figures).
 std::string time_row(const std::string& out) {
@@ -53,7 +53,7 @@ TEST_CASE("verify GRAPH.xml: every shipped NCCL ring exports, verifies on its ma
     for (const Shipped& s : shipped) {
         const std::string sched = source(fmt::format("schedules/nccl/{}.sched", s.schedule)), xml = dir.file(std::string(s.schedule) + ".xml");
         REQUIRE(run(fmt::format("convert {} --format nccl-graph -o {}", sched, xml)).code == 0);
-        auto v = run(fmt::format("verify {} --topology {} --collective {} --size 256M", xml, machine(s.machine), s.collective));
+        auto v = run(fmt::format("verify {} --topology {} --collective {} --size 256M", xml, machine_file(s.machine), s.collective));
         INFO(s.schedule, "\n", v.out, v.err);
         CHECK(v.code == 0);
         CHECK(v.out.starts_with("verdict: holds"));
@@ -67,17 +67,17 @@ TEST_CASE("verify GRAPH.xml: every shipped NCCL ring exports, verifies on its ma
 TEST_CASE("verify GRAPH.xml: optimize's 12 rings on a DGX A100 round-trip, 4 rings on the busiest channel") {
     Scratch dir("nccl_graph_in_opt");
     const std::string table = dir.file("rings.json"), xml = dir.file("rings.xml");
-    auto o = run(fmt::format("optimize --topology {} --collective allgather --chunks 12 --timeout 5 -o {}", machine("dgx_a100.json"), table));
+    auto o = run(fmt::format("optimize --topology {} --collective allgather --chunks 12 --timeout 5 -o {}", machine_file("dgx_a100.json"), table));
     REQUIRE(o.code == 0);
     REQUIRE(run(fmt::format("convert {} --format nccl-graph -o {}", table, xml)).code == 0);
-    auto v = run(fmt::format("verify {} --topology {} --collective allgather --size 256M", xml, machine("dgx_a100.json")));
+    auto v = run(fmt::format("verify {} --topology {} --collective allgather --size 256M", xml, machine_file("dgx_a100.json")));
     INFO(v.out, v.err);
     CHECK(v.code == 0);
     CHECK(v.out.find("12 ring channels run") != std::string::npos);
     CHECK(v.out.find("a ring gets 25 GB/s inside a box (the file says speedintra 25 GB/s)") != std::string::npos);
     CHECK(time_row(v.out) == time_row(run(fmt::format("verify {} --size 256M", table)).out));
     // --json: the same verdict, the load, and the time
-    auto j = run(fmt::format("verify {} --topology {} --collective allgather --size 256M --json", xml, machine("dgx_a100.json")));
+    auto j = run(fmt::format("verify {} --topology {} --collective allgather --size 256M --json", xml, machine_file("dgx_a100.json")));
     REQUIRE(j.code == 0);
     const auto doc = nlohmann::json::parse(j.out);
     CHECK(doc["verdict"] == "holds");
@@ -106,30 +106,30 @@ TEST_CASE("verify GRAPH.xml: a GPU twice, a hop without a link, a net the box la
         CHECK(r.out.find("predicted time: not computed (the file does not hold)") != std::string::npos);
     };
     // GPU 5 replaced by a second GPU 3, on the <gpu> element's line and column
-    check("twice.xml", replace_once(ring, "<gpu dev=\"5\"/>", "<gpu dev=\"3\"/>"), machine("multibox2x8.json"),
+    check("twice.xml", replace_once(ring, "<gpu dev=\"5\"/>", "<gpu dev=\"3\"/>"), machine_file("multibox2x8.json"),
           "twice.xml:10:7: graph 0 (rings) channel 0: GPU 3 twice (positions 3 and 5), GPU 5 never: the ring is not a cycle through "
           "every rank [ring]");
     // on the DGX-1's cube mesh GPU 2 has no NVLink to GPU 7
     check("nolink.xml", replace_once(cube, "<gpu dev=\"3\"/>\n      <gpu dev=\"7\"/>", "<gpu dev=\"7\"/>\n      <gpu dev=\"3\"/>"),
-          machine("dgx1.json"), "processor 2 (box 0, GPU 2) -> processor 7 (box 0, GPU 7): the machine has no link between them (nor a path through "
+          machine_file("dgx1.json"), "processor 2 (box 0, GPU 2) -> processor 7 (box 0, GPU 7): the machine has no link between them (nor a path through "
           "switches alone) [link]");
-    check("net.xml", replace_once(ring, "<net dev=\"7\"/>", "<net dev=\"9\"/>"), machine("multibox2x8.json"),
+    check("net.xml", replace_once(ring, "<net dev=\"7\"/>", "<net dev=\"9\"/>"), machine_file("multibox2x8.json"),
           "<net dev=\"9\">: box 0 has 8 NICs (net 0 to 7): NCCL finds no such net");
     // the ring leaves box 0 by GPU 7's NIC into box 1 by GPU 0's: no rail joins them
-    check("rails.xml", ring, machine("h100rail2x8.json"),
+    check("rails.xml", ring, machine_file("h100rail2x8.json"),
           "net 7 of box 0 (beside processor 7) -> net 0 of box 1 (beside processor 8): the machine has no path between them through "
           "switches alone [link]");
     // both graphs (NCCL runs as many rings as the tree graph has channels, when fewer)
     check("nchannels.xml", replace_once(replace_once(ring, "nchannels=\"1\"", "nchannels=\"2\""), "nchannels=\"1\"", "nchannels=\"2\""),
-          machine("multibox2x8.json"),
+          machine_file("multibox2x8.json"),
           "graph 0 (rings): nchannels=\"2\" and 1 <channel> element: NCCL runs channels 1 to 1 with GPU lists it never read");
-    check("short.xml", replace_once(ring, "      <gpu dev=\"5\"/>\n", ""), machine("multibox2x8.json"),
+    check("short.xml", replace_once(ring, "      <gpu dev=\"5\"/>\n", ""), machine_file("multibox2x8.json"),
           "7 <gpu> elements, and a box has 8 GPUs");
-    check("nonet.xml", replace_once(ring, "      <net dev=\"7\"/>\n", ""), machine("multibox2x8.json"), "1 <net> element: NCCL takes");
-    check("dev.xml", replace_once(ring, "<gpu dev=\"5\"/>", "<gpu dev=\"a\"/>"), machine("multibox2x8.json"),
+    check("nonet.xml", replace_once(ring, "      <net dev=\"7\"/>\n", ""), machine_file("multibox2x8.json"), "1 <net> element: NCCL takes");
+    check("dev.xml", replace_once(ring, "<gpu dev=\"5\"/>", "<gpu dev=\"a\"/>"), machine_file("multibox2x8.json"),
           "<gpu dev=\"a\">: a box of this machine has GPUs 0 to 7; NCCL stops with \"XML Import Channel : dev 10 not found\"");
     // the shipped file itself holds there (the checks above fail for what was changed)
-    CHECK(run(fmt::format("verify {} --topology {}", one, machine("multibox2x8.json"))).code == 0);
+    CHECK(run(fmt::format("verify {} --topology {}", one, machine_file("multibox2x8.json"))).code == 0);
 }
 
 TEST_CASE("verify GRAPH.xml: what NCCL cannot load is exit 2 with file:line:col and nothing on standard output") {
@@ -137,7 +137,7 @@ TEST_CASE("verify GRAPH.xml: what NCCL cannot load is exit 2 with file:line:col 
     const std::string head = "<graphs version=\"1\">\n  <graph id=\"0\" pattern=\"4\" crossnic=\"0\" nchannels=\"1\" speedintra=\"20\" "
                              "speedinter=\"20\" latencyinter=\"0\" typeintra=\"NVL\" typeinter=\"LOC\" samechannels=\"0\">\n";
     const std::string body = "    <channel>\n      <gpu dev=\"0\"/>\n      <gpu dev=\"1\"/>\n    </channel>\n  </graph>\n</graphs>\n";
-    const std::string ring4 = machine("dgx_a100.json");
+    const std::string ring4 = machine_file("dgx_a100.json");
     struct Case {
         const char* name;
         std::string text, want;
@@ -168,7 +168,7 @@ TEST_CASE("verify GRAPH.xml: what NCCL cannot load is exit 2 with file:line:col 
     auto r = run(fmt::format("verify {}", ok));
     CHECK(r.code == 2);
     CHECK(r.err.find("an NCCL graph file names no machine; give it with --topology") != std::string::npos);
-    CHECK(run(fmt::format("verify {} --topology {} --collective alltoall --size 1M", ok, machine("dgx1.json"))).code == 2);
+    CHECK(run(fmt::format("verify {} --topology {} --collective alltoall --size 1M", ok, machine_file("dgx1.json"))).code == 2);
     CHECK(run(fmt::format("verify {} --collective allreduce", source("schedules/nccl/ring_allgather.sched"))).code == 2);
 }
 
@@ -182,7 +182,7 @@ TEST_CASE("verify GRAPH.xml: NCCL's tolerances are notes, and the tree graph's l
     const std::string tree = text.substr(text.find("  <graph id=\"1\""));
     const std::string fewer = dir.file("fewer.xml", replace_once(text, tree.substr(0, tree.find('\n')),
                                                                  replace_once(tree.substr(0, tree.find('\n')), "nchannels=\"8\"", "nchannels=\"4\"")));
-    auto r = run(fmt::format("verify {} --topology {} --size 256M --collective allgather", fewer, machine("multibox2x8.json")));
+    auto r = run(fmt::format("verify {} --topology {} --size 256M --collective allgather", fewer, machine_file("multibox2x8.json")));
     INFO(r.out, r.err);
     CHECK(r.code == 0);
     CHECK(r.out.find("4 ring channels run") != std::string::npos);
@@ -190,12 +190,12 @@ TEST_CASE("verify GRAPH.xml: NCCL's tolerances are notes, and the tree graph's l
     CHECK(r.out.find("on the file's 4 rings") != std::string::npos);
     // speeds above what the links give are a note, not a finding
     const std::string fast = dir.file("fast.xml", replace_once(text, "speedinter=\"25\"", "speedinter=\"48\""));
-    auto f = run(fmt::format("verify {} --topology {}", fast, machine("multibox2x8.json")));
+    auto f = run(fmt::format("verify {} --topology {}", fast, machine_file("multibox2x8.json")));
     CHECK(f.code == 0);
     CHECK(f.out.find("speedinter=\"48\": a ring gets at most 25 GB/s on this machine's links between boxes") != std::string::npos);
     // on a rail machine the tree's edges between boxes leave by the chain's first GPU's NIC and
     // arrive at the parent's: channel c's chain starts at GPU c + 1 in every box, so they are rails
-    auto rails = run(fmt::format("verify {} --topology {}", xml, machine("h100rail2x8.json")));
+    auto rails = run(fmt::format("verify {} --topology {}", xml, machine_file("h100rail2x8.json")));
     CHECK(rails.code == 1);
     CHECK(rails.out.find("  trees  holds") != std::string::npos);
     CHECK(rails.out.find("  rings  violated (8 findings)") != std::string::npos);

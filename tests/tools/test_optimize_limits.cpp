@@ -28,7 +28,6 @@ nlohmann::json optimize_json(const std::string& args, int expect_code) {
 }
 
 const std::string multibox4 = "--topology graph:" + source("schedules/machines/multibox4x8.json");
-const std::string multibox2 = "--topology graph:" + source("schedules/machines/multibox2x8.json");
 // Two DGX-1 (hybrid cube-mesh boxes): no translation group, so alltoall is left to the greedy
 // and the solver, whose formula for T = 16 takes about 300 MB and seconds to encode.
 const std::string dgx1x2 = "--topology graph:" + source("schedules/machines/dgx1x2.json");

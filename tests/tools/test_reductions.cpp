@@ -26,6 +26,7 @@
 
 using namespace collsched;
 using collsched::test::compile_ok;
+using collsched::test::first_violation;
 using collsched::test::verify_all;
 
 namespace {
@@ -38,11 +39,6 @@ SendTable compile_library(const std::string& rel, std::int64_t n) {
     return std::move(*t);
 }
 
-std::string first_violation(const VerifyReport& r, Property p) {
-    for (const Violation& v : r.violations)
-        if (v.property == p) return v.detail;
-    return "";
-}
 
 }  // namespace
 

@@ -19,15 +19,15 @@ namespace {
 std::string catalog_arg() { return " --catalog " + source("schedules/catalog.json"); }
 
 /// A scratch directory with a catalog and a schedule whose claim is wrong for n = 8.
-struct Scratch {
+struct ReproduceScratch {
     std::filesystem::path dir = std::filesystem::temp_directory_path() / ("collsched_repro_" + std::to_string(::getpid()));
-    Scratch() {
+    ReproduceScratch() {
         std::filesystem::create_directories(dir);
         std::ofstream(dir / "ring.sched") << "param n = 4\ntopology ring(n)\nmodel hop(ports = single)\ncollective allgather\n"
                                              "claim steps = min(n - 1, 5)\nbound lower = n - 1\n"
                                              "for s in 1 .. n - 1 { step s { for i in 0 .. n - 1 { send i -> (i + 1) % n msg b((i - s + 1) % n) } } }\n";
     }
-    ~Scratch() { std::filesystem::remove_all(dir); }
+    ~ReproduceScratch() { std::filesystem::remove_all(dir); }
     std::string catalog(const std::string& notes) const {
         std::string path = (dir / "catalog.json").string();
         std::ofstream(path) << R"({"format": "collsched.catalog/1", "papers": [{"id": "p", "title": "A paper"}],
@@ -87,7 +87,7 @@ TEST_CASE("reproduce: the flooding row reports per-level queues and the notes th
 }
 
 TEST_CASE("reproduce exits 1 on a claim that fails without a note, 0 when a note explains it") {
-    Scratch s;
+    ReproduceScratch s;
     auto bad = run("reproduce --catalog " + s.catalog(""));
     CHECK(bad.code == 1);
     CHECK(bad.out.find("claim-mismatch") != std::string::npos);

@@ -14,20 +14,19 @@
 #include "verifier/synth/problem/instance.hpp"
 
 using namespace collsched;
+using collsched::test::machine;
+using collsched::test::never;
 using collsched::test::source;
 
 namespace {
 
-SynthInstance instance(const std::string& spec, const char* coll, std::uint32_t chunks) {
+SynthInstance instance_with_chunks(const std::string& spec, const char* coll, std::uint32_t chunks) {
     auto topo = Topology::parse(spec);
     SynthInstance in{topo, topo->default_model(), Collective::parse(coll, *topo), RouteSpace::any};
     in.collective.set_chunks(chunks, *topo);
     return in;
 }
 
-std::string machine(const std::string& name) { return "graph:" + source("schedules/machines/" + name + ".json"); }
-
-constexpr auto never = std::chrono::steady_clock::time_point::max();
 
 }  // namespace
 
@@ -44,7 +43,7 @@ TEST_CASE("rings: the ring tables hold in the direct checker, the Z3 engine and 
                            Row{"ring:5", "allreduce", 10, 8, "on 2 rings"}, Row{"ring:5", "allgather", 3, 8, "on 2 rings"}}) {
         CAPTURE(row.topology);
         CAPTURE(row.collective);
-        SynthInstance in = instance(row.topology, row.collective, row.chunks);
+        SynthInstance in = instance_with_chunks(row.topology, row.collective, row.chunks);
         std::optional<KnownSchedule> k = ring_schedule(in, never);
         REQUIRE(k);
         CHECK(k->source.find(row.on) != std::string::npos);
@@ -70,7 +69,7 @@ TEST_CASE("rings: optimize proves allgather and allreduce with chunks on machine
         CAPTURE(row.machine);
         CAPTURE(row.collective);
         // tori: an undirected Hamiltonian cycle and its complement, each run both ways (4 rings)
-        SynthInstance in = instance(row.machine.rfind("torus", 0) == 0 ? row.machine : machine(row.machine), row.collective, row.chunks);
+        SynthInstance in = instance_with_chunks(row.machine.rfind("torus", 0) == 0 ? row.machine : machine(row.machine), row.collective, row.chunks);
         OptimizeOptions o;
         o.timeout = 60;
         OptimizeResult r = optimize(in, o);
@@ -85,12 +84,12 @@ TEST_CASE("rings: optimize proves allgather and allreduce with chunks on machine
 TEST_CASE("rings: refused where the model does not take them") {
     for (const char* model : {"ports=half", "timing=wormhole", "inject=once"}) {
         CAPTURE(model);
-        SynthInstance in = instance("ring:5", "allgather", 2);
+        SynthInstance in = instance_with_chunks("ring:5", "allgather", 2);
         in.model = apply_model_options(in.model, model);
         CHECK_FALSE(ring_schedule(in, never));
     }
-    CHECK_FALSE(ring_schedule(instance("ring:5", "alltoall", 1), never));
-    CHECK_FALSE(ring_schedule(instance("cbft:4", "allgather", 1), never));  // routers
+    CHECK_FALSE(ring_schedule(instance_with_chunks("ring:5", "alltoall", 1), never));
+    CHECK_FALSE(ring_schedule(instance_with_chunks("cbft:4", "allgather", 1), never));  // routers
 }
 
 TEST_CASE("rings: on every small topology and model they are built for, the three witnesses agree") {
@@ -106,7 +105,7 @@ TEST_CASE("rings: on every small topology and model they are built for, the thre
                 CAPTURE(coll);
                 auto topo = Topology::parse(spec);
                 const std::uint32_t P = topo->processors(), C = per ? per : 2 * P;
-                SynthInstance in = instance(spec, coll, C);
+                SynthInstance in = instance_with_chunks(spec, coll, C);
                 in.model = apply_model_options(in.model, ports);
                 std::optional<KnownSchedule> k = ring_schedule(in, never);
                 if (!k) continue;

@@ -18,15 +18,15 @@
 #include "tools/reproduce.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
+#include "tests/tools/cli_run.hpp"
 
 using namespace collsched;
 using namespace collsched::tools;
+using collsched::test::source;
 
 namespace {
 
 const std::string kFile = "torus/multinode_broadcast.sched";
-
-std::string source(const std::string& rel) { return std::string(COLLSCHED_SOURCE_DIR) + "/" + rel; }
 
 /// A row: the torus n x n, h subnetworks, s sources, evenly spread (first = 0) or the first s
 /// nodes in row-major order (first = 1).
@@ -43,7 +43,7 @@ struct Size {
     std::uint32_t source(std::int64_t j) const { return static_cast<std::uint32_t>(first != 0 ? j : j * n * n / s); }
 };
 
-SendTable compile_or_fail(const Size& z) {
+SendTable compile_size(const Size& z) {
     Diagnostics diags;
     auto t = compile_file(source("schedules/" + kFile), z.defines(), {}, diags);
     INFO(diags.render());
@@ -170,7 +170,7 @@ TEST_CASE("torus wormhole: the per-round payloads of the phases the paper states
         CAPTURE(z.n);
         CAPTURE(z.h);
         CAPTURE(z.s);
-        SendTable t = compile_or_fail(z);
+        SendTable t = compile_size(z);
         std::vector<std::uint32_t> w = round_payloads(t);
         const std::int64_t A = log_ceil(5, z.h), B = log_ceil(5, z.n / z.h), T3 = log_ceil(3, z.h);
         REQUIRE(static_cast<std::int64_t>(w.size()) == rounds_formula(z));
@@ -199,7 +199,7 @@ TEST_CASE("torus wormhole: the direct checker, Z3 and the simulator agree, no wo
         CAPTURE(z.n);
         CAPTURE(z.h);
         CAPTURE(z.s);
-        SendTable t = compile_or_fail(z);
+        SendTable t = compile_size(z);
         VerifyReport d = verify_direct(t);
         VerifyReport s3 = verify_z3(t);
         SimReport sim = simulate(t);
@@ -214,7 +214,7 @@ TEST_CASE("torus wormhole: the direct checker, Z3 and the simulator agree, no wo
         CAPTURE(z.n);
         CAPTURE(z.h);
         CAPTURE(z.s);
-        CHECK(strict_replay(compile_or_fail(z), z) == "");
+        CHECK(strict_replay(compile_size(z), z) == "");
     }
 }
 
@@ -225,7 +225,7 @@ TEST_CASE("torus wormhole: messages of size m: the same rounds, m times every ro
         CAPTURE(z.n);
         CAPTURE(z.h);
         CAPTURE(z.s);
-        std::vector<std::uint32_t> unit = round_payloads(compile_or_fail(z));
+        std::vector<std::uint32_t> unit = round_payloads(compile_size(z));
         for (std::uint32_t m : {2u, 3u}) {
             CAPTURE(m);
             std::vector<std::string> defines = z.defines();

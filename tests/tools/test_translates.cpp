@@ -22,6 +22,8 @@
 
 using namespace collsched;
 using collsched::test::run;
+using collsched::test::machine;
+using collsched::test::never;
 using collsched::test::source;
 
 namespace {
@@ -31,9 +33,6 @@ SynthInstance instance(const std::string& spec, const char* coll) {
     return {topo, topo->default_model(), Collective::parse(coll, *topo), RouteSpace::any};
 }
 
-std::string machine(const std::string& name) { return "graph:" + source("schedules/machines/" + name + ".json"); }
-
-constexpr auto never = std::chrono::steady_clock::time_point::max();
 
 }  // namespace
 
@@ -109,7 +108,7 @@ TEST_CASE("translates: optimize proves the least steps of 32 and 64 GPUs without
 namespace {
 
 /// A copy of `trees` with edges moved or removed, kept in step order.
-QuotientTrees mutated(QuotientTrees q, const std::function<void(std::vector<QuotientEdge>&)>& change) {
+QuotientTrees with_edges_changed(QuotientTrees q, const std::function<void(std::vector<QuotientEdge>&)>& change) {
     change(q.edges);
     std::stable_sort(q.edges.begin(), q.edges.end(), [](const QuotientEdge& a, const QuotientEdge& b) { return a.step < b.step; });
     return q;
@@ -128,11 +127,11 @@ TEST_CASE("translates: the check in the quotient gives the direct checker's verd
         CHECK(v.transfers == std::uint64_t{in.topology->processors()} * trees->edges.size());
         CHECK(verify_direct(expand_translates(in, *trees).table).holds());
         // A tree edge left out: a processor misses datum 0's chunk (and each its translate).
-        const QuotientTrees cut = mutated(*trees, [](auto& e) { e.pop_back(); });
+        const QuotientTrees cut = with_edges_changed(*trees, [](auto& e) { e.pop_back(); });
         CHECK(check_translates(in, cut).violation.starts_with("completeness: processor"));
         CHECK(!verify_direct(expand_translates(in, cut).table).holds());
         // An edge from a processor that does not hold the chunk yet, moved to step 1.
-        const QuotientTrees early = mutated(*trees, [](auto& e) {
+        const QuotientTrees early = with_edges_changed(*trees, [](auto& e) {
             for (auto& x : e)
                 if (x.from != 0) {
                     x.step = 1;
@@ -149,7 +148,7 @@ TEST_CASE("translates: the check in the quotient gives the direct checker's verd
     const auto trees = grow_translates(box, 1, 15, never);
     REQUIRE(trees);
     CHECK(trees->steps() == 15);
-    const QuotientTrees doubled = mutated(*trees, [](auto& e) {
+    const QuotientTrees doubled = with_edges_changed(*trees, [](auto& e) {
         std::vector<Step> reach(16, 99);
         reach[0] = 0;
         for (const auto& x : e) reach[x.to] = x.step;

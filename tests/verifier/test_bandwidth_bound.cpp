@@ -15,19 +15,11 @@
 #include "verifier/synth/symmetry/processor_orbits.hpp"
 #include "verifier/synth/constructions/translate_packing.hpp"
 #include "verifier/synth/constructions/tree_packing.hpp"
+#include "tests/verifier/synth_fixtures.hpp"
 
 using namespace collsched;
-
-namespace {
-
-SynthInstance inst(const std::string& spec, const char* coll, const char* model = "") {
-    auto topo = Topology::parse(spec);
-    return {topo, apply_model_options(topo->default_model(), model), Collective::parse(coll, *topo)};
-}
-
-std::string machine(const std::string& name) { return fmt::format("graph:{}/schedules/machines/{}.json", COLLSCHED_SOURCE_DIR, name); }
-
-}  // namespace
+using collsched::test::inst;
+using collsched::test::machine;
 
 namespace {
 

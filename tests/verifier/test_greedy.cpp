@@ -8,17 +8,12 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/constructions/greedy.hpp"
 #include "verifier/synth/problem/instance.hpp"
+#include "tests/verifier/synth_fixtures.hpp"
 
 using namespace collsched;
+using collsched::test::split_instance;
 
 namespace {
-
-SynthInstance instance(const std::string& topo, const std::string& coll, const std::string& model = "") {
-    auto t = Topology::parse(topo);
-    SynthInstance in{t, apply_model_options(t->default_model(), model), Collective::parse(coll, *t), RouteSpace::any};
-    if (in.collective.kind == CollectiveKind::reduce_scatter) in.collective.set_chunks(t->processors(), *t);
-    return in;
-}
 
 Step best_bound(const SynthInstance& in) {
     Step l = 0;
@@ -49,7 +44,7 @@ TEST_CASE("greedy: verified tables between the lower bound and a known figure") 
     };
     for (const Case& c : cases) {
         INFO(c.topo << " " << c.coll << " " << c.model);
-        SynthInstance in = instance(c.topo, c.coll, c.model);
+        SynthInstance in = split_instance(c.topo, c.coll, c.model);
         REQUIRE(greedy_problem(in).empty());
         GreedyResult r = greedy_synthesize(in);
         REQUIRE(r.table);
@@ -70,15 +65,15 @@ TEST_CASE("greedy: verified tables between the lower bound and a known figure") 
 }
 
 TEST_CASE("greedy: instances it does not take are refused with the reason") {
-    CHECK(greedy_problem(instance("ebft:8", "allgather", "replicate=yes")).find("routers") != std::string::npos);
-    CHECK(greedy_problem(instance("ring:8", "allgather", "timing=wormhole")).find("hop timing") != std::string::npos);
-    CHECK(greedy_problem(instance("ring:8", "scatter:0")).find("not scatter") != std::string::npos);
-    CHECK(greedy_problem(instance("ring:8", "allgather", "inject=once")).find("inject=once") != std::string::npos);
-    CHECK_THROWS_AS(greedy_synthesize(instance("ebft:8", "alltoall")), InputError);
+    CHECK(greedy_problem(split_instance("ebft:8", "allgather", "replicate=yes")).find("routers") != std::string::npos);
+    CHECK(greedy_problem(split_instance("ring:8", "allgather", "timing=wormhole")).find("hop timing") != std::string::npos);
+    CHECK(greedy_problem(split_instance("ring:8", "scatter:0")).find("not scatter") != std::string::npos);
+    CHECK(greedy_problem(split_instance("ring:8", "allgather", "inject=once")).find("inject=once") != std::string::npos);
+    CHECK_THROWS_AS(greedy_synthesize(split_instance("ebft:8", "alltoall")), InputError);
 }
 
 TEST_CASE("greedy: a passed deadline or a tiny memory limit gives no table and says why") {
-    SynthInstance in = instance("torus:8x8", "allgather");
+    SynthInstance in = split_instance("torus:8x8", "allgather");
     GreedyResult late = greedy_synthesize(in, {1, Deadline::at(Deadline::Clock::now() - std::chrono::seconds(1)), {}});
     CHECK_FALSE(late.table);
     CHECK(late.reason.starts_with("time limit"));

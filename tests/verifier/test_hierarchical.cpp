@@ -14,20 +14,15 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/search/hierarchical.hpp"
 #include "verifier/synth/problem/instance.hpp"
+#include "tests/verifier/synth_fixtures.hpp"
 
 using namespace collsched;
+using collsched::test::split_instance;
 
 namespace {
 
 const std::string mb4 = "graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/multibox4x8.json";
 const std::string rail4 = "graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/rail4x8.json";
-
-SynthInstance instance(const std::string& topo, const std::string& coll) {
-    auto t = Topology::parse(topo);
-    SynthInstance in{t, t->default_model(), Collective::parse(coll, *t), RouteSpace::any};
-    if (in.collective.kind == CollectiveKind::reduce_scatter) in.collective.set_chunks(t->processors(), *t);
-    return in;
-}
 
 }  // namespace
 
@@ -45,10 +40,10 @@ TEST_CASE("hierarchical: the boxes of a machine") {
     const std::string one = "graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/nvswitch8.json";
     CHECK_FALSE(find_boxes(*Topology::parse(one), &why));
     CHECK(why.ends_with("the components of the channels of 300 GB/s are not boxes of at least 2 processors (the first has 8 of 8)"));
-    CHECK(hierarchical_problem(instance(mb4, "broadcast:0")) ==
+    CHECK(hierarchical_problem(split_instance(mb4, "broadcast:0")) ==
           "hierarchical synthesis takes allgather, alltoall and reduce_scatter, not broadcast:0 (allreduce: not yet, docs/synthesis.md)");
-    CHECK(hierarchical_problem(instance(mb4, "allgather")).empty());
-    CHECK_THROWS_AS(hierarchical_synthesize(instance("ring:8", "allgather"), {}), InputError);
+    CHECK(hierarchical_problem(split_instance(mb4, "allgather")).empty());
+    CHECK_THROWS_AS(hierarchical_synthesize(split_instance("ring:8", "allgather"), {}), InputError);
 }
 
 TEST_CASE("hierarchical: multibox 4 x 8 and the 4 x 8 rail machine") {
@@ -62,7 +57,7 @@ TEST_CASE("hierarchical: multibox 4 x 8 and the 4 x 8 rail machine") {
                           {&rail4, "allgather", 23, 20}, {&rail4, "alltoall", 40, 28}};
     for (const Case& c : cases) {
         INFO(*c.topo << " " << c.coll);
-        SynthInstance in = instance(*c.topo, c.coll);
+        SynthInstance in = split_instance(*c.topo, c.coll);
         HierarchicalResult h = hierarchical_synthesize(in, {});
         REQUIRE(h.table);
         CHECK(h.reason.empty());
@@ -99,7 +94,7 @@ TEST_CASE("hierarchical: optimize --hierarchical proves 28 steps for alltoall on
     // NVLink; 32 of them per step): the least steps over every schedule of the model.
     // The composition alone: collsched's constructions (the translates, which meet the same
     // bound) are left out so that the witness is the composition's.
-    SynthInstance in = instance(rail4, "alltoall");
+    SynthInstance in = split_instance(rail4, "alltoall");
     OptimizeOptions opt;
     opt.hierarchical = true;
     opt.constructions = false;
@@ -116,7 +111,7 @@ TEST_CASE("hierarchical: optimize --hierarchical proves 28 steps for alltoall on
     CHECK(verify_direct(*r.witness).holds());
     // multibox 4 x 8: the compositions use the rails only (28 at best) and the greedy gives 26,
     // above the bound 24; the translates of one processor's messages meet it.
-    SynthInstance mb = instance(mb4, "alltoall");
+    SynthInstance mb = split_instance(mb4, "alltoall");
     OptimizeResult m = optimize(mb, opt);
     CHECK(m.status == OptStatus::found);
     CHECK(*m.upper_bound == 26);
@@ -168,17 +163,17 @@ TEST_CASE("class counting: the NIC class on multibox 4 x 8 and the NVLink class 
         return 0;
     };
     // 768 messages between boxes, each across one NIC channel, 32 NICs sending one per step.
-    SynthInstance mb = instance(mb4, "alltoall");
+    SynthInstance mb = split_instance(mb4, "alltoall");
     CHECK(find(mb, "25 GB/s") == 24);
     // A message to another local index crosses an NVLink (rails join equal indices): 32 * 28 / 32.
-    SynthInstance rl = instance(rail4, "alltoall");
+    SynthInstance rl = split_instance(rail4, "alltoall");
     CHECK(find(rl, "300 GB/s") == 28);
     CHECK(find(rl, "25 GB/s") == 24);
     for (const Bound& b : lower_bounds(rl))
         if (b.name == "class counting") CHECK(b.detail.ends_with("and those carry at most 32 per step"));
     // Dissemination and machines without link speeds: none.
-    CHECK(find(instance(mb4, "allgather"), "25 GB/s") == 0);
-    for (const Bound& b : lower_bounds(instance("torus:4x4", "alltoall"))) CHECK(b.name != "class counting");
+    CHECK(find(split_instance(mb4, "allgather"), "25 GB/s") == 0);
+    for (const Bound& b : lower_bounds(split_instance("torus:4x4", "alltoall"))) CHECK(b.name != "class counting");
     // The bound is at most what the schedules reach.
     CHECK(hierarchical_synthesize(rl, {}).table->steps() == 28);
 }
@@ -186,7 +181,7 @@ TEST_CASE("class counting: the NIC class on multibox 4 x 8 and the NVLink class 
 TEST_CASE("hierarchical: the same answers on 1, 2 and 4 threads") {
     for (const auto& [topo, coll] : {std::pair{&rail4, "alltoall"}, std::pair{&mb4, "allgather"}, std::pair{&mb4, "reduce_scatter"}}) {
         INFO(*topo << " " << coll);
-        SynthInstance in = instance(*topo, coll);
+        SynthInstance in = split_instance(*topo, coll);
         HierarchicalOptions one;
         HierarchicalResult a = hierarchical_synthesize(in, one);
         for (std::uint32_t jobs : {2u, 4u}) {

@@ -19,17 +19,13 @@
 #include "verifier/synth/problem/pareto.hpp"
 #include "verifier/synth/symmetry/automorphisms.hpp"
 #include "verifier/synth/problem/instance.hpp"
+#include "tests/verifier/synth_fixtures.hpp"
 
 using namespace collsched;
+using collsched::test::inst;
+using collsched::test::machine;
 
 namespace {
-
-SynthInstance inst(const std::string& spec, const char* coll, const char* model = "") {
-    auto topo = Topology::parse(spec);
-    return {topo, apply_model_options(topo->default_model(), model), Collective::parse(coll, *topo)};
-}
-
-std::string machine(const char* name) { return fmt::format("graph:{}/schedules/machines/{}.json", COLLSCHED_SOURCE_DIR, name); }
 
 SynthOptions backend(SatBackend b) {
     SynthOptions o;

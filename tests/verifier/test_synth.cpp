@@ -18,22 +18,18 @@
 #include "verifier/synth/sat/encode.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/constructions/known.hpp"
+#include "tests/verifier/synth_fixtures.hpp"
 
 using namespace collsched;
+using collsched::test::inst;
+using collsched::test::machine;
 
 namespace {
-
-SynthInstance inst(const char* spec, const char* coll, const char* model = "") {
-    auto topo = Topology::parse(spec);
-    return {topo, apply_model_options(topo->default_model(), model), Collective::parse(coll, *topo)};
-}
 
 SynthInstance inst_routes(const std::string& spec, const char* coll, const char* model, RouteSpace routes) {
     auto topo = Topology::parse(spec);
     return {topo, apply_model_options(topo->default_model(), model), Collective::parse(coll, *topo), routes};
 }
-
-std::string machine(const char* name) { return fmt::format("graph:{}/schedules/machines/{}.json", COLLSCHED_SOURCE_DIR, name); }
 
 bool verifies(const SendTable& t, bool fixed_routes) {
     VerifyOptions o;

@@ -21,8 +21,10 @@
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/constructions/translate_packing.hpp"
 #include "verifier/synth/constructions/tree_packing.hpp"
+#include "tests/verifier/synth_fixtures.hpp"
 
 using namespace collsched;
+using collsched::test::inst;
 
 namespace {
 
@@ -33,11 +35,6 @@ std::string graph_file(const std::string& name, const std::string& json) {
     const auto path = dir / (name + ".json");
     std::ofstream(path) << json;
     return "graph:" + path.string();
-}
-
-SynthInstance instance(const std::string& spec, const char* coll, const char* model = "") {
-    auto t = Topology::parse(spec);
-    return {t, apply_model_options(t->default_model(), model), Collective::parse(coll, *t), RouteSpace::any};
 }
 
 /// The issue's ring of 8: capacities all 1, the two edges at processor 0 of a faster type.
@@ -78,7 +75,7 @@ TEST_CASE("a ring whose edges at processor 0 are faster has no translation group
     for (std::uint32_t u = 0; u < 8; ++u) reflect[u] = (8 - u) % 8;
     CHECK(is_automorphism(*t, reflect));
     // Speeds do not enter the step model: the optimum is ring:8's, 8 steps, and no bound exceeds it.
-    const SynthInstance in = instance(spec, "alltoall");
+    const SynthInstance in = inst(spec, "alltoall");
     bounds_at_most(in, 8);
     OptimizeOptions o;
     o.timeout = 20;
@@ -92,7 +89,7 @@ TEST_CASE("a ring whose edges at processor 0 are faster has no translation group
 TEST_CASE("the tree packer keeps a link group of several senders and receivers (SCCL's hub and spoke)") {
     for (const char* model : {"", "queues=none"}) {
         CAPTURE(model);
-        const SynthInstance in = instance(graph_file("hub_and_spoke", hub_and_spoke), "allgather", model);
+        const SynthInstance in = inst(graph_file("hub_and_spoke", hub_and_spoke), "allgather", model);
         PackingOptions po;
         po.chunks = {1, 2, 4};
         const std::optional<PackedSchedule> p = pack_trees(in, po);  // aborted before the fix
@@ -104,7 +101,7 @@ TEST_CASE("the tree packer keeps a link group of several senders and receivers (
     // A 3-ring whose group spans 1->2 and 2->0 (two senders, two receivers), without queues.
     const std::string ring3 = graph_file("ring3_group", R"({"processors": 3, "routers": 0, "edges": [[0,1,1],[1,2,1],[2,0,1]],
         "groups": [{"name":"g","cap":1,"channels":[[1,2],[2,0]]}]})");
-    const SynthInstance in = instance(ring3, "allgather", "queues=none");
+    const SynthInstance in = inst(ring3, "allgather", "queues=none");
     PackingOptions po;
     po.chunks = {1, 2, 3};
     const std::optional<PackedSchedule> p = pack_trees(in, po);
@@ -153,7 +150,7 @@ TEST_CASE("randomized: small machines with mixed link types and groups, every bo
         const char* coll = collectives[trial % 4];
         CAPTURE(json);
         CAPTURE(coll);
-        const SynthInstance in = instance(spec, coll);
+        const SynthInstance in = inst(spec, coll);
         OptimizeOptions o;
         o.timeout = 10;
         const OptimizeResult r = optimize(in, o);  // settle() aborts when a bound exceeds a schedule

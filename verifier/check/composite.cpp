@@ -17,8 +17,6 @@ bool needs_composite_check(const SendTable& t) { return t.has_composites() || t.
 
 namespace {
 
-constexpr Step never = std::numeric_limits<Step>::max();
-
 /// What a processor holds at the end of a step: messages received (base ids and combined
 /// values by id) and, for combining, the source ranges it holds, sorted (a(k) is (k, k)).
 struct Holdings {

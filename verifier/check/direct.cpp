@@ -20,9 +20,8 @@ namespace collsched {
 
 namespace {
 
-constexpr Step never = std::numeric_limits<Step>::max();
-
 using detail::Findings;
+using detail::never;
 
 using detail::Hop;
 using detail::MessageGroups;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,6 +14,9 @@
 #include "verifier/check/report.hpp"
 
 namespace collsched::detail {
+
+/// "No step": a step not reached yet (the checkers' first arrivals, departures and holdings).
+inline constexpr Step never = std::numeric_limits<Step>::max();
 
 /// Keeps the first few counterexamples of each property and counts all of them.
 class Findings {

@@ -33,7 +33,6 @@
 
 namespace collsched::z3e {
 
-using Clock = std::chrono::steady_clock;
 using U64 = std::uint64_t;
 
 using U64 = std::uint64_t;

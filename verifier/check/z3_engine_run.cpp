@@ -313,8 +313,6 @@ VerifyReport unknown_report(const VerifyReport& r, std::string why) {
 
 namespace collsched {
 
-using z3e::Clock;
-
 VerifyReport verify_z3(const SendTable& t, const Z3Options& opt) {
     COLLSCHED_ASSERT(t.is_sorted());
     if (!t.transfers.empty() && t.transfers.front().step < 1)

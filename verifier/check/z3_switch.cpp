@@ -27,8 +27,6 @@ bool uses_switch_functions(const Model& m) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 unsigned width_for(std::uint64_t max_value) {
     unsigned b = 1;
     while (b < 63 && (max_value >> b) != 0) ++b;

@@ -18,8 +18,6 @@
 
 namespace collsched::compose {
 
-using Clock = std::chrono::steady_clock;
-
 namespace {
 
 std::uint32_t find_root(std::vector<std::uint32_t>& up, std::uint32_t x) {

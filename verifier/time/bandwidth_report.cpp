@@ -23,16 +23,12 @@ namespace collsched {
 namespace {
 
 /// "1+2+2+1" (the rounds of each step), or "one per step".
-std::string rounds_text(const SendTable& t) {
+std::string table_rounds_text(const SendTable& t) {
     if (t.step_rounds.empty()) return "one per step";
     std::string out;
     for (Step s = 1; s <= t.steps(); ++s) out += (s > 1 ? "+" : "") + std::to_string(t.rounds(s));
     return out;
 }
-
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 /// One run of `bandwidth`, one method per stage, called in order by run(): the bound, the
 /// packing (or the allgather's reversed), the witness file, the report.
@@ -113,7 +109,7 @@ private:
             bound_stopped_ = e.what();
             return;
         }
-        bound_s_ = since(t0);
+        bound_s_ = seconds_since(t0);
         if (!bound_)
             throw InputError(fmt::format("bandwidth: no flow bound for {}: the cut bound by max flow covers allgather, broadcast, "
                                          "multicast, scatter and their reversals (reduce_scatter, reduce, gather); for {} use "
@@ -153,7 +149,7 @@ private:
             if (!packed_) why_ = pack_stopped_.empty() ? "the packing stalled" : fmt::format("the packing stopped: {}", pack_stopped_);
             if (packed_ && by_reversal) reverse();
         }
-        pack_s_ = since(t1);
+        pack_s_ = seconds_since(t1);
     }
 
     void reverse() {
@@ -237,7 +233,7 @@ private:
         const double above = 100.0 * (packed_->rounds_per_chunk().value() / bound_->rounds_per_chunk.value() - 1.0);
         s += fmt::format("schedule: {} steps, {} rounds ({}), {} chunks, R/C = {}, trees at most {} deep, {} transfers, verified ({:.3f} s)\n"
                          "  {}\n",
-                         packed_->steps, packed_->rounds, rounds_text(packed_->table), packed_->chunks, packed_->rounds_per_chunk().text(),
+                         packed_->steps, packed_->rounds, table_rounds_text(packed_->table), packed_->chunks, packed_->rounds_per_chunk().text(),
                          packed_->depth, packed_->table.transfers.size(), pack_s_,
                          optimal_ ? "proved bandwidth-optimal: R/C meets the bound (the cut above)"
                          : packed_->rounds == packed_->least_rounds

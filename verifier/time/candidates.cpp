@@ -22,8 +22,6 @@ namespace collsched {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 /// The instance with C chunks, or nullopt when C is not taken (too many messages).
 std::optional<SynthInstance> with_chunks(const SynthInstance& in, std::uint32_t chunks) {
     SynthInstance x = in;

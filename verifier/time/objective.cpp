@@ -17,8 +17,6 @@ namespace collsched {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 bool same_machine(const Topology& a, const Topology& b) {
     return a.processors() == b.processors() && a.routers() == b.routers() && std::ranges::equal(a.channels(), b.channels()) &&
            a.groups() == b.groups();

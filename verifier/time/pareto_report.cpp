@@ -41,7 +41,7 @@ void check_time_bounds(const TimeBounds& tb, const ParetoResult& res, const Pare
     }
 }
 
-std::string rounds_text(const std::vector<Step>& r) { return fmt::format("{}", fmt::join(r, "+")); }
+std::string step_rounds_text(const std::vector<Step>& r) { return fmt::format("{}", fmt::join(r, "+")); }
 
 nlohmann::ordered_json point_json(const ParetoPoint& p, const std::vector<std::string>& files) {
     nlohmann::ordered_json j{{"steps", p.steps},
@@ -166,7 +166,7 @@ std::string report_text(const ParetoRun& run, const ParetoResult& res, const std
         if (!row.frontier) continue;
         const ParetoPoint& p = *row.best;
         s += fmt::format("  {:<5}  {:<6}  {:<6}  {:<5}  {}{}\n", p.steps, p.rounds, p.chunks, p.rounds_per_chunk().text(),
-                         rounds_text(p.step_rounds), files[i].empty() ? "" : fmt::format("  ({})", fmt::join(files[i], ", ")));
+                         step_rounds_text(p.step_rounds), files[i].empty() ? "" : fmt::format("  ({})", fmt::join(files[i], ", ")));
     }
     if (!args.sizes.empty()) {
         s += fmt::format("predicted time of the frontier points (docs/time.md); {}:\n",
@@ -204,7 +204,7 @@ std::string pareto_point_name(const SynthInstance& in, const ParetoPoint& p) {
 std::string pareto_point_comment(const SynthInstance& in, const ParetoResult& res, const ParetoRow& row, const std::string& space) {
     const ParetoPoint& p = *row.best;
     std::string c = fmt::format("{} on {}, model {}: {} steps, {} rounds ({}), {} chunks: R/C = {}.\n", in.collective.to_string(),
-                                in.topology->spec(), to_string(in.model), p.steps, p.rounds, rounds_text(p.step_rounds), p.chunks,
+                                in.topology->spec(), to_string(in.model), p.steps, p.rounds, step_rounds_text(p.step_rounds), p.chunks,
                                 p.rounds_per_chunk().text());
     c += fmt::format("A point of the Pareto frontier of (steps, rounds per chunk) over {}.\n", space);
     c += fmt::format("Proof: {}.\n", row.excluded);

@@ -18,8 +18,6 @@ namespace collsched {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 /// One datum of the unsplit collective: where it starts and where it must end.
 struct Datum {
     Node origin;

@@ -32,9 +32,7 @@ namespace collsched {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer: the seeded visiting orders
+std::uint64_t splitmix64(std::uint64_t x) {  // splitmix64's finalizer: the seeded visiting orders
     x += 0x9e3779b97f4a7c15ull;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
@@ -199,13 +197,13 @@ SendTable disseminate(const SynthInstance& in, const GreedyOptions& opt) {
         res.begin(s);
         for (std::uint32_t u = 0; u < P; ++u) usable[u] = static_cast<std::uint32_t>(list[u].size());
         const std::uint64_t before = missing;
-        const std::uint32_t first = static_cast<std::uint32_t>(mix(opt.seed ^ (std::uint64_t{s} << 32)) % P);
+        const std::uint32_t first = static_cast<std::uint32_t>(splitmix64(opt.seed ^ (std::uint64_t{s} << 32)) % P);
         for (std::uint32_t k = 0; k < P; ++k) {
             const std::uint32_t u = (first + k) % P;
             if (usable[u] == 0 || budget[u] == 0) continue;
             auto out = t.out_channels(Node{u});
             if (out.empty()) continue;
-            const std::size_t off = mix(opt.seed * 31 + (std::uint64_t{s} << 32) + u) % out.size();
+            const std::size_t off = splitmix64(opt.seed * 31 + (std::uint64_t{s} << 32) + u) % out.size();
             std::uint32_t sent = 0;
             for (std::size_t j = 0; j < out.size() && sent < budget[u]; ++j) {
                 const ChannelId c = out[(off + j) % out.size()];
@@ -271,7 +269,7 @@ SendTable exchange(const SynthInstance& in, const GreedyOptions& opt) {
         check_limits(opt, s);
         res.begin(s);
         const std::uint64_t before = missing;
-        const std::uint32_t first = static_cast<std::uint32_t>(mix(opt.seed ^ (std::uint64_t{s} << 32)) % P);
+        const std::uint32_t first = static_cast<std::uint32_t>(splitmix64(opt.seed ^ (std::uint64_t{s} << 32)) % P);
         std::vector<std::pair<ChannelId, Waiting>> moved;
         for (std::uint32_t k = 0; k < P; ++k) {
             const std::uint32_t u = (first + k) % P;

@@ -23,8 +23,6 @@ namespace collsched {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 /// The search for k rings over what the machine has left per step: channel capacities, link
 /// groups' capacities and, under single ports, one send and one receive per processor. A ring is
 /// grown by depth-first search from processor 0, the next processor the one with the fewest

@@ -106,7 +106,7 @@ Quotient quotient(const Topology& t, const Model& model, std::uint32_t B) {
     return q;
 }
 
-std::uint64_t mix(std::uint64_t a) {
+std::uint64_t murmur3_fmix64(std::uint64_t a) {
     a ^= a >> 33;
     a *= 0xff51afd7ed558ccdULL;
     a ^= a >> 33;
@@ -148,7 +148,7 @@ std::optional<std::vector<QuotientEdge>> grow(const Quotient& q, std::uint32_t C
         std::vector<std::uint32_t> order = q.class_order;
         // Classes of equal scarcity in a seeded order.
         for (std::size_t i = 1; i < order.size(); ++i)
-            if (mix(seed * 31 + s * 7 + i) & 1) std::swap(order[i - 1], order[i]);
+            if (murmur3_fmix64(seed * 31 + s * 7 + i) & 1) std::swap(order[i - 1], order[i]);
         for (std::uint32_t k : order) {
             cands.clear();
             for (std::uint32_t t = 0; t < C; ++t)
@@ -158,7 +158,7 @@ std::optional<std::vector<QuotientEdge>> grow(const Quotient& q, std::uint32_t C
                     std::uint32_t serve = 0;
                     for (std::uint32_t j = 0; j < nk; ++j) serve += cnt[ty * nk + j] > 0;
                     // Served by fewest classes first, then the tree with the most left, then seeded.
-                    const std::uint64_t key = std::uint64_t{serve} << 56 | std::uint64_t{P - left[t]} << 32 | (mix(seed ^ (ty * 0x9E3779B97F4A7C15ULL) ^ s) & 0xffffffffu);
+                    const std::uint64_t key = std::uint64_t{serve} << 56 | std::uint64_t{P - left[t]} << 32 | (murmur3_fmix64(seed ^ (ty * 0x9E3779B97F4A7C15ULL) ^ s) & 0xffffffffu);
                     cands.push_back({key, t, y});
                 }
             // Only the first few are usually taken (a class adds at most its budget per step):
@@ -376,7 +376,7 @@ std::optional<std::vector<std::vector<Hop>>> place_messages(const Quotient& q, c
     std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
         const auto la = paths[a].front().size(), lb = paths[b].front().size();
         if (la != lb) return la > lb;
-        return seed != 0 && mix(seed ^ a) < mix(seed ^ b);
+        return seed != 0 && murmur3_fmix64(seed ^ a) < murmur3_fmix64(seed ^ b);
     });
     StepBudgets budgets(q);
     std::vector<std::vector<Hop>> plan(P);

@@ -24,13 +24,14 @@
 #include "support/error.hpp"
 #include "support/assert.hpp"
 #include "verifier/synth/bounds/combining.hpp"
+#include "verifier/synth/problem/internal.hpp"
 #include "verifier/synth/sat/encode.hpp"
 
 namespace collsched::synth {
 
 namespace {
 
-constexpr std::uint32_t unreachable = std::numeric_limits<std::uint32_t>::max();
+using synth_internal::unreachable;
 
 }  // namespace
 

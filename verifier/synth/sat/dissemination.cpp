@@ -1,5 +1,6 @@
 // The encodings over holdings and crossings (docs/synthesis.md): dissemination and free_route
 // (hold[i][v][t], cross[i][c][t]), and end_to_end (fixed routes, one start per message and goal).
+#include "verifier/synth/problem/internal.hpp"
 #include "verifier/synth/sat/encode.hpp"
 
 #include <map>
@@ -21,7 +22,7 @@ namespace collsched::synth {
 
 namespace {
 
-constexpr std::uint32_t unreachable = std::numeric_limits<std::uint32_t>::max();
+using synth_internal::unreachable;
 
 struct Dissem {
     std::vector<MessageId> msgs;

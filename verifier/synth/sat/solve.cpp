@@ -25,10 +25,6 @@ namespace collsched {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 class CadicalSink final : public sat::ClauseSink {
 public:
     CadicalSink(CaDiCaL::Solver& s, int vars) : s_(s), next_(vars) {}
@@ -53,7 +49,7 @@ class Stopper final : public CaDiCaL::Terminator {
 public:
     Stopper(double timeout, const SynthOptions& opt) : opt_(opt), t0_(Clock::now()), timeout_(timeout) {}
     bool terminate() override {
-                double s = since(t0_);
+                double s = seconds_since(t0_);
         if (timeout_ > 0 && s >= timeout_) {
             why_ = "time limit";
             return true;
@@ -410,10 +406,10 @@ Synthesizer::Synthesizer(const SynthInstance& inst, Step max_horizon, const Synt
         impl_->enc = synth::Encoding{};
         impl_->enc.kind = encoding_for(inst);
         impl_->enc.max_horizon = max_horizon;
-        impl_->encode_seconds = since(t0);
+        impl_->encode_seconds = seconds_since(t0);
         return;
     }
-    impl_->encode_seconds = since(t0);
+    impl_->encode_seconds = seconds_since(t0);
 }
 
 Synthesizer::~Synthesizer() = default;
@@ -453,7 +449,7 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
         if (assumption != 0) im.cad->assume(assumption);
         int res = im.cad->solve();
         im.cad->disconnect_terminator();
-        r.seconds = since(t0);
+        r.seconds = seconds_since(t0);
         if (res == 10) {
             r.answer = Answer::sat;
             r.witness = im.decode(horizon, [&](int l) { return im.value(l); });
@@ -473,7 +469,7 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
         z3::expr_vector as(*im.ctx);
         if (assumption != 0) as.push_back(im.z3lit(assumption));
         z3::check_result res = im.z3s->check(as);
-        r.seconds = since(t0);
+        r.seconds = seconds_since(t0);
         if (res == z3::sat) {
             r.answer = Answer::sat;
             z3::model m = im.z3s->get_model();
@@ -491,7 +487,7 @@ SynthResult Synthesizer::solve(Step horizon, double timeout) {
             if (r.reason == "timeout" || r.reason == "canceled") r.reason = "time limit";
         }
     } catch (const z3::exception& ex) {
-        r.seconds = since(t0);
+        r.seconds = seconds_since(t0);
         r.answer = Answer::unknown;
         r.reason = fmt::format("z3: {}", ex.msg());
     }

@@ -27,10 +27,6 @@ namespace collsched {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 /// A sub-machine: the processors `members` (local number i is members[i]) and the channels
 /// between them that `keep` accepts, as the text of a graph file numbered locally, with every
 /// link group cut to those channels (a group with none left is dropped). The text is canonical
@@ -414,7 +410,7 @@ private:
     }
 
     HierarchicalResult done() {
-        res_.seconds = since(t0_);
+        res_.seconds = seconds_since(t0_);
         return std::move(res_);
     }
 
@@ -619,7 +615,7 @@ private:
             VerifyOptions vo;
             vo.deadline = opt_.deadline;
             VerifyReport rep = verify_direct(table, vo);
-            o.verify_seconds = since(v0);
+            o.verify_seconds = seconds_since(v0);
             if (rep.verdict() == "unknown") throw std::runtime_error("time limit (verifying a composition)");
             COLLSCHED_ASSERT_MSG(rep.holds(), fmt::format("the hierarchical composition '{}' for {} on {} does not verify: {}", c.name,
                                                           whole_.collective.to_string(), t_.spec(),

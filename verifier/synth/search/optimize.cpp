@@ -19,8 +19,6 @@ namespace collsched {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 /// The search of optimize(), one method per stage, called in order by run(): the bounds (the
 /// rules, then chunks' bandwidth), the schedules that give the first upper bound (translates,
 /// greedy, known schedules, hierarchical compositions, the user's start), then the solver's
@@ -68,7 +66,7 @@ public:
     }
 
 private:
-    double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
+    double elapsed() const { return seconds_since(t0_); }
     bool out_of_time() const { return run_deadline_.left() <= 0.01; }
 
     OptimizeResult done() {

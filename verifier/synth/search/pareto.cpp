@@ -29,8 +29,6 @@ namespace collsched {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 }  // namespace
 
 SynthResult solve_rounds(const SynthInstance& base, Step steps, std::uint32_t chunks, Step rounds, const SynthOptions& opt) {
@@ -217,7 +215,6 @@ using pareto_calls::Answered;
 using pareto_calls::Call;
 using pareto_calls::CallContext;
 using pareto_calls::CallRunner;
-using pareto_calls::since;
 
 /// The walk over steps (see pareto in verifier/synth/problem/pareto.hpp): rows S = first, first + 1, ...; in
 /// each, the pairs (C, R) below the line in PairWalk's order, decided `width` at a time, the
@@ -233,7 +230,7 @@ public:
     void run();
 
 private:
-    double elapsed() const { return since(t0_); }
+    double elapsed() const { return seconds_since(t0_); }
     bool out_of_time() const { return opt_.timeout > 0 && elapsed() >= opt_.timeout; }
     Call call(Step S, std::uint32_t C, Step R) const;
     void search_row(ParetoRow& row);
@@ -436,12 +433,12 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
     oo.synth.deadline = std::min(oo.synth.deadline, deadline);
     // Half of what is left: the walk below does not depend on it (it starts from the distance
     // bound), and the least one-round steps give it one point and the status line.
-    oo.timeout = opt.timeout > 0 ? std::max(0.01, (opt.timeout - since(t0)) / 2) : 0;
+    oo.timeout = opt.timeout > 0 ? std::max(0.01, (opt.timeout - seconds_since(t0)) / 2) : 0;
     res.least_steps = optimize(in, oo);
     if (res.least_steps.status == OptStatus::infeasible) {  // its reason holds for every chunk count and round
         res.end = "no schedule exists with any steps, chunks or rounds (the least steps say why)";
         res.complete = true;
-        res.seconds = since(t0);
+        res.seconds = seconds_since(t0);
         return res;
     }
     // The rows start at the least steps of schedules with any rounds per step, which may be
@@ -457,7 +454,7 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
     const CallRunner calls(cx);
     Walk(in, opt, t0, res, calls).run();
     add_merged_end(res, RunLimits{Deadline::at(deadline), opt.synth.memory});
-    res.seconds = since(t0);
+    res.seconds = seconds_since(t0);
     return res;
 }
 

@@ -48,7 +48,7 @@ Answered run_call(const CallContext& cx, const Call& c, const std::function<bool
     if (cancelled) so.interrupt = [outer = so.interrupt, cancelled] { return (outer && outer()) || cancelled(); };
     Answered a;
     a.result = decide(cx.in, c.steps, c.chunks, c.rounds, so, cx.autos, 0.25);
-    a.seconds = since(s0);
+    a.seconds = seconds_since(s0);
     return a;
 }
 
@@ -56,7 +56,7 @@ Answered run_call(const CallContext& cx, const Call& c, const std::function<bool
 // travels as the seconds left (the processes' clocks are not the same clock); a witness as the
 // table's JSON (compiler/io/table_io.hpp), read back and verified again by the leader.
 std::string call_text(const Call& c, const std::vector<std::vector<std::uint32_t>>& autos) {
-    const double left = c.deadline == Clock::time_point::max() ? -1.0 : std::max(0.0, -since(c.deadline));
+    const double left = c.deadline == Clock::time_point::max() ? -1.0 : std::max(0.0, -seconds_since(c.deadline));
     return nlohmann::json{{"steps", c.steps}, {"chunks", c.chunks}, {"rounds", c.rounds}, {"timeout", c.timeout}, {"left", left}, {"autos", autos}}.dump();
 }
 

@@ -17,10 +17,6 @@
 
 namespace collsched::pareto_calls {
 
-using Clock = std::chrono::steady_clock;
-
-inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 /// One solver call of the walk: (S, C, R) with the limits the walk gave it when it was handed out.
 struct Call {
     Step steps = 0;
