@@ -11,6 +11,7 @@
 #include "support/assert.hpp"
 #include "support/edit_distance.hpp"
 #include "support/error.hpp"
+#include "support/hash.hpp"
 #include "support/number.hpp"
 
 namespace collsched {
@@ -93,11 +94,7 @@ std::uint64_t composite_hash(const Composite& c) {
     mix(c.hi);
     for (MessageId p : c.parts) mix(idx(p));
     for (std::uint32_t s : c.sources) mix(s);
-    h ^= h >> 33;  // MurmurHash3's finalizer: the slot is taken from the low bits, the tag from the high
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 33);
+    return murmur3_fmix64(h);  // the slot is taken from the low bits, the tag from the high
 }
 
 bool same_key(const Composite& a, const Composite& b) {

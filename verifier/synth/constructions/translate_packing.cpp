@@ -11,6 +11,7 @@
 #include "compiler/table/builder.hpp"
 #include "verifier/synth/symmetry/processor_orbits.hpp"
 #include "support/assert.hpp"
+#include "support/hash.hpp"
 
 namespace collsched {
 
@@ -104,14 +105,6 @@ Quotient quotient(const Topology& t, const Model& model, std::uint32_t B) {
     std::iota(q.class_order.begin(), q.class_order.end(), 0u);
     std::stable_sort(q.class_order.begin(), q.class_order.end(), [&](auto a, auto b) { return room[a] < room[b]; });
     return q;
-}
-
-std::uint64_t murmur3_fmix64(std::uint64_t a) {
-    a ^= a >> 33;
-    a *= 0xff51afd7ed558ccdULL;
-    a ^= a >> 33;
-    a *= 0xc4ceb9fe1a85ec53ULL;
-    return a ^ (a >> 33);
 }
 
 /// One seeded greedy run: the labelled edges of C trees rooted at 0, or nullopt when a step
