@@ -11,6 +11,7 @@
 
 #include "compiler/interop/msccl_import.hpp"
 #include "support/assert.hpp"
+#include "support/teardown.hpp"
 #include "support/budget.hpp"
 #include "support/error.hpp"
 #include "tools/app.hpp"
@@ -80,6 +81,7 @@ int run(int argc, char** argv, collsched::tools::Context& ctx) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    collsched::skip_teardown();  // a command's machine is left to the operating system (support/teardown.hpp)
     collsched::tools::Context ctx;
 #ifdef COLLSCHED_WITH_MPI
     // Started by mpirun with several ranks: they share pareto's solver calls, rank 0 prints.

@@ -12,6 +12,7 @@
 #include "compiler/lower/lower.hpp"
 #include "compiler/io/table_io.hpp"
 #include "dsl/diagnostics.hpp"
+#include "support/teardown.hpp"
 #include "compiler/io/table_printer.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
@@ -26,6 +27,7 @@ void InstanceArgs::add_to(CLI::App& cmd, std::string_view topology_example, cons
 
 SynthInstance InstanceArgs::instance(RouteSpace routes, bool check_size, const RunLimits& limits) const {
     auto topo = Topology::parse(topology, limits);
+    bury(topo);  // the command's machine lives to its end: not freed at exit (support/teardown.hpp)
     return SynthInstance{topo, apply_model_options(topo->default_model(), model), Collective::parse(collective, *topo, check_size), routes};
 }
 

@@ -41,6 +41,10 @@ TEST_CASE("greedy: verified tables between the lower bound and a known figure") 
         {"ring:8", "reduce:2", "", 4},            {mb4.c_str(), "allgather", "", 19},
         {mb4.c_str(), "alltoall", "", 26},        {mb4.c_str(), "reduce_scatter", "", 19},
         {dgx1.c_str(), "allgather", "ports=single", 8},
+        // Multi-hop alltoall: a step that only moves messages on was taken for a stall (torus:16x16
+        // "stalled at step 73" with 57,344 on their way; mesh:8x8 at its last step).
+        {"torus:16x16", "alltoall", "", 669},     {"mesh:8x8", "alltoall", "", 147},
+        {"hypercube:6", "alltoall", "", 38},
     };
     for (const Case& c : cases) {
         INFO(c.topo << " " << c.coll << " " << c.model);

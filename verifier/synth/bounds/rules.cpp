@@ -194,6 +194,7 @@ std::optional<Bound> send_receive_sums(const BoundFacts& f, const std::function<
     };
     std::uint64_t S = 0, R = 0;
     for (std::uint32_t p = 0; p < f.P; ++p) {
+        f.limits.check("the lower bounds");  // a processor's link groups may take a while (4,096 GPUs)
         std::uint64_t co = capacity(t.out_channels(Node{p})), ci = capacity(t.in_channels(Node{p}));
         for (std::uint64_t j = 0; j < outs[p]; ++j) S += j / co + 1;
         for (std::uint64_t j = 0; j < ins[p]; ++j) R += j / ci;
@@ -219,7 +220,11 @@ std::vector<Bound> route_distance(BoundFacts& f) {
 }
 
 std::vector<Bound> route_sums(BoundFacts& f) {
-    auto b = send_receive_sums(f, [&](const GoalPair& g) { return f.t.distance(g.src, g.dst); });
+    // Polled per goal: 16.7 million route walks on 4,096 GPUs ran 3 s past --timeout unpolled.
+    auto b = send_receive_sums(f, [&](const GoalPair& g) {
+        f.poll();
+        return f.t.distance(g.src, g.dst);
+    });
     if (!b) return {};
     b->assumes.insert(b->assumes.begin(), std::string(one_slot_each));
     return {*b};
@@ -487,6 +492,7 @@ std::vector<Bound> receptions(BoundFacts& f) {
     std::vector<Bound> out;
     for (std::uint32_t p = 0; p < f.P; ++p) {
         if (recv[p].empty()) continue;
+        f.limits.check("the lower bounds");
         auto c = synth::step_capacity(f.t, f.model.ports, f.t.in_channels(Node{p}));
         const std::uint32_t cap = static_cast<std::uint32_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(c.hops, 1), 1u << 30));
         keep_max(out, {least_makespan(recv[p], cap), "receptions",
@@ -516,13 +522,17 @@ std::vector<Bound> informed_growth(BoundFacts& f) {
     std::uint32_t dmin = 1;
     if (f.kind == EncodingKind::end_to_end) {
         dmin = unreachable;
-        for (std::uint32_t q = 1; q < f.P; ++q) dmin = std::min(dmin, t.distance(Node{0}, Node{q}));
+        for (std::uint32_t q = 1; q < f.P; ++q) {
+            f.poll();
+            dmin = std::min(dmin, t.distance(Node{0}, Node{q}));
+        }
     }
     std::uint32_t k = 1;
     bool grouped = false;
     if (f.model.ports == Ports::multi) {
         k = 0;
         for (std::uint32_t p = 0; p < f.P; ++p) {
+            f.limits.check("the lower bounds");
             auto c = synth::step_capacity(t, f.model.ports, t.out_channels(Node{p}));
             grouped |= c.by_groups;
             k = std::max(k, static_cast<std::uint32_t>(std::min<std::uint64_t>(c.hops, 1u << 30)));
