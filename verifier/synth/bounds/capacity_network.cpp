@@ -242,8 +242,9 @@ struct FlowSolver::Impl {
     /// push-relabel, which sums capacities (a vertex's excess, the source's preflow), stays
     /// far below overflow. The sum is kept in 128 bits and asserted to fit a quarter of 2^63.
     void set_joins(const std::vector<std::int64_t>& source_caps, const std::vector<std::int64_t>& sink_caps) {
+        __extension__ typedef unsigned __int128 u128;  // GCC's and Clang's; -Wpedantic knows no 128-bit type
         auto cap = boost::get(boost::edge_capacity, g);
-        unsigned __int128 finite = 0;
+        u128 finite = 0;
         std::size_t unbounded_joins = 0;
         for (Edge e : arcs) finite += static_cast<std::uint64_t>(cap[e]);
         auto take = [&](const std::vector<std::int64_t>& caps, std::size_t v) -> std::int64_t {
@@ -256,8 +257,8 @@ struct FlowSolver::Impl {
             cap[source_joins[v]] = take(source_caps, v);
             cap[sink_joins[v]] = take(sink_caps, v);
         }
-        const unsigned __int128 infinity = finite + 1;
-        COLLSCHED_ASSERT(finite + infinity * unbounded_joins < (static_cast<unsigned __int128>(1) << 61));
+        const u128 infinity = finite + 1;
+        COLLSCHED_ASSERT(finite + infinity * unbounded_joins < (static_cast<u128>(1) << 61));
         for (std::size_t v = 0; v < source_joins.size(); ++v)
             for (Edge e : {source_joins[v], sink_joins[v]})
                 if (cap[e] == FlowSolver::unbounded) cap[e] = static_cast<std::int64_t>(infinity);
