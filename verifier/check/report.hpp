@@ -57,7 +57,7 @@ struct VerifyOptions {
     unsigned threads = 0;
     /// The direct checker stops here: the properties it has not found violated are then unknown,
     /// with a note (a schedule whose check did not end is not used). Default: none.
-    Deadline deadline;
+    Deadline deadline{};
 };
 
 struct VerifyReport {
