@@ -170,6 +170,7 @@ private:
         TimeObjectiveOptions t = args_.time;
         t.time = args_.time_kind == "sync" ? TimeKind::synchronous : TimeKind::asynchronous;
         t.timeout = opt_timeout();
+        t.deadline = run_.when();  // --timeout from the start of the command, the machine's reading included
         const TimeObjective r = time_objective(in_, t);
         if (!r.candidates.empty())
             for (const std::string& path : args_.outputs)

@@ -39,7 +39,7 @@ public:
 
     BandwidthReport run() {
         if (in_.model.timing != Timing::hop) throw InputError("bandwidth: the cut bound is for hop timing (rounds multiply capacities)");
-        if (!args_.sizes.empty()) times_ = time_bounds(topo_, in_.collective, in_.model, args_.link);
+        if (!args_.sizes.empty()) times_ = time_bounds(topo_, in_.collective, in_.model, args_.link, limits_);
         if (times_ && !flow_bandwidth_bound(in_)) {  // allreduce, alltoall: the bound on time alone
             return {args_.json ? nlohmann::ordered_json{{"topology", topo_.spec()}, {"collective", in_.collective.to_string()},
                                                            {"model", to_string(in_.model)}, {"bound", nullptr}, {"time", time_json()}}

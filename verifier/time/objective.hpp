@@ -32,6 +32,9 @@ struct TimeObjectiveOptions {
     TimeKind time = TimeKind::asynchronous;  ///< which predicted time decides
     std::string library = "schedules/catalog.json";  ///< the catalog the library provider reads
     double timeout = 60;  ///< seconds for gathering the candidates; 0 or less: none
+    /// An earlier end than `timeout` from the call (the command's --timeout, which counts from its
+    /// start: reading a machine of 1,024 GPUs takes a second or more).
+    Clock::time_point deadline = Clock::time_point::max();
 };
 
 /// NCCL's own model at one size (src/graph/tuning.cc, verifier/baselines): the algorithm and

@@ -62,9 +62,9 @@ Pairs pairs_of(CollectiveKind k) {
 /// Builds the terms of one instance.
 class Bounds {
 public:
-    Bounds(const Topology& t, const Collective& c, const Model& m, const std::optional<LinkSpeed>& uniform)
-        : t_(t), c_(c), m_(m), uniform_(uniform), P_(t.processors()),
-          orbits_(processor_orbits(t)) {}  // AutomorphismCheck keeps speeds too
+    Bounds(const Topology& t, const Collective& c, const Model& m, const std::optional<LinkSpeed>& uniform, const RunLimits& limits)
+        : t_(t), c_(c), m_(m), uniform_(uniform), P_(t.processors()), limits_(limits),
+          orbits_(processor_orbits(t, limits)) {}  // AutomorphismCheck keeps speeds too; fewer symmetries at a limit only cost flows
 
     TimeBounds run() {
         out_.model = "docs/time.md, asynchronous and synchronous alike: a transfer of b bytes holds its channel b/B_e and each of "
@@ -77,17 +77,36 @@ public:
         else if (c_.row().combining())
             out_.assumptions.push_back("no in-network reduction: values combine only at processors (routers forward and copy, never add)");
         if (m_.ports != Ports::multi) out_.assumptions.push_back("ports not counted (a relaxation: each port as the sum of its channels)");
-        latency();
+        guarded("latency", [&] { latency(); });
         if (in_network && c_.kind != CollectiveKind::reduce) {
-            reduction_in_network();
-            if (c_.kind == CollectiveKind::allreduce)
-                for (const Partition& part : partitions(t_, uniform_))
-                    if (part.sets >= 2 && part.sets < P_ && functions_inside_sets(part))
-                        gossip(part, "; in-network reduction and copies only inside the sets: every router that can add or copy is "
-                                     "joined to processors of one set alone, so it acts as part of that set");
+            guarded("cut", [&] {
+                reduction_in_network();
+                if (c_.kind == CollectiveKind::allreduce)
+                    for (const Partition& part : partitions(t_, uniform_))
+                        if (part.sets >= 2 && part.sets < P_ && functions_inside_sets(part))
+                            gossip(part, "; in-network reduction and copies only inside the sets: every router that can add or copy is "
+                                         "joined to processors of one set alone, so it acts as part of that set");
+            });
             if (out_.terms.size() < 2) out_.no_bandwidth = fmt::format("no cut bound for {} with reduction in the network", c_.row().name);
             return std::move(out_);
         }
+        guarded("cut", [&] { cuts(); });
+        if (out_.terms.size() < 2) out_.no_bandwidth = fmt::format("no cut bound for {} here", c_.row().name);
+        return std::move(out_);
+    }
+
+private:
+    /// Runs one argument; a limit that stops it is recorded, the terms it completed are kept.
+    template <class F>
+    void guarded(const char* what, F&& argument) {
+        try {
+            argument();
+        } catch (const LimitReached& e) {
+            out_.stopped.push_back(fmt::format("{}: {}", what, e.what()));
+        }
+    }
+
+    void cuts() {
         switch (c_.kind) {
             case CollectiveKind::allgather: densest(false); break;
             case CollectiveKind::reduce_scatter: densest(true); break;
@@ -99,11 +118,7 @@ public:
             case CollectiveKind::gather: rooted(others(), {idx(c_.root)}, (P_ - 1.0) / P_, "gather: the P-1 other messages enter the root's region"); break;
             default: break;
         }
-        if (out_.terms.size() < 2) out_.no_bandwidth = fmt::format("no cut bound for {} here", c_.row().name);
-        return std::move(out_);
     }
-
-private:
     std::vector<std::uint32_t> others() const {
         std::vector<std::uint32_t> v;
         for (std::uint32_t p = 0; p < P_; ++p)
@@ -113,7 +128,10 @@ private:
 
     WeightedNetwork& net(bool reverse) {
         auto& n = reverse ? backward_ : forward_;
-        if (!n) n.emplace(t_, m_, uniform_, reverse);
+        if (!n) {
+            limits_.check("the flow network of the link speeds");
+            n.emplace(t_, m_, uniform_, reverse);
+        }
         return *n;
     }
 
@@ -124,6 +142,7 @@ private:
         double worst = 0;
         std::uint32_t s_best = 0, d_best = 0;
         auto scan = [&](std::uint32_t src, bool reversed) {
+            limits_.check("the latency term");
             const std::vector<double> d = alpha_distances(t_, uniform_, src, reversed);
             for (std::uint32_t v = 0; v < P_; ++v)
                 if (v != src && std::isfinite(d[v]) && d[v] > worst) worst = d[v], s_best = reversed ? v : src, d_best = reversed ? src : v;
@@ -148,7 +167,7 @@ private:
     /// ForestColl's cut: (M/P) |S ∩ P| leave S (reduce_scatter: enter it, one partial per block).
     void densest(bool reverse) {
         WeightedNetwork& n = net(reverse);
-        std::vector<char> side = n.densest_cut(orbits_.representatives, out_.max_flows);
+        std::vector<char> side = n.densest_cut(orbits_.representatives, out_.max_flows, limits_);
         if (side.empty()) return;
         TimeTerm term;
         term.name = "cut (max flow on link speeds)";
@@ -180,7 +199,7 @@ private:
         WeightedNetwork& n = net(false);
         TimeTerm term;
         term.inside = set;
-        std::vector<char> side = entering ? n.region(rest, set, out_.max_flows) : n.region(set, rest, out_.max_flows);
+        std::vector<char> side = entering ? n.region(rest, set, out_.max_flows, limits_) : n.region(set, rest, out_.max_flows, limits_);
         n.crossing(side, term);
         return term;
     }
@@ -259,7 +278,7 @@ private:
         if (from.empty() || to.empty()) return;
         WeightedNetwork& n = net(false);
         TimeTerm term;
-        std::vector<char> side = n.region(from, to, out_.max_flows);
+        std::vector<char> side = n.region(from, to, out_.max_flows, limits_);
         n.crossing(side, term);
         for (std::uint32_t v = 0; v < P_; ++v)
             if (side[v]) term.inside.push_back(v);
@@ -274,6 +293,7 @@ private:
     const Model& m_;
     const std::optional<LinkSpeed>& uniform_;
     const std::uint32_t P_;
+    const RunLimits limits_;
     const ProcessorOrbits orbits_;
     std::optional<WeightedNetwork> forward_, backward_;
     std::vector<std::uint32_t> cut_set_;
@@ -385,6 +405,7 @@ void Bounds::alltoall() {
     std::vector<double> orbit_size(P_, 0);
     for (std::uint32_t v = 0; v < P_; ++v) orbit_size[orbits_.orbit[v]] += 1;
     for (std::uint32_t r : orbits_.representatives) {
+        limits_.check("the hops term");
         const std::vector<std::uint32_t> d = hop_distances(t_, r);
         for (std::uint32_t v = 0; v < P_; ++v)
             if (v != r && d[v] != std::numeric_limits<std::uint32_t>::max()) total += orbit_size[r] * d[v];
@@ -402,9 +423,10 @@ void Bounds::alltoall() {
 
 }  // namespace
 
-std::optional<TimeBounds> time_bounds(const Topology& t, const Collective& c, const Model& m, const std::optional<LinkSpeed>& uniform) {
+std::optional<TimeBounds> time_bounds(const Topology& t, const Collective& c, const Model& m, const std::optional<LinkSpeed>& uniform,
+                                      const RunLimits& limits) {
     if (m.timing != Timing::hop || pairs_of(c.kind) == Pairs::none || t.processors() < 2) return std::nullopt;
-    return Bounds(t, c, m, uniform).run();
+    return Bounds(t, c, m, uniform, limits).run();
 }
 
 TimeBound evaluate(const TimeBounds& b, double size) {
@@ -429,12 +451,14 @@ std::string bound_violation(const TimeBound& bound, const TimeBounds& b, double 
 }
 
 std::string bound_text(const TimeBounds& b, const TimeBound& at) {
+    if (b.terms.empty()) return fmt::format("none: {}\n", b.stopped.empty() ? std::string("no term") : fmt::format("{}", fmt::join(b.stopped, "; ")));
     const TimeTerm& best = b.terms[at.best];
     std::string s = fmt::format("{} ({}): {}\n", support::format_seconds(at.seconds), best.name, best.detail);
     s += fmt::format("  latency part {}, bandwidth part {}; the bound is the larger (max is always sound; a term adds latencies only "
                      "where docs/time.md proves it)\n",
                      support::format_seconds(at.latency_s), at.bandwidth_s > 0 ? support::format_seconds(at.bandwidth_s) : std::string("none"));
     s += fmt::format("  model: {}; assumes {}\n", b.model, fmt::join(b.assumptions, "; "));
+    if (!b.stopped.empty()) s += fmt::format("  not computed (the bound above holds without them): {}\n", fmt::join(b.stopped, "; "));
     return s;
 }
 

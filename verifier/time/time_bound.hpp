@@ -33,6 +33,7 @@
 #include "compiler/core/model.hpp"
 #include "compiler/table/collective.hpp"
 #include "compiler/topology/topology.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -63,6 +64,9 @@ struct TimeBounds {
     std::vector<TimeTerm> terms;           ///< the latency term first, then the cut terms
     std::string no_bandwidth;              ///< why there is no cut term ("" when there is one)
     std::uint32_t max_flows = 0;
+    /// The arguments a limit stopped, each with the limit ("cut: time limit (the densest cut: ...)").
+    /// The terms kept are each proved; without the stopped ones the bound is weaker, never wrong.
+    std::vector<std::string> stopped;
 };
 
 /// The bound at one size: the largest term.
@@ -77,7 +81,10 @@ struct TimeBound {
 /// Every bound for `collective` on `topology` under `model` (hop timing; nullopt for wormhole
 /// timing and for the collectives without one: prefix, scan, custom). `uniform` replaces the
 /// link speeds as `--link` does.
-std::optional<TimeBounds> time_bounds(const Topology&, const Collective&, const Model&, const std::optional<LinkSpeed>& uniform = {});
+/// `limits`: each argument polls them, a max flow starts only when the last one on its network fits
+/// in the time left, and what a limit stops is named in `stopped`.
+std::optional<TimeBounds> time_bounds(const Topology&, const Collective&, const Model&, const std::optional<LinkSpeed>& uniform = {},
+                                      const RunLimits& limits = {});
 
 TimeBound evaluate(const TimeBounds&, double size);
 

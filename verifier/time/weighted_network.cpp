@@ -103,7 +103,14 @@ void WeightedNetwork::crossing(const std::vector<char>& side, TimeTerm& term) co
     if (more) term.crossing.push_back(fmt::format("... ({} more)", more));
 }
 
-std::vector<char> WeightedNetwork::densest_cut(const std::vector<std::uint32_t>& sinks, std::uint32_t& flows) {
+void WeightedNetwork::before_flow(const RunLimits& limits, std::string_view what) const {
+    limits.check(what);
+    if (!limits.deadline.none() && last_flow_s_ > limits.deadline.left())
+        throw LimitReached(fmt::format("time limit ({}: a max flow took {:.2f} s, {:.2f} s are left)", what, last_flow_s_,
+                                       limits.deadline.left()));
+}
+
+std::vector<char> WeightedNetwork::densest_cut(const std::vector<std::uint32_t>& sinks, std::uint32_t& flows, const RunLimits& limits) {
     const std::uint32_t P = t_.processors();
     auto demand = [&](const std::vector<char>& side) {
         std::uint64_t in = 0;
@@ -126,7 +133,8 @@ std::vector<char> WeightedNetwork::densest_cut(const std::vector<std::uint32_t>&
     while (clean < sinks.size()) {
         std::vector<std::int64_t> caps(cap_.size()), src(P, static_cast<std::int64_t>(c));
         for (std::size_t i = 0; i < cap_.size(); ++i) caps[i] = cap_[i] * static_cast<std::int64_t>(d);
-        const std::int64_t f = flow_.max_flow_arcs(caps, src, {}, sinks[at]);
+        before_flow(limits, "the densest cut");
+        const std::int64_t f = timed([&] { return flow_.max_flow_arcs(caps, src, {}, sinks[at]); });
         ++flows;
         if (static_cast<std::uint64_t>(f) < c * P) {
             std::vector<char> s = flow_.source_side();
@@ -141,12 +149,14 @@ std::vector<char> WeightedNetwork::densest_cut(const std::vector<std::uint32_t>&
     return best;
 }
 
-std::vector<char> WeightedNetwork::region(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to, std::uint32_t& flows) {
+std::vector<char> WeightedNetwork::region(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to, std::uint32_t& flows,
+                                          const RunLimits& limits) {
     const std::uint32_t P = t_.processors();
     std::vector<std::int64_t> src(P, 0), snk(P, 0);
     for (std::uint32_t v : from) src[v] = FlowSolver::unbounded;
     for (std::uint32_t v : to) snk[v] = FlowSolver::unbounded;
-    flow_.max_flow_arcs(cap_, src, snk, FlowSolver::super_sink);
+    before_flow(limits, "a region's cut");
+    timed([&] { return flow_.max_flow_arcs(cap_, src, snk, FlowSolver::super_sink); });
     ++flows;
     return flow_.source_side();
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compiler/core/model.hpp"
+#include "support/budget.hpp"
 #include "compiler/topology/topology.hpp"
 #include "verifier/synth/bounds/capacity_network.hpp"
 #include "verifier/time/time_bound.hpp"
@@ -36,13 +37,28 @@ public:
     /// ForestColl's cut: the set S of nodes with the largest |S ∩ P| / c(S) among those with a
     /// processor outside (on the reversed network for reduce_scatter); one flow per sink
     /// processor of `sinks`. The side of the best set.
-    std::vector<char> densest_cut(const std::vector<std::uint32_t>& sinks, std::uint32_t& flows);
+    std::vector<char> densest_cut(const std::vector<std::uint32_t>& sinks, std::uint32_t& flows, const RunLimits& limits = {});
 
     /// The region with the least capacity out of it that holds every processor of `from` and none
     /// of `to` (a max flow from `from` to `to`): its side.
-    std::vector<char> region(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to, std::uint32_t& flows);
+    std::vector<char> region(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to, std::uint32_t& flows,
+                             const RunLimits& limits = {});
 
 private:
+    /// Before a max flow, which cannot be stopped once started (Boost's push-relabel): throws
+    /// LimitReached when a limit is reached or when the last flow on this network took longer
+    /// than the time left (the flows of one network cost about the same). `what` names the term.
+    void before_flow(const RunLimits& limits, std::string_view what) const;
+    /// Times one flow for before_flow.
+    template <class F>
+    auto timed(F&& flow) {
+        const auto t0 = Clock::now();
+        auto r = flow();
+        last_flow_s_ = seconds_since(t0);
+        return r;
+    }
+    double last_flow_s_ = 0;
+
     const Topology& t_;
     CapacityNetwork net_;
     std::vector<double> bw_, alpha_;

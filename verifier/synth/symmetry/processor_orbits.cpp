@@ -133,7 +133,7 @@ bool AutomorphismCheck::operator()(std::span<const std::uint32_t> image) const {
 
 bool is_automorphism(const Topology& t, std::span<const std::uint32_t> image) { return AutomorphismCheck(t)(image); }
 
-ProcessorOrbits processor_orbits(const Topology& t) {
+ProcessorOrbits processor_orbits(const Topology& t, const RunLimits& limits) {
     const std::uint32_t P = t.processors();
     UnionFind uf(P);
     ProcessorOrbits out;
@@ -153,7 +153,7 @@ ProcessorOrbits processor_orbits(const Topology& t) {
     std::uint32_t orbits = P;
     const AutomorphismCheck keeps(t);
     for (auto& img : candidates) {
-        if (orbits == 1) break;
+        if (orbits == 1 || limits.reached()) break;
         // Only a candidate that would merge something is worth its check.
         bool merges = false;
         for (std::uint32_t u = 0; u < P && !merges; ++u) merges = uf.find(u) != uf.find(img[u]);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "compiler/topology/topology.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -28,7 +29,9 @@ struct ProcessorOrbits {
 
 /// The orbits of the processors under the verified candidate automorphisms (every processor its
 /// own orbit when none holds).
-ProcessorOrbits processor_orbits(const Topology&);
+/// `limits`: no further candidate is checked once they are reached (each check reads every
+/// channel: 2.1 million on 512 rail-optimized boxes); the orbits found by then are sound.
+ProcessorOrbits processor_orbits(const Topology&, const RunLimits& limits = {});
 
 /// The one check of a symmetry that every bound, construction and quotient relies on (issue 41):
 /// a permutation of the nodes is an automorphism when it maps every channel onto a channel with
