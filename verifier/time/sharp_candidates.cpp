@@ -1,0 +1,61 @@
+// SHARP candidates (sharp_candidates.hpp): per size the pieces, collsched's form and NCCL's.
+#include "verifier/time/sharp_candidates.hpp"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "support/error.hpp"
+#include "verifier/baselines/nccl.hpp"
+#include "verifier/compose/nvls.hpp"
+
+namespace collsched {
+
+void sharp_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    const auto& t = q.instance.topology;
+    if (q.instance.collective.kind != CollectiveKind::allreduce) return;
+    const std::vector<std::uint32_t> heads = compose::sharp_heads(*t);
+    if (heads.empty()) return;  // no switch between the boxes reduces: nothing to say
+    bool nvls = true;
+    try {
+        nvls = !compose::nvls_boxes(*t).empty();
+    } catch (const InputError&) {
+        nvls = false;
+    }
+    std::uint32_t chain_channels = 0;  // NCCL gives CollNet Chain the ring's channels
+    try {
+        for (const nccl::CollnetModel& m : nccl::nccl_collnet_models(nccl::nccl_system(*t), CollectiveKind::allreduce, 1 << 20))
+            if (m.algorithm == "COLLNET_CHAIN") chain_channels = m.channels;
+    } catch (const InputError&) {
+    }
+    std::map<std::uint32_t, bool> tried;
+    // per size the pieces that keep a chunk at 64, 16 and 4 KiB or more (as the NVLS provider): the time model picks
+    for (double size : q.sizes.empty() ? std::vector<double>{1 << 20} : q.sizes)
+        for (double floor : {65536.0, 16384.0, 4096.0}) {
+            compose::SharpPlan plan;
+            plan.pieces = compose::nvls_pieces_for_size(static_cast<std::uint32_t>(heads.size()), size, floor);
+            if (tried[plan.pieces]) continue;
+            tried[plan.pieces] = true;
+            auto add = [&](std::string name, bool nccl, SendTable table) {
+                out.push_back({fmt::format("{}, {} piece{}", name, plan.pieces, plan.pieces == 1 ? "" : "s"), "verifier/compose/nvls.hpp",
+                               nccl ? "nccl" : "sharp", nccl, std::make_shared<const SendTable>(std::move(table))});
+            };
+            try {
+                plan.nvls = nvls;
+                add(nvls ? "sharp + nvls" : "sharp + direct", false, compose::sharp_allreduce(t, plan));
+                if (nvls) {
+                    plan.owner_through_switch = true;
+                    add("nccl nvls + collnet", true, compose::sharp_allreduce(t, plan));
+                    plan.owner_through_switch = false;
+                }
+                plan.nvls = false;
+                add("nccl collnet_direct", true, compose::sharp_allreduce(t, plan));
+                if (chain_channels) add("nccl collnet_chain", true, compose::collnet_chain_allreduce(t, chain_channels, plan));
+            } catch (const InputError& e) {
+                notes.push_back(fmt::format("sharp: {}", e.what()));
+                return;
+            }
+        }
+}
+
+}  // namespace collsched
