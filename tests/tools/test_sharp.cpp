@@ -98,3 +98,52 @@ TEST_CASE("sharp: the SHARP allreduce and NCCL's CollNet on 2 x 2 and 2 x 4: the
 }
 
 }  // namespace collsched
+
+namespace collsched {
+
+TEST_CASE("sharp: no bound printed on a --sharp machine exceeds a verified schedule's time") {
+    // the rail switches join processors of every box and add: the gossip between the boxes
+    // (2(N-1)/N M / B_box) does not hold there, and neither optimize's time bound nor the in-network
+    // bounds may use it; every bound that holds stays below what SHARP does
+    auto t = sharp_machine("schedules/machines/h100sharp4x8.json");
+    const Collective ar = Collective::parse("allreduce", *t);
+    auto tb = time_bounds(*t, ar, t->default_model());
+    REQUIRE(tb.has_value());
+    for (double M : {65536.0, 1048576.0, 16777216.0, 268435456.0, 1073741824.0}) {
+        CAPTURE(M);
+        const std::uint32_t k = compose::nvls_pieces_for_size(8, M, 16384);
+        double fastest = 1e9;
+        for (const SendTable& s : {compose::sharp_allreduce(t, {k, true, false}), compose::sharp_allreduce(t, {k, false, false})}) {
+            REQUIRE(verify_direct(s).holds());
+            TimeOptions o;
+            o.size = M;
+            fastest = std::min(fastest, predict_time(s, o).asynchronous);
+        }
+        const TimeBound e = evaluate(*tb, M);
+        CHECK(e.seconds <= fastest);
+        for (const auto& b : time::allreduce_innetwork_bounds(*t, M, true)) {
+            CAPTURE(b.name);
+            if (b.valid) CHECK(b.seconds <= fastest);
+            if (b.name.find("no reduction between boxes") != std::string::npos) CHECK_FALSE(b.valid);
+        }
+        if (M >= 268435456.0) {  // where bandwidth decides, SHARP beats the gossip bound that does not hold here
+            const double gossip = 2.0 * 3 / 4 * M / 400e9;
+            CHECK(fastest < gossip);
+            CHECK(e.seconds < gossip);
+        }
+    }
+    // optimize --size prints the same: every size's bound at or below the verified winner
+    auto r = test::run("optimize --topology graph:" + test::source("schedules/machines/h100sharp4x8.json") +
+                       " --collective allreduce --size 64K,1G --json");
+    INFO(r.err);
+    REQUIRE((r.code == 0 || r.code == 3));
+    for (const auto& row : nlohmann::json::parse(r.out)["sizes"]) {
+        CHECK(row["time_lower_bound_s"].get<double>() <= row["predicted_time_s"].get<double>());
+        CHECK(row["predicted_time_s"].get<double>() <= row["nccl_best_s"].get<double>());
+    }
+    const auto big = nlohmann::json::parse(r.out)["sizes"][1];
+    CHECK(big["winner"].get<std::string>().rfind("sharp + nvls, ", 0) == 0);
+    CHECK(big["nccl_collnet_model"].size() == 3);  // CollNet Direct, Chain, NVLS across boxes
+}
+
+}  // namespace collsched

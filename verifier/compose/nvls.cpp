@@ -519,10 +519,11 @@ std::vector<Node> heads_at(const SharpLayout& l, std::uint32_t i) {
 
 }  // namespace
 
-std::vector<std::uint32_t> sharp_heads(const Topology& t) {
+SharpShape sharp_shape(const Topology& t) {
     for (bool nvls : {true, false}) {
         try {
-            return sharp_layout(t, nvls).heads;
+            const SharpLayout l = sharp_layout(t, nvls);
+            return {static_cast<std::uint32_t>(l.boxes.size()), static_cast<std::uint32_t>(l.boxes.front().size()), l.heads, nvls};
         } catch (const InputError&) {
         }
     }

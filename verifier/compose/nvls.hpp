@@ -120,8 +120,14 @@ SendTable sharp_allreduce(std::shared_ptr<const Topology>, const SharpPlan& = {}
 /// NICs per box; plan.pieces pieces per channel.
 SendTable collnet_chain_allreduce(std::shared_ptr<const Topology>, std::uint32_t channels, const SharpPlan& = {});
 
-/// The head indices the SHARP constructions use (for the pieces for a size), empty when the
-/// machine has no fabric switch that reaches a GPU of every box.
-std::vector<std::uint32_t> sharp_heads(const Topology&);
+/// What the SHARP constructions see of a machine (for the pieces for a size): the boxes, their
+/// size, the head indices (empty when no fabric switch reaches a GPU of every box) and whether
+/// the boxes have NVLS (else the box's part is direct).
+struct SharpShape {
+    std::uint32_t boxes = 0, per_box = 0;
+    std::vector<std::uint32_t> heads;
+    bool nvls = false;
+};
+SharpShape sharp_shape(const Topology&);
 
 }  // namespace collsched::compose

@@ -1,6 +1,7 @@
 // SHARP candidates (sharp_candidates.hpp): per size the pieces, collsched's form and NCCL's.
 #include "verifier/time/sharp_candidates.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -14,27 +15,30 @@ namespace collsched {
 void sharp_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
     const auto& t = q.instance.topology;
     if (q.instance.collective.kind != CollectiveKind::allreduce) return;
-    const std::vector<std::uint32_t> heads = compose::sharp_heads(*t);
-    if (heads.empty()) return;  // no switch between the boxes reduces: nothing to say
-    bool nvls = true;
-    try {
-        nvls = !compose::nvls_boxes(*t).empty();
-    } catch (const InputError&) {
-        nvls = false;
-    }
+    const compose::SharpShape shape = compose::sharp_shape(*t);
+    if (shape.heads.empty()) return;  // no switch between the boxes reduces: nothing to say
+    const bool nvls = shape.nvls;
     std::uint32_t chain_channels = 0;  // NCCL gives CollNet Chain the ring's channels
     try {
         for (const nccl::CollnetModel& m : nccl::nccl_collnet_models(nccl::nccl_system(*t), CollectiveKind::allreduce, 1 << 20))
             if (m.algorithm == "COLLNET_CHAIN") chain_channels = m.channels;
     } catch (const InputError&) {
     }
+    // about the transfers of one piece (per head and box: the box's reduce and multicast, the fabric's two hops), and the
+    // pieces that keep a table within 2^19 of them (as the rings provider): 4 boxes of 8 take up to 256 pieces, 16 boxes 204, 128 boxes 25
+    const std::uint64_t per_piece = std::uint64_t{shape.heads.size()} * shape.boxes * (2 * shape.per_box + 4);
+    const auto most = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, (std::uint64_t{1} << 19) / std::max<std::uint64_t>(1, per_piece)));
     std::map<std::uint32_t, bool> tried;
     // per size the pieces that keep a chunk at 64, 16 and 4 KiB or more (as the NVLS provider): the time model picks
     for (double size : q.sizes.empty() ? std::vector<double>{1 << 20} : q.sizes)
         for (double floor : {65536.0, 16384.0, 4096.0}) {
             compose::SharpPlan plan;
-            plan.pieces = compose::nvls_pieces_for_size(static_cast<std::uint32_t>(heads.size()), size, floor);
+            plan.pieces = std::min(most, compose::nvls_pieces_for_size(static_cast<std::uint32_t>(shape.heads.size()), size, floor));
             if (tried[plan.pieces]) continue;
+            if (Clock::now() >= q.deadline) {
+                notes.push_back("sharp: the time limit came before every piece count was tried");
+                return;
+            }
             tried[plan.pieces] = true;
             auto add = [&](std::string name, bool nccl, SendTable table) {
                 out.push_back({fmt::format("{}, {} piece{}", name, plan.pieces, plan.pieces == 1 ? "" : "s"), "verifier/compose/nvls.hpp",
