@@ -147,3 +147,64 @@ TEST_CASE("sharp: no bound printed on a --sharp machine exceeds a verified sched
 }
 
 }  // namespace collsched
+
+namespace collsched {
+
+TEST_CASE("sharp: a fat tree's leaves and spine add across 8 boxes: the SHARP allreduce holds and stays above the bound") {
+    test::Scratch dir("sharp_fat");
+    auto m = test::run("machine dgx-h100 --nvls --sharp --boxes 8 --network fat-tree -o " + dir.file("ft.json"));
+    REQUIRE(m.code == 0);
+    auto t = Topology::parse("graph:" + dir.file("ft.json"));
+    const compose::SharpShape shape = compose::sharp_shape(*t);
+    CHECK(shape.boxes == 8);
+    CHECK(shape.heads.size() == 8);
+    CHECK(shape.nvls);
+    // the tree of head i: GPU i of each box to its leaf (4 boxes a leaf), the leaves to the spine
+    SendTable a = compose::sharp_allreduce(t, {2, true, false});
+    VerifyReport r = verify_direct(a);
+    INFO((r.violations.empty() ? std::string() : r.violations.front().detail));
+    CHECK(r.holds());
+    SimReport s = simulate(a);
+    CHECK_FALSE(s.violation.has_value());
+    // CollNet Direct needs channels between a box's GPUs; here the NVSwitch is a router
+    CHECK_THROWS_AS(compose::sharp_allreduce(t, {1, false, false}), InputError);
+    auto tb = time_bounds(*t, Collective::parse("allreduce", *t), t->default_model());
+    REQUIRE(tb.has_value());
+    const double M = 1073741824.0;
+    SendTable big = compose::sharp_allreduce(t, {128, true, false});
+    REQUIRE(verify_direct(big).holds());
+    TimeOptions o;
+    o.size = M;
+    const double time = predict_time(big, o).asynchronous;
+    CHECK(evaluate(*tb, M).seconds <= time);
+    CHECK(time::allreduce_innetwork_bound(*t, M, true) <= time);
+    CHECK(time < 2.0 * 7 / 8 * M / 400e9);  // below the boxes' gossip, which does not hold with SHARP
+}
+
+}  // namespace collsched
+
+namespace collsched {
+
+TEST_CASE("sharp: NCCL's CollNet model from tuning.cc by hand") {
+    const nccl::System s = nccl::nccl_system(*sharp_machine("schedules/machines/h100sharp2x8.json"));
+    CHECK(s.sharp);
+    const double M = 1073741824.0;
+    const auto models = nccl::nccl_collnet_models(s, CollectiveKind::allreduce, M);
+    REQUIRE(models.size() == 3);
+    // CollNet Direct: 8 heads at bwIntra 48, busBw 8 x 48 x 0.85 (Hopper), algBw half; latency 2 x (3.7 + 7 x 0.4) + 31 us
+    CHECK(models[0].algorithm == "COLLNET_DIRECT");
+    CHECK(models[0].channels == 8);
+    CHECK(models[0].seconds == doctest::Approx((44.0 + M / (1000 * 8 * 48 * 0.85 * 0.5)) * 1e-6));
+    // CollNet Chain: the ring's 8 channels at 48, algBw half; latency 2 x 7 x 2.8 + 30 us
+    CHECK(models[1].algorithm == "COLLNET_CHAIN");
+    CHECK(models[1].seconds == doctest::Approx((69.2 + M / (1000 * models[1].channels * std::min(48.0, 400.0 / models[1].channels) * 0.5)) * 1e-6));
+    // NVLS across boxes: 8 channels, min(40 x 0.85 x 2 x 7/8, 48) = 48 each, algBw busBw x 16 / 30; latency 25 + 18 us
+    CHECK(models[2].algorithm == "NVLS");
+    CHECK(models[2].seconds == doctest::Approx((43.0 + M / (1000 * 8 * 48 * 16.0 / 30)) * 1e-6));
+    // no switch between the boxes reduces: no CollNet
+    const nccl::System plain = nccl::nccl_system(*sharp_machine("schedules/machines/h100nvls2x8.json"));
+    CHECK_FALSE(plain.sharp);
+    CHECK(nccl::nccl_collnet_models(plain, CollectiveKind::allreduce, M).empty());
+}
+
+}  // namespace collsched

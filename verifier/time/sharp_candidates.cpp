@@ -2,7 +2,9 @@
 #include "verifier/time/sharp_candidates.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -29,6 +31,7 @@ void sharp_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, 
     const std::uint64_t per_piece = std::uint64_t{shape.heads.size()} * shape.boxes * (2 * shape.per_box + 4);
     const auto most = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, (std::uint64_t{1} << 19) / std::max<std::uint64_t>(1, per_piece)));
     std::map<std::uint32_t, bool> tried;
+    std::set<std::string> refused;
     // per size the pieces that keep a chunk at 64, 16 and 4 KiB or more (as the NVLS provider): the time model picks
     for (double size : q.sizes.empty() ? std::vector<double>{1 << 20} : q.sizes)
         for (double floor : {65536.0, 16384.0, 4096.0}) {
@@ -40,25 +43,26 @@ void sharp_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, 
                 return;
             }
             tried[plan.pieces] = true;
-            auto add = [&](std::string name, bool nccl, SendTable table) {
-                out.push_back({fmt::format("{}, {} piece{}", name, plan.pieces, plan.pieces == 1 ? "" : "s"), "verifier/compose/nvls.hpp",
-                               nccl ? "nccl" : "sharp", nccl, std::make_shared<const SendTable>(std::move(table))});
-            };
-            try {
-                plan.nvls = nvls;
-                add(nvls ? "sharp + nvls" : "sharp + direct", false, compose::sharp_allreduce(t, plan));
-                if (nvls) {
-                    plan.owner_through_switch = true;
-                    add("nccl nvls + collnet", true, compose::sharp_allreduce(t, plan));
-                    plan.owner_through_switch = false;
+            // each form on its own: a machine may take some (NVLS in the box) and not others (direct sends need channels
+            // between a box's GPUs: not on a fat tree whose NVSwitch is a router); a form refused once is not tried again
+            auto add = [&](const std::string& name, bool nccl, const std::function<SendTable()>& build) {
+                if (refused.count(name)) return;
+                try {
+                    out.push_back({fmt::format("{}, {} piece{}", name, plan.pieces, plan.pieces == 1 ? "" : "s"), "verifier/compose/nvls.hpp",
+                                   nccl ? "nccl" : "sharp", nccl, std::make_shared<const SendTable>(build())});
+                } catch (const InputError& e) {
+                    refused.insert(name);
+                    notes.push_back(fmt::format("sharp: {}: {}", name, e.what()));
                 }
-                plan.nvls = false;
-                add("nccl collnet_direct", true, compose::sharp_allreduce(t, plan));
-                if (chain_channels) add("nccl collnet_chain", true, compose::collnet_chain_allreduce(t, chain_channels, plan));
-            } catch (const InputError& e) {
-                notes.push_back(fmt::format("sharp: {}", e.what()));
-                return;
-            }
+            };
+            compose::SharpPlan own = plan, theirs = plan, direct = plan;
+            own.nvls = theirs.nvls = true, direct.nvls = false;
+            theirs.owner_through_switch = true;
+            // without NVLS in the boxes collsched's form is CollNet Direct's table (direct in the box): built once, as NCCL's
+            if (nvls) add("sharp + nvls", false, [&] { return compose::sharp_allreduce(t, own); });
+            if (nvls) add("nccl nvls + collnet", true, [&] { return compose::sharp_allreduce(t, theirs); });
+            add("nccl collnet_direct", true, [&] { return compose::sharp_allreduce(t, direct); });
+            if (chain_channels) add("nccl collnet_chain", true, [&] { return compose::collnet_chain_allreduce(t, chain_channels, direct); });
         }
 }
 
