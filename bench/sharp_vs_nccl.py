@@ -18,25 +18,11 @@ Usage: bench/sharp_vs_nccl.py [--bin build/tools/collsched] [--machines h100shar
 Exit 0, 1 when a run fails or collsched is slower than a generated NCCL algorithm, 2 on usage errors.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 
-def fmt_t(s):
-    if s is None:
-        return "-"
-    if s < 1e-3:
-        return f"{s * 1e6:.3g} us"
-    return f"{s * 1e3:.3g} ms"
-
-
-def fmt_b(b):
-    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b >= 1 << k:
-            return f"{b / (1 << k):g} {unit}"
-    return f"{b:g} B"
+from nvls_vs_nccl import fmt_b, fmt_t, optimize_json  # the same cells and runs as the NVLS tables
 
 
 def main():
@@ -59,18 +45,10 @@ def main():
           "NVLS_TREE gen. | NCCL's model: Direct / Chain / NVLS | bound | gap |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for m in a.machines.split(","):
-        path = os.path.join(here, "schedules/machines", m + ".json")
-        cmd = [a.bin, "optimize", "--topology", "graph:" + path, "--collective", "allreduce", "--sizes", a.sizes, "--timeout", a.timeout, "--json"]
-        r = subprocess.run(cmd, capture_output=True, text=True, cwd=here)
-        if r.returncode not in (0, 3):
-            print(f"{m}: optimize exited {r.returncode}: {r.stderr.strip()}", file=sys.stderr)
+        j = optimize_json(a, here, m)
+        if j is None:
             failed = True
             continue
-        j = json.loads(r.stdout)
-        if a.json_dir:
-            os.makedirs(a.json_dir, exist_ok=True)
-            with open(os.path.join(a.json_dir, m + ".json"), "w") as f:
-                f.write(r.stdout)
         timed = j["candidates"] + j.get("unchecked", [])
         for i, s in enumerate(j["sizes"]):
             def best(prefix):
