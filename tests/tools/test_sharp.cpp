@@ -83,6 +83,17 @@ TEST_CASE("sharp: the SHARP allreduce and NCCL's CollNet on 2 x 2 and 2 x 4: the
             sharp_holds_in_three(compose::sharp_allreduce(t, direct));
             sharp_holds_in_three(compose::collnet_chain_allreduce(t, 2, direct));
         }
+        // a table without one of the rail switch's sends (the total back to one head) is refused by all three
+        SendTable cut = compose::sharp_allreduce(t, {1, true, false});
+        const auto at_rail = std::find_if(cut.transfers.begin(), cut.transfers.end(), [&](const Transfer& x) {
+            const Channel& c = t->channel(x.channel);
+            return !t->is_processor(c.from) && compose::fabric_switch(*t, c.from);
+        });
+        REQUIRE(at_rail != cut.transfers.end());
+        cut.transfers.erase(at_rail);
+        CHECK_FALSE(verify_direct(cut).holds());
+        CHECK(simulate(cut).violation.has_value());
+        CHECK_FALSE(verify_z3(cut).holds());
         // without the switches' functions the same tables are refused
         SendTable plain = compose::sharp_allreduce(t, {1, true, false});
         plain.model.combine_routers = plain.model.multicast_routers = false;
