@@ -21,8 +21,10 @@
  *    to another rail relayed over NVLink to the GPU on the destination's rail (PXN).
  *
  * Every table is built for the topology's model and made to hold in the direct checker: a step
- * that needs more than one round for its transfers gets them. NVLS and NVLS_TREE need a switch
- * that reduces (issue 44) and are not built.
+ * that needs more than one round for its transfers gets them. NVLS, NVLS_TREE and CollNet (Direct,
+ * Chain; SHARP) need a switch that reduces (issue 44): their tables are built with collsched's
+ * switch constructions (verifier/compose/nvls.hpp) and offered by optimize's providers; this room
+ * gives NCCL's model of them (nccl_nvls_model, nccl_collnet_models).
  *
  * `nccl_model_time` is src/graph/tuning.cc (NCCL 2.30.7) with the graph search's result
  * (channels, per-channel bandwidth) read from the machine as described in docs/time.md.

@@ -464,8 +464,8 @@ SharpLayout sharp_layout(const Topology& t, bool nvls) {
             l.boxes[comp[p]].push_back(Node{p});
         }
     }
-    const std::size_t per = l.boxes.front().size();
     if (l.boxes.size() < 2) throw InputError(fmt::format("{}: SHARP across boxes needs at least 2 boxes", t.spec()));
+    const std::size_t per = l.boxes.front().size();
     for (const auto& b : l.boxes)
         if (b.size() != per) throw InputError(fmt::format("{}: the boxes differ in size", t.spec()));
     for (std::uint32_t i = 0; i < per; ++i) {
