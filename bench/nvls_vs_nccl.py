@@ -41,6 +41,22 @@ def fmt_b(b):
     return f"{b:g} B"
 
 
+def optimize_json(a, here, m):
+    """`collsched optimize` on schedules/machines/M.json for allreduce at a.sizes, its JSON (written to a.json_dir when
+    given), or None with the reason on stderr when it fails."""
+    path = os.path.join(here, "schedules/machines", m + ".json")
+    cmd = [a.bin, "optimize", "--topology", "graph:" + path, "--collective", "allreduce", "--sizes", a.sizes, "--timeout", a.timeout, "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=here)
+    if r.returncode not in (0, 3):
+        print(f"{m}: optimize exited {r.returncode}: {r.stderr.strip()}", file=sys.stderr)
+        return None
+    if a.json_dir:
+        os.makedirs(a.json_dir, exist_ok=True)
+        with open(os.path.join(a.json_dir, m + ".json"), "w") as f:
+            f.write(r.stdout)
+    return json.loads(r.stdout)
+
+
 def main():
     if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
@@ -59,17 +75,10 @@ def main():
     failed = False
     for m in a.machines.split(","):
         path = os.path.join(here, "schedules/machines", m + ".json")
-        cmd = [a.bin, "optimize", "--topology", "graph:" + path, "--collective", "allreduce", "--sizes", a.sizes, "--timeout", a.timeout, "--json"]
-        r = subprocess.run(cmd, capture_output=True, text=True, cwd=here)
-        if r.returncode not in (0, 3):
-            print(f"{m}: optimize exited {r.returncode}: {r.stderr.strip()}", file=sys.stderr)
+        j = optimize_json(a, here, m)
+        if j is None:
             failed = True
             continue
-        j = json.loads(r.stdout)
-        if a.json_dir:
-            os.makedirs(a.json_dir, exist_ok=True)
-            with open(os.path.join(a.json_dir, m + ".json"), "w") as f:
-                f.write(r.stdout)
         with open(path) as f:
             routers = json.load(f).get("routers", 1)
         nodes = routers  # one NVSwitch router per box in these files

@@ -21,7 +21,8 @@ Options:
   --machines LIST     comma-separated machine names, or `all` (default), `small` (all but 128 x 8)
                       or `large` (the 128 x 8 ones). Names: multiboxKx8, railKx8 (switches as
                       routers), h100railKx8 for K in 2 4 8 16 128; dgx1, dgx2, ndv2x4; by name
-                      only: dgx_h100_nvls and h100nvlsKx8 (K in 2 4 8 16), whose switch reduces
+                      only: dgx_h100_nvls and h100nvlsKx8 (K in 2 4 8 16), whose switch reduces,
+                      and h100sharpKx8 (K in 2 4 8 16), whose rail switches reduce too (SHARP)
   --collectives LIST  default allreduce,allgather,reduce_scatter,alltoall
   --sizes LIST        default 64K,1M,16M,256M,1G (NCCL's sizes, docs/time.md "Sizes")
   --out DIR           default build/time_vs_nccl
@@ -91,7 +92,7 @@ machine_file() {
             local f="$out/machines/$name.json"
             [ -s "$f" ] || "$bin" machine dgx-a100 --boxes "$k" --network rail --units gpu --switches routers -o "$f" >/dev/null
             echo "$f" ;;
-        dgx_h100_nvls|h100nvls*x8)  # shipped (NVLS: the switch reduces; bench/nvls_vs_nccl.py for its own table)
+        dgx_h100_nvls|h100nvls*x8|h100sharp*x8)  # shipped (NVLS, SHARP: switches reduce; bench/nvls_vs_nccl.py, sharp_vs_nccl.py)
             if [ -f "$here/schedules/machines/$name.json" ]; then echo "$here/schedules/machines/$name.json"; return; fi
             echo "time_vs_nccl.sh: no file for $name" >&2; return 1 ;;
         multibox*x8|h100rail*x8|dgx1|dgx2|ndv2x4)
@@ -136,7 +137,7 @@ import csv, glob, json, os, sys
 
 out = sys.argv[1]
 strict = sys.argv[2] == "1"
-order = ["multibox", "rail", "h100rail", "h100nvls", "dgx1", "dgx2", "ndv2x4", "dgx_h100_nvls"]
+order = ["multibox", "rail", "h100rail", "h100nvls", "h100sharp", "dgx1", "dgx2", "ndv2x4", "dgx_h100_nvls"]
 colls = ["allreduce", "allgather", "reduce_scatter", "alltoall"]
 
 
@@ -149,10 +150,11 @@ def machine_key(m):
 
 
 def tuner(row):
-    """NCCL's own model at a size: its tuner's pick among ring, tree and PAT, or NVLS / NVLS_TREE
-    where the machine's switch reduces and that is faster (the tuner weighs them all)."""
-    nm, nv = row.get("nccl_model"), row.get("nccl_nvls_model")
-    return nv if nv and (not nm or nv["seconds"] < nm["seconds"]) else nm
+    """NCCL's own model at a size: its tuner's pick among ring, tree and PAT, NVLS / NVLS_TREE where
+    the machine's switch reduces, and CollNet (Direct, Chain, NVLS across boxes) where its network's
+    switches do (SHARP), whichever is the fastest (the tuner weighs them all)."""
+    picks = [x for x in [row.get("nccl_model"), row.get("nccl_nvls_model")] + row.get("nccl_collnet_model", []) if x]
+    return min(picks, key=lambda x: x["seconds"]) if picks else None
 
 
 def fmt_s(x):

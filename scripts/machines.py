@@ -4,7 +4,7 @@
     python3 scripts/machines.py [OUT_DIR]                (default schedules/machines)
     python3 scripts/machines.py --large OUT_DIR          the cluster-scale files (32 .. 128 boxes)
     python3 scripts/machines.py --one FAMILY K OUT.json  one machine: multibox, rail, h100rail,
-                                                         h100nvls, ndv2, boxfattree, railrouters
+                                                         h100nvls, h100sharp, ndv2, boxfattree, railrouters
                                                          with K boxes
 
 The shipped files are the lines of schedules/machines/commands.txt, each a `collsched machine`
@@ -23,6 +23,7 @@ ROOT = os.path.dirname(HERE)
 # the legacy family names of --one: the arguments of `collsched machine`
 ONE = {"multibox": "dgx-a100 --network switch --units gpu", "rail": "dgx-a100 --network rail --units gpu",
        "h100rail": "dgx-h100 --network rail", "h100nvls": "dgx-h100 --nvls --network rail",
+       "h100sharp": "dgx-h100 --nvls --sharp --network rail",
        "ndv2": "ndv2 --network switch", "boxfattree": "dgx-a100 --network fat-tree:2 --units 8",
        "railrouters": "dgx-a100 --network rail --units gpu --switches routers"}
 

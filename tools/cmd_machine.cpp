@@ -24,7 +24,7 @@ struct MachineArgs {
     std::optional<double> nic_gbps;
     std::vector<int> nics_down;
     std::vector<std::string> slow_links;
-    bool list = false, nvls = false;
+    bool list = false, nvls = false, sharp = false;
 };
 
 machines::Fault parse_slow_link(const std::string& s) {
@@ -59,6 +59,7 @@ machines::MachineOptions machine_options(const MachineArgs& a) {
     for (const auto& s : a.slow_links) o.faults.push_back(parse_slow_link(s));
     o.note = a.note;
     o.nvls = a.nvls;
+    o.sharp = a.sharp;
     return o;
 }
 
@@ -145,6 +146,11 @@ void add_machine_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("--nvls", a->nvls,
                   "NVLink SHARP: every box's NVSwitch a router (r1.b) that reduces and multicasts, NCCL's nvlsEfficiency "
                   "(0.85 Hopper, 0.74 Blackwell), joined to each GPU by a channel (type nvls) on the GPU's own links");
+    cmd->add_flag("--sharp", a->sharp,
+                  "InfiniBand SHARP: the network's switches (rail switches, the one switch, a fat tree's leaves and spines) reduce and "
+                  "multicast at the NIC's line rate (NVIDIA SHARPv3 on Quantum-2 NDR, efficiency 1); in the groups layout each becomes "
+                  "a router after the NVSwitches, joined to its NICs by a channel (type sharp) inside the NIC's groups. Refused for "
+                  "a machine without switches between its boxes (one box, a torus)");
     cmd->add_option("--note", a->note, "The file's note (default: a description of the machine; \"\" for none)");
     cmd->add_option("-o,--output", a->output, "Output file (default: standard output)");
     cmd->callback([&ctx, a] { run_machine(*a, ctx); });

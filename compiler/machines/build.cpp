@@ -46,6 +46,12 @@ public:
         if (o.nvls && box.nvls_efficiency <= 0)
             throw InputError(fmt::format("--nvls: {} has no NVLink SHARP (NVLS is on NVSwitch boxes of Hopper and later: dgx-h100, dgx-h200, "
                                          "dgx-b200, gb200-nvl72)", box.title));
+        if (o.sharp && (kind == NetKind::none || kind == NetKind::torus))
+            throw InputError(fmt::format("--sharp: {} has no switches between the boxes to reduce in (SHARP is a function of the "
+                                         "InfiniBand switches: --network switch, rail, fat-tree or fat-tree3)",
+                                         kind == NetKind::none ? "a machine without --network" : "a torus"));
+        if (o.sharp && !routers_ && box.nic_shared)
+            throw InputError(fmt::format("--sharp: {} shares one NIC per box; write its network as routers (--switches routers)", box.title));
         if (n_ > 4096) throw InputError(fmt::format("{} GPUs: graph files take at most 4,096 nodes", n_));
         const double pairs = 0.5 * n_ * (n_ - 1);
         if (!routers_ && kind == NetKind::single_switch && pairs > 4e6)
@@ -164,6 +170,7 @@ private:
             m_.routers = k_;
             add_switch_functions(0);
         }
+        if (o_.sharp) add_sharp_routers();
         add_groups(kind == NetKind::torus);
     }
 
@@ -178,6 +185,34 @@ private:
         for (int b = 0; b < k_; ++b)
             m_.switches.push_back({first + b, box_.nvls_efficiency,
                                    fmt::format("NVSwitch with NVLink SHARP (NVLS); efficiency: NCCL's nvlsEfficiency for {}", box_.nvls_arch)});
+    }
+
+    std::string sharp_note() const {
+        return fmt::format("{} switch with SHARP (NVIDIA SHARPv3 on Quantum-2 NDR): reduces and multicasts at the port's line rate, "
+                           "{} per port; efficiency {:g} assumed (NVIDIA gives line rate, no measured fraction)",
+                           box_.nic_name, speed_text(box_.nic_gbit, "Gbit/s"), sharp_efficiency);
+    }
+
+    /// Routers first .. last - 1, the network's switches, reduce and multicast (`--sharp`).
+    void add_sharp_functions(int first, int last) {
+        for (int r = first; r < last; ++r) m_.switches.push_back({r, sharp_efficiency, sharp_note()});
+    }
+
+    /// `--sharp` in the groups layout: the network's switches (one per rail, or the one switch)
+    /// become routers after the NVSwitches, each NIC joined to its switch by a channel of the
+    /// NIC's speed (type sharp) that the NIC's groups cover with its direct channels.
+    void add_sharp_routers() {
+        const int first = m_.routers, count = o_.network.kind == NetKind::rail ? nics_per_box() : 1;
+        type("sharp", nic_speed(box_.nic_alpha_us / 2, fmt::format("{}, a hop NIC to the SHARP switch (NCCL's network hop {} over the "
+                                                                  "two hops)", box_.nic_short, speed_text(box_.nic_alpha_us, "us"))));
+        sharp_router_.assign(n_, -1);
+        for (int g = 0; g < n_; ++g)
+            if (const int nic = nic_at(g); nic >= 0) {
+                sharp_router_[g] = first + (count == 1 ? 0 : nic % nics_per_box());
+                m_.edges.push_back(edge(P(g), R(sharp_router_[g]), 1, "sharp", nic));
+            }
+        m_.routers = first + count;
+        add_sharp_functions(first, first + count);
     }
 
     /// Groups: per GPU on a switch its out and in groups; per NIC its out and in groups over its
@@ -212,9 +247,14 @@ private:
                     m_.groups.push_back({fmt::format("gpu{}.in", g), cap, -1, -1, with_switch(g, channels(g, local[g], false), false), nv});
                 }
             }
-            if (!torus && !box_.nic_shared && !remote[g].empty()) {
-                m_.groups.push_back({fmt::format("nic{}.out", g), 1, -1, -1, channels(g, remote[g], true), ib, nic_at(g)});
-                m_.groups.push_back({fmt::format("nic{}.in", g), 1, -1, -1, channels(g, remote[g], false), ib, nic_at(g)});
+            const int fabric = sharp_router_.empty() ? -1 : sharp_router_[g];
+            auto with_fabric = [&](std::vector<std::pair<End, End>> c, bool out) {  // --sharp: the NIC's channel to its switch
+                if (fabric >= 0) c.push_back(out ? std::pair(P(g), R(fabric)) : std::pair(R(fabric), P(g)));
+                return c;
+            };
+            if (!torus && !box_.nic_shared && (!remote[g].empty() || fabric >= 0)) {
+                m_.groups.push_back({fmt::format("nic{}.out", g), 1, -1, -1, with_fabric(channels(g, remote[g], true), true), ib, nic_at(g)});
+                m_.groups.push_back({fmt::format("nic{}.in", g), 1, -1, -1, with_fabric(channels(g, remote[g], false), false), ib, nic_at(g)});
             }
         }
         if (torus || !box_.nic_shared) return;
@@ -281,7 +321,9 @@ private:
                         }
         } else if (kind != NetKind::none) {
             type(ib, nic_speed(box_.nic_alpha_us / hops, fmt::format("{}, {} ({})", box_.nic_short, what, why)));
+            const int first = next;
             network_routers(nic_end, next, ib);
+            if (o_.sharp) add_sharp_functions(first, next);
         }
         m_.routers = next;
     }
@@ -425,6 +467,9 @@ private:
         if (o_.nvls)
             s += fmt::format("; NVLink SHARP: every box's NVSwitch (router r1.b) reduces and multicasts at {:g} of the links' bandwidth",
                              box_.nvls_efficiency);
+        if (o_.sharp)
+            s += fmt::format("; InfiniBand SHARP: the network's switches (routers r1.{}..r1.{}) reduce and multicast at the port's line rate",
+                             m_.switches[o_.nvls ? k_ : 0].router, m_.routers - 1);
         s += routers_ ? "; switches as routers" : "; switches as link groups";
         if (box_.fabric == Fabric::switched)
             s += o_.units == Units::links ? "; capacities count links" : fmt::format("; capacity {} per GPU", switch_cap());
@@ -437,6 +482,7 @@ private:
     const MachineOptions& o_;
     int per_, k_, n_;
     bool fat_ = false, routers_ = false;
+    std::vector<int> sharp_router_;  ///< --sharp, groups layout: per GPU its NIC's switch (-1: no NIC)
     Machine m_;
 };
 

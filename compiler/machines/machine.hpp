@@ -98,7 +98,15 @@ struct MachineOptions {
     std::vector<Fault> faults;
     std::optional<std::string> note;  ///< "" writes no note
     bool nvls = false;             ///< per box a router r1.b for the NVSwitch that reduces and multicasts
+    /// InfiniBand SHARP: the network's switches (rail switches, the one switch, a fat tree's
+    /// leaves and spines) reduce and multicast; in the groups layout each becomes a router joined
+    /// to its NICs by a channel of the NIC's speed inside the NIC's groups
+    bool sharp = false;
 };
+
+/// The efficiency and the note of a SHARP switch (`--sharp`): NVIDIA SHARPv3 on Quantum-2 NDR
+/// aggregates at the port's line rate; no measured efficiency is published, so 1.
+inline constexpr double sharp_efficiency = 1.0;
 
 /// One end of an edge: processor `proc`, or router r1.`router`.
 struct End {

@@ -21,8 +21,10 @@
  *    to another rail relayed over NVLink to the GPU on the destination's rail (PXN).
  *
  * Every table is built for the topology's model and made to hold in the direct checker: a step
- * that needs more than one round for its transfers gets them. NVLS and NVLS_TREE need a switch
- * that reduces (issue 44) and are not built.
+ * that needs more than one round for its transfers gets them. NVLS, NVLS_TREE and CollNet (Direct,
+ * Chain; SHARP) need a switch that reduces (issue 44): their tables are built with collsched's
+ * switch constructions (verifier/compose/nvls.hpp) and offered by optimize's providers; this room
+ * gives NCCL's model of them (nccl_nvls_model, nccl_collnet_models).
  *
  * `nccl_model_time` is src/graph/tuning.cc (NCCL 2.30.7) with the graph search's result
  * (channels, per-channel bandwidth) read from the machine as described in docs/time.md.
@@ -69,6 +71,9 @@ struct System {
     /// "reduce" and "multicast", docs/topologies.md), the one NCCL's nvlsEfficiency gives their
     /// generation; 0: no NVLS (no such switch in box 0).
     double nvls_efficiency = 0;
+    /// A switch outside every box reduces (a router declared with "reduce" that no box holds:
+    /// InfiniBand SHARP, `collsched machine ... --sharp`): NCCL's CollNet runs (collnetEnable).
+    bool sharp = false;
     std::string note;                  ///< how it was derived, for docs and reports
 };
 
@@ -118,6 +123,21 @@ struct NvlsModel {
     double seconds = 0;
 };
 std::optional<NvlsModel> nccl_nvls_model(const System&, CollectiveKind, double nccl_bytes);
+
+/// NCCL's own model of its allreduce through SHARP (CollNet), Simple, the only protocol they have
+/// (tuning.cc:305-306, :338-349, :371-377, :418-423): CollNet Direct on its graph (one channel
+/// per NIC, at most 8 heads; bwIntra the search's speed raised up to twice bwInter) busBw = channels x
+/// bwIntra / (GPUs per NIC, halved toward 1) x 0.85 on Hopper, algBw half of it, latency 2 x (3.7 +
+/// (GPUs - 1) x 0.4) + 31 us; CollNet Chain on the ring's channels, algBw half of channels x bwIntra,
+/// latency 2 x (GPUs - 1) x 2.8 + 30 us; and with NVLS in the boxes NCCL's NVLS across boxes
+/// (NVLS + CollNet): channels x min(bwIntra x nvlsEfficiency x 2 (ch - 1) / ch, bwInter), latency
+/// 25 + 18 us. Empty without SHARP or for another collective.
+struct CollnetModel {
+    std::string_view algorithm;  ///< "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS"
+    double seconds = 0;
+    std::uint32_t channels = 0;  ///< the graph's channels (CollNet Chain's table runs as many chains)
+};
+std::vector<CollnetModel> nccl_collnet_models(const System&, CollectiveKind, double nccl_bytes);
 
 struct BaselineOptions {
     /// Chunks per ring position and channel (rings) or per tree channel (trees): NCCL's slices

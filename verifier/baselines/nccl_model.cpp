@@ -235,4 +235,44 @@ std::optional<NvlsModel> nccl_nvls_model(const System& s, CollectiveKind kind, d
     return NvlsModel{tree ? "NVLS_TREE" : "NVLS", (lat + bytes / (1000 * alg)) * 1e-6};
 }
 
+std::vector<CollnetModel> nccl_collnet_models(const System& s, CollectiveKind kind, double bytes) {
+    std::vector<CollnetModel> out;
+    if (!s.sharp || kind != CollectiveKind::allreduce || s.nodes < 2 || s.nics_per_node == 0) return out;
+    const double ppn = s.gpus_per_node, n_ranks = s.nodes * ppn;
+    const std::vector<double> sp = speeds(s.arch, true);
+    // the first speed a NIC carries (search.cc:1164-1173, maxBw the path to a NIC), raised in pass 2 for trees and
+    // CollNet while below twice bwInter (search.cc:1280-1284)
+    std::size_t i = 0;
+    while (i + 1 < sp.size() && sp[i] > std::min(s.nic_bw, s.pci_bw) + 1e-9) ++i;
+    const double bw_inter = sp[i];
+    while (i > 0 && sp[i] < 2 * bw_inter) --i;
+    const double bw_intra = sp[i];
+    auto seconds = [&](double alg_gbs, double lat_us) { return (lat_us + bytes / (1000 * alg_gbs)) * 1e-6; };
+    {  // CollNet Direct: one channel per NIC head, at most NCCL_MAX_DIRECT_ARITY + 1 = 8 (search.cc:1129-1131)
+        const double ch = std::min({static_cast<double>(s.nics_per_node), 8.0, ppn});
+        double factor = ppn / ch;
+        factor -= (factor - 1) / 2;
+        double bus = ch * bw_intra / factor;
+        if (s.arch == Arch::hopper) bus *= .85;
+        const double lat = 2 * (std::min(1.0, ppn - 1) * 3.7 + (ppn - 1) * 0.4) + 31;
+        out.push_back({"COLLNET_DIRECT", seconds(bus * .5, lat), static_cast<std::uint32_t>(ch)});
+    }
+    {  // CollNet Chain: the ring's channels (init.cc:1189-1194)
+        // each chain takes its NIC's share: at most bwIntra and the NICs' speed over the channels (an approximation of the
+        // tree search on the ring's channel count)
+        const Graph ring = nccl_ring_graph(s);
+        const double per = std::min(bw_intra, s.nic_bw * s.nics_per_node / ring.channels);
+        out.push_back({"COLLNET_CHAIN", seconds(ring.channels * per * .5, 2 * (ppn - 1) * 2.8 + 30), ring.channels});
+    }
+    if (s.nvls_efficiency > 0 && s.arch == Arch::hopper && ppn >= 2) {  // NVLS across boxes through CollNet (:305-323, :424-426)
+        const Graph g = nccl_nvls_graph(s);
+        const double ch = g.channels;
+        if (ch >= 2) {
+            const double bus = ch * std::min(g.bw_intra * s.nvls_efficiency * (ch - 1) / ch * 2, g.bw_inter);
+            out.push_back({"NVLS", seconds(bus * n_ranks / (2 * (n_ranks - 1)), 25 + 18), g.channels});
+        }
+    }
+    return out;
+}
+
 }  // namespace collsched::nccl

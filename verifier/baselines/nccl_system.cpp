@@ -184,6 +184,7 @@ System nccl_system(const Topology& t) {
     for (std::uint32_t r = t.processors(); r < t.nodes(); ++r) {
         const SwitchFunctions f = t.switch_functions(Node{r});
         if (f.reduce && f.multicast && l.box_of[r] == box0) s.nvls_efficiency = f.efficiency;
+        if (f.reduce && l.box_of[r] == UINT32_MAX) s.sharp = true;  // a switch between the boxes (SHARP)
     }
     if (s.nodes > 1 && s.nics_per_node == 0)
         throw InputError(fmt::format("{}: {} boxes but no channel leaves a box (NCCL's model needs a NIC)", t.spec(), s.nodes));

@@ -12,16 +12,45 @@
 
 #include "compiler/table/builder.hpp"
 #include "compiler/table/partials.hpp"
+#include "compiler/topology/machine_view.hpp"
 #include "support/error.hpp"
 
 namespace collsched::compose {
 
+namespace {
+
+/// The largest bandwidth of a channel with a processor at one end or both.
+double fastest_at_processors(const Topology& t) {
+    double fastest = 0;
+    for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
+        const Channel& ch = t.channel(ChannelId{c});
+        if (t.is_processor(ch.from) || t.is_processor(ch.to)) fastest = std::max(fastest, t.speed(ChannelId{c}).bandwidth);
+    }
+    return fastest;
+}
+
+bool fabric_switch_below(const Topology& t, Node r, double fastest) {
+    if (t.is_processor(r)) return false;
+    const SwitchFunctions f = t.switch_functions(r);
+    if (!f.reduce || !f.multicast) return false;
+    for (ChannelId c : t.out_channels(r))
+        if (t.is_processor(t.channel(c).to) && t.speed(c).bandwidth >= fastest / 4) return false;
+    for (ChannelId c : t.in_channels(r))
+        if (t.is_processor(t.channel(c).from) && t.speed(c).bandwidth >= fastest / 4) return false;
+    return true;
+}
+
+}  // namespace
+
+bool fabric_switch(const Topology& t, Node r) { return fabric_switch_below(t, r, fastest_at_processors(t)); }
+
 std::vector<NvlsBox> nvls_boxes(const Topology& t) {
     std::vector<NvlsBox> boxes;
     std::vector<char> seen(t.processors(), 0);
+    const double fastest = fastest_at_processors(t);
     for (std::uint32_t r = t.processors(); r < t.nodes(); ++r) {
         const SwitchFunctions f = t.switch_functions(Node{r});
-        if (!f.reduce || !f.multicast) continue;
+        if (!f.reduce || !f.multicast || fabric_switch_below(t, Node{r}, fastest)) continue;
         NvlsBox b{{}, Node{r}};
         for (ChannelId c : t.out_channels(Node{r})) {
             const Node p = t.channel(c).to;
@@ -330,6 +359,233 @@ std::uint32_t nvls_direct_period(const Topology& t) {
     const double f = d * sw / (links - sw + d * sw);
     if (f >= 1) return 0;
     return static_cast<std::uint32_t>(std::max(2.0, std::round(1 / (1 - f))));
+}
+
+
+namespace {
+
+/// The boxes and the fabric trees of a SHARP machine (nvls.hpp, SharpPlan).
+struct SharpLayout {
+    std::vector<std::vector<Node>> boxes;  ///< per box its GPUs, increasing
+    std::vector<Node> box_switch;          ///< per box its NVLS switch (empty: no NVLS)
+    std::vector<std::uint32_t> heads;      ///< the local indices whose GPU reaches a fabric switch in every box
+    /// Per head index, the tree over the fabric switches: per node its parent (-1: root or not in
+    /// the tree), its height (heads 0) and its depth (root 0); the GPUs below each node.
+    struct Tree {
+        std::map<std::uint32_t, std::int64_t> parent;
+        std::map<std::uint32_t, std::uint32_t> height, depth;
+        std::map<std::uint32_t, std::vector<std::uint32_t>> below, children;
+        std::uint32_t root = 0;
+    };
+    std::vector<Tree> trees;  ///< by position in `heads`
+};
+
+/// `heads[b]` is box b's GPU on the tree (`boxes[b]` its GPUs, whose sum it carries up).
+SharpLayout::Tree fabric_tree(const Topology& t, const std::vector<Node>& heads, const std::vector<std::vector<Node>>& boxes,
+                              const std::vector<char>& fabric) {
+    const std::uint32_t P = t.processors(), N = t.nodes();
+    auto both = [&](std::uint32_t a, std::uint32_t b) { return t.find_channel(Node{a}, Node{b}) && t.find_channel(Node{b}, Node{a}); };
+    SharpLayout::Tree best;
+    std::uint32_t best_depth = UINT32_MAX;
+    for (std::uint32_t root = P; root < N; ++root) {
+        if (!fabric[root]) continue;
+        std::vector<std::int64_t> dist(N, -1), parent(N, -1);
+        std::vector<std::uint32_t> queue{root};
+        dist[root] = 0;
+        for (std::size_t q = 0; q < queue.size(); ++q)
+            for (ChannelId c : t.out_channels(Node{queue[q]})) {
+                const std::uint32_t v = idx(t.channel(c).to);
+                if (v < P || !fabric[v] || dist[v] >= 0 || !both(queue[q], v)) continue;
+                dist[v] = dist[queue[q]] + 1, parent[v] = queue[q], queue.push_back(v);
+            }
+        std::uint32_t depth = 0;
+        std::vector<std::int64_t> attach;
+        for (Node h : heads) {
+            std::int64_t at = -1;
+            for (ChannelId c : t.out_channels(h)) {
+                const std::uint32_t v = idx(t.channel(c).to);
+                if (v >= P && dist[v] >= 0 && both(idx(h), v) && (at < 0 || dist[v] < dist[at])) at = v;
+            }
+            if (at < 0) break;
+            attach.push_back(at);
+            depth = std::max(depth, static_cast<std::uint32_t>(dist[at] + 1));
+        }
+        if (attach.size() != heads.size() || depth >= best_depth) continue;
+        best_depth = depth;
+        SharpLayout::Tree tr;
+        tr.root = root;
+        for (std::size_t k = 0; k < heads.size(); ++k) {
+            std::int64_t x = idx(heads[k]), up = attach[k];
+            while (x != static_cast<std::int64_t>(root) && !tr.parent.count(static_cast<std::uint32_t>(x))) {
+                tr.parent[static_cast<std::uint32_t>(x)] = up;
+                tr.children[static_cast<std::uint32_t>(up)].push_back(static_cast<std::uint32_t>(x));
+                x = up, up = parent[up];
+            }
+        }
+        tr.parent[root] = -1;
+        std::function<void(std::uint32_t, std::uint32_t)> walk = [&](std::uint32_t x, std::uint32_t d) {
+            tr.depth[x] = d, tr.height[x] = 0;
+            if (x < P)
+                for (std::size_t b = 0; b < heads.size(); ++b)
+                    if (idx(heads[b]) == x)
+                        for (Node g : boxes[b]) tr.below[x].push_back(idx(g));
+            for (std::uint32_t y : tr.children[x]) {
+                walk(y, d + 1);
+                tr.height[x] = std::max(tr.height[x], tr.height[y] + 1);
+                tr.below[x].insert(tr.below[x].end(), tr.below[y].begin(), tr.below[y].end());
+            }
+        };
+        walk(root, 0);
+        best = std::move(tr);
+    }
+    if (best_depth == UINT32_MAX) throw InputError(fmt::format("{}: no tree of fabric switches joins processors {}..", t.spec(), idx(heads[0])));
+    return best;
+}
+
+SharpLayout sharp_layout(const Topology& t, bool nvls) {
+    SharpLayout l;
+    const double fastest = fastest_at_processors(t);
+    std::vector<char> fabric(t.nodes(), 0);
+    bool any = false;
+    for (std::uint32_t r = t.processors(); r < t.nodes(); ++r) {
+        fabric[r] = fabric_switch_below(t, Node{r}, fastest);
+        any = any || fabric[r];
+    }
+    if (!any)
+        throw InputError(fmt::format("{}: no switch between the boxes reduces and multicasts (SHARP: collsched machine ... --sharp)", t.spec()));
+    if (nvls) {
+        for (NvlsBox& b : nvls_boxes(t)) l.boxes.push_back(std::move(b.gpus)), l.box_switch.push_back(b.sw);
+    } else {
+        const double fast = fastest_processor_channel(t);
+        if (fast <= 0) throw InputError(fmt::format("{}: no channels between the GPUs of a box (direct reduce-scatter needs them)", t.spec()));
+        const auto comp = processor_components(t, fast / 4);
+        for (std::uint32_t p = 0; p < t.processors(); ++p) {
+            if (comp[p] >= l.boxes.size()) l.boxes.resize(comp[p] + 1);
+            l.boxes[comp[p]].push_back(Node{p});
+        }
+    }
+    if (l.boxes.size() < 2) throw InputError(fmt::format("{}: SHARP across boxes needs at least 2 boxes", t.spec()));
+    const std::size_t per = l.boxes.front().size();
+    for (const auto& b : l.boxes)
+        if (b.size() != per) throw InputError(fmt::format("{}: the boxes differ in size", t.spec()));
+    for (std::uint32_t i = 0; i < per; ++i) {
+        bool all = true;
+        for (const auto& b : l.boxes) {
+            bool reaches = false;
+            for (ChannelId c : t.out_channels(b[i])) reaches = reaches || fabric[idx(t.channel(c).to)];
+            all = all && reaches;
+        }
+        if (all) l.heads.push_back(i);
+    }
+    if (l.heads.empty()) throw InputError(fmt::format("{}: no GPU of a box reaches a switch that reduces across the boxes", t.spec()));
+    for (std::uint32_t i : l.heads) {
+        std::vector<Node> hs;
+        for (const auto& b : l.boxes) hs.push_back(b[i]);
+        l.trees.push_back(fabric_tree(t, hs, l.boxes, fabric));
+    }
+    return l;
+}
+
+std::vector<std::uint32_t> sorted_ids(std::vector<std::uint32_t> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
+/// A message of `sources`' values of `chunk`: the value itself for one source.
+MessageId part_of(Writer& w, const std::vector<std::uint32_t>& sources, std::uint32_t chunk) {
+    return sources.size() == 1 ? w.value(Node{sources[0]}, chunk) : w.partial(sorted_ids(sources), chunk);
+}
+
+/// The fabric part of one chunk: every head holds its box's sum at the end of step base - 1;
+/// up the tree by height, the root adds and multicasts, down by depth. Returns per head the step
+/// at whose end it holds the total.
+std::vector<Step> fabric_round(Writer& w, const SharpLayout::Tree& tr, const std::vector<Node>& heads, std::uint32_t chunk, Step base) {
+    const std::uint32_t H = tr.height.at(tr.root);
+    for (const auto& [x, up] : tr.parent)
+        if (up >= 0) w.send(base + tr.height.at(x), Node{x}, Node{static_cast<std::uint32_t>(up)}, part_of(w, tr.below.at(x), chunk));
+    const MessageId sum = part_of(w, tr.below.at(tr.root), chunk);
+    for (const auto& [x, kids] : tr.children)
+        for (std::uint32_t y : kids) w.send(base + H + tr.depth.at(x), Node{x}, Node{y}, sum);
+    std::vector<Step> got;
+    for (Node h : heads) got.push_back(base + H + tr.depth.at(idx(h)) - 1);
+    return got;
+}
+
+std::vector<Node> heads_at(const SharpLayout& l, std::uint32_t i) {
+    std::vector<Node> out;
+    for (const auto& b : l.boxes) out.push_back(b[i]);
+    return out;
+}
+
+}  // namespace
+
+SharpShape sharp_shape(const Topology& t) {
+    for (bool nvls : {true, false}) {
+        try {
+            const SharpLayout l = sharp_layout(t, nvls);
+            return {static_cast<std::uint32_t>(l.boxes.size()), static_cast<std::uint32_t>(l.boxes.front().size()), l.heads, nvls};
+        } catch (const InputError&) {
+        }
+    }
+    return {};
+}
+
+SendTable sharp_allreduce(std::shared_ptr<const Topology> topo, const SharpPlan& plan) {
+    const SharpLayout l = sharp_layout(*topo, plan.nvls);
+    const std::uint32_t H = static_cast<std::uint32_t>(l.heads.size()), k = std::max(1u, plan.pieces);
+    Writer w(topo, "allreduce", k * H);
+    for (std::uint32_t j = 0; j < k; ++j) {
+        const Step s = j + 1;
+        for (std::uint32_t h = 0; h < H; ++h) {
+            const std::uint32_t c = j * H + h, i = l.heads[h];
+            for (std::size_t b = 0; b < l.boxes.size(); ++b) {
+                const Node head = l.boxes[b][i];
+                if (plan.nvls) {
+                    switch_reduce(w, NvlsBox{l.boxes[b], l.box_switch[b]}, head, c, s, plan.owner_through_switch);
+                } else {
+                    for (Node p : l.boxes[b])
+                        if (p != head) w.send(s, p, head, w.value(p, c));
+                }
+            }
+            const std::vector<Step> got = fabric_round(w, l.trees[h], heads_at(l, i), c, s + (plan.nvls ? 2 : 1));
+            const MessageId sum = part_of(w, l.trees[h].below.at(l.trees[h].root), c);
+            for (std::size_t b = 0; b < l.boxes.size(); ++b) {
+                const Node head = l.boxes[b][i];
+                if (plan.nvls) {
+                    switch_multicast(w, NvlsBox{l.boxes[b], l.box_switch[b]}, head, sum, got[b] + 1);
+                } else {
+                    for (Node p : l.boxes[b])
+                        if (p != head) w.send(got[b] + 1, head, p, sum);
+                }
+            }
+        }
+    }
+    return std::move(w).finish();
+}
+
+SendTable collnet_chain_allreduce(std::shared_ptr<const Topology> topo, std::uint32_t channels, const SharpPlan& plan) {
+    const SharpLayout l = sharp_layout(*topo, false);
+    const std::uint32_t H = static_cast<std::uint32_t>(l.heads.size()), k = std::max(1u, plan.pieces), ch = std::max(1u, channels);
+    const std::uint32_t P = static_cast<std::uint32_t>(l.boxes.front().size());
+    Writer w(topo, "allreduce", k * ch);
+    for (std::uint32_t j = 0; j < k; ++j) {
+        const Step s = j + 1;
+        for (std::uint32_t x = 0; x < ch; ++x) {
+            const std::uint32_t c = j * ch + x, h = x % H, i = l.heads[h];
+            for (const auto& box : l.boxes) {
+                std::vector<std::uint32_t> tail;  // the chain's positions q .. P - 1, reduced up
+                for (std::uint32_t q = P - 1; q >= 1; --q) {
+                    tail.push_back(idx(box[(i + q) % P]));
+                    w.send(s + (P - 1 - q), box[(i + q) % P], box[(i + q - 1) % P], part_of(w, tail, c));
+                }
+            }
+            const std::vector<Step> got = fabric_round(w, l.trees[h], heads_at(l, i), c, s + (P - 1));
+            const MessageId sum = part_of(w, l.trees[h].below.at(l.trees[h].root), c);
+            for (std::size_t b = 0; b < l.boxes.size(); ++b)
+                for (std::uint32_t q = 0; q + 1 < P; ++q) w.send(got[b] + 1 + q, l.boxes[b][(i + q) % P], l.boxes[b][(i + q + 1) % P], sum);
+        }
+    }
+    return std::move(w).finish();
 }
 
 }  // namespace collsched::compose

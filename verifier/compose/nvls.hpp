@@ -82,3 +82,52 @@ std::uint32_t nvls_pieces_for_size(std::uint32_t P, double bytes, double min_chu
 std::uint32_t nvls_direct_period(const Topology&);
 
 }  // namespace collsched::compose
+
+namespace collsched::compose {
+
+/// Whether router r is a switch of the network between the boxes rather than a box's own: it
+/// reduces and multicasts and its channels to processors are all slower than a quarter of the
+/// fastest channel at a processor (a NIC's 50 GB/s against NVLink's 450: the machine view's rule,
+/// compiler/topology/machine_view.hpp). nvls_boxes() leaves such routers out.
+bool fabric_switch(const Topology&, Node r);
+
+/// SHARP across boxes (InfiniBand switches that reduce and multicast, `collsched machine ...
+/// --sharp`; issue 44). What the constructions below share: per box its GPUs, and per local index
+/// i (a GPU whose NIC reaches a fabric switch in every box) the tree over the fabric switches that
+/// joins the boxes' GPU i (a star at rail switch i; leaves under a spine in a fat tree).
+struct SharpPlan {
+    std::uint32_t pieces = 1;  ///< pieces per head, pipelined one step apart
+    /// In the box: true, NVLS (the boxes' switches reduce to the head and multicast from it); false,
+    /// direct (the other GPUs send their values to the head, which sends the sum back to each).
+    bool nvls = true;
+    /// NCCL's NVLS + CollNet form: the head's own share goes through its box's switch too.
+    bool owner_through_switch = false;
+};
+
+/// The SHARP allreduce: per piece and head index i, the box reduces its values to its GPU i (NVLS
+/// or direct), every GPU i sends its box's sum up the fabric tree, whose switches add the boxes'
+/// sums and multicast the total back down, and each GPU i gives it to its box (NVLS multicast or
+/// direct). Each GPU's NIC carries M / heads each way. With plan.nvls = false it is NCCL's CollNet
+/// Direct (src/device/all_reduce.h, RunWorkColl<..., NCCL_ALGO_COLLNET_DIRECT>: scatter to the
+/// heads, recvReduceSend to the network, recv from it and send to the box's GPUs).
+SendTable sharp_allreduce(std::shared_ptr<const Topology>, const SharpPlan& = {});
+
+/// NCCL's CollNet Chain (src/device/all_reduce.h, RunWorkColl<..., NCCL_ALGO_COLLNET_CHAIN>): per
+/// channel a chain through the box that starts at the GPU of the channel's NIC and visits the
+/// others in NVSwitch order (next GPU first); the values are reduced up the chain to its head,
+/// which sends the box's sum to the fabric and, with the total back, sends it down the chain.
+/// `channels` chains (NCCL gives CollNet Chain the ring's channel count), channel c on NIC c mod
+/// NICs per box; plan.pieces pieces per channel.
+SendTable collnet_chain_allreduce(std::shared_ptr<const Topology>, std::uint32_t channels, const SharpPlan& = {});
+
+/// What the SHARP constructions see of a machine (for the pieces for a size): the boxes, their
+/// size, the head indices (empty when no fabric switch reaches a GPU of every box) and whether
+/// the boxes have NVLS (else the box's part is direct).
+struct SharpShape {
+    std::uint32_t boxes = 0, per_box = 0;
+    std::vector<std::uint32_t> heads;
+    bool nvls = false;
+};
+SharpShape sharp_shape(const Topology&);
+
+}  // namespace collsched::compose

@@ -16,6 +16,7 @@
 #include "verifier/synth/bounds/bandwidth.hpp"
 #include "verifier/synth/constructions/greedy.hpp"
 #include "verifier/synth/search/hierarchical.hpp"
+#include "verifier/time/sharp_candidates.hpp"
 #include "verifier/synth/constructions/tree_packing.hpp"
 
 namespace collsched {
@@ -229,7 +230,7 @@ void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<
 
 std::vector<NamedProvider> construction_providers() {
     return {{"rings", rings}, {"tree packing", packings}, {"least steps", least_steps}, {"hierarchical", hierarchical},
-            {"constructions for time", composed}, {"nvls", nvls}};
+            {"constructions for time", composed}, {"nvls", nvls}, {"sharp", sharp_candidates}};
 }
 
 NamedProvider nccl_provider() {

@@ -132,4 +132,10 @@ std::optional<nccl::NvlsModel> TimeObjective::nvls_model(std::size_t i) const {
     return nccl::nccl_nvls_model(*system, k, nccl::nccl_bytes(k, instance.topology->processors(), options.sizes[i]));
 }
 
+std::vector<nccl::CollnetModel> TimeObjective::collnet_models(std::size_t i) const {
+    if (!system) return {};
+    const CollectiveKind k = instance.collective.kind;
+    return nccl::nccl_collnet_models(*system, k, nccl::nccl_bytes(k, instance.topology->processors(), options.sizes[i]));
+}
+
 }  // namespace collsched

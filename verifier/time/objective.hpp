@@ -71,6 +71,9 @@ struct TimeObjective {
     /// NCCL's own model of NVLS (one box) or NVLS_TREE (several) at size i, where the machine's
     /// switches reduce and multicast (nccl::nccl_nvls_model); its tuner would weigh it against the above.
     std::optional<nccl::NvlsModel> nvls_model(std::size_t i) const;
+    /// NCCL's own model of its allreduce through SHARP at size i (CollNet Direct, CollNet Chain,
+    /// NVLS across boxes; nccl::nccl_collnet_models): empty where no switch between the boxes reduces.
+    std::vector<nccl::CollnetModel> collnet_models(std::size_t i) const;
 };
 
 /// Runs the time objective: the bounds (InputError when the timing is not hop or the collective

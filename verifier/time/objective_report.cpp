@@ -82,6 +82,8 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     else
         j["nccl_model"] = nullptr;
     if (auto nv = r.nvls_model(i)) j["nccl_nvls_model"] = {{"algorithm", nv->algorithm}, {"protocol", "Simple"}, {"seconds", nv->seconds}};
+    for (const nccl::CollnetModel& cm : r.collnet_models(i))
+        j["nccl_collnet_model"].push_back({{"algorithm", cm.algorithm}, {"protocol", "Simple"}, {"seconds", cm.seconds}, {"channels", cm.channels}});
     return j;
 }
 
@@ -167,6 +169,13 @@ std::string text_report(const TimeObjective& r, const std::vector<std::string>& 
             s += "NCCL's own model of its NVLS algorithm (the switch reduces; docs/time.md, \"NVLS against NCCL\"):";
             for (std::size_t i = 0; i < sizes.size(); ++i)
                 s += fmt::format(" {} {} {};", support::format_bytes(sizes[i]), r.nvls_model(i)->algorithm, support::format_seconds(r.nvls_model(i)->seconds));
+            s.back() = '\n';
+        }
+        if (!r.collnet_models(0).empty()) {
+            s += "NCCL's own model through SHARP (CollNet; the network's switches reduce; docs/time.md, \"SHARP across boxes\"):";
+            for (std::size_t i = 0; i < sizes.size(); ++i)
+                for (const nccl::CollnetModel& m : r.collnet_models(i))
+                    s += fmt::format(" {} {} {};", support::format_bytes(sizes[i]), m.algorithm, support::format_seconds(m.seconds));
             s.back() = '\n';
         }
     } else {
