@@ -68,6 +68,7 @@ class BusyList {
 public:
     /// The earliest t >= from with [t, t + d) free here.
     double first_free(double from, double d) const {
+        if (iv_.empty() || from >= iv_.back().end) return from;  // after the last (the common case: no search)
         // the first interval that ends after `from`
         auto it = std::upper_bound(iv_.begin(), iv_.end(), from, [](double x, const Interval& v) { return x < v.end; });
         double t = from;
@@ -79,6 +80,14 @@ public:
     }
     void take(double a, double b) {
         if (b <= a) return;
+        if (iv_.empty() || a > iv_.back().end) {  // after the last, apart from it
+            iv_.push_back(Interval{a, b});
+            return;
+        }
+        if (a == iv_.back().end) {  // touching the last
+            iv_.back().end = b;
+            return;
+        }
         auto it = std::lower_bound(iv_.begin(), iv_.end(), a, [](const Interval& v, double x) { return v.start < x; });
         it = iv_.insert(it, Interval{a, b});
         // merge with the neighbours it touches
@@ -391,7 +400,7 @@ private:
     /// counted with, so j is ready at the latest of its conditions.
     void satisfied(std::uint32_t j, double time, std::uint64_t seq) {
         ready_at_[j] = std::max(ready_at_[j], time);
-        if (--pending_[j] == 0) events_.push({ready_at_[j], seq, j, 1});
+        if (--pending_[j] == 0) ready_.push({ready_at_[j], seq, j, 1});
     }
 
     /// At equal times every arrival first, then the transfers that became ready; among arrivals,
@@ -420,7 +429,8 @@ private:
     std::vector<LinkSpeed> speed_;   // per channel
     std::vector<double> group_bw_;   // per group
     std::vector<std::pair<std::size_t, double>> use_;  // (resource, seconds held) of the transfer being started
-    QuadHeap<Event> events_;
+    QuadHeap<Event> events_;  // arrivals
+    QuadHeap<Event> ready_;   // transfers made ready (few at a time: started soon after)
     std::vector<BusyList> busy_;  // per resource: channels, groups, ports
     std::uint64_t started_ = 0;
 };
@@ -502,16 +512,17 @@ void AsyncRun::run() {
     std::vector<Event> initial;
     for (std::uint32_t j = 0; j < T; ++j)
         if (pending_[j] == 0) initial.push_back({0.0, 0, j, 1});
-    // the transfers ready at time 0 are in event order already (by transfer): they wait in their own list, merged
-    // with the queue as they come (the queue holds only what the run adds; the same order as one queue of all)
-    for (std::size_t next = 0; next < initial.size() || !events_.empty();) {
-        Event e;
-        if (next < initial.size() && (events_.empty() || events_.top() > initial[next])) {
-            e = initial[next++];
-        } else {
-            e = events_.top();
-            events_.pop();
-        }
+    // the transfers ready at time 0 are in event order already (by transfer): they wait in their own list; the
+    // arrivals (many: every started transfer's) and the transfers made ready since (few) in two queues. The least of
+    // the three fronts comes next: the same order as one queue of all, each queue smaller
+    for (std::size_t next = 0; next < initial.size() || !events_.empty() || !ready_.empty();) {
+        const Event* least = next < initial.size() ? &initial[next] : nullptr;
+        for (const QuadHeap<Event>* q : {&events_, &ready_})
+            if (!q->empty() && (!least || *least > q->top())) least = &q->top();
+        const Event e = *least;
+        if (next < initial.size() && least == &initial[next]) ++next;
+        else if (!events_.empty() && least == &events_.top()) events_.pop();
+        else ready_.pop();
         if (e.kind == 0) {
             arrive(e.transfer, e.time, e.seq);
             out_.asynchronous = std::max(out_.asynchronous, e.time);
