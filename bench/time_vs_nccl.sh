@@ -217,10 +217,12 @@ sizes = sorted({r["size_bytes"] for r in rows})
 lose = [r for r in rows if r["speedup_over_nccl"] is not None and r["speedup_over_nccl"] < 1 - 1e-9]
 far = [r for r in rows if r["size_bytes"] >= 16 << 20 and r["gap_percent"] is not None and r["gap_percent"] > 10]
 no_nccl = [r for r in rows if r["nccl_best"] is None]
+none = [r for r in rows if r["collsched_s"] is None]
 slow = sorted({(wall, m, c, cpu) for _, _, m, c, _, wall, _, _, cpu in runs}, reverse=True)
 md = []
 md.append(f"{len(rows)} cells from {len(runs)} runs: {len(lose)} slower than NCCL's best algorithm, "
-          f"{len(far)} at 16 MiB or more above 10 % of the bound, {len(no_nccl)} without an NCCL algorithm; "
+          f"{len(far)} at 16 MiB or more above 10 % of the bound, {len(no_nccl)} without an NCCL algorithm, "
+          f"{len(none)} without a schedule (none verified within the time limit); "
           f"runs over 10 s: {sum(1 for x in slow if x[0] > 10)} (over 10 CPU seconds: {sum(1 for x in slow if x[3] > 10)}); slowest: "
           + ", ".join(f"{m} {c} {w:.0f} s ({cpu:.0f} s CPU)" for w, m, c, cpu in slow[:5]) + ".")
 md.append("")
@@ -239,6 +241,9 @@ for _, _, m, c, j, wall, rss, load, cpu in runs:
         s = by.get(size)
         if not s:
             cells.append("")
+            continue
+        if s.get("predicted_time_s") is None:  # no schedule verified within the time limit: no time, no gap
+            cells.append(f"none in the time limit / {fmt_s(s.get('nccl_best_s'))} / {fmt_s(s.get('time_lower_bound_s'))}")
             continue
         sp = s.get("speedup_over_nccl")
         g = s.get("gap_percent") or 0

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
-#include <queue>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,30 +16,39 @@ namespace collsched {
 namespace {
 
 /// The contributors and chunk of a value-like message (a(s), a(i..j), a partial): the data a
-/// reduction combines. nullopt for other messages.
+/// reduction combines, as a view (no copy: the plan asks it for every pair of a sender's value and
+/// an earlier arrival of the same chunk). Contributors: the sorted `list` of a partial, else the
+/// range lo..hi. nullopt for other messages.
 struct ValueSet {
-    std::vector<std::uint32_t> sources;  // sorted
+    const std::vector<std::uint32_t>* list = nullptr;  // a partial's sources (sorted); null: the range
+    std::uint32_t lo = 0, hi = 0;
     std::uint32_t chunk = 0;
 };
 
 std::optional<ValueSet> value_set(const Messages& ms, MessageId m) {
     if (ms.is_composite(m)) {
         const Composite& c = ms.composite(m);
-        if (c.kind == MessageKind::partial) return ValueSet{c.sources, c.lo};
-        if (c.kind == MessageKind::combined) {
-            ValueSet v;
-            for (std::uint32_t s = c.lo; s <= c.hi; ++s) v.sources.push_back(s);
-            return v;
-        }
+        if (c.kind == MessageKind::partial) return ValueSet{&c.sources, 0, 0, c.lo};
+        if (c.kind == MessageKind::combined) return ValueSet{nullptr, c.lo, c.hi, 0};
         return std::nullopt;
     }
     const MessageKey k = ms.key(m);
-    if (k.kind == MessageKind::value) return ValueSet{{k.src}, k.chunk};
+    if (k.kind == MessageKind::value) return ValueSet{nullptr, k.src, k.src, k.chunk};
     return std::nullopt;
 }
 
-bool subset(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
-    return std::includes(b.begin(), b.end(), a.begin(), a.end());
+/// a's contributors a subset of b's.
+bool subset(const ValueSet& a, const ValueSet& b) {
+    if (!a.list && !b.list) return b.lo <= a.lo && a.hi <= b.hi;
+    if (a.list && !b.list) return a.list->empty() || (b.lo <= a.list->front() && a.list->back() <= b.hi);
+    if (a.list) return std::includes(b.list->begin(), b.list->end(), a.list->begin(), a.list->end());
+    // the range a.lo..a.hi within b's sorted list: every value of it, in order from a.lo
+    auto it = std::lower_bound(b.list->begin(), b.list->end(), a.lo);
+    std::uint64_t want = a.lo;
+    for (; it != b.list->end() && want <= a.hi; ++it)
+        if (*it == want) ++want;
+        else if (*it > want) return false;
+    return want > a.hi;
 }
 
 std::uint64_t key(Node n, std::uint32_t x) { return (std::uint64_t{idx(n)} << 32) | x; }
@@ -59,6 +68,7 @@ class BusyList {
 public:
     /// The earliest t >= from with [t, t + d) free here.
     double first_free(double from, double d) const {
+        if (iv_.empty() || from >= iv_.back().end) return from;  // after the last (the common case: no search)
         // the first interval that ends after `from`
         auto it = std::upper_bound(iv_.begin(), iv_.end(), from, [](double x, const Interval& v) { return x < v.end; });
         double t = from;
@@ -70,6 +80,14 @@ public:
     }
     void take(double a, double b) {
         if (b <= a) return;
+        if (iv_.empty() || a > iv_.back().end) {  // after the last, apart from it
+            iv_.push_back(Interval{a, b});
+            return;
+        }
+        if (a == iv_.back().end) {  // touching the last
+            iv_.back().end = b;
+            return;
+        }
         auto it = std::lower_bound(iv_.begin(), iv_.end(), a, [](const Interval& v, double x) { return v.start < x; });
         it = iv_.insert(it, Interval{a, b});
         // merge with the neighbours it touches
@@ -117,6 +135,48 @@ private:
 
 }  // namespace
 
+/// A min-heap of four children a node (by `>`): fewer levels than std::priority_queue's two, each
+/// level's children side by side in memory. Elements strictly ordered by `>` (as the events are)
+/// come out in the same order from either.
+template <class T>
+class QuadHeap {
+public:
+    bool empty() const { return v_.empty(); }
+    const T& top() const { return v_.front(); }
+    void push(const T& x) {
+        std::size_t i = v_.size();
+        v_.push_back(x);
+        while (i > 0) {
+            const std::size_t up = (i - 1) / 4;
+            if (!(v_[up] > x)) break;
+            v_[i] = v_[up];
+            i = up;
+        }
+        v_[i] = x;
+    }
+    void pop() {
+        const T x = v_.back();
+        v_.pop_back();
+        const std::size_t n = v_.size();
+        if (n == 0) return;
+        std::size_t i = 0;
+        for (;;) {
+            const std::size_t first = 4 * i + 1;
+            if (first >= n) break;
+            std::size_t least = first;
+            for (std::size_t c = first + 1; c < std::min(first + 4, n); ++c)
+                if (v_[least] > v_[c]) least = c;
+            if (!(x > v_[least])) break;
+            v_[i] = v_[least];
+            i = least;
+        }
+        v_[i] = x;
+    }
+
+private:
+    std::vector<T> v_;
+};
+
 /// The size-independent part of the asynchronous run (docs/time.md): per transfer its resources
 /// and chunks, how many arrivals it waits for, and for each arrival whom it may satisfy.
 struct TimingPlan::Impl {
@@ -138,6 +198,11 @@ struct TimingPlan::Impl {
     std::vector<std::uint32_t> wake_off;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> wake;
     std::vector<std::uint32_t> notify_off, notify;
+    // condition groups (a value's earlier arrivals at its sender, shared by every transfer that sends
+    // it on in one step): per group the arrivals it waits for, and its member transfers (CSR); a
+    // notify entry T + g is group g
+    std::vector<std::uint32_t> group_pending;
+    std::vector<std::uint32_t> member_off, members;
 };
 
 namespace {
@@ -199,7 +264,10 @@ private:
     void add_conditions() {
         const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
         p_.pending.assign(T, 0);
-        Index notify;
+        Index notify;  // arrival -> transfer j (value j) or condition group g (value T + g)
+        std::unordered_map<std::uint64_t, std::uint32_t> group_of;  // (sender, value) -> its group in this step, or none
+        Step group_step = 0;
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> members;  // (group, transfer)
         for (std::uint32_t j = 0; j < T; ++j) {
             poll(j);
             const Transfer& x = t_.transfers[j];
@@ -209,19 +277,32 @@ private:
                 if (ms_.is_composite(p)) {
                     auto v = value_set(ms_, p);
                     if (!v) return;
-                    auto [first, last] = value_arrivals_.find(key(u, v->chunk));  // none: the sender's own value only
-                    for (std::size_t pos = first; pos < last; ++pos) {
-                        const std::uint32_t i = value_arrivals_.value(pos);
-                        if (t_.transfers[i].step >= x.step) break;
-                        bool fits = true;
-                        ms_.for_each_part(t_.transfers[i].message, [&](MessageId q) {
-                            auto w = value_set(ms_, q);
-                            if (w && w->chunk == v->chunk && !subset(w->sources, v->sources)) fits = false;
-                        });
-                        if (!fits) continue;
-                        notify.add(i, j);
-                        ++p_.pending[j];
+                    // the arrivals it waits for depend only on (sender, value, step): one condition group for
+                    // every transfer of the same, found once (a value sent on to K - 1 others after K - 1
+                    // arrivals: K - 1 edges instead of (K - 1)^2)
+                    if (x.step != group_step) group_of.clear(), group_step = x.step;
+                    auto [at, fresh] = group_of.try_emplace(key(u, idx(p)), none);
+                    if (fresh) {
+                        std::uint32_t n = 0;
+                        const std::uint32_t g = static_cast<std::uint32_t>(p_.group_pending.size());
+                        auto [first, last] = value_arrivals_.find(key(u, v->chunk));  // none: the sender's own value only
+                        for (std::size_t pos = first; pos < last; ++pos) {
+                            const std::uint32_t i = value_arrivals_.value(pos);
+                            if (t_.transfers[i].step >= x.step) break;
+                            bool fits = true;
+                            ms_.for_each_part(t_.transfers[i].message, [&](MessageId q) {
+                                auto w = value_set(ms_, q);
+                                if (w && w->chunk == v->chunk && !subset(*w, *v)) fits = false;
+                            });
+                            if (!fits) continue;
+                            notify.add(i, T + g);
+                            ++n;
+                        }
+                        if (n > 0) at->second = g, p_.group_pending.push_back(n);
                     }
+                    if (at->second == none) return;
+                    members.emplace_back(at->second, j);
+                    ++p_.pending[j];
                     return;
                 }
                 if (processor && ms_.origin(p) == u && t_.collective.initial(ms_, p)) return;
@@ -243,6 +324,14 @@ private:
             p_.notify.push_back(notify.value(pos));
         }
         for (std::uint32_t i = 0; i < T; ++i) p_.notify_off[i + 1] += p_.notify_off[i];
+        // members by group (counting sort; each group's in transfer order)
+        const std::size_t G = p_.group_pending.size();
+        p_.member_off.assign(G + 1, 0);
+        for (const auto& [g, j] : members) ++p_.member_off[g + 1];
+        for (std::size_t g = 0; g < G; ++g) p_.member_off[g + 1] += p_.member_off[g];
+        p_.members.resize(members.size());
+        std::vector<std::uint32_t> fill(p_.member_off.begin(), p_.member_off.end() - 1);
+        for (const auto& [g, j] : members) p_.members[fill[g]++] = j;
     }
 
     /// A channel from a processor into a router that reduces or multicasts carries the memory
@@ -311,18 +400,18 @@ private:
     /// counted with, so j is ready at the latest of its conditions.
     void satisfied(std::uint32_t j, double time, std::uint64_t seq) {
         ready_at_[j] = std::max(ready_at_[j], time);
-        if (--pending_[j] == 0) events_.push({ready_at_[j], 1, seq, j});
+        if (--pending_[j] == 0) ready_.push({ready_at_[j], seq, j, 1});
     }
 
     /// At equal times every arrival first, then the transfers that became ready; among arrivals,
     /// and among ready transfers, in the order the transfers they come from started (ASTRA-sim's
     /// event queue runs the events of one time in the order they were scheduled), then in table
     /// order (the order of the nodes in a Chakra trace).
-    struct Event {
+    struct Event {  // 24 bytes
         double time;
-        int kind;           // 0 arrival, 1 ready
         std::uint64_t seq;  // arrival: when its transfer started; ready: the arrival that made it ready (0 at time 0)
         std::uint32_t transfer;
+        std::uint32_t kind;  // 0 arrival, 1 ready
         bool operator>(const Event& o) const {
             return std::tie(time, kind, seq, transfer) > std::tie(o.time, o.kind, o.seq, o.transfer);
         }
@@ -334,11 +423,14 @@ private:
     TimePrediction& out_;
     std::vector<std::uint32_t> pending_;
     std::vector<double> ready_at_;   // per transfer: the latest of its conditions met so far
+    std::vector<std::uint32_t> group_pending_;  // per condition group: arrivals still to come
+    std::vector<double> group_ready_;           // and the latest so far
     std::vector<char> waiter_done_;  // per entry of the plan's waiters
     std::vector<LinkSpeed> speed_;   // per channel
     std::vector<double> group_bw_;   // per group
     std::vector<std::pair<std::size_t, double>> use_;  // (resource, seconds held) of the transfer being started
-    std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+    QuadHeap<Event> events_;  // arrivals
+    QuadHeap<Event> ready_;   // transfers made ready (few at a time: started soon after)
     std::vector<BusyList> busy_;  // per resource: channels, groups, ports
     std::uint64_t started_ = 0;
 };
@@ -353,7 +445,20 @@ void AsyncRun::arrive(std::uint32_t i, double time, std::uint64_t seq) {
                 satisfied(j, time, seq);
             }
         }
-    for (std::uint32_t pos = p_.notify_off[i]; pos < p_.notify_off[i + 1]; ++pos) satisfied(p_.notify[pos], time, seq);
+    const std::uint32_t T = static_cast<std::uint32_t>(p_.step.size());
+    for (std::uint32_t pos = p_.notify_off[i]; pos < p_.notify_off[i + 1]; ++pos) {
+        const std::uint32_t x = p_.notify[pos];
+        if (x < T) {
+            satisfied(x, time, seq);
+            continue;
+        }
+        // a group met when its last arrival comes: each member as if by the group's arrivals one by one (the
+        // latest time, this arrival's seq)
+        const std::uint32_t g = x - T;
+        group_ready_[g] = std::max(group_ready_[g], time);
+        if (--group_pending_[g] == 0)
+            for (std::uint32_t m = p_.member_off[g]; m < p_.member_off[g + 1]; ++m) satisfied(p_.members[m], group_ready_[g], seq);
+    }
 }
 
 void AsyncRun::start(std::uint32_t j, double ready) {
@@ -387,7 +492,7 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     tt.start = begin;
     tt.end = begin + hold;
     tt.arrive = tt.end + sp.alpha;
-    events_.push({tt.arrive, 0, ++started_, j});
+    events_.push({tt.arrive, ++started_, j, 0});
     if (const std::uint32_t next = p_.next_in_order[j]; next != std::numeric_limits<std::uint32_t>::max()) satisfied(next, begin, started_);
 }
 
@@ -401,12 +506,23 @@ void AsyncRun::run() {
     for (std::uint32_t g = 0; g < group_bw_.size(); ++g) group_bw_[g] = group_speed(topo_, g, opt_);
     pending_ = p_.pending;
     ready_at_.assign(T, 0.0);
+    group_pending_ = p_.group_pending;
+    group_ready_.assign(group_pending_.size(), 0.0);
     waiter_done_.assign(p_.waiters.size(), 0);
+    std::vector<Event> initial;
     for (std::uint32_t j = 0; j < T; ++j)
-        if (pending_[j] == 0) events_.push({0.0, 1, 0, j});
-    while (!events_.empty()) {
-        Event e = events_.top();
-        events_.pop();
+        if (pending_[j] == 0) initial.push_back({0.0, 0, j, 1});
+    // the transfers ready at time 0 are in event order already (by transfer): they wait in their own list; the
+    // arrivals (many: every started transfer's) and the transfers made ready since (few) in two queues. The least of
+    // the three fronts comes next: the same order as one queue of all, each queue smaller
+    for (std::size_t next = 0; next < initial.size() || !events_.empty() || !ready_.empty();) {
+        const Event* least = next < initial.size() ? &initial[next] : nullptr;
+        for (const QuadHeap<Event>* q : {&events_, &ready_})
+            if (!q->empty() && (!least || *least > q->top())) least = &q->top();
+        const Event e = *least;
+        if (next < initial.size() && least == &initial[next]) ++next;
+        else if (!events_.empty() && least == &events_.top()) events_.pop();
+        else ready_.pop();
         if (e.kind == 0) {
             arrive(e.transfer, e.time, e.seq);
             out_.asynchronous = std::max(out_.asynchronous, e.time);

@@ -226,3 +226,32 @@ TEST_CASE("timing: a plan's building stops at its deadline") {
     CHECK_THROWS_AS(TimingPlan(t, Deadline::after(1e-9)), LimitReached);
     CHECK(TimingPlan(t).predict(TimeOptions{1 << 20, std::nullopt}).asynchronous > 0);
 }
+
+TEST_CASE("timing: a value sent on to several waits for the latest of its earlier arrivals, once for all of them") {
+    // the sends of one value from one sender in one step share one condition (the earlier arrivals of
+    // values it may contain): 3's partial reaches 0 in step 1, 1's through 2 in step 2, and the sum
+    // leaves 0 for every other in step 3, after the later of them: 3 (alpha + M/B), not 2
+    const SendTable t = compile(
+        "topology complete(4)\ncollective allreduce chunks 1\n"
+        "step 1 { send 1 -> 2 msg partial(1, 0)\n send 3 -> 0 msg partial(3, 0) }\n"
+        "step 2 { send 2 -> 0 msg partial(2, 0) }\n"
+        "step 3 { for p in 1 .. 3 { send 0 -> p msg partial(0, 0) } }\n");
+    const double alpha = 1e-6, B = 10e9, M = 1 << 20;
+    const TimePrediction p = predict_time(t, TimeOptions{M, LinkSpeed{alpha, B}});
+    CHECK(near(p.asynchronous, 3 * (alpha + M / B)));
+    CHECK(near(p.synchronous, 3 * (alpha + M / B)));
+    for (std::size_t j = 0; j < p.transfers.size(); ++j)
+        if (t.transfers[j].step == 3) CHECK(near(p.transfers[j].ready, 2 * (alpha + M / B)));
+    // NCCL's ring allreduce on a ring: every send waits for one arrival, 2(n-1) hops of M/n
+    for (int n : {4, 8}) {
+        CAPTURE(n);
+        const SendTable r = compile(fmt::format(
+            "topology ring({0})\ncollective allreduce chunks {0}\n"
+            "for j in 1 .. {0} - 1 {{\n"
+            "  step j {{ for p in 0 .. {0} - 1 {{ send p -> (p + 1) % {0} msg partial(p, (p - j) % {0}) }} }}\n"
+            "  step {0} - 1 + j {{ for p in 0 .. {0} - 1 {{ send p -> (p + 1) % {0} msg partial(p, (p - j + 1) % {0}) }} }}\n"
+            "}}\n",
+            n));
+        CHECK(near(predict_time(r, TimeOptions{M, LinkSpeed{alpha, B}}).asynchronous, 2 * (n - 1) * (alpha + M / n / B)));
+    }
+}

@@ -132,3 +132,26 @@ TEST_CASE("time objective: only the tables that can decide are checked, and the 
               !relay_is_nccl);
     }
 }
+
+TEST_CASE("time objective: the times the constructions hand over are those of a fresh prediction of their tables") {
+    // the constructions predict their plans at every size and gather_candidates takes those times (not run again):
+    // every kept candidate's times, both kinds, equal predict_time of its table, bit for bit
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100rail2x8.json"));
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allreduce", *topo)};
+    TimeObjectiveOptions o;
+    o.sizes = {65536, 16777216};
+    o.timeout = 60;
+    const TimeObjective r = time_objective(in, o);
+    std::size_t constructions = 0;
+    for (const TimeCandidate& c : r.candidates) {
+        CAPTURE(c.name);
+        constructions += c.provider == "constructions for time";
+        REQUIRE(c.seconds.size() == o.sizes.size());
+        for (std::size_t i = 0; i < o.sizes.size(); ++i) {
+            const TimePrediction p = predict_time(*c.table, TimeOptions{o.sizes[i], std::nullopt});
+            CHECK(c.seconds[i] == p.asynchronous);
+            CHECK(c.other[i] == p.synchronous);
+        }
+    }
+    CHECK(constructions > 0);
+}

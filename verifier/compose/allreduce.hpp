@@ -62,6 +62,7 @@ struct Candidate {
     SendTable table;     ///< verified by the direct checker under the instance's model
     double predicted_s = 0;  ///< asynchronous time at the size asked for
     std::optional<TimingPlan> plan = std::nullopt;  ///< the table's timing plan, when the shapes built it
+    std::vector<double> seconds = {};  ///< with the plan: its asynchronous time at every size asked for (TimeOptions{size})
 };
 
 /// The boxes of a machine: box b's processors in increasing order (GPU j of box b is boxes[b][j]).

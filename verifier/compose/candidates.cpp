@@ -353,7 +353,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
             if (t.bound * (1 + 1e-3) >= best) continue;
             // what no number of pieces goes below: the busiest link's bytes, and the chain of
             // latencies of one piece (the time of the table with almost nothing to move)
-            if (t.latency < 0) t.latency = predict_time(*t.one->table, TimeOptions{1e-9, std::nullopt}).asynchronous;
+            if (t.latency < 0) t.latency = t.one->plan->predict(TimeOptions{1e-9, std::nullopt}).asynchronous;  // the table's own plan
             t.bound = std::max(t.bound, t.latency);
             if (t.bound * (1 + 1e-3) >= best) continue;
             refine(tables, t, i, at, deadline);
@@ -398,7 +398,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
         std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 (or the most within 500,000 transfers) at {} bytes (asynchronous time)", shape_name(t.shape, kind),
                                       t.d->what, e->pieces, sizes[i]);
-        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan});
+        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->plan ? e->seconds : std::vector<double>{}});
     }
     const Boxes boxes = find_boxes(*in.topology);
     if (in.topology->routers() == 0 && boxes.boxes.size() <= 1) {

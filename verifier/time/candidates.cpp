@@ -165,7 +165,8 @@ void composed(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vec
     if (sizes.empty()) sizes.push_back(1 << 20);
     // unchecked here: gather_candidates checks the tables that can win
     for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false))
-        out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table)), std::move(c.plan)});
+        out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table)), std::move(c.plan),
+                       std::move(c.seconds)});
     if (Clock::now() >= q.deadline) notes.push_back("constructions for time: the time limit came before every shape and piece count was tried");
 }
 
@@ -223,6 +224,23 @@ void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<
             notes.push_back(fmt::format("nvls: {}", e.what()));
             return;
         }
+    }
+}
+
+/// The candidate's times at the query's sizes by its plan (both kinds). A provider that predicted its own plan
+/// asynchronously at every size (no --link; `same`: the plan is the table's as the query stamps it) hands those
+/// times over in `seconds`: the same run, not made again; the synchronous time is one pass.
+void time_at_sizes(TimeCandidate& c, const CandidateQuery& q, bool same) {
+    const bool known = same && !q.link && c.seconds.size() == q.sizes.size();
+    const std::vector<double> asynchronous = known ? std::move(c.seconds) : std::vector<double>{};
+    c.seconds.clear(), c.other.clear();
+    for (std::size_t s = 0; s < q.sizes.size(); ++s) {
+        const TimeOptions at{q.sizes[s], q.link};
+        TimePrediction p;
+        if (known) p.asynchronous = asynchronous[s], p.synchronous = c.plan->synchronous(at);
+        else p = c.plan->predict(at);
+        c.seconds.push_back(q.time == TimeKind::asynchronous ? p.asynchronous : p.synchronous);
+        c.other.push_back(q.time == TimeKind::asynchronous ? p.synchronous : p.asynchronous);
     }
 }
 
@@ -299,12 +317,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
             continue;
         }
         Timed x{i, {}, 0};
-        c.seconds.clear(), c.other.clear();
-        for (double m : q.sizes) {
-            const TimePrediction p = c.plan->predict(TimeOptions{m, q.link});
-            c.seconds.push_back(q.time == TimeKind::asynchronous ? p.asynchronous : p.synchronous);
-            c.other.push_back(q.time == TimeKind::asynchronous ? p.synchronous : p.asynchronous);
-        }
+        time_at_sizes(c, q, same);
         x.seconds = c.seconds;
         if (int n = names[c.name]++; n > 0) c.name += fmt::format(" ({})", n + 1);
         ts.push_back(std::move(x));
