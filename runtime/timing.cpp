@@ -226,13 +226,19 @@ public:
         p_.channel.resize(T);
         p_.moved.resize(T);
         for (std::uint32_t i = 0; i < T; ++i) {
+            poll(i);
             p_.step[i] = t_.transfers[i].step;
             p_.channel[i] = t_.transfers[i].channel;
             p_.moved[i] = chunks_moved(ms_, t_.transfers[i].message);
         }
+        // between the passes too: their indexes sort millions of entries on 1,024 GPUs (an
+        // allgather's plan ran 3 s past --timeout)
         index_arrivals();
+        poll(0xffff);
         add_conditions();
+        poll(0xffff);
         program_order();
+        poll(0xffff);
         wakes();
     }
 
@@ -251,7 +257,9 @@ private:
                 if (auto v = value_set(ms_, p)) value_arrivals_.add(key(to, v->chunk), i);
             });
         }
+        poll(0xffff);
         base_arrivals_.build();
+        poll(0xffff);
         value_arrivals_.build();
     }
 
@@ -315,8 +323,11 @@ private:
                 ++p_.pending[j];
             });
         }
+        poll(0xffff);
         p_.waiters.build();
+        poll(0xffff);
         notify.build();
+        poll(0xffff);
         p_.notify_off.assign(T + 1, 0);
         p_.notify.reserve(notify.size());
         for (std::size_t pos = 0; pos < notify.size(); ++pos) {
@@ -365,6 +376,7 @@ private:
         const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
         p_.wake_off.assign(T + 1, 0);
         for (std::uint32_t i = 0; i < T; ++i) {
+            poll(i);
             const Transfer& x = t_.transfers[i];
             const Node v = topo_.channel(x.channel).to;
             ms_.for_each_part(x.message, [&](MessageId p) {

@@ -374,7 +374,7 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
                 return std::nullopt;
             }
         }
-    Plan plan(in.topology, in.model, coll);
+    Plan plan(in.topology, in.model, coll, deadline);
     if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, cycles, sh, pieces);
     if (kind == CollectiveKind::reduce_scatter) reduce_scatter_plan(plan, boxes, cycles, sh, pieces);
     if (kind == CollectiveKind::allgather) allgather_plan(plan, boxes, cycles, sh, pieces);

@@ -33,12 +33,21 @@ private:
 
 std::optional<SendTable> Plan::lower(std::string* why, Deadline deadline) const {
     const Topology& t = *topo_;
+    // Polled every 65,536 sends and between the passes: on 4,096 GPUs one shape has tens of
+    // millions of sends, and lowering it ran minutes past --timeout.
+    std::uint64_t polls = 0;
+    auto poll = [&](bool now = false) {
+        if ((now || (++polls & 0xffff) == 0) && deadline.passed()) throw LimitReached("time limit (lowering a composition's plan)");
+    };
+    poll(true);
     std::vector<PlannedSend> sends = sends_;
     std::stable_sort(sends.begin(), sends.end(), [](const PlannedSend& a, const PlannedSend& b) { return a.step < b.step; });
     Routes routes(t);
     // the physical steps of each logical step: its longest route
     std::vector<std::uint32_t> stretch(sends.empty() ? 1 : sends.back().step + 1, 0);
+    poll(true);
     for (const PlannedSend& s : sends) {
+        poll();
         const std::vector<ChannelId>& r = routes(s.from, s.to);
         if (r.empty()) {
             if (why) *why = fmt::format("no route from {} to {}", t.node_name(s.from), t.node_name(s.to));
@@ -64,6 +73,7 @@ std::optional<SendTable> Plan::lower(std::string* why, Deadline deadline) const 
     const bool partials = coll_.reduces();
     b.reserve(sends.size());
     for (const PlannedSend& s : sends) {
+        poll();
         const Step at = start[s.step];
         const MessageId m = partials ? b.composites().intern({MessageKind::partial, s.item, static_cast<std::uint32_t>(at), {MessageId{idx(s.from)}}, {}})
                                      : MessageId{s.item};
@@ -75,9 +85,11 @@ std::optional<SendTable> Plan::lower(std::string* why, Deadline deadline) const 
         table.transfers.erase(std::unique(table.transfers.begin(), table.transfers.end()), table.transfers.end());
     }
     if (partials) {
-        resolve_partials(table);
+        resolve_partials(table, deadline);
+        poll(true);
         table.canonicalize_composites();
     }
+    poll(true);
     fit_rounds(table);
     return table;
 }

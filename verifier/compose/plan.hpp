@@ -32,9 +32,15 @@ struct PlannedSend {
 
 class Plan {
 public:
-    Plan(std::shared_ptr<const Topology> topo, Model model, Collective coll) : topo_(std::move(topo)), model_(model), coll_(std::move(coll)) {}
+    /// `deadline`: send() throws LimitReached once it passes (read every 65,536 sends: one shape on
+    /// 4,096 GPUs plans tens of millions of sends, seconds past --timeout unpolled).
+    Plan(std::shared_ptr<const Topology> topo, Model model, Collective coll, Deadline deadline = {})
+        : topo_(std::move(topo)), model_(model), coll_(std::move(coll)), deadline_(deadline) {}
 
-    void send(std::uint32_t step, Node from, Node to, std::uint32_t item) { sends_.push_back({step, from, to, item}); }
+    void send(std::uint32_t step, Node from, Node to, std::uint32_t item) {
+        if ((sends_.size() & 0xffff) == 0xffff && deadline_.passed()) throw LimitReached("time limit (planning a composition)");
+        sends_.push_back({step, from, to, item});
+    }
     std::size_t size() const { return sends_.size(); }
     const Collective& collective() const { return coll_; }
 
@@ -46,6 +52,7 @@ private:
     std::shared_ptr<const Topology> topo_;
     Model model_;
     Collective coll_;
+    Deadline deadline_;
     std::vector<PlannedSend> sends_;
 };
 
