@@ -111,9 +111,15 @@ private:
     std::vector<Interval> iv_;
 };
 
+}  // namespace
+
+namespace timing_internal {
+
 /// A multimap from 64-bit keys to transfer indices, filled once, then sorted (by key, then
 /// value) and only read by binary search: hash maps of vectors took twice the time and the
-/// memory on tables of a million transfers.
+/// memory on tables of a million transfers. In a named namespace: TimingPlan::Impl holds one,
+/// and a field of a type local to this file is a warning under unity builds
+/// (-Wsubobject-linkage).
 class Index {
 public:
     using Entry = std::pair<std::uint64_t, std::uint32_t>;
@@ -133,7 +139,9 @@ private:
     std::vector<Entry> kv_;
 };
 
-}  // namespace
+}  // namespace timing_internal
+
+using timing_internal::Index;
 
 /// A min-heap of four children a node (by `>`): fewer levels than std::priority_queue's two, each
 /// level's children side by side in memory. Elements strictly ordered by `>` (as the events are)
