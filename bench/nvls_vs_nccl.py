@@ -57,21 +57,30 @@ def optimize_json(a, here, m):
     return json.loads(r.stdout)
 
 
+def parse_args(machines, timeout):
+    """The options both tables take (this one and bench/sharp_vs_nccl.py): (args, repository root),
+    or None on a bad option."""
+    ap = argparse.ArgumentParser(add_help=False)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--bin", default=os.environ.get("COLLSCHED", os.path.join(here, "build/tools/collsched")))
+    ap.add_argument("--machines", default=machines)
+    ap.add_argument("--sizes", default="64K,1M,16M,256M,1G")
+    ap.add_argument("--timeout", default=timeout)
+    ap.add_argument("--json-dir", default=None)
+    try:
+        return ap.parse_args(), here
+    except SystemExit:
+        return None
+
+
 def main():
     if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0
-    ap = argparse.ArgumentParser(add_help=False)
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    ap.add_argument("--bin", default=os.environ.get("COLLSCHED", os.path.join(here, "build/tools/collsched")))
-    ap.add_argument("--machines", default="dgx_h100_nvls,h100nvls2x8,h100nvls4x8")
-    ap.add_argument("--sizes", default="64K,1M,16M,256M,1G")
-    ap.add_argument("--timeout", default="300")
-    ap.add_argument("--json-dir", default=None)
-    try:
-        a = ap.parse_args()
-    except SystemExit:
+    parsed = parse_args("dgx_h100_nvls,h100nvls2x8,h100nvls4x8", "300")
+    if parsed is None:
         return 2
+    a, here = parsed
     failed = False
     for m in a.machines.split(","):
         path = os.path.join(here, "schedules/machines", m + ".json")

@@ -17,29 +17,20 @@ Usage: bench/sharp_vs_nccl.py [--bin build/tools/collsched] [--machines h100shar
                               [--sizes 64K,1M,16M,256M,1G] [--timeout 600] [--json-dir DIR]
 Exit 0, 1 when a run fails or collsched is slower than a generated NCCL algorithm, 2 on usage errors.
 """
-import argparse
-import os
 import sys
 
 
-from nvls_vs_nccl import fmt_b, fmt_t, optimize_json  # the same cells and runs as the NVLS tables
+from nvls_vs_nccl import fmt_b, fmt_t, optimize_json, parse_args  # the same cells and runs as the NVLS tables
 
 
 def main():
     if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0
-    ap = argparse.ArgumentParser(add_help=False)
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    ap.add_argument("--bin", default=os.environ.get("COLLSCHED", os.path.join(here, "build/tools/collsched")))
-    ap.add_argument("--machines", default="h100sharp2x8,h100sharp4x8,h100sharp8x8,h100sharp16x8")
-    ap.add_argument("--sizes", default="64K,1M,16M,256M,1G")
-    ap.add_argument("--timeout", default="600")
-    ap.add_argument("--json-dir", default=None)
-    try:
-        a = ap.parse_args()
-    except SystemExit:
+    parsed = parse_args("h100sharp2x8,h100sharp4x8,h100sharp8x8,h100sharp16x8", "600")
+    if parsed is None:
         return 2
+    a, here = parsed
     failed = False
     print("| machine | size | collsched's fastest | time | CollNet Direct gen. | CollNet Chain gen. | NVLS + CollNet gen. | "
           "NVLS_TREE gen. | NCCL's model: Direct / Chain / NVLS | bound | gap |")
