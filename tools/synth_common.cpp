@@ -1,5 +1,6 @@
 #include "tools/synth_common.hpp"
 
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "compiler/io/table_io.hpp"
 #include "dsl/diagnostics.hpp"
 #include "support/teardown.hpp"
+#include "support/trace.hpp"
 #include "compiler/io/table_printer.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
@@ -26,7 +28,9 @@ void InstanceArgs::add_to(CLI::App& cmd, std::string_view topology_example, cons
 }
 
 SynthInstance InstanceArgs::instance(RouteSpace routes, bool check_size, const RunLimits& limits) const {
+    trace("machine: read {}", topology);
     auto topo = Topology::parse(topology, limits);
+    trace("machine: {} processors, {} routers, {} channels", topo->processors(), topo->routers(), topo->channels().size());
     bury(topo);  // the command's machine lives to its end: not freed at exit (support/teardown.hpp)
     return SynthInstance{topo, apply_model_options(topo->default_model(), model), Collective::parse(collective, *topo, check_size), routes};
 }

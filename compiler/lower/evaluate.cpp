@@ -452,6 +452,7 @@ private:
             }
         }
         if (env_.reporter.diags().error_count() != errors) throw Stop{};
+        if (env_.options.accept && !env_.options.accept(*env_.topo, out_.model, out_.collective)) throw Stop{};  // not wanted: no error
         timing_wormhole_ = out_.model.timing == Timing::wormhole;
         default_send_ = out_.collective.row().send;
     }

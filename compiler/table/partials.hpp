@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,48 @@ enum class Arrival : std::uint8_t { combined, replaced, counted_twice };
 /// buffer is unchanged and `twice` (when given) names the contributions counted twice: "a(2)",
 /// "a(2) and a(3)", "a(2), a(3) and 4 more".
 Arrival apply_arrival(SourceSet& buffer, const std::vector<std::uint32_t>& sources, std::string* twice = nullptr);
+
+/// The buffer rule on every processor's buffer of every chunk at once, each contributor set held
+/// once (interned): a buffer is the number of its set, so a copy (every arrival of an allgather's
+/// sum) costs nothing and equal buffers share one set. Sets of one source are numbered by the
+/// source (0..P-1), larger sets from P on in the order they first occur. Shared by the planner of
+/// the constructions (verifier/compose/plan.cpp), resolve_partials and the direct checker: on
+/// 1,024 GPUs with 1,024 chunks every buffer of an allreduce ends with all 1,024 sources, which as
+/// a sorted vector per buffer was 4 GiB and a copy of 4 KiB per arrival.
+class PartialBuffers {
+public:
+    using SetId = std::uint32_t;
+
+    PartialBuffers(std::uint32_t processors, std::uint32_t chunks);
+    /// The set processor p's buffer of `chunk` holds (initially {p}).
+    SetId held(std::uint32_t p, std::uint32_t chunk) const { return buffer_[std::size_t{p} * chunks_ + chunk]; }
+    /// A set's sources, sorted and distinct (a view into this object: valid until the next intern).
+    std::span<const std::uint32_t> sources(SetId) const;
+    std::size_t size(SetId s) const { return s < processors_ ? 1 : s == empty ? 0 : sets_.items()[s - processors_].sources.size(); }
+    /// The empty set (a partial read without sources: it combines with nothing and is held by no buffer).
+    static constexpr SetId empty = ~SetId{0} - 1;
+    /// The number of a set of sources (sorted and distinct).
+    SetId intern(std::span<const std::uint32_t> sorted);
+    /// The chunk and set a message names under the buffer rule (a value a(s) or a partial a({...}), as partial_of),
+    /// nullopt for any other message; a partial's set is interned once per message id.
+    std::optional<std::pair<std::uint32_t, SetId>> set_of(const Messages&, MessageId);
+    /// Applies the buffer rule to processor p's buffer of `chunk` for an arriving set. On
+    /// counted_twice the buffer is unchanged and `twice` (when given) names what is counted twice.
+    Arrival arrive(std::uint32_t p, std::uint32_t chunk, SetId arriving, std::string* twice = nullptr);
+    /// The table's message naming set s of `chunk`: a(s) for one source, else the partial interned
+    /// in `reg` (once per set and chunk while `reg` is the same registry).
+    MessageId message(SetId s, std::uint32_t chunk, Composites& reg, const Messages& ms);
+    /// `a({0..3},c)` (partial_name of the set).
+    std::string name(const Messages&, SetId s, std::uint32_t chunk) const;
+
+private:
+    std::uint32_t processors_, chunks_;
+    std::vector<SetId> buffer_;                 // per (processor, chunk)
+    std::vector<std::uint32_t> singles_;        // 0..P-1: the sources of the sets of one
+    Composites sets_;                           // the sets of two or more sources, numbered from P
+    std::unordered_map<std::uint64_t, MessageId> named_;  // (set, chunk) -> the table's message
+    std::vector<SetId> of_composite_;           // per composite message of the table: its set (~0: not yet)
+};
 
 /// What a final buffer lacks or has too much against a goal: "it misses a(3)", "it also counts a(5)".
 std::string goal_gap(const SourceSet& have, const SourceSet& want);

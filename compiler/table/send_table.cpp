@@ -338,8 +338,11 @@ void canonicalize_composites(SendTable& t, Deadline deadline) {
     });
     if (partial_goals) {
         const Messages ms = t.messages();
+        std::optional<std::pair<std::uint32_t, std::uint32_t>> last;  // every processor of an allreduce has the same goal per chunk
         t.collective.for_each_partial_goal(t.topology->processors(), table_chunks(t), [&](std::uint32_t c, std::uint32_t hi, Node) {
             if ((++goals & 0x3ff) == 0 && deadline.passed()) throw LimitReached("time limit (the table's composites)");
+            if (last == std::pair{c, hi}) return;
+            last = {c, hi};
             partial_message(*fresh, ms, SourceSet::range(0, hi), c);
         });
     }

@@ -74,6 +74,50 @@ TEST_CASE("reductions: the buffer rule") {
     CHECK(goal_gap(SourceSet({0, 1, 2}), SourceSet::range(0, 1)) == "it also counts a(2)");
 }
 
+TEST_CASE("reductions: the interned buffers follow the buffer rule of SourceSet, arrival by arrival") {
+    // PartialBuffers (sets interned, a buffer the number of its set) against the rule on sorted
+    // vectors, on random arrivals of what other buffers hold, sums of every source among them
+    const std::uint32_t P = 6, C = 2;
+    std::mt19937 rng(7);
+    PartialBuffers fast(P, C);
+    std::vector<SourceSet> slow;
+    for (std::uint32_t p = 0; p < P; ++p)
+        for (std::uint32_t c = 0; c < C; ++c) slow.emplace_back(p);
+    auto as_vector = [&](PartialBuffers::SetId s) {
+        const auto v = fast.sources(s);
+        return std::vector<std::uint32_t>(v.begin(), v.end());
+    };
+    int kinds[3] = {0, 0, 0};
+    for (int i = 0; i < 4000; ++i) {
+        const std::uint32_t from = rng() % P, to = rng() % P, c = rng() % C;
+        const bool all = rng() % 10 == 0;
+        const PartialBuffers::SetId arriving = all ? fast.intern(SourceSet::range(0, P - 1).items()) : fast.held(from, c);
+        const std::vector<std::uint32_t> sources = all ? SourceSet::range(0, P - 1).items() : slow[from * C + c].items();
+        REQUIRE(as_vector(arriving) == sources);
+        std::string twice_fast, twice_slow;
+        const Arrival a = fast.arrive(to, c, arriving, &twice_fast), b = apply_arrival(slow[to * C + c], sources, &twice_slow);
+        REQUIRE(a == b);
+        REQUIRE(twice_fast == twice_slow);
+        REQUIRE(slow[to * C + c] == as_vector(fast.held(to, c)));
+        ++kinds[static_cast<int>(a)];
+    }
+    CHECK(kinds[0] > 0);  // every outcome met
+    CHECK(kinds[1] > 0);
+    CHECK(kinds[2] > 0);
+    // equal sets are one number; a table's message names each (set, chunk) once
+    CHECK(fast.intern(std::vector<std::uint32_t>{2}) == 2);
+    CHECK(fast.intern(std::vector<std::uint32_t>{1, 4}) == fast.intern(std::vector<std::uint32_t>{1, 4}));
+    SendTable t = compile_ok("topology ring(6)\ncollective allreduce\nstep 1 { send 0 -> 1 msg a(0) }\n");
+    const Messages ms = t.messages();
+    const PartialBuffers::SetId s = fast.intern(std::vector<std::uint32_t>{1, 4});
+    const MessageId m = fast.message(s, 0, t.composite_registry(), t.messages());
+    CHECK(fast.message(s, 0, t.composite_registry(), t.messages()) == m);
+    CHECK(t.messages().name(m) == "a({1,4})");
+    CHECK(fast.set_of(t.messages(), m) == std::pair<std::uint32_t, PartialBuffers::SetId>{0, s});
+    CHECK(fast.set_of(ms, ms.value(3)) == std::pair<std::uint32_t, PartialBuffers::SetId>{0, 3});
+    CHECK_FALSE(fast.set_of(ms, ms.broadcast(3)));
+}
+
 TEST_CASE("reductions: a correct allreduce on a ring of 3 holds in all three witnesses") {
     SendTable t = compile_ok(R"(
 topology ring(3)

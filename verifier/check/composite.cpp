@@ -22,7 +22,6 @@ namespace {
 struct Holdings {
     std::unordered_set<std::uint32_t> received;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;
-    std::vector<SourceSet> buffer;  ///< the buffer rule of partials: the contributor set per chunk
 };
 
 /// One router's copies of one message (hop timing).
@@ -40,8 +39,8 @@ public:
           partials_(uses_partials(t)), chunks_(table_chunks(t)) {
         for (std::uint32_t p = 0; p < P_; ++p) {
             if (t_.collective.initial(ms_, ms_.value(p))) held_[p].ranges.push_back({p, p});
-            if (partials_) held_[p].buffer.assign(chunks_, SourceSet{p});
         }
+        if (partials_) buffers_.emplace(P_, chunks_);
     }
 
     void run() {
@@ -75,9 +74,9 @@ private:
     }
 
     /// Whether processor p holds m at the end of the step processed last.
-    bool holds(std::uint32_t p, MessageId m) const {
+    bool holds(std::uint32_t p, MessageId m) {
         if (partials_) {
-            if (auto pv = partial_of(ms_, m)) return held_[p].buffer[pv->chunk] == pv->sources;
+            if (auto pv = buffers_->set_of(ms_, m)) return buffers_->held(p, pv->first) == pv->second;
         }
         if (!ms_.is_composite(m)) {
             MessageKey k = ms_.key(m);
@@ -90,9 +89,9 @@ private:
     }
 
     /// Why processor p does not hold m (after "... sends m in step s but").
-    std::string lacking(std::uint32_t p, MessageId m) const {
+    std::string lacking(std::uint32_t p, MessageId m) {
         if (partials_)
-            if (auto pv = partial_of(ms_, m)) return fmt::format("its buffer holds {}", partial_name(ms_, held_[p].buffer[pv->chunk], pv->chunk));
+            if (auto pv = buffers_->set_of(ms_, m)) return fmt::format("its buffer holds {}", buffers_->name(ms_, buffers_->held(p, pv->first), pv->first));
         if (ms_.is_composite(m) || ms_.key(m).kind == MessageKind::value) {
             MessageKey k = ms_.key(m);
             if (k.kind == MessageKind::bundle) {
@@ -108,17 +107,17 @@ private:
     /// combines into the buffer of its chunk or replaces it (docs/semantics.md, "Reductions").
     void receive(std::uint32_t p, MessageId m, const Transfer& x) {
         if (partials_) {
-            if (auto pv = partial_of(ms_, m)) {
-                SourceSet& b = held_[p].buffer[pv->chunk];
+            if (auto pv = buffers_->set_of(ms_, m)) {
+                const PartialBuffers::SetId before = buffers_->held(p, pv->first);
                 std::string twice;
-                switch (apply_arrival(b, pv->sources, &twice)) {
+                switch (buffers_->arrive(p, pv->first, pv->second, &twice)) {
                     case Arrival::combined:
                     case Arrival::replaced: break;
                     case Arrival::counted_twice:
                         found_.add(Property::causality,
                                    {Property::causality, x.step, x.channel, Node{p}, {m},
                                     fmt::format("processor {} receives {} in {} {} while its buffer holds {}: combining them counts {} twice",
-                                                node(Node{p}), msg(m), t_.model.timing == Timing::hop ? "step" : "round", x.step, partial_name(ms_, b, pv->chunk), twice)});
+                                                node(Node{p}), msg(m), t_.model.timing == Timing::hop ? "step" : "round", x.step, buffers_->name(ms_, before, pv->first), twice)});
                         break;
                 }
                 return;
@@ -306,7 +305,7 @@ private:
                     const Channel& c = topo_.channel(x.channel);
                     // a processor's partial moves whether or not its buffer holds it (that is reported below, once)
                     bool held = reached.count(key(c.from, x.message)) ||
-                                (topo_.is_processor(c.from) && ((partials_ && partial_of(ms_, x.message)) || holds(idx(c.from), x.message)));
+                                (topo_.is_processor(c.from) && ((partials_ && buffers_->set_of(ms_, x.message)) || holds(idx(c.from), x.message)));
                     if (!held) continue;
                     ok[k - i] = 1;
                     changed = true;
@@ -318,7 +317,7 @@ private:
                 const Transfer& x = xs[k];
                 const Channel& c = topo_.channel(x.channel);
                 route(x);
-                if (ok[k - i] && partials_ && topo_.is_processor(c.from) && partial_of(ms_, x.message) && !holds(idx(c.from), x.message))
+                if (ok[k - i] && partials_ && topo_.is_processor(c.from) && buffers_->set_of(ms_, x.message) && !holds(idx(c.from), x.message))
                     causality(x, c.from, fmt::format("processor {} sends {} in round {} but {}", node(c.from), msg(x.message), r,
                                                      lacking(idx(c.from), x.message)));
                 if (!ok[k - i])
@@ -329,7 +328,7 @@ private:
             for (std::size_t k = i; k < end; ++k) {
                 Node to = topo_.channel(xs[k].channel).to;
                 // an illegal transfer delivers a partial (the rule of both timings for partials, docs/semantics.md)
-                const bool delivers = ok[k - i] || (partials_ && partial_of(ms_, xs[k].message));
+                const bool delivers = ok[k - i] || (partials_ && buffers_->set_of(ms_, xs[k].message));
                 if (delivers && topo_.is_processor(to)) receive(idx(to), xs[k].message, xs[k]);
             }
             i = end;
@@ -376,10 +375,13 @@ private:
         for (const Requirement& q : t_.requirements)
             if (!holds(idx(q.at), q.message)) missing(q.message, q.at);
         if (partials_) {
+            std::optional<std::pair<std::uint32_t, PartialBuffers::SetId>> goal;  // (hi, its set): alike for every processor of an allreduce
             t_.collective.for_each_partial_goal(P_, chunks_, [&](std::uint32_t c, std::uint32_t hi, Node p) {
-                const SourceSet& b = held_[idx(p)].buffer[c];
-                SourceSet want = SourceSet::range(0, hi);
-                if (b == want) return;
+                if (!goal || goal->first != hi) goal = {hi, buffers_->intern(SourceSet::range(0, hi).items())};
+                const PartialBuffers::SetId have = buffers_->held(idx(p), c);
+                if (have == goal->second) return;
+                const std::span<const std::uint32_t> held = buffers_->sources(have);
+                const SourceSet b(std::vector<std::uint32_t>(held.begin(), held.end())), want = SourceSet::range(0, hi);
                 std::vector<MessageId> ids;
                 if (auto id = find_partial(ms_, want, c)) ids.push_back(*id);
                 found_.add(Property::completeness, {Property::completeness, 0, std::nullopt, p, std::move(ids),
@@ -419,6 +421,7 @@ private:
     std::vector<ChannelId> route_;
     const bool partials_;
     const std::uint32_t chunks_;
+    std::optional<PartialBuffers> buffers_;  ///< the buffer rule of partials: every processor's contributor set per chunk
 };
 
 }  // namespace

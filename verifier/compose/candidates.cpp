@@ -12,6 +12,7 @@
 #include "runtime/timing.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/trace.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
 #include "verifier/compose/alltoall.hpp"
@@ -160,13 +161,17 @@ public:
         if (fresh) {
             e.d = &d, e.shape_index = shape_index, e.shape = sh, e.pieces = k;
             try {
+                trace("shape {} ({}), {} pieces: build", shape_name(sh, in_.collective.kind), d.what, k);
                 e.table = build_shape(in_, d.boxes, sh, k, nullptr, deadline);
                 if (e.table) {
                     e.transfers = e.table->transfers.size();
+                    trace("  {} transfers; timing plan", e.transfers);
                     e.plan.emplace(*e.table, deadline);
                     for (double m : sizes_) e.seconds.push_back(e.plan->predict(TimeOptions{m, std::nullopt}).asynchronous);
+                    trace("  timed");
                 }
             } catch (const LimitReached&) {
+                trace("  stopped by the time limit");
                 e.table.reset();
                 e.plan.reset();
                 e.seconds.clear();
@@ -392,6 +397,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         }
         const SendTable& table = *rebuilt;
         // a construction that does not hold (or not checked in time) is left out; unchecked, the caller checks
+        trace("rebuilt {}, {} pieces ({} transfers)", shape_name(t.shape, kind), e->pieces, table.transfers.size());
         if (verify && !verify_direct(table, check).holds()) continue;
         const bool again = std::any_of(out.begin(), out.end(), [&](const Candidate& c) {
             return c.table.collective == table.collective && c.table.transfers == table.transfers;

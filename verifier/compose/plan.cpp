@@ -72,22 +72,40 @@ std::optional<SendTable> Plan::lower(std::string* why, Deadline deadline) const 
     TableBuilder b(topo_, model_, coll_);
     const bool partials = coll_.reduces();
     b.reserve(sends.size());
-    for (const PlannedSend& s : sends) {
-        poll();
-        const Step at = start[s.step];
-        const MessageId m = partials ? b.composites().intern({MessageKind::partial, s.item, static_cast<std::uint32_t>(at), {MessageId{idx(s.from)}}, {}})
-                                     : MessageId{s.item};
-        Step h = at;
-        for (ChannelId c : routes(s.from, s.to)) b.hop(h++, c, m);
+    // A reduction's sends carry what the sender's buffer holds when its logical step starts (the
+    // buffer rule, compiler/table/partials.hpp): the logical steps take disjoint physical steps, so
+    // every arrival of one is in before the next one's sends leave, and the rule is replayed here
+    // per logical step (as resolve_partials would replay it per physical step on references).
+    std::optional<PartialBuffers> buffers;
+    std::optional<Messages> ms;
+    if (partials) buffers.emplace(t.processors(), coll_.chunks), ms.emplace(t.processors(), &b.composites(), coll_.chunks);
+    std::vector<std::pair<const PlannedSend*, PartialBuffers::SetId>> arrivals;
+    for (std::size_t i = 0; i < sends.size();) {
+        std::size_t end = i;
+        while (end < sends.size() && sends[end].step == sends[i].step) ++end;
+        arrivals.clear();
+        for (std::size_t k = i; k < end; ++k) {
+            poll();
+            const PlannedSend& s = sends[k];
+            MessageId m{s.item};
+            if (partials) {
+                const PartialBuffers::SetId held = buffers->held(idx(s.from), s.item);
+                m = buffers->message(held, s.item, b.composites(), *ms);
+                arrivals.emplace_back(&s, held);
+            }
+            Step h = start[s.step];
+            for (ChannelId c : routes(s.from, s.to)) b.hop(h++, c, m);
+        }
+        for (const auto& [s, set] : arrivals) buffers->arrive(idx(s->to), s->item, set);
+        i = end;
     }
     SendTable table = std::move(b).finish(deadline);
     if (model_.replicate) {  // a router that holds m copies it: one transfer per (step, channel, message)
         table.transfers.erase(std::unique(table.transfers.begin(), table.transfers.end()), table.transfers.end());
     }
     if (partials) {
-        resolve_partials(table, deadline);
         poll(true);
-        table.canonicalize_composites();
+        canonicalize_composites(table, deadline);
     }
     poll(true);
     fit_rounds(table);

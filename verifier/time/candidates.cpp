@@ -9,6 +9,7 @@
 
 #include "compiler/table/duality.hpp"
 #include "support/error.hpp"
+#include "support/trace.hpp"
 #include "verifier/baselines/nccl.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
@@ -47,6 +48,14 @@ std::uint64_t rough_transfers(CollectiveKind k, std::uint64_t P, std::uint64_t C
 
 constexpr std::uint64_t max_transfers = std::uint64_t{1} << 19;
 
+/// When a provider's step stops: at most `cap` seconds and `share` of the time left before the
+/// query's deadline. Under a short --timeout or on a large machine the providers first in line
+/// took all of it and those after them (the constructions for time, NCCL's algorithms) did not
+/// run: on 1,024 GPUs the hierarchical synthesis took its 20 s of a 60 s limit.
+Clock::time_point until(const CandidateQuery& q, double cap, double share) {
+    return std::min(Deadline::at(q.deadline).share(share).when(), Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cap)));
+}
+
 /// NCCL's ring algorithms on k rings (verifier/synth/constructions/rings.cpp) at C = base, 2 base, ...:
 /// few chunks pay fewer latencies, many pipeline better; the time decides between them.
 void rings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
@@ -57,11 +66,11 @@ void rings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector
     std::size_t found = 0;
     // at most 6 s and 40 % of the time left: under a short --timeout the rings took all of it, and the providers after
     // them (NCCL's algorithms among them) were not run
-    const Clock::time_point until = std::min(Deadline::at(q.deadline).share(0.4).when(), Clock::now() + std::chrono::seconds(6));
-    for (std::uint64_t C = base; C <= 4096 && rough_transfers(k, P, C) <= max_transfers && Clock::now() < until; C *= 4) {
+    const Clock::time_point stop = until(q, 6, 0.2);
+    for (std::uint64_t C = base; C <= 4096 && rough_transfers(k, P, C) <= max_transfers && Clock::now() < stop; C *= 4) {
         auto x = with_chunks(q.instance, static_cast<std::uint32_t>(C));
         if (!x) break;
-        auto r = ring_schedule(*x, until);
+        auto r = ring_schedule(*x, stop);
         if (!r) break;
         out.push_back({fmt::format("rings C={}", C), r->source, "rings", false, std::make_shared<const SendTable>(std::move(r->table))});
         ++found;
@@ -95,14 +104,14 @@ void packings(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vec
     // drain less), within 10 s
     std::vector<std::uint32_t> counts = chunks_for(b->rounds_per_chunk, 256, outside, P);
     if (counts.size() > 5) counts.erase(counts.begin() + 1, counts.end() - 4);
-    const Clock::time_point until = std::min(q.deadline, Clock::now() + std::chrono::seconds(10));
+    const Clock::time_point stop = until(q, 10, 0.25);
     for (std::uint32_t C : counts) {
-        if (Clock::now() >= until || rough_transfers(CollectiveKind::allgather, P, C) > max_transfers) continue;
+        if (Clock::now() >= stop || rough_transfers(CollectiveKind::allgather, P, C) > max_transfers) continue;
         PackingOptions po;
         po.target = b->rounds_per_chunk;
         po.outside = outside;
         po.chunks = {C};
-        po.seconds = std::max(0.5, std::chrono::duration<double>(until - Clock::now()).count());
+        po.seconds = std::max(0.5, std::chrono::duration<double>(stop - Clock::now()).count());
         auto p = pack_trees(build, po);
         if (!p) continue;
         SendTable table = reverse ? reduce_scatter_from_allgather(p->table) : std::move(p->table);
@@ -119,14 +128,14 @@ void least_steps(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::
     if (!x) return;
     if (x->collective.row().has_partials()) return;  // reductions: the rings and the library cover them
     try {
-        auto r = known_schedule(*x, true, std::min(q.deadline, Clock::now() + std::chrono::seconds(5)));
+        auto r = known_schedule(*x, true, until(q, 5, 0.1));
         if (r) out.push_back({"least steps C=1", r->source, "least steps", false, std::make_shared<const SendTable>(std::move(r->table))});
     } catch (const InputError& e) {
         notes.push_back(fmt::format("least steps: {}", e.what()));
     }
     if (!greedy_problem(*x).empty()) return;
     GreedyOptions go;
-    go.deadline = Deadline::at(std::min(q.deadline, Clock::now() + std::chrono::seconds(10)));
+    go.deadline = Deadline::at(until(q, 10, 0.1));
     GreedyResult g = greedy_synthesize(*x, go);
     if (g.table) out.push_back({"greedy C=1", g.source, "greedy", false, std::make_shared<const SendTable>(std::move(*g.table))});
     else notes.push_back("greedy: " + g.reason);
@@ -142,9 +151,9 @@ void hierarchical(const CandidateQuery& q, std::vector<TimeCandidate>& out, std:
         return;
     }
     HierarchicalOptions ho;
-    const Clock::time_point until = std::min(q.deadline, Clock::now() + std::chrono::seconds(20));
-    ho.phase.timeout = std::max(1.0, std::chrono::duration<double>(until - Clock::now()).count());
-    ho.deadline = Deadline::at(until);
+    const Clock::time_point stop = until(q, 20, 0.2);
+    ho.phase.timeout = std::max(1.0, std::chrono::duration<double>(stop - Clock::now()).count());
+    ho.deadline = Deadline::at(stop);
     try {
         HierarchicalResult r = hierarchical_synthesize(*x, ho);
         if (r.table)
@@ -273,6 +282,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
     for (const NamedProvider& p : providers) {
         from.push_back(raw.size());
         const auto t0 = Clock::now();
+        trace("provider {}: start", p.name);
         try {
             if (Clock::now() >= build.deadline) notes.push_back(fmt::format("{}: not run (the time limit came first)", p.name));
             else p.provide(build, raw, notes);
@@ -282,6 +292,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
             notes.push_back(fmt::format("{}: stopped by the time limit ({})", p.name, e.what()));
         }
         took.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        trace("provider {}: {} tables in {:.2f} s", p.name, raw.size() - from.back(), took.back());
     }
     // Every table timed (its plan is built once: the comparison reuses it), then checked only where it can decide.
     const Deadline limit = Deadline::at(q.deadline);
@@ -318,6 +329,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         }
         Timed x{i, {}, 0};
         time_at_sizes(c, q, same);
+        trace("timed {} ({}): {} transfers", c.name, c.provider, c.table->transfers.size());
         x.seconds = c.seconds;
         if (int n = names[c.name]++; n > 0) c.name += fmt::format(" ({})", n + 1);
         ts.push_back(std::move(x));
@@ -330,6 +342,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         VerifyOptions vo;
         vo.deadline = limit;
         const VerifyReport r = verify_direct(*c.table, vo);
+        trace("checked {} ({}): {}", c.name, c.provider, r.verdict());
         verify[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
         x.verdict = r.holds() ? 1 : -1;
         if (r.verdict() == "unknown") notes.push_back(fmt::format("{} ({}): not verified before the time limit, left out", c.name, c.provider));

@@ -12,6 +12,7 @@
 #include "dsl/diagnostics.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/trace.hpp"
 
 namespace collsched {
 
@@ -57,8 +58,12 @@ NamedProvider library_provider(const std::string& catalog) {
                         for (const auto& [k, v] : row) defines.push_back(fmt::format("{}={}", k, v)), name += fmt::format(" -D {}={}", k, v);
                         Diagnostics diags;
                         std::optional<SendTable> t;
+                        CompileOptions only_this;  // a schedule of another machine or collective stops at its header
+                        only_this.accept = [&](const Topology& topo, const Model&, const Collective& c) {
+                            return c.kind == q.instance.collective.kind && same_machine(topo, *q.instance.topology);
+                        };
                         try {
-                            t = compile_file(e.file, defines, {}, diags);
+                            t = compile_file(e.file, defines, std::move(only_this), diags);
                         } catch (const InputError&) {
                             continue;
                         }
@@ -79,7 +84,9 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     // The bounds get half of the time at most, the schedules the rest (as optimize's step bounds):
     // on 1,024 GPUs their max flows alone took the whole --timeout and 3.5 s more.
     const RunLimits bound_limits{Deadline::at(deadline).share(0.5), MemoryBudget::standard()};
+    trace("time bounds: start");
     std::optional<TimeBounds> bounds = time_bounds(topo, in.collective, in.model, options.link, bound_limits);
+    trace("time bounds: end");
     if (!bounds) throw InputError(fmt::format("optimize --size: no time bound for {} (allgather, reduce_scatter, allreduce, alltoall, "
                                               "broadcast, reduce, scatter and gather have one)", in.collective.to_string()));
     TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
