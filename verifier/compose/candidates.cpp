@@ -164,7 +164,7 @@ public:
                 if (e.table) {
                     e.transfers = e.table->transfers.size();
                     e.plan.emplace(*e.table, deadline);
-                    for (double m : sizes_) e.seconds.push_back(e.plan->predict(TimeOptions{m, std::nullopt}).asynchronous);
+                    for (double m : sizes_) e.seconds.push_back(e.plan->asynchronous(TimeOptions{m, std::nullopt}));
                 }
             } catch (const LimitReached&) {
                 e.table.reset();
