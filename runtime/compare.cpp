@@ -1,11 +1,13 @@
 #include "runtime/compare.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "support/assert.hpp"
+#include "support/parallel.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "support/text.hpp"
@@ -17,44 +19,128 @@ namespace {
 
 double time_of(const TimingPlan& t, double size, const std::optional<LinkSpeed>& link, TimeKind kind) {
     const TimeOptions opt{size, link};
-    return kind == TimeKind::synchronous ? t.synchronous(opt) : t.predict(opt).asynchronous;
+    return kind == TimeKind::synchronous ? t.synchronous(opt) : t.asynchronous(opt);
 }
 
-/// The size between lo and hi where a and b take equal time (the difference changes sign between
-/// lo and hi, `dlo` and `dhi` its values there), to 0.1 %. Times are close to linear in the size
-/// between changes of the event order, so each round probes just below and above the point where
-/// the difference's chord crosses zero: one round brackets a linear difference to 0.1 % (four
-/// predictions where bisection on log(size) took 24); a round that does not halve the bracket (on
-/// log size) is followed by a bisection step, so it never takes more rounds than bisection.
-double crossover(const TimingPlan& a, const TimingPlan& b, double lo, double hi, double dlo, double dhi, const std::optional<LinkSpeed>& link,
-                 TimeKind kind) {
-    auto diff = [&](double m) { return time_of(a, m, link, kind) - time_of(b, m, link, kind); };
-    const bool lo_sign = dlo < 0;
-    auto take = [&](double m, double d) {
-        if ((d < 0) == lo_sign) lo = m, dlo = d;
-        else hi = m, dhi = d;
-    };
-    constexpr double half = 1.0005;  // a probe pair spans 0.1 %
-    for (int k = 0; k < 60 && hi / lo > 1.001; ++k) {
-        const double width = std::log(hi / lo);
-        double x = dhi != dlo ? lo + dlo * (lo - hi) / (dhi - dlo) : std::sqrt(lo * hi);
-        x = std::clamp(x, lo * half, hi / half);
-        if (hi / lo <= half * half) x = std::sqrt(lo * hi);
-        const double below = std::max(lo, x / half), above = std::min(hi, x * half);
-        take(below, diff(below));
-        if (above > lo && above < hi) take(above, diff(above));
-        if (hi / lo > 1.001 && std::log(hi / lo) > width / 2) {
-            const double mid = std::sqrt(lo * hi);
-            take(mid, diff(mid));
-        }
-    }
-    return std::sqrt(lo * hi);
-}
+/// Tables this large (transfers of the two together) are predicted on two threads at each probe of a crossover:
+/// below it a thread costs more than it saves.
+constexpr std::size_t pair_on_threads = 1 << 14;
+
+/// A chord's probe this far from zero (a share of the smaller |d| at the bracket's ends) ends the chords.
+constexpr double far_from_chord = 0.25;
 
 }  // namespace
 
+double find_crossover(const std::function<double(double)>& d, double lo, double hi, double dlo, double dhi, int* probes,
+                      std::pair<double, double>* bracket) {
+    const double inside = std::sqrt(crossover_ratio);  // a chord's probe lies at least this factor inside the bracket
+    const bool lo_negative = dlo < 0;
+    const double start = std::log(hi / lo);
+    double flo = dlo, fhi = dhi;  // the chord's values at the ends: Illinois halves the one at an end kept twice in a row
+    int kept = 0;                 // the end the last probe kept: +1 hi (it moved lo), -1 lo
+    bool chord = true;
+    for (int n = 0; hi / lo > crossover_ratio && n < 200; ++n) {
+        // chords while they pay: at most one probe more than the halvings of the bracket (on log size) so far
+        if (chord && n > std::log2(start / std::log(hi / lo)) + 1) chord = false;
+        double x = std::sqrt(lo * hi);
+        if (chord && lo * inside < hi / inside && fhi != flo) x = std::clamp(lo + flo * (lo - hi) / (fhi - flo), lo * inside, hi / inside);
+        const double v = d(x);
+        if (probes) ++*probes;
+        // far from the chord's zero: the event order changed in between (often a jump of one time); bisection from here
+        if (chord && std::abs(v) > far_from_chord * std::min(std::abs(dlo), std::abs(dhi))) chord = false;
+        if ((v < 0) == lo_negative) {
+            lo = x, dlo = flo = v;
+            if (kept == 1) fhi /= 2;
+            kept = 1;
+        } else {
+            hi = x, dhi = fhi = v;
+            if (kept == -1) flo /= 2;
+            kept = -1;
+        }
+    }
+    if (bracket) *bracket = {lo, hi};
+    return std::sqrt(lo * hi);
+}
+
+double find_table_crossover(const std::function<double(std::size_t, double)>& time, double lo, double hi, std::array<double, 2> at_lo,
+                            std::array<double, 2> at_hi, bool two_threads, std::array<int, 2>* predictions) {
+    struct Point {
+        double m;
+        std::array<double, 2> t;
+        std::array<bool, 2> exact;  // t[s] predicted, not taken from the line
+    };
+    std::vector<Point> pts{{lo, at_lo, {true, true}}, {hi, at_hi, {true, true}}};
+    auto predict = [&](Point& p, bool first, bool second) {
+        const bool want[2] = {first, second};
+        run_indexed(2, two_threads && first && second ? 2 : 1, [&](std::size_t s) {
+            if (!want[s]) return true;
+            p.t[s] = time(s, p.m), p.exact[s] = true;
+            if (predictions) ++(*predictions)[s];  // one element per thread
+            return true;
+        });
+    };
+    auto line_at = [&](std::size_t s, double m) {  // table s's time at m from its exact times around m
+        const Point *below = nullptr, *above = nullptr;
+        for (const Point& p : pts)
+            if (p.exact[s]) {
+                if (p.m <= m && (!below || p.m > below->m)) below = &p;
+                if (p.m >= m && (!above || p.m < above->m)) above = &p;
+            }
+        return above->m == below->m ? below->t[s] : below->t[s] + (above->t[s] - below->t[s]) * (m - below->m) / (above->m - below->m);
+    };
+    const double dlo = at_lo[0] - at_lo[1], dhi = at_hi[0] - at_hi[1];
+    const double smaller = std::min(std::abs(dlo), std::abs(dhi));
+    int line = -1;      // the table whose time the line gives (-1: none)
+    bool lined = false;  // and whether it ever gave one
+    double off_line = 0;  // how far that table was from the line at the first probe
+    bool first = true;
+    auto d = [&](double m) {
+        Point p{m, {0, 0}, {false, false}};
+        predict(p, line != 0, line != 1);
+        if (line >= 0) p.t[line] = line_at(line, m);
+        double v = p.t[0] - p.t[1];
+        if (line >= 0 && std::abs(v) <= 4 * off_line) {  // too close to zero for the line to tell the sign: exact from here
+            predict(p, line == 0, line == 1);
+            v = p.t[0] - p.t[1];
+            line = -1;
+        }
+        if (first && std::abs(v) > far_from_chord * smaller) {  // find_crossover bisects from here
+            std::array<double, 2> off{};
+            for (std::size_t s : {0, 1}) off[s] = std::abs(p.t[s] - (pts[0].t[s] + (pts[1].t[s] - pts[0].t[s]) * (m - lo) / (hi - lo)));
+            const std::size_t s = off[0] <= off[1] ? 0 : 1;
+            if (off[s] <= far_from_chord * std::min(smaller, std::abs(v))) line = static_cast<int>(s), lined = true, off_line = off[s];
+        }
+        first = false;
+        pts.push_back(p);
+        return v;
+    };
+    std::pair<double, double> br;
+    const double x = find_crossover(d, lo, hi, dlo, dhi, nullptr, &br);
+    if (!lined) return x;
+    // the bracket's ends predicted exactly: the answer when the exact difference changes sign between them
+    const bool lo_negative = dlo < 0;
+    auto on_lo_side = [&](const Point& p) { return (p.t[0] - p.t[1] < 0) == lo_negative; };
+    bool holds = true;
+    for (Point& p : pts)
+        if (p.m == br.first || p.m == br.second) {
+            if (!p.exact[0] || !p.exact[1]) predict(p, !p.exact[0], !p.exact[1]);
+            holds = holds && on_lo_side(p) == (p.m == br.first);
+        }
+    if (holds) return x;
+    std::vector<Point> exact;
+    for (const Point& p : pts)
+        if (p.exact[0] && p.exact[1]) exact.push_back(p);
+    std::sort(exact.begin(), exact.end(), [](const Point& u, const Point& v) { return u.m < v.m; });
+    const Point* best = nullptr;  // the narrowest bracket of a sign change among them
+    for (std::size_t i = 0; i + 1 < exact.size(); ++i)
+        if (on_lo_side(exact[i]) && !on_lo_side(exact[i + 1]) && (!best || exact[i + 1].m / exact[i].m < best[1].m / best[0].m)) best = &exact[i];
+    COLLSCHED_ASSERT(best);  // lo is on its side, hi on the other
+    line = -1;
+    return find_crossover(d, best[0].m, best[1].m, best[0].t[0] - best[0].t[1], best[1].t[0] - best[1].t[1]);
+}
+
 Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link,
-                   TimeKind kind, std::size_t baseline) {
+                   TimeKind kind, std::size_t baseline, unsigned jobs) {
     if (cs.empty()) throw InputError("compare needs at least one schedule or table");
     const SendTable& first = *cs.front().table;
     for (const Contender& c : cs) {
@@ -68,24 +154,29 @@ Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& 
     std::vector<TimingPlan> plans;  // built once per table, run at every size and for the crossovers
     plans.reserve(cs.size());
     for (const Contender& c : cs) plans.emplace_back(*c.table);
-    return compare(cs, plans, sizes, link, kind, baseline);
+    return compare(cs, plans, sizes, link, kind, baseline, jobs);
 }
 
 Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPlan>& plans, const std::vector<double>& sizes,
-                   const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline) {
+                   const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline, unsigned jobs) {
     COLLSCHED_ASSERT(plans.size() == cs.size());
-    std::vector<std::vector<double>> seconds(cs.size(), std::vector<double>(sizes.size())), other = seconds;
-    for (std::size_t c = 0; c < cs.size(); ++c)
-        for (std::size_t i = 0; i < sizes.size(); ++i) {
-            TimePrediction p = plans[c].predict(TimeOptions{sizes[i], link});
-            seconds[c][i] = kind == TimeKind::asynchronous ? p.asynchronous : p.synchronous;
-            other[c][i] = kind == TimeKind::asynchronous ? p.synchronous : p.asynchronous;
-        }
-    return compare_predicted(plans, std::move(seconds), std::move(other), sizes, link, kind, baseline);
+    const std::size_t S = sizes.size();
+    std::vector<std::vector<double>> seconds(cs.size(), std::vector<double>(S)), other = seconds;
+    std::size_t largest = 0;
+    for (const TimingPlan& p : plans) largest = std::max(largest, p.transfers());
+    run_indexed(cs.size() * S, prediction_threads(jobs, largest), [&](std::size_t k) {
+        const std::size_t c = k / S, i = k % S;
+        const TimePrediction p = plans[c].predict(TimeOptions{sizes[i], link});
+        seconds[c][i] = kind == TimeKind::asynchronous ? p.asynchronous : p.synchronous;
+        other[c][i] = kind == TimeKind::asynchronous ? p.synchronous : p.asynchronous;
+        return true;
+    });
+    return compare_predicted(plans, std::move(seconds), std::move(other), sizes, link, kind, baseline, jobs);
 }
 
 Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,
-                             const std::vector<double>& sizes, const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline) {
+                             const std::vector<double>& sizes, const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline,
+                             unsigned jobs) {
     COLLSCHED_ASSERT(plans.size() == seconds.size() && plans.size() == other.size());
     Comparison r;
     r.sizes = sizes;
@@ -99,13 +190,26 @@ Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<s
             if (r.seconds[c][i] < r.seconds[best][i] * (1 - 1e-12)) best = c;
         r.winner.push_back(best);
     }
+    std::vector<std::size_t> at;  // the grid points above which the winner changes
+    std::size_t largest = 0;
     for (std::size_t i = 1; i < sizes.size(); ++i)
         if (r.winner[i] != r.winner[i - 1]) {
-            const std::size_t a = r.winner[i - 1], b = r.winner[i];
-            r.crossovers.push_back({crossover(plans[a], plans[b], sizes[i - 1], sizes[i], r.seconds[a][i - 1] - r.seconds[b][i - 1],
-                                              r.seconds[a][i] - r.seconds[b][i], link, kind),
-                                    a, b});
+            at.push_back(i);
+            largest = std::max({largest, plans[r.winner[i]].transfers(), plans[r.winner[i - 1]].transfers()});
         }
+    // each crossover searched on its own thread, the two predictions of a probe on two where threads are left
+    const unsigned threads = prediction_threads(jobs, largest);
+    const unsigned outer = static_cast<unsigned>(std::min<std::size_t>(threads, at.size())), inner = threads / std::max(outer, 1u);
+    r.crossovers.resize(at.size());
+    run_indexed(at.size(), outer, [&](std::size_t k) {
+        const std::size_t i = at[k], a = r.winner[i - 1], b = r.winner[i];
+        const bool two = inner >= 2 && plans[a].transfers() + plans[b].transfers() >= pair_on_threads;
+        auto time = [&](std::size_t s, double m) { return time_of(plans[s == 0 ? a : b], m, link, kind); };
+        r.crossovers[k] = {find_table_crossover(time, sizes[i - 1], sizes[i], {r.seconds[a][i - 1], r.seconds[b][i - 1]},
+                                                {r.seconds[a][i], r.seconds[b][i]}, two),
+                           a, b};
+        return true;
+    });
     return r;
 }
 

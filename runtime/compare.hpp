@@ -1,13 +1,16 @@
 /** \file
  * "Which schedule wins at which size" (`collsched compare`, docs/time.md): every schedule's
  * predicted time at every size of a grid, the winner per size, the sizes where the winner
- * changes (found between the grid points to 0.1 %), the speed-up of the winner over a
+ * changes (found between the grid points to 0.1 %: find_crossover), the speed-up of the winner over a
  * baseline, and an SVG plot of time or algorithm bandwidth against size on log axes.
  */
 #pragma once
 
+#include <array>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
@@ -24,7 +27,7 @@ struct Contender {
 };
 
 struct Crossover {
-    double size = 0;            ///< where the two times are equal (to 0.1 %)
+    double size = 0;            ///< where the two times are equal (to 0.1 %: find_crossover)
     std::size_t from = 0, to = 0;  ///< contenders: the winner below and above it
 };
 
@@ -39,17 +42,51 @@ struct Comparison {
 };
 
 /// Predicts every contender at every size. Contenders must run the same collective on the same
-/// number of processors (InputError otherwise).
+/// number of processors (InputError otherwise). `jobs`: threads for the predictions (each on its
+/// own; the answer does not depend on it), fewer when the memory budget holds fewer runs at once.
 Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link,
-                   TimeKind kind, std::size_t baseline);
-/// The same with each contender's timing plan already built (plans[c] of cs[c]'s table), as
-/// `optimize --size` has them from choosing what to check.
+                   TimeKind kind, std::size_t baseline, unsigned jobs = 1);
+/// The same with each contender's timing plan already built (plans[c] of cs[c]'s table).
 Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPlan>& plans, const std::vector<double>& sizes,
-                   const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline);
+                   const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline, unsigned jobs = 1);
 /// The same with every time already predicted (seconds[c][i] of the kind that decides, other[c][i]
-/// the other kind, each plans[c].predict at sizes[i]): the winners and the crossovers.
+/// the other kind, each plans[c].predict at sizes[i]): the winners and the crossovers, as
+/// `optimize --size` has them from choosing what to check.
 Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,
-                             const std::vector<double>& sizes, const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline);
+                             const std::vector<double>& sizes, const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline,
+                             unsigned jobs = 1);
+
+/// The width of the bracket a crossover is found to: its ends a factor 1.001 apart (0.1 %).
+inline constexpr double crossover_ratio = 1.001;
+/// The search of compare()'s crossovers (docs/time.md, "Which schedule wins at which size") on a
+/// difference `d` of two times that changes sign between the sizes lo < hi (dlo = d(lo) and
+/// dhi = d(hi) of opposite signs): it narrows a bracket [l, h] of a sign change until h / l <=
+/// crossover_ratio and returns sqrt(l h), within a factor 1.0005 of the sign change. Chords first
+/// (regula falsi on d against the size, Illinois: the value at an end kept twice in a row halved;
+/// each probe at least a factor sqrt(crossover_ratio) inside the bracket, so that a probe next to
+/// a sign change closes it), bisection on log size once a chord's probe is far from zero (more
+/// than a quarter of the smaller end's |d|) or the probes outnumber the halvings of the bracket by
+/// more than one. Between changes of the event order d is affine in the size: two probes there,
+/// where bisection takes 11 or 12 (a factor 4 or 16); never more than two beyond bisection's
+/// count. `probes` (when given) is increased by the calls of `d`; `bracket` (when given) receives [l, h].
+double find_crossover(const std::function<double(double)>& d, double lo, double hi, double dlo, double dhi, int* probes = nullptr,
+                      std::pair<double, double>* bracket = nullptr);
+/// compare()'s crossover of two tables whose times `time(0, M)` and `time(1, M)` are at_lo at lo
+/// and at_hi at hi: find_crossover on their difference, with one shortcut. When its first probe (a
+/// chord's) is far from zero and one table's time there is close to the line through its times at
+/// lo and hi (off by at most a quarter of the smaller |d| at lo, hi and the probe: the other
+/// table's time jumps, a change of its event order), the bisection that follows predicts only the
+/// other table and takes this one's time from the broken line through its predicted times, until
+/// a probe's difference is within four times that table's distance from the line at the first
+/// probe (too close to zero for the line to tell its sign): exact from there. The
+/// ends of the bracket found are then predicted exactly: when the exact difference changes sign
+/// between them that is the answer, else the search runs again, exactly, on the narrowest bracket
+/// of a sign change among the sizes predicted exactly. Either way the answer is the middle of a
+/// bracket of a sign change of the exact difference, as without the shortcut. `two_threads`: the
+/// two tables of a probe on two threads; `predictions` (when given) is increased by the calls of
+/// `time` per table.
+double find_table_crossover(const std::function<double(std::size_t, double)>& time, double lo, double hi, std::array<double, 2> at_lo,
+                            std::array<double, 2> at_hi, bool two_threads = false, std::array<int, 2>* predictions = nullptr);
 
 /// What the plot shows against size: the time, or nccl-tests' algorithm bandwidth.
 enum class PlotKind { time, algbw };

@@ -450,22 +450,26 @@ private:
     /// counted with, so j is ready at the latest of its conditions.
     void satisfied(std::uint32_t j, double time, std::uint64_t seq) {
         ready_at_[j] = std::max(ready_at_[j], time);
-        if (--pending_[j] == 0) ready_.push({ready_at_[j], seq, j, 1});
+        if (--pending_[j] == 0) ready_.push(event(ready_at_[j], seq, j));
     }
 
     /// At equal times every arrival first, then the transfers that became ready; among arrivals,
     /// and among ready transfers, in the order the transfers they come from started (ASTRA-sim's
     /// event queue runs the events of one time in the order they were scheduled), then in table
     /// order (the order of the nodes in a Chakra trace).
-    struct Event {  // 24 bytes
+    struct Event {  // 16 bytes: the heaps move less and compare two fields
         double time;
-        std::uint64_t seq;  // arrival: when its transfer started; ready: the arrival that made it ready (0 at time 0)
-        std::uint32_t transfer;
-        std::uint32_t kind;  // 0 arrival, 1 ready
-        bool operator>(const Event& o) const {
-            return std::tie(time, kind, seq, transfer) > std::tie(o.time, o.kind, o.seq, o.transfer);
-        }
+        std::uint64_t key;  // seq << 32 | transfer (seq and transfers below 2^32); the kind is the queue's
+        std::uint32_t transfer() const { return static_cast<std::uint32_t>(key); }
+        std::uint64_t seq() const { return key >> 32; }
+        /// Within one queue (one kind): by time, seq, transfer.
+        bool operator>(const Event& o) const { return time > o.time || (time == o.time && key > o.key); }
     };
+    static Event event(double time, std::uint64_t seq, std::uint32_t transfer) { return {time, seq << 32 | transfer}; }
+    /// Across queues: by time, kind, seq, transfer.
+    static bool later(const Event& x, int kx, const Event& y, int ky) {
+        return x.time > y.time || (x.time == y.time && (kx > ky || (kx == ky && x.key > y.key)));
+    }
 
     const TimingPlan::Impl& p_;
     const Topology& topo_;
@@ -542,7 +546,7 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     tt.start = begin;
     tt.end = begin + hold;
     tt.arrive = tt.end + sp.alpha;
-    events_.push({tt.arrive, ++started_, j, 0});
+    events_.push(event(tt.arrive, ++started_, j));
     if (const std::uint32_t next = p_.next_in_order[j]; next != std::numeric_limits<std::uint32_t>::max()) satisfied(next, begin, started_);
 }
 
@@ -561,23 +565,24 @@ void AsyncRun::run() {
     waiter_done_.assign(p_.waiters.size(), 0);
     std::vector<Event> initial;
     for (std::uint32_t j = 0; j < T; ++j)
-        if (pending_[j] == 0) initial.push_back({0.0, 0, j, 1});
+        if (pending_[j] == 0) initial.push_back(event(0.0, 0, j));
     // the transfers ready at time 0 are in event order already (by transfer): they wait in their own list; the
     // arrivals (many: every started transfer's) and the transfers made ready since (few) in two queues. The least of
     // the three fronts comes next: the same order as one queue of all, each queue smaller
     for (std::size_t next = 0; next < initial.size() || !events_.empty() || !ready_.empty();) {
         const Event* least = next < initial.size() ? &initial[next] : nullptr;
-        for (const QuadHeap<Event>* q : {&events_, &ready_})
-            if (!q->empty() && (!least || *least > q->top())) least = &q->top();
+        int kind = 1;  // 0 arrival, 1 ready
+        if (!events_.empty() && (!least || later(*least, kind, events_.top(), 0))) least = &events_.top(), kind = 0;
+        if (!ready_.empty() && (!least || later(*least, kind, ready_.top(), 1))) least = &ready_.top(), kind = 1;
         const Event e = *least;
         if (next < initial.size() && least == &initial[next]) ++next;
-        else if (!events_.empty() && least == &events_.top()) events_.pop();
+        else if (kind == 0) events_.pop();
         else ready_.pop();
-        if (e.kind == 0) {
-            arrive(e.transfer, e.time, e.seq);
+        if (kind == 0) {
+            arrive(e.transfer(), e.time, e.seq());
             out_.asynchronous = std::max(out_.asynchronous, e.time);
         } else {
-            start(e.transfer, e.time);
+            start(e.transfer(), e.time);
         }
     }
     // every transfer waits only on transfers of earlier steps, so all of them run
@@ -726,18 +731,39 @@ TimingPlan::TimingPlan(const SendTable& t, Deadline deadline) {
     impl_ = std::move(p);
 }
 
-TimePrediction TimingPlan::predict(const TimeOptions& given) const {
-    const TimeOptions opt = with_network_class(*impl_->topo, given);
+namespace {
+
+/// The asynchronous run at `given` (and the synchronous pass too when `both`).
+TimePrediction predict_with(const TimingPlan::Impl& plan, const TimeOptions& given, bool both) {
+    const TimeOptions opt = with_network_class(*plan.topo, given);
     TimePrediction p;
     p.size = opt.size;
-    p.datum_bytes = datum_bytes(impl_->kind, impl_->topo->processors(), opt.size);
-    p.chunk_bytes = p.datum_bytes / impl_->chunks;
-    p.synchronous = sync_time(*impl_, opt, &p.step_seconds);
-    AsyncRun(*impl_, opt, p).run();
+    p.datum_bytes = datum_bytes(plan.kind, plan.topo->processors(), opt.size);
+    p.chunk_bytes = p.datum_bytes / plan.chunks;
+    if (both) p.synchronous = sync_time(plan, opt, &p.step_seconds);
+    AsyncRun(plan, opt, p).run();
     return p;
 }
 
+}  // namespace
+
+TimePrediction TimingPlan::predict(const TimeOptions& given) const { return predict_with(*impl_, given, true); }
+
 double TimingPlan::synchronous(const TimeOptions& given) const { return sync_time(*impl_, with_network_class(*impl_->topo, given), nullptr); }
+
+double TimingPlan::asynchronous(const TimeOptions& given) const { return predict_with(*impl_, given, false).asynchronous; }
+
+std::size_t TimingPlan::transfers() const { return impl_->step.size(); }
+
+unsigned prediction_threads(unsigned jobs, std::size_t transfers) {
+    if (jobs <= 1) return 1;
+    const MemoryBudget budget = MemoryBudget::standard();
+    // per transfer: its times (32 bytes), its counters (12), the two queues (up to 48), its busy intervals (16 each,
+    // about 3 resources), the waiters' flags
+    const std::uint64_t each = std::max<std::uint64_t>(1, mul_sat(transfers, 160));
+    const std::uint64_t room = budget.none() ? jobs : budget.left() / 2 / each;  // half of what is left: the rest is the run's
+    return static_cast<unsigned>(std::clamp<std::uint64_t>(room, 1, std::max(jobs, 1u)));
+}
 
 double synchronous_time(const SendTable& t, const TimeOptions& given, std::vector<double>* step_seconds) {
     // the plan's conditions are not needed: only steps, channels and chunks moved

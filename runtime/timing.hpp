@@ -119,12 +119,21 @@ public:
     TimePrediction predict(const TimeOptions&) const;
     /// Only the synchronous time.
     double synchronous(const TimeOptions&) const;
+    /// Only the asynchronous time (the same run as predict's, without the synchronous pass).
+    double asynchronous(const TimeOptions&) const;
+    /// The table's transfers.
+    std::size_t transfers() const;
 
     struct Impl;
 
 private:
     std::shared_ptr<const Impl> impl_;
 };
+
+/// How many predictions of plans of up to `transfers` transfers may run at once (on threads: each
+/// prediction is const and holds only its own state): `jobs` (at least 1), fewer when the memory
+/// budget (MemoryBudget::standard) has room for fewer of them beside what is resident.
+unsigned prediction_threads(unsigned jobs, std::size_t transfers);
 
 /// Both predictions for one size. Throws InputError when the table is not causal.
 TimePrediction predict_time(const SendTable&, const TimeOptions&);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -43,7 +44,7 @@ struct OptimizeArgs {
     bool greedy = false;
     bool hierarchical = false;
     std::string start;
-    std::uint32_t jobs = 1;
+    std::uint32_t jobs = 0;  ///< 0: not given (1 for --hierarchical, the hardware threads for --size)
     std::uint64_t seed = 1;
     TimeObjectiveOptions time;  ///< --size/--sizes: time as the objective (verifier/time/objective.hpp)
     std::string time_kind = "async";  ///< --time
@@ -171,6 +172,7 @@ private:
         t.time = args_.time_kind == "sync" ? TimeKind::synchronous : TimeKind::asynchronous;
         t.timeout = opt_timeout();
         t.deadline = run_.when();  // --timeout from the start of the command, the machine's reading included
+        t.jobs = args_.jobs > 0 ? args_.jobs : std::max(1u, std::thread::hardware_concurrency());
         const TimeObjective r = time_objective(in_, t);
         if (!r.candidates.empty())
             for (const std::string& path : args_.outputs)
@@ -226,7 +228,7 @@ private:
         opt_.synth.deadline = std::min(opt_.synth.deadline, run_.when());
         opt_.greedy_only = args_.greedy;
         opt_.hierarchical = args_.hierarchical;
-        opt_.jobs = args_.jobs;
+        opt_.jobs = std::max(args_.jobs, 1u);
         if (args_.greedy && args_.hierarchical)
             throw InputError("--greedy and --hierarchical exclude each other (--hierarchical runs the greedy too)");
         if (args_.hierarchical) {
@@ -356,8 +358,9 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                   "splits), compacted and verified whole; with the counting bounds and the greedy, no solver on the whole machine "
                   "(docs/synthesis.md, \"Hierarchical synthesis\")");
     cmd->add_option("--jobs", args->jobs,
-                    "Threads for the hierarchical compositions (each laid out, compacted and verified on its own; the answers do not "
-                    "depend on it); default 1")
+                    "Threads for the hierarchical compositions (each laid out, compacted and verified on its own; default 1) and for "
+                    "--size's predicted times (each table at each size, each crossover's probes; default the hardware threads); the "
+                    "answers do not depend on it")
         ->check(CLI::Range(1u, 256u));
     cmd->add_option("--start", args->start,
                     "A schedule to start from (a table, or a .sched compiled with its defaults) for the same topology and "

@@ -167,7 +167,7 @@ public:
                     e.transfers = e.table->transfers.size();
                     trace("  {} transfers; timing plan", e.transfers);
                     e.plan.emplace(*e.table, deadline);
-                    for (double m : sizes_) e.seconds.push_back(e.plan->predict(TimeOptions{m, std::nullopt}).asynchronous);
+                    for (double m : sizes_) e.seconds.push_back(e.plan->asynchronous(TimeOptions{m, std::nullopt}));
                     trace("  timed");
                 }
             } catch (const LimitReached&) {

@@ -44,6 +44,7 @@ struct CandidateQuery {
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     TimeKind time = TimeKind::asynchronous;  ///< the time that decides (gather_candidates checks those that can win by it)
     std::optional<LinkSpeed> link = std::nullopt;  ///< --link
+    unsigned jobs = 1;  ///< threads for the predictions (the answers do not depend on it)
 };
 
 /// A provider: appends candidates (not yet verified) and notes on what it could not build.
@@ -65,7 +66,7 @@ NamedProvider nccl_provider();
 
 /// Runs every provider, re-stamps each table with the instance's topology and model (a table for
 /// another machine of the same shape is dropped by the caller's provider), builds its timing plan
-/// and predicts it at every size, and verifies with the direct checker the tables that can decide
+/// and predicts it at every size (on `jobs` threads), and verifies with the direct checker the tables that can decide
 /// something: at each size, by the query's time, the fastest that holds and every one within a
 /// factor 1 + 1e-9 of the ones kept before it (the near ties compare()'s choice of the winner
 /// depends on), and the same among NCCL's algorithms (the speed-up's baseline). The others are

@@ -90,7 +90,7 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     if (!bounds) throw InputError(fmt::format("optimize --size: no time bound for {} (allgather, reduce_scatter, allreduce, alltoall, "
                                               "broadcast, reduce, scatter and gather have one)", in.collective.to_string()));
     TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
-    const CandidateQuery q{in, options.sizes, deadline, options.time, options.link};
+    const CandidateQuery q{in, options.sizes, deadline, options.time, options.link, options.jobs};
     std::vector<NamedProvider> providers = construction_providers();
     providers.push_back(library_provider(options.library));
     providers.push_back(nccl_provider());
@@ -105,7 +105,7 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     std::vector<TimingPlan> plans;
     std::vector<std::vector<double>> seconds, other;
     for (const TimeCandidate& c : r.candidates) plans.push_back(*c.plan), seconds.push_back(c.seconds), other.push_back(c.other);
-    r.comparison = compare_predicted(plans, std::move(seconds), std::move(other), options.sizes, options.link, options.time, 0);
+    r.comparison = compare_predicted(plans, std::move(seconds), std::move(other), options.sizes, options.link, options.time, 0, options.jobs);
     check_bounds(r);
     return r;
 }

@@ -35,6 +35,7 @@ struct TimeObjectiveOptions {
     /// An earlier end than `timeout` from the call (the command's --timeout, which counts from its
     /// start: reading a machine of 1,024 GPUs takes a second or more).
     Clock::time_point deadline = Clock::time_point::max();
+    unsigned jobs = 1;  ///< threads for the predictions (--jobs; the answer does not depend on it)
 };
 
 /// NCCL's own model at one size (src/graph/tuning.cc, verifier/baselines): the algorithm and
