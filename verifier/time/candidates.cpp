@@ -2,6 +2,7 @@
 #include "verifier/time/candidates.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include <fmt/format.h>
@@ -292,14 +293,14 @@ NamedProvider nccl_provider() {
             }};
 }
 
-std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes,
-                                             std::vector<TimeCandidate>* unchecked_out) {
-    std::vector<TimeCandidate> raw;
-    std::vector<std::size_t> from;  // per provider, its first candidate
-    std::vector<double> took;
-    // Every provider and every check holds the query's deadline: a provider is not started once it has passed, one a
-    // limit stops keeps the tables it had (the NCCL baselines and the checks ran after optimize --size's --timeout). The
-    // providers have 80 % of the time left, the checks of their tables the rest.
+namespace {
+
+/// Runs every provider into `raw`; per provider its first candidate (`from`) and its seconds (`took`). Every provider
+/// holds the query's deadline: one is not started once it has passed, one a limit stops keeps the tables it had (the
+/// NCCL baselines and the checks ran after optimize --size's --timeout). The providers have 80 % of the time left,
+/// the timing and checks of their tables the rest.
+void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<TimeCandidate>& raw,
+                   std::vector<std::size_t>& from, std::vector<double>& took, std::vector<std::string>& notes) {
     CandidateQuery build = q;
     build.deadline = Deadline::at(q.deadline).share(0.8).when();
     for (const NamedProvider& p : providers) {
@@ -317,9 +318,29 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         took.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
         trace("provider {}: {} tables in {:.2f} s", p.name, raw.size() - from.back(), took.back());
     }
-    // Every table timed (its plan is built once: the comparison reuses it), then checked only where it can decide.
-    // The plans and predictions have 80 % of the time left, the checks of the fastest the rest: on 1,024 GPUs the
-    // predictions took it all and no table was checked.
+}
+
+/// Per provider: its tables and the seconds it took to build, verify and time them; then the tables left unchecked.
+void provider_notes(const std::vector<NamedProvider>& providers, const std::vector<std::size_t>& from, std::size_t tables,
+                    const std::array<std::vector<double>, 3>& seconds, const std::vector<std::string>& unchecked, std::vector<std::string>& notes) {
+    for (std::size_t p = 0; p < providers.size(); ++p) {
+        const std::size_t n = (p + 1 < from.size() ? from[p + 1] : tables) - from[p];
+        notes.push_back(fmt::format("{}: {} table{} built in {:.2f} s, verified in {:.2f} s (timed in {:.2f} s)", providers[p].name, n,
+                                    n == 1 ? "" : "s", seconds[0][p], seconds[1][p], seconds[2][p]));
+    }
+    if (!unchecked.empty())
+        notes.push_back(fmt::format("not checked, slower at every size than a table that holds (by more than a near tie): {}", fmt::join(unchecked, "; ")));
+}
+
+}  // namespace
+
+std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes,
+                                             std::vector<TimeCandidate>* unchecked_out) {
+    std::vector<TimeCandidate> raw;
+    std::vector<std::size_t> from;  // per provider, its first candidate
+    std::vector<double> took;
+    run_providers(q, providers, raw, from, took, notes);
+    // Every table timed (its plan built once: the comparison reuses it) in 80 % of the time left, then checked where it can decide.
     const Deadline limit = Deadline::at(q.deadline), timing = Deadline::at(limit.share(0.8).when());
     std::vector<double> timed(providers.size(), 0.0), verify(providers.size(), 0.0);
     auto provider_of = [&](std::size_t i) { return static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), i) - from.begin()) - 1; };
@@ -363,21 +384,30 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         ts.push_back(Timed{i, {}, 0});
         timed[provider_of(i)] += std::chrono::duration<double>(Clock::now() - t0).count();
     }
-    std::vector<std::size_t> which;
-    for (const Timed& x : ts) which.push_back(x.raw);
-    const std::vector<double> predicting = time_all(raw, which, given, q, largest, timing);
-    std::vector<Timed> timed_all;
-    for (std::size_t x = 0; x < ts.size(); ++x) {
-        TimeCandidate& c = raw[ts[x].raw];
-        if (predicting[x] < 0) {
-            notes.push_back(fmt::format("{} ({}): not timed at every size before the time limit, left out", c.name, c.provider));
-            c.table.reset(), c.plan.reset();
-            continue;
+    // Two phases (candidates.hpp): the tables of at most 2^22 transfers timed and the fastest checked, then the larger.
+    constexpr std::size_t large = std::size_t{1} << 22;
+    std::vector<char> done(ts.size(), 0);  // 1 timed, -1 left out
+    auto time_phase = [&](bool big) {
+        std::vector<std::size_t> xs, which;
+        std::vector<std::vector<double>> gs;
+        for (std::size_t x = 0; x < ts.size(); ++x)
+            if ((raw[ts[x].raw].plan->transfers() > large) == big) xs.push_back(x), which.push_back(ts[x].raw), gs.push_back(std::move(given[x]));
+        if (xs.empty()) return false;
+        const std::vector<double> predicting = time_all(raw, which, gs, q, largest, timing);
+        for (std::size_t k = 0; k < xs.size(); ++k) {
+            Timed& t = ts[xs[k]];
+            TimeCandidate& c = raw[t.raw];
+            if (predicting[k] < 0) {
+                notes.push_back(fmt::format("{} ({}): not timed at every size before the time limit, left out", c.name, c.provider));
+                c.table.reset(), c.plan.reset();
+                done[xs[k]] = -1;
+                continue;
+            }
+            t.seconds = c.seconds, timed[provider_of(t.raw)] += predicting[k];
+            done[xs[k]] = 1;
         }
-        ts[x].seconds = c.seconds, timed[provider_of(ts[x].raw)] += predicting[x];
-        timed_all.push_back(std::move(ts[x]));
-    }
-    ts = std::move(timed_all);
+        return true;
+    };
     auto holds = [&](Timed& x) {
         if (x.verdict != 0) return x.verdict > 0;
         const TimeCandidate& c = raw[x.raw];
@@ -394,36 +424,34 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
     };
     // At each size, by time: the fastest that holds and every one within 1 + 1e-9 of the slowest kept so far (compare()'s
     // winner is the first of the near ties, within 1e-12; a table past such a gap never changes it); the same among NCCL's.
-    for (std::size_t s = 0; s < q.sizes.size(); ++s)
-        for (bool nccl_only : {false, true}) {
-            std::vector<std::size_t> order;
-            for (std::size_t k = 0; k < ts.size(); ++k)
-                if (!nccl_only || raw[ts[k].raw].nccl) order.push_back(k);
-            std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ts[a].seconds[s] < ts[b].seconds[s]; });
-            double top = -1;
-            for (std::size_t k : order) {
-                if (top >= 0 && ts[k].seconds[s] > top * (1 + 1e-9)) break;
-                if (holds(ts[k])) top = std::max(top, ts[k].seconds[s]);
+    auto check_fastest = [&] {
+        for (std::size_t s = 0; s < q.sizes.size(); ++s)
+            for (bool nccl_only : {false, true}) {
+                std::vector<std::size_t> order;
+                for (std::size_t k = 0; k < ts.size(); ++k)
+                    if (done[k] > 0 && (!nccl_only || raw[ts[k].raw].nccl)) order.push_back(k);
+                std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ts[a].seconds[s] < ts[b].seconds[s]; });
+                double top = -1;
+                for (std::size_t k : order) {
+                    if (top >= 0 && ts[k].seconds[s] > top * (1 + 1e-9)) break;
+                    if (holds(ts[k])) top = std::max(top, ts[k].seconds[s]);
+                }
             }
-        }
+    };
+    if (time_phase(false)) check_fastest();
+    if (time_phase(true)) check_fastest();
     std::vector<TimeCandidate> kept;
     std::vector<std::string> unchecked;
-    for (Timed& x : ts) {
-        TimeCandidate& c = raw[x.raw];
-        if (x.verdict == 0) {
+    for (std::size_t x = 0; x < ts.size(); ++x) {
+        TimeCandidate& c = raw[ts[x].raw];
+        if (done[x] > 0 && ts[x].verdict == 0) {
             unchecked.push_back(c.name);
             c.table.reset(), c.plan.reset();
             if (unchecked_out) unchecked_out->push_back(std::move(c));
         }
-        if (x.verdict > 0) kept.push_back(std::move(c));
+        if (done[x] > 0 && ts[x].verdict > 0) kept.push_back(std::move(c));
     }
-    for (std::size_t p = 0; p < providers.size(); ++p) {
-        const std::size_t n = (p + 1 < from.size() ? from[p + 1] : raw.size()) - from[p];
-        notes.push_back(fmt::format("{}: {} table{} built in {:.2f} s, verified in {:.2f} s (timed in {:.2f} s)", providers[p].name, n,
-                                    n == 1 ? "" : "s", took[p], verify[p], timed[p]));
-    }
-    if (!unchecked.empty())
-        notes.push_back(fmt::format("not checked, slower at every size than a table that holds (by more than a near tie): {}", fmt::join(unchecked, "; ")));
+    provider_notes(providers, from, raw.size(), {took, verify, timed}, unchecked, notes);
     return kept;
 }
 

@@ -126,8 +126,11 @@ std::string json_report(const TimeObjective& r, const std::vector<std::string>& 
 std::string no_nccl_text(const TimeObjective& r) {
     for (const std::string& n : r.notes)
         if (n.starts_with("nccl: not run") || n.starts_with("nccl: stopped") ||
-            (n.starts_with("nccl ") && n.find("not verified before the time limit") != std::string::npos))
-            return "NCCL's algorithms not built or checked within the time limit";
+            (n.starts_with("nccl ") && n.find("before the time limit") != std::string::npos))
+            return "NCCL's algorithms not built, timed or checked within the time limit";
+    for (const std::string& n : r.notes)
+        if (n.starts_with("nccl: ") && n.find(" tables built in ") == std::string::npos && n.find(" table built in ") == std::string::npos)
+            return "NCCL's algorithms not built for this machine (see the notes)";  // e.g. more chunks than message ids hold
     return "no NCCL algorithm for this machine";
 }
 
