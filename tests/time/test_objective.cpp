@@ -155,3 +155,23 @@ TEST_CASE("time objective: the times the constructions hand over are those of a 
     }
     CHECK(constructions > 0);
 }
+
+TEST_CASE("time objective: predictions on threads give the answer of one thread, crossovers included") {
+    // dgx1 allgather: the winner changes between 64 KiB and 1 MiB (docs/time.md); every table at every size and the
+    // crossover's probes on three threads
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/dgx1.json"));
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allgather", *topo)};
+    TimeObjectiveOptions o;
+    o.sizes = {65536, 1048576};
+    o.timeout = 60;
+    o.jobs = 1;
+    const TimeObjective one = time_objective(in, o);
+    o.jobs = 3;
+    const TimeObjective three = time_objective(in, o);
+    REQUIRE(one.comparison.crossovers.size() == 1);
+    CHECK(three.comparison.seconds == one.comparison.seconds);
+    CHECK(three.comparison.other == one.comparison.other);
+    REQUIRE(three.comparison.crossovers.size() == 1);
+    CHECK(three.comparison.crossovers[0].size == one.comparison.crossovers[0].size);
+    CHECK(without_run_times(time_objective_report(three, {}, true)) == without_run_times(time_objective_report(one, {}, true)));
+}
