@@ -176,7 +176,7 @@ Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPla
 
 Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,
                              const std::vector<double>& sizes, const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline,
-                             unsigned jobs) {
+                             unsigned jobs, Deadline deadline) {
     COLLSCHED_ASSERT(plans.size() == seconds.size() && plans.size() == other.size());
     Comparison r;
     r.sizes = sizes;
@@ -204,10 +204,16 @@ Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<s
     run_indexed(at.size(), outer, [&](std::size_t k) {
         const std::size_t i = at[k], a = r.winner[i - 1], b = r.winner[i];
         const bool two = inner >= 2 && plans[a].transfers() + plans[b].transfers() >= pair_on_threads;
-        auto time = [&](std::size_t s, double m) { return time_of(plans[s == 0 ? a : b], m, link, kind); };
-        r.crossovers[k] = {find_table_crossover(time, sizes[i - 1], sizes[i], {r.seconds[a][i - 1], r.seconds[b][i - 1]},
-                                                {r.seconds[a][i], r.seconds[b][i]}, two),
-                           a, b};
+        auto time = [&](std::size_t s, double m) {
+            if (deadline.passed()) throw LimitReached("time limit (a crossover's search)");
+            return time_of(plans[s == 0 ? a : b], m, link, kind);
+        };
+        r.crossovers[k] = {0, a, b, sizes[i - 1], sizes[i]};
+        try {
+            r.crossovers[k].size = find_table_crossover(time, sizes[i - 1], sizes[i], {r.seconds[a][i - 1], r.seconds[b][i - 1]},
+                                                        {r.seconds[a][i], r.seconds[b][i]}, two);
+        } catch (const LimitReached&) {  // left unsearched: its grid points say where it lies
+        }
         return true;
     });
     return r;
@@ -279,6 +285,7 @@ std::string comparison_svg(const std::vector<Contender>& cs, const Comparison& c
                                             : "algorithm bandwidth, nccl-tests' (log scale)");
     // crossovers
     for (const Crossover& x : cmp.crossovers) {
+        if (!x.searched()) continue;
         const double cx = X(x.size);
         s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#555555\" stroke-dasharray=\"5,4\"/>\n", cx, top, top + ph);
         s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" fill=\"#555555\" text-anchor=\"middle\">{}</text>\n", cx, top - 6,

@@ -27,8 +27,10 @@ struct Contender {
 };
 
 struct Crossover {
-    double size = 0;            ///< where the two times are equal (to 0.1 %: find_crossover)
+    double size = 0;            ///< where the two times are equal (to 0.1 %: find_crossover); 0 when not searched
     std::size_t from = 0, to = 0;  ///< contenders: the winner below and above it
+    double lo = 0, hi = 0;      ///< the neighbouring grid points it lies between
+    bool searched() const { return size > 0; }  ///< false: the time limit came before the search ended
 };
 
 struct Comparison {
@@ -52,9 +54,11 @@ Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPla
 /// The same with every time already predicted (seconds[c][i] of the kind that decides, other[c][i]
 /// the other kind, each plans[c].predict at sizes[i]): the winners and the crossovers, as
 /// `optimize --size` has them from choosing what to check.
+/// A crossover whose search `deadline` stops (a probe of two tables of two million transfers each
+/// takes seconds on 1,024 GPUs) is left unsearched: its grid points only (Crossover::searched()).
 Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,
                              const std::vector<double>& sizes, const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline,
-                             unsigned jobs = 1);
+                             unsigned jobs = 1, Deadline deadline = {});
 
 /// The width of the bracket a crossover is found to: its ends a factor 1.001 apart (0.1 %).
 inline constexpr double crossover_ratio = 1.001;

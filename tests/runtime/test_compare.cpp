@@ -140,3 +140,29 @@ TEST_CASE("compare: on multibox 2x8 the crossover is a fine bisection's to 0.1 %
     // the asynchronous time alone is predict's
     for (double m : sizes) CHECK(a.asynchronous(TimeOptions{m, std::nullopt}) == a.predict(TimeOptions{m, std::nullopt}).asynchronous);
 }
+
+TEST_CASE("compare: a crossover whose search the time limit stops is left unsearched, between its grid points") {
+    const SendTable direct = library_table("schedules/multibox/allgather_direct.sched"), piped = library_table("schedules/multibox/allgather_pipelined.sched");
+    const std::vector<TimingPlan> plans{TimingPlan(direct), TimingPlan(piped)};
+    std::vector<double> sizes;
+    for (double m = 1 << 14; m <= 1u << 31; m *= 4) sizes.push_back(m);
+    std::vector<std::vector<double>> seconds(2), other(2);
+    for (std::size_t c = 0; c < 2; ++c)
+        for (double m : sizes) {
+            const TimePrediction p = plans[c].predict(TimeOptions{m, std::nullopt});
+            seconds[c].push_back(p.asynchronous), other[c].push_back(p.synchronous);
+        }
+    const Comparison done = compare_predicted(plans, seconds, other, sizes, std::nullopt, TimeKind::asynchronous, 0, 1);
+    const Comparison stopped = compare_predicted(plans, seconds, other, sizes, std::nullopt, TimeKind::asynchronous, 0, 1, Deadline::after(1e-9));
+    REQUIRE(done.crossovers.size() == 1);
+    REQUIRE(stopped.crossovers.size() == 1);
+    CHECK(done.crossovers[0].searched());
+    CHECK_FALSE(stopped.crossovers[0].searched());
+    CHECK(stopped.winner == done.winner);  // the winners are the grid's: no search needed
+    const Crossover& x = stopped.crossovers[0];
+    CHECK(x.from == done.crossovers[0].from);
+    CHECK(x.to == done.crossovers[0].to);
+    CHECK(x.lo < done.crossovers[0].size);  // the grid points around the crossover the search would find
+    CHECK(done.crossovers[0].size < x.hi);
+    CHECK(x.hi == x.lo * 4);
+}

@@ -105,7 +105,7 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     std::vector<TimingPlan> plans;
     std::vector<std::vector<double>> seconds, other;
     for (const TimeCandidate& c : r.candidates) plans.push_back(*c.plan), seconds.push_back(c.seconds), other.push_back(c.other);
-    r.comparison = compare_predicted(plans, std::move(seconds), std::move(other), options.sizes, options.link, options.time, 0, options.jobs);
+    r.comparison = compare_predicted(plans, std::move(seconds), std::move(other), options.sizes, options.link, options.time, 0, options.jobs, Deadline::at(deadline));
     check_bounds(r);
     return r;
 }

@@ -101,8 +101,11 @@ std::string json_report(const TimeObjective& r, const std::vector<std::string>& 
     for (const char* k : {"size_bytes", "predicted_time_s", "time_lower_bound_s", "time_bound"}) j[k] = rows[0][k];  // the first size
     j["sizes"] = rows;
     auto xs = ojson::array();
-    for (const Crossover& x : r.comparison.crossovers)
-        xs.push_back({{"size_bytes", x.size}, {"below", r.candidates[x.from].name}, {"above", r.candidates[x.to].name}});
+    for (const Crossover& x : r.comparison.crossovers) {
+        ojson o{{"size_bytes", x.searched() ? ojson(x.size) : ojson(nullptr)}, {"below", r.candidates[x.from].name}, {"above", r.candidates[x.to].name}};
+        if (!x.searched()) o["between_bytes"] = {x.lo, x.hi};  // the time limit came before its search ended
+        xs.push_back(std::move(o));
+    }
     j["crossovers"] = xs;
     auto cj = ojson::array();
     for (std::size_t c = 0; c < r.candidates.size(); ++c) {
@@ -162,8 +165,10 @@ std::string text_report(const TimeObjective& r, const std::vector<std::string>& 
                      "vs NCCL's best");
     for (std::size_t i = 0; i < sizes.size(); ++i) s += size_line(r, i);
     for (const Crossover& x : r.comparison.crossovers)
-        s += fmt::format("crossover at {}: {} is faster below, {} above\n", support::format_bytes(x.size), r.candidates[x.from].name,
-                         r.candidates[x.to].name);
+        s += fmt::format("crossover {}: {} is faster below, {} above\n",
+                         x.searched() ? "at " + support::format_bytes(x.size)
+                                      : fmt::format("between {} and {} (not searched within the time limit)", support::format_bytes(x.lo), support::format_bytes(x.hi)),
+                         r.candidates[x.from].name, r.candidates[x.to].name);
     if (r.system) {
         s += "NCCL's own model (src/graph/tuning.cc, its tuner's algorithm and protocol; docs/time.md):";
         for (std::size_t i = 0; i < sizes.size(); ++i) s += fmt::format(" {} {};", support::format_bytes(sizes[i]), model_text(r, i));
