@@ -59,8 +59,8 @@ NamedProvider library_provider(const std::string& catalog) {
                         Diagnostics diags;
                         std::optional<SendTable> t;
                         CompileOptions only_this;  // a schedule of another machine or collective stops at its header
-                        only_this.accept = [&](const Topology& topo, const Model&, const Collective& c) {
-                            return c.kind == q.instance.collective.kind && same_machine(topo, *q.instance.topology);
+                        only_this.accept = [&](const Topology& topo, const Model&, const Collective& coll) {
+                            return coll.kind == q.instance.collective.kind && same_machine(topo, *q.instance.topology);
                         };
                         try {
                             t = compile_file(e.file, defines, std::move(only_this), diags);
