@@ -391,7 +391,8 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         std::vector<std::size_t> xs, which;
         std::vector<std::vector<double>> gs;
         for (std::size_t x = 0; x < ts.size(); ++x)
-            if ((raw[ts[x].raw].plan->transfers() > large) == big) xs.push_back(x), which.push_back(ts[x].raw), gs.push_back(std::move(given[x]));
+            if (done[x] == 0 && (raw[ts[x].raw].plan->transfers() > large) == big)  // not the first phase's (their plans may be freed)
+                xs.push_back(x), which.push_back(ts[x].raw), gs.push_back(std::move(given[x]));
         if (xs.empty()) return false;
         const std::vector<double> predicting = time_all(raw, which, gs, q, largest, timing);
         for (std::size_t k = 0; k < xs.size(); ++k) {
