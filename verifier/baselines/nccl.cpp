@@ -18,6 +18,12 @@ std::uint32_t fit_pieces(std::uint32_t wanted, double transfers_per_piece) {
     return p;
 }
 
+/// The ring's pieces per chunk: `wanted` (0: NCCL's default, 1) while the table stays within max_transfers.
+std::uint32_t ring_pieces(CollectiveKind kind, std::uint32_t P, std::uint32_t channels, std::uint32_t wanted) {
+    const double per_piece = (kind == CollectiveKind::allreduce ? 2.0 : 1.0) * (P - 1) * P * channels * 2;
+    return fit_pieces(wanted ? wanted : 1, per_piece);
+}
+
 std::vector<Algorithm> algorithms_for(CollectiveKind kind, const System& s) {
     switch (kind) {
     case CollectiveKind::allreduce: return {Algorithm::ring, Algorithm::tree};
@@ -42,8 +48,7 @@ Baseline build(const std::shared_ptr<const Topology>& topo, const Model& model, 
     switch (a) {
     case Algorithm::ring: {
         const std::vector<Ring> rings = nccl_rings(t, l, s, g.channels);
-        const double per_piece = (kind == CollectiveKind::allreduce ? 2.0 : 1.0) * (P - 1) * P * g.channels * 2;
-        bl.pieces = fit_pieces(o.pieces ? o.pieces : 1, per_piece);
+        bl.pieces = ring_pieces(kind, P, g.channels, o.pieces);
         bl.table = ring_table(topo, model, kind, rings, bl.pieces, o.deadline);
         bl.source = fmt::format("NCCL's ring on {} channel{} (src/graph/search.cc: one ring per channel, every box entered and left "
                                 "through the channel's NIC; src/device/ runRing), {} piece{} per chunk",
@@ -76,7 +81,7 @@ Baseline build(const std::shared_ptr<const Topology>& topo, const Model& model, 
 }  // namespace
 
 std::vector<Baseline> nccl_baselines(std::shared_ptr<const Topology> topo, const Collective& coll, const Model& model, double size,
-                                     const BaselineOptions& o) {
+                                     const BaselineOptions& o, std::vector<std::string>* unbuilt) {
     if (model.timing != Timing::hop)
         throw InputError("NCCL's algorithms are built under hop timing (their steps take several rounds); this model has timing=wormhole");
     const System s = nccl_system(*topo);
@@ -84,12 +89,27 @@ std::vector<Baseline> nccl_baselines(std::shared_ptr<const Topology> topo, const
     std::vector<Baseline> out;
     for (Algorithm a : algorithms_for(coll.kind, s)) {
         poll_deadline(o.deadline, "algorithms");
-        Baseline b = build(topo, model, coll.kind, a, s, l, o);
+        Baseline b;
+        try {
+            b = build(topo, model, coll.kind, a, s, l, o);
+        } catch (const InputError& e) {
+            if (!unbuilt) throw;
+            unbuilt->push_back(fmt::format("{}: {}", to_string(a), e.what()));
+            continue;
+        }
         if (size > 0) b.model = nccl_best_protocol(s, coll.kind, a, nccl_bytes(coll.kind, topo->processors(), size));
         out.push_back(std::move(b));
     }
     return out;
 }
+
+RingRoutes nccl_ring_routes(const Topology& t, CollectiveKind kind, std::uint32_t pieces) {
+    const System s = nccl_system(t);
+    const std::uint32_t channels = nccl_ring_graph(s).channels;
+    return {nccl_rings(t, nccl_layout(t), s, channels), ring_pieces(kind, t.processors(), channels, pieces)};
+}
+
+std::vector<Algorithm> nccl_algorithms(const Topology& t, CollectiveKind kind) { return algorithms_for(kind, nccl_system(t)); }
 
 Baseline nccl_baseline(std::shared_ptr<const Topology> topo, const Collective& coll, const Model& model, std::string_view name, double size,
                        const BaselineOptions& o) {

@@ -139,6 +139,25 @@ struct CollnetModel {
 };
 std::vector<CollnetModel> nccl_collnet_models(const System&, CollectiveKind, double nccl_bytes);
 
+/// One of NCCL's rings (a channel's): the processors in ring order and, per position i, the
+/// channels from position i to i+1 (a route through routers or a PXN relay has several).
+struct Ring {
+    std::vector<Node> order;
+    std::vector<std::vector<ChannelId>> hops;
+};
+
+/// NCCL's rings for `kind` on the machine, as `ring` builds its table on them, without the table:
+/// one ring per channel and the pieces per chunk (`pieces` wanted, 0 for the default, as
+/// BaselineOptions). Throws InputError as nccl_baselines does.
+struct RingRoutes {
+    std::vector<Ring> rings;
+    std::uint32_t pieces = 1;
+};
+RingRoutes nccl_ring_routes(const Topology&, CollectiveKind, std::uint32_t pieces = 0);
+
+/// NCCL's algorithms for `kind` on the machine (what nccl_baselines builds), by name order.
+std::vector<Algorithm> nccl_algorithms(const Topology&, CollectiveKind);
+
 struct BaselineOptions {
     /// Chunks per ring position and channel (rings) or per tree channel (trees): NCCL's slices
     /// in flight. 0: the default (rings 1, trees 4); tables are capped at about 4 million transfers.
@@ -164,8 +183,11 @@ struct Baseline {
 /// fills each one's `model` at that size M (collsched's size of one datum). Throws InputError
 /// when the machine is not one NCCL's model describes or the model forbids the tables
 /// (wormhole timing). An empty result: no NCCL algorithm for that collective.
+/// With `unbuilt`, an algorithm whose table cannot be built here (InputError: e.g. more chunks than
+/// 32-bit message ids hold, NCCL's ring allreduce on 1,024 GPUs) is left out and named there
+/// ("ring: why") instead of stopping the others.
 std::vector<Baseline> nccl_baselines(std::shared_ptr<const Topology>, const Collective&, const Model&, double size = 0,
-                                     const BaselineOptions& = {});
+                                     const BaselineOptions& = {}, std::vector<std::string>* unbuilt = nullptr);
 
 /// One of them by name ("ring", "tree", "pat", "p2p"); InputError naming those that exist when
 /// it does not run that collective.

@@ -26,12 +26,7 @@ Layout nccl_layout(const Topology&);
 /// through `via` (the GPU of the channel's NIC in u's box, NCCL's PXN) when given, else the route.
 std::vector<ChannelId> connection(const Topology&, Node u, Node v, std::optional<Node> via);
 
-/// Per channel, its ring: the processors in ring order and, per position i, the channels from
-/// position i to i+1 (a route through routers or a PXN relay has several).
-struct Ring {
-    std::vector<Node> order;
-    std::vector<std::vector<ChannelId>> hops;
-};
+/// Per channel, its ring (nccl.hpp's Ring).
 std::vector<Ring> nccl_rings(const Topology&, const Layout&, const System&, std::uint32_t channels);
 
 /// A box's parent in NCCL's double binary tree over n boxes (src/graph/trees.cc ncclGetDtree; tree

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -285,12 +286,15 @@ std::vector<NamedProvider> construction_providers() {
 }
 
 NamedProvider nccl_provider() {
-    return {"nccl", [](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>&) {
+    return {"nccl", [](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
                 nccl::BaselineOptions o;
                 o.deadline = Deadline::at(q.deadline);  // they were built after the time limit (12 s past --timeout 5 on 128 GPUs)
-                for (nccl::Baseline& b : nccl::nccl_baselines(q.instance.topology, q.instance.collective, q.instance.model, 0, o))
+                std::vector<std::string> unbuilt;  // "ring: why" (its ring allreduce on 1,024 GPUs: more chunks than message ids hold)
+                for (nccl::Baseline& b : nccl::nccl_baselines(q.instance.topology, q.instance.collective, q.instance.model, 0, o, &unbuilt))
                     out.push_back({"nccl " + b.name, b.source, "nccl", true, std::make_shared<const SendTable>(std::move(b.table))});
-            }};
+                for (const std::string& u : unbuilt) notes.push_back("nccl " + u);
+            },
+            true};
 }
 
 namespace {
@@ -303,20 +307,29 @@ void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& pr
                    std::vector<std::size_t>& from, std::vector<double>& took, std::vector<std::string>& notes) {
     CandidateQuery build = q;
     build.deadline = Deadline::at(q.deadline).share(0.8).when();
-    for (const NamedProvider& p : providers) {
-        from.push_back(raw.size());
+    std::vector<std::vector<TimeCandidate>> made(providers.size());
+    took.assign(providers.size(), 0);
+    std::vector<std::size_t> order(providers.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::ranges::stable_partition(order, [&](std::size_t p) { return providers[p].first; });
+    for (std::size_t k : order) {
+        const NamedProvider& p = providers[k];
         const auto t0 = Clock::now();
         trace("provider {}: start", p.name);
         try {
             if (Clock::now() >= build.deadline) notes.push_back(fmt::format("{}: not run (the time limit came first)", p.name));
-            else p.provide(build, raw, notes);
+            else p.provide(build, made[k], notes);
         } catch (const InputError& e) {
             notes.push_back(fmt::format("{}: {}", p.name, e.what()));
         } catch (const LimitReached& e) {
             notes.push_back(fmt::format("{}: stopped by the time limit ({})", p.name, e.what()));
         }
-        took.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        trace("provider {}: {} tables in {:.2f} s", p.name, raw.size() - from.back(), took.back());
+        took[k] = std::chrono::duration<double>(Clock::now() - t0).count();
+        trace("provider {}: {} tables in {:.2f} s", p.name, made[k].size(), took[k]);
+    }
+    for (std::vector<TimeCandidate>& m : made) {  // in the providers' order, whichever ran first
+        from.push_back(raw.size());
+        for (TimeCandidate& c : m) raw.push_back(std::move(c));
     }
 }
 

@@ -13,6 +13,7 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "support/trace.hpp"
+#include "verifier/time/nccl_bounds.hpp"
 
 namespace collsched {
 
@@ -38,6 +39,57 @@ void check_bounds(const TimeObjective& r) {
                 COLLSCHED_ASSERT_MSG(bad.empty(), bad);
             }
     }
+}
+
+/// NCCL's ring's lower bounds at every size (nccl_bounds.hpp), computed before the providers run:
+/// cheap (on 1,024 GPUs 0.1 to 0.5 s), and needed most where the ring's table is not built.
+std::optional<NcclUnbuilt> ring_bounds(const SynthInstance& in, const TimeObjectiveOptions& options) {
+    const CollectiveKind k = in.collective.kind;
+    if (options.time != TimeKind::asynchronous) return std::nullopt;
+    try {
+        const auto algorithms = nccl::nccl_algorithms(*in.topology, k);
+        if (std::ranges::find(algorithms, nccl::Algorithm::ring) == algorithms.end()) return std::nullopt;
+        const nccl::RingRoutes routes = nccl::nccl_ring_routes(*in.topology, k);
+        NcclUnbuilt u{"nccl ring", ""};
+        for (double m : options.sizes) {
+            TimeOptions o;
+            o.size = m;
+            o.uniform_unit = options.link;
+            RingTimeBound b = nccl_ring_time_bound(*in.topology, k, routes, o);
+            u.lower_bound_s.push_back(b.seconds), u.argument.push_back(std::move(b.argument));
+        }
+        return u;
+    } catch (const InputError&) {
+        return std::nullopt;  // not a machine NCCL describes: no NCCL algorithm at all
+    }
+}
+
+/// NCCL's algorithms for the collective that have no candidate or unchecked table, with why (the
+/// providers' notes) and, for the ring, `ring`'s bounds.
+std::vector<NcclUnbuilt> nccl_without_time(const TimeObjective& r, const std::optional<NcclUnbuilt>& ring) {
+    std::vector<NcclUnbuilt> out;
+    std::vector<nccl::Algorithm> algorithms;
+    try {
+        algorithms = nccl::nccl_algorithms(*r.instance.topology, r.instance.collective.kind);
+    } catch (const InputError&) {
+        return out;
+    }
+    auto timed = [&](const std::string& name) {
+        auto is = [&](const TimeCandidate& c) { return c.provider == "nccl" && c.name == name; };
+        return std::ranges::any_of(r.candidates, is) || std::ranges::any_of(r.unchecked, is);
+    };
+    for (nccl::Algorithm a : algorithms) {
+        const std::string name = fmt::format("nccl {}", nccl::to_string(a));
+        if (timed(name)) continue;
+        NcclUnbuilt u = a == nccl::Algorithm::ring && ring ? *ring : NcclUnbuilt{name, ""};
+        for (const std::string& n : r.notes)  // its own note ("nccl ring: not built: ...", "nccl ring (nccl): not timed ..."), else the provider's
+            if (n.starts_with(name + ":") || n.starts_with(name + " (")) u.why = n.substr(name.size() + (n[name.size()] == ':' ? 2 : 1));
+        for (const std::string& n : r.notes)
+            if (u.why.empty() && n.starts_with("nccl: ")) u.why = n.substr(6);
+        if (u.why.empty()) u.why = "not built";
+        out.push_back(std::move(u));
+    }
+    return out;
 }
 
 }  // namespace
@@ -90,11 +142,14 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     if (!bounds) throw InputError(fmt::format("optimize --size: no time bound for {} (allgather, reduce_scatter, allreduce, alltoall, "
                                               "broadcast, reduce, scatter and gather have one)", in.collective.to_string()));
     TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
+    const std::optional<NcclUnbuilt> ring = ring_bounds(in, options);
+    trace("NCCL's ring's bounds: end");
     const CandidateQuery q{in, options.sizes, deadline, options.time, options.link, options.jobs};
     std::vector<NamedProvider> providers = construction_providers();
     providers.push_back(library_provider(options.library));
     providers.push_back(nccl_provider());
     r.candidates = gather_candidates(q, providers, r.notes, &r.unchecked);
+    r.nccl_unbuilt = nccl_without_time(r, ring);
     try {
         r.system = nccl::nccl_system(topo);
     } catch (const InputError& e) {
@@ -121,6 +176,15 @@ std::optional<std::size_t> TimeObjective::nccl_best(std::size_t i) const {
     for (std::size_t c = 0; c < candidates.size(); ++c)
         if (candidates[c].nccl && (!best || comparison.seconds[c][i] < comparison.seconds[*best][i])) best = c;
     return best;
+}
+
+NcclVersus TimeObjective::nccl_versus(std::size_t i) const {
+    NcclVersus v;
+    if ((v.timed = nccl_best(i))) v.timed_s = comparison.seconds[*v.timed][i];
+    for (std::size_t u = 0; u < nccl_unbuilt.size(); ++u)
+        if (!nccl_unbuilt[u].lower_bound_s.empty() && (!v.bounded || nccl_unbuilt[u].lower_bound_s[i] < v.bound_s))
+            v.bounded = u, v.bound_s = nccl_unbuilt[u].lower_bound_s[i];
+    return v;
 }
 
 std::optional<NcclModelPick> TimeObjective::nccl_model(std::size_t i) const {

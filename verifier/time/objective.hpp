@@ -45,6 +45,32 @@ struct NcclModelPick {
     nccl::ModelChoice choice;
 };
 
+/// One of NCCL's algorithms that runs the collective on the machine but has no verified time in
+/// the run: its table could not be built (NCCL's ring allreduce on 1,024 GPUs needs more chunks
+/// than 32-bit message ids hold) or was not built, timed or checked within the time limit. For
+/// the ring, a proved lower bound on its asynchronous time per size, from its routes alone
+/// (nccl_bounds.hpp), so that a speed-up over it is still stated, as "at least".
+struct NcclUnbuilt {
+    std::string name;  ///< as its candidate would be named: "nccl ring"
+    std::string why;
+    std::vector<double> lower_bound_s = {};  ///< per size; empty: no bound (not a ring, or another time kind)
+    std::vector<std::string> argument = {};  ///< per size: which resource or chain
+};
+
+/// What is known of NCCL's best at one size: the fastest of its algorithms that were timed, and
+/// the least lower bound of those that were not.
+struct NcclVersus {
+    std::optional<std::size_t> timed;    ///< a candidate index
+    double timed_s = 0;
+    std::optional<std::size_t> bounded;  ///< an index of nccl_unbuilt with a bound
+    double bound_s = 0;
+    /// The timed one is NCCL's best: no algorithm without a time can be faster.
+    bool exact() const { return timed && (!bounded || timed_s <= bound_s); }
+    /// What NCCL's best takes at least (exact() or not).
+    double at_least() const { return timed && (!bounded || timed_s <= bound_s) ? timed_s : bound_s; }
+    bool known() const { return timed || bounded; }
+};
+
 /// One run of the time objective.
 struct TimeObjective {
     SynthInstance instance;
@@ -58,6 +84,8 @@ struct TimeObjective {
     /// Tables timed but not checked (slower at every size than a table that holds; no table or
     /// plan kept): their names and times, for scripts (JSON `unchecked`).
     std::vector<TimeCandidate> unchecked = {};
+    /// NCCL's algorithms without a time here (none when every one was timed).
+    std::vector<NcclUnbuilt> nccl_unbuilt = {};
 
     /// The fastest candidate at size i (at least one candidate).
     const TimeCandidate& winner(std::size_t i) const { return candidates[comparison.winner[i]]; }
@@ -67,6 +95,8 @@ struct TimeObjective {
     bool met_everywhere() const;
     /// The fastest of NCCL's algorithms at size i (a candidate index), if any candidate is one.
     std::optional<std::size_t> nccl_best(std::size_t i) const;
+    /// NCCL's best at size i from the timed algorithms and the bounds of those without a time.
+    NcclVersus nccl_versus(std::size_t i) const;
     /// NCCL's tuner at size i: nullopt for alltoall or a machine NCCL's model does not describe.
     std::optional<NcclModelPick> nccl_model(std::size_t i) const;
     /// NCCL's own model of NVLS (one box) or NVLS_TREE (several) at size i, where the machine's

@@ -69,12 +69,20 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     auto files = ojson::array();
     for (const std::string& path : witnesses) files.push_back(time_witness_path(r, path, i));
     j["witness"] = files;
-    if (auto n = r.nccl_best(i)) {
-        j["nccl_best"] = r.candidates[*n].name;
-        j["nccl_best_s"] = r.comparison.seconds[*n][i];
-        j["speedup_over_nccl"] = r.comparison.seconds[*n][i] / t;
-    } else {
-        j["nccl_best"] = nullptr;
+    // NCCL's best: exact when its fastest timed algorithm is faster than every bound of those
+    // without a time, else "at least" (the least of those bounds)
+    const NcclVersus v = r.nccl_versus(i);
+    j["nccl_best"] = !v.known() ? ojson(nullptr) : v.exact() ? ojson(r.candidates[*v.timed].name) : ojson(r.nccl_unbuilt[*v.bounded].name);
+    j["nccl_best_s"] = v.exact() ? ojson(v.timed_s) : ojson(nullptr);
+    j["speedup_over_nccl"] = v.exact() ? ojson(v.timed_s / t) : ojson(nullptr);
+    j["nccl_best_at_least_s"] = v.known() ? ojson(v.at_least()) : ojson(nullptr);
+    j["speedup_over_nccl_at_least"] = v.known() ? ojson(v.at_least() / t) : ojson(nullptr);
+    if (!r.nccl_unbuilt.empty()) {
+        auto uj = ojson::array();
+        for (const NcclUnbuilt& u : r.nccl_unbuilt)
+            uj.push_back({{"name", u.name}, {"why", u.why}, {"lower_bound_s", u.lower_bound_s.empty() ? ojson(nullptr) : ojson(u.lower_bound_s[i])},
+                          {"argument", u.argument.empty() ? ojson(nullptr) : ojson(u.argument[i])}});
+        j["nccl_without_time"] = uj;
     }
     if (auto mdl = r.nccl_model(i))
         j["nccl_model"] = {{"algorithm", nccl::to_string(mdl->algorithm)}, {"protocol", nccl::to_string(mdl->choice.protocol)},
@@ -137,18 +145,34 @@ std::string no_nccl_text(const TimeObjective& r) {
     return "no NCCL algorithm for this machine";
 }
 
+/// The speed-up over NCCL's best at size i: exact over the fastest timed algorithm when no
+/// algorithm without a time can be faster (its bound is above), "at least" over a bound, "not
+/// shown" where a bound is below collsched's time (NCCL's algorithm might be faster; it was not
+/// timed).
+std::string versus_text(const TimeObjective& r, std::size_t i) {
+    const double t = r.winner_seconds(i);
+    const NcclVersus v = r.nccl_versus(i);
+    std::string untimed;
+    for (const NcclUnbuilt& u : r.nccl_unbuilt)
+        if (u.lower_bound_s.empty()) untimed += fmt::format("; {} not timed", u.name);
+    if (!v.known()) return no_nccl_text(r);
+    const std::string timed = v.timed ? fmt::format("{:.2f}x over {} ({})", v.timed_s / t, r.candidates[*v.timed].name, support::format_seconds(v.timed_s)) : "";
+    if (v.exact()) return timed + untimed;
+    const std::string& name = r.nccl_unbuilt[*v.bounded].name;
+    if (t <= v.bound_s)
+        return fmt::format(">= {:.2f}x over {} (>= {}, its lower bound: not timed){}", v.bound_s / t, name, support::format_seconds(v.bound_s), untimed);
+    return fmt::format("not shown: {} not timed, its lower bound {} is below{}{}", name, support::format_seconds(v.bound_s),
+                       timed.empty() ? "" : "; " + timed, untimed);
+}
+
 /// One row of the text table: the size, the fastest, its time, the bound, the gap, algbw, busbw
 /// and the speed-up over NCCL's best.
 std::string size_line(const TimeObjective& r, std::size_t i) {
     const double m = r.options.sizes[i], t = r.winner_seconds(i);
     const TimeBound b = evaluate(r.bounds, m);
-    const auto n = r.nccl_best(i);
-    const double nt = n ? r.comparison.seconds[*n][i] : 0;
     return fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}  {:>6.1f}%  {:>11}  {:>11}  {}\n", support::format_bytes(m), r.winner(i).name,
                        support::format_seconds(t), support::format_seconds(b.seconds), gap_percent(t, b.seconds),
-                       support::format_bandwidth(algbw(m, t)), support::format_bandwidth(busbw(*r.winner(i).table, m, t)),
-                       n ? fmt::format("{:.2f}x over {} ({})", nt / t, r.candidates[*n].name, support::format_seconds(nt))
-                         : no_nccl_text(r));
+                       support::format_bandwidth(algbw(m, t)), support::format_bandwidth(busbw(*r.winner(i).table, m, t)), versus_text(r, i));
 }
 
 std::string text_report(const TimeObjective& r, const std::vector<std::string>& witnesses) {
@@ -169,6 +193,13 @@ std::string text_report(const TimeObjective& r, const std::vector<std::string>& 
                          x.searched() ? "at " + support::format_bytes(x.size)
                                       : fmt::format("between {} and {} (not searched within the time limit)", support::format_bytes(x.lo), support::format_bytes(x.hi)),
                          r.candidates[x.from].name, r.candidates[x.to].name);
+    for (const NcclUnbuilt& u : r.nccl_unbuilt) {
+        s += fmt::format("{} not timed ({})", u.name, u.why);
+        if (!u.lower_bound_s.empty())
+            s += fmt::format("; its time at {} is at least {}: {} (docs/time.md, \"NCCL's ring without its table\")",
+                             support::format_bytes(sizes.back()), support::format_seconds(u.lower_bound_s.back()), u.argument.back());
+        s += "\n";
+    }
     if (r.system) {
         s += "NCCL's own model (src/graph/tuning.cc, its tuner's algorithm and protocol; docs/time.md):";
         for (std::size_t i = 0; i < sizes.size(); ++i) s += fmt::format(" {} {};", support::format_bytes(sizes[i]), model_text(r, i));

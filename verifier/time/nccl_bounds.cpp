@@ -1,0 +1,173 @@
+// nccl_ring_time_bound: NCCL's ring's time bounded from its routes (verifier/time/nccl_bounds.hpp).
+#include "verifier/time/nccl_bounds.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "compiler/topology/topology.hpp"
+#include "support/assert.hpp"
+#include "support/error.hpp"
+#include "support/units.hpp"
+
+namespace collsched {
+
+namespace {
+
+/// Per channel: how long a transfer of b bytes holds it at the least (its own and its groups'
+/// bandwidth) and the leg's time to arrival (that plus alpha).
+struct Legs {
+    std::vector<double> hold, leg, alpha, bandwidth;
+    std::vector<double> group_bandwidth;
+};
+
+Legs legs_of(const Topology& t, double b, const TimeOptions& opt) {
+    Legs l;
+    const std::size_t E = t.channels().size();
+    l.hold.resize(E), l.leg.resize(E), l.alpha.resize(E), l.bandwidth.resize(E);
+    for (std::uint32_t g = 0; g < t.groups().size(); ++g) l.group_bandwidth.push_back(group_speed(t, g, opt));
+    for (std::uint32_t e = 0; e < E; ++e) {
+        const LinkSpeed s = channel_speed(t, ChannelId{e}, opt);
+        double least = s.bandwidth;
+        for (std::uint32_t g : t.groups_of(ChannelId{e})) least = std::min(least, l.group_bandwidth[g]);
+        l.alpha[e] = s.alpha, l.bandwidth[e] = s.bandwidth;
+        l.hold[e] = b / least;
+        l.leg[e] = l.hold[e] + s.alpha;
+    }
+    return l;
+}
+
+std::string channel_name(const Topology& t, std::uint32_t e) {
+    const Channel& c = t.channel(ChannelId{e});
+    return fmt::format("{}->{}", t.node_name(c.from), t.node_name(c.to));
+}
+
+/// Per node, the earliest it can hold any data: 0 at a processor, at a router the least sum of legs
+/// from a processor (a router holds nothing at the start; Dijkstra over the legs).
+std::vector<double> earliest_holding(const Topology& t, const Legs& l) {
+    std::vector<double> d(t.nodes(), std::numeric_limits<double>::infinity());
+    using Item = std::pair<double, std::uint32_t>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
+    for (std::uint32_t p = 0; p < t.processors(); ++p) d[p] = 0, q.push({0.0, p});
+    while (!q.empty()) {
+        const auto [at, u] = q.top();
+        q.pop();
+        if (at > d[u]) continue;
+        for (ChannelId e : t.out_channels(Node{u}))
+            if (const std::uint32_t v = idx(t.channel(e).to); at + l.leg[idx(e)] < d[v]) d[v] = at + l.leg[idx(e)], q.push({d[v], v});
+    }
+    return d;
+}
+
+/// The busiest channel or group: n transfers of b bytes, each holding it b / B, none before its
+/// sender can hold data, the last arriving alpha later.
+RingTimeBound busiest(const Topology& t, const nccl::RingRoutes& r, std::uint32_t span, double b, const Legs& l) {
+    const std::size_t E = t.channels().size(), G = t.groups().size();
+    std::vector<std::uint64_t> on(E, 0), on_group(G, 0);
+    for (const nccl::Ring& ring : r.rings)
+        for (const auto& hop : ring.hops)
+            for (ChannelId e : hop) {
+                on[idx(e)] += std::uint64_t{span} * r.pieces;
+                for (std::uint32_t g : t.groups_of(e)) on_group[g] += std::uint64_t{span} * r.pieces;
+            }
+    const std::vector<double> head = earliest_holding(t, l);
+    auto from_head = [&](ChannelId e) { return head[idx(t.channel(e).from)]; };
+    auto why = [&](std::string what, std::uint64_t n, double bandwidth, double first, double alpha) {
+        std::string s = fmt::format("{} serves {} transfers of {} ({} each at {})", what, n, support::format_bytes(b),
+                                    support::format_seconds(b / bandwidth), support::format_bandwidth(bandwidth));
+        if (first > 0) s += fmt::format(", the first not before {} (its sender holds nothing before)", support::format_seconds(first));
+        return s + fmt::format(", the last arriving {} later", support::format_seconds(alpha));
+    };
+    RingTimeBound best;
+    for (std::uint32_t e = 0; e < E; ++e) {
+        if (!on[e]) continue;
+        const double first = from_head(ChannelId{e}), s = first + static_cast<double>(on[e]) * b / l.bandwidth[e] + l.alpha[e];
+        if (s > best.seconds) best = {s, why("channel " + channel_name(t, e), on[e], l.bandwidth[e], first, l.alpha[e])};
+    }
+    for (std::uint32_t g = 0; g < G; ++g) {
+        if (!on_group[g]) continue;
+        double alpha = std::numeric_limits<double>::infinity(), first = alpha;
+        for (ChannelId e : t.groups()[g].channels)
+            if (on[idx(e)]) alpha = std::min(alpha, l.alpha[idx(e)]), first = std::min(first, from_head(e));
+        const double s = first + static_cast<double>(on_group[g]) * b / l.group_bandwidth[g] + alpha;
+        if (s > best.seconds) best = {s, why("link group " + t.groups()[g].name, on_group[g], l.group_bandwidth[g], first, alpha)};
+    }
+    return best;
+}
+
+/// Reductions: a chunk's partial leaves position i only once the partial of the leg before has
+/// arrived there (it is among the values of the chunk that reached i before and may be part of
+/// it), through every relay: the chain is the sum of its legs, over `span` consecutive positions.
+RingTimeBound reduction_chain(const Topology&, const nccl::RingRoutes& r, std::uint32_t span, const Legs& l) {
+    RingTimeBound best;
+    for (std::size_t k = 0; k < r.rings.size(); ++k) {
+        const nccl::Ring& ring = r.rings[k];
+        const std::size_t P = ring.hops.size();
+        const std::size_t n = P + span;  // a chain from any position, around the ring as far as it goes
+        std::vector<double> sum(n + 1, 0);  // prefix sums of the positions' legs
+        std::vector<std::size_t> legs(n + 1, 0);
+        for (std::size_t i = 0; i < n; ++i) {
+            double h = 0;
+            for (ChannelId e : ring.hops[i % P]) h += l.leg[idx(e)];
+            sum[i + 1] = sum[i] + h;
+            legs[i + 1] = legs[i] + ring.hops[i % P].size();
+        }
+        for (std::size_t p = 0; p < P; ++p)
+            if (const double s = sum[p + span] - sum[p]; s > best.seconds)
+                best = {s, fmt::format("the chain of a chunk's partial along ring {} from position {}: {} legs one after the other", k, p,
+                                       legs[p + span] - legs[p])};
+    }
+    return best;
+}
+
+/// Allgather: a datum leaves a processor or router once its first copy has arrived there (a PXN
+/// relay or a rail switch that holds it from an earlier crossing sends it on at once); the
+/// earliest arrivals along the flow, every earlier copy counted.
+RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std::uint32_t span, const Legs& l) {
+    RingTimeBound best;
+    constexpr double none = std::numeric_limits<double>::infinity();
+    std::vector<double> arrived(t.nodes(), none);
+    std::vector<Node> touched;
+    for (std::size_t k = 0; k < r.rings.size(); ++k) {
+        const nccl::Ring& ring = r.rings[k];
+        const std::size_t P = ring.hops.size();
+        for (std::size_t p = 0; p < P; ++p) {
+            const Node source = ring.order[p];
+            double last = 0;
+            for (std::size_t i = p; i < p + span; ++i)
+                for (ChannelId e : ring.hops[i % P]) {
+                    const Channel& c = t.channel(e);
+                    // ready: held at the start, else its first copy's arrival (0 if none: weaker, still a bound)
+                    const double ready = c.from == source || arrived[idx(c.from)] == none ? 0 : arrived[idx(c.from)];
+                    const double at = ready + l.leg[idx(e)];
+                    if (arrived[idx(c.to)] == none) touched.push_back(c.to);
+                    arrived[idx(c.to)] = std::min(arrived[idx(c.to)], at);
+                    last = std::max(last, arrived[idx(c.to)]);
+                }
+            if (last > best.seconds) best = {last, fmt::format("the first copies of a datum along ring {} from position {}", k, p)};
+            for (Node n : touched) arrived[idx(n)] = none;
+            touched.clear();
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+RingTimeBound nccl_ring_time_bound(const Topology& t, CollectiveKind kind, const nccl::RingRoutes& r, const TimeOptions& opt) {
+    const std::uint32_t P = t.processors(), K = static_cast<std::uint32_t>(r.rings.size());
+    if (kind != CollectiveKind::allreduce && kind != CollectiveKind::allgather && kind != CollectiveKind::reduce_scatter)
+        throw InputError("NCCL's ring runs allreduce, allgather and reduce_scatter");
+    COLLSCHED_ASSERT_MSG(K > 0 && r.pieces > 0, "a ring and a piece at least");
+    const std::uint32_t span = kind == CollectiveKind::allreduce ? 2 * (P - 1) : P - 1;
+    const double C = static_cast<double>(K) * r.pieces * (kind == CollectiveKind::allgather ? 1 : P);
+    const double b = datum_bytes(kind, P, opt.size) / C;
+    const Legs l = legs_of(t, b, opt);
+    RingTimeBound load = busiest(t, r, span, b, l);
+    RingTimeBound chain = kind == CollectiveKind::allgather ? allgather_chain(t, r, span, l) : reduction_chain(t, r, span, l);
+    return load.seconds >= chain.seconds ? load : chain;
+}
+
+}  // namespace collsched

@@ -1,0 +1,37 @@
+/** \file
+ * A proved lower bound on the asynchronous time of NCCL's ring (allreduce, allgather,
+ * reduce_scatter) on a machine, from its rings alone: for the machines where its table cannot be
+ * built or timed (on 1,024 GPUs its allreduce needs 8,192 chunks, more than 32-bit message ids
+ * hold with the buffers' partials; its allgather has 9.4 million transfers), so that a speed-up
+ * over it can still be stated, as "at least". Two arguments, each a property of every run of the
+ * ring's table in the asynchronous model (docs/time.md, "NCCL's ring without its table"):
+ *
+ *  - its busiest resource: a channel or link group serves one transfer at a time, each for
+ *    b / B, so the last of its n transfers leaves at n b / B at the earliest and arrives alpha
+ *    later;
+ *  - its longest chain: a chunk's flow along the ring, each leg ready only once the leg before it
+ *    has arrived (a partial waits for every partial of its chunk that reached its sender before;
+ *    a datum of allgather for its first copy there, so a PXN relay that holds it already sends
+ *    it on at once), each taking b / B + alpha.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/timing.hpp"
+#include "verifier/baselines/nccl.hpp"
+
+namespace collsched {
+
+struct RingTimeBound {
+    double seconds = 0;
+    std::string argument;  ///< which resource or chain, in one line
+};
+
+/// The bound for `kind` (allreduce, allgather or reduce_scatter) on `rings` with `pieces` per
+/// chunk (nccl::nccl_ring_routes) at the options' size, with its speeds (link override, protocol).
+RingTimeBound nccl_ring_time_bound(const Topology&, CollectiveKind, const nccl::RingRoutes&, const TimeOptions&);
+
+}  // namespace collsched
