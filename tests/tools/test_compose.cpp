@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -120,6 +121,22 @@ TEST_CASE("compose: what does not apply says why") {
     SynthInstance big = instance_with_model("complete:512", "allreduce");
     CHECK_FALSE(build_shape(big, ones(512), {InBox::none, Across::direct_rsag, true}, 64, &why));
     CHECK(why.find("chunks") != std::string::npos);
+}
+
+TEST_CASE("compose: lowering a shape stops at three quarters of the memory budget") {
+    // on 1,024 GPUs a flat ring reduce-scatter's partials took the resident size past the budget (5 GB of 4 GiB)
+    SynthInstance in = instance_with_model(machine("h100rail2x8"), "allreduce");
+    const auto boxes = find_boxes(*in.topology).boxes;
+    ::setenv("COLLSCHED_MAX_MEMORY_MB", "1", 1);
+    std::string what;
+    try {
+        (void)build_shape(in, boxes, {InBox::rsag, Across::ring, false}, 1, nullptr);
+    } catch (const LimitReached& e) {
+        what = e.what();
+    }
+    ::unsetenv("COLLSCHED_MAX_MEMORY_MB");
+    CHECK(what == "memory limit (lowering a composition's plan): the resident size passed three quarters of 1 MiB");
+    CHECK(build_shape(in, boxes, {InBox::rsag, Across::ring, false}, 1, nullptr));  // within the budget it is built
 }
 
 TEST_CASE("compose: the direct checker, the Z3 engine and the simulator agree on small constructions") {
