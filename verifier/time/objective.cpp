@@ -181,9 +181,10 @@ std::optional<std::size_t> TimeObjective::nccl_best(std::size_t i) const {
 NcclVersus TimeObjective::nccl_versus(std::size_t i) const {
     NcclVersus v;
     if ((v.timed = nccl_best(i))) v.timed_s = comparison.seconds[*v.timed][i];
-    for (std::size_t u = 0; u < nccl_unbuilt.size(); ++u)
-        if (!nccl_unbuilt[u].lower_bound_s.empty() && (!v.bounded || nccl_unbuilt[u].lower_bound_s[i] < v.bound_s))
-            v.bounded = u, v.bound_s = nccl_unbuilt[u].lower_bound_s[i];
+    for (std::size_t u = 0; u < nccl_unbuilt.size(); ++u) {
+        if (nccl_unbuilt[u].lower_bound_s.empty()) v.complete = false;
+        else if (!v.bounded || nccl_unbuilt[u].lower_bound_s[i] < v.bound_s) v.bounded = u, v.bound_s = nccl_unbuilt[u].lower_bound_s[i];
+    }
     return v;
 }
 

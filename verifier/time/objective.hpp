@@ -58,17 +58,20 @@ struct NcclUnbuilt {
 };
 
 /// What is known of NCCL's best at one size: the fastest of its algorithms that were timed, and
-/// the least lower bound of those that were not.
+/// the least lower bound of those that were not. NCCL's best is known (exactly or from below)
+/// only when every one of its algorithms has a time or a bound (`complete`).
 struct NcclVersus {
     std::optional<std::size_t> timed;    ///< a candidate index
     double timed_s = 0;
     std::optional<std::size_t> bounded;  ///< an index of nccl_unbuilt with a bound
     double bound_s = 0;
+    bool complete = true;  ///< no algorithm without both a time and a bound
     /// The timed one is NCCL's best: no algorithm without a time can be faster.
-    bool exact() const { return timed && (!bounded || timed_s <= bound_s); }
-    /// What NCCL's best takes at least (exact() or not).
-    double at_least() const { return timed && (!bounded || timed_s <= bound_s) ? timed_s : bound_s; }
+    bool exact() const { return complete && timed && (!bounded || timed_s <= bound_s); }
+    /// Some algorithm has a time or a bound.
     bool known() const { return timed || bounded; }
+    /// The fastest time or least bound among those known: what NCCL's best takes at least when complete.
+    double least() const { return timed && (!bounded || timed_s <= bound_s) ? timed_s : bound_s; }
 };
 
 /// One run of the time objective.

@@ -71,12 +71,14 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     j["witness"] = files;
     // NCCL's best: exact when its fastest timed algorithm is faster than every bound of those
     // without a time, else "at least" (the least of those bounds)
+    // (an algorithm with neither a time nor a bound leaves NCCL's best unknown: both speed-ups null)
     const NcclVersus v = r.nccl_versus(i);
-    j["nccl_best"] = !v.known() ? ojson(nullptr) : v.exact() ? ojson(r.candidates[*v.timed].name) : ojson(r.nccl_unbuilt[*v.bounded].name);
-    j["nccl_best_s"] = v.exact() ? ojson(v.timed_s) : ojson(nullptr);
+    const bool timed_least = v.timed && (!v.bounded || v.timed_s <= v.bound_s);
+    j["nccl_best"] = !v.known() ? ojson(nullptr) : timed_least ? ojson(r.candidates[*v.timed].name) : ojson(r.nccl_unbuilt[*v.bounded].name);
+    j["nccl_best_s"] = timed_least ? ojson(v.timed_s) : ojson(nullptr);
     j["speedup_over_nccl"] = v.exact() ? ojson(v.timed_s / t) : ojson(nullptr);
-    j["nccl_best_at_least_s"] = v.known() ? ojson(v.at_least()) : ojson(nullptr);
-    j["speedup_over_nccl_at_least"] = v.known() ? ojson(v.at_least() / t) : ojson(nullptr);
+    j["nccl_best_at_least_s"] = v.known() && v.complete ? ojson(v.least()) : ojson(nullptr);
+    j["speedup_over_nccl_at_least"] = v.known() && v.complete ? ojson(v.least() / t) : ojson(nullptr);
     if (!r.nccl_unbuilt.empty()) {
         auto uj = ojson::array();
         for (const NcclUnbuilt& u : r.nccl_unbuilt)
@@ -157,7 +159,8 @@ std::string versus_text(const TimeObjective& r, std::size_t i) {
         if (u.lower_bound_s.empty()) untimed += fmt::format("; {} not timed", u.name);
     if (!v.known()) return no_nccl_text(r);
     const std::string timed = v.timed ? fmt::format("{:.2f}x over {} ({})", v.timed_s / t, r.candidates[*v.timed].name, support::format_seconds(v.timed_s)) : "";
-    if (v.exact()) return timed + untimed;
+    if (!v.complete) untimed += " (NCCL's best not known)";
+    if (v.timed && (!v.bounded || v.timed_s <= v.bound_s)) return timed + untimed;
     const std::string& name = r.nccl_unbuilt[*v.bounded].name;
     if (t <= v.bound_s)
         return fmt::format(">= {:.2f}x over {} (>= {}, its lower bound: not timed){}", v.bound_s / t, name, support::format_seconds(v.bound_s), untimed);
