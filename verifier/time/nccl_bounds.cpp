@@ -156,7 +156,8 @@ RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std:
 
 }  // namespace
 
-RingTimeBound nccl_ring_time_bound(const Topology& t, CollectiveKind kind, const nccl::RingRoutes& r, const TimeOptions& opt) {
+RingTimeBound nccl_ring_time_bound(const Topology& t, CollectiveKind kind, const nccl::RingRoutes& r, const TimeOptions& given) {
+    const TimeOptions opt = with_network_class(t, given);  // as the prediction takes the speeds (a protocol's network latency)
     const std::uint32_t P = t.processors(), K = static_cast<std::uint32_t>(r.rings.size());
     if (kind != CollectiveKind::allreduce && kind != CollectiveKind::allgather && kind != CollectiveKind::reduce_scatter)
         throw InputError("NCCL's ring runs allreduce, allgather and reduce_scatter");
@@ -167,7 +168,11 @@ RingTimeBound nccl_ring_time_bound(const Topology& t, CollectiveKind kind, const
     const Legs l = legs_of(t, b, opt);
     RingTimeBound load = busiest(t, r, span, b, l);
     RingTimeBound chain = kind == CollectiveKind::allgather ? allgather_chain(t, r, span, l) : reduction_chain(t, r, span, l);
-    return load.seconds >= chain.seconds ? load : chain;
+    RingTimeBound bound = load.seconds >= chain.seconds ? load : chain;
+    // rounded down: where the bound is exact (the busiest channel saturated from the start), summing
+    // in another order than the prediction's may land a few ulps above the predicted time
+    bound.seconds *= 1 - 1e-12;
+    return bound;
 }
 
 }  // namespace collsched

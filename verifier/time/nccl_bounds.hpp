@@ -31,7 +31,9 @@ struct RingTimeBound {
 };
 
 /// The bound for `kind` (allreduce, allgather or reduce_scatter) on `rings` with `pieces` per
-/// chunk (nccl::nccl_ring_routes) at the options' size, with its speeds (link override, protocol).
+/// chunk (nccl::nccl_ring_routes) at the options' size, with the speeds the prediction takes (link
+/// override, protocol with its network class). Ports are not counted (under ports=single or half
+/// the bound is sound and looser), and it is rounded down by one part in 10^12.
 RingTimeBound nccl_ring_time_bound(const Topology&, CollectiveKind, const nccl::RingRoutes&, const TimeOptions&);
 
 }  // namespace collsched
