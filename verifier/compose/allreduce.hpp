@@ -106,9 +106,11 @@ std::vector<Candidate> time_candidates(const SynthInstance&, double size_bytes,
 /// and predicted at every size; the result is every (shape, pieces) that some size chose, once
 /// (predicted_s: at the first size that chose it), fastest first. `verify` false: the shapes'
 /// tables are not checked here (the caller checks them: the time objective checks those that
-/// can win, verifier/time/candidates.hpp).
+/// can win, verifier/time/candidates.hpp). `jobs` threads build and time the shapes with one
+/// piece (each on its own) and the predictions of each larger table at the sizes; the answer does
+/// not depend on them.
 std::vector<Candidate> time_candidates(const SynthInstance&, const std::vector<double>& sizes,
                                        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-                                       bool verify = true);
+                                       bool verify = true, unsigned jobs = 1);
 
 }  // namespace collsched::compose

@@ -2,6 +2,7 @@
 // each with the number of pieces that its predicted asynchronous time at the size prefers,
 // verified by the direct checker.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <map>
@@ -12,6 +13,7 @@
 #include "runtime/timing.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/parallel.hpp"
 #include "support/trace.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
@@ -137,7 +139,7 @@ double load_bound(const SendTable& t, double size) {
 /// asked for (one TimingPlan per table): the choice of pieces differs per size, the tables do not.
 class ShapeTables {
 public:
-    ShapeTables(const SynthInstance& in, const std::vector<double>& sizes) : in_(in), sizes_(sizes) {}
+    ShapeTables(const SynthInstance& in, const std::vector<double>& sizes, unsigned jobs) : in_(in), sizes_(sizes), jobs_(jobs) {}
 
     struct Entry {
         const Decomposition* d = nullptr;
@@ -158,28 +160,28 @@ public:
     const Entry* get(const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k, Deadline deadline = {}) {
         auto [it, fresh] = at_.try_emplace(std::make_tuple(&d, shape_index, k));
         Entry& e = it->second;
-        if (fresh) {
-            e.d = &d, e.shape_index = shape_index, e.shape = sh, e.pieces = k;
-            try {
-                trace("shape {} ({}), {} pieces: build", shape_name(sh, in_.collective.kind), d.what, k);
-                e.table = build_shape(in_, d.boxes, sh, k, nullptr, deadline);
-                if (e.table) {
-                    e.transfers = e.table->transfers.size();
-                    trace("  {} transfers; timing plan", e.transfers);
-                    e.plan.emplace(*e.table, deadline);
-                    for (double m : sizes_) e.seconds.push_back(e.plan->asynchronous(TimeOptions{m, std::nullopt}));
-                    trace("  timed");
-                }
-            } catch (const LimitReached&) {
-                trace("  stopped by the time limit");
-                e.table.reset();
-                e.plan.reset();
-                e.seconds.clear();
-                stopped_ = true;
-            }
-            e.applies = e.table.has_value();
-        }
+        if (fresh) fill(e, d, shape_index, sh, k, deadline, jobs_);
         return e.applies ? &e : nullptr;
+    }
+    /// get() of several shapes with one piece at once: each built and timed on its own thread (of `jobs`), its
+    /// predictions then on one; the entries are the same as get() one after the other would make.
+    void get_all(const std::vector<std::tuple<const Decomposition*, std::size_t, Shape>>& which, Deadline deadline) {
+        std::vector<Entry*> fresh(which.size(), nullptr);
+        for (std::size_t x = 0; x < which.size(); ++x) {
+            auto [d, si, sh] = which[x];
+            auto [it, added] = at_.try_emplace(std::make_tuple(d, si, 1u));
+            if (added) fresh[x] = &it->second;
+        }
+        run_indexed(which.size(), jobs_, [&](std::size_t x) {
+            if (!fresh[x]) return true;
+            if (x > 0 && deadline.passed()) {  // not started: taken as not applying
+                fresh[x]->shape = std::get<2>(which[x]);
+                stopped_ = true;
+                return true;
+            }
+            fill(*fresh[x], *std::get<0>(which[x]), std::get<1>(which[x]), std::get<2>(which[x]), 1, deadline, 1);
+            return true;
+        });
     }
     bool stopped() const { return stopped_; }
     const SendTable& rebuild(const Entry& e, Deadline deadline = {}) {
@@ -196,10 +198,40 @@ public:
     }
 
 private:
+    /// Builds the shape with k pieces into `e`, its plan, and its times at every size (on `threads`). Past `deadline`
+    /// the table or its timing plan stops (LimitReached) and the shape is taken as not applying with k pieces.
+    void fill(Entry& e, const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k, Deadline deadline, unsigned threads) {
+        e.d = &d, e.shape_index = shape_index, e.shape = sh, e.pieces = k;
+        try {
+            trace("shape {} ({}), {} pieces: build", shape_name(sh, in_.collective.kind), d.what, k);
+            e.table = build_shape(in_, d.boxes, sh, k, nullptr, deadline);
+            if (e.table) {
+                e.transfers = e.table->transfers.size();
+                trace("  {} transfers; timing plan", e.transfers);
+                e.plan.emplace(*e.table, deadline);
+                // each size's prediction on its own (the times do not depend on the threads)
+                e.seconds.assign(sizes_.size(), 0.0);
+                run_indexed(sizes_.size(), threads > 1 ? prediction_threads(threads, e.transfers) : 1, [&](std::size_t i) {
+                    e.seconds[i] = e.plan->asynchronous(TimeOptions{sizes_[i], std::nullopt});
+                    return true;
+                });
+                trace("  timed");
+            }
+        } catch (const LimitReached&) {
+            trace("  stopped by the time limit");
+            e.table.reset();
+            e.plan.reset();
+            e.seconds.clear();
+            stopped_ = true;
+        }
+        e.applies = e.table.has_value();
+    }
+
     const SynthInstance& in_;
     const std::vector<double>& sizes_;
+    unsigned jobs_ = 1;
     std::map<std::tuple<const Decomposition*, std::size_t, std::uint32_t>, Entry> at_;
-    bool stopped_ = false;
+    std::atomic<bool> stopped_ = false;
 };
 
 struct Tried {
@@ -323,7 +355,8 @@ std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::v
     return out;
 }
 
-std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline, bool verify) {
+std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline, bool verify,
+                                       unsigned jobs) {
     const CollectiveKind kind = in.collective.kind;
     std::vector<Candidate> out;
     if (kind == CollectiveKind::alltoall && !sizes.empty()) return alltoall_candidates(in, sizes, deadline);
@@ -331,18 +364,22 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         return out;
     if (in.model.timing != Timing::hop || in.model.inject_once || in.topology->processors() < 2) return out;
     const std::vector<Decomposition> ds = decompositions(*in.topology);
-    ShapeTables tables(in, sizes);
+    ShapeTables tables(in, sizes, jobs);
     std::vector<Tried> tried;
-    for (const Decomposition& d : ds) {
-        const std::vector<Shape> shapes = shapes_for(*in.topology, d.boxes, d.flat);
-        for (std::size_t si = 0; si < shapes.size(); ++si) {
-            if (Clock::now() >= deadline && !tried.empty()) break;  // keep what is built: at least one shape
-            // The first shape too stops at the deadline: on 4,096 GPUs its one-piece table alone ran
-            // past a 10 s --timeout by minutes; no shape then, and the run ends with its bounds.
-            const ShapeTables::Entry* one = tables.get(d, si, shapes[si], 1, Deadline::at(deadline));
-            if (!one) continue;  // the shape does not apply (a route through a processor, ...)
-            tried.push_back({&d, si, shapes[si], one, load_bound(*one->table, 1.0), -1.0});
+    // every shape with one piece, on the threads (the shapes after the first are not started past the deadline: keep
+    // what is built; the first too stops at the deadline: on 4,096 GPUs its one-piece table alone ran past a 10 s
+    // --timeout by minutes; no shape then, and the run ends with its bounds)
+    std::vector<std::tuple<const Decomposition*, std::size_t, Shape>> shapes;
+    for (const Decomposition& d : ds)
+        for (const Shape& sh : shapes_for(*in.topology, d.boxes, d.flat)) {
+            const std::size_t si = shapes.empty() || std::get<0>(shapes.back()) != &d ? 0 : std::get<1>(shapes.back()) + 1;
+            shapes.emplace_back(&d, si, sh);
         }
+    tables.get_all(shapes, Deadline::at(deadline));
+    for (const auto& [d, si, sh] : shapes) {
+        const ShapeTables::Entry* one = tables.get(*d, si, sh, 1, Deadline::at(deadline));
+        if (!one) continue;  // the shape does not apply (a route through a processor, ...), or the time limit came first
+        tried.push_back({d, si, sh, one, load_bound(*one->table, 1.0), -1.0});
     }
     // per size, each shape's pieces: (tried index, pieces) -> the first size that chose it
     std::map<std::pair<std::size_t, std::uint32_t>, std::size_t> chosen;

@@ -175,7 +175,7 @@ void composed(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vec
     std::vector<double> sizes = q.sizes;
     if (sizes.empty()) sizes.push_back(1 << 20);
     // unchecked here: gather_candidates checks the tables that can win
-    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false))
+    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false, q.jobs))
         out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table)), std::move(c.plan),
                        std::move(c.seconds)});
     if (Clock::now() >= q.deadline) notes.push_back("constructions for time: the time limit came before every shape and piece count was tried");
@@ -298,25 +298,37 @@ namespace {
 /// Runs every provider into `raw`; per provider its first candidate (`from`) and its seconds (`took`). Every provider
 /// holds the query's deadline: one is not started once it has passed, one a limit stops keeps the tables it had (the
 /// NCCL baselines and the checks ran after optimize --size's --timeout). The providers have 80 % of the time left,
-/// the timing and checks of their tables the rest.
+/// the timing and checks of their tables the rest. They run at once on q.jobs threads (each into its own list, joined
+/// in the providers' order: the same tables and notes as one after the other).
 void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<TimeCandidate>& raw,
                    std::vector<std::size_t>& from, std::vector<double>& took, std::vector<std::string>& notes) {
     CandidateQuery build = q;
     build.deadline = Deadline::at(q.deadline).share(0.8).when();
-    for (const NamedProvider& p : providers) {
-        from.push_back(raw.size());
+    const std::size_t n = providers.size();
+    std::vector<std::vector<TimeCandidate>> outs(n);
+    std::vector<std::vector<std::string>> said(n);
+    std::vector<double> seconds(n, 0.0);
+    run_indexed(n, std::max(q.jobs, 1u), [&](std::size_t i) {
+        const NamedProvider& p = providers[i];
         const auto t0 = Clock::now();
         trace("provider {}: start", p.name);
         try {
-            if (Clock::now() >= build.deadline) notes.push_back(fmt::format("{}: not run (the time limit came first)", p.name));
-            else p.provide(build, raw, notes);
+            if (Clock::now() >= build.deadline) said[i].push_back(fmt::format("{}: not run (the time limit came first)", p.name));
+            else p.provide(build, outs[i], said[i]);
         } catch (const InputError& e) {
-            notes.push_back(fmt::format("{}: {}", p.name, e.what()));
+            said[i].push_back(fmt::format("{}: {}", p.name, e.what()));
         } catch (const LimitReached& e) {
-            notes.push_back(fmt::format("{}: stopped by the time limit ({})", p.name, e.what()));
+            said[i].push_back(fmt::format("{}: stopped by the time limit ({})", p.name, e.what()));
         }
-        took.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        trace("provider {}: {} tables in {:.2f} s", p.name, raw.size() - from.back(), took.back());
+        seconds[i] = std::chrono::duration<double>(Clock::now() - t0).count();
+        trace("provider {}: {} tables in {:.2f} s", p.name, outs[i].size(), seconds[i]);
+        return true;
+    });
+    for (std::size_t i = 0; i < n; ++i) {
+        from.push_back(raw.size());
+        for (TimeCandidate& c : outs[i]) raw.push_back(std::move(c));
+        for (std::string& x : said[i]) notes.push_back(std::move(x));
+        took.push_back(seconds[i]);
     }
 }
 
@@ -354,13 +366,25 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
     std::map<std::string, int> names;
     const std::size_t S = q.sizes.size();
     std::size_t largest = 0;
+    // the plans the providers did not build, each on its own thread (of q.jobs; what is built does not depend on them)
+    enum class Planned : char { skip, ok, late, broken };
+    std::vector<Planned> planned(raw.size(), Planned::skip);
+    std::vector<char> same(raw.size(), 0);
+    std::vector<double> planning(raw.size(), 0.0);
+    std::size_t most = 0;
     for (std::size_t i = 0; i < raw.size(); ++i) {
         TimeCandidate& c = raw[i];
-        const auto t0 = Clock::now();
         if (c.table->collective.kind != q.instance.collective.kind || c.table->collective.root != q.instance.collective.root) continue;
+        planned[i] = Planned::ok;
+        most = std::max(most, c.table->transfers.size());
         // a plan the provider built is the table's own when the table already has the instance's topology and model
-        const bool same = c.table->topology == q.instance.topology && c.table->model == q.instance.model;
-        if (!same) {
+        same[i] = c.table->topology == q.instance.topology && c.table->model == q.instance.model;
+    }
+    run_indexed(raw.size(), prediction_threads(q.jobs, most), [&](std::size_t i) {
+        TimeCandidate& c = raw[i];
+        if (planned[i] == Planned::skip) return true;
+        const auto t0 = Clock::now();
+        if (!same[i]) {
             c.plan.reset();
             SendTable t = *c.table;
             t.topology = q.instance.topology;
@@ -370,13 +394,27 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         try {
             if (!c.plan) c.plan.emplace(*c.table, timing);
         } catch (const LimitReached&) {
+            planned[i] = Planned::late;
+        } catch (const InputError&) {  // not causal: it does not hold
+            planned[i] = Planned::broken;
+        }
+        planning[i] = std::chrono::duration<double>(Clock::now() - t0).count();
+        return true;
+    });
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        TimeCandidate& c = raw[i];
+        const auto t0 = Clock::now();
+        if (planned[i] == Planned::skip) continue;
+        timed[provider_of(i)] += planning[i];
+        if (planned[i] == Planned::late) {
             notes.push_back(fmt::format("{} ({}): not timed before the time limit, left out", c.name, c.provider));
             continue;
-        } catch (const InputError&) {  // not causal: it does not hold
+        }
+        if (planned[i] == Planned::broken) {
             notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
             continue;
         }
-        given.push_back(same && !q.link && c.seconds.size() == S ? std::move(c.seconds) : std::vector<double>{});
+        given.push_back(same[i] && !q.link && c.seconds.size() == S ? std::move(c.seconds) : std::vector<double>{});
         c.seconds.assign(S, 0.0), c.other.assign(S, 0.0);
         largest = std::max(largest, c.plan->transfers());
         trace("timing plan of {} ({}): {} transfers", c.name, c.provider, c.table->transfers.size());
