@@ -89,6 +89,9 @@ public:
         }
         v_[i] = x;
     }
+    /// Bottom-up (Floyd): the hole at the top goes down to a leaf along the least children, then
+    /// the last element goes up from there (it mostly belongs near the leaves): a comparison of
+    /// four children a level instead of five.
     void pop() {
         const T x = v_.back();
         v_.pop_back();
@@ -99,11 +102,16 @@ public:
             const std::size_t first = 4 * i + 1;
             if (first >= n) break;
             std::size_t least = first;
-            for (std::size_t c = first + 1; c < std::min(first + 4, n); ++c)
-                if (v_[least] > v_[c]) least = c;
-            if (!(x > v_[least])) break;
+            const std::size_t end = std::min(first + 4, n);
+            for (std::size_t c = first + 1; c < end; ++c) least = v_[least] > v_[c] ? c : least;
             v_[i] = v_[least];
             i = least;
+        }
+        while (i > 0) {
+            const std::size_t up = (i - 1) / 4;
+            if (!(v_[up] > x)) break;
+            v_[i] = v_[up];
+            i = up;
         }
         v_[i] = x;
     }

@@ -62,7 +62,9 @@ struct Candidate {
     SendTable table;     ///< verified by the direct checker under the instance's model
     double predicted_s = 0;  ///< asynchronous time at the size asked for
     std::optional<TimingPlan> plan = std::nullopt;  ///< the table's timing plan, when the shapes built it
-    std::vector<double> seconds = {};  ///< with the plan: its asynchronous time at every size asked for (TimeOptions{size})
+    /// its asynchronous time at every size asked for (TimeOptions{size}); NaN at a size before the first that
+    /// asked for the table (the caller predicts those); empty when not predicted
+    std::vector<double> seconds = {};
 };
 
 /// The boxes of a machine: box b's processors in increasing order (GPU j of box b is boxes[b][j]).

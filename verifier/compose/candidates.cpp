@@ -150,17 +150,19 @@ public:
         std::optional<SendTable> table;  // empty when it does not apply, or dropped
         std::optional<TimingPlan> plan;  // the table's (dropped with it)
         std::size_t transfers = 0;
-        std::vector<double> seconds;     // asynchronous, per size
+        /// asynchronous, per size; NaN before the size that first asked for the table (never read here: the sizes
+        /// are chosen for in order, and a table some size chose is read at that size)
+        std::vector<double> seconds;
     };
 
-    /// The shape with k pieces (built and predicted on first use), or nullptr when it does not
-    /// apply. Its table may have been dropped since (`table` empty): `rebuild` brings it back.
+    /// The shape with k pieces (built and predicted on first use, at size `from` and the sizes after it), or nullptr
+    /// when it does not apply. Its table may have been dropped since (`table` empty): `rebuild` brings it back.
     /// Past `deadline` the table or its timing plan stops (LimitReached) and the shape is taken as
     /// not applying with k pieces; `stopped()` says so.
-    const Entry* get(const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k, Deadline deadline = {}) {
+    const Entry* get(const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k, Deadline deadline = {}, std::size_t from = 0) {
         auto [it, fresh] = at_.try_emplace(std::make_tuple(&d, shape_index, k));
         Entry& e = it->second;
-        if (fresh) fill(e, d, shape_index, sh, k, deadline, jobs_);
+        if (fresh) fill(e, d, shape_index, sh, k, deadline, jobs_, from);
         return e.applies ? &e : nullptr;
     }
     /// get() of several shapes with one piece at once: each built and timed on its own thread (of `jobs`), its
@@ -179,7 +181,7 @@ public:
                 stopped_ = true;
                 return true;
             }
-            fill(*fresh[x], *std::get<0>(which[x]), std::get<1>(which[x]), std::get<2>(which[x]), 1, deadline, 1);
+            fill(*fresh[x], *std::get<0>(which[x]), std::get<1>(which[x]), std::get<2>(which[x]), 1, deadline, 1, 0);
             return true;
         });
     }
@@ -198,9 +200,11 @@ public:
     }
 
 private:
-    /// Builds the shape with k pieces into `e`, its plan, and its times at every size (on `threads`). Past `deadline`
-    /// the table or its timing plan stops (LimitReached) and the shape is taken as not applying with k pieces.
-    void fill(Entry& e, const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k, Deadline deadline, unsigned threads) {
+    /// Builds the shape with k pieces into `e`, its plan, and its times at the sizes from `from` on (on `threads`).
+    /// Past `deadline` the table or its timing plan stops (LimitReached) and the shape is taken as not applying with k
+    /// pieces.
+    void fill(Entry& e, const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k, Deadline deadline, unsigned threads,
+              std::size_t from) {
         e.d = &d, e.shape_index = shape_index, e.shape = sh, e.pieces = k;
         try {
             trace("shape {} ({}), {} pieces: build", shape_name(sh, in_.collective.kind), d.what, k);
@@ -210,9 +214,10 @@ private:
                 trace("  {} transfers; timing plan", e.transfers);
                 e.plan.emplace(*e.table, deadline);
                 // each size's prediction on its own (the times do not depend on the threads)
-                e.seconds.assign(sizes_.size(), 0.0);
-                run_indexed(sizes_.size(), threads > 1 ? prediction_threads(threads, e.transfers) : 1, [&](std::size_t i) {
-                    e.seconds[i] = e.plan->asynchronous(TimeOptions{sizes_[i], std::nullopt});
+                e.seconds.assign(sizes_.size(), std::numeric_limits<double>::quiet_NaN());
+                const std::size_t n = sizes_.size() - std::min(from, sizes_.size());
+                run_indexed(n, threads > 1 ? prediction_threads(threads, e.transfers) : 1, [&](std::size_t x) {
+                    e.seconds[from + x] = e.plan->asynchronous(TimeOptions{sizes_[from + x], std::nullopt});
                     return true;
                 });
                 trace("  timed");
@@ -253,7 +258,7 @@ struct Tried {
 void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t, double>& at, Clock::time_point deadline) {
     std::size_t transfers = t.one->transfers;
     for (std::uint32_t k = next_pieces(t.pieces, transfers); k > 0 && Clock::now() < deadline; k = next_pieces(k, transfers)) {
-        const ShapeTables::Entry* next = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline));
+        const ShapeTables::Entry* next = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline), i);
         if (!next) return;
         transfers = next->transfers;
         const double s = next->seconds[i];
@@ -444,7 +449,8 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
         std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 (or the most within 500,000 transfers) at {} bytes (asynchronous time)", shape_name(t.shape, kind),
                                       t.d->what, e->pieces, sizes[i]);
-        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->plan ? e->seconds : std::vector<double>{}});
+        // its times go with it, plan or not (the same table's: the caller predicts only the sizes missing, NaN)
+        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->seconds});
     }
     const Boxes boxes = find_boxes(*in.topology);
     if (in.topology->routers() == 0 && boxes.boxes.size() <= 1) {

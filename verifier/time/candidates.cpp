@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -239,12 +240,13 @@ void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<
 }
 
 /// The candidate's times at the query's size s by its plan (both kinds), into c.seconds[s] and c.other[s]. A provider
-/// that predicted its own plan asynchronously at every size (no --link, the plan the table's as the query stamps it)
-/// handed those times over (`given`): the same run, not made again; the synchronous time is one pass.
+/// that predicted its own table asynchronously at every size (no --link, the table's topology and model the query's)
+/// handed those times over (`given`; NaN at a size it did not predict): the same run, not made again; the synchronous
+/// time is one pass.
 void time_at_size(TimeCandidate& c, const std::vector<double>& given, const CandidateQuery& q, std::size_t s) {
     const TimeOptions at{q.sizes[s], q.link};
     TimePrediction p;
-    if (!given.empty()) p.asynchronous = given[s], p.synchronous = c.plan->synchronous(at);
+    if (!given.empty() && !std::isnan(given[s])) p.asynchronous = given[s], p.synchronous = c.plan->synchronous(at);
     else p = c.plan->predict(at);
     c.seconds[s] = q.time == TimeKind::asynchronous ? p.asynchronous : p.synchronous;
     c.other[s] = q.time == TimeKind::asynchronous ? p.synchronous : p.asynchronous;
