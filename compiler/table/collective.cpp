@@ -73,36 +73,66 @@ std::string Messages::name(MessageId m) const {
 
 namespace {
 
-std::vector<std::uint32_t> composite_key(const Composite& c) {
-    std::vector<std::uint32_t> k{static_cast<std::uint32_t>(c.kind), c.lo, c.hi};
-    for (MessageId p : c.parts) k.push_back(idx(p));
-    k.insert(k.end(), c.sources.begin(), c.sources.end());
-    return k;
+/// The hash of a composite's key: kind, lo, hi, then its parts and its sources as one sequence of words (two
+/// composites are the same when these are), two words a multiplication (a partial has up to P sources: the
+/// multiplications in a chain were most of interning them), then the sequence's length.
+std::uint64_t key_hash(MessageKind kind, std::uint32_t lo, std::uint32_t hi, std::span<const MessageId> parts, std::span<const std::uint32_t> sources) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 0x9e3779b97f4a7c15ull; };
+    mix(static_cast<std::uint32_t>(kind));
+    mix(lo);
+    mix(hi);
+    std::uint64_t carry = 0;
+    bool odd = false;
+    auto word = [&](std::uint32_t x) {
+        if (odd) mix(carry | (std::uint64_t{x} << 32));
+        else carry = x;
+        odd = !odd;
+    };
+    for (MessageId p : parts) word(idx(p));
+    std::size_t i = 0;
+    if (!odd)
+        for (; i + 1 < sources.size(); i += 2) mix(sources[i] | (std::uint64_t{sources[i + 1]} << 32));
+    for (; i < sources.size(); ++i) word(sources[i]);
+    if (odd) mix(carry);
+    mix(parts.size() + sources.size());
+    return murmur3_fmix64(h);  // the slot is taken from the low bits, the tag from the high
 }
 
-}  // namespace
+std::uint64_t composite_hash(const Composite& c) { return key_hash(c.kind, c.lo, c.hi, c.parts, c.sources); }
 
-namespace {
+/// composite_hash(Composite{MessageKind::partial, lo, 0, {}, sources}).
+std::uint64_t partial_hash(std::uint32_t lo, std::span<const std::uint32_t> sources) { return key_hash(MessageKind::partial, lo, 0, {}, sources); }
 
-/// composite_key() without building it: kind, lo, hi, then the parts and the sources as one
-/// sequence (two composites are the same when these are).
-std::uint64_t composite_hash(const Composite& c) {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 0x9e3779b97f4a7c15ull; };  // per word (a partial has up to P sources)
-    mix(static_cast<std::uint32_t>(c.kind));
-    mix(c.lo);
-    mix(c.hi);
-    for (MessageId p : c.parts) mix(idx(p));
-    for (std::uint32_t s : c.sources) mix(s);
-    return murmur3_fmix64(h);  // the slot is taken from the low bits, the tag from the high
+/// The i-th word of a composite's parts and sources as one sequence.
+std::uint32_t key_word(const Composite& c, std::size_t i) { return i < c.parts.size() ? idx(c.parts[i]) : c.sources[i - c.parts.size()]; }
+
+/// same_key(a, Composite{MessageKind::partial, lo, 0, {}, sources}).
+bool same_partial(const Composite& a, std::uint32_t lo, std::span<const std::uint32_t> sources) {
+    if (a.kind != MessageKind::partial || a.lo != lo || a.hi != 0 || a.parts.size() + a.sources.size() != sources.size()) return false;
+    if (a.parts.empty()) return std::equal(sources.begin(), sources.end(), a.sources.begin());
+    for (std::size_t i = 0; i < sources.size(); ++i)
+        if (key_word(a, i) != sources[i]) return false;
+    return true;
+}
+
+/// The order of the keys (kind, lo, hi, then the parts and the sources as one sequence), lexicographic.
+bool key_less(const Composite& a, const Composite& b) {
+    if (a.kind != b.kind) return static_cast<std::uint32_t>(a.kind) < static_cast<std::uint32_t>(b.kind);
+    if (a.lo != b.lo) return a.lo < b.lo;
+    if (a.hi != b.hi) return a.hi < b.hi;
+    if (a.parts.empty() && b.parts.empty()) return std::lexicographical_compare(a.sources.begin(), a.sources.end(), b.sources.begin(), b.sources.end());
+    const std::size_t na = a.parts.size() + a.sources.size(), nb = b.parts.size() + b.sources.size();
+    for (std::size_t i = 0; i < std::min(na, nb); ++i)
+        if (const std::uint32_t x = key_word(a, i), y = key_word(b, i); x != y) return x < y;
+    return na < nb;
 }
 
 bool same_key(const Composite& a, const Composite& b) {
     if (a.kind != b.kind || a.lo != b.lo || a.hi != b.hi || a.parts.size() + a.sources.size() != b.parts.size() + b.sources.size())
         return false;
-    auto at = [](const Composite& c, std::size_t i) { return i < c.parts.size() ? idx(c.parts[i]) : c.sources[i - c.parts.size()]; };
     for (std::size_t i = 0, n = a.parts.size() + a.sources.size(); i < n; ++i)
-        if (at(a, i) != at(b, i)) return false;
+        if (key_word(a, i) != key_word(b, i)) return false;
     return true;
 }
 
@@ -136,6 +166,22 @@ MessageId Composites::intern(Composite c) {
     return MessageId{static_cast<std::uint32_t>(base_ + (slots_[s] & 0xffffffffu) - 1)};
 }
 
+MessageId Composites::intern_partial(std::uint32_t chunk, std::span<const std::uint32_t> sources) {
+    if (2 * (items_.size() + 1) > slots_.size()) grow();
+    const std::size_t mask = slots_.size() - 1;
+    const std::uint64_t h = partial_hash(chunk, sources), tag = tag_of(h);
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+        if (slots_[i] == 0) {
+            Composite c{MessageKind::partial, chunk, 0, {}, {sources.begin(), sources.end()}};  // before items_ may move
+            slots_[i] = tag | (items_.size() + 1);
+            items_.push_back(std::move(c));
+            return MessageId{static_cast<std::uint32_t>(base_ + items_.size() - 1)};
+        }
+        if (tag_of(slots_[i]) == tag && same_partial(items_[(slots_[i] & 0xffffffffu) - 1], chunk, sources))
+            return MessageId{static_cast<std::uint32_t>(base_ + (slots_[i] & 0xffffffffu) - 1)};
+    }
+}
+
 std::optional<MessageId> Composites::find(const Composite& c) const {
     if (slots_.empty()) return std::nullopt;
     const std::size_t s = slot_of(c);
@@ -144,13 +190,11 @@ std::optional<MessageId> Composites::find(const Composite& c) const {
 }
 
 std::vector<MessageId> Composites::canonicalize() {
-    // Every key once (a key per comparison allocated 40 million vectors for the million partials
-    // of a reduce-scatter on 1,024 processors).
-    std::vector<std::vector<std::uint32_t>> keys(items_.size());
-    for (std::size_t i = 0; i < items_.size(); ++i) keys[i] = composite_key(items_[i]);
+    // The keys compared in place (a key vector per comparison allocated 40 million vectors for the million partials
+    // of a reduce-scatter on 1,024 processors; one per composite was still a tenth of the interning).
     std::vector<std::uint32_t> order(items_.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return key_less(items_[a], items_[b]); });
     std::vector<MessageId> remap(items_.size());
     std::vector<Composite> sorted;
     sorted.reserve(items_.size());

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <span>
 #include <vector>
 
 #include "compiler/table/collective_kinds.hpp"
@@ -68,6 +69,9 @@ public:
     /// message: pass its id as `single`); a bundle's parts are sorted and must be distinct; a
     /// partial has two or more sorted distinct sources (a partial of one source is a(s)).
     MessageId intern(Composite c);
+    /// intern(Composite{MessageKind::partial, chunk, 0, {}, sources}), the same id, without copying the sources
+    /// when the partial is there already (the buffers of a reduction intern one per arrival: issue 43).
+    MessageId intern_partial(std::uint32_t chunk, std::span<const std::uint32_t> sources);
     std::optional<MessageId> find(const Composite& c) const;
     /// Renumbers in canonical order; returns the map old id -> new id (composites only, indexed
     /// by id - base).
