@@ -130,6 +130,7 @@ private:
 
 using timing_internal::Index;
 using timing_internal::QuadHeap;
+using timing_internal::RadixQueue;
 
 /// The size-independent part of the asynchronous run (docs/time.md): per transfer its resources
 /// and chunks, how many arrivals it waits for, and for each arrival whom it may satisfy.
@@ -405,7 +406,7 @@ private:
     std::vector<LinkSpeed> speed_;   // per channel
     std::vector<double> group_bw_;   // per group
     std::vector<std::pair<std::size_t, double>> use_;  // (resource, seconds held) of the transfer being started
-    QuadHeap<Event> events_;  // arrivals
+    RadixQueue<Event> events_;  // arrivals (many: every started transfer's until it arrives)
     QuadHeap<Event> ready_;   // transfers made ready (few at a time: started soon after)
     std::vector<BusyList> busy_;  // per resource: channels, groups, ports
     std::uint64_t started_ = 0;

@@ -19,6 +19,7 @@
 #include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/timing.hpp"
+#include "runtime/timing_index.hpp"
 
 using namespace collsched;
 
@@ -301,4 +302,42 @@ TEST_CASE("timing: asynchronous() alone is predict()'s time; each transfer takes
         CHECK(overlaps == 0);
         CHECK(not_at_a_boundary == 0);
     }
+}
+
+TEST_CASE("timing: the arrivals' radix queue pops in the order of the heap, pushes above the last pop interleaved") {
+    // the asynchronous run's arrivals: every push at or after the time of the last pop, with a larger key at an equal
+    // time; equal times often (the same hop lengths), peeks between the pushes
+    struct Ev {
+        double time;
+        std::uint64_t key;
+        bool operator>(const Ev& o) const { return time > o.time || (time == o.time && key > o.key); }
+    };
+    timing_internal::RadixQueue<Ev> radix;
+    timing_internal::QuadHeap<Ev> heap;
+    std::uint64_t state = 12345, key = 0;
+    auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull; };
+    double now = 0;
+    std::size_t popped = 0, differ = 0;
+    for (int round = 0; round < 20000; ++round) {
+        const int pushes = static_cast<int>(next() >> 62);  // 0 to 3
+        for (int p = 0; p < pushes; ++p) {
+            const double t = now + static_cast<double>((next() >> 40) % 8) * 0.25e-6;  // a few distinct lengths
+            const Ev e{t, ++key};
+            radix.push(e), heap.push(e);
+            if (!radix.empty()) differ += radix.top().time != heap.top().time || radix.top().key != heap.top().key;
+        }
+        if (heap.empty()) continue;
+        differ += radix.top().time != heap.top().time || radix.top().key != heap.top().key;
+        now = heap.top().time;
+        radix.pop(), heap.pop();
+        ++popped;
+    }
+    while (!heap.empty()) {
+        differ += radix.top().time != heap.top().time || radix.top().key != heap.top().key;
+        radix.pop(), heap.pop();
+        ++popped;
+    }
+    CHECK(radix.empty());
+    CHECK(popped == key);
+    CHECK(differ == 0);
 }
