@@ -75,7 +75,7 @@ class BusyList {
 public:
     /// The earliest t >= from with [t, t + d) free here.
     double first_free(double from, double d) const {
-        if (head_ == iv_.size() || from >= iv_.back().end) return from;  // after the last (the common case: no search)
+        if (from >= end_) return from;  // after the last (the common case: no search, nor a load from the intervals)
         // the first interval that ends after `from`
         auto it = std::upper_bound(iv_.begin() + static_cast<std::ptrdiff_t>(head_), iv_.end(), from, [](double x, const Interval& v) { return x < v.end; });
         double t = from;
@@ -95,10 +95,11 @@ public:
         }
         if (head_ == iv_.size() || a > iv_.back().end) {  // after the last, apart from it
             iv_.push_back(Interval{a, b});
+            end_ = b;
             return;
         }
         if (a == iv_.back().end) {  // touching the last
-            iv_.back().end = b;
+            iv_.back().end = end_ = b;
             return;
         }
         const auto first = iv_.begin() + static_cast<std::ptrdiff_t>(head_);
@@ -116,6 +117,7 @@ public:
                 iv_.erase(it);
             }
         }
+        end_ = iv_.back().end;
     }
 
 private:
@@ -124,6 +126,7 @@ private:
     };
     std::vector<Interval> iv_;
     std::size_t head_ = 0;
+    double end_ = -std::numeric_limits<double>::infinity();  // iv_.back().end (none: below every time)
 };
 
 }  // namespace

@@ -116,17 +116,6 @@ bool same_partial(const Composite& a, std::uint32_t lo, std::span<const std::uin
     return true;
 }
 
-/// The order of the keys (kind, lo, hi, then the parts and the sources as one sequence), lexicographic.
-bool key_less(const Composite& a, const Composite& b) {
-    if (a.kind != b.kind) return static_cast<std::uint32_t>(a.kind) < static_cast<std::uint32_t>(b.kind);
-    if (a.lo != b.lo) return a.lo < b.lo;
-    if (a.hi != b.hi) return a.hi < b.hi;
-    if (a.parts.empty() && b.parts.empty()) return std::lexicographical_compare(a.sources.begin(), a.sources.end(), b.sources.begin(), b.sources.end());
-    const std::size_t na = a.parts.size() + a.sources.size(), nb = b.parts.size() + b.sources.size();
-    for (std::size_t i = 0; i < std::min(na, nb); ++i)
-        if (const std::uint32_t x = key_word(a, i), y = key_word(b, i); x != y) return x < y;
-    return na < nb;
-}
 
 bool same_key(const Composite& a, const Composite& b) {
     if (a.kind != b.kind || a.lo != b.lo || a.hi != b.hi || a.parts.size() + a.sources.size() != b.parts.size() + b.sources.size())
@@ -190,11 +179,24 @@ std::optional<MessageId> Composites::find(const Composite& c) const {
 }
 
 std::vector<MessageId> Composites::canonicalize() {
-    // The keys compared in place (a key vector per comparison allocated 40 million vectors for the million partials
-    // of a reduce-scatter on 1,024 processors; one per composite was still a tenth of the interning).
+    // Every key once, side by side in one buffer (a key vector per comparison allocated 40 million vectors for the
+    // million partials of a reduce-scatter on 1,024 processors; one vector per composite was still a tenth of the
+    // interning): kind, lo, hi, then the parts and the sources as one sequence, compared lexicographically.
+    std::vector<std::uint32_t> words;
+    std::vector<std::size_t> at(items_.size() + 1, 0);
+    for (std::size_t i = 0; i < items_.size(); ++i) {
+        const Composite& c = items_[i];
+        words.insert(words.end(), {static_cast<std::uint32_t>(c.kind), c.lo, c.hi});
+        for (MessageId p : c.parts) words.push_back(idx(p));
+        words.insert(words.end(), c.sources.begin(), c.sources.end());
+        at[i + 1] = words.size();
+    }
     std::vector<std::uint32_t> order(items_.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return key_less(items_[a], items_[b]); });
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return std::lexicographical_compare(words.begin() + static_cast<std::ptrdiff_t>(at[a]), words.begin() + static_cast<std::ptrdiff_t>(at[a + 1]),
+                                            words.begin() + static_cast<std::ptrdiff_t>(at[b]), words.begin() + static_cast<std::ptrdiff_t>(at[b + 1]));
+    });
     std::vector<MessageId> remap(items_.size());
     std::vector<Composite> sorted;
     sorted.reserve(items_.size());
