@@ -258,7 +258,7 @@ TEST_CASE("timing: a value sent on to several waits for the latest of its earlie
     }
 }
 
-TEST_CASE("timing: asynchronous() alone is predict()'s time; each transfer takes the first gap on its channel and groups") {
+TEST_CASE("timing: asynchronous() alone is predict()'s time, and a transfer starts when ready or when a resource it holds frees") {
     // The run forgets the busy intervals that ended before the ready time being served and keeps no per-transfer times
     // when only the time is asked: the pipelined hierarchical allreduce on multibox 2 x 8 (link groups, many
     // transfers queued on the NICs at 1 GiB) at five sizes. Every transfer starts at its ready time or when a transfer

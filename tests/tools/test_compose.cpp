@@ -257,7 +257,7 @@ TEST_CASE("compose: several sizes at once give what each size alone gives") {
     }
 }
 
-TEST_CASE("compose: the shapes on threads give the tables and times of one thread; a table's times start at the size that first asked for it") {
+TEST_CASE("compose: the shapes on threads give the tables and times of one thread, each from the size that first asked for it") {
     // the one-piece shapes built and timed at once and each larger table's sizes predicted on threads (--jobs): the
     // same candidates, tables and times as on one thread. A table is predicted from the first size that asked for it
     // on (NaN before: never read there); every time given is a fresh prediction's, and the size each was chosen at

@@ -348,31 +348,19 @@ void provider_notes(const std::vector<NamedProvider>& providers, const std::vect
 
 }  // namespace
 
-std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes,
-                                             std::vector<TimeCandidate>* unchecked_out) {
-    std::vector<TimeCandidate> raw;
-    std::vector<std::size_t> from;  // per provider, its first candidate
-    std::vector<double> took;
-    run_providers(q, providers, raw, from, took, notes);
-    // Every table timed (its plan built once: the comparison reuses it) in 80 % of the time left, then checked where it can decide.
-    const Deadline limit = Deadline::at(q.deadline), timing = Deadline::at(limit.share(0.8).when());
-    std::vector<double> timed(providers.size(), 0.0), verify(providers.size(), 0.0);
-    auto provider_of = [&](std::size_t i) { return static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), i) - from.begin()) - 1; };
-    struct Timed {
-        std::size_t raw;
-        std::vector<double> seconds;  // by the query's time, per size
-        int verdict = 0;              // 0 not checked, 1 holds, -1 left out
-    };
-    std::vector<Timed> ts;
-    std::vector<std::vector<double>> given;  // per timed table: the times its provider predicted (empty: none)
-    std::map<std::string, int> names;
-    const std::size_t S = q.sizes.size();
-    std::size_t largest = 0;
-    // the plans the providers did not build, each on its own thread (of q.jobs; what is built does not depend on them)
-    enum class Planned : char { skip, ok, late, broken };
+namespace {
+
+enum class Planned : char { skip, ok, late, broken };
+
+/// The timing plans of the tables the providers did not plan (re-stamped with the query's topology and model first),
+/// each on its own thread (of q.jobs; what is built does not depend on them): per table whether it is planned (skip:
+/// another collective), whether it already had the query's topology and model (`same`: its provider's times hold),
+/// and the seconds its plan took.
+std::vector<Planned> plan_all(std::vector<TimeCandidate>& raw, const CandidateQuery& q, Deadline timing, std::vector<char>& same,
+                              std::vector<double>& planning) {
     std::vector<Planned> planned(raw.size(), Planned::skip);
-    std::vector<char> same(raw.size(), 0);
-    std::vector<double> planning(raw.size(), 0.0);
+    same.assign(raw.size(), 0);
+    planning.assign(raw.size(), 0.0);
     std::size_t most = 0;
     for (std::size_t i = 0; i < raw.size(); ++i) {
         TimeCandidate& c = raw[i];
@@ -403,6 +391,34 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         planning[i] = std::chrono::duration<double>(Clock::now() - t0).count();
         return true;
     });
+    return planned;
+}
+
+}  // namespace
+
+std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes,
+                                             std::vector<TimeCandidate>* unchecked_out) {
+    std::vector<TimeCandidate> raw;
+    std::vector<std::size_t> from;  // per provider, its first candidate
+    std::vector<double> took;
+    run_providers(q, providers, raw, from, took, notes);
+    // Every table timed (its plan built once: the comparison reuses it) in 80 % of the time left, then checked where it can decide.
+    const Deadline limit = Deadline::at(q.deadline), timing = Deadline::at(limit.share(0.8).when());
+    std::vector<double> timed(providers.size(), 0.0), verify(providers.size(), 0.0);
+    auto provider_of = [&](std::size_t i) { return static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), i) - from.begin()) - 1; };
+    struct Timed {
+        std::size_t raw;
+        std::vector<double> seconds;  // by the query's time, per size
+        int verdict = 0;              // 0 not checked, 1 holds, -1 left out
+    };
+    std::vector<Timed> ts;
+    std::vector<std::vector<double>> given;  // per timed table: the times its provider predicted (empty: none)
+    std::map<std::string, int> names;
+    const std::size_t S = q.sizes.size();
+    std::size_t largest = 0;
+    std::vector<char> same;
+    std::vector<double> planning;
+    const std::vector<Planned> planned = plan_all(raw, q, timing, same, planning);
     for (std::size_t i = 0; i < raw.size(); ++i) {
         TimeCandidate& c = raw[i];
         const auto t0 = Clock::now();
