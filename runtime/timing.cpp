@@ -76,8 +76,13 @@ public:
     /// The earliest t >= from with [t, t + d) free here.
     double first_free(double from, double d) const {
         if (from >= end_) return from;  // after the last (the common case: no search, nor a load from the intervals)
-        // the first interval that ends after `from`
-        auto it = std::upper_bound(iv_.begin() + static_cast<std::ptrdiff_t>(head_), iv_.end(), from, [](double x, const Interval& v) { return x < v.end; });
+        // the first interval that ends after `from`: `from` is at or after the ready time being served, so it is most
+        // often among the first not forgotten; galloping from there, then a binary search in the last stride
+        const std::size_t n = iv_.size();
+        std::size_t lo = head_, hi = head_;
+        for (std::size_t stride = 1; hi < n && !(from < iv_[hi].end); stride *= 2) lo = hi + 1, hi += stride;
+        auto it = std::upper_bound(iv_.begin() + static_cast<std::ptrdiff_t>(lo), iv_.begin() + static_cast<std::ptrdiff_t>(std::min(hi + 1, n)), from,
+                                   [](double x, const Interval& v) { return x < v.end; });
         double t = from;
         for (; it != iv_.end(); ++it) {
             if (t + d <= it->start) return t;
