@@ -133,24 +133,33 @@ std::uint64_t tag_of(std::uint64_t hash) { return hash & 0xffffffff00000000ull; 
 
 }  // namespace
 
-std::size_t Composites::slot_of(const Composite& c) const {
+std::size_t Composites::slot_of(const Composite& c, std::uint64_t h) const {
     const std::size_t mask = slots_.size() - 1;
-    const std::uint64_t h = composite_hash(c), tag = tag_of(h);
+    const std::uint64_t tag = tag_of(h);
     for (std::size_t i = h & mask;; i = (i + 1) & mask)
         if (slots_[i] == 0 || (tag_of(slots_[i]) == tag && same_key(items_[(slots_[i] & 0xffffffffu) - 1], c))) return i;
 }
 
+void Composites::place(std::size_t i) {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t at = hashes_[i] & mask;
+    while (slots_[at] != 0) at = (at + 1) & mask;  // the items are distinct: the first empty slot
+    slots_[at] = tag_of(hashes_[i]) | (i + 1);
+}
+
 void Composites::grow() {
     slots_.assign(std::max<std::size_t>(64, slots_.size() * 2), 0);
-    for (std::size_t i = 0; i < items_.size(); ++i) slots_[slot_of(items_[i])] = tag_of(composite_hash(items_[i])) | (i + 1);
+    for (std::size_t i = 0; i < items_.size(); ++i) place(i);
 }
 
 MessageId Composites::intern(Composite c) {
     if (2 * (items_.size() + 1) > slots_.size()) grow();
-    const std::size_t s = slot_of(c);
+    const std::uint64_t h = composite_hash(c);
+    const std::size_t s = slot_of(c, h);
     if (slots_[s] == 0) {
-        slots_[s] = tag_of(composite_hash(c)) | (items_.size() + 1);
+        slots_[s] = tag_of(h) | (items_.size() + 1);
         items_.push_back(std::move(c));
+        hashes_.push_back(h);
     }
     return MessageId{static_cast<std::uint32_t>(base_ + (slots_[s] & 0xffffffffu) - 1)};
 }
@@ -164,6 +173,7 @@ MessageId Composites::intern_partial(std::uint32_t chunk, std::span<const std::u
             Composite c{MessageKind::partial, chunk, 0, {}, {sources.begin(), sources.end()}};  // before items_ may move
             slots_[i] = tag | (items_.size() + 1);
             items_.push_back(std::move(c));
+            hashes_.push_back(h);
             return MessageId{static_cast<std::uint32_t>(base_ + items_.size() - 1)};
         }
         if (tag_of(slots_[i]) == tag && same_partial(items_[(slots_[i] & 0xffffffffu) - 1], chunk, sources))
@@ -173,7 +183,7 @@ MessageId Composites::intern_partial(std::uint32_t chunk, std::span<const std::u
 
 std::optional<MessageId> Composites::find(const Composite& c) const {
     if (slots_.empty()) return std::nullopt;
-    const std::size_t s = slot_of(c);
+    const std::size_t s = slot_of(c, composite_hash(c));
     if (slots_[s] == 0) return std::nullopt;
     return MessageId{static_cast<std::uint32_t>(base_ + (slots_[s] & 0xffffffffu) - 1)};
 }
@@ -199,14 +209,18 @@ std::vector<MessageId> Composites::canonicalize() {
     });
     std::vector<MessageId> remap(items_.size());
     std::vector<Composite> sorted;
+    std::vector<std::uint64_t> hashes;
     sorted.reserve(items_.size());
+    hashes.reserve(items_.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) {
         remap[order[i]] = MessageId{static_cast<std::uint32_t>(base_ + i)};
         sorted.push_back(std::move(items_[order[i]]));
+        hashes.push_back(hashes_[order[i]]);
     }
     items_ = std::move(sorted);
+    hashes_ = std::move(hashes);
     for (std::uint64_t& s : slots_) s = 0;
-    for (std::size_t i = 0; i < items_.size(); ++i) slots_[slot_of(items_[i])] = tag_of(composite_hash(items_[i])) | (i + 1);
+    for (std::size_t i = 0; i < items_.size(); ++i) place(i);
     return remap;
 }
 

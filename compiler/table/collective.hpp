@@ -80,7 +80,9 @@ public:
 private:
     /// The slot of `c` in `slots_` (open addressing): the one holding an equal composite, or the
     /// empty one where it would go.
-    std::size_t slot_of(const Composite& c) const;
+    std::size_t slot_of(const Composite& c, std::uint64_t hash) const;
+    /// Puts item i in the first empty slot from its hash (its hashes_ entry).
+    void place(std::size_t i);
     void grow();
 
     std::uint64_t base_;
@@ -89,6 +91,7 @@ private:
     /// position + 1 (0 = empty). It was a std::map keyed by vectors, a fifth of `optimize --size`'s
     /// time on 128 GPUs (issue 43).
     std::vector<std::uint64_t> slots_;
+    std::vector<std::uint64_t> hashes_;  ///< per item its hash (growing and reordering rehash no key: a partial has up to P sources)
 };
 
 /// The message space of a topology: the dense numbering above, names and their parser. With a
