@@ -307,10 +307,15 @@ void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& pr
     CandidateQuery build = q;
     build.deadline = Deadline::at(q.deadline).share(0.8).when();
     const std::size_t n = providers.size();
+    // each provider's own threads (the constructions' shapes and predictions) share what the providers at once leave:
+    // no more threads than --jobs (more would slow every provider, and the rings' and packings' steps stop at a fixed
+    // number of seconds: under load the rings' last table was cut)
+    const unsigned outer = static_cast<unsigned>(std::clamp<std::size_t>(n, 1, std::max(q.jobs, 1u)));
+    build.jobs = std::max(1u, q.jobs / outer);
     std::vector<std::vector<TimeCandidate>> outs(n);
     std::vector<std::vector<std::string>> said(n);
     std::vector<double> seconds(n, 0.0);
-    run_indexed(n, std::max(q.jobs, 1u), [&](std::size_t i) {
+    run_indexed(n, outer, [&](std::size_t i) {
         const NamedProvider& p = providers[i];
         const auto t0 = Clock::now();
         trace("provider {}: start", p.name);
