@@ -11,6 +11,7 @@
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "support/text.hpp"
+#include "support/trace.hpp"
 #include "runtime/cost_report.hpp"
 
 namespace collsched {
@@ -209,11 +210,14 @@ Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<s
             return time_of(plans[s == 0 ? a : b], m, link, kind);
         };
         r.crossovers[k] = {0, a, b, sizes[i - 1], sizes[i]};
+        std::array<int, 2> made{0, 0};
+        trace("crossover between sizes {} and {}: start ({} and {} transfers)", sizes[i - 1], sizes[i], plans[a].transfers(), plans[b].transfers());
         try {
             r.crossovers[k].size = find_table_crossover(time, sizes[i - 1], sizes[i], {r.seconds[a][i - 1], r.seconds[b][i - 1]},
-                                                        {r.seconds[a][i], r.seconds[b][i]}, two);
+                                                        {r.seconds[a][i], r.seconds[b][i]}, two, &made);
         } catch (const LimitReached&) {  // left unsearched: its grid points say where it lies
         }
+        trace("crossover between sizes {} and {}: {} and {} predictions", sizes[i - 1], sizes[i], made[0], made[1]);
         return true;
     });
     return r;

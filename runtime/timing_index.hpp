@@ -89,6 +89,9 @@ public:
         }
         v_[i] = x;
     }
+    /// Bottom-up (Floyd): the hole at the top goes down to a leaf along the least children, then
+    /// the last element goes up from there (it mostly belongs near the leaves): a comparison of
+    /// four children a level instead of five.
     void pop() {
         const T x = v_.back();
         v_.pop_back();
@@ -99,17 +102,90 @@ public:
             const std::size_t first = 4 * i + 1;
             if (first >= n) break;
             std::size_t least = first;
-            for (std::size_t c = first + 1; c < std::min(first + 4, n); ++c)
-                if (v_[least] > v_[c]) least = c;
-            if (!(x > v_[least])) break;
+            const std::size_t end = std::min(first + 4, n);
+            for (std::size_t c = first + 1; c < end; ++c) least = v_[least] > v_[c] ? c : least;
             v_[i] = v_[least];
             i = least;
+        }
+        while (i > 0) {
+            const std::size_t up = (i - 1) / 4;
+            if (!(v_[up] > x)) break;
+            v_[i] = v_[up];
+            i = up;
         }
         v_[i] = x;
     }
 
 private:
     std::vector<T> v_;
+};
+
+/// A monotone priority queue of events {double time; uint64_t key} ordered by (time, key) (a radix
+/// heap): every element pushed is above the last one popped, as the asynchronous run's arrivals are
+/// (an arrival comes after the event that started its transfer, with a larger key at an equal time).
+/// Bucket b > 0 holds the elements whose (time bits, key) first differ from the last popped at bit
+/// b - 1 from below (times are never negative, and such doubles are ordered as their bits are);
+/// pushing appends to a bucket, popping scans the lowest bucket for its least element and spreads
+/// the rest below. The same order as QuadHeap's, without a deep heap's cache misses (on 128 GPUs
+/// about 100,000 arrivals wait at once).
+template <class T>
+class RadixQueue {
+public:
+    bool empty() const { return size_ == 0; }
+    /// The least element (`empty()` false); found once, then kept until a smaller one is pushed or it is popped.
+    const T& top() {
+        if (!least_) find_least();
+        return buckets_[lb_][li_];
+    }
+    void push(const T& x) {
+        const std::size_t b = bucket(x);
+        buckets_[b].push_back(x);
+        ++size_;
+        if (least_ && less(x, buckets_[lb_][li_])) lb_ = b, li_ = buckets_[b].size() - 1;
+    }
+    /// Removes top().
+    void pop() {
+        if (!least_) find_least();
+        std::vector<T>& from = buckets_[lb_];
+        last_time_ = std::bit_cast<std::uint64_t>(from[li_].time), last_key_ = from[li_].key;
+        from[li_] = from.back();
+        from.pop_back();
+        --size_;
+        least_ = false;
+        if (lb_ == 0) return;
+        // the rest of its bucket now differ from the last popped below bit lb_ - 1 (the buckets above keep theirs)
+        std::vector<T> moving;
+        moving.swap(from);
+        for (const T& x : moving) buckets_[bucket(x)].push_back(x);
+        moving.clear();
+        moving.swap(from);  // keep its capacity
+    }
+
+private:
+    static bool less(const T& a, const T& b) {
+        const std::uint64_t x = std::bit_cast<std::uint64_t>(a.time), y = std::bit_cast<std::uint64_t>(b.time);
+        return x < y || (x == y && a.key < b.key);
+    }
+    std::size_t bucket(const T& x) const {
+        const std::uint64_t t = std::bit_cast<std::uint64_t>(x.time) ^ last_time_, k = x.key ^ last_key_;
+        if (t) return 128 - static_cast<std::size_t>(std::countl_zero(t));
+        if (k) return 64 - static_cast<std::size_t>(std::countl_zero(k));
+        return 0;
+    }
+    void find_least() {
+        std::size_t b = 0;
+        while (buckets_[b].empty()) ++b;
+        std::size_t best = 0;
+        for (std::size_t i = 1; i < buckets_[b].size(); ++i)
+            if (less(buckets_[b][i], buckets_[b][best])) best = i;
+        lb_ = b, li_ = best, least_ = true;
+    }
+
+    std::vector<T> buckets_[129];
+    std::size_t size_ = 0;
+    std::uint64_t last_time_ = 0, last_key_ = 0;  // the last element popped (all zero: none yet; times are >= 0)
+    bool least_ = false;  // lb_, li_: where the least element is
+    std::size_t lb_ = 0, li_ = 0;
 };
 
 }  // namespace timing_internal

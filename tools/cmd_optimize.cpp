@@ -359,8 +359,8 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
                   "(docs/synthesis.md, \"Hierarchical synthesis\")");
     cmd->add_option("--jobs", args->jobs,
                     "Threads for the hierarchical compositions (each laid out, compacted and verified on its own; default 1) and for "
-                    "--size's predicted times (each table at each size, each crossover's probes; default the hardware threads); the "
-                    "answers do not depend on it")
+                    "--size (its providers at once, the constructions' shapes, the timing plans, each table at each size, each crossover's "
+                    "probes; default the hardware threads); the answers do not depend on it")
         ->check(CLI::Range(1u, 256u));
     cmd->add_option("--start", args->start,
                     "A schedule to start from (a table, or a .sched compiled with its defaults) for the same topology and "

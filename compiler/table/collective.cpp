@@ -73,36 +73,55 @@ std::string Messages::name(MessageId m) const {
 
 namespace {
 
-std::vector<std::uint32_t> composite_key(const Composite& c) {
-    std::vector<std::uint32_t> k{static_cast<std::uint32_t>(c.kind), c.lo, c.hi};
-    for (MessageId p : c.parts) k.push_back(idx(p));
-    k.insert(k.end(), c.sources.begin(), c.sources.end());
-    return k;
-}
-
-}  // namespace
-
-namespace {
-
-/// composite_key() without building it: kind, lo, hi, then the parts and the sources as one
-/// sequence (two composites are the same when these are).
-std::uint64_t composite_hash(const Composite& c) {
+/// The hash of a composite's key: kind, lo, hi, then its parts and its sources as one sequence of words (two
+/// composites are the same when these are), two words a multiplication (a partial has up to P sources: the
+/// multiplications in a chain were most of interning them), then the sequence's length.
+std::uint64_t key_hash(MessageKind kind, std::uint32_t lo, std::uint32_t hi, std::span<const MessageId> parts, std::span<const std::uint32_t> sources) {
     std::uint64_t h = 0xcbf29ce484222325ull;
-    auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 0x9e3779b97f4a7c15ull; };  // per word (a partial has up to P sources)
-    mix(static_cast<std::uint32_t>(c.kind));
-    mix(c.lo);
-    mix(c.hi);
-    for (MessageId p : c.parts) mix(idx(p));
-    for (std::uint32_t s : c.sources) mix(s);
+    auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 0x9e3779b97f4a7c15ull; };
+    mix(static_cast<std::uint32_t>(kind));
+    mix(lo);
+    mix(hi);
+    std::uint64_t carry = 0;
+    bool odd = false;
+    auto word = [&](std::uint32_t x) {
+        if (odd) mix(carry | (std::uint64_t{x} << 32));
+        else carry = x;
+        odd = !odd;
+    };
+    for (MessageId p : parts) word(idx(p));
+    std::size_t i = 0;
+    if (!odd)
+        for (; i + 1 < sources.size(); i += 2) mix(sources[i] | (std::uint64_t{sources[i + 1]} << 32));
+    for (; i < sources.size(); ++i) word(sources[i]);
+    if (odd) mix(carry);
+    mix(parts.size() + sources.size());
     return murmur3_fmix64(h);  // the slot is taken from the low bits, the tag from the high
 }
+
+std::uint64_t composite_hash(const Composite& c) { return key_hash(c.kind, c.lo, c.hi, c.parts, c.sources); }
+
+/// composite_hash(Composite{MessageKind::partial, lo, 0, {}, sources}).
+std::uint64_t partial_hash(std::uint32_t lo, std::span<const std::uint32_t> sources) { return key_hash(MessageKind::partial, lo, 0, {}, sources); }
+
+/// The i-th word of a composite's parts and sources as one sequence.
+std::uint32_t key_word(const Composite& c, std::size_t i) { return i < c.parts.size() ? idx(c.parts[i]) : c.sources[i - c.parts.size()]; }
+
+/// same_key(a, Composite{MessageKind::partial, lo, 0, {}, sources}).
+bool same_partial(const Composite& a, std::uint32_t lo, std::span<const std::uint32_t> sources) {
+    if (a.kind != MessageKind::partial || a.lo != lo || a.hi != 0 || a.parts.size() + a.sources.size() != sources.size()) return false;
+    if (a.parts.empty()) return std::equal(sources.begin(), sources.end(), a.sources.begin());
+    for (std::size_t i = 0; i < sources.size(); ++i)
+        if (key_word(a, i) != sources[i]) return false;
+    return true;
+}
+
 
 bool same_key(const Composite& a, const Composite& b) {
     if (a.kind != b.kind || a.lo != b.lo || a.hi != b.hi || a.parts.size() + a.sources.size() != b.parts.size() + b.sources.size())
         return false;
-    auto at = [](const Composite& c, std::size_t i) { return i < c.parts.size() ? idx(c.parts[i]) : c.sources[i - c.parts.size()]; };
     for (std::size_t i = 0, n = a.parts.size() + a.sources.size(); i < n; ++i)
-        if (at(a, i) != at(b, i)) return false;
+        if (key_word(a, i) != key_word(b, i)) return false;
     return true;
 }
 
@@ -114,53 +133,94 @@ std::uint64_t tag_of(std::uint64_t hash) { return hash & 0xffffffff00000000ull; 
 
 }  // namespace
 
-std::size_t Composites::slot_of(const Composite& c) const {
+std::size_t Composites::slot_of(const Composite& c, std::uint64_t h) const {
     const std::size_t mask = slots_.size() - 1;
-    const std::uint64_t h = composite_hash(c), tag = tag_of(h);
+    const std::uint64_t tag = tag_of(h);
     for (std::size_t i = h & mask;; i = (i + 1) & mask)
         if (slots_[i] == 0 || (tag_of(slots_[i]) == tag && same_key(items_[(slots_[i] & 0xffffffffu) - 1], c))) return i;
 }
 
+void Composites::place(std::size_t i) {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t at = hashes_[i] & mask;
+    while (slots_[at] != 0) at = (at + 1) & mask;  // the items are distinct: the first empty slot
+    slots_[at] = tag_of(hashes_[i]) | (i + 1);
+}
+
 void Composites::grow() {
     slots_.assign(std::max<std::size_t>(64, slots_.size() * 2), 0);
-    for (std::size_t i = 0; i < items_.size(); ++i) slots_[slot_of(items_[i])] = tag_of(composite_hash(items_[i])) | (i + 1);
+    for (std::size_t i = 0; i < items_.size(); ++i) place(i);
 }
 
 MessageId Composites::intern(Composite c) {
     if (2 * (items_.size() + 1) > slots_.size()) grow();
-    const std::size_t s = slot_of(c);
+    const std::uint64_t h = composite_hash(c);
+    const std::size_t s = slot_of(c, h);
     if (slots_[s] == 0) {
-        slots_[s] = tag_of(composite_hash(c)) | (items_.size() + 1);
+        slots_[s] = tag_of(h) | (items_.size() + 1);
         items_.push_back(std::move(c));
+        hashes_.push_back(h);
     }
     return MessageId{static_cast<std::uint32_t>(base_ + (slots_[s] & 0xffffffffu) - 1)};
 }
 
+MessageId Composites::intern_partial(std::uint32_t chunk, std::span<const std::uint32_t> sources) {
+    if (2 * (items_.size() + 1) > slots_.size()) grow();
+    const std::size_t mask = slots_.size() - 1;
+    const std::uint64_t h = partial_hash(chunk, sources), tag = tag_of(h);
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+        if (slots_[i] == 0) {
+            Composite c{MessageKind::partial, chunk, 0, {}, {sources.begin(), sources.end()}};  // before items_ may move
+            slots_[i] = tag | (items_.size() + 1);
+            items_.push_back(std::move(c));
+            hashes_.push_back(h);
+            return MessageId{static_cast<std::uint32_t>(base_ + items_.size() - 1)};
+        }
+        if (tag_of(slots_[i]) == tag && same_partial(items_[(slots_[i] & 0xffffffffu) - 1], chunk, sources))
+            return MessageId{static_cast<std::uint32_t>(base_ + (slots_[i] & 0xffffffffu) - 1)};
+    }
+}
+
 std::optional<MessageId> Composites::find(const Composite& c) const {
     if (slots_.empty()) return std::nullopt;
-    const std::size_t s = slot_of(c);
+    const std::size_t s = slot_of(c, composite_hash(c));
     if (slots_[s] == 0) return std::nullopt;
     return MessageId{static_cast<std::uint32_t>(base_ + (slots_[s] & 0xffffffffu) - 1)};
 }
 
 std::vector<MessageId> Composites::canonicalize() {
-    // Every key once (a key per comparison allocated 40 million vectors for the million partials
-    // of a reduce-scatter on 1,024 processors).
-    std::vector<std::vector<std::uint32_t>> keys(items_.size());
-    for (std::size_t i = 0; i < items_.size(); ++i) keys[i] = composite_key(items_[i]);
+    // Every key once, side by side in one buffer (a key vector per comparison allocated 40 million vectors for the
+    // million partials of a reduce-scatter on 1,024 processors; one vector per composite was still a tenth of the
+    // interning): kind, lo, hi, then the parts and the sources as one sequence, compared lexicographically.
+    std::vector<std::uint32_t> words;
+    std::vector<std::size_t> at(items_.size() + 1, 0);
+    for (std::size_t i = 0; i < items_.size(); ++i) {
+        const Composite& c = items_[i];
+        words.insert(words.end(), {static_cast<std::uint32_t>(c.kind), c.lo, c.hi});
+        for (MessageId p : c.parts) words.push_back(idx(p));
+        words.insert(words.end(), c.sources.begin(), c.sources.end());
+        at[i + 1] = words.size();
+    }
     std::vector<std::uint32_t> order(items_.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return std::lexicographical_compare(words.begin() + static_cast<std::ptrdiff_t>(at[a]), words.begin() + static_cast<std::ptrdiff_t>(at[a + 1]),
+                                            words.begin() + static_cast<std::ptrdiff_t>(at[b]), words.begin() + static_cast<std::ptrdiff_t>(at[b + 1]));
+    });
     std::vector<MessageId> remap(items_.size());
     std::vector<Composite> sorted;
+    std::vector<std::uint64_t> hashes;
     sorted.reserve(items_.size());
+    hashes.reserve(items_.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) {
         remap[order[i]] = MessageId{static_cast<std::uint32_t>(base_ + i)};
         sorted.push_back(std::move(items_[order[i]]));
+        hashes.push_back(hashes_[order[i]]);
     }
     items_ = std::move(sorted);
+    hashes_ = std::move(hashes);
     for (std::uint64_t& s : slots_) s = 0;
-    for (std::size_t i = 0; i < items_.size(); ++i) slots_[slot_of(items_[i])] = tag_of(composite_hash(items_[i])) | (i + 1);
+    for (std::size_t i = 0; i < items_.size(); ++i) place(i);
     return remap;
 }
 

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <span>
 #include <vector>
 
 #include "compiler/table/collective_kinds.hpp"
@@ -68,6 +69,9 @@ public:
     /// message: pass its id as `single`); a bundle's parts are sorted and must be distinct; a
     /// partial has two or more sorted distinct sources (a partial of one source is a(s)).
     MessageId intern(Composite c);
+    /// intern(Composite{MessageKind::partial, chunk, 0, {}, sources}), the same id, without copying the sources
+    /// when the partial is there already (the buffers of a reduction intern one per arrival: issue 43).
+    MessageId intern_partial(std::uint32_t chunk, std::span<const std::uint32_t> sources);
     std::optional<MessageId> find(const Composite& c) const;
     /// Renumbers in canonical order; returns the map old id -> new id (composites only, indexed
     /// by id - base).
@@ -76,7 +80,9 @@ public:
 private:
     /// The slot of `c` in `slots_` (open addressing): the one holding an equal composite, or the
     /// empty one where it would go.
-    std::size_t slot_of(const Composite& c) const;
+    std::size_t slot_of(const Composite& c, std::uint64_t hash) const;
+    /// Puts item i in the first empty slot from its hash (its hashes_ entry).
+    void place(std::size_t i);
     void grow();
 
     std::uint64_t base_;
@@ -85,6 +91,7 @@ private:
     /// position + 1 (0 = empty). It was a std::map keyed by vectors, a fifth of `optimize --size`'s
     /// time on 128 GPUs (issue 43).
     std::vector<std::uint64_t> slots_;
+    std::vector<std::uint64_t> hashes_;  ///< per item its hash (growing and reordering rehash no key: a partial has up to P sources)
 };
 
 /// The message space of a topology: the dense numbering above, names and their parser. With a

@@ -29,7 +29,7 @@ std::optional<PartialValue> partial_of(const Messages& ms, MessageId m) {
 
 MessageId partial_message(Composites& reg, const Messages& ms, const SourceSet& s, std::uint32_t chunk) {
     if (s.size() == 1) return ms.value(s.items()[0], chunk);
-    return reg.intern(Composite{MessageKind::partial, chunk, 0, {}, s.items()});
+    return reg.intern_partial(chunk, s.items());
 }
 
 std::optional<MessageId> find_partial(const Messages& ms, const SourceSet& s, std::uint32_t chunk) {
@@ -92,7 +92,7 @@ std::span<const std::uint32_t> PartialBuffers::sources(SetId s) const {
 PartialBuffers::SetId PartialBuffers::intern(std::span<const std::uint32_t> sorted) {
     if (sorted.empty()) return empty;
     if (sorted.size() == 1) return sorted[0];
-    return processors_ + idx(sets_.intern(Composite{MessageKind::partial, 0, 0, {}, {sorted.begin(), sorted.end()}}));
+    return processors_ + idx(sets_.intern_partial(0, sorted));
 }
 
 std::optional<std::pair<std::uint32_t, PartialBuffers::SetId>> PartialBuffers::set_of(const Messages& ms, MessageId m) {
@@ -125,10 +125,9 @@ Arrival PartialBuffers::arrive(std::uint32_t p, std::uint32_t chunk, SetId arriv
         else ++common, ++i, ++j;
     }
     if (common == 0) {
-        std::vector<std::uint32_t> u;
-        u.reserve(have.size() + come.size());
-        std::set_union(have.begin(), have.end(), come.begin(), come.end(), std::back_inserter(u));
-        b = intern(u);
+        union_.clear();
+        std::set_union(have.begin(), have.end(), come.begin(), come.end(), std::back_inserter(union_));
+        b = intern(union_);
         return Arrival::combined;
     }
     if (common == have.size()) {  // the arrival covers the buffer: a copy
@@ -146,7 +145,7 @@ Arrival PartialBuffers::arrive(std::uint32_t p, std::uint32_t chunk, SetId arriv
 MessageId PartialBuffers::message(SetId s, std::uint32_t chunk, Composites& reg, const Messages& ms) {
     if (s < processors_) return ms.value(s, chunk);
     auto [it, fresh] = named_.try_emplace((std::uint64_t{s} << 32) | chunk);
-    if (fresh) it->second = reg.intern(Composite{MessageKind::partial, chunk, 0, {}, sets_.items()[s - processors_].sources});
+    if (fresh) it->second = reg.intern_partial(chunk, sets_.items()[s - processors_].sources);
     return it->second;
 }
 

@@ -106,6 +106,7 @@ private:
     Composites sets_;                           // the sets of two or more sources, numbered from P
     std::unordered_map<std::uint64_t, MessageId> named_;  // (set, chunk) -> the table's message
     std::vector<SetId> of_composite_;           // per composite message of the table: its set (~0: not yet)
+    std::vector<std::uint32_t> union_;          // arrive()'s union of two sets (kept: one allocation, not one per arrival)
 };
 
 /// What a final buffer lacks or has too much against a goal: "it misses a(3)", "it also counts a(5)".

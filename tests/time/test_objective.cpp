@@ -177,6 +177,30 @@ TEST_CASE("time objective: predictions on threads give the answer of one thread,
     CHECK(without_run_times(time_objective_report(three, {}, true)) == without_run_times(time_objective_report(one, {}, true)));
 }
 
+TEST_CASE("time objective: the providers at once and the constructions' shapes on threads give the answer of one thread") {
+    // h100rail 2 x 8 allreduce at five sizes: the providers run at once on the --jobs threads, the constructions
+    // build and time their shapes on them and hand over times from the size that first asked for a table (the rest
+    // predicted here); the report, text and JSON, and the tables left unchecked with their times are one thread's
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100rail2x8.json"));
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allreduce", *topo)};
+    TimeObjectiveOptions o;
+    o.sizes = {65536, 1048576, 16777216, 268435456, 1073741824};
+    o.timeout = 60;
+    o.jobs = 1;
+    const TimeObjective one = time_objective(in, o);
+    o.jobs = 2;
+    const TimeObjective two = time_objective(in, o);
+    CHECK(two.comparison.seconds == one.comparison.seconds);
+    CHECK(two.comparison.other == one.comparison.other);
+    REQUIRE(two.unchecked.size() == one.unchecked.size());
+    for (std::size_t u = 0; u < one.unchecked.size(); ++u) {
+        CHECK(two.unchecked[u].name == one.unchecked[u].name);
+        CHECK(two.unchecked[u].seconds == one.unchecked[u].seconds);
+    }
+    for (bool json : {false, true})
+        CHECK(without_run_times(time_objective_report(two, {}, json)) == without_run_times(time_objective_report(one, {}, json)));
+}
+
 TEST_CASE("time objective: a table not timed at every size before the time limit is left out, with a note") {
     // the direct exchange on complete:4 with its timing plan built by its provider, which returns after the query's
     // deadline: no prediction starts, and the table is left out (on 1,024 GPUs the predictions of NCCL's ring

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -270,6 +271,46 @@ TEST_CASE("compose: several sizes at once give what each size alone gives") {
                 CHECK(predict_time(c.table, TimeOptions{size, std::nullopt}).asynchronous == one[0].predicted_s);
             }
         CHECK(found);
+    }
+}
+
+TEST_CASE("compose: the shapes on threads give the tables and times of one thread, each from the size that first asked for it") {
+    // the one-piece shapes built and timed at once and each larger table's sizes predicted on threads (--jobs): the
+    // same candidates, tables and times as on one thread. A table is predicted from the first size that asked for it
+    // on (NaN before: never read there); every time given is a fresh prediction's, and the size each was chosen at
+    // has one. h100rail 2 x 8 allreduce and reduce_scatter, five sizes.
+    const std::vector<double> sizes{64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB, GiB};
+    for (const char* coll : {"allreduce", "reduce_scatter"}) {
+        CAPTURE(coll);
+        const SynthInstance in = instance_with_model(machine("h100rail2x8"), coll);
+        const std::vector<Candidate> one = time_candidates(in, sizes, Clock::time_point::max(), false, 1);
+        const std::vector<Candidate> two = time_candidates(in, sizes, Clock::time_point::max(), false, 2);
+        REQUIRE(one.size() == two.size());
+        REQUIRE_FALSE(one.empty());
+        std::size_t partly = 0;
+        for (std::size_t c = 0; c < one.size(); ++c) {
+            CAPTURE(one[c].name);
+            CHECK(two[c].name == one[c].name);
+            CHECK(two[c].table.transfers == one[c].table.transfers);
+            CHECK(two[c].predicted_s == one[c].predicted_s);
+            REQUIRE(one[c].seconds.size() == sizes.size());
+            REQUIRE(two[c].seconds.size() == sizes.size());
+            bool chosen_size = false, started = false;
+            for (std::size_t i = 0; i < sizes.size(); ++i) {
+                CHECK(std::isnan(two[c].seconds[i]) == std::isnan(one[c].seconds[i]));
+                if (std::isnan(one[c].seconds[i])) {
+                    CHECK_FALSE(started);  // only before the first size predicted
+                    ++partly;
+                    continue;
+                }
+                started = true;
+                CHECK(two[c].seconds[i] == one[c].seconds[i]);
+                CHECK(one[c].seconds[i] == predict_time(one[c].table, TimeOptions{sizes[i], std::nullopt}).asynchronous);
+                chosen_size = chosen_size || one[c].seconds[i] == one[c].predicted_s;
+            }
+            CHECK(chosen_size);
+        }
+        if (std::string(coll) == "allreduce") CHECK(partly > 0);  // some table was first asked for after 64 KiB
     }
 }
 

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "compiler/interop/export_msccl.hpp"
 #include "compiler/io/export_ranks.hpp"
@@ -72,6 +73,41 @@ TEST_CASE("composites: names, parsing, interning and canonical ids") {
     CHECK(t.composites->size() == 2);
     CHECK(tm.name(MessageId{static_cast<std::uint32_t>(tm.base_size())}) == "a(0..1)");
     CHECK(tm.name(MessageId{static_cast<std::uint32_t>(tm.base_size() + 1)}) == "b(0)+b(1)");
+}
+
+TEST_CASE("composites: a partial interned from its sources is the composite's, and the canonical order is the keys' order") {
+    // intern_partial (the buffers of reductions, without building a composite per arrival) gives intern's id, new or
+    // met before; canonicalize orders by the key (kind, lo, hi, then the parts and the sources as one sequence),
+    // compared in place
+    Composites reg(Messages(8).base_size());
+    std::vector<std::vector<std::uint32_t>> sets{{0, 1}, {2, 5, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {1, 2}, {0, 1, 2}, {3, 4, 5, 6}};
+    std::vector<MessageId> ids;
+    for (std::uint32_t chunk : {1u, 0u})
+        for (const auto& s : sets) ids.push_back(reg.intern_partial(chunk, s));
+    ids.push_back(reg.intern(Composite{MessageKind::combined, 2, 5, {}, {}}));
+    ids.push_back(reg.intern(Composite{MessageKind::bundle, 0, 0, {MessageId{1}, MessageId{3}}, {}}));
+    REQUIRE(reg.size() == ids.size());
+    std::size_t k = 0;
+    for (std::uint32_t chunk : {1u, 0u})
+        for (const auto& s : sets) {
+            CHECK(reg.intern(Composite{MessageKind::partial, chunk, 0, {}, s}) == ids[k]);
+            CHECK(reg.intern_partial(chunk, s) == ids[k]);
+            CHECK(reg.find(Composite{MessageKind::partial, chunk, 0, {}, s}) == ids[k++]);
+        }
+    CHECK(reg.size() == ids.size());
+    auto key = [](const Composite& c) {
+        std::vector<std::uint32_t> v{static_cast<std::uint32_t>(c.kind), c.lo, c.hi};
+        for (MessageId p : c.parts) v.push_back(idx(p));
+        v.insert(v.end(), c.sources.begin(), c.sources.end());
+        return v;
+    };
+    std::vector<Composite> before = reg.items();
+    const std::vector<MessageId> remap = reg.canonicalize();
+    for (std::size_t i = 0; i + 1 < reg.size(); ++i) CHECK(key(reg.items()[i]) < key(reg.items()[i + 1]));
+    for (std::size_t i = 0; i < before.size(); ++i) {
+        CHECK(reg.at(remap[i]) == before[i]);
+        CHECK(reg.find(before[i]) == remap[i]);  // the index follows the new order
+    }
 }
 
 TEST_CASE("composites: reduce and prefix collectives, CLI spelling") {

@@ -62,7 +62,9 @@ struct Candidate {
     SendTable table;     ///< verified by the direct checker under the instance's model
     double predicted_s = 0;  ///< asynchronous time at the size asked for
     std::optional<TimingPlan> plan = std::nullopt;  ///< the table's timing plan, when the shapes built it
-    std::vector<double> seconds = {};  ///< with the plan: its asynchronous time at every size asked for (TimeOptions{size})
+    /// its asynchronous time at every size asked for (TimeOptions{size}); NaN at a size before the first that
+    /// asked for the table (the caller predicts those); empty when not predicted
+    std::vector<double> seconds = {};
 };
 
 /// The boxes of a machine: box b's processors in increasing order (GPU j of box b is boxes[b][j]).
@@ -106,9 +108,11 @@ std::vector<Candidate> time_candidates(const SynthInstance&, double size_bytes,
 /// and predicted at every size; the result is every (shape, pieces) that some size chose, once
 /// (predicted_s: at the first size that chose it), fastest first. `verify` false: the shapes'
 /// tables are not checked here (the caller checks them: the time objective checks those that
-/// can win, verifier/time/candidates.hpp).
+/// can win, verifier/time/candidates.hpp). `jobs` threads build and time the shapes with one
+/// piece (each on its own) and the predictions of each larger table at the sizes; the answer does
+/// not depend on them.
 std::vector<Candidate> time_candidates(const SynthInstance&, const std::vector<double>& sizes,
                                        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-                                       bool verify = true);
+                                       bool verify = true, unsigned jobs = 1);
 
 }  // namespace collsched::compose

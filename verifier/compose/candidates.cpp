@@ -2,6 +2,7 @@
 // each with the number of pieces that its predicted asynchronous time at the size prefers,
 // verified by the direct checker.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <map>
@@ -12,6 +13,7 @@
 #include "runtime/timing.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/parallel.hpp"
 #include "support/trace.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
@@ -137,7 +139,7 @@ double load_bound(const SendTable& t, double size) {
 /// asked for (one TimingPlan per table): the choice of pieces differs per size, the tables do not.
 class ShapeTables {
 public:
-    ShapeTables(const SynthInstance& in, const std::vector<double>& sizes) : in_(in), sizes_(sizes) {}
+    ShapeTables(const SynthInstance& in, const std::vector<double>& sizes, unsigned jobs) : in_(in), sizes_(sizes), jobs_(jobs) {}
 
     struct Entry {
         const Decomposition* d = nullptr;
@@ -148,38 +150,40 @@ public:
         std::optional<SendTable> table;  // empty when it does not apply, or dropped
         std::optional<TimingPlan> plan;  // the table's (dropped with it)
         std::size_t transfers = 0;
-        std::vector<double> seconds;     // asynchronous, per size
+        /// asynchronous, per size; NaN before the size that first asked for the table (never read here: the sizes
+        /// are chosen for in order, and a table some size chose is read at that size)
+        std::vector<double> seconds;
     };
 
-    /// The shape with k pieces (built and predicted on first use), or nullptr when it does not
-    /// apply. Its table may have been dropped since (`table` empty): `rebuild` brings it back.
+    /// The shape with k pieces (built and predicted on first use, at size `from` and the sizes after it), or nullptr
+    /// when it does not apply. Its table may have been dropped since (`table` empty): `rebuild` brings it back.
     /// Past `deadline` the table or its timing plan stops (LimitReached) and the shape is taken as
     /// not applying with k pieces; `stopped()` says so.
-    const Entry* get(const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k, Deadline deadline = {}) {
+    const Entry* get(const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k, Deadline deadline = {}, std::size_t from = 0) {
         auto [it, fresh] = at_.try_emplace(std::make_tuple(&d, shape_index, k));
         Entry& e = it->second;
-        if (fresh) {
-            e.d = &d, e.shape_index = shape_index, e.shape = sh, e.pieces = k;
-            try {
-                trace("shape {} ({}), {} pieces: build", shape_name(sh, in_.collective.kind), d.what, k);
-                e.table = build_shape(in_, d.boxes, sh, k, nullptr, deadline);
-                if (e.table) {
-                    e.transfers = e.table->transfers.size();
-                    trace("  {} transfers; timing plan", e.transfers);
-                    e.plan.emplace(*e.table, deadline);
-                    for (double m : sizes_) e.seconds.push_back(e.plan->asynchronous(TimeOptions{m, std::nullopt}));
-                    trace("  timed");
-                }
-            } catch (const LimitReached&) {
-                trace("  stopped by the time limit");
-                e.table.reset();
-                e.plan.reset();
-                e.seconds.clear();
-                stopped_ = true;
-            }
-            e.applies = e.table.has_value();
-        }
+        if (fresh) fill(e, d, shape_index, sh, k, deadline, jobs_, from);
         return e.applies ? &e : nullptr;
+    }
+    /// get() of several shapes with one piece at once: each built and timed on its own thread (of `jobs`), its
+    /// predictions then on one; the entries are the same as get() one after the other would make.
+    void get_all(const std::vector<std::tuple<const Decomposition*, std::size_t, Shape>>& which, Deadline deadline) {
+        std::vector<Entry*> fresh(which.size(), nullptr);
+        for (std::size_t x = 0; x < which.size(); ++x) {
+            auto [d, si, sh] = which[x];
+            auto [it, added] = at_.try_emplace(std::make_tuple(d, si, 1u));
+            if (added) fresh[x] = &it->second;
+        }
+        run_indexed(which.size(), jobs_, [&](std::size_t x) {
+            if (!fresh[x]) return true;
+            if (x > 0 && deadline.passed()) {  // not started: taken as not applying
+                fresh[x]->shape = std::get<2>(which[x]);
+                stopped_ = true;
+                return true;
+            }
+            fill(*fresh[x], *std::get<0>(which[x]), std::get<1>(which[x]), std::get<2>(which[x]), 1, deadline, 1, 0);
+            return true;
+        });
     }
     bool stopped() const { return stopped_; }
     const SendTable& rebuild(const Entry& e, Deadline deadline = {}) {
@@ -196,10 +200,43 @@ public:
     }
 
 private:
+    /// Builds the shape with k pieces into `e`, its plan, and its times at the sizes from `from` on (on `threads`).
+    /// Past `deadline` the table or its timing plan stops (LimitReached) and the shape is taken as not applying with k
+    /// pieces.
+    void fill(Entry& e, const Decomposition& d, std::size_t shape_index, const Shape& sh, std::uint32_t k, Deadline deadline, unsigned threads,
+              std::size_t from) {
+        e.d = &d, e.shape_index = shape_index, e.shape = sh, e.pieces = k;
+        try {
+            trace("shape {} ({}), {} pieces: build", shape_name(sh, in_.collective.kind), d.what, k);
+            e.table = build_shape(in_, d.boxes, sh, k, nullptr, deadline);
+            if (e.table) {
+                e.transfers = e.table->transfers.size();
+                trace("  {} transfers; timing plan", e.transfers);
+                e.plan.emplace(*e.table, deadline);
+                // each size's prediction on its own (the times do not depend on the threads)
+                e.seconds.assign(sizes_.size(), std::numeric_limits<double>::quiet_NaN());
+                const std::size_t n = sizes_.size() - std::min(from, sizes_.size());
+                run_indexed(n, threads > 1 ? prediction_threads(threads, e.transfers) : 1, [&](std::size_t x) {
+                    e.seconds[from + x] = e.plan->asynchronous(TimeOptions{sizes_[from + x], std::nullopt});
+                    return true;
+                });
+                trace("  timed");
+            }
+        } catch (const LimitReached&) {
+            trace("  stopped by the time limit");
+            e.table.reset();
+            e.plan.reset();
+            e.seconds.clear();
+            stopped_ = true;
+        }
+        e.applies = e.table.has_value();
+    }
+
     const SynthInstance& in_;
     const std::vector<double>& sizes_;
+    unsigned jobs_ = 1;
     std::map<std::tuple<const Decomposition*, std::size_t, std::uint32_t>, Entry> at_;
-    bool stopped_ = false;
+    std::atomic<bool> stopped_ = false;
 };
 
 struct Tried {
@@ -221,7 +258,7 @@ struct Tried {
 void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t, double>& at, Clock::time_point deadline) {
     std::size_t transfers = t.one->transfers;
     for (std::uint32_t k = next_pieces(t.pieces, transfers); k > 0 && Clock::now() < deadline; k = next_pieces(k, transfers)) {
-        const ShapeTables::Entry* next = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline));
+        const ShapeTables::Entry* next = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline), i);
         if (!next) return;
         transfers = next->transfers;
         const double s = next->seconds[i];
@@ -323,7 +360,8 @@ std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::v
     return out;
 }
 
-std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline, bool verify) {
+std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline, bool verify,
+                                       unsigned jobs) {
     const CollectiveKind kind = in.collective.kind;
     std::vector<Candidate> out;
     if (kind == CollectiveKind::alltoall && !sizes.empty()) return alltoall_candidates(in, sizes, deadline);
@@ -331,18 +369,22 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         return out;
     if (in.model.timing != Timing::hop || in.model.inject_once || in.topology->processors() < 2) return out;
     const std::vector<Decomposition> ds = decompositions(*in.topology);
-    ShapeTables tables(in, sizes);
+    ShapeTables tables(in, sizes, jobs);
     std::vector<Tried> tried;
-    for (const Decomposition& d : ds) {
-        const std::vector<Shape> shapes = shapes_for(*in.topology, d.boxes, d.flat);
-        for (std::size_t si = 0; si < shapes.size(); ++si) {
-            if (Clock::now() >= deadline && !tried.empty()) break;  // keep what is built: at least one shape
-            // The first shape too stops at the deadline: on 4,096 GPUs its one-piece table alone ran
-            // past a 10 s --timeout by minutes; no shape then, and the run ends with its bounds.
-            const ShapeTables::Entry* one = tables.get(d, si, shapes[si], 1, Deadline::at(deadline));
-            if (!one) continue;  // the shape does not apply (a route through a processor, ...)
-            tried.push_back({&d, si, shapes[si], one, load_bound(*one->table, 1.0), -1.0});
+    // every shape with one piece, on the threads (the shapes after the first are not started past the deadline: keep
+    // what is built; the first too stops at the deadline: on 4,096 GPUs its one-piece table alone ran past a 10 s
+    // --timeout by minutes; no shape then, and the run ends with its bounds)
+    std::vector<std::tuple<const Decomposition*, std::size_t, Shape>> shapes;
+    for (const Decomposition& d : ds)
+        for (const Shape& sh : shapes_for(*in.topology, d.boxes, d.flat)) {
+            const std::size_t si = shapes.empty() || std::get<0>(shapes.back()) != &d ? 0 : std::get<1>(shapes.back()) + 1;
+            shapes.emplace_back(&d, si, sh);
         }
+    tables.get_all(shapes, Deadline::at(deadline));
+    for (const auto& [d, si, sh] : shapes) {
+        const ShapeTables::Entry* one = tables.get(*d, si, sh, 1, Deadline::at(deadline));
+        if (!one) continue;  // the shape does not apply (a route through a processor, ...), or the time limit came first
+        tried.push_back({d, si, sh, one, load_bound(*one->table, 1.0), -1.0});
     }
     // per size, each shape's pieces: (tried index, pieces) -> the first size that chose it
     std::map<std::pair<std::size_t, std::uint32_t>, std::size_t> chosen;
@@ -407,7 +449,8 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
         std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 (or the most within 500,000 transfers) at {} bytes (asynchronous time)", shape_name(t.shape, kind),
                                       t.d->what, e->pieces, sizes[i]);
-        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->plan ? e->seconds : std::vector<double>{}});
+        // its times go with it, plan or not (the same table's: the caller predicts only the sizes missing, NaN)
+        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->seconds});
     }
     const Boxes boxes = find_boxes(*in.topology);
     if (in.topology->routers() == 0 && boxes.boxes.size() <= 1) {

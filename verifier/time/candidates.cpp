@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -176,7 +177,7 @@ void composed(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vec
     std::vector<double> sizes = q.sizes;
     if (sizes.empty()) sizes.push_back(1 << 20);
     // unchecked here: gather_candidates checks the tables that can win
-    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false))
+    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false, q.jobs))
         out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table)), std::move(c.plan),
                        std::move(c.seconds)});
     if (Clock::now() >= q.deadline) notes.push_back("constructions for time: the time limit came before every shape and piece count was tried");
@@ -240,12 +241,13 @@ void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<
 }
 
 /// The candidate's times at the query's size s by its plan (both kinds), into c.seconds[s] and c.other[s]. A provider
-/// that predicted its own plan asynchronously at every size (no --link, the plan the table's as the query stamps it)
-/// handed those times over (`given`): the same run, not made again; the synchronous time is one pass.
+/// that predicted its own table asynchronously at every size (no --link, the table's topology and model the query's)
+/// handed those times over (`given`; NaN at a size it did not predict): the same run, not made again; the synchronous
+/// time is one pass.
 void time_at_size(TimeCandidate& c, const std::vector<double>& given, const CandidateQuery& q, std::size_t s) {
     const TimeOptions at{q.sizes[s], q.link};
     TimePrediction p;
-    if (!given.empty()) p.asynchronous = given[s], p.synchronous = c.plan->synchronous(at);
+    if (!given.empty() && !std::isnan(given[s])) p.asynchronous = given[s], p.synchronous = c.plan->synchronous(at);
     else p = c.plan->predict(at);
     c.seconds[s] = q.time == TimeKind::asynchronous ? p.asynchronous : p.synchronous;
     c.other[s] = q.time == TimeKind::asynchronous ? p.synchronous : p.asynchronous;
@@ -302,34 +304,47 @@ namespace {
 /// Runs every provider into `raw`; per provider its first candidate (`from`) and its seconds (`took`). Every provider
 /// holds the query's deadline: one is not started once it has passed, one a limit stops keeps the tables it had (the
 /// NCCL baselines and the checks ran after optimize --size's --timeout). The providers have 80 % of the time left,
-/// the timing and checks of their tables the rest.
+/// the timing and checks of their tables the rest. They run at once on q.jobs threads (each into its own list, joined
+/// in the providers' order: the same tables and notes as one after the other).
 void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<TimeCandidate>& raw,
                    std::vector<std::size_t>& from, std::vector<double>& took, std::vector<std::string>& notes) {
     CandidateQuery build = q;
     build.deadline = Deadline::at(q.deadline).share(0.8).when();
-    std::vector<std::vector<TimeCandidate>> made(providers.size());
-    took.assign(providers.size(), 0);
-    std::vector<std::size_t> order(providers.size());
+    const std::size_t n = providers.size();
+    // each provider's own threads (the constructions' shapes and predictions) share what the providers at once leave:
+    // no more threads than --jobs (more would slow every provider, and the rings' and packings' steps stop at a fixed
+    // number of seconds: under load the rings' last table was cut)
+    const unsigned outer = static_cast<unsigned>(std::clamp<std::size_t>(n, 1, std::max(q.jobs, 1u)));
+    build.jobs = std::max(1u, q.jobs / outer);
+    std::vector<std::vector<TimeCandidate>> outs(n);
+    std::vector<std::vector<std::string>> said(n);
+    std::vector<double> seconds(n, 0.0);
+    // started in this order: the providers marked `first` (NCCL's algorithms) before the others
+    std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::ranges::stable_partition(order, [&](std::size_t p) { return providers[p].first; });
-    for (std::size_t k : order) {
-        const NamedProvider& p = providers[k];
+    run_indexed(n, outer, [&](std::size_t x) {
+        const std::size_t i = order[x];
+        const NamedProvider& p = providers[i];
         const auto t0 = Clock::now();
         trace("provider {}: start", p.name);
         try {
-            if (Clock::now() >= build.deadline) notes.push_back(fmt::format("{}: not run (the time limit came first)", p.name));
-            else p.provide(build, made[k], notes);
+            if (Clock::now() >= build.deadline) said[i].push_back(fmt::format("{}: not run (the time limit came first)", p.name));
+            else p.provide(build, outs[i], said[i]);
         } catch (const InputError& e) {
-            notes.push_back(fmt::format("{}: {}", p.name, e.what()));
+            said[i].push_back(fmt::format("{}: {}", p.name, e.what()));
         } catch (const LimitReached& e) {
-            notes.push_back(fmt::format("{}: stopped by the time limit ({})", p.name, e.what()));
+            said[i].push_back(fmt::format("{}: stopped by the time limit ({})", p.name, e.what()));
         }
-        took[k] = std::chrono::duration<double>(Clock::now() - t0).count();
-        trace("provider {}: {} tables in {:.2f} s", p.name, made[k].size(), took[k]);
-    }
-    for (std::vector<TimeCandidate>& m : made) {  // in the providers' order, whichever ran first
+        seconds[i] = std::chrono::duration<double>(Clock::now() - t0).count();
+        trace("provider {}: {} tables in {:.2f} s", p.name, outs[i].size(), seconds[i]);
+        return true;
+    });
+    for (std::size_t i = 0; i < n; ++i) {
         from.push_back(raw.size());
-        for (TimeCandidate& c : m) raw.push_back(std::move(c));
+        for (TimeCandidate& c : outs[i]) raw.push_back(std::move(c));
+        for (std::string& x : said[i]) notes.push_back(std::move(x));
+        took.push_back(seconds[i]);
     }
 }
 
@@ -343,6 +358,54 @@ void provider_notes(const std::vector<NamedProvider>& providers, const std::vect
     }
     if (!unchecked.empty())
         notes.push_back(fmt::format("not checked, slower at every size than a table that holds (by more than a near tie): {}", fmt::join(unchecked, "; ")));
+}
+
+}  // namespace
+
+namespace {
+
+enum class Planned : char { skip, ok, late, broken };
+
+/// The timing plans of the tables the providers did not plan (re-stamped with the query's topology and model first),
+/// each on its own thread (of q.jobs; what is built does not depend on them): per table whether it is planned (skip:
+/// another collective), whether it already had the query's topology and model (`same`: its provider's times hold),
+/// and the seconds its plan took.
+std::vector<Planned> plan_all(std::vector<TimeCandidate>& raw, const CandidateQuery& q, Deadline timing, std::vector<char>& same,
+                              std::vector<double>& planning) {
+    std::vector<Planned> planned(raw.size(), Planned::skip);
+    same.assign(raw.size(), 0);
+    planning.assign(raw.size(), 0.0);
+    std::size_t most = 0;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        TimeCandidate& c = raw[i];
+        if (c.table->collective.kind != q.instance.collective.kind || c.table->collective.root != q.instance.collective.root) continue;
+        planned[i] = Planned::ok;
+        most = std::max(most, c.table->transfers.size());
+        // a plan the provider built is the table's own when the table already has the instance's topology and model
+        same[i] = c.table->topology == q.instance.topology && c.table->model == q.instance.model;
+    }
+    run_indexed(raw.size(), prediction_threads(q.jobs, most), [&](std::size_t i) {
+        TimeCandidate& c = raw[i];
+        if (planned[i] == Planned::skip) return true;
+        const auto t0 = Clock::now();
+        if (!same[i]) {
+            c.plan.reset();
+            SendTable t = *c.table;
+            t.topology = q.instance.topology;
+            t.model = q.instance.model;
+            c.table = std::make_shared<const SendTable>(std::move(t));
+        }
+        try {
+            if (!c.plan) c.plan.emplace(*c.table, timing);
+        } catch (const LimitReached&) {
+            planned[i] = Planned::late;
+        } catch (const InputError&) {  // not causal: it does not hold
+            planned[i] = Planned::broken;
+        }
+        planning[i] = std::chrono::duration<double>(Clock::now() - t0).count();
+        return true;
+    });
+    return planned;
 }
 
 }  // namespace
@@ -367,29 +430,23 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
     std::map<std::string, int> names;
     const std::size_t S = q.sizes.size();
     std::size_t largest = 0;
+    std::vector<char> same;
+    std::vector<double> planning;
+    const std::vector<Planned> planned = plan_all(raw, q, timing, same, planning);
     for (std::size_t i = 0; i < raw.size(); ++i) {
         TimeCandidate& c = raw[i];
         const auto t0 = Clock::now();
-        if (c.table->collective.kind != q.instance.collective.kind || c.table->collective.root != q.instance.collective.root) continue;
-        // a plan the provider built is the table's own when the table already has the instance's topology and model
-        const bool same = c.table->topology == q.instance.topology && c.table->model == q.instance.model;
-        if (!same) {
-            c.plan.reset();
-            SendTable t = *c.table;
-            t.topology = q.instance.topology;
-            t.model = q.instance.model;
-            c.table = std::make_shared<const SendTable>(std::move(t));
-        }
-        try {
-            if (!c.plan) c.plan.emplace(*c.table, timing);
-        } catch (const LimitReached&) {
+        if (planned[i] == Planned::skip) continue;
+        timed[provider_of(i)] += planning[i];
+        if (planned[i] == Planned::late) {
             notes.push_back(fmt::format("{} ({}): not timed before the time limit, left out", c.name, c.provider));
             continue;
-        } catch (const InputError&) {  // not causal: it does not hold
+        }
+        if (planned[i] == Planned::broken) {
             notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
             continue;
         }
-        given.push_back(same && !q.link && c.seconds.size() == S ? std::move(c.seconds) : std::vector<double>{});
+        given.push_back(same[i] && !q.link && c.seconds.size() == S ? std::move(c.seconds) : std::vector<double>{});
         c.seconds.assign(S, 0.0), c.other.assign(S, 0.0);
         largest = std::max(largest, c.plan->transfers());
         trace("timing plan of {} ({}): {} transfers", c.name, c.provider, c.table->transfers.size());

@@ -32,9 +32,10 @@ struct TimeCandidate {
     bool nccl = false;     ///< one of NCCL's algorithms (the speed-up is printed over the best of these)
     std::shared_ptr<const SendTable> table;
     std::optional<TimingPlan> plan = std::nullopt;  ///< its timing plan (gather_candidates builds it once; compare reuses it)
-    /// per size: by the query's time and by the other kind (gather_candidates). A provider that hands over its
-    /// plan may fill `seconds` with the plan's asynchronous times at the query's sizes without a link speed
-    /// (TimingPlan::predict); gather_candidates then takes them instead of running the plan again.
+    /// per size: by the query's time and by the other kind (gather_candidates). A provider may fill `seconds` with
+    /// its table's asynchronous times at the query's sizes without a link speed (TimingPlan::predict; NaN at a size
+    /// it did not predict), with or without the plan; gather_candidates then takes them instead of running the plan
+    /// again (the table has the query's topology and model, or they are not taken).
     std::vector<double> seconds = {}, other = {};
 };
 
