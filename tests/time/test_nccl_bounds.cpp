@@ -25,7 +25,9 @@ TEST_CASE("NCCL's ring: the bound is at most the time of its table with more pie
         auto topo = Topology::parse(fmt::format("graph:{}", test::source(fmt::format("schedules/machines/{}.json", machine))));
         for (std::string kind : {"allreduce", "allgather"}) {
             const Collective coll = Collective::parse(kind, *topo);
-            const nccl::Baseline ring = nccl::nccl_baseline(topo, coll, topo->default_model(), "ring", 0, nccl::BaselineOptions{2});
+            nccl::BaselineOptions two;
+            two.pieces = 2;
+            const nccl::Baseline ring = nccl::nccl_baseline(topo, coll, topo->default_model(), "ring", 0, two);
             const nccl::RingRoutes routes = nccl::nccl_ring_routes(*topo, coll.kind, 2);
             REQUIRE(routes.pieces == 2);
             const TimingPlan plan(ring.table);

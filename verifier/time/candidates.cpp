@@ -364,12 +364,55 @@ void provider_notes(const std::vector<NamedProvider>& providers, const std::vect
 
 namespace {
 
-enum class Planned : char { skip, ok, late, broken };
+enum class Planned : char { skip, ok, late, broken, deferred, memory };
 
-/// The timing plans of the tables the providers did not plan (re-stamped with the query's topology and model first),
-/// each on its own thread (of q.jobs; what is built does not depend on them): per table whether it is planned (skip:
-/// another collective), whether it already had the query's topology and model (`same`: its provider's times hold),
-/// and the seconds its plan took.
+/// A timing plan and one prediction hold about this many bytes per transfer (a plan of NCCL's ring allgather on 1,024
+/// GPUs, 9.4 million transfers, took 720 MB; a prediction 160 bytes per transfer, prediction_threads).
+constexpr std::uint64_t plan_bytes_per_transfer = 80 + 160;
+
+/// The plan of one table (re-stamped with the query's topology and model first unless `same`), within `timing`; a
+/// table of the second phase only when its plan and a prediction fit in what is left of the memory budget (on 1,024
+/// GPUs through routers NCCL's ring allgather's plan took the run past it).
+Planned plan_one(TimeCandidate& c, const CandidateQuery& q, bool same, Deadline timing) {
+    if (!same) {
+        c.plan.reset();
+        SendTable t = *c.table;
+        t.topology = q.instance.topology;
+        t.model = q.instance.model;
+        c.table = std::make_shared<const SendTable>(std::move(t));
+    }
+    if (!c.plan && c.table->transfers.size() > q.large_table && !MemoryBudget::standard().fits(c.table->transfers.size() * plan_bytes_per_transfer))
+        return Planned::memory;
+    try {
+        if (!c.plan) c.plan.emplace(*c.table, timing);
+    } catch (const LimitReached&) {
+        return Planned::late;
+    } catch (const InputError&) {  // not causal: it does not hold
+        return Planned::broken;
+    }
+    return Planned::ok;
+}
+
+/// plan_one for a table of the second phase, its seconds added to `took`; false (the table freed, a note why) when it
+/// is not planned.
+bool plan_late(TimeCandidate& c, const CandidateQuery& q, bool same, Deadline timing, std::vector<std::string>& notes, double& took) {
+    const auto t0 = Clock::now();
+    const Planned p = plan_one(c, q, same, timing);
+    took += std::chrono::duration<double>(Clock::now() - t0).count();
+    if (p == Planned::ok) return true;
+    notes.push_back(p == Planned::memory ? fmt::format("{} ({}): not timed, its timing plan and a prediction need about {}, more than the memory "
+                                                       "budget leaves (COLLSCHED_MAX_MEMORY_MB), left out",
+                                                       c.name, c.provider, format_bytes(c.table->transfers.size() * plan_bytes_per_transfer))
+                    : p == Planned::late ? fmt::format("{} ({}): not timed before the time limit, left out", c.name, c.provider)
+                                         : fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
+    c.table.reset(), c.plan.reset();
+    return false;
+}
+
+/// The timing plans of the tables the providers did not plan, but those of more than q.large_table transfers (deferred
+/// to the second phase), each on its own thread (of q.jobs; what is built does not depend on them): per table whether
+/// it is planned (skip: another collective), whether it already had the query's topology and model (`same`: its
+/// provider's times hold), and the seconds its plan took.
 std::vector<Planned> plan_all(std::vector<TimeCandidate>& raw, const CandidateQuery& q, Deadline timing, std::vector<char>& same,
                               std::vector<double>& planning) {
     std::vector<Planned> planned(raw.size(), Planned::skip);
@@ -379,29 +422,16 @@ std::vector<Planned> plan_all(std::vector<TimeCandidate>& raw, const CandidateQu
     for (std::size_t i = 0; i < raw.size(); ++i) {
         TimeCandidate& c = raw[i];
         if (c.table->collective.kind != q.instance.collective.kind || c.table->collective.root != q.instance.collective.root) continue;
-        planned[i] = Planned::ok;
-        most = std::max(most, c.table->transfers.size());
         // a plan the provider built is the table's own when the table already has the instance's topology and model
         same[i] = c.table->topology == q.instance.topology && c.table->model == q.instance.model;
+        planned[i] = c.table->transfers.size() > q.large_table && !(same[i] && c.plan) ? Planned::deferred : Planned::ok;
+        if (planned[i] == Planned::ok) most = std::max(most, c.table->transfers.size());
     }
     run_indexed(raw.size(), prediction_threads(q.jobs, most), [&](std::size_t i) {
         TimeCandidate& c = raw[i];
-        if (planned[i] == Planned::skip) return true;
+        if (planned[i] != Planned::ok) return true;
         const auto t0 = Clock::now();
-        if (!same[i]) {
-            c.plan.reset();
-            SendTable t = *c.table;
-            t.topology = q.instance.topology;
-            t.model = q.instance.model;
-            c.table = std::make_shared<const SendTable>(std::move(t));
-        }
-        try {
-            if (!c.plan) c.plan.emplace(*c.table, timing);
-        } catch (const LimitReached&) {
-            planned[i] = Planned::late;
-        } catch (const InputError&) {  // not causal: it does not hold
-            planned[i] = Planned::broken;
-        }
+        planned[i] = plan_one(c, q, same[i], timing);
         planning[i] = std::chrono::duration<double>(Clock::now() - t0).count();
         return true;
     });
@@ -448,21 +478,27 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         }
         given.push_back(same[i] && !q.link && c.seconds.size() == S ? std::move(c.seconds) : std::vector<double>{});
         c.seconds.assign(S, 0.0), c.other.assign(S, 0.0);
-        largest = std::max(largest, c.plan->transfers());
-        trace("timing plan of {} ({}): {} transfers", c.name, c.provider, c.table->transfers.size());
+        largest = std::max(largest, c.table->transfers.size());
+        trace("timing plan of {} ({}): {} transfers{}", c.name, c.provider, c.table->transfers.size(),
+              planned[i] == Planned::deferred ? " (deferred to the second phase)" : "");
         if (int n = names[c.name]++; n > 0) c.name += fmt::format(" ({})", n + 1);
         ts.push_back(Timed{i, {}, 0});
         timed[provider_of(i)] += std::chrono::duration<double>(Clock::now() - t0).count();
     }
-    // Two phases (candidates.hpp): the tables of at most 2^22 transfers timed and the fastest checked, then the larger.
-    constexpr std::size_t large = std::size_t{1} << 22;
+    // Two phases (candidates.hpp): the tables of at most 2^22 transfers timed and the fastest checked, then the larger,
+    // planned only then (one at a time: each plan and its predictions may take a gigabyte).
     std::vector<char> done(ts.size(), 0);  // 1 timed, -1 left out
     auto time_phase = [&](bool big) {
         std::vector<std::size_t> xs, which;
         std::vector<std::vector<double>> gs;
-        for (std::size_t x = 0; x < ts.size(); ++x)
-            if (done[x] == 0 && (raw[ts[x].raw].plan->transfers() > large) == big)  // not the first phase's (their plans may be freed)
+        for (std::size_t x = 0; x < ts.size(); ++x) {
+            TimeCandidate& c = raw[ts[x].raw];
+            if (done[x] != 0 || (c.table->transfers.size() > q.large_table) != big) continue;  // not the first phase's (their plans may be freed)
+            if (c.plan || plan_late(c, q, same[ts[x].raw], timing, notes, timed[provider_of(ts[x].raw)]))
                 xs.push_back(x), which.push_back(ts[x].raw), gs.push_back(std::move(given[x]));
+            else
+                done[x] = -1;
+        }
         if (xs.empty()) return false;
         const std::vector<double> predicting = time_all(raw, which, gs, q, largest, timing);
         for (std::size_t k = 0; k < xs.size(); ++k) {

@@ -46,6 +46,9 @@ struct CandidateQuery {
     TimeKind time = TimeKind::asynchronous;  ///< the time that decides (gather_candidates checks those that can win by it)
     std::optional<LinkSpeed> link = std::nullopt;  ///< --link
     unsigned jobs = 1;  ///< threads for the predictions (the answers do not depend on it)
+    /// Tables of more than this many transfers are planned and timed in gather_candidates' second phase, each only
+    /// when its plan and a prediction fit in what the memory budget leaves (a test lowers it).
+    std::size_t large_table = std::size_t{1} << 22;
 };
 
 /// A provider: appends candidates (not yet verified) and notes on what it could not build.
