@@ -37,6 +37,16 @@ std::string without_run_times(const std::string& s) {
     return std::regex_replace(s, took, "built in X s, verified in X s (timed in X s)");
 }
 
+/// The one-step allgather on complete:4 (every processor sends its datum to every other).
+std::shared_ptr<const SendTable> direct_allgather(const SynthInstance& in) {
+    TableBuilder b(in.topology, in.model, in.collective);
+    const Messages ms = b.messages();
+    for (std::uint32_t s = 0; s < 4; ++s)
+        for (std::uint32_t d = 0; d < 4; ++d)
+            if (s != d) b.hop(1, *in.topology->find_channel(Node{s}, Node{d}), ms.broadcast(s));
+    return std::make_shared<const SendTable>(std::move(b).finish());
+}
+
 }  // namespace
 
 TEST_CASE("time objective: the builder's report is optimize --size's, text and JSON") {
@@ -207,12 +217,7 @@ TEST_CASE("time objective: a table not timed at every size before the time limit
     // deadline: no prediction starts, and the table is left out (on 1,024 GPUs the predictions of NCCL's ring
     // allgather ran 18 s past a 60 s limit); with time, the same table is timed, checked and kept
     const SynthInstance in = instance_of("complete:4", "allgather");
-    TableBuilder b(in.topology, in.model, in.collective);
-    const Messages ms = b.messages();
-    for (std::uint32_t s = 0; s < 4; ++s)
-        for (std::uint32_t d = 0; d < 4; ++d)
-            if (s != d) b.hop(1, *in.topology->find_channel(Node{s}, Node{d}), ms.broadcast(s));
-    const auto table = std::make_shared<const SendTable>(std::move(b).finish());
+    const auto table = direct_allgather(in);
     for (bool late : {true, false}) {
         CAPTURE(late);
         const NamedProvider p{"late", [&](const CandidateQuery&, std::vector<TimeCandidate>& out, std::vector<std::string>&) {
@@ -234,12 +239,7 @@ TEST_CASE("time objective: a table of the second phase is planned only when its 
     // others and took the run to 4.3 GB and 13 s past its limit: a large table is planned in the second phase, and
     // only when its plan and a prediction fit in what the budget leaves (here "large" is lowered to 4 transfers)
     const SynthInstance in = instance_of("complete:4", "allgather");
-    TableBuilder b(in.topology, in.model, in.collective);
-    const Messages ms = b.messages();
-    for (std::uint32_t s = 0; s < 4; ++s)
-        for (std::uint32_t d = 0; d < 4; ++d)
-            if (s != d) b.hop(1, *in.topology->find_channel(Node{s}, Node{d}), ms.broadcast(s));
-    const auto table = std::make_shared<const SendTable>(std::move(b).finish());
+    const auto table = direct_allgather(in);
     for (bool tight : {true, false}) {
         CAPTURE(tight);
         const NamedProvider p{"big", [&](const CandidateQuery&, std::vector<TimeCandidate>& out, std::vector<std::string>&) {
