@@ -66,12 +66,14 @@ struct NcclVersus {
     std::optional<std::size_t> bounded;  ///< an index of nccl_unbuilt with a bound
     double bound_s = 0;
     bool complete = true;  ///< no algorithm without both a time and a bound
+    /// The fastest timed algorithm is at or below every bound of those without a time.
+    bool timed_least() const { return timed && (!bounded || timed_s <= bound_s); }
     /// The timed one is NCCL's best: no algorithm without a time can be faster.
-    bool exact() const { return complete && timed && (!bounded || timed_s <= bound_s); }
+    bool exact() const { return complete && timed_least(); }
     /// Some algorithm has a time or a bound.
     bool known() const { return timed || bounded; }
     /// The fastest time or least bound among those known: what NCCL's best takes at least when complete.
-    double least() const { return timed && (!bounded || timed_s <= bound_s) ? timed_s : bound_s; }
+    double least() const { return timed_least() ? timed_s : bound_s; }
 };
 
 /// One run of the time objective.

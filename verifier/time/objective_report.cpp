@@ -73,9 +73,8 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     // without a time, else "at least" (the least of those bounds)
     // (an algorithm with neither a time nor a bound leaves NCCL's best unknown: both speed-ups null)
     const NcclVersus v = r.nccl_versus(i);
-    const bool timed_least = v.timed && (!v.bounded || v.timed_s <= v.bound_s);
-    j["nccl_best"] = !v.known() ? ojson(nullptr) : timed_least ? ojson(r.candidates[*v.timed].name) : ojson(r.nccl_unbuilt[*v.bounded].name);
-    j["nccl_best_s"] = timed_least ? ojson(v.timed_s) : ojson(nullptr);
+    j["nccl_best"] = !v.known() ? ojson(nullptr) : v.timed_least() ? ojson(r.candidates[*v.timed].name) : ojson(r.nccl_unbuilt[*v.bounded].name);
+    j["nccl_best_s"] = v.timed_least() ? ojson(v.timed_s) : ojson(nullptr);
     j["speedup_over_nccl"] = v.exact() ? ojson(v.timed_s / t) : ojson(nullptr);
     j["nccl_best_at_least_s"] = v.known() && v.complete ? ojson(v.least()) : ojson(nullptr);
     j["speedup_over_nccl_at_least"] = v.known() && v.complete ? ojson(v.least() / t) : ojson(nullptr);
@@ -160,7 +159,7 @@ std::string versus_text(const TimeObjective& r, std::size_t i) {
     if (!v.known()) return no_nccl_text(r);
     const std::string timed = v.timed ? fmt::format("{:.2f}x over {} ({})", v.timed_s / t, r.candidates[*v.timed].name, support::format_seconds(v.timed_s)) : "";
     if (!v.complete) untimed += " (NCCL's best not known)";
-    if (v.timed && (!v.bounded || v.timed_s <= v.bound_s)) return timed + untimed;
+    if (v.timed_least()) return timed + untimed;
     const std::string& name = r.nccl_unbuilt[*v.bounded].name;
     if (t <= v.bound_s)
         return fmt::format(">= {:.2f}x over {} (>= {}, its lower bound: not timed){}", v.bound_s / t, name, support::format_seconds(v.bound_s), untimed);
