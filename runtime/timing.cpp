@@ -166,6 +166,7 @@ struct TimingPlan::Impl {
     // notify entry T + g is group g
     std::vector<std::uint32_t> group_pending;
     std::vector<std::uint32_t> member_off, members;
+    std::vector<std::uint32_t> chain_next;  // per group: the group of the same sender and value in a later step, or none
 };
 
 namespace {
@@ -238,6 +239,14 @@ private:
         Index notify;  // arrival -> transfer j (value j) or condition group g (value T + g)
         std::unordered_map<std::uint64_t, std::uint32_t> group_of;  // (sender, value) -> its group in this step, or none
         Step group_step = 0;
+        // (sender, value) -> its latest group (or none) and where its scan of the arrivals stopped: a value sent
+        // on in several steps (a sum sent through a router to one destination a step) waits in each for that
+        // group and the arrivals since, not for every arrival again (K - 1 steps of K arrivals: 2K edges, not K^2)
+        struct Latest {
+            std::uint32_t group = none;
+            std::size_t scanned = 0;
+        };
+        std::unordered_map<std::uint64_t, Latest> latest;
         std::vector<std::pair<std::uint32_t, std::uint32_t>> members;  // (group, transfer)
         for (std::uint32_t j = 0; j < T; ++j) {
             poll(j);
@@ -257,7 +266,11 @@ private:
                         std::uint32_t n = 0;
                         const std::uint32_t g = static_cast<std::uint32_t>(p_.group_pending.size());
                         auto [first, last] = value_arrivals_.find(key(u, v->chunk));  // none: the sender's own value only
-                        for (std::size_t pos = first; pos < last; ++pos) {
+                        auto [before, unseen] = latest.try_emplace(key(u, idx(p)), Latest{none, first});
+                        const std::uint32_t earlier = before->second.group;
+                        if (earlier != none) ++n;  // that group, met (chain_next)
+                        std::size_t pos = before->second.scanned;
+                        for (; pos < last; ++pos) {
                             const std::uint32_t i = value_arrivals_.value(pos);
                             if (t_.transfers[i].step >= x.step) break;
                             bool fits = true;
@@ -269,7 +282,13 @@ private:
                             notify.add(i, T + g);
                             ++n;
                         }
-                        if (n > 0) at->second = g, p_.group_pending.push_back(n);
+                        before->second.scanned = pos;
+                        if (n > 0) {
+                            at->second = g, p_.group_pending.push_back(n);
+                            p_.chain_next.push_back(none);
+                            if (earlier != none) p_.chain_next[earlier] = g;
+                            before->second.group = g;
+                        }
                     }
                     if (at->second == none) return;
                     members.emplace_back(at->second, j);
@@ -375,6 +394,18 @@ private:
     /// One condition of transfer j met at `time` by the arrival (or, in program order, the start)
     /// of the transfer started `seq`-th. A predecessor's start may lie after the arrivals it is
     /// counted with, so j is ready at the latest of its conditions.
+    /// One arrival (or the earlier group of its sender and value) of condition group g at `time`: when it is
+    /// the last, every member as if by the group's arrivals one by one (the latest time, this seq), and the
+    /// group of the same sender and value in a later step.
+    void met(std::uint32_t g, double time, std::uint64_t seq) {
+        for (; g != std::numeric_limits<std::uint32_t>::max(); g = p_.chain_next[g]) {
+            group_ready_[g] = std::max(group_ready_[g], time);
+            if (--group_pending_[g] != 0) return;
+            for (std::uint32_t m = p_.member_off[g]; m < p_.member_off[g + 1]; ++m) satisfied(p_.members[m], group_ready_[g], seq);
+            time = group_ready_[g];
+        }
+    }
+
     void satisfied(std::uint32_t j, double time, std::uint64_t seq) {
         ready_at_[j] = std::max(ready_at_[j], time);
         if (--pending_[j] == 0) ready_.push(event(ready_at_[j], seq, j));
@@ -438,12 +469,7 @@ void AsyncRun::arrive(std::uint32_t i, double time, std::uint64_t seq) {
             satisfied(x, time, seq);
             continue;
         }
-        // a group met when its last arrival comes: each member as if by the group's arrivals one by one (the
-        // latest time, this arrival's seq)
-        const std::uint32_t g = x - T;
-        group_ready_[g] = std::max(group_ready_[g], time);
-        if (--group_pending_[g] == 0)
-            for (std::uint32_t m = p_.member_off[g]; m < p_.member_off[g + 1]; ++m) satisfied(p_.members[m], group_ready_[g], seq);
+        met(x - T, time, seq);
     }
 }
 

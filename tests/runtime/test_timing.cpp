@@ -11,11 +11,13 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "compiler/table/builder.hpp"
+#include "compiler/table/partials.hpp"
 #include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "runtime/timing.hpp"
@@ -160,6 +162,40 @@ TEST_CASE("timing: a protocol divides bandwidth by its wire factor and adds its 
     const TimeOptions ll = with_network_class(*g, TimeOptions{0, std::nullopt, Protocol::ll});
     CHECK(near(channel_speed(*g, out, ll).bandwidth, 25e9 / 2));
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("timing: a sum sent on in several steps waits in each for every value of its chunk that arrived before that step") {
+    // complete:4, allreduce of one chunk, every channel alpha a, M / B = d. Processor 0 sends its sum
+    // a({0..3}) in steps 4 and 6. In step 4 it waits for the arrivals of steps 1 to 3, in step 6 for those
+    // and the ones of steps 4 and 5 too (the plan chains the step-6 condition to the step-4 one: each
+    // arrival is counted once, a sum sent through a router to one destination a step stays linear).
+    auto topo = Topology::parse("complete:4");
+    using Hop = std::tuple<Step, std::uint32_t, std::uint32_t, std::vector<std::uint32_t>>;
+    const double M = 1e6, a = 1e-6, d = M / 1e9;
+    auto starts = [&](const std::vector<Hop>& hops) {
+        TableBuilder b(topo, Model{}, Collective::parse("allreduce", *topo));
+        const Messages ms = b.messages();
+        for (const auto& [st, u, v, sources] : hops)
+            b.hop(st, *topo->find_channel(Node{u}, Node{v}), partial_message(b.composites(), ms, SourceSet(sources), 0));
+        const SendTable t = std::move(b).finish();
+        const TimePrediction p = predict_time(t, TimeOptions{M, LinkSpeed{a, 1e9}});
+        std::vector<double> at;  // the starts of processor 0's sends, in step order
+        for (std::size_t i = 0; i < t.transfers.size(); ++i)
+            if (topo->channel(t.transfers[i].channel).from == Node{0}) at.push_back(p.transfers[i].start);
+        return at;
+    };
+    // a({1,2,3}) reaches 0 at 3d + 3a (step 3), and again at 4d + 3a (step 5, behind it on channel 1->0)
+    const std::vector<Hop> later{{1, 2, 3, {2}}, {2, 3, 1, {2, 3}}, {3, 1, 0, {1, 2, 3}}, {5, 1, 0, {1, 2, 3}}, {4, 0, 2, {0, 1, 2, 3}}, {6, 0, 3, {0, 1, 2, 3}}};
+    std::vector<double> at = starts(later);
+    REQUIRE(at.size() == 2);
+    CHECK(near(at[0], 3 * d + 3 * a));
+    CHECK(near(at[1], 4 * d + 3 * a));
+    // the arrival of step 5 early (a(2) at d + a): step 6 still waits for step 3's, through the chain
+    const std::vector<Hop> earlier{{1, 2, 3, {2}}, {2, 3, 1, {2, 3}}, {3, 1, 0, {1, 2, 3}}, {5, 2, 0, {2}}, {4, 0, 2, {0, 1, 2, 3}}, {6, 0, 3, {0, 1, 2, 3}}};
+    at = starts(earlier);
+    REQUIRE(at.size() == 2);
+    CHECK(near(at[0], 3 * d + 3 * a));
+    CHECK(near(at[1], 3 * d + 3 * a));
 }
 
 TEST_CASE("timing: a transfer of data its sender never holds is refused, naming it") {
