@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/timing.hpp"
 #include "support/assert.hpp"
@@ -226,7 +227,7 @@ private:
                 });
                 if (std::any_of(e.seconds.begin() + static_cast<std::ptrdiff_t>(sizes_.size() - n), e.seconds.end(), [](double v) { return std::isnan(v); }))
                     throw LimitReached("time limit (predicting a construction's table)");
-                trace("  timed");
+                trace("  timed (s): {}", fmt::join(e.seconds, " "));
             }
         } catch (const LimitReached&) {
             trace("  stopped by the time limit");
