@@ -176,18 +176,18 @@ TEST_CASE("compose: the predicted times reach the marks of issue 43") {
         double size, mark, reached;
         const char* best;
     };
-    for (const Row& row : {Row{"h100rail4x8", 64 * KiB, 17.5e-6, 4.396e-6, "hierarchical rsag+direct-ar, 64 pieces"},
-                           Row{"h100rail4x8", 16 * MiB, 71.6e-6, 68.22e-6, "hierarchical rsag+halving-doubling, 64 pieces"},
-                           Row{"h100rail4x8", GiB, 4.18e-3, 4.1763e-3, "hierarchical rsag+direct, 64 pieces"},
+    for (const Row& row : {Row{"h100rail4x8", 64 * KiB, 17.5e-6, 4.3955e-6, "hierarchical rsag+direct-ar, 64 pieces"},
+                           Row{"h100rail4x8", 16 * MiB, 71.6e-6, 67.179e-6, "hierarchical rsag+direct, 64 pieces"},
+                           Row{"h100rail4x8", GiB, 4.18e-3, 4.1763e-3, "hierarchical rsag+direct, 16 pieces"},
                            // multibox4x8: within 10 % of the box cut 2 x 3/4 x 1 GiB / (8 x 25 GB/s) = 8.05 ms (NCCL's rings 10.4 ms)
-                           Row{"multibox4x8", GiB, 1.1 * 8.053e-3, 8.119e-3, "hierarchical rsag+halving-doubling, 64 pieces"}}) {
+                           Row{"multibox4x8", GiB, 1.1 * 8.053e-3, 8.0814e-3, "hierarchical rsag+direct, 64 pieces"}}) {
         CAPTURE(row.machine);
         CAPTURE(row.size);
         std::vector<Candidate> cs = time_candidates(instance_with_model(machine(row.machine), "allreduce"), row.size);
         REQUIRE_FALSE(cs.empty());
         CHECK(cs[0].name == row.best);
         CHECK(cs[0].predicted_s <= row.mark);
-        CHECK(cs[0].predicted_s == doctest::Approx(row.reached).epsilon(1e-3));
+        CHECK(cs[0].predicted_s == doctest::Approx(row.reached).epsilon(1e-4).scale(0));  // relative (scale 1 would allow 1e-4 s)
         // the figure is the runtime's prediction of the table returned, which holds
         CHECK(predict_time(cs[0].table, TimeOptions{row.size, std::nullopt}).asynchronous == cs[0].predicted_s);
         CHECK(verify_direct(cs[0].table).holds());
