@@ -1,6 +1,8 @@
 // Models: the key=value option syntax, defaults, and the JSON form.
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "compiler/core/model.hpp"
@@ -20,7 +22,7 @@ TEST_CASE("model: options apply on top of a base") {
     CHECK(m.replicate);
     m = apply_model_options(Model{}, "timing=wormhole,ts=1,tc=0.01");
     CHECK(m.timing == Timing::wormhole);
-    CHECK(m.tc == doctest::Approx(0.01));
+    CHECK(m.tc == collsched::test::rel(0.01));
     CHECK(to_string(m) == "timing=wormhole,ts=1,tc=0.01,ports=multi,queues=unbounded,replicate=no");
 }
 

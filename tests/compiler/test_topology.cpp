@@ -1,6 +1,8 @@
 // Topologies: node and channel counts, capacities per level, names and routes of every family.
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -240,17 +242,17 @@ TEST_CASE("topology: JSON and DOT output") {
 // refused with the line and column of the value.
 TEST_CASE("units: times, bandwidths and sizes with their units") {
     using namespace collsched::support;
-    CHECK(*parse_seconds("1.5 us") == doctest::Approx(1.5e-6));
-    CHECK(*parse_seconds("1.5us") == doctest::Approx(1.5e-6));
-    CHECK(*parse_seconds("2 ms") == doctest::Approx(2e-3));
-    CHECK(*parse_seconds("500 ns") == doctest::Approx(5e-7));
+    CHECK(*parse_seconds("1.5 us") == collsched::test::rel(1.5e-6));
+    CHECK(*parse_seconds("1.5us") == collsched::test::rel(1.5e-6));
+    CHECK(*parse_seconds("2 ms") == collsched::test::rel(2e-3));
+    CHECK(*parse_seconds("500 ns") == collsched::test::rel(5e-7));
     CHECK(*parse_seconds("0 s") == 0);
-    CHECK(*parse_seconds("3\xc2\xb5s") == doctest::Approx(3e-6));
-    CHECK(*parse_bandwidth("25 GB/s") == doctest::Approx(25e9));
-    CHECK(*parse_bandwidth("200 Gbit/s") == doctest::Approx(25e9));
-    CHECK(*parse_bandwidth("200 Gb/s") == doctest::Approx(25e9));
-    CHECK(*parse_bandwidth("1 GiB/s") == doctest::Approx(1073741824.0));
-    CHECK(*parse_bandwidth("1.5e3 MB/s") == doctest::Approx(1.5e9));
+    CHECK(*parse_seconds("3\xc2\xb5s") == collsched::test::rel(3e-6));
+    CHECK(*parse_bandwidth("25 GB/s") == collsched::test::rel(25e9));
+    CHECK(*parse_bandwidth("200 Gbit/s") == collsched::test::rel(25e9));
+    CHECK(*parse_bandwidth("200 Gb/s") == collsched::test::rel(25e9));
+    CHECK(*parse_bandwidth("1 GiB/s") == collsched::test::rel(1073741824.0));
+    CHECK(*parse_bandwidth("1.5e3 MB/s") == collsched::test::rel(1.5e9));
     CHECK(*support::parse_bytes("1K") == 1024);
     CHECK(*support::parse_bytes("1M") == 1048576);
     CHECK(*support::parse_bytes("4 KiB") == 4096);
@@ -284,8 +286,8 @@ TEST_CASE("speeds: a graph file's defaults, link types, edges and groups") {
     CHECK(sp(1, 0) == LinkSpeed{0.5e-6, 50e9});
     CHECK(sp(1, 2) == LinkSpeed{2e-6, 10e9});  // the file's defaults
     CHECK(sp(2, 0) == LinkSpeed{2e-6, 3e9});
-    CHECK(t->group_bandwidth(0) == doctest::Approx(8e9));
-    CHECK(t->group_bandwidth(1) == doctest::Approx(10e9));  // no bandwidth: the file's default per unit
+    CHECK(t->group_bandwidth(0) == collsched::test::rel(8e9));
+    CHECK(t->group_bandwidth(1) == collsched::test::rel(10e9));  // no bandwidth: the file's default per unit
     CHECK(t->to_json().find("\"alpha_s\": 5e-07, \"bandwidth_Bps\": 50000000000") != std::string::npos);
 }
 
@@ -295,7 +297,7 @@ TEST_CASE("speeds: the built-in families and files without speeds take 1 us and 
     CHECK(ring->speed(ChannelId{0}) == LinkSpeed{1e-6, 10e9});
     auto tree = Topology::parse("ebft:4");
     for (const Channel& c : tree->channels())
-        CHECK(tree->speed(*tree->find_channel(c.from, c.to)).bandwidth == doctest::Approx(c.cap * 10e9));
+        CHECK(tree->speed(*tree->find_channel(c.from, c.to)).bandwidth == collsched::test::rel(c.cap * 10e9));
     CHECK(ring->to_json().find("alpha_s") == std::string::npos);
 }
 

@@ -2,6 +2,8 @@
 // rule of the model halts the run at the right step, channel or node with the right messages.
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -91,7 +93,7 @@ TEST_CASE("simulator: EBFT n=4 total exchange in detail") {
     const Topology& topo = *t.topology;
     ChannelId up = *topo.find_channel(Node{0}, *topo.find_node("r1.0"));
     CHECK(r.channel_transfers[idx(up)] == 3);
-    CHECK(r.utilization(t, up) == doctest::Approx(0.5));
+    CHECK(r.utilization(t, up) == collsched::test::rel(0.5));
 }
 
 TEST_CASE("simulator: CBFT n=8 phase total exchange takes (n^2-1)/3 + 2 log n - 1 = 26 steps") {
@@ -406,7 +408,7 @@ TEST_CASE("simulator: holes are the steps in which a processor receives nothing"
     CHECK(r.holes == std::vector<std::uint32_t>{2, 1, 1, 1});
     CHECK(r.total_holes == 5);
     CHECK(r.trace == std::vector<std::string>{"step 1: 0->1 b(0), 0->3 b(0)", "step 2: 1->2 b(0)"});
-    CHECK(r.utilization(t, h.channel("0", "1")) == doctest::Approx(0.5));
+    CHECK(r.utilization(t, h.channel("0", "1")) == collsched::test::rel(0.5));
     CHECK(r.busiest.size() == 3);
     CHECK(r.busiest.front() == h.channel("0", "1"));
 }
@@ -465,7 +467,7 @@ TEST_CASE("simulator: wormhole rounds cross whole paths") {
     auto [h, r] = make("timing=wormhole,ts=2,tc=0.5", true);
     CHECK(r.status == SimStatus::completed);
     CHECK(r.steps == 1);
-    CHECK(r.cost == doctest::Approx(2.5));
+    CHECK(r.cost == collsched::test::rel(2.5));
     CHECK_FALSE(r.queues_apply);
     CHECK(make("timing=hop", true).second.violation->rule == SimRule::causality);  // hop: one channel per step
 

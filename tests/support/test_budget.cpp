@@ -1,6 +1,8 @@
 // support/budget.hpp: deadlines, memory budgets, sizes, freeing in the background.
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -43,7 +45,7 @@ TEST_CASE("budget: a stop request makes every deadline pass until it is cleared"
     CHECK(later.passed());
     CHECK(none.left() == 0);
     CHECK(later.left() == 0);
-    CHECK(later.for_call(10) == doctest::Approx(0.001));  // the floor: solvers read 0 as "no limit"
+    CHECK(later.for_call(10) == collsched::test::rel(0.001));  // the floor: solvers read 0 as "no limit"
     request_stop(false);
     CHECK_FALSE(stop_requested());
     CHECK_FALSE(none.passed());

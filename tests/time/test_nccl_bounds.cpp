@@ -5,6 +5,8 @@
 // states NCCL's best from timed algorithms and such bounds (exact, "at least", "not shown").
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <string>
 
 #include <fmt/format.h>
@@ -100,13 +102,13 @@ TEST_CASE("time objective: NCCL's best from its timed algorithms and the bounds 
     const NcclVersus v0 = r.nccl_versus(0), v1 = r.nccl_versus(1);
     CHECK(v1.bounded == std::size_t{0});
     CHECK(!v1.exact());
-    CHECK(v1.least() == doctest::Approx(0.5 * t1));
-    CHECK(v0.least() == doctest::Approx(std::min(1.5 * t0, v0.timed_s)));
+    CHECK(v1.least() == collsched::test::rel(0.5 * t1));
+    CHECK(v0.least() == collsched::test::rel(std::min(1.5 * t0, v0.timed_s)));
     const auto row1 = size_row(r, 1);
     CHECK(row1["nccl_best"] == "nccl extra");
     CHECK(row1["speedup_over_nccl"].is_null());
-    CHECK(row1["speedup_over_nccl_at_least"].get<double>() == doctest::Approx(0.5));
-    CHECK(row1["nccl_without_time"][0]["lower_bound_s"].get<double>() == doctest::Approx(0.5 * t1));
+    CHECK(row1["speedup_over_nccl_at_least"].get<double>() == collsched::test::rel(0.5));
+    CHECK(row1["nccl_without_time"][0]["lower_bound_s"].get<double>() == collsched::test::rel(0.5 * t1));
     const std::string text = time_objective_report(r, {}, false);
     CHECK(text.find("not shown: nccl extra not timed, its lower bound") != std::string::npos);
     CHECK(text.find("nccl extra not timed (a test); its time at 1 GiB is at least") != std::string::npos);
@@ -114,13 +116,13 @@ TEST_CASE("time objective: NCCL's best from its timed algorithms and the bounds 
     // a bound above NCCL's timed best: the timed one stays NCCL's best, exactly
     r.nccl_unbuilt[0].lower_bound_s = {1e9, 2 * nccl1};
     CHECK(r.nccl_versus(1).exact());
-    CHECK(size_row(r, 1)["speedup_over_nccl"].get<double>() == doctest::Approx(nccl1 / t1));
+    CHECK(size_row(r, 1)["speedup_over_nccl"].get<double>() == collsched::test::rel(nccl1 / t1));
     // an algorithm with neither a time nor a bound: NCCL's best is not known, no speed-up is claimed
     r.nccl_unbuilt.push_back({"nccl other", "a test"});
     CHECK_FALSE(r.nccl_versus(1).exact());
     const auto row = size_row(r, 1);
     CHECK(row["speedup_over_nccl"].is_null());
     CHECK(row["speedup_over_nccl_at_least"].is_null());
-    CHECK(row["nccl_best_s"].get<double>() == doctest::Approx(nccl1));  // the fastest known, named
+    CHECK(row["nccl_best_s"].get<double>() == collsched::test::rel(nccl1));  // the fastest known, named
     CHECK(time_objective_report(r, {}, false).find("; nccl other not timed (NCCL's best not known)") != std::string::npos);
 }

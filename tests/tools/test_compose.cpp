@@ -4,6 +4,8 @@
 // marks of issue 43 on h100rail4x8 and multibox4x8.
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -187,7 +189,7 @@ TEST_CASE("compose: the predicted times reach the marks of issue 43") {
         REQUIRE_FALSE(cs.empty());
         CHECK(cs[0].name == row.best);
         CHECK(cs[0].predicted_s <= row.mark);
-        CHECK(cs[0].predicted_s == doctest::Approx(row.reached).epsilon(1e-4).scale(0));  // relative (scale 1 would allow 1e-4 s)
+        CHECK(cs[0].predicted_s == collsched::test::rel(row.reached).epsilon(1e-4));
         // the figure is the runtime's prediction of the table returned, which holds
         CHECK(predict_time(cs[0].table, TimeOptions{row.size, std::nullopt}).asynchronous == cs[0].predicted_s);
         CHECK(verify_direct(cs[0].table).holds());
@@ -213,7 +215,7 @@ TEST_CASE("compose: machines of one box get the rings too, and one table once") 
     std::vector<Candidate> cs = time_candidates(instance_with_model(machine("dgx1"), "allreduce"), GiB);
     REQUIRE(cs.size() == 3);
     CHECK(cs[0].name == "rings (6 at once), 1 piece");
-    CHECK(cs[0].predicted_s == doctest::Approx(12.53e-3).epsilon(1e-3));
+    CHECK(cs[0].predicted_s == collsched::test::rel(12.53e-3).epsilon(1e-3));
     CHECK(verify_direct(cs[0].table).holds());
     CHECK(cs[1].name == "flat halving-doubling, 1 piece");
     // nvswitch8: one box of 8 (rsag) and 8 boxes of one (direct) are the same table, listed once

@@ -4,6 +4,8 @@
 // gives the numbers tuning.cc gives, computed here by hand from its constants.
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <cmath>
 #include <fstream>
 
@@ -120,14 +122,14 @@ TEST_CASE("nccl model: one DGX H100 box, ring busBw 360 GB/s, from tuning.cc's c
     s.nvswitch = true;
     const nccl::Graph g = nccl::nccl_ring_graph(s);
     CHECK(g.channels == 12);  // 6 rings of 60 (sm90SpeedArrayIntra), duplicated: 12 of 30
-    CHECK(g.bw_intra == doctest::Approx(30.0));
+    CHECK(g.bw_intra == collsched::test::rel(30.0));
     const double M = 1 << 30;
     // Simple: busBw 360, algBw 360 * 8 / 14; latency 8.4 + 14 * 3.4 (base and NVLink ring Simple)
     const double expect = (8.4 + 14 * 3.4 + M / (1000 * 360.0 * 8 / 14)) * 1e-6;
-    CHECK(*nccl::nccl_model_time(s, CollectiveKind::allreduce, nccl::Algorithm::ring, nccl::Protocol::simple, M) == doctest::Approx(expect));
+    CHECK(*nccl::nccl_model_time(s, CollectiveKind::allreduce, nccl::Algorithm::ring, nccl::Protocol::simple, M) == collsched::test::rel(expect));
     // LL: min(llMaxBw 141 (Hopper, one node), 360 * 0.5); latency 6.6 + 14 * 0.6
     const double ll = (6.6 + 14 * 0.6 + 4096 / (1000 * 141.0 * 8 / 14)) * 1e-6;
-    CHECK(*nccl::nccl_model_time(s, CollectiveKind::allreduce, nccl::Algorithm::ring, nccl::Protocol::ll, 4096) == doctest::Approx(ll));
+    CHECK(*nccl::nccl_model_time(s, CollectiveKind::allreduce, nccl::Algorithm::ring, nccl::Protocol::ll, 4096) == collsched::test::rel(ll));
     CHECK(nccl::nccl_best_protocol(s, CollectiveKind::allreduce, nccl::Algorithm::ring, 4096)->protocol == nccl::Protocol::ll);
     CHECK(nccl::nccl_best_protocol(s, CollectiveKind::allreduce, nccl::Algorithm::ring, M)->protocol == nccl::Protocol::simple);
     CHECK_FALSE(nccl::nccl_model_time(s, CollectiveKind::allgather, nccl::Algorithm::pat, nccl::Protocol::simple, M));  // 8 GPUs a box
@@ -135,26 +137,26 @@ TEST_CASE("nccl model: one DGX H100 box, ring busBw 360 GB/s, from tuning.cc's c
 
 TEST_CASE("nccl model: NVLS on one DGX H100 (busBw 476 GB/s) and NVLS_TREE on 2 and 4 boxes, from tuning.cc by hand") {
     const nccl::System one = nccl::nccl_system(*machine_topology("dgx_h100_nvls"));
-    CHECK(one.nvls_efficiency == doctest::Approx(0.85));
+    CHECK(one.nvls_efficiency == collsched::test::rel(0.85));
     const nccl::Graph g = nccl::nccl_nvls_graph(one);
     CHECK(g.channels == 8);                          // one head per GPU
-    CHECK(g.bw_intra == doctest::Approx(40.0));      // 9 x 40 <= 18 x 20.6 = 370.8 < 9 x 50
-    CHECK(g.bw_inter == doctest::Approx(60.0));      // pass 2: 50, then 60 (below 2 x 40)
+    CHECK(g.bw_intra == collsched::test::rel(40.0));      // 9 x 40 <= 18 x 20.6 = 370.8 < 9 x 50
+    CHECK(g.bw_inter == collsched::test::rel(60.0));      // pass 2: 50, then 60 (below 2 x 40)
     const double M = 1 << 30;
     // busBw 8 x min(40 x 0.85 x 7/8 x 2, 60) = 476, algBw 476 x 8 / 14; latency 25 us
     auto nv = nccl::nccl_nvls_model(one, CollectiveKind::allreduce, M);
     REQUIRE(nv.has_value());
     CHECK(nv->algorithm == "NVLS");
-    CHECK(nv->seconds == doctest::Approx((25 + M / (1000 * 476.0 * 8 / 14)) * 1e-6));
+    CHECK(nv->seconds == collsched::test::rel((25 + M / (1000 * 476.0 * 8 / 14)) * 1e-6));
     // NVLS_TREE: the per-channel cap binds, 57.7 on 2 boxes and 45.5 on 4; + 2 log2(N) x 20.9 us
     const nccl::System two = nccl::nccl_system(*machine_topology("h100nvls2x8")), four = nccl::nccl_system(*machine_topology("h100nvls4x8"));
-    CHECK(nccl::nccl_nvls_graph(two).bw_inter == doctest::Approx(48.0));  // the NIC (50 GB/s) holds 48, not 60
+    CHECK(nccl::nccl_nvls_graph(two).bw_inter == collsched::test::rel(48.0));  // the NIC (50 GB/s) holds 48, not 60
     auto t2 = nccl::nccl_nvls_model(two, CollectiveKind::allreduce, M), t4 = nccl::nccl_nvls_model(four, CollectiveKind::allreduce, M);
     REQUIRE(t2.has_value());
     REQUIRE(t4.has_value());
     CHECK(t2->algorithm == "NVLS_TREE");
-    CHECK(t2->seconds == doctest::Approx((25 + 2 * 20.9 + M / (1000 * 8 * 57.7 * 16 / 30)) * 1e-6));
-    CHECK(t4->seconds == doctest::Approx((25 + 4 * 20.9 + M / (1000 * 8 * 45.5 * 32 / 62)) * 1e-6));
+    CHECK(t2->seconds == collsched::test::rel((25 + 2 * 20.9 + M / (1000 * 8 * 57.7 * 16 / 30)) * 1e-6));
+    CHECK(t4->seconds == collsched::test::rel((25 + 4 * 20.9 + M / (1000 * 8 * 45.5 * 32 / 62)) * 1e-6));
     // no switch that reduces: no NVLS; NVLS is an allreduce here
     CHECK_FALSE(nccl::nccl_nvls_model(nccl::nccl_system(*machine_topology("h100rail2x8")), CollectiveKind::allreduce, M));
     CHECK_FALSE(nccl::nccl_nvls_model(one, CollectiveKind::allgather, M));
@@ -168,20 +170,20 @@ TEST_CASE("nccl model: several H100 boxes on 8 NICs of 400 Gb/s, ring 8 x 48 = 3
     CHECK(s.gpus_per_node == 8);
     CHECK(s.nics_per_node == 8);
     CHECK(s.nic_per_gpu);
-    CHECK(s.nic_bw == doctest::Approx(50.0));
+    CHECK(s.nic_bw == collsched::test::rel(50.0));
     const nccl::Graph g = nccl::nccl_ring_graph(s);
     CHECK(g.channels == 8);
-    CHECK(g.channels * g.bw_inter == doctest::Approx(384.0));
+    CHECK(g.channels * g.bw_inter == collsched::test::rel(384.0));
     const double M = 1 << 30;
     // Simple ring allreduce on 32 ranks: algBw 384 * 32 / 62; latency 8.4 + 56 * max(3.4, 3 * 1.0)
     // + 6 * 14 (2(nNodes - 1) network steps), x 1.4 (the plateau, tuning.cc:647-650)
     const double lat = (8.4 + 56 * 3.4 + 6 * 14.0) * 1.4;
     const double expect = (lat + M / (1000 * 384.0 * 32 / 62)) * 1e-6;
-    CHECK(*nccl::nccl_model_time(s, CollectiveKind::allreduce, nccl::Algorithm::ring, nccl::Protocol::simple, M) == doctest::Approx(expect));
+    CHECK(*nccl::nccl_model_time(s, CollectiveKind::allreduce, nccl::Algorithm::ring, nccl::Protocol::simple, M) == collsched::test::rel(expect));
     // tree Simple: busBw min(384 * .92, 8 * 36.0) = 288 (perChMaxTreeBws Hopper, 3+ nodes), algBw / 2;
     // latency 8.4 + 2 (7 * 4.0 + log2(4) * 14)
     const double tree = (8.4 + 2 * (7 * 4.0 + 2 * 14.0) + M / (1000 * 288.0 * .5)) * 1e-6;
-    CHECK(*nccl::nccl_model_time(s, CollectiveKind::allreduce, nccl::Algorithm::tree, nccl::Protocol::simple, M) == doctest::Approx(tree));
+    CHECK(*nccl::nccl_model_time(s, CollectiveKind::allreduce, nccl::Algorithm::tree, nccl::Protocol::simple, M) == collsched::test::rel(tree));
 }
 
 TEST_CASE("nccl baselines: refused where they cannot be built") {

@@ -4,6 +4,8 @@
 // (verifier/time/innetwork_bounds.hpp) held to the constructions.
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -71,10 +73,10 @@ TEST_CASE("nvls: graph files declare switches, and the efficiency scales the swi
     const Node sw = *t->find_node("r1.0");
     CHECK(t->can_reduce(sw));
     CHECK(t->can_multicast(sw));
-    CHECK(t->switch_functions(sw).efficiency == doctest::Approx(0.85));
-    CHECK(t->speed(*t->find_channel(Node{0}, sw)).bandwidth == doctest::Approx(18 * 25e9 * 0.85));
-    CHECK(t->speed(*t->find_channel(sw, Node{3})).bandwidth == doctest::Approx(18 * 25e9 * 0.85));
-    CHECK(t->speed(*t->find_channel(Node{0}, Node{1})).bandwidth == doctest::Approx(18 * 25e9));  // direct NVLink: no efficiency
+    CHECK(t->switch_functions(sw).efficiency == collsched::test::rel(0.85));
+    CHECK(t->speed(*t->find_channel(Node{0}, sw)).bandwidth == collsched::test::rel(18 * 25e9 * 0.85));
+    CHECK(t->speed(*t->find_channel(sw, Node{3})).bandwidth == collsched::test::rel(18 * 25e9 * 0.85));
+    CHECK(t->speed(*t->find_channel(Node{0}, Node{1})).bandwidth == collsched::test::rel(18 * 25e9));  // direct NVLink: no efficiency
     const Model m = t->default_model();
     CHECK(m.combine_routers);
     CHECK(m.multicast_routers);
@@ -189,10 +191,10 @@ TEST_CASE("nvls: bounds with reduction in the network, held to the constructions
     REQUIRE(bounds.size() >= 2);  // each GPU is a box of its own here (no channel between processors)
     CHECK(bounds[0].assumes_in_network);
     CHECK(bounds[0].valid);
-    CHECK(bounds[0].seconds == doctest::Approx(M / B));
+    CHECK(bounds[0].seconds == collsched::test::rel(M / B));
     CHECK_FALSE(bounds.back().valid);  // Patarasuk-Yuan does not hold where the switch adds
-    CHECK(bounds.back().seconds == doctest::Approx(1.5 * M / B));
-    CHECK(time::allreduce_innetwork_bound(*t, M, false) == doctest::Approx(1.5 * M / B));
+    CHECK(bounds.back().seconds == collsched::test::rel(1.5 * M / B));
+    CHECK(time::allreduce_innetwork_bound(*t, M, false) == collsched::test::rel(1.5 * M / B));
     // step model: each GPU sends C chunks and receives C, one per round: R >= C; the
     // construction takes C + 3 rounds for C = 4k chunks at k pieces... (P rounds per step)
     for (std::uint32_t k : {1u, 4u, 16u}) {
@@ -230,9 +232,9 @@ TEST_CASE("nvls: a channel into a switch that reduces or multicasts serves its t
         REQUIRE(p.transfers.size() == 4);
         return p.transfers[3].start;
     };
-    CHECK(start_of_last("tests/data/nvls/star4.json") == doctest::Approx(2 * (d + alpha) + d));
+    CHECK(start_of_last("tests/data/nvls/star4.json") == collsched::test::rel(2 * (d + alpha) + d));
     // a router without declared functions forwards what it is sent: ready order, as before
-    CHECK(start_of_last("tests/data/nvls/star4_plain.json") == doctest::Approx(0.0));
+    CHECK(start_of_last("tests/data/nvls/star4_plain.json") == collsched::test::rel(0.0));
 }
 
 TEST_CASE("nvls: the in-network bound reads the switch's efficiency, as the time model does") {
@@ -246,12 +248,12 @@ TEST_CASE("nvls: the in-network bound reads the switch's efficiency, as the time
     const double M = 1 << 30;
     auto bounds = time::allreduce_innetwork_bounds(*t, M, true);
     REQUIRE_FALSE(bounds.empty());
-    CHECK(bounds[0].seconds == doctest::Approx(M / (0.85 * 10e9)));
+    CHECK(bounds[0].seconds == collsched::test::rel(M / (0.85 * 10e9)));
     for (std::uint32_t k : {1u, 16u}) CHECK(predict_time(compose::nvls_allreduce(t, {k}), opts(M)).asynchronous >= bounds[0].seconds);
     // on a DGX H100 the GPU's direct NVLink channels run at the links' full speed, so its link
     // group (450 GB/s) and not the switch's port (0.85 x 450) limits what it can send
     auto h = graph("schedules/machines/dgx_h100_nvls.json");
-    CHECK(time::allreduce_innetwork_bound(*h, M, true) == doctest::Approx(M / 450e9));
+    CHECK(time::allreduce_innetwork_bound(*h, M, true) == collsched::test::rel(M / 450e9));
 }
 
 TEST_CASE("nvls: one DGX H100 box, allreduce against NCCL's NVLS and the in-network bound") {
@@ -283,7 +285,7 @@ TEST_CASE("nvls: one DGX H100 box, allreduce against NCCL's NVLS and the in-netw
             // form runs at its ports' 0.85, M / (0.85 x 450 GB/s) = 2.807 ms, plus 1 % of pipeline
             // fill; in ready order it took 4.86 ms (every contribution before the first store)
             CHECK(tb <= 1.02 * M / (0.85 * 450e9));
-            CHECK(tb / bound == doctest::Approx(1.188).epsilon(0.01));
+            CHECK(tb / bound == collsched::test::rel(1.188).epsilon(0.01));
             std::ofstream(dir + "/dgx_h100_nvls_allreduce_1G.json") << table_to_json(a);
             std::ofstream(dir + "/dgx_h100_nccl_nvls_allreduce_1G.json") << table_to_json(c);
         }
@@ -301,7 +303,7 @@ TEST_CASE("nvls: optimize --size picks the switch on one DGX H100 at 1 GiB, with
     CHECK(row["nccl_best"].get<std::string>().rfind("nccl nvls, ", 0) == 0);
     CHECK(row["predicted_time_s"].get<double>() < row["nccl_best_s"].get<double>());
     CHECK(row["nccl_nvls_model"]["algorithm"] == "NVLS");
-    CHECK(row["nccl_nvls_model"]["seconds"].get<double>() == doctest::Approx((25 + 1073741824.0 / (1000 * 476.0 * 8 / 14)) * 1e-6));
+    CHECK(row["nccl_nvls_model"]["seconds"].get<double>() == collsched::test::rel((25 + 1073741824.0 / (1000 * 476.0 * 8 / 14)) * 1e-6));
 }
 
 TEST_CASE("nvls: NVLS in the box, rings along the rails across boxes") {
@@ -325,7 +327,7 @@ TEST_CASE("nvls: NVLS in the box, rings along the rails across boxes") {
                         100 * (ta / bound - 1)));
     CHECK(bound <= ta);
     // the contracted box bound without SHARP between the boxes: 2 (N-1)/N M / (8 x 50 GB/s)
-    CHECK(bound == doctest::Approx(M / 400e9));
+    CHECK(bound == collsched::test::rel(M / 400e9));
     // optimize's time bound has the box's cut too (a set's value of every byte leaves its region)
     auto tb = time_bounds(*t, Collective::parse("allreduce", *t), t->default_model());
     REQUIRE(tb.has_value());

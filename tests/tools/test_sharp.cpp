@@ -4,6 +4,8 @@
 // verified schedules' times.
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -206,13 +208,13 @@ TEST_CASE("sharp: NCCL's CollNet model from tuning.cc by hand") {
     // CollNet Direct: 8 heads at bwIntra 48, busBw 8 x 48 x 0.85 (Hopper), algBw half; latency 2 x (3.7 + 7 x 0.4) + 31 us
     CHECK(models[0].algorithm == "COLLNET_DIRECT");
     CHECK(models[0].channels == 8);
-    CHECK(models[0].seconds == doctest::Approx((44.0 + M / (1000 * 8 * 48 * 0.85 * 0.5)) * 1e-6));
+    CHECK(models[0].seconds == collsched::test::rel((44.0 + M / (1000 * 8 * 48 * 0.85 * 0.5)) * 1e-6));
     // CollNet Chain: the ring's 8 channels at 48, algBw half; latency 2 x 7 x 2.8 + 30 us
     CHECK(models[1].algorithm == "COLLNET_CHAIN");
-    CHECK(models[1].seconds == doctest::Approx((69.2 + M / (1000 * models[1].channels * std::min(48.0, 400.0 / models[1].channels) * 0.5)) * 1e-6));
+    CHECK(models[1].seconds == collsched::test::rel((69.2 + M / (1000 * models[1].channels * std::min(48.0, 400.0 / models[1].channels) * 0.5)) * 1e-6));
     // NVLS across boxes: 8 channels, min(40 x 0.85 x 2 x 7/8, 48) = 48 each, algBw busBw x 16 / 30; latency 25 + 18 us
     CHECK(models[2].algorithm == "NVLS");
-    CHECK(models[2].seconds == doctest::Approx((43.0 + M / (1000 * 8 * 48 * 16.0 / 30)) * 1e-6));
+    CHECK(models[2].seconds == collsched::test::rel((43.0 + M / (1000 * 8 * 48 * 16.0 / 30)) * 1e-6));
     // no switch between the boxes reduces: no CollNet
     const nccl::System plain = nccl::nccl_system(*sharp_machine("schedules/machines/h100nvls2x8.json"));
     CHECK_FALSE(plain.sharp);

@@ -4,6 +4,8 @@
 // sizes are refused with exit 2.
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -39,7 +41,7 @@ TEST_CASE("time: verify and simulate print both predicted times, from 1 KB to 1 
     REQUIRE(js["time"]["sizes"].size() == 21);
     CHECK(js["time"]["sizes"][10]["size"] == 8388608.0);
     CHECK(js["time"]["sizes"][10]["datum_bytes"] == 1048576.0);
-    CHECK(js["time"]["sizes"][10]["asynchronous_s"].get<double>() == doctest::Approx(7 * (1e-6 + 1048576 / 10e9)));
+    CHECK(js["time"]["sizes"][10]["asynchronous_s"].get<double>() == collsched::test::rel(7 * (1e-6 + 1048576 / 10e9)));
     // the multibox machine's speeds: NVLink 300 GB/s and InfiniBand HDR 25 GB/s
     auto m = run("simulate " + nccl_ring + " --size 16G");  // 1 GiB per GPU
     CHECK(m.code == 0);
@@ -61,7 +63,7 @@ TEST_CASE("time: simulate --timeline writes every channel's busy intervals") {
     CHECK(j["format"] == "collsched.timeline/1");
     CHECK(j["channels"].size() == 4);
     CHECK(j["channels"][0]["busy"].size() == 3);
-    CHECK(j["asynchronous_s"].get<double>() == doctest::Approx(3 * (1e-6 + 1048576 / 1e9)));
+    CHECK(j["asynchronous_s"].get<double>() == collsched::test::rel(3 * (1e-6 + 1048576 / 1e9)));
     auto bad = run("simulate " + ring_ag + " --timeline " + dir.file("u.json"));
     CHECK(bad.code == 2);
     CHECK(bad.err == "collsched: error: --timeline FILE needs one --size M\n");
@@ -97,7 +99,7 @@ TEST_CASE("time: compare on multibox 2x8 names the winners, the crossovers and t
     CHECK(j["crossovers"][0]["size"].get<double>() < 16 * 4096);
     // 1 GiB: NCCL's ring puts 15 data through one NIC (15 M / 25 GB/s); the pipelined one is
     // bound by 14 M over NVLink (14 M / 300 GB/s): 15 * 12 / 14 = 12.86 x
-    CHECK(j["winners"][20]["speedup_over_baseline"].get<double>() == doctest::Approx(15.0 * 12 / 14).epsilon(0.005));
+    CHECK(j["winners"][20]["speedup_over_baseline"].get<double>() == collsched::test::rel(15.0 * 12 / 14).epsilon(0.005));
     CHECK(j["winners"][10]["speedup_over_baseline"].get<double>() > 10);  // 16 MiB
     std::ifstream in(dir.file("p.svg"));
     std::stringstream svg;
@@ -129,8 +131,8 @@ TEST_CASE("time: compare against NCCL's rings, one per NIC, the baseline GPU use
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["baseline"] == "ring_allgather_channels");
     CHECK(j["winners"][20]["winner"] == "allgather_pipelined");
-    CHECK(j["winners"][20]["speedup_over_baseline"].get<double>() == doctest::Approx(15.0 * 12 / (8 * 14)).epsilon(0.005));
-    CHECK(j["winners"][10]["speedup_over_baseline"].get<double>() == doctest::Approx(1.64).epsilon(0.01));  // 16 MiB: 81.3 / 49.5 us
+    CHECK(j["winners"][20]["speedup_over_baseline"].get<double>() == collsched::test::rel(15.0 * 12 / (8 * 14)).epsilon(0.005));
+    CHECK(j["winners"][10]["speedup_over_baseline"].get<double>() == collsched::test::rel(1.64).epsilon(0.01));  // 16 MiB: 81.3 / 49.5 us
     CHECK(j["winners"][0]["winner"] == "allgather_direct");  // 16 KiB: 13.2 us against 3.03 us
     auto t = run("compare " + nccl_rings + " " + direct + " --sizes 1K");
     CHECK(t.out.find("(15 steps, 105 rounds, 8 chunks) [baseline]") != std::string::npos);
@@ -147,7 +149,7 @@ TEST_CASE("time: the pipelined hierarchical allreduce against NCCL's rings on mu
     REQUIRE(r.code == 0);
     auto j = nlohmann::json::parse(r.out);
     for (const auto& w : j["winners"]) CHECK(w["winner"] == "allreduce_hierarchical_pipelined");
-    CHECK(j["winners"][20]["speedup_over_baseline"].get<double>() == doctest::Approx(2.0 * 15 / 128 / 25e9 / (7.0 / 4 / 300e9)).epsilon(0.01));
+    CHECK(j["winners"][20]["speedup_over_baseline"].get<double>() == collsched::test::rel(2.0 * 15 / 128 / 25e9 / (7.0 / 4 / 300e9)).epsilon(0.01));
     // the unpipelined three phases lose to NCCL's rings above 2.54 MiB
     auto u = run("compare " + rings + " " + three + " --sizes 1K..1G");
     CHECK(u.out.find("crossover at 2.54 MiB: (2) allreduce_allpairs_hierarchical is faster below, (1) ring_allreduce_channels above") != std::string::npos);

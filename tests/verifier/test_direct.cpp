@@ -2,6 +2,8 @@
 // broken table whose counterexample names the right step and channel, node or message.
 #include <doctest/doctest.h>
 
+#include "tests/approx.hpp"
+
 #include <algorithm>
 #include <random>
 
@@ -313,7 +315,7 @@ TEST_CASE("direct: wormhole rounds carry a message along its whole path") {
     VerifyReport r = verify_direct(t);
     CHECK(r.holds());
     CHECK(r.steps == 1);
-    CHECK(r.cost == doctest::Approx(2.5));
+    CHECK(r.cost == collsched::test::rel(2.5));
     SendTable bad = table("linear:4", "timing=wormhole", "broadcast:0",
                           {{1, "0", "1", "b(0)"}, {1, "2", "3", "b(0)"}, {2, "1", "2", "b(0)"}});
     VerifyReport br = verify_direct(bad);
