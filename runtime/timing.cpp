@@ -391,9 +391,6 @@ public:
 private:
     void arrive(std::uint32_t i, double time, std::uint64_t seq);
     void start(std::uint32_t j, double time);
-    /// One condition of transfer j met at `time` by the arrival (or, in program order, the start)
-    /// of the transfer started `seq`-th. A predecessor's start may lie after the arrivals it is
-    /// counted with, so j is ready at the latest of its conditions.
     /// One arrival (or the earlier group of its sender and value) of condition group g at `time`: when it is
     /// the last, every member as if by the group's arrivals one by one (the latest time, this seq), and the
     /// group of the same sender and value in a later step.
@@ -406,6 +403,9 @@ private:
         }
     }
 
+    /// One condition of transfer j met at `time` by the arrival (or, in program order, the start)
+    /// of the transfer started `seq`-th. A predecessor's start may lie after the arrivals it is
+    /// counted with, so j is ready at the latest of its conditions.
     void satisfied(std::uint32_t j, double time, std::uint64_t seq) {
         ready_at_[j] = std::max(ready_at_[j], time);
         if (--pending_[j] == 0) ready_.push(event(ready_at_[j], seq, j));

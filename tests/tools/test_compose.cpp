@@ -170,6 +170,28 @@ TEST_CASE("compose: a broken table is refused by the checker (the test can fail)
     CHECK_FALSE(verify_direct(*t).holds());
 }
 
+TEST_CASE("compose: allreduce's direct allgathers one destination a step, but in one step through a router that copies") {
+    // rail 4 x 8 through routers (box switches and rail switches), rsag + direct, one piece. Under
+    // replicate=no every routed send is its own copy: 2 hops. One destination a step (docs/synthesis.md,
+    // "Sums sent to many, one destination a step"): the allgathers take K - 1 and B - 1 logical steps.
+    // Under replicate=yes they stay in one step, where an owner's sends share the hop into the router:
+    // per owner and chunk K - 2 (rail) and B - 2 (box) transfers fewer.
+    const std::string m = routers("rail4x8_routers");
+    const SynthInstance no = instance_with_model(m, "allreduce"), yes = instance_with_model(m, "allreduce", "replicate=yes");
+    const auto boxes = find_boxes(*no.topology).boxes;
+    const Shape sh{InBox::rsag, Across::direct_rsag, false};
+    std::optional<SendTable> a = build_shape(no, boxes, sh, 1, nullptr), b = build_shape(yes, boxes, sh, 1, nullptr);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(verify_direct(*a).holds());
+    CHECK(verify_direct(*b).holds());
+    const std::size_t K = 4, B = 8, P = K * B;
+    // every processor owns K chunks after the in-box reduce-scatter (one per rail owner) and one after the
+    // rail's: the rail allgather saves K - 2 per owner, the in-box allgather B - 2 per chunk a GPU owns (K)
+    CHECK(a->transfers.size() - b->transfers.size() == P * (K - 2) + P * K * (B - 2));
+    CHECK(b->steps() < a->steps());
+}
+
 TEST_CASE("compose: the predicted times reach the marks of issue 43") {
     // h100rail4x8 allreduce: the hand-written pipelined hierarchical schedule took 17.5 us / 71.6 us / 4.18 ms at
     // 64 KiB / 16 MiB / 1 GiB (the per-GPU bound about 4.16 ms: 2 (P-1)/P M over 500 GB/s)

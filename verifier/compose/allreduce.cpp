@@ -108,13 +108,16 @@ private:
     /// allreduce at 1 GiB: 16.1 ms with one piece, 10.8 ms one destination a step, bound 10.7 ms). Between
     /// GPUs joined by channels the sends are ready at once and taken in table order, step first: in one step
     /// every owner sent to member 0 first, one a step spreads them over the receivers (h100rail 128 x 8
-    /// allreduce at 16 MiB: 99.5 us against 90.3 us, bound 85.9 us).
+    /// allreduce at 16 MiB: 99.5 us against 90.3 us, bound 85.9 us). Not through a router under
+    /// replicate=yes: there the sends of one step share their hop into the router (plan.hpp), and one a
+    /// step each would pay its own (rail 16 x 8 allreduce at 1 GiB: 10.157 ms against 10.206 ms).
     template <class What>
     std::uint32_t one_to_each(const Group& g, What what, std::uint32_t t0) {
         const std::uint32_t n = static_cast<std::uint32_t>(g.size());
+        const bool stagger = stagger_ && !(plan_.model().replicate && !plan_.joined(g[0], g[1]));
         for (std::uint32_t m = 0; m < n; ++m)
-            for (std::uint32_t i = 1; i < n; ++i) send_all(stagger_ ? t0 + i : t0 + 1, g[m], g[(m + i) % n], what(m));
-        return stagger_ ? n - 1 : 1;
+            for (std::uint32_t i = 1; i < n; ++i) send_all(stagger ? t0 + i : t0 + 1, g[m], g[(m + i) % n], what(m));
+        return stagger ? n - 1 : 1;
     }
 
     void send_all(std::uint32_t step, Node from, Node to, const std::vector<std::uint32_t>& items) {

@@ -42,6 +42,9 @@ public:
         sends_.push_back({step, from, to, item});
     }
     std::size_t size() const { return sends_.size(); }
+    const Model& model() const { return model_; }
+    /// Whether a channel joins the two processors (else their sends are routed through routers).
+    bool joined(Node from, Node to) const { return topo_->find_channel(from, to).has_value(); }
     const Collective& collective() const { return coll_; }
 
     /// The send table, or nullopt with `why` set when a route passes through a processor.
