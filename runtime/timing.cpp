@@ -266,7 +266,7 @@ private:
                         std::uint32_t n = 0;
                         const std::uint32_t g = static_cast<std::uint32_t>(p_.group_pending.size());
                         auto [first, last] = value_arrivals_.find(key(u, v->chunk));  // none: the sender's own value only
-                        auto [before, unseen] = latest.try_emplace(key(u, idx(p)), Latest{none, first});
+                        const auto before = latest.try_emplace(key(u, idx(p)), Latest{none, first}).first;
                         const std::uint32_t earlier = before->second.group;
                         if (earlier != none) ++n;  // that group, met (chain_next)
                         std::size_t pos = before->second.scanned;
