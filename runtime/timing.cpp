@@ -7,7 +7,6 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "support/assert.hpp"
 #include "support/error.hpp"
@@ -248,6 +247,7 @@ private:
         };
         std::unordered_map<std::uint64_t, Latest> latest;
         std::vector<std::pair<std::uint32_t, std::uint32_t>> members;  // (group, transfer)
+        taken_.assign(t_.model.replicate ? 0 : base_arrivals_.size(), 0);
         for (std::uint32_t j = 0; j < T; ++j) {
             poll(j);
             const Transfer& x = t_.transfers[j];
@@ -301,6 +301,23 @@ private:
                     throw InputError(fmt::format("cannot predict the time: the transfer in {} sends {}, which {} holds by no earlier step "
                                                  "(the table breaks causality; `collsched verify` says where)",
                                                  describe(j), ms_.name(p), topo_.node_name(u)));
+                if (!processor && forwards_copies(u)) {
+                    // a router that does not replicate forwards a copy of its own: the earliest not yet taken that
+                    // arrived in an earlier step, as the step semantics matches them (first in, first out by step,
+                    // then channel; the arrivals are indexed in that order, and so are the departures, j)
+                    std::uint32_t& taken = taken_[first];
+                    if (first + taken < last) {
+                        const std::uint32_t i = base_arrivals_.value(first + taken);
+                        if (t_.transfers[i].step < x.step) {
+                            ++taken;
+                            notify.add(i, j);
+                            ++p_.pending[j];
+                            return;
+                        }
+                    }
+                    // no copy left: the table breaks replication (`collsched verify` says where); timed from the
+                    // first copy, as a router that keeps what it received
+                }
                 p_.waiters.add(key(u, idx(p)), j);
                 ++p_.pending[j];
             });
@@ -352,6 +369,15 @@ private:
     }
 
     static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+
+    /// Whether router u passes each copy it receives on once (replicate=no), so that a departure waits for
+    /// the copy it forwards, not for the first to arrive (docs/time.md, "Routers and copies"); not when its
+    /// departures of one step share one copy (multicast=routers, a switch that multicasts).
+    bool forwards_copies(Node u) const { return !t_.model.replicate && !(t_.model.multicast_routers && topo_.can_multicast(u)); }
+
+    /// Per (node, base part) range of base_arrivals_, at its first position: the copies a router's
+    /// departures took so far (forwards_copies).
+    std::vector<std::uint32_t> taken_;
 
     /// Per transfer, the ranges of waiters its arrival may satisfy (its base parts at its receiver).
     void wakes() {
@@ -739,42 +765,5 @@ double synchronous_time(const SendTable& t, const TimeOptions& given, std::vecto
 }
 
 TimePrediction predict_time(const SendTable& t, const TimeOptions& opt) { return TimingPlan(t).predict(opt); }
-
-std::string timeline_json(const SendTable& t, const TimePrediction& p, const TimeOptions& given) {
-    const Topology& topo = *t.topology;
-    const TimeOptions opt = with_network_class(topo, given);
-    const Messages ms = t.messages();
-    std::vector<std::vector<std::uint32_t>> by_channel(topo.channels().size());
-    for (std::uint32_t j = 0; j < t.transfers.size(); ++j) by_channel[idx(t.transfers[j].channel)].push_back(j);
-    nlohmann::ordered_json j;
-    j["format"] = "collsched.timeline/1";
-    j["topology"] = topo.spec();
-    j["collective"] = t.collective.to_string();
-    j["size_bytes"] = p.size;
-    j["datum_bytes"] = p.datum_bytes;
-    j["chunk_bytes"] = p.chunk_bytes;
-    j["synchronous_s"] = p.synchronous;
-    j["asynchronous_s"] = p.asynchronous;
-    auto& chans = j["channels"] = nlohmann::ordered_json::array();
-    for (std::uint32_t c = 0; c < by_channel.size(); ++c) {
-        if (by_channel[c].empty()) continue;
-        std::vector<std::uint32_t>& list = by_channel[c];
-        std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) { return p.transfers[a].start < p.transfers[b].start; });
-        const Channel& ch = topo.channel(ChannelId{c});
-        const LinkSpeed sp = channel_speed(topo, ChannelId{c}, opt);
-        nlohmann::ordered_json cj{{"from", topo.node_name(ch.from)}, {"to", topo.node_name(ch.to)}, {"alpha_s", sp.alpha}, {"bandwidth_Bps", sp.bandwidth}};
-        double busy = 0;
-        auto& b = cj["busy"] = nlohmann::ordered_json::array();
-        for (std::uint32_t x : list) {
-            const TransferTime& tt = p.transfers[x];
-            busy += tt.end - tt.start;
-            b.push_back({{"step", t.transfers[x].step}, {"msg", ms.name(t.transfers[x].message)}, {"ready", tt.ready}, {"start", tt.start},
-                         {"end", tt.end}, {"arrive", tt.arrive}});
-        }
-        cj["busy_s"] = busy;
-        chans.push_back(std::move(cj));
-    }
-    return j.dump() + "\n";
-}
 
 }  // namespace collsched

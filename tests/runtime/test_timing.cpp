@@ -377,3 +377,34 @@ TEST_CASE("timing: the arrivals' radix queue pops in the order of the heap, push
     CHECK(popped == key);
     CHECK(differ == 0);
 }
+
+TEST_CASE("timing: a router that does not replicate forwards each copy once, and one that does sends on from the first") {
+    // 0, 1, 2 on one router r. b(0) crosses r twice, as NCCL's ring crosses a rail switch: 0 -> r -> 1
+    // (steps 1, 2), then 1 -> r -> 2 (steps 3, 4). Under replicate=no the departure of step 4 forwards the
+    // copy of step 3 (first in, first out, the step semantics' matching): three legs of d + a before it
+    // starts. A router that keeps what it receives (replicate=yes) sends it from the first copy, at d + a.
+    const std::string dir = fmt::format("/tmp/collsched_copies.{}", ::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string graph = dir + "/g.json";
+    std::ofstream(graph) << R"({"processors": 3, "routers": 1, "alpha": "1 us", "bandwidth": "1 GB/s",
+ "edges": [[0, "r1.0", 1], [1, "r1.0", 1], [2, "r1.0", 1]]})";
+    auto topo = Topology::parse("graph:" + graph);
+    std::filesystem::remove_all(dir);
+    const double M = 3e3, a = 1e-6, d = 1e-6;  // allgather: each datum M / 3 = 1 kB, 1 us at 1 GB/s
+    auto last_start = [&](std::string_view model) {
+        TableBuilder b(topo, apply_model_options(Model{}, model), Collective::parse("allgather", *topo));
+        const MessageId m = *b.messages().parse("b(0)");
+        const Node r = *topo->find_node("r1.0");
+        b.hop(1, *topo->find_channel(Node{0}, r), m);
+        b.hop(2, *topo->find_channel(r, Node{1}), m);
+        b.hop(3, *topo->find_channel(Node{1}, r), m);
+        b.hop(4, *topo->find_channel(r, Node{2}), m);
+        const SendTable t = std::move(b).finish();
+        const TimePrediction p = predict_time(t, TimeOptions{M});
+        REQUIRE(p.transfers.size() == 4);
+        CHECK(near(p.transfers[1].start, d + a));
+        return p.transfers[3].start;
+    };
+    CHECK(near(last_start("replicate=no"), 3 * (d + a)));
+    CHECK(near(last_start("replicate=yes"), d + a));
+}

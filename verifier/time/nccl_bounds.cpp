@@ -2,6 +2,7 @@
 #include "verifier/time/nccl_bounds.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <queue>
 
@@ -122,10 +123,14 @@ RingTimeBound reduction_chain(const Topology&, const nccl::RingRoutes& r, std::u
     return best;
 }
 
-/// Allgather: a datum leaves a processor or router once its first copy has arrived there (a PXN
-/// relay or a rail switch that holds it from an earlier crossing sends it on at once); the
-/// earliest arrivals along the flow, every earlier copy counted.
-RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std::uint32_t span, const Legs& l) {
+/// Allgather: a datum leaves a processor once its first copy has arrived there (a PXN relay that
+/// holds it from an earlier crossing sends it on at once); the earliest arrivals along the flow,
+/// every earlier copy counted. A router that keeps what it receives (`keeps`) is the same; one
+/// that forwards each copy once (replicate=no) sends the copy of this crossing: the ring's
+/// crossings of a router come in step order, each departure before the next crossing's arrival
+/// (that needs it), so first in, first out pairs each departure with its own crossing's arrival.
+RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std::uint32_t span, const Legs& l,
+                              const std::function<bool(Node)>& keeps) {
     RingTimeBound best;
     constexpr double none = std::numeric_limits<double>::infinity();
     std::vector<double> arrived(t.nodes(), none);
@@ -136,16 +141,21 @@ RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std:
         for (std::size_t p = 0; p < P; ++p) {
             const Node source = ring.order[p];
             double last = 0;
-            for (std::size_t i = p; i < p + span; ++i)
+            for (std::size_t i = p; i < p + span; ++i) {
+                double carried = 0;  // this crossing's arrival at the node it leaves next
                 for (ChannelId e : ring.hops[i % P]) {
                     const Channel& c = t.channel(e);
-                    // ready: held at the start, else its first copy's arrival (0 if none: weaker, still a bound)
-                    const double ready = c.from == source || arrived[idx(c.from)] == none ? 0 : arrived[idx(c.from)];
+                    // ready: held at the start; at a router that forwards copies, this crossing's; else its first
+                    // copy's arrival (0 if none: weaker, still a bound)
+                    const bool own = !t.is_processor(c.from) && !keeps(c.from);
+                    const double ready = c.from == source ? 0 : own ? carried : arrived[idx(c.from)] == none ? 0 : arrived[idx(c.from)];
                     const double at = ready + l.leg[idx(e)];
+                    carried = at;
                     if (arrived[idx(c.to)] == none) touched.push_back(c.to);
                     arrived[idx(c.to)] = std::min(arrived[idx(c.to)], at);
                     last = std::max(last, arrived[idx(c.to)]);
                 }
+            }
             if (last > best.seconds) best = {last, fmt::format("the first copies of a datum along ring {} from position {}", k, p)};
             for (Node n : touched) arrived[idx(n)] = none;
             touched.clear();
@@ -156,7 +166,8 @@ RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std:
 
 }  // namespace
 
-RingTimeBound nccl_ring_time_bound(const Topology& t, CollectiveKind kind, const nccl::RingRoutes& r, const TimeOptions& given) {
+RingTimeBound nccl_ring_time_bound(const Topology& t, const Model& model, CollectiveKind kind, const nccl::RingRoutes& r,
+                                   const TimeOptions& given) {
     const TimeOptions opt = with_network_class(t, given);  // as the prediction takes the speeds (a protocol's network latency)
     const std::uint32_t P = t.processors(), K = static_cast<std::uint32_t>(r.rings.size());
     if (kind != CollectiveKind::allreduce && kind != CollectiveKind::allgather && kind != CollectiveKind::reduce_scatter)
@@ -167,7 +178,9 @@ RingTimeBound nccl_ring_time_bound(const Topology& t, CollectiveKind kind, const
     const double b = datum_bytes(kind, P, opt.size) / C;
     const Legs l = legs_of(t, b, opt);
     RingTimeBound load = busiest(t, r, span, b, l);
-    RingTimeBound chain = kind == CollectiveKind::allgather ? allgather_chain(t, r, span, l) : reduction_chain(t, r, span, l);
+    // as the timing plan pairs a router's departures with copies (runtime/timing.cpp, forwards_copies)
+    auto keeps = [&](Node u) { return model.replicate || (model.multicast_routers && t.can_multicast(u)); };
+    RingTimeBound chain = kind == CollectiveKind::allgather ? allgather_chain(t, r, span, l, keeps) : reduction_chain(t, r, span, l);
     RingTimeBound bound = load.seconds >= chain.seconds ? load : chain;
     // rounded down: where the bound is exact (the busiest channel saturated from the start), summing
     // in another order than the prediction's may land a few ulps above the predicted time

@@ -12,7 +12,8 @@
  *  - its longest chain: a chunk's flow along the ring, each leg ready only once the leg before it
  *    has arrived (a partial waits for every partial of its chunk that reached its sender before;
  *    a datum of allgather for its first copy there, so a PXN relay that holds it already sends
- *    it on at once), each taking b / B + alpha.
+ *    it on at once, but a router under replicate=no for the copy it forwards), each taking
+ *    b / B + alpha.
  */
 #pragma once
 
@@ -34,6 +35,6 @@ struct RingTimeBound {
 /// chunk (nccl::nccl_ring_routes) at the options' size, with the speeds the prediction takes (link
 /// override, protocol with its network class). Ports are not counted (under ports=single or half
 /// the bound is sound and looser), and it is rounded down by one part in 10^12.
-RingTimeBound nccl_ring_time_bound(const Topology&, CollectiveKind, const nccl::RingRoutes&, const TimeOptions&);
+RingTimeBound nccl_ring_time_bound(const Topology&, const Model&, CollectiveKind, const nccl::RingRoutes&, const TimeOptions&);
 
 }  // namespace collsched

@@ -55,7 +55,7 @@ std::optional<NcclUnbuilt> ring_bounds(const SynthInstance& in, const TimeObject
             TimeOptions o;
             o.size = m;
             o.uniform_unit = options.link;
-            RingTimeBound b = nccl_ring_time_bound(*in.topology, k, routes, o);
+            RingTimeBound b = nccl_ring_time_bound(*in.topology, in.model, k, routes, o);
             u.lower_bound_s.push_back(b.seconds), u.argument.push_back(std::move(b.argument));
         }
         return u;
