@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -190,6 +192,33 @@ TEST_CASE("compose: allreduce's direct allgathers one destination a step, but in
     // rail's: the rail allgather saves K - 2 per owner, the in-box allgather B - 2 per chunk a GPU owns (K)
     CHECK(a->transfers.size() - b->transfers.size() == P * (K - 2) + P * K * (B - 2));
     CHECK(b->steps() < a->steps());
+}
+
+TEST_CASE("compose: allgather's direct phases through a router that forwards each copy once send one destination a step") {
+    // rail 4 x 8 through routers, ag + direct, one piece. Under replicate=no a router's departure forwards the
+    // copy the step semantics matches it with, by channel among the copies of one step (docs/time.md, "Routers
+    // and copies"): sent in one step, every owner's first copy would leave its rail switch on the lowest channel
+    // at once. So no router sends one datum twice in one step; under replicate=yes the sends of one step share
+    // their hop into the router and stay in one step.
+    const std::string m = routers("rail4x8_routers");
+    const SynthInstance no = instance_with_model(m, "allgather"), yes = instance_with_model(m, "allgather", "replicate=yes");
+    const auto boxes = find_boxes(*no.topology).boxes;
+    const Shape sh{InBox::rsag, Across::direct_rsag, false};
+    auto most_in_one_step = [](const SendTable& t) {  // the most departures of one message from one router in one step
+        std::map<std::tuple<Step, std::uint32_t, std::uint32_t>, int> n;
+        int most = 0;
+        for (const Transfer& x : t.transfers)
+            if (const Node u = t.topology->channel(x.channel).from; !t.topology->is_processor(u))
+                most = std::max(most, ++n[{x.step, idx(u), idx(x.message)}]);
+        return most;
+    };
+    std::optional<SendTable> a = build_shape(no, boxes, sh, 1, nullptr), b = build_shape(yes, boxes, sh, 1, nullptr);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(verify_direct(*a).holds());
+    CHECK(verify_direct(*b).holds());
+    CHECK(most_in_one_step(*a) == 1);
+    CHECK(most_in_one_step(*b) > 1);
 }
 
 TEST_CASE("compose: the predicted times reach the marks of issue 43") {

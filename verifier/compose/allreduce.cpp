@@ -97,7 +97,8 @@ public:
         return 1;
     }
 
-    /// Sums sent to many one destination per logical step (one_to_each): allreduce's.
+    /// Sums sent to many one destination per logical step (one_to_each): allreduce's; data only through a
+    /// router under replicate=no.
     void stagger() { stagger_ = true; }
 
 private:
@@ -110,11 +111,15 @@ private:
     /// every owner sent to member 0 first, one a step spreads them over the receivers (h100rail 128 x 8
     /// allreduce at 16 MiB: 99.5 us against 90.3 us, bound 85.9 us). Not through a router under
     /// replicate=yes: there the sends of one step share their hop into the router (plan.hpp), and one a
-    /// step each would pay its own (rail 16 x 8 allreduce at 1 GiB: 10.157 ms against 10.206 ms).
+    /// step each would pay its own (rail 16 x 8 allreduce at 1 GiB: 10.157 ms against 10.206 ms). Data
+    /// (allgather's) one a step too through a router under replicate=no: there each departure forwards the
+    /// copy the step semantics matches it with, by channel among the copies of one step (docs/time.md,
+    /// "Routers and copies"), so every owner's first copy would leave on the lowest channel at once.
     template <class What>
     std::uint32_t one_to_each(const Group& g, What what, std::uint32_t t0) {
         const std::uint32_t n = static_cast<std::uint32_t>(g.size());
-        const bool stagger = stagger_ && !(plan_.model().replicate && !plan_.joined(g[0], g[1]));
+        const bool routed = !plan_.joined(g[0], g[1]), replicate = plan_.model().replicate;
+        const bool stagger = (stagger_ || (routed && !replicate)) && !(routed && replicate);
         for (std::uint32_t m = 0; m < n; ++m)
             for (std::uint32_t i = 1; i < n; ++i) send_all(stagger ? t0 + i : t0 + 1, g[m], g[(m + i) % n], what(m));
         return stagger ? n - 1 : 1;
