@@ -173,7 +173,9 @@ namespace {
 /// Builds the plan: what each transfer's sender must hold first: each base part, the first copy
 /// to arrive in an earlier step (or at time 0 when it is the sender's initial data); a
 /// reduction's value, every value of the same chunk that arrived in an earlier step and could be
-/// part of it (its contributors a subset of the value's), all of them.
+/// part of it (its contributors a subset of the value's), all of them. At a router that forwards
+/// each copy once (replicate=no), the copy its departure is matched with (docs/time.md, "Routers
+/// and copies").
 class PlanBuilder {
 public:
     PlanBuilder(const SendTable& t, TimingPlan::Impl& p, Deadline deadline) : t_(t), topo_(*t.topology), ms_(t.messages()), p_(p), deadline_(deadline) {}
@@ -217,11 +219,14 @@ private:
             const Node to = topo_.channel(x.channel).to;
             ms_.for_each_part(x.message, [&](MessageId p) {
                 if (!ms_.is_composite(p)) base_arrivals_.add(key(to, idx(p)), i);
+                else if (!topo_.is_processor(to) && forwards_sums(to)) sum_arrivals_.add(key(to, idx(p)), i);
                 if (auto v = value_set(ms_, p)) value_arrivals_.add(key(to, v->chunk), i);
             });
         }
         poll(0xffff);
         base_arrivals_.build();
+        poll(0xffff);
+        sum_arrivals_.build();
         poll(0xffff);
         value_arrivals_.build();
     }
@@ -247,7 +252,8 @@ private:
         };
         std::unordered_map<std::uint64_t, Latest> latest;
         std::vector<std::pair<std::uint32_t, std::uint32_t>> members;  // (group, transfer)
-        taken_.assign(t_.model.replicate ? 0 : base_arrivals_.size(), 0);
+        base_taken_.assign(t_.model.replicate ? 0 : base_arrivals_.size(), 0);
+        sum_taken_.assign(sum_arrivals_.size(), 0);
         for (std::uint32_t j = 0; j < T; ++j) {
             poll(j);
             const Transfer& x = t_.transfers[j];
@@ -255,6 +261,8 @@ private:
             const bool processor = topo_.is_processor(u);
             ms_.for_each_part(x.message, [&](MessageId p) {
                 if (ms_.is_composite(p)) {
+                    // a router that only forwards sends on the copy of this very sum it is matched with
+                    if (!processor && forwards_sums(u) && takes_copy(sum_arrivals_, sum_taken_, key(u, idx(p)), x.step, j, notify)) return;
                     auto v = value_set(ms_, p);
                     if (!v) return;
                     // the arrivals it waits for depend only on (sender, value, step): one condition group for
@@ -301,23 +309,9 @@ private:
                     throw InputError(fmt::format("cannot predict the time: the transfer in {} sends {}, which {} holds by no earlier step "
                                                  "(the table breaks causality; `collsched verify` says where)",
                                                  describe(j), ms_.name(p), topo_.node_name(u)));
-                if (!processor && forwards_copies(u)) {
-                    // a router that does not replicate forwards a copy of its own: the earliest not yet taken that
-                    // arrived in an earlier step, as the step semantics matches them (first in, first out by step,
-                    // then channel; the arrivals are indexed in that order, and so are the departures, j)
-                    std::uint32_t& taken = taken_[first];
-                    if (first + taken < last) {
-                        const std::uint32_t i = base_arrivals_.value(first + taken);
-                        if (t_.transfers[i].step < x.step) {
-                            ++taken;
-                            notify.add(i, j);
-                            ++p_.pending[j];
-                            return;
-                        }
-                    }
-                    // no copy left: the table breaks replication (`collsched verify` says where); timed from the
-                    // first copy, as a router that keeps what it received
-                }
+                // a router that forwards copies sends on the one it is matched with; with none left (the table breaks
+                // replication: `collsched verify` says where) from the first, as a router that keeps what it receives
+                if (!processor && forwards_copies(u) && takes_copy(base_arrivals_, base_taken_, key(u, idx(p)), x.step, j, notify)) return;
                 p_.waiters.add(key(u, idx(p)), j);
                 ++p_.pending[j];
             });
@@ -374,10 +368,30 @@ private:
     /// the copy it forwards, not for the first to arrive (docs/time.md, "Routers and copies"); not when its
     /// departures of one step share one copy (multicast=routers, a switch that multicasts).
     bool forwards_copies(Node u) const { return !t_.model.replicate && !(t_.model.multicast_routers && topo_.can_multicast(u)); }
+    /// The same for sums, at a router that does not combine them either (combine=routers, a switch that
+    /// reduces: there a sum may be made of the partials that arrived, rule 1's value condition).
+    bool forwards_sums(Node u) const { return forwards_copies(u) && !(t_.model.combine_routers && topo_.can_reduce(u)); }
 
-    /// Per (node, base part) range of base_arrivals_, at its first position: the copies a router's
-    /// departures took so far (forwards_copies).
-    std::vector<std::uint32_t> taken_;
+    /// Departure j of step `step` from a router that forwards copies: it waits for the copy the step
+    /// semantics matches it with, the earliest not yet taken that arrived in an earlier step (first in, first
+    /// out by step, then channel: `arrivals` holds each key's in that order, and the departures come in it,
+    /// j). False when there is none left.
+    bool takes_copy(const Index& arrivals, std::vector<std::uint32_t>& taken, std::uint64_t k, Step step, std::uint32_t j, Index& notify) {
+        auto [first, last] = arrivals.find(k);
+        if (first == last) return false;
+        std::uint32_t& n = taken[first];
+        if (first + n == last) return false;
+        const std::uint32_t i = arrivals.value(first + n);
+        if (t_.transfers[i].step >= step) return false;
+        ++n;
+        notify.add(i, j);
+        ++p_.pending[j];
+        return true;
+    }
+
+    /// Per key of an arrivals index, at the first position of its range: the copies a router's departures
+    /// took so far (takes_copy).
+    std::vector<std::uint32_t> base_taken_, sum_taken_;
 
     /// Per transfer, the ranges of waiters its arrival may satisfy (its base parts at its receiver).
     void wakes() {
@@ -403,6 +417,7 @@ private:
     Deadline deadline_;
     Index base_arrivals_;   // (node, base part) -> transfers that bring it there
     Index value_arrivals_;  // (node, chunk) -> transfers that bring a value of that chunk there
+    Index sum_arrivals_;    // (router, sum) -> transfers that bring that sum there (forwards_sums)
 };
 
 /// The asynchronous run at one size: the state of the event-driven simulation (docs/time.md).

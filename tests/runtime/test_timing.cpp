@@ -408,3 +408,33 @@ TEST_CASE("timing: a router that does not replicate forwards each copy once, and
     CHECK(near(last_start("replicate=no"), 3 * (d + a)));
     CHECK(near(last_start("replicate=yes"), d + a));
 }
+
+TEST_CASE("timing: a router that only forwards sends a sum on from the copy it is matched with, not after every copy") {
+    // 0, 1, 2 on router r, and a channel 0 -> 1. Allreduce of one chunk, alpha a = 1 us, a chunk d = 2 us.
+    // 1 adds a(0) (step 1) and sends a({0,1}) into r twice (steps 2 and 3, one after the other on its
+    // channel: arrivals at 2d + 2a and 3d + 2a). r sends it on to 2 in step 4 with the first copy (first in,
+    // first out, as the step semantics matches them): at 2d + 2a. Waiting for every value of the chunk that
+    // reached r before would start it at 3d + 2a. (The second copy stays in r: queues=unbounded.)
+    const std::string dir = fmt::format("/tmp/collsched_sums.{}", ::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string graph = dir + "/g.json";
+    std::ofstream(graph) << R"({"processors": 3, "routers": 1, "alpha": "1 us", "bandwidth": "1 GB/s",
+ "edges": [[0, "r1.0", 1], [1, "r1.0", 1], [2, "r1.0", 1], [0, 1, 1]]})";
+    auto topo = Topology::parse("graph:" + graph);
+    std::filesystem::remove_all(dir);
+    const double a = 1e-6, d = 2e-6;
+    TableBuilder b(topo, Model{}, Collective::parse("allreduce", *topo));
+    const Messages ms = b.messages();
+    const Node r = *topo->find_node("r1.0");
+    const MessageId one = partial_message(b.composites(), ms, SourceSet(std::vector<std::uint32_t>{0}), 0);
+    const MessageId two = partial_message(b.composites(), ms, SourceSet(std::vector<std::uint32_t>{0, 1}), 0);
+    b.hop(1, *topo->find_channel(Node{0}, Node{1}), one);
+    b.hop(2, *topo->find_channel(Node{1}, r), two);
+    b.hop(3, *topo->find_channel(Node{1}, r), two);
+    b.hop(4, *topo->find_channel(r, Node{2}), two);
+    const SendTable t = std::move(b).finish();
+    const TimePrediction p = predict_time(t, TimeOptions{2e3});
+    REQUIRE(p.transfers.size() == 4);
+    CHECK(near(p.transfers[2].arrive, 3 * d + 2 * a));
+    CHECK(near(p.transfers[3].start, 2 * d + 2 * a));
+}
