@@ -252,8 +252,8 @@ private:
         };
         std::unordered_map<std::uint64_t, Latest> latest;
         std::vector<std::pair<std::uint32_t, std::uint32_t>> members;  // (group, transfer)
-        base_taken_.assign(t_.model.replicate ? 0 : base_arrivals_.size(), 0);
-        sum_taken_.assign(sum_arrivals_.size(), 0);
+        base_taken_.assign(t_.model.replicate ? 0 : base_arrivals_.size(), Taken{});
+        sum_taken_.assign(sum_arrivals_.size(), Taken{});
         for (std::uint32_t j = 0; j < T; ++j) {
             poll(j);
             const Transfer& x = t_.transfers[j];
@@ -262,7 +262,7 @@ private:
             ms_.for_each_part(x.message, [&](MessageId p) {
                 if (ms_.is_composite(p)) {
                     // a router that only forwards sends on the copy of this very sum it is matched with
-                    if (!processor && forwards_sums(u) && takes_copy(sum_arrivals_, sum_taken_, key(u, idx(p)), x.step, j, notify)) return;
+                    if (!processor && forwards_sums(u) && takes_copy(sum_arrivals_, sum_taken_, u, key(u, idx(p)), x.step, j, notify)) return;
                     auto v = value_set(ms_, p);
                     if (!v) return;
                     // the arrivals it waits for depend only on (sender, value, step): one condition group for
@@ -311,7 +311,7 @@ private:
                                                  describe(j), ms_.name(p), topo_.node_name(u)));
                 // a router that forwards copies sends on the one it is matched with; with none left (the table breaks
                 // replication: `collsched verify` says where) from the first, as a router that keeps what it receives
-                if (!processor && forwards_copies(u) && takes_copy(base_arrivals_, base_taken_, key(u, idx(p)), x.step, j, notify)) return;
+                if (!processor && forwards_copies(u) && takes_copy(base_arrivals_, base_taken_, u, key(u, idx(p)), x.step, j, notify)) return;
                 p_.waiters.add(key(u, idx(p)), j);
                 ++p_.pending[j];
             });
@@ -365,33 +365,45 @@ private:
     static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
 
     /// Whether router u passes each copy it receives on once (replicate=no), so that a departure waits for
-    /// the copy it forwards, not for the first to arrive (docs/time.md, "Routers and copies"); not when its
-    /// departures of one step share one copy (multicast=routers, a switch that multicasts).
-    bool forwards_copies(Node u) const { return !t_.model.replicate && !(t_.model.multicast_routers && topo_.can_multicast(u)); }
-    /// The same for sums, at a router that does not combine them either (combine=routers, a switch that
-    /// reduces: there a sum may be made of the partials that arrived, rule 1's value condition).
+    /// the copy it forwards, not for the first to arrive (docs/time.md, "Routers and copies").
+    bool forwards_copies(Node) const { return !t_.model.replicate; }
+    /// The same for sums, at a router that does not combine them (combine=routers, a switch that reduces:
+    /// there a sum may be made of the partials that arrived, rule 1's value condition).
     bool forwards_sums(Node u) const { return forwards_copies(u) && !(t_.model.combine_routers && topo_.can_reduce(u)); }
+    /// Whether u's departures of one step share one copy (multicast=routers, a switch that multicasts).
+    bool shares_copies(Node u) const { return t_.model.multicast_routers && topo_.can_multicast(u); }
 
-    /// Departure j of step `step` from a router that forwards copies: it waits for the copy the step
+    /// The copies a router's departures of one message took so far, and the step of the last that took one.
+    struct Taken {
+        std::uint32_t n = 0;
+        Step step = 0;  // none: steps start at 1
+    };
+
+    /// Departure j of step `step` from router u, which forwards copies: it waits for the copy the step
     /// semantics matches it with, the earliest not yet taken that arrived in an earlier step (first in, first
     /// out by step, then channel: `arrivals` holds each key's in that order, and the departures come in it,
-    /// j). False when there is none left.
-    bool takes_copy(const Index& arrivals, std::vector<std::uint32_t>& taken, std::uint64_t k, Step step, std::uint32_t j, Index& notify) {
+    /// j); at a switch that multicasts, the departures of one step share the copy the first of them took.
+    /// False when there is none left.
+    bool takes_copy(const Index& arrivals, std::vector<Taken>& taken, Node u, std::uint64_t k, Step step, std::uint32_t j, Index& notify) {
         auto [first, last] = arrivals.find(k);
         if (first == last) return false;
-        std::uint32_t& n = taken[first];
-        if (first + n == last) return false;
-        const std::uint32_t i = arrivals.value(first + n);
-        if (t_.transfers[i].step >= step) return false;
-        ++n;
+        Taken& t = taken[first];
+        std::uint32_t i = none;
+        if (t.n > 0 && t.step == step && shares_copies(u)) {
+            i = arrivals.value(first + t.n - 1);
+        } else {
+            if (first + t.n == last) return false;
+            i = arrivals.value(first + t.n);
+            if (t_.transfers[i].step >= step) return false;
+            ++t.n, t.step = step;
+        }
         notify.add(i, j);
         ++p_.pending[j];
         return true;
     }
 
-    /// Per key of an arrivals index, at the first position of its range: the copies a router's departures
-    /// took so far (takes_copy).
-    std::vector<std::uint32_t> base_taken_, sum_taken_;
+    /// Per key of an arrivals index, at the first position of its range (takes_copy).
+    std::vector<Taken> base_taken_, sum_taken_;
 
     /// Per transfer, the ranges of waiters its arrival may satisfy (its base parts at its receiver).
     void wakes() {

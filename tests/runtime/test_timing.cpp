@@ -378,7 +378,7 @@ TEST_CASE("timing: the arrivals' radix queue pops in the order of the heap, push
     CHECK(differ == 0);
 }
 
-TEST_CASE("timing: a router that does not replicate forwards each copy once, and one that does sends on from the first") {
+TEST_CASE("timing: a router that does not replicate forwards each copy once (a multicast shares one within a step), and one that does sends on from the first") {
     // 0, 1, 2 on one router r. b(0) crosses r twice, as NCCL's ring crosses a rail switch: 0 -> r -> 1
     // (steps 1, 2), then 1 -> r -> 2 (steps 3, 4). Under replicate=no the departure of step 4 forwards the
     // copy of step 3 (first in, first out, the step semantics' matching): three legs of d + a before it
@@ -407,6 +407,8 @@ TEST_CASE("timing: a router that does not replicate forwards each copy once, and
     };
     CHECK(near(last_start("replicate=no"), 3 * (d + a)));
     CHECK(near(last_start("replicate=yes"), d + a));
+    // a switch that multicasts shares a copy among the departures of one step only: no buffer keeps it
+    CHECK(near(last_start("multicast=routers"), 3 * (d + a)));
 }
 
 TEST_CASE("timing: a router that only forwards sends a sum on from the copy it is matched with, not after every copy") {

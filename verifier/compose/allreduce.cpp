@@ -103,18 +103,19 @@ public:
 
 private:
     /// Every member sends what(m) to every other: in one logical step, or (stagger) one destination
-    /// per logical step, member m to m + 1, m + 2, ... Through a router a sum leaves only once every value of
-    /// its chunk that reached the router in an earlier step has arrived (docs/time.md, rule 1): n - 1 copies
-    /// of one sum in one step would all enter the rail switch before the first left it (rail 128 x 8
-    /// allreduce at 1 GiB: 16.1 ms with one piece, 10.8 ms one destination a step, bound 10.7 ms). Between
-    /// GPUs joined by channels the sends are ready at once and taken in table order, step first: in one step
-    /// every owner sent to member 0 first, one a step spreads them over the receivers (h100rail 128 x 8
-    /// allreduce at 16 MiB: 99.5 us against 90.3 us, bound 85.9 us). Not through a router under
-    /// replicate=yes: there the sends of one step share their hop into the router (plan.hpp), and one a
-    /// step each would pay its own (rail 16 x 8 allreduce at 1 GiB: 10.157 ms against 10.206 ms). Data
-    /// (allgather's) one a step too through a router under replicate=no: there each departure forwards the
-    /// copy the step semantics matches it with, by channel among the copies of one step (docs/time.md,
-    /// "Routers and copies"), so every owner's first copy would leave on the lowest channel at once.
+    /// per logical step, member m to m + 1, m + 2, ... Through a router under replicate=no each departure
+    /// forwards the copy the step semantics matches it with, first in, first out, and among the copies of
+    /// one step by channel (docs/time.md, "Routers and copies"): n - 1 copies sent in one step would leave
+    /// in channel order, every owner's first copy on the lowest channel at once (a sum, until 2026-11-26,
+    /// waited there for every value of its chunk instead, so all n - 1 copies had to enter the rail switch
+    /// before the first left it: rail 128 x 8 allreduce at 1 GiB 16.1 ms with one piece, 10.8 ms one
+    /// destination a step, bound 10.7 ms; allgather at 1 MiB 13.8 us against 8.57 us). So sums and data
+    /// go one a step there. Between GPUs joined by channels the sends are ready at once and taken in table
+    /// order, step first: in one step every owner sent to member 0 first, one a step spreads them over the
+    /// receivers (h100rail 128 x 8 allreduce at 16 MiB: 99.5 us against 90.3 us, bound 85.9 us): sums go one
+    /// a step there too. Not through a router under replicate=yes: there the sends of one step share their
+    /// hop into the router (plan.hpp), and one a step each would pay its own (rail 16 x 8 allreduce at
+    /// 1 GiB: 10.157 ms against 10.206 ms).
     template <class What>
     std::uint32_t one_to_each(const Group& g, What what, std::uint32_t t0) {
         const std::uint32_t n = static_cast<std::uint32_t>(g.size());

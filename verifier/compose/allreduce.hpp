@@ -93,8 +93,7 @@ std::optional<SendTable> build_shape(const SynthInstance&, const std::vector<std
 /// times as many, up to 64, while the table stays within the budget of 500,000 transfers; where
 /// four times would pass the budget, the most pieces within it (tables grow with the pieces: rail
 /// 16 x 8 allreduce through routers has 260,096 transfers at 4 pieces, 1,040,384 at 16, 455,168
-/// at 7); after one piece already past the budget (1,024 GPUs), two or three within 7 million
-/// transfers (one piece pays its whole fill and drain); 0 when there is none.
+/// at 7); 0 when there is none.
 std::uint32_t next_pieces(std::uint32_t k, std::size_t transfers);
 
 /// Every shape that applies to the instance (allreduce, reduce_scatter, allgather), each with

@@ -80,8 +80,6 @@ namespace {
 /// the time prediction's per-transfer state): beyond, more pieces are not tried.
 constexpr std::size_t transfer_budget = 500'000;
 constexpr std::uint32_t most_pieces = 64;
-/// Where one piece is past transfer_budget, two or three pieces within this many transfers (next_pieces).
-constexpr std::size_t fill_budget = 7'000'000;
 
 struct Decomposition {
     std::vector<std::vector<Node>> boxes;
@@ -330,12 +328,7 @@ std::uint32_t next_pieces(std::uint32_t k, std::size_t transfers) {
     if (k * 4 <= most_pieces && transfers * 4 <= transfer_budget) return k * 4;
     const std::size_t per_piece = (transfers + k - 1) / k;
     const std::size_t most = std::min<std::size_t>(transfer_budget / std::max<std::size_t>(per_piece, 1), most_pieces);
-    if (most > k) return static_cast<std::uint32_t>(most);
-    // one piece past the budget already (1,024 GPUs: 1.4 to 2.7 million transfers a piece): up to three within
-    // fill_budget, since one piece pays its whole fill and drain (a datum stored and forwarded at a rail switch,
-    // and the in-box tail: rail 128 x 8 allgather at 1 GiB 5.400 ms with one, 5.365 with two, 5.353 with three)
-    const std::size_t few = k == 1 ? std::min<std::size_t>(3, fill_budget / std::max<std::size_t>(per_piece, 1)) : 0;
-    return few > 1 ? static_cast<std::uint32_t>(few) : 0;
+    return most > k ? static_cast<std::uint32_t>(most) : 0;
 }
 
 /// Alltoall on many shortest paths (alltoall.hpp) at C = 1, 4, 16, 64 chunks (within the budget):

@@ -179,7 +179,9 @@ RingTimeBound nccl_ring_time_bound(const Topology& t, const Model& model, Collec
     const Legs l = legs_of(t, b, opt);
     RingTimeBound load = busiest(t, r, span, b, l);
     // as the timing plan pairs a router's departures with copies (runtime/timing.cpp, forwards_copies)
-    auto keeps = [&](Node u) { return model.replicate || (model.multicast_routers && t.can_multicast(u)); };
+    // (a multicasting switch shares a copy among the departures of one step only; the ring's crossings are in
+    // different steps)
+    auto keeps = [&](Node) { return model.replicate; };
     RingTimeBound chain = kind == CollectiveKind::allgather ? allgather_chain(t, r, span, l, keeps) : reduction_chain(t, r, span, l);
     RingTimeBound bound = load.seconds >= chain.seconds ? load : chain;
     // rounded down: where the bound is exact (the busiest channel saturated from the start), summing

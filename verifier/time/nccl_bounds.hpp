@@ -10,9 +10,10 @@
  *    b / B, so the last of its n transfers leaves at n b / B at the earliest and arrives alpha
  *    later;
  *  - its longest chain: a chunk's flow along the ring, each leg ready only once the leg before it
- *    has arrived (a partial waits for every partial of its chunk that reached its sender before;
- *    a datum of allgather for its first copy there, so a PXN relay that holds it already sends
- *    it on at once, but a router under replicate=no for the copy it forwards), each taking
+ *    has arrived (a partial waits for every partial of its chunk that reached its sender before,
+ *    at a router under replicate=no for the copy it forwards; a datum of allgather for its first
+ *    copy there, so a PXN relay that holds it already sends it on at once, but a router under
+ *    replicate=no, multicasting or not, for the copy of its own crossing), each taking
  *    b / B + alpha.
  */
 #pragma once
