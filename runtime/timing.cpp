@@ -311,7 +311,7 @@ private:
                                                  describe(j), ms_.name(p), topo_.node_name(u)));
                 // a router that forwards copies sends on the one it is matched with; with none left (the table breaks
                 // replication: `collsched verify` says where) from the first, as a router that keeps what it receives
-                if (!processor && forwards_copies(u) && takes_copy(base_arrivals_, base_taken_, u, key(u, idx(p)), x.step, j, notify)) return;
+                if (!processor && forwards_copies() && takes_copy(base_arrivals_, base_taken_, u, key(u, idx(p)), x.step, j, notify)) return;
                 p_.waiters.add(key(u, idx(p)), j);
                 ++p_.pending[j];
             });
@@ -366,10 +366,10 @@ private:
 
     /// Whether router u passes each copy it receives on once (replicate=no), so that a departure waits for
     /// the copy it forwards, not for the first to arrive (docs/time.md, "Routers and copies").
-    bool forwards_copies(Node) const { return !t_.model.replicate; }
+    bool forwards_copies() const { return !t_.model.replicate; }
     /// The same for sums, at a router that does not combine them (combine=routers, a switch that reduces:
     /// there a sum may be made of the partials that arrived, rule 1's value condition).
-    bool forwards_sums(Node u) const { return forwards_copies(u) && !(t_.model.combine_routers && topo_.can_reduce(u)); }
+    bool forwards_sums(Node u) const { return forwards_copies() && !(t_.model.combine_routers && topo_.can_reduce(u)); }
     /// Whether u's departures of one step share one copy (multicast=routers, a switch that multicasts).
     bool shares_copies(Node u) const { return t_.model.multicast_routers && topo_.can_multicast(u); }
 

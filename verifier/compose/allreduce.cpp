@@ -120,7 +120,7 @@ private:
     std::uint32_t one_to_each(const Group& g, What what, std::uint32_t t0) {
         const std::uint32_t n = static_cast<std::uint32_t>(g.size());
         const bool routed = !plan_.joined(g[0], g[1]), replicate = plan_.model().replicate;
-        const bool stagger = (stagger_ || (routed && !replicate)) && !(routed && replicate);
+        const bool stagger = routed ? !replicate : stagger_;
         for (std::uint32_t m = 0; m < n; ++m)
             for (std::uint32_t i = 1; i < n; ++i) send_all(stagger ? t0 + i : t0 + 1, g[m], g[(m + i) % n], what(m));
         return stagger ? n - 1 : 1;

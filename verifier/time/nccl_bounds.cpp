@@ -2,7 +2,6 @@
 #include "verifier/time/nccl_bounds.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <queue>
 
@@ -125,12 +124,12 @@ RingTimeBound reduction_chain(const Topology&, const nccl::RingRoutes& r, std::u
 
 /// Allgather: a datum leaves a processor once its first copy has arrived there (a PXN relay that
 /// holds it from an earlier crossing sends it on at once); the earliest arrivals along the flow,
-/// every earlier copy counted. A router that keeps what it receives (`keeps`) is the same; one
-/// that forwards each copy once (replicate=no) sends the copy of this crossing: the ring's
+/// every earlier copy counted. A router that keeps what it receives (replicate=yes) is the same; one
+/// that forwards each copy once (replicate=no, multicasting or not) sends the copy of this crossing: the ring's
 /// crossings of a router come in step order, each departure before the next crossing's arrival
 /// (that needs it), so first in, first out pairs each departure with its own crossing's arrival.
 RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std::uint32_t span, const Legs& l,
-                              const std::function<bool(Node)>& keeps) {
+                              bool routers_keep) {
     RingTimeBound best;
     constexpr double none = std::numeric_limits<double>::infinity();
     std::vector<double> arrived(t.nodes(), none);
@@ -147,7 +146,7 @@ RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std:
                     const Channel& c = t.channel(e);
                     // ready: held at the start; at a router that forwards copies, this crossing's; else its first
                     // copy's arrival (0 if none: weaker, still a bound)
-                    const bool own = !t.is_processor(c.from) && !keeps(c.from);
+                    const bool own = !t.is_processor(c.from) && !routers_keep;
                     const double ready = c.from == source ? 0 : own ? carried : arrived[idx(c.from)] == none ? 0 : arrived[idx(c.from)];
                     const double at = ready + l.leg[idx(e)];
                     carried = at;
@@ -178,11 +177,9 @@ RingTimeBound nccl_ring_time_bound(const Topology& t, const Model& model, Collec
     const double b = datum_bytes(kind, P, opt.size) / C;
     const Legs l = legs_of(t, b, opt);
     RingTimeBound load = busiest(t, r, span, b, l);
-    // as the timing plan pairs a router's departures with copies (runtime/timing.cpp, forwards_copies)
-    // (a multicasting switch shares a copy among the departures of one step only; the ring's crossings are in
-    // different steps)
-    auto keeps = [&](Node) { return model.replicate; };
-    RingTimeBound chain = kind == CollectiveKind::allgather ? allgather_chain(t, r, span, l, keeps) : reduction_chain(t, r, span, l);
+    // as the timing plan pairs a router's departures with copies (runtime/timing.cpp, takes_copy; a multicasting
+    // switch shares a copy among the departures of one step only, and the ring's crossings are in different steps)
+    RingTimeBound chain = kind == CollectiveKind::allgather ? allgather_chain(t, r, span, l, model.replicate) : reduction_chain(t, r, span, l);
     RingTimeBound bound = load.seconds >= chain.seconds ? load : chain;
     // rounded down: where the bound is exact (the busiest channel saturated from the start), summing
     // in another order than the prediction's may land a few ulps above the predicted time
