@@ -9,8 +9,10 @@
  */
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,47 @@ namespace collsched {
 /// the order of the indices gets the same answer for every number of threads. An exception
 /// from a job stops the others from starting and is thrown here once all have returned.
 void run_indexed(std::size_t n, unsigned threads, const std::function<bool(std::size_t)>& job);
+
+/// The cores that jobs running at once share (optimize --size's providers, verifier/time/candidates.cpp): each such
+/// job holds one while it runs (a Cores::Held), and a job with work for more threads borrows, one index at a time, the
+/// cores the others are not using (run_indexed with `cores`); a job waiting to start comes before a borrower. On two
+/// cores the constructions for time, the longest provider by far, ran on one thread while the other sat idle: NCCL's
+/// provider and the library had ended in under a second.
+class Cores {
+public:
+    explicit Cores(unsigned n) : free_(n) {}
+    Cores(const Cores&) = delete;
+    Cores& operator=(const Cores&) = delete;
+    /// One core, waiting for it while `keep_waiting()` says so (polled); false when it gave up. A borrower
+    /// (`first` false) does not take one while a job (`first` true) waits.
+    bool take(const std::function<bool()>& keep_waiting, bool first = false);
+    void give();
+    /// A core held by a job for a scope (waiting for it first).
+    class Held {
+    public:
+        explicit Held(Cores* c) : c_(c) {
+            if (c_) c_->take([] { return true; }, true);
+        }
+        ~Held() {
+            if (c_) c_->give();
+        }
+        Held(const Held&) = delete;
+        Held& operator=(const Held&) = delete;
+
+    private:
+        Cores* c_;
+    };
+
+private:
+    std::mutex lock_;
+    std::condition_variable freed_;
+    unsigned free_;
+    unsigned first_waiting_ = 0;
+};
+
+/// run_indexed where the calling thread holds a core of `cores` and every other thread takes one for each index it runs
+/// (waiting for it, or giving up once every index is taken) and gives it back after; `cores` null: run_indexed.
+void run_indexed(std::size_t n, unsigned threads, const std::function<bool(std::size_t)>& job, Cores* cores);
 
 /// Runs one job given as text and returns its result as text (called on several threads at once).
 using JobRunner = std::function<std::string(const std::string&)>;

@@ -53,6 +53,8 @@ int run(int argc, char** argv) {
     app.add_option("--dir", out_dir, "write every candidate's table into this folder");
     std::uint32_t pieces = 0;
     app.add_option("--pieces", pieces, "every hierarchical shape with this many pieces on the machine's boxes, unverified, instead of the choice");
+    std::string only;
+    app.add_option("--shape", only, "with --pieces: only the shape of this name, e.g. \"hierarchical rsag+direct\"");
     app.add_option("--timeout", timeout, "seconds after which no more pieces, shapes or rings are tried (0: none)")->check(CLI::NonNegativeNumber);
     CLI11_PARSE(app, argc, argv);
     const std::vector<double> sizes = tools::parse_sizes(size_text);
@@ -69,6 +71,7 @@ int run(int argc, char** argv) {
             for (auto a : {compose::Across::none, compose::Across::direct_ar, compose::Across::direct_rsag, compose::Across::ring, compose::Across::halving,
                            compose::Across::doubling}) {
                 const compose::Shape sh{i, a, false};
+                if (!only.empty() && compose::shape_name(sh, in.collective.kind) != only) continue;
                 std::string why;
                 auto t = compose::build_shape(in, boxes.boxes, sh, pieces, &why);
                 if (!t) {

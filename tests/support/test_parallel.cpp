@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "support/parallel.hpp"
@@ -42,4 +44,54 @@ TEST_CASE("run_indexed: a job that returns false stops new ones, and an exceptio
                                          return true;
                                      }),
                          "job 7", std::runtime_error);
+}
+
+TEST_CASE("run_indexed with cores: a helper runs only on a core no one holds, and waits for one") {
+    // two cores: the calling thread holds one (a provider), another provider holds the other for a while
+    Cores cores(2);
+    Cores::Held mine(&cores);
+    std::atomic<bool> other_holds{true}, release{false};
+    std::thread other([&] {
+        Cores::Held held(&cores);
+        while (!release) std::this_thread::yield();
+        other_holds = false;  // set before the core is given back (the Held ends after this)
+    });
+    // wait until the other thread holds its core (no core is free then)
+    while (cores.take([] { return false; })) cores.give(), std::this_thread::yield();
+    const std::thread::id caller = std::this_thread::get_id();
+    std::atomic<int> by_helper_while_held{0}, by_helper{0};
+    run_indexed(40, 2, [&](std::size_t i) {
+        if (std::this_thread::get_id() != caller) {
+            ++by_helper;
+            if (other_holds) ++by_helper_while_held;
+        }
+        if (i == 20) release = true;  // halfway the other provider ends and its core is free
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        return true;
+    }, &cores);
+    other.join();
+    CHECK(by_helper_while_held.load() == 0);
+    CHECK(by_helper.load() > 0);  // after the release the helper borrowed the free core
+    // a job waiting to start (Held) comes before a borrower: once the core is free, a borrower's take gives up until
+    // the job has it (a plain semaphore would hand it to whoever asks first: here the borrower, the job still asleep)
+    Cores one(1);
+    auto never = [] { return false; };
+    CHECK(one.take(never));
+    std::atomic<bool> started{false}, done{false};
+    std::thread job([&] {
+        Cores::Held held(&one);
+        started = true;
+        while (!done) std::this_thread::yield();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHECK_FALSE(started.load());  // it waits for the core
+    one.give();
+    const bool borrowed = one.take(never);
+    CHECK_FALSE(borrowed);
+    if (borrowed) one.give();  // (so that a failure does not hang the job)
+    done = true;
+    job.join();
+    CHECK(started.load());
+    CHECK(one.take(never));
+    one.give();
 }

@@ -7,17 +7,13 @@
 
 #include "tests/approx.hpp"
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/machines/machine.hpp"
 #include "runtime/timing.hpp"
+#include "tests/rail_machine.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "verifier/baselines/nccl.hpp"
 #include "verifier/time/nccl_bounds.hpp"
@@ -83,14 +79,7 @@ TEST_CASE("NCCL's ring through rail switches that forward each copy once: the ch
     // rail 2 x 8 with its switches as routers (replicate=no): each crossing of a rail switch forwards its own
     // copy (docs/time.md, "Routers and copies"), so the allgather's chain is every leg of the ring, as the
     // reductions' is: at 64 KiB it decides, within a few percent of the table's time, and never above it
-    namespace mc = machines;
-    mc::MachineOptions o;
-    o.boxes = 2, o.network = mc::parse_network("rail"), o.units = mc::Units::gpu, o.routers = true;
-    const std::string dir = fmt::format("/tmp/collsched_railrouters.{}", ::getpid());
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/rail2x8.json") << mc::write_machine_json(mc::build_machine(mc::find_family("dgx-a100"), o));
-    auto topo = Topology::parse("graph:" + dir + "/rail2x8.json");
-    std::filesystem::remove_all(dir);
+    auto topo = test::rail_routers(2);
     REQUIRE(topo->processors() < topo->nodes());
     for (std::string kind : {"allgather", "allreduce", "reduce_scatter"}) {
         const Collective coll = Collective::parse(kind, *topo);

@@ -22,6 +22,7 @@
 #include "compiler/table/send_table.hpp"
 #include "runtime/timing.hpp"
 #include "support/budget.hpp"
+#include "support/parallel.hpp"
 #include "verifier/synth/problem/instance.hpp"
 
 namespace collsched::compose {
@@ -110,9 +111,10 @@ std::vector<Candidate> time_candidates(const SynthInstance&, double size_bytes,
 /// tables are not checked here (the caller checks them: the time objective checks those that
 /// can win, verifier/time/candidates.hpp). `jobs` threads build and time the shapes with one
 /// piece (each on its own) and the predictions of each larger table at the sizes; the answer does
-/// not depend on them.
+/// not depend on them. With `cores` (shared with other work running at once, support/parallel.hpp)
+/// every thread but the calling one runs only on a core it borrowed there.
 std::vector<Candidate> time_candidates(const SynthInstance&, const std::vector<double>& sizes,
                                        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-                                       bool verify = true, unsigned jobs = 1);
+                                       bool verify = true, unsigned jobs = 1, Cores* cores = nullptr);
 
 }  // namespace collsched::compose

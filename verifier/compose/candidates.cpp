@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <numeric>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -80,6 +82,11 @@ namespace {
 /// the time prediction's per-transfer state): beyond, more pieces are not tried.
 constexpr std::size_t transfer_budget = 500'000;
 constexpr std::uint32_t most_pieces = 64;
+/// Where one piece is past transfer_budget (1,024 GPUs), the fastest shape's two or three pieces within this many
+/// transfers (past_budget), each table with its plan and one prediction at about fill_bytes_per_transfer (measured:
+/// the 12,570,624 transfers of rail 128 x 8 allreduce in three pieces peaked at 2.26 GB, 180 bytes each).
+constexpr std::size_t fill_budget = 13'000'000;
+constexpr std::uint64_t fill_bytes_per_transfer = 200;
 
 struct Decomposition {
     std::vector<std::vector<Node>> boxes;
@@ -141,7 +148,8 @@ double load_bound(const SendTable& t, double size) {
 /// asked for (one TimingPlan per table): the choice of pieces differs per size, the tables do not.
 class ShapeTables {
 public:
-    ShapeTables(const SynthInstance& in, const std::vector<double>& sizes, unsigned jobs) : in_(in), sizes_(sizes), jobs_(jobs) {}
+    ShapeTables(const SynthInstance& in, const std::vector<double>& sizes, unsigned jobs, Cores* cores)
+        : in_(in), sizes_(sizes), jobs_(jobs), cores_(cores) {}
 
     struct Entry {
         const Decomposition* d = nullptr;
@@ -152,9 +160,16 @@ public:
         std::optional<SendTable> table;  // empty when it does not apply, or dropped
         std::optional<TimingPlan> plan;  // the table's (dropped with it)
         std::size_t transfers = 0;
+        double build_s = 0;    // wall seconds to build the table and its plan
+        double predict_s = 0;  // thread seconds per prediction
+        double load = 0;       // load_bound per byte of the size
+        double latency = -1;   // its chain of latencies (its time at almost no size), where computed
         /// asynchronous, per size; NaN before the size that first asked for the table (never read here: the sizes
-        /// are chosen for in order, and a table some size chose is read at that size)
+        /// are chosen for in order, and a table some size chose is read at that size); +inf while not predicted
+        /// because another shape is faster there (fill; get_all predicts them unless the shape is dominated)
         std::vector<double> seconds;
+        bool done = false;       // built and timed (guarded by best_lock_ while get_all runs)
+        bool dominated = false;  // one piece past the budget, slower at every size than another shape: dropped
     };
 
     /// The shape with k pieces (built and predicted on first use, at size `from` and the sizes after it), or nullptr
@@ -168,7 +183,9 @@ public:
         return e.applies ? &e : nullptr;
     }
     /// get() of several shapes with one piece at once: each built and timed on its own thread (of `jobs`), its
-    /// predictions then on one; the entries are the same as get() one after the other would make.
+    /// predictions then on one; the entries are the same as get() one after the other would make. None but the
+    /// first starts once the time left is less than the fastest shape's pieces need (reserve()) and one more shape;
+    /// a shape started stops at `deadline`.
     void get_all(const std::vector<std::tuple<const Decomposition*, std::size_t, Shape>>& which, Deadline deadline) {
         std::vector<Entry*> fresh(which.size(), nullptr);
         for (std::size_t x = 0; x < which.size(); ++x) {
@@ -178,16 +195,49 @@ public:
         }
         run_indexed(which.size(), jobs_, [&](std::size_t x) {
             if (!fresh[x]) return true;
-            if (x > 0 && deadline.passed()) {  // not started: taken as not applying
+            if (x > 0 && (deadline.passed() || Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(reserve())) >
+                                                   deadline.when())) {  // not started: taken as not applying
                 fresh[x]->shape = std::get<2>(which[x]);
                 stopped_ = true;
                 return true;
             }
             fill(*fresh[x], *std::get<0>(which[x]), std::get<1>(which[x]), std::get<2>(which[x]), 1, deadline, 1, 0);
             return true;
-        });
+        }, cores_);
+        // the shapes not dominated have every size predicted (so what is chosen does not depend on the order the
+        // threads finished in): the sizes skipped while another shape was faster there
+        for (Entry* e : fresh) {
+            if (!e || !e->applies || e->dominated) continue;
+            try {
+                for (std::size_t i = 0; i < sizes_.size(); ++i)
+                    if (std::isinf(e->seconds[i])) {
+                        if (deadline.passed()) throw LimitReached("time limit (predicting a construction's table)");
+                        e->seconds[i] = e->plan->asynchronous(TimeOptions{sizes_[i], std::nullopt});
+                    }
+            } catch (const LimitReached&) {
+                e->table.reset(), e->plan.reset(), e->seconds.clear(), e->applies = false, stopped_ = true;
+            }
+        }
     }
     bool stopped() const { return stopped_; }
+    /// About how long the shape of `one` (one piece) takes with k pieces, built, planned and predicted at every size
+    /// (measured on its one piece: its build and plan times k, its predictions times k over the threads, and half again;
+    /// rail 128 x 8 allreduce: two pieces 15.3 s, three 24.8 s, against 13.8 and 20.7 s with a quarter more).
+    double fill_seconds(const Entry& one, std::uint32_t k) const {
+        return 1.5 * k * (one.build_s + static_cast<double>(sizes_.size()) * one.predict_s / std::max(1u, jobs_));
+    }
+    /// The seconds get_all keeps for the fastest shape's pieces (0 while no shape past the budget is the fastest).
+    double reserve() {
+        std::lock_guard<std::mutex> hold(best_lock_);
+        return reserve_;
+    }
+    /// Whether the shape with k pieces was built (or tried) already.
+    bool has(const Decomposition& d, std::size_t shape_index, std::uint32_t k) const { return at_.count(std::make_tuple(&d, shape_index, k)) > 0; }
+    /// Frees the table and plan of `e` (its times stay); rebuild brings the table back.
+    void drop(const Entry& e) {
+        Entry& x = at_.at(std::make_tuple(e.d, e.shape_index, e.pieces));
+        x.table.reset(), x.plan.reset();
+    }
     const SendTable& rebuild(const Entry& e, Deadline deadline = {}) {
         Entry& x = at_.at(std::make_tuple(e.d, e.shape_index, e.pieces));
         if (!x.table) x.table = build_shape(in_, x.d->boxes, x.shape, x.pieces, nullptr, deadline);
@@ -210,27 +260,29 @@ private:
         e.d = &d, e.shape_index = shape_index, e.shape = sh, e.pieces = k;
         try {
             trace("shape {} ({}), {} pieces: build", shape_name(sh, in_.collective.kind), d.what, k);
+            const auto t0 = Clock::now();
             e.table = build_shape(in_, d.boxes, sh, k, nullptr, deadline);
             if (e.table) {
                 e.transfers = e.table->transfers.size();
                 trace("  {} transfers; timing plan", e.transfers);
                 e.plan.emplace(*e.table, deadline);
+                e.load = load_bound(*e.table, 1.0);
+                const auto t1 = Clock::now();
+                e.build_s = std::chrono::duration<double>(t1 - t0).count();
                 // each size's prediction on its own (the times do not depend on the threads)
                 e.seconds.assign(sizes_.size(), std::numeric_limits<double>::quiet_NaN());
                 const std::size_t n = sizes_.size() - std::min(from, sizes_.size());
-                // none starts past the deadline: one prediction of a 4-million-transfer table takes seconds, and
-                // rail 128 x 8 allreduce predicted five of them 9 s past its providers' share of --timeout 60
-                run_indexed(n, threads > 1 ? prediction_threads(threads, e.transfers) : 1, [&](std::size_t x) {
-                    if (deadline.passed()) return false;
-                    e.seconds[from + x] = e.plan->asynchronous(TimeOptions{sizes_[from + x], std::nullopt});
-                    return true;
-                });
+                const unsigned on = threads > 1 ? prediction_threads(threads, e.transfers) : 1;
+                const std::size_t made = k == 1 && from == 0 && next_pieces(1, e.transfers) == 0 && n > 1 ? predict_or_skip(e, deadline) : predict(e, from, on, deadline);
                 if (std::any_of(e.seconds.begin() + static_cast<std::ptrdiff_t>(sizes_.size() - n), e.seconds.end(), [](double v) { return std::isnan(v); }))
                     throw LimitReached("time limit (predicting a construction's table)");
+                e.predict_s = std::chrono::duration<double>(Clock::now() - t1).count() * std::min<double>(on, static_cast<double>(made)) /
+                              std::max<double>(1, static_cast<double>(made));
                 trace("  timed (s): {}", fmt::join(e.seconds, " "));
+                if (k == 1) settle(e);
             }
-        } catch (const LimitReached&) {
-            trace("  stopped by the time limit");
+        } catch (const LimitReached& x) {
+            trace("  stopped: {}", x.what());
             e.table.reset();
             e.plan.reset();
             e.seconds.clear();
@@ -239,9 +291,88 @@ private:
         e.applies = e.table.has_value();
     }
 
+    /// e's times at the sizes from `from` on, each prediction on its own (on `threads`; the times do not depend on
+    /// them); none starts past the deadline (one prediction of a 4-million-transfer table takes seconds, and rail
+    /// 128 x 8 allreduce predicted five of them 9 s past its providers' share of --timeout 60). The predictions made.
+    std::size_t predict(Entry& e, std::size_t from, unsigned threads, Deadline deadline) {
+        const std::size_t n = sizes_.size() - std::min(from, sizes_.size());
+        run_indexed(n, threads, [&](std::size_t x) {
+            if (deadline.passed()) return false;
+            e.seconds[from + x] = e.plan->asynchronous(TimeOptions{sizes_[from + x], std::nullopt});
+            return true;
+        }, cores_);
+        return n;
+    }
+
+    /// e, one piece past the budget (no more pieces are tried for it: 1,024 GPUs), at every size, smallest first, but
+    /// +inf (not predicted: get_all predicts it later unless the shape is dominated) where it is slower than the
+    /// fastest shape timed so far there (best_), by
+    ///  - a bound: its chain of latencies (predicted first, at almost no size) or its busiest link's bytes above it;
+    ///  - or a guess: the line through its last two times (its chain of latencies at size 0 the first) above it by
+    ///    more than 10 %. A time is max over chains of latencies plus bytes over bandwidths (docs/time.md), so it
+    ///    grows at least that fast (convex in the size) unless contention reorders the transfers; a guess only
+    ///    saves a prediction, never decides a time or a bound (get_all's dominance reads only times and +inf).
+    /// Of the 14 shapes of rail 128 x 8 allreduce, 11 lose at every size; the rings across the boxes lose by 2 to
+    /// 100 times. The predictions made.
+    std::size_t predict_or_skip(Entry& e, Deadline deadline) {
+        e.latency = e.plan->asynchronous(TimeOptions{1e-9, std::nullopt});
+        std::size_t made = 1;
+        std::vector<std::size_t> by_size(sizes_.size());
+        std::iota(by_size.begin(), by_size.end(), std::size_t{0});
+        std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) { return sizes_[a] < sizes_[b]; });
+        double s0 = 0, t0 = e.latency, s1 = 0, t1 = e.latency;  // the last two (size, time) known, s0 <= s1
+        for (std::size_t x : by_size) {
+            if (deadline.passed()) return made;
+            const double s = sizes_[x], bound = std::max(e.load * s, e.latency);
+            const double guess = s1 > s0 ? t1 + (t1 - t0) / (s1 - s0) * (s - s1) : 0.0;
+            double best = 0;
+            {
+                std::lock_guard<std::mutex> hold(best_lock_);
+                best = best_[x];
+            }
+            if (bound > best * (1 + 1e-3) || guess > best * 1.1) {
+                e.seconds[x] = std::numeric_limits<double>::infinity();
+                continue;
+            }
+            e.seconds[x] = e.plan->asynchronous(TimeOptions{s, std::nullopt});
+            ++made;
+            if (s > s1) s0 = s1, t0 = t1, s1 = s, t1 = e.seconds[x];
+        }
+        return made;
+    }
+
+    /// e (one piece) is timed: the fastest times per size take its, and every shape timed so far whose one piece is
+    /// past the budget (more pieces are not tried for it) and that is slower at every size than the fastest is dropped,
+    /// as it will stay (the fastest only gets faster): its table and plan are the memory the fastest shape's pieces
+    /// need (past_budget; rail 128 x 8 allreduce held 14 tables of up to 4.2 million transfers, 2.8 GB).
+    void settle(Entry& e) {
+        std::lock_guard<std::mutex> hold(best_lock_);
+        e.done = true;
+        for (std::size_t i = 0; i < sizes_.size(); ++i) best_[i] = std::min(best_[i], e.seconds[i]);
+        // the fastest at the largest size, one piece past the budget: what its three pieces would take (past_budget),
+        // and a shape like it on each thread (its build, plan and two predictions: its chain of latencies and one size;
+        // on rail 128 x 8 allreduce the shapes started last ran 5 and 12 s, two at once)
+        const std::size_t top = static_cast<std::size_t>(std::max_element(sizes_.begin(), sizes_.end()) - sizes_.begin());
+        if (next_pieces(1, e.transfers) == 0 && e.seconds[top] <= best_[top])
+            reserve_ = fill_seconds(e, 3) + std::max(1u, jobs_) * (e.build_s + 2 * e.predict_s);
+        for (auto& [key, x] : at_) {
+            if (!x.done || x.dominated || !x.table || x.pieces != 1 || next_pieces(1, x.transfers) != 0) continue;
+            bool slower = true;
+            for (std::size_t i = 0; i < sizes_.size() && slower; ++i) slower = x.seconds[i] > best_[i] * (1 + 1e-3);
+            if (!slower) continue;
+            trace("  dropped: {} ({} transfers), slower at every size than another shape", shape_name(x.shape, in_.collective.kind), x.transfers);
+            x.dominated = true;
+            x.table.reset(), x.plan.reset();
+        }
+    }
+
     const SynthInstance& in_;
     const std::vector<double>& sizes_;
     unsigned jobs_ = 1;
+    Cores* cores_ = nullptr;
+    std::mutex best_lock_;
+    double reserve_ = 0;
+    std::vector<double> best_ = std::vector<double>(sizes_.size(), std::numeric_limits<double>::infinity());  // per size
     std::map<std::tuple<const Decomposition*, std::size_t, std::uint32_t>, Entry> at_;
     std::atomic<bool> stopped_ = false;
 };
@@ -277,6 +408,45 @@ void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t
             return;
         }
         t.pieces = k, t.seconds = s;
+    }
+}
+
+/// The chain of latencies of t's one piece (the time of its table with almost nothing to move; its own plan).
+double latency_of(Tried& t) {
+    if (t.latency < 0) t.latency = t.one->plan->predict(TimeOptions{1e-9, std::nullopt}).asynchronous;
+    return t.latency;
+}
+
+/// Where the fastest shape at size i has one piece past the transfer budget already (1,024 GPUs: 2 to 4 million
+/// transfers), refine tries no more, and that one piece pays its whole fill and drain: a datum stored and forwarded
+/// whole at a rail switch before the next leg starts, the reduce-scatter's last sum before the allgather's first
+/// copy, the in-box tail. Where that (its time above its busiest link's bytes) is more than twice its chain of
+/// latencies, so that more pieces can only gain, three pieces (else two) within fill_budget, once per shape, when the
+/// time left covers half again its one piece's build, plan and predictions times the pieces, and the memory left
+/// fill_bytes_per_transfer each (rail 128 x 8 at 1 GiB: allreduce 10.821 ms with one piece, 10.741 with two, 10.697
+/// with three; NCCL's ring's bound is 10.735).
+void past_budget(ShapeTables& tables, Tried& t, std::size_t i, const std::vector<double>& sizes, Clock::time_point deadline) {
+    const ShapeTables::Entry& one = *t.one;
+    if (t.pieces != 1 || next_pieces(1, one.transfers) != 0) return;
+    for (std::uint32_t k : {3u, 2u}) {
+        if (tables.has(*t.d, t.shape_index, k)) {  // built for an earlier size, predicted at this one too
+            const ShapeTables::Entry* e = tables.get(*t.d, t.shape_index, t.shape, k);
+            if (e && e->seconds[i] < t.seconds) t.pieces = k, t.seconds = e->seconds[i];
+            return;
+        }
+    }
+    if (t.seconds - t.load * sizes[i] <= 2 * latency_of(t)) return;
+    for (std::uint32_t k : {3u, 2u}) {
+        // predicted at every size (the caller compares the candidates at all of them: it would predict the rest)
+        const double need = tables.fill_seconds(one, k);
+        const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+        const bool fits = MemoryBudget::standard().fits(k * one.transfers * fill_bytes_per_transfer);
+        trace("past the budget: {} pieces of {} need about {:.1f} s ({:.1f} left){}", k, shape_name(t.shape, one.table ? one.table->collective.kind : CollectiveKind::allreduce),
+              need, left, fits ? "" : " and more memory than is left");
+        if (k * one.transfers > fill_budget || need > left || !fits) continue;
+        const ShapeTables::Entry* e = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline), 0);
+        if (e && e->seconds[i] < t.seconds * (1 - 1e-3)) t.pieces = k, t.seconds = e->seconds[i];
+        return;
     }
 }
 
@@ -368,7 +538,7 @@ std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::v
 }
 
 std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline, bool verify,
-                                       unsigned jobs) {
+                                       unsigned jobs, Cores* cores) {
     const CollectiveKind kind = in.collective.kind;
     std::vector<Candidate> out;
     if (kind == CollectiveKind::alltoall && !sizes.empty()) return alltoall_candidates(in, sizes, deadline);
@@ -376,7 +546,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         return out;
     if (in.model.timing != Timing::hop || in.model.inject_once || in.topology->processors() < 2) return out;
     const std::vector<Decomposition> ds = decompositions(*in.topology);
-    ShapeTables tables(in, sizes, jobs);
+    ShapeTables tables(in, sizes, jobs, cores);
     std::vector<Tried> tried;
     // every shape with one piece, on the threads (the shapes after the first are not started past the deadline: keep
     // what is built; the first too stops at the deadline: on 4,096 GPUs its one-piece table alone ran past a 10 s
@@ -390,8 +560,9 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
     tables.get_all(shapes, Deadline::at(deadline));
     for (const auto& [d, si, sh] : shapes) {
         const ShapeTables::Entry* one = tables.get(*d, si, sh, 1, Deadline::at(deadline));
-        if (!one) continue;  // the shape does not apply (a route through a processor, ...), or the time limit came first
-        tried.push_back({d, si, sh, one, load_bound(*one->table, 1.0), -1.0});
+        // the shape does not apply (a route through a processor, ...), or the time limit came first, or it is dominated
+        if (!one || one->dominated) continue;
+        tried.push_back({d, si, sh, one, one->load, one->latency});
     }
     // per size, each shape's pieces: (tried index, pieces) -> the first size that chose it
     std::map<std::pair<std::size_t, std::uint32_t>, std::size_t> chosen;
@@ -409,11 +580,14 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
             if (t.bound * (1 + 1e-3) >= best) continue;
             // what no number of pieces goes below: the busiest link's bytes, and the chain of
             // latencies of one piece (the time of the table with almost nothing to move)
-            if (t.latency < 0) t.latency = t.one->plan->predict(TimeOptions{1e-9, std::nullopt}).asynchronous;  // the table's own plan
-            t.bound = std::max(t.bound, t.latency);
+            t.bound = std::max(t.bound, latency_of(t));
             if (t.bound * (1 + 1e-3) >= best) continue;
             refine(tables, t, i, at, deadline);
             best = std::min(best, t.seconds);
+        }
+        if (!tried.empty()) {
+            Tried& fastest = *std::min_element(tried.begin(), tried.end(), [](const Tried& a, const Tried& b) { return a.seconds < b.seconds; });
+            past_budget(tables, fastest, i, sizes, deadline);
         }
         for (std::size_t x = 0; x < tried.size(); ++x) chosen.try_emplace({x, tried[x].pieces}, i);
         // memory: only the tables some size chose stay (the others' times are kept)
@@ -454,7 +628,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         });
         if (again) continue;  // one box of P and P boxes of one give the same direct exchange
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
-        std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 (or the most within 500,000 transfers) at {} bytes (asynchronous time)", shape_name(t.shape, kind),
+        std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 (or the most within 500,000 transfers; past them, 2 or 3) at {} bytes (asynchronous time)", shape_name(t.shape, kind),
                                       t.d->what, e->pieces, sizes[i]);
         // its times go with it, plan or not (the same table's: the caller predicts only the sizes missing, NaN)
         out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->seconds});

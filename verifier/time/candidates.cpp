@@ -177,7 +177,7 @@ void composed(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vec
     std::vector<double> sizes = q.sizes;
     if (sizes.empty()) sizes.push_back(1 << 20);
     // unchecked here: gather_candidates checks the tables that can win
-    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false, q.jobs))
+    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false, q.cores ? q.borrow : q.jobs, q.cores))
         out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table)), std::move(c.plan),
                        std::move(c.seconds)});
     if (Clock::now() >= q.deadline) notes.push_back("constructions for time: the time limit came before every shape and piece count was tried");
@@ -316,6 +316,9 @@ void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& pr
     // number of seconds: under load the rings' last table was cut)
     const unsigned outer = static_cast<unsigned>(std::clamp<std::size_t>(n, 1, std::max(q.jobs, 1u)));
     build.jobs = std::max(1u, q.jobs / outer);
+    Cores cores(outer);
+    build.cores = &cores;
+    build.borrow = std::max(1u, q.jobs);
     std::vector<std::vector<TimeCandidate>> outs(n);
     std::vector<std::vector<std::string>> said(n);
     std::vector<double> seconds(n, 0.0);
@@ -326,6 +329,7 @@ void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& pr
     run_indexed(n, outer, [&](std::size_t x) {
         const std::size_t i = order[x];
         const NamedProvider& p = providers[i];
+        const Cores::Held core(&cores);
         const auto t0 = Clock::now();
         trace("provider {}: start", p.name);
         try {
@@ -440,6 +444,15 @@ std::vector<Planned> plan_all(std::vector<TimeCandidate>& raw, const CandidateQu
 
 }  // namespace
 
+namespace {
+
+/// Which limit stopped a direct check ("time limit", "memory limit"): the note it ends with.
+std::string limit_of(const VerifyReport& r) {
+    return r.notes.empty() ? std::string("limits") : r.notes.back().substr(0, r.notes.back().find(':'));
+}
+
+}  // namespace
+
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes,
                                              std::vector<TimeCandidate>* unchecked_out) {
     std::vector<TimeCandidate> raw;
@@ -525,7 +538,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         trace("checked {} ({}): {}", c.name, c.provider, r.verdict());
         verify[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
         x.verdict = r.holds() ? 1 : -1;
-        if (r.verdict() == "unknown") notes.push_back(fmt::format("{} ({}): not verified before the time limit, left out", c.name, c.provider));
+        if (r.verdict() == "unknown") notes.push_back(fmt::format("{} ({}): not verified within the {}, left out", c.name, c.provider, limit_of(r)));
         else if (!r.holds()) notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
         return x.verdict > 0;
     };

@@ -20,6 +20,7 @@
 #include "compiler/table/send_table.hpp"
 #include "runtime/compare.hpp"
 #include "runtime/timing.hpp"
+#include "support/parallel.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/time_bound.hpp"
 
@@ -46,6 +47,10 @@ struct CandidateQuery {
     TimeKind time = TimeKind::asynchronous;  ///< the time that decides (gather_candidates checks those that can win by it)
     std::optional<LinkSpeed> link = std::nullopt;  ///< --link
     unsigned jobs = 1;  ///< threads for the predictions (the answers do not depend on it)
+    /// While the providers run at once: the cores they share, and how many threads a provider with more work than one
+    /// thread (the constructions for time) may run on by borrowing the cores the others are not using.
+    Cores* cores = nullptr;
+    unsigned borrow = 1;
     /// Tables of more than this many transfers are planned and timed in gather_candidates' second phase, each only
     /// when its plan and a prediction fit in what the memory budget leaves (a test lowers it).
     std::size_t large_table = std::size_t{1} << 22;
