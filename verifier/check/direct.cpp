@@ -42,13 +42,13 @@ public:
     void queue_intervals();
 
 private:
-    /// Throws LimitReached once the deadline has passed or the resident size has reached the memory budget
-    /// (MemoryBudget::standard): every step, and every 4096 messages. The check of a reduction holds about 130 to 280
-    /// bytes per transfer (rail 128 x 8 allreduce in three pieces, 12.6 million transfers: 1.6 GB).
+    /// Throws LimitReached once the deadline has passed or (VerifyOptions::memory_limit) the resident size has reached
+    /// the memory budget: every step, and every 4096 messages. The check of a reduction holds about 130 to 280 bytes
+    /// per transfer (rail 128 x 8 allreduce in three pieces, 12.6 million transfers: 1.6 GB).
     void poll(bool now) {
         if (!now && (++polls_ & 4095u) != 0) return;
         if (opt_.deadline.passed()) throw LimitReached("time limit");
-        if (memory_.exceeded()) throw LimitReached("memory limit");
+        if (memory_ && memory_->exceeded()) throw LimitReached("memory limit");
     }
     std::string node(Node n) const { return topo_.node_name(n); }
     std::string chan(ChannelId c) const {
@@ -113,7 +113,7 @@ private:
     std::size_t req_ = 0;
     std::vector<Requirement> reqs_;
     std::uint32_t polls_ = 0;
-    const MemoryBudget memory_ = MemoryBudget::standard();
+    const std::optional<MemoryBudget> memory_ = opt_.memory_limit ? std::optional<MemoryBudget>(MemoryBudget::standard()) : std::nullopt;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -58,6 +58,10 @@ struct VerifyOptions {
     /// The direct checker stops here: the properties it has not found violated are then unknown,
     /// with a note (a schedule whose check did not end is not used). Default: none.
     Deadline deadline{};
+    /// Also stop once the process's resident size reaches the memory budget (MemoryBudget::standard): the time
+    /// objective's checks (verifier/time/candidates.cpp), where a reduction's check of a 12.6-million-transfer table
+    /// holds 1.6 GB. Off by default: callers that assume a check ends (the synthesizers' own checks) get no unknown.
+    bool memory_limit = false;
 };
 
 struct VerifyReport {

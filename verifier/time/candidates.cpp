@@ -316,7 +316,7 @@ void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& pr
     // number of seconds: under load the rings' last table was cut)
     const unsigned outer = static_cast<unsigned>(std::clamp<std::size_t>(n, 1, std::max(q.jobs, 1u)));
     build.jobs = std::max(1u, q.jobs / outer);
-    Cores cores(outer);
+    Cores cores(std::max(q.jobs, 1u));
     build.cores = &cores;
     build.borrow = std::max(1u, q.jobs);
     std::vector<std::vector<TimeCandidate>> outs(n);
@@ -446,6 +446,14 @@ std::vector<Planned> plan_all(std::vector<TimeCandidate>& raw, const CandidateQu
 
 namespace {
 
+/// A direct check that stops at `limit` and at the memory budget.
+VerifyOptions within(Deadline limit) {
+    VerifyOptions vo;
+    vo.deadline = limit;
+    vo.memory_limit = true;
+    return vo;
+}
+
 /// Which limit stopped a direct check ("time limit", "memory limit"): the note it ends with.
 std::string limit_of(const VerifyReport& r) {
     return r.notes.empty() ? std::string("limits") : r.notes.back().substr(0, r.notes.back().find(':'));
@@ -532,9 +540,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         if (x.verdict != 0) return x.verdict > 0;
         const TimeCandidate& c = raw[x.raw];
         const auto t0 = Clock::now();
-        VerifyOptions vo;
-        vo.deadline = limit;
-        const VerifyReport r = verify_direct(*c.table, vo);
+        const VerifyReport r = verify_direct(*c.table, within(limit));
         trace("checked {} ({}): {}", c.name, c.provider, r.verdict());
         verify[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
         x.verdict = r.holds() ? 1 : -1;
