@@ -195,8 +195,7 @@ public:
         }
         run_indexed(which.size(), jobs_, [&](std::size_t x) {
             if (!fresh[x]) return true;
-            if (x > 0 && (deadline.passed() || Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(reserve())) >
-                                                   deadline.when())) {  // not started: taken as not applying
+            if (x > 0 && (deadline.passed() || deadline.left() < reserve())) {  // not started: taken as not applying
                 fresh[x]->shape = std::get<2>(which[x]);
                 stopped_ = true;
                 return true;
@@ -233,11 +232,6 @@ public:
     }
     /// Whether the shape with k pieces was built (or tried) already.
     bool has(const Decomposition& d, std::size_t shape_index, std::uint32_t k) const { return at_.count(std::make_tuple(&d, shape_index, k)) > 0; }
-    /// Frees the table and plan of `e` (its times stay); rebuild brings the table back.
-    void drop(const Entry& e) {
-        Entry& x = at_.at(std::make_tuple(e.d, e.shape_index, e.pieces));
-        x.table.reset(), x.plan.reset();
-    }
     const SendTable& rebuild(const Entry& e, Deadline deadline = {}) {
         Entry& x = at_.at(std::make_tuple(e.d, e.shape_index, e.pieces));
         if (!x.table) x.table = build_shape(in_, x.d->boxes, x.shape, x.pieces, nullptr, deadline);
@@ -440,7 +434,7 @@ void past_budget(ShapeTables& tables, Tried& t, std::size_t i, const std::vector
     for (std::uint32_t k : {3u, 2u}) {
         // predicted at every size (the caller compares the candidates at all of them: it would predict the rest)
         const double need = tables.fill_seconds(one, k);
-        const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+        const double left = Deadline::at(deadline).left();
         const bool fits = MemoryBudget::standard().fits(k * one.transfers * fill_bytes_per_transfer);
         trace("past the budget: {} pieces of {} need about {:.1f} s ({:.1f} left){}", k, shape_name(t.shape, one.table ? one.table->collective.kind : CollectiveKind::allreduce),
               need, left, fits ? "" : " and more memory than is left");

@@ -442,10 +442,6 @@ std::vector<Planned> plan_all(std::vector<TimeCandidate>& raw, const CandidateQu
     return planned;
 }
 
-}  // namespace
-
-namespace {
-
 /// A direct check that stops at `limit` and at the memory budget.
 VerifyOptions within(Deadline limit) {
     VerifyOptions vo;
