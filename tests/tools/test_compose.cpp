@@ -312,7 +312,7 @@ TEST_CASE("compose: collsched compose writes the fastest table, which verify --s
     CHECK(none.err.find("no construction applies") != std::string::npos);
 }
 
-TEST_CASE("compose: the command line's contract (usage errors exit 2 with one message and no output; the time limit is exit 3, said)") {
+TEST_CASE("compose: the command line's contract (usage errors exit 2 with one message and no output, the time limit exit 3 and said)") {
     // collsched-compose, a binary of its own, exited 104 to 109 on these (CLI11's codes), printed a 300-digit range for
     // --timeout -1, took -o '', --pieces 0, --shape without --pieces, an unknown shape and --timeout nan, and printed
     // its table before a failed -o
