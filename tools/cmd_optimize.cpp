@@ -173,6 +173,7 @@ private:
         t.timeout = opt_timeout();
         t.deadline = run_.when();  // --timeout from the start of the command, the machine's reading included
         t.jobs = args_.jobs > 0 ? args_.jobs : std::max(1u, std::thread::hardware_concurrency());
+        t.memory = args_.solver.memory_budget();
         const TimeObjective r = time_objective(in_, t);
         if (!r.candidates.empty())
             for (const std::string& path : args_.outputs)

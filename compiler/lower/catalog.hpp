@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/budget.hpp"
+
 namespace collsched {
 
 /// A note of the catalog: why rows whose params match `when` get `verdict` (the paper's claim
@@ -51,8 +53,21 @@ struct Catalog {
     std::vector<CatalogEntry> entries;
 };
 
-/// Reads a catalog file. Throws InputError (one line: file, what is wrong, what was expected).
-Catalog read_catalog(const std::string& path);
+/// Memory a catalog takes per byte of its file while read: the text and nlohmann's tree of it
+/// (16 bytes a value, 48 a member of an object: `[1,1,...]` and `{"a":1,...}` take 8 to 9 times
+/// their text). What read_catalog reserves of the budget before it reads.
+inline constexpr std::uint64_t catalog_memory_per_byte = 10;
+
+/// The largest catalog read: 64 MiB (schedules/catalog.json is 30 KB). A larger JSON file is
+/// refused by its size before it is read: a 400 MB one took 3.2 GB and its tree, dropped at the
+/// time limit, 5 s past it to free.
+inline constexpr std::uint64_t max_catalog_bytes = std::uint64_t{64} << 20;
+
+/// Reads a catalog file. Throws InputError (one line: file, what is wrong, what was expected;
+/// a file over max_catalog_bytes), and LimitReached when the file's size times catalog_memory_per_byte does not fit in what the
+/// memory budget of `limits` leaves (before anything is read) or when either limit is reached
+/// while it is parsed (polled every 4,096 values).
+Catalog read_catalog(const std::string& path, const RunLimits& limits = {});
 
 /// A row's size: the product of the entry's `size` params ("k^d" a power), for --max-n.
 std::uint64_t row_size(const CatalogEntry&, const std::vector<std::pair<std::string, std::int64_t>>& params);

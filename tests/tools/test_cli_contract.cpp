@@ -108,6 +108,10 @@ std::map<std::string, Contract> contracts() {
          {{{cli + "offroute.sched", 0, "offroute"},
            {cli + "offroute.sched " + cli + "over_capacity.sched", 1, "over_capacity.sched: violated"},
            {cli + "missing.json", 2, "missing.json"}}}},
+        {"compose",
+         {{{"--topology " + multibox2 + " --size 1M -o @/best.json", 0, "every table verified by the direct checker"},
+           {"--topology " + multibox2 + " --size 1M --timeout -1", 2, "--timeout: expected 0 (no limit)"},
+           {"--topology linear:2 --model inject=once --size 1M", 3, "no construction applies"}}}},
     };
 }
 
@@ -135,7 +139,7 @@ TEST_CASE("cli contract: every command has --help with the exit codes it promise
     const auto top = run("--help");
     REQUIRE(top.code == 0);
     for (const char* cmd : {"demo", "topo", "verify", "simulate", "convert", "mpirun", "compile", "optimize", "probe", "pareto",
-                            "bandwidth", "reproduce", "bench", "completion", "compare"}) {
+                            "bandwidth", "reproduce", "bench", "completion", "compare", "compose"}) {
         CAPTURE(cmd);
         CHECK(top.out.find(cmd) != std::string::npos);
         CHECK(all.count(cmd) == 1);

@@ -295,21 +295,49 @@ TEST_CASE("compose: machines of one box get the rings too, and one table once") 
     for (const Candidate& c : cs) CHECK(c.name.find("flat rsag") == std::string::npos);
 }
 
-TEST_CASE("compose: collsched-compose writes the fastest table, which verify --size times") {
+TEST_CASE("compose: collsched compose writes the fastest table, which verify --size times") {
     collsched::test::Scratch dir("compose");
-    const std::string bin = std::string(COLLSCHED_BINARY) + "-compose";
     const std::string out = dir.file("best.json");
-    collsched::test::Run r = collsched::test::run_shell(bin + " --topology " + machine("h100rail4x8") + " --size 1G -o " + out);
+    collsched::test::Run r = collsched::test::run("compose --topology " + machine("h100rail4x8") + " --size 1G -o " + out);
     REQUIRE(r.code == 0);
     CHECK(r.out.find("4176.") != std::string::npos);
     collsched::test::Run v = collsched::test::run("verify " + out + " --size 1G");
     CHECK(v.code == 0);
     CHECK(v.out.find("4.18 ms") != std::string::npos);
-    collsched::test::Run bad = collsched::test::run_shell(bin + " --topology " + machine("h100rail4x8") + " --size 1Q");
+    collsched::test::Run bad = collsched::test::run("compose --topology " + machine("h100rail4x8") + " --size 1Q");
     CHECK(bad.code == 2);
-    CHECK(bad.err.find("collsched-compose: error:") == 0);
-    collsched::test::Run none = collsched::test::run_shell(bin + " --topology ring:4 --collective broadcast:0 --size 1M");
+    CHECK(bad.err.find("collsched: error:") == 0);
+    collsched::test::Run none = collsched::test::run("compose --topology linear:2 --collective allreduce --model inject=once --size 1M");
     CHECK(none.code == 3);
+    CHECK(none.err.find("no construction applies") != std::string::npos);
+}
+
+TEST_CASE("compose: the command line's contract (usage errors exit 2 with one message and no output, the time limit exit 3 and said)") {
+    // collsched-compose, a binary of its own, exited 104 to 109 on these (CLI11's codes), printed a 300-digit range for
+    // --timeout -1, took -o '', --pieces 0, --shape without --pieces, an unknown shape and --timeout nan, and printed
+    // its table before a failed -o
+    collsched::test::Scratch dir("compose_contract");
+    const std::string m = " --topology " + machine("h100rail4x8") + " --size 1G";
+    for (const std::string& args : {m + " --timeout -1", m + " --timeout nan", m + " -o ''", m + " -o " + dir.file("missing/best.json"),
+                                    m + " --pieces 0", m + " --shape 'hierarchical rsag+direct'", m + " --pieces 1 --shape 'hierarchical nonsense'",
+                                    m + " --pieces 1 -o " + dir.file("p.json"), m + " --size 1M,2M", std::string(" --topology ring:4 --collective broadcast:0 --size 1M")}) {
+        CAPTURE(args);
+        collsched::test::Run r = collsched::test::run("compose" + args);
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find("collsched: error: ") == 0);
+        CHECK(r.err.find("0000000000") == std::string::npos);  // the range in words, not 300 digits
+    }
+    CHECK(dir.entries() == 0);
+    collsched::test::Run shape = collsched::test::run("compose" + m + " --pieces 1 --shape 'hierarchical rsag+direct'");
+    CHECK(shape.code == 0);
+    CHECK(shape.out.find("hierarchical rsag+direct") != std::string::npos);
+    CHECK(shape.out.find("hierarchical rsag+ring") == std::string::npos);
+    // a limit that stops the run before any table is verified is exit 3 and says so (it said "no construction applies")
+    collsched::test::Run late = collsched::test::run("compose" + m + " --timeout 0.001");
+    CHECK(late.code == 3);
+    CHECK(late.out.find("time limit") != std::string::npos);
+    CHECK((late.out + late.err).find("no construction applies") == std::string::npos);
 }
 
 TEST_CASE("compose: allgather's pieces are refined at NCCL's size (the output), within 1 % of the box cut at 1 GiB") {

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -449,4 +450,35 @@ TEST_CASE("library: the catalog reader refuses malformed catalogs with one clear
     CHECK(c.entries[0].rows.size() == 8);
     CHECK(c.entries[0].rows[1] == std::vector<std::pair<std::string, std::int64_t>>{{"n", 4}, {"m", 1}, {"k", 1}});
     CHECK(c.entries[0].file == "/tmp/x/a.sched");
+}
+
+TEST_CASE("library: the catalog reader holds the memory budget and the deadline (a large JSON file that is no catalog)") {
+    // optimize --size --library FILE read any JSON file whole: a 1.3 GB one took 41 s and 8.7 GB under --timeout 2 and a
+    // 4 GiB budget. A file whose text and tree do not fit in the budget is refused before it is read; the parse polls both.
+    collsched::test::Scratch s("catalog_limits");
+    std::string text = "[";
+    for (int i = 0; i < 2'000'000; ++i) text += "1,";
+    text += "1]";
+    const std::string path = s.file("big.json", text);  // 4 MB: 40 MB to read as a tree
+    try {
+        read_catalog(path, RunLimits{Deadline{}, MemoryBudget(resident_memory() + (20 << 20))});
+        FAIL("read with 20 MiB of the budget left");
+    } catch (const LimitReached& e) {
+        CHECK(std::string(e.what()).find("memory limit: the catalog") == 0);
+    }
+    // the deadline: a passed one stops the parse (the file is read, its 2 million values are not parsed)
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS(read_catalog(path, RunLimits{Deadline::at(t0), MemoryBudget{}}), LimitReached);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500));
+    // without limits it is read, and refused as what it is
+    CHECK_THROWS_AS(read_catalog(path), InputError);
+    // a file over 64 MiB is refused by its size, unread (a sparse file: its bytes are never written)
+    const std::string huge = s.file("huge.json", "[");
+    std::filesystem::resize_file(huge, max_catalog_bytes + 1);
+    try {
+        read_catalog(huge);
+        FAIL("a file over 64 MiB read as a catalog");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what()).find("the catalog is larger than 64 MiB") != std::string::npos);
+    }
 }

@@ -54,17 +54,22 @@ struct BucketScratch {
 };
 
 /// The first pass of the regroup (see for_each_message): the bucket offsets from the counts, and
-/// the table distributed into the buckets. Not for the sort path.
-inline void regroup(const std::vector<Transfer>& xs, MessageGroups& g) {
+/// the table distributed into the buckets. Not for the sort path. `poll` is called every 2^20
+/// transfers (the checker's deadline: on 1,024 GPUs the pass writes 18.8 million at random).
+template <class Poll = void (*)()>
+inline void regroup(const std::vector<Transfer>& xs, MessageGroups& g, Poll&& poll = [] {}) {
     const int shift = g.shift, cs = shift + g.step_bits;
     const std::uint64_t low = g.width - 1;
     std::vector<std::uint64_t>& at = g.at;
     for (std::uint64_t b = 0; b < g.buckets; ++b) at[b + 1] += at[b];
     g.packed.resize(xs.size());
     std::vector<std::uint64_t> next(at.begin(), at.end() - 1);
-    for (const Transfer& x : xs)
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        if ((i & ((std::size_t{1} << 20) - 1)) == 0) poll();
+        const Transfer& x = xs[i];
         g.packed[next[idx(x.message) >> shift]++] =
             (idx(x.message) & low) | (std::uint64_t{x.step} << shift) | (cs < 64 ? std::uint64_t{idx(x.channel)} << cs : 0);
+    }
 }
 
 /// The bucket that splits the regrouped table into two halves of about equal transfers (buckets

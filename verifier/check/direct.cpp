@@ -331,7 +331,7 @@ void Checker::by_message(unsigned threads) {
         for (; gi < goal_msgs.size(); ++gi) message(goal_msgs[gi], nullptr, nullptr);
         return;
     }
-    detail::regroup(t_.transfers, grouped_);
+    detail::regroup(t_.transfers, grouped_, [this] { poll(true); });
     const std::uint64_t split = threads >= 2 ? detail::half_split(grouped_) : grouped_.buckets;
     if (split == 0 || split >= grouped_.buckets) {
         detail::BucketScratch scratch;

@@ -94,13 +94,13 @@ std::vector<NcclUnbuilt> nccl_without_time(const TimeObjective& r, const std::op
 
 }  // namespace
 
-NamedProvider library_provider(const std::string& catalog) {
-    return {"library", [catalog](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+NamedProvider library_provider(const std::string& catalog, MemoryBudget memory) {
+    return {"library", [catalog, memory](const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
                 if (!std::filesystem::exists(catalog)) {
                     notes.push_back(fmt::format("library: {} not found (run from the source tree or give --library FILE)", catalog));
                     return;
                 }
-                const Catalog c = read_catalog(catalog);
+                const Catalog c = read_catalog(catalog, RunLimits{Deadline::at(q.deadline), memory});
                 const std::uint32_t P = q.instance.topology->processors();
                 for (const CatalogEntry& e : c.entries)
                     for (const auto& row : e.rows) {
@@ -146,7 +146,7 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     trace("NCCL's ring's bounds: end");
     const CandidateQuery q{in, options.sizes, deadline, options.time, options.link, options.jobs};
     std::vector<NamedProvider> providers = construction_providers();
-    providers.push_back(library_provider(options.library));
+    providers.push_back(library_provider(options.library, options.memory));
     providers.push_back(nccl_provider());
     r.candidates = gather_candidates(q, providers, r.notes, &r.unchecked);
     r.nccl_unbuilt = nccl_without_time(r, ring);

@@ -36,6 +36,7 @@ struct TimeObjectiveOptions {
     /// start: reading a machine of 1,024 GPUs takes a second or more).
     Clock::time_point deadline = Clock::time_point::max();
     unsigned jobs = 1;  ///< threads for the predictions (--jobs; the answer does not depend on it)
+    MemoryBudget memory = {};  ///< --memory: the library provider reads its catalog within it (none: no limit)
 };
 
 /// NCCL's own model at one size (src/graph/tuning.cc, verifier/baselines): the algorithm and
@@ -120,6 +121,6 @@ TimeObjective time_objective(const SynthInstance&, const TimeObjectiveOptions&);
 /// The library's schedules whose machine is `in`'s (same processors, routers, channels and
 /// groups), compiled from the catalog rows of as many processors (compiler/lower/catalog.hpp; a
 /// provider for gather_candidates; a missing catalog is a note).
-NamedProvider library_provider(const std::string& catalog);
+NamedProvider library_provider(const std::string& catalog, MemoryBudget memory = {});
 
 }  // namespace collsched

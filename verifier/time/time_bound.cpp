@@ -259,16 +259,24 @@ private:
                                ar ? "the buffer" : "its block", r),
                    "cut around a processor (in-network reduction)");
         }
-        // the same for a set of processors, the first set of each partition (a box: the contracted
-        // bound M / B_box, which holds with reduction anywhere, SHARP between the boxes included)
-        if (!ar) return;
+        // the same for a set S of k processors, the first set of each partition (a box: the contracted
+        // bound M / B_box, and reduce-scatter's (P-k)/P M / B_box, which hold with reduction anywhere,
+        // in the box's switch or SHARP between the boxes: every byte of a block owned outside S
+        // depends on S's values, and a transfer carries bytes of one block, so for each such byte
+        // something crosses out of any region that holds S and not the owner, whatever adds where;
+        // docs/time.md, "Bounds with reduction in the network")
         for (const Partition& part : partitions(t_, uniform_)) {
             std::vector<std::uint32_t> in, rest;
             for (std::uint32_t v = 0; v < P_; ++v) (part.set[v] == 0 ? in : rest).push_back(v);
             if (in.size() < 2 || rest.empty()) continue;
-            rooted(in, rest, 1.0, fmt::format("with reduction in the network: the value of {} ({}) of every byte leaves its region", part.name, runs_text(in)),
+            const double k = static_cast<double>(in.size());
+            rooted(in, rest, ar ? 1.0 : (P_ - k) / P_,
+                   fmt::format("with reduction in the network: the value of {} ({}) of every byte {} leaves its region", part.name, runs_text(in),
+                               ar ? "of the buffer" : "of the blocks owned outside it"),
                    "cut around a set (in-network reduction)");
-            rooted(rest, in, 1.0, fmt::format("with reduction in the network: the sum of every byte enters the region of {} ({})", part.name, runs_text(in)),
+            rooted(rest, in, ar ? 1.0 : k / P_,
+                   fmt::format("with reduction in the network: the sum of every byte {} enters the region of {} ({})", ar ? "of the buffer" : "of its blocks",
+                               part.name, runs_text(in)),
                    "cut around a set (in-network reduction)");
         }
     }
