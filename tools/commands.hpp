@@ -49,5 +49,6 @@ void add_bench_command(CLI::App&, Context&);
 void add_completion_command(CLI::App&, Context&);
 void add_compare_command(CLI::App&, Context&);
 void add_machine_command(CLI::App&, Context&);
+void add_calibrate_command(CLI::App&, Context&);
 
 }  // namespace collsched::tools
