@@ -133,8 +133,10 @@ struct NcclTestsHints {
     std::optional<std::uint32_t> ranks, nodes;
 };
 
-/// Reads nccl-tests output (any of its programs; the layouts since nccl-tests 2.0: with and
-/// without the root column, `#wrong` or `error`, with per-iteration or timestamp columns). The
+/// Reads nccl-tests output (any of its programs; the columns as the table's header line names
+/// them: `size count type redop root` and `#wrong` since nccl-tests resynced with NCCL 2.13, the
+/// older per-program headers without root (or without redop) and with `error`, and the
+/// per-iteration and timestamp columns of newer versions). The
 /// operation comes from the program's name (a `# Collective test starting:` line or a command
 /// line naming `all_reduce_perf` ...) or from `hints`; ranks and nodes from the "Using devices"
 /// lines or from `hints`. Other lines (NCCL INFO, mpirun) are skipped; a table row that does not
