@@ -22,17 +22,17 @@ using namespace collsched;
 
 namespace {
 
-const std::string ring = "schedules/nccl/ring_allgather_dgx_a100.sched";  // 8 GPUs, 7 steps, one chunk a datum
+const std::string executor_ring = "schedules/nccl/ring_allgather_dgx_a100.sched";  // 8 GPUs, 7 steps, one chunk a datum
 
-SendTable ring_table() {
+SendTable executor_ring_table() {
     static const test::Scratch scratch("executor_ring");
     const std::string out = scratch.file("ring.json");
-    const auto c = test::run("compile " + test::source(ring) + " -o " + out);
+    const auto c = test::run("compile " + test::source(executor_ring) + " -o " + out);
     REQUIRE(c.code == 0);
     return read_table(out);
 }
 
-double async_at(const SendTable& t, double size, std::optional<ExecutorCosts> e) {
+double executor_async_at(const SendTable& t, double size, std::optional<ExecutorCosts> e) {
     TimeOptions o{size, std::nullopt};
     o.executor = e;
     return predict_time(t, o).asynchronous;
@@ -41,18 +41,18 @@ double async_at(const SendTable& t, double size, std::optional<ExecutorCosts> e)
 }  // namespace
 
 TEST_CASE("executor: ideal is the network's share, byte for byte") {
-    const SendTable t = ring_table();
+    const SendTable t = executor_ring_table();
     for (double m : {1024.0, 268435456.0}) {
-        const double none = async_at(t, m, std::nullopt);
-        CHECK(async_at(t, m, executor_costs(builtin_executor(ExecutorKind::ideal))) == none);
-        CHECK(async_at(t, m, ExecutorCosts{}) == none);
+        const double none = executor_async_at(t, m, std::nullopt);
+        CHECK(executor_async_at(t, m, executor_costs(builtin_executor(ExecutorKind::ideal))) == none);
+        CHECK(executor_async_at(t, m, ExecutorCosts{}) == none);
     }
 }
 
 TEST_CASE("executor: launch once, hop per step, message hold and efficiency as documented") {
     // the ring: 7 steps, one transfer a GPU a step of M/8 on 300 GB/s NVLink with alpha 0.6 us; every
     // step waits for the one before, so the time is launch + 7 (alpha + hop + message + (M/8) / (B eff))
-    const SendTable t = ring_table();
+    const SendTable t = executor_ring_table();
     ExecutorCosts c;
     c.kind = ExecutorKind::nccl;
     c.protocol = Protocol::simple;
@@ -62,12 +62,12 @@ TEST_CASE("executor: launch once, hop per step, message hold and efficiency as d
     c.efficiency = {0.5, 1, 1};
     for (double m : {1024.0, 268435456.0}) {
         const double expect = 10e-6 + 7 * (0.6e-6 + 2e-6 + 1e-6 + (m / 8) / (300e9 * 0.5));
-        CHECK(async_at(t, m, c) == test::rel(expect));
+        CHECK(executor_async_at(t, m, c) == test::rel(expect));
     }
     // each constant alone moves the time by its documented share
     ExecutorCosts launch_only;
     launch_only.launch = 5e-6;
-    CHECK(async_at(t, 4096, launch_only) - async_at(t, 4096, std::nullopt) == test::rel(5e-6));
+    CHECK(executor_async_at(t, 4096, launch_only) - executor_async_at(t, 4096, std::nullopt) == test::rel(5e-6));
 }
 
 TEST_CASE("executor: the built-in rows cite a source for every constant") {
@@ -144,7 +144,7 @@ TEST_CASE("calibrate: the fit recovers the times of constants it did not start f
         c.topology = topo;
         c.collective = CollectiveKind::allreduce;
         c.size = m;
-        c.measured = async_at(table, m, truth);
+        c.measured = executor_async_at(table, m, truth);
         c.algorithm = "ring";
         c.protocol = Protocol::simple;
         cases.push_back(c);
@@ -170,7 +170,7 @@ TEST_CASE("calibrate: a published nccl-tests log of 2 x 8 H100 fits, and bad inp
     CHECK(j["rows"].size() >= 20);
     CHECK(j["heldout_median"].get<double>() < 0.25);
     // the calibration it wrote is read back by --calibration
-    auto v = test::run("verify " + test::source(ring) + " --size 1M --calibration " + cal);
+    auto v = test::run("verify " + test::source(executor_ring) + " --size 1M --calibration " + cal);
     INFO(v.out, v.err);
     CHECK(v.code == 0);
     CHECK(v.out.find("calibrated for graph:") != std::string::npos);
@@ -178,7 +178,7 @@ TEST_CASE("calibrate: a published nccl-tests log of 2 x 8 H100 fits, and bad inp
     CHECK(test::run("calibrate " + log).code == 2);  // no --topology
     CHECK(test::run("calibrate " + log + " --topology graph:" + m + " --algorithm rings").code == 2);
     CHECK(test::run("calibrate --measurements " + test::source("runtime/executor/calibration/measurements.csv")).code == 2);  // no --machine
-    auto bad = test::run("verify " + test::source(ring) + " --size 1M --executor ncl");
+    auto bad = test::run("verify " + test::source(executor_ring) + " --size 1M --executor ncl");
     CHECK(bad.code == 2);
     CHECK(bad.err.find("did you mean \"nccl\"") != std::string::npos);
 }

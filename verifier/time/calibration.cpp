@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -51,16 +52,59 @@ X start_of(const ExecutorModel& base) {
     return x;
 }
 
+/// One algorithm NCCL may have run for a case, with its protocol and its table's plan.
+struct Variant {
+    std::string algorithm;
+    Protocol protocol = Protocol::simple;
+    std::optional<TimingPlan> plan;
+};
+
 struct Prepared {
     const CalibrationCase* c = nullptr;
-    std::optional<TimingPlan> plan;
+    std::vector<Variant> variants;  ///< one when the case names its algorithm; NCCL's algorithms for "default"
     CalibrationResult result;
 };
 
 std::string_view kind_name(CollectiveKind k) { return collective_row(k).name; }
 
-/// NCCL's algorithm and protocol for the case (its tuner's pick for "default"), its model's time,
-/// and the table collsched builds for it; `skipped` says why not.
+Protocol from_nccl(nccl::Protocol q) { return q == nccl::Protocol::ll ? Protocol::ll : q == nccl::Protocol::ll128 ? Protocol::ll128 : Protocol::simple; }
+nccl::Protocol to_nccl(Protocol q) { return q == Protocol::ll ? nccl::Protocol::ll : q == Protocol::ll128 ? nccl::Protocol::ll128 : nccl::Protocol::simple; }
+
+std::optional<nccl::Algorithm> parse_algorithm(std::string_view a) {
+    if (a == "ring") return nccl::Algorithm::ring;
+    if (a == "tree") return nccl::Algorithm::tree;
+    if (a == "pat") return nccl::Algorithm::pat;
+    return std::nullopt;
+}
+
+/// The table of `algorithm` for the case, planned; the reason when there is none.
+std::string plan_variant(const CalibrationCase& c, const nccl::System& sys, double bytes, Variant& v, const Deadline& deadline) {
+    const std::shared_ptr<const Topology>& topo = c.topology;
+    try {
+        SendTable table;
+        if (v.algorithm == "nvls" || v.algorithm == "nvls_tree") {
+            if (c.collective != CollectiveKind::allreduce || sys.nvls_efficiency <= 0) return "NVLS runs allreduce on a machine whose switches reduce";
+            compose::NvlsPlan plan;
+            plan.pieces = compose::nvls_pieces_for_size(sys.gpus_per_node, bytes);
+            plan.owner_through_switch = true;  // NCCL's form
+            table = sys.nodes == 1 ? compose::nvls_allreduce(topo, plan) : compose::nvls_tree_allreduce(topo, plan);
+        } else {
+            nccl::BaselineOptions o;
+            o.deadline = deadline;
+            const Collective coll = Collective::parse(kind_name(c.collective), *topo);
+            table = nccl::nccl_baseline(topo, coll, topo->default_model(), v.algorithm, c.size, o).table;
+        }
+        v.plan.emplace(table, deadline);
+    } catch (const InputError& e) {
+        return fmt::format("no table for {}: {}", v.algorithm, e.what());
+    }
+    return "";
+}
+
+/// The algorithms NCCL may have run (the one named, or for "default" every one of NCCL's that runs
+/// the collective here: its tuner takes the fastest, and the fit assumes it does), each with its
+/// protocol (the one named, else NCCL's model's best for it), and NCCL's own model's time of what
+/// its tuner picks.
 void prepare(Prepared& p, const Deadline& deadline) {
     const CalibrationCase& c = *p.c;
     CalibrationResult& r = p.result;
@@ -69,97 +113,73 @@ void prepare(Prepared& p, const Deadline& deadline) {
     r.size = c.size;
     r.measured = c.measured;
     r.algorithm = c.algorithm;
-    const std::shared_ptr<const Topology>& topo = c.topology;
     nccl::System sys;
     try {
-        sys = nccl::nccl_system(*topo);
+        sys = nccl::nccl_system(*c.topology);
     } catch (const InputError& e) {
         r.skipped = fmt::format("NCCL's model does not describe the machine: {}", e.what());
         return;
     }
-    const double bytes = nccl::nccl_bytes(c.collective, topo->processors(), c.size);
-    auto parse_alg = [](std::string_view a) -> std::optional<nccl::Algorithm> {
-        if (a == "ring") return nccl::Algorithm::ring;
-        if (a == "tree") return nccl::Algorithm::tree;
-        if (a == "pat") return nccl::Algorithm::pat;
-        return std::nullopt;
-    };
-    auto to_nccl = [](Protocol q) {
-        return q == Protocol::ll ? nccl::Protocol::ll : q == Protocol::ll128 ? nccl::Protocol::ll128 : nccl::Protocol::simple;
-    };
-    auto from_nccl = [](nccl::Protocol q) {
-        return q == nccl::Protocol::ll ? Protocol::ll : q == nccl::Protocol::ll128 ? Protocol::ll128 : Protocol::simple;
-    };
+    const double bytes = nccl::nccl_bytes(c.collective, c.topology->processors(), c.size);
     const std::optional<nccl::NvlsModel> nvls = nccl::nccl_nvls_model(sys, c.collective, bytes);
-    if (c.algorithm == "default") {
-        // NCCL's tuner: the least model time over its algorithms and protocols (tuning.cc)
-        double best = std::numeric_limits<double>::infinity();
-        for (nccl::Algorithm a : {nccl::Algorithm::tree, nccl::Algorithm::ring, nccl::Algorithm::pat})
-            if (auto m = nccl::nccl_best_protocol(sys, c.collective, a, bytes); m && m->seconds < best) {
-                best = m->seconds;
-                r.algorithm = std::string(nccl::to_string(a));
-                r.protocol = from_nccl(m->protocol);
-                r.nccl_model = m->seconds;
+    std::vector<std::string> names;
+    if (c.algorithm == "default") names = {"tree", "ring", "pat", "nvls"};
+    else names = {c.algorithm};
+    double tuner = std::numeric_limits<double>::infinity();
+    std::string why;
+    for (std::string name : names) {
+        Variant v;
+        std::optional<double> model;
+        if (auto a = parse_algorithm(name)) {
+            if (c.protocol != Protocol::none) {
+                v.protocol = c.protocol;
+                model = nccl::nccl_model_time(sys, c.collective, *a, to_nccl(c.protocol), bytes);
+            } else if (auto m = nccl::nccl_best_protocol(sys, c.collective, *a, bytes)) {
+                v.protocol = from_nccl(m->protocol);
+                model = m->seconds;
+            } else {
+                why = fmt::format("NCCL's model does not run {} {} here", name, kind_name(c.collective));
+                continue;
             }
-        if (nvls && nvls->seconds < best) {
-            r.algorithm = nvls->algorithm == "NVLS" ? "nvls" : "nvls_tree";
-            r.protocol = Protocol::simple;
-            r.nccl_model = nvls->seconds;
-        }
-        if (r.algorithm == "default") {
-            r.skipped = fmt::format("NCCL's model has no algorithm for {} here", kind_name(c.collective));
-            return;
-        }
-        if (c.protocol != Protocol::none && c.protocol != r.protocol) {
-            r.protocol = c.protocol;
-            if (auto a = parse_alg(r.algorithm)) r.nccl_model = nccl::nccl_model_time(sys, c.collective, *a, to_nccl(c.protocol), bytes);
-        }
-    } else if (auto a = parse_alg(c.algorithm)) {
-        if (c.protocol != Protocol::none) {
-            r.protocol = c.protocol;
-            r.nccl_model = nccl::nccl_model_time(sys, c.collective, *a, to_nccl(c.protocol), bytes);
-        } else if (auto m = nccl::nccl_best_protocol(sys, c.collective, *a, bytes)) {
-            r.protocol = from_nccl(m->protocol);
-            r.nccl_model = m->seconds;
+        } else if (name == "nvls" || name == "nvls_tree") {
+            if (!nvls) {
+                why = "no NVLS here";
+                continue;
+            }
+            if (c.algorithm == "default") name = nvls->algorithm == "NVLS" ? "nvls" : "nvls_tree";
+            v.protocol = Protocol::simple;  // NVLS has Simple only (tuning.cc)
+            model = nvls->seconds;
         } else {
-            r.skipped = fmt::format("NCCL's model does not run {} {}", c.algorithm, kind_name(c.collective));
+            r.skipped = fmt::format("algorithm \"{}\" is not one of NCCL's here (ring, tree, pat, nvls, nvls_tree)", name);
             return;
         }
-    } else if (c.algorithm == "nvls" || c.algorithm == "nvls_tree") {
-        r.protocol = Protocol::simple;  // NVLS has Simple only (tuning.cc)
-        if (nvls) r.nccl_model = nvls->seconds;
-    } else {
-        r.skipped = fmt::format("algorithm \"{}\" is not one of NCCL's here (ring, tree, pat, nvls, nvls_tree)", c.algorithm);
+        v.algorithm = name;
+        if (std::string no = plan_variant(c, sys, bytes, v, deadline); !no.empty()) {
+            why = no;
+            continue;
+        }
+        if (model && *model < tuner) tuner = *model;
+        p.variants.push_back(std::move(v));
+    }
+    if (p.variants.empty()) {
+        r.skipped = why.empty() ? fmt::format("NCCL's model has no algorithm for {} here", kind_name(c.collective)) : why;
         return;
     }
-    try {
-        const Collective coll = Collective::parse(kind_name(c.collective), *topo);
-        SendTable table;
-        if (r.algorithm == "nvls" || r.algorithm == "nvls_tree") {
-            if (c.collective != CollectiveKind::allreduce || sys.nvls_efficiency <= 0) {
-                r.skipped = "NVLS runs allreduce on a machine whose switches reduce";
-                return;
-            }
-            compose::NvlsPlan plan;
-            plan.pieces = compose::nvls_pieces_for_size(sys.gpus_per_node, bytes);
-            plan.owner_through_switch = true;  // NCCL's form
-            table = sys.nodes == 1 ? compose::nvls_allreduce(topo, plan) : compose::nvls_tree_allreduce(topo, plan);
-        } else {
-            nccl::BaselineOptions o;
-            o.deadline = deadline;
-            table = nccl::nccl_baseline(topo, coll, topo->default_model(), r.algorithm, c.size, o).table;
-        }
-        p.plan.emplace(table, deadline);
-    } catch (const InputError& e) {
-        r.skipped = fmt::format("no table: {}", e.what());
-    }
+    if (std::isfinite(tuner)) r.nccl_model = tuner;
 }
 
-double time_of(const Prepared& p, const ExecutorModel& base, const X& x) {
-    TimeOptions o{p.c->size, std::nullopt};
-    o.executor = costs_at(base, p.result.protocol, x);
-    return p.plan->asynchronous(o);
+/// The case's time at x: the fastest of its variants (NCCL's tuner aims at the fastest), and which.
+std::pair<double, const Variant*> timed(const Prepared& p, const ExecutorModel& base, const X& x) {
+    std::pair<double, const Variant*> best{std::numeric_limits<double>::infinity(), nullptr};
+    for (const Variant& v : p.variants) {
+        TimeOptions o{p.c->size, std::nullopt};
+        o.executor = costs_at(base, v.protocol, x);
+        if (const double t = v.plan->asynchronous(o); t < best.first) best = {t, &v};
+    }
+    return best;
 }
+
+double time_of(const Prepared& p, const ExecutorModel& base, const X& x) { return timed(p, base, x).first; }
 
 double rel(double predicted, double measured) { return std::abs(predicted - measured) / measured; }
 
@@ -306,7 +326,8 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
     cal.fitted_on = fmt::format("{} ({} rows fitted, {} held out)", options.fitted_on.empty() ? "measurements" : options.fitted_on,
                                 train.size(), all.size() - train.size());
     std::array<bool, 3> used{false, false, false};
-    for (const Prepared* p : train) used[protocol_index(p->result.protocol)] = true;
+    for (const Prepared* p : train)
+        for (const Variant& v : p->variants) used[protocol_index(v.protocol)] = true;
     for (Protocol p : {Protocol::simple, Protocol::ll128, Protocol::ll}) {
         Calibration::Entry e;
         e.protocol = p;
@@ -323,7 +344,10 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
         CalibrationResult& r = p.result;
         if (r.skipped.empty()) {
             r.builtin = time_of(p, base, builtin);
-            r.fitted = time_of(p, base, x);
+            const auto [fitted, which] = timed(p, base, x);
+            r.fitted = fitted;
+            r.algorithm = which->algorithm;
+            r.protocol = which->protocol;
             if (!r.train) {
                 held.push_back(rel(r.fitted, r.measured));
                 builtin_held.push_back(rel(r.builtin, r.measured));
