@@ -310,7 +310,7 @@ TEST_CASE("nccl-tests: the older layout without a root column (broadcast_perf, e
     CHECK(run.rows[1].out_of_place == NcclTestsHalf{12.40, 0.00, 0.00, 0.0});
 }
 
-TEST_CASE("nccl-tests: the layout of NVIDIA/nccl#1244 (redop, no root, error; numbers invented)") {
+TEST_CASE("nccl-tests: the layout of NVIDIA/nccl#1244 (redop, no root, error, numbers invented)") {
     // as that thread quotes it: the out-of-place line without its '#', no device list
     const std::string text = R"(                                                      out-of-place                       in-place          
 #       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error
