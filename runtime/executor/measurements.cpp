@@ -411,148 +411,187 @@ struct Mention {
     std::size_t line, col;
 };
 
+/// One pass over nccl-tests output: the lines give the table, the devices, the versions and the
+/// programs named; finish() decides the operation, the ranks and the nodes, with the caller's hints.
+class NcclTestsReader {
+public:
+    explicit NcclTestsReader(std::string_view file) : file_(file) { run_.file = file; }
+
+    void line(std::string_view line, std::size_t line_no) {
+        if (line.ends_with('\r')) line.remove_suffix(1);
+        const std::vector<Token> t = tokens_of(line);
+        if (t.empty()) return;
+        if (t[0].text.starts_with('#')) {
+            if (comment(t, line, line_no)) return;
+        } else if (layout_ && !table_done_ && all_digits(t[0].text)) {
+            run_.rows.push_back(read_table_row(t, *layout_, line, file_, line_no));
+            return;
+        }
+        note(t, line_no);
+    }
+
+    NcclTestsRun finish(const NcclTestsHints& hints) && {
+        if (run_.nccl_version.empty()) run_.nccl_version = info_version_;
+        if (run_.rows.empty())
+            throw InputError(fmt::format("{}: no nccl-tests table rows (expected the table under a '#  size  count  type ...' header)", file_));
+        run_.operation = operation(hints);
+        ranks_and_nodes(hints);
+        return std::move(run_);
+    }
+
+private:
+    /// The lines nccl-tests writes with a '#': true when the line was one of them.
+    bool comment(const std::vector<Token>& t, std::string_view line, std::size_t line_no) {
+        if (t.size() >= 4 && t[1].text == "Collective" && t[2].text == "test" && t[3].text == "starting:") {
+            if (t.size() < 5) fail(file_, line_no, line.size() + 1, "expected the program's name after 'Collective test starting:'");
+            auto op = program_operation(t[4].text);
+            if (!op) fail(file_, line_no, t[4].col, fmt::format("'{}' is not an nccl-tests program this reader knows", t[4].text));
+            if (started_ && started_->operation != *op)
+                fail(file_, line_no, t[4].col,
+                     fmt::format("a second run ({}; the first started on line {}): one run per text", t[4].text, started_->line));
+            started_ = Mention{*op, line_no, t[4].col};
+            return true;
+        }
+        if (t.size() >= 2 && t[1].text == "Rank") {
+            device_line(t, line, line_no);
+            return true;
+        }
+        if (t.size() >= 3 && t[1].text == "nccl-tests" && t[2].text == "version") {
+            for (const Token& k : t)
+                if (k.text.starts_with("nccl-library=")) {
+                    auto code = support::parse_decimal(k.text.substr(13));
+                    if (!code) fail(file_, line_no, k.col + 13, fmt::format("expected NCCL's version code, found '{}'", k.text.substr(13)));
+                    run_.nccl_version = version_of_code(*code);
+                }
+            return true;
+        }
+        if (t.size() >= 6 && t[1].text == "Avg" && t[2].text == "bus" && t[3].text == "bandwidth" && t[4].text == ":") {
+            auto v = support::parse_real(t[5].text);
+            if (!v) fail(file_, line_no, t[5].col, fmt::format("expected the average bus bandwidth, found '{}'", t[5].text));
+            run_.avg_busbw_gbps = v;
+            table_done_ = true;
+            return true;
+        }
+        if (auto l = layout_of(t, file_, line_no)) {
+            if (layout_) fail(file_, line_no, t[0].col, "a second table header: one run per text");
+            layout_ = std::move(l);
+            return true;
+        }
+        return false;
+    }
+
+    /// "#  Rank  0 Group  0 Pid 6899 on host device  0 [0000:04:00] NVIDIA H100 80GB HBM3" (older: no Group)
+    void device_line(const std::vector<Token>& t, std::string_view line, std::size_t line_no) {
+        auto at = [&](std::string_view word) -> std::size_t {
+            for (std::size_t k = 2; k + 1 < t.size(); ++k)
+                if (t[k].text == word) return k;
+            fail(file_, line_no, line.size() + 1,
+                 fmt::format("a device line without '{}' (expected '#  Rank N Group G Pid P on HOST device D [BUS] NAME')", word));
+        };
+        if (t.size() < 3) fail(file_, line_no, line.size() + 1, "expected a rank number after 'Rank'");
+        auto rank = support::parse_decimal<std::uint32_t>(t[2].text);
+        if (!rank) fail(file_, line_no, t[2].col, fmt::format("expected a rank number, found '{}'", t[2].text));
+        const std::size_t on = at("on"), device = at("device");
+        std::size_t name = device + 2;
+        while (name < t.size() && !t[name - 1].text.ends_with(']')) ++name;
+        std::string_view gpu = name < t.size() ? line.substr(t[name].col - 1) : std::string_view{};
+        while (!gpu.empty() && (gpu.back() == ' ' || gpu.back() == '\t')) gpu.remove_suffix(1);
+        if (!devices_.emplace(*rank, std::pair{std::string(t[on + 1].text), std::string(gpu)}).second)
+            fail(file_, line_no, t[2].col, fmt::format("rank {} listed twice", *rank));
+        if (devices_line_ == 0) devices_line_ = line_no;
+    }
+
+    /// Any other line (NCCL INFO, mpirun, a command line): "NCCL version 2.21.5+cuda12.3" and the
+    /// programs it names are noted; the rest is skipped.
+    void note(const std::vector<Token>& t, std::size_t line_no) {
+        for (std::size_t k = 0; k < t.size(); ++k) {
+            if (k + 2 < t.size() && t[k].text == "NCCL" && t[k + 1].text == "version" && info_version_.empty() &&
+                all_digits(t[k + 2].text.substr(0, 1)))
+                info_version_ = t[k + 2].text.substr(0, t[k + 2].text.find('+'));
+            if (auto op = program_operation(t[k].text);
+                op && std::none_of(mentioned_.begin(), mentioned_.end(), [&](const Mention& m) { return m.operation == *op; }))
+                mentioned_.push_back(Mention{*op, line_no, t[k].col});
+        }
+    }
+
+    /// The text's own word, else the caller's. A text that names two programs holds two runs, or
+    /// says one thing and runs another.
+    Operation operation(const NcclTestsHints& hints) const {
+        std::optional<Mention> said = started_ ? started_ : (mentioned_.empty() ? std::nullopt : std::optional(mentioned_.front()));
+        for (const Mention& m : mentioned_)
+            if (m.operation != said->operation)
+                fail(file_, m.line, m.col,
+                     fmt::format("names {}, but the run {} line {} is {}", operation_row(m.operation).program,
+                                 started_ ? "starting on" : "named on", said->line, operation_row(said->operation).program));
+        if (said && hints.operation && *hints.operation != said->operation)
+            fail(file_, said->line, said->col,
+                 fmt::format("the text runs {}, but it was given as {}", operation_row(said->operation).program,
+                             operation_row(*hints.operation).name));
+        if (said) return said->operation;
+        if (hints.operation) return *hints.operation;
+        throw InputError(fmt::format("{}: which collective? the text names no nccl-tests program (no '# Collective test starting: "
+                                     "all_reduce_perf' line, no command line with all_reduce_perf, all_gather_perf, ...); give the "
+                                     "collective with the file (one of {})",
+                                     file_, operation_names()));
+    }
+
+    /// A whole "Using devices" list says the ranks and nodes; a partial one (a quoted tail) or
+    /// none needs the caller's counts, which must fit what the list shows.
+    void ranks_and_nodes(const NcclTestsHints& hints) {
+        std::set<std::string> hosts;
+        for (const auto& [rank, d] : devices_) hosts.insert(d.first);
+        if (!devices_.empty()) run_.gpu = devices_.begin()->second.second;
+        if (!devices_.empty() && devices_.rbegin()->first + 1 == devices_.size()) {
+            run_.ranks = static_cast<std::uint32_t>(devices_.size());
+            run_.nodes = static_cast<std::uint32_t>(hosts.size());
+            if (hints.ranks && *hints.ranks != run_.ranks)
+                fail(file_, devices_line_, 1, fmt::format("the device list shows {} ranks, but {} were given", run_.ranks, *hints.ranks));
+            if (hints.nodes && *hints.nodes != run_.nodes)
+                fail(file_, devices_line_, 1, fmt::format("the device list shows {} nodes, but {} were given", run_.nodes, *hints.nodes));
+            return;
+        }
+        if (!hints.ranks || !hints.nodes) {
+            if (devices_.empty())
+                throw InputError(fmt::format("{}: no 'Using devices' list: give the rank and node counts with the file", file_));
+            fail(file_, devices_line_, 1,
+                 fmt::format("the device list is partial ({} of ranks 0..{}): give the rank and node counts with the file",
+                             devices_.size(), devices_.rbegin()->first));
+        }
+        if (!devices_.empty() && (*hints.ranks <= devices_.rbegin()->first || *hints.nodes < hosts.size()))
+            fail(file_, devices_line_, 1,
+                 fmt::format("the device list shows rank {} on {} hosts, more than the {} ranks on {} nodes given",
+                             devices_.rbegin()->first, hosts.size(), *hints.ranks, *hints.nodes));
+        run_.ranks = *hints.ranks;
+        run_.nodes = *hints.nodes;
+    }
+
+    std::string_view file_;
+    NcclTestsRun run_;
+    std::optional<Layout> layout_;
+    bool table_done_ = false;        // after the "# Avg bus bandwidth" trailer, digits start no row
+    std::optional<Mention> started_;  // "# Collective test starting:"
+    std::vector<Mention> mentioned_;  // any other naming of a program: the first of each
+    std::map<std::uint32_t, std::pair<std::string, std::string>> devices_;  // rank -> host, device name
+    std::size_t devices_line_ = 0;
+    std::string info_version_;
+};
+
 }  // namespace
 
 NcclTestsRun read_nccl_tests(std::string_view text, std::string_view file, const NcclTestsHints& hints) {
-    NcclTestsRun run;
-    run.file = file;
-    std::optional<Layout> layout;
-    std::optional<Mention> started;  // "# Collective test starting:"
-    std::vector<Mention> mentioned;  // any other naming of a program: the first of each
-    std::map<std::uint32_t, std::pair<std::string, std::string>> devices;  // rank -> host, device name
-    std::size_t devices_line = 0;
-    std::string info_version;
-
+    if ((hints.ranks && *hints.ranks == 0) || (hints.nodes && *hints.nodes == 0) ||
+        (hints.ranks && hints.nodes && *hints.nodes > *hints.ranks))
+        throw InputError(fmt::format("{}: {} ranks on {} nodes given: expected at least 1 of each and no more nodes than ranks", file,
+                                     hints.ranks.value_or(0), hints.nodes.value_or(0)));
+    NcclTestsReader reader(file);
     std::size_t line_no = 0;
     for (std::size_t pos = 0; pos < text.size();) {
         std::size_t end = text.find('\n', pos);
         if (end == std::string_view::npos) end = text.size();
-        std::string_view line = text.substr(pos, end - pos);
+        reader.line(text.substr(pos, end - pos), ++line_no);
         pos = end + 1;
-        ++line_no;
-        if (line.ends_with('\r')) line.remove_suffix(1);
-        const std::vector<Token> t = tokens_of(line);
-        if (t.empty()) continue;
-
-        if (t[0].text == "#" || t[0].text.starts_with('#')) {
-            if (t.size() >= 4 && t[1].text == "Collective" && t[2].text == "test" && t[3].text == "starting:") {
-                if (t.size() < 5) fail(file, line_no, line.size() + 1, "expected the program's name after 'Collective test starting:'");
-                auto op = program_operation(t[4].text);
-                if (!op) fail(file, line_no, t[4].col, fmt::format("'{}' is not an nccl-tests program this reader knows", t[4].text));
-                if (started && started->operation != *op)
-                    fail(file, line_no, t[4].col, fmt::format("a second run ({}; the first started on line {}): one run per text",
-                                                             t[4].text, started->line));
-                started = Mention{*op, line_no, t[4].col};
-                continue;
-            }
-            if (t.size() >= 2 && t[1].text == "Rank") {
-                // "#  Rank  0 Group  0 Pid 6899 on host device  0 [0000:04:00] NVIDIA H100 80GB HBM3" (older: no Group)
-                auto at = [&](std::string_view word) -> std::size_t {
-                    for (std::size_t k = 2; k + 1 < t.size(); ++k)
-                        if (t[k].text == word) return k;
-                    fail(file, line_no, line.size() + 1, fmt::format("a device line without '{}' (expected '#  Rank N Group G Pid P on HOST device D [BUS] NAME')", word));
-                };
-                if (t.size() < 3) fail(file, line_no, line.size() + 1, "expected a rank number after 'Rank'");
-                auto rank = support::parse_decimal<std::uint32_t>(t[2].text);
-                if (!rank) fail(file, line_no, t[2].col, fmt::format("expected a rank number, found '{}'", t[2].text));
-                const std::size_t on = at("on"), device = at("device");
-                std::size_t name = device + 2;
-                while (name < t.size() && !t[name - 1].text.ends_with(']')) ++name;
-                std::string_view gpu = name < t.size() ? line.substr(t[name].col - 1) : std::string_view{};
-                while (!gpu.empty() && (gpu.back() == ' ' || gpu.back() == '\t')) gpu.remove_suffix(1);
-                if (!devices.emplace(*rank, std::pair{std::string(t[on + 1].text), std::string(gpu)}).second)
-                    fail(file, line_no, t[2].col, fmt::format("rank {} listed twice", *rank));
-                if (devices_line == 0) devices_line = line_no;
-                continue;
-            }
-            if (t.size() >= 3 && t[1].text == "nccl-tests" && t[2].text == "version") {
-                for (const Token& k : t)
-                    if (k.text.starts_with("nccl-library=")) {
-                        auto code = support::parse_decimal(k.text.substr(13));
-                        if (!code) fail(file, line_no, k.col + 13, fmt::format("expected NCCL's version code, found '{}'", k.text.substr(13)));
-                        run.nccl_version = version_of_code(*code);
-                    }
-                continue;
-            }
-            if (t.size() >= 6 && t[1].text == "Avg" && t[2].text == "bus" && t[3].text == "bandwidth" && t[4].text == ":") {
-                auto v = support::parse_real(t[5].text);
-                if (!v) fail(file, line_no, t[5].col, fmt::format("expected the average bus bandwidth, found '{}'", t[5].text));
-                run.avg_busbw_gbps = v;
-                continue;
-            }
-            if (auto l = layout_of(t, file, line_no)) {
-                if (layout) fail(file, line_no, t[0].col, "a second table header: one run per text");
-                layout = std::move(l);
-                continue;
-            }
-        } else if (layout && all_digits(t[0].text)) {
-            run.rows.push_back(read_table_row(t, *layout, line, file, line_no));
-            continue;
-        }
-        // Any other line: NCCL INFO, mpirun, a command line. "NCCL version 2.21.5+cuda12.3" and a
-        // program's name are noted; the rest is skipped.
-        for (std::size_t k = 0; k < t.size(); ++k) {
-            if (k + 2 < t.size() && t[k].text == "NCCL" && t[k + 1].text == "version" && info_version.empty() &&
-                all_digits(t[k + 2].text.substr(0, 1)))
-                info_version = t[k + 2].text.substr(0, t[k + 2].text.find('+'));
-            if (auto op = program_operation(t[k].text);
-                op && std::none_of(mentioned.begin(), mentioned.end(), [&](const Mention& m) { return m.operation == *op; }))
-                mentioned.push_back(Mention{*op, line_no, t[k].col});
-        }
     }
-
-    if (run.nccl_version.empty()) run.nccl_version = info_version;
-    if (run.rows.empty())
-        throw InputError(fmt::format("{}: no nccl-tests table rows (expected the table under a '#  size  count  type ...' header)", file));
-
-    // The operation: the text's own word, else the caller's. A text that names two programs
-    // holds two runs, or says one thing and runs another.
-    std::optional<Mention> said = started ? started : (mentioned.empty() ? std::nullopt : std::optional(mentioned.front()));
-    for (const Mention& m : mentioned)
-        if (m.operation != said->operation)
-            fail(file, m.line, m.col,
-                 fmt::format("names {}, but the run {} line {} is {}", operation_row(m.operation).program, started ? "starting on" : "named on",
-                             said->line, operation_row(said->operation).program));
-    if (said && hints.operation && *hints.operation != said->operation)
-        fail(file, said->line, said->col,
-             fmt::format("the text runs {}, but it was given as {}", operation_row(said->operation).program, operation_row(*hints.operation).name));
-    if (said) run.operation = said->operation;
-    else if (hints.operation) run.operation = *hints.operation;
-    else
-        throw InputError(fmt::format("{}: which collective? the text names no nccl-tests program (no '# Collective test starting: "
-                                     "all_reduce_perf' line, no command line with all_reduce_perf, all_gather_perf, ...); give the "
-                                     "collective with the file (one of {})",
-                                     file, operation_names()));
-
-    // Ranks and nodes: a whole "Using devices" list says them; a partial one (a quoted tail) or
-    // none needs the caller's counts, which must fit what the list shows.
-    std::set<std::string> hosts;
-    for (const auto& [rank, d] : devices) hosts.insert(d.first);
-    const bool whole = !devices.empty() && devices.rbegin()->first + 1 == devices.size();
-    if (!devices.empty()) run.gpu = devices.begin()->second.second;
-    if (whole) {
-        run.ranks = static_cast<std::uint32_t>(devices.size());
-        run.nodes = static_cast<std::uint32_t>(hosts.size());
-        if (hints.ranks && *hints.ranks != run.ranks)
-            fail(file, devices_line, 1, fmt::format("the device list shows {} ranks, but {} were given", run.ranks, *hints.ranks));
-        if (hints.nodes && *hints.nodes != run.nodes)
-            fail(file, devices_line, 1, fmt::format("the device list shows {} nodes, but {} were given", run.nodes, *hints.nodes));
-    } else {
-        if (!hints.ranks || !hints.nodes) {
-            if (devices.empty())
-                throw InputError(fmt::format("{}: no 'Using devices' list: give the rank and node counts with the file", file));
-            fail(file, devices_line, 1,
-                 fmt::format("the device list is partial ({} of ranks 0..{}): give the rank and node counts with the file",
-                             devices.size(), devices.rbegin()->first));
-        }
-        if (!devices.empty() && (*hints.ranks <= devices.rbegin()->first || *hints.nodes < hosts.size()))
-            fail(file, devices_line, 1,
-                 fmt::format("the device list shows rank {} on {} hosts, more than the {} ranks on {} nodes given",
-                             devices.rbegin()->first, hosts.size(), *hints.ranks, *hints.nodes));
-        run.ranks = *hints.ranks;
-        run.nodes = *hints.nodes;
-    }
-    return run;
+    return std::move(reader).finish(hints);
 }
 
 }  // namespace collsched::executor

@@ -287,6 +287,9 @@ TEST_CASE("nccl-tests: alltoall_perf with N/A, NCCL INFO and mpirun lines") {
     CHECK(run.rows[0].redop == "none");
     CHECK(run.rows[0].out_of_place == NcclTestsHalf{30.12, 0.03, 0.03, std::nullopt});
     CHECK(run.rows[2].in_place == NcclTestsHalf{30.70, 0.13, 0.10, std::nullopt});
+    // after the trailer, a line that starts with digits is not a row
+    CHECK(read_nccl_tests(alltoall_log + "0 errors reported by the job script\n", "a2a.txt").rows.size() == 3);
+    CHECK(error_of([&] { read_nccl_tests(alltoall_log, "a2a.txt", {{}, 0, {}}); }).starts_with("a2a.txt: 0 ranks"));
     // the caller may say the same, not otherwise
     CHECK(read_nccl_tests(alltoall_log, "a2a.txt", {Operation::alltoall, 4, 2}).rows.size() == 3);
     CHECK(error_of([&] { read_nccl_tests(alltoall_log, "a2a.txt", {Operation::allreduce, {}, {}}); }) ==
@@ -305,6 +308,25 @@ TEST_CASE("nccl-tests: the older layout without a root column (broadcast_perf, e
     CHECK(run.rows[0].root == 0);
     CHECK(run.rows[0].redop == "");
     CHECK(run.rows[1].out_of_place == NcclTestsHalf{12.40, 0.00, 0.00, 0.0});
+}
+
+TEST_CASE("nccl-tests: the layout of NVIDIA/nccl#1244 (redop, no root, error, numbers invented)") {
+    // as that thread quotes it: the out-of-place line without its '#', no device list
+    const std::string text = R"(                                                      out-of-place                       in-place          
+#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       
+           4             1     float     sum    40.10    0.00    0.00  0e+00    41.20    0.00    0.00  4e-07
+           8             2     float     sum    40.30    0.00    0.00  2e-07    40.40    0.00    0.00  2e-07
+)";
+    const NcclTestsRun run = read_nccl_tests(text, "1244.txt", {Operation::allreduce, 16, 2});
+    REQUIRE(run.rows.size() == 2);
+    CHECK(run.rows[0].redop == "sum");
+    CHECK_FALSE(run.rows[0].root);
+    CHECK(run.rows[0].out_of_place == NcclTestsHalf{40.10, 0.00, 0.00, 0.0});
+    CHECK(run.rows[0].in_place == NcclTestsHalf{41.20, 0.00, 0.00, 4e-07});
+    CHECK(run.rows[1].size_bytes == 8);
+    CHECK(error_of([&] { read_nccl_tests(text, "1244.txt", {Operation::allreduce, {}, {}}); }) ==
+          "1244.txt: no 'Using devices' list: give the rank and node counts with the file");
 }
 
 TEST_CASE("nccl-tests: bad input names its line and column") {
