@@ -38,7 +38,8 @@ struct KnownMachine {
     double nic_gbps = 0;       ///< 0: the family's
 };
 constexpr KnownMachine known_machines[] = {
-    {"ND H100 v5", "ndv5", 0},   {"DGX H100", "dgx-h100", 0},  {"HGX H100", "dgx-h100", 0},
+    // ND H100 v5 is an HGX H100 box (NVSwitch with NVLink SHARP: Azure runs NVLS on it) with 8 NICs of 400 Gb/s: dgx-h100
+    {"ND H100 v5", "dgx-h100", 0},   {"DGX H100", "dgx-h100", 0},  {"HGX H100", "dgx-h100", 0},
     {"ND H200 v5", "dgx-h200", 0}, {"ND A100 v4", "ndv4", 0},  {"DGX A100", "dgx-a100", 0},
     // GCP A3 Mega: 8 H100 with 8 NICs of 200 Gb/s (GPUDirect-TCPXO); the fit's network hop takes its TCP stack
     {"GCP A3 Mega", "dgx-h100", 200},

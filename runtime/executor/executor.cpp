@@ -264,6 +264,7 @@ ExecutorModel calibrated(const ExecutorModel& base, const Calibration& cal) {
         for (std::size_t k = 0; k < link_classes; ++k) {
             if (e.efficiency[k]) row->efficiency[k] = {*e.efficiency[k], src};
             if (e.hop[k]) row->hop[k] = {*e.hop[k], src};
+            if (e.message[k]) row->message[k] = {*e.message[k], src};
         }
     }
     return m;
@@ -319,17 +320,18 @@ Calibration read_calibration(std::string_view text, std::string_view file) {
                 for (const json_tree::Member& cm : pm.second.members) {
                     if (cm.first == "launch_us") {
                         e.launch = number(cm.second, 0, 1e6) * us;
-                    } else if (cm.first == "efficiency" || cm.first == "hop_us") {
+                    } else if (cm.first == "efficiency" || cm.first == "hop_us" || cm.first == "message_us") {
                         object(cm.second, fmt::format("\"{}\" ({{\"box\": x, \"network\": x, \"switch\": x}})", cm.first));
                         for (const json_tree::Member& lm : cm.second.members) {
                             auto it = std::find(class_keys.begin(), class_keys.end(), lm.first);
                             if (it == class_keys.end()) fail(lm.second, fmt::format("unknown link class \"{}\" (box, network, switch)", lm.first));
                             const std::size_t k = static_cast<std::size_t>(it - class_keys.begin());
                             if (cm.first == "efficiency") e.efficiency[k] = number(lm.second, 1e-3, 1);
-                            else e.hop[k] = number(lm.second, 0, 1e6) * us;
+                            else if (cm.first == "hop_us") e.hop[k] = number(lm.second, 0, 1e6) * us;
+                            else e.message[k] = number(lm.second, 0, 1e6) * us;
                         }
                     } else {
-                        fail(cm.second, fmt::format("unknown key \"{}\" (launch_us, efficiency, hop_us)", cm.first));
+                        fail(cm.second, fmt::format("unknown key \"{}\" (launch_us, efficiency, hop_us, message_us)", cm.first));
                     }
                 }
                 c.entries.push_back(e);
@@ -351,13 +353,16 @@ std::string write_calibration(const Calibration& c) {
     for (const Calibration::Entry& e : c.entries) {
         nlohmann::ordered_json p = nlohmann::ordered_json::object();
         if (e.launch) p["launch_us"] = *e.launch / us;
-        nlohmann::ordered_json eff = nlohmann::ordered_json::object(), hop = nlohmann::ordered_json::object();
+        nlohmann::ordered_json eff = nlohmann::ordered_json::object(), hop = nlohmann::ordered_json::object(),
+                               msg = nlohmann::ordered_json::object();
         for (std::size_t k = 0; k < link_classes; ++k) {
             if (e.efficiency[k]) eff[std::string(class_keys[k])] = *e.efficiency[k];
             if (e.hop[k]) hop[std::string(class_keys[k])] = *e.hop[k] / us;
+            if (e.message[k]) msg[std::string(class_keys[k])] = *e.message[k] / us;
         }
         if (!eff.empty()) p["efficiency"] = eff;
         if (!hop.empty()) p["hop_us"] = hop;
+        if (!msg.empty()) p["message_us"] = msg;
         ps[std::string(to_string(e.protocol))] = p;
     }
     j["protocols"] = ps;

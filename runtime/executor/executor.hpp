@@ -143,6 +143,7 @@ struct Calibration {
         std::optional<double> launch;
         std::array<std::optional<double>, link_classes> efficiency;
         std::array<std::optional<double>, link_classes> hop;
+        std::array<std::optional<double>, link_classes> message;
     };
     std::vector<Entry> entries;
 };

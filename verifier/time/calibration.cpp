@@ -24,13 +24,13 @@ namespace {
 
 // The fitted constants: launch of LL, LL128, Simple (seconds); 1 / efficiency of box, network and
 // switch channels; an extra latency on every hop out of a GPU over the network (seconds).
-constexpr std::size_t NP = 7;
+constexpr std::size_t NP = 8;
 using X = std::array<double, NP>;
-constexpr std::size_t LAUNCH = 0, INV_EFF = 3, NET_HOP = 6;
+constexpr std::size_t LAUNCH = 0, INV_EFF = 3, NET_HOP = 6, MESSAGE = 7;
 // Their ranges: a launch up to 200 us (a slow network stack's floor, e.g. TCP over 2 boxes, lands
 // there when the network's hop cannot take it), efficiencies from 0.2 to 1, 0 to 100 us of hop.
-constexpr X lower = {0, 0, 0, 1, 1, 1, 0};
-constexpr X upper = {200e-6, 200e-6, 200e-6, 5, 5, 5, 100e-6};
+constexpr X lower = {0, 0, 0, 1, 1, 1, 0, 0};
+constexpr X upper = {200e-6, 200e-6, 200e-6, 5, 5, 5, 100e-6, 4};
 
 std::size_t protocol_index(Protocol p) { return p == Protocol::ll ? 0 : p == Protocol::ll128 ? 1 : 2; }
 
@@ -40,6 +40,7 @@ ExecutorCosts costs_at(const ExecutorModel& base, Protocol p, const X& x) {
     c.launch = x[LAUNCH + protocol_index(p)];
     for (std::size_t k = 0; k < link_classes; ++k) c.efficiency[k] = 1 / x[INV_EFF + k];
     c.hop[idx_of(LinkClass::network)] = base.row(p).hop[idx_of(LinkClass::network)].value + x[NET_HOP];
+    for (std::size_t k = 0; k < link_classes; ++k) c.message[k] = base.row(p).message[k].value * x[MESSAGE];
     return c;
 }
 
@@ -49,6 +50,7 @@ X start_of(const ExecutorModel& base) {
     const ProtocolRow& r = base.row(Protocol::simple);
     for (std::size_t k = 0; k < link_classes; ++k) x[INV_EFF + k] = 1 / r.efficiency[k].value;
     x[NET_HOP] = 0;
+    x[MESSAGE] = 1;
     return x;
 }
 
@@ -294,7 +296,7 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
             t[i] = time_of(*train[i], base, x);
             for (std::size_t k = 0; k < NP; ++k) {
                 X h = x;
-                const double d = k < INV_EFF ? 1e-7 : k < NET_HOP ? 1e-4 : 1e-7;
+                const double d = k < INV_EFF ? 1e-7 : k < NET_HOP ? 1e-4 : k == NET_HOP ? 1e-7 : 1e-4;
                 h[k] = x[k] + d <= upper[k] ? x[k] + d : x[k] - d;
                 g[i][k] = (time_of(*train[i], base, h) - t[i]) / (h[k] - x[k]);
             }
@@ -334,6 +336,7 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
         if (used[protocol_index(p)]) e.launch = x[LAUNCH + protocol_index(p)];
         for (std::size_t k = 0; k < link_classes; ++k) e.efficiency[k] = 1 / x[INV_EFF + k];
         e.hop[idx_of(LinkClass::network)] = base.row(p).hop[idx_of(LinkClass::network)].value + x[NET_HOP];
+        for (std::size_t k = 0; k < link_classes; ++k) e.message[k] = base.row(p).message[k].value * x[MESSAGE];
         cal.entries.push_back(e);
     }
     report.model = calibrated(base, cal);
@@ -376,8 +379,8 @@ std::string calibration_text(const CalibrationReport& r) {
     for (const Calibration::Entry& e : r.calibration.entries) {
         out += fmt::format("  {:<7}", to_string(e.protocol));
         out += e.launch ? fmt::format(" launch {:>7.2f} us", *e.launch * 1e6) : std::string(" launch    (not fitted)");
-        out += fmt::format("  efficiency box {:.3f} network {:.3f} switch {:.3f}  network hop +{:.2f} us\n", *e.efficiency[0], *e.efficiency[1],
-                           *e.efficiency[2], *e.hop[1] * 1e6);
+        out += fmt::format("  efficiency box {:.3f} network {:.3f} switch {:.3f}  network hop +{:.2f} us  message {:.3g}/{:.3g} us\n",
+                           *e.efficiency[0], *e.efficiency[1], *e.efficiency[2], *e.hop[1] * 1e6, *e.message[0] * 1e6, *e.message[1] * 1e6);
     }
     out += fmt::format("  {:<28} {:<10} {:<7} {:>9} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}\n", "measurement", "algorithm", "proto", "size",
                        "measured", "built-in", "fitted", "error", "NCCL", "set");
