@@ -76,10 +76,37 @@ std::string speeds_text(const Topology& topo, const std::optional<LinkSpeed>& li
                        topo.groups().empty() ? "" : fmt::format(", {} link groups", topo.groups().size()));
 }
 
+TimeOptions AlphaBeta::time_options(double size) const {
+    TimeOptions opt{size, link, protocol};
+    opt.executor = executor_costs();
+    return opt;
+}
+
+std::optional<ExecutorCosts> AlphaBeta::executor_costs() const {
+    if (!executor) return std::nullopt;
+    return collsched::executor_costs(*executor, protocol);
+}
+
+std::string executor_text(const ExecutorModel& m, const ExecutorCosts& c) {
+    if (c.ideal() && c.protocol == Protocol::none)
+        return fmt::format("executor ideal: {} (docs/time.md, \"Executors\")\n", m.note);
+    std::string out = fmt::format("executor {} ({}{}): launch {:g} us; hop +{:g}/{:g}/{:g} us, message {:g}/{:g}/{:g} us, efficiency "
+                                  "{:.3g}/{:.3g}/{:.3g} (box/network/switch); wire factor {:.4g}{} (docs/time.md, \"Executors\")\n",
+                                  m.name, to_string(c.protocol), m.calibration.empty() ? "" : ", " + m.calibration, c.launch * 1e6, c.hop[0] * 1e6,
+                                  c.hop[1] * 1e6, c.hop[2] * 1e6, c.message[0] * 1e6, c.message[1] * 1e6, c.message[2] * 1e6, c.efficiency[0],
+                                  c.efficiency[1], c.efficiency[2], c.wire, "");
+    return out;
+}
+
 std::string time_text(const SendTable& t, const AlphaBeta& ab) {
     if (ab.sizes.empty()) return "";
-    std::string out = fmt::format("predicted time (docs/time.md); {}:\n", speeds_text(*t.topology, ab.link));
-    if (ab.protocol != Protocol::none) {
+    std::string out = fmt::format("predicted time (docs/time.md), {}; {}:\n",
+                                  ab.executor ? fmt::format("executor {}", ab.executor->name)
+                                              : std::string("the network's share (executor ideal: no launch, synchronization or message cost, links at peak)"),
+                                  speeds_text(*t.topology, ab.link));
+    if (ab.executor) {
+        out += executor_text(*ab.executor, *ab.executor_costs());
+    } else if (ab.protocol != Protocol::none) {
         const ProtocolCost c = protocol_cost(ab.protocol);
         out += fmt::format("protocol {} (docs/time.md, \"Protocols\"): {:.4g} bytes on the wire per byte of data, +{:g} us a hop out of a "
                            "GPU inside a box, +{:g} us out of a box\n",
@@ -99,7 +126,10 @@ void add_time_json(nlohmann::ordered_json& j, const SendTable& t, const AlphaBet
     if (ab.sizes.empty()) return;
     nlohmann::ordered_json tj;
     tj["link_speeds"] = ab.link ? "--link" : t.topology->has_speeds() ? "graph file" : "defaults";
-    tj["protocol"] = std::string(to_string(ab.protocol));
+    tj["protocol"] = std::string(to_string(ab.executor ? ab.executor_costs()->protocol : ab.protocol));
+    // every time names its executor: "ideal" is the network's share (docs/time.md, "Executors")
+    tj["executor"] = ab.executor ? ab.executor->name : std::string("ideal");
+    if (ab.executor && !ab.executor->calibration.empty()) tj["calibration"] = ab.executor->calibration;
     auto& arr = tj["sizes"] = nlohmann::ordered_json::array();
     for (double m : ab.sizes) {
         TimePrediction p = predict_time(t, ab.time_options(m));

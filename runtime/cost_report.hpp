@@ -26,12 +26,17 @@ struct AlphaBeta {
     std::optional<LinkSpeed> link;  ///< `--link`: one alpha and bandwidth per unit of capacity for every channel
     /// The protocol the input declares (MSCCL-IR `proto`, an MSCCL++ plan's `protocol`); none for tables.
     Protocol protocol = Protocol::none;
+    /// `--executor` (and `--calibration`): the executor whose costs the times include (docs/time.md,
+    /// "Executors"); unset: the ideal one, the network's share.
+    std::optional<ExecutorModel> executor;
     bool given() const { return alpha || beta || !sizes.empty(); }
     /// The alpha-beta time is asked for (all three given).
     bool alpha_beta() const { return alpha && beta && sizes.size() == 1; }
     /// Throws InputError when --alpha or --beta comes without the other two, or with several sizes.
     void check() const;
-    TimeOptions time_options(double size) const { return TimeOptions{size, link, protocol}; }
+    TimeOptions time_options(double size) const;
+    /// The executor's costs under the input's protocol (its default protocol for a table), if one was named.
+    std::optional<ExecutorCosts> executor_costs() const;
 };
 
 /// Whether the cost lines are printed: the table has chunks or rounds, or a time was asked for.

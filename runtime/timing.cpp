@@ -497,6 +497,7 @@ private:
     std::vector<char> waiter_done_;  // per entry of the plan's waiters
     std::vector<LinkSpeed> speed_;   // per channel
     std::vector<double> group_bw_;   // per group
+    std::vector<double> message_;    // per channel: the executor's hold per transfer beyond its bytes
     std::vector<std::pair<std::size_t, double>> use_;  // (resource, seconds held) of the transfer being started
     RadixQueue<Event> events_;  // arrivals (many: every started transfer's until it arrives)
     QuadHeap<Event> ready_;   // transfers made ready (few at a time: started soon after)
@@ -533,7 +534,7 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     const LinkSpeed sp = speed_[idx(c)];
     const std::size_t E = topo_.channels().size(), G = topo_.groups().size(), N = topo_.nodes();
     use_.clear();
-    use_.emplace_back(idx(c), bytes / sp.bandwidth);
+    use_.emplace_back(idx(c), message_[idx(c)] + bytes / sp.bandwidth);
     for (std::uint32_t g : topo_.groups_of(c)) use_.emplace_back(E + g, bytes / group_bw_[g]);
     double hold = 0;
     for (const auto& [r, d] : use_) hold = std::max(hold, d);
@@ -564,6 +565,9 @@ void AsyncRun::run() {
     busy_.assign(topo_.channels().size() + topo_.groups().size() + 2 * std::size_t{topo_.nodes()}, BusyList{});
     speed_.resize(topo_.channels().size());
     for (std::uint32_t c = 0; c < speed_.size(); ++c) speed_[c] = channel_speed(topo_, ChannelId{c}, opt_);
+    message_.assign(topo_.channels().size(), 0.0);
+    if (opt_.executor)
+        for (std::uint32_t c = 0; c < message_.size(); ++c) message_[c] = message_cost(topo_, ChannelId{c}, opt_);
     group_bw_.resize(topo_.groups().size());
     for (std::uint32_t g = 0; g < group_bw_.size(); ++g) group_bw_[g] = group_speed(topo_, g, opt_);
     pending_ = p_.pending;
@@ -595,6 +599,7 @@ void AsyncRun::run() {
     }
     // every transfer waits only on transfers of earlier steps, so all of them run
     if (started_ != T) throw InputError("cannot predict the time: some transfers never hold their data (a bug in collsched)");
+    if (opt_.executor) out_.asynchronous += opt_.executor->launch;  // the launch comes before the first transfer
     if (!each_) return;
     std::vector<double> busy(topo_.channels().size(), 0.0);
     for (std::uint32_t j = 0; j < T; ++j) busy[idx(p_.channel[j])] += out_.transfers[j].end - out_.transfers[j].start;
@@ -611,7 +616,7 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
     const Topology& topo = *p.topo;
     const double chunk = datum_bytes(p.kind, topo.processors(), opt.size) / p.chunks;
     std::vector<double> chan(topo.channels().size(), 0.0), group(topo.groups().size(), 0.0);
-    std::vector<std::uint32_t> used;
+    std::vector<std::uint32_t> used, count(opt.executor ? topo.channels().size() : 0, 0);
     double total = 0;
     if (step_seconds) step_seconds->assign(p.steps, 0.0);
     for (std::size_t i = 0; i < p.step.size();) {
@@ -622,23 +627,26 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
             const double bytes = chunk * p.moved[i];
             if (chan[c] == 0) used.push_back(c);
             chan[c] += bytes;
+            if (opt.executor) ++count[c];
             for (std::uint32_t g : topo.groups_of(p.channel[i])) group[g] += bytes;
         }
         double longest = 0;
         for (std::uint32_t c : used) {
             const LinkSpeed sp = channel_speed(topo, ChannelId{c}, opt);
             double d = chan[c] / sp.bandwidth;
+            if (opt.executor) d += count[c] * message_cost(topo, ChannelId{c}, opt);
             for (std::uint32_t g : topo.groups_of(ChannelId{c})) d = std::max(d, group[g] / group_speed(topo, g, opt));
             longest = std::max(longest, sp.alpha + d);
         }
         for (std::uint32_t c : used) {
             chan[c] = 0;
+            if (opt.executor) count[c] = 0;
             for (std::uint32_t g : topo.groups_of(ChannelId{c})) group[g] = 0;
         }
         if (step_seconds) (*step_seconds)[s - 1] = longest;
         total += longest;
     }
-    return total;
+    return total + (opt.executor ? opt.executor->launch : 0.0);  // the launch comes before the first step
 }
 
 }  // namespace
@@ -652,40 +660,21 @@ LinkSpeed raw_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
 
 }  // namespace
 
-std::string_view to_string(Protocol p) {
-    switch (p) {
-        case Protocol::ll: return "LL";
-        case Protocol::ll128: return "LL128";
-        case Protocol::simple: return "Simple";
-        case Protocol::none: break;
-    }
-    return "none";
-}
+ExecutorCosts costs_of(const TimeOptions& opt) { return opt.executor ? *opt.executor : protocol_costs(opt.protocol); }
 
-std::optional<Protocol> parse_protocol(std::string_view s) {
-    if (s == "LL") return Protocol::ll;
-    if (s == "LL128") return Protocol::ll128;
-    if (s == "Simple") return Protocol::simple;
-    return std::nullopt;
-}
-
-ProtocolCost protocol_cost(Protocol p) {
-    // NVIDIA/nccl 5067397c. Wire: src/include/device.h:75-88 (an LL line is 16 bytes, 8 of them
-    // data: flag1 and flag2 beside data1 and data2), :110-112 (an LL128 line is 16 eight-byte
-    // elements, 15 of them data). Latency: src/graph/tuning.cc:156-176 hwLatencies, the ring's
-    // row (NVLink LL 0.6, LL128 1.9, Simple 3.4 us; network LL 2.7, LL128 4.0, Simple 14.0 us),
-    // over LL's, which the machines' alpha already are (docs/topologies.md, "Link speeds").
-    switch (p) {
-        case Protocol::ll: return {2.0, 0, 0};
-        case Protocol::ll128: return {128.0 / 120.0, 1.3e-6, 1.3e-6};
-        case Protocol::simple: return {1.0, 2.8e-6, 11.3e-6};
-        case Protocol::none: break;
-    }
-    return {};
+LinkClass link_class(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+    const Channel& ch = topo.channel(c);
+    for (Node n : {ch.from, ch.to})
+        if (!topo.is_processor(n)) {
+            const SwitchFunctions f = topo.switch_functions(n);
+            if (f.reduce || f.multicast) return LinkClass::in_switch;
+        }
+    return raw_speed(topo, c, opt).bandwidth < opt.network_below ? LinkClass::network : LinkClass::box;
 }
 
 TimeOptions with_network_class(const Topology& topo, TimeOptions opt) {
-    if (opt.protocol == Protocol::none || opt.network_below > 0) return opt;
+    if (opt.executor) opt.protocol = opt.executor->protocol;
+    if ((opt.protocol == Protocol::none && (!opt.executor || opt.executor->ideal())) || opt.network_below > 0) return opt;
     double fastest = 0;
     for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
         const Channel& ch = topo.channel(ChannelId{c});
@@ -697,11 +686,17 @@ TimeOptions with_network_class(const Topology& topo, TimeOptions opt) {
 
 LinkSpeed channel_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
     LinkSpeed s = raw_speed(topo, c, opt);
-    if (opt.protocol == Protocol::none) return s;
-    const ProtocolCost cost = protocol_cost(opt.protocol);
-    if (topo.is_processor(topo.channel(c).from)) s.alpha += s.bandwidth < opt.network_below ? cost.network_s : cost.box_s;
-    s.bandwidth /= cost.wire;
+    if (opt.protocol == Protocol::none && !opt.executor) return s;
+    const ExecutorCosts cost = costs_of(opt);
+    const std::size_t k = idx_of(link_class(topo, c, opt));
+    if (topo.is_processor(topo.channel(c).from)) s.alpha += cost.hop[k];
+    s.bandwidth *= cost.efficiency[k] / cost.wire;
     return s;
+}
+
+double message_cost(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+    if (!opt.executor) return 0;
+    return opt.executor->message[idx_of(link_class(topo, c, opt))];
 }
 
 double datum_bytes(CollectiveKind k, std::uint32_t processors, double size) {
@@ -728,9 +723,12 @@ double bus_factor(CollectiveKind k, std::uint32_t processors) {
 }
 
 double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt) {
-    const double wire = protocol_cost(opt.protocol).wire;
-    if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap / wire;
-    return topo.group_bandwidth(g) / wire;
+    const ExecutorCosts cost = costs_of(opt);
+    // a group is charged at the efficiency of its channels' class (a GPU's NVLinks, a NIC's ports)
+    const std::vector<ChannelId>& members = topo.groups()[g].channels;
+    const double eff = opt.executor && !members.empty() ? cost.efficiency[idx_of(link_class(topo, members.front(), opt))] : 1.0;
+    if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap * eff / cost.wire;
+    return topo.group_bandwidth(g) * eff / cost.wire;
 }
 
 TimingPlan::TimingPlan(const SendTable& t, Deadline deadline) {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
+#include "runtime/executor/executor.hpp"
 #include "support/budget.hpp"
 
 namespace collsched {
@@ -48,23 +49,6 @@ double datum_bytes(CollectiveKind, std::uint32_t processors, double size);
 /// 2(P-1)/P; allgather, reduce_scatter, alltoall, gather and scatter (P-1)/P; others 1.
 double bus_factor(CollectiveKind, std::uint32_t processors);
 
-/// The executor's protocol (docs/time.md, "Protocols"): `none`, the network's share only (every
-/// table's default), or NCCL's LL, LL128 and Simple, as MSCCL-IR programs (`proto`) and MSCCL++
-/// plans (`protocol`) declare them.
-enum class Protocol : std::uint8_t { none, ll, ll128, simple };
-std::string_view to_string(Protocol);
-/// "LL", "LL128", "Simple" (as the formats spell them); nullopt for anything else.
-std::optional<Protocol> parse_protocol(std::string_view);
-
-/// What a protocol costs (docs/time.md, "Protocols", with NCCL's sources): the bytes on the wire per
-/// byte of data, and the latency it adds to a hop that leaves a processor, inside a box (NCCL's
-/// NVLink figures) and out of it (its network figures), over LL's (the machines' alpha).
-struct ProtocolCost {
-    double wire = 1;
-    double box_s = 0, network_s = 0;
-};
-ProtocolCost protocol_cost(Protocol);
-
 struct TimeOptions {
     double size = 0;  ///< M: the collective's size as NCCL counts it (datum_bytes gives a datum; a chunk is a datum / C)
     /// Replaces every speed of the topology: each channel and group gets this alpha and
@@ -74,7 +58,17 @@ struct TimeOptions {
     /// With a protocol: a channel below this bandwidth is the network's (a quarter of the fastest
     /// channel between processors; with_network_class sets it, predict_time calls it).
     double network_below = 0;
+    /// The executor that runs the table (docs/time.md, "Executors"): its launch, synchronization,
+    /// message costs and link efficiencies, and its protocol (which then replaces `protocol`).
+    /// Unset: the ideal executor under `protocol`, the network's share.
+    std::optional<ExecutorCosts> executor = std::nullopt;
 };
+
+/// The costs `opt` charges: its executor's, else `protocol`'s wire factor and hop latencies only.
+ExecutorCosts costs_of(const TimeOptions&);
+/// The class of channel c (docs/time.md, "Executors"): `switch` into or out of a router that
+/// reduces or multicasts, `network` below `network_below`, else `box`.
+LinkClass link_class(const Topology&, ChannelId c, const TimeOptions&);
 
 /// `opt` with network_below set from the topology (nothing to do without a protocol).
 TimeOptions with_network_class(const Topology&, TimeOptions opt);
@@ -102,6 +96,8 @@ struct TimePrediction {
 /// The speed of channel c under `opt` (the topology's, or the uniform override; with a protocol,
 /// the bandwidth divided by its wire factor and, on a channel out of a processor, its latency added).
 LinkSpeed channel_speed(const Topology&, ChannelId c, const TimeOptions& opt);
+/// How long a transfer holds channel c beyond its bytes under `opt`'s executor (0 without one).
+double message_cost(const Topology&, ChannelId c, const TimeOptions& opt);
 /// The bandwidth of link group g under `opt`.
 double group_speed(const Topology&, std::uint32_t g, const TimeOptions& opt);
 

@@ -13,7 +13,7 @@ if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
 # what the collsched binary needs to build
 packages=(build-essential cmake ninja-build pkg-config libz3-dev libboost-dev doctest-dev libcadical-dev
           nlohmann-json3-dev libsimdjson-dev libcli11-dev libfmt-dev openmpi-bin libopenmpi-dev
-          libprotobuf-dev protobuf-compiler)
+          libprotobuf-dev protobuf-compiler libglpk-dev)
 # and what the test suite, the documentation's pictures and the Python module need
 if ((!quick)); then
   packages+=(librsvg2-bin graphviz help2man chromium python3-jsonschema python3-dev pybind11-dev python3-numpy

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <charconv>
+#include <cmath>
 #include <concepts>
 #include <optional>
 #include <string_view>
@@ -23,6 +24,18 @@ std::optional<T> parse_decimal(std::string_view text) {
     T v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
+/// `text` as a non-negative decimal real: digits with an optional fraction and exponent ("12",
+/// "0.5", ".5", "1.2e+05"), the whole text, finite; nullopt for anything else (a sign, spaces,
+/// a unit, "inf", "nan", hexadecimal). The reader of measured times and bandwidths in tables
+/// (runtime/executor/measurements.hpp); quantities with units go through support/units.hpp.
+inline std::optional<double> parse_real(std::string_view text) {
+    if (text.empty() || !((text.front() >= '0' && text.front() <= '9') || text.front() == '.')) return std::nullopt;
+    double v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v, std::chars_format::general);
+    if (ec != std::errc{} || p != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
     return v;
 }
 

@@ -40,7 +40,9 @@ BELOW = {
     # what NCCL runs, generated for a machine, and NCCL's model: the tables it builds are checked
     # by verifier/check; it needs nothing of the synthesizer
     "verifier/baselines": ["verifier/synth/search"],
-    "runtime": ["compiler/lower", "compiler/formats", "-dsl"],
+    # the executor model (issue 55): its constants per executor and protocol with sources, calibrations, the readers of measured times; below the runtime
+    "runtime/executor": ["compiler/table", "-dsl"],
+    "runtime": ["runtime/executor", "compiler/lower", "compiler/formats", "-dsl"],
     # constructions for time see synth's instances and the runtime's time prediction
     "verifier/compose": ["verifier/synth/search", "runtime"],
     # the time objective and its bounds (issue 43): the constructions, NCCL's algorithms, the

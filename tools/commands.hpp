@@ -50,5 +50,6 @@ void add_completion_command(CLI::App&, Context&);
 void add_compare_command(CLI::App&, Context&);
 void add_machine_command(CLI::App&, Context&);
 void add_compose_command(CLI::App&, Context&);
+void add_calibrate_command(CLI::App&, Context&);
 
 }  // namespace collsched::tools

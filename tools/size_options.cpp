@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/core/input_file.hpp"
+#include "support/edit_distance.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
 
@@ -110,6 +112,39 @@ void add_link_option(CLI::App* cmd, std::optional<LinkSpeed>& link) {
         ->type_name("ALPHA,BW");
 }
 
+void add_executor_options(CLI::App* cmd, std::optional<ExecutorModel>& executor) {
+    cmd->add_option_function<std::string>(
+           "--executor",
+           [&executor](const std::string& s) {
+               const std::optional<ExecutorKind> k = parse_executor(s);
+               if (!k) {
+                   std::string best;
+                   std::size_t d = 3;
+                   for (std::string_view n : executor_names())
+                       if (std::size_t e = support::edit_distance(s, n); e < d) d = e, best = n;
+                   throw InputError(fmt::format("--executor: unknown executor \"{}\"{} (ideal, nccl, mscclpp, msccl)", s,
+                                                best.empty() ? "" : fmt::format("; did you mean \"{}\"?", best)));
+               }
+               // a calibration given first keeps its constants
+               if (executor && executor->kind == *k) return;
+               executor = builtin_executor(*k);
+           },
+           "Predicted time: the executor whose costs it includes (docs/time.md, \"Executors\"): ideal (the network's share: links "
+           "at peak, nothing for launches, synchronization or messages; the default), nccl, mscclpp or msccl (their launch, "
+           "synchronization, per-message costs and link efficiencies, each constant with its source)")
+        ->type_name("NAME");
+    cmd->add_option_function<std::string>(
+           "--calibration",
+           [&executor](const std::string& path) {
+               const std::string text = read_input_file(path, "calibration", std::uint64_t{16} << 20, "");
+               const Calibration c = read_calibration(text, path);
+               executor = calibrated(builtin_executor(c.executor), c);
+           },
+           "Predicted time: an executor calibrated for this machine (a collsched.calibration/1 file written by `collsched "
+           "calibrate`); it names its executor")
+        ->type_name("FILE");
+}
+
 void add_alpha_beta_options(CLI::App* cmd, AlphaBeta& ab) {
     auto nonneg = CLI::Validator(
         [](std::string& s) -> std::string {
@@ -133,6 +168,7 @@ void add_alpha_beta_options(CLI::App* cmd, AlphaBeta& ab) {
                     "(doubling) or a list 1K,1M; with --alpha and --beta also the alpha-beta time S*alpha + R*(D/C)*beta (D: "
                     "one datum's bytes at M)");
     add_link_option(cmd, ab.link);
+    add_executor_options(cmd, ab.executor);
 }
 
 }  // namespace collsched::tools

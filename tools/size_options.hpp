@@ -19,6 +19,8 @@ void add_alpha_beta_options(CLI::App* cmd, AlphaBeta& ab);
 /// `--size`/`--sizes` alone (compare, pareto): the list of sizes and `--link`.
 void add_size_option(CLI::App* cmd, std::vector<double>& sizes, std::string_view name, std::string_view help);
 void add_link_option(CLI::App* cmd, std::optional<LinkSpeed>& link);
+/// `--executor NAME` and `--calibration FILE` (docs/time.md, "Executors").
+void add_executor_options(CLI::App* cmd, std::optional<ExecutorModel>& executor);
 
 /// Sizes as `1M`, `1K..1G` (doubling; `1K..1G:4` multiplies by 4), or a comma-separated list of
 /// both. Throws InputError saying what was expected.

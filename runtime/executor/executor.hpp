@@ -1,0 +1,158 @@
+/** \file
+ * The executor model (docs/time.md, "Executors"): what a GPU pays to run a table, beyond the
+ * network's share, for each executor that runs collsched's exports. It is collsched's scheduling
+ * model in the sense of LLVM's (X86SchedSkylakeClient.td read through TargetSchedModel): one row
+ * of constants per executor and protocol, each constant with its source, read by the time model
+ * (runtime/timing.hpp) through `ExecutorCosts` and by nothing else.
+ *
+ * An executor charges, on top of the machine's links:
+ *  - a *launch*: once per collective (kernel launch and set-up; NCCL's base latency);
+ *  - a *hop*: on every transfer that leaves a GPU, the synchronization its receiver waits for
+ *    (a flag written after the data and polled; NCCL's per-step hardware latency), by link class;
+ *  - a *message*: every transfer holds its channel this long beyond its bytes (issuing the copy
+ *    or the RDMA write and its completion: what makes 4,096 transfers of 64 bytes cost more than
+ *    one of 256 KiB), by link class;
+ *  - an *efficiency*: the achievable fraction of a link's peak bandwidth, by link class (NCCL's
+ *    own calibrated NVLink speeds against the datasheet; a switch's reduction throughput);
+ *  - a *wire* factor: bytes on the wire per byte of data (LL's flags);
+ *  - a *grain*: the smallest transfer worth sending (below it a transfer pays its message cost for
+ *    nothing the executor can use: one warp's access of the protocol's lines).
+ *
+ * Link classes: `box` (NVLink, NVSwitch without reduction, PCIe inside a box), `network` (a NIC's
+ * channels: below a quarter of the fastest channel between processors, the rule NCCL's protocol
+ * latencies and the machine view use), `switch` (channels into or out of a router that reduces or
+ * multicasts: NVLS, SHARP).
+ *
+ * `ideal` is an executor like the others, with every cost zero and every efficiency 1: the time it
+ * gives is the network's share, the model the proven lower bounds are stated in. A calibration
+ * (`collsched calibrate`, a file `collsched.calibration/1`) replaces some constants of one executor
+ * for one machine, and names the measurements it was fitted on.
+ */
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace collsched {
+
+/// The executor's protocol (docs/time.md, "Protocols"): `none`, the network's share only (every
+/// table's default), or NCCL's LL, LL128 and Simple, as MSCCL-IR programs (`proto`) and MSCCL++
+/// plans (`protocol`) declare them.
+enum class Protocol : std::uint8_t { none, ll, ll128, simple };
+std::string_view to_string(Protocol);
+/// "LL", "LL128", "Simple" (as the formats spell them); nullopt for anything else.
+std::optional<Protocol> parse_protocol(std::string_view);
+
+/// What a protocol costs (docs/time.md, "Protocols", with NCCL's sources): the bytes on the wire per
+/// byte of data, and the latency it adds to a hop that leaves a processor, inside a box (NCCL's
+/// NVLink figures) and out of it (its network figures), over LL's (the machines' alpha).
+struct ProtocolCost {
+    double wire = 1;
+    double box_s = 0, network_s = 0;
+};
+ProtocolCost protocol_cost(Protocol);
+
+/// The classes of channels an executor charges differently (see the file comment).
+enum class LinkClass : std::uint8_t { box, network, in_switch };
+inline constexpr std::size_t link_classes = 3;
+constexpr std::size_t idx_of(LinkClass c) { return static_cast<std::size_t>(c); }
+std::string_view to_string(LinkClass);
+
+/// The executors collsched's exports run on, and the ideal one.
+enum class ExecutorKind : std::uint8_t { ideal, nccl, mscclpp, msccl };
+std::string_view to_string(ExecutorKind);
+/// "ideal", "nccl", "mscclpp", "msccl"; nullopt for anything else.
+std::optional<ExecutorKind> parse_executor(std::string_view);
+/// The names, for --help and did-you-mean.
+std::vector<std::string_view> executor_names();
+
+/// A constant of the model and where it comes from (a file and line of the executor's source, a
+/// published measurement, or a fit with the rows it was fitted on).
+struct Constant {
+    double value = 0;
+    std::string source;
+};
+
+/// One protocol of one executor: the constants the time model reads.
+struct ProtocolRow {
+    Protocol protocol = Protocol::simple;
+    Constant launch;                                    ///< seconds, once per collective
+    std::array<Constant, link_classes> hop;             ///< seconds on every transfer leaving a GPU, over the link's alpha
+    std::array<Constant, link_classes> message;         ///< seconds a transfer holds its channel beyond its bytes
+    std::array<Constant, link_classes> efficiency;      ///< achievable fraction of peak, in (0, 1]
+    Constant grain;                                     ///< bytes: the smallest transfer worth sending
+};
+
+/// What an executor can run (its limits, as its own source states them); 0 where it has none.
+struct ExecutorLimits {
+    std::uint32_t max_steps_per_block = 0;   ///< MSCCL: MSCCL_MAX_NUM_STEPS
+    std::uint32_t max_blocks = 0;            ///< MSCCL: MSCCL_MAX_NUM_THREAD_BLOCKS
+    std::uint32_t max_channels = 0;          ///< NCCL: MAXCHANNELS
+    std::string source;
+};
+
+/// One executor: its protocols (the first is its default) and limits.
+struct ExecutorModel {
+    ExecutorKind kind = ExecutorKind::ideal;
+    std::string name;
+    std::string note;               ///< one line: what runs the table
+    std::vector<ProtocolRow> protocols;
+    ExecutorLimits limits;
+    std::string calibration;        ///< empty: the built-in constants; else what replaced them
+    /// The row of protocol p (the default's when the executor has no such protocol, `none`).
+    const ProtocolRow& row(Protocol p) const;
+};
+
+/// The built-in model of an executor (constants from its source and NCCL's tuning model).
+const ExecutorModel& builtin_executor(ExecutorKind);
+
+/// The costs the time model reads for one executor and protocol: every constant resolved to a
+/// number. Default-constructed: the ideal executor (nothing charged, peak rates, the protocol's
+/// wire factor and hop latencies only when a protocol is given).
+struct ExecutorCosts {
+    ExecutorKind kind = ExecutorKind::ideal;
+    Protocol protocol = Protocol::none;
+    double wire = 1;
+    double launch = 0;
+    std::array<double, link_classes> hop{0, 0, 0};
+    std::array<double, link_classes> message{0, 0, 0};
+    std::array<double, link_classes> efficiency{1, 1, 1};
+    double grain = 0;
+    bool ideal() const;
+    bool operator==(const ExecutorCosts&) const = default;
+};
+
+/// The costs of `model` under protocol p (`none`: the model's default protocol).
+ExecutorCosts executor_costs(const ExecutorModel&, Protocol p = Protocol::none);
+/// Only a protocol's wire factor and hop latencies: how MSCCL-IR programs and MSCCL++ plans are
+/// timed without an executor named (docs/time.md, "Protocols").
+ExecutorCosts protocol_costs(Protocol);
+
+/// A calibration (`collsched.calibration/1`, docs/time.md "Calibration"): constants of one
+/// executor fitted for one machine. Fields left out keep the built-in values.
+struct Calibration {
+    ExecutorKind executor = ExecutorKind::nccl;
+    std::string machine;                 ///< what the fit was for (a name, free text)
+    std::string fitted_on;               ///< the measurements (file, rows)
+    struct Entry {
+        Protocol protocol = Protocol::simple;
+        std::optional<double> launch;
+        std::array<std::optional<double>, link_classes> efficiency;
+        std::array<std::optional<double>, link_classes> hop;
+        std::array<std::optional<double>, link_classes> message;
+    };
+    std::vector<Entry> entries;
+};
+
+/// `base` with the calibration's constants in place, each citing the fit.
+ExecutorModel calibrated(const ExecutorModel& base, const Calibration&);
+
+/// The calibration file: JSON text; InputError with file:line:col on anything else.
+Calibration read_calibration(std::string_view text, std::string_view file);
+std::string write_calibration(const Calibration&);
+
+}  // namespace collsched

@@ -1,0 +1,184 @@
+// The executor model (docs/time.md, "Executors" and "Calibration"): the ideal executor is the
+// network's share exactly; each executor's costs enter the time as documented (launch once, hop
+// on every transfer out of a GPU, the message hold on the channel, the efficiency on the
+// bandwidth); calibration files read and refuse as documented; the fit recovers constants it
+// was given, and `collsched calibrate` fits a published nccl-tests log.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/io/table_io.hpp"
+#include "runtime/executor/executor.hpp"
+#include "runtime/timing.hpp"
+#include "support/error.hpp"
+#include "tests/approx.hpp"
+#include "tests/tools/cli_run.hpp"
+#include "verifier/baselines/nccl.hpp"
+#include "verifier/time/calibration.hpp"
+
+using namespace collsched;
+
+namespace {
+
+const std::string executor_ring = "schedules/nccl/ring_allgather_dgx_a100.sched";  // 8 GPUs, 7 steps, one chunk a datum
+
+SendTable executor_ring_table() {
+    static const test::Scratch scratch("executor_ring");
+    const std::string out = scratch.file("ring.json");
+    const auto c = test::run("compile " + test::source(executor_ring) + " -o " + out);
+    REQUIRE(c.code == 0);
+    return read_table(out);
+}
+
+double executor_async_at(const SendTable& t, double size, std::optional<ExecutorCosts> e) {
+    TimeOptions o{size, std::nullopt};
+    o.executor = e;
+    return predict_time(t, o).asynchronous;
+}
+
+}  // namespace
+
+TEST_CASE("executor: ideal is the network's share, byte for byte") {
+    const SendTable t = executor_ring_table();
+    for (double m : {1024.0, 268435456.0}) {
+        const double none = executor_async_at(t, m, std::nullopt);
+        CHECK(executor_async_at(t, m, executor_costs(builtin_executor(ExecutorKind::ideal))) == none);
+        CHECK(executor_async_at(t, m, ExecutorCosts{}) == none);
+    }
+}
+
+TEST_CASE("executor: launch once, hop per step, message hold and efficiency as documented") {
+    // the ring: 7 steps, one transfer a GPU a step of M/8 on 300 GB/s NVLink with alpha 0.6 us; every
+    // step waits for the one before, so the time is launch + 7 (alpha + hop + message + (M/8) / (B eff))
+    const SendTable t = executor_ring_table();
+    ExecutorCosts c;
+    c.kind = ExecutorKind::nccl;
+    c.protocol = Protocol::simple;
+    c.launch = 10e-6;
+    c.hop = {2e-6, 0, 0};
+    c.message = {1e-6, 0, 0};
+    c.efficiency = {0.5, 1, 1};
+    for (double m : {1024.0, 268435456.0}) {
+        const double expect = 10e-6 + 7 * (0.6e-6 + 2e-6 + 1e-6 + (m / 8) / (300e9 * 0.5));
+        CHECK(executor_async_at(t, m, c) == test::rel(expect));
+    }
+    // each constant alone moves the time by its documented share
+    ExecutorCosts launch_only;
+    launch_only.launch = 5e-6;
+    CHECK(executor_async_at(t, 4096, launch_only) - executor_async_at(t, 4096, std::nullopt) == test::rel(5e-6));
+}
+
+TEST_CASE("executor: the built-in rows cite a source for every constant") {
+    for (ExecutorKind k : {ExecutorKind::nccl, ExecutorKind::mscclpp, ExecutorKind::msccl}) {
+        const ExecutorModel& m = builtin_executor(k);
+        REQUIRE(!m.protocols.empty());
+        for (const ProtocolRow& r : m.protocols) {
+            INFO(m.name, " ", to_string(r.protocol));
+            CHECK(!r.launch.source.empty());
+            CHECK(!r.grain.source.empty());
+            for (std::size_t c = 0; c < link_classes; ++c) {
+                CHECK(!r.message[c].source.empty());
+                CHECK(!r.efficiency[c].source.empty());
+                CHECK(r.efficiency[c].value > 0);
+                CHECK(r.efficiency[c].value <= 1);
+            }
+        }
+    }
+    CHECK(parse_executor("nccl") == ExecutorKind::nccl);
+    CHECK(!parse_executor("NCCL").has_value());
+}
+
+TEST_CASE("executor: calibration files round trip and bad ones are refused with their place") {
+    Calibration c;
+    c.executor = ExecutorKind::nccl;
+    c.machine = "test box";
+    c.fitted_on = "nothing";
+    Calibration::Entry e;
+    e.protocol = Protocol::ll;
+    e.launch = 7e-6;
+    e.efficiency[0] = 0.8;
+    e.hop[1] = 3e-6;
+    c.entries.push_back(e);
+    const Calibration back = read_calibration(write_calibration(c), "c.json");
+    REQUIRE(back.entries.size() == 1);
+    CHECK(*back.entries[0].launch == test::rel(7e-6));
+    CHECK(*back.entries[0].efficiency[0] == test::rel(0.8));
+    CHECK(*back.entries[0].hop[1] == test::rel(3e-6));
+    const ExecutorModel m = calibrated(builtin_executor(ExecutorKind::nccl), back);
+    CHECK(m.row(Protocol::ll).launch.value == test::rel(7e-6));
+    CHECK(m.row(Protocol::ll).launch.source.find("calibrated for test box") != std::string::npos);
+    CHECK(m.row(Protocol::simple).launch.value == builtin_executor(ExecutorKind::nccl).row(Protocol::simple).launch.value);
+
+    auto refused = [](const std::string& text, const std::string& where) {
+        try {
+            read_calibration(text, "c.json");
+        } catch (const InputError& err) {
+            CHECK(std::string(err.what()).find(where) != std::string::npos);
+            return;
+        }
+        FAIL("accepted: ", text);
+    };
+    refused(R"({"format": "collsched.calibration/2"})", "c.json:1:");
+    refused("{\"format\": \"collsched.calibration/1\",\n \"protocols\": {\"LL\": {\"launch_us\": -1}}}", "c.json:2:");
+    refused(R"({"format": "collsched.calibration/1", "protocols": {"LL": {"efficiency": {"box": 1.5}}}})", "[0.001, 1]");
+    refused(R"({"format": "collsched.calibration/1", "protocols": {"LL": {"efficiency": {"nvlink": 0.5}}}})", "unknown link class");
+    refused(R"({"format": "collsched.calibration/1", "executor": "ideal"})", "\"executor\"");
+    refused(R"({"format": "collsched.calibration/1", "protocols": {"LL": {}, "LL": {}}})", "given twice");
+}
+
+TEST_CASE("calibrate: the fit recovers the times of constants it did not start from") {
+    // measured times made by known constants on a DGX A100 box (NCCL's ring allreduce, Simple):
+    // the fit, started from the built-in constants, must meet them
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/dgx_a100.json"));
+    ExecutorCosts truth = executor_costs(builtin_executor(ExecutorKind::nccl), Protocol::simple);
+    truth.launch = 20e-6;
+    truth.efficiency = {0.6, 0.96, 1};
+    const SendTable table = nccl::nccl_baseline(topo, Collective::parse("allreduce", *topo), topo->default_model(), "ring").table;
+    std::vector<CalibrationCase> cases;
+    for (double m = 4096; m <= (1u << 30); m *= 4) {
+        CalibrationCase c;
+        c.label = fmt::format("{}", m);
+        c.series = "synthetic";
+        c.topology = topo;
+        c.collective = CollectiveKind::allreduce;
+        c.size = m;
+        c.measured = executor_async_at(table, m, truth);
+        c.algorithm = "ring";
+        c.protocol = Protocol::simple;
+        cases.push_back(c);
+    }
+    CalibrationOptions o;
+    o.hold_out = true;
+    const CalibrationReport r = calibrate(cases, o);
+    CHECK(r.heldout_worst < 0.01);
+    CHECK(r.builtin_median > 0.05);  // the built-in constants were off: the fit did the work
+    for (const CalibrationResult& row : r.rows) CHECK(row.skipped.empty());
+}
+
+TEST_CASE("calibrate: a published nccl-tests log of 2 x 8 H100 fits, and bad input is exit 2") {
+    const std::string log = test::source("runtime/executor/calibration/logs/gcp_a3mega_2x8_h100_all_reduce.txt");
+    const test::Scratch scratch("calibrate_log");
+    const std::string m = scratch.file("a3mega.json"), cal = scratch.file("a3mega.calibration.json");
+    auto w = test::run("machine dgx-h100 --boxes 2 --network rail --nic-gbps 200 -o " + m);
+    REQUIRE(w.code == 0);
+    auto r = test::run("calibrate " + log + " --topology graph:" + m + " --algorithm ring -o " + cal + " --json");
+    INFO(r.out, r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["rows"].size() >= 20);
+    CHECK(j["heldout_median"].get<double>() < 0.25);
+    // the calibration it wrote is read back by --calibration
+    auto v = test::run("verify " + test::source(executor_ring) + " --size 1M --calibration " + cal);
+    INFO(v.out, v.err);
+    CHECK(v.code == 0);
+    CHECK(v.out.find("calibrated for graph:") != std::string::npos);
+    // bad input
+    CHECK(test::run("calibrate " + log).code == 2);  // no --topology
+    CHECK(test::run("calibrate " + log + " --topology graph:" + m + " --algorithm rings").code == 2);
+    CHECK(test::run("calibrate --measurements " + test::source("runtime/executor/calibration/measurements.csv")).code == 2);  // no --machine
+    auto bad = test::run("verify " + test::source(executor_ring) + " --size 1M --executor ncl");
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("did you mean \"nccl\"") != std::string::npos);
+}

@@ -1,0 +1,403 @@
+// Calibration of an executor model on measured times (verifier/time/calibration.hpp,
+// docs/time.md "Calibration"). GLPK solves each round's linear program: a real solver for the
+// piece of the fit that is an LP (issue 55 asks for one), with its simplex's own tolerances.
+#include "verifier/time/calibration.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+#include <glpk.h>
+
+#include "runtime/timing.hpp"
+#include "support/error.hpp"
+#include "support/units.hpp"
+#include "verifier/baselines/nccl.hpp"
+#include "verifier/compose/nvls.hpp"
+
+namespace collsched {
+
+namespace {
+
+// The fitted constants: launch of LL, LL128, Simple (seconds); 1 / efficiency of box, network and
+// switch channels; an extra latency on every hop out of a GPU over the network (seconds).
+constexpr std::size_t NP = 8;
+using X = std::array<double, NP>;
+constexpr std::size_t LAUNCH = 0, INV_EFF = 3, NET_HOP = 6, MESSAGE = 7;
+// Their ranges: a launch up to 200 us (a slow network stack's floor, e.g. TCP over 2 boxes, lands
+// there when the network's hop cannot take it), efficiencies from 0.2 to 1, 0 to 100 us of hop.
+constexpr X lower = {0, 0, 0, 1, 1, 1, 0, 0};
+constexpr X upper = {200e-6, 200e-6, 200e-6, 5, 5, 5, 100e-6, 4};
+
+std::size_t protocol_index(Protocol p) { return p == Protocol::ll ? 0 : p == Protocol::ll128 ? 1 : 2; }
+
+/// The costs of `base`'s row of protocol p with the constants x in place.
+ExecutorCosts costs_at(const ExecutorModel& base, Protocol p, const X& x) {
+    ExecutorCosts c = executor_costs(base, p);
+    c.launch = x[LAUNCH + protocol_index(p)];
+    for (std::size_t k = 0; k < link_classes; ++k) c.efficiency[k] = 1 / x[INV_EFF + k];
+    c.hop[idx_of(LinkClass::network)] = base.row(p).hop[idx_of(LinkClass::network)].value + x[NET_HOP];
+    for (std::size_t k = 0; k < link_classes; ++k) c.message[k] = base.row(p).message[k].value * x[MESSAGE];
+    return c;
+}
+
+X start_of(const ExecutorModel& base) {
+    X x{};
+    for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) x[LAUNCH + protocol_index(p)] = base.row(p).launch.value;
+    const ProtocolRow& r = base.row(Protocol::simple);
+    for (std::size_t k = 0; k < link_classes; ++k) x[INV_EFF + k] = 1 / r.efficiency[k].value;
+    x[NET_HOP] = 0;
+    x[MESSAGE] = 1;
+    return x;
+}
+
+/// One algorithm NCCL may have run for a case, with its protocol and its table's plan.
+struct Variant {
+    std::string algorithm;
+    Protocol protocol = Protocol::simple;
+    std::optional<TimingPlan> plan;
+};
+
+struct Prepared {
+    const CalibrationCase* c = nullptr;
+    std::vector<Variant> variants;  ///< one when the case names its algorithm; NCCL's algorithms for "default"
+    CalibrationResult result;
+};
+
+std::string_view kind_name(CollectiveKind k) { return collective_row(k).name; }
+
+Protocol from_nccl(nccl::Protocol q) { return q == nccl::Protocol::ll ? Protocol::ll : q == nccl::Protocol::ll128 ? Protocol::ll128 : Protocol::simple; }
+nccl::Protocol to_nccl(Protocol q) { return q == Protocol::ll ? nccl::Protocol::ll : q == Protocol::ll128 ? nccl::Protocol::ll128 : nccl::Protocol::simple; }
+
+std::optional<nccl::Algorithm> parse_algorithm(std::string_view a) {
+    if (a == "ring") return nccl::Algorithm::ring;
+    if (a == "tree") return nccl::Algorithm::tree;
+    if (a == "pat") return nccl::Algorithm::pat;
+    return std::nullopt;
+}
+
+/// The table of `algorithm` for the case, planned; the reason when there is none.
+std::string plan_variant(const CalibrationCase& c, const nccl::System& sys, double bytes, Variant& v, const Deadline& deadline) {
+    const std::shared_ptr<const Topology>& topo = c.topology;
+    try {
+        SendTable table;
+        if (v.algorithm == "nvls" || v.algorithm == "nvls_tree") {
+            if (c.collective != CollectiveKind::allreduce || sys.nvls_efficiency <= 0) return "NVLS runs allreduce on a machine whose switches reduce";
+            compose::NvlsPlan plan;
+            plan.pieces = compose::nvls_pieces_for_size(sys.gpus_per_node, bytes);
+            plan.owner_through_switch = true;  // NCCL's form
+            table = sys.nodes == 1 ? compose::nvls_allreduce(topo, plan) : compose::nvls_tree_allreduce(topo, plan);
+        } else {
+            nccl::BaselineOptions o;
+            o.deadline = deadline;
+            const Collective coll = Collective::parse(kind_name(c.collective), *topo);
+            table = nccl::nccl_baseline(topo, coll, topo->default_model(), v.algorithm, c.size, o).table;
+        }
+        v.plan.emplace(table, deadline);
+    } catch (const InputError& e) {
+        return fmt::format("no table for {}: {}", v.algorithm, e.what());
+    }
+    return "";
+}
+
+/// The algorithms NCCL may have run (the one named, or for "default" every one of NCCL's that runs
+/// the collective here: its tuner takes the fastest, and the fit assumes it does), each with its
+/// protocol (the one named, else NCCL's model's best for it), and NCCL's own model's time of what
+/// its tuner picks.
+void prepare(Prepared& p, const Deadline& deadline) {
+    const CalibrationCase& c = *p.c;
+    CalibrationResult& r = p.result;
+    r.label = c.label;
+    r.series = c.series;
+    r.size = c.size;
+    r.measured = c.measured;
+    r.algorithm = c.algorithm;
+    nccl::System sys;
+    try {
+        sys = nccl::nccl_system(*c.topology);
+    } catch (const InputError& e) {
+        r.skipped = fmt::format("NCCL's model does not describe the machine: {}", e.what());
+        return;
+    }
+    const double bytes = nccl::nccl_bytes(c.collective, c.topology->processors(), c.size);
+    const std::optional<nccl::NvlsModel> nvls = nccl::nccl_nvls_model(sys, c.collective, bytes);
+    std::vector<std::string> names;
+    if (c.algorithm == "default") names = {"tree", "ring", "pat", "nvls"};
+    else names = {c.algorithm};
+    double tuner = std::numeric_limits<double>::infinity();
+    std::string why;
+    for (std::string name : names) {
+        Variant v;
+        std::optional<double> model;
+        if (auto a = parse_algorithm(name)) {
+            if (c.protocol != Protocol::none) {
+                v.protocol = c.protocol;
+                model = nccl::nccl_model_time(sys, c.collective, *a, to_nccl(c.protocol), bytes);
+            } else if (auto m = nccl::nccl_best_protocol(sys, c.collective, *a, bytes)) {
+                v.protocol = from_nccl(m->protocol);
+                model = m->seconds;
+            } else {
+                why = fmt::format("NCCL's model does not run {} {} here", name, kind_name(c.collective));
+                continue;
+            }
+        } else if (name == "nvls" || name == "nvls_tree") {
+            if (!nvls) {
+                why = "no NVLS here";
+                continue;
+            }
+            if (c.algorithm == "default") name = nvls->algorithm == "NVLS" ? "nvls" : "nvls_tree";
+            v.protocol = Protocol::simple;  // NVLS has Simple only (tuning.cc)
+            model = nvls->seconds;
+        } else {
+            r.skipped = fmt::format("algorithm \"{}\" is not one of NCCL's here (ring, tree, pat, nvls, nvls_tree)", name);
+            return;
+        }
+        v.algorithm = name;
+        if (std::string no = plan_variant(c, sys, bytes, v, deadline); !no.empty()) {
+            why = no;
+            continue;
+        }
+        if (model && *model < tuner) tuner = *model;
+        p.variants.push_back(std::move(v));
+    }
+    if (p.variants.empty()) {
+        r.skipped = why.empty() ? fmt::format("NCCL's model has no algorithm for {} here", kind_name(c.collective)) : why;
+        return;
+    }
+    if (std::isfinite(tuner)) r.nccl_model = tuner;
+}
+
+/// The case's time at x: the fastest of its variants (NCCL's tuner aims at the fastest), and which.
+std::pair<double, const Variant*> timed(const Prepared& p, const ExecutorModel& base, const X& x) {
+    std::pair<double, const Variant*> best{std::numeric_limits<double>::infinity(), nullptr};
+    for (const Variant& v : p.variants) {
+        TimeOptions o{p.c->size, std::nullopt};
+        o.executor = costs_at(base, v.protocol, x);
+        if (const double t = v.plan->asynchronous(o); t < best.first) best = {t, &v};
+    }
+    return best;
+}
+
+double time_of(const Prepared& p, const ExecutorModel& base, const X& x) { return timed(p, base, x).first; }
+
+double rel(double predicted, double measured) { return std::abs(predicted - measured) / measured; }
+
+/// The sum of relative errors of the training rows at x.
+double loss(const std::vector<Prepared*>& train, const ExecutorModel& base, const X& x) {
+    double s = 0;
+    for (const Prepared* p : train) s += rel(time_of(*p, base, x), p->c->measured);
+    return s;
+}
+
+/// One round's linear program: minimize sum_r (u_r + v_r) / m_r subject to
+/// T_r + g_r . (y - x) - m_r = u_r - v_r, y within [x - radius, x + radius] and the ranges.
+/// Returns y, or nullopt when GLPK finds no optimum.
+std::optional<X> lp_round(const std::vector<Prepared*>& train, const std::vector<double>& t, const std::vector<X>& g, const X& x,
+                          const X& radius) {
+    glp_prob* lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    const int R = static_cast<int>(train.size());
+    glp_add_cols(lp, static_cast<int>(NP) + 2 * R);
+    for (std::size_t k = 0; k < NP; ++k) {
+        const double lo = std::max(lower[k], x[k] - radius[k]), hi = std::min(upper[k], x[k] + radius[k]);
+        glp_set_col_bnds(lp, static_cast<int>(k) + 1, lo < hi ? GLP_DB : GLP_FX, lo, std::max(lo, hi));
+    }
+    for (int r = 0; r < R; ++r) {
+        const double w = 1 / train[static_cast<std::size_t>(r)]->c->measured;
+        for (int s = 0; s < 2; ++s) {
+            const int col = static_cast<int>(NP) + 2 * r + s + 1;
+            glp_set_col_bnds(lp, col, GLP_LO, 0, 0);
+            glp_set_obj_coef(lp, col, w);
+        }
+    }
+    glp_add_rows(lp, R);
+    std::vector<int> ia{0}, ja{0};
+    std::vector<double> ar{0};
+    for (int r = 0; r < R; ++r) {
+        const std::size_t i = static_cast<std::size_t>(r);
+        // g . y - u + v = m - T + g . x
+        double rhs = train[i]->c->measured - t[i];
+        for (std::size_t k = 0; k < NP; ++k) {
+            rhs += g[i][k] * x[k];
+            if (g[i][k] != 0) ia.push_back(r + 1), ja.push_back(static_cast<int>(k) + 1), ar.push_back(g[i][k]);
+        }
+        ia.push_back(r + 1), ja.push_back(static_cast<int>(NP) + 2 * r + 1), ar.push_back(-1);
+        ia.push_back(r + 1), ja.push_back(static_cast<int>(NP) + 2 * r + 2), ar.push_back(1);
+        glp_set_row_bnds(lp, r + 1, GLP_FX, rhs, rhs);
+    }
+    glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.presolve = GLP_ON;
+    std::optional<X> y;
+    if (glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT) {
+        y.emplace();
+        for (std::size_t k = 0; k < NP; ++k) (*y)[k] = std::clamp(glp_get_col_prim(lp, static_cast<int>(k) + 1), lower[k], upper[k]);
+    }
+    glp_delete_prob(lp);
+    return y;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const CalibrationOptions& options) {
+    const ExecutorModel& base = builtin_executor(options.executor);
+    std::vector<Prepared> prepared(cases.size());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        if (options.deadline.passed()) throw LimitReached("time limit (calibrate: building the tables)");
+        prepared[i].c = &cases[i];
+        prepare(prepared[i], options.deadline);
+    }
+    // the held-out split: within each series (sorted by size), every other timed row
+    std::map<std::string, std::vector<Prepared*>> series;
+    for (Prepared& p : prepared)
+        if (p.result.skipped.empty()) series[p.c->series].push_back(&p);
+    std::vector<Prepared*> train, all;
+    for (auto& [name, rows] : series) {
+        std::stable_sort(rows.begin(), rows.end(), [](const Prepared* a, const Prepared* b) { return a->c->size < b->c->size; });
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            rows[i]->result.train = !options.hold_out || i % 2 == 0 || rows.size() == 1;
+            if (rows[i]->result.train) train.push_back(rows[i]);
+            all.push_back(rows[i]);
+        }
+    }
+    if (train.empty()) {
+        std::string why;
+        for (const Prepared& p : prepared)
+            if (!p.result.skipped.empty()) {
+                why = fmt::format(" ({}: {})", p.result.label, p.result.skipped);
+                break;
+            }
+        throw InputError(fmt::format("calibrate: none of the {} measurements can be timed here{}", cases.size(), why));
+    }
+
+    X x = start_of(base);
+    X radius;
+    for (std::size_t k = 0; k < NP; ++k) radius[k] = (upper[k] - lower[k]) / 4;
+    double current = loss(train, base, x);
+    CalibrationReport report;
+    std::vector<double> t(train.size());
+    std::vector<X> g(train.size());
+    for (std::uint32_t round = 0; round < 40; ++round) {
+        if (options.deadline.passed()) break;  // the best constants so far
+        // each row's time and slope at x (the active piece: one-sided differences small enough to stay on it)
+        for (std::size_t i = 0; i < train.size(); ++i) {
+            t[i] = time_of(*train[i], base, x);
+            for (std::size_t k = 0; k < NP; ++k) {
+                X h = x;
+                const double d = k < INV_EFF ? 1e-7 : k < NET_HOP ? 1e-4 : k == NET_HOP ? 1e-7 : 1e-4;
+                h[k] = x[k] + d <= upper[k] ? x[k] + d : x[k] - d;
+                g[i][k] = (time_of(*train[i], base, h) - t[i]) / (h[k] - x[k]);
+            }
+        }
+        report.rounds = round + 1;
+        const std::optional<X> y = lp_round(train, t, g, x, radius);
+        bool moved = false;
+        if (y) {
+            const double next = loss(train, base, *y);
+            if (next < current - 1e-9 * current) {
+                x = *y;
+                current = next;
+                moved = true;
+            }
+        }
+        if (!moved) {
+            bool small = true;
+            for (std::size_t k = 0; k < NP; ++k) {
+                radius[k] /= 2;
+                small = small && radius[k] < (upper[k] - lower[k]) * 1e-4;
+            }
+            if (small) break;
+        }
+    }
+
+    Calibration& cal = report.calibration;
+    cal.executor = options.executor;
+    cal.machine = options.machine;
+    cal.fitted_on = fmt::format("{} ({} rows fitted, {} held out)", options.fitted_on.empty() ? "measurements" : options.fitted_on,
+                                train.size(), all.size() - train.size());
+    std::array<bool, 3> used{false, false, false};
+    for (const Prepared* p : train)
+        for (const Variant& v : p->variants) used[protocol_index(v.protocol)] = true;
+    for (Protocol p : {Protocol::simple, Protocol::ll128, Protocol::ll}) {
+        Calibration::Entry e;
+        e.protocol = p;
+        if (used[protocol_index(p)]) e.launch = x[LAUNCH + protocol_index(p)];
+        for (std::size_t k = 0; k < link_classes; ++k) e.efficiency[k] = 1 / x[INV_EFF + k];
+        e.hop[idx_of(LinkClass::network)] = base.row(p).hop[idx_of(LinkClass::network)].value + x[NET_HOP];
+        for (std::size_t k = 0; k < link_classes; ++k) e.message[k] = base.row(p).message[k].value * x[MESSAGE];
+        cal.entries.push_back(e);
+    }
+    report.model = calibrated(base, cal);
+
+    const X builtin = start_of(base);
+    std::vector<double> held, nccl_held, builtin_held;
+    for (Prepared& p : prepared) {
+        CalibrationResult& r = p.result;
+        if (r.skipped.empty()) {
+            r.builtin = time_of(p, base, builtin);
+            const auto [fitted, which] = timed(p, base, x);
+            r.fitted = fitted;
+            r.algorithm = which->algorithm;
+            r.protocol = which->protocol;
+            if (!r.train) {
+                held.push_back(rel(r.fitted, r.measured));
+                builtin_held.push_back(rel(r.builtin, r.measured));
+                if (r.nccl_model) nccl_held.push_back(rel(*r.nccl_model, r.measured));
+            }
+        }
+        report.rows.push_back(r);
+    }
+    if (held.empty())  // no held-out rows (hold_out off, or series of one): report on the training rows
+        for (const CalibrationResult& r : report.rows)
+            if (r.skipped.empty()) {
+                held.push_back(rel(r.fitted, r.measured));
+                builtin_held.push_back(rel(r.builtin, r.measured));
+                if (r.nccl_model) nccl_held.push_back(rel(*r.nccl_model, r.measured));
+            }
+    report.heldout_median = median(held);
+    report.heldout_worst = held.empty() ? 0 : *std::max_element(held.begin(), held.end());
+    report.nccl_median = median(nccl_held);
+    report.nccl_worst = nccl_held.empty() ? 0 : *std::max_element(nccl_held.begin(), nccl_held.end());
+    report.builtin_median = median(builtin_held);
+    return report;
+}
+
+std::string calibration_text(const CalibrationReport& r) {
+    std::string out = fmt::format("executor {} calibrated ({}; {} rounds of GLPK's simplex)\n", r.model.name, r.calibration.fitted_on, r.rounds);
+    for (const Calibration::Entry& e : r.calibration.entries) {
+        out += fmt::format("  {:<7}", to_string(e.protocol));
+        out += e.launch ? fmt::format(" launch {:>7.2f} us", *e.launch * 1e6) : std::string(" launch    (not fitted)");
+        out += fmt::format("  efficiency box {:.3f} network {:.3f} switch {:.3f}  network hop +{:.2f} us  message {:.3g}/{:.3g} us\n",
+                           *e.efficiency[0], *e.efficiency[1], *e.efficiency[2], *e.hop[1] * 1e6, *e.message[0] * 1e6, *e.message[1] * 1e6);
+    }
+    out += fmt::format("  {:<28} {:<10} {:<7} {:>9} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}\n", "measurement", "algorithm", "proto", "size",
+                       "measured", "built-in", "fitted", "error", "NCCL", "set");
+    for (const CalibrationResult& c : r.rows) {
+        if (!c.skipped.empty()) {
+            out += fmt::format("  {:<28} skipped: {}\n", c.label, c.skipped);
+            continue;
+        }
+        const std::string nccl = c.nccl_model ? fmt::format("{:+.0f}%", (*c.nccl_model / c.measured - 1) * 100) : std::string("-");
+        out += fmt::format("  {:<28} {:<10} {:<7} {:>9} {:>11} {:>11} {:>11} {:>+6.0f}% {:>7} {:>7}\n", c.label, c.algorithm, to_string(c.protocol),
+                           support::format_bytes(c.size), support::format_seconds(c.measured), support::format_seconds(c.builtin),
+                           support::format_seconds(c.fitted), (c.fitted / c.measured - 1) * 100, nccl, c.train ? "fit" : "held");
+    }
+    out += fmt::format("held-out error (|predicted - measured| / measured): median {:.1f} %, worst {:.1f} %; built-in constants median {:.1f} %; "
+                       "NCCL's own tuning model on the same rows: median {:.1f} %, worst {:.1f} %\n",
+                       r.heldout_median * 100, r.heldout_worst * 100, r.builtin_median * 100, r.nccl_median * 100, r.nccl_worst * 100);
+    return out;
+}
+
+}  // namespace collsched
