@@ -536,7 +536,8 @@ std::vector<Case> limit_cases() {
                              "pareto --topology torus:16x16 --collective alltoall --timeout 5",
                              "pareto --topology ebft:16 --collective alltoall --max-chunks 4096 --timeout 5",
                              "pareto --topology torus:16x16 --collective alltoall --max-chunks 4096 --timeout 5",
-                             "pareto --topology torus:32x32 --collective allgather --timeout 5"}) {
+                             "pareto --topology torus:32x32 --collective allgather --timeout 5",
+                             "pareto --topology torus:8x8 --collective alltoall --timeout 5"}) {
         Case c;
         c.name = args;
         c.args = args;

@@ -417,7 +417,7 @@ TEST_CASE("direct: two threads give the single thread's report on EBFT n = 256, 
     }
 }
 
-TEST_CASE("direct checker: only the counterexamples the report shows are written out; the rest are counted") {
+TEST_CASE("direct checker: only the counterexamples the report shows are written out, the rest are counted") {
     // A one-transfer allreduce on linear:65534: every processor ends without the full sum. The
     // report wrote every text (each naming what is missing of 65,534 sources) to print 20: 14.4 s.
     const SendTable t = parse_table_json(
