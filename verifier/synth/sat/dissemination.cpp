@@ -51,6 +51,14 @@ Dissem dissemination_goals(const SynthInstance& in) {
     return d;
 }
 
+/// One send of the end-to-end encoding: message `msg` from processor p to q along their route,
+/// leaving in step s, when `lit` is true.
+struct EndToEndSend {
+    std::uint32_t msg, p, q;
+    Step s;
+    int lit;
+};
+
 /// The goals as horizons: every goal holds at H, and for each earlier horizon T >= far a
 /// deadline variable (e.deadline[T]) that, assumed true, makes every goal hold at T.
 template <class Index>
@@ -542,12 +550,7 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
                 hold[hidx(i, p, t)] = Node{p} == dm.origin[i] ? Formula::top : f.new_var();
     }
 
-    struct Send {
-        std::uint32_t msg, p, q;
-        Step s;
-        int lit;
-    };
-    std::vector<Send> sends;
+    std::vector<EndToEndSend> sends;
     // arrivals[i][q][t]: sends of message i arriving at q in step t.
     std::vector<std::vector<int>> arrivals(dm.msgs.size() * P * (H + 1));
     const std::size_t C = topo.channels().size();
@@ -625,7 +628,7 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
     add_deadlines(e, dm, hold, hidx, far, H, opt);
     for (std::size_t k = 0; k < sends.size(); ++k) {
         if (k % 4096 == 0) check_deadline(opt);
-        const Send& s = sends[k];
+        const EndToEndSend& s = sends[k];
         const auto& r = routes[s.p * P + s.q];
         e.candidates.push_back({s.lit, static_cast<std::uint32_t>(e.pool.size()), static_cast<std::uint32_t>(r.size()),
                                 s.s + static_cast<Step>(r.size()) - 1});
