@@ -297,6 +297,10 @@ private:
                           fmt::format("{} each way, a hop to the box's NIC (NCCL's PCI hop 1 us over the two hops)", box_.pcie_name)});
             for (int g = 0; g < n_; ++g) m_.edges.push_back(edge(P(g), R(nic_base + box_of(g)), 1, "pcie"));
         }
+        if (kind == NetKind::none) {  // one box: its NICs lead nowhere (a shared NIC has no GPU to hang off)
+            m_.routers = next;
+            return;
+        }
         // every NIC's end: the GPU it hangs off, or the box's NIC router
         std::vector<End> nic_end;
         for (int b = 0; b < k_; ++b)
@@ -319,7 +323,7 @@ private:
                             const int x = b * nics_per_box() + j, y = c * nics_per_box() + j;
                             m_.edges.push_back(edge(nic_end[x], nic_end[y], 1, ib, x, y));
                         }
-        } else if (kind != NetKind::none) {
+        } else {
             type(ib, nic_speed(box_.nic_alpha_us / hops, fmt::format("{}, {} ({})", box_.nic_short, what, why)));
             const int first = next;
             network_routers(nic_end, next, ib);

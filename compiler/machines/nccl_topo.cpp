@@ -135,6 +135,9 @@ private:
         }
         f.order_by_dev = all_dev;
         for (const FactGpu& g : f.gpus) f.nvlinks_known = f.nvlinks_known || g.described;
+        // NCCL connects a GPU to the target of each of its GPU <nvlink> one way, count x the link's
+        // rate, adding up repeated entries (src/graph/topo.cc ncclTopoAddNvLinks, ncclTopoConnectNodes)
+        std::map<std::pair<int, int>, std::pair<int, const Elem*>> listed;  // (from, to) -> links, first entry
         for (std::size_t i = 0; i < order.size(); ++i) {
             const Elem* x = sub(*order[i].second.e, "gpu");
             if (!x) continue;
@@ -148,11 +151,31 @@ private:
                 } else if (cls.starts_with("0x03")) {
                     auto it = index.find(lower(need(l, "target")));
                     if (it == index.end()) fail(l, fmt::format("<nvlink> target=\"{}\" is no GPU of this file", need(l, "target")));
-                    if (it->second == static_cast<int>(i)) continue;  // a link to itself (as some dumps write): nothing to route
-                    auto key = std::minmax(static_cast<int>(i), it->second);
-                    f.direct[{key.first, key.second}] = std::max(f.direct[{key.first, key.second}], static_cast<int>(count));
+                    auto& [links, first] = listed[{static_cast<int>(i), it->second}];
+                    links += static_cast<int>(count);
+                    if (!first) first = &l;
                 }  // to a CPU (POWER9's NVLink to the host): not a GPU-to-GPU link
             }
+        }
+        for (const auto& [pair, entry] : listed) {
+            const auto [u, v] = pair;
+            const auto& [links, where] = entry;
+            if (u == v) {  // NCCL joins the GPU to itself: a link that no path between two GPUs takes
+                f.said.push_back(fmt::format("line {}: GPU {} lists {} NVLink{} to itself: no path between two GPUs uses {}, left out",
+                                             where->line, u, links, links == 1 ? "" : "s", links == 1 ? "it" : "them"));
+                continue;
+            }
+            auto back = listed.find({v, u});
+            if (back == listed.end())
+                fail(*where, fmt::format("<nvlink> from GPU {} to GPU {} is listed one way only: NCCL would use it from {} to {} only "
+                                         "(src/graph/topo.cc ncclTopoAddNvLinks connects the listing GPU to its target), and a machine "
+                                         "file's links carry both ways: list it under both GPUs, as NCCL's dump does", u, v, u, v));
+            if (u > v) continue;
+            const int both = std::min(links, back->second.first);
+            if (links != back->second.first)
+                f.said.push_back(fmt::format("line {}: GPU {} lists {} NVLinks to GPU {}, GPU {} lists {} back: the box takes {} both ways",
+                                             where->line, u, links, v, v, back->second.first, both));
+            f.direct[{u, v}] = both;
         }
         for (const Net& n : nets_) {
             FactNic nic;

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -145,6 +146,56 @@ TEST_CASE("machine: bad NCCL topology XML is exit 2 with file:line, and nothing 
     check("nic.xml", slurp(nccl("ndv4-topo.xml")), "--gpu a100 --boxes 2 --network rail",
           "nic.xml:5: the NIC (PCI class 0x02) has no <nic><net speed=...> element");
     check("gpu.xml", slurp(nccl("ndv4-topo.xml")), "--gpu a1000", "--gpu a1000: expected one of v100, a100");
+}
+
+namespace {
+
+/// NCCL topology XML of `gpus` V100 under one CPU, each GPU's <nvlink> lines from `links(g)`.
+std::string nvlink_xml(int gpus, const std::function<std::string(int)>& links) {
+    std::string s = "<system version=\"1\">\n  <cpu numaid=\"0\" arch=\"x86_64\">\n";
+    for (int g = 0; g < gpus; ++g)
+        s += fmt::format("    <pci busid=\"0000:{:02x}:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" link_width=\"16\">\n"
+                         "      <gpu dev=\"{}\" sm=\"70\" rank=\"{}\">\n{}      </gpu>\n    </pci>\n", 0x10 + g, g, g, links(g));
+    return s + "  </cpu>\n</system>\n";
+}
+std::string nvlink_to(int target, int count) {
+    return fmt::format("        <nvlink target=\"0000:{:02x}:00.0\" count=\"{}\" tclass=\"0x030200\"/>\n", 0x10 + target, count);
+}
+
+}  // namespace
+
+TEST_CASE("machine: GPU-to-GPU NVLinks in NCCL XML (a DGX-1 style mesh) read as NCCL connects them, no crash") {
+    collsched::test::Scratch dir("machine_nvlink");
+    // a 4-GPU ring of 2 NVLinks, both ways, as NCCL dumps it: a mesh of capacity-2 edges
+    const std::string ring = dir.file("ring.xml", nvlink_xml(4, [](int g) { return nvlink_to((g + 1) % 4, 2) + nvlink_to((g + 3) % 4, 2); }));
+    auto j = machine_json("--nccl-topo " + ring);
+    CHECK(j["edges"] == nlohmann::json::parse("[[0, 1, 2], [0, 3, 2], [1, 2, 2], [2, 3, 2]]"));
+    CHECK(j["bandwidth"] == "20 GB/s");
+    // a link to itself: NCCL joins the GPU to itself, which no path uses; left out and said
+    collsched::test::Run r;
+    const std::string self = dir.file("self.xml", nvlink_xml(2, [](int g) { return nvlink_to(1 - g, 1) + nvlink_to(g, 1); }));
+    j = machine_json("--nccl-topo " + self, &r);
+    CHECK(j["edges"] == nlohmann::json::parse("[[0, 1, 1]]"));
+    CHECK(r.err.find("GPU 0 lists 1 NVLink to itself") != std::string::npos);
+    // counts that differ by direction: the smaller both ways, said
+    const std::string uneven = dir.file("uneven.xml", nvlink_xml(2, [](int g) { return nvlink_to(1 - g, g == 0 ? 2 : 1); }));
+    j = machine_json("--nccl-topo " + uneven, &r);
+    CHECK(j["edges"] == nlohmann::json::parse("[[0, 1, 1]]"));
+    CHECK(r.err.find("GPU 0 lists 2 NVLinks to GPU 1, GPU 1 lists 1 back: the box takes 1 both ways") != std::string::npos);
+    // one way only: NCCL would use it one way, a machine's links carry both: refused with the place
+    const std::string oneway = dir.file("oneway.xml", nvlink_xml(2, [](int g) { return g == 0 ? nvlink_to(1, 2) : std::string(); }));
+    auto bad = run("machine --nccl-topo " + oneway);
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err.find("oneway.xml:5:9: <nvlink> from GPU 0 to GPU 1 is listed one way only") != std::string::npos);
+}
+
+TEST_CASE("machine: one-box mesh and PCIe families written with routers (their NICs lead nowhere), no crash") {
+    for (const char* family : {"ndv2", "pcie", "dgx1", "amd4"}) {
+        INFO(family);
+        auto j = machine_json(std::string(family) + " --switches routers");
+        CHECK(j["processors"] == (std::string(family) == "amd4" ? 4 : 8));
+    }
 }
 
 TEST_CASE("machine: --nvls, NVLink SHARP per box: Blackwell's efficiency, routers, refused without NVLS") {
