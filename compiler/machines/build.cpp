@@ -57,6 +57,7 @@ public:
         if (!routers_ && kind == NetKind::single_switch && pairs > 4e6)
             throw InputError(fmt::format("{} GPUs on one switch as link groups need {:.0f} edges: use --switches routers", n_, pairs));
         m_.processors = n_;
+        m_.boxes = k_;
     }
 
     Machine build() {

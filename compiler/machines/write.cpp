@@ -64,7 +64,7 @@ std::string speed_text(double value, std::string_view unit) {
 std::string write_machine_json(const Machine& m) {
     std::string s = "{";
     if (m.note) s += fmt::format("\"note\": {},\n ", json_quote(*m.note));
-    s += fmt::format("\"processors\": {}, \"routers\": {},\n", m.processors, m.routers);
+    s += fmt::format("\"processors\": {}, \"routers\": {}, \"boxes\": {},\n", m.processors, m.routers, m.boxes);
     const bool compact = !m.base_type.empty();
     if (compact) {
         const auto& base = *std::find_if(m.types.begin(), m.types.end(), [&](const LinkType& t) { return t.name == m.base_type; });
