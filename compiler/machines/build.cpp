@@ -238,7 +238,7 @@ private:
             return c;
         };
         for (int g = 0; g < n_; ++g) {
-            if (box_.fabric == Fabric::switched) {
+            if (box_.fabric == Fabric::switched && (per_ > 1 || o_.nvls)) {  // a box of one GPU has no switch traffic to share
                 const int cap = switch_cap();
                 if (remote[g].empty() && !o_.nvls) {
                     m_.groups.push_back({fmt::format("gpu{}.out", g), cap, g, -1, {}, nv});

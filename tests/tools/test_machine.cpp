@@ -309,3 +309,53 @@ TEST_CASE("--topology replaces a shipped schedule's machine: compile, verify, si
     CHECK(table.code == 2);
     CHECK(table.err == "collsched: error: --topology applies to MSCCL-IR files and schedules only (tables name theirs)\n");
 }
+
+TEST_CASE("machine: every file `machine` writes is read back by `topo` (each family x option), refusals are one line and write nothing") {
+    collsched::test::Scratch dir("machine_roundtrip");
+    std::vector<std::string> families;
+    std::istringstream list(run("machine --list").out);
+    for (std::string line; std::getline(list, line);)
+        if (line.starts_with("  ") && line.find("source:") == std::string::npos) families.push_back(line.substr(2, line.find(' ', 2) - 2));
+    REQUIRE(families.size() >= 14);
+    const char* options[] = {"", "--switches routers", "--units gpu", "--units 4", "--nvls", "--slow-link 0-1:0.5",
+                             "--boxes 2 --network switch", "--boxes 2 --network rail", "--boxes 2 --network fat-tree",
+                             "--boxes 2 --network fat-tree3", "--boxes 2 --network torus:2", "--boxes 2 --network rail --switches routers",
+                             "--boxes 2 --network switch --sharp", "--boxes 2 --network rail --nvls --sharp",
+                             "--boxes 2 --network switch --nic-down 0", "--boxes 2 --network rail --slow-link 0-1:0.5"};
+    const std::string out = dir.file("m.json");
+    int written = 0, refused = 0;
+    auto round_trip = [&](const std::string& args) {
+        std::filesystem::remove(out);
+        auto w = run(fmt::format("machine {} -o {}", args, out));
+        INFO("machine ", args, "\n", w.err);
+        if (w.code == 2) {  // a refusal: one line, nothing written
+            CHECK(std::count(w.err.begin(), w.err.end(), '\n') == 1);
+            CHECK(!std::filesystem::exists(out));
+            ++refused;
+            return;
+        }
+        REQUIRE(w.code == 0);
+        auto t = run("topo graph:" + out);
+        INFO(t.err);
+        CHECK(t.code == 0);
+        ++written;
+    };
+    for (const std::string& family : families)
+        for (const char* option : options) round_trip(family + " " + option);
+    CHECK(written > 150);
+    // boxes of one GPU, from NCCL's XML and from nvidia-smi
+    round_trip("--nccl-topo " + dir.file("one.xml", nvlink_xml(1, [](int) { return std::string(); })));
+    round_trip("--gpu h100 --nvidia-smi " + dir.file("one.txt", "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-23\t0\n"));
+    const std::string one_nic = nvlink_xml(1, [](int) { return std::string(); })
+                                    .insert(std::string_view("<system version=\"1\">\n  <cpu numaid=\"0\" arch=\"x86_64\">\n").size(),
+                                            "    <nic><net name=\"mlx5_0\" dev=\"0\" speed=\"400000\"/></nic>\n");
+    round_trip("--boxes 2 --network switch --nccl-topo " + dir.file("one_nic.xml", one_nic));
+    // --nic-gbps: a finite number from 1 to 100000 (nan, inf, 0 and negatives were taken)
+    for (const char* bad : {"nan", "inf", "0", "-5", "1e9"}) {
+        auto r = run(fmt::format("machine dgx-h100 --boxes 2 --network rail --nic-gbps {}", bad));
+        INFO(bad, r.err);
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find(fmt::format("expected a number from 1 to 100000, not '{}'", bad)) != std::string::npos);
+    }
+}
