@@ -359,3 +359,23 @@ TEST_CASE("machine: every file `machine` writes is read back by `topo` (each fam
         CHECK(r.err.find(fmt::format("expected a number from 1 to 100000, not '{}'", bad)) != std::string::npos);
     }
 }
+
+TEST_CASE("messages: a usage error is one line; a long path keeps its file:line:col") {
+    for (const char* args : {"machine dgx1 --switches foo", "machine dgx1 --boxes x", "verify --timeout abc x.json", "machine dgx1 --nosuch"}) {
+        auto r = run(args);
+        INFO(args, "\n", r.err);
+        CHECK(r.code == 2);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(r.err.find("Run with --help") == std::string::npos);
+    }
+    collsched::test::Scratch dir("machine_long_path");
+    const std::filesystem::path deep = dir.dir / std::string(150, 'd');
+    std::filesystem::create_directories(deep);
+    const std::string file = (deep / "count.xml").string();
+    std::ofstream(file) << "<system version=\"1\">\n<cpu>\n<pci busid=\"0000:01:00.0\" class=\"0x030200\">\n<gpu dev=\"0\" sm=\"90\">\n"
+                           "  <nvlink target=\"0000:05:00.0\" tclass=\"0x068000\"/>\n</gpu></pci></cpu></system>\n";
+    auto r = run("machine --nccl-topo " + file);
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("/count.xml:5:3: <nvlink> has no count attribute") != std::string::npos);
+}
