@@ -116,6 +116,7 @@ private:
         std::vector<std::pair<std::string, Dev>> order;
         bool all_dev = !gpus_.empty();
         for (const Dev& d : gpus_) all_dev = all_dev && sub(*d.e, "gpu") && attr(*sub(*d.e, "gpu"), "dev");
+        check_devs();
         for (const Dev& d : gpus_) {
             std::string key = all_dev ? fmt::format("{:08}", integer(*sub(*d.e, "gpu"), "dev")) : lower(need(*d.e, "busid"));
             order.emplace_back(key, d);
@@ -128,7 +129,11 @@ private:
             g.line = d.e->line;
             g.pcie_gbs = pci_gbs(*d.e);
             if (const Elem* x = sub(*d.e, "gpu")) {
-                g.sm = static_cast<int>(integer(*x, "sm"));
+                // NCCL reads sm with strtol and no check (src/graph/topo.cc ncclTopoAddGpu); no GPU has sm -1
+                const long sm = integer(*x, "sm");
+                if (sm < 10 || sm > 1000)
+                    fail(*x, fmt::format("<gpu> sm=\"{}\": expected the CUDA compute capability x 10, 10 to 1000 (70 for V100, 90 for H100)", sm));
+                g.sm = static_cast<int>(sm);
                 g.described = true;
             }
             f.gpus.push_back(g);
@@ -194,6 +199,22 @@ private:
         return f;
     }
 
+    /// A GPU's dev is its CUDA device number: NCCL reads it into an int with strtol (2^40 would
+    /// wrap, -1 is no device) and graph files find GPUs by it (src/graph/search.cc), so each is
+    /// 0 to 2^31 - 1 and names one GPU.
+    void check_devs() const {
+        std::map<long, const Elem*> seen;
+        for (const Dev& d : gpus_) {
+            const Elem* x = sub(*d.e, "gpu");
+            if (!x || !attr(*x, "dev")) continue;
+            const long dev = integer(*x, "dev");
+            if (dev < 0 || dev > 2147483647L) fail(*x, fmt::format("<gpu> dev=\"{}\": expected a CUDA device number, 0 to 2147483647", dev));
+            auto [it, fresh] = seen.emplace(dev, x);
+            if (!fresh)
+                fail(*x, fmt::format("<gpu> dev=\"{}\" is also the GPU's at line {}: a CUDA device number names one GPU (NCCL's graph "
+                                     "files find GPUs by it)", dev, it->second->line));
+        }
+    }
     static const Elem* sub(const Elem& e, std::string_view name) {
         for (const Elem& s : e.subs)
             if (s.name == name) return &s;

@@ -379,3 +379,31 @@ TEST_CASE("messages: a usage error is one line; a long path keeps its file:line:
     CHECK(r.code == 2);
     CHECK(r.err.find("/count.xml:5:3: <nvlink> has no count attribute") != std::string::npos);
 }
+
+TEST_CASE("machine: NCCL XML that NCCL's reader would take without a word is refused with its place (docs/errors.md)") {
+    collsched::test::Scratch dir("machine_nccl_rules");
+    const std::string out = dir.file("out.json");
+    auto check = [&](const std::string& name, const std::string& text, const std::string& message) {
+        auto r = run(fmt::format("machine --nccl-topo {} -o {}", dir.file(name, text), out));
+        INFO(name, "\n", text, "\n", r.err);
+        CHECK(r.code == 2);
+        CHECK(r.err.find(message) != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(!std::filesystem::exists(out));
+    };
+    auto two = [](int g) { return nvlink_to(1 - g, 2); };
+    const std::string good = nvlink_xml(2, two);
+    REQUIRE(run("machine --nccl-topo " + dir.file("good.xml", good)).code == 0);
+    auto edit = [&](const std::string& from, const std::string& to) {
+        std::string s = good;
+        s.replace(s.find(from), from.size(), to);
+        return s;
+    };
+    check("dup.xml", edit("sm=\"70\"", "sm=\"70\" sm=\"90\""), "dup.xml:4:31: malformed NCCL topology XML: attribute 'sm' of <gpu> given twice");
+    check("sm.xml", edit("sm=\"70\"", "sm=\"-1\""), "sm.xml:4:7: <gpu> sm=\"-1\": expected the CUDA compute capability x 10");
+    check("devs.xml", edit("dev=\"1\"", "dev=\"0\""), "devs.xml:9:7: <gpu> dev=\"0\" is also the GPU's at line 4");
+    check("neg.xml", edit("dev=\"1\"", "dev=\"-1\""), "neg.xml:9:7: <gpu> dev=\"-1\": expected a CUDA device number, 0 to 2147483647");
+    check("big.xml", edit("dev=\"1\"", "dev=\"1099511627776\""), "<gpu> dev=\"1099511627776\": expected a CUDA device number");
+    check("target.xml", edit("target=\"0000:11:00.0\" ", ""), "target.xml:5:9: <nvlink> has no target attribute");
+    check("nul.xml", edit("rank=\"0\"", "rank=\"0&#0;\""), "nul.xml:4:35: malformed NCCL topology XML: character reference &#0; is no XML character");
+}
