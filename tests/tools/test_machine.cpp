@@ -360,7 +360,7 @@ TEST_CASE("machine: every file `machine` writes is read back by `topo` (each fam
     }
 }
 
-TEST_CASE("messages: a usage error is one line; a long path keeps its file:line:col") {
+TEST_CASE("messages: a usage error is one line, and a long path keeps its file:line:col") {
     for (const char* args : {"machine dgx1 --switches foo", "machine dgx1 --boxes x", "verify --timeout abc x.json", "machine dgx1 --nosuch"}) {
         auto r = run(args);
         INFO(args, "\n", r.err);
