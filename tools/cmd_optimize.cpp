@@ -19,6 +19,7 @@
 #include "support/error.hpp"
 #include "tools/commands.hpp"
 #include "runtime/cost_report.hpp"
+#include "compiler/lower/catalog.hpp"
 #include "tools/size_options.hpp"
 #include "tools/input.hpp"
 #include "verifier/check/direct.hpp"
@@ -47,6 +48,7 @@ struct OptimizeArgs {
     std::uint32_t jobs = 0;  ///< 0: not given (1 for --hierarchical, the hardware threads for --size)
     std::uint64_t seed = 1;
     TimeObjectiveOptions time;  ///< --size/--sizes: time as the objective (verifier/time/objective.hpp)
+    bool library_given = false;  ///< --library named a file: it must be a catalog (exit 2 otherwise), not a note
     std::string time_kind = "async";  ///< --time
 };
 
@@ -174,6 +176,9 @@ private:
         t.deadline = run_.when();  // --timeout from the start of the command, the machine's reading included
         t.jobs = args_.jobs > 0 ? args_.jobs : std::max(1u, std::thread::hardware_concurrency());
         t.memory = args_.solver.memory_budget();
+        // a catalog the user named is read before anything runs: a file that is missing or not a
+        // catalog is bad input (exit 2); the default one, missing, is a note (run outside the tree)
+        if (args_.library_given) read_catalog(t.library, RunLimits{run_, t.memory});
         const TimeObjective r = time_objective(in_, t);
         if (!r.candidates.empty())
             for (const std::string& path : args_.outputs)
@@ -376,8 +381,15 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--time", args->time_kind, "With --size: which predicted time decides, async (default) or sync (docs/time.md)")
         ->check(CLI::IsMember({"async", "sync"}));
     add_link_option(cmd, args->time.link);
-    cmd->add_option("--library", args->time.library, "With --size: the catalog of library schedules to take candidates from (default "
-                                                     "schedules/catalog.json)");
+    cmd->add_option_function<std::string>(
+           "--library",
+           [a = args.get()](const std::string& s) {
+               a->time.library = s;
+               a->library_given = true;
+           },
+           "With --size: the catalog of library schedules to take candidates from (default schedules/catalog.json; a file named "
+           "here must be a catalog, collsched.catalog/1)")
+        ->type_name("FILE");
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
                     "Write the best schedule found: FILE.sched as a schedule (DSL), anything else as a JSON table; repeatable");

@@ -482,3 +482,19 @@ TEST_CASE("library: the catalog reader holds the memory budget and the deadline 
         CHECK(std::string(e.what()).find("the catalog is larger than 64 MiB") != std::string::npos);
     }
 }
+
+TEST_CASE("library: optimize --size --library FILE refuses a file that is not a catalog, or is missing, with exit 2") {
+    // a catalog the user names is read before the run (issue 57 item 8): it was a note and exit 0
+    const test::Scratch scratch("library_named");
+    const std::string not_catalog = scratch.file("x.json", R"({"format": "collsched.table/1"})");
+    const std::string base = "optimize --topology graph:" + test::source("schedules/machines/dgx_a100.json") +
+                             " --collective allreduce --size 1M --timeout 20 --library ";
+    auto r = test::run(base + not_catalog);
+    INFO(r.out, r.err);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("collsched.catalog/1") != std::string::npos);
+    auto missing = test::run(base + scratch.file("missing.json"));
+    CHECK(missing.code == 2);
+    CHECK(missing.out.empty());
+}
