@@ -87,6 +87,7 @@ void run_machine(const MachineArgs& a, Context& ctx) {
     if (sources != 1) throw InputError("collsched machine: give one of FAMILY, --nccl-topo FILE or --nvidia-smi FILE (--list names the families)");
     const auto options = machine_options(a);
     machines::Box box;
+    std::vector<std::string> notes;  // what the reader completed: said once the machine is built (a refusal is one line)
     if (!a.family.empty()) {
         if (!a.gpu.empty()) throw InputError("--gpu completes a topology file (--nccl-topo, --nvidia-smi): a family names its GPU");
         box = machines::find_family(a.family);
@@ -97,10 +98,11 @@ void run_machine(const MachineArgs& a, Context& ctx) {
         const std::string& file = a.nccl_topo.empty() ? a.smi_topo : a.nccl_topo;
         const std::string text = read_input_text(file, a.nccl_topo.empty() ? "nvidia-smi topo -m output" : "NCCL topology file");
         auto read = a.nccl_topo.empty() ? machines::read_smi_topo(text, file, hints) : machines::read_nccl_topo(text, file, hints);
-        for (const auto& said : read.completed) std::fprintf(stderr, "collsched: %s: %s\n", file.c_str(), said.c_str());
+        for (const auto& said : read.completed) notes.push_back(fmt::format("collsched: {}: {}\n", file, said));
         box = std::move(read.box);
     }
     const std::string json = machines::write_machine_json(machines::build_machine(box, options));
+    for (const std::string& n : notes) std::fputs(n.c_str(), stderr);
     if (a.output == "-") {
         ctx.print(json);
     } else {

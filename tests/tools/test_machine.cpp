@@ -3,6 +3,7 @@
 // faults, bad input; and the command line's did-you-mean and --size/--sizes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -406,4 +407,19 @@ TEST_CASE("machine: NCCL XML that NCCL's reader would take without a word is ref
     check("big.xml", edit("dev=\"1\"", "dev=\"1099511627776\""), "<gpu> dev=\"1099511627776\": expected a CUDA device number");
     check("target.xml", edit("target=\"0000:11:00.0\" ", ""), "target.xml:5:9: <nvlink> has no target attribute");
     check("nul.xml", edit("rank=\"0\"", "rank=\"0&#0;\""), "nul.xml:4:35: malformed NCCL topology XML: character reference &#0; is no XML character");
+}
+
+TEST_CASE("machine: a refusal after the reader's notes is one line on stderr (the notes wait for the machine)") {
+    // Azure's NC A100 v4 file lists each GPU's NVLink to itself (left out, and said); a NIC that is
+    // not there is refused when the machine is built: the notes used to come first, three lines
+    auto r = run("machine --nccl-topo " + nccl("ncv4-topo.xml") + " --nic-down 7");
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.rfind("collsched: error: ", 0) == 0);
+    // written, the notes are still said
+    auto ok = run("machine --nccl-topo " + nccl("ncv4-topo.xml"));
+    CHECK(ok.code == 0);
+    CHECK(ok.err.find("ncv4-topo.xml") != std::string::npos);
 }
