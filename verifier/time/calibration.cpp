@@ -197,16 +197,22 @@ double loss(const std::vector<Prepared*>& train, const ExecutorModel& base, cons
 /// Returns y, or nullopt when GLPK finds no optimum.
 std::optional<X> lp_round(const std::vector<Prepared*>& train, const std::vector<double>& t, const std::vector<X>& g, const X& x,
                           const X& radius) {
+    // in microseconds, rows and time-valued columns alike, so that every coefficient is near 1:
+    // GLPK's simplex cycled on the same program in seconds (coefficients from 1e-6 to 1e5)
+    constexpr double U = 1e6;
+    X scale;
+    for (std::size_t k = 0; k < NP; ++k) scale[k] = k < INV_EFF || k == NET_HOP ? U : 1;
+    glp_term_out(GLP_OFF);  // GLPK prints to standard output otherwise (glp_scale_prob's "Scaling...")
     glp_prob* lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
     const int R = static_cast<int>(train.size());
     glp_add_cols(lp, static_cast<int>(NP) + 2 * R);
     for (std::size_t k = 0; k < NP; ++k) {
-        const double lo = std::max(lower[k], x[k] - radius[k]), hi = std::min(upper[k], x[k] + radius[k]);
+        const double lo = std::max(lower[k], x[k] - radius[k]) * scale[k], hi = std::min(upper[k], x[k] + radius[k]) * scale[k];
         glp_set_col_bnds(lp, static_cast<int>(k) + 1, lo < hi ? GLP_DB : GLP_FX, lo, std::max(lo, hi));
     }
     for (int r = 0; r < R; ++r) {
-        const double w = 1 / train[static_cast<std::size_t>(r)]->c->measured;
+        const double w = 1 / (train[static_cast<std::size_t>(r)]->c->measured * U);
         for (int s = 0; s < 2; ++s) {
             const int col = static_cast<int>(NP) + 2 * r + s + 1;
             glp_set_col_bnds(lp, col, GLP_LO, 0, 0);
@@ -218,25 +224,30 @@ std::optional<X> lp_round(const std::vector<Prepared*>& train, const std::vector
     std::vector<double> ar{0};
     for (int r = 0; r < R; ++r) {
         const std::size_t i = static_cast<std::size_t>(r);
-        // g . y - u + v = m - T + g . x
-        double rhs = train[i]->c->measured - t[i];
+        // g . y - u + v = m - T + g . x, in microseconds
+        double rhs = (train[i]->c->measured - t[i]) * U;
         for (std::size_t k = 0; k < NP; ++k) {
-            rhs += g[i][k] * x[k];
-            if (g[i][k] != 0) ia.push_back(r + 1), ja.push_back(static_cast<int>(k) + 1), ar.push_back(g[i][k]);
+            const double a = g[i][k] * U / scale[k];
+            rhs += a * x[k] * scale[k];
+            if (a != 0) ia.push_back(r + 1), ja.push_back(static_cast<int>(k) + 1), ar.push_back(a);
         }
         ia.push_back(r + 1), ja.push_back(static_cast<int>(NP) + 2 * r + 1), ar.push_back(-1);
         ia.push_back(r + 1), ja.push_back(static_cast<int>(NP) + 2 * r + 2), ar.push_back(1);
         glp_set_row_bnds(lp, r + 1, GLP_FX, rhs, rhs);
     }
     glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+    glp_scale_prob(lp, GLP_SF_AUTO);
     glp_smcp parm;
     glp_init_smcp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
     parm.presolve = GLP_ON;
+    parm.it_lim = 20000;  // a bound on every round: a round that ends without an optimum shrinks the region
+    parm.tm_lim = 2000;
     std::optional<X> y;
     if (glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT) {
         y.emplace();
-        for (std::size_t k = 0; k < NP; ++k) (*y)[k] = std::clamp(glp_get_col_prim(lp, static_cast<int>(k) + 1), lower[k], upper[k]);
+        for (std::size_t k = 0; k < NP; ++k)
+            (*y)[k] = std::clamp(glp_get_col_prim(lp, static_cast<int>(k) + 1) / scale[k], lower[k], upper[k]);
     }
     glp_delete_prob(lp);
     return y;
@@ -247,6 +258,41 @@ double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const std::size_t n = v.size();
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// Every case's times under the built-in and the fitted constants, and the held-out errors
+/// (the training rows' when nothing is held out) beside NCCL's model's.
+void errors(CalibrationReport& report, std::vector<Prepared>& prepared, const ExecutorModel& base, const X& x) {
+    const X builtin = start_of(base);
+    std::vector<double> held, nccl_held, builtin_held;
+    for (Prepared& p : prepared) {
+        CalibrationResult& r = p.result;
+        if (r.skipped.empty()) {
+            r.builtin = time_of(p, base, builtin);
+            const auto [fitted, which] = timed(p, base, x);
+            r.fitted = fitted;
+            r.algorithm = which->algorithm;
+            r.protocol = which->protocol;
+            if (!r.train) {
+                held.push_back(rel(r.fitted, r.measured));
+                builtin_held.push_back(rel(r.builtin, r.measured));
+                if (r.nccl_model) nccl_held.push_back(rel(*r.nccl_model, r.measured));
+            }
+        }
+        report.rows.push_back(r);
+    }
+    if (held.empty())  // no held-out rows (hold_out off, or series of one): report on the training rows
+        for (const CalibrationResult& r : report.rows)
+            if (r.skipped.empty()) {
+                held.push_back(rel(r.fitted, r.measured));
+                builtin_held.push_back(rel(r.builtin, r.measured));
+                if (r.nccl_model) nccl_held.push_back(rel(*r.nccl_model, r.measured));
+            }
+    report.heldout_median = median(held);
+    report.heldout_worst = held.empty() ? 0 : *std::max_element(held.begin(), held.end());
+    report.nccl_median = median(nccl_held);
+    report.nccl_worst = nccl_held.empty() ? 0 : *std::max_element(nccl_held.begin(), nccl_held.end());
+    report.builtin_median = median(builtin_held);
 }
 
 }  // namespace
@@ -341,36 +387,7 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
     }
     report.model = calibrated(base, cal);
 
-    const X builtin = start_of(base);
-    std::vector<double> held, nccl_held, builtin_held;
-    for (Prepared& p : prepared) {
-        CalibrationResult& r = p.result;
-        if (r.skipped.empty()) {
-            r.builtin = time_of(p, base, builtin);
-            const auto [fitted, which] = timed(p, base, x);
-            r.fitted = fitted;
-            r.algorithm = which->algorithm;
-            r.protocol = which->protocol;
-            if (!r.train) {
-                held.push_back(rel(r.fitted, r.measured));
-                builtin_held.push_back(rel(r.builtin, r.measured));
-                if (r.nccl_model) nccl_held.push_back(rel(*r.nccl_model, r.measured));
-            }
-        }
-        report.rows.push_back(r);
-    }
-    if (held.empty())  // no held-out rows (hold_out off, or series of one): report on the training rows
-        for (const CalibrationResult& r : report.rows)
-            if (r.skipped.empty()) {
-                held.push_back(rel(r.fitted, r.measured));
-                builtin_held.push_back(rel(r.builtin, r.measured));
-                if (r.nccl_model) nccl_held.push_back(rel(*r.nccl_model, r.measured));
-            }
-    report.heldout_median = median(held);
-    report.heldout_worst = held.empty() ? 0 : *std::max_element(held.begin(), held.end());
-    report.nccl_median = median(nccl_held);
-    report.nccl_worst = nccl_held.empty() ? 0 : *std::max_element(nccl_held.begin(), nccl_held.end());
-    report.builtin_median = median(builtin_held);
+    errors(report, prepared, base, x);
     return report;
 }
 
