@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -18,9 +19,14 @@ namespace collsched {
 
 namespace {
 
-double time_of(const TimingPlan& t, double size, const std::optional<LinkSpeed>& link, TimeKind kind) {
-    const TimeOptions opt{size, link};
-    return kind == TimeKind::synchronous ? t.synchronous(opt) : t.asynchronous(opt);
+/// The deciding kind's time only: the least over the basis's protocols.
+double time_of(const TimingPlan& t, double size, const TimeBasis& basis, TimeKind kind) {
+    double best = std::numeric_limits<double>::infinity();
+    for (Protocol p : basis.protocols()) {
+        const TimeOptions opt = basis.at(size, p);
+        best = std::min(best, kind == TimeKind::synchronous ? t.synchronous(opt) : t.asynchronous(opt));
+    }
+    return best;
 }
 
 /// Tables this large (transfers of the two together) are predicted on two threads at each probe of a crossover:
@@ -31,6 +37,36 @@ constexpr std::size_t pair_on_threads = 1 << 14;
 constexpr double far_from_chord = 0.25;
 
 }  // namespace
+
+std::string TimeBasis::executor_name() const { return executor ? executor->name : std::string("ideal"); }
+
+std::vector<Protocol> TimeBasis::protocols() const {
+    if (ideal()) return {Protocol::none};
+    std::vector<Protocol> out;
+    for (const ProtocolRow& r : executor->protocols) out.push_back(r.protocol);
+    return out;
+}
+
+TimeOptions TimeBasis::at(double size, Protocol p) const {
+    TimeOptions o{size, link};
+    if (!ideal()) o.executor = executor_costs(*executor, p);
+    return o;
+}
+
+bool TimeBasis::tie(double a, double b) const {
+    const double e = ideal() ? 0.0 : executor->error.value;
+    return std::max(a, b) <= std::min(a, b) * (1 + e);
+}
+
+BasisTime time_on(const TimingPlan& plan, double size, const TimeBasis& basis, TimeKind decides) {
+    BasisTime best{std::numeric_limits<double>::infinity(), 0, Protocol::none};
+    for (Protocol p : basis.protocols()) {
+        const TimePrediction t = plan.predict(basis.at(size, p));
+        const double a = decides == TimeKind::asynchronous ? t.asynchronous : t.synchronous;
+        if (a < best.seconds) best = {a, decides == TimeKind::asynchronous ? t.synchronous : t.asynchronous, p};
+    }
+    return best;
+}
 
 double find_crossover(const std::function<double(double)>& d, double lo, double hi, double dlo, double dhi, int* probes,
                       std::pair<double, double>* bracket) {
@@ -140,7 +176,7 @@ double find_table_crossover(const std::function<double(std::size_t, double)>& ti
     return find_crossover(d, best[0].m, best[1].m, best[0].t[0] - best[0].t[1], best[1].t[0] - best[1].t[1]);
 }
 
-Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link,
+Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& sizes, const TimeBasis& basis,
                    TimeKind kind, std::size_t baseline, unsigned jobs) {
     if (cs.empty()) throw InputError("compare needs at least one schedule or table");
     const SendTable& first = *cs.front().table;
@@ -155,29 +191,30 @@ Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& 
     std::vector<TimingPlan> plans;  // built once per table, run at every size and for the crossovers
     plans.reserve(cs.size());
     for (const Contender& c : cs) plans.emplace_back(*c.table);
-    return compare(cs, plans, sizes, link, kind, baseline, jobs);
+    return compare(cs, plans, sizes, basis, kind, baseline, jobs);
 }
 
 Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPlan>& plans, const std::vector<double>& sizes,
-                   const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline, unsigned jobs) {
+                   const TimeBasis& basis, TimeKind kind, std::size_t baseline, unsigned jobs) {
     COLLSCHED_ASSERT(plans.size() == cs.size());
     const std::size_t S = sizes.size();
     std::vector<std::vector<double>> seconds(cs.size(), std::vector<double>(S)), other = seconds;
+    std::vector<std::vector<Protocol>> protocol(basis.ideal() ? 0 : cs.size(), std::vector<Protocol>(S));
     std::size_t largest = 0;
     for (const TimingPlan& p : plans) largest = std::max(largest, p.transfers());
     run_indexed(cs.size() * S, prediction_threads(jobs, largest), [&](std::size_t k) {
         const std::size_t c = k / S, i = k % S;
-        const TimePrediction p = plans[c].predict(TimeOptions{sizes[i], link});
-        seconds[c][i] = kind == TimeKind::asynchronous ? p.asynchronous : p.synchronous;
-        other[c][i] = kind == TimeKind::asynchronous ? p.synchronous : p.asynchronous;
+        const BasisTime t = time_on(plans[c], sizes[i], basis, kind);
+        seconds[c][i] = t.seconds, other[c][i] = t.other;
+        if (!protocol.empty()) protocol[c][i] = t.protocol;
         return true;
     });
-    return compare_predicted(plans, std::move(seconds), std::move(other), sizes, link, kind, baseline, jobs);
+    return compare_predicted(plans, std::move(seconds), std::move(other), sizes, basis, kind, baseline, jobs, {}, std::move(protocol));
 }
 
 Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,
-                             const std::vector<double>& sizes, const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline,
-                             unsigned jobs, Deadline deadline) {
+                             const std::vector<double>& sizes, const TimeBasis& basis, TimeKind kind, std::size_t baseline,
+                             unsigned jobs, Deadline deadline, std::vector<std::vector<Protocol>> protocol) {
     COLLSCHED_ASSERT(plans.size() == seconds.size() && plans.size() == other.size());
     Comparison r;
     r.sizes = sizes;
@@ -185,6 +222,7 @@ Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<s
     r.baseline = baseline;
     r.seconds = std::move(seconds);
     r.other = std::move(other);
+    r.protocol = std::move(protocol);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         std::size_t best = 0;
         for (std::size_t c = 1; c < plans.size(); ++c)
@@ -207,7 +245,7 @@ Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<s
         const bool two = inner >= 2 && plans[a].transfers() + plans[b].transfers() >= pair_on_threads;
         auto time = [&](std::size_t s, double m) {
             if (deadline.passed()) throw LimitReached("time limit (a crossover's search)");
-            return time_of(plans[s == 0 ? a : b], m, link, kind);
+            return time_of(plans[s == 0 ? a : b], m, basis, kind);
         };
         r.crossovers[k] = {0, a, b, sizes[i - 1], sizes[i]};
         std::array<int, 2> made{0, 0};

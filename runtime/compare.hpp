@@ -20,6 +20,36 @@ namespace collsched {
 
 enum class TimeKind { asynchronous, synchronous };
 
+/// What predicted times are taken on (docs/time.md, "Executors"): the topology's link speeds or one
+/// speed for every channel (`--link`), and the executor that runs the tables (none: the ideal one,
+/// the network's share). An executor with several protocols runs a table at a size in the fastest
+/// of them, as NCCL's tuner picks a protocol per size and an export writes one per size range.
+struct TimeBasis {
+    std::optional<LinkSpeed> link;
+    std::optional<ExecutorModel> executor;
+    TimeBasis() = default;
+    TimeBasis(std::optional<LinkSpeed> l) : link(std::move(l)) {}  // NOLINT: implicit, a --link alone
+    TimeBasis(std::optional<LinkSpeed> l, std::optional<ExecutorModel> e) : link(std::move(l)), executor(std::move(e)) {}
+    /// No executor, or the ideal one: times are the network's share.
+    bool ideal() const { return !executor || executor->kind == ExecutorKind::ideal; }
+    /// The executor's name ("ideal" without one).
+    std::string executor_name() const;
+    /// The protocols tried at every size: the executor's, {none} for the ideal one.
+    std::vector<Protocol> protocols() const;
+    /// The options of one prediction at `size` under protocol p.
+    TimeOptions at(double size, Protocol p = Protocol::none) const;
+    /// Two times the basis cannot tell apart (within the executor's validated error; exact for ideal).
+    bool tie(double a, double b) const;
+};
+
+/// A table's time at one size on a basis: the kind that decides, the other kind, and the protocol
+/// that gave them (the fastest by the kind that decides).
+struct BasisTime {
+    double seconds = 0, other = 0;
+    Protocol protocol = Protocol::none;
+};
+BasisTime time_on(const TimingPlan&, double size, const TimeBasis&, TimeKind decides);
+
 struct Contender {
     std::string name;  ///< the file's stem, made unique
     std::string file;
@@ -38,6 +68,8 @@ struct Comparison {
     TimeKind kind = TimeKind::asynchronous;
     /// seconds[c][i]: contender c at sizes[i], the chosen kind; other[c][i]: the other kind.
     std::vector<std::vector<double>> seconds, other;
+    /// protocol[c][i]: the protocol contender c runs at sizes[i] (empty on the ideal executor).
+    std::vector<std::vector<Protocol>> protocol;
     std::vector<std::size_t> winner;  ///< per size
     std::vector<Crossover> crossovers;
     std::size_t baseline = 0;
@@ -46,19 +78,20 @@ struct Comparison {
 /// Predicts every contender at every size. Contenders must run the same collective on the same
 /// number of processors (InputError otherwise). `jobs`: threads for the predictions (each on its
 /// own; the answer does not depend on it), fewer when the memory budget holds fewer runs at once.
-Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link,
+Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& sizes, const TimeBasis& basis,
                    TimeKind kind, std::size_t baseline, unsigned jobs = 1);
 /// The same with each contender's timing plan already built (plans[c] of cs[c]'s table).
 Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPlan>& plans, const std::vector<double>& sizes,
-                   const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline, unsigned jobs = 1);
+                   const TimeBasis& basis, TimeKind kind, std::size_t baseline, unsigned jobs = 1);
 /// The same with every time already predicted (seconds[c][i] of the kind that decides, other[c][i]
 /// the other kind, each plans[c].predict at sizes[i]): the winners and the crossovers, as
-/// `optimize --size` has them from choosing what to check.
+/// `optimize --size` has them from choosing what to check (protocol[c][i] the protocol of each, empty
+/// on the ideal executor).
 /// A crossover whose search `deadline` stops (a probe of two tables of two million transfers each
 /// takes seconds on 1,024 GPUs) is left unsearched: its grid points only (Crossover::searched()).
 Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,
-                             const std::vector<double>& sizes, const std::optional<LinkSpeed>& link, TimeKind kind, std::size_t baseline,
-                             unsigned jobs = 1, Deadline deadline = {});
+                             const std::vector<double>& sizes, const TimeBasis& basis, TimeKind kind, std::size_t baseline,
+                             unsigned jobs = 1, Deadline deadline = {}, std::vector<std::vector<Protocol>> protocol = {});
 
 /// The width of the bracket a crossover is found to: its ends a factor 1.001 apart (0.1 %).
 inline constexpr double crossover_ratio = 1.001;

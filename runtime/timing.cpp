@@ -498,6 +498,7 @@ private:
     std::vector<LinkSpeed> speed_;   // per channel
     std::vector<double> group_bw_;   // per group
     std::vector<double> message_;    // per channel: the executor's hold per transfer beyond its bytes
+    double grain_ = 0;               // the executor's smallest transfer: a smaller one holds as long as this many bytes
     std::vector<std::pair<std::size_t, double>> use_;  // (resource, seconds held) of the transfer being started
     RadixQueue<Event> events_;  // arrivals (many: every started transfer's until it arrives)
     QuadHeap<Event> ready_;   // transfers made ready (few at a time: started soon after)
@@ -530,7 +531,8 @@ void AsyncRun::arrive(std::uint32_t i, double time, std::uint64_t seq) {
 void AsyncRun::start(std::uint32_t j, double ready) {
     const ChannelId c = p_.channel[j];
     const Channel& ch = topo_.channel(c);
-    const double bytes = out_.chunk_bytes * p_.moved[j];
+    // below the executor's grain a transfer holds its resources as one of the grain's bytes (executor.hpp)
+    const double bytes = std::max(out_.chunk_bytes * p_.moved[j], grain_);
     const LinkSpeed sp = speed_[idx(c)];
     const std::size_t E = topo_.channels().size(), G = topo_.groups().size(), N = topo_.nodes();
     use_.clear();
@@ -566,6 +568,7 @@ void AsyncRun::run() {
     speed_.resize(topo_.channels().size());
     for (std::uint32_t c = 0; c < speed_.size(); ++c) speed_[c] = channel_speed(topo_, ChannelId{c}, opt_);
     message_.assign(topo_.channels().size(), 0.0);
+    grain_ = opt_.executor ? opt_.executor->grain : 0.0;
     if (opt_.executor)
         for (std::uint32_t c = 0; c < message_.size(); ++c) message_[c] = message_cost(topo_, ChannelId{c}, opt_);
     group_bw_.resize(topo_.groups().size());
@@ -624,7 +627,7 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
         used.clear();
         for (; i < p.step.size() && p.step[i] == s; ++i) {
             const std::uint32_t c = idx(p.channel[i]);
-            const double bytes = chunk * p.moved[i];
+            const double bytes = std::max(chunk * p.moved[i], opt.executor ? opt.executor->grain : 0.0);
             if (chan[c] == 0) used.push_back(c);
             chan[c] += bytes;
             if (opt.executor) ++count[c];

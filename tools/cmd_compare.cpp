@@ -30,6 +30,7 @@ struct CompareArgs {
     MscclImportOptions msccl;
     std::vector<double> sizes;
     std::optional<LinkSpeed> link;
+    std::optional<ExecutorModel> executor;  ///< --executor, --calibration
     std::string time = "async";
     std::string baseline;
     std::string plot = "time";
@@ -60,10 +61,10 @@ public:
         if (!all_hold()) return;
         const std::size_t base = baseline();
         const TimeKind kind = args_.time == "sync" ? TimeKind::synchronous : TimeKind::asynchronous;
-        const Comparison cmp = compare(cs_, args_.sizes, args_.link, kind, base);
+        const Comparison cmp = compare(cs_, args_.sizes, TimeBasis{args_.link, args_.executor}, kind, base);
         const std::string kind_name = kind == TimeKind::asynchronous ? "asynchronous" : "synchronous";
         if (!args_.svg.empty()) plot(cmp, kind_name);
-        const ComparedSchedules set{cs_, nccl_, system_, args_.link, args_.svg};
+        const ComparedSchedules set{cs_, nccl_, system_, args_.link, args_.svg, args_.executor};
         ctx_.print(args_.json ? compare_json(set, cmp) : compare_text(set, cmp));
         ctx_.exit_code = 0;
     }
@@ -198,6 +199,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
                     "Sizes M as NCCL counts them (docs/time.md, \"Sizes\"): 1K..1G (doubling, the default), 1K..1G:4, or a list 1K,1M,1G (K, M, G are powers "
                     "of 1024; kB, MB, GB of 1000)");
     add_link_option(cmd, args->link);
+    add_executor_options(cmd, args->executor);
     cmd->add_option("--time", args->time, "Which predicted time decides: async (default; executors without barriers) or sync (a "
                                           "barrier after every step)")
         ->check(CLI::IsMember({"async", "sync"}));

@@ -22,6 +22,7 @@
 #include "compiler/lower/catalog.hpp"
 #include "tools/size_options.hpp"
 #include "tools/input.hpp"
+#include "tools/output.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/report.hpp"
 #include "tools/synth_common.hpp"
@@ -50,7 +51,27 @@ struct OptimizeArgs {
     TimeObjectiveOptions time;  ///< --size/--sizes: time as the objective (verifier/time/objective.hpp)
     bool library_given = false;  ///< --library named a file: it must be a catalog (exit 2 otherwise), not a note
     std::string time_kind = "async";  ///< --time
+    std::string format;  ///< --format: the winners in an executor's format (with --size)
 };
+
+/// The sizes (NCCL's) where size i's winner is the fastest: from the crossover below its run of
+/// grid points to the crossover above (a crossover not searched: the grid point); 0 and 2^64 - 1
+/// at the ends. What an MSCCL++ plan's min_message_size and max_message_size say.
+std::pair<std::uint64_t, std::uint64_t> winning_range(const TimeObjective& r, std::size_t i) {
+    const std::vector<std::size_t>& w = r.comparison.winner;
+    std::size_t a = i, b = i;
+    while (a > 0 && w[a - 1] == w[i]) --a;
+    while (b + 1 < w.size() && w[b + 1] == w[i]) ++b;
+    auto crossing = [&](std::size_t below) -> std::optional<double> {  // between grid points below and below + 1
+        for (const Crossover& x : r.comparison.crossovers)
+            if (x.lo == r.options.sizes[below] && x.searched()) return x.size;
+        return std::nullopt;
+    };
+    std::uint64_t lo = 0, hi = ~std::uint64_t{0};
+    if (a > 0) lo = static_cast<std::uint64_t>(crossing(a - 1).value_or(r.options.sizes[a] - 1)) + 1;
+    if (b + 1 < w.size()) hi = static_cast<std::uint64_t>(crossing(b).value_or(r.options.sizes[b]));
+    return {lo, hi};
+}
 
 /// Which method optimizes a reduction (docs/synthesis.md, "The direct encoding of combining"):
 /// "duality" or "direct". auto: allreduce directly (the composed space of the duality is not
@@ -123,6 +144,10 @@ bool start_schedule(const SynthInstance& in, const std::string& path, bool json,
 /// The refusals of collective() and of optimize()'s size that follow from the processor count
 /// alone, before a graph file is read (InstanceArgs::refuse_before_reading); `a` itself.
 const OptimizeArgs& refused_before_reading(const OptimizeArgs& a) {
+    if (!a.format.empty() && a.time.sizes.empty())
+        throw InputError("optimize: --format writes the fastest schedule at each --size; give --size (without it -o writes a table or .sched)");
+    if (a.time.executor && a.time.sizes.empty())
+        throw InputError("optimize: --executor and --calibration choose by predicted time: give --size (docs/time.md, \"Executors\")");
     if (!a.time.sizes.empty()) return a;
     a.instance.refuse_before_reading([&](Collective& c, const Topology& stand_in) {
         const std::uint32_t P = stand_in.processors();
@@ -167,6 +192,7 @@ public:
 private:
     /// `--size`: the fastest verified schedule at each size, not the least steps.
     void by_time() {
+        if (!args_.format.empty() && args_.outputs.empty()) throw InputError("optimize --format: give -o FILE (the winners are written there)");
         if (args_.chunks || args_.rounds || args_.method != "auto" || args_.greedy || args_.hierarchical || !args_.start.empty())
             throw InputError("--size chooses among every schedule collsched builds (their chunks are theirs): --chunks, --rounds, --method, "
                              "--greedy, --hierarchical and --start are not taken with it");
@@ -180,12 +206,33 @@ private:
         // catalog is bad input (exit 2); the default one, missing, is a note (run outside the tree)
         if (args_.library_given) read_catalog(t.library, RunLimits{run_, t.memory});
         const TimeObjective r = time_objective(in_, t);
-        if (!r.candidates.empty())
-            for (const std::string& path : args_.outputs)
-                for (std::size_t i = 0; i < t.sizes.size(); ++i)
-                    write_witness(time_witness_path(r, path, i), *r.winner(i).table, time_witness_comment(r, i));
+        if (!r.candidates.empty()) write_winners(r);
         ctx_.print(time_objective_report(r, args_.outputs, args_.json));
         ctx_.exit_code = time_objective_exit_code(r);
+    }
+
+    /// -o: each size's winner, as a table or schedule, or with --format in that format (its protocol the one the
+    /// executor runs it in, an MSCCL++ plan's sizes those it wins at); every file rendered before the first is written.
+    void write_winners(const TimeObjective& r) const {
+        const std::size_t S = r.options.sizes.size();
+        if (args_.format.empty()) {
+            for (const std::string& path : args_.outputs)
+                for (std::size_t i = 0; i < S; ++i) write_witness(time_witness_path(r, path, i), *r.winner(i).table, time_witness_comment(r, i));
+            return;
+        }
+        std::vector<ExportOptions> options(S);
+        for (std::size_t i = 0; i < S; ++i) {
+            const Protocol p = r.winner_protocol(i);
+            if (p != Protocol::none) options[i].msccl.proto = options[i].mscclpp.proto = std::string(to_string(p));
+            std::tie(options[i].mscclpp.min_message_size, options[i].mscclpp.max_message_size) = winning_range(r, i);
+            fmt::memory_buffer check;  // the writers check everything before their first byte: a refusal here writes nothing
+            write_table_as(*r.winner(i).table, args_.format, options[i], check, [](fmt::memory_buffer& b) { b.clear(); });
+        }
+        for (const std::string& path : args_.outputs)
+            for (std::size_t i = 0; i < S; ++i) {
+                options[i].file = time_witness_path(r, path, i);
+                write_table_output(*r.winner(i).table, args_.format, options[i].file, options[i]);
+            }
     }
 
     double opt_timeout() const { return args_.solver.options().timeout; }
@@ -381,6 +428,7 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--time", args->time_kind, "With --size: which predicted time decides, async (default) or sync (docs/time.md)")
         ->check(CLI::IsMember({"async", "sync"}));
     add_link_option(cmd, args->time.link);
+    add_executor_options(cmd, args->time.executor);
     cmd->add_option_function<std::string>(
            "--library",
            [a = args.get()](const std::string& s) {
@@ -390,6 +438,11 @@ void add_optimize_command(CLI::App& app, Context& ctx) {
            "With --size: the catalog of library schedules to take candidates from (default schedules/catalog.json; a file named "
            "here must be a catalog, collsched.catalog/1)")
         ->type_name("FILE");
+    cmd->add_option("--format", args->format,
+                    "With --size and -o: write each size's fastest schedule in this format (" + output_format_list() +
+                        "): msccl and mscclpp in the protocol the executor runs it in, an MSCCL++ plan for the sizes it is fastest at "
+                        "(optimize --executor mscclpp --format mscclpp -o plan.json)")
+        ->check(CLI::IsMember(table_output_formats()));
     cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
     cmd->add_option("-o,--output", args->outputs,
                     "Write the best schedule found: FILE.sched as a schedule (DSL), anything else as a JSON table; repeatable");

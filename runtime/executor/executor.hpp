@@ -15,8 +15,9 @@
  *  - an *efficiency*: the achievable fraction of a link's peak bandwidth, by link class (NCCL's
  *    own calibrated NVLink speeds against the datasheet; a switch's reduction throughput);
  *  - a *wire* factor: bytes on the wire per byte of data (LL's flags);
- *  - a *grain*: the smallest transfer worth sending (below it a transfer pays its message cost for
- *    nothing the executor can use: one warp's access of the protocol's lines).
+ *  - a *grain*: the smallest transfer worth sending: a smaller one holds its channel as long as one
+ *    of the grain's bytes (the executor moves whole warps of the protocol's lines; NCCL's Simple
+ *    rounds a chunk up), so splitting below it never pays.
  *
  * Link classes: `box` (NVLink, NVSwitch without reduction, PCIe inside a box), `network` (a NIC's
  * channels: below a quarter of the fastest channel between processors, the rule NCCL's protocol
@@ -103,6 +104,9 @@ struct ExecutorModel {
     std::vector<ProtocolRow> protocols;
     ExecutorLimits limits;
     std::string calibration;        ///< empty: the built-in constants; else what replaced them
+    /// The model's validated error, relative: two times it predicts closer than a factor 1 + error
+    /// are a tie (a speed-up inside it is not claimed). 0 for `ideal` (exact in its own model).
+    Constant error;
     /// The row of protocol p (the default's when the executor has no such protocol, `none`).
     const ProtocolRow& row(Protocol p) const;
 };
@@ -138,6 +142,7 @@ struct Calibration {
     ExecutorKind executor = ExecutorKind::nccl;
     std::string machine;                 ///< what the fit was for (a name, free text)
     std::string fitted_on;               ///< the measurements (file, rows)
+    std::optional<double> heldout_median;  ///< the fit's median relative error on held-out rows: the model's error
     struct Entry {
         Protocol protocol = Protocol::simple;
         std::optional<double> launch;

@@ -388,6 +388,9 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
     report.model = calibrated(base, cal);
 
     errors(report, prepared, base, x);
+    // the fit's held-out error is the calibrated model's: ties are judged within it
+    cal.heldout_median = report.heldout_median;
+    report.model = calibrated(base, cal);
     return report;
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/formats/export_formats.hpp"
 #include "compiler/table/duality.hpp"
 #include "support/error.hpp"
 #include "support/parallel.hpp"
@@ -240,15 +241,55 @@ void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<
     }
 }
 
+/// The file a stock executor loads (docs/time.md, "Executors"): NCCL a graph file of rings (its own
+/// algorithms run as they are), the MSCCL executor MSCCL-IR, MSCCL++ an execution plan; none for ideal.
+std::string_view executor_format(const TimeBasis& b) {
+    if (b.ideal()) return {};
+    switch (b.executor->kind) {
+        case ExecutorKind::nccl: return "nccl-graph";
+        case ExecutorKind::msccl: return "msccl";
+        case ExecutorKind::mscclpp: return "mscclpp";
+        case ExecutorKind::ideal: break;
+    }
+    return {};
+}
+
+/// Tables above this many transfers are not offered to an exporter for the check (docs/time.md,
+/// "Executors": the MSCCL++ writer takes minutes on two boxes of 64 pieces).
+constexpr std::size_t export_check_limit = std::size_t{1} << 16;
+
+/// Why the executor cannot run candidate c in protocol p (its exporter's refusal: a limit of the stock
+/// executor, a shape its format cannot say), or "" when it can.
+std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p) {
+    if (format == "nccl-graph" && c.nccl) return "";
+    if (c.table->transfers.size() > export_check_limit)
+        return fmt::format("{} transfers, above the {} the export is checked for", c.table->transfers.size(), export_check_limit);
+    ExportOptions o;
+    if (p != Protocol::none) o.msccl.proto = o.mscclpp.proto = std::string(to_string(p));
+    fmt::memory_buffer out;
+    try {
+        write_table_as(*c.table, format, o, out, [](fmt::memory_buffer& b) { b.clear(); });
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "";
+}
+
 /// The candidate's times at the query's size s by its plan (both kinds), into c.seconds[s] and c.other[s]. A provider
 /// that predicted its own table asynchronously at every size (no --link, the table's topology and model the query's)
 /// handed those times over (`given`; NaN at a size it did not predict): the same run, not made again; the synchronous
 /// time is one pass.
 void time_at_size(TimeCandidate& c, const std::vector<double>& given, const CandidateQuery& q, std::size_t s) {
-    const TimeOptions at{q.sizes[s], q.link};
+    const TimeBasis basis = q.basis();
+    if (given.empty() || std::isnan(given[s])) {  // on an executor: the fastest of its protocols (compare.hpp)
+        const BasisTime t = time_on(*c.plan, q.sizes[s], basis, q.time);
+        c.seconds[s] = t.seconds, c.other[s] = t.other;
+        if (!c.protocols.empty()) c.protocols[s] = t.protocol;
+        return;
+    }
+    const TimeOptions at = basis.at(q.sizes[s]);
     TimePrediction p;
-    if (!given.empty() && !std::isnan(given[s])) p.asynchronous = given[s], p.synchronous = c.plan->synchronous(at);
-    else p = c.plan->predict(at);
+    p.asynchronous = given[s], p.synchronous = c.plan->synchronous(at);
     c.seconds[s] = q.time == TimeKind::asynchronous ? p.asynchronous : p.synchronous;
     c.other[s] = q.time == TimeKind::asynchronous ? p.synchronous : p.asynchronous;
 }
@@ -493,8 +534,9 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
             notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
             continue;
         }
-        given.push_back(same[i] && !q.link && c.seconds.size() == S ? std::move(c.seconds) : std::vector<double>{});
+        given.push_back(same[i] && !q.link && q.basis().ideal() && c.seconds.size() == S ? std::move(c.seconds) : std::vector<double>{});
         c.seconds.assign(S, 0.0), c.other.assign(S, 0.0);
+        c.protocols.assign(q.basis().ideal() ? 0 : S, Protocol::none);
         largest = std::max(largest, c.table->transfers.size());
         trace("timing plan of {} ({}): {} transfers{}", c.name, c.provider, c.table->transfers.size(),
               planned[i] == Planned::deferred ? " (deferred to the second phase)" : "");
@@ -540,6 +582,15 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         trace("checked {} ({}): {}", c.name, c.provider, r.verdict());
         verify[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
         x.verdict = r.holds() ? 1 : -1;
+        // on an executor, a table it cannot run is not a candidate (its exporter says why: a limit of the stock executor)
+        const std::string_view format = executor_format(q.basis());
+        if (r.holds() && !format.empty()) {
+            const std::string why = refusal(c, format, c.protocols.empty() ? Protocol::none : c.protocols.front());
+            if (!why.empty()) {
+                x.verdict = -1;
+                notes.push_back(fmt::format("{} ({}): not run by executor {} ({}): {}", c.name, c.provider, q.basis().executor_name(), format, why));
+            }
+        }
         if (r.verdict() == "unknown") notes.push_back(fmt::format("{} ({}): not verified within the {}, left out", c.name, c.provider, limit_of(r)));
         else if (!r.holds()) notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
         return x.verdict > 0;

@@ -38,6 +38,7 @@ struct TimeCandidate {
     /// it did not predict), with or without the plan; gather_candidates then takes them instead of running the plan
     /// again (the table has the query's topology and model, or they are not taken).
     std::vector<double> seconds = {}, other = {};
+    std::vector<Protocol> protocols = {};  ///< per size: the executor's protocol it runs in (empty on the ideal executor)
 };
 
 struct CandidateQuery {
@@ -46,6 +47,7 @@ struct CandidateQuery {
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     TimeKind time = TimeKind::asynchronous;  ///< the time that decides (gather_candidates checks those that can win by it)
     std::optional<LinkSpeed> link = std::nullopt;  ///< --link
+    std::optional<ExecutorModel> executor = std::nullopt;  ///< --executor (none: the ideal one)
     unsigned jobs = 1;  ///< threads for the predictions (the answers do not depend on it)
     /// While the providers run at once: the cores they share, and how many threads a provider with more work than one
     /// thread (the constructions for time) may run on by borrowing the cores the others are not using.
@@ -54,6 +56,8 @@ struct CandidateQuery {
     /// Tables of more than this many transfers are planned and timed in gather_candidates' second phase, each only
     /// when its plan and a prediction fit in what the memory budget leaves (a test lowers it).
     std::size_t large_table = std::size_t{1} << 22;
+    /// What the candidates' times are taken on: the link speeds and the executor.
+    TimeBasis basis() const { return {link, executor}; }
 };
 
 /// A provider: appends candidates (not yet verified) and notes on what it could not build.

@@ -59,6 +59,12 @@ std::string compare_json(const ComparedSchedules& s, const Comparison& cmp) {
     j["topology"] = first.topology->spec();
     j["time"] = kind_name;
     j["link_speeds"] = s.link ? "--link" : first.topology->has_speeds() ? "graph file" : "defaults";
+    const TimeBasis basis = s.basis();
+    j["executor"] = basis.executor_name();
+    if (!basis.ideal()) {
+        j["executor_error"] = basis.executor->error.value;
+        if (!basis.executor->calibration.empty()) j["calibration"] = basis.executor->calibration;
+    }
     j["baseline"] = s.contenders[baseline].name;
     auto& sj = j["schedules"] = nlohmann::ordered_json::array();
     for (std::size_t c = 0; c < s.contenders.size(); ++c) {
@@ -67,6 +73,10 @@ std::string compare_json(const ComparedSchedules& s, const Comparison& cmp) {
                                  {"steps", bc.steps}, {"rounds", bc.rounds}, {"chunks", bc.chunks}};
         x[kind == TimeKind::asynchronous ? "asynchronous_s" : "synchronous_s"] = cmp.seconds[c];
         x[kind == TimeKind::asynchronous ? "synchronous_s" : "asynchronous_s"] = cmp.other[c];
+        if (!cmp.protocol.empty()) {
+            auto& pj = x["protocols"] = nlohmann::ordered_json::array();
+            for (Protocol p : cmp.protocol[c]) pj.push_back(std::string(to_string(p)));
+        }
         sj.push_back(std::move(x));
     }
     j["sizes"] = cmp.sizes;
@@ -75,7 +85,8 @@ std::string compare_json(const ComparedSchedules& s, const Comparison& cmp) {
         wj.push_back({{"size", cmp.sizes[i]},
                       {"winner", s.contenders[cmp.winner[i]].name},
                       {"seconds", cmp.seconds[cmp.winner[i]][i]},
-                      {"speedup_over_baseline", cmp.seconds[baseline][i] / cmp.seconds[cmp.winner[i]][i]}});
+                      {"speedup_over_baseline", cmp.seconds[baseline][i] / cmp.seconds[cmp.winner[i]][i]},
+                      {"tie_with_baseline", basis.tie(cmp.seconds[baseline][i], cmp.seconds[cmp.winner[i]][i])}});
     auto& xj = j["crossovers"] = nlohmann::ordered_json::array();
     for (const Crossover& x : cmp.crossovers) xj.push_back({{"size", x.size}, {"below", s.contenders[x.from].name}, {"above", s.contenders[x.to].name}});
     if (!s.nccl.empty()) {
@@ -102,6 +113,12 @@ std::string compare_text(const ComparedSchedules& s, const Comparison& cmp) {
     const SendTable& first = *s.contenders.front().table;
     std::string out = fmt::format("compare {} on {}, {} time (docs/time.md)\n", first.collective.to_string(), machine_name(*first.topology), kind_name);
     out += speeds_text(*first.topology, s.link) + "\n";
+    const TimeBasis basis = s.basis();
+    if (basis.ideal()) out += "times: the network's share (executor ideal: links at peak, no launch, synchronization or message cost)\n";
+    else
+        out += fmt::format("times: executor {} ({}{}), each table in the fastest of its protocols; a speed-up inside its {:.1f} % error is a tie\n",
+                           basis.executor->name, basis.executor->note, basis.executor->calibration.empty() ? "" : "; " + basis.executor->calibration,
+                           basis.executor->error.value * 100);
     for (std::size_t c = 0; c < s.contenders.size(); ++c) {
         const BandwidthCost bc = bandwidth_cost(*s.contenders[c].table, s.contenders[c].table->steps());
         out += fmt::format("  {:<2} {}: {} ({}, {}, {}{}){}\n", c + 1, s.contenders[c].name, s.contenders[c].file, support::count_of(bc.steps, "step"),
@@ -116,7 +133,11 @@ std::string compare_text(const ComparedSchedules& s, const Comparison& cmp) {
         out += fmt::format("  {:<10}", support::format_bytes(cmp.sizes[i]));
         for (std::size_t c = 0; c < s.contenders.size(); ++c) out += fmt::format("  {:>10}", support::format_seconds(cmp.seconds[c][i]));
         const std::size_t w = cmp.winner[i];
-        out += fmt::format("  {:<20}  {:.2f}x\n", fmt::format("({}) {}", w + 1, s.contenders[w].name), cmp.seconds[baseline][i] / cmp.seconds[w][i]);
+        const std::string who = cmp.protocol.empty() ? fmt::format("({}) {}", w + 1, s.contenders[w].name)
+                                                      : fmt::format("({}) {} {}", w + 1, s.contenders[w].name, to_string(cmp.protocol[w][i]));
+        const double up = cmp.seconds[baseline][i] / cmp.seconds[w][i];
+        out += fmt::format("  {:<20}  {}\n", who, w != baseline && basis.tie(cmp.seconds[baseline][i], cmp.seconds[w][i]) ? fmt::format("{:.2f}x (a tie)", up)
+                                                                                                                    : fmt::format("{:.2f}x", up));
     }
     if (cmp.crossovers.empty()) out += "crossovers: none (one schedule wins at every size)\n";
     for (const Crossover& x : cmp.crossovers)

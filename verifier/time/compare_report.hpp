@@ -27,6 +27,8 @@ struct ComparedSchedules {
     std::optional<nccl::System> system;
     std::optional<LinkSpeed> link;
     std::string svg;
+    std::optional<ExecutorModel> executor = std::nullopt;  ///< --executor (none: the ideal one)
+    TimeBasis basis() const { return {link, executor}; }
 };
 
 /// The spec with a graph file's path normalized (`a/b/../m.json` is `a/m.json`), so one machine

@@ -45,7 +45,8 @@ void check_bounds(const TimeObjective& r) {
 /// cheap (on 1,024 GPUs 0.1 to 0.5 s), and needed most where the ring's table is not built.
 std::optional<NcclUnbuilt> ring_bounds(const SynthInstance& in, const TimeObjectiveOptions& options) {
     const CollectiveKind k = in.collective.kind;
-    if (options.time != TimeKind::asynchronous) return std::nullopt;
+    // the ring's bound is the ideal model's: on another executor NCCL's ring is timed or left unknown
+    if (options.time != TimeKind::asynchronous || (options.executor && options.executor->kind != ExecutorKind::ideal)) return std::nullopt;
     try {
         const auto algorithms = nccl::nccl_algorithms(*in.topology, k);
         if (std::ranges::find(algorithms, nccl::Algorithm::ring) == algorithms.end()) return std::nullopt;
@@ -144,7 +145,8 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
     const std::optional<NcclUnbuilt> ring = ring_bounds(in, options);
     trace("NCCL's ring's bounds: end");
-    const CandidateQuery q{in, options.sizes, deadline, options.time, options.link, options.jobs};
+    CandidateQuery q{in, options.sizes, deadline, options.time, options.link};
+    q.executor = options.executor, q.jobs = options.jobs;
     std::vector<NamedProvider> providers = construction_providers();
     providers.push_back(library_provider(options.library, options.memory));
     providers.push_back(nccl_provider());
@@ -159,9 +161,16 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     // the plans and times of gather_candidates, which chose the candidates by them
     std::vector<TimingPlan> plans;
     std::vector<std::vector<double>> seconds, other;
-    for (const TimeCandidate& c : r.candidates) plans.push_back(*c.plan), seconds.push_back(c.seconds), other.push_back(c.other);
-    r.comparison = compare_predicted(plans, std::move(seconds), std::move(other), options.sizes, options.link, options.time, 0, options.jobs, Deadline::at(deadline));
-    check_bounds(r);
+    std::vector<std::vector<Protocol>> protocol;
+    for (const TimeCandidate& c : r.candidates) {
+        plans.push_back(*c.plan), seconds.push_back(c.seconds), other.push_back(c.other);
+        if (!c.protocols.empty()) protocol.push_back(c.protocols);
+    }
+    r.comparison = compare_predicted(plans, std::move(seconds), std::move(other), options.sizes, r.basis(), options.time, 0, options.jobs,
+                                     Deadline::at(deadline), std::move(protocol));
+    // the bounds are the ideal model's: a time on another executor is not held to them (it may be lower
+    // than the network's share nowhere in principle, but list scheduling is not monotone in its costs)
+    if (r.basis().ideal()) check_bounds(r);
     return r;
 }
 

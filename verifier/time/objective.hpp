@@ -29,6 +29,9 @@ namespace collsched {
 struct TimeObjectiveOptions {
     std::vector<double> sizes;  ///< NCCL's convention (docs/time.md, "Sizes"); at least one
     std::optional<LinkSpeed> link;  ///< --link: one speed for every channel and group instead of the topology's
+    /// --executor / --calibration: the executor the times are for (none: the ideal one, the network's
+    /// share). The proved bounds stay the ideal model's.
+    std::optional<ExecutorModel> executor;
     TimeKind time = TimeKind::asynchronous;  ///< which predicted time decides
     std::string library = "schedules/catalog.json";  ///< the catalog the library provider reads
     double timeout = 60;  ///< seconds for gathering the candidates; 0 or less: none
@@ -97,6 +100,12 @@ struct TimeObjective {
     const TimeCandidate& winner(std::size_t i) const { return candidates[comparison.winner[i]]; }
     /// Its predicted time there, the kind that decides.
     double winner_seconds(std::size_t i) const { return comparison.seconds[comparison.winner[i]][i]; }
+    /// What the times are taken on (options.link, options.executor).
+    TimeBasis basis() const { return {options.link, options.executor}; }
+    /// The protocol the winner runs at size i on the executor (none on the ideal one).
+    Protocol winner_protocol(std::size_t i) const {
+        return comparison.protocol.empty() ? Protocol::none : comparison.protocol[comparison.winner[i]][i];
+    }
     /// True when the fastest meets the proved bound at every size (within 1e-9).
     bool met_everywhere() const;
     /// The fastest of NCCL's algorithms at size i (a candidate index), if any candidate is one.

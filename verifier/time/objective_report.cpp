@@ -61,6 +61,8 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     j["size_bytes"] = m;
     j["winner"] = r.winner(i).name;
     j["predicted_time_s"] = t;
+    j["executor"] = r.basis().executor_name();
+    j["protocol"] = r.winner_protocol(i) == Protocol::none ? ojson(nullptr) : ojson(std::string(to_string(r.winner_protocol(i))));
     j["time_lower_bound_s"] = b.seconds;
     j["gap_percent"] = gap_percent(t, b.seconds);
     j["time_bound"] = bound_json(r.bounds, b);
@@ -76,6 +78,7 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     j["nccl_best"] = !v.known() ? ojson(nullptr) : v.timed_least() ? ojson(r.candidates[*v.timed].name) : ojson(r.nccl_unbuilt[*v.bounded].name);
     j["nccl_best_s"] = v.timed_least() ? ojson(v.timed_s) : ojson(nullptr);
     j["speedup_over_nccl"] = v.exact() ? ojson(v.timed_s / t) : ojson(nullptr);
+    j["tie_with_nccl"] = v.exact() && r.basis().tie(v.timed_s, t);
     j["nccl_best_at_least_s"] = v.known() && v.complete ? ojson(v.least()) : ojson(nullptr);
     j["speedup_over_nccl_at_least"] = v.known() && v.complete ? ojson(v.least() / t) : ojson(nullptr);
     if (!r.nccl_unbuilt.empty()) {
@@ -105,6 +108,13 @@ std::string json_report(const TimeObjective& r, const std::vector<std::string>& 
     j["model"] = to_string(in.model);
     j["time"] = kind_word(r);
     j["link_speeds"] = speeds_text(*in.topology, r.options.link);
+    const TimeBasis basis = r.basis();
+    j["executor"] = basis.executor_name();
+    if (!basis.ideal()) {
+        j["executor_error"] = basis.executor->error.value;
+        if (!basis.executor->calibration.empty()) j["calibration"] = basis.executor->calibration;
+        j["bound_executor"] = "ideal";
+    }
     auto rows = ojson::array();
     for (std::size_t i = 0; i < r.options.sizes.size(); ++i) rows.push_back(size_json(r, witnesses, i));
     for (const char* k : {"size_bytes", "predicted_time_s", "time_lower_bound_s", "time_bound"}) j[k] = rows[0][k];  // the first size
@@ -157,7 +167,13 @@ std::string versus_text(const TimeObjective& r, std::size_t i) {
     for (const NcclUnbuilt& u : r.nccl_unbuilt)
         if (u.lower_bound_s.empty()) untimed += fmt::format("; {} not timed", u.name);
     if (!v.known()) return no_nccl_text(r);
-    const std::string timed = v.timed ? fmt::format("{:.2f}x over {} ({})", v.timed_s / t, r.candidates[*v.timed].name, support::format_seconds(v.timed_s)) : "";
+    const TimeBasis basis = r.basis();
+    std::string timed;
+    if (v.timed && *v.timed != r.comparison.winner[i] && basis.tie(v.timed_s, t))
+        timed = fmt::format("tie with {} ({}: {:.2f}x, inside the executor model's {:.1f} % error)", r.candidates[*v.timed].name,
+                            support::format_seconds(v.timed_s), v.timed_s / t, basis.executor->error.value * 100);
+    else if (v.timed)
+        timed = fmt::format("{:.2f}x over {} ({})", v.timed_s / t, r.candidates[*v.timed].name, support::format_seconds(v.timed_s));
     if (!v.complete) untimed += " (NCCL's best not known)";
     if (v.timed_least()) return timed + untimed;
     const std::string& name = r.nccl_unbuilt[*v.bounded].name;
@@ -167,12 +183,24 @@ std::string versus_text(const TimeObjective& r, std::size_t i) {
                        timed.empty() ? "" : "; " + timed, untimed);
 }
 
+/// Which executor the times are for (docs/time.md, "Executors"), and what the bound is then.
+std::string executor_line(const TimeObjective& r) {
+    const TimeBasis basis = r.basis();
+    if (basis.ideal()) return "times: the network's share (executor ideal: links at peak, no launch, synchronization or message cost)\n";
+    const ExecutorModel& e = *basis.executor;
+    return fmt::format("times: executor {} ({}{}), each table in the fastest of its protocols; speed-ups inside its {:.1f} % error are "
+                       "ties; the bound and gap are the network's share's (executor ideal): no bound is proved on this executor\n",
+                       e.name, e.note, e.calibration.empty() ? "" : "; " + e.calibration, e.error.value * 100);
+}
+
 /// One row of the text table: the size, the fastest, its time, the bound, the gap, algbw, busbw
 /// and the speed-up over NCCL's best.
 std::string size_line(const TimeObjective& r, std::size_t i) {
     const double m = r.options.sizes[i], t = r.winner_seconds(i);
     const TimeBound b = evaluate(r.bounds, m);
-    return fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}  {:>6.1f}%  {:>11}  {:>11}  {}\n", support::format_bytes(m), r.winner(i).name,
+    const Protocol p = r.winner_protocol(i);
+    const std::string name = p == Protocol::none ? r.winner(i).name : fmt::format("{} ({})", r.winner(i).name, to_string(p));
+    return fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}  {:>6.1f}%  {:>11}  {:>11}  {}\n", support::format_bytes(m), name,
                        support::format_seconds(t), support::format_seconds(b.seconds), gap_percent(t, b.seconds),
                        support::format_bandwidth(algbw(m, t)), support::format_bandwidth(busbw(*r.winner(i).table, m, t)), versus_text(r, i));
 }
@@ -183,12 +211,13 @@ std::string text_report(const TimeObjective& r, const std::vector<std::string>& 
     std::string s = fmt::format("optimize --size: {} on {} ({}), {} processors; {} time (docs/time.md); {}\n", in.collective.to_string(),
                                 in.topology->spec(), to_string(in.model), in.topology->processors(), kind_word(r),
                                 speeds_text(*in.topology, r.options.link));
+    s += executor_line(r);
     s += fmt::format("candidates: {} verified by the direct checker:", r.candidates.size());
     for (const TimeCandidate& c : r.candidates) s += fmt::format(" {};", c.name);
     s.back() = '\n';
     for (const std::string& n : r.notes) s += "  note: " + n + "\n";
-    s += fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}  {:>7}  {:>11}  {:>11}  {}\n", "size", "fastest", "time", "bound", "gap", "algbw", "busbw",
-                     "vs NCCL's best");
+    s += fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}  {:>7}  {:>11}  {:>11}  {}\n", "size", "fastest", "time", r.basis().ideal() ? "bound" : "ideal bound",
+                     "gap", "algbw", "busbw", "vs NCCL's best");
     for (std::size_t i = 0; i < sizes.size(); ++i) s += size_line(r, i);
     for (const Crossover& x : r.comparison.crossovers)
         s += fmt::format("crossover {}: {} is faster below, {} above\n",
