@@ -28,6 +28,10 @@ Options:
   --out DIR           default build/time_vs_nccl
   --bin PATH          collsched binary (default $COLLSCHED, else build/tools/collsched)
   --timeout S         optimize's --timeout per run (default 300)
+  --executor NAME     also run every cell on this executor (nccl, mscclpp or msccl; docs/time.md
+                      "Executors"): its time, its speed-up over NCCL's algorithms timed by the same
+                      executor, `tie` where that is inside the executor model's validated error
+  --calibration FILE  with --executor: the executor calibrated for the machine (collsched calibrate)
   --quick             a few cells (dgx1, multibox2x8, h100rail2x8; allreduce and alltoall; 64K and
                       16M), as ctest's benchmark `time_vs_nccl_quick` (labels bench and slow) runs them
   --strict            exit 1 when a cell is slower than NCCL's best algorithm, or not shown at or ahead of it
@@ -55,6 +59,8 @@ timeout=300
 report_only=0
 keep=0
 strict=0
+executor=
+calibration=
 while [ $# -gt 0 ]; do
     case "$1" in
         --machines) machines=$2; shift 2 ;;
@@ -63,6 +69,8 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --bin) bin=$2; shift 2 ;;
         --timeout) timeout=$2; shift 2 ;;
+        --executor) executor=$2; shift 2 ;;
+        --calibration) calibration=$2; shift 2 ;;
         --quick) machines=dgx1,multibox2x8,h100rail2x8; collectives=allreduce,alltoall; sizes=64K,16M; shift ;;
         --strict) strict=1; shift ;;
         --report) report_only=1; shift ;;
@@ -83,6 +91,7 @@ esac
 collectives=${collectives//,/ }
 
 mkdir -p "$out/runs" "$out/machines"
+[ -z "$executor" ] || mkdir -p "$out/runs_executor"
 
 # The machine file of a name (written when not shipped).
 machine_file() {
@@ -127,6 +136,17 @@ if [ "$report_only" = 0 ]; then
                 echo "time_vs_nccl: $m $c exited $rc: $(tail -c 300 "$run.err")" >&2
                 rm -f "$run.json"
                 failed=1
+            fi
+            if [ -n "$executor" ]; then  # the same cell timed on the executor (exit 3: no bound is proved there)
+                erun="$out/runs_executor/$m.$c"
+                rc=0
+                "$bin" optimize --topology "graph:$file" --collective "$c" --sizes "$sizes" --timeout "$timeout" --json \
+                    --executor "$executor" ${calibration:+--calibration "$calibration"} >"$erun.json" 2>"$erun.err" || rc=$?
+                if [ "$rc" != 0 ] && [ "$rc" != 3 ]; then
+                    echo "time_vs_nccl: $m $c --executor $executor exited $rc: $(tail -c 300 "$erun.err")" >&2
+                    rm -f "$erun.json"
+                    failed=1
+                fi
             fi
         done
     done
@@ -192,9 +212,33 @@ for path in glob.glob(os.path.join(out, "runs", "*.json")):
     runs.append((machine_key(m), colls.index(c) if c in colls else 9, m, c, j, float(wall), int(rss) / 1024, load, cpu))
 runs.sort(key=lambda r: r[:2])
 
+# the same cells on an executor (--executor): per (machine, collective) its JSON
+on_executor = {}
+for path in glob.glob(os.path.join(out, "runs_executor", "*.json")):
+    m, c = os.path.basename(path)[:-5].rsplit(".", 1)
+    try:
+        with open(path) as f:
+            on_executor[(m, c)] = json.load(f)
+    except (OSError, ValueError):
+        continue
+
+
+def executor_cell(m, c, size):
+    """The cell on the executor: its time, winner, and speed-up over NCCL's algorithms on the same executor,
+    `tie` inside the executor model's validated error."""
+    j = on_executor.get((m, c))
+    s = next((x for x in j["sizes"] if int(x["size_bytes"]) == size), None) if j else None
+    if not s or s.get("predicted_time_s") is None:
+        return None
+    sp = s.get("speedup_over_nccl")
+    return {"executor": j.get("executor"), "executor_s": s["predicted_time_s"], "executor_winner": s.get("winner"),
+            "executor_protocol": s.get("protocol"), "executor_speedup": sp,
+            "executor_tie": bool(s.get("tie_with_nccl")), "executor_error": j.get("executor_error")}
+
 fields = ["machine", "gpus", "collective", "size_bytes", "size", "collsched", "collsched_s", "nccl_best", "nccl_best_s",
           "nccl_best_at_least_s", "nccl_model", "nccl_model_s", "bound_s", "bound_term", "gap_percent", "speedup_over_nccl",
-          "speedup_over_nccl_at_least", "wall_s", "cpu_s", "peak_rss_mb", "load"]
+          "speedup_over_nccl_at_least", "wall_s", "cpu_s", "peak_rss_mb", "load", "executor", "executor_s", "executor_winner",
+          "executor_protocol", "executor_speedup", "executor_tie", "executor_error"]
 rows = []
 for _, _, m, c, j, wall, rss, load, cpu in runs:
     for s in j["sizes"]:
@@ -208,7 +252,8 @@ for _, _, m, c, j, wall, rss, load, cpu in runs:
                      "nccl_model": f"{nm['algorithm']} {nm['protocol']}" if nm else None, "nccl_model_s": nm["seconds"] if nm else None,
                      "bound_s": s.get("time_lower_bound_s"), "bound_term": s.get("time_bound", {}).get("term"),
                      "gap_percent": s.get("gap_percent"), "speedup_over_nccl": s.get("speedup_over_nccl"),
-                     "wall_s": wall, "cpu_s": round(cpu, 2), "peak_rss_mb": round(rss), "load": load})
+                     "wall_s": wall, "cpu_s": round(cpu, 2), "peak_rss_mb": round(rss), "load": load,
+                     **(executor_cell(m, c, int(s["size_bytes"])) or {})})
 
 with open(os.path.join(out, "time_vs_nccl.csv"), "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=fields)
@@ -244,7 +289,9 @@ md.append("Per size: collsched's time / the best NCCL algorithm generated for th
           "then collsched's speed-up over NCCL (`>=`: at least) and its gap to the bound. **Bold**: slower than NCCL; "
           "_italic_: not shown at or ahead (collsched's time is above that lower bound); "
           "a dagger: 16 MiB or more and over 10 % above the bound. Last column: the wall and CPU seconds and the "
-          "peak RSS of the run (all sizes at once).")
+          "peak RSS of the run (all sizes at once). With --executor, after a semicolon: the cell on that executor "
+          "(the fastest schedule it runs, its time, its speed-up over NCCL's algorithms timed on the same executor, "
+          "`tie` inside the executor model's validated error).")
 md.append("")
 md.append("| machine | collective | " + " | ".join(fmt_b(s) for s in sizes) + " | run |")
 md.append("|---|---|" + "---|" * len(sizes) + "---|")
@@ -268,8 +315,13 @@ for _, _, m, c, j, wall, rss, load, cpu in runs:
         model = f" [{fmt_s(nm['seconds'])}]" if nm and nm.get("seconds") else ""
         nccl = fmt_s(s.get('nccl_best_s')) if least is None else ">= " + fmt_s(s.get('nccl_best_at_least_s'))
         speed = '%.2fx' % sp if sp is not None else '>= %.2fx' % least if least is not None else '-'
+        e = executor_cell(m, c, size)
+        on = ""
+        if e:
+            esp = e["executor_speedup"]
+            on = f"; {e['executor']}: {fmt_s(e['executor_s'])}, " + ("tie" if e["executor_tie"] else "%.2fx" % esp if esp else "-")
         cells.append(f"{fmt_s(s.get('predicted_time_s'))} / {nccl}{model} / {fmt_s(s.get('time_lower_bound_s'))}: "
-                     f"{mark}{speed}{mark}, {g:.1f} %{dagger}")
+                     f"{mark}{speed}{mark}, {g:.1f} %{dagger}{on}")
     md.append(f"| {m} | {c} | " + " | ".join(cells) + f" | {wall:.1f} s ({cpu:.1f} CPU), {rss:.0f} MB |")
 md.append("")
 if lose:

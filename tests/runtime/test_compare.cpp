@@ -120,8 +120,8 @@ TEST_CASE("compare: on multibox 2x8 the crossover is a fine bisection's to 0.1 %
     const std::vector<Contender> cs{{"direct", "direct", &direct}, {"pipelined", "pipelined", &piped}};
     std::vector<double> sizes;
     for (double m = 1 << 14; m <= 1u << 31; m *= 4) sizes.push_back(m);
-    const Comparison one = compare(cs, sizes, std::nullopt, TimeKind::asynchronous, 0, 1);
-    const Comparison three = compare(cs, sizes, std::nullopt, TimeKind::asynchronous, 0, 3);
+    const Comparison one = compare(cs, sizes, TimeBasis{}, TimeKind::asynchronous, 0, 1);
+    const Comparison three = compare(cs, sizes, TimeBasis{}, TimeKind::asynchronous, 0, 3);
     CHECK(three.seconds == one.seconds);
     CHECK(three.other == one.other);
     CHECK(three.winner == one.winner);
@@ -152,8 +152,8 @@ TEST_CASE("compare: a crossover whose search the time limit stops is left unsear
             const TimePrediction p = plans[c].predict(TimeOptions{m, std::nullopt});
             seconds[c].push_back(p.asynchronous), other[c].push_back(p.synchronous);
         }
-    const Comparison done = compare_predicted(plans, seconds, other, sizes, std::nullopt, TimeKind::asynchronous, 0, 1);
-    const Comparison stopped = compare_predicted(plans, seconds, other, sizes, std::nullopt, TimeKind::asynchronous, 0, 1, Deadline::after(1e-9));
+    const Comparison done = compare_predicted(plans, seconds, other, sizes, TimeBasis{}, TimeKind::asynchronous, 0, 1);
+    const Comparison stopped = compare_predicted(plans, seconds, other, sizes, TimeBasis{}, TimeKind::asynchronous, 0, 1, Deadline::after(1e-9));
     REQUIRE(done.crossovers.size() == 1);
     REQUIRE(stopped.crossovers.size() == 1);
     CHECK(done.crossovers[0].searched());

@@ -275,6 +275,16 @@ std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p)
     return "";
 }
 
+/// On an executor, a table it cannot run is not a candidate: false, with a note of its exporter's reason (a limit of
+/// the stock executor, a shape its format cannot say).
+bool runs_on_executor(const TimeCandidate& c, const CandidateQuery& q, std::vector<std::string>& notes) {
+    const std::string_view format = executor_format(q.basis());
+    if (format.empty()) return true;
+    const std::string why = refusal(c, format, c.protocols.empty() ? Protocol::none : c.protocols.front());
+    if (!why.empty()) notes.push_back(fmt::format("{} ({}): not run by executor {} ({}): {}", c.name, c.provider, q.basis().executor_name(), format, why));
+    return why.empty();
+}
+
 /// The candidate's times at the query's size s by its plan (both kinds), into c.seconds[s] and c.other[s]. A provider
 /// that predicted its own table asynchronously at every size (no --link, the table's topology and model the query's)
 /// handed those times over (`given`; NaN at a size it did not predict): the same run, not made again; the synchronous
@@ -582,15 +592,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
         trace("checked {} ({}): {}", c.name, c.provider, r.verdict());
         verify[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
         x.verdict = r.holds() ? 1 : -1;
-        // on an executor, a table it cannot run is not a candidate (its exporter says why: a limit of the stock executor)
-        const std::string_view format = executor_format(q.basis());
-        if (r.holds() && !format.empty()) {
-            const std::string why = refusal(c, format, c.protocols.empty() ? Protocol::none : c.protocols.front());
-            if (!why.empty()) {
-                x.verdict = -1;
-                notes.push_back(fmt::format("{} ({}): not run by executor {} ({}): {}", c.name, c.provider, q.basis().executor_name(), format, why));
-            }
-        }
+        if (r.holds() && !runs_on_executor(c, q, notes)) x.verdict = -1;
         if (r.verdict() == "unknown") notes.push_back(fmt::format("{} ({}): not verified within the {}, left out", c.name, c.provider, limit_of(r)));
         else if (!r.holds()) notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
         return x.verdict > 0;

@@ -1,0 +1,170 @@
+// Optimizing on an executor (docs/time.md, "Optimizing on an executor"): times in the fastest of
+// the executor's protocols, the grain as a floor on what a transfer holds, ties inside the
+// executor model's error, winners the executor runs (their exporter's check), `--format` writing
+// each size's winner in the executor's format, and the usage rules.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/io/table_io.hpp"
+#include "runtime/compare.hpp"
+#include "runtime/executor/executor.hpp"
+#include "tests/approx.hpp"
+#include "tests/tools/cli_run.hpp"
+
+using namespace collsched;
+
+namespace {
+
+SendTable on_executor_ring() {
+    static const test::Scratch scratch("on_executor_ring");
+    const std::string out = scratch.file("ring.json");
+    const auto c = test::run("compile " + test::source("schedules/nccl/ring_allgather_dgx_a100.sched") + " -o " + out);
+    REQUIRE(c.code == 0);
+    return read_table(out);
+}
+
+std::string on_executor_text(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+const std::string on_executor_machine = "--topology graph:" + test::source("schedules/machines/h100rail2x8.json");
+
+}  // namespace
+
+TEST_CASE("executor objective: the basis tries every protocol of the executor and keeps the fastest") {
+    const SendTable t = on_executor_ring();
+    const TimingPlan plan(t);
+    const TimeBasis ideal;
+    CHECK(ideal.protocols() == std::vector<Protocol>{Protocol::none});
+    CHECK(ideal.executor_name() == "ideal");
+    const TimeBasis nccl{std::nullopt, builtin_executor(ExecutorKind::nccl)};
+    REQUIRE(nccl.protocols().size() == 3);
+    for (double m : {1024.0, 1048576.0, 1073741824.0}) {
+        const BasisTime best = time_on(plan, m, nccl, TimeKind::asynchronous);
+        double least = 1e300;
+        for (Protocol p : nccl.protocols()) least = std::min(least, plan.asynchronous(nccl.at(m, p)));
+        CHECK(best.seconds == least);
+        CHECK(plan.asynchronous(nccl.at(m, best.protocol)) == best.seconds);
+        CHECK(best.other == plan.synchronous(nccl.at(m, best.protocol)));
+        // the ideal basis is the plain prediction, byte for byte
+        CHECK(time_on(plan, m, ideal, TimeKind::asynchronous).seconds == plan.asynchronous(TimeOptions{m, std::nullopt}));
+    }
+    // LL's latency wins small, Simple's bandwidth large
+    CHECK(time_on(plan, 1024, nccl, TimeKind::asynchronous).protocol == Protocol::ll);
+    CHECK(time_on(plan, 1073741824.0, nccl, TimeKind::asynchronous).protocol == Protocol::simple);
+}
+
+TEST_CASE("executor objective: below the grain a transfer holds its channel as the grain's bytes") {
+    // the ring moves M/8 a transfer: at M = 8 and M = 800 bytes every transfer is below LL's 256-byte
+    // grain and both take the grain's time; at 8 x 512 bytes the transfers are above it and slower
+    const SendTable t = on_executor_ring();
+    ExecutorCosts ll = executor_costs(builtin_executor(ExecutorKind::nccl), Protocol::ll);
+    REQUIRE(ll.grain == 256);
+    auto at = [&](double m, const ExecutorCosts& c) {
+        TimeOptions o{m, std::nullopt};
+        o.executor = c;
+        return predict_time(t, o);
+    };
+    CHECK(at(8, ll).asynchronous == test::rel(at(800, ll).asynchronous));
+    CHECK(at(8, ll).synchronous == test::rel(at(800, ll).synchronous));
+    CHECK(at(8 * 512, ll).asynchronous > at(800, ll).asynchronous);
+    ExecutorCosts no_grain = ll;
+    no_grain.grain = 0;
+    CHECK(at(8, no_grain).asynchronous < at(8, ll).asynchronous);
+}
+
+TEST_CASE("executor objective: ties inside the model error, a calibration carries its own") {
+    const TimeBasis nccl{std::nullopt, builtin_executor(ExecutorKind::nccl)};
+    const double e = builtin_executor(ExecutorKind::nccl).error.value;
+    REQUIRE(e > 0);
+    CHECK(!builtin_executor(ExecutorKind::nccl).error.source.empty());
+    CHECK(nccl.tie(1.0, 1.0 + e * 0.99));
+    CHECK(!nccl.tie(1.0, 1.0 + e * 1.01));
+    CHECK(!TimeBasis{}.tie(1.0, 1.0 + 1e-9));  // ideal: exact
+    Calibration c;
+    c.executor = ExecutorKind::nccl;
+    c.heldout_median = 0.05;
+    const Calibration back = read_calibration(write_calibration(c), "c.json");
+    REQUIRE(back.heldout_median.has_value());
+    const ExecutorModel m = calibrated(builtin_executor(ExecutorKind::nccl), back);
+    CHECK(m.error.value == test::rel(0.05));
+    CHECK(m.error.source.find("held-out") != std::string::npos);
+}
+
+TEST_CASE("executor objective: optimize --size --executor nccl picks what NCCL runs, per protocol, and says so") {
+    const auto r = test::run("optimize " + on_executor_machine + " --collective allreduce --size 64K,1G --executor nccl --json --timeout 60");
+    REQUIRE(r.code == 3);  // no bound is proved on an executor
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["executor"] == "nccl");
+    CHECK(j["bound_executor"] == "ideal");
+    std::vector<std::string> runnable;
+    for (const auto& c : j["candidates"]) runnable.push_back(c["name"]);
+    for (const auto& s : j["sizes"]) {
+        CHECK(s["executor"] == "nccl");
+        CHECK(s["protocol"].is_string());
+        // NCCL runs its own algorithms and rings from a graph file: the hierarchical shapes are not among them
+        CHECK(s["winner"].get<std::string>().find("hierarchical") == std::string::npos);
+        CHECK(s["predicted_time_s"].get<double>() >= s["time_lower_bound_s"].get<double>());
+    }
+    bool refused = false;
+    for (const auto& n : j["notes"]) refused = refused || n.get<std::string>().find("not run by executor nccl (nccl-graph)") != std::string::npos;
+    CHECK(refused);
+    // the ideal run of the same instance is unchanged by the executor's existence: its JSON says ideal
+    const auto i = test::run("optimize " + on_executor_machine + " --collective allreduce --size 64K --json --timeout 60");
+    CHECK(nlohmann::json::parse(i.out)["executor"] == "ideal");
+    CHECK(nlohmann::json::parse(i.out)["sizes"][0]["protocol"].is_null());
+}
+
+TEST_CASE("executor objective: --format writes each size's winner in the executor's format and protocol") {
+    const test::Scratch scratch("on_executor_format");
+    const std::string plan = scratch.file("plan.json");
+    const auto r = test::run("optimize " + on_executor_machine + " --collective allgather --size 64K,1G --executor mscclpp --format mscclpp -o " +
+                             plan + " --json --timeout 60");
+    REQUIRE(r.code == 3);
+    const auto j = nlohmann::json::parse(r.out);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const std::string path = j["sizes"][i]["witness"][0];
+        REQUIRE(std::filesystem::exists(path));
+        const auto p = nlohmann::json::parse(on_executor_text(path));
+        const std::uint64_t size = j["sizes"][i]["size_bytes"].get<std::uint64_t>();
+        CHECK(p["min_message_size"].get<std::uint64_t>() <= size);
+        CHECK(p["max_message_size"].get<std::uint64_t>() >= size);
+        CHECK(p["protocol"] == j["sizes"][i]["protocol"]);
+        // the plan verifies and times on the machine
+        CHECK(test::run("verify " + path + " " + on_executor_machine + " --size 1M").code == 0);
+    }
+}
+
+TEST_CASE("executor objective: usage rules") {
+    auto refused = [](const std::string& args, const std::string& what) {
+        const auto r = test::run(args);
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find(what) != std::string::npos);
+    };
+    refused("optimize --topology ring:4 --collective allgather --executor nccl", "give --size");
+    refused("optimize --topology ring:4 --collective allgather --format mscclpp -o x.json", "give --size");
+    refused("optimize --topology ring:4 --collective allgather --size 1M --format mscclpp", "give -o FILE");
+    refused("optimize --topology ring:4 --collective allgather --size 1M --executor ncl", "did you mean \"nccl\"");
+    refused("compare " + test::source("schedules/nccl/ring_allgather_dgx_a100.sched") + " --size 1M --executor mscclp", "did you mean \"mscclpp\"");
+}
+
+TEST_CASE("executor objective: compare --executor names the executor and each table's protocol") {
+    const auto r = test::run("compare " + test::source("schedules/nccl/ring_allgather_dgx_a100.sched") + " --size 1K,1G --executor nccl --json");
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["executor"] == "nccl");
+    CHECK(j["schedules"][0]["protocols"].size() == 2);
+    CHECK(j["schedules"][0]["protocols"][0] == "LL");
+    CHECK(j["schedules"][0]["protocols"][1] == "Simple");
+    const auto t = test::run("compare " + test::source("schedules/nccl/ring_allgather_dgx_a100.sched") + " --size 1K");
+    CHECK(t.out.find("the network's share (executor ideal") != std::string::npos);
+}
