@@ -54,6 +54,12 @@ struct CandidateQuery {
     /// Tables of more than this many transfers are planned and timed in gather_candidates' second phase, each only
     /// when its plan and a prediction fit in what the memory budget leaves (a test lowers it).
     std::size_t large_table = std::size_t{1} << 22;
+    /// Tables of more than this many transfers that have no plan of their own are planned and timed after the smaller
+    /// ones are timed and their fastest checked, and only where their lower bound (table_time_bound) does not put them
+    /// beyond the tables that hold at every size (asynchronous time; a test lowers it, 0 plans none before its bound).
+    std::size_t bounded_table = std::size_t{1} << 17;
+    /// Whether a table may be left out by its lower bound (a test compares with every table timed).
+    bool prune = true;
 };
 
 /// A provider: appends candidates (not yet verified) and notes on what it could not build.
@@ -95,6 +101,13 @@ NamedProvider nccl_provider();
 /// their tables and plans (freed).
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::vector<NamedProvider>&, std::vector<std::string>& notes,
                                              std::vector<TimeCandidate>* unchecked = nullptr);
+
+/// A lower bound on the asynchronous time of a table at each size, from its resources' loads alone (one pass over the
+/// table, no timing plan): the transfers on one channel or link group hold it one after the other, each for its bytes
+/// over the bandwidth (and, with an executor, its cost per message), and the last of them arrives a latency of its
+/// channel later, so the run lasts at least, for every channel and group, the sum of those holds plus the least latency
+/// of its channels (and the executor's launch). Valid for every table the asynchronous run times (docs/time.md).
+std::vector<double> table_time_bound(const SendTable&, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link);
 
 /// The time of a table at a size: asynchronous or synchronous (docs/time.md).
 double candidate_seconds(const SendTable&, double size, const std::optional<LinkSpeed>& link, bool synchronous);
