@@ -336,7 +336,7 @@ TEST_CASE("time objective: a table whose lower bound is beyond a table that hold
         }
     const auto relay = std::make_shared<const SendTable>(std::move(b).finish());
     const auto direct = direct_allgather(in);
-    CHECK(table_time_bound(*relay, {1 << 20}, std::nullopt)[0] > predict_time(*direct, TimeOptions{1 << 20}).asynchronous);
+    CHECK(table_time_bound(*relay, {1 << 20}, std::nullopt)[0] > predict_time(*direct, TimeOptions{1 << 20, std::nullopt}).asynchronous);
     for (bool relay_is_nccl : {false, true}) {
         CAPTURE(relay_is_nccl);
         const NamedProvider p{"test", [&](const CandidateQuery&, std::vector<TimeCandidate>& out, std::vector<std::string>&) {

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <numeric>
 
@@ -473,10 +472,12 @@ namespace {
 /// NCCL's best and the checks are those of timing every table.
 class Gathering {
 public:
-    Gathering(const CandidateQuery& q, std::vector<TimeCandidate>& raw, const std::vector<std::size_t>& from, std::size_t providers,
+    Gathering(const CandidateQuery& q, std::vector<TimeCandidate>& raw, const std::vector<std::size_t>& from, const std::vector<NamedProvider>& providers,
               std::vector<std::string>& notes)
         : q_(q), raw_(raw), from_(from), notes_(notes), S_(q.sizes.size()), limit_(Deadline::at(q.deadline)),
-          timing_(Deadline::at(limit_.share(0.8).when())), timed_(providers, 0.0), verify_(providers, 0.0) {}
+          timing_(Deadline::at(limit_.share(0.8).when())), timed_(providers.size(), 0.0), verify_(providers.size(), 0.0) {
+        for (const NamedProvider& p : providers) baseline_.push_back(p.name == "nccl");
+    }
 
     /// Plans the first tier, names every table (unique over all), then times and checks tier by tier.
     void run() {
@@ -569,6 +570,9 @@ private:
     /// NCCL's): then it is never within a near tie of the fastest that holds, nor of NCCL's fastest that holds.
     bool beyond(std::size_t x, const std::vector<double>& top, const std::vector<double>& top_nccl) const {
         if (bound_[x].size() != S_ || top.size() != S_ || top_nccl.size() != S_) return false;
+        // NCCL's algorithms as its provider generates them (ring, tree, ...) are always timed: the report gives each a
+        // time or says why it has none (objective.cpp, nccl_without_time)
+        if (baseline_[provider_of(ts_[x].raw)]) return false;
         const bool nccl = raw_[ts_[x].raw].nccl;
         for (std::size_t s = 0; s < S_; ++s) {
             const double b = bound_[x][s] * (1 - 1e-6);  // the bound's sum and the run's may round apart
@@ -708,6 +712,7 @@ private:
     std::vector<double> top_, top_nccl_;      // the last walk's
     std::vector<double> top1_, top1_nccl_;    // the walk over tiers 0 and 1
     std::vector<char> reached_;               // per timed table: reached by the walk over tiers 0 and 1 or over all
+    std::vector<char> baseline_;              // per provider: NCCL's baselines (never left out by a bound)
     std::size_t largest_ = 0;
 };
 
@@ -719,41 +724,9 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
     std::vector<std::size_t> from;  // per provider, its first candidate
     std::vector<double> took;
     run_providers(q, providers, raw, from, took, notes);
-    Gathering g(q, raw, from, providers.size(), notes);
+    Gathering g(q, raw, from, providers, notes);
     g.run();
     return g.finish(providers, took, unchecked_out);
-}
-
-std::vector<double> table_time_bound(const SendTable& t, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link) {
-    const Topology& topo = *t.topology;
-    const std::size_t E = topo.channels().size(), G = topo.groups().size();
-    // per channel and group: the chunks its transfers move and the least latency of their channels (speeds do not depend on the size)
-    const TimeOptions speeds = with_network_class(topo, TimeOptions{sizes.empty() ? 0.0 : sizes.front(), link});
-    std::vector<LinkSpeed> speed(E);
-    for (std::uint32_t c = 0; c < E; ++c) speed[c] = channel_speed(topo, ChannelId{c}, speeds);
-    std::vector<double> moved(E + G, 0.0), alpha(E + G, std::numeric_limits<double>::infinity());
-    const Messages ms = t.messages();
-    for (const Transfer& x : t.transfers) {
-        std::uint32_t n = 0;
-        ms.for_each_part(x.message, [&](MessageId) { ++n; });
-        const std::uint32_t c = idx(x.channel);
-        moved[c] += n, alpha[c] = std::min(alpha[c], speed[c].alpha);
-        for (std::uint32_t g : topo.groups_of(x.channel)) moved[E + g] += n, alpha[E + g] = std::min(alpha[E + g], speed[c].alpha);
-    }
-    std::vector<double> out;
-    for (double size : sizes) {
-        const TimeOptions opt = with_network_class(topo, TimeOptions{size, link});
-        const double chunk = datum_bytes(t.collective.kind, topo.processors(), size) / t.collective.chunks;
-        double most = 0;
-        for (std::size_t r = 0; r < E + G; ++r) {
-            if (moved[r] == 0) continue;
-            const double bw = r < E ? channel_speed(topo, ChannelId{static_cast<std::uint32_t>(r)}, opt).bandwidth
-                                    : group_speed(topo, static_cast<std::uint32_t>(r - E), opt);
-            most = std::max(most, chunk * moved[r] / bw + alpha[r]);
-        }
-        out.push_back(most);
-    }
-    return out;
 }
 
 double candidate_seconds(const SendTable& t, double size, const std::optional<LinkSpeed>& link, bool synchronous) {

@@ -102,11 +102,16 @@ NamedProvider nccl_provider();
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::vector<NamedProvider>&, std::vector<std::string>& notes,
                                              std::vector<TimeCandidate>* unchecked = nullptr);
 
-/// A lower bound on the asynchronous time of a table at each size, from its resources' loads alone (one pass over the
-/// table, no timing plan): the transfers on one channel or link group hold it one after the other, each for its bytes
-/// over the bandwidth (and, with an executor, its cost per message), and the last of them arrives a latency of its
-/// channel later, so the run lasts at least, for every channel and group, the sum of those holds plus the least latency
-/// of its channels (and the executor's launch). Valid for every table the asynchronous run times (docs/time.md).
+/// A lower bound on the asynchronous time of a table at each size (TimeOptions{size, link}), without its timing plan
+/// (verifier/time/table_bound.cpp; a pass over the table per size), the larger of two:
+///  - loads: the transfers on one channel or link group hold it one after the other, each for its bytes over the
+///    bandwidth, and the last of them arrives a latency of its channel later: for every channel and group, the sum of
+///    those holds plus the least latency of its channels;
+///  - chains: a transfer starts no earlier than the first arrival, in an earlier step, of a part of the chunk it sends
+///    at its sender where it needs one (a router, or a processor sending more than its own value), nor before the one
+///    before it on an in-order channel (into a switch that reduces or multicasts) has left it, and arrives its hold and
+///    latency later (tables of at most 2^23 nodes times chunks).
+/// Valid for every table the asynchronous run times (docs/time.md); runtime/timing.cpp runs the same rules in full.
 std::vector<double> table_time_bound(const SendTable&, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link);
 
 /// The time of a table at a size: asynchronous or synchronous (docs/time.md).
