@@ -8,7 +8,9 @@
 #include "tests/approx.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <map>
 #include <regex>
 #include <string>
 #include <thread>
@@ -18,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/table/builder.hpp"
+#include "runtime/timing.hpp"
+#include "verifier/compose/nvls.hpp"
 #include "support/error.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "verifier/time/objective.hpp"
@@ -257,5 +261,97 @@ TEST_CASE("time objective: a table of the second phase is planned only when its 
         CHECK(kept.size() == (tight ? 0u : 1u));
         CHECK((all.find("direct (big): not timed, its timing plan and a prediction need about 2.8 KiB, more than the memory budget leaves") !=
                std::string::npos) == tight);
+    }
+}
+
+TEST_CASE("time objective: a table's lower bound from its loads is at or below its predicted time") {
+    // NVLS tables on two boxes (the switch's in-order channels, the rail rings, NCCL's trees) at five sizes, and with --link
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100nvls2x8.json"));
+    const std::vector<double> sizes = {65536, 1048576, 16777216, 268435456, 1073741824};
+    for (std::uint32_t pieces : {1u, 4u}) {
+        compose::NvlsPlan plan;
+        plan.pieces = pieces;
+        for (const SendTable& t : {compose::nvls_rail_allreduce(topo, plan), compose::nvls_tree_allreduce(topo, plan)})
+            for (const std::optional<LinkSpeed>& link : {std::optional<LinkSpeed>{}, std::optional<LinkSpeed>{LinkSpeed{5e-7, 5e10}}}) {
+                const std::vector<double> bound = table_time_bound(t, sizes, link);
+                REQUIRE(bound.size() == sizes.size());
+                for (std::size_t s = 0; s < sizes.size(); ++s) {
+                    INFO("pieces ", pieces, ", size ", sizes[s], ", --link ", link.has_value());
+                    const double time = predict_time(t, TimeOptions{sizes[s], link}).asynchronous;
+                    CHECK(bound[s] > 0);
+                    CHECK(bound[s] <= time * (1 + 1e-12));
+                }
+            }
+    }
+}
+
+TEST_CASE("time objective: the tables left out by their lower bound change nothing (h100sharp 2 x 8 allreduce)") {
+    // every table after the first tier set against its bound (bounded_table 0) against every table timed: the same tables
+    // kept with the same times, the same left unchecked (but those left out by their bound), and the bound left some out
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100sharp2x8.json"));
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allreduce", *topo)};
+    std::vector<NamedProvider> providers = construction_providers();
+    providers.push_back(nccl_provider());
+    auto run = [&](bool prune, std::vector<std::string>& notes, std::vector<TimeCandidate>& unchecked) {
+        CandidateQuery q{in, {65536, 1048576, 16777216, 268435456, 1073741824}};
+        q.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+        q.prune = prune;
+        q.bounded_table = prune ? 0 : q.bounded_table;
+        return gather_candidates(q, providers, notes, &unchecked);
+    };
+    std::vector<std::string> notes_all, notes_bounded;
+    std::vector<TimeCandidate> unchecked_all, unchecked_bounded;
+    const std::vector<TimeCandidate> all = run(false, notes_all, unchecked_all);
+    const std::vector<TimeCandidate> bounded = run(true, notes_bounded, unchecked_bounded);
+    REQUIRE(bounded.size() == all.size());
+    for (std::size_t c = 0; c < all.size(); ++c) {
+        CHECK(bounded[c].name == all[c].name);
+        CHECK(bounded[c].seconds == all[c].seconds);
+        CHECK(bounded[c].other == all[c].other);
+    }
+    std::map<std::string, std::vector<double>> timed;
+    for (const TimeCandidate& u : unchecked_all) timed[u.name] = u.seconds;
+    for (const TimeCandidate& u : unchecked_bounded) {
+        CAPTURE(u.name);
+        REQUIRE(timed.count(u.name) == 1);
+        CHECK(timed[u.name] == u.seconds);
+    }
+    CHECK(unchecked_bounded.size() <= unchecked_all.size());
+}
+
+TEST_CASE("time objective: a table whose lower bound is beyond a table that holds is not timed, unless it may be NCCL's best") {
+    // allgather on complete:4 at 1 MiB: the direct exchange (holds) and a relay through the next processor, whose channels
+    // carry two data each (its bound, alpha + 2 M / 4 / B, beyond the direct exchange's alpha + M / 4 / B): left out
+    // without a plan, unless it is NCCL's (then NCCL's best, checked and kept, as without the bound)
+    const SynthInstance in = instance_of("complete:4", "allgather");
+    const auto& topo = in.topology;
+    TableBuilder b(topo, in.model, in.collective);
+    const Messages ms = b.messages();
+    for (std::uint32_t s = 0; s < 4; ++s)
+        for (std::uint32_t d = 0; d < 4; ++d) {
+            const std::uint32_t via = (s + 1) % 4;
+            if (s == d) continue;
+            if (d != via) b.hop(2, *topo->find_channel(Node{via}, Node{d}), ms.broadcast(s));
+            else b.hop(1, *topo->find_channel(Node{s}, Node{d}), ms.broadcast(s));
+        }
+    const auto relay = std::make_shared<const SendTable>(std::move(b).finish());
+    const auto direct = direct_allgather(in);
+    CHECK(table_time_bound(*relay, {1 << 20}, std::nullopt)[0] > predict_time(*direct, TimeOptions{1 << 20, std::nullopt}).asynchronous);
+    for (bool relay_is_nccl : {false, true}) {
+        CAPTURE(relay_is_nccl);
+        const NamedProvider p{"test", [&](const CandidateQuery&, std::vector<TimeCandidate>& out, std::vector<std::string>&) {
+                                  out.push_back({"direct", "", "test", false, direct, TimingPlan(*direct)});  // planned: the first tier
+                                  out.push_back({"relay", "", "test", relay_is_nccl, relay});
+                              }};
+        CandidateQuery q{in, {1 << 20}};
+        q.bounded_table = 0;  // the relay after the direct exchange, which its provider planned
+        std::vector<std::string> notes;
+        std::vector<TimeCandidate> unchecked;
+        const std::vector<TimeCandidate> kept = gather_candidates(q, {p}, notes, &unchecked);
+        CHECK(kept.size() == (relay_is_nccl ? 2u : 1u));
+        CHECK(unchecked.empty());
+        const std::string said = fmt::format("{}", fmt::join(notes, "\n"));
+        CHECK((said.find("not timed, a lower bound on the time beyond a table that holds at every size (by more than a near tie): relay") !=
+               std::string::npos) == !relay_is_nccl);
     }
 }

@@ -464,12 +464,13 @@ bool plan_late(TimeCandidate& c, const CandidateQuery& q, bool same, Deadline ti
     return false;
 }
 
-/// The timing plans of the tables the providers did not plan, but those of more than q.large_table transfers (deferred
-/// to the second phase), each on its own thread (of q.jobs; what is built does not depend on them): per table whether
+/// The timing plans of the tables the providers did not plan that `first` selects (the others are deferred to a later
+/// tier, Gathering), each on its own thread (of q.jobs; what is built does not depend on them): per table whether
 /// it is planned (skip: another collective), whether it already had the query's topology and model (`same`: its
 /// provider's times hold), and the seconds its plan took.
+template <class First>
 std::vector<Planned> plan_all(std::vector<TimeCandidate>& raw, const CandidateQuery& q, Deadline timing, std::vector<char>& same,
-                              std::vector<double>& planning) {
+                              std::vector<double>& planning, First first) {
     std::vector<Planned> planned(raw.size(), Planned::skip);
     same.assign(raw.size(), 0);
     planning.assign(raw.size(), 0.0);
@@ -479,7 +480,7 @@ std::vector<Planned> plan_all(std::vector<TimeCandidate>& raw, const CandidateQu
         if (c.table->collective.kind != q.instance.collective.kind || c.table->collective.root != q.instance.collective.root) continue;
         // a plan the provider built is the table's own when the table already has the instance's topology and model
         same[i] = c.table->topology == q.instance.topology && c.table->model == q.instance.model;
-        planned[i] = c.table->transfers.size() > q.large_table && !(same[i] && c.plan) ? Planned::deferred : Planned::ok;
+        planned[i] = first(i) ? Planned::ok : Planned::deferred;
         if (planned[i] == Planned::ok) most = std::max(most, c.table->transfers.size());
     }
     run_indexed(raw.size(), prediction_threads(q.jobs, most), [&](std::size_t i) {
@@ -508,126 +509,277 @@ std::string limit_of(const VerifyReport& r) {
 
 }  // namespace
 
+namespace {
+
+/// The timing and checks of gather_candidates (candidates.hpp), tier by tier: the tables of at most q.bounded_table
+/// transfers (and those the providers planned) are timed first and the fastest that hold checked; then those of at
+/// most q.large_table, then the larger (planned one at a time: each plan and its predictions may take a gigabyte).
+/// Before a table of the later tiers is planned, its lower bound (table_time_bound) is set against the times of the
+/// tables that hold: a table whose bound is beyond them at every size (by more than a near tie and by more than the
+/// bound's rounding) could never be checked, so it is left out without a plan or a prediction (on 128 GPUs with NVLS
+/// the rail rings' tables of 4.7 and 9.4 million transfers took 100 s to time). Once every tier is done the bounds are
+/// set against the final times again, and any table they no longer leave out is timed, until none is left: the winner,
+/// NCCL's best and the checks are those of timing every table.
+class Gathering {
+public:
+    Gathering(const CandidateQuery& q, std::vector<TimeCandidate>& raw, const std::vector<std::size_t>& from, const std::vector<NamedProvider>& providers,
+              std::vector<std::string>& notes)
+        : q_(q), raw_(raw), from_(from), notes_(notes), S_(q.sizes.size()), limit_(Deadline::at(q.deadline)),
+          timing_(Deadline::at(limit_.share(0.8).when())), timed_(providers.size(), 0.0), verify_(providers.size(), 0.0) {
+        for (const NamedProvider& p : providers) baseline_.push_back(p.name == "nccl");
+    }
+
+    /// Plans the first tier, names every table (unique over all), then times and checks tier by tier.
+    void run() {
+        std::vector<double> planning;
+        const std::vector<Planned> planned = plan_all(raw_, q_, timing_, same_, planning, [&](std::size_t i) { return tier(i) == 0; });
+        std::map<std::string, int> names;
+        for (std::size_t i = 0; i < raw_.size(); ++i) {
+            TimeCandidate& c = raw_[i];
+            if (planned[i] == Planned::skip) continue;
+            timed_[provider_of(i)] += planning[i];
+            if (planned[i] == Planned::late || planned[i] == Planned::broken) {
+                notes_.push_back(planned[i] == Planned::late ? fmt::format("{} ({}): not timed before the time limit, left out", c.name, c.provider)
+                                                             : fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider,
+                                                                           to_string(q_.instance.model)));
+                continue;
+            }
+            given_.push_back(same_[i] && !q_.link && q_.basis().ideal() && c.seconds.size() == S_ ? std::move(c.seconds) : std::vector<double>{});
+            c.seconds.assign(S_, 0.0), c.other.assign(S_, 0.0);
+            c.protocols.assign(q_.basis().ideal() ? 0 : S_, Protocol::none);
+            largest_ = std::max(largest_, c.table->transfers.size());
+            trace("timing plan of {} ({}): {} transfers{}", c.name, c.provider, c.table->transfers.size(), tier(i) > 0 ? " (deferred to a later tier)" : "");
+            if (int n = names[c.name]++; n > 0) c.name += fmt::format(" ({})", n + 1);
+            ts_.push_back(Timed{i, {}, 0, tier(i)});
+        }
+        done_.assign(ts_.size(), 0);
+        bound_.assign(ts_.size(), {});
+        reached_.assign(ts_.size(), 0);
+        // the first tier's fastest checked (their times are what the bounds of the next are set against), then the
+        // checks of the tables of at most q.large_table transfers and those of all (first and second phase)
+        const bool first = time_tier([&](const Timed& x) { return x.tier == 0; }, false);
+        if (first) walk(0);
+        const bool second = time_tier([&](const Timed& x) { return x.tier == 1; }, true);
+        if (first || second) walk(1), top1_ = top_, top1_nccl_ = top_nccl_;
+        if (time_tier([&](const Timed& x) { return x.tier == 2; }, true)) walk(2);
+        for (;;) {  // the bounds against the final checks' times: a table they no longer leave out is timed after all
+            std::vector<char> again(ts_.size(), 0);
+            bool any = false;
+            for (std::size_t x = 0; x < ts_.size(); ++x)
+                if (done_[x] == pruned && (!beyond(x, top_, top_nccl_) || (ts_[x].tier == 1 && !beyond(x, top1_, top1_nccl_))))
+                    again[x] = 1, done_[x] = 0, any = true;
+            if (!any) break;
+            time_tier([&](const Timed& x) { return again[static_cast<std::size_t>(&x - ts_.data())] != 0; }, false);
+            reached_.assign(ts_.size(), 0);
+            walk(1), top1_ = top_, top1_nccl_ = top_nccl_;
+            walk(2);
+        }
+    }
+
+    /// The tables that hold, in the providers' order, with their plans; the others timed go to `unchecked` (freed).
+    std::vector<TimeCandidate> finish(const std::vector<NamedProvider>& providers, const std::vector<double>& took, std::vector<TimeCandidate>* unchecked_out) {
+        std::vector<TimeCandidate> kept;
+        std::vector<std::string> unchecked, left_out;
+        for (std::size_t x = 0; x < ts_.size(); ++x) {
+            TimeCandidate& c = raw_[ts_[x].raw];
+            if (done_[x] == pruned) left_out.push_back(c.name), c.table.reset();
+            if (done_[x] > 0 && ts_[x].verdict > 0 && !reached_[x]) ts_[x].verdict = 0;  // checked for the bounds only
+            if (done_[x] > 0 && ts_[x].verdict == 0) {
+                unchecked.push_back(c.name);
+                c.table.reset(), c.plan.reset();
+                if (unchecked_out) unchecked_out->push_back(std::move(c));
+            }
+            if (done_[x] > 0 && ts_[x].verdict > 0) kept.push_back(std::move(c));
+        }
+        provider_notes(providers, from_, raw_.size(), {took, verify_, timed_}, unchecked, notes_);
+        if (!left_out.empty())
+            notes_.push_back(fmt::format("not timed, a lower bound on the time beyond a table that holds at every size (by more than a near tie): {}",
+                                         fmt::join(left_out, "; ")));
+        return kept;
+    }
+
+private:
+    static constexpr char pruned = -2;  // done_: left out by its bound (-1: left out otherwise; 1: timed)
+    struct Timed {
+        std::size_t raw;
+        std::vector<double> seconds;  // by the query's time, per size
+        int verdict = 0;              // 0 not checked, 1 holds, -1 left out
+        int tier = 0;
+    };
+
+    std::size_t provider_of(std::size_t i) const { return static_cast<std::size_t>(std::upper_bound(from_.begin(), from_.end(), i) - from_.begin()) - 1; }
+
+    /// 0: timed first (small, or planned by its provider); 1: more than q.bounded_table transfers; 2: more than q.large_table.
+    int tier(std::size_t i) const {
+        const TimeCandidate& c = raw_[i];
+        const std::size_t n = c.table->transfers.size();
+        if (n > q_.large_table) return 2;  // the second phase, as before the tiers (planned there unless its provider planned it)
+        return n > q_.bounded_table && !c.plan ? 1 : 0;
+    }
+
+    /// Whether table x's bound is beyond the tables that hold at every size (and beyond NCCL's that hold, for one of
+    /// NCCL's): then it is never within a near tie of the fastest that holds, nor of NCCL's fastest that holds.
+    bool beyond(std::size_t x, const std::vector<double>& top, const std::vector<double>& top_nccl) const {
+        if (bound_[x].size() != S_ || top.size() != S_ || top_nccl.size() != S_) return false;
+        // NCCL's algorithms as its provider generates them (ring, tree, ...) are always timed: the report gives each a
+        // time or says why it has none (objective.cpp, nccl_without_time)
+        if (baseline_[provider_of(ts_[x].raw)]) return false;
+        const bool nccl = raw_[ts_[x].raw].nccl;
+        for (std::size_t s = 0; s < S_; ++s) {
+            const double b = bound_[x][s] * (1 - 1e-6);  // the bound's sum and the run's may round apart
+            if (top[s] < 0 || !(b > top[s] * (1 + 1e-9))) return false;
+            if (nccl && (top_nccl[s] < 0 || !(b > top_nccl[s] * (1 + 1e-9)))) return false;
+        }
+        return true;
+    }
+
+    /// Plans (where needed) and times the tables `pick` selects that are not done; with `bounded`, a table its bound
+    /// leaves out is not planned. False when none was timed.
+    template <class Pick>
+    bool time_tier(Pick pick, bool bounded) {
+        std::vector<std::size_t> xs, which, late;
+        std::vector<std::vector<double>> gs;
+        // the bounds are the ideal model's: on an executor every table is timed
+        const bool may_prune = bounded && q_.prune && q_.basis().ideal() && q_.time == TimeKind::asynchronous && !top_.empty();
+        for (std::size_t x = 0; x < ts_.size(); ++x) {
+            if (done_[x] != 0 || !pick(ts_[x])) continue;
+            TimeCandidate& c = raw_[ts_[x].raw];
+            if (may_prune) {
+                if (bound_[x].empty()) bound_[x] = table_time_bound(*c.table, q_.sizes, q_.link);
+                if (beyond(x, top_, top_nccl_)) {
+                    trace("left out by its bound: {} ({})", c.name, c.provider);
+                    done_[x] = pruned;
+                    continue;
+                }
+            }
+            if (c.plan) xs.push_back(x);
+            else late.push_back(x);
+        }
+        plan_tier(late, xs);
+        std::sort(xs.begin(), xs.end());
+        for (std::size_t x : xs) which.push_back(ts_[x].raw), gs.push_back(std::move(given_[x]));
+        if (xs.empty()) return false;
+        const std::vector<double> predicting = time_all(raw_, which, gs, q_, largest_, timing_);
+        for (std::size_t k = 0; k < xs.size(); ++k) {
+            Timed& t = ts_[xs[k]];
+            TimeCandidate& c = raw_[t.raw];
+            if (predicting[k] < 0) {
+                notes_.push_back(fmt::format("{} ({}): not timed at every size before the time limit, left out", c.name, c.provider));
+                c.table.reset(), c.plan.reset();
+                done_[xs[k]] = -1;
+                continue;
+            }
+            t.seconds = c.seconds, timed_[provider_of(t.raw)] += predicting[k];
+            done_[xs[k]] = 1;
+        }
+        return true;
+    }
+
+    /// The plans of tables `late`: those of at most q.large_table transfers at once (on q.jobs threads), the larger one
+    /// at a time; the planned join `xs`, the others are left out with a note.
+    void plan_tier(const std::vector<std::size_t>& late, std::vector<std::size_t>& xs) {
+        std::vector<std::size_t> small;
+        std::size_t most = 0;
+        for (std::size_t x : late) {
+            const std::size_t n = raw_[ts_[x].raw].table->transfers.size();
+            if (n <= q_.large_table) small.push_back(x), most = std::max(most, n);
+        }
+        std::vector<Planned> got(small.size(), Planned::ok);
+        std::vector<double> took(small.size(), 0.0);
+        run_indexed(small.size(), prediction_threads(q_.jobs, most), [&](std::size_t k) {
+            const auto t0 = Clock::now();
+            got[k] = plan_one(raw_[ts_[small[k]].raw], q_, same_[ts_[small[k]].raw], timing_);
+            took[k] = std::chrono::duration<double>(Clock::now() - t0).count();
+            return true;
+        });
+        for (std::size_t k = 0; k < small.size(); ++k) {
+            const std::size_t i = ts_[small[k]].raw;
+            timed_[provider_of(i)] += took[k];
+            if (got[k] == Planned::ok) xs.push_back(small[k]);
+            else done_[small[k]] = -1, said(raw_[i], got[k]);
+        }
+        for (std::size_t x : late) {
+            const std::size_t i = ts_[x].raw;
+            if (raw_[i].table->transfers.size() <= q_.large_table) continue;
+            if (plan_late(raw_[i], q_, same_[i], timing_, notes_, timed_[provider_of(i)])) xs.push_back(x);
+            else done_[x] = -1;
+        }
+    }
+
+    /// The note on a table of `late` that was not planned (the table freed).
+    void said(TimeCandidate& c, Planned p) {
+        notes_.push_back(p == Planned::late ? fmt::format("{} ({}): not timed before the time limit, left out", c.name, c.provider)
+                                            : fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q_.instance.model)));
+        c.table.reset(), c.plan.reset();
+    }
+
+    bool holds(Timed& x) {
+        if (x.verdict != 0) return x.verdict > 0;
+        const TimeCandidate& c = raw_[x.raw];
+        const auto t0 = Clock::now();
+        const VerifyReport r = verify_direct(*c.table, within(limit_));
+        trace("checked {} ({}): {}", c.name, c.provider, r.verdict());
+        verify_[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
+        x.verdict = r.holds() ? 1 : -1;
+        if (r.holds() && !runs_on_executor(c, q_, notes_)) x.verdict = -1;
+        if (r.verdict() == "unknown") notes_.push_back(fmt::format("{} ({}): not verified within the {}, left out", c.name, c.provider, limit_of(r)));
+        else if (!r.holds()) notes_.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q_.instance.model)));
+        return x.verdict > 0;
+    }
+
+    /// At each size, by time: the fastest that holds and every one within 1 + 1e-9 of the slowest kept so far (compare()'s
+    /// winner is the first of the near ties, within 1e-12; a table past such a gap never changes it); the same among
+    /// NCCL's; over the tables of tiers up to `upto`. The slowest kept at each size (top_, top_nccl_; -1: none holds) is
+    /// what the bounds are set against. The walks over tiers 1 and 2 are those of timing every table in two phases (the
+    /// tables of at most q.large_table transfers, then all): the tables they reach and that hold are kept; a table
+    /// checked only in the walk over the first tier (for the bounds) is one left unchecked, as it would be.
+    void walk(int upto) {
+        top_.assign(S_, -1.0), top_nccl_.assign(S_, -1.0);
+        for (std::size_t s = 0; s < S_; ++s)
+            for (bool nccl_only : {false, true}) {
+                std::vector<std::size_t> order;
+                for (std::size_t k = 0; k < ts_.size(); ++k)
+                    if (done_[k] > 0 && ts_[k].tier <= upto && (!nccl_only || raw_[ts_[k].raw].nccl)) order.push_back(k);
+                std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ts_[a].seconds[s] < ts_[b].seconds[s]; });
+                double& top = nccl_only ? top_nccl_[s] : top_[s];
+                for (std::size_t k : order) {
+                    if (top >= 0 && ts_[k].seconds[s] > top * (1 + 1e-9)) break;
+                    if (upto > 0) reached_[k] = 1;
+                    if (holds(ts_[k])) top = std::max(top, ts_[k].seconds[s]);
+                }
+            }
+    }
+
+    const CandidateQuery& q_;
+    std::vector<TimeCandidate>& raw_;
+    const std::vector<std::size_t>& from_;
+    std::vector<std::string>& notes_;
+    const std::size_t S_;
+    const Deadline limit_, timing_;
+    std::vector<double> timed_, verify_;  // per provider
+    std::vector<char> same_;
+    std::vector<Timed> ts_;
+    std::vector<std::vector<double>> given_;  // per timed table: the times its provider predicted (empty: none)
+    std::vector<char> done_;                  // 1 timed, -1 left out, `pruned`
+    std::vector<std::vector<double>> bound_;  // per timed table: its lower bound per size, once computed
+    std::vector<double> top_, top_nccl_;      // the last walk's
+    std::vector<double> top1_, top1_nccl_;    // the walk over tiers 0 and 1
+    std::vector<char> reached_;               // per timed table: reached by the walk over tiers 0 and 1 or over all
+    std::vector<char> baseline_;              // per provider: NCCL's baselines (never left out by a bound)
+    std::size_t largest_ = 0;
+};
+
+}  // namespace
+
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes,
                                              std::vector<TimeCandidate>* unchecked_out) {
     std::vector<TimeCandidate> raw;
     std::vector<std::size_t> from;  // per provider, its first candidate
     std::vector<double> took;
     run_providers(q, providers, raw, from, took, notes);
-    // Every table timed (its plan built once: the comparison reuses it) in 80 % of the time left, then checked where it can decide.
-    const Deadline limit = Deadline::at(q.deadline), timing = Deadline::at(limit.share(0.8).when());
-    std::vector<double> timed(providers.size(), 0.0), verify(providers.size(), 0.0);
-    auto provider_of = [&](std::size_t i) { return static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), i) - from.begin()) - 1; };
-    struct Timed {
-        std::size_t raw;
-        std::vector<double> seconds;  // by the query's time, per size
-        int verdict = 0;              // 0 not checked, 1 holds, -1 left out
-    };
-    std::vector<Timed> ts;
-    std::vector<std::vector<double>> given;  // per timed table: the times its provider predicted (empty: none)
-    std::map<std::string, int> names;
-    const std::size_t S = q.sizes.size();
-    std::size_t largest = 0;
-    std::vector<char> same;
-    std::vector<double> planning;
-    const std::vector<Planned> planned = plan_all(raw, q, timing, same, planning);
-    for (std::size_t i = 0; i < raw.size(); ++i) {
-        TimeCandidate& c = raw[i];
-        const auto t0 = Clock::now();
-        if (planned[i] == Planned::skip) continue;
-        timed[provider_of(i)] += planning[i];
-        if (planned[i] == Planned::late) {
-            notes.push_back(fmt::format("{} ({}): not timed before the time limit, left out", c.name, c.provider));
-            continue;
-        }
-        if (planned[i] == Planned::broken) {
-            notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
-            continue;
-        }
-        given.push_back(same[i] && !q.link && q.basis().ideal() && c.seconds.size() == S ? std::move(c.seconds) : std::vector<double>{});
-        c.seconds.assign(S, 0.0), c.other.assign(S, 0.0);
-        c.protocols.assign(q.basis().ideal() ? 0 : S, Protocol::none);
-        largest = std::max(largest, c.table->transfers.size());
-        trace("timing plan of {} ({}): {} transfers{}", c.name, c.provider, c.table->transfers.size(),
-              planned[i] == Planned::deferred ? " (deferred to the second phase)" : "");
-        if (int n = names[c.name]++; n > 0) c.name += fmt::format(" ({})", n + 1);
-        ts.push_back(Timed{i, {}, 0});
-        timed[provider_of(i)] += std::chrono::duration<double>(Clock::now() - t0).count();
-    }
-    // Two phases (candidates.hpp): the tables of at most 2^22 transfers timed and the fastest checked, then the larger,
-    // planned only then (one at a time: each plan and its predictions may take a gigabyte).
-    std::vector<char> done(ts.size(), 0);  // 1 timed, -1 left out
-    auto time_phase = [&](bool big) {
-        std::vector<std::size_t> xs, which;
-        std::vector<std::vector<double>> gs;
-        for (std::size_t x = 0; x < ts.size(); ++x) {
-            TimeCandidate& c = raw[ts[x].raw];
-            if (done[x] != 0 || (c.table->transfers.size() > q.large_table) != big) continue;  // not the first phase's (their plans may be freed)
-            if (c.plan || plan_late(c, q, same[ts[x].raw], timing, notes, timed[provider_of(ts[x].raw)]))
-                xs.push_back(x), which.push_back(ts[x].raw), gs.push_back(std::move(given[x]));
-            else
-                done[x] = -1;
-        }
-        if (xs.empty()) return false;
-        const std::vector<double> predicting = time_all(raw, which, gs, q, largest, timing);
-        for (std::size_t k = 0; k < xs.size(); ++k) {
-            Timed& t = ts[xs[k]];
-            TimeCandidate& c = raw[t.raw];
-            if (predicting[k] < 0) {
-                notes.push_back(fmt::format("{} ({}): not timed at every size before the time limit, left out", c.name, c.provider));
-                c.table.reset(), c.plan.reset();
-                done[xs[k]] = -1;
-                continue;
-            }
-            t.seconds = c.seconds, timed[provider_of(t.raw)] += predicting[k];
-            done[xs[k]] = 1;
-        }
-        return true;
-    };
-    auto holds = [&](Timed& x) {
-        if (x.verdict != 0) return x.verdict > 0;
-        const TimeCandidate& c = raw[x.raw];
-        const auto t0 = Clock::now();
-        const VerifyReport r = verify_direct(*c.table, within(limit));
-        trace("checked {} ({}): {}", c.name, c.provider, r.verdict());
-        verify[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
-        x.verdict = r.holds() ? 1 : -1;
-        if (r.holds() && !runs_on_executor(c, q, notes)) x.verdict = -1;
-        if (r.verdict() == "unknown") notes.push_back(fmt::format("{} ({}): not verified within the {}, left out", c.name, c.provider, limit_of(r)));
-        else if (!r.holds()) notes.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q.instance.model)));
-        return x.verdict > 0;
-    };
-    // At each size, by time: the fastest that holds and every one within 1 + 1e-9 of the slowest kept so far (compare()'s
-    // winner is the first of the near ties, within 1e-12; a table past such a gap never changes it); the same among NCCL's.
-    auto check_fastest = [&] {
-        for (std::size_t s = 0; s < q.sizes.size(); ++s)
-            for (bool nccl_only : {false, true}) {
-                std::vector<std::size_t> order;
-                for (std::size_t k = 0; k < ts.size(); ++k)
-                    if (done[k] > 0 && (!nccl_only || raw[ts[k].raw].nccl)) order.push_back(k);
-                std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ts[a].seconds[s] < ts[b].seconds[s]; });
-                double top = -1;
-                for (std::size_t k : order) {
-                    if (top >= 0 && ts[k].seconds[s] > top * (1 + 1e-9)) break;
-                    if (holds(ts[k])) top = std::max(top, ts[k].seconds[s]);
-                }
-            }
-    };
-    if (time_phase(false)) check_fastest();
-    if (time_phase(true)) check_fastest();
-    std::vector<TimeCandidate> kept;
-    std::vector<std::string> unchecked;
-    for (std::size_t x = 0; x < ts.size(); ++x) {
-        TimeCandidate& c = raw[ts[x].raw];
-        if (done[x] > 0 && ts[x].verdict == 0) {
-            unchecked.push_back(c.name);
-            c.table.reset(), c.plan.reset();
-            if (unchecked_out) unchecked_out->push_back(std::move(c));
-        }
-        if (done[x] > 0 && ts[x].verdict > 0) kept.push_back(std::move(c));
-    }
-    provider_notes(providers, from, raw.size(), {took, verify, timed}, unchecked, notes);
-    return kept;
+    Gathering g(q, raw, from, providers, notes);
+    g.run();
+    return g.finish(providers, took, unchecked_out);
 }
 
 double candidate_seconds(const SendTable& t, double size, const std::optional<LinkSpeed>& link, bool synchronous) {

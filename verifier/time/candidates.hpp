@@ -58,6 +58,12 @@ struct CandidateQuery {
     std::size_t large_table = std::size_t{1} << 22;
     /// What the candidates' times are taken on: the link speeds and the executor.
     TimeBasis basis() const { return {link, executor}; }
+    /// Tables of more than this many transfers that have no plan of their own are planned and timed after the smaller
+    /// ones are timed and their fastest checked, and only where their lower bound (table_time_bound) does not put them
+    /// beyond the tables that hold at every size (asynchronous time; a test lowers it, 0 plans none before its bound).
+    std::size_t bounded_table = std::size_t{1} << 17;
+    /// Whether a table may be left out by its lower bound (a test compares with every table timed).
+    bool prune = true;
 };
 
 /// A provider: appends candidates (not yet verified) and notes on what it could not build.
@@ -99,6 +105,18 @@ NamedProvider nccl_provider();
 /// their tables and plans (freed).
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::vector<NamedProvider>&, std::vector<std::string>& notes,
                                              std::vector<TimeCandidate>* unchecked = nullptr);
+
+/// A lower bound on the asynchronous time of a table at each size (TimeOptions{size, link}), without its timing plan
+/// (verifier/time/table_bound.cpp; a pass over the table per size), the larger of two:
+///  - loads: the transfers on one channel or link group hold it one after the other, each for its bytes over the
+///    bandwidth, and the last of them arrives a latency of its channel later: for every channel and group, the sum of
+///    those holds plus the least latency of its channels;
+///  - chains: a transfer starts no earlier than the first arrival, in an earlier step, of a part of the chunk it sends
+///    at its sender where it needs one (a router, or a processor sending more than its own value), nor before the one
+///    before it on an in-order channel (into a switch that reduces or multicasts) has left it, and arrives its hold and
+///    latency later (tables of at most 2^23 nodes times chunks).
+/// Valid for every table the asynchronous run times (docs/time.md); runtime/timing.cpp runs the same rules in full.
+std::vector<double> table_time_bound(const SendTable&, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link);
 
 /// The time of a table at a size: asynchronous or synchronous (docs/time.md).
 double candidate_seconds(const SendTable&, double size, const std::optional<LinkSpeed>& link, bool synchronous);
