@@ -58,6 +58,13 @@ struct CandidateQuery {
     std::size_t large_table = std::size_t{1} << 22;
     /// What the candidates' times are taken on: the link speeds and the executor.
     TimeBasis basis() const { return {link, executor}; }
+    /// What candidate c is timed on: basis(), except NCCL's own algorithms on the MSCCL and MSCCL++
+    /// executors, which stock NCCL runs (the nccl executor: the speed-up over NCCL is over what it runs).
+    TimeBasis basis_of(const TimeCandidate& c) const {
+        if (c.nccl && executor && (executor->kind == ExecutorKind::mscclpp || executor->kind == ExecutorKind::msccl))
+            return {link, builtin_executor(ExecutorKind::nccl)};
+        return basis();
+    }
 };
 
 /// A provider: appends candidates (not yet verified) and notes on what it could not build.
