@@ -59,12 +59,15 @@ bool TimeBasis::tie(double a, double b) const {
 }
 
 BasisTime time_on(const TimingPlan& plan, double size, const TimeBasis& basis, TimeKind decides) {
+    // the two times only (predict() also keeps every transfer's times), the other kind once, for the protocol chosen
     BasisTime best{std::numeric_limits<double>::infinity(), 0, Protocol::none};
     for (Protocol p : basis.protocols()) {
-        const TimePrediction t = plan.predict(basis.at(size, p));
-        const double a = decides == TimeKind::asynchronous ? t.asynchronous : t.synchronous;
-        if (a < best.seconds) best = {a, decides == TimeKind::asynchronous ? t.synchronous : t.asynchronous, p};
+        const TimeOptions o = basis.at(size, p);
+        const double t = decides == TimeKind::asynchronous ? plan.asynchronous(o) : plan.synchronous(o);
+        if (t < best.seconds) best = {t, 0, p};
     }
+    const TimeOptions o = basis.at(size, best.protocol);
+    best.other = decides == TimeKind::asynchronous ? plan.synchronous(o) : plan.asynchronous(o);
     return best;
 }
 
@@ -214,7 +217,7 @@ Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPla
 
 Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,
                              const std::vector<double>& sizes, const TimeBasis& basis, TimeKind kind, std::size_t baseline,
-                             unsigned jobs, Deadline deadline, std::vector<std::vector<Protocol>> protocol) {
+                             unsigned jobs, Deadline deadline, std::vector<std::vector<Protocol>> protocol, std::vector<TimeBasis> bases) {
     COLLSCHED_ASSERT(plans.size() == seconds.size() && plans.size() == other.size());
     Comparison r;
     r.sizes = sizes;
@@ -245,7 +248,8 @@ Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<s
         const bool two = inner >= 2 && plans[a].transfers() + plans[b].transfers() >= pair_on_threads;
         auto time = [&](std::size_t s, double m) {
             if (deadline.passed()) throw LimitReached("time limit (a crossover's search)");
-            return time_of(plans[s == 0 ? a : b], m, basis, kind);
+            const std::size_t p = s == 0 ? a : b;
+            return time_of(plans[p], m, bases.empty() ? basis : bases[p], kind);
         };
         r.crossovers[k] = {0, a, b, sizes[i - 1], sizes[i]};
         std::array<int, 2> made{0, 0};

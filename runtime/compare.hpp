@@ -86,12 +86,13 @@ Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPla
 /// The same with every time already predicted (seconds[c][i] of the kind that decides, other[c][i]
 /// the other kind, each plans[c].predict at sizes[i]): the winners and the crossovers, as
 /// `optimize --size` has them from choosing what to check (protocol[c][i] the protocol of each, empty
-/// on the ideal executor).
+/// on the ideal executor; bases[c] what plan c was timed on, empty: `basis` for every plan).
 /// A crossover whose search `deadline` stops (a probe of two tables of two million transfers each
 /// takes seconds on 1,024 GPUs) is left unsearched: its grid points only (Crossover::searched()).
 Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,
                              const std::vector<double>& sizes, const TimeBasis& basis, TimeKind kind, std::size_t baseline,
-                             unsigned jobs = 1, Deadline deadline = {}, std::vector<std::vector<Protocol>> protocol = {});
+                             unsigned jobs = 1, Deadline deadline = {}, std::vector<std::vector<Protocol>> protocol = {},
+                             std::vector<TimeBasis> bases = {});
 
 /// The width of the bracket a crossover is found to: its ends a factor 1.001 apart (0.1 %).
 inline constexpr double crossover_ratio = 1.001;

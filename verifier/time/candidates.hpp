@@ -64,6 +64,13 @@ struct CandidateQuery {
     std::size_t bounded_table = std::size_t{1} << 17;
     /// Whether a table may be left out by its lower bound (a test compares with every table timed).
     bool prune = true;
+    /// What candidate c is timed on: basis(), except NCCL's own algorithms on the MSCCL and MSCCL++
+    /// executors, which stock NCCL runs (the nccl executor: the speed-up over NCCL is over what it runs).
+    TimeBasis basis_of(const TimeCandidate& c) const {
+        if (c.nccl && executor && (executor->kind == ExecutorKind::mscclpp || executor->kind == ExecutorKind::msccl))
+            return {link, builtin_executor(ExecutorKind::nccl)};
+        return basis();
+    }
 };
 
 /// A provider: appends candidates (not yet verified) and notes on what it could not build.

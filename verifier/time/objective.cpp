@@ -162,12 +162,14 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     std::vector<TimingPlan> plans;
     std::vector<std::vector<double>> seconds, other;
     std::vector<std::vector<Protocol>> protocol;
+    std::vector<TimeBasis> bases;  // NCCL's own algorithms on the nccl executor (candidates.hpp, basis_of)
     for (const TimeCandidate& c : r.candidates) {
         plans.push_back(*c.plan), seconds.push_back(c.seconds), other.push_back(c.other);
         if (!c.protocols.empty()) protocol.push_back(c.protocols);
+        bases.push_back(q.basis_of(c));
     }
     r.comparison = compare_predicted(plans, std::move(seconds), std::move(other), options.sizes, r.basis(), options.time, 0, options.jobs,
-                                     Deadline::at(deadline), std::move(protocol));
+                                     Deadline::at(deadline), std::move(protocol), std::move(bases));
     // the bounds are the ideal model's: a time on another executor is not held to them (it may be lower
     // than the network's share nowhere in principle, but list scheduling is not monotone in its costs)
     if (r.basis().ideal()) check_bounds(r);
