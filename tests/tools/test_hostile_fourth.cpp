@@ -343,7 +343,7 @@ std::vector<Probe> nccl_mutant_cases(std::size_t count, unsigned seed = kSeed) {
                              b.links == Links::none ? "PCIe" : b.links == Links::mesh ? "mesh" : "NVSwitch", b.nics ? "with NICs" : "no NICs", what, opt);
         c.files = {{"x.xml", text}};
         c.args = "machine --nccl-topo x.xml " + opt + " -o m.json";
-        c.where = "x.xml:";
+        c.where = "x.xml";  // its line and column where the problem has one; a box without NICs under a network has none
         c.absent = {"m.json"};
         Probe p = probe(c);
         p.either = true;
@@ -912,7 +912,7 @@ struct Snippet {
 
 std::vector<Snippet> python_snippets() {
     return {
-        {"Machine(3.7)", "collsched.Machine(3.7).link(0, 1).save(p)"},
+        {"Machine(3.7)", "collsched.Machine(3.7).link(0, 1).link(1, 2).save(p)"},
         {"Machine(False)", "collsched.Machine(False).save(p)"},
         {"Machine(None)", "collsched.Machine(None).save(p)"},
         {"Machine(-3)", "collsched.Machine(-3).save(p)"},
