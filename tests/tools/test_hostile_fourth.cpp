@@ -1014,7 +1014,7 @@ std::vector<Probe> limit_cases() {
         out.push_back(probe(c));
     };
     timed("optimize --topology ebft:512 --collective alltoall --timeout 6", 6);
-    timed("optimize --topology ebft:1024 --collective allgather --timeout 8", 8);
+    timed("optimize --topology ebft:256 --collective alltoall --model ports=single --timeout 8", 8);
     timed("optimize --topology " + collsched::test::machine("h100nvls8x8") + " --collective allreduce --size 1K..4G:8 --timeout 6", 6);
     timed("optimize --topology " + collsched::test::machine("h100sharp16x8") + " --collective reduce_scatter --sizes 1M,256M,1G --timeout 6", 6);
     timed("compose --topology " + collsched::test::machine("h100rail16x8") + " --collective reduce_scatter --size 256M --timeout 1", 1);
