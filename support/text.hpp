@@ -19,6 +19,18 @@ inline std::string count_of(std::uint64_t n, std::string_view noun, std::string_
     return plural.empty() ? fmt::format("{} {}s", n, noun) : fmt::format("{} {}", n, plural);
 }
 
+/// Whether `s` is a word, as the names in input files must be (a link group's, a link type's;
+/// docs/topologies.md): not empty, without blanks, quotes, commas or control bytes (below 0x20,
+/// and 0x7f), so that a message or an export can print it as it is.
+inline bool is_word(std::string_view s) {
+    if (s.empty()) return false;
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f || c == ' ' || c == '"' || c == ',') return false;
+    }
+    return true;
+}
+
 /// Text for XML and SVG content and attribute values: & < > " escaped.
 inline std::string xml_escape(std::string_view s) {
     std::string out;

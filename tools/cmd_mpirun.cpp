@@ -149,11 +149,18 @@ int spawn(const std::vector<std::string>& argv) {
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/// The resident size of one rank before its buffers: the program, OpenMPI's libraries and
+/// its shared-memory transport. Measured (ps, resident set) on the 2-core development machine:
+/// 16.4 MB a rank for tests/data/ring8_allgather.json at --bytes 1024; 256 ranks on ring:256
+/// passed 4 GiB together with buffers of a few KiB each (issue 60).
+constexpr std::uint64_t rank_base_bytes = std::uint64_t{16} << 20;
+
 /// The memory the ranks of one run would allocate together, estimated from the table before
 /// anything starts (collsched-rank, runtime/mpi_rank.cpp): each rank keeps every message it
 /// starts with or receives (B/C bytes each), a receive and a send buffer for each message of its
 /// busiest step, C chunk buffers for reductions, and the MPI collective's send and receive
-/// buffers (P * B bytes each). All ranks run on this machine (--oversubscribe).
+/// buffers (P * B bytes each); besides its buffers every rank is a process of about
+/// `rank_base_bytes`. All ranks run on this machine (--oversubscribe).
 std::uint64_t ranks_memory(const SendTable& t, std::uint64_t datum_bytes) {
     const std::uint32_t P = t.topology->processors();
     const std::uint64_t C = t.collective.chunks, msg = datum_bytes / C;
@@ -169,7 +176,7 @@ std::uint64_t ranks_memory(const SendTable& t, std::uint64_t datum_bytes) {
         busiest[idx(e.src)] = std::max(busiest[idx(e.src)], a);
         busiest[idx(e.dst)] = std::max(busiest[idx(e.dst)], b);
     }
-    std::uint64_t total = 0;
+    std::uint64_t total = mul_sat(P, rank_base_bytes);
     for (std::uint32_t r = 0; r < P; ++r) {
         const std::uint64_t messages = add_sat(add_sat(held[r], mul_sat(2, busiest[r])), mul_sat(2, C));
         total = add_sat(total, add_sat(mul_sat(messages, msg), mul_sat(mul_sat(2, P), datum_bytes)));
@@ -226,7 +233,9 @@ void add_mpirun_command(CLI::App& app, Context& ctx) {
         if (args->ranks != 0 && args->ranks != P)
             throw InputError(fmt::format("--ranks {}: the table has {} processors and runs with one MPI rank per processor", args->ranks, P));
         // Refused before a rank starts: the machine would kill the run instead (--bytes 2^30 on 8 ranks).
-        MemoryBudget::standard().check(ranks_memory(t, args->bytes), fmt::format("mpirun with --bytes {} on {} ranks", args->bytes, P));
+        MemoryBudget::standard().check(ranks_memory(t, args->bytes),
+                                       fmt::format("mpirun with --bytes {} on {} ranks (each a process of about {} besides its buffers)",
+                                                   args->bytes, P, format_bytes(rank_base_bytes)));
         std::string mpirun = find_in_path(args->mpirun);
         if (mpirun.empty())
             throw InputError(fmt::format("'{}' was not found; install OpenMPI (Debian: openmpi-bin libopenmpi-dev) or name it with --mpirun",

@@ -253,6 +253,9 @@ std::optional<MessageId> parse_partial(const Messages& ms, std::uint32_t P, std:
         if (rest.front() != ',') return bad(fmt::format("'{}': a partial is a({{sources}}) or a({{sources}},chunk)", s));
         auto c = number(rest.substr(1));
         if (!c) return bad(fmt::format("'{}': the chunk is not a number", s));
+        // As for base names (Messages::parse_base): a chunk argument is refused under C = 1.
+        if (C == 1)
+            return bad(fmt::format("'{}' names a chunk, but the collective does not split its data (chunks 1): write a({{{}}})", s, set));
         chunk = *c;
         if (chunk >= C) return bad(fmt::format("'{}': chunk {} does not exist (the collective has {} chunk{})", s, chunk, C, C == 1 ? "" : "s"));
     } else if (C > 1) {

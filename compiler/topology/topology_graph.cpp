@@ -31,6 +31,7 @@
 #include "compiler/topology/topology_impl.hpp"
 #include "dsl/diagnostics.hpp"
 #include "support/number.hpp"
+#include "support/text.hpp"
 #include "support/units.hpp"
 
 namespace collsched {
@@ -180,6 +181,9 @@ private:
             const nlohmann::json& lt = j_["link_types"];
             if (!lt.is_object()) throw InputError(at({"link_types"}, "\"link_types\" must be an object {\"name\": {\"alpha\": \"1 us\", \"bandwidth\": \"25 GB/s\"}, ...}"));
             for (auto it = lt.begin(); it != lt.end(); ++it) {
+                if (!support::is_word(it.key()))
+                    throw InputError(at({"link_types", it.key()}, fmt::format("link type name {} must be a non-empty word",
+                                                                           nlohmann::json(it.key()).dump())));
                 const std::string ctx = fmt::format("link_types.{}", it.key());
                 if (!it.value().is_object())
                     throw InputError(at({"link_types", it.key()}, fmt::format("{}: expected {{\"alpha\": TIME, \"bandwidth\": BANDWIDTH}}", ctx)));
@@ -356,7 +360,7 @@ private:
                                         {it.key()}));
         LinkGroup lg;
         lg.name = g["name"].get<std::string>();
-        if (lg.name.empty() || lg.name.find_first_of(" \t\n\",") != std::string::npos)
+        if (!support::is_word(lg.name))
             throw InputError(gwhere(fmt::format("group name {} must be a non-empty word", g["name"].dump()), {std::string("name")}));
         if (!group_names_.insert(lg.name).second) throw InputError(gwhere(fmt::format("a second group named '{}'", lg.name), {std::string("name")}));
         if (!g["cap"].is_number_unsigned() || g["cap"].get<std::uint64_t>() < 1 || g["cap"].get<std::uint64_t>() > 1u << 30)

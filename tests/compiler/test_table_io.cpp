@@ -662,6 +662,26 @@ TEST_CASE("table io: an error in the middle of piece k has the reference reader'
     }
 }
 
+TEST_CASE("table io: a chunk argument on a partial is refused under one chunk by both readers (docs/formats.md)") {
+    // a({0,1},0) used to read as a({0,1}); the base name a(0,0) was refused already.
+    for (std::string msg : {"a({0,1},0)", "a({0..3},0)", "a({2},0)", "a({0,1}, 0)"})
+        for (std::string head : {R"("format": "collsched.table/1")", R"("format": "collsched.table/2", "chunks": 1)"}) {
+            const std::string text = "{" + head + R"(, "topology": "complete:4", "collective": "allreduce", )" +
+                                     R"("transfers": [{"step": 1, "from": "0", "to": "1", "msg": ")" + msg + R"("}]})";
+            CAPTURE(text);
+            std::string error;
+            CHECK(pieces_of(text, table_read::default_piece_bytes, &error) == -1);  // the fast reader leaves it to the reference
+            CHECK(error.find("names a chunk, but the collective does not split its data (chunks 1)") != std::string::npos);
+            CHECK(table_error(text) == error);
+        }
+    // Under C = 2 the chunk argument is what a partial needs.
+    const std::string two = R"({"format": "collsched.table/2", "chunks": 2, "topology": "complete:4", "collective": "allreduce", )"
+                            R"x("transfers": [{"step": 1, "from": "0", "to": "1", "msg": "a({0,1},1)"}]})x";
+    std::string error;
+    pieces_of(two, table_read::default_piece_bytes, &error);
+    CHECK(error == "");
+}
+
 TEST_CASE("table io: node names longer than 7 bytes resolve to their own channels (a fast-reader bug)") {
     // On ebft:32768 the level-1 routers past r1.9999 have 8-byte names. The fast JSON reader
     // remembered the last channel by packed names, 0 for a long name, so a run r2.5000 -> r1.10000,

@@ -23,6 +23,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -444,6 +445,21 @@ std::vector<Case> mpirun_cases() {
             c.where = "collsched: error: mpirun with --bytes " + bytes + " on ";
             out.push_back(c);
         }
+    // Every rank is a process of about 16 MiB besides its buffers: 256 ranks of a few bytes each
+    // passed 4 GiB together while the check counted the buffers only; 8 ranks under 100 MiB.
+    const std::string ring256 = R"x({"format": "collsched.table/1", "topology": "ring:256", "collective": "allgather", )x"
+                                R"x("transfers": [{"step": 1, "from": "0", "to": "1", "msg": "b(0)"}]})x";
+    for (auto [table, files, env, ranks] : std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+             {"t.json", ring256, "", "256"}, {source("tests/data/ring8_allgather.json"), "", "COLLSCHED_MAX_MEMORY_MB=100 ", "8"}}) {
+        Case c;
+        c.name = "mpirun on " + ranks + " ranks counts the ranks themselves" + (env.empty() ? "" : " under " + env);
+        if (!files.empty()) c.files = {{"t.json", files}};
+        c.env = env;
+        c.args = "mpirun " + table + " --bytes 8 --mpirun /bin/false";
+        c.message = env.empty() ? "more than the memory budget of 4 GiB" : "more than the memory budget of 100 MiB";
+        c.where = "collsched: error: mpirun with --bytes 8 on " + ranks + " ranks (each a process of about 16 MiB besides its buffers) needs about ";
+        out.push_back(c);
+    }
     for (std::string env : {"COLLSCHED_MAX_MEMORY_MB=0 ", "COLLSCHED_MAX_MEMORY_MB=abc ", "COLLSCHED_MAX_MEMORY_MB=-4 "}) {
         Case c;
         c.name = "mpirun with " + env;
@@ -459,6 +475,58 @@ std::vector<Case> mpirun_cases() {
 
 
 // ------------------------------------------------------------------------------------------------
+// Readers: what the docs refuse is refused by every reader. A chunk argument on a partial under
+// C = 1 (docs/formats.md; it read as the partial without it) in JSON tables, /1 and /2, through
+// verify and convert, and in CSV tables; a control byte in a link group's or a link type's name
+// (docs/topologies.md: a name is a word; "a\u0001b" was accepted where "a b" was refused).
+
+std::vector<Case> reader_cases() {
+    std::vector<Case> out;
+    const std::string chunk = "'a({0,1},0)' names a chunk, but the collective does not split its data (chunks 1): write a({0,1})";
+    for (std::string head : {R"("format": "collsched.table/1")", R"("format": "collsched.table/2", "chunks": 1)"})
+        for (std::string cmd : {"verify t.json", "convert t.json --format csv", "convert t.json --format csv -o out.csv"}) {
+            Case c;
+            c.name = "chunk argument on a partial under C = 1: " + cmd + " (" + head + ")";
+            c.files = {{"t.json", "{" + head + R"(, "topology": "complete:4", "collective": "allreduce", )"
+                                      R"x("transfers": [{"step": 1, "from": "0", "to": "1", "msg": "a({0,1},0)"}]})x"}};
+            c.args = cmd;
+            c.message = chunk;
+            c.where = "t.json: transfers[0] (step 1): ";
+            c.absent = {"out.csv"};
+            out.push_back(c);
+        }
+    for (std::string cmd : {"verify t.csv", "convert t.csv --format json -o out.json"}) {
+        Case c;
+        c.name = "chunk argument on a partial under C = 1: " + cmd;
+        c.files = {{"t.csv", "# format=collsched.table/1\n# topology=complete:4\n# collective=allreduce\nstep,from,to,message\n"
+                             "1,0,1,\"a({0,1},0)\"\n"}};
+        c.args = cmd;
+        c.message = chunk;
+        c.where = "t.csv:5: ";
+        c.absent = {"out.json"};
+        out.push_back(c);
+    }
+    const std::string ring = R"("edges": [[0, 1], [1, 2], [2, 3], [3, 0]])";
+    for (std::string name : {R"(a\u0001b)", R"(a\u007fb)", R"(a\u001b[31mb)", R"(a\tb)", R"(\u0000)"}) {
+        Case g;
+        g.name = std::string("link group named ") + name;
+        g.files = {{"g.json", R"({"processors": 4, )" + ring + R"(, "groups": [{"name": ")" + name + R"(", "cap": 1, "out_of": 0}]})"}};
+        g.args = "topo graph:g.json";
+        g.message = "\" must be a non-empty word";
+        g.where = "groups[0]: group name \"";
+        out.push_back(g);
+        Case t;
+        t.name = std::string("link type named ") + name;
+        t.files = {{"g.json", R"({"processors": 4, "link_types": {")" + name + R"(": {"alpha": "1 us"}}, )" + ring + "}"}};
+        t.args = "topo graph:g.json";
+        t.message = "\" must be a non-empty word";
+        t.where = "g.json:1:";
+        out.push_back(t);
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
 // Time limits of the solvers (seconds each: the `slow` label). The bound asserted is generous (the
 // limit plus 25 s, for a loaded machine); bench/limits.sh measures the overrun itself.
 
@@ -468,7 +536,8 @@ std::vector<Case> limit_cases() {
                              "pareto --topology torus:16x16 --collective alltoall --timeout 5",
                              "pareto --topology ebft:16 --collective alltoall --max-chunks 4096 --timeout 5",
                              "pareto --topology torus:16x16 --collective alltoall --max-chunks 4096 --timeout 5",
-                             "pareto --topology torus:32x32 --collective allgather --timeout 5"}) {
+                             "pareto --topology torus:32x32 --collective allgather --timeout 5",
+                             "pareto --topology torus:8x8 --collective alltoall --timeout 5"}) {
         Case c;
         c.name = args;
         c.args = args;
@@ -526,6 +595,10 @@ TEST_CASE("hostile surfaces: combine=routers outside its models names the file o
 
 
 TEST_CASE("hostile surfaces: a link group over its capacity in a schedule names its statement") { run_category("groups", group_cases()); }
+
+TEST_CASE("hostile surfaces: every reader refuses a chunk argument under C = 1 and a name that is not a word") {
+    run_category("readers", reader_cases());
+}
 
 TEST_CASE("hostile surfaces: --max-steps is one usage error") { run_category("max-steps", max_steps_cases()); }
 

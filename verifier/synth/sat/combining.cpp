@@ -81,18 +81,22 @@ private:
     /// h exists where source s can have reached v by t (its own contribution always); x everywhere.
     void variables() {
         std::vector<std::vector<std::uint32_t>> dist;  // dist[s][v]
-        for (std::uint32_t s = 0; s < P_; ++s) dist.push_back(bfs_distances(topo_, Node{s}));
-        h_.assign(std::size_t{C_} * P_ * P_ * (H_ + 1), -Formula::top);
-        x_.assign(std::size_t{C_} * E_ * (H_ + 1), -Formula::top);
+        for (std::uint32_t s = 0; s < P_; ++s) {
+            if (s % 64 == 0) check_deadline(opt_);
+            dist.push_back(bfs_distances(topo_, Node{s}));
+        }
+        assign_polled(h_, std::size_t{C_} * P_ * P_ * (H_ + 1), -Formula::top, opt_);
+        assign_polled(x_, std::size_t{C_} * E_ * (H_ + 1), -Formula::top, opt_);
         for (std::uint32_t c = 0; c < C_; ++c) {
-            check_deadline(opt_);
-            for (std::uint32_t v = 0; v < P_; ++v)
+            for (std::uint32_t v = 0; v < P_; ++v) {
+                if (v % 16 == 0) check_deadline(opt_);
                 for (std::uint32_t s = 0; s < P_; ++s)
                     for (Step t = 0; t <= H_; ++t) {
                         int& l = h_[hidx(c, v, s, t)];
                         if (s == v) l = Formula::top;
                         else if (dist[s][v] != unreachable && dist[s][v] <= t) l = f_.new_var();
                     }
+            }
             for (std::size_t ch = 0; ch < E_; ++ch)
                 for (Step t = 1; t <= H_; ++t) x_[xidx(c, ch, t)] = f_.new_var();
         }
@@ -107,9 +111,9 @@ private:
         }
         std::vector<int> cur(P_), next(P_);
         for (std::uint32_t c = 0; c < C_; ++c) {
-            check_deadline(opt_);
             for (std::uint32_t v = 0; v < P_; ++v)
                 for (Step t = 1; t <= H_; ++t) {
+                    check_deadline(opt_);
                     for (std::uint32_t s = 0; s < P_; ++s) cur[s] = h_[hidx(c, v, s, t - 1)];
                     const std::vector<std::size_t>& ins = in_by_id[v];
                     for (std::size_t j = 0; j < ins.size(); ++j) {
@@ -157,12 +161,14 @@ private:
     void limits() {
         for (std::size_t ch = 0; ch < E_; ++ch)
             for (Step t = 1; t <= H_; ++t) {
+                if (ch % 64 == 0) check_deadline(opt_);
                 std::vector<int> ls;
                 for (std::uint32_t c = 0; c < C_; ++c) ls.push_back(x_[xidx(c, ch, t)]);
                 rounds_->at_most(std::move(ls), topo_.channels()[ch].cap, t, t);
             }
         for (const LinkGroup& g : topo_.groups())
             for (Step t = 1; t <= H_; ++t) {
+                check_deadline(opt_);
                 std::vector<int> ls;
                 for (ChannelId ch : g.channels)
                     for (std::uint32_t c = 0; c < C_; ++c) ls.push_back(x_[xidx(c, idx(ch), t)]);
@@ -170,7 +176,7 @@ private:
             }
         port_limits(*rounds_, topo_, model_.ports, H_, C_,
                     [&](std::size_t c, ChannelId ch, Step t) { return x_[xidx(static_cast<std::uint32_t>(c), idx(ch), t)]; },
-                    [](std::uint32_t) {});
+                    [&](std::uint32_t) { check_deadline(opt_); });
     }
 
     /// Goals: the buffer of chunk c at p holds exactly a({0..hi}, c) at T (at H always, before
@@ -179,6 +185,7 @@ private:
         e_.deadline.assign(H_ + 1, 0);
         auto goals = [&](Step T, int d) {
             in_.collective.for_each_partial_goal(P_, C_, [&](std::uint32_t c, std::uint32_t hi, Node p) {
+                check_deadline(opt_);
                 for (std::uint32_t s = 0; s < P_; ++s) {
                     const int l = h_[hidx(c, idx(p), s, T)];
                     if (d == 0) f_.clause({s <= hi ? l : -l});
@@ -200,11 +207,13 @@ private:
     /// buffer at the end of the step before) by replaying the buffer rule.
     void decoding() {
         for (std::uint32_t c = 0; c < C_; ++c)
-            for (std::size_t ch = 0; ch < E_; ++ch)
+            for (std::size_t ch = 0; ch < E_; ++ch) {
+                if (ch % 256 == 0) check_deadline(opt_);
                 for (Step t = 1; t <= H_; ++t) {
                     e_.candidates.push_back({x_[xidx(c, ch, t)], static_cast<std::uint32_t>(e_.pool.size()), 1, t});
                     e_.pool.push_back({t, ChannelId{static_cast<std::uint32_t>(ch)}, MessageId{c}});
                 }
+            }
     }
 
     const std::uint32_t P_, C_;

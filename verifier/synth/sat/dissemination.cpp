@@ -51,13 +51,22 @@ Dissem dissemination_goals(const SynthInstance& in) {
     return d;
 }
 
+/// One send of the end-to-end encoding: message `msg` from processor p to q along their route,
+/// leaving in step s, when `lit` is true.
+struct EndToEndSend {
+    std::uint32_t msg, p, q;
+    Step s;
+    int lit;
+};
+
 /// The goals as horizons: every goal holds at H, and for each earlier horizon T >= far a
 /// deadline variable (e.deadline[T]) that, assumed true, makes every goal hold at T.
 template <class Index>
-void add_deadlines(Encoding& e, const Dissem& dm, const std::vector<int>& hold, Index hidx, Step far, Step H) {
+void add_deadlines(Encoding& e, const Dissem& dm, const std::vector<int>& hold, Index hidx, Step far, Step H, const SynthOptions& opt) {
     Formula& f = e.f;
     e.deadline.assign(H + 1, 0);
     for (Step T = far; T <= H; ++T) {
+        check_deadline(opt);
         if (T == H) {
             for (std::size_t i = 0; i < dm.msgs.size(); ++i)
                 for (Node g : dm.goals[i]) f.clause({hold[hidx(i, idx(g), H)]});
@@ -113,7 +122,7 @@ public:
             }
             if (model_.ports == Ports::half && topo_.routers() == 0) half_duplex_pairing();
         }
-        add_deadlines(e_, dm_, hold_, [&](std::size_t i, std::uint32_t v, Step t) { return hidx(i, v, t); }, far_, H_);
+        add_deadlines(e_, dm_, hold_, [&](std::size_t i, std::uint32_t v, Step t) { return hidx(i, v, t); }, far_, H_, opt_);
         decoding();
     }
 
@@ -150,8 +159,8 @@ private:
 
     /// hold[i][v][t], cross[i][c][t] (-top where the variable does not exist: false).
     void variables() {
-        hold_.assign(dm_.msgs.size() * N_ * (H_ + 1), -Formula::top);
-        cross_.assign(dm_.msgs.size() * C_ * (H_ + 1), -Formula::top);
+        assign_polled(hold_, dm_.msgs.size() * N_ * (H_ + 1), -Formula::top, opt_);
+        assign_polled(cross_, dm_.msgs.size() * C_ * (H_ + 1), -Formula::top, opt_);
         for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
             check_deadline(opt_);
             for (std::uint32_t v = 0; v < N_; ++v) {
@@ -174,37 +183,71 @@ private:
     }
 
     /// Invariance under node permutations (SynthOptions::invariant): message i's variables
-    /// equal those of its image at the image node or channel.
+    /// equal those of its image at the image node or channel. The equalities of all the
+    /// permutations are joined into classes first (union-find over the variables, the constants
+    /// true and false among them) and each class is written as one chain to its representative:
+    /// at most two clauses per variable, where one pair per permutation, message, node and step
+    /// (64 automorphisms of torus:8x8 alltoall: 1.35 billion clauses) ran through the memory
+    /// budget. Each permutation's channel images are looked up once, not per message. The loops
+    /// poll the run's limits per message.
     void invariance() {
         std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::size_t> entry;  // (origin, first goal, chunk)
         for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
             entry[{idx(dm_.origin[i]), personal_ ? idx(dm_.goals[i].front()) : 0u, dm_.chunk[i]}] = i;
+        // Class of every variable; 0 stands for false (-top), Formula::top for true.
+        std::vector<int> parent;
+        parent.reserve(static_cast<std::size_t>(f_.vars()) + 1);
+        for (int v = 0; v <= f_.vars(); ++v) {
+            if (v % 65536 == 0) check_deadline(opt_);
+            parent.push_back(v);
+        }
+        auto node = [](int lit) { return lit == -Formula::top ? 0 : lit; };  // every literal here is a variable or a constant
+        auto find = [&](int v) {
+            while (parent[v] != v) v = parent[v] = parent[parent[v]];
+            return v;
+        };
         std::size_t n = 0;
+        auto tie = [&](int a, int b) {
+            const int ra = find(node(a)), rb = find(node(b));
+            if (ra == rb) return;
+            // The constants stay roots, so a class's root is the constant it is equal to.
+            if (ra <= Formula::top) parent[rb] = ra;
+            else parent[ra] = rb;
+            ++n;
+        };
+        std::vector<std::uint32_t> image(C_);
         for (const auto& g : opt_.invariant) {
+            for (std::size_t c = 0; c < C_; ++c) {
+                if (c % 4096 == 0) check_deadline(opt_);
+                const Channel& ch = topo_.channels()[c];
+                auto gc = topo_.find_channel(Node{g[idx(ch.from)]}, Node{g[idx(ch.to)]});
+                COLLSCHED_ASSERT(gc.has_value());
+                image[c] = idx(*gc);
+            }
             for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+                check_deadline(opt_);
                 auto it = entry.find({g[idx(dm_.origin[i])], personal_ ? g[idx(dm_.goals[i].front())] : 0u, dm_.chunk[i]});
                 COLLSCHED_ASSERT(it != entry.end());
                 const std::size_t j = it->second;
                 for (std::uint32_t v = 0; v < N_; ++v)
-                    for (Step t = 0; t <= H_; ++t) {
-                        int a = hold_[hidx(i, v, t)], b = hold_[hidx(j, g[v], t)];
-                        f_.clause({-a, b});
-                        f_.clause({a, -b});
-                    }
-                for (std::size_t c = 0; c < C_; ++c) {
-                    const Channel& ch = topo_.channels()[c];
-                    auto gc = topo_.find_channel(Node{g[idx(ch.from)]}, Node{g[idx(ch.to)]});
-                    COLLSCHED_ASSERT(gc.has_value());
-                    for (Step t = 1; t <= H_; ++t) {
-                        int a = cross_[xidx(i, c, t)], b = cross_[xidx(j, idx(*gc), t)];
-                        f_.clause({-a, b});
-                        f_.clause({a, -b});
-                        ++n;
-                    }
-                }
+                    for (Step t = 0; t <= H_; ++t) tie(hold_[hidx(i, v, t)], hold_[hidx(j, g[v], t)]);
+                for (std::size_t c = 0; c < C_; ++c)
+                    for (Step t = 1; t <= H_; ++t) tie(cross_[xidx(i, c, t)], cross_[xidx(j, image[c], t)]);
             }
         }
-        e_.notes.push_back(fmt::format("restriction: invariant under {} automorphisms ({} tied transfers)", opt_.invariant.size(), n));
+        if (find(0) == find(Formula::top)) {
+            f_.clause({});  // some variable must be both true and false: no invariant schedule
+        } else {
+            for (int v = Formula::top + 1; v < static_cast<int>(parent.size()); ++v) {
+                if (v % 65536 == 0) check_deadline(opt_);
+                const int r = find(v);
+                if (r == v) continue;
+                const int rep = r == 0 ? -Formula::top : r;
+                f_.clause({-v, rep});
+                f_.clause({v, -rep});
+            }
+        }
+        e_.notes.push_back(fmt::format("restriction: invariant under {} automorphisms ({} tied variables)", opt_.invariant.size(), n));
     }
 
     /// Chunk order (docs/synthesis.md, "Chunks and rounds"): the chunks of one datum are
@@ -212,6 +255,7 @@ private:
     void chunk_order() {
         std::size_t n = 0;
         for (std::size_t i = 0; i + 1 < dm_.msgs.size(); ++i) {
+            if (i % 256 == 0) check_deadline(opt_);
             if (dm_.chunk[i + 1] != dm_.chunk[i] + 1) continue;
             Node g = dm_.goals[i].front();
             for (Node q : dm_.goals[i])
@@ -227,9 +271,11 @@ private:
     /// Time shift (docs/synthesis.md, "Symmetry"): some transfer happens in step 1.
     void time_shift() {
         std::vector<int> first;
-        for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+            if (i % 256 == 0) check_deadline(opt_);
             for (std::size_t c = 0; c < C_; ++c)
                 if (cross_[xidx(i, c, 1)] != -Formula::top) first.push_back(cross_[xidx(i, c, 1)]);
+        }
         if (!first.empty()) {
             f_.clause(first);
             e_.notes.push_back("symmetry: some transfer in step 1 (time shift)");
@@ -291,6 +337,7 @@ private:
     /// inject=once: one transfer out of the origin; every other one moves away from it.
     void inject_once() {
         for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+            check_deadline(opt_);
             std::vector<int> ls;
             for (std::size_t c = 0; c < C_; ++c) {
                 const Channel& ch = topo_.channels()[c];
@@ -312,6 +359,7 @@ private:
     void link_groups() {
         for (const LinkGroup& g : topo_.groups())
             for (Step t = 1; t <= H_; ++t) {
+                check_deadline(opt_);
                 std::vector<int> ls;
                 for (ChannelId c : g.channels)
                     for (std::size_t i = 0; i < dm_.msgs.size(); ++i) ls.push_back(cross_[xidx(i, idx(c), t)]);
@@ -378,6 +426,7 @@ private:
             for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
                 if (dm_.origin[i] == Node{p}) own.push_back(i);
             if (own.empty() || out_cap == 0) continue;
+            check_deadline(opt_);
             std::vector<std::vector<int>> left(own.size(), std::vector<int>(H_ + 1, -Formula::top));
             for (std::size_t k = 0; k < own.size(); ++k)
                 for (Step t = 1; t <= H_; ++t) {
@@ -406,13 +455,15 @@ private:
         for (std::size_t i = 0; i < dm_.msgs.size(); ++i) need += dist_[i][idx(dm_.goals[i].front())];
         const std::int64_t slack = cap_total * static_cast<std::int64_t>(*in_.rounds) - need;
         std::vector<int> waste;
-        for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+            if (i % 64 == 0) check_deadline(opt_);
             for (std::size_t c = 0; c < C_; ++c) {
                 const Channel& ch = topo_.channels()[c];
                 if (to_[i][idx(ch.to)] < to_[i][idx(ch.from)]) continue;
                 for (Step t = 1; t <= H_; ++t)
                     if (cross_[xidx(i, c, t)] != -Formula::top) waste.push_back(cross_[xidx(i, c, t)]);
             }
+        }
         if (slack < 0) f_.clause({});
         else if (slack <= 512) f_.at_most(std::move(waste), slack);
         e_.notes.push_back(fmt::format("implied: at most {} hops away from the goal", slack));
@@ -423,6 +474,7 @@ private:
     void half_duplex_pairing() {
         std::size_t g = 0;
         for (Step t = 1; t <= H_; ++t) {
+            check_deadline(opt_);
             std::vector<int> ls;
             for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
                 for (std::uint32_t p = 0; p < P_; ++p)
@@ -436,7 +488,8 @@ private:
 
     /// Decoding: every crossing is a candidate transfer of one step.
     void decoding() {
-        for (std::size_t i = 0; i < dm_.msgs.size(); ++i)
+        for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
+            if (i % 64 == 0) check_deadline(opt_);
             for (std::size_t c = 0; c < C_; ++c)
                 for (Step t = 1; t <= H_; ++t) {
                     int x = cross_[xidx(i, c, t)];
@@ -444,6 +497,7 @@ private:
                     e_.candidates.push_back({x, static_cast<std::uint32_t>(e_.pool.size()), 1, t});
                     e_.pool.push_back({t, ChannelId{static_cast<std::uint32_t>(c)}, dm_.msgs[i]});
                 }
+        }
     }
 
     const Dissem dm_;
@@ -471,11 +525,13 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
     const std::uint32_t P = topo.processors();
     std::vector<std::uint32_t> len(P * P);
     std::vector<std::vector<ChannelId>> routes(P * P);
-    for (std::uint32_t p = 0; p < P; ++p)
+    for (std::uint32_t p = 0; p < P; ++p) {
+        check_deadline(opt);
         for (std::uint32_t q = 0; q < P; ++q) {
             routes[p * P + q] = topo.route(Node{p}, Node{q});
             len[p * P + q] = static_cast<std::uint32_t>(routes[p * P + q].size());
         }
+    }
     Step far = 0;
     for (std::size_t i = 0; i < dm.msgs.size(); ++i)
         for (Node g : dm.goals[i]) far = std::max<Step>(far, len[idx(dm.origin[i]) * P + idx(g)]);
@@ -485,18 +541,16 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
         return;
     }
     auto hidx = [&](std::size_t i, std::uint32_t p, Step t) { return (i * P + p) * (H + 1) + t; };
-    std::vector<int> hold(dm.msgs.size() * P * (H + 1), -Formula::top);
-    for (std::size_t i = 0; i < dm.msgs.size(); ++i)
+    std::vector<int> hold;
+    assign_polled(hold, dm.msgs.size() * P * (H + 1), -Formula::top, opt);
+    for (std::size_t i = 0; i < dm.msgs.size(); ++i) {
+        if (i % 64 == 0) check_deadline(opt);
         for (std::uint32_t p = 0; p < P; ++p)
             for (Step t = len[idx(dm.origin[i]) * P + p]; t <= H; ++t)
                 hold[hidx(i, p, t)] = Node{p} == dm.origin[i] ? Formula::top : f.new_var();
+    }
 
-    struct Send {
-        std::uint32_t msg, p, q;
-        Step s;
-        int lit;
-    };
-    std::vector<Send> sends;
+    std::vector<EndToEndSend> sends;
     // arrivals[i][q][t]: sends of message i arriving at q in step t.
     std::vector<std::vector<int>> arrivals(dm.msgs.size() * P * (H + 1));
     const std::size_t C = topo.channels().size();
@@ -504,6 +558,7 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
     std::vector<std::vector<int>> out_port(P * (H + 1)), in_port(P * (H + 1));
     for (std::uint32_t i = 0; i < dm.msgs.size(); ++i)
         for (std::uint32_t p = 0; p < P; ++p) {
+            check_deadline(opt);
             Step first = len[idx(dm.origin[i]) * P + p] + 1;
             for (std::uint32_t q = 0; q < P; ++q) {
                 if (q == p || Node{q} == dm.origin[i]) continue;
@@ -525,6 +580,7 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
         }
     for (std::size_t i = 0; i < dm.msgs.size(); ++i)
         for (std::uint32_t q = 0; q < P; ++q) {
+            if (q % 64 == 0) check_deadline(opt);
             if (Node{q} == dm.origin[i]) continue;
             for (Step t = 1; t <= H; ++t) {
                 int h = hold[hidx(i, q, t)];
@@ -536,10 +592,13 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
                 f.clause(cl);
             }
         }
-    for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t c = 0; c < C; ++c) {
+        if (c % 64 == 0) check_deadline(opt);
         for (Step t = 1; t <= H; ++t) f.at_most(std::move(load[c * (H + 1) + t]), topo.channels()[c].cap);
+    }
     if (model.ports != Ports::multi)
-        for (std::uint32_t p = 0; p < P; ++p)
+        for (std::uint32_t p = 0; p < P; ++p) {
+            check_deadline(opt);
             for (Step t = 1; t <= H; ++t) {
                 auto& o = out_port[p * (H + 1) + t];
                 auto& r = in_port[p * (H + 1) + t];
@@ -551,10 +610,12 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
                     f.at_most(std::move(r), 1);
                 }
             }
+        }
     if (opt.implied && model.ports != Ports::multi) {
         std::size_t n = 0;
         for (std::uint32_t p = 0; p < P; ++p)
             for (Step t = 1; t <= H; ++t) {
+                check_deadline(opt);
                 std::vector<int> ls;
                 for (std::size_t i = 0; i < dm.msgs.size(); ++i)
                     if (dm.origin[i] != Node{p}) ls.push_back(hold[hidx(i, p, t)]);
@@ -564,8 +625,10 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
             }
         e.notes.push_back(fmt::format("implied: {} per-processor reception counts", n));
     }
-    add_deadlines(e, dm, hold, hidx, far, H);
-    for (const Send& s : sends) {
+    add_deadlines(e, dm, hold, hidx, far, H, opt);
+    for (std::size_t k = 0; k < sends.size(); ++k) {
+        if (k % 4096 == 0) check_deadline(opt);
+        const EndToEndSend& s = sends[k];
         const auto& r = routes[s.p * P + s.q];
         e.candidates.push_back({s.lit, static_cast<std::uint32_t>(e.pool.size()), static_cast<std::uint32_t>(r.size()),
                                 s.s + static_cast<Step>(r.size()) - 1});

@@ -139,6 +139,17 @@ void check_deadline(const SynthOptions& opt) {
     if (opt.memory.exceeded(memory_stop)) throw EncodeStopped{memory_reason(opt, "during encoding")};
 }
 
+void assign_polled(std::vector<int>& v, std::size_t n, int value, const SynthOptions& opt) {
+    constexpr std::size_t block = std::size_t{1} << 20;
+    v.clear();
+    v.shrink_to_fit();
+    v.reserve(n);
+    while (v.size() < n) {
+        check_deadline(opt);
+        v.insert(v.end(), std::min(block, n - v.size()), value);
+    }
+}
+
 std::string memory_reason(const SynthOptions& opt, std::string_view during) {
     return fmt::format("memory limit ({}): {} resident, limit {}", during, format_bytes(resident_memory()), format_bytes(opt.memory.limit()));
 }

@@ -144,13 +144,14 @@ private:
 
 /// Ports per processor and step (docs/semantics.md): under single ports at most one send and one
 /// receive, under half ports one of either. `cross(i, channel, t)` is the literal "item i crosses
-/// the channel in step t" for items 0..items-1; `tick(p)` runs before each processor's clauses.
+/// the channel in step t" for items 0..items-1; `tick(p)` runs before each processor's clauses of a step
+/// (where the caller polls its limits).
 template <class Cross, class Tick>
 void port_limits(Rounds& rounds, const Topology& topo, Ports ports, Step H, std::size_t items, Cross&& cross, Tick&& tick) {
     if (ports == Ports::multi) return;
     for (std::uint32_t p = 0; p < topo.processors(); ++p)
         for (Step t = 1; t <= H; ++t) {
-            if (t == 1) tick(p);
+            tick(p);
             std::vector<int> out, inn;
             for (std::size_t i = 0; i < items; ++i) {
                 for (ChannelId c : topo.out_channels(Node{p})) out.push_back(cross(i, c, t));
@@ -179,6 +180,10 @@ Encoding encode(const SynthInstance&, Step max_horizon, const SynthOptions&);
 /// Throws EncodeStopped when the options' deadline has passed or the resident memory has reached
 /// `memory_stop` of the options' memory limit (checked between large loops).
 void check_deadline(const SynthOptions&);
+/// `v` becomes `n` copies of `value`, written a million at a time with check_deadline between:
+/// the first touch of a large table's pages is slow enough to pass a deadline (the 32 million
+/// crossings of hub_and_spoke(64) alltoall, 128 MB: 1.3 s on the 2-core development machine).
+void assign_polled(std::vector<int>& v, std::size_t n, int value, const SynthOptions&);
 /// The share of SynthOptions::memory at which encoding, loading and solving stop: the rest is
 /// the slack for what is allocated between two polls.
 inline constexpr double memory_stop = 0.9;

@@ -116,6 +116,7 @@ private:
     void collect_goals() {
         Messages ms = in_.collective.messages(topo_.processors());
         in_.collective.for_each_goal(topo_.processors(), [&](MessageId m, Node d) {
+            if (goals_.size() % 1024 == 0) check_deadline(opt_);
             goals_.push_back({m, ms.origin(m), d, topo_.route(ms.origin(m), d), 0, 0});
         });
         check_deadline(opt_);
@@ -163,12 +164,15 @@ private:
 
     /// Segments of one message in order: the next starts after the previous has ended.
     void segments_in_order() {
-        for (const Goal& g : goals_)
+        for (std::size_t gi = 0; gi < goals_.size(); ++gi) {
+            if (gi % 1024 == 0) check_deadline(opt_);
+            const Goal& g = goals_[gi];
             for (std::uint32_t i = 1; i < g.segs; ++i) {
                 const Segment& a = segs_[g.first_seg + i - 1];
                 const Segment& b = segs_[g.first_seg + i];
                 for (Step t = b.lo; t <= b.hi; ++t) f_.clause({-b.by(t), a.by(static_cast<std::int64_t>(t) - a.len)});
             }
+        }
     }
 
     /// Resources: channels, then processor ports; each with the segments that load it.
@@ -186,6 +190,7 @@ private:
             res.resize(res.size() + P, Resource{1, {}});
         }
         for (std::uint32_t si = 0; si < segs_.size(); ++si) {
+            if (si % 1024 == 0) check_deadline(opt_);
             const Segment& s = segs_[si];
             const Goal& g = goals_[s.goal];
             for (std::uint32_t j = s.j0; j < s.j0 + s.len; ++j) {
@@ -216,7 +221,9 @@ private:
     /// At most cap uses of the resource in every step.
     void capacity(const Resource& r) {
         std::vector<std::vector<int>> per_step(H_ + 1);
+        std::size_t seen = 0;
         for (const Use& u : r.uses) {
+            if (++seen % 4096 == 0) check_deadline(opt_);
             const Segment& s = segs_[u.seg];
             for (Step t = s.lo; t <= s.hi; ++t) per_step[t + u.off].push_back(s.at(t));
         }
@@ -237,6 +244,7 @@ private:
         if (r.uses.size() * std::min<std::size_t>(r.uses.size(), 64) > 4096) return 0;
         std::size_t implied = 0;
         for (Step t = emin; t < lmax; ++t) {
+            check_deadline(opt_);
             std::vector<int> done, todo;
             for (const Use& u : r.uses) {
                 int b = segs_[u.seg].by(static_cast<std::int64_t>(t) - u.off);
@@ -258,8 +266,11 @@ private:
         const bool tree = topo_.is_tree() && topo_.family() != Family::graph;
         const CollectiveKind ck = in_.collective.kind;
         // On trees, alltoall: any leaf can be mapped onto processor 0 by an automorphism.
-        for (const Goal& g : goals_)
+        std::size_t seen = 0;
+        for (const Goal& g : goals_) {
+            if (++seen % 4096 == 0) check_deadline(opt_);
             if (!(tree && ck == CollectiveKind::alltoall) || idx(g.src) == 0) first.push_back(segs_[g.first_seg].at(1));
+        }
         if (!first.empty()) {
             f_.clause(first);
             e_.notes.push_back("symmetry: some first hop in step 1 (time shift)");
@@ -275,6 +286,7 @@ private:
         const std::size_t P = topo_.processors();
         Node pivot = ck == CollectiveKind::alltoall ? Node{0} : in_.collective.root;
         std::vector<int> seg_of_leaf(P, -1);
+        check_deadline(opt_);
         for (const Goal& g : goals_) {
             if (ck == CollectiveKind::gather) {
                 if (g.dst == pivot) seg_of_leaf[idx(g.src)] = static_cast<int>(g.first_seg);
@@ -289,6 +301,7 @@ private:
             if (std::binary_search(lv.begin(), lv.end(), idx(pivot))) continue;
             const auto& ch = tr.children[v];
             for (std::size_t i = 0; i + 1 < ch.size(); ++i) {
+                check_deadline(opt_);
                 for (Step t = 1; t <= H_; ++t) {
                     std::vector<int> left;
                     for (std::uint32_t d : tr.leaves[idx(ch[i])]) left.push_back(segs_[seg_of_leaf[d]].by(t));
@@ -305,6 +318,7 @@ private:
     void deadlines() {
         e_.deadline.assign(H_ + 1, 0);
         for (Step T = longest_; T < H_; ++T) {
+            check_deadline(opt_);
             int d = f_.new_var();
             e_.deadline[T] = d;
             for (const Goal& g : goals_) {
@@ -316,7 +330,9 @@ private:
 
     /// Decoding: a segment starting at t puts its hops in steps t, t+1, ...
     void decoding() {
+        std::size_t seen = 0;
         for (const Segment& s : segs_) {
+            if (++seen % 1024 == 0) check_deadline(opt_);
             const Goal& g = goals_[s.goal];
             for (Step t = s.lo; t <= s.hi; ++t) {
                 Candidate c{s.at(t), static_cast<std::uint32_t>(e_.pool.size()), s.len, t + s.len - 1};

@@ -25,14 +25,16 @@ namespace collsched {
 
 namespace {
 
+/// One cardinality constraint can become millions of clauses (n * k for the sequential
+/// counter): the sink polls the run's limits every 65,536 clauses, inside a constraint as well.
 class CadicalSink final : public sat::ClauseSink {
 public:
-    CadicalSink(CaDiCaL::Solver& s, int vars) : s_(s), next_(vars) {}
+    CadicalSink(CaDiCaL::Solver& s, int vars, const SynthOptions& opt) : s_(s), next_(vars), opt_(opt) {}
     int new_var() override { return ++next_; }
     void add_clause(std::span<const int> lits) override {
         for (int l : lits) s_.add(l);
         s_.add(0);
-        ++clauses_;
+        if (++clauses_ % 65536 == 0) synth::check_deadline(opt_);
     }
     using sat::ClauseSink::add_clause;
     std::uint64_t clauses() const { return clauses_; }
@@ -41,6 +43,7 @@ public:
 private:
     CaDiCaL::Solver& s_;
     int next_;
+    const SynthOptions& opt_;
     std::uint64_t clauses_ = 0;
 };
 
@@ -157,7 +160,7 @@ struct Synthesizer::Impl {
         cad = std::make_unique<CaDiCaL::Solver>();
         cad->set("quiet", 1);
         if (!opt.cadical_config.empty()) cad->configure(opt.cadical_config.c_str());
-        CadicalSink sink(*cad, enc.f.vars());
+        CadicalSink sink(*cad, enc.f.vars(), opt);
         std::span<const int> cl = enc.f.flat_clauses();
         const bool limited = opt.deadline != Clock::time_point::max();
         // Loading a formula that cannot finish in time only to free it again costs about 1.5x
