@@ -23,9 +23,19 @@ std::string excerpt(std::string_view s, std::size_t max) {
     return std::string(s.substr(0, keep)) + "...";
 }
 
+std::string excerpt_middle(std::string_view s, std::size_t max) {
+    if (s.size() <= max) return std::string(s);
+    const std::size_t keep = max > 3 ? max - 3 : 0;
+    const std::size_t head = char_boundary(s, keep / 2);
+    std::size_t tail = s.size() - (keep - keep / 2);
+    while (tail < s.size() && (static_cast<unsigned char>(s[tail]) & 0xC0) == 0x80) ++tail;
+    return std::string(s.substr(0, head)) + "..." + std::string(s.substr(tail));
+}
+
 // Three passes. (1) A quotation (from a ' to the next ') longer than max_quote is shortened; a
 // quote with no closing partner is an ordinary character. (2) A run of non-blank bytes (quotes
-// included) longer than max_quote + 40 is shortened, so that `a'b'c'd'...` cannot echo itself in
+// included) longer than max_quote + 40 is shortened in its middle, so that a long path keeps its
+// `:line:col:` at the end and `a'b'c'd'...` cannot echo itself in
 // short quotations. (3) A message still longer than max_message keeps its beginning and its end.
 std::string shorten_quotes(std::string_view m) {
     std::string quoted;
@@ -51,7 +61,7 @@ std::string shorten_quotes(std::string_view m) {
         std::size_t end = i;
         while (end < quoted.size() && !blank(quoted[end])) ++end;
         std::string_view run = std::string_view(quoted).substr(i, end - i);
-        out += run.size() > max_quote + 40 ? excerpt(run) : std::string(run);
+        out += run.size() > max_quote + 40 ? excerpt_middle(run) : std::string(run);
         i = end;
     }
     if (out.size() <= max_message) return out;

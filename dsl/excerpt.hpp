@@ -20,12 +20,17 @@ inline constexpr std::size_t max_quote = 80;
 /// boundary) followed by "...", max bytes in all.
 std::string excerpt(std::string_view s, std::size_t max = max_quote);
 
+/// `s` when it has at most `max` bytes, else its beginning, "..." and its end, max bytes in all
+/// (cut at UTF-8 character boundaries): a long `path:line:col:` keeps the place.
+std::string excerpt_middle(std::string_view s, std::size_t max = max_quote);
+
 /// Longest message kept whole by shorten_quotes, in bytes.
 inline constexpr std::size_t max_message = 1000;
 
 /// `message` with every quotation longer than max_quote shortened by excerpt(): a span between
-/// single quotes, and any run of non-blank characters longer than max_quote + 40 (a long value
-/// echoed without quotes, or many short quotations in a row). A message still longer than
+/// single quotes, and (by excerpt_middle, so a long `path:line:col:` keeps its place) any run of
+/// non-blank characters longer than max_quote + 40 (a long value echoed without quotes, or many
+/// short quotations in a row). A message still longer than
 /// max_message keeps its first 60% and last 30% with the number of bytes left out between.
 std::string shorten_quotes(std::string_view message);
 

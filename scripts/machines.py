@@ -28,14 +28,24 @@ ONE = {"multibox": "dgx-a100 --network switch --units gpu", "rail": "dgx-a100 --
        "railrouters": "dgx-a100 --network rail --units gpu --switches routers"}
 
 
+def fail(message, code=2):
+    """One line on standard error and exit `code` (2: usage errors and a missing binary), no traceback."""
+    print(f"machines.py: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
 def machine(args, out):
     binary = os.environ.get("COLLSCHED", os.path.join(ROOT, "build", "tools", "collsched"))
-    subprocess.run([binary, "machine", *args, "-o", out], check=True)
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        fail(f"no collsched binary at {binary}: build it (ninja -C build collsched) or set $COLLSCHED")
+    run = subprocess.run([binary, "machine", *args, "-o", out])
+    if run.returncode != 0:  # collsched said why on standard error
+        fail(f"collsched machine {shlex.join(args)} failed (exit {run.returncode})", run.returncode if run.returncode > 0 else 1)
 
 
 def one(family, k, out):
     if family not in ONE:
-        raise SystemExit(f"machines.py: unknown family {family}: {', '.join(ONE)} (ForestColl's: bench/forestcoll_machines.py)")
+        fail(f"unknown family {family}: {', '.join(ONE)} (ForestColl's: bench/forestcoll_machines.py)")
     machine(shlex.split(ONE[family]) + ["--boxes", str(k)], out)
 
 
@@ -67,7 +77,7 @@ if __name__ == "__main__":
         large(argv[1] if len(argv) > 1 else "build/machines")
     elif argv[:1] == ["--one"]:
         if len(argv) != 4 or not argv[2].isdigit():
-            raise SystemExit("usage: machines.py --one FAMILY K OUT.json")
+            fail("usage: machines.py --one FAMILY K OUT.json")
         one(argv[1], int(argv[2]), argv[3])
     else:
         catalog(argv[0] if argv else os.path.join(ROOT, "schedules", "machines"))

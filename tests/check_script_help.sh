@@ -29,4 +29,11 @@ for b in "${bad[@]}"; do
     fail=1
   fi
 done
+# scripts/machines.py without a binary: one line naming it, exit 2 (it was a Python traceback)
+out=$(COLLSCHED=/nonexistent/collsched python3 scripts/machines.py --one rail 2 /tmp/machines_py_$$.json 2>&1)
+code=$?
+if [ "$code" != 2 ] || grep -q Traceback <<<"$out" || [ "$(wc -l <<<"$out")" != 1 ] || ! grep -q "no collsched binary at /nonexistent/collsched" <<<"$out"; then
+  echo "FAIL machines.py without a binary: exit $code: $(head -3 <<<"$out")"
+  fail=1
+fi
 exit $fail

@@ -81,7 +81,8 @@ void add_commands(CLI::App& app, Context& ctx) {
     // Every message starts "collsched: error:", as the errors the commands raise do.
     app.failure_message([](const CLI::App* a, const CLI::Error& e) {
         if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::ExtrasError)) return shorten_quotes("collsched: error: " + usage_message(*a, e) + "\n");
-        return shorten_quotes("collsched: error: " + CLI::FailureMessage::simple(a, e));
+        // one line, as every refusal (CLI11's simple() adds "Run with --help for more information.")
+        return shorten_quotes(fmt::format("collsched: error: {}\n", e.what()));
     });
     add_demo_command(app, ctx);
     add_topo_command(app, ctx);

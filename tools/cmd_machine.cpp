@@ -128,7 +128,7 @@ void add_machine_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--nvidia-smi", a->smi_topo, "One box from the output of `nvidia-smi topo -m` (needs --gpu)");
     cmd->add_option("--gpu", a->gpu, "The GPU of a topology file that does not say it: v100, a100, h100, h200, b200, gb200");
     cmd->add_option("--nic-gbps", a->nic_gbps, "The NICs' speed in Gb/s where the input does not say it (or over a family's)")
-        ->check(CLI::Range(1.0, 100000.0));
+        ->check(number_option(1, 100000));
     cmd->add_option("--boxes", a->boxes, "How many boxes")->check(count_option(1, 4096));
     cmd->add_option("--network", a->network,
                     "Between the boxes: none (one box), switch (one non-blocking switch), rail (NIC j of every box on rail switch j), "

@@ -38,6 +38,17 @@ CLI::Validator count_option(std::uint64_t min, std::uint64_t max) {
         "", "count");  // no description: --help keeps the type and the default (UINT=20)
 }
 
+CLI::Validator number_option(double min, double max) {
+    return CLI::Validator(
+        [min, max](std::string& s) -> std::string {
+            double v = 0;
+            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);  // also reads "nan" and "inf", refused below
+            if (!s.empty() && ec == std::errc{} && end == s.data() + s.size() && std::isfinite(v) && v >= min && v <= max) return {};
+            return fmt::format("expected a number from {:g} to {:g}, not '{}'", min, max, excerpt(s));
+        },
+        "", "number");
+}
+
 CLI::Validator file_option() {
     return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "expected a file name, not an empty one" : ""; }, "",
                           "file");

@@ -25,6 +25,9 @@ CLI::Validator seconds_option(bool zero_is_none);
 /// A count: decimal digits only (no sign), from `min` to `max`.
 CLI::Validator count_option(std::uint64_t min, std::uint64_t max);
 
+/// A quantity: a finite decimal number from `min` to `max` (no nan, no inf), e.g. a speed in Gb/s.
+CLI::Validator number_option(double min, double max);
+
 /// A file to write: any name but the empty one (`--svg ''` used to be taken as no file, so the
 /// command exited 0 and wrote nothing it was asked to).
 CLI::Validator file_option();

@@ -2,6 +2,7 @@
 #include "tools/size_options.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -44,6 +45,7 @@ std::vector<double> parse_sizes(std::string_view text) {
         if (!v) throw bad(why);
         // a buffer holds whole bytes, and the time model counts them in doubles (docs/time.md)
         if (*v < 1) throw bad(fmt::format("'{}' is {} bytes; a size is at least 1 byte", s, *v));
+        if (*v != std::floor(*v)) throw bad(fmt::format("'{}' is {} bytes; a size is a whole number of bytes", s, *v));
         // 2^53 + 1 written in digits reads as the double 2^53: compare the digits themselves there
         if (*v > max_size_bytes || (*v == max_size_bytes && !exactly_2_53(s)))
             throw bad(fmt::format("'{}' is more than 2^53 bytes (8192 TiB), the largest size whose every byte a double counts exactly", s));

@@ -76,7 +76,9 @@ void SolverArgs::add_to(CLI::App& cmd, bool allow_both, bool with_routes) {
                                "built and one that grows too large is stopped (answer unknown, exit 3 unless proved otherwise); "
                                "default: {} MiB when {} is set, else {} (at most half of physical memory); 0 means no limit",
                                MemoryBudget::environment_variable, MemoryBudget::environment_variable,
-                               format_bytes(MemoryBudget::default_limit)));
+                               format_bytes(MemoryBudget::default_limit)))
+            ->check(CLI::Validator([](std::string& s) { return s.empty() ? std::string("expected a size such as 4G, 512MiB or 25%, not an empty one") : std::string(); },
+                                   "", "memory"));
     cmd.add_flag("--incremental", incremental, "One solver for all horizons (horizons as assumptions) instead of one per horizon");
     cmd.add_flag("--no-symmetry", no_symmetry, "Leave out the symmetry-breaking constraints");
     cmd.add_flag("--no-implied", no_implied, "Leave out the implied cumulative counting constraints");

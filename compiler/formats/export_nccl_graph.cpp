@@ -148,7 +148,13 @@ NcclBoxes nccl_graph_boxes(const Topology& topo) {
     const std::uint32_t p = topo.processors();
     const double threshold = fastest_processor_channel(topo) / 4;
     NcclBoxes b;
-    b.box = processor_components(topo, threshold);
+    if (const std::uint32_t k = topo.declared_boxes()) {  // the file says what its boxes are
+        b.box.resize(p);
+        for (std::uint32_t g = 0; g < p; ++g) b.box[g] = g / (p / k);
+    } else {
+        b.box = processor_components(topo, threshold);
+        b.inferred = true;
+    }
     b.count = 1 + *std::max_element(b.box.begin(), b.box.end());
     b.members.assign(b.count, {});
     for (std::uint32_t g = 0; g < p; ++g) b.members[b.box[g]].push_back(Node{g});

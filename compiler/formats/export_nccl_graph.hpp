@@ -9,8 +9,9 @@
  * one order of a box's GPUs per channel and joins the boxes in rank order, so a cycle exports
  * when it visits every box once, in increasing box order, with the same order of local GPUs in
  * every box; the NICs at the channel's ends are those of its first GPU (where the ring enters
- * the box) and of its last (where it leaves). Boxes are processor_components at a quarter of the
- * fastest channel (compiler/topology/machine_view.hpp), as the machine view draws them.
+ * the box) and of its last (where it leaves). Boxes are what the machine file declares
+ * (`"boxes"`, Topology::declared_boxes); only a file that does not say is read as the machine view
+ * draws it: processor_components at a quarter of the fastest channel (machine_view.hpp).
  */
 #pragma once
 
@@ -60,6 +61,9 @@ struct NcclBoxes {
     std::vector<int> nic;  ///< per processor, its own net device in its box (-1: none)
     std::vector<std::vector<Node>> members, nics;
     std::uint32_t count = 1, per_box = 0;
+    /// The machine file does not say its boxes ("boxes", docs/formats.md): they are the sets of
+    /// processors joined by channels of at least a quarter of the fastest processor channel.
+    bool inferred = false;
 };
 /// Throws InputError when the boxes differ in size (NCCL's files have one count of GPUs).
 NcclBoxes nccl_graph_boxes(const Topology& topo);

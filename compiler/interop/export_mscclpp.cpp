@@ -1,6 +1,7 @@
 #include "compiler/interop/export_mscclpp.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -745,6 +746,13 @@ void parse_size_range(const std::string& text, MscclppOptions& opt) {
     if (dots == std::string::npos) throw bad("not A..B");
     auto side = [&](std::string_view s, std::uint64_t none) -> std::uint64_t {
         if (s.empty()) return none;
+        // a plain count of bytes exactly, up to 2^64 - 1 (a double rounds 2^64 - 1, the default maximum, up to 2^64)
+        if (s.find_first_not_of("0123456789") == std::string_view::npos) {
+            std::uint64_t n = 0;
+            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+            if (ec != std::errc{} || end != s.data() + s.size()) throw bad(fmt::format("{} is above 2^64 - 1 bytes", s));
+            return n;
+        }
         std::string why;
         auto v = support::parse_bytes(s, &why);
         if (!v) throw bad(why.empty() ? fmt::format("{} is not a size", s) : why);

@@ -86,6 +86,8 @@ private:
                 bool hex = ent[1] == 'x';
                 auto [p, ec] = std::from_chars(ent.data() + (hex ? 2 : 1), ent.data() + ent.size(), code, hex ? 16 : 10);
                 if (ec != std::errc() || p != ent.data() + ent.size() || code > 127) fail("unsupported character reference");
+                if (code < 0x20 && code != '\t' && code != '\n' && code != '\r')  // XML 1.0's Char: no NUL, no other control byte
+                    fail(fmt::format("character reference &{}; is no XML character", ent));
                 v += char(code);
             } else {
                 fail(fmt::format("unknown entity &{};", ent));
@@ -139,6 +141,9 @@ private:
                 if (!at("=")) fail(fmt::format("attribute '{}' of <{}> without a value", k, e.name));
                 ++i_;
                 skip_space();
+                // XML allows an attribute once; NCCL's reader silently takes the first (src/graph/xml.h xmlGetAttrIndex)
+                for (const auto& [key, v] : e.attrs)
+                    if (key == k) fail(fmt::format("attribute '{}' of <{}> given twice", k, e.name));
                 e.attrs.emplace_back(std::move(k), value());
             }
             if (!closed) {

@@ -74,6 +74,23 @@ public:
                                              : fmt::format("{}: {}: {}", file_, path, what));
     }
 
+    /// Why `v` is no integer of `key`, and what the executor does with it: its nlohmann (v3.12.0)
+    /// converts a number or a boolean into an integer field without a word (from_json for arithmetic
+    /// types: a static_cast, so 1.0 reads as 1, -0.0 as 0, 1.5 as 1, true as 1) and throws
+    /// type_error 302 for null, strings, arrays and objects.
+    static std::string not_integer(const Value& v, std::string_view key, std::int64_t lo, std::int64_t hi) {
+        if (v.kind == Kind::number && v.text.find_first_of(".eE") == std::string::npos)  // a plain integer beyond 64 bits
+            return fmt::format("\"{}\" is {}, out of range {}..{}", key, excerpt(v.text), lo, hi);
+        if (v.kind == Kind::number)
+            return fmt::format("\"{}\" is {}, not an integer (the executor's nlohmann converts it without an error, truncating toward "
+                               "zero: 1.0 reads as 1, -0.0 as 0, 1.5 as 1; write the integer)", key, excerpt(v.text));
+        if (v.kind == Kind::boolean)
+            return fmt::format("\"{}\" is {}, not an integer (the executor's nlohmann converts it without an error: true reads as 1, "
+                               "false as 0; write the integer)", key, v.boolean ? "true" : "false");
+        return fmt::format("\"{}\" is {}, not an integer (the executor's nlohmann throws type_error 302, \"type must be number\")", key,
+                           v.kind_name());
+    }
+
     /// The member `key` of object `o`; missing: bad input, saying how the executor fails.
     const Value* need(const Value& o, std::string_view key, const std::string& path, std::string_view how = "") {
         const Value* v = o.find(key);
@@ -90,8 +107,7 @@ public:
         if (!v) return std::nullopt;
         auto i = v->integer();
         if (!i) {
-            bad(path, v, fmt::format("\"{}\" is {}, not an integer (nlohmann's get<int> throws type_error)", key,
-                                        v->kind == Kind::number ? "a number with a fraction or exponent" : v->kind_name()));
+            bad(path, v, not_integer(*v, key, lo, hi));
             return std::nullopt;
         }
         if (*i < lo || *i > hi) {

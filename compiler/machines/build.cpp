@@ -57,6 +57,7 @@ public:
         if (!routers_ && kind == NetKind::single_switch && pairs > 4e6)
             throw InputError(fmt::format("{} GPUs on one switch as link groups need {:.0f} edges: use --switches routers", n_, pairs));
         m_.processors = n_;
+        m_.boxes = k_;
     }
 
     Machine build() {
@@ -237,7 +238,7 @@ private:
             return c;
         };
         for (int g = 0; g < n_; ++g) {
-            if (box_.fabric == Fabric::switched) {
+            if (box_.fabric == Fabric::switched && (per_ > 1 || o_.nvls)) {  // a box of one GPU has no switch traffic to share
                 const int cap = switch_cap();
                 if (remote[g].empty() && !o_.nvls) {
                     m_.groups.push_back({fmt::format("gpu{}.out", g), cap, g, -1, {}, nv});
@@ -297,6 +298,10 @@ private:
                           fmt::format("{} each way, a hop to the box's NIC (NCCL's PCI hop 1 us over the two hops)", box_.pcie_name)});
             for (int g = 0; g < n_; ++g) m_.edges.push_back(edge(P(g), R(nic_base + box_of(g)), 1, "pcie"));
         }
+        if (kind == NetKind::none) {  // one box: its NICs lead nowhere (a shared NIC has no GPU to hang off)
+            m_.routers = next;
+            return;
+        }
         // every NIC's end: the GPU it hangs off, or the box's NIC router
         std::vector<End> nic_end;
         for (int b = 0; b < k_; ++b)
@@ -319,7 +324,7 @@ private:
                             const int x = b * nics_per_box() + j, y = c * nics_per_box() + j;
                             m_.edges.push_back(edge(nic_end[x], nic_end[y], 1, ib, x, y));
                         }
-        } else if (kind != NetKind::none) {
+        } else {
             type(ib, nic_speed(box_.nic_alpha_us / hops, fmt::format("{}, {} ({})", box_.nic_short, what, why)));
             const int first = next;
             network_routers(nic_end, next, ib);

@@ -146,6 +146,7 @@ struct LinkType {
 struct Machine {
     std::optional<std::string> note;
     int processors = 0, routers = 0;
+    int boxes = 1;                         ///< the graph file's "boxes": `boxes` boxes of processors / boxes GPUs, box-major
     std::vector<LinkType> types;
     std::vector<Edge> edges;
     std::vector<Group> groups;

@@ -116,6 +116,7 @@ private:
         std::vector<std::pair<std::string, Dev>> order;
         bool all_dev = !gpus_.empty();
         for (const Dev& d : gpus_) all_dev = all_dev && sub(*d.e, "gpu") && attr(*sub(*d.e, "gpu"), "dev");
+        check_devs();
         for (const Dev& d : gpus_) {
             std::string key = all_dev ? fmt::format("{:08}", integer(*sub(*d.e, "gpu"), "dev")) : lower(need(*d.e, "busid"));
             order.emplace_back(key, d);
@@ -128,13 +129,20 @@ private:
             g.line = d.e->line;
             g.pcie_gbs = pci_gbs(*d.e);
             if (const Elem* x = sub(*d.e, "gpu")) {
-                g.sm = static_cast<int>(integer(*x, "sm"));
+                // NCCL reads sm with strtol and no check (src/graph/topo.cc ncclTopoAddGpu); no GPU has sm -1
+                const long sm = integer(*x, "sm");
+                if (sm < 10 || sm > 1000)
+                    fail(*x, fmt::format("<gpu> sm=\"{}\": expected the CUDA compute capability x 10, 10 to 1000 (70 for V100, 90 for H100)", sm));
+                g.sm = static_cast<int>(sm);
                 g.described = true;
             }
             f.gpus.push_back(g);
         }
         f.order_by_dev = all_dev;
         for (const FactGpu& g : f.gpus) f.nvlinks_known = f.nvlinks_known || g.described;
+        // NCCL connects a GPU to the target of each of its GPU <nvlink> one way, count x the link's
+        // rate, adding up repeated entries (src/graph/topo.cc ncclTopoAddNvLinks, ncclTopoConnectNodes)
+        std::map<std::pair<int, int>, std::pair<int, const Elem*>> listed;  // (from, to) -> links, first entry
         for (std::size_t i = 0; i < order.size(); ++i) {
             const Elem* x = sub(*order[i].second.e, "gpu");
             if (!x) continue;
@@ -148,11 +156,31 @@ private:
                 } else if (cls.starts_with("0x03")) {
                     auto it = index.find(lower(need(l, "target")));
                     if (it == index.end()) fail(l, fmt::format("<nvlink> target=\"{}\" is no GPU of this file", need(l, "target")));
-                    if (it->second == static_cast<int>(i)) continue;  // a link to itself (as some dumps write): nothing to route
-                    auto key = std::minmax(static_cast<int>(i), it->second);
-                    f.direct[{key.first, key.second}] = std::max(f.direct[{key.first, key.second}], static_cast<int>(count));
+                    auto& [links, first] = listed[{static_cast<int>(i), it->second}];
+                    links += static_cast<int>(count);
+                    if (!first) first = &l;
                 }  // to a CPU (POWER9's NVLink to the host): not a GPU-to-GPU link
             }
+        }
+        for (const auto& [pair, entry] : listed) {
+            const auto [u, v] = pair;
+            const auto& [links, where] = entry;
+            if (u == v) {  // NCCL joins the GPU to itself: a link that no path between two GPUs takes
+                f.said.push_back(fmt::format("line {}: GPU {} lists {} NVLink{} to itself: no path between two GPUs uses {}, left out",
+                                             where->line, u, links, links == 1 ? "" : "s", links == 1 ? "it" : "them"));
+                continue;
+            }
+            auto back = listed.find({v, u});
+            if (back == listed.end())
+                fail(*where, fmt::format("<nvlink> from GPU {} to GPU {} is listed one way only: NCCL would use it from {} to {} only "
+                                         "(src/graph/topo.cc ncclTopoAddNvLinks connects the listing GPU to its target), and a machine "
+                                         "file's links carry both ways: list it under both GPUs, as NCCL's dump does", u, v, u, v));
+            if (u > v) continue;
+            const int both = std::min(links, back->second.first);
+            if (links != back->second.first)
+                f.said.push_back(fmt::format("line {}: GPU {} lists {} NVLinks to GPU {}, GPU {} lists {} back: the box takes {} both ways",
+                                             where->line, u, links, v, v, back->second.first, both));
+            f.direct[{u, v}] = both;
         }
         for (const Net& n : nets_) {
             FactNic nic;
@@ -171,6 +199,22 @@ private:
         return f;
     }
 
+    /// A GPU's dev is its CUDA device number: NCCL reads it into an int with strtol (2^40 would
+    /// wrap, -1 is no device) and graph files find GPUs by it (src/graph/search.cc), so each is
+    /// 0 to 2^31 - 1 and names one GPU.
+    void check_devs() const {
+        std::map<long, const Elem*> seen;
+        for (const Dev& d : gpus_) {
+            const Elem* x = sub(*d.e, "gpu");
+            if (!x || !attr(*x, "dev")) continue;
+            const long dev = integer(*x, "dev");
+            if (dev < 0 || dev > 2147483647L) fail(*x, fmt::format("<gpu> dev=\"{}\": expected a CUDA device number, 0 to 2147483647", dev));
+            auto [it, fresh] = seen.emplace(dev, x);
+            if (!fresh)
+                fail(*x, fmt::format("<gpu> dev=\"{}\" is also the GPU's at line {}: a CUDA device number names one GPU (NCCL's graph "
+                                     "files find GPUs by it)", dev, it->second->line));
+        }
+    }
     static const Elem* sub(const Elem& e, std::string_view name) {
         for (const Elem& s : e.subs)
             if (s.name == name) return &s;

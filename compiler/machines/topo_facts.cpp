@@ -165,6 +165,7 @@ void choose_nics(const TopoFacts& f, const TopoHints& hints, Box& b, std::vector
 TopoBox assemble(const TopoFacts& f, const TopoHints& hints) {
     if (f.gpus.empty()) throw InputError(fmt::format("{}: no GPU in the file (no <pci> of class 0x03...)", f.file));
     TopoBox r;
+    r.completed = f.said;
     Box& b = r.box;
     const std::string base = std::filesystem::path(f.file).filename().string();
     const int sm = choose_sm(f, hints, r.completed);

@@ -38,6 +38,7 @@ struct TopoFacts {
     std::vector<FactNic> nics;
     bool nvlinks_known = false;  ///< the input lists the NVLinks (XML <gpu> elements, nvidia-smi's NV#)
     bool order_by_dev = false;
+    std::vector<std::string> said;  ///< what the reader decided about the input, for standard error
 };
 
 /// The box the facts describe, by NCCL's rules, with what was completed from `hints`.

@@ -22,10 +22,12 @@ std::string speed_object(const Speed& s) {
                        json_quote(speed_text(s.bandwidth, s.unit)), json_quote(s.note));
 }
 
+/// `typed`: the edge names its link type (in the compact layout the box's own type is the file's
+/// top-level speed, not an entry of "link_types", so its edges name none).
 std::string edge_text(const Edge& e, bool typed) {
     if (e.bandwidth)
-        return fmt::format("{{\"from\": {}, \"to\": {}, \"cap\": {}, \"type\": {}, \"bandwidth\": {}}}", end_text(e.u), end_text(e.v), e.cap,
-                           json_quote(e.type), json_quote(*e.bandwidth));
+        return fmt::format("{{\"from\": {}, \"to\": {}, \"cap\": {}, {}\"bandwidth\": {}}}", end_text(e.u), end_text(e.v), e.cap,
+                           typed ? fmt::format("\"type\": {}, ", json_quote(e.type)) : "", json_quote(*e.bandwidth));
     if (!typed) return fmt::format("[{}, {}, {}]", end_text(e.u), end_text(e.v), e.cap);
     return fmt::format("[{}, {}, {}, {}]", end_text(e.u), end_text(e.v), e.cap, json_quote(e.type));
 }
@@ -64,7 +66,7 @@ std::string speed_text(double value, std::string_view unit) {
 std::string write_machine_json(const Machine& m) {
     std::string s = "{";
     if (m.note) s += fmt::format("\"note\": {},\n ", json_quote(*m.note));
-    s += fmt::format("\"processors\": {}, \"routers\": {},\n", m.processors, m.routers);
+    s += fmt::format("\"processors\": {}, \"routers\": {}, \"boxes\": {},\n", m.processors, m.routers, m.boxes);
     const bool compact = !m.base_type.empty();
     if (compact) {
         const auto& base = *std::find_if(m.types.begin(), m.types.end(), [&](const LinkType& t) { return t.name == m.base_type; });

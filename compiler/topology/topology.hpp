@@ -181,6 +181,9 @@ public:
 
     /// Whether a graph file stated speeds (else every channel has the defaults).
     bool has_speeds() const { return speeds_given_; }
+    /// The boxes a graph file declares (`"boxes": K`: K boxes of P/K consecutive processors, as
+    /// `collsched machine` numbers them; docs/formats.md); 0 when the file does not say.
+    std::uint32_t declared_boxes() const { return boxes_; }
 
     /// The channel from -> to, if the two nodes are adjacent.
     std::optional<ChannelId> find_channel(Node from, Node to) const;
@@ -249,6 +252,7 @@ private:
     std::vector<LinkSpeed> speeds_;
     std::vector<double> group_bandwidth_;
     bool speeds_given_ = false;
+    std::uint32_t boxes_ = 0;  // graph files' "boxes"; 0 = not declared
     // switch functions per router (graph files' "switches"); empty = none declared
     std::vector<SwitchFunctions> switches_;
 };

@@ -171,6 +171,13 @@ private:
         t_->family_ = Family::graph;
         t_->processors_ = static_cast<std::uint32_t>(P_);
         t_->routers_ = static_cast<std::uint32_t>(R_);
+        if (j_.contains("boxes")) {
+            const auto& b = j_["boxes"];
+            if (!b.is_number_unsigned() || b.get<std::uint64_t>() < 1 || P_ % b.get<std::uint64_t>() != 0)
+                throw InputError(at({"boxes"}, fmt::format("\"boxes\" is {}: expected a whole number that divides the {} processors "
+                                                           "(K boxes of P/K consecutive processors)", b.dump(), P_)));
+            t_->boxes_ = static_cast<std::uint32_t>(b.get<std::uint64_t>());
+        }
     }
 
     /// Link speeds (docs/formats.md, "Link speeds"): the file's defaults, its link types, then per edge.

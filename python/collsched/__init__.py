@@ -317,6 +317,8 @@ def compare(schedules, *, sizes="1K..1G", baseline=None, time="async", link=None
     (given as {name: table} to name them), predicted at `sizes` on the topology's link speeds."""
     if isinstance(schedules, dict):
         named = list(schedules.items())
+        for name, _ in named:
+            _name("compare() schedule name", name)
     else:
         named = [(None, s) for s in schedules]
     with _tempfile.TemporaryDirectory(prefix="collsched-") as tmp:
@@ -328,6 +330,22 @@ def compare(schedules, *, sizes="1K..1G", baseline=None, time="async", link=None
                 paths.append(_os.fspath(s))
         return _json_command("compare", paths, dict(sizes=_size_text(sizes), baseline=baseline, time=time, link=link,
                                                       D=_defines(defines), **options))
+
+
+def _whole(what, value, least):
+    """`value` when it is an int (not a bool) of at least `least`, else InputError naming `what`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{what}={value!r}: expected a whole number (an int), not {type(value).__name__}")
+    if value < least:
+        raise InputError(f"{what}={value!r}: expected at least {least}")
+    return value
+
+
+def _name(what, value):
+    """`value` when it is a non-empty text without '/' or NUL (it may become a file name), else InputError."""
+    if not isinstance(value, str) or not value or "/" in value or "\0" in value:
+        raise InputError(f"{what} {value!r}: expected a non-empty text without '/' or NUL")
+    return value
 
 
 class Machine:
@@ -342,7 +360,7 @@ class Machine:
     """
 
     def __init__(self, processors, *, alpha=None, bandwidth=None):
-        self.processors = int(processors)
+        self.processors = _whole("Machine(processors)", processors, 1)
         self.alpha, self.bandwidth = alpha, bandwidth
         self._routers = {}
         self.link_types = {}
@@ -351,11 +369,14 @@ class Machine:
 
     def router(self, name):
         """The graph-file name (r1.K) of the router called `name`, adding it when new."""
+        _name("router name", name)
         if name not in self._routers:
             self._routers[name] = f"r1.{len(self._routers)}"
         return self._routers[name]
 
     def _node(self, n):
+        if isinstance(n, bool) or not isinstance(n, (int, str)):
+            raise InputError(f"node {n!r}: expected a processor (an int) or a router's name (a text)")
         if isinstance(n, int):
             if not 0 <= n < self.processors:
                 raise InputError(f"processor {n}: the machine has processors 0..{self.processors - 1}")
@@ -364,13 +385,14 @@ class Machine:
 
     def link_type(self, name, *, alpha=None, bandwidth=None, note=None):
         """Names a speed (NVLink, InfiniBand) for links: {"alpha": "0.6 us", "bandwidth": "300 GB/s"}."""
+        _name("link type", name)
         self.link_types[name] = {k: v for k, v in (("alpha", alpha), ("bandwidth", bandwidth), ("note", note)) if v is not None}
         return name
 
     def link(self, a, b, *, cap=1, type=None, alpha=None, bandwidth=None):
         """A bidirectional link between processors (ints) or routers (names), `cap` transfers per
         step each way; the speed from `type`, or its own alpha and bandwidth per unit of capacity."""
-        edge = {"from": self._node(a), "to": self._node(b), "cap": int(cap)}
+        edge = {"from": self._node(a), "to": self._node(b), "cap": _whole("cap", cap, 1)}
         for key, value in (("type", type), ("alpha", alpha), ("bandwidth", bandwidth)):
             if value is not None:
                 edge[key] = value
@@ -380,7 +402,7 @@ class Machine:
     def group(self, name, cap, *, out_of=None, into=None, channels=(), bandwidth=None):
         """A link group: channels that share `cap` per step (all out of a node, into a node, or
         the directed pairs in `channels`)."""
-        g = {"name": name, "cap": int(cap)}
+        g = {"name": _name("group name", name), "cap": _whole("cap", cap, 1)}
         if out_of is not None:
             g["out_of"] = self._node(out_of)
         if into is not None:

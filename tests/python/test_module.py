@@ -329,3 +329,26 @@ def test_without_numpy_the_module_imports_and_arrays_name_the_package(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "need numpy" in r.stdout
     assert "apt-get install python3-numpy" in r.stdout
+
+
+def test_machine_and_compare_refuse_values_that_were_taken_silently(ring_text):
+    # Machine(2.5) was truncated to 2, Machine(True) was 1 processor, None became router "None"
+    # or link type "null", and compare({None: t}) wrote a table named "None"
+    for bad in (2.5, True, "4", None, 0):
+        with pytest.raises(collsched.InputError, match="Machine\\(processors\\)"):
+            collsched.Machine(bad)
+    m = collsched.Machine(2)
+    with pytest.raises(collsched.InputError, match="node None: expected a processor"):
+        m.link(None, 1)
+    with pytest.raises(collsched.InputError, match="node True"):
+        m.link(True, 1)
+    with pytest.raises(collsched.InputError, match="cap=1.5: expected a whole number"):
+        m.link(0, 1, cap=1.5)
+    with pytest.raises(collsched.InputError, match="link type None"):
+        m.link_type(None, bandwidth="1 GB/s")
+    with pytest.raises(collsched.InputError, match="router name None"):
+        m.router(None)
+    assert m.edges == [] and m.link_types == {}
+    t = collsched.compile(ring_text)
+    with pytest.raises(collsched.InputError, match="compare\\(\\) schedule name None"):
+        collsched.compare({None: t}, sizes="1K")

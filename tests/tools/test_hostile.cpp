@@ -260,7 +260,8 @@ TEST_CASE("hostile messages: long inputs are quoted in part, about 80 characters
         CAPTURE(r.err.substr(0, 400));
         CHECK(r.code == 2);
         CHECK(r.err.size() < 600);
-        CHECK(r.err.find(std::string(77, 'x') + "...") != std::string::npos);
+        // a quotation keeps its first 77 characters, an unquoted run its first 38 and last 39 (so a path keeps its place)
+        CHECK(r.err.find(std::string(38, 'x') + "...") != std::string::npos);
         CHECK(r.err.find(std::string(78, 'x')) == std::string::npos);
     }
 }
@@ -312,12 +313,22 @@ TEST_CASE("excerpt, shorten_quotes and source_window") {
     CHECK(cut == e.substr(0, 76) + "...");
     CHECK(shorten_quotes("unknown name 'abc' here") == "unknown name 'abc' here");
     CHECK(shorten_quotes("name '" + std::string(200, 'q') + "' and 'b'") == "name '" + std::string(77, 'q') + "...' and 'b'");
-    CHECK(shorten_quotes("--engine: " + std::string(500, 'z') + " not in {a,b}") == "--engine: " + std::string(77, 'z') + "... not in {a,b}");
+    CHECK(shorten_quotes("--engine: " + std::string(500, 'z') + " not in {a,b}") ==
+          "--engine: " + std::string(38, 'z') + "..." + std::string(39, 'z') + " not in {a,b}");
+    // a long path keeps its place: the middle of the run goes, not its `:line:col:`
+    const std::string path = "/tmp/" + std::string(200, 'd') + "/plan.json";
+    const std::string m = shorten_quotes(path + ":12:34: gpus[0]: has no \"id\"");
+    CHECK(m.size() < 120);
+    CHECK(m.find("/plan.json:12:34: gpus[0]: has no \"id\"") != std::string::npos);
+    CHECK(m.starts_with("/tmp/ddd"));
     CHECK(shorten_quotes("it's a lone quote") == "it's a lone quote");
     // Many short quotations in a row, with and without blanks: still a short message.
     std::string quotes;
     for (int i = 0; i < 20000; ++i) quotes += "a'b'";
-    CHECK(shorten_quotes("topology '" + quotes + "': bad") == "topology '" + quotes.substr(0, 76) + "... bad");
+    const std::string many = shorten_quotes("topology '" + quotes + "': bad");
+    CHECK(many.size() < 100);
+    CHECK(many.starts_with("topology 'a'b'"));
+    CHECK(many.ends_with(" bad"));
     std::string spaced;
     for (int i = 0; i < 20000; ++i) spaced += "a' 'b ";
     std::string s = shorten_quotes("spec " + spaced + " end");

@@ -298,3 +298,26 @@ TEST_CASE("hostile mscclpp: a size range that holds no size is a finding, and a 
     });
     CHECK(d.code == 0);
 }
+
+TEST_CASE("hostile mscclpp: an integer field's message says what the executor's nlohmann does with the value") {
+    test::Scratch dir("hostile_mscclpp_ints");
+    struct Case {
+        const char* value;
+        const char* message;
+    };
+    const Case cases[] = {
+        {"1.5", "\"input_chunks\" is 1.5, not an integer (the executor's nlohmann converts it without an error, truncating toward zero: "
+                "1.0 reads as 1, -0.0 as 0, 1.5 as 1; write the integer)"},
+        {"-0.0", "\"input_chunks\" is -0.0, not an integer (the executor's nlohmann converts it without an error"},
+        {"true", "\"input_chunks\" is true, not an integer (the executor's nlohmann converts it without an error: true reads as 1"},
+        {"\"1\"", "\"input_chunks\" is a string, not an integer (the executor's nlohmann throws type_error 302"},
+        {"9223372036854775808", "\"input_chunks\" is 9223372036854775808, out of range"},
+    };
+    for (const Case& c : cases) {
+        auto [r, text] = verify_edited(dir, "p.json", [&](auto& j) { j["gpus"][0]["input_chunks"] = nlohmann::ordered_json::parse(c.value); });
+        INFO(c.value, "\n", r.err);
+        CHECK(r.code == 2);
+        CHECK(r.err.find(c.message) != std::string::npos);
+        CHECK(r.err.find("a number with a fraction or exponent") == std::string::npos);
+    }
+}

@@ -105,3 +105,28 @@ TEST_CASE("hostile options: simulate names the statement of a link group over it
     CHECK(r.out.find("group gpu0.out carries 2 messages (b(0,0), b(0,1)) on its 7 channels but its capacity is 1 (at " + dir.file("x.sched") + ":5:3)") !=
           std::string::npos);
 }
+
+TEST_CASE("hostile options: a size of 1.5 bytes, an empty --memory, and --size-range up to 2^64 - 1 exactly") {
+    const std::string table = source("tests/data/ring8_allgather.json");
+    for (const char* size : {"1.5", "2.5B", "1K..1.5M,3.5"}) {
+        CAPTURE(size);
+        auto r = run(fmt::format("verify {} --size {}", table, size));
+        CHECK(r.code == 2);
+        CHECK(r.err.find("a size is a whole number of bytes") != std::string::npos);
+    }
+    CHECK(run(fmt::format("verify {} --size 1.5K", table)).code == 0);  // 1536 bytes
+    auto m = run("optimize --topology ring:4 --collective allgather --memory ''");
+    CHECK(m.code == 2);
+    CHECK(m.err == "collsched: error: --memory: expected a size such as 4G, 512MiB or 25%, not an empty one\n");
+    // 2^64 - 1, the documented default maximum, written out: it read as the double 2^64 and was refused
+    test::Scratch dir("size_range_max");
+    const std::string plan = dir.file("p.json");
+    auto r = run(fmt::format("convert {} --format mscclpp --size-range ..18446744073709551615 -o {}", table, plan));
+    INFO(r.err);
+    CHECK(r.code == 0);
+    r = run(fmt::format("convert {} --format mscclpp --size-range 1K..18446744073709551615 -o {}", table, plan));
+    CHECK(r.code == 0);
+    r = run(fmt::format("convert {} --format mscclpp --size-range 18446744073709551616.. -o {}", table, plan));
+    CHECK(r.code == 2);
+    CHECK(r.err.find("18446744073709551616 is above 2^64 - 1 bytes") != std::string::npos);
+}

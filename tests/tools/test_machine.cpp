@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -147,6 +148,56 @@ TEST_CASE("machine: bad NCCL topology XML is exit 2 with file:line, and nothing 
     check("gpu.xml", slurp(nccl("ndv4-topo.xml")), "--gpu a1000", "--gpu a1000: expected one of v100, a100");
 }
 
+namespace {
+
+/// NCCL topology XML of `gpus` V100 under one CPU, each GPU's <nvlink> lines from `links(g)`.
+std::string nvlink_xml(int gpus, const std::function<std::string(int)>& links) {
+    std::string s = "<system version=\"1\">\n  <cpu numaid=\"0\" arch=\"x86_64\">\n";
+    for (int g = 0; g < gpus; ++g)
+        s += fmt::format("    <pci busid=\"0000:{:02x}:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" link_width=\"16\">\n"
+                         "      <gpu dev=\"{}\" sm=\"70\" rank=\"{}\">\n{}      </gpu>\n    </pci>\n", 0x10 + g, g, g, links(g));
+    return s + "  </cpu>\n</system>\n";
+}
+std::string nvlink_to(int target, int count) {
+    return fmt::format("        <nvlink target=\"0000:{:02x}:00.0\" count=\"{}\" tclass=\"0x030200\"/>\n", 0x10 + target, count);
+}
+
+}  // namespace
+
+TEST_CASE("machine: GPU-to-GPU NVLinks in NCCL XML (a DGX-1 style mesh) read as NCCL connects them, no crash") {
+    collsched::test::Scratch dir("machine_nvlink");
+    // a 4-GPU ring of 2 NVLinks, both ways, as NCCL dumps it: a mesh of capacity-2 edges
+    const std::string ring = dir.file("ring.xml", nvlink_xml(4, [](int g) { return nvlink_to((g + 1) % 4, 2) + nvlink_to((g + 3) % 4, 2); }));
+    auto j = machine_json("--nccl-topo " + ring);
+    CHECK(j["edges"] == nlohmann::json::parse("[[0, 1, 2], [0, 3, 2], [1, 2, 2], [2, 3, 2]]"));
+    CHECK(j["bandwidth"] == "20 GB/s");
+    // a link to itself: NCCL joins the GPU to itself, which no path uses; left out and said
+    collsched::test::Run r;
+    const std::string self = dir.file("self.xml", nvlink_xml(2, [](int g) { return nvlink_to(1 - g, 1) + nvlink_to(g, 1); }));
+    j = machine_json("--nccl-topo " + self, &r);
+    CHECK(j["edges"] == nlohmann::json::parse("[[0, 1, 1]]"));
+    CHECK(r.err.find("GPU 0 lists 1 NVLink to itself") != std::string::npos);
+    // counts that differ by direction: the smaller both ways, said
+    const std::string uneven = dir.file("uneven.xml", nvlink_xml(2, [](int g) { return nvlink_to(1 - g, g == 0 ? 2 : 1); }));
+    j = machine_json("--nccl-topo " + uneven, &r);
+    CHECK(j["edges"] == nlohmann::json::parse("[[0, 1, 1]]"));
+    CHECK(r.err.find("GPU 0 lists 2 NVLinks to GPU 1, GPU 1 lists 1 back: the box takes 1 both ways") != std::string::npos);
+    // one way only: NCCL would use it one way, a machine's links carry both: refused with the place
+    const std::string oneway = dir.file("oneway.xml", nvlink_xml(2, [](int g) { return g == 0 ? nvlink_to(1, 2) : std::string(); }));
+    auto bad = run("machine --nccl-topo " + oneway);
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err.find("oneway.xml:5:9: <nvlink> from GPU 0 to GPU 1 is listed one way only") != std::string::npos);
+}
+
+TEST_CASE("machine: one-box mesh and PCIe families written with routers (their NICs lead nowhere), no crash") {
+    for (const char* family : {"ndv2", "pcie", "dgx1", "amd4"}) {
+        INFO(family);
+        auto j = machine_json(std::string(family) + " --switches routers");
+        CHECK(j["processors"] == (std::string(family) == "amd4" ? 4 : 8));
+    }
+}
+
 TEST_CASE("machine: --nvls, NVLink SHARP per box: Blackwell's efficiency, routers, refused without NVLS") {
     auto b = machine_json("dgx-b200 --nvls");
     REQUIRE(b["switches"].size() == 1);
@@ -257,4 +308,102 @@ TEST_CASE("--topology replaces a shipped schedule's machine: compile, verify, si
     auto table = run("verify " + source("tests/data/ebft4_alltoall.json") + " --topology ring:4");
     CHECK(table.code == 2);
     CHECK(table.err == "collsched: error: --topology applies to MSCCL-IR files and schedules only (tables name theirs)\n");
+}
+
+TEST_CASE("machine: every file `machine` writes is read back by `topo` (each family x option), refusals are one line and write nothing") {
+    collsched::test::Scratch dir("machine_roundtrip");
+    std::vector<std::string> families;
+    std::istringstream list(run("machine --list").out);
+    for (std::string line; std::getline(list, line);)
+        if (line.starts_with("  ") && line.find("source:") == std::string::npos) families.push_back(line.substr(2, line.find(' ', 2) - 2));
+    REQUIRE(families.size() >= 14);
+    const char* options[] = {"", "--switches routers", "--units gpu", "--units 4", "--nvls", "--slow-link 0-1:0.5",
+                             "--boxes 2 --network switch", "--boxes 2 --network rail", "--boxes 2 --network fat-tree",
+                             "--boxes 2 --network fat-tree3", "--boxes 2 --network torus:2", "--boxes 2 --network rail --switches routers",
+                             "--boxes 2 --network switch --sharp", "--boxes 2 --network rail --nvls --sharp",
+                             "--boxes 2 --network switch --nic-down 0", "--boxes 2 --network rail --slow-link 0-1:0.5"};
+    const std::string out = dir.file("m.json");
+    int written = 0, refused = 0;
+    auto round_trip = [&](const std::string& args) {
+        std::filesystem::remove(out);
+        auto w = run(fmt::format("machine {} -o {}", args, out));
+        INFO("machine ", args, "\n", w.err);
+        if (w.code == 2) {  // a refusal: one line, nothing written
+            CHECK(std::count(w.err.begin(), w.err.end(), '\n') == 1);
+            CHECK(!std::filesystem::exists(out));
+            ++refused;
+            return;
+        }
+        REQUIRE(w.code == 0);
+        auto t = run("topo graph:" + out);
+        INFO(t.err);
+        CHECK(t.code == 0);
+        ++written;
+    };
+    for (const std::string& family : families)
+        for (const char* option : options) round_trip(family + " " + option);
+    CHECK(written > 150);
+    // boxes of one GPU, from NCCL's XML and from nvidia-smi
+    round_trip("--nccl-topo " + dir.file("one.xml", nvlink_xml(1, [](int) { return std::string(); })));
+    round_trip("--gpu h100 --nvidia-smi " + dir.file("one.txt", "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-23\t0\n"));
+    const std::string one_nic = nvlink_xml(1, [](int) { return std::string(); })
+                                    .insert(std::string_view("<system version=\"1\">\n  <cpu numaid=\"0\" arch=\"x86_64\">\n").size(),
+                                            "    <nic><net name=\"mlx5_0\" dev=\"0\" speed=\"400000\"/></nic>\n");
+    round_trip("--boxes 2 --network switch --nccl-topo " + dir.file("one_nic.xml", one_nic));
+    // --nic-gbps: a finite number from 1 to 100000 (nan, inf, 0 and negatives were taken)
+    for (const char* bad : {"nan", "inf", "0", "-5", "1e9"}) {
+        auto r = run(fmt::format("machine dgx-h100 --boxes 2 --network rail --nic-gbps {}", bad));
+        INFO(bad, r.err);
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find(fmt::format("expected a number from 1 to 100000, not '{}'", bad)) != std::string::npos);
+    }
+}
+
+TEST_CASE("messages: a usage error is one line, and a long path keeps its file:line:col") {
+    for (const char* args : {"machine dgx1 --switches foo", "machine dgx1 --boxes x", "verify --timeout abc x.json", "machine dgx1 --nosuch"}) {
+        auto r = run(args);
+        INFO(args, "\n", r.err);
+        CHECK(r.code == 2);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(r.err.find("Run with --help") == std::string::npos);
+    }
+    collsched::test::Scratch dir("machine_long_path");
+    const std::filesystem::path deep = dir.dir / std::string(150, 'd');
+    std::filesystem::create_directories(deep);
+    const std::string file = (deep / "count.xml").string();
+    std::ofstream(file) << "<system version=\"1\">\n<cpu>\n<pci busid=\"0000:01:00.0\" class=\"0x030200\">\n<gpu dev=\"0\" sm=\"90\">\n"
+                           "  <nvlink target=\"0000:05:00.0\" tclass=\"0x068000\"/>\n</gpu></pci></cpu></system>\n";
+    auto r = run("machine --nccl-topo " + file);
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("/count.xml:5:3: <nvlink> has no count attribute") != std::string::npos);
+}
+
+TEST_CASE("machine: NCCL XML that NCCL's reader would take without a word is refused with its place (docs/errors.md)") {
+    collsched::test::Scratch dir("machine_nccl_rules");
+    const std::string out = dir.file("out.json");
+    auto check = [&](const std::string& name, const std::string& text, const std::string& message) {
+        auto r = run(fmt::format("machine --nccl-topo {} -o {}", dir.file(name, text), out));
+        INFO(name, "\n", text, "\n", r.err);
+        CHECK(r.code == 2);
+        CHECK(r.err.find(message) != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(!std::filesystem::exists(out));
+    };
+    auto two = [](int g) { return nvlink_to(1 - g, 2); };
+    const std::string good = nvlink_xml(2, two);
+    REQUIRE(run("machine --nccl-topo " + dir.file("good.xml", good)).code == 0);
+    auto edit = [&](const std::string& from, const std::string& to) {
+        std::string s = good;
+        s.replace(s.find(from), from.size(), to);
+        return s;
+    };
+    check("dup.xml", edit("sm=\"70\"", "sm=\"70\" sm=\"90\""), "dup.xml:4:31: malformed NCCL topology XML: attribute 'sm' of <gpu> given twice");
+    check("sm.xml", edit("sm=\"70\"", "sm=\"-1\""), "sm.xml:4:7: <gpu> sm=\"-1\": expected the CUDA compute capability x 10");
+    check("devs.xml", edit("dev=\"1\"", "dev=\"0\""), "devs.xml:9:7: <gpu> dev=\"0\" is also the GPU's at line 4");
+    check("neg.xml", edit("dev=\"1\"", "dev=\"-1\""), "neg.xml:9:7: <gpu> dev=\"-1\": expected a CUDA device number, 0 to 2147483647");
+    check("big.xml", edit("dev=\"1\"", "dev=\"1099511627776\""), "<gpu> dev=\"1099511627776\": expected a CUDA device number");
+    check("target.xml", edit("target=\"0000:11:00.0\" ", ""), "target.xml:5:9: <nvlink> has no target attribute");
+    check("nul.xml", edit("rank=\"0\"", "rank=\"0&#0;\""), "nul.xml:4:35: malformed NCCL topology XML: character reference &#0; is no XML character");
 }

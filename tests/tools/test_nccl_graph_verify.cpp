@@ -202,3 +202,36 @@ TEST_CASE("verify GRAPH.xml: NCCL's tolerances are notes, and the tree graph's l
     CHECK(rails.out.find("  trees  holds") != std::string::npos);
     CHECK(rails.out.find("  rings  violated (8 findings)") != std::string::npos);
 }
+
+TEST_CASE("verify GRAPH.xml: Azure's NC A100 v4 graph file holds on the machine read from Azure's topology file (boxes as the file says)") {
+    // tests/data/nccl_topo/ncv4-*.xml: Azure/azhpc-images topology/, the files NCCL loads on NC A100 v4 (4 A100 on PCIe)
+    Scratch dir("ncv4");
+    const std::string topo = source("tests/data/nccl_topo/ncv4-topo.xml"), graph = source("tests/data/nccl_topo/ncv4-graph.xml");
+    for (const char* layout : {"", "--switches routers"}) {
+        INFO(layout);
+        const std::string m = dir.file("ncv4.json");
+        auto w = run(fmt::format("machine --nccl-topo {} {} -o {}", topo, layout, m));
+        REQUIRE(w.code == 0);
+        CHECK(w.err.find("GPU 0 lists 12 NVLinks to itself") != std::string::npos);
+        auto r = run(fmt::format("verify {} --topology graph:{}", graph, m));
+        INFO(r.out, r.err);
+        CHECK(r.code == 0);
+        CHECK(r.out.starts_with(fmt::format("verdict: holds (NCCL graph file {} on graph:{}: 1 box of 4 GPUs, 2 ring channels run)", graph, m)));
+        CHECK(r.out.find("does not say its boxes") == std::string::npos);
+    }
+    // two such boxes: 2 boxes of 4 GPUs, as the file says (the speeds alone split them into 8 boxes of 1)
+    const std::string two = dir.file("ncv4x2.json");
+    REQUIRE(run(fmt::format("machine --nccl-topo {} --boxes 2 --network switch -o {}", topo, two)).code == 0);
+    auto r2 = run(fmt::format("verify {} --topology graph:{}", graph, two));
+    CHECK(r2.out.find("2 boxes of 4 GPUs") != std::string::npos);
+    // a machine that does not say its boxes: inferred, and the report says so
+    const std::string plain = dir.file("plain.json", "{\"processors\": 4, \"edges\": [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]}\n");
+    auto old = run(fmt::format("verify {} --topology graph:{}", graph, plain));
+    CHECK(old.out.starts_with("verdict: holds"));
+    CHECK(old.out.find("the machine file does not say its boxes (no \"boxes\")") != std::string::npos);
+    // "boxes" must divide the processors
+    const std::string bad = dir.file("bad.json", "{\"processors\": 4, \"boxes\": 3, \"edges\": [[0, 1], [1, 2], [2, 3]]}\n");
+    auto b = run(fmt::format("topo graph:{}", bad));
+    CHECK(b.code == 2);
+    CHECK(b.err.find("bad.json:1:28: \"boxes\" is 3: expected a whole number that divides the 4 processors") != std::string::npos);
+}

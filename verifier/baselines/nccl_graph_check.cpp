@@ -63,6 +63,10 @@ public:
         out_.boxes = b_.count;
         out_.gpus_per_box = b_.per_box;
         out_.notes = f_.notes;
+        if (b_.inferred)
+            out_.notes.push_back(fmt::format("{}: the machine file does not say its boxes (no \"boxes\"): {} box{} of {} GPU{} inferred, the "
+                                             "processors joined by channels of at least a quarter of the fastest", t_.spec(), b_.count,
+                                             b_.count == 1 ? "" : "es", b_.per_box, b_.per_box == 1 ? "" : "s"));
         select();
         if (!out_.ring_graph && !out_.tree_graph)
             note(f_.graphs.front().at, "no ring graph (id 0) and no tree graph (id 1): NCCL uses neither from this file and searches "
