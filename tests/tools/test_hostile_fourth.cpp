@@ -1,0 +1,1042 @@
+// Hostile input, fourth generation (issue 57, "Done when": a fresh campaign over the surfaces of
+// issues 43 to 45, new cases and a new seed): `collsched machine` (families, --nccl-topo,
+// --nvidia-smi, --switches, --slow-link, --nic-down, --nic-gbps, --nvls, --sharp), NCCL topology
+// XML in, NCCL graph files in and out, --size/--sizes strings, MSCCL++ --size-range, `collsched
+// compose`, --library, --memory, long paths in messages, and the Python module. Every case runs
+// the real executable (or python3 on the module) under the first generations' limits (4 GiB of
+// address space, a kill at 120 s) and asserts the contract of docs/errors.md and the README's
+// "Commands": exit 0/1/2/3; exit 2 is ONE line on standard error (`collsched: error: `, naming
+// file:line:col where there is one), nothing on standard output and no output file; no crash, no
+// hang. Two generators, seeded (kSeed): mutated NCCL topology XML, and `machine` option
+// combinations; every file `machine` writes is read back by `topo` and by `verify --size` on a
+// trivial table (every file the tool writes must be accepted by every reader).
+// Inputs whose rule was still open in issue 57 item 8 ("accepted without a word") are asserted
+// as "refused (exit 2, one line, the place) or said (exit 0 with a note on standard error)".
+// The fast categories run in the default suite; the full machine product and the time limits are
+// the ctest entry `hostile_fourth_slow` (label `slow`). The campaign, with its case count:
+//   build/tests/test_export_cli -tc='hostile fourth*' -s 2>&1 | grep 'hostile campaign'
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/tools/cli_run.hpp"
+#include "tests/tools/hostile_case.hpp"
+
+using namespace collsched;
+using collsched::test::slurp;
+using collsched::test::source;
+using namespace collsched::test::hostile;
+
+namespace {
+
+/// The campaign's seed (the third generation's was the issue's; this one is new).
+constexpr unsigned kSeed = 20261126u;
+
+/// What a fourth-generation case adds to the first generations' Case.
+struct Probe {
+    Case c;
+    bool either = false;       ///< exit 0 or 2 (both are the contract: a reader may refuse or read)
+    bool said = false;         ///< with either: exit 0 must come with a note on standard error
+    std::string said_in;       ///< with said: the note, on standard output or standard error
+    std::string machine_file;  ///< exit 0 wrote this machine file: read back by topo and verify --size
+    std::string not_message;   ///< must not be on standard error
+};
+
+Probe probe(Case c) {
+    Probe p;
+    p.c = std::move(c);
+    return p;
+}
+
+struct Ran {
+    int code = -1;
+    std::string out, err;
+    double seconds = 0;
+};
+
+/// One command in `dir` under the campaign's limits ({D}: the directory, {C}: the executable).
+Ran execute(const std::string& dir, const std::string& line, const std::string& env = "") {
+    const std::string err = dir + "/.stderr";
+#if defined(__SANITIZE_ADDRESS__)
+    const std::string limit;
+#else
+    const std::string limit = "ulimit -v 4194304; ";
+#endif
+    const std::string cmd = fmt::format("cd '{}' && {}{} timeout -s KILL 120 {} 2>'{}'", dir, limit, env,
+                                        replace_all(replace_all(line, "{D}", dir), "{C}", COLLSCHED_BINARY), err);
+    const auto start = std::chrono::steady_clock::now();
+    std::FILE* p = ::popen(("bash -c \"" + replace_all(replace_all(cmd, "\\", "\\\\"), "\"", "\\\"") + "\"").c_str(), "r");
+    Ran r;
+    if (!p) return r;
+    char buf[65536];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+    const int status = ::pclose(p);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = replace_all(slurp(err), dir + "/", "");
+    r.out = replace_all(r.out, dir + "/", "");
+    std::filesystem::remove(err);
+    return r;
+}
+
+/// A table of no transfers for the machine in `file`: the readers' trivial input (verify answers
+/// 0 or 1, never 2).
+std::string trivial_table(const std::string& file) {
+    return fmt::format(R"({{"format": "collsched.table/1", "topology": "graph:{}", "collective": "broadcast:0", "transfers": []}})", file);
+}
+
+/// Runs one probe in a fresh scratch directory and checks the contract.
+void run_probe(const Probe& pr, const std::string& category) {
+    const Case& c = pr.c;
+    collsched::test::Scratch s("hostile_fourth");
+    for (const auto& [name, text] : c.files) {
+        std::filesystem::create_directories((s.dir / name).parent_path());
+        std::ofstream out(s.dir / name, std::ios::binary);
+        out << text;
+    }
+    const std::string dir = s.dir.string();
+    INFO("case: [" << category << "] " << c.name);
+    INFO("args: " << c.args);
+    if (!c.setup.empty()) {
+        const Ran set = execute(dir, c.setup);
+        INFO("setup: " << c.setup << "\n" << set.err.substr(0, 1000));
+        CHECK(set.code == 0);
+        if (set.code != 0) return;
+    }
+    const Ran r = execute(dir, "{C} " + c.args, c.env);
+    INFO("exit: " << r.code << " in " << r.seconds << " s");
+    INFO("stderr: " << r.err.substr(0, 2000));
+    INFO("stdout: " << r.out.substr(0, 500));
+    const bool second = c.or_code >= 0 && r.code == c.or_code;
+    if (pr.either)
+        CHECK((r.code == 0 || r.code == 2 || second));
+    else
+        CHECK((r.code == c.code || second));
+    const bool refused = r.code == 2;
+    if (!c.message.empty() && (!pr.either || refused)) CHECK(r.err.find(c.message) != std::string::npos);
+    if (!c.where.empty() && (!pr.either || refused)) CHECK(r.err.find(c.where) != std::string::npos);
+    if (!pr.not_message.empty()) CHECK(r.err.find(pr.not_message) == std::string::npos);
+    if (!c.out.empty() && !refused) CHECK(r.out.find(second ? c.or_out : c.out) != std::string::npos);
+    if (c.max_seconds > 0) CHECK(r.seconds <= c.max_seconds);
+    if (refused) {
+        CHECK(r.out.empty());
+        // one line: `collsched: error: ...\n` (CLI11's "Run with --help" second line is not the contract)
+        CHECK(r.err.starts_with("collsched: error: "));
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(r.err.ends_with("\n"));
+        CHECK_MESSAGE(std::none_of(r.err.begin(), r.err.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t'; }),
+                      "a raw control byte");
+        for (const std::string& f : c.absent) CHECK_MESSAGE(!std::filesystem::exists(s.dir / f), f << " was written");
+    }
+    if (pr.either && pr.said && r.code == 0) {
+        if (pr.said_in.empty())
+            CHECK_MESSAGE(!r.err.empty(), "accepted without a word");
+        else
+            CHECK_MESSAGE((r.out + r.err).find(pr.said_in) != std::string::npos, "accepted without a word");
+    }
+    if (!pr.machine_file.empty() && r.code == 0) {
+        // every file `machine` writes is accepted by every reader
+        REQUIRE_MESSAGE(std::filesystem::exists(s.dir / pr.machine_file), pr.machine_file << " was not written");
+        const Ran topo = execute(dir, "{C} topo graph:" + pr.machine_file);
+        INFO("topo: " << topo.err.substr(0, 1000));
+        CHECK(topo.code == 0);
+        s.file("trivial.json", trivial_table(pr.machine_file));
+        const Ran verify = execute(dir, "{C} verify trivial.json --sizes 1K,1G");
+        INFO("verify: " << verify.err.substr(0, 1000));
+        CHECK((verify.code == 0 || verify.code == 1));
+        CHECK(verify.err.find("error") == std::string::npos);
+    }
+}
+
+void run_probes(const std::string& category, const std::vector<Probe>& probes) {
+    const auto start = std::chrono::steady_clock::now();
+    for (const Probe& p : probes) run_probe(p, category);
+    MESSAGE("hostile campaign: [" << category << "] " << probes.size() << " cases ("
+                                  << fmt::format("{:.1f}", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) << " s)");
+}
+
+/// `file:line:col` of byte `at` of `text` (lines and columns from 1).
+std::string place(const std::string& file, const std::string& text, std::size_t at) {
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const std::size_t start = text.rfind('\n', at == 0 ? 0 : at - 1);
+    const std::size_t col = at - (start == std::string::npos || at == 0 ? 0 : start + 1) + 1;
+    return fmt::format("{}:{}:{}", file, line, col);
+}
+
+// ------------------------------------------------------------------------------------------------
+// NCCL topology XML: a box as NCCL dumps it (NCCL_TOPO_DUMP_FILE), then mutated by a seeded generator.
+
+enum class Links { none, nvswitch, mesh };
+
+struct Box {
+    int gpus = 8;
+    int sm = 90;
+    Links links = Links::nvswitch;
+    bool nics = true;
+    int per_link = 2;  ///< NVLinks per GPU pair (mesh) or per GPU and NVSwitch
+};
+
+std::string busid(int g) { return fmt::format("0000:{:02x}:00.0", 0x20 + g); }
+
+std::string nccl_box(const Box& b) {
+    std::string s = "<system version=\"1\">\n";
+    for (int cpu = 0; cpu < (b.gpus > 1 ? 2 : 1); ++cpu) {
+        s += fmt::format("  <cpu numaid=\"{}\" affinity=\"0000ffff\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"143\">\n", cpu);
+        for (int g = cpu; g < b.gpus; g += (b.gpus > 1 ? 2 : 1)) {
+            s += fmt::format("    <pci busid=\"0000:{:02x}:01.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n", 0x80 + g);
+            s += fmt::format("      <pci busid=\"{}\" class=\"0x030200\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n", busid(g));
+            s += fmt::format("        <gpu dev=\"{}\" sm=\"{}\" rank=\"{}\" gdr=\"1\">\n", g, b.sm, g);
+            if (b.links == Links::nvswitch)
+                for (int sw = 0; sw < 4; ++sw)
+                    s += fmt::format("          <nvlink target=\"0000:{:02x}:00.0\" count=\"{}\" tclass=\"0x068000\"/>\n", 5 + sw, b.per_link);
+            if (b.links == Links::mesh)
+                for (int h = 0; h < b.gpus; ++h)
+                    if (h != g && (h == (g + 1) % b.gpus || g == (h + 1) % b.gpus || (b.gpus <= 4)))
+                        s += fmt::format("          <nvlink target=\"{}\" count=\"{}\" tclass=\"0x030200\"/>\n", busid(h), b.per_link);
+            s += "        </gpu>\n      </pci>\n";
+            if (b.nics)
+                s += fmt::format("      <pci busid=\"0000:{:02x}:00.0\" class=\"0x020700\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+                                 "        <nic>\n          <net name=\"mlx5_{}\" dev=\"{}\" speed=\"400000\" port=\"1\" latency=\"0.000000\" "
+                                 "guid=\"0x{:x}\" maxconn=\"131072\" gdr=\"1\"/>\n        </nic>\n      </pci>\n",
+                                 0xa0 + g, g, g, 0xa088c20300f1e2d0ull + unsigned(g));
+            s += "    </pci>\n";
+        }
+        s += "  </cpu>\n";
+    }
+    return s + "</system>\n";
+}
+
+/// The k-th occurrence (counting from 0, wrapping) of `needle` in `text`, npos for none.
+std::size_t nth(const std::string& text, const std::string& needle, std::size_t k) {
+    std::vector<std::size_t> at;
+    for (std::size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) at.push_back(p);
+    return at.empty() ? std::string::npos : at[k % at.size()];
+}
+
+/// Replaces the value of attribute `attr` at its k-th occurrence; "" drops the attribute; returns false without one.
+bool set_attr(std::string& text, const std::string& attr, std::size_t k, const std::string* value, bool duplicate = false) {
+    const std::size_t at = nth(text, " " + attr + "=\"", k);
+    if (at == std::string::npos) return false;
+    const std::size_t end = text.find('"', at + attr.size() + 3);
+    const std::string whole = text.substr(at, end + 1 - at);
+    if (duplicate)
+        text.insert(end + 1, " " + attr + "=\"" + (value ? *value : std::string("7")) + "\"");
+    else if (!value)
+        text.erase(at, whole.size());
+    else
+        text.replace(at, whole.size(), " " + attr + "=\"" + *value + "\"");
+    return true;
+}
+
+/// The seeded generator of mutated NCCL topology XML. Every mutant is read by `machine`: refused
+/// with its file's name and line (exit 2, nothing written), or written and then read back.
+std::vector<Probe> nccl_mutant_cases(std::size_t count, unsigned seed = kSeed) {
+    std::mt19937 rng(seed);
+    auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+    const std::vector<std::string> attrs = {"busid", "class", "dev", "sm", "count", "target", "tclass", "speed", "link_width", "link_speed",
+                                            "version", "rank", "numaid", "name"};
+    const std::vector<std::pair<std::string, std::vector<std::string>>> bad_values = {
+        {"sm", {"-1", "0", "59", "1000", "99999999999", "9.0", "", "0x5a", " 90"}},
+        {"dev", {"-1", "1099511627776", "64", "1e1", "", "x"}},
+        {"count", {"0", "-2", "4294967296", "1.5", "", "18"}},
+        {"speed", {"-400000", "0", "nan", "1e300", "", "400000000000"}},
+        {"link_width", {"0", "-16", "1024", "w"}},
+        {"link_speed", {"x GT/s", "", "64.0 GT/s PCIe", "2.5 GT/s PCIe"}},
+        {"class", {"0x03", "0x030201", "0xzz", "", "0x02"}},
+        {"busid", {"", "zz", "0000:20:00.0", "0000:20:00.0:1"}},
+        {"target", {"", "0000:ff:00.0", "0000:20:00.0"}},
+        {"tclass", {"0x030200", "0x068000", "0x0", ""}},
+        {"version", {"0", "1.0", "-1", ""}},
+    };
+    const std::vector<std::string> options = {"", "--gpu h100", "--boxes 2 --network rail", "--boxes 2 --network switch --nic-gbps 200",
+                                              "--switches routers", "--boxes 4 --network fat-tree:2 --boxes-per-leaf 2"};
+    std::vector<Probe> out;
+    for (std::size_t i = 0; i < count; ++i) {
+        Box b;
+        const int sizes[] = {1, 2, 3, 4, 5, 8, 16};
+        b.gpus = sizes[pick(7)];
+        b.sm = std::vector<int>{70, 80, 90, 100}[pick(4)];
+        b.links = static_cast<Links>(pick(3));
+        b.nics = pick(4) != 0;
+        b.per_link = 1 + static_cast<int>(pick(6));
+        std::string text = nccl_box(b);
+        std::string what;
+        switch (pick(9)) {
+            case 0: {  // an attribute dropped
+                const std::string a = attrs[pick(attrs.size())];
+                if (set_attr(text, a, pick(64), nullptr)) what = "drop " + a;
+                break;
+            }
+            case 1: case 2: {  // an attribute out of range
+                const auto& [a, values] = bad_values[pick(bad_values.size())];
+                const std::string v = values[pick(values.size())];
+                if (set_attr(text, a, pick(64), &v)) what = a + "=\"" + v + "\"";
+                break;
+            }
+            case 3: {  // an attribute given twice
+                const std::string a = attrs[pick(attrs.size())];
+                const std::string v = std::to_string(pick(3));
+                if (set_attr(text, a, pick(64), &v, true)) what = "duplicate " + a;
+                break;
+            }
+            case 4: {  // an <nvlink> dropped (a mesh link one way), or to itself
+                const std::size_t at = nth(text, "<nvlink ", pick(256));
+                if (at == std::string::npos) break;
+                const std::size_t start = text.rfind('\n', at) + 1, end = text.find('\n', at) + 1;
+                if (pick(2) == 0) {
+                    text.erase(start, end - start);
+                    what = "an <nvlink> dropped";
+                } else {
+                    const std::size_t gpu = text.rfind("busid=\"", text.rfind("<gpu ", at));
+                    const std::string own = text.substr(gpu + 7, 12);
+                    text.insert(start, "          <nvlink target=\"" + own + "\" count=\"1\" tclass=\"0x030200\"/>\n");
+                    what = "an <nvlink> to itself";
+                }
+                break;
+            }
+            case 5: {  // truncated
+                const std::size_t cut = 1 + pick(text.size() - 1);
+                text.resize(cut);
+                what = fmt::format("cut at byte {}", cut);
+                break;
+            }
+            case 6: {  // every GPU the same dev
+                for (int g = 0; g < b.gpus; ++g) text = replace_all(text, fmt::format("<gpu dev=\"{}\"", g), "<gpu dev=\"0\"");
+                what = "every dev=\"0\"";
+                break;
+            }
+            case 7: {  // a character reference or a raw control byte in a value
+                const std::vector<std::string> refs = {"&#0;", "&#1;", "&#x7f;", "&amp;", "&bogus;", "\x01", "&#99999999;"};
+                const std::string r = refs[pick(refs.size())];
+                const std::size_t at = nth(text, "=\"", pick(128));
+                text.insert(at + 2, r);
+                what = "reference " + replace_all(r, "\x01", "\\x01");
+                break;
+            }
+            default:  // an element left open, or closed twice
+                if (pick(2) == 0) {
+                    text = replace_all(text, "</nic>", "");
+                    what = "<nic> left open";
+                } else {
+                    const std::size_t at = nth(text, "</pci>", pick(64));
+                    text.insert(at, "</pci>");
+                    what = "</pci> twice";
+                }
+        }
+        if (what.empty()) what = "as dumped";
+        const std::string opt = options[pick(options.size())];
+        Case c;
+        c.name = fmt::format("#{} {} GPUs sm {} {} {}: {} ({})", i, b.gpus, b.sm,
+                             b.links == Links::none ? "PCIe" : b.links == Links::mesh ? "mesh" : "NVSwitch", b.nics ? "with NICs" : "no NICs", what, opt);
+        c.files = {{"x.xml", text}};
+        c.args = "machine --nccl-topo x.xml " + opt + " -o m.json";
+        c.where = "x.xml";  // its line and column where the problem has one; a box without NICs under a network has none
+        c.absent = {"m.json"};
+        Probe p = probe(c);
+        p.either = true;
+        p.machine_file = "m.json";
+        out.push_back(p);
+    }
+    return out;
+}
+
+/// NCCL topology XML whose answer is known: read (and read back), refused at the place, or (issue
+/// 57 item 8, the rule decided by NCCL's reader) refused or said.
+std::vector<Probe> nccl_known_cases() {
+    std::vector<Probe> out;
+    auto ok = [&](const std::string& name, const Box& b, const std::string& opt = "") {
+        Probe p = probe(make(name, "machine --nccl-topo x.xml " + opt + " -o m.json", {{"x.xml", nccl_box(b)}}, "", 0, ""));
+        p.machine_file = "m.json";
+        out.push_back(p);
+    };
+    for (int g : {1, 2, 3, 6, 16})
+        for (Links l : {Links::none, Links::nvswitch, Links::mesh}) {
+            Box b;
+            b.gpus = g;
+            b.links = l;
+            b.sm = l == Links::mesh ? 70 : 90;
+            ok(fmt::format("{} GPUs, {} links, as dumped", g, int(l)), b);
+            if (g > 1) ok(fmt::format("{} GPUs, {} links, 3 boxes on a switch", g, int(l)), b, "--boxes 3 --network switch");
+        }
+    // one box of one GPU written with routers, and with a NIC speed where the file gives one
+    Box one;
+    one.gpus = 1;
+    ok("1 GPU, routers", one, "--switches routers");
+    ok("1 GPU, 2 boxes on rails", one, "--boxes 2 --network rail");
+    // a mesh link listed under one GPU only: NCCL would use it one way, the machine's links carry both
+    for (int g : {2, 5}) {
+        Box m;
+        m.gpus = g;
+        m.links = Links::mesh;
+        m.sm = 80;
+        std::string text = nccl_box(m);
+        const std::string line = fmt::format("          <nvlink target=\"{}\" count=\"2\" tclass=\"0x030200\"/>\n", busid(0));
+        const std::size_t gpu1 = text.find("<gpu dev=\"1\"");
+        const std::size_t at = text.find(line, gpu1);
+        REQUIRE(at != std::string::npos);
+        text.erase(at, line.size());
+        Case c = make(fmt::format("{} GPUs, GPU 0's link to GPU 1 listed one way only", g), "machine --nccl-topo x.xml -o m.json", {{"x.xml", text}}, "", 2,
+                      "one way", "x.xml:", {"m.json"});
+        out.push_back(probe(c));
+        // the same file, but GPU 1 lists 3 where GPU 0 lists 2: read, the smaller taken, and said
+        std::string uneven = nccl_box(m);
+        const std::size_t u = uneven.find(line, uneven.find("<gpu dev=\"1\""));
+        uneven.replace(u, line.size(), replace_all(line, "count=\"2\"", "count=\"3\""));
+        Probe p = probe(make(fmt::format("{} GPUs, counts differ by direction", g), "machine --nccl-topo x.xml -o m.json", {{"x.xml", uneven}}, "", 0, ""));
+        p.either = true;
+        p.said = true;
+        p.machine_file = "m.json";
+        out.push_back(p);
+    }
+    // issue 57 item 8's kinds, in new places: refused with the place, or read and said
+    struct Odd {
+        std::string name, from, to;
+    };
+    Box h;
+    h.gpus = 4;
+    const std::string base = nccl_box(h);
+    const std::vector<Odd> odd = {
+        {"dev given twice on GPU 2", "<gpu dev=\"2\"", "<gpu dev=\"2\" dev=\"3\""},
+        {"sm given twice on GPU 3", "<gpu dev=\"3\" sm=\"90\"", "<gpu dev=\"3\" sm=\"90\" sm=\"80\""},
+        {"speed given twice", "speed=\"400000\" port=\"1\"", "speed=\"400000\" speed=\"100000\" port=\"1\""},
+        {"sm=\"-7\" on GPU 1", "<gpu dev=\"1\" sm=\"90\"", "<gpu dev=\"1\" sm=\"-7\""},
+        {"dev=\"-3\" on GPU 2", "<gpu dev=\"2\"", "<gpu dev=\"-3\""},
+        {"dev=2^41 on GPU 0", "<gpu dev=\"0\"", "<gpu dev=\"2199023255552\""},
+        {"GPUs 1 and 3 both dev=\"1\"", "<gpu dev=\"3\"", "<gpu dev=\"1\""},
+        {"an NVSwitch <nvlink> without a target", "<nvlink target=\"0000:06:00.0\" ", "<nvlink "},
+        {"&#0; in a busid", "busid=\"0000:21:00.0\"", "busid=\"0000:21:00.0&#0;\""},
+        {"&#0; in a net name", "name=\"mlx5_2\"", "name=\"mlx&#0;5_2\""},
+        {"rank given twice", "rank=\"1\"", "rank=\"1\" rank=\"2\""},
+    };
+    for (const Odd& o : odd) {
+        std::string text = base;
+        const std::size_t at = text.find(o.from);
+        REQUIRE_MESSAGE(at != std::string::npos, o.from);
+        text.replace(at, o.from.size(), o.to);
+        Probe p = probe(make(o.name, "machine --nccl-topo x.xml -o m.json", {{"x.xml", text}}, "", 0, "", "x.xml:", {"m.json"}));
+        p.either = true;
+        p.said = true;
+        p.machine_file = "m.json";
+        out.push_back(p);
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// `collsched machine` option combinations: every family x switches x network x faults. What is
+// written is read back; what is refused is one line. Plain combinations (no fault, no NVLS, no
+// SHARP) and a NIC speed must be written.
+
+const std::vector<std::string> families = {"dgx1", "dgx2", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72",
+                                           "ndv2", "ndv4", "ndv5", "mi300x", "amd4", "amd8", "pcie"};
+
+std::vector<Probe> machine_option_cases(std::size_t sample) {
+    const std::vector<std::string> switches = {"", "--switches groups", "--switches routers"};
+    const std::vector<std::string> networks = {"",
+                                               "--boxes 2 --network switch",
+                                               "--boxes 3 --network rail",
+                                               "--boxes 4 --network fat-tree:2 --boxes-per-leaf 2",
+                                               "--boxes 8 --network fat-tree3 --boxes-per-leaf 2 --leaves-per-pod 2",
+                                               "--boxes 4 --network torus:2x2"};
+    const std::vector<std::string> faults = {"", "--nic-gbps 800", "--slow-link 1-0:0.75", "--slow-link 0-2:0.1 --slow-link 2-3:0.9",
+                                             "--nic-down 0", "--nvls", "--sharp", "--nvls --sharp --nic-gbps 50"};
+    std::vector<Probe> all;
+    for (const std::string& f : families)
+        for (const std::string& s : switches)
+            for (const std::string& n : networks)
+                for (const std::string& x : faults) {
+                    const std::string args = fmt::format("machine {} {} {} {} -o m.json", f, s, n, x);
+                    Case c;
+                    c.name = args;
+                    c.args = args;
+                    c.absent = {"m.json"};
+                    Probe p = probe(c);
+                    // a NIC down may cut a GPU off, a slow link may name no link, NVLS and SHARP need their hardware, a box
+                    // without NICs takes no network, a fat tree's switches are routers: refused in one line, or written and read
+                    p.either = true;
+                    p.c.code = 0;
+                    p.machine_file = "m.json";
+                    all.push_back(p);
+                }
+    if (sample >= all.size()) return all;
+    std::mt19937 rng(kSeed + 1);
+    std::shuffle(all.begin(), all.end(), rng);
+    all.resize(sample);
+    return all;
+}
+
+/// Options of `machine` that are refused, one line each (CLI11's refusals included).
+std::vector<Probe> machine_refusal_cases() {
+    std::vector<Probe> out;
+    struct Bad {
+        std::string args, message;
+    };
+    const std::vector<Bad> bad = {
+        {"dgx-h100 --nic-gbps nan --boxes 3 --network rail", "--nic-gbps"},
+        {"dgx-b200 --nic-gbps -inf --boxes 2 --network switch", "--nic-gbps"},
+        {"ndv5 --nic-gbps 100001 --boxes 2 --network rail", "--nic-gbps"},
+        {"ndv4 --nic-gbps 0.5 --boxes 2 --network rail", "--nic-gbps"},
+        {"mi300x --nic-gbps 1e999 --boxes 2 --network switch", "--nic-gbps"},
+        {"dgx-h200 --boxes -2 --network rail", "--boxes"},
+        {"dgx-h200 --boxes 4097 --network rail", "--boxes"},
+        {"dgx-h200 --boxes 2.5 --network rail", "--boxes"},
+        {"dgx2 --switches both", "--switches"},
+        {"dgx2 --switches ''", "--switches"},
+        {"dgx-a100 --units -1", "--units"},
+        {"dgx-a100 --units 1001", "--units"},
+        {"dgx-a100 --units nan", "--units"},
+        {"amd8 --slow-link 0-1:nan", "--slow-link"},
+        {"amd8 --slow-link 0-1:-0.5", "--slow-link"},
+        {"amd8 --slow-link 0-1:1", "--slow-link"},
+        {"amd8 --slow-link 0-0:0.5", "--slow-link"},
+        {"amd8 --slow-link 0:0.5", "--slow-link"},
+        {"amd8 --slow-link 0-8:0.5", "--slow-link"},
+        {"amd8 --slow-link -1-2:0.5", "--slow-link"},
+        {"dgx-h100 --boxes 2 --network rail --nic-down 16", "--nic-down"},
+        {"dgx-h100 --boxes 2 --network rail --nic-down -1", "--nic-down"},
+        {"dgx-h100 --boxes 2 --network rail --nic-down x", "--nic-down"},
+        {"dgx-h100 --boxes 2 --network torus:3x1", ""},
+        {"dgx-h100 --boxes 4 --network torus:2x2x0", ""},
+        {"dgx-h100 --boxes 4 --network fat-tree:0", ""},
+        {"dgx-h100 --boxes 4 --network fat-tree:nan", ""},
+        {"dgx-h100 --boxes 4 --network ring", ""},
+        {"dgx-h100 --boxes 4 --network fat-tree --boxes-per-leaf 0", ""},
+        {"dgx-h100 --boxes 8 --network fat-tree3 --leaves-per-pod 0", ""},
+        {"dgx-h100 --sharp", "SHARP"},
+        {"dgx-h100 --boxes 4 --network torus:2x2 --sharp", ""},
+        {"dgx1 --nvls", ""},
+        {"amd4 --nvls --boxes 2 --network switch", ""},
+        {"dgx-h100 --nccl-topo x.xml", ""},
+        {"--nvidia-smi s.txt", "--gpu"},
+        {"--nccl-topo x.xml --nvidia-smi s.txt --gpu a100", ""},
+        {"dgx-h100 --note", "--note"},
+        {"dgx-h100 --output", "--output"},
+        {"dgx-h100 -o ''", ""},
+        {"dgx-h100 -o nodir/m.json", ""},
+        {"dgx-h100 dgx-a100", ""},
+        {"DGX-H100", "dgx-h100"},
+    };
+    Box b;
+    b.gpus = 2;
+    for (const Bad& x : bad) {
+        Case c = make("machine " + x.args, "machine " + x.args, {{"x.xml", nccl_box(b)}, {"s.txt", "\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU1\tNV2\t X \n"}},
+                      "", 2, x.message);
+        out.push_back(probe(c));
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// nvidia-smi topo -m: new variations of the matrix.
+
+std::vector<Probe> nvidia_smi_cases() {
+    std::vector<Probe> out;
+    auto matrix = [](int n, const std::function<std::string(int, int)>& cell, const std::string& tail = "") {
+        std::string s;
+        for (int j = 0; j < n; ++j) s += fmt::format("\tGPU{}", j);
+        s += "\tCPU Affinity\tNUMA Affinity\n";
+        for (int i = 0; i < n; ++i) {
+            s += fmt::format("GPU{}", i);
+            for (int j = 0; j < n; ++j) s += "\t" + (i == j ? std::string("X") : cell(i, j));
+            s += "\t0-63\t0\n";
+        }
+        return s + tail;
+    };
+    auto ok = [&](const std::string& name, const std::string& text, const std::string& opt) {
+        Probe p = probe(make(name, "machine --nvidia-smi s.txt " + opt + " -o m.json", {{"s.txt", text}}, "", 0, ""));
+        p.machine_file = "m.json";
+        out.push_back(p);
+    };
+    ok("1 GPU", matrix(1, [](int, int) { return std::string("NV1"); }), "--gpu h100");
+    Probe nics = probe(make("1 GPU, 2 boxes on a switch (the matrix lists no NIC)", "machine --nvidia-smi s.txt --gpu a100 --boxes 2 --network switch --nic-gbps 100 -o m.json",
+                            {{"s.txt", matrix(1, [](int, int) { return std::string("NV1"); })}}, "", 0, "", "", {"m.json"}));
+    nics.either = true;
+    nics.machine_file = "m.json";
+    out.push_back(nics);
+    ok("16 GPUs on NV18", matrix(16, [](int, int) { return std::string("NV18"); }), "--gpu h100");
+    ok("6 GPUs on PIX and SYS", matrix(6, [](int i, int j) { return std::string((i / 2 == j / 2) ? "PIX" : "SYS"); }), "--gpu v100");
+    ok("5 GPUs mixed NV and PHB", matrix(5, [](int i, int j) { return (i + j) % 2 ? std::string("NV2") : std::string("PHB"); }), "--gpu b200");
+    Probe legend = probe(make("a legend with a stray line", "machine --nvidia-smi s.txt --gpu a100 -o m.json",
+                              {{"s.txt", matrix(2, [](int, int) { return std::string("NV12"); }, "\nLegend:\n\n  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n")}},
+                              "", 0, ""));
+    legend.machine_file = "m.json";
+    out.push_back(legend);
+    // refused at the cell, one line
+    const std::string asym = matrix(3, [](int i, int j) { return (i == 0 && j == 1) ? std::string("NV2") : std::string("NV1"); });
+    Probe a = probe(make("asymmetric NV counts", "machine --nvidia-smi s.txt --gpu v100 -o m.json", {{"s.txt", asym}}, "", 0, "", "s.txt:", {"m.json"}));
+    a.either = true;
+    a.said = true;
+    a.machine_file = "m.json";
+    out.push_back(a);
+    for (std::string cell : {"NV0", "NV-1", "NV99999999999", "NV1.5", "NV", "X", "\x01"}) {
+        Case c = make("a cell '" + replace_all(cell, "\x01", "\\x01") + "'", "machine --nvidia-smi s.txt --gpu a100 -o m.json",
+                      {{"s.txt", matrix(3, [&](int i, int j) { return (i == 1 && j == 2) ? cell : std::string("NV4"); })}}, "", 2, "", "s.txt:3:", {"m.json"});
+        Probe p = probe(c);
+        if (cell == "NV0") p.either = true, p.machine_file = "m.json";  // no NVLink between the two: may be read as PCIe
+        out.push_back(p);
+    }
+    out.push_back(probe(make("a row missing", "machine --nvidia-smi s.txt --gpu a100 -o m.json", {{"s.txt", "\tGPU0\tGPU1\tGPU2\nGPU0\tX\tNV1\tNV1\nGPU1\tNV1\tX\tNV1\n"}},
+                             "", 2, "", "s.txt:", {"m.json"})));
+    out.push_back(probe(make("an empty file", "machine --nvidia-smi s.txt --gpu a100 -o m.json", {{"s.txt", "\n"}}, "", 2, "", "s.txt", {"m.json"})));
+    out.push_back(probe(make("a directory", "machine --nvidia-smi . --gpu a100 -o m.json", {}, "", 2, "", "", {"m.json"})));
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// NCCL graph files in and out: PCIe boxes read from NCCL XML with the graph NCCL runs on them
+// (issue 57 item 2, in new sizes), the writer's files read back, malformed files at their place,
+// and paths longer than 120 characters (the place kept, item 6).
+
+std::string graph_file(const std::vector<std::vector<int>>& rings, const std::string& intra = "SYS", const std::string& inter = "LOC") {
+    std::string s = "<graphs version=\"1\">\n";
+    s += fmt::format("  <graph id=\"0\" pattern=\"4\" crossnic=\"0\" nchannels=\"{}\" speedintra=\"12\" speedinter=\"12\" latencyinter=\"0\" "
+                     "typeintra=\"{}\" typeinter=\"{}\" samechannels=\"0\">\n",
+                     rings.size(), intra, inter);
+    for (const auto& r : rings) {
+        s += "    <channel>\n";
+        for (int g : r) s += fmt::format("      <gpu dev=\"{}\"/>\n", g);
+        s += "    </channel>\n";
+    }
+    return s + "  </graph>\n</graphs>\n";
+}
+
+std::vector<Probe> nccl_graph_cases() {
+    std::vector<Probe> out;
+    // a PCIe box of G GPUs (no NVLink), its rings as NCCL writes them: the box is what the machine file says
+    for (int g : {2, 3, 4, 8}) {
+        Box b;
+        b.gpus = g;
+        b.links = Links::none;
+        b.sm = 80;
+        std::vector<int> fwd, back;
+        for (int i = 0; i < g; ++i) fwd.push_back(i), back.push_back(g - 1 - i);
+        for (int variant = 0; variant < 3; ++variant) {
+            std::vector<std::vector<int>> rings = variant == 0 ? std::vector<std::vector<int>>{fwd}
+                                                : variant == 1 ? std::vector<std::vector<int>>{fwd, back}
+                                                               : std::vector<std::vector<int>>{back, fwd, back, fwd};
+            Case c = make(fmt::format("PCIe box of {} GPUs, {} rings", g, rings.size()), "verify g.xml --topology graph:m.json",
+                          {{"x.xml", nccl_box(b)}, {"g.xml", graph_file(rings)}}, "{C} machine --nccl-topo x.xml -o m.json", 0, "", "", {}, "holds");
+            out.push_back(probe(c));
+        }
+    }
+    // the writer's files: convert to nccl-graph, then verify on the machine the table names (or another of as many GPUs)
+    for (const auto& [table, machine] : std::vector<std::pair<std::string, std::string>>{
+             {"tests/data/ring8_allgather.json", "dgx-h100"}, {"tests/data/ring8_allgather.json", "dgx1"}, {"tests/data/ring8_allgather.json", "pcie"},
+             {"tests/data/ring8_allgather.json", "ndv2"}, {"tests/data/ring8_allgather.json", "amd8"}}) {
+        Case c = make("convert " + table + " to nccl-graph, verify on " + machine, "verify g.xml --topology graph:m.json", {},
+                      fmt::format("{{C}} convert {} --format nccl-graph -o g.xml && {{C}} machine {} -o m.json", source(table), machine), 0, "");
+        Probe p = probe(c);
+        p.c.or_code = 1;  // a ring hop the box lacks is a finding, never bad input
+        out.push_back(p);
+    }
+    // what the writer cannot hold: nothing written
+    for (std::string table : {"tests/data/ebft4_alltoall.json", "tests/data/cbft8_flood_allgather.json"})
+        out.push_back(probe(make("convert " + table + " --format nccl-graph", "convert " + source(table) + " --format nccl-graph -o g.xml", {}, "", 2, "", "",
+                                 {"g.xml"})));
+    out.push_back(probe(make("convert --format nccl-graph -o ''", "convert " + source("tests/data/ring8_allgather.json") + " --format nccl-graph -o ''", {}, "",
+                             2, "")));
+    // malformed graph files, each at its element's place, on a machine read from NCCL XML
+    const std::string good = graph_file({{0, 1, 2, 3}});
+    struct Bad {
+        std::string name, from, to, element;
+    };
+    const std::vector<Bad> bad = {
+        {"typeinter nonsense", "typeinter=\"LOC\"", "typeinter=\"IB\"", "<graph "},
+        {"speedintra text", "speedintra=\"12\"", "speedintra=\"fast\"", "<graph "},
+        {"nchannels 64", "nchannels=\"1\"", "nchannels=\"64\"", "<graph "},
+        {"pattern missing", " pattern=\"4\"", "", "<graph "},
+        {"crossnic 7", "crossnic=\"0\"", "crossnic=\"7\"", "<graph "},
+        {"dev in decimal text", "<gpu dev=\"2\"/>", "<gpu dev=\"two\"/>", "<gpu dev=\"two\""},
+        {"dev missing", "<gpu dev=\"3\"/>", "<gpu/>", "<gpu/>"},
+        {"version 0", "version=\"1\"", "version=\"0\"", "<graphs "},
+    };
+    Box pcie;
+    pcie.gpus = 4;
+    pcie.links = Links::none;
+    for (const Bad& x : bad)
+        for (bool long_path : {false, true}) {
+            std::string text = good;
+            const std::size_t at = text.find(x.from);
+            REQUIRE(at != std::string::npos);
+            text.replace(at, x.from.size(), x.to);
+            const std::string dir = long_path ? std::string(60, 'd') + "/" + std::string(70, 'e') + "/" : std::string();
+            const std::size_t el = text.find(x.element);
+            REQUIRE(el != std::string::npos);
+            Case c = make(x.name + (long_path ? " (a 135-character path)" : ""), "verify " + dir + "g.xml --topology graph:m.json",
+                          {{"x.xml", nccl_box(pcie)}, {dir + "g.xml", text}}, "{C} machine --nccl-topo x.xml -o m.json", 2, "",
+                          (long_path ? "/" : "") + place("g.xml", text, el) + ": ");  // a long path may be elided in its middle, never its place
+            out.push_back(probe(c));
+        }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Messages with long paths: NCCL XML, MSCCL++ plans and graph files keep file:line:col (item 6),
+// and MSCCL++'s numbers past 2^63 are called what they are.
+
+std::vector<Probe> long_path_cases() {
+    std::vector<Probe> out;
+    for (std::size_t len : {100, 121, 160, 240}) {
+        const std::string dir = std::string(len / 2, 'p') + "/" + std::string(len - len / 2 - 1, 'q') + "/";
+        out.push_back(probe(make(fmt::format("NCCL XML left open, a {}-character directory", len), "machine --nccl-topo " + dir + "x.xml -o m.json",
+                                 {{dir + "x.xml", "<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"0\" class=\"0x030200\">\n"}}, "", 2,
+                                 "malformed NCCL topology XML", "/x.xml:4:1: ", {"m.json"})));
+        nlohmann::ordered_json plan = nlohmann::ordered_json::parse(slurp(source("tests/data/mscclpp/ring_allgather_8.json")));
+        plan["gpus"][5].erase("input_chunks");
+        out.push_back(probe(make(fmt::format("MSCCL++ plan without input_chunks, a {}-character directory", len), "verify " + dir + "p.json",
+                                 {{dir + "p.json", plan.dump(1)}}, "", 2, "has no \"input_chunks\"", "/p.json:")));
+        out.push_back(probe(make(fmt::format("graph file with a bad edge, a {}-character directory", len), "topo graph:" + dir + "g.json",
+                                 {{dir + "g.json", "{\"processors\": 3,\n \"edges\": [[0,1],\n   [1,7]]}"}}, "", 2, "node 7 does not exist",
+                                 "/g.json:3:4: ")));
+    }
+    // integers MSCCL++'s reader holds in 64 bits or not: never "a fraction or exponent", never get<int> throwing
+    for (std::string v : {"9223372036854775808", "18446744073709551615", "18446744073709551616", "-9223372036854775809"}) {
+        nlohmann::ordered_json plan = nlohmann::ordered_json::parse(slurp(source("tests/data/mscclpp/ring_allgather_8.json")));
+        plan["gpus"][1]["threadblocks"][0]["ops"][0]["src_buff"][0]["index"] = 1;
+        std::string text = plan.dump(1);
+        const std::string key = "\"index\": 1";
+        const std::size_t at = text.find(key);
+        REQUIRE(at != std::string::npos);
+        text.replace(at, key.size(), "\"index\": " + v);
+        Probe p = probe(make("MSCCL++ index " + v, "verify p.json", {{"p.json", text}}, "", 2, "", "p.json:"));
+        p.not_message = "fraction or exponent";
+        out.push_back(p);
+    }
+    for (std::string v : {"2.0", "-0.0", "1e0"}) {
+        nlohmann::ordered_json plan = nlohmann::ordered_json::parse(slurp(source("tests/data/mscclpp/ring_allgather_8.json")));
+        std::string text = plan.dump(1);
+        const std::size_t at = text.find("\"input_chunks\": ");
+        REQUIRE(at != std::string::npos);
+        const std::size_t end = text.find_first_of(",\n}", at + 16);
+        text.replace(at, end - at, "\"input_chunks\": " + v);
+        Probe p = probe(make("MSCCL++ input_chunks " + v, "verify p.json", {{"p.json", text}}, "", 2, "", "p.json:"));
+        p.not_message = "throws type_error";
+        p.either = true;  // nlohmann converts a float without throwing: read as the executor reads it, or refused at its place
+        out.push_back(p);
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// --size / --sizes strings, verify, simulate, compare and bandwidth alike.
+
+std::vector<Probe> size_cases() {
+    std::vector<Probe> out;
+    const std::string table = source("tests/data/ring8_allgather.json");
+    const std::vector<std::string> good = {"7", "7B", "3KiB", "2 MiB", "1e4", "16K..16M:8", "1M..1M", "4K,64K,1G", "1.25K", "8192TiB..8192TiB",
+                                           "1..2", "9007199254740992B"};
+    const std::vector<std::string> bad = {"0B", "-4K", "1Kb", "1kB..", "..4M", "4M..1M", "1K..1M:0.5", "1K..1M:-2", "1K..1M:nan", "1K..1M:inf", "NaN",
+                                          "Infinity", "1e-1", "1e309", "0x1p10", "1K,,", "1K;1M", "1K 1M", "\t", "1K..1M:1.000001", "9007199254740993B",
+                                          "8193TiB", "1K..1M:2:2", "+", "1K..1M..1G"};
+    const std::vector<std::string> fractions = {"1.5", "2.5B", "0.75K", "1000.1", "1K..1G:3.3"};
+    for (std::string cmd : {"verify", "simulate", "compare"}) {
+        const std::string flag = cmd == std::string("compare") ? "--sizes" : "--size";
+        const std::string args = cmd == std::string("compare") ? table + " " + table : table;
+        for (const std::string& s : good) out.push_back(probe(make(fmt::format("{} {} '{}'", cmd, flag, s), fmt::format("{} {} {} '{}'", cmd, args, flag, s), {}, "", 0, "")));
+        for (const std::string& s : bad)
+            out.push_back(probe(make(fmt::format("{} {} '{}'", cmd, flag, s), fmt::format("{} {} {} '{}'", cmd, args, flag, s), {}, "", 2, "bad size")));
+        // a size that is not a whole number of bytes (item 8): refused, or said
+        for (const std::string& s : fractions) {
+            Probe p = probe(make(fmt::format("{} {} '{}' (not whole bytes)", cmd, flag, s), fmt::format("{} {} {} '{}'", cmd, args, flag, s), {}, "", 0, ""));
+            if (s == "0.75K" || s == "1K..1G:3.3") {  // 768 bytes; sizes of a grid rounded as the grid says
+                out.push_back(p);
+                continue;
+            }
+            p.either = true;
+            p.said = true;
+            out.push_back(p);
+        }
+    }
+    for (std::string s : {"1G", "'64K..1G:16'", "0", "1.5K.."})
+        out.push_back(probe(make("bandwidth --size " + s, "bandwidth --topology ring:8 --collective allgather --size " + s, {}, "",
+                                 s == "0" || s == "1.5K.." ? 2 : 0, s == "0" || s == "1.5K.." ? "bad size" : "")));
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// MSCCL++ --size-range (compile and convert): 2^64 - 1 is the documented default maximum.
+
+std::vector<Probe> size_range_cases() {
+    std::vector<Probe> out;
+    const std::string sched = source("schedules/nccl/ring_allgather.sched");
+    struct R {
+        std::string range;
+        int code;
+    };
+    const std::vector<R> ranges = {{"1M..18446744073709551615", 0}, {"18446744073709551360..", 0}, {"..18446744073709551615", 0},
+                                   {"16EiB..", 2},                  {"0..18446744073709551616", 2}, {"1M..64M", 0},
+                                   {"64M..1M", 2},                  {"..1K", 0},                   {"1K..", 0},
+                                   {"1K...2K", 2},                  {"1K..2K,4K", 2},              {"1.25K..2K", 0},
+                                   {"0.3..1K", 2},                  {"-0..1K", 2},                 {"1e3..1e6", 0},
+                                   {"inf..", 2},                    {"1K..1K", 0},                 {"1 K..2 K", 0}};
+    for (const R& r : ranges)
+        for (std::string how : {"compile", "convert"}) {
+            const std::string args = how == std::string("compile")
+                                         ? fmt::format("compile {} --format mscclpp --size-range '{}' -o p.json", sched, r.range)
+                                         : fmt::format("convert t.json --format mscclpp --size-range '{}' -o p.json", r.range);
+            const std::string setup = how == std::string("compile") ? "" : fmt::format("{{C}} compile {} -o t.json", sched);
+            Case c = make(fmt::format("{} --size-range '{}'", how, r.range), args, {}, setup, r.code, r.code == 2 ? "--size-range" : "", "", {"p.json"});
+            if (r.code == 0) c.absent.clear();
+            out.push_back(probe(c));
+        }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// `collsched compose` (folded into collsched, issue 57 item 5): the contract of every command.
+
+std::vector<Probe> compose_cases() {
+    std::vector<Probe> out;
+    const std::string m = " --topology " + collsched::test::machine("h100rail2x8") + " --size 64M";
+    const std::vector<std::string> usage = {m + " --timeout -0.5", m + " --timeout inf", m + " --timeout ''", m + " --timeout 1e400",
+                                            m + " --pieces -1", m + " --pieces 1025", m + " --pieces 2.5", m + " --pieces ''",
+                                            m + " --shape ''", m + " --pieces 2 --shape ''", m + " --pieces 2 --shape 'flat ring'",
+                                            m + " --pieces 2 --shape 'hierarchical rsag+direct' --shape x", m + " --dir ''",
+                                            m + " --collective broadcast:0", m + " --collective allgatherx", m + " --model colour=red",
+                                            " --topology ring:4 --size 0", " --topology ring:4 --size 1.5K..", " --topology ring:4 --sizes 1M,1G",
+                                            " --topology nosuch:4 --size 1M", " --size 1M", m + " --output", m + " -o " + std::string("nodir/t.json"),
+                                            m + " --dir f.txt"};
+    for (const std::string& args : usage) {
+        Case c = make("compose" + args, "compose" + args, {{"f.txt", "a file, not a folder"}}, "", 2, "", "", {"t.json", "nodir"});
+        out.push_back(probe(c));
+    }
+    // what it writes, it writes before printing, and each table is read back by verify --size
+    out.push_back(probe(make("compose -o then verify", "verify t.json --size 64M", {}, "{C} compose" + m + " -o t.json --timeout 30", 0, "", "", {}, "holds")));
+    Probe late = probe(make("compose --timeout 0.0001", "compose" + m + " --timeout 0.0001 -o t.json", {}, "", 3, ""));
+    late.c.or_code = 0;  // a fast machine may finish one shape
+    late.not_message = "no construction applies";
+    out.push_back(late);
+    out.push_back(probe(make("compose --pieces 1 on ring:4", "compose --topology ring:4 --size 1M --pieces 1", {}, "", 0, "")));
+    Probe none = probe(make("compose on linear:2 with inject=once", "compose --topology linear:2 --model inject=once --size 1M -o t.json", {}, "", 3,
+                            "", "", {"t.json"}));
+    out.push_back(none);
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// --library (not a catalog, not a file) and --memory.
+
+std::vector<Probe> library_memory_cases() {
+    std::vector<Probe> out;
+    const std::string opt = "optimize --topology ring:4 --collective allgather --size 1M --timeout 20 --library ";
+    struct L {
+        std::string name, text;
+    };
+    const std::vector<L> libs = {{"an empty file", ""},
+                                 {"an empty object", "{}"},
+                                 {"a list", "[1, 2, 3]"},
+                                 {"a string", "\"catalog\""},
+                                 {"JSON left open", "{\"schedules\": [\n  {\"name\": \"x\""},
+                                 {"NUL bytes", std::string("{\"a\":\0\0}", 8)},
+                                 {"a graph file", "{\"processors\": 4, \"edges\": [[0,1],[1,2],[2,3],[3,0]]}"},
+                                 {"deeply nested", std::string(300, '[') + std::string(300, ']')},
+                                 {"a table", slurp(source("tests/data/ring8_allgather.json"))}};
+    for (const L& l : libs) {
+        Probe p = probe(make("--library " + l.name, opt + "lib.json", {{"lib.json", l.text}}, "", 2, "", "lib.json"));
+        // a file that parses but is not a catalog (item 8): refused, or read with a note
+        // optimize's providers report a catalog they cannot read as a note ("note: library: FILE: ...")
+        p.either = true;
+        p.said = true;
+        p.said_in = "library: lib.json";
+        out.push_back(p);
+    }
+    for (const auto& [file, note] : std::vector<std::pair<std::string, std::string>>{
+             {".", "library: .: is a directory"}, {"nosuch.json", "library: nosuch.json not found"}, {"''", "library:  not found"},
+             {"/dev/zero", "library: /dev/zero: is a character device"}}) {
+        Probe p = probe(make("--library " + file, opt + file, {}, "", 2, ""));
+        p.either = true;
+        p.said = true;
+        p.said_in = note;
+        out.push_back(p);
+    }
+    out.push_back(probe(make("--library the shipped catalog", opt + source("schedules/catalog.json"), {}, "", 0, "")));
+    const std::string base = "optimize --topology ring:4 --collective allgather --memory ";
+    for (std::string m : {"''", "' '", "-1G", "100.5%", "1e20T", "4GG", "0x100", "1 2", "4G,", "%"}) {
+        Probe p = probe(make("--memory " + m, base + m, {}, "", 2, ""));
+        out.push_back(p);
+    }
+    for (std::string m : {"3G", "3 GiB", "10%", "0", "2048MB"}) out.push_back(probe(make("--memory " + m, base + "'" + m + "'", {}, "", 0, "")));
+    out.push_back(probe(make("--memory 1K: a budget nothing fits", base + "1K", {}, "", 3, "")));
+    for (std::string env : {"COLLSCHED_MAX_MEMORY_MB= ", "COLLSCHED_MAX_MEMORY_MB=1e3 ", "COLLSCHED_MAX_MEMORY_MB=1099511627777 "}) {
+        Case c = make("optimize with " + env, "optimize --topology ring:4 --collective allgather", {}, "", 2, "COLLSCHED_MAX_MEMORY_MB");
+        c.env = env;
+        out.push_back(probe(c));
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// NVLS and SHARP machines: written, read back, and used by the commands that time them.
+
+std::vector<Probe> nvls_sharp_cases() {
+    std::vector<Probe> out;
+    for (std::string args : {"dgx-h200 --nvls", "dgx-b200 --nvls --boxes 2 --network rail --switches routers", "gb200-nvl72 --nvls",
+                                    "dgx-h100 --sharp --boxes 2 --network switch", "dgx-h100 --sharp --nvls --boxes 4 --network fat-tree:2 --boxes-per-leaf 2",
+                                    "dgx-b200 --sharp --boxes 2 --network rail --switches groups", "dgx-h100 --nvls --sharp --boxes 2 --network rail --nic-down 3",
+                                    "dgx-h100 --nvls --boxes 2 --network rail --slow-link 0-1:0.5"}) {
+        Probe p = probe(make("machine " + args, "machine " + args + " -o m.json", {}, "", 0, ""));
+        p.machine_file = "m.json";
+        if (args.find("--nic-down") != std::string::npos || args.find("--slow-link") != std::string::npos) p.either = true;
+        out.push_back(p);
+    }
+    for (std::string coll : {"broadcast:0", "reduce_scatter", "allgather"})
+        for (std::string machine : {"dgx-h100 --nvls", "dgx-h100 --sharp --nvls --boxes 2 --network rail"}) {
+            Case c = make("bandwidth " + coll + " on " + machine, "bandwidth --topology graph:m.json --collective " + coll + " --timeout 20", {},
+                          "{C} machine " + machine + " -o m.json", 0, "");
+            c.or_code = 3;  // a schedule above the bound is exit 3, never bad input
+            out.push_back(probe(c));
+        }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The Python module: hostile values are collsched.InputError with the reason (a machine, its
+// links, groups and routers, compare's names, sizes), never silently truncated or "null".
+
+struct Snippet {
+    std::string name, code;
+};
+
+std::vector<Snippet> python_snippets() {
+    return {
+        {"Machine(3.7)", "collsched.Machine(3.7).link(0, 1).link(1, 2).save(p)"},
+        {"Machine(False)", "collsched.Machine(False).save(p)"},
+        {"Machine(None)", "collsched.Machine(None).save(p)"},
+        {"Machine(-3)", "collsched.Machine(-3).save(p)"},
+        {"Machine(2**65)", "collsched.Machine(2**65).save(p)"},
+        {"Machine(float('nan'))", "collsched.Machine(float('nan')).save(p)"},
+        {"link(0, None)", "collsched.Machine(2).link(0, None).save(p)"},
+        {"link(None, None)", "collsched.Machine(2).link(None, None).save(p)"},
+        {"link(0.0, 1)", "collsched.Machine(2).link(0.0, 1).save(p)"},
+        {"link(True, 1)", "collsched.Machine(2).link(True, 1).save(p)"},
+        {"link cap=2.5", "collsched.Machine(2).link(0, 1, cap=2.5).save(p)"},
+        {"link cap=0", "collsched.Machine(2).link(0, 1, cap=0).save(p)"},
+        {"link type=None name", "m = collsched.Machine(2); m.link(0, 1, type=m.link_type(None, bandwidth='1 GB/s')); m.save(p)"},
+        {"link_type(3)", "m = collsched.Machine(2); m.link(0, 1, type=m.link_type(3, bandwidth='1 GB/s')); m.save(p)"},
+        {"link_type('a b')", "m = collsched.Machine(2); m.link(0, 1, type=m.link_type('a b', bandwidth='1 GB/s')); m.save(p)"},
+        {"router(None) as an end", "collsched.Machine(2).link(0, collsched.Machine(2).router(None)).save(p)"},
+        {"router(None)", "m = collsched.Machine(2); m.router(None); m.link(0, 1).save(p)"},
+        {"link to a router None", "collsched.Machine(2).link(0, None).link(1, None).save(p)"},
+        {"group(None, 1)", "collsched.Machine(2).link(0, 1).group(None, 1, out_of=0).save(p)"},
+        {"group cap 1.5", "collsched.Machine(2).link(0, 1).group('g', 1.5, out_of=0).save(p)"},
+        {"compare({None: t})", "t = collsched.compile(RING); collsched.compare({None: t, 'b': t}, sizes='1K')"},
+        {"compare({'a': t, None: t})", "t = collsched.compile(RING); collsched.compare({'a': t, None: t}, sizes='1K')"},
+        {"verify size=-1", "collsched.verify(collsched.compile(RING), size=-1)"},
+        {"verify size=None in a list", "collsched.verify(collsched.compile(RING), size=[1024, None])"},
+        {"verify size=2**53+1", "collsched.verify(collsched.compile(RING), size=2**53 + 1)"},
+    };
+}
+
+constexpr const char* python_ring = "param n = 4\\ntopology ring(n)\\ncollective allgather\\nfor t in 1 .. n - 1 {\\n  step t {\\n"
+                                    "    for p in 0 .. n - 1 { send p -> (p + 1) % n msg b((p - t + 1 + n) % n) }\\n  }\\n}\\n";
+
+}  // namespace
+
+TEST_CASE("hostile fourth: NCCL topology XML, a seeded generator of mutants (refused at the place, or written and read back)") {
+    run_probes("nccl xml mutants", nccl_mutant_cases(80));
+}
+
+TEST_CASE("hostile fourth: NCCL topology XML whose answer is known: 1 to 16 GPUs, meshes, one-way links, item 8's kinds") {
+    run_probes("nccl xml known", nccl_known_cases());
+}
+
+TEST_CASE("hostile fourth: machine option combinations, a seeded sample (every file written is read back)") {
+    run_probes("machine options", machine_option_cases(48));
+}
+
+TEST_CASE("hostile fourth: machine options that are refused, one line each") { run_probes("machine refusals", machine_refusal_cases()); }
+
+TEST_CASE("hostile fourth: nvidia-smi topo -m matrices") { run_probes("nvidia-smi", nvidia_smi_cases()); }
+
+TEST_CASE("hostile fourth: NCCL graph files in and out") { run_probes("nccl graph", nccl_graph_cases()); }
+
+TEST_CASE("hostile fourth: long paths keep file:line:col, and MSCCL++ numbers are named for what they are") {
+    run_probes("messages", long_path_cases());
+}
+
+TEST_CASE("hostile fourth: --size and --sizes strings") { run_probes("sizes", size_cases()); }
+
+TEST_CASE("hostile fourth: MSCCL++ --size-range") { run_probes("size ranges", size_range_cases()); }
+
+TEST_CASE("hostile fourth: collsched compose under the command-line contract") { run_probes("compose", compose_cases()); }
+
+TEST_CASE("hostile fourth: --library and --memory") { run_probes("library and memory", library_memory_cases()); }
+
+TEST_CASE("hostile fourth: NVLS and SHARP machines written, read back and timed") { run_probes("nvls and sharp", nvls_sharp_cases()); }
+
+TEST_CASE("hostile fourth: the Python module refuses hostile values with collsched.InputError") {
+    const std::filesystem::path module = std::filesystem::path(COLLSCHED_BINARY).parent_path().parent_path() / "python";
+    REQUIRE_MESSAGE(std::filesystem::exists(module / "collsched"), "the Python module is not built: " << module);
+    collsched::test::Scratch s("hostile_fourth_python");
+    const auto snippets = python_snippets();
+    for (const Snippet& sn : snippets) {
+        const std::string script = fmt::format(
+            "import os, sys\nimport collsched\nRING = \"{}\"\np = os.path.join(r'{}', 'm.json')\ntry:\n    {}\n"
+            "except collsched.InputError as e:\n    print('input error:', e); sys.exit(0)\n"
+            "except BaseException as e:\n    print('other:', type(e).__name__, e); sys.exit(5)\nprint('accepted'); sys.exit(4)\n",
+            python_ring, s.dir.string(), sn.code);
+        const std::string file = s.file("case.py", script);
+        const auto r = collsched::test::run_shell(fmt::format("cd '{}' && PYTHONPATH='{}' timeout -s KILL 120 python3 '{}'", s.dir.string(), module.string(), file));
+        INFO("case: [python] " << sn.name);
+        INFO("code: " << sn.code);
+        INFO("stdout: " << r.out.substr(0, 1000));
+        INFO("stderr: " << r.err.substr(0, 2000));
+        CHECK(r.code == 0);
+    }
+    MESSAGE("hostile campaign: [python] " << snippets.size() << " cases");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Slow (label `slow`, ctest entry hostile_fourth_slow): the full machine product, a larger
+// generated XML set, and the time and memory limits of issue 57 item 4 in new instances.
+
+namespace {
+
+std::vector<Probe> limit_cases() {
+    std::vector<Probe> out;
+    auto timed = [&](const std::string& args, double timeout, const std::string& setup = "") {
+        Case c = make(args, args, {}, setup, 3, "");
+        c.or_code = 0;
+        c.max_seconds = timeout + 4;  // the docs' hard limit within 1 s, plus a loaded 2-core machine's slack
+        out.push_back(probe(c));
+    };
+    timed("optimize --topology ebft:512 --collective alltoall --timeout 6", 6);
+    timed("optimize --topology ebft:256 --collective alltoall --model ports=single --timeout 8", 8);
+    timed("optimize --topology " + collsched::test::machine("h100nvls8x8") + " --collective allreduce --size 1K..4G:8 --timeout 6", 6);
+    timed("optimize --topology " + collsched::test::machine("h100sharp16x8") + " --collective reduce_scatter --sizes 1M,256M,1G --timeout 6", 6);
+    timed("compose --topology " + collsched::test::machine("h100rail16x8") + " --collective reduce_scatter --size 256M --timeout 1", 1);
+    timed("compose --topology " + collsched::test::machine("h100rail8x8") + " --collective allgather --size 1G --timeout 2", 2);
+    // a 300 MB JSON file that is not a catalog, under --timeout 2 and the default budget
+    Case big = make("optimize --size --library on a 300 MB JSON file that is not a catalog, --timeout 2",
+                    "optimize --topology ring:4 --collective allgather --size 1M --timeout 2 --library big.json",
+                    {{"gen.py", "import sys\nw = sys.stdout.write\nw('[')\nfor i in range(10000000):\n    w('{\"n\": [1, 2, 3, 4, 5, 6, 7, 8]},')\nw('{}]')\n"}},
+                    "python3 gen.py > big.json", 0, "");
+    big.or_code = 3;
+    big.max_seconds = 2 + 4;
+    Probe pb = probe(big);
+    pb.either = true;  // read with a note ("library: big.json: ..."), refused, or stopped at the limit (exit 3)
+    out.push_back(pb);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("hostile fourth: slow: every machine option combination, 600 generated XML mutants, time limits" * doctest::test_suite("hostile_fourth_slow") *
+          doctest::skip()) {
+    run_probes("machine options (all)", machine_option_cases(1u << 20));
+    run_probes("nccl xml mutants (600, seed + 2)", nccl_mutant_cases(600, kSeed + 2));
+    run_probes("limits", limit_cases());
+}
