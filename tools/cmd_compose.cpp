@@ -106,7 +106,14 @@ void add_compose_command(CLI::App& app, Context& ctx) {
                                    "Every hierarchical shape with this many pieces (1 to 1024) on the machine's boxes, unverified, "
                                    "instead of the choice")
                        ->check(count_option(1, 1024));
-    cmd->add_option("--shape", a->shape, "With --pieces: only the shape of this name, e.g. \"hierarchical rsag+direct\"")->needs(pieces);
+    cmd->add_option_function<std::string>(
+           "--shape",
+           [a](const std::string& s) {
+               if (s.empty()) throw InputError("--shape: expected a shape's name, not an empty one");
+               a->shape = s;
+           },
+           "With --pieces: only the shape of this name, e.g. \"hierarchical rsag+direct\"")
+        ->needs(pieces);
     cmd->add_option("--timeout", a->timeout,
                     "Seconds for the whole run: no more pieces, shapes or rings are tried past it, and what is built is "
                     "verified within it (default 0: none)")

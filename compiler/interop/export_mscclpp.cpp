@@ -727,10 +727,16 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
     const bool through_switch = detail::uses_switch_functions(t);
     std::string text = (through_switch ? detail::switch_plan(t, opt) : Writer(t, opt).run()) + "\n";
     // every export is read back and verified before it is written
-    mscclpp::ReadResult read = mscclpp::read_plan(text, "<export>");
+    mscclpp::ReadResult read;
+    try {
+        read = mscclpp::read_plan(text, "the plan");
+    } catch (const InputError& e) {
+        throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not read back (a bug in collsched; please report it): {}",
+                                     t.collective.to_string(), t.topology->spec(), e.what()));
+    }
     mscclpp::PlanReport rep = mscclpp::check_plan(read);
     if (!rep.holds()) {
-        std::string first = rep.findings.empty() ? "it could not be modelled" : mscclpp::format_finding("<export>", rep.findings.front());
+        std::string first = rep.findings.empty() ? "it could not be modelled" : mscclpp::format_finding("the plan", rep.findings.front());
         throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not verify (a bug in collsched; please report it): {}",
                                      t.collective.to_string(), t.topology->spec(), first));
     }
@@ -774,6 +780,13 @@ void parse_size_range(const std::string& text, MscclppOptions& opt) {
     const std::uint64_t lo = side(std::string_view(text).substr(0, dots), 0);
     const std::uint64_t hi = side(std::string_view(text).substr(dots + 2), ~std::uint64_t(0));
     if (lo > hi) throw bad("the low end is above the high end");
+    // the executor reads min_message_size as an int (nlohmann's value() with the default 0, plan.cc:132, 250): the low
+    // 32 bits, sign-extended; a low end it would read as another size is refused here, not written
+    const std::uint64_t as_read = std::uint64_t(std::int64_t(std::int32_t(std::uint32_t(lo))));
+    if (as_read != lo)
+        throw bad(fmt::format("the MSCCL++ executor reads min_message_size as a 32-bit int and would take {} as {}; a low end is below "
+                              "2147483648 (2 GiB) or from 18446744071562067968 (2^64 - 2^31)",
+                              lo, as_read));
     opt.min_message_size = lo;
     opt.max_message_size = hi;
 }

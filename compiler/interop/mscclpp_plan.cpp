@@ -1,5 +1,8 @@
 #include "compiler/interop/mscclpp_plan.hpp"
 
+#include <charconv>
+#include <cstdint>
+
 #include <fmt/format.h>
 
 #include "compiler/core/json_tree.hpp"
@@ -378,7 +381,6 @@ private:
         const Value* v = root_.find(key);
         if (!v) return dflt;
         auto i = v->integer();
-        if (!i && v->kind == Kind::number && key == "max_message_size") return std::int64_t{-1};  // 2^64 - 1 as DSLs write it
         if (!i)
             throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, but the executor reads it as an unsigned integer", file_, v->line,
                                          v->col, key, v->kind == Kind::number ? v->text : std::string(v->kind_name())));
@@ -386,6 +388,23 @@ private:
         if (*i < lo)
             throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, outside {}..2^64-1", file_, v->line, v->col, key, v->text, lo));
         return *i;
+    }
+
+    /// min_message_size or max_message_size: nlohmann holds an integer up to 2^64 - 1 exactly (the
+    /// default maximum, which DSLs write in full); the executor reads both as size_t.
+    std::uint64_t opt_size(std::string_view key, std::uint64_t dflt) const {
+        const Value* v = root_.find(key);
+        if (!v) return dflt;
+        std::uint64_t n = 0;
+        const bool digits = v->kind == Kind::number && v->text.find_first_not_of("0123456789") == std::string::npos;
+        if (digits) {
+            auto [end, ec] = std::from_chars(v->text.data(), v->text.data() + v->text.size(), n);
+            if (ec == std::errc{} && end == v->text.data() + v->text.size()) return n;
+            throw InputError(fmt::format("{}:{}:{}: \"{}\" is {}, outside 0..2^64-1 (nlohmann holds it as a double, and the executor's "
+                                         "conversion to size_t is undefined)",
+                                         file_, v->line, v->col, key, v->text));
+        }
+        return std::uint64_t(opt_int(key, 0, 0));  // a fraction, a sign, a string: said as for every integer
     }
 
     /// The plan's top level; returns "gpus".
@@ -403,10 +422,19 @@ private:
         plan.double_scratch = opt_bool("use_double_scratch_buffer", false);
         plan.buffer_alignment = opt_int("buffer_alignment", 16, 1);
         plan.num_threads = opt_int("num_threads_per_block", 1024, 1);
-        const std::int64_t least = opt_int("min_message_size", 0, 0), most = opt_int("max_message_size", -1, 0);
+        const std::uint64_t least = opt_size("min_message_size", 0), most = opt_size("max_message_size", ~std::uint64_t{0});
+        // the executor reads min_message_size through nlohmann's value() with the default 0, an int (plan.cc:132, 250):
+        // the low 32 bits, sign-extended into size_t; only sizes below 2^31 or from 2^64 - 2^31 read as written
+        const std::uint64_t as_read = std::uint64_t(std::int64_t(std::int32_t(std::uint32_t(least))));
+        if (as_read != least)
+            rd_.add("blind spot", "min_message_size", root_.find("min_message_size"),
+                    fmt::format("min_message_size {} is read by the executor as {}: it reads the key as an int (nlohmann's value() "
+                                "with the default 0, plan.cc:132, 250) and keeps the low 32 bits, so the plan serves other sizes than "
+                                "written; a least size below 2^31 (2 GiB) reads as written",
+                                least, as_read));
         // the executor throws for a call whose size lies outside min..max (checkMessageSize, plan.cc:293-308): with min
         // above max, for every call
-        if (most >= 0 && least > most)
+        if (least > most)
             rd_.add("structure", "max_message_size", root_.find("max_message_size"),
                     fmt::format("min_message_size {} is above max_message_size {}: no message size lies between them, and the executor "
                                 "throws for every call outside the range (checkMessageSize, plan.cc:293-308)",

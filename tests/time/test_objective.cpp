@@ -354,4 +354,27 @@ TEST_CASE("time objective: a table whose lower bound is beyond a table that hold
         CHECK((said.find("not timed, a lower bound on the time beyond a table that holds at every size (by more than a near tie): relay") !=
                std::string::npos) == !relay_is_nccl);
     }
+
+TEST_CASE("time objective: the NVLS provider builds no table its pace says ends past the time limit") {
+    // h100sharp 16 x 8 allreduce at 1M and 1G: 8 tables up to 256 pieces (9.4 million transfers); a build does not poll,
+    // and the provider ran 17 s past a 10 s --timeout (issue 57 item 4). With half a second, the first tables are built
+    // and the larger ones are not started
+    auto topo = Topology::parse("graph:" + collsched::test::source("schedules/machines/h100sharp16x8.json"));
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allreduce", *topo)};
+    NamedProvider nvls;
+    for (const NamedProvider& p : construction_providers())
+        if (p.name == "nvls") nvls = p;
+    REQUIRE(nvls.provide);
+    CandidateQuery q{in, {1 << 20, 1 << 30}};
+    q.deadline = Clock::now() + std::chrono::milliseconds(500);
+    std::vector<TimeCandidate> out;
+    std::vector<std::string> notes;
+    const auto t0 = Clock::now();
+    nvls.provide(q, out, notes);
+    const double took = seconds_since(t0);
+    const std::string all = fmt::format("{}", fmt::join(notes, "\n"));
+    INFO(all);
+    CHECK(took < 3.0);
+    CHECK(out.size() < 8);
+    CHECK(all.find("nvls: the time limit came before") != std::string::npos);
 }

@@ -315,12 +315,12 @@ TEST_CASE("compose: collsched compose writes the fastest table, which verify --s
 TEST_CASE("compose: the command line's contract (usage errors exit 2 with one message and no output, the time limit exit 3 and said)") {
     // collsched-compose, a binary of its own, exited 104 to 109 on these (CLI11's codes), printed a 300-digit range for
     // --timeout -1, took -o '', --pieces 0, --shape without --pieces, an unknown shape and --timeout nan, and printed
-    // its table before a failed -o
+    // its table before a failed -o; --shape '' was read as no --shape (every shape printed)
     collsched::test::Scratch dir("compose_contract");
     const std::string m = " --topology " + machine("h100rail4x8") + " --size 1G";
     for (const std::string& args : {m + " --timeout -1", m + " --timeout nan", m + " -o ''", m + " -o " + dir.file("missing/best.json"),
                                     m + " --pieces 0", m + " --shape 'hierarchical rsag+direct'", m + " --pieces 1 --shape 'hierarchical nonsense'",
-                                    m + " --pieces 1 -o " + dir.file("p.json"), m + " --size 1M,2M", std::string(" --topology ring:4 --collective broadcast:0 --size 1M")}) {
+                                    m + " --pieces 2 --shape ''", m + " --pieces 1 -o " + dir.file("p.json"), m + " --size 1M,2M", std::string(" --topology ring:4 --collective broadcast:0 --size 1M")}) {
         CAPTURE(args);
         collsched::test::Run r = collsched::test::run("compose" + args);
         CHECK(r.code == 2);

@@ -299,6 +299,30 @@ TEST_CASE("hostile mscclpp: a size range that holds no size is a finding, and a 
     CHECK(d.code == 0);
 }
 
+TEST_CASE("hostile mscclpp: min_message_size is read as the executor reads it (an int), and above 2^63 as an integer") {
+    test::Scratch dir("hostile_mscclpp_min_size");
+    // 2^63 and more: nlohmann holds it (number_unsigned); it was "not an unsigned integer", exit 2
+    auto [high, t1] = verify_edited(dir, "h.json", [](auto& j) { j["min_message_size"] = 18446744073709551360ull; });
+    CHECK(high.code == 0);
+    CHECK(high.err.empty());
+    // 4 GiB: the executor's value("min_message_size", 0) is an int and reads 0; the plan serves every size
+    auto [mid, t2] = verify_edited(dir, "m.json", [](auto& j) { j["min_message_size"] = 4294967296ull; });
+    CHECK(mid.code == 1);
+    CHECK(mid.out.find("min_message_size: min_message_size 4294967296 is read by the executor as 0") != std::string::npos);
+    CHECK(mid.out.find("[blind spot]") != std::string::npos);
+    auto [low, t3] = verify_edited(dir, "l.json", [](auto& j) { j["min_message_size"] = 2147483647; });
+    CHECK(low.code == 0);
+    // above 2^64 - 1: nlohmann holds a double; refused at its place
+    auto [over, t4] = verify_edited(dir, "o.json", [](auto& j) { j["min_message_size"] = 7; });
+    std::string text = t4;
+    const std::string key = "\"min_message_size\": 7";
+    REQUIRE(text.find(key) != std::string::npos);
+    text.replace(text.find(key), key.size(), "\"min_message_size\": 18446744073709551616");
+    auto r = run("verify " + dir.file("o2.json", text));
+    CHECK(r.code == 2);
+    CHECK(r.err.find("\"min_message_size\" is 18446744073709551616, outside 0..2^64-1") != std::string::npos);
+}
+
 TEST_CASE("hostile mscclpp: an integer field's message says what the executor's nlohmann does with the value") {
     test::Scratch dir("hostile_mscclpp_ints");
     struct Case {

@@ -123,6 +123,35 @@ TEST_CASE("machine: nvidia-smi topo -m, an NVSwitch box and a DGX-1 mesh") {
     CHECK(bad.err.find("bad.txt:2:9: 'NVX' is no connection") != std::string::npos);
 }
 
+TEST_CASE("machine: nvidia-smi topo -m is a square matrix with X on its diagonal only (an X elsewhere, a row missing: exit 2 at the place)") {
+    collsched::test::Scratch dir("machine_smi_square");
+    const std::string out = dir.file("m.json");
+    auto refused = [&](const std::string& name, const std::string& text, const std::string& message) {
+        auto r = run(fmt::format("machine --nvidia-smi {} --gpu a100 -o {}", dir.file(name, text), out));
+        INFO(name, "\n", r.err);
+        CHECK(r.code == 2);
+        CHECK(r.err.find(message) != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(!std::filesystem::exists(out));
+    };
+    // X between GPU1 and GPU2 (it was read as no link)
+    refused("x.txt", "\tGPU0\tGPU1\tGPU2\nGPU0\tX\tNV4\tNV4\nGPU1\tNV4\tX\tX\nGPU2\tNV4\tNV4\tX\n",
+            "x.txt:3:12: 'X' (self) between GPU1 and GPU2: nvidia-smi prints X only where a device meets itself");
+    refused("d.txt", "\tGPU0\tGPU1\nGPU0\tNV4\tNV4\nGPU1\tNV4\tX\n", "d.txt:2:6: 'NV4' where GPU0 meets itself");
+    // three columns, two rows (it was read as a box of two GPUs)
+    refused("cut.txt", "\tGPU0\tGPU1\tGPU2\nGPU0\tX\tNV1\tNV1\nGPU1\tNV1\tX\tNV1\n",
+            "cut.txt:1:12: column GPU2 has no row: the matrix is cut short (2 rows for 3 columns");
+    refused("order.txt", "\tGPU0\tGPU1\nGPU1\tNV1\tX\nGPU0\tX\tNV1\n", "order.txt:2:1: row GPU1 where the header's order has GPU0");
+    refused("extra.txt", "\tGPU0\tGPU1\nGPU0\tX\tNV1\nGPU1\tNV1\tX\nGPU2\tNV1\tNV1\n", "extra.txt:4:1: row GPU2 where every column has its row");
+    refused("nic.txt", "\tGPU0\tNIC0\tGPU1\nGPU0\tX\tPIX\tNV1\n", "nic.txt:1:12: column GPU1 after a NIC's");
+    refused("nv0.txt", "\tGPU0\tGPU1\nGPU0\tX\tNV0\nGPU1\tNV0\tX\n", "nv0.txt:2:8: NV0 between GPU0 and GPU1: expected 1 to 64 NVLinks");
+    // as nvidia-smi prints it, with a NIC row and a legend: read
+    CHECK(machine_json("--nvidia-smi " + dir.file("ok.txt", "\tGPU0\tGPU1\tNIC0\tCPU Affinity\nGPU0\t X \tNV2\tPIX\t0-7\nGPU1\tNV2\t X \tSYS\t0-7\n"
+                                                               "NIC0\tPIX\tSYS\t X \n\nLegend:\n  X = Self\n") +
+                       " --gpu a100")["edges"]
+              .size() == 1);
+}
+
 TEST_CASE("machine: bad NCCL topology XML is exit 2 with file:line, and nothing is written") {
     collsched::test::Scratch dir("machine_bad");
     const std::string out = dir.file("out.json");

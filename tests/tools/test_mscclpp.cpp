@@ -435,6 +435,40 @@ TEST_CASE("mscclpp export: --size-range is written as min and max_message_size, 
     CHECK(nlohmann::json::parse(test::read_file(out))["min_message_size"] == 65536);
 }
 
+TEST_CASE("mscclpp export: a low end the executor reads as written (its int min_message_size), up to 2^64 - 256") {
+    Diagnostics diags;
+    auto t = compile_file(source("schedules/chunks/ring_allgather.sched"), {}, {}, diags);
+    REQUIRE(t.has_value());
+    MscclppOptions opt;
+    // 2^64 - 256 (a multiple of the plan's 192-byte unit's 16) is read back above 2^63: the self-check refused it as
+    // "not an unsigned integer" at an internal place (<export>:L:C)
+    parse_size_range("18446744073709551360..", opt);
+    CHECK(opt.min_message_size == 18446744073709551360ull);
+    parse_size_range("18446744073709551232..", opt);  // a multiple of 192 too: the plan serves it
+    CHECK_NOTHROW(table_to_mscclpp(*t, opt));
+    parse_size_range("2147483647..", opt);
+    CHECK(opt.min_message_size == 2147483647u);
+    // the executor keeps the low 32 bits of min_message_size, as an int: 4 GiB reads as 0, 3 GiB as 2^64 - 2^30
+    CHECK_THROWS_WITH_AS(parse_size_range("4G..", opt), doctest::Contains("would take 4294967296 as 0"), InputError);
+    CHECK_THROWS_WITH_AS(parse_size_range("3GiB..", opt), doctest::Contains("would take 3221225472 as 18446744072635809792"), InputError);
+    CHECK_THROWS_AS(parse_size_range("2147483648..", opt), InputError);
+    CHECK_THROWS_AS(parse_size_range("18446744071562067967..", opt), InputError);
+    parse_size_range("18446744071562067968..", opt);
+    CHECK(opt.min_message_size == 18446744071562067968ull);
+    // on the command line: one line, no internal place
+    test::Scratch dir("mscclpp_range_high");
+    const std::string out = dir.file("p.json");
+    auto r = run("compile " + source("schedules/nccl/ring_allgather.sched") + " --format mscclpp --size-range 18446744073709551360.. -o " + out);
+    CHECK(r.code == 0);
+    CHECK(nlohmann::json::parse(test::read_file(out))["min_message_size"] == 18446744073709551360ull);
+    r = run("verify " + out);
+    CHECK(r.code == 0);
+    r = run("compile " + source("schedules/nccl/ring_allgather.sched") + " --format mscclpp --size-range 8G..16G -o " + out + "2");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("bad --size-range '8G..16G': the MSCCL++ executor reads min_message_size as a 32-bit int") != std::string::npos);
+    CHECK(r.err.find("<export>") == std::string::npos);
+}
+
 TEST_CASE("mscclpp export: Simple plans open every thread block with a handshake on each of its channels, LL plans none") {
     Diagnostics diags;
     auto t = compile_file(source("tests/data/mscclpp/allreduce_hierarchical_2x8.sched"), {}, {}, diags);

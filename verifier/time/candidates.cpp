@@ -204,41 +204,55 @@ void nvls(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<
     std::vector<std::uint32_t> counts;
     for (double size : q.sizes.empty() ? std::vector<double>{1 << 20} : q.sizes)
         for (double floor : {65536.0, 16384.0, 4096.0}) counts.push_back(compose::nvls_pieces_for_size(per_box, size, floor));
+    // a table is built only before the deadline, and only when the pace of the last one (seconds per piece: its
+    // transfers grow with the pieces) says it ends before it: a build does not poll, and 16 x 8's 256-piece tables
+    // (9.4 million transfers) ran 17 s past a 10 s --timeout (issue 57 item 4)
+    double per_piece = 0;
+    std::string late;
     for (std::uint32_t pieces : counts) {
         compose::NvlsPlan plan;
         plan.pieces = pieces;
         if (tried[plan.pieces]) continue;
         tried[plan.pieces] = true;
-        auto add = [&](std::string name, bool nccl, SendTable table) {
-            out.push_back({fmt::format("{}, {} piece{}", name, plan.pieces, plan.pieces == 1 ? "" : "s"), "verifier/compose/nvls.hpp", nccl ? "nccl" : "nvls", nccl,
-                           std::make_shared<const SendTable>(std::move(table))});
+        auto add = [&](std::string name, bool nccl, auto build) {
+            const std::string full = fmt::format("{}, {} piece{}", name, plan.pieces, plan.pieces == 1 ? "" : "s");
+            const double left = Deadline::at(q.deadline).left();
+            if (left <= 0 || per_piece * plan.pieces > left) {
+                if (late.empty()) late = full;
+                return;
+            }
+            const auto t0 = Clock::now();
+            SendTable table = build();
+            per_piece = std::max(per_piece, seconds_since(t0) / plan.pieces);
+            out.push_back({full, "verifier/compose/nvls.hpp", nccl ? "nccl" : "nvls", nccl, std::make_shared<const SendTable>(std::move(table))});
         };
         try {
             if (boxes.size() > 1) {
                 if (k == CollectiveKind::allreduce) {
-                    add("nvls + rail rings", false, compose::nvls_rail_allreduce(t, plan));
-                    add("nccl nvls_tree", true, compose::nvls_tree_allreduce(t, plan));
+                    add("nvls + rail rings", false, [&] { return compose::nvls_rail_allreduce(t, plan); });
+                    add("nccl nvls_tree", true, [&] { return compose::nvls_tree_allreduce(t, plan); });
                 }
                 continue;
             }
             if (k == CollectiveKind::allreduce) {
-                add("nvls", false, compose::nvls_allreduce(t, plan));
+                add("nvls", false, [&] { return compose::nvls_allreduce(t, plan); });
                 compose::NvlsPlan direct = plan;
                 direct.direct_period = compose::nvls_direct_period(*t);
-                if (direct.direct_period) add("nvls + direct pieces", false, compose::nvls_allreduce(t, direct));
+                if (direct.direct_period) add("nvls + direct pieces", false, [&] { return compose::nvls_allreduce(t, direct); });
                 compose::NvlsPlan theirs = plan;
                 theirs.owner_through_switch = true;
-                add("nccl nvls", true, compose::nvls_allreduce(t, theirs));
+                add("nccl nvls", true, [&] { return compose::nvls_allreduce(t, theirs); });
             } else if (k == CollectiveKind::allgather) {
-                add("nvls", false, compose::nvls_allgather(t, plan));
+                add("nvls", false, [&] { return compose::nvls_allgather(t, plan); });
             } else {
-                add("nvls", false, compose::nvls_reduce_scatter(t, plan));
+                add("nvls", false, [&] { return compose::nvls_reduce_scatter(t, plan); });
             }
         } catch (const InputError& e) {
             notes.push_back(fmt::format("nvls: {}", e.what()));
             return;
         }
     }
+    if (!late.empty()) notes.push_back(fmt::format("nvls: the time limit came before {} (and the tables after it) could be built", late));
 }
 
 /// The file a stock executor loads (docs/time.md, "Executors"): NCCL a graph file of rings (its own

@@ -47,7 +47,7 @@ std::string runs_text(const std::vector<std::uint32_t>& xs, std::size_t limit) {
 }
 
 WeightedNetwork::WeightedNetwork(const Topology& t, const Model& m, const std::optional<LinkSpeed>& uniform, bool reverse)
-    : t_(t), net_(reverse ? reversed(capacity_network(t, m)) : capacity_network(t, m)), flow_(net_) {
+    : t_(t), uniform_(uniform), reverse_(reverse), net_(reverse ? reversed(capacity_network(t, m)) : capacity_network(t, m)), flow_(net_) {
     const TimeOptions opt = speeds_of(uniform);
     bw_.resize(net_.arcs.size());
     alpha_.resize(net_.arcs.size());
@@ -85,12 +85,33 @@ std::uint64_t WeightedNetwork::cut(const std::vector<char>& side) const {
     return c;
 }
 
-void WeightedNetwork::crossing(const std::vector<char>& side, TimeTerm& term) const {
+double WeightedNetwork::onward_alpha(const CapacityArc& a, const std::vector<double>& onward) const {
+    const TimeOptions opt = speeds_of(uniform_);
+    double least = std::numeric_limits<double>::infinity();
+    auto channel = [&](ChannelId c) { least = std::min(least, channel_speed(t_, c, opt).alpha + onward[idx(t_.channel(c).to)]); };
+    switch (a.kind) {
+        case CapacityArc::Kind::channel: channel(ChannelId{a.what}); break;
+        case CapacityArc::Kind::group:
+            for (ChannelId c : t_.groups()[a.what].channels) channel(c);
+            break;
+        case CapacityArc::Kind::port:
+            for (ChannelId c : a.out_port ? t_.out_channels(Node{a.what}) : t_.in_channels(Node{a.what})) channel(c);
+            break;
+    }
+    return least;
+}
+
+void WeightedNetwork::crossing(const std::vector<char>& side, TimeTerm& term, const std::vector<double>* onward) const {
     std::size_t shown = 0, more = 0;
     for (std::size_t i = 0; i < net_.arcs.size(); ++i) {
         const CapacityArc& a = net_.arcs[i];
         if (!side[a.from] || side[a.to]) continue;
-        term.arcs.push_back({bw_[i], alpha_[i]});
+        double alpha = alpha_[i];
+        if (onward && !reverse_) {
+            const double with = onward_alpha(a, *onward);
+            if (std::isfinite(with)) alpha = std::max(alpha, with);
+        }
+        term.arcs.push_back({bw_[i], alpha});
         if (shown >= 12) {
             ++more;
             continue;
@@ -98,7 +119,9 @@ void WeightedNetwork::crossing(const std::vector<char>& side, TimeTerm& term) co
         ++shown;
         std::string what = net_.arc_text(t_, a);
         what = what.substr(0, what.rfind(" ("));  // the count of links, replaced by the speed
-        term.crossing.push_back(fmt::format("{} ({}, {})", what, support::format_bandwidth(bw_[i]), support::format_seconds(alpha_[i])));
+        term.crossing.push_back(alpha > alpha_[i] ? fmt::format("{} ({}, {}; {} on to a processor)", what, support::format_bandwidth(bw_[i]),
+                                                                support::format_seconds(alpha_[i]), support::format_seconds(alpha))
+                                                  : fmt::format("{} ({}, {})", what, support::format_bandwidth(bw_[i]), support::format_seconds(alpha_[i])));
     }
     if (more) term.crossing.push_back(fmt::format("... ({} more)", more));
 }
@@ -175,6 +198,25 @@ std::vector<double> alpha_distances(const Topology& t, const std::optional<LinkS
         for (ChannelId c : reversed ? t.in_channels(Node{u}) : t.out_channels(Node{u})) {
             const Channel& ch = t.channel(c);
             const std::uint32_t v = idx(reversed ? ch.from : ch.to);
+            const double nd = d + channel_speed(t, c, opt).alpha;
+            if (nd < dist[v]) dist[v] = nd, q.push({nd, v});
+        }
+    }
+    return dist;
+}
+
+std::vector<double> alpha_to_processors(const Topology& t, const std::optional<LinkSpeed>& uniform) {
+    const TimeOptions opt = speeds_of(uniform);
+    std::vector<double> dist(t.nodes(), std::numeric_limits<double>::infinity());
+    using Item = std::pair<double, std::uint32_t>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
+    for (std::uint32_t p = 0; p < t.processors(); ++p) dist[p] = 0, q.push({0, p});
+    while (!q.empty()) {
+        auto [d, u] = q.top();
+        q.pop();
+        if (d > dist[u]) continue;
+        for (ChannelId c : t.in_channels(Node{u})) {
+            const std::uint32_t v = idx(t.channel(c).from);
             const double nd = d + channel_speed(t, c, opt).alpha;
             if (nd < dist[v]) dist[v] = nd, q.push({nd, v});
         }

@@ -30,7 +30,11 @@ public:
     std::uint32_t processors() const { return t_.processors(); }
 
     /// The arcs from `side` (a vertex set) to its complement: bandwidths, latencies and texts.
-    void crossing(const std::vector<char>& side, TimeTerm& term) const;
+    /// With `onward` (per node: the least latency from it to a processor, alpha_to_processors),
+    /// on a network that is not reversed, an arc's latency is the least over its channels of the
+    /// channel's alpha plus `onward` at its head: what crosses into a router (a rail switch) has
+    /// that far still to go before a processor holds it, whoever adds or copies on the way.
+    void crossing(const std::vector<char>& side, TimeTerm& term, const std::vector<double>* onward = nullptr) const;
     /// The integer capacity of the arcs leaving `side`.
     std::uint64_t cut(const std::vector<char>& side) const;
 
@@ -49,6 +53,8 @@ private:
     /// LimitReached when a limit is reached or when the last flow on this network took longer
     /// than the time left (the flows of one network cost about the same). `what` names the term.
     void before_flow(const RunLimits& limits, std::string_view what) const;
+    /// The least over the arc's channels of alpha plus `onward` at the channel's head.
+    double onward_alpha(const CapacityArc& a, const std::vector<double>& onward) const;
     /// Times one flow for before_flow.
     template <class F>
     auto timed(F&& flow) {
@@ -60,6 +66,8 @@ private:
     double last_flow_s_ = 0;
 
     const Topology& t_;
+    std::optional<LinkSpeed> uniform_;
+    bool reverse_ = false;
     CapacityNetwork net_;
     std::vector<double> bw_, alpha_;
     std::vector<std::int64_t> cap_;
@@ -68,6 +76,9 @@ private:
 
 /// Latency of the channels: Dijkstra from `src` over channels (reversed: into `src`), alpha as length.
 std::vector<double> alpha_distances(const Topology&, const std::optional<LinkSpeed>& uniform, std::uint32_t src, bool reversed);
+
+/// Per node the least latency (alpha as length) from it to any processor (0 at a processor).
+std::vector<double> alpha_to_processors(const Topology&, const std::optional<LinkSpeed>& uniform);
 
 /// Hops (channels crossed) from `src` to every node (unreachable: UINT32_MAX).
 std::vector<std::uint32_t> hop_distances(const Topology&, std::uint32_t src);
