@@ -229,8 +229,8 @@ private:
     double pci_gbs(const Elem& e) const {
         const std::string* speed = attr(e, "link_speed");
         int width = attr(e, "link_width") ? static_cast<int>(integer(e, "link_width")) : 0;
-        auto gbs = nccl_pci_gbs(speed ? *speed : "", width);
-        return gbs ? *gbs : *nccl_pci_gbs("8 GT/s", width);  // NCCL's fallback: 60 (Gen3) per lane
+        auto gbs = pci_peak_gbs(speed ? *speed : "", width);
+        return gbs ? *gbs : *pci_peak_gbs("8 GT/s", width);  // NCCL's fallback: Gen3
     }
 
     struct Net {
@@ -254,6 +254,17 @@ int gpu_sm(std::string_view gpu) {
 double nccl_nvlink_gbs(int sm) {
     // src/graph/topo.h: SM60_NVLINK_BW 18.0, SM70 20.0, SM80 20.0, SM86 12.0, SM90 20.6, SM100 40.1
     return sm >= 100 ? 40.1 : sm >= 90 ? 20.6 : sm == 86 ? 12.0 : sm >= 80 ? 20.0 : sm >= 70 ? 20.0 : sm >= 60 ? 18.0 : 20.0;
+}
+
+double nvlink_peak_gbs(int sm) { return sm >= 100 ? 50 : sm == 86 ? 14.0625 : sm >= 70 ? 25 : 20; }
+
+std::optional<double> pci_peak_gbs(std::string_view link_speed, int width) {
+    // NCCL's rate per lane (15, 30, 60, 120, 240, 480 / 80 GB/s) is 75 % of Gen1's and Gen2's after 8b/10b (0.25,
+    // 0.5 GB/s) and 76.2 % of Gen3 to Gen6's after 128b/130b (0.984375 GB/s a Gen3 lane, doubling)
+    const std::optional<double> n = nccl_pci_gbs(link_speed, width);
+    if (!n) return std::nullopt;
+    const double per_lane = *n / (width == 0 ? 16 : width);
+    return (width == 0 ? 16 : width) * (per_lane < 0.5 ? per_lane * 4 / 3 : per_lane / 0.75 * 0.984375);
 }
 
 int nccl_max_nvlinks(int sm) { return sm < 60 ? 0 : sm < 70 ? 4 : sm < 80 ? 6 : sm < 90 ? 12 : 18; }

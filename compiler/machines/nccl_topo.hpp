@@ -40,6 +40,13 @@ int nccl_max_nvlinks(int sm);
 /// NCCL's PCIe bandwidth of a link, GB/s: width x the generation's rate per lane / 80
 /// (src/graph/topo.cc ncclTopoAddPci, kvDictPciGen); nullopt for a speed NCCL does not know.
 std::optional<double> nccl_pci_gbs(std::string_view link_speed, int width);
+/// The peak NVLink bandwidth per link each way for an SM version, GB/s, as the machine families
+/// state it (datasheets: NVLink 1 20, NVLink 2 to 4 25, NVLink 5 50; sm 86's bridge 14.0625): a
+/// machine holds peak rates, the executor model the achievable share (docs/time.md, "Executors").
+double nvlink_peak_gbs(int sm);
+/// The peak of a PCIe link, GB/s: width x the generation's lane rate after its line code (Gen3:
+/// 0.984375 GB/s a lane, as the families' 15.75 for x16); nullopt for a speed NCCL does not know.
+std::optional<double> pci_peak_gbs(std::string_view link_speed, int width);
 
 TopoBox read_nccl_topo(std::string_view text, std::string_view file, const TopoHints& hints);
 TopoBox read_smi_topo(std::string_view text, std::string_view file, const TopoHints& hints);

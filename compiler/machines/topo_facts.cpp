@@ -47,10 +47,13 @@ int choose_sm(const TopoFacts& f, const TopoHints& hints, std::vector<std::strin
 /// The NVLink fabric: NVSwitch, a mesh of direct links, or none (PCIe).
 void choose_fabric(const TopoFacts& f, int sm, Box& b, std::vector<std::string>& said) {
     const int n = static_cast<int>(f.gpus.size());
-    const double rate = nccl_nvlink_gbs(sm);
+    // the peak, as the families have it: the same box read either way gets the same speeds; NCCL's own
+    // rate is the executor model's efficiency (docs/time.md, "Executors")
+    const double rate = nvlink_peak_gbs(sm);
     b.link_gbs = rate;
     b.link_name = "NVLink";
-    b.link_note = fmt::format("one NVLink at NCCL's rate for sm {}: {:g} GB/s (src/graph/topo.h ncclTopoNVLinkBw)", sm, rate);
+    b.link_note = fmt::format("one NVLink of sm {}: {:g} GB/s each way at peak (NCCL's search counts {:g}, src/graph/topo.h)", sm, rate,
+                              nccl_nvlink_gbs(sm));
     int switch_links = 0, most = 0;
     for (const FactGpu& g : f.gpus) switch_links = std::max(switch_links, g.switch_links);
     std::vector<int> direct(n, 0);
@@ -131,13 +134,13 @@ void choose_nics(const TopoFacts& f, const TopoHints& hints, Box& b, std::vector
     for (const FactGpu& g : f.gpus)
         if (g.pcie_gbs > 0 && pcie > 0) pcie = std::min(pcie, g.pcie_gbs);
     if (pcie > 0 && gbit > pcie * 8) {
-        said.push_back(fmt::format("the NICs' {:g} Gb/s is more than the PCIe path between GPU and NIC carries ({:g} GB/s by NCCL's rule): "
+        said.push_back(fmt::format("the NICs' {:g} Gb/s is more than the PCIe path between GPU and NIC carries ({:g} GB/s at peak): "
                                    "the network takes {:g} Gb/s", gbit, pcie, pcie * 8));
         gbit = pcie * 8;
     }
     b.nic_gbit = gbit;
-    b.pcie_gbs = pcie > 0 ? pcie : 12;
-    b.pcie_name = fmt::format("PCIe ({:g} GB/s by NCCL's rule)", b.pcie_gbs);
+    b.pcie_gbs = pcie > 0 ? pcie : 15.75;  // Gen3 x16, NCCL's fallback
+    b.pcie_name = fmt::format("PCIe ({:g} GB/s at peak)", b.pcie_gbs);
     b.nic_name = fmt::format("NIC of {:g} Gb/s", gbit);
     b.nic_short = "network";
     if (m == 1 && n > 1) {
