@@ -53,6 +53,17 @@ std::string_view to_string(Algorithm);
 std::string_view to_string(Protocol);
 std::string_view to_string(Arch);
 
+/// The channels and per-channel bandwidths NCCL's search gives a pattern (search.cc ncclTopoCompute).
+struct Graph {
+    std::uint32_t channels = 0;
+    double bw_intra = 0, bw_inter = 0;  ///< GB/s per channel
+    /// Per channel the ring's order of a box's GPUs (box-local indices) as the search found it (one
+    /// mesh box: nccl_ring_search); empty where the order is NCCL's NVSwitch order (nccl_rings).
+    std::vector<std::vector<std::uint32_t>> rings;
+    /// The search's own record: how many ncclTopoSearchRecGpu calls and which speeds it tried.
+    std::string note;
+};
+
 /// What NCCL's search and tuning read of a machine, derived from a topology (nccl_system).
 struct System {
     Arch arch = Arch::ampere;
@@ -74,14 +85,24 @@ struct System {
     /// A switch outside every box reduces (a router declared with "reduce" that no box holds:
     /// InfiniBand SHARP, `collsched machine ... --sharp`): NCCL's CollNet runs (collnetEnable).
     bool sharp = false;
+    /// A box of point-to-point links (a mesh: DGX-1's hybrid cube-mesh, xGMI meshes; no NVSwitch,
+    /// no link shared by several peers): per ordered pair (u, v) of box 0's GPUs (box-local
+    /// indices, u x gpus_per_node + v) NCCL's bandwidth of their NVLinks (links x its per-link
+    /// speed, topo.cc ncclTopoConnectNodes adds a pair's links into one), 0 where none. Empty for a
+    /// box on a switch.
+    std::vector<float> mesh_bw;
+    /// One mesh box: what nccl_ring_search found (nccl_system runs it once; nccl_ring_graph returns it).
+    std::optional<Graph> ring_search;
     std::string note;                  ///< how it was derived, for docs and reports
 };
 
-/// The channels and per-channel bandwidths NCCL's search gives a pattern (search.cc ncclTopoCompute).
-struct Graph {
-    std::uint32_t channels = 0;
-    double bw_intra = 0, bw_inter = 0;  ///< GB/s per channel
-};
+/// NCCL's ring search on one mesh box (search.cc ncclTopoCompute with ncclTopoSearchRec,
+/// ncclTopoSearchRecGpu, ncclTopoSearchNextGpuSort, ncclTopoFollowPath and ncclTopoCompareGraphs,
+/// their time budgets included): the rings, their number and the speed it settles on over the
+/// NVLinks of `System::mesh_bw`. nullopt where the search would leave NVLink paths (no NVLink ring
+/// at its first speed: NCCL then tries paths through a GPU (NVB) and PCIe, which the machine files
+/// do not describe) or the system is not one mesh box.
+std::optional<Graph> nccl_ring_search(const System&);
 
 /// Reads the machine: boxes, NICs, speeds, the generation. Throws InputError (with the reason) for
 /// machines NCCL's model does not describe (boxes of different sizes, no processors, ...).

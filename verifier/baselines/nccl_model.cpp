@@ -12,6 +12,7 @@
 
 #include "support/error.hpp"
 #include "verifier/baselines/nccl.hpp"
+#include "verifier/baselines/nccl_impl.hpp"
 
 namespace collsched::nccl {
 
@@ -55,7 +56,9 @@ constexpr std::array<double, 17> sm90_speed_inter = {48.0, 45.0, 42.0, 40.0, 30.
 // src/include/device.h:91 MAXCHANNELS 64; src/init.cc:1177 ringGraph->maxChannels = MAXCHANNELS / 2.
 constexpr std::uint32_t max_ring_channels = 32;
 
-std::vector<double> speeds(Arch arch, bool inter) {
+}  // namespace
+
+std::vector<double> search_speeds(Arch arch, bool inter) {
     if (arch == Arch::hopper) {
         if (inter) return {sm90_speed_inter.begin(), sm90_speed_inter.end()};
         return {sm90_speed_intra.begin(), sm90_speed_intra.end()};
@@ -63,6 +66,8 @@ std::vector<double> speeds(Arch arch, bool inter) {
     if (inter) return {speed_inter.begin(), speed_inter.end()};
     return {speed_intra.begin(), speed_intra.end()};
 }
+
+namespace {
 
 // The tuner's constants, src/graph/tuning.cc:148-212 (ncclTunerConstantsDefaults), indexed
 // [algorithm][protocol] with algorithms tree, ring, pat (NCCL's 0, 1, 6) and protocols LL,
@@ -101,8 +106,9 @@ std::uint32_t channels_at(const System& s, double speed) {
 }  // namespace
 
 Graph nccl_ring_graph(const System& s) {
+    if (s.ring_search) return *s.ring_search;  // one mesh box: NCCL's search itself (nccl_search.cpp)
     const bool inter = s.nodes > 1;
-    const std::vector<double> sp = speeds(s.arch, inter);
+    const std::vector<double> sp = search_speeds(s.arch, inter);
     // search.cc:1164-1173: start at the first speed at most maxBw (the best path to a NIC, or to
     // another GPU for one box) whose one channel fits totalBw (a GPU's NVLinks, or PCIe).
     const double max_bw = inter ? std::min(s.nic_bw, s.pci_bw) : s.nvlink_bw;
@@ -112,7 +118,7 @@ Graph nccl_ring_graph(const System& s) {
     Graph best;
     auto consider = [&](double speed) {
         const std::uint32_t c = channels_at(s, speed);
-        if (c * speed > best.channels * best.bw_inter) best = {c, speed, speed};  // search.cc:456-461
+        if (c * speed > best.channels * best.bw_inter) best = {c, speed, speed, {}, {}};  // search.cc:456-461
     };
     // Pass 1 (search.cc:1198-1252): the first speed, then slower ones while they are above 0.49
     // of the best found, until the channels reach totalBw.
@@ -123,13 +129,13 @@ Graph nccl_ring_graph(const System& s) {
     std::size_t j = 0;
     while (j < sp.size() && sp[j] > best.bw_inter) ++j;
     while (j-- > 0) consider(sp[j]);
-    if (best.channels == 0) return {1, 0.1, 0.1};  // search.cc:1289-1296: the simple order at 0.1 GB/s
+    if (best.channels == 0) return {1, 0.1, 0.1, {}, {}};  // search.cc:1289-1296: the simple order at 0.1 GB/s
     // search.cc:1036-1048 ncclTopoDupChannels: twice the channels at half the speed, unless slow
     // (< 25), or Hopper+ below 50 with more than 4 channels.
     if (best.bw_intra >= 25.0 && !(s.arch == Arch::hopper && best.bw_intra < 50.0 && best.channels > 4)) {
         const std::uint32_t dup = std::min(best.channels * 2, max_ring_channels);
         const double div = std::ceil(static_cast<double>(dup) / best.channels);
-        best = {dup, best.bw_intra / div, best.bw_inter / div};
+        best = {dup, best.bw_intra / div, best.bw_inter / div, {}, {}};
     }
     return best;
 }
@@ -203,7 +209,7 @@ std::optional<ModelChoice> nccl_best_protocol(const System& s, CollectiveKind ki
 
 Graph nccl_nvls_graph(const System& s) {
     const bool inter = s.nodes > 1;
-    const std::vector<double> sp = speeds(s.arch, inter);
+    const std::vector<double> sp = search_speeds(s.arch, inter);
     Graph g;
     g.channels = s.gpus_per_node;  // maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs), one head each
     std::size_t i = 0;
@@ -239,7 +245,7 @@ std::vector<CollnetModel> nccl_collnet_models(const System& s, CollectiveKind ki
     std::vector<CollnetModel> out;
     if (!s.sharp || kind != CollectiveKind::allreduce || s.nodes < 2 || s.nics_per_node == 0) return out;
     const double ppn = s.gpus_per_node, n_ranks = s.nodes * ppn;
-    const std::vector<double> sp = speeds(s.arch, true);
+    const std::vector<double> sp = search_speeds(s.arch, true);
     // the first speed a NIC carries (search.cc:1164-1173, maxBw the path to a NIC), raised in pass 2 for trees and
     // CollNet while below twice bwInter (search.cc:1280-1284)
     std::size_t i = 0;

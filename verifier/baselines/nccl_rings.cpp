@@ -72,7 +72,9 @@ std::vector<Ring> nccl_rings(const Topology& t, const Layout& l, const System& s
         // search.cc:736: channel c starts at NIC c (mod the NICs); NIC k is GPU k's own, or the
         // box's router, entered at GPU c.
         const std::uint32_t start = (s.nic_per_gpu ? c % s.nics_per_node : c) % G;
-        std::vector<std::uint32_t> order = box_order(t, l.boxes.front(), start, B == 1);
+        // one mesh box: the ring NCCL's search found for channel c (nccl_search.cpp)
+        std::vector<std::uint32_t> order = s.ring_search && c < s.ring_search->rings.size() ? s.ring_search->rings[c]
+                                                                                           : box_order(t, l.boxes.front(), start, B == 1);
         if (order.empty())
             throw InputError(fmt::format("{}: no ring through the GPUs of a box over their own links (NCCL's search would fall back "
                                          "to PCIe, which the machine does not describe)",

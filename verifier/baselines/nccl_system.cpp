@@ -70,6 +70,33 @@ double effective_bandwidth(const Topology& t, ChannelId c) {
     return bw;
 }
 
+/// Box `box`'s NVLinks as NCCL's search holds them when the box is a mesh (System::mesh_bw): every
+/// channel between two of its GPUs direct (no switch drawn as a router of the box) and in no link
+/// group with a channel of the same GPU to another peer (an NVSwitch port); else empty.
+std::vector<float> mesh_bandwidths(const Topology& t, const Layout& l, std::uint32_t box, double per_link) {
+    const std::vector<Node>& gpus = l.boxes[box];
+    const auto n = static_cast<std::uint32_t>(gpus.size());
+    std::vector<std::uint32_t> local(t.nodes(), UINT32_MAX);
+    for (std::uint32_t i = 0; i < n; ++i) local[idx(gpus[i])] = i;
+    std::vector<float> bw(std::size_t{n} * n, 0.0f);
+    for (std::uint32_t i = 0; i < n; ++i)
+        for (ChannelId c : t.out_channels(gpus[i])) {
+            const Node v = t.channel(c).to;
+            if (l.box_of[idx(v)] != box) continue;
+            if (!t.is_processor(v)) {  // a router of the box: its NIC (ndv2), or a switch between its GPUs
+                const auto outs = t.out_channels(v);
+                if (std::none_of(outs.begin(), outs.end(), [&](ChannelId d) { return l.box_of[idx(t.channel(d).to)] != box; })) return {};
+                continue;
+            }
+            for (std::uint32_t g : t.groups_of(c))
+                for (ChannelId x : t.groups()[g].channels)
+                    if (t.channel(x).from == gpus[i] && t.channel(x).to != v) return {};
+            // topo.cc ncclTopoConnectNodes adds a pair's links into one link of their summed bandwidth
+            bw[std::size_t{i} * n + local[idx(v)]] += static_cast<float>(std::round(effective_bandwidth(t, c) / 25e9) * per_link);
+        }
+    return bw;
+}
+
 }  // namespace
 
 Layout nccl_layout(const Topology& t) {
@@ -181,6 +208,8 @@ System nccl_system(const Topology& t) {
         for (Node v : s.boxes.front())
             if (u != v && !reach[idx(v)]) s.nvswitch = false;
     }
+    s.mesh_bw = mesh_bandwidths(t, l, box0, per_link);
+    if (s.nodes == 1) s.ring_search = nccl_ring_search(s);
     for (std::uint32_t r = t.processors(); r < t.nodes(); ++r) {
         const SwitchFunctions f = t.switch_functions(Node{r});
         if (f.reduce && f.multicast && l.box_of[r] == box0) s.nvls_efficiency = f.efficiency;
