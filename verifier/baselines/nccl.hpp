@@ -60,6 +60,9 @@ struct Graph {
     /// Per channel the ring's order of a box's GPUs (box-local indices) as the search found it (one
     /// mesh box: nccl_ring_search); empty where the order is NCCL's NVSwitch order (nccl_rings).
     std::vector<std::vector<std::uint32_t>> rings;
+    /// Whether the channels were found as replays of the first (sameChannels): NCCL's model then
+    /// charges broadcast and reduce one step's latency, else one per rank (tuning.cc:393-401).
+    bool same_channels = true;
     /// The search's own record: how many ncclTopoSearchRecGpu calls and which speeds it tried.
     std::string note;
 };
@@ -175,6 +178,14 @@ struct RingRoutes {
     std::uint32_t pieces = 1;
 };
 RingRoutes nccl_ring_routes(const Topology&, CollectiveKind, std::uint32_t pieces = 0);
+
+/// NCCL's ring broadcast or reduce (src/device/broadcast.h, reduce.h runRing) of the collective's
+/// root on `rings`, each channel's share cut into `pieces` chunks pipelined along its ring (NCCL's
+/// chunks of a channel: its share over 512 KiB with Simple): broadcast from the root's position
+/// to the one before it, reduce from the root's successor to the root, chunk j on hop i in logical
+/// step i + j. Holds in the direct checker under the topology's model (hop timing).
+SendTable nccl_rooted_ring_table(std::shared_ptr<const Topology>, const Model&, const Collective&, const std::vector<Ring>& rings,
+                                 std::uint32_t pieces, Deadline deadline = {});
 
 /// NCCL's algorithms for `kind` on the machine (what nccl_baselines builds), by name order.
 std::vector<Algorithm> nccl_algorithms(const Topology&, CollectiveKind);

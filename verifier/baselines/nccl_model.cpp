@@ -118,7 +118,7 @@ Graph nccl_ring_graph(const System& s) {
     Graph best;
     auto consider = [&](double speed) {
         const std::uint32_t c = channels_at(s, speed);
-        if (c * speed > best.channels * best.bw_inter) best = {c, speed, speed, {}, {}};  // search.cc:456-461
+        if (c * speed > best.channels * best.bw_inter) best = {c, speed, speed, {}, true, {}};  // search.cc:456-461
     };
     // Pass 1 (search.cc:1198-1252): the first speed, then slower ones while they are above 0.49
     // of the best found, until the channels reach totalBw.
@@ -129,13 +129,16 @@ Graph nccl_ring_graph(const System& s) {
     std::size_t j = 0;
     while (j < sp.size() && sp[j] > best.bw_inter) ++j;
     while (j-- > 0) consider(sp[j]);
-    if (best.channels == 0) return {1, 0.1, 0.1, {}, {}};  // search.cc:1289-1296: the simple order at 0.1 GB/s
+    if (best.channels == 0) return {1, 0.1, 0.1, {}, true, {}};
+    // sameChannels: one box on a switch, or one NIC, replays its first channel (ncclTopoSearchRec
+    // FORCED_ORDER_REPLAY); a channel per NIC cannot (the next NIC's first GPU is another)
+    best.same_channels = s.nodes == 1 || s.nics_per_node <= 1;  // search.cc:1289-1296: the simple order at 0.1 GB/s
     // search.cc:1036-1048 ncclTopoDupChannels: twice the channels at half the speed, unless slow
     // (< 25), or Hopper+ below 50 with more than 4 channels.
     if (best.bw_intra >= 25.0 && !(s.arch == Arch::hopper && best.bw_intra < 50.0 && best.channels > 4)) {
         const std::uint32_t dup = std::min(best.channels * 2, max_ring_channels);
         const double div = std::ceil(static_cast<double>(dup) / best.channels);
-        best = {dup, best.bw_intra / div, best.bw_inter / div, {}, {}};
+        best = {dup, best.bw_intra / div, best.bw_inter / div, {}, true, {}};
     }
     return best;
 }
@@ -152,8 +155,10 @@ double nccl_bytes(CollectiveKind, std::uint32_t, double size) {
 /// (the IB plugin's default).
 std::optional<double> nccl_model_time(const System& s, CollectiveKind kind, Algorithm a, Protocol p, double bytes) {
     const bool ar = kind == CollectiveKind::allreduce, ag_rs = kind == CollectiveKind::allgather || kind == CollectiveKind::reduce_scatter;
-    if (!ar && !ag_rs) return std::nullopt;          // tuning.cc models no alltoall (p2p)
+    const bool rooted = kind == CollectiveKind::broadcast || kind == CollectiveKind::reduce;
+    if (!ar && !ag_rs && !rooted) return std::nullopt;  // tuning.cc models no alltoall (p2p)
     if (a == Algorithm::p2p) return std::nullopt;
+    if (rooted && a != Algorithm::ring) return std::nullopt;  // :293
     if (ag_rs && a == Algorithm::tree) return std::nullopt;  // :295-297
     if (ar && a == Algorithm::pat) return std::nullopt;      // :298
     const std::uint32_t n_ranks = s.nodes * s.gpus_per_node, n_nodes = s.nodes;
@@ -164,7 +169,7 @@ std::optional<double> nccl_model_time(const System& s, CollectiveKind kind, Algo
     const int index1 = n_nodes == 1 ? cc : 0;
     const double ll_max = ll_max_bw[index1][index2];
     const double ppn = static_cast<double>(n_ranks) / n_nodes;
-    const double nsteps = ar ? 2.0 * (n_ranks - 1) : n_ranks - 1.0;  // :289-291
+    const double nsteps = ar ? 2.0 * (n_ranks - 1) : ag_rs ? n_ranks - 1.0 : n_ranks;  // :289-291
     const Graph g = nccl_ring_graph(s);  // the tree's and PAT's graph have the ring's channels (init.cc:1184-1185, :980-981)
     const int ai = algo_index(a), pi = static_cast<int>(p);
     double bw = n_nodes <= 2 ? g.bw_intra : g.bw_inter;  // :306
@@ -181,7 +186,12 @@ std::optional<double> nccl_model_time(const System& s, CollectiveKind kind, Algo
     const double intra_lat = hw_nvlink[ai][pi];
     // :387-391: with one GPU per node the tree's network latency; latencyInter (0) twice for Simple.
     const double inter_lat = ppn == 1 ? hw_net[0][pi] : hw_net[ai][pi];
-    if (a == Algorithm::ring) {
+    if (a == Algorithm::ring && rooted) {
+        // :395-401: one step's latency on channels that replay the first, else nsteps x (Simple: the tree's)
+        const double* hw = s.nodes == 1 ? hw_nvlink[algo_index(a)] : hw_net[algo_index(a)];
+        const double* tree_hw = s.nodes == 1 ? hw_nvlink[0] : hw_net[0];
+        lat += g.same_channels ? hw[pi] : nsteps * (p == Protocol::simple ? tree_hw[pi] : hw[pi]);
+    } else if (a == Algorithm::ring) {
         double overhead = n_nodes > 1 ? (p == Protocol::simple ? 3.0 : 1.0) : 0.0;  // :404-409, getNetOverhead Intel 1 us
         const double il = std::max(intra_lat, overhead);
         const double inter_steps = n_nodes == 1 ? 0 : ar ? 2.0 * (n_nodes - 1) : n_nodes - 1.0;

@@ -238,6 +238,7 @@ std::optional<Graph> nccl_ring_search(const System& s) {
     Graph out;
     out.channels = g->channels;
     out.bw_intra = out.bw_inter = g->bw;
+    out.same_channels = g->same_channels;
     for (std::uint32_t c = 0; c < g->channels; ++c)
         out.rings.emplace_back(g->intra.begin() + std::size_t{c} * s.gpus_per_node, g->intra.begin() + std::size_t{c + 1} * s.gpus_per_node);
     out.note = std::move(note);
