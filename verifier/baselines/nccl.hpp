@@ -17,6 +17,9 @@
  *    channel, reduce to the root then broadcast, pipelined over `pieces`;
  *  - `pat`: allgather and reduce-scatter when every box has one GPU (NCCL 2.23+'s PAT; tuning.cc
  *    enables it only then), as log2 P rounds of doubling distances;
+ *  - `ring` for broadcast and reduce: the same rings, each channel's share in chunks pipelined from
+ *    the root along its ring (broadcast) or to the root (reduce), at NCCL's chunk counts 1 to 256 a
+ *    channel (`ring`, `ring x4`, ... `ring x256`; src/device/broadcast.h, reduce.h runRing);
  *  - `p2p`: alltoall as NCCL runs it, grouped send/recv to peer (p + i) mod P in round i, a send
  *    to another rail relayed over NVLink to the GPU on the destination's rail (PXN).
  *
@@ -211,7 +214,8 @@ struct Baseline {
 };
 
 /// Every NCCL algorithm that runs `collective` on the machine: allreduce ring and tree,
-/// allgather and reduce-scatter ring (and pat with one GPU per box), alltoall p2p. `size` > 0
+/// allgather and reduce-scatter ring (and pat with one GPU per box), alltoall p2p, broadcast and
+/// reduce ring at each of NCCL's chunk counts (unless `pieces` names one). `size` > 0
 /// fills each one's `model` at that size M (collsched's size of one datum). Throws InputError
 /// when the machine is not one NCCL's model describes or the model forbids the tables
 /// (wormhole timing). An empty result: no NCCL algorithm for that collective.
