@@ -128,7 +128,7 @@ std::vector<Baseline> nccl_baselines(std::shared_ptr<const Topology> topo, const
             } catch (const InputError& e) {
                 if (!unbuilt) throw;
                 unbuilt->push_back(fmt::format("{}: {}", ring_name(coll.kind, pieces), e.what()));
-                continue;
+                break;  // the rest of the ladder has the same rings, and more chunks
             }
             if (std::any_of(out.begin(), out.end(), [&](const Baseline& x) { return x.name == b.name; })) continue;  // capped to the same
             if (size > 0) b.model = nccl_best_protocol(s, coll.kind, a, nccl_bytes(coll.kind, topo->processors(), size));
