@@ -52,6 +52,11 @@ enum class Protocol : std::uint8_t { ll, ll128, simple };
 /// The GPU generation NCCL's constants are indexed by (tuning.cc compCapIndex).
 enum class Arch : std::uint8_t { volta, ampere, hopper };
 
+/// The host CPU's vendor as NCCL reads it (src/graph/topo.cc:707-760, ncclTopoCpuType): its model
+/// charges an AMD x86 host 2 us of network overhead a step and a lower LL cap across nodes.
+enum class Cpu : std::uint8_t { intel, amd };
+
+std::string_view to_string(Cpu);
 std::string_view to_string(Algorithm);
 std::string_view to_string(Protocol);
 std::string_view to_string(Arch);
@@ -84,6 +89,10 @@ struct System {
     double pci_bw = 0;                 ///< GB/s of a GPU's PCIe path to its NIC (assumed per arch)
     double nvlink_bw = 0;              ///< GB/s of one GPU's NVLinks in NCCL's units (links x per-link bw)
     bool nvswitch = false;             ///< every GPU of a box reaches every other in one hop
+    /// The host CPU, by generation (the graph files do not say): Ampere boxes are DGX A100 and
+    /// Azure NDv4 (AMD EPYC 7742, 7V12), Volta and Hopper ones DGX-1, DGX-2, NDv2, DGX H100, NDv5
+    /// (Intel Xeon).
+    Cpu cpu = Cpu::intel;
     /// The efficiency of the boxes' switches that reduce and multicast (NVLS: a router declared with
     /// "reduce" and "multicast", docs/topologies.md), the one NCCL's nvlsEfficiency gives their
     /// generation; 0: no NVLS (no such switch in box 0).

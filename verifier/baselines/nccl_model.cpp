@@ -35,6 +35,8 @@ std::string_view to_string(Protocol p) {
     return "?";
 }
 
+std::string_view to_string(Cpu c) { return c == Cpu::amd ? "AMD" : "Intel"; }
+
 std::string_view to_string(Arch a) {
     switch (a) {
     case Arch::volta: return "Volta";
@@ -77,7 +79,7 @@ constexpr double base_latency[3][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {8.0,
 constexpr double hw_nvlink[3][3] = {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 4.0}};           // tuning.cc:159,162
 constexpr double hw_net[3][3] = {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 14}};                 // tuning.cc:171,174
 // tuning.cc:179-183 llMaxBws[index1][index2]: index1 the GPU generation for one node, the CPU
-// for several (0: Intel, assumed); index2 = nodes - 1 capped at 2.
+// for several (0: Intel, 1: AMD; System::cpu); index2 = nodes - 1 capped at 2.
 constexpr double ll_max_bw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {2 * 141.0, 2 * 45.0, 2 * 35.0}};
 constexpr double per_ch_max_ring_ll128_bw[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};  // tuning.cc:185-189
 constexpr double per_ch_max_tree_ll128_bw[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}};  // tuning.cc:192-196
@@ -149,8 +151,8 @@ double nccl_bytes(CollectiveKind, std::uint32_t, double size) {
 
 /// src/graph/tuning.cc ncclTopoTuneModel (:243-438) for one collective, algorithm and protocol:
 /// the bus bandwidth turned algorithm bandwidth, and the latency; then ncclTopoGetAlgoTime
-/// (:630-655) with one operation. Assumed where NCCL reads hardware: an Intel x86 CPU (net
-/// overhead 1 us, :228-233; llMaxBw's CPU row 0), NVLink inside a box (NCCL_HW_NVLINK), LL128
+/// (:630-655) with one operation. Assumed where NCCL reads hardware: the CPU of System::cpu (net
+/// overhead 1 us Intel, 2 us AMD, :228-233; llMaxBw's CPU row 0 or 1, :267-270), NVLink inside a box (NCCL_HW_NVLINK), LL128
 /// enabled (paths up to PXB or PXN, :514-541), a balanced tree (no x0.85, :336), latencyInter 0
 /// (the IB plugin's default).
 std::optional<double> nccl_model_time(const System& s, CollectiveKind kind, Algorithm a, Protocol p, double bytes) {
@@ -166,7 +168,7 @@ std::optional<double> nccl_model_time(const System& s, CollectiveKind kind, Algo
     if (a == Algorithm::pat && (p != Protocol::simple || n_nodes != n_ranks)) return std::nullopt;  // :216-223, :302-304
     const int cc = static_cast<int>(s.arch);  // compCapIndex (:263-266)
     const int index2 = n_nodes <= 2 ? static_cast<int>(n_nodes) - 1 : 2;
-    const int index1 = n_nodes == 1 ? cc : 0;
+    const int index1 = n_nodes == 1 ? cc : s.cpu == Cpu::amd ? 1 : 0;  // :267-270
     const double ll_max = ll_max_bw[index1][index2];
     const double ppn = static_cast<double>(n_ranks) / n_nodes;
     const double nsteps = ar ? 2.0 * (n_ranks - 1) : ag_rs ? n_ranks - 1.0 : n_ranks;  // :289-291
@@ -192,7 +194,9 @@ std::optional<double> nccl_model_time(const System& s, CollectiveKind kind, Algo
         const double* tree_hw = s.nodes == 1 ? hw_nvlink[0] : hw_net[0];
         lat += g.same_channels ? hw[pi] : nsteps * (p == Protocol::simple ? tree_hw[pi] : hw[pi]);
     } else if (a == Algorithm::ring) {
-        double overhead = n_nodes > 1 ? (p == Protocol::simple ? 3.0 : 1.0) : 0.0;  // :404-409, getNetOverhead Intel 1 us
+        // :404-409, getNetOverhead (:228-233): an Intel x86 CPU 1 us, an AMD one 2 us; x3 for Simple
+        const double net_overhead = s.cpu == Cpu::amd ? 2.0 : 1.0;
+        double overhead = n_nodes > 1 ? (p == Protocol::simple ? 3.0 : 1.0) * net_overhead : 0.0;
         const double il = std::max(intra_lat, overhead);
         const double inter_steps = n_nodes == 1 ? 0 : ar ? 2.0 * (n_nodes - 1) : n_nodes - 1.0;
         lat += (nsteps - inter_steps) * il + inter_steps * inter_lat;  // :410-412

@@ -192,6 +192,10 @@ System nccl_system(const Topology& t) {
     // src/graph/topo.cc:545-555, :657: PCIe x16 at Gen3 (V100), Gen4 (A100), Gen5 (H100):
     // width * speed / 80 = 12, 24, 48 GB/s. Assumed per generation (the graph files have no PCIe).
     s.pci_bw = s.arch == Arch::hopper ? 48.0 : s.arch == Arch::ampere ? 24.0 : 12.0;
+    // The host CPU, assumed per generation as PCIe (docs/time.md, "The machine NCCL sees"): every
+    // A100 box of the catalog and the families is a DGX A100 (2 x AMD EPYC 7742) or an Azure NDv4
+    // (AMD EPYC 7V12); the V100 and H100 boxes have Intel Xeons.
+    s.cpu = s.arch == Arch::ampere ? Cpu::amd : Cpu::intel;
     // every pair of box 0 linked, directly or through one router (an NVSwitch drawn as a router)
     s.nvswitch = true;
     for (Node u : s.boxes.front()) {
@@ -217,8 +221,8 @@ System nccl_system(const Topology& t) {
     }
     if (s.nodes > 1 && s.nics_per_node == 0)
         throw InputError(fmt::format("{}: {} boxes but no channel leaves a box (NCCL's model needs a NIC)", t.spec(), s.nodes));
-    s.note = fmt::format("{} box{} of {} GPU{} ({}, {:g} GB/s of NVLink a GPU in NCCL's units{}), {} NIC{} a box of {:g} GB/s{}", s.nodes,
-                         s.nodes == 1 ? "" : "es", s.gpus_per_node, s.gpus_per_node == 1 ? "" : "s", to_string(s.arch), s.nvlink_bw,
+    s.note = fmt::format("{} box{} of {} GPU{} ({}, {} CPU, {:g} GB/s of NVLink a GPU in NCCL's units{}), {} NIC{} a box of {:g} GB/s{}", s.nodes,
+                         s.nodes == 1 ? "" : "es", s.gpus_per_node, s.gpus_per_node == 1 ? "" : "s", to_string(s.arch), to_string(s.cpu), s.nvlink_bw,
                          s.nvswitch ? ", every pair linked" : "", s.nics_per_node, s.nics_per_node == 1 ? "" : "s", s.nic_bw,
                          s.nic_per_gpu ? " (one per GPU)" : "");
     return s;
