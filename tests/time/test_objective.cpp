@@ -87,17 +87,17 @@ TEST_CASE("time objective: the builder's report is optimize --size's, text and J
 }
 
 TEST_CASE("time objective: no candidate, the bound is still reported (exit 3)") {
-    // nothing collsched builds reduces to a root on a ring of 4 (its constructions are for the rings' collectives)
+    // nothing collsched builds reduces to a root on a line of 4 (its pipelined rings and NCCL's ring need a ring)
     TimeObjectiveOptions o;
     o.sizes = {1024, 1048576};
-    const TimeObjective r = time_objective(instance_of("ring:4", "reduce:0"), o);
+    const TimeObjective r = time_objective(instance_of("linear:4", "reduce:0"), o);
     REQUIRE(r.candidates.empty());
     CHECK(time_objective_exit_code(r) == 3);
     const auto j = nlohmann::json::parse(time_objective_report(r, {}, true));
     REQUIRE(j["sizes"].size() == 2);
     CHECK(j["sizes"][0]["winner"].is_null());
     CHECK(j["sizes"][1]["time_lower_bound_s"].get<double>() == collsched::test::rel(evaluate(r.bounds, 1048576).seconds));
-    CHECK(time_objective_report(r, {}, false).starts_with("optimize --size: no verified schedule for reduce:0 on ring:4\n"));
+    CHECK(time_objective_report(r, {}, false).starts_with("optimize --size: no verified schedule for reduce:0 on linear:4\n"));
 }
 
 TEST_CASE("time objective: refused without hop timing or a bound (bad input)") {

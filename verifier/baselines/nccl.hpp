@@ -17,6 +17,9 @@
  *    channel, reduce to the root then broadcast, pipelined over `pieces`;
  *  - `pat`: allgather and reduce-scatter when every box has one GPU (NCCL 2.23+'s PAT; tuning.cc
  *    enables it only then), as log2 P rounds of doubling distances;
+ *  - `ring` for broadcast and reduce: the same rings, each channel's share in chunks pipelined from
+ *    the root along its ring (broadcast) or to the root (reduce), at NCCL's chunk counts 1 to 256 a
+ *    channel (`ring`, `ring x4`, ... `ring x256`; src/device/broadcast.h, reduce.h runRing);
  *  - `p2p`: alltoall as NCCL runs it, grouped send/recv to peer (p + i) mod P in round i, a send
  *    to another rail relayed over NVLink to the GPU on the destination's rail (PXN).
  *
@@ -49,9 +52,28 @@ enum class Protocol : std::uint8_t { ll, ll128, simple };
 /// The GPU generation NCCL's constants are indexed by (tuning.cc compCapIndex).
 enum class Arch : std::uint8_t { volta, ampere, hopper };
 
+/// The host CPU's vendor as NCCL reads it (src/graph/topo.cc:707-760, ncclTopoCpuType): its model
+/// charges an AMD x86 host 2 us of network overhead a step and a lower LL cap across nodes.
+enum class Cpu : std::uint8_t { intel, amd };
+
+std::string_view to_string(Cpu);
 std::string_view to_string(Algorithm);
 std::string_view to_string(Protocol);
 std::string_view to_string(Arch);
+
+/// The channels and per-channel bandwidths NCCL's search gives a pattern (search.cc ncclTopoCompute).
+struct Graph {
+    std::uint32_t channels = 0;
+    double bw_intra = 0, bw_inter = 0;  ///< GB/s per channel
+    /// Per channel the ring's order of a box's GPUs (box-local indices) as the search found it (one
+    /// mesh box: nccl_ring_search); empty where the order is NCCL's NVSwitch order (nccl_rings).
+    std::vector<std::vector<std::uint32_t>> rings;
+    /// Whether the channels were found as replays of the first (sameChannels): NCCL's model then
+    /// charges broadcast and reduce one step's latency, else one per rank (tuning.cc:393-401).
+    bool same_channels = true;
+    /// The search's own record: how many ncclTopoSearchRecGpu calls and which speeds it tried.
+    std::string note;
+};
 
 /// What NCCL's search and tuning read of a machine, derived from a topology (nccl_system).
 struct System {
@@ -67,6 +89,10 @@ struct System {
     double pci_bw = 0;                 ///< GB/s of a GPU's PCIe path to its NIC (assumed per arch)
     double nvlink_bw = 0;              ///< GB/s of one GPU's NVLinks in NCCL's units (links x per-link bw)
     bool nvswitch = false;             ///< every GPU of a box reaches every other in one hop
+    /// The host CPU, by generation (the graph files do not say): Ampere boxes are DGX A100 and
+    /// Azure NDv4 (AMD EPYC 7742, 7V12), Volta and Hopper ones DGX-1, DGX-2, NDv2, DGX H100, NDv5
+    /// (Intel Xeon).
+    Cpu cpu = Cpu::intel;
     /// The efficiency of the boxes' switches that reduce and multicast (NVLS: a router declared with
     /// "reduce" and "multicast", docs/topologies.md), the one NCCL's nvlsEfficiency gives their
     /// generation; 0: no NVLS (no such switch in box 0).
@@ -74,14 +100,24 @@ struct System {
     /// A switch outside every box reduces (a router declared with "reduce" that no box holds:
     /// InfiniBand SHARP, `collsched machine ... --sharp`): NCCL's CollNet runs (collnetEnable).
     bool sharp = false;
+    /// A box of point-to-point links (a mesh: DGX-1's hybrid cube-mesh, xGMI meshes; no NVSwitch,
+    /// no link shared by several peers): per ordered pair (u, v) of box 0's GPUs (box-local
+    /// indices, u x gpus_per_node + v) NCCL's bandwidth of their NVLinks (links x its per-link
+    /// speed, topo.cc ncclTopoConnectNodes adds a pair's links into one), 0 where none. Empty for a
+    /// box on a switch.
+    std::vector<float> mesh_bw;
+    /// One mesh box: what nccl_ring_search found (nccl_system runs it once; nccl_ring_graph returns it).
+    std::optional<Graph> ring_search;
     std::string note;                  ///< how it was derived, for docs and reports
 };
 
-/// The channels and per-channel bandwidths NCCL's search gives a pattern (search.cc ncclTopoCompute).
-struct Graph {
-    std::uint32_t channels = 0;
-    double bw_intra = 0, bw_inter = 0;  ///< GB/s per channel
-};
+/// NCCL's ring search on one mesh box (search.cc ncclTopoCompute with ncclTopoSearchRec,
+/// ncclTopoSearchRecGpu, ncclTopoSearchNextGpuSort, ncclTopoFollowPath and ncclTopoCompareGraphs,
+/// their time budgets included): the rings, their number and the speed it settles on over the
+/// NVLinks of `System::mesh_bw`. nullopt where the search would leave NVLink paths (no NVLink ring
+/// at its first speed: NCCL then tries paths through a GPU (NVB) and PCIe, which the machine files
+/// do not describe) or the system is not one mesh box.
+std::optional<Graph> nccl_ring_search(const System&);
 
 /// Reads the machine: boxes, NICs, speeds, the generation. Throws InputError (with the reason) for
 /// machines NCCL's model does not describe (boxes of different sizes, no processors, ...).
@@ -155,6 +191,14 @@ struct RingRoutes {
 };
 RingRoutes nccl_ring_routes(const Topology&, CollectiveKind, std::uint32_t pieces = 0);
 
+/// NCCL's ring broadcast or reduce (src/device/broadcast.h, reduce.h runRing) of the collective's
+/// root on `rings`, each channel's share cut into `pieces` chunks pipelined along its ring (NCCL's
+/// chunks of a channel: its share over 512 KiB with Simple): broadcast from the root's position
+/// to the one before it, reduce from the root's successor to the root, chunk j on hop i in logical
+/// step i + j. Holds in the direct checker under the topology's model (hop timing).
+SendTable nccl_rooted_ring_table(std::shared_ptr<const Topology>, const Model&, const Collective&, const std::vector<Ring>& rings,
+                                 std::uint32_t pieces, Deadline deadline = {});
+
 /// NCCL's algorithms for `kind` on the machine (what nccl_baselines builds), by name order.
 std::vector<Algorithm> nccl_algorithms(const Topology&, CollectiveKind);
 
@@ -179,7 +223,8 @@ struct Baseline {
 };
 
 /// Every NCCL algorithm that runs `collective` on the machine: allreduce ring and tree,
-/// allgather and reduce-scatter ring (and pat with one GPU per box), alltoall p2p. `size` > 0
+/// allgather and reduce-scatter ring (and pat with one GPU per box), alltoall p2p, broadcast and
+/// reduce ring at each of NCCL's chunk counts (unless `pieces` names one). `size` > 0
 /// fills each one's `model` at that size M (collsched's size of one datum). Throws InputError
 /// when the machine is not one NCCL's model describes or the model forbids the tables
 /// (wormhole timing). An empty result: no NCCL algorithm for that collective.

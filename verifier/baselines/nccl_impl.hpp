@@ -19,6 +19,10 @@ struct Layout {
     std::vector<char> nic_gpu;
 };
 
+/// The per-channel speeds NCCL's search tries, fastest first (search.cc:1051-1059): one box
+/// (`inter` false) or several, Volta and Ampere or Hopper.
+std::vector<double> search_speeds(Arch, bool inter);
+
 /// Throws InputError for boxes of different sizes or fewer than 2 processors.
 Layout nccl_layout(const Topology&);
 

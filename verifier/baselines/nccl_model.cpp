@@ -12,6 +12,7 @@
 
 #include "support/error.hpp"
 #include "verifier/baselines/nccl.hpp"
+#include "verifier/baselines/nccl_impl.hpp"
 
 namespace collsched::nccl {
 
@@ -34,6 +35,8 @@ std::string_view to_string(Protocol p) {
     return "?";
 }
 
+std::string_view to_string(Cpu c) { return c == Cpu::amd ? "AMD" : "Intel"; }
+
 std::string_view to_string(Arch a) {
     switch (a) {
     case Arch::volta: return "Volta";
@@ -55,7 +58,9 @@ constexpr std::array<double, 17> sm90_speed_inter = {48.0, 45.0, 42.0, 40.0, 30.
 // src/include/device.h:91 MAXCHANNELS 64; src/init.cc:1177 ringGraph->maxChannels = MAXCHANNELS / 2.
 constexpr std::uint32_t max_ring_channels = 32;
 
-std::vector<double> speeds(Arch arch, bool inter) {
+}  // namespace
+
+std::vector<double> search_speeds(Arch arch, bool inter) {
     if (arch == Arch::hopper) {
         if (inter) return {sm90_speed_inter.begin(), sm90_speed_inter.end()};
         return {sm90_speed_intra.begin(), sm90_speed_intra.end()};
@@ -63,6 +68,8 @@ std::vector<double> speeds(Arch arch, bool inter) {
     if (inter) return {speed_inter.begin(), speed_inter.end()};
     return {speed_intra.begin(), speed_intra.end()};
 }
+
+namespace {
 
 // The tuner's constants, src/graph/tuning.cc:148-212 (ncclTunerConstantsDefaults), indexed
 // [algorithm][protocol] with algorithms tree, ring, pat (NCCL's 0, 1, 6) and protocols LL,
@@ -72,7 +79,7 @@ constexpr double base_latency[3][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {8.0,
 constexpr double hw_nvlink[3][3] = {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 4.0}};           // tuning.cc:159,162
 constexpr double hw_net[3][3] = {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 14}};                 // tuning.cc:171,174
 // tuning.cc:179-183 llMaxBws[index1][index2]: index1 the GPU generation for one node, the CPU
-// for several (0: Intel, assumed); index2 = nodes - 1 capped at 2.
+// for several (0: Intel, 1: AMD; System::cpu); index2 = nodes - 1 capped at 2.
 constexpr double ll_max_bw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {2 * 141.0, 2 * 45.0, 2 * 35.0}};
 constexpr double per_ch_max_ring_ll128_bw[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};  // tuning.cc:185-189
 constexpr double per_ch_max_tree_ll128_bw[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}};  // tuning.cc:192-196
@@ -101,8 +108,9 @@ std::uint32_t channels_at(const System& s, double speed) {
 }  // namespace
 
 Graph nccl_ring_graph(const System& s) {
+    if (s.ring_search) return *s.ring_search;  // one mesh box: NCCL's search itself (nccl_search.cpp)
     const bool inter = s.nodes > 1;
-    const std::vector<double> sp = speeds(s.arch, inter);
+    const std::vector<double> sp = search_speeds(s.arch, inter);
     // search.cc:1164-1173: start at the first speed at most maxBw (the best path to a NIC, or to
     // another GPU for one box) whose one channel fits totalBw (a GPU's NVLinks, or PCIe).
     const double max_bw = inter ? std::min(s.nic_bw, s.pci_bw) : s.nvlink_bw;
@@ -112,7 +120,7 @@ Graph nccl_ring_graph(const System& s) {
     Graph best;
     auto consider = [&](double speed) {
         const std::uint32_t c = channels_at(s, speed);
-        if (c * speed > best.channels * best.bw_inter) best = {c, speed, speed};  // search.cc:456-461
+        if (c * speed > best.channels * best.bw_inter) best = {c, speed, speed, {}, true, {}};  // search.cc:456-461
     };
     // Pass 1 (search.cc:1198-1252): the first speed, then slower ones while they are above 0.49
     // of the best found, until the channels reach totalBw.
@@ -123,13 +131,16 @@ Graph nccl_ring_graph(const System& s) {
     std::size_t j = 0;
     while (j < sp.size() && sp[j] > best.bw_inter) ++j;
     while (j-- > 0) consider(sp[j]);
-    if (best.channels == 0) return {1, 0.1, 0.1};  // search.cc:1289-1296: the simple order at 0.1 GB/s
+    if (best.channels == 0) return {1, 0.1, 0.1, {}, true, {}};
+    // sameChannels: one box on a switch, or one NIC, replays its first channel (ncclTopoSearchRec
+    // FORCED_ORDER_REPLAY); a channel per NIC cannot (the next NIC's first GPU is another)
+    best.same_channels = s.nodes == 1 || s.nics_per_node <= 1;  // search.cc:1289-1296: the simple order at 0.1 GB/s
     // search.cc:1036-1048 ncclTopoDupChannels: twice the channels at half the speed, unless slow
     // (< 25), or Hopper+ below 50 with more than 4 channels.
     if (best.bw_intra >= 25.0 && !(s.arch == Arch::hopper && best.bw_intra < 50.0 && best.channels > 4)) {
         const std::uint32_t dup = std::min(best.channels * 2, max_ring_channels);
         const double div = std::ceil(static_cast<double>(dup) / best.channels);
-        best = {dup, best.bw_intra / div, best.bw_inter / div};
+        best = {dup, best.bw_intra / div, best.bw_inter / div, {}, true, {}};
     }
     return best;
 }
@@ -140,14 +151,16 @@ double nccl_bytes(CollectiveKind, std::uint32_t, double size) {
 
 /// src/graph/tuning.cc ncclTopoTuneModel (:243-438) for one collective, algorithm and protocol:
 /// the bus bandwidth turned algorithm bandwidth, and the latency; then ncclTopoGetAlgoTime
-/// (:630-655) with one operation. Assumed where NCCL reads hardware: an Intel x86 CPU (net
-/// overhead 1 us, :228-233; llMaxBw's CPU row 0), NVLink inside a box (NCCL_HW_NVLINK), LL128
+/// (:630-655) with one operation. Assumed where NCCL reads hardware: the CPU of System::cpu (net
+/// overhead 1 us Intel, 2 us AMD, :228-233; llMaxBw's CPU row 0 or 1, :267-270), NVLink inside a box (NCCL_HW_NVLINK), LL128
 /// enabled (paths up to PXB or PXN, :514-541), a balanced tree (no x0.85, :336), latencyInter 0
 /// (the IB plugin's default).
 std::optional<double> nccl_model_time(const System& s, CollectiveKind kind, Algorithm a, Protocol p, double bytes) {
     const bool ar = kind == CollectiveKind::allreduce, ag_rs = kind == CollectiveKind::allgather || kind == CollectiveKind::reduce_scatter;
-    if (!ar && !ag_rs) return std::nullopt;          // tuning.cc models no alltoall (p2p)
+    const bool rooted = kind == CollectiveKind::broadcast || kind == CollectiveKind::reduce;
+    if (!ar && !ag_rs && !rooted) return std::nullopt;  // tuning.cc models no alltoall (p2p)
     if (a == Algorithm::p2p) return std::nullopt;
+    if (rooted && a != Algorithm::ring) return std::nullopt;  // :293
     if (ag_rs && a == Algorithm::tree) return std::nullopt;  // :295-297
     if (ar && a == Algorithm::pat) return std::nullopt;      // :298
     const std::uint32_t n_ranks = s.nodes * s.gpus_per_node, n_nodes = s.nodes;
@@ -155,10 +168,10 @@ std::optional<double> nccl_model_time(const System& s, CollectiveKind kind, Algo
     if (a == Algorithm::pat && (p != Protocol::simple || n_nodes != n_ranks)) return std::nullopt;  // :216-223, :302-304
     const int cc = static_cast<int>(s.arch);  // compCapIndex (:263-266)
     const int index2 = n_nodes <= 2 ? static_cast<int>(n_nodes) - 1 : 2;
-    const int index1 = n_nodes == 1 ? cc : 0;
+    const int index1 = n_nodes == 1 ? cc : s.cpu == Cpu::amd ? 1 : 0;  // :267-270
     const double ll_max = ll_max_bw[index1][index2];
     const double ppn = static_cast<double>(n_ranks) / n_nodes;
-    const double nsteps = ar ? 2.0 * (n_ranks - 1) : n_ranks - 1.0;  // :289-291
+    const double nsteps = ar ? 2.0 * (n_ranks - 1) : ag_rs ? n_ranks - 1.0 : n_ranks;  // :289-291
     const Graph g = nccl_ring_graph(s);  // the tree's and PAT's graph have the ring's channels (init.cc:1184-1185, :980-981)
     const int ai = algo_index(a), pi = static_cast<int>(p);
     double bw = n_nodes <= 2 ? g.bw_intra : g.bw_inter;  // :306
@@ -175,8 +188,15 @@ std::optional<double> nccl_model_time(const System& s, CollectiveKind kind, Algo
     const double intra_lat = hw_nvlink[ai][pi];
     // :387-391: with one GPU per node the tree's network latency; latencyInter (0) twice for Simple.
     const double inter_lat = ppn == 1 ? hw_net[0][pi] : hw_net[ai][pi];
-    if (a == Algorithm::ring) {
-        double overhead = n_nodes > 1 ? (p == Protocol::simple ? 3.0 : 1.0) : 0.0;  // :404-409, getNetOverhead Intel 1 us
+    if (a == Algorithm::ring && rooted) {
+        // :395-401: one step's latency on channels that replay the first, else nsteps x (Simple: the tree's)
+        const double* hw = s.nodes == 1 ? hw_nvlink[algo_index(a)] : hw_net[algo_index(a)];
+        const double* tree_hw = s.nodes == 1 ? hw_nvlink[0] : hw_net[0];
+        lat += g.same_channels ? hw[pi] : nsteps * (p == Protocol::simple ? tree_hw[pi] : hw[pi]);
+    } else if (a == Algorithm::ring) {
+        // :404-409, getNetOverhead (:228-233): an Intel x86 CPU 1 us, an AMD one 2 us; x3 for Simple
+        const double net_overhead = s.cpu == Cpu::amd ? 2.0 : 1.0;
+        double overhead = n_nodes > 1 ? (p == Protocol::simple ? 3.0 : 1.0) * net_overhead : 0.0;
         const double il = std::max(intra_lat, overhead);
         const double inter_steps = n_nodes == 1 ? 0 : ar ? 2.0 * (n_nodes - 1) : n_nodes - 1.0;
         lat += (nsteps - inter_steps) * il + inter_steps * inter_lat;  // :410-412
@@ -203,7 +223,7 @@ std::optional<ModelChoice> nccl_best_protocol(const System& s, CollectiveKind ki
 
 Graph nccl_nvls_graph(const System& s) {
     const bool inter = s.nodes > 1;
-    const std::vector<double> sp = speeds(s.arch, inter);
+    const std::vector<double> sp = search_speeds(s.arch, inter);
     Graph g;
     g.channels = s.gpus_per_node;  // maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs), one head each
     std::size_t i = 0;
@@ -239,7 +259,7 @@ std::vector<CollnetModel> nccl_collnet_models(const System& s, CollectiveKind ki
     std::vector<CollnetModel> out;
     if (!s.sharp || kind != CollectiveKind::allreduce || s.nodes < 2 || s.nics_per_node == 0) return out;
     const double ppn = s.gpus_per_node, n_ranks = s.nodes * ppn;
-    const std::vector<double> sp = speeds(s.arch, true);
+    const std::vector<double> sp = search_speeds(s.arch, true);
     // the first speed a NIC carries (search.cc:1164-1173, maxBw the path to a NIC), raised in pass 2 for trees and
     // CollNet while below twice bwInter (search.cc:1280-1284)
     std::size_t i = 0;

@@ -9,6 +9,7 @@
 
 #include "compiler/table/builder.hpp"
 #include "compiler/table/partials.hpp"
+#include "support/assert.hpp"
 #include "support/error.hpp"
 #include "verifier/baselines/nccl_impl.hpp"
 
@@ -72,7 +73,9 @@ std::vector<Ring> nccl_rings(const Topology& t, const Layout& l, const System& s
         // search.cc:736: channel c starts at NIC c (mod the NICs); NIC k is GPU k's own, or the
         // box's router, entered at GPU c.
         const std::uint32_t start = (s.nic_per_gpu ? c % s.nics_per_node : c) % G;
-        std::vector<std::uint32_t> order = box_order(t, l.boxes.front(), start, B == 1);
+        // one mesh box: the ring NCCL's search found for channel c (nccl_search.cpp)
+        std::vector<std::uint32_t> order = s.ring_search && c < s.ring_search->rings.size() ? s.ring_search->rings[c]
+                                                                                           : box_order(t, l.boxes.front(), start, B == 1);
         if (order.empty())
             throw InputError(fmt::format("{}: no ring through the GPUs of a box over their own links (NCCL's search would fall back "
                                          "to PCIe, which the machine does not describe)",
@@ -155,6 +158,53 @@ SendTable ring_table(std::shared_ptr<const Topology> topo, const Model& model, C
                     });
                 }
             }
+    SendTable table = std::move(b).finish(deadline);
+    if (reduces) {
+        resolve_partials(table, deadline);
+        canonicalize_composites(table, deadline);
+    }
+    fit_rounds(table);
+    return table;
+}
+
+/// NCCL's runRing of broadcast and reduce per channel and piece (src/device/broadcast.h:14-60,
+/// reduce.h:14-55): broadcast, the root sends to its successor and every position but the last
+/// forwards (directRecvCopyDirectSend), so chunk j crosses hop i (from the root's position + i) in
+/// logical step i + j; reduce, the root's successor sends its value (prevRank == root: send), every
+/// position combines and sends on (recvReduceSend) and the root receives the last (recvReduceCopy),
+/// hop i from the root's position + 1 + i. C = channels x pieces, chunk r x pieces + j.
+SendTable nccl_rooted_ring_table(std::shared_ptr<const Topology> topo, const Model& model, const Collective& want, const std::vector<Ring>& rings,
+                                 std::uint32_t pieces, Deadline deadline) {
+    const Topology& t = *topo;
+    const auto P = static_cast<std::uint32_t>(t.processors()), K = static_cast<std::uint32_t>(rings.size());
+    COLLSCHED_ASSERT_MSG(want.kind == CollectiveKind::broadcast || want.kind == CollectiveKind::reduce, "a rooted collective");
+    std::size_t L = 1;
+    for (const Ring& r : rings)
+        for (const auto& h : r.hops) L = std::max(L, h.size());
+    Collective coll = want;
+    coll.set_chunks(std::uint64_t{K} * pieces, t);
+    TableBuilder b(topo, model, coll);
+    const Messages ms = b.messages();
+    const bool reduces = coll.kind == CollectiveKind::reduce;
+    const std::uint32_t root = idx(coll.root);
+    b.reserve(std::size_t{P - 1} * K * pieces * L);
+    Composites* reg = reduces ? &b.composites() : nullptr;
+    for (std::uint32_t r = 0; r < K; ++r) {
+        std::uint32_t at_root = 0;
+        while (idx(rings[r].order[at_root]) != root) ++at_root;
+        const std::uint32_t first = reduces ? at_root + 1 : at_root;
+        for (std::uint32_t j = 0; j < pieces; ++j) {
+            poll_deadline(deadline, "rooted ring table");
+            const std::uint32_t chunk = r * pieces + j;
+            for (std::uint32_t i = 0; i + 1 < P; ++i) {
+                const Step at = static_cast<Step>((i + j) * L + 1);
+                along(b, t, rings[r].hops[(first + i) % P], at, [&](Node from, Step step) {
+                    if (!reduces) return ms.broadcast(root, chunk);
+                    return reg->intern({MessageKind::partial, chunk, static_cast<std::uint32_t>(step), {MessageId{idx(from)}}, {}});
+                });
+            }
+        }
+    }
     SendTable table = std::move(b).finish(deadline);
     if (reduces) {
         resolve_partials(table, deadline);

@@ -70,6 +70,33 @@ double effective_bandwidth(const Topology& t, ChannelId c) {
     return bw;
 }
 
+/// Box `box`'s NVLinks as NCCL's search holds them when the box is a mesh (System::mesh_bw): every
+/// channel between two of its GPUs direct (no switch drawn as a router of the box) and in no link
+/// group with a channel of the same GPU to another peer (an NVSwitch port); else empty.
+std::vector<float> mesh_bandwidths(const Topology& t, const Layout& l, std::uint32_t box, double per_link) {
+    const std::vector<Node>& gpus = l.boxes[box];
+    const auto n = static_cast<std::uint32_t>(gpus.size());
+    std::vector<std::uint32_t> local(t.nodes(), UINT32_MAX);
+    for (std::uint32_t i = 0; i < n; ++i) local[idx(gpus[i])] = i;
+    std::vector<float> bw(std::size_t{n} * n, 0.0f);
+    for (std::uint32_t i = 0; i < n; ++i)
+        for (ChannelId c : t.out_channels(gpus[i])) {
+            const Node v = t.channel(c).to;
+            if (l.box_of[idx(v)] != box) continue;
+            if (!t.is_processor(v)) {  // a router of the box: its NIC (ndv2), or a switch between its GPUs
+                const auto outs = t.out_channels(v);
+                if (std::none_of(outs.begin(), outs.end(), [&](ChannelId d) { return l.box_of[idx(t.channel(d).to)] != box; })) return {};
+                continue;
+            }
+            for (std::uint32_t g : t.groups_of(c))
+                for (ChannelId x : t.groups()[g].channels)
+                    if (t.channel(x).from == gpus[i] && t.channel(x).to != v) return {};
+            // topo.cc ncclTopoConnectNodes adds a pair's links into one link of their summed bandwidth
+            bw[std::size_t{i} * n + local[idx(v)]] += static_cast<float>(std::round(effective_bandwidth(t, c) / 25e9) * per_link);
+        }
+    return bw;
+}
+
 }  // namespace
 
 Layout nccl_layout(const Topology& t) {
@@ -165,6 +192,10 @@ System nccl_system(const Topology& t) {
     // src/graph/topo.cc:545-555, :657: PCIe x16 at Gen3 (V100), Gen4 (A100), Gen5 (H100):
     // width * speed / 80 = 12, 24, 48 GB/s. Assumed per generation (the graph files have no PCIe).
     s.pci_bw = s.arch == Arch::hopper ? 48.0 : s.arch == Arch::ampere ? 24.0 : 12.0;
+    // The host CPU, assumed per generation as PCIe (docs/time.md, "The machine NCCL sees"): every
+    // A100 box of the catalog and the families is a DGX A100 (2 x AMD EPYC 7742) or an Azure NDv4
+    // (AMD EPYC 7V12); the V100 and H100 boxes have Intel Xeons.
+    s.cpu = s.arch == Arch::ampere ? Cpu::amd : Cpu::intel;
     // every pair of box 0 linked, directly or through one router (an NVSwitch drawn as a router)
     s.nvswitch = true;
     for (Node u : s.boxes.front()) {
@@ -181,6 +212,8 @@ System nccl_system(const Topology& t) {
         for (Node v : s.boxes.front())
             if (u != v && !reach[idx(v)]) s.nvswitch = false;
     }
+    s.mesh_bw = mesh_bandwidths(t, l, box0, per_link);
+    if (s.nodes == 1) s.ring_search = nccl_ring_search(s);
     for (std::uint32_t r = t.processors(); r < t.nodes(); ++r) {
         const SwitchFunctions f = t.switch_functions(Node{r});
         if (f.reduce && f.multicast && l.box_of[r] == box0) s.nvls_efficiency = f.efficiency;
@@ -188,8 +221,8 @@ System nccl_system(const Topology& t) {
     }
     if (s.nodes > 1 && s.nics_per_node == 0)
         throw InputError(fmt::format("{}: {} boxes but no channel leaves a box (NCCL's model needs a NIC)", t.spec(), s.nodes));
-    s.note = fmt::format("{} box{} of {} GPU{} ({}, {:g} GB/s of NVLink a GPU in NCCL's units{}), {} NIC{} a box of {:g} GB/s{}", s.nodes,
-                         s.nodes == 1 ? "" : "es", s.gpus_per_node, s.gpus_per_node == 1 ? "" : "s", to_string(s.arch), s.nvlink_bw,
+    s.note = fmt::format("{} box{} of {} GPU{} ({}, {} CPU, {:g} GB/s of NVLink a GPU in NCCL's units{}), {} NIC{} a box of {:g} GB/s{}", s.nodes,
+                         s.nodes == 1 ? "" : "es", s.gpus_per_node, s.gpus_per_node == 1 ? "" : "s", to_string(s.arch), to_string(s.cpu), s.nvlink_bw,
                          s.nvswitch ? ", every pair linked" : "", s.nics_per_node, s.nics_per_node == 1 ? "" : "s", s.nic_bw,
                          s.nic_per_gpu ? " (one per GPU)" : "");
     return s;

@@ -22,6 +22,7 @@
 #include "verifier/synth/bounds/bandwidth.hpp"
 #include "verifier/synth/constructions/greedy.hpp"
 #include "verifier/synth/search/hierarchical.hpp"
+#include "verifier/time/rooted_rings.hpp"
 #include "verifier/time/sharp_candidates.hpp"
 #include "verifier/synth/constructions/tree_packing.hpp"
 
@@ -350,7 +351,7 @@ std::vector<double> time_all(std::vector<TimeCandidate>& raw, const std::vector<
 
 std::vector<NamedProvider> construction_providers() {
     return {{"rings", rings}, {"tree packing", packings}, {"least steps", least_steps}, {"hierarchical", hierarchical},
-            {"constructions for time", composed}, {"nvls", nvls}, {"sharp", sharp_candidates}};
+            {"constructions for time", composed}, {"nvls", nvls}, {"sharp", sharp_candidates}, {"pipelined rings", rooted_ring_candidates}};
 }
 
 NamedProvider nccl_provider() {
