@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "tests/approx.hpp"
+#include "tests/tools/cli_run.hpp"
 #include "verifier/baselines/nccl.hpp"
 
 using namespace collsched;

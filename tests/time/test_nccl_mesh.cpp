@@ -11,6 +11,7 @@
 #include "runtime/executor/executor.hpp"
 #include "runtime/timing.hpp"
 #include "tests/approx.hpp"
+#include "tests/tools/cli_run.hpp"
 #include "verifier/baselines/nccl.hpp"
 
 using namespace collsched;

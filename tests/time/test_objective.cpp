@@ -354,6 +354,7 @@ TEST_CASE("time objective: a table whose lower bound is beyond a table that hold
         CHECK((said.find("not timed, a lower bound on the time beyond a table that holds at every size (by more than a near tie): relay") !=
                std::string::npos) == !relay_is_nccl);
     }
+}
 
 TEST_CASE("time objective: the NVLS provider builds no table its pace says ends past the time limit") {
     // h100sharp 16 x 8 allreduce at 1M and 1G: 8 tables up to 256 pieces (9.4 million transfers); a build does not poll,
