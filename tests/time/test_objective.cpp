@@ -379,3 +379,15 @@ TEST_CASE("time objective: the NVLS provider builds no table its pace says ends 
     CHECK(out.size() < 8);
     CHECK(all.find("nvls: the time limit came before") != std::string::npos);
 }
+
+TEST_CASE("time objective: tables the time limit leaves unplanned in a later tier are not read again (no crash at --timeout)") {
+    // h100nvls 8 x 8 allreduce at 8 sizes: the limit came while the second tier's small tables were planned; those not
+    // planned had their tables freed, and the loop over the large ones read them (SIGSEGV at --timeout 6)
+    for (int t : {3, 6}) {
+        const auto r = collsched::test::run("optimize --topology graph:" + collsched::test::source("schedules/machines/h100nvls8x8.json") +
+                                            " --collective allreduce --size 1K..4G:8 --timeout " + std::to_string(t));
+        CAPTURE(t);
+        CHECK(r.code == 3);
+        CHECK(r.out.find("optimize --size: allreduce") != std::string::npos);
+    }
+}

@@ -671,7 +671,8 @@ private:
         }
         for (std::size_t x : late) {
             const std::size_t i = ts_[x].raw;
-            if (raw_[i].table->transfers.size() <= q_.large_table) continue;
+            // the small ones are settled above (said() freed the tables of those not planned)
+            if (done_[x] != 0 || !raw_[i].table || raw_[i].table->transfers.size() <= q_.large_table) continue;
             if (plan_late(raw_[i], q_, same_[i], timing_, notes_, timed_[provider_of(i)])) xs.push_back(x);
             else done_[x] = -1;
         }
