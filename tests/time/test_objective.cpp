@@ -388,6 +388,6 @@ TEST_CASE("time objective: tables the time limit leaves unplanned in a later tie
                                             " --collective allreduce --size 1K..4G:8 --timeout " + std::to_string(t));
         CAPTURE(t);
         CHECK(r.code == 3);
-        CHECK(r.out.find("optimize --size: allreduce") != std::string::npos);
+        CHECK(r.out.starts_with("optimize --size: "));  // the fastest so far, or the bound alone when none was checked in time
     }
 }
