@@ -321,6 +321,7 @@ std::vector<Probe> nvls_sharp_cases() {
     return out;
 }
 
+#ifdef COLLSCHED_PYTHON_MODULE
 // ------------------------------------------------------------------------------------------------
 // The Python module: hostile values are collsched.InputError with the reason (a machine, its
 // links, groups and routers, compare's names, sizes), never silently truncated or "null".
@@ -361,6 +362,7 @@ std::vector<Snippet> python_snippets() {
 
 constexpr const char* python_ring = "param n = 4\\ntopology ring(n)\\ncollective allgather\\nfor t in 1 .. n - 1 {\\n  step t {\\n"
                                     "    for p in 0 .. n - 1 { send p -> (p + 1) % n msg b((p - t + 1 + n) % n) }\\n  }\\n}\\n";
+#endif
 
 }  // namespace
 
@@ -414,6 +416,7 @@ TEST_CASE("hostile fourth: reduce_scatter's bound with reduction in the network 
     MESSAGE("hostile campaign: [bounds] " << cases << " cases");
 }
 
+#ifdef COLLSCHED_PYTHON_MODULE
 TEST_CASE("hostile fourth: the Python module refuses hostile values with collsched.InputError") {
     const std::filesystem::path module = std::filesystem::path(COLLSCHED_BINARY).parent_path().parent_path() / "python";
     REQUIRE_MESSAGE(std::filesystem::exists(module / "collsched"), "the Python module is not built: " << module);
@@ -435,3 +438,4 @@ TEST_CASE("hostile fourth: the Python module refuses hostile values with collsch
     }
     MESSAGE("hostile campaign: [python] " << snippets.size() << " cases");
 }
+#endif
