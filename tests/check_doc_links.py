@@ -86,7 +86,7 @@ def main():
                 if not dest.exists():
                     bad.append(f"{where}: no such page")
                     continue
-                t = title.strip().rstrip(",.;:").lower()
+                t = title.strip().rstrip(",.;:").lower().replace("`", "")
                 heads = [re.sub(r"^[0-9]+\. ", "", h.lower().replace("`", "")) for h in info(dest)[0]]
                 if not any(h.startswith(t) for h in heads):
                     bad.append(f"{where}: no heading begins so")

@@ -1,5 +1,5 @@
 /** \file
- * Validators for the numbers given on the command line (docs/fuzzing.md, "Resource limits"):
+ * Validators for the numbers given on the command line (docs/fuzzing.md, "Resource policy"):
  * a number is accepted only when it is finite and in range, so `--timeout nan` cannot switch a
  * limit off and `--max-transfers -1` cannot wrap to 2^64 - 1. The message quotes the value
  * (shortened) and says what is accepted.

@@ -1,5 +1,5 @@
 /** \file
- * Reading an input file under the resource policy (docs/fuzzing.md, "Resource limits"): every
+ * Reading an input file under the resource policy (docs/fuzzing.md, "Resource policy"): every
  * file collsched reads as a whole (tables, per-rank files, schedules, graph files, catalogs) goes
  * through read_input_file, which refuses directories and devices with one line naming the file,
  * and stops at a size limit instead of reading `/dev/zero` until the memory runs out. Pipes are

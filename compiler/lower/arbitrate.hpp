@@ -1,6 +1,6 @@
 /** \file
  * The third pass of the lowering: the arbitration of the policies that decide when endpoint
- * sends cross their channels (docs/semantics.md, "Policies"). Under `fifo` every outgoing channel
+ * sends cross their channels (docs/dsl.md, "Lowering: from sends to hops"). Under `fifo` every outgoing channel
  * keeps a FIFO queue; `flood` is fifo with the sends of one message by one processor in one step
  * travelling as one multicast; `adaptive` is the Connection Machine router (Stanfill 1987), which
  * sends a waiting message over any channel that brings it one step closer. Under cut-through

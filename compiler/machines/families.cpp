@@ -1,5 +1,5 @@
 // The boxes `collsched machine FAMILY` knows: one row per product, with the vendors' figures and
-// where they come from (docs/topologies.md, "Machine families", cites the same sources).
+// where they come from (docs/topologies.md, "collsched machine", cites the same sources).
 #include "compiler/machines/machine.hpp"
 
 #include <fmt/format.h>

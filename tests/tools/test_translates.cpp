@@ -1,4 +1,4 @@
-// Least steps by translates (issue 28; docs/synthesis.md, "Translates of one processor"): on a
+// Least steps by translates (docs/synthesis.md, "Known schedules", translates of one processor): on a
 // machine with a checked translation group, the allgather's spanning tree and the total
 // exchange's messages of processor 0, moved to every processor, meet the counting bounds on the
 // machines of boxes; the three witnesses (direct checker, Z3 engine, simulator) agree on the

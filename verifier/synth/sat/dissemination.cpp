@@ -250,7 +250,7 @@ private:
         e_.notes.push_back(fmt::format("restriction: invariant under {} automorphisms ({} tied variables)", opt_.invariant.size(), n));
     }
 
-    /// Chunk order (docs/synthesis.md, "Chunks and rounds"): the chunks of one datum are
+    /// Chunk order (docs/synthesis.md, "Chunks, rounds and the Pareto frontier"): the chunks of one datum are
     /// interchangeable, so relabel them by their arrival at one goal (the farthest).
     void chunk_order() {
         std::size_t n = 0;
