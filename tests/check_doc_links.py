@@ -2,7 +2,7 @@
 """Checks that the docs hold together: every relative link of README.md and docs/*.md names a file
 that exists and, with #anchor, a heading of that file (GitHub's slugs); and every section the
 sources cite by title (docs/x.md, "Title" in a comment, a message or a --help text) begins a
-heading, or a bold run-in title of a paragraph or list item, of that page. Usage: check_doc_links.py SOURCE_DIR. Prints each broken one; exit 1 if any."""
+heading, or a bold term (a run-in title of a paragraph or list item), of that page. Usage: check_doc_links.py SOURCE_DIR. Prints each broken one; exit 1 if any."""
 import pathlib
 import re
 import sys
@@ -26,9 +26,8 @@ def headings(path):
         if line.startswith("```"):
             fence = not fence
             continue
-        bold = None if fence else re.match(r"(?:- |\d+\. )?\*\*([^*]+)\*\*", line)
-        if bold:  # a run-in title (a bold start of a paragraph or item) is a section a source may cite
-            titles.append(bold.group(1).strip())
+        if not fence:  # a bold term (a run-in title of a paragraph or item) is a place a source may cite
+            titles.extend(b.strip() for b in re.findall(r"\*\*([^*]+)\*\*", line))
         m = None if fence else re.match(r"#{1,6} (.*)", line)
         if m:
             titles.append(m.group(1).strip())
