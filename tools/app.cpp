@@ -1,6 +1,7 @@
 #include "tools/app.hpp"
 #include "tools/runs.hpp"
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -29,12 +30,22 @@ std::optional<std::string> unknown_subcommand(const CLI::App& app, const std::ve
 namespace {
 
 /// The closest of `names` to `word`, at most two edits away (or one for words of three letters
-/// or fewer), "" if none.
+/// or fewer); else the one that begins the word or that the word begins, at least four letters of
+/// it (`--protocol` for `--proto`, `--time` for `--timeout`), the nearest in length; "" if none.
 std::string closest(std::string_view word, const std::vector<std::string>& names) {
     std::string best;
     std::size_t best_d = word.size() <= 5 ? 2 : 3;
     for (const auto& n : names) {
         std::size_t d = support::edit_distance(word, n);
+        if (d < best_d) best_d = d, best = n;
+    }
+    if (!best.empty()) return best;
+    auto letters = [](std::string_view x) { return x.substr(std::min(x.find_first_not_of('-'), x.size())).size(); };
+    best_d = std::string::npos;
+    for (const auto& n : names) {
+        const std::string_view shorter = n.size() < word.size() ? std::string_view(n) : word;
+        if (letters(shorter) < 4 || !(word.starts_with(n) || std::string_view(n).starts_with(word))) continue;
+        const std::size_t d = n.size() > word.size() ? n.size() - word.size() : word.size() - n.size();
         if (d < best_d) best_d = d, best = n;
     }
     return best;

@@ -111,15 +111,22 @@ public:
         // block would pass 64 ops. Fewer ops per block, and blocks that run in parallel.
         // One K at a time: the busiest block's ops do not fall monotonically with K (on 16 GPUs and
         // 15,360 transfers 32 blocks give 350 ops, 144 give 125, 103 fit; doubling overshoots to 393).
-        const int chains = int(chain_ids_.size());
-        for (int K = std::min(chains, spread_blocks);; ++K) {
+        // at most the blocks every GPU runs at once (a wait spins until another block signals: resident_blocks)
+        const int chains = int(chain_ids_.size()), most = mscclpp::resident_blocks(1024) / opt_.instances;
+        for (int K = std::max(1, std::min({chains, spread_blocks, most}));; ++K) {
             Built b = build(K);
             trace("mscclpp plan: {} thread blocks a GPU, at most {} ops a block", K, b.max_ops);
-            if (b.max_ops <= 64) return b.plan.dump(2);
-            if (K >= chains)
+            if (b.max_ops <= 64 && K <= most) return b.plan.dump(2);
+            if (K >= chains && b.max_ops > 64)
                 detail::refuse_plan(t_, fmt::format("a thread block needs {} ops even with one chain of transfers per thread block; the executor "
                                        "allows 64 (MAX_OPERATION, execution_common.hpp:17)",
                                        b.max_ops));
+            if (K >= most)
+                detail::refuse_plan(t_, fmt::format("{} thread blocks a GPU ({} of {} instance{}) still leave a block {} ops, above the executor's 64 "
+                                       "(MAX_OPERATION, execution_common.hpp:17), and more would not all run at once on an A100 ({} "
+                                       "blocks of 1024 threads; docs/exports.md): fewer pieces or instances",
+                                       K * opt_.instances, K, opt_.instances, opt_.instances == 1 ? "" : "s", b.max_ops,
+                                       mscclpp::resident_blocks(1024)));
         }
     }
 

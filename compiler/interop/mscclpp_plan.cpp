@@ -1,5 +1,6 @@
 #include "compiler/interop/mscclpp_plan.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 
@@ -181,6 +182,33 @@ private:
 
 constexpr std::int64_t u32max = 0xffffffffLL;
 constexpr std::int64_t u8max = 255;
+
+/// Whether an op of `ops` spins until another block (of any GPU) acts: a wait, a semaphore acquire, a barrier of more
+/// than one block, or an LL packet read (the kernel polls the packet's flag: execution_kernel.hpp).
+bool spins(const std::vector<Op>& ops) {
+    for (const Op& op : ops) {
+        switch (op.code) {
+            case Code::wait:
+            case Code::rlxwait:
+            case Code::sem_acquire:
+            case Code::upkt:
+            case Code::rppkt:
+            case Code::repkt:
+            case Code::respkt:
+            case Code::recpkt:
+            case Code::recspkt:
+            case Code::gstorepkt: return true;
+            case Code::barrier:
+                if (op.num_threadblocks != 1) return true;
+                break;
+            case Code::pipeline:
+                if (spins(op.inner)) return true;
+                break;
+            default: break;
+        }
+    }
+    return false;
+}
 
 void Reader::op(const Value& j, const std::string& path, Op& op, bool inside_pipeline) {
     op.path = path;
@@ -493,6 +521,15 @@ private:
         const int T = int(tbs->items.size());
         std::vector<int> seen(std::size_t(T), -1);
         for (int t = 0; t < T; ++t) thread_block(gpu, tbs->items[std::size_t(t)], fmt::format("{}.threadblocks[{}]", gpath, t), t, seen);
+        // a GPU's blocks run as one grid (executor.cc:495-503): a block that spins (a wait, a barrier, an LL read) on one not
+        // yet started holds its SM for good, so the check's verdict needs them all resident at once (resident_blocks)
+        const int resident = resident_blocks(res_.plan.num_threads);
+        if (T > resident && std::any_of(gpu.tbs.begin(), gpu.tbs.end(), [](const Tb& tb) { return spins(tb.ops); }))
+            rd_.add("blind spot", gpath + ".threadblocks", tbs,
+                    fmt::format("{} thread blocks of {} threads, some of which wait on others: an A100 runs at most {} of them at "
+                                "once (108 SMs; __launch_bounds__(1024, 1), execution_kernel.hpp:801), and a block that spins on one "
+                                "not yet started never ends: the plan can deadlock on the GPU however its ops are ordered",
+                                T, res_.plan.num_threads, resident));
     }
 
     void gpu_channel(Gpu& gpu, const Value& jc, const std::string& cpath, int g) {

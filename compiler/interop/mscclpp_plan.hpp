@@ -30,6 +30,18 @@ enum class Buf : std::uint8_t { input, output, scratch };
 /// Channel kinds (execution_common.hpp:31-36; "none" is accepted by the parser and ignored).
 enum class Chan : std::uint8_t { none, memory, port, switch_ };
 
+/// The thread blocks of one launch that every GPU MSCCL++ runs on holds at once (docs/exports.md,
+/// "What `verify PLAN.json` decides"): the executor launches a GPU's blocks as one grid
+/// (executor.cc:495-503) and a wait spins until another block signals, so a plan is free of
+/// deadlock only if all of them run at once. The kernel is declared __launch_bounds__(1024, 1)
+/// (execution_kernel.hpp:801): it may use 64 registers a thread, and an SM's 65,536 registers hold
+/// floor(1024 / threads) of its blocks; an A100, the GPU with the fewest SMs among the data-centre
+/// GPUs MSCCL++ targets (sm_80 and up), has 108.
+inline constexpr int smallest_sm_count = 108;
+constexpr int resident_blocks(int threads_per_block) {
+    return smallest_sm_count * (threads_per_block >= 1024 || threads_per_block < 1 ? 1 : 1024 / threads_per_block);
+}
+
 char buf_letter(Buf b);
 std::string_view chan_name(Chan c);
 

@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/compare.hpp"
+#include "runtime/executor/executor.hpp"
 #include "runtime/simulator.hpp"
 #include "runtime/timing.hpp"
 #include "tests/rail_machine.hpp"
@@ -558,4 +560,35 @@ TEST_CASE("compose: alltoall on a rail network with switches as routers reaches 
     CHECK(cs[0].name.find("multipath alltoall") == 0);
     CHECK(cs[0].predicted_s <= 1.01 * 4 * GiB / 200e9);
     CHECK(verify_direct(cs[0].table).holds());
+}
+
+TEST_CASE("compose: on an executor the pieces are chosen in its time, the costs of a message included") {
+    // In the network's share h100rail4x8 allreduce at 64 KiB splits into 64 pieces (transfers of 64 bytes and less,
+    // above); on an executor every transfer pays its message and synchronization costs, and fewer pieces win.
+    const SynthInstance in = instance_with_model(machine("h100rail4x8"), "allreduce");
+    const std::vector<double> sizes{64 * KiB, GiB};
+    const std::vector<Candidate> ideal = time_candidates(in, sizes, std::chrono::steady_clock::time_point::max(), true);
+    REQUIRE_FALSE(ideal.empty());
+    for (ExecutorKind k : {ExecutorKind::nccl, ExecutorKind::mscclpp}) {
+        CAPTURE(to_string(k));
+        const TimeBasis basis{std::nullopt, builtin_executor(k)};
+        const std::vector<Candidate> cs = time_candidates(in, sizes, std::chrono::steady_clock::time_point::max(), true, 1, nullptr, basis);
+        REQUIRE_FALSE(cs.empty());
+        // each candidate's times are its table's on the executor: the fastest of its protocols
+        for (const Candidate& c : cs) {
+            const TimingPlan plan(c.table);
+            REQUIRE(c.seconds.size() == sizes.size());
+            for (std::size_t i = 0; i < sizes.size(); ++i)
+                if (!std::isnan(c.seconds[i])) CHECK(c.seconds[i] == time_on(plan, sizes[i], basis, TimeKind::asynchronous).seconds);
+            CHECK(verify_direct(c.table).holds());
+            CHECK(c.how.find(fmt::format("on executor {}", to_string(k))) != std::string::npos);
+        }
+        // the fastest at 64 KiB has fewer pieces than the network's share chose, and is faster on the executor than that
+        const auto small = std::min_element(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.seconds[0] < b.seconds[0]; });
+        const auto share = std::min_element(ideal.begin(), ideal.end(), [](const Candidate& a, const Candidate& b) { return a.seconds[0] < b.seconds[0]; });
+        CAPTURE(small->name);
+        CAPTURE(share->name);
+        CHECK(small->pieces < share->pieces);
+        CHECK(small->seconds[0] < time_on(TimingPlan(share->table), 64 * KiB, basis, TimeKind::asynchronous).seconds);
+    }
 }

@@ -345,3 +345,35 @@ TEST_CASE("hostile mscclpp: an integer field's message says what the executor's 
         CHECK(r.err.find("a number with a fraction or exponent") == std::string::npos);
     }
 }
+
+TEST_CASE("hostile mscclpp: more blocks than a GPU runs at once, some of them waiting, can deadlock on the GPU") {
+    // One barrier over every block of a GPU: it releases only when all have arrived, so the blocks must all be resident
+    // at once; an A100 holds 108 blocks of 1,024 threads (mscclpp_plan.hpp, resident_blocks). Blocks that never wait
+    // (copies only, the scale test above: 4,000 a GPU) finish whatever the GPU holds, and hold.
+    test::Scratch dir("hostile_mscclpp_resident");
+    auto plan = [&](int T, int threads) {
+        nlohmann::json gpus = nlohmann::json::array();
+        for (int g = 0; g < 2; ++g) {
+            nlohmann::json tbs = nlohmann::json::array();
+            for (int t = 0; t < T; ++t)
+                tbs.push_back({{"id", t},
+                               {"ops", {{{"name", "barrier"}, {"barrier_id", 0}, {"num_threadblocks", T}},
+                                        {{"name", "copy"}, {"src_buff", {{{"type", "i"}, {"index", t}, {"size", 1}}}}, {"dst_buff", {{{"type", "o"}, {"index", t}, {"size", 1}}}}}}},
+                               {"channels", nlohmann::json::array()}});
+            gpus.push_back({{"id", g}, {"input_chunks", T}, {"output_chunks", T}, {"scratch_chunks", 0}, {"threadblocks", tbs},
+                            {"channels", nlohmann::json::array()}, {"remote_buffers", nlohmann::json::array()}});
+        }
+        return dir.file(fmt::format("b{}_{}.json", T, threads), nlohmann::json{{"name", "barrier"}, {"collective", "custom"}, {"protocol", "Simple"},
+                                                                               {"inplace", false}, {"num_threads_per_block", threads}, {"gpus", gpus}}
+                                                                     .dump());
+    };
+    const test::Run fits = run("verify " + plan(108, 1024));
+    CHECK(fits.code == 0);
+    const test::Run over = run("verify " + plan(109, 1024));
+    CHECK(over.code == 1);
+    CHECK(over.out.find("109 thread blocks of 1024 threads, some of which wait on others: an A100 runs at most 108 of them at once") != std::string::npos);
+    CHECK(over.out.find("[blind spot]") != std::string::npos);
+    // blocks of 512 threads: two to an SM
+    CHECK(run("verify " + plan(216, 512)).code == 0);
+    CHECK(run("verify " + plan(217, 512)).code == 1);
+}

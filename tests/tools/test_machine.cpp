@@ -281,6 +281,9 @@ TEST_CASE("command line: did-you-mean on options and collectives, --size and --s
     CHECK(v.err == "collsched: error: unknown option --sise; did you mean --size?\n");
     auto m = run("machine dgx-h100 --boxs 2");
     CHECK(m.err == "collsched: error: unknown option --boxs; did you mean --boxes?\n");
+    // an option that a known one begins, or that begins one, four letters at least
+    CHECK(run("convert x.json --format mscclpp --protocol LL").err == "collsched: error: unknown option --protocol; did you mean --proto?\n");
+    CHECK(run("compile x.sched --outputfile y.json").err.find("did you mean --output?") != std::string::npos);
     auto z = run("verify --zzzzzz x.json");
     CHECK(z.err == "collsched: error: unknown option --zzzzzz (collsched verify --help lists the options)\n");
     auto j = run("verify --json --sise 4 x.json");

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
+#include "runtime/compare.hpp"
 #include "runtime/timing.hpp"
 #include "support/budget.hpp"
 #include "support/parallel.hpp"
@@ -112,9 +113,12 @@ std::vector<Candidate> time_candidates(const SynthInstance&, double size_bytes,
 /// can win, verifier/time/candidates.hpp). `jobs` threads build and time the shapes with one
 /// piece (each on its own) and the predictions of each larger table at the sizes; the answer does
 /// not depend on them. With `cores` (shared with other work running at once, support/parallel.hpp)
-/// every thread but the calling one runs only on a core it borrowed there.
+/// every thread but the calling one runs only on a core it borrowed there. Every time (the
+/// pieces each size chooses, `predicted_s`, `seconds`) is on `basis`: its link speeds, and on an
+/// executor other than ideal the fastest of its protocols (docs/time.md, "Optimizing on an
+/// executor": the per-message, synchronization and launch costs choose the pieces).
 std::vector<Candidate> time_candidates(const SynthInstance&, const std::vector<double>& sizes,
                                        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-                                       bool verify = true, unsigned jobs = 1, Cores* cores = nullptr);
+                                       bool verify = true, unsigned jobs = 1, Cores* cores = nullptr, const TimeBasis& basis = TimeBasis{});
 
 }  // namespace collsched::compose

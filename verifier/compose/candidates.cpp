@@ -88,6 +88,21 @@ constexpr std::uint32_t most_pieces = 64;
 constexpr std::size_t fill_budget = 13'000'000;
 constexpr std::uint64_t fill_bytes_per_transfer = 200;
 
+/// The asynchronous time of `plan` at `size` on `basis`: its link speeds, and on an executor other than ideal the
+/// fastest of the executor's protocols (the time objective runs each table in its fastest, as NCCL's tuner picks a
+/// protocol per size), so that the executor's per-message, synchronization and launch costs choose the pieces.
+double timed(const TimingPlan& plan, double size, const TimeBasis& basis) {
+    double best = std::numeric_limits<double>::infinity();
+    for (Protocol p : basis.protocols()) best = std::min(best, plan.asynchronous(basis.at(size, p)));
+    return best;
+}
+
+/// What the `how` of a candidate says its times are on: nothing for the network's share at the machine's speeds.
+std::string timed_on(const TimeBasis& basis) {
+    if (basis.ideal()) return basis.link ? ", at --link's speeds" : "";
+    return fmt::format(" on executor {}", basis.executor_name());
+}
+
 struct Decomposition {
     std::vector<std::vector<Node>> boxes;
     bool flat = false;
@@ -127,7 +142,7 @@ std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<N
 /// The longest any channel or link group is busy in the table at `size` (NCCL's, docs/time.md "Sizes"; bytes over bandwidth):
 /// a lower bound on its asynchronous time that does not depend on the number of pieces, which
 /// moves the same bytes over the same links.
-double load_bound(const SendTable& t, double size) {
+double load_bound(const SendTable& t, double size, const TimeBasis& basis) {
     const Topology& topo = *t.topology;
     const double chunk = datum_bytes(t.collective.kind, topo.processors(), size) / t.collective.chunks;  // NCCL's size (docs/time.md)
     std::vector<double> chan(topo.channels().size()), group(topo.groups().size());
@@ -136,7 +151,7 @@ double load_bound(const SendTable& t, double size) {
         for (std::uint32_t g : topo.groups_of(x.channel)) group[g] += chunk;
     }
     double most = 0;
-    const TimeOptions opt{size, std::nullopt};
+    const TimeOptions opt{size, basis.link};  // the links' bandwidths; an executor only lowers them
     for (std::size_t c = 0; c < chan.size(); ++c)
         if (chan[c] > 0) most = std::max(most, chan[c] / channel_speed(topo, ChannelId{static_cast<std::uint32_t>(c)}, opt).bandwidth);
     for (std::size_t g = 0; g < group.size(); ++g)
@@ -148,8 +163,9 @@ double load_bound(const SendTable& t, double size) {
 /// asked for (one TimingPlan per table): the choice of pieces differs per size, the tables do not.
 class ShapeTables {
 public:
-    ShapeTables(const SynthInstance& in, const std::vector<double>& sizes, unsigned jobs, Cores* cores)
-        : in_(in), sizes_(sizes), jobs_(jobs), cores_(cores) {}
+    ShapeTables(const SynthInstance& in, const std::vector<double>& sizes, const TimeBasis& basis, unsigned jobs, Cores* cores)
+        : in_(in), sizes_(sizes), basis_(basis), jobs_(jobs), cores_(cores) {}
+    const TimeBasis& basis() const { return basis_; }
 
     struct Entry {
         const Decomposition* d = nullptr;
@@ -211,7 +227,7 @@ public:
                 for (std::size_t i = 0; i < sizes_.size(); ++i)
                     if (std::isinf(e->seconds[i])) {
                         if (deadline.passed()) throw LimitReached("time limit (predicting a construction's table)");
-                        e->seconds[i] = e->plan->asynchronous(TimeOptions{sizes_[i], std::nullopt});
+                        e->seconds[i] = timed(*e->plan, sizes_[i], basis_);
                     }
             } catch (const LimitReached&) {
                 e->table.reset(), e->plan.reset(), e->seconds.clear(), e->applies = false, stopped_ = true;
@@ -260,7 +276,7 @@ private:
                 e.transfers = e.table->transfers.size();
                 trace("  {} transfers; timing plan", e.transfers);
                 e.plan.emplace(*e.table, deadline);
-                e.load = load_bound(*e.table, 1.0);
+                e.load = load_bound(*e.table, 1.0, basis_);
                 const auto t1 = Clock::now();
                 e.build_s = std::chrono::duration<double>(t1 - t0).count();
                 // each size's prediction on its own (the times do not depend on the threads)
@@ -293,7 +309,7 @@ private:
         const std::size_t n = sizes_.size() - std::min(from, sizes_.size());
         run_indexed(n, threads, [&](std::size_t x) {
             if (deadline.passed()) return false;
-            e.seconds[from + x] = e.plan->asynchronous(TimeOptions{sizes_[from + x], std::nullopt});
+            e.seconds[from + x] = timed(*e.plan, sizes_[from + x], basis_);
             return true;
         }, cores_);
         return n;
@@ -310,7 +326,7 @@ private:
     /// Of the 14 shapes of rail 128 x 8 allreduce, 11 lose at every size; the rings across the boxes lose by 2 to
     /// 100 times. The predictions made.
     std::size_t predict_or_skip(Entry& e, Deadline deadline) {
-        e.latency = e.plan->asynchronous(TimeOptions{1e-9, std::nullopt});
+        e.latency = timed(*e.plan, 1e-9, basis_);
         std::size_t made = 1;
         std::vector<std::size_t> by_size(sizes_.size());
         std::iota(by_size.begin(), by_size.end(), std::size_t{0});
@@ -329,7 +345,7 @@ private:
                 e.seconds[x] = std::numeric_limits<double>::infinity();
                 continue;
             }
-            e.seconds[x] = e.plan->asynchronous(TimeOptions{s, std::nullopt});
+            e.seconds[x] = timed(*e.plan, s, basis_);
             ++made;
             if (s > s1) s0 = s1, t0 = t1, s1 = s, t1 = e.seconds[x];
         }
@@ -363,6 +379,7 @@ private:
 
     const SynthInstance& in_;
     const std::vector<double>& sizes_;
+    const TimeBasis& basis_;
     unsigned jobs_ = 1;
     Cores* cores_ = nullptr;
     std::mutex best_lock_;
@@ -407,8 +424,8 @@ void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t
 }
 
 /// The chain of latencies of t's one piece (the time of its table with almost nothing to move; its own plan).
-double latency_of(Tried& t) {
-    if (t.latency < 0) t.latency = t.one->plan->asynchronous(TimeOptions{1e-9, std::nullopt});
+double latency_of(Tried& t, const TimeBasis& basis) {
+    if (t.latency < 0) t.latency = timed(*t.one->plan, 1e-9, basis);
     return t.latency;
 }
 
@@ -430,7 +447,7 @@ void past_budget(ShapeTables& tables, Tried& t, std::size_t i, const std::vector
             return;
         }
     }
-    if (t.seconds - t.load * sizes[i] <= 2 * latency_of(t)) return;
+    if (t.seconds - t.load * sizes[i] <= 2 * latency_of(t, tables.basis())) return;
     for (std::uint32_t k : {3u, 2u}) {
         // predicted at every size (the caller compares the candidates at all of them: it would predict the rest)
         const double need = tables.fill_seconds(one, k);
@@ -474,7 +491,7 @@ void drop_beaten(ShapeTables& tables, const std::vector<Tried>& tried, std::map<
 /// without routers (the DGX-1's cube mesh, switch boxes): there the flat ring in processor order
 /// may not apply and the rings use every link. Each ring carries `pieces` batches; pieces 1, 4,
 /// 16 while the time falls by more than 0.1 %.
-std::optional<Candidate> rings_candidate(const SynthInstance& in, double size, Clock::time_point deadline) {
+std::optional<Candidate> rings_candidate(const SynthInstance& in, double size, Clock::time_point deadline, const TimeBasis& basis) {
     const std::uint32_t P = in.topology->processors();
     const bool per_owner = in.collective.kind != CollectiveKind::allgather;
     auto build = [&](std::uint32_t chunks) -> std::optional<SendTable> {
@@ -499,12 +516,12 @@ std::optional<Candidate> rings_candidate(const SynthInstance& in, double size, C
     for (std::uint32_t pieces = 1; pieces <= 16 && Clock::now() < deadline; pieces *= 4) {
         std::optional<SendTable> t = build(rings * pieces * (per_owner ? P : 1));
         if (!t) break;
-        const double s = predict_time(*t, TimeOptions{size, std::nullopt}).asynchronous;
+        const double s = timed(TimingPlan(*t), size, basis);
         if (s >= best.predicted_s * (1 - 1e-3)) break;
         best = {fmt::format("rings ({} at once), {} piece{}", rings, pieces, pieces == 1 ? "" : "s"),
                 fmt::format("NCCL's ring algorithm on {} rings the machine runs at once (verifier/synth ring_schedule), {} batches per ring: the fastest "
-                            "of 1, 4, 16 at {} bytes (asynchronous time)",
-                            rings, pieces, size),
+                            "of 1, 4, 16 at {} bytes (asynchronous time{})",
+                            rings, pieces, size, timed_on(basis)),
                 pieces, std::move(*t), s};
     }
     if (best.table.transfers.empty()) return std::nullopt;
@@ -522,7 +539,8 @@ std::uint32_t next_pieces(std::uint32_t k, std::size_t transfers) {
 
 /// Alltoall on many shortest paths (alltoall.hpp) at C = 1, 4, 16, 64 chunks (within the budget):
 /// each size's fastest, once.
-std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline) {
+std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline,
+                                           const TimeBasis& basis) {
     std::vector<Candidate> out;
     std::vector<double> best(sizes.size(), std::numeric_limits<double>::infinity());
     std::vector<std::size_t> chosen(sizes.size(), 0);
@@ -536,7 +554,7 @@ std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::v
         std::vector<double> secs;
         bool better = false;
         for (std::size_t i = 0; i < sizes.size(); ++i) {
-            secs.push_back(plan.predict(TimeOptions{sizes[i], std::nullopt}).asynchronous);
+            secs.push_back(timed(plan, sizes[i], basis));
             if (secs[i] < best[i] * (1 - 1e-3)) best[i] = secs[i], chosen[i] = built.size(), better = true;
         }
         built.emplace_back(std::move(*t), std::move(secs));
@@ -549,23 +567,23 @@ std::vector<Candidate> alltoall_candidates(const SynthInstance& in, const std::v
         const std::uint32_t C = built[b].first.collective.chunks;
         out.push_back({fmt::format("multipath alltoall, {} chunk{}", C, C == 1 ? "" : "s"),
                        fmt::format("every message in {} chunks, each on one of the shortest paths between processors, the least loaded (by seconds at the "
-                                   "links' bandwidths); {} chunks: the fastest of 1, 4, 16, 64 at {} bytes (asynchronous time)",
-                                   C, C, sizes[i]),
+                                   "links' bandwidths); {} chunks: the fastest of 1, 4, 16, 64 at {} bytes (asynchronous time{})",
+                                   C, C, sizes[i], timed_on(basis)),
                        C, std::move(built[b].first), built[b].second[i]});
     }
     return out;
 }
 
 std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vector<double>& sizes, Clock::time_point deadline, bool verify,
-                                       unsigned jobs, Cores* cores) {
+                                       unsigned jobs, Cores* cores, const TimeBasis& basis) {
     const CollectiveKind kind = in.collective.kind;
     std::vector<Candidate> out;
-    if (kind == CollectiveKind::alltoall && !sizes.empty()) return alltoall_candidates(in, sizes, deadline);
+    if (kind == CollectiveKind::alltoall && !sizes.empty()) return alltoall_candidates(in, sizes, deadline, basis);
     if (sizes.empty() || (kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::allgather))
         return out;
     if (in.model.timing != Timing::hop || in.model.inject_once || in.topology->processors() < 2) return out;
     const std::vector<Decomposition> ds = decompositions(*in.topology);
-    ShapeTables tables(in, sizes, jobs, cores);
+    ShapeTables tables(in, sizes, basis, jobs, cores);
     std::vector<Tried> tried;
     // every shape with one piece, on the threads (the shapes after the first are not started past the deadline: keep
     // what is built; the first too stops at the deadline: on 4,096 GPUs its one-piece table alone ran past a 10 s
@@ -599,7 +617,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
             if (t.bound * (1 + 1e-3) >= best) continue;
             // what no number of pieces goes below: the busiest link's bytes, and the chain of
             // latencies of one piece (the time of the table with almost nothing to move)
-            t.bound = std::max(t.bound, latency_of(t));
+            t.bound = std::max(t.bound, latency_of(t, tables.basis()));
             if (t.bound * (1 + 1e-3) >= best) continue;
             refine(tables, t, i, at, deadline);
             best = std::min(best, t.seconds);
@@ -648,8 +666,8 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         });
         if (again) continue;  // one box of P and P boxes of one give the same direct exchange
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
-        std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 (or the most within 500,000 transfers; past them, 2 or 3) at {} bytes (asynchronous time)", shape_name(t.shape, kind),
-                                      t.d->what, e->pieces, sizes[i]);
+        std::string how = fmt::format("{} on {}; {} pieces: the fastest of 1, 4, 16, 64 (or the most within 500,000 transfers; past them, 2 or 3) at {} bytes (asynchronous time{})", shape_name(t.shape, kind),
+                                      t.d->what, e->pieces, sizes[i], timed_on(basis));
         // its times go with it, plan or not (the same table's: the caller predicts only the sizes missing, NaN)
         out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->seconds});
     }
@@ -657,7 +675,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
     if (in.topology->routers() == 0 && boxes.boxes.size() <= 1) {
         std::map<std::uint32_t, bool> seen;  // pieces
         for (double size : sizes)
-            if (std::optional<Candidate> r = rings_candidate(in, size, deadline); r && !seen[r->pieces]) {
+            if (std::optional<Candidate> r = rings_candidate(in, size, deadline, basis); r && !seen[r->pieces]) {
                 seen[r->pieces] = true;
                 out.push_back(std::move(*r));
             }

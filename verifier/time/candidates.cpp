@@ -179,7 +179,7 @@ void composed(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vec
     std::vector<double> sizes = q.sizes;
     if (sizes.empty()) sizes.push_back(1 << 20);
     // unchecked here: gather_candidates checks the tables that can win
-    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false, q.cores ? q.borrow : q.jobs, q.cores))
+    for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false, q.cores ? q.borrow : q.jobs, q.cores, q.basis()))
         out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table)), std::move(c.plan),
                        std::move(c.seconds)});
     if (Clock::now() >= q.deadline) notes.push_back("constructions for time: the time limit came before every shape and piece count was tried");
