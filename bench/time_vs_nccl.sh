@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # collsched's fastest schedule against what NCCL runs, per machine, collective and size (issue 43,
-# "Speed and quality"); docs/performance.md, "Time against NCCL", holds the current table.
+# "Speed and quality"); docs/performance.md, "Time against NCCL", summarizes the current table and
+# bench/results/time_vs_nccl.md holds every cell.
 set -euo pipefail
 
 usage() {

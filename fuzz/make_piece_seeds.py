@@ -9,7 +9,7 @@ it must hand to the whole-document path or to the reference reader: CRLF, transf
 lines, transfers before or between other fields, escapes, leading commas, one line, extra fields
 in transfers, and a few broken documents. Every seed stays under the harness's 16 KiB
 (fuzz/run.sh -max_len). The tables come from schedules compiled with COLLSCHED.
-See docs/fuzzing.md ("Corpus").
+See fuzz/README.md ("Corpus").
 """
 import json
 import os

@@ -2,7 +2,7 @@
 // property family (verifier/check/z3_engine_impl.hpp has the class; z3_engine_run.cpp runs it).
 #include "verifier/check/z3_engine_impl.hpp"
 
-// The encoding in one paragraph (details and soundness arguments: docs/z3-engine.md).
+// The encoding in one paragraph (details and soundness arguments: verifier/check/Z3_ENGINE.md).
 //
 // The table is a set of facts tr(i, step, channel, message) over bit-vector columns, the
 // topology is chn(channel, from, to, capacity), proc(node) and rtr(node), the collective is

@@ -1,6 +1,37 @@
 // The boxes of a machine and the candidates for a size (allreduce.hpp): every shape that applies,
 // each with the number of pieces that its predicted asynchronous time at the size prefers,
 // verified by the direct checker.
+//
+// How the pieces and the sizes are chosen (moved from docs/synthesis.md; the user's summary stays there):
+//
+// **Sums sent to many, one destination a step.** Direct allgathers send each owner's sum to one
+// member per logical step (m to m + 1, m + 2, ...): through a router under replicate=no departures
+// forward copies first in first out (docs/time.md, "Routers and copies"), so K - 1 copies in one step
+// would all leave on the lowest channel first (rail 128 x 8 allreduce, one piece: 16 MiB 176 us, 1 GiB
+// 10.8 ms, bounds 168 us, 10.7 ms); between GPUs joined by channels it spreads the sends (h100rail 16
+// x 8 at 16 MiB: 82.8 us, bound 81.3 us). Under replicate=yes the sends stay in one step (rail 16 x 8
+// with routers at 1 GiB: 10.157 ms against 10.206 ms). The timing plan chains a sum sent over several
+// steps to its condition in the step before (runtime/timing.cpp, `chain_next`): 2K entries, not K^2.
+//
+//
+// **Choosing k.** A transfer pays no per-message overhead, so time falls with k towards max(W_n, W_e)
+// + L. k runs over 1, 4, 16, 64 while the time falls by more than 0.1 % and the table stays under
+// 500,000 transfers (else the most pieces within it: rail 16 x 8 with routers: 7). A shape is refined
+// only while its bound is below the best time and it is within 1 % of the best shape at equal pieces
+// (a heuristic, not a claim of optimality). Each table is built once and predicted at every size from
+// the first that asks for it. Threads (`--jobs`, on cores the other providers leave: `Cores`,
+// support/parallel.hpp) build and time the one-piece tables; results do not depend on them
+// (tests/tools/test_compose.cpp).
+//
+// **Past the transfer budget (1,024 GPUs).** One piece there is 2 to 4 million transfers. Per size
+// the fastest shape gets three pieces if its time above its busiest link's bytes exceeds twice its
+// latency chain (else two), within 13 million transfers, when the time and memory left (200 bytes a
+// transfer) cover it: rail 128 x 8 at 1 GiB, allreduce 10.821 / 10.741 / 10.697 ms with 1 / 2 / 3
+// pieces (NCCL's ring bound 10.735); reduce_scatter 5.36 ms, allgather 5.35 ms (bound 5.37). One-piece
+// shapes past the budget skip a size where their latency chain, busiest link or the line through their
+// last two times (a heuristic guess, by 10 %) exceeds another shape's time, and a shape slower
+// everywhere is dropped. Lowering stops at three quarters of the memory budget ("memory limit (lowering
+// a composition's plan)").
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -1,4 +1,13 @@
 // Lowering a plan of logical sends to a send table (plan.hpp).
+//
+// Lowering (moved from docs/synthesis.md; the user's summary stays there):
+//
+// **Lowering** (`compose/plan.cpp`). A shape is a list of logical sends (step, from, to, item); an item
+// is a reduction chunk (the sender's buffer: `resolve_partials`, as `partial(p, c)`) or allgather's
+// b(p, c). A logical step takes as many physical steps as its longest route, each physical step the
+// rounds its busiest channel, group or port needs (the asynchronous time depends on neither). A route
+// through another processor is refused (it would combine there). Under replicate=yes transfers of one
+// message on one channel in one step are kept once.
 #include "verifier/compose/plan.hpp"
 
 #include <algorithm>

@@ -1,4 +1,21 @@
 // nccl_ring_time_bound: NCCL's ring's time bounded from its routes (verifier/time/nccl_bounds.hpp).
+//
+// The two terms (moved from docs/time.md; the statement stays there):
+//
+// - **Busiest resource.** Ring position i's route carries `span x pieces` transfers (span = 2(P - 1)
+//   allreduce, P - 1 otherwise). A channel or group holds each of its n transfers b / B, one at a time (rule
+//   3), so its last leaves n b / B after its first started and arrives alpha later; the first cannot start
+//   before its sender can hold data (0 at a processor; at a router the least sum of leg times from a
+//   processor). Time >= first + n b / B + alpha.
+// - **Longest chain.** In runRing a chunk moves from position q + 1 through `span` positions. A reduction's
+//   partial leaves a position (and each relay: PXN's GPU, a rail switch) only when every value of its chunk
+//   that reached the sender earlier and may be part of it has arrived, and the leg before carries a subset
+//   (at a forwarding router its departure waits for its crossing's copy): the chain is the sum of its legs.
+//   An allgather's datum leaves a processor once its first copy arrived, so a relay holding it from an
+//   earlier crossing sends at once (the earliest arrival of any copy; a node not reached counts 0: weaker,
+//   still a bound). A replicate=no router forwards this crossing's copy: crossings of one router come in
+//   step order, each departure before the next arrival, so FIFO pairs each with its own (a multicasting
+//   switch shares copies within a step only, so the same holds). Under replicate=yes a router is a relay.
 #include "verifier/time/nccl_bounds.hpp"
 
 #include <algorithm>

@@ -1,4 +1,39 @@
 // Lower bounds on time: the terms per collective, their value at a size, and their text.
+//
+// The proofs (moved from docs/time.md; the statement stays there):
+//
+// **Lemma 1 (what an arc carries).** In the capacity network give arc a the bandwidth B_a of its channel
+// or group (a port: its channels' sum) and alpha_a the least latency of its channels. In a run ending at
+// T, a carries at most B_a max(0, T - alpha_a) bytes. *Asynchronous:* a transfer holds its resources
+// b/B, one resource's transfers never overlap, and it arrives alpha_e >= alpha_a after its last byte, by
+// T: so its holding lies in [0, T - alpha_a]. *Synchronous:* a step in which a carries L_a lasts D_s >=
+// alpha_e + L_a/B_a, so L_a <= B_a (D_s - alpha_a); summed, <= B_a (T - alpha_a).
+//
+// **Lemma 2 (a cut).** If every run moves at least D bytes over the arcs of a set A (a byte counted per
+// arc crossed), then T >= T*(D), the least T with sum over A of B_a max(0, T - alpha_a) >= D; T* >= D /
+// sum B_a + min alpha_a. Latency is added **inside** a cut term, where Lemma 1 proves it; terms combine
+// by **max** only (pipelining overlaps latency and bandwidth). A byte inside a set S and later outside
+// crossed an arc leaving S.
+// In the cuts around a processor or a set (the rooted cuts: broadcast, reduce, scatter, gather, and
+// the cuts with reduction in the network), the bytes counted must reach a processor on the far side,
+// so alpha_a is the least over the channels e through a of alpha_e + d(head of e), d(v) the least
+// latency from v on to any processor (0 at a processor): what crosses into a router (SHARP's rail
+// switch, 1.35 us in and 1.35 us out) is held by no processor before its next hop, and the router
+// adding or copying it does not shorten that hop.
+//
+//
+// **Allreduce: one-way gossip on partitions.** Fix a byte x and a partition of the processors into N >= 2
+// sets V_i with regions R_i (R_i ∩ P = V_i; regions may share routers). A *delivery* carries a value from
+// a processor to one of another set (a chain of transfers; a router's copy starts its own); let it carry
+// all its sender's set has seen at x, which only adds knowledge. Order deliveries by arrival; let X be
+// the first set to have seen all N contributions, after delivery k. (i) Every other set's contribution
+// left it by k: N - 1 deliveries from distinct sets. (ii) Delivery k changed X only, so the N - 1 others
+// each need a delivery after k: N - 1 into distinct sets. Deliveries of (i) are distinct transfers (no
+// combining in the network); one of (ii) into set i differs from one of (i) into i (it brings something
+// new). So each byte needs 2(N - 1) transfers entering the regions, at least one each; over M bytes, by
+// Lemma 2:
+//
+//     T >= T*(2(N-1) M) on the entering arcs of all regions together,  and  T >= T*(M) on those of each region.
 #include "verifier/time/time_bound.hpp"
 
 #include <algorithm>

@@ -1,4 +1,24 @@
 // The cut bound on rounds per chunk by max flow and Newton's method on the ratio.
+//
+// The network and the search (moved from docs/synthesis.md; the user's summary stays there):
+//
+// **The network of one round.** Vertices: nodes, plus one per link group and port. A group whose
+// channels all leave u is a vertex G behind u (arc u -> G, the group's capacity); all entering v, a
+// vertex H in front of v; a single port is its processor's outermost group; nested groups chain.
+// Channel u->v is one arc between the innermost group vertices (or nodes), with its capacity. So
+// flows are exactly the per-round loads within channel, group and port limits, and a cut's capacity
+// is what can cross it per round. Relaxed (the bound stays a bound; the certificate says `"exact":
+// false` and lists them): a group of several senders and receivers becomes a switch vertex Gi -> Go;
+// overlapping non-nesting groups keep a laminar part; `ports=half` counts as single. All files in
+// schedules/machines are exact.
+//
+//
+// The search is Dinkelbach's: from the best single-processor cut, x = p/q; a flow that falls short
+// gives by its minimum cut a set with a larger ratio, the next x; when none falls short x is the
+// maximum and the last S its certificate (integers throughout). Allgather's sinks are one processor
+// per **orbit**, from permutations of generated machines' shapes (rotation in blocks of B, shift by
+// B, XOR with a power of two) that pass `AutomorphismCheck` before merging orbits. A multibox or rail
+// machine is one orbit: two or three max flows at any size.
 #include "verifier/synth/bounds/bandwidth.hpp"
 
 #include <algorithm>

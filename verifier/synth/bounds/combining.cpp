@@ -1,5 +1,31 @@
 // The lower bounds of combining and the buffer rule's infeasibility (bounds/combining.hpp;
 // docs/synthesis.md, "The direct encoding of combining").
+//
+// Derivations (moved from docs/synthesis.md; the user's summary stays there):
+//
+// **When no schedule exists at all** (`buffer_rule_infeasible`, bounds/combining.cpp). A buffer only
+// grows and must end as the goal, so it never holds a contribution its goal lacks, and a sent buffer
+// includes the sender's own contribution. So a partial holding a(i) passes from k only to a processor
+// whose goal holds a(i) and a(k) (one without a goal takes anything). `optimize` and `pareto` search
+// these relay graphs (per contribution and distinct goal pattern) before any solve; an unreached goal
+// processor means no schedule at any steps, chunks or rounds: `infeasible`, exit 1, naming the
+// processor, the contribution and what was reached. Only scan can fail it: on tori, meshes and
+// hypercubes it does (torus:3x3: a(1) cannot reach processor 3, whose neighbours are 0, goal a(0),
+// and 4, 5, 6, whose contributions 3 may never hold); rings and complete graphs pass. The condition is
+// necessary for any schedule; tests/tools/test_reduce_direct.cpp confirms it with the solver (without
+// routers a step where no buffer grows can be cut, so a schedule exists iff one of at most sum_p
+// (|goal_p| - 1) steps does: 36 on torus:3x3, 6 on hypercube:2, both UNSAT). Skipped above 4096
+// processors or 2^30 relay-edge visits.
+//
+// The transfers bound (rule "receptions, departures and transfers"):
+// - *transfers*: a chunk every processor must complete (allreduce) is a one-way gossip, which needs
+//   2(P-1) transfers. Proof: order the chunk's transfers by step and let each carry all its sender has
+//   seen. Let x be the first to have seen all P contributions, after transfer k: the n-1 others'
+//   contributions left their sources in n-1 transfers from distinct senders up to k, and each of the
+//   n-1 others still needs an arrival after k. Other chunks need max(sources a goal needs, goals
+//   beyond their own contribution). The sum N over chunks is at most min(K_in, K_out) per step: T >=
+//   ceil(N / min(K_in, K_out)). Processors only (a combining router would be a participant). Allreduce
+//   with C = P and equal limits k: ceil(2C(P-1) / (P k)), Patarasuk and Yuan's 2(P-1)/P in steps.
 #include "verifier/synth/bounds/combining.hpp"
 
 #include <algorithm>

@@ -4,6 +4,19 @@
 // construction applies: first fit per message (personal, free routes), flooding
 // (dissemination), end-to-end sends, each verified by the direct checker before it is used
 // (verifier/synth/constructions/known.cpp).
+//
+// How the greedy synthesizer runs (moved from docs/synthesis.md; the user's summary stays there):
+//
+// TACOS's idea (Won et al., MICRO'24) on collsched's model. Step by step on the time-expanded
+// network: processors from a seeded offset, each one's out-channels from a seeded offset; every
+// channel with room (capacity, link groups, both ends' ports: `StepResources`) takes the oldest chunk
+// its sender held before the step that its receiver neither holds nor gets this step (allgather,
+// broadcast). A per-channel cursor into the sender's holdings reads each holding about once per
+// channel; a sender stops at its send budget. Alltoall: messages follow the topology's routes,
+// waiting at processors, each channel sending from a FIFO of messages whose next hop it is (the
+// channel towards u + s in step s; on a complete graph a shift). reduce_scatter and reduce are the
+// greedy allgather and broadcast reversed. Processors only, hop timing, one round per step; else exit
+// 2. Deterministic per seed; verified before reported.
 #include "verifier/synth/constructions/greedy.hpp"
 
 #include <algorithm>

@@ -1,4 +1,18 @@
 // Allgather by translates of one labelled tree set under a checked group Z_B x Z_K.
+//
+// The greedy over the quotient (moved from docs/synthesis.md; the user's summary stays there):
+//
+// **Translates of one tree set** (`translate_packing.cpp`, allgather). If Z_B x Z_K acts on x = B b +
+// i by adding to box b and index i (B = P: a ring; B = 8: the multibox, rail and H100 machines; tori
+// a x b: B = b) and both generators pass `AutomorphismCheck` (`translation_box`), every datum follows
+// the same C trees moved by its origin. Channel u->w then carries in step s one chunk per tree edge of
+// step s with difference w - u, so the table is valid iff per step (a) the edges of each difference d
+// number at most cap(d), (b) the edges whose differences lie in a link group (or port) at most its
+// capacity, with multiplicity: a broadcast of C chunks in a quotient of P elements. A greedy fills it
+// step by step (scarcest class of differences first; within it the (tree, node) fewest classes can
+// reach, then the tree with most left, then seeded); restarts until the cut's least steps or 64
+// without improvement. Multibox and rail 2x8 .. 128x8: S = N-1 with C = 2, R/C = (N-1)/2, the cut
+// around one GPU: **proved bandwidth-optimal**.
 #include "verifier/synth/constructions/translate_packing.hpp"
 
 #include <algorithm>

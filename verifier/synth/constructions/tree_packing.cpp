@@ -1,4 +1,14 @@
 // Spanning out-trees of every chunk, packed into steps by one max flow per step.
+//
+// The packing (moved from docs/synthesis.md; the user's summary stays there):
+//
+// **One max flow per step** (every other network of processors): each step the network, processors
+// split into sending and receiving sides, carries as many chunks as it can from holders to
+// processors lacking them; each receiver takes per unit a chunk its sender holds, preferring one no
+// other neighbour holds or receives now, then the rarest (ties by a hash of (chunk, receiver, step)
+// or not: both tried); unusable units go back and the next flow reroutes, until a flow adds nothing.
+// Where the network relaxes the model, a unit is taken only if the channel, its groups and the ports
+// stay within their exact budgets.
 #include "verifier/synth/constructions/tree_packing.hpp"
 
 #include <algorithm>

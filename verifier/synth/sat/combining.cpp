@@ -14,6 +14,34 @@
 // b_k = h[.][t]. An arrival is legal when it is disjoint from the buffer it meets (combine) or
 // covers it (copy): x_j -> d_j or k_j with d_j -> no s in both, k_j -> every s of the buffer
 // in the partial. In both cases the buffer becomes the union, which is what b_j says.
+//
+// Variables, clauses and exactness (moved from docs/synthesis.md; the user's summary stays there):
+//
+// **Variables** (C chunks, P processors, horizon H):
+//
+// - `x[c][e][t]`: chunk c crosses channel e in step t. One per (c, e, t): a second copy carries the
+//   same partial, arrives after the first made the buffer cover it, and changes nothing.
+// - `h[c][v][s][t]`: the buffer of c at v contains a(s,c) after step t; `h[c][v][v][t]` true,
+//   `h[c][v][s][0]` false for s ≠ v, false while t < dist(s, v).
+// - per step, over v's in-channels in channel-id order (the table order), the buffer after the j-th
+//   arrival `b_j[s]` (`b_0 = h[.][t-1]`, `b_k = h[.][t]`), and two case variables.
+//
+// **Clauses.** Arrival j over u -> v: `b_j[s] <-> b_{j-1}[s] or (x_j and h[c][u][s][t-1])`. Legality:
+// `x_j -> d_j or k_j`; `d_j -> not (h[c][u][s][t-1] and b_{j-1}[s])` (disjoint: combine); `k_j ->
+// (b_{j-1}[s] -> h[c][u][s][t-1])` (covers: copy). Capacity per channel and step (times the step's
+// rounds), link groups alike; single ports one send and one receive, half one in all. Goals at T
+// under `deadline[T]`: `h[c][p][s][T]` for s <= hi and its negation for s > hi per goal (c, hi, p)
+// (`Collective::for_each_partial_goal`: allreduce every p and c with hi = P-1; reduce_scatter the
+// block's owner; reduce the root; scan hi = p, so the buffer must not hold more).
+//
+// **Exactness.** Replaying the buffer rule on a model's transfers gives `b_j` by induction, every
+// arrival legal, limits and goals hold: the table verifies. Any verifying table reduces to one
+// transfer per (chunk, channel, step) and sets every variable. So UNSAT at T-1 plus a witness at T
+// proves T over **every schedule of C chunks under the buffer rule, any route, one partial per chunk,
+// channel and step** (`search:`). The decoder writes `partial(sender, c)` references, resolves them by
+// replaying the rule (compiler/table/partials.cpp, `resolve_partials`) and verifies; the tests check
+// witnesses with Z3 and the simulator and compare UNSAT answers on four tiny instances with an
+// enumeration of every table of T-1 steps.
 #include <algorithm>
 #include <limits>
 #include <optional>

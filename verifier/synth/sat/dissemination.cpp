@@ -1,5 +1,67 @@
 // The encodings over holdings and crossings (docs/synthesis.md): dissemination and free_route
 // (hold[i][v][t], cross[i][c][t]), and end_to_end (fixed routes, one start per message and goal).
+//
+// Exactness and clauses (moved from docs/synthesis.md, "What is encoded"; the user's summary stays there).
+//
+// One copy along one walk is enough (personalized messages):
+//
+// Take a table completing a personalized collective by T. For each m(s,d) follow the copy that
+// reaches d first backwards (at a holder: its first arrival there; at a queue-free router: the
+// arrival of the step before; under `replicate=no`: the FIFO-matched arrival) to s: a *chain*, one
+// copy on one walk with increasing steps. Delete every other transfer of m. Capacities and ports
+// only lose load, causality holds along the chain, a router sees one arrival then one departure per
+// visit (`replicate=no` and `queues=none` hold), completion is unchanged. So the optimum over all
+// tables equals the optimum over chain tables, and an encoding that admits every chain table and
+// decodes every solution to a valid table is exact for route space `any`. Replicate is irrelevant.
+//
+// Free route: holding and crossing per message:
+//
+// The dissemination encoding below with one goal per message. Holders are processors and routers with
+// `queues=unbounded` (either `replicate`: a chain visits a holding router once); through a queue-free
+// router a send in step t needs an arrival in t-1. `cross[m][u->v][t]` exists only for dist(s,u)+1 <= t
+// <= H - dist(v,d), never out of d nor into s, and `hold[m][v][t]` only where dist(s,v) + dist(v,d) <= H
+// (a chain cannot be faster). Dominance: no transfer of m into a holder that holds it. Capacity per
+// channel and step, ports per processor and step, goals `deadline[T] -> hold[m][d][T]`. Decoding keeps
+// per message the chain back from the goal's first arrival. Every chain table satisfies the constraints
+// and every solution decodes to one: exact for `any`.
+//
+// Dissemination: holding and crossing:
+//
+// `hold[m][v][t]` for holders v (processors; routers when replicate=yes and queues unbounded) from
+// dist(origin, v) (the origin holds from 0), `cross[m][u->v][t]` from dist(origin, u)+1, never into the
+// origin. A crossing needs the sender to hold m the step before (out of a queue-free replicating router:
+// an arrival the step before); holding is exact (kept once held; held only if held before or arrived).
+// Dominance: no crossing into a holder that already holds m (such a transfer can be deleted from any
+// schedule, so one copy per channel and step suffices: Booleans). Capacity, ports, goals as above;
+// decoding keeps what leads to a goal.
+//
+// End-to-end (ideal fat tree):
+//
+// `send[m][p][q][s]`: p sends a copy of m to processor q in step s, crossing the route's channels in s,
+// s+1, ..., arriving at a = s + 2h - 1 (h: height of the lowest common ancestor); p must hold m at s-1,
+// q holds it from a, no send to a q already holding m; capacity per channel and step over the sends
+// crossing it then; single ports one send and one arrival per processor and step, half one of the two.
+//
+// Implied constraints (--no-implied leaves them out; each follows from the constraints, no answer changes):
+// - Free route: processor p holds at most (receive capacity) x t of the messages destined to it after
+//   step t; half duplex without routers, all goal holdings after t at most floor(P/2) x t.
+// - Dissemination and end-to-end: a processor holds at most `init + k*t` messages after step t.
+// - Dissemination, half duplex without routers: at most floor(P/2) new holdings per step (makes the
+//   ring:5 T = 9 pigeonhole immediate).
+//
+// Symmetry breaking for free_route is rule 1 (time shift) of personal.cpp's comment.
+//
+// Chunks and rounds (free_route and dissemination only; horizon H, R rounds in all):
+// - Step t's rounds r_t = 1 + the number of true `extra[t][i]` (i < E = R - H, order encoded, at most
+//   E true in all); a load limit k per round in step t becomes `sum(load) <= k * r_t`.
+// - Implied: per processor, goal messages held after t at most `k * rounds(1..t)` and at least `goals
+//   - k * rounds(t+1..H)` (personalized: its own messages sent, likewise); at most `(sum of capacities)
+//   * R - sum of distances` hops move a message no closer to its goal.
+// - Symmetry: chunks of one datum are interchangeable, so they arrive at the farthest goal in order:
+//   `hold[c+1][g][t] -> hold[c][g][t]`. The time shift stays sound (drop an empty first step, append
+//   an empty one-round step: R unchanged).
+// - Decoding gives each step the least rounds its transfers need (largest ceil(load / capacity), at
+//   least 1); the table is verified with those rounds.
 #include "verifier/synth/problem/internal.hpp"
 #include "verifier/synth/sat/encode.hpp"
 

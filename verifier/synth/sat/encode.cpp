@@ -4,7 +4,7 @@
 // once for a largest horizon H; completion by T <= H is the assumption deadline[T]. The encodings
 // are one class each, a method per constraint family: personal in verifier/synth/sat/personal.cpp,
 // free_route, dissemination and end_to_end in verifier/synth/sat/dissemination.cpp, combining in
-// verifier/synth/sat/combining.cpp; docs/synthesis.md has the same text with the arguments for every
+// verifier/synth/sat/combining.cpp; each file comment has its encoding's clauses and the arguments for every
 // reduction.
 #include "verifier/synth/sat/encode.hpp"
 

@@ -1,6 +1,56 @@
-// The personalized encoding (EncodingKind::personal; docs/synthesis.md, "personal"): every
+// The personalized encoding (EncodingKind::personal; docs/synthesis.md, "What is encoded"): every
 // message on its fixed route, cut into segments where it may wait, each segment's start an order
 // encoding over its window of steps.
+//
+// Exactness and clauses (moved from docs/synthesis.md, "What is encoded"; the user's summary stays there).
+//
+// Fixed routes are exact on trees with queues:
+//
+// On fat trees (`bft`, `cbft`, `ebft`, `fattree`, `ideal`) and `linear:N` the route is the only
+// simple path. A chain from s to d crosses every channel of it, and the last crossing of each comes
+// after the last crossing of the one before (after its last crossing of channel j the walk stays on
+// d's side). Keeping only those last crossings gives a walk along the route with waits at its nodes:
+// valid where every node may hold (processors; routers with `queues=unbounded`). So `personal` is
+// exact for any route there (`fixed_routes_exact()`). Under `queues=none` it is not (a detour
+// through a neighbour is a wait), so those trees and `ideal` get `free_route`; their optima in
+// findings.md stand (counting bounds for any route).
+//
+// Personal: segment start steps, order encoded:
+//
+// A message with route c_1..c_k is cut into *segments*: a new one starts at hop j > 1 when the node
+// between c_{j-1} and c_j can hold (a processor, or a router with `queues=unbounded`). A segment's
+// trajectory is fixed by its start step (a queue-free router forwards in the next step), so **the only
+// variables are segment start steps** (on a queue-free fat tree one injection step per message; with
+// unbounded queues one per hop), each order-encoded over its window [j0+1, H-(k-1-j0)]. Segments of a
+// message keep their order; per channel and step the segments crossing it stay within its capacity;
+// `single` ports allow one send and one receive per processor and step, `half` one of the two;
+// completion is `deadline[T] ->` every last segment started by T - len + 1.
+//
+// Implied constraints (--no-implied leaves them out; each follows from the constraints, no answer changes):
+// - Personal, per channel or port with more uses than capacity (*cumulative capacity*): by step t
+//   at most `cap * (t - e + 1)` uses are done (e: earliest use) and at most `cap * (l - t)` remain
+//   (l: latest). Skipped above 64 hops per channel (ebft:64's root channels carry 1,024).
+//
+// Symmetry breaking (`--no-symmetry` leaves it out):
+//
+// Personal: rules 1 to 3; free route: rule 1 (a chain's k-th hop is at step >= k+1, so shifting stays
+// in the windows). Each rule is justified by a transformation mapping any schedule completing by T to
+// one satisfying it.
+//
+// 1. **Time shift**: some first hop happens in step 1 (if none, shift every transfer one step
+//    earlier; the constraints are shift-invariant and data is held from time 0).
+// 2. **Transitivity** (alltoall on bft, fattree, ideal): that hop is from processor 0 (the tree's
+//    automorphisms act transitively on leaves, preserving routes, distances, capacities and the
+//    goal set).
+// 3. **Child order** (alltoall around processor 0; scatter and gather around the root): for every
+//    router v whose subtree lacks the pivot p, with children a_1, a_2, ..., the earliest departure of
+//    a message tied to a leaf under a_i is at most that for a_{i+1} (tied to d: m(p,d) for alltoall
+//    and scatter, m(d,p) for gather): `by[m(p,d)][t] -> OR_{d' under a_i} by[m(p,d')][t]`. Argument:
+//    top-down, permute v's children (an automorphism fixing p) to sort their earliest departures;
+//    this permutes leaves inside subtree(v) only, so earlier rules stay true.
+//
+// Not used: time reversal (combining it soundly with rule 1 costs more than it saves), and
+// symmetry breaking for dissemination.
 #include "verifier/synth/sat/encode.hpp"
 
 #include <algorithm>
@@ -80,7 +130,7 @@ Tree tree_shape(const Topology& t) {
     return tr;
 }
 
-/// The personalized encoding (docs/synthesis.md, "personal"): every goal's message follows its
+/// The personalized encoding (docs/synthesis.md, "What is encoded"): every goal's message follows its
 /// fixed route, cut into segments at the nodes where it may wait; a segment's start is an order
 /// encoding over its window of steps. One method per constraint family, called in order by
 /// encode().

@@ -1,3 +1,15 @@
+//
+// Why the optimum is the dual's (moved from docs/synthesis.md, "Reductions by duality"; reduce_scatter; reduce is C = 1):
+//
+// - *Lower bound.* In a reduce-scatter of T steps under the buffer rule every contribution a(p, c)
+//   reaches c along a chain of transfers of partials containing it, steps increasing. Reverse each
+//   chain in time (t -> T + 1 - t) and direction: b(c) goes from c to every p. The reversed chains use
+//   a subset of the reversed transfers, one chunk each, so capacities and single or half ports (sends
+//   and receives swap) hold: an allgather of T steps on the same (symmetric) network.
+// - *Upper bound.* Keep the allgather witness's first arrival of every b(c) at every processor (an
+//   arborescence from c) and reverse it: v sends its partial of c once, after every partial of its
+//   subtree arrived (children received later, so send earlier), every combine of disjoint sets. The
+//   driver verifies the result.
 #include "verifier/synth/search/duality.hpp"
 
 #include <algorithm>

@@ -1,4 +1,27 @@
 // Hierarchical synthesis for machines of boxes (verifier/synth/search/hierarchical.hpp).
+//
+// How it builds (moved from docs/synthesis.md; the user's summary stays there):
+//
+// - **Boxes.** The components of the fastest channels (largest bandwidth of `link_types`), which
+//   must be K >= 2 runs of B >= 2 consecutive processors (p is GPU p mod B of box p / B). Else exit 2
+//   with the reason (no speeds, routers, other shapes).
+// - **Two sub-machines.** Box 0 (its B processors and channels between them) and rail 0 (the K
+//   processors of index 0 and the channels between them), link groups cut to them. Every box must be
+//   box 0 renumbered (p -> p + bB) and every rail rail 0 (p -> p + j), compared by canonical graph
+//   text; else refused naming the one that differs.
+// - **Exact phases.** The collective (allgather for allgather and reduce_scatter; alltoall) on each
+//   sub-machine by `optimize` itself (a third of the time left each); multibox and rail 4 x 8: box
+//   phase 7 steps, rail phase 3, both proved. Each runs on every box (rail) at once, renumbered.
+// - **Compositions.** Allgather: chunks of local index < l inter-box first, the others intra-box
+//   first (l = 0..B; for 0 < l < B three orders: intra first, inter first, interleaved): 23 for B = 8.
+//   Alltoall: m((b, i), (b', i')) with b != b', i != i' inter-box first when (i' - i) mod B <= l, the
+//   same orders, one-hop messages first or last: 40 for B = 8. Each copy is the phase's schedule with
+//   messages renamed (transfers of messages it does not carry dropped: each message's chain is its
+//   own). reduce_scatter (C = P) is the composed allgather reversed. Allreduce is not done.
+// - **Compaction.** Laid out phase after phase (62 steps for 4 x 8 allgather, 94 alltoall), valid by
+//   construction; then each transfer in layout order moves to the earliest step where its sender holds
+//   the message and its channel, link groups and ports have room (up to 4 passes while completion
+//   falls); a transfer to a holder is dropped. Phases overlap where their links differ.
 #include "verifier/synth/search/hierarchical.hpp"
 
 #include <unistd.h>

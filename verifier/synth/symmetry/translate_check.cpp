@@ -1,4 +1,15 @@
 // The check of an allgather's translates in the quotient (verifier/synth/symmetry/translate_check.hpp).
+//
+// The check (moved from docs/synthesis.md; the user's summary stays there):
+//
+// - **Check.** `symmetry/translate_check.cpp` checks the tree edges instead of the P x E transfers:
+//   both generators pass `AutomorphismCheck` again; every edge is a channel; its sender holds the
+//   chunk before its step; every processor receives it exactly once; per step the edges of each
+//   difference within its channels' capacity, every link group within its capacity (summing its
+//   channels of each edge's difference), at most one edge under single ports. It shares no code with
+//   the construction; `test_translates.cpp` holds it to the direct checker on five machines'
+//   expanded tables and on mutated trees (an edge left out, an edge before its sender holds the
+//   chunk, two edges out of one GPU in one step).
 #include "verifier/synth/symmetry/translate_check.hpp"
 
 #include <map>
