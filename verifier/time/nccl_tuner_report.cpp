@@ -61,13 +61,13 @@ std::string tuner_text(const TunerConfig& cfg) {
     std::string out = fmt::format("NCCL tuner configuration for {}: {} nodes, {} ranks; executor {} (gains within {:.0f} % are ties)\n",
                                   cfg.machine, cfg.nodes, cfg.ranks, cfg.executor, 100 * cfg.error);
     for (const TunerCollective& c : cfg.collectives) {
-        out += fmt::format("{}:\n  {:<26} {:<28} {:<34} {}\n", tuner_collective_name(c.kind), "bytes", "line (algorithm protocol channels)",
+        out += fmt::format("{}:\n  {:<22} {:<34} {:<36} {}\n", tuner_collective_name(c.kind), "bytes", "line (algorithm protocol channels)",
                            "NCCL's own pick", "gain");
         for (const TunerRange& r : c.ranges) {
             const std::string bytes = fmt::format("{}..{}", support::format_bytes(static_cast<double>(r.min_bytes)),
                                                   support::format_bytes(static_cast<double>(r.max_bytes)));
             const std::string line = r.line ? fmt::format("{} {}", choice_text(*r.line), r.line->channels) : "tie: NCCL's own choice stays";
-            out += fmt::format("  {:<26} {:<28} {:<34} {}\n", bytes, line, nccl_picks(c, r), gains(c, r));
+            out += fmt::format("  {:<22} {:<34} {:<36} {}\n", bytes, line, nccl_picks(c, r), gains(c, r));
         }
         for (const std::string& n : c.notes) out += fmt::format("  note: {}\n", n);
     }
