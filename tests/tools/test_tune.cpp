@@ -160,7 +160,7 @@ void check_file(const Tuned& t) {
 
 TEST_CASE("tune: every line reads as plugin.c reads it, the ranges cover the grid, lines only outside the model's error") {
     collsched::test::Scratch dir("tune_format");
-    const Tuned t = tune("h100rail2x8", "--sizes 1K..16G:4", dir);
+    const Tuned t = tune("h100rail2x8", "--sizes 64K..64M:4", dir);
     CHECK(t.report["nodes"] == 2);
     CHECK(t.report["ranks"] == 16);
     CHECK(t.report["collectives"].size() == 5);
@@ -175,7 +175,7 @@ TEST_CASE("tune: every line reads as plugin.c reads it, the ranges cover the gri
     CHECK(nvls);
 }
 
-TEST_CASE("tune: a model error of 100 % leaves every range a tie and the file without lines") {
+TEST_CASE("tune: a calibration whose error exceeds every gain leaves every range a tie and the file without lines") {
     // the same grid with a calibration whose held-out error is 10 (1000 %): nothing is claimed
     collsched::test::Scratch dir("tune_ties");
     const std::string cal = dir.file("cal.json");

@@ -141,11 +141,14 @@ public:
     double error() const { return basis_.ideal() ? 0.0 : basis_.executor->error.value; }
 
 private:
-    Algo* find(std::string_view name) {
-        auto it = std::find_if(algos_.begin(), algos_.end(), [&](const Algo& a) { return a.name == name; });
-        return it == algos_.end() ? nullptr : &*it;
+    /// The algorithm of that name, or null (this or a const this: one body for both).
+    template <class Self>
+    static auto* find_in(Self& self, std::string_view name) {
+        auto it = std::find_if(self.algos_.begin(), self.algos_.end(), [&](const Algo& a) { return a.name == name; });
+        return it == self.algos_.end() ? nullptr : &*it;
     }
-    const Algo* find(std::string_view name) const { return const_cast<Timer*>(this)->find(name); }
+    Algo* find(std::string_view name) { return find_in(*this, name); }
+    const Algo* find(std::string_view name) const { return find_in(*this, name); }
 
     const TimingPlan& nvls_plan(Algo& a, double size) {
         const std::uint32_t pieces = compose::nvls_pieces_for_size(sys_.gpus_per_node, size);
