@@ -175,6 +175,21 @@ TEST_CASE("tune: every line reads as plugin.c reads it, the ranges cover the gri
     CHECK(nvls);
 }
 
+TEST_CASE("tune: NVLS is timed at the fastest of its piece counts, so one H100 box keeps NCCL's NVLS from 16 MiB up") {
+    // Azure's ND H100 v5 page measures NVLS allreduce at 125 us for 16 MiB and 325 us for 64 MiB, faster than any ring on
+    // the box; timed at one piece count per size (64 KiB pieces: 584 us at 64 MiB) the rings looked 1.8 to 2.8x faster and
+    // the file told NCCL to run them
+    collsched::test::Scratch dir("tune_nvls");
+    const Tuned nv = tune("dgx_h100_nvls", "--collectives allreduce --sizes 16M..1G:4", dir);
+    check_file(nv);
+    for (const json& p : nv.report["collectives"][0]["points"]) {
+        CAPTURE(p.dump());
+        CHECK(p["nccl"]["algorithm"] == "nvls");
+        CHECK_FALSE(p["line"].get<bool>());
+    }
+    CHECK(config_lines(nv.file).empty());
+}
+
 TEST_CASE("tune: a calibration whose error exceeds every gain leaves every range a tie and the file without lines") {
     // the same grid with a calibration whose held-out error is 10 (1000 %): nothing is claimed
     collsched::test::Scratch dir("tune_ties");
