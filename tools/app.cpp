@@ -112,6 +112,7 @@ void add_commands(CLI::App& app, Context& ctx) {
     add_machine_command(app, ctx);
     add_compose_command(app, ctx);
     add_calibrate_command(app, ctx);
+    add_tune_command(app, ctx);
     add_completion_command(app, ctx);
 }
 

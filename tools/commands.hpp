@@ -51,5 +51,6 @@ void add_compare_command(CLI::App&, Context&);
 void add_machine_command(CLI::App&, Context&);
 void add_compose_command(CLI::App&, Context&);
 void add_calibrate_command(CLI::App&, Context&);
+void add_tune_command(CLI::App&, Context&);
 
 }  // namespace collsched::tools

@@ -1,0 +1,106 @@
+/** \file
+ * An NCCL tuner configuration (`collsched tune`, docs/exports.md "NCCL tuner configuration"): for
+ * a machine, every collective NCCL's tuner plugins cover and every size of a grid, the NCCL
+ * algorithm, protocol and channel count the executor model (runtime/executor) predicts fastest,
+ * beside the one NCCL's own tuning model picks (nccl_model_time, src/graph/tuning.cc), written as
+ * the CSV that NVIDIA/nccl's example tuner plugin reads (plugins/tuner/example/plugin.c).
+ *
+ * The algorithms timed are NCCL's as verifier/baselines builds them for the machine (ring, tree,
+ * PAT; broadcast and reduce on the rings at the best of NCCL's chunk counts) and, where the boxes'
+ * switches reduce, NVLS (one box) or NVLS_TREE (several) as verifier/compose builds them in NCCL's
+ * form. Each algorithm runs only the protocols NCCL's model gives it at that size (the others are
+ * NCCL_ALGO_PROTO_IGNORE in NCCL's cost table, where plugin.c's line would be skipped). A size gets
+ * a line only where NCCL's pick, timed by the same model, is slower than the fastest by more than
+ * the model's error (ExecutorModel::error): inside it NCCL's own choice stays.
+ *
+ * Ranges: neighbouring grid sizes with the same line (or both without one) are merged; between two
+ * sizes that differ the boundary is where the two choices' times cross (find_crossover, to 0.1 %),
+ * or where the gain leaves the error. plugin.c matches minBytes <= nBytes <= maxBytes, so the
+ * ranges are inclusive and disjoint: each starts one byte after the previous one ends.
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/table/send_table.hpp"
+#include "runtime/executor/executor.hpp"
+#include "support/budget.hpp"
+#include "verifier/baselines/nccl.hpp"
+
+namespace collsched {
+
+/// The collectives NCCL's tuner covers (plugin.c parseCollType), in the order the file lists them.
+inline constexpr CollectiveKind tuner_collectives[] = {CollectiveKind::allreduce, CollectiveKind::allgather, CollectiveKind::reduce_scatter,
+                                                        CollectiveKind::broadcast, CollectiveKind::reduce};
+/// plugin.c's spelling of a collective ("reducescatter"; it reads any other word as allreduce).
+std::string_view tuner_collective_name(CollectiveKind);
+/// plugin.c's spelling of a protocol: "ll", "ll128", "simple".
+std::string_view tuner_protocol_name(nccl::Protocol);
+
+/// What a line says: an algorithm in plugin.c's spelling (ring, tree, pat, nvls, nvls_tree), a
+/// protocol and the channels.
+struct TunerChoice {
+    std::string_view algorithm;
+    nccl::Protocol protocol = nccl::Protocol::simple;
+    std::uint32_t channels = 0;
+    bool operator==(const TunerChoice&) const = default;
+};
+
+/// One size of the grid.
+struct TunerPoint {
+    double size = 0;                  ///< NCCL's nBytes
+    TunerChoice best;                 ///< the executor model's fastest
+    double best_seconds = 0;
+    std::optional<TunerChoice> nccl;  ///< NCCL's own pick (its tuning model's least time)
+    double nccl_seconds = 0;          ///< NCCL's pick under the executor model; 0: not timed here
+    bool line = false;                ///< the gain is outside the model's error: the file says `best`
+    double gain() const { return nccl_seconds > 0 && best_seconds > 0 ? nccl_seconds / best_seconds : 1; }
+};
+
+/// One size range of a collective: grid points first..last, bytes min..max inclusive.
+struct TunerRange {
+    std::uint64_t min_bytes = 0, max_bytes = 0;
+    std::size_t first = 0, last = 0;
+    std::optional<TunerChoice> line;  ///< nullopt: a tie, no line (NCCL's own choice stays)
+};
+
+struct TunerCollective {
+    CollectiveKind kind = CollectiveKind::allreduce;
+    std::vector<TunerPoint> points;  ///< one per size of the grid
+    std::vector<TunerRange> ranges;
+    std::vector<std::string> notes;  ///< algorithms not timed here, and why
+};
+
+struct TunerConfig {
+    std::string machine;
+    std::uint32_t nodes = 1, ranks = 1;  ///< plugin.c's nNodes and nRanks
+    std::string executor;
+    double error = 0;                     ///< the model's relative error: gains within it are ties
+    std::vector<TunerCollective> collectives;
+};
+
+struct TunerOptions {
+    std::vector<CollectiveKind> collectives{std::begin(tuner_collectives), std::end(tuner_collectives)};
+    std::vector<double> sizes;  ///< increasing
+    ExecutorModel executor;     ///< NCCL's (built-in or calibrated)
+    RunLimits limits;           ///< polled between predictions (LimitReached)
+};
+
+/// The configuration of the machine. InputError where NCCL's model does not describe the machine,
+/// the executor is not NCCL's, or a collective is not one the tuner covers.
+TunerConfig nccl_tuner_config(std::shared_ptr<const Topology>, const TunerOptions&);
+
+/// The file plugin.c reads: comment lines (#), then per collective and range with a line
+/// `collective,minBytes,maxBytes,algorithm,protocol,channels,nNodes,nRanks`.
+std::string tuner_file(const TunerConfig&);
+/// The table `collsched tune` prints: per range the line (or the tie), NCCL's own pick, the gain.
+std::string tuner_text(const TunerConfig&);
+/// The same as one JSON object (with every grid point), with its newline.
+std::string tuner_json(const TunerConfig&);
+
+}  // namespace collsched
