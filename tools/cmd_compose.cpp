@@ -7,6 +7,7 @@
 // files are written (atomically) before the report is printed.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,6 +19,7 @@
 #include "tools/options.hpp"
 #include "tools/size_options.hpp"
 #include "tools/synth_common.hpp"
+#include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
 
 namespace collsched::tools {
@@ -63,6 +65,8 @@ void run_pieces(const ComposeArgs& a, const SynthInstance& in, Deadline deadline
     const compose::Boxes boxes = compose::find_boxes(*in.topology);
     std::string text = fmt::format("{} boxes{}\n", boxes.boxes.size(), boxes.why.empty() ? "" : ": " + boxes.why);
     std::vector<std::pair<std::string, SendTable>> tables;
+    std::optional<std::pair<double, SendTable>> fastest;  // -o: the fastest shape, verified before it is written
+    std::string fastest_name;
     for (const compose::Shape& sh : every_shape()) {
         const std::string name = compose::shape_name(sh, kind);
         if (!a.shape.empty() && name != a.shape) continue;
@@ -75,7 +79,22 @@ void run_pieces(const ComposeArgs& a, const SynthInstance& in, Deadline deadline
         }
         const TimePrediction p = predict_time(*t, TimeOptions{a.sizes[0], std::nullopt});
         text += fmt::format("  {:>12.6g} us  {:<48} C = {:>5}, {:>8} transfers\n", p.asynchronous * 1e6, name, t->collective.chunks, t->transfers.size());
+        if (!a.output.empty() && (!fastest || p.asynchronous < fastest->first)) fastest.emplace(p.asynchronous, *t), fastest_name = name;
         if (!a.dir.empty()) tables.emplace_back(a.dir + "/" + slug(name) + ".json", std::move(*t));
+    }
+    if (!a.output.empty()) {
+        if (!fastest) {
+            ctx.print(text);
+            std::fprintf(stderr, "collsched: no shape was built with %u pieces: nothing written to %s\n", a.pieces, a.output.c_str());
+            ctx.exit_code = 3;
+            return;
+        }
+        if (!verify_direct(fastest->second).holds())
+            throw InputError(fmt::format("-o: the fastest shape, {} with {} pieces, does not hold in the direct checker (`collsched verify` "
+                                         "on its --dir file shows where): nothing written",
+                                         fastest_name, a.pieces));
+        write_witness(a.output, fastest->second);
+        text += fmt::format("written: {} ({}, {} pieces, the fastest, verified by the direct checker)\n", a.output, fastest_name, a.pieces);
     }
     for (const auto& [path, t] : tables) write_witness(path, t);
     ctx.print(text);
@@ -99,7 +118,9 @@ void add_compose_command(CLI::App& app, Context& ctx) {
            "--size", [a](const std::string& s) { a->sizes = parse_sizes(s); }, "The size M (bytes per datum, docs/time.md: 64K, 16M, 1G)")
         ->type_name("SIZE")
         ->required();
-    cmd->add_option("-o,--output", a->output, "Write the fastest table here (FILE.sched: the schedule as DSL; else the JSON table)")
+    cmd->add_option("-o,--output", a->output,
+                    "Write the fastest table here (FILE.sched: the schedule as DSL; else the JSON table); with --pieces the fastest "
+                    "shape built, verified by the direct checker before it is written")
         ->check(file_option());
     cmd->add_option("--dir", a->dir, "Write every candidate's table into this folder (which must exist)")->check(file_option());
     auto* pieces = cmd->add_option("--pieces", a->pieces,
@@ -120,7 +141,6 @@ void add_compose_command(CLI::App& app, Context& ctx) {
         ->check(seconds_option(true));
     cmd->callback([&ctx, a] {
         if (a->sizes.size() != 1) throw InputError("--size: give one size");
-        if (!a->output.empty() && a->pieces > 0) throw InputError("-o: with --pieces every shape is unverified; write them with --dir");
         const Deadline deadline = Deadline::after(a->timeout);
         const SynthInstance in = a->instance.instance(RouteSpace::any, true, RunLimits{deadline, MemoryBudget::standard()});
         const CollectiveKind kind = in.collective.kind;

@@ -18,6 +18,7 @@
 #include "tools/options.hpp"
 #include "tools/output.hpp"
 #include "tools/input.hpp"
+#include "tools/verify_nccl_graph.hpp"
 
 namespace collsched::tools {
 
@@ -37,7 +38,10 @@ void add_convert_command(CLI::App& app, Context& ctx) {
                                                "format: {}. Transfers come out sorted by (step, channel, message).\nExit code: 0 "
                                                "written, 2 bad input or a format that cannot hold the table (nothing written).",
                                                output_format_descriptions()));
-    cmd->add_option("FILE", args->input, "Table file (.json, .csv, per-rank .json) or schedule (.sched); - reads standard input")->required();
+    cmd->add_option("FILE", args->input,
+                    "Table file (.json, .csv, per-rank .json) or schedule (.sched); - reads standard input; nccl:ring, nccl:tree or nccl:* "
+                    "(both): NCCL's own channels for --topology as an NCCL graph file (--format nccl-graph)")
+        ->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--format", args->format,
                     table_output_formats_help())
@@ -73,10 +77,18 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->add_flag("!--no-coalesce", args->msccl.coalesce,
                   "msccl: one step per chunk, also where contiguous chunks go over one connection in one step (no cnt > 1)");
     cmd->add_option("--topology", args->topology,
-                    "MSCCL-IR input: the topology the program runs on (default complete:P)");
+                    "MSCCL-IR input: the topology the program runs on (default complete:P); nccl:ALGORITHM: the machine");
     cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output); written only on success")->check(file_option());
     cmd->callback([&ctx, args] {
+        if (args->input.starts_with("nccl:")) {  // NCCL's own rings or trees for --topology, as a graph file
+            if (!args->format.empty() && args->format != "nccl-graph")
+                throw InputError(fmt::format("{}: NCCL's algorithms convert to --format nccl-graph (their tables: compare {} --topology M)",
+                                             args->input, args->input));
+            write_nccl_algorithm_graph(std::string_view(args->input).substr(5), args->topology, args->output);
+            ctx.exit_code = 0;
+            return;
+        }
         const std::string format = output_format(args->format, args->output, true);
         // a table's own "at" fields stay
         MscclImportOptions msccl;

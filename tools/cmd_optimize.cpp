@@ -207,31 +207,38 @@ private:
         if (args_.library_given) read_catalog(t.library, RunLimits{run_, t.memory});
         const TimeObjective r = time_objective(in_, t);
         if (!r.candidates.empty()) write_winners(r);
-        ctx_.print(time_objective_report(r, args_.outputs, args_.json));
+        ctx_.print(time_objective_report(r, args_.outputs, args_.json, !args_.format.empty()));
         ctx_.exit_code = time_objective_exit_code(r);
     }
 
-    /// -o: each size's winner, as a table or schedule, or with --format in that format (its protocol the one the
-    /// executor runs it in, an MSCCL++ plan's sizes those it wins at); every file rendered before the first is written.
+    /// -o: each distinct winner once (time_witness_files), as a table or schedule, or with --format in that format
+    /// (its protocol the one the executor runs it in, an MSCCL++ plan's sizes those it wins at); every file rendered
+    /// before the first is written.
     void write_winners(const TimeObjective& r) const {
-        const std::size_t S = r.options.sizes.size();
-        if (args_.format.empty()) {
+        const bool per_range = !args_.format.empty();
+        if (!per_range) {
             for (const std::string& path : args_.outputs)
-                for (std::size_t i = 0; i < S; ++i) write_witness(time_witness_path(r, path, i), *r.winner(i).table, time_witness_comment(r, i));
+                for (const WitnessFile& f : time_witness_files(r, path))
+                    write_witness(f.path, *r.winner(f.sizes.front()).table, time_witness_comment(r, f));
             return;
         }
-        std::vector<ExportOptions> options(S);
-        for (std::size_t i = 0; i < S; ++i) {
+        auto options_of = [&](std::size_t i) {
+            ExportOptions o;
             const Protocol p = r.winner_protocol(i);
-            if (p != Protocol::none) options[i].msccl.proto = options[i].mscclpp.proto = std::string(to_string(p));
-            std::tie(options[i].mscclpp.min_message_size, options[i].mscclpp.max_message_size) = winning_range(r, i);
+            if (p != Protocol::none) o.msccl.proto = o.mscclpp.proto = std::string(to_string(p));
+            std::tie(o.mscclpp.min_message_size, o.mscclpp.max_message_size) = winning_range(r, i);
+            return o;
+        };
+        const std::vector<WitnessFile> files = args_.outputs.empty() ? std::vector<WitnessFile>{} : time_witness_files(r, args_.outputs.front(), true);
+        for (const WitnessFile& f : files) {
             fmt::memory_buffer check;  // the writers check everything before their first byte: a refusal here writes nothing
-            write_table_as(*r.winner(i).table, args_.format, options[i], check, [](fmt::memory_buffer& b) { b.clear(); });
+            write_table_as(*r.winner(f.sizes.front()).table, args_.format, options_of(f.sizes.front()), check, [](fmt::memory_buffer& b) { b.clear(); });
         }
         for (const std::string& path : args_.outputs)
-            for (std::size_t i = 0; i < S; ++i) {
-                options[i].file = time_witness_path(r, path, i);
-                write_table_output(*r.winner(i).table, args_.format, options[i].file, options[i]);
+            for (const WitnessFile& f : time_witness_files(r, path, true)) {
+                ExportOptions o = options_of(f.sizes.front());
+                o.file = f.path;
+                write_table_output(*r.winner(f.sizes.front()).table, args_.format, o.file, o);
             }
     }
 

@@ -11,6 +11,7 @@
 #include "compiler/io/table_io.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
+#include "tools/output.hpp"
 #include "verifier/baselines/nccl_graph_check.hpp"
 
 namespace collsched::tools {
@@ -123,6 +124,23 @@ bool is_nccl_graph_file(const std::string& path) {
     in.read(head.data(), std::streamsize(head.size()));
     head.resize(std::size_t(in.gcount()));
     return looks_like_nccl_graph(head);
+}
+
+void write_nccl_algorithm_graph(std::string_view algorithm, const std::string& topology, const std::string& output) {
+    if (topology.empty())
+        throw InputError(fmt::format("nccl:{}: NCCL's algorithms are generated for a machine; give it with --topology", algorithm));
+    std::shared_ptr<const Topology> topo = Topology::parse(topology);
+    const std::string xml = nccl_graphs_xml(nccl::nccl_algorithm_graphs(*topo, algorithm));
+    const std::string name = output == "-" ? "<output>" : output;
+    const nccl::GraphCheck g = nccl::check_nccl_graph(read_nccl_graph(xml, name), name, *topo);
+    if (!g.holds())
+        throw InputError(fmt::format("nccl:{} on {}: the graph file of NCCL's channels does not hold on the machine ({}:{}:{}: {}); "
+                                     "nothing written",
+                                     algorithm, topo->spec(), name, g.findings.front().at.line, g.findings.front().at.col, g.findings.front().what));
+    write_output(output, [&](const Flush& flush, fmt::memory_buffer& buf) {
+        buf.append(xml);
+        flush(buf);
+    });
 }
 
 int verify_nccl_graph(const NcclGraphArgs& a, const Context& ctx) {

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "runtime/cost_report.hpp"
 #include "tools/commands.hpp"
@@ -24,6 +25,11 @@ struct NcclGraphArgs {
 /// Whether `path` is a regular file whose first element is `<graphs` (standard input is not
 /// probed: it is read once, by the table reader).
 bool is_nccl_graph_file(const std::string& path);
+
+/// `convert nccl:ALGORITHM --topology M --format nccl-graph [-o F]`: NCCL's own graphs for the
+/// machine (nccl::nccl_algorithm_graphs), checked by the checker of `verify GRAPH.xml` before
+/// anything is written (InputError, nothing written, when it finds anything).
+void write_nccl_algorithm_graph(std::string_view algorithm, const std::string& topology, const std::string& output);
 
 /// Verifies the file; the exit code (0 holds, 1 a finding, 2 bad input is thrown as InputError).
 int verify_nccl_graph(const NcclGraphArgs& args, const Context& ctx);

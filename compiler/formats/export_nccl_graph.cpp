@@ -265,27 +265,28 @@ NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>
     return g;
 }
 
-std::string nccl_graph_xml(const NcclGraph& g) {
+std::string nccl_graphs_xml(const std::vector<NcclGraphEntry>& graphs) {
     std::string s = "<graphs version=\"1\">\n";
-    auto graph = [&](int id, int pattern) {
+    for (const auto& [id, pattern, g] : graphs) {
         s += fmt::format("  <graph id=\"{}\" pattern=\"{}\" crossnic=\"{}\" nchannels=\"{}\" speedintra=\"{:g}\" speedinter=\"{:g}\" "
-                         "latencyinter=\"0\" typeintra=\"NVL\" typeinter=\"{}\" samechannels=\"0\">\n",
+                         "latencyinter=\"0\" typeintra=\"NVL\" typeinter=\"{}\" samechannels=\"{}\">\n",
                          id, pattern, g.cross_nic ? 1 : 0, g.channels.size(), g.speed_intra, g.boxes > 1 ? g.speed_inter : g.speed_intra,
-                         g.boxes > 1 ? "PIX" : "LOC");
+                         g.boxes > 1 ? "PIX" : "LOC", g.same_channels ? 1 : 0);
+        const bool tree = pattern == 3;  // NCCL_TOPO_PATTERN_TREE: all NIC traffic to and from the first GPU
         for (const NcclChannel& c : g.channels) {
             s += "    <channel>\n";
-            const int in = c.net_in, out = pattern == 3 ? c.net_in : c.net_out;  // a tree goes up and down by one NIC
+            const int in = c.net_in, out = tree ? c.net_in : c.net_out;
             if (in >= 0) s += fmt::format("      <net dev=\"{:x}\"/>\n", in);
             for (std::uint32_t d : c.gpus) s += fmt::format("      <gpu dev=\"{:x}\"/>\n", d);
             if (out >= 0) s += fmt::format("      <net dev=\"{:x}\"/>\n", out);
             s += "    </channel>\n";
         }
         s += "  </graph>\n";
-    };
-    graph(0, 4);
-    graph(1, 3);
+    }
     return s + "</graphs>\n";
 }
+
+std::string nccl_graph_xml(const NcclGraph& g) { return nccl_graphs_xml({{0, 4, g}, {1, 3, g}}); }
 
 void write_table_nccl_graph(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
     const std::string xml = nccl_graph_xml(nccl_graph_of_rings(*t.topology, table_rings(t)));

@@ -49,6 +49,14 @@ struct NcclGraph {
     std::vector<NcclChannel> channels;
     double speed_intra = 0, speed_inter = 0;  ///< GB/s per channel (NCCL's bwIntra, bwInter)
     bool cross_nic = false;
+    bool same_channels = false;  ///< NCCL's sameChannels: every channel replays the first's order
+};
+
+/// One `<graph>` of a file: NCCL's graph id (init.cc: 0 rings, 1 trees, 2 CollNet chains, 3 NVLS,
+/// 4 CollNet direct), its pattern (NCCL_TOPO_PATTERN_*, nccl_graph_read.hpp) and its channels.
+struct NcclGraphEntry {
+    int id = 0, pattern = 4;
+    NcclGraph graph;
 };
 
 /// The boxes NCCL would see (one NCCL node each) and their NICs, as the writer numbers them and
@@ -71,8 +79,12 @@ NcclBoxes nccl_graph_boxes(const Topology& topo);
 /// The graph of `rings` on the table's machine; InputError saying why a ring has no NCCL form.
 NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>& rings);
 
-/// The `<graphs version="1">` text: graph id 0 (pattern 4, ring) and id 1 (pattern 3, tree: the
-/// same chains, NCCL's trees run a chain inside each box).
+/// The `<graphs version="1">` text of the graphs in order. Pattern 3 (NCCL_TOPO_PATTERN_TREE)
+/// writes each channel's net in at both ends: the tree goes up and down by the NIC of the chain's
+/// first GPU.
+std::string nccl_graphs_xml(const std::vector<NcclGraphEntry>& graphs);
+/// nccl_graphs_xml of graph id 0 (pattern 4, ring) and id 1 (pattern 3, tree: the same chains,
+/// NCCL's trees run a chain inside each box).
 std::string nccl_graph_xml(const NcclGraph& g);
 
 /// `convert --format nccl-graph`: table_rings, nccl_graph_of_rings, nccl_graph_xml.

@@ -25,6 +25,10 @@ Plan build_plan_as(const SendTable& t, const MscclOptions& opt);
 /// names the executor's rule; docs/exports.md gives the source line of each. Paired thread
 /// blocks that exceed the step limit fall back to one thread block per connection end.
 Plan build_plan(const SendTable& t, const MscclOptions& opt) {
+    if (const std::optional<std::string> r = in_switch_reduction(t))  // before the endpoint view, which cannot hold it
+        refuse(t, fmt::format("MSCCL-IR has no in-switch reduction: {} (NVLS, SHARP: combine=routers); an MSCCL-IR thread block "
+                              "copies and reduces between GPUs only (an MSCCL++ plan runs it on switch channels: --format mscclpp)",
+                              *r));
     try {
         return build_plan_as(t, opt);
     } catch (const TwoWaits&) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +29,7 @@ struct Arrival {
 class Tracer {
 public:
     Tracer(const SendTable& t, const std::vector<Transfer>& tr)
-        : topo_(*t.topology), ms_(t.messages()), tr_(tr), wormhole_(t.model.timing == Timing::wormhole),
+        : table_(t), topo_(*t.topology), ms_(t.messages()), tr_(tr), wormhole_(t.model.timing == Timing::wormhole),
           origin_(tr.size(), none) {}
 
     void run() {
@@ -122,11 +123,17 @@ private:
     }
 
     InputError not_causal(std::uint64_t i) const {
+        if (std::optional<std::string> r = in_switch_reduction(table_))
+            return InputError(fmt::format("cannot build the endpoint view: {} (in-switch reduction): endpoint transfers go from processor to "
+                                          "processor, so MSCCL-IR, per-rank JSON and Chakra traces have no in-switch reduction (an "
+                                          "MSCCL++ plan's switch channels do: --format mscclpp)",
+                                          *r));
         return InputError(fmt::format("cannot build the endpoint view: router {} sends {} in step {} but has received no copy of "
                                       "it before (the table breaks causality; `collsched verify` shows where)",
                                       topo_.node_name(ch(i).from), ms_.name(tr_[i].message), tr_[i].step));
     }
 
+    const SendTable& table_;
     const Topology& topo_;
     Messages ms_;
     const std::vector<Transfer>& tr_;
@@ -134,6 +141,26 @@ private:
     std::vector<std::uint64_t> origin_;
     std::unordered_map<std::uint64_t, std::vector<Arrival>> arrivals_;
 };
+
+}  // namespace
+
+std::optional<std::string> in_switch_reduction(const SendTable& t) {
+    if (!t.model.combine_routers) return std::nullopt;
+    const Topology& topo = *t.topology;
+    auto key = [](Node n, MessageId m) { return (std::uint64_t{idx(n)} << 32) | idx(m); };
+    std::unordered_set<std::uint64_t> brought;  // (router, message) some transfer brings
+    for (const Transfer& x : t.transfers)
+        if (const Node to = topo.channel(x.channel).to; !topo.is_processor(to)) brought.insert(key(to, x.message));
+    for (const Transfer& x : t.transfers) {
+        const Node from = topo.channel(x.channel).from;
+        if (!topo.is_processor(from) && topo.can_reduce(from) && !brought.contains(key(from, x.message)))
+            return fmt::format("router {} sends {} in step {}, a value it combined from the partials it received", topo.node_name(from),
+                               t.messages().name(x.message), x.step);
+    }
+    return std::nullopt;
+}
+
+namespace {
 
 void write_message_list(fmt::memory_buffer& out, const Messages& ms, const std::vector<MessageId>& list) {
     auto it = std::back_inserter(out);

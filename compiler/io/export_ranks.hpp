@@ -64,6 +64,14 @@ struct EndpointView {
 /// InputError when a router sends a message it has not received (the table is not causal).
 EndpointView endpoint_view(const SendTable&);
 
+/// The first transfer by which a router sends a value it combined itself: under combine=routers
+/// (NVLS, SHARP) a reducing router that sends a message no transfer brings it, the reduction of
+/// the partials it received. Endpoint transfers go from processor to processor and cannot say
+/// that, so the endpoint view and the formats built on it (MSCCL-IR, per-rank JSON, Chakra) refuse
+/// such a table with this description ("router r1.0 sends a({1..7},0) in step 2, a value it
+/// combined from the partials it received"); nullopt when no router combines.
+std::optional<std::string> in_switch_reduction(const SendTable&);
+
 /// Appends the hops of `t` by the cut-through rule. Returns a description of the first
 /// endpoint transfer whose `arrived` disagrees with the rule (or that has src == dst), with
 /// nothing appended for it; nullopt when every transfer follows the rule.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <string>
@@ -84,6 +85,33 @@ TEST_CASE("time objective: the builder's report is optimize --size's, text and J
     CHECK(j["witness"][0] == "d/out.json");
     o.sizes = {1048576};
     CHECK(time_witness_path(time_objective(in, o), "d/out.json", 0) == "d/out.json");
+}
+
+TEST_CASE("optimize --sizes -o: one file per distinct winner, each line naming its file and sizes, one winner the name as given") {
+    const test::Scratch scratch("witness_files");
+    const std::string w = scratch.file("W.json");
+    // ring:4 allgather: a tree packing at 1 KiB, the 4 rings at 1, 4 and 16 MiB (written once)
+    const test::Run r = test::run(fmt::format("optimize --topology ring:4 --collective allgather --sizes 1K,1M,4M,16M --timeout 60 -o {}", w));
+    INFO(r.out, r.err);
+    REQUIRE(r.code != 2);
+    const std::string w1k = scratch.file("W.1KiB.json"), w1m = scratch.file("W.1MiB.json");
+    CHECK(std::ifstream(w1k).good());
+    CHECK(std::ifstream(w1m).good());
+    CHECK_FALSE(std::ifstream(scratch.file("W.4MiB.json")).good());
+    CHECK_FALSE(std::ifstream(scratch.file("W.16MiB.json")).good());
+    CHECK_FALSE(std::ifstream(w).good());
+    CHECK(r.out.find(fmt::format("witness: {}: rings C=4 at 1 MiB, 4 MiB, 16 MiB\n", w1m)) != std::string::npos);
+    CHECK(r.out.find(fmt::format("witness: {}: tree packing C=2 at 1 KiB\n", w1k)) != std::string::npos);
+    CHECK(test::run("verify " + w1m).code == 0);
+    // one winner at every size: the file is the name given
+    const std::string v = scratch.file("V.json");
+    const test::Run one = test::run(fmt::format("optimize --topology ring:4 --collective allgather --sizes 1M,16M --timeout 60 --json -o {}", v));
+    REQUIRE(one.code != 2);
+    CHECK(std::ifstream(v).good());
+    CHECK_FALSE(std::ifstream(scratch.file("V.1MiB.json")).good());
+    const auto j = nlohmann::json::parse(one.out);
+    CHECK(j["sizes"][0]["witness"][0] == v);
+    CHECK(j["sizes"][1]["witness"][0] == v);
 }
 
 TEST_CASE("time objective: no candidate, the bound is still reported (exit 3)") {

@@ -322,7 +322,7 @@ TEST_CASE("compose: the command line's contract (usage errors exit 2 with one me
     const std::string m = " --topology " + machine("h100rail4x8") + " --size 1G";
     for (const std::string& args : {m + " --timeout -1", m + " --timeout nan", m + " -o ''", m + " -o " + dir.file("missing/best.json"),
                                     m + " --pieces 0", m + " --shape 'hierarchical rsag+direct'", m + " --pieces 1 --shape 'hierarchical nonsense'",
-                                    m + " --pieces 2 --shape ''", m + " --pieces 1 -o " + dir.file("p.json"), m + " --size 1M,2M", std::string(" --topology ring:4 --collective broadcast:0 --size 1M")}) {
+                                    m + " --pieces 2 --shape ''", m + " --size 1M,2M", std::string(" --topology ring:4 --collective broadcast:0 --size 1M")}) {
         CAPTURE(args);
         collsched::test::Run r = collsched::test::run("compose" + args);
         CHECK(r.code == 2);
@@ -340,6 +340,24 @@ TEST_CASE("compose: the command line's contract (usage errors exit 2 with one me
     CHECK(late.code == 3);
     CHECK(late.out.find("time limit") != std::string::npos);
     CHECK((late.out + late.err).find("no construction applies") == std::string::npos);
+}
+
+TEST_CASE("compose --pieces -o: the fastest shape built is written, verified by the direct checker") {
+    // collsched-compose ignored -o with --pieces, then compose refused it (exit 2)
+    collsched::test::Scratch dir("compose_pieces_o");
+    const std::string out = dir.file("p.json");
+    collsched::test::Run r = collsched::test::run("compose --topology " + machine("h100rail4x8") + " --size 1G --pieces 4 -o " + out);
+    INFO(r.out, r.err);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("written: " + out + " (hierarchical ") != std::string::npos);
+    CHECK(r.out.find(", 4 pieces, the fastest, verified by the direct checker)") != std::string::npos);
+    collsched::test::Run v = collsched::test::run("verify " + out);
+    CHECK(v.code == 0);
+    // with --shape: that shape
+    collsched::test::Run one = collsched::test::run("compose --topology " + machine("h100rail4x8") +
+                                                    " --size 1G --pieces 2 --shape 'hierarchical rsag+ring' -o " + out);
+    CHECK(one.code == 0);
+    CHECK(one.out.find("written: " + out + " (hierarchical rsag+ring, 2 pieces") != std::string::npos);
 }
 
 TEST_CASE("compose: allgather's pieces are refined at NCCL's size (the output), within 1 % of the box cut at 1 GiB") {

@@ -339,3 +339,29 @@ TEST_CASE("nvls: NVLS in the box, rings along the rails across boxes") {
 
 }  // namespace collsched
 
+
+TEST_CASE("nvls: an NVLS table does not convert to MSCCL-IR, per-rank JSON or Chakra, which have no in-switch reduction (exit 2)") {
+    // it said "the table breaks causality": the switch sends the sum it made of the partials it received
+    const test::Scratch scratch("nvls_no_msccl");
+    const std::string table = scratch.file("nvls.json");
+    auto o = test::run("optimize --topology graph:" + test::source("schedules/machines/dgx_h100_nvls.json") +
+                       " --collective allreduce --size 1G -o " + table);
+    INFO(o.out, o.err);
+    REQUIRE(o.out.find("witness: " + table + ": nvls, ") != std::string::npos);
+    const struct {
+        std::string format, file, want;
+    } cases[] = {
+        {"msccl", "nvls.xml", "MSCCL-IR has no in-switch reduction: router r1.0 sends a({1..7},0) in step 2, a value it combined from the "
+                              "partials it received"},
+        {"ranks", "nvls.ranks.json", "router r1.0 sends a({1..7},0) in step 2, a value it combined from the partials it received (in-switch "
+                                     "reduction): endpoint transfers go from processor to processor"},
+    };
+    for (const auto& c : cases) {
+        auto r = test::run(fmt::format("convert {} --format {} -o {}", table, c.format, scratch.file(c.file)));
+        INFO(c.format, ": ", r.err);
+        CHECK(r.code == 2);
+        CHECK(r.err.find(c.want) != std::string::npos);
+        CHECK(r.err.find("breaks causality") == std::string::npos);
+        CHECK_FALSE(std::filesystem::exists(scratch.file(c.file)));
+    }
+}

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/formats/export_nccl_graph.hpp"
 #include "compiler/formats/nccl_graph_read.hpp"
 #include "verifier/baselines/nccl_impl.hpp"
 
@@ -65,6 +66,16 @@ struct GraphCheck {
 /// Checks `file` (read from `name`) on the machine. Throws InputError when the machine is not
 /// one NCCL graph files describe (boxes of different sizes).
 GraphCheck check_nccl_graph(const NcclGraphFile& file, std::string_view name, const Topology& topo);
+
+/// NCCL's own graphs for the machine as a graph file holds them (docs/exports.md, "NCCL's own
+/// algorithms as graph files"): `algorithm` "ring" gives graph 0 (pattern 4, NCCL_TOPO_PATTERN_RING),
+/// "tree" graph 1 (pattern 3, NCCL_TOPO_PATTERN_TREE: the chain's first GPU carries all the net
+/// traffic, as tree_table connects the boxes), "*" both, in one `<graphs>`. The channels are those
+/// nccl_ring_graph and nccl_rings build (compare nccl:ring, nccl:tree): channel c's order of a box's
+/// GPUs, entering and leaving every box by the NIC of its first GPU; the speeds the search's.
+/// InputError for another name (naming those that have a graph) or a machine NCCL's model or
+/// graph files do not describe.
+std::vector<NcclGraphEntry> nccl_algorithm_graphs(const Topology&, std::string_view algorithm);
 
 /// The transfers NCCL's ring `kind` on the checked rings has (a bound, before rounds).
 std::uint64_t nccl_graph_transfers(const GraphCheck&, CollectiveKind kind, std::uint32_t processors);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/cost_report.hpp"
+#include "support/assert.hpp"
 #include "support/units.hpp"
 #include "verifier/time/bound_report.hpp"
 
@@ -53,7 +54,7 @@ std::string model_text(const TimeObjective& r, std::size_t i) {
              : std::string("not modelled");
 }
 
-ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesses, std::size_t i) {
+ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesses, std::size_t i, bool per_range) {
     const double m = r.options.sizes[i], t = r.winner_seconds(i);
     const TimeBound b = evaluate(r.bounds, m);
     const SendTable& w = *r.winner(i).table;
@@ -69,7 +70,7 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     j["algbw_Bps"] = algbw(m, t);
     j["busbw_Bps"] = busbw(w, m, t);
     auto files = ojson::array();
-    for (const std::string& path : witnesses) files.push_back(time_witness_path(r, path, i));
+    for (const std::string& path : witnesses) files.push_back(time_witness_path(r, path, i, per_range));
     j["witness"] = files;
     // NCCL's best: exact when its fastest timed algorithm is faster than every bound of those
     // without a time, else "at least" (the least of those bounds)
@@ -99,7 +100,7 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     return j;
 }
 
-std::string json_report(const TimeObjective& r, const std::vector<std::string>& witnesses) {
+std::string json_report(const TimeObjective& r, const std::vector<std::string>& witnesses, bool per_range) {
     const SynthInstance& in = r.instance;
     ojson j;
     j["topology"] = in.topology->spec();
@@ -116,7 +117,7 @@ std::string json_report(const TimeObjective& r, const std::vector<std::string>& 
         j["bound_executor"] = "ideal";
     }
     auto rows = ojson::array();
-    for (std::size_t i = 0; i < r.options.sizes.size(); ++i) rows.push_back(size_json(r, witnesses, i));
+    for (std::size_t i = 0; i < r.options.sizes.size(); ++i) rows.push_back(size_json(r, witnesses, i, per_range));
     for (const char* k : {"size_bytes", "predicted_time_s", "time_lower_bound_s", "time_bound"}) j[k] = rows[0][k];  // the first size
     j["sizes"] = rows;
     auto xs = ojson::array();
@@ -205,7 +206,7 @@ std::string size_line(const TimeObjective& r, std::size_t i) {
                        support::format_bandwidth(algbw(m, t)), support::format_bandwidth(busbw(*r.winner(i).table, m, t)), versus_text(r, i));
 }
 
-std::string text_report(const TimeObjective& r, const std::vector<std::string>& witnesses) {
+std::string text_report(const TimeObjective& r, const std::vector<std::string>& witnesses, bool per_range) {
     const SynthInstance& in = r.instance;
     const std::vector<double>& sizes = r.options.sizes;
     std::string s = fmt::format("optimize --size: {} on {} ({}), {} processors; {} time (docs/time.md); {}\n", in.collective.to_string(),
@@ -253,21 +254,62 @@ std::string text_report(const TimeObjective& r, const std::vector<std::string>& 
     }
     const TimeBound last = evaluate(r.bounds, sizes.back());
     s += fmt::format("lower bound at {}: {}", support::format_bytes(sizes.back()), bound_text(r.bounds, last));
-    if (!witnesses.empty()) s += fmt::format("witness: {}\n", fmt::join(witnesses, ", "));
+    for (const std::string& path : witnesses)  // one line per file written, with the sizes it serves
+        for (const WitnessFile& f : time_witness_files(r, path, per_range)) {
+            std::vector<std::string> at;
+            for (std::size_t i : f.sizes) at.push_back(support::format_bytes(sizes[i]));
+            s += fmt::format("witness: {}: {} at {}\n", f.path, r.winner(f.sizes.front()).name, fmt::join(at, ", "));
+        }
     return s;
 }
 
 }  // namespace
 
-std::string time_objective_report(const TimeObjective& r, const std::vector<std::string>& witnesses, bool json) {
+std::string time_objective_report(const TimeObjective& r, const std::vector<std::string>& witnesses, bool json, bool per_range) {
     if (r.candidates.empty()) return empty_report(r, json);
-    return json ? json_report(r, witnesses) : text_report(r, witnesses);
+    return json ? json_report(r, witnesses, per_range) : text_report(r, witnesses, per_range);
 }
 
 int time_objective_exit_code(const TimeObjective& r) { return !r.candidates.empty() && r.met_everywhere() ? 0 : 3; }
 
-std::string time_witness_path(const TimeObjective& r, const std::string& path, std::size_t i) {
-    return r.options.sizes.size() == 1 ? path : sized_path(path, r.options.sizes[i]);
+std::vector<WitnessFile> time_witness_files(const TimeObjective& r, const std::string& path, bool per_range) {
+    const std::vector<std::size_t>& w = r.comparison.winner;
+    std::vector<WitnessFile> files;
+    std::vector<std::size_t> file_of(w.size());
+    for (std::size_t i = 0; i < w.size(); ++i) {
+        std::size_t f = files.size();
+        if (per_range) {  // the run goes on: the same candidate and protocol as at the size before
+            if (i > 0 && w[i - 1] == w[i] && r.winner_protocol(i - 1) == r.winner_protocol(i)) f = file_of[i - 1];
+        } else {
+            for (std::size_t k = 0; k < files.size() && f == files.size(); ++k)
+                if (w[files[k].sizes.front()] == w[i]) f = k;
+        }
+        if (f == files.size()) files.push_back({sized_path(path, r.options.sizes[i]), {}});
+        files[f].sizes.push_back(i);
+        file_of[i] = f;
+    }
+    if (files.size() == 1) files.front().path = path;
+    return files;
+}
+
+std::string time_witness_path(const TimeObjective& r, const std::string& path, std::size_t i, bool per_range) {
+    const std::vector<WitnessFile> files = time_witness_files(r, path, per_range);
+    const auto f = std::find_if(files.begin(), files.end(), [&](const WitnessFile& x) {
+        return std::find(x.sizes.begin(), x.sizes.end(), i) != x.sizes.end();
+    });
+    COLLSCHED_ASSERT(f != files.end());
+    return f->path;
+}
+
+std::string time_witness_comment(const TimeObjective& r, const WitnessFile& f) {
+    if (f.sizes.size() == 1) return time_witness_comment(r, f.sizes.front());
+    const SynthInstance& in = r.instance;
+    const TimeCandidate& w = r.winner(f.sizes.front());
+    std::vector<std::string> at;
+    for (std::size_t i : f.sizes)
+        at.push_back(fmt::format("{} ({})", support::format_bytes(r.options.sizes[i]), support::format_seconds(r.winner_seconds(i))));
+    return fmt::format("{} on {}: the fastest verified schedule at {} ({} time): {}; {}", in.collective.to_string(), in.topology->spec(),
+                       fmt::join(at, ", "), kind_word(r), w.name, w.source);
 }
 
 std::string time_witness_comment(const TimeObjective& r, std::size_t i) {

@@ -17,18 +17,30 @@
 namespace collsched {
 
 /// The report, text or `--json`'s object, with its newline; `witnesses` the files as given to -o
-/// (named in the report; the files of several sizes by time_witness_path).
-std::string time_objective_report(const TimeObjective&, const std::vector<std::string>& witnesses, bool json);
+/// (the files written for each: time_witness_files with `per_range`).
+std::string time_objective_report(const TimeObjective&, const std::vector<std::string>& witnesses, bool json, bool per_range = false);
 
 /// 0 when the fastest meets the bound at every size; 3 when a gap remains or no schedule was built.
 int time_objective_exit_code(const TimeObjective&);
 
-/// The file the winner at size i is written to: `path` for one size, "out.1MiB.json" for
-/// "out.json" among several.
-std::string time_witness_path(const TimeObjective&, const std::string& path, std::size_t i);
+/// A file `-o` writes, and the sizes (indices into options.sizes) it serves, in order.
+struct WitnessFile {
+    std::string path;
+    std::vector<std::size_t> sizes;
+};
+/// The files `-o path` writes (docs/commands.md, "optimize --size"): one per distinct winner, so
+/// no table is written twice. A distinct winner is a candidate; with `per_range` (an executor's
+/// format: a plan holds one protocol and one size range) a run of sizes one candidate wins in a
+/// row in one protocol. One file: `path` itself; several: `path` with the first size each serves
+/// ("out.json" -> "out.1MiB.json").
+std::vector<WitnessFile> time_witness_files(const TimeObjective&, const std::string& path, bool per_range = false);
+/// The file of time_witness_files that serves size i.
+std::string time_witness_path(const TimeObjective&, const std::string& path, std::size_t i, bool per_range = false);
 
 /// The comment on top of the winner's file at size i: the instance, the size, the time, the name
 /// and where it comes from.
 std::string time_witness_comment(const TimeObjective&, std::size_t i);
+/// The comment on top of a file that serves several sizes: each size and its time.
+std::string time_witness_comment(const TimeObjective&, const WitnessFile&);
 
 }  // namespace collsched
