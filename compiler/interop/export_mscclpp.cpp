@@ -1,7 +1,6 @@
 #include "compiler/interop/export_mscclpp.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -106,12 +105,9 @@ public:
         check_table();
         place();
         check_size_range();
-        // One thread block per chain, up to spread_blocks of them, as MSCCL++'s own plans spread a
-        // collective over many blocks (its DSL's examples: 8 to 32 per GPU); more only when a
-        // block would pass 64 ops. Fewer ops per block, and blocks that run in parallel.
-        // One K at a time: the busiest block's ops do not fall monotonically with K (on 16 GPUs and
-        // 15,360 transfers 32 blocks give 350 ops, 144 give 125, 103 fit; doubling overshoots to 393).
-        // at most the blocks every GPU runs at once (a wait spins until another block signals: resident_blocks)
+        // One thread block per chain, up to spread_blocks of them (MSCCL++'s DSL examples: 8 to 32 a GPU); more only when
+        // a block would pass 64 ops, one K at a time (the busiest block's ops do not fall monotonically with K), and at
+        // most the blocks every GPU runs at once (a wait spins until another block signals: resident_blocks).
         const int chains = int(chain_ids_.size()), most = mscclpp::resident_blocks(1024) / opt_.instances;
         for (int K = std::max(1, std::min({chains, spread_blocks, most}));; ++K) {
             Built b = build(K);
@@ -122,11 +118,10 @@ public:
                                        "allows 64 (MAX_OPERATION, execution_common.hpp:17)",
                                        b.max_ops));
             if (K >= most)
-                detail::refuse_plan(t_, fmt::format("{} thread blocks a GPU ({} of {} instance{}) still leave a block {} ops, above the executor's 64 "
-                                       "(MAX_OPERATION, execution_common.hpp:17), and more would not all run at once on an A100 ({} "
-                                       "blocks of 1024 threads; docs/exports.md): fewer pieces or instances",
-                                       K * opt_.instances, K, opt_.instances, opt_.instances == 1 ? "" : "s", b.max_ops,
-                                       mscclpp::resident_blocks(1024)));
+                detail::refuse_plan(t_, fmt::format("{} thread blocks a GPU ({} of {} instance{}) still leave a block {} ops, above the executor's 64 (MAX_OPERATION, "
+                                       "execution_common.hpp:17), and more would not all run at once on an A100 ({} blocks of 1024 threads; "
+                                       "docs/exports.md): fewer pieces or instances",
+                                       K * opt_.instances, K, opt_.instances, opt_.instances == 1 ? "" : "s", b.max_ops, mscclpp::resident_blocks(1024)));
         }
     }
 
@@ -758,44 +753,6 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
                                          t.collective.to_string(), t.topology->spec(), have.size(), want.size()));
     }
     return text;
-}
-
-void parse_size_range(const std::string& text, MscclppOptions& opt) {
-    auto bad = [&](std::string_view why) {
-        return InputError(fmt::format("bad --size-range '{}': {} (expected A..B with 0 <= A <= B, e.g. 1M..64M, either side may be left "
-                                      "out; NCCL's sizes, docs/time.md \"Sizes\")",
-                                      text, why));
-    };
-    const auto dots = text.find("..");
-    if (dots == std::string::npos) throw bad("not A..B");
-    auto side = [&](std::string_view s, std::uint64_t none) -> std::uint64_t {
-        if (s.empty()) return none;
-        // a plain count of bytes exactly, up to 2^64 - 1 (a double rounds 2^64 - 1, the default maximum, up to 2^64)
-        if (s.find_first_not_of("0123456789") == std::string_view::npos) {
-            std::uint64_t n = 0;
-            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-            if (ec != std::errc{} || end != s.data() + s.size()) throw bad(fmt::format("{} is above 2^64 - 1 bytes", s));
-            return n;
-        }
-        std::string why;
-        auto v = support::parse_bytes(s, &why);
-        if (!v) throw bad(why.empty() ? fmt::format("{} is not a size", s) : why);
-        if (*v != std::floor(*v)) throw bad(fmt::format("{} is not a whole number of bytes", s));
-        if (*v >= 18446744073709551616.0) throw bad("above 2^64 bytes");
-        return std::uint64_t(*v);
-    };
-    const std::uint64_t lo = side(std::string_view(text).substr(0, dots), 0);
-    const std::uint64_t hi = side(std::string_view(text).substr(dots + 2), ~std::uint64_t(0));
-    if (lo > hi) throw bad("the low end is above the high end");
-    // the executor reads min_message_size as an int (nlohmann's value() with the default 0, plan.cc:132, 250): the low
-    // 32 bits, sign-extended; a low end it would read as another size is refused here, not written
-    const std::uint64_t as_read = std::uint64_t(std::int64_t(std::int32_t(std::uint32_t(lo))));
-    if (as_read != lo)
-        throw bad(fmt::format("the MSCCL++ executor reads min_message_size as a 32-bit int and would take {} as {}; a low end is below "
-                              "2147483648 (2 GiB) or from 18446744071562067968 (2^64 - 2^31)",
-                              lo, as_read));
-    opt.min_message_size = lo;
-    opt.max_message_size = hi;
 }
 
 void write_table_mscclpp(const SendTable& t, const MscclppOptions& opt, fmt::memory_buffer& out, const Flush& flush) {

@@ -1,4 +1,4 @@
-// NCCL's own algorithms as NCCL graph files (docs/exports.md, "NCCL's own algorithms as graph
+// NCCL's own algorithms as NCCL graph files (docs/exports.md, "NCCL's own rings and trees as graph
 // files"): `convert nccl:ring|nccl:tree|nccl:* --topology M --format nccl-graph` on the catalog's
 // multi-box machines, read back by collsched's checker (verify GRAPH.xml), broken tree graphs
 // refused, the command's exit codes, and (label nccl_graph_parser, where an NCCL source tree is

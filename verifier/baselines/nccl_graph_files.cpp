@@ -1,5 +1,5 @@
 // NCCL's own rings and trees as graph files (verifier/baselines/nccl_graph_check.hpp
-// nccl_algorithm_graphs; docs/exports.md, "NCCL's own algorithms as graph files"). NVIDIA/nccl
+// nccl_algorithm_graphs; docs/exports.md, "NCCL's own rings and trees as graph files"). NVIDIA/nccl
 // 5067397c: src/init.cc:1172-1186 (graph 0 the rings, graph 1 the trees on as many channels),
 // src/graph/search.cc:1254-1257 (NCCL_TOPO_PATTERN_TREE: the tree leaves by the first GPU's NIC).
 #include <fmt/format.h>

@@ -28,7 +28,7 @@ struct WitnessFile {
     std::string path;
     std::vector<std::size_t> sizes;
 };
-/// The files `-o path` writes (docs/commands.md, "optimize --size"): one per distinct winner, so
+/// The files `-o path` writes (docs/commands.md, "Files of `-o W.json` with several sizes"): one per distinct winner, so
 /// no table is written twice. A distinct winner is a candidate; with `per_range` (an executor's
 /// format: a plan holds one protocol and one size range) a run of sizes one candidate wins in a
 /// row in one protocol. One file: `path` itself; several: `path` with the first size each serves
