@@ -50,6 +50,9 @@ struct SolverArgs {
 /// pareto, bandwidth), read the same way by each.
 struct InstanceArgs {
     std::string topology, collective, model;
+    /// What instance() chose or found that the report says before its own lines: the model for
+    /// a machine with routers, the machine's faults (tools/machine_note.hpp); "" for nothing.
+    mutable std::string said;
 
     /// Adds the three options (--topology and --collective required) with the command's own
     /// examples and its list of collectives.
