@@ -88,6 +88,13 @@ void renumbered_within_timeout(const Scratch& dir, const std::string& args, unsi
     }
 }
 
+/// NICs 1 to 7 of a two-box machine down: the boxes joined by one rail (NIC 0's).
+std::string bridge_faults() {
+    std::string s;
+    for (int nic = 1; nic <= 7; ++nic) s += fmt::format("--nic-down {} ", nic);
+    return s;
+}
+
 }  // namespace
 
 TEST_CASE("graph files: one-way edges are one channel, a speed per direction is two, contradictions refused at file:line:col") {
@@ -207,14 +214,17 @@ TEST_CASE("routers: every command on every family x network x switches" * doctes
 
 TEST_CASE("limits: every search stops within --timeout on renumbered machines (a few seeds)") {
     Scratch dir("faults_limits");
-    for (unsigned seed : {1u, 2u}) renumbered_within_timeout(dir, "ndv2 --boxes 4 --network switch", seed, 3);
-    renumbered_within_timeout(dir, "dgx2 --boxes 2 --network rail --one-way 0-16", 3, 3);
+    renumbered_within_timeout(dir, "ndv2 --boxes 4 --network switch", 1, 2);
+    // two DGX-2 joined by one rail: no Hamiltonian cycle, and the known schedules' search for one took
+    // its whole step budget (over 100 s past --timeout 1) before it polled the deadline
+    renumbered_within_timeout(dir, "dgx2 --boxes 2 --network rail " + bridge_faults(), 3, 2);
 }
 
 TEST_CASE("limits: every search stops within --timeout on renumbered machines (many seeds)" * doctest::test_suite("slow") * doctest::skip()) {
     Scratch dir("faults_limits_slow");
     for (unsigned seed = 1; seed <= 8; ++seed)
-        for (const std::string args : {"ndv2 --boxes 4 --network switch", "dgx2 --boxes 2 --network rail --one-way 0-16",
+        for (const std::string& args : std::vector<std::string>{"ndv2 --boxes 4 --network switch", "dgx2 --boxes 2 --network rail " + bridge_faults(),
+                                       "dgx2 --boxes 2 --network rail --one-way 0-16",
                                        "dgx-h100 --boxes 4 --network rail --switches routers", "dgx1 --boxes 2 --network rail"})
             renumbered_within_timeout(dir, args, seed, 5);
 }
