@@ -422,6 +422,11 @@ private:
     }
 
     void apply_faults() {
+        for (int g = 0; g < n_ && !box_.gpu_links.empty(); ++g)  // the topology file's missing NVLinks
+            if (const int have = box_.gpu_links[g % per_]; have < box_.links) {
+                slow_gpu({Fault::Kind::slow_gpu, -1, g, "", "", static_cast<double>(have) / box_.links});
+                m_.faults.push_back(fmt::format("GPU {} has {} of {} NVLinks to the {} (the topology file's)", g, have, box_.links, box_.switch_name));
+            }
         for (const Fault& f : o_.faults) {
             switch (f.kind) {
                 case Fault::Kind::nic_down: check_nic(f, "--nic-down"), remove_nic(f.nic); break;

@@ -41,6 +41,9 @@ struct Box {
     int gpus = 8;
     Fabric fabric = Fabric::switched;
     int links = 0;            ///< switched: links per GPU into the switch
+    /// switched, read from a topology file: each GPU's own links into the switch where some have
+    /// fewer than `links` (a link missing from the file); empty: every GPU has `links`
+    std::vector<int> gpu_links;
     std::vector<std::vector<int>> mesh;  ///< mesh: {u, v, links} with u < v
     double link_gbs = 0;      ///< one link, each way
     double link_alpha_us = 0.6;

@@ -228,3 +228,25 @@ TEST_CASE("limits: every search stops within --timeout on renumbered machines (m
                                        "dgx-h100 --boxes 4 --network rail --switches routers", "dgx1 --boxes 2 --network rail"})
             renumbered_within_timeout(dir, args, seed, 5);
 }
+
+TEST_CASE("machine --nccl-topo: a GPU with NVLinks missing from the file has them missing in the machine") {
+    Scratch dir("faults_nccl_missing");
+    std::string xml = slurp(collsched::test::source("tests/data/nccl_topo/dgx-h100-dump.xml"));
+    const std::string link = "<nvlink target=\"0000:05:00.0\" count=\"5\"";
+    const std::size_t gpu1 = xml.find(link, xml.find(link) + 1);  // GPU 1's first NVSwitch entry: 1 link of 5
+    REQUIRE(gpu1 != std::string::npos);
+    xml.replace(gpu1, link.size(), "<nvlink target=\"0000:05:00.0\" count=\"1\"");
+    const std::string in = dir.file("missing.xml", xml), out = dir.file("m.json");
+    auto r = run("machine --nccl-topo " + in + " --boxes 2 --network rail -o " + out);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.err.find("the GPUs have 14 to 18 NVLinks to the NVSwitch: each GPU keeps its own") != std::string::npos);
+    const auto j = nlohmann::json::parse(slurp(out));
+    CHECK(j["faults"] == "GPU 1 has 14 of 18 NVLinks to the NVSwitch (the topology file's); GPU 9 has 14 of 18 NVLinks to the NVSwitch (the topology file's)");
+    int slow = 0;
+    for (const auto& e : j["edges"])
+        if (e.is_object() && e.contains("bandwidth") && (e["from"] == 1 || e["to"] == 1)) slow += e["bandwidth"] == "19.4444 GB/s";
+    CHECK(slow == 7);  // GPU 1's links to the other seven GPUs of its box
+    for (const auto& g : j["groups"])
+        if (g["name"] == "gpu0.out") CHECK(g["bandwidth"] == "25 GB/s");
+}
