@@ -64,7 +64,9 @@ std::string faults_line(std::string_view spec) {
 }
 
 std::string choose_router_model(const Topology& t, std::string_view model_options, Model& model) {
-    if (t.routers() == 0 || model.replicate || t.family() != Family::graph || model_options.find("replicate") != std::string_view::npos)
+    // a machine whose switches reduce or multicast (--nvls, --sharp) keeps its model: combine=routers needs replicate=no
+    if (t.routers() == 0 || model.replicate || model.combine_routers || model.multicast_routers || t.family() != Family::graph ||
+        model_options.find("replicate") != std::string_view::npos)
         return {};
     model.replicate = true;
     return "model: replicate=yes chosen for this machine (it has routers; copies through them are encoded with replicate=yes; "

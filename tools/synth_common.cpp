@@ -16,7 +16,7 @@
 #include "support/teardown.hpp"
 #include "support/trace.hpp"
 #include "compiler/io/table_printer.hpp"
-#include "tools/machine_note.hpp"
+#include "tools/machine_note.hpp"  // faults_line
 #include "tools/options.hpp"
 #include "tools/output.hpp"
 
@@ -34,7 +34,7 @@ SynthInstance InstanceArgs::instance(RouteSpace routes, bool check_size, const R
     trace("machine: {} processors, {} routers, {} channels", topo->processors(), topo->routers(), topo->channels().size());
     bury(topo);  // the command's machine lives to its end: not freed at exit (support/teardown.hpp)
     Model m = apply_model_options(topo->default_model(), model);
-    said = choose_router_model(*topo, model, m) + faults_line(topology);
+    said = faults_line(topology);
     return SynthInstance{topo, m, Collective::parse(collective, *topo, check_size), routes};
 }
 
