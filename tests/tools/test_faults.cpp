@@ -199,6 +199,8 @@ TEST_CASE("routers: every command runs with its defaults on the machines collsch
     for (const std::string& args : {"amd4", "dgx1 --boxes 2 --network rail --switches routers", "dgx1 --boxes 2 --network switch",
                                     "ndv2 --boxes 2 --network fat-tree", "dgx1 --boxes 2 --network rail --one-way 0-8 --slow-nic 1:0.5"})
         every_command(dir, args);
+    // a PCIe box read from NCCL's XML (Azure's NC A100 v4): its PCIe switch a router
+    every_command(dir, "--nccl-topo " + collsched::test::source("tests/data/nccl_topo/ncv4-topo.xml") + " --gpu a100");
 }
 
 TEST_CASE("routers: every command on every family x network x switches" * doctest::test_suite("slow") * doctest::skip()) {
@@ -207,9 +209,13 @@ TEST_CASE("routers: every command on every family x network x switches" * doctes
         for (const std::string network : {"none", "switch", "rail", "fat-tree", "torus:2x1"})
             for (const std::string switches : {"groups", "routers"}) {
                 if (network == "fat-tree" && switches == "groups") continue;  // refused: a fat tree's switches are routers
-                if ((family == "amd8") != (network == "none")) continue;     // amd8 has no NICs
+                if (family == "amd8" && network != "none") continue;         // amd8 has no NICs
                 every_command(dir, fmt::format("{} --boxes {} --network {} --switches {}", family, network == "none" ? 1 : 2, network, switches));
             }
+    const std::string xml = collsched::test::source("tests/data/nccl_topo/");
+    for (const std::string box : {"ncv4-topo.xml --gpu a100 --nic-gbps 200", "ndv2-topo.xml --gpu v100 --nic-gbps 100",
+                                  "ndv4-topo.xml --gpu a100 --nic-gbps 200", "ndv5-topo.xml --gpu h100 --nic-gbps 400", "dgx-h100-dump.xml"})
+        for (const std::string network : {"switch", "rail"}) every_command(dir, "--nccl-topo " + xml + box + " --boxes 2 --network " + network);
 }
 
 TEST_CASE("limits: every search stops within --timeout on renumbered machines (a few seeds)") {
