@@ -230,8 +230,7 @@ TEST_CASE("limits: every search stops within --timeout on renumbered machines (m
     Scratch dir("faults_limits_slow");
     for (unsigned seed = 1; seed <= 8; ++seed)
         for (const std::string& args : std::vector<std::string>{"ndv2 --boxes 4 --network switch", "dgx2 --boxes 2 --network rail " + bridge_faults(),
-                                       "dgx2 --boxes 2 --network rail --one-way 0-16",
-                                       "dgx-h100 --boxes 4 --network rail --switches routers", "dgx1 --boxes 2 --network rail"})
+                                       "dgx2 --boxes 2 --network rail --one-way 0-16", "dgx1 --boxes 2 --network rail"})
             renumbered_within_timeout(dir, args, seed, 5);
 }
 
