@@ -57,7 +57,7 @@ void add_bandwidth_command(CLI::App& app, Context& ctx) {
                                   args->no_packing, args->json, args->sizes, args->link, !args->output.empty()};
         BandwidthReport r = bandwidth_report(rq);
         if (r.witness) write_witness(args->output, *r.witness, r.witness_comment);
-        ctx.print(r.text);
+        ctx.print((args->json ? std::string() : args->instance.said) + r.text);
         ctx.exit_code = r.exit_code;
     });
 }

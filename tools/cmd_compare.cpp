@@ -14,6 +14,7 @@
 #include "tools/commands.hpp"
 #include "runtime/compare.hpp"
 #include "tools/input.hpp"
+#include "tools/machine_note.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
 #include "verifier/baselines/nccl.hpp"
@@ -65,7 +66,8 @@ public:
         const std::string kind_name = kind == TimeKind::asynchronous ? "asynchronous" : "synchronous";
         if (!args_.svg.empty()) plot(cmp, kind_name);
         const ComparedSchedules set{cs_, nccl_, system_, args_.link, args_.svg, args_.executor};
-        ctx_.print(args_.json ? compare_json(set, cmp) : compare_text(set, cmp));
+        const std::string faults = tables_.empty() ? std::string() : faults_line(tables_.front().topology->spec());
+        ctx_.print(args_.json ? compare_json(set, cmp) : faults + compare_text(set, cmp));
         ctx_.exit_code = 0;
     }
 

@@ -23,20 +23,46 @@ struct MachineArgs {
     int boxes = 1, boxes_per_leaf = 4, leaves_per_pod = 4;
     std::optional<double> nic_gbps;
     std::vector<int> nics_down;
-    std::vector<std::string> slow_links;
+    std::vector<std::string> slow_links, slow_nics, slow_gpus, links_down, one_way;
+    std::optional<unsigned> renumber;
     bool list = false, nvls = false, sharp = false;
 };
 
-machines::Fault parse_slow_link(const std::string& s) {
-    const auto colon = s.rfind(':'), dash = s.find('-');
+double parse_fraction(const std::string& whole, const std::string& frac, std::string_view option) {
+    double f = 0;
+    auto [p, ec] = std::from_chars(frac.data(), frac.data() + frac.size(), f);
+    if (frac.empty() || ec != std::errc{} || p != frac.data() + frac.size() || !(f > 0) || !(f < 1))
+        throw InputError(fmt::format("{} '{}': the fraction must be above 0 and below 1", option, whole));
+    return f;
+}
+
+/// "U-V" (`with_fraction` false) or "U-V:F" with 0 < F < 1, as `option` takes it.
+machines::Fault parse_link_fault(const std::string& s, std::string_view option, machines::Fault::Kind kind, bool with_fraction) {
+    const auto colon = with_fraction ? s.rfind(':') : s.size(), dash = s.find('-');
     machines::Fault f;
-    if (colon == std::string::npos || dash == std::string::npos || dash > colon)
-        throw InputError(fmt::format("--slow-link '{}': expected U-V:FRACTION, e.g. 0-8:0.5 (processors or routers r1.N)", s));
+    f.kind = kind;
+    if (colon == std::string::npos || dash == std::string::npos || dash > colon || (!with_fraction && s.find(':') != std::string::npos))
+        throw InputError(fmt::format("{} '{}': expected U-V{}, e.g. 0-8{} (processors or routers r1.N)", option, s,
+                                     with_fraction ? ":FRACTION" : "", with_fraction ? ":0.5" : ""));
     f.u = s.substr(0, dash), f.v = s.substr(dash + 1, colon - dash - 1);
-    const std::string frac = s.substr(colon + 1);
-    auto [p, ec] = std::from_chars(frac.data(), frac.data() + frac.size(), f.fraction);
-    if (frac.empty() || ec != std::errc{} || p != frac.data() + frac.size() || !(f.fraction > 0) || !(f.fraction < 1))
-        throw InputError(fmt::format("--slow-link '{}': the fraction must be above 0 and below 1", s));
+    if (with_fraction) f.fraction = parse_fraction(s, s.substr(colon + 1), option);
+    return f;
+}
+
+/// "J:F": NIC or GPU J at a fraction 0 < F < 1 of its speed.
+machines::Fault parse_part_fault(const std::string& s, std::string_view option, machines::Fault::Kind kind) {
+    const auto colon = s.rfind(':');
+    int part = -1;
+    if (colon != std::string::npos) {
+        auto [p, ec] = std::from_chars(s.data(), s.data() + colon, part);
+        if (ec != std::errc{} || p != s.data() + colon) part = -1;
+    }
+    if (part < 0)
+        throw InputError(fmt::format("{} '{}': expected {}:FRACTION, e.g. 3:0.5", option, s, kind == machines::Fault::Kind::slow_nic ? "NIC" : "GPU"));
+    machines::Fault f;
+    f.kind = kind;
+    (kind == machines::Fault::Kind::slow_nic ? f.nic : f.gpu) = part;
+    f.fraction = parse_fraction(s, s.substr(colon + 1), option);
     return f;
 }
 
@@ -55,8 +81,14 @@ machines::MachineOptions machine_options(const MachineArgs& a) {
     }
     if (!a.switches.empty()) o.routers = a.switches == "routers";
     o.boxes_per_leaf = a.boxes_per_leaf, o.leaves_per_pod = a.leaves_per_pod;
-    for (int nic : a.nics_down) o.faults.push_back({nic, "", "", 1});
-    for (const auto& s : a.slow_links) o.faults.push_back(parse_slow_link(s));
+    using K = machines::Fault::Kind;
+    for (int nic : a.nics_down) o.faults.push_back({K::nic_down, nic, -1, "", "", 1});
+    for (const auto& s : a.slow_nics) o.faults.push_back(parse_part_fault(s, "--slow-nic", K::slow_nic));
+    for (const auto& s : a.slow_gpus) o.faults.push_back(parse_part_fault(s, "--slow-gpu", K::slow_gpu));
+    for (const auto& s : a.slow_links) o.faults.push_back(parse_link_fault(s, "--slow-link", K::slow_link, true));
+    for (const auto& s : a.links_down) o.faults.push_back(parse_link_fault(s, "--link-down", K::link_down, false));
+    for (const auto& s : a.one_way) o.faults.push_back(parse_link_fault(s, "--one-way", K::one_way, false));
+    o.renumber = a.renumber;
     o.note = a.note;
     o.nvls = a.nvls;
     o.sharp = a.sharp;
@@ -145,6 +177,14 @@ void add_machine_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--nic-down", a->nics_down, "A NIC down (machine-wide number: box x NICs per box + j); repeatable")
         ->check(count_option(0, 1 << 20));
     cmd->add_option("--slow-link", a->slow_links, "A link at a fraction of its speed: U-V:F (processors, or routers r1.N), e.g. 0-8:0.5; repeatable");
+    cmd->add_option("--slow-nic", a->slow_nics, "A NIC at a fraction of its speed: J:F (machine-wide number, as --nic-down), e.g. 3:0.5; repeatable");
+    cmd->add_option("--slow-gpu", a->slow_gpus,
+                    "A GPU's port into its box at a fraction of its speed: G:F (all its NVLinks, or k of n links failed: F = (n-k)/n), "
+                    "e.g. 0:0.5; repeatable");
+    cmd->add_option("--link-down", a->links_down, "A link gone: U-V (processors, or routers r1.N: a switch port); repeatable");
+    cmd->add_option("--one-way", a->one_way, "A link that carries only U -> V: U-V (processors or routers r1.N); repeatable");
+    cmd->add_option("--renumber", a->renumber,
+                    "Number the processors by a permutation drawn from SEED (the same machine; its file then declares no boxes)");
     cmd->add_flag("--nvls", a->nvls,
                   "NVLink SHARP: every box's NVSwitch a router (r1.b) that reduces and multicasts, NCCL's nvlsEfficiency "
                   "(0.85 Hopper, 0.74 Blackwell), joined to each GPU by a channel (type nvls) on the GPU's own links");

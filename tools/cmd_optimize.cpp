@@ -22,6 +22,7 @@
 #include "compiler/lower/catalog.hpp"
 #include "tools/size_options.hpp"
 #include "tools/input.hpp"
+#include "tools/machine_note.hpp"
 #include "tools/output.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/report.hpp"
@@ -175,7 +176,11 @@ public:
           in_(args.instance.instance(args.solver.route_space(), false, RunLimits{run_, args.solver.memory_budget()})) {}
 
     void run() {
+        said_ = args_.instance.said;
         if (!args_.time.sizes.empty()) return by_time();
+        // the steps objective on a machine with routers: replicate=yes unless --model says (tools/machine_note.hpp)
+        said_ = choose_router_model(*in_.topology, args_.instance.model, in_.model) + said_;
+        if (!args_.json) ctx_.print(said_);
         if (!collective()) return;
         options();
         if (!args_.start.empty() && !start_schedule(in_, args_.start, args_.json, opt_, ctx_)) return;
@@ -207,7 +212,7 @@ private:
         if (args_.library_given) read_catalog(t.library, RunLimits{run_, t.memory});
         const TimeObjective r = time_objective(in_, t);
         if (!r.candidates.empty()) write_winners(r);
-        ctx_.print(time_objective_report(r, args_.outputs, args_.json, !args_.format.empty()));
+        ctx_.print((args_.json ? "" : said_) + time_objective_report(r, args_.outputs, args_.json, !args_.format.empty()));
         ctx_.exit_code = time_objective_exit_code(r);
     }
 
@@ -377,6 +382,7 @@ private:
     }
 
     const OptimizeArgs& args_;
+    std::string said_;  ///< the lines before the report (the model chosen, the machine's faults)
     Context& ctx_;
     const Deadline run_;  ///< --timeout from the start: the search and the bandwidth end after it
     SynthInstance in_;

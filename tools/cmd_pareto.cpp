@@ -16,6 +16,7 @@
 #include "runtime/cost_report.hpp"
 #include "tools/size_options.hpp"
 #include "tools/commands.hpp"
+#include "tools/machine_note.hpp"
 #include "tools/options.hpp"
 #include "tools/output.hpp"
 #include "verifier/time/pareto_svg.hpp"
@@ -53,6 +54,8 @@ ParetoRun pareto_run(const ParetoArgs& args, const RunLimits& limits) {
     });
     ParetoRun run;
     run.in = args.instance.instance(RouteSpace::any, true, limits);
+    // a machine with routers: replicate=yes unless --model says (tools/machine_note.hpp)
+    args.instance.said = choose_router_model(*run.in.topology, args.instance.model, run.in.model) + args.instance.said;
     const CollectiveKind kind = run.in.collective.kind;
     run.reduction = run.in.collective.row().has_partials();
     if (args.method != "auto" && !run.reduction)
@@ -199,7 +202,7 @@ void add_pareto_command(CLI::App& app, Context& ctx) {
         if (open) std::fputc('\n', stderr);
         if (follower) return;  // the leader writes and reports
         const std::vector<std::vector<std::string>> files = write_points(run, res, *args);
-        ctx.print(pareto_report(run, res, files, ParetoReportOptions{args->max_chunks, args->solver.limits(), args->sizes, args->link, args->json}));
+        ctx.print((args->json ? std::string() : args->instance.said) + pareto_report(run, res, files, ParetoReportOptions{args->max_chunks, args->solver.limits(), args->sizes, args->link, args->json}));
         ctx.exit_code = res.least_steps.status == OptStatus::infeasible ? 1 : res.complete ? 0 : 3;
     });
 }

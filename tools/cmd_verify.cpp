@@ -23,6 +23,7 @@
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/input.hpp"
+#include "tools/machine_note.hpp"
 #include "tools/runs.hpp"
 #include "tools/verify_nccl_graph.hpp"
 #include "verifier/check/direct.hpp"
@@ -326,7 +327,8 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         if (args->json) {
             out = verify_json(r, table, args->ab).dump() + "\n";
         } else {
-            out = format_report(r, table) + bandwidth_text(table, args->ab) + time_or_why(table, args->ab, r.verdict());
+            out = faults_line(table.topology->spec()) + format_report(r, table) + bandwidth_text(table, args->ab) +
+                  time_or_why(table, args->ab, r.verdict());
         }
         ctx.print(out);
         ctx.exit_code = exit_code(r.verdict());

@@ -16,6 +16,7 @@
 #include "support/teardown.hpp"
 #include "support/trace.hpp"
 #include "compiler/io/table_printer.hpp"
+#include "tools/machine_note.hpp"  // faults_line
 #include "tools/options.hpp"
 #include "tools/output.hpp"
 
@@ -32,7 +33,9 @@ SynthInstance InstanceArgs::instance(RouteSpace routes, bool check_size, const R
     auto topo = Topology::parse(topology, limits);
     trace("machine: {} processors, {} routers, {} channels", topo->processors(), topo->routers(), topo->channels().size());
     bury(topo);  // the command's machine lives to its end: not freed at exit (support/teardown.hpp)
-    return SynthInstance{topo, apply_model_options(topo->default_model(), model), Collective::parse(collective, *topo, check_size), routes};
+    Model m = apply_model_options(topo->default_model(), model);
+    said = faults_line(topology);
+    return SynthInstance{topo, m, Collective::parse(collective, *topo, check_size), routes};
 }
 
 void InstanceArgs::refuse_before_reading(const std::function<void(Collective&, const Topology&)>& refuse) const {

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <numeric>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -69,6 +70,7 @@ public:
             m_.base_type = m_.types.front().name;
             if (!box_.speed_note.empty()) m_.types.front().speed.note = box_.speed_note;
         }
+        if (o_.renumber) renumber(*o_.renumber);
         m_.note = o_.note ? (o_.note->empty() ? std::nullopt : o_.note) : std::optional(describe());
         return std::move(m_);
     }
@@ -374,7 +376,7 @@ private:
         for (int p = 0; p < pods; ++p) m_.edges.push_back(edge(R(pod0 + p), R(core), pod_up[p], ib));
     }
 
-    static End parse_end(const std::string& s, int processors, int routers) {
+    static End parse_end(const std::string& s, int processors, int routers, std::string_view option) {
         auto number = [](std::string_view t) {
             int v = -1;
             auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
@@ -386,28 +388,114 @@ private:
         } else if (int g = number(s); g >= 0 && g < processors) {
             return P(g);
         }
-        throw InputError(fmt::format("--slow-link: '{}' is no node of this machine (processors 0..{}{})", s, processors - 1,
+        throw InputError(fmt::format("{}: '{}' is no node of this machine (processors 0..{}{})", option, s, processors - 1,
                                      routers ? fmt::format(", routers r1.0..r1.{}", routers - 1) : ""));
     }
 
-    void apply_faults() {
+    /// The link u-v of a fault (either way round); InputError when there is none.
+    Edge& link_of(const Fault& f, std::string_view option) {
+        const End u = parse_end(f.u, n_, m_.routers, option), v = parse_end(f.v, n_, m_.routers, option);
+        auto it = std::find_if(m_.edges.begin(), m_.edges.end(),
+                               [&](const Edge& e) { return (e.u == u && e.v == v) || (e.u == v && e.v == u); });
+        if (it == m_.edges.end()) throw InputError(fmt::format("{} {}-{}: there is no link {}-{} in this machine", option, f.u, f.v, f.u, f.v));
+        return *it;
+    }
+
+    double type_speed(const std::string& name) const {
+        return std::find_if(m_.types.begin(), m_.types.end(), [&](const LinkType& lt) { return lt.name == name; })->speed.bandwidth;
+    }
+    std::string type_unit(const std::string& name) const {
+        return std::find_if(m_.types.begin(), m_.types.end(), [&](const LinkType& lt) { return lt.name == name; })->speed.unit;
+    }
+
+    /// Edge e at `fraction` of its type's speed; `option` names the fault when e is slowed twice.
+    void slow(Edge& e, double fraction, std::string_view option) {
+        if (e.bandwidth) throw InputError(fmt::format("{}: the link {}-{} is slowed twice", option, end_name(e.u), end_name(e.v)));
+        e.bandwidth = speed_text(type_speed(e.type) * fraction, type_unit(e.type));
+    }
+    static std::string end_name(const End& e) { return e.proc >= 0 ? std::to_string(e.proc) : fmt::format("r1.{}", e.router); }
+
+    void check_nic(const Fault& f, std::string_view option) const {
         const int nics = k_ * nics_per_box();
-        for (const Fault& f : o_.faults) {
-            if (f.nic >= 0) {
-                if (f.nic >= nics)
-                    throw InputError(fmt::format("--nic-down {}: this machine has NICs 0..{}", f.nic, nics - 1));
-                if (o_.network.kind == NetKind::none) throw InputError("--nic-down: a machine of one box has no network");
-                remove_nic(f.nic);
-                continue;
+        if (f.nic >= nics) throw InputError(fmt::format("{} {}: this machine has NICs 0..{}", option, f.nic, nics - 1));
+        if (o_.network.kind == NetKind::none) throw InputError(fmt::format("{}: a machine of one box has no network", option));
+    }
+
+    void apply_faults() {
+        for (int g = 0; g < n_ && !box_.gpu_links.empty(); ++g)  // the topology file's missing NVLinks
+            if (const int have = box_.gpu_links[g % per_]; have < box_.links) {
+                slow_gpu({Fault::Kind::slow_gpu, -1, g, "", "", static_cast<double>(have) / box_.links});
+                m_.faults.push_back(fmt::format("GPU {} has {} of {} NVLinks to the {} (the topology file's)", g, have, box_.links, box_.switch_name));
             }
-            const End u = parse_end(f.u, n_, m_.routers), v = parse_end(f.v, n_, m_.routers);
-            auto it = std::find_if(m_.edges.begin(), m_.edges.end(),
-                                   [&](const Edge& e) { return (e.u == u && e.v == v) || (e.u == v && e.v == u); });
-            if (it == m_.edges.end()) throw InputError(fmt::format("--slow-link {}-{}: there is no link {}-{} in this machine", f.u, f.v, f.u, f.v));
-            if (it->bandwidth) throw InputError(fmt::format("--slow-link {}-{} is given twice", f.u, f.v));
-            const auto t = std::find_if(m_.types.begin(), m_.types.end(), [&](const LinkType& lt) { return lt.name == it->type; });
-            it->bandwidth = speed_text(t->speed.bandwidth * f.fraction, t->speed.unit);
+        for (const Fault& f : o_.faults) {
+            switch (f.kind) {
+                case Fault::Kind::nic_down: check_nic(f, "--nic-down"), remove_nic(f.nic); break;
+                case Fault::Kind::slow_nic: slow_nic(f); break;
+                case Fault::Kind::slow_gpu: slow_gpu(f); break;
+                case Fault::Kind::slow_link: slow(link_of(f, "--slow-link"), f.fraction, "--slow-link"); break;
+                case Fault::Kind::link_down: {
+                    const Edge& e = link_of(f, "--link-down");
+                    remove_channels(e.u, e.v, true);
+                    break;
+                }
+                case Fault::Kind::one_way: {
+                    Edge& e = link_of(f, "--one-way");
+                    if (e.one_way) throw InputError(fmt::format("--one-way {}-{}: the link is one way already", f.u, f.v));
+                    if (e.u != parse_end(f.u, n_, m_.routers, "--one-way")) std::swap(e.u, e.v), std::swap(e.nic_u, e.nic_v);
+                    e.one_way = true;
+                    remove_channels(e.v, e.u, false);
+                    break;
+                }
+            }
+            m_.faults.push_back(fault_text(f));
         }
+    }
+
+    /// NIC f.nic at f.fraction: its network links and its groups.
+    void slow_nic(const Fault& f) {
+        check_nic(f, "--slow-nic");
+        bool any = false;
+        for (Edge& e : m_.edges)
+            if (e.nic_u == f.nic || e.nic_v == f.nic) slow(e, f.fraction, "--slow-nic"), any = true;
+        for (Group& g : m_.groups)
+            if (g.nic == f.nic) g.bandwidth = speed_text(box_.nic_gbit * f.fraction, "Gbit/s"), any = true;
+        if (!any) throw InputError(fmt::format("--slow-nic {}: the NIC has no links (is it down?)", f.nic));
+    }
+
+    /// GPU f.gpu's port into its box (its NVLinks, its channel to the NVSwitch) at f.fraction:
+    /// every link of the box's own type at the GPU, and the GPU's groups.
+    void slow_gpu(const Fault& f) {
+        if (f.gpu >= n_) throw InputError(fmt::format("--slow-gpu {}: this machine has GPUs 0..{}", f.gpu, n_ - 1));
+        bool any = false;
+        for (Edge& e : m_.edges)
+            if ((e.u.proc == f.gpu || e.v.proc == f.gpu) && e.nic_u < 0 && e.nic_v < 0 && e.type != "pcie" && e.type != "sharp")
+                slow(e, f.fraction, "--slow-gpu"), any = true;
+        const double unit = box_.fabric == Fabric::mesh ? box_.link_gbs : gpu_gbs() / switch_cap();
+        for (Group& g : m_.groups)
+            if (g.name == fmt::format("gpu{}.out", f.gpu) || g.name == fmt::format("gpu{}.in", f.gpu))
+                g.bandwidth = speed_text(unit * f.fraction, "GB/s");
+        if (!any) throw InputError(fmt::format("--slow-gpu {}: the GPU has no links in its box", f.gpu));
+    }
+
+    /// Takes the channel u -> v (and v -> u when `both`) out of the groups, and the link out of
+    /// the edges when it has no channel left.
+    void remove_channels(End u, End v, bool both) {
+        for (Group& g : m_.groups)
+            std::erase_if(g.channels, [&](const std::pair<End, End>& c) { return c == std::pair(u, v) || (both && c == std::pair(v, u)); });
+        std::erase_if(m_.groups, [](const Group& g) { return g.out_of < 0 && g.into < 0 && g.channels.empty(); });
+        if (both) std::erase_if(m_.edges, [&](const Edge& e) { return (e.u == u && e.v == v) || (e.u == v && e.v == u); });
+    }
+
+    static std::string fault_text(const Fault& f) {
+        switch (f.kind) {
+            case Fault::Kind::nic_down: return fmt::format("NIC {} down", f.nic);
+            case Fault::Kind::slow_nic: return fmt::format("NIC {} at {:g} of its speed", f.nic, f.fraction);
+            case Fault::Kind::slow_gpu: return fmt::format("GPU {}'s links in its box at {:g} of their speed", f.gpu, f.fraction);
+            case Fault::Kind::slow_link: return fmt::format("link {}-{} at {:g} of its speed", f.u, f.v, f.fraction);
+            case Fault::Kind::link_down: return fmt::format("link {}-{} down", f.u, f.v);
+            case Fault::Kind::one_way: return fmt::format("link {}-{} one way ({} -> {} only)", f.u, f.v, f.u, f.v);
+        }
+        return {};
     }
 
     /// A NIC down: its network links go, and with them their channels in every group.
@@ -422,22 +510,52 @@ private:
         std::erase_if(m_.groups, [](const Group& g) { return g.out_of < 0 && g.into < 0 && g.channels.empty(); });
     }
 
+    /// Processor g becomes perm[g] (a permutation drawn from `seed`): every edge, group and
+    /// channel list; the boxes are then no longer consecutive, so the file declares none.
+    void renumber(unsigned seed) {
+        std::vector<int> perm(n_);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::mt19937 rng(seed);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        auto map = [&](End& e) {
+            if (e.proc >= 0) e.proc = perm[e.proc];
+        };
+        for (Edge& e : m_.edges) map(e.u), map(e.v);
+        for (Group& g : m_.groups) {
+            if (g.out_of >= 0) g.out_of = perm[g.out_of];
+            if (g.into >= 0) g.into = perm[g.into];
+            for (auto& [a, b] : g.channels) map(a), map(b);
+            std::sort(g.channels.begin(), g.channels.end());
+        }
+        std::stable_sort(m_.edges.begin(), m_.edges.end(), [](const Edge& a, const Edge& b) { return std::pair(a.u, a.v) < std::pair(b.u, b.v); });
+        m_.boxes = 0;
+    }
+
+    /// Every processor reaches processor 0 and is reached from it, over the channels (a one-way
+    /// link is one channel).
     void check_connected() const {
         const int nodes = n_ + m_.routers;
-        std::vector<std::vector<int>> adj(nodes);
+        std::vector<std::vector<int>> fwd(nodes), back(nodes);
         auto id = [&](const End& e) { return e.proc >= 0 ? e.proc : n_ + e.router; };
-        for (const Edge& e : m_.edges) adj[id(e.u)].push_back(id(e.v)), adj[id(e.v)].push_back(id(e.u));
-        std::vector<bool> seen(nodes, false);
-        std::vector<int> stack{0};
-        seen[0] = true;
-        while (!stack.empty()) {
-            int x = stack.back();
-            stack.pop_back();
-            for (int y : adj[x])
-                if (!seen[y]) seen[y] = true, stack.push_back(y);
+        for (const Edge& e : m_.edges) {
+            fwd[id(e.u)].push_back(id(e.v)), back[id(e.v)].push_back(id(e.u));
+            if (!e.one_way) fwd[id(e.v)].push_back(id(e.u)), back[id(e.u)].push_back(id(e.v));
         }
-        for (int x = 0; x < n_; ++x)
-            if (!seen[x]) throw InputError(fmt::format("the faults cut processor {} off from processor 0: the machine is not connected", x));
+        for (const auto* adj : {&fwd, &back}) {
+            std::vector<bool> seen(nodes, false);
+            std::vector<int> stack{0};
+            seen[0] = true;
+            while (!stack.empty()) {
+                int x = stack.back();
+                stack.pop_back();
+                for (int y : (*adj)[x])
+                    if (!seen[y]) seen[y] = true, stack.push_back(y);
+            }
+            for (int x = 0; x < n_; ++x)
+                if (!seen[x])
+                    throw InputError(fmt::format("the faults cut processor {} off from processor 0 ({}): the machine is not connected", x,
+                                                 adj == &fwd ? "it cannot be reached" : "it cannot send to it"));
+        }
     }
 
     std::string describe() const {
@@ -478,8 +596,8 @@ private:
         s += routers_ ? "; switches as routers" : "; switches as link groups";
         if (box_.fabric == Fabric::switched)
             s += o_.units == Units::links ? "; capacities count links" : fmt::format("; capacity {} per GPU", switch_cap());
-        for (const Fault& f : o_.faults)
-            s += f.nic >= 0 ? fmt::format("; NIC {} down", f.nic) : fmt::format("; link {}-{} at {:g} of its speed", f.u, f.v, f.fraction);
+        for (const std::string& f : m_.faults) s += "; " + f;
+        if (o_.renumber) s += fmt::format("; processors renumbered (seed {})", *o_.renumber);
         return s;
     }
 

@@ -41,6 +41,9 @@ struct Box {
     int gpus = 8;
     Fabric fabric = Fabric::switched;
     int links = 0;            ///< switched: links per GPU into the switch
+    /// switched, read from a topology file: each GPU's own links into the switch where some have
+    /// fewer than `links` (a link missing from the file); empty: every GPU has `links`
+    std::vector<int> gpu_links;
     std::vector<std::vector<int>> mesh;  ///< mesh: {u, v, links} with u < v
     double link_gbs = 0;      ///< one link, each way
     double link_alpha_us = 0.6;
@@ -82,9 +85,19 @@ Network parse_network(std::string_view text);
 
 enum class Units { links, gpu, fixed };
 
+/// A part of the machine that is not as the family has it (docs/topologies.md, "Faults").
 struct Fault {
-    int nic = -1;                  ///< a NIC down (machine-wide NIC number)
-    std::string u, v;              ///< or a link at `fraction` of its speed
+    enum class Kind {
+        nic_down,   ///< NIC `nic` down: its network links go
+        slow_nic,   ///< NIC `nic` at `fraction` of its speed
+        slow_gpu,   ///< GPU `gpu`'s NVLink port (all its links in the box) at `fraction`
+        slow_link,  ///< the link u-v at `fraction`
+        link_down,  ///< the link u-v gone
+        one_way,    ///< the link u-v keeps only its channel u -> v
+    };
+    Kind kind = Kind::nic_down;
+    int nic = -1, gpu = -1;
+    std::string u, v;              ///< a link's ends: processor numbers or routers r1.N
     double fraction = 1;
 };
 
@@ -102,6 +115,9 @@ struct MachineOptions {
     /// leaves and spines) reduce and multicast; in the groups layout each becomes a router joined
     /// to its NICs by a channel of the NIC's speed inside the NIC's groups
     bool sharp = false;
+    /// The processors renumbered by a permutation drawn from this seed (the file then declares
+    /// no "boxes": its boxes are no longer consecutive processors)
+    std::optional<unsigned> renumber;
 };
 
 /// The efficiency and the note of a SHARP switch (`--sharp`): NVIDIA SHARPv3 on Quantum-2 NDR
@@ -120,6 +136,7 @@ struct Edge {
     std::string type;
     std::optional<std::string> bandwidth;  ///< a slow link's own speed
     int nic_u = -1, nic_v = -1;            ///< the NICs the edge crosses (faults), -1: none
+    bool one_way = false;                  ///< only the channel u -> v
 };
 
 struct Group {
@@ -146,7 +163,8 @@ struct LinkType {
 struct Machine {
     std::optional<std::string> note;
     int processors = 0, routers = 0;
-    int boxes = 1;                         ///< the graph file's "boxes": `boxes` boxes of processors / boxes GPUs, box-major
+    int boxes = 1;                         ///< the graph file's "boxes": `boxes` boxes of processors / boxes GPUs, box-major (0: none written)
+    std::vector<std::string> faults;       ///< the graph file's "faults": what is not as the family has it
     std::vector<LinkType> types;
     std::vector<Edge> edges;
     std::vector<Group> groups;

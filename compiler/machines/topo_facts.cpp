@@ -74,10 +74,13 @@ void choose_fabric(const TopoFacts& f, int sm, Box& b, std::vector<std::string>&
                 throw InputError(fmt::format("{}:{}: GPU {} has no NVLink to the NVSwitch while others have", f.file, f.gpus[i].line, i));
             fewest = std::min(fewest, f.gpus[i].switch_links);
         }
-        if (fewest != switch_links)
-            said.push_back(fmt::format("the GPUs have {} to {} NVLinks to the NVSwitch: the box takes {} for all", fewest, switch_links, fewest));
+        if (fewest != switch_links) {  // a link missing from the file is missing from the machine (build.cpp: its port slower)
+            for (int i = 0; i < n; ++i) b.gpu_links.push_back(f.gpus[i].switch_links);
+            said.push_back(fmt::format("the GPUs have {} to {} NVLinks to the NVSwitch: each GPU keeps its own (a GPU with fewer has its "
+                                       "port at its share of {}, named in the machine's faults)", fewest, switch_links, switch_links));
+        }
         if (!f.direct.empty()) said.push_back("direct NVLinks between GPUs besides the NVSwitch are left out");
-        b.fabric = Fabric::switched, b.links = fewest;
+        b.fabric = Fabric::switched, b.links = switch_links;
     } else if (!f.direct.empty()) {
         for (int i = 0; i < n; ++i)
             if (!direct[i]) throw InputError(fmt::format("{}:{}: GPU {} has no NVLink while others have: the box is not one NVLink domain", f.file, f.gpus[i].line, i));

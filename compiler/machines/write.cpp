@@ -25,6 +25,10 @@ std::string speed_object(const Speed& s) {
 /// `typed`: the edge names its link type (in the compact layout the box's own type is the file's
 /// top-level speed, not an entry of "link_types", so its edges name none).
 std::string edge_text(const Edge& e, bool typed) {
+    if (e.one_way)
+        return fmt::format("{{\"from\": {}, \"to\": {}, \"cap\": {}, {}{}\"one_way\": true}}", end_text(e.u), end_text(e.v), e.cap,
+                           typed ? fmt::format("\"type\": {}, ", json_quote(e.type)) : "",
+                           e.bandwidth ? fmt::format("\"bandwidth\": {}, ", json_quote(*e.bandwidth)) : "");
     if (e.bandwidth)
         return fmt::format("{{\"from\": {}, \"to\": {}, \"cap\": {}, {}\"bandwidth\": {}}}", end_text(e.u), end_text(e.v), e.cap,
                            typed ? fmt::format("\"type\": {}, ", json_quote(e.type)) : "", json_quote(*e.bandwidth));
@@ -66,7 +70,13 @@ std::string speed_text(double value, std::string_view unit) {
 std::string write_machine_json(const Machine& m) {
     std::string s = "{";
     if (m.note) s += fmt::format("\"note\": {},\n ", json_quote(*m.note));
-    s += fmt::format("\"processors\": {}, \"routers\": {}, \"boxes\": {},\n", m.processors, m.routers, m.boxes);
+    if (!m.faults.empty()) {  // one string, not a list: Topology::declared_processors reads the head and stops at a list
+        std::string all;
+        for (const std::string& f : m.faults) all += (all.empty() ? "" : "; ") + f;
+        s += fmt::format("\"faults\": {},\n ", json_quote(all));
+    }
+    s += fmt::format("\"processors\": {}, \"routers\": {}, ", m.processors, m.routers);
+    s += m.boxes ? fmt::format("\"boxes\": {},\n", m.boxes) : std::string("\n");
     const bool compact = !m.base_type.empty();
     if (compact) {
         const auto& base = *std::find_if(m.types.begin(), m.types.end(), [&](const LinkType& t) { return t.name == m.base_type; });

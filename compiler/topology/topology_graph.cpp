@@ -91,7 +91,8 @@ private:
 /// Reads one graph file into a new Topology: the header, the link types, the edges with their
 /// speeds, then the groups. Graph file: {"processors": P, "routers": R (optional), "edges": [[u, v],
 /// [u, v, cap], ...]} or edges as {"from": u, "to": v, "cap": c}; nodes are processor numbers or
-/// router names "r1.<i>". Every edge is a bidirectional link (one channel each way). Optional
+/// router names "r1.<i>". Every edge is a bidirectional link (one channel each way), or one channel
+/// from -> to with "one_way": true. Optional
 /// "groups": [{"name", "cap", "channels": [[u, v], ...], "out_of": u, "into": v}, ...], each group
 /// the union of its listed channels and all channels out of `out_of` and into `into`
 /// (docs/topologies.md).
@@ -245,6 +246,16 @@ private:
         return c.get<std::uint32_t>();
     }
 
+    /// An edge object's "one_way": true makes it one channel, from -> to (docs/formats.md, "One-way
+    /// links"); a link with a speed per direction is two one-way edges.
+    bool one_way(const nlohmann::json& e) const {
+        if (!e.is_object() || !e.contains("one_way")) return false;
+        if (!e["one_way"].is_boolean())
+            throw InputError(at({"edges", e_index_, std::string("one_way")},
+                                fmt::format("edges[{}]: \"one_way\" is {}: expected true or false", e_index_, e["one_way"].dump())));
+        return e["one_way"].get<bool>();
+    }
+
     void edge(const nlohmann::json& e) {
         std::uint32_t u, v, cap = 1;
         LinkSpeed unit = file_unit_;
@@ -266,11 +277,16 @@ private:
             throw InputError(at({"edges", e_index_},
                                 fmt::format("edges[{}]: expected [u, v], [u, v, cap], [u, v, cap, \"type\"] or {{\"from\", \"to\", \"cap\"}}", e_index_)));
         }
-        edge_speeds_.emplace_back(Node{u}, Node{v}, LinkSpeed{unit.alpha, unit.bandwidth * cap});
-        edge_speeds_.emplace_back(Node{v}, Node{u}, LinkSpeed{unit.alpha, unit.bandwidth * cap});
+        const bool both = !one_way(e);
         if (u == v) throw InputError(at({"edges", e_index_}, fmt::format("edges[{}]: a self-loop on {}", e_index_, t_->node_name(Node{u}))));
+        edge_speeds_.emplace_back(Node{u}, Node{v}, LinkSpeed{unit.alpha, unit.bandwidth * cap});
         t_->channels_.push_back({Node{u}, Node{v}, cap, 0});
-        t_->channels_.push_back({Node{v}, Node{u}, cap, 0});
+        channel_edge_.push_back(e_index_);
+        if (both) {
+            edge_speeds_.emplace_back(Node{v}, Node{u}, LinkSpeed{unit.alpha, unit.bandwidth * cap});
+            t_->channels_.push_back({Node{v}, Node{u}, cap, 0});
+            channel_edge_.push_back(e_index_);
+        }
         ++e_index_;
     }
 
@@ -288,12 +304,12 @@ private:
         for (std::size_t k = 0; k < order.size(); ++k) sorted[k] = channels[order[k].second];
         for (std::size_t i = 1; i < sorted.size(); ++i)
             if (sorted[i].from == sorted[i - 1].from && sorted[i].to == sorted[i - 1].to) {
-                // channels are listed two per edge: the later listing, with the first named
-                const std::size_t a = order[i - 1].second / 2, b = order[i].second / 2;
-                throw InputError(at({"edges", std::max(a, b)}, fmt::format("edges[{}]: the edge {} -- {} is listed twice (first as edges[{}]; give one "
-                                                                           "edge with a capacity instead)",
-                                                                           std::max(a, b), t_->node_name(sorted[i].from), t_->node_name(sorted[i].to),
-                                                                           std::min(a, b))));
+                // channels are listed two per edge (one for a one-way edge): the later listing, with the first named
+                const std::size_t a = channel_edge_[order[i - 1].second], b = channel_edge_[order[i].second];
+                throw InputError(at({"edges", std::max(a, b)},
+                                    fmt::format("edges[{}]: the edge {} -- {} is listed twice (first as edges[{}]; give one edge with a "
+                                                "capacity instead, or two one-way edges for a speed per direction)",
+                                                std::max(a, b), t_->node_name(sorted[i].from), t_->node_name(sorted[i].to), std::min(a, b))));
             }
         channels = std::move(sorted);
         t_->finish();
@@ -480,6 +496,7 @@ private:
     bool speeds_given_ = false;
     std::vector<std::tuple<Node, Node, LinkSpeed>> edge_speeds_;  ///< per unit of capacity, both directions
     std::size_t e_index_ = 0;
+    std::vector<std::size_t> channel_edge_;  ///< per listed channel, the edge that lists it
     std::set<std::string> group_names_;
 };
 

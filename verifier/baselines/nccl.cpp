@@ -66,7 +66,7 @@ Baseline build(const std::shared_ptr<const Topology>& topo, const Model& model, 
     bl.channels = g.channels;
     switch (a) {
     case Algorithm::ring: {
-        const std::vector<Ring> rings = nccl_rings(t, l, s, g.channels);
+        const std::vector<Ring> rings = nccl_rings(t, l, s, g.channels, o.deadline);
         bl.pieces = ring_pieces(kind, P, g.channels, o.pieces);
         if (rooted(kind)) {
             bl.name = ring_name(kind, bl.pieces);
@@ -84,7 +84,7 @@ Baseline build(const std::shared_ptr<const Topology>& topo, const Model& model, 
         break;
     }
     case Algorithm::tree: {
-        const std::vector<Ring> rings = nccl_rings(t, l, s, g.channels);
+        const std::vector<Ring> rings = nccl_rings(t, l, s, g.channels, o.deadline);
         bl.pieces = fit_pieces(o.pieces ? o.pieces : 4, 2.0 * 2 * P * g.channels * 3);
         bl.table = tree_table(topo, model, l, rings, bl.pieces, o.deadline);
         bl.source = fmt::format("NCCL's double binary tree on {} channel{} (src/graph/trees.cc ncclGetDtree across boxes, a chain in "

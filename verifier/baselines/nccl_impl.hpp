@@ -30,8 +30,8 @@ Layout nccl_layout(const Topology&);
 /// through `via` (the GPU of the channel's NIC in u's box, NCCL's PXN) when given, else the route.
 std::vector<ChannelId> connection(const Topology&, Node u, Node v, std::optional<Node> via);
 
-/// Per channel, its ring (nccl.hpp's Ring).
-std::vector<Ring> nccl_rings(const Topology&, const Layout&, const System&, std::uint32_t channels);
+/// Per channel, its ring (nccl.hpp's Ring); LimitReached once `deadline` passes.
+std::vector<Ring> nccl_rings(const Topology&, const Layout&, const System&, std::uint32_t channels, Deadline deadline = {});
 
 /// A box's parent in NCCL's double binary tree over n boxes (src/graph/trees.cc ncclGetDtree; tree
 /// 0 or 1), -1 for the root, and whether the box is its parent's first child (0) or second (1).

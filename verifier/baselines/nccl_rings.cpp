@@ -37,8 +37,10 @@ bool linked(const Topology& t, Node u, Node v) {
 /// The order in which channel c's ring visits a box's GPUs (their indices in the box): from
 /// `start`, NCCL's NVSwitch preference (search.cc ncclTopoSearchNextGpuSort: the next GPU, then
 /// the previous one), else any GPU linked to the last, by depth-first search; `closed` asks that the
-/// last be linked back to the first (one box). Empty when the box has no such path.
-std::vector<std::uint32_t> box_order(const Topology& t, const std::vector<Node>& box, std::uint32_t start, bool closed) {
+/// last be linked back to the first (one box). Empty when the box has no such path; LimitReached
+/// once `deadline` passes (polled every 1,024 steps: on some numberings of a machine the step
+/// budget alone, once per channel, took minutes).
+std::vector<std::uint32_t> box_order(const Topology& t, const std::vector<Node>& box, std::uint32_t start, bool closed, Deadline deadline) {
     const auto n = static_cast<std::uint32_t>(box.size());
     std::vector<std::uint32_t> order{start};
     std::vector<char> used(n, 0);
@@ -47,6 +49,7 @@ std::vector<std::uint32_t> box_order(const Topology& t, const std::vector<Node>&
     std::function<bool()> grow = [&]() -> bool {
         if (order.size() == n) return !closed || n == 1 || linked(t, box[order.back()], box[start]);
         if (--budget == 0) return false;
+        if (budget % 1024 == 0) poll_deadline(deadline, "ring search");
         const std::uint32_t last = order.back();
         std::vector<std::uint32_t> next{(last + 1) % n, (last + n - 1) % n};
         for (std::uint32_t i = 0; i < n; ++i) next.push_back((last + 1 + i) % n);
@@ -66,7 +69,7 @@ std::vector<std::uint32_t> box_order(const Topology& t, const std::vector<Node>&
 
 }  // namespace
 
-std::vector<Ring> nccl_rings(const Topology& t, const Layout& l, const System& s, std::uint32_t channels) {
+std::vector<Ring> nccl_rings(const Topology& t, const Layout& l, const System& s, std::uint32_t channels, Deadline deadline) {
     const std::uint32_t B = s.nodes, G = s.gpus_per_node;
     std::vector<Ring> rings;
     for (std::uint32_t c = 0; c < channels; ++c) {
@@ -75,7 +78,7 @@ std::vector<Ring> nccl_rings(const Topology& t, const Layout& l, const System& s
         const std::uint32_t start = (s.nic_per_gpu ? c % s.nics_per_node : c) % G;
         // one mesh box: the ring NCCL's search found for channel c (nccl_search.cpp)
         std::vector<std::uint32_t> order = s.ring_search && c < s.ring_search->rings.size() ? s.ring_search->rings[c]
-                                                                                           : box_order(t, l.boxes.front(), start, B == 1);
+                                                                                           : box_order(t, l.boxes.front(), start, B == 1, deadline);
         if (order.empty())
             throw InputError(fmt::format("{}: no ring through the GPUs of a box over their own links (NCCL's search would fall back "
                                          "to PCIe, which the machine does not describe)",

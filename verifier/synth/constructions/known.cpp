@@ -417,8 +417,10 @@ std::optional<SendTable> mirrored_ring_alltoall(const SynthInstance& in) {
 }
 
 /// A Hamiltonian cycle of a router-free topology (depth-first search, fewest onward choices
-/// first, a bounded number of backtracking steps); empty when none is found.
-std::vector<std::uint32_t> hamiltonian_cycle(const Topology& t) {
+/// first, a bounded number of backtracking steps); empty when none is found or `deadline` passes
+/// (polled every 1,024 steps: a step costs the square of the degree, and on some numberings of
+/// a machine the budget alone took minutes).
+std::vector<std::uint32_t> hamiltonian_cycle(const Topology& t, std::chrono::steady_clock::time_point deadline) {
     const std::uint32_t P = t.processors();
     if (t.routers() != 0 || P < 3) return {};
     std::vector<std::vector<std::uint32_t>> adj(P);
@@ -428,8 +430,10 @@ std::vector<std::uint32_t> hamiltonian_cycle(const Topology& t) {
     used[0] = 1;
     std::uint64_t budget = 2000000;
     auto closes = [&](std::uint32_t v) { return std::find(adj[v].begin(), adj[v].end(), 0u) != adj[v].end(); };
+    bool stopped = false;
     std::function<bool()> dfs = [&]() -> bool {
-        if (budget-- == 0) return false;
+        if (stopped || budget-- == 0) return false;
+        if (budget % 1024 == 0 && std::chrono::steady_clock::now() >= deadline) return !(stopped = true);
         std::uint32_t u = path.back();
         if (path.size() == P) return closes(u);
         std::vector<std::pair<std::size_t, std::uint32_t>> next;
@@ -449,7 +453,7 @@ std::vector<std::uint32_t> hamiltonian_cycle(const Topology& t) {
         }
         return false;
     };
-    return dfs() ? path : std::vector<std::uint32_t>{};
+    return dfs() && !stopped ? path : std::vector<std::uint32_t>{};
 }
 
 /// Multinode broadcast along a Hamiltonian cycle, as in the single-port paper (Dimakopoulos,
@@ -458,10 +462,10 @@ std::vector<std::uint32_t> hamiltonian_cycle(const Topology& t) {
 /// everybody (full duplex), positions of the parity of j (half duplex, n even), positions
 /// j, j+2, ..., j+n-3 (half duplex, n odd: position j-1 idles). 2n steps for odd n, 2(n-1) for
 /// even n under half duplex, n-1 under full duplex, which are the lower bounds.
-std::optional<SendTable> ring_allgather(const SynthInstance& in) {
+std::optional<SendTable> ring_allgather(const SynthInstance& in, std::chrono::steady_clock::time_point deadline) {
     const Topology& t = *in.topology;
     if (in.collective.kind != CollectiveKind::allgather) return std::nullopt;
-    std::vector<std::uint32_t> cyc = hamiltonian_cycle(t);
+    std::vector<std::uint32_t> cyc = hamiltonian_cycle(t, deadline);
     if (cyc.empty()) return std::nullopt;
     const std::uint32_t n = static_cast<std::uint32_t>(cyc.size());
     const bool half = in.model.ports == Ports::half;
@@ -592,7 +596,7 @@ std::optional<KnownSchedule> constructed_schedule(const SynthInstance& in, bool 
             if (auto f = late() ? std::nullopt : greedy_free_route(in, deadline); f && holds(*f, in, false, deadline))
                 found.push_back({std::move(*f), "greedy first fit over any route (earliest arrival), farthest first"});
     } else if (k == EncodingKind::dissemination) {
-        if (auto r = late() ? std::nullopt : ring_allgather(in); r && holds(*r, in, false, deadline))
+        if (auto r = late() ? std::nullopt : ring_allgather(in, deadline); r && holds(*r, in, false, deadline))
             found.push_back({std::move(*r), "ring algorithm on a Hamiltonian cycle (Dimakopoulos, single-port paper, section 3)"});
         if (auto g = late() ? std::nullopt : greedy_flood(in, deadline); g && holds(*g, in, false, deadline)) found.push_back({std::move(*g), "greedy flooding, oldest first"});
     } else {
