@@ -196,7 +196,7 @@ TEST_CASE("machine --renumber: the same links between other numbers, no boxes de
 
 TEST_CASE("routers: every command runs with its defaults on the machines collsched machine writes (small machines)") {
     Scratch dir("faults_every");
-    for (const std::string& args : {"amd4", "dgx1 --boxes 2 --network rail --switches routers", "dgx1 --boxes 2 --network switch",
+    for (const char* args : {"amd4", "dgx1 --boxes 2 --network rail --switches routers", "dgx1 --boxes 2 --network switch",
                                     "ndv2 --boxes 2 --network fat-tree", "dgx1 --boxes 2 --network rail --one-way 0-8 --slow-nic 1:0.5"})
         every_command(dir, args);
     // a PCIe box read from NCCL's XML (Azure's NC A100 v4): its PCIe switch a router

@@ -694,7 +694,7 @@ void encode_end_to_end(const SynthInstance& in, Step H, const SynthOptions& opt,
         const auto& r = routes[s.p * P + s.q];
         e.candidates.push_back({s.lit, static_cast<std::uint32_t>(e.pool.size()), static_cast<std::uint32_t>(r.size()),
                                 s.s + static_cast<Step>(r.size()) - 1});
-        for (std::uint32_t k = 0; k < r.size(); ++k) e.pool.push_back({s.s + k, r[k], dm.msgs[s.msg]});
+        for (std::uint32_t h = 0; h < r.size(); ++h) e.pool.push_back({s.s + h, r[h], dm.msgs[s.msg]});
     }
 }
 
