@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -180,7 +181,7 @@ double find_table_crossover(const std::function<double(std::size_t, double)>& ti
 }
 
 Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& sizes, const TimeBasis& basis,
-                   TimeKind kind, std::size_t baseline, unsigned jobs) {
+                   TimeKind kind, std::size_t baseline, unsigned jobs, Deadline deadline) {
     if (cs.empty()) throw InputError("compare needs at least one schedule or table");
     const SendTable& first = *cs.front().table;
     for (const Contender& c : cs) {
@@ -193,26 +194,31 @@ Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& 
     }
     std::vector<TimingPlan> plans;  // built once per table, run at every size and for the crossovers
     plans.reserve(cs.size());
-    for (const Contender& c : cs) plans.emplace_back(*c.table);
-    return compare(cs, plans, sizes, basis, kind, baseline, jobs);
+    for (const Contender& c : cs) plans.emplace_back(*c.table, deadline);
+    return compare(cs, plans, sizes, basis, kind, baseline, jobs, deadline);
 }
 
 Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPlan>& plans, const std::vector<double>& sizes,
-                   const TimeBasis& basis, TimeKind kind, std::size_t baseline, unsigned jobs) {
+                   const TimeBasis& basis, TimeKind kind, std::size_t baseline, unsigned jobs, Deadline deadline) {
     COLLSCHED_ASSERT(plans.size() == cs.size());
     const std::size_t S = sizes.size();
     std::vector<std::vector<double>> seconds(cs.size(), std::vector<double>(S)), other = seconds;
     std::vector<std::vector<Protocol>> protocol(basis.ideal() ? 0 : cs.size(), std::vector<Protocol>(S));
     std::size_t largest = 0;
     for (const TimingPlan& p : plans) largest = std::max(largest, p.transfers());
+    std::atomic<std::size_t> made = 0;
     run_indexed(cs.size() * S, prediction_threads(jobs, largest), [&](std::size_t k) {
+        if (deadline.passed()) return false;
         const std::size_t c = k / S, i = k % S;
         const BasisTime t = time_on(plans[c], sizes[i], basis, kind);
         seconds[c][i] = t.seconds, other[c][i] = t.other;
         if (!protocol.empty()) protocol[c][i] = t.protocol;
+        ++made;
         return true;
     });
-    return compare_predicted(plans, std::move(seconds), std::move(other), sizes, basis, kind, baseline, jobs, {}, std::move(protocol));
+    if (made < cs.size() * S)
+        throw LimitReached(fmt::format("time limit: {} of the {} predictions (tables x sizes) were made", made.load(), cs.size() * S));
+    return compare_predicted(plans, std::move(seconds), std::move(other), sizes, basis, kind, baseline, jobs, deadline, std::move(protocol));
 }
 
 Comparison compare_predicted(const std::vector<TimingPlan>& plans, std::vector<std::vector<double>> seconds, std::vector<std::vector<double>> other,

@@ -78,11 +78,13 @@ struct Comparison {
 /// Predicts every contender at every size. Contenders must run the same collective on the same
 /// number of processors (InputError otherwise). `jobs`: threads for the predictions (each on its
 /// own; the answer does not depend on it), fewer when the memory budget holds fewer runs at once.
+/// Past `deadline` no plan or prediction starts and LimitReached says how many were made; a
+/// crossover search it stops is left unsearched (compare_predicted).
 Comparison compare(const std::vector<Contender>& cs, const std::vector<double>& sizes, const TimeBasis& basis,
-                   TimeKind kind, std::size_t baseline, unsigned jobs = 1);
+                   TimeKind kind, std::size_t baseline, unsigned jobs = 1, Deadline deadline = {});
 /// The same with each contender's timing plan already built (plans[c] of cs[c]'s table).
 Comparison compare(const std::vector<Contender>& cs, const std::vector<TimingPlan>& plans, const std::vector<double>& sizes,
-                   const TimeBasis& basis, TimeKind kind, std::size_t baseline, unsigned jobs = 1);
+                   const TimeBasis& basis, TimeKind kind, std::size_t baseline, unsigned jobs = 1, Deadline deadline = {});
 /// The same with every time already predicted (seconds[c][i] of the kind that decides, other[c][i]
 /// the other kind, each plans[c].predict at sizes[i]): the winners and the crossovers, as
 /// `optimize --size` has them from choosing what to check (protocol[c][i] the protocol of each, empty

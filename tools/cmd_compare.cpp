@@ -39,6 +39,7 @@ struct CompareArgs {
     bool json = false;
     bool nccl = false;         ///< --nccl: add every NCCL algorithm for the machine and collective
     std::string collective;   ///< --collective, when every input is nccl:NAME
+    double timeout = 0;       ///< --timeout: seconds for the whole run, 0 none
 };
 
 /// `nccl:ring`, `nccl:tree`, `nccl:pat`, `nccl:p2p`: NCCL's algorithm generated for the machine.
@@ -55,14 +56,16 @@ std::string stem(const std::string& path) {
 /// verified), the baseline, the comparison, the plot, the report.
 class CompareRun {
 public:
-    CompareRun(const CompareArgs& args, Context& ctx) : args_(args), ctx_(ctx) {}
+    CompareRun(const CompareArgs& args, Context& ctx) : args_(args), ctx_(ctx), deadline_(Deadline::after(args.timeout)) {}
 
+    /// Past --timeout: the generation of NCCL's tables, the checks and the predictions stop (LimitReached: exit 3,
+    /// nothing printed but the reason); a crossover search it stops is left at its grid points.
     void run() {
         load();
         if (!all_hold()) return;
         const std::size_t base = baseline();
         const TimeKind kind = args_.time == "sync" ? TimeKind::synchronous : TimeKind::asynchronous;
-        const Comparison cmp = compare(cs_, args_.sizes, TimeBasis{args_.link, args_.executor}, kind, base);
+        const Comparison cmp = compare(cs_, args_.sizes, TimeBasis{args_.link, args_.executor}, kind, base, 1, deadline_);
         const std::string kind_name = kind == TimeKind::asynchronous ? "asynchronous" : "synchronous";
         if (!args_.svg.empty()) plot(cmp, kind_name);
         const ComparedSchedules set{cs_, nccl_, system_, args_.link, args_.svg, args_.executor};
@@ -109,8 +112,10 @@ private:
                 continue;
             }
             std::vector<nccl::Baseline> bs;
-            if (in == "nccl:*") bs = nccl::nccl_baselines(topo, coll, model);
-            else bs.push_back(nccl::nccl_baseline(topo, coll, model, in.substr(5)));
+            nccl::BaselineOptions bo;
+            bo.deadline = deadline_;
+            if (in == "nccl:*") bs = nccl::nccl_baselines(topo, coll, model, 0, bo);
+            else bs.push_back(nccl::nccl_baseline(topo, coll, model, in.substr(5), 0, bo));
             for (nccl::Baseline& b : bs) {
                 names_.push_back("nccl:" + b.name);
                 files_.push_back(b.source);
@@ -132,7 +137,10 @@ private:
     bool all_hold() {
         std::string broken;
         for (const Contender& c : cs_) {
-            VerifyReport r = verify_direct(*c.table, VerifyOptions{});
+            VerifyOptions check;
+            check.deadline = deadline_;
+            VerifyReport r = verify_direct(*c.table, check);
+            if (deadline_.passed()) throw LimitReached(fmt::format("time limit (--timeout {}) while checking {}", args_.timeout, c.file));
             if (r.verdict() != "holds") broken += fmt::format("{}{}: {}", broken.empty() ? "" : "; ", c.file, r.verdict());
         }
         if (broken.empty()) return true;
@@ -166,6 +174,7 @@ private:
 
     const CompareArgs& args_;
     Context& ctx_;
+    Deadline deadline_;  ///< --timeout, from the start of the run
     std::vector<std::string> names_, files_;  ///< per input table: its name (before #k) and file or source
     std::vector<std::pair<std::size_t, nccl::Algorithm>> nccl_;  ///< the NCCL contenders
     std::optional<nccl::System> system_;
@@ -184,7 +193,7 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         "sizes between neighbouring grid points (to 0.1 %), gives the speed-up of the winner over a baseline, and draws the "
         "times (or algorithm bandwidths) against size on log axes as SVG. Every input is verified first by the direct checker.\n"
         "Exit code: 0 done, 1 an input does not hold (named), 2 bad input (schedules of different collectives or sizes of "
-        "machine, bad units).");
+        "machine, bad units), 3 --timeout came first.");
     cmd->add_option("FILES", args->inputs,
                     "Schedules (.sched), tables (.json, .csv) or MSCCL-IR programs to compare, and nccl:ring, nccl:tree, nccl:pat, "
                     "nccl:p2p: NCCL's algorithm generated for the first schedule's machine and collective (docs/time.md)");
@@ -213,6 +222,10 @@ void add_compare_command(CLI::App& app, Context& ctx) {
         ->check(CLI::IsMember({"time", "algbw"}));
     cmd->add_flag("--json", args->json,
                   "Print one JSON object: schedules, sizes, times (both kinds) per schedule, winners, crossovers, speed-ups");
+    cmd->add_option("--timeout", args->timeout,
+                    "Seconds for the whole run (default 0: none): past it NCCL's tables, the checks and the predictions stop (exit 3); a "
+                    "crossover search still running is left at its grid points")
+        ->check(seconds_option(true));
     cmd->callback([&ctx, args] { CompareRun(*args, ctx).run(); });
 }
 

@@ -6,6 +6,7 @@
 
 #include "tests/approx.hpp"
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -162,4 +163,25 @@ TEST_CASE("time: pareto --size predicts every frontier point") {
     REQUIRE(j["frontier"].size() >= 1);
     CHECK(j["frontier"][0]["time"][0]["size"] == 1048576.0);
     CHECK(j["frontier"][0]["time"][0]["asynchronous_s"].get<double>() > 0);
+}
+
+TEST_CASE("time: compare --timeout stops NCCL's tables, the checks and the predictions, exit 3") {
+    // NCCL's ring and tree on 128 GPUs at 25 sizes take about 5 s; compare had no limit at all
+    const std::string args = "compare nccl:ring nccl:tree --topology graph:" + source("schedules/machines/h100rail16x8.json") +
+                             " --collective allreduce --sizes 1K..16G";
+    for (const char* t : {"0.3", "1.5"}) {
+        CAPTURE(t);
+        const auto start = std::chrono::steady_clock::now();
+        const auto r = run(args + " --timeout " + t);
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        CHECK(r.code == 3);
+        CHECK(r.out.starts_with("collsched: stopped before any result: time limit"));  // as every command's limit (tools/output.cpp)
+        CHECK(wall < std::stod(t) + 1.0);
+    }
+    // with time enough, the same answer as without a limit
+    const auto small = "compare nccl:ring nccl:tree --topology graph:" + source("schedules/machines/h100rail2x8.json") +
+                       " --collective allreduce --sizes 1K..1G:4";
+    const auto limited = run(small + " --timeout 60"), free = run(small);
+    CHECK(limited.code == 0);
+    CHECK(limited.out == free.out);
 }
