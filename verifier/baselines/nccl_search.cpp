@@ -2,6 +2,16 @@
 // src/graph/search.cc ncclTopoCompute (:1074-1316) for NCCL_TOPO_PATTERN_RING with one node,
 // step by step, so that the rings, their number and their speed are the ones NCCL settles on,
 // including where its time budgets cut a search short. NVIDIA/nccl 2.30.7, commit 5067397c.
+// The steps: the speeds of `speedArrayIntra` from the first at most maxBw (the best pair) and
+// totalBw (a GPU's NVLinks); each speed searched with the channels forced the same (a budget of 2^8
+// calls of ncclTopoSearchRecGpu), then free (2^14); the first channel tried in PCI order, later ones
+// as a replay of the last, then from every GPU, the next GPU chosen by ncclTopoSearchNextGpuSort
+// (the path's bandwidth, then its index after the current GPU); each channel takes its speed from
+// every link it crosses (followPath, SUB_ROUND); a graph replaces the best only with more channels x
+// speed (ncclTopoCompareGraphs); slower speeds while above 0.49 of the best, until channels x speed
+// reaches totalBw; ncclTopoDupChannels; pass 2 tries faster speeds while a search ends within its
+// budget; the global budget of 2^19 calls. A pair's links are summed into one (topo.cc
+// ncclTopoConnectNodes).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
