@@ -53,7 +53,7 @@ void run_topology(std::string_view input);
 /// The command line (fuzz/target_cli.cpp): the input's lines are the arguments after
 /// `collsched` (at most 64, each cut at 4096 bytes). They are parsed by the real app
 /// (tools/app.hpp) with every subcommand's work switched off, so only option parsing, the
-/// validators of tools/options.hpp and the unknown-subcommand check run. A parse error is the
+/// validators of cli/options.hpp and the unknown-subcommand check run. A parse error is the
 /// expected answer; its printed message must stay short (at most dsl/excerpt.hpp's max_message
 /// plus the ellipsis marker, no run of more than 120 non-blank bytes). Any other exception is a finding.
 void run_cli(std::string_view input);

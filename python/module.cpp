@@ -2,8 +2,8 @@
  * The Python module `collsched._collsched` (pybind11): the compiler, the verifier, the simulator
  * and the commands of the command line, on values Python holds (docs/python.md). It adds no
  * logic of its own: a topology is Topology::parse's, a table is the compiler's or the readers'
- * (tools/input.hpp load_input, the command line's own loader), a report is the JSON object the
- * command's `--json` prints (tools/runs.hpp), and optimize, pareto, bandwidth and compare run
+ * (cli/input.hpp load_input, the command line's own loader), a report is the JSON object the
+ * command's `--json` prints (cli/runs.hpp), and optimize, pareto, bandwidth and compare run
  * the command line in memory (run_command). python/collsched/__init__.py wraps these in keyword
  * functions and turns the reports into dicts.
  *
@@ -38,11 +38,11 @@
 #include "compiler/io/table_io.hpp"
 #include "support/budget.hpp"
 #include "runtime/cost_report.hpp"
-#include "tools/size_options.hpp"
-#include "tools/input.hpp"
-#include "tools/options.hpp"
-#include "tools/output.hpp"
-#include "tools/runs.hpp"
+#include "cli/size_options.hpp"
+#include "cli/input.hpp"
+#include "cli/options.hpp"
+#include "cli/output.hpp"
+#include "cli/runs.hpp"
 
 namespace py = pybind11;
 using namespace collsched;
@@ -351,7 +351,7 @@ PYBIND11_MODULE(_collsched, m) {
                         const std::string& size, const std::string& link) {
         if (engine != "direct" && engine != "z3") throw InputError(fmt::format("engine '{}': expected direct or z3", engine));
         if (routes != "any" && routes != "fixed") throw InputError(fmt::format("routes '{}': expected any or fixed", routes));
-        // the command line's --timeout rule (tools/options.hpp): nan or -1 used to give "unknown"
+        // the command line's --timeout rule (cli/options.hpp): nan or -1 used to give "unknown"
         if (!std::isfinite(timeout) || timeout <= 0 || timeout > tools::max_timeout_seconds)
             throw InputError(fmt::format("timeout={}: expected a number of seconds above 0 and up to {:.0f}", timeout, tools::max_timeout_seconds));
         const AlphaBeta ab = sizes_of(size, link);

@@ -4,7 +4,7 @@
  * groups"), with `--alpha A --beta B --size M` the alpha-beta time S*A + R*(M/C)*B, and with
  * `--size M` (or a list or range of sizes) the predicted time on the topology's link speeds,
  * synchronous and asynchronous (docs/time.md). The runtime's (issue 42: it was tools/bandwidth.hpp);
- * the options that fill AlphaBeta are tools/size_options.hpp's.
+ * the options that fill AlphaBeta are cli/size_options.hpp's.
  */
 #pragma once
 
@@ -19,7 +19,7 @@
 
 namespace collsched {
 
-/// What cost is asked for: `--alpha`, `--beta`, `--size`, `--link` (tools/size_options.hpp reads them).
+/// What cost is asked for: `--alpha`, `--beta`, `--size`, `--link` (cli/size_options.hpp reads them).
 struct AlphaBeta {
     std::optional<double> alpha, beta;
     std::vector<double> sizes;  ///< `--size`: bytes per datum, one or more

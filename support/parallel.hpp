@@ -2,7 +2,7 @@
  * Independent jobs spread over threads and over processes. `run_indexed` is the one thread pool
  * of the house: `optimize --hierarchical --jobs N` runs its compositions on it, `pareto --jobs N`
  * its solver calls. `JobSharing` is the seam to other processes (MPI ranks under mpirun,
- * tools/mpi_share.hpp): a leader hands out jobs as text and gets their results back as text, so
+ * cli/mpi_share.hpp): a leader hands out jobs as text and gets their results back as text, so
  * the code that has jobs to share (verifier/synth/search/pareto.cpp) knows neither MPI nor how many
  * processes there are. docs/synthesis.md, "Threads and MPI ranks", says what is shared and why
  * the answers do not depend on it.

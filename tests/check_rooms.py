@@ -49,7 +49,10 @@ BELOW = {
     # synthesizer's flows, the runtime's time model
     "verifier/time": ["verifier/compose", "verifier/baselines", "verifier/synth/search", "runtime"],
     "bench": ["verifier/synth/search", "verifier/compose", "verifier/time", "runtime"],
-    "tools": ["verifier/time", "verifier/synth/search", "verifier/compose", "verifier/baselines", "runtime", "bench", "compiler/machines"],
+    # the command line's library: what the commands and the Python module share (inputs, outputs, options)
+    "cli": ["verifier/time", "verifier/synth/search", "verifier/compose", "verifier/baselines", "runtime", "bench", "compiler/machines"],
+    # the commands, one file each, and the registry that runs them
+    "tools": ["cli"],
     "python": ["tools"],
 }
 OPEN = ("tests", "fuzz")  # may include any room

@@ -1,5 +1,5 @@
 #include "tools/app.hpp"
-#include "tools/runs.hpp"
+#include "cli/runs.hpp"
 
 #include <algorithm>
 #include <string_view>

@@ -3,9 +3,9 @@
 // verified by the direct checker (docs/synthesis.md, "The bandwidth bound by flows"). The run and
 // its report are verifier/time/bandwidth_report.hpp's; here the options, the witness file, the print.
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/size_options.hpp"
-#include "tools/synth_common.hpp"
+#include "cli/options.hpp"
+#include "cli/size_options.hpp"
+#include "cli/synth_common.hpp"
 #include "verifier/time/bandwidth_report.hpp"
 
 namespace collsched::tools {

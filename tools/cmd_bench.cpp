@@ -8,7 +8,7 @@
 
 #include "bench/bench.hpp"
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
+#include "cli/options.hpp"
 
 namespace collsched::tools {
 

@@ -15,8 +15,8 @@
 #include "runtime/executor/measurements.hpp"
 #include "support/error.hpp"
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/output.hpp"
+#include "cli/options.hpp"
+#include "cli/output.hpp"
 #include "verifier/time/calibration.hpp"
 
 namespace collsched::tools {

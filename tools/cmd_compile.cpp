@@ -1,7 +1,7 @@
 // `collsched compile FILE.sched [-D k=v]... [-o OUT] [--format json|csv|dsl|chakra|...] [--max-transfers N]
 // [--max-iterations N] [--locations]`:
 // compiles a schedule to a send table. Diagnostics go to stderr (exit code 2) and nothing is
-// written; on success the table is written atomically (tools/output.hpp write_output).
+// written; on success the table is written atomically (cli/output.hpp write_output).
 #include <unistd.h>
 
 #include <chrono>
@@ -16,9 +16,9 @@
 #include "compiler/io/table_io.hpp"
 #include "compiler/io/table_printer.hpp"
 #include "tools/commands.hpp"
-#include "tools/input.hpp"
-#include "tools/options.hpp"
-#include "tools/output.hpp"
+#include "cli/input.hpp"
+#include "cli/options.hpp"
+#include "cli/output.hpp"
 
 namespace collsched::tools {
 

@@ -16,9 +16,9 @@
 #include "support/budget.hpp"
 #include "support/error.hpp"
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/size_options.hpp"
-#include "tools/synth_common.hpp"
+#include "cli/options.hpp"
+#include "cli/size_options.hpp"
+#include "cli/synth_common.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
 

@@ -15,10 +15,10 @@
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/output.hpp"
-#include "tools/input.hpp"
-#include "tools/verify_nccl_graph.hpp"
+#include "cli/options.hpp"
+#include "cli/output.hpp"
+#include "cli/input.hpp"
+#include "cli/verify_nccl_graph.hpp"
 
 namespace collsched::tools {
 

@@ -14,9 +14,9 @@
 #include "runtime/simulator.hpp"
 #include "support/text.hpp"
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
+#include "cli/options.hpp"
 #include "tools/demo_schedule.hpp"
-#include "tools/input.hpp"
+#include "cli/input.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/problem/instance.hpp"
 

@@ -10,8 +10,8 @@
 #include "compiler/machines/nccl_topo.hpp"
 #include "support/error.hpp"
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/output.hpp"
+#include "cli/options.hpp"
+#include "cli/output.hpp"
 
 namespace collsched::tools {
 

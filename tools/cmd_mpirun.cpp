@@ -23,8 +23,8 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/input.hpp"
+#include "cli/options.hpp"
+#include "cli/input.hpp"
 #include "support/budget.hpp"
 
 namespace collsched::tools {

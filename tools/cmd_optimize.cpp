@@ -20,13 +20,13 @@
 #include "tools/commands.hpp"
 #include "runtime/cost_report.hpp"
 #include "compiler/lower/catalog.hpp"
-#include "tools/size_options.hpp"
-#include "tools/input.hpp"
-#include "tools/machine_note.hpp"
-#include "tools/output.hpp"
+#include "cli/size_options.hpp"
+#include "cli/input.hpp"
+#include "cli/machine_note.hpp"
+#include "cli/output.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/report.hpp"
-#include "tools/synth_common.hpp"
+#include "cli/synth_common.hpp"
 #include "verifier/synth/constructions/greedy.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/search/duality.hpp"
@@ -178,7 +178,7 @@ public:
     void run() {
         said_ = args_.instance.said;
         if (!args_.time.sizes.empty()) return by_time();
-        // the steps objective on a machine with routers: replicate=yes unless --model says (tools/machine_note.hpp)
+        // the steps objective on a machine with routers: replicate=yes unless --model says (cli/machine_note.hpp)
         said_ = choose_router_model(*in_.topology, args_.instance.model, in_.model) + said_;
         if (!args_.json) ctx_.print(said_);
         if (!collective()) return;

@@ -14,13 +14,13 @@
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "runtime/cost_report.hpp"
-#include "tools/size_options.hpp"
+#include "cli/size_options.hpp"
 #include "tools/commands.hpp"
-#include "tools/machine_note.hpp"
-#include "tools/options.hpp"
-#include "tools/output.hpp"
+#include "cli/machine_note.hpp"
+#include "cli/options.hpp"
+#include "cli/output.hpp"
 #include "verifier/time/pareto_svg.hpp"
-#include "tools/synth_common.hpp"
+#include "cli/synth_common.hpp"
 #include "compiler/table/duality.hpp"
 #include "verifier/synth/problem/pareto.hpp"
 #include "verifier/time/pareto_report.hpp"
@@ -54,7 +54,7 @@ ParetoRun pareto_run(const ParetoArgs& args, const RunLimits& limits) {
     });
     ParetoRun run;
     run.in = args.instance.instance(RouteSpace::any, true, limits);
-    // a machine with routers: replicate=yes unless --model says (tools/machine_note.hpp)
+    // a machine with routers: replicate=yes unless --model says (cli/machine_note.hpp)
     args.instance.said = choose_router_model(*run.in.topology, args.instance.model, run.in.model) + args.instance.said;
     const CollectiveKind kind = run.in.collective.kind;
     run.reduction = run.in.collective.row().has_partials();

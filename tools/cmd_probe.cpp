@@ -11,7 +11,7 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "tools/commands.hpp"
-#include "tools/synth_common.hpp"
+#include "cli/synth_common.hpp"
 #include "verifier/synth/problem/instance.hpp"
 
 namespace collsched::tools {

@@ -1,6 +1,6 @@
 // `collsched reproduce [--json] [--max-n N] [--filter SUBSTR] [-j N] [--catalog FILE]`: every
 // schedule of the algorithm library (schedules/catalog.json) compiled, verified, simulated and
-// compared with its paper's claims, one row per (algorithm, size). See tools/reproduce.hpp and
+// compared with its paper's claims, one row per (algorithm, size). See bench/reproduce.hpp and
 // docs/reproduction.md.
 #include <unistd.h>
 
@@ -14,10 +14,15 @@
 #include <fmt/format.h>
 
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/reproduce.hpp"
+#include "cli/options.hpp"
+#include "bench/reproduce.hpp"
 
 namespace collsched::tools {
+
+using bench::ReproRow;
+using bench::format_rows;
+using bench::rows_to_json;
+using bench::run_row;
 
 void add_reproduce_command(CLI::App& app, Context& ctx) {
     struct Args {

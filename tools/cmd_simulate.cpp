@@ -14,12 +14,12 @@
 #include "runtime/simulator.hpp"
 #include "verifier/check/report.hpp"
 #include "runtime/cost_report.hpp"
-#include "tools/size_options.hpp"
+#include "cli/size_options.hpp"
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/input.hpp"
-#include "tools/runs.hpp"
-#include "tools/output.hpp"
+#include "cli/options.hpp"
+#include "cli/input.hpp"
+#include "cli/runs.hpp"
+#include "cli/output.hpp"
 
 namespace collsched::tools {
 

@@ -9,9 +9,9 @@
 #include "support/edit_distance.hpp"
 #include "support/error.hpp"
 #include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/output.hpp"
-#include "tools/size_options.hpp"
+#include "cli/options.hpp"
+#include "cli/output.hpp"
+#include "cli/size_options.hpp"
 #include "verifier/time/nccl_tuner.hpp"
 
 namespace collsched::tools {

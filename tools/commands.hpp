@@ -6,32 +6,11 @@
  */
 #pragma once
 
-#include <cstdio>
-#include <functional>
-#include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
-
 #include <CLI/CLI.hpp>
 
-#include "support/parallel.hpp"
+#include "cli/context.hpp"
 
 namespace collsched::tools {
-
-struct Context {
-    int exit_code = 0;
-    /// Where the command's report goes: standard output, unless `out` is set (the Python module
-    /// runs commands in memory and takes their --json report from here, python/module.cpp).
-    std::function<void(std::string_view)> out;
-    void print(std::string_view text) const {
-        if (out) out(text);
-        else std::fwrite(text.data(), 1, text.size(), stdout);
-    }
-    /// The processes this run shares its solver calls with (MPI ranks under mpirun:
-    /// tools/mpi_share.hpp, set by main); null: this process alone.
-    std::shared_ptr<JobSharing> sharing;
-};
 
 void add_demo_command(CLI::App&, Context&);
 void add_topo_command(CLI::App&, Context&);

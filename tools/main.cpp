@@ -15,10 +15,10 @@
 #include "support/budget.hpp"
 #include "support/error.hpp"
 #include "tools/app.hpp"
-#include "tools/input.hpp"
-#include "tools/output.hpp"
+#include "cli/input.hpp"
+#include "cli/output.hpp"
 #ifdef COLLSCHED_WITH_MPI
-#include "tools/mpi_share.hpp"
+#include "cli/mpi_share.hpp"
 #endif
 
 namespace {
@@ -36,7 +36,7 @@ int run(int argc, char** argv, collsched::tools::Context& ctx) {
     using namespace collsched;
     CLI::App app{"collsched: compile, verify, simulate and synthesize collective communication schedules"};
     tools::add_commands(app, ctx);
-    // Under --json every error is one JSON object on standard output (tools/input.hpp).
+    // Under --json every error is one JSON object on standard output (cli/input.hpp).
     bool json = false;
     for (int i = 1; i < argc; ++i) json = json || std::string_view(argv[i]) == "--json";
     if (auto unknown = tools::unknown_subcommand(app, std::vector<std::string>(argv + 1, argv + argc))) {

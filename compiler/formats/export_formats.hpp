@@ -46,7 +46,7 @@ struct OutputFormat {
     std::string_view description;  ///< for --help
     void (*write)(const SendTable&, const ExportOptions&, fmt::memory_buffer&, const Flush&);
     /// Several files: their names from the prefix `options.file` (an absolute path), all
-    /// written or none (tools/output.cpp); `files` names them for messages.
+    /// written or none (cli/output.cpp); `files` names them for messages.
     std::vector<OutputFile> (*write_files)(const SendTable&, const ExportOptions&) = nullptr;
     std::string_view files = {};
 };

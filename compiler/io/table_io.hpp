@@ -8,7 +8,7 @@
  * input gets one line that says what, where (file:line:col for syntax) and what was expected
  * (InputError); neither builds a JSON tree of the transfers. A key given twice is an error.
  * The writers stream into a buffer and a flush callback; where the bytes go (atomically to a
- * file, or standard output) is tools/output.hpp.
+ * file, or standard output) is cli/output.hpp.
  */
 #pragma once
 
@@ -90,7 +90,7 @@ void write_table_json(const SendTable&, fmt::memory_buffer& out, const Flush& fl
 void write_table_csv(const SendTable&, fmt::memory_buffer& out, const Flush& flush, std::string_view file = {});
 
 /// The whole text a streaming writer produces, in memory: `produce(buffer, flush)` writes into
-/// the buffer and calls flush when it is full (as tools/output.hpp write_output's callers do).
+/// the buffer and calls flush when it is full (as cli/output.hpp write_output's callers do).
 template <class Produce>
 std::string write_to_string(Produce&& produce) {
     std::string s;

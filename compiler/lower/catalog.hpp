@@ -2,9 +2,8 @@
  * The algorithm library's catalog (schedules/catalog.json, format collsched.catalog/1; docs/
  * reproduction.md, "The catalog"): each schedule file with the parameter values to compile it
  * at, its paper, the notes that explain a known verdict and the papers' cost formulas. Read by
- * `collsched reproduce` (tools/reproduce.hpp) and by the time objective's library provider
- * (verifier/time/objective.hpp); here, beside compile_file, so that both see one reader
- * (moved from tools/reproduce.hpp, issue 43).
+ * `collsched reproduce` (bench/reproduce.hpp) and by the time objective's library provider
+ * (verifier/time/objective.hpp); here, beside compile_file, so that both see one reader.
  */
 #pragma once
 

@@ -26,6 +26,7 @@
 #include "compiler/core/input_file.hpp"
 #include "compiler/core/json_error.hpp"
 #include "compiler/core/json_tree.hpp"
+#include "compiler/topology/graph_head.hpp"
 #include "compiler/topology/names.hpp"
 #include "compiler/topology/topology_checks.hpp"
 #include "compiler/topology/topology_impl.hpp"
@@ -502,30 +503,37 @@ private:
 
 namespace {
 
-/// Reads a graph file's "processors" from its first keys: stops at that value, at the first
-/// array (the edges), or at the end of the text it is given.
-struct HeaderSax : nlohmann::json_sax<nlohmann::json> {
+/// Reads the top level's "processors" and "faults" from a graph file's first keys: stops at the
+/// first array (the edges), or at the end of the text it is given.
+struct HeadSax : nlohmann::json_sax<nlohmann::json> {
+    enum class Want : std::uint8_t { none, processors, faults };
     int depth = 0;
-    bool want = false;  ///< the value is the top level's "processors"
-    std::optional<std::uint64_t> processors;
+    Want want = Want::none;
+    GraphHead head;
 
-    bool value() { return !std::exchange(want, false); }  // another value: go on unless it was wanted
+    bool value() {
+        want = Want::none;
+        return !(head.processors && head.faults);  // both read: stop
+    }
     bool null() override { return value(); }
     bool boolean(bool) override { return value(); }
     bool number_integer(number_integer_t) override { return value(); }
     bool number_unsigned(number_unsigned_t v) override {
-        if (want) processors = v;
+        if (want == Want::processors) head.processors = v;
         return value();
     }
     bool number_float(number_float_t, const string_t&) override { return value(); }
-    bool string(string_t&) override { return value(); }
+    bool string(string_t& v) override {
+        if (want == Want::faults) head.faults = v;
+        return value();
+    }
     bool binary(binary_t&) override { return value(); }
     bool start_object(std::size_t) override {
-        want = false;
+        want = Want::none;
         return ++depth > 0;
     }
     bool key(string_t& k) override {
-        want = depth == 1 && k == "processors";
+        want = depth != 1 ? Want::none : k == "processors" ? Want::processors : k == "faults" ? Want::faults : Want::none;
         return true;
     }
     bool end_object() override { return --depth >= 0; }
@@ -536,19 +544,21 @@ struct HeaderSax : nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
-std::optional<std::uint64_t> Topology::declared_processors(std::string_view spec) {
-    if (!spec.starts_with("graph:")) return std::nullopt;
+GraphHead read_graph_head(std::string_view spec) {
+    if (!spec.starts_with("graph:")) return {};
     const std::string file(spec.substr(6));
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(file, ec)) return std::nullopt;  // a pipe is read once, by the reader
+    if (!std::filesystem::is_regular_file(file, ec)) return {};  // a pipe is read once, by the reader
     std::ifstream in(file, std::ios::binary);
-    std::string head(std::size_t{64} << 10, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
-    HeaderSax sax;
-    nlohmann::json::sax_parse(head.begin(), head.end(), &sax);
-    return sax.processors;
+    std::string text(std::size_t{64} << 10, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+    HeadSax sax;
+    nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
+    return sax.head;
 }
+
+std::optional<std::uint64_t> Topology::declared_processors(std::string_view spec) { return read_graph_head(spec).processors; }
 
 std::shared_ptr<Topology> Topology::Impl::graph(std::string_view spec, std::string_view file, const RunLimits& limits) {
     return GraphFile(spec, file, limits).read();

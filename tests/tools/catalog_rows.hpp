@@ -1,7 +1,7 @@
 /** \file
  * The library's catalog rows (schedules/catalog.json) as compiled tables, for the export tests
  * that run over the whole library (MSCCL-IR, MSCCL++, the real parsers): one loop, one notion of
- * a row's size (tools::row_size, as `collsched reproduce --max-n` counts it).
+ * a row's size (bench::row_size, as `collsched reproduce --max-n` counts it).
  */
 #pragma once
 
@@ -17,7 +17,7 @@
 #include "compiler/lower/lower.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "tools/reproduce.hpp"
+#include "bench/reproduce.hpp"
 
 namespace collsched::test {
 
@@ -25,10 +25,10 @@ namespace collsched::test {
 /// with the row captured for doctest's messages; every row must compile.
 template <class Fn>
 void for_each_catalog_table(std::uint64_t max_size, Fn&& fn) {
-    const tools::Catalog catalog = tools::read_catalog(source("schedules/catalog.json"));
-    for (const tools::CatalogEntry& e : catalog.entries)
+    const bench::Catalog catalog = bench::read_catalog(source("schedules/catalog.json"));
+    for (const bench::CatalogEntry& e : catalog.entries)
         for (const auto& row : e.rows) {
-            if (tools::row_size(e, row) > max_size) continue;
+            if (bench::row_size(e, row) > max_size) continue;
             std::vector<std::string> defines;
             for (const auto& [k, v] : row) defines.push_back(fmt::format("{}={}", k, v));
             const std::string name = fmt::format("{} -D {}", e.file, fmt::join(defines, " -D "));

@@ -1,7 +1,7 @@
 // The algorithm library (schedules/, schedules/catalog.json): every schedule compiles, is proved
 // by the direct checker, agrees with the simulator and takes the pinned number of steps at three
 // or more sizes; its claims hold or a catalog note explains why not. Also the measurements of
-// tools/reproduce.hpp, the round trips of the library's programs and the catalog reader.
+// bench/reproduce.hpp, the round trips of the library's programs and the catalog reader.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -20,13 +20,13 @@
 #include "dsl/parser.hpp"
 #include "dsl/printer.hpp"
 #include "runtime/simulator.hpp"
-#include "tools/reproduce.hpp"
+#include "bench/reproduce.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
 #include "tests/tools/cli_run.hpp"
 
 using namespace collsched;
-using namespace collsched::tools;
+using namespace collsched::bench;
 using collsched::test::source;
 
 namespace {

@@ -16,7 +16,7 @@
 #include "compiler/topology/topology.hpp"
 #include "dsl/diagnostics.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "tools/output.hpp"
+#include "cli/output.hpp"
 
 using namespace collsched;
 using collsched::test::run;

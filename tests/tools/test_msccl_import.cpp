@@ -25,12 +25,12 @@
 #include "tests/compiler/msccl_replay.hpp"
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "tools/reproduce.hpp"
+#include "bench/reproduce.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
 
 using namespace collsched;
-using namespace collsched::tools;
+using namespace collsched::bench;
 using collsched::test::run;
 using collsched::test::source;
 

@@ -26,7 +26,7 @@
 #include "dsl/diagnostics.hpp"
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "tools/reproduce.hpp"
+#include "bench/reproduce.hpp"
 #include "verifier/check/direct.hpp"
 
 using namespace collsched;

@@ -24,13 +24,13 @@
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "tools/reproduce.hpp"
+#include "bench/reproduce.hpp"
 #include "verifier/compose/nvls.hpp"
 
 using namespace collsched;
 using collsched::test::run;
 using collsched::test::source;
-using namespace collsched::tools;
+using namespace collsched::bench;
 
 namespace {
 

@@ -1,4 +1,4 @@
-// `mpirun -n K collsched pareto` (tools/mpi_share.hpp, docs/synthesis.md "Threads and MPI
+// `mpirun -n K collsched pareto` (cli/mpi_share.hpp, docs/synthesis.md "Threads and MPI
 // ranks"): with 2 and 4 ranks, oversubscribed on this machine, rank 0 prints the report one
 // process prints (but for the times), the other ranks nothing, and the exit code is the same.
 #include <doctest/doctest.h>

@@ -175,7 +175,7 @@ TEST_CASE("time: compare --timeout stops NCCL's tables, the checks and the predi
         const auto r = run(args + " --timeout " + t);
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         CHECK(r.code == 3);
-        CHECK(r.out.starts_with("collsched: stopped before any result: time limit"));  // as every command's limit (tools/output.cpp)
+        CHECK(r.out.starts_with("collsched: stopped before any result: time limit"));  // as every command's limit (cli/output.cpp)
         CHECK(wall < std::stod(t) + 1.0);
     }
     // with time enough, the same answer as without a limit

@@ -17,13 +17,13 @@
 
 #include "compiler/lower/lower.hpp"
 #include "runtime/simulator.hpp"
-#include "tools/reproduce.hpp"
+#include "bench/reproduce.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
 #include "tests/tools/cli_run.hpp"
 
 using namespace collsched;
-using namespace collsched::tools;
+using namespace collsched::bench;
 using collsched::test::source;
 
 namespace {

@@ -21,7 +21,7 @@
 namespace collsched {
 
 /// What compiled a schedule (its text, name, -D defines and options), kept by the loader
-/// (tools/input.hpp load_input) so that the program can be run again for the loop values of
+/// (cli/input.hpp load_input) so that the program can be run again for the loop values of
 /// counterexamples (compiler/lower/lower.hpp, transfer_contexts). Empty `text`: the input was a table.
 struct ScheduleSource {
     std::string text, name;

@@ -109,7 +109,7 @@ struct ParetoOptions {
     /// Threads for the solver calls of a row: the walk's next `jobs` pairs are decided at once
     /// (docs/synthesis.md, "Threads and MPI ranks"); the rows are the same for every number.
     unsigned jobs = 1;
-    /// Other processes sharing the calls (MPI ranks, tools/mpi_share.hpp); null: this one alone.
+    /// Other processes sharing the calls (MPI ranks, cli/mpi_share.hpp); null: this one alone.
     /// The leader walks and reports; on a follower pareto answers the leader's calls until its
     /// run ends and returns an empty result.
     std::shared_ptr<JobSharing> sharing;

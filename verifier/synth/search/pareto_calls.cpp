@@ -3,7 +3,7 @@
 //
 // Under mpirun (moved from docs/synthesis.md, "Threads and MPI ranks"): `MPI_Init_thread` is called
 // funneled, and only when mpirun started more than one rank (`OMPI_COMM_WORLD_SIZE` or `PMI_SIZE`;
-// tools/mpi_share.cpp, linked into the `collsched` executable only). Rank 0 leads: call j of a batch
+// cli/mpi_share.cpp, linked into the `collsched` executable only). Rank 0 leads: call j of a batch
 // goes to rank j mod K as JSON `{steps, chunks, rounds, timeout, left, autos}`; the answer comes back as
 // `{answer, reason, seconds, step_rounds, witness}`, the witness a table rank 0 verifies again.
 #include "verifier/synth/search/pareto_calls.hpp"

@@ -1,4 +1,4 @@
-#include "tools/input.hpp"
+#include "cli/input.hpp"
 
 #include <cstdio>
 #include <filesystem>

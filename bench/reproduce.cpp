@@ -1,4 +1,4 @@
-#include "tools/reproduce.hpp"
+#include "bench/reproduce.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include "runtime/simulator.hpp"
 #include "verifier/check/direct.hpp"
 
-namespace collsched::tools {
+namespace collsched::bench {
 
 namespace {
 
@@ -324,4 +324,4 @@ std::string rows_to_json(const std::vector<ReproRow>& rows) {
     return out + "\n]\n";
 }
 
-}  // namespace collsched::tools
+}  // namespace collsched::bench

@@ -1,8 +1,8 @@
-// MPI ranks sharing solver calls (tools/mpi_share.hpp). Messages between rank 0 and each
+// MPI ranks sharing solver calls (cli/mpi_share.hpp). Messages between rank 0 and each
 // follower, in order: a batch (tag `batch`, a JSON array of the call texts), its answers (tag
 // `answers`, a JSON array in the same order), ... and at the end of the run one `end` message.
 // Only the main thread calls MPI (MPI_THREAD_FUNNELED): the threads run the calls.
-#include "tools/mpi_share.hpp"
+#include "cli/mpi_share.hpp"
 
 #include <mpi.h>
 

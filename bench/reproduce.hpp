@@ -26,7 +26,7 @@
 #include "compiler/lower/catalog.hpp"
 #include "verifier/check/measure.hpp"
 
-namespace collsched::tools {
+namespace collsched::bench {
 
 using verifier::BufferUse;
 using verifier::link_queue_high_water;
@@ -94,4 +94,4 @@ std::int64_t evaluate_formula(const std::string& expr, const std::vector<std::pa
 std::string format_rows(const Catalog&, const std::vector<ReproRow>&);
 std::string rows_to_json(const std::vector<ReproRow>&);
 
-}  // namespace collsched::tools
+}  // namespace collsched::bench

@@ -1,4 +1,4 @@
-#include "tools/options.hpp"
+#include "cli/options.hpp"
 
 #include <charconv>
 #include <cmath>

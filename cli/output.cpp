@@ -1,4 +1,4 @@
-#include "tools/output.hpp"
+#include "cli/output.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "runtime/cost_report.hpp"
-#include "tools/commands.hpp"
+#include "cli/context.hpp"
 
 namespace collsched::tools {
 

@@ -51,7 +51,7 @@ struct SolverArgs {
 struct InstanceArgs {
     std::string topology, collective, model;
     /// What the report says before its own lines: the machine's faults (instance() reads them;
-    /// tools/machine_note.hpp), and the model a command chose for a machine with routers.
+    /// cli/machine_note.hpp), and the model a command chose for a machine with routers.
     mutable std::string said;
 
     /// Adds the three options (--topology and --collective required) with the command's own

@@ -1,4 +1,4 @@
-#include "tools/synth_common.hpp"
+#include "cli/synth_common.hpp"
 
 
 #include <unistd.h>
@@ -16,9 +16,9 @@
 #include "support/teardown.hpp"
 #include "support/trace.hpp"
 #include "compiler/io/table_printer.hpp"
-#include "tools/machine_note.hpp"  // faults_line
-#include "tools/options.hpp"
-#include "tools/output.hpp"
+#include "cli/machine_note.hpp"  // faults_line
+#include "cli/options.hpp"
+#include "cli/output.hpp"
 
 namespace collsched::tools {
 

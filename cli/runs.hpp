@@ -16,7 +16,7 @@
 #include "compiler/table/send_table.hpp"
 #include "runtime/simulator.hpp"
 #include "runtime/cost_report.hpp"
-#include "tools/input.hpp"
+#include "cli/input.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/verify_run.hpp"
 #include "verifier/check/z3_engine.hpp"

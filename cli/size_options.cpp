@@ -1,5 +1,5 @@
-// Options for sizes, link speeds and the alpha-beta time (tools/size_options.hpp).
-#include "tools/size_options.hpp"
+// Options for sizes, link speeds and the alpha-beta time (cli/size_options.hpp).
+#include "cli/size_options.hpp"
 
 #include <charconv>
 #include <cmath>

@@ -1,5 +1,5 @@
-// `collsched verify GRAPH.xml --topology M`: an NCCL graph file on a machine (tools/verify_nccl_graph.hpp).
-#include "tools/verify_nccl_graph.hpp"
+// `collsched verify GRAPH.xml --topology M`: an NCCL graph file on a machine (cli/verify_nccl_graph.hpp).
+#include "cli/verify_nccl_graph.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -11,7 +11,7 @@
 #include "compiler/io/table_io.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
-#include "tools/output.hpp"
+#include "cli/output.hpp"
 #include "verifier/baselines/nccl_graph_check.hpp"
 
 namespace collsched::tools {
