@@ -7,8 +7,10 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "support/error.hpp"
+#include "support/trace.hpp"
 #include "verifier/compose/plan.hpp"
 
 namespace collsched::compose {
@@ -167,7 +169,7 @@ std::vector<std::uint32_t> rail_order(std::uint32_t b, std::uint32_t K, Across m
 }
 
 /// In-box reduce-scatter of one piece in every box, the shares of the rail owners in K logical
-/// steps from t0 + 1 in each box's rail order (`item(j, r)`: in-box owner j's share for rail
+/// steps from t0 + 1 in each box's rail order (`item(j, r)`: in-box owner j's items for rail
 /// owner r); the box's own share at own_t0 + 1 instead when own_t0 > 0; returns the steps used (K).
 template <class Item>
 std::uint32_t inbox_reduce_scatter(Phases& ph, const std::vector<Group>& boxes, std::uint32_t K, Across mode, std::uint32_t t0, Item item,
@@ -177,7 +179,7 @@ std::uint32_t inbox_reduce_scatter(Phases& ph, const std::vector<Group>& boxes, 
         const std::vector<std::uint32_t> order = rail_order(b, K, mode);
         for (std::uint32_t i = 0; i < K; ++i) {
             Owned by_j(B);
-            for (std::uint32_t j = 0; j < B; ++j) by_j[j] = {item(j, order[i])};
+            for (std::uint32_t j = 0; j < B; ++j) by_j[j] = item(j, order[i]);
             ph.reduce_scatter(boxes[b], by_j, Across::direct_rsag, order[i] == b && own_t0 ? own_t0 : t0 + i);
         }
     }
@@ -185,23 +187,33 @@ std::uint32_t inbox_reduce_scatter(Phases& ph, const std::vector<Group>& boxes, 
 }
 
 /// Allreduce: in-box reduce-scatter (or allreduce), the rails' allreduce of what each GPU owns,
-/// in-box allgather. Chunk (q, j, r) = (q Bp + j) Kp + r: piece q, in-box owner j, rail owner r.
-/// Pieces start Kp logical steps apart (the in-box reduce-scatter takes one per rail owner).
-void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const std::vector<Group>& cycles, const Shape& sh, std::uint32_t pieces) {
+/// in-box allgather. A piece has U slots, slot u owned in the box by GPU owners[u] (one slot per GPU
+/// when the shares are even, shares.hpp); chunk (q, u, r) = (q U + u) Kp + r: piece q, slot u, rail
+/// owner r. Pieces start Kp logical steps apart (the in-box reduce-scatter takes one per rail owner).
+void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const std::vector<Group>& cycles, const Shape& sh, std::uint32_t pieces,
+                    const std::vector<std::uint32_t>& owners) {
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
     const bool split = sh.inbox == InBox::rsag || sh.inbox == InBox::ring || sh.inbox == InBox::halving;
-    const std::uint32_t Bp = split ? B : 1, Kp = splits(sh.across) ? K : 1;
-    auto chunk = [&](std::uint32_t q, std::uint32_t j, std::uint32_t r) { return (q * Bp + j) * Kp + r; };
+    const std::uint32_t Bp = split ? B : 1, U = split ? static_cast<std::uint32_t>(owners.size()) : 1, Kp = splits(sh.across) ? K : 1;
+    auto chunk = [&](std::uint32_t q, std::uint32_t u, std::uint32_t r) { return (q * U + u) * Kp + r; };
+    std::vector<std::vector<std::uint32_t>> slots(Bp);  // per in-box owner, its slots
+    for (std::uint32_t u = 0; u < U; ++u) slots[split ? owners[u] : 0].push_back(u);
     const std::vector<Group> rails = rails_of(boxes);
     Phases ph(plan);
     ph.stagger();
     for (std::uint32_t q = 0; q < pieces; ++q) {
         std::uint32_t t = sh.inbox == InBox::rsag ? q * Kp : q, used = 0;
+        // owner j's items for rail owner r (every r: kAll)
+        constexpr std::uint32_t kAll = ~0u;
+        auto items = [&](std::uint32_t j, std::uint32_t r) {
+            std::vector<std::uint32_t> v;
+            for (std::uint32_t u : slots[j])
+                for (std::uint32_t x = r == kAll ? 0 : r; x < (r == kAll ? Kp : r + 1); ++x) v.push_back(chunk(q, u, x));
+            return v;
+        };
         Owned by_j(Bp);
-        for (std::uint32_t j = 0; j < Bp; ++j)
-            for (std::uint32_t r = 0; r < Kp; ++r) by_j[j].push_back(chunk(q, j, r));
-        if (sh.inbox == InBox::rsag)
-            used = inbox_reduce_scatter(ph, boxes, Kp, sh.across, t, [&](std::uint32_t j, std::uint32_t r) { return chunk(q, j, r); });
+        for (std::uint32_t j = 0; j < Bp; ++j) by_j[j] = items(j, kAll);
+        if (sh.inbox == InBox::rsag) used = inbox_reduce_scatter(ph, boxes, Kp, sh.across, t, items);
         if (sh.inbox == InBox::ring)
             for (std::size_t b = 0; b < boxes.size(); ++b) used = ph.reduce_scatter(cycles[b], along(boxes[b], cycles[b], by_j), Across::ring, t);
         if (sh.inbox == InBox::halving)
@@ -214,11 +226,11 @@ void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const std::vect
             const std::uint32_t j = split ? i : 0;
             if (splits(sh.across)) {
                 Owned by_r(K);
-                for (std::uint32_t r = 0; r < K; ++r) by_r[r] = {chunk(q, j, r)};
+                for (std::uint32_t r = 0; r < K; ++r) by_r[r] = items(j, r);
                 used = ph.reduce_scatter(rails[i], by_r, sh.across, t);
                 used += ph.allgather(rails[i], by_r, sh.across, t + used);
             } else if (sh.across != Across::none) {
-                used = ph.allreduce(rails[i], {chunk(q, j, 0)}, sh.across, t);
+                used = ph.allreduce(rails[i], items(j, 0), sh.across, t);
             }
         }
         t += used;
@@ -249,7 +261,7 @@ void reduce_scatter_plan(Plan& plan, const std::vector<Group>& boxes, const std:
         // (h100rail2x8 reduce_scatter at 16 MiB: 36.0 us with 64 pieces, 33.2 us with 16, bound 32.3)
         const std::uint32_t own_t0 = K > 1 ? pieces * K + q : 0;
         if (sh.inbox == InBox::rsag)
-            used = inbox_reduce_scatter(ph, boxes, K, sh.across, t, [&](std::uint32_t j, std::uint32_t r) { return item(r, j); }, own_t0);
+            used = inbox_reduce_scatter(ph, boxes, K, sh.across, t, [&](std::uint32_t j, std::uint32_t r) { return std::vector<std::uint32_t>{item(r, j)}; }, own_t0);
         if (sh.inbox == InBox::ring || sh.inbox == InBox::halving) {
             Owned by_j(B);
             for (std::uint32_t j = 0; j < B; ++j)
@@ -297,6 +309,8 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
     if ((B == 1) != (sh.inbox == InBox::none)) return "in-box phase and box size disagree";
     if ((K == 1) != (sh.across == Across::none)) return "rail phase and box count disagree";
     if ((sh.across == Across::halving || sh.across == Across::doubling) && !power_of_two(K)) return "recursive halving and doubling need a power of two of boxes";
+    if (sh.shares != Shares::even && (kind != CollectiveKind::allreduce || sh.inbox != InBox::rsag || K < 2))
+        return "shares other than even are for allreduce's in-box reduce-scatter across boxes";
     if (kind == CollectiveKind::allreduce) return "";
     if (sh.inbox == InBox::ar) return "the in-box allreduce is for allreduce only";
     if (sh.inbox == InBox::ring && B < 3) return "a ring in boxes of fewer than 3 is the direct exchange";
@@ -367,7 +381,10 @@ std::string shape_name(const Shape& sh, CollectiveKind kind) {
     std::string s = sh.flat ? "flat " : "hierarchical ";
     s += inbox;
     if (!inbox.empty() && !rail.empty()) s += "+";
-    return s + rail;
+    s += rail;
+    if (sh.shares == Shares::capacity) s += ", shares by capacity";
+    if (sh.shares == Shares::full) s += ", shares on full-speed rails";
+    return s;
 }
 
 std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<std::vector<Node>>& boxes, const Shape& sh, std::uint32_t pieces,
@@ -382,9 +399,16 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
         return std::nullopt;
     }
     const std::uint32_t P = static_cast<std::uint32_t>(K * B);
+    // the in-box owner of each slot of a piece (one slot per GPU unless the shares follow capacities)
+    const std::vector<std::uint32_t> owners = slot_owners(sh.shares == Shares::even ? std::vector<double>(B, 1.0) : rail_capacity(*in.topology, boxes), sh.shares);
+    if (owners.empty()) {
+        if (why) *why = "no rail carries anything";
+        return std::nullopt;
+    }
+    if (sh.shares != Shares::even) trace("  slots of a piece per rail: {}", fmt::join(owners, " "));
     Collective coll = in.collective;
     std::uint32_t C = pieces;
-    if (kind == CollectiveKind::allreduce) C = pieces * (sh.inbox == InBox::rsag || sh.inbox == InBox::ring || sh.inbox == InBox::halving ? B : 1) * (splits(sh.across) ? K : 1);
+    if (kind == CollectiveKind::allreduce) C = pieces * (sh.inbox == InBox::rsag || sh.inbox == InBox::ring || sh.inbox == InBox::halving ? static_cast<std::uint32_t>(owners.size()) : 1) * (splits(sh.across) ? K : 1);
     if (kind == CollectiveKind::reduce_scatter) C = pieces * P;
     try {
         coll.set_chunks(C, *in.topology);
@@ -402,7 +426,7 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
             }
         }
     Plan plan(in.topology, in.model, coll, deadline);
-    if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, cycles, sh, pieces);
+    if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, cycles, sh, pieces, owners);
     if (kind == CollectiveKind::reduce_scatter) reduce_scatter_plan(plan, boxes, cycles, sh, pieces);
     if (kind == CollectiveKind::allgather) allgather_plan(plan, boxes, cycles, sh, pieces);
     return plan.lower(why, deadline);
