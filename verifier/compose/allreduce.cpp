@@ -304,13 +304,97 @@ void allgather_plan(Plan& plan, const std::vector<Group>& boxes, const std::vect
     }
 }
 
+/// Per in-box owner (rail), its slots of a piece (owners: slot -> owner).
+std::vector<std::vector<std::uint32_t>> slots_of(const std::vector<std::uint32_t>& owners, std::uint32_t B) {
+    std::vector<std::vector<std::uint32_t>> slots(B);
+    for (std::uint32_t u = 0; u < owners.size(); ++u) slots[owners[u]].push_back(u);
+    return slots;
+}
+
+/// Allgather with shares other than even (shares.hpp): slot u of every GPU's piece goes over NVLink to the
+/// box's owner of u, along its rail, then from the owner of u in every box to the others. Piece q of
+/// processor p, slot u, is chunk q U + u of p's datum; pieces start one logical step apart.
+void allgather_shares_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces, const std::vector<std::uint32_t>& owners) {
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size()), U = static_cast<std::uint32_t>(owners.size());
+    const std::vector<Group> rails = rails_of(boxes);
+    const std::vector<std::vector<std::uint32_t>> slots = slots_of(owners, B);
+    const Messages ms(K * B, nullptr, pieces * U);
+    Phases ph(plan);
+    for (std::uint32_t q = 0; q < pieces; ++q) {
+        auto item = [&](std::uint32_t r, std::uint32_t j, std::uint32_t u) { return static_cast<std::uint32_t>(idx(ms.broadcast(idx(boxes[r][j]), q * U + u))); };
+        for (std::uint32_t b = 0; b < K; ++b)  // every GPU's slots to their owners in its box
+            for (std::uint32_t j = 0; j < B; ++j)
+                for (std::uint32_t u = 0; u < U; ++u)
+                    if (owners[u] != j) plan.send(q + 1, boxes[b][j], boxes[b][owners[u]], item(b, j, u));
+        std::uint32_t used = 0;
+        for (std::uint32_t i = 0; i < B; ++i) {
+            if (slots[i].empty()) continue;
+            Owned by_r(K);
+            for (std::uint32_t r = 0; r < K; ++r)
+                for (std::uint32_t j = 0; j < B; ++j)
+                    for (std::uint32_t u : slots[i]) by_r[r].push_back(item(r, j, u));
+            used = ph.allgather(rails[i], by_r, sh.across, q + 1);
+        }
+        for (std::uint32_t b = 0; b < K; ++b)  // from each owner to the others in its box, but not a GPU's own datum
+            for (std::uint32_t i = 0; i < B; ++i)
+                for (std::uint32_t m = 0; m < B; ++m)
+                    if (m != i)
+                        for (std::uint32_t r = 0; r < K; ++r)
+                            for (std::uint32_t j = 0; j < B; ++j)
+                                if (r != b || j != m)
+                                    for (std::uint32_t u : slots[i]) plan.send(q + 2 + used, boxes[b][i], boxes[b][m], item(r, j, u));
+    }
+}
+
+/// Reduce-scatter with shares other than even: in every box each GPU sends the owner of slot u its partial of
+/// slot u of every processor's chunks (a processor not its own: the destination adds it last), the rail of the
+/// owner reduces them across the boxes, and the owner in the destination's box sends it the sum. Processor p
+/// ends with chunks (q U + u) of its own, p pieces U + q U + u.
+void reduce_scatter_shares_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces, const std::vector<std::uint32_t>& owners) {
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size()), U = static_cast<std::uint32_t>(owners.size());
+    const std::vector<Group> rails = rails_of(boxes);
+    const std::vector<std::vector<std::uint32_t>> slots = slots_of(owners, B);
+    Phases ph(plan);
+    // as reduce_scatter_plan: each box's shares for the other boxes one logical step each in its rail order, its own
+    // box's after every piece's (they do not leave the box), then the owners' sums to the destinations
+    const std::uint32_t own_t0 = pieces * K;
+    for (std::uint32_t q = 0; q < pieces; ++q) {
+        auto item = [&](std::uint32_t r, std::uint32_t j, std::uint32_t u) { return idx(boxes[r][j]) * pieces * U + q * U + u; };
+        const std::uint32_t t = q * K;
+        for (std::uint32_t b = 0; b < K; ++b) {
+            const std::vector<std::uint32_t> order = rail_order(b, K, sh.across);
+            for (std::uint32_t x = 0; x < K; ++x) {
+                const std::uint32_t r = order[x], step = r == b ? own_t0 + q + 1 : t + x + 1;
+                for (std::uint32_t m = 0; m < B; ++m)
+                    for (std::uint32_t u = 0; u < U; ++u)
+                        if (owners[u] != m)
+                            for (std::uint32_t j = 0; j < B; ++j)
+                                if (r != b || j != m) plan.send(step, boxes[b][m], boxes[b][owners[u]], item(r, j, u));
+            }
+        }
+        std::uint32_t used = 0;
+        for (std::uint32_t i = 0; i < B; ++i) {
+            if (slots[i].empty()) continue;
+            Owned by_r(K);
+            for (std::uint32_t r = 0; r < K; ++r)
+                for (std::uint32_t j = 0; j < B; ++j)
+                    for (std::uint32_t u : slots[i]) by_r[r].push_back(item(r, j, u));
+            used = ph.reduce_scatter(rails[i], by_r, sh.across, t + K);
+        }
+        const std::uint32_t last = std::max(t + K + used, own_t0 + q + 1) + 1;
+        for (std::uint32_t r = 0; r < K; ++r)
+            for (std::uint32_t u = 0; u < U; ++u)
+                for (std::uint32_t j = 0; j < B; ++j)
+                    if (owners[u] != j) plan.send(last, boxes[r][owners[u]], boxes[r][j], item(r, j, u));
+    }
+}
+
 /// Why a shape does not apply to K boxes of B for a collective ("" when it does).
 std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, const Shape& sh) {
     if ((B == 1) != (sh.inbox == InBox::none)) return "in-box phase and box size disagree";
     if ((K == 1) != (sh.across == Across::none)) return "rail phase and box count disagree";
     if ((sh.across == Across::halving || sh.across == Across::doubling) && !power_of_two(K)) return "recursive halving and doubling need a power of two of boxes";
-    if (sh.shares != Shares::even && (kind != CollectiveKind::allreduce || sh.inbox != InBox::rsag || K < 2))
-        return "shares other than even are for allreduce's in-box reduce-scatter across boxes";
+    if (sh.shares != Shares::even && (sh.inbox != InBox::rsag || K < 2)) return "shares other than even are for the in-box direct exchange across boxes";
     if (kind == CollectiveKind::allreduce) return "";
     if (sh.inbox == InBox::ar) return "the in-box allreduce is for allreduce only";
     if (sh.inbox == InBox::ring && B < 3) return "a ring in boxes of fewer than 3 is the direct exchange";
@@ -409,7 +493,8 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
     Collective coll = in.collective;
     std::uint32_t C = pieces;
     if (kind == CollectiveKind::allreduce) C = pieces * (sh.inbox == InBox::rsag || sh.inbox == InBox::ring || sh.inbox == InBox::halving ? static_cast<std::uint32_t>(owners.size()) : 1) * (splits(sh.across) ? K : 1);
-    if (kind == CollectiveKind::reduce_scatter) C = pieces * P;
+    if (kind == CollectiveKind::reduce_scatter) C = pieces * P * (sh.shares == Shares::even ? 1 : static_cast<std::uint32_t>(owners.size()));
+    if (kind == CollectiveKind::allgather && sh.shares != Shares::even) C = pieces * static_cast<std::uint32_t>(owners.size());
     try {
         coll.set_chunks(C, *in.topology);
     } catch (const InputError& e) {  // the message space of 32-bit ids (docs/semantics.md, "Chunks")
@@ -427,8 +512,9 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
         }
     Plan plan(in.topology, in.model, coll, deadline);
     if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, cycles, sh, pieces, owners);
-    if (kind == CollectiveKind::reduce_scatter) reduce_scatter_plan(plan, boxes, cycles, sh, pieces);
-    if (kind == CollectiveKind::allgather) allgather_plan(plan, boxes, cycles, sh, pieces);
+    const bool even = sh.shares == Shares::even;
+    if (kind == CollectiveKind::reduce_scatter) even ? reduce_scatter_plan(plan, boxes, cycles, sh, pieces) : reduce_scatter_shares_plan(plan, boxes, sh, pieces, owners);
+    if (kind == CollectiveKind::allgather) even ? allgather_plan(plan, boxes, cycles, sh, pieces) : allgather_shares_plan(plan, boxes, sh, pieces, owners);
     return plan.lower(why, deadline);
 }
 

@@ -156,7 +156,7 @@ std::vector<Decomposition> decompositions(const Topology& t) {
     return ds;
 }
 
-std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<Node>>& boxes, bool flat, CollectiveKind kind) {
+std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<Node>>& boxes, bool flat) {
     const std::size_t K = boxes.size(), B = boxes[0].size();
     std::vector<InBox> ins = B > 1 ? std::vector<InBox>{InBox::rsag, InBox::ar} : std::vector<InBox>{InBox::none};
     // boxes that are not complete (a cube mesh): the direct in-box exchange relays through processors, a ring does not
@@ -167,15 +167,15 @@ std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<N
     std::vector<Shape> s;
     for (InBox i : ins)
         for (Across a : acrosses) s.push_back({i, a, flat});
-    // a slow or failed NIC or GPU port (rail_capacity below 1 somewhere): allreduce's rsag with the shares by capacity,
-    // and with none on the rails below full speed (the machines whose parts have equal speeds get the even shapes only)
-    if (kind != CollectiveKind::allreduce || flat || K < 2 || B < 2) return s;
+    // a slow or failed NIC or GPU port (rail_capacity below 1 somewhere): the direct in-box exchange with the shares by
+    // capacity, and with none on the rails below full speed (machines whose parts have equal speeds: the even shapes only)
+    if (flat || K < 2 || B < 2) return s;
     const std::vector<double> cap = rail_capacity(t, boxes);
     if (std::all_of(cap.begin(), cap.end(), [](double c) { return c >= 1 - 1e-9; })) return s;
     const bool partial = std::any_of(cap.begin(), cap.end(), [](double c) { return c > 1e-9 && c < 1 - 1e-9; });
     for (Shares sh : {Shares::capacity, Shares::full}) {
         if (sh == Shares::full && !partial) continue;  // the same owners as by capacity
-        for (Across a : acrosses) s.push_back({InBox::rsag, a, flat, sh});
+        for (Across a : acrosses) s.push_back({InBox::rsag, a, flat, sh});  // those that do not apply to the collective say so
     }
     return s;
 }
@@ -633,7 +633,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
     // --timeout by minutes; no shape then, and the run ends with its bounds)
     std::vector<std::tuple<const Decomposition*, std::size_t, Shape>> shapes;
     for (const Decomposition& d : ds)
-        for (const Shape& sh : shapes_for(*in.topology, d.boxes, d.flat, kind)) {
+        for (const Shape& sh : shapes_for(*in.topology, d.boxes, d.flat)) {
             const std::size_t si = shapes.empty() || std::get<0>(shapes.back()) != &d ? 0 : std::get<1>(shapes.back()) + 1;
             shapes.emplace_back(&d, si, sh);
         }
