@@ -311,6 +311,16 @@ std::vector<std::vector<std::uint32_t>> slots_of(const std::vector<std::uint32_t
     return slots;
 }
 
+/// Along a rail whose owner has `slots`: per box r, slot u of every GPU j of box r (item(r, j, u)).
+template <class Item>
+Owned by_box(std::uint32_t K, std::uint32_t B, const std::vector<std::uint32_t>& slots, Item item) {
+    Owned by_r(K);
+    for (std::uint32_t r = 0; r < K; ++r)
+        for (std::uint32_t j = 0; j < B; ++j)
+            for (std::uint32_t u : slots) by_r[r].push_back(item(r, j, u));
+    return by_r;
+}
+
 /// Allgather with shares other than even (shares.hpp): slot u of every GPU's piece goes over NVLink to the
 /// box's owner of u, along its rail, then from the owner of u in every box to the others. Piece q of
 /// processor p, slot u, is chunk q U + u of p's datum; pieces start one logical step apart.
@@ -327,14 +337,8 @@ void allgather_shares_plan(Plan& plan, const std::vector<Group>& boxes, const Sh
                 for (std::uint32_t u = 0; u < U; ++u)
                     if (owners[u] != j) plan.send(q + 1, boxes[b][j], boxes[b][owners[u]], item(b, j, u));
         std::uint32_t used = 0;
-        for (std::uint32_t i = 0; i < B; ++i) {
-            if (slots[i].empty()) continue;
-            Owned by_r(K);
-            for (std::uint32_t r = 0; r < K; ++r)
-                for (std::uint32_t j = 0; j < B; ++j)
-                    for (std::uint32_t u : slots[i]) by_r[r].push_back(item(r, j, u));
-            used = ph.allgather(rails[i], by_r, sh.across, q + 1);
-        }
+        for (std::uint32_t i = 0; i < B; ++i)
+            if (!slots[i].empty()) used = ph.allgather(rails[i], by_box(K, B, slots[i], item), sh.across, q + 1);
         for (std::uint32_t b = 0; b < K; ++b)  // from each owner to the others in its box, but not a GPU's own datum
             for (std::uint32_t i = 0; i < B; ++i)
                 for (std::uint32_t m = 0; m < B; ++m)
@@ -373,14 +377,8 @@ void reduce_scatter_shares_plan(Plan& plan, const std::vector<Group>& boxes, con
             }
         }
         std::uint32_t used = 0;
-        for (std::uint32_t i = 0; i < B; ++i) {
-            if (slots[i].empty()) continue;
-            Owned by_r(K);
-            for (std::uint32_t r = 0; r < K; ++r)
-                for (std::uint32_t j = 0; j < B; ++j)
-                    for (std::uint32_t u : slots[i]) by_r[r].push_back(item(r, j, u));
-            used = ph.reduce_scatter(rails[i], by_r, sh.across, t + K);
-        }
+        for (std::uint32_t i = 0; i < B; ++i)
+            if (!slots[i].empty()) used = ph.reduce_scatter(rails[i], by_box(K, B, slots[i], item), sh.across, t + K);
         const std::uint32_t last = std::max(t + K + used, own_t0 + q + 1) + 1;
         for (std::uint32_t r = 0; r < K; ++r)
             for (std::uint32_t u = 0; u < U; ++u)
