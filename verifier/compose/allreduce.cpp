@@ -7,8 +7,10 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "support/error.hpp"
+#include "support/trace.hpp"
 #include "verifier/compose/plan.hpp"
 
 namespace collsched::compose {
@@ -167,7 +169,7 @@ std::vector<std::uint32_t> rail_order(std::uint32_t b, std::uint32_t K, Across m
 }
 
 /// In-box reduce-scatter of one piece in every box, the shares of the rail owners in K logical
-/// steps from t0 + 1 in each box's rail order (`item(j, r)`: in-box owner j's share for rail
+/// steps from t0 + 1 in each box's rail order (`item(j, r)`: in-box owner j's items for rail
 /// owner r); the box's own share at own_t0 + 1 instead when own_t0 > 0; returns the steps used (K).
 template <class Item>
 std::uint32_t inbox_reduce_scatter(Phases& ph, const std::vector<Group>& boxes, std::uint32_t K, Across mode, std::uint32_t t0, Item item,
@@ -177,7 +179,7 @@ std::uint32_t inbox_reduce_scatter(Phases& ph, const std::vector<Group>& boxes, 
         const std::vector<std::uint32_t> order = rail_order(b, K, mode);
         for (std::uint32_t i = 0; i < K; ++i) {
             Owned by_j(B);
-            for (std::uint32_t j = 0; j < B; ++j) by_j[j] = {item(j, order[i])};
+            for (std::uint32_t j = 0; j < B; ++j) by_j[j] = item(j, order[i]);
             ph.reduce_scatter(boxes[b], by_j, Across::direct_rsag, order[i] == b && own_t0 ? own_t0 : t0 + i);
         }
     }
@@ -185,23 +187,33 @@ std::uint32_t inbox_reduce_scatter(Phases& ph, const std::vector<Group>& boxes, 
 }
 
 /// Allreduce: in-box reduce-scatter (or allreduce), the rails' allreduce of what each GPU owns,
-/// in-box allgather. Chunk (q, j, r) = (q Bp + j) Kp + r: piece q, in-box owner j, rail owner r.
-/// Pieces start Kp logical steps apart (the in-box reduce-scatter takes one per rail owner).
-void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const std::vector<Group>& cycles, const Shape& sh, std::uint32_t pieces) {
+/// in-box allgather. A piece has U slots, slot u owned in the box by GPU owners[u] (one slot per GPU
+/// when the shares are even, shares.hpp); chunk (q, u, r) = (q U + u) Kp + r: piece q, slot u, rail
+/// owner r. Pieces start Kp logical steps apart (the in-box reduce-scatter takes one per rail owner).
+void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const std::vector<Group>& cycles, const Shape& sh, std::uint32_t pieces,
+                    const std::vector<std::uint32_t>& owners) {
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
     const bool split = sh.inbox == InBox::rsag || sh.inbox == InBox::ring || sh.inbox == InBox::halving;
-    const std::uint32_t Bp = split ? B : 1, Kp = splits(sh.across) ? K : 1;
-    auto chunk = [&](std::uint32_t q, std::uint32_t j, std::uint32_t r) { return (q * Bp + j) * Kp + r; };
+    const std::uint32_t Bp = split ? B : 1, U = split ? static_cast<std::uint32_t>(owners.size()) : 1, Kp = splits(sh.across) ? K : 1;
+    auto chunk = [&](std::uint32_t q, std::uint32_t u, std::uint32_t r) { return (q * U + u) * Kp + r; };
+    std::vector<std::vector<std::uint32_t>> slots(Bp);  // per in-box owner, its slots
+    for (std::uint32_t u = 0; u < U; ++u) slots[split ? owners[u] : 0].push_back(u);
     const std::vector<Group> rails = rails_of(boxes);
     Phases ph(plan);
     ph.stagger();
     for (std::uint32_t q = 0; q < pieces; ++q) {
         std::uint32_t t = sh.inbox == InBox::rsag ? q * Kp : q, used = 0;
+        // owner j's items for rail owner r (every r: kAll)
+        constexpr std::uint32_t kAll = ~0u;
+        auto items = [&](std::uint32_t j, std::uint32_t r) {
+            std::vector<std::uint32_t> v;
+            for (std::uint32_t u : slots[j])
+                for (std::uint32_t x = r == kAll ? 0 : r; x < (r == kAll ? Kp : r + 1); ++x) v.push_back(chunk(q, u, x));
+            return v;
+        };
         Owned by_j(Bp);
-        for (std::uint32_t j = 0; j < Bp; ++j)
-            for (std::uint32_t r = 0; r < Kp; ++r) by_j[j].push_back(chunk(q, j, r));
-        if (sh.inbox == InBox::rsag)
-            used = inbox_reduce_scatter(ph, boxes, Kp, sh.across, t, [&](std::uint32_t j, std::uint32_t r) { return chunk(q, j, r); });
+        for (std::uint32_t j = 0; j < Bp; ++j) by_j[j] = items(j, kAll);
+        if (sh.inbox == InBox::rsag) used = inbox_reduce_scatter(ph, boxes, Kp, sh.across, t, items);
         if (sh.inbox == InBox::ring)
             for (std::size_t b = 0; b < boxes.size(); ++b) used = ph.reduce_scatter(cycles[b], along(boxes[b], cycles[b], by_j), Across::ring, t);
         if (sh.inbox == InBox::halving)
@@ -214,11 +226,11 @@ void allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const std::vect
             const std::uint32_t j = split ? i : 0;
             if (splits(sh.across)) {
                 Owned by_r(K);
-                for (std::uint32_t r = 0; r < K; ++r) by_r[r] = {chunk(q, j, r)};
+                for (std::uint32_t r = 0; r < K; ++r) by_r[r] = items(j, r);
                 used = ph.reduce_scatter(rails[i], by_r, sh.across, t);
                 used += ph.allgather(rails[i], by_r, sh.across, t + used);
             } else if (sh.across != Across::none) {
-                used = ph.allreduce(rails[i], {chunk(q, j, 0)}, sh.across, t);
+                used = ph.allreduce(rails[i], items(j, 0), sh.across, t);
             }
         }
         t += used;
@@ -249,7 +261,7 @@ void reduce_scatter_plan(Plan& plan, const std::vector<Group>& boxes, const std:
         // (h100rail2x8 reduce_scatter at 16 MiB: 36.0 us with 64 pieces, 33.2 us with 16, bound 32.3)
         const std::uint32_t own_t0 = K > 1 ? pieces * K + q : 0;
         if (sh.inbox == InBox::rsag)
-            used = inbox_reduce_scatter(ph, boxes, K, sh.across, t, [&](std::uint32_t j, std::uint32_t r) { return item(r, j); }, own_t0);
+            used = inbox_reduce_scatter(ph, boxes, K, sh.across, t, [&](std::uint32_t j, std::uint32_t r) { return std::vector<std::uint32_t>{item(r, j)}; }, own_t0);
         if (sh.inbox == InBox::ring || sh.inbox == InBox::halving) {
             Owned by_j(B);
             for (std::uint32_t j = 0; j < B; ++j)
@@ -292,11 +304,95 @@ void allgather_plan(Plan& plan, const std::vector<Group>& boxes, const std::vect
     }
 }
 
+/// Per in-box owner (rail), its slots of a piece (owners: slot -> owner).
+std::vector<std::vector<std::uint32_t>> slots_of(const std::vector<std::uint32_t>& owners, std::uint32_t B) {
+    std::vector<std::vector<std::uint32_t>> slots(B);
+    for (std::uint32_t u = 0; u < owners.size(); ++u) slots[owners[u]].push_back(u);
+    return slots;
+}
+
+/// Along a rail whose owner has `slots`: per box r, slot u of every GPU j of box r (item(r, j, u)).
+template <class Item>
+Owned by_box(std::uint32_t K, std::uint32_t B, const std::vector<std::uint32_t>& slots, Item item) {
+    Owned by_r(K);
+    for (std::uint32_t r = 0; r < K; ++r)
+        for (std::uint32_t j = 0; j < B; ++j)
+            for (std::uint32_t u : slots) by_r[r].push_back(item(r, j, u));
+    return by_r;
+}
+
+/// Allgather with shares other than even (shares.hpp): slot u of every GPU's piece goes over NVLink to the
+/// box's owner of u, along its rail, then from the owner of u in every box to the others. Piece q of
+/// processor p, slot u, is chunk q U + u of p's datum; pieces start one logical step apart.
+void allgather_shares_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces, const std::vector<std::uint32_t>& owners) {
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size()), U = static_cast<std::uint32_t>(owners.size());
+    const std::vector<Group> rails = rails_of(boxes);
+    const std::vector<std::vector<std::uint32_t>> slots = slots_of(owners, B);
+    const Messages ms(K * B, nullptr, pieces * U);
+    Phases ph(plan);
+    for (std::uint32_t q = 0; q < pieces; ++q) {
+        auto item = [&](std::uint32_t r, std::uint32_t j, std::uint32_t u) { return static_cast<std::uint32_t>(idx(ms.broadcast(idx(boxes[r][j]), q * U + u))); };
+        for (std::uint32_t b = 0; b < K; ++b)  // every GPU's slots to their owners in its box
+            for (std::uint32_t j = 0; j < B; ++j)
+                for (std::uint32_t u = 0; u < U; ++u)
+                    if (owners[u] != j) plan.send(q + 1, boxes[b][j], boxes[b][owners[u]], item(b, j, u));
+        std::uint32_t used = 0;
+        for (std::uint32_t i = 0; i < B; ++i)
+            if (!slots[i].empty()) used = ph.allgather(rails[i], by_box(K, B, slots[i], item), sh.across, q + 1);
+        for (std::uint32_t b = 0; b < K; ++b)  // from each owner to the others in its box, but not a GPU's own datum
+            for (std::uint32_t i = 0; i < B; ++i)
+                for (std::uint32_t m = 0; m < B; ++m)
+                    if (m != i)
+                        for (std::uint32_t r = 0; r < K; ++r)
+                            for (std::uint32_t j = 0; j < B; ++j)
+                                if (r != b || j != m)
+                                    for (std::uint32_t u : slots[i]) plan.send(q + 2 + used, boxes[b][i], boxes[b][m], item(r, j, u));
+    }
+}
+
+/// Reduce-scatter with shares other than even: in every box each GPU sends the owner of slot u its partial of
+/// slot u of every processor's chunks (a processor not its own: the destination adds it last), the rail of the
+/// owner reduces them across the boxes, and the owner in the destination's box sends it the sum. Processor p
+/// ends with chunks (q U + u) of its own, p pieces U + q U + u.
+void reduce_scatter_shares_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces, const std::vector<std::uint32_t>& owners) {
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size()), U = static_cast<std::uint32_t>(owners.size());
+    const std::vector<Group> rails = rails_of(boxes);
+    const std::vector<std::vector<std::uint32_t>> slots = slots_of(owners, B);
+    Phases ph(plan);
+    // as reduce_scatter_plan: each box's shares for the other boxes one logical step each in its rail order, its own
+    // box's after every piece's (they do not leave the box), then the owners' sums to the destinations
+    const std::uint32_t own_t0 = pieces * K;
+    for (std::uint32_t q = 0; q < pieces; ++q) {
+        auto item = [&](std::uint32_t r, std::uint32_t j, std::uint32_t u) { return idx(boxes[r][j]) * pieces * U + q * U + u; };
+        const std::uint32_t t = q * K;
+        for (std::uint32_t b = 0; b < K; ++b) {
+            const std::vector<std::uint32_t> order = rail_order(b, K, sh.across);
+            for (std::uint32_t x = 0; x < K; ++x) {
+                const std::uint32_t r = order[x], step = r == b ? own_t0 + q + 1 : t + x + 1;
+                for (std::uint32_t m = 0; m < B; ++m)
+                    for (std::uint32_t u = 0; u < U; ++u)
+                        if (owners[u] != m)
+                            for (std::uint32_t j = 0; j < B; ++j)
+                                if (r != b || j != m) plan.send(step, boxes[b][m], boxes[b][owners[u]], item(r, j, u));
+            }
+        }
+        std::uint32_t used = 0;
+        for (std::uint32_t i = 0; i < B; ++i)
+            if (!slots[i].empty()) used = ph.reduce_scatter(rails[i], by_box(K, B, slots[i], item), sh.across, t + K);
+        const std::uint32_t last = std::max(t + K + used, own_t0 + q + 1) + 1;
+        for (std::uint32_t r = 0; r < K; ++r)
+            for (std::uint32_t u = 0; u < U; ++u)
+                for (std::uint32_t j = 0; j < B; ++j)
+                    if (owners[u] != j) plan.send(last, boxes[r][owners[u]], boxes[r][j], item(r, j, u));
+    }
+}
+
 /// Why a shape does not apply to K boxes of B for a collective ("" when it does).
 std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, const Shape& sh) {
     if ((B == 1) != (sh.inbox == InBox::none)) return "in-box phase and box size disagree";
     if ((K == 1) != (sh.across == Across::none)) return "rail phase and box count disagree";
     if ((sh.across == Across::halving || sh.across == Across::doubling) && !power_of_two(K)) return "recursive halving and doubling need a power of two of boxes";
+    if (sh.shares != Shares::even && (sh.inbox != InBox::rsag || K < 2)) return "shares other than even are for the in-box direct exchange across boxes";
     if (kind == CollectiveKind::allreduce) return "";
     if (sh.inbox == InBox::ar) return "the in-box allreduce is for allreduce only";
     if (sh.inbox == InBox::ring && B < 3) return "a ring in boxes of fewer than 3 is the direct exchange";
@@ -367,7 +463,10 @@ std::string shape_name(const Shape& sh, CollectiveKind kind) {
     std::string s = sh.flat ? "flat " : "hierarchical ";
     s += inbox;
     if (!inbox.empty() && !rail.empty()) s += "+";
-    return s + rail;
+    s += rail;
+    if (sh.shares == Shares::capacity) s += ", shares by capacity";
+    if (sh.shares == Shares::full) s += ", shares on full-speed rails";
+    return s;
 }
 
 std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<std::vector<Node>>& boxes, const Shape& sh, std::uint32_t pieces,
@@ -382,10 +481,18 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
         return std::nullopt;
     }
     const std::uint32_t P = static_cast<std::uint32_t>(K * B);
+    // the in-box owner of each slot of a piece (one slot per GPU unless the shares follow capacities)
+    const std::vector<std::uint32_t> owners = slot_owners(sh.shares == Shares::even ? std::vector<double>(B, 1.0) : rail_capacity(*in.topology, boxes), sh.shares);
+    if (owners.empty()) {
+        if (why) *why = "no rail carries anything";
+        return std::nullopt;
+    }
+    if (sh.shares != Shares::even) trace("  slots of a piece per rail: {}", fmt::join(owners, " "));
     Collective coll = in.collective;
     std::uint32_t C = pieces;
-    if (kind == CollectiveKind::allreduce) C = pieces * (sh.inbox == InBox::rsag || sh.inbox == InBox::ring || sh.inbox == InBox::halving ? B : 1) * (splits(sh.across) ? K : 1);
-    if (kind == CollectiveKind::reduce_scatter) C = pieces * P;
+    if (kind == CollectiveKind::allreduce) C = pieces * (sh.inbox == InBox::rsag || sh.inbox == InBox::ring || sh.inbox == InBox::halving ? static_cast<std::uint32_t>(owners.size()) : 1) * (splits(sh.across) ? K : 1);
+    if (kind == CollectiveKind::reduce_scatter) C = pieces * P * (sh.shares == Shares::even ? 1 : static_cast<std::uint32_t>(owners.size()));
+    if (kind == CollectiveKind::allgather && sh.shares != Shares::even) C = pieces * static_cast<std::uint32_t>(owners.size());
     try {
         coll.set_chunks(C, *in.topology);
     } catch (const InputError& e) {  // the message space of 32-bit ids (docs/semantics.md, "Chunks")
@@ -402,9 +509,10 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
             }
         }
     Plan plan(in.topology, in.model, coll, deadline);
-    if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, cycles, sh, pieces);
-    if (kind == CollectiveKind::reduce_scatter) reduce_scatter_plan(plan, boxes, cycles, sh, pieces);
-    if (kind == CollectiveKind::allgather) allgather_plan(plan, boxes, cycles, sh, pieces);
+    if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, cycles, sh, pieces, owners);
+    const bool even = sh.shares == Shares::even;
+    if (kind == CollectiveKind::reduce_scatter) even ? reduce_scatter_plan(plan, boxes, cycles, sh, pieces) : reduce_scatter_shares_plan(plan, boxes, sh, pieces, owners);
+    if (kind == CollectiveKind::allgather) even ? allgather_plan(plan, boxes, cycles, sh, pieces) : allgather_shares_plan(plan, boxes, sh, pieces, owners);
     return plan.lower(why, deadline);
 }
 

@@ -24,6 +24,7 @@
 #include "runtime/timing.hpp"
 #include "support/budget.hpp"
 #include "support/parallel.hpp"
+#include "verifier/compose/shares.hpp"
 #include "verifier/synth/problem/instance.hpp"
 
 namespace collsched::compose {
@@ -51,9 +52,12 @@ struct Shape {
     InBox inbox = InBox::none;
     Across across = Across::none;
     bool flat = false;  ///< the machine taken as P boxes of one (or one box of P)
+    /// the owners' shares of a piece (shares.hpp): other than even only for allreduce's rsag in boxes
+    Shares shares = Shares::even;
 };
 /// "hierarchical rsag+ring", "flat doubling"; reduce_scatter and allgather name their half
-/// ("hierarchical rs+halving", "hierarchical ag+doubling").
+/// ("hierarchical rs+halving", "hierarchical ag+doubling"); shares other than even are named
+/// ("hierarchical rsag+direct, shares by capacity").
 std::string shape_name(const Shape&, CollectiveKind = CollectiveKind::allreduce);
 
 /// A construction's table with what it is.

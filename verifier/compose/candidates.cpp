@@ -167,6 +167,16 @@ std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<N
     std::vector<Shape> s;
     for (InBox i : ins)
         for (Across a : acrosses) s.push_back({i, a, flat});
+    // a slow or failed NIC or GPU port (rail_capacity below 1 somewhere): the direct in-box exchange with the shares by
+    // capacity, and with none on the rails below full speed (machines whose parts have equal speeds: the even shapes only)
+    if (flat || K < 2 || B < 2) return s;
+    const std::vector<double> cap = rail_capacity(t, boxes);
+    if (std::all_of(cap.begin(), cap.end(), [](double c) { return c >= 1 - 1e-9; })) return s;
+    const bool partial = std::any_of(cap.begin(), cap.end(), [](double c) { return c > 1e-9 && c < 1 - 1e-9; });
+    for (Shares sh : {Shares::capacity, Shares::full}) {
+        if (sh == Shares::full && !partial) continue;  // the same owners as by capacity
+        for (Across a : acrosses) s.push_back({InBox::rsag, a, flat, sh});  // those that do not apply to the collective say so
+    }
     return s;
 }
 
@@ -302,7 +312,9 @@ private:
         try {
             trace("shape {} ({}), {} pieces: build", shape_name(sh, in_.collective.kind), d.what, k);
             const auto t0 = Clock::now();
-            e.table = build_shape(in_, d.boxes, sh, k, nullptr, deadline);
+            std::string why;
+            e.table = build_shape(in_, d.boxes, sh, k, &why, deadline);
+            if (!e.table) trace("  does not apply: {}", why);
             if (e.table) {
                 e.transfers = e.table->transfers.size();
                 trace("  {} transfers; timing plan", e.transfers);

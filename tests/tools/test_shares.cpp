@@ -1,0 +1,147 @@
+// Shares by capacity in the hierarchical shapes (verifier/compose/shares.hpp; docs/performance.md,
+// "Machines with faults"): a slow or failed NIC's rail carries what it can, the rest of the machine's
+// rails the rest; machines whose parts have equal speeds keep the even shapes.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "runtime/timing.hpp"
+#include "tests/tools/cli_run.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/compose/allreduce.hpp"
+#include "verifier/time/time_bound.hpp"
+
+using namespace collsched;
+using namespace collsched::compose;
+using collsched::test::Scratch;
+
+namespace {
+
+constexpr double GiB = 1024.0 * 1024 * 1024;
+
+/// `collsched machine ARGS` read back as a topology.
+std::shared_ptr<const Topology> shares_machine(const Scratch& dir, const std::string& args) {
+    const std::string file = dir.file("m.json");
+    const auto r = collsched::test::run("machine " + args + " -o " + file);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return Topology::parse("graph:" + file);
+}
+
+SynthInstance shares_instance(std::shared_ptr<const Topology> topo, const char* coll) {
+    return SynthInstance{topo, topo->default_model(), Collective::parse(coll, *topo), RouteSpace::any};
+}
+
+/// The slots of a piece each rail owns under `shares` on `topo`'s boxes.
+std::vector<std::uint32_t> shares_slots(const Topology& topo, Shares shares) {
+    const Boxes b = find_boxes(topo);
+    REQUIRE(b.why.empty());
+    const std::vector<std::uint32_t> owners = slot_owners(rail_capacity(topo, b.boxes), shares);
+    std::vector<std::uint32_t> n(b.boxes[0].size(), 0);
+    for (std::uint32_t o : owners) ++n[o];
+    return n;
+}
+
+/// The fastest candidate for `coll` at 1 GiB holds, is one with `shares` in its name, and is within `within` times
+/// the proved bound (never below it).
+void shares_fastest(std::shared_ptr<const Topology> topo, const char* coll, const char* shares, double within) {
+    const SynthInstance in = shares_instance(topo, coll);
+    std::vector<Candidate> cs = time_candidates(in, GiB);
+    REQUIRE_FALSE(cs.empty());
+    const std::optional<TimeBounds> b = time_bounds(*in.topology, in.collective, in.model);
+    REQUIRE(b.has_value());
+    const TimeBound bound = evaluate(*b, GiB);
+    CAPTURE(coll);
+    CAPTURE(cs[0].name);
+    CHECK(bound_violation(bound, *b, cs[0].predicted_s, cs[0].name).empty());
+    CHECK(verify_direct(cs[0].table).holds());
+    CHECK(cs[0].name.find(shares) != std::string::npos);
+    CHECK(cs[0].predicted_s <= within * bound.seconds);
+}
+
+}  // namespace
+
+TEST_CASE("shares: NIC 0 at half speed carries half a rail's share, and allreduce at 1 GiB is within 10 % of the bound") {
+    // the even shapes ran every rail at the slow NIC's pace: 1.94x the bound on h100rail 4 x 8, 1.27x on 2 x 8
+    Scratch dir("shares_half");
+    const auto topo = shares_machine(dir, "dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5");
+    const std::vector<std::uint32_t> n = shares_slots(*topo, Shares::capacity);
+    CHECK(n == std::vector<std::uint32_t>{1, 2, 2, 2, 2, 2, 2, 2});  // 25 GB/s against 50: 15 slots
+    shares_fastest(topo, "allreduce", "shares by capacity", 1.10);
+}
+
+TEST_CASE("shares: allgather and reduce_scatter with NIC 0 at half speed route every GPU's slots through their rails' owners") {
+    // the even shapes sent each GPU's datum along its own rail: 1.84 to 1.90x the bound on h100rail 4 x 8
+    Scratch dir("shares_ag");
+    const auto topo = shares_machine(dir, "dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5");
+    for (const char* coll : {"allgather", "reduce_scatter"}) {
+        CAPTURE(coll);
+        shares_fastest(topo, coll, "shares by capacity", 1.10);
+    }
+}
+
+TEST_CASE("shares: every shape with shares other than even holds in the direct checker") {
+    Scratch dir("shares_hold");
+    for (const char* args : {"dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5", "dgx-h100 --boxes 2 --network rail --nic-down 3",
+                             "dgx-a100 --boxes 2 --network switch --units gpu --slow-gpu 0:0.5"}) {
+        CAPTURE(args);
+        const auto topo = shares_machine(dir, args);
+        const Boxes b = find_boxes(*topo);
+        int built = 0;
+        for (const char* coll : {"allreduce", "allgather", "reduce_scatter"})
+            for (Shares shares : {Shares::capacity, Shares::full})
+                for (Across a : {Across::direct_ar, Across::direct_rsag, Across::ring, Across::halving, Across::doubling}) {
+                    const Shape sh{InBox::rsag, a, false, shares};
+                    CAPTURE(coll);
+                    CAPTURE(shape_name(sh, Collective::parse(coll, *topo).kind));
+                    std::optional<SendTable> t = build_shape(shares_instance(topo, coll), b.boxes, sh, 2, nullptr);
+                    if (!t) continue;
+                    CHECK(verify_direct(*t).holds());
+                    ++built;
+                }
+        CHECK(built >= 12);
+    }
+}
+
+TEST_CASE("shares: a rail with a NIC down carries nothing, and allreduce keeps near the bound") {
+    // before: NCCL's ring was the fastest, 2.85x the bound on h100rail 4 x 8. Box 0 has 7 NICs of 8: the
+    // hierarchical shapes send its share out through 7 x 50 GB/s, about 11 % above the per-GPU bound
+    // (docs/performance.md, "Machines with faults")
+    Scratch dir("shares_down");
+    const auto topo = shares_machine(dir, "dgx-h100 --boxes 2 --network rail --nic-down 0");
+    const std::vector<std::uint32_t> n = shares_slots(*topo, Shares::capacity);
+    CHECK(n[0] == 0);
+    CHECK(std::all_of(n.begin() + 1, n.end(), [&](std::uint32_t x) { return x == n[1] && x > 0; }));
+    shares_fastest(topo, "allreduce", "shares by capacity", 1.12);
+}
+
+TEST_CASE("shares: a GPU whose links in its box run at half owns no share, and allreduce leaves NCCL's ring behind") {
+    // multibox 2 x 8 with GPU 0's NVLink at half: the even shapes paced every GPU at GPU 0's links and NCCL's
+    // ring won at 1.84x the bound; GPU 0 owning nothing receives only the result
+    Scratch dir("shares_gpu");
+    const auto topo = shares_machine(dir, "dgx-a100 --boxes 2 --network switch --units gpu --slow-gpu 0:0.5");
+    CHECK(shares_slots(*topo, Shares::full)[0] == 0);
+    shares_fastest(topo, "allreduce", "shares on full-speed rails", 1.25);
+}
+
+TEST_CASE("shares: machines whose parts have equal speeds keep the even shapes, table for table") {
+    for (const char* name : {"h100rail2x8", "multibox2x8"}) {
+        CAPTURE(name);
+        const auto topo = Topology::parse(collsched::test::machine(name));
+        const Boxes b = find_boxes(*topo);
+        const std::vector<double> cap = rail_capacity(*topo, b.boxes);
+        CHECK(std::all_of(cap.begin(), cap.end(), [](double c) { return c == 1.0; }));
+        const std::vector<std::uint32_t> owners = slot_owners(cap, Shares::capacity);
+        CHECK(owners == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+        const SynthInstance in = shares_instance(topo, "allreduce");
+        std::optional<SendTable> even = build_shape(in, b.boxes, {InBox::rsag, Across::direct_rsag}, 4, nullptr);
+        std::optional<SendTable> by_capacity = build_shape(in, b.boxes, {InBox::rsag, Across::direct_rsag, false, Shares::capacity}, 4, nullptr);
+        REQUIRE(even.has_value());
+        REQUIRE(by_capacity.has_value());
+        CHECK(even->transfers == by_capacity->transfers);
+        // and no candidate with shares other than even is offered
+        for (const Candidate& c : time_candidates(in, GiB)) CHECK(c.name.find("shares") == std::string::npos);
+    }
+}
