@@ -499,6 +499,7 @@ private:
     std::vector<double> group_bw_;   // per group
     std::vector<double> message_;    // per channel: the executor's hold per transfer beyond its bytes
     double grain_ = 0;               // the executor's smallest transfer: a smaller one holds as long as this many bytes
+    double gpu_cap_ = 0;             // NCCL's per-GPU cap on the data a GPU sends (bytes/s; 0: none)
     std::vector<std::pair<std::size_t, double>> use_;  // (resource, seconds held) of the transfer being started
     RadixQueue<Event> events_;  // arrivals (many: every started transfer's until it arrives)
     QuadHeap<Event> ready_;   // transfers made ready (few at a time: started soon after)
@@ -538,6 +539,9 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     use_.clear();
     use_.emplace_back(idx(c), message_[idx(c)] + bytes / sp.bandwidth);
     for (std::uint32_t g : topo_.groups_of(c)) use_.emplace_back(E + g, bytes / group_bw_[g]);
+    // NCCL's per-GPU cap (LL's llMaxBw): a resource of the sending GPU, held for the bytes at the cap (what a GPU receives
+    // was capped at the GPU that sent it)
+    if (gpu_cap_ > 0 && topo_.is_processor(ch.from)) use_.emplace_back(E + G + 2 * N + idx(ch.from), bytes / gpu_cap_);
     double hold = 0;
     for (const auto& [r, d] : use_) hold = std::max(hold, d);
     if (p_.ports == Ports::single) {
@@ -564,7 +568,8 @@ void AsyncRun::start(std::uint32_t j, double ready) {
 void AsyncRun::run() {
     const std::uint32_t T = static_cast<std::uint32_t>(p_.step.size());
     if (each_) out_.transfers.assign(T, TransferTime{});
-    busy_.assign(topo_.channels().size() + topo_.groups().size() + 2 * std::size_t{topo_.nodes()}, BusyList{});
+    gpu_cap_ = opt_.executor ? opt_.executor->caps.gpu : 0.0;
+    busy_.assign(topo_.channels().size() + topo_.groups().size() + (gpu_cap_ > 0 ? 3 : 2) * std::size_t{topo_.nodes()}, BusyList{});
     speed_.resize(topo_.channels().size());
     for (std::uint32_t c = 0; c < speed_.size(); ++c) speed_[c] = channel_speed(topo_, ChannelId{c}, opt_);
     message_.assign(topo_.channels().size(), 0.0);
@@ -620,6 +625,9 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
     const double chunk = datum_bytes(p.kind, topo.processors(), opt.size) / p.chunks;
     std::vector<double> chan(topo.channels().size(), 0.0), group(topo.groups().size(), 0.0);
     std::vector<std::uint32_t> used, count(opt.executor ? topo.channels().size() : 0, 0);
+    // NCCL's per-GPU cap (LL's llMaxBw): per processor the step's bytes sent
+    const double cap = opt.executor ? opt.executor->caps.gpu : 0.0;
+    std::vector<double> sent(cap > 0 ? topo.nodes() : 0, 0.0);
     double total = 0;
     if (step_seconds) step_seconds->assign(p.steps, 0.0);
     for (std::size_t i = 0; i < p.step.size();) {
@@ -631,6 +639,7 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
             if (chan[c] == 0) used.push_back(c);
             chan[c] += bytes;
             if (opt.executor) ++count[c];
+            if (cap > 0) sent[idx(topo.channel(p.channel[i]).from)] += bytes;
             for (std::uint32_t g : topo.groups_of(p.channel[i])) group[g] += bytes;
         }
         double longest = 0;
@@ -639,11 +648,13 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
             double d = chan[c] / sp.bandwidth;
             if (opt.executor) d += count[c] * message_cost(topo, ChannelId{c}, opt);
             for (std::uint32_t g : topo.groups_of(ChannelId{c})) d = std::max(d, group[g] / group_speed(topo, g, opt));
+            if (cap > 0 && topo.is_processor(topo.channel(ChannelId{c}).from)) d = std::max(d, sent[idx(topo.channel(ChannelId{c}).from)] / cap);
             longest = std::max(longest, sp.alpha + d);
         }
         for (std::uint32_t c : used) {
             chan[c] = 0;
             if (opt.executor) count[c] = 0;
+            if (cap > 0) sent[idx(topo.channel(ChannelId{c}).from)] = 0;
             for (std::uint32_t g : topo.groups_of(ChannelId{c})) group[g] = 0;
         }
         if (step_seconds) (*step_seconds)[s - 1] = longest;
@@ -653,86 +664,6 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
 }
 
 }  // namespace
-
-namespace {
-
-LinkSpeed raw_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
-    if (opt.uniform_unit) return {opt.uniform_unit->alpha, opt.uniform_unit->bandwidth * topo.channel(c).cap};
-    return topo.speed(c);
-}
-
-}  // namespace
-
-ExecutorCosts costs_of(const TimeOptions& opt) { return opt.executor ? *opt.executor : protocol_costs(opt.protocol); }
-
-LinkClass link_class(const Topology& topo, ChannelId c, const TimeOptions& opt) {
-    const Channel& ch = topo.channel(c);
-    for (Node n : {ch.from, ch.to})
-        if (!topo.is_processor(n)) {
-            const SwitchFunctions f = topo.switch_functions(n);
-            if (f.reduce || f.multicast) return LinkClass::in_switch;
-        }
-    return raw_speed(topo, c, opt).bandwidth < opt.network_below ? LinkClass::network : LinkClass::box;
-}
-
-TimeOptions with_network_class(const Topology& topo, TimeOptions opt) {
-    if (opt.executor) opt.protocol = opt.executor->protocol;
-    if ((opt.protocol == Protocol::none && (!opt.executor || opt.executor->ideal())) || opt.network_below > 0) return opt;
-    double fastest = 0;
-    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
-        const Channel& ch = topo.channel(ChannelId{c});
-        if (topo.is_processor(ch.from) && topo.is_processor(ch.to)) fastest = std::max(fastest, raw_speed(topo, ChannelId{c}, opt).bandwidth);
-    }
-    opt.network_below = fastest / 4;
-    return opt;
-}
-
-LinkSpeed channel_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
-    LinkSpeed s = raw_speed(topo, c, opt);
-    if (opt.protocol == Protocol::none && !opt.executor) return s;
-    const ExecutorCosts cost = costs_of(opt);
-    const std::size_t k = idx_of(link_class(topo, c, opt));
-    if (topo.is_processor(topo.channel(c).from)) s.alpha += cost.hop[k];
-    s.bandwidth *= cost.efficiency[k] / cost.wire;
-    return s;
-}
-
-double message_cost(const Topology& topo, ChannelId c, const TimeOptions& opt) {
-    if (!opt.executor) return 0;
-    return opt.executor->message[idx_of(link_class(topo, c, opt))];
-}
-
-double datum_bytes(CollectiveKind k, std::uint32_t processors, double size) {
-    switch (k) {
-        case CollectiveKind::allgather:
-        case CollectiveKind::alltoall:
-        case CollectiveKind::gather:
-        case CollectiveKind::scatter: return processors > 0 ? size / processors : size;
-        default: return size;
-    }
-}
-
-double bus_factor(CollectiveKind k, std::uint32_t processors) {
-    const double P = processors, share = processors > 0 ? (P - 1) / P : 1;
-    switch (k) {
-        case CollectiveKind::allreduce: return 2 * share;
-        case CollectiveKind::allgather:
-        case CollectiveKind::reduce_scatter:
-        case CollectiveKind::alltoall:
-        case CollectiveKind::gather:
-        case CollectiveKind::scatter: return share;
-        default: return 1;
-    }
-}
-
-double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt) {
-    const ExecutorCosts cost = costs_of(opt);
-    // a group is charged at the efficiency of its channels' class (a GPU's NVLinks, a NIC's ports)
-    const std::vector<ChannelId>& members = topo.groups()[g].channels;
-    const double eff = opt.executor && !members.empty() ? cost.efficiency[idx_of(link_class(topo, members.front(), opt))] : 1.0;
-    if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap * eff / cost.wire;
-    return topo.group_bandwidth(g) * eff / cost.wire;
-}
 
 TimingPlan::TimingPlan(const SendTable& t, Deadline deadline) {
     COLLSCHED_ASSERT(t.is_sorted());

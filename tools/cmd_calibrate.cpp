@@ -113,7 +113,12 @@ std::vector<CalibrationCase> log_cases(const CalibrateArgs& a) {
             c.size = static_cast<double>(r.size_bytes);
             c.measured = r.out_of_place.time_us * 1e-6;
             c.algorithm = a.algorithm;
-            c.protocol = protocol_of(a.protocol, "--protocol");
+            // NCCL_PROTO's form: one protocol, or a list NCCL's tuner picks from
+            for (std::size_t at = 0, end = 0; at <= a.protocol.size() && !a.protocol.empty(); at = end + 1) {
+                end = std::min(a.protocol.find(',', at), a.protocol.size());
+                c.protocols.push_back(protocol_of(std::string_view(a.protocol).substr(at, end - at), "--protocol"));
+            }
+            if (c.protocols.size() == 1) c.protocol = c.protocols.front(), c.protocols.clear();
             cases.push_back(std::move(c));
         }
     }
@@ -253,7 +258,7 @@ void add_calibrate_command(CLI::App& app, Context& ctx) {
             }
             return std::string();
         });
-    cmd->add_option("--protocol", a->protocol, "The protocol they ran (NCCL_PROTO): LL, LL128, Simple (default: NCCL's pick)");
+    cmd->add_option("--protocol", a->protocol, "The protocol they ran (NCCL_PROTO): LL, LL128, Simple, or a list NCCL picked from (LL,Simple; default: NCCL's pick of all)");
     cmd->add_option("--executor", a->executor, "The executor whose constants are fitted: nccl (default), msccl, mscclpp");
     cmd->add_flag("--no-hold-out", a->no_hold_out, "Fit on every row (default: every other size of each sweep is held out and reported)");
     cmd->add_option("--timeout", a->timeout, "Seconds for the whole run (default 120): the fit stops with its best constants")

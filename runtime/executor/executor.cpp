@@ -8,11 +8,13 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/core/json_tree.hpp"
+#include "compiler/topology/topology.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
 
@@ -50,6 +52,64 @@ ProtocolCost protocol_cost(Protocol p) {
     return {};
 }
 
+namespace {
+
+// NVIDIA/nccl src/graph/tuning.cc (2.30.7), ncclTunerConstantsDefaults, in GB/s (1e9 B/s).
+// llMaxBws :177-183, [index1][index2]: index1 the generation for one box (compCapIndex, :263-266),
+// the CPU for several (0 Intel, 1 AMD, :267-270); index2 = boxes - 1, at most 2 (:266).
+constexpr double ll_max_bws[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {2 * 141.0, 2 * 45.0, 2 * 35.0}};
+// perChMaxRingLL128Bws :184-189, [compCapIndex][index2].
+constexpr double per_ch_max_ring_ll128_bws[4][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
+
+}  // namespace
+
+ProtocolCaps nccl_protocol_caps(Protocol p, const CapMachine& m) {
+    const std::uint32_t cc = std::min<std::uint32_t>(m.generation, 3), index2 = std::min<std::uint32_t>(std::max(m.boxes, 1u), 3) - 1;
+    ProtocolCaps c;
+    if (p == Protocol::ll) {
+        const std::uint32_t index1 = m.boxes <= 1 ? cc : m.amd ? 1 : 0;
+        c.gpu = ll_max_bws[index1][index2] * 1e9;
+    } else if (p == Protocol::ll128) {
+        c.network_channel = per_ch_max_ring_ll128_bws[cc][index2] * 1e9;
+    }
+    return c;
+}
+
+CapMachine cap_machine(const Topology& t) {
+    // the fastest and slowest channel with a GPU at an end: two classes when the slowest is below a quarter
+    double fastest = 0, slowest = 0;
+    for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
+        const Channel& ch = t.channel(ChannelId{c});
+        if (!t.is_processor(ch.from) && !t.is_processor(ch.to)) continue;
+        const double bw = t.speed(ChannelId{c}).bandwidth;
+        fastest = std::max(fastest, bw);
+        slowest = slowest == 0 ? bw : std::min(slowest, bw);
+    }
+    CapMachine m;
+    m.generation = fastest >= 400e9 ? 2 : fastest >= 240e9 ? 1 : 0;
+    m.amd = m.generation == 1;
+    if (t.declared_boxes() > 0) {
+        m.boxes = t.declared_boxes();
+    } else if (slowest < fastest / 4) {
+        std::vector<std::uint32_t> parent(t.nodes());
+        std::iota(parent.begin(), parent.end(), 0u);
+        auto find = [&](std::uint32_t x) {
+            while (parent[x] != x) x = parent[x] = parent[parent[x]];
+            return x;
+        };
+        for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
+            const Channel& ch = t.channel(ChannelId{c});
+            if ((t.is_processor(ch.from) || t.is_processor(ch.to)) && t.speed(ChannelId{c}).bandwidth >= fastest / 4)
+                parent[find(idx(ch.from))] = find(idx(ch.to));
+        }
+        std::vector<char> root(t.nodes(), 0);
+        m.boxes = 0;
+        for (std::uint32_t p = 0; p < t.processors(); ++p)
+            if (!root[find(p)]) root[find(p)] = 1, ++m.boxes;
+    }
+    return m;
+}
+
 std::string_view to_string(LinkClass c) {
     switch (c) {
         case LinkClass::box: return "box";
@@ -84,10 +144,17 @@ const char* const steps_src =
 const char* const nvlink_eff = "NVIDIA/nccl src/graph/topo.h SM90_NVLINK_BW 20.6 GB/s a link against 25 GB/s peak (NVLink 4)";
 const char* const net_eff = "NVIDIA/nccl src/graph/search.cc sm90SpeedArrayInter[0] 48 GB/s against a 400 Gb/s NIC's 50";
 const char* const builtin_error =
-    "docs/time.md, \"Calibration\": the built-in constants' median error on the held-out rows of five machines, 16.1 to 76.1 % "
-    "a machine, 36.6 % their median; a calibration of the user's machine replaces it with its own held-out median";
+    "docs/time.md, \"Calibration\" (bench/calibration_table.py): the built-in constants' median error on the 54 held-out rows "
+    "of five machines, 34.6 %; a calibration of the user's machine replaces it with its own held-out median";
 const char* const switch_eff =
     "1: the machine's switch efficiency (NCCL's nvlsEfficiency) applies; a calibration replaces it (docs/time.md)";
+
+const char* const ll_caps_src =
+    "NVIDIA/nccl src/graph/tuning.cc:327 ring LL busBw = min(llMaxBw, busBw x .5) and :332 the tree's, llMaxBws :177-183: "
+    "each GPU sends at most llMaxBw (nccl_protocol_caps)";
+const char* const ll128_caps_src =
+    "NVIDIA/nccl src/graph/tuning.cc:328-329 ring LL128 busBw = min(busBw x .92, nChannels x perChMaxRingLL128Bw), "
+    "perChMaxRingLL128Bws :184-189: each network channel (one NCCL channel a NIC) moves at most perChMaxRingLL128Bw (nccl_protocol_caps)";
 
 /// One NCCL-style protocol row: launch, hop latencies by class, the slots' message cost, efficiencies.
 ProtocolRow nccl_row(Protocol p, double launch_us, std::string_view launch_src, double grain, std::string grain_src) {
@@ -107,6 +174,8 @@ ProtocolRow nccl_row(Protocol p, double launch_us, std::string_view launch_src, 
     r.efficiency[idx_of(LinkClass::network)] = {48.0 / 50.0, net_eff};
     r.efficiency[idx_of(LinkClass::in_switch)] = {1.0, switch_eff};
     r.grain = {grain, std::move(grain_src)};
+    if (p == Protocol::ll) r.caps = {1, ll_caps_src};
+    if (p == Protocol::ll128) r.caps = {1, ll128_caps_src};
     return r;
 }
 
@@ -130,13 +199,18 @@ ExecutorModel make_nccl() {
     const std::string grain_simple =
         "NVIDIA/nccl src/device/all_reduce.h runRing: a Simple chunk is rounded up to (nthreads - WARP_SIZE) x 8 bytes, "
         "3,840 at NCCL_SIMPLE_MAX_NTHREADS 512";
-    const std::string grain_ll = "NVIDIA/nccl src/include/device.h:75-88: one warp of LL lines, 32 x 8 data bytes";
-    const std::string grain_ll128 = "NVIDIA/nccl src/include/device.h:110-112: one warp of LL128 lines, 32 x 120 data bytes";
+    const std::string grain_ll =
+        "NVIDIA/nccl src/device/prims_ll.h:253-261 LLGenericOp: divUp(nelem, EltPerLine) lines, one 16-byte line "
+        "(src/include/device.h:75-88) for each 8 data bytes, only the lines its data fill";
+    const std::string grain_ll128 =
+        "NVIDIA/nccl src/device/prims_ll128.h:292-315 GenericOp: a warp moves whole slices of WireWordPerSlice = 32 x 8 "
+        "eight-byte words (2,048 bytes on the wire, 1,920 of data; recvReduceSendCopy stores every word of it), however "
+        "little data it holds";
     m.protocols.push_back(nccl_row(Protocol::simple, 8.4, base_lat, 3840, grain_simple));
-    m.protocols.push_back(nccl_row(Protocol::ll128, 14.0, base_lat, 3840, grain_ll128));
-    m.protocols.push_back(nccl_row(Protocol::ll, 6.6, base_lat, 256, grain_ll));
+    m.protocols.push_back(nccl_row(Protocol::ll128, 14.0, base_lat, 1920, grain_ll128));
+    m.protocols.push_back(nccl_row(Protocol::ll, 6.6, base_lat, 8, grain_ll));
     m.limits = {0, 0, 64, "NVIDIA/nccl src/include/device.h MAXCHANNELS 64"};
-    m.error = {0.366, builtin_error};
+    m.error = {0.346, builtin_error};
     return m;
 }
 
@@ -181,7 +255,7 @@ ExecutorModel make_mscclpp() {
         r.grain = {grain, grain_src};
         return r;
     };
-    m.error = {0.366, "not validated on MSCCL++ runs of collsched's tables; the nccl model's figure (docs/time.md, \"Calibration\")"};
+    m.error = {0.346, "not validated on MSCCL++ runs of collsched's tables; the nccl model's figure (docs/time.md, \"Calibration\")"};
     m.protocols.push_back(row(Protocol::simple, 6.26 * us, put, 344.8 / 450.0, put_bw, 16,
                               "microsoft/mscclpp MemoryChannel::put: 16-byte aligned copies (include/mscclpp/memory_channel_device.hpp)"));
     // LL packets: 131.7 GB/s at 128 MiB (row 38) is the wire's half of 263.5: efficiency 263.5 / 450 on the wire
@@ -228,7 +302,12 @@ const ExecutorModel& builtin_executor(ExecutorKind k) {
     return ideal;
 }
 
-bool ExecutorCosts::ideal() const { return *this == ExecutorCosts{kind, protocol}; }
+bool ExecutorCosts::ideal() const {
+    ExecutorCosts none;
+    none.kind = kind;
+    none.protocol = protocol;
+    return *this == none;
+}
 
 ExecutorCosts executor_costs(const ExecutorModel& m, Protocol p) {
     const ProtocolRow& r = m.row(p);
@@ -243,6 +322,7 @@ ExecutorCosts executor_costs(const ExecutorModel& m, Protocol p) {
         c.efficiency[k] = r.efficiency[k].value;
     }
     c.grain = r.grain.value;
+    c.nccl_caps = r.caps.value > 0;
     return c;
 }
 

@@ -40,6 +40,8 @@
 
 namespace collsched {
 
+class Topology;
+
 /// The executor's protocol (docs/time.md, "Protocols"): `none`, the network's share only (every
 /// table's default), or NCCL's LL, LL128 and Simple, as MSCCL-IR programs (`proto`) and MSCCL++
 /// plans (`protocol`) declare them.
@@ -86,6 +88,9 @@ struct ProtocolRow {
     std::array<Constant, link_classes> message;         ///< seconds a transfer holds its channel beyond its bytes
     std::array<Constant, link_classes> efficiency;      ///< achievable fraction of peak, in (0, 1]
     Constant grain;                                     ///< bytes: the smallest transfer worth sending
+    /// The protocol runs on NCCL's kernels, so NCCL's caps on its bandwidth bind (nccl_protocol_caps:
+    /// LL's per-GPU llMaxBw, LL128's per-channel perChMaxRingLL128Bw); the source says which.
+    Constant caps;                                      ///< 1: NCCL's caps charged, 0: none
 };
 
 /// What an executor can run (its limits, as its own source states them); 0 where it has none.
@@ -114,6 +119,34 @@ struct ExecutorModel {
 /// The built-in model of an executor (constants from its source and NCCL's tuning model).
 const ExecutorModel& builtin_executor(ExecutorKind);
 
+/// NCCL's caps on a protocol's bandwidth (src/graph/tuning.cc ncclTopoTuneModel; docs/time.md,
+/// "Executors"), resolved for one machine; 0 where nothing is capped.
+struct ProtocolCaps {
+    /// Bytes of data per second a GPU sends, over all its channels (LL: `llMaxBw`, the ring's bus
+    /// bandwidth cap, which is each GPU's rate of sending).
+    double gpu = 0;
+    /// Bytes of data per second on one network channel (LL128: `perChMaxRingLL128Bw`, NCCL's cap per
+    /// channel, one NCCL channel on each NIC as its search lays rings across boxes).
+    double network_channel = 0;
+    bool operator==(const ProtocolCaps&) const = default;
+};
+
+/// What NCCL's tuner reads to choose the caps: the GPU generation (compCapIndex: 0 Volta, 1 Ampere,
+/// 2 Hopper), the boxes (nNodes) and whether the host CPU is AMD (for llMaxBw across boxes).
+struct CapMachine {
+    std::uint32_t generation = 0;
+    std::uint32_t boxes = 1;
+    bool amd = false;
+};
+/// The topology as NCCL's caps read it: the generation from the fastest channel out of a GPU (400
+/// GB/s or more a Hopper, 240 an Ampere, else a Volta: verifier/baselines/nccl_system.cpp's rule
+/// on a GPU's NVLinks), the boxes declared (`"boxes"`) or else the sets of processors joined by
+/// channels of the fast class (a quarter of the fastest and above), the CPU AMD on an Ampere
+/// machine (DGX A100, NDv4; nccl_system's assumption).
+CapMachine cap_machine(const Topology&);
+/// NCCL's caps of protocol p on machine m (zero for Simple and none).
+ProtocolCaps nccl_protocol_caps(Protocol p, const CapMachine& m);
+
 /// The costs the time model reads for one executor and protocol: every constant resolved to a
 /// number. Default-constructed: the ideal executor (nothing charged, peak rates, the protocol's
 /// wire factor and hop latencies only when a protocol is given).
@@ -126,6 +159,9 @@ struct ExecutorCosts {
     std::array<double, link_classes> message{0, 0, 0};
     std::array<double, link_classes> efficiency{1, 1, 1};
     double grain = 0;
+    /// NCCL's caps are charged: the time model resolves `caps` from the topology (with_network_class)
+    bool nccl_caps = false;
+    ProtocolCaps caps;
     bool ideal() const;
     bool operator==(const ExecutorCosts&) const = default;
 };

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -63,22 +64,38 @@ TEST_CASE("executor objective: the basis tries every protocol of the executor an
 }
 
 TEST_CASE("executor objective: below the grain a transfer holds its channel as the grain's bytes") {
-    // the ring moves M/8 a transfer: at M = 8 and M = 800 bytes every transfer is below LL's 256-byte
-    // grain and both take the grain's time; at 8 x 512 bytes the transfers are above it and slower
+    // the ring moves M/8 a transfer: at M = 8 and M = 8,000 bytes every transfer is below LL128's 1,920-byte
+    // grain (a warp's slice) and both take the grain's time; at 8 x 4,096 bytes the transfers are above it and slower
     const SendTable t = on_executor_ring();
-    ExecutorCosts ll = executor_costs(builtin_executor(ExecutorKind::nccl), Protocol::ll);
-    REQUIRE(ll.grain == 256);
+    ExecutorCosts ll = executor_costs(builtin_executor(ExecutorKind::nccl), Protocol::ll128);
+    REQUIRE(ll.grain == 1920);
     auto at = [&](double m, const ExecutorCosts& c) {
         TimeOptions o{m, std::nullopt};
         o.executor = c;
         return predict_time(t, o);
     };
-    CHECK(at(8, ll).asynchronous == test::rel(at(800, ll).asynchronous));
-    CHECK(at(8, ll).synchronous == test::rel(at(800, ll).synchronous));
-    CHECK(at(8 * 512, ll).asynchronous > at(800, ll).asynchronous);
+    CHECK(at(8, ll).asynchronous == test::rel(at(8000, ll).asynchronous));
+    CHECK(at(8, ll).synchronous == test::rel(at(8000, ll).synchronous));
+    CHECK(at(8 * 4096, ll).asynchronous > at(8000, ll).asynchronous);
     ExecutorCosts no_grain = ll;
     no_grain.grain = 0;
     CHECK(at(8, no_grain).asynchronous < at(8, ll).asynchronous);
+}
+
+TEST_CASE("executor objective: the grains are NCCL's, a line of LL and a warp's slice of LL128") {
+    // the one-channel ring allgather on a DGX A100 (7 steps of M/8, 300 GB/s NVLink, alpha 0.6 us): at M = 32 bytes
+    // a transfer of 4 bytes holds its channel as one LL line's 8 data bytes; at 512 bytes, 64 bytes hold it as LL128's
+    // 1,920 (a warp's 2,048 bytes on the wire). Each step waits for the one before.
+    const SendTable t = on_executor_ring();
+    for (const auto& [p, size, held] : {std::tuple{Protocol::ll, 32.0, 8.0}, std::tuple{Protocol::ll128, 512.0, 1920.0}}) {
+        const ExecutorCosts c = executor_costs(builtin_executor(ExecutorKind::nccl), p);
+        const std::size_t box = idx_of(LinkClass::box);
+        const double expect = c.launch + 7 * (0.6e-6 + c.hop[box] + c.message[box] + held / (300e9 * c.efficiency[box] / c.wire));
+        TimeOptions o{size, std::nullopt};
+        o.executor = c;
+        INFO(to_string(p));
+        CHECK(predict_time(t, o).asynchronous == test::rel(expect));
+    }
 }
 
 TEST_CASE("executor objective: ties inside the model error, a calibration carries its own") {

@@ -79,6 +79,16 @@ std::optional<nccl::Algorithm> parse_algorithm(std::string_view a) {
     return std::nullopt;
 }
 
+/// NCCL's model's fastest protocol for algorithm a among those the case allows (all when it names none).
+std::optional<nccl::ModelChoice> best_allowed(const nccl::System& sys, const CalibrationCase& c, nccl::Algorithm a, double bytes) {
+    if (c.protocols.empty()) return nccl::nccl_best_protocol(sys, c.collective, a, bytes);
+    std::optional<nccl::ModelChoice> best;
+    for (Protocol p : c.protocols)
+        if (auto t = nccl::nccl_model_time(sys, c.collective, a, to_nccl(p), bytes); t && (!best || *t < best->seconds))
+            best = nccl::ModelChoice{to_nccl(p), *t};
+    return best;
+}
+
 /// The table of `algorithm` for the case, planned; the reason when there is none.
 std::string plan_variant(const CalibrationCase& c, const nccl::System& sys, double bytes, Variant& v, const Deadline& deadline) {
     const std::shared_ptr<const Topology>& topo = c.topology;
@@ -136,7 +146,7 @@ void prepare(Prepared& p, const Deadline& deadline) {
             if (c.protocol != Protocol::none) {
                 v.protocol = c.protocol;
                 model = nccl::nccl_model_time(sys, c.collective, *a, to_nccl(c.protocol), bytes);
-            } else if (auto m = nccl::nccl_best_protocol(sys, c.collective, *a, bytes)) {
+            } else if (auto m = best_allowed(sys, c, *a, bytes)) {
                 v.protocol = from_nccl(m->protocol);
                 model = m->seconds;
             } else {
@@ -161,6 +171,15 @@ void prepare(Prepared& p, const Deadline& deadline) {
             continue;
         }
         if (model && *model < tuner) tuner = *model;
+        // a list of protocols (NCCL_PROTO): each one NCCL's model runs is a variant too, the fastest in the executor's time
+        // taken (the tuner's pick where the measured machine is not the one NCCL's model sees)
+        if (c.protocol == Protocol::none && parse_algorithm(v.algorithm))
+            for (Protocol q : c.protocols)
+                if (q != v.protocol && nccl::nccl_model_time(sys, c.collective, *parse_algorithm(v.algorithm), to_nccl(q), bytes)) {
+                    Variant w = v;
+                    w.protocol = q;
+                    p.variants.push_back(std::move(w));
+                }
         p.variants.push_back(std::move(v));
     }
     if (p.variants.empty()) {

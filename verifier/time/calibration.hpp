@@ -40,6 +40,7 @@ struct CalibrationCase {
     double measured = 0;                    ///< seconds
     std::string algorithm = "default";      ///< ring, tree, nvls, nvls_tree, or default (NCCL's model picks)
     Protocol protocol = Protocol::none;     ///< none: NCCL's model picks
+    std::vector<Protocol> protocols;        ///< with none: the protocols NCCL's model picks from (NCCL_PROTO's list; empty: all)
 };
 
 /// One case as collsched ran it, and the errors.

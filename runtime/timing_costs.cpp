@@ -1,0 +1,95 @@
+// The time model's speeds and costs per channel and group (runtime/timing.hpp, docs/time.md
+// "Executors"): the executor's efficiencies, wire factors, hop and message costs and NCCL's caps by
+// link class, and the sizes as NCCL counts them.
+#include <algorithm>
+
+#include "runtime/timing.hpp"
+
+namespace collsched {
+
+namespace {
+
+LinkSpeed raw_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+    if (opt.uniform_unit) return {opt.uniform_unit->alpha, opt.uniform_unit->bandwidth * topo.channel(c).cap};
+    return topo.speed(c);
+}
+
+}  // namespace
+
+ExecutorCosts costs_of(const TimeOptions& opt) { return opt.executor ? *opt.executor : protocol_costs(opt.protocol); }
+
+LinkClass link_class(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+    const Channel& ch = topo.channel(c);
+    for (Node n : {ch.from, ch.to})
+        if (!topo.is_processor(n)) {
+            const SwitchFunctions f = topo.switch_functions(n);
+            if (f.reduce || f.multicast) return LinkClass::in_switch;
+        }
+    return raw_speed(topo, c, opt).bandwidth < opt.network_below ? LinkClass::network : LinkClass::box;
+}
+
+TimeOptions with_network_class(const Topology& topo, TimeOptions opt) {
+    if (opt.executor) opt.protocol = opt.executor->protocol;
+    // NCCL's caps of the protocol, for this machine (executor.hpp nccl_protocol_caps), once
+    if (opt.executor && opt.executor->nccl_caps && opt.executor->caps == ProtocolCaps{})
+        opt.executor->caps = nccl_protocol_caps(opt.executor->protocol, cap_machine(topo));
+    if ((opt.protocol == Protocol::none && (!opt.executor || opt.executor->ideal())) || opt.network_below > 0) return opt;
+    double fastest = 0;
+    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
+        const Channel& ch = topo.channel(ChannelId{c});
+        if (topo.is_processor(ch.from) && topo.is_processor(ch.to)) fastest = std::max(fastest, raw_speed(topo, ChannelId{c}, opt).bandwidth);
+    }
+    opt.network_below = fastest / 4;
+    return opt;
+}
+
+LinkSpeed channel_speed(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+    LinkSpeed s = raw_speed(topo, c, opt);
+    if (opt.protocol == Protocol::none && !opt.executor) return s;
+    const ExecutorCosts cost = costs_of(opt);
+    const std::size_t k = idx_of(link_class(topo, c, opt));
+    if (topo.is_processor(topo.channel(c).from)) s.alpha += cost.hop[k];
+    s.bandwidth *= cost.efficiency[k] / cost.wire;
+    // NCCL's cap on one network channel's data rate (LL128's perChMaxRingLL128Bw)
+    if (cost.caps.network_channel > 0 && k == idx_of(LinkClass::network)) s.bandwidth = std::min(s.bandwidth, cost.caps.network_channel);
+    return s;
+}
+
+double message_cost(const Topology& topo, ChannelId c, const TimeOptions& opt) {
+    if (!opt.executor) return 0;
+    return opt.executor->message[idx_of(link_class(topo, c, opt))];
+}
+
+double datum_bytes(CollectiveKind k, std::uint32_t processors, double size) {
+    switch (k) {
+        case CollectiveKind::allgather:
+        case CollectiveKind::alltoall:
+        case CollectiveKind::gather:
+        case CollectiveKind::scatter: return processors > 0 ? size / processors : size;
+        default: return size;
+    }
+}
+
+double bus_factor(CollectiveKind k, std::uint32_t processors) {
+    const double P = processors, share = processors > 0 ? (P - 1) / P : 1;
+    switch (k) {
+        case CollectiveKind::allreduce: return 2 * share;
+        case CollectiveKind::allgather:
+        case CollectiveKind::reduce_scatter:
+        case CollectiveKind::alltoall:
+        case CollectiveKind::gather:
+        case CollectiveKind::scatter: return share;
+        default: return 1;
+    }
+}
+
+double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt) {
+    const ExecutorCosts cost = costs_of(opt);
+    // a group is charged at the efficiency of its channels' class (a GPU's NVLinks, a NIC's ports)
+    const std::vector<ChannelId>& members = topo.groups()[g].channels;
+    const double eff = opt.executor && !members.empty() ? cost.efficiency[idx_of(link_class(topo, members.front(), opt))] : 1.0;
+    if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap * eff / cost.wire;
+    return topo.group_bandwidth(g) * eff / cost.wire;
+}
+
+}  // namespace collsched

@@ -1,0 +1,102 @@
+// NCCL's caps on LL and LL128 in the executor model (docs/time.md, "Executors"): each GPU sends and
+// receives at most llMaxBw under LL, each network channel moves at most perChMaxRingLL128Bw under
+// LL128; NCCL's own ring timed as a table on the nccl executor then meets NCCL's own model's bus
+// bandwidth where the cap binds, and is faster without the cap.
+#include <doctest/doctest.h>
+
+#include "runtime/executor/executor.hpp"
+#include "runtime/timing.hpp"
+#include "tests/approx.hpp"
+#include "tests/tools/cli_run.hpp"
+#include "verifier/baselines/nccl.hpp"
+
+using namespace collsched;
+
+namespace {
+
+std::shared_ptr<const Topology> caps_machine(const std::string& name, const std::string& args) {
+    static const test::Scratch scratch("executor_caps");
+    const std::string out = scratch.file(name + ".json");
+    const auto w = test::run("machine " + args + " -o " + out);
+    REQUIRE(w.code == 0);
+    return Topology::parse("graph:" + out);
+}
+
+SendTable caps_ring(const std::shared_ptr<const Topology>& topo) {
+    return nccl::nccl_baseline(topo, Collective::parse("allreduce", *topo), topo->default_model(), "ring").table;
+}
+
+/// The nccl executor's time of `t` at `size` in protocol p, NCCL's caps charged or not.
+double caps_time(const SendTable& t, double size, Protocol p, bool caps, bool synchronous = false) {
+    TimeOptions o{size, std::nullopt};
+    ExecutorCosts c = executor_costs(builtin_executor(ExecutorKind::nccl), p);
+    c.nccl_caps = caps;
+    o.executor = c;
+    const TimePrediction r = predict_time(t, o);
+    return synchronous ? r.synchronous : r.asynchronous;
+}
+
+double nccl_model(const Topology& topo, nccl::Protocol p, double size) {
+    return *nccl::nccl_model_time(nccl::nccl_system(topo), CollectiveKind::allreduce, nccl::Algorithm::ring, p, size);
+}
+
+}  // namespace
+
+TEST_CASE("executor caps: the machine as NCCL's tuner reads it, and its caps") {
+    const CapMachine h2 = cap_machine(*Topology::parse("graph:" + test::source("schedules/machines/h100rail2x8.json")));
+    CHECK(h2.generation == 2);
+    CHECK(h2.boxes == 2);
+    CHECK(!h2.amd);
+    const CapMachine a1 = cap_machine(*Topology::parse("graph:" + test::source("schedules/machines/dgx_a100.json")));
+    CHECK(a1.generation == 1);
+    CHECK(a1.boxes == 1);
+    CHECK(a1.amd);
+    // tuning.cc llMaxBws: Hopper one box 141, two boxes on Intel 39, four on AMD 19; perChMaxRingLL128Bws Hopper 36.7
+    CHECK(nccl_protocol_caps(Protocol::ll, {2, 1, false}).gpu == test::rel(141e9));
+    CHECK(nccl_protocol_caps(Protocol::ll, {2, 2, false}).gpu == test::rel(39e9));
+    CHECK(nccl_protocol_caps(Protocol::ll, {1, 4, true}).gpu == test::rel(19e9));
+    CHECK(nccl_protocol_caps(Protocol::ll128, {2, 2, false}).network_channel == test::rel(36.7e9));
+    CHECK(nccl_protocol_caps(Protocol::ll128, {2, 2, false}).gpu == 0);
+    CHECK(nccl_protocol_caps(Protocol::simple, {2, 2, false}) == ProtocolCaps{});
+    // the built-in rows: NCCL's kernels charge the caps on LL and LL128, not Simple; MSCCL++ none
+    CHECK(executor_costs(builtin_executor(ExecutorKind::nccl), Protocol::ll).nccl_caps);
+    CHECK(executor_costs(builtin_executor(ExecutorKind::msccl), Protocol::ll128).nccl_caps);
+    CHECK(!executor_costs(builtin_executor(ExecutorKind::nccl), Protocol::simple).nccl_caps);
+    CHECK(!executor_costs(builtin_executor(ExecutorKind::mscclpp), Protocol::ll).nccl_caps);
+}
+
+TEST_CASE("executor caps: LL on one H100 box runs at llMaxBw, NCCL's own model's bus bandwidth") {
+    // NCCL's ring LL on one box: busBw = min(llMaxBw 141, 12 channels x 30 x .5 = 180) = 141 GB/s
+    const auto topo = caps_machine("h100", "dgx-h100");
+    const SendTable ring = caps_ring(topo);
+    const double size = 1 << 30;
+    const double capped = caps_time(ring, size, Protocol::ll, true), free = caps_time(ring, size, Protocol::ll, false);
+    const double nccl = nccl_model(*topo, nccl::Protocol::ll, size);
+    INFO("capped ", capped, " uncapped ", free, " NCCL's model ", nccl);
+    CHECK(free < 0.9 * capped);
+    CHECK(std::abs(capped / nccl - 1) < 0.03);
+    // the synchronous time charges the cap too
+    CHECK(caps_time(ring, size, Protocol::ll, true, true) > 1.05 * caps_time(ring, size, Protocol::ll, false, true));
+}
+
+TEST_CASE("executor caps: across two H100 boxes LL runs at 39 GB/s a GPU and LL128 at 36.7 a NIC channel") {
+    const auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100rail2x8.json"));
+    const SendTable ring = caps_ring(topo);
+    const double size = 1 << 30;
+    // LL: llMaxBws[Intel][2 boxes] = 39 GB/s against 8 channels x 48 x .5 = 192
+    const double ll = caps_time(ring, size, Protocol::ll, true);
+    INFO("LL capped ", ll, " uncapped ", caps_time(ring, size, Protocol::ll, false), " NCCL ", nccl_model(*topo, nccl::Protocol::ll, size));
+    CHECK(caps_time(ring, size, Protocol::ll, false) < 0.5 * ll);
+    // within 15 %: NCCL's model divides the cap evenly over the 8 rings; the time model runs each GPU's sends first come
+    // first served, and the ring that crosses the NIC (350 us a transfer there, 215 at the cap) waits behind the others
+    CHECK(ll > 0.97 * nccl_model(*topo, nccl::Protocol::ll, size));
+    CHECK(ll < 1.15 * nccl_model(*topo, nccl::Protocol::ll, size));
+    // LL128: min(8 x 48 x .92 = 353, 8 channels x 36.7 = 293.6)
+    const double ll128 = caps_time(ring, size, Protocol::ll128, true);
+    const double ll128_nccl = nccl_model(*topo, nccl::Protocol::ll128, size);
+    INFO("LL128 capped ", ll128, " uncapped ", caps_time(ring, size, Protocol::ll128, false), " NCCL ", ll128_nccl);
+    CHECK(caps_time(ring, size, Protocol::ll128, false) < 0.9 * ll128);
+    CHECK(std::abs(ll128 / ll128_nccl - 1) < 0.03);
+}
+
+
