@@ -27,11 +27,14 @@ struct TuneArgs {
 };
 
 /// The closest machine file to a spec that names none: among the .json files of its folder (a bare
-/// name: of schedules/machines), within a third of its length. "" when none is close.
+/// name: of schedules/machines), within a third of its length. "" when none is close, and for a
+/// file that is there (its own error is the answer, never a hint that names it again).
 std::string machine_hint(const std::string& spec) {
     const bool graph = spec.starts_with("graph:");
     if (!graph && spec.find(':') != std::string::npos) return "";
     const std::filesystem::path path = graph ? spec.substr(6) : spec;
+    std::error_code exists;
+    if (graph && std::filesystem::exists(path, exists)) return "";
     const std::filesystem::path dir = graph ? (path.has_parent_path() ? path.parent_path() : ".") : "schedules/machines";
     const std::string want = path.stem().string();
     std::string best;
