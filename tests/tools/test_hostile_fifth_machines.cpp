@@ -235,7 +235,7 @@ std::vector<Probe> mscclpp_block_cases(bool all) {
 
 // ------------------------------------------------------------------------------------------------
 // compare --timeout: NCCL's tables, the checks and the predictions stop at it (exit 3), or the
-// answer comes first (exit 0); within the limit plus the slack.
+// answer comes first (exit 0); within the limit plus the slack. tune and calibrate the same.
 
 std::vector<Probe> compare_timeout_cases(bool slow) {
     std::vector<Probe> out;
@@ -251,6 +251,24 @@ std::vector<Probe> compare_timeout_cases(bool slow) {
                 c.max_seconds = std::stod(t) + kSlack;
                 out.push_back(probe(c));
             }
+    // tune and calibrate hold theirs too: NCCL's algorithms timed on 128 GPUs (NVLS among them), a fit on a whole table
+    const std::vector<std::string> others = slow ? std::vector<std::string>{"h100nvls16x8", "h100rail16x8"} : std::vector<std::string>{"h100nvls8x8"};
+    for (const std::string& m : others)
+        for (const std::string t : {"0.5", "1.5"}) {
+            Case c = make(fmt::format("tune on {} --timeout {}", m, t), fmt::format("tune --topology {} --timeout {} -o t.conf", collsched::test::machine(m), t),
+                          {}, "", 3, "", "", {"t.conf"});
+            c.or_code = 0;
+            c.max_seconds = std::stod(t) + kSlack;
+            out.push_back(probe(c));
+        }
+    for (const std::string t : {"0.5", "1.5"}) {
+        Case c = make("calibrate --measurements, ND H100 v5, --timeout " + t,
+                      "calibrate --measurements " + source("runtime/executor/calibration/measurements.csv") + " --machine 'ND H100 v5' --timeout " + t, {}, "",
+                      3, "");
+        c.or_code = 0;
+        c.max_seconds = std::stod(t) + kSlack;
+        out.push_back(probe(c));
+    }
     for (const std::string t : {"-1", "nan", "inf", "1e400", "0x10", "''", "10000001"})
         out.push_back(probe(make("compare --timeout " + t, "compare nccl:ring --topology ring:4 --collective allreduce --timeout " + t, {}, "", 2, "--timeout")));
     return out;
@@ -309,7 +327,7 @@ TEST_CASE("hostile fifth: convert nccl:ring, nccl:tree and nccl:* on every catal
 
 TEST_CASE("hostile fifth: MSCCL++ plans with many thread blocks, and the writer's plans read back") { run_probes("mscclpp blocks", fifth_machines::mscclpp_block_cases(false)); }
 
-TEST_CASE("hostile fifth: compare --timeout") { run_probes("compare timeout", fifth_machines::compare_timeout_cases(false)); }
+TEST_CASE("hostile fifth: compare --timeout, tune --timeout, calibrate --timeout") { run_probes("timeouts", fifth_machines::compare_timeout_cases(false)); }
 
 TEST_CASE("hostile fifth: compose's options") { run_probes("compose options", fifth_machines::compose_cases()); }
 
