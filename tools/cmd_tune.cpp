@@ -120,7 +120,9 @@ void add_tune_command(CLI::App& app, Context& ctx) {
                     "merged where the same choice wins on neighbouring sizes and split at the crossovers");
     add_executor_options(cmd, a->executor);
     cmd->add_option("--collectives", a->collectives,
-                    "Comma-separated: allreduce, allgather, reduce_scatter, broadcast, reduce (default: all five)");
+                    "Comma-separated: allreduce, allgather, reduce_scatter, broadcast, reduce (default: all five)")
+        ->check(CLI::Validator([](std::string& s) { return s.empty() ? std::string("expected a list of collectives, not an empty one") : std::string(); },
+                               "", "collectives"));
     cmd->add_option("-o,--output", a->output, "The tuner file to write (\"-\": standard output)")->required()->check(file_option());
     cmd->add_option("--timeout", a->timeout, "Seconds for the whole run (exit 3, nothing written, once past); 0 means no limit")
         ->check(seconds_option(true));
