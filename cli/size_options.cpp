@@ -127,8 +127,12 @@ void add_executor_options(CLI::App* cmd, std::optional<ExecutorModel>& executor)
                    throw InputError(fmt::format("--executor: unknown executor \"{}\"{} (ideal, nccl, mscclpp, msccl)", s,
                                                 best.empty() ? "" : fmt::format("; did you mean \"{}\"?", best)));
                }
-               // a calibration given first keeps its constants
+               // a calibration keeps its constants; one of another executor is refused (CLI11 runs the callbacks in their
+               // definition order, whatever the command line's, so each option checks the other)
                if (executor && executor->kind == *k) return;
+               if (executor && !executor->calibration.empty())
+                   throw InputError(fmt::format("--executor {}: the calibration given is of {} (it names its executor; give one of the two)", s,
+                                                to_string(executor->kind)));
                executor = builtin_executor(*k);
            },
            "Predicted time: the executor whose costs it includes (docs/time.md, \"Executors\"): ideal (the network's share: links "
@@ -140,6 +144,9 @@ void add_executor_options(CLI::App* cmd, std::optional<ExecutorModel>& executor)
            [&executor](const std::string& path) {
                const std::string text = read_input_file(path, "calibration", std::uint64_t{16} << 20, "");
                const Calibration c = read_calibration(text, path);
+               if (executor && executor->kind != c.executor)
+                   throw InputError(fmt::format("--calibration {}: a calibration of {}, but --executor {} (it names its executor; give one of the two)",
+                                                path, to_string(c.executor), to_string(executor->kind)));
                executor = calibrated(builtin_executor(c.executor), c);
            },
            "Predicted time: an executor calibrated for this machine (a collsched.calibration/1 file written by `collsched "

@@ -93,10 +93,12 @@ void run_pieces(const ComposeArgs& a, const SynthInstance& in, Deadline deadline
             throw InputError(fmt::format("-o: the fastest shape, {} with {} pieces, does not hold in the direct checker (`collsched verify` "
                                          "on its --dir file shows where): nothing written",
                                          fastest_name, a.pieces));
+    }
+    for (const auto& [path, t] : tables) write_witness(path, t);
+    if (fastest) {
         write_witness(a.output, fastest->second);
         text += fmt::format("written: {} ({}, {} pieces, the fastest, verified by the direct checker)\n", a.output, fastest_name, a.pieces);
     }
-    for (const auto& [path, t] : tables) write_witness(path, t);
     ctx.print(text);
 }
 
@@ -122,7 +124,10 @@ void add_compose_command(CLI::App& app, Context& ctx) {
                     "Write the fastest table here (FILE.sched: the schedule as DSL; else the JSON table); with --pieces the fastest "
                     "shape built, verified by the direct checker before it is written")
         ->check(file_option());
-    cmd->add_option("--dir", a->dir, "Write every candidate's table into this folder (which must exist)")->check(file_option());
+    // a folder that is not there is refused before the run: -o's file is never written beside a --dir that fails
+    cmd->add_option("--dir", a->dir, "Write every candidate's table into this folder (which must exist)")
+        ->check(file_option())
+        ->check(CLI::ExistingDirectory);
     auto* pieces = cmd->add_option("--pieces", a->pieces,
                                    "Every hierarchical shape with this many pieces (1 to 1024) on the machine's boxes, unverified, "
                                    "instead of the choice")
@@ -158,9 +163,9 @@ void add_compose_command(CLI::App& app, Context& ctx) {
             ctx.exit_code = 3;
             return;
         }
-        if (!a->output.empty()) write_witness(a->output, cs.front().table);
         if (!a->dir.empty())
             for (const compose::Candidate& c : cs) write_witness(a->dir + "/" + slug(c.name) + ".json", c.table);
+        if (!a->output.empty()) write_witness(a->output, cs.front().table);
         std::string text = fmt::format("{} on {} at {} bytes, asynchronous time (docs/time.md); every table verified by the direct checker:\n",
                                        a->instance.collective, a->instance.topology, a->sizes[0]);
         for (const compose::Candidate& c : cs)

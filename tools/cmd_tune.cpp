@@ -27,11 +27,14 @@ struct TuneArgs {
 };
 
 /// The closest machine file to a spec that names none: among the .json files of its folder (a bare
-/// name: of schedules/machines), within a third of its length. "" when none is close.
+/// name: of schedules/machines), within a third of its length. "" when none is close, and for a
+/// file that is there (its own error is the answer, never a hint that names it again).
 std::string machine_hint(const std::string& spec) {
     const bool graph = spec.starts_with("graph:");
     if (!graph && spec.find(':') != std::string::npos) return "";
     const std::filesystem::path path = graph ? spec.substr(6) : spec;
+    std::error_code exists;
+    if (graph && std::filesystem::exists(path, exists)) return "";
     const std::filesystem::path dir = graph ? (path.has_parent_path() ? path.parent_path() : ".") : "schedules/machines";
     const std::string want = path.stem().string();
     std::string best;
@@ -117,7 +120,9 @@ void add_tune_command(CLI::App& app, Context& ctx) {
                     "merged where the same choice wins on neighbouring sizes and split at the crossovers");
     add_executor_options(cmd, a->executor);
     cmd->add_option("--collectives", a->collectives,
-                    "Comma-separated: allreduce, allgather, reduce_scatter, broadcast, reduce (default: all five)");
+                    "Comma-separated: allreduce, allgather, reduce_scatter, broadcast, reduce (default: all five)")
+        ->check(CLI::Validator([](std::string& s) { return s.empty() ? std::string("expected a list of collectives, not an empty one") : std::string(); },
+                               "", "collectives"));
     cmd->add_option("-o,--output", a->output, "The tuner file to write (\"-\": standard output)")->required()->check(file_option());
     cmd->add_option("--timeout", a->timeout, "Seconds for the whole run (exit 3, nothing written, once past); 0 means no limit")
         ->check(seconds_option(true));

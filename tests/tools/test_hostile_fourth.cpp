@@ -132,6 +132,12 @@ void run_probe(const Probe& pr, const std::string& category) {
         else
             CHECK_MESSAGE((r.out + r.err).find(pr.said_in) != std::string::npos, "accepted without a word");
     }
+    if (!pr.then.empty() && r.code == 0) {
+        const Ran next = execute(dir, pr.then);
+        INFO("then: " << pr.then << "\n" << next.err.substr(0, 1000));
+        CHECK((next.code == 0 || next.code == 1));
+        CHECK(next.err.find("error") == std::string::npos);
+    }
     if (!pr.machine_file.empty() && r.code == 0) {
         // every file `machine` writes is accepted by every reader
         REQUIRE_MESSAGE(std::filesystem::exists(s.dir / pr.machine_file), pr.machine_file << " was not written");
@@ -230,9 +236,11 @@ bool set_attr(std::string& text, const std::string& attr, std::size_t k, const s
     return true;
 }
 
-/// The seeded generator of mutated NCCL topology XML. Every mutant is read by `machine`: refused
-/// with its file's name and line (exit 2, nothing written), or written and then read back.
-std::vector<Probe> nccl_mutant_cases(std::size_t count, unsigned seed = kSeed) {
+}  // namespace
+
+namespace collsched::test::hostile4 {
+
+std::vector<Probe> nccl_mutant_cases(std::size_t count, unsigned seed) {
     std::mt19937 rng(seed);
     auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
     const std::vector<std::string> attrs = {"busid", "class", "dev", "sm", "count", "target", "tclass", "speed", "link_width", "link_speed",
@@ -342,6 +350,10 @@ std::vector<Probe> nccl_mutant_cases(std::size_t count, unsigned seed = kSeed) {
     return out;
 }
 
+}  // namespace collsched::test::hostile4
+
+namespace {
+
 /// NCCL topology XML whose answer is known: read (and read back), refused at the place, or (issue
 /// 57 item 8, the rule decided by NCCL's reader) refused or said.
 std::vector<Probe> nccl_known_cases() {
@@ -433,7 +445,11 @@ std::vector<Probe> nccl_known_cases() {
 const std::vector<std::string> families = {"dgx1", "dgx2", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72",
                                            "ndv2", "ndv4", "ndv5", "mi300x", "amd4", "amd8", "pcie"};
 
-std::vector<Probe> machine_option_cases(std::size_t sample) {
+}  // namespace
+
+namespace collsched::test::hostile4 {
+
+std::vector<Probe> machine_option_cases(std::size_t sample, unsigned seed) {
     const std::vector<std::string> switches = {"", "--switches groups", "--switches routers"};
     const std::vector<std::string> networks = {"",
                                                "--boxes 2 --network switch",
@@ -462,11 +478,15 @@ std::vector<Probe> machine_option_cases(std::size_t sample) {
                     all.push_back(p);
                 }
     if (sample >= all.size()) return all;
-    std::mt19937 rng(kSeed + 1);
+    std::mt19937 rng(seed);
     std::shuffle(all.begin(), all.end(), rng);
     all.resize(sample);
     return all;
 }
+
+}  // namespace collsched::test::hostile4
+
+namespace {
 
 /// Options of `machine` that are refused, one line each (CLI11's refusals included).
 std::vector<Probe> machine_refusal_cases() {
