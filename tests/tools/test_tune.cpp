@@ -369,7 +369,16 @@ TEST_CASE("real parsers: NCCL's example tuner plugin picks what collsched tune w
         }
         const std::string qfile = dir.file("queries.txt");
         std::ofstream(qfile) << queries;
-        auto r = run_shell(fmt::format("NCCL_TUNER_CONFIG_FILE='{}' '{}' {} {} < '{}'", dir.file("nccl_tuner.conf"), driver,
+        // the catalog machines: the plugin reads the file of a `collsched deploy` folder (tune's, with the same sizes)
+        std::string conf = dir.file("nccl_tuner.conf");
+        if (&machine - machines.data() < std::ptrdiff_t(std::size(plugin_files))) {
+            const std::string folder = dir.file("deploy");
+            auto d = run(fmt::format("deploy --topology graph:{} --sizes 1K..16G -o {}", machine, folder));
+            REQUIRE_MESSAGE(d.code == 0, machine, ": ", d.err);
+            conf = folder + "/nccl_tuner.conf";
+            CHECK(slurp(conf) == t.file);
+        }
+        auto r = run_shell(fmt::format("NCCL_TUNER_CONFIG_FILE='{}' '{}' {} {} < '{}'", conf, driver,
                                        t.report["ranks"].get<int>(), t.report["nodes"].get<int>(), qfile));
         if (r.code != 0) FAIL(machine, ": ", r.err);
         // plugin.c's own log of what it loaded
