@@ -21,6 +21,7 @@
 #include "tools/size_options.hpp"
 #include "tools/tune_args.hpp"
 #include "tools/verify_nccl_graph.hpp"
+#include "verifier/baselines/nccl_graph_check.hpp"
 #include "verifier/time/nccl_tuner.hpp"
 
 namespace collsched::tools {
@@ -62,6 +63,13 @@ public:
         f << text;
         if (!f.flush()) throw InputError(fmt::format("{}: cannot write {}", dir_.string(), name));
     }
+    std::string read(const std::string& name) const {
+        std::ifstream f(tmp_ / name, std::ios::binary);
+        std::stringstream text;
+        text << f.rdbuf();
+        return text.str();
+    }
+    std::string path(const std::string& name) const { return (tmp_ / name).string(); }
     void publish() {
         std::error_code ec;
         fs::remove_all(dir_, ec);
@@ -186,18 +194,25 @@ void run_deploy(const DeployArgs& a, Context& ctx) {
     } catch (const LimitReached& e) {
         throw LimitReached(fmt::format("{}: nothing written (stopped while timing NCCL's algorithms for the tuner file)", e.what()));
     }
-    const std::string tuner = tuner_file(cfg);
-    check_tuner_file(tuner, cfg);
     limits.check("deploy: the tuner file is chosen; nothing written");
     const std::string graphs = winning_graphs(cfg);
     std::string xml;
     if (!graphs.empty()) xml = nccl_algorithm_graph_xml(graphs, *topo, (dir / "nccl_graphs.xml").string());
     limits.check("deploy: the tuner file and the graph file are made; nothing written");
     Staging out(dir);
-    out.write("nccl_tuner.conf", tuner);
+    out.write("nccl_tuner.conf", tuner_file(cfg));
     if (!xml.empty()) out.write("nccl_graphs.xml", xml);
     out.write("README.md", readme(dir.string(), cfg, graphs));
-    limits.check("deploy: the folder is written but not published; nothing written");
+    // every file read back from the disk by collsched's own checker before the folder is published
+    check_tuner_file(out.read("nccl_tuner.conf"), cfg);
+    if (!xml.empty()) {
+        const nccl::GraphCheck g = nccl::check_nccl_graph(read_nccl_graph(out.read("nccl_graphs.xml"), out.path("nccl_graphs.xml")),
+                                                          out.path("nccl_graphs.xml"), *topo);
+        if (!g.holds())
+            throw InputError(fmt::format("{}: the graph file written does not hold on the machine ({}; a bug in collsched)", out.path("nccl_graphs.xml"),
+                                         g.findings.front().what));
+    }
+    limits.check("deploy: the folder is written and checked but not published; nothing written");
     out.publish();
     ctx.print(fmt::format("{}: nccl_tuner.conf{}, README.md for {} ({} nodes, {} ranks)\n", dir.string(), xml.empty() ? "" : ", nccl_graphs.xml",
                           topo->spec(), cfg.nodes, cfg.ranks));
