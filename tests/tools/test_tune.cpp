@@ -284,7 +284,7 @@ TEST_CASE("deploy: the folder holds tune's file, NCCL's rings and trees as a gra
     CHECK(beside == 3);  // the folder, tune's file, own.xml
 }
 
-TEST_CASE("deploy: an existing folder is exit 2 and untouched unless --force; --timeout is exit 3 and no folder") {
+TEST_CASE("deploy: an existing folder is exit 2 and untouched unless --force, and --timeout is exit 3 with no folder") {
     collsched::test::Scratch dir("deploy_refusals");
     const std::string out = dir.file("there");
     std::filesystem::create_directories(out);
