@@ -126,17 +126,21 @@ bool is_nccl_graph_file(const std::string& path) {
     return looks_like_nccl_graph(head);
 }
 
+std::string nccl_algorithm_graph_xml(std::string_view algorithm, const Topology& topo, const std::string& name) {
+    const std::string xml = nccl_graphs_xml(nccl::nccl_algorithm_graphs(topo, algorithm));
+    const nccl::GraphCheck g = nccl::check_nccl_graph(read_nccl_graph(xml, name), name, topo);
+    if (!g.holds())
+        throw InputError(fmt::format("nccl:{} on {}: the graph file of NCCL's channels does not hold on the machine ({}:{}:{}: {}); "
+                                     "nothing written",
+                                     algorithm, topo.spec(), name, g.findings.front().at.line, g.findings.front().at.col, g.findings.front().what));
+    return xml;
+}
+
 void write_nccl_algorithm_graph(std::string_view algorithm, const std::string& topology, const std::string& output) {
     if (topology.empty())
         throw InputError(fmt::format("nccl:{}: NCCL's algorithms are generated for a machine; give it with --topology", algorithm));
     std::shared_ptr<const Topology> topo = Topology::parse(topology);
-    const std::string xml = nccl_graphs_xml(nccl::nccl_algorithm_graphs(*topo, algorithm));
-    const std::string name = output == "-" ? "<output>" : output;
-    const nccl::GraphCheck g = nccl::check_nccl_graph(read_nccl_graph(xml, name), name, *topo);
-    if (!g.holds())
-        throw InputError(fmt::format("nccl:{} on {}: the graph file of NCCL's channels does not hold on the machine ({}:{}:{}: {}); "
-                                     "nothing written",
-                                     algorithm, topo->spec(), name, g.findings.front().at.line, g.findings.front().at.col, g.findings.front().what));
+    const std::string xml = nccl_algorithm_graph_xml(algorithm, *topo, output == "-" ? "<output>" : output);
     write_output(output, [&](const Flush& flush, fmt::memory_buffer& buf) {
         buf.append(xml);
         flush(buf);

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "compiler/topology/topology.hpp"
 #include "runtime/cost_report.hpp"
 #include "cli/context.hpp"
 
@@ -25,6 +26,10 @@ struct NcclGraphArgs {
 /// Whether `path` is a regular file whose first element is `<graphs` (standard input is not
 /// probed: it is read once, by the table reader).
 bool is_nccl_graph_file(const std::string& path);
+
+/// NCCL's own graphs for the machine as a graph file's text, read back and checked by the checker of
+/// `verify GRAPH.xml` (InputError naming `name` and the first finding when it finds anything).
+std::string nccl_algorithm_graph_xml(std::string_view algorithm, const Topology& topo, const std::string& name);
 
 /// `convert nccl:ALGORITHM --topology M --format nccl-graph [-o F]`: NCCL's own graphs for the
 /// machine (nccl::nccl_algorithm_graphs), checked by the checker of `verify GRAPH.xml` before

@@ -113,6 +113,7 @@ void add_commands(CLI::App& app, Context& ctx) {
     add_compose_command(app, ctx);
     add_calibrate_command(app, ctx);
     add_tune_command(app, ctx);
+    add_deploy_command(app, ctx);
     add_completion_command(app, ctx);
 }
 

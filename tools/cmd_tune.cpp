@@ -12,6 +12,7 @@
 #include "cli/options.hpp"
 #include "cli/output.hpp"
 #include "cli/size_options.hpp"
+#include "tools/tune_args.hpp"
 #include "verifier/time/nccl_tuner.hpp"
 
 namespace collsched::tools {
@@ -45,6 +46,8 @@ std::string machine_hint(const std::string& spec) {
             if (std::size_t e = support::edit_distance(want, f.path().stem().string()); e < d) d = e, best = (dir / f.path().filename()).string();
     return best.empty() ? "" : "graph:" + best;
 }
+
+}  // namespace
 
 std::shared_ptr<const Topology> read_machine(const std::string& spec) {
     try {
@@ -80,6 +83,8 @@ std::vector<CollectiveKind> parse_collectives(const std::string& text) {
     }
     return out;
 }
+
+namespace {
 
 void run_tune(const TuneArgs& a, Context& ctx) {
     const Deadline deadline = Deadline::after(a.timeout);

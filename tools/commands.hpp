@@ -31,5 +31,6 @@ void add_machine_command(CLI::App&, Context&);
 void add_compose_command(CLI::App&, Context&);
 void add_calibrate_command(CLI::App&, Context&);
 void add_tune_command(CLI::App&, Context&);
+void add_deploy_command(CLI::App&, Context&);
 
 }  // namespace collsched::tools

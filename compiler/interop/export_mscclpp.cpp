@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/io/export_ranks.hpp"
+#include "compiler/interop/export_mscclpp_moves.hpp"
 #include "compiler/interop/export_mscclpp_switch.hpp"
 #include "compiler/interop/mscclpp_check.hpp"
 #include "compiler/table/partials.hpp"
@@ -25,12 +26,8 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-/// A place in a GPU's buffers: 'i', 'o', 's' plain chunks, or 'p' an LL packet slot of the scratch.
-struct Loc {
-    char buf = 'i';
-    int idx = 0;
-    bool operator==(const Loc&) const = default;
-};
+using Loc = detail::PlanLoc;
+using Move = detail::PlanMove;
 
 }  // namespace
 
@@ -51,20 +48,6 @@ void detail::check_size_range(const SendTable& t, const MscclppOptions& opt, std
 }
 
 namespace {
-
-/// One endpoint transfer as the plan carries it.
-struct Move {
-    int src = 0, dst = 0;
-    Step sent = 0, arrived = 0;
-    Loc from, to;     ///< at src (plain, or 'p': the packet slot it arrived in), at dst
-    int chain = 0;    ///< the thread block's share: the message (copies) or the chunk (reductions)
-    bool port = false;
-    // reductions: what the receiver does with the arrived partial at `arrived`
-    bool combine = false;
-    Loc work;         ///< the receiver's working chunk W
-    // copies: where the receiver keeps the message (the plain destination), if anywhere
-    std::optional<Loc> keep;
-};
 
 struct PlanLayout {
     CollectiveKind kind;
@@ -107,21 +90,33 @@ public:
         check_size_range();
         // One thread block per chain, up to spread_blocks of them (MSCCL++'s DSL examples: 8 to 32 a GPU); more only when
         // a block would pass 64 ops, one K at a time (the busiest block's ops do not fall monotonically with K), and at
-        // most the blocks every GPU runs at once (a wait spins until another block signals: resident_blocks).
+        // most the blocks every GPU runs at once (a wait spins until another block signals: resident_blocks). A K whose
+        // floor on the busiest block (export_mscclpp_floor.cpp) is above 64 would fail: it is not built, so the search
+        // starts at the first K the floor allows and the last K refuses at once (the same plan or refusal, sooner).
         const int chains = int(chain_ids_.size()), most = mscclpp::resident_blocks(1024) / opt_.instances;
-        for (int K = std::max(1, std::min({chains, spread_blocks, most}));; ++K) {
-            Built b = build(K);
-            trace("mscclpp plan: {} thread blocks a GPU, at most {} ops a block", K, b.max_ops);
-            if (b.max_ops <= 64 && K <= most) return b.plan.dump(2);
-            if (K >= chains && b.max_ops > 64)
+        const int first = std::max(1, std::min({chains, spread_blocks, most})), last = std::max(first, std::min(chains, most));
+        const detail::OpFloor floor(moves_, L_.initial_chain, std::vector<int>(chain_ids_.begin(), chain_ids_.end()), L_.P, L_.packets,
+                                    L_.reduction, opt_.handshake);
+        for (int K = first;; ++K) {
+            const std::size_t least = floor.busiest(K);
+            if (least > 64 && K < last) continue;
+            std::string ops = fmt::format("at least {}", least);
+            if (least <= 64) {
+                Built b = build(K);
+                trace("mscclpp plan: {} thread blocks a GPU, at most {} ops a block (at least {})", K, b.max_ops, least);
+                COLLSCHED_ASSERT_MSG(b.max_ops >= least, fmt::format("the floor of {} ops a block at {} thread blocks is above the plan's {}", least, K, b.max_ops));
+                if (b.max_ops <= 64 && K <= most) return b.plan.dump(2);
+                ops = fmt::format("{}", b.max_ops);
+            }
+            if (K >= chains)
                 detail::refuse_plan(t_, fmt::format("a thread block needs {} ops even with one chain of transfers per thread block; the executor "
-                                       "allows 64 (MAX_OPERATION, execution_common.hpp:17)",
-                                       b.max_ops));
+                                                    "allows 64 (MAX_OPERATION, execution_common.hpp:17)",
+                                                    ops));
             if (K >= most)
                 detail::refuse_plan(t_, fmt::format("{} thread blocks a GPU ({} of {} instance{}) still leave a block {} ops, above the executor's 64 (MAX_OPERATION, "
-                                       "execution_common.hpp:17), and more would not all run at once on an A100 ({} blocks of 1024 threads; "
-                                       "docs/exports.md): fewer pieces or instances",
-                                       K * opt_.instances, K, opt_.instances, opt_.instances == 1 ? "" : "s", b.max_ops, mscclpp::resident_blocks(1024)));
+                                                    "execution_common.hpp:17), and more would not all run at once on an A100 ({} blocks of 1024 threads; "
+                                                    "docs/exports.md): fewer pieces or instances",
+                                                    K * opt_.instances, K, opt_.instances, opt_.instances == 1 ? "" : "s", ops, mscclpp::resident_blocks(1024)));
         }
     }
 

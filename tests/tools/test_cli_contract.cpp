@@ -109,6 +109,10 @@ std::map<std::string, Contract> contracts() {
            {cli + "offroute.sched " + cli + "over_capacity.sched", 1, "over_capacity.sched: violated"},
            {cli + "missing.json", 2, "missing.json"}},
           {{3, "--timeout on NCCL's tables of 128 GPUs: tests/tools/test_time.cpp, 'time: compare --timeout ...'"}}}},
+        {"deploy",
+         {{{"--topology graph:" + source("schedules/machines/h100rail2x8.json") + " --sizes 1M -o @/d", 0, "README.md"},
+           {"--topology graph:" + source("schedules/machines/h100rail2x8.json") + " --collectives allreduc -o @/d2", 2, "allreduc"},
+           {"--topology graph:" + source("schedules/machines/h100rail4x8.json") + " --timeout 0.001 -o @/d3", 3, "time limit"}}}},
         {"compose",
          {{{"--topology " + multibox2 + " --size 1M -o @/best.json", 0, "every table verified by the direct checker"},
            {"--topology " + multibox2 + " --size 1M --timeout -1", 2, "--timeout: expected 0 (no limit)"},
@@ -140,7 +144,7 @@ TEST_CASE("cli contract: every command has --help with the exit codes it promise
     const auto top = run("--help");
     REQUIRE(top.code == 0);
     for (const char* cmd : {"demo", "topo", "verify", "simulate", "convert", "mpirun", "compile", "optimize", "probe", "pareto",
-                            "bandwidth", "reproduce", "bench", "completion", "compare", "compose"}) {
+                            "bandwidth", "reproduce", "bench", "completion", "compare", "compose", "deploy"}) {
         CAPTURE(cmd);
         CHECK(top.out.find(cmd) != std::string::npos);
         CHECK(all.count(cmd) == 1);

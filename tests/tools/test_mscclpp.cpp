@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -25,6 +26,7 @@
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "bench/reproduce.hpp"
+#include "verifier/baselines/nccl.hpp"
 #include "verifier/compose/nvls.hpp"
 
 using namespace collsched;
@@ -570,4 +572,43 @@ TEST_CASE("mscclpp export: NVLS allreduce and allgather on one DGX H100 box are 
     r = run("verify " + plan);
     CHECK(r.code == 0);
     CHECK(r.out.starts_with("verdict: holds (MSCCL++ plan"));
+}
+
+namespace {
+
+/// NCCL's ring allreduce on a catalog machine, as `optimize --executor mscclpp` picks it at 1 GiB.
+SendTable nccl_ring_allreduce(const std::string& machine) {
+    auto topo = Topology::parse("graph:" + source("schedules/machines/" + machine + ".json"));
+    return nccl::nccl_baseline(topo, Collective::parse("allreduce", *topo), topo->default_model(), "ring").table;
+}
+
+std::uint64_t fnv1a(std::string_view text) {
+    std::uint64_t h = 14695981039346656037ull;
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+}  // namespace
+
+TEST_CASE("mscclpp export: a table no thread-block count brings under 64 ops is refused at once (the writer's floor)") {
+    // NCCL's ring allreduce on 8 x 8 H100s: each of 108 blocks a GPU still holds more than 64 ops.
+    // Building every K from 32 to 108 took 2 min 12 s of CPU; the floor refuses without building one.
+    const SendTable t = nccl_ring_allreduce("h100rail8x8");
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(t, {}),
+                         doctest::Contains("108 thread blocks a GPU (108 of 1 instance) still leave a block at least 72 ops, above the "
+                                           "executor's 64 (MAX_OPERATION, execution_common.hpp:17)"),
+                         InputError);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 20);
+}
+
+TEST_CASE("mscclpp export: the plans the floor lets the writer reach sooner are byte for byte the plans it wrote before" *
+          doctest::test_suite("mscclpp_slow") * doctest::skip()) {
+    // NCCL's ring allreduce on 4 x 8 GPUs: the floor skips K = 32..61, the plan is K = 62's, as it was
+    // when the writer built all 31 (the digest of the file the writer without the floor wrote). A 22 MB
+    // plan read back and verified: label `slow` (tests/CMakeLists.txt).
+    const std::string text = table_to_mscclpp(nccl_ring_allreduce("rail4x8"), {});
+    CHECK(nlohmann::json::parse(text)["gpus"][0]["threadblocks"].size() == 62);
+    CHECK(text.size() == 22446248);
+    CHECK(fnv1a(text) == 16372932837588457297ull);
 }

@@ -198,6 +198,18 @@ TEST_CASE("real parsers: NCCL's graph reader loads NCCL's rings and trees of eve
             CHECK(occurrences(r.out, "search.cc graph") == occurrences(want, "search.cc graph"));
             CHECK(run(fmt::format("verify {} --topology {}", f, own_machine(m))).code == 0);
         }
+    // the graph file of a `collsched deploy` folder, as search.cc reads it
+    const std::string folder = dir.file("deploy");
+    auto d = run(fmt::format("deploy --topology {} -o {}", own_machine("h100rail4x8"), folder));
+    REQUIRE_MESSAGE(d.code == 0, d.err);
+    const std::string deployed = folder + "/nccl_graphs.xml";
+    std::ifstream in(deployed);
+    const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto dr = run_shell(fmt::format("'{}' --gpus 8 '{}'", loader, deployed));
+    INFO(dr.out, dr.err);
+    CHECK(dr.code == 0);
+    CHECK(occurrences(dr.out, "search.cc graph") == occurrences(xml, "<graph "));
+    CHECK(dr.out.find(expected_reading(xml)) != std::string::npos);
     // search.cc refuses a GPU the node does not have ("XML Import Channel : dev 8 not found")
     const std::string tree = own_graph("tree", "h100rail2x8", dir.file("tree.xml"));
     const std::string bad = dir.file("bad.xml", replaced_once(tree, "<gpu dev=\"5\"/>", "<gpu dev=\"8\"/>"));

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -238,6 +239,78 @@ TEST_CASE("tune: --timeout holds, exit 3 and no file") {
     CHECK(!std::ifstream(conf).good());
 }
 
+/// `collsched deploy` into dir/name on a catalog machine; the run's result.
+collsched::test::Run deploy(const std::string& machine, const std::string& more, const std::string& out) {
+    return run(fmt::format("deploy --topology graph:{} {} -o {}", source("schedules/machines/" + machine + ".json"), more, out));
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+TEST_CASE("deploy: the folder holds tune's file, NCCL's rings and trees as a graph file that verifies, and a README naming the variables") {
+    collsched::test::Scratch dir("deploy_folder");
+    const std::string out = dir.file("h100rail2x8");
+    auto r = deploy("h100rail2x8", "--sizes 64K..64M:4", out);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    // the tuner file is tune's, byte for byte, and reads as plugin.c reads it
+    const Tuned t = tune("h100rail2x8", "--sizes 64K..64M:4", dir);
+    CHECK(slurp(out + "/nccl_tuner.conf") == t.file);
+    check_file(t);
+    // the graph file is convert nccl:*'s and holds on the machine
+    const std::string machine = "graph:" + source("schedules/machines/h100rail2x8.json");
+    REQUIRE(run(fmt::format("convert nccl:* --topology {} --format nccl-graph -o {}", machine, dir.file("own.xml"))).code == 0);
+    CHECK(slurp(out + "/nccl_graphs.xml") == slurp(dir.file("own.xml")));
+    auto v = run(fmt::format("verify {}/nccl_graphs.xml --topology {}", out, machine));
+    INFO(v.out);
+    CHECK(v.code == 0);
+    const std::string readme = slurp(out + "/README.md");
+    for (const char* want : {"NCCL_TUNER_PLUGIN=", "NCCL_TUNER_CONFIG_FILE=" , "NCCL_GRAPH_FILE=", "MSCCLPP_EXECUTION_PLAN_DIR",
+                             "NCCL_DEBUG=INFO", "Loaded N tuning configurations from", "channels loaded from XML graph", "NCCL 2.30.7",
+                             "collsched verify", "| allreduce | 64 KiB |", "nvidia-smi topo -m"}) {
+        CAPTURE(want);
+        CHECK(readme.find(want) != std::string::npos);
+    }
+    // nothing else in the folder, and nothing left beside it
+    std::size_t files = 0;
+    for (const auto& f : std::filesystem::directory_iterator(out)) files += f.is_regular_file();
+    CHECK(files == 3);
+    std::size_t beside = 0;
+    for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(dir.dir)) ++beside;
+    CHECK(beside == 3);  // the folder, tune's file, own.xml
+}
+
+TEST_CASE("deploy: an existing folder is exit 2 and untouched unless --force, and --timeout is exit 3 with no folder") {
+    collsched::test::Scratch dir("deploy_refusals");
+    const std::string out = dir.file("there");
+    std::filesystem::create_directories(out);
+    std::ofstream(out + "/mine.txt") << "keep";
+    auto r = deploy("h100rail2x8", "--sizes 1M", out);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("exists and is not empty; --force replaces it") != std::string::npos);
+    CHECK(slurp(out + "/mine.txt") == "keep");
+    CHECK(!std::filesystem::exists(out + "/nccl_tuner.conf"));
+    r = deploy("h100rail2x8", "--sizes 1M --force", out);
+    CHECK(r.code == 0);
+    CHECK(!std::filesystem::exists(out + "/mine.txt"));
+    CHECK(std::filesystem::exists(out + "/README.md"));
+    const std::string late = dir.file("late");
+    r = deploy("h100rail4x8", "--timeout 0.001", late);
+    INFO(r.err);
+    CHECK(r.code == 3);
+    CHECK((r.out + r.err).find("time limit") != std::string::npos);
+    CHECK((r.out + r.err).find("nothing written") != std::string::npos);
+    CHECK(!std::filesystem::exists(late));
+    std::size_t beside = 0;
+    for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(dir.dir)) ++beside;
+    CHECK(beside == 1);  // no temporary folder left
+}
+
 /// The machines the plugin test tunes: catalog files (the rail machines of DGX H100 boxes with and
 /// without NVLS, multibox, one DGX H100 with NVLS, one DGX-1), and every `collsched machine` family
 /// as two boxes on rails (amd8: one box, it has no NICs). gb200-nvl72 is left out: two racks of 72
@@ -296,7 +369,16 @@ TEST_CASE("real parsers: NCCL's example tuner plugin picks what collsched tune w
         }
         const std::string qfile = dir.file("queries.txt");
         std::ofstream(qfile) << queries;
-        auto r = run_shell(fmt::format("NCCL_TUNER_CONFIG_FILE='{}' '{}' {} {} < '{}'", dir.file("nccl_tuner.conf"), driver,
+        // the catalog machines: the plugin reads the file of a `collsched deploy` folder (tune's, with the same sizes)
+        std::string conf = dir.file("nccl_tuner.conf");
+        if (&machine - machines.data() < std::ptrdiff_t(std::size(plugin_files))) {
+            const std::string folder = dir.file("deploy");
+            auto d = run(fmt::format("deploy --topology graph:{} --sizes 1K..16G -o {}", machine, folder));
+            REQUIRE_MESSAGE(d.code == 0, machine, ": ", d.err);
+            conf = folder + "/nccl_tuner.conf";
+            CHECK(slurp(conf) == t.file);
+        }
+        auto r = run_shell(fmt::format("NCCL_TUNER_CONFIG_FILE='{}' '{}' {} {} < '{}'", conf, driver,
                                        t.report["ranks"].get<int>(), t.report["nodes"].get<int>(), qfile));
         if (r.code != 0) FAIL(machine, ": ", r.err);
         // plugin.c's own log of what it loaded

@@ -1,0 +1,249 @@
+// `collsched deploy --topology M --sizes 1K..16G [--collectives ...] [--executor nccl] -o DIR`: one
+// folder with what stock NCCL reads at start-up for the machine (the tuner file of `collsched tune`,
+// NCCL's own rings and trees as a graph file where they win), and a README.md generated for it.
+// docs/gpu-guide.md, "Deploy".
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "compiler/formats/nccl_graph_read.hpp"
+#include "support/budget.hpp"
+#include "support/error.hpp"
+#include "support/units.hpp"
+#include "tools/commands.hpp"
+#include "cli/options.hpp"
+#include "cli/size_options.hpp"
+#include "tools/tune_args.hpp"
+#include "cli/verify_nccl_graph.hpp"
+#include "verifier/baselines/nccl_graph_check.hpp"
+#include "verifier/time/nccl_tuner.hpp"
+
+namespace collsched::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DeployArgs {
+    std::string topology, collectives, output;
+    std::vector<double> sizes;
+    std::optional<ExecutorModel> executor;
+    double timeout = 0;
+    bool force = false;
+};
+
+/// The NCCL source the readers were checked against (docs/exports.md).
+constexpr const char* nccl_version = "NCCL 2.30.7 (NVIDIA/nccl 5067397c)";
+
+/// The folder's files, written into a temporary folder beside DIR and renamed onto it only when
+/// all of them are written and read back; any failure removes the temporary folder.
+class Staging {
+public:
+    explicit Staging(const fs::path& dir) : dir_(dir) {
+        tmp_ = dir.parent_path() / fmt::format(".{}.deploy.{}", dir.filename().string(), ::getpid());
+        std::error_code ec;
+        fs::remove_all(tmp_, ec);
+        if (fs::create_directories(tmp_, ec); ec) {
+            tmp_.clear();
+            throw InputError(fmt::format("{}: cannot make a folder beside it: {}", dir.string(), ec.message()));
+        }
+    }
+    ~Staging() {
+        std::error_code ec;
+        if (!tmp_.empty()) fs::remove_all(tmp_, ec);
+    }
+    void write(const std::string& name, const std::string& text) {
+        std::ofstream f(tmp_ / name, std::ios::binary);
+        f << text;
+        if (!f.flush()) throw InputError(fmt::format("{}: cannot write {}", dir_.string(), name));
+    }
+    std::string read(const std::string& name) const {
+        std::ifstream f(tmp_ / name, std::ios::binary);
+        std::stringstream text;
+        text << f.rdbuf();
+        return text.str();
+    }
+    std::string path(const std::string& name) const { return (tmp_ / name).string(); }
+    void publish() {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+        fs::rename(tmp_, dir_, ec);
+        if (ec) throw InputError(fmt::format("{}: cannot rename {} onto it: {}", dir_.string(), tmp_.string(), ec.message()));
+        tmp_.clear();
+    }
+
+private:
+    fs::path dir_, tmp_;
+};
+
+/// DIR must be absent or an empty folder, unless --force (then a folder is replaced, never a file).
+void check_target(const fs::path& dir, bool force) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return;
+    if (!fs::is_directory(dir, ec)) throw InputError(fmt::format("{}: exists and is not a folder; deploy writes a folder", dir.string()));
+    if (!fs::is_empty(dir, ec) && !force)
+        throw InputError(fmt::format("{}: the folder exists and is not empty; --force replaces it, or name another with -o", dir.string()));
+}
+
+/// The tuner file read back as plugin.c reads it (8 comma-separated fields a line, # comments):
+/// exactly the ranges with a line, in order. A difference is a bug in collsched.
+void check_tuner_file(const std::string& text, const TunerConfig& cfg) {
+    std::vector<std::string> want, have;
+    for (const TunerCollective& c : cfg.collectives)
+        for (const TunerRange& r : c.ranges)
+            if (r.line)
+                want.push_back(fmt::format("{},{},{},{},{},{},{},{}", tuner_collective_name(c.kind), r.min_bytes, r.max_bytes, r.line->algorithm,
+                                           tuner_protocol_name(r.line->protocol), r.line->channels, cfg.nodes, cfg.ranks));
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty() && line[0] != '#') {
+            if (std::count(line.begin(), line.end(), ',') != 7)
+                throw InputError(fmt::format("nccl_tuner.conf: line \"{}\" has not the 8 fields plugin.c reads (a bug in collsched)", line));
+            have.push_back(line);
+        }
+    if (have != want)
+        throw InputError(fmt::format("nccl_tuner.conf reads back as {} lines, not the {} ranges chosen (a bug in collsched)", have.size(), want.size()));
+}
+
+/// The NCCL algorithms with a graph (ring: graph 0, tree: graph 1) that a line of the file picks.
+std::string winning_graphs(const TunerConfig& cfg) {
+    std::set<std::string_view> won;
+    for (const TunerCollective& c : cfg.collectives)
+        for (const TunerRange& r : c.ranges)
+            if (r.line && (r.line->algorithm == "ring" || r.line->algorithm == "tree")) won.insert(r.line->algorithm);
+    return won.size() == 2 ? "*" : won.empty() ? "" : std::string(*won.begin());
+}
+
+/// The README's table of predicted times: per collective and size, the fastest and NCCL's own pick.
+std::string readme_times(const TunerConfig& cfg) {
+    std::string out = "| collective | size | fastest (predicted) | time | NCCL's own pick | its time | the file says |\n|---|---|---|---|---|---|---|\n";
+    auto choice = [](const TunerChoice& c) { return fmt::format("{} {} {}", c.algorithm, tuner_protocol_name(c.protocol), c.channels); };
+    for (const TunerCollective& c : cfg.collectives)
+        for (const TunerPoint& p : c.points)
+            out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", tuner_collective_name(c.kind), support::format_bytes(p.size), choice(p.best),
+                               support::format_seconds(p.best_seconds), p.nccl ? choice(*p.nccl) : "-", p.nccl_seconds > 0 ? support::format_seconds(p.nccl_seconds) : "-",
+                               p.line ? fmt::format("{} ({:.2f}x)", choice(p.best), p.gain()) : "nothing (a tie)");
+    return out;
+}
+
+std::string readme(const std::string& dir, const TunerConfig& cfg, const std::string& graphs) {
+    std::string out = fmt::format(
+        "# NCCL configuration for {machine}\n\n"
+        "Written by `collsched deploy --topology {machine} -o {dir}` ({nodes} nodes, {ranks} ranks). The files were checked against "
+        "the readers of {version}: the tuner file is the CSV of NCCL's example tuner plugin (plugins/tuner/example/plugin.c), the graph "
+        "file what NCCL_GRAPH_FILE reads (src/graph/search.cc, ncclTopoCompute).\n\n"
+        "## Files\n\n"
+        "- `nccl_tuner.conf`: per collective and size range, the algorithm, protocol and channels the executor model ({executor}) predicts "
+        "fastest, where it beats NCCL's own pick by more than the model's error ({error:.0f} %); elsewhere no line, and NCCL's own choice "
+        "stays. Set `NCCL_TUNER_PLUGIN=/path/to/libnccl-tuner-example.so` (built by `make` in NCCL's plugins/tuner/example) and "
+        "`NCCL_TUNER_CONFIG_FILE={dir}/nccl_tuner.conf`.\n",
+        fmt::arg("machine", cfg.machine), fmt::arg("dir", dir), fmt::arg("nodes", cfg.nodes), fmt::arg("ranks", cfg.ranks),
+        fmt::arg("version", nccl_version), fmt::arg("executor", cfg.executor), fmt::arg("error", cfg.error * 100));
+    if (!graphs.empty())
+        out += fmt::format("- `nccl_graphs.xml`: NCCL's own {} for this machine (`collsched convert nccl:{} --topology {} --format nccl-graph`), "
+                           "as its search finds them, so every run uses the channels the times below assume. Set "
+                           "`NCCL_GRAPH_FILE={}/nccl_graphs.xml`.\n",
+                           graphs == "*" ? "rings (graph 0) and trees (graph 1)" : graphs == "ring" ? "rings (graph 0)" : "trees (graph 1)", graphs,
+                           cfg.machine, dir);
+    else
+        out += "- No graph file: no line of the tuner file picks NCCL's rings or trees.\n";
+    out += "- No MSCCL++ plans: `deploy` writes NCCL's files only (`MSCCLPP_EXECUTION_PLAN_DIR` is not needed); "
+           "`collsched convert W.json --format mscclpp --size-range A..B` writes a plan from an `optimize --executor mscclpp` winner.\n\n";
+    out += fmt::format(
+        "## Run\n\n```sh\nexport NCCL_TUNER_PLUGIN=/path/to/libnccl-tuner-example.so\nexport NCCL_TUNER_CONFIG_FILE={dir}/nccl_tuner.conf\n{graph}"
+        "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING,GRAPH\n"
+        "mpirun -np {ranks} ./build/all_reduce_perf -b 1K -e 16G -f 2 -g 1    # nccl-tests: the bus bandwidth per size\n```\n\n",
+        fmt::arg("dir", dir), fmt::arg("ranks", cfg.ranks), fmt::arg("graph", graphs.empty() ? "" : fmt::format("export NCCL_GRAPH_FILE={}/nccl_graphs.xml\n", dir)));
+    out += "## Confirm that NCCL read each file\n\nWith `NCCL_DEBUG=INFO` and `NCCL_DEBUG_SUBSYS` holding TUNING and GRAPH (the default is "
+           "INIT,BOOTSTRAP,ENV), rank 0 prints:\n\n"
+           "- `NCCL_TUNER_PLUGIN set by environment to ...` and `Successfully loaded external tuner plugin ...` (src/plugin/tuner.cc);\n"
+           "- `TUNER/ExamplePlugin: Loaded N tuning configurations from .../nccl_tuner.conf`, N the lines of the file, and per call it "
+           "changes `TUNER/ExamplePlugin: Applied config for collType=...` (plugin.c; `Config file ... not found, using defaults` means "
+           "the path is wrong);\n";
+    if (!graphs.empty())
+        out += "- `NCCL_GRAPH_FILE set by environment to .../nccl_graphs.xml` and `Search 0 : C channels loaded from XML graph` (and "
+               "`Search 1 : ...` for the trees) (src/graph/search.cc).\n";
+    out += fmt::format("\n## Predicted times ({}, {} nodes, {} ranks)\n\n", cfg.executor, cfg.nodes, cfg.ranks) + readme_times(cfg);
+    out += fmt::format("\n## Check\n\n```sh\n{}collsched tune --topology {} -o - | diff - {}/nccl_tuner.conf   # the same file (with the same --sizes, --collectives, --executor)\n```\n\n",
+                       graphs.empty() ? "" : fmt::format("collsched verify {}/nccl_graphs.xml --topology {}\n", dir, cfg.machine), cfg.machine, dir);
+    out += "The graph file names GPUs by their index in a box and NICs by their index: NCCL matches them to the machine it finds, so "
+           "the GPU-to-NIC order of the real machine must be the machine file's (`nvidia-smi topo -m` shows which NIC is next to which GPU; "
+           "`NCCL_IB_HCA` lists the NICs in that order).\n";
+    return out;
+}
+
+void run_deploy(const DeployArgs& a, Context& ctx) {
+    const fs::path dir = fs::absolute(a.output).lexically_normal();
+    check_target(dir, a.force);
+    const RunLimits limits{Deadline::after(a.timeout), MemoryBudget::standard()};
+    std::shared_ptr<const Topology> topo = read_machine(a.topology);
+    TunerOptions o;
+    if (!a.collectives.empty()) o.collectives = parse_collectives(a.collectives);
+    o.sizes = a.sizes;
+    o.executor = a.executor ? *a.executor : builtin_executor(ExecutorKind::nccl);
+    o.limits = limits;
+    TunerConfig cfg;
+    try {
+        cfg = nccl_tuner_config(topo, o);
+    } catch (const LimitReached& e) {
+        throw LimitReached(fmt::format("{}: nothing written (stopped while timing NCCL's algorithms for the tuner file)", e.what()));
+    }
+    limits.check("deploy: the tuner file is chosen; nothing written");
+    const std::string graphs = winning_graphs(cfg);
+    std::string xml;
+    if (!graphs.empty()) xml = nccl_algorithm_graph_xml(graphs, *topo, (dir / "nccl_graphs.xml").string());
+    limits.check("deploy: the tuner file and the graph file are made; nothing written");
+    Staging out(dir);
+    out.write("nccl_tuner.conf", tuner_file(cfg));
+    if (!xml.empty()) out.write("nccl_graphs.xml", xml);
+    out.write("README.md", readme(dir.string(), cfg, graphs));
+    // every file read back from the disk by collsched's own checker before the folder is published
+    check_tuner_file(out.read("nccl_tuner.conf"), cfg);
+    if (!xml.empty()) {
+        const nccl::GraphCheck g = nccl::check_nccl_graph(read_nccl_graph(out.read("nccl_graphs.xml"), out.path("nccl_graphs.xml")),
+                                                          out.path("nccl_graphs.xml"), *topo);
+        if (!g.holds())
+            throw InputError(fmt::format("{}: the graph file written does not hold on the machine ({}; a bug in collsched)", out.path("nccl_graphs.xml"),
+                                         g.findings.front().what));
+    }
+    limits.check("deploy: the folder is written and checked but not published; nothing written");
+    out.publish();
+    ctx.print(fmt::format("{}: nccl_tuner.conf{}, README.md for {} ({} nodes, {} ranks)\n", dir.string(), xml.empty() ? "" : ", nccl_graphs.xml",
+                          topo->spec(), cfg.nodes, cfg.ranks));
+    ctx.exit_code = 0;
+}
+
+}  // namespace
+
+void add_deploy_command(CLI::App& app, Context& ctx) {
+    auto a = std::make_shared<DeployArgs>();
+    auto* cmd = app.add_subcommand(
+        "deploy",
+        "Write one folder with what stock NCCL reads at start-up for a machine: nccl_tuner.conf (the tuner file of `collsched tune`, "
+        "for NCCL's example tuner plugin), nccl_graphs.xml (NCCL's own rings and trees as `convert nccl:*` writes them, where a line of "
+        "the tuner file picks them; NCCL_GRAPH_FILE) and a README.md for the machine: the environment variables, the NCCL_DEBUG=INFO "
+        "lines that confirm each file was read, the predicted times per size and how to check each file. Every file is read back by "
+        "collsched's own checker first; the folder appears whole or not at all. docs/gpu-guide.md, \"Deploy\".\n"
+        "Exit code: 0 written, 2 bad input (machine, collective, sizes, executor; DIR exists and is not empty without --force), "
+        "3 a limit (--timeout, the memory budget) stopped it (no folder written).");
+    cmd->add_option("--topology", a->topology, "The machine: a spec or graph:FILE (e.g. graph:schedules/machines/h100rail4x8.json)")
+        ->required();
+    a->sizes = parse_sizes("1K..16G");
+    add_size_option(cmd, a->sizes, "--sizes", "The grid of sizes (NCCL's nBytes): 1K..16G (doubling, the default), 1K..16G:4, or a list");
+    add_executor_options(cmd, a->executor);
+    cmd->add_option("--collectives", a->collectives,
+                    "Comma-separated: allreduce, allgather, reduce_scatter, broadcast, reduce (default: all five)");
+    cmd->add_option("-o,--output", a->output, "The folder to write (absent or empty, unless --force)")->required();
+    cmd->add_flag("--force", a->force, "Replace DIR when it exists and is not empty");
+    cmd->add_option("--timeout", a->timeout, "Seconds for the whole run (exit 3, no folder written, once past); 0 means no limit")
+        ->check(seconds_option(true));
+    cmd->callback([&ctx, a] { run_deploy(*a, ctx); });
+}
+
+}  // namespace collsched::tools
