@@ -14,6 +14,7 @@ NCCL's own tuning model's median and worst on the same rows; then the same over 
 row of all machines, the median of the per-machine built-in medians (the nccl executor's
 `error`, runtime/executor/executor.cpp), and the calibration set's public rows and sources.
 """
+import argparse
 import csv
 import json
 import os
@@ -47,13 +48,13 @@ def held_errors(report):
 
 
 def main():
-    args = sys.argv[1:]
-    expect = None
-    if "--error" in args:
-        i = args.index("--error")
-        expect = float(args[i + 1])
-        del args[i:i + 2]
-    exe = args[0] if args else "build/tools/collsched"
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("collsched", nargs="?", default="build/tools/collsched", help="the collsched binary (default: %(default)s)")
+    ap.add_argument("--error", type=float, metavar="PCT", help="exit 1 unless the built-in constants' median is PCT")
+    a = ap.parse_args()
+    expect = a.error
+    exe = a.collsched
     reports = []
     for m in MACHINES:
         reports.append((m, json.loads(run([exe, "calibrate", "--measurements", CSV, "--machine", m, "--json"]))))
