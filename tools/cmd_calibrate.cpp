@@ -221,7 +221,13 @@ void run_calibrate(const CalibrateArgs& a, Context& ctx) {
         o.machine = a.machine;
         o.fitted_on = a.measurements;
     }
-    const CalibrationReport r = calibrate(cases, o);
+    CalibrationReport r;
+    try {
+        r = calibrate(cases, o);
+    } catch (const InputError& e) {
+        if (a.logs.empty()) throw InputError(fmt::format("{}: {}", a.measurements, e.what()));  // the table's rows ("row 246"): name the table
+        throw;
+    }
     if (!a.output.empty())
         write_output(a.output, [&](const Flush& flush, fmt::memory_buffer& buf) {
             buf.append(write_calibration(r.calibration));

@@ -433,6 +433,28 @@ TEST_CASE("hostile fifth: --calibration FILE, a seeded generator of mutated cali
     run_probes("calibration files", fifth::calibration_file_cases(60, kSeed5 + 2));
 }
 
+TEST_CASE("hostile fifth: calibrate refuses a time a million times off the model (GLPK's presolver aborted on it, exit 134)") {
+    // found by the slow campaign (calibrate logs, seed + 10, #16): a row's time 99999999999999999999 us
+    std::vector<std::string> lines = fifth::lines_of(fifth::base_log());
+    for (std::string& l : lines) {
+        const std::size_t s = l.find_first_not_of(' ');
+        if (s == std::string::npos || !std::isdigit(static_cast<unsigned char>(l[s]))) continue;
+        std::istringstream in(l);
+        std::vector<std::string> cells;
+        for (std::string c; in >> c;) cells.push_back(c);
+        REQUIRE(cells.size() > 6);
+        cells[5] = "99999999999999999999";  // size count type redop root time: the out-of-place time
+        l = fifth::join(cells, " ");
+        l.pop_back();
+        break;
+    }
+    for (const char* opts : {"--protocol LL", ""}) {
+        Case c = make(std::string("a row of 1e20 us ") + opts, std::string("calibrate x.txt --topology graph:m.json -o cal.json ") + opts,
+                      {{"x.txt", fifth::join(lines)}}, fifth::a3_machine, 2, "check the units", "", {"cal.json"});
+        run_probes("calibrate, a time far off the model", {probe(c)});
+    }
+}
+
 TEST_CASE("hostile fifth: --executor and --calibration that disagree, on optimize, compare and verify") {
     run_probes("executor options", fifth::executor_cases());
 }

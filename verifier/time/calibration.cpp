@@ -347,6 +347,17 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
         throw InputError(fmt::format("calibrate: none of the {} measurements can be timed here{}", cases.size(), why));
     }
 
+    // a time a million times off the built-in model's is not a time of this collective on this machine (a unit slip,
+    // a corrupted row): refused, where the fit's program would take coefficients GLPK's presolver aborts on (a row of
+    // 1e20 us: its weight 1e-20, "Assertion failed ... npp1.c", exit 134; the fifth hostile campaign)
+    for (const Prepared* p : all) {
+        const double predicted = time_of(*p, base, start_of(base)), ratio = p->c->measured / predicted;
+        if (!(ratio <= 1e6 && ratio >= 1e-6))
+            throw InputError(fmt::format("calibrate: {}: measured {} is {:.3g} times the executor model's {} (more than a factor of "
+                                         "10^6 either way: not a time of this collective on this machine; check the units)",
+                                         p->result.label, support::format_seconds(p->c->measured), ratio, support::format_seconds(predicted)));
+    }
+
     X x = start_of(base);
     X radius;
     for (std::size_t k = 0; k < NP; ++k) radius[k] = (upper[k] - lower[k]) / 4;
