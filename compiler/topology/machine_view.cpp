@@ -48,6 +48,18 @@ double fastest_processor_channel(const Topology& topo) {
     return fastest;
 }
 
+ProcessorChannelSpeeds processor_channel_speeds(const Topology& topo) {
+    ProcessorChannelSpeeds s;
+    for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
+        const Channel& ch = topo.channel(ChannelId{c});
+        if (!topo.is_processor(ch.from) && !topo.is_processor(ch.to)) continue;
+        const double bw = topo.speed(ChannelId{c}).bandwidth;
+        s.fastest = std::max(s.fastest, bw);
+        s.slowest = s.slowest == 0 ? bw : std::min(s.slowest, bw);
+    }
+    return s;
+}
+
 std::vector<std::uint32_t> processor_components(const Topology& topo, double min_bandwidth) {
     const std::uint32_t P = topo.processors();
     std::vector<std::uint32_t> parent(P);

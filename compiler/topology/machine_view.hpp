@@ -29,6 +29,14 @@ std::string machine_svg(const Topology& topo);
 /// The largest bandwidth of a channel between two processors (0 when there is none).
 double fastest_processor_channel(const Topology& topo);
 
+/// The largest and least bandwidth of a channel with a processor at an end, into or out of a
+/// router included (0 and 0 when there is none): the two link classes, when the least is below a
+/// quarter of the largest (NVLink against a NIC), of the executor model and NCCL's machine.
+struct ProcessorChannelSpeeds {
+    double fastest = 0, slowest = 0;
+};
+ProcessorChannelSpeeds processor_channel_speeds(const Topology& topo);
+
 /// The connected sets of processors joined by channels between processors of at least
 /// `min_bandwidth` bytes per second: per processor its set's number, the sets numbered 0, 1, ...
 /// in the order of their least processors. The machine view's boxes (a quarter of the fastest)

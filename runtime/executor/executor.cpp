@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/core/json_tree.hpp"
+#include "compiler/topology/machine_view.hpp"
 #include "compiler/topology/topology.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
@@ -77,14 +78,7 @@ ProtocolCaps nccl_protocol_caps(Protocol p, const CapMachine& m) {
 
 CapMachine cap_machine(const Topology& t) {
     // the fastest and slowest channel with a GPU at an end: two classes when the slowest is below a quarter
-    double fastest = 0, slowest = 0;
-    for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
-        const Channel& ch = t.channel(ChannelId{c});
-        if (!t.is_processor(ch.from) && !t.is_processor(ch.to)) continue;
-        const double bw = t.speed(ChannelId{c}).bandwidth;
-        fastest = std::max(fastest, bw);
-        slowest = slowest == 0 ? bw : std::min(slowest, bw);
-    }
+    const auto [fastest, slowest] = processor_channel_speeds(t);
     CapMachine m;
     m.generation = fastest >= 400e9 ? 2 : fastest >= 240e9 ? 1 : 0;
     m.amd = m.generation == 1;

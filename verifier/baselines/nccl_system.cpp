@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/topology/machine_view.hpp"
 #include "support/error.hpp"
 #include "verifier/baselines/nccl.hpp"
 #include "verifier/baselines/nccl_impl.hpp"
@@ -22,14 +23,7 @@ namespace {
 /// one box joins it (a box's NIC behind PCIe, ndv2); a switch between boxes joins none, so GPUs on
 /// one switch are boxes of one GPU each.
 std::vector<std::uint32_t> node_boxes(const Topology& t) {
-    double fastest = 0, slowest = 0;
-    for (std::uint32_t c = 0; c < t.channels().size(); ++c) {
-        const Channel& ch = t.channel(ChannelId{c});
-        if (!t.is_processor(ch.from) && !t.is_processor(ch.to)) continue;
-        const double bw = t.speed(ChannelId{c}).bandwidth;
-        fastest = std::max(fastest, bw);
-        slowest = slowest == 0 ? bw : std::min(slowest, bw);
-    }
+    const auto [fastest, slowest] = processor_channel_speeds(t);
     const bool two_classes = slowest < fastest / 4;
     std::vector<std::uint32_t> parent(t.nodes());
     std::iota(parent.begin(), parent.end(), 0u);
