@@ -235,6 +235,16 @@ TEST_CASE("time objective: the providers at once and the constructions' shapes o
     const TimeObjective one = time_objective(in, o);
     o.jobs = 2;
     const TimeObjective two = time_objective(in, o);
+    // the providers' time shares are wall-clock promises: on a machine slow or busy enough to reach one (a CI runner
+    // six times slower than a workstation left out rings C=4096 when the providers ran at once), the candidates
+    // differ, and the notes say so; the answers are compared when neither run was cut short
+    auto cut = [](const TimeObjective& r) {
+        return std::ranges::any_of(r.notes, [](const std::string& n) { return n.find("time share") != std::string::npos || n.find("time limit") != std::string::npos; });
+    };
+    if (cut(one) || cut(two)) {
+        MESSAGE("a provider reached its time share on this machine: the runs are not compared");
+        return;
+    }
     CHECK(two.comparison.seconds == one.comparison.seconds);
     CHECK(two.comparison.other == one.comparison.other);
     REQUIRE(two.unchecked.size() == one.unchecked.size());
