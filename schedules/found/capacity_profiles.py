@@ -7,7 +7,7 @@ leaves below a level-i branch number 2^(i-1): one more than that is one "beyond"
 and prints one JSON line per profile: the optimum, its status, the best counting bound and its
 name, and the seconds.
 
-       capacity_profiles.py table RESULTS.jsonl...   (the markdown table of docs/profiles.md)
+       capacity_profiles.py table RESULTS.jsonl...   (the markdown tables of bench/results/capacity_profiles.md)
 usage: capacity_profiles.py COLLSCHED N QUEUES [TIMEOUT [FIRST]]   (e.g. build/tools/collsched 8 none 120;
        FIRST skips the profiles before the FIRST-th, counted from 0, to resume a run)
 """
