@@ -36,6 +36,7 @@ import csv
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -78,6 +79,11 @@ def published():
             if key not in best or r["finish_s"] < best[key]["finish_s"]:
                 best[key] = r
     return best
+
+
+def cuts(winner):
+    """Whether a schedule's name says it cuts each datum into several chunks (C=k, k pieces or chunks)."""
+    return any(int(a or b) > 1 for a, b in re.findall(r"C=(\d+)|(\d+) (?:pieces|chunks)", winner))
 
 
 def fmt_time(s):
@@ -137,7 +143,7 @@ def main():
                 dropped = [x for x in ALPHAS[machine] if x / t["epoch_s"] <= 0.1]
                 if dropped:
                     notes.append("a")
-                if "C=1" not in r["winner"] and ("C=" in r["winner"] or "pieces" in r["winner"]) and coll == "allgather":
+                if coll == "allgather" and cuts(r["winner"]):
                     notes.append("c")
                 if machine in SWITCH_COPIES and coll == "allgather":
                     notes.append("s")
