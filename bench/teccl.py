@@ -10,9 +10,9 @@ one way. For every (machine, collective) this runs
     collsched optimize --topology graph:schedules/teccl/M.json --collective C --sizes S --json
 
 (the ideal model: a transfer of b bytes holds its channel b/B and arrives alpha after its last
-byte, as TE-CCL's links), and on DGX-2 x 2 times the hand-written allgather
-bench/teccl/dgx2x2_allgather.sched (collsched verify -D C=k --size S) beside it, and prints a
-markdown table per size: TE-CCL's best shipped finish time
+byte, as TE-CCL's links), and on DGX-2 x 2 and NDv2 x 4 times the hand-written allgathers
+bench/teccl/dgx2x2_allgather.sched (collsched verify -D C=k --size S) and ndv2x4_allgather.sched
+(shortest paths, for small sizes) beside it, and prints a markdown table per size: TE-CCL's best shipped finish time
 (the fastest of its Fast, Slow and Fast_Early_Stop epoch settings) and that run's solver time,
 collsched's fastest verified schedule (optimize's or the hand-written one), optimize's proved
 lower bound, the ratio, and the wall time of the
@@ -61,7 +61,8 @@ VALUE = {"kB": 1e3, "MB": 1e6, "GB": 1e9}
 # Hand-written schedules (bench/teccl/) that collsched verifies and times beside optimize's answer,
 # at these chunk counts: optimize builds no schedule near the bound for boxes on a switch joined by
 # one-way links between their GPUs.
-SCHEDULES = {("dgx2x2", "allgather"): ("dgx2x2_allgather.sched", [1, 16, 256])}
+SCHEDULES = {("dgx2x2", "allgather"): ("dgx2x2_allgather.sched", [1, 16, 256]),
+             ("ndv2x4", "allgather"): ("ndv2x4_allgather.sched", [None])}  # one chunk: no parameter
 
 
 def size_bytes(label, factor):
@@ -114,7 +115,7 @@ def run(binary, graph, collective, sizes, timeout, jobs):
 def verify(binary, sched, chunks, sizes):
     """Per size the asynchronous time of the schedule at `chunks` chunks (it must hold)."""
     path = os.path.join(HERE, "teccl", sched)
-    cmd = [binary, "verify", path, "-D", f"C={chunks}", "--size", ",".join(str(x) for x in sizes), "--json"]
+    cmd = [binary, "verify", path] + (["-D", f"C={chunks}"] if chunks else []) + ["--size", ",".join(str(x) for x in sizes), "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"{' '.join(cmd)}: exit {p.returncode}: {(p.stderr or p.stdout).strip()[:300]}")
@@ -163,7 +164,8 @@ def main():
                 t0 = time.monotonic()
                 for k in counts:
                     times = verify(a.bin, sched, k, cs)
-                    winners = [min(w, (x, f"bench/teccl/{sched} C={k}")) for w, x in zip(winners, times)]
+                    name = f"bench/teccl/{sched}" + (f" C={k}" if k else "")
+                    winners = [min(w, (x, name)) for w, x in zip(winners, times)]
                 wall += time.monotonic() - t0
             for s, r, (ours, winner) in zip(todo, report["sizes"], winners):
                 t = best[(machine, coll, s)]
