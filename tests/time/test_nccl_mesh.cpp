@@ -10,6 +10,8 @@
 
 #include "runtime/executor/executor.hpp"
 #include "runtime/timing.hpp"
+#include "support/budget.hpp"
+#include "support/error.hpp"
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "verifier/baselines/nccl.hpp"
@@ -67,6 +69,19 @@ TEST_CASE("nccl mesh: amd4's rings take every xGMI link each way, and a box on a
         CHECK(sw.mesh_bw.empty());
         CHECK(!sw.ring_search.has_value());
     }
+}
+
+TEST_CASE("nccl mesh: a ring search that spends its step budget gives up at once (TE-CCL's NDv2 x 4)") {
+    // A box order that found no ring in its 200,000 steps returned to callers that went on
+    // searching: the budget wrapped past 0 and the search ran for hours (optimize --size on
+    // schedules/teccl/ndv2x4.json past --timeout 120 for 18 minutes; the ring tables poll no deadline).
+    const auto t = Topology::parse("graph:" + source("schedules/teccl/ndv2x4.json"));
+    nccl::BaselineOptions o;
+    o.deadline = Deadline::after(20);
+    const auto t0 = Clock::now();
+    CHECK_THROWS_WITH_AS(nccl::nccl_baseline(t, Collective::parse("allgather", *t), t->default_model(), "ring", 0, o),
+                         doctest::Contains("no ring through the GPUs of a box"), InputError);
+    CHECK(seconds_since(t0) < 10);
 }
 
 TEST_CASE("nccl mesh: NCCL's ring allreduce on the DGX-1 within 15 % of NCCL's own model from 16 MiB") {

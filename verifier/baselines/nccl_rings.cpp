@@ -48,7 +48,8 @@ std::vector<std::uint32_t> box_order(const Topology& t, const std::vector<Node>&
     std::uint64_t budget = 200000;
     std::function<bool()> grow = [&]() -> bool {
         if (order.size() == n) return !closed || n == 1 || linked(t, box[order.back()], box[start]);
-        if (--budget == 0) return false;
+        if (budget == 0) return false;  // spent: every caller up the recursion gives up too (it wrapped past 0 before)
+        --budget;
         if (budget % 1024 == 0) poll_deadline(deadline, "ring search");
         const std::uint32_t last = order.back();
         std::vector<std::uint32_t> next{(last + 1) % n, (last + n - 1) % n};
