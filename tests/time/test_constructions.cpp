@@ -85,6 +85,8 @@ TEST_CASE("constructions: the time objective's providers are the rows after the 
     CHECK(all.back() == "nccl");
     CHECK(nccl_provider().name == "nccl");
     CHECK(nccl_provider().first);
+    CHECK(nccl_provider().baseline);  // never left out by a bound (gather_candidates)
+    for (const NamedProvider& p : time_providers("schedules/catalog.json", {})) CHECK(p.baseline == (p.name == "nccl"));
 }
 
 TEST_CASE("constructions: compose's shapes are one list, each way in a box with each way across the rails once") {

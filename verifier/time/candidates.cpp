@@ -241,7 +241,7 @@ public:
               std::vector<std::string>& notes)
         : q_(q), raw_(raw), from_(from), notes_(notes), S_(q.sizes.size()), limit_(Deadline::at(q.deadline)),
           timing_(Deadline::at(limit_.share(0.8).when())), timed_(providers.size(), 0.0), verify_(providers.size(), 0.0) {
-        for (const NamedProvider& p : providers) baseline_.push_back(p.name == "nccl");
+        for (const NamedProvider& p : providers) baseline_.push_back(p.baseline);
     }
 
     /// Plans the first tier, names every table (unique over all), then times and checks tier by tier.

@@ -83,6 +83,8 @@ struct NamedProvider {
     /// algorithms, the baseline every answer is compared with, which on 1,024 GPUs found no time
     /// left after collsched's constructions.
     bool first = false;
+    /// NCCL's algorithms: the baseline, never left out by a bound (the registry's row of use `baseline`).
+    bool baseline = false;
 };
 
 /// Runs every provider, re-stamps each table with the instance's topology and model (a table for

@@ -82,14 +82,14 @@ std::vector<NamedProvider> construction_providers() {
 NamedProvider nccl_provider() {
     const auto& rows = constructions();
     const auto it = std::ranges::find_if(rows, [](const Construction& c) { return c.use == Use::baseline; });
-    return {it->name, it->provide, it->first};
+    return {it->name, it->provide, it->first, true};
 }
 
 std::vector<NamedProvider> time_providers(const std::string& catalog, const MemoryBudget& memory) {
     std::vector<NamedProvider> r;
     for (const Construction& c : constructions())
         if (c.use == Use::library) r.push_back(library_provider(catalog, memory));
-        else if (c.use != Use::steps) r.push_back({c.name, c.provide, c.first});
+        else if (c.use != Use::steps) r.push_back({c.name, c.provide, c.first, c.use == Use::baseline});
     return r;
 }
 
