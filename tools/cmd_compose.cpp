@@ -43,21 +43,11 @@ std::string slug(const std::string& name) {
     return s;
 }
 
-/// Every shape --pieces builds, in the order it prints them.
-std::vector<compose::Shape> every_shape() {
-    std::vector<compose::Shape> s;
-    for (auto i : {compose::InBox::none, compose::InBox::rsag, compose::InBox::ar, compose::InBox::ring, compose::InBox::halving})
-        for (auto a : {compose::Across::none, compose::Across::direct_ar, compose::Across::direct_rsag, compose::Across::ring,
-                       compose::Across::halving, compose::Across::doubling})
-            s.push_back({i, a, false});
-    return s;
-}
-
 /// --pieces K: every shape (or the one --shape names) with K pieces on the machine's boxes, unverified.
 void run_pieces(const ComposeArgs& a, const SynthInstance& in, Deadline deadline, Context& ctx) {
     const CollectiveKind kind = in.collective.kind;
     std::vector<std::string> names;
-    for (const compose::Shape& sh : every_shape())
+    for (const compose::Shape& sh : compose::every_shape())
         if (const std::string n = compose::shape_name(sh, kind); !n.ends_with(' ') && std::find(names.begin(), names.end(), n) == names.end())
             names.push_back(n);  // not "hierarchical " (neither a box's part nor a rail's: nothing to name)
     if (!a.shape.empty() && std::find(names.begin(), names.end(), a.shape) == names.end())
@@ -67,7 +57,7 @@ void run_pieces(const ComposeArgs& a, const SynthInstance& in, Deadline deadline
     std::vector<std::pair<std::string, SendTable>> tables;
     std::optional<std::pair<double, SendTable>> fastest;  // -o: the fastest shape, verified before it is written
     std::string fastest_name;
-    for (const compose::Shape& sh : every_shape()) {
+    for (const compose::Shape& sh : compose::every_shape()) {
         const std::string name = compose::shape_name(sh, kind);
         if (!a.shape.empty() && name != a.shape) continue;
         std::string why;

@@ -25,6 +25,7 @@
 #include "verifier/compose/nvls.hpp"
 #include "support/error.hpp"
 #include "tests/tools/cli_run.hpp"
+#include "verifier/time/constructions.hpp"
 #include "verifier/time/objective.hpp"
 #include "verifier/time/objective_report.hpp"
 #include "verifier/time/candidates.hpp"

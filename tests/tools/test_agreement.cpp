@@ -34,6 +34,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
 #include "verifier/compose/nvls.hpp"
+#include "verifier/time/constructions.hpp"
 #include "verifier/time/candidates.hpp"
 #include "verifier/time/objective.hpp"
 

@@ -469,6 +469,13 @@ std::string shape_name(const Shape& sh, CollectiveKind kind) {
     return s;
 }
 
+std::vector<Shape> every_shape() {
+    std::vector<Shape> s;
+    for (InBox i : {InBox::none, InBox::rsag, InBox::ar, InBox::ring, InBox::halving})
+        for (Across a : {Across::none, Across::direct_ar, Across::direct_rsag, Across::ring, Across::halving, Across::doubling}) s.push_back({i, a, false});
+    return s;
+}
+
 std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<std::vector<Node>>& boxes, const Shape& sh, std::uint32_t pieces,
                                      std::string* why, Deadline deadline) {
     const CollectiveKind kind = in.collective.kind;

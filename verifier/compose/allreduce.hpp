@@ -60,6 +60,11 @@ struct Shape {
 /// ("hierarchical rsag+direct, shares by capacity").
 std::string shape_name(const Shape&, CollectiveKind = CollectiveKind::allreduce);
 
+/// Every shape of even shares, the one list of them (docs/architecture.md, "The constructions' registry"): each way
+/// in a box (none first) with each way across the rails (none first). time_candidates tries those that apply to the
+/// machine (and the shares by capacity of rsag), `collsched compose --pieces` builds them all.
+std::vector<Shape> every_shape();
+
 /// A construction's table with what it is.
 struct Candidate {
     std::string name;    ///< e.g. "hierarchical rsag+ring, 32 pieces"

@@ -165,8 +165,8 @@ std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<N
     std::vector<Across> acrosses = K > 1 ? std::vector<Across>{Across::direct_ar, Across::direct_rsag, Across::ring, Across::halving, Across::doubling}
                                          : std::vector<Across>{Across::none};
     std::vector<Shape> s;
-    for (InBox i : ins)
-        for (Across a : acrosses) s.push_back({i, a, flat});
+    for (Shape sh : every_shape())
+        if (std::ranges::find(ins, sh.inbox) != ins.end() && std::ranges::find(acrosses, sh.across) != acrosses.end()) sh.flat = flat, s.push_back(sh);
     // a slow or failed NIC or GPU port (rail_capacity below 1 somewhere): the direct in-box exchange with the shares by
     // capacity, and with none on the rails below full speed (machines whose parts have equal speeds: the even shapes only)
     if (flat || K < 2 || B < 2) return s;

@@ -3,11 +3,11 @@
  * collsched can build and verify for an instance, from a list of providers. Each provider gives
  * candidates; each candidate's table is verified by the direct checker under the instance's
  * model before it is kept (a table that does not hold is dropped with a note, never chosen).
- * verifier/time's own providers are collsched's constructions (rings over several chunk counts,
- * tree packings, the least-steps known schedule); the time objective (objective.hpp) adds the
- * library's schedules that fit the machine (library_provider) and NCCL's algorithms generated for
- * it (verifier/baselines) as further providers: a provider is one function, so another source
- * plugs in as one more entry.
+ * The providers are the rows of the constructions' registry (constructions.hpp): collsched's
+ * constructions (rings over several chunk counts, tree packings, the least-steps known schedule,
+ * the constructions for time, ...), the library's schedules that fit the machine
+ * (library_provider) and NCCL's algorithms generated for it (verifier/baselines): a provider is
+ * one function, so another source plugs in as one more row.
  */
 #pragma once
 
@@ -83,16 +83,9 @@ struct NamedProvider {
     /// algorithms, the baseline every answer is compared with, which on 1,024 GPUs found no time
     /// left after collsched's constructions.
     bool first = false;
+    /// NCCL's algorithms: the baseline, never left out by a bound (the registry's row of use `baseline`).
+    bool baseline = false;
 };
-
-/// collsched's constructions: rings (NCCL's ring algorithms on k rings, several chunk counts),
-/// tree packings (allgather; reduce_scatter by reversal; broadcast), the known schedule of least
-/// steps (one chunk).
-std::vector<NamedProvider> construction_providers();
-
-/// NCCL's algorithms generated for the machine (verifier/baselines/nccl.hpp): rings, trees, PAT,
-/// p2p, each marked as NCCL's, so that the speed-up is printed over the best of them.
-NamedProvider nccl_provider();
 
 /// Runs every provider, re-stamps each table with the instance's topology and model (a table for
 /// another machine of the same shape is dropped by the caller's provider), builds its timing plan

@@ -13,6 +13,7 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "support/trace.hpp"
+#include "verifier/time/constructions.hpp"
 #include "verifier/time/nccl_bounds.hpp"
 
 namespace collsched {
@@ -147,10 +148,7 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     trace("NCCL's ring's bounds: end");
     CandidateQuery q{in, options.sizes, deadline, options.time, options.link};
     q.executor = options.executor, q.jobs = options.jobs;
-    std::vector<NamedProvider> providers = construction_providers();
-    providers.push_back(library_provider(options.library, options.memory));
-    providers.push_back(nccl_provider());
-    r.candidates = gather_candidates(q, providers, r.notes, &r.unchecked);
+    r.candidates = gather_candidates(q, time_providers(options.library, options.memory), r.notes, &r.unchecked);
     r.nccl_unbuilt = nccl_without_time(r, ring);
     try {
         r.system = nccl::nccl_system(topo);

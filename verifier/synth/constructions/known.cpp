@@ -531,6 +531,75 @@ std::optional<KnownSchedule> translation_schedule(const SynthInstance& in, Step 
     }
 }
 
+namespace {
+
+bool personal_kind(EncodingKind k) { return k == EncodingKind::personal || k == EncodingKind::free_route; }
+
+}  // namespace
+
+const std::vector<StepConstruction>& step_constructions() {
+    using K = EncodingKind;
+    static const std::vector<StepConstruction> rows = {
+        {"bft phase alltoall", "compiler/table/builder.cpp", "bft_phase_alltoall (Dimakopoulos & Dimopoulos, section 5, eq. 2)", false, true,
+         [](const SynthInstance& in, K k) -> std::string {
+             if (!personal_kind(k) || in.collective.kind != CollectiveKind::alltoall) return "alltoall only";
+             return in.topology->family() == Family::bft ? "" : "binary fat trees only";
+         },
+         [](const StepBuild& b) -> std::optional<SendTable> {
+             try {
+                 SendTable s = bft_phase_alltoall(b.in.topology, Deadline::at(b.deadline));
+                 trace("known: bft_phase_alltoall built ({} transfers)", s.transfers.size());
+                 return s;
+             } catch (const InputError&) {
+                 // capacity pattern not covered by the built-in algorithm: the greedy below applies
+             } catch (const LimitReached&) {
+                 // the deadline passed while its table was written: the others below are not started either
+             }
+             return std::nullopt;
+         }},
+        {"xor-invariant alltoall", "verifier/synth/constructions/known.cpp", "XOR-invariant total exchange (collsched construction, docs/synthesis.md)", true,
+         true, [](const SynthInstance&, K k) -> std::string { return personal_kind(k) ? "" : "personalized collectives only"; },
+         [](const StepBuild& b) {
+             // within fewer steps than the paper's algorithm, when it applied
+             const Step cap = b.found.empty() ? 4 * b.in.topology->processors() + 4 * b.in.topology->tree_levels() + 8 : b.found.front().table.steps() - 1;
+             return xor_invariant_alltoall(b.in, cap, Deadline::at(b.deadline));
+         }},
+        {"translation-invariant alltoall", "verifier/synth/constructions/known.cpp",
+         "translation-invariant total exchange (collsched construction, docs/synthesis.md)", true, false,
+         [](const SynthInstance&, K k) -> std::string { return k == K::free_route ? "" : "any route only"; },
+         [](const StepBuild& b) { return translation_invariant_alltoall(b.in); }},
+        {"mirrored ring alltoall", "verifier/synth/constructions/known.cpp", "mirrored ring total exchange (collsched construction, docs/synthesis.md)", true,
+         false, [](const SynthInstance&, K k) -> std::string { return k == K::free_route ? "" : "any route only"; },
+         [](const StepBuild& b) { return mirrored_ring_alltoall(b.in); }},
+        {"direct alltoall", "verifier/synth/constructions/known.cpp",
+         "direct total exchange by edge colouring (collsched construction, docs/synthesis.md)", true, false,
+         [](const SynthInstance&, K k) -> std::string { return k == K::free_route ? "" : "any route only"; },
+         [](const StepBuild& b) -> std::optional<SendTable> {
+             try {
+                 return direct_alltoall(b.in, Deadline::at(b.deadline));
+             } catch (const LimitReached&) {
+                 return std::nullopt;  // the deadline passed while it was built: the greedy schedules below are not started either
+             }
+         }},
+        {"greedy personal", "verifier/synth/constructions/greedy.cpp", "greedy first fit, farthest first", false, true,
+         [](const SynthInstance&, K k) -> std::string { return personal_kind(k) ? "" : "personalized collectives only"; },
+         [](const StepBuild& b) { return greedy_personal(b.in, b.deadline); }},
+        {"greedy free route", "verifier/synth/constructions/greedy.cpp", "greedy first fit over any route (earliest arrival), farthest first", false, false,
+         [](const SynthInstance&, K k) -> std::string { return k == K::free_route ? "" : "any route only"; },
+         [](const StepBuild& b) { return greedy_free_route(b.in, b.deadline); }},
+        {"ring allgather", "verifier/synth/constructions/known.cpp", "ring algorithm on a Hamiltonian cycle (Dimakopoulos, single-port paper, section 3)",
+         false, false, [](const SynthInstance&, K k) -> std::string { return k == K::dissemination ? "" : "dissemination only"; },
+         [](const StepBuild& b) { return ring_allgather(b.in, b.deadline); }},
+        {"greedy flood", "verifier/synth/constructions/greedy.cpp", "greedy flooding, oldest first", false, false,
+         [](const SynthInstance&, K k) -> std::string { return k == K::dissemination ? "" : "dissemination only"; },
+         [](const StepBuild& b) { return greedy_flood(b.in, b.deadline); }},
+        {"greedy end-to-end", "verifier/synth/constructions/greedy.cpp", "greedy end-to-end sends, nearest first", false, false,
+         [](const SynthInstance&, K k) -> std::string { return k == K::end_to_end ? "" : "end-to-end only"; },
+         [](const StepBuild& b) { return greedy_end_to_end(b.in, b.deadline); }, false},
+    };
+    return rows;
+}
+
 std::optional<KnownSchedule> constructed_schedule(const SynthInstance& in, bool constructions, std::chrono::steady_clock::time_point deadline,
                                                   const MemoryBudget& memory) {
     EncodingKind k = encoding_for(in);
@@ -544,7 +613,7 @@ std::optional<KnownSchedule> constructed_schedule(const SynthInstance& in, bool 
     std::uint64_t least_transfers = 0;
     if (!memory.none()) {
         std::uint64_t hops = 1;
-        if (k == EncodingKind::personal || k == EncodingKind::free_route) {
+        if (personal_kind(k)) {
             const std::vector<std::uint32_t> d = synth::bfs_distances(t, Node{0});
             std::uint64_t sum = 0, n = 0;
             for (std::uint32_t p = 1; p < t.processors(); ++p)
@@ -556,53 +625,12 @@ std::optional<KnownSchedule> constructed_schedule(const SynthInstance& in, bool 
     auto late = [&] {
         return std::chrono::steady_clock::now() >= deadline || memory.exceeded(0.9) || !memory.fits(mul_sat(least_transfers, bytes_per_transfer));
     };
-    if (k == EncodingKind::personal || k == EncodingKind::free_route) {
-        if (in.collective.kind == CollectiveKind::alltoall && t.family() == Family::bft && !late()) {
-            try {
-                SendTable s = bft_phase_alltoall(in.topology, Deadline::at(deadline));
-                trace("known: bft_phase_alltoall built ({} transfers)", s.transfers.size());
-                if (holds(s, in, true, deadline)) found.push_back({std::move(s), "bft_phase_alltoall (Dimakopoulos & Dimopoulos, section 5, eq. 2)"});
-            } catch (const InputError&) {
-                // capacity pattern not covered by the built-in algorithm: the greedy below applies
-            } catch (const LimitReached&) {
-                // the deadline passed while its table was written: the others below are not started either
-            }
-        }
-        trace("known: bft_phase_alltoall checked");
-        Step cap = 4 * t.processors() + 4 * t.tree_levels() + 8;
-        if (!found.empty()) cap = found.front().table.steps() - 1;
-        if (!constructions || late()) {
-        } else if (auto x = xor_invariant_alltoall(in, cap, Deadline::at(deadline)); x && holds(*x, in, true, deadline)) {
-            found.push_back({std::move(*x), "XOR-invariant total exchange (collsched construction, docs/synthesis.md)"});
-        }
-        if (constructions && k == EncodingKind::free_route && !late()) {
-            if (auto x = translation_invariant_alltoall(in); x && holds(*x, in, false, deadline))
-                found.push_back({std::move(*x), "translation-invariant total exchange (collsched construction, docs/synthesis.md)"});
-            if (auto x = late() ? std::nullopt : mirrored_ring_alltoall(in); x && holds(*x, in, false, deadline))
-                found.push_back({std::move(*x), "mirrored ring total exchange (collsched construction, docs/synthesis.md)"});
-            std::optional<SendTable> x;
-            try {
-                if (!late()) x = direct_alltoall(in, Deadline::at(deadline));
-            } catch (const LimitReached&) {
-                // the deadline passed while it was built: the greedy schedules below are not started either
-            }
-            if (x && holds(*x, in, false, deadline))
-                found.push_back({std::move(*x), "direct total exchange by edge colouring (collsched construction, docs/synthesis.md)"});
-        }
-        trace("known: xor-invariant done");
-        if (auto g = late() ? std::nullopt : greedy_personal(in, deadline); g && holds(*g, in, true, deadline))
-            found.push_back({std::move(*g), "greedy first fit, farthest first"});
-        if (k == EncodingKind::free_route)
-            if (auto f = late() ? std::nullopt : greedy_free_route(in, deadline); f && holds(*f, in, false, deadline))
-                found.push_back({std::move(*f), "greedy first fit over any route (earliest arrival), farthest first"});
-    } else if (k == EncodingKind::dissemination) {
-        if (auto r = late() ? std::nullopt : ring_allgather(in, deadline); r && holds(*r, in, false, deadline))
-            found.push_back({std::move(*r), "ring algorithm on a Hamiltonian cycle (Dimakopoulos, single-port paper, section 3)"});
-        if (auto g = late() ? std::nullopt : greedy_flood(in, deadline); g && holds(*g, in, false, deadline)) found.push_back({std::move(*g), "greedy flooding, oldest first"});
-    } else {
-        if (auto g = greedy_end_to_end(in, deadline); g && holds(*g, in, false, deadline)) found.push_back({std::move(*g), "greedy end-to-end sends, nearest first"});
+    // the rows in order (step_constructions): those that apply, collsched's own only with `constructions`
+    for (const StepConstruction& row : step_constructions()) {
+        if (!row.why_not(in, k).empty() || (row.own && !constructions) || (row.stops_when_late && late())) continue;
+        if (auto x = row.build({in, deadline, found}); x && holds(*x, in, row.fixed_routes, deadline)) found.push_back({std::move(*x), row.source});
+        trace("known: {} done", row.name);
     }
-    trace("known: done");
     if (found.empty()) return std::nullopt;
     std::size_t best = 0;
     for (std::size_t i = 1; i < found.size(); ++i)
