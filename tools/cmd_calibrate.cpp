@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/io/table_io.hpp"
@@ -93,7 +94,7 @@ std::string algorithm_of(std::string_view s, std::string_view what) {
 }
 
 /// The cases of nccl-tests outputs on --topology: every row's out-of-place time.
-std::vector<CalibrationCase> log_cases(const CalibrateArgs& a) {
+std::vector<CalibrationCase> log_cases(const CalibrateArgs& a, std::vector<std::string>& notes) {
     if (a.topology.empty()) throw InputError("calibrate: nccl-tests outputs need --topology (the machine they ran on: graph:FILE from `collsched machine`)");
     const std::shared_ptr<const Topology> topo = Topology::parse(a.topology);
     std::vector<CalibrationCase> cases;
@@ -103,8 +104,12 @@ std::vector<CalibrationCase> log_cases(const CalibrateArgs& a) {
         if (!kind) throw InputError(fmt::format("{}: sendrecv_perf times no collective; calibrate reads the collectives' outputs", file));
         if (run.ranks != 0 && run.ranks != topo->processors())
             throw InputError(fmt::format("{}: {} ranks, but {} has {} processors", file, run.ranks, a.topology, topo->processors()));
+        std::vector<std::string> empty;  // rows that time nothing: said, not fitted (they were left out silently)
         for (const executor::NcclTestsRow& r : run.rows) {
-            if (r.size_bytes == 0 || r.out_of_place.time_us <= 0) continue;
+            if (r.size_bytes == 0 || r.out_of_place.time_us <= 0) {
+                empty.push_back(fmt::format("{} B", r.size_bytes));
+                continue;
+            }
             CalibrationCase c;
             c.label = fmt::format("{} {}", std::filesystem::path(file).filename().string(), r.size_bytes);
             c.series = file;
@@ -121,6 +126,9 @@ std::vector<CalibrationCase> log_cases(const CalibrateArgs& a) {
             if (c.protocols.size() == 1) c.protocol = c.protocols.front(), c.protocols.clear();
             cases.push_back(std::move(c));
         }
+        if (!empty.empty())
+            notes.push_back(fmt::format("{}: {} row{} of size 0 or out-of-place time 0 not fitted (sizes {})", file, empty.size(),
+                                        empty.size() == 1 ? "" : "s", fmt::join(empty, ", ")));
     }
     return cases;
 }
@@ -212,8 +220,9 @@ void run_calibrate(const CalibrateArgs& a, Context& ctx) {
     o.deadline = Deadline::after(a.timeout);
     o.hold_out = !a.no_hold_out;
     std::vector<CalibrationCase> cases;
+    std::vector<std::string> notes;
     if (!a.logs.empty()) {
-        cases = log_cases(a);
+        cases = log_cases(a, notes);
         o.machine = a.topology;
         o.fitted_on = fmt::format("{} nccl-tests output{}", a.logs.size(), a.logs.size() == 1 ? "" : "s");
     } else {
@@ -233,7 +242,15 @@ void run_calibrate(const CalibrateArgs& a, Context& ctx) {
             buf.append(write_calibration(r.calibration));
             flush(buf);
         });
-    ctx.print(a.json ? report_json(r).dump(2) + "\n" : calibration_text(r));
+    if (a.json) {
+        nlohmann::ordered_json j = report_json(r);
+        if (!notes.empty()) j["notes"] = notes;
+        ctx.print(j.dump(2) + "\n");
+    } else {
+        std::string text = calibration_text(r);
+        for (const std::string& n : notes) text += "note: " + n + "\n";
+        ctx.print(text);
+    }
     ctx.exit_code = 0;
 }
 

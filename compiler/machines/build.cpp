@@ -500,6 +500,10 @@ private:
 
     /// A NIC down: its network links go, and with them their channels in every group.
     void remove_nic(int nic) {
+        // a NIC given down twice was accepted and written once, while a NIC slowed twice is refused: both are refused
+        if (std::ranges::none_of(m_.edges, [&](const Edge& e) { return e.nic_u == nic || e.nic_v == nic; }) &&
+            std::ranges::none_of(m_.groups, [&](const Group& g) { return g.nic == nic; }))
+            throw InputError(fmt::format("--nic-down {}: the NIC is down already (given twice?)", nic));
         std::erase_if(m_.edges, [&](const Edge& e) { return e.nic_u == nic || e.nic_v == nic; });
         std::erase_if(m_.groups, [&](const Group& g) { return g.nic == nic; });
         std::vector<std::pair<End, End>> left;

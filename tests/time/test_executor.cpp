@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -156,6 +158,31 @@ TEST_CASE("calibrate: the fit recovers the times of constants it did not start f
     CHECK(r.heldout_worst < 0.01);
     CHECK(r.builtin_median > 0.05);  // the built-in constants were off: the fit did the work
     for (const CalibrationResult& row : r.rows) CHECK(row.skipped.empty());
+}
+
+TEST_CASE("calibrate: rows of an nccl-tests log that time nothing are named, not fitted") {
+    // nccl-tests -b 0 prints a row of size 0 (and a failed size a time of 0): calibrate left them out silently
+    const test::Scratch scratch("calibrate_empty_rows");
+    std::ifstream in(test::source("runtime/executor/calibration/logs/gcp_a3mega_2x8_h100_all_reduce.txt"));
+    std::string line, text;
+    while (std::getline(in, line)) {
+        std::istringstream row(line);
+        double size = -1;
+        if (line.starts_with("#")) text += line + "\n";
+        else if (row >> size && size >= 16777216 && size <= 134217728) text += line + "\n";
+        if (line.find("(B)") != std::string::npos)
+            text += "           0             0     float     sum      -1     0.10    0.00    0.00      0     0.10    0.00    0.00      0\n";
+    }
+    const std::string log = scratch.file("small_log.txt"), m = scratch.file("a3mega.json");
+    std::ofstream(log) << text;
+    REQUIRE(test::run("machine dgx-h100 --boxes 2 --network rail --nic-gbps 200 -o " + m).code == 0);
+    auto r = test::run("calibrate " + log + " --topology graph:" + m + " --algorithm ring --no-hold-out");
+    INFO(r.out, r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("small_log.txt: 1 row of size 0 or out-of-place time 0 not fitted (sizes 0 B)") != std::string::npos);
+    auto j = test::run("calibrate " + log + " --topology graph:" + m + " --algorithm ring --no-hold-out --json");
+    REQUIRE(j.code == 0);
+    CHECK(nlohmann::json::parse(j.out)["notes"].size() == 1);
 }
 
 TEST_CASE("calibrate: a published nccl-tests log of 2 x 8 H100 fits, and bad input is exit 2") {

@@ -258,6 +258,11 @@ TEST_CASE("machine: families, networks and faults") {
     auto down = machine_json("dgx-h100 --boxes 2 --network rail --nic-down 3");
     for (const auto& e : down["edges"]) CHECK(!(e[3] == "ib" && (e[0] == 3 || e[1] == 3)));
     for (const auto& g : down["groups"]) CHECK(g["name"] != "nic3.out");
+    // a NIC given down twice is refused, as a NIC slowed twice is (it was accepted and written once)
+    auto twice = run("machine dgx-h100 --boxes 2 --network rail --nic-down 3 --nic-down 3");
+    CHECK(twice.code == 2);
+    CHECK(twice.err == "collsched: error: --nic-down 3: the NIC is down already (given twice?)\n");
+    CHECK(twice.out.empty());
     // a slow link: its own bandwidth, half its type's
     auto slow = machine_json("dgx-h100 --boxes 2 --network rail --slow-link 0-8:0.25");
     bool found = false;
