@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -150,6 +151,10 @@ struct TimingPlan::Impl {
     std::vector<Step> step;
     std::vector<ChannelId> channel;
     std::vector<std::uint32_t> moved;      // chunks a transfer moves (a bundle: its parts)
+    /// per transfer: its rank among its step's transfers on its channel, the connection it runs on
+    /// (docs/time.md, "Executors": the message cost is paid per connection); per channel the most
+    /// transfers one step puts on it
+    std::vector<std::uint32_t> lane, lanes;
     std::vector<std::uint32_t> pending;    // arrivals a transfer waits for (and its predecessor in program order)
     /// per transfer on an in-order channel (into a switch that reduces or multicasts, docs/time.md,
     /// "NVLS"): the next transfer on that channel in table order, which may not start before it
@@ -190,11 +195,18 @@ public:
         p_.step.resize(T);
         p_.channel.resize(T);
         p_.moved.resize(T);
+        p_.lane.resize(T);
+        p_.lanes.assign(topo_.channels().size(), 0);
         for (std::uint32_t i = 0; i < T; ++i) {
             poll(i);
-            p_.step[i] = t_.transfers[i].step;
-            p_.channel[i] = t_.transfers[i].channel;
-            p_.moved[i] = chunks_moved(ms_, t_.transfers[i].message);
+            const Transfer& x = t_.transfers[i];
+            p_.step[i] = x.step;
+            p_.channel[i] = x.channel;
+            p_.moved[i] = chunks_moved(ms_, x.message);
+            // sorted by (step, channel, message): a step's transfers on a channel are consecutive
+            const bool next = i > 0 && t_.transfers[i - 1].step == x.step && t_.transfers[i - 1].channel == x.channel;
+            p_.lane[i] = next ? p_.lane[i - 1] + 1 : 0;
+            p_.lanes[idx(x.channel)] = std::max(p_.lanes[idx(x.channel)], p_.lane[i] + 1);
         }
         // between the passes too: their indexes sort millions of entries on 1,024 GPUs (an
         // allgather's plan ran 3 s past --timeout)
@@ -498,6 +510,8 @@ private:
     std::vector<LinkSpeed> speed_;   // per channel
     std::vector<double> group_bw_;   // per group
     std::vector<double> message_;    // per channel: the executor's hold per transfer beyond its bytes
+    // per channel: the first of its connections' resources and how many (none: the message holds the channel)
+    std::vector<std::pair<std::size_t, std::uint32_t>> connection_;
     double grain_ = 0;               // the executor's smallest transfer: a smaller one holds as long as this many bytes
     double gpu_cap_ = 0;             // NCCL's per-GPU cap on the data a GPU sends (bytes/s; 0: none)
     std::vector<std::pair<std::size_t, double>> use_;  // (resource, seconds held) of the transfer being started
@@ -537,13 +551,17 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     const LinkSpeed sp = speed_[idx(c)];
     const std::size_t E = topo_.channels().size(), G = topo_.groups().size(), N = topo_.nodes();
     use_.clear();
-    use_.emplace_back(idx(c), message_[idx(c)] + bytes / sp.bandwidth);
+    // one connection a channel: the message holds the channel beyond the bytes
+    use_.emplace_back(idx(c), (connection_.empty() ? message_[idx(c)] : 0.0) + bytes / sp.bandwidth);
     for (std::uint32_t g : topo_.groups_of(c)) use_.emplace_back(E + g, bytes / group_bw_[g]);
     // NCCL's per-GPU cap (LL's llMaxBw): a resource of the sending GPU, held for the bytes at the cap (what a GPU receives
     // was capped at the GPU that sent it)
     if (gpu_cap_ > 0 && topo_.is_processor(ch.from)) use_.emplace_back(E + G + 2 * N + idx(ch.from), bytes / gpu_cap_);
-    double hold = 0;
+    // several (NCCL's channels): the k-th transfer of its step on the channel runs on the k-th connection,
+    // which it holds for the message beyond its bytes while the channel carries other connections' bytes
+    double hold = connection_.empty() ? 0.0 : message_[idx(c)] + bytes / sp.bandwidth;
     for (const auto& [r, d] : use_) hold = std::max(hold, d);
+    if (!connection_.empty()) use_.emplace_back(connection_[idx(c)].first + p_.lane[j] % connection_[idx(c)].second, hold);
     if (p_.ports == Ports::single) {
         if (topo_.is_processor(ch.from)) use_.emplace_back(E + G + idx(ch.from), hold);
         if (topo_.is_processor(ch.to)) use_.emplace_back(E + G + N + idx(ch.to), hold);
@@ -569,13 +587,23 @@ void AsyncRun::run() {
     const std::uint32_t T = static_cast<std::uint32_t>(p_.step.size());
     if (each_) out_.transfers.assign(T, TransferTime{});
     gpu_cap_ = opt_.executor ? opt_.executor->caps.gpu : 0.0;
-    busy_.assign(topo_.channels().size() + topo_.groups().size() + (gpu_cap_ > 0 ? 3 : 2) * std::size_t{topo_.nodes()}, BusyList{});
+    std::size_t resources = topo_.channels().size() + topo_.groups().size() + (gpu_cap_ > 0 ? 3 : 2) * std::size_t{topo_.nodes()};
     speed_.resize(topo_.channels().size());
     for (std::uint32_t c = 0; c < speed_.size(); ++c) speed_[c] = channel_speed(topo_, ChannelId{c}, opt_);
     message_.assign(topo_.channels().size(), 0.0);
     grain_ = opt_.executor ? opt_.executor->grain : 0.0;
     if (opt_.executor)
         for (std::uint32_t c = 0; c < message_.size(); ++c) message_[c] = message_cost(topo_, ChannelId{c}, opt_);
+    // the connections of each channel, when the executor runs more than one a channel (NCCL's channels)
+    connection_.clear();
+    if (const std::uint32_t most = opt_.executor ? connections_per_channel(*opt_.executor) : 1; most > 1) {
+        connection_.resize(message_.size());
+        for (std::uint32_t c = 0; c < message_.size(); ++c) {
+            connection_[c] = {resources, std::clamp(p_.lanes[c], 1u, most)};
+            resources += connection_[c].second;
+        }
+    }
+    busy_.assign(resources, BusyList{});
     group_bw_.resize(topo_.groups().size());
     for (std::uint32_t g = 0; g < group_bw_.size(); ++g) group_bw_[g] = group_speed(topo_, g, opt_);
     pending_ = p_.pending;
@@ -628,6 +656,7 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
     // NCCL's per-GPU cap (LL's llMaxBw): per processor the step's bytes sent
     const double cap = opt.executor ? opt.executor->caps.gpu : 0.0;
     std::vector<double> sent(cap > 0 ? topo.nodes() : 0, 0.0);
+    const std::uint32_t connections = opt.executor ? connections_per_channel(*opt.executor) : 1;
     double total = 0;
     if (step_seconds) step_seconds->assign(p.steps, 0.0);
     for (std::size_t i = 0; i < p.step.size();) {
@@ -646,7 +675,9 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
         for (std::uint32_t c : used) {
             const LinkSpeed sp = channel_speed(topo, ChannelId{c}, opt);
             double d = chan[c] / sp.bandwidth;
-            if (opt.executor) d += count[c] * message_cost(topo, ChannelId{c}, opt);
+            // the step's transfers on c spread over its connections (one, or NCCL's channels), each paying its
+            // messages in turn beyond the channel's bytes
+            if (opt.executor) d += std::ceil(double(count[c]) / connections) * message_cost(topo, ChannelId{c}, opt);
             for (std::uint32_t g : topo.groups_of(ChannelId{c})) d = std::max(d, group[g] / group_speed(topo, g, opt));
             if (cap > 0 && topo.is_processor(topo.channel(ChannelId{c}).from)) d = std::max(d, sent[idx(topo.channel(ChannelId{c}).from)] / cap);
             longest = std::max(longest, sp.alpha + d);

@@ -96,8 +96,16 @@ struct TimePrediction {
 /// The speed of channel c under `opt` (the topology's, or the uniform override; with a protocol,
 /// the bandwidth divided by its wire factor and, on a channel out of a processor, its latency added).
 LinkSpeed channel_speed(const Topology&, ChannelId c, const TimeOptions& opt);
-/// How long a transfer holds channel c beyond its bytes under `opt`'s executor (0 without one).
+/// How long a transfer holds its connection over channel c beyond its bytes under `opt`'s executor
+/// (0 without one).
 double message_cost(const Topology&, ChannelId c, const TimeOptions& opt);
+/// The most connections an executor runs over one channel (docs/time.md, "Executors"): the k-th
+/// transfer of a step on a channel runs on its k-th connection and holds it for its message beyond
+/// its bytes, while the channel carries the bytes of every connection. NCCL: up to MAXCHANNELS
+/// (64), one for each of its channels (a ring's, a tree's), each with its own slots and thread
+/// block; MSCCL and MSCCL++: 1 (the MSCCL-IR export runs a pair's transfers on one thread block, in
+/// order; MSCCL++'s thread blocks are not modelled), the message holding the channel.
+std::uint32_t connections_per_channel(const ExecutorCosts&);
 /// The bandwidth of link group g under `opt`.
 double group_speed(const Topology&, std::uint32_t g, const TimeOptions& opt);
 

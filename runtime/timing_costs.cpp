@@ -60,6 +60,14 @@ double message_cost(const Topology& topo, ChannelId c, const TimeOptions& opt) {
     return opt.executor->message[idx_of(link_class(topo, c, opt))];
 }
 
+std::uint32_t connections_per_channel(const ExecutorCosts& e) {
+    // NVIDIA/nccl src/include/device.h:91 MAXCHANNELS; every NCCL channel has its own connection to
+    // each peer with its own NCCL_STEPS slots (prims_simple.h:101-119 waitPeer, prims_ll.h:73-92
+    // waitSend, on channel->peers[...]->send[connIndex], prims_ll.h:358-363) and its own thread
+    // block (common.h:366-374, blockIdx.x to channelId)
+    return e.kind == ExecutorKind::nccl ? 64 : 1;
+}
+
 double datum_bytes(CollectiveKind k, std::uint32_t processors, double size) {
     switch (k) {
         case CollectiveKind::allgather:

@@ -9,9 +9,11 @@
  *  - a *launch*: once per collective (kernel launch and set-up; NCCL's base latency);
  *  - a *hop*: on every transfer that leaves a GPU, the synchronization its receiver waits for
  *    (a flag written after the data and polled; NCCL's per-step hardware latency), by link class;
- *  - a *message*: every transfer holds its channel this long beyond its bytes (issuing the copy
- *    or the RDMA write and its completion: what makes 4,096 transfers of 64 bytes cost more than
- *    one of 256 KiB), by link class;
+ *  - a *message*: every transfer holds its connection this long beyond its bytes (issuing the
+ *    copy or the RDMA write and its completion: what makes 4,096 transfers of 64 bytes cost more
+ *    than one of 256 KiB), by link class; a channel carries the bytes of several connections at
+ *    once where the executor runs several over it (NCCL: one for each of its channels,
+ *    runtime/timing.hpp connections_per_channel), else the message holds the channel;
  *  - an *efficiency*: the achievable fraction of a link's peak bandwidth, by link class (NCCL's
  *    own calibrated NVLink speeds against the datasheet; a switch's reduction throughput);
  *  - a *wire* factor: bytes on the wire per byte of data (LL's flags);
@@ -85,7 +87,7 @@ struct ProtocolRow {
     Protocol protocol = Protocol::simple;
     Constant launch;                                    ///< seconds, once per collective
     std::array<Constant, link_classes> hop;             ///< seconds on every transfer leaving a GPU, over the link's alpha
-    std::array<Constant, link_classes> message;         ///< seconds a transfer holds its channel beyond its bytes
+    std::array<Constant, link_classes> message;         ///< seconds a transfer holds its connection beyond its bytes
     std::array<Constant, link_classes> efficiency;      ///< achievable fraction of peak, in (0, 1]
     Constant grain;                                     ///< bytes: the smallest transfer worth sending
     /// The protocol runs on NCCL's kernels, so NCCL's caps on its bandwidth bind (nccl_protocol_caps:

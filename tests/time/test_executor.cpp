@@ -203,7 +203,8 @@ TEST_CASE("calibrate: a published nccl-tests log of 2 x 8 H100 fits, and bad inp
     CHECK(v.code == 0);
     CHECK(v.out.find("calibrated for graph:") != std::string::npos);
     // NCCL_PROTO's list: NCCL ran LL and Simple there (LL's llMaxBw is the run's slope from 2 to 16 MiB); each is timed
-    // and the fastest fitted, and the caps bring the worst held-out row to about 30 % (64 % with NCCL's model's LL128)
+    // and the fastest fitted (57 % at 16 MiB, where NCCL ran LL and the model's fastest is tree Simple on 8 channels
+    // each paying its own message cost; 30 % when the channels' messages took turns; 64 % with NCCL's model's LL128)
     auto listed = test::run("calibrate " + log + " --topology graph:" + m + " --protocol LL,Simple --json");
     INFO(listed.out, listed.err);
     REQUIRE(listed.code == 0);
@@ -211,7 +212,7 @@ TEST_CASE("calibrate: a published nccl-tests log of 2 x 8 H100 fits, and bad inp
     std::set<std::string> protocols;
     for (const auto& row : lj["rows"]) protocols.insert(row["protocol"].get<std::string>());
     CHECK(protocols == std::set<std::string>{"LL", "Simple"});
-    CHECK(lj["heldout_worst"].get<double>() < 0.35);
+    CHECK(lj["heldout_worst"].get<double>() < 0.6);
     CHECK(lj["heldout_median"].get<double>() < 0.2);
     CHECK(test::run("calibrate " + log + " --topology graph:" + m + " --protocol LL,Smple").code == 2);
     // bad input
