@@ -16,6 +16,7 @@
 #include "compiler/interop/mscclpp_plan.hpp"
 #include "compiler/table/partials.hpp"
 #include "support/error.hpp"
+#include "support/trace.hpp"
 
 namespace collsched::detail {
 
@@ -116,6 +117,7 @@ public:
         value_.assign(cells, BoxSet(B_));
         up_seen_.assign(std::size_t(C_) * P_, false);
         down_seen_.assign(std::size_t(C_) * P_, false);
+        owner_in_sum_.assign(cells, false);
         slots_.assign(P_, 0);
         all_ = BoxSet(B_);
         for (std::size_t b = 0; b < B_; ++b) all_.add(b);
@@ -223,6 +225,7 @@ private:
             if (owner_[k] >= 0) refuse(x, "a second sum of the box for one chunk");
             if (want != b_.gpus[b]) refuse(x, "comes down from the switch as other than the sum of its box (but its receiver)");
             owner_[k] = int(g);
+            owner_in_sum_[k] = std::find(pv->sources.begin(), pv->sources.end(), g) != pv->sources.end();
             reduced_[k] = x.step;
             value_[k].add(b);
             events_.push_back({g, c, x.step, Kind::glres, 0, 0, false});
@@ -259,8 +262,10 @@ private:
             for (std::size_t b = 0; b < B_; ++b) {
                 const std::size_t k = cell(c, b), n = b_.gpus[b].size();
                 const int o = owner_[k];
+                // the owner's own value is in the switch's sum (NCCL's form) exactly when it went up
                 const bool owner_up = o >= 0 && up_seen_[std::size_t(c) * P_ + std::uint32_t(o)];
-                if (o < 0 || stored_[k] == 0 || downs_[k] != n - 1 || ups_[k] != n - 1 + (owner_up ? 1 : 0) || last_up_[k] >= reduced_[k])
+                if (o < 0 || stored_[k] == 0 || downs_[k] != n - 1 || ups_[k] != n - 1 + (owner_up ? 1 : 0) || owner_up != bool(owner_in_sum_[k]) ||
+                    last_up_[k] >= reduced_[k])
                     refuse_plan(t_, fmt::format("chunk {} in the box of {} does not go values up, the box's sum down to one owner, the sum of "
                                                 "every box up from it and down to the others, in that order",
                                                 c, t_.topology->node_name(Node{b_.sw[b]})));
@@ -277,7 +282,7 @@ private:
     std::vector<Step> last_up_, reduced_, stored_;
     std::vector<std::uint32_t> ups_, downs_;
     std::vector<BoxSet> value_;
-    std::vector<bool> up_seen_, down_seen_;
+    std::vector<bool> up_seen_, down_seen_, owner_in_sum_;
     std::vector<int> slots_;
     std::vector<Event> events_;
 };
@@ -320,13 +325,17 @@ public:
             refuse_plan(t_, fmt::format("a GPU has {} switch ops, puts and receives, which need {} thread blocks of at most 64 ops (MAX_OPERATION, "
                                         "execution_common.hpp:17); more than the {} that run at once on an A100 (docs/exports.md): fewer pieces",
                                         events, least, most));
-        for (int K = std::max(int(least), std::min({int(chains), 32, most}));; ++K) {
+        // as few blocks as fit (as the plans of one box): the checker's vector clocks grow with the blocks that touch a GPU
+        for (int K = std::max(1, int(least));;) {
             auto [plan, ops] = build(K);
+            trace("mscclpp plan across boxes: {} thread blocks a GPU, at most {} ops a block (at least {} blocks)", K, ops, least);
             if (ops <= 64) return plan.dump(2);
             if (K >= most || std::size_t(K) >= chains)
                 refuse_plan(t_, fmt::format("{} thread blocks a GPU still leave a block {} ops, above the executor's 64 (MAX_OPERATION, "
                                             "execution_common.hpp:17){}: fewer pieces",
                                             K, ops, K >= most ? fmt::format(", and more would not all run at once on an A100 ({} blocks)", most) : ""));
+            // a block's ops fall about as 1/K beyond its 5 to open and close
+            K = std::min({most, int(chains), std::max(K + 1, int(std::size_t(K) * (ops - 5) / 59))});
         }
     }
 
@@ -526,6 +535,7 @@ private:
 std::string boxes_plan(const SendTable& t, const MscclppOptions& opt, const Messages& ms) {
     BoxReader r(t, ms);
     r.read();
+    trace("mscclpp plan across boxes: the table read, {} ops of chains", r.events().size());
     return BoxWriter(t, opt, r).run();
 }
 
