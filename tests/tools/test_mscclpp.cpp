@@ -642,6 +642,20 @@ TEST_CASE("mscclpp export: NVLS allreduce across 2 and 4 H100 boxes: one switch 
     r = run("verify " + plan);
     CHECK(r.code == 0);
     CHECK(r.out.starts_with("verdict: holds (MSCCL++ plan"));
+    // and timed on the machine, the switch's sums included (up to the switch, down in the next step)
+    r = run("verify " + plan + " --topology graph:" + source("schedules/machines/h100nvls2x8.json") + " --size 1M --executor mscclpp");
+    CHECK(r.code == 0);
+    CAPTURE(r.out);
+    CHECK(r.out.find("predicted time (docs/time.md), executor mscclpp") != std::string::npos);
+    CHECK(r.out.find("  1 MiB ") != std::string::npos);
+    mscclpp::ReadResult read = mscclpp::read_plan(test::read_file(plan), "p.json");
+    const mscclpp::PlanReport rep = mscclpp::check_plan(read);
+    const SendTable timed = mscclpp::plan_table(read.plan, rep, topo);
+    // per chunk and box: 8 values up and 8 sums down (glres), 1 up and 7 down (gstore); the puts between boxes
+    std::size_t through = 0;
+    for (const Transfer& x : timed.transfers)
+        through += !topo->is_processor(topo->channel(x.channel).from) || !topo->is_processor(topo->channel(x.channel).to);
+    CHECK(through == table_chunks(tree) * 2 * (16 + 8));
 }
 
 namespace {
