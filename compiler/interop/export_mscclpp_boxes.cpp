@@ -357,33 +357,66 @@ private:
         }
     }
 
-    std::pair<json, std::size_t> build(int K) {
-        // port channels: one per pair of GPUs and pair of their blocks that exchange a chunk; the n-th channel of p to q
-        // pairs with the n-th of q to p (execution_plan.cc's chanConnectedPeersMap), so both list a pair's links in one order
-        std::map<std::tuple<std::uint32_t, std::uint32_t, int, int>, int> link;
+    /// Port channels: one per pair of GPUs and pair of their blocks that exchange a chunk; the n-th channel of p to q
+    /// pairs with the n-th of q to p (execution_plan.cc's chanConnectedPeersMap), so both list a pair's links in one order.
+    void place_ports(int K) {
+        link_.clear();
         std::map<std::pair<std::uint32_t, std::uint32_t>, int> count;
         for (const Event& e : events_) {
             if (e.kind != Kind::send) continue;
             const int jp = block(e.gpu, e.chunk, K), jq = block(e.peer, e.chunk, K);
             const auto key = e.gpu < e.peer ? std::tuple{e.gpu, e.peer, jp, jq} : std::tuple{e.peer, e.gpu, jq, jp};
-            if (link.try_emplace(key, count[{std::get<0>(key), std::get<1>(key)}]).second) ++count[{std::get<0>(key), std::get<1>(key)}];
+            if (link_.try_emplace(key, count[{std::get<0>(key), std::get<1>(key)}]).second) ++count[{std::get<0>(key), std::get<1>(key)}];
         }
-        std::vector<std::map<std::uint32_t, int>> base(P_);  // per GPU and peer: its first port channel to the peer
-        std::vector<std::vector<int>> port_peers(P_);
-        for (auto [pair, n] : count) {
-            base[pair.first][pair.second] = base[pair.second][pair.first] = 0;
-            (void)n;
-        }
+        base_.assign(P_, {});
+        port_peers_.assign(P_, {});
+        for (const auto& [pair, n] : count) base_[pair.first][pair.second] = base_[pair.second][pair.first] = 0;
         for (std::uint32_t g = 0; g < P_; ++g)
-            for (auto& [peer, at] : base[g]) {
-                at = int(port_peers[g].size());
+            for (auto& [peer, at] : base_[g]) {
+                at = int(port_peers_[g].size());
                 const int n = count[{std::min(g, peer), std::max(g, peer)}];
-                for (int k = 0; k < n; ++k) port_peers[g].push_back(int(peer));
+                for (int k = 0; k < n; ++k) port_peers_[g].push_back(int(peer));
             }
-        auto port_channel = [&](std::uint32_t g, int jg, std::uint32_t peer, int jpeer) {
-            const auto key = g < peer ? std::tuple{g, peer, jg, jpeer} : std::tuple{peer, g, jpeer, jg};
-            return base[g].at(peer) + link.at(key);
-        };
+    }
+    int port_channel(std::uint32_t g, int jg, std::uint32_t peer, int jpeer) const {
+        const auto key = g < peer ? std::tuple{g, peer, jg, jpeer} : std::tuple{peer, g, jpeer, jg};
+        return base_[g].at(peer) + link_.at(key);
+    }
+
+    /// A block's ops between its opening (a handshake on all its channels, as the plans of one box and of puts open,
+    /// and a nop) and its close (a nop, a signal and a wait to its box: no GPU ends before the multicasts into it did).
+    static json opened_and_closed(json& ops, int mates, std::size_t ports) {
+        std::vector<int> mem(static_cast<std::size_t>(mates)), port(ports);
+        for (int k = 0; k < mates; ++k) mem[std::size_t(k)] = k;
+        for (std::size_t k = 0; k < ports; ++k) port[k] = int(k);
+        json all = json::array();
+        sync(all, "rlxsignal", mem, false);
+        sync(all, "signal", port, true);
+        sync(all, "rlxwait", mem, false);
+        sync(all, "wait", port, true);
+        all.push_back({{"name", "nop"}});
+        for (json& op : ops) all.push_back(std::move(op));
+        if (all.back()["name"] != "nop") all.push_back({{"name", "nop"}});
+        sync(all, "signal", mem, false);
+        sync(all, "wait", mem, false);
+        return all;
+    }
+
+    /// A GPU's channels: K blocks' memory channels to its box, its port channels, its box's switch channel.
+    json gpu_channels(std::uint32_t g, int K) const {
+        const std::vector<std::uint32_t>& box = b_.gpus[std::size_t(b_.of[g])];
+        std::vector<int> peers, ranks(box.begin(), box.end());
+        for (int j = 0; j < K; ++j)
+            for (std::uint32_t p : box)
+                if (p != g) peers.push_back(int(p));
+        json channels = json::array({{{"channel_type", "memory"}, {"connected_to", peers}}});
+        if (!port_peers_[g].empty()) channels.push_back({{"channel_type", "port"}, {"connected_to", port_peers_[g]}});
+        channels.push_back({{"channel_type", "switch"}, {"buffer_type", "i"}, {"rank_groups", json::array({{{"size", box.size()}, {"ranks", ranks}}})}});
+        return channels;
+    }
+
+    std::pair<json, std::size_t> build(int K) {
+        place_ports(K);
         json gpus = json::array();
         std::size_t max_ops = 0;
         for (std::uint32_t g = 0; g < P_; ++g) {
@@ -468,21 +501,7 @@ private:
                     }
                     i = end;
                 }
-                // open: a handshake on every channel of the block (as the plans of one box and of puts open), a nop;
-                // close: a nop, a signal and a wait on the memory channels, so no GPU ends before the multicasts into it did
-                std::vector<int> mem(static_cast<std::size_t>(mates)), port(ports.size());
-                for (int k = 0; k < mates; ++k) mem[std::size_t(k)] = k;
-                for (std::size_t k = 0; k < ports.size(); ++k) port[k] = int(k);
-                json all = json::array();
-                sync(all, "rlxsignal", mem, false);
-                sync(all, "signal", port, true);
-                sync(all, "rlxwait", mem, false);
-                sync(all, "wait", port, true);
-                all.push_back({{"name", "nop"}});
-                for (json& op : ops) all.push_back(std::move(op));
-                if (all.back()["name"] != "nop") all.push_back({{"name", "nop"}});
-                sync(all, "signal", mem, false);
-                sync(all, "wait", mem, false);
+                json all = opened_and_closed(ops, mates, ports.size());
                 max_ops = std::max(max_ops, all.size());
                 std::vector<int> mem_ids(static_cast<std::size_t>(mates));
                 for (int k = 0; k < mates; ++k) mem_ids[std::size_t(k)] = j * mates + k;
@@ -496,20 +515,13 @@ private:
                 tb["remote_buffer_refs"] = bufs.empty() ? json::array() : json::array({{{"access_channel_type", "port"}, {"remote_buffer_ids", bufs}}});
                 tbs.push_back(std::move(tb));
             }
-            std::vector<int> peers, ranks(box.begin(), box.end());
-            for (int j = 0; j < K; ++j)
-                for (std::uint32_t p : box)
-                    if (p != g) peers.push_back(int(p));
-            json channels = json::array({{{"channel_type", "memory"}, {"connected_to", peers}}});
-            if (!port_peers[g].empty()) channels.push_back({{"channel_type", "port"}, {"connected_to", port_peers[g]}});
-            channels.push_back({{"channel_type", "switch"}, {"buffer_type", "i"}, {"rank_groups", json::array({{{"size", box.size()}, {"ranks", ranks}}})}});
             json gpu;
             gpu["id"] = g;
             gpu["input_chunks"] = r_chunks();
             gpu["output_chunks"] = r_chunks();
             gpu["scratch_chunks"] = slots_[g];
             gpu["threadblocks"] = std::move(tbs);
-            gpu["channels"] = std::move(channels);
+            gpu["channels"] = gpu_channels(g, K);
             gpu["remote_buffers"] = std::move(remote_buffers);
             gpu["semaphores"] = json::array();
             gpus.push_back(std::move(gpu));
@@ -528,6 +540,9 @@ private:
     std::vector<std::vector<std::uint32_t>> owned_;
     std::vector<int> pos_;            ///< per (chunk, box): the chain's place among its owner's
     std::vector<std::size_t> begin_;  ///< per GPU: its first event
+    std::map<std::tuple<std::uint32_t, std::uint32_t, int, int>, int> link_;  ///< (p < q, p's block, q's block) -> its place among the pair's
+    std::vector<std::map<std::uint32_t, int>> base_;                           ///< per GPU and peer: its first port channel to the peer
+    std::vector<std::vector<int>> port_peers_;                                 ///< per GPU: its port channels' peers
 };
 
 }  // namespace
