@@ -27,6 +27,7 @@
 #include "tests/tools/cli_run.hpp"
 #include "bench/reproduce.hpp"
 #include "verifier/baselines/nccl.hpp"
+#include "verifier/check/direct.hpp"
 #include "verifier/compose/nvls.hpp"
 
 using namespace collsched;
@@ -656,6 +657,12 @@ TEST_CASE("mscclpp export: NVLS allreduce across 2 and 4 H100 boxes: one switch 
     for (const Transfer& x : timed.transfers)
         through += !topo->is_processor(topo->channel(x.channel).from) || !topo->is_processor(topo->channel(x.channel).to);
     CHECK(through == table_chunks(tree) * 2 * (16 + 8));
+    // the timed table is causal and complete: every hop sends what its sender holds, and the collective is done
+    const VerifyReport v = verify_direct(timed, {});
+    for (Property p : {Property::causality, Property::completeness}) {
+        CAPTURE(to_string(p));
+        CHECK(v.status[static_cast<std::size_t>(p)] == Status::holds);
+    }
     // the one-command export: a size NCCL's own algorithm wins (timed as stock NCCL runs it) has no plan of that time
     r = run("optimize --topology graph:" + source("schedules/machines/h100nvls2x8.json") +
             " --collective allreduce --size 1K --executor mscclpp --format mscclpp -o " + dir.file("w.json"));
