@@ -30,9 +30,7 @@
 #include "verifier/synth/constructions/greedy.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/search/duality.hpp"
-#include "verifier/time/executor_check.hpp"
 #include "verifier/time/objective_report.hpp"
-#include "support/units.hpp"
 
 namespace collsched::tools {
 
@@ -237,17 +235,6 @@ private:
             return o;
         };
         const std::vector<WitnessFile> files = args_.outputs.empty() ? std::vector<WitnessFile>{} : time_witness_files(r, args_.outputs.front(), true);
-        const auto& ex = r.options.executor;
-        for (const WitnessFile& f : files) {
-            // on the MSCCL and MSCCL++ executors NCCL's own algorithms are timed as stock NCCL runs them (the baseline):
-            // such a winner's time is no file of the executor's
-            const TimeCandidate& w = r.winner(f.sizes.front());
-            if (w.nccl && ex && (ex->kind == ExecutorKind::mscclpp || ex->kind == ExecutorKind::msccl) && args_.format == executor_format(r.basis()))
-                throw InputError(fmt::format("optimize --format {}: at {} the fastest is {} ({}), NCCL's own algorithm timed as stock NCCL runs it: "
-                                             "no {} file has that time (-o W.json and `collsched convert W.json --format {}` write its table)",
-                                             args_.format, format_bytes(r.options.sizes[f.sizes.front()]), w.name,
-                                             to_string(r.winner_protocol(f.sizes.front())), ex->name, args_.format));
-        }
         for (const WitnessFile& f : files) {
             fmt::memory_buffer check;  // the writers check everything before their first byte: a refusal here writes nothing
             write_table_as(*r.winner(f.sizes.front()).table, args_.format, options_of(f.sizes.front()), check, [](fmt::memory_buffer& b) { b.clear(); });
