@@ -723,6 +723,7 @@ std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> table_moveme
 std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
     const bool through_switch = detail::uses_switch_functions(t);
     std::string text = (through_switch ? detail::switch_plan(t, opt) : Writer(t, opt).run()) + "\n";
+    trace("mscclpp plan: written, {} bytes", text.size());
     // every export is read back and verified before it is written
     mscclpp::ReadResult read;
     try {
@@ -731,8 +732,13 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
         throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not read back (a bug in collsched; please report it): {}",
                                      t.collective.to_string(), t.topology->spec(), e.what()));
     }
+    trace("mscclpp plan: read back");
     mscclpp::PlanReport rep = mscclpp::check_plan(read);
+    trace("mscclpp plan: checked");
     if (!rep.holds()) {
+        if (rep.unknown())  // a limit of the checker, not a fault of the plan: no plan is written unverified
+            throw InputError(fmt::format("cannot write an MSCCL++ plan for {} on {}: the plan's data races are beyond the checker ({}): fewer pieces",
+                                         t.collective.to_string(), t.topology->spec(), rep.race_note));
         std::string first = rep.findings.empty() ? "it could not be modelled" : mscclpp::format_finding("the plan", rep.findings.front());
         throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not verify (a bug in collsched; please report it): {}",
                                      t.collective.to_string(), t.topology->spec(), first));

@@ -17,15 +17,31 @@
 
 namespace collsched::detail {
 
-namespace {
-
 using json = nlohmann::ordered_json;
 
-bool is_switch(const Topology& topo, Node n) {
+bool is_switch_node(const Topology& topo, Node n) {
     if (topo.is_processor(n)) return false;
     const SwitchFunctions f = topo.switch_functions(n);
     return f.reduce || f.multicast;
 }
+
+json plan_envelope(const SendTable& t, const MscclppOptions& opt, std::string_view collective, json gpus) {
+    json plan;
+    plan["name"] = fmt::format("collsched {} on {}", t.collective.to_string(), t.topology->spec());
+    plan["collective"] = collective;
+    plan["protocol"] = "Simple";
+    plan["inplace"] = true;
+    plan["reuse_resources"] = false;
+    plan["gpus"] = std::move(gpus);
+    plan["num_threads_per_block"] = 1024;
+    plan["use_double_scratch_buffer"] = false;
+    plan["buffer_alignment"] = 16;
+    plan["min_message_size"] = opt.min_message_size;
+    plan["max_message_size"] = opt.max_message_size;
+    return plan;
+}
+
+namespace {
 
 /// One hop to or from a switch: the processor at the other end, the step.
 struct Hop {
@@ -45,8 +61,8 @@ bool uses_switch_functions(const SendTable& t) {
     std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<int, int>> count;  // (switch, message) -> (arrivals, departures)
     for (const Transfer& x : t.transfers) {
         const Channel& ch = topo.channel(x.channel);
-        if (is_switch(topo, ch.to)) ++count[{idx(ch.to), idx(x.message)}].first;
-        if (is_switch(topo, ch.from)) ++count[{idx(ch.from), idx(x.message)}].second;
+        if (is_switch_node(topo, ch.to)) ++count[{idx(ch.to), idx(x.message)}].first;
+        if (is_switch_node(topo, ch.from)) ++count[{idx(ch.from), idx(x.message)}].second;
     }
     for (const auto& [k, n] : count)
         if (n.second > n.first) return true;  // sent without arrival (a sum), or more often (a multicast)
@@ -54,6 +70,20 @@ bool uses_switch_functions(const SendTable& t) {
 }
 
 namespace {
+
+/// Whether the table goes through more than one switch: the plan across boxes.
+bool across_boxes(const SendTable& t) {
+    const Topology& topo = *t.topology;
+    std::optional<Node> sw;
+    for (const Transfer& x : t.transfers) {
+        const Channel& ch = topo.channel(x.channel);
+        const Node s = is_switch_node(topo, ch.to) ? ch.to : ch.from;
+        if (!is_switch_node(topo, s)) continue;
+        if (sw && *sw != s) return true;
+        sw = s;
+    }
+    return false;
+}
 
 /// Every transfer touches one switch, joined to every GPU both ways: the hops of each message.
 std::map<std::uint32_t, Hops> collect_hops(const SendTable& t, const Messages& ms) {
@@ -63,7 +93,7 @@ std::map<std::uint32_t, Hops> collect_hops(const SendTable& t, const Messages& m
     std::map<std::uint32_t, Hops> hops;
     for (const Transfer& x : t.transfers) {
         const Channel& ch = topo.channel(x.channel);
-        const bool up = is_switch(topo, ch.to), down = is_switch(topo, ch.from);
+        const bool up = is_switch_node(topo, ch.to), down = is_switch_node(topo, ch.from);
         if (up == down || !topo.is_processor(up ? ch.from : ch.to))
             refuse_plan(t, fmt::format("{} crosses {} -> {} in step {}: a plan with switch channels carries transfers between a GPU and the "
                                   "switch only (mixing them with puts is not written yet)",
@@ -231,19 +261,7 @@ std::string write_plan(const SendTable& t, const MscclppOptions& opt, const std:
         gpu["semaphores"] = json::array();
         gpus.push_back(std::move(gpu));
     }
-    json plan;
-    plan["name"] = fmt::format("collsched {} on {}", t.collective.to_string(), topo.spec());
-    plan["collective"] = reduction ? "allreduce" : "allgather";
-    plan["protocol"] = "Simple";
-    plan["inplace"] = true;
-    plan["reuse_resources"] = false;
-    plan["gpus"] = std::move(gpus);
-    plan["num_threads_per_block"] = 1024;
-    plan["use_double_scratch_buffer"] = false;
-    plan["buffer_alignment"] = 16;
-    plan["min_message_size"] = opt.min_message_size;
-    plan["max_message_size"] = opt.max_message_size;
-    return plan.dump(2);
+    return plan_envelope(t, opt, reduction ? "allreduce" : "allgather", std::move(gpus)).dump(2);
 }
 
 }  // namespace
@@ -261,6 +279,7 @@ std::string switch_plan(const SendTable& t, const MscclppOptions& opt) {
     const int C = int(table_chunks(t));
     check_size_range(t, opt, std::uint64_t(C));
     const Messages ms = t.messages();
+    if (kind == CollectiveKind::allreduce && across_boxes(t)) return boxes_plan(t, opt, ms);
     auto hops = collect_hops(t, ms);
     return write_plan(t, opt, switch_items(t, ms, hops, reduction, C), reduction, C);
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "compiler/interop/export_mscclpp.hpp"
 
 namespace collsched::detail {
@@ -20,6 +22,16 @@ bool uses_switch_functions(const SendTable&);
 /// The plan of such a table (not yet verified; table_to_mscclpp reads it back and checks it).
 /// Throws InputError naming what the table does that a switch channel cannot.
 std::string switch_plan(const SendTable&, const MscclppOptions&);
+
+/// A router that reduces or multicasts (a switch channel's switch).
+bool is_switch_node(const Topology&, Node);
+
+/// The plan of an allreduce table through the switches of several boxes, with puts between the
+/// boxes (export_mscclpp_boxes.cpp; docs/exports.md, "Plans across boxes"); not yet verified.
+std::string boxes_plan(const SendTable&, const MscclppOptions&, const Messages&);
+
+/// The plan's JSON around its GPUs: name, collective, Simple, in place, the size range.
+nlohmann::ordered_json plan_envelope(const SendTable&, const MscclppOptions&, std::string_view collective, nlohmann::ordered_json gpus);
 
 /// Refuses (InputError) a `--size-range` that holds no size the executor serves with a plan of
 /// `input_chunks` input chunks: multiples of 16 bytes x input_chunks (allgather: x GPUs), the

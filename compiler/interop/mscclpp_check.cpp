@@ -440,7 +440,8 @@ LaneMove lane_move(Lowering& lw, const async::Report& r, OpId o, std::size_t x) 
 /// starts when the ops the plan orders it after have finished (its agent's previous op, its
 /// explicit predecessors, the signal its wait matched); a data op puts its k-th whole chunk on the
 /// wire in step start + k and finishes with its last; the others take no step.
-void schedule_moves(Lowering& lw, const async::Report& r, std::vector<std::pair<std::uint32_t, Movement>>& out) {
+void schedule_moves(Lowering& lw, const async::Report& r, PlanReport& rep) {
+    std::vector<std::pair<std::uint32_t, Movement>>& out = rep.schedule;
     const async::Program& p = lw.program();
     std::vector<std::uint32_t> finish(p.ops(), 0);
     for (OpId o : r.order) {
@@ -450,7 +451,18 @@ void schedule_moves(Lowering& lw, const async::Report& r, std::vector<std::pair<
         for (OpId b : od.after) ready = std::max(ready, finish[b]);
         if (r.source[o] != async::no_op) ready = std::max(ready, finish[r.source[o]]);
         std::uint32_t k = 0;
-        if (lw.moves()[o])
+        const Op* plan_op = lw.op_of()[o];
+        if (plan_op && (plan_op->code == Code::glres || plan_op->code == Code::gstore)) {
+            // a switch op: per whole chunk, up to the switch in one step and down in the next
+            for (std::size_t x = 0; x < od.lanes.size() && x < r.sent[o].size(); ++x) {
+                LaneMove m = lane_move(lw, r, o, x);
+                if (m.value.empty()) continue;
+                SwitchMove sm{int(od.rank), plan_op->code == Code::glres, {}, std::move(m.value)};
+                for (const Slot& s : od.lanes[x].out) sm.group.push_back(int(s.rank));
+                rep.switch_schedule.push_back({ready + k + 1, std::move(sm)});
+                k += 2;
+            }
+        } else if (lw.moves()[o])
             for (std::size_t x = 0; x < od.lanes.size() && x < r.sent[o].size(); ++x) {
                 LaneMove m = lane_move(lw, r, o, x);
                 if (m.value.empty()) continue;  // a part past a chunk's first: its chunk is counted once
@@ -546,7 +558,7 @@ PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expe
                     break;
                 }
         }
-        schedule_moves(lw, r, rep.schedule);
+        schedule_moves(lw, r, rep);
         for (OpId o = 0; o < lw.program().ops(); ++o) {
             if (!lw.moves()[o]) continue;
             for (std::size_t x = 0; x < lw.program().op(o).lanes.size() && x < r.sent[o].size(); ++x) {

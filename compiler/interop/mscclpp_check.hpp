@@ -42,6 +42,16 @@ struct Movement {
     auto operator<=>(const Movement&) const = default;
 };
 
+/// What a switch op of the plan moves (glres, gstore): the GPU that runs it, the GPUs of its
+/// group, and the value (as Movement's): up from the members (glres: each its own pieces; gstore:
+/// the GPU's) in one step, the value down to the members in the next.
+struct SwitchMove {
+    int gpu = 0;
+    bool reduce = false;
+    std::vector<int> group;
+    std::vector<std::pair<int, int>> value;
+};
+
 struct PlanReport {
     std::vector<Finding> findings;  ///< structure, limits, blind spots, deadlocks, races, results
     std::size_t counts_deadlock = 0, counts_race = 0, counts_result = 0, counts_other = 0;
@@ -58,6 +68,8 @@ struct PlanReport {
     /// The copies between GPUs of whole chunks, each with the step of the plan's as-soon-as-possible
     /// run (one step a chunk; docs/time.md, "Protocols"); only when replayed.
     std::vector<std::pair<std::uint32_t, Movement>> schedule;
+    /// The switch ops' whole chunks in the same run, each two steps (up, then down); the step is the first.
+    std::vector<std::pair<std::uint32_t, SwitchMove>> switch_schedule;
     /// Nothing found, and every property the plan has was decided (the result may be unchecked
     /// for a collective without a postcondition: the report says so).
     bool holds() const { return findings.empty() && modelled && race_checked; }

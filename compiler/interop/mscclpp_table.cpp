@@ -1,9 +1,11 @@
 // An MSCCL++ plan's copies between GPUs as a send table, for its predicted time (`verify PLAN.json
 // --topology M --size S`; compiler/interop/mscclpp_check.hpp plan_table, docs/time.md "Protocols").
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/interop/mscclpp_check.hpp"
 #include "compiler/table/builder.hpp"
@@ -14,14 +16,27 @@ namespace collsched::mscclpp {
 
 namespace {
 
-bool uses_switch(const Plan& plan) {
-    for (const Gpu& g : plan.gpus) {
-        if (!g.switch_groups.empty()) return true;
+bool uses_packet_switch(const Plan& plan) {
+    for (const Gpu& g : plan.gpus)
         for (const Tb& tb : g.tbs)
             for (const Op& op : tb.ops)
-                if (op.code == Code::glres || op.code == Code::gstore || op.code == Code::gstorepkt) return true;
-    }
+                if (op.code == Code::gstorepkt) return true;
     return false;
+}
+
+/// The switch of a switch channel's group: the router that reduces or multicasts, joined both ways
+/// to every GPU of the group.
+Node group_switch(const Topology& t, const std::vector<int>& group) {
+    for (std::uint32_t n = t.processors(); n < t.nodes(); ++n) {
+        const SwitchFunctions f = t.switch_functions(Node{n});
+        if (!f.reduce && !f.multicast) continue;
+        if (std::all_of(group.begin(), group.end(), [&](int g) {
+                return t.find_channel(Node{std::uint32_t(g)}, Node{n}) && t.find_channel(Node{n}, Node{std::uint32_t(g)});
+            }))
+            return Node{n};
+    }
+    throw InputError(fmt::format("{} has no switch that reduces and multicasts joined to every GPU of a switch channel's group ({})", t.spec(),
+                                 fmt::join(group, ",")));
 }
 
 /// A copy between two GPUs goes over a link of theirs or through routers alone (as MSCCL-IR's
@@ -38,8 +53,7 @@ void check_link(const Topology& t, int from, int to) {
 SendTable plan_table(const Plan& plan, const PlanReport& report, std::shared_ptr<const Topology> topo) {
     const auto P = std::uint32_t(plan.gpus.size());
     if (!report.holds()) throw InputError("the plan does not hold");
-    if (uses_switch(plan))
-        throw InputError("switch channels: what the switch reduces and multicasts is no copy between GPUs, and is not timed");
+    if (uses_packet_switch(plan)) throw InputError("gstorepkt: packets through a switch are not timed");
     if (topo->processors() != P)
         throw InputError(fmt::format("the plan has {} GPUs and {} has {} processors", P, topo->spec(), topo->processors()));
     const Model model = topo->default_model();
@@ -61,27 +75,51 @@ SendTable plan_table(const Plan& plan, const PlanReport& report, std::shared_ptr
     const Messages ms = b.messages();
     const bool reduces = coll.kind == CollectiveKind::allreduce || coll.kind == CollectiveKind::reduce_scatter;
     Composites* reg = reduces ? &b.composites() : nullptr;
+    // the message a copy carries, named from its input pieces
+    auto message = [&](const std::vector<std::pair<int, int>>& value, int from, int to) -> std::optional<MessageId> {
+        const auto [r0, c0] = value.front();
+        if (reduces) {
+            std::vector<std::uint32_t> ranks;
+            for (auto [r, c] : value) {
+                if (c != c0) throw InputError(fmt::format("GPU {} sends GPU {} a sum of different chunks, which a table cannot name", from, to));
+                ranks.push_back(std::uint32_t(r));
+            }
+            return partial_message(*reg, ms, SourceSet(std::move(ranks)), std::uint32_t(c0));
+        }
+        if (value.size() != 1) throw InputError(fmt::format("GPU {} sends GPU {} several chunks in one, which a table cannot name", from, to));
+        if (coll.kind == CollectiveKind::allgather) return ms.broadcast(std::uint32_t(r0), std::uint32_t(c0));
+        if (c0 / C != r0) return ms.personal(std::uint32_t(r0), std::uint32_t(c0 / C), std::uint32_t(c0 % C));  // alltoall: d * C + j of r0
+        return std::nullopt;  // its own stays
+    };
     std::set<std::pair<int, int>> linked;
     for (const auto& [step, m] : report.schedule) {
         if (m.value.empty()) continue;
-        const auto [r0, c0] = m.value.front();
-        std::optional<MessageId> msg;
-        if (reduces) {
-            std::vector<std::uint32_t> ranks;
-            for (auto [r, c] : m.value) {
-                if (c != c0) throw InputError(fmt::format("GPU {} sends GPU {} a sum of different chunks, which a table cannot name", m.from, m.to));
-                ranks.push_back(std::uint32_t(r));
-            }
-            msg = partial_message(*reg, ms, SourceSet(std::move(ranks)), std::uint32_t(c0));
-        } else if (m.value.size() != 1) {
-            throw InputError(fmt::format("GPU {} sends GPU {} several chunks in one, which a table cannot name", m.from, m.to));
-        } else if (coll.kind == CollectiveKind::allgather) {
-            msg = ms.broadcast(std::uint32_t(r0), std::uint32_t(c0));
-        } else if (c0 / C != r0) {  // alltoall: input chunk d * C + j of r0 is m(r0, d, j); its own stays
-            msg = ms.personal(std::uint32_t(r0), std::uint32_t(c0 / C), std::uint32_t(c0 % C));
-        }
+        const std::optional<MessageId> msg = message(m.value, m.from, m.to);
         if (linked.insert({m.from, m.to}).second) check_link(*topo, m.from, m.to);
         if (msg) b.send_cut_through(Step(step), Node{std::uint32_t(m.from)}, Node{std::uint32_t(m.to)}, *msg);
+    }
+    // switch ops: up to the group's switch (glres: every member its own pieces of the sum; gstore: the
+    // GPU the value), then the value down to every member (gstore: but the GPU)
+    std::map<std::vector<int>, Node> switches;
+    for (const auto& [step, sm] : report.switch_schedule) {
+        if (sm.value.empty()) continue;
+        auto it = switches.find(sm.group);
+        if (it == switches.end()) it = switches.emplace(sm.group, group_switch(*topo, sm.group)).first;
+        const Node sw = it->second;
+        auto hop = [&](Step s, Node from, Node to, const std::vector<std::pair<int, int>>& value) {
+            const auto ch = topo->find_channel(from, to);
+            if (!ch) throw InputError(fmt::format("{} has no channel {} -> {}", topo->spec(), topo->node_name(from), topo->node_name(to)));
+            if (auto msg = message(value, int(idx(from)), int(idx(to)))) b.hop(s, *ch, *msg);
+        };
+        for (int g : sm.group) {
+            if (!sm.reduce && g != sm.gpu) continue;
+            std::vector<std::pair<int, int>> own;
+            for (auto piece : sm.value)
+                if (!sm.reduce || piece.first == g) own.push_back(piece);
+            if (!own.empty()) hop(Step(step), Node{std::uint32_t(g)}, sw, own);
+        }
+        for (int g : sm.group)
+            if (sm.reduce || g != sm.gpu) hop(Step(step + 1), sw, Node{std::uint32_t(g)}, sm.value);
     }
     return std::move(b).finish();
 }

@@ -27,6 +27,7 @@
 #include "tests/tools/cli_run.hpp"
 #include "bench/reproduce.hpp"
 #include "verifier/baselines/nccl.hpp"
+#include "verifier/check/direct.hpp"
 #include "verifier/compose/nvls.hpp"
 
 using namespace collsched;
@@ -572,6 +573,96 @@ TEST_CASE("mscclpp export: NVLS allreduce and allgather on one DGX H100 box are 
     r = run("verify " + plan);
     CHECK(r.code == 0);
     CHECK(r.out.starts_with("verdict: holds (MSCCL++ plan"));
+}
+
+TEST_CASE("mscclpp export: NVLS allreduce across 2 and 4 H100 boxes: one switch channel per box, port channels between boxes, verified") {
+    for (const char* machine : {"h100nvls2x8", "h100nvls4x8"}) {
+        CAPTURE(machine);
+        auto topo = Topology::parse("graph:" + source(std::string("schedules/machines/") + machine + ".json"));
+        compose::NvlsPlan two;
+        two.pieces = 2;
+        for (const SendTable& t : {compose::nvls_tree_allreduce(topo, {}), compose::nvls_tree_allreduce(topo, two), compose::nvls_rail_allreduce(topo, two)}) {
+            const std::string text = table_to_mscclpp(t, {});  // read back and verified inside
+            mscclpp::PlanReport r = check_text(text);
+            CAPTURE(findings(r));
+            CHECK(r.holds());
+            CHECK(r.result_checked);
+            auto j = nlohmann::json::parse(text);
+            std::size_t glres = 0, gstore = 0, pwsf = 0;
+            for (const auto& gpu : j["gpus"]) {
+                const int g = gpu["id"], box = g / 8;
+                int switches = 0, ports = 0;
+                for (const auto& ch : gpu["channels"]) {
+                    if (ch["channel_type"] == "switch") {
+                        ++switches;  // the group is the GPU's own box
+                        std::vector<int> want(8);
+                        for (int k = 0; k < 8; ++k) want[std::size_t(k)] = box * 8 + k;
+                        CHECK(ch["rank_groups"][0]["ranks"].get<std::vector<int>>() == want);
+                    }
+                    if (ch["channel_type"] == "port")
+                        for (int peer : ch["connected_to"]) {
+                            CHECK(peer / 8 != box);
+                            ++ports;
+                        }
+                }
+                CHECK(switches == 1);
+                CHECK(ports > 0);
+                for (const auto& tb : gpu["threadblocks"]) {
+                    CHECK(tb["ops"].size() <= 64);
+                    for (const auto& op : tb["ops"]) {
+                        glres += op["name"] == "glres";
+                        gstore += op["name"] == "gstore";
+                        pwsf += op["name"] == "pwsf";
+                    }
+                }
+            }
+            // per chunk and box: one load-reduce to its owner and one multicast of the sum
+            const std::size_t boxes = topo->processors() / 8;
+            CHECK(glres == table_chunks(t) * boxes);
+            CHECK(gstore == table_chunks(t) * boxes);
+            CHECK(pwsf > 0);
+        }
+    }
+    // what the executor cannot run is refused, naming why: glres has no LL form; a box's sum that skips a GPU
+    auto topo = Topology::parse("graph:" + source("schedules/machines/h100nvls2x8.json"));
+    const SendTable tree = compose::nvls_tree_allreduce(topo, {});
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(tree, {.proto = "LL"}), doctest::Contains("written Simple"), InputError);
+    SendTable broken = tree;
+    for (std::size_t k = 0; k < broken.transfers.size(); ++k)
+        if (broken.transfers[k].step == 1) {  // a GPU's value that never reaches its switch
+            broken.transfers.erase(broken.transfers.begin() + std::ptrdiff_t(k));
+            break;
+        }
+    CHECK_THROWS_WITH_AS(table_to_mscclpp(broken, {}), doctest::Contains("does not go values up, the box's sum down to one owner"), InputError);
+    // on the command line: written, then read back by `collsched verify` as holds
+    test::Scratch dir("mscclpp_nvls_boxes");
+    const std::string table = dir.file("t.json", table_to_json(tree));
+    const std::string plan = dir.file("p.json");
+    auto r = run("convert " + table + " --format mscclpp --size-range 1MiB..1GiB -o " + plan);
+    REQUIRE(r.code == 0);
+    r = run("verify " + plan);
+    CHECK(r.code == 0);
+    CHECK(r.out.starts_with("verdict: holds (MSCCL++ plan"));
+    // and timed on the machine, the switch's sums included (up to the switch, down in the next step)
+    r = run("verify " + plan + " --topology graph:" + source("schedules/machines/h100nvls2x8.json") + " --size 1M --executor mscclpp");
+    CHECK(r.code == 0);
+    CAPTURE(r.out);
+    CHECK(r.out.find("predicted time (docs/time.md), executor mscclpp") != std::string::npos);
+    CHECK(r.out.find("  1 MiB ") != std::string::npos);
+    mscclpp::ReadResult read = mscclpp::read_plan(test::read_file(plan), "p.json");
+    const mscclpp::PlanReport rep = mscclpp::check_plan(read);
+    const SendTable timed = mscclpp::plan_table(read.plan, rep, topo);
+    // per chunk and box: 8 values up and 8 sums down (glres), 1 up and 7 down (gstore); the puts between boxes
+    std::size_t through = 0;
+    for (const Transfer& x : timed.transfers)
+        through += !topo->is_processor(topo->channel(x.channel).from) || !topo->is_processor(topo->channel(x.channel).to);
+    CHECK(through == table_chunks(tree) * 2 * (16 + 8));
+    // the timed table is causal and complete: every hop sends what its sender holds, and the collective is done
+    const VerifyReport v = verify_direct(timed, {});
+    for (Property p : {Property::causality, Property::completeness}) {
+        CAPTURE(to_string(p));
+        CHECK(v.status[static_cast<std::size_t>(p)] == Status::holds);
+    }
 }
 
 namespace {

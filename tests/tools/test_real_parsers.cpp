@@ -135,6 +135,16 @@ TEST_CASE("real parsers: MSCCL++'s parser loads every library plan for every ran
         dir.file(fmt::format("p{}.json", ++w.files), table_to_mscclpp(t, {}));
         w.ranks += 8;
     }
+    // across boxes: one switch channel per box, port channels between boxes, on 2 and 4 H100 boxes
+    for (const char* machine : {"h100nvls2x8", "h100nvls4x8"}) {
+        auto boxes = Topology::parse("graph:" + test::source(std::string("schedules/machines/") + machine + ".json"));
+        compose::NvlsPlan two;
+        two.pieces = 2;
+        for (const SendTable& t : {compose::nvls_tree_allreduce(boxes, {}), compose::nvls_tree_allreduce(boxes, two), compose::nvls_rail_allreduce(boxes, two)}) {
+            dir.file(fmt::format("p{}.json", ++w.files), table_to_mscclpp(t, {}));
+            w.ranks += int(boxes->processors());
+        }
+    }
     for (const char* name : {"ring_allgather_8.json", "allpairs_allreduce_8_ll.json", "allreduce_2node_8.json"}) {
         dir.file(fmt::format("data_{}", name), test::read_file(test::source(std::string("tests/data/mscclpp/") + name)));
         ++w.files;
