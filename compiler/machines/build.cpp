@@ -501,9 +501,9 @@ private:
     /// A NIC down: its network links go, and with them their channels in every group.
     void remove_nic(int nic) {
         // a NIC given down twice was accepted and written once, while a NIC slowed twice is refused: both are refused
-        if (std::ranges::none_of(m_.edges, [&](const Edge& e) { return e.nic_u == nic || e.nic_v == nic; }) &&
-            std::ranges::none_of(m_.groups, [&](const Group& g) { return g.nic == nic; }))
-            throw InputError(fmt::format("--nic-down {}: the NIC is down already (given twice?)", nic));
+        // (by the NICs given, not by the links left: a rail link joins two NICs, and the first down takes it)
+        if (std::ranges::find(down_, nic) != down_.end()) throw InputError(fmt::format("--nic-down {}: the NIC is down already (given twice?)", nic));
+        down_.push_back(nic);
         std::erase_if(m_.edges, [&](const Edge& e) { return e.nic_u == nic || e.nic_v == nic; });
         std::erase_if(m_.groups, [&](const Group& g) { return g.nic == nic; });
         std::vector<std::pair<End, End>> left;
@@ -610,6 +610,7 @@ private:
     int per_, k_, n_;
     bool fat_ = false, routers_ = false;
     std::vector<int> sharp_router_;  ///< --sharp, groups layout: per GPU its NIC's switch (-1: no NIC)
+    std::vector<int> down_;          ///< the NICs --nic-down took down so far
     Machine m_;
 };
 

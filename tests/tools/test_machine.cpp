@@ -263,6 +263,8 @@ TEST_CASE("machine: families, networks and faults") {
     CHECK(twice.code == 2);
     CHECK(twice.err == "collsched: error: --nic-down 3: the NIC is down already (given twice?)\n");
     CHECK(twice.out.empty());
+    // a rail link joins two NICs: the second NIC of a link the first took down is not down already
+    CHECK(run("machine dgx-h100 --boxes 2 --network rail --nic-down 0 --nic-down 8").code == 0);
     // a slow link: its own bandwidth, half its type's
     auto slow = machine_json("dgx-h100 --boxes 2 --network rail --slow-link 0-8:0.25");
     bool found = false;
