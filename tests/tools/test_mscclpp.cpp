@@ -516,6 +516,18 @@ TEST_CASE("mscclpp export: Simple plans open every thread block with a handshake
     CHECK(j["gpus"][0]["threadblocks"][0]["ops"][0]["name"] != "rlxsignal");
 }
 
+/// `table` written as an MSCCL++ plan on the command line (in `dir`) and read back by `collsched verify` as holds;
+/// the plan's path.
+std::string written_and_holds(test::Scratch& dir, const SendTable& table) {
+    const std::string t = dir.file("t.json", table_to_json(table)), plan = dir.file("p.json");
+    auto r = run("convert " + t + " --format mscclpp --size-range 1MiB..1GiB -o " + plan);
+    REQUIRE(r.code == 0);
+    r = run("verify " + plan);
+    CHECK(r.code == 0);
+    CHECK(r.out.starts_with("verdict: holds (MSCCL++ plan"));
+    return plan;
+}
+
 TEST_CASE("mscclpp export: NVLS allreduce and allgather on one DGX H100 box are written with switch channels and verify") {
     auto topo = Topology::parse("graph:" + source("schedules/machines/dgx_h100_nvls.json"));
     compose::NvlsPlan nccl;
@@ -566,13 +578,7 @@ TEST_CASE("mscclpp export: NVLS allreduce and allgather on one DGX H100 box are 
     CHECK_THROWS_WITH_AS(table_to_mscclpp(compose::nvls_allreduce(topo, mixed), {}), doctest::Contains("mixing them with puts"), InputError);
     // on the command line, and read back by `collsched verify` as holds
     test::Scratch dir("mscclpp_nvls");
-    const std::string table = dir.file("t.json", table_to_json(compose::nvls_allreduce(topo, {2})));
-    const std::string plan = dir.file("p.json");
-    auto r = run("convert " + table + " --format mscclpp --size-range 1MiB..1GiB -o " + plan);
-    REQUIRE(r.code == 0);
-    r = run("verify " + plan);
-    CHECK(r.code == 0);
-    CHECK(r.out.starts_with("verdict: holds (MSCCL++ plan"));
+    written_and_holds(dir, compose::nvls_allreduce(topo, {2}));
 }
 
 TEST_CASE("mscclpp export: NVLS allreduce across 2 and 4 H100 boxes: one switch channel per box, port channels between boxes, verified") {
@@ -636,15 +642,9 @@ TEST_CASE("mscclpp export: NVLS allreduce across 2 and 4 H100 boxes: one switch 
     CHECK_THROWS_WITH_AS(table_to_mscclpp(broken, {}), doctest::Contains("does not go values up, the box's sum down to one owner"), InputError);
     // on the command line: written, then read back by `collsched verify` as holds
     test::Scratch dir("mscclpp_nvls_boxes");
-    const std::string table = dir.file("t.json", table_to_json(tree));
-    const std::string plan = dir.file("p.json");
-    auto r = run("convert " + table + " --format mscclpp --size-range 1MiB..1GiB -o " + plan);
-    REQUIRE(r.code == 0);
-    r = run("verify " + plan);
-    CHECK(r.code == 0);
-    CHECK(r.out.starts_with("verdict: holds (MSCCL++ plan"));
+    const std::string plan = written_and_holds(dir, tree);
     // and timed on the machine, the switch's sums included (up to the switch, down in the next step)
-    r = run("verify " + plan + " --topology graph:" + source("schedules/machines/h100nvls2x8.json") + " --size 1M --executor mscclpp");
+    auto r = run("verify " + plan + " --topology graph:" + source("schedules/machines/h100nvls2x8.json") + " --size 1M --executor mscclpp");
     CHECK(r.code == 0);
     CAPTURE(r.out);
     CHECK(r.out.find("predicted time (docs/time.md), executor mscclpp") != std::string::npos);
