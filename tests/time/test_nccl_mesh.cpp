@@ -84,6 +84,17 @@ TEST_CASE("nccl mesh: a ring search that spends its step budget gives up at once
     CHECK(seconds_since(t0) < 10);
 }
 
+TEST_CASE("nccl mesh: NCCL's ring routes stop at their deadline (the time objective's ring bounds and pipelined rings)") {
+    // optimize --size asked for NCCL's rings' routes (their lower bounds before the providers, the
+    // pipelined rings of broadcast and reduce) with no deadline: the ring search's 200,000 steps
+    // ran whatever --timeout said. Past the deadline it stops at its next poll.
+    const auto t = Topology::parse("graph:" + source("schedules/teccl/ndv2x4.json"));
+    const auto t0 = Clock::now();
+    CHECK_THROWS_AS(nccl::nccl_ring_routes(*t, CollectiveKind::allgather, 0, Deadline::at(Clock::now())), LimitReached);
+    CHECK(seconds_since(t0) < 1);
+    CHECK_THROWS_AS(nccl::nccl_ring_routes(*t, CollectiveKind::allgather), InputError);  // no deadline: the search ends, no ring
+}
+
 TEST_CASE("nccl mesh: NCCL's ring allreduce on the DGX-1 within 15 % of NCCL's own model from 16 MiB") {
     // Before the search (6 channels on one double-NVLink ring) the generated ring took 37.6 ms at
     // 1 GiB in the ideal model against NCCL's 15.7 ms.

@@ -137,10 +137,10 @@ std::vector<Baseline> nccl_baselines(std::shared_ptr<const Topology> topo, const
     return out;
 }
 
-RingRoutes nccl_ring_routes(const Topology& t, CollectiveKind kind, std::uint32_t pieces) {
+RingRoutes nccl_ring_routes(const Topology& t, CollectiveKind kind, std::uint32_t pieces, Deadline deadline) {
     const System s = nccl_system(t);
     const std::uint32_t channels = nccl_ring_graph(s).channels;
-    return {nccl_rings(t, nccl_layout(t), s, channels), ring_pieces(kind, t.processors(), channels, pieces)};
+    return {nccl_rings(t, nccl_layout(t), s, channels, deadline), ring_pieces(kind, t.processors(), channels, pieces)};
 }
 
 std::vector<Algorithm> nccl_algorithms(const Topology& t, CollectiveKind kind) { return algorithms_for(kind, nccl_system(t)); }

@@ -184,12 +184,13 @@ struct Ring {
 
 /// NCCL's rings for `kind` on the machine, as `ring` builds its table on them, without the table:
 /// one ring per channel and the pieces per chunk (`pieces` wanted, 0 for the default, as
-/// BaselineOptions). Throws InputError as nccl_baselines does.
+/// BaselineOptions). Throws InputError as nccl_baselines does, and LimitReached once `deadline`
+/// passes (NCCL's ring search can run for minutes on some numberings of a machine).
 struct RingRoutes {
     std::vector<Ring> rings;
     std::uint32_t pieces = 1;
 };
-RingRoutes nccl_ring_routes(const Topology&, CollectiveKind, std::uint32_t pieces = 0);
+RingRoutes nccl_ring_routes(const Topology&, CollectiveKind, std::uint32_t pieces = 0, Deadline deadline = {});
 
 /// NCCL's ring broadcast or reduce (src/device/broadcast.h, reduce.h runRing) of the collective's
 /// root on `rings`, each channel's share cut into `pieces` chunks pipelined along its ring (NCCL's

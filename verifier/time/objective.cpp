@@ -44,14 +44,15 @@ void check_bounds(const TimeObjective& r) {
 
 /// NCCL's ring's lower bounds at every size (nccl_bounds.hpp), computed before the providers run:
 /// cheap (on 1,024 GPUs 0.1 to 0.5 s), and needed most where the ring's table is not built.
-std::optional<NcclUnbuilt> ring_bounds(const SynthInstance& in, const TimeObjectiveOptions& options) {
+std::optional<NcclUnbuilt> ring_bounds(const SynthInstance& in, const TimeObjectiveOptions& options, Deadline deadline,
+                                       std::vector<std::string>& notes) {
     const CollectiveKind k = in.collective.kind;
     // the ring's bound is the ideal model's: on another executor NCCL's ring is timed or left unknown
     if (options.time != TimeKind::asynchronous || (options.executor && options.executor->kind != ExecutorKind::ideal)) return std::nullopt;
     try {
         const auto algorithms = nccl::nccl_algorithms(*in.topology, k);
         if (std::ranges::find(algorithms, nccl::Algorithm::ring) == algorithms.end()) return std::nullopt;
-        const nccl::RingRoutes routes = nccl::nccl_ring_routes(*in.topology, k);
+        const nccl::RingRoutes routes = nccl::nccl_ring_routes(*in.topology, k, 0, deadline);
         NcclUnbuilt u{"nccl ring", ""};
         for (double m : options.sizes) {
             TimeOptions o;
@@ -63,6 +64,9 @@ std::optional<NcclUnbuilt> ring_bounds(const SynthInstance& in, const TimeObject
         return u;
     } catch (const InputError&) {
         return std::nullopt;  // not a machine NCCL describes: no NCCL algorithm at all
+    } catch (const LimitReached& e) {
+        notes.push_back(fmt::format("nccl ring: no lower bound, {}", e.what()));
+        return std::nullopt;
     }
 }
 
@@ -144,7 +148,8 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     if (!bounds) throw InputError(fmt::format("optimize --size: no time bound for {} (allgather, reduce_scatter, allreduce, alltoall, "
                                               "broadcast, reduce, scatter and gather have one)", in.collective.to_string()));
     TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
-    const std::optional<NcclUnbuilt> ring = ring_bounds(in, options);
+    // NCCL's ring search gets a quarter of what is left at most: the providers need the rest
+    const std::optional<NcclUnbuilt> ring = ring_bounds(in, options, Deadline::at(deadline).share(0.25), r.notes);
     trace("NCCL's ring's bounds: end");
     CandidateQuery q{in, options.sizes, deadline, options.time, options.link};
     q.executor = options.executor, q.jobs = options.jobs;

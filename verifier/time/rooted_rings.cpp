@@ -18,9 +18,12 @@ void rooted_ring_candidates(const CandidateQuery& q, std::vector<TimeCandidate>&
     const auto& t = q.instance.topology;
     nccl::RingRoutes routes;
     try {
-        routes = nccl::nccl_ring_routes(*t, coll.kind);
+        routes = nccl::nccl_ring_routes(*t, coll.kind, 0, Deadline::at(q.deadline));
     } catch (const InputError& e) {
         notes.push_back(fmt::format("pipelined rings: {}", e.what()));
+        return;
+    } catch (const LimitReached& e) {
+        notes.push_back(fmt::format("pipelined rings: not built, {}", e.what()));
         return;
     }
     const double P = t->processors(), K = static_cast<double>(routes.rings.size());
