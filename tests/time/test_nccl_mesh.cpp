@@ -2,11 +2,13 @@
 // docs/time.md "NCCL's rings on a mesh"), and collsched's time of them beside NCCL's own model.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <map>
 #include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "runtime/executor/executor.hpp"
 #include "runtime/timing.hpp"
@@ -23,6 +25,14 @@ namespace {
 
 std::shared_ptr<const Topology> mesh_machine(const std::string& name) {
     return Topology::parse("graph:" + source("schedules/machines/" + name + ".json"));
+}
+
+/// TE-CCL's NDv2 x 4 written without its "boxes" (in `dir`): boxes inferred from link speeds.
+std::shared_ptr<const Topology> one_box_ndv2x4(const test::Scratch& dir) {
+    std::ifstream in(source("schedules/teccl/ndv2x4.json"));
+    nlohmann::json j = nlohmann::json::parse(in);
+    j.erase("boxes");
+    return Topology::parse("graph:" + dir.file("ndv2x4_one_box.json", j.dump()));
 }
 
 }  // namespace
@@ -71,11 +81,14 @@ TEST_CASE("nccl mesh: amd4's rings take every xGMI link each way, and a box on a
     }
 }
 
-TEST_CASE("nccl mesh: a ring search that spends its step budget gives up at once (TE-CCL's NDv2 x 4)") {
+TEST_CASE("nccl mesh: a ring search that spends its step budget gives up at once (TE-CCL's NDv2 x 4 read as one box)") {
     // A box order that found no ring in its 200,000 steps returned to callers that went on
     // searching: the budget wrapped past 0 and the search ran for hours (optimize --size on
     // schedules/teccl/ndv2x4.json past --timeout 120 for 18 minutes; the ring tables poll no deadline).
-    const auto t = Topology::parse("graph:" + source("schedules/teccl/ndv2x4.json"));
+    // Without its "boxes" the file reads as one box of 32 GPUs (its links between boxes are half an
+    // NVLink's speed), through which no ring over the GPUs' own links exists.
+    const test::Scratch dir("nccl_mesh_budget");
+    const auto t = one_box_ndv2x4(dir);
     nccl::BaselineOptions o;
     o.deadline = Deadline::after(20);
     const auto t0 = Clock::now();
@@ -88,11 +101,26 @@ TEST_CASE("nccl mesh: NCCL's ring routes stop at their deadline (the time object
     // optimize --size asked for NCCL's rings' routes (their lower bounds before the providers, the
     // pipelined rings of broadcast and reduce) with no deadline: the ring search's 200,000 steps
     // ran whatever --timeout said. Past the deadline it stops at its next poll.
-    const auto t = Topology::parse("graph:" + source("schedules/teccl/ndv2x4.json"));
+    const test::Scratch dir("nccl_mesh_deadline");
+    const auto t = one_box_ndv2x4(dir);
     const auto t0 = Clock::now();
     CHECK_THROWS_AS(nccl::nccl_ring_routes(*t, CollectiveKind::allgather, 0, Deadline::at(Clock::now())), LimitReached);
     CHECK(seconds_since(t0) < 1);
     CHECK_THROWS_AS(nccl::nccl_ring_routes(*t, CollectiveKind::allgather), InputError);  // no deadline: the search ends, no ring
+}
+
+TEST_CASE("nccl mesh: a graph file's boxes are NCCL's nodes, whatever its link speeds (TE-CCL's NDv2 x 2 and x 4)") {
+    // nccl_layout inferred boxes from link speeds alone: TE-CCL's NDv2 boxes, joined by one-way
+    // links of 12.5 GB/s (a quarter of no NVLink pair's 50 GB/s), read as one box of 16 or 32 GPUs.
+    for (const char* name : {"ndv2x2", "ndv2x4"}) {
+        CAPTURE(name);
+        const auto t = Topology::parse("graph:" + source(std::string("schedules/teccl/") + name + ".json"));
+        const nccl::System s = nccl::nccl_system(*t);
+        CHECK(s.nodes == t->declared_boxes());
+        CHECK(s.gpus_per_node == 8);
+        const nccl::RingRoutes r = nccl::nccl_ring_routes(*t, CollectiveKind::allgather);  // a ring per channel, box by box
+        REQUIRE(!r.rings.empty());
+    }
 }
 
 TEST_CASE("nccl mesh: NCCL's ring allreduce on the DGX-1 within 15 % of NCCL's own model from 16 MiB") {

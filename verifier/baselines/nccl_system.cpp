@@ -21,7 +21,7 @@ namespace {
 /// with routers: an NVSwitch drawn as a router joins its GPUs). Where they come in one class, the
 /// processors joined by channels between processors, and a router all of whose processors lie in
 /// one box joins it (a box's NIC behind PCIe, ndv2); a switch between boxes joins none, so GPUs on
-/// one switch are boxes of one GPU each.
+/// one switch are boxes of one GPU each. A graph file's "boxes" overrules the speeds.
 std::vector<std::uint32_t> node_boxes(const Topology& t) {
     const auto [fastest, slowest] = processor_channel_speeds(t);
     const bool two_classes = slowest < fastest / 4;
@@ -54,6 +54,24 @@ std::vector<std::uint32_t> node_boxes(const Topology& t) {
         }
     std::vector<std::uint32_t> box(t.nodes());
     for (std::uint32_t n = 0; n < t.nodes(); ++n) box[n] = find(n);
+    if (const std::uint32_t K = t.declared_boxes(); K > 0) {
+        // the file says which processors share a box ("boxes": K boxes of P/K consecutive processors,
+        // docs/formats.md): link speeds do not overrule it (TE-CCL's NDv2 x 4 joins its boxes with
+        // links half as fast as an NVLink, and read as one box). A router is in a box when every
+        // processor it has a channel to or from is in that box (an NVSwitch), else in none.
+        const std::uint32_t P = t.processors(), per = P / K;
+        for (std::uint32_t p = 0; p < P; ++p) box[p] = p / per;
+        for (std::uint32_t r = P; r < t.nodes(); ++r) {
+            std::uint32_t only = UINT32_MAX;
+            auto see = [&](Node n) {
+                if (!t.is_processor(n)) return;
+                only = only == UINT32_MAX || only == idx(n) / per ? idx(n) / per : K;
+            };
+            for (ChannelId c : t.out_channels(Node{r})) see(t.channel(c).to);
+            for (ChannelId c : t.in_channels(Node{r})) see(t.channel(c).from);
+            box[r] = only < K ? only : r;  // r >= P >= K: no box's number
+        }
+    }
     return box;
 }
 
