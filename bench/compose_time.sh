@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Constructions for time (docs/synthesis.md, "Constructions for time"): the fastest verified
+# Constructions for time (docs/time.md, "Constructions for time"): the fastest verified
 # construction per machine, collective and size, by `collsched compose`, with its predicted
 # asynchronous time, its shape and pieces, and the wall seconds and peak memory of the answer.
 # Issue 43's marks: h100rail4x8 allreduce 17.5 us / 71.6 us / 4.18 ms at 64K / 16M / 1G, and

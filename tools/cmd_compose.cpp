@@ -2,7 +2,7 @@
 // For a machine, a collective (allreduce, reduce_scatter, allgather) and one size it prints every
 // shape that applies with its pieces and predicted asynchronous time, fastest first, each verified
 // by the direct checker, and writes the fastest table (-o FILE) or every table (--dir DIR), which
-// `collsched verify FILE --size M` and `collsched compare` read (docs/synthesis.md, "Constructions
+// `collsched verify FILE --size M` and `collsched compare` read (docs/time.md, "Constructions
 // for time"). The options and exit codes are every command's: usage errors exit 2 before any work,
 // files are written (atomically) before the report is printed.
 #include <algorithm>
@@ -100,7 +100,7 @@ void add_compose_command(CLI::App& app, Context& ctx) {
         "compose",
         "The constructions for time (hierarchical and flat allreduce, reduce_scatter, allgather; multipath alltoall) at one size: every shape "
         "that applies with its pieces and predicted asynchronous time, fastest first, each verified by the direct checker "
-        "(docs/synthesis.md, \"Constructions for time\").\nExit code: 0 done, 2 bad input, 3 no construction applies or "
+        "(docs/time.md, \"Constructions for time\").\nExit code: 0 done, 2 bad input, 3 no construction applies or "
         "none was built and verified within --timeout.");
     a->instance.add_to(*cmd, "graph:schedules/machines/h100rail4x8.json", "allreduce (default), reduce_scatter, allgather or alltoall",
                        "replicate=yes");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Total exchange optimum for every capacity profile of the binary fat tree (docs/profiles.md).
+"""Total exchange optimum for every capacity profile of the binary fat tree (bench/results/capacity_profiles.md).
 
 For n = 2^L, every non-decreasing profile c_1 <= ... <= c_L with 1 <= c_i <= 2^(i-1) + 1 (the
 leaves below a level-i branch number 2^(i-1): one more than that is one "beyond"), runs

@@ -1,4 +1,4 @@
-// Constructions for time (verifier/compose, docs/synthesis.md "Constructions for time"): every
+// Constructions for time (verifier/compose, docs/time.md "Constructions for time"): every
 // shape holds in the direct checker on the machines of boxes, rails with routers and the DGX-1
 // (where it applies), the three witnesses agree on small ones, and the predicted times reach the
 // marks of issue 43 on h100rail4x8 and multibox4x8.
@@ -195,8 +195,8 @@ TEST_CASE("compose: a broken table is refused by the checker (the test can fail)
 
 TEST_CASE("compose: allreduce's direct allgathers one destination a step, but in one step through a router that copies") {
     // rail 4 x 8 through routers (box switches and rail switches), rsag + direct, one piece. Under
-    // replicate=no every routed send is its own copy: 2 hops. One destination a step (docs/synthesis.md,
-    // "Sums sent to many, one destination a step"): the allgathers take K - 1 and B - 1 logical steps.
+    // replicate=no every routed send is its own copy: 2 hops. One destination a step (docs/time.md,
+    // "Sums sent to many", one destination a step): the allgathers take K - 1 and B - 1 logical steps.
     // Under replicate=yes they stay in one step, where an owner's sends share the hop into the router:
     // per owner and chunk K - 2 (rail) and B - 2 (box) transfers fewer.
     const std::string m = routers("rail4x8_routers");

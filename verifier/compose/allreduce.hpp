@@ -1,5 +1,5 @@
 /** \file
- * Constructions for time (docs/synthesis.md, "Constructions for time"): allreduce,
+ * Constructions for time (docs/time.md, "Constructions for time"): allreduce,
  * reduce-scatter and allgather built directly as send tables for a machine of boxes (the
  * components of its fast channels, K boxes of B processors, GPU j of every box on rail j), in
  * two phases per piece: inside every box (direct one-step exchanges on the box's switch) and

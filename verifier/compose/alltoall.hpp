@@ -1,5 +1,5 @@
 /** \file
- * Alltoall on many shortest paths (docs/synthesis.md, "Constructions for time"): on a network
+ * Alltoall on many shortest paths (docs/time.md, "Constructions for time"): on a network
  * where some pairs of processors are not joined by a channel or a route through routers only (the
  * DGX-1's cube mesh, tori, rail networks between boxes off the rail), every message m(s,d) is cut
  * into C chunks and each chunk takes one of the shortest paths between s and d in processor hops

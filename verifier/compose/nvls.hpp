@@ -3,7 +3,7 @@
  * "Reductions"; issue 44): constructions that build send tables directly, for a box of GPUs on
  * one router declared with "reduce" and "multicast" (docs/topologies.md, "switches"), and for
  * several such boxes joined GPU to GPU along rails. Every table is checked by the direct checker
- * in tests (tests/verifier/test_nvls.cpp); docs/synthesis.md, "NVLS", gives the schedules.
+ * in tests (tests/verifier/test_nvls.cpp); docs/time.md, "NVLS and SHARP constructions", gives the schedules.
  */
 #pragma once
 

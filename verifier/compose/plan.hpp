@@ -1,6 +1,6 @@
 /** \file
  * Plans: a construction's sends between processors in logical steps, lowered to a send table
- * (docs/synthesis.md, "Constructions for time"). A construction says, per logical step, which
+ * (docs/time.md, "Constructions for time"). A construction says, per logical step, which
  * processor sends which item to which processor: an item is a chunk of a reduction (the sender
  * sends what its buffer of that chunk holds then, resolved by the buffer rule) or a base message
  * (allgather's b(p, c)). Lowering gives logical step L the physical steps of its longest route

@@ -1,5 +1,5 @@
 /** \file
- * Shares by capacity (docs/synthesis.md, "Constructions for time"): in the hierarchical shapes GPU
+ * Shares by capacity (docs/time.md, "Constructions for time"): in the hierarchical shapes GPU
  * j of every box owns a share of each piece, reduced or gathered along rail j. On a machine whose
  * parts run at their catalog speed the shares are equal (one slot of the piece per GPU: the even
  * shapes, unchanged); where a NIC or a GPU's links in its box are slow or down, each rail's share
