@@ -17,6 +17,7 @@
 #include "support/units.hpp"
 #include "verifier/baselines/nccl.hpp"
 #include "verifier/compose/nvls.hpp"
+#include "verifier/time/nccl_tuner.hpp"
 
 namespace collsched {
 
@@ -59,7 +60,7 @@ struct Variant {
     std::string algorithm;
     Protocol protocol = Protocol::simple;
     double nccl_model = std::numeric_limits<double>::infinity();  ///< NCCL's model's time of it (infinite: it does not time it)
-    std::optional<TimingPlan> plan;
+    std::vector<TimingPlan> plans;  ///< its table (NVLS: one per piece count, the fastest taken)
 };
 
 struct Prepared {
@@ -94,20 +95,25 @@ std::optional<nccl::ModelChoice> best_allowed(const nccl::System& sys, const Cal
 std::string plan_variant(const CalibrationCase& c, const nccl::System& sys, double bytes, Variant& v, const Deadline& deadline) {
     const std::shared_ptr<const Topology>& topo = c.topology;
     try {
-        SendTable table;
         if (v.algorithm == "nvls" || v.algorithm == "nvls_tree") {
             if (c.collective != CollectiveKind::allreduce || sys.nvls_efficiency <= 0) return "NVLS runs allreduce on a machine whose switches reduce";
-            compose::NvlsPlan plan;
-            plan.pieces = compose::nvls_pieces_for_size(sys.gpus_per_node, bytes);
-            plan.owner_through_switch = true;  // NCCL's form
-            table = sys.nodes == 1 ? compose::nvls_allreduce(topo, plan) : compose::nvls_tree_allreduce(topo, plan);
-        } else {
+            // timed as `collsched tune` and the comparisons time it: at the fastest of its piece counts
+            for (std::uint32_t k : nccl_nvls_piece_counts(sys, bytes)) {
+                compose::NvlsPlan plan;
+                plan.pieces = k;
+                plan.owner_through_switch = true;  // NCCL's form
+                v.plans.emplace_back(sys.nodes == 1 ? compose::nvls_allreduce(topo, plan) : compose::nvls_tree_allreduce(topo, plan), deadline);
+            }
+            return "";
+        }
+        SendTable table;
+        {
             nccl::BaselineOptions o;
             o.deadline = deadline;
             const Collective coll = Collective::parse(kind_name(c.collective), *topo);
             table = nccl::nccl_baseline(topo, coll, topo->default_model(), v.algorithm, c.size, o).table;
         }
-        v.plan.emplace(table, deadline);
+        v.plans.emplace_back(table, deadline);
     } catch (const InputError& e) {
         return fmt::format("no table for {}: {}", v.algorithm, e.what());
     }
@@ -207,7 +213,8 @@ std::pair<double, const Variant*> timed(const Prepared& p, const ExecutorModel& 
     for (const Variant& v : p.variants) {
         TimeOptions o{p.c->size, std::nullopt};
         o.executor = costs_at(base, v.protocol, x);
-        if (const double t = v.plan->asynchronous(o); t < best.first) best = {t, &v};
+        for (const TimingPlan& plan : v.plans)
+            if (const double t = plan.asynchronous(o); t < best.first) best = {t, &v};
     }
     return best;
 }
