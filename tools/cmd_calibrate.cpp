@@ -27,7 +27,7 @@ namespace {
 struct CalibrateArgs {
     std::vector<std::string> logs;
     std::string measurements, machine, topology, algorithm = "default", protocol, executor = "nccl", output;
-    bool json = false, no_hold_out = false;
+    bool json = false, no_hold_out = false, tuner_plugin = false;
     double timeout = 120;
 };
 
@@ -93,6 +93,16 @@ std::string algorithm_of(std::string_view s, std::string_view what) {
     throw InputError(fmt::format("{}: unknown algorithm \"{}\" (default, ring, tree, pat, nvls, nvls_tree)", what, s));
 }
 
+/// A comma-separated list (NCCL_ALGO's and NCCL_PROTO's form); empty for an empty string.
+std::vector<std::string> split_list(std::string_view s) {
+    std::vector<std::string> out;
+    for (std::size_t at = 0, end = 0; at <= s.size() && !s.empty(); at = end + 1) {
+        end = std::min(s.find(',', at), s.size());
+        out.emplace_back(s.substr(at, end - at));
+    }
+    return out;
+}
+
 /// The cases of nccl-tests outputs on --topology: every row's out-of-place time.
 std::vector<CalibrationCase> log_cases(const CalibrateArgs& a, std::vector<std::string>& notes) {
     if (a.topology.empty()) throw InputError("calibrate: nccl-tests outputs need --topology (the machine they ran on: graph:FILE from `collsched machine`)");
@@ -117,13 +127,13 @@ std::vector<CalibrationCase> log_cases(const CalibrateArgs& a, std::vector<std::
             c.collective = *kind;
             c.size = static_cast<double>(r.size_bytes);
             c.measured = r.out_of_place.time_us * 1e-6;
-            c.algorithm = a.algorithm;
-            // NCCL_PROTO's form: one protocol, or a list NCCL's tuner picks from
-            for (std::size_t at = 0, end = 0; at <= a.protocol.size() && !a.protocol.empty(); at = end + 1) {
-                end = std::min(a.protocol.find(',', at), a.protocol.size());
-                c.protocols.push_back(protocol_of(std::string_view(a.protocol).substr(at, end - at), "--protocol"));
-            }
+            // NCCL_ALGO's and NCCL_PROTO's form: one, or a list NCCL's tuner (or the plugin) picks from
+            for (const std::string& alg : split_list(a.algorithm)) c.algorithms.push_back(algorithm_of(alg, "--algorithm"));
+            c.algorithm = c.algorithms.size() == 1 ? c.algorithms.front() : "default";
+            if (c.algorithms.size() == 1 || c.algorithm == "default") c.algorithms.clear();
+            for (const std::string& p : split_list(a.protocol)) c.protocols.push_back(protocol_of(p, "--protocol"));
             if (c.protocols.size() == 1) c.protocol = c.protocols.front(), c.protocols.clear();
+            c.tuner_plugin = a.tuner_plugin;
             cases.push_back(std::move(c));
         }
         if (!empty.empty())
@@ -272,16 +282,23 @@ void add_calibrate_command(CLI::App& app, Context& ctx) {
         ->check(file_option());
     cmd->add_option("--machine", a->machine, "With --measurements: the machine whose rows are fitted (its `machine` column)");
     cmd->add_option("--algorithm", a->algorithm,
-                    "What the outputs ran (NCCL_ALGO): default (NCCL's tuner's pick, by NCCL's model), ring, tree, pat, nvls, nvls_tree")
+                    "What the outputs ran (NCCL_ALGO): default (NCCL's tuner's pick, by NCCL's model), ring, tree, pat, nvls, "
+                    "nvls_tree, or a list NCCL picked from (ring,tree)")
         ->check([](const std::string& s) {
             try {
-                algorithm_of(s, "--algorithm");
+                const std::vector<std::string> list = split_list(s);
+                for (const std::string& alg : list)
+                    if (algorithm_of(alg, "--algorithm") == "default" && list.size() > 1)
+                        return std::string("--algorithm: \"default\" stands alone (a list names the algorithms NCCL picked from)");
             } catch (const InputError& e) {
                 return std::string(e.what());
             }
             return std::string();
         });
     cmd->add_option("--protocol", a->protocol, "The protocol they ran (NCCL_PROTO): LL, LL128, Simple, or a list NCCL picked from (LL,Simple; default: NCCL's pick of all)");
+    cmd->add_flag("--tuner-plugin", a->tuner_plugin,
+                  "The outputs ran with NCCL_TUNER_PLUGIN: each row is predicted as the executor model's fastest of the algorithms "
+                  "and protocols allowed (the plugin's pick), not NCCL's model's");
     cmd->add_option("--executor", a->executor, "The executor whose constants are fitted: nccl (default), msccl, mscclpp");
     cmd->add_flag("--no-hold-out", a->no_hold_out, "Fit on every row (default: every other size of each sweep is held out and reported)");
     cmd->add_option("--timeout", a->timeout, "Seconds for the whole run (default 120): the fit stops with its best constants")

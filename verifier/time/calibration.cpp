@@ -17,6 +17,7 @@
 #include "support/units.hpp"
 #include "verifier/baselines/nccl.hpp"
 #include "verifier/compose/nvls.hpp"
+#include "verifier/time/nccl_tuner.hpp"
 
 namespace collsched {
 
@@ -58,12 +59,13 @@ X start_of(const ExecutorModel& base) {
 struct Variant {
     std::string algorithm;
     Protocol protocol = Protocol::simple;
-    std::optional<TimingPlan> plan;
+    double nccl_model = std::numeric_limits<double>::infinity();  ///< NCCL's model's time of it (infinite: it does not time it)
+    std::vector<TimingPlan> plans;  ///< its table (NVLS: one per piece count, the fastest taken)
 };
 
 struct Prepared {
     const CalibrationCase* c = nullptr;
-    std::vector<Variant> variants;  ///< one when the case names its algorithm; NCCL's algorithms for "default"
+    std::vector<Variant> variants;  ///< what NCCL ran: one, or with a tuner plugin the variants it picked from
     CalibrationResult result;
 };
 
@@ -93,30 +95,37 @@ std::optional<nccl::ModelChoice> best_allowed(const nccl::System& sys, const Cal
 std::string plan_variant(const CalibrationCase& c, const nccl::System& sys, double bytes, Variant& v, const Deadline& deadline) {
     const std::shared_ptr<const Topology>& topo = c.topology;
     try {
-        SendTable table;
         if (v.algorithm == "nvls" || v.algorithm == "nvls_tree") {
             if (c.collective != CollectiveKind::allreduce || sys.nvls_efficiency <= 0) return "NVLS runs allreduce on a machine whose switches reduce";
-            compose::NvlsPlan plan;
-            plan.pieces = compose::nvls_pieces_for_size(sys.gpus_per_node, bytes);
-            plan.owner_through_switch = true;  // NCCL's form
-            table = sys.nodes == 1 ? compose::nvls_allreduce(topo, plan) : compose::nvls_tree_allreduce(topo, plan);
-        } else {
+            // timed as `collsched tune` and the comparisons time it: at the fastest of its piece counts
+            for (std::uint32_t k : nccl_nvls_piece_counts(sys, bytes)) {
+                compose::NvlsPlan plan;
+                plan.pieces = k;
+                plan.owner_through_switch = true;  // NCCL's form
+                v.plans.emplace_back(sys.nodes == 1 ? compose::nvls_allreduce(topo, plan) : compose::nvls_tree_allreduce(topo, plan), deadline);
+            }
+            return "";
+        }
+        SendTable table;
+        {
             nccl::BaselineOptions o;
             o.deadline = deadline;
             const Collective coll = Collective::parse(kind_name(c.collective), *topo);
             table = nccl::nccl_baseline(topo, coll, topo->default_model(), v.algorithm, c.size, o).table;
         }
-        v.plan.emplace(table, deadline);
+        v.plans.emplace_back(table, deadline);
     } catch (const InputError& e) {
         return fmt::format("no table for {}: {}", v.algorithm, e.what());
     }
     return "";
 }
 
-/// The algorithms NCCL may have run (the one named, or for "default" every one of NCCL's that runs
-/// the collective here: its tuner takes the fastest, and the fit assumes it does), each with its
-/// protocol (the one named, else NCCL's model's best for it), and NCCL's own model's time of what
-/// its tuner picks.
+/// What NCCL ran: the algorithm and protocol the case names; where it names none, the variant
+/// NCCL's tuner picks among those the run allowed (NCCL_ALGO, NCCL_PROTO): the least time of its
+/// cost table, which its own model fills (src/enqueue.cc topoGetAlgoInfo, src/graph/tuning.cc).
+/// With a tuner plugin, which rewrites that table and the channels (src/enqueue.cc ncclGetAlgoInfo)
+/// from a table not published, every allowed variant: the executor model's fastest stands in for
+/// the plugin's pick. And NCCL's own model's time of its tuner's pick.
 void prepare(Prepared& p, const Deadline& deadline) {
     const CalibrationCase& c = *p.c;
     CalibrationResult& r = p.result;
@@ -135,9 +144,11 @@ void prepare(Prepared& p, const Deadline& deadline) {
     const double bytes = nccl::nccl_bytes(c.collective, c.topology->processors(), c.size);
     const std::optional<nccl::NvlsModel> nvls = nccl::nccl_nvls_model(sys, c.collective, bytes);
     std::vector<std::string> names;
-    if (c.algorithm == "default") names = {"tree", "ring", "pat", "nvls"};
-    else names = {c.algorithm};
-    double tuner = std::numeric_limits<double>::infinity();
+    if (c.algorithm != "default") names = {c.algorithm};
+    else if (c.algorithms.empty()) names = {"tree", "ring", "pat", "nvls"};
+    else
+        for (const std::string& a : c.algorithms)  // NVLS and NVLS_TREE are one variant: the one NCCL runs on this machine
+            if (std::string n = a == "nvls_tree" ? "nvls" : a; std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
     std::string why;
     for (std::string name : names) {
         Variant v;
@@ -170,14 +181,14 @@ void prepare(Prepared& p, const Deadline& deadline) {
             why = no;
             continue;
         }
-        if (model && *model < tuner) tuner = *model;
-        // a list of protocols (NCCL_PROTO): each one NCCL's model runs is a variant too, the fastest in the executor's time
-        // taken (the tuner's pick where the measured machine is not the one NCCL's model sees)
+        if (model) v.nccl_model = *model;
+        // a list of protocols (NCCL_PROTO): each one NCCL's model runs is a variant too
         if (c.protocol == Protocol::none && parse_algorithm(v.algorithm))
             for (Protocol q : c.protocols)
-                if (q != v.protocol && nccl::nccl_model_time(sys, c.collective, *parse_algorithm(v.algorithm), to_nccl(q), bytes)) {
+                if (auto t = nccl::nccl_model_time(sys, c.collective, *parse_algorithm(v.algorithm), to_nccl(q), bytes); t && q != v.protocol) {
                     Variant w = v;
                     w.protocol = q;
+                    w.nccl_model = *t;
                     p.variants.push_back(std::move(w));
                 }
         p.variants.push_back(std::move(v));
@@ -186,16 +197,24 @@ void prepare(Prepared& p, const Deadline& deadline) {
         r.skipped = why.empty() ? fmt::format("NCCL's model has no algorithm for {} here", kind_name(c.collective)) : why;
         return;
     }
-    if (std::isfinite(tuner)) r.nccl_model = tuner;
+    const auto pick = std::min_element(p.variants.begin(), p.variants.end(), [](const Variant& a, const Variant& b) { return a.nccl_model < b.nccl_model; });
+    if (!std::isfinite(pick->nccl_model)) return;  // NCCL's model times none of them: the executor's fastest stands in
+    r.nccl_model = pick->nccl_model;
+    if (!c.tuner_plugin) {
+        Variant ran = std::move(*pick);
+        p.variants.assign(1, std::move(ran));
+    }
 }
 
-/// The case's time at x: the fastest of its variants (NCCL's tuner aims at the fastest), and which.
+/// The case's time at x: the variant NCCL ran (or, with a tuner plugin, the fastest of those it
+/// picked from), and which.
 std::pair<double, const Variant*> timed(const Prepared& p, const ExecutorModel& base, const X& x) {
     std::pair<double, const Variant*> best{std::numeric_limits<double>::infinity(), nullptr};
     for (const Variant& v : p.variants) {
         TimeOptions o{p.c->size, std::nullopt};
         o.executor = costs_at(base, v.protocol, x);
-        if (const double t = v.plan->asynchronous(o); t < best.first) best = {t, &v};
+        for (const TimingPlan& plan : v.plans)
+            if (const double t = plan.asynchronous(o); t < best.first) best = {t, &v};
     }
     return best;
 }

@@ -2,8 +2,9 @@
  * Calibration of an executor model on measured times (`collsched calibrate`, docs/time.md
  * "Calibration"): collsched's llvm-exegesis. Each measurement is a collective NCCL ran on a
  * machine at a size (nccl-tests' rows, published or the user's); collsched builds the table of
- * the algorithm NCCL ran (the one named, or the one NCCL's own tuning model picks: ring, tree,
- * NVLS, NVLS_TREE) with its protocol, times it under the executor model, and fits the model's
+ * the algorithm NCCL ran with its protocol (the ones the row names; else the ones NCCL's own tuner
+ * picks by its model among those the run allowed: ring, tree, NVLS, NVLS_TREE; with a tuner plugin,
+ * the executor model's fastest of them), times it under the executor model, and fits the model's
  * constants so that the predicted times meet the measured ones.
  *
  * The fit: the constants x = (launch per protocol, 1 / efficiency per link class, an extra network
@@ -41,6 +42,10 @@ struct CalibrationCase {
     std::string algorithm = "default";      ///< ring, tree, nvls, nvls_tree, or default (NCCL's model picks)
     Protocol protocol = Protocol::none;     ///< none: NCCL's model picks
     std::vector<Protocol> protocols;        ///< with none: the protocols NCCL's model picks from (NCCL_PROTO's list; empty: all)
+    std::vector<std::string> algorithms;    ///< with "default": the algorithms allowed (NCCL_ALGO's list; empty: all of NCCL's)
+    /// NCCL_TUNER_PLUGIN was set: a tuner tuned on the machine's measured times picked among the allowed variants (its
+    /// table is not published), so the run is predicted as the executor model's fastest of them, not NCCL's model's pick
+    bool tuner_plugin = false;
 };
 
 /// One case as collsched ran it, and the errors.
@@ -52,7 +57,7 @@ struct CalibrationResult {
     bool train = false;
     double builtin = 0;          ///< predicted under the built-in constants
     double fitted = 0;           ///< under the fitted ones
-    std::optional<double> nccl_model;  ///< NCCL's own tuning model's time of the same algorithm and protocol
+    std::optional<double> nccl_model;  ///< NCCL's own tuning model's time of what its tuner picks (the row's prediction unless a plugin tuned)
     std::string skipped;         ///< why the case was left out (no table for it here), else empty
 };
 

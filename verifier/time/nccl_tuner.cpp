@@ -97,7 +97,7 @@ public:
         if (!a.nccl) {
             // NVLS at the fastest of its piece counts (as optimize's NVLS candidates: the executor's time picks)
             double best = std::numeric_limits<double>::infinity();
-            for (std::uint32_t pieces : nvls_pieces(size)) best = std::min(best, nvls_plan(a, pieces).asynchronous(o));
+            for (std::uint32_t pieces : nccl_nvls_piece_counts(sys_, size)) best = std::min(best, nvls_plan(a, pieces).asynchronous(o));
             return best;
         }
         double best = std::numeric_limits<double>::infinity();
@@ -154,18 +154,6 @@ private:
     }
     Algo* find(std::string_view name) { return find_in(*this, name); }
     const Algo* find(std::string_view name) const { return find_in(*this, name); }
-
-    /// The piece counts NVLS is timed at, at `size`: on one box 1, 2, 4, ... 256, across boxes 1, 4, 16, 64 (their
-    /// tables grow with the boxes), up to the most that keep a piece at 4 KiB or more a GPU. One count per size (pieces of 64 KiB, NCCL's order of chunk) put NVLS on one H100
-    /// box at 584 us for 64 MiB where its 8 pieces take 325 us, as measured (Azure's ND H100 v5 page): the per-piece
-    /// costs of the executor model grow with the pieces, a real kernel overlaps them.
-    std::vector<std::uint32_t> nvls_pieces(double size) const {
-        const std::uint32_t most = std::min<std::uint32_t>(compose::nvls_pieces_for_size(sys_.gpus_per_node, size, 4096), sys_.nodes == 1 ? 256 : 64);
-        std::vector<std::uint32_t> out;
-        for (std::uint32_t k = 1; k <= most; k *= sys_.nodes == 1 ? 2 : 4) out.push_back(k);
-        if (out.empty()) out.push_back(1);
-        return out;
-    }
 
     const TimingPlan& nvls_plan(Algo& a, std::uint32_t pieces) {
         auto it = a.nvls.find(pieces);
@@ -231,6 +219,14 @@ std::vector<TunerRange> ranges_of(Timer& timer, const std::vector<TunerPoint>& p
 
 }  // namespace
 }  // namespace tuner
+
+std::vector<std::uint32_t> nccl_nvls_piece_counts(const nccl::System& sys, double size) {
+    const std::uint32_t most = std::min<std::uint32_t>(compose::nvls_pieces_for_size(sys.gpus_per_node, size, 4096), sys.nodes == 1 ? 256 : 64);
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t k = 1; k <= most; k *= sys.nodes == 1 ? 2 : 4) out.push_back(k);
+    if (out.empty()) out.push_back(1);
+    return out;
+}
 
 TunerConfig nccl_tuner_config(std::shared_ptr<const Topology> topo, const TunerOptions& o) {
     if (o.executor.kind != ExecutorKind::nccl)
