@@ -19,6 +19,7 @@
 #include "cli/machine_note.hpp"  // faults_line
 #include "cli/options.hpp"
 #include "cli/output.hpp"
+#include "verifier/time/constructions.hpp"
 
 namespace collsched::tools {
 
@@ -94,7 +95,7 @@ void SolverArgs::add_to(CLI::App& cmd, bool allow_both, bool with_routes) {
 }
 
 OptimizeOptions SolverArgs::options(SatBackend fallback) const {
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.synth.backend = solver == "z3" ? SatBackend::z3 : solver == "cadical" ? SatBackend::cadical : fallback;
     o.synth.symmetry = !no_symmetry;
     o.synth.implied = !no_implied;

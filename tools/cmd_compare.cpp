@@ -20,6 +20,7 @@
 #include "verifier/baselines/nccl.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/time/compare_report.hpp"
+#include "verifier/time/constructions.hpp"
 
 namespace collsched::tools {
 
@@ -111,12 +112,9 @@ private:
                 files_.push_back(in);
                 continue;
             }
-            std::vector<nccl::Baseline> bs;
             nccl::BaselineOptions bo;
             bo.deadline = deadline_;
-            if (in == "nccl:*") bs = nccl::nccl_baselines(topo, coll, model, 0, bo);
-            else bs.push_back(nccl::nccl_baseline(topo, coll, model, in.substr(5), 0, bo));
-            for (nccl::Baseline& b : bs) {
+            for (nccl::Baseline& b : compare_nccl(in.substr(5), topo, coll, model, bo)) {
                 names_.push_back("nccl:" + b.name);
                 files_.push_back(b.source);
                 nccl_.push_back({loaded.size(), b.algorithm});

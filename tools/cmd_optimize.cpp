@@ -30,6 +30,7 @@
 #include "verifier/synth/constructions/greedy.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/search/duality.hpp"
+#include "verifier/time/constructions.hpp"
 #include "verifier/time/objective_report.hpp"
 
 namespace collsched::tools {
@@ -386,7 +387,7 @@ private:
     Context& ctx_;
     const Deadline run_;  ///< --timeout from the start: the search and the bandwidth end after it
     SynthInstance in_;
-    OptimizeOptions opt_;
+    OptimizeOptions opt_{constructions()};
     OptimizeResult r_;
     nlohmann::ordered_json bw_;  ///< the bandwidth end, for --json
     std::string bw_text_;        ///< and in text

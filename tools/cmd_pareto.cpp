@@ -50,7 +50,7 @@ struct ParetoArgs {
 ParetoRun pareto_run(const ParetoArgs& args, const RunLimits& limits) {
     // pareto() refuses the size first of all; before a graph file is read when it states its count
     args.instance.refuse_before_reading([&](Collective& c, const Topology& stand_in) {
-        if (!c.row().has_partials()) refuse_goal_pairs(c, stand_in.processors(), args.instance.topology, OptimizeOptions{}.max_goals);
+        if (!c.row().has_partials()) refuse_goal_pairs(c, stand_in.processors(), args.instance.topology, default_max_goals);
     });
     ParetoRun run;
     run.in = args.instance.instance(RouteSpace::any, true, limits);
@@ -77,7 +77,7 @@ ParetoRun pareto_run(const ParetoArgs& args, const RunLimits& limits) {
 
 ParetoOptions pareto_options(const ParetoArgs& args) {
     const OptimizeOptions oo = args.solver.options();
-    ParetoOptions po;
+    ParetoOptions po{oo.registry};
     po.synth = oo.synth;
     po.timeout = oo.timeout;
     po.max_chunks = args.max_chunks;

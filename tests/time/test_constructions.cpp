@@ -1,17 +1,20 @@
 // The constructions' registry (verifier/time/constructions.hpp, docs/architecture.md "The constructions' registry"):
-// every row named once with a file that exists, and the lists the objectives read are its rows: optimize's upper
-// bound tries step_constructions' rows, optimize --size runs the rows of the time objective in order, compose's
-// shapes are one list.
+// one table, every row named once with a file that exists and the builders it has; the steps objective tries its
+// rows' steps builders, optimize --size runs its rows' providers in order, `compare nccl:NAME` names its NCCL rows,
+// compose's shapes are one list.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "verifier/baselines/nccl.hpp"
 #include "verifier/compose/allreduce.hpp"
 #include "verifier/synth/constructions/known.hpp"
+#include "verifier/synth/problem/pareto.hpp"
 #include "verifier/time/constructions.hpp"
 
 using namespace collsched;
@@ -29,54 +32,82 @@ SynthInstance registry_instance(const std::string& topology, const std::string& 
     return {topo, topo->default_model(), Collective::parse(collective, *topo)};
 }
 
+const Construction& row(const std::string& name) {
+    const auto& rows = constructions();
+    const auto it = std::ranges::find_if(rows, [&](const Construction& c) { return c.name == name; });
+    REQUIRE(it != rows.end());
+    return *it;
+}
+
 }  // namespace
 
-TEST_CASE("constructions: every row has a unique name, a file that exists and what it builds") {
-    std::set<std::string> names;
+TEST_CASE("constructions: every row has a unique name, a file that exists, what it builds and a builder for some use") {
+    std::set<std::string> names, nccl;
     for (const Construction& c : constructions()) {
         INFO(c.name);
         CHECK(names.insert(c.name).second);
         CHECK(std::filesystem::is_regular_file(std::filesystem::path(COLLSCHED_SOURCE_DIR) / c.file));
         CHECK(!c.what.empty());
-        CHECK(static_cast<bool>(c.provide) == (c.use == Use::time || c.use == Use::baseline));
+        CHECK((c.stage == StepStage::none) == !c.build);  // a steps builder has its stage, a stage its builder
+        CHECK((c.build || c.provide || c.library || !c.nccl.empty()));
+        if (!c.nccl.empty()) CHECK(nccl.insert(c.nccl).second);
     }
     CHECK(names.count("rings") == 1);
     CHECK(names.count("bft phase alltoall") == 1);
 }
 
-TEST_CASE("constructions: the steps rows are step_constructions', in order, each with its check and builder") {
-    std::vector<std::string> steps, rows;
-    for (const StepConstruction& s : step_constructions()) {
-        CHECK(static_cast<bool>(s.why_not));
-        CHECK(static_cast<bool>(s.build));
-        steps.push_back(s.name);
-    }
-    for (const Construction& c : constructions())
-        if (c.use == Use::steps) rows.push_back(c.name);
-    CHECK(rows == steps);
-    CHECK(steps.size() >= 10);
+TEST_CASE("constructions: a construction of both objectives is one row with both builders") {
+    CHECK(row("rings").stage == StepStage::chunks);
+    CHECK(static_cast<bool>(row("rings").build));
+    CHECK(static_cast<bool>(row("rings").provide));
+    CHECK(row("translates").stage == StepStage::translates);
 }
 
-TEST_CASE("constructions: optimize's upper bound is a row's, and a row that does not apply says why") {
+TEST_CASE("constructions: the steps objective's schedules are the rows', and a row that does not apply says why") {
     const SynthInstance ring = registry_instance("torus:3x3", "allgather");
     const SynthInstance bft = registry_instance("ebft:8", "alltoall");
-    const std::vector<StepConstruction>& rows = step_constructions();
-    auto row = [&](const std::string& name) { return *std::ranges::find_if(rows, [&](const StepConstruction& s) { return s.name == name; }); };
     CHECK(row("bft phase alltoall").why_not(bft, encoding_for(bft)).empty());
     CHECK(!row("bft phase alltoall").why_not(ring, encoding_for(ring)).empty());
     CHECK(row("ring allgather").why_not(ring, encoding_for(ring)).empty());
+    std::size_t known = 0;
+    for (const Construction& c : constructions()) known += c.stage == StepStage::known;
+    CHECK(known >= 10);
     for (const SynthInstance* in : {&ring, &bft}) {
-        const std::optional<KnownSchedule> k = constructed_schedule(*in);
+        const std::optional<KnownSchedule> k = constructed_schedule(*in, constructions());
         REQUIRE(k);
-        CHECK(std::ranges::any_of(rows, [&](const StepConstruction& s) { return s.source == k->source && s.why_not(*in, encoding_for(*in)).empty(); }));
+        CHECK(std::ranges::any_of(constructions(), [&](const Construction& c) {
+            return c.stage == StepStage::known && c.what == k->source && c.why_not(*in, encoding_for(*in)).empty();
+        }));
     }
+    // the translates (stage translates) and the rings (stage chunks) are rows too: their sources name what they built
+    const std::optional<KnownSchedule> t = translation_schedule(ring, constructions(), 0, std::chrono::steady_clock::time_point::max());
+    REQUIRE(t);
+    CHECK(t->source.starts_with("translates of one spanning tree under Z_3 x Z_3"));
+    SynthInstance rings = registry_instance("ring:6", "allgather");
+    rings.collective.set_chunks(2, *rings.topology, false);
+    const std::vector<KnownSchedule> none;
+    const std::optional<KnownSchedule> r =
+        stage_schedule(StepStage::chunks, {rings, std::chrono::steady_clock::time_point::max(), none}, constructions());
+    REQUIRE(r);
+    CHECK(r->source.find("NCCL's ring algorithm") != std::string::npos);
+    // collsched's own rows are left out under --no-constructions
+    CHECK_FALSE(stage_schedule(StepStage::chunks, {rings, std::chrono::steady_clock::time_point::max(), none}, constructions(), false));
 }
 
-TEST_CASE("constructions: the time objective's providers are the rows after the steps', in order") {
+TEST_CASE("constructions: the steps objective cannot be run without the registry") {
+    // ConstructionRows has no default (and asserts its rows are not empty): OptimizeOptions, ParetoOptions and
+    // HierarchicalOptions cannot be made without it, so no caller silently runs optimize without its upper bounds
+    static_assert(!std::is_default_constructible_v<ConstructionRows>);
+    static_assert(!std::is_default_constructible_v<OptimizeOptions>);
+    static_assert(!std::is_default_constructible_v<ParetoOptions>);
+    CHECK(&ConstructionRows(constructions()).rows() == &constructions());
+}
+
+TEST_CASE("constructions: the time objective's providers are the rows', in order") {
     std::vector<std::string> time, all;
     for (const Construction& c : constructions()) {
-        if (c.use == Use::time) time.push_back(c.name);
-        if (c.use != Use::steps) all.push_back(c.name);
+        if (c.provide && c.nccl.empty()) time.push_back(c.name);
+        if (c.provide || c.library) all.push_back(c.name);
     }
     CHECK(names_of(construction_providers()) == time);
     CHECK(names_of(time_providers("schedules/catalog.json", {})) == all);
@@ -87,6 +118,37 @@ TEST_CASE("constructions: the time objective's providers are the rows after the 
     CHECK(nccl_provider().first);
     CHECK(nccl_provider().baseline);  // never left out by a bound (gather_candidates)
     for (const NamedProvider& p : time_providers("schedules/catalog.json", {})) CHECK(p.baseline == (p.name == "nccl"));
+}
+
+TEST_CASE("constructions: every name compare nccl:NAME takes is a row's") {
+    std::set<std::string> rows;
+    for (const Construction& c : constructions())
+        if (!c.nccl.empty()) rows.insert(c.nccl);
+    std::set<std::string> algorithms{"*"};  // nccl:* builds them all (the row `nccl`, the time objective's baseline)
+    for (nccl::Algorithm a : {nccl::Algorithm::tree, nccl::Algorithm::ring, nccl::Algorithm::pat, nccl::Algorithm::p2p})
+        algorithms.insert(std::string(nccl::to_string(a)));
+    CHECK(rows == algorithms);
+    // what nccl_baseline builds for a machine is one of them
+    auto topo = Topology::parse("graph:schedules/machines/dgx1.json");
+    for (const char* coll : {"allreduce", "allgather", "alltoall", "broadcast:0"})
+        for (const nccl::Baseline& b : nccl::nccl_baselines(topo, Collective::parse(coll, *topo), topo->default_model())) {
+            INFO(b.name);
+            CHECK(rows.count(std::string(nccl::to_string(b.algorithm))) == 1);
+        }
+}
+
+TEST_CASE("constructions: compare nccl:NAME builds through the registry's rows") {
+    auto topo = Topology::parse("graph:schedules/machines/dgx1.json");
+    const Collective ar = Collective::parse("allreduce", *topo), bc = Collective::parse("broadcast:0", *topo);
+    std::vector<std::string> every, built;
+    for (const nccl::Baseline& b : nccl::nccl_baselines(topo, ar, topo->default_model())) every.push_back(b.name);
+    for (const nccl::Baseline& b : compare_nccl("*", topo, ar, topo->default_model(), {})) built.push_back(b.name);
+    CHECK(built == every);
+    CHECK(compare_nccl("tree", topo, ar, topo->default_model(), {}).front().algorithm == nccl::Algorithm::tree);
+    CHECK(compare_nccl("ring x16", topo, bc, topo->default_model(), {}).front().name == "ring x16");
+    CHECK_THROWS_WITH_AS(compare_nccl("pat", topo, ar, topo->default_model(), {}),
+                         "nccl:pat: not one of NCCL's algorithms for allreduce on graph:schedules/machines/dgx1.json (these are: nccl:ring, nccl:tree)",
+                         InputError);
 }
 
 TEST_CASE("constructions: compose's shapes are one list, each way in a box with each way across the rails once") {

@@ -19,6 +19,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/check/z3_engine.hpp"
+#include "verifier/time/constructions.hpp"
 
 using namespace collsched;
 
@@ -32,7 +33,7 @@ SynthInstance reduction(const std::string& spec, const char* coll, std::uint32_t
 }
 
 OptimizeResult settle(const SynthInstance& in, SatBackend b = SatBackend::cadical) {
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.synth.backend = b;
     o.timeout = 60;
     o.solver_proof = true;
@@ -128,7 +129,7 @@ TEST_CASE("combining: the transfers bound, a one-way gossip per allreduce chunk,
     // 8 chunks on one NVSwitch box: 112 transfers, 8 per step. Before the bound the solver left
     // T = 10..13 open after 120 s; now the composed 14-step schedule meets it without a solver.
     SynthInstance box = reduction("graph:" COLLSCHED_SOURCE_DIR "/schedules/machines/nvswitch8.json", "allreduce", 8);
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.timeout = 60;
     OptimizeResult r = optimize(box, o);
     REQUIRE(r.status == OptStatus::proved);

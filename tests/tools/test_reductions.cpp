@@ -20,6 +20,7 @@
 #include "tests/compiler/msccl_replay.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/search/duality.hpp"
+#include "verifier/time/constructions.hpp"
 #include "verifier/check/z3_engine.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "tests/tools/compile_fixtures.hpp"
@@ -335,7 +336,7 @@ TEST_CASE("reductions: optimize reduce by duality with broadcast: least steps, p
         CAPTURE(row.topology);
         auto topo = Topology::parse(row.topology);
         SynthInstance in{topo, topo->default_model(), Collective::parse("reduce:0", *topo)};
-        ReductionOptimum r = optimize_reduction(in, {});
+        ReductionOptimum r = optimize_reduction(in, OptimizeOptions{constructions()});
         CHECK(r.status == OptStatus::proved);
         REQUIRE(r.optimum);
         CHECK(*r.optimum == row.optimum);
@@ -416,7 +417,7 @@ TEST_CASE("reductions: optimize reduce_scatter and allreduce by duality with all
             c.kind = kind;
             c.set_chunks(topo->processors(), *topo);
             SynthInstance in{topo, topo->default_model(), c};
-            ReductionOptimum r = optimize_reduction(in, {});
+            ReductionOptimum r = optimize_reduction(in, OptimizeOptions{constructions()});
             const Step k = kind == CollectiveKind::allreduce ? 2 : 1;
             CHECK(r.status == OptStatus::proved);
             REQUIRE(r.optimum);

@@ -12,6 +12,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
 #include "verifier/synth/problem/instance.hpp"
+#include "verifier/time/constructions.hpp"
 
 using namespace collsched;
 using collsched::test::machine;
@@ -70,7 +71,7 @@ TEST_CASE("rings: optimize proves allgather and allreduce with chunks on machine
         CAPTURE(row.collective);
         // tori: an undirected Hamiltonian cycle and its complement, each run both ways (4 rings)
         SynthInstance in = instance_with_chunks(row.machine.rfind("torus", 0) == 0 ? row.machine : machine(row.machine), row.collective, row.chunks);
-        OptimizeOptions o;
+        OptimizeOptions o{constructions()};
         o.timeout = 60;
         OptimizeResult r = optimize(in, o);
         REQUIRE(r.status == OptStatus::proved);

@@ -19,6 +19,7 @@
 #include "verifier/synth/symmetry/translate_check.hpp"
 #include "verifier/synth/constructions/translate_packing.hpp"
 #include "verifier/check/z3_engine.hpp"
+#include "verifier/time/constructions.hpp"
 
 using namespace collsched;
 using collsched::test::run;
@@ -67,7 +68,7 @@ TEST_CASE("translates: the direct checker, the Z3 engine and the simulator agree
     for (const char* coll : {"alltoall", "allgather"}) {
         INFO(coll);
         SynthInstance in = instance(machine("multibox2x8"), coll);
-        auto k = translation_schedule(in, 8, never);
+        auto k = translation_schedule(in, constructions(), 8, never);
         REQUIRE(k);
         CHECK(k->table.steps() == 8);
         CHECK(verify_direct(k->table).holds());
@@ -89,7 +90,7 @@ TEST_CASE("translates: optimize proves the least steps of 32 and 64 GPUs without
                           Case{"multibox4x8", "alltoall", 24, "class counting"}, Case{"rail4x8", "alltoall", 28, "cut counting"},
                           Case{"multibox8x8", "alltoall", 56, "class counting"}, Case{"rail8x8", "allgather", 32, "receptions"}}) {
         INFO(c.machine, " ", c.coll);
-        OptimizeResult r = optimize(instance(machine(c.machine), c.coll), OptimizeOptions{});
+        OptimizeResult r = optimize(instance(machine(c.machine), c.coll), OptimizeOptions{constructions()});
         CHECK(r.status == OptStatus::proved);
         CHECK(r.optimum == Step(c.steps));
         CHECK(r.attempts.empty());
@@ -168,7 +169,7 @@ TEST_CASE("translates: optimize beyond the collective's limit works in the quoti
     // torus 20 x 20 in the quotient (called directly: the CLI does this above 2^28 goal pairs):
     // the same 100 steps optimize proves on the table, no witness.
     SynthInstance in = instance("torus:20x20", "allgather");
-    OptimizeResult q = optimize_in_quotient(in, OptimizeOptions{});
+    OptimizeResult q = optimize_in_quotient(in, OptimizeOptions{constructions()});
     CHECK(q.status == OptStatus::proved);
     CHECK(q.optimum == Step{100});
     CHECK(!q.witness);
@@ -176,9 +177,9 @@ TEST_CASE("translates: optimize beyond the collective's limit works in the quoti
     CHECK(q.upper_bound_source ==
           "translates of one spanning tree under Z_20 x Z_20 (collsched construction, docs/synthesis.md), checked in the quotient: 399 tree "
           "edges standing for a table of 159600 transfers, which is not built");
-    CHECK(optimize(in, OptimizeOptions{}).optimum == Step{100});
+    CHECK(optimize(in, OptimizeOptions{constructions()}).optimum == Step{100});
     // What the quotient does not take is bad input with the reason, before any work.
-    CHECK_THROWS_WITH_AS(optimize_in_quotient(instance(machine("dgx1x2"), "allgather"), OptimizeOptions{}),
+    CHECK_THROWS_WITH_AS(optimize_in_quotient(instance(machine("dgx1x2"), "allgather"), OptimizeOptions{constructions()}),
                          doctest::Contains("has no translation group collsched can check"), InputError);
     auto r = run("optimize --topology torus:200x200 --collective allgather -o /tmp/never.sched");
     CHECK(r.code == 2);
@@ -205,7 +206,7 @@ TEST_CASE("inject=once: tree packing and the translates refuse it, and an allgat
     // Where it is feasible (the CBFT's routers copy), the proved optimum stands.
     SynthInstance tree = instance("cbft:4", "allgather");
     tree.model = apply_model_options(tree.model, "queues=none,replicate=yes,inject=once");
-    OptimizeResult cbft = optimize(tree, OptimizeOptions{});
+    OptimizeResult cbft = optimize(tree, OptimizeOptions{constructions()});
     CHECK(cbft.status == OptStatus::proved);
     CHECK(cbft.optimum == Step{5});
     CHECK(grow_translates(instance("ring:6", "allgather"), 1, 3, never).has_value());
@@ -246,7 +247,7 @@ TEST_CASE("box entries: a datum first entering a box in the last step must enter
  "edges": [[0, 1, 1, "fast"], [0, 2, 1, "fast"], [1, 2, 1, "fast"], [3, 4, 1, "fast"], [3, 5, 1, "fast"], [4, 5, 1, "fast"],
            [0, 3, 1, "slow"]]})json");
     SynthInstance in = instance("graph:" + two, "allgather");
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.timeout = 60;
     o.solver_proof = true;
     OptimizeResult r = optimize(in, o);
@@ -266,7 +267,7 @@ TEST_CASE("box entries: a datum first entering a box in the last step must enter
     // met by the translates; before this bound the 4 x 8 solver's T = 3 stayed open at 60 s.
     for (auto [name, steps] : {std::pair{"h100rail4x8", Step{4}}, std::pair{"h100rail8x8", Step{8}}}) {
         CAPTURE(name);
-        OptimizeOptions q;
+        OptimizeOptions q{constructions()};
         q.timeout = 60;
         OptimizeResult h = optimize(instance(machine(name), "allgather"), q);
         REQUIRE(h.status == OptStatus::proved);

@@ -15,6 +15,7 @@
 #include "verifier/synth/search/hierarchical.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "tests/verifier/synth_fixtures.hpp"
+#include "verifier/time/constructions.hpp"
 
 using namespace collsched;
 using collsched::test::split_instance;
@@ -43,7 +44,7 @@ TEST_CASE("hierarchical: the boxes of a machine") {
     CHECK(hierarchical_problem(split_instance(mb4, "broadcast:0")) ==
           "hierarchical synthesis takes allgather, alltoall and reduce_scatter, not broadcast:0 (allreduce: not yet, docs/synthesis.md)");
     CHECK(hierarchical_problem(split_instance(mb4, "allgather")).empty());
-    CHECK_THROWS_AS(hierarchical_synthesize(split_instance("ring:8", "allgather"), {}), InputError);
+    CHECK_THROWS_AS(hierarchical_synthesize(split_instance("ring:8", "allgather"), OptimizeOptions{constructions()}), InputError);
 }
 
 TEST_CASE("hierarchical: multibox 4 x 8 and the 4 x 8 rail machine") {
@@ -58,7 +59,7 @@ TEST_CASE("hierarchical: multibox 4 x 8 and the 4 x 8 rail machine") {
     for (const Case& c : cases) {
         INFO(*c.topo << " " << c.coll);
         SynthInstance in = split_instance(*c.topo, c.coll);
-        HierarchicalResult h = hierarchical_synthesize(in, {});
+        HierarchicalResult h = hierarchical_synthesize(in, OptimizeOptions{constructions()});
         REQUIRE(h.table);
         CHECK(h.reason.empty());
         CHECK(h.space == c.space);
@@ -95,7 +96,7 @@ TEST_CASE("hierarchical: optimize --hierarchical proves 28 steps for alltoall on
     // The composition alone: collsched's constructions (the translates, which meet the same
     // bound) are left out so that the witness is the composition's.
     SynthInstance in = split_instance(rail4, "alltoall");
-    OptimizeOptions opt;
+    OptimizeOptions opt{constructions()};
     opt.hierarchical = true;
     opt.constructions = false;
     OptimizeResult r = optimize(in, opt);
@@ -175,17 +176,17 @@ TEST_CASE("class counting: the NIC class on multibox 4 x 8 and the NVLink class 
     CHECK(find(split_instance(mb4, "allgather"), "25 GB/s") == 0);
     for (const Bound& b : lower_bounds(split_instance("torus:4x4", "alltoall"))) CHECK(b.name != "class counting");
     // The bound is at most what the schedules reach.
-    CHECK(hierarchical_synthesize(rl, {}).table->steps() == 28);
+    CHECK(hierarchical_synthesize(rl, OptimizeOptions{constructions()}).table->steps() == 28);
 }
 
 TEST_CASE("hierarchical: the same answers on 1, 2 and 4 threads") {
     for (const auto& [topo, coll] : {std::pair{&rail4, "alltoall"}, std::pair{&mb4, "allgather"}, std::pair{&mb4, "reduce_scatter"}}) {
         INFO(*topo << " " << coll);
         SynthInstance in = split_instance(*topo, coll);
-        HierarchicalOptions one;
+        HierarchicalOptions one{OptimizeOptions{constructions()}};
         HierarchicalResult a = hierarchical_synthesize(in, one);
         for (std::uint32_t jobs : {2u, 4u}) {
-            HierarchicalOptions many;
+            HierarchicalOptions many{OptimizeOptions{constructions()}};
             many.phase.jobs = jobs;
             HierarchicalResult b = hierarchical_synthesize(in, many);
             REQUIRE(b.table);

@@ -20,6 +20,7 @@
 #include "verifier/synth/symmetry/automorphisms.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "tests/verifier/synth_fixtures.hpp"
+#include "verifier/time/constructions.hpp"
 
 using namespace collsched;
 using collsched::test::inst;
@@ -117,7 +118,7 @@ TEST_CASE("optimize with chunks and rounds: least steps, the search space named,
     SynthInstance in = inst(machine("dgx1"), "allgather");
     in.collective.set_chunks(2, *in.topology);
     in.rounds = 3;
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.timeout = 60;
     OptimizeResult r = optimize(in, o);
     REQUIRE(r.status == OptStatus::proved);
@@ -159,7 +160,7 @@ TEST_CASE("chunked synthesis refuses what it does not encode") {
 }
 
 TEST_CASE("the Pareto frontier of DGX-1 allgather: (2 steps, 3/2) and (3 steps, 7/6), every point proved") {
-    ParetoOptions o;
+    ParetoOptions o{constructions()};
     o.max_chunks = 8;
     o.timeout = 120;
     ParetoResult r = pareto(inst(machine("dgx1"), "allgather"), o);
@@ -201,7 +202,7 @@ TEST_CASE("link groups are honored: SCCL's HubAndSpoke(4) as a graph file with g
     CHECK(encoding_for(hub) == EncodingKind::dissemination);
     // The cut sees the groups: 3 data into {0} over one receive per round.
     CHECK(bandwidth_bounds(hub).front().rounds_per_chunk == Ratio::of(3, 1));
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.timeout = 60;
     OptimizeResult r = optimize(hub, o);
     REQUIRE(r.status == OptStatus::proved);
@@ -224,7 +225,7 @@ TEST_CASE("pareto: with several rounds per step the rows start below the least o
     // R/C = 7, and the distance bound 1: a step of 7 rounds lets every GPU send its datum to its
     // 7 peers, one per round, so the whole frontier is the one point (1 step, R/C = 7). Before,
     // the rows started at the least one-round steps and called (7 steps, R/C 7) proved.
-    ParetoOptions o;
+    ParetoOptions o{constructions()};
     o.max_chunks = 2;
     o.timeout = 60;
     ParetoResult r = pareto(inst(machine("nvswitch8"), "allgather"), o);
@@ -294,7 +295,7 @@ TEST_CASE("pareto --jobs and shared calls: the DGX-1 allgather rows are the same
     // on N, nor on the calls and answers crossing processes as text (docs/synthesis.md,
     // "Threads and MPI ranks").
     const SynthInstance in = inst(machine("dgx1"), "allgather");
-    ParetoOptions o;
+    ParetoOptions o{constructions()};
     o.max_chunks = 8;
     o.timeout = 120;
     const std::string one = rows_text(pareto(in, o));

@@ -19,6 +19,7 @@
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/constructions/known.hpp"
 #include "tests/verifier/synth_fixtures.hpp"
+#include "verifier/time/constructions.hpp"
 
 using namespace collsched;
 using collsched::test::inst;
@@ -41,7 +42,7 @@ bool verifies(const SendTable& t, bool fixed_routes) {
 Step proved_optimum(const SynthInstance& in, bool symmetry = true) {
     Step found = 0;
     for (SatBackend b : {SatBackend::cadical, SatBackend::z3}) {
-        OptimizeOptions o;
+        OptimizeOptions o{constructions()};
         o.synth.backend = b;
         o.synth.symmetry = symmetry;
         o.timeout = 60;
@@ -129,13 +130,13 @@ TEST_CASE("lower bounds: the papers' counting arguments") {
 }
 
 TEST_CASE("known schedules are verified: the paper's algorithm and the XOR-invariant construction") {
-    auto paper = known_schedule(inst("ebft:8", "alltoall", "queues=none"), false);
+    auto paper = known_schedule(inst("ebft:8", "alltoall", "queues=none"), constructions(), false);
     REQUIRE(paper.has_value());
     CHECK(paper->table.steps() == 12);  // n + 2 log n - 2
     CHECK(verifies(paper->table, true));
     for (std::uint32_t n : {8u, 16u, 32u}) {
         auto in = inst(fmt::format("ebft:{}", n).c_str(), "alltoall", "queues=none");
-        auto k = known_schedule(in);
+        auto k = known_schedule(in, constructions());
         REQUIRE(k.has_value());
         CHECK(k->table.steps() == n + 2 * std::bit_width(n - 1) - 3);  // n + 2 log n - 3
         CHECK(verifies(k->table, true));
@@ -143,7 +144,7 @@ TEST_CASE("known schedules are verified: the paper's algorithm and the XOR-invar
     for (auto in : {inst("cbft:8", "scatter:0", "queues=none"), inst("torus:3x3", "allgather", "ports=half"),
                     inst("ideal:16", "broadcast:0"), inst("cbft:8", "allgather", "queues=none,replicate=yes"),
                     inst("ring:6", "alltoall", "ports=single,queues=none")}) {
-        auto g = known_schedule(in);
+        auto g = known_schedule(in, constructions());
         REQUIRE(g.has_value());
         CHECK(verifies(g->table, in.collective.kind == CollectiveKind::alltoall || in.collective.kind == CollectiveKind::scatter));
     }
@@ -170,7 +171,7 @@ TEST_CASE("total exchange on ebft:4 takes 6 steps (= n + 2 log n - 2), queues or
 
 TEST_CASE("EBFT total exchange is settled by counting and construction: n + 2 log n - 3") {
     for (const char* spec : {"ebft:8", "ebft:16", "ebft:32"}) {
-        OptimizeResult r = optimize(inst(spec, "alltoall", "queues=none"), OptimizeOptions{});
+        OptimizeResult r = optimize(inst(spec, "alltoall", "queues=none"), OptimizeOptions{constructions()});
         CHECK(r.status == OptStatus::proved);
         CHECK(r.attempts.empty());  // no solver needed
         CHECK(*r.optimum == r.lower_bound);
@@ -202,7 +203,7 @@ TEST_CASE("multinode broadcast on cbft:8 without queueing, single injection: 13 
     CHECK(proved_optimum(inst("cbft:8", "allgather", "queues=none,replicate=yes,inject=once")) == 13);
     CHECK(proved_optimum(inst("cbft:4", "allgather", "queues=none,replicate=yes,inject=once")) == 5);
     // The ideal fat tree's end-to-end encoding does not take the restriction.
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     CHECK_THROWS_WITH_AS(optimize(inst("ideal:8", "broadcast:0", "inject=once"), o),
                          "inject=once is encoded for the personal and dissemination encodings, not for the ideal fat tree's "
                          "end-to-end sends",
@@ -260,7 +261,7 @@ TEST_CASE("unsupported requests are bad input with a clear message, never a loop
     CHECK_THROWS_AS(encoding_for(inst("cbft:8", "broadcast:0", "replicate=no")), InputError);
     CHECK_THROWS_AS(encoding_for(inst("cbft:8", "custom")), InputError);
     // A collective with nothing to deliver is settled at 0 steps.
-    OptimizeResult r = optimize(inst("cbft:4", "multicast:1:1", "replicate=yes"), OptimizeOptions{});
+    OptimizeResult r = optimize(inst("cbft:4", "multicast:1:1", "replicate=yes"), OptimizeOptions{constructions()});
     CHECK(r.status == OptStatus::proved);
     CHECK(*r.optimum == 0);
 }
@@ -269,7 +270,7 @@ TEST_CASE("a time limit ends the search with the bounds so far") {
     // Without collsched's constructions (the translates prove 32 at once). Half a second: the
     // bounds poll the same deadline, and at 0.05 s a loaded machine (load 11 on 2 cores) ended
     // before the first bound (lower bound 0); the search itself is still open at 3 s.
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.timeout = 0.5;
     o.constructions = false;
     OptimizeResult r = optimize(inst("torus:4x4", "alltoall", "ports=single"), o);
@@ -289,7 +290,7 @@ TEST_CASE("any route by default, fixed routes on request: ring:6 5/6, DGX-1 3/4,
     };
     for (const Case& c : {Case{"ring:6", "ports=multi", 5, 6}, Case{machine("dgx1"), "", 3, 4}, Case{"torus:4x4", "", 8, 12}}) {
         CAPTURE(c.spec);
-        OptimizeOptions o;
+        OptimizeOptions o{constructions()};
         o.timeout = 60;
         auto any = inst_routes(c.spec, "alltoall", c.model, RouteSpace::any);
         OptimizeResult r = optimize(any, o);
@@ -337,7 +338,7 @@ TEST_CASE("total exchange on rings, tori and hypercubes meets the channel-counti
     for (const Case& c : {Case{"ring:9", 10}, Case{"ring:12", 18}, Case{"ring:14", 25}, Case{"ring:16", 32}, Case{"torus:4x4", 8},
                           Case{"torus:3x5", 9}, Case{"hypercube:5", 16}}) {
         CAPTURE(c.spec);
-        OptimizeResult r = optimize(inst(c.spec, "alltoall"), OptimizeOptions{});
+        OptimizeResult r = optimize(inst(c.spec, "alltoall"), OptimizeOptions{constructions()});
         REQUIRE(r.status == OptStatus::proved);
         CHECK(*r.optimum == c.steps);
         CHECK(r.attempts.empty());
@@ -443,7 +444,7 @@ TEST_CASE("parity with SCCL: least steps of the non-combining collectives on SCC
             CAPTURE(r.spec);
             CAPTURE(r.model);
             CAPTURE(coll);
-            OptimizeOptions o;
+            OptimizeOptions o{constructions()};
             o.timeout = 30;
             OptimizeResult res = optimize(inst_routes(r.spec, coll, r.model, RouteSpace::any), o);
             CHECK(res.status == OptStatus::proved);
@@ -458,7 +459,7 @@ TEST_CASE("link groups bound receptions and injections: switch boxes proved with
     // (groups gpuN.out and gpuN.in of capacity 1). Counting the 15 channels into a GPU gives 1
     // step; its in-group gives 15, which the ring meets (allgather) and the edge-coloured
     // direct exchange meets (alltoall).
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.timeout = 20;
     OptimizeResult ag = optimize(inst_routes(machine("dgx2"), "allgather", "", RouteSpace::any), o);
     CHECK(ag.status == OptStatus::proved);
@@ -487,7 +488,7 @@ TEST_CASE("link groups bound receptions and injections: switch boxes proved with
 
 TEST_CASE("hostile sizes: the time limit covers the set-up, and sizes beyond reach are refused") {
     // Broadcast along 65,534 processors: no greedy over all pairs (N^2 distances), bounds only.
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.timeout = 5;
     auto t0 = std::chrono::steady_clock::now();
     OptimizeResult r = optimize(inst("linear:65534", "broadcast:0"), o);
@@ -495,7 +496,7 @@ TEST_CASE("hostile sizes: the time limit covers the set-up, and sizes beyond rea
     CHECK(r.status != OptStatus::proved);
     CHECK(r.lower_bound == 65533);
     // More goal pairs than the limit: bad input before any work.
-    OptimizeOptions small;
+    OptimizeOptions small{constructions()};
     small.max_goals = 100;
     CHECK_THROWS_WITH_AS(optimize(inst("complete:16", "alltoall"), small),
                          "alltoall on complete:16 has 240 goal pairs; the synthesizer handles at most 100 (its bounds and schedules "

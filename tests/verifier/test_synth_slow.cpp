@@ -14,6 +14,7 @@
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/bounds/bandwidth.hpp"
 #include "verifier/synth/bounds/rounds_per_chunk.hpp"
+#include "verifier/time/constructions.hpp"
 
 using namespace collsched;
 
@@ -26,7 +27,7 @@ SynthInstance inst(const char* spec, const char* coll, const char* model = "", R
 
 /// The solver on its own: no constructions, and optimum-1 must be shown UNSAT by the solver.
 OptimizeResult settle(const SynthInstance& in, SatBackend b, double timeout = 120) {
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.synth.backend = b;
     o.timeout = timeout;
     o.constructions = false;

@@ -22,6 +22,7 @@
 #include "verifier/synth/constructions/translate_packing.hpp"
 #include "verifier/synth/constructions/tree_packing.hpp"
 #include "tests/verifier/synth_fixtures.hpp"
+#include "verifier/time/constructions.hpp"
 
 using namespace collsched;
 using collsched::test::inst;
@@ -77,7 +78,7 @@ TEST_CASE("a ring whose edges at processor 0 are faster has no translation group
     // Speeds do not enter the step model: the optimum is ring:8's, 8 steps, and no bound exceeds it.
     const SynthInstance in = inst(spec, "alltoall");
     bounds_at_most(in, 8);
-    OptimizeOptions o;
+    OptimizeOptions o{constructions()};
     o.timeout = 20;
     const OptimizeResult r = optimize(in, o);
     REQUIRE(r.upper_bound.has_value());
@@ -107,7 +108,7 @@ TEST_CASE("the tree packer keeps a link group of several senders and receivers (
     const std::optional<PackedSchedule> p = pack_trees(in, po);
     REQUIRE(p.has_value());
     CHECK(verify_direct(p->table).holds());
-    ParetoOptions pa;
+    ParetoOptions pa{constructions()};
     pa.timeout = 10;
     pa.max_chunks = 2;
     const ParetoResult res = pareto(in, pa);  // aborted before the fix
@@ -151,7 +152,7 @@ TEST_CASE("randomized: small machines with mixed link types and groups, every bo
         CAPTURE(json);
         CAPTURE(coll);
         const SynthInstance in = inst(spec, coll);
-        OptimizeOptions o;
+        OptimizeOptions o{constructions()};
         o.timeout = 10;
         const OptimizeResult r = optimize(in, o);  // settle() aborts when a bound exceeds a schedule
         if (r.status != OptStatus::proved) continue;

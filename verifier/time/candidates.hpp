@@ -21,6 +21,7 @@
 #include "runtime/compare.hpp"
 #include "runtime/timing.hpp"
 #include "support/parallel.hpp"
+#include "verifier/synth/problem/construction.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/time_bound.hpp"
 
@@ -73,8 +74,7 @@ struct CandidateQuery {
     }
 };
 
-/// A provider: appends candidates (not yet verified) and notes on what it could not build.
-using CandidateProvider = std::function<void(const CandidateQuery&, std::vector<TimeCandidate>&, std::vector<std::string>& notes)>;
+// A provider, CandidateProvider (verifier/synth/problem/construction.hpp): a row's time builder.
 
 struct NamedProvider {
     std::string name;
@@ -83,7 +83,7 @@ struct NamedProvider {
     /// algorithms, the baseline every answer is compared with, which on 1,024 GPUs found no time
     /// left after collsched's constructions.
     bool first = false;
-    /// NCCL's algorithms: the baseline, never left out by a bound (the registry's row of use `baseline`).
+    /// NCCL's algorithms: the baseline, never left out by a bound (the registry's row `nccl`, compare's `nccl:*`).
     bool baseline = false;
 };
 

@@ -1,8 +1,11 @@
-// The registry of collsched's constructions (constructions.hpp): one row each, and the views the objectives read.
+// The registry of collsched's constructions (constructions.hpp): one table, every construction one row with its
+// builders, and the views the objectives read.
 #include "verifier/time/constructions.hpp"
 
 #include <algorithm>
+#include <iterator>
 
+#include "support/assert.hpp"
 #include "support/error.hpp"
 #include "verifier/baselines/nccl.hpp"
 #include "verifier/synth/constructions/known.hpp"
@@ -26,47 +29,88 @@ void nccl_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, s
     for (const std::string& u : unbuilt) notes.push_back("nccl " + u);
 }
 
-/// The time objective's rows, in the order its providers run and its notes list them.
+using K = StepStage;
+
+/// The constructions of least steps the steps objective tries (stage `known`, in order: every one that applies, the
+/// fewest steps kept; `translates`: before the greedy, settling the search where they meet the bound). The sources of
+/// stage `known` are what optimize prints.
+std::vector<Construction> step_rows() {
+    const std::string ours = " (collsched construction, docs/synthesis.md)";
+    const std::string here = "verifier/synth/constructions/known.cpp", greedy = "verifier/synth/constructions/greedy.cpp";
+    return {
+        {.name = "bft phase alltoall", .file = "compiler/table/builder.cpp", .what = "bft_phase_alltoall (Dimakopoulos & Dimopoulos, section 5, eq. 2)",
+         .stage = K::known, .why_not = alltoall_on_bft, .build = bft_phase_schedule, .fixed_routes = true},
+        {.name = "xor-invariant alltoall", .file = here, .what = "XOR-invariant total exchange" + ours, .stage = K::known, .why_not = personal_only,
+         .build = xor_invariant_schedule, .own = true, .fixed_routes = true},
+        {.name = "translation-invariant alltoall", .file = here, .what = "translation-invariant total exchange" + ours, .stage = K::known,
+         .why_not = any_route_only, .build = translation_invariant_schedule, .own = true},
+        {.name = "mirrored ring alltoall", .file = here, .what = "mirrored ring total exchange" + ours, .stage = K::known, .why_not = any_route_only,
+         .build = mirrored_ring_schedule, .own = true},
+        {.name = "direct alltoall", .file = here, .what = "direct total exchange by edge colouring" + ours, .stage = K::known,
+         .why_not = any_route_only, .build = direct_alltoall_schedule, .own = true},
+        {.name = "greedy personal", .file = greedy, .what = "greedy first fit, farthest first", .stage = K::known, .why_not = personal_only,
+         .build = greedy_personal_schedule, .fixed_routes = true},
+        {.name = "greedy free route", .file = greedy, .what = "greedy first fit over any route (earliest arrival), farthest first", .stage = K::known,
+         .why_not = any_route_only, .build = greedy_free_route_schedule},
+        {.name = "ring allgather", .file = here, .what = "ring algorithm on a Hamiltonian cycle (Dimakopoulos, single-port paper, section 3)",
+         .stage = K::known, .why_not = dissemination_only, .build = ring_allgather_schedule},
+        {.name = "greedy flood", .file = greedy, .what = "greedy flooding, oldest first", .stage = K::known, .why_not = dissemination_only,
+         .build = greedy_flood_schedule},
+        {.name = "greedy end-to-end", .file = greedy, .what = "greedy end-to-end sends, nearest first", .stage = K::known, .why_not = end_to_end_only,
+         .build = greedy_end_to_end_schedule, .stops_when_late = false},
+        {.name = "translates", .file = "verifier/synth/constructions/translate_packing.cpp",
+         .what = "translates of one spanning tree (allgather) or of one processor's messages (alltoall) under a checked translation group",
+         .stage = K::translates, .build = translates_schedule, .own = true},
+    };
+}
+
+/// The constructions the time objective runs, in the order its providers run and its notes list them (the rings are
+/// the steps objective's too, stage `chunks`), then the library's schedules.
 std::vector<Construction> time_rows() {
     return {
-        {"rings", "verifier/synth/constructions/rings.cpp", Use::time, "NCCL's ring algorithms on k rings, C = 1, 4, 16, ... chunks", ring_candidates},
-        {"tree packing", "verifier/synth/constructions/tree_packing.cpp", Use::time, "tree packings at the chunk counts the cut suggests",
-         packing_candidates},
-        {"least steps", "verifier/synth/constructions/known.cpp", Use::time, "the known schedule of least steps and the greedy, one chunk",
-         least_steps_candidates},
-        {"hierarchical", "verifier/synth/search/hierarchical.cpp", Use::time, "exact phases on one box and one rail, composed",
-         hierarchical_candidates},
-        {"constructions for time", "verifier/compose/allreduce.cpp", Use::time,
-         "hierarchical and flat allreduce, reduce-scatter and allgather in pieces (compose::every_shape)", composed_candidates},
-        {"nvls", "verifier/compose/nvls.cpp", Use::time, "NVLS through switches that reduce and multicast: collsched's forms and NCCL's",
-         nvls_candidates},
-        {"sharp", "verifier/time/sharp_candidates.cpp", Use::time, "SHARP across the boxes: collsched's allreduce and NCCL's CollNet",
-         sharp_candidates},
-        {"pipelined rings", "verifier/time/rooted_rings.cpp", Use::time, "broadcast and reduce on NCCL's rings, pipelined in pieces",
-         rooted_ring_candidates},
-        {"library", "schedules/catalog.json", Use::library, "the library's schedules for this machine (library_provider, objective.hpp)"},
-        {"nccl", "verifier/baselines/nccl.cpp", Use::baseline, "NCCL's algorithms generated for the machine: rings, trees, PAT, p2p", nccl_candidates,
-         true},
+        {.name = "rings", .file = "verifier/synth/constructions/rings.cpp", .what = "NCCL's ring algorithms on k rings, C = 1, 4, 16, ... chunks",
+         .stage = K::chunks, .build = rings_schedule, .own = true, .provide = ring_candidates},
+        {.name = "tree packing", .file = "verifier/synth/constructions/tree_packing.cpp", .what = "tree packings at the chunk counts the cut suggests",
+         .provide = packing_candidates},
+        {.name = "least steps", .file = "verifier/synth/constructions/known.cpp",
+         .what = "the steps objective's known schedule of least steps (the rows of stage known, or the duality's) and the greedy, one chunk",
+         .provide = least_steps_candidates},
+        {.name = "hierarchical", .file = "verifier/synth/search/hierarchical.cpp", .what = "exact phases on one box and one rail, composed",
+         .provide = hierarchical_candidates},
+        {.name = "constructions for time", .file = "verifier/compose/allreduce.cpp",
+         .what = "hierarchical and flat allreduce, reduce-scatter and allgather in pieces (compose::every_shape)", .provide = composed_candidates},
+        {.name = "nvls", .file = "verifier/compose/nvls.cpp", .what = "NVLS through switches that reduce and multicast: collsched's forms and NCCL's",
+         .provide = nvls_candidates},
+        {.name = "sharp", .file = "verifier/time/sharp_candidates.cpp", .what = "SHARP across the boxes: collsched's allreduce and NCCL's CollNet",
+         .provide = sharp_candidates},
+        {.name = "pipelined rings", .file = "verifier/time/rooted_rings.cpp", .what = "broadcast and reduce on NCCL's rings, pipelined in pieces",
+         .provide = rooted_ring_candidates},
+        {.name = "library", .file = "schedules/catalog.json", .what = "the library's schedules for this machine (library_provider, objective.hpp)",
+         .library = true},
+    };
+}
+
+/// NCCL's algorithms (verifier/baselines), each `compare nccl:NAME`; the row `nccl` (`compare nccl:*`) builds those that
+/// run the collective on the machine, as NCCL chooses them: the time objective's baseline.
+std::vector<Construction> nccl_rows() {
+    const std::string trees = "verifier/baselines/nccl_trees.cpp";
+    return {
+        {.name = "nccl", .file = "verifier/baselines/nccl.cpp", .what = "NCCL's algorithms generated for the machine: rings, trees, PAT, p2p",
+         .provide = nccl_candidates, .first = true, .nccl = "*"},
+        {.name = "nccl ring", .file = "verifier/baselines/nccl_rings.cpp", .what = "NCCL's rings, one per channel (broadcast and reduce: at each chunk count)",
+         .nccl = "ring"},
+        {.name = "nccl tree", .file = trees, .what = "NCCL's double binary tree across boxes, a chain in each", .nccl = "tree"},
+        {.name = "nccl pat", .file = trees, .what = "NCCL's PAT: log2 P rounds of doubling distances, one GPU per box", .nccl = "pat"},
+        {.name = "nccl p2p", .file = trees, .what = "NCCL's alltoall: grouped send/recv, other rails through PXN", .nccl = "p2p"},
     };
 }
 
 }  // namespace
 
-std::string_view to_string(Use u) {
-    switch (u) {
-        case Use::steps: return "steps";
-        case Use::time: return "time";
-        case Use::library: return "library";
-        case Use::baseline: return "baseline";
-    }
-    return "?";
-}
-
 const std::vector<Construction>& constructions() {
     static const std::vector<Construction> rows = [] {
-        std::vector<Construction> r;
-        for (const StepConstruction& s : step_constructions()) r.push_back({s.name, s.file, Use::steps, s.source});
-        for (Construction& c : time_rows()) r.push_back(std::move(c));
+        std::vector<Construction> r = step_rows();
+        for (std::vector<Construction> part : {time_rows(), nccl_rows()}) std::ranges::move(part, std::back_inserter(r));
         return r;
     }();
     return rows;
@@ -75,21 +119,34 @@ const std::vector<Construction>& constructions() {
 std::vector<NamedProvider> construction_providers() {
     std::vector<NamedProvider> r;
     for (const Construction& c : constructions())
-        if (c.use == Use::time) r.push_back({c.name, c.provide, c.first});
+        if (c.provide && c.nccl.empty()) r.push_back({c.name, c.provide, c.first});
     return r;
 }
 
 NamedProvider nccl_provider() {
     const auto& rows = constructions();
-    const auto it = std::ranges::find_if(rows, [](const Construction& c) { return c.use == Use::baseline; });
+    const auto it = std::ranges::find_if(rows, [](const Construction& c) { return c.nccl == "*"; });
+    COLLSCHED_ASSERT(it != rows.end());
     return {it->name, it->provide, it->first, true};
+}
+
+std::vector<nccl::Baseline> compare_nccl(const std::string& name, std::shared_ptr<const Topology> topo, const Collective& coll, const Model& model,
+                                         const nccl::BaselineOptions& o) {
+    const std::string algorithm = name.substr(0, name.find(' '));
+    const auto& rows = constructions();
+    const bool row = std::ranges::any_of(rows, [&](const Construction& c) { return !c.nccl.empty() && c.nccl == algorithm; });
+    if (row && algorithm == "*") return nccl::nccl_baselines(std::move(topo), coll, model, 0, o);
+    std::vector<nccl::Baseline> r;
+    r.push_back(nccl::nccl_baseline(std::move(topo), coll, model, name, 0, o));  // InputError: not one NCCL runs here
+    COLLSCHED_ASSERT_MSG(row, "nccl:" + name + " has no row in the constructions' registry");
+    return r;
 }
 
 std::vector<NamedProvider> time_providers(const std::string& catalog, const MemoryBudget& memory) {
     std::vector<NamedProvider> r;
     for (const Construction& c : constructions())
-        if (c.use == Use::library) r.push_back(library_provider(catalog, memory));
-        else if (c.use != Use::steps) r.push_back({c.name, c.provide, c.first, c.use == Use::baseline});
+        if (c.library) r.push_back(library_provider(catalog, memory));
+        else if (c.provide) r.push_back({c.name, c.provide, c.first, !c.nccl.empty()});
     return r;
 }
 

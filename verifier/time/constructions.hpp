@@ -1,13 +1,10 @@
 /** \file
  * The registry of collsched's constructions (docs/architecture.md, "The constructions' registry"):
- * every schedule that is built rather than searched, one row each, with its name, the file it is
- * built in, the use it serves and its builder. The lists the objectives read are views of it:
- * optimize's upper bound (least steps) tries the rows of step_constructions
- * (verifier/synth/constructions/known.hpp, below the time model, so that the steps objective reads
- * them without the runtime), the time objective's providers are the rows of use `time`
- * (construction_providers), the library's schedules and NCCL's algorithms the rows after them
- * (time_providers). A new construction is its file and one row: a row of step_constructions for
- * optimize, a row of time_rows (constructions.cpp) for optimize --size.
+ * one table, constructions(), every schedule built rather than searched one row (a Construction,
+ * verifier/synth/problem/construction.hpp) with every builder it has: a steps builder (read by the
+ * steps objective, which its callers hand the rows: OptimizeOptions::registry), a time provider
+ * (read by the time objective: construction_providers, time_providers), an NCCL name (`compare
+ * nccl:NAME`: compare_nccl). A new construction is its file and one row of constructions.cpp.
  */
 #pragma once
 
@@ -18,35 +15,30 @@
 #include <vector>
 
 #include "support/budget.hpp"
+#include "verifier/baselines/nccl.hpp"
+#include "verifier/synth/problem/construction.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/candidates.hpp"
 
 namespace collsched {
 
-/// What a row serves: optimize's upper bound on steps (step_constructions), a source of candidates for the time
-/// objective, the library's schedules (the catalog's, schedules/catalog.json) or NCCL's algorithms, the baseline.
-enum class Use : std::uint8_t { steps, time, library, baseline };
-std::string_view to_string(Use);
-
-struct Construction {
-    std::string name;  ///< unique over every row: the provider's name in optimize --size's notes
-    std::string file;  ///< the file its tables are built in (from the source tree's root)
-    Use use = Use::time;
-    std::string what;  ///< one line: what it builds (steps rows: the source optimize prints)
-    CandidateProvider provide = nullptr;  ///< time and baseline rows: its candidates (the library's: library_provider)
-    bool first = false;  ///< run before the others (NamedProvider::first)
-};
-
-/// Every row: step_constructions' rows (use `steps`) in their order, then the time objective's in theirs.
+/// Every row, in the order the steps objective tries each stage's and the time objective runs the providers.
 const std::vector<Construction>& constructions();
 
-/// The time objective's providers of collsched's constructions: the rows of use `time`, in order (rings, tree packing,
-/// the least steps, the hierarchical synthesis, the constructions for time, NVLS, SHARP, the pipelined rings).
+/// The time objective's providers of collsched's constructions: the rows with a provider before the library's, in
+/// order (rings, tree packing, the least steps, the hierarchical synthesis, the constructions for time, NVLS, SHARP,
+/// the pipelined rings).
 std::vector<NamedProvider> construction_providers();
 
-/// NCCL's algorithms generated for the machine (verifier/baselines/nccl.hpp): rings, trees, PAT,
-/// p2p, each marked as NCCL's, so that the speed-up is printed over the best of them.
+/// NCCL's algorithms generated for the machine (the row `nccl`, `compare nccl:*`: verifier/baselines/nccl.hpp):
+/// rings, trees, PAT, p2p, each marked as NCCL's, so that the speed-up is printed over the best of them.
 NamedProvider nccl_provider();
+
+/// What `compare nccl:NAME` builds: the row whose NCCL name is NAME's algorithm ("ring x16": "ring"), `*` every one
+/// NCCL runs for the collective (the row `nccl`). InputError (verifier/baselines' nccl_baseline: the names NCCL has for
+/// the collective on the machine) for a name it does not run there.
+std::vector<nccl::Baseline> compare_nccl(const std::string& name, std::shared_ptr<const Topology>, const Collective&, const Model&,
+                                         const nccl::BaselineOptions&);
 
 /// Every provider of optimize --size, in the rows' order: the constructions, the library's schedules from `catalog`
 /// (library_provider, objective.hpp), NCCL's algorithms.

@@ -102,7 +102,7 @@ void least_steps_candidates(const CandidateQuery& q, std::vector<TimeCandidate>&
     if (!x) return;
     if (x->collective.row().has_partials()) return;  // reductions: the rings and the library cover them
     try {
-        auto r = known_schedule(*x, true, share_until(q, 5, 0.1));
+        auto r = known_schedule(*x, constructions(), true, share_until(q, 5, 0.1));
         if (r) out.push_back({"least steps C=1", r->source, "least steps", false, std::make_shared<const SendTable>(std::move(r->table))});
     } catch (const InputError& e) {
         notes.push_back(fmt::format("least steps: {}", e.what()));
@@ -124,7 +124,7 @@ void hierarchical_candidates(const CandidateQuery& q, std::vector<TimeCandidate>
         notes.push_back("hierarchical: " + why);
         return;
     }
-    HierarchicalOptions ho;
+    HierarchicalOptions ho{OptimizeOptions{constructions()}};
     const Clock::time_point stop = share_until(q, 20, 0.2);
     ho.phase.timeout = std::max(1.0, std::chrono::duration<double>(stop - Clock::now()).count());
     ho.deadline = Deadline::at(stop);

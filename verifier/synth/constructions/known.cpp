@@ -499,109 +499,115 @@ std::optional<SendTable> ring_allgather(const SynthInstance& in, std::chrono::st
 
 }  // namespace
 
-
-namespace {
-
-/// translation_schedule under `limits` (LimitReached).
-std::optional<KnownSchedule> translates(const SynthInstance& in, Step lower_bound, std::chrono::steady_clock::time_point deadline,
-                                        const RunLimits& limits) {
-    const EncodingKind k = encoding_for(in);
-    const std::string group = translation_group_name(*in.topology, limits);
-    if (k == EncodingKind::free_route && in.collective.kind == CollectiveKind::alltoall) {
-        if (auto x = translate_alltoall(in, lower_bound, deadline, limits); x && holds(*x, in, false, deadline))
-            return KnownSchedule{std::move(*x), fmt::format("translates of one processor's messages under {} (collsched construction, docs/synthesis.md)", group)};
-    } else if (k == EncodingKind::dissemination && in.collective.kind == CollectiveKind::allgather) {
-        if (auto p = pack_translates(in, 1, std::max<Step>(lower_bound, 1), deadline, limits); p && holds(p->table, in, false, deadline))
-            return KnownSchedule{std::move(p->table), fmt::format("translates of one spanning tree under {} (collsched construction, docs/synthesis.md)", group)};
-    }
-    return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<KnownSchedule> translation_schedule(const SynthInstance& in, Step lower_bound, std::chrono::steady_clock::time_point deadline,
-                                                  const MemoryBudget& memory) {
-    if (in.chunked()) return std::nullopt;
-    const RunLimits limits{Deadline::at(deadline), memory};
-    try {
-        if (!translation_group(*in.topology, limits)) return std::nullopt;
-        return translates(in, lower_bound, deadline, limits);
-    } catch (const LimitReached&) {  // the table did not fit, or the limits stopped its writing
-        return std::nullopt;
-    }
-}
-
 namespace {
 
 bool personal_kind(EncodingKind k) { return k == EncodingKind::personal || k == EncodingKind::free_route; }
 
-}  // namespace
-
-const std::vector<StepConstruction>& step_constructions() {
-    using K = EncodingKind;
-    static const std::vector<StepConstruction> rows = {
-        {"bft phase alltoall", "compiler/table/builder.cpp", "bft_phase_alltoall (Dimakopoulos & Dimopoulos, section 5, eq. 2)", false, true,
-         [](const SynthInstance& in, K k) -> std::string {
-             if (!personal_kind(k) || in.collective.kind != CollectiveKind::alltoall) return "alltoall only";
-             return in.topology->family() == Family::bft ? "" : "binary fat trees only";
-         },
-         [](const StepBuild& b) -> std::optional<SendTable> {
-             try {
-                 SendTable s = bft_phase_alltoall(b.in.topology, Deadline::at(b.deadline));
-                 trace("known: bft_phase_alltoall built ({} transfers)", s.transfers.size());
-                 return s;
-             } catch (const InputError&) {
-                 // capacity pattern not covered by the built-in algorithm: the greedy below applies
-             } catch (const LimitReached&) {
-                 // the deadline passed while its table was written: the others below are not started either
-             }
-             return std::nullopt;
-         }},
-        {"xor-invariant alltoall", "verifier/synth/constructions/known.cpp", "XOR-invariant total exchange (collsched construction, docs/synthesis.md)", true,
-         true, [](const SynthInstance&, K k) -> std::string { return personal_kind(k) ? "" : "personalized collectives only"; },
-         [](const StepBuild& b) {
-             // within fewer steps than the paper's algorithm, when it applied
-             const Step cap = b.found.empty() ? 4 * b.in.topology->processors() + 4 * b.in.topology->tree_levels() + 8 : b.found.front().table.steps() - 1;
-             return xor_invariant_alltoall(b.in, cap, Deadline::at(b.deadline));
-         }},
-        {"translation-invariant alltoall", "verifier/synth/constructions/known.cpp",
-         "translation-invariant total exchange (collsched construction, docs/synthesis.md)", true, false,
-         [](const SynthInstance&, K k) -> std::string { return k == K::free_route ? "" : "any route only"; },
-         [](const StepBuild& b) { return translation_invariant_alltoall(b.in); }},
-        {"mirrored ring alltoall", "verifier/synth/constructions/known.cpp", "mirrored ring total exchange (collsched construction, docs/synthesis.md)", true,
-         false, [](const SynthInstance&, K k) -> std::string { return k == K::free_route ? "" : "any route only"; },
-         [](const StepBuild& b) { return mirrored_ring_alltoall(b.in); }},
-        {"direct alltoall", "verifier/synth/constructions/known.cpp",
-         "direct total exchange by edge colouring (collsched construction, docs/synthesis.md)", true, false,
-         [](const SynthInstance&, K k) -> std::string { return k == K::free_route ? "" : "any route only"; },
-         [](const StepBuild& b) -> std::optional<SendTable> {
-             try {
-                 return direct_alltoall(b.in, Deadline::at(b.deadline));
-             } catch (const LimitReached&) {
-                 return std::nullopt;  // the deadline passed while it was built: the greedy schedules below are not started either
-             }
-         }},
-        {"greedy personal", "verifier/synth/constructions/greedy.cpp", "greedy first fit, farthest first", false, true,
-         [](const SynthInstance&, K k) -> std::string { return personal_kind(k) ? "" : "personalized collectives only"; },
-         [](const StepBuild& b) { return greedy_personal(b.in, b.deadline); }},
-        {"greedy free route", "verifier/synth/constructions/greedy.cpp", "greedy first fit over any route (earliest arrival), farthest first", false, false,
-         [](const SynthInstance&, K k) -> std::string { return k == K::free_route ? "" : "any route only"; },
-         [](const StepBuild& b) { return greedy_free_route(b.in, b.deadline); }},
-        {"ring allgather", "verifier/synth/constructions/known.cpp", "ring algorithm on a Hamiltonian cycle (Dimakopoulos, single-port paper, section 3)",
-         false, false, [](const SynthInstance&, K k) -> std::string { return k == K::dissemination ? "" : "dissemination only"; },
-         [](const StepBuild& b) { return ring_allgather(b.in, b.deadline); }},
-        {"greedy flood", "verifier/synth/constructions/greedy.cpp", "greedy flooding, oldest first", false, false,
-         [](const SynthInstance&, K k) -> std::string { return k == K::dissemination ? "" : "dissemination only"; },
-         [](const StepBuild& b) { return greedy_flood(b.in, b.deadline); }},
-        {"greedy end-to-end", "verifier/synth/constructions/greedy.cpp", "greedy end-to-end sends, nearest first", false, false,
-         [](const SynthInstance&, K k) -> std::string { return k == K::end_to_end ? "" : "end-to-end only"; },
-         [](const StepBuild& b) { return greedy_end_to_end(b.in, b.deadline); }, false},
-    };
-    return rows;
+/// A table not yet verified, with the row's source (constructed_schedule verifies it).
+std::optional<KnownSchedule> unverified(std::optional<SendTable> t) {
+    if (!t) return std::nullopt;
+    return KnownSchedule{std::move(*t), ""};
 }
 
-std::optional<KnownSchedule> constructed_schedule(const SynthInstance& in, bool constructions, std::chrono::steady_clock::time_point deadline,
-                                                  const MemoryBudget& memory) {
+}  // namespace
+
+std::string alltoall_on_bft(const SynthInstance& in, EncodingKind k) {
+    if (!personal_kind(k) || in.collective.kind != CollectiveKind::alltoall) return "alltoall only";
+    return in.topology->family() == Family::bft ? "" : "binary fat trees only";
+}
+std::string personal_only(const SynthInstance&, EncodingKind k) { return personal_kind(k) ? "" : "personalized collectives only"; }
+std::string any_route_only(const SynthInstance&, EncodingKind k) { return k == EncodingKind::free_route ? "" : "any route only"; }
+std::string dissemination_only(const SynthInstance&, EncodingKind k) { return k == EncodingKind::dissemination ? "" : "dissemination only"; }
+std::string end_to_end_only(const SynthInstance&, EncodingKind k) { return k == EncodingKind::end_to_end ? "" : "end-to-end only"; }
+
+std::optional<KnownSchedule> bft_phase_schedule(const StepBuild& b) {
+    try {
+        SendTable s = bft_phase_alltoall(b.in.topology, Deadline::at(b.deadline));
+        trace("known: bft_phase_alltoall built ({} transfers)", s.transfers.size());
+        return KnownSchedule{std::move(s), ""};
+    } catch (const InputError&) {
+        // capacity pattern not covered by the built-in algorithm: the greedy below applies
+    } catch (const LimitReached&) {
+        // the deadline passed while its table was written: the others below are not started either
+    }
+    return std::nullopt;
+}
+
+std::optional<KnownSchedule> xor_invariant_schedule(const StepBuild& b) {
+    // within fewer steps than the paper's algorithm, when it applied
+    const Step cap = b.found.empty() ? 4 * b.in.topology->processors() + 4 * b.in.topology->tree_levels() + 8 : b.found.front().table.steps() - 1;
+    return unverified(xor_invariant_alltoall(b.in, cap, Deadline::at(b.deadline)));
+}
+
+std::optional<KnownSchedule> translation_invariant_schedule(const StepBuild& b) { return unverified(translation_invariant_alltoall(b.in)); }
+std::optional<KnownSchedule> mirrored_ring_schedule(const StepBuild& b) { return unverified(mirrored_ring_alltoall(b.in)); }
+
+std::optional<KnownSchedule> direct_alltoall_schedule(const StepBuild& b) {
+    try {
+        return unverified(direct_alltoall(b.in, Deadline::at(b.deadline)));
+    } catch (const LimitReached&) {
+        return std::nullopt;  // the deadline passed while it was built: the greedy schedules below are not started either
+    }
+}
+
+std::optional<KnownSchedule> greedy_personal_schedule(const StepBuild& b) { return unverified(greedy_personal(b.in, b.deadline)); }
+std::optional<KnownSchedule> greedy_free_route_schedule(const StepBuild& b) { return unverified(greedy_free_route(b.in, b.deadline)); }
+std::optional<KnownSchedule> ring_allgather_schedule(const StepBuild& b) { return unverified(ring_allgather(b.in, b.deadline)); }
+std::optional<KnownSchedule> greedy_flood_schedule(const StepBuild& b) { return unverified(greedy_flood(b.in, b.deadline)); }
+std::optional<KnownSchedule> greedy_end_to_end_schedule(const StepBuild& b) { return unverified(greedy_end_to_end(b.in, b.deadline)); }
+
+std::optional<KnownSchedule> translates_schedule(const StepBuild& b) {
+    const SynthInstance& in = b.in;
+    if (in.chunked()) return std::nullopt;
+    const RunLimits limits{Deadline::at(b.deadline), b.memory};
+    try {
+        if (!translation_group(*in.topology, limits)) return std::nullopt;
+        const EncodingKind k = encoding_for(in);
+        const std::string group = translation_group_name(*in.topology, limits);
+        if (k == EncodingKind::free_route && in.collective.kind == CollectiveKind::alltoall) {
+            if (auto x = translate_alltoall(in, b.lower_bound, b.deadline, limits); x && holds(*x, in, false, b.deadline))
+                return KnownSchedule{std::move(*x), fmt::format("translates of one processor's messages under {} (collsched construction, docs/synthesis.md)", group)};
+        } else if (k == EncodingKind::dissemination && in.collective.kind == CollectiveKind::allgather) {
+            if (auto p = pack_translates(in, 1, std::max<Step>(b.lower_bound, 1), b.deadline, limits); p && holds(p->table, in, false, b.deadline))
+                return KnownSchedule{std::move(p->table), fmt::format("translates of one spanning tree under {} (collsched construction, docs/synthesis.md)", group)};
+        }
+    } catch (const LimitReached&) {  // the table did not fit, or the limits stopped its writing
+    }
+    return std::nullopt;
+}
+
+std::optional<KnownSchedule> rings_schedule(const StepBuild& b) { return ring_schedule(b.in, b.deadline); }
+
+namespace {
+
+/// Whether a row of `stage` is tried on the instance: its stage, collsched's own only with `constructions`, and it
+/// applies.
+bool tried(const Construction& row, StepStage stage, const SynthInstance& in, EncodingKind k, bool constructions) {
+    return row.stage == stage && row.build && (!row.own || constructions) && (!row.why_not || row.why_not(in, k).empty());
+}
+
+}  // namespace
+
+std::optional<KnownSchedule> stage_schedule(StepStage stage, const StepBuild& b, const ConstructionRows& registry, bool constructions) {
+    const EncodingKind k = encoding_for(b.in);
+    for (const Construction& row : registry.rows()) {
+        if (!tried(row, stage, b.in, k, constructions)) continue;
+        if (auto x = row.build(b)) {
+            if (x->source.empty()) x->source = row.what;
+            return x;
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<KnownSchedule> translation_schedule(const SynthInstance& in, const ConstructionRows& registry, Step lower_bound,
+                                                  std::chrono::steady_clock::time_point deadline, const MemoryBudget& memory) {
+    const std::vector<KnownSchedule> none;
+    return stage_schedule(StepStage::translates, {in, deadline, none, lower_bound, memory}, registry);
+}
+
+std::optional<KnownSchedule> constructed_schedule(const SynthInstance& in, const ConstructionRows& registry, bool constructions,
+                                                  std::chrono::steady_clock::time_point deadline, const MemoryBudget& memory) {
     EncodingKind k = encoding_for(in);
     if (k == EncodingKind::combining) return std::nullopt;  // the duality's (search/duality.cpp, known_schedule)
     std::vector<KnownSchedule> found;
@@ -625,10 +631,11 @@ std::optional<KnownSchedule> constructed_schedule(const SynthInstance& in, bool 
     auto late = [&] {
         return std::chrono::steady_clock::now() >= deadline || memory.exceeded(0.9) || !memory.fits(mul_sat(least_transfers, bytes_per_transfer));
     };
-    // the rows in order (step_constructions): those that apply, collsched's own only with `constructions`
-    for (const StepConstruction& row : step_constructions()) {
-        if (!row.why_not(in, k).empty() || (row.own && !constructions) || (row.stops_when_late && late())) continue;
-        if (auto x = row.build({in, deadline, found}); x && holds(*x, in, row.fixed_routes, deadline)) found.push_back({std::move(*x), row.source});
+    // the registry's rows of stage `known` in order: those that apply, collsched's own only with `constructions`
+    for (const Construction& row : registry.rows()) {
+        if (!tried(row, StepStage::known, in, k, constructions) || (row.stops_when_late && late())) continue;
+        if (auto x = row.build({in, deadline, found, 0, memory}); x && holds(x->table, in, row.fixed_routes, deadline))
+            found.push_back({std::move(x->table), x->source.empty() ? row.what : std::move(x->source)});
         trace("known: {} done", row.name);
     }
     if (found.empty()) return std::nullopt;

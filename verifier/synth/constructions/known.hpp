@@ -1,11 +1,10 @@
 /** \file
- * The best schedule collsched's constructions give for an instance (the papers' algorithms, the
- * XOR-invariant, translation-invariant, mirrored ring and direct total exchanges, rings, the
- * greedy list schedules), each verified by the direct checker. known_schedule
- * (problem/instance.hpp, search/duality.cpp) adds the reductions' schedule by duality, which
- * optimizes the dual collective and so lives in search/. A new construction is a file of this
- * room and a row of step_constructions (constructions/known.cpp); the registry of every
- * construction (verifier/time/constructions.hpp) lists these rows with the time objective's.
+ * collsched's constructions of least steps (the papers' algorithms, the XOR-invariant,
+ * translation-invariant, mirrored ring and direct total exchanges, the ring allgather, the greedy
+ * list schedules, the translates): each a steps builder, named by one row of the constructions'
+ * registry (verifier/time/constructions.cpp, docs/architecture.md "The constructions' registry"),
+ * with why it does not apply. constructed_schedule and stage_schedule (problem/construction.hpp,
+ * defined here) try the rows they are handed and verify what they build by the direct checker.
  */
 #pragma once
 
@@ -16,40 +15,34 @@
 #include <vector>
 
 #include "support/budget.hpp"
+#include "verifier/synth/problem/construction.hpp"
 #include "verifier/synth/problem/instance.hpp"
 
 namespace collsched {
 
-/// What a row of step_constructions builds from: the instance, the deadline and the schedules the rows before it
-/// found (verified; the XOR-invariant total exchange asks for fewer steps than the first).
-struct StepBuild {
-    const SynthInstance& in;
-    std::chrono::steady_clock::time_point deadline;
-    const std::vector<KnownSchedule>& found;
-};
+// Why a row does not apply (empty: it does).
+std::string alltoall_on_bft(const SynthInstance&, EncodingKind);
+std::string personal_only(const SynthInstance&, EncodingKind);
+std::string any_route_only(const SynthInstance&, EncodingKind);
+std::string dissemination_only(const SynthInstance&, EncodingKind);
+std::string end_to_end_only(const SynthInstance&, EncodingKind);
 
-/// A construction of optimize's upper bound (least steps): one row each, tried in order.
-struct StepConstruction {
-    std::string name;    ///< unique among every construction (verifier/time/constructions.hpp)
-    std::string file;    ///< where it is built
-    std::string source;  ///< the schedule's source as optimize prints it
-    bool own = false;    ///< collsched's own construction: left out under --no-constructions
-    bool fixed_routes = false;  ///< verified with every message on the topology's route
-    /// Why it does not apply to the instance (of this encoding); empty when it does.
-    std::function<std::string(const SynthInstance&, EncodingKind)> why_not;
-    /// Its table, not yet verified; nullopt where it finds none within the deadline.
-    std::function<std::optional<SendTable>(const StepBuild&)> build;
-    bool stops_when_late = true;  ///< not started past the deadline or the memory budget (else: no deadline of its own)
-};
-
-/// The rows constructed_schedule tries, in order.
-const std::vector<StepConstruction>& step_constructions();
-
-/// The shortest verified schedule of the constructions that apply; nullopt for combining
-/// instances (their schedule comes from the duality) and when none applies within the limits.
-std::optional<KnownSchedule> constructed_schedule(const SynthInstance&, bool constructions = true,
-                                                  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-                                                  const MemoryBudget& memory = {});
+// The steps builders (StepBuilder) of the rows: stage `known`, not yet verified, with the row's source.
+std::optional<KnownSchedule> bft_phase_schedule(const StepBuild&);               ///< compiler/table/builder.cpp's bft_phase_alltoall
+std::optional<KnownSchedule> xor_invariant_schedule(const StepBuild&);           ///< fewer steps than the first found
+std::optional<KnownSchedule> translation_invariant_schedule(const StepBuild&);
+std::optional<KnownSchedule> mirrored_ring_schedule(const StepBuild&);
+std::optional<KnownSchedule> direct_alltoall_schedule(const StepBuild&);
+std::optional<KnownSchedule> greedy_personal_schedule(const StepBuild&);         ///< greedy.hpp
+std::optional<KnownSchedule> greedy_free_route_schedule(const StepBuild&);       ///< greedy.hpp
+std::optional<KnownSchedule> ring_allgather_schedule(const StepBuild&);          ///< a Hamiltonian cycle (single-port paper)
+std::optional<KnownSchedule> greedy_flood_schedule(const StepBuild&);            ///< greedy.hpp
+std::optional<KnownSchedule> greedy_end_to_end_schedule(const StepBuild&);       ///< greedy.hpp
+/// Stage `translates`: translate_packing.hpp's translates on a checked translation group, verified, with the group
+/// in the source; nullopt where the group, the table or the limits do not allow it.
+std::optional<KnownSchedule> translates_schedule(const StepBuild&);
+/// Stage `chunks`: ring_schedule (rings.cpp), verified.
+std::optional<KnownSchedule> rings_schedule(const StepBuild&);
 
 /// Total exchange where every goal pair has a channel of its own (complete graphs, switch boxes):
 /// the demand coloured with as many matchings as its largest degree (Koenig), k colours a step.

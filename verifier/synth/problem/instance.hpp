@@ -39,6 +39,8 @@
 
 namespace collsched {
 
+struct Construction;  // verifier/synth/problem/construction.hpp: a row of the constructions' registry
+
 enum class SatBackend : std::uint8_t { cadical, z3 };
 std::string_view to_string(SatBackend);
 
@@ -212,22 +214,38 @@ struct KnownSchedule {
     SendTable table;
     std::string source;  ///< e.g. "bft_phase_alltoall (Dimakopoulos & Dimopoulos, eq. 3)"
 };
+
+/// The constructions' registry as the steps objective reads it (construction.hpp): the rows of the one table,
+/// `constructions()` (verifier/time/constructions.hpp), handed down by the caller. It has no default, so no caller
+/// runs optimize without the rows, and its rows are never empty (construction.cpp checks).
+class ConstructionRows {
+public:
+    ConstructionRows(const std::vector<Construction>& rows);  // NOLINT(google-explicit-constructor): the table converts
+    const std::vector<Construction>& rows() const { return *rows_; }
+
+private:
+    const std::vector<Construction>* rows_;
+};
+
+/// The known schedule of least steps: the rows of stage `known` (constructed_schedule, construction.hpp) or, for
+/// combining instances, the duality's (search/duality.cpp).
 /// With `constructions` false only the papers' algorithms and the greedy are tried (not
 /// collsched's own constructions, e.g. the XOR-invariant total exchange).
 /// The greedy schedules give up (and are left out) once `deadline` has passed.
 /// `memory`: no construction starts once the resident set has reached 90% of it.
-std::optional<KnownSchedule> known_schedule(const SynthInstance&, bool constructions = true,
+std::optional<KnownSchedule> known_schedule(const SynthInstance&, const ConstructionRows&, bool constructions = true,
                                             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
                                             const MemoryBudget& memory = {});
 
-/// collsched's constructions by translates (verifier/synth/constructions/translate_packing.hpp) alone, on a machine
+/// The registry's rows of stage `translates` (stage_schedule): collsched's constructions by translates
+/// (verifier/synth/constructions/translate_packing.hpp) alone, on a machine
 /// with a checked translation group: the allgather's spanning tree, the total exchange's
 /// messages of one processor; verified like known_schedule's. Cheap (one quotient of P
 /// elements), so optimize tries it before the greedy and the known schedules; `lower_bound` (a
 /// proven one, 0 if none) lets the seeded runs stop once one meets it.
 /// The table's size is estimated before it is built and refused (nullopt) when it does not fit
 /// what is left of `memory`.
-std::optional<KnownSchedule> translation_schedule(const SynthInstance&, Step lower_bound,
+std::optional<KnownSchedule> translation_schedule(const SynthInstance&, const ConstructionRows&, Step lower_bound,
                                                   std::chrono::steady_clock::time_point deadline, const MemoryBudget& memory = {});
 
 /// NCCL's ring algorithms on k Hamiltonian cycles that the machine runs at once, one chunk per
@@ -235,7 +253,7 @@ std::optional<KnownSchedule> translation_schedule(const SynthInstance&, Step low
 /// (verifier/synth/constructions/rings.cpp): allgather of any C, reduce_scatter (C a multiple of P) and
 /// allreduce, under hop timing without routers, rounds, half-duplex ports or inject=once; k as
 /// large as the search finds within `deadline` (at most every processor's per-step limit).
-/// Verified like known_schedule's.
+/// Verified like known_schedule's. The steps builder of the registry's row `rings` (stage `chunks`).
 std::optional<KnownSchedule> ring_schedule(const SynthInstance&, std::chrono::steady_clock::time_point deadline);
 
 struct HierarchicalResult;  // verifier/synth/search/hierarchical.hpp
@@ -251,7 +269,12 @@ struct OptimizeProgress {
     Answer answer = Answer::unknown;
 };
 
+/// Goal pairs optimize takes at most by default (OptimizeOptions::max_goals).
+inline constexpr std::uint64_t default_max_goals = std::uint64_t{1} << 22;
+
 struct OptimizeOptions {
+    explicit OptimizeOptions(ConstructionRows rows) : registry(rows) {}
+    ConstructionRows registry;  ///< the constructions' rows: the upper bounds (constructions(), verifier/time/constructions.hpp)
     SynthOptions synth;
     double timeout = 0;        ///< total seconds; 0 means no limit
     bool incremental = false;  ///< one solver across horizons, horizons as assumptions
@@ -260,7 +283,7 @@ struct OptimizeOptions {
     /// UNSAT (a second, independent proof; its time is what `probe` reports as the solver's).
     bool solver_proof = false;
     /// More goal pairs than this (0: no limit) is bad input (InputError) before any work.
-    std::uint64_t max_goals = std::uint64_t{1} << 22;
+    std::uint64_t max_goals = default_max_goals;
     std::function<void(const OptimizeProgress&)> progress;
     /// Only the greedy synthesizer (verifier/synth/constructions/greedy.hpp) and the counting bounds, no solver.
     bool greedy_only = false;

@@ -95,6 +95,8 @@ struct ParetoRow {
 };
 
 struct ParetoOptions {
+    explicit ParetoOptions(ConstructionRows rows) : registry(rows) {}
+    ConstructionRows registry;  ///< the constructions' rows, for the least steps (OptimizeOptions::registry)
     SynthOptions synth;
     std::uint32_t max_chunks = 8;  ///< K: the search covers C = 1..K
     Step max_steps = 0;            ///< 0: no limit besides the natural end (see pareto)

@@ -155,13 +155,13 @@ ReductionPareto pareto_reduction(const SynthInstance& in, const ParetoOptions& o
     return r;
 }
 
-std::optional<KnownSchedule> known_schedule(const SynthInstance& in, bool constructions, std::chrono::steady_clock::time_point deadline,
-                                            const MemoryBudget& memory) {
-    if (encoding_for(in) != EncodingKind::combining) return constructed_schedule(in, constructions, deadline, memory);
+std::optional<KnownSchedule> known_schedule(const SynthInstance& in, const ConstructionRows& registry, bool constructions,
+                                            std::chrono::steady_clock::time_point deadline, const MemoryBudget& memory) {
+    if (encoding_for(in) != EncodingKind::combining) return constructed_schedule(in, registry, constructions, deadline, memory);
     // The duality's schedule where it applies (docs/synthesis.md, "Reductions by duality"):
     // reduce(r) of one chunk, reduce_scatter and the composed allreduce of C = P chunks.
     if (!reduction_duality_problem(in).empty()) return std::nullopt;
-    OptimizeOptions o;
+    OptimizeOptions o{registry};
     const double left = deadline == std::chrono::steady_clock::time_point::max()
                             ? 30.0
                             : std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();

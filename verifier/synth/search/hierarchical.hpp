@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
@@ -64,6 +65,7 @@ struct Composition {
 };
 
 struct HierarchicalOptions {
+    HierarchicalOptions(OptimizeOptions p, Deadline d = {}, MemoryBudget m = {}) : phase(std::move(p)), deadline(d), memory(m) {}
     OptimizeOptions phase;  ///< for the phases' optimize() (its timeout is the whole run's)
     Deadline deadline;      ///< the whole run: phases, compositions and verification
     MemoryBudget memory;

@@ -13,6 +13,7 @@
 #include "verifier/synth/problem/pareto.hpp"
 #include "verifier/synth/constructions/greedy.hpp"
 #include "verifier/synth/search/hierarchical.hpp"
+#include "verifier/synth/problem/construction.hpp"
 #include "verifier/synth/problem/instance.hpp"
 
 namespace collsched {
@@ -141,7 +142,8 @@ private:
         const bool known_ok = !in_.chunked() || (res_.encoding == EncodingKind::combining && !in_.rounds);
         const bool large = in_.topology->processors() > opt_.greedy_from;
         std::optional<KnownSchedule> translated;
-        if (known_ok && opt_.constructions) translated = translation_schedule(in_, res_.lower_bound, run_deadline_.when(), opt_.synth.memory);
+        if (known_ok && opt_.constructions)
+            translated = translation_schedule(in_, opt_.registry, res_.lower_bound, run_deadline_.when(), opt_.synth.memory);
         if (translated && res_.lower_bound > 0 && translated->table.steps() <= res_.lower_bound) {
             adopt(*translated);
             translated.reset();
@@ -152,12 +154,15 @@ private:
         const Deadline known_deadline = !(large && res_.witness) ? run_deadline_
                                         : run_deadline_.none()  ? Deadline::after(30)
                                                                 : run_deadline_.min(Deadline::after(std::max(0.01, run_deadline_.left() / 4)));
-        if (auto k = known_ok && !opt_.greedy_only && !settled_early ? known_schedule(in_, opt_.constructions, known_deadline.when(), opt_.synth.memory)
+        if (auto k = known_ok && !opt_.greedy_only && !settled_early ? known_schedule(in_, opt_.registry, opt_.constructions, known_deadline.when(), opt_.synth.memory)
                                                                      : std::nullopt;
             k && (!res_.upper_bound || k->table.steps() <= *res_.upper_bound))
             adopt(*k);
-        // The rings take chunks (allgather of C, allreduce of a multiple of kP chunks meet the bounds).
-        if (auto r = opt_.constructions && !opt_.greedy_only && !settled_early ? ring_schedule(in_, known_deadline.when()) : std::nullopt;
+        // The rows of stage `chunks`, the rings (allgather of C, allreduce of a multiple of kP chunks meet the bounds).
+        const std::vector<KnownSchedule> none;
+        if (auto r = opt_.constructions && !opt_.greedy_only && !settled_early
+                         ? stage_schedule(StepStage::chunks, {in_, known_deadline.when(), none, res_.lower_bound, opt_.synth.memory}, opt_.registry)
+                         : std::nullopt;
             r && (!res_.upper_bound || r->table.steps() < *res_.upper_bound))
             adopt(*r);
         if (opt_.hierarchical) hierarchical();

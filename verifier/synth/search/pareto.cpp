@@ -414,7 +414,7 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
         return res;
     }
     // optimize() below would refuse the size after the counting and the automorphisms: before them.
-    refuse_goal_pairs(in, OptimizeOptions{}.max_goals);
+    refuse_goal_pairs(in, default_max_goals);
     // One deadline for every part of the walk: the counting, the automorphisms, optimize and each solve.
     const Clock::time_point deadline =
         opt.timeout > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.timeout)) : Clock::time_point::max();
@@ -428,7 +428,7 @@ ParetoResult pareto(const SynthInstance& in, const ParetoOptions& opt) {
     // The packing gets at most a quarter of the time limit; the walk the rest.
     add_packed_end(in, opt.timeout > 0 ? opt.timeout / 4 : 0, RunLimits{Deadline::at(deadline), opt.synth.memory}, res);
 
-    OptimizeOptions oo;
+    OptimizeOptions oo{opt.registry};
     oo.synth = opt.synth;
     oo.synth.deadline = std::min(oo.synth.deadline, deadline);
     // Half of what is left: the walk below does not depend on it (it starts from the distance
