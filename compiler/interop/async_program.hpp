@@ -13,7 +13,7 @@
  *     key meets the k-th receive), so one replay in a topological order computes *the* result;
  *     each slot with a goal is compared with it.
  *
- * The model (docs/exports.md, "What `verify PLAN.json` decides", "The model"):
+ * The model (docs/exports.md, "What `verify PLAN.json` decides"; compiler/interop/MSCCLPP.md):
  *  - Agents (MSCCL-IR thread blocks, MSCCL++ thread blocks) run their ops in the order added.
  *  - An op has a rank, an agent, a position in the agent, a source location, and lanes. Lane x
  *    combines its operands (slots it reads, or lane x of the value received by the op's match)
