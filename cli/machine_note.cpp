@@ -22,8 +22,8 @@ std::string choose_router_model(const Topology& t, std::string_view model_option
                "its partials, never copy or combine them: the allgather or broadcast is searched with routers forwarding each "
                "copy once)\n";
     model.replicate = true;
-    return "model: replicate=yes chosen for this machine (it has routers; copies through them are encoded with replicate=yes; "
-           "--model replicate=no to refuse them)\n";
+    return "model: replicate=yes chosen for this machine (it has routers; a router keeps what it receives and may send it "
+           "again; --model replicate=no for routers that forward each copy once)\n";
 }
 
 }  // namespace collsched::tools

@@ -75,8 +75,7 @@ TEST_CASE("routers: pareto reduce_scatter and allreduce on rail 2 x 8 with rail 
 TEST_CASE("routers: reductions on rail 4 x 8 with rail switches as routers end with bounds within --timeout, never refused") {
     Scratch dir("router_reductions_4x8");
     const std::string f = router_machine(dir, "r4", "dgx-h100 --boxes 4 --network rail --switches routers");
-    for (const std::string cmd : {"optimize --collective reduce_scatter --timeout 4", "optimize --collective allreduce --timeout 4",
-                                  "pareto --collective reduce_scatter --timeout 4 --max-chunks 1"}) {
+    for (const std::string cmd : {"optimize --collective allreduce --timeout 3", "pareto --collective reduce_scatter --timeout 3 --max-chunks 1"}) {
         auto r = run(fmt::format("{} --topology graph:{}", cmd, f));
         INFO(cmd, "\n", r.out, r.err);
         CHECK((r.code == 0 || r.code == 3));
@@ -85,7 +84,7 @@ TEST_CASE("routers: reductions on rail 4 x 8 with rail switches as routers end w
     }
 }
 
-TEST_CASE("routers: a reduction whose router would have to add is refused by every witness; forwarding the partials holds") {
+TEST_CASE("routers: a reduction whose router would have to add is refused by every witness, one forwarding the partials holds") {
     Scratch dir("router_reductions_adding");
     const std::string star = dir.file("star3.json", "{\"processors\": 3, \"routers\": 1, \"edges\": [[0, \"r1.0\"], [1, \"r1.0\"], [2, \"r1.0\"]]}\n");
     auto table = [&](const std::string& name, const std::string& moves) {
@@ -121,12 +120,11 @@ TEST_CASE("routers: copies counted through forwarding routers give the end-to-en
                                                   "[\"r1.1\", \"r1.4\"], [\"r1.2\", \"r1.5\"], [\"r1.3\", \"r1.5\"], [\"r1.4\", \"r1.6\"], "
                                                   "[\"r1.5\", \"r1.6\"]]}\n");
     for (const auto& [coll, steps] : {std::pair<std::string, int>{"allgather", 12}, {"broadcast:3", 8}})
-        for (const std::string ports : {"single", "multi"})
-            for (const std::string topo : {std::string("ideal:8"), "graph:" + g}) {
-                auto r = run(fmt::format("optimize --topology {} --collective {} --timeout 60 --model timing=hop,ports={},queues=none,replicate=no",
-                                         topo, coll, ports));
-                INFO(topo, " ", coll, " ports=", ports, "\n", r.out, r.err);
-                CHECK(r.code == 0);
-                CHECK(r.out.find(fmt::format("optimum: {} steps (proved", steps)) != std::string::npos);
-            }
+        for (const std::string& topo : {std::string("ideal:8"), "graph:" + g}) {
+            auto r = run(fmt::format("optimize --topology {} --collective {} --timeout 60 --model timing=hop,ports=single,queues=none,replicate=no",
+                                     topo, coll));
+            INFO(topo, " ", coll, "\n", r.out, r.err);
+            CHECK(r.code == 0);
+            CHECK(r.out.find(fmt::format("optimum: {} steps (proved", steps)) != std::string::npos);
+        }
 }
