@@ -12,14 +12,18 @@ std::string faults_line(std::string_view spec) {
     return head.faults && !head.faults->empty() ? fmt::format("faults: {}\n", *head.faults) : std::string();
 }
 
-std::string choose_router_model(const Topology& t, std::string_view model_options, Model& model) {
+std::string choose_router_model(const Topology& t, std::string_view model_options, bool reduction, Model& model) {
     // a machine whose switches reduce or multicast (--nvls, --sharp) keeps its model: combine=routers needs replicate=no
     if (t.routers() == 0 || model.replicate || model.combine_routers || model.multicast_routers || t.family() != Family::graph ||
         model_options.find("replicate") != std::string_view::npos)
         return {};
+    if (reduction)
+        return "model: replicate=no kept for this machine (it has routers; a reduction by duality needs routers that forward "
+               "its partials, never copy or combine them: the allgather or broadcast is searched with routers forwarding each "
+               "copy once)\n";
     model.replicate = true;
-    return "model: replicate=yes chosen for this machine (it has routers; copies through them are encoded with replicate=yes; "
-           "--model replicate=no to refuse them)\n";
+    return "model: replicate=yes chosen for this machine (it has routers; a router keeps what it receives and may send it "
+           "again; --model replicate=no for routers that forward each copy once)\n";
 }
 
 }  // namespace collsched::tools

@@ -23,9 +23,10 @@ std::string faults_line(std::string_view spec);
 
 /// On a machine file (graph:FILE) with routers whose model copies nothing through them (replicate=no) and whose
 /// `--model` does not name replicate, the synthesizing commands' default model is replicate=yes
-/// (a router keeps what it receives and may send it on any later step): the encodings of copies
-/// through routers need it (docs/topologies.md, "Routers and the default model"). Sets it and
-/// returns the report's line saying so; "" when nothing is chosen.
-std::string choose_router_model(const Topology& t, std::string_view model_options, Model& model);
+/// (a router keeps what it receives and may send it on any later step; docs/topologies.md, "Routers
+/// and the default model"), but for a `reduction` (partials: reduce, reduce_scatter, allreduce, scan),
+/// which keeps replicate=no: by duality a router that copies would have to combine partials.
+/// Sets the model and returns the report's line saying what was chosen; "" when nothing is.
+std::string choose_router_model(const Topology& t, std::string_view model_options, bool reduction, Model& model);
 
 }  // namespace collsched::tools

@@ -179,8 +179,8 @@ public:
     void run() {
         said_ = args_.instance.said;
         if (!args_.time.sizes.empty()) return by_time();
-        // the steps objective on a machine with routers: replicate=yes unless --model says (cli/machine_note.hpp)
-        said_ = choose_router_model(*in_.topology, args_.instance.model, in_.model) + said_;
+        // the steps objective on a machine with routers: replicate=yes unless --model says or the collective reduces (cli/machine_note.hpp)
+        said_ = choose_router_model(*in_.topology, args_.instance.model, in_.collective.row().has_partials(), in_.model) + said_;
         if (!args_.json) ctx_.print(said_);
         if (!collective()) return;
         options();

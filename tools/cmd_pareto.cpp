@@ -54,8 +54,9 @@ ParetoRun pareto_run(const ParetoArgs& args, const RunLimits& limits) {
     });
     ParetoRun run;
     run.in = args.instance.instance(RouteSpace::any, true, limits);
-    // a machine with routers: replicate=yes unless --model says (cli/machine_note.hpp)
-    args.instance.said = choose_router_model(*run.in.topology, args.instance.model, run.in.model) + args.instance.said;
+    // a machine with routers: replicate=yes unless --model says or the collective reduces (cli/machine_note.hpp)
+    args.instance.said =
+        choose_router_model(*run.in.topology, args.instance.model, run.in.collective.row().has_partials(), run.in.model) + args.instance.said;
     const CollectiveKind kind = run.in.collective.kind;
     run.reduction = run.in.collective.row().has_partials();
     if (args.method != "auto" && !run.reduction)

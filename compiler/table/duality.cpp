@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -14,9 +15,11 @@
 namespace collsched {
 
 std::string duality_problem(const Topology& topo, const Model& model) {
-    if (topo.routers() > 0)
-        return fmt::format("{} has routers; the duality is implemented for direct networks (routers would have to combine partials "
-                           "where the broadcast or allgather copies)",
+    // A router that only forwards (replicate=no) reverses into one that forwards partials; one that
+    // copies (replicate=yes) would reverse into one that combines them.
+    if (topo.routers() > 0 && model.replicate)
+        return fmt::format("{} has routers and the model replicate=yes: the reverse of a router copying the broadcast's or "
+                           "allgather's data is a router combining partials; the duality takes routers that forward (replicate=no)",
                            topo.spec());
     if (model.timing != Timing::hop) return "the duality is stated for hop timing";
     // Reversal maps the broadcast's datum, injected once and spreading away from its source, onto
@@ -61,10 +64,49 @@ namespace {
 /// C chunks for a reduction table.
 void set_reduction_chunks(Collective& c, std::uint32_t C, const Topology& topo) { c.set_chunks(C, topo); }
 
+constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+
+/// Per transfer out of a router: the transfer whose copy it forwards (replicate=no: the k-th
+/// departure of m from r takes the earliest copy of m from an earlier step not yet taken, within
+/// a step lower channels first, as the checker matches them); `none` for the others. A departure
+/// without a copy is bad input (the table does not verify).
+std::vector<std::size_t> forwarded_copies(const SendTable& t) {
+    const Topology& topo = *t.topology;
+    std::vector<std::size_t> fed(t.transfers.size(), none);
+    if (topo.routers() == 0) return fed;
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::vector<std::size_t>, std::vector<std::size_t>>> at;  // (router, message)
+    for (std::size_t i = 0; i < t.transfers.size(); ++i) {
+        const Transfer& x = t.transfers[i];
+        const Channel& c = topo.channel(x.channel);
+        if (!topo.is_processor(c.to)) at[{idx(c.to), idx(x.message)}].first.push_back(i);
+        if (!topo.is_processor(c.from)) at[{idx(c.from), idx(x.message)}].second.push_back(i);
+    }
+    auto order = [&](std::size_t a, std::size_t b) {
+        const Transfer &x = t.transfers[a], &y = t.transfers[b];
+        return std::pair(x.step, idx(x.channel)) < std::pair(y.step, idx(y.channel));
+    };
+    for (auto& [key, io] : at) {
+        auto& [in, out] = io;
+        std::sort(in.begin(), in.end(), order);
+        std::sort(out.begin(), out.end(), order);
+        std::size_t next = 0;
+        for (std::size_t d : out) {
+            if (next == in.size() || t.transfers[in[next]].step >= t.transfers[d].step)
+                throw InputError(fmt::format("the {} sends {} out of {} in step {} without a copy to forward", t.collective.to_string(),
+                                             t.messages().name(t.transfers[d].message), topo.node_name(Node{key.first}), t.transfers[d].step));
+            fed[d] = in[next++];
+        }
+    }
+    return fed;
+}
+
 /// The reversed first arrivals of every b(s, k) the table moves (K chunks per datum), as
 /// transfers of DSL-style references partial(v, c) (resolved by resolve_partials): c = s*K + k
-/// when `per_source` (allgather: block s), else k (broadcast). Step t becomes T + 1 - t.
-void reversed_tree(const SendTable& ag, Step T, SendTable& out, bool per_source, Deadline deadline = {}) {
+/// when `per_source` (allgather: block s), else k (broadcast). Step t becomes T + 1 - t. Through
+/// routers the arrival's copy is followed back hop by hop (`fed`) to the processor that sent it,
+/// and every hop reversed carries v's partial.
+void reversed_tree(const SendTable& ag, Step T, SendTable& out, bool per_source, const std::vector<std::size_t>& fed,
+                   Deadline deadline = {}) {
     const Topology& topo = *ag.topology;
     const std::uint32_t P = topo.processors(), K = ag.collective.chunks;
     const Messages ams = ag.messages();
@@ -75,7 +117,7 @@ void reversed_tree(const SendTable& ag, Step T, SendTable& out, bool per_source,
         const MessageKey k = ams.key(x.message);
         if (k.kind != MessageKind::broadcast) throw InputError(fmt::format("the allgather moves {}, not a b(s)", ams.name(x.message)));
         const std::uint32_t v = idx(topo.channel(x.channel).to);
-        if (v == k.src) continue;
+        if (v == k.src || !topo.is_processor(Node{v})) continue;
         std::size_t& f = first[(std::size_t{k.src} * K + ams.chunk(x.message)) * P + v];
         if (f == std::numeric_limits<std::size_t>::max() || ag.transfers[f].step > x.step) f = i;
     }
@@ -89,13 +131,14 @@ void reversed_tree(const SendTable& ag, Step T, SendTable& out, bool per_source,
                 const std::size_t f = first[(std::size_t{s} * K + k) * P + v];
                 if (f == std::numeric_limits<std::size_t>::max())
                     throw InputError(fmt::format("the {} never delivers b({}) to {}", ag.collective.to_string(), s, v));
-                const Transfer& x = ag.transfers[f];
-                const Channel& c = topo.channel(x.channel);
-                auto back = topo.find_channel(c.to, c.from);
-                const Step step = T + 1 - x.step;
                 const std::uint32_t chunk = per_source ? s * K + k : k;
-                const MessageId ref = reg.intern({MessageKind::partial, chunk, static_cast<std::uint32_t>(step), {MessageId{v}}, {}});
-                out.transfers.push_back({step, *back, ref});
+                const Step sent = T + 1 - ag.transfers[f].step;  // v's send
+                const MessageId ref = reg.intern({MessageKind::partial, chunk, static_cast<std::uint32_t>(sent), {MessageId{v}}, {}});
+                for (std::size_t hop = f; hop != none; hop = fed[hop]) {
+                    const Transfer& x = ag.transfers[hop];
+                    const Channel& c = topo.channel(x.channel);
+                    out.transfers.push_back({T + 1 - x.step, *topo.find_channel(c.to, c.from), ref});
+                }
             }
     }
 }
@@ -120,7 +163,7 @@ SendTable reduction_table(const SendTable& from, CollectiveKind kind) {
 
 SendTable reduce_from_broadcast(const SendTable& bc) {
     SendTable out = reduction_table(bc, CollectiveKind::reduce);
-    reversed_tree(bc, bc.steps(), out, false);
+    reversed_tree(bc, bc.steps(), out, false, forwarded_copies(bc));
     out.sort();
     resolve_partials(out);
     out.canonicalize_composites();
@@ -129,7 +172,7 @@ SendTable reduce_from_broadcast(const SendTable& bc) {
 
 SendTable reduce_scatter_from_allgather(const SendTable& ag, Deadline deadline) {
     SendTable out = reduction_table(ag, CollectiveKind::reduce_scatter);
-    reversed_tree(ag, ag.steps(), out, true, deadline);
+    reversed_tree(ag, ag.steps(), out, true, forwarded_copies(ag), deadline);
     out.sort();
     resolve_partials(out, deadline);
     canonicalize_composites(out, deadline);
@@ -139,17 +182,22 @@ SendTable reduce_scatter_from_allgather(const SendTable& ag, Deadline deadline) 
 SendTable allreduce_from_allgather(const SendTable& ag, Deadline deadline) {
     SendTable out = reduction_table(ag, CollectiveKind::allreduce);
     const Step T = ag.steps();
-    reversed_tree(ag, T, out, true, deadline);
+    const std::vector<std::size_t> fed = forwarded_copies(ag);
+    reversed_tree(ag, T, out, true, fed, deadline);
     Composites& reg = out.composite_registry();
     const Messages ams = ag.messages();
     if (!ag.step_rounds.empty())  // the allgather's rounds again
         for (Step t = 1; t <= T; ++t) out.step_rounds.push_back(ag.rounds(t));
     const std::uint32_t K = ag.collective.chunks;
-    std::size_t i = 0;
-    for (const Transfer& x : ag.transfers) {  // the allgather of the full partials
-        if ((++i & 0xffff) == 0 && deadline.passed()) throw LimitReached("time limit (reversing the schedule)");
-        const std::uint32_t s = ams.key(x.message).src * K + ams.chunk(x.message), u = idx(ag.topology->channel(x.channel).from);
-        const MessageId ref = reg.intern({MessageKind::partial, s, static_cast<std::uint32_t>(T + x.step), {MessageId{u}}, {}});
+    for (std::size_t i = 0; i < ag.transfers.size(); ++i) {  // the allgather of the full partials
+        if ((i & 0xffff) == 0xffff && deadline.passed()) throw LimitReached("time limit (reversing the schedule)");
+        const Transfer& x = ag.transfers[i];
+        // out of a router: the partial of the processor whose copy it forwards
+        std::size_t head = i;
+        while (fed[head] != none) head = fed[head];
+        const Transfer& h = ag.transfers[head];
+        const std::uint32_t s = ams.key(x.message).src * K + ams.chunk(x.message), u = idx(ag.topology->channel(h.channel).from);
+        const MessageId ref = reg.intern({MessageKind::partial, s, static_cast<std::uint32_t>(T + h.step), {MessageId{u}}, {}});
         out.transfers.push_back({T + x.step, x.channel, ref});
     }
     out.sort();

@@ -2,8 +2,9 @@
  * Reductions from dissemination by duality, as SCCL does (docs/synthesis.md, "Reductions by
  * duality"): a reduce is a broadcast reversed in time and direction, a reduce-scatter an
  * allgather reversed, and an allreduce a reduce-scatter followed by an allgather. The
- * transforms take a verified broadcast or allgather table on a network without routers whose
- * every channel has a reverse of the same capacity, and give a table of partials under the
+ * transforms take a verified broadcast or allgather table on a network whose every channel has a
+ * reverse of the same capacity and whose routers, if any, forward (replicate=no: each copy in
+ * leaves once, so reversed each partial in leaves once and no router combines), and give a table of partials under the
  * buffer rule (docs/semantics.md, "Reductions"): reduce(r) with C = 1; reduce_scatter and
  * allreduce with C = P chunks, chunk s reduced to processor s.
  */
@@ -16,8 +17,8 @@
 
 namespace collsched {
 
-/// Why the duality does not apply to a topology and model ("" when it does): routers, a channel
-/// without a reverse of the same capacity, or wormhole timing.
+/// Why the duality does not apply to a topology and model ("" when it does): routers that copy
+/// (replicate=yes), a channel without a reverse of the same capacity, or wormhole timing.
 std::string duality_problem(const Topology&, const Model&);
 
 /// The allgather's first arrival of every b(s) at every processor (a spanning arborescence per

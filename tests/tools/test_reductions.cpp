@@ -349,9 +349,15 @@ TEST_CASE("reductions: optimize reduce by duality with broadcast: least steps, p
     }
     auto cbft = Topology::parse("cbft:4");
     SynthInstance routed{cbft, cbft->default_model(), Collective::parse("reduce:0", *cbft)};
+    CHECK(reduction_duality_problem(routed) == "");  // routers that forward (replicate=no, the default)
+    ReductionOptimum fwd = optimize_reduction(routed, {});
+    REQUIRE(fwd.witness);
+    CHECK(*fwd.optimum == 5);
+    CHECK(verify_all(*fwd.witness).holds());
+    routed.model.replicate = true;
     CHECK(reduction_duality_problem(routed) ==
-          "cbft:4 has routers; the duality is implemented for direct networks (routers would have to combine partials where the "
-          "broadcast or allgather copies)");
+          "cbft:4 has routers and the model replicate=yes: the reverse of a router copying the broadcast's or allgather's data is "
+          "a router combining partials; the duality takes routers that forward (replicate=no)");
 }
 
 TEST_CASE("reductions: wormhole rounds through routers agree in the three witnesses") {

@@ -156,7 +156,11 @@ TEST_CASE("chunked synthesis refuses what it does not encode") {
     CHECK_THROWS_AS(encoding_for(in), InputError);
     SynthInstance w = inst("ideal:8", "broadcast:0");
     w.rounds = 3;
+    w.model.inject_once = true;
     CHECK_THROWS_AS(encoding_for(w), InputError);
+    // through routers that forward (replicate=no) the copies are counted, with rounds too
+    w.model.inject_once = false;
+    CHECK(encoding_for(w) == EncodingKind::dissemination);
 }
 
 TEST_CASE("the Pareto frontier of DGX-1 allgather: (2 steps, 3/2) and (3 steps, 7/6), every point proved") {

@@ -258,7 +258,8 @@ TEST_CASE("dissemination witnesses carry no useless transfers") {
 TEST_CASE("unsupported requests are bad input with a clear message, never a loop") {
     CHECK_THROWS_AS(encoding_for(inst("ebft:8", "alltoall", "timing=wormhole")), InputError);
     CHECK_THROWS_AS(encoding_for(inst("ebft:8", "alltoall", "queues=2")), InputError);
-    CHECK_THROWS_AS(encoding_for(inst("cbft:8", "broadcast:0", "replicate=no")), InputError);
+    CHECK(encoding_for(inst("cbft:8", "broadcast:0", "replicate=no")) == EncodingKind::dissemination);  // copies through routers counted
+    CHECK_THROWS_AS(encoding_for(inst("cbft:8", "broadcast:0", "replicate=no,combine=routers")), InputError);
     CHECK_THROWS_AS(encoding_for(inst("cbft:8", "custom")), InputError);
     // A collective with nothing to deliver is settled at 0 steps.
     OptimizeResult r = optimize(inst("cbft:4", "multicast:1:1", "replicate=yes"), OptimizeOptions{constructions()});

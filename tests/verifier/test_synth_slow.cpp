@@ -166,10 +166,13 @@ TEST_CASE("collsched optimize and probe on the command line") {
     CHECK(r.err.find("has 16773120 goal pairs; the synthesizer handles at most 4194304") != std::string::npos);
     r = test::run("optimize --topology linear:65534 --collective broadcast:0 --timeout 5 --json");
     CHECK(r.code == 3);
-    // Unsupported models are bad input.
-    r = test::run("optimize --topology cbft:8 --collective broadcast:0 --model replicate=no");
+    // Unsupported models are bad input; routers that forward (replicate=no) are encoded, copies counted.
+    r = test::run("optimize --topology cbft:8 --collective broadcast:0 --model queues=2");
     CHECK(r.code == 2);
-    CHECK(r.err.find("replicate=no") != std::string::npos);
+    CHECK(r.err.find("a queue bound (2) is not supported") != std::string::npos);
+    r = test::run("optimize --topology cbft:8 --collective broadcast:0 --model replicate=no");
+    CHECK(r.code == 0);
+    CHECK(r.out.find("optimum: 8 steps (proved") != std::string::npos);
 }
 
 TEST_CASE("combining: Z3 alone settles allreduce with 8 chunks on ring:8, hypercube:3 and the DGX-1 like CaDiCaL: 7, 5, 4") {

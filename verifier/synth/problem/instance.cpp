@@ -61,10 +61,7 @@ EncodingKind encoding_for(const SynthInstance& in) {
             throw InputError("chunks and rounds are searched over any route; --routes fixed is not supported with them");
         if (m.inject_once) throw InputError("inject=once is not encoded with chunks or rounds");
         if (row.personalized()) return EncodingKind::free_route;
-        if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
-        throw InputError(fmt::format("{} on {} with chunks or rounds: copies through routers need replicate=yes or a topology "
-                                     "without routers",
-                                     in.collective.to_string(), t.spec()));
+        return EncodingKind::dissemination;  // under replicate=no, copies through routers are counted
     }
     if (!t.groups().empty()) {
         // Link groups are encoded in the hold/cross encodings only.
@@ -74,9 +71,7 @@ EncodingKind encoding_for(const SynthInstance& in) {
             if (m.inject_once) throw InputError("inject=once is not encoded on a topology with link groups");
             return EncodingKind::free_route;
         }
-        if (t.routers() == 0 || m.replicate) return EncodingKind::dissemination;
-        throw InputError(fmt::format("{} on {}: copies through routers need replicate=yes on a topology with link groups",
-                                     in.collective.to_string(), t.spec()));
+        return EncodingKind::dissemination;
     }
     if (row.personalized()) {
         if (in.routes == RouteSpace::fixed || fixed_routes_exact(in)) return EncodingKind::personal;
@@ -92,10 +87,8 @@ EncodingKind encoding_for(const SynthInstance& in) {
                              "end-to-end sends");
         return EncodingKind::end_to_end;
     }
-    throw InputError(fmt::format(
-        "{} on {} with replicate=no: copies through routers are encoded only on the ideal fat tree (end-to-end sends, "
-        "queues=none); use --model replicate=yes, a topology without routers, or ideal:N",
-        in.collective.to_string(), t.spec()));
+    // replicate=no: routers forward, each copy through them counted (verifier/synth/sat/router_copies.hpp).
+    return EncodingKind::dissemination;
 }
 
 bool fixed_routes_exact(const SynthInstance& in) {
@@ -122,7 +115,9 @@ std::string encoding_label(const SynthInstance& in, EncodingKind k) {
             }
             return "personal (fixed routes, as requested)";
         case EncodingKind::free_route: return "free_route (any route)";
-        case EncodingKind::dissemination: return "dissemination (any route)";
+        case EncodingKind::dissemination:
+            if (in.topology->routers() > 0 && !in.model.replicate) return "dissemination (any route; routers forward, copies through them counted)";
+            return "dissemination (any route)";
         case EncodingKind::end_to_end: return "end_to_end (processor-to-processor sends along the routes, the ideal fat tree's model)";
         case EncodingKind::combining: return "combining (partials under the buffer rule, any route)";
     }

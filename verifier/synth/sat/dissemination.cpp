@@ -64,6 +64,7 @@
 //   least 1); the table is verified with those rounds.
 #include "verifier/synth/problem/internal.hpp"
 #include "verifier/synth/sat/encode.hpp"
+#include "verifier/synth/sat/router_copies.hpp"
 
 #include <map>
 #include <memory>
@@ -152,7 +153,18 @@ public:
     DisseminationEncoder(const SynthInstance& in, Step H, const SynthOptions& opt, Encoding& e)
         : EncoderBase(in, H, opt, e), dm_(dissemination_goals(in)),
           N_(topo_.nodes()), P_(topo_.processors()), C_(topo_.channels().size()), hold_in_routers_(routers_hold(in, e.kind)),
-          personal_(e.kind == EncodingKind::free_route) {}
+          personal_(e.kind == EncodingKind::free_route),
+          counted_(e.kind == EncodingKind::dissemination && !in.model.replicate && topo_.routers() > 0) {
+        // Channel c's copies of a message per step: bits off_[c] .. off_[c] + width_[c] - 1 of the
+        // message's row (one bit each without counted copies: the row is the channels).
+        if (counted_) reach_ = router_reach(topo_);
+        const std::uint64_t rounds_per_step = in.rounds ? 1 + (*in.rounds > H ? *in.rounds - H : 0) : 1;
+        for (std::size_t c = 0; c < C_; ++c) {
+            off_.push_back(W_);
+            width_.push_back(counted_ ? copy_width(topo_, reach_, ChannelId{static_cast<std::uint32_t>(c)}, rounds_per_step) : 1);
+            W_ += width_.back();
+        }
+    }
 
     void encode() {
         distances();
@@ -172,8 +184,13 @@ public:
         capacity();
         if (model_.inject_once) inject_once();
         link_groups();
-        port_limits(*rounds_, topo_, model_.ports, H_, dm_.msgs.size(),
-                    [&](std::size_t i, ChannelId c, Step t) { return cross_[xidx(i, idx(c), t)]; },
+        // Items are (message, copy): a copy past a channel's width is no literal.
+        const std::uint32_t widest = width_.empty() ? 1 : *std::max_element(width_.begin(), width_.end());
+        port_limits(*rounds_, topo_, model_.ports, H_, dm_.msgs.size() * widest,
+                    [&](std::size_t i, ChannelId c, Step t) {
+                        const std::uint32_t k = static_cast<std::uint32_t>(i % widest);
+                        return k < width_[idx(c)] ? cross_[xidx(i / widest, idx(c), t, k)] : -Formula::top;
+                    },
                     [&](std::uint32_t) { check_deadline(opt_); });
         if (opt_.implied) {
             receptions();
@@ -193,7 +210,18 @@ private:
     /// Steps still needed from node v to message i's goal (0 for dissemination: no window).
     std::uint32_t to_goal(std::size_t i, std::uint32_t v) const { return personal_ ? to_[i][v] : 0; }
     std::size_t hidx(std::size_t i, std::uint32_t v, Step t) const { return (i * N_ + v) * (H_ + 1) + t; }
-    std::size_t xidx(std::size_t i, std::size_t c, Step t) const { return (i * C_ + c) * (H_ + 1) + t; }
+    std::size_t xidx(std::size_t i, std::size_t c, Step t, std::uint32_t k = 0) const { return (i * W_ + off_[c] + k) * (H_ + 1) + t; }
+    /// Message i's copies over channel c in step t, in unary (one literal but on counted channels).
+    Unary copies(std::size_t i, std::size_t c, Step t) const {
+        Unary u;
+        for (std::uint32_t k = 0; k < width_[c]; ++k)
+            if (cross_[xidx(i, c, t, k)] != -Formula::top) u.push_back(cross_[xidx(i, c, t, k)]);
+        return u;
+    }
+    /// Appends message i's copies over channel c in step t to a load.
+    void load(std::vector<int>& ls, std::size_t i, std::size_t c, Step t) const {
+        for (std::uint32_t k = 0; k < width_[c]; ++k) ls.push_back(cross_[xidx(i, c, t, k)]);
+    }
 
     /// The distances from every origin (and, for free_route, to every goal), cached per node;
     /// `far_`, the farthest goal. A goal no path reaches is bad input.
@@ -222,7 +250,7 @@ private:
     /// hold[i][v][t], cross[i][c][t] (-top where the variable does not exist: false).
     void variables() {
         assign_polled(hold_, dm_.msgs.size() * N_ * (H_ + 1), -Formula::top, opt_);
-        assign_polled(cross_, dm_.msgs.size() * C_ * (H_ + 1), -Formula::top, opt_);
+        assign_polled(cross_, dm_.msgs.size() * W_ * (H_ + 1), -Formula::top, opt_);
         for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
             check_deadline(opt_);
             for (std::uint32_t v = 0; v < N_; ++v) {
@@ -239,7 +267,11 @@ private:
                     if (ch.from == dm_.goals[i].front() || to_goal(i, idx(ch.to)) == unreachable || to_goal(i, idx(ch.to)) > H_) continue;
                     last = H_ - to_goal(i, idx(ch.to));
                 }
-                for (Step t = dist_[i][idx(ch.from)] + 1; t <= last; ++t) cross_[xidx(i, c, t)] = f_.new_var();
+                for (Step t = dist_[i][idx(ch.from)] + 1; t <= last; ++t)
+                    for (std::uint32_t k = 0; k < width_[c]; ++k) {
+                        cross_[xidx(i, c, t, k)] = f_.new_var();
+                        if (k > 0) f_.clause({-cross_[xidx(i, c, t, k)], cross_[xidx(i, c, t, k - 1)]});  // copies are alike: ordered
+                    }
             }
         }
     }
@@ -293,8 +325,11 @@ private:
                 const std::size_t j = it->second;
                 for (std::uint32_t v = 0; v < N_; ++v)
                     for (Step t = 0; t <= H_; ++t) tie(hold_[hidx(i, v, t)], hold_[hidx(j, g[v], t)]);
-                for (std::size_t c = 0; c < C_; ++c)
-                    for (Step t = 1; t <= H_; ++t) tie(cross_[xidx(i, c, t)], cross_[xidx(j, image[c], t)]);
+                for (std::size_t c = 0; c < C_; ++c) {
+                    COLLSCHED_ASSERT(width_[c] == width_[image[c]]);
+                    for (Step t = 1; t <= H_; ++t)
+                        for (std::uint32_t k = 0; k < width_[c]; ++k) tie(cross_[xidx(i, c, t, k)], cross_[xidx(j, image[c], t, k)]);
+                }
             }
         }
         if (find(0) == find(Formula::top)) {
@@ -358,7 +393,7 @@ private:
                     // in the step before.
                     if (holder(ch.from)) {
                         f_.clause({-x, hold_[hidx(i, idx(ch.from), t - 1)]});
-                    } else {
+                    } else if (!counted_) {
                         std::vector<int> cl{-x};
                         for (ChannelId in_c : topo_.in_channels(ch.from)) cl.push_back(cross_[xidx(i, idx(in_c), t - 1)]);
                         f_.clause(cl);
@@ -381,6 +416,21 @@ private:
                     f_.clause(cl);
                 }
             }
+            if (counted_) forwarding(i);
+        }
+    }
+
+    /// replicate=no: a router forwards each copy of message i it receives once (router_copies.hpp).
+    void forwarding(std::size_t i) {
+        for (std::uint32_t r = P_; r < N_; ++r) {
+            std::vector<std::vector<Unary>> in(H_ + 1), out(H_ + 1);
+            for (Step t = 1; t <= H_; ++t) {
+                for (ChannelId c : topo_.in_channels(Node{r})) in[t].push_back(copies(i, idx(c), t));
+                for (ChannelId c : topo_.out_channels(Node{r})) out[t].push_back(copies(i, idx(c), t));
+            }
+            std::uint32_t bound = reach_[r];
+            if (bound > 0 && topo_.find_channel(Node{r}, dm_.origin[i])) --bound;  // the origin holds it
+            conserve_copies(f_, model_.queues, in, out, bound);
         }
     }
 
@@ -390,7 +440,7 @@ private:
             if (c % 16 == 0) check_deadline(opt_);
             for (Step t = 1; t <= H_; ++t) {
                 std::vector<int> ls;
-                for (std::size_t i = 0; i < dm_.msgs.size(); ++i) ls.push_back(cross_[xidx(i, c, t)]);
+                for (std::size_t i = 0; i < dm_.msgs.size(); ++i) load(ls, i, c, t);
                 rounds_->at_most(std::move(ls), topo_.channels()[c].cap, t, t);
             }
         }
@@ -405,12 +455,13 @@ private:
                 const Channel& ch = topo_.channels()[c];
                 const bool out = ch.from == dm_.origin[i];
                 const bool away = dist_[i][idx(ch.to)] == dist_[i][idx(ch.from)] + 1;
-                for (Step t = 1; t <= H_; ++t) {
-                    int x = cross_[xidx(i, c, t)];
-                    if (x == -Formula::top) continue;
-                    if (out) ls.push_back(x);
-                    else if (!away) f_.clause({-x});
-                }
+                for (Step t = 1; t <= H_; ++t)
+                    for (std::uint32_t k = 0; k < width_[c]; ++k) {
+                        int x = cross_[xidx(i, c, t, k)];
+                        if (x == -Formula::top) continue;
+                        if (out) ls.push_back(x);
+                        else if (!away) f_.clause({-x});
+                    }
             }
             f_.at_most(std::move(ls), 1);
         }
@@ -424,7 +475,7 @@ private:
                 check_deadline(opt_);
                 std::vector<int> ls;
                 for (ChannelId c : g.channels)
-                    for (std::size_t i = 0; i < dm_.msgs.size(); ++i) ls.push_back(cross_[xidx(i, idx(c), t)]);
+                    for (std::size_t i = 0; i < dm_.msgs.size(); ++i) load(ls, i, idx(c), t);
                 rounds_->at_most(std::move(ls), g.cap, t, t);
             }
     }
@@ -553,12 +604,13 @@ private:
         for (std::size_t i = 0; i < dm_.msgs.size(); ++i) {
             if (i % 64 == 0) check_deadline(opt_);
             for (std::size_t c = 0; c < C_; ++c)
-                for (Step t = 1; t <= H_; ++t) {
-                    int x = cross_[xidx(i, c, t)];
-                    if (x == -Formula::top) continue;
-                    e_.candidates.push_back({x, static_cast<std::uint32_t>(e_.pool.size()), 1, t});
-                    e_.pool.push_back({t, ChannelId{static_cast<std::uint32_t>(c)}, dm_.msgs[i]});
-                }
+                for (Step t = 1; t <= H_; ++t)
+                    for (std::uint32_t k = 0; k < width_[c]; ++k) {  // a counted crossing: one transfer per copy
+                        int x = cross_[xidx(i, c, t, k)];
+                        if (x == -Formula::top) continue;
+                        e_.candidates.push_back({x, static_cast<std::uint32_t>(e_.pool.size()), 1, t});
+                        e_.pool.push_back({t, ChannelId{static_cast<std::uint32_t>(c)}, dm_.msgs[i]});
+                    }
         }
     }
 
@@ -566,6 +618,11 @@ private:
     const std::uint32_t N_, P_;
     const std::size_t C_;
     const bool hold_in_routers_, personal_;
+    /// replicate=no through routers: a crossing into a router counts copies (router_copies.hpp).
+    const bool counted_;
+    std::vector<std::uint32_t> reach_;        ///< per node: processors reachable through routers (counted_ only)
+    std::vector<std::uint32_t> off_, width_;  ///< per channel: its first bit in a message's row, and its bits
+    std::size_t W_ = 0;                       ///< bits in a message's row
     std::map<std::uint32_t, std::shared_ptr<const std::vector<std::uint32_t>>> from_cache_, to_cache_;
     std::vector<std::span<const std::uint32_t>> dist_, to_;  ///< per message: from its origin; free_route: to its goal
     Step far_ = 0;

@@ -7,6 +7,7 @@
 // verifier/synth/sat/combining.cpp; each file comment has its encoding's clauses and the arguments for every
 // reduction.
 #include "verifier/synth/sat/encode.hpp"
+#include "verifier/synth/sat/router_copies.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -122,7 +123,13 @@ std::uint64_t estimate_variables(const SynthInstance& in, EncodingKind kind, Ste
             return goals * (t.nodes() + t.channels().size()) * steps;
         case EncodingKind::dissemination: {
             std::uint64_t msgs = std::min<std::uint64_t>(goals, std::uint64_t{t.processors()} * std::max<std::uint32_t>(1, in.collective.chunks));
-            return msgs * (t.nodes() + t.channels().size()) * steps;
+            std::uint64_t bits = t.channels().size();
+            if (t.routers() > 0 && !in.model.replicate) {  // copies through forwarding routers are counted (router_copies.hpp)
+                const std::vector<std::uint32_t> reach = router_reach(t);
+                bits = 0;
+                for (std::uint32_t c = 0; c < t.channels().size(); ++c) bits += copy_width(t, reach, ChannelId{c}, 1);
+            }
+            return msgs * (t.nodes() + bits) * steps;
         }
         case EncodingKind::end_to_end: {
             std::uint64_t msgs = std::min<std::uint64_t>(goals, t.processors());

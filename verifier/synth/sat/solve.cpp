@@ -267,6 +267,22 @@ struct Synthesizer::Impl {
         for (std::size_t c : chosen) arrive[{idx(msg(c)), idx(dst(c))}].push_back(c);
         for (auto& [k, v] : arrive)
             std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return enc.candidates[a].last_step < enc.candidates[b].last_step; });
+        // Routers that forward (dissemination under replicate=no): each departure takes its own
+        // arrival, matched first in first out as the checker does.
+        std::map<std::size_t, std::size_t> took;
+        if (enc.kind == EncodingKind::dissemination && !inst.model.replicate && !hold_in_routers) {
+            std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<std::size_t>> leave;
+            for (std::size_t c : chosen)
+                if (!holder(src(c))) leave[{idx(msg(c)), idx(src(c))}].push_back(c);
+            for (auto& [k, ds] : leave) {
+                std::sort(ds.begin(), ds.end(), [&](std::size_t a, std::size_t b) { return first_step(a) < first_step(b); });
+                auto it = arrive.find(k);
+                if (it == arrive.end()) continue;
+                std::size_t next = 0;
+                for (std::size_t d : ds)
+                    if (next < it->second.size() && enc.candidates[it->second[next]].last_step < first_step(d)) took[d] = it->second[next++];
+            }
+        }
         std::set<std::size_t> keep;
         std::vector<std::size_t> work;
         auto mark = [&](std::size_t c) {
@@ -287,6 +303,8 @@ struct Synthesizer::Impl {
             if (it == arrive.end()) continue;  // cannot happen in a model; verification will tell
             if (holder(u)) {
                 mark(it->second.front());
+            } else if (enc.kind == EncodingKind::dissemination && !inst.model.replicate) {
+                if (auto a = took.find(c); a != took.end()) mark(a->second);
             } else {
                 for (std::size_t a : it->second)
                     if (enc.candidates[a].last_step + 1 == first_step(c)) {

@@ -10,6 +10,17 @@
 //   arborescence from c) and reverse it: v sends its partial of c once, after every partial of its
 //   subtree arrived (children received later, so send earlier), every combine of disjoint sets. The
 //   driver verifies the result.
+// - *Routers that forward* (replicate=no, combine=processors; docs/synthesis.md, "Routers that forward"):
+//   in the reduce-scatter a router matches each departure to one arrival of the same partial (FIFO),
+//   so a chain passes a router as one copy in and its matched copy out. Chains may share copies
+//   (a({p, q}) carries both contributions) but a copy's matched partner is unique, so the union of
+//   the chains' transfers holds, at every router, arrivals and departures in matched pairs; reversed,
+//   each pair is one copy in and one out later (consecutive steps under queues=none): an allgather
+//   under replicate=no. Back, the allgather's first-arrival chains are disjoint in copies (a router
+//   forwards each copy once), so reversed every router forwards each partial once and combines
+//   nothing. The reversal is a bijection between the two sets of first-arrival schedules, step for
+//   step: the optima are equal under the same model. Under replicate=yes a router's copies reverse
+//   into a router combining partials, which the buffer rule does not give it (refused).
 #include "verifier/synth/search/duality.hpp"
 
 #include <algorithm>
@@ -93,16 +104,16 @@ ReductionOptimum optimize_reduction(const SynthInstance& in, const OptimizeOptio
     else if (rooted)
         r.space = fmt::format(
             "every reduce to {} of one chunk under the buffer rule, one partial per channel and unit of capacity per step: reversing "
-            "time and direction maps its schedules onto the broadcast's from {} on {} (a network without routers whose channels "
-            "have reverses of the same capacity) and back (first arrivals only), step for step, so its optimum is the broadcast's, "
+            "time and direction maps its schedules onto the broadcast's from {} on {} (a network whose channels have reverses of "
+            "the same capacity and whose routers, if any, forward) and back (first arrivals only), step for step, so its optimum is the broadcast's, "
             "proved over {}",
             idx(in.collective.root), idx(in.collective.root), in.topology->spec(), model);
     else
         r.space = fmt::format(
             "every reduce-scatter of C = {} chunks (chunk p reduced to processor p) under the buffer rule, one chunk per channel and "
             "unit of capacity per step: reversing time and direction maps its schedules onto the allgather's on {} (a network "
-            "without routers whose channels have reverses of the same capacity) and back (first arrivals only), step for step, "
-            "so its optimum is the allgather's, proved over {}",
+            "whose channels have reverses of the same capacity and whose routers, if any, forward) and back (first arrivals "
+            "only), step for step, so its optimum is the allgather's, proved over {}",
             in.topology->processors(), in.topology->spec(), model);
     return r;
 }

@@ -1,0 +1,130 @@
+// Reductions under the steps objective on machines with routers (docs/synthesis.md, "Routers that
+// forward"): allgather and broadcast searched with routers forwarding each copy once (replicate=no),
+// reduce_scatter and allreduce by duality with them, every witness checked by the direct checker,
+// Z3 and the simulator; a table that needs a router to add is refused by all three.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli_run.hpp"
+
+using collsched::test::run;
+using collsched::test::Scratch;
+
+namespace {
+
+/// `machine ARGS -o FILE` in `dir`; the file's path (REQUIREs exit 0).
+std::string router_machine(const Scratch& dir, const std::string& name, const std::string& args) {
+    const std::string file = dir.file(name + ".json");
+    auto r = run("machine " + args + " -o " + file);
+    INFO("machine ", args, "\n", r.err);
+    REQUIRE(r.code == 0);
+    return file;
+}
+
+/// verify (direct, z3 and both) and simulate agree that `table` holds (`holds`) or not.
+void witnesses_agree(const std::string& table, bool holds) {
+    for (const char* engine : {"direct", "z3", "both"}) {
+        auto v = run(fmt::format("verify {} --engine {}", table, engine));
+        INFO(table, " --engine ", engine, "\n", v.out, v.err);
+        CHECK(v.code == (holds ? 0 : 1));
+    }
+    auto s = run("simulate " + table);
+    INFO(table, ": simulate\n", s.out, s.err);
+    CHECK(s.code == (holds ? 0 : 1));
+}
+
+const std::string model_line = "model: replicate=no kept for this machine (it has routers; a reduction by duality needs routers that forward";
+
+}  // namespace
+
+TEST_CASE("routers: optimize reduce_scatter and allreduce on rail 2 x 8 with rail switches as routers: proved, witnesses verify") {
+    Scratch dir("router_reductions_2x8");
+    const std::string f = router_machine(dir, "r2", "dgx-h100 --boxes 2 --network rail --switches routers");
+    for (const auto& [coll, says] : {std::pair<std::string, std::string>{"reduce_scatter", "reduce_scatter: 4 steps (proved; lower bound 4)"},
+                                     {"allreduce", "allreduce: 8 steps (proved; lower bound 8)"}}) {
+        const std::string w = dir.file(coll + ".json");
+        auto r = run(fmt::format("optimize --topology graph:{} --collective {} --timeout 60 -o {}", f, coll, w));
+        INFO(coll, "\n", r.out, r.err);
+        CHECK(r.code == 0);
+        CHECK(r.out.rfind(model_line, 0) == 0);
+        CHECK(r.out.find("replicate=no) by duality with allgather") != std::string::npos);
+        CHECK(r.out.find(says) != std::string::npos);
+        witnesses_agree(w, true);
+        // routers that copy would have to add where they are reversed: refused with the reason
+        auto y = run(fmt::format("optimize --topology graph:{} --collective {} --timeout 60 --model replicate=yes", f, coll));
+        CHECK(y.code == 2);
+        CHECK(y.err.find("the duality takes routers that forward (replicate=no)") != std::string::npos);
+    }
+}
+
+TEST_CASE("routers: pareto reduce_scatter and allreduce on rail 2 x 8 with rail switches as routers: every point verifies") {
+    Scratch dir("router_reductions_pareto");
+    const std::string f = router_machine(dir, "r2", "dgx-h100 --boxes 2 --network rail --switches routers");
+    for (const std::string coll : {"reduce_scatter", "allreduce"}) {
+        auto r = run(fmt::format("pareto --topology graph:{} --collective {} --timeout 20 --max-chunks 2", f, coll));
+        INFO(coll, "\n", r.out, r.err);
+        CHECK((r.code == 0 || r.code == 3));
+        CHECK(r.out.rfind(model_line, 0) == 0);
+        CHECK(r.out.find("by duality with allgather") != std::string::npos);
+    }
+}
+
+TEST_CASE("routers: reductions on rail 4 x 8 with rail switches as routers end with bounds within --timeout, never refused") {
+    Scratch dir("router_reductions_4x8");
+    const std::string f = router_machine(dir, "r4", "dgx-h100 --boxes 4 --network rail --switches routers");
+    for (const std::string cmd : {"optimize --collective allreduce --timeout 3", "pareto --collective reduce_scatter --timeout 3 --max-chunks 1"}) {
+        auto r = run(fmt::format("{} --topology graph:{}", cmd, f));
+        INFO(cmd, "\n", r.out, r.err);
+        CHECK((r.code == 0 || r.code == 3));
+        CHECK(r.out.rfind(model_line, 0) == 0);
+        CHECK(r.out.find("lower bound") != std::string::npos);
+    }
+}
+
+TEST_CASE("routers: a reduction whose router would have to add is refused by every witness, one forwarding the partials holds") {
+    Scratch dir("router_reductions_adding");
+    const std::string star = dir.file("star3.json", "{\"processors\": 3, \"routers\": 1, \"edges\": [[0, \"r1.0\"], [1, \"r1.0\"], [2, \"r1.0\"]]}\n");
+    auto table = [&](const std::string& name, const std::string& moves) {
+        return dir.file(name, fmt::format("{{\"format\": \"collsched.table/1\", \"topology\": \"graph:{}\",\n"
+                                          " \"model\": {{\"ports\":\"multi\",\"queues\":\"unbounded\",\"replicate\":false,\"timing\":\"hop\"}},\n"
+                                          " \"collective\": \"reduce:0\",\n \"transfers\": [\n"
+                                          "  {{\"step\": 1, \"from\": \"1\", \"to\": \"r1.0\", \"msg\": \"a(1)\"}},\n"
+                                          "  {{\"step\": 1, \"from\": \"2\", \"to\": \"r1.0\", \"msg\": \"a(2)\"}},\n{}]}}\n",
+                                          star, moves));
+    };
+    // r1.0 sends the sum of what it received: a rail switch without SHARP cannot
+    const std::string adds = table("adds.json", "  {\"step\": 2, \"from\": \"r1.0\", \"to\": \"0\", \"msg\": \"a({1,2})\"}\n");
+    witnesses_agree(adds, false);
+    auto v = run("verify " + adds);
+    CHECK(v.out.find("r1.0 forwards a({1,2}) in step 2 but has not received it") != std::string::npos);
+    const std::string forwards = table("forwards.json",
+                                       "  {\"step\": 2, \"from\": \"r1.0\", \"to\": \"0\", \"msg\": \"a(1)\"},\n"
+                                       "  {\"step\": 3, \"from\": \"r1.0\", \"to\": \"0\", \"msg\": \"a(2)\"}\n");
+    witnesses_agree(forwards, true);
+    // optimize finds the forwarding reduce (3 steps: the channel into 0 carries one partial a step)
+    auto o = run("optimize --collective reduce:0 --timeout 20 --topology graph:" + star);
+    INFO(o.out, o.err);
+    CHECK(o.code == 0);
+    CHECK(o.out.find("reduce:0: 3 steps (proved; lower bound 3)") != std::string::npos);
+}
+
+TEST_CASE("routers: copies counted through forwarding routers give the end-to-end encoding's optima on the ideal fat tree") {
+    // ideal:8 written as a graph file is searched by the dissemination encoding with counted copies;
+    // ideal:8 itself by the end-to-end sends, exact there (queues=none): the optima must agree.
+    Scratch dir("router_reductions_ideal");
+    const std::string g = dir.file("ideal8.json", "{\"processors\": 8, \"routers\": 7, \"edges\": [[0, \"r1.0\"], [1, \"r1.0\"], [2, \"r1.1\"], "
+                                                  "[3, \"r1.1\"], [4, \"r1.2\"], [5, \"r1.2\"], [6, \"r1.3\"], [7, \"r1.3\"], [\"r1.0\", \"r1.4\"], "
+                                                  "[\"r1.1\", \"r1.4\"], [\"r1.2\", \"r1.5\"], [\"r1.3\", \"r1.5\"], [\"r1.4\", \"r1.6\"], "
+                                                  "[\"r1.5\", \"r1.6\"]]}\n");
+    for (const auto& [coll, steps] : {std::pair<std::string, int>{"allgather", 12}, {"broadcast:3", 8}})
+        for (const std::string& topo : {std::string("ideal:8"), "graph:" + g}) {
+            auto r = run(fmt::format("optimize --topology {} --collective {} --timeout 60 --model timing=hop,ports=single,queues=none,replicate=no",
+                                     topo, coll));
+            INFO(topo, " ", coll, "\n", r.out, r.err);
+            CHECK(r.code == 0);
+            CHECK(r.out.find(fmt::format("optimum: {} steps (proved", steps)) != std::string::npos);
+        }
+}
