@@ -350,7 +350,7 @@ TEST_CASE("reductions: optimize reduce by duality with broadcast: least steps, p
     auto cbft = Topology::parse("cbft:4");
     SynthInstance routed{cbft, cbft->default_model(), Collective::parse("reduce:0", *cbft)};
     CHECK(reduction_duality_problem(routed) == "");  // routers that forward (replicate=no, the default)
-    ReductionOptimum fwd = optimize_reduction(routed, {});
+    ReductionOptimum fwd = optimize_reduction(routed, OptimizeOptions{constructions()});
     REQUIRE(fwd.witness);
     CHECK(*fwd.optimum == 5);
     CHECK(verify_all(*fwd.witness).holds());
