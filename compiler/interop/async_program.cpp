@@ -342,22 +342,15 @@ private:
         return false;
     }
 
-    /// Data races, exactly: for every slot, in the topological order of its accesses, the last write
-    /// must happen before each access and the reads since it before the next write.
-    ///
-    /// Happens-before between two ops is asked of the funnel's end of the earlier one (funnels()):
-    /// in an MSCCL++ plan a put's only way on is its thread block's next barrier, so the ends are a
-    /// few chains a thread block (its barriers, its signals, its proxy), not every thread of it. The
-    /// question is then answered by vector clocks over the chains of those ends, one rank at a time
-    /// (the ranks whose slots are accessed), computed only over the ops of the ranks that access
-    /// that rank's slots or hold the ends: a rank's pairs are ordered by what its neighbours do, and
-    /// the clocks of a rank cost its neighbourhood's ops (not every op: ranks x ops x agents was most
-    /// of an MSCCL++ export of 16 x 8 GPUs; 57 s of 63). A clock computed over part of the program
-    /// can only miss an order, never make one up: a pair the clocks order is ordered, and a pair they
-    /// do not is searched exactly over the whole program (reaches()). An op whose happens-before
-    /// predecessors give it one clock (a put after its barrier) shares that clock. A rank whose
-    /// clocks would pass max_clock_entries is searched pair by pair.
-    void races() {
+    /// The pairs of accesses to decide, per rank of the slot: (earlier, later) in the slots' order,
+    /// the last write before each access and the reads since it before the next write; clashes
+    /// inside one op are reported here.
+    struct Pair {
+        OpId earlier, later;
+        Slot slot;
+        bool later_writes, earlier_writes;
+    };
+    std::map<std::uint32_t, std::vector<Pair>> race_pairs() {
         std::vector<LaneAccess> acc;
         std::map<Slot, std::vector<Access>> per_slot;
         for (OpId o : r_.order) {
@@ -379,17 +372,6 @@ private:
                 i = j;
             }
         }
-        const std::size_t before = r_.counts[std::size_t(FindingKind::race)];
-        happens_before_edges();
-        funnels();
-        const std::size_t n = p_.ops();
-        seen_.assign(n, 0);
-        // the pairs to decide, per rank of the slot: (earlier, later), in the slots' order
-        struct Pair {
-            OpId earlier, later;
-            Slot slot;
-            bool later_writes, earlier_writes;
-        };
         std::map<std::uint32_t, std::vector<Pair>> pairs;
         for (const auto& [s, list] : per_slot) {
             OpId last_write = no_op;
@@ -405,7 +387,31 @@ private:
                 }
             }
         }
-        per_slot.clear();
+        return pairs;
+    }
+
+    /// Data races, exactly: for every slot, in the topological order of its accesses, the last write
+    /// must happen before each access and the reads since it before the next write.
+    ///
+    /// Happens-before between two ops is asked of the funnel's end of the earlier one (funnels()):
+    /// in an MSCCL++ plan a put's only way on is its thread block's next barrier, so the ends are a
+    /// few chains a thread block (its barriers, its signals, its proxy), not every thread of it. The
+    /// question is then answered by vector clocks over the chains of those ends, one rank at a time
+    /// (the ranks whose slots are accessed), computed only over the ops of the ranks that access
+    /// that rank's slots or hold the ends: a rank's pairs are ordered by what its neighbours do, and
+    /// the clocks of a rank cost its neighbourhood's ops (not every op: ranks x ops x agents was most
+    /// of an MSCCL++ export of 16 x 8 GPUs; 57 s of 63). A clock computed over part of the program
+    /// can only miss an order, never make one up: a pair the clocks order is ordered, and a pair they
+    /// do not is searched exactly over the whole program (reaches()). An op whose happens-before
+    /// predecessors give it one clock (a put after its barrier) shares that clock. A rank whose
+    /// clocks would pass max_clock_entries is searched pair by pair.
+    void races() {
+        const std::map<std::uint32_t, std::vector<Pair>> pairs = race_pairs();
+        const std::size_t before = r_.counts[std::size_t(FindingKind::race)];  // a clash inside one op is reported, not a race of two
+        happens_before_edges();
+        funnels();
+        const std::size_t n = p_.ops();
+        seen_.assign(n, 0);
         // the ops of each rank, in the topological order
         std::vector<std::vector<OpId>> by_rank;
         for (OpId o : r_.order) {
