@@ -12,6 +12,7 @@
 #include "compiler/interop/export_mscclpp.hpp"
 #include "compiler/io/table_io.hpp"
 #include "support/assert.hpp"
+#include "support/budget.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "tools/commands.hpp"
@@ -31,12 +32,14 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         std::string proto = "Simple";
         std::string topology;
         std::uint64_t bytes = 1024;
+        double timeout = 0;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("convert",
                                    fmt::format("Rewrite a send table (JSON, CSV, per-rank JSON) or a compiled schedule (.sched) in another "
                                                "format: {}. Transfers come out sorted by (step, channel, message).\nExit code: 0 "
-                                               "written, 2 bad input or a format that cannot hold the table (nothing written).",
+                                               "written, 2 bad input or a format that cannot hold the table (nothing written), 3 "
+                                               "--timeout passed (nothing written).",
                                                output_format_descriptions()));
     cmd->add_option("FILE", args->input,
                     "Table file (.json, .csv, per-rank .json) or schedule (.sched); - reads standard input; nccl:ring, nccl:tree or nccl:* "
@@ -79,6 +82,10 @@ void add_convert_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--topology", args->topology,
                     "MSCCL-IR input: the topology the program runs on (default complete:P); nccl:ALGORITHM: the machine");
     cmd->add_option("--bytes", args->bytes, "chakra: bytes per message (default 1024)");
+    cmd->add_option("--timeout", args->timeout,
+                    "Seconds for the whole run, reading the table included (exit 3, nothing written, once past); the MSCCL++ writer "
+                    "and the check of its plan stop at it; 0 (the default) means no limit")
+        ->check(CLI::NonNegativeNumber);
     cmd->add_option("-o,--output", args->output, "Output file (default: standard output); written only on success")->check(file_option());
     cmd->callback([&ctx, args] {
         if (args->input.starts_with("nccl:")) {  // NCCL's own rings or trees for --topology, as a graph file
@@ -89,21 +96,28 @@ void add_convert_command(CLI::App& app, Context& ctx) {
             ctx.exit_code = 0;
             return;
         }
+        const Deadline deadline = Deadline::after(args->timeout);
         const std::string format = output_format(args->format, args->output, true);
         // a table's own "at" fields stay
         MscclImportOptions msccl;
         msccl.topology = args->topology;
         msccl.max_steps = args->msccl.max_steps;
         SendTable t = load_input(args->input, args->defines, false, false, msccl);
+        if (deadline.passed()) throw LimitReached(fmt::format("time limit (--timeout {}): the table is read, nothing written", args->timeout));
         ExportOptions options;
         options.timeline.rows = parse_timeline_rows(args->rows);
         options.msccl = args->msccl;
         options.mscclpp = args->mscclpp;
+        options.mscclpp.deadline = deadline;
         options.msccl.proto = options.mscclpp.proto = args->proto;
         options.file = args->output;
         options.msccl.instances = args->mscclpp.instances;
         options.bytes = args->bytes;
-        write_table_output(t, format, args->output, options);
+        try {
+            write_table_output(t, format, args->output, options);
+        } catch (const LimitReached& e) {
+            throw LimitReached(fmt::format("--timeout {}: {}; nothing written", args->timeout, e.what()));
+        }
         ctx.exit_code = 0;
     });
 }

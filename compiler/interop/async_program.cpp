@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "support/assert.hpp"
+#include "support/budget.hpp"
+#include "support/trace.hpp"
 
 namespace collsched::async {
 
@@ -72,9 +74,13 @@ public:
         for (const Finding& f : p_.reader_findings()) add(f.kind, f.op, f.text);
         match();
         order();
+        trace("async check: {} ops of {} agents matched and ordered", p_.ops(), p_.agents());
         if (!r_.finishes) deadlock();
         races();
+        trace("async check: data races decided, {} pairs: {} by the clocks, {} searched", pairs_checked_, pairs_checked_ - pairs_searched_,
+              pairs_searched_);
         if (r_.finishes && r_.race_free) replay();
+        trace("async check: replayed");
         return std::move(r_);
     }
 
@@ -233,11 +239,118 @@ private:
         }
     }
 
-    /// Vector clocks per rank whose slots are accessed: clock[o][a] = how many ops of agent a
-    /// happen before or at o, over the agents that access that rank's slots.
-    void races() {
+    /// The happens-before predecessors of every op that runs (agent order, explicit edges, matches
+    /// on keys that order memory), without duplicates, and the successors from them.
+    void happens_before_edges() {
         const std::size_t n = p_.ops();
-        std::map<std::uint32_t, std::vector<AgentId>> agents_of;  // rank -> agents touching its slots
+        std::sort(progress_only_.begin(), progress_only_.end());
+        hpred_.assign(n, {});
+        hsucc_.assign(n, {});
+        ti_.assign(n, ~std::uint32_t{0});
+        for (std::size_t h = 0; h < r_.order.size(); ++h) ti_[r_.order[h]] = std::uint32_t(h);
+        for (OpId o : r_.order) {
+            const auto& op = p_.op(o);
+            std::vector<OpId>& hp = hpred_[o];
+            if (op.pos > 0) hp.push_back(p_.agent_ops(op.agent)[op.pos - 1]);  // agent order orders memory, whatever else joins the two
+            for (OpId b : preds_[o]) {
+                if (op.pos > 0 && b == hp.front()) continue;
+                if (!progress_only_.empty() && std::binary_search(progress_only_.begin(), progress_only_.end(), std::pair(b, o)))
+                    continue;  // a relaxed match: progress, no memory order
+                hp.push_back(b);
+            }
+            std::sort(hp.begin() + (op.pos > 0 ? 1 : 0), hp.end());
+            hp.erase(std::unique(hp.begin() + (op.pos > 0 ? 1 : 0), hp.end()), hp.end());
+            for (OpId b : hp) hsucc_[b].push_back(o);
+        }
+    }
+
+    /// The funnel of every op that runs (why it is exact: races()). An op x funnels into its
+    /// successor s when s reaches every other successor n of x in one step seen locally: n has a
+    /// predecessor on s's agent at or after s. Then every path out of x passes s or continues from a
+    /// point s reaches, so for y != x: x happens before y iff y == s or s happens before y. rep_[x] is
+    /// the end of the funnels from x (an op that funnels nowhere: several successors, none of them
+    /// covering the rest; or none), fdist_[x] the funnels taken to get there (at most max_funnel).
+    void funnels() {
+        const std::size_t n = p_.ops();
+        fnext_.assign(n, no_op);
+        rep_.assign(n, no_op);
+        fdist_.assign(n, 0);
+        constexpr std::size_t widest = 16;  // an op with more successors (a barrier's) is an end: a few pairs checked per op
+        for (std::size_t h = r_.order.size(); h-- > 0;) {
+            const OpId x = r_.order[h];
+            rep_[x] = x;
+            const std::vector<OpId>& out = hsucc_[x];
+            if (out.empty() || out.size() > widest) continue;
+            for (OpId s : out) {
+                const auto& so = p_.op(s);
+                bool covers = true;
+                for (OpId m : out) {
+                    if (m == s) continue;
+                    bool found = false;
+                    for (OpId b : hpred_[m]) {
+                        const auto& bo = p_.op(b);
+                        if (bo.agent == so.agent && bo.pos >= so.pos) {
+                            found = true;
+                            break;
+                        }
+                    }
+                    if (!(covers = found)) break;
+                }
+                if (!covers || fdist_[s] >= max_funnel) continue;
+                fnext_[x] = s;
+                rep_[x] = rep_[s];
+                fdist_[x] = fdist_[s] + 1;
+                break;
+            }
+        }
+    }
+    static constexpr std::uint32_t max_funnel = 64;
+
+    /// Whether y lies on the funnels from x (x excluded).
+    bool on_funnel(OpId x, OpId y) const {
+        if (rep_[x] != rep_[y] || fdist_[y] >= fdist_[x]) return false;
+        OpId at = x;
+        for (std::uint32_t k = fdist_[x] - fdist_[y]; k > 0; --k) at = fnext_[at];
+        return at == y;
+    }
+
+    /// Whether `from` happens before or is y, decided by a search back from y over the ops after
+    /// `from` in the topological order: exact, and the fallback of the clocks (races()).
+    bool reaches(OpId from, OpId y) {
+        const auto& f = p_.op(from);
+        const std::uint32_t floor = ti_[from];
+        if (++stamp_ == 0) {
+            std::fill(seen_.begin(), seen_.end(), 0u);
+            stamp_ = 1;
+        }
+        std::vector<OpId>& stack = search_stack_;
+        stack.assign(1, y);
+        seen_[y] = stamp_;
+        std::size_t visits = 0;
+        while (!stack.empty()) {
+            const OpId o = stack.back();
+            stack.pop_back();
+            const auto& od = p_.op(o);
+            if (od.agent == f.agent && od.pos >= f.pos) return true;
+            if ((++visits & 4095) == 0 && o_.deadline.passed()) throw LimitReached("time limit (the race check)");
+            for (OpId b : hpred_[o])
+                if (ti_[b] >= floor && seen_[b] != stamp_) {
+                    seen_[b] = stamp_;
+                    stack.push_back(b);
+                }
+        }
+        return false;
+    }
+
+    /// The pairs of accesses to decide, per rank of the slot: (earlier, later) in the slots' order,
+    /// the last write before each access and the reads since it before the next write; clashes
+    /// inside one op are reported here.
+    struct Pair {
+        OpId earlier, later;
+        Slot slot;
+        bool later_writes, earlier_writes;
+    };
+    std::map<std::uint32_t, std::vector<Pair>> race_pairs() {
         std::vector<LaneAccess> acc;
         std::map<Slot, std::vector<Access>> per_slot;
         for (OpId o : r_.order) {
@@ -256,81 +369,138 @@ private:
                                     "of one step work on all its chunks at once [data race]",
                                     n_.op(o), n_.slot(acc[i].slot)));
                 per_slot[acc[i].slot].push_back({o, write});
-                agents_of[acc[i].slot.rank].push_back(p_.op(o).agent);
                 i = j;
             }
         }
-        (void)n;
-        std::sort(progress_only_.begin(), progress_only_.end());
-        for (auto& [rank, list] : agents_of) {
-            std::sort(list.begin(), list.end());
-            list.erase(std::unique(list.begin(), list.end()), list.end());
-            if (r_.order.size() * list.size() > o_.max_clock_entries) {
-                add(FindingKind::reader, no_op,
-                    fmt::format("data races not checked: the vector clocks of rank {} would need {} entries (more than {})",
-                                rank, r_.order.size() * list.size(), o_.max_clock_entries));
-                return;
+        std::map<std::uint32_t, std::vector<Pair>> pairs;
+        for (const auto& [s, list] : per_slot) {
+            OpId last_write = no_op;
+            std::vector<OpId> reads;
+            for (const Access& a : list) {
+                if (last_write != no_op) pairs[s.rank].push_back({last_write, a.op, s, a.write, true});
+                if (a.write) {
+                    for (OpId rd : reads) pairs[s.rank].push_back({rd, a.op, s, true, false});
+                    last_write = a.op;
+                    reads.clear();
+                } else {
+                    reads.push_back(a.op);
+                }
             }
         }
-        const std::size_t before = r_.counts[std::size_t(FindingKind::race)];
-        // one buffer for every rank's clocks, each row written in full before it is read (the first
-        // predecessor's row copied, the others joined): no zeroing of ops x agents per rank (that
-        // and its page faults were most of an MSCCL++ export's time on 16 GPUs)
-        std::size_t widest = 0;
-        for (const auto& [rank, list] : agents_of) widest = std::max(widest, list.size());
-        std::vector<std::uint32_t> clock(p_.ops() * widest);
-        for (const auto& [rank, list] : agents_of) {
-            const std::size_t A = list.size();
-            std::vector<std::int32_t> index(p_.agents(), -1);
-            for (std::size_t i = 0; i < A; ++i) index[list[i]] = std::int32_t(i);
-            for (OpId o : r_.order) {
-                std::uint32_t* mine = &clock[std::size_t(o) * A];
-                bool first = true;
-                for (OpId b : preds_[o]) {
-                    if (!progress_only_.empty() &&
-                        std::binary_search(progress_only_.begin(), progress_only_.end(), std::pair(b, o)))
-                        continue;  // a relaxed match: progress, no memory order
-                    const std::uint32_t* theirs = &clock[std::size_t(b) * A];
-                    if (first) std::copy(theirs, theirs + A, mine);
-                    else
-                        for (std::size_t t = 0; t < A; ++t) mine[t] = std::max(mine[t], theirs[t]);
-                    first = false;
-                }
-                if (first) std::fill(mine, mine + A, 0u);
-                const auto& op = p_.op(o);
-                if (index[op.agent] >= 0) mine[index[op.agent]] = op.pos + 1;
-            }
-            auto before_ = [&](OpId a, OpId b) {
-                const auto& x = p_.op(a);
-                return clock[std::size_t(b) * A + std::size_t(index[x.agent])] >= x.pos + 1;
+        return pairs;
+    }
+
+    /// Data races, exactly: for every slot, in the topological order of its accesses, the last write
+    /// must happen before each access and the reads since it before the next write.
+    ///
+    /// Happens-before between two ops is asked of the funnel's end of the earlier one (funnels()):
+    /// in an MSCCL++ plan a put's only way on is its thread block's next barrier, so the ends are a
+    /// few chains a thread block (its barriers, its signals, its proxy), not every thread of it. The
+    /// question is then answered by vector clocks over the chains of those ends, one rank at a time
+    /// (the ranks whose slots are accessed), computed only over the ops of the ranks that access
+    /// that rank's slots or hold the ends: a rank's pairs are ordered by what its neighbours do, and
+    /// the clocks of a rank cost its neighbourhood's ops (not every op: ranks x ops x agents was most
+    /// of an MSCCL++ export of 16 x 8 GPUs; 57 s of 63). A clock computed over part of the program
+    /// can only miss an order, never make one up: a pair the clocks order is ordered, and a pair they
+    /// do not is searched exactly over the whole program (reaches()). An op whose happens-before
+    /// predecessors give it one clock (a put after its barrier) shares that clock. A rank whose
+    /// clocks would pass max_clock_entries is searched pair by pair.
+    void races() {
+        const std::map<std::uint32_t, std::vector<Pair>> pairs = race_pairs();
+        const std::size_t before = r_.counts[std::size_t(FindingKind::race)];  // a clash inside one op is reported, not a race of two
+        happens_before_edges();
+        funnels();
+        const std::size_t n = p_.ops();
+        seen_.assign(n, 0);
+        // the ops of each rank, in the topological order
+        std::vector<std::vector<OpId>> by_rank;
+        for (OpId o : r_.order) {
+            const std::uint32_t rk = p_.op(o).rank;
+            if (rk >= by_rank.size()) by_rank.resize(rk + 1);
+            by_rank[rk].push_back(o);
+        }
+        std::vector<std::uint32_t> in_pass(by_rank.size(), 0), row(n, 0), clock;
+        std::vector<std::int32_t> column(p_.agents(), -1);
+        std::vector<AgentId> chains;
+        std::vector<OpId> ops;
+        std::vector<std::uint32_t> distinct;
+        std::uint32_t pass = 0;
+        for (const auto& [rank, list] : pairs) {
+            if (o_.deadline.passed()) throw LimitReached("time limit (the race check)");
+            // the chains of the funnels' ends, and the ranks whose ops the clocks run over
+            ++pass;
+            chains.clear();
+            auto take_rank = [&](std::uint32_t rk) {
+                if (rk < in_pass.size()) in_pass[rk] = pass;
             };
-            for (auto it = per_slot.lower_bound(Slot{rank, 0, 0}); it != per_slot.end() && it->first.rank == rank; ++it) {
-                const Slot s = it->first;
-                OpId last_write = no_op;
-                std::vector<OpId> reads;
-                for (const Access& a : it->second) {
-                    auto race = [&](OpId other) {
-                        add(FindingKind::race, a.op,
-                            fmt::format("{}: {} {} and {} {} it, with nothing ordering the two (a missing dependency) "
-                                        "[data race]",
-                                        n_.op(a.op), a.write ? "writes" : "reads", n_.slot(s), n_.op(other),
-                                        std::find_if(it->second.begin(), it->second.end(),
-                                                     [&](const Access& x) { return x.op == other; })
-                                                ->write
-                                            ? "writes"
-                                            : "reads"));
-                    };
-                    if (last_write != no_op && !before_(last_write, a.op)) race(last_write);
-                    if (a.write) {
-                        for (OpId rd : reads)
-                            if (!before_(rd, a.op)) race(rd);
-                        last_write = a.op;
-                        reads.clear();
-                    } else {
-                        reads.push_back(a.op);
-                    }
+            take_rank(rank);
+            for (const Pair& q : list) {
+                const AgentId a = p_.op(rep_[q.earlier]).agent;
+                if (column[a] < 0) {
+                    column[a] = std::int32_t(chains.size());
+                    chains.push_back(a);
                 }
+                take_rank(p_.op(q.earlier).rank);
+                take_rank(p_.op(q.later).rank);
+                take_rank(p_.op(rep_[q.earlier]).rank);
             }
+            ops.clear();
+            for (std::uint32_t rk = 0; rk < by_rank.size(); ++rk)
+                if (in_pass[rk] == pass) ops.insert(ops.end(), by_rank[rk].begin(), by_rank[rk].end());
+            std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return ti_[a] < ti_[b]; });
+            const std::size_t A = chains.size();
+            // row 0: no chain's op before; each op's clock a row, shared with its one predecessor's
+            // where the op adds nothing (not on a chain, one distinct row among its predecessors)
+            clock.assign(A, 0u);
+            bool built = true;
+            for (std::size_t k = 0; k < ops.size(); ++k) {
+                const OpId o = ops[k];
+                if ((k & 4095) == 4095 && o_.deadline.passed()) throw LimitReached("time limit (the race check)");
+                const auto& op = p_.op(o);
+                distinct.clear();
+                for (OpId b : hpred_[o])
+                    if (in_pass[p_.op(b).rank] == pass && row[b] != 0) distinct.push_back(row[b]);
+                std::sort(distinct.begin(), distinct.end());
+                distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+                const std::int32_t own = column[op.agent];
+                if (own < 0 && distinct.size() <= 1) {
+                    row[o] = distinct.empty() ? 0 : distinct.front();
+                    continue;
+                }
+                if (clock.size() + A > o_.max_clock_entries) {
+                    built = false;  // this rank's pairs go to the search
+                    break;
+                }
+                const std::size_t at = clock.size();
+                clock.resize(at + A, 0u);
+                std::uint32_t* mine = &clock[at];
+                if (!distinct.empty()) std::copy_n(&clock[std::size_t(distinct.front()) * A], A, mine);
+                for (std::size_t d = 1; d < distinct.size(); ++d) {
+                    const std::uint32_t* theirs = &clock[std::size_t(distinct[d]) * A];
+                    for (std::size_t t = 0; t < A; ++t) mine[t] = std::max(mine[t], theirs[t]);
+                }
+                if (own >= 0) mine[own] = op.pos + 1;
+                row[o] = std::uint32_t(at / A);
+            }
+            auto ordered = [&](OpId x, OpId y) {
+                ++pairs_checked_;
+                const auto& xo = p_.op(x);
+                const auto& yo = p_.op(y);
+                if (xo.agent == yo.agent) return xo.pos < yo.pos;
+                if (on_funnel(x, y)) return true;
+                const OpId e = rep_[x];
+                const auto& eo = p_.op(e);
+                if (built && clock[std::size_t(row[y]) * A + std::size_t(column[eo.agent])] >= eo.pos + 1) return true;
+                ++pairs_searched_;
+                return reaches(e, y);
+            };
+            for (const Pair& q : list)
+                if (!ordered(q.earlier, q.later))
+                    add(FindingKind::race, q.later,
+                        fmt::format("{}: {} {} and {} {} it, with nothing ordering the two (a missing dependency) [data race]",
+                                    n_.op(q.later), q.later_writes ? "writes" : "reads", n_.slot(q.slot), n_.op(q.earlier),
+                                    q.earlier_writes ? "writes" : "reads"));
+            for (AgentId a : chains) column[a] = -1;
         }
         r_.race_checked = true;
         r_.race_free = r_.counts[std::size_t(FindingKind::race)] == before;
@@ -426,6 +596,15 @@ private:
     std::vector<bool> unmatched_;  ///< a receive no send matches
     std::vector<bool> done_;
     std::vector<std::pair<OpId, OpId>> progress_only_;  ///< (send, receive) matched on relaxed keys
+    // the race check's
+    std::vector<std::vector<OpId>> hpred_, hsucc_;  ///< happens-before edges among the ops that run
+    std::vector<std::uint32_t> ti_;                 ///< place in r_.order
+    std::vector<OpId> fnext_, rep_;                 ///< funnels() (no_op: none)
+    std::vector<std::uint32_t> fdist_;
+    std::vector<std::uint32_t> seen_;               ///< reaches(): the search's marks
+    std::uint32_t stamp_ = 0;
+    std::vector<OpId> search_stack_;
+    std::size_t pairs_checked_ = 0, pairs_searched_ = 0;
 };
 
 }  // namespace

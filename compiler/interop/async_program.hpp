@@ -7,7 +7,8 @@
  *  1. deadlock: a cycle of waits, a wait nothing ever releases, a receive no send matches (and,
  *     on FIFO keys, a send no receive takes), each printed around the cycle or at its cause;
  *  2. data races: two accesses to one slot, at least one a write, that the happens-before order
- *     leaves unordered (vector clocks, exact);
+ *     leaves unordered (exact: vector clocks over each rank's neighbourhood, a search where they
+ *     do not order a pair; async_program.cpp, races());
  *  3. for a deadlock-free, race-free program, the result: every execution reads the same value
  *     at every read (each conflicting pair is ordered, and matching is fixed: the k-th send on a
  *     key meets the k-th receive), so one replay in a topological order computes *the* result;
@@ -45,6 +46,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "support/budget.hpp"
 
 namespace collsched::async {
 
@@ -191,8 +194,11 @@ private:
 
 struct CheckOptions {
     std::size_t max_findings = 20;  ///< per kind; the counts are exact
-    /// Refuse the race check above this many vector-clock entries (the report says so).
-    std::size_t max_clock_entries = std::size_t{1} << 28;
+    /// The race check's vector clocks of one rank stop at this many entries (4 bytes each): that
+    /// rank's pairs are then searched one by one, as exactly (check's comment on races).
+    std::size_t max_clock_entries = std::size_t{1} << 27;
+    /// Past it, the race check throws LimitReached ("time limit (the race check)").
+    Deadline deadline = {};
 };
 
 struct Report {

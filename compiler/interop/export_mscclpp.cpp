@@ -102,6 +102,7 @@ public:
             if (least > 64 && K < last) continue;
             std::string ops = fmt::format("at least {}", least);
             if (least <= 64) {
+                if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
                 Built b = build(K);
                 trace("mscclpp plan: {} thread blocks a GPU, at most {} ops a block (at least {})", K, b.max_ops, least);
                 COLLSCHED_ASSERT_MSG(b.max_ops >= least, fmt::format("the floor of {} ops a block at {} thread blocks is above the plan's {}", least, K, b.max_ops));
@@ -381,6 +382,7 @@ private:
         std::size_t max_ops = 0;
         const int TB = K * N;
         for (int g = 0; g < P; ++g) {
+            if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
             json gpu;
             gpu["id"] = g;
             gpu["input_chunks"] = L_.i_chunks * N;
@@ -724,6 +726,7 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
     const bool through_switch = detail::uses_switch_functions(t);
     std::string text = (through_switch ? detail::switch_plan(t, opt) : Writer(t, opt).run()) + "\n";
     trace("mscclpp plan: written, {} bytes", text.size());
+    if (opt.deadline.passed()) throw LimitReached("time limit (the MSCCL++ plan is written, not yet read back and checked)");
     // every export is read back and verified before it is written
     mscclpp::ReadResult read;
     try {
@@ -733,7 +736,8 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
                                      t.collective.to_string(), t.topology->spec(), e.what()));
     }
     trace("mscclpp plan: read back");
-    mscclpp::PlanReport rep = mscclpp::check_plan(read);
+    if (opt.deadline.passed()) throw LimitReached("time limit (the MSCCL++ plan is read back, not yet checked)");
+    mscclpp::PlanReport rep = mscclpp::check_plan(read, {}, opt.deadline);
     trace("mscclpp plan: checked");
     if (!rep.holds()) {
         if (rep.unknown())  // a limit of the checker, not a fault of the plan: no plan is written unverified

@@ -27,6 +27,7 @@
 
 #include "compiler/table/send_table.hpp"
 #include "compiler/io/table_io.hpp"
+#include "support/budget.hpp"
 
 namespace collsched {
 
@@ -44,6 +45,8 @@ struct MscclppOptions {
     /// each of its memory channels (a signal and wait on its port channels), so that no put of a
     /// launch lands in a peer still running the previous one (docs/exports.md, "Between launches").
     bool handshake = true;
+    /// Past it the writer and the check of the plan stop: LimitReached ("time limit (...)"), nothing written.
+    Deadline deadline = {};
 };
 
 /// Parses `--size-range A..B` (sizes as support::parse_bytes reads them, `1M..64M`; either side

@@ -327,6 +327,7 @@ public:
                                         events, least, most));
         // as few blocks as fit (as the plans of one box): the checker's vector clocks grow with the blocks that touch a GPU
         for (int K = std::max(1, int(least));;) {
+            if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
             auto [plan, ops] = build(K);
             trace("mscclpp plan across boxes: {} thread blocks a GPU, at most {} ops a block (at least {} blocks)", K, ops, least);
             if (ops <= 64) return plan.dump(2);
@@ -420,6 +421,7 @@ private:
         json gpus = json::array();
         std::size_t max_ops = 0;
         for (std::uint32_t g = 0; g < P_; ++g) {
+            if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
             const std::vector<std::uint32_t>& box = b_.gpus[std::size_t(b_.of[g])];
             const int mates = int(box.size()) - 1;
             std::map<std::uint32_t, int> remote_ids;  // peer -> its scratch among this GPU's remote buffers

@@ -25,6 +25,7 @@ bool Lowering::build() {
     if (failed_) return false;
     initial_values();
     for (int g = 0; g < P_; ++g) {
+        if (deadline.passed()) throw LimitReached(fmt::format("time limit (modelling the plan, at GPU {} of {})", g, P_));
         // the block whose id is t, for every t at once (the last of a repeated id, as the parser
         // overwrites it): one pass, where a search per block was quadratic in the blocks
         const auto& tbs = plan_.gpus[std::size_t(g)].tbs;
@@ -367,16 +368,16 @@ std::string set_goals(const Plan& plan, Lowering& lw, const std::vector<Expectat
 
 namespace {
 
-PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expect, bool nccl_inplace);
+PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expect, bool nccl_inplace, Deadline deadline);
 
 }  // namespace
 
-PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& expect) {
-    PlanReport rep = check_in(read, expect, false);
+PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& expect, Deadline deadline) {
+    PlanReport rep = check_in(read, expect, false, deadline);
     // an in-place reducescatter has two conventions (docs/exports.md, "In place"): the verdict is
     // mscclpp's, and NCCL's is checked beside it
     if (read.plan.inplace && read.plan.collective == "reducescatter" && expect.empty() && rep.modelled) {
-        PlanReport nccl = check_in(read, expect, true);
+        PlanReport nccl = check_in(read, expect, true, deadline);
         rep.nccl_verdict = std::string(nccl.verdict());
         for (const Finding& f : nccl.findings)
             if (f.rule == "result" || f.rule == "deadlock" || f.rule == "data race") {
@@ -474,7 +475,7 @@ void schedule_moves(Lowering& lw, const async::Report& r, PlanReport& rep) {
     }
 }
 
-PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expect, bool nccl_inplace) {
+PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expect, bool nccl_inplace, Deadline deadline) {
     PlanReport rep;
     rep.findings = read.findings;
     const Plan& plan = read.plan;
@@ -496,6 +497,7 @@ PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expe
         return rep;
     }
     Lowering lw(plan, rep.findings, read.file, nccl_inplace);
+    lw.deadline = deadline;
     lw.semaphore_initial_values();
     if (!lw.build()) {
         count();
@@ -508,11 +510,15 @@ PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expe
     });
     rep.result_note = set_goals(plan, lw, expect, rep.findings);
     rep.modelled = true;
-    async::Report r = async::check(lw.program(), naming(lw, plan));
+    if (deadline.passed()) throw LimitReached("time limit (the plan is modelled, its check not started)");
+    async::CheckOptions options;
+    options.deadline = deadline;
+    async::Report r = async::check(lw.program(), naming(lw, plan), options);
     rep.finishes = r.finishes;
     rep.race_checked = r.race_checked;
     rep.race_free = r.race_free;
     rep.result_checked = r.replayed && rep.result_note.empty();
+    if (deadline.passed()) throw LimitReached("time limit (the plan is checked, its report not made)");
     for (const async::Finding& f : r.findings) {
         const Op* op = f.op == async::no_op ? nullptr : lw.op_of()[f.op];
         std::string rule = f.kind == async::FindingKind::race           ? "data race"

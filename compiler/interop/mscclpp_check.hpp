@@ -31,6 +31,7 @@
 #include "compiler/interop/expect_file.hpp"
 #include "compiler/interop/mscclpp_plan.hpp"
 #include "compiler/table/send_table.hpp"
+#include "support/budget.hpp"
 
 namespace collsched::mscclpp {
 
@@ -78,8 +79,9 @@ struct PlanReport {
     std::string_view verdict() const { return holds() ? "holds" : unknown() ? "unknown" : "violated"; }
 };
 
-/// Checks a plan; `expect` (may be empty) replaces the collective's postcondition.
-PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& expect = {});
+/// Checks a plan; `expect` (may be empty) replaces the collective's postcondition. Past `deadline`
+/// the check throws LimitReached (async::CheckOptions::deadline).
+PlanReport check_plan(const ReadResult& read, const std::vector<Expectation>& expect = {}, Deadline deadline = {});
 
 /// The plan's copies between GPUs as a send table on `topo` (one processor a GPU): each copy of
 /// `report.schedule` sent in its step by the topology's route, cut through; the collective's

@@ -51,6 +51,8 @@ public:
     /// multiple of their sizes), and the replay tracks at most max_chunk_parts input and output
     /// chunk parts (MSCCL-IR's reader checks the same 2^24).
     static constexpr std::int64_t max_parts = 64, max_chunk_parts = std::int64_t(1) << 24;
+    /// Past it build() throws LimitReached (polled once a GPU).
+    Deadline deadline;
 
     bool build();
 

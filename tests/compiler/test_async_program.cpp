@@ -200,3 +200,84 @@ TEST_CASE("async engine: a relaxed key orders progress but not memory") {
     CHECK_FALSE(r.finishes);
     CHECK(r.counts[std::size_t(FindingKind::unmatched)] + r.counts[std::size_t(FindingKind::deadlock)] == 1);
 }
+
+TEST_CASE("async engine: an order through a rank that touches none of the slot's rank is found (the search behind the clocks)") {
+    // rank 0 puts into rank 1's slot and signals rank 2, which passes the signal on to rank 1, which
+    // then reads the slot: rank 2 accesses nothing of rank 1, so the clocks over rank 1's neighbours
+    // (ranks 0 and 1) miss the order, and the search over the whole program finds it. With rank 2
+    // signalling before its wait, nothing orders the put and the read.
+    for (bool relay : {true, false}) {
+        CAPTURE(relay);
+        Program p;
+        p.initial({0, 0, 0}, p.values().atom(3));
+        AgentId a = p.add_agent(0), c = p.add_agent(2), b = p.add_agent(1);
+        OpId put = p.add_op(a, {});
+        p.add_lane(put, copy({0, 0, 0}, {1, 0, 0}));
+        OpId other = p.add_op(p.add_agent(0), {});
+        p.order(put, other);  // a second way on from the put: the order is asked of the put itself
+        OpId sig = p.add_op(a, {});
+        p.send(sig, 1, KeyKind::semaphore);
+        OpId first = p.add_op(c, {}), second = p.add_op(c, {});
+        p.receive(relay ? first : second, 1, KeyKind::semaphore);
+        p.send(relay ? second : first, 2, KeyKind::semaphore);
+        OpId wait = p.add_op(b, {});
+        p.receive(wait, 2, KeyKind::semaphore);
+        OpId use = p.add_op(b, {});
+        p.add_lane(use, copy({1, 0, 0}, {1, 0, 1}));
+        Report r = check(p, names(p));
+        CHECK(r.finishes);
+        CHECK(r.race_free == relay);
+        if (!relay) {
+            REQUIRE(r.findings.size() == 1);
+            CHECK(r.findings[0].text ==
+                  "r1a2s1: reads r1[0.0] and r0a0s0 writes it, with nothing ordering the two (a missing dependency) [data race]");
+        }
+    }
+}
+
+TEST_CASE("async engine: an op's accesses are ordered through whichever of its successors leads on, not only its barrier") {
+    // rank 0: a write w by thread d, then a barrier s after it, and a read after the barrier (ordered);
+    // d's next op n after w, and a read after n only. With n after the barrier, every way on from w
+    // passes the barrier (w funnels into it); with n not after it, w's way on through n is its own,
+    // and the read after n is ordered by it all the same. A read after nothing races with w.
+    for (bool gated : {true, false}) {
+        CAPTURE(gated);
+        Program p;
+        AgentId spine = p.add_agent(0), d = p.add_agent(0), e = p.add_agent(0), f = p.add_agent(0), g = p.add_agent(0);
+        p.initial({0, 0, 0}, p.values().atom(1));
+        OpId w = p.add_op(d, {});
+        p.add_lane(w, copy({0, 0, 0}, {0, 0, 1}));
+        OpId s = p.add_op(spine, {});
+        p.order(w, s);
+        OpId n = p.add_op(d, {});
+        if (gated) p.order(s, n);
+        OpId after_barrier = p.add_op(e, {});
+        p.order(s, after_barrier);
+        p.add_lane(after_barrier, copy({0, 0, 1}, {0, 0, 2}));
+        OpId after_n = p.add_op(f, {});
+        p.order(n, after_n);
+        p.add_lane(after_n, copy({0, 0, 1}, {0, 0, 3}));
+        OpId alone = p.add_op(g, {});
+        p.add_lane(alone, copy({0, 0, 1}, {0, 0, 4}));
+        Report r = check(p, names(p));
+        REQUIRE(r.findings.size() == 1);
+        CHECK(r.findings[0].op == alone);
+        CHECK(r.counts[std::size_t(FindingKind::race)] == 1);
+    }
+    // a chain of ops, each the only successor of the one before: the later accesses lie on the
+    // first one's funnel, before its end
+    Program p;
+    p.initial({0, 0, 0}, p.values().atom(1));
+    std::vector<AgentId> ag;
+    for (int k = 0; k < 4; ++k) ag.push_back(p.add_agent(0));
+    OpId prev = no_op;
+    for (int k = 0; k < 4; ++k) {
+        OpId o = p.add_op(ag[std::size_t(k)], {});
+        p.add_lane(o, copy({0, 0, std::uint32_t(k)}, {0, 0, std::uint32_t(k + 1)}));
+        if (prev != no_op) p.order(prev, o);
+        prev = o;
+    }
+    Report r = check(p, names(p));
+    CHECK(r.holds());
+    CHECK(r.final.at({0, 0, 4}) == p.values().atom(1));
+}

@@ -14,6 +14,8 @@
 #include "compiler/io/table_io.hpp"
 #include "runtime/compare.hpp"
 #include "runtime/executor/executor.hpp"
+#include "verifier/compose/nvls.hpp"
+#include "verifier/time/candidates.hpp"
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"
 
@@ -61,6 +63,23 @@ TEST_CASE("executor objective: the basis tries every protocol of the executor an
     // LL's latency wins small, Simple's bandwidth large
     CHECK(time_on(plan, 1024, nccl, TimeKind::asynchronous).protocol == Protocol::ll);
     CHECK(time_on(plan, 1073741824.0, nccl, TimeKind::asynchronous).protocol == Protocol::simple);
+}
+
+TEST_CASE("executor objective: on MSCCL++ a table whose switch sums is timed in Simple only, the protocol its plan is written in") {
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/dgx_h100_nvls.json"));
+    TimeCandidate nvls;
+    nvls.table = std::make_shared<const SendTable>(compose::nvls_allreduce(topo, {}));
+    TimeCandidate ring;
+    ring.table = std::make_shared<const SendTable>(on_executor_ring());
+    CandidateQuery q;
+    q.executor = builtin_executor(ExecutorKind::mscclpp);
+    REQUIRE(q.basis().protocols() == std::vector<Protocol>{Protocol::simple, Protocol::ll});
+    CHECK(q.basis_of(nvls).protocols() == std::vector<Protocol>{Protocol::simple});
+    CHECK(q.basis_of(ring).protocols() == q.basis().protocols());
+    // LL would be its fastest at 1 KiB (the plan cannot be written so: the export refuses LL with switch channels)
+    const TimingPlan plan(*nvls.table);
+    CHECK(time_on(plan, 1024, q.basis(), TimeKind::asynchronous).protocol == Protocol::ll);
+    CHECK(time_on(plan, 1024, q.basis_of(nvls), TimeKind::asynchronous).protocol == Protocol::simple);
 }
 
 TEST_CASE("executor objective: below the grain a transfer holds its channel as the grain's bytes") {

@@ -703,3 +703,22 @@ TEST_CASE("mscclpp export: the plans the floor lets the writer reach sooner are 
     CHECK(text.size() == 22446248);
     CHECK(fnv1a(text) == 16372932837588457297ull);
 }
+
+TEST_CASE("mscclpp export: convert --timeout stops the writer and the check of a large plan at the limit, with nothing written") {
+    // NCCL's NVLS_TREE allreduce on 16 x 8 H100 GPUs in 16 pieces (77,312 transfers): its export takes seconds
+    auto topo = Topology::parse("graph:" + source("schedules/machines/h100nvls16x8.json"));
+    compose::NvlsPlan pieces;
+    pieces.pieces = 16;
+    test::Scratch dir("mscclpp_timeout");
+    const std::string t = dir.file("t.json", table_to_json(compose::nvls_tree_allreduce(topo, pieces))), plan = dir.file("p.json");
+    const auto start = std::chrono::steady_clock::now();
+    auto r = run("convert " + t + " --format mscclpp --timeout 1 -o " + plan);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string said = r.out + r.err;
+    CAPTURE(said);
+    CHECK(r.code == 3);
+    CHECK(said.find("--timeout 1: time limit (") != std::string::npos);
+    CHECK(said.find("nothing written") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(plan));
+    CHECK(seconds < 2.5);  // the writer polls once a GPU, the check once a GPU and every 4,096 ops
+}

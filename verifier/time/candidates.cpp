@@ -1,6 +1,7 @@
 // The schedules the time objective chooses from: collsched's constructions, verified.
 #include "verifier/time/candidates.hpp"
 #include "verifier/time/executor_check.hpp"
+#include "compiler/interop/export_mscclpp_switch.hpp"
 
 #include <algorithm>
 #include <array>
@@ -18,6 +19,19 @@
 #include "verifier/check/direct.hpp"
 
 namespace collsched {
+
+TimeBasis CandidateQuery::basis_of(const TimeCandidate& c) const {
+    if (!executor) return basis();
+    if (c.nccl && (executor->kind == ExecutorKind::mscclpp || executor->kind == ExecutorKind::msccl))
+        return {link, builtin_executor(ExecutorKind::nccl)};
+    if (executor->kind == ExecutorKind::mscclpp && c.table && detail::uses_switch_functions(*c.table)) {
+        // the export's own test (table_to_mscclpp writes such a table with switch channels, and those Simple only)
+        ExecutorModel simple = *executor;
+        std::erase_if(simple.protocols, [](const ProtocolRow& r) { return r.protocol != Protocol::simple; });
+        if (!simple.protocols.empty()) return {link, std::move(simple)};
+    }
+    return basis();
+}
 
 namespace {
 

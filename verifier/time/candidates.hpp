@@ -66,12 +66,10 @@ struct CandidateQuery {
     /// Whether a table may be left out by its lower bound (a test compares with every table timed).
     bool prune = true;
     /// What candidate c is timed on: basis(), except NCCL's own algorithms on the MSCCL and MSCCL++
-    /// executors, which stock NCCL runs (the nccl executor: the speed-up over NCCL is over what it runs).
-    TimeBasis basis_of(const TimeCandidate& c) const {
-        if (c.nccl && executor && (executor->kind == ExecutorKind::mscclpp || executor->kind == ExecutorKind::msccl))
-            return {link, builtin_executor(ExecutorKind::nccl)};
-        return basis();
-    }
+    /// executors, which stock NCCL runs (the nccl executor: the speed-up over NCCL is over what it runs),
+    /// and on MSCCL++ a table whose switches sum or multiply copies, timed in the protocols its plan is
+    /// written in (Simple: a switch channel's sum has no LL form).
+    TimeBasis basis_of(const TimeCandidate& c) const;
 };
 
 // A provider, CandidateProvider (verifier/synth/problem/construction.hpp): a row's time builder.
