@@ -166,7 +166,13 @@ TEST_CASE("executor objective: --format writes each size's winner in the executo
                              plan + " --json --timeout 60");
     REQUIRE(r.code == 3);
     const auto j = nlohmann::json::parse(r.out);
+    std::size_t written = 0;
     for (std::size_t i = 0; i < 2; ++i) {
+        if (j["sizes"][i]["witness"][0].is_null()) {  // stock NCCL's algorithm won there, as NCCL runs it: no plan
+            CHECK(j["sizes"][i]["winner"].get<std::string>().starts_with("nccl "));
+            continue;
+        }
+        ++written;
         const std::string path = j["sizes"][i]["witness"][0];
         REQUIRE(std::filesystem::exists(path));
         const auto p = nlohmann::json::parse(on_executor_text(path));
@@ -177,6 +183,7 @@ TEST_CASE("executor objective: --format writes each size's winner in the executo
         // the plan verifies and times on the machine
         CHECK(test::run("verify " + path + " " + on_executor_machine + " --size 1M").code == 0);
     }
+    CHECK(written >= 1);
 }
 
 TEST_CASE("executor objective: usage rules") {

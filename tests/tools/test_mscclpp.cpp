@@ -722,3 +722,25 @@ TEST_CASE("mscclpp export: convert --timeout stops the writer and the check of a
     CHECK_FALSE(std::filesystem::exists(plan));
     CHECK(seconds < 2.5);  // the writer polls once a GPU, the check once a GPU and every 4,096 ops
 }
+
+TEST_CASE("mscclpp export: optimize --executor mscclpp --format mscclpp writes the plans that win and names the sizes stock NCCL wins") {
+    // Where one of NCCL's own algorithms won (timed as stock NCCL runs it: NCCL's tree in LL128 at
+    // 1 GiB on 2 x 8 H100), the one-command export refused the whole run (exit 2: "a plan with
+    // switch channels is written Simple" or the LL128 tree's ops). It now writes a plan for the
+    // sizes collsched's tables win and says at each other size that NCCL runs as it is.
+    test::Scratch dir("mscclpp_one_command");
+    const std::string plan = dir.file("plan.json"), m = test::machine("h100rail2x8");
+    const auto r = run("optimize --topology " + m + " --collective allreduce --sizes 1M,1G --executor mscclpp --format mscclpp -o " + plan);
+    INFO(r.out, r.err);
+    CHECK((r.code == 0 || r.code == 3));
+    CHECK(r.out.find("witness: " + plan + ": hierarchical") != std::string::npos);
+    CHECK(r.out.find("no plan at 1 GiB: nccl tree as stock NCCL runs it wins there") != std::string::npos);
+    CHECK(dir.entries() == 1);
+    const auto v = run("verify " + plan);
+    CHECK(v.code == 0);
+    CHECK(v.out.starts_with("verdict: holds (MSCCL++ plan"));
+    const auto j = nlohmann::json::parse(
+        run("optimize --topology " + m + " --collective allreduce --sizes 1M,1G --executor mscclpp --format mscclpp --json -o " + plan).out);
+    CHECK(j["sizes"][0]["witness"][0] == plan);
+    CHECK(j["sizes"][1]["witness"][0].is_null());
+}

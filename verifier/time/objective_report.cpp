@@ -3,6 +3,7 @@
 #include "verifier/time/objective_report.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -70,7 +71,10 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     j["algbw_Bps"] = algbw(m, t);
     j["busbw_Bps"] = busbw(w, m, t);
     auto files = ojson::array();
-    for (const std::string& path : witnesses) files.push_back(time_witness_path(r, path, i, per_range));
+    for (const std::string& path : witnesses) {
+        const std::string f = time_witness_path(r, path, i, per_range);
+        files.push_back(f.empty() ? ojson(nullptr) : ojson(f));  // null: stock NCCL's algorithm wins, no plan
+    }
     j["witness"] = files;
     // NCCL's best: exact when its fastest timed algorithm is faster than every bound of those
     // without a time, else "at least" (the least of those bounds)
@@ -260,6 +264,10 @@ std::string text_report(const TimeObjective& r, const std::vector<std::string>& 
             for (std::size_t i : f.sizes) at.push_back(support::format_bytes(sizes[i]));
             s += fmt::format("witness: {}: {} at {}\n", f.path, r.winner(f.sizes.front()).name, fmt::join(at, ", "));
         }
+    if (!witnesses.empty())
+        for (std::size_t i : stock_nccl_sizes(r, per_range))
+            s += fmt::format("no plan at {}: {} as stock NCCL runs it wins there ({}); run NCCL as it is\n", support::format_bytes(sizes[i]),
+                             r.winner(i).name, support::format_seconds(r.winner_seconds(i)));
     return s;
 }
 
@@ -272,14 +280,26 @@ std::string time_objective_report(const TimeObjective& r, const std::vector<std:
 
 int time_objective_exit_code(const TimeObjective& r) { return !r.candidates.empty() && r.met_everywhere() ? 0 : 3; }
 
+std::vector<std::size_t> stock_nccl_sizes(const TimeObjective& r, bool per_range) {
+    std::vector<std::size_t> out;
+    const auto& e = r.options.executor;
+    if (!per_range || !e || (e->kind != ExecutorKind::mscclpp && e->kind != ExecutorKind::msccl)) return out;
+    for (std::size_t i = 0; i < r.comparison.winner.size(); ++i)
+        if (r.winner(i).nccl) out.push_back(i);
+    return out;
+}
+
 std::vector<WitnessFile> time_witness_files(const TimeObjective& r, const std::string& path, bool per_range) {
     const std::vector<std::size_t>& w = r.comparison.winner;
+    const std::vector<std::size_t> stock = stock_nccl_sizes(r, per_range);
     std::vector<WitnessFile> files;
-    std::vector<std::size_t> file_of(w.size());
+    std::vector<std::size_t> file_of(w.size(), SIZE_MAX);
     for (std::size_t i = 0; i < w.size(); ++i) {
+        if (std::ranges::find(stock, i) != stock.end()) continue;  // stock NCCL runs it: no plan
         std::size_t f = files.size();
         if (per_range) {  // the run goes on: the same candidate and protocol as at the size before
-            if (i > 0 && w[i - 1] == w[i] && r.winner_protocol(i - 1) == r.winner_protocol(i)) f = file_of[i - 1];
+            if (i > 0 && file_of[i - 1] != SIZE_MAX && w[i - 1] == w[i] && r.winner_protocol(i - 1) == r.winner_protocol(i))
+                f = file_of[i - 1];
         } else {
             for (std::size_t k = 0; k < files.size() && f == files.size(); ++k)
                 if (w[files[k].sizes.front()] == w[i]) f = k;
@@ -297,8 +317,11 @@ std::string time_witness_path(const TimeObjective& r, const std::string& path, s
     const auto f = std::find_if(files.begin(), files.end(), [&](const WitnessFile& x) {
         return std::find(x.sizes.begin(), x.sizes.end(), i) != x.sizes.end();
     });
-    COLLSCHED_ASSERT(f != files.end());
-    return f->path;
+    if (f == files.end()) {
+        const std::vector<std::size_t> stock = stock_nccl_sizes(r, per_range);
+        COLLSCHED_ASSERT(std::ranges::find(stock, i) != stock.end());
+    }
+    return f == files.end() ? std::string() : f->path;
 }
 
 std::string time_witness_comment(const TimeObjective& r, const WitnessFile& f) {

@@ -32,10 +32,15 @@ struct WitnessFile {
 /// no table is written twice. A distinct winner is a candidate; with `per_range` (an executor's
 /// format: a plan holds one protocol and one size range) a run of sizes one candidate wins in a
 /// row in one protocol. One file: `path` itself; several: `path` with the first size each serves
-/// ("out.json" -> "out.1MiB.json").
+/// ("out.json" -> "out.1MiB.json"). With `per_range` on the MSCCL++ or MSCCL executor, a size that
+/// one of NCCL's own algorithms wins gets no file: it won as stock NCCL runs it (NCCL's protocols and
+/// channels), which a plan of that executor does not (stock_nccl_sizes).
 std::vector<WitnessFile> time_witness_files(const TimeObjective&, const std::string& path, bool per_range = false);
-/// The file of time_witness_files that serves size i.
+/// The file of time_witness_files that serves size i; empty for a size stock NCCL wins.
 std::string time_witness_path(const TimeObjective&, const std::string& path, std::size_t i, bool per_range = false);
+/// The sizes (indices) whose winner is one of NCCL's own algorithms while the executor is MSCCL++ or
+/// MSCCL: an executor's format (`per_range`) writes no file for them.
+std::vector<std::size_t> stock_nccl_sizes(const TimeObjective&, bool per_range);
 
 /// The comment on top of the winner's file at size i: the instance, the size, the time, the name
 /// and where it comes from.
