@@ -730,7 +730,7 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
     // every export is read back and verified before it is written
     mscclpp::ReadResult read;
     try {
-        read = mscclpp::read_plan(text, "the plan");
+        read = mscclpp::read_plan(text, "the plan", opt.deadline);
     } catch (const InputError& e) {
         throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not read back (a bug in collsched; please report it): {}",
                                      t.collective.to_string(), t.topology->spec(), e.what()));

@@ -359,15 +359,18 @@ namespace {
 /// channels, remote buffers, semaphores and thread blocks. Every deviation is a finding.
 class PlanReader {
 public:
-    PlanReader(std::string_view text, std::string_view file)
-        : file_(file), root_(json_tree::parse(text, file)), rd_(file, res_.findings, res_.checkable, problems_) {}
+    PlanReader(std::string_view text, std::string_view file, Deadline deadline)
+        : file_(file), root_(json_tree::parse(text, file)), rd_(file, res_.findings, res_.checkable, problems_), deadline_(deadline) {}
 
     ReadResult read() {
         const Value* gpus = header();
         P_ = int(gpus->items.size());
         if (P_ == 0) throw InputError(fmt::format("{}:{}:{}: \"gpus\" is empty: a plan has at least one GPU", file_, gpus->line, gpus->col));
         res_.plan.gpus.resize(std::size_t(P_));
-        for (int g = 0; g < P_; ++g) gpu(gpus->items[std::size_t(g)], g);
+        for (int g = 0; g < P_; ++g) {
+            if (deadline_.passed()) throw LimitReached(fmt::format("time limit (reading {} back, at GPU {} of {})", file_, g, P_));
+            gpu(gpus->items[std::size_t(g)], g);
+        }
         res_.file = std::string(file_);
         if (!problems_.empty()) {
             // every problem of the file, at most 20 lines (as MSCCL-IR's reader)
@@ -703,11 +706,12 @@ private:
     ReadResult res_;
     std::vector<std::string> problems_;  ///< bad input: thrown together when the document is read
     Reader rd_;                          ///< after res_ and problems_: it holds references to them
+    Deadline deadline_;
     int P_ = 0;
 };
 
 }  // namespace
 
-ReadResult read_plan(std::string_view text, std::string_view file) { return PlanReader(text, file).read(); }
+ReadResult read_plan(std::string_view text, std::string_view file, Deadline deadline) { return PlanReader(text, file, deadline).read(); }
 
 }  // namespace collsched::mscclpp

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "support/budget.hpp"
+
 namespace collsched::mscclpp {
 
 /// The buffers a plan names: "i" (the call's input), "o" (its output), "s" (the scratch buffer
@@ -167,8 +169,10 @@ struct ReadResult {
 /// and "collective" and no "format" (collsched's own files carry "format").
 bool looks_like_mscclpp_plan(std::string_view text);
 
-/// Reads a plan; `file` names it in messages. Throws InputError when the text is not a plan.
-ReadResult read_plan(std::string_view text, std::string_view file);
+/// Reads a plan; `file` names it in messages. Throws InputError when the text is not a plan, and
+/// LimitReached once `deadline` passes (polled after the text is parsed and at every GPU: reading
+/// back a 128-GPU plan of 300,000 transfers takes seconds).
+ReadResult read_plan(std::string_view text, std::string_view file, Deadline deadline = {});
 
 /// `file:line:col: path: what [rule]` for one finding.
 std::string format_finding(std::string_view file, const Finding& f);
