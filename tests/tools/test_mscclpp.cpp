@@ -717,7 +717,10 @@ TEST_CASE("mscclpp export: convert --timeout stops the writer and the check of a
     const std::string said = r.out + r.err;
     CAPTURE(said);
     CHECK(r.code == 3);
-    CHECK(said.find("--timeout 1: time limit (") != std::string::npos);
+    // the limit falls in the writer or the check here, in reading the table on a slower runner (CI):
+    // either way the message names the limit and nothing is written
+    CHECK(said.find("time limit (") != std::string::npos);
+    CHECK(said.find("--timeout 1") != std::string::npos);
     CHECK(said.find("nothing written") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(plan));
     CHECK(seconds < 2.5);  // the writer polls once a GPU, the check once a GPU and every 4,096 ops
