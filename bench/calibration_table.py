@@ -12,7 +12,8 @@ its `collsched machine`), runs the fit with every other size of each sweep held 
 per machine the held-out median and worst relative error, the built-in constants' median and
 NCCL's own tuning model's median and worst on the same rows; then the same over every held-out
 row of all machines, the median of the per-machine built-in medians (the nccl executor's
-`error`, runtime/executor/executor.cpp), and the calibration set's public rows and sources.
+`error`, runtime/executor/executor.cpp), and the calibration set's public rows and sources; then
+every held-out row: what it was predicted as, measured, predicted, its error and NCCL's model's.
 """
 import argparse
 import csv
@@ -33,6 +34,13 @@ def run(cmd):
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
     return r.stdout
+
+
+def size_label(b):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= scale:
+            return f"{b / scale:g} {unit}"
+    return f"{b:g} B"
 
 
 def held_errors(report):
@@ -75,6 +83,19 @@ def main():
               f"{pct(r['nccl_model_median'])} / {pct(r['nccl_model_worst'])} |")
     print(f"| all ({len(every)}) | {pct(statistics.median(every))} / {pct(max(every))} | {pct(statistics.median(every_builtin))} | "
           f"{pct(statistics.median(every_nccl))} / {pct(max(every_nccl))} |")
+    print()
+    print("| machine | row | size | predicted as | measured | predicted | error | NCCL's model | its error |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    us = lambda s: f"{s * 1e6:.1f} us"
+    signed = lambda p, m: f"{100 * (p / m - 1):+.1f} %"
+    for name, r in reports:
+        for row in r["rows"]:
+            if row.get("set") != "held-out":
+                continue
+            m, n = row["measured_s"], row.get("nccl_model_s")
+            print(f"| {name} | {row['label'] if row['label'].startswith('row ') else 'log'} | {size_label(row['size'])} | "
+                  f"{row['algorithm']} {row['protocol']} | {us(m)} | {us(row['fitted_s'])} | {signed(row['fitted_s'], m)} | "
+                  f"{us(n) if n else '-'} | {signed(n, m) if n else '-'} |")
     with open(CSV, newline="") as f:
         rows = list(csv.DictReader(f))
     sources = {r["source"] for r in rows}

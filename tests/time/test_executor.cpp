@@ -280,8 +280,10 @@ TEST_CASE("calibrate: a published nccl-tests log of 2 x 8 H100 fits, and bad inp
     auto stock = test::run("calibrate " + log + " --topology graph:" + m + " --algorithm ring,tree --protocol Simple --json");
     REQUIRE(stock.code == 0);
     CHECK(nlohmann::json::parse(stock.out)["rows"].back()["algorithm"] == "ring");
-    CHECK(lj["heldout_worst"].get<double>() < 0.8);
-    CHECK(lj["heldout_median"].get<double>() < 0.2);
+    // the fit as it stands (77.6 % at 16 MiB, median 16.6 %): the 1 to 16 MiB regime is the closed-source tuner's choice
+    // (runtime/executor/calibration/README.md, "GCP A3 Mega"); a change that loses ground fails here
+    CHECK(lj["heldout_worst"].get<double>() < 0.78);
+    CHECK(lj["heldout_median"].get<double>() < 0.17);
     CHECK(test::run("calibrate " + log + " --topology graph:" + m + " --algorithm ring,default").code == 2);
     CHECK(test::run("calibrate " + log + " --topology graph:" + m + " --protocol LL,Smple").code == 2);
     // bad input
