@@ -3,7 +3,7 @@
  * shares by capacity give the rail of the NIC down nothing in every box, so each box sends its share
  * through its other B - 1 NICs, and the box with the NIC down paces every rail. Here that box (a *leaf*)
  * takes part in only some of the rails' reductions; the other boxes carry the rest, using the down
- * rail's NICs among themselves. A piece has U slots of K sub-chunks, of three kinds, per rail j whose
+ * rail's NICs among themselves. A slot has K sub-chunks and is of one of three kinds, on a rail j whose
  * NICs are all up (`a` : 1 : 1):
  *
  *  - **all**: the hierarchical rsag+direct of every box along rail j (sub-chunk r held by box r);
@@ -14,11 +14,14 @@
  *    it in before its own box's reduce-scatter to GPU d; the sums come back the same way after the
  *    box's allgather.
  *
- * Each kind's NIC bytes per byte of a slot, per direction: all 2(K-1)/K on every NIC of rail j;
- * around 1 on a leaf's, 2(K-1)/K + 1/(K-1)-ish on the others'; through 1 on the leaf's NIC j, 1/(K-1)
- * on the others' NIC j, and 2(K-L-1)/(K-L) + ... on the down rail's. On h100rail 4 x 8 with NIC 0 down
- * (a = 5: 49 slots) every NIC carries 0.19 M against 0.21 M in the shares by capacity
- * (bench/results/faults.md).
+ * Per byte of a slot and direction, with K boxes of which one is a leaf: all puts 2(K-1)/K on every NIC of
+ * rail j; around 1 on the leaf's NIC j, 1 + 2/(K-1) on the others'; through 1 on the leaf's NIC j, 1/(K-1)
+ * on the others' NIC j and 2 (K-2)/(K-1) on their NIC d. Over a + 2 rounds (a piece: every up rail has `a`
+ * slots of all and one of each other kind) the NICs j of every box carry 1.5 a + 2 at K = 4, the others' NIC
+ * d 7 x 4/3 with 7 up rails: a = 5 balances them; the time model prefers a = 6 (the fastest of 5, 6, 7).
+ * On h100rail 4 x 8 with NIC 0 down every NIC carries 0.196 M each way (a = 6) against 0.214 M with the
+ * shares by capacity; box 0's GPUs 1 to 7, GPU 0 owning nothing, carry 1.857 M over NVLink each way
+ * (4.43 ms at 1 GiB, above the bound's 4.17 ms): bench/results/faults.md.
  */
 #pragma once
 
