@@ -11,6 +11,7 @@
 
 #include "support/error.hpp"
 #include "support/trace.hpp"
+#include "verifier/compose/leaf.hpp"
 #include "verifier/compose/plan.hpp"
 
 namespace collsched::compose {
@@ -393,6 +394,8 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
     if ((K == 1) != (sh.across == Across::none)) return "rail phase and box count disagree";
     if ((sh.across == Across::halving || sh.across == Across::doubling) && !power_of_two(K)) return "recursive halving and doubling need a power of two of boxes";
     if (sh.shares != Shares::even && (sh.inbox != InBox::rsag || K < 2)) return "shares other than even are for the in-box direct exchange across boxes";
+    if (sh.shares == Shares::leaf && (kind != CollectiveKind::allreduce || sh.across != Across::direct_rsag))
+        return "the leaf shares are for allreduce's rsag+direct";
     if (kind == CollectiveKind::allreduce) return "";
     if (sh.inbox == InBox::ar) return "the in-box allreduce is for allreduce only";
     if (sh.inbox == InBox::ring && B < 3) return "a ring in boxes of fewer than 3 is the direct exchange";
@@ -401,6 +404,28 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
     if (kind == CollectiveKind::reduce_scatter && sh.across == Across::doubling) return "recursive doubling does not reduce-scatter";
     if (kind == CollectiveKind::allgather && sh.across == Across::doubling) return "allgather's recursive doubling is the shape `halving` (its second half)";
     return "";
+}
+
+/// build_shape of the leaf shares (leaf.hpp).
+std::optional<SendTable> build_leaf(const SynthInstance& in, const std::vector<std::vector<Node>>& boxes, const Shape& sh, std::uint32_t pieces,
+                                    std::string* why, Deadline deadline) {
+    const LeafSlots slots = leaf_slots(*in.topology, boxes, sh.leaf_all);
+    if (!slots.why.empty()) {
+        if (why) *why = slots.why;
+        return std::nullopt;
+    }
+    // a piece is all + 2 rounds of one slot per up rail, each kind in proportion (LeafSlots::at)
+    const std::uint32_t rounds = pieces * (sh.leaf_all + 2);
+    Collective coll = in.collective;
+    try {
+        coll.set_chunks(rounds * static_cast<std::uint32_t>(slots.up.size() * boxes.size()), *in.topology);
+    } catch (const InputError& e) {  // the message space of 32-bit ids (docs/semantics.md, "Chunks")
+        if (why) *why = e.what();
+        return std::nullopt;
+    }
+    Plan plan(in.topology, in.model, coll, deadline);
+    leaf_allreduce_plan(plan, boxes, slots, rounds);
+    return plan.lower(why, deadline);
 }
 
 }  // namespace
@@ -466,6 +491,7 @@ std::string shape_name(const Shape& sh, CollectiveKind kind) {
     s += rail;
     if (sh.shares == Shares::capacity) s += ", shares by capacity";
     if (sh.shares == Shares::full) s += ", shares on full-speed rails";
+    if (sh.shares == Shares::leaf) s += fmt::format(", a box with a NIC down a leaf in 2 of {} slots", sh.leaf_all + 2);
     return s;
 }
 
@@ -488,6 +514,7 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
         return std::nullopt;
     }
     const std::uint32_t P = static_cast<std::uint32_t>(K * B);
+    if (sh.shares == Shares::leaf) return build_leaf(in, boxes, sh, pieces, why, deadline);
     // the in-box owner of each slot of a piece (one slot per GPU unless the shares follow capacities)
     const std::vector<std::uint32_t> owners = slot_owners(sh.shares == Shares::even ? std::vector<double>(B, 1.0) : rail_capacity(*in.topology, boxes), sh.shares);
     if (owners.empty()) {

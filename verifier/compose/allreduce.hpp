@@ -54,10 +54,13 @@ struct Shape {
     bool flat = false;  ///< the machine taken as P boxes of one (or one box of P)
     /// the owners' shares of a piece (shares.hpp): other than even only for allreduce's rsag in boxes
     Shares shares = Shares::even;
+    /// shares `leaf` (leaf.hpp): the slots of kind all per up rail, for one around the leaves and one through a down rail
+    std::uint32_t leaf_all = 0;
 };
 /// "hierarchical rsag+ring", "flat doubling"; reduce_scatter and allgather name their half
 /// ("hierarchical rs+halving", "hierarchical ag+doubling"); shares other than even are named
-/// ("hierarchical rsag+direct, shares by capacity").
+/// ("hierarchical rsag+direct, shares by capacity"; "hierarchical rsag+direct, a box with a NIC down a leaf in 2 of 7
+/// slots").
 std::string shape_name(const Shape&, CollectiveKind = CollectiveKind::allreduce);
 
 /// Every shape of even shares, the one list of them (docs/architecture.md, "The constructions' registry"): each way

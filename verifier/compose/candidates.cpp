@@ -53,6 +53,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/compose/allreduce.hpp"
 #include "verifier/compose/alltoall.hpp"
+#include "verifier/compose/leaf.hpp"
 
 namespace collsched::compose {
 
@@ -177,6 +178,9 @@ std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<N
         if (sh == Shares::full && !partial) continue;  // the same owners as by capacity
         for (Across a : acrosses) s.push_back({InBox::rsag, a, flat, sh});  // those that do not apply to the collective say so
     }
+    // a NIC down: its box a leaf in some slots (leaf.hpp), 5 to 7 slots of every box per up rail for each 2 of the leaf's
+    if (std::ranges::count(cap, 0.0) > 0 && leaf_slots(t, boxes, 1).why.empty())
+        for (std::uint32_t a : {5u, 6u, 7u}) s.push_back({InBox::rsag, Across::direct_rsag, flat, Shares::leaf, a});
     return s;
 }
 

@@ -30,12 +30,14 @@ double carries(const Topology& t, const std::vector<ChannelId>& channels) {
     return most;
 }
 
-}  // namespace
+/// What each processor can carry out of its box and in it (carries), by processor.
+struct Carry {
+    std::vector<double> out, in;
+};
 
-std::vector<double> rail_capacity(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
-    const std::size_t K = boxes.size(), B = boxes.empty() ? 0 : boxes[0].size();
+Carry box_carry(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
     std::vector<std::uint32_t> box_of(t.processors(), 0);
-    for (std::size_t b = 0; b < K; ++b)
+    for (std::size_t b = 0; b < boxes.size(); ++b)
         for (Node p : boxes[b]) box_of[idx(p)] = static_cast<std::uint32_t>(b);
     // a router is in a box when every processor it reaches is (a box's NVSwitch), else it is the network
     constexpr std::uint32_t none = ~0u, many = ~0u - 1;
@@ -46,16 +48,25 @@ std::vector<double> rail_capacity(const Topology& t, const std::vector<std::vect
                 std::uint32_t& x = router_box[idx(r)];
                 x = x == none || x == box_of[idx(p)] ? box_of[idx(p)] : many;
             }
-    std::vector<double> out(t.processors(), 0), in(t.processors(), 0);
+    Carry c{std::vector<double>(t.processors(), 0), std::vector<double>(t.processors(), 0)};
     for (std::uint32_t p = 0; p < t.processors(); ++p) {
         std::vector<ChannelId> leave, stay;
-        for (ChannelId c : t.out_channels(Node{p})) {
-            const Node to = t.channel(c).to;
+        for (ChannelId ch : t.out_channels(Node{p})) {
+            const Node to = t.channel(ch).to;
             const bool inside = t.is_processor(to) ? box_of[idx(to)] == box_of[p] : router_box[idx(to)] == box_of[p];
-            (inside ? stay : leave).push_back(c);
+            (inside ? stay : leave).push_back(ch);
         }
-        out[p] = carries(t, leave), in[p] = carries(t, stay);
+        c.out[p] = carries(t, leave), c.in[p] = carries(t, stay);
     }
+    return c;
+}
+
+}  // namespace
+
+std::vector<double> rail_capacity(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
+    const std::size_t K = boxes.size(), B = boxes.empty() ? 0 : boxes[0].size();
+    const Carry c = box_carry(t, boxes);
+    const std::vector<double>&out = c.out, &in = c.in;
     const double most_out = *std::max_element(out.begin(), out.end()), most_in = *std::max_element(in.begin(), in.end());
     std::vector<double> cap(B, 1.0);
     for (std::size_t j = 0; j < B; ++j)
@@ -65,6 +76,13 @@ std::vector<double> rail_capacity(const Topology& t, const std::vector<std::vect
             if (B > 1) cap[j] = std::min(cap[j], most_in > 0 ? in[p] / most_in : 0.0);
         }
     return cap;
+}
+
+std::vector<char> cut_off(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
+    const Carry c = box_carry(t, boxes);
+    std::vector<char> off(t.processors(), 0);
+    for (std::uint32_t p = 0; p < t.processors(); ++p) off[p] = c.out[p] <= 0;
+    return off;
 }
 
 std::vector<std::uint32_t> slot_owners(const std::vector<double>& capacity, Shares shares) {

@@ -20,14 +20,20 @@ namespace collsched::compose {
 /// How the owners' shares of a piece are drawn in the hierarchical shapes: `even` (one slot per
 /// GPU), `capacity` (per rail, its capacity relative to the fastest rail's), `full` (the rails of
 /// parts below the fastest speed get nothing: a GPU whose own links in the box are slow then
-/// receives only the result, the least any GPU can).
-enum class Shares : std::uint8_t { even, capacity, full };
+/// receives only the result, the least any GPU can), `leaf` (a box with a NIC down takes no part of
+/// some slots along the rails, and the rails of the NICs down carry slots among the other boxes:
+/// verifier/compose/leaf.hpp).
+enum class Shares : std::uint8_t { even, capacity, full, leaf };
 
 /// Per rail (GPU j of every box), the least over the boxes of what GPU j can carry relative to
 /// the fastest: min(its channels out of the box / the fastest such, its channels in the box / the
 /// fastest such), each the sum of the channels' speeds capped by the link groups they are in; 0
 /// for a rail with a NIC down. All 1 on a machine whose parts have equal speeds.
 std::vector<double> rail_capacity(const Topology&, const std::vector<std::vector<Node>>& boxes);
+
+/// Per processor, whether nothing leaves its box from it (`collsched machine --nic-down`): its box is a leaf in the
+/// shares `leaf` (leaf.hpp).
+std::vector<char> cut_off(const Topology&, const std::vector<std::vector<Node>>& boxes);
 
 /// The owner (rail) of every slot of a piece: `B` slots, slot j to rail j, when the shares are even
 /// or every rail carries as much; else per `shares`, weights w_j (capacity: rail_capacity; full: 1
