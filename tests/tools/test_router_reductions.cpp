@@ -36,7 +36,7 @@ void witnesses_agree(const std::string& table, bool holds) {
     CHECK(s.code == (holds ? 0 : 1));
 }
 
-const std::string model_line = "model: replicate=no kept for this machine (it has routers; a reduction by duality needs routers that forward";
+const std::string model_line = "model: replicate=no kept for this machine (it has routers; a reduction needs routers that forward its partials";
 
 }  // namespace
 

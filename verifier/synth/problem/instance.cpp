@@ -148,9 +148,9 @@ std::string combining_problem(const SynthInstance& in) {
     if (!in.collective.row().has_partials())
         return "the direct encoding of combining covers allreduce, reduce_scatter, reduce:R and scan";
     if (in.model.timing != Timing::hop) return "the direct encoding of combining is stated for hop timing (timing=hop)";
-    if (t.routers() > 0)
-        return fmt::format("{} has routers; the direct encoding of combining takes networks of processors only (a partial "
-                           "through a router would need queue and replication variables per contributor set)",
+    if (t.routers() > 0 && in.model.replicate)
+        return fmt::format("{} has routers; the direct encoding of combining takes routers that forward each partial once "
+                           "(replicate=no), not routers that keep and copy it (replicate=yes)",
                            t.spec());
     if (in.model.inject_once) return "inject=once is not encoded for combining";
     if (in.routes == RouteSpace::fixed) return "combining is searched over any route; --routes fixed is not supported";
