@@ -38,6 +38,16 @@ void witnesses_agree(const std::string& table, bool holds) {
 
 const std::string model_line = "model: replicate=no kept for this machine (it has routers; a reduction needs routers that forward its partials";
 
+/// A table file `name` in `dir` of `collective` on graph file `topo` under replicate=no and `queues`, its transfers `moves`
+/// (JSON objects, one a line).
+std::string router_table(const Scratch& dir, const std::string& name, const std::string& topo, const std::string& collective,
+                         const std::string& queues, const std::string& moves) {
+    return dir.file(name, fmt::format("{{\"format\": \"collsched.table/1\", \"topology\": \"graph:{}\",\n"
+                                      " \"model\": {{\"ports\":\"multi\",\"queues\":\"{}\",\"replicate\":false,\"timing\":\"hop\"}},\n"
+                                      " \"collective\": \"{}\",\n \"transfers\": [\n{}]}}\n",
+                                      topo, queues, collective, moves));
+}
+
 }  // namespace
 
 TEST_CASE("routers: optimize reduce_scatter and allreduce on rail 2 x 8 with rail switches as routers: proved, witnesses verify") {
@@ -88,12 +98,9 @@ TEST_CASE("routers: a reduction whose router would have to add is refused by eve
     Scratch dir("router_reductions_adding");
     const std::string star = dir.file("star3.json", "{\"processors\": 3, \"routers\": 1, \"edges\": [[0, \"r1.0\"], [1, \"r1.0\"], [2, \"r1.0\"]]}\n");
     auto table = [&](const std::string& name, const std::string& moves) {
-        return dir.file(name, fmt::format("{{\"format\": \"collsched.table/1\", \"topology\": \"graph:{}\",\n"
-                                          " \"model\": {{\"ports\":\"multi\",\"queues\":\"unbounded\",\"replicate\":false,\"timing\":\"hop\"}},\n"
-                                          " \"collective\": \"reduce:0\",\n \"transfers\": [\n"
-                                          "  {{\"step\": 1, \"from\": \"1\", \"to\": \"r1.0\", \"msg\": \"a(1)\"}},\n"
-                                          "  {{\"step\": 1, \"from\": \"2\", \"to\": \"r1.0\", \"msg\": \"a(2)\"}},\n{}]}}\n",
-                                          star, moves));
+        return router_table(dir, name, star, "reduce:0", "unbounded",
+                            "  {\"step\": 1, \"from\": \"1\", \"to\": \"r1.0\", \"msg\": \"a(1)\"},\n"
+                            "  {\"step\": 1, \"from\": \"2\", \"to\": \"r1.0\", \"msg\": \"a(2)\"},\n" + moves);
     };
     // r1.0 sends the sum of what it received: a rail switch without SHARP cannot
     const std::string adds = table("adds.json", "  {\"step\": 2, \"from\": \"r1.0\", \"to\": \"0\", \"msg\": \"a({1,2})\"}\n");
@@ -208,14 +215,11 @@ TEST_CASE("routers: a scan whose router would have to add is refused by every wi
     const std::string star = dir.file("star3.json", "{\"processors\": 3, \"routers\": 1, \"edges\": [[0, \"r1.0\", 2], [1, \"r1.0\", 2], "
                                                     "[2, \"r1.0\", 2]]}\n");
     auto table = [&](const std::string& name, const std::string& moves) {
-        return dir.file(name, fmt::format("{{\"format\": \"collsched.table/1\", \"topology\": \"graph:{}\",\n"
-                                          " \"model\": {{\"ports\":\"multi\",\"queues\":\"none\",\"replicate\":false,\"timing\":\"hop\"}},\n"
-                                          " \"collective\": \"scan\",\n \"transfers\": [\n"
-                                          "  {{\"step\": 1, \"from\": \"0\", \"to\": \"r1.0\", \"msg\": \"a(0)\"}},\n"
-                                          "  {{\"step\": 1, \"from\": \"0\", \"to\": \"r1.0\", \"msg\": \"a(0)\"}},\n"
-                                          "  {{\"step\": 1, \"from\": \"1\", \"to\": \"r1.0\", \"msg\": \"a(1)\"}},\n"
-                                          "  {{\"step\": 2, \"from\": \"r1.0\", \"to\": \"1\", \"msg\": \"a(0)\"}},\n{}]}}\n",
-                                          star, moves));
+        return router_table(dir, name, star, "scan", "none",
+                            "  {\"step\": 1, \"from\": \"0\", \"to\": \"r1.0\", \"msg\": \"a(0)\"},\n"
+                            "  {\"step\": 1, \"from\": \"0\", \"to\": \"r1.0\", \"msg\": \"a(0)\"},\n"
+                            "  {\"step\": 1, \"from\": \"1\", \"to\": \"r1.0\", \"msg\": \"a(1)\"},\n"
+                            "  {\"step\": 2, \"from\": \"r1.0\", \"to\": \"1\", \"msg\": \"a(0)\"},\n" + moves);
     };
     // r1.0 sends 2 the sum a({0,1}) of what it received (and keeps a copy of a(0)): it cannot
     const std::string adds = table("adds.json", "  {\"step\": 2, \"from\": \"r1.0\", \"to\": \"2\", \"msg\": \"a({0,1})\"}\n");
