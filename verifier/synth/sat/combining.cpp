@@ -69,9 +69,29 @@ std::uint64_t combining_variables(const SynthInstance& in, Step H) {
     const Topology& t = *in.topology;
     const std::uint64_t C = in.collective.chunks, P = t.processors(), E = t.channels().size(), steps = std::uint64_t{H} + 1;
     // h, x, the intermediate buffers (one per arrival but the last) and the two case variables; with routers,
-    // per channel and step a crossing for each origin (processor, step) and its partial's sources.
-    const std::uint64_t routed = t.routers() > 0 ? E * P * steps * (P + 2) / 2 : 0;
-    return C * steps * (P * P + E + E * P + 2 * E + routed);
+    // per channel out of a router and step a count for each origin (a processor that reaches the router through
+    // routers, an earlier step) and its partial's sources.
+    std::uint64_t origins = 0;  // per step: over the channels out of routers, the processors reaching their router
+    if (t.routers() > 0) {
+        std::vector<std::uint32_t> reaching(t.nodes(), 0);
+        for (std::uint32_t u = 0; u < P; ++u) {
+            std::vector<bool> seen(t.nodes(), false);
+            std::vector<Node> work{Node{u}};
+            while (!work.empty()) {
+                const Node v = work.back();
+                work.pop_back();
+                for (ChannelId c : t.out_channels(v)) {
+                    const Node w = t.channel(c).to;
+                    if (t.is_processor(w) || seen[idx(w)]) continue;
+                    seen[idx(w)] = true;
+                    ++reaching[idx(w)];
+                    work.push_back(w);
+                }
+            }
+        }
+        for (std::uint32_t r = t.processors(); r < t.nodes(); ++r) origins += std::uint64_t{reaching[r]} * t.out_channels(Node{r}).size();
+    }
+    return C * steps * (P * P + E + E * P + 2 * E + origins * steps * (P + 2) / 2);
 }
 
 namespace {
