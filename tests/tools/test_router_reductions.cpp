@@ -234,3 +234,35 @@ TEST_CASE("routers: a scan whose router would have to add is refused by every wi
     CHECK(o.code == 0);
     CHECK(proved_steps(o.out) == 2);
 }
+
+TEST_CASE("routers: partials arriving on one router channel in one step apply in message order, the rule the direct encoding writes") {
+    // At 4 in step 4, a cover of its buffer a(4) and a partial disjoint from it: the cover first (a smaller least source)
+    // holds; after a partial of a smaller least source the cover counts a(4) twice (sat/combining.cpp, routed_arrival).
+    Scratch dir("router_reductions_order");
+    std::string edges;
+    for (int p = 0; p < 5; ++p) edges += fmt::format("{}[{}, \"r1.0\", 3]", p == 0 ? "" : ", ", p);
+    const std::string star = dir.file("star5.json", fmt::format("{{\"processors\": 5, \"routers\": 1, \"edges\": [{}]}}\n", edges));
+    auto table = [&](const std::string& name, int via0, int via1, const std::string& cover, const std::string& other) {
+        std::string moves;
+        auto move = [&](int step, const std::string& from, const std::string& to, const std::string& msg) {
+            moves += fmt::format("{}  {{\"step\": {}, \"from\": \"{}\", \"to\": \"{}\", \"msg\": \"{}\"}}", moves.empty() ? "" : ",\n", step, from, to, msg);
+        };
+        move(1, "4", "r1.0", "a(4)");
+        move(1, "2", "r1.0", "a(2)");
+        move(2, "r1.0", std::to_string(via0), "a(4)");  // via0 holds {via0, 4}
+        move(2, "r1.0", std::to_string(via1), "a(2)");  // via1 holds {via1, 2}
+        move(3, std::to_string(via0), "r1.0", cover);
+        move(3, std::to_string(via1), "r1.0", other);
+        move(3, "3", "r1.0", "a(3)");
+        move(4, "r1.0", "4", cover);
+        move(4, "r1.0", "4", other);
+        move(5, "r1.0", "4", "a(3)");
+        return router_table(dir, name, star, "reduce:4", "unbounded", moves + "\n");
+    };
+    witnesses_agree(table("cover_first.json", 0, 1, "a({0,4})", "a({1,2})"), true);
+    const std::string late = table("cover_late.json", 1, 0, "a({1,4})", "a({0,2})");
+    witnesses_agree(late, false);
+    auto v = run("verify " + late);
+    CHECK(v.out.find("processor 4 receives a({1,4}) in step 4 while its buffer holds a({0,2,4}): combining them counts a(4) twice") !=
+          std::string::npos);
+}
