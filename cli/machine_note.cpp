@@ -18,9 +18,9 @@ std::string choose_router_model(const Topology& t, std::string_view model_option
         model_options.find("replicate") != std::string_view::npos)
         return {};
     if (reduction)
-        return "model: replicate=no kept for this machine (it has routers; a reduction by duality needs routers that forward "
-               "its partials, never copy or combine them: the allgather or broadcast is searched with routers forwarding each "
-               "copy once)\n";
+        return "model: replicate=no kept for this machine (it has routers; a reduction needs routers that forward its "
+               "partials, never copy or combine them: by duality the allgather or broadcast is searched with routers forwarding "
+               "each copy once, and the direct encoding has each partial leave a router once, first in first out)\n";
     model.replicate = true;
     return "model: replicate=yes chosen for this machine (it has routers; a router keeps what it receives and may send it "
            "again; --model replicate=no for routers that forward each copy once)\n";

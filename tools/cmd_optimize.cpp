@@ -77,11 +77,14 @@ std::pair<std::uint64_t, std::uint64_t> winning_range(const TimeObjective& r, st
 
 /// Which method optimizes a reduction (docs/synthesis.md, "The direct encoding of combining"):
 /// "duality" or "direct". auto: allreduce directly (the composed space of the duality is not
-/// every allreduce), reduce and reduce_scatter by duality where it applies (the same optimum,
-/// proved over the same space, without a solver), else directly.
+/// every allreduce) but on machines with routers, reduce and reduce_scatter by duality where it
+/// applies (the same optimum, proved over the same space, without a solver), else directly. On a
+/// machine with routers the direct encoding names every partial in a router by its origin and grows
+/// with the steps it may wait there (docs/synthesis.md, "Routers that forward").
 std::string reduction_method(const SynthInstance& in, const std::string& asked) {
     if (asked != "auto") return asked;
-    if (in.collective.kind != CollectiveKind::allreduce && reduction_duality_problem(in).empty()) return "duality";
+    if ((in.collective.kind != CollectiveKind::allreduce || in.topology->routers() > 0) && reduction_duality_problem(in).empty())
+        return "duality";
     const std::string direct = combining_problem(in);
     if (direct.empty()) return "direct";
     const std::string dual = reduction_duality_problem(in);

@@ -270,8 +270,8 @@ TEST_CASE("composites: on the command line, verify and simulate print the cost w
     test::Run y = test::run("optimize --topology cbft:4 --collective reduce:0 --model replicate=yes");
     CHECK(y.code == 2);
     CHECK(y.err == "collsched: error: neither method takes reduce:0 on cbft:4: the direct encoding: cbft:4 has routers; the "
-                   "direct encoding of combining takes networks of processors only (a partial through a router would need "
-                   "queue and replication variables per contributor set); by duality: cbft:4 has routers and the model "
+                   "direct encoding of combining takes routers that forward each partial once (replicate=no), not routers that "
+                   "keep and copy it (replicate=yes); by duality: cbft:4 has routers and the model "
                    "replicate=yes: the reverse of a router copying the broadcast's or allgather's data is a router combining "
                    "partials; the duality takes routers that forward (replicate=no)\n");
     test::Run ring = test::run("optimize --topology ring:4 --collective reduce:0");

@@ -300,20 +300,21 @@ TEST_CASE("reductions under inject=once: refused with the reason, never a false 
 }
 
 TEST_CASE("combining: instances the direct encoding refuses, with the reason") {
-    CHECK(combining_problem(reduction("cbft:4", "allreduce", 1)) ==
-          "cbft:4 has routers; the direct encoding of combining takes networks of processors only (a partial through a router "
-          "would need queue and replication variables per contributor set)");
+    // routers that forward (replicate=no) are encoded; routers that keep and copy a partial are not
+    CHECK(combining_problem(reduction("cbft:4", "allreduce", 1)).empty());
+    SynthInstance copies = reduction("cbft:4", "allreduce", 1);
+    copies.model.replicate = true;
+    const std::string why = "cbft:4 has routers; the direct encoding of combining takes routers that forward each partial once "
+                            "(replicate=no), not routers that keep and copy it (replicate=yes)";
+    CHECK(combining_problem(copies) == why);
     SynthInstance worm = reduction("ring:4", "allreduce", 1);
     worm.model.timing = Timing::wormhole;
     CHECK(combining_problem(worm) == "the direct encoding of combining is stated for hop timing (timing=hop)");
-    CHECK_THROWS_WITH_AS(encoding_for(reduction("cbft:4", "allreduce", 1)),
-                         "cbft:4 has routers; the direct encoding of combining takes networks of processors only (a partial "
-                         "through a router would need queue and replication variables per contributor set)",
-                         InputError);
-    test::Run r = test::run("optimize --topology cbft:4 --collective allreduce --method direct");
+    CHECK_THROWS_WITH_AS(encoding_for(copies), why.c_str(), InputError);
+    test::Run r = test::run("optimize --topology cbft:4 --collective allreduce --method direct --model replicate=yes");
     CHECK(r.code == 2);
     CHECK(r.out.empty());
-    CHECK(r.err.find("cbft:4 has routers; the direct encoding of combining takes networks of processors only") != std::string::npos);
+    CHECK(r.err.find(why) != std::string::npos);
 }
 
 TEST_CASE("combining: optimize picks the direct encoding for allreduce and keeps the composed space under --method duality") {

@@ -119,7 +119,9 @@ std::string encoding_label(const SynthInstance& in, EncodingKind k) {
             if (in.topology->routers() > 0 && !in.model.replicate) return "dissemination (any route; routers forward, copies through them counted)";
             return "dissemination (any route)";
         case EncodingKind::end_to_end: return "end_to_end (processor-to-processor sends along the routes, the ideal fat tree's model)";
-        case EncodingKind::combining: return "combining (partials under the buffer rule, any route)";
+        case EncodingKind::combining:
+            if (in.topology->routers() > 0) return "combining (partials under the buffer rule, any route; routers forward, each partial named by its origin)";
+            return "combining (partials under the buffer rule, any route)";
     }
     return "?";
 }
@@ -130,8 +132,12 @@ std::string search_space(const SynthInstance& in) {
     if (kind == EncodingKind::combining)
         return fmt::format("every {} of {} chunk{} under the buffer rule (docs/semantics.md, \"Reductions\": a processor sends what its "
                            "buffer holds, combines what arrives disjoint from its buffer, copies what covers it) in model {}, any "
-                           "route, one partial per chunk, channel and step{}",
+                           "route, one partial per chunk, channel and step{}{}",
                            in.collective.to_string(), in.collective.chunks, in.collective.chunks == 1 ? "" : "s", model,
+                           in.topology->routers() > 0 ? " between processors; routers forward each partial once, first in first out, "
+                                                        "never combine or copy it, and carry as many partials of a chunk as their "
+                                                        "channels' capacity"
+                                                      : "",
                            in.rounds ? fmt::format(", at most {} rounds in all", *in.rounds) : std::string());
     if (kind == EncodingKind::end_to_end)
         return fmt::format("every schedule of model {} in which processors send copies to processors along the routes", model);
@@ -148,9 +154,9 @@ std::string combining_problem(const SynthInstance& in) {
     if (!in.collective.row().has_partials())
         return "the direct encoding of combining covers allreduce, reduce_scatter, reduce:R and scan";
     if (in.model.timing != Timing::hop) return "the direct encoding of combining is stated for hop timing (timing=hop)";
-    if (t.routers() > 0)
-        return fmt::format("{} has routers; the direct encoding of combining takes networks of processors only (a partial "
-                           "through a router would need queue and replication variables per contributor set)",
+    if (t.routers() > 0 && in.model.replicate)
+        return fmt::format("{} has routers; the direct encoding of combining takes routers that forward each partial once "
+                           "(replicate=no), not routers that keep and copy it (replicate=yes)",
                            t.spec());
     if (in.model.inject_once) return "inject=once is not encoded for combining";
     if (in.routes == RouteSpace::fixed) return "combining is searched over any route; --routes fixed is not supported";

@@ -12,6 +12,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "verifier/synth/problem/instance.hpp"
@@ -78,6 +80,10 @@ struct Encoding {
     std::vector<std::string> notes;         ///< what was added (symmetry, implied), for --verbose output
     /// With SynthInstance::rounds: per step t, the literals "step t has more than i+1 rounds".
     std::vector<std::vector<int>> round_lits;
+    /// The combining encoding, per pool transfer: the processor whose buffer its partial is and the
+    /// step that partial left it (a partial forwarded by a router left its origin earlier). Empty:
+    /// the channel's sender, in the transfer's step.
+    std::vector<std::pair<Node, Step>> senders;
 };
 
 /// Rounds (SCCL's, issue 15): with a total of R rounds over H steps, step t lasts
@@ -144,7 +150,7 @@ private:
 
 /// Ports per processor and step (docs/semantics.md): under single ports at most one send and one
 /// receive, under half ports one of either. `cross(i, channel, t)` is the literal "item i crosses
-/// the channel in step t" for items 0..items-1; `tick(p)` runs before each processor's clauses of a step
+/// the channel in step t" for items 0..items-1 (or the literals whose sum is how often it does); `tick(p)` runs before each processor's clauses of a step
 /// (where the caller polls its limits).
 template <class Cross, class Tick>
 void port_limits(Rounds& rounds, const Topology& topo, Ports ports, Step H, std::size_t items, Cross&& cross, Tick&& tick) {
@@ -153,9 +159,13 @@ void port_limits(Rounds& rounds, const Topology& topo, Ports ports, Step H, std:
         for (Step t = 1; t <= H; ++t) {
             tick(p);
             std::vector<int> out, inn;
+            auto add = [&](std::vector<int>& to, std::size_t i, ChannelId c) {
+                if constexpr (std::is_same_v<decltype(cross(i, c, t)), int>) to.push_back(cross(i, c, t));
+                else for (int l : cross(i, c, t)) to.push_back(l);
+            };
             for (std::size_t i = 0; i < items; ++i) {
-                for (ChannelId c : topo.out_channels(Node{p})) out.push_back(cross(i, c, t));
-                for (ChannelId c : topo.in_channels(Node{p})) inn.push_back(cross(i, c, t));
+                for (ChannelId c : topo.out_channels(Node{p})) add(out, i, c);
+                for (ChannelId c : topo.in_channels(Node{p})) add(inn, i, c);
             }
             if (ports == Ports::half) {
                 out.insert(out.end(), inn.begin(), inn.end());

@@ -317,7 +317,9 @@ struct Synthesizer::Impl {
     }
 
     /// The combining encoding: the chosen (chunk, channel, step) become transfers of DSL-style
-    /// references partial(sender, chunk), resolved by replaying the buffer rule.
+    /// references partial(sender, chunk), resolved by replaying the buffer rule; a partial a router
+    /// forwards is the reference of its origin (the same composite as the origin's own transfer, which
+    /// comes first and resolves it).
     SendTable decode_combining(Step horizon, const std::function<bool(int)>& val) {
         SendTable table;
         table.topology = inst.topology;
@@ -327,8 +329,9 @@ struct Synthesizer::Impl {
         for (const synth::Candidate& c : enc.candidates) {
             if (c.last_step > horizon || !val(c.lit)) continue;
             const Transfer& t = enc.pool[c.first];
-            const Node from = inst.topology->channel(t.channel).from;
-            const MessageId ref = reg.intern({MessageKind::partial, idx(t.message), static_cast<std::uint32_t>(t.step), {MessageId{idx(from)}}, {}});
+            // the processor whose buffer the partial is and the step it left it (through routers: its origin)
+            const auto [from, left] = enc.senders.empty() ? std::pair{inst.topology->channel(t.channel).from, t.step} : enc.senders[c.first];
+            const MessageId ref = reg.intern({MessageKind::partial, idx(t.message), static_cast<std::uint32_t>(left), {MessageId{idx(from)}}, {}});
             table.transfers.push_back({t.step, t.channel, ref});
         }
         table.sort();
