@@ -1,6 +1,7 @@
 // The direct encoding of combining (docs/synthesis.md, "The direct encoding of combining"):
 // allreduce, reduce_scatter, reduce(r) and scan with C chunks under the buffer rule of
-// docs/semantics.md, "Reductions", on networks of processors under hop timing.
+// docs/semantics.md, "Reductions", under hop timing, on networks of processors and of routers that
+// forward (CombiningEncoder below; why that optimum covers every schedule: verifier/synth/SYNTH.md).
 //
 // Under the buffer rule a processor sends exactly what its buffer of the chunk holds at the end
 // of the step before, so a schedule is fixed by *which* (chunk, channel, step) carry a send: the
