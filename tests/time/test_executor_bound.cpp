@@ -141,3 +141,23 @@ TEST_CASE("executor bound: optimize --executor prints it beside the ideal bound,
         CHECK(executors == std::set<std::string>{"mscclpp", "nccl"});
     }
 }
+
+TEST_CASE("executor bound: compare --executor prints it beside the ideal bound per size, and JSON gives both") {
+    const std::string m = "--topology graph:" + test::source("schedules/machines/h100rail2x8.json") + " --collective allreduce --size 16M,1G";
+    const auto t = test::run("compare nccl:ring nccl:tree " + m + " --executor nccl");
+    REQUIRE(t.code == 0);
+    CHECK(t.out.find("bound at 1 GiB: ideal ") != std::string::npos);
+    CHECK(t.out.find("holds for any table timed by executor nccl") != std::string::npos);
+    const auto j = test::run("compare nccl:ring nccl:tree " + m + " --executor mscclpp --json");
+    REQUIRE(j.code == 0);
+    const auto doc = nlohmann::json::parse(j.out);
+    REQUIRE(doc["bounds"].size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const double exec = doc["bounds"][i]["executor_s"];
+        CHECK(doc["bounds"][i]["ideal_s"].get<double>() < exec);
+        for (const auto& s : doc["schedules"]) CHECK(s["asynchronous_s"][i].get<double>() >= exec);
+    }
+    // on the ideal executor compare prints no bound (its report is the network's share's, unchanged)
+    const auto ideal = test::run("compare nccl:ring nccl:tree " + m);
+    CHECK(ideal.out.find("bound at") == std::string::npos);
+}
