@@ -225,7 +225,8 @@ std::string size_line(const TimeObjective& r, std::size_t i) {
     const TimeBound b = evaluate(r.bounds, m);
     const Protocol p = r.winner_protocol(i);
     const std::string name = p == Protocol::none ? r.winner(i).name : fmt::format("{} ({})", r.winner(i).name, to_string(p));
-    const std::string executor = r.executor_bounds ? fmt::format("  {:>10}", support::format_seconds(r.bound_seconds(i))) : "";
+    const std::size_t width = std::max<std::size_t>(10, r.basis().executor_name().size() + 6);  // "mscclpp bound"
+    const std::string executor = r.executor_bounds ? fmt::format("  {:>{}}", support::format_seconds(r.bound_seconds(i)), width) : "";
     return fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}{}  {:>6.1f}%  {:>11}  {:>11}  {}\n", support::format_bytes(m), name,
                        support::format_seconds(t), support::format_seconds(b.seconds), executor, gap_percent(t, r.bound_seconds(i)),
                        support::format_bandwidth(algbw(m, t)), support::format_bandwidth(busbw(*r.winner(i).table, m, t)), versus_text(r, i));
@@ -243,7 +244,8 @@ std::string text_report(const TimeObjective& r, const std::vector<std::string>& 
     s.back() = '\n';
     for (const std::string& n : r.notes) s += "  note: " + n + "\n";
     s += fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}{}  {:>7}  {:>11}  {:>11}  {}\n", "size", "fastest", "time", r.basis().ideal() ? "bound" : "ideal bound",
-                     r.executor_bounds ? fmt::format("  {:>10}", r.basis().executor_name() + " bound") : "", "gap", "algbw", "busbw", "vs NCCL's best");
+                     r.executor_bounds ? fmt::format("  {:>{}}", r.basis().executor_name() + " bound", std::max<std::size_t>(10, r.basis().executor_name().size() + 6)) : "",
+                     "gap", "algbw", "busbw", "vs NCCL's best");
     for (std::size_t i = 0; i < sizes.size(); ++i) s += size_line(r, i);
     for (const Crossover& x : r.comparison.crossovers)
         s += fmt::format("crossover {}: {} is faster below, {} above\n",
