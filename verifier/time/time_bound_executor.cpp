@@ -46,8 +46,8 @@ std::optional<ExecutorBounds> executor_time_bounds(const Topology& t, const Coll
     out.space = fmt::format("{}; asynchronous and synchronous time", fmt::join(spaces, "; "));
     out.assumptions = {
         "the executor model as runtime/timing.cpp times a table: a transfer holds its channel and each of its groups exclusively for its "
-        "bytes (at least the data's) at the executor's rate for the class, and arrives the channel's alpha with the hop after its last "
-        "byte and at least the message cost after it started; the launch comes before the first transfer",
+        "bytes (at least the data's) at the executor's rate for the class, and arrives at least the channel's alpha (with the hop) and "
+        "the message cost after its holding of the channel ends, and the alpha after a group's; the launch comes before the first transfer",
         "the grain, NCCL's LL cap per GPU, the connections and the ports only lengthen a holding: not counted",
         "the executor runs a table in the fastest of its protocols: the bound is the least over them",
     };
