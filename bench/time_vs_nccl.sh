@@ -138,7 +138,7 @@ if [ "$report_only" = 0 ]; then
                 rm -f "$run.json"
                 failed=1
             fi
-            if [ -n "$executor" ]; then  # the same cell timed on the executor (exit 3: no bound is proved there)
+            if [ -n "$executor" ]; then  # the same cell timed on the executor (exit 3: the winner is above the executor's bound)
                 erun="$out/runs_executor/$m.$c"
                 rc=0
                 "$bin" optimize --topology "graph:$file" --collective "$c" --sizes "$sizes" --timeout "$timeout" --json \

@@ -69,7 +69,8 @@ public:
         const Comparison cmp = compare(cs_, args_.sizes, TimeBasis{args_.link, args_.executor}, kind, base, 1, deadline_);
         const std::string kind_name = kind == TimeKind::asynchronous ? "asynchronous" : "synchronous";
         if (!args_.svg.empty()) plot(cmp, kind_name);
-        const ComparedSchedules set{cs_, nccl_, system_, args_.link, args_.svg, args_.executor};
+        ComparedSchedules set{cs_, nccl_, system_, args_.link, args_.svg, args_.executor};
+        set.bounds = compare_bounds(set, cmp, RunLimits{deadline_, MemoryBudget::standard()});
         const std::string faults = tables_.empty() ? std::string() : faults_line(tables_.front().topology->spec());
         ctx_.print(args_.json ? compare_json(set, cmp) : faults + compare_text(set, cmp));
         ctx_.exit_code = 0;

@@ -29,6 +29,25 @@ nlohmann::ordered_json bound_json(const TimeBounds& b, const TimeBound& at) {
     return j;
 }
 
+nlohmann::ordered_json bound_json(const ExecutorBounds& b, const ExecutorBound& at) {
+    const ExecutorBoundRow& row = b.rows[at.row];
+    nlohmann::ordered_json j;
+    j["seconds"] = at.seconds;
+    j["executor"] = row.executor;
+    j["protocol"] = std::string(to_string(row.protocol));
+    j["launch_s"] = row.launch;
+    j["network_s"] = at.at.seconds;
+    j["space"] = b.space;
+    j["assumptions"] = b.assumptions;
+    auto per = nlohmann::ordered_json::array();
+    for (const ExecutorBoundRow& r : b.rows)
+        per.push_back({{"executor", r.executor}, {"protocol", std::string(to_string(r.protocol))},
+                       {"seconds", r.launch + evaluate(r.bounds, at.size).seconds}});
+    j["per_protocol"] = per;
+    j["bound"] = row.bounds.terms.empty() ? nlohmann::ordered_json(nullptr) : bound_json(row.bounds, at.at);
+    return j;
+}
+
 std::string bound_lines(const TimeBounds& b, const std::vector<double>& sizes) {
     std::string s;
     for (double m : sizes) {

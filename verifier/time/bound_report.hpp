@@ -11,12 +11,17 @@
 #include <nlohmann/json.hpp>
 
 #include "verifier/time/time_bound.hpp"
+#include "verifier/time/time_bound_executor.hpp"
 
 namespace collsched {
 
 /// `time_bound` of --json: {"seconds", "term", "detail", "latency_s", "bandwidth_s", "model",
 /// "assumptions", "certificate": {"inside", "crossing", "demand_per_byte", "bandwidth_Bps"}}.
 nlohmann::ordered_json bound_json(const TimeBounds&, const TimeBound&);
+
+/// `executor_bound` of --json: {"seconds", "executor", "protocol", "launch_s", "network_s", "space",
+/// "assumptions", "per_protocol": [{"executor", "protocol", "seconds"}], "bound": the row's bound_json}.
+nlohmann::ordered_json bound_json(const ExecutorBounds&, const ExecutorBound&);
 
 /// The gap of a time over its bound in percent: 0 within their rounding (1e-9), never "-0.0".
 double gap_percent(double time, double bound);

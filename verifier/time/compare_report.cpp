@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/cost_report.hpp"
+#include "support/assert.hpp"
 #include "support/text.hpp"
 #include "support/units.hpp"
+#include "verifier/time/bound_report.hpp"
 
 namespace collsched {
 
@@ -47,7 +49,43 @@ std::string nccl_text(const ComparedSchedules& s, const Comparison& cmp) {
     return out;
 }
 
+/// The bounds at every size as lines ("bound at 1 GiB: ideal 4.16 ms; executor nccl 4.98 ms (Simple, ...)").
+std::string bounds_text(const ComparedSchedules& s, const Comparison& cmp) {
+    if (!s.bounds) return "";
+    std::string out = fmt::format("bounds: ideal, the network's share's; {} bound, the executor's (docs/time.md, \"The bound on an executor\"): it "
+                                  "holds for {}\n",
+                                  s.executor->name, s.bounds->executor.space);
+    for (double size : cmp.sizes) {
+        const ExecutorBound e = evaluate(s.bounds->executor, size);
+        const ExecutorBoundRow& row = s.bounds->executor.rows[e.row];
+        out += fmt::format("  bound at {}: ideal {}; {} {} (protocol {}: launch {} + {}{})\n", support::format_bytes(size),
+                           support::format_seconds(evaluate(s.bounds->ideal, size).seconds), s.executor->name, support::format_seconds(e.seconds),
+                           to_string(row.protocol), support::format_seconds(row.launch), support::format_seconds(e.at.seconds),
+                           row.bounds.terms.empty() ? "" : ", " + row.bounds.terms[e.at.best].name);
+    }
+    return out;
+}
+
 }  // namespace
+
+std::optional<CompareBounds> compare_bounds(const ComparedSchedules& s, const Comparison& cmp, const RunLimits& limits) {
+    if (s.contenders.empty() || !s.executor || s.executor->kind == ExecutorKind::ideal) return std::nullopt;
+    const SendTable& first = *s.contenders.front().table;
+    for (const Contender& c : s.contenders)
+        if (machine_name(*c.table->topology) != machine_name(*first.topology) || !(c.table->model == first.model)) return std::nullopt;
+    std::optional<TimeBounds> ideal = time_bounds(*first.topology, first.collective, first.model, s.link, limits);
+    std::optional<ExecutorBounds> exec = executor_time_bounds(*first.topology, first.collective, first.model, {*s.executor}, s.link, limits);
+    if (!ideal || !exec) return std::nullopt;
+    for (std::size_t i = 0; i < cmp.sizes.size(); ++i) {
+        const ExecutorBound b = evaluate(*exec, cmp.sizes[i]);
+        for (std::size_t c = 0; c < s.contenders.size(); ++c)
+            for (double t : {cmp.seconds[c][i], cmp.other[c][i]}) {
+                const std::string bad = bound_violation(b, *exec, t, s.contenders[c].name);
+                COLLSCHED_ASSERT_MSG(bad.empty(), bad);
+            }
+    }
+    return CompareBounds{std::move(*ideal), std::move(*exec)};
+}
 
 std::string compare_json(const ComparedSchedules& s, const Comparison& cmp) {
     const TimeKind kind = cmp.kind;
@@ -103,6 +141,15 @@ std::string compare_json(const ComparedSchedules& s, const Comparison& cmp) {
             nj.push_back(std::move(x));
         }
     }
+    if (s.bounds) {  // on an executor: the network's share's bound and the executor's, per size
+        j["executor_bound_space"] = s.bounds->executor.space;
+        auto& bj = j["bounds"] = nlohmann::ordered_json::array();
+        for (double size : cmp.sizes) {
+            const ExecutorBound e = evaluate(s.bounds->executor, size);
+            bj.push_back({{"size", size}, {"ideal_s", evaluate(s.bounds->ideal, size).seconds}, {"executor_s", e.seconds},
+                          {"executor_bound", bound_json(s.bounds->executor, e)}});
+        }
+    }
     if (!s.svg.empty()) j["svg"] = s.svg;
     return j.dump() + "\n";
 }
@@ -143,6 +190,7 @@ std::string compare_text(const ComparedSchedules& s, const Comparison& cmp) {
     for (const Crossover& x : cmp.crossovers)
         out += fmt::format("crossover at {}: ({}) {} is faster below, ({}) {} above\n", support::format_bytes(x.size), x.from + 1,
                            s.contenders[x.from].name, x.to + 1, s.contenders[x.to].name);
+    out += bounds_text(s, cmp);
     out += nccl_text(s, cmp);
     if (!s.svg.empty()) out += fmt::format("plot: {}\n", s.svg);
     return out;

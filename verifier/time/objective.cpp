@@ -42,6 +42,30 @@ void check_bounds(const TimeObjective& r) {
     }
 }
 
+/// The executor's bound under every verified schedule's two times (on the executor, and NCCL's
+/// algorithms on the nccl executor): the same internal error as check_bounds.
+void check_executor_bounds(const TimeObjective& r) {
+    for (std::size_t i = 0; i < r.options.sizes.size(); ++i) {
+        const ExecutorBound b = evaluate(*r.executor_bounds, r.options.sizes[i]);
+        for (std::size_t c = 0; c < r.candidates.size(); ++c)
+            for (double t : {r.comparison.seconds[c][i], r.comparison.other[c][i]}) {
+                const std::string bad = bound_violation(b, *r.executor_bounds, t, r.candidates[c].name);
+                COLLSCHED_ASSERT_MSG(bad.empty(), bad);
+            }
+    }
+}
+
+/// The executors the run's times are taken on: --executor's, and the nccl executor's built-in model
+/// where NCCL's own algorithms are timed on it beside MSCCL++ or MSCCL tables (candidates.hpp basis_of).
+std::vector<ExecutorModel> timed_executors(const TimeObjectiveOptions& options) {
+    std::vector<ExecutorModel> out;
+    if (!options.executor || options.executor->kind == ExecutorKind::ideal) return out;
+    out.push_back(*options.executor);
+    if (options.executor->kind == ExecutorKind::mscclpp || options.executor->kind == ExecutorKind::msccl)
+        out.push_back(builtin_executor(ExecutorKind::nccl));
+    return out;
+}
+
 /// NCCL's ring's lower bounds at every size (nccl_bounds.hpp), computed before the providers run:
 /// cheap (on 1,024 GPUs 0.1 to 0.5 s), and needed most where the ring's table is not built.
 std::optional<NcclUnbuilt> ring_bounds(const SynthInstance& in, const TimeObjectiveOptions& options, Deadline deadline,
@@ -148,6 +172,10 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     if (!bounds) throw InputError(fmt::format("optimize --size: no time bound for {} (allgather, reduce_scatter, allreduce, alltoall, "
                                               "broadcast, reduce, scatter and gather have one)", in.collective.to_string()));
     TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
+    if (const std::vector<ExecutorModel> executors = timed_executors(options); !executors.empty()) {
+        r.executor_bounds = executor_time_bounds(topo, in.collective, in.model, executors, options.link, bound_limits);
+        trace("the executor's bounds: end");
+    }
     // NCCL's ring search gets a quarter of what is left at most: the providers need the rest
     const std::optional<NcclUnbuilt> ring = ring_bounds(in, options, Deadline::at(deadline).share(0.25), r.notes);
     trace("NCCL's ring's bounds: end");
@@ -173,15 +201,20 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     }
     r.comparison = compare_predicted(plans, std::move(seconds), std::move(other), options.sizes, r.basis(), options.time, 0, options.jobs,
                                      Deadline::at(deadline), std::move(protocol), std::move(bases));
-    // the bounds are the ideal model's: a time on another executor is not held to them (it may be lower
-    // than the network's share nowhere in principle, but list scheduling is not monotone in its costs)
+    // the ideal bounds hold for the network's share: a time on another executor is held to the executor's
+    // bound (whose proof reads the executor model itself: list scheduling is not monotone in its costs)
     if (r.basis().ideal()) check_bounds(r);
+    if (r.executor_bounds) check_executor_bounds(r);
     return r;
+}
+
+double TimeObjective::bound_seconds(std::size_t i) const {
+    return executor_bounds ? evaluate(*executor_bounds, options.sizes[i]).seconds : evaluate(bounds, options.sizes[i]).seconds;
 }
 
 bool TimeObjective::met_everywhere() const {
     for (std::size_t i = 0; i < options.sizes.size(); ++i)
-        if (winner_seconds(i) > evaluate(bounds, options.sizes[i]).seconds * (1 + 1e-9)) return false;
+        if (winner_seconds(i) > bound_seconds(i) * (1 + 1e-9)) return false;
     return true;
 }
 

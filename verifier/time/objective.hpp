@@ -22,6 +22,7 @@
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/candidates.hpp"
 #include "verifier/time/time_bound.hpp"
+#include "verifier/time/time_bound_executor.hpp"
 
 namespace collsched {
 
@@ -30,7 +31,7 @@ struct TimeObjectiveOptions {
     std::vector<double> sizes;  ///< NCCL's convention (docs/time.md, "Sizes"); at least one
     std::optional<LinkSpeed> link;  ///< --link: one speed for every channel and group instead of the topology's
     /// --executor / --calibration: the executor the times are for (none: the ideal one, the network's
-    /// share). The proved bounds stay the ideal model's.
+    /// share). The ideal model's bounds stay (the network's share); the executor's bound is beside them.
     std::optional<ExecutorModel> executor;
     TimeKind time = TimeKind::asynchronous;  ///< which predicted time decides
     std::string library = "schedules/catalog.json";  ///< the catalog the library provider reads
@@ -95,6 +96,9 @@ struct TimeObjective {
     std::vector<TimeCandidate> unchecked = {};
     /// NCCL's algorithms without a time here (none when every one was timed).
     std::vector<NcclUnbuilt> nccl_unbuilt = {};
+    /// On an executor other than ideal: the proved bound on its times (time_bound_executor.hpp), for
+    /// every table the run times on it and NCCL's algorithms as the nccl executor times them.
+    std::optional<ExecutorBounds> executor_bounds = std::nullopt;
 
     /// The fastest candidate at size i (at least one candidate).
     const TimeCandidate& winner(std::size_t i) const { return candidates[comparison.winner[i]]; }
@@ -106,7 +110,9 @@ struct TimeObjective {
     Protocol winner_protocol(std::size_t i) const {
         return comparison.protocol.empty() ? Protocol::none : comparison.protocol[comparison.winner[i]][i];
     }
-    /// True when the fastest meets the proved bound at every size (within 1e-9).
+    /// The bound the gap is taken over at size i: the executor's where there is one, else the ideal one.
+    double bound_seconds(std::size_t i) const;
+    /// True when the fastest meets that bound at every size (within 1e-9).
     bool met_everywhere() const;
     /// The fastest of NCCL's algorithms at size i (a candidate index), if any candidate is one.
     std::optional<std::size_t> nccl_best(std::size_t i) const;

@@ -40,13 +40,22 @@ std::string empty_report(const TimeObjective& r, bool json) {
         for (double m : r.options.sizes) {
             const TimeBound b = evaluate(r.bounds, m);
             rows.push_back({{"size_bytes", m}, {"winner", nullptr}, {"time_lower_bound_s", b.seconds}, {"time_bound", bound_json(r.bounds, b)}});
+            if (r.executor_bounds) {
+                const ExecutorBound e = evaluate(*r.executor_bounds, m);
+                rows.back()["executor_lower_bound_s"] = e.seconds;
+                rows.back()["executor_bound"] = bound_json(*r.executor_bounds, e);
+            }
         }
         j["sizes"] = rows;
         return j.dump() + "\n";
     }
     std::string s = fmt::format("optimize --size: no verified schedule for {} on {}\n", r.instance.collective.to_string(), topo.spec());
     for (const std::string& n : r.notes) s += "  note: " + n + "\n";
-    return s + bound_lines(r.bounds, r.options.sizes);
+    s += bound_lines(r.bounds, r.options.sizes);
+    if (r.executor_bounds)
+        for (double m : r.options.sizes)
+            s += fmt::format("executor bound at {}: {}", support::format_bytes(m), bound_text(*r.executor_bounds, evaluate(*r.executor_bounds, m)));
+    return s;
 }
 
 std::string model_text(const TimeObjective& r, std::size_t i) {
@@ -68,6 +77,12 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     j["time_lower_bound_s"] = b.seconds;
     j["gap_percent"] = gap_percent(t, b.seconds);
     j["time_bound"] = bound_json(r.bounds, b);
+    if (r.executor_bounds) {  // the bound on the executor's times, beside the network's share's
+        const ExecutorBound e = evaluate(*r.executor_bounds, m);
+        j["executor_lower_bound_s"] = e.seconds;
+        j["executor_gap_percent"] = gap_percent(t, e.seconds);
+        j["executor_bound"] = bound_json(*r.executor_bounds, e);
+    }
     j["algbw_Bps"] = algbw(m, t);
     j["busbw_Bps"] = busbw(w, m, t);
     auto files = ojson::array();
@@ -118,7 +133,8 @@ std::string json_report(const TimeObjective& r, const std::vector<std::string>& 
     if (!basis.ideal()) {
         j["executor_error"] = basis.executor->error.value;
         if (!basis.executor->calibration.empty()) j["calibration"] = basis.executor->calibration;
-        j["bound_executor"] = "ideal";
+        j["bound_executor"] = "ideal";  // time_lower_bound_s: the network's share's
+        if (r.executor_bounds) j["executor_bound_space"] = r.executor_bounds->space;
     }
     auto rows = ojson::array();
     for (std::size_t i = 0; i < r.options.sizes.size(); ++i) rows.push_back(size_json(r, witnesses, i, per_range));
@@ -193,9 +209,13 @@ std::string executor_line(const TimeObjective& r) {
     const TimeBasis basis = r.basis();
     if (basis.ideal()) return "times: the network's share (executor ideal: links at peak, no launch, synchronization or message cost)\n";
     const ExecutorModel& e = *basis.executor;
-    return fmt::format("times: executor {} ({}{}), each table in the fastest of its protocols; speed-ups inside its {:.1f} % error are "
-                       "ties; the bound and gap are the network's share's (executor ideal): no bound is proved on this executor\n",
-                       e.name, e.note, e.calibration.empty() ? "" : "; " + e.calibration, e.error.value * 100);
+    std::string s = fmt::format("times: executor {} ({}{}), each table in the fastest of its protocols; speed-ups inside its {:.1f} % error "
+                                "are ties\n",
+                                e.name, e.note, e.calibration.empty() ? "" : "; " + e.calibration, e.error.value * 100);
+    if (!r.executor_bounds) return s + "bounds: the network's share's (executor ideal) only: no bound on this executor here\n";
+    return s + fmt::format("bounds: ideal, the network's share's (executor ideal); {} bound, the executor's (docs/time.md, \"The bound on an "
+                           "executor\"): it holds for {}; the gap is over it\n",
+                           e.name, r.executor_bounds->space);
 }
 
 /// One row of the text table: the size, the fastest, its time, the bound, the gap, algbw, busbw
@@ -205,8 +225,10 @@ std::string size_line(const TimeObjective& r, std::size_t i) {
     const TimeBound b = evaluate(r.bounds, m);
     const Protocol p = r.winner_protocol(i);
     const std::string name = p == Protocol::none ? r.winner(i).name : fmt::format("{} ({})", r.winner(i).name, to_string(p));
-    return fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}  {:>6.1f}%  {:>11}  {:>11}  {}\n", support::format_bytes(m), name,
-                       support::format_seconds(t), support::format_seconds(b.seconds), gap_percent(t, b.seconds),
+    const std::size_t width = std::max<std::size_t>(10, r.basis().executor_name().size() + 6);  // "mscclpp bound"
+    const std::string executor = r.executor_bounds ? fmt::format("  {:>{}}", support::format_seconds(r.bound_seconds(i)), width) : "";
+    return fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}{}  {:>6.1f}%  {:>11}  {:>11}  {}\n", support::format_bytes(m), name,
+                       support::format_seconds(t), support::format_seconds(b.seconds), executor, gap_percent(t, r.bound_seconds(i)),
                        support::format_bandwidth(algbw(m, t)), support::format_bandwidth(busbw(*r.winner(i).table, m, t)), versus_text(r, i));
 }
 
@@ -221,7 +243,8 @@ std::string text_report(const TimeObjective& r, const std::vector<std::string>& 
     for (const TimeCandidate& c : r.candidates) s += fmt::format(" {};", c.name);
     s.back() = '\n';
     for (const std::string& n : r.notes) s += "  note: " + n + "\n";
-    s += fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}  {:>7}  {:>11}  {:>11}  {}\n", "size", "fastest", "time", r.basis().ideal() ? "bound" : "ideal bound",
+    s += fmt::format("  {:<10}  {:<36}  {:>10}  {:>10}{}  {:>7}  {:>11}  {:>11}  {}\n", "size", "fastest", "time", r.basis().ideal() ? "bound" : "ideal bound",
+                     r.executor_bounds ? fmt::format("  {:>{}}", r.basis().executor_name() + " bound", std::max<std::size_t>(10, r.basis().executor_name().size() + 6)) : "",
                      "gap", "algbw", "busbw", "vs NCCL's best");
     for (std::size_t i = 0; i < sizes.size(); ++i) s += size_line(r, i);
     for (const Crossover& x : r.comparison.crossovers)
@@ -258,6 +281,9 @@ std::string text_report(const TimeObjective& r, const std::vector<std::string>& 
     }
     const TimeBound last = evaluate(r.bounds, sizes.back());
     s += fmt::format("lower bound at {}: {}", support::format_bytes(sizes.back()), bound_text(r.bounds, last));
+    if (r.executor_bounds)
+        s += fmt::format("executor bound at {}: {}", support::format_bytes(sizes.back()),
+                         bound_text(*r.executor_bounds, evaluate(*r.executor_bounds, sizes.back())));
     for (const std::string& path : witnesses)  // one line per file written, with the sizes it serves
         for (const WitnessFile& f : time_witness_files(r, path, per_range)) {
             std::vector<std::string> at;

@@ -97,8 +97,8 @@ Pairs pairs_of(CollectiveKind k) {
 /// Builds the terms of one instance.
 class Bounds {
 public:
-    Bounds(const Topology& t, const Collective& c, const Model& m, const std::optional<LinkSpeed>& uniform, const RunLimits& limits)
-        : t_(t), c_(c), m_(m), uniform_(uniform), P_(t.processors()), limits_(limits),
+    Bounds(const Topology& t, const Collective& c, const Model& m, const TimeOptions& speeds, const RunLimits& limits)
+        : t_(t), c_(c), m_(m), speeds_(speeds), P_(t.processors()), limits_(limits),
           orbits_(processor_orbits(t, limits)) {}  // AutomorphismCheck keeps speeds too; fewer symmetries at a limit only cost flows
 
     TimeBounds run() {
@@ -117,7 +117,7 @@ public:
             guarded("cut", [&] {
                 reduction_in_network();
                 if (c_.kind == CollectiveKind::allreduce)
-                    for (const Partition& part : partitions(t_, uniform_))
+                    for (const Partition& part : partitions(t_, speeds_))
                         if (part.sets >= 2 && part.sets < P_ && functions_inside_sets(part))
                             gossip(part, "; in-network reduction and copies only inside the sets: every router that can add or copy is "
                                          "joined to processors of one set alone, so it acts as part of that set");
@@ -165,7 +165,7 @@ private:
         auto& n = reverse ? backward_ : forward_;
         if (!n) {
             limits_.check("the flow network of the link speeds");
-            n.emplace(t_, m_, uniform_, reverse);
+            n.emplace(t_, m_, speeds_, reverse);
         }
         return *n;
     }
@@ -178,7 +178,7 @@ private:
         std::uint32_t s_best = 0, d_best = 0;
         auto scan = [&](std::uint32_t src, bool reversed) {
             limits_.check("the latency term");
-            const std::vector<double> d = alpha_distances(t_, uniform_, src, reversed);
+            const std::vector<double> d = alpha_distances(t_, speeds_, src, reversed);
             for (std::uint32_t v = 0; v < P_; ++v)
                 if (v != src && std::isfinite(d[v]) && d[v] > worst) worst = d[v], s_best = reversed ? v : src, d_best = reversed ? src : v;
         };
@@ -300,7 +300,7 @@ private:
         // depends on S's values, and a transfer carries bytes of one block, so for each such byte
         // something crosses out of any region that holds S and not the owner, whatever adds where;
         // docs/time.md, "Bounds with reduction in the network")
-        for (const Partition& part : partitions(t_, uniform_)) {
+        for (const Partition& part : partitions(t_, speeds_)) {
             std::vector<std::uint32_t> in, rest;
             for (std::uint32_t v = 0; v < P_; ++v) (part.set[v] == 0 ? in : rest).push_back(v);
             if (in.size() < 2 || rest.empty()) continue;
@@ -323,7 +323,7 @@ private:
         TimeTerm term;
         std::vector<char> side = n.region(from, to, out_.max_flows, limits_);
         // what crosses into a router still goes on to a processor (SHARP's rail switches: 1.35 us in, 1.35 us out)
-        if (!onward_) onward_ = alpha_to_processors(t_, uniform_);
+        if (!onward_) onward_ = alpha_to_processors(t_, speeds_);
         n.crossing(side, term, &*onward_);
         for (std::uint32_t v = 0; v < P_; ++v)
             if (side[v]) term.inside.push_back(v);
@@ -336,7 +336,7 @@ private:
     const Topology& t_;
     const Collective& c_;
     const Model& m_;
-    const std::optional<LinkSpeed>& uniform_;
+    const TimeOptions speeds_;  ///< the speeds the time model times channels and groups at
     const std::uint32_t P_;
     const RunLimits limits_;
     const ProcessorOrbits orbits_;
@@ -395,7 +395,7 @@ void Bounds::allreduce() {
     Partition single{"single processors", std::vector<std::uint32_t>(P_), P_};
     for (std::uint32_t v = 0; v < P_; ++v) single.set[v] = v;
     parts.push_back(std::move(single));
-    for (Partition& p : partitions(t_, uniform_)) parts.push_back(std::move(p));
+    for (Partition& p : partitions(t_, speeds_)) parts.push_back(std::move(p));
     // the allgather's densest cut as a partition of two
     densest(false);
     if (!cut_set_.empty() && cut_set_.size() < P_) {
@@ -413,7 +413,7 @@ void Bounds::alltoall() {
     // message m(s,d) has M/P bytes: |V| |P \ V| M/P leave V and as many enter it
     std::vector<std::vector<std::uint32_t>> sets;
     for (std::uint32_t r : orbits_.representatives) sets.push_back({r});
-    for (const Partition& p : partitions(t_, uniform_)) {
+    for (const Partition& p : partitions(t_, speeds_)) {
         std::vector<std::vector<std::uint32_t>> members(p.sets);
         for (std::uint32_t v = 0; v < P_; ++v) members[p.set[v]].push_back(v);
         sets.push_back(members[0]);
@@ -444,7 +444,6 @@ void Bounds::alltoall() {
         out_.terms.push_back(std::move(*best));
     }
     // hops: m(s,d) crosses at least hops(s,d) channels
-    const TimeOptions opt{0, uniform_};
     TimeTerm hops;
     hops.name = "hops";
     double total = 0;  // one source per orbit, times the orbit's size (the symmetries keep hops)
@@ -457,8 +456,7 @@ void Bounds::alltoall() {
             if (v != r && d[v] != std::numeric_limits<std::uint32_t>::max()) total += orbit_size[r] * d[v];
     }
     for (std::uint32_t ch = 0; ch < t_.channels().size(); ++ch) {
-        const LinkSpeed sp = channel_speed(t_, ChannelId{ch}, opt);
-        hops.arcs.push_back({sp.bandwidth, sp.alpha});
+        hops.arcs.push_back({channel_speed(t_, ChannelId{ch}, speeds_).bandwidth, channel_delay(t_, ChannelId{ch}, speeds_)});
     }
     hops.demand = total / P_;
     hops.detail = fmt::format("every message m(s,d) (M/P bytes) crosses at least hops(s,d) channels, {} hops in all, over every channel "
@@ -471,8 +469,12 @@ void Bounds::alltoall() {
 
 std::optional<TimeBounds> time_bounds(const Topology& t, const Collective& c, const Model& m, const std::optional<LinkSpeed>& uniform,
                                       const RunLimits& limits) {
+    return time_bounds(t, c, m, TimeOptions{0, uniform}, limits);
+}
+
+std::optional<TimeBounds> time_bounds(const Topology& t, const Collective& c, const Model& m, const TimeOptions& speeds, const RunLimits& limits) {
     if (m.timing != Timing::hop || pairs_of(c.kind) == Pairs::none || t.processors() < 2) return std::nullopt;
-    return Bounds(t, c, m, uniform, limits).run();
+    return Bounds(t, c, m, with_network_class(t, speeds), limits).run();
 }
 
 TimeBound evaluate(const TimeBounds& b, double size) {

@@ -37,6 +37,8 @@
 
 namespace collsched {
 
+struct TimeOptions;
+
 /// An arc of a cut on link speeds: its bandwidth (bytes per second) and the least latency of the
 /// channels that pass through it.
 struct CutArc {
@@ -85,6 +87,11 @@ struct TimeBound {
 /// in the time left, and what a limit stops is named in `stopped`.
 std::optional<TimeBounds> time_bounds(const Topology&, const Collective&, const Model&, const std::optional<LinkSpeed>& uniform = {},
                                       const RunLimits& limits = {});
+/// The same on the speeds the time model takes under `speeds` (its --link and executor costs:
+/// channel_speed, group_speed, and the message cost added to every channel's latency, not to a
+/// group's): the network part of the bound on an executor (time_bound_executor.hpp). The launch
+/// is not in it.
+std::optional<TimeBounds> time_bounds(const Topology&, const Collective&, const Model&, const TimeOptions& speeds, const RunLimits& limits = {});
 
 TimeBound evaluate(const TimeBounds&, double size);
 

@@ -19,8 +19,6 @@ namespace collsched::time_internal {
 
 namespace {
 
-TimeOptions speeds_of(const std::optional<LinkSpeed>& uniform) { return TimeOptions{0, uniform}; }
-
 /// a/b < c/d for non-negative integers, exactly (demands are at most P < 2^23 and capacities at
 /// most 2^20 + 1 per arc, so the products stay below 2^63 for fewer than 2^19 arcs: asserted).
 bool less_ratio(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
@@ -46,24 +44,29 @@ std::string runs_text(const std::vector<std::uint32_t>& xs, std::size_t limit) {
     return fmt::format("{{{}}}", fmt::join(runs, ", "));
 }
 
-WeightedNetwork::WeightedNetwork(const Topology& t, const Model& m, const std::optional<LinkSpeed>& uniform, bool reverse)
-    : t_(t), uniform_(uniform), reverse_(reverse), net_(reverse ? reversed(capacity_network(t, m)) : capacity_network(t, m)), flow_(net_) {
-    const TimeOptions opt = speeds_of(uniform);
+double channel_delay(const Topology& t, ChannelId c, const TimeOptions& speeds) {
+    return channel_speed(t, c, speeds).alpha + message_cost(t, c, speeds);
+}
+
+WeightedNetwork::WeightedNetwork(const Topology& t, const Model& m, const TimeOptions& speeds, bool reverse)
+    : t_(t), speeds_(speeds), reverse_(reverse), net_(reverse ? reversed(capacity_network(t, m)) : capacity_network(t, m)), flow_(net_) {
+    const TimeOptions& opt = speeds_;
     bw_.resize(net_.arcs.size());
     alpha_.resize(net_.arcs.size());
     for (std::size_t i = 0; i < net_.arcs.size(); ++i) {
         const CapacityArc& a = net_.arcs[i];
         double bw = 0, al = std::numeric_limits<double>::infinity();
+        // a channel (and a port, the sum of its channels) carries its bytes at least its delay before the
+        // run's end; a group's holding ends at least the channel's alpha before (it excludes the message)
         auto channel = [&](ChannelId c) {
-            const LinkSpeed s = channel_speed(t, c, opt);
-            al = std::min(al, s.alpha);
-            return s.bandwidth;
+            al = std::min(al, channel_delay(t, c, opt));
+            return channel_speed(t, c, opt).bandwidth;
         };
         switch (a.kind) {
             case CapacityArc::Kind::channel: bw = channel(ChannelId{a.what}); break;
             case CapacityArc::Kind::group:
                 bw = group_speed(t, a.what, opt);
-                for (ChannelId c : t.groups()[a.what].channels) channel(c);
+                for (ChannelId c : t.groups()[a.what].channels) al = std::min(al, channel_speed(t, c, opt).alpha);
                 break;
             case CapacityArc::Kind::port:  // not counted: the sum of its channels (a relaxation)
                 for (ChannelId c : a.out_port ? t.out_channels(Node{a.what}) : t.in_channels(Node{a.what})) bw += channel(c);
@@ -86,13 +89,13 @@ std::uint64_t WeightedNetwork::cut(const std::vector<char>& side) const {
 }
 
 double WeightedNetwork::onward_alpha(const CapacityArc& a, const std::vector<double>& onward) const {
-    const TimeOptions opt = speeds_of(uniform_);
     double least = std::numeric_limits<double>::infinity();
-    auto channel = [&](ChannelId c) { least = std::min(least, channel_speed(t_, c, opt).alpha + onward[idx(t_.channel(c).to)]); };
+    auto channel = [&](ChannelId c) { least = std::min(least, channel_delay(t_, c, speeds_) + onward[idx(t_.channel(c).to)]); };
     switch (a.kind) {
         case CapacityArc::Kind::channel: channel(ChannelId{a.what}); break;
-        case CapacityArc::Kind::group:
-            for (ChannelId c : t_.groups()[a.what].channels) channel(c);
+        case CapacityArc::Kind::group:  // a group's holding excludes the message (channel_delay)
+            for (ChannelId c : t_.groups()[a.what].channels)
+                least = std::min(least, channel_speed(t_, c, speeds_).alpha + onward[idx(t_.channel(c).to)]);
             break;
         case CapacityArc::Kind::port:
             for (ChannelId c : a.out_port ? t_.out_channels(Node{a.what}) : t_.in_channels(Node{a.what})) channel(c);
@@ -184,8 +187,7 @@ std::vector<char> WeightedNetwork::region(const std::vector<std::uint32_t>& from
     return flow_.source_side();
 }
 
-std::vector<double> alpha_distances(const Topology& t, const std::optional<LinkSpeed>& uniform, std::uint32_t src, bool reversed) {
-    const TimeOptions opt = speeds_of(uniform);
+std::vector<double> alpha_distances(const Topology& t, const TimeOptions& opt, std::uint32_t src, bool reversed) {
     std::vector<double> dist(t.nodes(), std::numeric_limits<double>::infinity());
     using Item = std::pair<double, std::uint32_t>;
     std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
@@ -198,15 +200,14 @@ std::vector<double> alpha_distances(const Topology& t, const std::optional<LinkS
         for (ChannelId c : reversed ? t.in_channels(Node{u}) : t.out_channels(Node{u})) {
             const Channel& ch = t.channel(c);
             const std::uint32_t v = idx(reversed ? ch.from : ch.to);
-            const double nd = d + channel_speed(t, c, opt).alpha;
+            const double nd = d + channel_delay(t, c, opt);
             if (nd < dist[v]) dist[v] = nd, q.push({nd, v});
         }
     }
     return dist;
 }
 
-std::vector<double> alpha_to_processors(const Topology& t, const std::optional<LinkSpeed>& uniform) {
-    const TimeOptions opt = speeds_of(uniform);
+std::vector<double> alpha_to_processors(const Topology& t, const TimeOptions& opt) {
     std::vector<double> dist(t.nodes(), std::numeric_limits<double>::infinity());
     using Item = std::pair<double, std::uint32_t>;
     std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
@@ -217,7 +218,7 @@ std::vector<double> alpha_to_processors(const Topology& t, const std::optional<L
         if (d > dist[u]) continue;
         for (ChannelId c : t.in_channels(Node{u})) {
             const std::uint32_t v = idx(t.channel(c).from);
-            const double nd = d + channel_speed(t, c, opt).alpha;
+            const double nd = d + channel_delay(t, c, opt);
             if (nd < dist[v]) dist[v] = nd, q.push({nd, v});
         }
     }
@@ -261,8 +262,7 @@ Partition numbered(std::string name, const std::vector<std::uint32_t>& key, std:
 
 }  // namespace
 
-std::vector<Partition> partitions(const Topology& t, const std::optional<LinkSpeed>& uniform) {
-    const TimeOptions opt = speeds_of(uniform);
+std::vector<Partition> partitions(const Topology& t, const TimeOptions& opt) {
     const std::uint32_t P = t.processors();
     std::vector<double> speeds;
     for (std::uint32_t c = 0; c < t.channels().size(); ++c) speeds.push_back(channel_speed(t, ChannelId{c}, opt).bandwidth);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compiler/core/model.hpp"
+#include "runtime/timing.hpp"
 #include "support/budget.hpp"
 #include "compiler/topology/topology.hpp"
 #include "verifier/synth/bounds/capacity_network.hpp"
@@ -23,7 +24,9 @@ namespace collsched::time_internal {
 
 class WeightedNetwork {
 public:
-    WeightedNetwork(const Topology&, const Model&, const std::optional<LinkSpeed>& uniform, bool reverse);
+    /// `speeds`: what the time model times the channels and groups at (time_bound.hpp: the
+    /// ideal executor under --link, or one executor's protocol resolved by with_network_class).
+    WeightedNetwork(const Topology&, const Model&, const TimeOptions& speeds, bool reverse);
 
     const Topology& topology() const { return t_; }
     const CapacityNetwork& net() const { return net_; }
@@ -66,7 +69,7 @@ private:
     double last_flow_s_ = 0;
 
     const Topology& t_;
-    std::optional<LinkSpeed> uniform_;
+    TimeOptions speeds_;
     bool reverse_ = false;
     CapacityNetwork net_;
     std::vector<double> bw_, alpha_;
@@ -74,11 +77,18 @@ private:
     FlowSolver flow_;
 };
 
-/// Latency of the channels: Dijkstra from `src` over channels (reversed: into `src`), alpha as length.
-std::vector<double> alpha_distances(const Topology&, const std::optional<LinkSpeed>& uniform, std::uint32_t src, bool reversed);
+/// What every transfer on channel c waits at least between its last byte leaving and its arrival,
+/// beyond its bytes on the channel: the channel's alpha (with the executor's hop) plus the
+/// executor's message cost, which every transfer holds its connection or channel for before its
+/// end (runtime/timing.cpp AsyncRun::start, sync_time; docs/time.md, "The bound on an executor").
+/// A link group's holding does not include the message: its arcs take the channels' alpha only.
+double channel_delay(const Topology&, ChannelId c, const TimeOptions& speeds);
 
-/// Per node the least latency (alpha as length) from it to any processor (0 at a processor).
-std::vector<double> alpha_to_processors(const Topology&, const std::optional<LinkSpeed>& uniform);
+/// Latency of the channels: Dijkstra from `src` over channels (reversed: into `src`), channel_delay as length.
+std::vector<double> alpha_distances(const Topology&, const TimeOptions& speeds, std::uint32_t src, bool reversed);
+
+/// Per node the least latency (channel_delay as length) from it to any processor (0 at a processor).
+std::vector<double> alpha_to_processors(const Topology&, const TimeOptions& speeds);
 
 /// Hops (channels crossed) from `src` to every node (unreachable: UINT32_MAX).
 std::vector<std::uint32_t> hop_distances(const Topology&, std::uint32_t src);
@@ -90,7 +100,7 @@ struct Partition {
     std::vector<std::uint32_t> set;
     std::uint32_t sets = 0;
 };
-std::vector<Partition> partitions(const Topology&, const std::optional<LinkSpeed>& uniform);
+std::vector<Partition> partitions(const Topology&, const TimeOptions& speeds);
 
 /// "0-6, 8-15".
 std::string runs_text(const std::vector<std::uint32_t>& xs, std::size_t limit = 12);

@@ -1,0 +1,165 @@
+// The bound on an executor (verifier/time/time_bound_executor.hpp, docs/time.md "The bound on an
+// executor"): every verified table the constructions for time and NCCL's algorithms build on the
+// catalog's machines (and machines with a fault), timed by the nccl and mscclpp executors in each of
+// their protocols at 1 KiB .. 1 GiB, takes at least that protocol's bound (its launch plus the
+// network's bound on its speeds), both timings; and the bound is met to within a few per cent
+// somewhere, so a bound made stronger by that much fails here.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/executor/executor.hpp"
+#include "runtime/timing.hpp"
+#include "verifier/check/direct.hpp"
+#include "verifier/time/constructions.hpp"
+#include "verifier/time/objective.hpp"
+#include "verifier/time/time_bound_executor.hpp"
+#include "tests/tools/cli_run.hpp"
+
+using namespace collsched;
+
+namespace {
+
+/// What a sweep checked, and where a time came closest to its bound (time / bound).
+struct Sweep {
+    std::size_t checked = 0;
+    double tightest = std::numeric_limits<double>::infinity();
+    std::string where;
+    double tightest_large = std::numeric_limits<double>::infinity();  ///< at 16 MiB and above (the cut terms)
+    std::string where_large;
+};
+
+const std::vector<double> sweep_sizes = {1024.0, 65536.0, 16.0 * 1048576, 1073741824.0};
+
+/// Every verified table of the constructions for time and NCCL's algorithms for `collective` on
+/// `topo` (of at most `most` transfers; built once, for the nccl executor), timed on each executor
+/// of `executors` in each of its protocols, against that protocol's row of the bound.
+void sweep(const std::shared_ptr<const Topology>& topo, const std::string& collective, const std::vector<ExecutorKind>& executors, Sweep& s,
+           std::size_t most) {
+    const SynthInstance in{topo, topo->default_model(), Collective::parse(collective, *topo)};
+    CandidateQuery q{in, sweep_sizes, std::chrono::steady_clock::now() + std::chrono::seconds(20)};
+    q.executor = builtin_executor(ExecutorKind::nccl);
+    std::vector<TimeCandidate> tables;
+    std::vector<std::string> notes;
+    std::vector<NamedProvider> providers = construction_providers();
+    providers.push_back(nccl_provider());
+    for (const NamedProvider& p : providers) p.provide(q, tables, notes);
+    std::set<std::string> seen;
+    std::vector<TimingPlan> plans;
+    std::vector<std::string> names;
+    for (const TimeCandidate& c : tables)
+        if (c.table && c.table->transfers.size() <= most && seen.insert(c.name).second && verify_direct(*c.table).holds())
+            plans.emplace_back(*c.table), names.push_back(c.name);
+    for (ExecutorKind k : executors) {
+        const ExecutorModel& e = builtin_executor(k);
+        const std::optional<ExecutorBounds> b = executor_time_bounds(*topo, in.collective, in.model, {e}, std::nullopt);
+        REQUIRE(b.has_value());
+        REQUIRE(b->rows.size() == e.protocols.size());
+        for (std::size_t c = 0; c < plans.size(); ++c) {
+            for (const ExecutorBoundRow& row : b->rows)
+                for (double m : sweep_sizes) {
+                    TimeOptions o{m, std::nullopt};
+                    o.executor = executor_costs(e, row.protocol);
+                    const double bound = row.launch + evaluate(row.bounds, m).seconds;
+                    const TimePrediction t = plans[c].predict(o);
+                    const std::string where = fmt::format("{} {} on {}, {} {} at {} bytes: async {} sync {} bound {}", collective, names[c],
+                                                          topo->spec(), e.name, to_string(row.protocol), m, t.asynchronous, t.synchronous, bound);
+                    INFO(where);
+                    CHECK(t.asynchronous >= bound * (1 - 1e-9));
+                    CHECK(t.synchronous >= bound * (1 - 1e-9));
+                    if (t.asynchronous / bound < s.tightest) s.tightest = t.asynchronous / bound, s.where = where;
+                    if (m >= 16 * 1048576 && t.asynchronous / bound < s.tightest_large) s.tightest_large = t.asynchronous / bound, s.where_large = where;
+                    // the executor's bound is the least over its protocols: below the time in each
+                    CHECK(bound_violation(evaluate(*b, m), *b, t.asynchronous, names[c]).empty());
+                    ++s.checked;
+                }
+        }
+    }
+}
+
+std::shared_ptr<const Topology> machine(const std::string& file) { return Topology::parse("graph:" + test::source("schedules/machines/" + file)); }
+
+}  // namespace
+
+TEST_CASE("executor bound: below every verified construction and NCCL algorithm on nccl and mscclpp, and met within 3 % somewhere") {
+    static const test::Scratch scratch("executor_bound");
+    const std::string nic_half = scratch.file("nic_half.json");
+    REQUIRE(test::run("machine dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5 -o " + nic_half).code == 0);
+    const std::vector<ExecutorKind> executors = {ExecutorKind::nccl, ExecutorKind::mscclpp};
+    Sweep s;
+    for (const char* file : {"dgx1.json", "h100rail2x8.json"})
+        for (const char* collective : {"allreduce", "allgather", "reduce_scatter"}) sweep(machine(file), collective, executors, s, 20000);
+    // a switch that reduces (the switch class's efficiency) and a NIC at half speed
+    sweep(machine("h100nvls2x8.json"), "allreduce", executors, s, 20000);
+    sweep(Topology::parse("graph:" + nic_half), "allreduce", executors, s, 20000);
+    MESSAGE("checked ", s.checked, " times; the tightest ", s.tightest, ": ", s.where, "; from 16 MiB ", s.tightest_large, ": ", s.where_large);
+    CHECK(s.checked > 1000);
+    // a bound 3 % stronger fails the checks above; from 16 MiB (where the cut terms give it) 10 %
+    CHECK(s.tightest < 1.03);
+    CHECK(s.tightest_large < 1.10);
+}
+
+TEST_CASE("executor bound: every catalog machine up to 64 processors, when COLLSCHED_EXECUTOR_BOUND_ALL is set (ctest executor_bound_all, slow)") {
+    const char* all = std::getenv("COLLSCHED_EXECUTOR_BOUND_ALL");
+    if (!all) return;
+    const unsigned most = std::atoi(all) >= 2 ? static_cast<unsigned>(std::atoi(all)) : 64;  // a number: the most processors
+    Sweep s;
+    for (const auto& f : std::filesystem::directory_iterator(test::source("schedules/machines"))) {
+        if (f.path().extension() != ".json") continue;
+        const auto topo = Topology::parse("graph:" + f.path().string());
+        if (topo->processors() > most) continue;
+        for (const char* collective : {"allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast:0"})
+            sweep(topo, collective, {ExecutorKind::nccl, ExecutorKind::mscclpp, ExecutorKind::msccl}, s, 1000000);
+    }
+    MESSAGE("checked ", s.checked, " times; the tightest ", s.tightest, ": ", s.where, "; from 16 MiB ", s.tightest_large, ": ", s.where_large);
+    CHECK(s.checked > 1000);
+}
+
+TEST_CASE("executor bound: optimize --executor prints it beside the ideal bound, with its space, and JSON gives it per size") {
+    const std::string m = "--topology graph:" + test::source("schedules/machines/h100rail2x8.json");
+    const auto t = test::run("optimize " + m + " --collective allgather --sizes 1M,1G --timeout 60 --executor nccl");
+    REQUIRE(t.code == 3);
+    CHECK(t.out.find("ideal bound  nccl bound") != std::string::npos);
+    CHECK(t.out.find("holds for any table timed by executor nccl") != std::string::npos);
+    CHECK(t.out.find("executor bound at 1 GiB: ") != std::string::npos);
+    const auto j = test::run("optimize " + m + " --collective allgather --sizes 1M,1G --timeout 60 --executor mscclpp --json");
+    REQUIRE(j.code == 3);
+    const auto doc = nlohmann::json::parse(j.out);
+    CHECK(doc["bound_executor"] == "ideal");
+    for (const auto& row : doc["sizes"]) {
+        const double ideal = row["time_lower_bound_s"], exec = row["executor_lower_bound_s"], time = row["predicted_time_s"];
+        CHECK(ideal < exec);
+        CHECK(exec <= time);
+        // on MSCCL++ NCCL's algorithms are timed on the nccl executor: its rows are in the least too
+        std::set<std::string> executors;
+        for (const auto& p : row["executor_bound"]["per_protocol"]) executors.insert(p["executor"].get<std::string>());
+        CHECK(executors == std::set<std::string>{"mscclpp", "nccl"});
+    }
+}
+
+TEST_CASE("executor bound: compare --executor prints it beside the ideal bound per size, and JSON gives both") {
+    const std::string m = "--topology graph:" + test::source("schedules/machines/h100rail2x8.json") + " --collective allreduce --size 16M,1G";
+    const auto t = test::run("compare nccl:ring nccl:tree " + m + " --executor nccl");
+    REQUIRE(t.code == 0);
+    CHECK(t.out.find("bound at 1 GiB: ideal ") != std::string::npos);
+    CHECK(t.out.find("holds for any table timed by executor nccl") != std::string::npos);
+    const auto j = test::run("compare nccl:ring nccl:tree " + m + " --executor mscclpp --json");
+    REQUIRE(j.code == 0);
+    const auto doc = nlohmann::json::parse(j.out);
+    REQUIRE(doc["bounds"].size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const double exec = doc["bounds"][i]["executor_s"];
+        CHECK(doc["bounds"][i]["ideal_s"].get<double>() < exec);
+        for (const auto& s : doc["schedules"]) CHECK(s["asynchronous_s"][i].get<double>() >= exec);
+    }
+    // on the ideal executor compare prints no bound (its report is the network's share's, unchanged)
+    const auto ideal = test::run("compare nccl:ring nccl:tree " + m);
+    CHECK(ideal.out.find("bound at") == std::string::npos);
+}
