@@ -124,14 +124,14 @@ void box_link_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& ou
     const SynthInstance& in = q.instance;
     if (in.collective.kind != CollectiveKind::allgather) return;
     const std::vector<double> sizes = q.sizes.empty() ? std::vector<double>{1 << 20} : q.sizes;
-    const std::uint64_t P = in.topology->processors();
+    const std::uint64_t P = in.topology->processors(), K = in.topology->declared_boxes() ? in.topology->declared_boxes() : P;
     for (compose::LinkTrees form : {compose::LinkTrees::shortest, compose::LinkTrees::balanced}) {
         std::vector<double> best(sizes.size(), std::numeric_limits<double>::infinity());
         std::vector<std::size_t> chosen(sizes.size(), 0);
         std::vector<std::pair<SendTable, TimingPlan>> built;
         for (std::uint32_t C = 1; C <= 256; C *= 4) {
-            // a chunk to every processor, and one more for a relay per box
-            if (rough_transfers(CollectiveKind::allgather, P, C) + P * C * in.topology->declared_boxes() > max_transfers) break;
+            // a chunk to every processor, and one more to a relay per other box (K: the boxes, at most P)
+            if (rough_transfers(CollectiveKind::allgather, P, C) + P * C * K > max_transfers) break;
             if (Clock::now() >= q.deadline) {
                 notes.push_back(fmt::format("link trees: the time limit came before the {} form at {} chunks", compose::link_trees_name(form), C));
                 break;
