@@ -137,6 +137,11 @@ std::optional<SendTable> multipath_alltoall(const SynthInstance& in, std::uint32
     std::stable_sort(pairs.begin(), pairs.end(), [&](auto a, auto b) {
         return paths[std::size_t{a.first} * P + a.second][0].size() > paths[std::size_t{b.first} * P + b.second][0].size();
     });
+    // Every path ends at the last logical step (hop h of a path of n hops is step longest - n + h + 1): transfers ready at
+    // once go in table order, step first (docs/time.md, "Asynchronous time"), so those with more hops to go leave first.
+    // Paths from step 1 sent a link's last chunks for a further hop behind those that end there: TE-CCL's DGX-2 x 2 at
+    // 16 kB 4.856 us against 4.328 us.
+    const std::size_t longest = paths[std::size_t{pairs[0].first} * P + pairs[0].second][0].size() - 1;
     for (std::uint32_t c = 0; c < chunks; ++c)
         for (auto [s, d] : pairs) {
             const std::vector<Path>& choice = paths[std::size_t{s} * P + d];
@@ -150,7 +155,7 @@ std::optional<SendTable> multipath_alltoall(const SynthInstance& in, std::uint32
                     load_c[idx(ch)] += inv_c[idx(ch)];
                     for (std::uint32_t g : t.groups_of(ch)) load_g[g] += inv_g[g];
                 }
-                plan.send(static_cast<std::uint32_t>(h + 1), Node{p[h]}, Node{p[h + 1]}, static_cast<std::uint32_t>(idx(ms.personal(s, d, c))));
+                plan.send(static_cast<std::uint32_t>(longest - (p.size() - 1) + h + 1), Node{p[h]}, Node{p[h + 1]}, static_cast<std::uint32_t>(idx(ms.personal(s, d, c))));
             }
         }
     return plan.lower(why);

@@ -1,7 +1,8 @@
-// The time objective's candidates from the constructions for time and NVLS (compose_candidates.hpp).
+// The time objective's candidates from the constructions for time, NVLS and the link trees (compose_candidates.hpp).
 #include "verifier/time/compose_candidates.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -10,6 +11,7 @@
 
 #include "support/error.hpp"
 #include "verifier/compose/allreduce.hpp"
+#include "verifier/compose/box_links.hpp"
 #include "verifier/compose/nvls.hpp"
 #include "verifier/time/constructions.hpp"
 
@@ -116,6 +118,47 @@ void nvls_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, s
     if (!capped.empty())
         notes.push_back(fmt::format("nvls: pieces capped at {} transfers a table, as every construction for time: {}", max_transfers, fmt::join(capped, "; ")));
     if (!late.empty()) notes.push_back(fmt::format("nvls: the time limit came before {} (and the tables after it) could be built", late));
+}
+
+void box_link_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    const SynthInstance& in = q.instance;
+    if (in.collective.kind != CollectiveKind::allgather) return;
+    const std::vector<double> sizes = q.sizes.empty() ? std::vector<double>{1 << 20} : q.sizes;
+    const std::uint64_t P = in.topology->processors(), K = in.topology->declared_boxes() ? in.topology->declared_boxes() : P;
+    for (compose::LinkTrees form : {compose::LinkTrees::shortest, compose::LinkTrees::balanced}) {
+        std::vector<double> best(sizes.size(), std::numeric_limits<double>::infinity());
+        std::vector<std::size_t> chosen(sizes.size(), 0);
+        std::vector<std::pair<SendTable, TimingPlan>> built;
+        for (std::uint32_t C = 1; C <= 256; C *= 4) {
+            // a chunk to every processor, and one more to a relay per other box (K: the boxes, at most P)
+            if (rough_transfers(CollectiveKind::allgather, P, C) + P * C * K > max_transfers) break;
+            if (Clock::now() >= q.deadline) {
+                notes.push_back(fmt::format("link trees: the time limit came before the {} form at {} chunks", compose::link_trees_name(form), C));
+                break;
+            }
+            std::optional<SendTable> t;
+            try {
+                t = compose::box_link_allgather(in, C, form, nullptr, Deadline::at(q.deadline));
+            } catch (const LimitReached& e) {
+                notes.push_back(fmt::format("link trees: {}", e.what()));
+                break;
+            }
+            if (!t) return;  // not a machine of boxes joined by links between GPUs: nothing to say
+            TimingPlan plan(*t);
+            bool better = false;
+            for (std::size_t i = 0; i < sizes.size(); ++i)
+                if (const double s = time_on(plan, sizes[i], q.basis(), q.time).seconds; s < best[i] * (1 - 1e-3))
+                    best[i] = s, chosen[i] = built.size(), better = true;
+            built.emplace_back(std::move(*t), std::move(plan));
+            if (!better) break;  // more chunks pay more latencies than they pipeline
+        }
+        for (std::size_t b = 0; b < built.size(); ++b) {
+            if (std::ranges::find(chosen, b) == chosen.end()) continue;
+            const std::uint32_t C = built[b].first.collective.chunks;
+            out.push_back({fmt::format("link trees ({}), {} chunk{}", compose::link_trees_name(form), C, C == 1 ? "" : "s"), "verifier/compose/box_links.hpp",
+                           "link trees", false, std::make_shared<const SendTable>(std::move(built[b].first)), std::move(built[b].second)});
+        }
+    }
 }
 
 }  // namespace collsched

@@ -87,6 +87,9 @@ std::vector<Construction> time_rows() {
          .provide = rooted_ring_candidates},
         {.name = "library", .file = "schedules/catalog.json", .what = "the library's schedules for this machine (library_provider, objective.hpp)",
          .library = true},
+        {.name = "link trees", .file = "verifier/compose/box_links.cpp",
+         .what = "allgather on boxes joined by links between their GPUs: a tree per chunk over the least loaded link, C = 1, 4, 16, 64, 256 chunks",
+         .provide = box_link_candidates},
     };
 }
 

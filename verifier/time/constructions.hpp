@@ -25,9 +25,9 @@ namespace collsched {
 /// Every row, in the order the steps objective tries each stage's and the time objective runs the providers.
 const std::vector<Construction>& constructions();
 
-/// The time objective's providers of collsched's constructions: the rows with a provider before the library's, in
-/// order (rings, tree packing, the least steps, the hierarchical synthesis, the constructions for time, NVLS, SHARP,
-/// the pipelined rings).
+/// The time objective's providers of collsched's constructions: the rows with a provider but NCCL's, in order (rings,
+/// tree packing, the least steps, the hierarchical synthesis, the constructions for time, NVLS, SHARP, the pipelined
+/// rings, the link trees).
 std::vector<NamedProvider> construction_providers();
 
 /// NCCL's algorithms generated for the machine (the row `nccl`, `compare nccl:*`: verifier/baselines/nccl.hpp):
