@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "support/assert.hpp"
 #include "support/budget.hpp"
+#include "support/teardown.hpp"
 #include "support/trace.hpp"
 
 namespace collsched::async {
@@ -666,7 +668,15 @@ private:
 }  // namespace
 
 Report check(const Program& program, const Naming& naming, const CheckOptions& options) {
-    return ProgramChecker(program, naming, options).run();
+    // past the deadline the command ends: the checker's arrays (a GB on 16 x 8 GPUs) are left to the
+    // operating system, not freed while the limit has passed (support/teardown.hpp)
+    auto checker = std::make_shared<ProgramChecker>(program, naming, options);
+    try {
+        return checker->run();
+    } catch (const LimitReached&) {
+        bury(std::move(checker));
+        throw;
+    }
 }
 
 }  // namespace collsched::async

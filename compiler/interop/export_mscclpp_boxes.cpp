@@ -17,6 +17,7 @@
 #include "compiler/table/partials.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/teardown.hpp"
 #include "support/trace.hpp"
 
 namespace collsched::detail {
@@ -336,7 +337,7 @@ public:
             if (ops <= 64) {
                 auto [plan, written] = build<true>(K);
                 COLLSCHED_ASSERT(written == ops);
-                return plan.dump(2);
+                return plan;
             }
             if (K >= most || std::size_t(K) >= chains)
                 refuse_plan(t_, fmt::format("{} thread blocks a GPU still leave a block {} ops, above the executor's 64 (MAX_OPERATION, "
@@ -446,14 +447,31 @@ private:
         return channels;
     }
 
-    /// The plan for K blocks a GPU (`emit`; else only its ops counted) and the most ops of a block.
+    /// The plan's text for K blocks a GPU (`emit`; else only its ops counted) and the most ops of a block. Each GPU is
+    /// written out as it is made (as json::dump(2) writes it inside the plan): the writer polls the deadline between
+    /// GPUs, and holds one GPU's JSON at a time.
     template <bool emit>
-    std::pair<json, std::size_t> build(int K) {
+    std::pair<std::string, std::size_t> build(int K) {
         place_ports(K);
-        json gpus = json::array();
+        // the plan's text around its "gpus" array; the GPUs are written into it in place (a copy of a plan of
+        // 137 MB costs seconds of page faults on a loaded machine)
+        std::string plan, tail;
+        if (emit) {
+            plan = plan_envelope(t_, opt_, "allreduce", json::array()).dump(2);
+            constexpr std::string_view empty = "\n  \"gpus\": []";
+            const std::size_t at = plan.find(empty);
+            COLLSCHED_ASSERT(at != std::string::npos);
+            tail = "\n  ]" + plan.substr(at + empty.size());
+            plan.resize(at);
+            plan += "\n  \"gpus\": [\n";
+        }
         std::size_t max_ops = 0;
         for (std::uint32_t g = 0; g < P_; ++g) {
-            if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
+            if (opt_.deadline.passed()) {
+                // the command ends: the GPUs written so far are left to the operating system (support/teardown.hpp)
+                bury(std::make_shared<std::string>(std::move(plan)));
+                throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
+            }
             const std::vector<std::uint32_t>& box = b_.gpus[std::size_t(b_.of[g])];
             const int mates = int(box.size()) - 1;
             std::map<std::uint32_t, int> remote_ids;  // peer -> its scratch among this GPU's remote buffers
@@ -573,10 +591,18 @@ private:
             gpu["channels"] = gpu_channels(g, K);
             gpu["remote_buffers"] = std::move(remote_buffers);
             gpu["semaphores"] = json::array();
-            gpus.push_back(std::move(gpu));
+            // an element of the top-level "gpus" array: two levels in
+            const std::string text = gpu.dump(2);
+            plan += g == 0 ? "    " : ",\n    ";
+            for (std::size_t from = 0, line; from < text.size(); from = line + 1) {
+                line = std::min(text.find('\n', from), text.size() - 1);
+                plan.append(text, from, line + 1 - from);
+                if (text[line] == '\n') plan += "    ";
+            }
         }
-        if (!emit) return {json(), max_ops};
-        return {plan_envelope(t_, opt_, "allreduce", std::move(gpus)), max_ops};
+        if (!emit) return {std::string(), max_ops};
+        plan += tail;
+        return {std::move(plan), max_ops};
     }
 
     int r_chunks() const { return int(pos_.size() / b_.gpus.size()); }
