@@ -764,3 +764,15 @@ TEST_CASE("mscclpp export: optimize --format mscclpp renders each plan it writes
     for (std::size_t at = r.err.find(mark); at != std::string::npos; at = r.err.find(mark, at + 1)) ++renderings;
     CHECK(renderings == 2);
 }
+
+TEST_CASE("mscclpp export: reading a plan's JSON back stops at the deadline, not after the whole text") {
+    // json_tree::parse had no deadline: the read-back of the 128-piece NVLS_TREE plan of 16 x 8
+    // GPUs (137 MB) ran a second past --timeout before the reader's first poll
+    std::string text = "[";
+    for (int k = 0; k < 200000; ++k) text += k ? ",{\"a\":[1,2]}" : "{\"a\":[1,2]}";
+    text += "]";
+    CHECK(json_tree::parse(text, "t.json").items.size() == 200000);
+    const Deadline past = Deadline::at(Deadline::Clock::now());
+    CHECK_THROWS_AS(json_tree::parse(text, "t.json", past), LimitReached);
+    CHECK_THROWS_AS(mscclpp::read_plan(text, "t.json", past), LimitReached);
+}
