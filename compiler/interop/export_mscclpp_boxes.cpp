@@ -447,6 +447,59 @@ private:
         return channels;
     }
 
+    static int local_of(std::vector<int>& list, int id) {
+        auto it = std::find(list.begin(), list.end(), id);
+        if (it != list.end()) return int(it - list.begin());
+        list.push_back(id);
+        return int(list.size()) - 1;
+    }
+
+    /// The plan's text before its GPUs (through `"gpus": [`) and after them (from the array's `]`).
+    std::pair<std::string, std::string> around_gpus() const {
+        std::string plan = plan_envelope(t_, opt_, "allreduce", json::array()).dump(2);
+        constexpr std::string_view empty = "\n  \"gpus\": []";
+        const std::size_t at = plan.find(empty);
+        COLLSCHED_ASSERT(at != std::string::npos);
+        std::string tail = "\n  ]" + plan.substr(at + empty.size());
+        plan.resize(at);
+        plan += "\n  \"gpus\": [\n";
+        return {std::move(plan), std::move(tail)};
+    }
+
+    static json block_json(int j, int mates, json ops, const std::vector<int>& ports, const std::vector<int>& bufs) {
+        std::vector<int> mem_ids(static_cast<std::size_t>(mates));
+        for (int k = 0; k < mates; ++k) mem_ids[std::size_t(k)] = j * mates + k;
+        json tb;
+        tb["id"] = j;
+        tb["ops"] = std::move(ops);
+        json chans = json::array({{{"channel_type", "memory"}, {"channel_ids", mem_ids}}});
+        if (!ports.empty()) chans.push_back({{"channel_type", "port"}, {"channel_ids", ports}});
+        chans.push_back({{"channel_type", "switch"}, {"channel_ids", {0}}});
+        tb["channels"] = std::move(chans);
+        tb["remote_buffer_refs"] = bufs.empty() ? json::array() : json::array({{{"access_channel_type", "port"}, {"remote_buffer_ids", bufs}}});
+        return tb;
+    }
+
+    /// GPU g appended to the plan's text, as an element of its top-level "gpus" array (two levels in).
+    void append_gpu(std::string& plan, std::uint32_t g, int K, json tbs, json remote_buffers) const {
+        json gpu;
+        gpu["id"] = g;
+        gpu["input_chunks"] = r_chunks();
+        gpu["output_chunks"] = r_chunks();
+        gpu["scratch_chunks"] = slots_[g];
+        gpu["threadblocks"] = std::move(tbs);
+        gpu["channels"] = gpu_channels(g, K);
+        gpu["remote_buffers"] = std::move(remote_buffers);
+        gpu["semaphores"] = json::array();
+        const std::string text = gpu.dump(2);
+        plan += g == 0 ? "    " : ",\n    ";
+        for (std::size_t from = 0, line; from < text.size(); from = line + 1) {
+            line = std::min(text.find('\n', from), text.size() - 1);
+            plan.append(text, from, line + 1 - from);
+            if (text[line] == '\n') plan += "    ";
+        }
+    }
+
     /// The plan's text for K blocks a GPU (`emit`; else only its ops counted) and the most ops of a block. Each GPU is
     /// written out as it is made (as json::dump(2) writes it inside the plan): the writer polls the deadline between
     /// GPUs, and holds one GPU's JSON at a time.
@@ -455,16 +508,7 @@ private:
         place_ports(K);
         // the plan's text around its "gpus" array; the GPUs are written into it in place (a copy of a plan of
         // 137 MB costs seconds of page faults on a loaded machine)
-        std::string plan, tail;
-        if (emit) {
-            plan = plan_envelope(t_, opt_, "allreduce", json::array()).dump(2);
-            constexpr std::string_view empty = "\n  \"gpus\": []";
-            const std::size_t at = plan.find(empty);
-            COLLSCHED_ASSERT(at != std::string::npos);
-            tail = "\n  ]" + plan.substr(at + empty.size());
-            plan.resize(at);
-            plan += "\n  \"gpus\": [\n";
-        }
+        auto [plan, tail] = emit ? around_gpus() : std::pair<std::string, std::string>();
         std::size_t max_ops = 0;
         for (std::uint32_t g = 0; g < P_; ++g) {
             if (opt_.deadline.passed()) {
@@ -480,12 +524,6 @@ private:
             for (int j = 0; j < K; ++j) {
                 std::vector<int> ports;  // global port channel ids of the block
                 std::vector<int> bufs;   // remote buffer ids of the block
-                auto local_of = [](std::vector<int>& list, int id) {
-                    auto it = std::find(list.begin(), list.end(), id);
-                    if (it != list.end()) return int(it - list.begin());
-                    list.push_back(id);
-                    return int(list.size()) - 1;
-                };
                 Ops ops{emit};
                 bool pending = false;
                 auto data = [&](auto make) {
@@ -568,37 +606,9 @@ private:
                 }
                 Ops all = opened_and_closed(ops, mates, ports.size());
                 max_ops = std::max(max_ops, all.n);
-                if (!emit) continue;
-                std::vector<int> mem_ids(static_cast<std::size_t>(mates));
-                for (int k = 0; k < mates; ++k) mem_ids[std::size_t(k)] = j * mates + k;
-                json tb;
-                tb["id"] = j;
-                tb["ops"] = std::move(all.list);
-                json chans = json::array({{{"channel_type", "memory"}, {"channel_ids", mem_ids}}});
-                if (!ports.empty()) chans.push_back({{"channel_type", "port"}, {"channel_ids", ports}});
-                chans.push_back({{"channel_type", "switch"}, {"channel_ids", {0}}});
-                tb["channels"] = std::move(chans);
-                tb["remote_buffer_refs"] = bufs.empty() ? json::array() : json::array({{{"access_channel_type", "port"}, {"remote_buffer_ids", bufs}}});
-                tbs.push_back(std::move(tb));
+                if (emit) tbs.push_back(block_json(j, mates, std::move(all.list), ports, bufs));
             }
-            if (!emit) continue;
-            json gpu;
-            gpu["id"] = g;
-            gpu["input_chunks"] = r_chunks();
-            gpu["output_chunks"] = r_chunks();
-            gpu["scratch_chunks"] = slots_[g];
-            gpu["threadblocks"] = std::move(tbs);
-            gpu["channels"] = gpu_channels(g, K);
-            gpu["remote_buffers"] = std::move(remote_buffers);
-            gpu["semaphores"] = json::array();
-            // an element of the top-level "gpus" array: two levels in
-            const std::string text = gpu.dump(2);
-            plan += g == 0 ? "    " : ",\n    ";
-            for (std::size_t from = 0, line; from < text.size(); from = line + 1) {
-                line = std::min(text.find('\n', from), text.size() - 1);
-                plan.append(text, from, line + 1 - from);
-                if (text[line] == '\n') plan += "    ";
-            }
+            if (emit) append_gpu(plan, g, K, std::move(tbs), std::move(remote_buffers));
         }
         if (!emit) return {std::string(), max_ops};
         plan += tail;
