@@ -14,6 +14,7 @@
 #include "support/assert.hpp"
 #include "support/budget.hpp"
 #include "support/error.hpp"
+#include "support/teardown.hpp"
 #include "support/units.hpp"
 #include "tools/commands.hpp"
 #include "cli/options.hpp"
@@ -116,6 +117,7 @@ void add_convert_command(CLI::App& app, Context& ctx) {
         try {
             write_table_output(t, format, args->output, options);
         } catch (const LimitReached& e) {
+            bury(std::make_shared<SendTable>(std::move(t)));  // the command ends: its table is left to the operating system
             throw LimitReached(fmt::format("--timeout {}: {}; nothing written", args->timeout, e.what()));
         }
         ctx.exit_code = 0;

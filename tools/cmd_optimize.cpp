@@ -238,17 +238,28 @@ private:
             std::tie(o.mscclpp.min_message_size, o.mscclpp.max_message_size) = winning_range(r, i);
             return o;
         };
-        const std::vector<WitnessFile> files = args_.outputs.empty() ? std::vector<WitnessFile>{} : time_witness_files(r, args_.outputs.front(), true);
-        for (const WitnessFile& f : files) {
-            fmt::memory_buffer check;  // the writers check everything before their first byte: a refusal here writes nothing
-            write_table_as(*r.winner(f.sizes.front()).table, args_.format, options_of(f.sizes.front()), check, [](fmt::memory_buffer& b) { b.clear(); });
-        }
+        // every file rendered once (its writer checks it before its first byte: a refusal here writes nothing), all of
+        // them before the first is written
+        std::vector<std::pair<std::string, std::string>> rendered;  // path, text
         for (const std::string& path : args_.outputs)
             for (const WitnessFile& f : time_witness_files(r, path, true)) {
                 ExportOptions o = options_of(f.sizes.front());
                 o.file = f.path;
-                write_table_output(*r.winner(f.sizes.front()).table, args_.format, o.file, o);
+                std::string text;
+                fmt::memory_buffer buf;
+                auto keep = [&text](fmt::memory_buffer& b) {
+                    text.append(b.data(), b.size());
+                    b.clear();
+                };
+                write_table_as(*r.winner(f.sizes.front()).table, args_.format, o, buf, keep);
+                keep(buf);
+                rendered.emplace_back(f.path, std::move(text));
             }
+        for (const auto& [path, text] : rendered)
+            write_output(path, [&text](const Flush& flush, fmt::memory_buffer& buf) {
+                buf.append(text.data(), text.data() + text.size());
+                flush(buf);
+            });
     }
 
     double opt_timeout() const { return args_.solver.options().timeout; }

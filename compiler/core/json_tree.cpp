@@ -6,6 +6,8 @@
 
 #include "compiler/core/json_error.hpp"
 #include "dsl/diagnostics.hpp"
+#include "support/error.hpp"
+#include "support/teardown.hpp"
 
 namespace collsched::json_tree {
 
@@ -47,7 +49,7 @@ namespace {
 /// A recursive-descent reader of RFC 8259 JSON that records line and column of every value.
 class Parser {
 public:
-    Parser(std::string_view text, std::string_view file) : t_(text), file_(file) {}
+    Parser(std::string_view text, std::string_view file, Deadline deadline) : t_(text), file_(file), deadline_(deadline) {}
 
     Value document() {
         skip();
@@ -85,7 +87,19 @@ private:
     }
     Value value() {
         if (i_ >= t_.size()) fail("unexpected end of input; expected a value");
+        if ((++values_ & 0xffff) == 0 && deadline_.passed())
+            throw LimitReached(fmt::format("time limit (parsing {}, at line {})", file_, line_));
         Value v;
+        try {
+            if (!compound(v)) scalar(v);
+            return v;
+        } catch (const LimitReached&) {
+            bury(std::make_shared<Value>(std::move(v)));  // the command ends: what is parsed is not freed on the way out
+            throw;
+        }
+    }
+    /// An object or array into v (true), or false when the value is neither (scalar()).
+    bool compound(Value& v) {
         v.line = line_;
         v.col = int(i_ - line_start_) + 1;
         char c = t_[i_];
@@ -93,7 +107,7 @@ private:
             ++i_;
             v.kind = Kind::object;
             skip();
-            if (eat('}')) return v;
+            if (eat('}')) return true;
             for (;;) {
                 skip();
                 if (i_ >= t_.size() || t_[i_] != '"') fail("expected a member name in double quotes");
@@ -105,7 +119,7 @@ private:
                 v.members.push_back(Member{std::move(key), std::move(m)});
                 skip();
                 if (eat(',')) continue;
-                if (eat('}')) return v;
+                if (eat('}')) return true;
                 fail("expected ',' or '}' in an object");
             }
         }
@@ -113,25 +127,29 @@ private:
             ++i_;
             v.kind = Kind::array;
             skip();
-            if (eat(']')) return v;
+            if (eat(']')) return true;
             for (;;) {
                 skip();
                 v.items.push_back(value());
                 skip();
                 if (eat(',')) continue;
-                if (eat(']')) return v;
+                if (eat(']')) return true;
                 fail("expected ',' or ']' in an array");
             }
         }
+        return false;
+    }
+    void scalar(Value& v) {
+        const char c = t_[i_];
         if (c == '"') {
             v.kind = Kind::string;
             v.text = string();
-            return v;
+            return;
         }
         if (c == '-' || (c >= '0' && c <= '9')) {
             v.kind = Kind::number;
             v.text = number();
-            return v;
+            return;
         }
         for (auto [word, kind, b] : {std::tuple{"true", Kind::boolean, true}, std::tuple{"false", Kind::boolean, false},
                                      std::tuple{"null", Kind::null, false}}) {
@@ -140,7 +158,7 @@ private:
                 i_ += w.size();
                 v.kind = kind;
                 v.boolean = b;
-                return v;
+                return;
             }
         }
         fail("expected a value (an object, array, string, number, true, false or null)");
@@ -242,6 +260,8 @@ private:
 
     std::string_view t_;
     std::string_view file_;
+    Deadline deadline_;
+    std::size_t values_ = 0;
     std::size_t i_ = 0;
     int line_ = 1;
     std::size_t line_start_ = 0;
@@ -249,9 +269,9 @@ private:
 
 }  // namespace
 
-Value parse(std::string_view text, std::string_view file) {
+Value parse(std::string_view text, std::string_view file, Deadline deadline) {
     check_json_depth(file, text);
-    return Parser(text, file).document();
+    return Parser(text, file, deadline).document();
 }
 
 }  // namespace collsched::json_tree

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/budget.hpp"
+
 namespace collsched::json_tree {
 
 enum class Kind { null, boolean, number, string, array, object };
@@ -48,7 +50,8 @@ struct Member {
     Value second;
 };
 
-/// Parses `text`; `file` names it in errors.
-Value parse(std::string_view text, std::string_view file);
+/// Parses `text`; `file` names it in errors. Past `deadline` (polled every 65,536 values) it throws
+/// LimitReached, the tree parsed so far left to the operating system (support/teardown.hpp).
+Value parse(std::string_view text, std::string_view file, Deadline deadline = {});
 
 }  // namespace collsched::json_tree

@@ -194,6 +194,11 @@ private:
 
 struct CheckOptions {
     std::size_t max_findings = 20;  ///< per kind; the counts are exact
+    /// The race check searches each pair first, at most this many ops a pair and this many a rank
+    /// of the pairs' slots; the pairs a search leaves go to the vector clocks (check's comment on
+    /// races). 0 sends every pair to the clocks; both passes are exact.
+    std::size_t search_visits_per_pair = 4096;
+    std::size_t search_visits = std::size_t{1} << 20;
     /// The race check's vector clocks of one rank stop at this many entries (4 bytes each): that
     /// rank's pairs are then searched one by one, as exactly (check's comment on races).
     std::size_t max_clock_entries = std::size_t{1} << 27;

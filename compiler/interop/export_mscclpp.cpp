@@ -17,6 +17,7 @@
 #include "compiler/table/partials.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/teardown.hpp"
 #include "support/trace.hpp"
 #include "support/units.hpp"
 
@@ -727,17 +728,25 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
     std::string text = (through_switch ? detail::switch_plan(t, opt) : Writer(t, opt).run()) + "\n";
     trace("mscclpp plan: written, {} bytes", text.size());
     if (opt.deadline.passed()) throw LimitReached("time limit (the MSCCL++ plan is written, not yet read back and checked)");
-    // every export is read back and verified before it is written
-    mscclpp::ReadResult read;
+    // every export is read back and verified before it is written; past the deadline the command ends, and the plan
+    // read back is left to the operating system (support/teardown.hpp)
+    auto held = std::make_shared<mscclpp::ReadResult>();
+    mscclpp::ReadResult& read = *held;
+    mscclpp::PlanReport rep;
     try {
-        read = mscclpp::read_plan(text, "the plan", opt.deadline);
-    } catch (const InputError& e) {
-        throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not read back (a bug in collsched; please report it): {}",
-                                     t.collective.to_string(), t.topology->spec(), e.what()));
+        try {
+            read = mscclpp::read_plan(text, "the plan", opt.deadline);
+        } catch (const InputError& e) {
+            throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not read back (a bug in collsched; please report it): {}",
+                                         t.collective.to_string(), t.topology->spec(), e.what()));
+        }
+        trace("mscclpp plan: read back");
+        if (opt.deadline.passed()) throw LimitReached("time limit (the MSCCL++ plan is read back, not yet checked)");
+        rep = mscclpp::check_plan(read, {}, opt.deadline);
+    } catch (const LimitReached&) {
+        bury(std::move(held));
+        throw;
     }
-    trace("mscclpp plan: read back");
-    if (opt.deadline.passed()) throw LimitReached("time limit (the MSCCL++ plan is read back, not yet checked)");
-    mscclpp::PlanReport rep = mscclpp::check_plan(read, {}, opt.deadline);
     trace("mscclpp plan: checked");
     if (!rep.holds()) {
         if (rep.unknown())  // a limit of the checker, not a fault of the plan: no plan is written unverified

@@ -15,7 +15,9 @@
 #include "compiler/interop/export_mscclpp_switch.hpp"
 #include "compiler/interop/mscclpp_plan.hpp"
 #include "compiler/table/partials.hpp"
+#include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/teardown.hpp"
 #include "support/trace.hpp"
 
 namespace collsched::detail {
@@ -325,12 +327,18 @@ public:
             refuse_plan(t_, fmt::format("a GPU has {} switch ops, puts and receives, which need {} thread blocks of at most 64 ops (MAX_OPERATION, "
                                         "execution_common.hpp:17); more than the {} that run at once on an A100 (docs/exports.md): fewer pieces",
                                         events, least, most));
-        // as few blocks as fit (as the plans of one box): the checker's vector clocks grow with the blocks that touch a GPU
+        // as few blocks as fit (as the plans of one box): the checker's vector clocks grow with the blocks that touch a GPU.
+        // Each K's ops are counted without their JSON; only the K that fits is written (the 128-piece NVLS_TREE of
+        // 16 x 8 GPUs tries 27, 62 and 91 blocks: building and freeing the JSON of all three took 6 s of the writer's 7.4)
         for (int K = std::max(1, int(least));;) {
             if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
-            auto [plan, ops] = build(K);
+            const std::size_t ops = build<false>(K).second;
             trace("mscclpp plan across boxes: {} thread blocks a GPU, at most {} ops a block (at least {} blocks)", K, ops, least);
-            if (ops <= 64) return plan.dump(2);
+            if (ops <= 64) {
+                auto [plan, written] = build<true>(K);
+                COLLSCHED_ASSERT(written == ops);
+                return plan;
+            }
             if (K >= most || std::size_t(K) >= chains)
                 refuse_plan(t_, fmt::format("{} thread blocks a GPU still leave a block {} ops, above the executor's 64 (MAX_OPERATION, "
                                             "execution_common.hpp:17){}: fewer pieces",
@@ -345,7 +353,26 @@ private:
 
     static json local(char b, int index) { return {{"type", std::string(1, b)}, {"index", index}, {"size", 1}}; }
     static json through_switch(int index) { return {{"switch_channel_id", 0}, {"index", index}, {"size", 1}}; }
-    static void sync(json& ops, const char* name, const std::vector<int>& ids, bool port) {
+
+    /// A block's ops: written as JSON (`emit`), or only counted (build<false>: which K fits).
+    struct Ops {
+        bool emit = true;
+        json list = json::array();
+        std::size_t n = 0;
+        bool last_nop = false;
+        /// Appends the op `make()` makes (called only when emitting).
+        template <class Make>
+        void push(Make&& make, bool nop = false) {
+            if (emit) list.push_back(make());
+            ++n;
+            last_nop = nop;
+        }
+        void push_nop() {
+            push([] { return json{{"name", "nop"}}; }, true);
+        }
+    };
+
+    static void sync(Ops& ops, const char* name, const std::vector<int>& ids, bool port) {
         // a channel once an op (a wait on one channel twice in an op would spin on one count twice)
         std::vector<int> rest = ids;
         while (!rest.empty()) {
@@ -353,7 +380,7 @@ private:
             for (int id : rest)
                 if (part.size() < 8 && std::find(part.begin(), part.end(), id) == part.end()) part.push_back(id);
                 else later.push_back(id);
-            ops.push_back({{"name", name}, {"channel_ids", part}, {"channel_type", port ? "port" : "memory"}});
+            ops.push([&] { return json{{"name", name}, {"channel_ids", part}, {"channel_type", port ? "port" : "memory"}}; });
             rest = std::move(later);
         }
     }
@@ -386,18 +413,22 @@ private:
 
     /// A block's ops between its opening (a handshake on all its channels, as the plans of one box and of puts open,
     /// and a nop) and its close (a nop, a signal and a wait to its box: no GPU ends before the multicasts into it did).
-    static json opened_and_closed(json& ops, int mates, std::size_t ports) {
+    static Ops opened_and_closed(Ops& ops, int mates, std::size_t ports) {
         std::vector<int> mem(static_cast<std::size_t>(mates)), port(ports);
         for (int k = 0; k < mates; ++k) mem[std::size_t(k)] = k;
         for (std::size_t k = 0; k < ports; ++k) port[k] = int(k);
-        json all = json::array();
+        Ops all{ops.emit};
         sync(all, "rlxsignal", mem, false);
         sync(all, "signal", port, true);
         sync(all, "rlxwait", mem, false);
         sync(all, "wait", port, true);
-        all.push_back({{"name", "nop"}});
-        for (json& op : ops) all.push_back(std::move(op));
-        if (all.back()["name"] != "nop") all.push_back({{"name", "nop"}});
+        all.push_nop();
+        if (ops.n > 0) {
+            for (json& op : ops.list) all.list.push_back(std::move(op));
+            all.n += ops.n;
+            all.last_nop = ops.last_nop;
+        }
+        if (!all.last_nop) all.push_nop();
         sync(all, "signal", mem, false);
         sync(all, "wait", mem, false);
         return all;
@@ -416,12 +447,75 @@ private:
         return channels;
     }
 
-    std::pair<json, std::size_t> build(int K) {
+    static int local_of(std::vector<int>& list, int id) {
+        auto it = std::find(list.begin(), list.end(), id);
+        if (it != list.end()) return int(it - list.begin());
+        list.push_back(id);
+        return int(list.size()) - 1;
+    }
+
+    /// The plan's text before its GPUs (through `"gpus": [`) and after them (from the array's `]`).
+    std::pair<std::string, std::string> around_gpus() const {
+        std::string plan = plan_envelope(t_, opt_, "allreduce", json::array()).dump(2);
+        constexpr std::string_view empty = "\n  \"gpus\": []";
+        const std::size_t at = plan.find(empty);
+        COLLSCHED_ASSERT(at != std::string::npos);
+        std::string tail = "\n  ]" + plan.substr(at + empty.size());
+        plan.resize(at);
+        plan += "\n  \"gpus\": [\n";
+        return {std::move(plan), std::move(tail)};
+    }
+
+    static json block_json(int j, int mates, json ops, const std::vector<int>& ports, const std::vector<int>& bufs) {
+        std::vector<int> mem_ids(static_cast<std::size_t>(mates));
+        for (int k = 0; k < mates; ++k) mem_ids[std::size_t(k)] = j * mates + k;
+        json tb;
+        tb["id"] = j;
+        tb["ops"] = std::move(ops);
+        json chans = json::array({{{"channel_type", "memory"}, {"channel_ids", mem_ids}}});
+        if (!ports.empty()) chans.push_back({{"channel_type", "port"}, {"channel_ids", ports}});
+        chans.push_back({{"channel_type", "switch"}, {"channel_ids", {0}}});
+        tb["channels"] = std::move(chans);
+        tb["remote_buffer_refs"] = bufs.empty() ? json::array() : json::array({{{"access_channel_type", "port"}, {"remote_buffer_ids", bufs}}});
+        return tb;
+    }
+
+    /// GPU g appended to the plan's text, as an element of its top-level "gpus" array (two levels in).
+    void append_gpu(std::string& plan, std::uint32_t g, int K, json tbs, json remote_buffers) const {
+        json gpu;
+        gpu["id"] = g;
+        gpu["input_chunks"] = r_chunks();
+        gpu["output_chunks"] = r_chunks();
+        gpu["scratch_chunks"] = slots_[g];
+        gpu["threadblocks"] = std::move(tbs);
+        gpu["channels"] = gpu_channels(g, K);
+        gpu["remote_buffers"] = std::move(remote_buffers);
+        gpu["semaphores"] = json::array();
+        const std::string text = gpu.dump(2);
+        plan += g == 0 ? "    " : ",\n    ";
+        for (std::size_t from = 0, line; from < text.size(); from = line + 1) {
+            line = std::min(text.find('\n', from), text.size() - 1);
+            plan.append(text, from, line + 1 - from);
+            if (text[line] == '\n') plan += "    ";
+        }
+    }
+
+    /// The plan's text for K blocks a GPU (`emit`; else only its ops counted) and the most ops of a block. Each GPU is
+    /// written out as it is made (as json::dump(2) writes it inside the plan): the writer polls the deadline between
+    /// GPUs, and holds one GPU's JSON at a time.
+    template <bool emit>
+    std::pair<std::string, std::size_t> build(int K) {
         place_ports(K);
-        json gpus = json::array();
+        // the plan's text around its "gpus" array; the GPUs are written into it in place (a copy of a plan of
+        // 137 MB costs seconds of page faults on a loaded machine)
+        auto [plan, tail] = emit ? around_gpus() : std::pair<std::string, std::string>();
         std::size_t max_ops = 0;
         for (std::uint32_t g = 0; g < P_; ++g) {
-            if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
+            if (opt_.deadline.passed()) {
+                // the command ends: the GPUs written so far are left to the operating system (support/teardown.hpp)
+                bury(std::make_shared<std::string>(std::move(plan)));
+                throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
+            }
             const std::vector<std::uint32_t>& box = b_.gpus[std::size_t(b_.of[g])];
             const int mates = int(box.size()) - 1;
             std::map<std::uint32_t, int> remote_ids;  // peer -> its scratch among this GPU's remote buffers
@@ -430,20 +524,14 @@ private:
             for (int j = 0; j < K; ++j) {
                 std::vector<int> ports;  // global port channel ids of the block
                 std::vector<int> bufs;   // remote buffer ids of the block
-                auto local_of = [](std::vector<int>& list, int id) {
-                    auto it = std::find(list.begin(), list.end(), id);
-                    if (it != list.end()) return int(it - list.begin());
-                    list.push_back(id);
-                    return int(list.size()) - 1;
-                };
-                json ops = json::array();
+                Ops ops{emit};
                 bool pending = false;
-                auto data = [&](json op) {
-                    ops.push_back(std::move(op));
+                auto data = [&](auto make) {
+                    ops.push(make);
                     pending = true;
                 };
                 auto nop = [&] {
-                    if (pending) ops.push_back({{"name", "nop"}});
+                    if (pending) ops.push_nop();
                     pending = false;
                 };
                 for (std::size_t i = begin_[g]; i < begin_[g + 1];) {
@@ -459,24 +547,32 @@ private:
                         const int c = int(e.chunk);
                         switch (e.kind) {
                             case Kind::glres:
-                                data({{"name", "glres"}, {"src_buff", json::array({through_switch(c)})}, {"dst_buff", json::array({through_switch(c)})},
-                                      {"channel_type", "switch"}, {"reduce_op", "sum"}});
+                                data([&] {
+                                    return json{{"name", "glres"}, {"src_buff", json::array({through_switch(c)})}, {"dst_buff", json::array({through_switch(c)})},
+                                                {"channel_type", "switch"}, {"reduce_op", "sum"}};
+                                });
                                 break;
                             case Kind::send: {
-                                auto [it, fresh] = remote_ids.try_emplace(e.peer, int(remote_buffers.size()));
-                                if (fresh) remote_buffers.push_back({{"rank", e.peer}, {"type", "s"}, {"access_channel_types", json::array({"port"})}});
+                                auto [it, fresh] = remote_ids.try_emplace(e.peer, int(remote_ids.size()));
+                                if (emit && fresh)
+                                    remote_buffers.push_back({{"rank", e.peer}, {"type", "s"}, {"access_channel_types", json::array({"port"})}});
                                 const int ch = local_of(ports, port_channel(g, j, e.peer, block(e.peer, e.chunk, K)));
-                                data({{"name", "pwsf"}, {"src_buff", json::array({local('i', c)})},
-                                      {"dst_buff", json::array({{{"buffer_id", local_of(bufs, it->second)}, {"index", e.slot}, {"size", 1}}})},
-                                      {"channel_ids", json::array({ch})}, {"channel_type", "port"}});
+                                const int buffer = local_of(bufs, it->second);
+                                data([&] {
+                                    return json{{"name", "pwsf"}, {"src_buff", json::array({local('i', c)})},
+                                                {"dst_buff", json::array({{{"buffer_id", buffer}, {"index", e.slot}, {"size", 1}}})},
+                                                {"channel_ids", json::array({ch})}, {"channel_type", "port"}};
+                                });
                                 sent.push_back(e.chunk);
                                 break;
                             }
                             case Kind::gstore:
                                 // the multicast writes this GPU's chunk too, which a put of this step reads
-                                if (std::find(sent.begin(), sent.end(), e.chunk) != sent.end()) ops.push_back({{"name", "nop"}});
-                                data({{"name", "gstore"}, {"src_buff", json::array({local('i', c)})}, {"dst_buff", json::array({through_switch(c)})},
-                                      {"channel_type", "switch"}});
+                                if (std::find(sent.begin(), sent.end(), e.chunk) != sent.end()) ops.push_nop();
+                                data([&] {
+                                    return json{{"name", "gstore"}, {"src_buff", json::array({local('i', c)})}, {"dst_buff", json::array({through_switch(c)})},
+                                                {"channel_type", "switch"}};
+                                });
                                 break;
                             case Kind::recv:
                                 waits.push_back(local_of(ports, port_channel(g, j, e.peer, block(e.peer, e.chunk, K))));
@@ -486,49 +582,37 @@ private:
                     }
                     if (!waits.empty()) {
                         sync(ops, "wait", waits, true);
-                        ops.push_back({{"name", "nop"}});
+                        ops.push_nop();
                         for (auto& [c, list] : received) {
                             const bool combine = list.front()->combine;
                             for (const Event* e : list)
                                 if (e->combine != combine || (!combine && list.size() > 1) || list.size() > 7)
                                     refuse_plan(t_, fmt::format("GPU {} receives chunk {} {} times in step {}, not all to be added", g, c, list.size(), e->step));
                             if (combine) {
-                                json src = json::array({local('i', int(c))});
-                                for (const Event* e : list) src.push_back(local('s', e->slot));
-                                data({{"name", "re"}, {"src_buff", src}, {"dst_buff", json::array({local('i', int(c))})}, {"reduce_op", "sum"}});
+                                data([&] {
+                                    json src = json::array({local('i', int(c))});
+                                    for (const Event* e : list) src.push_back(local('s', e->slot));
+                                    return json{{"name", "re"}, {"src_buff", src}, {"dst_buff", json::array({local('i', int(c))})}, {"reduce_op", "sum"}};
+                                });
                             } else {
-                                data({{"name", "copy"}, {"src_buff", json::array({local('s', list.front()->slot)})}, {"dst_buff", json::array({local('i', int(c))})}});
+                                data([&] {
+                                    return json{{"name", "copy"}, {"src_buff", json::array({local('s', list.front()->slot)})},
+                                                {"dst_buff", json::array({local('i', int(c))})}};
+                                });
                             }
                         }
                     }
                     i = end;
                 }
-                json all = opened_and_closed(ops, mates, ports.size());
-                max_ops = std::max(max_ops, all.size());
-                std::vector<int> mem_ids(static_cast<std::size_t>(mates));
-                for (int k = 0; k < mates; ++k) mem_ids[std::size_t(k)] = j * mates + k;
-                json tb;
-                tb["id"] = j;
-                tb["ops"] = std::move(all);
-                json chans = json::array({{{"channel_type", "memory"}, {"channel_ids", mem_ids}}});
-                if (!ports.empty()) chans.push_back({{"channel_type", "port"}, {"channel_ids", ports}});
-                chans.push_back({{"channel_type", "switch"}, {"channel_ids", {0}}});
-                tb["channels"] = std::move(chans);
-                tb["remote_buffer_refs"] = bufs.empty() ? json::array() : json::array({{{"access_channel_type", "port"}, {"remote_buffer_ids", bufs}}});
-                tbs.push_back(std::move(tb));
+                Ops all = opened_and_closed(ops, mates, ports.size());
+                max_ops = std::max(max_ops, all.n);
+                if (emit) tbs.push_back(block_json(j, mates, std::move(all.list), ports, bufs));
             }
-            json gpu;
-            gpu["id"] = g;
-            gpu["input_chunks"] = r_chunks();
-            gpu["output_chunks"] = r_chunks();
-            gpu["scratch_chunks"] = slots_[g];
-            gpu["threadblocks"] = std::move(tbs);
-            gpu["channels"] = gpu_channels(g, K);
-            gpu["remote_buffers"] = std::move(remote_buffers);
-            gpu["semaphores"] = json::array();
-            gpus.push_back(std::move(gpu));
+            if (emit) append_gpu(plan, g, K, std::move(tbs), std::move(remote_buffers));
         }
-        return {plan_envelope(t_, opt_, "allreduce", std::move(gpus)), max_ops};
+        if (!emit) return {std::string(), max_ops};
+        plan += tail;
+        return {std::move(plan), max_ops};
     }
 
     int r_chunks() const { return int(pos_.size() / b_.gpus.size()); }

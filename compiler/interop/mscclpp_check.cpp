@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -15,6 +16,7 @@
 #include "dsl/excerpt.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/teardown.hpp"
 
 namespace collsched::mscclpp {
 
@@ -475,6 +477,18 @@ void schedule_moves(Lowering& lw, const async::Report& r, PlanReport& rep) {
     }
 }
 
+void count_findings(PlanReport& rep) {
+    for (const Finding& f : rep.findings) {
+        if (f.rule == "deadlock") ++rep.counts_deadlock;
+        else if (f.rule == "data race") ++rep.counts_race;
+        else if (f.rule == "result") ++rep.counts_result;
+        else ++rep.counts_other;
+    }
+}
+
+void check_modelled(const ReadResult& read, const std::vector<Expectation>& expect, Deadline deadline, PlanReport& rep, Lowering& lw,
+                    async::Report& r);
+
 PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expect, bool nccl_inplace, Deadline deadline) {
     PlanReport rep;
     rep.findings = read.findings;
@@ -484,28 +498,35 @@ PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expe
         for (const Tb& tb : g.tbs)
             for (const Op& op : tb.ops) rep.ops += 1 + op.inner.size();
     }
-    auto count = [&] {
-        for (const Finding& f : rep.findings) {
-            if (f.rule == "deadlock") ++rep.counts_deadlock;
-            else if (f.rule == "data race") ++rep.counts_race;
-            else if (f.rule == "result") ++rep.counts_result;
-            else ++rep.counts_other;
-        }
-    };
     if (!read.checkable) {
-        count();
+        count_findings(rep);
         return rep;
     }
-    Lowering lw(plan, rep.findings, read.file, nccl_inplace);
+    // past the deadline the command ends: the model and the engine's report are left to the operating system, not
+    // freed while the limit has passed (support/teardown.hpp)
+    auto held = std::make_shared<std::pair<std::optional<Lowering>, async::Report>>();
+    try {
+        check_modelled(read, expect, deadline, rep, held->first.emplace(plan, rep.findings, read.file, nccl_inplace), held->second);
+    } catch (const LimitReached&) {
+        bury(std::move(held));
+        throw;
+    }
+    return rep;
+}
+
+/// check_in's model `lw` of the plan, checked by the engine (its report into `r`), into `rep`.
+void check_modelled(const ReadResult& read, const std::vector<Expectation>& expect, Deadline deadline, PlanReport& rep, Lowering& lw,
+                    async::Report& r) {
+    const Plan& plan = read.plan;
     lw.deadline = deadline;
     lw.semaphore_initial_values();
     if (!lw.build()) {
-        count();
-        return rep;
+        count_findings(rep);
+        return;
     }
     // callers that read the file check it against the plan first, with its name (cmd_verify)
-    check_expectations(expect, "--expect", int(plan.gpus.size()), [&](int r, char buf) -> long long {
-        const Gpu& g = plan.gpus[std::size_t(r)];
+    check_expectations(expect, "--expect", int(plan.gpus.size()), [&](int rank, char buf) -> long long {
+        const Gpu& g = plan.gpus[std::size_t(rank)];
         return buf == 'i' ? g.input_chunks : buf == 'o' ? g.output_chunks : g.scratch_chunks;
     });
     rep.result_note = set_goals(plan, lw, expect, rep.findings);
@@ -513,7 +534,7 @@ PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expe
     if (deadline.passed()) throw LimitReached("time limit (the plan is modelled, its check not started)");
     async::CheckOptions options;
     options.deadline = deadline;
-    async::Report r = async::check(lw.program(), naming(lw, plan), options);
+    r = async::check(lw.program(), naming(lw, plan), options);
     rep.finishes = r.finishes;
     rep.race_checked = r.race_checked;
     rep.race_free = r.race_free;
@@ -575,8 +596,7 @@ PlanReport check_in(const ReadResult& read, const std::vector<Expectation>& expe
         }
         std::sort(rep.movement.begin(), rep.movement.end());
     }
-    count();
-    return rep;
+    count_findings(rep);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "dsl/excerpt.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "support/teardown.hpp"
 
 namespace collsched::mscclpp {
 
@@ -360,7 +361,7 @@ namespace {
 class PlanReader {
 public:
     PlanReader(std::string_view text, std::string_view file, Deadline deadline)
-        : file_(file), root_(json_tree::parse(text, file)), rd_(file, res_.findings, res_.checkable, problems_), deadline_(deadline) {}
+        : file_(file), root_(json_tree::parse(text, file, deadline)), rd_(file, res_.findings, res_.checkable, problems_), deadline_(deadline) {}
 
     ReadResult read() {
         const Value* gpus = header();
@@ -712,6 +713,16 @@ private:
 
 }  // namespace
 
-ReadResult read_plan(std::string_view text, std::string_view file, Deadline deadline) { return PlanReader(text, file, deadline).read(); }
+ReadResult read_plan(std::string_view text, std::string_view file, Deadline deadline) {
+    // past the deadline the command ends: the parsed text and the plan read so far are left to the operating system
+    // (support/teardown.hpp)
+    auto reader = std::make_shared<PlanReader>(text, file, deadline);
+    try {
+        return reader->read();
+    } catch (const LimitReached&) {
+        bury(std::move(reader));
+        throw;
+    }
+}
 
 }  // namespace collsched::mscclpp

@@ -747,3 +747,32 @@ TEST_CASE("mscclpp export: optimize --executor mscclpp --format mscclpp writes t
     CHECK(j["sizes"][0]["witness"][0] == plan);
     CHECK(j["sizes"][1]["witness"][0].is_null());
 }
+
+TEST_CASE("mscclpp export: optimize --format mscclpp renders each plan it writes once") {
+    // The plan was rendered (written, read back and checked) once to check it before any file was
+    // written and again to write it; the writer's trace names the bytes of each rendering. The
+    // search renders each candidate of at most 4,096 transfers once to ask whether the executor
+    // runs it (verifier/time/executor_check.cpp): here the same bytes.
+    test::Scratch dir("mscclpp_render_once");
+    const std::string plan = dir.file("plan.json"), m = test::machine("h100rail2x8");
+    const auto r = test::run_shell("COLLSCHED_TRACE=1 " + std::string(COLLSCHED_BINARY) + " optimize --topology " + m +
+                             " --collective allreduce --sizes 1M --executor mscclpp --format mscclpp -o " + plan);
+    INFO(r.out, r.err);
+    REQUIRE(std::filesystem::exists(plan));
+    const std::string mark = fmt::format("mscclpp plan: written, {} bytes", std::filesystem::file_size(plan));
+    std::size_t renderings = 0;
+    for (std::size_t at = r.err.find(mark); at != std::string::npos; at = r.err.find(mark, at + 1)) ++renderings;
+    CHECK(renderings == 2);
+}
+
+TEST_CASE("mscclpp export: reading a plan's JSON back stops at the deadline, not after the whole text") {
+    // json_tree::parse had no deadline: the read-back of the 128-piece NVLS_TREE plan of 16 x 8
+    // GPUs (137 MB) ran a second past --timeout before the reader's first poll
+    std::string text = "[";
+    for (int k = 0; k < 200000; ++k) text += k ? ",{\"a\":[1,2]}" : "{\"a\":[1,2]}";
+    text += "]";
+    CHECK(json_tree::parse(text, "t.json").items.size() == 200000);
+    const Deadline past = Deadline::at(Deadline::Clock::now());
+    CHECK_THROWS_AS(json_tree::parse(text, "t.json", past), LimitReached);
+    CHECK_THROWS_AS(mscclpp::read_plan(text, "t.json", past), LimitReached);
+}
