@@ -146,7 +146,11 @@ def router_departures(m, r, held, cap_left, none):
     return outs, results
 
 
-def least_steps(m, coll, ports, queues, horizon):
+class TooLarge(Exception):
+    """The search passed its budget of states: the instance is skipped, not compared."""
+
+
+def least_steps(m, coll, ports, queues, horizon, budget=300000):
     """The least T <= horizon in which `coll` completes, or None; with one witness (list of steps,
     each a list of (from, to, mask))."""
     P, none = m.P, queues == "none"
@@ -256,6 +260,8 @@ def least_steps(m, coll, ports, queues, horizon):
                     if s2 in nxt or hopeless(s2, H - t):
                         continue
                     nxt[s2] = (state, moves)
+                    if len(nxt) > budget:
+                        raise TooLarge()
             level = nxt
             parents.append(level)
             if not level:
@@ -291,6 +297,112 @@ def random_machine(rng, P, R, cap2):
         m = Machine(P, R, sorted((u, v, 2 if rng.random() < cap2 else 1) for u, v in edges))
         if all(m.dist[0][x] < 10 ** 9 for x in range(N)):
             return m
+
+
+def replay(m, coll, ports, queues, moves):
+    """Whether a table (a list of (step, from, to, mask)) holds under the buffer rule with routers
+    that forward: the direct reading of docs/semantics.md, transfer by transfer."""
+    P, none = m.P, queues == "none"
+    caps = {(u, v): c for u, v, c in m.chans}
+    order = sorted(moves, key=lambda x: (x[0], x[1], x[2], msg_key(x[3])))
+    bufs = [1 << p for p in range(P)]
+    fifo = {}
+    steps = sorted({x[0] for x in order})
+    for s in steps:
+        xs = [x for x in order if x[0] == s]
+        load, sends, recv = {}, [0] * P, [0] * P
+        for _, u, v, x in xs:
+            load[(u, v)] = load.get((u, v), 0) + 1
+            if u < P:
+                sends[u] += 1
+            if v < P:
+                recv[v] += 1
+        if any(load[c] > caps[c] for c in load):
+            return False
+        for p in range(P):
+            if ports == "single" and (sends[p] > 1 or recv[p] > 1):
+                return False
+            if ports == "half" and sends[p] + recv[p] > 1:
+                return False
+        for _, u, v, x in xs:
+            if u < P:
+                if bufs[u] != x:
+                    return False
+            else:
+                q = fifo.get((u, x), [])
+                if not q:
+                    return False
+                a = q.pop(0)
+                if none and s != a + 1:
+                    return False
+        for _, u, v, x in xs:
+            if v < P:
+                b = arrive(bufs[v], x)
+                if b is None:
+                    return False
+                bufs[v] = b
+            else:
+                fifo.setdefault((v, x), []).append(s)
+    if none and any(fifo.values()):
+        return False
+    return all(bufs[p] == g for p, g in goals_of(coll, P).items())
+
+
+def table_json(m, graph, coll, ports, queues, moves):
+    rows = ",\n".join(f'  {{"step": {s}, "from": "{m.name(u)}", "to": "{m.name(v)}", "msg": "{msg_name(x)}"}}'
+                      for s, u, v, x in sorted(moves, key=lambda x: (x[0], x[1], x[2], msg_key(x[3]))))
+    return (f'{{"format": "collsched.table/1", "topology": "graph:{graph}",\n'
+            f' "model": {{"ports":"{ports}","queues":"{queues}","replicate":false,"timing":"hop"}},\n'
+            f' "collective": "{coll}",\n "transfers": [\n{rows}\n ]}}\n')
+
+
+def mutations(m, rng, moves, count):
+    """Tables near a schedule: a transfer dropped, moved a step later, re-labelled, or added."""
+    masks = sorted({x for _, _, _, x in moves} | {1 << p for p in range(m.P)})
+    T = max(s for s, _, _, _ in moves)
+    for _ in range(count):
+        ms = list(moves)
+        kind = rng.randrange(4)
+        i = rng.randrange(len(ms))
+        s, u, v, x = ms[i]
+        if kind == 0:
+            del ms[i]
+        elif kind == 1:
+            ms[i] = (s + 1, u, v, x)
+        elif kind == 2:
+            ms[i] = (s, u, v, rng.choice(masks))
+        else:
+            u, v, _ = rng.choice(m.chans)
+            ms.append((rng.randint(1, T), u, v, rng.choice(masks)))
+        if ms:
+            yield ms
+
+
+# Hand-made tables on three processors on one router (capacity 2): (name, collective, queues,
+# transfers, whether it holds). Each is also replayed, and verify and simulate must agree.
+STAR3 = Machine(3, 1, [(0, 3, 2), (1, 3, 2), (2, 3, 2)])
+HAND = [
+    ("the router forwards both partials, one a step later", "reduce:0", "unbounded",
+     [(1, 1, 3, 2), (1, 2, 3, 4), (2, 3, 0, 4), (3, 3, 0, 2)], True),
+    ("the same with queues=none: a(1) waits in the router past one step", "reduce:0", "none",
+     [(1, 1, 3, 2), (1, 2, 3, 4), (2, 3, 0, 4), (3, 3, 0, 2)], False),
+    ("the router would combine a(1) and a(2) into a({1,2})", "reduce:0", "none",
+     [(1, 1, 3, 2), (1, 2, 3, 4), (2, 3, 0, 6)], False),
+    ("both partials forwarded in one step on one channel combine at 0", "reduce:0", "none",
+     [(1, 1, 3, 2), (1, 2, 3, 4), (2, 3, 0, 2), (2, 3, 0, 4)], True),
+    ("a copy never leaves the router under queues=none", "reduce:0", "none",
+     [(1, 1, 3, 2), (1, 2, 3, 4), (1, 2, 3, 4), (2, 3, 0, 2), (2, 3, 0, 4)], False),
+    ("processor 1 sends a(1) after its buffer took a(0) (the buffer rule)", "scan", "none",
+     [(1, 0, 3, 1), (1, 0, 3, 1), (2, 3, 1, 1), (2, 3, 2, 1), (3, 1, 3, 2), (4, 3, 2, 2)], False),
+    ("processor 1 sends its buffer a({0,1}) instead; 2, holding a(0) already, counts it twice", "scan", "none",
+     [(1, 0, 3, 1), (1, 0, 3, 1), (2, 3, 1, 1), (2, 3, 2, 1), (3, 1, 3, 3), (4, 3, 2, 3)], False),
+    ("scan: 2 takes a(0), then a(1) disjoint from its buffer", "scan", "none",
+     [(1, 0, 3, 1), (1, 0, 3, 1), (2, 3, 1, 1), (2, 3, 2, 1), (2, 1, 3, 2), (3, 3, 2, 2)], True),
+    ("allreduce: a partial sent back to a contributor counts it twice", "allreduce", "none",
+     [(1, 0, 3, 1), (2, 3, 1, 1), (3, 1, 3, 3), (4, 3, 0, 3)], False),
+    ("the router forwards a partial it never received", "reduce:0", "unbounded",
+     [(1, 1, 3, 2), (2, 3, 0, 4)], False),
+]
 
 
 def run(cmd):
@@ -341,17 +453,59 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=30)
     ap.add_argument("--horizon", type=int, default=6)
+    ap.add_argument("--mutations", type=int, default=4, help="tables near each oracle schedule checked by verify and simulate")
+    ap.add_argument("--budget", type=int, default=300000, help="states per step before an instance is skipped")
     ap.add_argument("--keep", help="directory to keep the instances and witnesses in")
     a = ap.parse_args()
-    work = a.keep or tempfile.mkdtemp(prefix="router_oracle_")
-    os.makedirs(work, exist_ok=True)
-    failures, tally = [], {}
+    if a.keep:
+        os.makedirs(a.keep, exist_ok=True)
+        return compare(a, a.keep)
+    with tempfile.TemporaryDirectory(prefix="router_oracle_") as work:
+        return compare(a, work)
+
+
+def compare(a, work):
+    failures, tally, tables = [], {}, {}
+    star = os.path.join(work, "star3.json")
+    with open(star, "w") as f:
+        f.write(STAR3.graph_json() + "\n")
+    for k, (what, coll, queues, ms, holds) in enumerate(HAND):
+        table = os.path.join(work, f"hand{k}.json")
+        with open(table, "w") as f:
+            f.write(table_json(STAR3, star, coll, "multi", queues, ms))
+        if replay(STAR3, coll, "multi", queues, ms) != holds:
+            failures.append(f"hand table {table} ({what}): the replay says {not holds}, expected {holds}")
+        for cmd in (["verify", table, "--engine", "direct"], ["verify", table, "--engine", "z3"], ["simulate", table]):
+            code, out = run([a.collsched] + cmd)
+            if code != (0 if holds else 1):
+                failures.append(f"hand table {table} ({what}): {' '.join(cmd)}: exit {code}, expected {0 if holds else 1}\n{out}")
+        print(f"hand table {k}: {what}: {'holds' if holds else 'refused'}", flush=True)
     for i, m, coll, queues, ports in instances(a.seed, a.count):
         graph = os.path.join(work, f"g{i}.json")
         with open(graph, "w") as f:
             f.write(m.graph_json() + "\n")
-        T, _ = least_steps(m, coll, ports, queues, a.horizon)
+        try:
+            T, steps = least_steps(m, coll, ports, queues, a.horizon, a.budget)
+        except TooLarge:
+            print(f"[{i}] {graph} {coll} queues={queues} ports={ports}: skipped (over {a.budget} states)", flush=True)
+            tally["skipped"] = tally.get("skipped", 0) + 1
+            continue
         line = f"[{i}] {graph} {coll} queues={queues} ports={ports}: oracle {T if T is not None else f'none within {a.horizon}'}"
+        if T is not None:
+            # the oracle's own schedule, and tables near it: collsched's verdicts against the replay's
+            moves = [(t + 1, u, v, x) for t, st in enumerate(steps) for u, v, x in st]
+            assert replay(m, coll, ports, queues, moves), line
+            rng = random.Random(a.seed * 1000 + i)
+            for k, ms in enumerate([moves] + list(mutations(m, rng, moves, a.mutations))):
+                table = os.path.join(work, f"t{i}_{k}.json")
+                with open(table, "w") as f:
+                    f.write(table_json(m, graph, coll, ports, queues, ms))
+                want = replay(m, coll, ports, queues, ms)
+                tables[want] = tables.get(want, 0) + 1
+                for cmd in (["verify", table, "--engine", "both"], ["simulate", table]):
+                    code, out = run([a.collsched] + cmd)
+                    if code != (0 if want else 1):
+                        failures.append(f"{line}\n  {' '.join(cmd)}: exit {code}, the replay says {'holds' if want else 'fails'}\n{out}")
         for method in (None, "direct"):
             witness = os.path.join(work, f"w{i}_{method or 'auto'}.json")
             (kind, val), out = tool_answer(a.collsched, graph, coll, queues, ports, method, witness)
@@ -371,7 +525,7 @@ def main():
             if wrong:
                 failures.append(f"{line}\n  optimize --method {method or 'auto'}: {wrong}\n{out}")
         print(line, flush=True)
-    print(f"{a.count} instances, answers {tally}, {len(failures)} disagreements")
+    print(f"{a.count} instances, optimize answers {tally}, tables checked (holds: count) {tables}, {len(failures)} disagreements")
     for f in failures:
         print("DISAGREE", f)
     return 1 if failures else 0
