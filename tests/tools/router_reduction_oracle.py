@@ -180,6 +180,7 @@ def least_steps(m, coll, ports, queues, horizon, budget=300000):
 
     proc_chans = [(i, u, v, cap) for i, (u, v, cap) in enumerate(m.chans) if u < P]
     dep_cache = {}
+    work = [0]
 
     def successors(state):
         bufs, routers = state
@@ -200,6 +201,9 @@ def least_steps(m, coll, ports, queues, horizon, budget=300000):
             if ports == "half" and any(s > 1 for s in sends):
                 continue
             for rchoice in itertools.product(*[res for _, res in router_opts]):
+                work[0] += 1
+                if work[0] > budget:
+                    raise TooLarge()
                 # arrivals: (channel index, mask) per destination
                 arr = {}
                 recv = [0] * P
@@ -260,8 +264,6 @@ def least_steps(m, coll, ports, queues, horizon, budget=300000):
                     if s2 in nxt or hopeless(s2, H - t):
                         continue
                     nxt[s2] = (state, moves)
-                    if len(nxt) > budget:
-                        raise TooLarge()
             level = nxt
             parents.append(level)
             if not level:
@@ -454,7 +456,7 @@ def main():
     ap.add_argument("--count", type=int, default=30)
     ap.add_argument("--horizon", type=int, default=6)
     ap.add_argument("--mutations", type=int, default=4, help="tables near each oracle schedule checked by verify and simulate")
-    ap.add_argument("--budget", type=int, default=300000, help="states per step before an instance is skipped")
+    ap.add_argument("--budget", type=int, default=300000, help="schedule steps tried before an instance is skipped")
     ap.add_argument("--keep", help="directory to keep the instances and witnesses in")
     a = ap.parse_args()
     if a.keep:
@@ -487,7 +489,7 @@ def compare(a, work):
         try:
             T, steps = least_steps(m, coll, ports, queues, a.horizon, a.budget)
         except TooLarge:
-            print(f"[{i}] {graph} {coll} queues={queues} ports={ports}: skipped (over {a.budget} states)", flush=True)
+            print(f"[{i}] {graph} {coll} queues={queues} ports={ports}: skipped (over {a.budget} steps tried)", flush=True)
             tally["skipped"] = tally.get("skipped", 0) + 1
             continue
         line = f"[{i}] {graph} {coll} queues={queues} ports={ports}: oracle {T if T is not None else f'none within {a.horizon}'}"
