@@ -437,11 +437,11 @@ def witness_holds(bin_, witness):
     return bad
 
 
-def instances(seed, count):
+def instances(seed, count, most=3):
     rng = random.Random(seed)
     colls = ["scan", "allreduce", "reduce:0", "reduce:1"]
     for i in range(count):
-        P = rng.choice([2, 3, 3, 3])
+        P = rng.choice([2, 3, 3, 3] if most == 3 else [2, 3] + [most] * 2)
         R = rng.choice([1, 1, 2])
         m = random_machine(rng, P, R, 0.25)
         queues = "none" if rng.random() < 0.6 else "unbounded"
@@ -454,6 +454,7 @@ def main():
     ap.add_argument("--collsched", required=True)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=30)
+    ap.add_argument("--processors", type=int, default=3, choices=[3, 4, 5], help="the most processors of an instance")
     ap.add_argument("--horizon", type=int, default=6)
     ap.add_argument("--mutations", type=int, default=4, help="tables near each oracle schedule checked by verify and simulate")
     ap.add_argument("--budget", type=int, default=300000, help="schedule steps tried before an instance is skipped")
@@ -482,7 +483,7 @@ def compare(a, work):
             if code != (0 if holds else 1):
                 failures.append(f"hand table {table} ({what}): {' '.join(cmd)}: exit {code}, expected {0 if holds else 1}\n{out}")
         print(f"hand table {k}: {what}: {'holds' if holds else 'refused'}", flush=True)
-    for i, m, coll, queues, ports in instances(a.seed, a.count):
+    for i, m, coll, queues, ports in instances(a.seed, a.count, a.processors):
         graph = os.path.join(work, f"g{i}.json")
         with open(graph, "w") as f:
             f.write(m.graph_json() + "\n")
