@@ -1,16 +1,20 @@
 // `collsched deploy --topology M --sizes 1K..16G [--collectives ...] [--executor nccl] -o DIR`: one
 // folder with what stock NCCL reads at start-up for the machine (the tuner file of `collsched tune`,
-// NCCL's own rings and trees as a graph file where they win), and a README.md generated for it.
+// NCCL's own rings and trees as a graph file where they win; with --mscclpp, MSCCL++ allreduce plans where
+// collsched's tables win on that executor), and a README.md generated for it.
 // docs/gpu-guide.md, "Deploy".
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <system_error>
+#include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/formats/nccl_graph_read.hpp"
 #include "support/budget.hpp"
@@ -22,7 +26,11 @@
 #include "tools/tune_args.hpp"
 #include "cli/verify_nccl_graph.hpp"
 #include "verifier/baselines/nccl_graph_check.hpp"
+#include "tools/winner_files.hpp"
+#include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/nccl_tuner.hpp"
+#include "verifier/time/objective.hpp"
+#include "verifier/time/objective_report.hpp"
 
 namespace collsched::tools {
 
@@ -36,7 +44,51 @@ struct DeployArgs {
     std::optional<ExecutorModel> executor;
     double timeout = 0;
     bool force = false;
+    /// --mscclpp: MSCCL++ allreduce plans where collsched's tables win on the mscclpp executor, chosen on this grid
+    bool mscclpp = false;
+    std::vector<double> mscclpp_sizes;
 };
+
+/// The MSCCL++ plans of the folder: allreduce's winners on the mscclpp executor at each size of the grid
+/// (`optimize --sizes G --executor mscclpp --format mscclpp`), one plan per run of sizes a table of
+/// collsched's wins, its min and max_message_size the sizes it wins at; a size stock NCCL wins gets no
+/// plan and a line saying which of NCCL's algorithms wins there.
+struct MscclppPlans {
+    std::vector<std::pair<std::string, std::string>> files;  ///< name in the folder (mscclpp/...), text
+    std::vector<std::string> lines;                          ///< the README's, one per size
+};
+
+MscclppPlans mscclpp_plans(const std::shared_ptr<const Topology>& topo, const DeployArgs& a, const RunLimits& limits) {
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allreduce", *topo)};
+    TimeObjectiveOptions t;
+    t.sizes = a.mscclpp_sizes;
+    t.executor = builtin_executor(ExecutorKind::mscclpp);
+    t.deadline = limits.deadline.when();
+    t.timeout = a.timeout > 0 ? a.timeout : 60;
+    t.jobs = std::max(1u, std::thread::hardware_concurrency());
+    t.memory = limits.memory;
+    const TimeObjective r = time_objective(in, t);
+    MscclppPlans plans;
+    if (r.candidates.empty()) return plans;
+    for (auto& [path, text] : render_winners(r, "mscclpp/allreduce.json", "mscclpp")) plans.files.emplace_back(path, std::move(text));
+    const std::vector<std::size_t> stock = stock_nccl_sizes(r, true);
+    for (std::size_t i = 0; i < t.sizes.size(); ++i) {
+        const TimeCandidate& w = r.winner(i);
+        const std::string size = support::format_bytes(t.sizes[i]);
+        if (std::find(stock.begin(), stock.end(), i) != stock.end()) {
+            plans.lines.push_back(fmt::format("| {} | {} as stock NCCL runs it | {} | none: run NCCL as it is |", size, w.name,
+                                              support::format_seconds(r.comparison.seconds[r.comparison.winner[i]][i])));
+            continue;
+        }
+        const auto [lo, hi] = winning_range(r, i);
+        std::string file;
+        for (const WitnessFile& f : time_witness_files(r, "mscclpp/allreduce.json", true))
+            if (std::find(f.sizes.begin(), f.sizes.end(), i) != f.sizes.end()) file = f.path;
+        plans.lines.push_back(fmt::format("| {} | {} | {} | `{}` ({}..{} bytes) |", size, w.name,
+                                          support::format_seconds(r.comparison.seconds[r.comparison.winner[i]][i]), file, lo, hi));
+    }
+    return plans;
+}
 
 /// The NCCL source the readers were checked against (docs/exports.md).
 constexpr const char* nccl_version = "NCCL 2.30.7 (NVIDIA/nccl 5067397c)";
@@ -59,6 +111,8 @@ public:
         if (!tmp_.empty()) fs::remove_all(tmp_, ec);
     }
     void write(const std::string& name, const std::string& text) {
+        std::error_code ec;
+        fs::create_directories((tmp_ / name).parent_path(), ec);
         std::ofstream f(tmp_ / name, std::ios::binary);
         f << text;
         if (!f.flush()) throw InputError(fmt::format("{}: cannot write {}", dir_.string(), name));
@@ -132,7 +186,7 @@ std::string readme_times(const TunerConfig& cfg) {
     return out;
 }
 
-std::string readme(const std::string& dir, const TunerConfig& cfg, const std::string& graphs) {
+std::string readme(const std::string& dir, const TunerConfig& cfg, const std::string& graphs, const MscclppPlans& plans, bool asked) {
     std::string out = fmt::format(
         "# NCCL configuration for {machine}\n\n"
         "Written by `collsched deploy --topology {machine} -o {dir}` ({nodes} nodes, {ranks} ranks). The files were checked against "
@@ -153,8 +207,16 @@ std::string readme(const std::string& dir, const TunerConfig& cfg, const std::st
                            cfg.machine, dir);
     else
         out += "- No graph file: no line of the tuner file picks NCCL's rings or trees.\n";
-    out += "- No MSCCL++ plans: `deploy` writes NCCL's files only (`MSCCLPP_EXECUTION_PLAN_DIR` is not needed); "
-           "`collsched convert W.json --format mscclpp --size-range A..B` writes a plan from an `optimize --executor mscclpp` winner.\n\n";
+    if (!asked)
+        out += "- No MSCCL++ plans: `deploy` without `--mscclpp` writes NCCL's files only (`MSCCLPP_EXECUTION_PLAN_DIR` is not needed); "
+               "`collsched deploy --mscclpp` adds allreduce plans where collsched's tables win on the MSCCL++ executor.\n\n";
+    else
+        out += fmt::format("- `mscclpp/`: {} MSCCL++ execution plan{} of allreduce, where a table of collsched's is predicted fastest on the "
+                           "MSCCL++ executor (`collsched optimize --executor mscclpp --format mscclpp`), each with the sizes it wins at as its "
+                           "min_message_size and max_message_size; every plan was checked by collsched (the executor's rules, deadlock, races, "
+                           "its result) before it was written. Set `MSCCLPP_EXECUTION_PLAN_DIR={}/mscclpp` for MSCCL++'s executor to select "
+                           "them by size. Per size:\n\n| size | fastest on MSCCL++ | time | plan |\n|---|---|---|---|\n{}\n\n",
+                           plans.files.size(), plans.files.size() == 1 ? "" : "s", dir, fmt::join(plans.lines, "\n"));
     out += fmt::format(
         "## Run\n\n```sh\nexport NCCL_TUNER_PLUGIN=/path/to/libnccl-tuner-example.so\nexport NCCL_TUNER_CONFIG_FILE={dir}/nccl_tuner.conf\n{graph}"
         "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING,GRAPH\n"
@@ -199,10 +261,20 @@ void run_deploy(const DeployArgs& a, Context& ctx) {
     std::string xml;
     if (!graphs.empty()) xml = nccl_algorithm_graph_xml(graphs, *topo, (dir / "nccl_graphs.xml").string());
     limits.check("deploy: the tuner file and the graph file are made; nothing written");
+    MscclppPlans plans;
+    if (a.mscclpp) {
+        try {
+            plans = mscclpp_plans(topo, a, limits);
+        } catch (const LimitReached& e) {
+            throw LimitReached(fmt::format("{}: nothing written (stopped while choosing the MSCCL++ plans)", e.what()));
+        }
+        limits.check("deploy: the MSCCL++ plans are made; nothing written");
+    }
     Staging out(dir);
     out.write("nccl_tuner.conf", tuner_file(cfg));
     if (!xml.empty()) out.write("nccl_graphs.xml", xml);
-    out.write("README.md", readme(dir.string(), cfg, graphs));
+    for (const auto& [name, text] : plans.files) out.write(name, text);
+    out.write("README.md", readme(dir.string(), cfg, graphs, plans, a.mscclpp));
     // every file read back from the disk by collsched's own checker before the folder is published
     check_tuner_file(out.read("nccl_tuner.conf"), cfg);
     if (!xml.empty()) {
@@ -214,7 +286,8 @@ void run_deploy(const DeployArgs& a, Context& ctx) {
     }
     limits.check("deploy: the folder is written and checked but not published; nothing written");
     out.publish();
-    ctx.print(fmt::format("{}: nccl_tuner.conf{}, README.md for {} ({} nodes, {} ranks)\n", dir.string(), xml.empty() ? "" : ", nccl_graphs.xml",
+    ctx.print(fmt::format("{}: nccl_tuner.conf{}{}, README.md for {} ({} nodes, {} ranks)\n", dir.string(), xml.empty() ? "" : ", nccl_graphs.xml",
+                          a.mscclpp ? fmt::format(", {} MSCCL++ plan{} in mscclpp/", plans.files.size(), plans.files.size() == 1 ? "" : "s") : "",
                           topo->spec(), cfg.nodes, cfg.ranks));
     ctx.exit_code = 0;
 }
@@ -227,7 +300,7 @@ void add_deploy_command(CLI::App& app, Context& ctx) {
         "deploy",
         "Write one folder with what stock NCCL reads at start-up for a machine: nccl_tuner.conf (the tuner file of `collsched tune`, "
         "for NCCL's example tuner plugin), nccl_graphs.xml (NCCL's own rings and trees as `convert nccl:*` writes them, where a line of "
-        "the tuner file picks them; NCCL_GRAPH_FILE) and a README.md for the machine: the environment variables, the NCCL_DEBUG=INFO "
+        "the tuner file picks them; NCCL_GRAPH_FILE), with --mscclpp MSCCL++ allreduce plans where collsched's tables win on the MSCCL++ executor (mscclpp/, MSCCLPP_EXECUTION_PLAN_DIR), and a README.md for the machine: the environment variables, the NCCL_DEBUG=INFO "
         "lines that confirm each file was read, the predicted times per size and how to check each file. Every file is read back by "
         "collsched's own checker first; the folder appears whole or not at all. docs/gpu-guide.md, \"Deploy\".\n"
         "Exit code: 0 written, 2 bad input (machine, collective, sizes, executor; DIR exists and is not empty without --force), "
@@ -241,6 +314,14 @@ void add_deploy_command(CLI::App& app, Context& ctx) {
                     "Comma-separated: allreduce, allgather, reduce_scatter, broadcast, reduce (default: all five)");
     cmd->add_option("-o,--output", a->output, "The folder to write (absent or empty, unless --force)")->required();
     cmd->add_flag("--force", a->force, "Replace DIR when it exists and is not empty");
+    cmd->add_flag("--mscclpp", a->mscclpp,
+                  "Also write MSCCL++ allreduce plans (mscclpp/, MSCCLPP_EXECUTION_PLAN_DIR) where collsched's tables win on the MSCCL++ "
+                  "executor, chosen on the grid of --mscclpp-sizes; a size stock NCCL wins gets none");
+    a->mscclpp_sizes = parse_sizes("1K,64K,1M,16M,256M,1G");
+    cmd->add_option_function<std::string>("--mscclpp-sizes", [a](const std::string& s) { a->mscclpp_sizes = parse_sizes(s); },
+                                          "With --mscclpp: the grid the plans are chosen on, e.g. 1K,64K,1M,16M,256M,1G (the default); each "
+                                          "plan serves the sizes it wins at")
+        ->type_name("SIZES");
     cmd->add_option("--timeout", a->timeout, "Seconds for the whole run (exit 3, no folder written, once past); 0 means no limit")
         ->check(seconds_option(true));
     cmd->callback([&ctx, a] { run_deploy(*a, ctx); });

@@ -18,6 +18,7 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/winner_files.hpp"
 #include "runtime/cost_report.hpp"
 #include "compiler/lower/catalog.hpp"
 #include "cli/size_options.hpp"
@@ -55,25 +56,6 @@ struct OptimizeArgs {
     std::string time_kind = "async";  ///< --time
     std::string format;  ///< --format: the winners in an executor's format (with --size)
 };
-
-/// The sizes (NCCL's) where size i's winner is the fastest: from the crossover below its run of
-/// grid points to the crossover above (a crossover not searched: the grid point); 0 and 2^64 - 1
-/// at the ends. What an MSCCL++ plan's min_message_size and max_message_size say.
-std::pair<std::uint64_t, std::uint64_t> winning_range(const TimeObjective& r, std::size_t i) {
-    const std::vector<std::size_t>& w = r.comparison.winner;
-    std::size_t a = i, b = i;
-    while (a > 0 && w[a - 1] == w[i]) --a;
-    while (b + 1 < w.size() && w[b + 1] == w[i]) ++b;
-    auto crossing = [&](std::size_t below) -> std::optional<double> {  // between grid points below and below + 1
-        for (const Crossover& x : r.comparison.crossovers)
-            if (x.lo == r.options.sizes[below] && x.searched()) return x.size;
-        return std::nullopt;
-    };
-    std::uint64_t lo = 0, hi = ~std::uint64_t{0};
-    if (a > 0) lo = static_cast<std::uint64_t>(crossing(a - 1).value_or(r.options.sizes[a] - 1)) + 1;
-    if (b + 1 < w.size()) hi = static_cast<std::uint64_t>(crossing(b).value_or(r.options.sizes[b]));
-    return {lo, hi};
-}
 
 /// Which method optimizes a reduction (docs/synthesis.md, "The direct encoding of combining"):
 /// "duality" or "direct". auto: allreduce directly (the composed space of the duality is not
@@ -231,30 +213,11 @@ private:
                     write_witness(f.path, *r.winner(f.sizes.front()).table, time_witness_comment(r, f));
             return;
         }
-        auto options_of = [&](std::size_t i) {
-            ExportOptions o;
-            const Protocol p = r.winner_protocol(i);
-            if (p != Protocol::none) o.msccl.proto = o.mscclpp.proto = std::string(to_string(p));
-            std::tie(o.mscclpp.min_message_size, o.mscclpp.max_message_size) = winning_range(r, i);
-            return o;
-        };
         // every file rendered once (its writer checks it before its first byte: a refusal here writes nothing), all of
         // them before the first is written
         std::vector<std::pair<std::string, std::string>> rendered;  // path, text
         for (const std::string& path : args_.outputs)
-            for (const WitnessFile& f : time_witness_files(r, path, true)) {
-                ExportOptions o = options_of(f.sizes.front());
-                o.file = f.path;
-                std::string text;
-                fmt::memory_buffer buf;
-                auto keep = [&text](fmt::memory_buffer& b) {
-                    text.append(b.data(), b.size());
-                    b.clear();
-                };
-                write_table_as(*r.winner(f.sizes.front()).table, args_.format, o, buf, keep);
-                keep(buf);
-                rendered.emplace_back(f.path, std::move(text));
-            }
+            for (auto& file : render_winners(r, path, args_.format)) rendered.push_back(std::move(file));
         for (const auto& [path, text] : rendered)
             write_output(path, [&text](const Flush& flush, fmt::memory_buffer& buf) {
                 buf.append(text.data(), text.data() + text.size());

@@ -311,6 +311,36 @@ TEST_CASE("deploy: an existing folder is exit 2 and untouched unless --force, an
     CHECK(beside == 1);  // no temporary folder left
 }
 
+TEST_CASE("deploy --mscclpp: allreduce plans where collsched's tables win on MSCCL++, each verifying, the sizes stock NCCL wins named") {
+    // h100rail2x8 on the grid 1M,1G: a hierarchical table wins at 1 MiB, NCCL's tree as stock NCCL runs it at 1 GiB
+    collsched::test::Scratch dir("deploy_mscclpp");
+    const std::string out = dir.file("h100rail2x8");
+    auto r = deploy("h100rail2x8", "--sizes 1M --mscclpp --mscclpp-sizes 1M,1G", out);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("1 MSCCL++ plan in mscclpp/") != std::string::npos);
+    std::vector<std::string> plans;
+    for (const auto& f : std::filesystem::directory_iterator(out + "/mscclpp")) plans.push_back(f.path().string());
+    REQUIRE(plans.size() == 1);
+    const auto v = run("verify " + plans.front());
+    INFO(v.out);
+    CHECK(v.code == 0);
+    CHECK(v.out.starts_with("verdict: holds (MSCCL++ plan"));
+    const auto plan = nlohmann::json::parse(slurp(plans.front()));
+    CHECK(plan["min_message_size"].get<std::uint64_t>() == 0);  // the lowest size of the grid serves everything below it
+    CHECK(plan["max_message_size"].get<std::uint64_t>() < (std::uint64_t{1} << 30));  // 1 GiB is NCCL's
+    const std::string readme = slurp(out + "/README.md");
+    for (const char* want : {"MSCCLPP_EXECUTION_PLAN_DIR=", "| 1 MiB | hierarchical", "| 1 GiB | nccl tree as stock NCCL runs it", "none: run NCCL as it is"}) {
+        CAPTURE(want);
+        CHECK(readme.find(want) != std::string::npos);
+    }
+    // without --mscclpp the folder holds no plans and the README says how to get them
+    const std::string plain = dir.file("plain");
+    REQUIRE(deploy("h100rail2x8", "--sizes 1M", plain).code == 0);
+    CHECK(!std::filesystem::exists(plain + "/mscclpp"));
+    CHECK(slurp(plain + "/README.md").find("`collsched deploy --mscclpp` adds allreduce plans") != std::string::npos);
+}
+
 /// The machines the plugin test tunes: catalog files (the rail machines of DGX H100 boxes with and
 /// without NVLS, multibox, one DGX H100 with NVLS, one DGX-1), and every `collsched machine` family
 /// as two boxes on rails (amd8: one box, it has no NICs). gb200-nvl72 is left out: two racks of 72
