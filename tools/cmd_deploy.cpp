@@ -71,21 +71,16 @@ MscclppPlans mscclpp_plans(const std::shared_ptr<const Topology>& topo, const De
     MscclppPlans plans;
     if (r.candidates.empty()) return plans;
     for (auto& [path, text] : render_winners(r, "mscclpp/allreduce.json", "mscclpp")) plans.files.emplace_back(path, std::move(text));
-    const std::vector<std::size_t> stock = stock_nccl_sizes(r, true);
     for (std::size_t i = 0; i < t.sizes.size(); ++i) {
-        const TimeCandidate& w = r.winner(i);
-        const std::string size = support::format_bytes(t.sizes[i]);
-        if (std::find(stock.begin(), stock.end(), i) != stock.end()) {
-            plans.lines.push_back(fmt::format("| {} | {} as stock NCCL runs it | {} | none: run NCCL as it is |", size, w.name,
-                                              support::format_seconds(r.comparison.seconds[r.comparison.winner[i]][i])));
+        const std::string size = support::format_bytes(t.sizes[i]), name = r.winner(i).name;
+        const std::string seconds = support::format_seconds(r.comparison.seconds[r.comparison.winner[i]][i]);
+        const std::string file = time_witness_path(r, "mscclpp/allreduce.json", i, true);  // empty: stock NCCL wins
+        if (file.empty()) {
+            plans.lines.push_back(fmt::format("| {} | {} as stock NCCL runs it | {} | none: run NCCL as it is |", size, name, seconds));
             continue;
         }
         const auto [lo, hi] = winning_range(r, i);
-        std::string file;
-        for (const WitnessFile& f : time_witness_files(r, "mscclpp/allreduce.json", true))
-            if (std::find(f.sizes.begin(), f.sizes.end(), i) != f.sizes.end()) file = f.path;
-        plans.lines.push_back(fmt::format("| {} | {} | {} | `{}` ({}..{} bytes) |", size, w.name,
-                                          support::format_seconds(r.comparison.seconds[r.comparison.winner[i]][i]), file, lo, hi));
+        plans.lines.push_back(fmt::format("| {} | {} | {} | `{}` ({}..{} bytes) |", size, name, seconds, file, lo, hi));
     }
     return plans;
 }
