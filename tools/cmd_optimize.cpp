@@ -18,7 +18,7 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "tools/commands.hpp"
-#include "tools/winner_files.hpp"
+#include "cli/winner_files.hpp"
 #include "runtime/cost_report.hpp"
 #include "compiler/lower/catalog.hpp"
 #include "cli/size_options.hpp"

@@ -1,4 +1,4 @@
-#include "tools/winner_files.hpp"
+#include "cli/winner_files.hpp"
 
 #include <optional>
 #include <tuple>

@@ -1,5 +1,5 @@
 /** \file
- * What `collsched tune` and `collsched deploy` read alike (tools/cmd_tune.cpp): the machine, with
+ * What `collsched tune` and `collsched deploy` read alike (tools/cmd_tune.cpp, tools/cmd_deploy.cpp): the machine, with
  * a did-you-mean among the machine files beside it, and `--collectives`.
  */
 #pragma once
