@@ -23,6 +23,7 @@ import sys
 
 FILE_LIMIT = 800
 FUNCTION_LIMIT = 120
+TOOLS_LIMIT = 400
 FOLDERS = ("compiler", "dsl", "runtime", "support", "cli", "tools", "verifier", "tests", "bench", "fuzz")
 SKIP = ("tests/data/", "tests/msccl_parser/", "tests/mscclpp_parser/")
 CONTROL = {"if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "alignof", "static_assert", "do", "else", "TEST_SUITE", "TEST_CASE", "SUBCASE"}
@@ -167,6 +168,11 @@ def main() -> int:
     bad = [f"{k}: {v} (limit {FILE_LIMIT} lines a file, {FUNCTION_LIMIT} a function); split it" for k, v in sorted(found.items())
            if k not in listed]
     bad += [f"{k}: listed in tests/size_exceptions.txt but within the limits now; remove the line" for k in sorted(listed - found.keys())]
+    beside = {f.name: len(f.read_text().splitlines()) for f in sorted((root / "tools").iterdir())
+              if f.is_file() and not f.name.startswith("cmd_") and f.name != "CMakeLists.txt"}
+    if sum(beside.values()) >= TOOLS_LIMIT:
+        bad.append(f"tools/: {sum(beside.values())} lines beside its commands ({', '.join(f'{k} {v}' for k, v in beside.items())}); "
+                   f"the limit is under {TOOLS_LIMIT}: move what the commands share to cli/")
     for b in bad:
         print(b)
     print(f"{len(found)} over the limits, {len(listed)} listed, {len(bad)} problems")
