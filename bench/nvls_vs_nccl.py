@@ -9,7 +9,7 @@ machine (`nccl nvls`, `nccl nvls_tree`, the best of their piece counts) and NCCL
 (below); NCCL's ring generated for the machine; the best of NCCL's own model over ring, tree and
 PAT (`nccl_model` in the JSON); the proved lower bound and the gap to it.
 
-NCCL's model of NVLS and NVLS_TREE is collsched's `nccl::nccl_nvls_model` (verifier/baselines/
+NCCL's model of NVLS and NVLS_TREE is collsched's `nccl::nccl_nvls_model` (verifier/constructions/nccl/
 nccl.hpp; `nccl_nvls_model` in optimize's JSON): src/graph/tuning.cc with the NVLS graph of
 search.cc, 8 channels at bwIntra 40 GB/s on 8 H100s a box; busBw 476 GB/s on one box, 8 x 57.7
 on 2 boxes, 8 x 45.5 on more (perChMaxNVLSTreeBw); latency 25 us, NVLS_TREE + 2 log2(boxes) x

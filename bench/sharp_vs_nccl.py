@@ -5,7 +5,7 @@ CollNet and NVLS_TREE: the tables of docs/time.md, "SHARP across boxes".
 For every machine one `collsched optimize --topology graph:M --collective allreduce --sizes S --json`
 (every candidate that can win verified by the direct checker, timed by the asynchronous model,
 docs/time.md). Per size it prints collsched's fastest and its time; NCCL's algorithms through SHARP
-generated for the machine (verifier/compose/nvls.hpp: `nccl collnet_direct`, `nccl collnet_chain`,
+generated for the machine (verifier/constructions/compose/nvls.hpp: `nccl collnet_direct`, `nccl collnet_chain`,
 `nccl nvls + collnet`, the best of their piece counts) and NCCL's NVLS_TREE generated (`nccl
 nvls_tree`); NCCL's own model of CollNet Direct, CollNet Chain and NVLS across boxes
 (`nccl_collnet_model` in the JSON: src/graph/tuning.cc, nccl::nccl_collnet_models); the proved

@@ -59,7 +59,7 @@ SWITCH_COPIES = {"ndv2x4", "dgx2x2"}
 FILES = {("ndv2x2", "alltoall"): ("ndv2x2_gpu0_switch", 15 / 16)}
 VALUE = {"kB": 1e3, "MB": 1e6, "GB": 1e9}
 # Hand-written schedules (bench/teccl/) that collsched verifies and times beside optimize's answer,
-# at these chunk counts, as a cross-check of optimize's link trees (verifier/compose/box_links.hpp).
+# at these chunk counts, as a cross-check of optimize's link trees (verifier/constructions/compose/box_links.hpp).
 SCHEDULES = {("dgx2x2", "allgather"): ("dgx2x2_allgather.sched", [1, 16, 256]),
              ("ndv2x4", "allgather"): ("ndv2x4_allgather.sched", [None])}  # one chunk: no parameter
 

@@ -12,13 +12,13 @@
 #include "support/error.hpp"
 #include "support/units.hpp"
 #include "cli/output.hpp"
-#include "verifier/baselines/nccl_graph_check.hpp"
+#include "verifier/constructions/nccl/nccl_graph_check.hpp"
 
 namespace collsched::tools {
 
 namespace {
 
-/// NCCL's rings as a table are built only up to this many transfers (verifier/baselines caps its
+/// NCCL's rings as a table are built only up to this many transfers (verifier/constructions/nccl caps its
 /// own tables at about 4 million).
 constexpr std::uint64_t max_time_transfers = 4'000'000;
 
@@ -168,7 +168,7 @@ int verify_nccl_graph(const NcclGraphArgs& a, const Context& ctx) {
     } else {
         out = report_text(g, a, *topo, verdict);
         if (timed.table)
-            out += fmt::format("NCCL's ring {} on the file's {} ring{} ({} chunk{}, one per channel and position; verifier/baselines "
+            out += fmt::format("NCCL's ring {} on the file's {} ring{} ({} chunk{}, one per channel and position; verifier/constructions/nccl "
                                "ring_table)\n",
                                coll.to_string(), g.rings.size(), g.rings.size() == 1 ? "" : "s", timed.table->collective.chunks,
                                timed.table->collective.chunks == 1 ? "" : "s") +

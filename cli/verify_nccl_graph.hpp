@@ -1,7 +1,7 @@
 /** \file
  * `collsched verify GRAPH.xml --topology M [--collective allreduce] [--size S]`: an NCCL graph
  * file (NCCL_GRAPH_FILE's `<graphs>`) checked on a machine by NCCL's semantics
- * (verifier/baselines/nccl_graph_check.hpp), the load its rings put on the links, and with --size
+ * (verifier/constructions/nccl/nccl_graph_check.hpp), the load its rings put on the links, and with --size
  * the time of NCCL's ring allreduce, allgather or reduce_scatter on those rings by the model of
  * `verify --size` (docs/time.md). docs/exports.md, "Reading an NCCL graph file".
  */

@@ -10,7 +10,7 @@ Fails, with file and line, when
  - a steps builder (a function of a StepBuild returning a KnownSchedule) declared in a header of verifier/ is
    not named there either: a construction for optimize is a row;
  - a file of the steps objective (verifier/synth/search/) calls a construction's table builder (a function
-   of a header of verifier/synth/constructions/ returning a table, a packing or a greedy result, or
+   of a header of verifier/constructions/steps/ returning a table, a packing or a greedy result, or
    ring_schedule) other than through the rows, except the methods of search named in SEARCH_USES with why;
  - a file other than the registry, the candidates' gathering and the objective (the library's
    provider) names NamedProvider, or a file other than the registry and the row's own files holds
@@ -43,7 +43,7 @@ def line_of(text: str, pos: int) -> int:
 
 def search_calls(root: pathlib.Path, errors: list) -> None:
     builders = {"ring_schedule"}
-    for h in sorted((root / "verifier/synth/constructions").glob("*.hpp")):
+    for h in sorted((root / "verifier/constructions/steps").glob("*.hpp")):
         builders |= {m.group(1) for m in TABLE_BUILDER.finditer(h.read_text())}
     for path in sorted((root / "verifier/synth/search").glob("*.cpp")):
         text = path.read_text()

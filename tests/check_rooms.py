@@ -35,22 +35,22 @@ BELOW = {
     "verifier/synth/symmetry": ["verifier/synth/problem"],
     "verifier/synth/bounds": ["verifier/synth/symmetry"],
     "verifier/synth/sat": ["verifier/synth/bounds"],
-    "verifier/synth/constructions": ["verifier/synth/bounds"],
-    "verifier/synth/search": ["verifier/synth/sat", "verifier/synth/constructions"],
+    "verifier/constructions/steps": ["verifier/synth/bounds"],
+    "verifier/synth/search": ["verifier/synth/sat", "verifier/constructions/steps"],
     # what NCCL runs, generated for a machine, and NCCL's model: the tables it builds are checked
     # by verifier/check; it needs nothing of the synthesizer
-    "verifier/baselines": ["verifier/synth/search"],
+    "verifier/constructions/nccl": ["verifier/synth/search"],
     # the executor model (issue 55): its constants per executor and protocol with sources, calibrations, the readers of measured times; below the runtime
     "runtime/executor": ["compiler/table", "-dsl"],
     "runtime": ["runtime/executor", "compiler/lower", "compiler/formats", "-dsl"],
     # constructions for time see synth's instances and the runtime's time prediction
-    "verifier/compose": ["verifier/synth/search", "runtime"],
+    "verifier/constructions/compose": ["verifier/synth/search", "runtime"],
     # the time objective and its bounds (issue 43): the constructions, NCCL's algorithms, the
     # synthesizer's flows, the runtime's time model
-    "verifier/time": ["verifier/compose", "verifier/baselines", "verifier/synth/search", "runtime"],
-    "bench": ["verifier/synth/search", "verifier/compose", "verifier/time", "runtime"],
+    "verifier/time": ["verifier/constructions/compose", "verifier/constructions/nccl", "verifier/synth/search", "runtime"],
+    "bench": ["verifier/synth/search", "verifier/constructions/compose", "verifier/time", "runtime"],
     # the command line's library: what the commands and the Python module share (inputs, outputs, options)
-    "cli": ["verifier/time", "verifier/synth/search", "verifier/compose", "verifier/baselines", "runtime", "bench", "compiler/machines"],
+    "cli": ["verifier/time", "verifier/synth/search", "verifier/constructions/compose", "verifier/constructions/nccl", "runtime", "bench", "compiler/machines"],
     # the commands, one file each, and the registry that runs them
     "tools": ["cli"],
     "python": ["tools"],

@@ -17,7 +17,7 @@
 #include "cli/machine_note.hpp"
 #include "cli/options.hpp"
 #include "cli/output.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/time/compare_report.hpp"
 #include "verifier/time/constructions.hpp"

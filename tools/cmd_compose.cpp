@@ -1,4 +1,4 @@
-// `collsched compose`: the constructions for time (verifier/compose/allreduce.hpp) on their own.
+// `collsched compose`: the constructions for time (verifier/constructions/compose/allreduce.hpp) on their own.
 // For a machine, a collective (allreduce, reduce_scatter, allgather) and one size it prints every
 // shape that applies with its pieces and predicted asynchronous time, fastest first, each verified
 // by the direct checker, and writes the fastest table (-o FILE) or every table (--dir DIR), which
@@ -20,7 +20,7 @@
 #include "cli/size_options.hpp"
 #include "cli/synth_common.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/compose/allreduce.hpp"
+#include "verifier/constructions/compose/allreduce.hpp"
 
 namespace collsched::tools {
 

@@ -25,7 +25,7 @@
 #include "cli/size_options.hpp"
 #include "cli/tune_args.hpp"
 #include "cli/verify_nccl_graph.hpp"
-#include "verifier/baselines/nccl_graph_check.hpp"
+#include "verifier/constructions/nccl/nccl_graph_check.hpp"
 #include "cli/winner_files.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/nccl_tuner.hpp"

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verifier/synth/bounds/bandwidth.hpp"
-#include "verifier/synth/constructions/tree_packing.hpp"
+#include "verifier/constructions/steps/tree_packing.hpp"
 
 #include "compiler/io/table_io.hpp"
 #include "compiler/io/table_printer.hpp"
@@ -28,7 +28,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/check/report.hpp"
 #include "cli/synth_common.hpp"
-#include "verifier/synth/constructions/greedy.hpp"
+#include "verifier/constructions/steps/greedy.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/search/duality.hpp"
 #include "verifier/time/constructions.hpp"

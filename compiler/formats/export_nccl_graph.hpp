@@ -60,7 +60,7 @@ struct NcclGraphEntry {
 };
 
 /// The boxes NCCL would see (one NCCL node each) and their NICs, as the writer numbers them and
-/// the reader (verifier/baselines/nccl_graph_check.hpp) reads them back: per processor its box and
+/// the reader (verifier/constructions/nccl/nccl_graph_check.hpp) reads them back: per processor its box and
 /// its index in the box (its CUDA device), per box its processors and, per net device j, the node
 /// where the NIC meets the machine: the j-th GPU of the box with channels out of it (a NIC beside
 /// each GPU), or the one router all of the box's GPUs reach it by (a NIC the box shares, ndv2).

@@ -11,7 +11,7 @@
  * attribute NCCL requires, a value that is not a number where NCCL reads one (NCCL's strtol would
  * silently read 0), a type name outside kvDictLinkType, a pattern outside NCCL_TOPO_PATTERN_*,
  * nchannels outside 1..32, more than xml.h's MAX_SUBS children or MAX_STR_LEN characters. How the
- * values fit together and with a machine is judged by verifier/baselines/nccl_graph_check.hpp.
+ * values fit together and with a machine is judged by verifier/constructions/nccl/nccl_graph_check.hpp.
  */
 #pragma once
 

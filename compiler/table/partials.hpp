@@ -70,7 +70,7 @@ Arrival apply_arrival(SourceSet& buffer, const std::vector<std::uint32_t>& sourc
 /// once (interned): a buffer is the number of its set, so a copy (every arrival of an allgather's
 /// sum) costs nothing and equal buffers share one set. Sets of one source are numbered by the
 /// source (0..P-1), larger sets from P on in the order they first occur. Shared by the planner of
-/// the constructions (verifier/compose/plan.cpp), resolve_partials and the direct checker: on
+/// the constructions (verifier/constructions/compose/plan.cpp), resolve_partials and the direct checker: on
 /// 1,024 GPUs with 1,024 chunks every buffer of an allreduce ends with all 1,024 sources, which as
 /// a sorted vector per buffer was 4 GiB and a copy of 4 KiB per arrival.
 class PartialBuffers {

@@ -1,5 +1,5 @@
 // The executors' constants (docs/time.md, "Executors"). Each constant names its source: a file and
-// line of the executor's code (NVIDIA/nccl 2.30.7 as verifier/baselines/nccl_model.cpp reads it;
+// line of the executor's code (NVIDIA/nccl 2.30.7 as verifier/constructions/nccl/nccl_model.cpp reads it;
 // microsoft/mscclpp; Azure/msccl-executor-nccl), or a published measurement in
 // runtime/executor/calibration/measurements.csv (by row id), or the derivation from them.
 #include "runtime/executor/executor.hpp"
@@ -128,7 +128,7 @@ constexpr ExecutorName executor_table[] = {
 
 constexpr double us = 1e-6;
 
-// NCCL's sources, as verifier/baselines/nccl_model.cpp cites them (NCCL 2.30.7).
+// NCCL's sources, as verifier/constructions/nccl/nccl_model.cpp cites them (NCCL 2.30.7).
 const char* const base_lat = "NVIDIA/nccl src/graph/tuning.cc:154 baseLat, ring";
 const char* const hw_lat_nvl = "NVIDIA/nccl src/graph/tuning.cc:162 hwLat NVLink, ring, less LL's 0.6 us (the machines' alpha)";
 const char* const hw_lat_net = "NVIDIA/nccl src/graph/tuning.cc:174 hwLat network, ring, less LL's 2.7 us (the machines' alpha)";

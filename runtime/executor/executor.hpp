@@ -141,7 +141,7 @@ struct CapMachine {
     bool amd = false;
 };
 /// The topology as NCCL's caps read it: the generation from the fastest channel out of a GPU (400
-/// GB/s or more a Hopper, 240 an Ampere, else a Volta: verifier/baselines/nccl_system.cpp's rule
+/// GB/s or more a Hopper, 240 an Ampere, else a Volta: verifier/constructions/nccl/nccl_system.cpp's rule
 /// on a GPU's NVLinks), the boxes declared (`"boxes"`) or else the sets of processors joined by
 /// channels of the fast class (a quarter of the fastest and above), the CPU AMD on an Ampere
 /// machine (DGX A100, NDv4; nccl_system's assumption).

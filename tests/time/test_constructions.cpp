@@ -11,9 +11,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "verifier/baselines/nccl.hpp"
-#include "verifier/compose/allreduce.hpp"
-#include "verifier/synth/constructions/known.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
+#include "verifier/constructions/compose/allreduce.hpp"
+#include "verifier/constructions/steps/known.hpp"
 #include "verifier/synth/problem/pareto.hpp"
 #include "verifier/time/constructions.hpp"
 

@@ -18,7 +18,7 @@
 #include "support/error.hpp"
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/time/calibration.hpp"
 
 using namespace collsched;

@@ -8,7 +8,7 @@
 #include "runtime/timing.hpp"
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 
 using namespace collsched;
 

@@ -14,7 +14,7 @@
 #include "compiler/io/table_io.hpp"
 #include "runtime/compare.hpp"
 #include "runtime/executor/executor.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/candidates.hpp"
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"

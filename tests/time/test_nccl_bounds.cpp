@@ -15,7 +15,7 @@
 #include "runtime/timing.hpp"
 #include "tests/rail_machine.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/time/nccl_bounds.hpp"
 #include "verifier/time/objective.hpp"
 #include "verifier/time/objective_report.hpp"

@@ -1,10 +1,10 @@
-// The host CPU in NCCL's model (verifier/baselines nccl_system, nccl_model_time; docs/time.md "The
+// The host CPU in NCCL's model (verifier/constructions/nccl nccl_system, nccl_model_time; docs/time.md "The
 // machine NCCL sees"): the A100 boxes (DGX A100, NDv4) have AMD EPYC hosts, the others Intel Xeons.
 #include <doctest/doctest.h>
 
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 
 using namespace collsched;
 using collsched::test::source;

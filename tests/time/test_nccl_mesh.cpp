@@ -1,4 +1,4 @@
-// NCCL's rings on a mesh box as its search builds them (verifier/baselines/nccl_search.cpp,
+// NCCL's rings on a mesh box as its search builds them (verifier/constructions/nccl/nccl_search.cpp,
 // docs/time.md "NCCL's rings on a mesh"), and collsched's time of them beside NCCL's own model.
 #include <doctest/doctest.h>
 
@@ -16,7 +16,7 @@
 #include "support/error.hpp"
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 
 using namespace collsched;
 using collsched::test::source;

@@ -1,4 +1,4 @@
-// Broadcast and reduce against NCCL's ring (verifier/baselines nccl_rooted_ring_table, the time
+// Broadcast and reduce against NCCL's ring (verifier/constructions/nccl nccl_rooted_ring_table, the time
 // objective's "pipelined rings"; docs/time.md "Broadcast and reduce"): NCCL's column exists on
 // every catalog machine and collsched's own constructions are never slower than it.
 #include <doctest/doctest.h>
@@ -14,7 +14,7 @@
 
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/check/direct.hpp"
 
 using namespace collsched;

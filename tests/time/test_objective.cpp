@@ -22,7 +22,7 @@
 
 #include "compiler/table/builder.hpp"
 #include "runtime/timing.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 #include "support/error.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "verifier/time/constructions.hpp"

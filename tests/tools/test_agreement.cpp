@@ -33,7 +33,7 @@
 #include "tests/tools/random_tables.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/constructions.hpp"
 #include "verifier/time/candidates.hpp"
 #include "verifier/time/objective.hpp"

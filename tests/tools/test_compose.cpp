@@ -1,4 +1,4 @@
-// Constructions for time (verifier/compose, docs/time.md "Constructions for time"): every
+// Constructions for time (verifier/constructions/compose, docs/time.md "Constructions for time"): every
 // shape holds in the direct checker on the machines of boxes, rails with routers and the DGX-1
 // (where it applies), the three witnesses agree on small ones, and the predicted times reach the
 // marks of issue 43 on h100rail4x8 and multibox4x8.
@@ -23,9 +23,9 @@
 #include "tests/tools/cli_run.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
-#include "verifier/compose/allreduce.hpp"
-#include "verifier/compose/alltoall.hpp"
-#include "verifier/compose/box_links.hpp"
+#include "verifier/constructions/compose/allreduce.hpp"
+#include "verifier/constructions/compose/alltoall.hpp"
+#include "verifier/constructions/compose/box_links.hpp"
 #include "verifier/time/time_bound.hpp"
 
 using namespace collsched;

@@ -26,9 +26,9 @@
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "bench/reproduce.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 
 using namespace collsched;
 using collsched::test::run;

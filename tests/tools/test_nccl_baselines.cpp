@@ -1,4 +1,4 @@
-// What NCCL runs, generated for the machine (verifier/baselines/nccl.hpp, docs/time.md "NCCL's
+// What NCCL runs, generated for the machine (verifier/constructions/nccl/nccl.hpp, docs/time.md "NCCL's
 // algorithms and NCCL's model"): the tables hold in the direct checker on the shipped machines
 // (rails, routers, the cube-mesh), the three witnesses agree on a small machine, and NCCL's model
 // gives the numbers tuning.cc gives, computed here by hand from its constants.
@@ -13,7 +13,7 @@
 
 #include "runtime/simulator.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
 

@@ -1,5 +1,5 @@
 // Switches that reduce and multicast (issue 44): the graph files' "switches", the step model's
-// multicast=routers and per-router combine, the NVLS constructions (verifier/compose/nvls.hpp)
+// multicast=routers and per-router combine, the NVLS constructions (verifier/constructions/compose/nvls.hpp)
 // checked by the direct checker and the simulator, and the bounds with reduction in the network
 // (verifier/time/innetwork_bounds.hpp) held to the constructions.
 #include <doctest/doctest.h>
@@ -22,7 +22,7 @@
 #include "tests/tools/cli_run.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/innetwork_bounds.hpp"
 #include "verifier/time/time_bound.hpp"
 

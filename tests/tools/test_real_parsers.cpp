@@ -25,7 +25,7 @@
 #include "tests/compiler/export_fixtures.hpp"
 #include "tests/tools/catalog_rows.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 
 using namespace collsched;
 

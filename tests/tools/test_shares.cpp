@@ -1,4 +1,4 @@
-// Shares by capacity in the hierarchical shapes (verifier/compose/shares.hpp; docs/performance.md,
+// Shares by capacity in the hierarchical shapes (verifier/constructions/compose/shares.hpp; docs/performance.md,
 // "Machines with faults"): a slow or failed NIC's rail carries what it can, the rest of the machine's
 // rails the rest; machines whose parts have equal speeds keep the even shapes.
 #include <doctest/doctest.h>
@@ -10,8 +10,8 @@
 #include "runtime/timing.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/compose/allreduce.hpp"
-#include "verifier/compose/leaf.hpp"
+#include "verifier/constructions/compose/allreduce.hpp"
+#include "verifier/constructions/compose/leaf.hpp"
 #include "verifier/time/time_bound.hpp"
 
 using namespace collsched;

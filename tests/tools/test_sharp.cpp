@@ -1,5 +1,5 @@
 // SHARP across boxes (issue 44): `collsched machine ... --sharp`, the SHARP allreduce and NCCL's
-// CollNet generated (verifier/compose/nvls.hpp), checked by the direct checker, the Z3 engine and
+// CollNet generated (verifier/constructions/compose/nvls.hpp), checked by the direct checker, the Z3 engine and
 // the simulator on small machines, found by optimize --size, and every printed bound held to the
 // verified schedules' times.
 #include <doctest/doctest.h>
@@ -15,10 +15,10 @@
 #include "runtime/simulator.hpp"
 #include "runtime/timing.hpp"
 #include "tests/tools/cli_run.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/check/z3_engine.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/innetwork_bounds.hpp"
 #include "verifier/time/time_bound.hpp"
 

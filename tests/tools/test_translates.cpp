@@ -17,7 +17,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/synth/symmetry/translate_check.hpp"
-#include "verifier/synth/constructions/translate_packing.hpp"
+#include "verifier/constructions/steps/translate_packing.hpp"
 #include "verifier/check/z3_engine.hpp"
 #include "verifier/time/constructions.hpp"
 

@@ -13,8 +13,8 @@
 #include "verifier/synth/bounds/capacity_network.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/symmetry/processor_orbits.hpp"
-#include "verifier/synth/constructions/translate_packing.hpp"
-#include "verifier/synth/constructions/tree_packing.hpp"
+#include "verifier/constructions/steps/translate_packing.hpp"
+#include "verifier/constructions/steps/tree_packing.hpp"
 #include "tests/verifier/synth_fixtures.hpp"
 
 using namespace collsched;

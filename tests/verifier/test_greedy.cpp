@@ -1,4 +1,4 @@
-// verifier/synth/constructions/greedy.hpp: the greedy synthesizer's tables verify, are deterministic for a seed, and
+// verifier/constructions/steps/greedy.hpp: the greedy synthesizer's tables verify, are deterministic for a seed, and
 // stay at or above every proven lower bound; what it does not take is refused with the reason.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include "compiler/topology/topology.hpp"
 #include "support/error.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/constructions/greedy.hpp"
+#include "verifier/constructions/steps/greedy.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "tests/verifier/synth_fixtures.hpp"
 

@@ -17,7 +17,7 @@
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/sat/encode.hpp"
 #include "verifier/synth/problem/instance.hpp"
-#include "verifier/synth/constructions/known.hpp"
+#include "verifier/constructions/steps/known.hpp"
 #include "tests/verifier/synth_fixtures.hpp"
 #include "verifier/time/constructions.hpp"
 

@@ -19,8 +19,8 @@
 #include "verifier/synth/problem/pareto.hpp"
 #include "verifier/synth/symmetry/processor_orbits.hpp"
 #include "verifier/synth/problem/instance.hpp"
-#include "verifier/synth/constructions/translate_packing.hpp"
-#include "verifier/synth/constructions/tree_packing.hpp"
+#include "verifier/constructions/steps/translate_packing.hpp"
+#include "verifier/constructions/steps/tree_packing.hpp"
 #include "tests/verifier/synth_fixtures.hpp"
 #include "verifier/time/constructions.hpp"
 

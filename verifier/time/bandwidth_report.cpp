@@ -15,7 +15,7 @@
 #include "support/units.hpp"
 #include "verifier/check/direct.hpp"
 #include "verifier/synth/bounds/bandwidth.hpp"
-#include "verifier/synth/constructions/tree_packing.hpp"
+#include "verifier/constructions/steps/tree_packing.hpp"
 #include "verifier/time/bound_report.hpp"
 
 namespace collsched {

@@ -15,8 +15,8 @@
 #include "runtime/timing.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
-#include "verifier/baselines/nccl.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/nccl_tuner.hpp"
 
 namespace collsched {

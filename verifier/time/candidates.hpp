@@ -6,7 +6,7 @@
  * The providers are the rows of the constructions' registry (constructions.hpp): collsched's
  * constructions (rings over several chunk counts, tree packings, the least-steps known schedule,
  * the constructions for time, ...), the library's schedules that fit the machine
- * (library_provider) and NCCL's algorithms generated for it (verifier/baselines): a provider is
+ * (library_provider) and NCCL's algorithms generated for it (verifier/constructions/nccl): a provider is
  * one function, so another source plugs in as one more row.
  */
 #pragma once

@@ -3,7 +3,7 @@
  * schedule its steps, rounds and chunks, the predicted time at every size with the winner and
  * its speed-up over the baseline, the crossovers, and NCCL's own model of the NCCL contenders.
  * Built here from a runtime/compare.hpp Comparison (the runtime's time model) and NCCL's tuner
- * model (verifier/baselines); tools/cmd_compare.cpp prints it, the Python module gets it through
+ * model (verifier/constructions/nccl); tools/cmd_compare.cpp prints it, the Python module gets it through
  * the command (issue 42).
  */
 #pragma once
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "runtime/compare.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/time/time_bound_executor.hpp"
 
 namespace collsched {

@@ -10,14 +10,14 @@
 #include <fmt/ranges.h>
 
 #include "support/error.hpp"
-#include "verifier/compose/allreduce.hpp"
-#include "verifier/compose/box_links.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/compose/allreduce.hpp"
+#include "verifier/constructions/compose/box_links.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/constructions.hpp"
 
 namespace collsched {
 
-/// The constructions for time (verifier/compose/allreduce.hpp): hierarchical and flat
+/// The constructions for time (verifier/constructions/compose/allreduce.hpp): hierarchical and flat
 /// allreduce, reduce-scatter and allgather pipelined in pieces, the pieces chosen per size; each
 /// size asked for may choose other pieces, so every size's fastest shapes are kept.
 void composed_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
@@ -30,7 +30,7 @@ void composed_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& ou
     if (Clock::now() >= q.deadline) notes.push_back("constructions for time: the time limit came before every shape and piece count was tried");
 }
 
-/// NVLS on machines whose switches reduce and multicast (verifier/compose/nvls.hpp): collsched's
+/// NVLS on machines whose switches reduce and multicast (verifier/constructions/compose/nvls.hpp): collsched's
 /// form (the owner's own share stays home) and NCCL's (its NVLS algorithm as it runs: the owner's
 /// share through the switch too), the latter one of NCCL's algorithms.
 void nvls_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
@@ -84,7 +84,7 @@ void nvls_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, s
         const auto t0 = Clock::now();
         SendTable table = build(plan);
         per_piece = std::max(per_piece, seconds_since(t0) / plan.pieces);
-        out.push_back({full, "verifier/compose/nvls.hpp", nccl ? "nccl" : "nvls", nccl, std::make_shared<const SendTable>(std::move(table))});
+        out.push_back({full, "verifier/constructions/compose/nvls.hpp", nccl ? "nccl" : "nvls", nccl, std::make_shared<const SendTable>(std::move(table))});
     };
     try {
         for (std::uint32_t pieces : counts) {
@@ -155,7 +155,7 @@ void box_link_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& ou
         for (std::size_t b = 0; b < built.size(); ++b) {
             if (std::ranges::find(chosen, b) == chosen.end()) continue;
             const std::uint32_t C = built[b].first.collective.chunks;
-            out.push_back({fmt::format("link trees ({}), {} chunk{}", compose::link_trees_name(form), C, C == 1 ? "" : "s"), "verifier/compose/box_links.hpp",
+            out.push_back({fmt::format("link trees ({}), {} chunk{}", compose::link_trees_name(form), C, C == 1 ? "" : "s"), "verifier/constructions/compose/box_links.hpp",
                            "link trees", false, std::make_shared<const SendTable>(std::move(built[b].first)), std::move(built[b].second)});
         }
     }

@@ -1,5 +1,5 @@
 /** \file
- * The time objective's providers over verifier/compose/ (rows of the registry, constructions.hpp):
+ * The time objective's providers over verifier/constructions/compose/ (rows of the registry, constructions.hpp):
  * the constructions for time (allreduce.hpp: hierarchical and flat allreduce, reduce-scatter and
  * allgather pipelined in pieces, compose::every_shape's shapes) and NVLS on machines whose switches
  * reduce and multicast (nvls.hpp: collsched's forms and NCCL's), and allgather on boxes joined by links

@@ -7,8 +7,8 @@
 
 #include "support/assert.hpp"
 #include "support/error.hpp"
-#include "verifier/baselines/nccl.hpp"
-#include "verifier/synth/constructions/known.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
+#include "verifier/constructions/steps/known.hpp"
 #include "verifier/time/compose_candidates.hpp"
 #include "verifier/time/objective.hpp"
 #include "verifier/time/rooted_rings.hpp"
@@ -36,7 +36,7 @@ using K = StepStage;
 /// stage `known` are what optimize prints.
 std::vector<Construction> step_rows() {
     const std::string ours = " (collsched construction, docs/synthesis.md)";
-    const std::string here = "verifier/synth/constructions/known.cpp", greedy = "verifier/synth/constructions/greedy.cpp";
+    const std::string here = "verifier/constructions/steps/known.cpp", greedy = "verifier/constructions/steps/greedy.cpp";
     return {
         {.name = "bft phase alltoall", .file = "compiler/table/builder.cpp", .what = "bft_phase_alltoall (Dimakopoulos & Dimopoulos, section 5, eq. 2)",
          .stage = K::known, .why_not = alltoall_on_bft, .build = bft_phase_schedule, .fixed_routes = true},
@@ -58,7 +58,7 @@ std::vector<Construction> step_rows() {
          .build = greedy_flood_schedule},
         {.name = "greedy end-to-end", .file = greedy, .what = "greedy end-to-end sends, nearest first", .stage = K::known, .why_not = end_to_end_only,
          .build = greedy_end_to_end_schedule, .stops_when_late = false},
-        {.name = "translates", .file = "verifier/synth/constructions/translate_packing.cpp",
+        {.name = "translates", .file = "verifier/constructions/steps/translate_packing.cpp",
          .what = "translates of one spanning tree (allgather) or of one processor's messages (alltoall) under a checked translation group",
          .stage = K::translates, .build = translates_schedule, .own = true},
     };
@@ -68,18 +68,18 @@ std::vector<Construction> step_rows() {
 /// the steps objective's too, stage `chunks`), then the library's schedules.
 std::vector<Construction> time_rows() {
     return {
-        {.name = "rings", .file = "verifier/synth/constructions/rings.cpp", .what = "NCCL's ring algorithms on k rings, C = 1, 4, 16, ... chunks",
+        {.name = "rings", .file = "verifier/constructions/steps/rings.cpp", .what = "NCCL's ring algorithms on k rings, C = 1, 4, 16, ... chunks",
          .stage = K::chunks, .build = rings_schedule, .own = true, .provide = ring_candidates},
-        {.name = "tree packing", .file = "verifier/synth/constructions/tree_packing.cpp", .what = "tree packings at the chunk counts the cut suggests",
+        {.name = "tree packing", .file = "verifier/constructions/steps/tree_packing.cpp", .what = "tree packings at the chunk counts the cut suggests",
          .provide = packing_candidates},
-        {.name = "least steps", .file = "verifier/synth/constructions/known.cpp",
+        {.name = "least steps", .file = "verifier/constructions/steps/known.cpp",
          .what = "the steps objective's known schedule of least steps (the rows of stage known, or the duality's) and the greedy, one chunk",
          .provide = least_steps_candidates},
         {.name = "hierarchical", .file = "verifier/synth/search/hierarchical.cpp", .what = "exact phases on one box and one rail, composed",
          .provide = hierarchical_candidates},
-        {.name = "constructions for time", .file = "verifier/compose/allreduce.cpp",
+        {.name = "constructions for time", .file = "verifier/constructions/compose/allreduce.cpp",
          .what = "hierarchical and flat allreduce, reduce-scatter and allgather in pieces (compose::every_shape)", .provide = composed_candidates},
-        {.name = "nvls", .file = "verifier/compose/nvls.cpp", .what = "NVLS through switches that reduce and multicast: collsched's forms and NCCL's",
+        {.name = "nvls", .file = "verifier/constructions/compose/nvls.cpp", .what = "NVLS through switches that reduce and multicast: collsched's forms and NCCL's",
          .provide = nvls_candidates},
         {.name = "sharp", .file = "verifier/time/sharp_candidates.cpp", .what = "SHARP across the boxes: collsched's allreduce and NCCL's CollNet",
          .provide = sharp_candidates},
@@ -87,20 +87,20 @@ std::vector<Construction> time_rows() {
          .provide = rooted_ring_candidates},
         {.name = "library", .file = "schedules/catalog.json", .what = "the library's schedules for this machine (library_provider, objective.hpp)",
          .library = true},
-        {.name = "link trees", .file = "verifier/compose/box_links.cpp",
+        {.name = "link trees", .file = "verifier/constructions/compose/box_links.cpp",
          .what = "allgather on boxes joined by links between their GPUs: a tree per chunk over the least loaded link, C = 1, 4, 16, 64, 256 chunks",
          .provide = box_link_candidates},
     };
 }
 
-/// NCCL's algorithms (verifier/baselines), each `compare nccl:NAME`; the row `nccl` (`compare nccl:*`) builds those that
+/// NCCL's algorithms (verifier/constructions/nccl), each `compare nccl:NAME`; the row `nccl` (`compare nccl:*`) builds those that
 /// run the collective on the machine, as NCCL chooses them: the time objective's baseline.
 std::vector<Construction> nccl_rows() {
-    const std::string trees = "verifier/baselines/nccl_trees.cpp";
+    const std::string trees = "verifier/constructions/nccl/nccl_trees.cpp";
     return {
-        {.name = "nccl", .file = "verifier/baselines/nccl.cpp", .what = "NCCL's algorithms generated for the machine: rings, trees, PAT, p2p",
+        {.name = "nccl", .file = "verifier/constructions/nccl/nccl.cpp", .what = "NCCL's algorithms generated for the machine: rings, trees, PAT, p2p",
          .provide = nccl_candidates, .first = true, .nccl = "*"},
-        {.name = "nccl ring", .file = "verifier/baselines/nccl_rings.cpp", .what = "NCCL's rings, one per channel (broadcast and reduce: at each chunk count)",
+        {.name = "nccl ring", .file = "verifier/constructions/nccl/nccl_rings.cpp", .what = "NCCL's rings, one per channel (broadcast and reduce: at each chunk count)",
          .nccl = "ring"},
         {.name = "nccl tree", .file = trees, .what = "NCCL's double binary tree across boxes, a chain in each", .nccl = "tree"},
         {.name = "nccl pat", .file = trees, .what = "NCCL's PAT: log2 P rounds of doubling distances, one GPU per box", .nccl = "pat"},

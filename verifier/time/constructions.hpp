@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "support/budget.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/synth/problem/construction.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/candidates.hpp"
@@ -30,12 +30,12 @@ const std::vector<Construction>& constructions();
 /// rings, the link trees).
 std::vector<NamedProvider> construction_providers();
 
-/// NCCL's algorithms generated for the machine (the row `nccl`, `compare nccl:*`: verifier/baselines/nccl.hpp):
+/// NCCL's algorithms generated for the machine (the row `nccl`, `compare nccl:*`: verifier/constructions/nccl/nccl.hpp):
 /// rings, trees, PAT, p2p, each marked as NCCL's, so that the speed-up is printed over the best of them.
 NamedProvider nccl_provider();
 
 /// What `compare nccl:NAME` builds: the row whose NCCL name is NAME's algorithm ("ring x16": "ring"), `*` every one
-/// NCCL runs for the collective (the row `nccl`). InputError (verifier/baselines' nccl_baseline: the names NCCL has for
+/// NCCL runs for the collective (the row `nccl`). InputError (verifier/constructions/nccl' nccl_baseline: the names NCCL has for
 /// the collective on the machine) for a name it does not run there.
 std::vector<nccl::Baseline> compare_nccl(const std::string& name, std::shared_ptr<const Topology>, const Collective&, const Model&,
                                          const nccl::BaselineOptions&);

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "runtime/timing.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 
 namespace collsched {
 

@@ -13,7 +13,7 @@
 #include "runtime/compare.hpp"
 #include "runtime/timing.hpp"
 #include "support/error.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/compare_report.hpp"
 
 namespace collsched {

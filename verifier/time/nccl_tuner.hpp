@@ -5,9 +5,9 @@
  * beside the one NCCL's own tuning model picks (nccl_model_time, src/graph/tuning.cc), written as
  * the CSV that NVIDIA/nccl's example tuner plugin reads (plugins/tuner/example/plugin.c).
  *
- * The algorithms timed are NCCL's as verifier/baselines builds them for the machine (ring, tree,
+ * The algorithms timed are NCCL's as verifier/constructions/nccl builds them for the machine (ring, tree,
  * PAT; broadcast and reduce on the rings at the best of NCCL's chunk counts) and, where the boxes'
- * switches reduce, NVLS (one box) or NVLS_TREE (several) as verifier/compose builds them in NCCL's
+ * switches reduce, NVLS (one box) or NVLS_TREE (several) as verifier/constructions/compose builds them in NCCL's
  * form. Each algorithm runs only the protocols NCCL's model gives it at that size (the others are
  * NCCL_ALGO_PROTO_IGNORE in NCCL's cost table, where plugin.c's line would be skipped). A size gets
  * a line only where NCCL's pick, timed by the same model, is slower than the fastest by more than
@@ -30,7 +30,7 @@
 #include "compiler/table/send_table.hpp"
 #include "runtime/executor/executor.hpp"
 #include "support/budget.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 
 namespace collsched {
 

@@ -4,7 +4,7 @@
  * that fit the machine, NCCL's algorithms generated for it) the one with the least predicted
  * time at each size, with the proved lower bound on time there (time_bound.hpp), checked against
  * every candidate (a bound above a verified schedule's time is a bug, stopped loudly), the gap,
- * the best of NCCL's algorithms and NCCL's own tuner model (verifier/baselines). The run is
+ * the best of NCCL's algorithms and NCCL's own tuner model (verifier/constructions/nccl). The run is
  * time_objective(); its report (text and `--json`), the witnesses' names and comments and the
  * exit code are objective_report.hpp's. The command (tools/cmd_optimize.cpp) keeps its options,
  * writes the files and prints; the Python module runs the command in memory and gets the same.
@@ -18,7 +18,7 @@
 
 #include "runtime/compare.hpp"
 #include "runtime/timing.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/synth/problem/instance.hpp"
 #include "verifier/time/candidates.hpp"
 #include "verifier/time/time_bound.hpp"
@@ -43,7 +43,7 @@ struct TimeObjectiveOptions {
     MemoryBudget memory = {};  ///< --memory: the library provider reads its catalog within it (none: no limit)
 };
 
-/// NCCL's own model at one size (src/graph/tuning.cc, verifier/baselines): the algorithm and
+/// NCCL's own model at one size (src/graph/tuning.cc, verifier/constructions/nccl): the algorithm and
 /// protocol its tuner picks, the least model time.
 struct NcclModelPick {
     nccl::Algorithm algorithm;

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "support/error.hpp"
-#include "verifier/baselines/nccl.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 
 namespace collsched {
 
@@ -43,7 +43,7 @@ void rooted_ring_candidates(const CandidateQuery& q, std::vector<TimeCandidate>&
     // pieces that keep a table within 2^21 transfers (a piece is P - 1 hops of up to `longest` channels on every ring)
     const double per_piece = K * (P - 1) * static_cast<double>(longest);
     const auto most = static_cast<std::uint32_t>(std::clamp(std::floor(double(1 << 21) / per_piece), 1.0, double(1 << 12)));
-    std::set<std::uint32_t> pieces = {1, 4, 16, 64, 256};  // NCCL's chunk counts (verifier/baselines nccl.cpp)
+    std::set<std::uint32_t> pieces = {1, 4, 16, 64, 256};  // NCCL's chunk counts (verifier/constructions/nccl nccl.cpp)
     for (double size : q.sizes) {
         const double k = alpha > 0 && slowest > 0 ? std::sqrt(std::max(1.0, P - 2) * size / (K * slowest * alpha)) : 1;
         const double p2 = std::exp2(std::round(std::log2(std::max(1.0, k))));

@@ -1,6 +1,6 @@
 /** \file
  * collsched's pipelined rings for broadcast and reduce (docs/time.md, "Broadcast and reduce"):
- * the rings NCCL's search builds for the machine (verifier/baselines, nccl_ring_routes), each
+ * the rings NCCL's search builds for the machine (verifier/constructions/nccl, nccl_ring_routes), each
  * channel's share cut into k pieces that follow one another along the ring, with k chosen per size
  * from the pipeline's time (P - 2 + k) (alpha + M / (channels k B)) on the rings' slowest hop, its
  * optimum k* = sqrt((P - 2) M / (channels B alpha)) and the powers of two beside it, and NCCL's

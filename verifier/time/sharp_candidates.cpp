@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "support/error.hpp"
-#include "verifier/baselines/nccl.hpp"
-#include "verifier/compose/nvls.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 
 namespace collsched {
 
@@ -48,7 +48,7 @@ void sharp_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, 
             auto add = [&](const std::string& name, bool nccl, const std::function<SendTable()>& build) {
                 if (refused.count(name)) return;
                 try {
-                    out.push_back({fmt::format("{}, {} piece{}", name, plan.pieces, plan.pieces == 1 ? "" : "s"), "verifier/compose/nvls.hpp",
+                    out.push_back({fmt::format("{}, {} piece{}", name, plan.pieces, plan.pieces == 1 ? "" : "s"), "verifier/constructions/compose/nvls.hpp",
                                    nccl ? "nccl" : "sharp", nccl, std::make_shared<const SendTable>(build())});
                 } catch (const InputError& e) {
                     refused.insert(name);

@@ -10,14 +10,14 @@
 #include "compiler/table/duality.hpp"
 #include "support/error.hpp"
 #include "verifier/synth/bounds/bandwidth.hpp"
-#include "verifier/synth/constructions/greedy.hpp"
-#include "verifier/synth/constructions/tree_packing.hpp"
+#include "verifier/constructions/steps/greedy.hpp"
+#include "verifier/constructions/steps/tree_packing.hpp"
 #include "verifier/synth/search/hierarchical.hpp"
 #include "verifier/time/constructions.hpp"
 
 namespace collsched {
 
-/// NCCL's ring algorithms on k rings (verifier/synth/constructions/rings.cpp) at C = base, 2 base, ...:
+/// NCCL's ring algorithms on k rings (verifier/constructions/steps/rings.cpp) at C = base, 2 base, ...:
 /// few chunks pay fewer latencies, many pipeline better; the time decides between them.
 void ring_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
     const CollectiveKind k = q.instance.collective.kind;
@@ -44,7 +44,7 @@ void ring_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, s
     if (!found) notes.push_back("rings: none (no Hamiltonian cycles found, routers, or a model the rings do not take)");
 }
 
-/// Tree packings (verifier/synth/constructions/tree_packing.cpp) at the chunk counts the cut suggests, each its
+/// Tree packings (verifier/constructions/steps/tree_packing.cpp) at the chunk counts the cut suggests, each its
 /// own candidate; reduce_scatter as the allgather's packing reversed.
 void packing_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
     const CollectiveKind k = q.instance.collective.kind;
@@ -87,7 +87,7 @@ void packing_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out
         if (!p) continue;
         SendTable table = reverse ? reduce_scatter_from_allgather(p->table) : std::move(p->table);
         out.push_back({fmt::format("tree packing C={}", table.collective.chunks),
-                       fmt::format("{}{} (R/C = {}, bound {}; verifier/synth/constructions/tree_packing.cpp)", reverse ? "the reversal of the allgather's " : "",
+                       fmt::format("{}{} (R/C = {}, bound {}; verifier/constructions/steps/tree_packing.cpp)", reverse ? "the reversal of the allgather's " : "",
                                    p->method, p->rounds_per_chunk().text(), b->rounds_per_chunk.text()),
                        "packing", false, std::make_shared<const SendTable>(std::move(table))});
     }

@@ -1,7 +1,7 @@
 /** \file
  * The time objective's providers over the synthesizer's constructions (rows of the registry,
  * constructions.hpp): NCCL's ring algorithms on k rings at several chunk counts
- * (verifier/synth/constructions/rings.cpp), tree packings at the chunk counts the cut suggests
+ * (verifier/constructions/steps/rings.cpp), tree packings at the chunk counts the cut suggests
  * (tree_packing.cpp; reduce_scatter as the allgather's reversed), the least-steps known schedule
  * and the greedy with one chunk (known.cpp, greedy.cpp), and the hierarchical composition of exact
  * phases (verifier/synth/search/hierarchical.hpp).

@@ -1,7 +1,7 @@
 // Lower bounds proved by counting (no solver), as one flat list of rules (`bound_rules`: name,
 // when it applies, what it assumes, what it computes); bound_applies matches a bound's route
 // space to the instance's search. The schedules that
-// are upper bounds are in verifier/synth/constructions/known.cpp (constructions) and verifier/synth/constructions/greedy.cpp
+// are upper bounds are in verifier/constructions/steps/known.cpp (constructions) and verifier/constructions/steps/greedy.cpp
 // (greedy list schedules).
 #include <algorithm>
 #include <chrono>

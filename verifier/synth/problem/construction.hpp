@@ -69,7 +69,7 @@ struct Construction {
     bool first = false;                   ///< run before the others (the time objective's baseline, NCCL's)
     bool library = false;                 ///< the library's schedules: its provider is library_provider(catalog) (objective.hpp)
     // compare and the baseline
-    std::string nccl = {};  ///< one of NCCL's algorithms: its name in `compare nccl:NAME` (built by verifier/baselines)
+    std::string nccl = {};  ///< one of NCCL's algorithms: its name in `compare nccl:NAME` (built by verifier/constructions/nccl)
 };
 
 /// The first schedule of the rows of `stage` (translates, chunks) that apply, collsched's own only with

@@ -238,7 +238,7 @@ std::optional<KnownSchedule> known_schedule(const SynthInstance&, const Construc
                                             const MemoryBudget& memory = {});
 
 /// The registry's rows of stage `translates` (stage_schedule): collsched's constructions by translates
-/// (verifier/synth/constructions/translate_packing.hpp) alone, on a machine
+/// (verifier/constructions/steps/translate_packing.hpp) alone, on a machine
 /// with a checked translation group: the allgather's spanning tree, the total exchange's
 /// messages of one processor; verified like known_schedule's. Cheap (one quotient of P
 /// elements), so optimize tries it before the greedy and the known schedules; `lower_bound` (a
@@ -250,7 +250,7 @@ std::optional<KnownSchedule> translation_schedule(const SynthInstance&, const Co
 
 /// NCCL's ring algorithms on k Hamiltonian cycles that the machine runs at once, one chunk per
 /// ring channel and step within capacities, link groups and ports
-/// (verifier/synth/constructions/rings.cpp): allgather of any C, reduce_scatter (C a multiple of P) and
+/// (verifier/constructions/steps/rings.cpp): allgather of any C, reduce_scatter (C a multiple of P) and
 /// allreduce, under hop timing without routers, rounds, half-duplex ports or inject=once; k as
 /// large as the search finds within `deadline` (at most every processor's per-step limit).
 /// Verified like known_schedule's. The steps builder of the registry's row `rings` (stage `chunks`).
@@ -285,7 +285,7 @@ struct OptimizeOptions {
     /// More goal pairs than this (0: no limit) is bad input (InputError) before any work.
     std::uint64_t max_goals = default_max_goals;
     std::function<void(const OptimizeProgress&)> progress;
-    /// Only the greedy synthesizer (verifier/synth/constructions/greedy.hpp) and the counting bounds, no solver.
+    /// Only the greedy synthesizer (verifier/constructions/steps/greedy.hpp) and the counting bounds, no solver.
     bool greedy_only = false;
     /// Machines with more processors than this start from the greedy synthesizer's schedule.
     std::uint32_t greedy_from = 64;

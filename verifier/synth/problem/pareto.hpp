@@ -125,7 +125,7 @@ struct ParetoResult {
     /// distance bound allows (at most least_steps' optimum, the least one-round steps).
     Step first_steps = 0;
     std::vector<ParetoRow> rows;          ///< S = first_steps, first_steps + 1, ...
-    /// The bandwidth end (verifier/synth/constructions/tree_packing.hpp): a packed schedule, verified; when its R/C
+    /// The bandwidth end (verifier/constructions/steps/tree_packing.hpp): a packed schedule, verified; when its R/C
     /// equals the bandwidth bound it is proved bandwidth-optimal by the bound's cut and ends the
     /// walk at its number of steps (a row of its own).
     std::optional<ParetoPoint> packed;

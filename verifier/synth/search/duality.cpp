@@ -33,7 +33,7 @@
 #include "support/assert.hpp"
 #include "support/error.hpp"
 #include "verifier/check/direct.hpp"
-#include "verifier/synth/constructions/known.hpp"
+#include "verifier/constructions/steps/known.hpp"
 #include "verifier/synth/problem/internal.hpp"
 
 namespace collsched {

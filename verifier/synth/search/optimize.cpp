@@ -11,7 +11,7 @@
 #include "support/assert.hpp"
 #include "verifier/synth/bounds/rounds_per_chunk.hpp"
 #include "verifier/synth/problem/pareto.hpp"
-#include "verifier/synth/constructions/greedy.hpp"
+#include "verifier/constructions/steps/greedy.hpp"
 #include "verifier/synth/search/hierarchical.hpp"
 #include "verifier/synth/problem/construction.hpp"
 #include "verifier/synth/problem/instance.hpp"
@@ -174,7 +174,7 @@ private:
         }
     }
 
-    /// The greedy synthesizer (verifier/synth/constructions/greedy.hpp): its cost is about that of writing its table.
+    /// The greedy synthesizer (verifier/constructions/steps/greedy.hpp): its cost is about that of writing its table.
     void greedy() {
         GreedyResult g = greedy_synthesize(in_, {opt_.seed, run_deadline_, opt_.synth.memory});
         res_.greedy.ran = true;

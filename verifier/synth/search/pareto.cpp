@@ -23,7 +23,7 @@
 #include "verifier/synth/search/pareto_calls.hpp"
 #include "verifier/synth/symmetry/processor_orbits.hpp"
 #include "verifier/synth/sat/encode.hpp"
-#include "verifier/synth/constructions/tree_packing.hpp"
+#include "verifier/constructions/steps/tree_packing.hpp"
 
 namespace collsched {
 

@@ -10,7 +10,7 @@
 #include "verifier/synth/sat/encode.hpp"
 #include "verifier/synth/problem/internal.hpp"
 #include "verifier/synth/symmetry/translate_check.hpp"
-#include "verifier/synth/constructions/translate_packing.hpp"
+#include "verifier/constructions/steps/translate_packing.hpp"
 
 namespace collsched {
 

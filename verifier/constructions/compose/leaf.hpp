@@ -1,0 +1,61 @@
+/** \file
+ * Allreduce with a NIC down (`collsched machine --nic-down`; docs/time.md, "Shares by capacity"): the
+ * shares by capacity give the rail of the NIC down nothing in every box, so each box sends its share
+ * through its other B - 1 NICs, and the box with the NIC down paces every rail. Here that box (a *leaf*)
+ * takes part in only some of the rails' reductions; the other boxes carry the rest, using the down
+ * rail's NICs among themselves. A slot has K sub-chunks and is of one of three kinds, on a rail j whose
+ * NICs are all up (`a` : 1 : 1):
+ *
+ *  - **all**: the hierarchical rsag+direct of every box along rail j (sub-chunk r held by box r);
+ *  - **around**: the same along rail j, but the leaves hold no sub-chunk (a leaf's goes to another box):
+ *    a leaf sends its box's sum and receives the result, (K-1)/K less of its NIC each way;
+ *  - **through**: the slot is reduced along a down rail d among the boxes that are not leaves; a leaf
+ *    reduces it in its box to GPU j, which sends sub-chunk r to GPU j of the box holding r, which adds
+ *    it in before its own box's reduce-scatter to GPU d; the sums come back the same way after the
+ *    box's allgather.
+ *
+ * Per byte of a slot and direction, with K boxes of which one is a leaf: all puts 2(K-1)/K on every NIC of
+ * rail j; around 1 on the leaf's NIC j, 1 + 2/(K-1) on the others'; through 1 on the leaf's NIC j, 1/(K-1)
+ * on the others' NIC j and 2 (K-2)/(K-1) on their NIC d. Over a + 2 rounds (a piece: every up rail has `a`
+ * slots of all and one of each other kind) the NICs j of every box carry 1.5 a + 2 at K = 4, the others' NIC
+ * d 7 x 4/3 with 7 up rails: a = 5 balances them; the time model prefers a = 6 (the fastest of 5, 6, 7).
+ * On h100rail 4 x 8 with NIC 0 down every NIC carries 0.196 M each way (a = 6) against 0.214 M with the
+ * shares by capacity; box 0's GPUs 1 to 7, GPU 0 owning nothing, carry 1.857 M over NVLink each way
+ * (4.43 ms at 1 GiB, above the bound's 4.17 ms): bench/results/faults.md.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "verifier/constructions/compose/plan.hpp"
+
+namespace collsched::compose {
+
+/// The slots of the leaf shape (see the file comment), or `why` it does not apply: piece q has one slot per up
+/// rail, slot u on rail up[u] of kind (q + u) mod (all + 2): 0 through (the down rails in turn), 1 around, else all;
+/// so that a piece has as many chunks as the shares by capacity's (U K) and as many pieces fit in the transfer
+/// budget, while every all + 2 pieces carry each kind in proportion.
+struct LeafSlots {
+    enum class Kind : std::uint8_t { all, around, through };
+    struct Slot {
+        Kind kind = Kind::all;
+        std::uint32_t rail = 0;  ///< the up rail j (through: the rail the leaves enter by)
+        std::uint32_t down = 0;  ///< through: the down rail that reduces it
+    };
+    std::vector<std::uint32_t> up, down;  ///< the rails whose NICs are all up, and the others
+    std::vector<char> leaf;               ///< per box: a NIC of it is down
+    std::uint32_t all = 0;
+    std::string why;
+    Slot at(std::uint32_t q, std::uint32_t u) const;
+};
+
+/// The leaf shape's slots on `boxes` with `a` slots of kind all per rail whose NICs are all up, for each one of
+/// kind around and one of kind through: applies where the boxes with a NIC down (the leaves) are fewer than K - 1.
+LeafSlots leaf_slots(const Topology&, const std::vector<std::vector<Node>>& boxes, std::uint32_t a);
+
+/// Allreduce of the leaf shape in `pieces` pieces into `plan` (chunk (q U + u) K + r: piece q, slot u, sub-chunk r).
+void leaf_allreduce_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafSlots& slots, std::uint32_t pieces);
+
+}  // namespace collsched::compose

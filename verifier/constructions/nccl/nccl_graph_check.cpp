@@ -1,0 +1,427 @@
+// Checking an NCCL graph file on a machine (verifier/constructions/nccl/nccl_graph_check.hpp; docs/exports.md,
+// "Reading an NCCL graph file"). NVIDIA/nccl 5067397c: src/graph/search.cc:891-964 (reading the
+// channels), :1400-1414 (the NIC of a channel's GPU), src/graph/connect.cc:20-71 and :96-175
+// (joining the boxes' rings and trees), src/init.cc:1280 (the channels that run).
+#include "verifier/constructions/nccl/nccl_graph_check.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/formats/export_nccl_graph.hpp"
+#include "support/error.hpp"
+
+namespace collsched::nccl {
+
+namespace {
+
+constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+
+/// A path from u to v whose inner nodes are routers: the channel u -> v, else the fewest
+/// channels through routers alone (breadth first, channels in their order). nullopt: none.
+std::optional<std::vector<ChannelId>> router_path(const Topology& t, Node u, Node v) {
+    if (u == v) return std::vector<ChannelId>{};
+    if (auto c = t.find_channel(u, v)) return std::vector<ChannelId>{*c};
+    std::vector<std::uint32_t> via(t.nodes(), none);
+    std::deque<Node> queue{u};
+    while (!queue.empty()) {
+        const Node n = queue.front();
+        queue.pop_front();
+        for (ChannelId c : t.out_channels(n)) {
+            const Node w = t.channel(c).to;
+            if (w == u || via[idx(w)] != none) continue;
+            via[idx(w)] = idx(c);
+            if (w == v) {
+                std::vector<ChannelId> path;
+                for (Node x = v; x != u; x = t.channel(path.back()).from) path.push_back(ChannelId{via[idx(x)]});
+                std::reverse(path.begin(), path.end());
+                return path;
+            }
+            if (!t.is_processor(w)) queue.push_back(w);
+        }
+    }
+    return std::nullopt;
+}
+
+/// One channel of the file as NCCL reads it: the box's GPUs in order (their CUDA devices) and
+/// the nets in file order.
+struct Chan {
+    std::vector<std::uint32_t> gpus;
+    std::vector<std::int64_t> nets;
+    std::vector<XmlPlace> net_at;
+    XmlPlace at;
+};
+
+class Checker {
+public:
+    Checker(const NcclGraphFile& f, std::string_view name, const Topology& t) : f_(f), name_(name), t_(t), b_(nccl_graph_boxes(t)) {}
+
+    GraphCheck run() {
+        out_.boxes = b_.count;
+        out_.gpus_per_box = b_.per_box;
+        out_.notes = f_.notes;
+        if (b_.inferred)
+            out_.notes.push_back(fmt::format("{}: the machine file does not say its boxes (no \"boxes\"): {} box{} of {} GPU{} inferred, the "
+                                             "processors joined by channels of at least a quarter of the fastest", t_.spec(), b_.count,
+                                             b_.count == 1 ? "" : "es", b_.per_box, b_.per_box == 1 ? "" : "s"));
+        select();
+        if (!out_.ring_graph && !out_.tree_graph)
+            note(f_.graphs.front().at, "no ring graph (id 0) and no tree graph (id 1): NCCL uses neither from this file and searches "
+                                       "its own; nothing of it is checked");
+        if (out_.ring_graph) rings(*out_.ring_graph);
+        if (out_.tree_graph) trees(*out_.tree_graph);
+        if (out_.ring_graph && out_.rings.size() == out_.channels_run) load(*out_.ring_graph);
+        else out_.rings.clear();
+        return std::move(out_);
+    }
+
+private:
+    std::string at(const XmlPlace& p) const { return fmt::format("{}:{}:{}", name_, p.line, p.col); }
+    void finding(const XmlPlace& p, std::string what) { out_.findings.push_back({what.starts_with("graph 1") ? 1 : 0, p, std::move(what)}); }
+    void note(const XmlPlace& p, const std::string& what) { out_.notes.push_back(fmt::format("{}: {}", at(p), what)); }
+    static std::string label(const NcclGraphXml& g) { return fmt::format("graph {} ({})", g.id, g.id == 0 ? "rings" : "trees"); }
+
+    /// The graphs NCCL keeps: for ids 0 and 1 the last of each (each `<graph>` of the id
+    /// overwrites the fields the earlier one set, search.cc:958-964).
+    void select() {
+        for (const NcclGraphXml& g : f_.graphs) {
+            std::optional<NcclGraphXml>* slot = g.id == 0 ? &out_.ring_graph : g.id == 1 ? &out_.tree_graph : nullptr;
+            if (!slot) {
+                note(g.at, fmt::format("graph id {} is {}: not checked", g.id,
+                                       g.id == 2   ? "CollNet chain's"
+                                       : g.id == 3 ? "NVLS's"
+                                       : g.id == 4 ? "CollNet direct's"
+                                                   : "no graph NCCL searches (init.cc:1174-1210 ids 0 to 4); NCCL skips it"));
+                continue;
+            }
+            if (*slot) note(g.at, fmt::format("a second graph of id {}: NCCL keeps the last one's fields (the earlier one at {})", g.id, at((*slot)->at)));
+            *slot = g;
+            if (g.crossnic == 1)
+                note(g.at, "crossnic=\"1\": NCCL skips this graph when NCCL_CROSS_NIC=0 (search.cc:934) and uses it by default (2)");
+        }
+        if (out_.ring_graph) {
+            out_.channels_run = std::uint32_t(out_.ring_graph->nchannels);
+            if (out_.tree_graph && out_.tree_graph->nchannels < out_.ring_graph->nchannels) {
+                out_.channels_run = std::uint32_t(out_.tree_graph->nchannels);
+                note(out_.tree_graph->at, fmt::format("the tree graph has {} channels and the ring graph {}: NCCL runs {} (init.cc:1280 "
+                                                      "comm->nChannels = min(tree, ring))",
+                                                      out_.tree_graph->nchannels, out_.ring_graph->nchannels, out_.channels_run));
+            }
+            if (!out_.tree_graph)
+                note(out_.ring_graph->at, "no tree graph (id 1): NCCL searches one for the ring's channel count (init.cc:1184-1186); "
+                                          "if it finds fewer, fewer rings run");
+        }
+    }
+
+    /// The channel's GPUs and nets as NCCL reads them, or nullopt after the findings that make
+    /// it something other than one order of every GPU of a box.
+    std::optional<Chan> channel(const NcclGraphXml& g, std::size_t c) {
+        const NcclGraphChannelXml& x = g.channels[c];
+        const std::string who = fmt::format("{} channel {}", label(g), c);
+        const std::uint32_t G = b_.per_box, P = t_.processors();
+        Chan ch;
+        ch.at = x.at;
+        std::vector<XmlPlace> gpu_at;
+        bool ok = true;
+        for (const NcclGraphDevice& d : x.devices) {
+            if (d.net) {
+                ch.nets.push_back(d.dev);
+                ch.net_at.push_back(d.at);
+                continue;
+            }
+            if (d.rank) {
+                if (b_.count > 1) {
+                    finding(d.at, fmt::format("{}: rank=\"{}\": every node reads the same file and would put rank {} in its channel; "
+                                              "with {} boxes it belongs to one only (leave rank out: a GPU is found by dev on each "
+                                              "node, search.cc:906-918) [gpu]",
+                                              who, *d.rank, *d.rank, b_.count));
+                    ok = false;
+                } else if (*d.rank < 0 || *d.rank >= std::int64_t(P)) {
+                    finding(d.at, fmt::format("{}: rank=\"{}\": the machine has ranks 0 to {} [gpu]", who, *d.rank, P - 1));
+                    ok = false;
+                } else {
+                    ch.gpus.push_back(b_.local[std::size_t(*d.rank)]);
+                    gpu_at.push_back(d.at);
+                }
+                continue;
+            }
+            if (d.dev < 0 || d.dev >= std::int64_t(G)) {
+                finding(d.at, fmt::format("{}: <gpu dev=\"{:x}\">: a box of this machine has GPUs 0 to {:x}; NCCL stops with \"XML Import "
+                                          "Channel : dev {} not found\" (search.cc:914-917) [gpu]",
+                                          who, d.dev, G - 1, d.dev));
+                ok = false;
+                continue;
+            }
+            ch.gpus.push_back(std::uint32_t(d.dev));
+            gpu_at.push_back(d.at);
+        }
+        if (!ok) return std::nullopt;
+        if (ch.gpus.size() != G) {
+            finding(x.at, fmt::format("{}: {} <gpu> elements, and a box has {} GPUs: NCCL reads {} per channel (search.cc:895), {} "
+                                      "[ring]",
+                                      who, ch.gpus.size(), G, G,
+                                      ch.gpus.size() < G ? "the missing ones are positions it never wrote (rank 0)"
+                                                         : "the ones past them are overwritten by the next channel"));
+            return std::nullopt;
+        }
+        std::vector<std::size_t> first(G, none);
+        for (std::size_t i = 0; i < G; ++i) {
+            if (first[ch.gpus[i]] == none) {
+                first[ch.gpus[i]] = i;
+                continue;
+            }
+            std::string missing;
+            for (std::uint32_t d = 0; d < G; ++d)
+                if (std::find(ch.gpus.begin(), ch.gpus.end(), d) == ch.gpus.end()) missing += fmt::format("{}{:x}", missing.empty() ? "" : ", ", d);
+            finding(gpu_at[i], fmt::format("{}: GPU {:x} twice (positions {} and {}), GPU {} never: the {} is not a cycle through every "
+                                           "rank [ring]",
+                                           who, ch.gpus[i], first[ch.gpus[i]], i, missing, g.id == 0 ? "ring" : "chain"));
+            return std::nullopt;
+        }
+        if (!nets(g, c, ch, who)) return std::nullopt;
+        return ch;
+    }
+
+    /// The nets: none used with one box; else the first (into the box) and the second (out of it),
+    /// both NICs every box has.
+    bool nets(const NcclGraphXml& g, std::size_t c, const Chan& ch, const std::string& who) {
+        const XmlPlace& at = g.channels[c].at;
+        if (b_.count == 1) {
+            if (!ch.nets.empty()) note(at, fmt::format("{}: one box: NCCL uses no <net> (the {} given are read and unused)", who, ch.nets.size()));
+            return true;
+        }
+        const std::size_t need = b_.per_box == 1 ? 1 : 2;
+        if (ch.nets.size() < need || ch.nets.size() > 2) {
+            finding(at, fmt::format("{}: {} <net> element{}: NCCL takes the NIC the channel's first GPU receives by from the first and "
+                                    "the one its last GPU sends by from the second (search.cc:904, :1408-1410); {} [net]",
+                                    who, ch.nets.size(), ch.nets.size() == 1 ? "" : "s",
+                                    ch.nets.size() < need ? "a missing one is net 0, never written" : "a third is not used"));
+            return false;
+        }
+        bool ok = true;
+        for (std::size_t i = 0; i < ch.nets.size(); ++i)
+            for (std::uint32_t k = 0; k < b_.count && ok; ++k)
+                if (const std::int64_t n = ch.nets[i]; n < 0 || n >= std::int64_t(b_.nics[k].size())) {
+                    finding(ch.net_at[i], fmt::format("{}: <net dev=\"{:x}\">: box {} has {} NIC{}{}: NCCL finds no such net (ncclTopoIdToNetDev "
+                                            "fails) [net]",
+                                            who, n, k, b_.nics[k].size(), b_.nics[k].size() == 1 ? "" : "s",
+                                            b_.nics[k].size() < 2 ? "" : fmt::format(" (net 0 to {:x})", b_.nics[k].size() - 1)));
+                    ok = false;
+                }
+        if (ok && g.crossnic == 0 && ch.nets.size() == 2 && ch.nets[0] != ch.nets[1])
+            note(at, fmt::format("{}: enters by net {:x} and leaves by net {:x} while crossnic=\"0\"; NCCL does not check", who, ch.nets[0], ch.nets[1]));
+        return ok;
+    }
+
+    std::string node(Node n) const {
+        if (!t_.is_processor(n)) return fmt::format("router {}", t_.node_name(n));
+        return fmt::format("processor {} (box {}, GPU {:x})", idx(n), b_.box[idx(n)], b_.local[idx(n)]);
+    }
+    std::string nic(std::uint32_t box, std::int64_t net) const {
+        const Node n = b_.nics[box][std::size_t(net)];
+        return fmt::format("net {:x} of box {} ({} {})", net, box, t_.is_processor(n) ? "beside processor" : "router",
+                           t_.is_processor(n) ? std::to_string(idx(n)) : t_.node_name(n));
+    }
+
+    /// A hop inside box: a channel or a path through switches alone.
+    std::optional<std::vector<ChannelId>> inside(const XmlPlace& at, const std::string& who, Node u, Node v, std::string_view why) {
+        auto p = router_path(t_, u, v);
+        if (!p)
+            finding(at, fmt::format("{}: {} -> {}{}: the machine has no link between them (nor a path through switches alone) [link]", who,
+                                    node(u), node(v), why));
+        return p;
+    }
+
+    /// From GPU `from` of box k out by net `out` to box l in by net `in` to GPU `to`: to the NIC
+    /// (over NVLink when it is another GPU's, NCCL's PXN), through the network (switches alone),
+    /// and from the NIC to the GPU (modelled as the NIC's GPU forwarding over NVLink; NCCL
+    /// receives through PCIe, which the machine does not describe).
+    std::optional<std::vector<ChannelId>> across(const XmlPlace& at, const std::string& who, Node from, std::int64_t out, Node to,
+                                                 std::int64_t in) {
+        const Node a = b_.nics[b_.box[idx(from)]][std::size_t(out)], z = b_.nics[b_.box[idx(to)]][std::size_t(in)];
+        auto p1 = inside(at, who, from, a, fmt::format(" (to net {:x}, NCCL's PXN)", out));
+        if (!p1) return std::nullopt;
+        auto p2 = router_path(t_, a, z);
+        if (!p2) {
+            finding(at, fmt::format("{}: {} -> {}: the machine has no path between them through switches alone [link]", who,
+                                    nic(b_.box[idx(from)], out), nic(b_.box[idx(to)], in)));
+            return std::nullopt;
+        }
+        auto p3 = inside(at, who, z, to, fmt::format(" (from net {:x})", in));
+        if (!p3) return std::nullopt;
+        if (z != to && t_.is_processor(z) && !receive_noted_) {
+            receive_noted_ = true;
+            note(at, fmt::format("{}: {} receives by net {:x}, beside {}: NCCL receives it through PCIe, which the machine does not "
+                                 "describe; the time counts it as that GPU forwarding over its links",
+                                 who, node(to), in, node(z)));
+        }
+        p1->insert(p1->end(), p2->begin(), p2->end());
+        p1->insert(p1->end(), p3->begin(), p3->end());
+        return p1;
+    }
+
+    void rings(const NcclGraphXml& g) {
+        if (g.pattern != nccl_pattern_ring)
+            note(g.at, fmt::format("pattern=\"{}\" on the ring graph: NCCL connects rings from graph 0 whatever its pattern (connect.cc "
+                                   "reads only the tree graph's)",
+                                   g.pattern));
+        if (g.pattern == nccl_pattern_nvls)
+            finding(g.at, fmt::format("{}: pattern 5 (NVLS) makes ncclTopoGetNetDev pick the rings' NICs as NVLS heads (search.cc:1409-1413), "
+                                      "not as the channels give them [net]",
+                                      label(g)));
+        channels_given(g);
+        const std::uint32_t G = b_.per_box, K = b_.count;
+        bool all = true;
+        for (std::size_t c = 0; c < g.channels.size() && c < out_.channels_run; ++c) {
+            const std::optional<Chan> ch = channel(g, c);
+            if (!ch) {
+                all = false;
+                continue;
+            }
+            const std::string who = fmt::format("{} channel {}", label(g), c);
+            Ring r;
+            for (std::uint32_t k = 0; k < K; ++k)
+                for (std::uint32_t i : ch->gpus) r.order.push_back(b_.members[k][i]);
+            bool ok = true;
+            for (std::size_t i = 0; i < r.order.size() && ok; ++i) {
+                const Node u = r.order[i], v = r.order[(i + 1) % r.order.size()];
+                std::optional<std::vector<ChannelId>> p;
+                if (b_.box[idx(u)] == b_.box[idx(v)]) p = inside(ch->at, who, u, v, "");
+                else p = across(ch->at, who, u, ch->nets[G == 1 ? 0 : 1], v, ch->nets[0]);
+                ok = bool(p);
+                if (p) r.hops.push_back(std::move(*p));
+            }
+            all = all && ok;
+            if (ok) out_.rings.push_back(std::move(r));
+        }
+        if (!all) out_.rings.clear();
+    }
+
+    /// nchannels against the channels given (search.cc:947-955 reads them all, runs nchannels).
+    void channels_given(const NcclGraphXml& g) {
+        if (g.channels.size() > 64)
+            finding(g.at, fmt::format("{}: {} channels: NCCL writes each channel's nets into graph->inter[64 * 2] (graph.h:188) and "
+                                      "passes its end [refused]",
+                                      label(g), g.channels.size()));
+        const std::size_t run = g.id == 0 ? out_.channels_run : std::size_t(g.nchannels);
+        if (g.channels.size() < run)
+            finding(g.at, fmt::format("{}: nchannels=\"{}\" and {} <channel> element{}: NCCL runs channels {} to {} with GPU lists it "
+                                      "never read (rank 0 throughout) [refused]",
+                                      label(g), g.nchannels, g.channels.size(), g.channels.size() == 1 ? "" : "s", g.channels.size(), run - 1));
+        else if (g.channels.size() > std::size_t(g.nchannels))
+            note(g.at, fmt::format("{}: {} <channel> elements and nchannels=\"{}\": NCCL reads them all and runs the first {}", label(g),
+                                   g.channels.size(), g.nchannels, g.nchannels));
+    }
+
+    void trees(const NcclGraphXml& g) {
+        if (g.pattern == nccl_pattern_nvls)
+            finding(g.at, fmt::format("{}: pattern 5 (NVLS) makes ncclTopoGetNetDev pick the trees' NICs as NVLS heads (search.cc:1409-1413) "
+                                      "[net]",
+                                      label(g)));
+        else if (g.pattern == nccl_pattern_ring || g.pattern == nccl_pattern_collnet_direct)
+            note(g.at, fmt::format("pattern=\"{}\" on the tree graph: NCCL connects it as a balanced tree (pattern 1; connect.cc:55-56)",
+                                   g.pattern));
+        channels_given(g);
+        const std::uint32_t G = b_.per_box, K = b_.count;
+        // connect.cc:55-56: the GPU positions of a box's first and second child
+        const std::uint32_t child_at[2] = {g.pattern == nccl_pattern_tree ? 0u : 1u, g.pattern == nccl_pattern_split_tree ? 1u : 0u};
+        for (std::size_t c = 0; c < g.channels.size() && c < std::size_t(g.nchannels); ++c) {
+            const std::optional<Chan> ch = channel(g, c);
+            if (!ch) continue;
+            const std::string who = fmt::format("{} channel {}", label(g), c);
+            bool ok = true;
+            for (std::uint32_t k = 0; k < K && ok; ++k)
+                for (std::uint32_t i = 0; i + 1 < G && ok; ++i) {
+                    const Node u = b_.members[k][ch->gpus[i]], v = b_.members[k][ch->gpus[i + 1]];
+                    ok = inside(ch->at, who, u, v, " (down the chain)") && inside(ch->at, who, v, u, " (up the chain)");
+                }
+            if (!ok || K == 1) continue;
+            if (G == 1 && g.pattern != nccl_pattern_tree) {
+                finding(ch->at, fmt::format("{}: one GPU a box and pattern {}: connect.cc:55-56 takes a child at position 1 of a chain "
+                                            "of one [ring]",
+                                            who, g.pattern));
+                continue;
+            }
+            const std::int64_t net_of[2] = {ch->nets[0], ch->nets[G == 1 ? 0 : 1]};  // position 0, others
+            for (int tree = 0; tree < 2 && ok; ++tree)
+                for (std::uint32_t k = 0; k < K && ok; ++k) {
+                    const DtreeUp up = dtree_up(int(K), tree, int(k));
+                    if (up.parent < 0) continue;
+                    const std::uint32_t pos = child_at[up.child_type];
+                    const Node child = b_.members[k][ch->gpus[0]], parent = b_.members[std::size_t(up.parent)][ch->gpus[pos]];
+                    ok = across(ch->at, who, child, net_of[0], parent, net_of[pos == 0 ? 0 : 1]) &&
+                         across(ch->at, who, parent, net_of[pos == 0 ? 0 : 1], child, net_of[0]);
+                }
+        }
+    }
+
+    /// Rings per channel and group, the busiest, and the least bandwidth a ring gets inside boxes
+    /// and between them; and the file's speeds against it.
+    void load(const NcclGraphXml& g) {
+        std::vector<std::uint32_t> on_channel(t_.channels().size(), 0), on_group(t_.groups().size(), 0);
+        for (const Ring& r : out_.rings)
+            for (const auto& hop : r.hops)
+                for (ChannelId c : hop) {
+                    ++on_channel[idx(c)];
+                    for (std::uint32_t grp : t_.groups_of(c)) ++on_group[grp];
+                }
+        GraphLoad& l = out_.load;
+        for (std::uint32_t c = 0; c < on_channel.size(); ++c)
+            if (on_channel[c] > l.channel_rings) l.channel_rings = on_channel[c], l.busiest_channel = ChannelId{c};
+        for (std::uint32_t grp = 0; grp < on_group.size(); ++grp)
+            if (on_group[grp] > l.group_rings) l.group_rings = on_group[grp], l.busiest_group = grp;
+        double intra = std::numeric_limits<double>::infinity(), inter = intra;
+        for (const Ring& r : out_.rings)
+            for (std::size_t i = 0; i < r.hops.size(); ++i) {
+                double bw = std::numeric_limits<double>::infinity();
+                for (ChannelId c : r.hops[i]) {
+                    bw = std::min(bw, t_.speed(c).bandwidth / on_channel[idx(c)]);
+                    for (std::uint32_t grp : t_.groups_of(c)) bw = std::min(bw, t_.group_bandwidth(grp) / on_group[grp]);
+                }
+                const bool between = b_.box[idx(r.order[i])] != b_.box[idx(r.order[(i + 1) % r.order.size()])];
+                (between ? inter : intra) = std::min(between ? inter : intra, bw);
+            }
+        l.intra_Bps = std::isfinite(intra) ? intra : 0;
+        l.inter_Bps = std::isfinite(inter) ? inter : 0;
+        auto compare = [&](std::string_view key, double stated, double got, std::string_view where) {
+            if (got > 0 && stated > got / 1e9 * (1 + 1e-6))
+                note(g.at, fmt::format("{}=\"{:g}\": a ring gets at most {:.4g} GB/s on this machine's links {}; NCCL's tuner (tuning.cc) "
+                                       "expects more than the links give",
+                                       key, stated, got / 1e9, where));
+        };
+        compare("speedintra", g.speedintra, l.intra_Bps, "inside a box");
+        if (b_.count > 1) compare("speedinter", g.speedinter, l.inter_Bps, "between boxes");
+    }
+
+    const NcclGraphFile& f_;
+    std::string name_;
+    const Topology& t_;
+    NcclBoxes b_;
+    GraphCheck out_;
+    bool receive_noted_ = false;
+};
+
+}  // namespace
+
+GraphCheck check_nccl_graph(const NcclGraphFile& file, std::string_view name, const Topology& topo) {
+    if (topo.processors() < 2) throw InputError(fmt::format("{}: an NCCL graph needs at least 2 GPUs", topo.spec()));
+    return Checker(file, name, topo).run();
+}
+
+std::uint64_t nccl_graph_transfers(const GraphCheck& g, CollectiveKind kind, std::uint32_t processors) {
+    std::uint64_t L = 1;
+    for (const Ring& r : g.rings)
+        for (const auto& h : r.hops) L = std::max<std::uint64_t>(L, h.size());
+    const std::uint64_t span = kind == CollectiveKind::allreduce ? 2 * (processors - 1) : processors - 1;
+    return span * processors * g.rings.size() * L;
+}
+
+SendTable nccl_graph_table(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind, const GraphCheck& g) {
+    if (g.rings.empty()) throw InputError("the graph file gives no rings that hold: no time");
+    return ring_table(std::move(topo), model, kind, g.rings, 1);
+}
+
+}  // namespace collsched::nccl

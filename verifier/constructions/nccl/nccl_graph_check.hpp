@@ -1,0 +1,86 @@
+/** \file
+ * Checking an NCCL graph file (NCCL_GRAPH_FILE's `<graphs>`, read by
+ * compiler/formats/nccl_graph_read.hpp) against a machine, by NCCL's own semantics (docs/exports.md,
+ * "Reading an NCCL graph file"; NVIDIA/nccl 5067397c):
+ *
+ *  - every node reads the same file; a `<gpu dev=d>` is the node's CUDA device d, looked up among
+ *    its own GPUs (search.cc:906-918), so channel c lists one order of a box's GPUs and every box
+ *    runs that order; the rings join box k's last GPU to box k+1's first (connect.cc connectRings,
+ *    boxes in rank order), and box K-1's last to box 0's first;
+ *  - the first `<net>` of a channel is the NIC the channel's first GPU receives by, the second the
+ *    NIC its last GPU sends by (search.cc:1400-1414 ncclTopoGetNetDev: index 0 for the channel's
+ *    first GPU, else 1); a NIC that is not the sending GPU's own is reached over NVLink (PXN);
+ *  - nchannels channels run, as many as the tree graph has when it has fewer (init.cc:1280);
+ *    NCCL then duplicates them, which splits the data the same way.
+ *
+ * Findings (exit 1), each at the file's line and column: a channel that is not a cycle through
+ * every rank (a GPU twice, one missing, a count other than the box's), a `<gpu>` NCCL cannot
+ * find, a `<net>` the box lacks or a channel without its two, a hop the machine has no link for
+ * (inside a box: a channel or a path through switches alone; between boxes: from the NIC out of
+ * one box to the NIC into the next through switches alone), channels NCCL would run but the file
+ * does not give. The tree graph's chains and its links between boxes (NCCL's double binary tree)
+ * are checked the same way. What NCCL tolerates is a note.
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/formats/export_nccl_graph.hpp"
+#include "compiler/formats/nccl_graph_read.hpp"
+#include "verifier/constructions/nccl/nccl_impl.hpp"
+
+namespace collsched::nccl {
+
+struct GraphFinding {
+    int graph = 0;  ///< 0 the ring graph, 1 the tree graph
+    XmlPlace at;
+    std::string what;  ///< "graph 0 channel 2: ..." with the kind in brackets at the end
+};
+
+/// How many rings use the busiest channel and group, and the least bandwidth a ring gets (each
+/// channel's and group's bandwidth divided by the rings on it) on a hop inside a box and between.
+struct GraphLoad {
+    std::optional<ChannelId> busiest_channel;
+    std::uint32_t channel_rings = 0;
+    std::optional<std::uint32_t> busiest_group;
+    std::uint32_t group_rings = 0;
+    double intra_Bps = 0, inter_Bps = 0;  ///< 0: no such hop
+};
+
+struct GraphCheck {
+    std::uint32_t boxes = 1, gpus_per_box = 0;
+    std::optional<NcclGraphXml> ring_graph, tree_graph;  ///< the ones NCCL keeps (the last of ids 0 and 1)
+    std::uint32_t channels_run = 0;                       ///< ring channels NCCL runs
+    std::vector<GraphFinding> findings;
+    std::vector<std::string> notes;  ///< file:line:col: what NCCL tolerates
+    std::vector<Ring> rings;          ///< per channel run, when the ring graph has no finding
+    GraphLoad load;
+    bool holds() const { return findings.empty(); }
+};
+
+/// Checks `file` (read from `name`) on the machine. Throws InputError when the machine is not
+/// one NCCL graph files describe (boxes of different sizes).
+GraphCheck check_nccl_graph(const NcclGraphFile& file, std::string_view name, const Topology& topo);
+
+/// NCCL's own graphs for the machine as a graph file holds them (docs/exports.md, "NCCL's own
+/// algorithms as graph files"): `algorithm` "ring" gives graph 0 (pattern 4, NCCL_TOPO_PATTERN_RING),
+/// "tree" graph 1 (pattern 3, NCCL_TOPO_PATTERN_TREE: the chain's first GPU carries all the net
+/// traffic, as tree_table connects the boxes), "*" both, in one `<graphs>`. The channels are those
+/// nccl_ring_graph and nccl_rings build (compare nccl:ring, nccl:tree): channel c's order of a box's
+/// GPUs, entering and leaving every box by the NIC of its first GPU; the speeds the search's.
+/// InputError for another name (naming those that have a graph) or a machine NCCL's model or
+/// graph files do not describe.
+std::vector<NcclGraphEntry> nccl_algorithm_graphs(const Topology&, std::string_view algorithm);
+
+/// The transfers NCCL's ring `kind` on the checked rings has (a bound, before rounds).
+std::uint64_t nccl_graph_transfers(const GraphCheck&, CollectiveKind kind, std::uint32_t processors);
+/// NCCL's ring allreduce, allgather or reduce_scatter on the checked rings, one piece per
+/// channel and position (verifier/constructions/nccl' ring_table).
+SendTable nccl_graph_table(std::shared_ptr<const Topology>, const Model&, CollectiveKind, const GraphCheck&);
+
+}  // namespace collsched::nccl
