@@ -82,6 +82,34 @@ TEST_CASE("executor objective: on MSCCL++ a table whose switch sums is timed in 
     CHECK(time_on(plan, 1024, q.basis_of(nvls), TimeKind::asynchronous).protocol == Protocol::simple);
 }
 
+TEST_CASE("executor objective: NCCL's NVLS, NVLS_TREE, CollNet and PAT are timed in Simple only, as NCCL's tuner runs them") {
+    // tuning.cc skips LL and LL128 for NVLS and NVLS_TREE and gives CollNet none: `nccl nvls, 2 pieces` won 64 KiB on
+    // a DGX H100 in LL (8.9 us), a time stock NCCL cannot run, and stood as NCCL's best
+    auto candidate = [](const char* name, bool nccl) {
+        TimeCandidate c;
+        c.name = name, c.nccl = nccl;
+        return c;
+    };
+    const std::vector<Protocol> simple{Protocol::simple};
+    for (ExecutorKind k : {ExecutorKind::nccl, ExecutorKind::mscclpp, ExecutorKind::msccl}) {
+        CandidateQuery q;
+        q.executor = builtin_executor(k);
+        for (const char* n : {"nccl nvls, 2 pieces", "nccl nvls_tree, 32 pieces", "nccl collnet_direct", "nccl nvls + collnet", "nccl pat"}) {
+            CAPTURE(n);
+            CHECK(q.basis_of(candidate(n, true)).protocols() == simple);
+            CHECK(q.basis_of(candidate(n, true)).executor_name() == "nccl");
+        }
+        CHECK(q.basis_of(candidate("nccl ring", true)).protocols().size() == 3);
+        CHECK(q.basis_of(candidate("nvls, 1 piece", false)).protocols() == q.basis().protocols());
+    }
+    const auto r = test::run("optimize --topology graph:" + test::source("schedules/machines/dgx_h100_nvls.json") +
+                             " --collective allreduce --sizes 64K,16M --executor nccl --jobs 1 --json");
+    INFO(r.out, r.err);
+    REQUIRE((r.code == 0 || r.code == 3));
+    for (const auto& s : nlohmann::json::parse(r.out)["sizes"])
+        if (s["winner"].get<std::string>().starts_with("nccl nvls")) CHECK(s["protocol"] == "Simple");
+}
+
 TEST_CASE("executor objective: below the grain a transfer holds its channel as the grain's bytes") {
     // the ring moves M/8 a transfer: at M = 8 and M = 8,000 bytes every transfer is below LL128's 1,920-byte
     // grain (a warp's slice) and both take the grain's time; at 8 x 4,096 bytes the transfers are above it and slower
