@@ -16,6 +16,7 @@
 #include "runtime/executor/executor.hpp"
 #include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/candidates.hpp"
+#include "verifier/time/executor_check.hpp"
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"
 
@@ -80,6 +81,55 @@ TEST_CASE("executor objective: on MSCCL++ a table whose switch sums is timed in 
     const TimingPlan plan(*nvls.table);
     CHECK(time_on(plan, 1024, q.basis(), TimeKind::asynchronous).protocol == Protocol::ll);
     CHECK(time_on(plan, 1024, q.basis_of(nvls), TimeKind::asynchronous).protocol == Protocol::simple);
+}
+
+TEST_CASE("executor objective: a candidate is written in every protocol it runs in, not only its first size's") {
+    // runs_on_executor checked the export in the protocol of the first size only: on h100rail16x8 (--sizes 1K,1M,64M
+    // --executor mscclpp) "hierarchical rsag+direct-ar, 1 piece" was checked in LL (1 KiB) and won 1 MiB in Simple,
+    // whose plan needs 67 ops a thread block, and `--format mscclpp` refused the whole run (exit 2). A switch table's
+    // plan has no LL form: run in Simple, then LL, it is refused at LL's size and named with the protocol.
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/dgx_h100_nvls.json"));
+    TimeCandidate c;
+    c.name = "nvls, 1 piece", c.provider = "nvls";
+    c.table = std::make_shared<const SendTable>(compose::nvls_allreduce(topo, {}));
+    CandidateQuery q;
+    q.executor = builtin_executor(ExecutorKind::mscclpp);
+    std::vector<std::string> notes;
+    c.protocols = {Protocol::simple, Protocol::simple};
+    CHECK(runs_on_executor(c, q, notes));
+    CHECK(notes.empty());
+    c.protocols = {Protocol::simple, Protocol::ll};
+    CHECK_FALSE(runs_on_executor(c, q, notes));
+    REQUIRE(notes.size() == 1);
+    CHECK(notes[0].find("not run by executor mscclpp (mscclpp) in LL: ") != std::string::npos);
+}
+
+TEST_CASE("executor objective: NCCL's NVLS, NVLS_TREE, CollNet and PAT are timed in Simple only, as NCCL's tuner runs them") {
+    // tuning.cc skips LL and LL128 for NVLS and NVLS_TREE and gives CollNet none: `nccl nvls, 2 pieces` won 64 KiB on
+    // a DGX H100 in LL (8.9 us), a time stock NCCL cannot run, and stood as NCCL's best
+    auto candidate = [](const char* name, bool nccl) {
+        TimeCandidate c;
+        c.name = name, c.nccl = nccl;
+        return c;
+    };
+    const std::vector<Protocol> simple{Protocol::simple};
+    for (ExecutorKind k : {ExecutorKind::nccl, ExecutorKind::mscclpp, ExecutorKind::msccl}) {
+        CandidateQuery q;
+        q.executor = builtin_executor(k);
+        for (const char* n : {"nccl nvls, 2 pieces", "nccl nvls_tree, 32 pieces", "nccl collnet_direct", "nccl nvls + collnet", "nccl pat"}) {
+            CAPTURE(n);
+            CHECK(q.basis_of(candidate(n, true)).protocols() == simple);
+            CHECK(q.basis_of(candidate(n, true)).executor_name() == "nccl");
+        }
+        CHECK(q.basis_of(candidate("nccl ring", true)).protocols().size() == 3);
+        CHECK(q.basis_of(candidate("nvls, 1 piece", false)).protocols() == q.basis().protocols());
+    }
+    const auto r = test::run("optimize --topology graph:" + test::source("schedules/machines/dgx_h100_nvls.json") +
+                             " --collective allreduce --sizes 64K,16M --executor nccl --jobs 1 --json");
+    INFO(r.out, r.err);
+    REQUIRE((r.code == 0 || r.code == 3));
+    for (const auto& s : nlohmann::json::parse(r.out)["sizes"])
+        if (s["winner"].get<std::string>().starts_with("nccl nvls")) CHECK(s["protocol"] == "Simple");
 }
 
 TEST_CASE("executor objective: below the grain a transfer holds its channel as the grain's bytes") {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string_view>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -20,16 +21,39 @@
 
 namespace collsched {
 
+namespace {
+
+/// The basis with its executor's Simple row alone (unchanged when it has none: the ideal executor).
+TimeBasis simple_only(TimeBasis b) {
+    if (!b.executor) return b;
+    ExecutorModel simple = *b.executor;
+    std::erase_if(simple.protocols, [](const ProtocolRow& r) { return r.protocol != Protocol::simple; });
+    if (!simple.protocols.empty()) b.executor = std::move(simple);
+    return b;
+}
+
+/// NCCL's algorithms its tuner runs in Simple only (src/graph/tuning.cc ncclTopoTuneModel: NVLS and NVLS_TREE skip
+/// LL and LL128, CollNet Direct and Chain get no bandwidth in them, PAT is Simple only): stock NCCL never runs
+/// them in LL or LL128, so NCCL's best is not timed so either.
+bool nccl_simple_only(const TimeCandidate& c) {
+    if (!c.nccl) return false;
+    for (std::string_view a : {"nccl nvls", "nccl collnet", "nccl pat"})
+        if (c.name.starts_with(a)) return true;
+    return false;
+}
+
+}  // namespace
+
 TimeBasis CandidateQuery::basis_of(const TimeCandidate& c) const {
     if (!executor) return basis();
-    if (c.nccl && (executor->kind == ExecutorKind::mscclpp || executor->kind == ExecutorKind::msccl))
-        return {link, builtin_executor(ExecutorKind::nccl)};
-    if (executor->kind == ExecutorKind::mscclpp && c.table && detail::uses_switch_functions(*c.table)) {
-        // the export's own test (table_to_mscclpp writes such a table with switch channels, and those Simple only)
-        ExecutorModel simple = *executor;
-        std::erase_if(simple.protocols, [](const ProtocolRow& r) { return r.protocol != Protocol::simple; });
-        if (!simple.protocols.empty()) return {link, std::move(simple)};
+    if (c.nccl) {
+        TimeBasis b = executor->kind == ExecutorKind::mscclpp || executor->kind == ExecutorKind::msccl
+                          ? TimeBasis{link, builtin_executor(ExecutorKind::nccl)}
+                          : basis();
+        return nccl_simple_only(c) ? simple_only(std::move(b)) : b;
     }
+    // the export's own test (table_to_mscclpp writes such a table with switch channels, and those Simple only)
+    if (executor->kind == ExecutorKind::mscclpp && c.table && detail::uses_switch_functions(*c.table)) return simple_only(basis());
     return basis();
 }
 

@@ -1,6 +1,8 @@
 // What a stock executor can run (verifier/time/executor_check.hpp).
 #include "verifier/time/executor_check.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/formats/export_formats.hpp"
@@ -52,9 +54,22 @@ std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p)
 bool runs_on_executor(const TimeCandidate& c, const CandidateQuery& q, std::vector<std::string>& notes) {
     const std::string_view format = executor_format(q.basis());
     if (format.empty() || c.nccl) return true;  // NCCL's own algorithms: what stock NCCL runs, the baseline
-    const std::string why = refusal(c, format, c.protocols.empty() ? Protocol::none : c.protocols.front());
-    if (!why.empty()) notes.push_back(fmt::format("{} ({}): not run by executor {} ({}): {}", c.name, c.provider, q.basis().executor_name(), format, why));
-    return why.empty();
+    // every protocol it runs in at some size, each written as `--format` writes it there (a table checked in LL, its
+    // protocol at 1 KiB, won 1 MiB in Simple, where its MSCCL++ plan needs 67 ops a thread block: optimize --format
+    // mscclpp then refused the run)
+    std::vector<Protocol> ps;
+    for (Protocol p : c.protocols)
+        if (std::find(ps.begin(), ps.end(), p) == ps.end()) ps.push_back(p);
+    if (ps.empty()) ps.push_back(Protocol::none);
+    for (Protocol p : ps) {
+        const std::string why = refusal(c, format, p);
+        if (why.empty()) continue;
+        const bool any = c.table->transfers.size() > export_check_limit(format);  // not offered to the writer: in no protocol
+        const std::string in = any || p == Protocol::none || ps.size() == 1 ? std::string() : fmt::format(" in {}", to_string(p));
+        notes.push_back(fmt::format("{} ({}): not run by executor {} ({}){}: {}", c.name, c.provider, q.basis().executor_name(), format, in, why));
+        return false;
+    }
+    return true;
 }
 
 }  // namespace collsched
