@@ -46,18 +46,21 @@ std::string slug(const std::string& name) {
 /// --pieces K: every shape (or the one --shape names) with K pieces on the machine's boxes, unverified.
 void run_pieces(const ComposeArgs& a, const SynthInstance& in, Deadline deadline, Context& ctx) {
     const CollectiveKind kind = in.collective.kind;
+    const compose::Boxes boxes = compose::find_boxes(*in.topology);
+    std::vector<compose::Shape> shapes = compose::every_shape();
+    if (boxes.why.empty())  // the machine's shapes for its slow or failed parts
+        for (const compose::Shape& sh : compose::fault_shapes(*in.topology, boxes.boxes)) shapes.push_back(sh);
     std::vector<std::string> names;
-    for (const compose::Shape& sh : compose::every_shape())
+    for (const compose::Shape& sh : shapes)
         if (const std::string n = compose::shape_name(sh, kind); !n.ends_with(' ') && std::find(names.begin(), names.end(), n) == names.end())
             names.push_back(n);  // not "hierarchical " (neither a box's part nor a rail's: nothing to name)
     if (!a.shape.empty() && std::find(names.begin(), names.end(), a.shape) == names.end())
         throw InputError(fmt::format("--shape: no shape '{}' for {}; one of: {}", a.shape, a.instance.collective, fmt::join(names, ", ")));
-    const compose::Boxes boxes = compose::find_boxes(*in.topology);
     std::string text = fmt::format("{} boxes{}\n", boxes.boxes.size(), boxes.why.empty() ? "" : ": " + boxes.why);
     std::vector<std::pair<std::string, SendTable>> tables;
     std::optional<std::pair<double, SendTable>> fastest;  // -o: the fastest shape, verified before it is written
     std::string fastest_name;
-    for (const compose::Shape& sh : compose::every_shape()) {
+    for (const compose::Shape& sh : shapes) {
         const std::string name = compose::shape_name(sh, kind);
         if (!a.shape.empty() && name != a.shape) continue;
         std::string why;

@@ -151,6 +151,38 @@ TEST_CASE("shares: a GPU whose links in its box run at half owns no share, and a
     shares_fastest(topo, "allreduce", "shares on full-speed rails", 1.25);
 }
 
+TEST_CASE("shares: with a GPU's NVLink at half the chained reduce-scatter paces its box by it, and allreduce at 1 GiB is within 15 % of the bound") {
+    // before: every piece's in-box reduce-scatter, ready at once, went before any sum (the asynchronous model takes
+    // the earliest ready first), so GPU 0's link in idled early: 7.63 ms with 64 pieces against the bound's 6.38 ms
+    Scratch dir("shares_chain");
+    const auto topo = shares_machine(dir, "dgx-a100 --boxes 2 --network switch --units gpu --slow-gpu 0:0.5");
+    const Boxes b = find_boxes(*topo);
+    const std::vector<std::uint32_t> every = nic_share(*topo, b.boxes);
+    CHECK(every[0] == 7);  // 150 GB/s of NVLink, 25 of NIC
+    CHECK(std::count(every.begin(), every.end(), 0u) == 15);
+    const SynthInstance in = shares_instance(topo, "allreduce");
+    const Shape plain{InBox::rsag, Across::direct_ar, false, Shares::full}, chained{InBox::rsag, Across::direct_ar, false, Shares::full, 0, true};
+    std::optional<SendTable> p = build_shape(in, b.boxes, plain, 64, nullptr), c = build_shape(in, b.boxes, chained, 64, nullptr);
+    REQUIRE(p.has_value());
+    REQUIRE(c.has_value());
+    CHECK(verify_direct(*c).holds());
+    CHECK(shape_name(chained) == "hierarchical rsag+direct-ar, shares on full-speed rails, chained");
+    const std::optional<TimeBounds> tb = time_bounds(*in.topology, in.collective, in.model);
+    REQUIRE(tb.has_value());
+    const double bound = evaluate(*tb, GiB).seconds;
+    const TimePrediction pp = predict_time(*p, TimeOptions{GiB}), pc = predict_time(*c, TimeOptions{GiB});
+    CAPTURE(pp.asynchronous);
+    CAPTURE(pc.asynchronous);
+    CHECK(pc.busiest_seconds < 1.05 * bound);  // owners' NVLink, 1.857 pieces each way: 6.65 ms
+    CHECK(pc.asynchronous >= bound);
+    CHECK(pc.asynchronous < 0.96 * pp.asynchronous);
+    CHECK(pc.asynchronous < 1.15 * bound);
+    // for allreduce only, and only on a machine with a slow GPU
+    CHECK_FALSE(build_shape(shares_instance(topo, "allgather"), b.boxes, chained, 4, nullptr).has_value());
+    const auto nic = shares_machine(dir, "dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5");
+    for (const Shape& sh : fault_shapes(*nic, find_boxes(*nic).boxes)) CHECK_FALSE(sh.chained);
+}
+
 TEST_CASE("shares: machines whose parts have equal speeds keep the even shapes, table for table") {
     for (const char* name : {"h100rail2x8", "multibox2x8"}) {
         CAPTURE(name);

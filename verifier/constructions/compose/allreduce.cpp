@@ -351,6 +351,97 @@ void allgather_shares_plan(Plan& plan, const std::vector<Group>& boxes, const Sh
     }
 }
 
+/// Allreduce of Shape::chained (rsag in boxes, shares other than even): in a box with a GPU whose links in it are
+/// slow, chunk (q, u, r) of slot u for rail owner r goes along a chain of the box's GPUs, those of no slot first (the
+/// slow ones first of all), then the other owners from the slot's owner o on, o last (hop h of the i-th rail owner in
+/// the box's rail order at logical step t + i + 1 + h), each GPU sending what its buffer holds: the bytes of the direct
+/// exchange (each GPU sends and receives one copy of a chunk; o only receives, the first only sends), but only the slow
+/// GPU's sends are ready at once, so the box's owners send the later pieces' partials as the slow GPU's data comes in,
+/// between the earlier pieces' sums, instead of all of them first. Other boxes exchange directly. Then the rails'
+/// phase and the owners' sums to the others one a step (the slow GPUs first), as allreduce_plan. A slow GPU j of no
+/// slot with a NIC (`every`: nic_share, D) takes one sum in D from GPU j of the next box over its NIC (that NIC idle:
+/// rail j owns nothing) instead of from its box's owner, and sends one contribution in 2D over it to the slot's owner
+/// in the next box (whose NIC is its rail's: the half keeps that rail's load near the others').
+void chained_allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces,
+                            const std::vector<std::uint32_t>& owners, const std::vector<std::uint32_t>& every, const std::vector<char>& slow) {
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
+    const std::uint32_t U = static_cast<std::uint32_t>(owners.size()), Kp = splits(sh.across) ? K : 1;
+    auto chunk = [&](std::uint32_t q, std::uint32_t u, std::uint32_t r) { return (q * U + u) * Kp + r; };
+    const std::vector<std::vector<std::uint32_t>> slots = slots_of(owners, B);
+    // per box and slot: the GPUs of no slot whose links in the box are slow, the other owners from the slot's owner o
+    // on, the other GPUs of no slot, o (a fast GPU heading a chain would send every piece's chunk at once)
+    std::vector<std::vector<std::vector<std::uint32_t>>> chains(K, std::vector<std::vector<std::uint32_t>>(U));
+    for (std::uint32_t b = 0; b < K; ++b)
+        for (std::uint32_t u = 0; u < U; ++u) {
+            std::vector<std::uint32_t>& c = chains[b][u];
+            for (std::uint32_t j = 0; j < B; ++j)
+                if (slots[j].empty() && slow[idx(boxes[b][j])]) c.push_back(j);
+            for (std::uint32_t j = 0; j < B; ++j)
+                if (slots[j].empty() && !slow[idx(boxes[b][j])]) c.push_back(j);
+            for (std::uint32_t i = 1; i <= B; ++i)
+                if (!slots[(owners[u] + i) % B].empty()) c.push_back((owners[u] + i) % B);
+        }
+    // GPU j of box b sends chunk (q, u) over its NIC (to box b + 1, whose GPU j does not)
+    // GPU j of box b takes one sum in D over its NIC (from GPU j of box b + 1, whose NIC is idle: j's rail owns
+    // nothing) and sends one contribution in 2D over it (to the slot's owner in box b + 1, whose NIC is its rail's)
+    auto nic = [&](std::uint32_t b, std::uint32_t j, std::uint32_t q, std::uint32_t u, std::uint32_t f) {
+        const std::uint32_t D = every[idx(boxes[b][j])] * f;
+        return D > 0 && slots[j].empty() && every[idx(boxes[(b + 1) % K][j])] == 0 && (q * U + (u + q) % U) % D == 0;
+    };
+    auto offloaded = [&](std::uint32_t b, std::uint32_t j, std::uint32_t q, std::uint32_t u) { return nic(b, j, q, u, 2); };
+    auto returned = [&](std::uint32_t b, std::uint32_t j, std::uint32_t q, std::uint32_t u) { return nic(b, j, q, u, 1); };
+    const std::vector<Group> rails = rails_of(boxes);
+    Phases ph(plan);
+    ph.stagger();
+    for (std::uint32_t q = 0; q < pieces; ++q) {
+        std::uint32_t t = q * Kp;
+        for (std::uint32_t u = 0; u < U; ++u)
+            for (std::uint32_t b = 0; b < K; ++b) {
+                const std::vector<std::uint32_t> order = rail_order(b, Kp, sh.across);
+                std::vector<std::uint32_t> chain;
+                for (std::uint32_t j : chains[b][u])
+                    if (!offloaded(b, j, q, u)) chain.push_back(j);
+                    else
+                        for (std::uint32_t i = 0; i < Kp; ++i) plan.send(t + i + 1, boxes[b][j], boxes[(b + 1) % K][owners[u]], chunk(q, u, order[i]));
+                const bool paced = std::ranges::any_of(boxes[b], [&](Node p) { return slow[idx(p)] != 0; });
+                for (std::uint32_t i = 0; i < Kp; ++i)
+                    for (std::uint32_t h = 1; h < chain.size(); ++h)
+                        if (paced) plan.send(t + i + 1 + h, boxes[b][chain[h - 1]], boxes[b][chain[h]], chunk(q, u, order[i]));
+                        else plan.send(t + i + 1, boxes[b][chain[h - 1]], boxes[b][chain.back()], chunk(q, u, order[i]));
+            }
+        t += Kp + B - 1;
+        std::uint32_t used = 0;
+        for (std::uint32_t j = 0; j < B; ++j) {
+            if (slots[j].empty()) continue;
+            Owned by_r(Kp);
+            for (std::uint32_t r = 0; r < Kp; ++r)
+                for (std::uint32_t u : slots[j]) by_r[r].push_back(chunk(q, u, r));
+            if (Kp > 1) {
+                used = ph.reduce_scatter(rails[j], by_r, sh.across, t);
+                used += ph.allgather(rails[j], by_r, sh.across, t + used);
+            } else {
+                used = ph.allreduce(rails[j], by_r[0], sh.across, t);
+            }
+        }
+        t += used;
+        // each owner's sums to the others in its box, one a step; an offloaded chunk's from the next box after them
+        // (the GPUs whose links in the box are slow first: their links in carry the most)
+        for (std::uint32_t b = 0; b < K; ++b)
+            for (std::uint32_t u = 0; u < U; ++u) {
+                const std::uint32_t o = owners[u];
+                std::vector<std::uint32_t> to;
+                for (std::uint32_t pass = 0; pass < 2; ++pass)
+                    for (std::uint32_t i = 1; i < B; ++i)
+                        if ((slow[idx(boxes[b][(o + i) % B])] != 0) == (pass == 0)) to.push_back((o + i) % B);
+                for (std::uint32_t i = 0; i < to.size(); ++i)
+                    for (std::uint32_t r = 0; r < Kp; ++r) {
+                        if (!returned(b, to[i], q, u)) plan.send(t + 1 + i, boxes[b][o], boxes[b][to[i]], chunk(q, u, r));
+                        else plan.send(t + B, boxes[(b + 1) % K][to[i]], boxes[b][to[i]], chunk(q, u, r));
+                    }
+            }
+    }
+}
+
 /// Reduce-scatter with shares other than even: in every box each GPU sends the owner of slot u its partial of
 /// slot u of every processor's chunks (a processor not its own: the destination adds it last), the rail of the
 /// owner reduces them across the boxes, and the owner in the destination's box sends it the sum. Processor p
@@ -394,6 +485,8 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
     if ((K == 1) != (sh.across == Across::none)) return "rail phase and box count disagree";
     if ((sh.across == Across::halving || sh.across == Across::doubling) && !power_of_two(K)) return "recursive halving and doubling need a power of two of boxes";
     if (sh.shares != Shares::even && (sh.inbox != InBox::rsag || K < 2)) return "shares other than even are for the in-box direct exchange across boxes";
+    if (sh.chained && (kind != CollectiveKind::allreduce || sh.shares == Shares::even || sh.shares == Shares::leaf))
+        return "the chained reduce-scatter is for allreduce's rsag with shares by capacity or on full-speed rails";
     if (sh.shares == Shares::leaf && (kind != CollectiveKind::allreduce || sh.across != Across::direct_rsag))
         return "the leaf shares are for allreduce's rsag+direct";
     if (kind == CollectiveKind::allreduce) return "";
@@ -491,6 +584,7 @@ std::string shape_name(const Shape& sh, CollectiveKind kind) {
     s += rail;
     if (sh.shares == Shares::capacity) s += ", shares by capacity";
     if (sh.shares == Shares::full) s += ", shares on full-speed rails";
+    if (sh.chained) s += ", chained";
     if (sh.shares == Shares::leaf) s += fmt::format(", a box with a NIC down a leaf in 2 of {} slots", sh.leaf_all + 2);
     return s;
 }
@@ -543,7 +637,8 @@ std::optional<SendTable> build_shape(const SynthInstance& in, const std::vector<
             }
         }
     Plan plan(in.topology, in.model, coll, deadline);
-    if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, cycles, sh, pieces, owners);
+    if (kind == CollectiveKind::allreduce && sh.chained) chained_allreduce_plan(plan, boxes, sh, pieces, owners, nic_share(*in.topology, boxes), slow_in_box(*in.topology, boxes));
+    else if (kind == CollectiveKind::allreduce) allreduce_plan(plan, boxes, cycles, sh, pieces, owners);
     const bool even = sh.shares == Shares::even;
     if (kind == CollectiveKind::reduce_scatter) even ? reduce_scatter_plan(plan, boxes, cycles, sh, pieces) : reduce_scatter_shares_plan(plan, boxes, sh, pieces, owners);
     if (kind == CollectiveKind::allgather) even ? allgather_plan(plan, boxes, cycles, sh, pieces) : allgather_shares_plan(plan, boxes, sh, pieces, owners);

@@ -56,6 +56,10 @@ struct Shape {
     Shares shares = Shares::even;
     /// shares `leaf` (leaf.hpp): the slots of kind all per up rail, for one around the leaves and one through a down rail
     std::uint32_t leaf_all = 0;
+    /// allreduce's in-box reduce-scatter as a chain per chunk from the GPUs that own no slot through the other owners
+    /// to the chunk's (chain.hpp): each send but the first waits for the one before it, so the sends of the later
+    /// pieces become ready as the first GPUs' data comes in, not all at once
+    bool chained = false;
 };
 /// "hierarchical rsag+ring", "flat doubling"; reduce_scatter and allgather name their half
 /// ("hierarchical rs+halving", "hierarchical ag+doubling"); shares other than even are named
@@ -80,6 +84,11 @@ struct Candidate {
     /// asked for the table (the caller predicts those); empty when not predicted
     std::vector<double> seconds = {};
 };
+
+/// The shapes beyond every_shape() that time_candidates tries on `boxes` of a machine with a slow or failed part
+/// (rail_capacity below 1 somewhere): the in-box direct exchange with the shares by capacity and on full-speed rails
+/// (each also chained where a rail owns nothing) and, with a NIC down, the leaf shares; none on other machines.
+std::vector<Shape> fault_shapes(const Topology&, const std::vector<std::vector<Node>>& boxes);
 
 /// The boxes of a machine: box b's processors in increasing order (GPU j of box b is boxes[b][j]).
 struct Boxes {

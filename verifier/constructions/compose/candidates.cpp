@@ -157,6 +157,38 @@ std::vector<Decomposition> decompositions(const Topology& t) {
     return ds;
 }
 
+}  // namespace
+
+std::vector<Shape> fault_shapes(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
+    std::vector<Shape> s;
+    const std::size_t K = boxes.size(), B = K == 0 ? 0 : boxes[0].size();
+    if (K < 2 || B < 2) return s;
+    const std::vector<Across> acrosses{Across::direct_ar, Across::direct_rsag, Across::ring, Across::halving, Across::doubling};
+    // a slow or failed NIC or GPU port (rail_capacity below 1 somewhere): the direct in-box exchange with the shares by
+    // capacity, and with none on the rails below full speed (machines whose parts have equal speeds: the even shapes only)
+    const std::vector<double> cap = rail_capacity(t, boxes);
+    if (std::all_of(cap.begin(), cap.end(), [](double c) { return c >= 1 - 1e-9; })) return s;
+    const bool partial = std::any_of(cap.begin(), cap.end(), [](double c) { return c > 1e-9 && c < 1 - 1e-9; });
+    for (Shares sh : {Shares::capacity, Shares::full}) {
+        if (sh == Shares::full && !partial) continue;  // the same owners as by capacity
+        for (Across a : acrosses) s.push_back({InBox::rsag, a, false, sh});  // those that do not apply to the collective say so
+        // a rail that owns nothing and a GPU whose links in its box are slow: the chained in-box reduce-scatter
+        // (allreduce.hpp, Shape::chained)
+        const std::vector<std::uint32_t> owners = slot_owners(cap, sh);
+        std::vector<char> owns(B, 0);
+        for (std::uint32_t o : owners) owns[o] = 1;
+        if (!owners.empty() && std::ranges::count(owns, 0) > 0 && std::ranges::count(slow_in_box(t, boxes), 1) > 0)
+            for (Across a : acrosses) s.push_back({InBox::rsag, a, false, sh, 0, true});
+    }
+    // a NIC down: its box a leaf in some slots (leaf.hpp), 5 to 7 slots of every box per up rail for each 2 of the leaf's
+    if (std::ranges::count(cap, 0.0) > 0 && leaf_slots(t, boxes, 1).why.empty())
+        for (std::uint32_t a : {5u, 6u, 7u}) s.push_back({InBox::rsag, Across::direct_rsag, false, Shares::leaf, a});
+    return s;
+}
+
+
+namespace {
+
 std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<Node>>& boxes, bool flat) {
     const std::size_t K = boxes.size(), B = boxes[0].size();
     std::vector<InBox> ins = B > 1 ? std::vector<InBox>{InBox::rsag, InBox::ar} : std::vector<InBox>{InBox::none};
@@ -168,19 +200,8 @@ std::vector<Shape> shapes_for(const Topology& t, const std::vector<std::vector<N
     std::vector<Shape> s;
     for (Shape sh : every_shape())
         if (std::ranges::find(ins, sh.inbox) != ins.end() && std::ranges::find(acrosses, sh.across) != acrosses.end()) sh.flat = flat, s.push_back(sh);
-    // a slow or failed NIC or GPU port (rail_capacity below 1 somewhere): the direct in-box exchange with the shares by
-    // capacity, and with none on the rails below full speed (machines whose parts have equal speeds: the even shapes only)
     if (flat || K < 2 || B < 2) return s;
-    const std::vector<double> cap = rail_capacity(t, boxes);
-    if (std::all_of(cap.begin(), cap.end(), [](double c) { return c >= 1 - 1e-9; })) return s;
-    const bool partial = std::any_of(cap.begin(), cap.end(), [](double c) { return c > 1e-9 && c < 1 - 1e-9; });
-    for (Shares sh : {Shares::capacity, Shares::full}) {
-        if (sh == Shares::full && !partial) continue;  // the same owners as by capacity
-        for (Across a : acrosses) s.push_back({InBox::rsag, a, flat, sh});  // those that do not apply to the collective say so
-    }
-    // a NIC down: its box a leaf in some slots (leaf.hpp), 5 to 7 slots of every box per up rail for each 2 of the leaf's
-    if (std::ranges::count(cap, 0.0) > 0 && leaf_slots(t, boxes, 1).why.empty())
-        for (std::uint32_t a : {5u, 6u, 7u}) s.push_back({InBox::rsag, Across::direct_rsag, flat, Shares::leaf, a});
+    for (Shape sh : fault_shapes(t, boxes)) s.push_back(sh);
     return s;
 }
 
@@ -646,7 +667,9 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         const ShapeTables::Entry* one = tables.get(*d, si, sh, 1, Deadline::at(deadline));
         // the shape does not apply (a route through a processor, ...), or the time limit came first, or it is dominated
         if (!one || one->dominated) continue;
-        tried.push_back({d, si, sh, one, one->load, one->latency});
+        // a chained shape's NIC shares are whole chunks, spread over the rails only across pieces: its one piece's
+        // busiest link is no bound on more pieces (gpu_half's one piece puts 3/14 of a piece on one rail's NIC)
+        tried.push_back({d, si, sh, one, sh.chained ? 0.0 : one->load, one->latency});
     }
     // per size, each shape's pieces: (tried index, pieces) -> the first size that chose it
     std::map<std::pair<std::size_t, std::uint32_t>, std::size_t> chosen;
@@ -658,7 +681,8 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return tried[a].bound < tried[b].bound; });
         double best = std::numeric_limits<double>::infinity();
         for (const Tried& t : tried) best = std::min(best, t.seconds);
-        std::map<std::uint32_t, double> at;
+        // the chained shapes (allreduce.hpp) pay a chain of hops per piece and gain only with many: compared among themselves
+        std::map<std::uint32_t, double> at, at_chained;
         for (std::size_t x : order) {
             Tried& t = tried[x];
             if (t.bound * (1 + 1e-3) >= best) continue;
@@ -666,7 +690,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
             // latencies of one piece (the time of the table with almost nothing to move)
             t.bound = std::max(t.bound, latency_of(t, tables.basis()));
             if (t.bound * (1 + 1e-3) >= best) continue;
-            refine(tables, t, i, at, deadline);
+            refine(tables, t, i, t.shape.chained ? at_chained : at, deadline);
             best = std::min(best, t.seconds);
         }
         if (!tried.empty()) {

@@ -85,6 +85,23 @@ std::vector<char> cut_off(const Topology& t, const std::vector<std::vector<Node>
     return off;
 }
 
+std::vector<std::uint32_t> nic_share(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
+    const Carry c = box_carry(t, boxes);
+    const double most_in = c.in.empty() ? 0.0 : *std::max_element(c.in.begin(), c.in.end());
+    std::vector<std::uint32_t> d(t.processors(), 0);
+    for (std::uint32_t p = 0; p < t.processors(); ++p)
+        if (c.in[p] < most_in * (1 - 1e-9) && c.out[p] > 0) d[p] = static_cast<std::uint32_t>(std::max(2.0, std::round((c.in[p] + c.out[p]) / c.out[p])));
+    return d;
+}
+
+std::vector<char> slow_in_box(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
+    const Carry c = box_carry(t, boxes);
+    const double most_in = c.in.empty() ? 0.0 : *std::max_element(c.in.begin(), c.in.end());
+    std::vector<char> slow(t.processors(), 0);
+    for (std::uint32_t p = 0; p < t.processors(); ++p) slow[p] = c.in[p] < most_in * (1 - 1e-9);
+    return slow;
+}
+
 std::vector<std::uint32_t> slot_owners(const std::vector<double>& capacity, Shares shares) {
     const std::uint32_t B = static_cast<std::uint32_t>(capacity.size());
     std::vector<double> w(capacity);

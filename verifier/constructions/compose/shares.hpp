@@ -35,6 +35,14 @@ std::vector<double> rail_capacity(const Topology&, const std::vector<std::vector
 /// shares `leaf` (leaf.hpp).
 std::vector<char> cut_off(const Topology&, const std::vector<std::vector<Node>>& boxes);
 
+/// Per processor, D when its links in its box carry less than the fastest processor's there and it has links out of
+/// it: in the chained shapes (allreduce.hpp, Shape::chained) its NIC takes one chunk in D of its contribution and of
+/// the result, D = round((in + out) / out) over what it carries in and out of the box (GPU 0's NVLink at half on 2 x
+/// DGX A100, 150 GB/s against its NIC's 25: 7); 0 for the others.
+std::vector<std::uint32_t> nic_share(const Topology&, const std::vector<std::vector<Node>>& boxes);
+/// Per processor, whether its links in its box carry less than the fastest processor's there (`--slow-gpu`).
+std::vector<char> slow_in_box(const Topology&, const std::vector<std::vector<Node>>& boxes);
+
 /// The owner (rail) of every slot of a piece: `B` slots, slot j to rail j, when the shares are even
 /// or every rail carries as much; else per `shares`, weights w_j (capacity: rail_capacity; full: 1
 /// where it is 1, else 0) over the number of slots from B to 4B whose largest-remainder rounding
