@@ -94,7 +94,7 @@ def main():
                 continue
             m, n = row["measured_s"], row.get("nccl_model_s")
             print(f"| {name} | {row['label'] if row['label'].startswith('row ') else 'log'} | {size_label(row['size'])} | "
-                  f"{row['algorithm']} {row['protocol']} | {us(m)} | {us(row['fitted_s'])} | {signed(row['fitted_s'], m)} | "
+                  f"{row['algorithm']} {row['protocol']}{' (' + row['layout'] + ')' if row.get('layout') else ''} | {us(m)} | {us(row['fitted_s'])} | {signed(row['fitted_s'], m)} | "
                   f"{us(n) if n else '-'} | {signed(n, m) if n else '-'} |")
     with open(CSV, newline="") as f:
         rows = list(csv.DictReader(f))

@@ -5,14 +5,15 @@ Usage: nvls_layout.py [--expect PCT PCT]   (from the source root; reads runtime/
 
 With --expect: exit 1 unless the two runs' held-out worst errors, to 0.1 %, are those (docs/time.md's).
 
-An analysis, not the executor model: for the Azure NVLS rows of ND H100 v5 (NCCL 2.18.5) and ND
+The analysis behind the executor model's NVLS layout (verifier/time/nccl_tuner.hpp nccl_nvls_layout,
+which `collsched calibrate` times as tables): for the Azure NVLS rows of ND H100 v5 (NCCL 2.18.5) and ND
 H200 v5 (NCCL 2.20.5) up to 2 MiB, where every NCCL channel runs one loop (16 channels x 8 heads x
 16 KiB chunks), it lays the buffer out as that NCCL version does and charges the busiest channel
 (one thread block: scatter, reduce, gather in turn) a + sum over its chunks of (t0 + chunk / R).
 NCCL 2.18.5 (src/enqueue.cc chunk size, src/collectives/device/all_reduce.h NVLS RunWorkElement)
 gives channel b the bytes from b x 8 x chunk, so one channel carries everything up to 128 KiB;
-NCCL 2.20.5 (src/enqueue.cc maxBytesPerChannel, lastChunkCount) gives every channel size / 16 and
-spreads a channel's bytes over the 8 heads. a, t0 and R are fitted (least relative error, a grid)
+NCCL 2.20.5 (src/enqueue.cc maxBytesPerChannel, lastChunkCount, NCCL_SIMPLE_ALIGNMENT) gives every
+channel size / 16 rounded up to 4 KiB and spreads it over the heads in chunks of a whole 4 KiB. a, t0 and R are fitted (least relative error, a grid)
 on every other size (calibrate's training split) and the rest is printed as held out.
 """
 import argparse
@@ -30,8 +31,10 @@ def busiest_channel(size, version):
     if version == "2.18":  # channel 0 takes the first HEADS chunks
         head = min(size, HEADS * CHUNK)
         return [min(CHUNK, head - j * CHUNK) for j in range(math.ceil(head / CHUNK))]
-    per_channel = math.ceil(size / CHANNELS / 16) * 16  # 16-byte aligned
-    return [math.ceil(per_channel / HEADS)] * HEADS
+    per_channel = math.ceil(math.ceil(size / CHANNELS / 16) * 16 / 4096) * 4096  # 16-byte aligned, then whole 4 KiB
+    work = min(per_channel, size)
+    chunk = math.ceil(math.ceil(work / HEADS) / 4096) * 4096  # the last loop's chunk: its rest / heads, whole 4 KiB
+    return [min(chunk, work - j * chunk) for j in range(math.ceil(work / chunk))]
 
 
 def rows(machine):

@@ -134,6 +134,7 @@ std::vector<CalibrationCase> log_cases(const CalibrateArgs& a, std::vector<std::
             for (const std::string& p : split_list(a.protocol)) c.protocols.push_back(protocol_of(p, "--protocol"));
             if (c.protocols.size() == 1) c.protocol = c.protocols.front(), c.protocols.clear();
             c.tuner_plugin = a.tuner_plugin;
+            c.nccl_version = run.nccl_version;
             cases.push_back(std::move(c));
         }
         if (!empty.empty())
@@ -185,6 +186,7 @@ std::vector<CalibrationCase> table_cases(const CalibrateArgs& a) {
         c.measured = executor::time_seconds(m);
         c.algorithm = alg;
         c.protocol = protocol_of(m.protocol, fmt::format("{}: row {}", a.measurements, m.id));
+        c.nccl_version = m.version;
         cases.push_back(std::move(c));
     }
     if (cases.empty()) throw InputError(fmt::format("calibrate: {} has no NCCL rows of \"{}\"", a.measurements, a.machine));
@@ -208,6 +210,7 @@ nlohmann::ordered_json report_json(const CalibrationReport& r) {
         } else {
             x["algorithm"] = c.algorithm;
             x["protocol"] = std::string(to_string(c.protocol));
+            if (!c.layout.empty()) x["layout"] = c.layout;
             x["set"] = c.train ? "fit" : "held-out";
             x["builtin_s"] = c.builtin;
             x["fitted_s"] = c.fitted;

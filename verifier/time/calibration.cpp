@@ -60,7 +60,8 @@ struct Variant {
     std::string algorithm;
     Protocol protocol = Protocol::simple;
     double nccl_model = std::numeric_limits<double>::infinity();  ///< NCCL's model's time of it (infinite: it does not time it)
-    std::vector<TimingPlan> plans;  ///< its table (NVLS: one per piece count, the fastest taken)
+    std::vector<TimingPlan> plans;  ///< its table (NVLS: in NCCL's layout, else one per piece count, the fastest taken)
+    std::string layout;             ///< NCCL's NVLS layout the table is in, said in the report
 };
 
 struct Prepared {
@@ -97,7 +98,14 @@ std::string plan_variant(const CalibrationCase& c, const nccl::System& sys, doub
     try {
         if (v.algorithm == "nvls" || v.algorithm == "nvls_tree") {
             if (c.collective != CollectiveKind::allreduce || sys.nvls_efficiency <= 0) return "NVLS runs allreduce on a machine whose switches reduce";
-            // timed as `collsched tune` and the comparisons time it: at the fastest of its piece counts
+            // one box, a version whose layout is modelled: NCCL's channels, each a thread block moving its chunks in turn
+            if (const auto l = sys.nodes == 1 ? nccl_nvls_layout(c.nccl_version, sys.gpus_per_node, bytes) : std::nullopt) {
+                v.plans.emplace_back(compose::nccl_nvls_allreduce(topo, *l), deadline);
+                v.layout = fmt::format("NCCL {} layout: {} channel{} x {} chunk{}", c.nccl_version.substr(0, c.nccl_version.rfind('.')),
+                                       l->channels, l->channels == 1 ? "" : "s", l->loops * l->heads, l->loops * l->heads == 1 ? "" : "s");
+                return "";
+            }
+            // else timed as `collsched tune` and the comparisons time it: at the fastest of its piece counts
             for (std::uint32_t k : nccl_nvls_piece_counts(sys, bytes)) {
                 compose::NvlsPlan plan;
                 plan.pieces = k;
@@ -311,6 +319,7 @@ void errors(CalibrationReport& report, std::vector<Prepared>& prepared, const Ex
             r.fitted = fitted;
             r.algorithm = which->algorithm;
             r.protocol = which->protocol;
+            r.layout = which->layout;
             if (!r.train) {
                 held.push_back(rel(r.fitted, r.measured));
                 builtin_held.push_back(rel(r.builtin, r.measured));
@@ -459,9 +468,10 @@ std::string calibration_text(const CalibrationReport& r) {
             continue;
         }
         const std::string nccl = c.nccl_model ? fmt::format("{:+.0f}%", (*c.nccl_model / c.measured - 1) * 100) : std::string("-");
-        out += fmt::format("  {:<28} {:<10} {:<7} {:>9} {:>11} {:>11} {:>11} {:>+6.0f}% {:>7} {:>7}\n", c.label, c.algorithm, to_string(c.protocol),
+        out += fmt::format("  {:<28} {:<10} {:<7} {:>9} {:>11} {:>11} {:>11} {:>+6.0f}% {:>7} {:>7}{}\n", c.label, c.algorithm, to_string(c.protocol),
                            support::format_bytes(c.size), support::format_seconds(c.measured), support::format_seconds(c.builtin),
-                           support::format_seconds(c.fitted), (c.fitted / c.measured - 1) * 100, nccl, c.train ? "fit" : "held");
+                           support::format_seconds(c.fitted), (c.fitted / c.measured - 1) * 100, nccl, c.train ? "fit" : "held",
+                           c.layout.empty() ? std::string() : "  " + c.layout);
     }
     out += fmt::format("held-out error (|predicted - measured| / measured): median {:.1f} %, worst {:.1f} %; built-in constants median {:.1f} %; "
                        "NCCL's own tuning model on the same rows: median {:.1f} %, worst {:.1f} %\n",

@@ -46,6 +46,9 @@ struct CalibrationCase {
     /// NCCL_TUNER_PLUGIN was set: a tuner tuned on the machine's measured times picked among the allowed variants (its
     /// table is not published), so the run is predicted as the executor model's fastest of them, not NCCL's model's pick
     bool tuner_plugin = false;
+    /// The NCCL that ran it ("2.18.5": measurements.csv's `version`, an nccl-tests log's); its NVLS on one box is timed
+    /// in that version's channel layout where it is modelled (nccl_nvls_layout), else at the fastest of its piece counts
+    std::string nccl_version;
 };
 
 /// One case as collsched ran it, and the errors.
@@ -53,6 +56,7 @@ struct CalibrationResult {
     std::string label, series;
     std::string algorithm;       ///< the algorithm timed (NCCL's pick for "default")
     Protocol protocol = Protocol::simple;
+    std::string layout;          ///< NCCL's NVLS layout it was timed in ("NCCL 2.18 layout: 1 channel x 8 chunks"), else empty
     double size = 0, measured = 0;
     bool train = false;
     double builtin = 0;          ///< predicted under the built-in constants

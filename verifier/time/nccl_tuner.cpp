@@ -228,6 +228,36 @@ std::vector<std::uint32_t> nccl_nvls_piece_counts(const nccl::System& sys, doubl
     return out;
 }
 
+std::optional<compose::NcclNvlsLayout> nccl_nvls_layout(std::string_view version, std::uint32_t heads, double size) {
+    const bool v218 = version.starts_with("2.18."), v220 = version.starts_with("2.20.");
+    if ((!v218 && !v220) || heads == 0 || !(size > 0)) return std::nullopt;
+    constexpr double channels = 16, align = 4096, most_loops = 16;
+    const double ops = channels * heads;  // concurrentOps
+    double chunk = 131072;
+    if (size < 64 * ops * chunk) chunk = 65536;
+    if (size < 8 * ops * chunk) chunk = 32768;
+    if (size < 2 * ops * chunk) chunk = 16384;
+    compose::NcclNvlsLayout l;
+    if (v218) {  // one loop is channels x heads x chunk, channel b's part from b x heads x chunk
+        l.heads = static_cast<std::uint32_t>(std::min<double>(heads, std::ceil(size / chunk)));
+        l.loops = static_cast<std::uint32_t>(std::ceil(size / (ops * chunk)));
+        l.channels = l.loops > 1 ? 16u : static_cast<std::uint32_t>(std::ceil(size / (l.heads * chunk)));
+    } else {  // every channel size / 16 (16-byte aligned) rounded up to 4 KiB, in loops of heads x chunk
+        const double per = std::ceil(std::ceil(size / channels / 16) * 16 / align) * align;
+        l.channels = static_cast<std::uint32_t>(std::ceil(size / per));
+        const double work = std::min(per, size);  // the busiest channel's bytes
+        if (work < heads * chunk) {               // one loop, of the last loop's chunks
+            const double last = std::ceil(std::ceil(work / heads) / align) * align;
+            l.heads = static_cast<std::uint32_t>(std::ceil(work / last));
+        } else {
+            l.heads = heads;
+            l.loops = static_cast<std::uint32_t>(std::ceil(work / (heads * chunk)));
+        }
+    }
+    l.loops = static_cast<std::uint32_t>(std::min<double>(l.loops, most_loops));
+    return l;
+}
+
 TunerConfig nccl_tuner_config(std::shared_ptr<const Topology> topo, const TunerOptions& o) {
     if (o.executor.kind != ExecutorKind::nccl)
         throw InputError(fmt::format("tune: the tuner file is read by NCCL; --executor nccl (or a calibration of it), not {}", o.executor.name));

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "compiler/table/send_table.hpp"
+#include "verifier/constructions/compose/nvls.hpp"
 #include "runtime/executor/executor.hpp"
 #include "support/budget.hpp"
 #include "verifier/constructions/nccl/nccl.hpp"
@@ -98,6 +99,20 @@ struct TunerOptions {
 /// per-piece costs grow with the pieces (one count per size, pieces of 64 KiB, put NVLS on one H100
 /// box 15 to 23 % below Azure's ND H100 v5 times from 256 MiB, 5 % above at 128 MiB).
 std::vector<std::uint32_t> nccl_nvls_piece_counts(const nccl::System&, double size);
+
+/// NCCL's layout of its one-box NVLS allreduce of `size` bytes over `heads` GPUs (one head each),
+/// for the NCCL `version` that ran it ("2.18.5"), as its source lays it; nullopt for a version whose
+/// layout is not modelled (2.18.x and 2.20.x are: runtime/executor/calibration/README.md, "NCCL's
+/// NVLS layout"). 16 NVLS channels (src/transport/nvls.cc:231 NVLS_NCHANNELS); the chunk NCCL
+/// picks for the size (2.18.5 src/enqueue.cc:1339-1345, 2.20.5 :1704-1711: 128 KiB, 64 KiB below
+/// 1 GiB, 32 KiB below 64 MiB, 16 KiB below 8 MiB). 2.18.x: channel b takes the bytes from b x heads
+/// x chunk of each loop (src/collectives/device/all_reduce.h:387-411), so below 128 KiB one channel
+/// moves every chunk. 2.20.x: each channel takes size / 16, rounded up to 4 KiB
+/// (src/enqueue.cc:804, :457, :216 with include/enqueue.h:17 NCCL_SIMPLE_ALIGNMENT), in loops of
+/// heads x chunk, the last loop's chunk its rest / heads rounded up to 4 KiB (:232-234;
+/// src/device/all_reduce.h:368-394). Chunks are taken equal (size / chunks: exact for sizes that are
+/// powers of two) and more than 16 loops are merged into 16, which keeps the table within 2,048 chunks.
+std::optional<compose::NcclNvlsLayout> nccl_nvls_layout(std::string_view version, std::uint32_t heads, double size);
 
 /// The configuration of the machine. InputError where NCCL's model does not describe the machine,
 /// the executor is not NCCL's, or a collective is not one the tuner covers.

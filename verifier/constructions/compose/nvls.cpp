@@ -193,6 +193,30 @@ SendTable nvls_allreduce(std::shared_ptr<const Topology> topo, const NvlsPlan& p
     return std::move(w).finish();
 }
 
+SendTable nccl_nvls_allreduce(std::shared_ptr<const Topology> topo, const NcclNvlsLayout& l) {
+    const auto boxes = nvls_boxes(*topo);
+    const NvlsBox& b = one_box(*topo, boxes);
+    const std::uint32_t P = topo->processors();
+    if (l.channels == 0 || l.loops == 0 || l.heads == 0 || l.heads > P)
+        throw InputError(fmt::format("NCCL's NVLS layout: {} channels, {} loops, {} heads on {} GPUs", l.channels, l.loops, l.heads, P));
+    const std::uint32_t B = l.channels, Q = l.loops * l.heads;
+    Writer w(topo, "allreduce", B * Q);
+    const auto all = ids(b);
+    // a GPU's transfers into the switch in program order: the q-th scatter, then the store of the chunk a loop
+    // (heads chunks) earlier, so that a store never holds up the scatters of the loop after its own
+    for (std::uint32_t q = 0; q < Q; ++q)
+        for (std::uint32_t ch = 0; ch < B; ++ch) {
+            const std::uint32_t c = q * B + ch;
+            const Node head = b.gpus[q % l.heads];
+            const Step s = 4 * q + 1, t = 4 * (q + l.heads) + 2;
+            for (Node p : b.gpus) w.send(s, p, b.sw, w.value(p, c));
+            const MessageId sum = w.partial(all, c);
+            w.send(t, b.sw, head, sum);
+            switch_multicast(w, b, head, sum, t + 1);
+        }
+    return std::move(w).finish();
+}
+
 SendTable nvls_reduce_scatter(std::shared_ptr<const Topology> topo, const NvlsPlan& plan) {
     const auto boxes = nvls_boxes(*topo);
     const NvlsBox& b = one_box(*topo, boxes);

@@ -54,6 +54,28 @@ SendTable nvls_reduce_scatter(std::shared_ptr<const Topology>, const NvlsPlan& =
 /// to the other P - 1 (t + 1).
 SendTable nvls_allgather(std::shared_ptr<const Topology>, const NvlsPlan& = {});
 
+/// NCCL's layout of its one-box NVLS allreduce for one size (nccl_nvls_layout,
+/// verifier/time/nccl_tuner.hpp gives it per NCCL version): `channels` NCCL channels side by
+/// side, each one thread block that moves `loops` x `heads` chunks in sequence (per loop one chunk
+/// for each of the first `heads` heads, head h's chunk reduced by GPU h).
+struct NcclNvlsLayout {
+    std::uint32_t channels = 1, loops = 1, heads = 1;
+    bool operator==(const NcclNvlsLayout&) const = default;
+};
+
+/// NCCL's NVLS allreduce in that layout (NVIDIA/nccl src/device/all_reduce.h, NVLS RunWorkElement:
+/// per channel the scatter warps loop over the heads, the head's reduce warps reduce through the
+/// switch and store the sum, the gather warps loop over the heads): chunk c = q x channels + b is
+/// the q-th of channel b's sequence, owned by head q mod heads. The owner's share goes through the
+/// switch (NvlsPlan::owner_through_switch). With H = heads, the q-th are sent in steps 4q + 1 (every
+/// GPU to the switch: the scatter), 4(q + H) + 2 (the sum to the head), 4(q + H) + 3 (the head to
+/// the switch) and 4(q + H) + 4 (to the others): a GPU's transfers into the switch go in program
+/// order (runtime/timing.hpp), a store after the scatters of the loop that follows its own, so no
+/// store holds up a scatter of its loop. In each step channel b's transfer is the b-th on its link,
+/// so under the nccl executor it runs on the link's b-th connection, one thread block's
+/// (runtime/timing.hpp connections_per_channel), after that channel's chunk before it.
+SendTable nccl_nvls_allreduce(std::shared_ptr<const Topology>, const NcclNvlsLayout&);
+
 /// NVLS_TREE-like allreduce on k boxes joined rail by rail (GPU i of every box linked to GPU i of
 /// every other box): reduce-scatter through each box's switch, then the owners of one chunk (one
 /// per box, the same local index) allreduce it over their rail (a ring: reduce-scatter and
