@@ -128,7 +128,9 @@ TEST_CASE("executor objective: NCCL's NVLS, NVLS_TREE, CollNet and PAT are timed
                              " --collective allreduce --sizes 64K,16M --executor nccl --jobs 1 --json");
     INFO(r.out, r.err);
     REQUIRE((r.code == 0 || r.code == 3));
-    for (const auto& s : nlohmann::json::parse(r.out)["sizes"])
+    const nlohmann::json out = nlohmann::json::parse(r.out);  // held: a range-for over a temporary's member reads freed memory
+    REQUIRE(out["sizes"].size() == 2);
+    for (const auto& s : out["sizes"])
         if (s["winner"].get<std::string>().starts_with("nccl nvls")) CHECK(s["protocol"] == "Simple");
 }
 

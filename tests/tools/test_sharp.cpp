@@ -151,7 +151,9 @@ TEST_CASE("sharp: no bound printed on a --sharp machine exceeds a verified sched
                        " --collective allreduce --size 64K,1G --json");
     INFO(r.err);
     REQUIRE((r.code == 0 || r.code == 3));
-    for (const auto& row : nlohmann::json::parse(r.out)["sizes"]) {
+    const nlohmann::json out = nlohmann::json::parse(r.out);  // held: a range-for over a temporary's member reads freed memory
+    REQUIRE(out["sizes"].size() == 2);
+    for (const auto& row : out["sizes"]) {
         CHECK(row["time_lower_bound_s"].get<double>() <= row["predicted_time_s"].get<double>());
         CHECK(row["predicted_time_s"].get<double>() <= row["nccl_best_s"].get<double>());
     }
