@@ -31,7 +31,8 @@ Options:
   --timeout S         optimize's --timeout per run (default 300)
   --executor NAME     also run every cell on this executor (nccl, mscclpp or msccl; docs/time.md
                       "Executors"): its time, its speed-up over NCCL's algorithms timed by the same
-                      executor, `tie` where that is inside the executor model's validated error
+                      executor, `tie` where that is inside the executor model's validated error,
+                      `NCCL's own` where NCCL's own algorithm is the fastest on it
   --calibration FILE  with --executor: the executor calibrated for the machine (collsched calibrate)
   --quick             a few cells (dgx1, multibox2x8, h100rail2x8; allreduce and alltoall; 64K and
                       16M), as ctest's benchmark `time_vs_nccl_quick` (labels bench and slow) runs them
@@ -234,12 +235,13 @@ def executor_cell(m, c, size):
     sp = s.get("speedup_over_nccl")
     return {"executor": j.get("executor"), "executor_s": s["predicted_time_s"], "executor_winner": s.get("winner"),
             "executor_protocol": s.get("protocol"), "executor_speedup": sp,
-            "executor_tie": bool(s.get("tie_with_nccl")), "executor_error": j.get("executor_error")}
+            "executor_tie": bool(s.get("tie_with_nccl")), "executor_nccl_wins": bool(s.get("nccl_wins")),
+            "executor_error": j.get("executor_error")}
 
 fields = ["machine", "gpus", "collective", "size_bytes", "size", "collsched", "collsched_s", "nccl_best", "nccl_best_s",
           "nccl_best_at_least_s", "nccl_model", "nccl_model_s", "bound_s", "bound_term", "gap_percent", "speedup_over_nccl",
           "speedup_over_nccl_at_least", "wall_s", "cpu_s", "peak_rss_mb", "load", "executor", "executor_s", "executor_winner",
-          "executor_protocol", "executor_speedup", "executor_tie", "executor_error"]
+          "executor_protocol", "executor_speedup", "executor_tie", "executor_nccl_wins", "executor_error"]
 rows = []
 for _, _, m, c, j, wall, rss, load, cpu in runs:
     for s in j["sizes"]:
@@ -320,7 +322,8 @@ for _, _, m, c, j, wall, rss, load, cpu in runs:
         on = ""
         if e:
             esp = e["executor_speedup"]
-            on = f"; {e['executor']}: {fmt_s(e['executor_s'])}, " + ("tie" if e["executor_tie"] else "%.2fx" % esp if esp else "-")
+            verdict = "NCCL's own" if e["executor_nccl_wins"] else "tie" if e["executor_tie"] else "%.2fx" % esp if esp else "-"
+            on = f"; {e['executor']}: {fmt_s(e['executor_s'])}, {verdict}"
         cells.append(f"{fmt_s(s.get('predicted_time_s'))} / {nccl}{model} / {fmt_s(s.get('time_lower_bound_s'))}: "
                      f"{mark}{speed}{mark}, {g:.1f} %{dagger}{on}")
     md.append(f"| {m} | {c} | " + " | ".join(cells) + f" | {wall:.1f} s ({cpu:.1f} CPU), {rss:.0f} MB |")

@@ -98,7 +98,10 @@ ojson size_json(const TimeObjective& r, const std::vector<std::string>& witnesse
     j["nccl_best"] = !v.known() ? ojson(nullptr) : v.timed_least() ? ojson(r.candidates[*v.timed].name) : ojson(r.nccl_unbuilt[*v.bounded].name);
     j["nccl_best_s"] = v.timed_least() ? ojson(v.timed_s) : ojson(nullptr);
     j["speedup_over_nccl"] = v.exact() ? ojson(v.timed_s / t) : ojson(nullptr);
-    j["tie_with_nccl"] = v.exact() && r.basis().tie(v.timed_s, t);
+    // NCCL's own algorithm winning is no tie: it is the answer (`nccl_wins`)
+    const bool nccl_wins = v.exact() && *v.timed == r.comparison.winner[i];
+    j["nccl_wins"] = nccl_wins;
+    j["tie_with_nccl"] = v.exact() && !nccl_wins && r.basis().tie(v.timed_s, t);
     j["nccl_best_at_least_s"] = v.known() && v.complete ? ojson(v.least()) : ojson(nullptr);
     j["speedup_over_nccl_at_least"] = v.known() && v.complete ? ojson(v.least() / t) : ojson(nullptr);
     if (!r.nccl_unbuilt.empty()) {
