@@ -153,6 +153,27 @@ TEST_CASE("executor objective: the MSCCL++ check stops at the query's time limit
     CHECK(notes[0].ends_with("left out"));
 }
 
+TEST_CASE("executor objective: on nccl a table its graph files cannot hold is left out before it is timed") {
+    // the constructions NCCL cannot run were timed in NCCL's three protocols and refused only at their check: on 4 x 8
+    // H100 with NIC 0 at half under load, NCCL's own ring was then not checked within --timeout 60
+    TimeCandidate c = rail_rsag(1), ours = c;
+    ours.nccl = true;
+    CandidateQuery q;
+    q.instance = SynthInstance{c.table->topology, c.table->model, c.table->collective, RouteSpace::any};
+    q.executor = builtin_executor(ExecutorKind::nccl);
+    std::vector<TimeCandidate> raw{c, ours};
+    std::vector<std::string> notes;
+    leave_out_unrun(q, raw, notes);
+    CHECK(raw[0].unrun);
+    CHECK_FALSE(raw[1].unrun);  // NCCL's own algorithms run as they are
+    REQUIRE(notes.size() == 1);
+    CHECK(notes[0].find("hierarchical rsag+direct, 1 pieces (constructions for time): not run by executor nccl (nccl-graph): ") == 0);
+    q.executor = builtin_executor(ExecutorKind::mscclpp);  // an MSCCL++ plan's check waits for the protocols the timing picks
+    raw[0].unrun = false;
+    leave_out_unrun(q, raw, notes);
+    CHECK_FALSE(raw[0].unrun);
+}
+
 TEST_CASE("executor objective: NCCL's NVLS, NVLS_TREE, CollNet and PAT are timed in Simple only, as NCCL's tuner runs them") {
     // tuning.cc skips LL and LL128 for NVLS and NVLS_TREE and gives CollNet none: `nccl nvls, 2 pieces` won 64 KiB on
     // a DGX H100 in LL (8.9 us), a time stock NCCL cannot run, and stood as NCCL's best

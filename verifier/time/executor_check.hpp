@@ -23,5 +23,8 @@ std::string_view executor_format(const TimeBasis&);
 std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p, Deadline deadline = {});
 /// False, with a note of the exporter's reason, when the query's executor cannot run c.
 bool runs_on_executor(const TimeCandidate& c, const CandidateQuery& q, std::vector<std::string>& notes);
+/// On executor nccl, the candidates of `raw` its graph exporter refuses are marked `unrun` (not planned, timed or
+/// checked), each with its note.
+void leave_out_unrun(const CandidateQuery& q, std::vector<TimeCandidate>& raw, std::vector<std::string>& notes);
 
 }  // namespace collsched

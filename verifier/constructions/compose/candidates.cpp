@@ -475,9 +475,11 @@ struct Tried {
 /// shapes that are behind, never a bound).
 void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t, double>& at, Clock::time_point deadline) {
     std::size_t transfers = t.one->transfers;
-    // on an executor, twice as many each time: its costs a message end the gain early (2 x 8 H100 with NIC 0 at half on
-    // mscclpp at 1 GiB: 6.74, 6.42, 6.56 ms with 1, 2, 4 pieces), and 2 was never tried
-    const std::uint32_t factor = tables.basis().ideal() ? 4 : 2;
+    // on an executor that runs the constructions (MSCCL++, MSCCL), twice as many each time: its costs a message end the
+    // gain early (4 x 8 H100 with NIC 0 at half on mscclpp at 1 GiB: 6.74, 6.42, 6.56 ms with 1, 2, 4 pieces), and 2 was
+    // never tried; NCCL's graph files hold rings, none of these shapes
+    const TimeBasis& b = tables.basis();
+    const std::uint32_t factor = b.ideal() || b.executor->kind == ExecutorKind::nccl ? 4 : 2;
     for (std::uint32_t k = next_pieces(t.pieces, transfers, factor); k > 0 && Clock::now() < deadline; k = next_pieces(k, transfers, factor)) {
         const ShapeTables::Entry* next = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline), i);
         if (!next) return;
@@ -741,7 +743,8 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         if (again) continue;  // one box of P and P boxes of one give the same direct exchange
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
         std::string how = fmt::format("{} on {}; {} pieces: the fastest of {} (or the most within 500,000 transfers; past them, 2 or 3) at {} bytes (asynchronous time{})",
-                                      shape_name(t.shape, kind), t.d->what, e->pieces, basis.ideal() ? "1, 4, 16, 64" : "1, 2, 4, ..., 64", sizes[i], timed_on(basis));
+                                      shape_name(t.shape, kind), t.d->what, e->pieces,
+                                      basis.ideal() || basis.executor->kind == ExecutorKind::nccl ? "1, 4, 16, 64" : "1, 2, 4, ..., 64", sizes[i], timed_on(basis));
         // its times go with it, plan or not (the same table's: the caller predicts only the sizes missing, NaN)
         out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->seconds});
     }
