@@ -711,6 +711,16 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         });
     }
     drop_beaten(tables, tried, chosen, sizes.size());
+    // on an executor that runs the constructions, the same shape with half and a quarter of the pieces chosen, each
+    // where its table was built (refine's ladder at that size): the time objective checks the candidates in time order,
+    // and one its exporter refuses (MSCCL++: 64 ops a thread block, 108 blocks a GPU) falls back to fewer pieces (4 x 8
+    // H100 with NIC 0 at half, reduce_scatter at 1 GiB on mscclpp: rs+direct by capacity chose 8 pieces, refused)
+    if (!basis.ideal() && basis.executor->kind != ExecutorKind::nccl) {
+        const auto picked = chosen;
+        for (const auto& [key, i] : picked)
+            for (std::uint32_t k = key.second / 2, n = 0; k >= 1 && n < 2; k /= 2, ++n)
+                if (tables.has(*tried[key.first].d, tried[key.first].shape_index, k)) chosen.try_emplace({key.first, k}, i);
+    }
     VerifyOptions check;
     check.deadline = Deadline::at(deadline);
     // the fastest at their size first, each rebuilt and checked within the deadline (the first one too:
