@@ -30,22 +30,6 @@ using Buf = detail::PlanBuf;
 
 }  // namespace
 
-void detail::refuse_plan(const SendTable& t, std::string_view why) {
-    throw InputError(fmt::format("cannot write an MSCCL++ plan for {} on {}: {}", t.collective.to_string(), t.topology->spec(), why));
-}
-
-void detail::check_size_range(const SendTable& t, const MscclppOptions& opt, std::uint64_t input_chunks) {
-    const std::uint64_t lo = opt.min_message_size, hi = opt.max_message_size;
-    if (lo > hi) detail::refuse_plan(t, fmt::format("--size-range {}..{} is empty", lo, hi));
-    const bool ag = t.collective.kind == CollectiveKind::allgather;
-    const std::uint64_t P = t.topology->processors(), unit = 16 * input_chunks * (ag ? P : 1);
-    const std::uint64_t first = lo == 0 ? unit : (lo + unit - 1) / unit * unit;  // the executor takes no empty call
-    if (first < lo || first > hi)
-        detail::refuse_plan(t, fmt::format("--size-range {}..{} holds no size the plan can serve: the executor takes multiples of {} bytes "
-                              "({}16-byte units times {} input chunks{})",
-                              lo, hi, unit, ag ? "the output: " : "", input_chunks, ag ? fmt::format(" times {} GPUs", P) : ""));
-}
-
 namespace {
 
 struct PlanLayout {
@@ -743,26 +727,6 @@ private:
 };
 
 }  // namespace
-
-std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> table_movement(const SendTable& t) {
-    const Messages ms = t.messages();
-    const int C = int(table_chunks(t));
-    std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> out;
-    for (const EndpointTransfer& e : endpoint_view(t).transfers) {
-        std::vector<std::pair<int, int>> v;
-        if (auto pv = partial_of(ms, e.message)) {
-            for (std::uint32_t s : pv->sources) v.emplace_back(int(s), int(pv->chunk));
-        } else {
-            MessageKey k = ms.key(e.message);
-            if (k.kind == MessageKind::broadcast) v.emplace_back(int(k.src), int(k.chunk));
-            else v.emplace_back(int(k.src), int(k.dst) * C + int(k.chunk));
-        }
-        std::sort(v.begin(), v.end());
-        out.emplace_back(int(idx(e.src)), int(idx(e.dst)), std::move(v));
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-}
 
 std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
     const bool through_switch = detail::uses_switch_functions(t);

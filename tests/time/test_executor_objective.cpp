@@ -163,14 +163,14 @@ TEST_CASE("executor objective: on nccl a table its graph files cannot hold is le
     q.executor = builtin_executor(ExecutorKind::nccl);
     std::vector<TimeCandidate> raw{c, ours};
     std::vector<std::string> notes;
-    leave_out_unrun(q, raw, notes);
+    leave_out_unrun(raw, q, notes);
     CHECK(raw[0].unrun);
     CHECK_FALSE(raw[1].unrun);  // NCCL's own algorithms run as they are
     REQUIRE(notes.size() == 1);
     CHECK(notes[0].find("hierarchical rsag+direct, 1 pieces (constructions for time): not run by executor nccl (nccl-graph): ") == 0);
     q.executor = builtin_executor(ExecutorKind::mscclpp);  // an MSCCL++ plan's check waits for the protocols the timing picks
     raw[0].unrun = false;
-    leave_out_unrun(q, raw, notes);
+    leave_out_unrun(raw, q, notes);
     CHECK_FALSE(raw[0].unrun);
 }
 

@@ -531,7 +531,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
     std::vector<std::size_t> from;  // per provider, its first candidate
     std::vector<double> took;
     run_providers(q, providers, raw, from, took, notes);
-    leave_out_unrun(q, raw, notes);  // what NCCL's graph files cannot say is not timed
+    leave_out_unrun(raw, q, notes);  // what NCCL's graph files cannot say is not timed
     Gathering g(q, raw, from, providers, notes);
     g.run();
     return g.finish(providers, took, unchecked_out);

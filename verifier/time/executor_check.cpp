@@ -101,7 +101,7 @@ bool runs_on_executor(const TimeCandidate& c, const CandidateQuery& q, std::vect
 /// half (allgather, 16 MiB and 1 GiB) took 11 s to time in NCCL's three protocols before each was refused in
 /// milliseconds; under load NCCL's own ring was then not checked by --timeout 60. A table on another topology object
 /// than the query's (the library's) is left to the check after its timing, which re-stamps it first.
-void leave_out_unrun(const CandidateQuery& q, std::vector<TimeCandidate>& raw, std::vector<std::string>& notes) {
+void leave_out_unrun(std::vector<TimeCandidate>& raw, const CandidateQuery& q, std::vector<std::string>& notes) {
     if (executor_format(q.basis()) != "nccl-graph") return;
     for (TimeCandidate& c : raw)
         if (!c.nccl && c.table->topology == q.instance.topology && !runs_on_executor(c, q, notes)) c.unrun = true, c.plan.reset();

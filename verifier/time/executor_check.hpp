@@ -25,6 +25,6 @@ std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p,
 bool runs_on_executor(const TimeCandidate& c, const CandidateQuery& q, std::vector<std::string>& notes);
 /// On executor nccl, the candidates of `raw` its graph exporter refuses are marked `unrun` (not planned, timed or
 /// checked), each with its note.
-void leave_out_unrun(const CandidateQuery& q, std::vector<TimeCandidate>& raw, std::vector<std::string>& notes);
+void leave_out_unrun(std::vector<TimeCandidate>& raw, const CandidateQuery& q, std::vector<std::string>& notes);
 
 }  // namespace collsched

@@ -559,6 +559,19 @@ void drop_beaten(ShapeTables& tables, const std::vector<Tried>& tried, std::map<
     });
 }
 
+/// On an executor that runs the constructions (MSCCL++, MSCCL), each shape of `chosen` with half and a quarter of its
+/// pieces too, where its table was built (refine's ladder at that size): the time objective checks the candidates in
+/// time order, and one its exporter refuses (MSCCL++: 64 ops a thread block, 108 blocks a GPU) falls back to fewer
+/// pieces (4 x 8 H100 with NIC 0 at half, reduce_scatter at 1 GiB on mscclpp: rs+direct by capacity chose 8, refused).
+void offer_fewer(const ShapeTables& tables, const std::vector<Tried>& tried, std::map<std::pair<std::size_t, std::uint32_t>, std::size_t>& chosen) {
+    const TimeBasis& b = tables.basis();
+    if (b.ideal() || b.executor->kind == ExecutorKind::nccl) return;
+    const auto picked = chosen;
+    for (const auto& [key, i] : picked)
+        for (std::uint32_t k = key.second / 2, n = 0; k >= 1 && n < 2; k /= 2, ++n)
+            if (tables.has(*tried[key.first].d, tried[key.first].shape_index, k)) chosen.try_emplace({key.first, k}, i);
+}
+
 /// NCCL's ring algorithms on the Hamiltonian cycles the machine runs at once (verifier/synth's
 /// ring_schedule, docs/synthesis.md "Rings run at once"), as a candidate for machines of one box
 /// without routers (the DGX-1's cube mesh, switch boxes): there the flat ring in processor order
@@ -711,16 +724,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         });
     }
     drop_beaten(tables, tried, chosen, sizes.size());
-    // on an executor that runs the constructions, the same shape with half and a quarter of the pieces chosen, each
-    // where its table was built (refine's ladder at that size): the time objective checks the candidates in time order,
-    // and one its exporter refuses (MSCCL++: 64 ops a thread block, 108 blocks a GPU) falls back to fewer pieces (4 x 8
-    // H100 with NIC 0 at half, reduce_scatter at 1 GiB on mscclpp: rs+direct by capacity chose 8 pieces, refused)
-    if (!basis.ideal() && basis.executor->kind != ExecutorKind::nccl) {
-        const auto picked = chosen;
-        for (const auto& [key, i] : picked)
-            for (std::uint32_t k = key.second / 2, n = 0; k >= 1 && n < 2; k /= 2, ++n)
-                if (tables.has(*tried[key.first].d, tried[key.first].shape_index, k)) chosen.try_emplace({key.first, k}, i);
-    }
+    offer_fewer(tables, tried, chosen);
     VerifyOptions check;
     check.deadline = Deadline::at(deadline);
     // the fastest at their size first, each rebuilt and checked within the deadline (the first one too:
