@@ -8,7 +8,6 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "compiler/io/export_ranks.hpp"
 #include "compiler/interop/export_mscclpp_moves.hpp"
@@ -25,28 +24,11 @@ namespace collsched {
 
 namespace {
 
-using json = nlohmann::ordered_json;
-
 using Loc = detail::PlanLoc;
 using Move = detail::PlanMove;
+using Buf = detail::PlanBuf;
 
 }  // namespace
-
-void detail::refuse_plan(const SendTable& t, std::string_view why) {
-    throw InputError(fmt::format("cannot write an MSCCL++ plan for {} on {}: {}", t.collective.to_string(), t.topology->spec(), why));
-}
-
-void detail::check_size_range(const SendTable& t, const MscclppOptions& opt, std::uint64_t input_chunks) {
-    const std::uint64_t lo = opt.min_message_size, hi = opt.max_message_size;
-    if (lo > hi) detail::refuse_plan(t, fmt::format("--size-range {}..{} is empty", lo, hi));
-    const bool ag = t.collective.kind == CollectiveKind::allgather;
-    const std::uint64_t P = t.topology->processors(), unit = 16 * input_chunks * (ag ? P : 1);
-    const std::uint64_t first = lo == 0 ? unit : (lo + unit - 1) / unit * unit;  // the executor takes no empty call
-    if (first < lo || first > hi)
-        detail::refuse_plan(t, fmt::format("--size-range {}..{} holds no size the plan can serve: the executor takes multiples of {} bytes "
-                              "({}16-byte units times {} input chunks{})",
-                              lo, hi, unit, ag ? "the output: " : "", input_chunks, ag ? fmt::format(" times {} GPUs", P) : ""));
-}
 
 namespace {
 
@@ -77,7 +59,7 @@ bool needs_port(const Topology& topo, std::uint32_t p, std::uint32_t q) {
 constexpr int spread_blocks = 32;
 
 struct Built {
-    json plan;
+    std::string plan;  ///< JSON text
     std::size_t max_ops = 0;
 };
 
@@ -104,11 +86,18 @@ public:
             std::string ops = fmt::format("at least {}", least);
             if (least <= 64) {
                 if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
-                Built b = build(K);
-                trace("mscclpp plan: {} thread blocks a GPU, at most {} ops a block (at least {})", K, b.max_ops, least);
-                COLLSCHED_ASSERT_MSG(b.max_ops >= least, fmt::format("the floor of {} ops a block at {} thread blocks is above the plan's {}", least, K, b.max_ops));
-                if (b.max_ops <= 64 && K <= most) return b.plan.dump(2);
-                ops = fmt::format("{}", b.max_ops);
+                // counted without writing (the busiest block's ops, up to the first block past 64 but at the last K), and
+                // the plan written once, at the K that fits
+                const bool final = K >= chains || K >= most;
+                const std::size_t busy = busiest(K, final ? ~std::size_t{0} : 64);
+                trace("mscclpp plan: {} thread blocks a GPU, {} {} ops a block (at least {})", K, busy > 64 && !final ? "more than" : "at most", busy > 64 && !final ? 64 : busy, least);
+                COLLSCHED_ASSERT_MSG(busy >= least, fmt::format("the floor of {} ops a block at {} thread blocks is above the plan's {}", least, K, busy));
+                if (busy <= 64 && K <= most) {
+                    Built b = build(K);
+                    COLLSCHED_ASSERT_MSG(b.max_ops == busy, fmt::format("the plan at {} thread blocks has {} ops in a block, counted {}", K, b.max_ops, busy));
+                    return std::move(b.plan);
+                }
+                ops = fmt::format("{}", busy);
             }
             if (K >= chains)
                 detail::refuse_plan(t_, fmt::format("a thread block needs {} ops even with one chain of transfers per thread block; the executor "
@@ -335,114 +324,158 @@ private:
     /// Chunk index of instance `inst` (interleaved, as the DSL's replicate_instances does).
     int at(int index, int inst) const { return index * opt_.instances + inst; }
 
-    json buf(Loc l, int g, int inst, int size = 1) const {
-        if (l.buf == 'p') return {{"type", "s"}, {"index", at(packet_base_[std::size_t(g)] + l.idx, inst)}, {"size", size}};
-        return {{"type", std::string(1, l.buf)}, {"index", at(l.idx, inst)}, {"size", size}};
+    Buf buf(Loc l, int g, int inst, int size = 1) const {
+        if (l.buf == 'p') return {'s', at(packet_base_[std::size_t(g)] + l.idx, inst), size};
+        return {l.buf, at(l.idx, inst), size};
     }
 
-    Built build(int K) {
-        const int P = L_.P, N = opt_.instances;
-        stage_used_.clear();
+    /// How build(K) deals the chains to thread blocks and the channels to pairs of GPUs.
+    struct Blocks {
+        int K = 0;
         std::map<int, int> tb_of_chain;
+        std::vector<std::map<std::tuple<int, int, int>, int>> chan_index;  ///< per GPU: (peer, tb, inst) -> index in its type's list
+        std::vector<std::vector<int>> mem_peers, port_peers;               ///< per GPU
+        std::vector<std::vector<std::vector<const Move*>>> mine;           ///< per GPU and thread block: the moves it sends or receives
+    };
+
+    Blocks blocks(int K) const {
+        const int P = L_.P, N = opt_.instances;
+        Blocks b;
+        b.K = K;
         {
             int j = 0;
-            for (int c : chain_ids_) tb_of_chain[c] = j++ % K;
+            for (int c : chain_ids_) b.tb_of_chain[c] = j++ % K;
         }
         // channels: one per (pair, thread block, instance) that has traffic in either direction
         std::set<std::tuple<int, int, int, int>> pairs;  // (a, b, tb, inst), a < b
         for (const Move& m : moves_)
             for (int inst = 0; inst < N; ++inst)
-                pairs.insert({std::min(m.src, m.dst), std::max(m.src, m.dst), tb_of_chain[m.chain], inst});
+                pairs.insert({std::min(m.src, m.dst), std::max(m.src, m.dst), b.tb_of_chain.at(m.chain), inst});
         // per GPU: memory and port channel lists, ordered by (peer, tb, inst) so that the k-th to a
         // peer pairs with the peer's k-th back (executor.cc:287-312)
-        std::vector<std::map<std::tuple<int, int, int>, int>> chan_index(static_cast<std::size_t>(P));  // (peer, tb, inst) -> index in its type's list
-        std::vector<std::vector<int>> mem_peers(static_cast<std::size_t>(P)), port_peers(static_cast<std::size_t>(P));
+        b.chan_index.resize(std::size_t(P));
+        b.mem_peers.resize(std::size_t(P)), b.port_peers.resize(std::size_t(P));
         std::map<std::pair<int, int>, bool> is_port;
         for (const Move& m : moves_) is_port[{std::min(m.src, m.dst), std::max(m.src, m.dst)}] = m.port;
         std::vector<std::tuple<int, int, int, int, bool>> ends;  // (gpu, peer, tb, inst, port)
-        for (const auto& [a, b, j, inst] : pairs) {
-            const bool pt = is_port[{a, b}];
-            ends.push_back({a, b, j, inst, pt});
-            ends.push_back({b, a, j, inst, pt});
+        for (const auto& [a, c, j, inst] : pairs) {
+            const bool pt = is_port[{a, c}];
+            ends.push_back({a, c, j, inst, pt});
+            ends.push_back({c, a, j, inst, pt});
         }
         std::sort(ends.begin(), ends.end());
         for (const auto& [g, p, j, inst, pt] : ends) {
-            auto& list = pt ? port_peers[std::size_t(g)] : mem_peers[std::size_t(g)];
-            chan_index[std::size_t(g)][{p, j, inst}] = int(list.size());
+            auto& list = pt ? b.port_peers[std::size_t(g)] : b.mem_peers[std::size_t(g)];
+            b.chan_index[std::size_t(g)][{p, j, inst}] = int(list.size());
             list.push_back(p);
         }
         // per (GPU, thread block) the moves it sends or receives, in the moves' order: each block's program reads its
         // own (a scan of every move per block took 150 s on 16 GPUs and 15,360 transfers)
-        std::vector<std::vector<std::vector<const Move*>>> mine(static_cast<std::size_t>(P), std::vector<std::vector<const Move*>>(static_cast<std::size_t>(K)));
+        b.mine.assign(std::size_t(P), std::vector<std::vector<const Move*>>(std::size_t(K)));
         for (const Move& m : moves_) {
-            const std::size_t j = static_cast<std::size_t>(tb_of_chain.at(m.chain));
-            mine[std::size_t(m.src)][j].push_back(&m);
-            if (m.dst != m.src) mine[std::size_t(m.dst)][j].push_back(&m);
+            const std::size_t j = static_cast<std::size_t>(b.tb_of_chain.at(m.chain));
+            b.mine[std::size_t(m.src)][j].push_back(&m);
+            if (m.dst != m.src) b.mine[std::size_t(m.dst)][j].push_back(&m);
         }
-        json gpus = json::array();
-        std::size_t max_ops = 0;
-        const int TB = K * N;
+        return b;
+    }
+
+    /// The ops of the busiest thread block with K blocks a GPU, composed as build(K) composes them but not written
+    /// (a plan's JSON took 1 s per K on 14,880 transfers); past `stop` ops it stops and returns what it found.
+    std::size_t busiest(int K, std::size_t stop) {
+        const Blocks b = blocks(K);
+        std::size_t most = 0;
+        auto remote = [](int, char, bool) { return 0; };  // the ids do not change the ops
+        for (int g = 0; g < L_.P; ++g) {
+            if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
+            for (int j = 0; j < K; ++j) {  // every instance has instance 0's ops
+                TbWriter tw(*this, g, j, 0, b.chan_index[std::size_t(g)], remote);
+                tw.program(b.tb_of_chain, b.mine[std::size_t(g)][std::size_t(j)]);
+                most = std::max(most, tw.ops.size());
+                if (most > stop) return most;
+            }
+        }
+        return most;
+    }
+
+    /// The plan with K thread blocks a GPU: its JSON text (as nlohmann's dump(2)) and the ops of its busiest block.
+    Built build(int K) {
+        const int P = L_.P, N = opt_.instances;
+        stage_used_.clear();
+        const Blocks b = blocks(K);
+        Built built;
+        detail::JsonText out(built.plan);
+        out.open('{');
+        out.key("name").str(fmt::format("collsched {} on {}", t_.collective.to_string(), t_.topology->spec()));
+        out.key("collective").str(collective_row(L_.kind).msccl);
+        out.key("protocol").str(opt_.proto);
+        out.key("inplace").boolean(L_.inplace);
+        out.key("reuse_resources").boolean(false);
+        out.key("gpus").open('[');
         for (int g = 0; g < P; ++g) {
             if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
-            json gpu;
-            gpu["id"] = g;
-            gpu["input_chunks"] = L_.i_chunks * N;
-            gpu["output_chunks"] = L_.o_chunks * N;
-            gpu["scratch_chunks"] = 0;  // set below, once the staging slots are known
             std::map<std::tuple<int, char, bool>, int> remote_ids;  // (rank, buffer, port) -> id
-            json remote_buffers = json::array();
-            auto remote = [&](int rank, char b, bool pt) {
-                auto [it, fresh] = remote_ids.try_emplace({rank, b, pt}, int(remote_buffers.size()));
-                if (fresh)
-                    remote_buffers.push_back({{"rank", rank}, {"type", std::string(1, b)}, {"access_channel_types", json::array({pt ? "port" : "memory"})}});
+            std::vector<std::tuple<int, char, bool>> remote_buffers;
+            auto remote = [&](int rank, char c, bool pt) {
+                auto [it, fresh] = remote_ids.try_emplace({rank, c, pt}, int(remote_buffers.size()));
+                if (fresh) remote_buffers.emplace_back(rank, c, pt);
                 return it->second;
             };
-            json tbs = json::array();
+            std::vector<TbWriter> tws;  // the GPU's blocks first: the scratch they stage in comes before them
+            tws.reserve(std::size_t(N * K));
             for (int inst = 0; inst < N; ++inst)
                 for (int j = 0; j < K; ++j) {
-                    TbWriter tw(*this, g, j, inst, chan_index[std::size_t(g)], remote);
-                    tw.program(tb_of_chain, mine[std::size_t(g)][std::size_t(j)]);
-                    max_ops = std::max(max_ops, tw.ops.size());
-                    json tb;
-                    tb["id"] = inst * K + j;
-                    tb["ops"] = std::move(tw.ops);
-                    json chans = json::array();
-                    if (!tw.mem_list.empty()) chans.push_back({{"channel_type", "memory"}, {"channel_ids", tw.mem_list}});
-                    if (!tw.port_list.empty()) chans.push_back({{"channel_type", "port"}, {"channel_ids", tw.port_list}});
-                    tb["channels"] = std::move(chans);
-                    json refs = json::array();
-                    if (!tw.mem_bufs.empty()) refs.push_back({{"access_channel_type", "memory"}, {"remote_buffer_ids", tw.mem_bufs}});
-                    if (!tw.port_bufs.empty()) refs.push_back({{"access_channel_type", "port"}, {"remote_buffer_ids", tw.port_bufs}});
-                    tb["remote_buffer_refs"] = std::move(refs);
-                    tbs.push_back(std::move(tb));
+                    TbWriter& tw = tws.emplace_back(*this, g, j, inst, b.chan_index[std::size_t(g)], remote);
+                    tw.program(b.tb_of_chain, b.mine[std::size_t(g)][std::size_t(j)]);
+                    built.max_ops = std::max(built.max_ops, tw.ops.size());
                 }
-            (void)TB;
             const int plain = L_.s_chunks[std::size_t(g)];
             const int scratch =
                 L_.packets ? std::max(packet_base_[std::size_t(g)] + L_.packet_slots[std::size_t(g)] + stage_used_[g], (plain + 1) / 2) : plain;
-            gpu["scratch_chunks"] = scratch * N;
-            gpu["threadblocks"] = std::move(tbs);
-            json channels = json::array();
-            if (!mem_peers[std::size_t(g)].empty()) channels.push_back({{"channel_type", "memory"}, {"connected_to", mem_peers[std::size_t(g)]}});
-            if (!port_peers[std::size_t(g)].empty()) channels.push_back({{"channel_type", "port"}, {"connected_to", port_peers[std::size_t(g)]}});
-            gpu["channels"] = std::move(channels);
-            gpu["remote_buffers"] = std::move(remote_buffers);
-            gpu["semaphores"] = json::array();
-            gpus.push_back(std::move(gpu));
+            out.open('{');
+            out.key("id").num(g);
+            out.key("input_chunks").num(L_.i_chunks * N);
+            out.key("output_chunks").num(L_.o_chunks * N);
+            out.key("scratch_chunks").num(scratch * N);
+            out.key("threadblocks").open('[');
+            for (std::size_t x = 0; x < tws.size(); ++x) {
+                const TbWriter& tw = tws[x];
+                out.open('{');
+                out.key("id").num(std::int64_t(x));
+                out.key("ops").open('[');
+                for (const detail::PlanOp& op : tw.ops) out.op(op);
+                out.close();
+                out.key("channels").open('[');
+                for (auto [type, list] : {std::pair{"memory", &tw.mem_list}, std::pair{"port", &tw.port_list}})
+                    if (!list->empty()) out.open('{').key("channel_type").str(type).key("channel_ids").ints(*list).close();
+                out.close();
+                out.key("remote_buffer_refs").open('[');
+                for (auto [type, list] : {std::pair{"memory", &tw.mem_bufs}, std::pair{"port", &tw.port_bufs}})
+                    if (!list->empty()) out.open('{').key("access_channel_type").str(type).key("remote_buffer_ids").ints(*list).close();
+                out.close().close();
+            }
+            out.close();
+            out.key("channels").open('[');
+            for (auto [type, list] : {std::pair{"memory", &b.mem_peers[std::size_t(g)]}, std::pair{"port", &b.port_peers[std::size_t(g)]}})
+                if (!list->empty()) out.open('{').key("channel_type").str(type).key("connected_to").ints(*list).close();
+            out.close();
+            out.key("remote_buffers").open('[');
+            for (const auto& [rank, c, pt] : remote_buffers) {
+                out.open('{').key("rank").num(rank).key("type").str(std::string_view(&c, 1));
+                out.key("access_channel_types").open('[').str(pt ? "port" : "memory").close().close();
+            }
+            out.close();
+            out.key("semaphores").open('[').close();
+            out.close();
         }
-        json plan;
-        plan["name"] = fmt::format("collsched {} on {}", t_.collective.to_string(), t_.topology->spec());
-        plan["collective"] = collective_row(L_.kind).msccl;
-        plan["protocol"] = opt_.proto;
-        plan["inplace"] = L_.inplace;
-        plan["reuse_resources"] = false;
-        plan["gpus"] = std::move(gpus);
-        plan["num_threads_per_block"] = 1024;
-        plan["use_double_scratch_buffer"] = L_.packets;
-        plan["buffer_alignment"] = 16;
-        plan["min_message_size"] = opt_.min_message_size;
-        plan["max_message_size"] = opt_.max_message_size;
-        return {std::move(plan), max_ops};
+        out.close();
+        out.key("num_threads_per_block").num(1024);
+        out.key("use_double_scratch_buffer").boolean(L_.packets);
+        out.key("buffer_alignment").num(16);
+        out.key("min_message_size").unum(opt_.min_message_size);
+        out.key("max_message_size").unum(opt_.max_message_size);
+        out.close();
+        return built;
     }
 
     /// The ops of one thread block (GPU g, chain share j, instance inst).
@@ -451,7 +484,7 @@ private:
         int g, j, inst;
         const std::map<std::tuple<int, int, int>, int>& chan_index;
         std::function<int(int, char, bool)> remote;
-        json ops = json::array();
+        std::vector<detail::PlanOp> ops;
         std::vector<int> mem_list, port_list, mem_bufs, port_bufs;
         std::map<int, int> mem_local, port_local, mem_buf_local, port_buf_local;
         bool pending_sync = false;  ///< data ops since the last nop
@@ -477,32 +510,32 @@ private:
             return it->second;
         }
         void nop() {
-            if (!ops.empty() && ops.back()["name"] == "nop") return;
-            ops.push_back({{"name", "nop"}});
+            if (!ops.empty() && ops.back().name == "nop") return;
+            ops.push_back({"nop"});
             pending_sync = false;
         }
-        void data(json op) {
+        void data(detail::PlanOp op) {
             ops.push_back(std::move(op));
             pending_sync = true;
         }
-        json remote_buf(Loc l, int rank, bool pt, int size = 1) {
+        Buf remote_buf(Loc l, int rank, bool pt, int size = 1) {
             const char b = l.buf == 'p' ? 's' : l.buf;
             const int index = l.buf == 'p' ? w.packet_base_[std::size_t(rank)] + l.idx : l.idx;
-            return {{"buffer_id", buffer_id(rank, b, pt)}, {"index", w.at(index, inst)}, {"size", size}};
+            return {b, w.at(index, inst), size, buffer_id(rank, b, pt)};
         }
         /// The repkt that ends this block (before its nop) when it wrote exactly `at`: the
         /// reduction a packet put of `at` can join (respkt, recpkt: execution_kernel.hpp:335-410,
         /// the reduced value is written to dst[0] and as packets further on in the same loop).
-        json* reduction_of(const json& at) {
-            if (ops.size() < 2 || ops.back()["name"] != "nop") return nullptr;
-            json& r = ops[ops.size() - 2];
-            if (r["name"] != "repkt" || r["dst_buff"].size() != 1 || r["dst_buff"][0] != at) return nullptr;
+        detail::PlanOp* reduction_of(const Buf& at) {
+            if (ops.size() < 2 || ops.back().name != "nop") return nullptr;
+            detail::PlanOp& r = ops[ops.size() - 2];
+            if (r.name != "repkt" || r.dst.size() != 1 || !(r.dst[0] == at)) return nullptr;
             return &r;
         }
-        void sync_ops(const char* name, const std::vector<int>& ids, bool pt) {
+        void sync_ops(std::string_view name, const std::vector<int>& ids, bool pt) {
             for (std::size_t k = 0; k < ids.size(); k += 8) {
                 std::vector<int> part(ids.begin() + std::ptrdiff_t(k), ids.begin() + std::ptrdiff_t(std::min(ids.size(), k + 8)));
-                ops.push_back({{"name", name}, {"channel_ids", part}, {"channel_type", pt ? "port" : "memory"}});
+                ops.push_back({name, {}, {}, std::move(part), false, pt ? 'p' : 'm'});
             }
         }
 
@@ -512,7 +545,7 @@ private:
             const auto& copies = w.L_.initial_copies[std::size_t(g)];
             for (std::size_t k = 0; k < copies.size(); ++k)
                 if (tb_of_chain.at(w.L_.initial_chain[std::size_t(g)][k]) == j)
-                    data({{"name", "copy"}, {"src_buff", json::array({w.buf(copies[k].first, g, inst)})}, {"dst_buff", json::array({w.buf(copies[k].second, g, inst)})}});
+                    data({"copy", {w.buf(copies[k].first, g, inst)}, {w.buf(copies[k].second, g, inst)}});
             std::map<Step, std::vector<const Move*>> sends, arrivals;
             for (const Move* m : own) {
                 if (m->src == g) sends[m->sent].push_back(m);
@@ -533,11 +566,9 @@ private:
                         } else if (LL) {
                             send_packets(*m);
                         } else if (m->port) {
-                            ops.push_back({{"name", w.L_.reduction ? "pwsf" : "pws"},
-                                           {"src_buff", json::array({w.buf(m->from, g, inst)})},
-                                           {"dst_buff", json::array({remote_buf(m->to, m->dst, true)})},
-                                           {"channel_ids", json::array({channel(m->dst, true)})},
-                                           {"channel_type", "port"}});
+                            // (braces: evaluated in order, so buffers and channels are numbered in the order they are named)
+                            ops.push_back({w.L_.reduction ? "pwsf" : "pws", {w.buf(m->from, g, inst)}, {remote_buf(m->to, m->dst, true)},
+                                           {channel(m->dst, true)}, false, 'p'});
                         } else {
                             mem_puts[m->from.buf].push_back(m);
                             if (std::find(signal_mem.begin(), signal_mem.end(), channel(m->dst, false)) == signal_mem.end())
@@ -549,7 +580,8 @@ private:
                 for (auto [name, groups] : {std::pair{"put", &mem_puts}, std::pair{"ppkt", &mem_packets}})
                     for (auto& [b, list] : *groups)
                         for (std::size_t k = 0; k < list.size(); k += 8) {
-                            json src = json::array(), dst = json::array(), ids = json::array();
+                            std::vector<Buf> src, dst;
+                            std::vector<int> ids;
                             bool same = true;  // every entry sends the one chunk
                             for (std::size_t q = k; q < std::min(list.size(), k + 8); ++q) {
                                 src.push_back(w.buf(list[q]->from, g, inst));
@@ -561,16 +593,16 @@ private:
                             // reduction, one respkt (its sends go to dst[1..], memory channels)
                             // (one group only: a second group of packet puts would read what the respkt writes, without
                             // the nop it takes away)
-                            json* r = std::string_view(name) == "ppkt" && same && list.size() <= 8 ? reduction_of(src.front()) : nullptr;
-                            if (r && (*r)["dst_buff"].size() + dst.size() <= 9) {  // 8 peers at most (MAX_CHANNEL_PER_OPERATION)
-                                ops.erase(ops.size() - 1);  // the nop: the op reads what it writes itself
-                                (*r)["name"] = "respkt";
-                                for (json& d : dst) (*r)["dst_buff"].push_back(std::move(d));
-                                (*r)["channel_type"] = "memory";
+                            detail::PlanOp* r = std::string_view(name) == "ppkt" && same && list.size() <= 8 ? reduction_of(src.front()) : nullptr;
+                            if (r && r->dst.size() + dst.size() <= 9) {  // 8 peers at most (MAX_CHANNEL_PER_OPERATION)
+                                ops.pop_back();  // the nop: the op reads what it writes itself
+                                r->name = "respkt";
+                                r->dst.insert(r->dst.end(), dst.begin(), dst.end());
+                                r->channel = 'm';
                                 pending_sync = true;
                                 continue;
                             }
-                            data({{"name", name}, {"src_buff", src}, {"dst_buff", dst}, {"channel_ids", ids}, {"channel_type", "memory"}});
+                            data({name, std::move(src), std::move(dst), std::move(ids), false, 'm'});
                         }
                 if (!signal_mem.empty()) {
                     nop();
@@ -596,7 +628,7 @@ private:
                 receive(it->second);
             }
             if (pending_sync) nop();
-            while (!ops.empty() && ops.back()["name"] == "nop") ops.erase(ops.size() - 1);
+            while (!ops.empty() && ops.back().name == "nop") ops.pop_back();
             if (!LL && w.opt_.handshake) handshake();
         }
 
@@ -608,8 +640,8 @@ private:
         /// and flags per launch).
         void handshake() {
             if (mem_list.empty() && port_list.empty()) return;
-            json saved = std::move(ops);
-            ops = json::array();
+            std::vector<detail::PlanOp> saved = std::move(ops);
+            ops.clear();
             std::vector<int> mem(mem_list.size()), port(port_list.size());
             std::iota(mem.begin(), mem.end(), 0);
             std::iota(port.begin(), port.end(), 0);
@@ -617,38 +649,31 @@ private:
             sync_ops("signal", port, true);
             sync_ops("rlxwait", mem, false);
             sync_ops("wait", port, true);
-            ops.push_back({{"name", "nop"}});
-            for (json& op : saved) ops.push_back(std::move(op));
+            ops.push_back({"nop"});
+            for (detail::PlanOp& o : saved) ops.push_back(std::move(o));
         }
 
         /// LL: write the packets into the peer's slot (port: stage them locally first).
         void send_packets(const Move& m) {
             if (!m.port) {
-                if (m.from.buf == 'p')
-                    data({{"name", "rppkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({remote_buf(m.to, m.dst, false)})},
-                          {"channel_ids", json::array({channel(m.dst, false)})}, {"channel_type", "memory"}});
-                else
-                    data({{"name", "ppkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({remote_buf(m.to, m.dst, false)})},
-                          {"channel_ids", json::array({channel(m.dst, false)})}, {"channel_type", "memory"}});
+                data({m.from.buf == 'p' ? "rppkt" : "ppkt", {w.buf(m.from, g, inst)}, {remote_buf(m.to, m.dst, false)}, {channel(m.dst, false)}, false, 'm'});
                 return;
             }
             if (m.from.buf == 'p') {
-                data({{"name", "rppkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({remote_buf(m.to, m.dst, true)})},
-                      {"channel_ids", json::array({channel(m.dst, true)})}, {"channel_type", "port"}});
+                data({"rppkt", {w.buf(m.from, g, inst)}, {remote_buf(m.to, m.dst, true)}, {channel(m.dst, true)}, false, 'p'});
                 return;
             }
             // stage: cpkt into a local packet slot of its own (or, right after the reduction that
             // wrote the chunk, that reduction's recpkt copy), nop, then the proxy copies the packets
             const Loc stage{'p', w.stage_slot(g)};
-            if (json* r = reduction_of(w.buf(m.from, g, inst))) {
-                (*r)["name"] = "recpkt";
-                (*r)["dst_buff"].push_back(w.buf(stage, g, inst));
+            if (detail::PlanOp* r = reduction_of(w.buf(m.from, g, inst))) {
+                r->name = "recpkt";
+                r->dst.push_back(w.buf(stage, g, inst));
             } else {
-                data({{"name", "cpkt"}, {"src_buff", json::array({w.buf(m.from, g, inst)})}, {"dst_buff", json::array({w.buf(stage, g, inst)})}});
+                data({"cpkt", {w.buf(m.from, g, inst)}, {w.buf(stage, g, inst)}});
                 nop();
             }
-            ops.push_back({{"name", "ppkt"}, {"src_buff", json::array({w.buf(stage, g, inst)})}, {"dst_buff", json::array({remote_buf(m.to, m.dst, true)})},
-                           {"channel_ids", json::array({channel(m.dst, true)})}, {"channel_type", "port"}});
+            ops.push_back({"ppkt", {w.buf(stage, g, inst)}, {remote_buf(m.to, m.dst, true)}, {channel(m.dst, true)}, false, 'p'});
         }
 
         /// What the receiver does with arrivals: Simple copies are in place already; LL unpacks
@@ -663,17 +688,17 @@ private:
                 if (touched.count({first.work.buf, first.work.idx})) nop();
                 touched.insert({first.work.buf, first.work.idx});
                 if (!first.combine) {
-                    data({{"name", LL ? "upkt" : "copy"}, {"src_buff", json::array({w.buf(first.to, g, inst)})}, {"dst_buff", json::array({w.buf(first.work, g, inst)})}});
+                    data({LL ? "upkt" : "copy", {w.buf(first.to, g, inst)}, {w.buf(first.work, g, inst)}});
                 } else {
-                    json src = json::array({w.buf(first.work, g, inst)});
+                    std::vector<Buf> src{w.buf(first.work, g, inst)};
                     for (const Move* m : group) src.push_back(w.buf(m->to, g, inst));
-                    data({{"name", LL ? "repkt" : "re"}, {"src_buff", src}, {"dst_buff", json::array({w.buf(first.work, g, inst)})}, {"reduce_op", "sum"}});
+                    data({LL ? "repkt" : "re", std::move(src), {w.buf(first.work, g, inst)}, {}, true});
                 }
                 group.clear();
             };
             for (const Move* m : list) {
                 if (!w.L_.reduction) {
-                    if (LL && m->keep) data({{"name", "upkt"}, {"src_buff", json::array({w.buf(m->to, g, inst)})}, {"dst_buff", json::array({w.buf(*m->keep, g, inst)})}});
+                    if (LL && m->keep) data({"upkt", {w.buf(m->to, g, inst)}, {w.buf(*m->keep, g, inst)}});
                     continue;
                 }
                 // a combine joins the group of combines into the same W; anything else starts a new op
@@ -702,26 +727,6 @@ private:
 };
 
 }  // namespace
-
-std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> table_movement(const SendTable& t) {
-    const Messages ms = t.messages();
-    const int C = int(table_chunks(t));
-    std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> out;
-    for (const EndpointTransfer& e : endpoint_view(t).transfers) {
-        std::vector<std::pair<int, int>> v;
-        if (auto pv = partial_of(ms, e.message)) {
-            for (std::uint32_t s : pv->sources) v.emplace_back(int(s), int(pv->chunk));
-        } else {
-            MessageKey k = ms.key(e.message);
-            if (k.kind == MessageKind::broadcast) v.emplace_back(int(k.src), int(k.chunk));
-            else v.emplace_back(int(k.src), int(k.dst) * C + int(k.chunk));
-        }
-        std::sort(v.begin(), v.end());
-        out.emplace_back(int(idx(e.src)), int(idx(e.dst)), std::move(v));
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-}
 
 std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
     const bool through_switch = detail::uses_switch_functions(t);

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,6 +36,49 @@ struct PlanMove {
     PlanLoc work;  ///< the receiver's working chunk W
     // copies: where the receiver keeps the message (the plain destination), if anywhere
     std::optional<PlanLoc> keep;
+};
+
+/// A buffer an op names: a GPU's own ('i', 'o', 's'; JSON `type`, `index`, `size`) or a peer's, through the GPU's
+/// remote buffer `buffer_id` (JSON `buffer_id`, `index`, `size`).
+struct PlanBuf {
+    char type = 'i';
+    int index = 0, size = 1;
+    int buffer_id = -1;  ///< -1: the GPU's own buffer
+    bool operator==(const PlanBuf&) const = default;
+};
+
+/// One op of a thread block as the writer composes it (export_mscclpp.cpp: written as JSON only for the plan it keeps;
+/// the thread-block counts it tries are counted in these): its JSON keys in this order, each only when set.
+struct PlanOp {
+    std::string_view name;          ///< a static op name ("put", "nop", ...)
+    std::vector<PlanBuf> src = {}, dst = {};  ///< src_buff, dst_buff
+    std::vector<int> channel_ids = {};
+    bool reduce = false;  ///< reduce_op "sum"
+    char channel = 0;     ///< channel_type: 'm' memory, 'p' port, 0 none
+};
+
+/// JSON text laid out exactly as nlohmann::ordered_json::dump(2) lays it out, written as it goes (the plan's JSON
+/// tree took 2 s and 200 MB for 29,760 transfers): open an object or array, then per member key() and a value.
+class JsonText {
+public:
+    explicit JsonText(std::string& out) : out_(out) {}
+    JsonText& key(std::string_view k);
+    JsonText& open(char bracket);  ///< '{' or '['
+    JsonText& close();
+    JsonText& str(std::string_view s);
+    JsonText& num(std::int64_t n);
+    JsonText& unum(std::uint64_t n);
+    JsonText& boolean(bool b);
+    JsonText& ints(const std::vector<int>& list);  ///< an array of numbers
+    JsonText& op(const PlanOp& op);
+
+private:
+    void next();  ///< before a value: the separator and indent in an array (after key(): nothing)
+    void quoted(std::string_view s);
+    JsonText& buf(const PlanBuf& b);
+    std::string& out_;
+    std::vector<std::pair<char, std::size_t>> open_;  ///< per open bracket: ']' or '}' and the members so far
+    bool after_key_ = false;
 };
 
 /// A floor on the ops of the busiest thread block of a plan with K thread blocks a GPU (one

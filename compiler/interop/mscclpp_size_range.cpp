@@ -1,11 +1,12 @@
 // `--size-range A..B` of the MSCCL++ export (docs/exports.md): the plan's min_message_size and
-// max_message_size, as the executor reads them.
+// max_message_size, as the executor reads them; and the writers' refusal of a range that serves no size.
 #include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "compiler/interop/export_mscclpp.hpp"
+#include "compiler/interop/export_mscclpp_switch.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
 
@@ -47,6 +48,22 @@ void parse_size_range(const std::string& text, MscclppOptions& opt) {
                               lo, as_read));
     opt.min_message_size = lo;
     opt.max_message_size = hi;
+}
+
+void detail::refuse_plan(const SendTable& t, std::string_view why) {
+    throw InputError(fmt::format("cannot write an MSCCL++ plan for {} on {}: {}", t.collective.to_string(), t.topology->spec(), why));
+}
+
+void detail::check_size_range(const SendTable& t, const MscclppOptions& opt, std::uint64_t input_chunks) {
+    const std::uint64_t lo = opt.min_message_size, hi = opt.max_message_size;
+    if (lo > hi) detail::refuse_plan(t, fmt::format("--size-range {}..{} is empty", lo, hi));
+    const bool ag = t.collective.kind == CollectiveKind::allgather;
+    const std::uint64_t P = t.topology->processors(), unit = 16 * input_chunks * (ag ? P : 1);
+    const std::uint64_t first = lo == 0 ? unit : (lo + unit - 1) / unit * unit;  // the executor takes no empty call
+    if (first < lo || first > hi)
+        detail::refuse_plan(t, fmt::format("--size-range {}..{} holds no size the plan can serve: the executor takes multiples of {} bytes "
+                              "({}16-byte units times {} input chunks{})",
+                              lo, hi, unit, ag ? "the output: " : "", input_chunks, ag ? fmt::format(" times {} GPUs", P) : ""));
 }
 
 }  // namespace collsched

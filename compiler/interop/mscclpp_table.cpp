@@ -1,5 +1,6 @@
 // An MSCCL++ plan's copies between GPUs as a send table, for its predicted time (`verify PLAN.json
-// --topology M --size S`; compiler/interop/mscclpp_check.hpp plan_table, docs/time.md "Protocols").
+// --topology M --size S`; compiler/interop/mscclpp_check.hpp plan_table, docs/time.md "Protocols"); and what a
+// table moves between GPUs as a plan's report lists it (table_movement, the writer's last check).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -7,7 +8,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/interop/export_mscclpp.hpp"
 #include "compiler/interop/mscclpp_check.hpp"
+#include "compiler/io/export_ranks.hpp"
 #include "compiler/table/builder.hpp"
 #include "compiler/table/partials.hpp"
 #include "support/error.hpp"
@@ -125,3 +128,27 @@ SendTable plan_table(const Plan& plan, const PlanReport& report, std::shared_ptr
 }
 
 }  // namespace collsched::mscclpp
+
+namespace collsched {
+
+std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> table_movement(const SendTable& t) {
+    const Messages ms = t.messages();
+    const int C = int(table_chunks(t));
+    std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> out;
+    for (const EndpointTransfer& e : endpoint_view(t).transfers) {
+        std::vector<std::pair<int, int>> v;
+        if (auto pv = partial_of(ms, e.message)) {
+            for (std::uint32_t s : pv->sources) v.emplace_back(int(s), int(pv->chunk));
+        } else {
+            MessageKey k = ms.key(e.message);
+            if (k.kind == MessageKind::broadcast) v.emplace_back(int(k.src), int(k.chunk));
+            else v.emplace_back(int(k.src), int(k.dst) * C + int(k.chunk));
+        }
+        std::sort(v.begin(), v.end());
+        out.emplace_back(int(idx(e.src)), int(idx(e.dst)), std::move(v));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace collsched

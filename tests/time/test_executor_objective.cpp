@@ -9,11 +9,13 @@
 #include <sstream>
 #include <tuple>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/io/table_io.hpp"
 #include "runtime/compare.hpp"
 #include "runtime/executor/executor.hpp"
+#include "verifier/constructions/compose/allreduce.hpp"
 #include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/candidates.hpp"
 #include "verifier/time/executor_check.hpp"
@@ -102,6 +104,72 @@ TEST_CASE("executor objective: a candidate is written in every protocol it runs 
     CHECK_FALSE(runs_on_executor(c, q, notes));
     REQUIRE(notes.size() == 1);
     CHECK(notes[0].find("not run by executor mscclpp (mscclpp) in LL: ") != std::string::npos);
+}
+
+namespace {
+
+/// `hierarchical rsag+direct` with `pieces` pieces on 4 x 8 H100 GPUs (1,984 transfers a piece), a candidate run in Simple.
+TimeCandidate rail_rsag(std::uint32_t pieces) {
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100rail4x8.json"));
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allreduce", *topo), RouteSpace::any};
+    std::optional<SendTable> t = compose::build_shape(in, compose::find_boxes(*topo).boxes, {compose::InBox::rsag, compose::Across::direct_rsag}, pieces, nullptr);
+    REQUIRE(t.has_value());
+    TimeCandidate c;
+    c.name = fmt::format("hierarchical rsag+direct, {} pieces", pieces), c.provider = "constructions for time";
+    c.table = std::make_shared<const SendTable>(std::move(*t));
+    c.protocols = {Protocol::simple};
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("executor objective: on MSCCL++ a table above 4,096 transfers is offered to the plan writer and kept when it runs") {
+    // runs_on_executor offered no table above 4,096 transfers to the MSCCL++ writer (its search over thread-block counts
+    // built a whole JSON plan per count: 31 s for 15,360 transfers), so on the fault machines only 1-piece tables were
+    // candidates. Three pieces (5,952 transfers) are written within 108 thread blocks, 64 ops a block, in a second.
+    const TimeCandidate c = rail_rsag(3);
+    REQUIRE(c.table->transfers.size() > 4096);
+    CandidateQuery q;
+    q.executor = builtin_executor(ExecutorKind::mscclpp);
+    q.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::vector<std::string> notes;
+    CHECK(runs_on_executor(c, q, notes));
+    CHECK(notes.empty());
+}
+
+TEST_CASE("executor objective: the MSCCL++ check stops at the query's time limit and the candidate is left out with a note") {
+    // the check wrote, read back and verified the plan whatever --timeout said
+    const TimeCandidate c = rail_rsag(1);
+    CandidateQuery q;
+    q.executor = builtin_executor(ExecutorKind::mscclpp);
+    q.deadline = std::chrono::steady_clock::now();
+    std::vector<std::string> notes;
+    CHECK_FALSE(runs_on_executor(c, q, notes));
+    REQUIRE(notes.size() == 1);
+    CHECK(notes[0].find("hierarchical rsag+direct, 1 pieces (constructions for time): not checked for executor mscclpp (mscclpp) within the time "
+                        "limit (time limit (the MSCCL++ plan's writer") == 0);
+    CHECK(notes[0].ends_with("left out"));
+}
+
+TEST_CASE("executor objective: on nccl a table its graph files cannot hold is left out before it is timed") {
+    // the constructions NCCL cannot run were timed in NCCL's three protocols and refused only at their check: on 4 x 8
+    // H100 with NIC 0 at half under load, NCCL's own ring was then not checked within --timeout 60
+    TimeCandidate c = rail_rsag(1), ours = c;
+    ours.nccl = true;
+    CandidateQuery q;
+    q.instance = SynthInstance{c.table->topology, c.table->model, c.table->collective, RouteSpace::any};
+    q.executor = builtin_executor(ExecutorKind::nccl);
+    std::vector<TimeCandidate> raw{c, ours};
+    std::vector<std::string> notes;
+    leave_out_unrun(raw, q, notes);
+    CHECK(raw[0].unrun);
+    CHECK_FALSE(raw[1].unrun);  // NCCL's own algorithms run as they are
+    REQUIRE(notes.size() == 1);
+    CHECK(notes[0].find("hierarchical rsag+direct, 1 pieces (constructions for time): not run by executor nccl (nccl-graph): ") == 0);
+    q.executor = builtin_executor(ExecutorKind::mscclpp);  // an MSCCL++ plan's check waits for the protocols the timing picks
+    raw[0].unrun = false;
+    leave_out_unrun(raw, q, notes);
+    CHECK_FALSE(raw[0].unrun);
 }
 
 TEST_CASE("executor objective: NCCL's NVLS, NVLS_TREE, CollNet and PAT are timed in Simple only, as NCCL's tuner runs them") {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -651,4 +652,24 @@ TEST_CASE("compose: on an executor the pieces are chosen in its time, the costs 
         CHECK(small->pieces < share->pieces);
         CHECK(small->seconds[0] < time_on(TimingPlan(share->table), 64 * KiB, basis, TimeKind::asynchronous).seconds);
     }
+}
+
+TEST_CASE("compose: on MSCCL++ the pieces double, and a shape chosen with k pieces is offered with k/2 and k/4 too") {
+    // The ladder 1, 4, 16 never tried 2 pieces (4 x 8 H100 with NIC 0 at half, allreduce at 1 GiB on mscclpp: 6.74,
+    // 6.42, 6.56 ms with 1, 2, 4), and a shape whose chosen pieces the MSCCL++ writer refuses (64 ops a thread block)
+    // had no fewer to fall back on (reduce_scatter's rs+direct by capacity chose 8 pieces, refused).
+    const SynthInstance in = instance_with_model(machine("h100rail4x8"), "reduce_scatter");
+    const TimeBasis basis{std::nullopt, builtin_executor(ExecutorKind::mscclpp)};
+    const std::vector<Candidate> cs = time_candidates(in, {GiB}, std::chrono::steady_clock::time_point::max(), false, 1, nullptr, basis);
+    std::map<std::string, std::set<std::uint32_t>> pieces;  // shape -> pieces offered
+    for (const Candidate& c : cs) pieces[c.name.substr(0, c.name.rfind(", "))].insert(c.pieces);
+    bool doubled = false;
+    for (const auto& [shape, ks] : pieces) {
+        CAPTURE(shape);
+        const std::uint32_t most = *ks.rbegin();
+        doubled = doubled || ks.count(2) > 0;
+        if (most >= 2) CHECK(ks.count(most / 2) == 1);
+        if (most >= 4) CHECK(ks.count(most / 4) == 1);
+    }
+    CHECK(doubled);
 }

@@ -751,7 +751,7 @@ TEST_CASE("mscclpp export: optimize --executor mscclpp --format mscclpp writes t
 TEST_CASE("mscclpp export: optimize --format mscclpp renders each plan it writes once") {
     // The plan was rendered (written, read back and checked) once to check it before any file was
     // written and again to write it; the writer's trace names the bytes of each rendering. The
-    // search renders each candidate of at most 4,096 transfers once to ask whether the executor
+    // search renders each candidate it checks once to ask whether the executor
     // runs it (verifier/time/executor_check.cpp): here the same bytes.
     test::Scratch dir("mscclpp_render_once");
     const std::string plan = dir.file("plan.json"), m = test::machine("h100rail2x8");

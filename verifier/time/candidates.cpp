@@ -230,7 +230,7 @@ std::vector<Planned> plan_all(std::vector<TimeCandidate>& raw, const CandidateQu
     std::size_t most = 0;
     for (std::size_t i = 0; i < raw.size(); ++i) {
         TimeCandidate& c = raw[i];
-        if (c.table->collective.kind != q.instance.collective.kind || c.table->collective.root != q.instance.collective.root) continue;
+        if (c.unrun || c.table->collective.kind != q.instance.collective.kind || c.table->collective.root != q.instance.collective.root) continue;
         // a plan the provider built is the table's own when the table already has the instance's topology and model
         same[i] = c.table->topology == q.instance.topology && c.table->model == q.instance.model;
         planned[i] = first(i) ? Planned::ok : Planned::deferred;
@@ -531,6 +531,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
     std::vector<std::size_t> from;  // per provider, its first candidate
     std::vector<double> took;
     run_providers(q, providers, raw, from, took, notes);
+    leave_out_unrun(raw, q, notes);  // what NCCL's graph files cannot say is not timed
     Gathering g(q, raw, from, providers, notes);
     g.run();
     return g.finish(providers, took, unchecked_out);

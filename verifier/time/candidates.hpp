@@ -40,6 +40,7 @@ struct TimeCandidate {
     /// again (the table has the query's topology and model, or they are not taken).
     std::vector<double> seconds = {}, other = {};
     std::vector<Protocol> protocols = {};  ///< per size: the executor's protocol it runs in (empty on the ideal executor)
+    bool unrun = false;  ///< the query's executor cannot run it (leave_out_unrun, executor_check.hpp): not timed
 };
 
 struct CandidateQuery {

@@ -112,12 +112,12 @@ Boxes find_boxes(const Topology&);
 std::optional<SendTable> build_shape(const SynthInstance&, const std::vector<std::vector<Node>>& boxes, const Shape&, std::uint32_t pieces,
                                      std::string* why, Deadline deadline = {});
 
-/// The number of pieces time_candidates tries after `k` pieces whose table has `transfers`: four
-/// times as many, up to 64, while the table stays within the budget of 500,000 transfers; where
-/// four times would pass the budget, the most pieces within it (tables grow with the pieces: rail
+/// The number of pieces time_candidates tries after `k` pieces whose table has `transfers`: `factor`
+/// times as many (four; two on an executor other than ideal), up to 64, while the table stays within the budget of 500,000 transfers; where
+/// `factor` times would pass the budget, the most pieces within it (tables grow with the pieces: rail
 /// 16 x 8 allreduce through routers has 260,096 transfers at 4 pieces, 1,040,384 at 16, 455,168
 /// at 7); 0 when there is none.
-std::uint32_t next_pieces(std::uint32_t k, std::size_t transfers);
+std::uint32_t next_pieces(std::uint32_t k, std::size_t transfers, std::uint32_t factor = 4);
 
 /// Every shape that applies to the instance (allreduce, reduce_scatter, allgather), each with
 /// its fastest k at `size_bytes`, verified by the direct checker, fastest first. Empty for other
