@@ -25,7 +25,8 @@ double time_of(const TimingPlan& t, double size, const TimeBasis& basis, TimeKin
     double best = std::numeric_limits<double>::infinity();
     for (Protocol p : basis.protocols()) {
         const TimeOptions opt = basis.at(size, p);
-        best = std::min(best, kind == TimeKind::synchronous ? t.synchronous(opt) : t.asynchronous(opt));
+        // a run sure to end after the best so far stops there: the least is the same
+        best = std::min(best, kind == TimeKind::synchronous ? t.synchronous(opt) : t.asynchronous(opt, best));
     }
     return best;
 }
@@ -64,7 +65,8 @@ BasisTime time_on(const TimingPlan& plan, double size, const TimeBasis& basis, T
     BasisTime best{std::numeric_limits<double>::infinity(), 0, Protocol::none};
     for (Protocol p : basis.protocols()) {
         const TimeOptions o = basis.at(size, p);
-        const double t = decides == TimeKind::asynchronous ? plan.asynchronous(o) : plan.synchronous(o);
+        // a run sure to end after the best so far stops there (+inf): it would not be chosen either
+        const double t = decides == TimeKind::asynchronous ? plan.asynchronous(o, best.seconds) : plan.synchronous(o);
         if (t < best.seconds) best = {t, 0, p};
     }
     const TimeOptions o = basis.at(size, best.protocol);
