@@ -123,13 +123,11 @@ constexpr std::uint64_t fill_bytes_per_transfer = 200;
 /// The asynchronous time of `plan` at `size` on `basis`: its link speeds, and on an executor other than ideal the
 /// fastest of the executor's protocols (the time objective runs each table in its fastest, as NCCL's tuner picks a
 /// protocol per size), so that the executor's per-message, synchronization and launch costs choose the pieces.
-/// The protocol is the first of the fastest in the executor's order, as time_on (runtime/compare.hpp) chooses it.
+/// The protocol is the first of the fastest in the executor's order: time_on's (runtime/compare.hpp).
 std::pair<double, Protocol> timed_in(const TimingPlan& plan, double size, const TimeBasis& basis) {
-    std::pair<double, Protocol> best{std::numeric_limits<double>::infinity(), Protocol::none};
-    // a run sure to end after the best so far stops there (+inf): it would not be chosen either
-    for (Protocol p : basis.protocols())
-        if (const double t = plan.asynchronous(basis.at(size, p), best.first); t < best.first) best = {t, p};
-    return best;
+    if (basis.ideal()) return {plan.asynchronous(basis.at(size)), Protocol::none};
+    const BasisTime t = time_on(plan, size, basis, TimeKind::asynchronous);
+    return {t.seconds, t.protocol};
 }
 
 double timed(const TimingPlan& plan, double size, const TimeBasis& basis) { return timed_in(plan, size, basis).first; }
