@@ -357,18 +357,18 @@ TEST_CASE("time objective: a table's lower bound on an executor is at or below i
                 }
             }
         }
-    CHECK(closest > 0.5);  // not a vacuous bound
+    CHECK(closest > 0.8);  // 0.8017 (a bound a quarter stronger fails)
 }
 
 TEST_CASE("time objective: on an executor the tables left out by their lower bound change nothing (h100sharp 2 x 8 allreduce)") {
-    // as below on the nccl and mscclpp executors: every table after the first tier set against its bound on the basis it
-    // is timed on, against every table timed; on mscclpp (one connection a channel: the messages in turn) the bound
+    // as below on the mscclpp executor (one connection a channel: the messages in turn): every table after the first tier
+    // set against its bound on the basis it is timed on (NCCL's tables on nccl), against every table timed; the bound
     // leaves some out
     auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100sharp2x8.json"));
     const SynthInstance in{topo, topo->default_model(), Collective::parse("allreduce", *topo)};
     std::vector<NamedProvider> providers = construction_providers();
     providers.push_back(nccl_provider());
-    for (ExecutorKind kind : {ExecutorKind::nccl, ExecutorKind::mscclpp}) {
+    for (ExecutorKind kind : {ExecutorKind::mscclpp}) {
         CAPTURE(to_string(kind));
         auto run = [&](bool prune, std::vector<std::string>& notes, std::vector<TimeCandidate>& unchecked) {
             CandidateQuery q{in, {65536, 16777216, 1073741824}};
@@ -396,8 +396,7 @@ TEST_CASE("time objective: on an executor the tables left out by their lower bou
             REQUIRE(timed.count(u.name) == 1);
             CHECK(timed[u.name] == u.seconds);
         }
-        CHECK(std::ranges::any_of(notes_bounded, [](const std::string& n) { return n.starts_with("not timed, a lower bound on the time beyond"); }) ==
-              (kind == ExecutorKind::mscclpp));
+        CHECK(std::ranges::any_of(notes_bounded, [](const std::string& n) { return n.starts_with("not timed, a lower bound on the time beyond"); }));
     }
 }
 
