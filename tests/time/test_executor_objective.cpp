@@ -66,21 +66,21 @@ TEST_CASE("executor objective: the basis tries every protocol of the executor an
     }
     // LL's latency wins small, Simple's bandwidth large
     CHECK(time_on(plan, 1024, nccl, TimeKind::asynchronous).protocol == Protocol::ll);
+    CHECK(time_on(plan, 1073741824.0, nccl, TimeKind::asynchronous).protocol == Protocol::simple);
     // a run given a time it cannot end below stops (+inf) once an event is later, and only then: at its own time it runs
     // to the end, bit for bit (time_on and the constructions pass the best protocol's time so far)
     for (double m : {1024.0, 1048576.0, 1073741824.0})
         for (Protocol p : nccl.protocols()) {
             const TimeOptions o = nccl.at(m, p);
-            const double t = plan.asynchronous(o);
-            CHECK(plan.asynchronous(o, t) == t);
-            CHECK(plan.asynchronous(o, std::numeric_limits<double>::infinity()) == t);
-            CHECK(std::isinf(plan.asynchronous(o, std::nextafter(t, 0.0))));
-            CHECK(std::isinf(plan.asynchronous(o, t / 2)));
+            const double whole = plan.asynchronous(o);
+            CHECK(plan.asynchronous(o, whole) == whole);
+            CHECK(plan.asynchronous(o, std::numeric_limits<double>::infinity()) == whole);
+            CHECK(std::isinf(plan.asynchronous(o, std::nextafter(whole, 0.0))));
+            CHECK(std::isinf(plan.asynchronous(o, whole / 2)));
             const TimeOptions none{m, std::nullopt};
             CHECK(plan.asynchronous(none, plan.asynchronous(none)) == plan.asynchronous(none));
             CHECK(std::isinf(plan.asynchronous(none, std::nextafter(plan.asynchronous(none), 0.0))));
         }
-    CHECK(time_on(plan, 1073741824.0, nccl, TimeKind::asynchronous).protocol == Protocol::simple);
 }
 
 TEST_CASE("executor objective: the times and protocols the constructions hand over are time_on's of a fresh plan") {
