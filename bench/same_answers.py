@@ -2,12 +2,13 @@
 """Whether a change to `optimize --size` changed an answer (issue 43, docs/performance.md).
 
     bench/same_answers.py run BIN DIR [--machines a,b] [--collectives x,y] [--sizes S] [--jobs N]
+                                      [--executor E] [--timeout T]
     bench/same_answers.py diff BEFORE_DIR AFTER_DIR [--tolerance 0.001]
 
 `run` writes DIR/<machine>.<collective>.json, the `--json` of `BIN optimize --topology
 graph:schedules/machines/<machine>.json --collective <collective> --sizes S` (default: the five
-machines and four collectives below at 64K,1M,16M,256M,1G), with the CPU seconds of each run on
-stderr. `diff` compares two such directories: every key but `candidates` and `notes` must be the
+machines and four collectives below at 64K,1M,16M,256M,1G; `--executor` and `--timeout` passed on
+when given), with the CPU seconds of each run on stderr. `diff` compares two such directories: every key but `candidates` and `notes` must be the
 same value, except each crossover's `size_bytes`, which may move by a factor of at most
 1 + tolerance (the crossover search promises a bracket of 0.1 %: docs/time.md). Exit 0 when every
 pair matches, 1 otherwise (each difference printed), 2 for bad arguments or a missing file.
@@ -32,6 +33,10 @@ def run(args):
                    "--sizes", args.sizes, "--json"]
             if args.jobs:
                 cmd += ["--jobs", str(args.jobs)]
+            if args.executor:
+                cmd += ["--executor", args.executor]
+            if args.timeout is not None:
+                cmd += ["--timeout", str(args.timeout)]
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             p = subprocess.run(cmd, capture_output=True, text=True)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -105,6 +110,8 @@ def main():
     r.add_argument("--collectives", default=",".join(COLLECTIVES))
     r.add_argument("--sizes", default="64K,1M,16M,256M,1G")
     r.add_argument("--jobs", type=int, default=0, help="passed as --jobs when given")
+    r.add_argument("--executor", default="", help="passed as --executor when given")
+    r.add_argument("--timeout", type=float, default=None, help="passed as --timeout when given")
     d = sub.add_parser("diff")
     d.add_argument("before")
     d.add_argument("after")

@@ -1,6 +1,7 @@
 #include "runtime/compare.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -20,14 +21,32 @@ namespace collsched {
 
 namespace {
 
+/// The fastest asynchronous run over the protocols `ps` (the first of the fastest in their order: index and time), its
+/// runs tried in order of their synchronous times `sync` (the likely fastest first), each passed the best so far: a
+/// run sure to end after it stops there (+inf), and one that ties it runs to the end (then the earlier protocol wins).
+std::pair<std::size_t, double> fastest_run(const TimingPlan& plan, double size, const TimeBasis& basis, const std::vector<Protocol>& ps,
+                                           const std::vector<double>& sync) {
+    std::vector<std::size_t> order(ps.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sync[a] < sync[b]; });
+    std::pair<std::size_t, double> best{ps.size(), std::numeric_limits<double>::infinity()};
+    for (std::size_t k : order)
+        if (const double t = plan.asynchronous(basis.at(size, ps[k]), best.second); t < best.second || (t == best.second && k < best.first))
+            best = {k, t};
+    return best;
+}
+
 /// The deciding kind's time only: the least over the basis's protocols.
 double time_of(const TimingPlan& t, double size, const TimeBasis& basis, TimeKind kind) {
+    const std::vector<Protocol> ps = basis.protocols();
     double best = std::numeric_limits<double>::infinity();
-    for (Protocol p : basis.protocols()) {
-        const TimeOptions opt = basis.at(size, p);
-        best = std::min(best, kind == TimeKind::synchronous ? t.synchronous(opt) : t.asynchronous(opt));
+    if (kind == TimeKind::synchronous || ps.size() == 1) {
+        for (Protocol p : ps) best = std::min(best, kind == TimeKind::synchronous ? t.synchronous(basis.at(size, p)) : t.asynchronous(basis.at(size, p)));
+        return best;
     }
-    return best;
+    std::vector<double> sync;
+    for (Protocol p : ps) sync.push_back(t.synchronous(basis.at(size, p)));
+    return fastest_run(t, size, basis, ps, sync).second;
 }
 
 /// Tables this large (transfers of the two together) are predicted on two threads at each probe of a crossover:
@@ -62,7 +81,14 @@ bool TimeBasis::tie(double a, double b) const {
 BasisTime time_on(const TimingPlan& plan, double size, const TimeBasis& basis, TimeKind decides) {
     // the two times only (predict() also keeps every transfer's times), the other kind once, for the protocol chosen
     BasisTime best{std::numeric_limits<double>::infinity(), 0, Protocol::none};
-    for (Protocol p : basis.protocols()) {
+    const std::vector<Protocol> ps = basis.protocols();
+    if (decides == TimeKind::asynchronous && ps.size() > 1) {  // every protocol's synchronous time orders the runs
+        std::vector<double> sync;
+        for (Protocol p : ps) sync.push_back(plan.synchronous(basis.at(size, p)));
+        const auto [k, t] = fastest_run(plan, size, basis, ps, sync);
+        return {t, sync[k], ps[k]};
+    }
+    for (Protocol p : ps) {
         const TimeOptions o = basis.at(size, p);
         const double t = decides == TimeKind::asynchronous ? plan.asynchronous(o) : plan.synchronous(o);
         if (t < best.seconds) best = {t, 0, p};

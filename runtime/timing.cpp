@@ -451,7 +451,8 @@ public:
     AsyncRun(const TimingPlan::Impl& p, const TimeOptions& opt, TimePrediction& out, bool each)
         : p_(p), topo_(*p.topo), opt_(opt), out_(out), each_(each) {}
 
-    void run();
+    /// False (and the run left unfinished) as soon as an event comes later than `above` (the launch included).
+    bool run(double above = std::numeric_limits<double>::infinity());
 
 private:
     void arrive(std::uint32_t i, double time, std::uint64_t seq);
@@ -583,7 +584,7 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     if (const std::uint32_t next = p_.next_in_order[j]; next != std::numeric_limits<std::uint32_t>::max()) satisfied(next, begin, started_);
 }
 
-void AsyncRun::run() {
+bool AsyncRun::run(double above) {
     const std::uint32_t T = static_cast<std::uint32_t>(p_.step.size());
     if (each_) out_.transfers.assign(T, TransferTime{});
     gpu_cap_ = opt_.executor ? opt_.executor->caps.gpu : 0.0;
@@ -611,6 +612,7 @@ void AsyncRun::run() {
     group_pending_ = p_.group_pending;
     group_ready_.assign(group_pending_.size(), 0.0);
     waiter_done_.assign(p_.waiters.size(), 0);
+    const double launch = opt_.executor ? opt_.executor->launch : 0.0;
     std::vector<Event> initial;
     for (std::uint32_t j = 0; j < T; ++j)
         if (pending_[j] == 0) initial.push_back(event(0.0, 0, j));
@@ -623,6 +625,8 @@ void AsyncRun::run() {
         if (!events_.empty() && (!least || later(*least, kind, events_.top(), 0))) least = &events_.top(), kind = 0;
         if (!ready_.empty() && (!least || later(*least, kind, ready_.top(), 1))) least = &ready_.top(), kind = 1;
         const Event e = *least;
+        // the events come in order of time, and the run ends at an arrival no earlier than any of them
+        if (e.time + launch > above) return false;
         if (next < initial.size() && least == &initial[next]) ++next;
         else if (kind == 0) events_.pop();
         else ready_.pop();
@@ -636,7 +640,7 @@ void AsyncRun::run() {
     // every transfer waits only on transfers of earlier steps, so all of them run
     if (started_ != T) throw InputError("cannot predict the time: some transfers never hold their data (a bug in collsched)");
     if (opt_.executor) out_.asynchronous += opt_.executor->launch;  // the launch comes before the first transfer
-    if (!each_) return;
+    if (!each_) return true;
     std::vector<double> busy(topo_.channels().size(), 0.0);
     for (std::uint32_t j = 0; j < T; ++j) busy[idx(p_.channel[j])] += out_.transfers[j].end - out_.transfers[j].start;
     for (std::uint32_t c = 0; c < busy.size(); ++c)
@@ -644,6 +648,7 @@ void AsyncRun::run() {
             out_.busiest_seconds = busy[c];
             out_.busiest = ChannelId{c};
         }
+    return true;
 }
 
 /// Per step: the bytes on every channel and group; the step lasts max over its channels of
@@ -724,6 +729,15 @@ TimePrediction TimingPlan::predict(const TimeOptions& given) const { return pred
 double TimingPlan::synchronous(const TimeOptions& given) const { return sync_time(*impl_, with_network_class(*impl_->topo, given), nullptr); }
 
 double TimingPlan::asynchronous(const TimeOptions& given) const { return predict_with(*impl_, given, false).asynchronous; }
+
+double TimingPlan::asynchronous(const TimeOptions& given, double above) const {
+    const TimeOptions opt = with_network_class(*impl_->topo, given);
+    TimePrediction p;
+    p.size = opt.size;
+    p.datum_bytes = datum_bytes(impl_->kind, impl_->topo->processors(), opt.size);
+    p.chunk_bytes = p.datum_bytes / impl_->chunks;
+    return AsyncRun(*impl_, opt, p, false).run(above) ? p.asynchronous : std::numeric_limits<double>::infinity();
+}
 
 std::size_t TimingPlan::transfers() const { return impl_->step.size(); }
 

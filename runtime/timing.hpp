@@ -125,6 +125,10 @@ public:
     double synchronous(const TimeOptions&) const;
     /// Only the asynchronous time (the same run as predict's, without the synchronous pass).
     double asynchronous(const TimeOptions&) const;
+    /// The same, or +infinity as soon as the run is sure to end after `above` (an event later than it, launch
+    /// included: the run takes its events in order of time, and ends at its last arrival): for a caller that wants
+    /// the least of several runs (an executor's protocols), which this one cannot be below `above`.
+    double asynchronous(const TimeOptions&, double above) const;
     /// The table's transfers.
     std::size_t transfers() const;
 

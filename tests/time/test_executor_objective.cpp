@@ -4,7 +4,9 @@
 // each size's winner in the executor's format, and the usage rules.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 #include <tuple>
@@ -19,6 +21,7 @@
 #include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/candidates.hpp"
 #include "verifier/time/executor_check.hpp"
+#include "verifier/time/constructions.hpp"
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"
 
@@ -66,6 +69,61 @@ TEST_CASE("executor objective: the basis tries every protocol of the executor an
     // LL's latency wins small, Simple's bandwidth large
     CHECK(time_on(plan, 1024, nccl, TimeKind::asynchronous).protocol == Protocol::ll);
     CHECK(time_on(plan, 1073741824.0, nccl, TimeKind::asynchronous).protocol == Protocol::simple);
+    // a run given a time it cannot end below stops (+inf) once an event is later, and only then: at its own time it runs
+    // to the end, bit for bit (time_on and the constructions pass the best protocol's time so far)
+    for (double m : {1024.0, 1048576.0, 1073741824.0})
+        for (Protocol p : nccl.protocols()) {
+            const TimeOptions o = nccl.at(m, p);
+            const double whole = plan.asynchronous(o);
+            CHECK(plan.asynchronous(o, whole) == whole);
+            CHECK(plan.asynchronous(o, std::numeric_limits<double>::infinity()) == whole);
+            CHECK(std::isinf(plan.asynchronous(o, std::nextafter(whole, 0.0))));
+            CHECK(std::isinf(plan.asynchronous(o, whole / 2)));
+            const TimeOptions none{m, std::nullopt};
+            CHECK(plan.asynchronous(none, plan.asynchronous(none)) == plan.asynchronous(none));
+            CHECK(std::isinf(plan.asynchronous(none, std::nextafter(plan.asynchronous(none), 0.0))));
+        }
+}
+
+TEST_CASE("executor objective: the times and protocols the constructions hand over are time_on's of a fresh plan") {
+    // on an executor gather_candidates takes the constructions' times with their protocols (not run again in every
+    // protocol): every kept table's time, other time and protocol equal time_on's on a plan of its table, bit for bit
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100rail2x8.json"));
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allreduce", *topo)};
+    NamedProvider constructions;
+    for (const NamedProvider& p : construction_providers())
+        if (p.name == "constructions for time") constructions = p;
+    REQUIRE(constructions.provide);
+    // (on nccl the constructions' tables are not NCCL graphs: none is run, none kept or left unchecked)
+    std::size_t compared = 0;
+    for (ExecutorKind kind : {ExecutorKind::msccl, ExecutorKind::mscclpp}) {
+        CAPTURE(to_string(kind));
+        CandidateQuery q{in, {65536, 16777216, 1073741824}};
+        q.executor = builtin_executor(kind);
+        q.deadline = Clock::now() + std::chrono::seconds(120);
+        // the tables as the provider builds them (gather_candidates frees those it leaves unchecked)
+        std::vector<TimeCandidate> built;
+        std::vector<std::string> notes;
+        constructions.provide(q, built, notes);
+        std::vector<TimeCandidate> timed;
+        const std::vector<TimeCandidate> kept = gather_candidates(q, {constructions}, notes, &timed);
+        timed.insert(timed.end(), kept.begin(), kept.end());
+        for (const TimeCandidate& c : timed) {
+            CAPTURE(c.name);
+            const auto b = std::ranges::find_if(built, [&](const TimeCandidate& x) { return x.name == c.name; });
+            if (b == built.end()) continue;
+            ++compared;
+            const TimingPlan plan(*b->table);
+            REQUIRE(c.protocols.size() == q.sizes.size());
+            for (std::size_t i = 0; i < q.sizes.size(); ++i) {
+                const BasisTime t = time_on(plan, q.sizes[i], q.basis_of(*b), TimeKind::asynchronous);
+                CHECK(c.seconds[i] == t.seconds);
+                CHECK(c.other[i] == t.other);
+                CHECK(c.protocols[i] == t.protocol);
+            }
+        }
+    }
+    CHECK(compared >= 4);
 }
 
 TEST_CASE("executor objective: on MSCCL++ a table whose switch sums is timed in Simple only, the protocol its plan is written in") {

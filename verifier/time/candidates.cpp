@@ -59,21 +59,31 @@ TimeBasis CandidateQuery::basis_of(const TimeCandidate& c) const {
 
 namespace {
 
+/// A provider's times of its table (TimeCandidate::seconds), and on an executor their protocols.
+struct Given {
+    std::vector<double> seconds;
+    std::vector<Protocol> protocols;
+};
+
 /// The candidate's times at the query's size s by its plan (both kinds), into c.seconds[s] and c.other[s]. A provider
 /// that predicted its own table asynchronously at every size (no --link, the table's topology and model the query's)
 /// handed those times over (`given`; NaN at a size it did not predict): the same run, not made again; the synchronous
 /// time is one pass.
-void time_at_size(TimeCandidate& c, const std::vector<double>& given, const CandidateQuery& q, std::size_t s) {
+void time_at_size(TimeCandidate& c, const Given& given, const CandidateQuery& q, std::size_t s) {
     const TimeBasis basis = q.basis_of(c);
-    if (given.empty() || std::isnan(given[s])) {  // on an executor: the fastest of its protocols (compare.hpp)
+    if (given.seconds.empty() || std::isnan(given.seconds[s])) {  // on an executor: the fastest of its protocols (compare.hpp)
         const BasisTime t = time_on(*c.plan, q.sizes[s], basis, q.time);
         c.seconds[s] = t.seconds, c.other[s] = t.other;
         if (!c.protocols.empty()) c.protocols[s] = t.protocol;
         return;
     }
-    const TimeOptions at = basis.at(q.sizes[s]);
+    // on an executor the provider's protocol (the one time_on chooses: the same runs)
+    const Protocol protocol = given.protocols.empty() ? Protocol::none : given.protocols[s];
+    if (!c.protocols.empty()) c.protocols[s] = protocol;
+    const TimeOptions at = basis.at(q.sizes[s], protocol);
+    const std::vector<double>& given_s = given.seconds;
     TimePrediction p;
-    p.asynchronous = given[s], p.synchronous = c.plan->synchronous(at);
+    p.asynchronous = given_s[s], p.synchronous = c.plan->synchronous(at);
     c.seconds[s] = q.time == TimeKind::asynchronous ? p.asynchronous : p.synchronous;
     c.other[s] = q.time == TimeKind::asynchronous ? p.synchronous : p.asynchronous;
 }
@@ -83,7 +93,7 @@ void time_at_size(TimeCandidate& c, const std::vector<double>& given, const Cand
 /// when some prediction of it was not started before `until` (the table is then not timed). The smaller tables go
 /// first, so that a limit leaves out the largest (NCCL's ring allgather on 1,024 GPUs, 9.4 million transfers, took
 /// 34 s at five sizes, 18 s past a 60 s --timeout).
-std::vector<double> time_all(std::vector<TimeCandidate>& raw, const std::vector<std::size_t>& which, const std::vector<std::vector<double>>& given,
+std::vector<double> time_all(std::vector<TimeCandidate>& raw, const std::vector<std::size_t>& which, const std::vector<Given>& given,
                              const CandidateQuery& q, std::size_t largest, Deadline until) {
     const std::size_t S = q.sizes.size();
     std::vector<std::size_t> order(which.size());
@@ -297,7 +307,7 @@ public:
                                                                            to_string(q_.instance.model)));
                 continue;
             }
-            given_.push_back(same_[i] && !q_.link && q_.basis().ideal() && c.seconds.size() == S_ ? std::move(c.seconds) : std::vector<double>{});
+            given_.push_back(takes_given(c) ? Given{std::move(c.seconds), std::move(c.protocols)} : Given{});
             c.seconds.assign(S_, 0.0), c.other.assign(S_, 0.0);
             c.protocols.assign(q_.basis().ideal() ? 0 : S_, Protocol::none);
             largest_ = std::max(largest_, c.table->transfers.size());
@@ -360,6 +370,15 @@ private:
         int tier = 0;
     };
 
+    /// Whether a provider's times of table c are taken (TimeCandidate::seconds): it has the query's topology and model
+    /// (plan_all's `same`), no --link; on an executor with their protocols, for a table timed on basis() by the
+    /// asynchronous time (then time_on would run the same predictions and choose the same protocol).
+    bool takes_given(const TimeCandidate& c) const {
+        if (!same_[static_cast<std::size_t>(&c - raw_.data())] || q_.link || c.seconds.size() != S_) return false;
+        if (q_.basis().ideal()) return true;
+        return c.protocols.size() == S_ && !c.nccl && q_.time == TimeKind::asynchronous && q_.basis_of(c).protocols() == q_.basis().protocols();
+    }
+
     std::size_t provider_of(std::size_t i) const { return static_cast<std::size_t>(std::upper_bound(from_.begin(), from_.end(), i) - from_.begin()) - 1; }
 
     /// 0: timed first (small, or planned by its provider); 1: more than q.bounded_table transfers; 2: more than q.large_table.
@@ -391,14 +410,14 @@ private:
     template <class Pick>
     bool time_tier(Pick pick, bool bounded) {
         std::vector<std::size_t> xs, which, late;
-        std::vector<std::vector<double>> gs;
-        // the bounds are the ideal model's: on an executor every table is timed
-        const bool may_prune = bounded && q_.prune && q_.basis().ideal() && q_.time == TimeKind::asynchronous && !top_.empty();
+        std::vector<Given> gs;
+        // on an executor the bound is the one on the basis the table is timed on (basis_of: NCCL's on nccl)
+        const bool may_prune = bounded && q_.prune && q_.time == TimeKind::asynchronous && !top_.empty();
         for (std::size_t x = 0; x < ts_.size(); ++x) {
             if (done_[x] != 0 || !pick(ts_[x])) continue;
             TimeCandidate& c = raw_[ts_[x].raw];
             if (may_prune) {
-                if (bound_[x].empty()) bound_[x] = table_time_bound(*c.table, q_.sizes, q_.link);
+                if (bound_[x].empty()) bound_[x] = table_time_bound(*c.table, q_.sizes, q_.basis_of(c));
                 if (beyond(x, top_, top_nccl_)) {
                     trace("left out by its bound: {} ({})", c.name, c.provider);
                     done_[x] = pruned;
@@ -513,7 +532,7 @@ private:
     std::vector<double> timed_, verify_;  // per provider
     std::vector<char> same_;
     std::vector<Timed> ts_;
-    std::vector<std::vector<double>> given_;  // per timed table: the times its provider predicted (empty: none)
+    std::vector<Given> given_;  // per timed table: the times its provider predicted (empty: none)
     std::vector<char> done_;                  // 1 timed, -1 left out, `pruned`
     std::vector<std::vector<double>> bound_;  // per timed table: its lower bound per size, once computed
     std::vector<double> top_, top_nccl_;      // the last walk's

@@ -37,7 +37,9 @@ struct TimeCandidate {
     /// per size: by the query's time and by the other kind (gather_candidates). A provider may fill `seconds` with
     /// its table's asynchronous times at the query's sizes without a link speed (TimingPlan::predict; NaN at a size
     /// it did not predict), with or without the plan; gather_candidates then takes them instead of running the plan
-    /// again (the table has the query's topology and model, or they are not taken).
+    /// again (the table has the query's topology and model, or they are not taken). On an executor the same with
+    /// `protocols` given too, each size's time the fastest of the query's basis() (time_on's, the first of the fastest),
+    /// taken for a table that is timed on basis() (not one of NCCL's, not Simple only: basis_of) by the asynchronous time.
     std::vector<double> seconds = {}, other = {};
     std::vector<Protocol> protocols = {};  ///< per size: the executor's protocol it runs in (empty on the ideal executor)
     bool unrun = false;  ///< the query's executor cannot run it (leave_out_unrun, executor_check.hpp): not timed
@@ -116,6 +118,11 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::v
 ///    latency later (tables of at most 2^23 nodes times chunks).
 /// Valid for every table the asynchronous run times (docs/time.md); runtime/timing.cpp runs the same rules in full.
 std::vector<double> table_time_bound(const SendTable&, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link);
+/// The same on a basis: on an executor, per protocol the launch plus the bound on the speeds the executor model times
+/// the protocol at, each channel's latency with its message cost (a transfer arrives at least that long after its
+/// bytes left: docs/time.md, "The bound on an executor"), the least over the protocols (the run takes the fastest).
+/// Valid for every table the asynchronous run times on that basis.
+std::vector<double> table_time_bound(const SendTable&, const std::vector<double>& sizes, const TimeBasis& basis);
 
 /// The time of a table at a size: asynchronous or synchronous (docs/time.md).
 double candidate_seconds(const SendTable&, double size, const std::optional<LinkSpeed>& link, bool synchronous);

@@ -26,7 +26,7 @@ void composed_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& ou
     // unchecked here: gather_candidates checks the tables that can win
     for (compose::Candidate& c : compose::time_candidates(q.instance, sizes, q.deadline, false, q.cores ? q.borrow : q.jobs, q.cores, q.basis()))
         out.push_back({c.name, c.how, "constructions for time", false, std::make_shared<const SendTable>(std::move(c.table)), std::move(c.plan),
-                       std::move(c.seconds)});
+                       std::move(c.seconds), {}, std::move(c.protocols)});
     if (Clock::now() >= q.deadline) notes.push_back("constructions for time: the time limit came before every shape and piece count was tried");
 }
 

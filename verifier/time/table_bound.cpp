@@ -12,27 +12,60 @@ namespace {
 /// At most this many (node, chunk) entries for the chains (one double each): larger tables get the loads' bound only.
 constexpr std::uint64_t most_entries = std::uint64_t{1} << 23;
 
-/// What the bound reads of the table once, whatever the size: per transfer its chunks moved, per channel and group the
-/// chunks and the least latency of their channels.
+/// What the bound reads of the table once, whatever the size and speeds: per transfer its chunks moved, per channel and
+/// group the chunks.
 struct Loads {
-    std::vector<std::uint32_t> moved;      // per transfer
-    std::vector<double> load, alpha;       // per channel, then per group
+    std::vector<std::uint32_t> moved;  // per transfer
+    std::vector<double> load;          // per channel, then per group
 };
 
-Loads loads_of(const SendTable& t, const Messages& ms, const std::vector<LinkSpeed>& speed) {
+Loads loads_of(const SendTable& t, const Messages& ms) {
     const Topology& topo = *t.topology;
     const std::size_t E = topo.channels().size(), G = topo.groups().size();
-    Loads l{{}, std::vector<double>(E + G, 0.0), std::vector<double>(E + G, std::numeric_limits<double>::infinity())};
+    Loads l{{}, std::vector<double>(E + G, 0.0)};
     l.moved.reserve(t.transfers.size());
     for (const Transfer& x : t.transfers) {
         std::uint32_t n = 0;
         ms.for_each_part(x.message, [&](MessageId) { ++n; });
         l.moved.push_back(n);
-        const std::uint32_t c = idx(x.channel);
-        l.load[c] += n, l.alpha[c] = std::min(l.alpha[c], speed[c].alpha);
-        for (std::uint32_t g : topo.groups_of(x.channel)) l.load[E + g] += n, l.alpha[E + g] = std::min(l.alpha[E + g], speed[c].alpha);
+        l.load[idx(x.channel)] += n;
+        for (std::uint32_t g : topo.groups_of(x.channel)) l.load[E + g] += n;
     }
     return l;
+}
+
+/// The speeds a run is timed at (no executor: the network's share; else one protocol's): per channel its bandwidth and
+/// latency, and its message cost (an executor's transfer holds its connection or channel that long beyond its bytes,
+/// so it arrives at least that much after its bytes left: docs/time.md, "The bound on an executor"); per group its
+/// bandwidth; the launch before the first transfer; the grain. `alpha`: per channel its latency (with the message where
+/// a connection, not the channel, holds it), per group the least latency of its channels that the table uses.
+struct Speeds {
+    std::vector<LinkSpeed> channel;
+    std::vector<double> message, group, alpha;
+    double launch = 0;
+    double grain = 0;  // a smaller transfer holds its resources as one of this many bytes
+    bool one_connection = true;  // the message holds the channel, not a connection of it: every transfer's, in turn
+    bool in_turn = false;        // some channel holds messages in turn
+};
+
+Speeds speeds_of(const SendTable& t, TimeOptions opt) {
+    const Topology& topo = *t.topology;
+    const std::size_t E = topo.channels().size(), G = topo.groups().size();
+    opt = with_network_class(topo, opt);
+    Speeds s{std::vector<LinkSpeed>(E), std::vector<double>(E, 0.0), std::vector<double>(G), std::vector<double>(E + G, std::numeric_limits<double>::infinity()),
+             opt.executor ? opt.executor->launch : 0.0, opt.executor ? opt.executor->grain : 0.0,
+             !opt.executor || connections_per_channel(*opt.executor) <= 1};
+    for (std::uint32_t c = 0; c < E; ++c) {
+        s.channel[c] = channel_speed(topo, ChannelId{c}, opt);
+        s.message[c] = message_cost(topo, ChannelId{c}, opt);
+        // the last transfer arrives its message after the channel's bytes (on one connection the message is in the hold)
+        s.alpha[c] = s.channel[c].alpha + (s.one_connection ? 0.0 : s.message[c]);
+        s.in_turn = s.in_turn || (s.one_connection && s.message[c] > 0);
+    }
+    for (std::uint32_t g = 0; g < G; ++g) s.group[g] = group_speed(topo, g, opt);
+    for (const Transfer& x : t.transfers)
+        for (std::uint32_t g : topo.groups_of(x.channel)) s.alpha[E + g] = std::min(s.alpha[E + g], s.channel[idx(x.channel)].alpha);
+    return s;
 }
 
 /// The chunk of a value-like part (a value, a partial, a combined value; as the timing plan reads them), and whether the
@@ -55,8 +88,9 @@ std::optional<std::pair<std::uint32_t, bool>> value_part(const Messages& ms, Mes
 /// earlier step, of a part of the chunk it sends at its sender where it needs one (the run waits for those, docs/time.md),
 /// nor before the transfer before it on an in-order channel (into a switch that reduces or multicasts) has left it; it
 /// arrives its hold and its channel's latency later. Base parts (a datum) are not followed: no wait is assumed for them.
-double chain_bound(const SendTable& t, const Messages& ms, const Loads& l, const std::vector<LinkSpeed>& speed, const std::vector<double>& group_bw,
-                   double chunk) {
+double chain_bound(const SendTable& t, const Messages& ms, const Loads& l, const Speeds& sp, double chunk) {
+    const std::vector<LinkSpeed>& speed = sp.channel;
+    const std::vector<double>& group_bw = sp.group;
     const Topology& topo = *t.topology;
     const std::size_t N = topo.nodes(), C = t.collective.chunks;
     const double never = std::numeric_limits<double>::infinity();
@@ -84,10 +118,12 @@ double chain_bound(const SendTable& t, const Messages& ms, const Loads& l, const
             auto v = value_part(ms, p, topo, ch.from);
             if (v && v->second && v->first < C && held[idx(ch.from) * C + v->first] < never) start = std::max(start, held[idx(ch.from) * C + v->first]);
         });
-        const double bytes = chunk * l.moved[j], d = bytes / speed[c].bandwidth;
-        double hold = d;
+        // the bytes (an executor's grain only lengthens a holding) on the channel, beside its message on the channel or its
+        // connection; on an in-order channel the next starts no earlier than the bytes left
+        const double bytes = std::max(chunk * l.moved[j], sp.grain), d = bytes / speed[c].bandwidth;
+        double hold = d + sp.message[c];
         for (std::uint32_t g : topo.groups_of(x.channel)) hold = std::max(hold, bytes / group_bw[g]);
-        if (ordered[c]) in_order[c] = start + d;
+        if (ordered[c]) in_order[c] = start + d + (sp.one_connection ? sp.message[c] : 0.0);
         const double arrive = start + hold + speed[c].alpha;
         last = std::max(last, arrive);
         ms.for_each_part(x.message, [&](MessageId p) {
@@ -99,28 +135,52 @@ double chain_bound(const SendTable& t, const Messages& ms, const Loads& l, const
 
 }  // namespace
 
-std::vector<double> table_time_bound(const SendTable& t, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link) {
+/// Per channel, then group, how long its transfers hold it in all (one after the other): each its bytes (at least the
+/// grain) over the bandwidth, and on a channel of one connection its message too (runtime/timing.cpp, AsyncRun::start).
+std::vector<double> holds(const SendTable& t, const Loads& l, const Speeds& sp, double chunk) {
+    const Topology& topo = *t.topology;
+    const std::size_t E = topo.channels().size(), G = topo.groups().size();
+    std::vector<double> held(E + G, 0.0);
+    if (sp.grain <= chunk && !sp.in_turn) {  // every transfer at least a chunk, no message in turn
+        for (std::size_t r = 0; r < E + G; ++r)
+            if (l.load[r] > 0) held[r] = chunk * l.load[r] / (r < E ? sp.channel[r].bandwidth : sp.group[r - E]);
+        return held;
+    }
+    for (std::size_t j = 0; j < t.transfers.size(); ++j) {
+        const std::uint32_t c = idx(t.transfers[j].channel);
+        const double bytes = std::max(chunk * l.moved[j], sp.grain);
+        held[c] += bytes / sp.channel[c].bandwidth + (sp.one_connection ? sp.message[c] : 0.0);
+        for (std::uint32_t g : topo.groups_of(t.transfers[j].channel)) held[E + g] += bytes / sp.group[g];
+    }
+    return held;
+}
+
+std::vector<double> table_time_bound(const SendTable& t, const std::vector<double>& sizes, const TimeBasis& basis) {
     const Topology& topo = *t.topology;
     const std::size_t E = topo.channels().size(), G = topo.groups().size();
     const Messages ms = t.messages();
-    // the speeds do not depend on the size (TimeOptions: no executor, as gather_candidates times the tables)
-    const TimeOptions speeds = with_network_class(topo, TimeOptions{sizes.empty() ? 0.0 : sizes.front(), link});
-    std::vector<LinkSpeed> speed(E);
-    for (std::uint32_t c = 0; c < E; ++c) speed[c] = channel_speed(topo, ChannelId{c}, speeds);
-    std::vector<double> group_bw(G);
-    for (std::uint32_t g = 0; g < G; ++g) group_bw[g] = group_speed(topo, g, speeds);
-    const Loads l = loads_of(t, ms, speed);
+    const Loads l = loads_of(t, ms);
     const bool chains = std::uint64_t{topo.nodes()} * t.collective.chunks <= most_entries;
-    std::vector<double> out;
-    for (double size : sizes) {
-        const double chunk = datum_bytes(t.collective.kind, topo.processors(), size) / t.collective.chunks;
-        double most = 0;
-        for (std::size_t r = 0; r < E + G; ++r)
-            if (l.load[r] > 0) most = std::max(most, chunk * l.load[r] / (r < E ? speed[r].bandwidth : group_bw[r - E]) + l.alpha[r]);
-        if (chains) most = std::max(most, chain_bound(t, ms, l, speed, group_bw, chunk));
-        out.push_back(most);
+    std::vector<double> out(sizes.size(), std::numeric_limits<double>::infinity());
+    // the executor runs the table in its fastest protocol: the least over them (of the launch and the bound on its speeds)
+    for (Protocol p : basis.protocols()) {
+        // the speeds do not depend on the size
+        const Speeds sp = speeds_of(t, basis.at(sizes.empty() ? 0.0 : sizes.front(), p));
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            const double chunk = datum_bytes(t.collective.kind, topo.processors(), sizes[i]) / t.collective.chunks;
+            double most = 0;
+            const std::vector<double> held = holds(t, l, sp, chunk);
+            for (std::size_t r = 0; r < E + G; ++r)
+                if (l.load[r] > 0) most = std::max(most, held[r] + sp.alpha[r]);
+            if (chains) most = std::max(most, chain_bound(t, ms, l, sp, chunk));
+            out[i] = std::min(out[i], sp.launch + most);
+        }
     }
     return out;
+}
+
+std::vector<double> table_time_bound(const SendTable& t, const std::vector<double>& sizes, const std::optional<LinkSpeed>& link) {
+    return table_time_bound(t, sizes, TimeBasis{link});
 }
 
 }  // namespace collsched

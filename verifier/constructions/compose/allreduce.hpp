@@ -83,6 +83,8 @@ struct Candidate {
     /// its asynchronous time at every size asked for (TimeOptions{size}); NaN at a size before the first that
     /// asked for the table (the caller predicts those); empty when not predicted
     std::vector<double> seconds = {};
+    /// on an executor: per size the protocol of `seconds` (the first of the executor's fastest; none at NaN)
+    std::vector<Protocol> protocols = {};
 };
 
 /// The shapes beyond every_shape() that time_candidates tries on `boxes` of a machine with a slow or failed part

@@ -123,11 +123,14 @@ constexpr std::uint64_t fill_bytes_per_transfer = 200;
 /// The asynchronous time of `plan` at `size` on `basis`: its link speeds, and on an executor other than ideal the
 /// fastest of the executor's protocols (the time objective runs each table in its fastest, as NCCL's tuner picks a
 /// protocol per size), so that the executor's per-message, synchronization and launch costs choose the pieces.
-double timed(const TimingPlan& plan, double size, const TimeBasis& basis) {
-    double best = std::numeric_limits<double>::infinity();
-    for (Protocol p : basis.protocols()) best = std::min(best, plan.asynchronous(basis.at(size, p)));
-    return best;
+/// The protocol is the first of the fastest in the executor's order: time_on's (runtime/compare.hpp).
+std::pair<double, Protocol> timed_in(const TimingPlan& plan, double size, const TimeBasis& basis) {
+    if (basis.ideal()) return {plan.asynchronous(basis.at(size)), Protocol::none};
+    const BasisTime t = time_on(plan, size, basis, TimeKind::asynchronous);
+    return {t.seconds, t.protocol};
 }
+
+double timed(const TimingPlan& plan, double size, const TimeBasis& basis) { return timed_in(plan, size, basis).first; }
 
 /// What the `how` of a candidate says its times are on: nothing for the network's share at the machine's speeds.
 std::string timed_on(const TimeBasis& basis) {
@@ -250,6 +253,7 @@ public:
         /// are chosen for in order, and a table some size chose is read at that size); +inf while not predicted
         /// because another shape is faster there (fill; get_all predicts them unless the shape is dominated)
         std::vector<double> seconds;
+        std::vector<Protocol> protocols;  // per size: the protocol of `seconds` (on an executor; none where not predicted)
         bool done = false;       // built and timed (guarded by best_lock_ while get_all runs)
         bool dominated = false;  // one piece past the budget, slower at every size than another shape: dropped
     };
@@ -293,7 +297,7 @@ public:
                 for (std::size_t i = 0; i < sizes_.size(); ++i)
                     if (std::isinf(e->seconds[i])) {
                         if (deadline.passed()) throw LimitReached("time limit (predicting a construction's table)");
-                        e->seconds[i] = timed(*e->plan, sizes_[i], basis_);
+                        std::tie(e->seconds[i], e->protocols[i]) = timed_in(*e->plan, sizes_[i], basis_);
                     }
             } catch (const LimitReached&) {
                 e->table.reset(), e->plan.reset(), e->seconds.clear(), e->applies = false, stopped_ = true;
@@ -349,6 +353,7 @@ private:
                 e.build_s = std::chrono::duration<double>(t1 - t0).count();
                 // each size's prediction on its own (the times do not depend on the threads)
                 e.seconds.assign(sizes_.size(), std::numeric_limits<double>::quiet_NaN());
+                e.protocols.assign(sizes_.size(), Protocol::none);
                 const std::size_t n = sizes_.size() - std::min(from, sizes_.size());
                 const unsigned on = threads > 1 ? prediction_threads(threads, e.transfers) : 1;
                 const std::size_t made = skipping && next_pieces(1, e.transfers) == 0 && n > 1 ? predict_or_skip(e, deadline) : predict(e, from, on, deadline);
@@ -377,7 +382,7 @@ private:
         const std::size_t n = sizes_.size() - std::min(from, sizes_.size());
         run_indexed(n, threads, [&](std::size_t x) {
             if (deadline.passed()) return false;
-            e.seconds[from + x] = timed(*e.plan, sizes_[from + x], basis_);
+            std::tie(e.seconds[from + x], e.protocols[from + x]) = timed_in(*e.plan, sizes_[from + x], basis_);
             return true;
         }, cores_);
         return n;
@@ -413,7 +418,7 @@ private:
                 e.seconds[x] = std::numeric_limits<double>::infinity();
                 continue;
             }
-            e.seconds[x] = timed(*e.plan, s, basis_);
+            std::tie(e.seconds[x], e.protocols[x]) = timed_in(*e.plan, s, basis_);
             ++made;
             if (s > s1) s0 = s1, t0 = t1, s1 = s, t1 = e.seconds[x];
         }
@@ -760,7 +765,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
                                       shape_name(t.shape, kind), t.d->what, e->pieces,
                                       basis.ideal() || basis.executor->kind == ExecutorKind::nccl ? "1, 4, 16, 64" : "1, 2, 4, ..., 64", sizes[i], timed_on(basis));
         // its times go with it, plan or not (the same table's: the caller predicts only the sizes missing, NaN)
-        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->seconds});
+        out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->seconds, e->protocols});
     }
     const Boxes boxes = find_boxes(*in.topology);
     if (in.topology->routers() == 0 && boxes.boxes.size() <= 1) {
