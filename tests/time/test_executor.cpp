@@ -76,6 +76,45 @@ TEST_CASE("executor: launch once, hop per step, message hold and efficiency as d
     CHECK(executor_async_at(t, 4096, launch_only) - executor_async_at(t, 4096, std::nullopt) == test::rel(5e-6));
 }
 
+TEST_CASE("executor: a connection out of a GPU moves at most the rate, beside its channel's bandwidth") {
+    // the ring (one transfer a channel a step, M/8 on 300 GB/s NVLink): with a rate R each transfer holds its connection
+    // for message + (M/8) / min(B eff, R), asynchronous and synchronous alike; without one (0), as before
+    const SendTable t = executor_ring_table();
+    ExecutorCosts c;
+    c.kind = ExecutorKind::nccl;
+    c.protocol = Protocol::simple;
+    c.launch = 10e-6;
+    c.hop = {2e-6, 0, 0};
+    c.message = {1e-6, 0, 0};
+    c.efficiency = {0.5, 1, 1};
+    for (double rate : {0.0, 20e9, 400e9}) {
+        c.rate = rate;
+        for (double m : {1024.0, 268435456.0}) {
+            INFO(rate, " ", m);
+            const double bw = rate > 0 ? std::min(300e9 * 0.5, rate) : 300e9 * 0.5;
+            const double expect = 10e-6 + 7 * (0.6e-6 + 2e-6 + 1e-6 + (m / 8) / bw);
+            CHECK(executor_async_at(t, m, c) == test::rel(expect));
+            TimeOptions o{m, std::nullopt};
+            o.executor = c;
+            CHECK(synchronous_time(t, o) == test::rel(expect));
+        }
+    }
+    // the rate paces each connection, not the channel: NCCL's tree on 2 x 8 H100 (16 tree channels, two of them
+    // through each NIC) at 20 GB/s a connection takes well under the time of one connection carrying every channel's bytes
+    auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100rail2x8.json"));
+    nccl::BaselineOptions bo;
+    bo.pieces = 1;
+    const SendTable tree = nccl::nccl_baseline(topo, Collective::parse("allreduce", *topo), topo->default_model(), "tree", 0, bo).table;
+    ExecutorCosts n = executor_costs(builtin_executor(ExecutorKind::nccl), Protocol::simple);
+    const double m = 16.0 * (1 << 20), unpaced = executor_async_at(tree, m, n);
+    n.rate = 20e9;
+    const double paced = executor_async_at(tree, m, n);
+    // one piece a tree channel: 16 channels of M / 16 each, 16 GPU hops deep (7 up each box's chain, the NIC, 7 down
+    // the other's, and back): about 16 x (M / 16) / R beyond the unpaced time, nowhere near 16 x M / R
+    CHECK(paced > unpaced + 10 * (m / 16) / 20e9);
+    CHECK(paced < unpaced + 20 * (m / 16) / 20e9);
+}
+
 TEST_CASE("executor: the built-in rows cite a source for every constant") {
     for (ExecutorKind k : {ExecutorKind::nccl, ExecutorKind::mscclpp, ExecutorKind::msccl}) {
         const ExecutorModel& m = builtin_executor(k);
@@ -84,6 +123,7 @@ TEST_CASE("executor: the built-in rows cite a source for every constant") {
             INFO(m.name, " ", to_string(r.protocol));
             CHECK(!r.launch.source.empty());
             CHECK(!r.grain.source.empty());
+            CHECK(!r.rate.source.empty());
             for (std::size_t c = 0; c < link_classes; ++c) {
                 CHECK(!r.message[c].source.empty());
                 CHECK(!r.efficiency[c].source.empty());
@@ -106,9 +146,17 @@ TEST_CASE("executor: calibration files round trip and bad ones are refused with 
     e.launch = 7e-6;
     e.efficiency[0] = 0.8;
     e.hop[1] = 3e-6;
+    e.rate = 18.5e9;
     c.entries.push_back(e);
     const Calibration back = read_calibration(write_calibration(c), "c.json");
     REQUIRE(back.entries.size() == 1);
+    CHECK(*back.entries[0].rate == test::rel(18.5e9));
+    CHECK(calibrated(builtin_executor(ExecutorKind::nccl), back).row(Protocol::ll).rate.value == test::rel(18.5e9));
+    // a file without the rate (written before it) reads, the built-in rate kept
+    const Calibration old = read_calibration(R"({"format": "collsched.calibration/1", "protocols": {"Simple": {"launch_us": 9}}})", "c.json");
+    CHECK(!old.entries.at(0).rate);
+    CHECK(calibrated(builtin_executor(ExecutorKind::nccl), old).row(Protocol::simple).rate.value ==
+          builtin_executor(ExecutorKind::nccl).row(Protocol::simple).rate.value);
     CHECK(*back.entries[0].launch == test::rel(7e-6));
     CHECK(*back.entries[0].efficiency[0] == test::rel(0.8));
     CHECK(*back.entries[0].hop[1] == test::rel(3e-6));
@@ -132,6 +180,7 @@ TEST_CASE("executor: calibration files round trip and bad ones are refused with 
     refused(R"({"format": "collsched.calibration/1", "protocols": {"LL": {"efficiency": {"nvlink": 0.5}}}})", "unknown link class");
     refused(R"({"format": "collsched.calibration/1", "executor": "ideal"})", "\"executor\"");
     refused(R"({"format": "collsched.calibration/1", "protocols": {"LL": {}, "LL": {}}})", "given twice");
+    refused(R"({"format": "collsched.calibration/1", "protocols": {"Simple": {"rate_gbps": -2}}})", "[0, 1000000]");
 }
 
 TEST_CASE("calibrate: the fit recovers the times of constants it did not start from") {
