@@ -79,6 +79,7 @@ struct Prepared {
     CalibrationResult result;
     /// With a tuner plugin: the variant the plugin is taken to have run (pick_tuned), and why
     std::size_t pick = 0;
+    std::optional<std::size_t> also;  ///< a held-out row between training rows of different picks: the upper one's
     std::string picked;
 };
 
@@ -271,10 +272,13 @@ std::size_t nearest(const Prepared& p, const ExecutorModel& base, const X& x) {
     return best;
 }
 
-/// The case's time at x and the variant: with a tuner plugin `pick` (pick_tuned); else the variant NCCL ran (where NCCL's
-/// model times none of those allowed, the fastest).
+/// The case's time at x and the variant: with a tuner plugin `pick` (pick_tuned; between two picks the geometric mean
+/// of their times); else the variant NCCL ran (where NCCL's model times none of those allowed, the fastest).
 std::pair<double, const Variant*> timed(const Prepared& p, const ExecutorModel& base, const X& x) {
-    if (tuned(p)) return {variant_time(p, p.variants[p.pick], base, x), &p.variants[p.pick]};
+    if (tuned(p)) {
+        const double t = variant_time(p, p.variants[p.pick], base, x);
+        return {p.also ? std::sqrt(t * variant_time(p, p.variants[*p.also], base, x)) : t, &p.variants[p.pick]};
+    }
     std::pair<double, const Variant*> best{std::numeric_limits<double>::infinity(), nullptr};
     for (const Variant& v : p.variants)
         if (const double t = variant_time(p, v, base, x); t < best.first) best = {t, &v};
@@ -296,25 +300,38 @@ double loss(const std::vector<Prepared*>& train, const ExecutorModel& base, cons
 }
 
 /// What a tuner plugin ran at each size of a sweep (rows sorted by size), at x: a training row its nearest variant; a
-/// held-out row the training row's of the next smaller size (of the next larger when it is the smallest), as a plugin's
-/// table holds one pick for a range of sizes from its lower end (NVIDIA/nccl v2.21.5-1 src/include/nccl_tuner.h:27-49:
-/// getCollInfo sets algorithm, protocol and nChannels for each nBytes). The same algorithm and protocol: its variant.
+/// held-out row the pick of the training rows of the next smaller and next larger size where they agree (or where it has
+/// one of them), and where they differ, the plugin's range boundary lying between them, both: its time the geometric
+/// mean of theirs (a plugin's table holds one pick for each range of sizes: NVIDIA/nccl v2.21.5-1
+/// src/include/nccl_tuner.h:27-49, getCollInfo sets algorithm, protocol and nChannels for each nBytes).
 void pick_tuned(const std::vector<Prepared*>& rows, const ExecutorModel& base, const X& x) {
     for (Prepared* p : rows)
         if (tuned(*p) && p->result.train) p->pick = nearest(*p, base, x), p->picked = "nearest the measured time";
+    // the variant of p with the algorithm and protocol of `from`'s pick
+    auto same = [](const Prepared& p, const Prepared& from) -> std::optional<std::size_t> {
+        const Variant& want = from.variants[from.pick];
+        for (std::size_t v = 0; v < p.variants.size(); ++v)
+            if (p.variants[v].algorithm == want.algorithm && p.variants[v].protocol == want.protocol) return v;
+        return std::nullopt;
+    };
     for (std::size_t i = 0; i < rows.size(); ++i) {
         Prepared& p = *rows[i];
         if (!tuned(p) || p.result.train) continue;
-        const Prepared* from = nullptr;
-        for (std::size_t j = i; j-- > 0 && !from;)
-            if (rows[j]->result.train && tuned(*rows[j])) from = rows[j];
-        for (std::size_t j = i + 1; j < rows.size() && !from; ++j)
-            if (rows[j]->result.train && tuned(*rows[j])) from = rows[j];
-        if (!from) continue;
-        const Variant& want = from->variants[from->pick];
-        for (std::size_t v = 0; v < p.variants.size(); ++v)
-            if (p.variants[v].algorithm == want.algorithm && p.variants[v].protocol == want.protocol) p.pick = v;
-        p.picked = fmt::format("the pick of the training row of {}", support::format_bytes(from->c->size));
+        const Prepared *below = nullptr, *above = nullptr;
+        for (std::size_t j = i; j-- > 0 && !below;)
+            if (rows[j]->result.train && tuned(*rows[j])) below = rows[j];
+        for (std::size_t j = i + 1; j < rows.size() && !above; ++j)
+            if (rows[j]->result.train && tuned(*rows[j])) above = rows[j];
+        std::optional<std::size_t> lo = below ? same(p, *below) : std::nullopt, hi = above ? same(p, *above) : std::nullopt;
+        p.also.reset();
+        if (!lo && !hi) continue;
+        p.pick = lo ? *lo : *hi;
+        if (lo && hi && *lo != *hi) p.also = *hi;
+        const auto name = [&](const Prepared& q) { return support::format_bytes(q.c->size); };
+        p.picked = p.also ? fmt::format("{} as at {}, {} as at {}: the geometric mean", p.variants[*lo].algorithm, name(*below),
+                                        p.variants[*hi].algorithm, name(*above))
+                   : lo && hi ? fmt::format("as the training rows of {} and {}", name(*below), name(*above))
+                              : fmt::format("as the training row of {}", name(lo ? *below : *above));
     }
 }
 
@@ -403,8 +420,16 @@ X fit(const std::vector<Prepared*>& train, const ExecutorModel& base, const Dead
             const Prepared& p = *train[i];
             const Variant* v = tuned(p) ? &p.variants[nearest(p, base, x)] : nullptr;
             auto at = [&](const X& y) { return v ? variant_time(p, *v, base, y) : time_of(p, base, y); };
-            t[i] = at(x);
+            const auto [now, which] = v ? std::pair<double, const Variant*>{at(x), v} : timed(p, base, x);
+            t[i] = now;
+            // exact without a run: the launch of the row's protocol enters once (1), the others' and, but in Simple, the
+            // rate not at all (0)
+            const Protocol q = which->protocol;
             for (std::size_t k = 0; k < NP; ++k) {
+                if (k < INV_EFF || (k == INV_RATE && q != Protocol::simple)) {
+                    g[i][k] = k == LAUNCH + protocol_index(q) ? 1.0 : 0.0;
+                    continue;
+                }
                 X h = x;
                 const double d = k < INV_EFF ? 1e-7 : k < NET_HOP ? 1e-4 : k == NET_HOP ? 1e-7 : k == MESSAGE ? 1e-4 : 1e-2;
                 h[k] = x[k] + d <= upper[k] ? x[k] + d : x[k] - d;
@@ -449,7 +474,7 @@ void errors(CalibrationReport& report, std::vector<Prepared>& prepared, const st
         if (r.skipped.empty()) {
             const auto [fitted, which] = timed(p, base, x);
             r.fitted = fitted;
-            r.algorithm = which->algorithm;
+            r.algorithm = which->algorithm + (tuned(p) && p.also ? "/" + p.variants[*p.also].algorithm : std::string());
             r.protocol = which->protocol;
             r.layout = which->layout;
             if (tuned(p)) r.layout += (r.layout.empty() ? "" : "; ") + std::string("the tuner plugin's pick: ") + p.picked;

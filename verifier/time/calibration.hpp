@@ -4,8 +4,7 @@
  * machine at a size (nccl-tests' rows, published or the user's); collsched builds the table of
  * the algorithm NCCL ran with its protocol (the ones the row names; else the ones NCCL's own tuner
  * picks by its model among those the run allowed: ring, tree, NVLS, NVLS_TREE; with a tuner plugin,
- * the one a training row's time is nearest, a held-out row taking the training row's of the next
- * smaller size), NCCL's tree in Simple in NCCL's chunks (NCCL_BUFFSIZE / 8), times it under the executor model, and fits the model's
+ * the one a training row's time is nearest, a held-out row its neighbours' picks), NCCL's tree in Simple in NCCL's chunks (NCCL_BUFFSIZE / 8), times it under the executor model, and fits the model's
  * constants so that the predicted times meet the measured ones.
  *
  * The fit: the constants x = (launch per protocol, 1 / efficiency per link class, an extra network
@@ -46,7 +45,7 @@ struct CalibrationCase {
     std::vector<std::string> algorithms;    ///< with "default": the algorithms allowed (NCCL_ALGO's list; empty: all of NCCL's)
     /// NCCL_TUNER_PLUGIN was set: a tuner tuned on the machine's measured times picked among the allowed variants (its
     /// table is not published): a training row is predicted as the variant nearest its measured time, a held-out row as
-    /// the training row of the next smaller size was (of the next larger for the smallest), not as NCCL's model's pick
+    /// the training rows of the next smaller and larger sizes where they agree, else at the geometric mean of both picks
     bool tuner_plugin = false;
     /// The NCCL that ran it ("2.18.5": measurements.csv's `version`, an nccl-tests log's); its NVLS on one box is timed
     /// in that version's channel layout where it is modelled (nccl_nvls_layout), else at the fastest of its piece counts
