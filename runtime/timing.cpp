@@ -514,6 +514,7 @@ private:
     // per channel: the first of its connections' resources and how many (none: the message holds the channel)
     std::vector<std::pair<std::size_t, std::uint32_t>> connection_;
     double grain_ = 0;               // the executor's smallest transfer: a smaller one holds as long as this many bytes
+    double rate_ = 0;                // the executor's rate a connection out of a GPU (bytes/s; 0: not bounded)
     double gpu_cap_ = 0;             // NCCL's per-GPU cap on the data a GPU sends (bytes/s; 0: none)
     std::vector<std::pair<std::size_t, double>> use_;  // (resource, seconds held) of the transfer being started
     RadixQueue<Event> events_;  // arrivals (many: every started transfer's until it arrives)
@@ -561,6 +562,13 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     // several (NCCL's channels): the k-th transfer of its step on the channel runs on the k-th connection,
     // which it holds for the message beyond its bytes while the channel carries other connections' bytes
     double hold = connection_.empty() ? 0.0 : message_[idx(c)] + bytes / sp.bandwidth;
+    // the executor's rate: out of a GPU, a connection (a thread block) moves its bytes at most this fast, whatever the
+    // channel's free bandwidth; with one connection a channel, the channel is held as long
+    if (rate_ > 0 && topo_.is_processor(ch.from)) {
+        const double paced = message_[idx(c)] + bytes / rate_;
+        hold = std::max(hold, paced);
+        if (connection_.empty()) use_.front().second = std::max(use_.front().second, paced);
+    }
     for (const auto& [r, d] : use_) hold = std::max(hold, d);
     if (!connection_.empty()) use_.emplace_back(connection_[idx(c)].first + p_.lane[j] % connection_[idx(c)].second, hold);
     if (p_.ports == Ports::single) {
@@ -593,6 +601,7 @@ bool AsyncRun::run(double above) {
     for (std::uint32_t c = 0; c < speed_.size(); ++c) speed_[c] = channel_speed(topo_, ChannelId{c}, opt_);
     message_.assign(topo_.channels().size(), 0.0);
     grain_ = opt_.executor ? opt_.executor->grain : 0.0;
+    rate_ = opt_.executor ? opt_.executor->rate : 0.0;
     if (opt_.executor)
         for (std::uint32_t c = 0; c < message_.size(); ++c) message_[c] = message_cost(topo_, ChannelId{c}, opt_);
     // the connections of each channel, when the executor runs more than one a channel (NCCL's channels)
@@ -658,6 +667,9 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
     const double chunk = datum_bytes(p.kind, topo.processors(), opt.size) / p.chunks;
     std::vector<double> chan(topo.channels().size(), 0.0), group(topo.groups().size(), 0.0);
     std::vector<std::uint32_t> used, count(opt.executor ? topo.channels().size() : 0, 0);
+    // the executor's rate: per channel out of a GPU the step's largest transfer, which its connection moves at the rate
+    const double rate = opt.executor ? opt.executor->rate : 0.0;
+    std::vector<double> largest(rate > 0 ? topo.channels().size() : 0, 0.0);
     // NCCL's per-GPU cap (LL's llMaxBw): per processor the step's bytes sent
     const double cap = opt.executor ? opt.executor->caps.gpu : 0.0;
     std::vector<double> sent(cap > 0 ? topo.nodes() : 0, 0.0);
@@ -673,6 +685,7 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
             if (chan[c] == 0) used.push_back(c);
             chan[c] += bytes;
             if (opt.executor) ++count[c];
+            if (rate > 0) largest[c] = std::max(largest[c], bytes);
             if (cap > 0) sent[idx(topo.channel(p.channel[i]).from)] += bytes;
             for (std::uint32_t g : topo.groups_of(p.channel[i])) group[g] += bytes;
         }
@@ -682,7 +695,11 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
             double d = chan[c] / sp.bandwidth;
             // the step's transfers on c spread over its connections (one, or NCCL's channels), each paying its
             // messages in turn beyond the channel's bytes
-            if (opt.executor) d += std::ceil(double(count[c]) / connections) * message_cost(topo, ChannelId{c}, opt);
+            const double turns = opt.executor ? std::ceil(double(count[c]) / connections) : 0.0;
+            if (opt.executor) d += turns * message_cost(topo, ChannelId{c}, opt);
+            // each connection's turns at the rate (a connection's transfers are taken as long as the step's largest)
+            if (rate > 0 && topo.is_processor(topo.channel(ChannelId{c}).from))
+                d = std::max(d, turns * (message_cost(topo, ChannelId{c}, opt) + largest[c] / rate));
             for (std::uint32_t g : topo.groups_of(ChannelId{c})) d = std::max(d, group[g] / group_speed(topo, g, opt));
             if (cap > 0 && topo.is_processor(topo.channel(ChannelId{c}).from)) d = std::max(d, sent[idx(topo.channel(ChannelId{c}).from)] / cap);
             longest = std::max(longest, sp.alpha + d);
@@ -690,6 +707,7 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
         for (std::uint32_t c : used) {
             chan[c] = 0;
             if (opt.executor) count[c] = 0;
+            if (rate > 0) largest[c] = 0;
             if (cap > 0) sent[idx(topo.channel(ChannelId{c}).from)] = 0;
             for (std::uint32_t g : topo.groups_of(ChannelId{c})) group[g] = 0;
         }

@@ -19,7 +19,10 @@
  *  - a *wire* factor: bytes on the wire per byte of data (LL's flags);
  *  - a *grain*: the smallest transfer worth sending: a smaller one holds its channel as long as one
  *    of the grain's bytes (the executor moves whole warps of the protocol's lines; NCCL's Simple
- *    rounds a chunk up), so splitting below it never pays.
+ *    rounds a chunk up), so splitting below it never pays;
+ *  - a *rate*: what one connection (an NCCL channel's thread block) moves out of a GPU per second,
+ *    whatever the link's free bandwidth: a transfer out of a GPU holds its connection at least its
+ *    bytes at the rate beyond its message (0: not bounded).
  *
  * Link classes: `box` (NVLink, NVSwitch without reduction, PCIe inside a box), `network` (a NIC's
  * channels: below a quarter of the fastest channel between processors, the rule NCCL's protocol
@@ -90,6 +93,7 @@ struct ProtocolRow {
     std::array<Constant, link_classes> message;         ///< seconds a transfer holds its connection beyond its bytes
     std::array<Constant, link_classes> efficiency;      ///< achievable fraction of peak, in (0, 1]
     Constant grain;                                     ///< bytes: the smallest transfer worth sending
+    Constant rate;                                      ///< bytes/s one connection moves out of a GPU; 0: not bounded
     /// The protocol runs on NCCL's kernels, so NCCL's caps on its bandwidth bind (nccl_protocol_caps:
     /// LL's per-GPU llMaxBw, LL128's per-channel perChMaxRingLL128Bw); the source says which.
     Constant caps;                                      ///< 1: NCCL's caps charged, 0: none
@@ -161,6 +165,7 @@ struct ExecutorCosts {
     std::array<double, link_classes> message{0, 0, 0};
     std::array<double, link_classes> efficiency{1, 1, 1};
     double grain = 0;
+    double rate = 0;  ///< bytes/s a connection moves out of a GPU (0: not bounded)
     /// NCCL's caps are charged: the time model resolves `caps` from the topology (with_network_class)
     bool nccl_caps = false;
     ProtocolCaps caps;
@@ -187,6 +192,7 @@ struct Calibration {
         std::array<std::optional<double>, link_classes> efficiency;
         std::array<std::optional<double>, link_classes> hop;
         std::array<std::optional<double>, link_classes> message;
+        std::optional<double> rate;  ///< bytes/s a connection moves out of a GPU (0: not bounded)
     };
     std::vector<Entry> entries;
 };

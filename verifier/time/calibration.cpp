@@ -24,14 +24,20 @@ namespace collsched {
 namespace {
 
 // The fitted constants: launch of LL, LL128, Simple (seconds); 1 / efficiency of box, network and
-// switch channels; an extra latency on every hop out of a GPU over the network (seconds).
-constexpr std::size_t NP = 8;
+// switch channels; an extra latency on every hop out of a GPU over the network (seconds); a factor on
+// the message costs; 1 / Simple's rate a connection (ns a byte; 0: not bounded).
+constexpr std::size_t NP = 9;
 using X = std::array<double, NP>;
-constexpr std::size_t LAUNCH = 0, INV_EFF = 3, NET_HOP = 6, MESSAGE = 7;
+constexpr std::size_t LAUNCH = 0, INV_EFF = 3, NET_HOP = 6, MESSAGE = 7, INV_RATE = 8;
 // Their ranges: a launch up to 200 us (a slow network stack's floor, e.g. TCP over 2 boxes, lands
-// there when the network's hop cannot take it), efficiencies from 0.2 to 1, 0 to 100 us of hop.
-constexpr X lower = {0, 0, 0, 1, 1, 1, 0, 0};
-constexpr X upper = {200e-6, 200e-6, 200e-6, 5, 5, 5, 100e-6, 4};
+// there when the network's hop cannot take it), efficiencies from 0.2 to 1, 0 to 100 us of hop, a
+// rate from 4 GB/s up.
+constexpr X lower = {0, 0, 0, 1, 1, 1, 0, 0, 0};
+constexpr X upper = {200e-6, 200e-6, 200e-6, 5, 5, 5, 100e-6, 4, 0.25};
+
+/// A rate in bytes/s from 1 / rate in ns a byte (0: not bounded), and back.
+double rate_of(double inv) { return inv > 0 ? 1e9 / inv : 0.0; }
+double inv_rate_of(double rate) { return rate > 0 ? 1e9 / rate : 0.0; }
 
 std::size_t protocol_index(Protocol p) { return p == Protocol::ll ? 0 : p == Protocol::ll128 ? 1 : 2; }
 
@@ -42,6 +48,8 @@ ExecutorCosts costs_at(const ExecutorModel& base, Protocol p, const X& x) {
     for (std::size_t k = 0; k < link_classes; ++k) c.efficiency[k] = 1 / x[INV_EFF + k];
     c.hop[idx_of(LinkClass::network)] = base.row(p).hop[idx_of(LinkClass::network)].value + x[NET_HOP];
     for (std::size_t k = 0; k < link_classes; ++k) c.message[k] = base.row(p).message[k].value * x[MESSAGE];
+    // LL's and LL128's rates are bounded by NCCL's caps (nccl_protocol_caps); Simple's is fitted
+    if (p == Protocol::simple) c.rate = rate_of(x[INV_RATE]);
     return c;
 }
 
@@ -52,6 +60,7 @@ X start_of(const ExecutorModel& base) {
     for (std::size_t k = 0; k < link_classes; ++k) x[INV_EFF + k] = 1 / r.efficiency[k].value;
     x[NET_HOP] = 0;
     x[MESSAGE] = 1;
+    x[INV_RATE] = inv_rate_of(r.rate.value);
     return x;
 }
 
@@ -68,6 +77,10 @@ struct Prepared {
     const CalibrationCase* c = nullptr;
     std::vector<Variant> variants;  ///< what NCCL ran: one, or with a tuner plugin the variants it picked from
     CalibrationResult result;
+    /// With a tuner plugin: the variant the plugin is taken to have run (pick_tuned), and why
+    std::size_t pick = 0;
+    std::optional<std::size_t> also;  ///< a held-out row between training rows of different picks: the upper one's
+    std::string picked;
 };
 
 std::string_view kind_name(CollectiveKind k) { return collective_row(k).name; }
@@ -90,6 +103,19 @@ std::optional<nccl::ModelChoice> best_allowed(const nccl::System& sys, const Cal
         if (auto t = nccl::nccl_model_time(sys, c.collective, a, to_nccl(p), bytes); t && (!best || *t < best->seconds))
             best = nccl::ModelChoice{to_nccl(p), *t};
     return best;
+}
+
+/// NCCL's tree in Simple moves a channel's bytes in chunks of one step, NCCL_BUFFSIZE / NCCL_STEPS
+/// (NVIDIA/nccl v2.21.5-1 src/enqueue.cc:1723-1726 computeCollChunkInfo: chunkSteps 1 but for the
+/// ring; src/device/all_reduce.h:235-241 ProtoSimple<1, 1>, one slice a chunk), each forwarded hop
+/// by hop once whole; the bytes spread evenly over its channels (:834 maxBytesPerChannel), two
+/// tree channels a ring's (src/graph/connect.cc:443 doubles them; nccl_trees.cpp tree_table). The
+/// pieces a tree channel of the table has: its bytes over the chunk, at least 1, at most 128 (a
+/// table of 65,536 transfers on 2 x 8 GPUs; beyond, a piece is more than a chunk).
+std::uint32_t tree_pieces(const CalibrationCase& c, const nccl::System& sys, double bytes) {
+    const double channels = 2.0 * std::max(1u, nccl::nccl_ring_graph(sys).channels);
+    const double chunks = std::ceil(bytes / channels / std::max(1.0, c.buffsize / 8));
+    return static_cast<std::uint32_t>(std::clamp(chunks, 1.0, 128.0));
 }
 
 /// The table of `algorithm` for the case, planned; the reason when there is none.
@@ -118,6 +144,10 @@ std::string plan_variant(const CalibrationCase& c, const nccl::System& sys, doub
         {
             nccl::BaselineOptions o;
             o.deadline = deadline;
+            if (v.algorithm == "tree" && v.protocol == Protocol::simple) {
+                o.pieces = tree_pieces(c, sys, bytes);
+                v.layout = fmt::format("NCCL's chunk {}: {} a tree channel", support::format_bytes(c.buffsize / 8), o.pieces);
+            }
             const Collective coll = Collective::parse(kind_name(c.collective), *topo);
             table = nccl::nccl_baseline(topo, coll, topo->default_model(), v.algorithm, c.size, o).table;
         }
@@ -132,8 +162,8 @@ std::string plan_variant(const CalibrationCase& c, const nccl::System& sys, doub
 /// NCCL's tuner picks among those the run allowed (NCCL_ALGO, NCCL_PROTO): the least time of its
 /// cost table, which its own model fills (src/enqueue.cc topoGetAlgoInfo, src/graph/tuning.cc).
 /// With a tuner plugin, which rewrites that table and the channels (src/enqueue.cc ncclGetAlgoInfo)
-/// from a table not published, every allowed variant: the executor model's fastest stands in for
-/// the plugin's pick. And NCCL's own model's time of its tuner's pick.
+/// from a table not published, every allowed variant (pick_tuned fits which one ran). And NCCL's
+/// own model's time of its tuner's pick.
 void prepare(Prepared& p, const Deadline& deadline) {
     const CalibrationCase& c = *p.c;
     CalibrationResult& r = p.result;
@@ -196,6 +226,11 @@ void prepare(Prepared& p, const Deadline& deadline) {
                 if (auto t = nccl::nccl_model_time(sys, c.collective, *parse_algorithm(v.algorithm), to_nccl(q), bytes); t && q != v.protocol) {
                     Variant w = v;
                     w.protocol = q;
+                    if (w.algorithm == "tree" && (q == Protocol::simple) != (v.protocol == Protocol::simple)) {  // its own pieces
+                        w.plans.clear();
+                        w.layout.clear();
+                        if (!plan_variant(c, sys, bytes, w, deadline).empty()) continue;
+                    }
                     w.nccl_model = *t;
                     p.variants.push_back(std::move(w));
                 }
@@ -214,28 +249,90 @@ void prepare(Prepared& p, const Deadline& deadline) {
     }
 }
 
-/// The case's time at x: the variant NCCL ran (or, with a tuner plugin, the fastest of those it
-/// picked from), and which.
+/// Variant v's time at x (NVLS of a version whose layout is not modelled: the fastest of its piece counts).
+double variant_time(const Prepared& p, const Variant& v, const ExecutorModel& base, const X& x) {
+    TimeOptions o{p.c->size, std::nullopt};
+    o.executor = costs_at(base, v.protocol, x);
+    double best = std::numeric_limits<double>::infinity();
+    for (const TimingPlan& plan : v.plans) best = std::min(best, plan.asynchronous(o));
+    return best;
+}
+
+double rel(double predicted, double measured) { return std::abs(predicted - measured) / measured; }
+
+bool tuned(const Prepared& p) { return p.c->tuner_plugin && p.variants.size() > 1; }
+
+/// A tuner plugin's training row: the variant whose time at x is nearest the measured one (the plugin's pick for its
+/// size range, which its table does not publish, fitted as the rest of the constants are).
+std::size_t nearest(const Prepared& p, const ExecutorModel& base, const X& x) {
+    std::size_t best = 0;
+    double err = std::numeric_limits<double>::infinity();
+    for (std::size_t v = 0; v < p.variants.size(); ++v)
+        if (const double e = rel(variant_time(p, p.variants[v], base, x), p.c->measured); e < err) best = v, err = e;
+    return best;
+}
+
+/// The case's time at x and the variant: with a tuner plugin `pick` (pick_tuned; between two picks the geometric mean
+/// of their times); else the variant NCCL ran (where NCCL's model times none of those allowed, the fastest).
 std::pair<double, const Variant*> timed(const Prepared& p, const ExecutorModel& base, const X& x) {
-    std::pair<double, const Variant*> best{std::numeric_limits<double>::infinity(), nullptr};
-    for (const Variant& v : p.variants) {
-        TimeOptions o{p.c->size, std::nullopt};
-        o.executor = costs_at(base, v.protocol, x);
-        for (const TimingPlan& plan : v.plans)
-            if (const double t = plan.asynchronous(o); t < best.first) best = {t, &v};
+    if (tuned(p)) {
+        const double t = variant_time(p, p.variants[p.pick], base, x);
+        return {p.also ? std::sqrt(t * variant_time(p, p.variants[*p.also], base, x)) : t, &p.variants[p.pick]};
     }
+    std::pair<double, const Variant*> best{std::numeric_limits<double>::infinity(), nullptr};
+    for (const Variant& v : p.variants)
+        if (const double t = variant_time(p, v, base, x); t < best.first) best = {t, &v};
     return best;
 }
 
 double time_of(const Prepared& p, const ExecutorModel& base, const X& x) { return timed(p, base, x).first; }
 
-double rel(double predicted, double measured) { return std::abs(predicted - measured) / measured; }
+/// A training row's time at x: a tuner plugin's, its nearest variant's.
+double train_time(const Prepared& p, const ExecutorModel& base, const X& x) {
+    return tuned(p) ? variant_time(p, p.variants[nearest(p, base, x)], base, x) : time_of(p, base, x);
+}
 
 /// The sum of relative errors of the training rows at x.
 double loss(const std::vector<Prepared*>& train, const ExecutorModel& base, const X& x) {
     double s = 0;
-    for (const Prepared* p : train) s += rel(time_of(*p, base, x), p->c->measured);
+    for (const Prepared* p : train) s += rel(train_time(*p, base, x), p->c->measured);
     return s;
+}
+
+/// What a tuner plugin ran at each size of a sweep (rows sorted by size), at x: a training row its nearest variant; a
+/// held-out row the pick of the training rows of the next smaller and next larger size where they agree (or where it has
+/// one of them), and where they differ, the plugin's range boundary lying between them, both: its time the geometric
+/// mean of theirs (a plugin's table holds one pick for each range of sizes: NVIDIA/nccl v2.21.5-1
+/// src/include/nccl_tuner.h:27-49, getCollInfo sets algorithm, protocol and nChannels for each nBytes).
+void pick_tuned(const std::vector<Prepared*>& rows, const ExecutorModel& base, const X& x) {
+    for (Prepared* p : rows)
+        if (tuned(*p) && p->result.train) p->pick = nearest(*p, base, x), p->picked = "nearest the measured time";
+    // the variant of p with the algorithm and protocol of `from`'s pick
+    auto same = [](const Prepared& p, const Prepared& from) -> std::optional<std::size_t> {
+        const Variant& want = from.variants[from.pick];
+        for (std::size_t v = 0; v < p.variants.size(); ++v)
+            if (p.variants[v].algorithm == want.algorithm && p.variants[v].protocol == want.protocol) return v;
+        return std::nullopt;
+    };
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        Prepared& p = *rows[i];
+        if (!tuned(p) || p.result.train) continue;
+        const Prepared *below = nullptr, *above = nullptr;
+        for (std::size_t j = i; j-- > 0 && !below;)
+            if (rows[j]->result.train && tuned(*rows[j])) below = rows[j];
+        for (std::size_t j = i + 1; j < rows.size() && !above; ++j)
+            if (rows[j]->result.train && tuned(*rows[j])) above = rows[j];
+        std::optional<std::size_t> lo = below ? same(p, *below) : std::nullopt, hi = above ? same(p, *above) : std::nullopt;
+        p.also.reset();
+        if (!lo && !hi) continue;
+        p.pick = lo ? *lo : *hi;
+        if (lo && hi && *lo != *hi) p.also = *hi;
+        const auto name = [&](const Prepared& q) { return support::format_bytes(q.c->size); };
+        p.picked = p.also ? fmt::format("{} as at {}, {} as at {}: the geometric mean", p.variants[*lo].algorithm, name(*below),
+                                        p.variants[*hi].algorithm, name(*above))
+                   : lo && hi ? fmt::format("as the training rows of {} and {}", name(*below), name(*above))
+                              : fmt::format("as the training row of {}", name(lo ? *below : *above));
+    }
 }
 
 /// One round's linear program: minimize sum_r (u_r + v_r) / m_r subject to
@@ -306,20 +403,81 @@ double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/// The constants that fit the training rows: rounds of lp_round in a trust region from the built-in
+/// constants (a tuner plugin's rows each round at their nearest variant), as many as end within the deadline.
+X fit(const std::vector<Prepared*>& train, const ExecutorModel& base, const Deadline& deadline, std::uint32_t& rounds) {
+    X x = start_of(base);
+    X radius;
+    for (std::size_t k = 0; k < NP; ++k) radius[k] = (upper[k] - lower[k]) / 4;
+    double current = loss(train, base, x);
+    std::vector<double> t(train.size());
+    std::vector<X> g(train.size());
+    for (std::uint32_t round = 0; round < 40; ++round) {
+        if (deadline.passed()) break;  // the best constants so far
+        // each row's time and slope at x (the active piece: one-sided differences small enough to stay on it; the rate's
+        // a secant, from 100 GB/s where it is not bounded, so that a rate that binds below shows)
+        for (std::size_t i = 0; i < train.size(); ++i) {
+            const Prepared& p = *train[i];
+            const Variant* v = tuned(p) ? &p.variants[nearest(p, base, x)] : nullptr;
+            auto at = [&](const X& y) { return v ? variant_time(p, *v, base, y) : time_of(p, base, y); };
+            const auto [now, which] = v ? std::pair<double, const Variant*>{at(x), v} : timed(p, base, x);
+            t[i] = now;
+            // exact without a run: the launch of the row's protocol enters once (1), the others' and, but in Simple, the
+            // rate not at all (0)
+            const Protocol q = which->protocol;
+            for (std::size_t k = 0; k < NP; ++k) {
+                if (k < INV_EFF || (k == INV_RATE && q != Protocol::simple)) {
+                    g[i][k] = k == LAUNCH + protocol_index(q) ? 1.0 : 0.0;
+                    continue;
+                }
+                X h = x;
+                const double d = k < INV_EFF ? 1e-7 : k < NET_HOP ? 1e-4 : k == NET_HOP ? 1e-7 : k == MESSAGE ? 1e-4 : 1e-2;
+                h[k] = x[k] + d <= upper[k] ? x[k] + d : x[k] - d;
+                g[i][k] = (at(h) - t[i]) / (h[k] - x[k]);
+            }
+        }
+        rounds = round + 1;
+        const std::optional<X> y = lp_round(train, t, g, x, radius);
+        bool moved = false;
+        if (y) {
+            const double next = loss(train, base, *y);
+            if (next < current - 1e-9 * current) {
+                x = *y;
+                current = next;
+                moved = true;
+            }
+        }
+        if (!moved) {
+            bool small = true;
+            for (std::size_t k = 0; k < NP; ++k) {
+                radius[k] /= 2;
+                small = small && radius[k] < (upper[k] - lower[k]) * 1e-4;
+            }
+            if (small) break;
+        }
+    }
+    return x;
+}
+
 /// Every case's times under the built-in and the fitted constants, and the held-out errors
 /// (the training rows' when nothing is held out) beside NCCL's model's.
-void errors(CalibrationReport& report, std::vector<Prepared>& prepared, const ExecutorModel& base, const X& x) {
+void errors(CalibrationReport& report, std::vector<Prepared>& prepared, const std::map<std::string, std::vector<Prepared*>>& series,
+            const ExecutorModel& base, const X& x) {
     const X builtin = start_of(base);
+    for (const auto& [name, rows] : series) pick_tuned(rows, base, builtin);
+    for (Prepared& p : prepared)
+        if (p.result.skipped.empty()) p.result.builtin = time_of(p, base, builtin);
+    for (const auto& [name, rows] : series) pick_tuned(rows, base, x);
     std::vector<double> held, nccl_held, builtin_held;
     for (Prepared& p : prepared) {
         CalibrationResult& r = p.result;
         if (r.skipped.empty()) {
-            r.builtin = time_of(p, base, builtin);
             const auto [fitted, which] = timed(p, base, x);
             r.fitted = fitted;
-            r.algorithm = which->algorithm;
+            r.algorithm = which->algorithm + (tuned(p) && p.also ? "/" + p.variants[*p.also].algorithm : std::string());
             r.protocol = which->protocol;
             r.layout = which->layout;
+            if (tuned(p)) r.layout += (r.layout.empty() ? "" : "; ") + std::string("the tuner plugin's pick: ") + p.picked;
             if (!r.train) {
                 held.push_back(rel(r.fitted, r.measured));
                 builtin_held.push_back(rel(r.builtin, r.measured));
@@ -386,45 +544,8 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
                                          p->result.label, support::format_seconds(p->c->measured), ratio, support::format_seconds(predicted)));
     }
 
-    X x = start_of(base);
-    X radius;
-    for (std::size_t k = 0; k < NP; ++k) radius[k] = (upper[k] - lower[k]) / 4;
-    double current = loss(train, base, x);
     CalibrationReport report;
-    std::vector<double> t(train.size());
-    std::vector<X> g(train.size());
-    for (std::uint32_t round = 0; round < 40; ++round) {
-        if (options.deadline.passed()) break;  // the best constants so far
-        // each row's time and slope at x (the active piece: one-sided differences small enough to stay on it)
-        for (std::size_t i = 0; i < train.size(); ++i) {
-            t[i] = time_of(*train[i], base, x);
-            for (std::size_t k = 0; k < NP; ++k) {
-                X h = x;
-                const double d = k < INV_EFF ? 1e-7 : k < NET_HOP ? 1e-4 : k == NET_HOP ? 1e-7 : 1e-4;
-                h[k] = x[k] + d <= upper[k] ? x[k] + d : x[k] - d;
-                g[i][k] = (time_of(*train[i], base, h) - t[i]) / (h[k] - x[k]);
-            }
-        }
-        report.rounds = round + 1;
-        const std::optional<X> y = lp_round(train, t, g, x, radius);
-        bool moved = false;
-        if (y) {
-            const double next = loss(train, base, *y);
-            if (next < current - 1e-9 * current) {
-                x = *y;
-                current = next;
-                moved = true;
-            }
-        }
-        if (!moved) {
-            bool small = true;
-            for (std::size_t k = 0; k < NP; ++k) {
-                radius[k] /= 2;
-                small = small && radius[k] < (upper[k] - lower[k]) * 1e-4;
-            }
-            if (small) break;
-        }
-    }
+    const X x = fit(train, base, options.deadline, report.rounds);
 
     Calibration& cal = report.calibration;
     cal.executor = options.executor;
@@ -441,11 +562,12 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
         for (std::size_t k = 0; k < link_classes; ++k) e.efficiency[k] = 1 / x[INV_EFF + k];
         e.hop[idx_of(LinkClass::network)] = base.row(p).hop[idx_of(LinkClass::network)].value + x[NET_HOP];
         for (std::size_t k = 0; k < link_classes; ++k) e.message[k] = base.row(p).message[k].value * x[MESSAGE];
+        if (p == Protocol::simple) e.rate = rate_of(x[INV_RATE]);
         cal.entries.push_back(e);
     }
     report.model = calibrated(base, cal);
 
-    errors(report, prepared, base, x);
+    errors(report, prepared, series, base, x);
     // the fit's held-out error is the calibrated model's: ties are judged within it
     cal.heldout_median = report.heldout_median;
     report.model = calibrated(base, cal);
@@ -457,8 +579,10 @@ std::string calibration_text(const CalibrationReport& r) {
     for (const Calibration::Entry& e : r.calibration.entries) {
         out += fmt::format("  {:<7}", to_string(e.protocol));
         out += e.launch ? fmt::format(" launch {:>7.2f} us", *e.launch * 1e6) : std::string(" launch    (not fitted)");
-        out += fmt::format("  efficiency box {:.3f} network {:.3f} switch {:.3f}  network hop +{:.2f} us  message {:.3g}/{:.3g} us\n",
-                           *e.efficiency[0], *e.efficiency[1], *e.efficiency[2], *e.hop[1] * 1e6, *e.message[0] * 1e6, *e.message[1] * 1e6);
+        out += fmt::format("  efficiency box {:.3f} network {:.3f} switch {:.3f}  network hop +{:.2f} us  message {:.3g}/{:.3g} us{}\n",
+                           *e.efficiency[0], *e.efficiency[1], *e.efficiency[2], *e.hop[1] * 1e6, *e.message[0] * 1e6, *e.message[1] * 1e6,
+                           !e.rate ? std::string() : *e.rate > 0 ? fmt::format("  rate {:.1f} GB/s a connection", *e.rate / 1e9)
+                                                                 : std::string("  rate not bounded"));
     }
     out += fmt::format("  {:<28} {:<10} {:<7} {:>9} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}\n", "measurement", "algorithm", "proto", "size",
                        "measured", "built-in", "fitted", "error", "NCCL", "set");

@@ -4,11 +4,11 @@
  * machine at a size (nccl-tests' rows, published or the user's); collsched builds the table of
  * the algorithm NCCL ran with its protocol (the ones the row names; else the ones NCCL's own tuner
  * picks by its model among those the run allowed: ring, tree, NVLS, NVLS_TREE; with a tuner plugin,
- * the executor model's fastest of them), times it under the executor model, and fits the model's
+ * the one a training row's time is nearest, a held-out row its neighbours' picks), NCCL's tree in Simple in NCCL's chunks (NCCL_BUFFSIZE / 8), times it under the executor model, and fits the model's
  * constants so that the predicted times meet the measured ones.
  *
  * The fit: the constants x = (launch per protocol, 1 / efficiency per link class, an extra network
- * hop) enter a table's asynchronous time as the maximum over its chains of sums, so the time is
+ * hop, a factor on the messages, 1 / Simple's rate a connection) enter a table's asynchronous time as the maximum over its chains of sums, so the time is
  * convex and piecewise linear in x. Each round linearizes every training row's time at the current
  * x (the exact slope of its active piece, by difference), and a linear program (GLPK's simplex)
  * minimizes the sum of relative errors |T_r(x) - m_r| / m_r within a trust region and the
@@ -44,11 +44,15 @@ struct CalibrationCase {
     std::vector<Protocol> protocols;        ///< with none: the protocols NCCL's model picks from (NCCL_PROTO's list; empty: all)
     std::vector<std::string> algorithms;    ///< with "default": the algorithms allowed (NCCL_ALGO's list; empty: all of NCCL's)
     /// NCCL_TUNER_PLUGIN was set: a tuner tuned on the machine's measured times picked among the allowed variants (its
-    /// table is not published), so the run is predicted as the executor model's fastest of them, not NCCL's model's pick
+    /// table is not published): a training row is predicted as the variant nearest its measured time, a held-out row as
+    /// the training rows of the next smaller and larger sizes where they agree, else at the geometric mean of both picks
     bool tuner_plugin = false;
     /// The NCCL that ran it ("2.18.5": measurements.csv's `version`, an nccl-tests log's); its NVLS on one box is timed
     /// in that version's channel layout where it is modelled (nccl_nvls_layout), else at the fastest of its piece counts
     std::string nccl_version;
+    /// NCCL_BUFFSIZE, bytes (NVIDIA/nccl v2.21.5-1 src/init.cc:544 DEFAULT_BUFFSIZE 4 MiB): a Simple step is an eighth of
+    /// it, the chunk NCCL's tree forwards hop by hop (its table is built in those chunks)
+    double buffsize = 4194304;
 };
 
 /// One case as collsched ran it, and the errors.
