@@ -342,6 +342,35 @@ TEST_CASE("calibrate: rows of an nccl-tests log that time nothing are named, not
     CHECK(nlohmann::json::parse(j.out)["notes"].size() == 1);
 }
 
+TEST_CASE("calibrate: the table's columns stay aligned for a log with a long name") {
+    // the measurement column was 28 wide: a log's file name and row ran into the algorithm column
+    const test::Scratch scratch("calibrate_long_name");
+    std::ifstream in(test::source("runtime/executor/calibration/logs/gcp_a3mega_2x8_h100_all_reduce.txt"));
+    std::string line, text;
+    while (std::getline(in, line)) {
+        std::istringstream row(line);
+        double size = -1;
+        if (line.starts_with("#") || (row >> size && size >= 16777216 && size <= 67108864)) text += line + "\n";
+    }
+    const std::string log = scratch.file("a_log_with_a_name_longer_than_the_old_column.txt"), m = scratch.file("a3mega.json");
+    std::ofstream(log) << text;
+    REQUIRE(test::run("machine dgx-h100 --boxes 2 --network rail --nic-gbps 200 -o " + m).code == 0);
+    const auto r = test::run("calibrate " + log + " --topology graph:" + m + " --algorithm ring --no-hold-out");
+    INFO(r.out, r.err);
+    REQUIRE(r.code == 0);
+    std::istringstream out(r.out);
+    std::size_t header = std::string::npos, rows = 0;
+    while (std::getline(out, line)) {
+        if (line.starts_with("  measurement")) header = line.find("algorithm");
+        else if (header != std::string::npos && line.find("a_log_with") != std::string::npos) {
+            CHECK(line.substr(header, 5) == "ring ");
+            ++rows;
+        }
+    }
+    CHECK(header != std::string::npos);
+    CHECK(rows == 3);
+}
+
 TEST_CASE("calibrate: a published nccl-tests log of 2 x 8 H100 fits, and bad input is exit 2") {
     const std::string log = test::source("runtime/executor/calibration/logs/gcp_a3mega_2x8_h100_all_reduce.txt");
     const test::Scratch scratch("calibrate_log");

@@ -584,15 +584,18 @@ std::string calibration_text(const CalibrationReport& r) {
                            !e.rate ? std::string() : *e.rate > 0 ? fmt::format("  rate {:.1f} GB/s a connection", *e.rate / 1e9)
                                                                  : std::string("  rate not bounded"));
     }
-    out += fmt::format("  {:<28} {:<10} {:<7} {:>9} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}\n", "measurement", "algorithm", "proto", "size",
+    // the measurement column as wide as its longest label (a log's file name and its row), so columns stay aligned
+    std::size_t w = 28;
+    for (const CalibrationResult& c : r.rows) w = std::max(w, c.label.size());
+    out += fmt::format("  {:<{}} {:<10} {:<7} {:>9} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}\n", "measurement", w, "algorithm", "proto", "size",
                        "measured", "built-in", "fitted", "error", "NCCL", "set");
     for (const CalibrationResult& c : r.rows) {
         if (!c.skipped.empty()) {
-            out += fmt::format("  {:<28} skipped: {}\n", c.label, c.skipped);
+            out += fmt::format("  {:<{}} skipped: {}\n", c.label, w, c.skipped);
             continue;
         }
         const std::string nccl = c.nccl_model ? fmt::format("{:+.0f}%", (*c.nccl_model / c.measured - 1) * 100) : std::string("-");
-        out += fmt::format("  {:<28} {:<10} {:<7} {:>9} {:>11} {:>11} {:>11} {:>+6.0f}% {:>7} {:>7}{}\n", c.label, c.algorithm, to_string(c.protocol),
+        out += fmt::format("  {:<{}} {:<10} {:<7} {:>9} {:>11} {:>11} {:>11} {:>+6.0f}% {:>7} {:>7}{}\n", c.label, w, c.algorithm, to_string(c.protocol),
                            support::format_bytes(c.size), support::format_seconds(c.measured), support::format_seconds(c.builtin),
                            support::format_seconds(c.fitted), (c.fitted / c.measured - 1) * 100, nccl, c.train ? "fit" : "held",
                            c.layout.empty() ? std::string() : "  " + c.layout);
