@@ -55,10 +55,10 @@ TEST_CASE("executor: ideal is the network's share, byte for byte") {
     }
 }
 
-TEST_CASE("executor: launch once, hop per step, message hold and efficiency as documented") {
-    // the ring: 7 steps, one transfer a GPU a step of M/8 on 300 GB/s NVLink with alpha 0.6 us; every
-    // step waits for the one before, so the time is launch + 7 (alpha + hop + message + (M/8) / (B eff))
-    const SendTable t = executor_ring_table();
+namespace {
+
+/// NCCL's Simple with a 10 us launch, a 2 us hop and a 1 us message a transfer in the box, NVLink at half its peak
+ExecutorCosts ring_costs() {
     ExecutorCosts c;
     c.kind = ExecutorKind::nccl;
     c.protocol = Protocol::simple;
@@ -66,6 +66,16 @@ TEST_CASE("executor: launch once, hop per step, message hold and efficiency as d
     c.hop = {2e-6, 0, 0};
     c.message = {1e-6, 0, 0};
     c.efficiency = {0.5, 1, 1};
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("executor: launch once, hop per step, message hold and efficiency as documented") {
+    // the ring: 7 steps, one transfer a GPU a step of M/8 on 300 GB/s NVLink with alpha 0.6 us; every
+    // step waits for the one before, so the time is launch + 7 (alpha + hop + message + (M/8) / (B eff))
+    const SendTable t = executor_ring_table();
+    ExecutorCosts c = ring_costs();
     for (double m : {1024.0, 268435456.0}) {
         const double expect = 10e-6 + 7 * (0.6e-6 + 2e-6 + 1e-6 + (m / 8) / (300e9 * 0.5));
         CHECK(executor_async_at(t, m, c) == test::rel(expect));
@@ -80,13 +90,7 @@ TEST_CASE("executor: a connection out of a GPU moves at most the rate, beside it
     // the ring (one transfer a channel a step, M/8 on 300 GB/s NVLink): with a rate R each transfer holds its connection
     // for message + (M/8) / min(B eff, R), asynchronous and synchronous alike; without one (0), as before
     const SendTable t = executor_ring_table();
-    ExecutorCosts c;
-    c.kind = ExecutorKind::nccl;
-    c.protocol = Protocol::simple;
-    c.launch = 10e-6;
-    c.hop = {2e-6, 0, 0};
-    c.message = {1e-6, 0, 0};
-    c.efficiency = {0.5, 1, 1};
+    ExecutorCosts c = ring_costs();
     for (double rate : {0.0, 20e9, 400e9}) {
         c.rate = rate;
         for (double m : {1024.0, 268435456.0}) {
