@@ -696,10 +696,10 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
             // the step's transfers on c spread over its connections (one, or NCCL's channels), each paying its
             // messages in turn beyond the channel's bytes
             const double turns = opt.executor ? std::ceil(double(count[c]) / connections) : 0.0;
-            if (opt.executor) d += turns * message_cost(topo, ChannelId{c}, opt);
+            const double message = opt.executor ? message_cost(topo, ChannelId{c}, opt) : 0.0;
+            d += turns * message;
             // each connection's turns at the rate (a connection's transfers are taken as long as the step's largest)
-            if (rate > 0 && topo.is_processor(topo.channel(ChannelId{c}).from))
-                d = std::max(d, turns * (message_cost(topo, ChannelId{c}, opt) + largest[c] / rate));
+            if (rate > 0 && topo.is_processor(topo.channel(ChannelId{c}).from)) d = std::max(d, turns * (message + largest[c] / rate));
             for (std::uint32_t g : topo.groups_of(ChannelId{c})) d = std::max(d, group[g] / group_speed(topo, g, opt));
             if (cap > 0 && topo.is_processor(topo.channel(ChannelId{c}).from)) d = std::max(d, sent[idx(topo.channel(ChannelId{c}).from)] / cap);
             longest = std::max(longest, sp.alpha + d);
@@ -729,14 +729,16 @@ TimingPlan::TimingPlan(const SendTable& t, Deadline deadline) {
 namespace {
 
 /// The asynchronous run at `given` (and the synchronous pass too when `both`).
-TimePrediction predict_with(const TimingPlan::Impl& plan, const TimeOptions& given, bool both) {
+/// The prediction (both kinds, or the asynchronous only); a run sure to end after `above` stops there, its time +inf.
+TimePrediction predict_with(const TimingPlan::Impl& plan, const TimeOptions& given, bool both,
+                            double above = std::numeric_limits<double>::infinity()) {
     const TimeOptions opt = with_network_class(*plan.topo, given);
     TimePrediction p;
     p.size = opt.size;
     p.datum_bytes = datum_bytes(plan.kind, plan.topo->processors(), opt.size);
     p.chunk_bytes = p.datum_bytes / plan.chunks;
     if (both) p.synchronous = sync_time(plan, opt, &p.step_seconds);
-    AsyncRun(plan, opt, p, both).run();
+    if (!AsyncRun(plan, opt, p, both).run(above)) p.asynchronous = std::numeric_limits<double>::infinity();
     return p;
 }
 
@@ -748,14 +750,7 @@ double TimingPlan::synchronous(const TimeOptions& given) const { return sync_tim
 
 double TimingPlan::asynchronous(const TimeOptions& given) const { return predict_with(*impl_, given, false).asynchronous; }
 
-double TimingPlan::asynchronous(const TimeOptions& given, double above) const {
-    const TimeOptions opt = with_network_class(*impl_->topo, given);
-    TimePrediction p;
-    p.size = opt.size;
-    p.datum_bytes = datum_bytes(impl_->kind, impl_->topo->processors(), opt.size);
-    p.chunk_bytes = p.datum_bytes / impl_->chunks;
-    return AsyncRun(*impl_, opt, p, false).run(above) ? p.asynchronous : std::numeric_limits<double>::infinity();
-}
+double TimingPlan::asynchronous(const TimeOptions& given, double above) const { return predict_with(*impl_, given, false, above).asynchronous; }
 
 std::size_t TimingPlan::transfers() const { return impl_->step.size(); }
 
