@@ -81,9 +81,8 @@ void time_at_size(TimeCandidate& c, const Given& given, const CandidateQuery& q,
     const Protocol protocol = given.protocols.empty() ? Protocol::none : given.protocols[s];
     if (!c.protocols.empty()) c.protocols[s] = protocol;
     const TimeOptions at = basis.at(q.sizes[s], protocol);
-    const std::vector<double>& given_s = given.seconds;
     TimePrediction p;
-    p.asynchronous = given_s[s], p.synchronous = c.plan->synchronous(at);
+    p.asynchronous = given.seconds[s], p.synchronous = c.plan->synchronous(at);
     c.seconds[s] = q.time == TimeKind::asynchronous ? p.asynchronous : p.synchronous;
     c.other[s] = q.time == TimeKind::asynchronous ? p.synchronous : p.asynchronous;
 }

@@ -132,6 +132,10 @@ std::pair<double, Protocol> timed_in(const TimingPlan& plan, double size, const 
 
 double timed(const TimingPlan& plan, double size, const TimeBasis& basis) { return timed_in(plan, size, basis).first; }
 
+/// An executor that runs these constructions (MSCCL++, MSCCL: not the ideal model's network share, nor NCCL, whose graph
+/// files hold rings): its message costs end the gain of pieces early, so they are tried twice as many each time.
+bool runs_constructions(const TimeBasis& basis) { return !basis.ideal() && basis.executor->kind != ExecutorKind::nccl; }
+
 /// What the `how` of a candidate says its times are on: nothing for the network's share at the machine's speeds.
 std::string timed_on(const TimeBasis& basis) {
     if (basis.ideal()) return basis.link ? ", at --link's speeds" : "";
@@ -483,8 +487,7 @@ void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t
     // on an executor that runs the constructions (MSCCL++, MSCCL), twice as many each time: its costs a message end the
     // gain early (4 x 8 H100 with NIC 0 at half on mscclpp at 1 GiB: 6.74, 6.42, 6.56 ms with 1, 2, 4 pieces), and 2 was
     // never tried; NCCL's graph files hold rings, none of these shapes
-    const TimeBasis& b = tables.basis();
-    const std::uint32_t factor = b.ideal() || b.executor->kind == ExecutorKind::nccl ? 4 : 2;
+    const std::uint32_t factor = runs_constructions(tables.basis()) ? 2 : 4;
     for (std::uint32_t k = next_pieces(t.pieces, transfers, factor); k > 0 && Clock::now() < deadline; k = next_pieces(k, transfers, factor)) {
         const ShapeTables::Entry* next = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline), i);
         if (!next) return;
@@ -569,8 +572,7 @@ void drop_beaten(ShapeTables& tables, const std::vector<Tried>& tried, std::map<
 /// time order, and one its exporter refuses (MSCCL++: 64 ops a thread block, 108 blocks a GPU) falls back to fewer
 /// pieces (4 x 8 H100 with NIC 0 at half, reduce_scatter at 1 GiB on mscclpp: rs+direct by capacity chose 8, refused).
 void offer_fewer(const ShapeTables& tables, const std::vector<Tried>& tried, std::map<std::pair<std::size_t, std::uint32_t>, std::size_t>& chosen) {
-    const TimeBasis& b = tables.basis();
-    if (b.ideal() || b.executor->kind == ExecutorKind::nccl) return;
+    if (!runs_constructions(tables.basis())) return;
     const auto picked = chosen;
     for (const auto& [key, i] : picked)
         for (std::uint32_t k = key.second / 2, n = 0; k >= 1 && n < 2; k /= 2, ++n)
@@ -763,7 +765,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
         std::string how = fmt::format("{} on {}; {} pieces: the fastest of {} (or the most within 500,000 transfers; past them, 2 or 3) at {} bytes (asynchronous time{})",
                                       shape_name(t.shape, kind), t.d->what, e->pieces,
-                                      basis.ideal() || basis.executor->kind == ExecutorKind::nccl ? "1, 4, 16, 64" : "1, 2, 4, ..., 64", sizes[i], timed_on(basis));
+                                      runs_constructions(basis) ? "1, 2, 4, ..., 64" : "1, 4, 16, 64", sizes[i], timed_on(basis));
         // its times go with it, plan or not (the same table's: the caller predicts only the sizes missing, NaN)
         out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->seconds, e->protocols});
     }
