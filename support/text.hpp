@@ -1,12 +1,13 @@
 /** \file
  * Small text helpers every part's messages and hand-written outputs use: counts with their
- * noun, and the XML and JSON escapers.
+ * noun, runs of processor numbers, and the XML and JSON escapers.
  */
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -17,6 +18,24 @@ namespace collsched::support {
 inline std::string count_of(std::uint64_t n, std::string_view noun, std::string_view plural = {}) {
     if (n == 1) return fmt::format("1 {}", noun);
     return plural.empty() ? fmt::format("{} {}s", n, noun) : fmt::format("{} {}", n, plural);
+}
+
+/// "{0-6, 8-15}": sorted numbers as runs of consecutive ones (the first `limit` runs, then how
+/// many more), as the bounds name a set of processors.
+inline std::string runs_text(const std::vector<std::uint32_t>& xs, std::size_t limit = 12) {
+    std::vector<std::string> runs;
+    for (std::size_t i = 0; i < xs.size();) {
+        std::size_t j = i;
+        while (j + 1 < xs.size() && xs[j + 1] == xs[j] + 1) ++j;
+        runs.push_back(i == j ? fmt::format("{}", xs[i]) : fmt::format("{}-{}", xs[i], xs[j]));
+        i = j + 1;
+    }
+    if (runs.size() > limit) {
+        const std::size_t more = runs.size() - limit;
+        runs.resize(limit);
+        runs.push_back(fmt::format("... ({} more runs)", more));
+    }
+    return fmt::format("{{{}}}", fmt::join(runs, ", "));
 }
 
 /// Whether `s` is a word, as the names in input files must be (a link group's, a link type's;

@@ -28,22 +28,6 @@ bool less_ratio(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t
 
 }  // namespace
 
-std::string runs_text(const std::vector<std::uint32_t>& xs, std::size_t limit) {
-    std::vector<std::string> runs;
-    for (std::size_t i = 0; i < xs.size();) {
-        std::size_t j = i;
-        while (j + 1 < xs.size() && xs[j + 1] == xs[j] + 1) ++j;
-        runs.push_back(i == j ? fmt::format("{}", xs[i]) : fmt::format("{}-{}", xs[i], xs[j]));
-        i = j + 1;
-    }
-    if (runs.size() > limit) {
-        const std::size_t more = runs.size() - limit;
-        runs.resize(limit);
-        runs.push_back(fmt::format("... ({} more runs)", more));
-    }
-    return fmt::format("{{{}}}", fmt::join(runs, ", "));
-}
-
 double channel_delay(const Topology& t, ChannelId c, const TimeOptions& speeds) {
     return channel_speed(t, c, speeds).alpha + message_cost(t, c, speeds);
 }

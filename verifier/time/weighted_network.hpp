@@ -16,6 +16,7 @@
 #include "compiler/core/model.hpp"
 #include "runtime/timing.hpp"
 #include "support/budget.hpp"
+#include "support/text.hpp"
 #include "compiler/topology/topology.hpp"
 #include "verifier/synth/bounds/capacity_network.hpp"
 #include "verifier/time/time_bound.hpp"
@@ -102,7 +103,6 @@ struct Partition {
 };
 std::vector<Partition> partitions(const Topology&, const TimeOptions& speeds);
 
-/// "0-6, 8-15".
-std::string runs_text(const std::vector<std::uint32_t>& xs, std::size_t limit = 12);
+using support::runs_text;
 
 }  // namespace collsched::time_internal

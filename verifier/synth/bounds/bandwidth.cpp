@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "support/assert.hpp"
+#include "support/text.hpp"
 #include "verifier/synth/bounds/capacity_network.hpp"
 #include "verifier/synth/symmetry/processor_orbits.hpp"
 
@@ -33,22 +34,7 @@ namespace collsched {
 
 namespace {
 
-/// "0-6, 8-15" (the first `limit` runs, then how many more).
-std::string runs_text(const std::vector<std::uint32_t>& xs, std::size_t limit = 12) {
-    std::vector<std::string> runs;
-    for (std::size_t i = 0; i < xs.size();) {
-        std::size_t j = i;
-        while (j + 1 < xs.size() && xs[j + 1] == xs[j] + 1) ++j;
-        runs.push_back(i == j ? fmt::format("{}", xs[i]) : fmt::format("{}-{}", xs[i], xs[j]));
-        i = j + 1;
-    }
-    if (runs.size() > limit) {
-        const std::size_t more = runs.size() - limit;
-        runs.resize(limit);
-        runs.push_back(fmt::format("... ({} more runs)", more));
-    }
-    return fmt::format("{{{}}}", fmt::join(runs, ", "));
-}
+using support::runs_text;
 
 /// The question a flow answers for one collective, on a network (reversed for the duals).
 struct Problem {
