@@ -29,7 +29,7 @@ struct CalibrateArgs {
     std::string measurements, machine, topology, algorithm = "default", protocol, executor = "nccl", output;
     bool json = false, no_hold_out = false, tuner_plugin = false;
     double timeout = 120;
-    double buffsize = 4194304;
+    std::uint64_t buffsize = 4194304;  // NCCL_BUFFSIZE: bytes, an integer
 };
 
 /// A published machine's name (the measurements' `machine` column) as a `collsched machine`
@@ -136,7 +136,7 @@ std::vector<CalibrationCase> log_cases(const CalibrateArgs& a, std::vector<std::
             if (c.protocols.size() == 1) c.protocol = c.protocols.front(), c.protocols.clear();
             c.tuner_plugin = a.tuner_plugin;
             c.nccl_version = run.nccl_version;
-            c.buffsize = a.buffsize;
+            c.buffsize = static_cast<double>(a.buffsize);
             cases.push_back(std::move(c));
         }
         if (!empty.empty())
@@ -189,7 +189,7 @@ std::vector<CalibrationCase> table_cases(const CalibrateArgs& a) {
         c.algorithm = alg;
         c.protocol = protocol_of(m.protocol, fmt::format("{}: row {}", a.measurements, m.id));
         c.nccl_version = m.version;
-        c.buffsize = a.buffsize;
+        c.buffsize = static_cast<double>(a.buffsize);
         cases.push_back(std::move(c));
     }
     if (cases.empty()) throw InputError(fmt::format("calibrate: {} has no NCCL rows of \"{}\"", a.measurements, a.machine));
@@ -307,7 +307,7 @@ void add_calibrate_command(CLI::App& app, Context& ctx) {
                   "and protocols allowed (the plugin's pick), not NCCL's model's");
     cmd->add_option("--buffsize", a->buffsize,
                     "The outputs' NCCL_BUFFSIZE in bytes (default 4194304, NCCL's): NCCL's tree in Simple forwards chunks of an eighth of it")
-        ->check(CLI::Range(65536.0, 1073741824.0));
+        ->check(CLI::Range(std::uint64_t{65536}, std::uint64_t{1} << 30));
     cmd->add_option("--executor", a->executor, "The executor whose constants are fitted: nccl (default), msccl, mscclpp");
     cmd->add_flag("--no-hold-out", a->no_hold_out, "Fit on every row (default: every other size of each sweep is held out and reported)");
     cmd->add_option("--timeout", a->timeout, "Seconds for the whole run (default 120): the fit stops with its best constants")

@@ -425,6 +425,10 @@ TEST_CASE("calibrate: a published nccl-tests log of 2 x 8 H100 fits, and bad inp
         REQUIRE(small.code == 0);
         CHECK(nlohmann::json::parse(small.out)["rows"][3]["layout"].get<std::string>().starts_with("NCCL's chunk 512 KiB: 2 a tree"));
         CHECK(test::run("calibrate " + mid + " --topology graph:" + m + " --buffsize 12").code == 2);
+        // NCCL_BUFFSIZE is a whole number of bytes, and the message says the range in bytes (not 65536.000000)
+        const auto half = test::run("calibrate " + mid + " --topology graph:" + m + " --buffsize 65536.5");
+        CHECK(half.code == 2);
+        CHECK(half.err.find("65536 to 1073741824") != std::string::npos);
     }
     // the run allowed ring and tree (NCCL_ALGO=Ring,Tree) with a tuner plugin: a training row is the variant nearest its time
     // (the plugin's pick, not published), a held-out row its training neighbours' (the whole log: bench/calibration_table.py,
