@@ -106,6 +106,7 @@ std::optional<double> parse_bytes(std::string_view text, std::string* why) {
 
 std::string format_seconds(double s) {
     if (s == 0) return "0 s";
+    if (s >= 1e6) return fmt::format("{:.3g} s", s);  // not a collective's time, but said in a line
     if (s >= 1) return three_digits(s) + " s";
     if (s >= 1e-3) return three_digits(s * 1e3) + " ms";
     if (s >= 1e-6) return three_digits(s * 1e6) + " us";

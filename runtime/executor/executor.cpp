@@ -412,7 +412,10 @@ Calibration read_calibration(std::string_view text, std::string_view file) {
                     if (cm.first == "launch_us") {
                         e.launch = number(cm.second, 0, 1e6) * us;
                     } else if (cm.first == "rate_gbps") {  // 0: not bounded
-                        e.rate = number(cm.second, 0, 1e6) * 1e9;
+                        const double gbps = number(cm.second, 0, 1e6);
+                        if (gbps != 0 && gbps < 0.01)
+                            fail(cm.second, fmt::format("rate_gbps {} is neither 0 (not bounded) nor at least 0.01 (10 MB/s a connection)", gbps));
+                        e.rate = gbps * 1e9;
                     } else if (cm.first == "efficiency" || cm.first == "hop_us" || cm.first == "message_us") {
                         object(cm.second, fmt::format("\"{}\" ({{\"box\": x, \"network\": x, \"switch\": x}})", cm.first));
                         for (const json_tree::Member& lm : cm.second.members) {

@@ -16,6 +16,7 @@
 #include "runtime/executor/executor.hpp"
 #include "runtime/timing.hpp"
 #include "support/error.hpp"
+#include "support/units.hpp"
 #include "tests/approx.hpp"
 #include "tests/tools/cli_run.hpp"
 #include "verifier/constructions/nccl/nccl.hpp"
@@ -185,6 +186,11 @@ TEST_CASE("executor: calibration files round trip and bad ones are refused with 
     refused(R"({"format": "collsched.calibration/1", "executor": "ideal"})", "\"executor\"");
     refused(R"({"format": "collsched.calibration/1", "protocols": {"LL": {}, "LL": {}}})", "given twice");
     refused(R"({"format": "collsched.calibration/1", "protocols": {"Simple": {"rate_gbps": -2}}})", "[0, 1000000]");
+    // a rate of 1e-300 GB/s was read and printed a time of 292 digits
+    refused(R"({"format": "collsched.calibration/1", "protocols": {"Simple": {"rate_gbps": 1e-300}}})", "neither 0 (not bounded) nor at least 0.01");
+    CHECK(read_calibration(R"({"format": "collsched.calibration/1", "protocols": {"Simple": {"rate_gbps": 0}}})", "c.json").entries.front().rate == 0);
+    CHECK(support::format_seconds(9.175e290) == "9.18e+290 s");
+    CHECK(support::format_seconds(1500) == "1500 s");
 }
 
 TEST_CASE("calibrate: the fit recovers the times of constants it did not start from") {
