@@ -49,7 +49,7 @@ double nccl_time(const std::string& file, const std::string& machine, const std:
 
 }  // namespace
 
-TEST_CASE("weighted rings: NIC 0 at half on 4 x 8 H100 rails is in 1 channel of 15 and every other NIC in 2; allgather at 1 GiB "
+TEST_CASE("weighted rings: NIC 0 at half on 4 x 8 H100 rails is in 1 channel of 15 and every other NIC in 2, and allgather at 1 GiB "
           "on executor nccl takes at most 0.6 of NCCL's own 8 rings' time") {
     Scratch dir("weighted");
     auto topo = weighted_machine(dir, "half", "dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5");
