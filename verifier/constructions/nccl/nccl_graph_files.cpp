@@ -54,12 +54,54 @@ NcclGraph own_graph(const Topology& t) {
     return out;
 }
 
-/// Per net device of NCCL's rings: the first ring entering (and, NCCL_CROSS_NIC=0, leaving) every box by
-/// it, and the least bandwidth a channel or link group of its hops between boxes has.
-struct NetRing {
-    const Ring* ring = nullptr;
-    double capacity = std::numeric_limits<double>::infinity();
-};
+/// Per net device d of box 0, one ring entering every box at the GPU of NIC d and leaving by it
+/// (NCCL_CROSS_NIC=0, the last GPU reaching it over NVLink): NCCL's ring entering there if there is
+/// one, else NCCL's first ring's order of a box's GPUs rotated to start there; one channel each.
+std::vector<TableRing> net_rings(const NcclBoxes& b, const std::vector<Ring>& rings) {
+    std::vector<TableRing> out;
+    std::vector<std::uint32_t> base;
+    for (std::uint32_t i = 0; i < b.per_box; ++i) base.push_back(b.local[idx(rings.front().order[i])]);
+    for (Node nic : b.nics[0]) {
+        const std::uint32_t e = b.local[idx(nic)];
+        std::vector<std::uint32_t> order = base;
+        std::rotate(order.begin(), std::find(order.begin(), order.end(), e), order.end());
+        for (const Ring& r : rings)
+            if (b.local[idx(r.order.front())] == e) {
+                for (std::uint32_t i = 0; i < b.per_box; ++i) order[i] = b.local[idx(r.order[i])];
+                break;
+            }
+        TableRing r;
+        r.relay = true;
+        for (std::uint32_t k = 0; k < b.count; ++k)
+            for (std::uint32_t g : order) r.order.push_back(idx(b.members[k][g]));
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+/// Per channel of a checked file, the least bandwidth a channel or link group of its hops between boxes has.
+std::vector<double> between_box_capacities(const Topology& t, const NcclBoxes& b, const GraphCheck& g) {
+    std::vector<double> cap;
+    for (const Ring& r : g.rings) {
+        double c = std::numeric_limits<double>::infinity();
+        for (std::size_t i = 0; i < r.order.size(); ++i) {
+            if (b.box[idx(r.order[i])] == b.box[idx(r.order[(i + 1) % r.order.size()])]) continue;
+            for (ChannelId x : r.hops[i]) {
+                c = std::min(c, t.speed(x).bandwidth);
+                for (std::uint32_t grp : t.groups_of(x)) c = std::min(c, t.group_bandwidth(grp));
+            }
+        }
+        cap.push_back(c);
+    }
+    return cap;
+}
+
+/// The file's ring graph checked as `verify GRAPH.xml` reads it.
+GraphCheck checked(const Topology& t, const std::vector<TableRing>& rings, std::string* xml = nullptr) {
+    const std::string text = nccl_graph_xml(nccl_graph_of_rings(t, rings));
+    if (xml) *xml = text;
+    return check_nccl_graph(read_nccl_graph(text, "weighted rings"), "weighted rings", t);
+}
 
 /// Channels per net: n_d in proportion to capacity c_d, N = sum n_d at most 32 (NCCL doubles them,
 /// connect.cc:460, up to MAXCHANNELS 64), the N and n_d of least max_d n_d / (N c_d) (the time the
@@ -89,47 +131,34 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
                                                  Deadline deadline, std::string& why) {
     const Topology& t = *topo;
     const System s = nccl_system(t);
-    const Layout l = nccl_layout(t);
-    const std::vector<Ring> rings = nccl_rings(t, l, s, nccl_ring_graph(s).channels, deadline);
+    const std::vector<Ring> rings = nccl_rings(t, nccl_layout(t), s, nccl_ring_graph(s).channels, deadline);
     const NcclBoxes b = nccl_graph_boxes(t);
     if (b.count < 2) return why = "one box: its rings use no NIC", std::nullopt;
-    std::map<int, NetRing> nets;
-    for (const Ring& r : rings) {
-        const int d = b.nic[idx(r.order.front())];
-        if (d < 0) return why = fmt::format("NCCL's rings enter a box at GPU {}, which has no NIC", b.local[idx(r.order.front())]), std::nullopt;
-        NetRing& n = nets[d];
-        if (!n.ring) n.ring = &r;
-        for (std::size_t i = 0; i < r.order.size(); ++i) {
-            if (l.box_of[idx(r.order[i])] == l.box_of[idx(r.order[(i + 1) % r.order.size()])]) continue;
-            for (ChannelId c : r.hops[i]) {
-                n.capacity = std::min(n.capacity, t.speed(c).bandwidth);
-                for (std::uint32_t g : t.groups_of(c)) n.capacity = std::min(n.capacity, t.group_bandwidth(g));
-            }
-        }
-    }
-    std::vector<double> cap;
-    for (const auto& [d, n] : nets) cap.push_back(n.capacity);
-    const std::vector<std::uint32_t> per = channels_by_capacity(cap);
-    if (std::all_of(per.begin(), per.end(), [&](std::uint32_t x) { return x == per.front(); }))
-        return why = fmt::format("the {} NICs NCCL's rings use are equally fast: NCCL's own rings", nets.size()), std::nullopt;
+    for (std::uint32_t k = 1; k < b.count; ++k)
+        if (b.nics[k].size() != b.nics[0].size())
+            return why = fmt::format("box 0 has {} NICs and box {} {}: every node numbers its nets from 0 (in PCI order), so one graph file "
+                                     "cannot keep a channel on one NIC's rail in every box",
+                                     b.nics[0].size(), k, b.nics[k].size()),
+                   std::nullopt;
+    if (!s.nic_per_gpu || b.nics[0].size() < 2) return why = "one NIC a box", std::nullopt;
+    std::vector<TableRing> uniform = net_rings(b, rings);
+    const GraphCheck one = checked(t, uniform);  // one channel a NIC, for the routes the file's rings take
+    if (!one.holds()) return why = "a ring a NIC does not hold on the machine: " + one.findings.front().what, std::nullopt;
+    const std::vector<std::uint32_t> per = channels_by_capacity(between_box_capacities(t, b, one));
+    const bool own = rings.size() == uniform.size() &&
+                     std::all_of(rings.begin(), rings.end(), [&](const Ring& r) { return b.nic[idx(r.order.front())] >= 0; });
+    if (own && std::all_of(per.begin(), per.end(), [&](std::uint32_t x) { return x == per.front(); }))
+        return why = fmt::format("the {} NICs NCCL's rings use are equally fast: NCCL's own rings", uniform.size()), std::nullopt;
     std::vector<TableRing> weighted;
     std::string spread;
-    std::size_t i = 0;
-    for (const auto& [d, n] : nets) {
-        if (per[i] == 0) {
-            ++i;
-            spread += fmt::format("{}{:x}:0", spread.empty() ? "" : " ", d);
-            continue;
-        }
-        TableRing r;
-        r.relay = s.nic_per_gpu, r.channels = per[i++];
-        for (Node x : n.ring->order) r.order.push_back(idx(x));
-        weighted.push_back(std::move(r));
-        spread += fmt::format("{}{:x}:{}", spread.empty() ? "" : " ", d, weighted.back().channels);
+    for (std::size_t d = 0; d < uniform.size(); ++d) {
+        spread += fmt::format("{}{:x}:{}", d ? " " : "", d, per[d]);
+        if (per[d] == 0) continue;
+        uniform[d].channels = per[d];
+        weighted.push_back(std::move(uniform[d]));
     }
     WeightedRings out;
-    out.xml = nccl_graph_xml(nccl_graph_of_rings(t, weighted));
-    const GraphCheck check = check_nccl_graph(read_nccl_graph(out.xml, "weighted rings"), "weighted rings", t);
+    const GraphCheck check = checked(t, weighted, &out.xml);
     if (!check.holds()) return why = "its graph file does not hold on the machine: " + check.findings.front().what, std::nullopt;
     out.channels = static_cast<std::uint32_t>(check.rings.size());
     out.transfers = nccl_graph_transfers(check, kind, t.processors());
