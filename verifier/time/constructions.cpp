@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "support/assert.hpp"
+#include "support/budget.hpp"
 #include "support/error.hpp"
 #include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/constructions/nccl/nccl_graph_check.hpp"
@@ -43,6 +44,8 @@ void weighted_ring_candidates(const CandidateQuery& q, std::vector<TimeCandidate
                        std::make_shared<const SendTable>(std::move(w->table))});
     } catch (const InputError& e) {
         notes.push_back(fmt::format("weighted rings: none ({})", e.what()));
+    } catch (const LimitReached& e) {
+        notes.push_back(fmt::format("weighted rings: not built within the time limit ({})", e.what()));
     }
 }
 

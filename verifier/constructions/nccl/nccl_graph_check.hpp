@@ -100,6 +100,6 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
 std::uint64_t nccl_graph_transfers(const GraphCheck&, CollectiveKind kind, std::uint32_t processors);
 /// NCCL's ring allreduce, allgather or reduce_scatter on the checked rings, one piece per
 /// channel and position (verifier/constructions/nccl' ring_table).
-SendTable nccl_graph_table(std::shared_ptr<const Topology>, const Model&, CollectiveKind, const GraphCheck&);
+SendTable nccl_graph_table(std::shared_ptr<const Topology>, const Model&, CollectiveKind, const GraphCheck&, Deadline deadline = {});
 
 }  // namespace collsched::nccl

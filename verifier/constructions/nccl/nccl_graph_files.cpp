@@ -167,7 +167,7 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
                              out.channels, spread);
     if (out.transfers > max_weighted_transfers)
         return why = fmt::format("its table would have about {} transfers, above {}", out.transfers, max_weighted_transfers), std::nullopt;
-    out.table = nccl_graph_table(std::move(topo), model, kind, check);
+    out.table = nccl_graph_table(std::move(topo), model, kind, check, deadline);
     return out;
 }
 
