@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -140,11 +140,14 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
                                      "cannot keep a channel on one NIC's rail in every box",
                                      b.nics[0].size(), k, b.nics[k].size()),
                    std::nullopt;
-    if (!s.nic_per_gpu || b.nics[0].size() < 2) return why = "one NIC a box", std::nullopt;
+    if (!s.nic_per_gpu || b.nics[0].size() < 2 || rings.empty()) return why = "one NIC a box", std::nullopt;
     std::vector<TableRing> uniform = net_rings(b, rings);
     const GraphCheck one = checked(t, uniform);  // one channel a NIC, for the routes the file's rings take
     if (!one.holds()) return why = "a ring a NIC does not hold on the machine: " + one.findings.front().what, std::nullopt;
-    const std::vector<std::uint32_t> per = channels_by_capacity(between_box_capacities(t, b, one));
+    std::vector<std::uint32_t> per = channels_by_capacity(between_box_capacities(t, b, one));
+    std::uint32_t common = 0;  // the exporter writes a ring's channels over the greatest common divisor: the file it writes back
+    for (std::uint32_t x : per) common = std::gcd(common, x);
+    for (std::uint32_t& x : per) x /= common;
     const bool own = rings.size() == uniform.size() &&
                      std::all_of(rings.begin(), rings.end(), [&](const Ring& r) { return b.nic[idx(r.order.front())] >= 0; });
     if (own && std::all_of(per.begin(), per.end(), [&](std::uint32_t x) { return x == per.front(); }))
