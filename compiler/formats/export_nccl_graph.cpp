@@ -290,8 +290,8 @@ std::vector<TableRing> table_rings(const SendTable& t) {
         throw InputError("nccl-graph: no message of the table travels on a ring through all processors (NCCL graph files hold rings)");
     for (std::size_t i = 0; i < hg.groups.size(); ++i) {
         const Hops& h = hg.groups[i];
-        auto it = ring_of_group[i] >= 0 ? rings.begin() + ring_of_group[i]
-                                        : std::find_if(rings.begin(), rings.end(), [&](const TableRing& r) { return !r.relay && on_cycle(h, r.order); });
+        auto holds_h = [&](const TableRing& r) { return !r.relay && on_cycle(h, r.order); };
+        auto it = ring_of_group[i] >= 0 ? rings.begin() + ring_of_group[i] : std::find_if(rings.begin(), rings.end(), holds_h);
         if (it == rings.end())
             throw InputError(fmt::format("nccl-graph: a message's hops ({}) lie on none of the table's {} ring{}: the table is not rings",
                                          hop_list(h), rings.size(), rings.size() == 1 ? "" : "s"));
