@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 
 #include "compiler/topology/machine_view.hpp"
@@ -16,25 +18,50 @@ namespace collsched {
 namespace {
 
 constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
-/// NCCL's graphs hold at most MAXCHANNELS/2 = 32 channels (src/include/device.h MAXCHANNELS 64;
-/// search.cc gives a graph at most half, the other half are its duplicates).
+/// NCCL's graphs hold at most MAXCHANNELS/2 = 32 channels (src/include/device.h:91 MAXCHANNELS 64;
+/// src/graph/connect.cc:460 ncclTopoPostset doubles the channels read, min(MAXCHANNELS, 2n): past 32 the
+/// copies would be cut short and the channels' shares no longer the file's).
 constexpr std::size_t max_nccl_channels = 32;
 
 using Hops = std::set<std::pair<std::uint32_t, std::uint32_t>>;
 
-/// Per message, its hops from processor to processor (a transfer into a router continues with
-/// the router's transfers of the same message).
-std::vector<Hops> message_hops(const SendTable& t) {
+/// The chunk a message carries: a base message's, a partial's (its `lo`), the common chunk of a
+/// bundle's parts; nullopt for a combined value of C > 1 chunks or a bundle of several.
+std::optional<std::uint32_t> chunk_of(const Messages& ms, MessageId m) {
+    if (!ms.is_composite(m)) return ms.chunk(m);
+    const Composite& c = ms.composite(m);
+    if (c.kind == MessageKind::partial) return c.lo;
+    if (c.kind == MessageKind::combined) return ms.chunks() == 1 ? std::optional<std::uint32_t>(0) : std::nullopt;
+    std::optional<std::uint32_t> k;
+    for (MessageId x : c.parts) {
+        const std::optional<std::uint32_t> y = chunk_of(ms, x);
+        if (!y || (k && *k != *y)) return std::nullopt;
+        k = y;
+    }
+    return k;
+}
+
+/// The hops from processor to processor (a transfer into a router continues with the router's
+/// transfers of the same message) of each group of messages: all messages of one chunk together
+/// (NCCL's ring algorithms move a chunk round one ring), a message whose chunk is not known alone.
+struct HopGroups {
+    std::vector<Hops> groups;  ///< the chunks' first, in chunk order, then the messages alone
+    std::size_t chunks = 0;    ///< how many of them are chunks
+};
+HopGroups chunk_hops(const SendTable& t) {
     const Topology& topo = *t.topology;
+    const Messages ms = t.messages();
     std::map<std::uint32_t, std::map<std::uint32_t, std::vector<std::uint32_t>>> out;  // message -> node -> next nodes
     for (const Transfer& x : t.transfers) {
         const Channel& c = topo.channel(x.channel);
         auto& next = out[idx(x.message)][idx(c.from)];
         if (std::find(next.begin(), next.end(), idx(c.to)) == next.end()) next.push_back(idx(c.to));
     }
-    std::vector<Hops> hops;
+    std::map<std::uint32_t, Hops> by_chunk;
+    std::vector<Hops> alone;
     for (auto& [m, next] : out) {
-        Hops h;
+        const std::optional<std::uint32_t> k = chunk_of(ms, MessageId{m});
+        Hops& h = k ? by_chunk[*k] : alone.emplace_back();
         for (auto& [from, tos] : next) {
             if (!topo.is_processor(Node{from})) continue;
             std::vector<std::uint32_t> stack = tos;
@@ -50,9 +77,12 @@ std::vector<Hops> message_hops(const SendTable& t) {
                 }
             }
         }
-        hops.push_back(std::move(h));
     }
-    return hops;
+    HopGroups g;
+    for (auto& [k, h] : by_chunk) g.groups.push_back(std::move(h));
+    g.chunks = g.groups.size();
+    std::ranges::move(alone, std::back_inserter(g.groups));
+    return g;
 }
 
 /// The cycle through all p processors that the hops lie on, if they fix one: every processor
@@ -71,6 +101,31 @@ std::vector<std::uint32_t> full_cycle(const Hops& h, std::uint32_t p) {
     if (order.size() != p) return {};
     std::rotate(order.begin(), std::min_element(order.begin(), order.end()), order.end());
     return order;
+}
+
+/// The hops with NCCL's PXN relays taken out (NCCL_CROSS_NIC=0, src/graph/search.cc ncclTopoGetNetDev:
+/// a ring leaves a box by the NIC it entered by, the last GPU reaching that NIC's GPU over NVLink):
+/// a processor d with an in-box and a cross-box successor, or an in-box and a cross-box predecessor,
+/// is the box's entry GPU relaying; its in-box predecessor u and cross-box successor w become the ring's
+/// hop u -> w. Empty where a processor has more than two successors or predecessors, or the pair is not there.
+Hops without_relays(const Hops& h, const std::vector<std::uint32_t>& box, std::uint32_t p) {
+    std::vector<std::vector<std::uint32_t>> succ(p), pred(p);
+    for (auto [u, v] : h) succ[u].push_back(v), pred[v].push_back(u);
+    Hops out = h;
+    for (std::uint32_t d = 0; d < p; ++d) {
+        if (succ[d].size() > 2 || pred[d].size() > 2) return {};
+        if (succ[d].size() < 2 && pred[d].size() < 2) continue;
+        std::uint32_t u = none, w = none;
+        for (std::uint32_t x : pred[d])
+            if (box[x] == box[d]) u = x;
+        for (std::uint32_t x : succ[d])
+            if (box[x] != box[d]) w = x;
+        if (u == none || w == none) return {};
+        out.erase({u, d});
+        out.erase({d, w});
+        out.emplace(u, w);
+    }
+    return out;
 }
 
 bool on_cycle(const Hops& h, const std::vector<std::uint32_t>& order) {
@@ -96,12 +151,18 @@ void ring_speeds(const Topology& topo, const Boxes& b, const std::vector<TableRi
         for (std::size_t i = 0; i < r.order.size(); ++i) {
             const std::uint32_t u = r.order[i], v = r.order[(i + 1) % r.order.size()];
             std::vector<ChannelId> route;
-            if (auto c = topo.find_channel(Node{u}, Node{v})) route.push_back(*c);
-            else route = topo.route(Node{u}, Node{v});
-            if (route.empty()) throw InputError(fmt::format("nccl-graph: the machine has no path from {} to {}", u, v));
+            auto add = [&](std::uint32_t x, std::uint32_t y) {
+                if (auto c = topo.find_channel(Node{x}, Node{y})) route.push_back(*c);
+                else if (std::vector<ChannelId> p = topo.route(Node{x}, Node{y}); !p.empty()) route.insert(route.end(), p.begin(), p.end());
+                else throw InputError(fmt::format("nccl-graph: the machine has no path from {} to {}", x, y));
+            };
+            const std::size_t n = r.order.size();
+            const std::uint32_t entry = r.order[(i + n + 1 - b.per_box) % n];  // the GPU u's box was entered at (PXN relay)
+            if (r.relay && b.box[u] != b.box[v] && entry != u) add(u, entry), add(entry, v);
+            else add(u, v);
             for (ChannelId c : route) {
-                ++on_channel[idx(c)];
-                for (std::uint32_t grp : topo.groups_of(c)) ++on_group[grp];
+                on_channel[idx(c)] += r.channels;
+                for (std::uint32_t grp : topo.groups_of(c)) on_group[grp] += r.channels;
             }
             hops.emplace_back(b.box[u] != b.box[v], std::move(route));
         }
@@ -200,34 +261,59 @@ std::vector<TableRing> table_rings(const SendTable& t) {
     const std::uint32_t p = t.topology->processors();
     if (p < 2) throw InputError("nccl-graph: a ring needs at least 2 processors");
     if (t.transfers.empty()) throw InputError("nccl-graph: the table has no transfers, so no rings");
-    const std::vector<Hops> hops = message_hops(t);
+    const HopGroups hg = chunk_hops(t);
+    std::optional<std::vector<std::uint32_t>> box;  // read only where a group is not a ring as it stands
+    // per group: the ring it travels on, and whether through NCCL's PXN relays
+    auto ring_of = [&](const Hops& h) -> std::pair<std::vector<std::uint32_t>, bool> {
+        if (std::vector<std::uint32_t> c = full_cycle(h, p); !c.empty()) return {std::move(c), false};
+        if (!box) box = nccl_graph_boxes(*t.topology).box;
+        if (const Hops r = without_relays(h, *box, p); !r.empty() && r != h)
+            if (std::vector<std::uint32_t> c = full_cycle(r, p); !c.empty()) return {std::move(c), true};
+        return {};
+    };
     std::vector<TableRing> rings;
-    for (const Hops& h : hops) {  // the messages that go all the way round fix the rings
-        std::vector<std::uint32_t> c = full_cycle(h, p);
+    std::vector<std::int64_t> ring_of_group(hg.groups.size(), -1);
+    for (std::size_t i = 0; i < hg.groups.size(); ++i) {  // the chunks (and messages) that go all the way round fix the rings
+        auto [c, relay] = ring_of(hg.groups[i]);
         if (c.empty()) continue;
-        auto it = std::find_if(rings.begin(), rings.end(), [&](const TableRing& r) { return r.order == c; });
-        if (it == rings.end()) rings.push_back({std::move(c), 0});
+        auto it = std::find_if(rings.begin(), rings.end(), [&](const TableRing& r) { return r.order == c && r.relay == relay; });
+        if (it == rings.end()) it = rings.insert(rings.end(), {std::move(c), 0, 0, relay});
+        ring_of_group[i] = it - rings.begin();
+        if (i < hg.chunks) ++it->chunks;
     }
     if (rings.empty()) {  // a single ring whose messages each go part of the way (reduce-scatter)
         Hops all;
-        for (const Hops& h : hops) all.insert(h.begin(), h.end());
-        if (std::vector<std::uint32_t> c = full_cycle(all, p); !c.empty()) rings.push_back({std::move(c), 0});
+        for (const Hops& h : hg.groups) all.insert(h.begin(), h.end());
+        if (auto [c, relay] = ring_of(all); !c.empty()) rings.push_back({std::move(c), 0, 0, relay});
     }
     if (rings.empty())
         throw InputError("nccl-graph: no message of the table travels on a ring through all processors (NCCL graph files hold rings)");
-    for (const Hops& h : hops) {
-        auto it = std::find_if(rings.begin(), rings.end(), [&](const TableRing& r) { return on_cycle(h, r.order); });
+    for (std::size_t i = 0; i < hg.groups.size(); ++i) {
+        const Hops& h = hg.groups[i];
+        auto holds_h = [&](const TableRing& r) { return !r.relay && on_cycle(h, r.order); };
+        auto it = ring_of_group[i] >= 0 ? rings.begin() + ring_of_group[i] : std::find_if(rings.begin(), rings.end(), holds_h);
         if (it == rings.end())
             throw InputError(fmt::format("nccl-graph: a message's hops ({}) lie on none of the table's {} ring{}: the table is not rings",
                                          hop_list(h), rings.size(), rings.size() == 1 ? "" : "s"));
         ++it->messages;
     }
+    // NCCL gives every channel the same share of the data (connect.cc:460 ncclTopoPostset duplicates the channels as
+    // they are): a ring with k times another's chunks is k channels
+    std::uint64_t g = 0;
+    for (const TableRing& r : rings) g = std::gcd(g, r.chunks);
+    for (TableRing& r : rings) r.channels = g && r.chunks ? static_cast<std::uint32_t>(std::min<std::uint64_t>(r.chunks / g, 1u << 16)) : 1;
+    if (std::any_of(rings.begin(), rings.end(), [](const TableRing& r) { return r.chunks == 0; }))
+        for (TableRing& r : rings) r.channels = 1;
     return rings;
 }
 
 NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>& rings) {
-    if (rings.size() > max_nccl_channels)
-        throw InputError(fmt::format("nccl-graph: {} rings, NCCL's graph holds at most {} channels", rings.size(), max_nccl_channels));
+    std::uint64_t channels = 0;
+    for (const TableRing& r : rings) channels += r.channels;
+    if (channels > max_nccl_channels)
+        throw InputError(fmt::format("nccl-graph: {} ring{} as {} channels (NCCL gives each channel the same share of the data), and NCCL's "
+                                     "graph holds at most {}",
+                                     rings.size(), rings.size() == 1 ? "" : "s", channels, max_nccl_channels));
     const Boxes b = nccl_graph_boxes(topo);
     NcclGraph g;
     g.boxes = b.count, g.gpus_per_box = b.per_box;
@@ -253,12 +339,13 @@ NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>
         }
         if (b.count > 1) {
             const std::uint32_t first = order[0], last = order[b.per_box - 1];
-            if (b.nic[first] < 0 || b.nic[last] < 0)
+            if (b.nic[first] < 0 || (!r.relay && b.nic[last] < 0))
                 throw InputError(fmt::format("nccl-graph: ring {} {} the box at GPU {}, which has no NIC", &r - rings.data(),
                                              b.nic[first] < 0 ? "enters" : "leaves", b.local[b.nic[first] < 0 ? first : last]));
-            c.net_in = b.nic[first], c.net_out = b.nic[last];
+            c.net_in = b.nic[first], c.net_out = r.relay ? c.net_in : b.nic[last];
             g.cross_nic = g.cross_nic || c.net_in != c.net_out;
         }
+        for (std::uint32_t k = 1; k < r.channels; ++k) g.channels.push_back(c);
         g.channels.push_back(std::move(c));
     }
     ring_speeds(topo, b, rings, g);

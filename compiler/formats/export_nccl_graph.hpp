@@ -26,14 +26,22 @@
 
 namespace collsched {
 
-/// One ring: a cyclic order of all processors, and how many messages travel on it.
+/// One ring: a cyclic order of all processors, how many messages and chunks travel on it, the NCCL
+/// channels it is (NCCL gives each channel the same share: a ring carrying k shares is k channels),
+/// and whether it leaves every box by the NIC it entered by, its last GPU reaching that NIC's GPU
+/// over NVLink (NCCL's PXN with NCCL_CROSS_NIC=0).
 struct TableRing {
     std::vector<std::uint32_t> order;  ///< starts at its least processor
     std::uint64_t messages = 0;
+    std::uint64_t chunks = 0;
+    bool relay = false;
+    std::uint32_t channels = 1;
 };
 
-/// The rings the table's messages travel on, in the order of their first message. Throws
-/// InputError naming the first message whose hops are not on one cyclic order of all processors.
+/// The rings the table's chunks travel on (all messages of a chunk round one ring, as NCCL's ring
+/// algorithms move them; a message whose chunk is not known alone), in the order of their first
+/// chunk; each ring's channels its chunks over the greatest common divisor of all rings' chunks.
+/// Throws InputError naming the first group of hops that is not on one cyclic order of all processors.
 std::vector<TableRing> table_rings(const SendTable& t);
 
 /// A channel of an NCCL graph: the net device it enters by, the local GPUs (CUDA devices) in

@@ -111,7 +111,7 @@ TEST_CASE("constructions: the time objective's providers are the rows', in order
     }
     CHECK(names_of(construction_providers()) == time);
     CHECK(names_of(time_providers("schedules/catalog.json", {})) == all);
-    CHECK(time == std::vector<std::string>{"rings", "tree packing", "least steps", "hierarchical", "constructions for time", "nvls", "sharp",
+    CHECK(time == std::vector<std::string>{"rings", "weighted rings", "tree packing", "least steps", "hierarchical", "constructions for time", "nvls", "sharp",
                                            "pipelined rings", "link trees"});
     CHECK(all.back() == "nccl");
     CHECK(nccl_provider().name == "nccl");

@@ -6,8 +6,10 @@
 #include <iterator>
 
 #include "support/assert.hpp"
+#include "support/budget.hpp"
 #include "support/error.hpp"
 #include "verifier/constructions/nccl/nccl.hpp"
+#include "verifier/constructions/nccl/nccl_graph_check.hpp"
 #include "verifier/constructions/steps/known.hpp"
 #include "verifier/time/compose_candidates.hpp"
 #include "verifier/time/objective.hpp"
@@ -27,6 +29,24 @@ void nccl_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, s
     for (nccl::Baseline& b : nccl::nccl_baselines(q.instance.topology, q.instance.collective, q.instance.model, 0, o, &unbuilt))
         out.push_back({"nccl " + b.name, b.source, "nccl", true, std::make_shared<const SendTable>(std::move(b.table))});
     for (const std::string& u : unbuilt) notes.push_back("nccl " + u);
+}
+
+/// NCCL's rings weighted by the speed of their NICs, an NCCL graph file's table (verifier/constructions/nccl/nccl_graph_files.cpp).
+void weighted_ring_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
+    const CollectiveKind k = q.instance.collective.kind;
+    if (k != CollectiveKind::allgather && k != CollectiveKind::allreduce && k != CollectiveKind::reduce_scatter) return;
+    if (q.instance.model.timing != Timing::hop) return;
+    std::string why;
+    try {
+        auto w = nccl::nccl_weighted_rings(q.instance.topology, q.instance.model, k, Deadline::at(q.deadline), why);
+        if (!w) return notes.push_back("weighted rings: none (" + why + ")");
+        out.push_back({fmt::format("weighted rings ({} channels)", w->channels), w->source, "weighted rings", false,
+                       std::make_shared<const SendTable>(std::move(w->table))});
+    } catch (const InputError& e) {
+        notes.push_back(fmt::format("weighted rings: none ({})", e.what()));
+    } catch (const LimitReached& e) {
+        notes.push_back(fmt::format("weighted rings: not built within the time limit ({})", e.what()));
+    }
 }
 
 using K = StepStage;
@@ -70,6 +90,9 @@ std::vector<Construction> time_rows() {
     return {
         {.name = "rings", .file = "verifier/constructions/steps/rings.cpp", .what = "NCCL's ring algorithms on k rings, C = 1, 4, 16, ... chunks",
          .stage = K::chunks, .build = rings_schedule, .own = true, .provide = ring_candidates},
+        {.name = "weighted rings", .file = "verifier/constructions/nccl/nccl_graph_files.cpp",
+         .what = "NCCL's rings, each NIC's repeated in proportion to its speed (NCCL gives every channel the same share), as an NCCL graph file",
+         .provide = weighted_ring_candidates},
         {.name = "tree packing", .file = "verifier/constructions/steps/tree_packing.cpp", .what = "tree packings at the chunk counts the cut suggests",
          .provide = packing_candidates},
         {.name = "least steps", .file = "verifier/constructions/steps/known.cpp",

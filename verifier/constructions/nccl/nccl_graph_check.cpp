@@ -419,9 +419,10 @@ std::uint64_t nccl_graph_transfers(const GraphCheck& g, CollectiveKind kind, std
     return span * processors * g.rings.size() * L;
 }
 
-SendTable nccl_graph_table(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind, const GraphCheck& g) {
+SendTable nccl_graph_table(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind, const GraphCheck& g,
+                           Deadline deadline) {
     if (g.rings.empty()) throw InputError("the graph file gives no rings that hold: no time");
-    return ring_table(std::move(topo), model, kind, g.rings, 1);
+    return ring_table(std::move(topo), model, kind, g.rings, 1, deadline);
 }
 
 }  // namespace collsched::nccl

@@ -77,10 +77,29 @@ GraphCheck check_nccl_graph(const NcclGraphFile& file, std::string_view name, co
 /// graph files do not describe.
 std::vector<NcclGraphEntry> nccl_algorithm_graphs(const Topology&, std::string_view algorithm);
 
+/// NCCL's rings weighted by speed (docs/exports.md, "Rings weighted by speed"): NCCL gives every
+/// channel the same share of the data, so a NIC at half speed is put in half as many channels.
+/// NCCL's rings for the machine (nccl_rings), one per net device (the first entering by it), each
+/// repeated n_d times with n_d in proportion to the least bandwidth its hops between boxes have,
+/// at most 32 channels in all (channels_by_capacity); written as NCCL's graph file (one file for
+/// every node, crossnic 0: a ring leaves each box by the NIC it entered by, PXN), read back and
+/// checked as `verify GRAPH.xml` reads it, and the table the file yields: NCCL's ring `kind` on its
+/// channels (nccl_graph_table). nullopt with `why` where the machine has one box, a NIC-less
+/// entry, NICs equally fast (NCCL's own rings), or a file that does not hold.
+struct WeightedRings {
+    std::string xml, source;
+    std::uint32_t channels = 0;
+    std::uint64_t transfers = 0;
+    SendTable table;
+};
+inline constexpr std::uint32_t max_graph_channels = 32;
+inline constexpr std::uint64_t max_weighted_transfers = std::uint64_t{1} << 22;
+std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>, const Model&, CollectiveKind, Deadline, std::string& why);
+
 /// The transfers NCCL's ring `kind` on the checked rings has (a bound, before rounds).
 std::uint64_t nccl_graph_transfers(const GraphCheck&, CollectiveKind kind, std::uint32_t processors);
 /// NCCL's ring allreduce, allgather or reduce_scatter on the checked rings, one piece per
 /// channel and position (verifier/constructions/nccl' ring_table).
-SendTable nccl_graph_table(std::shared_ptr<const Topology>, const Model&, CollectiveKind, const GraphCheck&);
+SendTable nccl_graph_table(std::shared_ptr<const Topology>, const Model&, CollectiveKind, const GraphCheck&, Deadline deadline = {});
 
 }  // namespace collsched::nccl

@@ -2,6 +2,12 @@
 // nccl_algorithm_graphs; docs/exports.md, "NCCL's own rings and trees as graph files"). NVIDIA/nccl
 // 5067397c: src/init.cc:1172-1186 (graph 0 the rings, graph 1 the trees on as many channels),
 // src/graph/search.cc:1254-1257 (NCCL_TOPO_PATTERN_TREE: the tree leaves by the first GPU's NIC).
+// And NCCL's rings weighted by the speed of their NICs (docs/exports.md, "Rings weighted by speed").
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
 #include <fmt/format.h>
 
 #include "support/error.hpp"
@@ -48,7 +54,125 @@ NcclGraph own_graph(const Topology& t) {
     return out;
 }
 
+/// Per net device d of box 0, one ring entering every box at the GPU of NIC d and leaving by it
+/// (NCCL_CROSS_NIC=0, the last GPU reaching it over NVLink): NCCL's ring entering there if there is
+/// one, else NCCL's first ring's order of a box's GPUs rotated to start there; one channel each.
+std::vector<TableRing> net_rings(const NcclBoxes& b, const std::vector<Ring>& rings) {
+    std::vector<TableRing> out;
+    std::vector<std::uint32_t> base;
+    for (std::uint32_t i = 0; i < b.per_box; ++i) base.push_back(b.local[idx(rings.front().order[i])]);
+    for (Node nic : b.nics[0]) {
+        const std::uint32_t e = b.local[idx(nic)];
+        std::vector<std::uint32_t> order = base;
+        std::rotate(order.begin(), std::find(order.begin(), order.end(), e), order.end());
+        for (const Ring& r : rings)
+            if (b.local[idx(r.order.front())] == e) {
+                for (std::uint32_t i = 0; i < b.per_box; ++i) order[i] = b.local[idx(r.order[i])];
+                break;
+            }
+        TableRing r;
+        r.relay = true;
+        for (std::uint32_t k = 0; k < b.count; ++k)
+            for (std::uint32_t g : order) r.order.push_back(idx(b.members[k][g]));
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+/// Per channel of a checked file, the least bandwidth a channel or link group of its hops between boxes has.
+std::vector<double> between_box_capacities(const Topology& t, const NcclBoxes& b, const GraphCheck& g) {
+    std::vector<double> cap;
+    for (const Ring& r : g.rings) {
+        double c = std::numeric_limits<double>::infinity();
+        for (std::size_t i = 0; i < r.order.size(); ++i) {
+            if (b.box[idx(r.order[i])] == b.box[idx(r.order[(i + 1) % r.order.size()])]) continue;
+            for (ChannelId x : r.hops[i]) {
+                c = std::min(c, t.speed(x).bandwidth);
+                for (std::uint32_t grp : t.groups_of(x)) c = std::min(c, t.group_bandwidth(grp));
+            }
+        }
+        cap.push_back(c);
+    }
+    return cap;
+}
+
+/// The file's ring graph checked as `verify GRAPH.xml` reads it.
+GraphCheck checked(const Topology& t, const std::vector<TableRing>& rings, std::string* xml = nullptr) {
+    const std::string text = nccl_graph_xml(nccl_graph_of_rings(t, rings));
+    if (xml) *xml = text;
+    return check_nccl_graph(read_nccl_graph(text, "weighted rings"), "weighted rings", t);
+}
+
+/// Channels per net: n_d in proportion to capacity c_d, N = sum n_d at most 32 (NCCL doubles them,
+/// connect.cc:460, up to MAXCHANNELS 64), the N and n_d of least max_d n_d / (N c_d) (the time the
+/// busiest NIC takes for its share), the fewest channels among equals; each N filled greedily, one
+/// channel at a time to the net it raises least (a NIC at a tenth gets none: 1 of N at a tenth takes
+/// longer than the others' shares).
+std::vector<std::uint32_t> channels_by_capacity(const std::vector<double>& cap) {
+    const std::size_t D = cap.size();
+    std::vector<std::uint32_t> best;
+    double best_time = std::numeric_limits<double>::infinity();
+    std::vector<std::uint32_t> n(D, 0);
+    for (std::uint32_t N = 1; N <= max_graph_channels; ++N) {
+        std::size_t d = 0;
+        for (std::size_t e = 1; e < D; ++e)
+            if ((n[e] + 1) / cap[e] < (n[d] + 1) / cap[d]) d = e;
+        ++n[d];
+        double t = 0;
+        for (std::size_t e = 0; e < D; ++e) t = std::max(t, n[e] / (N * cap[e]));
+        if (t < best_time * (1 - 1e-9)) best_time = t, best = n;
+    }
+    return best;
+}
+
 }  // namespace
+
+std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind,
+                                                 Deadline deadline, std::string& why) {
+    const Topology& t = *topo;
+    const System s = nccl_system(t);
+    const std::vector<Ring> rings = nccl_rings(t, nccl_layout(t), s, nccl_ring_graph(s).channels, deadline);
+    const NcclBoxes b = nccl_graph_boxes(t);
+    if (b.count < 2) return why = "one box: its rings use no NIC", std::nullopt;
+    for (std::uint32_t k = 1; k < b.count; ++k)
+        if (b.nics[k].size() != b.nics[0].size())
+            return why = fmt::format("box 0 has {} NICs and box {} {}: every node numbers its nets from 0 (in PCI order), so one graph file "
+                                     "cannot keep a channel on one NIC's rail in every box",
+                                     b.nics[0].size(), k, b.nics[k].size()),
+                   std::nullopt;
+    if (!s.nic_per_gpu || b.nics[0].size() < 2 || rings.empty()) return why = "one NIC a box", std::nullopt;
+    std::vector<TableRing> uniform = net_rings(b, rings);
+    const GraphCheck one = checked(t, uniform);  // one channel a NIC, for the routes the file's rings take
+    if (!one.holds()) return why = "a ring a NIC does not hold on the machine: " + one.findings.front().what, std::nullopt;
+    std::vector<std::uint32_t> per = channels_by_capacity(between_box_capacities(t, b, one));
+    std::uint32_t common = 0;  // the exporter writes a ring's channels over the greatest common divisor: the file it writes back
+    for (std::uint32_t x : per) common = std::gcd(common, x);
+    for (std::uint32_t& x : per) x /= common;
+    const bool own = rings.size() == uniform.size() &&
+                     std::all_of(rings.begin(), rings.end(), [&](const Ring& r) { return b.nic[idx(r.order.front())] >= 0; });
+    if (own && std::all_of(per.begin(), per.end(), [&](std::uint32_t x) { return x == per.front(); }))
+        return why = fmt::format("the {} NICs NCCL's rings use are equally fast: NCCL's own rings", uniform.size()), std::nullopt;
+    std::vector<TableRing> weighted;
+    std::string spread;
+    for (std::size_t d = 0; d < uniform.size(); ++d) {
+        spread += fmt::format("{}{:x}:{}", d ? " " : "", d, per[d]);
+        if (per[d] == 0) continue;
+        uniform[d].channels = per[d];
+        weighted.push_back(std::move(uniform[d]));
+    }
+    WeightedRings out;
+    const GraphCheck check = checked(t, weighted, &out.xml);
+    if (!check.holds()) return why = "its graph file does not hold on the machine: " + check.findings.front().what, std::nullopt;
+    out.channels = static_cast<std::uint32_t>(check.rings.size());
+    out.transfers = nccl_graph_transfers(check, kind, t.processors());
+    out.source = fmt::format("NCCL's rings weighted by NIC speed: {} channels, per net device (hex) its channels {} (an NCCL graph file; "
+                             "verifier/constructions/nccl/nccl_graph_files.cpp)",
+                             out.channels, spread);
+    if (out.transfers > max_weighted_transfers)
+        return why = fmt::format("its table would have about {} transfers, above {}", out.transfers, max_weighted_transfers), std::nullopt;
+    out.table = nccl_graph_table(std::move(topo), model, kind, check, deadline);
+    return out;
+}
 
 std::vector<NcclGraphEntry> nccl_algorithm_graphs(const Topology& t, std::string_view algorithm) {
     if (algorithm != "ring" && algorithm != "tree" && algorithm != "*")

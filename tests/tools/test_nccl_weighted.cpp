@@ -1,0 +1,123 @@
+// NCCL's rings weighted by speed (docs/exports.md, "Rings weighted by speed"; the row `weighted rings`,
+// verifier/constructions/nccl/nccl_graph_files.cpp): NCCL gives every channel the same share, so a NIC at
+// half is in half as many channels; the file exports back from its table and reads back to the same table,
+// never more than NCCL's 32 channels, and on executor nccl it beats NCCL's own 8 rings on a slow NIC.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.hpp"
+#include "compiler/formats/export_nccl_graph.hpp"
+#include "compiler/formats/nccl_graph_read.hpp"
+#include "compiler/topology/topology.hpp"
+#include "support/error.hpp"
+#include "verifier/constructions/nccl/nccl_graph_check.hpp"
+
+using namespace collsched;
+using collsched::test::run;
+using collsched::test::Scratch;
+
+namespace {
+
+std::shared_ptr<const Topology> weighted_machine(const Scratch& dir, const std::string& name, const std::string& args) {
+    const std::string file = dir.file(name + ".json");
+    auto r = run("machine " + args + " -o " + file);
+    INFO(args, "\n", r.err);
+    REQUIRE(r.code == 0);
+    return Topology::parse("graph:" + file);
+}
+
+/// The ring graph's (id 0) channels that enter by `<net dev="d">`.
+int channels_on_net(const std::string& xml, int d) {
+    const std::string ring = xml.substr(0, xml.find("</graph>"));
+    const std::string in = fmt::format("<channel>\n      <net dev=\"{:x}\"/>", d);
+    int n = 0;
+    for (std::size_t at = ring.find(in); at != std::string::npos; at = ring.find(in, at + 1)) ++n;
+    return n;
+}
+
+/// `verify FILE --executor nccl --size 1G` on the machine: the asynchronous time of NCCL's ring `coll` on the file's channels.
+double nccl_time(const std::string& file, const std::string& machine, const std::string& coll) {
+    auto r = run(fmt::format("verify {} --topology {} --collective {} --size 1G --executor nccl --json", file, machine, coll));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out)["time"]["sizes"][0]["asynchronous_s"].get<double>();
+}
+
+}  // namespace
+
+TEST_CASE("weighted rings: NIC 0 at half on 4 x 8 H100 rails is in 1 channel of 15 and every other NIC in 2, and allgather at 1 GiB "
+          "on executor nccl takes at most 0.6 of NCCL's own 8 rings' time") {
+    Scratch dir("weighted");
+    auto topo = weighted_machine(dir, "half", "dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5");
+    std::string why;
+    auto w = nccl::nccl_weighted_rings(topo, topo->default_model(), CollectiveKind::allgather, Deadline{}, why);
+    REQUIRE_MESSAGE(w, why);
+    CHECK(w->channels == 15);
+    CHECK(channels_on_net(w->xml, 0) == 1);
+    for (int d = 1; d < 8; ++d) CHECK(channels_on_net(w->xml, d) == 2);
+    CHECK(w->xml.find("crossnic=\"0\"") != std::string::npos);
+    const std::string machine = "graph:" + dir.file("half.json"), own = dir.file("own.xml");
+    REQUIRE(run(fmt::format("convert nccl:ring --topology {} --format nccl-graph -o {}", machine, own)).code == 0);
+    const double weighted = nccl_time(dir.file("weighted.xml", w->xml), machine, "allgather"), nccl = nccl_time(own, machine, "allgather");
+    INFO("weighted ", weighted, " s, NCCL's rings ", nccl, " s");
+    CHECK(weighted < 0.6 * nccl);  // 3.17 ms against 5.55 ms: NCCL's ring on NIC 0 crosses at half speed and every ring waits for it
+}
+
+TEST_CASE("weighted rings: the table exports as the same graph file, and the file read back yields the same table") {
+    Scratch dir("weighted_back");
+    auto topo = weighted_machine(dir, "half", "dgx-h100 --boxes 2 --network rail --slow-nic 3:0.5");
+    for (CollectiveKind kind : {CollectiveKind::allgather, CollectiveKind::allreduce, CollectiveKind::reduce_scatter}) {
+        INFO(static_cast<int>(kind));
+        std::string why;
+        auto w = nccl::nccl_weighted_rings(topo, topo->default_model(), kind, Deadline{}, why);
+        REQUIRE_MESSAGE(w, why);
+        CHECK(w->channels == 15);
+        CHECK(channels_on_net(w->xml, 3) == 1);
+        fmt::memory_buffer out;
+        write_table_nccl_graph(w->table, out, [](fmt::memory_buffer&) {});  // what convert --format nccl-graph writes
+        const std::string back = fmt::to_string(out);
+        CHECK(back == w->xml);
+        const nccl::GraphCheck g = nccl::check_nccl_graph(read_nccl_graph(back, "back.xml"), "back.xml", *topo);
+        REQUIRE(g.holds());
+        CHECK(g.channels_run == 15);
+        CHECK(nccl::nccl_graph_table(topo, topo->default_model(), kind, g).transfers == w->table.transfers);
+    }
+}
+
+TEST_CASE("weighted rings: never more than NCCL's 32 channels, and none where the NICs are equally fast or numbered differently") {
+    Scratch dir("weighted_limit");
+    // NIC 0 at 0.9: the exact shares 9 : 10 : ... : 10 need 79 channels; 32 at most are written
+    auto most = weighted_machine(dir, "most", "dgx-h100 --boxes 2 --network rail --slow-nic 0:0.9");
+    std::string why;
+    auto w = nccl::nccl_weighted_rings(most, most->default_model(), CollectiveKind::allgather, Deadline{}, why);
+    REQUIRE_MESSAGE(w, why);
+    CHECK(w->channels <= 32);
+    CHECK(w->channels >= 9);
+    CHECK(channels_on_net(w->xml, 0) < channels_on_net(w->xml, 1));
+    // NIC 0 at a tenth: in no channel (one of N channels at a tenth would take longer than 1/7 on the others)
+    auto tenth = weighted_machine(dir, "tenth", "dgx-h100 --boxes 2 --network rail --slow-nic 0:0.1");
+    auto t = nccl::nccl_weighted_rings(tenth, tenth->default_model(), CollectiveKind::allgather, Deadline{}, why);
+    REQUIRE_MESSAGE(t, why);
+    CHECK(t->channels == 7);
+    CHECK(channels_on_net(t->xml, 0) == 0);
+    // a ring set of 33 channels is refused, not cut short as NCCL's doubling would (connect.cc:460)
+    std::vector<TableRing> rings = table_rings(w->table);
+    rings.front().channels = 33 - (w->channels - rings.front().channels);
+    try {
+        (void)nccl_graph_of_rings(*most, rings);
+        FAIL("33 channels written");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what()).find("at most 32") != std::string::npos);
+    }
+    auto healthy = weighted_machine(dir, "healthy", "dgx-h100 --boxes 2 --network rail");
+    CHECK_FALSE(nccl::nccl_weighted_rings(healthy, healthy->default_model(), CollectiveKind::allgather, Deadline{}, why));
+    CHECK(why.find("equally fast") != std::string::npos);
+    // NIC 0 down on 4 boxes: box 0 numbers its 7 NICs 0 to 6 and box 1 its 8 NICs 0 to 7, no one file keeps a channel on a rail
+    auto down = weighted_machine(dir, "down", "dgx-h100 --boxes 4 --network rail --nic-down 0");
+    CHECK_FALSE(nccl::nccl_weighted_rings(down, down->default_model(), CollectiveKind::allgather, Deadline{}, why));
+    CHECK(why.find("box 0 has 7 NICs and box 1 8") != std::string::npos);
+}
