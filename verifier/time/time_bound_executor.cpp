@@ -91,7 +91,7 @@ namespace {
 /// What gives the bound: the row's executor, protocol and term, or the exact set's table.
 std::string given_by(const ExecutorBounds& b, const ExecutorBound& at) {
     if (at.exact)
-        return fmt::format("the time of {} (executor {}, protocol {}), the least of {}", b.exact->table[*at.exact], b.exact->executor,
+        return fmt::format("the time of {} (executor {}, protocol {}; exact, not a bound), the least of {}", b.exact->table[*at.exact], b.exact->executor,
                            to_string(b.exact->protocol[*at.exact]), b.exact->what);
     const ExecutorBoundRow& row = b.rows[at.row];
     return fmt::format("protocol {}, {}", to_string(row.protocol), row.bounds.terms.empty() ? "launch" : row.bounds.terms[at.at.best].name);
@@ -109,7 +109,7 @@ std::string bound_violation(const ExecutorBound& bound, const ExecutorBounds& b,
 
 std::string bound_text(const ExecutorBounds& b, const ExecutorBound& at) {
     const ExecutorBoundRow& row = b.rows[at.row];
-    std::string s = at.exact ? fmt::format("{} = {} (exact, not a bound)\n", support::format_seconds(at.seconds), given_by(b, at))
+    std::string s = at.exact ? fmt::format("{} = {}\n", support::format_seconds(at.seconds), given_by(b, at))
                              : fmt::format("{} = the launch {} (executor {}, protocol {}) + on the protocol's speeds {}", support::format_seconds(at.seconds),
                                            support::format_seconds(row.launch), row.executor, to_string(row.protocol), bound_text(row.bounds, at.at));
     std::vector<std::string> others;
