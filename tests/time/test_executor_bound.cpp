@@ -13,6 +13,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "runtime/compare.hpp"
@@ -229,6 +230,42 @@ TEST_CASE("executor bound: on mscclpp with a NIC at half, MSCCL++'s Simple bound
     }
     CHECK(doc["executor_bound_space"].get<std::string>().find("of NCCL's algorithms (its own and the library's schedules/nccl) timed on "
                                                              "executor nccl") != std::string::npos);
+}
+
+TEST_CASE("executor bound: NCCL's tables are a whole set only when each was timed or left out by its bound (gather_candidates' nccl_whole)") {
+    auto topo = machine("h100rail2x8.json");
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allgather", *topo)};
+    CandidateQuery q{in, {16.0 * 1048576, 1073741824.0}, std::chrono::steady_clock::now() + std::chrono::seconds(60)};
+    q.executor = builtin_executor(ExecutorKind::mscclpp);
+    const NamedProvider nccl = nccl_provider();
+    std::vector<std::string> notes;
+    std::vector<TimeCandidate> unchecked;
+    bool whole = false;
+    const std::vector<TimeCandidate> kept = gather_candidates(q, {nccl}, notes, &unchecked, &whole);
+    REQUIRE_FALSE(kept.empty());
+    CHECK(whole);
+    // one of NCCL's that does not hold (the first half of its ring's transfers: faster, so checked first) is left out:
+    // a table NCCL would run in its place is not timed, so the nccl executor's rows must stay
+    NamedProvider broken = nccl;
+    broken.provide = [&](const CandidateQuery& bq, std::vector<TimeCandidate>& out, std::vector<std::string>& said) {
+        nccl.provide(bq, out, said);
+        REQUIRE_FALSE(out.empty());
+        TimeCandidate c = out.front();
+        SendTable t = *c.table;
+        t.transfers.resize(t.transfers.size() / 2);
+        c.name += ", its first half", c.table = std::make_shared<const SendTable>(std::move(t)), c.plan.reset();
+        out.push_back(std::move(c));
+    };
+    notes.clear(), unchecked.clear();
+    whole = true;
+    gather_candidates(q, {broken}, notes, &unchecked, &whole);
+    INFO(fmt::format("{}", fmt::join(notes, "\n")));
+    CHECK_FALSE(whole);
+    // a limit already passed: the providers are not run
+    q.deadline = std::chrono::steady_clock::now();
+    whole = true;
+    gather_candidates(q, {nccl}, notes, &unchecked, &whole);
+    CHECK_FALSE(whole);
 }
 
 TEST_CASE("executor bound: compare --executor prints it beside the ideal bound per size, and JSON gives both") {

@@ -78,7 +78,7 @@ void bound_nccl_exactly(TimeObjective& r, bool whole) {
     if (n == 0) return;  // none timed: the nccl executor's rows stay alone
     e.what = fmt::format("the {} table{} of NCCL's algorithms (its own and the library's schedules/nccl) timed on executor {} as stock NCCL "
                          "runs them, at their times (either timing; "
-                         "one left out by a lower bound on its time is slower than one of them)",
+                         "one left out by a lower bound on its asynchronous time is slower than one of them)",
                          n, n == 1 ? "" : "s", e.executor);
     bound_exactly(*r.executor_bounds, std::move(e), whole);
 }
