@@ -33,10 +33,11 @@ nlohmann::ordered_json bound_json(const ExecutorBounds& b, const ExecutorBound& 
     const ExecutorBoundRow& row = b.rows[at.row];
     nlohmann::ordered_json j;
     j["seconds"] = at.seconds;
-    j["executor"] = row.executor;
-    j["protocol"] = std::string(to_string(row.protocol));
-    j["launch_s"] = row.launch;
-    j["network_s"] = at.at.seconds;
+    j["given_by"] = at.exact ? "exact" : "bound";  // exact: the least time of the exact set's tables (time_bound_executor.hpp)
+    j["executor"] = at.exact ? b.exact->executor : row.executor;
+    j["protocol"] = std::string(to_string(at.exact ? b.exact->protocol[*at.exact] : row.protocol));
+    j["launch_s"] = at.exact ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(row.launch);
+    j["network_s"] = at.exact ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(at.at.seconds);
     j["space"] = b.space;
     j["assumptions"] = b.assumptions;
     auto per = nlohmann::ordered_json::array();
@@ -44,7 +45,13 @@ nlohmann::ordered_json bound_json(const ExecutorBounds& b, const ExecutorBound& 
         per.push_back({{"executor", r.executor}, {"protocol", std::string(to_string(r.protocol))},
                        {"seconds", r.launch + evaluate(r.bounds, at.size).seconds}});
     j["per_protocol"] = per;
-    j["bound"] = row.bounds.terms.empty() ? nlohmann::ordered_json(nullptr) : bound_json(row.bounds, at.at);
+    j["exact"] = nullptr;
+    if (b.exact)
+        for (std::size_t k = 0; k < b.exact->sizes.size(); ++k)
+            if (b.exact->sizes[k] == at.size)
+                j["exact"] = {{"executor", b.exact->executor}, {"tables", b.exact->what}, {"table", b.exact->table[k]},
+                              {"protocol", std::string(to_string(b.exact->protocol[k]))}, {"seconds", b.exact->seconds[k]}};
+    j["bound"] = at.exact || row.bounds.terms.empty() ? nlohmann::ordered_json(nullptr) : bound_json(row.bounds, at.at);
     return j;
 }
 

@@ -19,8 +19,9 @@ namespace collsched {
 /// "assumptions", "certificate": {"inside", "crossing", "demand_per_byte", "bandwidth_Bps"}}.
 nlohmann::ordered_json bound_json(const TimeBounds&, const TimeBound&);
 
-/// `executor_bound` of --json: {"seconds", "executor", "protocol", "launch_s", "network_s", "space",
-/// "assumptions", "per_protocol": [{"executor", "protocol", "seconds"}], "bound": the row's bound_json}.
+/// `executor_bound` of --json: {"seconds", "given_by" ("bound" or "exact"), "executor", "protocol", "launch_s",
+/// "network_s" (null when exact), "space", "assumptions", "per_protocol": [{"executor", "protocol", "seconds"}],
+/// "exact": {"executor", "tables", "table", "protocol", "seconds"} or null, "bound": the row's bound_json or null}.
 nlohmann::ordered_json bound_json(const ExecutorBounds&, const ExecutorBound&);
 
 /// The gap of a time over its bound in percent: 0 within their rounding (1e-9), never "-0.0".

@@ -119,8 +119,10 @@ std::vector<double> time_all(std::vector<TimeCandidate>& raw, const std::vector<
 /// NCCL baselines and the checks ran after optimize --size's --timeout). The providers have 80 % of the time left,
 /// the timing and checks of their tables the rest. They run at once on q.jobs threads (each into its own list, joined
 /// in the providers' order: the same tables and notes as one after the other).
+/// `cut`: some provider was not run or stopped by the time limit, or the limit passed before they all ended (a provider
+/// may stop its own tables there without a word).
 void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<TimeCandidate>& raw,
-                   std::vector<std::size_t>& from, std::vector<double>& took, std::vector<std::string>& notes) {
+                   std::vector<std::size_t>& from, std::vector<double>& took, std::vector<std::string>& notes, bool& cut) {
     CandidateQuery build = q;
     build.deadline = Deadline::at(q.deadline).share(0.8).when();
     const std::size_t n = providers.size();
@@ -135,6 +137,7 @@ void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& pr
     std::vector<std::vector<TimeCandidate>> outs(n);
     std::vector<std::vector<std::string>> said(n);
     std::vector<double> seconds(n, 0.0);
+    std::vector<char> stopped(n, 0);
     // started in this order: the providers marked `first` (NCCL's algorithms) before the others
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), std::size_t{0});
@@ -146,17 +149,19 @@ void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& pr
         const auto t0 = Clock::now();
         trace("provider {}: start", p.name);
         try {
-            if (Clock::now() >= build.deadline) said[i].push_back(fmt::format("{}: not run (the time limit came first)", p.name));
+            if (Clock::now() >= build.deadline) stopped[i] = 1, said[i].push_back(fmt::format("{}: not run (the time limit came first)", p.name));
             else p.provide(build, outs[i], said[i]);
         } catch (const InputError& e) {
             said[i].push_back(fmt::format("{}: {}", p.name, e.what()));
         } catch (const LimitReached& e) {
+            stopped[i] = 1;
             said[i].push_back(fmt::format("{}: stopped by the time limit ({})", p.name, e.what()));
         }
         seconds[i] = std::chrono::duration<double>(Clock::now() - t0).count();
         trace("provider {}: {} tables in {:.2f} s", p.name, outs[i].size(), seconds[i]);
         return true;
     });
+    cut = Clock::now() >= build.deadline || std::ranges::any_of(stopped, [](char x) { return x != 0; });
     for (std::size_t i = 0; i < n; ++i) {
         from.push_back(raw.size());
         for (TimeCandidate& c : outs[i]) raw.push_back(std::move(c));
@@ -301,6 +306,7 @@ public:
             if (planned[i] == Planned::skip) continue;
             timed_[provider_of(i)] += planning[i];
             if (planned[i] == Planned::late || planned[i] == Planned::broken) {
+                nccl_cut_ = nccl_cut_ || c.nccl;
                 notes_.push_back(planned[i] == Planned::late ? fmt::format("{} ({}): not timed before the time limit, left out", c.name, c.provider)
                                                              : fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider,
                                                                            to_string(q_.instance.model)));
@@ -344,6 +350,7 @@ public:
         std::vector<std::string> unchecked, left_out;
         for (std::size_t x = 0; x < ts_.size(); ++x) {
             TimeCandidate& c = raw_[ts_[x].raw];
+            const bool nccl = c.nccl;
             if (done_[x] == pruned) left_out.push_back(c.name), c.table.reset();
             if (done_[x] > 0 && ts_[x].verdict > 0 && !reached_[x]) ts_[x].verdict = 0;  // checked for the bounds only
             if (done_[x] > 0 && ts_[x].verdict == 0) {
@@ -352,6 +359,8 @@ public:
                 if (unchecked_out) unchecked_out->push_back(std::move(c));
             }
             if (done_[x] > 0 && ts_[x].verdict > 0) kept.push_back(std::move(c));
+            // one of NCCL's timed and held (kept or unchecked), or left out by its bound: else not in the exact set
+            if (nccl && done_[x] != pruned && (done_[x] <= 0 || ts_[x].verdict < 0)) nccl_cut_ = true;
         }
         provider_notes(providers, from_, raw_.size(), {took, verify_, timed_}, unchecked, notes_);
         if (!left_out.empty())
@@ -359,6 +368,9 @@ public:
                                          fmt::join(left_out, "; ")));
         return kept;
     }
+
+    /// Some table of NCCL's was left out other than by its lower bound (a limit, a plan or check that failed).
+    bool nccl_cut() const { return nccl_cut_; }
 
 private:
     static constexpr char pruned = -2;  // done_: left out by its bound (-1: left out otherwise; 1: timed)
@@ -539,20 +551,24 @@ private:
     std::vector<char> reached_;               // per timed table: reached by the walk over tiers 0 and 1 or over all
     std::vector<char> baseline_;              // per provider: NCCL's baselines (never left out by a bound)
     std::size_t largest_ = 0;
+    bool nccl_cut_ = false;
 };
 
 }  // namespace
 
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes,
-                                             std::vector<TimeCandidate>* unchecked_out) {
+                                             std::vector<TimeCandidate>* unchecked_out, bool* nccl_whole) {
     std::vector<TimeCandidate> raw;
     std::vector<std::size_t> from;  // per provider, its first candidate
     std::vector<double> took;
-    run_providers(q, providers, raw, from, took, notes);
+    bool cut = false;
+    run_providers(q, providers, raw, from, took, notes, cut);
     leave_out_unrun(raw, q, notes);  // what NCCL's graph files cannot say is not timed
     Gathering g(q, raw, from, providers, notes);
     g.run();
-    return g.finish(providers, took, unchecked_out);
+    std::vector<TimeCandidate> kept = g.finish(providers, took, unchecked_out);
+    if (nccl_whole) *nccl_whole = !cut && !g.nccl_cut();
+    return kept;
 }
 
 double candidate_seconds(const SendTable& t, double size, const std::optional<LinkSpeed>& link, bool synchronous) {

@@ -103,9 +103,13 @@ struct NamedProvider {
 /// fastest are checked, so that a limit leaves out the largest (NCCL's ring allgather on 1,024 GPUs, 9.4 million
 /// transfers, 34 s at five sizes) and keeps a verified table; a table not timed at every size is left out with a note.
 /// `unchecked` (when given) receives the tables left out unchecked, with their times but without
-/// their tables and plans (freed).
+/// their tables and plans (freed). `nccl_whole` (when given) is set to whether every table of NCCL's
+/// (TimeCandidate::nccl) the providers could build is returned or unchecked with its times, or was left
+/// out by a lower bound on its asynchronous time above one of those: false when a provider was stopped
+/// or not run by the time limit, or the limit passed before they ended, or one of NCCL's was left out
+/// otherwise (a limit, a plan or check that failed).
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::vector<NamedProvider>&, std::vector<std::string>& notes,
-                                             std::vector<TimeCandidate>* unchecked = nullptr);
+                                             std::vector<TimeCandidate>* unchecked = nullptr, bool* nccl_whole = nullptr);
 
 /// A lower bound on the asynchronous time of a table at each size (TimeOptions{size, link}), without its timing plan
 /// (verifier/time/table_bound.cpp; a pass over the table per size), the larger of two:

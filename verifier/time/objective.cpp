@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -53,6 +54,33 @@ void check_executor_bounds(const TimeObjective& r) {
                 COLLSCHED_ASSERT_MSG(bad.empty(), bad);
             }
     }
+}
+
+/// On MSCCL++ or MSCCL the nccl executor times only NCCL's own tables (candidates.hpp basis_of), a finite set timed
+/// here: their least time, either timing, is at or below each of theirs, so it stands in the executor's bound beside
+/// the executor's own rows, and replaces the nccl executor's rows when `whole` (every one of them was timed, or left
+/// out by a lower bound above one of them: gather_candidates' nccl_whole, and no algorithm of NCCL's without a time).
+void bound_nccl_exactly(TimeObjective& r, bool whole) {
+    const std::size_t S = r.options.sizes.size();
+    ExecutorExact e{builtin_executor(ExecutorKind::nccl).name, "", r.options.sizes, std::vector<double>(S, std::numeric_limits<double>::infinity()),
+                    std::vector<std::string>(S), std::vector<Protocol>(S, Protocol::none)};
+    std::size_t n = 0;
+    auto take = [&](const std::string& name, const std::vector<double>& a, const std::vector<double>& b, const std::vector<Protocol>& p) {
+        ++n;
+        for (std::size_t i = 0; i < S; ++i)
+            if (const double t = std::min(a[i], b[i]); t < e.seconds[i]) e.seconds[i] = t, e.table[i] = name, e.protocol[i] = p.empty() ? Protocol::none : p[i];
+    };
+    for (std::size_t c = 0; c < r.candidates.size(); ++c)
+        if (r.candidates[c].nccl)
+            take(r.candidates[c].name, r.comparison.seconds[c], r.comparison.other[c], r.comparison.protocol.empty() ? std::vector<Protocol>{} : r.comparison.protocol[c]);
+    for (const TimeCandidate& u : r.unchecked)
+        if (u.nccl) take(u.name, u.seconds, u.other, u.protocols);
+    if (n == 0) return;  // none timed: the nccl executor's rows stay alone
+    e.what = fmt::format("the {} table{} of NCCL's algorithms (its own and the library's schedules/nccl) timed on executor {} as stock NCCL "
+                         "runs them, at their times (either timing; "
+                         "one left out by a lower bound on its asynchronous time is slower than one of them)",
+                         n, n == 1 ? "" : "s", e.executor);
+    bound_exactly(*r.executor_bounds, std::move(e), whole);
 }
 
 /// The executors the run's times are taken on: --executor's, and the nccl executor's built-in model
@@ -181,7 +209,8 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     trace("NCCL's ring's bounds: end");
     CandidateQuery q{in, options.sizes, deadline, options.time, options.link};
     q.executor = options.executor, q.jobs = options.jobs;
-    r.candidates = gather_candidates(q, time_providers(options.library, options.memory), r.notes, &r.unchecked);
+    bool nccl_whole = false;
+    r.candidates = gather_candidates(q, time_providers(options.library, options.memory), r.notes, &r.unchecked, &nccl_whole);
     r.nccl_unbuilt = nccl_without_time(r, ring);
     try {
         r.system = nccl::nccl_system(topo);
@@ -204,6 +233,7 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     // the ideal bounds hold for the network's share: a time on another executor is held to the executor's
     // bound (whose proof reads the executor model itself: list scheduling is not monotone in its costs)
     if (r.basis().ideal()) check_bounds(r);
+    if (r.executor_bounds && timed_executors(options).size() > 1) bound_nccl_exactly(r, nccl_whole && r.nccl_unbuilt.empty());
     if (r.executor_bounds) check_executor_bounds(r);
     return r;
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "runtime/timing.hpp"
+#include "support/assert.hpp"
 #include "support/units.hpp"
 
 namespace collsched {
@@ -20,16 +21,23 @@ std::string protocols_text(const ExecutorModel& e) {
     return fmt::format("{}", fmt::join(ps, ", "));
 }
 
+/// The space of the rows' parts and the exact set: "any table timed by executor mscclpp ...; and ...".
+std::string space_of(const ExecutorBounds& b) {
+    std::vector<std::string> spaces;
+    for (const auto& [executor, text] : b.parts) spaces.push_back((spaces.empty() ? "any table " : "and any table ") + text);
+    if (b.exact) spaces.push_back((spaces.empty() ? "" : "and ") + b.exact->what);
+    return fmt::format("{}; asynchronous and synchronous time", fmt::join(spaces, "; "));
+}
+
 }  // namespace
 
 std::optional<ExecutorBounds> executor_time_bounds(const Topology& t, const Collective& c, const Model& m, const std::vector<ExecutorModel>& executors,
                                                    const std::optional<LinkSpeed>& link, const RunLimits& limits) {
     ExecutorBounds out;
-    std::vector<std::string> spaces;
     for (const ExecutorModel& e : executors) {
         if (e.kind == ExecutorKind::ideal) continue;
-        spaces.push_back(fmt::format("{} timed by executor {} ({}) in any of its protocols ({})", spaces.empty() ? "any table" : "and any table",
-                                     e.name, e.calibration.empty() ? "built-in constants" : e.calibration, protocols_text(e)));
+        out.parts.emplace_back(e.name, fmt::format("timed by executor {} ({}) in any of its protocols ({})", e.name,
+                                                   e.calibration.empty() ? "built-in constants" : e.calibration, protocols_text(e)));
         for (const ProtocolRow& row : e.protocols) {
             TimeOptions speeds{0, link};
             speeds.executor = executor_costs(e, row.protocol);
@@ -43,7 +51,7 @@ std::optional<ExecutorBounds> executor_time_bounds(const Topology& t, const Coll
         }
     }
     if (out.rows.empty()) return std::nullopt;
-    out.space = fmt::format("{}; asynchronous and synchronous time", fmt::join(spaces, "; "));
+    out.space = space_of(out);
     out.assumptions = {
         "the executor model as runtime/timing.cpp times a table: a transfer holds its channel and each of its groups exclusively for its "
         "bytes (at least the data's) at the executor's rate for the class, and arrives at least the channel's alpha (with the hop) and "
@@ -62,28 +70,57 @@ ExecutorBound evaluate(const ExecutorBounds& b, double size) {
         const TimeBound at = evaluate(b.rows[i].bounds, size);
         if (const double s = b.rows[i].launch + at.seconds; s < r.seconds) r.seconds = s, r.row = i, r.at = at;
     }
+    if (b.exact)
+        for (std::size_t k = 0; k < b.exact->sizes.size(); ++k)
+            if (b.exact->sizes[k] == size && b.exact->seconds[k] < r.seconds) r.seconds = b.exact->seconds[k], r.exact = k;
     return r;
 }
 
+void bound_exactly(ExecutorBounds& b, ExecutorExact exact, bool whole) {
+    if (whole) {
+        std::erase_if(b.rows, [&](const ExecutorBoundRow& r) { return r.executor == exact.executor; });
+        std::erase_if(b.parts, [&](const auto& p) { return p.first == exact.executor; });
+    }
+    COLLSCHED_ASSERT_MSG(!b.rows.empty(), "bound_exactly: the executor of the exact set is the only one of the rows");
+    b.exact = std::move(exact);
+    b.space = space_of(b);
+}
+
+namespace {
+
+/// What gives the bound: the row's executor, protocol and term, or the exact set's table.
+std::string given_by(const ExecutorBounds& b, const ExecutorBound& at) {
+    if (at.exact)
+        return fmt::format("the time of {} (executor {}, protocol {}; exact, not a bound), the least of {}", b.exact->table[*at.exact], b.exact->executor,
+                           to_string(b.exact->protocol[*at.exact]), b.exact->what);
+    const ExecutorBoundRow& row = b.rows[at.row];
+    return fmt::format("protocol {}, {}", to_string(row.protocol), row.bounds.terms.empty() ? "launch" : row.bounds.terms[at.at.best].name);
+}
+
+}  // namespace
+
 std::string bound_violation(const ExecutorBound& bound, const ExecutorBounds& b, double predicted, std::string_view what) {
     if (bound.seconds <= predicted * (1 + 1e-9)) return "";
-    const ExecutorBoundRow& row = b.rows[bound.row];
-    return fmt::format("the proved lower bound on executor {}'s time {} ({} s, protocol {}, {}) is above the predicted time {} ({} s) of {} at "
+    return fmt::format("the proved lower bound on executor {}'s time {} ({} s, {}) is above the predicted time {} ({} s) of {} at "
                        "{} bytes: a bound or the prediction is wrong",
-                       row.executor, support::format_seconds(bound.seconds), bound.seconds, to_string(row.protocol),
-                       row.bounds.terms.empty() ? "launch" : row.bounds.terms[bound.at.best].name, support::format_seconds(predicted), predicted,
-                       what, bound.size);
+                       bound.exact ? b.exact->executor : b.rows[bound.row].executor, support::format_seconds(bound.seconds), bound.seconds,
+                       given_by(b, bound), support::format_seconds(predicted), predicted, what, bound.size);
 }
 
 std::string bound_text(const ExecutorBounds& b, const ExecutorBound& at) {
     const ExecutorBoundRow& row = b.rows[at.row];
-    std::string s = fmt::format("{} = the launch {} (executor {}, protocol {}) + on the protocol's speeds {}", support::format_seconds(at.seconds),
-                                support::format_seconds(row.launch), row.executor, to_string(row.protocol), bound_text(row.bounds, at.at));
+    std::string s = at.exact ? fmt::format("{} = {}\n", support::format_seconds(at.seconds), given_by(b, at))
+                             : fmt::format("{} = the launch {} (executor {}, protocol {}) + on the protocol's speeds {}", support::format_seconds(at.seconds),
+                                           support::format_seconds(row.launch), row.executor, to_string(row.protocol), bound_text(row.bounds, at.at));
     std::vector<std::string> others;
     for (std::size_t i = 0; i < b.rows.size(); ++i)
         others.push_back(fmt::format("{} {} {}", b.rows[i].executor, to_string(b.rows[i].protocol),
                                      support::format_seconds(b.rows[i].launch + evaluate(b.rows[i].bounds, at.size).seconds)));
-    s += fmt::format("  the least over the protocols: {}\n", fmt::join(others, "; "));
+    if (b.exact)
+        for (std::size_t k = 0; k < b.exact->sizes.size(); ++k)
+            if (b.exact->sizes[k] == at.size)
+                others.push_back(fmt::format("{} on {} {}", b.exact->table[k], b.exact->executor, support::format_seconds(b.exact->seconds[k])));
+    s += fmt::format("  the least over the protocols{}: {}\n", b.exact ? " and the exact set" : "", fmt::join(others, "; "));
     s += fmt::format("  holds for {}; assumes {}\n", b.space, fmt::join(b.assumptions, "; "));
     return s;
 }

@@ -14,7 +14,9 @@
  * A row per (executor, protocol): the executor the times are for, and the nccl executor when
  * NCCL's own algorithms are timed on it beside another executor's tables (optimize --executor
  * mscclpp|msccl: candidates.hpp basis_of), so that the bound holds for every time the report
- * compares.
+ * compares. There only NCCL's own tables are timed on nccl, a finite set each timed exactly: their
+ * least time is a lower bound on every one of them, so it may stand in the least for the nccl
+ * executor's rows (bound_exactly; docs/time.md, "The bound on an executor").
  */
 #pragma once
 
@@ -36,18 +38,33 @@ struct ExecutorBoundRow {
     TimeBounds bounds;     ///< time_bounds on the protocol's speeds (the launch not in it)
 };
 
+/// A finite set of tables timed exactly on one executor, in the least beside the rows: per size the
+/// least of their times (both timings), so at or below the time of every one of them.
+struct ExecutorExact {
+    std::string executor;  ///< the executor that times them ("nccl")
+    std::string what;      ///< the set, as the space names it
+    std::vector<double> sizes;
+    std::vector<double> seconds;     ///< per size: the least time of a table of the set
+    std::vector<std::string> table;  ///< per size: that table
+    std::vector<Protocol> protocol;  ///< per size: its protocol
+};
+
 struct ExecutorBounds {
     std::string space;                     ///< the tables and times it holds for
     std::vector<std::string> assumptions;  ///< what the proof reads of the executor model
     std::vector<ExecutorBoundRow> rows;
+    /// per executor of the rows: its name and the tables its rows hold for (the space is made of these)
+    std::vector<std::pair<std::string, std::string>> parts = {};
+    std::optional<ExecutorExact> exact = std::nullopt;
 };
 
-/// The bound at one size: the least over the rows of launch + the row's bound.
+/// The bound at one size: the least over the rows of launch + the row's bound, and the exact set's time.
 struct ExecutorBound {
     double size = 0;
     double seconds = 0;
-    std::size_t row = 0;  ///< the row that gives it
-    TimeBound at;         ///< that row's network bound (seconds = this one's less the launch)
+    std::size_t row = 0;  ///< the row that gives the least over the rows
+    TimeBound at;         ///< that row's network bound (seconds = the row's value less the launch)
+    std::optional<std::size_t> exact = std::nullopt;  ///< when the exact set's time gives it: its index of sizes
 };
 
 /// The bounds of `collective` on `topology` for the times of `executors` (each in every protocol
@@ -58,6 +75,12 @@ std::optional<ExecutorBounds> executor_time_bounds(const Topology&, const Collec
                                                    const std::optional<LinkSpeed>& link, const RunLimits& limits = {});
 
 ExecutorBound evaluate(const ExecutorBounds&, double size);
+
+/// Puts the exact set in the least. With `whole` (every table the set's executor times in the space is
+/// in it, or left out by a lower bound above one of them) the rows of that executor leave the least and
+/// the space names the set instead of any table on it; else they stay (a table of it not timed may be
+/// faster). The rows of another executor stay in every case.
+void bound_exactly(ExecutorBounds&, ExecutorExact, bool whole);
 
 /// "" when the bound is at or below `predicted` (to a relative 1e-9), else a message with both.
 std::string bound_violation(const ExecutorBound&, const ExecutorBounds&, double predicted, std::string_view what);
