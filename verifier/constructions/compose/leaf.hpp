@@ -46,6 +46,7 @@ struct LeafSlots {
     };
     std::vector<std::uint32_t> up, down;  ///< the rails whose NICs are all up, and the others
     std::vector<char> leaf;               ///< per box: a NIC of it is down
+    std::vector<std::uint32_t> cut;       ///< per leaf: its first GPU without a NIC (B for the other boxes)
     std::uint32_t all = 0;
     std::string why;
     Slot at(std::uint32_t q, std::uint32_t u) const;
