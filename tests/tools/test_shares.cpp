@@ -198,13 +198,13 @@ TEST_CASE("shares: with a GPU's NVLink at half the chained reduce-scatter paces 
     CHECK(pc.asynchronous < 0.96 * pp.asynchronous);
     CHECK(pc.asynchronous < 1.15 * bound);
     // hosted chunks: GPU 0 sends contributions over its NIC to GPU 0 of box 1 (processor 8), which reduces them, so
-    // GPU 0's NVLink out carries 6/7 M (6.14 ms), not 13/14 (6.65); with the last 4 pieces direct 7.11 ms, 1.115 of
+    // GPU 0's NVLink out carries 6/7 M (6.14 ms), not 13/14 (6.65); with the last 4 pieces direct 7.05 ms, 1.105 of
     // the bound (before: 7.25 ms, 1.137)
     CHECK(std::ranges::any_of(c->transfers, [&](const Transfer& x) {
         const Channel& ch = c->topology->channel(x.channel);
         return idx(ch.from) == 0 && idx(ch.to) == 8;
     }));
-    CHECK(pc.asynchronous < 1.125 * bound);
+    CHECK(pc.asynchronous < 1.11 * bound);
     // for allreduce only, and only on a machine with a slow GPU
     CHECK_FALSE(build_shape(shares_instance(topo, "allgather"), b.boxes, chained, 4, nullptr).has_value());
     const auto nic = shares_machine(dir, "dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5");

@@ -365,7 +365,7 @@ void allgather_shares_plan(Plan& plan, const std::vector<Group>& boxes, const Sh
 /// are *hosted* there: j sends its contribution to GPU j of the other box over its NIC (not over its slow links in the
 /// box), the other box's GPUs but GPU j send their partials to the slot's owner, which adds the rail's sum from box b
 /// in and sends it to GPU j; GPU j adds j's and its own, and sends the result to the owner (who sends it back along the
-/// rail), to its box and to j. Else j sends one contribution in 2D over its NIC to the slot's owner in the next box
+/// rail and to the GPU after it), to the rest of its box and to j. Else j sends one contribution in 2D over its NIC to the slot's owner in the next box
 /// (whose NIC is its rail's: the half keeps that rail's load near the others').
 void chained_allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces,
                             const std::vector<std::uint32_t>& owners, const std::vector<std::uint32_t>& every, const std::vector<char>& slow) {
@@ -460,7 +460,10 @@ void chained_allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const S
                     plan.send(t + 2, boxes[b][h], boxes[b][o], chunk(q, u, 0));
                     plan.send(t + 3, boxes[b][o], boxes[p][o], chunk(q, u, 0));
                     for (std::uint32_t i = 1; i < B; ++i)
-                        if ((h + i) % B != o) plan.send(t + 2 + i, boxes[b][h], boxes[b][(h + i) % B], chunk(q, u, 0));
+                        if ((h + i) % B != o) {
+                            const bool by_o = (h + i) % B == (o + 1) % B;  // the owner's links out carry less
+                            plan.send(t + 2 + i + (by_o ? 2 : 0), boxes[b][by_o ? o : h], boxes[b][(h + i) % B], chunk(q, u, 0));
+                        }
                     continue;
                 }
                 const std::uint32_t late = hosted(b, q, u) ? 3 : 0;  // the owner has the result from the other box
