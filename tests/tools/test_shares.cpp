@@ -142,6 +142,26 @@ TEST_CASE("shares: with a NIC down among 4 boxes its box is a leaf in some slots
     CHECK_FALSE(leaf_slots(*two, find_boxes(*two).boxes, 6).why.empty());
 }
 
+TEST_CASE("shares: in the leaf shape the GPU without a NIC reduces a slot of the later pieces, and allreduce at 1 GiB is within 9 % of the bound") {
+    // before: GPU 0 of box 0, without a NIC, owned nothing and GPUs 1 to 7 carried every slot: 4.63 ms with 9 pieces
+    // against the bound's 4.17 ms (1.11); handing the first up rail's slot of the later pieces to GPU 0: 4.52 ms (leaf.hpp)
+    Scratch dir("shares_hand");
+    const auto topo = shares_machine(dir, "dgx-h100 --boxes 4 --network rail --nic-down 0");
+    const Boxes b = find_boxes(*topo);
+    const SynthInstance in = shares_instance(topo, "allreduce");
+    const Shape sh{InBox::rsag, Across::direct_rsag, false, Shares::leaf, 6};
+    std::optional<SendTable> t = build_shape(in, b.boxes, sh, 9, nullptr);
+    REQUIRE(t.has_value());
+    CHECK(verify_direct(*t).holds());
+    const std::optional<TimeBounds> tb = time_bounds(*in.topology, in.collective, in.model);
+    REQUIRE(tb.has_value());
+    const double bound = evaluate(*tb, GiB).seconds;
+    const TimePrediction p = predict_time(*t, TimeOptions{GiB});
+    CAPTURE(p.asynchronous);
+    CHECK(p.asynchronous >= bound);
+    CHECK(p.asynchronous < 1.09 * bound);
+}
+
 TEST_CASE("shares: a GPU whose links in its box run at half owns no share, and allreduce leaves NCCL's ring behind") {
     // multibox 2 x 8 with GPU 0's NVLink at half: the even shapes paced every GPU at GPU 0's links and NCCL's
     // ring won at 1.84x the bound; GPU 0 owning nothing receives only the result
@@ -177,6 +197,14 @@ TEST_CASE("shares: with a GPU's NVLink at half the chained reduce-scatter paces 
     CHECK(pc.asynchronous >= bound);
     CHECK(pc.asynchronous < 0.96 * pp.asynchronous);
     CHECK(pc.asynchronous < 1.15 * bound);
+    // hosted chunks: GPU 0 sends contributions over its NIC to GPU 0 of box 1 (processor 8), which reduces them, so
+    // GPU 0's NVLink out carries 6/7 M (6.14 ms), not 13/14 (6.65); with the last 4 pieces direct 7.05 ms, 1.105 of
+    // the bound (before: 7.25 ms, 1.137)
+    CHECK(std::ranges::any_of(c->transfers, [&](const Transfer& x) {
+        const Channel& ch = c->topology->channel(x.channel);
+        return idx(ch.from) == 0 && idx(ch.to) == 8;
+    }));
+    CHECK(pc.asynchronous < 1.11 * bound);
     // for allreduce only, and only on a machine with a slow GPU
     CHECK_FALSE(build_shape(shares_instance(topo, "allgather"), b.boxes, chained, 4, nullptr).has_value());
     const auto nic = shares_machine(dir, "dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5");

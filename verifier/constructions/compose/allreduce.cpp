@@ -357,11 +357,16 @@ void allgather_shares_plan(Plan& plan, const std::vector<Group>& boxes, const Sh
 /// the box's rail order at logical step t + i + 1 + h), each GPU sending what its buffer holds: the bytes of the direct
 /// exchange (each GPU sends and receives one copy of a chunk; o only receives, the first only sends), but only the slow
 /// GPU's sends are ready at once, so the box's owners send the later pieces' partials as the slow GPU's data comes in,
-/// between the earlier pieces' sums, instead of all of them first. Other boxes exchange directly. Then the rails'
-/// phase and the owners' sums to the others one a step (the slow GPUs first), as allreduce_plan. A slow GPU j of no
-/// slot with a NIC (`every`: nic_share, D) takes one sum in D from GPU j of the next box over its NIC (that NIC idle:
-/// rail j owns nothing) instead of from its box's owner, and sends one contribution in 2D over it to the slot's owner
-/// in the next box (whose NIC is its rail's: the half keeps that rail's load near the others').
+/// between the earlier pieces' sums, instead of all of them first; the last sixteenth of the pieces exchange directly
+/// (their chains would wait behind the earlier pieces' sums at the end). Other boxes exchange directly. Then the
+/// rails' phase and the owners' sums to the others one a step (the slow GPUs first), as allreduce_plan. A slow GPU j
+/// of no slot with a NIC (`every`: nic_share, D) takes one sum in D from GPU j of the next box over its NIC (that NIC
+/// idle: rail j owns nothing) instead of from its box's owner. Of two boxes, the other's fast (`hosts`), those chunks
+/// are *hosted* there: j sends its contribution to GPU j of the other box over its NIC (not over its slow links in the
+/// box), the other box's GPUs but GPU j send their partials to the slot's owner, which adds the rail's sum from box b
+/// in and sends it to GPU j; GPU j adds j's and its own, and sends the result to the owner (who sends it back along the
+/// rail and to the GPU after it), to the rest of its box and to j. Else j sends one contribution in 2D over its NIC to the slot's owner in the next box
+/// (whose NIC is its rail's: the half keeps that rail's load near the others').
 void chained_allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const Shape& sh, std::uint32_t pieces,
                             const std::vector<std::uint32_t>& owners, const std::vector<std::uint32_t>& every, const std::vector<char>& slow) {
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size());
@@ -388,8 +393,16 @@ void chained_allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const S
         const std::uint32_t D = every[idx(boxes[b][j])] * f;
         return D > 0 && slots[j].empty() && every[idx(boxes[(b + 1) % K][j])] == 0 && (q * U + (u + q) % U) % D == 0;
     };
-    auto offloaded = [&](std::uint32_t b, std::uint32_t j, std::uint32_t q, std::uint32_t u) { return nic(b, j, q, u, 2); };
     auto returned = [&](std::uint32_t b, std::uint32_t j, std::uint32_t q, std::uint32_t u) { return nic(b, j, q, u, 1); };
+    auto paced = [&](std::uint32_t b) { return std::ranges::any_of(boxes[b], [&](Node p) { return slow[idx(p)] != 0; }); };
+    // per box, its first GPU of no slot with a NIC share; `hosts`: of two boxes, the other's is fast
+    std::vector<std::uint32_t> head(K, B);
+    for (std::uint32_t b = 0; b < K; ++b)
+        for (std::uint32_t j = B; j-- > 0;)
+            if (every[idx(boxes[b][j])] > 0 && slots[j].empty()) head[b] = j;
+    auto hosts = [&](std::uint32_t b) { return K == 2 && Kp == 1 && head[b] < B && !paced((b + 1) % K); };
+    auto offloaded = [&](std::uint32_t b, std::uint32_t j, std::uint32_t q, std::uint32_t u) { return !(hosts(b) && j == head[b]) && nic(b, j, q, u, 2); };
+    auto hosted = [&](std::uint32_t b, std::uint32_t q, std::uint32_t u) { return hosts(b) && returned(b, head[b], q, u); };
     const std::vector<Group> rails = rails_of(boxes);
     Phases ph(plan);
     ph.stagger();
@@ -398,24 +411,37 @@ void chained_allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const S
         for (std::uint32_t u = 0; u < U; ++u)
             for (std::uint32_t b = 0; b < K; ++b) {
                 const std::vector<std::uint32_t> order = rail_order(b, Kp, sh.across);
+                const std::uint32_t p = (b + K - 1) % K, n = (b + 1) % K;
                 std::vector<std::uint32_t> chain;
                 for (std::uint32_t j : chains[b][u])
-                    if (!offloaded(b, j, q, u)) chain.push_back(j);
+                    if (hosted(b, q, u) && j == head[b]) plan.send(t + 1, boxes[b][j], boxes[n][j], chunk(q, u, 0));
+                    else if (!offloaded(b, j, q, u)) chain.push_back(j);
                     else
-                        for (std::uint32_t i = 0; i < Kp; ++i) plan.send(t + i + 1, boxes[b][j], boxes[(b + 1) % K][owners[u]], chunk(q, u, order[i]));
-                const bool paced = std::ranges::any_of(boxes[b], [&](Node p) { return slow[idx(p)] != 0; });
+                        for (std::uint32_t i = 0; i < Kp; ++i) plan.send(t + i + 1, boxes[b][j], boxes[n][owners[u]], chunk(q, u, order[i]));
+                if (hosted(p, q, u)) {  // the other box's slow GPU's chunk: every GPU of this box but GPU head[p] to the owner
+                    for (std::uint32_t j = 0; j < B; ++j)
+                        if (j != head[p] && j != owners[u]) plan.send(t + 1, boxes[b][j], boxes[b][owners[u]], chunk(q, u, 0));
+                    continue;
+                }
                 for (std::uint32_t i = 0; i < Kp; ++i)
                     for (std::uint32_t h = 1; h < chain.size(); ++h)
-                        if (paced) plan.send(t + i + 1 + h, boxes[b][chain[h - 1]], boxes[b][chain[h]], chunk(q, u, order[i]));
+                        if (paced(b) && q + pieces / 16 < pieces) plan.send(t + i + 1 + h, boxes[b][chain[h - 1]], boxes[b][chain[h]], chunk(q, u, order[i]));
                         else plan.send(t + i + 1, boxes[b][chain[h - 1]], boxes[b][chain.back()], chunk(q, u, order[i]));
             }
         t += Kp + B - 1;
+        for (std::uint32_t b = 0; b < K; ++b)  // a hosted chunk's box sum along the rail, added in there and sent to GPU head[b]
+            for (std::uint32_t u = 0; u < U; ++u)
+                if (hosted(b, q, u)) {
+                    plan.send(t + 1, boxes[b][owners[u]], boxes[(b + 1) % K][owners[u]], chunk(q, u, 0));
+                    plan.send(t + 2, boxes[(b + 1) % K][owners[u]], boxes[(b + 1) % K][head[b]], chunk(q, u, 0));
+                }
         std::uint32_t used = 0;
         for (std::uint32_t j = 0; j < B; ++j) {
             if (slots[j].empty()) continue;
             Owned by_r(Kp);
             for (std::uint32_t r = 0; r < Kp; ++r)
-                for (std::uint32_t u : slots[j]) by_r[r].push_back(chunk(q, u, r));
+                for (std::uint32_t u : slots[j])
+                    if (!hosted(0, q, u) && !hosted(K - 1, q, u)) by_r[r].push_back(chunk(q, u, r));
             if (Kp > 1) {
                 used = ph.reduce_scatter(rails[j], by_r, sh.across, t);
                 used += ph.allgather(rails[j], by_r, sh.across, t + used);
@@ -428,15 +454,27 @@ void chained_allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const S
         // (the GPUs whose links in the box are slow first: their links in carry the most)
         for (std::uint32_t b = 0; b < K; ++b)
             for (std::uint32_t u = 0; u < U; ++u) {
-                const std::uint32_t o = owners[u];
+                const std::uint32_t p = (b + K - 1) % K, o = owners[u];
+                if (hosted(p, q, u)) {  // from GPU head[p]: to the owner, who sends it along the rail, then the others
+                    const std::uint32_t h = head[p];
+                    plan.send(t + 2, boxes[b][h], boxes[b][o], chunk(q, u, 0));
+                    plan.send(t + 3, boxes[b][o], boxes[p][o], chunk(q, u, 0));
+                    for (std::uint32_t i = 1; i < B; ++i)
+                        if ((h + i) % B != o) {
+                            const bool by_o = (h + i) % B == (o + 1) % B;  // the owner's links out carry less
+                            plan.send(t + 2 + i + (by_o ? 2 : 0), boxes[b][by_o ? o : h], boxes[b][(h + i) % B], chunk(q, u, 0));
+                        }
+                    continue;
+                }
+                const std::uint32_t late = hosted(b, q, u) ? 3 : 0;  // the owner has the result from the other box
                 std::vector<std::uint32_t> to;
                 for (std::uint32_t pass = 0; pass < 2; ++pass)
                     for (std::uint32_t i = 1; i < B; ++i)
                         if ((slow[idx(boxes[b][(o + i) % B])] != 0) == (pass == 0)) to.push_back((o + i) % B);
                 for (std::uint32_t i = 0; i < to.size(); ++i)
                     for (std::uint32_t r = 0; r < Kp; ++r) {
-                        if (!returned(b, to[i], q, u)) plan.send(t + 1 + i, boxes[b][o], boxes[b][to[i]], chunk(q, u, r));
-                        else plan.send(t + B, boxes[(b + 1) % K][to[i]], boxes[b][to[i]], chunk(q, u, r));
+                        if (!returned(b, to[i], q, u)) plan.send(t + 1 + i + late, boxes[b][o], boxes[b][to[i]], chunk(q, u, r));
+                        else plan.send(t + B + 1, boxes[(b + 1) % K][to[i]], boxes[b][to[i]], chunk(q, u, r));
                     }
             }
     }

@@ -20,8 +20,12 @@
  * slots of all and one of each other kind) the NICs j of every box carry 1.5 a + 2 at K = 4, the others' NIC
  * d 7 x 4/3 with 7 up rails: a = 5 balances them; the time model prefers a = 6 (the fastest of 5, 6, 7).
  * On h100rail 4 x 8 with NIC 0 down every NIC carries 0.196 M each way (a = 6) against 0.214 M with the
- * shares by capacity; box 0's GPUs 1 to 7, GPU 0 owning nothing, carry 1.857 M over NVLink each way
- * (4.43 ms at 1 GiB, above the bound's 4.17 ms): bench/results/faults.md.
+ * shares by capacity; box 0's GPUs 1 to 7 carry 1.857 M over NVLink each way (4.43 ms at 1 GiB, above the
+ * bound's 4.17 ms). **Handed**: in the later half of the pieces a leaf's GPU without a NIC (else owning
+ * nothing) takes the in-box reduce-scatter of the first up rail's slot, hands the sum to GPU `rail`, and
+ * sends the result it gets back to the others: GPU 1's NVLink falls to 3.6 ms and the others' links run at
+ * 0.99 of their speed, 4.48 ms against 4.62 (handed in every piece, or a rail's slot in turn: 4.78 to 5.06
+ * ms): bench/results/faults.md.
  */
 #pragma once
 
@@ -46,6 +50,7 @@ struct LeafSlots {
     };
     std::vector<std::uint32_t> up, down;  ///< the rails whose NICs are all up, and the others
     std::vector<char> leaf;               ///< per box: a NIC of it is down
+    std::vector<std::uint32_t> cut;       ///< per leaf: its first GPU without a NIC (B for the other boxes)
     std::uint32_t all = 0;
     std::string why;
     Slot at(std::uint32_t q, std::uint32_t u) const;
