@@ -107,11 +107,13 @@ std::vector<std::uint32_t> full_cycle(const Hops& h, std::uint32_t p) {
 /// a ring leaves a box by the NIC it entered by, the last GPU reaching that NIC's GPU over NVLink):
 /// a processor d with an in-box and a cross-box successor, or an in-box and a cross-box predecessor,
 /// is the box's entry GPU relaying; its in-box predecessor u and cross-box successor w become the ring's
-/// hop u -> w. Empty where a processor has more than two successors or predecessors, or the pair is not there.
-Hops without_relays(const Hops& h, const std::vector<std::uint32_t>& box, std::uint32_t p) {
+/// hop u -> w (`relays`: each d). Empty where a processor has more than two successors or predecessors,
+/// or the pair is not there.
+Hops without_relays(const Hops& h, const std::vector<std::uint32_t>& box, std::uint32_t p, std::vector<std::uint32_t>& relays) {
     std::vector<std::vector<std::uint32_t>> succ(p), pred(p);
     for (auto [u, v] : h) succ[u].push_back(v), pred[v].push_back(u);
     Hops out = h;
+    relays.clear();
     for (std::uint32_t d = 0; d < p; ++d) {
         if (succ[d].size() > 2 || pred[d].size() > 2) return {};
         if (succ[d].size() < 2 && pred[d].size() < 2) continue;
@@ -124,8 +126,30 @@ Hops without_relays(const Hops& h, const std::vector<std::uint32_t>& box, std::u
         out.erase({u, d});
         out.erase({d, w});
         out.emplace(u, w);
+        relays.push_back(d);
     }
     return out;
+}
+
+/// Why the ring `c` of hops `r`, the relays `relays` taken out of `h`, is not NCCL's PXN, or "": NCCL writes one
+/// NIC both ways for the whole ring (nccl_graph_of_rings), so every box must be left through the GPU the ring
+/// enters it at (a relay through another GPU leaves by that GPU's NIC; a box left directly, by its last GPU's).
+std::string not_pxn(const std::vector<std::uint32_t>& c, const std::vector<std::uint32_t>& relays, const Hops& r, const Hops& h,
+                    const std::vector<std::uint32_t>& box) {
+    const std::size_t n = c.size();
+    std::vector<std::size_t> at(n);
+    for (std::size_t i = 0; i < n; ++i) at[c[i]] = i;
+    for (std::uint32_t d : relays)
+        if (box[c[(at[d] + n - 1) % n]] == box[d])
+            return fmt::format("nccl-graph: a ring leaves box {} through GPU {}, which is not the GPU it enters the box at: NCCL's PXN "
+                               "(NCCL_CROSS_NIC=0) leaves a box by the NIC it entered by",
+                               box[d], d);
+    for (auto [u, w] : r)
+        if (box[u] != box[w] && h.contains({u, w}))
+            return fmt::format("nccl-graph: a ring leaves box {} from GPU {} directly and another box through the GPU it entered it at: "
+                               "NCCL's graph file gives a ring one way out of every box",
+                               box[u], u);
+    return "";
 }
 
 bool on_cycle(const Hops& h, const std::vector<std::uint32_t>& order) {
@@ -264,11 +288,19 @@ std::vector<TableRing> table_rings(const SendTable& t) {
     const HopGroups hg = chunk_hops(t);
     std::optional<std::vector<std::uint32_t>> box;  // read only where a group is not a ring as it stands
     // per group: the ring it travels on, and whether through NCCL's PXN relays
+    std::string refused;  // a ring through relays that are not NCCL's PXN (not_pxn): said when the table does not export
     auto ring_of = [&](const Hops& h) -> std::pair<std::vector<std::uint32_t>, bool> {
         if (std::vector<std::uint32_t> c = full_cycle(h, p); !c.empty()) return {std::move(c), false};
         if (!box) box = nccl_graph_boxes(*t.topology).box;
-        if (const Hops r = without_relays(h, *box, p); !r.empty() && r != h)
-            if (std::vector<std::uint32_t> c = full_cycle(r, p); !c.empty()) return {std::move(c), true};
+        std::vector<std::uint32_t> relays;
+        if (const Hops r = without_relays(h, *box, p, relays); !r.empty() && r != h)
+            if (std::vector<std::uint32_t> c = full_cycle(r, p); !c.empty()) {
+                if (std::string why = not_pxn(c, relays, r, h, *box); !why.empty()) {
+                    if (refused.empty()) refused = std::move(why);
+                    return {};
+                }
+                return {std::move(c), true};
+            }
         return {};
     };
     std::vector<TableRing> rings;
@@ -286,6 +318,7 @@ std::vector<TableRing> table_rings(const SendTable& t) {
         for (const Hops& h : hg.groups) all.insert(h.begin(), h.end());
         if (auto [c, relay] = ring_of(all); !c.empty()) rings.push_back({std::move(c), 0, 0, relay});
     }
+    if (!refused.empty()) throw InputError(refused);
     if (rings.empty())
         throw InputError("nccl-graph: no message of the table travels on a ring through all processors (NCCL graph files hold rings)");
     for (std::size_t i = 0; i < hg.groups.size(); ++i) {

@@ -100,6 +100,54 @@ TEST_CASE("nccl-graph: tables that are not rings are refused, exit 2, nothing wr
     CHECK(!std::ifstream(out).good());
 }
 
+namespace {
+
+/// One ring allgather 0, 1, ..., 15 on multibox 2 x 8 (a NIC beside every GPU, one switch between the boxes), the
+/// hop out of box 0 (from GPU 7) and out of box 1 (from GPU 15) relayed through GPU `r0` and `r1` (none: -1), a step
+/// for each half of a relayed hop.
+std::string relayed_ring(int r0, int r1) {
+    std::string s = fmt::format("topology graph(\"{}\")\ncollective allgather\n", source("schedules/machines/multibox2x8.json"));
+    for (int t = 1; t < 16; ++t) {
+        std::string first, second;
+        for (int i = 0; i < 16; ++i) {
+            const int to = (i + 1) % 16, datum = (i - t + 1 + 16) % 16, relay = i == 7 ? r0 : i == 15 ? r1 : -1;
+            if (relay < 0) first += fmt::format("  send {} -> {} msg b({})\n", i, to, datum);
+            else
+                first += fmt::format("  send {} -> {} msg b({})\n", i, relay, datum), second += fmt::format("  send {} -> {} msg b({})\n", relay, to, datum);
+        }
+        s += fmt::format("step {} rounds 2 {{\n{}}}\n", 2 * t - 1, first);  // a relay may receive its ring's datum too
+        if (!second.empty()) s += fmt::format("step {} {{\n{}}}\n", 2 * t, second);
+    }
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("nccl-graph: a ring relayed between boxes exports only as NCCL's PXN, every box left through the GPU it entered at") {
+    collsched::test::Scratch dir("nccl_graph_relay");
+    auto convert_ring = [&](const std::string& name, int r0, int r1) {
+        const std::string sched = dir.file(name + ".sched", relayed_ring(r0, r1)), out = dir.file(name + ".xml");
+        REQUIRE(run(fmt::format("verify {}", sched)).out.find("verdict: holds") != std::string::npos);
+        return run(fmt::format("convert {} --format nccl-graph -o {}", sched, out));
+    };
+    // relayed through the GPU each box is entered at (0 and 8): NIC 0 both ways
+    const auto pxn = convert_ring("pxn", 0, 8);
+    REQUIRE(pxn.code == 0);
+    std::string xml;
+    std::getline(std::ifstream(dir.file("pxn.xml")), xml, '\0');
+    CHECK(count(xml.substr(0, xml.find("</graph>")), "<net dev=\"0\"/>") == 2);  // the ring graph's one channel
+    // through GPU 3 and 11 (NCCL would leave by NIC 0 through GPU 0), or box 1 left directly from GPU 15 by NIC 7
+    // while box 0 relays: not what NCCL runs from any file, refused
+    const auto other = convert_ring("relay3", 3, 11);
+    CHECK(other.code == 2);
+    CHECK(other.err.find("through GPU 3, which is not the GPU it enters the box at") != std::string::npos);
+    const auto mixed = convert_ring("mixed", 0, -1);
+    CHECK(mixed.code == 2);
+    CHECK(mixed.err.find("leaves box 1 from GPU 15 directly") != std::string::npos);
+    CHECK(!std::ifstream(dir.file("relay3.xml")).good());
+    CHECK(!std::ifstream(dir.file("mixed.xml")).good());
+}
+
 TEST_CASE("real parsers: NCCL's graph reader loads every nccl-graph export" * doctest::test_suite("real_parsers") * doctest::skip()) {
     const char* loader = std::getenv("COLLSCHED_NCCL_GRAPH_LOADER");
     REQUIRE_MESSAGE(loader != nullptr, "COLLSCHED_NCCL_GRAPH_LOADER must name the loader (ctest sets it where NCCL's source is present)");
