@@ -6,6 +6,7 @@
 // somewhere, so a bound made stronger by that much fails here.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -265,6 +266,35 @@ TEST_CASE("executor bound: NCCL's tables are a whole set only when each was time
     q.deadline = std::chrono::steady_clock::now();
     whole = true;
     gather_candidates(q, {nccl}, notes, &unchecked, &whole);
+    CHECK_FALSE(whole);
+}
+
+TEST_CASE("executor bound: NCCL's NVLS tables the NVLS provider's pace leaves out before the limit make the set not whole") {
+    // h100nvls 2 x 8 allreduce: the NVLS provider builds NCCL's NVLS tree; its pace (seconds a piece of the last table)
+    // leaves a table out where it would end past the limit, before the limit has passed: here every one (its limit now)
+    auto topo = machine("h100nvls2x8.json");
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allreduce", *topo)};
+    CandidateQuery q{in, {16.0 * 1048576, 1073741824.0}, std::chrono::steady_clock::now() + std::chrono::seconds(60)};
+    q.executor = builtin_executor(ExecutorKind::mscclpp);
+    const std::vector<NamedProvider> all = time_providers(test::source("schedules/catalog.json"), MemoryBudget::standard());
+    const auto nvls = std::ranges::find_if(all, [](const NamedProvider& p) { return p.name == "nvls"; });
+    REQUIRE(nvls != all.end());
+    std::vector<std::string> notes;
+    std::vector<TimeCandidate> unchecked;
+    bool whole = false;
+    REQUIRE_FALSE(gather_candidates(q, {nccl_provider(), *nvls}, notes, &unchecked, &whole).empty());
+    INFO(fmt::format("{}", fmt::join(notes, "\n")));
+    REQUIRE(whole);  // NCCL's own tables and the NVLS tree, each timed
+    NamedProvider paced = *nvls;
+    paced.provide = [&](const CandidateQuery& bq, std::vector<TimeCandidate>& out, std::vector<std::string>& said) {
+        CandidateQuery now = bq;
+        now.deadline = std::chrono::steady_clock::now();
+        nvls->provide(now, out, said);
+    };
+    notes.clear(), unchecked.clear();
+    gather_candidates(q, {nccl_provider(), paced}, notes, &unchecked, &whole);
+    INFO(fmt::format("{}", fmt::join(notes, "\n")));
+    CHECK(std::ranges::any_of(notes, [](const std::string& n) { return n.find("nvls: the time limit came before") != std::string::npos; }));
     CHECK_FALSE(whole);
 }
 

@@ -466,7 +466,10 @@ TEST_CASE("time objective: the NVLS provider builds no table its pace says ends 
     std::vector<TimeCandidate> out;
     std::vector<std::string> notes;
     const auto t0 = Clock::now();
-    nvls.provide(q, out, notes);
+    try {
+        nvls.provide(q, out, notes);
+    } catch (const LimitReached&) {  // NCCL's tables among those left out: a stop (the tables built are kept)
+    }
     const double took = seconds_since(t0);
     const std::string all = fmt::format("{}", fmt::join(notes, "\n"));
     INFO(all);

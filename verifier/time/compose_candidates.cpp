@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "support/budget.hpp"
 #include "support/error.hpp"
 #include "verifier/constructions/compose/allreduce.hpp"
 #include "verifier/constructions/compose/box_links.hpp"
@@ -54,6 +55,7 @@ void nvls_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, s
     // (9.4 million transfers) ran 17 s past a 10 s --timeout (issue 57 item 4)
     double per_piece = 0;
     std::string late;
+    bool nccl_late = false;  // a table of NCCL's not built: the limit stopped the provider (gather_candidates' nccl_whole)
     // collsched's own forms keep to max_transfers, as the other constructions for time (compose's transfer budget): a
     // table has its pieces times the one-piece table's transfers, so the pieces are capped there (16 x 8's 256-piece
     // "nvls + rail rings" was 9.4 million transfers, 2.6 GB and a minute and a half of timing at five sizes, and never
@@ -79,6 +81,7 @@ void nvls_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, s
         const double left = Deadline::at(q.deadline).left();
         if (left <= 0 || per_piece * plan.pieces > left) {
             if (late.empty()) late = full;
+            nccl_late = nccl_late || nccl;
             return;
         }
         const auto t0 = Clock::now();
@@ -118,6 +121,9 @@ void nvls_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, s
     if (!capped.empty())
         notes.push_back(fmt::format("nvls: pieces capped at {} transfers a table, as every construction for time: {}", max_transfers, fmt::join(capped, "; ")));
     if (!late.empty()) notes.push_back(fmt::format("nvls: the time limit came before {} (and the tables after it) could be built", late));
+    // the pace leaves a table out before the limit has passed: one of NCCL's left out so is said as a stop (the exact
+    // set of NCCL's tables on executor mscclpp and msccl is then not whole, and the nccl executor's rows stay)
+    if (nccl_late) throw LimitReached(fmt::format("time limit (the NVLS tables from {}, NCCL's among them)", late));
 }
 
 void box_link_candidates(const CandidateQuery& q, std::vector<TimeCandidate>& out, std::vector<std::string>& notes) {
