@@ -144,6 +144,7 @@ const std::map<std::string, std::vector<Pin>>& pins() {
         {"multibox/allreduce_allpairs_hierarchical.sched", {{"k=2", 3}, {"k=4", 3}, {"k=8", 3}}},
         {"multibox/allreduce_hierarchical_pipelined.sched", {{"k=2", 10}, {"k=4", 10}, {"k=2 P=4", 6}}},
         {"nccl/ring_allreduce_channels.sched", {{"k=2", 30}, {"k=4", 62}, {"k=8", 126}}},
+        {"nccl/ring_reduce_scatter_channels.sched", {{"k=2", 15}, {"k=4", 31}, {"k=8", 63}}},
         {"multibox/allgather_hierarchical.sched", {{"", 2}}},
         {"multibox/allgather_pipelined.sched", {{"C=2", 3}, {"C=4", 5}, {"C=8", 9}}},
         {"pareto/dgx1_allgather_S2_R3_C2.sched", {{"", 2}}},
