@@ -20,6 +20,7 @@
 
 #include "support/assert.hpp"
 #include "support/error.hpp"
+#include "verifier/constructions/nccl/nccl_graph_check.hpp"
 
 namespace collsched::tools {
 
@@ -258,6 +259,15 @@ void write_table_output(const SendTable& table, const std::string& format, const
         ExportOptions o = options;
         o.file = std::filesystem::absolute(output).string();
         write_files(f->write_files(table, o));
+        return;
+    }
+    if (format == "nccl-graph") {  // read back first: NCCL must run the table's data, not more (nccl_runs_more); nothing written else
+        std::string xml;
+        fmt::memory_buffer b;
+        write_table_as(table, format, options, b, [&](fmt::memory_buffer& part) { xml.append(part.data(), part.size()), part.clear(); });
+        xml.append(b.data(), b.size());
+        if (std::string why = nccl::nccl_runs_more(table, xml); !why.empty()) throw InputError("nccl-graph: " + why + "; nothing written");
+        write_output(output, [&](const Flush&, fmt::memory_buffer& buf) { buf.append(xml); });
         return;
     }
     write_output(output, [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_text(table, format, options, buf, flush); });

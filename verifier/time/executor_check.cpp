@@ -8,6 +8,7 @@
 #include "compiler/formats/export_formats.hpp"
 #include "support/budget.hpp"
 #include "support/error.hpp"
+#include "verifier/constructions/nccl/nccl_graph_check.hpp"
 
 namespace collsched {
 
@@ -55,8 +56,14 @@ std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p,
     if (p != Protocol::none) o.msccl.proto = o.mscclpp.proto = std::string(to_string(p));
     o.mscclpp.deadline = deadline;
     fmt::memory_buffer out;
+    std::string xml;  // an NCCL graph file is read back: NCCL must run the table's data, not more (nccl_runs_more)
+    const bool graph = format == "nccl-graph";
     try {
-        write_table_as(*c.table, format, o, out, [](fmt::memory_buffer& b) { b.clear(); });
+        write_table_as(*c.table, format, o, out, [&](fmt::memory_buffer& b) {
+            if (graph) xml.append(b.data(), b.size());
+            b.clear();
+        });
+        if (graph) return nccl::nccl_runs_more(*c.table, xml.append(out.data(), out.size()), deadline);
     } catch (const InputError& e) {
         return e.what();
     }

@@ -425,4 +425,38 @@ SendTable nccl_graph_table(std::shared_ptr<const Topology> topo, const Model& mo
     return ring_table(std::move(topo), model, kind, g.rings, 1, deadline);
 }
 
+namespace {
+
+/// Data per channel of t, in datums: every transfer moves its chunks (a bundle its parts) of C.
+std::vector<double> channel_data(const SendTable& t) {
+    const Messages ms = t.messages();
+    std::vector<double> d(t.topology->channels().size(), 0.0);
+    for (const Transfer& x : t.transfers) {
+        std::uint32_t n = 0;
+        ms.for_each_part(x.message, [&](MessageId) { ++n; });
+        d[idx(x.channel)] += static_cast<double>(n) / t.collective.chunks;
+    }
+    return d;
+}
+
+}  // namespace
+
+std::string nccl_runs_more(const SendTable& t, const std::string& xml, Deadline deadline) {
+    const CollectiveKind kind = t.collective.kind;
+    if (kind != CollectiveKind::allgather && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::allreduce) return "";
+    const GraphCheck g = check_nccl_graph(read_nccl_graph(xml, "the graph file"), "the graph file", *t.topology);
+    if (!g.holds()) return "NCCL's reader finds the graph file written for it does not hold: " + g.findings.front().what;
+    const SendTable nccl = nccl_graph_table(t.topology, t.model, kind, g, deadline);
+    const std::vector<double> ours = channel_data(t), theirs = channel_data(nccl);
+    for (std::size_t c = 0; c < ours.size(); ++c)
+        if (theirs[c] > ours[c] * (1 + 1e-9) + 1e-12) {
+            const Channel& ch = t.topology->channels()[c];
+            return fmt::format("NCCL runs the file as its ring, which moves {:.4g} of a datum from {} to {} where the table moves {:.4g} "
+                               "(the table leaves out transfers NCCL makes, as a datum delivered only by NCCL's PXN relay): time the file "
+                               "(verify FILE.xml) for what NCCL runs",
+                               theirs[c], t.topology->node_name(ch.from), t.topology->node_name(ch.to), ours[c]);
+        }
+    return "";
+}
+
 }  // namespace collsched::nccl

@@ -96,6 +96,14 @@ inline constexpr std::uint32_t max_graph_channels = 32;
 inline constexpr std::uint64_t max_weighted_transfers = std::uint64_t{1} << 22;
 std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>, const Model&, CollectiveKind, Deadline, std::string& why);
 
+/// Why NCCL, loading `xml` (the graph file written for table t), runs something that moves more data on a
+/// channel than t does, or "" (docs/exports.md, "NCCL graph files"): the file read back and checked as `verify
+/// FILE.xml` does, NCCL's ring of t's collective on its channels (nccl_graph_table) against t, channel by
+/// channel, in datums (a transfer moves its chunks / C). A table that relies on NCCL's PXN relay to deliver a
+/// datum (the relay GPU holds it on the way out of its box) has one transfer fewer than NCCL runs: timed, it is
+/// faster than NCCL runs the file. "" also for collectives NCCL's graph files do not give a ring table for.
+std::string nccl_runs_more(const SendTable& t, const std::string& xml, Deadline deadline = {});
+
 /// The transfers NCCL's ring `kind` on the checked rings has (a bound, before rounds).
 std::uint64_t nccl_graph_transfers(const GraphCheck&, CollectiveKind kind, std::uint32_t processors);
 /// NCCL's ring allreduce, allgather or reduce_scatter on the checked rings, one piece per
