@@ -472,6 +472,7 @@ TEST_CASE("executor bound: on nccl with a NIC at half, the rings of a graph file
         const auto& row = doc["sizes"][i];
         const double m = row["size_bytes"], exec = row["executor_lower_bound_s"];
         INFO(row.dump());
+        REQUIRE(row["executor_bound"].contains("family"));
         REQUIRE(row["executor_bound"]["family"].is_string());
         CHECK(row["executor_bound"]["any_table_s"].get<double>() == doctest::Approx(evaluate(any, m).seconds).epsilon(1e-9));
         CHECK(exec <= row["predicted_time_s"].get<double>() * (1 + 1e-9));
@@ -481,6 +482,7 @@ TEST_CASE("executor bound: on nccl with a NIC at half, the rings of a graph file
     // at 1 GiB the weighted rings (3.02 ms on 4 boxes) against every byte out of box 0 through its NICs, NIC 0 at half:
     // 15/16 x 1 GiB / (7.5 x 48 GB/s) and the launch, above the bound on any table (each GPU's NVLink and NIC at once)
     const auto& big = doc["sizes"][1];
+    REQUIRE(big["executor_bound"]["bound"].is_object());
     CHECK(big["executor_bound"]["bound"]["term"].get<std::string>().find("rings of a graph file: ") == 0);
     CHECK(big["executor_lower_bound_s"].get<double>() > big["executor_bound"]["any_table_s"].get<double>() * 1.05);
 }
