@@ -11,6 +11,7 @@
 #include "compiler/formats/export_nccl_graph.hpp"
 #include "support/error.hpp"
 #include "support/units.hpp"
+#include "verifier/synth/symmetry/processor_orbits.hpp"
 #include "verifier/time/weighted_network.hpp"
 
 namespace collsched {
@@ -143,7 +144,10 @@ void add_ring_terms(TimeBounds& bounds, const Topology& t, const Model& m, const
     WeightedNetwork n(t, m, sp, false);
     const std::vector<double> onward = time_internal::alpha_to_processors(t, sp);
     const std::uint32_t P = t.processors();
+    // a processor's cuts are those of its orbit's least processor (a verified symmetry keeps every speed): one each
+    const ProcessorOrbits orbits = processor_orbits(t, limits);
     for (std::size_t s = 0; s < f.sets.size(); ++s) {
+        if (f.sets[s].size() == 1 && orbits.orbit[f.sets[s][0]] != f.sets[s][0]) continue;
         std::vector<char> in(P, 0);
         for (std::uint32_t v : f.sets[s]) in[v] = 1;
         std::vector<std::uint32_t> rest;

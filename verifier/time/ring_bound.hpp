@@ -43,7 +43,8 @@ std::string ring_family_miss(const SendTable& t, const RingFamily&);
 
 /// Appends to `bounds` the family's cut terms on the speeds the time model takes under `speeds` (an
 /// executor's protocol, as time_bounds takes them): per set, out of it and into it, the least cut
-/// (max flow) with demand d. Polls `limits` (LimitReached).
+/// (max flow) with demand d; a processor's only for the least of its orbit (processor_orbits: the same cuts).
+/// Polls `limits` (LimitReached).
 void add_ring_terms(TimeBounds& bounds, const Topology&, const Model&, const TimeOptions& speeds, const RingFamily&, const RunLimits& limits);
 
 }  // namespace collsched
