@@ -104,12 +104,20 @@ void bound_nccl_rings(TimeObjective& r, bool whole, const RunLimits& limits) {
     for (const TimeCandidate& c : r.candidates)
         if (std::string miss = c.nccl ? "" : ring_family_miss(*c.table, *family); !miss.empty())
             return r.notes.push_back(fmt::format("{}: {} ({}) is not in their family: {}", any, c.name, c.provider, miss));
+    const ExecutorBounds before = *r.executor_bounds;
     try {
         bound_ring_family(*r.executor_bounds, topo, r.instance.model, *r.options.executor, r.options.link, *family, limits);
     } catch (const LimitReached& e) {
         return r.notes.push_back(fmt::format("{}: the rings' cuts not computed ({})", any, e.what()));
     }
     bound_nccl_exactly(r, false);
+    // an unchecked table is slower than a kept one by the query's time; by the other timing too, or the bound stays
+    for (const TimeCandidate& u : r.unchecked)
+        for (std::size_t i = 0; !u.nccl && i < u.seconds.size() && i < u.other.size(); ++i)
+            if (evaluate(*r.executor_bounds, r.options.sizes[i]).seconds > std::min(u.seconds[i], u.other[i]) * (1 + 1e-9)) {
+                *r.executor_bounds = before;
+                return r.notes.push_back(fmt::format("{}: {} ({}), unchecked, is not in their family", any, u.name, u.provider));
+            }
 }
 
 /// The executors the run's times are taken on: --executor's, and the nccl executor's built-in model
