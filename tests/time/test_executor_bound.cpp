@@ -11,18 +11,23 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/formats/export_nccl_graph.hpp"
 #include "runtime/compare.hpp"
 #include "runtime/executor/executor.hpp"
 #include "runtime/timing.hpp"
 #include "verifier/check/direct.hpp"
+#include "verifier/constructions/nccl/nccl_impl.hpp"
 #include "verifier/time/constructions.hpp"
 #include "verifier/time/objective.hpp"
+#include "verifier/time/ring_bound.hpp"
 #include "verifier/time/time_bound_executor.hpp"
 #include "tests/tools/cli_run.hpp"
 
@@ -38,6 +43,7 @@ struct Sweep {
     double tightest_large = std::numeric_limits<double>::infinity();  ///< at 16 MiB and above (the cut terms)
     std::string where_large;
     std::size_t raised = 0;  ///< sizes where NCCL's exact set put the bound above the least of both executors' rows
+    std::size_t exported = 0;  ///< ring tables NCCL's graph exporter writes (ring_sweep)
 };
 
 const std::vector<double> sweep_sizes = {1024.0, 65536.0, 16.0 * 1048576, 1073741824.0};
@@ -76,6 +82,95 @@ void exact_sweep(const std::shared_ptr<const Topology>& topo, const SynthInstanc
             CHECK(bound_violation(at, *b, times[c][i].other, names[c]).empty());
             ++s.checked;
         }
+    }
+}
+
+/// Whether NCCL's graph exporter writes table t (executor nccl's check: leave_out_unrun, runs_on_executor).
+bool graph_file_holds(const SendTable& t) {
+    fmt::memory_buffer out;
+    try {
+        write_table_nccl_graph(t, out, [](fmt::memory_buffer& b) { b.clear(); });
+    } catch (const InputError&) {
+        return false;
+    }
+    return true;
+}
+
+/// Ring tables in random orders and channel counts: `count` tables of 1 to 4 rings, each 1 to 3 channels (repeated, as
+/// NCCL gives every channel its share); the even ones as NCCL's graph files hold them (the boxes in turn, one random
+/// order of GPUs in every box), the odd ones any cycle through all processors.
+std::vector<std::pair<std::string, SendTable>> random_ring_tables(const std::shared_ptr<const Topology>& topo, CollectiveKind k, std::uint32_t seed,
+                                                                  std::size_t count) {
+    std::mt19937 rng(seed);
+    const NcclBoxes boxes = nccl_graph_boxes(*topo);
+    const std::uint32_t P = topo->processors();
+    std::vector<std::pair<std::string, SendTable>> out;
+    for (std::size_t n = 0; n < count; ++n) {
+        std::vector<nccl::Ring> rings;
+        const std::uint32_t K = 1 + rng() % 4;
+        std::string name = fmt::format("random rings {} ({}):", n, n % 2 ? "any cycle" : "graph-file order");
+        for (std::uint32_t r = 0; r < K; ++r) {
+            std::vector<Node> order;
+            if (n % 2 == 0) {
+                std::vector<std::uint32_t> local(boxes.per_box);
+                std::iota(local.begin(), local.end(), 0u);
+                std::shuffle(local.begin(), local.end(), rng);
+                for (std::uint32_t b = 0; b < boxes.count; ++b)
+                    for (std::uint32_t i : local) order.push_back(boxes.members[b][i]);
+            } else {
+                for (std::uint32_t v = 0; v < P; ++v) order.push_back(Node{v});
+                std::shuffle(order.begin(), order.end(), rng);
+            }
+            nccl::Ring ring{order, {}};
+            for (std::uint32_t i = 0; i < P; ++i) ring.hops.push_back(nccl::connection(*topo, order[i], order[(i + 1) % P], std::nullopt));
+            const std::uint32_t channels = 1 + rng() % 3;
+            name += fmt::format(" {}x[{}]", channels, idx(order[0]));
+            for (std::uint32_t c = 0; c < channels; ++c) rings.push_back(ring);
+        }
+        out.emplace_back(name, nccl::ring_table(topo, topo->default_model(), k, rings, 1));
+    }
+    return out;
+}
+
+/// The bound optimize --executor nccl makes where every table is a ring of a graph file: the nccl executor's rows with
+/// the rings' cuts (bound_ring_family).
+ExecutorBounds ring_family_bounds(const Topology& topo, const SynthInstance& in, const RingFamily& f) {
+    const ExecutorModel& e = builtin_executor(ExecutorKind::nccl);
+    std::optional<ExecutorBounds> b = executor_time_bounds(topo, in.collective, in.model, {e}, std::nullopt);
+    REQUIRE(b.has_value());
+    bound_ring_family(*b, topo, in.model, e, std::nullopt, f);
+    return *b;
+}
+
+/// Each ring table (`tables`: NCCL's, the library's, the weighted rings, random ones) is in the rings' family and
+/// takes, both timings, in every protocol of executor nccl at every size, at least that protocol's row of the bound.
+void ring_sweep(const std::shared_ptr<const Topology>& topo, const std::string& collective, const std::vector<std::pair<std::string, SendTable>>& tables,
+                Sweep& s) {
+    const SynthInstance in{topo, topo->default_model(), Collective::parse(collective, *topo)};
+    const std::optional<RingFamily> f = ring_family(*topo, in.collective.kind);
+    REQUIRE(f.has_value());
+    const ExecutorBounds b = ring_family_bounds(*topo, in, *f);
+    const ExecutorModel& e = builtin_executor(ExecutorKind::nccl);
+    for (const auto& [name, table] : tables) {
+        INFO(collective, " ", name, " on ", topo->spec());
+        REQUIRE(verify_direct(table).holds());
+        CHECK(ring_family_miss(table, *f) == "");
+        s.exported += graph_file_holds(table);
+        const TimingPlan plan(table);
+        for (const ExecutorBoundRow& row : b.rows)
+            for (double m : sweep_sizes) {
+                TimeOptions o{m, std::nullopt};
+                o.executor = executor_costs(e, row.protocol);
+                const double bound = row.launch + evaluate(row.bounds, m).seconds;
+                const TimePrediction t = plan.predict(o);
+                INFO(to_string(row.protocol), " at ", m, " bytes: async ", t.asynchronous, " sync ", t.synchronous, " bound ", bound);
+                CHECK(t.asynchronous >= bound * (1 - 1e-9));
+                CHECK(t.synchronous >= bound * (1 - 1e-9));
+                s.raised += bound > row.launch + evaluate(b.any_rows[static_cast<std::size_t>(&row - b.rows.data())].bounds, m).seconds * (1 + 1e-6);
+                if (m >= 16 * 1048576 && t.asynchronous / bound < s.tightest_large)
+                    s.tightest_large = t.asynchronous / bound, s.where_large = fmt::format("{} {} on {}, {} at {} bytes", collective, name, topo->spec(), to_string(row.protocol), m);
+                ++s.checked;
+            }
     }
 }
 
@@ -316,4 +411,108 @@ TEST_CASE("executor bound: compare --executor prints it beside the ideal bound p
     // on the ideal executor compare prints no bound (its report is the network's share's, unchanged)
     const auto ideal = test::run("compare nccl:ring nccl:tree " + m);
     CHECK(ideal.out.find("bound at") == std::string::npos);
+}
+
+TEST_CASE("executor bound: on nccl every ring table a graph file holds is in the rings' family and at or above its bound (faults, routers, "
+          "one-way links, slow parts)") {
+    static const test::Scratch scratch("executor_bound_rings");
+    // the default suite two machines and the rings, the weighted rings and NCCL's; COLLSCHED_EXECUTOR_BOUND_RINGS (ctest
+    // executor_bound_rings, slow) all six, the library's rings too and more random ones
+    const bool all = std::getenv("COLLSCHED_EXECUTOR_BOUND_RINGS") != nullptr;
+    std::vector<std::string> machines = {"dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5",
+                                         "dgx-h100 --boxes 2 --network rail --switches routers --one-way 0-r1.2 --slow-link 1-r1.0:0.25"};
+    if (all)
+        machines.insert(machines.end(), {"dgx-a100 --boxes 2 --network switch --units gpu --slow-gpu 0:0.5", "dgx-h100 --boxes 2 --network rail --one-way 0-1 --slow-link 2-3:0.25",
+                                         "dgx-h100 --boxes 2 --network rail --nic-down 0", "dgx-h100 --boxes 4 --network rail"});
+    Sweep s;
+    std::uint32_t seed = 1;
+    for (const std::string& spec : machines) {
+        const std::string file = scratch.file(fmt::format("m{}.json", seed));
+        REQUIRE(test::run("machine " + spec + " -o " + file).code == 0);
+        const auto topo = Topology::parse("graph:" + file);
+        for (const char* collective : {"allgather", "reduce_scatter", "allreduce"}) {
+            const SynthInstance in{topo, topo->default_model(), Collective::parse(collective, *topo)};
+            CandidateQuery q{in, sweep_sizes, std::chrono::steady_clock::now() + std::chrono::seconds(20)};
+            q.executor = builtin_executor(ExecutorKind::nccl);
+            std::vector<TimeCandidate> built;
+            std::vector<std::string> notes;
+            std::vector<NamedProvider> providers = {nccl_provider()};
+            if (all) providers.push_back(library_provider(test::source("schedules/catalog.json")));
+            for (const NamedProvider& p : construction_providers())
+                if (p.name == "rings" || p.name == "weighted rings") providers.push_back(p);
+            for (const NamedProvider& p : providers) p.provide(q, built, notes);
+            // NCCL's rings, the library's, the weighted rings and the rings provider's that a graph file holds, and random ones
+            std::vector<std::pair<std::string, SendTable>> tables = random_ring_tables(topo, in.collective.kind, seed++, all ? 8 : 2);
+            for (const TimeCandidate& c : built)
+                if (c.table && c.table->collective.kind == in.collective.kind && (c.name == "nccl ring" || (!c.nccl && graph_file_holds(*c.table))))
+                    tables.emplace_back(c.name, *c.table);
+            ring_sweep(topo, collective, tables, s);
+        }
+    }
+    MESSAGE("checked ", s.checked, " times of ring tables, ", s.exported, " written by the graph exporter; from 16 MiB the tightest ", s.tightest_large,
+            ": ", s.where_large, "; the rings' cuts above the bound on any table at ", s.raised);
+    CHECK(s.checked > (all ? 1000u : 200u));
+    CHECK(s.exported > (all ? 20u : 5u));
+    CHECK(s.raised > (all ? 300u : 50u));
+    CHECK(s.tightest_large < 1.10);
+}
+
+TEST_CASE("executor bound: on nccl with a NIC at half, the rings of a graph file bound it above any table, at or below the winner") {
+    static const test::Scratch scratch("executor_bound_nccl_rings");
+    const std::string file = scratch.file("nic_half.json");
+    REQUIRE(test::run("machine dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5 -o " + file).code == 0);
+    const auto j = test::run("optimize --topology graph:" + file + " --collective allgather --sizes 16M,1G --timeout 60 --executor nccl --json");
+    REQUIRE(j.code == 3);
+    const auto doc = nlohmann::json::parse(j.out);
+    const auto topo = Topology::parse("graph:" + file);
+    const Collective c = Collective::parse("allgather", *topo);
+    const ExecutorBounds any = *executor_time_bounds(*topo, c, topo->default_model(), {builtin_executor(ExecutorKind::nccl)}, std::nullopt);
+    CHECK(doc["executor_bound_space"].get<std::string>().find("every GPU and every box of the NCCL graph file sends and receives") != std::string::npos);
+    for (std::size_t i = 0; i < doc["sizes"].size(); ++i) {
+        const auto& row = doc["sizes"][i];
+        const double m = row["size_bytes"], exec = row["executor_lower_bound_s"];
+        INFO(row.dump());
+        REQUIRE(row["executor_bound"].contains("family"));
+        REQUIRE(row["executor_bound"]["family"].is_string());
+        CHECK(row["executor_bound"]["any_table_s"].get<double>() == doctest::Approx(evaluate(any, m).seconds).epsilon(1e-9));
+        CHECK(exec <= row["predicted_time_s"].get<double>() * (1 + 1e-9));
+        for (const char* list : {"candidates", "unchecked"})
+            for (const auto& t : doc[list]) CHECK(t["seconds"][i].get<double>() >= exec * (1 - 1e-9));
+    }
+    // at 1 GiB the weighted rings (3.02 ms on 4 boxes) against every byte out of box 0 through its NICs, NIC 0 at half:
+    // 15/16 x 1 GiB / (7.5 x 48 GB/s) and the launch, above the bound on any table (each GPU's NVLink and NIC at once)
+    const auto& big = doc["sizes"][1];
+    REQUIRE(big["executor_bound"]["bound"].is_object());
+    CHECK(big["executor_bound"]["bound"]["term"].get<std::string>().find("rings of a graph file: ") == 0);
+    CHECK(big["executor_lower_bound_s"].get<double>() > big["executor_bound"]["any_table_s"].get<double>() * 1.05);
+}
+
+TEST_CASE("executor bound: the rings' family holds NCCL's ring and not a table that leaves a box's data in the box") {
+    auto topo = machine("h100rail2x8.json");
+    std::size_t others = 0;
+    for (const char* collective : {"allgather", "reduce_scatter", "allreduce"}) {
+        const SynthInstance in{topo, topo->default_model(), Collective::parse(collective, *topo)};
+        CandidateQuery q{in, {1073741824.0}, std::chrono::steady_clock::now() + std::chrono::seconds(20)};
+        std::vector<TimeCandidate> built;
+        std::vector<std::string> notes;
+        for (const NamedProvider& p : construction_providers())
+            if (p.name == "hierarchical") p.provide(q, built, notes);
+        nccl_provider().provide(q, built, notes);
+        const RingFamily f = *ring_family(*topo, in.collective.kind);
+        CHECK(f.sets.size() == 16 + 2);
+        std::size_t rings = 0;
+        for (const TimeCandidate& c : built) {
+            if (!c.table || c.table->collective.kind != in.collective.kind) continue;
+            INFO(collective, " ", c.name);
+            if (c.name == "nccl ring") {
+                CHECK(ring_family_miss(*c.table, f) == "");
+                ++rings;
+            } else if (c.provider == "hierarchical") {  // a box's phase, then the rails: a box's data crosses out of it once
+                CHECK(ring_family_miss(*c.table, f) != "");
+                ++others;
+            }
+        }
+        CHECK(rings == 1);
+    }
+    CHECK(others > 0);
 }

@@ -39,6 +39,9 @@ nlohmann::ordered_json bound_json(const ExecutorBounds& b, const ExecutorBound& 
     j["launch_s"] = at.exact ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(row.launch);
     j["network_s"] = at.exact ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(at.at.seconds);
     j["space"] = b.space;
+    // the rows narrowed to a family (NCCL graph files' rings): the family, and the bound on any table beside it
+    j["family"] = b.family.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(b.family);
+    j["any_table_s"] = any_table_seconds(b, at.size);
     j["assumptions"] = b.assumptions;
     auto per = nlohmann::ordered_json::array();
     for (const ExecutorBoundRow& r : b.rows)

@@ -20,7 +20,8 @@ namespace collsched {
 nlohmann::ordered_json bound_json(const TimeBounds&, const TimeBound&);
 
 /// `executor_bound` of --json: {"seconds", "given_by" ("bound" or "exact"), "executor", "protocol", "launch_s",
-/// "network_s" (null when exact), "space", "assumptions", "per_protocol": [{"executor", "protocol", "seconds"}],
+/// "network_s" (null when exact), "space", "family" (the rows narrowed to one, or null), "any_table_s" (the bound on
+/// any table of the rows' executors), "assumptions", "per_protocol": [{"executor", "protocol", "seconds"}],
 /// "exact": {"executor", "tables", "table", "protocol", "seconds"} or null, "bound": the row's bound_json or null}.
 nlohmann::ordered_json bound_json(const ExecutorBounds&, const ExecutorBound&);
 

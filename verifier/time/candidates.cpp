@@ -306,7 +306,7 @@ public:
             if (planned[i] == Planned::skip) continue;
             timed_[provider_of(i)] += planning[i];
             if (planned[i] == Planned::late || planned[i] == Planned::broken) {
-                nccl_cut_ = nccl_cut_ || c.nccl;
+                nccl_cut_ = nccl_cut_ || c.nccl, any_cut_ = true;
                 notes_.push_back(planned[i] == Planned::late ? fmt::format("{} ({}): not timed before the time limit, left out", c.name, c.provider)
                                                              : fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider,
                                                                            to_string(q_.instance.model)));
@@ -361,6 +361,7 @@ public:
             if (done_[x] > 0 && ts_[x].verdict > 0) kept.push_back(std::move(c));
             // one of NCCL's timed and held (kept or unchecked), or left out by its bound: else not in the exact set
             if (nccl && done_[x] != pruned && (done_[x] <= 0 || ts_[x].verdict < 0)) nccl_cut_ = true;
+            any_cut_ = any_cut_ || (done_[x] != pruned && done_[x] <= 0);  // a limit or a plan that failed
         }
         provider_notes(providers, from_, raw_.size(), {took, verify_, timed_}, unchecked, notes_);
         if (!left_out.empty())
@@ -371,6 +372,8 @@ public:
 
     /// Some table of NCCL's was left out other than by its lower bound (a limit, a plan or check that failed).
     bool nccl_cut() const { return nccl_cut_; }
+    /// Some table was left out by a limit or a failed plan, or not verified within the limit.
+    bool any_cut() const { return any_cut_ || nccl_cut_; }
 
 private:
     static constexpr char pruned = -2;  // done_: left out by its bound (-1: left out otherwise; 1: timed)
@@ -506,6 +509,7 @@ private:
         verify_[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
         x.verdict = r.holds() ? 1 : -1;
         if (r.holds() && !runs_on_executor(c, q_, notes_)) x.verdict = -1;
+        if (r.verdict() == "unknown") any_cut_ = true;
         if (r.verdict() == "unknown") notes_.push_back(fmt::format("{} ({}): not verified within the {}, left out", c.name, c.provider, limit_of(r)));
         else if (!r.holds()) notes_.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q_.instance.model)));
         return x.verdict > 0;
@@ -552,12 +556,13 @@ private:
     std::vector<char> baseline_;              // per provider: NCCL's baselines (never left out by a bound)
     std::size_t largest_ = 0;
     bool nccl_cut_ = false;
+    bool any_cut_ = false;
 };
 
 }  // namespace
 
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std::vector<NamedProvider>& providers, std::vector<std::string>& notes,
-                                             std::vector<TimeCandidate>* unchecked_out, bool* nccl_whole) {
+                                             std::vector<TimeCandidate>* unchecked_out, bool* nccl_whole, bool* all_whole) {
     std::vector<TimeCandidate> raw;
     std::vector<std::size_t> from;  // per provider, its first candidate
     std::vector<double> took;
@@ -568,6 +573,7 @@ std::vector<TimeCandidate> gather_candidates(const CandidateQuery& q, const std:
     g.run();
     std::vector<TimeCandidate> kept = g.finish(providers, took, unchecked_out);
     if (nccl_whole) *nccl_whole = !cut && !g.nccl_cut();
+    if (all_whole) *all_whole = !cut && !g.any_cut();
     return kept;
 }
 

@@ -107,9 +107,11 @@ struct NamedProvider {
 /// (TimeCandidate::nccl) the providers could build is returned or unchecked with its times, or was left
 /// out by a lower bound on its asynchronous time above one of those: false when a provider was stopped
 /// or not run by the time limit, or the limit passed before they ended, or one of NCCL's was left out
-/// otherwise (a limit, a plan or check that failed).
+/// otherwise (a limit, a plan or check that failed). `all_whole` (when given): the same for every table (no table
+/// left out by a limit or a plan that failed; those that do not hold or the executor does not run are not the run's).
 std::vector<TimeCandidate> gather_candidates(const CandidateQuery&, const std::vector<NamedProvider>&, std::vector<std::string>& notes,
-                                             std::vector<TimeCandidate>* unchecked = nullptr, bool* nccl_whole = nullptr);
+                                             std::vector<TimeCandidate>* unchecked = nullptr, bool* nccl_whole = nullptr,
+                                             bool* all_whole = nullptr);
 
 /// A lower bound on the asynchronous time of a table at each size (TimeOptions{size, link}), without its timing plan
 /// (verifier/time/table_bound.cpp; a pass over the table per size), the larger of two:

@@ -56,11 +56,9 @@ void check_executor_bounds(const TimeObjective& r) {
     }
 }
 
-/// On MSCCL++ or MSCCL the nccl executor times only NCCL's own tables (candidates.hpp basis_of), a finite set timed
-/// here: their least time, either timing, is at or below each of theirs, so it stands in the executor's bound beside
-/// the executor's own rows, and replaces the nccl executor's rows when `whole` (every one of them was timed, or left
-/// out by a lower bound above one of them: gather_candidates' nccl_whole, and no algorithm of NCCL's without a time).
-void bound_nccl_exactly(TimeObjective& r, bool whole) {
+/// NCCL's own tables of the run (the nccl provider's and the library's schedules/nccl), a finite set timed on the nccl
+/// executor: per size their least time, either timing; nullopt when none was timed.
+std::optional<ExecutorExact> nccl_exact(const TimeObjective& r) {
     const std::size_t S = r.options.sizes.size();
     ExecutorExact e{builtin_executor(ExecutorKind::nccl).name, "", r.options.sizes, std::vector<double>(S, std::numeric_limits<double>::infinity()),
                     std::vector<std::string>(S), std::vector<Protocol>(S, Protocol::none)};
@@ -75,12 +73,51 @@ void bound_nccl_exactly(TimeObjective& r, bool whole) {
             take(r.candidates[c].name, r.comparison.seconds[c], r.comparison.other[c], r.comparison.protocol.empty() ? std::vector<Protocol>{} : r.comparison.protocol[c]);
     for (const TimeCandidate& u : r.unchecked)
         if (u.nccl) take(u.name, u.seconds, u.other, u.protocols);
-    if (n == 0) return;  // none timed: the nccl executor's rows stay alone
+    if (n == 0) return std::nullopt;
     e.what = fmt::format("the {} table{} of NCCL's algorithms (its own and the library's schedules/nccl) timed on executor {} as stock NCCL "
                          "runs them, at their times (either timing; "
                          "one left out by a lower bound on its asynchronous time is slower than one of them)",
                          n, n == 1 ? "" : "s", e.executor);
-    bound_exactly(*r.executor_bounds, std::move(e), whole);
+    return e;
+}
+
+/// On MSCCL++ or MSCCL the nccl executor times only NCCL's own tables (candidates.hpp basis_of), a finite set timed
+/// here: their least time, either timing, is at or below each of theirs, so it stands in the executor's bound beside
+/// the executor's own rows, and replaces the nccl executor's rows when `whole` (every one of them was timed, or left
+/// out by a lower bound above one of them: gather_candidates' nccl_whole, and no algorithm of NCCL's without a time).
+void bound_nccl_exactly(TimeObjective& r, bool whole) {
+    if (std::optional<ExecutorExact> e = nccl_exact(r)) bound_exactly(*r.executor_bounds, std::move(*e), whole);
+}
+
+/// On executor nccl (verifier/time/OBJECTIVE.md, "The rings of a graph file"): the run's tables are NCCL's own, timed
+/// (nccl_exact), and tables NCCL's graph files hold (leave_out_unrun, runs_on_executor). When every table was timed or
+/// left out by a bound (`whole`), NCCL's set is whole, and every other table kept is in the rings' crossing family
+/// (ring_family_miss; one unchecked or left out by its bound is slower than a kept one), the bound is the least of
+/// NCCL's tables' times and the family's rows; else the rows on any table stay alone, and a note says why.
+void bound_nccl_rings(TimeObjective& r, bool whole, const RunLimits& limits) {
+    const Topology& topo = *r.instance.topology;
+    const std::optional<RingFamily> family = ring_family(topo, r.instance.collective.kind);
+    if (!family) return;
+    const char* any = "the bound on executor nccl holds for any table, not only the rings of a graph file";
+    if (!whole) return r.notes.push_back(fmt::format("{}: a table of the run was not timed (a limit, a plan or check that failed), or NCCL's "
+                                                     "own set is not whole", any));
+    for (const TimeCandidate& c : r.candidates)
+        if (std::string miss = c.nccl ? "" : ring_family_miss(*c.table, *family); !miss.empty())
+            return r.notes.push_back(fmt::format("{}: {} ({}) is not in their family: {}", any, c.name, c.provider, miss));
+    const ExecutorBounds before = *r.executor_bounds;
+    try {
+        bound_ring_family(*r.executor_bounds, topo, r.instance.model, *r.options.executor, r.options.link, *family, limits);
+    } catch (const LimitReached& e) {
+        return r.notes.push_back(fmt::format("{}: the rings' cuts not computed ({})", any, e.what()));
+    }
+    bound_nccl_exactly(r, false);
+    // an unchecked table is slower than a kept one by the query's time; by the other timing too, or the bound stays
+    for (const TimeCandidate& u : r.unchecked)
+        for (std::size_t i = 0; !u.nccl && i < u.seconds.size() && i < u.other.size(); ++i)
+            if (evaluate(*r.executor_bounds, r.options.sizes[i]).seconds > std::min(u.seconds[i], u.other[i]) * (1 + 1e-9)) {
+                *r.executor_bounds = before;
+                return r.notes.push_back(fmt::format("{}: {} ({}), unchecked, is not in their family", any, u.name, u.provider));
+            }
 }
 
 /// The executors the run's times are taken on: --executor's, and the nccl executor's built-in model
@@ -209,8 +246,8 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     trace("NCCL's ring's bounds: end");
     CandidateQuery q{in, options.sizes, deadline, options.time, options.link};
     q.executor = options.executor, q.jobs = options.jobs;
-    bool nccl_whole = false;
-    r.candidates = gather_candidates(q, time_providers(options.library, options.memory), r.notes, &r.unchecked, &nccl_whole);
+    bool nccl_whole = false, all_whole = false;
+    r.candidates = gather_candidates(q, time_providers(options.library, options.memory), r.notes, &r.unchecked, &nccl_whole, &all_whole);
     r.nccl_unbuilt = nccl_without_time(r, ring);
     try {
         r.system = nccl::nccl_system(topo);
@@ -234,6 +271,8 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     // bound (whose proof reads the executor model itself: list scheduling is not monotone in its costs)
     if (r.basis().ideal()) check_bounds(r);
     if (r.executor_bounds && timed_executors(options).size() > 1) bound_nccl_exactly(r, nccl_whole && r.nccl_unbuilt.empty());
+    if (r.executor_bounds && options.executor->kind == ExecutorKind::nccl)
+        bound_nccl_rings(r, nccl_whole && all_whole && r.nccl_unbuilt.empty(), RunLimits{Deadline::at(deadline), MemoryBudget::standard()});
     if (r.executor_bounds) check_executor_bounds(r);
     return r;
 }

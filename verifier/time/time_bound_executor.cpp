@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -86,6 +87,30 @@ void bound_exactly(ExecutorBounds& b, ExecutorExact exact, bool whole) {
     b.space = space_of(b);
 }
 
+void bound_ring_family(ExecutorBounds& b, const Topology& t, const Model& m, const ExecutorModel& e, const std::optional<LinkSpeed>& link,
+                       const RingFamily& family, const RunLimits& limits) {
+    std::vector<ExecutorBoundRow> rows = b.rows;
+    for (ExecutorBoundRow& row : rows) {
+        if (row.executor != e.name) continue;
+        TimeOptions speeds{0, link};
+        speeds.executor = executor_costs(e, row.protocol);
+        add_ring_terms(row.bounds, t, m, speeds, family, limits);
+    }
+    b.any_rows = std::exchange(b.rows, std::move(rows));
+    b.family = fmt::format("in which every GPU and every box of the NCCL graph file sends and receives messages of {} x M bytes at least "
+                           "(every ring an NCCL graph file holds, as NCCL runs it; each table of the run on executor {} is checked to be one)",
+                           family.demand_text, e.name);
+    for (auto& [executor, text] : b.parts)
+        if (executor == e.name) text += " " + b.family;
+    b.space = space_of(b);
+}
+
+double any_table_seconds(const ExecutorBounds& b, double size) {
+    double least = std::numeric_limits<double>::infinity();
+    for (const ExecutorBoundRow& r : b.any_rows.empty() ? b.rows : b.any_rows) least = std::min(least, r.launch + evaluate(r.bounds, size).seconds);
+    return least;
+}
+
 namespace {
 
 /// What gives the bound: the row's executor, protocol and term, or the exact set's table.
@@ -122,6 +147,9 @@ std::string bound_text(const ExecutorBounds& b, const ExecutorBound& at) {
                 others.push_back(fmt::format("{} on {} {}", b.exact->table[k], b.exact->executor, support::format_seconds(b.exact->seconds[k])));
     s += fmt::format("  the least over the protocols{}: {}\n", b.exact ? " and the exact set" : "", fmt::join(others, "; "));
     s += fmt::format("  holds for {}; assumes {}\n", b.space, fmt::join(b.assumptions, "; "));
+    if (!b.any_rows.empty())
+        s += fmt::format("  any table on executor {} (what another executor on its transport could reach): {}\n", b.any_rows.front().executor,
+                         support::format_seconds(any_table_seconds(b, at.size)));
     return s;
 }
 

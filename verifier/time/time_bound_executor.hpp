@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "runtime/executor/executor.hpp"
+#include "verifier/time/ring_bound.hpp"
 #include "verifier/time/time_bound.hpp"
 
 namespace collsched {
@@ -56,6 +57,10 @@ struct ExecutorBounds {
     /// per executor of the rows: its name and the tables its rows hold for (the space is made of these)
     std::vector<std::pair<std::string, std::string>> parts = {};
     std::optional<ExecutorExact> exact = std::nullopt;
+    /// When the rows are narrowed to a family of tables (bound_ring_family): the rows as they were, the bound on any
+    /// table the executor times (printed beside: what a custom executor on the same transport could reach).
+    std::vector<ExecutorBoundRow> any_rows = {};
+    std::string family = "";  ///< the family the rows hold for ("" when any table)
 };
 
 /// The bound at one size: the least over the rows of launch + the row's bound, and the exact set's time.
@@ -81,6 +86,16 @@ ExecutorBound evaluate(const ExecutorBounds&, double size);
 /// the space names the set instead of any table on it; else they stay (a table of it not timed may be
 /// faster). The rows of another executor stay in every case.
 void bound_exactly(ExecutorBounds&, ExecutorExact, bool whole);
+
+/// On executor `e` (nccl) with NCCL graph files: each row of e's gets the crossing family's cut terms on its protocol's
+/// speeds (ring_bound.hpp: every ring a graph file holds is in the family), the rows as they were kept in any_rows, and
+/// the space names the family instead of any table. Only for a run whose every table on e is in the family (the caller
+/// checks each: ring_family_miss) or in an exact set. LimitReached (from the flows) leaves `b` as it was.
+void bound_ring_family(ExecutorBounds& b, const Topology&, const Model&, const ExecutorModel& e, const std::optional<LinkSpeed>& link,
+                       const RingFamily& family, const RunLimits& limits = {});
+
+/// The least over the rows of any table (any_rows, else the rows) at `size`: the bound without a family.
+double any_table_seconds(const ExecutorBounds&, double size);
 
 /// "" when the bound is at or below `predicted` (to a relative 1e-9), else a message with both.
 std::string bound_violation(const ExecutorBound&, const ExecutorBounds&, double predicted, std::string_view what);
