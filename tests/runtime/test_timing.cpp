@@ -161,6 +161,18 @@ TEST_CASE("timing: a protocol divides bandwidth by its wire factor and adds its 
     CHECK(near(channel_speed(*g, in, simple).alpha, 2.7e-6));
     const TimeOptions ll = with_network_class(*g, TimeOptions{0, std::nullopt, Protocol::ll});
     CHECK(near(channel_speed(*g, out, ll).bandwidth, 25e9 / 2));
+    // processors joined only through routers (switches as routers): the quarter of the fastest channel out of a
+    // processor, so the NIC's channels are still the network's
+    std::ofstream(graph) << R"({"processors": 2, "routers": 2, "edges": [[0, "r1.0", 1, "nvlink"], [1, "r1.0", 1, "nvlink"],
+ [0, "r1.1", 1, "ib"], [1, "r1.1", 1, "ib"]],
+ "link_types": {"nvlink": {"alpha": "0.6 us", "bandwidth": "300 GB/s"}, "ib": {"alpha": "2.7 us", "bandwidth": "25 GB/s"}}})";
+    auto r = Topology::parse("graph:" + graph);
+    const TimeOptions routed = with_network_class(*r, TimeOptions{0, std::nullopt, Protocol::simple});
+    CHECK(near(routed.network_below, 75e9));
+    const ChannelId nic = *r->find_channel(Node{0}, *r->find_node("r1.1")), nvs = *r->find_channel(Node{0}, *r->find_node("r1.0"));
+    CHECK(link_class(*r, nic, routed) == LinkClass::network);
+    CHECK(link_class(*r, nvs, routed) == LinkClass::box);
+    CHECK(near(channel_speed(*r, nic, routed).alpha, 2.7e-6 + 11.3e-6));
     std::filesystem::remove_all(dir);
 }
 
