@@ -62,80 +62,9 @@ std::uint32_t chunks_moved(const Messages& ms, MessageId m) {
     return n;
 }
 
-/// When one resource (a channel, a group, a port) is busy: disjoint intervals sorted by start,
-/// touching ones merged. A transfer takes the first gap from its ready time on that is long
-/// enough on all its resources at once; on one resource, served in order of ready time, that is
-/// first come first served (a gap can only lie before the ready time of the latest transfer).
-/// The run takes transfers in order of ready time, and no transfer looks before its own: an
-/// interval that ended before the ready time of a transfer that takes this resource can neither
-/// hold a later transfer up nor touch one, so it is forgotten (`head_`: the first not forgotten;
-/// the vector is compacted when most of it is). The inserts then move only the intervals still
-/// ahead (1 GiB allreduce on 128 GPUs: up to 480 intervals per resource, one insert per transfer).
-class BusyList {
-public:
-    /// The earliest t >= from with [t, t + d) free here.
-    double first_free(double from, double d) const {
-        if (from >= end_) return from;  // after the last (the common case: no search, nor a load from the intervals)
-        // the first interval that ends after `from`: `from` is at or after the ready time being served, so it is most
-        // often among the first not forgotten; galloping from there, then a binary search in the last stride
-        const std::size_t n = iv_.size();
-        std::size_t lo = head_, hi = head_;
-        for (std::size_t stride = 1; hi < n && !(from < iv_[hi].end); stride *= 2) lo = hi + 1, hi += stride;
-        auto it = std::upper_bound(iv_.begin() + static_cast<std::ptrdiff_t>(lo), iv_.begin() + static_cast<std::ptrdiff_t>(std::min(hi + 1, n)), from,
-                                   [](double x, const Interval& v) { return x < v.end; });
-        double t = from;
-        for (; it != iv_.end(); ++it) {
-            if (t + d <= it->start) return t;
-            t = std::max(t, it->end);
-        }
-        return t;
-    }
-    /// Takes [a, b); `now` (at most a) is the ready time of the transfer taking it: no later call asks before it.
-    void take(double a, double b, double now) {
-        if (b <= a) return;
-        while (head_ < iv_.size() && iv_[head_].end < now) ++head_;
-        if (head_ >= 64 && head_ * 2 >= iv_.size()) {
-            iv_.erase(iv_.begin(), iv_.begin() + static_cast<std::ptrdiff_t>(head_));
-            head_ = 0;
-        }
-        if (head_ == iv_.size() || a > iv_.back().end) {  // after the last, apart from it
-            iv_.push_back(Interval{a, b});
-            end_ = b;
-            return;
-        }
-        if (a == iv_.back().end) {  // touching the last
-            iv_.back().end = end_ = b;
-            return;
-        }
-        const auto first = iv_.begin() + static_cast<std::ptrdiff_t>(head_);
-        auto it = std::lower_bound(first, iv_.end(), a, [](const Interval& v, double x) { return v.start < x; });
-        it = iv_.insert(it, Interval{a, b});
-        // merge with the neighbours it touches (a forgotten one ended before `now`, so before a: it never does)
-        if (auto next = it + 1; next != iv_.end() && next->start <= it->end) {
-            it->end = std::max(it->end, next->end);
-            iv_.erase(next);
-        }
-        if (it != iv_.begin() + static_cast<std::ptrdiff_t>(head_)) {
-            auto prev = it - 1;
-            if (prev->end >= it->start) {
-                prev->end = std::max(prev->end, it->end);
-                iv_.erase(it);
-            }
-        }
-        end_ = iv_.back().end;
-    }
-
-private:
-    struct Interval {
-        double start, end;
-    };
-    std::vector<Interval> iv_;
-    std::size_t head_ = 0;
-    double end_ = -std::numeric_limits<double>::infinity();  // iv_.back().end (none: below every time)
-};
-
 }  // namespace
 
+using timing_internal::BusyList;
 using timing_internal::Index;
 using timing_internal::QuadHeap;
 using timing_internal::RadixQueue;
@@ -165,6 +94,9 @@ struct TimingPlan::Impl {
     std::vector<std::uint32_t> wake_off;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> wake;
     std::vector<std::uint32_t> notify_off, notify;
+    /// per transfer i (CSR): the departures from a router that cuts through (cuts_through) matched with its copy, ready
+    /// when its first packet is in, ending no earlier than it arrived (docs/time.md, "Routers and copies")
+    std::vector<std::uint32_t> cut_off, cut;
     // condition groups (a value's earlier arrivals at its sender, shared by every transfer that sends
     // it on in one step): per group the arrivals it waits for, and its member transfers (CSR); a
     // notify entry T + g is group g
@@ -253,6 +185,7 @@ private:
         const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
         p_.pending.assign(T, 0);
         Index notify;  // arrival -> transfer j (value j) or condition group g (value T + g)
+        Index cut;     // arrival -> a departure that cuts through from it
         std::unordered_map<std::uint64_t, std::uint32_t> group_of;  // (sender, value) -> its group in this step, or none
         Step group_step = 0;
         // (sender, value) -> its latest group (or none) and where its scan of the arrivals stopped: a value sent
@@ -274,7 +207,7 @@ private:
             ms_.for_each_part(x.message, [&](MessageId p) {
                 if (ms_.is_composite(p)) {
                     // a router that only forwards sends on the copy of this very sum it is matched with
-                    if (!processor && forwards_sums(u) && takes_copy(sum_arrivals_, sum_taken_, u, key(u, idx(p)), x.step, j, notify)) return;
+                    if (!processor && forwards_sums(u) && takes_copy(sum_arrivals_, sum_taken_, u, key(u, idx(p)), x.step, j, notify, cut)) return;
                     auto v = value_set(ms_, p);
                     if (!v) return;
                     // the arrivals it waits for depend only on (sender, value, step): one condition group for
@@ -323,7 +256,7 @@ private:
                                                  describe(j), ms_.name(p), topo_.node_name(u)));
                 // a router that forwards copies sends on the one it is matched with; with none left (the table breaks
                 // replication: `collsched verify` says where) from the first, as a router that keeps what it receives
-                if (!processor && forwards_copies() && takes_copy(base_arrivals_, base_taken_, u, key(u, idx(p)), x.step, j, notify)) return;
+                if (!processor && forwards_copies() && takes_copy(base_arrivals_, base_taken_, u, key(u, idx(p)), x.step, j, notify, cut)) return;
                 p_.waiters.add(key(u, idx(p)), j);
                 ++p_.pending[j];
             });
@@ -331,15 +264,9 @@ private:
         poll(0xffff);
         p_.waiters.build();
         poll(0xffff);
-        notify.build();
+        compress(notify, T, p_.notify_off, p_.notify);
         poll(0xffff);
-        p_.notify_off.assign(T + 1, 0);
-        p_.notify.reserve(notify.size());
-        for (std::size_t pos = 0; pos < notify.size(); ++pos) {
-            ++p_.notify_off[notify.key(pos) + 1];
-            p_.notify.push_back(notify.value(pos));
-        }
-        for (std::uint32_t i = 0; i < T; ++i) p_.notify_off[i + 1] += p_.notify_off[i];
+        compress(cut, T, p_.cut_off, p_.cut);
         // members by group (counting sort; each group's in transfer order)
         const std::size_t G = p_.group_pending.size();
         p_.member_off.assign(G + 1, 0);
@@ -348,6 +275,18 @@ private:
         p_.members.resize(members.size());
         std::vector<std::uint32_t> fill(p_.member_off.begin(), p_.member_off.end() - 1);
         for (const auto& [g, j] : members) p_.members[fill[g]++] = j;
+    }
+
+    /// An index keyed by transfer as CSR.
+    static void compress(Index& index, std::uint32_t T, std::vector<std::uint32_t>& off, std::vector<std::uint32_t>& values) {
+        index.build();
+        off.assign(T + 1, 0);
+        values.reserve(index.size());
+        for (std::size_t pos = 0; pos < index.size(); ++pos) {
+            ++off[index.key(pos) + 1];
+            values.push_back(index.value(pos));
+        }
+        for (std::uint32_t i = 0; i < T; ++i) off[i + 1] += off[i];
     }
 
     /// A channel from a processor into a router that reduces or multicasts carries the memory
@@ -394,9 +333,11 @@ private:
     /// Departure j of step `step` from router u, which forwards copies: it waits for the copy the step
     /// semantics matches it with, the earliest not yet taken that arrived in an earlier step (first in, first
     /// out by step, then channel: `arrivals` holds each key's in that order, and the departures come in it,
-    /// j); at a switch that multicasts, the departures of one step share the copy the first of them took.
+    /// j); at a switch that multicasts, the departures of one step share the copy the first of them took. At a
+    /// router that cuts through, j is made ready by the copy's start (`cut`), else by its arrival (`notify`).
     /// False when there is none left.
-    bool takes_copy(const Index& arrivals, std::vector<Taken>& taken, Node u, std::uint64_t k, Step step, std::uint32_t j, Index& notify) {
+    bool takes_copy(const Index& arrivals, std::vector<Taken>& taken, Node u, std::uint64_t k, Step step, std::uint32_t j, Index& notify,
+                    Index& cut) {
         auto [first, last] = arrivals.find(k);
         if (first == last) return false;
         Taken& t = taken[first];
@@ -409,7 +350,7 @@ private:
             if (t_.transfers[i].step >= step) return false;
             ++t.n, t.step = step;
         }
-        notify.add(i, j);
+        (cuts_through(topo_, t_.model, u) ? cut : notify).add(i, j);
         ++p_.pending[j];
         return true;
     }
@@ -505,6 +446,7 @@ private:
     TimePrediction& out_;
     std::vector<std::uint32_t> pending_;
     std::vector<double> ready_at_;   // per transfer: the latest of its conditions met so far
+    std::vector<double> floor_;      // per transfer: the latest arrival of a copy it cuts through from (0: none)
     std::vector<std::uint32_t> group_pending_;  // per condition group: arrivals still to come
     std::vector<double> group_ready_;           // and the latest so far
     std::vector<char> waiter_done_;  // per entry of the plan's waiters
@@ -578,8 +520,9 @@ void AsyncRun::start(std::uint32_t j, double ready) {
         if (topo_.is_processor(ch.from)) use_.emplace_back(E + G + idx(ch.from), hold);
         if (topo_.is_processor(ch.to)) use_.emplace_back(E + G + idx(ch.to), hold);
     }
-    // the earliest time from `ready` on at which every resource is free for as long as it is held
-    double begin = ready;
+    // the earliest time from `ready` on at which every resource is free for as long as it is held; cutting through a
+    // router, its last byte (then its message) leaves no earlier than the copy it forwards arrived
+    double begin = std::max(ready, floor_[j] + message_[idx(c)] - hold);
     for (bool moved = true; moved;) {
         moved = false;
         for (const auto& [r, d] : use_)
@@ -589,6 +532,13 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     const double end = begin + hold, arrive = end + sp.alpha;
     if (each_) out_.transfers[j] = TransferTime{ready, begin, end, arrive};
     events_.push(event(arrive, ++started_, j));
+    // the departures that cut through from it: ready once its first packet is in (after its message, at the channel's
+    // speed), ending no earlier than it arrives
+    const double head = begin + message_[idx(c)] + sp.alpha + std::min(bytes, router_packet_bytes) / sp.bandwidth;
+    for (std::uint32_t pos = p_.cut_off[j]; pos < p_.cut_off[j + 1]; ++pos) {
+        floor_[p_.cut[pos]] = std::max(floor_[p_.cut[pos]], arrive);
+        satisfied(p_.cut[pos], head, started_);
+    }
     if (const std::uint32_t next = p_.next_in_order[j]; next != std::numeric_limits<std::uint32_t>::max()) satisfied(next, begin, started_);
 }
 
@@ -618,6 +568,7 @@ bool AsyncRun::run(double above) {
     for (std::uint32_t g = 0; g < group_bw_.size(); ++g) group_bw_[g] = group_speed(topo_, g, opt_);
     pending_ = p_.pending;
     ready_at_.assign(T, 0.0);
+    floor_.assign(T, 0.0);
     group_pending_ = p_.group_pending;
     group_ready_.assign(group_pending_.size(), 0.0);
     waiter_done_.assign(p_.waiters.size(), 0);

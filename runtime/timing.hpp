@@ -17,7 +17,7 @@
  *    router that reduces or multicasts (NVLS, SHARP) serves its transfers in program order, the
  *    table's: each waits until the one before it on that channel has started (multimem loads and
  *    stores are issued by the GPUs' programs in order: NCCL's NVLS reduce warps, MSCCL++'s
- *    thread blocks).
+ *    thread blocks). A router that only forwards (cuts_through) passes a message on packet by packet.
  *
  * An event-driven simulation in O(T log T) for T transfers, about 100 bytes per transfer. The
  * table is trusted to be causal (verify it first): a transfer whose sender can never hold its
@@ -108,6 +108,14 @@ double message_cost(const Topology&, ChannelId c, const TimeOptions& opt);
 std::uint32_t connections_per_channel(const ExecutorCosts&);
 /// The bandwidth of link group g under `opt`.
 double group_speed(const Topology&, std::uint32_t g, const TimeOptions& opt);
+/// A switch's packet (docs/time.md, "Routers and copies"): a router that only forwards passes a message on packet by
+/// packet, each once it is in whole. 4 KiB, InfiniBand's largest MTU.
+inline constexpr double router_packet_bytes = 4096;
+/// Whether router u passes what it forwards on packet by packet (cut through): under replicate=no, a router that
+/// neither adds nor multicasts (a declared switch by its functions, any other by the model's combine and multicast).
+/// Its departure starts once the first packet of the copy it is matched with is in, its last byte leaving no earlier
+/// than that copy's last byte arrived; a departure elsewhere waits for its data whole.
+bool cuts_through(const Topology&, const Model&, Node u);
 
 /// The part of the prediction that does not depend on the size, built once per table (what each
 /// transfer waits for, what it moves): predicting at many sizes (compare, `optimize --sizes`, the

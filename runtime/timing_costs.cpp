@@ -34,12 +34,15 @@ TimeOptions with_network_class(const Topology& topo, TimeOptions opt) {
     if (opt.executor && opt.executor->nccl_caps && opt.executor->caps == ProtocolCaps{})
         opt.executor->caps = nccl_protocol_caps(opt.executor->protocol, cap_machine(topo));
     if ((opt.protocol == Protocol::none && (!opt.executor || opt.executor->ideal())) || opt.network_below > 0) return opt;
-    double fastest = 0;
+    // the fastest channel between processors; where routers join every pair (switches as routers), out of a processor
+    double fastest = 0, out = 0;
     for (std::uint32_t c = 0; c < topo.channels().size(); ++c) {
         const Channel& ch = topo.channel(ChannelId{c});
-        if (topo.is_processor(ch.from) && topo.is_processor(ch.to)) fastest = std::max(fastest, raw_speed(topo, ChannelId{c}, opt).bandwidth);
+        const double b = raw_speed(topo, ChannelId{c}, opt).bandwidth;
+        if (topo.is_processor(ch.from) && topo.is_processor(ch.to)) fastest = std::max(fastest, b);
+        if (topo.is_processor(ch.from)) out = std::max(out, b);
     }
-    opt.network_below = fastest / 4;
+    opt.network_below = (fastest > 0 ? fastest : out) / 4;
     return opt;
 }
 
@@ -89,6 +92,15 @@ double bus_factor(CollectiveKind k, std::uint32_t processors) {
         case CollectiveKind::scatter: return share;
         default: return 1;
     }
+}
+
+bool cuts_through(const Topology& topo, const Model& m, Node u) {
+    if (topo.is_processor(u) || m.replicate) return false;
+    if (topo.declares_switches()) {
+        const SwitchFunctions f = topo.switch_functions(u);
+        return !f.reduce && !f.multicast;
+    }
+    return !m.combine_routers && !m.multicast_routers;
 }
 
 double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt) {

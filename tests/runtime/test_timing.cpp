@@ -161,6 +161,18 @@ TEST_CASE("timing: a protocol divides bandwidth by its wire factor and adds its 
     CHECK(near(channel_speed(*g, in, simple).alpha, 2.7e-6));
     const TimeOptions ll = with_network_class(*g, TimeOptions{0, std::nullopt, Protocol::ll});
     CHECK(near(channel_speed(*g, out, ll).bandwidth, 25e9 / 2));
+    // processors joined only through routers (switches as routers): the quarter of the fastest channel out of a
+    // processor, so the NIC's channels are still the network's
+    std::ofstream(graph) << R"({"processors": 2, "routers": 2, "edges": [[0, "r1.0", 1, "nvlink"], [1, "r1.0", 1, "nvlink"],
+ [0, "r1.1", 1, "ib"], [1, "r1.1", 1, "ib"]],
+ "link_types": {"nvlink": {"alpha": "0.6 us", "bandwidth": "300 GB/s"}, "ib": {"alpha": "2.7 us", "bandwidth": "25 GB/s"}}})";
+    auto r = Topology::parse("graph:" + graph);
+    const TimeOptions routed = with_network_class(*r, TimeOptions{0, std::nullopt, Protocol::simple});
+    CHECK(near(routed.network_below, 75e9));
+    const ChannelId nic = *r->find_channel(Node{0}, *r->find_node("r1.1")), nvs = *r->find_channel(Node{0}, *r->find_node("r1.0"));
+    CHECK(link_class(*r, nic, routed) == LinkClass::network);
+    CHECK(link_class(*r, nvs, routed) == LinkClass::box);
+    CHECK(near(channel_speed(*r, nic, routed).alpha, 2.7e-6 + 11.3e-6));
     std::filesystem::remove_all(dir);
 }
 
@@ -439,4 +451,51 @@ TEST_CASE("timing: a router that only forwards sends a sum on from the copy it i
     REQUIRE(p.transfers.size() == 4);
     CHECK(near(p.transfers[2].arrive, 3 * d + 2 * a));
     CHECK(near(p.transfers[3].start, 2 * d + 2 * a));
+}
+
+TEST_CASE("timing: a router that only forwards cuts through: a message crosses it in both latencies, its bytes once and a packet") {
+    // docs/time.md, "Routers and copies". 0 -> r -> 1 (and 0 -> r -> s -> 1), b = 1 MB, alpha a = 1 us, B = 1 GB/s,
+    // a packet q = 4096 bytes: a departure starts once the copy's first packet is in (a + q/B after the copy started)
+    // and its last byte leaves no earlier than the copy's arrived. Equal links: 2a + (b + q)/B, not 2a + 2b/B; a slower
+    // link out: 2a + q/B + b/B_out; a slower link in: 2a + b/B_in. A message of at most a packet, replicate=yes (the
+    // router keeps what it receives), or a router that multicasts: whole, 2a + 2b/B.
+    const std::string dir = fmt::format("/tmp/collsched_cut.{}", ::getpid());
+    std::filesystem::create_directories(dir);
+    const double a = 1e-6, B = 1e9, q = router_packet_bytes;
+    auto run = [&](const std::string& in, const std::string& out, double b, std::string_view model, bool two = false,
+                   std::optional<ExecutorCosts> executor = std::nullopt) {
+        const std::string graph = dir + "/g.json";
+        std::ofstream(graph) << fmt::format(R"({{"processors": 2, "routers": 2, "alpha": "1 us",
+ "link_types": {{"B": {{"bandwidth": "1 GB/s"}}, "half": {{"bandwidth": "0.5 GB/s"}}}},
+ "edges": [[0, "r1.0", 1, "{}"], ["r1.0", 1, 1, "{}"], ["r1.0", "r1.1", 1, "B"], ["r1.1", 1, 1, "B"]]}})", in, out);
+        auto topo = Topology::parse("graph:" + graph);
+        TableBuilder tb(topo, apply_model_options(Model{}, model), Collective::parse("allgather", *topo));
+        const MessageId m = *tb.messages().parse("b(0)");
+        const Node r = *topo->find_node("r1.0"), s = *topo->find_node("r1.1");
+        tb.hop(1, *topo->find_channel(Node{0}, r), m);
+        if (two) tb.hop(2, *topo->find_channel(r, s), m), tb.hop(3, *topo->find_channel(s, Node{1}), m);
+        else tb.hop(2, *topo->find_channel(r, Node{1}), m);
+        const SendTable t = std::move(tb).finish();
+        TimeOptions opt;
+        opt.size = 2 * b;  // allgather: a datum is M / 2
+        opt.executor = executor;
+        return predict_time(t, opt).asynchronous;
+    };
+    const double b = 1e6;
+    CHECK(near(run("B", "B", b, ""), 2 * a + (b + q) / B));
+    CHECK(near(run("B", "B", b, "", true), 3 * a + (b + 2 * q) / B));
+    CHECK(near(run("B", "half", b, ""), 2 * a + q / B + 2 * b / B));
+    CHECK(near(run("half", "B", b, ""), 2 * a + 2 * b / B));
+    CHECK(near(run("B", "B", 1000, ""), 2 * a + 2 * 1000 / B));
+    CHECK(near(run("B", "B", b, "replicate=yes"), 2 * a + 2 * b / B));
+    CHECK(near(run("B", "B", b, "multicast=routers"), 2 * a + 2 * b / B));
+    // an executor's message m (one connection a channel) is paid on each leg: the departure starts once the copy's
+    // message and first packet are in and ends its message after the copy arrived, 2 (a + m) + (b + q)/B
+    ExecutorCosts e;
+    e.kind = ExecutorKind::mscclpp;
+    const double m = 5e-6;
+    e.message = {m, m, m};
+    CHECK(near(run("B", "B", b, "", false, e), 2 * (a + m) + (b + q) / B));
+    CHECK(near(run("half", "B", b, "", false, e), 2 * (a + m) + 2 * b / B));
+    std::filesystem::remove_all(dir);
 }

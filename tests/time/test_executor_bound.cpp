@@ -28,6 +28,7 @@
 #include "verifier/time/constructions.hpp"
 #include "verifier/time/objective.hpp"
 #include "verifier/time/ring_bound.hpp"
+#include "verifier/time/time_bound.hpp"
 #include "verifier/time/time_bound_executor.hpp"
 #include "tests/tools/cli_run.hpp"
 
@@ -195,6 +196,19 @@ void sweep(const std::shared_ptr<const Topology>& topo, const std::string& colle
         if (c.table && c.table->transfers.size() <= most && seen.insert(c.name).second && verify_direct(*c.table).holds())
             plans.emplace_back(*c.table), names.push_back(c.name), nccl.push_back(c.nccl);
     for (ExecutorKind k : executors) {
+        if (k == ExecutorKind::ideal) {  // the network's share: the ideal bound
+            const std::optional<TimeBounds> b = time_bounds(*topo, in.collective, in.model);
+            REQUIRE(b.has_value());
+            for (std::size_t c = 0; c < plans.size(); ++c)
+                for (double m : sweep_sizes) {
+                    const TimePrediction t = plans[c].predict(TimeOptions{m, std::nullopt});
+                    INFO(collective, " ", names[c], " on ", topo->spec(), ", ideal at ", m, " bytes: async ", t.asynchronous, " sync ", t.synchronous);
+                    CHECK(bound_violation(evaluate(*b, m), *b, t.asynchronous, names[c]).empty());
+                    CHECK(bound_violation(evaluate(*b, m), *b, t.synchronous, names[c]).empty());
+                    ++s.checked;
+                }
+            continue;
+        }
         const ExecutorModel& e = builtin_executor(k);
         const std::optional<ExecutorBounds> b = executor_time_bounds(*topo, in.collective, in.model, {e}, std::nullopt);
         REQUIRE(b.has_value());
@@ -250,7 +264,7 @@ std::shared_ptr<const Topology> machine(const std::string& file) { return Topolo
 
 }  // namespace
 
-TEST_CASE("executor bound: below every verified construction and NCCL algorithm on nccl and mscclpp, and met within 3 % somewhere") {
+TEST_CASE("executor bound: below every verified construction and NCCL algorithm on nccl and mscclpp (switches as routers: and ideal), and met within 3 % somewhere") {
     static const test::Scratch scratch("executor_bound");
     const std::string nic_half = scratch.file("nic_half.json");
     REQUIRE(test::run("machine dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5 -o " + nic_half).code == 0);
@@ -261,6 +275,11 @@ TEST_CASE("executor bound: below every verified construction and NCCL algorithm 
     // a switch that reduces (the switch class's efficiency) and a NIC at half speed
     sweep(machine("h100nvls2x8.json"), "allreduce", executors, s, 20000);
     sweep(Topology::parse("graph:" + nic_half), "allreduce", executors, s, 20000);
+    // switches as routers that cut through (docs/time.md, "Routers and copies"), the ideal executor too
+    const std::string routers = scratch.file("routers.json");
+    REQUIRE(test::run("machine dgx-h100 --boxes 2 --network rail --switches routers -o " + routers).code == 0);
+    for (const char* collective : {"allreduce", "allgather"})
+        sweep(Topology::parse("graph:" + routers), collective, {ExecutorKind::ideal, ExecutorKind::nccl, ExecutorKind::mscclpp}, s, 20000);
     MESSAGE("checked ", s.checked, " times; the tightest ", s.tightest, ": ", s.where, "; from 16 MiB ", s.tightest_large, ": ", s.where_large,
             "; NCCL's exact set above both executors' rows at ", s.raised, " machine-collective-sizes");
     CHECK(s.checked > 1000);

@@ -27,7 +27,9 @@
 #include "runtime/timing.hpp"
 #include "verifier/constructions/compose/nvls.hpp"
 #include "support/error.hpp"
+#include "tests/rail_machine.hpp"
 #include "tests/tools/cli_run.hpp"
+#include "verifier/constructions/nccl/nccl.hpp"
 #include "verifier/time/constructions.hpp"
 #include "verifier/time/objective.hpp"
 #include "verifier/time/objective_report.hpp"
@@ -359,6 +361,42 @@ TEST_CASE("time objective: a table's lower bound on an executor is at or below i
             }
         }
     CHECK(closest > 0.8);  // 0.8017 (a bound a quarter stronger fails)
+}
+
+TEST_CASE("time objective: a table's lower bound through switches that cut through is at or below its time") {
+    // a departure leaves a router once its copy's first packet is in (docs/time.md, "Routers and copies"): a(0) from 0
+    // through r to 1 (alpha 1 us, 1 GB/s, 1 MB) takes 2 us + (1 MB + 4 KiB) / B, below the 2 us + 2 MB / B of whole legs
+    const test::Scratch dir("cut_bound");
+    std::ofstream(dir.file("g.json")) << R"({"processors": 2, "routers": 1, "alpha": "1 us", "bandwidth": "1 GB/s",
+ "edges": [[0, "r1.0", 1], [1, "r1.0", 1]]})";
+    auto one = Topology::parse("graph:" + dir.file("g.json"));
+    TableBuilder b(one, Model{}, Collective::parse("allreduce", *one));
+    const MessageId a0 = *b.messages().parse("a(0)");
+    b.hop(1, *one->find_channel(Node{0}, *one->find_node("r1.0")), a0);
+    b.hop(2, *one->find_channel(*one->find_node("r1.0"), Node{1}), a0);
+    const SendTable hand = std::move(b).finish();
+    const double M = 1e6, time = predict_time(hand, TimeOptions{M, std::nullopt}).asynchronous;
+    CHECK(time == doctest::Approx(2e-6 + (M + router_packet_bytes) / 1e9).epsilon(1e-12));
+    CHECK(table_time_bound(hand, {M}, std::nullopt)[0] <= time * (1 + 1e-12));
+    CHECK(table_time_bound(hand, {M}, std::nullopt)[0] >= 0.99 * time);
+    // rail 2 x 8 with its switches as routers: NCCL's ring, ideal and on nccl
+    auto topo = test::rail_routers(2);
+    const std::vector<double> sizes = {65536, 16777216, 1073741824};
+    ExecutorModel simple = builtin_executor(ExecutorKind::nccl);
+    simple.protocols.resize(1);
+    for (std::string kind : {"allgather", "allreduce"}) {
+        const SendTable t = nccl::nccl_baseline(topo, Collective::parse(kind, *topo), topo->default_model(), "ring").table;
+        const TimingPlan plan(t);
+        for (const TimeBasis& basis : {TimeBasis{std::nullopt}, TimeBasis{std::nullopt, simple}}) {
+            const std::vector<double> bound = table_time_bound(t, sizes, basis);
+            for (std::size_t s = 0; s < sizes.size(); ++s) {
+                const double time = plan.asynchronous(basis.at(sizes[s], basis.protocols().front()));
+                INFO(kind, " at ", sizes[s], ": bound ", bound[s], ", time ", time);
+                CHECK(bound[s] <= time * (1 + 1e-12));
+                if (sizes[s] > 1e9) CHECK(bound[s] >= 0.5 * time);
+            }
+        }
+    }
 }
 
 namespace {

@@ -6,11 +6,13 @@
 //   allreduce, P - 1 otherwise). A channel or group holds each of its n transfers b / B, one at a time (rule
 //   3), so its last leaves n b / B after its first started and arrives alpha later; the first cannot start
 //   before its sender can hold data (0 at a processor; at a router the least sum of leg times from a
-//   processor). Time >= first + n b / B + alpha.
+//   processor, a leg into a router that cuts through its latency and a packet). Time >= first + n b / B + alpha.
 // - **Longest chain.** In runRing a chunk moves from position q + 1 through `span` positions. A reduction's
 //   partial leaves a position (and each relay: PXN's GPU, a rail switch) only when every value of its chunk
 //   that reached the sender earlier and may be part of it has arrived, and the leg before carries a subset
-//   (at a forwarding router its departure waits for its crossing's copy): the chain is the sum of its legs.
+//   (at a forwarding router its departure waits for its crossing's copy): the chain is the sum of its legs, where
+//   a router that cuts through (runtime/timing.hpp cuts_through) sends on once the copy's first packet is in and
+//   ends its leg no earlier than the copy's arrival and its own latency.
 //   An allgather's datum leaves a processor once its first copy arrived, so a relay holding it from an
 //   earlier crossing sends at once (the earliest arrival of any copy; a node not reached counts 0: weaker,
 //   still a bound). A replicate=no router forwards this crossing's copy: crossings of one router come in
@@ -34,14 +36,17 @@ namespace collsched {
 namespace {
 
 /// Per channel: how long a transfer of b bytes holds it at the least (its own and its groups'
-/// bandwidth) and the leg's time to arrival (that plus alpha).
+/// bandwidth), the leg's time to arrival (that plus alpha) and to its first packet in (alpha and a
+/// packet at the channel's speed); per node whether it cuts through (a router that only forwards).
 struct Legs {
-    std::vector<double> hold, leg, alpha, bandwidth;
+    std::vector<double> hold, leg, alpha, bandwidth, first;
     std::vector<double> group_bandwidth;
+    std::vector<char> cut;
 };
 
-Legs legs_of(const Topology& t, double b, const TimeOptions& opt) {
+Legs legs_of(const Topology& t, const Model& model, double b, const TimeOptions& opt) {
     Legs l;
+    for (std::uint32_t v = 0; v < t.nodes(); ++v) l.cut.push_back(cuts_through(t, model, Node{v}));
     const std::size_t E = t.channels().size();
     l.hold.resize(E), l.leg.resize(E), l.alpha.resize(E), l.bandwidth.resize(E);
     for (std::uint32_t g = 0; g < t.groups().size(); ++g) l.group_bandwidth.push_back(group_speed(t, g, opt));
@@ -52,6 +57,7 @@ Legs legs_of(const Topology& t, double b, const TimeOptions& opt) {
         l.alpha[e] = s.alpha, l.bandwidth[e] = s.bandwidth;
         l.hold[e] = b / least;
         l.leg[e] = l.hold[e] + s.alpha;
+        l.first.push_back(s.alpha + std::min(b, router_packet_bytes) / s.bandwidth);
     }
     return l;
 }
@@ -61,8 +67,9 @@ std::string channel_name(const Topology& t, std::uint32_t e) {
     return fmt::format("{}->{}", t.node_name(c.from), t.node_name(c.to));
 }
 
-/// Per node, the earliest it can hold any data: 0 at a processor, at a router the least sum of legs
-/// from a processor (a router holds nothing at the start; Dijkstra over the legs).
+/// Per node, the earliest it can send any data: 0 at a processor, at a router the least sum of legs
+/// from a processor (a router holds nothing at the start; Dijkstra over the legs), a leg into a
+/// router that cuts through till its first packet is in.
 std::vector<double> earliest_holding(const Topology& t, const Legs& l) {
     std::vector<double> d(t.nodes(), std::numeric_limits<double>::infinity());
     using Item = std::pair<double, std::uint32_t>;
@@ -73,7 +80,7 @@ std::vector<double> earliest_holding(const Topology& t, const Legs& l) {
         q.pop();
         if (at > d[u]) continue;
         for (ChannelId e : t.out_channels(Node{u}))
-            if (const std::uint32_t v = idx(t.channel(e).to); at + l.leg[idx(e)] < d[v]) d[v] = at + l.leg[idx(e)], q.push({d[v], v});
+            if (const std::uint32_t v = idx(t.channel(e).to), w = l.cut[v] ? l.first[idx(e)] : l.leg[idx(e)]; at + w < d[v]) d[v] = at + w, q.push({d[v], v});
     }
     return d;
 }
@@ -114,10 +121,25 @@ RingTimeBound busiest(const Topology& t, const nccl::RingRoutes& r, std::uint32_
     return best;
 }
 
+/// A route's time from its sender's start to the arrival at its end: each leg starts once the leg before
+/// arrived, or, out of a router that cuts through, once its first packet was in, arriving no earlier than
+/// the leg before's arrival and its own latency.
+double route_time(const Topology& t, const std::vector<ChannelId>& hops, const Legs& l) {
+    double arrive = 0, first = 0;
+    for (std::size_t i = 0; i < hops.size(); ++i) {
+        const std::uint32_t e = idx(hops[i]);
+        const bool cut = i > 0 && l.cut[idx(t.channel(hops[i]).from)];
+        const double start = i == 0 ? 0.0 : cut ? first : arrive;
+        first = start + l.first[e];
+        arrive = cut ? std::max(start + l.leg[e], arrive + l.alpha[e]) : start + l.leg[e];
+    }
+    return arrive;
+}
+
 /// Reductions: a chunk's partial leaves position i only once the partial of the leg before has
 /// arrived there (it is among the values of the chunk that reached i before and may be part of
-/// it), through every relay: the chain is the sum of its legs, over `span` consecutive positions.
-RingTimeBound reduction_chain(const Topology&, const nccl::RingRoutes& r, std::uint32_t span, const Legs& l) {
+/// it), through every relay: the chain is the sum of its routes' times, over `span` consecutive positions.
+RingTimeBound reduction_chain(const Topology& t, const nccl::RingRoutes& r, std::uint32_t span, const Legs& l) {
     RingTimeBound best;
     for (std::size_t k = 0; k < r.rings.size(); ++k) {
         const nccl::Ring& ring = r.rings[k];
@@ -126,9 +148,7 @@ RingTimeBound reduction_chain(const Topology&, const nccl::RingRoutes& r, std::u
         std::vector<double> sum(n + 1, 0);  // prefix sums of the positions' legs
         std::vector<std::size_t> legs(n + 1, 0);
         for (std::size_t i = 0; i < n; ++i) {
-            double h = 0;
-            for (ChannelId e : ring.hops[i % P]) h += l.leg[idx(e)];
-            sum[i + 1] = sum[i] + h;
+            sum[i + 1] = sum[i] + route_time(t, ring.hops[i % P], l);
             legs[i + 1] = legs[i] + ring.hops[i % P].size();
         }
         for (std::size_t p = 0; p < P; ++p)
@@ -158,14 +178,16 @@ RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std:
             const Node source = ring.order[p];
             double last = 0;
             for (std::size_t i = p; i < p + span; ++i) {
-                double carried = 0;  // this crossing's arrival at the node it leaves next
+                double carried = 0, head = 0;  // this crossing's arrival at the node it leaves next, and its first packet's
                 for (ChannelId e : ring.hops[i % P]) {
                     const Channel& c = t.channel(e);
-                    // ready: held at the start; at a router that forwards copies, this crossing's; else its first
-                    // copy's arrival (0 if none: weaker, still a bound)
-                    const bool own = !t.is_processor(c.from) && !routers_keep;
-                    const double ready = c.from == source ? 0 : own ? carried : arrived[idx(c.from)] == none ? 0 : arrived[idx(c.from)];
-                    const double at = ready + l.leg[idx(e)];
+                    // ready: held at the start; at a router that forwards copies, this crossing's (cutting through: its
+                    // first packet in, ending no earlier than it arrived); else its first copy's arrival (0 if none:
+                    // weaker, still a bound)
+                    const bool own = !t.is_processor(c.from) && !routers_keep, cut = own && l.cut[idx(c.from)];
+                    const double ready = c.from == source ? 0 : cut ? head : own ? carried : arrived[idx(c.from)] == none ? 0 : arrived[idx(c.from)];
+                    const double at = cut ? std::max(ready + l.leg[idx(e)], carried + l.alpha[idx(e)]) : ready + l.leg[idx(e)];
+                    head = ready + l.first[idx(e)];
                     carried = at;
                     if (arrived[idx(c.to)] == none) touched.push_back(c.to);
                     arrived[idx(c.to)] = std::min(arrived[idx(c.to)], at);
@@ -192,7 +214,7 @@ RingTimeBound nccl_ring_time_bound(const Topology& t, const Model& model, Collec
     const std::uint32_t span = kind == CollectiveKind::allreduce ? 2 * (P - 1) : P - 1;
     const double C = static_cast<double>(K) * r.pieces * (kind == CollectiveKind::allgather ? 1 : P);
     const double b = datum_bytes(kind, P, opt.size) / C;
-    const Legs l = legs_of(t, b, opt);
+    const Legs l = legs_of(t, model, b, opt);
     RingTimeBound load = busiest(t, r, span, b, l);
     // as the timing plan pairs a router's departures with copies (runtime/timing.cpp, takes_copy; a multicasting
     // switch shares a copy among the departures of one step only, and the ring's crossings are in different steps)

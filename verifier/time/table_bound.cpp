@@ -87,7 +87,10 @@ std::optional<std::pair<std::uint32_t, bool>> value_part(const Messages& ms, Mes
 /// The last arrival of the table at one size, from below: a transfer starts no earlier than the earliest arrival, in an
 /// earlier step, of a part of the chunk it sends at its sender where it needs one (the run waits for those, docs/time.md),
 /// nor before the transfer before it on an in-order channel (into a switch that reduces or multicasts) has left it; it
-/// arrives its hold and its channel's latency later. Base parts (a datum) are not followed: no wait is assumed for them.
+/// arrives its hold and its channel's latency later. From a router that cuts through (cuts_through) it starts no earlier
+/// than the first packet of such an arrival is in (its start, message, latency and a packet at its channel's speed) and
+/// arrives no earlier than its message and latency after that arrival. Base parts (a datum) are not followed: no wait is
+/// assumed for them.
 double chain_bound(const SendTable& t, const Messages& ms, const Loads& l, const Speeds& sp, double chunk) {
     const std::vector<LinkSpeed>& speed = sp.channel;
     const std::vector<double>& group_bw = sp.group;
@@ -95,6 +98,7 @@ double chain_bound(const SendTable& t, const Messages& ms, const Loads& l, const
     const std::size_t N = topo.nodes(), C = t.collective.chunks;
     const double never = std::numeric_limits<double>::infinity();
     std::vector<double> held(N * C, never);  // per (node, chunk): the earliest arrival of a part of it, in the steps before
+    std::vector<double> head(N * C, never);  // and the earliest its first packet was in
     std::vector<double> in_order(topo.channels().size(), 0.0);  // per in-order channel: when the next may start, at the earliest
     std::vector<char> ordered(topo.channels().size(), 0);
     for (std::uint32_t c = 0; c < ordered.size(); ++c) {
@@ -102,21 +106,29 @@ double chain_bound(const SendTable& t, const Messages& ms, const Loads& l, const
         const SwitchFunctions f = topo.is_processor(ch.to) ? SwitchFunctions{} : topo.switch_functions(ch.to);
         ordered[c] = topo.is_processor(ch.from) && (f.reduce || f.multicast);
     }
-    std::vector<std::pair<std::size_t, double>> arrivals;  // of the step being read, applied after it
+    struct Arrival {
+        std::size_t at;
+        double head, arrive;
+    };
+    std::vector<Arrival> arrivals;  // of the step being read, applied after it
     double last = 0;
     Step step = 0;
     for (std::size_t j = 0; j < t.transfers.size(); ++j) {
         const Transfer& x = t.transfers[j];
         if (x.step != step) {
-            for (const auto& [k, a] : arrivals) held[k] = std::min(held[k], a);
+            for (const Arrival& a : arrivals) held[a.at] = std::min(held[a.at], a.arrive), head[a.at] = std::min(head[a.at], a.head);
             arrivals.clear(), step = x.step;
         }
         const std::uint32_t c = idx(x.channel);
         const Channel& ch = topo.channel(x.channel);
-        double start = ordered[c] ? in_order[c] : 0.0;
+        double start = ordered[c] ? in_order[c] : 0.0, tail = 0.0;
+        const bool cuts = cuts_through(topo, t.model, ch.from);
         ms.for_each_part(x.message, [&](MessageId p) {
             auto v = value_part(ms, p, topo, ch.from);
-            if (v && v->second && v->first < C && held[idx(ch.from) * C + v->first] < never) start = std::max(start, held[idx(ch.from) * C + v->first]);
+            if (!v || !v->second || v->first >= C || held[idx(ch.from) * C + v->first] == never) return;
+            const std::size_t k = idx(ch.from) * C + v->first;
+            start = std::max(start, cuts ? head[k] : held[k]);
+            if (cuts) tail = std::max(tail, held[k] + sp.message[c] + speed[c].alpha);
         });
         // the bytes (an executor's grain only lengthens a holding) on the channel, beside its message on the channel or its
         // connection; on an in-order channel the next starts no earlier than the bytes left
@@ -124,10 +136,11 @@ double chain_bound(const SendTable& t, const Messages& ms, const Loads& l, const
         double hold = d + sp.message[c];
         for (std::uint32_t g : topo.groups_of(x.channel)) hold = std::max(hold, bytes / group_bw[g]);
         if (ordered[c]) in_order[c] = start + d + (sp.one_connection ? sp.message[c] : 0.0);
-        const double arrive = start + hold + speed[c].alpha;
+        const double arrive = std::max(start + hold + speed[c].alpha, tail);
         last = std::max(last, arrive);
+        const double first = start + sp.message[c] + speed[c].alpha + std::min(bytes, router_packet_bytes) / speed[c].bandwidth;
         ms.for_each_part(x.message, [&](MessageId p) {
-            if (auto v = value_part(ms, p, topo, ch.to); v && v->first < C) arrivals.emplace_back(idx(ch.to) * C + v->first, arrive);
+            if (auto v = value_part(ms, p, topo, ch.to); v && v->first < C) arrivals.push_back({idx(ch.to) * C + v->first, first, arrive});
         });
     }
     return last;

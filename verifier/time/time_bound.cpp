@@ -19,7 +19,9 @@
 // so alpha_a is the least over the channels e through a of alpha_e + d(head of e), d(v) the least
 // latency from v on to any processor (0 at a processor): what crosses into a router (SHARP's rail
 // switch, 1.35 us in and 1.35 us out) is held by no processor before its next hop, and the router
-// adding or copying it does not shorten that hop.
+// adding or copying it does not shorten that hop; one that cuts through starts the hop early, but ends
+// it no earlier than the copy arrived (docs/time.md, "Routers and copies"), so the hop's last byte
+// still arrives its latency later.
 //
 //
 // **Allreduce: one-way gossip on partitions.** Fix a byte x and a partition of the processors into N >= 2
