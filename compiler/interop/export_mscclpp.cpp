@@ -610,8 +610,8 @@ private:
                     }
                 // port puts: one op for up to 8 channels (Simple)
                 for (detail::PlanOp& op : detail::fuse_port_puts(w.L_.reduction ? "pwsf" : "pws", port_puts, port_thread)) {
-                    if (op.name == "nop") nop();
-                    else ops.push_back(std::move(op));
+                    if (op.name == "nop") pending_sync = false;  // port_thread is as fuse_port_puts left it
+                    ops.push_back(std::move(op));
                 }
                 // memory puts (and LL packet puts) from one source buffer: one op for up to 8 peers
                 // (execution_kernel.hpp:259-270: the source buffer of entry 0, an offset and size per entry)

@@ -4,11 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
+#include <vector>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "compiler/interop/export_mscclpp.hpp"
+#include "compiler/interop/export_mscclpp_moves.hpp"
 #include "compiler/interop/mscclpp_check.hpp"
 #include "compiler/io/table_io.hpp"
 #include "tests/tools/cli_run.hpp"
@@ -137,4 +140,33 @@ TEST_CASE("mscclpp export: a put and a wait over several port channels are check
         CHECK(r.code == 1);
         CHECK(r.out.find(fmt::format("nine.json:{}:{}: gpus[{}]", f->pos.line, f->pos.col, g)) != std::string::npos);
     }
+}
+
+TEST_CASE("mscclpp export: a step's port puts go 8 distinct channels an op, each channel on the thread that pushed it last") {
+    auto puts = [](std::vector<int> channels) {
+        std::vector<detail::PortPut> out;
+        for (int c : channels) out.push_back({c, {'i', c}, {'s', c, 1, 0}});
+        return out;
+    };
+    std::map<int, int> thread;
+    auto ops = detail::fuse_port_puts("pws", puts({0, 1}), thread);
+    REQUIRE(ops.size() == 1);
+    CHECK(ops[0].channel_ids == std::vector<int>{0, 1});
+    CHECK(ops[0].src.size() == 2);
+    // channel 1 again, alone: thread 0 would push it after thread 1 did, so a nop comes first
+    ops = detail::fuse_port_puts("pws", puts({1}), thread);
+    REQUIRE(ops.size() == 2);
+    CHECK(ops[0].name == "nop");
+    CHECK(thread == std::map<int, int>{{1, 0}});
+    // two puts on channel 1 and one on 0: two ops, channel 1 on thread 0 in both, no nop
+    ops = detail::fuse_port_puts("pwsf", puts({0, 1, 1}), thread);
+    REQUIRE(ops.size() == 2);
+    CHECK(ops[0].channel_ids == std::vector<int>{1, 0});
+    CHECK(ops[1].channel_ids == std::vector<int>{1});
+    // 9 distinct channels: 8 and 1
+    thread.clear();
+    ops = detail::fuse_port_puts("pws", puts({0, 1, 2, 3, 4, 5, 6, 7, 8}), thread);
+    REQUIRE(ops.size() == 2);
+    CHECK(ops[0].channel_ids.size() == 8);
+    CHECK(detail::distinct_groups({3, 3, 4, 3}) == std::vector<std::vector<int>>{{3, 4}, {3}, {3}});
 }
