@@ -16,7 +16,6 @@
 #include "compiler/table/partials.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
-#include "support/teardown.hpp"
 #include "support/trace.hpp"
 #include "support/units.hpp"
 
@@ -164,7 +163,36 @@ private:
         std::stable_sort(by_arrival.begin(), by_arrival.end(), [&](std::size_t x, std::size_t y) { return ev[x].arrived < ev[y].arrived; });
         if (L_.reduction) place_partials(ev, by_arrival);
         else place_copies(ev, by_arrival);
+        fold_initial_copies();
         finish_places(ev);
+    }
+
+    /// Reductions out of place: W starts as the input chunk. Instead of a copy at the start, a send from W before
+    /// anything arrived there reads the input chunk, and the first reduction into W takes the input chunk as its
+    /// src_buff[0] (handleReduceSend, execution_kernel.hpp:443-470: dst[0] = src[0] + src[1..]); the copy stays
+    /// only for an output chunk nothing arrives at.
+    void fold_initial_copies() {
+        if (!L_.reduction || (L_.kind == CollectiveKind::allreduce && L_.inplace)) return;
+        folds_ = true;
+        std::map<std::pair<int, int>, Step> first;  // (gpu, chunk) -> first arrival
+        for (const Move& m : moves_) {
+            auto [it, fresh] = first.try_emplace({m.dst, m.chain}, m.arrived);
+            if (!fresh) it->second = std::min(it->second, m.arrived);
+        }
+        for (Move& m : moves_)  // a step's sends come before its arrivals (TbWriter::program)
+            if (auto it = first.find({m.src, m.chain}); it == first.end() || it->second >= m.sent) m.from = {'i', m.chain};
+        for (int g = 0; g < L_.P; ++g) {
+            auto& list = L_.initial_copies[std::size_t(g)];
+            auto& chain = L_.initial_chain[std::size_t(g)];
+            std::size_t kept = 0;
+            for (std::size_t k = 0; k < list.size(); ++k)
+                if (list[k].second.buf == 'o' && !first.count({g, chain[k]})) {
+                    list[kept] = list[k];
+                    chain[kept++] = chain[k];
+                }
+            list.resize(kept);
+            chain.resize(kept);
+        }
     }
 
     /// Which pairs of GPUs talk through port channels (a NIC).
@@ -488,6 +516,8 @@ private:
         std::vector<int> mem_list, port_list, mem_bufs, port_bufs;
         std::map<int, int> mem_local, port_local, mem_buf_local, port_buf_local;
         bool pending_sync = false;  ///< data ops since the last nop
+        std::map<int, int> port_thread;  ///< per port channel: the thread that pushed into its FIFO last since the last nop
+        std::set<int> written;  ///< reductions: the chunks whose W this block has written
 
         TbWriter(Writer& w_, int g_, int j_, int inst_, const std::map<std::tuple<int, int, int>, int>& ci,
                  std::function<int(int, char, bool)> rm)
@@ -513,6 +543,7 @@ private:
             if (!ops.empty() && ops.back().name == "nop") return;
             ops.push_back({"nop"});
             pending_sync = false;
+            port_thread.clear();
         }
         void data(detail::PlanOp op) {
             ops.push_back(std::move(op));
@@ -558,6 +589,7 @@ private:
                 if (pending_sync) nop();
                 // sends: puts (memory: fused per source buffer; port: put-with-signal), a nop, signals
                 std::vector<int> signal_mem;
+                std::vector<detail::PortPut> port_puts;
                 std::map<char, std::vector<const Move*>> mem_puts, mem_packets;
                 if (auto it = sends.find(s); it != sends.end())
                     for (const Move* m : it->second) {
@@ -566,15 +598,21 @@ private:
                         } else if (LL) {
                             send_packets(*m);
                         } else if (m->port) {
-                            // (braces: evaluated in order, so buffers and channels are numbered in the order they are named)
-                            ops.push_back({w.L_.reduction ? "pwsf" : "pws", {w.buf(m->from, g, inst)}, {remote_buf(m->to, m->dst, true)},
-                                           {channel(m->dst, true)}, false, 'p'});
+                            detail::PortPut& p = port_puts.emplace_back();  // buffers and channels numbered in the order named
+                            p.src = w.buf(m->from, g, inst);
+                            p.dst = remote_buf(m->to, m->dst, true);
+                            p.channel = channel(m->dst, true);
                         } else {
                             mem_puts[m->from.buf].push_back(m);
                             if (std::find(signal_mem.begin(), signal_mem.end(), channel(m->dst, false)) == signal_mem.end())
                                 signal_mem.push_back(channel(m->dst, false));
                         }
                     }
+                // port puts: one op for up to 8 channels (Simple)
+                for (detail::PlanOp& op : detail::fuse_port_puts(w.L_.reduction ? "pwsf" : "pws", port_puts, port_thread)) {
+                    if (op.name == "nop") pending_sync = false;  // port_thread is as fuse_port_puts left it
+                    ops.push_back(std::move(op));
+                }
                 // memory puts (and LL packet puts) from one source buffer: one op for up to 8 peers
                 // (execution_kernel.hpp:259-270: the source buffer of entry 0, an offset and size per entry)
                 for (auto [name, groups] : {std::pair{"put", &mem_puts}, std::pair{"ppkt", &mem_packets}})
@@ -620,7 +658,7 @@ private:
                         else if (std::find(wait_mem.begin(), wait_mem.end(), c) == wait_mem.end()) wait_mem.push_back(c);
                     }
                     sync_ops("wait", wait_mem, false);
-                    for (int c : wait_port) sync_ops("wait", {c}, true);
+                    for (std::vector<int>& part : detail::distinct_groups(wait_port)) ops.push_back({"wait", {}, {}, std::move(part), false, 'p'});
                     nop();
                 } else if (pending_sync) {
                     nop();  // the unpacks and reductions below write what this step's puts read
@@ -680,33 +718,41 @@ private:
         /// the packets it keeps; reductions combine into or replace W (ops on one W separated by a nop).
         void receive(const std::vector<const Move*>& list) {
             const bool LL = w.L_.packets;
-            std::set<std::pair<char, int>> touched;
-            std::vector<const Move*> group;
-            auto flush = [&] {
-                if (group.empty()) return;
-                const Move& first = *group.front();
-                if (touched.count({first.work.buf, first.work.idx})) nop();
-                touched.insert({first.work.buf, first.work.idx});
-                if (!first.combine) {
-                    data({LL ? "upkt" : "copy", {w.buf(first.to, g, inst)}, {w.buf(first.work, g, inst)}});
-                } else {
-                    std::vector<Buf> src{w.buf(first.work, g, inst)};
-                    for (const Move* m : group) src.push_back(w.buf(m->to, g, inst));
-                    data({LL ? "repkt" : "re", std::move(src), {w.buf(first.work, g, inst)}, {}, true});
-                }
-                group.clear();
-            };
-            for (const Move* m : list) {
-                if (!w.L_.reduction) {
+            if (!w.L_.reduction) {
+                for (const Move* m : list)
                     if (LL && m->keep) data({"upkt", {w.buf(m->to, g, inst)}, {w.buf(*m->keep, g, inst)}});
-                    continue;
-                }
-                // a combine joins the group of combines into the same W; anything else starts a new op
-                if (!group.empty() && (!m->combine || !group.front()->combine || !(group.front()->work == m->work) || group.size() >= 9)) flush();
-                group.push_back(m);
-                if (!m->combine) flush();
+                return;
             }
-            flush();
+            // per W in order of arrival its ops: a run of combines one op (9 sources at most), a replacement one op
+            std::vector<std::vector<std::vector<const Move*>>> per_w;
+            std::map<std::pair<char, int>, std::size_t> index;
+            for (const Move* m : list) {
+                auto [at, fresh] = index.try_emplace({m->work.buf, m->work.idx}, per_w.size());
+                if (fresh) per_w.emplace_back();
+                auto& groups = per_w[at->second];
+                if (groups.empty() || !m->combine || !groups.back().front()->combine || groups.back().size() >= 9) groups.emplace_back();
+                groups.back().push_back(m);
+            }
+            // round r: the r-th op of every W; a nop between rounds (ops on one W in order)
+            for (std::size_t r = 0, more = 1; more; ++r) {
+                more = 0;
+                for (const auto& groups : per_w) {
+                    if (r >= groups.size()) continue;
+                    if (r > 0 && !more) nop();
+                    more = 1;
+                    const std::vector<const Move*>& group = groups[r];
+                    const Move& first = *group.front();
+                    // the first write of W: W still holds the input chunk, which the reduction reads itself (fold_initial_copies)
+                    const bool fresh = w.folds_ && written.insert(first.chain).second;
+                    if (!first.combine) {
+                        data({LL ? "upkt" : "copy", {w.buf(first.to, g, inst)}, {w.buf(first.work, g, inst)}});
+                    } else {
+                        std::vector<Buf> src{w.buf(fresh ? Loc{'i', first.chain} : first.work, g, inst)};
+                        for (const Move* m : group) src.push_back(w.buf(m->to, g, inst));
+                        data({LL ? "repkt" : "re", std::move(src), {w.buf(first.work, g, inst)}, {}, true});
+                    }
+                }
+            }
         }
     };
 
@@ -722,62 +768,13 @@ private:
     std::vector<Move> moves_;
     std::map<std::pair<std::uint32_t, std::uint32_t>, bool> port_;  ///< per pair of GPUs (lower first): through a port channel
     std::set<int> chain_ids_;
+    bool folds_ = false;  ///< W's input chunk is read where it stands (fold_initial_copies)
     std::vector<int> packet_base_;
     std::map<int, int> stage_used_;
 };
 
 }  // namespace
 
-std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
-    const bool through_switch = detail::uses_switch_functions(t);
-    std::string text = (through_switch ? detail::switch_plan(t, opt) : Writer(t, opt).run()) + "\n";
-    trace("mscclpp plan: written, {} bytes", text.size());
-    if (opt.deadline.passed()) throw LimitReached("time limit (the MSCCL++ plan is written, not yet read back and checked)");
-    // every export is read back and verified before it is written; past the deadline the command ends, and the plan
-    // read back is left to the operating system (support/teardown.hpp)
-    auto held = std::make_shared<mscclpp::ReadResult>();
-    mscclpp::ReadResult& read = *held;
-    mscclpp::PlanReport rep;
-    try {
-        try {
-            read = mscclpp::read_plan(text, "the plan", opt.deadline);
-        } catch (const InputError& e) {
-            throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not read back (a bug in collsched; please report it): {}",
-                                         t.collective.to_string(), t.topology->spec(), e.what()));
-        }
-        trace("mscclpp plan: read back");
-        if (opt.deadline.passed()) throw LimitReached("time limit (the MSCCL++ plan is read back, not yet checked)");
-        rep = mscclpp::check_plan(read, {}, opt.deadline);
-    } catch (const LimitReached&) {
-        bury(std::move(held));
-        throw;
-    }
-    trace("mscclpp plan: checked");
-    if (!rep.holds()) {
-        if (rep.unknown())  // a limit of the checker, not a fault of the plan: no plan is written unverified
-            throw InputError(fmt::format("cannot write an MSCCL++ plan for {} on {}: the plan's data races are beyond the checker ({}): fewer pieces",
-                                         t.collective.to_string(), t.topology->spec(), rep.race_note));
-        std::string first = rep.findings.empty() ? "it could not be modelled" : mscclpp::format_finding("the plan", rep.findings.front());
-        throw InputError(fmt::format("the MSCCL++ plan written for {} on {} does not verify (a bug in collsched; please report it): {}",
-                                     t.collective.to_string(), t.topology->spec(), first));
-    }
-    if (opt.instances == 1 && !through_switch) {  // switch ops move nothing the movement report lists; the result check stands
-        auto want = table_movement(t);
-        std::vector<std::tuple<int, int, std::vector<std::pair<int, int>>>> have;
-        for (const mscclpp::Movement& m : rep.movement) have.emplace_back(m.from, m.to, m.value);
-        std::sort(have.begin(), have.end());
-        if (have != want)
-            throw InputError(fmt::format("the MSCCL++ plan written for {} on {} moves other data than the table ({} copies between GPUs "
-                                         "against {} endpoint transfers; a bug in collsched)",
-                                         t.collective.to_string(), t.topology->spec(), have.size(), want.size()));
-    }
-    return text;
-}
-
-void write_table_mscclpp(const SendTable& t, const MscclppOptions& opt, fmt::memory_buffer& out, const Flush& flush) {
-    std::string text = table_to_mscclpp(t, opt);
-    out.append(text.data(), text.data() + text.size());
-    flush(out);
-}
+std::string detail::puts_plan(const SendTable& t, const MscclppOptions& opt) { return Writer(t, opt).run(); }
 
 }  // namespace collsched

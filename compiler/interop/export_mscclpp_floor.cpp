@@ -19,9 +19,9 @@ namespace collsched::detail {
 // counted, except Simple's nops, of which a block drops at most its last (nop() never writes two
 // in a row; the trailing ones are erased), one per block:
 //  - one copy per local copy at the start;
-//  - Simple: the puts of a step from one source buffer, 8 peers an op; one pws per port transfer; the
-//    signals of a step, 8 memory peers an op; the waits of a step, 8 memory peers an op and one per
-//    port transfer; the nop between a step's puts and its signals and the nop after a step's waits;
+//  - Simple: the puts of a step from one source buffer, 8 peers an op; the port puts of a step, 8 an op
+//    (pws or pwsf); the signals of a step, 8 memory peers an op; the waits of a step, 8 memory peers an
+//    op and 8 port transfers an op; the nop between a step's puts and its signals and the nop after a step's waits;
 //    the handshake, two ops per 8 memory peers of the block and two per 8 port peers, and its nop;
 //  - LL (its nops and memory puts not counted: a put may join a reduction's respkt): one rppkt or
 //    ppkt per port transfer and per memory transfer out of a packet slot; copies: one upkt per
@@ -42,7 +42,7 @@ OpFloor::OpFloor(const std::vector<PlanMove>& moves, const std::vector<std::vect
         t = times;
         list.emplace_back(key, r);
     };
-    enum { single, put, signal, wait, put_nop, wait_nop, hs_memory, hs_port, hs_nop, combine };
+    enum { single, put, signal, wait, put_nop, wait_nop, hs_memory, hs_port, hs_nop, combine, port_put, port_wait };
     for (int g = 0; g < gpus; ++g)
         for (int c : initial_chain[std::size_t(g)]) add({g, single, 0, 0, 0}, 1, 1, unique++, rank.at(c));
     for (const PlanMove& m : moves) {
@@ -53,8 +53,8 @@ OpFloor::OpFloor(const std::vector<PlanMove>& moves, const std::vector<std::vect
         } else {
             add({m.dst, wait_nop, m.arrived, 0, 0}, 1, 1, 0, r);
             if (m.port) {
-                add({m.src, single, 0, 0, 0}, 1, 1, unique++, r);  // pws
-                add({m.dst, single, 0, 0, 0}, 1, 1, unique++, r);  // its wait
+                add({m.src, port_put, m.sent, 0, 0}, 8, 1, unique++, r);
+                add({m.dst, port_wait, m.arrived, 0, 0}, 8, 1, unique++, r);
             } else {
                 add({m.src, put, m.sent, m.from.buf, 0}, 8, 1, unique++, r);
                 add({m.src, signal, m.sent, 0, 0}, 8, 1, m.dst, r);

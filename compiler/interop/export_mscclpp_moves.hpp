@@ -1,12 +1,14 @@
 /** \file
- * The transfers of an MSCCL++ plan as export_mscclpp.cpp places them, private to it and
- * export_mscclpp_floor.cpp: where each reads and writes, and a floor on the ops of a GPU's
- * busiest thread block that holds at every thread-block count (the writer's fast refusal).
+ * The transfers of an MSCCL++ plan as export_mscclpp.cpp places them, private to it and its
+ * helpers (export_mscclpp_floor.cpp, _fuse.cpp, _readback.cpp): where each reads and writes, a floor
+ * on the ops of a GPU's busiest thread block that holds at every thread-block count (the writer's
+ * fast refusal), and several channels in one op.
  */
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "compiler/core/ids.hpp"
+#include "compiler/interop/export_mscclpp.hpp"
 
 namespace collsched::detail {
 
@@ -56,6 +59,29 @@ struct PlanOp {
     bool reduce = false;  ///< reduce_op "sum"
     char channel = 0;     ///< channel_type: 'm' memory, 'p' port, 0 none
 };
+
+/// The plan of a table whose GPUs put to each other (export_mscclpp.cpp; not yet verified: table_to_mscclpp, in
+/// export_mscclpp_readback.cpp, reads it back and checks it). Throws InputError naming what the format cannot express.
+std::string puts_plan(const SendTable&, const MscclppOptions&);
+
+/// One put through a port channel as the writer fuses them: the block's channel index, the local source and the
+/// peer's destination.
+struct PortPut {
+    int channel = 0;
+    PlanBuf src, dst;
+};
+
+/// A step's port puts of one thread block (`name` "pws" or "pwsf") as ops of up to 8 puts on distinct channels:
+/// thread t pushes entry t into the FIFO of channel_ids[t] (handlePut, execution_kernel.hpp:168-186). Two pushes
+/// into one channel's FIFO by different threads land in either order unless a nop lies between, so `thread`
+/// keeps per channel the thread that last pushed into it since the block's last nop; an op places a channel
+/// at that thread where it can, and is preceded by a nop (returned as one, `thread` cleared) where it cannot.
+/// export_mscclpp_fuse.cpp.
+std::vector<PlanOp> fuse_port_puts(std::string_view name, const std::vector<PortPut>& puts, std::map<int, int>& thread);
+
+/// Channels (with repeats: one entry per wait) as ops of up to 8 distinct channels each (handleWait,
+/// execution_kernel.hpp:101-118: thread t waits on channel_ids[t]), in the order given.
+std::vector<std::vector<int>> distinct_groups(const std::vector<int>& channels);
 
 /// JSON text laid out exactly as nlohmann::ordered_json::dump(2) lays it out, written as it goes (the plan's JSON
 /// tree took 2 s and 200 MB for 29,760 transfers): open an object or array, then per member key() and a value.

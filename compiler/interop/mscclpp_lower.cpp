@@ -213,11 +213,25 @@ std::optional<Lowering::PortPut> Lowering::port_put(OpContext& c, std::size_t t,
     auto rb = remote(op, c.tb, c.gpu, op.dst[t], "dst_buff");
     if (!k || !rb) return std::nullopt;
     const OpId trig = lane_op(c.s, int(t), op, fmt::format("{}, channel {}", c.name, op.channel_ids[t]));
+    push(c, int(t), *k);
     if (after) prog_.order(*after, trig);
     const OpId px = new_op(proxy(c.g, *k), op, fmt::format("{}, proxy of port channel {}", c.name, *k));
     prog_.order(trig, px);
     last_proxy_[{c.g, *k}] = px;
     return PortPut{*k, rb->first, rb->second, px};
+}
+
+void Lowering::push(OpContext& c, int t, int k) {
+    // thread t pushes into the proxy's FIFO of port channel k (execution_kernel.hpp:96-98, 168-186, 275-289: one thread
+    // a channel); after another thread's push with no nop or barrier between, the two land in either order
+    auto [it, fresh] = pushes_.try_emplace({c.g, k}, LastPush{c.s.tb, t, c.s.gate, &c.op});
+    const LastPush last = it->second;
+    it->second = LastPush{c.s.tb, t, c.s.gate, &c.op};
+    if (!fresh && last.tb == c.s.tb && last.thread != t && last.gate == c.s.gate)
+        finding("blind spot", c.op,
+                fmt::format("thread {} pushes into port channel {}'s FIFO after thread {} did in {} with no nop between: the two land "
+                            "in either order, and the check takes them in the plan's",
+                            t, k, last.thread, describe(*last.op)));
 }
 
 void Lowering::lower_op(TbState& s, const Gpu& gpu, const Tb& tb, const Op& op) {
@@ -306,6 +320,7 @@ void Lowering::lower_semaphore_op(OpContext& c) {
         OpId o = lane_op(c.s, int(t), op, fmt::format("{}, channel {}", c.name, op.channel_ids[t]));
         if (sig && c.ct == Chan::port) {
             // the proxy signals in FIFO order after the channel's earlier puts
+            push(c, int(t), *k);
             OpId px = new_op(proxy(c.g, *k), op, fmt::format("{}, proxy of port channel {}", c.name, *k));
             prog_.order(o, px);
             prog_.send(px, signal_key(c.ct, c.g, *k), kind);

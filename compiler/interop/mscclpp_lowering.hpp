@@ -161,6 +161,15 @@ private:
         OpId proxy;
     };
     std::optional<PortPut> port_put(OpContext& c, std::size_t t, std::optional<OpId> after = std::nullopt);
+    /// Thread t of the op's block pushes into port channel k's FIFO: a finding when another thread of the block
+    /// pushed into it last and no nop or barrier lies between.
+    void push(OpContext& c, int t, int k);
+    struct LastPush {
+        int tb = 0, thread = 0;
+        std::optional<OpId> gate;
+        const Op* op = nullptr;
+    };
+    std::map<std::pair<int, int>, LastPush> pushes_;  ///< per (GPU, port channel)
     void lower_barrier(OpContext& c);
     void lower_semaphore_op(OpContext& c);
     void lower_flush(OpContext& c);
