@@ -106,7 +106,7 @@ public:
     TimeBounds run() {
         out_.model = "docs/time.md, asynchronous and synchronous alike: a transfer of b bytes holds its channel b/B_e and each of "
                      "its link groups b/B_g and arrives alpha_e after its last byte left";
-        out_.assumptions = {"hop timing (store and forward: a datum crosses one channel per transfer)",
+        out_.assumptions = {"hop timing (a transfer crosses one channel; a router that only forwards cuts through: docs/time.md, \"Routers and copies\")",
                             "any schedule, route, number of chunks and rounds; routers under replicate=no and yes"};
         const bool in_network = c_.row().combining() && m_.combine_routers;
         if (in_network)
