@@ -222,8 +222,9 @@ std::optional<Lowering::PortPut> Lowering::port_put(OpContext& c, std::size_t t,
 }
 
 void Lowering::push(OpContext& c, int t, int k) {
-    // thread t pushes into the proxy's FIFO of port channel k (execution_kernel.hpp:96-98, 168-186, 275-289: one thread
-    // a channel); after another thread's push with no nop or barrier between, the two land in either order
+    // thread t pushes into the proxy's FIFO of port channel k (execution_kernel.hpp:96-98, 168-186, 275-289, and a flush's
+    // TriggerSync, 120-127: one thread a channel); after another thread's push with no nop or barrier between, the two
+    // land in either order
     auto [it, fresh] = pushes_.try_emplace({c.g, k}, LastPush{c.s.tb, t, c.s.gate, &c.op});
     const LastPush last = it->second;
     it->second = LastPush{c.s.tb, t, c.s.gate, &c.op};
@@ -344,6 +345,7 @@ void Lowering::lower_flush(OpContext& c) {
         auto k = channel(op, c.tb, Chan::port, t);
         if (!k) return;
         OpId o = lane_op(c.s, int(t), op, fmt::format("{}, channel {}", c.name, op.channel_ids[t]));
+        push(c, int(t), *k);  // a TriggerSync into the FIFO: it waits only for what was pushed before it
         if (auto last = last_proxy_.find({c.g, *k}); last != last_proxy_.end()) prog_.order(last->second, o);
     }
 }

@@ -121,6 +121,17 @@ TEST_CASE("mscclpp export: a put and a wait over several port channels are check
         CHECK(has(check(m), "blind spot", fmt::format("thread 0 pushes into port channel")));
     }
     {
+        // a flush by thread 0 of the channel thread 1 of the pwsf pushed into, with no nop between: a flush pushes a
+        // TriggerSync into the channel's FIFO and waits for it (port_channel_device.hpp flush), so it may land before
+        // the put and not wait for it
+        json m = plan;
+        json& ops = m["gpus"][g]["threadblocks"][b]["ops"];
+        const int other = put["channel_ids"][1];
+        ops.insert(ops.begin() + std::ptrdiff_t(o) + 1,
+                   json{{"name", "flush"}, {"channel_ids", {other}}, {"dst_buff", {put["dst_buff"][1]}}, {"channel_type", "port"}});
+        CHECK(has(check(m), "blind spot", fmt::format("thread 0 pushes into port channel")));
+    }
+    {
         // 9 channels in one op: past MAX_CHANNEL_PER_OPERATION, named at the file's line and column
         json m = plan;
         json& ids = m["gpus"][g]["threadblocks"][b]["ops"][o]["channel_ids"];
