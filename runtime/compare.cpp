@@ -25,14 +25,16 @@ namespace {
 /// runs tried in order of their synchronous times `sync` (the likely fastest first), each passed the best so far: a
 /// run sure to end after it stops there (+inf), and one that ties it runs to the end (then the earlier protocol wins).
 std::pair<std::size_t, double> fastest_run(const TimingPlan& plan, double size, const TimeBasis& basis, const std::vector<Protocol>& ps,
-                                           const std::vector<double>& sync) {
+                                           const std::vector<double>& sync, Deadline deadline = {}) {
     std::vector<std::size_t> order(ps.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sync[a] < sync[b]; });
     std::pair<std::size_t, double> best{ps.size(), std::numeric_limits<double>::infinity()};
-    for (std::size_t k : order)
-        if (const double t = plan.asynchronous(basis.at(size, ps[k]), best.second); t < best.second || (t == best.second && k < best.first))
-            best = {k, t};
+    for (std::size_t k : order) {
+        TimeOptions o = basis.at(size, ps[k]);
+        o.deadline = deadline;
+        if (const double t = plan.asynchronous(o, best.second); t < best.second || (t == best.second && k < best.first)) best = {k, t};
+    }
     return best;
 }
 
@@ -78,22 +80,24 @@ bool TimeBasis::tie(double a, double b) const {
     return std::max(a, b) <= std::min(a, b) * (1 + e);
 }
 
-BasisTime time_on(const TimingPlan& plan, double size, const TimeBasis& basis, TimeKind decides) {
+BasisTime time_on(const TimingPlan& plan, double size, const TimeBasis& basis, TimeKind decides, Deadline deadline) {
     // the two times only (predict() also keeps every transfer's times), the other kind once, for the protocol chosen
     BasisTime best{std::numeric_limits<double>::infinity(), 0, Protocol::none};
     const std::vector<Protocol> ps = basis.protocols();
     if (decides == TimeKind::asynchronous && ps.size() > 1) {  // every protocol's synchronous time orders the runs
         std::vector<double> sync;
         for (Protocol p : ps) sync.push_back(plan.synchronous(basis.at(size, p)));
-        const auto [k, t] = fastest_run(plan, size, basis, ps, sync);
+        const auto [k, t] = fastest_run(plan, size, basis, ps, sync, deadline);
         return {t, sync[k], ps[k]};
     }
     for (Protocol p : ps) {
-        const TimeOptions o = basis.at(size, p);
+        TimeOptions o = basis.at(size, p);
+        o.deadline = deadline;
         const double t = decides == TimeKind::asynchronous ? plan.asynchronous(o) : plan.synchronous(o);
         if (t < best.seconds) best = {t, 0, p};
     }
-    const TimeOptions o = basis.at(size, best.protocol);
+    TimeOptions o = basis.at(size, best.protocol);
+    o.deadline = deadline;
     best.other = decides == TimeKind::asynchronous ? plan.synchronous(o) : plan.asynchronous(o);
     return best;
 }

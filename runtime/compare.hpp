@@ -48,7 +48,8 @@ struct BasisTime {
     double seconds = 0, other = 0;
     Protocol protocol = Protocol::none;
 };
-BasisTime time_on(const TimingPlan&, double size, const TimeBasis&, TimeKind decides);
+/// With `deadline`: the asynchronous runs stop at it (LimitReached, TimeOptions::deadline).
+BasisTime time_on(const TimingPlan&, double size, const TimeBasis&, TimeKind decides, Deadline deadline = {});
 
 struct Contender {
     std::string name;  ///< the file's stem, made unique

@@ -579,7 +579,8 @@ bool AsyncRun::run(double above) {
     // the transfers ready at time 0 are in event order already (by transfer): they wait in their own list; the
     // arrivals (many: every started transfer's) and the transfers made ready since (few) in two queues. The least of
     // the three fronts comes next: the same order as one queue of all, each queue smaller
-    for (std::size_t next = 0; next < initial.size() || !events_.empty() || !ready_.empty();) {
+    for (std::size_t next = 0, polls = 0; next < initial.size() || !events_.empty() || !ready_.empty();) {
+        if ((++polls & 0x3fff) == 0 && opt_.deadline.passed()) throw LimitReached("time limit (a prediction)");
         const Event* least = next < initial.size() ? &initial[next] : nullptr;
         int kind = 1;  // 0 arrival, 1 ready
         if (!events_.empty() && (!least || later(*least, kind, events_.top(), 0))) least = &events_.top(), kind = 0;

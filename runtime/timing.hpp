@@ -62,6 +62,9 @@ struct TimeOptions {
     /// message costs and link efficiencies, and its protocol (which then replaces `protocol`).
     /// Unset: the ideal executor under `protocol`, the network's share.
     std::optional<ExecutorCosts> executor = std::nullopt;
+    /// The asynchronous run throws LimitReached ("time limit (a prediction)") once this passes (polled every 16,384
+    /// events): a table of half a million transfers takes seconds at one size (none: no limit).
+    Deadline deadline = {};
 };
 
 /// The costs `opt` charges: its executor's, else `protocol`'s wire factor and hop latencies only.

@@ -124,9 +124,14 @@ constexpr std::uint64_t fill_bytes_per_transfer = 200;
 /// fastest of the executor's protocols (the time objective runs each table in its fastest, as NCCL's tuner picks a
 /// protocol per size), so that the executor's per-message, synchronization and launch costs choose the pieces.
 /// The protocol is the first of the fastest in the executor's order: time_on's (runtime/compare.hpp).
-std::pair<double, Protocol> timed_in(const TimingPlan& plan, double size, const TimeBasis& basis) {
-    if (basis.ideal()) return {plan.asynchronous(basis.at(size)), Protocol::none};
-    const BasisTime t = time_on(plan, size, basis, TimeKind::asynchronous);
+/// Past `deadline` the run stops: LimitReached (one prediction of 484,900 transfers at 1 GiB took 4 s past --timeout 4).
+std::pair<double, Protocol> timed_in(const TimingPlan& plan, double size, const TimeBasis& basis, Deadline deadline = {}) {
+    if (basis.ideal()) {
+        TimeOptions o = basis.at(size);
+        o.deadline = deadline;
+        return {plan.asynchronous(o), Protocol::none};
+    }
+    const BasisTime t = time_on(plan, size, basis, TimeKind::asynchronous, deadline);
     return {t.seconds, t.protocol};
 }
 
@@ -301,7 +306,7 @@ public:
                 for (std::size_t i = 0; i < sizes_.size(); ++i)
                     if (std::isinf(e->seconds[i])) {
                         if (deadline.passed()) throw LimitReached("time limit (predicting a construction's table)");
-                        std::tie(e->seconds[i], e->protocols[i]) = timed_in(*e->plan, sizes_[i], basis_);
+                        std::tie(e->seconds[i], e->protocols[i]) = timed_in(*e->plan, sizes_[i], basis_, deadline);
                     }
             } catch (const LimitReached&) {
                 e->table.reset(), e->plan.reset(), e->seconds.clear(), e->applies = false, stopped_ = true;
@@ -386,7 +391,7 @@ private:
         const std::size_t n = sizes_.size() - std::min(from, sizes_.size());
         run_indexed(n, threads, [&](std::size_t x) {
             if (deadline.passed()) return false;
-            std::tie(e.seconds[from + x], e.protocols[from + x]) = timed_in(*e.plan, sizes_[from + x], basis_);
+            std::tie(e.seconds[from + x], e.protocols[from + x]) = timed_in(*e.plan, sizes_[from + x], basis_, deadline);
             return true;
         }, cores_);
         return n;
@@ -422,7 +427,7 @@ private:
                 e.seconds[x] = std::numeric_limits<double>::infinity();
                 continue;
             }
-            std::tie(e.seconds[x], e.protocols[x]) = timed_in(*e.plan, s, basis_);
+            std::tie(e.seconds[x], e.protocols[x]) = timed_in(*e.plan, s, basis_, deadline);
             ++made;
             if (s > s1) s0 = s1, t0 = t1, s1 = s, t1 = e.seconds[x];
         }
