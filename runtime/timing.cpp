@@ -55,13 +55,6 @@ bool subset(const ValueSet& a, const ValueSet& b) {
 
 std::uint64_t key(Node n, std::uint32_t x) { return (std::uint64_t{idx(n)} << 32) | x; }
 
-/// How many chunks of data a transfer moves: a bundle its parts, anything else one.
-std::uint32_t chunks_moved(const Messages& ms, MessageId m) {
-    std::uint32_t n = 0;
-    ms.for_each_part(m, [&](MessageId) { ++n; });
-    return n;
-}
-
 }  // namespace
 
 using timing_internal::BusyList;
@@ -134,7 +127,7 @@ public:
             const Transfer& x = t_.transfers[i];
             p_.step[i] = x.step;
             p_.channel[i] = x.channel;
-            p_.moved[i] = chunks_moved(ms_, x.message);
+            p_.moved[i] = ms_.part_count(x.message);
             // sorted by (step, channel, message): a step's transfers on a channel are consecutive
             const bool next = i > 0 && t_.transfers[i - 1].step == x.step && t_.transfers[i - 1].channel == x.channel;
             p_.lane[i] = next ? p_.lane[i - 1] + 1 : 0;
@@ -728,7 +721,7 @@ double synchronous_time(const SendTable& t, const TimeOptions& given, std::vecto
     for (const Transfer& x : t.transfers) {
         p.step.push_back(x.step);
         p.channel.push_back(x.channel);
-        p.moved.push_back(chunks_moved(ms, x.message));
+        p.moved.push_back(ms.part_count(x.message));
     }
     return sync_time(p, with_network_class(*t.topology, given), step_seconds);
 }

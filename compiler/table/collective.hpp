@@ -135,6 +135,12 @@ public:
             f(m);
         }
     }
+    /// How many chunks a transfer of m moves: a bundle its parts, anything else one (the unit of
+    /// every byte count: runtime/timing.cpp, the bounds' loads).
+    std::uint32_t part_count(MessageId m) const {
+        if (c_ && is_composite(m) && composite(m).kind == MessageKind::bundle) return static_cast<std::uint32_t>(composite(m).parts.size());
+        return 1;
+    }
 
 private:
     std::uint32_t p_;

@@ -535,3 +535,33 @@ TEST_CASE("executor bound: the rings' family holds NCCL's ring and not a table t
     }
     CHECK(others > 0);
 }
+
+TEST_CASE("executor bound: a copy that a switch as router never forwards takes a table out of the rings' family") {
+    // the cut rule adds the latency from a crossing transfer's head on to a processor: a copy that stops at a router
+    // pays none of it, so a table with one is not in the family (verifier/time/OBJECTIVE.md, "The rings of a graph file")
+    static const test::Scratch scratch("ring_family_router");
+    const std::string routers = scratch.file("routers.json");
+    REQUIRE(test::run("machine dgx-h100 --boxes 2 --network rail --switches routers -o " + routers).code == 0);
+    auto topo = Topology::parse("graph:" + routers);
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allgather", *topo)};
+    CandidateQuery q{in, {1073741824.0}, std::chrono::steady_clock::now() + std::chrono::seconds(20)};
+    std::vector<TimeCandidate> built;
+    std::vector<std::string> notes;
+    nccl_provider().provide(q, built, notes);
+    const RingFamily f = *ring_family(*topo, in.collective.kind);
+    const auto ring = std::ranges::find_if(built, [](const TimeCandidate& c) { return c.name == "nccl ring" && c.table; });
+    REQUIRE(ring != built.end());
+    SendTable t = *ring->table;
+    CHECK(ring_family_miss(t, f) == "");
+    // processor 0 also sends its first message into a router that sends it nowhere
+    const Transfer first = *std::ranges::find_if(t.transfers, [&](const Transfer& x) { return idx(topo->channel(x.channel).from) == 0; });
+    const auto into_router = std::ranges::find_if(topo->channels(), [&](const Channel& c) {
+        return idx(c.from) == 0 && !topo->is_processor(c.to) && idx(c.to) != idx(topo->channel(first.channel).to);
+    });
+    REQUIRE(into_router != topo->channels().end());
+    t.transfers.push_back({first.step, ChannelId{static_cast<std::uint32_t>(into_router - topo->channels().begin())}, first.message});
+    std::ranges::sort(t.transfers);
+    const std::string miss = ring_family_miss(t, f);
+    CHECK(miss.find("router") != std::string::npos);
+    CHECK(miss.find("leave it") != std::string::npos);
+}

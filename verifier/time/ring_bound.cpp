@@ -93,6 +93,21 @@ std::uint32_t transfers_out(const MessageGraph& g, const Topology& topo, const s
     }
 }
 
+/// "" when every copy of the message that reaches a router leaves it again (as many departures as arrivals at each
+/// router): then a transfer a cut counts reaches a processor after its head, as the cut rule's onward latency
+/// assumes (a verified table under replicate=no matches each departure with an arrival of its own). Else the router.
+std::string copy_left_at_router(const MessageGraph& g, const Topology& topo, const std::string& message) {
+    const std::size_t N = g.node.size();
+    std::vector<std::uint64_t> arrivals(N, 0), departures(N, 0);
+    for (std::size_t u = 0; u < N; ++u)
+        for (auto [v, c] : g.arcs[u]) departures[u] += c, arrivals[v] += c;
+    for (std::size_t u = 0; u < N; ++u)
+        if (!topo.is_processor(Node{g.node[u]}) && arrivals[u] > departures[u])
+            return fmt::format("{} copies of {} reach router {} and {} leave it (a copy a cut counts must go on to a processor)",
+                               arrivals[u], message, topo.node_name(Node{g.node[u]}), departures[u]);
+    return "";
+}
+
 }  // namespace
 
 std::string ring_family_miss(const SendTable& t, const RingFamily& f) {
@@ -116,9 +131,10 @@ std::string ring_family_miss(const SendTable& t, const RingFamily& f) {
     }
     std::vector<double> out(N, 0.0), in(N, 0.0);
     std::vector<char> inside(P, 0), outside(P, 0);
+    for (const auto& [m, g] : graphs)
+        if (std::string dead = copy_left_at_router(g, topo, ms.name(MessageId{m})); !dead.empty()) return dead;
     for (const auto& [m, g] : graphs) {
-        std::uint32_t parts = 0;
-        ms.for_each_part(MessageId{m}, [&](MessageId) { ++parts; });
+        const std::uint32_t parts = ms.part_count(MessageId{m});
         std::set<std::uint32_t> touched;  // the sets with a processor the message is sent from or to
         for (std::uint32_t n : g.node)
             if (n < P)
@@ -142,7 +158,10 @@ void add_ring_terms(TimeBounds& bounds, const Topology& t, const Model& m, const
     const TimeOptions sp = with_network_class(t, speeds);
     limits.check("the flow network of the rings' cuts");
     WeightedNetwork n(t, m, sp, false);
-    const std::vector<double> onward = time_internal::alpha_to_processors(t, sp);
+    std::vector<double> onward = time_internal::alpha_to_processors(t, sp);
+    // under replicate=yes a departure needs only a router's first copy: a later one a cut counts may stop there
+    if (m.replicate)
+        for (std::uint32_t v = t.processors(); v < onward.size(); ++v) onward[v] = 0;
     const std::uint32_t P = t.processors();
     // a processor's cuts are those of its orbit's least processor (a verified symmetry keeps every speed): one each
     const ProcessorOrbits orbits = processor_orbits(t, limits);

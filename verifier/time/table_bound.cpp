@@ -25,8 +25,7 @@ Loads loads_of(const SendTable& t, const Messages& ms) {
     Loads l{{}, std::vector<double>(E + G, 0.0)};
     l.moved.reserve(t.transfers.size());
     for (const Transfer& x : t.transfers) {
-        std::uint32_t n = 0;
-        ms.for_each_part(x.message, [&](MessageId) { ++n; });
+        const std::uint32_t n = ms.part_count(x.message);
         l.moved.push_back(n);
         l.load[idx(x.channel)] += n;
         for (std::uint32_t g : topo.groups_of(x.channel)) l.load[E + g] += n;

@@ -432,9 +432,7 @@ std::vector<double> channel_data(const SendTable& t) {
     const Messages ms = t.messages();
     std::vector<double> d(t.topology->channels().size(), 0.0);
     for (const Transfer& x : t.transfers) {
-        std::uint32_t n = 0;
-        ms.for_each_part(x.message, [&](MessageId) { ++n; });
-        d[idx(x.channel)] += static_cast<double>(n) / t.collective.chunks;
+        d[idx(x.channel)] += static_cast<double>(ms.part_count(x.message)) / t.collective.chunks;
     }
     return d;
 }
