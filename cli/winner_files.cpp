@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/formats/export_formats.hpp"
+#include "compiler/formats/export_nccl_graph.hpp"
 #include "verifier/time/objective_report.hpp"
 
 namespace collsched::tools {
@@ -35,6 +36,12 @@ std::vector<std::pair<std::string, std::string>> render_winners(const TimeObject
         if (p != Protocol::none) o.msccl.proto = o.mscclpp.proto = std::string(to_string(p));
         std::tie(o.mscclpp.min_message_size, o.mscclpp.max_message_size) = winning_range(r, i);
         o.file = f.path;
+        if (format == "nccl-graph") {  // one file every node reads, or one per node (docs/exports.md, "One file per node")
+            const std::vector<std::string> xmls = nccl_graph_files_xml(*r.winner(i).table);
+            for (std::size_t k = 0; k < xmls.size(); ++k)
+                rendered.emplace_back(xmls.size() == 1 ? f.path : nccl_graph_node_path(f.path, std::uint32_t(k)), xmls[k]);
+            continue;
+        }
         std::string text;
         fmt::memory_buffer buf;
         auto keep = [&text](fmt::memory_buffer& b) {
