@@ -5,6 +5,7 @@
 // optimize on executor nccl, where it beats NCCL's own ring.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -188,4 +189,23 @@ TEST_CASE("per-node graph files: optimize --executor nccl with NIC 0 down on 4 x
     CHECK(t < 0.8 * nccl);  // 3.23 ms against 6.43 ms
     for (std::uint32_t k = 0; k < 4; ++k) CHECK(std::filesystem::exists(nccl_graph_node_path(out, k)));
     CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("per-node graph files: crossnic=\"2\" with an even channel count exchanges channels c and c^1's orders on odd nodes, the "
+          "nets still channel c's (connect.cc:401-414)") {
+    auto topo = Topology::parse("graph:" + collsched::test::source("schedules/machines/h100rail2x8.json"));
+    std::string xml = nccl_graphs_xml(nccl::nccl_algorithm_graphs(*topo, "ring"));
+    const nccl::GraphCheck plain = nccl::check_nccl_graph(read_nccl_graph(xml, "own.xml"), "own.xml", *topo);
+    REQUIRE(plain.holds());
+    REQUIRE(plain.channels_run % 2 == 0);
+    xml.replace(xml.find("crossnic=\"0\""), 12, "crossnic=\"2\"");
+    const nccl::GraphCheck g = nccl::check_nccl_graph(read_nccl_graph(xml, "cross.xml"), "cross.xml", *topo);
+    REQUIRE(g.holds());
+    REQUIRE(g.rings.size() == plain.rings.size());
+    for (std::size_t c = 0; c < g.rings.size(); ++c) {
+        INFO("channel ", c);
+        // box 0 (node 0) runs channel c's order, box 1 (node 1, odd) channel c^1's
+        CHECK(std::equal(g.rings[c].order.begin(), g.rings[c].order.begin() + 8, plain.rings[c].order.begin()));
+        CHECK(std::equal(g.rings[c].order.begin() + 8, g.rings[c].order.end(), plain.rings[c ^ 1].order.begin() + 8));
+    }
 }
