@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -207,5 +208,31 @@ TEST_CASE("per-node graph files: crossnic=\"2\" with an even channel count excha
         // box 0 (node 0) runs channel c's order, box 1 (node 1, odd) channel c^1's
         CHECK(std::equal(g.rings[c].order.begin(), g.rings[c].order.begin() + 8, plain.rings[c].order.begin()));
         CHECK(std::equal(g.rings[c].order.begin() + 8, g.rings[c].order.end(), plain.rings[c ^ 1].order.begin() + 8));
+    }
+}
+
+TEST_CASE("real parsers: NCCL's graph reader loads each node's file of the per-node weighted rings, channel c on net c in box 0 and "
+          "c + 1 elsewhere" * doctest::test_suite("real_parsers") * doctest::skip()) {
+    const char* loader = std::getenv("COLLSCHED_NCCL_GRAPH_LOADER");
+    REQUIRE_MESSAGE(loader != nullptr, "COLLSCHED_NCCL_GRAPH_LOADER must name the loader (ctest sets it where NCCL's source is present)");
+    Scratch dir("graph_nodes_parser");
+    auto topo = Topology::parse("graph:" + nic_down_machine(dir));
+    std::string why;
+    auto w = nccl::nccl_weighted_rings(topo, topo->default_model(), CollectiveKind::allgather, Deadline{}, why);
+    REQUIRE_MESSAGE(w, why);
+    REQUIRE(w->xmls.size() == 4);
+    for (std::uint32_t k = 0; k < 4; ++k) {
+        const std::string file = dir.file(fmt::format("rings.node{}.xml", k), w->xmls[k]);
+        // search.cc's own ncclTopoGetGraphFromXml on a node of 8 GPUs, as node k loads its file
+        auto r = collsched::test::run_shell(fmt::format("'{}' --gpus 8 '{}'", loader, file));
+        INFO("node ", k, ": ", r.out, r.err);
+        REQUIRE(r.code == 0);
+        const std::string ring = r.out.substr(r.out.find("search.cc graph id=0"));
+        CHECK(ring.find("nchannels=7") != std::string::npos);
+        for (int c = 0; c < 7; ++c) {
+            const int net = k == 0 ? c : c + 1;  // rail c + 1 in the node's own PCI order
+            CHECK(ring.find(fmt::format("  channel {}: net {:x} | gpus {} ", c, net, c + 1)) != std::string::npos);
+            CHECK(ring.find(fmt::format("| net {:x}\n", net)) != std::string::npos);
+        }
     }
 }
