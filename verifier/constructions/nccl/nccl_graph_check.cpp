@@ -115,12 +115,14 @@ private:
             if (g.crossnic == 1)
                 note(s, g.at, "crossnic=\"1\": NCCL skips this graph when NCCL_CROSS_NIC=0 (search.cc:934) and uses it by default (2)");
         }
+        auto given = [&](std::size_t x) {
+            return fmt::format("{} ring graph and {} tree graph", ring_[x] ? "a" : "no", tree_[x] ? "a" : "no");
+        };
         for (std::size_t x = 0; x < s; ++x)
             if (bool(ring_[x]) != bool(ring_[s]) || bool(tree_[x]) != bool(tree_[s]))
-                throw InputError(fmt::format("{}: gives {} and {} {}: a node whose file lacks a graph searches its own, which a graph file set "
+                throw InputError(fmt::format("{}: gives {}, {} {}: a node whose file lacks a graph searches its own, which a graph file set "
                                              "does not say",
-                                             src_[s].name, ring_[s] ? "a ring graph" : "no ring graph", src_[x].name,
-                                             ring_[x] ? "one" : "none"));
+                                             src_[s].name, given(s), src_[x].name, given(x)));
     }
 
     /// NCCL all-gathers every rank's graph fields and takes per graph the least nchannels, sameChannels,
