@@ -236,3 +236,19 @@ TEST_CASE("real parsers: NCCL's graph reader loads each node's file of the per-n
         }
     }
 }
+
+TEST_CASE("per-node graph files: deploy on a machine whose boxes number their NICs differently says how a launcher gives each node its "
+          "file, and not on one whose boxes are alike") {
+    Scratch dir("graph_nodes_deploy");
+    const std::string down = nic_down_machine(dir), healthy = dir.file("healthy.json");
+    REQUIRE(run("machine dgx-h100 --boxes 2 --network rail -o " + healthy).code == 0);
+    for (const auto& [machine, per_node] : {std::pair{down, true}, std::pair{healthy, false}}) {
+        const std::string out = dir.file(per_node ? "down_deploy" : "healthy_deploy");
+        auto r = run(fmt::format("deploy --topology graph:{} --sizes 16M,1G --collectives allgather -o {}", machine, out));
+        INFO(machine, ": ", r.err);
+        REQUIRE(r.code == 0);
+        const std::string readme = node_file_text(out + "/README.md");
+        CHECK((readme.find("## One graph file per node") != std::string::npos) == per_node);
+        CHECK((readme.find("NCCL_GRAPH_FILE=" + out + "/rings.node$((OMPI_COMM_WORLD_RANK / 8)).xml") != std::string::npos) == per_node);
+    }
+}
