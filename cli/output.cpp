@@ -262,12 +262,19 @@ void write_table_output(const SendTable& table, const std::string& format, const
         return;
     }
     if (format == "nccl-graph") {  // read back first: NCCL must run the table's data, not more (nccl_runs_more); nothing written else
-        std::string xml;
-        fmt::memory_buffer b;
-        write_table_as(table, format, options, b, [&](fmt::memory_buffer& part) { xml.append(part.data(), part.size()), part.clear(); });
-        xml.append(b.data(), b.size());
-        if (std::string why = nccl::nccl_runs_more(table, xml); !why.empty()) throw InputError("nccl-graph: " + why + "; nothing written");
-        write_output(output, [&](const Flush&, fmt::memory_buffer& buf) { buf.append(xml); });
+        const std::vector<std::string> xmls = nccl_graph_files_xml(table);
+        if (xmls.size() > 1 && (output == "-" || std::filesystem::is_directory(output) || output.ends_with('/')))
+            throw InputError(fmt::format("nccl-graph: the boxes need one graph file each (their nets or GPU orders differ): give -o "
+                                         "FILE.xml, written as FILE.node0.xml to FILE.node{}.xml; nothing written",
+                                         xmls.size() - 1));
+        if (std::string why = nccl::nccl_runs_more(table, xmls); !why.empty()) throw InputError("nccl-graph: " + why + "; nothing written");
+        if (xmls.size() == 1) {
+            write_output(output, [&](const Flush&, fmt::memory_buffer& buf) { buf.append(xmls.front()); });
+            return;
+        }
+        std::vector<OutputFile> files;  // one per node (docs/exports.md, "One file per node")
+        for (std::size_t k = 0; k < xmls.size(); ++k) files.push_back({nccl_graph_node_path(output, std::uint32_t(k)), xmls[k]});
+        write_files(files);
         return;
     }
     write_output(output, [&](const Flush& flush, fmt::memory_buffer& buf) { write_table_text(table, format, options, buf, flush); });

@@ -73,13 +73,15 @@ std::string load_text(const nccl::GraphCheck& g, const Topology& t) {
 }
 
 std::string report_text(const nccl::GraphCheck& g, const NcclGraphArgs& a, const Topology& t, const std::string& verdict) {
-    std::string s = fmt::format("verdict: {} (NCCL graph file {} on {}: {} box{} of {} GPU{}{})\n", verdict, a.input, t.spec(), g.boxes,
+    const std::string files = g.files.size() == 1 ? fmt::format("file {}", a.input)
+                                                  : fmt::format("files {} to {}, one per node", g.files.front(), g.files.back());
+    std::string s = fmt::format("verdict: {} (NCCL graph {} on {}: {} box{} of {} GPU{}{})\n", verdict, files, t.spec(), g.boxes,
                                 g.boxes == 1 ? "" : "es", g.gpus_per_box, g.gpus_per_box == 1 ? "" : "s",
                                 g.ring_graph ? fmt::format(", {} ring channel{} run", g.channels_run, g.channels_run == 1 ? "" : "s") : "");
     s += fmt::format("  rings  {}\n  trees  {}\n", status(g, 0), status(g, 1));
     if (!g.findings.empty()) {
         s += "counterexamples:\n";
-        for (const nccl::GraphFinding& f : g.findings) s += fmt::format("  {}:{}:{}: {}\n", a.input, f.at.line, f.at.col, f.what);
+        for (const nccl::GraphFinding& f : g.findings) s += fmt::format("  {}:{}:{}: {}\n", f.file, f.at.line, f.at.col, f.what);
     }
     s += load_text(g, t);
     if (!g.notes.empty()) {
@@ -94,13 +96,14 @@ nlohmann::ordered_json report_json(const nccl::GraphCheck& g, const Topology& t,
     j["verdict"] = verdict;
     j["format"] = "nccl-graph";
     j["topology"] = t.spec();
+    j["files"] = g.files;
     j["boxes"] = g.boxes;
     j["gpus_per_box"] = g.gpus_per_box;
     j["channels_run"] = g.channels_run;
     j["properties"] = {{"rings", status(g, 0).substr(0, status(g, 0).find(' '))}, {"trees", status(g, 1).substr(0, status(g, 1).find(' '))}};
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const nccl::GraphFinding& f : g.findings)
-        list.push_back({{"graph", f.graph}, {"line", f.at.line}, {"column", f.at.col}, {"message", f.what}});
+        list.push_back({{"file", f.file}, {"graph", f.graph}, {"line", f.at.line}, {"column", f.at.col}, {"message", f.what}});
     j["violations"] = list;
     j["notes"] = g.notes;
     if (!g.rings.empty()) {
@@ -117,13 +120,41 @@ nlohmann::ordered_json report_json(const nccl::GraphCheck& g, const Topology& t,
 
 }  // namespace
 
-bool is_nccl_graph_file(const std::string& path) {
+namespace {
+
+bool graph_file_at(const std::string& path) {
     if (path == "-" || !std::filesystem::is_regular_file(path)) return false;
     std::ifstream in(path, std::ios::binary);
     std::string head(4096, '\0');
     in.read(head.data(), std::streamsize(head.size()));
     head.resize(std::size_t(in.gcount()));
     return looks_like_nccl_graph(head);
+}
+
+/// The files `input` names: itself, or where it is absent the set FILE.node0.xml, FILE.node1.xml, ... (docs/exports.md,
+/// "One file per node"), which must hold one file per box of the machine.
+std::vector<std::string> graph_set(const std::string& input, std::uint32_t boxes) {
+    const bool one = std::filesystem::exists(input), set = input != "-" && std::filesystem::exists(nccl_graph_node_path(input, 0));
+    if (one && set)
+        throw InputError(fmt::format("{}: both it and {} exist: one file every node reads, or one per node; remove the one the nodes do "
+                                     "not load",
+                                     input, nccl_graph_node_path(input, 0)));
+    if (!set) return {input};
+    std::vector<std::string> files;
+    while (std::filesystem::exists(nccl_graph_node_path(input, std::uint32_t(files.size()))))
+        files.push_back(nccl_graph_node_path(input, std::uint32_t(files.size())));
+    if (files.size() != boxes)
+        throw InputError(fmt::format("{}: {} file{} ({} to {}) for a machine of {} boxes: NCCL's nodes load one each ({} {})", input,
+                                     files.size(), files.size() == 1 ? "" : "s", files.front(), files.back(), boxes,
+                                     files.size() < boxes ? "missing" : "one too many:",
+                                     nccl_graph_node_path(input, std::uint32_t(std::min<std::size_t>(files.size(), boxes)))));
+    return files;
+}
+
+}  // namespace
+
+bool is_nccl_graph_file(const std::string& path) {
+    return graph_file_at(path) || (path != "-" && !std::filesystem::exists(path) && graph_file_at(nccl_graph_node_path(path, 0)));
 }
 
 std::string nccl_algorithm_graph_xml(std::string_view algorithm, const Topology& topo, const std::string& name) {
@@ -150,11 +181,15 @@ void write_nccl_algorithm_graph(std::string_view algorithm, const std::string& t
 int verify_nccl_graph(const NcclGraphArgs& a, const Context& ctx) {
     if (a.topology.empty())
         throw InputError(fmt::format("{}: an NCCL graph file names no machine; give it with --topology graph:MACHINE.json", a.input));
-    const NcclGraphFile file = read_nccl_graph(read_input_text(a.input, "NCCL graph file"), a.input);
     std::shared_ptr<const Topology> topo = Topology::parse(a.topology);
+    const std::vector<std::string> names = graph_set(a.input, nccl_graph_boxes(*topo).count);
+    std::vector<NcclGraphFile> files;
+    for (const std::string& n : names) files.push_back(read_nccl_graph(read_input_text(n, "NCCL graph file"), n));
+    std::vector<nccl::NcclGraphSource> set;
+    for (std::size_t k = 0; k < names.size(); ++k) set.push_back({&files[k], names[k]});
     const Collective coll = ring_collective(a.collective, *topo);
     const CollectiveKind kind = coll.kind;
-    const nccl::GraphCheck g = nccl::check_nccl_graph(file, a.input, *topo);
+    const nccl::GraphCheck g = nccl::check_nccl_graphs(set, *topo);
     const std::string verdict = g.holds() ? "holds" : "violated";
     Timed timed;
     if (!a.ab.sizes.empty()) timed = ring_time(g, topo, kind);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/formats/export_formats.hpp"
+#include "compiler/formats/export_nccl_graph.hpp"
 #include "verifier/time/objective_report.hpp"
 
 namespace collsched::tools {
@@ -26,7 +27,8 @@ std::pair<std::uint64_t, std::uint64_t> winning_range(const TimeObjective& r, st
     return {lo, hi};
 }
 
-std::vector<std::pair<std::string, std::string>> render_winners(const TimeObjective& r, const std::string& path, const std::string& format) {
+std::vector<std::pair<std::string, std::string>> render_winners(const TimeObjective& r, const std::string& path, const std::string& format,
+                                                                std::vector<std::string>* per_node) {
     std::vector<std::pair<std::string, std::string>> rendered;
     for (const WitnessFile& f : time_witness_files(r, path, true)) {
         const std::size_t i = f.sizes.front();
@@ -35,6 +37,14 @@ std::vector<std::pair<std::string, std::string>> render_winners(const TimeObject
         if (p != Protocol::none) o.msccl.proto = o.mscclpp.proto = std::string(to_string(p));
         std::tie(o.mscclpp.min_message_size, o.mscclpp.max_message_size) = winning_range(r, i);
         o.file = f.path;
+        if (format == "nccl-graph") {  // one file every node reads, or one per node (docs/exports.md, "One file per node")
+            const std::vector<std::string> xmls = nccl_graph_files_xml(*r.winner(i).table);
+            for (std::size_t k = 0; k < xmls.size(); ++k) {
+                rendered.emplace_back(xmls.size() == 1 ? f.path : nccl_graph_node_path(f.path, std::uint32_t(k)), xmls[k]);
+                if (xmls.size() > 1 && per_node) per_node->push_back(rendered.back().first);
+            }
+            continue;
+        }
         std::string text;
         fmt::memory_buffer buf;
         auto keep = [&text](fmt::memory_buffer& b) {

@@ -19,7 +19,9 @@ std::pair<std::uint64_t, std::uint64_t> winning_range(const TimeObjective& r, st
 
 /// Each distinct winner of `r` rendered in `format` (time_witness_files with `per_range`: none for
 /// a size stock NCCL wins), in the protocol its executor runs it in: (path, text) pairs, every one
-/// rendered (its writer checks it before its first byte) before any is written.
-std::vector<std::pair<std::string, std::string>> render_winners(const TimeObjective& r, const std::string& path, const std::string& format);
+/// rendered (its writer checks it before its first byte) before any is written. NCCL graph files the boxes need one
+/// each of are FILE.nodeK.xml, their paths also added to `per_node`.
+std::vector<std::pair<std::string, std::string>> render_winners(const TimeObjective& r, const std::string& path, const std::string& format,
+                                                                std::vector<std::string>* per_node = nullptr);
 
 }  // namespace collsched::tools

@@ -181,7 +181,31 @@ std::string readme_times(const TunerConfig& cfg) {
     return out;
 }
 
-std::string readme(const std::string& dir, const TunerConfig& cfg, const std::string& graphs, const MscclppPlans& plans, bool asked) {
+/// Where the boxes number their NICs differently (a NIC down, a box with fewer NICs: NCCL numbers a node's nets in PCI
+/// order), how a launcher gives each node its own graph file (docs/exports.md, "One file per node"); else "".
+std::string per_node_text(const Topology& topo, const std::string& dir) {
+    const NcclBoxes b = nccl_graph_boxes(topo);
+    std::uint32_t box = 0;
+    for (std::uint32_t k = 1; k < b.count && !box; ++k)
+        for (std::uint32_t i = 0; i < b.per_box && !box; ++i)
+            if (b.nic[idx(b.members[k][i])] != b.nic[idx(b.members[0][i])]) box = k;
+    if (!box) return "";
+    return fmt::format(
+        "\n## One graph file per node\n\nBox 0 and box {box} of this machine number their NICs differently ({n0} and {nk} NICs; NCCL "
+        "numbers a node's nets in PCI order), so one graph file read by every node cannot keep a ring on one rail. "
+        "`collsched optimize --topology {machine} --collective allgather --sizes 1G --executor nccl --format nccl-graph -o "
+        "{dir}/rings.xml` writes the fastest rings NCCL runs, where they are one file per node, as {dir}/rings.node0.xml to "
+        "rings.node{last}.xml (`collsched verify {dir}/rings.xml --topology {machine}` checks the set); NCCL reads "
+        "NCCL_GRAPH_FILE per process, so a launcher gives node k (ranks {g} k to {g} k + {g1}) its own:\n\n```sh\n"
+        "mpirun -np {ranks} sh -c 'NCCL_GRAPH_FILE={dir}/rings.node$((OMPI_COMM_WORLD_RANK / {g})).xml exec ./build/all_gather_perf -b 1K "
+        "-e 16G -f 2 -g 1'\n```\n\n",
+        fmt::arg("box", box), fmt::arg("n0", b.nics[0].size()), fmt::arg("nk", b.nics[box].size()), fmt::arg("machine", topo.spec()),
+        fmt::arg("dir", dir), fmt::arg("last", b.count - 1), fmt::arg("g", b.per_box), fmt::arg("g1", b.per_box - 1),
+        fmt::arg("ranks", topo.processors()));
+}
+
+std::string readme(const std::string& dir, const TunerConfig& cfg, const std::string& graphs, const MscclppPlans& plans, bool asked,
+                   const std::string& per_node) {
     std::string out = fmt::format(
         "# NCCL configuration for {machine}\n\n"
         "Written by `collsched deploy --topology {machine} -o {dir}` ({nodes} nodes, {ranks} ranks). The files were checked against "
@@ -229,6 +253,7 @@ std::string readme(const std::string& dir, const TunerConfig& cfg, const std::st
     out += fmt::format("\n## Predicted times ({}, {} nodes, {} ranks)\n\n", cfg.executor, cfg.nodes, cfg.ranks) + readme_times(cfg);
     out += fmt::format("\n## Check\n\n```sh\n{}collsched tune --topology {} -o - | diff - {}/nccl_tuner.conf   # the same file (with the same --sizes, --collectives, --executor)\n```\n\n",
                        graphs.empty() ? "" : fmt::format("collsched verify {}/nccl_graphs.xml --topology {}\n", dir, cfg.machine), cfg.machine, dir);
+    if (!per_node.empty()) out += per_node;
     out += "The graph file names GPUs by their index in a box and NICs by their index: NCCL matches them to the machine it finds, so "
            "the GPU-to-NIC order of the real machine must be the machine file's (`nvidia-smi topo -m` shows which NIC is next to which GPU; "
            "`NCCL_IB_HCA` lists the NICs in that order).\n";
@@ -269,7 +294,7 @@ void run_deploy(const DeployArgs& a, Context& ctx) {
     out.write("nccl_tuner.conf", tuner_file(cfg));
     if (!xml.empty()) out.write("nccl_graphs.xml", xml);
     for (const auto& [name, text] : plans.files) out.write(name, text);
-    out.write("README.md", readme(dir.string(), cfg, graphs, plans, a.mscclpp));
+    out.write("README.md", readme(dir.string(), cfg, graphs, plans, a.mscclpp, per_node_text(*topo, dir.string())));
     // every file read back from the disk by collsched's own checker before the folder is published
     check_tuner_file(out.read("nccl_tuner.conf"), cfg);
     if (!xml.empty()) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "verifier/synth/bounds/bandwidth.hpp"
@@ -197,32 +198,36 @@ private:
         // catalog is bad input (exit 2); the default one, missing, is a note (run outside the tree)
         if (args_.library_given) read_catalog(t.library, RunLimits{run_, t.memory});
         const TimeObjective r = time_objective(in_, t);
-        if (!r.candidates.empty()) write_winners(r);
-        ctx_.print((args_.json ? "" : said_) + time_objective_report(r, args_.outputs, args_.json, !args_.format.empty()));
+        std::string per_node;  // NCCL graph files written one per node: the files under the witness's name
+        if (!r.candidates.empty()) per_node = write_winners(r);
+        ctx_.print((args_.json ? "" : said_) + time_objective_report(r, args_.outputs, args_.json, !args_.format.empty()) +
+                   (args_.json || per_node.empty() ? "" : "witness files, one per node (docs/exports.md, \"One file per node\"): " + per_node + "\n"));
         ctx_.exit_code = time_objective_exit_code(r);
     }
 
     /// -o: each distinct winner once (time_witness_files), as a table or schedule, or with --format in that format
     /// (its protocol the one the executor runs it in, an MSCCL++ plan's sizes those it wins at); every file rendered
     /// before the first is written.
-    void write_winners(const TimeObjective& r) const {
+    std::string write_winners(const TimeObjective& r) const {
         const bool per_range = !args_.format.empty();
         if (!per_range) {
             for (const std::string& path : args_.outputs)
                 for (const WitnessFile& f : time_witness_files(r, path))
                     write_witness(f.path, *r.winner(f.sizes.front()).table, time_witness_comment(r, f));
-            return;
+            return "";
         }
         // every file rendered once (its writer checks it before its first byte: a refusal here writes nothing), all of
         // them before the first is written
         std::vector<std::pair<std::string, std::string>> rendered;  // path, text
+        std::vector<std::string> per_node;  // NCCL graph files one per node (docs/exports.md, "One file per node")
         for (const std::string& path : args_.outputs)
-            for (auto& file : render_winners(r, path, args_.format)) rendered.push_back(std::move(file));
+            for (auto& file : render_winners(r, path, args_.format, &per_node)) rendered.push_back(std::move(file));
         for (const auto& [path, text] : rendered)
             write_output(path, [&text](const Flush& flush, fmt::memory_buffer& buf) {
                 buf.append(text.data(), text.data() + text.size());
                 flush(buf);
             });
+        return fmt::format("{}", fmt::join(per_node, ", "));
     }
 
     double opt_timeout() const { return args_.solver.options().timeout; }

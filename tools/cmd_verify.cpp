@@ -261,10 +261,14 @@ void add_verify_command(CLI::App& app, Context& ctx) {
         "SMT/Horn query to Z3; unsat of its negation is the proof), both (the two must agree on every property).\nAn MSCCL++ "
         "execution plan (a JSON file with \"gpus\" and \"collective\") is checked for the executor's rules, deadlock, data races "
         "and its result instead (docs/exports.md). An NCCL graph file (<graphs>, NCCL_GRAPH_FILE) is checked on --topology: every "
-        "ring a cycle through every rank, every hop on a link, every net one the box has.\nExit code: 0 "
+        "ring a cycle through every rank, every hop on a link, every net one the box has; FILE.xml absent, the set FILE.node0.xml, "
+        "FILE.node1.xml, ... one per node, checked as NCCL joins them (docs/exports.md, \"One file per node\").\nExit code: 0 "
         "every property holds, 1 a property is violated (counterexamples printed) or the engines disagree (--engine both; "
         "a bug, reported on stderr), 2 bad input, 3 unknown (Z3 time or resource limit).");
-    cmd->add_option("FILE", args->input, "Table file (.json, .csv) or schedule (.sched); - reads standard input")->required();
+    cmd->add_option("FILE", args->input,
+                    "Table file (.json, .csv) or schedule (.sched); - reads standard input; an NCCL graph file, or the stem F.xml of "
+                    "F.node0.xml ... (a file per node)")
+        ->required();
     cmd->add_option("-D", args->defines, "Override a schedule parameter: -D n=16 (repeatable)");
     cmd->add_option("--topology", args->msccl.topology,
                     "Schedule (.sched): the machine that replaces its topology statement (a spec or graph:FILE); MSCCL-IR input: the "

@@ -340,7 +340,7 @@ std::vector<TableRing> table_rings(const SendTable& t) {
     return rings;
 }
 
-NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>& rings) {
+std::vector<NcclGraph> nccl_node_graphs_of_rings(const Topology& topo, const std::vector<TableRing>& rings) {
     std::uint64_t channels = 0;
     for (const TableRing& r : rings) channels += r.channels;
     if (channels > max_nccl_channels)
@@ -348,8 +348,8 @@ NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>
                                      "graph holds at most {}",
                                      rings.size(), rings.size() == 1 ? "" : "s", channels, max_nccl_channels));
     const Boxes b = nccl_graph_boxes(topo);
-    NcclGraph g;
-    g.boxes = b.count, g.gpus_per_box = b.per_box;
+    std::vector<NcclGraph> g(b.count);
+    for (NcclGraph& x : g) x.boxes = b.count, x.gpus_per_box = b.per_box;
     for (const TableRing& r : rings) {
         std::vector<std::uint32_t> order = r.order;
         const std::size_t n = order.size();
@@ -360,29 +360,58 @@ NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>
             if (start == n) throw InputError("nccl-graph: a ring never enters box 0");
             std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(start), order.end());
         }
-        NcclChannel c;
-        for (std::uint32_t i = 0; i < b.per_box; ++i) c.gpus.push_back(b.local[order[i]]);
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t k = static_cast<std::uint32_t>(i / b.per_box);
-            if (b.box[order[i]] != k || b.local[order[i]] != c.gpus[i % b.per_box])
-                throw InputError(fmt::format(
-                    "nccl-graph: ring {} is not one NCCL channel: NCCL visits box 0, 1, ... in turn with the same order of GPUs "
-                    "in every box ({} first), but place {} of the ring is processor {} (box {}, GPU {})",
-                    &r - rings.data(), order[0], i, order[i], b.box[order[i]], b.local[order[i]]));
+        // NCCL joins the nodes in rank order (connect.cc:96-113 connectRings), each node's part of channel c read from its own
+        // file: box k holds places k x G to (k + 1) x G - 1 of the ring
+        for (std::size_t i = 0; i < n; ++i)
+            if (b.box[order[i]] != i / b.per_box)
+                throw InputError(fmt::format("nccl-graph: ring {} is not one NCCL channel: NCCL visits box 0, 1, ... in turn ({} first), "
+                                             "but place {} of the ring is processor {} (box {})",
+                                             &r - rings.data(), order[0], i, order[i], b.box[order[i]]));
+        for (std::uint32_t k = 0; k < b.count; ++k) {
+            NcclChannel c;
+            for (std::uint32_t i = 0; i < b.per_box; ++i) c.gpus.push_back(b.local[order[k * b.per_box + i]]);
+            if (b.count > 1) {
+                const std::uint32_t first = order[k * b.per_box], last = order[k * b.per_box + b.per_box - 1];
+                if (b.nic[first] < 0 || (!r.relay && b.nic[last] < 0))
+                    throw InputError(fmt::format("nccl-graph: ring {} {} box {} at GPU {}, which has no NIC", &r - rings.data(),
+                                                 b.nic[first] < 0 ? "enters" : "leaves", k, b.local[b.nic[first] < 0 ? first : last]));
+                c.net_in = b.nic[first], c.net_out = r.relay ? c.net_in : b.nic[last];
+                g[k].cross_nic = g[k].cross_nic || c.net_in != c.net_out;
+            }
+            for (std::uint32_t x = 1; x < r.channels; ++x) g[k].channels.push_back(c);
+            g[k].channels.push_back(std::move(c));
         }
-        if (b.count > 1) {
-            const std::uint32_t first = order[0], last = order[b.per_box - 1];
-            if (b.nic[first] < 0 || (!r.relay && b.nic[last] < 0))
-                throw InputError(fmt::format("nccl-graph: ring {} {} the box at GPU {}, which has no NIC", &r - rings.data(),
-                                             b.nic[first] < 0 ? "enters" : "leaves", b.local[b.nic[first] < 0 ? first : last]));
-            c.net_in = b.nic[first], c.net_out = r.relay ? c.net_in : b.nic[last];
-            g.cross_nic = g.cross_nic || c.net_in != c.net_out;
-        }
-        for (std::uint32_t k = 1; k < r.channels; ++k) g.channels.push_back(c);
-        g.channels.push_back(std::move(c));
     }
-    ring_speeds(topo, b, rings, g);
+    NcclGraph speeds;
+    ring_speeds(topo, b, rings, speeds);
+    for (NcclGraph& x : g) x.speed_intra = speeds.speed_intra, x.speed_inter = speeds.speed_inter;
     return g;
+}
+
+std::string nccl_graphs_differ(const std::vector<NcclGraph>& g) {
+    for (std::size_t k = 1; k < g.size(); ++k)
+        for (std::size_t c = 0; c < g[0].channels.size(); ++c) {
+            const NcclChannel &a = g[0].channels[c], &x = g[k].channels[c];
+            if (a.net_in != x.net_in || a.net_out != x.net_out)
+                return fmt::format("channel {} enters and leaves box 0 by nets {:x} and {:x}, box {} by {:x} and {:x} (NCCL numbers a "
+                                   "node's nets in PCI order)",
+                                   c, a.net_in, a.net_out, k, x.net_in, x.net_out);
+            if (a.gpus != x.gpus) return fmt::format("channel {} orders box 0's GPUs otherwise than box {}'s", c, k);
+            if (g[0].cross_nic != g[k].cross_nic) return fmt::format("box 0 and box {} differ in crossnic", k);
+        }
+    return "";
+}
+
+NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>& rings) {
+    std::vector<NcclGraph> g = nccl_node_graphs_of_rings(topo, rings);
+    if (std::string why = nccl_graphs_differ(g); !why.empty())
+        throw InputError(fmt::format("nccl-graph: the boxes read different graph files ({}): one file per node", why));
+    return std::move(g.front());
+}
+
+std::string nccl_graph_node_path(const std::string& path, std::uint32_t node) {
+    const std::string stem = path.ends_with(".xml") ? path.substr(0, path.size() - 4) : path;
+    return fmt::format("{}.node{}.xml", stem, node);
 }
 
 std::string nccl_graphs_xml(const std::vector<NcclGraphEntry>& graphs) {
@@ -408,9 +437,21 @@ std::string nccl_graphs_xml(const std::vector<NcclGraphEntry>& graphs) {
 
 std::string nccl_graph_xml(const NcclGraph& g) { return nccl_graphs_xml({{0, 4, g}, {1, 3, g}}); }
 
+std::vector<std::string> nccl_graph_files_xml(const SendTable& t) {
+    const std::vector<NcclGraph> g = nccl_node_graphs_of_rings(*t.topology, table_rings(t));
+    if (nccl_graphs_differ(g).empty()) return {nccl_graph_xml(g.front())};
+    std::vector<std::string> out;
+    for (const NcclGraph& x : g) out.push_back(nccl_graph_xml(x));
+    return out;
+}
+
 void write_table_nccl_graph(const SendTable& t, fmt::memory_buffer& out, const Flush& flush) {
-    const std::string xml = nccl_graph_xml(nccl_graph_of_rings(*t.topology, table_rings(t)));
-    out.append(xml);
+    const std::vector<NcclGraph> g = nccl_node_graphs_of_rings(*t.topology, table_rings(t));
+    if (std::string why = nccl_graphs_differ(g); !why.empty())
+        throw InputError(fmt::format("nccl-graph: the boxes need different graph files ({}): give -o FILE.xml, written as one file per "
+                                     "node, FILE.node0.xml to FILE.node{}.xml",
+                                     why, g.size() - 1));
+    out.append(nccl_graph_xml(g.front()));
     flush(out);
 }
 

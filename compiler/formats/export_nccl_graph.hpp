@@ -84,8 +84,19 @@ struct NcclBoxes {
 /// Throws InputError when the boxes differ in size (NCCL's files have one count of GPUs).
 NcclBoxes nccl_graph_boxes(const Topology& topo);
 
-/// The graph of `rings` on the table's machine; InputError saying why a ring has no NCCL form.
+/// Per box, the graph its node reads (docs/exports.md, "One file per node"): NCCL reads NCCL_GRAPH_FILE per
+/// process and joins the nodes' channels c in rank order (connect.cc:96-113), each node's GPU order and nets
+/// (numbered in its own PCI order) from its own file. A ring must visit boxes 0, 1, ..., K-1 in turn; InputError
+/// saying why a ring has no NCCL form.
+std::vector<NcclGraph> nccl_node_graphs_of_rings(const Topology& topo, const std::vector<TableRing>& rings);
+/// How box k's graph differs from box 0's (the first difference), or "" when one file serves every node.
+std::string nccl_graphs_differ(const std::vector<NcclGraph>& graphs);
+/// The one graph every box reads; InputError where the boxes need different files.
 NcclGraph nccl_graph_of_rings(const Topology& topo, const std::vector<TableRing>& rings);
+/// The file node `node` loads when the boxes need one each: FILE.xml -> FILE.nodeN.xml.
+std::string nccl_graph_node_path(const std::string& path, std::uint32_t node);
+/// The table's graph files: one text when every node reads the same, else one per box (box order).
+std::vector<std::string> nccl_graph_files_xml(const SendTable& t);
 
 /// The `<graphs version="1">` text of the graphs in order. Pattern 3 (NCCL_TOPO_PATTERN_TREE)
 /// writes each channel's net in at both ends: the tree goes up and down by the NIC of the chain's
@@ -95,7 +106,8 @@ std::string nccl_graphs_xml(const std::vector<NcclGraphEntry>& graphs);
 /// NCCL's trees run a chain inside each box).
 std::string nccl_graph_xml(const NcclGraph& g);
 
-/// `convert --format nccl-graph`: table_rings, nccl_graph_of_rings, nccl_graph_xml.
+/// `convert --format nccl-graph` to one stream: table_rings, nccl_graph_of_rings, nccl_graph_xml (InputError where
+/// the boxes need a file each: write_table_output writes those).
 void write_table_nccl_graph(const SendTable& t, fmt::memory_buffer& out, const Flush& flush);
 
 }  // namespace collsched

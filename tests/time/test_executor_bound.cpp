@@ -45,6 +45,7 @@ struct Sweep {
     std::string where_large;
     std::size_t raised = 0;  ///< sizes where NCCL's exact set put the bound above the least of both executors' rows
     std::size_t exported = 0;  ///< ring tables NCCL's graph exporter writes (ring_sweep)
+    std::size_t per_node = 0;  ///< of them, tables written as one graph file per node
 };
 
 const std::vector<double> sweep_sizes = {1024.0, 65536.0, 16.0 * 1048576, 1073741824.0};
@@ -88,9 +89,8 @@ void exact_sweep(const std::shared_ptr<const Topology>& topo, const SynthInstanc
 
 /// Whether NCCL's graph exporter writes table t (executor nccl's check: leave_out_unrun, runs_on_executor).
 bool graph_file_holds(const SendTable& t) {
-    fmt::memory_buffer out;
     try {
-        write_table_nccl_graph(t, out, [](fmt::memory_buffer& b) { b.clear(); });
+        (void)nccl_graph_files_xml(t);  // one file every node reads, or one per node
     } catch (const InputError&) {
         return false;
     }
@@ -99,7 +99,8 @@ bool graph_file_holds(const SendTable& t) {
 
 /// Ring tables in random orders and channel counts: `count` tables of 1 to 4 rings, each 1 to 3 channels (repeated, as
 /// NCCL gives every channel its share); the even ones as NCCL's graph files hold them (the boxes in turn, one random
-/// order of GPUs in every box), the odd ones any cycle through all processors.
+/// order of GPUs in every box, or every other one a random order per box: one graph file per node), the odd ones any
+/// cycle through all processors.
 std::vector<std::pair<std::string, SendTable>> random_ring_tables(const std::shared_ptr<const Topology>& topo, CollectiveKind k, std::uint32_t seed,
                                                                   std::size_t count) {
     std::mt19937 rng(seed);
@@ -116,8 +117,10 @@ std::vector<std::pair<std::string, SendTable>> random_ring_tables(const std::sha
                 std::vector<std::uint32_t> local(boxes.per_box);
                 std::iota(local.begin(), local.end(), 0u);
                 std::shuffle(local.begin(), local.end(), rng);
-                for (std::uint32_t b = 0; b < boxes.count; ++b)
+                for (std::uint32_t b = 0; b < boxes.count; ++b) {
+                    if (n % 4 == 2) std::shuffle(local.begin(), local.end(), rng);  // each node its own order: a file per node
                     for (std::uint32_t i : local) order.push_back(boxes.members[b][i]);
+                }
             } else {
                 for (std::uint32_t v = 0; v < P; ++v) order.push_back(Node{v});
                 std::shuffle(order.begin(), order.end(), rng);
@@ -438,8 +441,10 @@ TEST_CASE("executor bound: on nccl every ring table a graph file holds is in the
     // the default suite two machines and the rings, the weighted rings and NCCL's; COLLSCHED_EXECUTOR_BOUND_RINGS (ctest
     // executor_bound_rings, slow) all six, the library's rings too and more random ones
     const bool all = std::getenv("COLLSCHED_EXECUTOR_BOUND_RINGS") != nullptr;
+    // NIC 0 down on 4 boxes: box 0 numbers its nets otherwise than the others, so the weighted rings are one graph file per node
     std::vector<std::string> machines = {"dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5",
-                                         "dgx-h100 --boxes 2 --network rail --switches routers --one-way 0-r1.2 --slow-link 1-r1.0:0.25"};
+                                         "dgx-h100 --boxes 2 --network rail --switches routers --one-way 0-r1.2 --slow-link 1-r1.0:0.25",
+                                         "dgx-h100 --boxes 4 --network rail --nic-down 0"};
     if (all)
         machines.insert(machines.end(), {"dgx-a100 --boxes 2 --network switch --units gpu --slow-gpu 0:0.5", "dgx-h100 --boxes 2 --network rail --one-way 0-1 --slow-link 2-3:0.25",
                                          "dgx-h100 --boxes 2 --network rail --nic-down 0", "dgx-h100 --boxes 4 --network rail"});
@@ -463,8 +468,10 @@ TEST_CASE("executor bound: on nccl every ring table a graph file holds is in the
             // NCCL's rings, the library's, the weighted rings and the rings provider's that a graph file holds, and random ones
             std::vector<std::pair<std::string, SendTable>> tables = random_ring_tables(topo, in.collective.kind, seed++, all ? 8 : 2);
             for (const TimeCandidate& c : built)
-                if (c.table && c.table->collective.kind == in.collective.kind && (c.name == "nccl ring" || (!c.nccl && graph_file_holds(*c.table))))
+                if (c.table && c.table->collective.kind == in.collective.kind && (c.name == "nccl ring" || (!c.nccl && graph_file_holds(*c.table)))) {
+                    s.per_node += !c.nccl && nccl_graph_files_xml(*c.table).size() > 1;
                     tables.emplace_back(c.name, *c.table);
+                }
             ring_sweep(topo, collective, tables, s);
         }
     }
@@ -474,6 +481,7 @@ TEST_CASE("executor bound: on nccl every ring table a graph file holds is in the
     CHECK(s.exported > (all ? 20u : 5u));
     CHECK(s.raised > (all ? 300u : 50u));
     CHECK(s.tightest_large < 1.10);
+    CHECK(s.per_node >= 3);  // the weighted rings on NIC 0 down's 4 boxes, one graph file per node, for each collective
 }
 
 TEST_CASE("executor bound: on nccl with a NIC at half, the rings of a graph file bound it above any table, at or below the winner") {

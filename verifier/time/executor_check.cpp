@@ -56,14 +56,10 @@ std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p,
     if (p != Protocol::none) o.msccl.proto = o.mscclpp.proto = std::string(to_string(p));
     o.mscclpp.deadline = deadline;
     fmt::memory_buffer out;
-    std::string xml;  // an NCCL graph file is read back: NCCL must run the table's data, not more (nccl_runs_more)
-    const bool graph = format == "nccl-graph";
     try {
-        write_table_as(*c.table, format, o, out, [&](fmt::memory_buffer& b) {
-            if (graph) xml.append(b.data(), b.size());
-            b.clear();
-        });
-        if (graph) return nccl::nccl_runs_more(*c.table, xml.append(out.data(), out.size()), deadline);
+        // NCCL graph files (one every node reads, or one per node) are read back: NCCL must run the table's data, not more
+        if (format == "nccl-graph") return nccl::nccl_runs_more(*c.table, nccl_graph_files_xml(*c.table), deadline);
+        write_table_as(*c.table, format, o, out, [&](fmt::memory_buffer& b) { b.clear(); });
     } catch (const InputError& e) {
         return e.what();
     }

@@ -57,71 +57,120 @@ struct Chan {
 
 class Checker {
 public:
-    Checker(const NcclGraphFile& f, std::string_view name, const Topology& t) : f_(f), name_(name), t_(t), b_(nccl_graph_boxes(t)) {}
+    Checker(const std::vector<NcclGraphSource>& f, const Topology& t) : src_(f), t_(t), b_(nccl_graph_boxes(t)) {}
 
     GraphCheck run() {
         out_.boxes = b_.count;
         out_.gpus_per_box = b_.per_box;
-        out_.notes = f_.notes;
+        if (src_.size() != 1 && src_.size() != b_.count)
+            throw InputError(fmt::format("{}: {} graph files for {} boxes: one file every node reads, or one per node ({}.node0.xml to "
+                                         ".node{}.xml)",
+                                         src_.front().name, src_.size(), b_.count, "FILE", b_.count - 1));
+        for (const NcclGraphSource& s : src_) {
+            out_.files.push_back(s.name);
+            out_.notes.insert(out_.notes.end(), s.file->notes.begin(), s.file->notes.end());
+        }
         if (b_.inferred)
             out_.notes.push_back(fmt::format("{}: the machine file does not say its boxes (no \"boxes\"): {} box{} of {} GPU{} inferred, the "
                                              "processors joined by channels of at least a quarter of the fastest", t_.spec(), b_.count,
                                              b_.count == 1 ? "" : "es", b_.per_box, b_.per_box == 1 ? "" : "s"));
-        select();
+        ring_.resize(src_.size()), tree_.resize(src_.size());
+        for (std::size_t s = 0; s < src_.size(); ++s) select(s);
+        reduce();
         if (!out_.ring_graph && !out_.tree_graph)
-            note(f_.graphs.front().at, "no ring graph (id 0) and no tree graph (id 1): NCCL uses neither from this file and searches "
-                                       "its own; nothing of it is checked");
-        if (out_.ring_graph) rings(*out_.ring_graph);
-        if (out_.tree_graph) trees(*out_.tree_graph);
+            note(0, src_.front().file->graphs.front().at, "no ring graph (id 0) and no tree graph (id 1): NCCL uses neither from this file "
+                                                          "and searches its own; nothing of it is checked");
+        if (out_.ring_graph) rings();
+        if (out_.tree_graph) trees();
         if (out_.ring_graph && out_.rings.size() == out_.channels_run) load(*out_.ring_graph);
         else out_.rings.clear();
         return std::move(out_);
     }
 
 private:
-    std::string at(const XmlPlace& p) const { return fmt::format("{}:{}:{}", name_, p.line, p.col); }
-    void finding(const XmlPlace& p, std::string what) { out_.findings.push_back({what.starts_with("graph 1") ? 1 : 0, p, std::move(what)}); }
-    void note(const XmlPlace& p, const std::string& what) { out_.notes.push_back(fmt::format("{}: {}", at(p), what)); }
+    /// The source box k reads.
+    std::size_t of(std::uint32_t k) const { return src_.size() == 1 ? 0 : k; }
+    std::string at(std::size_t s, const XmlPlace& p) const { return fmt::format("{}:{}:{}", src_[s].name, p.line, p.col); }
+    void finding(std::size_t s, const XmlPlace& p, std::string what) {
+        out_.findings.push_back({what.starts_with("graph 1") ? 1 : 0, p, std::move(what), src_[s].name});
+    }
+    void note(std::size_t s, const XmlPlace& p, const std::string& what) { out_.notes.push_back(fmt::format("{}: {}", at(s, p), what)); }
     static std::string label(const NcclGraphXml& g) { return fmt::format("graph {} ({})", g.id, g.id == 0 ? "rings" : "trees"); }
 
-    /// The graphs NCCL keeps: for ids 0 and 1 the last of each (each `<graph>` of the id
+    /// The graphs NCCL keeps from source s: for ids 0 and 1 the last of each (each `<graph>` of the id
     /// overwrites the fields the earlier one set, search.cc:958-964).
-    void select() {
-        for (const NcclGraphXml& g : f_.graphs) {
-            std::optional<NcclGraphXml>* slot = g.id == 0 ? &out_.ring_graph : g.id == 1 ? &out_.tree_graph : nullptr;
+    void select(std::size_t s) {
+        for (const NcclGraphXml& g : src_[s].file->graphs) {
+            std::optional<NcclGraphXml>* slot = g.id == 0 ? &ring_[s] : g.id == 1 ? &tree_[s] : nullptr;
             if (!slot) {
-                note(g.at, fmt::format("graph id {} is {}: not checked", g.id,
-                                       g.id == 2   ? "CollNet chain's"
-                                       : g.id == 3 ? "NVLS's"
-                                       : g.id == 4 ? "CollNet direct's"
-                                                   : "no graph NCCL searches (init.cc:1174-1210 ids 0 to 4); NCCL skips it"));
+                note(s, g.at, fmt::format("graph id {} is {}: not checked", g.id,
+                                          g.id == 2   ? "CollNet chain's"
+                                          : g.id == 3 ? "NVLS's"
+                                          : g.id == 4 ? "CollNet direct's"
+                                                      : "no graph NCCL searches (init.cc:1174-1210 ids 0 to 4); NCCL skips it"));
                 continue;
             }
-            if (*slot) note(g.at, fmt::format("a second graph of id {}: NCCL keeps the last one's fields (the earlier one at {})", g.id, at((*slot)->at)));
+            if (*slot) note(s, g.at, fmt::format("a second graph of id {}: NCCL keeps the last one's fields (the earlier one at {})", g.id, at(s, (*slot)->at)));
             *slot = g;
             if (g.crossnic == 1)
-                note(g.at, "crossnic=\"1\": NCCL skips this graph when NCCL_CROSS_NIC=0 (search.cc:934) and uses it by default (2)");
+                note(s, g.at, "crossnic=\"1\": NCCL skips this graph when NCCL_CROSS_NIC=0 (search.cc:934) and uses it by default (2)");
         }
-        if (out_.ring_graph) {
-            out_.channels_run = std::uint32_t(out_.ring_graph->nchannels);
-            if (out_.tree_graph && out_.tree_graph->nchannels < out_.ring_graph->nchannels) {
-                out_.channels_run = std::uint32_t(out_.tree_graph->nchannels);
-                note(out_.tree_graph->at, fmt::format("the tree graph has {} channels and the ring graph {}: NCCL runs {} (init.cc:1280 "
-                                                      "comm->nChannels = min(tree, ring))",
-                                                      out_.tree_graph->nchannels, out_.ring_graph->nchannels, out_.channels_run));
-            }
-            if (!out_.tree_graph)
-                note(out_.ring_graph->at, "no tree graph (id 1): NCCL searches one for the ring's channel count (init.cc:1184-1186); "
-                                          "if it finds fewer, fewer rings run");
-        }
+        auto given = [&](std::size_t x) {
+            return fmt::format("{} ring graph and {} tree graph", ring_[x] ? "a" : "no", tree_[x] ? "a" : "no");
+        };
+        for (std::size_t x = 0; x < s; ++x)
+            if (bool(ring_[x]) != bool(ring_[s]) || bool(tree_[x]) != bool(tree_[s]))
+                throw InputError(fmt::format("{}: gives {}, {} {}: a node whose file lacks a graph searches its own, which a graph file set "
+                                             "does not say",
+                                             src_[s].name, given(s), src_[x].name, given(x)));
     }
 
-    /// The channel's GPUs and nets as NCCL reads them, or nullopt after the findings that make
+    /// NCCL all-gathers every rank's graph fields and takes per graph the least nchannels, sameChannels,
+    /// bwIntra and bwInter and the widest typeIntra, typeInter and crossNic (init.cc:1436-1446), then runs
+    /// min(ring, tree) channels (init.cc:1459).
+    void reduce() {
+        auto fold = [&](std::vector<std::optional<NcclGraphXml>>& gs, std::optional<NcclGraphXml>& out) {
+            if (!gs.front()) return;
+            out = gs.front();
+            for (std::size_t s = 1; s < gs.size(); ++s) {
+                const NcclGraphXml& g = *gs[s];
+                if (g.nchannels != out->nchannels || g.speedintra != out->speedintra || g.speedinter != out->speedinter)
+                    note(s, g.at, fmt::format("{}: nchannels {}, speedintra {:g}, speedinter {:g} and {} says {}, {:g}, {:g}: NCCL takes "
+                                              "the least of each over the nodes (init.cc:1439-1442)",
+                                              label(g), g.nchannels, g.speedintra, g.speedinter, src_[0].name, gs[0]->nchannels,
+                                              gs[0]->speedintra, gs[0]->speedinter));
+                out->nchannels = std::min(out->nchannels, g.nchannels);
+                out->samechannels = std::min(out->samechannels, g.samechannels);
+                out->speedintra = std::min(out->speedintra, g.speedintra);
+                out->speedinter = std::min(out->speedinter, g.speedinter);
+                out->crossnic = std::max(out->crossnic, g.crossnic);
+                if (g.typeintra != out->typeintra || g.typeinter != out->typeinter)
+                    note(s, g.at, fmt::format("{}: typeintra/typeinter {}/{} and {}/{} elsewhere: NCCL's tuner takes the widest path "
+                                              "type (init.cc:1443-1444)", label(g), g.typeintra, g.typeinter, out->typeintra, out->typeinter));
+            }
+        };
+        fold(ring_, out_.ring_graph);
+        fold(tree_, out_.tree_graph);
+        if (!out_.ring_graph) return;
+        out_.channels_run = std::uint32_t(out_.ring_graph->nchannels);
+        if (out_.tree_graph && out_.tree_graph->nchannels < out_.ring_graph->nchannels) {
+            out_.channels_run = std::uint32_t(out_.tree_graph->nchannels);
+            note(0, tree_[0]->at, fmt::format("the tree graph has {} channels and the ring graph {}: NCCL runs {} (init.cc:1280, 1459 "
+                                              "comm->nChannels = min(tree, ring))",
+                                              out_.tree_graph->nchannels, out_.ring_graph->nchannels, out_.channels_run));
+        }
+        if (!out_.tree_graph)
+            note(0, ring_[0]->at, "no tree graph (id 1): NCCL searches one for the ring's channel count (init.cc:1184-1186); "
+                                  "if it finds fewer, fewer rings run");
+    }
+
+    /// The channel's GPUs and nets as source s gives them, or nullopt after the findings that make
     /// it something other than one order of every GPU of a box.
-    std::optional<Chan> channel(const NcclGraphXml& g, std::size_t c) {
+    std::optional<Chan> channel(std::size_t s, const NcclGraphXml& g, std::size_t c) {
         const NcclGraphChannelXml& x = g.channels[c];
         const std::string who = fmt::format("{} channel {}", label(g), c);
         const std::uint32_t G = b_.per_box, P = t_.processors();
+        const bool own = src_.size() > 1;  // one node's file: a rank is that node's
         Chan ch;
         ch.at = x.at;
         std::vector<XmlPlace> gpu_at;
@@ -133,14 +182,15 @@ private:
                 continue;
             }
             if (d.rank) {
-                if (b_.count > 1) {
-                    finding(d.at, fmt::format("{}: rank=\"{}\": every node reads the same file and would put rank {} in its channel; "
-                                              "with {} boxes it belongs to one only (leave rank out: a GPU is found by dev on each "
-                                              "node, search.cc:906-918) [gpu]",
-                                              who, *d.rank, *d.rank, b_.count));
+                if (b_.count > 1 && !own) {
+                    finding(s, d.at, fmt::format("{}: rank=\"{}\": every node reads the same file and would put rank {} in its channel; "
+                                                 "with {} boxes it belongs to one only (leave rank out: a GPU is found by dev on each "
+                                                 "node, search.cc:906-918) [gpu]",
+                                                 who, *d.rank, *d.rank, b_.count));
                     ok = false;
-                } else if (*d.rank < 0 || *d.rank >= std::int64_t(P)) {
-                    finding(d.at, fmt::format("{}: rank=\"{}\": the machine has ranks 0 to {} [gpu]", who, *d.rank, P - 1));
+                } else if (*d.rank < 0 || *d.rank >= std::int64_t(P) || (own && b_.box[std::size_t(*d.rank)] != s)) {
+                    finding(s, d.at, fmt::format("{}: rank=\"{}\": {} has ranks {} to {} [gpu]", who, *d.rank, own ? fmt::format("box {}", s) : "the machine",
+                                                 own ? s * G : 0, own ? s * G + G - 1 : P - 1));
                     ok = false;
                 } else {
                     ch.gpus.push_back(b_.local[std::size_t(*d.rank)]);
@@ -149,9 +199,9 @@ private:
                 continue;
             }
             if (d.dev < 0 || d.dev >= std::int64_t(G)) {
-                finding(d.at, fmt::format("{}: <gpu dev=\"{:x}\">: a box of this machine has GPUs 0 to {:x}; NCCL stops with \"XML Import "
-                                          "Channel : dev {} not found\" (search.cc:914-917) [gpu]",
-                                          who, d.dev, G - 1, d.dev));
+                finding(s, d.at, fmt::format("{}: <gpu dev=\"{:x}\">: a box of this machine has GPUs 0 to {:x}; NCCL stops with \"XML Import "
+                                             "Channel : dev {} not found\" (search.cc:914-917) [gpu]",
+                                             who, d.dev, G - 1, d.dev));
                 ok = false;
                 continue;
             }
@@ -160,11 +210,11 @@ private:
         }
         if (!ok) return std::nullopt;
         if (ch.gpus.size() != G) {
-            finding(x.at, fmt::format("{}: {} <gpu> elements, and a box has {} GPUs: NCCL reads {} per channel (search.cc:895), {} "
-                                      "[ring]",
-                                      who, ch.gpus.size(), G, G,
-                                      ch.gpus.size() < G ? "the missing ones are positions it never wrote (rank 0)"
-                                                         : "the ones past them are overwritten by the next channel"));
+            finding(s, x.at, fmt::format("{}: {} <gpu> elements, and a box has {} GPUs: NCCL reads {} per channel (search.cc:895), {} "
+                                         "[ring]",
+                                         who, ch.gpus.size(), G, G,
+                                         ch.gpus.size() < G ? "the missing ones are positions it never wrote (rank 0)"
+                                                            : "the ones past them are overwritten by the next channel"));
             return std::nullopt;
         }
         std::vector<std::size_t> first(G, none);
@@ -176,43 +226,43 @@ private:
             std::string missing;
             for (std::uint32_t d = 0; d < G; ++d)
                 if (std::find(ch.gpus.begin(), ch.gpus.end(), d) == ch.gpus.end()) missing += fmt::format("{}{:x}", missing.empty() ? "" : ", ", d);
-            finding(gpu_at[i], fmt::format("{}: GPU {:x} twice (positions {} and {}), GPU {} never: the {} is not a cycle through every "
-                                           "rank [ring]",
-                                           who, ch.gpus[i], first[ch.gpus[i]], i, missing, g.id == 0 ? "ring" : "chain"));
+            finding(s, gpu_at[i], fmt::format("{}: GPU {:x} twice (positions {} and {}), GPU {} never: the {} is not a cycle through every "
+                                              "rank [ring]",
+                                              who, ch.gpus[i], first[ch.gpus[i]], i, missing, g.id == 0 ? "ring" : "chain"));
             return std::nullopt;
         }
-        if (!nets(g, c, ch, who)) return std::nullopt;
+        if (!nets(s, g, c, ch, who)) return std::nullopt;
         return ch;
     }
 
     /// The nets: none used with one box; else the first (into the box) and the second (out of it),
-    /// both NICs every box has.
-    bool nets(const NcclGraphXml& g, std::size_t c, const Chan& ch, const std::string& who) {
+    /// NICs of every box that reads source s (a node numbers its own nets, in PCI order).
+    bool nets(std::size_t s, const NcclGraphXml& g, std::size_t c, const Chan& ch, const std::string& who) {
         const XmlPlace& at = g.channels[c].at;
         if (b_.count == 1) {
-            if (!ch.nets.empty()) note(at, fmt::format("{}: one box: NCCL uses no <net> (the {} given are read and unused)", who, ch.nets.size()));
+            if (!ch.nets.empty()) note(s, at, fmt::format("{}: one box: NCCL uses no <net> (the {} given are read and unused)", who, ch.nets.size()));
             return true;
         }
         const std::size_t need = b_.per_box == 1 ? 1 : 2;
         if (ch.nets.size() < need || ch.nets.size() > 2) {
-            finding(at, fmt::format("{}: {} <net> element{}: NCCL takes the NIC the channel's first GPU receives by from the first and "
-                                    "the one its last GPU sends by from the second (search.cc:904, :1408-1410); {} [net]",
-                                    who, ch.nets.size(), ch.nets.size() == 1 ? "" : "s",
-                                    ch.nets.size() < need ? "a missing one is net 0, never written" : "a third is not used"));
+            finding(s, at, fmt::format("{}: {} <net> element{}: NCCL takes the NIC the channel's first GPU receives by from the first and "
+                                       "the one its last GPU sends by from the second (search.cc:904, :1408-1410); {} [net]",
+                                       who, ch.nets.size(), ch.nets.size() == 1 ? "" : "s",
+                                       ch.nets.size() < need ? "a missing one is net 0, never written" : "a third is not used"));
             return false;
         }
         bool ok = true;
         for (std::size_t i = 0; i < ch.nets.size(); ++i)
             for (std::uint32_t k = 0; k < b_.count && ok; ++k)
-                if (const std::int64_t n = ch.nets[i]; n < 0 || n >= std::int64_t(b_.nics[k].size())) {
-                    finding(ch.net_at[i], fmt::format("{}: <net dev=\"{:x}\">: box {} has {} NIC{}{}: NCCL finds no such net (ncclTopoIdToNetDev "
-                                            "fails) [net]",
-                                            who, n, k, b_.nics[k].size(), b_.nics[k].size() == 1 ? "" : "s",
-                                            b_.nics[k].size() < 2 ? "" : fmt::format(" (net 0 to {:x})", b_.nics[k].size() - 1)));
+                if (const std::int64_t n = ch.nets[i]; of(k) == s && (n < 0 || n >= std::int64_t(b_.nics[k].size()))) {
+                    finding(s, ch.net_at[i], fmt::format("{}: <net dev=\"{:x}\">: box {} has {} NIC{}{}: NCCL finds no such net "
+                                                         "(ncclTopoIdToNetDev fails) [net]",
+                                                         who, n, k, b_.nics[k].size(), b_.nics[k].size() == 1 ? "" : "s",
+                                                         b_.nics[k].size() < 2 ? "" : fmt::format(" (net 0 to {:x})", b_.nics[k].size() - 1)));
                     ok = false;
                 }
         if (ok && g.crossnic == 0 && ch.nets.size() == 2 && ch.nets[0] != ch.nets[1])
-            note(at, fmt::format("{}: enters by net {:x} and leaves by net {:x} while crossnic=\"0\"; NCCL does not check", who, ch.nets[0], ch.nets[1]));
+            note(s, at, fmt::format("{}: enters by net {:x} and leaves by net {:x} while crossnic=\"0\"; NCCL does not check", who, ch.nets[0], ch.nets[1]));
         return ok;
     }
 
@@ -227,34 +277,35 @@ private:
     }
 
     /// A hop inside box: a channel or a path through switches alone.
-    std::optional<std::vector<ChannelId>> inside(const XmlPlace& at, const std::string& who, Node u, Node v, std::string_view why) {
+    std::optional<std::vector<ChannelId>> inside(std::size_t s, const XmlPlace& at, const std::string& who, Node u, Node v,
+                                                 std::string_view why) {
         auto p = router_path(t_, u, v);
         if (!p)
-            finding(at, fmt::format("{}: {} -> {}{}: the machine has no link between them (nor a path through switches alone) [link]", who,
+            finding(s, at, fmt::format("{}: {} -> {}{}: the machine has no link between them (nor a path through switches alone) [link]", who,
                                     node(u), node(v), why));
         return p;
     }
 
-    /// From GPU `from` of box k out by net `out` to box l in by net `in` to GPU `to`: to the NIC
-    /// (over NVLink when it is another GPU's, NCCL's PXN), through the network (switches alone),
-    /// and from the NIC to the GPU (modelled as the NIC's GPU forwarding over NVLink; NCCL
-    /// receives through PCIe, which the machine does not describe).
-    std::optional<std::vector<ChannelId>> across(const XmlPlace& at, const std::string& who, Node from, std::int64_t out, Node to,
-                                                 std::int64_t in) {
+    /// From GPU `from` of box k out by net `out` (of box k's numbering) to box l in by net `in` (box l's) to GPU
+    /// `to`: to the NIC (over NVLink when it is another GPU's, NCCL's PXN), through the network (switches alone),
+    /// and from the NIC to the GPU (modelled as the NIC's GPU forwarding over NVLink; NCCL receives through PCIe,
+    /// which the machine does not describe). Findings at source s.
+    std::optional<std::vector<ChannelId>> across(std::size_t s, const XmlPlace& at, const std::string& who, Node from, std::int64_t out,
+                                                 Node to, std::int64_t in) {
         const Node a = b_.nics[b_.box[idx(from)]][std::size_t(out)], z = b_.nics[b_.box[idx(to)]][std::size_t(in)];
-        auto p1 = inside(at, who, from, a, fmt::format(" (to net {:x}, NCCL's PXN)", out));
+        auto p1 = inside(s, at, who, from, a, fmt::format(" (to net {:x}, NCCL's PXN)", out));
         if (!p1) return std::nullopt;
         auto p2 = router_path(t_, a, z);
         if (!p2) {
-            finding(at, fmt::format("{}: {} -> {}: the machine has no path between them through switches alone [link]", who,
+            finding(s, at, fmt::format("{}: {} -> {}: the machine has no path between them through switches alone [link]", who,
                                     nic(b_.box[idx(from)], out), nic(b_.box[idx(to)], in)));
             return std::nullopt;
         }
-        auto p3 = inside(at, who, z, to, fmt::format(" (from net {:x})", in));
+        auto p3 = inside(s, at, who, z, to, fmt::format(" (from net {:x})", in));
         if (!p3) return std::nullopt;
         if (z != to && t_.is_processor(z) && !receive_noted_) {
             receive_noted_ = true;
-            note(at, fmt::format("{}: {} receives by net {:x}, beside {}: NCCL receives it through PCIe, which the machine does not "
+            note(s, at, fmt::format("{}: {} receives by net {:x}, beside {}: NCCL receives it through PCIe, which the machine does not "
                                  "describe; the time counts it as that GPU forwarding over its links",
                                  who, node(to), in, node(z)));
         }
@@ -263,34 +314,77 @@ private:
         return p1;
     }
 
-    void rings(const NcclGraphXml& g) {
-        if (g.pattern != nccl_pattern_ring)
-            note(g.at, fmt::format("pattern=\"{}\" on the ring graph: NCCL connects rings from graph 0 whatever its pattern (connect.cc "
-                                   "reads only the tree graph's)",
-                                   g.pattern));
-        if (g.pattern == nccl_pattern_nvls)
-            finding(g.at, fmt::format("{}: pattern 5 (NVLS) makes ncclTopoGetNetDev pick the rings' NICs as NVLS heads (search.cc:1409-1413), "
-                                      "not as the channels give them [net]",
-                                      label(g)));
-        channels_given(g);
-        const std::uint32_t G = b_.per_box, K = b_.count;
+    /// Channel c of every source's graph (`graphs`), nullopt after the findings where one is not a box's order.
+    std::optional<std::vector<Chan>> all_channels(const std::vector<std::optional<NcclGraphXml>>& graphs, std::size_t c) {
+        std::vector<Chan> out;
+        bool ok = true;
+        for (std::size_t s = 0; s < src_.size(); ++s) {
+            std::optional<Chan> ch = channel(s, *graphs[s], c);
+            ok = ok && ch;
+            if (ch) out.push_back(std::move(*ch));
+        }
+        if (!ok) return std::nullopt;
+        return out;
+    }
+
+    /// Box k's part of ring channel c: its GPUs in order and the nets its first GPU receives by and its last sends by.
+    /// With crossnic="2" in box k's file, an even channel count and k odd, NCCL exchanges the rings of channels c and
+    /// c^1 in that node (connect.cc:404-414, "Alternate rings to avoid crossing rails") while each rank still picks
+    /// its net from channel c of its graph: index 0 for the channel's first GPU, else 1 (search.cc:1408-1410).
+    struct Part {
+        std::vector<std::uint32_t> gpus;
+        std::int64_t in = 0, out = 0;
+    };
+    Part part(const std::vector<Chan>& ch, const std::vector<Chan>* pair, std::uint32_t k) const {
+        const Chan& own = ch[of(k)];
+        const bool swap = pair && ring_[of(k)]->crossnic == 2 && out_.channels_run % 2 == 0 && k % 2 == 1;
+        Part p{swap ? (*pair)[of(k)].gpus : own.gpus, 0, 0};
+        if (b_.count == 1) return p;
+        auto net = [&](std::uint32_t gpu) { return own.nets[gpu == own.gpus.front() || own.nets.size() == 1 ? 0 : 1]; };
+        p.in = net(p.gpus.front()), p.out = net(p.gpus.back());
+        return p;
+    }
+
+    void rings() {
+        const NcclGraphXml& g = *out_.ring_graph;
+        for (std::size_t s = 0; s < src_.size(); ++s) {
+            const NcclGraphXml& x = *ring_[s];
+            if (x.pattern != nccl_pattern_ring)
+                note(s, x.at, fmt::format("pattern=\"{}\" on the ring graph: NCCL connects rings from graph 0 whatever its pattern (connect.cc "
+                                          "reads only the tree graph's)",
+                                          x.pattern));
+            if (x.pattern == nccl_pattern_nvls)
+                finding(s, x.at, fmt::format("{}: pattern 5 (NVLS) makes ncclTopoGetNetDev pick the rings' NICs as NVLS heads "
+                                             "(search.cc:1409-1413), not as the channels give them [net]",
+                                             label(x)));
+            channels_given(s, x, out_.channels_run);
+        }
+        const std::uint32_t K = b_.count;
         bool all = true;
-        for (std::size_t c = 0; c < g.channels.size() && c < out_.channels_run; ++c) {
-            const std::optional<Chan> ch = channel(g, c);
-            if (!ch) {
+        std::size_t given = g.channels.size();
+        for (const auto& x : ring_) given = std::min(given, x->channels.size());
+        std::vector<std::optional<std::vector<Chan>>> chans;
+        for (std::size_t c = 0; c < given && c < out_.channels_run; ++c) chans.push_back(all_channels(ring_, c));
+        for (std::size_t c = 0; c < chans.size(); ++c) {
+            const std::size_t c2 = c ^ 1;
+            if (!chans[c] || (c2 < chans.size() && !chans[c2])) {
                 all = false;
                 continue;
             }
             const std::string who = fmt::format("{} channel {}", label(g), c);
+            std::vector<Part> parts;
+            for (std::uint32_t k = 0; k < K; ++k) parts.push_back(part(*chans[c], c2 < chans.size() ? &*chans[c2] : nullptr, k));
             Ring r;
             for (std::uint32_t k = 0; k < K; ++k)
-                for (std::uint32_t i : ch->gpus) r.order.push_back(b_.members[k][i]);
+                for (std::uint32_t i : parts[k].gpus) r.order.push_back(b_.members[k][i]);
             bool ok = true;
             for (std::size_t i = 0; i < r.order.size() && ok; ++i) {
                 const Node u = r.order[i], v = r.order[(i + 1) % r.order.size()];
+                const std::uint32_t k = b_.box[idx(u)], l = b_.box[idx(v)];
+                const XmlPlace& at = (*chans[c])[of(k)].at;
                 std::optional<std::vector<ChannelId>> p;
-                if (b_.box[idx(u)] == b_.box[idx(v)]) p = inside(ch->at, who, u, v, "");
-                else p = across(ch->at, who, u, ch->nets[G == 1 ? 0 : 1], v, ch->nets[0]);
+                if (k == l) p = inside(of(k), at, who, u, v, "");
+                else p = across(of(k), at, who, u, parts[k].out, v, parts[l].in);
                 ok = bool(p);
                 if (p) r.hops.push_back(std::move(*p));
             }
@@ -301,65 +395,79 @@ private:
     }
 
     /// nchannels against the channels given (search.cc:947-955 reads them all, runs nchannels).
-    void channels_given(const NcclGraphXml& g) {
+    void channels_given(std::size_t s, const NcclGraphXml& g, std::size_t run) {
         if (g.channels.size() > 64)
-            finding(g.at, fmt::format("{}: {} channels: NCCL writes each channel's nets into graph->inter[64 * 2] (graph.h:188) and "
-                                      "passes its end [refused]",
-                                      label(g), g.channels.size()));
-        const std::size_t run = g.id == 0 ? out_.channels_run : std::size_t(g.nchannels);
+            finding(s, g.at, fmt::format("{}: {} channels: NCCL writes each channel's nets into graph->inter[64 * 2] (graph.h:188) and "
+                                         "passes its end [refused]",
+                                         label(g), g.channels.size()));
         if (g.channels.size() < run)
-            finding(g.at, fmt::format("{}: nchannels=\"{}\" and {} <channel> element{}: NCCL runs channels {} to {} with GPU lists it "
-                                      "never read (rank 0 throughout) [refused]",
-                                      label(g), g.nchannels, g.channels.size(), g.channels.size() == 1 ? "" : "s", g.channels.size(), run - 1));
+            finding(s, g.at, fmt::format("{}: nchannels=\"{}\" and {} <channel> element{}: NCCL runs channels {} to {} with GPU lists it "
+                                         "never read (rank 0 throughout) [refused]",
+                                         label(g), g.nchannels, g.channels.size(), g.channels.size() == 1 ? "" : "s", g.channels.size(), run - 1));
         else if (g.channels.size() > std::size_t(g.nchannels))
-            note(g.at, fmt::format("{}: {} <channel> elements and nchannels=\"{}\": NCCL reads them all and runs the first {}", label(g),
-                                   g.channels.size(), g.nchannels, g.nchannels));
+            note(s, g.at, fmt::format("{}: {} <channel> elements and nchannels=\"{}\": NCCL reads them all and runs the first {}", label(g),
+                                      g.channels.size(), g.nchannels, g.nchannels));
     }
 
-    void trees(const NcclGraphXml& g) {
-        if (g.pattern == nccl_pattern_nvls)
-            finding(g.at, fmt::format("{}: pattern 5 (NVLS) makes ncclTopoGetNetDev pick the trees' NICs as NVLS heads (search.cc:1409-1413) "
-                                      "[net]",
-                                      label(g)));
-        else if (g.pattern == nccl_pattern_ring || g.pattern == nccl_pattern_collnet_direct)
-            note(g.at, fmt::format("pattern=\"{}\" on the tree graph: NCCL connects it as a balanced tree (pattern 1; connect.cc:55-56)",
-                                   g.pattern));
-        channels_given(g);
+    void trees() {
+        const NcclGraphXml& g = *out_.tree_graph;
+        for (std::size_t s = 0; s < src_.size(); ++s) {
+            const NcclGraphXml& x = *tree_[s];
+            if (x.pattern == nccl_pattern_nvls)
+                finding(s, x.at, fmt::format("{}: pattern 5 (NVLS) makes ncclTopoGetNetDev pick the trees' NICs as NVLS heads "
+                                             "(search.cc:1409-1413) [net]",
+                                             label(x)));
+            else if (x.pattern == nccl_pattern_ring || x.pattern == nccl_pattern_collnet_direct)
+                note(s, x.at, fmt::format("pattern=\"{}\" on the tree graph: NCCL connects it as a balanced tree (pattern 1; connect.cc:55-56)",
+                                          x.pattern));
+            channels_given(s, x, std::size_t(g.nchannels));
+        }
         const std::uint32_t G = b_.per_box, K = b_.count;
-        // connect.cc:55-56: the GPU positions of a box's first and second child
-        const std::uint32_t child_at[2] = {g.pattern == nccl_pattern_tree ? 0u : 1u, g.pattern == nccl_pattern_split_tree ? 1u : 0u};
-        for (std::size_t c = 0; c < g.channels.size() && c < std::size_t(g.nchannels); ++c) {
-            const std::optional<Chan> ch = channel(g, c);
+        // connect.cc:55-56: the GPU positions of a box's first and second child, by the pattern of that box's own file
+        auto child_at = [&](std::uint32_t k, int type) {
+            const int pattern = tree_[of(k)]->pattern;
+            return type == 0 ? (pattern == nccl_pattern_tree ? 0u : 1u) : (pattern == nccl_pattern_split_tree ? 1u : 0u);
+        };
+        for (std::size_t c = 0; c < std::size_t(g.nchannels); ++c) {
+            bool given = true;
+            for (const auto& x : tree_) given = given && c < x->channels.size();
+            if (!given) continue;
+            const std::optional<std::vector<Chan>> ch = all_channels(tree_, c);
             if (!ch) continue;
             const std::string who = fmt::format("{} channel {}", label(g), c);
             bool ok = true;
-            for (std::uint32_t k = 0; k < K && ok; ++k)
+            for (std::uint32_t k = 0; k < K && ok; ++k) {
+                const Chan& x = (*ch)[of(k)];
                 for (std::uint32_t i = 0; i + 1 < G && ok; ++i) {
-                    const Node u = b_.members[k][ch->gpus[i]], v = b_.members[k][ch->gpus[i + 1]];
-                    ok = inside(ch->at, who, u, v, " (down the chain)") && inside(ch->at, who, v, u, " (up the chain)");
+                    const Node u = b_.members[k][x.gpus[i]], v = b_.members[k][x.gpus[i + 1]];
+                    ok = inside(of(k), x.at, who, u, v, " (down the chain)") && inside(of(k), x.at, who, v, u, " (up the chain)");
                 }
-            if (!ok || K == 1) continue;
-            if (G == 1 && g.pattern != nccl_pattern_tree) {
-                finding(ch->at, fmt::format("{}: one GPU a box and pattern {}: connect.cc:55-56 takes a child at position 1 of a chain "
-                                            "of one [ring]",
-                                            who, g.pattern));
-                continue;
             }
-            const std::int64_t net_of[2] = {ch->nets[0], ch->nets[G == 1 ? 0 : 1]};  // position 0, others
+            if (!ok || K == 1) continue;
+            for (std::uint32_t k = 0; k < K && ok; ++k)
+                if (G == 1 && tree_[of(k)]->pattern != nccl_pattern_tree) {
+                    finding(of(k), (*ch)[of(k)].at, fmt::format("{}: one GPU a box and pattern {}: connect.cc:55-56 takes a child at position 1 "
+                                                                "of a chain of one [ring]",
+                                                                who, tree_[of(k)]->pattern));
+                    ok = false;
+                }
+            // a box's net at position 0, and at the others
+            auto net_of = [&](std::uint32_t k, std::uint32_t pos) { return (*ch)[of(k)].nets[G == 1 || pos == 0 ? 0 : 1]; };
             for (int tree = 0; tree < 2 && ok; ++tree)
                 for (std::uint32_t k = 0; k < K && ok; ++k) {
                     const DtreeUp up = dtree_up(int(K), tree, int(k));
                     if (up.parent < 0) continue;
-                    const std::uint32_t pos = child_at[up.child_type];
-                    const Node child = b_.members[k][ch->gpus[0]], parent = b_.members[std::size_t(up.parent)][ch->gpus[pos]];
-                    ok = across(ch->at, who, child, net_of[0], parent, net_of[pos == 0 ? 0 : 1]) &&
-                         across(ch->at, who, parent, net_of[pos == 0 ? 0 : 1], child, net_of[0]);
+                    const std::uint32_t p = std::uint32_t(up.parent), pos = child_at(p, up.child_type);
+                    const Node child = b_.members[k][(*ch)[of(k)].gpus[0]], parent = b_.members[p][(*ch)[of(p)].gpus[pos]];
+                    const XmlPlace& at = (*ch)[of(k)].at;
+                    ok = across(of(k), at, who, child, net_of(k, 0), parent, net_of(p, pos)) &&
+                         across(of(k), at, who, parent, net_of(p, pos), child, net_of(k, 0));
                 }
         }
     }
 
     /// Rings per channel and group, the busiest, and the least bandwidth a ring gets inside boxes
-    /// and between them; and the file's speeds against it.
+    /// and between them; and the file's speeds (the least over the nodes) against it.
     void load(const NcclGraphXml& g) {
         std::vector<std::uint32_t> on_channel(t_.channels().size(), 0), on_group(t_.groups().size(), 0);
         for (const Ring& r : out_.rings)
@@ -388,27 +496,32 @@ private:
         l.inter_Bps = std::isfinite(inter) ? inter : 0;
         auto compare = [&](std::string_view key, double stated, double got, std::string_view where) {
             if (got > 0 && stated > got / 1e9 * (1 + 1e-6))
-                note(g.at, fmt::format("{}=\"{:g}\": a ring gets at most {:.4g} GB/s on this machine's links {}; NCCL's tuner (tuning.cc) "
-                                       "expects more than the links give",
-                                       key, stated, got / 1e9, where));
+                note(0, ring_[0]->at, fmt::format("{}=\"{:g}\": a ring gets at most {:.4g} GB/s on this machine's links {}; NCCL's tuner "
+                                                  "(tuning.cc) expects more than the links give",
+                                                  key, stated, got / 1e9, where));
         };
         compare("speedintra", g.speedintra, l.intra_Bps, "inside a box");
         if (b_.count > 1) compare("speedinter", g.speedinter, l.inter_Bps, "between boxes");
     }
 
-    const NcclGraphFile& f_;
-    std::string name_;
+    const std::vector<NcclGraphSource>& src_;
     const Topology& t_;
     NcclBoxes b_;
     GraphCheck out_;
+    std::vector<std::optional<NcclGraphXml>> ring_, tree_;  ///< per source, the graphs NCCL keeps
     bool receive_noted_ = false;
 };
 
 }  // namespace
 
-GraphCheck check_nccl_graph(const NcclGraphFile& file, std::string_view name, const Topology& topo) {
+GraphCheck check_nccl_graphs(const std::vector<NcclGraphSource>& files, const Topology& topo) {
+    if (files.empty()) throw InputError("no NCCL graph file");
     if (topo.processors() < 2) throw InputError(fmt::format("{}: an NCCL graph needs at least 2 GPUs", topo.spec()));
-    return Checker(file, name, topo).run();
+    return Checker(files, topo).run();
+}
+
+GraphCheck check_nccl_graph(const NcclGraphFile& file, std::string_view name, const Topology& topo) {
+    return check_nccl_graphs({{&file, std::string(name)}}, topo);
 }
 
 std::uint64_t nccl_graph_transfers(const GraphCheck& g, CollectiveKind kind, std::uint32_t processors) {
@@ -440,9 +553,19 @@ std::vector<double> channel_data(const SendTable& t) {
 }  // namespace
 
 std::string nccl_runs_more(const SendTable& t, const std::string& xml, Deadline deadline) {
+    return nccl_runs_more(t, std::vector<std::string>{xml}, deadline);
+}
+
+std::string nccl_runs_more(const SendTable& t, const std::vector<std::string>& xmls, Deadline deadline) {
     const CollectiveKind kind = t.collective.kind;
     if (kind != CollectiveKind::allgather && kind != CollectiveKind::reduce_scatter && kind != CollectiveKind::allreduce) return "";
-    const GraphCheck g = check_nccl_graph(read_nccl_graph(xml, "the graph file"), "the graph file", *t.topology);
+    std::vector<NcclGraphFile> files;
+    std::vector<NcclGraphSource> set;
+    for (std::size_t k = 0; k < xmls.size(); ++k)
+        files.push_back(read_nccl_graph(xmls[k], xmls.size() == 1 ? "the graph file" : fmt::format("the graph file of node {}", k)));
+    for (std::size_t k = 0; k < xmls.size(); ++k)
+        set.push_back({&files[k], xmls.size() == 1 ? "the graph file" : fmt::format("the graph file of node {}", k)});
+    const GraphCheck g = check_nccl_graphs(set, *t.topology);
     if (!g.holds()) return "NCCL's reader finds the graph file written for it does not hold: " + g.findings.front().what;
     const SendTable nccl = nccl_graph_table(t.topology, t.model, kind, g, deadline);
     const std::vector<double> ours = channel_data(t), theirs = channel_data(nccl);

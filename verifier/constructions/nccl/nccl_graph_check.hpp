@@ -40,6 +40,7 @@ struct GraphFinding {
     int graph = 0;  ///< 0 the ring graph, 1 the tree graph
     XmlPlace at;
     std::string what;  ///< "graph 0 channel 2: ..." with the kind in brackets at the end
+    std::string file;  ///< the file `at` is in
 };
 
 /// How many rings use the busiest channel and group, and the least bandwidth a ring gets (each
@@ -54,7 +55,10 @@ struct GraphLoad {
 
 struct GraphCheck {
     std::uint32_t boxes = 1, gpus_per_box = 0;
-    std::optional<NcclGraphXml> ring_graph, tree_graph;  ///< the ones NCCL keeps (the last of ids 0 and 1)
+    std::vector<std::string> files;  ///< one every node reads, or node k's at k
+    /// the ones NCCL keeps (the last of ids 0 and 1; over several nodes' files, node 0's with NCCL's reductions of
+    /// the nodes' values: the least nchannels, samechannels and speeds, the widest crossnic, init.cc:1436-1446)
+    std::optional<NcclGraphXml> ring_graph, tree_graph;
     std::uint32_t channels_run = 0;                       ///< ring channels NCCL runs
     std::vector<GraphFinding> findings;
     std::vector<std::string> notes;  ///< file:line:col: what NCCL tolerates
@@ -66,6 +70,20 @@ struct GraphCheck {
 /// Checks `file` (read from `name`) on the machine. Throws InputError when the machine is not
 /// one NCCL graph files describe (boxes of different sizes).
 GraphCheck check_nccl_graph(const NcclGraphFile& file, std::string_view name, const Topology& topo);
+
+/// One file of a set and its name.
+struct NcclGraphSource {
+    const NcclGraphFile* file = nullptr;
+    std::string name;
+};
+/// Checks one file every node reads, or one file per box (node k loads files[k], docs/exports.md, "One file per
+/// node"): NCCL reads NCCL_GRAPH_FILE per process (search.cc:1110-1121), looks a node's GPUs and nets up among its
+/// own (search.cc:906-918, :1400-1414: net ids in the node's PCI order), all-gathers the graphs' fields and runs the
+/// least nchannels over the nodes (init.cc:1436-1459), and joins channel c of node 0, 1, ... in rank order from each
+/// node's own first and last GPU (connect.cc:20-50 ncclTopoPreset, :96-113 connectRings). InputError (exit 2) for a
+/// count of files other than 1 or the boxes, or files that differ in which of graphs 0 and 1 they give (a node
+/// without one searches its own).
+GraphCheck check_nccl_graphs(const std::vector<NcclGraphSource>& files, const Topology& topo);
 
 /// NCCL's own graphs for the machine as a graph file holds them (docs/exports.md, "NCCL's own
 /// algorithms as graph files"): `algorithm` "ring" gives graph 0 (pattern 4, NCCL_TOPO_PATTERN_RING),
@@ -82,12 +100,14 @@ std::vector<NcclGraphEntry> nccl_algorithm_graphs(const Topology&, std::string_v
 /// NCCL's rings for the machine (nccl_rings), one per net device (the first entering by it), each
 /// repeated n_d times with n_d in proportion to the least bandwidth its hops between boxes have,
 /// at most 32 channels in all (channels_by_capacity); written as NCCL's graph file (one file for
-/// every node, crossnic 0: a ring leaves each box by the NIC it entered by, PXN), read back and
+/// every node, or one per node where the boxes number their NICs differently: a channel stays on one
+/// rail; crossnic 0: a ring leaves each box by the NIC it entered by, PXN), read back and
 /// checked as `verify GRAPH.xml` reads it, and the table the file yields: NCCL's ring `kind` on its
 /// channels (nccl_graph_table). nullopt with `why` where the machine has one box, a NIC-less
 /// entry, NICs equally fast (NCCL's own rings), or a file that does not hold.
 struct WeightedRings {
-    std::string xml, source;
+    std::string xml, source;        ///< xml: box 0's file
+    std::vector<std::string> xmls;  ///< the files: one every node reads, or one per box where they differ
     std::uint32_t channels = 0;
     std::uint64_t transfers = 0;
     SendTable table;
@@ -103,6 +123,8 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
 /// datum (the relay GPU holds it on the way out of its box) has one transfer fewer than NCCL runs: timed, it is
 /// faster than NCCL runs the file. "" also for collectives NCCL's graph files do not give a ring table for.
 std::string nccl_runs_more(const SendTable& t, const std::string& xml, Deadline deadline = {});
+/// The same for the files the table's nodes load (one every node reads, or one per box).
+std::string nccl_runs_more(const SendTable& t, const std::vector<std::string>& xmls, Deadline deadline = {});
 
 /// The transfers NCCL's ring `kind` on the checked rings has (a bound, before rounds).
 std::uint64_t nccl_graph_transfers(const GraphCheck&, CollectiveKind kind, std::uint32_t processors);

@@ -54,15 +54,20 @@ NcclGraph own_graph(const Topology& t) {
     return out;
 }
 
-/// Per net device d of box 0, one ring entering every box at the GPU of NIC d and leaving by it
-/// (NCCL_CROSS_NIC=0, the last GPU reaching it over NVLink): NCCL's ring entering there if there is
-/// one, else NCCL's first ring's order of a box's GPUs rotated to start there; one channel each.
+/// Per GPU e of a box with a NIC beside it in every box (a rail), one ring entering every box at GPU e and
+/// leaving by its NIC (NCCL_CROSS_NIC=0, the last GPU reaching it over NVLink): NCCL's ring entering there if
+/// there is one, else NCCL's first ring's order of a box's GPUs rotated to start there; one channel each. Each
+/// node names the NIC by its own net id (a node numbers its nets in PCI order: with a NIC down, box 0's net d is
+/// rail d+1), so the boxes' files differ where their NICs do.
 std::vector<TableRing> net_rings(const NcclBoxes& b, const std::vector<Ring>& rings) {
     std::vector<TableRing> out;
     std::vector<std::uint32_t> base;
     for (std::uint32_t i = 0; i < b.per_box; ++i) base.push_back(b.local[idx(rings.front().order[i])]);
     for (Node nic : b.nics[0]) {
         const std::uint32_t e = b.local[idx(nic)];
+        bool rail = true;
+        for (std::uint32_t k = 1; k < b.count; ++k) rail = rail && b.nic[idx(b.members[k][e])] >= 0;
+        if (!rail) continue;
         std::vector<std::uint32_t> order = base;
         std::rotate(order.begin(), std::find(order.begin(), order.end(), e), order.end());
         for (const Ring& r : rings)
@@ -96,11 +101,20 @@ std::vector<double> between_box_capacities(const Topology& t, const NcclBoxes& b
     return cap;
 }
 
-/// The file's ring graph checked as `verify GRAPH.xml` reads it.
-GraphCheck checked(const Topology& t, const std::vector<TableRing>& rings, std::string* xml = nullptr) {
-    const std::string text = nccl_graph_xml(nccl_graph_of_rings(t, rings));
-    if (xml) *xml = text;
-    return check_nccl_graph(read_nccl_graph(text, "weighted rings"), "weighted rings", t);
+/// The rings' graph files (one every node reads, or one per node where the boxes differ) checked as `verify` reads them.
+GraphCheck checked(const Topology& t, const std::vector<TableRing>& rings, std::vector<std::string>* xmls = nullptr) {
+    const std::vector<NcclGraph> g = nccl_node_graphs_of_rings(t, rings);
+    std::vector<std::string> texts;
+    if (nccl_graphs_differ(g).empty()) texts.push_back(nccl_graph_xml(g.front()));
+    else
+        for (const NcclGraph& x : g) texts.push_back(nccl_graph_xml(x));
+    std::vector<NcclGraphFile> files;
+    std::vector<NcclGraphSource> set;
+    for (std::size_t k = 0; k < texts.size(); ++k) files.push_back(read_nccl_graph(texts[k], "weighted rings"));
+    for (std::size_t k = 0; k < texts.size(); ++k)
+        set.push_back({&files[k], texts.size() == 1 ? "weighted rings" : fmt::format("weighted rings, node {}", k)});
+    if (xmls) *xmls = std::move(texts);
+    return check_nccl_graphs(set, t);
 }
 
 /// Channels per net: n_d in proportion to capacity c_d, N = sum n_d at most 32 (NCCL doubles them,
@@ -134,40 +148,40 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
     const std::vector<Ring> rings = nccl_rings(t, nccl_layout(t), s, nccl_ring_graph(s).channels, deadline);
     const NcclBoxes b = nccl_graph_boxes(t);
     if (b.count < 2) return why = "one box: its rings use no NIC", std::nullopt;
-    for (std::uint32_t k = 1; k < b.count; ++k)
-        if (b.nics[k].size() != b.nics[0].size())
-            return why = fmt::format("box 0 has {} NICs and box {} {}: every node numbers its nets from 0 (in PCI order), so one graph file "
-                                     "cannot keep a channel on one NIC's rail in every box",
-                                     b.nics[0].size(), k, b.nics[k].size()),
-                   std::nullopt;
     if (!s.nic_per_gpu || b.nics[0].size() < 2 || rings.empty()) return why = "one NIC a box", std::nullopt;
     std::vector<TableRing> uniform = net_rings(b, rings);
+    if (uniform.size() < 2) return why = "fewer than 2 GPUs have a NIC beside them in every box", std::nullopt;
+    bool same_nets = true;  // every box numbers its NICs alike: NCCL's rings keep a channel on one rail
+    for (std::uint32_t k = 1; k < b.count; ++k)
+        for (std::uint32_t i = 0; i < b.per_box; ++i) same_nets = same_nets && b.nic[idx(b.members[k][i])] == b.nic[idx(b.members[0][i])];
     const GraphCheck one = checked(t, uniform);  // one channel a NIC, for the routes the file's rings take
     if (!one.holds()) return why = "a ring a NIC does not hold on the machine: " + one.findings.front().what, std::nullopt;
     std::vector<std::uint32_t> per = channels_by_capacity(between_box_capacities(t, b, one));
     std::uint32_t common = 0;  // the exporter writes a ring's channels over the greatest common divisor: the file it writes back
     for (std::uint32_t x : per) common = std::gcd(common, x);
     for (std::uint32_t& x : per) x /= common;
-    const bool own = rings.size() == uniform.size() &&
+    const bool own = same_nets && rings.size() == uniform.size() &&
                      std::all_of(rings.begin(), rings.end(), [&](const Ring& r) { return b.nic[idx(r.order.front())] >= 0; });
     if (own && std::all_of(per.begin(), per.end(), [&](std::uint32_t x) { return x == per.front(); }))
         return why = fmt::format("the {} NICs NCCL's rings use are equally fast: NCCL's own rings", uniform.size()), std::nullopt;
     std::vector<TableRing> weighted;
     std::string spread;
     for (std::size_t d = 0; d < uniform.size(); ++d) {
-        spread += fmt::format("{}{:x}:{}", d ? " " : "", d, per[d]);
+        spread += fmt::format("{}{:x}:{}", d ? " " : "", b.nic[uniform[d].order.front()], per[d]);
         if (per[d] == 0) continue;
         uniform[d].channels = per[d];
         weighted.push_back(std::move(uniform[d]));
     }
     WeightedRings out;
-    const GraphCheck check = checked(t, weighted, &out.xml);
+    const GraphCheck check = checked(t, weighted, &out.xmls);
+    out.xml = out.xmls.front();
     if (!check.holds()) return why = "its graph file does not hold on the machine: " + check.findings.front().what, std::nullopt;
     out.channels = static_cast<std::uint32_t>(check.rings.size());
     out.transfers = nccl_graph_transfers(check, kind, t.processors());
-    out.source = fmt::format("NCCL's rings weighted by NIC speed: {} channels, per net device (hex) its channels {} (an NCCL graph file; "
+    out.source = fmt::format("NCCL's rings weighted by NIC speed: {} channels, per net device of box 0 (hex) its channels {} ({}; "
                              "verifier/constructions/nccl/nccl_graph_files.cpp)",
-                             out.channels, spread);
+                             out.channels, spread,
+                             out.xmls.size() == 1 ? "an NCCL graph file" : fmt::format("an NCCL graph file per node, {} files", out.xmls.size()));
     if (out.transfers > max_weighted_transfers)
         return why = fmt::format("its table would have about {} transfers, above {}", out.transfers, max_weighted_transfers), std::nullopt;
     out.table = nccl_graph_table(std::move(topo), model, kind, check, deadline);
