@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -70,17 +71,29 @@ public:
         check_table();
         place();
         check_size_range();
+        // round-robin first; a table no K fits so, in runs of chains of the same steps (detail::chains_by_steps)
+        std::string why;
+        if (std::optional<std::string> plan = search(false, why)) return std::move(*plan);
+        std::string in_runs;
+        if (std::optional<std::string> plan = search(true, in_runs)) return std::move(*plan);
+        detail::refuse_plan(t_, fmt::format("{} ({} dealt in runs of chains of the same steps)", why, in_runs));
+    }
+
+private:
+    /// The plan at the first K that fits 64 ops a block, with the chains dealt round-robin or in runs (block_of), or
+    /// nothing and `why` none fits.
+    std::optional<std::string> search(bool runs, std::string& why) {
         // One thread block per chain, up to spread_blocks of them (MSCCL++'s DSL examples: 8 to 32 a GPU); more only when
         // a block would pass 64 ops, one K at a time (the busiest block's ops do not fall monotonically with K), and at
         // most the blocks every GPU runs at once (a wait spins until another block signals: resident_blocks). A K whose
         // floor on the busiest block (export_mscclpp_floor.cpp) is above 64 would fail: it is not built, so the search
         // starts at the first K the floor allows and the last K refuses at once (the same plan or refusal, sooner).
+        runs_ = runs;
         const int chains = int(chain_ids_.size()), most = mscclpp::resident_blocks(1024) / opt_.instances;
         const int first = std::max(1, std::min({chains, spread_blocks, most})), last = std::max(first, std::min(chains, most));
-        const detail::OpFloor floor(moves_, L_.initial_chain, std::vector<int>(chain_ids_.begin(), chain_ids_.end()), L_.P, L_.packets,
-                                    L_.reduction, opt_.handshake);
+        const detail::OpFloor floor(moves_, L_.initial_chain, dealt(), L_.P, L_.packets, L_.reduction, opt_.handshake);
         for (int K = first;; ++K) {
-            const std::size_t least = floor.busiest(K);
+            const std::size_t least = floor.busiest(K, runs ? K : 1);
             if (least > 64 && K < last) continue;
             std::string ops = fmt::format("at least {}", least);
             if (least <= 64) {
@@ -89,7 +102,8 @@ public:
                 // the plan written once, at the K that fits
                 const bool final = K >= chains || K >= most;
                 const std::size_t busy = busiest(K, final ? ~std::size_t{0} : 64);
-                trace("mscclpp plan: {} thread blocks a GPU, {} {} ops a block (at least {})", K, busy > 64 && !final ? "more than" : "at most", busy > 64 && !final ? 64 : busy, least);
+                trace("mscclpp plan: {} thread blocks a GPU{}, {} {} ops a block (at least {})", K, runs ? " (chains in runs)" : "",
+                      busy > 64 && !final ? "more than" : "at most", busy > 64 && !final ? 64 : busy, least);
                 COLLSCHED_ASSERT_MSG(busy >= least, fmt::format("the floor of {} ops a block at {} thread blocks is above the plan's {}", least, K, busy));
                 if (busy <= 64 && K <= most) {
                     Built b = build(K);
@@ -98,19 +112,21 @@ public:
                 }
                 ops = fmt::format("{}", busy);
             }
-            if (K >= chains)
-                detail::refuse_plan(t_, fmt::format("a thread block needs {} ops even with one chain of transfers per thread block; the executor "
-                                                    "allows 64 (MAX_OPERATION, execution_common.hpp:17)",
-                                                    ops));
-            if (K >= most)
-                detail::refuse_plan(t_, fmt::format("{} thread blocks a GPU ({} of {} instance{}) still leave a block {} ops, above the executor's 64 (MAX_OPERATION, "
-                                                    "execution_common.hpp:17), and more would not all run at once on an A100 ({} blocks of 1024 threads; "
-                                                    "docs/exports.md): fewer pieces or instances",
-                                                    K * opt_.instances, K, opt_.instances, opt_.instances == 1 ? "" : "s", ops, mscclpp::resident_blocks(1024)));
+            if (K < chains && K < most) continue;
+            if (runs) why = fmt::format("{} ops", ops);
+            else if (K >= chains)
+                why = fmt::format("a thread block needs {} ops even with one chain of transfers per thread block; the executor allows 64 "
+                                  "(MAX_OPERATION, execution_common.hpp:17)",
+                                  ops);
+            else
+                why = fmt::format("{} thread blocks a GPU ({} of {} instance{}) still leave a block {} ops, above the executor's 64 (MAX_OPERATION, "
+                                  "execution_common.hpp:17), and more would not all run at once on an A100 ({} blocks of 1024 threads; "
+                                  "docs/exports.md): fewer pieces or instances",
+                                  K * opt_.instances, K, opt_.instances, opt_.instances == 1 ? "" : "s", ops, mscclpp::resident_blocks(1024));
+            return std::nullopt;
         }
     }
 
-private:
     void check_table() {
         const CollectiveKind kind = t_.collective.kind;
         L_.reduction = uses_partials(t_);
@@ -333,6 +349,8 @@ private:
         // Simple: a first arrival the GPU only relays still needs its scratch chunk, which new_slot counted
     }
 
+    const std::vector<int>& dealt() const { return runs_ ? order_ : ids_; }
+
     void finish_places(const std::vector<EndpointTransfer>& ev) {
         const int P = L_.P;
         for (std::size_t i = 0; i < ev.size(); ++i) {
@@ -342,6 +360,8 @@ private:
         }
         for (const auto& list : L_.initial_chain)
             for (int c : list) chain_ids_.insert(c);
+        ids_.assign(chain_ids_.begin(), chain_ids_.end());
+        order_ = detail::chains_by_steps(moves_, L_.initial_chain, ids_);
         // the plain scratch and the packet slots must not overlap: packet slot k is plain chunks 2k, 2k+1
         if (L_.packets) {
             packet_base_.assign(std::size_t(P), 0);
@@ -370,10 +390,8 @@ private:
         const int P = L_.P, N = opt_.instances;
         Blocks b;
         b.K = K;
-        {
-            int j = 0;
-            for (int c : chain_ids_) b.tb_of_chain[c] = j++ % K;
-        }
+        const std::vector<int>& order = dealt();
+        for (std::size_t r = 0; r < order.size(); ++r) b.tb_of_chain[order[r]] = detail::block_of(r, order.size(), K, runs_ ? K : 1);
         // channels: one per (pair, thread block, instance) that has traffic in either direction
         std::set<std::tuple<int, int, int, int>> pairs;  // (a, b, tb, inst), a < b
         for (const Move& m : moves_)
@@ -768,6 +786,8 @@ private:
     std::vector<Move> moves_;
     std::map<std::pair<std::uint32_t, std::uint32_t>, bool> port_;  ///< per pair of GPUs (lower first): through a port channel
     std::set<int> chain_ids_;
+    bool runs_ = false;             ///< build(K) deals the chains in runs of order_ (chains_by_steps), else round-robin in ids_
+    std::vector<int> ids_, order_;  ///< the chains by id, and by the steps they are active in
     bool folds_ = false;  ///< W's input chunk is read where it stands (fold_initial_copies)
     std::vector<int> packet_base_;
     std::map<int, int> stage_used_;

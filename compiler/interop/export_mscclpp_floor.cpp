@@ -10,7 +10,7 @@
 
 namespace collsched::detail {
 
-// Why it is a floor. Writer::build(K) gives chain number r (in `chains`' order) thread block r % K
+// Why it is a floor. Writer::build(K) gives chain number r (in `chains`' order) thread block block_of(r, chains, K, G)
 // of every GPU (each instance a copy of instance 0's program), and TbWriter::program writes a block's
 // ops from the transfers and local copies of its own chains only. Each group below is a set of ops
 // of one GPU that share a key (a step, a source buffer, a work chunk), each op covering at most
@@ -30,7 +30,7 @@ namespace collsched::detail {
 //    arrivals (receive() groups combines into one W, 9 sources at most).
 OpFloor::OpFloor(const std::vector<PlanMove>& moves, const std::vector<std::vector<int>>& initial_chain, const std::vector<int>& chains, int gpus,
                  bool packets, bool reduction, bool handshake)
-    : gpus_(gpus), dropped_(packets ? 0 : 1) {
+    : gpus_(gpus), chains_(chains.size()), dropped_(packets ? 0 : 1) {
     std::map<int, int> rank;
     for (int c : chains) rank.emplace(c, int(rank.size()));
     // (gpu, kind, step, a, b) -> bound, times, items
@@ -81,7 +81,21 @@ OpFloor::OpFloor(const std::vector<PlanMove>& moves, const std::vector<std::vect
     }
 }
 
-std::size_t OpFloor::busiest(int K) const {
+std::vector<int> chains_by_steps(const std::vector<PlanMove>& moves, const std::vector<std::vector<int>>& initial_chain, const std::vector<int>& ids) {
+    std::map<int, std::pair<Step, Step>> span;
+    auto see = [&](int c, Step a, Step b) {
+        auto [it, fresh] = span.try_emplace(c, a, b);
+        if (!fresh) it->second = {std::min(it->second.first, a), std::max(it->second.second, b)};
+    };
+    for (const auto& list : initial_chain)
+        for (int c : list) see(c, 0, 0);
+    for (const PlanMove& m : moves) see(m.chain, m.sent, m.arrived);
+    std::vector<int> order = ids;
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return span.at(x) < span.at(y); });
+    return order;
+}
+
+std::size_t OpFloor::busiest(int K, int G) const {
     const std::size_t k = std::size_t(std::max(1, K));
     std::vector<std::size_t> ops(std::size_t(gpus_) * k, 0), count(k, 0), seen(k, 0);
     std::vector<std::size_t> touched;
@@ -89,7 +103,7 @@ std::size_t OpFloor::busiest(int K) const {
     for (const Group& g : groups_) {
         for (std::size_t i = g.begin; i < g.end; ++i) {
             if (i == g.begin || items_[i].first != items_[i - 1].first) ++run;
-            const std::size_t j = std::size_t(items_[i].second) % k;
+            const std::size_t j = std::size_t(block_of(std::size_t(items_[i].second), chains_, K, G));
             if (seen[j] == run) continue;
             seen[j] = run;
             if (count[j]++ == 0) touched.push_back(j);

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -111,11 +112,27 @@ private:
 /// instance), at every K, without writing the plan (export_mscclpp_floor.cpp has its derivation).
 /// `chains` are the plan's chains in the order Writer::build deals them to blocks (round-robin),
 /// `initial_chain[g]` the chains of GPU g's local copies at the start.
+/// The chains `ids` by the steps they are active in (first send, last arrival; a local copy at the start at step 0), so
+/// that Writer::build(K), dealing them in runs (block_of with G = K), gives a block chains of the same steps: a block
+/// pays its per-step ops (puts, a nop, signals, waits, a nop) only in the steps its chains are active in, where dealing
+/// them round-robin makes every block active in every step of a pipelined table.
+std::vector<int> chains_by_steps(const std::vector<PlanMove>& moves, const std::vector<std::vector<int>>& initial_chain, const std::vector<int>& ids);
+
+/// The thread block of the chain at place r of n (chains_by_steps) with K blocks a GPU in G groups: the chains
+/// cut into G runs of consecutive places, run i dealt round-robin to its own blocks i * K / G up to (i + 1) * K / G
+/// (G = 1: every chain round-robin over all K blocks).
+inline int block_of(std::size_t r, std::size_t n, int K, int G) {
+    const std::size_t k = std::size_t(std::max(1, K)), g = std::min<std::size_t>(std::size_t(std::max(1, G)), k);
+    const std::size_t run = r * g / std::max<std::size_t>(n, 1), lo = run * k / g, hi = (run + 1) * k / g;
+    const std::size_t first = (run * n + g - 1) / g;  // the run's first place: the least r with r * g / n == run
+    return int(lo + (r - first) % (hi - lo));
+}
+
 class OpFloor {
 public:
     OpFloor(const std::vector<PlanMove>& moves, const std::vector<std::vector<int>>& initial_chain, const std::vector<int>& chains, int gpus,
             bool packets, bool reduction, bool handshake);
-    std::size_t busiest(int K) const;
+    std::size_t busiest(int K, int G) const;
 
 private:
     struct Group {
@@ -125,6 +142,7 @@ private:
     std::vector<Group> groups_;
     std::vector<std::pair<int, int>> items_;  ///< (key, chain's place in `chains`): ops cover up to `bound` distinct keys
     int gpus_ = 0;
+    std::size_t chains_ = 0;
     std::size_t dropped_ = 0;  ///< counted ops a block may drop (Simple: its trailing nop)
 };
 
