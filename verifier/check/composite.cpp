@@ -10,6 +10,7 @@
 
 #include "compiler/table/partials.hpp"
 #include "verifier/check/findings.hpp"
+#include "verifier/check/limit_poll.hpp"
 
 namespace collsched::detail {
 
@@ -158,9 +159,11 @@ private:
         const auto& xs = t_.transfers;
         const bool none = t_.model.queues == QueueKind::none;
         for (std::size_t i = 0; i < xs.size();) {
+            limits_(true);
             std::size_t end = i;
             while (end < xs.size() && xs[end].step == xs[i].step) ++end;
             for (std::size_t k = i; k < end; ++k) {
+                limits_(false);
                 const Transfer& x = xs[k];
                 const Channel& c = topo_.channel(x.channel);
                 route(x);
@@ -297,9 +300,11 @@ private:
             while (end < xs.size() && xs[end].step == r) ++end;
             ok.assign(end - i, 0);
             reached.clear();
+            limits_(true);
             for (bool changed = true; changed;) {
                 changed = false;
                 for (std::size_t k = i; k < end; ++k) {
+                    limits_(false);
                     if (ok[k - i]) continue;
                     const Transfer& x = xs[k];
                     const Channel& c = topo_.channel(x.channel);
@@ -378,6 +383,7 @@ private:
                                                 fmt::format("{} never reaches processor {}", msg(m), node(p))});
         };
         t_.collective.for_each_goal(P_, [&](MessageId m, Node p) {
+            limits_(false);
             if (!holds(idx(p), m)) missing(m, p);
         });
         for (const Requirement& q : t_.requirements)
@@ -385,6 +391,7 @@ private:
         if (partials_) {
             std::optional<std::pair<std::uint32_t, PartialBuffers::SetId>> goal;  // (hi, its set): alike for every processor of an allreduce
             t_.collective.for_each_partial_goal(P_, chunks_, [&](std::uint32_t c, std::uint32_t hi, Node p) {
+                limits_(false);
                 if (!goal || goal->first != hi) goal = {hi, buffers_->intern(SourceSet::range(0, hi).items())};
                 const PartialBuffers::SetId have = buffers_->held(idx(p), c);
                 if (have == goal->second || !shown()) return;
@@ -430,6 +437,7 @@ private:
     const bool partials_;
     const std::uint32_t chunks_;
     std::optional<PartialBuffers> buffers_;  ///< the buffer rule of partials: every processor's contributor set per chunk
+    LimitPoll limits_{opt_};  ///< VerifyOptions' deadline and memory budget, every step and every 4096 transfers
 };
 
 }  // namespace

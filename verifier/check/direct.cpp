@@ -16,6 +16,7 @@
 #include "verifier/check/by_message.hpp"
 #include "verifier/check/composite.hpp"
 #include "verifier/check/findings.hpp"
+#include "verifier/check/limit_poll.hpp"
 
 namespace collsched {
 
@@ -45,11 +46,7 @@ private:
     /// Throws LimitReached once the deadline has passed or (VerifyOptions::memory_limit) the resident size has reached
     /// the memory budget: every step, and every 4096 messages. The check of a reduction holds about 130 to 280 bytes
     /// per transfer (rail 128 x 8 allreduce in three pieces, 12.6 million transfers: 1.6 GB).
-    void poll(bool now) {
-        if (!now && (++polls_ & 4095u) != 0) return;
-        if (opt_.deadline.passed()) throw LimitReached("time limit");
-        if (memory_ && memory_->exceeded()) throw LimitReached("memory limit");
-    }
+    void poll(bool now) { limits_(now); }
     std::string node(Node n) const { return topo_.node_name(n); }
     std::string chan(ChannelId c) const {
         const Channel& ch = topo_.channel(c);
@@ -112,8 +109,7 @@ private:
     std::vector<detail::WaitInterval> waiting_;  ///< replicate=yes with a queue bound
     std::size_t req_ = 0;
     std::vector<Requirement> reqs_;
-    std::uint32_t polls_ = 0;
-    const std::optional<MemoryBudget> memory_ = opt_.memory_limit ? std::optional<MemoryBudget>(MemoryBudget::standard()) : std::nullopt;
+    detail::LimitPoll limits_{opt_};
 };
 
 // ---------------------------------------------------------------------------------------------
