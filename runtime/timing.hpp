@@ -159,6 +159,17 @@ TimePrediction predict_time(const SendTable&, const TimeOptions&);
 /// Only the synchronous time (cheap: one pass over the table).
 double synchronous_time(const SendTable&, const TimeOptions&, std::vector<double>* step_seconds = nullptr);
 
+/// Per channel, the least time a transfer over it adds between what its sender waits for and its arrival under `opt`
+/// (runtime/timing_chain.cpp): its alpha (with the protocol's hop), its message, and out of a processor the grain's
+/// bytes at its speed (through a router that cuts through the bytes may overlap the next channel's: not counted).
+std::vector<double> chain_weights(const Topology&, const TimeOptions& opt);
+/// The longest chain of a table under `opt` (verifier/time/OBJECTIVE.md, "The chain of a ring"): per transfer, in
+/// table order, the latest of what its sender waits for in the time model (a base part: the least of its earlier-step
+/// arrivals there; a value at a processor: the latest of the earlier arrivals of values of its chunk that may be part
+/// of it; at a router the least of those or of its own copies) plus its chain_weights. Both times are at least the
+/// launch plus this, at every size. LimitReached once `deadline` passes (polled every 65,536 transfers).
+double chain_latency(const SendTable&, const TimeOptions& opt, Deadline deadline = {});
+
 /// Per-channel busy intervals as JSON (`simulate --timeline FILE`, docs/time.md): the format
 /// `collsched.timeline/1`, the size, both times, and per channel with traffic its speed and
 /// every transfer's {step, msg, ready, start, end, arrive} in seconds, by start time.

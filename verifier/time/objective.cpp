@@ -105,8 +105,11 @@ void bound_nccl_rings(TimeObjective& r, bool whole, const RunLimits& limits) {
         if (std::string miss = c.nccl ? "" : ring_family_miss(*c.table, *family); !miss.empty())
             return r.notes.push_back(fmt::format("{}: {} ({}) is not in their family: {}", any, c.name, c.provider, miss));
     const ExecutorBounds before = *r.executor_bounds;
+    std::vector<std::pair<std::string, const SendTable*>> tables;
+    for (const TimeCandidate& c : r.candidates)
+        if (!c.nccl) tables.emplace_back(c.name, c.table.get());
     try {
-        bound_ring_family(*r.executor_bounds, topo, r.instance.model, *r.options.executor, r.options.link, *family, limits);
+        bound_ring_family(*r.executor_bounds, topo, r.instance.model, *r.options.executor, r.options.link, *family, tables, r.notes, limits);
     } catch (const LimitReached& e) {
         return r.notes.push_back(fmt::format("{}: the rings' cuts not computed ({})", any, e.what()));
     }

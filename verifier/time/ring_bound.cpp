@@ -3,7 +3,12 @@
 #include "verifier/time/ring_bound.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
 #include <map>
+#include <numeric>
+#include <queue>
 #include <set>
 
 #include <fmt/format.h>
@@ -26,7 +31,9 @@ std::optional<RingFamily> ring_family(const Topology& t, CollectiveKind k) {
     switch (k) {
         case CollectiveKind::allgather:
         case CollectiveKind::reduce_scatter: f.demand = share, f.demand_text = fmt::format("(P-1)/P = {}/{}", P - 1, P); break;
-        case CollectiveKind::allreduce: f.demand = 2 * share, f.demand_text = fmt::format("2(P-1)/P = {}/{}", 2 * (P - 1), P); break;
+        case CollectiveKind::allreduce:
+            f.demand = 2 * share, f.demand_text = fmt::format("2(P-1)/P = {}/{}", 2 * (P - 1), P), f.passes = 2;
+            break;
         default: return std::nullopt;
     }
     for (std::uint32_t g = 0; g < P; ++g) f.sets.push_back({g}), f.names.push_back(fmt::format("GPU {}", g));
@@ -188,6 +195,63 @@ void add_ring_terms(TimeBounds& bounds, const Topology& t, const Model& m, const
             bounds.terms.push_back(std::move(term));
         }
     }
+}
+
+}  // namespace collsched
+
+namespace collsched {
+
+std::optional<TimeTerm> ring_chain_term(const Topology& t, const TimeOptions& speeds, const RingFamily& f) {
+    const std::vector<double> w = chain_weights(t, speeds);
+    const std::uint32_t P = t.processors(), N = t.nodes();
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    std::vector<std::vector<std::pair<std::uint32_t, double>>> out(N);
+    for (std::uint32_t c = 0; c < w.size(); ++c) {
+        const Channel& ch = t.channel(ChannelId{c});
+        out[idx(ch.from)].emplace_back(idx(ch.to), w[c]);
+    }
+    // h: the least route out of each processor to another, g: into it (Dijkstra from each processor, through any node)
+    std::vector<double> h(P, inf), g(P, inf);
+    for (std::uint32_t s = 0; s < P; ++s) {
+        std::vector<double> d(N, inf);
+        std::priority_queue<std::pair<double, std::uint32_t>, std::vector<std::pair<double, std::uint32_t>>, std::greater<>> q;
+        d[s] = 0, q.emplace(0.0, s);
+        while (!q.empty()) {
+            const auto [at, u] = q.top();
+            q.pop();
+            if (at > d[u]) continue;
+            for (const auto& [v, len] : out[u])
+                if (at + len < d[v]) d[v] = at + len, q.emplace(d[v], v);
+        }
+        for (std::uint32_t v = 0; v < P; ++v)
+            if (v != s) h[s] = std::min(h[s], d[v]), g[v] = std::min(g[v], d[v]);
+    }
+    if (std::ranges::any_of(h, [](double x) { return !std::isfinite(x); }) || std::ranges::any_of(g, [](double x) { return !std::isfinite(x); }))
+        return std::nullopt;
+    const double H = std::accumulate(h.begin(), h.end(), 0.0), G = std::accumulate(g.begin(), g.end(), 0.0);
+    std::vector<double> hs = h, gs = g;
+    std::ranges::sort(hs, std::greater<>()), std::ranges::sort(gs, std::greater<>());
+    double latency = 0;
+    std::string how;
+    if (f.passes == 1) {
+        latency = std::max(H - hs[0], G - gs[0]);
+        how = "the share of origin s (reduce_scatter: block s) passes every hop of its ring but one, so at least the sum of the least latencies "
+              "out of every processor but one (into every processor but one)";
+    } else {
+        double hg = 0;
+        for (std::uint32_t v = 0; v < P; ++v) hg = std::max(hg, h[v] + g[v]);
+        latency = std::max({2 * H - hs[0] - hs[1], 2 * G - gs[0] - gs[1], H + G - hg});
+        how = "block b's partials pass every hop of its ring but the one out of b, then its sum every hop but the one into b";
+    }
+    TimeTerm term;
+    term.name = fmt::format("rings of a graph file: a share's {} hops one after another", f.passes == 1 ? "P-1" : "2(P-1)");
+    term.latency = latency;
+    term.detail = fmt::format("in every ring an NCCL graph file holds {} (verifier/time/OBJECTIVE.md, \"The chain of a ring\"); the least latency of a "
+                              "hop out of a processor sums to {} over the processors (the largest {}), into one to {} (the largest {}): {}; "
+                              "each table of the run is checked to have a chain this long",
+                              how, support::format_seconds(H), support::format_seconds(hs[0]), support::format_seconds(G), support::format_seconds(gs[0]),
+                              support::format_seconds(latency));
+    return term;
 }
 
 }  // namespace collsched

@@ -12,6 +12,10 @@
  * processor on it), is in F with d = (P-1)/P (allgather, reduce_scatter) or 2(P-1)/P (allreduce):
  * OBJECTIVE.md. Whether a given table is in F is checked on the table (ring_family_miss), so the
  * bound is used only for tables that are.
+ *
+ * The chain (OBJECTIVE.md, "The chain of a ring"): in such a ring a share passes P-1 hops one after another (allreduce
+ * 2(P-1)), each at least the least latency out of its sender (into its receiver), so every ring's table has a chain
+ * (chain_latency, runtime/timing.hpp) of at least ring_chain_term's latency; the run checks it on each table.
  */
 #pragma once
 
@@ -32,6 +36,7 @@ struct RingFamily {
     std::vector<std::string> names;                ///< "GPU 3", "box 1 (GPUs 8-15)"
     double demand = 0;                             ///< d: bytes per byte of M out of and into every set
     std::string demand_text;                       ///< "(P-1)/P = 31/32"
+    std::uint32_t passes = 1;                      ///< times a share goes round its ring (allreduce: 2)
 };
 
 /// The family for allgather, reduce_scatter and allreduce on `topology` (boxes as the NCCL graph
@@ -46,5 +51,11 @@ std::string ring_family_miss(const SendTable& t, const RingFamily&);
 /// (max flow) with demand d; a processor's only for the least of its orbit (processor_orbits: the same cuts).
 /// Polls `limits` (LimitReached).
 void add_ring_terms(TimeBounds& bounds, const Topology&, const Model&, const TimeOptions& speeds, const RingFamily&, const RunLimits& limits);
+
+/// The family's chain on the speeds the time model takes under `speeds`: with h(u) the least latency (chain_weights, on
+/// any route) from processor u to another and g(v) into v, H = sum h, G = sum g, a latency term of
+/// max(H - max h, G - max g) (allreduce: max(2H - the two largest h, 2G - the two largest g, H + G - max (h + g))).
+/// nullopt where a processor reaches no other.
+std::optional<TimeTerm> ring_chain_term(const Topology&, const TimeOptions& speeds, const RingFamily&);
 
 }  // namespace collsched

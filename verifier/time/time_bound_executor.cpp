@@ -88,18 +88,41 @@ void bound_exactly(ExecutorBounds& b, ExecutorExact exact, bool whole) {
 }
 
 void bound_ring_family(ExecutorBounds& b, const Topology& t, const Model& m, const ExecutorModel& e, const std::optional<LinkSpeed>& link,
-                       const RingFamily& family, const RunLimits& limits) {
+                       const RingFamily& family, const std::vector<std::pair<std::string, const SendTable*>>& tables, std::vector<std::string>& notes,
+                       const RunLimits& limits) {
     std::vector<ExecutorBoundRow> rows = b.rows;
+    std::vector<std::string> said;
+    bool chained = false;
     for (ExecutorBoundRow& row : rows) {
         if (row.executor != e.name) continue;
         TimeOptions speeds{0, link};
         speeds.executor = executor_costs(e, row.protocol);
         add_ring_terms(row.bounds, t, m, speeds, family, limits);
+        // the chain of a ring (OBJECTIVE.md, "The chain of a ring"), where every table of the run has one as long
+        std::optional<TimeTerm> chain = ring_chain_term(t, speeds, family);
+        if (!chain) continue;
+        std::string miss;
+        for (const auto& [name, table] : tables) {
+            limits.check("the chains of the rings' tables");
+            if (const double c = chain_latency(*table, speeds, limits.deadline); c < chain->latency * (1 - 1e-12)) {
+                miss = fmt::format("{}'s longest chain in protocol {} is {}, below the rings' {}", name, to_string(row.protocol),
+                                   support::format_seconds(c), support::format_seconds(chain->latency));
+                break;
+            }
+        }
+        if (!miss.empty()) {
+            said.push_back(fmt::format("the bound on executor nccl in protocol {} leaves out the rings' chain: {}", to_string(row.protocol), miss));
+            continue;
+        }
+        row.bounds.terms.push_back(std::move(*chain));
+        chained = true;
     }
     b.any_rows = std::exchange(b.rows, std::move(rows));
-    b.family = fmt::format("in which every GPU and every box of the NCCL graph file sends and receives messages of {} x M bytes at least "
+    notes.insert(notes.end(), said.begin(), said.end());
+    b.family = fmt::format("in which every GPU and every box of the NCCL graph file sends and receives messages of {} x M bytes at least{} "
                            "(every ring an NCCL graph file holds, as NCCL runs it; each table of the run on executor {} is checked to be one)",
-                           family.demand_text, e.name);
+                           family.demand_text, chained ? fmt::format(" and a share passes {} hops one after another (each table of the run checked to have that chain)", family.passes == 1 ? "P-1" : "2(P-1)") : "",
+                           e.name);
     for (auto& [executor, text] : b.parts)
         if (executor == e.name) text += " " + b.family;
     b.space = space_of(b);

@@ -88,11 +88,15 @@ ExecutorBound evaluate(const ExecutorBounds&, double size);
 void bound_exactly(ExecutorBounds&, ExecutorExact, bool whole);
 
 /// On executor `e` (nccl) with NCCL graph files: each row of e's gets the crossing family's cut terms on its protocol's
-/// speeds (ring_bound.hpp: every ring a graph file holds is in the family), the rows as they were kept in any_rows, and
-/// the space names the family instead of any table. Only for a run whose every table on e is in the family (the caller
-/// checks each: ring_family_miss) or in an exact set. LimitReached (from the flows) leaves `b` as it was.
+/// speeds (ring_bound.hpp: every ring a graph file holds is in the family), and the rings' chain (ring_chain_term) where
+/// every one of `tables` (the run's tables on e that are not NCCL's own, by name) has a chain at least as long on those
+/// speeds (chain_latency; else a note in `notes` says which falls short, and the row keeps the cuts alone); the rows as
+/// they were kept in any_rows, and the space names the family instead of any table. Only for a run whose every table on
+/// e is in the family (the caller checks each: ring_family_miss) or in an exact set. LimitReached (from the flows and
+/// chains) leaves `b` as it was.
 void bound_ring_family(ExecutorBounds& b, const Topology&, const Model&, const ExecutorModel& e, const std::optional<LinkSpeed>& link,
-                       const RingFamily& family, const RunLimits& limits = {});
+                       const RingFamily& family, const std::vector<std::pair<std::string, const SendTable*>>& tables, std::vector<std::string>& notes,
+                       const RunLimits& limits = {});
 
 /// The least over the rows of any table (any_rows, else the rows) at `size`: the bound without a family.
 double any_table_seconds(const ExecutorBounds&, double size);
