@@ -166,8 +166,9 @@ void add_ring_terms(TimeBounds& bounds, const Topology& t, const Model& m, const
     limits.check("the flow network of the rings' cuts");
     WeightedNetwork n(t, m, sp, false);
     std::vector<double> onward = time_internal::alpha_to_processors(t, sp);
-    // under replicate=yes a departure needs only a router's first copy: a later one a cut counts may stop there
-    if (m.replicate)
+    // under replicate=yes or multicast=routers a departure needs only a router's first copy (of its step): a later one
+    // a cut counts may stop there
+    if (m.replicate || m.multicast_routers)
         for (std::uint32_t v = t.processors(); v < onward.size(); ++v) onward[v] = 0;
     const std::uint32_t P = t.processors();
     // a processor's cuts are those of its orbit's least processor (a verified symmetry keeps every speed): one each

@@ -93,13 +93,20 @@ void bound_ring_family(ExecutorBounds& b, const Topology& t, const Model& m, con
     std::vector<ExecutorBoundRow> rows = b.rows;
     std::vector<std::string> said;
     bool chained = false;
+    // the chain's proof matches each departure at a router with a copy of its own (replicate=no, no multicast): under
+    // replicate=yes or multicast=routers a departure needs only the first copy, and a share may skip hops
+    const bool copies_shared = t.routers() > 0 && (m.replicate || m.multicast_routers);
+    if (copies_shared)
+        said.push_back(fmt::format("the bound on executor nccl leaves out the rings' chain: under {} a router forwards its first copy to "
+                                   "every departure, so a share need not pass every hop (verifier/time/OBJECTIVE.md, \"The chain of a ring\")",
+                                   m.replicate ? "replicate=yes" : "multicast=routers"));
     for (ExecutorBoundRow& row : rows) {
         if (row.executor != e.name) continue;
         TimeOptions speeds{0, link};
         speeds.executor = executor_costs(e, row.protocol);
         add_ring_terms(row.bounds, t, m, speeds, family, limits);
         // the chain of a ring (OBJECTIVE.md, "The chain of a ring"), where every table of the run has one as long
-        std::optional<TimeTerm> chain = ring_chain_term(t, speeds, family);
+        std::optional<TimeTerm> chain = copies_shared ? std::nullopt : ring_chain_term(t, speeds, family);
         if (!chain) continue;
         std::string miss;
         for (const auto& [name, table] : tables) {
@@ -119,6 +126,10 @@ void bound_ring_family(ExecutorBounds& b, const Topology& t, const Model& m, con
     }
     b.any_rows = std::exchange(b.rows, std::move(rows));
     notes.insert(notes.end(), said.begin(), said.end());
+    if (chained)
+        b.assumptions.push_back("the rings' chain counts on each hop out of a processor its alpha, hop, message and grain (what runtime/timing.cpp "
+                                "holds a transfer's connection for at least), and matches each departure at a router with a copy of its own "
+                                "(replicate=no, no multicast)");
     b.family = fmt::format("in which every GPU and every box of the NCCL graph file sends and receives messages of {} x M bytes at least{} "
                            "(every ring an NCCL graph file holds, as NCCL runs it; each table of the run on executor {} is checked to be one)",
                            family.demand_text, chained ? fmt::format(" and a share passes {} hops one after another (each table of the run checked to have that chain)", family.passes == 1 ? "P-1" : "2(P-1)") : "",
