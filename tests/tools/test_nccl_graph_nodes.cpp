@@ -50,6 +50,15 @@ std::string nic_down_machine(const Scratch& dir) {
     return file;
 }
 
+/// The weighted rings of allgather on `topo`, one graph file per node (4 of them).
+nccl::WeightedRings weighted_allgather(const std::shared_ptr<const Topology>& topo) {
+    std::string why;
+    auto w = nccl::nccl_weighted_rings(topo, topo->default_model(), CollectiveKind::allgather, Deadline{}, why);
+    REQUIRE_MESSAGE(w, why);
+    REQUIRE(w->xmls.size() == 4);
+    return *w;
+}
+
 }  // namespace
 
 TEST_CASE("per-node graph files: with NIC 0 down on 4 x 8 H100 the weighted rings are 7 channels, one a rail, written as a file per "
@@ -57,30 +66,27 @@ TEST_CASE("per-node graph files: with NIC 0 down on 4 x 8 H100 the weighted ring
     Scratch dir("graph_nodes");
     const std::string file = nic_down_machine(dir), machine = "graph:" + file;
     auto topo = Topology::parse(machine);
-    std::string why;
-    auto w = nccl::nccl_weighted_rings(topo, topo->default_model(), CollectiveKind::allgather, Deadline{}, why);
-    REQUIRE_MESSAGE(w, why);
-    CHECK(w->channels == 7);
-    REQUIRE(w->xmls.size() == 4);
+    const nccl::WeightedRings w = weighted_allgather(topo);
+    CHECK(w.channels == 7);
     // channel c on rail c + 1: box 0 calls it net c, boxes 1 to 3 net c + 1
     for (int c = 0; c < 7; ++c) {
-        CHECK(ring_channels_on_net(w->xmls[0], c) == 1);
-        for (int k = 1; k < 4; ++k) CHECK(ring_channels_on_net(w->xmls[k], c + 1) == 1);
+        CHECK(ring_channels_on_net(w.xmls[0], c) == 1);
+        for (int k = 1; k < 4; ++k) CHECK(ring_channels_on_net(w.xmls[k], c + 1) == 1);
     }
-    CHECK(ring_channels_on_net(w->xmls[1], 0) == 0);
-    CHECK(w->xmls[2] == w->xmls[1]);
+    CHECK(ring_channels_on_net(w.xmls[1], 0) == 0);
+    CHECK(w.xmls[2] == w.xmls[1]);
     // the table converts to the same files, one per node, and a single stream is refused (exit 2, nothing written)
     const std::string table = dir.file("weighted.json"), out = dir.file("rings.xml");
     {
         fmt::memory_buffer b;
-        write_table_as(w->table, "json", {}, b, [](fmt::memory_buffer&) {});
+        write_table_as(w.table, "json", {}, b, [](fmt::memory_buffer&) {});
         dir.file("weighted.json", fmt::to_string(b));
     }
     auto c = run(fmt::format("convert {} --format nccl-graph -o {}", table, out));
     INFO(c.err);
     REQUIRE(c.code == 0);
     CHECK_FALSE(std::filesystem::exists(out));
-    for (std::uint32_t k = 0; k < 4; ++k) CHECK(node_file_text(nccl_graph_node_path(out, k)) == w->xmls[k]);
+    for (std::uint32_t k = 0; k < 4; ++k) CHECK(node_file_text(nccl_graph_node_path(out, k)) == w.xmls[k]);
     auto s = run(fmt::format("convert {} --format nccl-graph", table));
     CHECK(s.code == 2);
     CHECK(s.err.find("one graph file each") != std::string::npos);
@@ -116,10 +122,7 @@ TEST_CASE("per-node graph files: a bad set is exit 2 with the file and the reaso
     Scratch dir("graph_nodes_bad");
     const std::string file = nic_down_machine(dir), machine = "graph:" + file;
     auto topo = Topology::parse(machine);
-    std::string why;
-    auto w = nccl::nccl_weighted_rings(topo, topo->default_model(), CollectiveKind::allgather, Deadline{}, why);
-    REQUIRE_MESSAGE(w, why);
-    REQUIRE(w->xmls.size() == 4);
+    const nccl::WeightedRings w = weighted_allgather(topo);
     const std::string stem = dir.file("set.xml");
     auto write_set = [&](const std::vector<std::string>& xmls) {
         for (std::uint32_t k = 0; k < 4; ++k) std::filesystem::remove(nccl_graph_node_path(stem, k));
@@ -127,37 +130,37 @@ TEST_CASE("per-node graph files: a bad set is exit 2 with the file and the reaso
     };
     auto verify = [&] { return run(fmt::format("verify {} --topology {}", stem, machine)); };
     // 3 files for 4 boxes
-    write_set({w->xmls[0], w->xmls[1], w->xmls[2]});
+    write_set({w.xmls[0], w.xmls[1], w.xmls[2]});
     auto r = verify();
     CHECK(r.code == 2);
     CHECK(r.err.find("3 files") != std::string::npos);
     CHECK(r.err.find("missing " + nccl_graph_node_path(stem, 3)) != std::string::npos);
     // the set and a file of the stem's own name: which the nodes load is not said
-    write_set(w->xmls);
-    std::ofstream(stem) << w->xmls[0];
+    write_set(w.xmls);
+    std::ofstream(stem) << w.xmls[0];
     r = verify();
     CHECK(r.code == 2);
     CHECK(r.err.find("both it and") != std::string::npos);
     std::filesystem::remove(stem);
     REQUIRE(verify().code == 0);
     // node 0 given node 1's file: net 7 is no NIC of box 0 (7 NICs), found in that file
-    write_set({w->xmls[1], w->xmls[1], w->xmls[2], w->xmls[3]});
+    write_set({w.xmls[1], w.xmls[1], w.xmls[2], w.xmls[3]});
     r = verify();
     CHECK(r.code == 1);
     CHECK(r.out.find(nccl_graph_node_path(stem, 0) + ":") != std::string::npos);
     CHECK(r.out.find("<net dev=\"7\">: box 0 has 7 NICs") != std::string::npos);
     // a node without a tree graph searches its own: not a set a file says
-    std::string no_tree = w->xmls[2];
+    std::string no_tree = w.xmls[2];
     no_tree.erase(no_tree.find("  <graph id=\"1\""), no_tree.find("</graphs>") - no_tree.find("  <graph id=\"1\""));
-    write_set({w->xmls[0], w->xmls[1], no_tree, w->xmls[3]});
+    write_set({w.xmls[0], w.xmls[1], no_tree, w.xmls[3]});
     r = verify();
     CHECK(r.code == 2);
     CHECK(r.err.find("a node whose file lacks a graph searches its own") != std::string::npos);
     // node 2 says 6 channels: NCCL takes the least over the nodes (init.cc:1439) and runs 6 everywhere
-    std::string six = w->xmls[2];
+    std::string six = w.xmls[2];
     for (std::size_t at = six.find("nchannels=\"7\""); at != std::string::npos; at = six.find("nchannels=\"7\"")) six.replace(at, 13, "nchannels=\"6\"");
     std::vector<NcclGraphFile> files;
-    for (const std::string& x : {w->xmls[0], w->xmls[1], six, w->xmls[3]}) files.push_back(read_nccl_graph(x, "node.xml"));
+    for (const std::string& x : {w.xmls[0], w.xmls[1], six, w.xmls[3]}) files.push_back(read_nccl_graph(x, "node.xml"));
     std::vector<nccl::NcclGraphSource> set;
     for (std::size_t k = 0; k < 4; ++k) set.push_back({&files[k], fmt::format("node{}.xml", k)});
     const nccl::GraphCheck g = nccl::check_nccl_graphs(set, *topo);
@@ -217,12 +220,9 @@ TEST_CASE("real parsers: NCCL's graph reader loads each node's file of the per-n
     REQUIRE_MESSAGE(loader != nullptr, "COLLSCHED_NCCL_GRAPH_LOADER must name the loader (ctest sets it where NCCL's source is present)");
     Scratch dir("graph_nodes_parser");
     auto topo = Topology::parse("graph:" + nic_down_machine(dir));
-    std::string why;
-    auto w = nccl::nccl_weighted_rings(topo, topo->default_model(), CollectiveKind::allgather, Deadline{}, why);
-    REQUIRE_MESSAGE(w, why);
-    REQUIRE(w->xmls.size() == 4);
+    const nccl::WeightedRings w = weighted_allgather(topo);
     for (std::uint32_t k = 0; k < 4; ++k) {
-        const std::string file = dir.file(fmt::format("rings.node{}.xml", k), w->xmls[k]);
+        const std::string file = dir.file(fmt::format("rings.node{}.xml", k), w.xmls[k]);
         // search.cc's own ncclTopoGetGraphFromXml on a node of 8 GPUs, as node k loads its file
         auto r = collsched::test::run_shell(fmt::format("'{}' --gpus 8 '{}'", loader, file));
         INFO("node ", k, ": ", r.out, r.err);
