@@ -424,9 +424,12 @@ void chained_allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const S
                     continue;
                 }
                 for (std::uint32_t i = 0; i < Kp; ++i)
-                    for (std::uint32_t h = 1; h < chain.size(); ++h)
-                        if (paced(b) && q + pieces / 16 < pieces) plan.send(t + i + 1 + h, boxes[b][chain[h - 1]], boxes[b][chain[h]], chunk(q, u, order[i]));
-                        else plan.send(t + i + 1, boxes[b][chain[h - 1]], boxes[b][chain.back()], chunk(q, u, order[i]));
+                    for (std::uint32_t h = 1; h < chain.size(); ++h) {
+                        const std::uint32_t from = chain[h - 1];
+                        if (!paced(b)) plan.send(t + i + 1, boxes[b][from], boxes[b][chain.back()], chunk(q, u, order[i]));
+                        else if (q + pieces / 32 < pieces || !slow[idx(boxes[b][from])]) plan.send(t + i + 1 + h, boxes[b][from], boxes[b][chain[h]], chunk(q, u, order[i]));
+                        else plan.send(t + i + 1 + h, boxes[b][from], boxes[b][chain.back()], chunk(q, u, order[i]));  // a tail piece's slow GPU
+                    }
             }
         t += Kp + B - 1;
         for (std::uint32_t b = 0; b < K; ++b)  // a hosted chunk's box sum along the rail, added in there and sent to GPU head[b]

@@ -114,6 +114,8 @@ namespace {
 /// the time prediction's per-transfer state): beyond, more pieces are not tried.
 constexpr std::size_t transfer_budget = 500'000;
 constexpr std::uint32_t most_pieces = 64;
+/// The chained shapes (allreduce.hpp, Shape::chained) also with these many pieces (refine).
+constexpr std::uint32_t chained_pieces[] = {128, 160};
 /// Where one piece is past transfer_budget (1,024 GPUs), the fastest shape's two or three pieces within this many
 /// transfers (past_budget), each table with its plan and one prediction at about fill_bytes_per_transfer (measured:
 /// the 12,570,624 transfers of rail 128 x 8 allreduce in three pieces peaked at 2.26 GB, 180 bytes each).
@@ -503,9 +505,19 @@ void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t
         it->second = std::min(it->second, s);
         if (s >= t.seconds * (1 - 1e-3) || behind) {
             if (s < t.seconds) t.pieces = k, t.seconds = s;
-            return;
+            break;
         }
         t.pieces = k, t.seconds = s;
+    }
+    // the chained shapes gain with more pieces than the others and their time is erratic in the count (gpu_half's
+    // allreduce at 16 MiB: 117, 112 and 111 us with 64, 128 and 160 pieces; 96 and 192: 124 and 122): these two too
+    if (!t.shape.chained || factor != 4) return;
+    const std::size_t per_piece = t.one->transfers;
+    for (std::uint32_t k : chained_pieces) {
+        if (Clock::now() >= deadline || k * per_piece > transfer_budget) return;
+        const ShapeTables::Entry* more = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline), i);
+        if (!more) return;
+        if (more->seconds[i] < t.seconds) t.pieces = k, t.seconds = more->seconds[i];
     }
 }
 
@@ -770,7 +782,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
         std::string how = fmt::format("{} on {}; {} pieces: the fastest of {} (or the most within 500,000 transfers; past them, 2 or 3) at {} bytes (asynchronous time{})",
                                       shape_name(t.shape, kind), t.d->what, e->pieces,
-                                      runs_constructions(basis) ? "1, 2, 4, ..., 64" : "1, 4, 16, 64", sizes[i], timed_on(basis));
+                                      runs_constructions(basis) ? "1, 2, 4, ..., 64" : t.shape.chained ? "1, 4, 16, 64, 128, 160" : "1, 4, 16, 64", sizes[i], timed_on(basis));
         // its times go with it, plan or not (the same table's: the caller predicts only the sizes missing, NaN)
         out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->seconds, e->protocols});
     }
