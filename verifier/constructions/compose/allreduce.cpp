@@ -357,8 +357,9 @@ void allgather_shares_plan(Plan& plan, const std::vector<Group>& boxes, const Sh
 /// the box's rail order at logical step t + i + 1 + h), each GPU sending what its buffer holds: the bytes of the direct
 /// exchange (each GPU sends and receives one copy of a chunk; o only receives, the first only sends), but only the slow
 /// GPU's sends are ready at once, so the box's owners send the later pieces' partials as the slow GPU's data comes in,
-/// between the earlier pieces' sums, instead of all of them first; the last sixteenth of the pieces exchange directly
-/// (their chains would wait behind the earlier pieces' sums at the end). Other boxes exchange directly. Then the
+/// between the earlier pieces' sums, instead of all of them first; in the last 1/32 of the pieces the slow GPUs send
+/// straight to the chain's end and the others chain (their sends, ready at once, go early where the box has room, and
+/// the slow GPU's last sends reach the owner in one hop, not behind 7 hops that wait on the sums). Other boxes exchange directly. Then the
 /// rails' phase and the owners' sums to the others one a step (the slow GPUs first), as allreduce_plan. A slow GPU j
 /// of no slot with a NIC (`every`: nic_share, D) takes one sum in D from GPU j of the next box over its NIC (that NIC
 /// idle: rail j owns nothing) instead of from its box's owner. Of two boxes, the other's fast (`hosts`), those chunks

@@ -16,7 +16,8 @@
 //
 // **Choosing k.** A transfer pays no per-message overhead, so time falls with k towards max(W_n, W_e)
 // + L. k runs over 1, 4, 16, 64 while the time falls by more than 0.1 % and the table stays under
-// 500,000 transfers (else the most pieces within it: rail 16 x 8 with routers: 7). A shape is refined
+// 500,000 transfers (else the most pieces within it: rail 16 x 8 with routers: 7; the chained shapes also 128 and 160,
+// their time erratic in k: COMPOSE.md, "The chained reduce-scatter"). A shape is refined
 // only while its bound is below the best time and it is within 1 % of the best shape at equal pieces
 // (a heuristic, not a claim of optimality). Each table is built once and predicted at every size from
 // the first that asks for it. Threads (`--jobs`, on cores the other providers leave: `Cores`,
