@@ -16,8 +16,7 @@
 //
 // **Choosing k.** A transfer pays no per-message overhead, so time falls with k towards max(W_n, W_e)
 // + L. k runs over 1, 4, 16, 64 while the time falls by more than 0.1 % and the table stays under
-// 500,000 transfers (else the most pieces within it: rail 16 x 8 with routers: 7; the chained shapes also 128 and 160,
-// their time erratic in k: COMPOSE.md, "The chained reduce-scatter"). A shape is refined
+// 500,000 transfers (else the most pieces within it: rail 16 x 8 with routers: 7; chained: also 128, 160). A shape is refined
 // only while its bound is below the best time and it is within 1 % of the best shape at equal pieces
 // (a heuristic, not a claim of optimality). Each table is built once and predicted at every size from
 // the first that asks for it. Threads (`--jobs`, on cores the other providers leave: `Cores`,
@@ -115,8 +114,6 @@ namespace {
 /// the time prediction's per-transfer state): beyond, more pieces are not tried.
 constexpr std::size_t transfer_budget = 500'000;
 constexpr std::uint32_t most_pieces = 64;
-/// The chained shapes (allreduce.hpp, Shape::chained) also with these many pieces (refine).
-constexpr std::uint32_t chained_pieces[] = {128, 160};
 /// Where one piece is past transfer_budget (1,024 GPUs), the fastest shape's two or three pieces within this many
 /// transfers (past_budget), each table with its plan and one prediction at about fill_bytes_per_transfer (measured:
 /// the 12,570,624 transfers of rail 128 x 8 allreduce in three pieces peaked at 2.26 GB, 180 bytes each).
@@ -510,15 +507,11 @@ void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t
         }
         t.pieces = k, t.seconds = s;
     }
-    // the chained shapes gain with more pieces than the others and their time is erratic in the count (gpu_half's
-    // allreduce at 16 MiB: 117, 112 and 111 us with 64, 128 and 160 pieces; 96 and 192: 124 and 122): these two too
-    if (!t.shape.chained || factor != 4) return;
-    const std::size_t per_piece = t.one->transfers;
-    for (std::uint32_t k : chained_pieces) {
-        if (Clock::now() >= deadline || k * per_piece > transfer_budget) return;
+    // chained shapes: erratic in k, and gain past 64 (gpu_half at 16 MiB: 117, 112, 111 us at 64, 128, 160; COMPOSE.md)
+    for (std::uint32_t k : {128u, 160u}) {
+        if (!t.shape.chained || factor != 4 || Clock::now() >= deadline || k * t.one->transfers > transfer_budget) return;
         const ShapeTables::Entry* more = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline), i);
-        if (!more) return;
-        if (more->seconds[i] < t.seconds) t.pieces = k, t.seconds = more->seconds[i];
+        if (more && more->seconds[i] < t.seconds) t.pieces = k, t.seconds = more->seconds[i];
     }
 }
 
