@@ -312,3 +312,26 @@ TEST_CASE("time bounds: what crosses a cut into a router still goes on to a proc
         CHECK(sharp >= 7.0 / 8 * M / (8 * 50e9) + 2.7e-6 - 1e-12);
     }
 }
+
+TEST_CASE("time bounds: allreduce's gossip on the boxes with a slow GPU's box taken processor by processor") {
+    // 2 x DGX A100, GPU 0's NVLink at half: the sets {0}, ..., {7} and box 1 (9 sets) need 16 transfers a byte
+    // into box 0's GPUs (7 x 300 + 150 GB/s of NVLink, 8 x 25 of NIC) or box 1 (8 x 25 of NIC): 2.65 TB/s,
+    // 6.48 ms at 1 GiB, above single processors' 30 over 5.05 TB/s (6.38 ms) and the boxes' 2 over 200 GB/s
+    test::Scratch dir("time_refined");
+    const std::string file = dir.file("gpu_half.json");
+    REQUIRE(test::run("machine dgx-a100 --boxes 2 --network switch --units gpu --slow-gpu 0:0.5 -o " + file).code == 0);
+    auto topo = Topology::parse("graph:" + file);
+    auto b = time_bounds(*topo, Collective::parse("allreduce", *topo), topo->default_model(), std::nullopt);
+    REQUIRE(b.has_value());
+    const double M = 1073741824.0;
+    const TimeBound at = evaluate(*b, M);
+    // the arcs at 600 ns (NVLink, 2.25 TB/s) then 2.7 us (NICs, 400 GB/s): T = 2.7 us + (16 M - 2.25 TB/s x 2.1 us) / 2.65 TB/s
+    CHECK(near(at.seconds, 2.7e-6 + (16 * M - 2250e9 * 2.1e-6) / 2650e9, 1e-9));
+    CHECK(b->terms[at.best].name.find("each a set") != std::string::npos);
+    CHECK(b->terms[at.best].demand == 16);
+    // a machine of equal parts gains nothing from it: h100rail 4 x 8 keeps the per-GPU form (test above)
+    auto hr = Topology::parse("graph:" + test::source("schedules/machines/h100rail4x8.json"));
+    auto bh = time_bounds(*hr, Collective::parse("allreduce", *hr), Model{});
+    REQUIRE(bh.has_value());
+    for (const TimeTerm& term : bh->terms) CHECK(term.name.find("each a set") == std::string::npos);
+}

@@ -243,9 +243,16 @@ private:
 
     void allreduce();
     void alltoall();
+    /// Per set of a partition, the least region's entering and leaving arcs (region_term).
+    struct SetTerms {
+        std::vector<TimeTerm> enter, leave;
+    };
+    SetTerms set_terms(const Partition& part);
     /// `note`: the sets' gossip where routers reduce, only inside the sets (functions_inside_sets):
     /// the entering side alone, with the note added to the detail.
-    void gossip(const Partition& part, const char* note = nullptr);
+    void gossip(const Partition& part, const SetTerms& terms, const char* note = nullptr);
+    void gossip(const Partition& part, const char* note = nullptr) { gossip(part, set_terms(part), note); }
+    void refined(const Partition& part, const SetTerms& terms, const SetTerms& single);
 
     /// Whether every router that may add partials (combine=routers) or copy (multicast=routers or
     /// replicate) has all its channels, in and out, to processors of one set of `part`. Such a router
@@ -348,21 +355,29 @@ private:
     TimeBounds out_;
 };
 
-/// The one-way gossip on the sets of one partition (docs/time.md, "Lower bounds on time"): per byte
-/// 2(N-1) transfers enter the sets' regions, and each set at least one.
-void Bounds::gossip(const Partition& part, const char* note) {
+Bounds::SetTerms Bounds::set_terms(const Partition& part) {
     const std::uint32_t N = part.sets;
     std::vector<std::vector<std::uint32_t>> sets(N);
     for (std::uint32_t v = 0; v < P_; ++v) sets[part.set[v]].push_back(v);
     const bool singletons = N == P_;
     // one flow per set; for single processors one per orbit (the symmetries keep the speeds)
-    std::vector<TimeTerm> enter(N), leave(N);
+    SetTerms out{std::vector<TimeTerm>(N), std::vector<TimeTerm>(N)};
+    std::vector<TimeTerm>&enter = out.enter, &leave = out.leave;
     std::vector<char> done(N, 0);
     for (std::uint32_t s = 0; s < N; ++s) {
         const std::uint32_t rep = singletons ? orbits_.orbit[sets[s][0]] : s;
         if (!done[rep]) enter[rep] = region_term(sets[rep], true), leave[rep] = region_term(sets[rep], false), done[rep] = 1;
         if (rep != s) enter[s] = enter[rep], leave[s] = leave[rep], enter[s].inside = leave[s].inside = sets[s];
     }
+    return out;
+}
+
+/// The one-way gossip on the sets of one partition (docs/time.md, "Lower bounds on time"): per byte
+/// 2(N-1) transfers enter the sets' regions, and each set at least one.
+void Bounds::gossip(const Partition& part, const SetTerms& terms, const char* note) {
+    const std::uint32_t N = part.sets;
+    const bool singletons = N == P_;
+    std::vector<TimeTerm> enter = terms.enter, leave = terms.leave;
     const bool copies = t_.routers() > 0 && m_.replicate;
     for (bool entering : {true, false}) {
         if (!entering && (copies || note)) continue;  // a router's copies may serve several receivers with one departure
@@ -408,7 +423,70 @@ void Bounds::allreduce() {
     } else if (!cut_set_.empty()) {
         out_.terms.pop_back();
     }
-    for (const Partition& p : parts) gossip(p);
+    const SetTerms apart = set_terms(parts[0]);
+    gossip(parts[0], apart);
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+        const SetTerms terms = set_terms(parts[i]);
+        gossip(parts[i], terms);
+        refined(parts[i], terms, apart);
+    }
+}
+
+/// The gossip on a partition with some of its sets taken processor by processor: a partition too (the
+/// argument holds for any), of N + the sets' sizes - 1 each. A set whose processors together have little
+/// more way in than the set (a box of a GPU with slow links in it: 2 x DGX A100 with GPU 0's NVLink at
+/// half, 16 transfers into box 0's GPUs or box 1 against 30 into every GPU) raises the demand more than the
+/// arcs. Taken in order of the arcs each such processor adds; the densest prefix, where it is denser than
+/// both ends (the partition itself and single processors, already terms).
+void Bounds::refined(const Partition& part, const SetTerms& terms, const SetTerms& single) {
+    const std::uint32_t N = part.sets;
+    std::vector<std::vector<std::uint32_t>> sets(N);
+    for (std::uint32_t v = 0; v < P_; ++v) sets[part.set[v]].push_back(v);
+    for (bool entering : {true, false}) {
+        const std::vector<TimeTerm>&whole = entering ? terms.enter : terms.leave, &one = entering ? single.enter : single.leave;
+        double base = 0;
+        std::vector<std::pair<double, std::uint32_t>> order;  // per set of several, the arcs its processors add per processor
+        for (std::uint32_t s = 0; s < N; ++s) {
+            base += whole[s].bandwidth();
+            if (sets[s].size() < 2) continue;
+            double apart = 0;
+            for (std::uint32_t v : sets[s]) apart += one[v].bandwidth();
+            order.emplace_back((apart - whole[s].bandwidth()) / (sets[s].size() - 1.0), s);
+        }
+        std::stable_sort(order.begin(), order.end());
+        auto density = [](double demand, double bw) { return bw > 0 ? demand / bw : 0.0; };
+        double demand = 2.0 * (N - 1), bw = base, best = 0, all_apart = 0;
+        for (const TimeTerm& x : one) all_apart += x.bandwidth();
+        const double ends = std::max(density(demand, base), density(2.0 * (P_ - 1), all_apart));
+        std::size_t best_k = 0;
+        for (std::size_t k = 0; k + 1 < order.size(); ++k) {
+            const std::uint32_t s = order[k].second;
+            demand += 2.0 * (sets[s].size() - 1.0), bw += order[k].first * (sets[s].size() - 1.0);
+            if (density(demand, bw) > std::max(best, ends * (1 + 1e-9))) best = density(demand, bw), best_k = k + 1;
+        }
+        if (best_k == 0) continue;
+        std::vector<char> is_apart(P_, 0);
+        for (std::size_t k = 0; k < best_k; ++k)
+            for (std::uint32_t v : sets[order[k].second]) is_apart[v] = 1;
+        std::vector<std::uint32_t> apart;
+        Partition mixed{"", std::vector<std::uint32_t>(P_), 0};
+        SetTerms mixed_terms;
+        std::vector<std::uint32_t> id_of(N, ~0u);  // the sets kept whole, renumbered in order of their least processor
+        for (std::uint32_t v = 0; v < P_; ++v) {
+            const std::uint32_t s = part.set[v];
+            if (!is_apart[v] && id_of[s] != ~0u) {
+                mixed.set[v] = id_of[s];
+                continue;
+            }
+            mixed.set[v] = mixed.sets++;
+            if (is_apart[v]) apart.push_back(v);
+            else id_of[s] = mixed.set[v];
+            mixed_terms.enter.push_back(is_apart[v] ? single.enter[v] : terms.enter[s]);
+            mixed_terms.leave.push_back(is_apart[v] ? single.leave[v] : terms.leave[s]);
+        }
+        mixed.name = fmt::format("{}, but the processors of {} each a set", part.name, runs_text(apart));
+        gossip(mixed, mixed_terms);
+    }
 }
 
 void Bounds::alltoall() {

@@ -357,8 +357,9 @@ void allgather_shares_plan(Plan& plan, const std::vector<Group>& boxes, const Sh
 /// the box's rail order at logical step t + i + 1 + h), each GPU sending what its buffer holds: the bytes of the direct
 /// exchange (each GPU sends and receives one copy of a chunk; o only receives, the first only sends), but only the slow
 /// GPU's sends are ready at once, so the box's owners send the later pieces' partials as the slow GPU's data comes in,
-/// between the earlier pieces' sums, instead of all of them first; the last sixteenth of the pieces exchange directly
-/// (their chains would wait behind the earlier pieces' sums at the end). Other boxes exchange directly. Then the
+/// between the earlier pieces' sums, instead of all of them first; in the last 1/32 of the pieces the slow GPUs send
+/// straight to the chain's end and the others chain (their sends, ready at once, go early where the box has room, and
+/// the slow GPU's last sends reach the owner in one hop, not behind 7 hops that wait on the sums). Other boxes exchange directly. Then the
 /// rails' phase and the owners' sums to the others one a step (the slow GPUs first), as allreduce_plan. A slow GPU j
 /// of no slot with a NIC (`every`: nic_share, D) takes one sum in D from GPU j of the next box over its NIC (that NIC
 /// idle: rail j owns nothing) instead of from its box's owner. Of two boxes, the other's fast (`hosts`), those chunks
@@ -424,9 +425,12 @@ void chained_allreduce_plan(Plan& plan, const std::vector<Group>& boxes, const S
                     continue;
                 }
                 for (std::uint32_t i = 0; i < Kp; ++i)
-                    for (std::uint32_t h = 1; h < chain.size(); ++h)
-                        if (paced(b) && q + pieces / 16 < pieces) plan.send(t + i + 1 + h, boxes[b][chain[h - 1]], boxes[b][chain[h]], chunk(q, u, order[i]));
-                        else plan.send(t + i + 1, boxes[b][chain[h - 1]], boxes[b][chain.back()], chunk(q, u, order[i]));
+                    for (std::uint32_t h = 1; h < chain.size(); ++h) {
+                        const std::uint32_t from = chain[h - 1];
+                        if (!paced(b)) plan.send(t + i + 1, boxes[b][from], boxes[b][chain.back()], chunk(q, u, order[i]));
+                        else if (q + pieces / 32 < pieces || !slow[idx(boxes[b][from])]) plan.send(t + i + 1 + h, boxes[b][from], boxes[b][chain[h]], chunk(q, u, order[i]));
+                        else plan.send(t + i + 1 + h, boxes[b][from], boxes[b][chain.back()], chunk(q, u, order[i]));  // a tail piece's slow GPU
+                    }
             }
         t += Kp + B - 1;
         for (std::uint32_t b = 0; b < K; ++b)  // a hosted chunk's box sum along the rail, added in there and sent to GPU head[b]

@@ -16,7 +16,7 @@
 //
 // **Choosing k.** A transfer pays no per-message overhead, so time falls with k towards max(W_n, W_e)
 // + L. k runs over 1, 4, 16, 64 while the time falls by more than 0.1 % and the table stays under
-// 500,000 transfers (else the most pieces within it: rail 16 x 8 with routers: 7). A shape is refined
+// 500,000 transfers (else the most pieces within it: rail 16 x 8 with routers: 7; chained: also 128, 160). A shape is refined
 // only while its bound is below the best time and it is within 1 % of the best shape at equal pieces
 // (a heuristic, not a claim of optimality). Each table is built once and predicted at every size from
 // the first that asks for it. Threads (`--jobs`, on cores the other providers leave: `Cores`,
@@ -503,9 +503,15 @@ void refine(ShapeTables& tables, Tried& t, std::size_t i, std::map<std::uint32_t
         it->second = std::min(it->second, s);
         if (s >= t.seconds * (1 - 1e-3) || behind) {
             if (s < t.seconds) t.pieces = k, t.seconds = s;
-            return;
+            break;
         }
         t.pieces = k, t.seconds = s;
+    }
+    // chained shapes: erratic in k, and gain past 64 (gpu_half at 16 MiB: 117, 112, 111 us at 64, 128, 160; COMPOSE.md)
+    for (std::uint32_t k : {128u, 160u}) {
+        if (!t.shape.chained || factor != 4 || Clock::now() >= deadline || k * t.one->transfers > transfer_budget) return;
+        const ShapeTables::Entry* more = tables.get(*t.d, t.shape_index, t.shape, k, Deadline::at(deadline), i);
+        if (more && more->seconds[i] < t.seconds) t.pieces = k, t.seconds = more->seconds[i];
     }
 }
 
@@ -770,7 +776,7 @@ std::vector<Candidate> time_candidates(const SynthInstance& in, const std::vecto
         std::string name = fmt::format("{}, {} piece{}", shape_name(t.shape, kind), e->pieces, e->pieces == 1 ? "" : "s");
         std::string how = fmt::format("{} on {}; {} pieces: the fastest of {} (or the most within 500,000 transfers; past them, 2 or 3) at {} bytes (asynchronous time{})",
                                       shape_name(t.shape, kind), t.d->what, e->pieces,
-                                      runs_constructions(basis) ? "1, 2, 4, ..., 64" : "1, 4, 16, 64", sizes[i], timed_on(basis));
+                                      runs_constructions(basis) ? "1, 2, 4, ..., 64" : t.shape.chained ? "1, 4, 16, 64, 128, 160" : "1, 4, 16, 64", sizes[i], timed_on(basis));
         // its times go with it, plan or not (the same table's: the caller predicts only the sizes missing, NaN)
         out.push_back({std::move(name), std::move(how), e->pieces, table, e->seconds[i], e->plan, e->seconds, e->protocols});
     }
