@@ -378,9 +378,12 @@ void Bounds::gossip(const Partition& part, const SetTerms& terms, const char* no
     const std::uint32_t N = part.sets;
     const bool singletons = N == P_;
     std::vector<TimeTerm> enter = terms.enter, leave = terms.leave;
-    const bool copies = t_.routers() > 0 && m_.replicate;
+    // a router's copies may serve several sets with one departure (replicate=yes, or a switch that multicasts under
+    // multicast=routers): the leaving side does not hold
+    bool copies = t_.routers() > 0 && m_.replicate;
+    for (std::uint32_t r = P_; r < t_.nodes() && !copies; ++r) copies = m_.multicast_routers && t_.can_multicast(Node{r});
     for (bool entering : {true, false}) {
-        if (!entering && (copies || note)) continue;  // a router's copies may serve several receivers with one departure
+        if (!entering && (copies || note)) continue;
         std::vector<TimeTerm>& side = entering ? enter : leave;
         TimeTerm sum;
         sum.name = singletons ? "gossip per processor (Patarasuk and Yuan)" : "gossip between sets: " + part.name;
@@ -396,9 +399,9 @@ void Bounds::gossip(const Partition& part, const SetTerms& terms, const char* no
                                  runs_text(least.inside), entering ? "enters by" : "leaves by", fmt::join(least.crossing, " + "),
                                  support::format_bandwidth(least.bandwidth()));
         if (note) sum.detail += note;
-        out_.terms.push_back(std::move(sum));
         TimeTerm one = least;
         one.name = sum.name + ", one set";
+        out_.terms.push_back(std::move(sum));
         one.demand = 1;
         one.detail = fmt::format("every byte of the buffer must {} the set {} once at least ({}): {} = {}", entering ? "enter" : "leave",
                                  runs_text(least.inside), part.name, fmt::join(least.crossing, " + "), support::format_bandwidth(least.bandwidth()));
