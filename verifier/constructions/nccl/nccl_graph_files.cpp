@@ -84,6 +84,22 @@ std::vector<TableRing> net_rings(const NcclBoxes& b, const std::vector<Ring>& ri
     return out;
 }
 
+/// NCCL's ring orders kept on rails where the boxes number their nets differently (net_rings: one a rail,
+/// entering every box at the rail's GPU), channel c on rail c mod the rails.
+std::vector<Ring> rail_rings(const Topology& t, const NcclBoxes& b, const std::vector<Ring>& rings, std::uint32_t channels) {
+    const std::vector<TableRing> rails = net_rings(b, rings);
+    if (rails.empty())
+        throw InputError(fmt::format("{}: no GPU has a NIC beside it in every box: NCCL's nodes have no rail in common for a tree", t.spec()));
+    std::vector<Ring> out;
+    for (std::uint32_t c = 0; c < channels; ++c) {
+        Ring r;
+        for (std::uint32_t p : rails[c % rails.size()].order) r.order.push_back(Node{p});
+        for (std::size_t i = 0; i < r.order.size(); ++i) r.hops.push_back(connection(t, r.order[i], r.order[(i + 1) % r.order.size()], std::nullopt));
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 /// Per channel of a checked file, the least bandwidth a channel or link group of its hops between boxes has.
 std::vector<double> between_box_capacities(const Topology& t, const NcclBoxes& b, const GraphCheck& g) {
     std::vector<double> cap;
@@ -140,6 +156,22 @@ std::vector<std::uint32_t> channels_by_capacity(const std::vector<double>& cap) 
 }
 
 }  // namespace
+
+bool nccl_nodes_differ(const NcclBoxes& b) {
+    for (std::uint32_t k = 1; k < b.count; ++k)
+        for (std::uint32_t i = 0; i < b.per_box; ++i)
+            if (b.nic[idx(b.members[k][i])] != b.nic[idx(b.members[0][i])]) return true;
+    return false;
+}
+
+std::vector<Ring> nccl_tree_rings(const Topology& t, Deadline deadline) {
+    const System s = nccl_system(t);
+    const std::uint32_t channels = nccl_ring_graph(s).channels;
+    const std::vector<Ring> rings = nccl_rings(t, nccl_layout(t), s, channels, deadline);
+    const NcclBoxes b = nccl_graph_boxes(t);
+    if (b.count < 2 || !nccl_nodes_differ(b)) return rings;
+    return rail_rings(t, b, rings, channels);
+}
 
 std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind,
                                                  Deadline deadline, std::string& why) {
