@@ -98,15 +98,20 @@ GraphCheck check_nccl_graphs(const std::vector<NcclGraphSource>& files, const To
 /// InputError for another name (naming those that have a graph) or a machine NCCL's model or
 /// graph files do not describe.
 std::vector<NcclGraphEntry> nccl_algorithm_graphs(const Topology&, std::string_view algorithm);
+/// The same per node: one list every node reads (nccl_algorithm_graphs), or where the boxes number their nets
+/// differently one per box: "tree" gives the tree graph of nccl_tree_rings' chains (each node's net ids), one file
+/// where the nodes' agree; "ring" and "*" are InputError there (NCCL's own rings cross rails, which no file holds).
+std::vector<std::vector<NcclGraphEntry>> nccl_algorithm_node_graphs(const Topology&, std::string_view algorithm);
 
 /// Whether the boxes number their NICs differently (a NIC down: box 0's net d is another rail than box 1's), so
 /// that NCCL's nodes, each searching or reading its own graph, differ (docs/exports.md, "One file per node").
 bool nccl_nodes_differ(const NcclBoxes&);
 /// The chains NCCL's tree runs per channel, box by box (nccl_ring_graph's channels): nccl_rings' orders where every
-/// box numbers its nets alike; where they differ, NCCL's order of each box kept on a rail (a GPU with a NIC beside
-/// it in every box, entered first in every box), channel c on the c-th rail (mod the rails), as one graph file per
-/// node gives it: each node names the rail's NIC by its own net id, and connectTrees joins the boxes at the chains'
-/// first GPUs by those nets (connect.cc:55-60, :138-175), on the rails. The rings' `hops` are the topology's routes.
+/// box numbers its nets alike and every ring enters each box at a GPU with a NIC; else (a NIC down) NCCL's order of
+/// each box kept on a rail (a GPU with a NIC beside it in every box, entered first in every box), channel c on the
+/// c-th rail (mod the rails), as NCCL's search puts channel c on net c (search.cc:736) and one graph file per node
+/// gives it where the nodes number the rail's NIC differently; connectTrees joins the boxes at the chains' first
+/// GPUs by those nets (connect.cc:55-60, :138-175), on the rails. The rings' `hops` are the topology's routes.
 std::vector<Ring> nccl_tree_rings(const Topology&, Deadline deadline = {});
 
 /// NCCL's rings weighted by speed (docs/exports.md, "Rings weighted by speed"): NCCL gives every
