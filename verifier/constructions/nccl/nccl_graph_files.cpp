@@ -85,17 +85,17 @@ std::vector<TableRing> net_rings(const NcclBoxes& b, const std::vector<Ring>& ri
 }
 
 /// The chains of NCCL's tree as rings over the boxes (nccl_tree_rings), or nullopt where NCCL's own rings serve: every
-/// box numbers its nets alike and every ring enters each box at a GPU with a NIC. Else NCCL's ring orders kept on
-/// rails (net_rings: one a rail, entering every box at the rail's GPU), channel c on the c-th rail (mod the rails).
-std::optional<std::vector<TableRing>> rail_chains(const Topology& t, const NcclBoxes& b, const std::vector<Ring>& rings, std::uint32_t channels) {
+/// box numbers its nets alike and every ring enters each box at a GPU with a NIC, or no GPU has a NIC in every box. Else
+/// NCCL's ring orders kept on rails (net_rings: one a rail, entering every box at the rail's GPU), channel c on the
+/// c-th rail (mod the rails).
+std::optional<std::vector<TableRing>> rail_chains(const NcclBoxes& b, const std::vector<Ring>& rings, std::uint32_t channels) {
     if (b.count < 2) return std::nullopt;
     bool nic_first = true;
     for (const Ring& r : rings)
         for (std::uint32_t k = 0; k < b.count; ++k) nic_first = nic_first && b.nic[idx(r.order[k * b.per_box])] >= 0;
     if (nic_first && !nccl_nodes_differ(b)) return std::nullopt;
     const std::vector<TableRing> rails = net_rings(b, rings);
-    if (rails.empty())
-        throw InputError(fmt::format("{}: no GPU has a NIC beside it in every box: NCCL's nodes have no rail in common for a tree", t.spec()));
+    if (rails.empty()) return std::nullopt;  // no rail in every box: NCCL's own orders (a tree that may not hold, left out)
     std::vector<TableRing> out;
     for (std::uint32_t c = 0; c < channels; ++c) out.push_back(rails[c % rails.size()]);
     return out;
@@ -169,7 +169,7 @@ std::vector<Ring> nccl_tree_rings(const Topology& t, Deadline deadline) {
     const System s = nccl_system(t);
     const std::uint32_t channels = nccl_ring_graph(s).channels;
     std::vector<Ring> rings = nccl_rings(t, nccl_layout(t), s, channels, deadline);
-    const std::optional<std::vector<TableRing>> rails = rail_chains(t, nccl_graph_boxes(t), rings, channels);
+    const std::optional<std::vector<TableRing>> rails = rail_chains(nccl_graph_boxes(t), rings, channels);
     if (!rails) return rings;
     rings.clear();
     for (const TableRing& x : *rails) {
@@ -243,7 +243,7 @@ std::vector<std::vector<NcclGraphEntry>> nccl_algorithm_node_graphs(const Topolo
     }
     const System s = nccl_system(t);
     const Graph g = nccl_ring_graph(s);
-    const std::optional<std::vector<TableRing>> chains = rail_chains(t, b, nccl_rings(t, nccl_layout(t), s, g.channels), g.channels);
+    const std::optional<std::vector<TableRing>> chains = rail_chains(b, nccl_rings(t, nccl_layout(t), s, g.channels), g.channels);
     if (!chains) return {nccl_algorithm_graphs(t, algorithm)};
     std::vector<NcclGraph> graphs = nccl_node_graphs_of_rings(t, *chains);
     for (NcclGraph& x : graphs) x.speed_intra = g.bw_intra, x.speed_inter = g.bw_inter, x.same_channels = false;
