@@ -50,8 +50,10 @@ struct Timed {
 
 Timed ring_time(const nccl::GraphCheck& g, std::shared_ptr<const Topology> topo, CollectiveKind kind) {
     if (!g.holds()) return {std::nullopt, "not computed (the file does not hold)"};
-    if (g.rings.empty()) return {std::nullopt, "none (the file gives no ring graph)"};
     const Model model = topo->default_model();
+    if (g.rings.empty() && kind == CollectiveKind::allreduce && !g.trees.empty() && model.timing == Timing::hop)
+        return {nccl::nccl_graph_tree_table(std::move(topo), model, g, 4), ""};  // NCCL's own tree's 4 pieces a tree (nccl.hpp)
+    if (g.rings.empty()) return {std::nullopt, "none (the file gives no ring graph)"};
     if (model.timing != Timing::hop) return {std::nullopt, fmt::format("none ({} is timed as wormhole rounds; NCCL's rings are hop tables)", topo->spec())};
     const std::uint64_t n = nccl::nccl_graph_transfers(g, kind, topo->processors());
     if (n > max_time_transfers)
@@ -167,15 +169,40 @@ std::string nccl_algorithm_graph_xml(std::string_view algorithm, const Topology&
     return xml;
 }
 
+std::vector<std::string> nccl_algorithm_graph_xmls(std::string_view algorithm, const Topology& topo, const std::string& name) {
+    const std::vector<std::vector<NcclGraphEntry>> nodes = nccl::nccl_algorithm_node_graphs(topo, algorithm);
+    if (nodes.size() == 1) return {nccl_algorithm_graph_xml(algorithm, topo, name)};
+    std::vector<std::string> xmls;
+    std::vector<NcclGraphFile> files;
+    std::vector<nccl::NcclGraphSource> set;
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+        xmls.push_back(nccl_graphs_xml(nodes[k]));
+        files.push_back(read_nccl_graph(xmls.back(), nccl_graph_node_path(name, std::uint32_t(k))));
+    }
+    for (std::size_t k = 0; k < nodes.size(); ++k) set.push_back({&files[k], nccl_graph_node_path(name, std::uint32_t(k))});
+    const nccl::GraphCheck g = nccl::check_nccl_graphs(set, topo);
+    if (!g.holds())
+        throw InputError(fmt::format("nccl:{} on {}: the graph files of NCCL's channels do not hold on the machine ({}:{}:{}: {}); nothing "
+                                     "written",
+                                     algorithm, topo.spec(), g.findings.front().file, g.findings.front().at.line, g.findings.front().at.col,
+                                     g.findings.front().what));
+    return xmls;
+}
+
 void write_nccl_algorithm_graph(std::string_view algorithm, const std::string& topology, const std::string& output) {
     if (topology.empty())
         throw InputError(fmt::format("nccl:{}: NCCL's algorithms are generated for a machine; give it with --topology", algorithm));
     std::shared_ptr<const Topology> topo = Topology::parse(topology);
-    const std::string xml = nccl_algorithm_graph_xml(algorithm, *topo, output == "-" ? "<output>" : output);
-    write_output(output, [&](const Flush& flush, fmt::memory_buffer& buf) {
-        buf.append(xml);
-        flush(buf);
-    });
+    const std::vector<std::string> xmls = nccl_algorithm_graph_xmls(algorithm, *topo, output == "-" ? "<output>" : output);
+    if (xmls.size() > 1 && output == "-")
+        throw InputError(fmt::format("nccl:{} on {}: the boxes number their nets differently and each node loads its own file: give -o "
+                                     "FILE.xml (FILE.node0.xml to FILE.node{}.xml are written)",
+                                     algorithm, topo->spec(), xmls.size() - 1));
+    for (std::size_t k = 0; k < xmls.size(); ++k)
+        write_output(xmls.size() == 1 ? output : nccl_graph_node_path(output, std::uint32_t(k)), [&](const Flush& flush, fmt::memory_buffer& buf) {
+            buf.append(xmls[k]);
+            flush(buf);
+        });
 }
 
 int verify_nccl_graph(const NcclGraphArgs& a, const Context& ctx) {
@@ -203,10 +230,13 @@ int verify_nccl_graph(const NcclGraphArgs& a, const Context& ctx) {
     } else {
         out = report_text(g, a, *topo, verdict);
         if (timed.table)
-            out += fmt::format("NCCL's ring {} on the file's {} ring{} ({} chunk{}, one per channel and position; verifier/constructions/nccl "
-                               "ring_table)\n",
-                               coll.to_string(), g.rings.size(), g.rings.size() == 1 ? "" : "s", timed.table->collective.chunks,
-                               timed.table->collective.chunks == 1 ? "" : "s") +
+            out += (g.rings.empty() ? fmt::format("NCCL's tree allreduce on the file's {} tree channel{} ({} chunks, 4 a tree; "
+                                                  "verifier/constructions/nccl tree_table_of)\n",
+                                                  g.trees.size(), g.trees.size() == 1 ? "" : "s", timed.table->collective.chunks)
+                                    : fmt::format("NCCL's ring {} on the file's {} ring{} ({} chunk{}, one per channel and position; "
+                                                  "verifier/constructions/nccl ring_table)\n",
+                                                  coll.to_string(), g.rings.size(), g.rings.size() == 1 ? "" : "s",
+                                                  timed.table->collective.chunks, timed.table->collective.chunks == 1 ? "" : "s")) +
                    time_text(*timed.table, a.ab);
         else if (!a.ab.sizes.empty())
             out += "predicted time: " + timed.why + "\n";

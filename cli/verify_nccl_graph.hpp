@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "compiler/topology/topology.hpp"
 #include "runtime/cost_report.hpp"
@@ -30,6 +31,10 @@ bool is_nccl_graph_file(const std::string& path);
 /// NCCL's own graphs for the machine as a graph file's text, read back and checked by the checker of
 /// `verify GRAPH.xml` (InputError naming `name` and the first finding when it finds anything).
 std::string nccl_algorithm_graph_xml(std::string_view algorithm, const Topology& topo, const std::string& name);
+
+/// The same per node: one text every node reads, or where the boxes number their nets differently one per box
+/// (nccl::nccl_algorithm_node_graphs), checked as a set.
+std::vector<std::string> nccl_algorithm_graph_xmls(std::string_view algorithm, const Topology& topo, const std::string& name);
 
 /// `convert nccl:ALGORITHM --topology M --format nccl-graph [-o F]`: NCCL's own graphs for the
 /// machine (nccl::nccl_algorithm_graphs), checked by the checker of `verify GRAPH.xml` before

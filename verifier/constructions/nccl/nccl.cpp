@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "support/error.hpp"
+#include "verifier/constructions/nccl/nccl_graph_check.hpp"
 #include "verifier/constructions/nccl/nccl_impl.hpp"
 
 namespace collsched::nccl {
@@ -84,12 +85,16 @@ Baseline build(const std::shared_ptr<const Topology>& topo, const Model& model, 
         break;
     }
     case Algorithm::tree: {
-        const std::vector<Ring> rings = nccl_rings(t, l, s, g.channels, o.deadline);
+        const std::vector<Ring> rings = nccl_tree_rings(t, o.deadline);
         bl.pieces = fit_pieces(o.pieces ? o.pieces : 4, 2.0 * 2 * P * g.channels * 3);
         bl.table = tree_table(topo, model, l, rings, bl.pieces, o.deadline);
+        const NcclBoxes nb = nccl_graph_boxes(t);
         bl.source = fmt::format("NCCL's double binary tree on {} channel{} (src/graph/trees.cc ncclGetDtree across boxes, a chain in "
-                                "each box, src/graph/connect.cc), {} piece{} per tree",
-                                g.channels, g.channels == 1 ? "" : "s", bl.pieces, bl.pieces == 1 ? "" : "s");
+                                "each box, src/graph/connect.cc), {} piece{} per tree{}",
+                                g.channels, g.channels == 1 ? "" : "s", bl.pieces, bl.pieces == 1 ? "" : "s",
+                                nb.count > 1 && nccl_nodes_differ(nb) ? "; the boxes number their nets differently: channel c on the c-th rail, "
+                                                                        "one graph file per node (convert nccl:tree)"
+                                                                      : "");
         break;
     }
     case Algorithm::pat:

@@ -428,21 +428,48 @@ private:
             const int pattern = tree_[of(k)]->pattern;
             return type == 0 ? (pattern == nccl_pattern_tree ? 0u : 1u) : (pattern == nccl_pattern_split_tree ? 1u : 0u);
         };
+        // the channels NCCL runs its trees on: min(tree, ring) (init.cc:1280, 1459), the tree graph's without a ring graph
+        const std::size_t run = out_.ring_graph ? out_.channels_run : std::size_t(g.nchannels);
+        bool all = true;
         for (std::size_t c = 0; c < std::size_t(g.nchannels); ++c) {
             bool given = true;
             for (const auto& x : tree_) given = given && c < x->channels.size();
-            if (!given) continue;
+            if (!given) {
+                all = all && c >= run;
+                continue;
+            }
             const std::optional<std::vector<Chan>> ch = all_channels(tree_, c);
-            if (!ch) continue;
+            if (!ch) {
+                all = false;
+                continue;
+            }
             const std::string who = fmt::format("{} channel {}", label(g), c);
             bool ok = true;
+            TreeLinks links;
+            for (int tree = 0; tree < 2; ++tree) {
+                links.parent[tree].assign(t_.processors(), -1);
+                links.up[tree].assign(t_.processors(), {});
+                links.down[tree].assign(t_.processors(), {});
+            }
+            // a link of both trees: child's parent, the path up to it and down from it
+            auto link = [&](int tree, Node child, Node parent, std::optional<std::vector<ChannelId>> up, std::optional<std::vector<ChannelId>> down) {
+                if (!up || !down) return false;
+                links.parent[tree][idx(child)] = idx(parent);
+                links.up[tree][idx(child)] = std::move(*up);
+                links.down[tree][idx(child)] = std::move(*down);
+                return true;
+            };
             for (std::uint32_t k = 0; k < K && ok; ++k) {
                 const Chan& x = (*ch)[of(k)];
                 for (std::uint32_t i = 0; i + 1 < G && ok; ++i) {
                     const Node u = b_.members[k][x.gpus[i]], v = b_.members[k][x.gpus[i + 1]];
-                    ok = inside(of(k), x.at, who, u, v, " (down the chain)") && inside(of(k), x.at, who, v, u, " (up the chain)");
+                    std::optional<std::vector<ChannelId>> down = inside(of(k), x.at, who, u, v, " (down the chain)");
+                    std::optional<std::vector<ChannelId>> up = down ? inside(of(k), x.at, who, v, u, " (up the chain)") : std::nullopt;
+                    ok = link(0, v, u, up, down) && link(1, v, u, up, down);
                 }
             }
+            if (ok && K == 1 && c < run) out_.trees.push_back(std::move(links));
+            all = all && ok;
             if (!ok || K == 1) continue;
             for (std::uint32_t k = 0; k < K && ok; ++k)
                 if (G == 1 && tree_[of(k)]->pattern != nccl_pattern_tree) {
@@ -460,10 +487,14 @@ private:
                     const std::uint32_t p = std::uint32_t(up.parent), pos = child_at(p, up.child_type);
                     const Node child = b_.members[k][(*ch)[of(k)].gpus[0]], parent = b_.members[p][(*ch)[of(p)].gpus[pos]];
                     const XmlPlace& at = (*ch)[of(k)].at;
-                    ok = across(of(k), at, who, child, net_of(k, 0), parent, net_of(p, pos)) &&
-                         across(of(k), at, who, parent, net_of(p, pos), child, net_of(k, 0));
+                    std::optional<std::vector<ChannelId>> to = across(of(k), at, who, child, net_of(k, 0), parent, net_of(p, pos));
+                    std::optional<std::vector<ChannelId>> from = to ? across(of(k), at, who, parent, net_of(p, pos), child, net_of(k, 0)) : std::nullopt;
+                    ok = link(tree, child, parent, std::move(to), std::move(from));
                 }
+            all = all && ok;
+            if (ok && c < run) out_.trees.push_back(std::move(links));
         }
+        if (!all || out_.trees.size() != run) out_.trees.clear();
     }
 
     /// Rings per channel and group, the busiest, and the least bandwidth a ring gets inside boxes
@@ -536,6 +567,12 @@ SendTable nccl_graph_table(std::shared_ptr<const Topology> topo, const Model& mo
                            Deadline deadline) {
     if (g.rings.empty()) throw InputError("the graph file gives no rings that hold: no time");
     return ring_table(std::move(topo), model, kind, g.rings, 1, deadline);
+}
+
+SendTable nccl_graph_tree_table(std::shared_ptr<const Topology> topo, const Model& model, const GraphCheck& g, std::uint32_t pieces,
+                                Deadline deadline) {
+    if (g.trees.empty() || !g.holds()) throw InputError("the graph file gives no trees that hold: no time");
+    return tree_table_of(std::move(topo), model, g.trees, pieces, deadline);
 }
 
 namespace {

@@ -63,6 +63,10 @@ struct GraphCheck {
     std::vector<GraphFinding> findings;
     std::vector<std::string> notes;  ///< file:line:col: what NCCL tolerates
     std::vector<Ring> rings;          ///< per channel run, when the ring graph has no finding
+    /// per channel NCCL runs its trees on (min(tree, ring) channels), trees 0 and 1 as connectTrees joins them
+    /// (connect.cc:55-60, :138-175: the chains, and the boxes at each box's pattern's positions by their nets),
+    /// when the tree graph has no finding
+    std::vector<TreeLinks> trees;
     GraphLoad load;
     bool holds() const { return findings.empty(); }
 };
@@ -94,6 +98,21 @@ GraphCheck check_nccl_graphs(const std::vector<NcclGraphSource>& files, const To
 /// InputError for another name (naming those that have a graph) or a machine NCCL's model or
 /// graph files do not describe.
 std::vector<NcclGraphEntry> nccl_algorithm_graphs(const Topology&, std::string_view algorithm);
+/// The same per node: one list every node reads (nccl_algorithm_graphs), or where the boxes number their nets
+/// differently one per box: "tree" gives the tree graph of nccl_tree_rings' chains (each node's net ids), one file
+/// where the nodes' agree; "ring" and "*" are InputError there (NCCL's own rings cross rails, which no file holds).
+std::vector<std::vector<NcclGraphEntry>> nccl_algorithm_node_graphs(const Topology&, std::string_view algorithm);
+
+/// Whether the boxes number their NICs differently (a NIC down: box 0's net d is another rail than box 1's), so
+/// that NCCL's nodes, each searching or reading its own graph, differ (docs/exports.md, "One file per node").
+bool nccl_nodes_differ(const NcclBoxes&);
+/// The chains NCCL's tree runs per channel, box by box (nccl_ring_graph's channels): nccl_rings' orders where every
+/// box numbers its nets alike and every ring enters each box at a GPU with a NIC; else (a NIC down) NCCL's order of
+/// each box kept on a rail (a GPU with a NIC beside it in every box, entered first in every box), channel c on the
+/// c-th rail (mod the rails), as NCCL's search puts channel c on net c (search.cc:736) and one graph file per node
+/// gives it where the nodes number the rail's NIC differently; connectTrees joins the boxes at the chains' first
+/// GPUs by those nets (connect.cc:55-60, :138-175), on the rails. The rings' `hops` are the topology's routes.
+std::vector<Ring> nccl_tree_rings(const Topology&, Deadline deadline = {});
 
 /// NCCL's rings weighted by speed (docs/exports.md, "Rings weighted by speed"): NCCL gives every
 /// channel the same share of the data, so a NIC at half speed is put in half as many channels.
@@ -126,6 +145,10 @@ std::string nccl_runs_more(const SendTable& t, const std::string& xml, Deadline 
 /// The same for the files the table's nodes load (one every node reads, or one per box).
 std::string nccl_runs_more(const SendTable& t, const std::vector<std::string>& xmls, Deadline deadline = {});
 
+/// NCCL's tree allreduce on the checked trees (tree_table_of), `pieces` chunks a tree (NCCL's own tree: 4);
+/// InputError where the file gives none that hold.
+SendTable nccl_graph_tree_table(std::shared_ptr<const Topology>, const Model&, const GraphCheck&, std::uint32_t pieces,
+                                Deadline deadline = {});
 /// The transfers NCCL's ring `kind` on the checked rings has (a bound, before rounds).
 std::uint64_t nccl_graph_transfers(const GraphCheck&, CollectiveKind kind, std::uint32_t processors);
 /// NCCL's ring allreduce, allgather or reduce_scatter on the checked rings, one piece per

@@ -84,6 +84,23 @@ std::vector<TableRing> net_rings(const NcclBoxes& b, const std::vector<Ring>& ri
     return out;
 }
 
+/// The chains of NCCL's tree as rings over the boxes (nccl_tree_rings), or nullopt where NCCL's own rings serve: every
+/// box numbers its nets alike and every ring enters each box at a GPU with a NIC, or no GPU has a NIC in every box. Else
+/// NCCL's ring orders kept on rails (net_rings: one a rail, entering every box at the rail's GPU), channel c on the
+/// c-th rail (mod the rails).
+std::optional<std::vector<TableRing>> rail_chains(const NcclBoxes& b, const std::vector<Ring>& rings, std::uint32_t channels) {
+    if (b.count < 2) return std::nullopt;
+    bool nic_first = true;
+    for (const Ring& r : rings)
+        for (std::uint32_t k = 0; k < b.count; ++k) nic_first = nic_first && b.nic[idx(r.order[k * b.per_box])] >= 0;
+    if (nic_first && !nccl_nodes_differ(b)) return std::nullopt;
+    const std::vector<TableRing> rails = net_rings(b, rings);
+    if (rails.empty()) return std::nullopt;  // no rail in every box: NCCL's own orders (a tree that may not hold, left out)
+    std::vector<TableRing> out;
+    for (std::uint32_t c = 0; c < channels; ++c) out.push_back(rails[c % rails.size()]);
+    return out;
+}
+
 /// Per channel of a checked file, the least bandwidth a channel or link group of its hops between boxes has.
 std::vector<double> between_box_capacities(const Topology& t, const NcclBoxes& b, const GraphCheck& g) {
     std::vector<double> cap;
@@ -141,6 +158,29 @@ std::vector<std::uint32_t> channels_by_capacity(const std::vector<double>& cap) 
 
 }  // namespace
 
+bool nccl_nodes_differ(const NcclBoxes& b) {
+    for (std::uint32_t k = 1; k < b.count; ++k)
+        for (std::uint32_t i = 0; i < b.per_box; ++i)
+            if (b.nic[idx(b.members[k][i])] != b.nic[idx(b.members[0][i])]) return true;
+    return false;
+}
+
+std::vector<Ring> nccl_tree_rings(const Topology& t, Deadline deadline) {
+    const System s = nccl_system(t);
+    const std::uint32_t channels = nccl_ring_graph(s).channels;
+    std::vector<Ring> rings = nccl_rings(t, nccl_layout(t), s, channels, deadline);
+    const std::optional<std::vector<TableRing>> rails = rail_chains(nccl_graph_boxes(t), rings, channels);
+    if (!rails) return rings;
+    rings.clear();
+    for (const TableRing& x : *rails) {
+        Ring r;
+        for (std::uint32_t p : x.order) r.order.push_back(Node{p});
+        for (std::size_t i = 0; i < r.order.size(); ++i) r.hops.push_back(connection(t, r.order[i], r.order[(i + 1) % r.order.size()], std::nullopt));
+        rings.push_back(std::move(r));
+    }
+    return rings;
+}
+
 std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind,
                                                  Deadline deadline, std::string& why) {
     const Topology& t = *topo;
@@ -185,6 +225,31 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
     if (out.transfers > max_weighted_transfers)
         return why = fmt::format("its table would have about {} transfers, above {}", out.transfers, max_weighted_transfers), std::nullopt;
     out.table = nccl_graph_table(std::move(topo), model, kind, check, deadline);
+    return out;
+}
+
+std::vector<std::vector<NcclGraphEntry>> nccl_algorithm_node_graphs(const Topology& t, std::string_view algorithm) {
+    if (algorithm != "ring" && algorithm != "tree" && algorithm != "*")
+        throw InputError(fmt::format("nccl:{}: NCCL's graph files hold its rings (graph 0) and trees (graph 1): nccl:ring, nccl:tree, or "
+                                     "nccl:* for both in one file (PAT and p2p read no graph)",
+                                     algorithm));
+    const NcclBoxes b = nccl_graph_boxes(t);
+    if (algorithm != "tree") {
+        if (b.count > 1 && nccl_nodes_differ(b))
+            throw InputError(fmt::format("nccl:{}: {}'s boxes number their nets differently, and NCCL's own rings, net c in every node, "
+                                         "cross rails there: no graph file holds them (nccl:tree writes its trees, one file per node)",
+                                         algorithm, t.spec()));
+        return {nccl_algorithm_graphs(t, algorithm)};
+    }
+    const System s = nccl_system(t);
+    const Graph g = nccl_ring_graph(s);
+    const std::optional<std::vector<TableRing>> chains = rail_chains(b, nccl_rings(t, nccl_layout(t), s, g.channels), g.channels);
+    if (!chains) return {nccl_algorithm_graphs(t, algorithm)};
+    std::vector<NcclGraph> graphs = nccl_node_graphs_of_rings(t, *chains);
+    for (NcclGraph& x : graphs) x.speed_intra = g.bw_intra, x.speed_inter = g.bw_inter, x.same_channels = false;
+    if (nccl_graphs_differ(graphs).empty()) graphs.resize(1);
+    std::vector<std::vector<NcclGraphEntry>> out;
+    for (NcclGraph& x : graphs) out.push_back({{1, nccl_pattern_tree, std::move(x)}});
     return out;
 }
 

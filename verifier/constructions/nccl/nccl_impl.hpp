@@ -47,6 +47,16 @@ SendTable ring_table(std::shared_ptr<const Topology>, const Model&, CollectiveKi
                      Deadline deadline = {});
 SendTable tree_table(std::shared_ptr<const Topology>, const Model&, const Layout&, const std::vector<Ring>&, std::uint32_t pieces,
                      Deadline deadline = {});
+/// NCCL's trees of one channel (trees 0 and 1): per processor its parent (-1 for the root) and the routes up to it
+/// and down from it.
+struct TreeLinks {
+    std::vector<std::int64_t> parent[2];
+    std::vector<std::vector<ChannelId>> up[2], down[2];
+};
+/// NCCL's tree allreduce on the given trees, `pieces` chunks per tree (tree_table on its rings' chains and the
+/// topology's routes; nccl_graph_tree_table on a graph file's).
+SendTable tree_table_of(std::shared_ptr<const Topology>, const Model&, const std::vector<TreeLinks>&, std::uint32_t pieces,
+                        Deadline deadline = {});
 SendTable pat_table(std::shared_ptr<const Topology>, const Model&, CollectiveKind, Deadline deadline = {});
 SendTable p2p_table(std::shared_ptr<const Topology>, const Model&, const Layout&, Deadline deadline = {});
 

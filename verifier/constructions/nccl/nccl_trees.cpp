@@ -39,16 +39,44 @@ DtreeUp dtree_up(int n, int tree, int node) {
 }
 
 /// Per channel c of the rings and tree t in {0, 1} (NCCL's channels c and c + nChannels,
-/// connect.cc connectTrees): inside each box the chain of channel c's ring order (up is the
-/// previous GPU, connect.cc:61-62), across boxes the double binary tree over the boxes, every
+/// connect.cc connectTrees): inside each box the chain of channel c's ring order in that box (up is
+/// the previous GPU, connect.cc:61-62), across boxes the double binary tree over the boxes, every
 /// edge between boxes at the first GPU of the chain (the GPU of the channel's NIC: NCCL's
-/// NCCL_TOPO_PATTERN_TREE, connect.cc:55-60). Each GPU sends its partial up once it holds its
-/// children's, the root then sends the complete chunk down; piece j starts j steps after piece 0.
+/// NCCL_TOPO_PATTERN_TREE, connect.cc:55-60); the topology's routes.
 SendTable tree_table(std::shared_ptr<const Topology> topo, const Model& model, const Layout& l, const std::vector<Ring>& rings,
                      std::uint32_t pieces, Deadline deadline) {
     const Topology& t = *topo;
-    const auto P = t.processors(), K = static_cast<std::uint32_t>(rings.size()), B = static_cast<std::uint32_t>(l.boxes.size());
+    const auto P = t.processors(), B = static_cast<std::uint32_t>(l.boxes.size());
     const std::uint32_t G = P / B;
+    std::vector<TreeLinks> links;
+    for (const Ring& r : rings) {
+        TreeLinks& x = links.emplace_back();
+        for (int tree = 0; tree < 2; ++tree) {
+            x.parent[tree].assign(P, -1);
+            x.up[tree].assign(P, {});
+            x.down[tree].assign(P, {});
+            for (std::uint32_t bx = 0; bx < B; ++bx) {
+                for (std::uint32_t i = 1; i < G; ++i) x.parent[tree][idx(r.order[bx * G + i])] = idx(r.order[bx * G + i - 1]);
+                const int up = dtree_parent(static_cast<int>(B), tree, static_cast<int>(bx));
+                if (up >= 0) x.parent[tree][idx(r.order[bx * G])] = idx(r.order[static_cast<std::uint32_t>(up) * G]);
+            }
+            for (std::uint32_t p = 0; p < P; ++p)
+                if (const std::int64_t q = x.parent[tree][p]; q >= 0) {
+                    x.up[tree][p] = connection(t, Node{p}, Node{static_cast<std::uint32_t>(q)}, std::nullopt);
+                    x.down[tree][p] = connection(t, Node{static_cast<std::uint32_t>(q)}, Node{p}, std::nullopt);
+                }
+        }
+    }
+    return tree_table_of(std::move(topo), model, links, pieces, deadline);
+}
+
+/// Per channel c and tree, each GPU sends its partial up its path once its children's have
+/// arrived, the root then sends the complete chunk down; piece j starts j steps after piece 0. A
+/// processor on a path sends on what it holds of the chunk (a route through GPUs, as ndv2's).
+SendTable tree_table_of(std::shared_ptr<const Topology> topo, const Model& model, const std::vector<TreeLinks>& links, std::uint32_t pieces,
+                        Deadline deadline) {
+    const Topology& t = *topo;
+    const auto P = t.processors(), K = static_cast<std::uint32_t>(links.size());
     Collective coll;
     coll.kind = CollectiveKind::allreduce;
     coll.set_chunks(std::uint64_t{2} * K * pieces, t);
@@ -56,24 +84,13 @@ SendTable tree_table(std::shared_ptr<const Topology> topo, const Model& model, c
     Composites& reg = b.composites();
     for (std::uint32_t c = 0; c < K; ++c)
         for (int tree = 0; tree < 2; ++tree) {
-            // parent of each processor, and the path to it
-            std::vector<std::int64_t> parent(P, -1);
-            const Ring& r = rings[c];
-            for (std::uint32_t bx = 0; bx < B; ++bx) {
-                for (std::uint32_t i = 1; i < G; ++i) parent[idx(r.order[bx * G + i])] = idx(r.order[bx * G + i - 1]);
-                const int up = dtree_parent(static_cast<int>(B), tree, static_cast<int>(bx));
-                if (up >= 0) parent[idx(r.order[bx * G])] = idx(r.order[static_cast<std::uint32_t>(up) * G]);
-            }
-            std::vector<std::vector<ChannelId>> path(P);
+            const std::vector<std::int64_t>& parent = links[c].parent[tree];
+            const std::vector<std::vector<ChannelId>>& path = links[c].up[tree];
             std::vector<std::vector<std::uint32_t>> children(P);
             std::uint32_t root = 0;
             for (std::uint32_t p = 0; p < P; ++p) {
-                if (parent[p] < 0) {
-                    root = p;
-                    continue;
-                }
-                path[p] = connection(t, Node{p}, Node{static_cast<std::uint32_t>(parent[p])}, std::nullopt);
-                children[static_cast<std::size_t>(parent[p])].push_back(p);
+                if (parent[p] < 0) root = p;
+                else children[static_cast<std::size_t>(parent[p])].push_back(p);
             }
             // up: a GPU sends when its children's partials have arrived (post-order by depth-first search)
             std::vector<Step> send_up(P, 0), arrive(P, 0);
@@ -103,9 +120,8 @@ SendTable tree_table(std::shared_ptr<const Topology> topo, const Model& model, c
             std::vector<std::pair<std::uint32_t, Step>> down;  // (child, step its parent sends)
             for (std::uint32_t p : post)
                 for (std::uint32_t ch : children[p]) {
-                    const std::vector<ChannelId> back = connection(t, Node{p}, Node{ch}, std::nullopt);
                     down.push_back({ch, holds[p] + 1});
-                    holds[ch] = static_cast<Step>(holds[p] + back.size());
+                    holds[ch] = static_cast<Step>(holds[p] + links[c].down[tree][ch].size());
                 }
             for (std::uint32_t j = 0; j < pieces; ++j) {
                 poll_deadline(deadline, "tree table");
@@ -115,14 +131,13 @@ SendTable tree_table(std::shared_ptr<const Topology> topo, const Model& model, c
                     for (std::size_t k = 0; k < hops.size(); ++k) {
                         const Node from = t.channel(hops[k]).from;
                         const Step s = static_cast<Step>(at + j + k);
-                        if (k == 0 || t.is_processor(from))
-                            m = reg.intern({MessageKind::partial, chunk, static_cast<std::uint32_t>(s), {MessageId{idx(from)}}, {}});
+                        if (k == 0 || t.is_processor(from)) m = reg.intern({MessageKind::partial, chunk, static_cast<std::uint32_t>(s), {MessageId{idx(from)}}, {}});
                         b.hop(s, hops[k], m);
                     }
                 };
                 for (std::uint32_t p = 0; p < P; ++p)
                     if (p != root) send(path[p], send_up[p]);
-                for (auto [ch, at] : down) send(connection(t, Node{static_cast<std::uint32_t>(parent[ch])}, Node{ch}, std::nullopt), at);
+                for (auto [ch, at] : down) send(links[c].down[tree][ch], at);
             }
         }
     SendTable table = std::move(b).finish(deadline);
