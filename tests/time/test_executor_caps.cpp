@@ -2,6 +2,10 @@
 // receives at most llMaxBw under LL, each network channel moves at most perChMaxRingLL128Bw under
 // LL128; NCCL's own ring timed as a table on the nccl executor then meets NCCL's own model's bus
 // bandwidth where the cap binds, and is faster without the cap.
+#include <algorithm>
+#include <map>
+#include <vector>
+
 #include <doctest/doctest.h>
 
 #include "runtime/executor/executor.hpp"
@@ -121,4 +125,38 @@ TEST_CASE("executor connections: NCCL's rings each pay their own message cost, a
     const TimePrediction one = predict_time(ring, o);
     CHECK(one.asynchronous > 1.3 * ll128);
     CHECK(one.synchronous > 1.3 * caps_time(ring, size, Protocol::ll128, true, true));
+}
+
+TEST_CASE("executor connections: MSCCL++'s thread blocks each have their own memory channel to a peer; a GPU's one proxy takes its port channels' triggers in turn") {
+    // microsoft/mscclpp executor.cc:287-313 (one connection, its own QP, per channel entry), execution_plan.cc:395-411
+    // (a thread block's channels), executor.cc:145-154 (one ProxyService an executor); docs/time.md, "Executors".
+    // NCCL's 8 rings on h100rail 2 x 8 put 8 transfers a step on each GPU's NVLink channel to the next GPU, in 15 steps
+    const auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100rail2x8.json"));
+    const SendTable ring = nccl::nccl_baseline(topo, Collective::parse("allgather", *topo), topo->default_model(), "ring").table;
+    TimeOptions o = with_network_class(*topo, TimeOptions{1 << 20, std::nullopt});
+    o.executor = executor_costs(builtin_executor(ExecutorKind::mscclpp), Protocol::simple);
+    const double box = o.executor->message[idx_of(LinkClass::box)], net = o.executor->message[idx_of(LinkClass::network)];
+    const TimePrediction t = predict_time(ring, o);
+    // one connection a channel held 120 messages in turn on every busy NVLink channel (751 us at least); a block's own
+    // connection pays its ring's 15 in turn, the 8 rings side by side
+    CHECK(t.asynchronous < 0.5 * 120 * box);
+    CHECK(t.synchronous < 0.5 * 120 * box);
+    // the port channels: per GPU the starts of its transfers on network channels, each its 1 us turn on the proxy, while
+    // their messages (20.5 us) overlap on the blocks' connections
+    std::map<std::uint32_t, std::vector<double>> starts;
+    for (std::size_t j = 0; j < ring.transfers.size(); ++j) {
+        const ChannelId c = ring.transfers[j].channel;
+        if (topo->is_processor(topo->channel(c).from) && link_class(*topo, c, o) == LinkClass::network)
+            starts[idx(topo->channel(c).from)].push_back(t.transfers[j].start);
+    }
+    REQUIRE(!starts.empty());
+    bool overlap = false;
+    for (auto& [gpu, s] : starts) {
+        std::sort(s.begin(), s.end());
+        for (std::size_t k = 1; k < s.size(); ++k) {
+            CHECK(s[k] - s[k - 1] >= o.executor->proxy * (1 - 1e-9));
+            overlap = overlap || s[k] - s[k - 1] < net;
+        }
+    }
+    CHECK(overlap);
 }
