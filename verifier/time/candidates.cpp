@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -353,7 +354,10 @@ public:
             TimeCandidate& c = raw_[ts_[x].raw];
             const bool nccl = c.nccl;
             if (done_[x] == pruned) left_out.push_back(c.name), c.table.reset();
-            if (done_[x] > 0 && ts_[x].verdict > 0 && !reached_[x]) ts_[x].verdict = 0;  // checked for the bounds only
+            if (done_[x] > 0 && ts_[x].verdict > 0 && !reached_[x]) {  // checked for the bounds only: the table's times
+                ts_[x].verdict = 0;
+                if (ts_[x].table_times) std::tie(c.seconds, c.other, c.protocols) = std::move(*ts_[x].table_times);
+            }
             if (done_[x] > 0 && ts_[x].verdict == 0) {
                 unchecked.push_back(c.name);
                 c.table.reset(), c.plan.reset();
@@ -383,6 +387,9 @@ private:
         std::vector<double> seconds;  // by the query's time, per size
         int verdict = 0;              // 0 not checked, 1 holds, -1 left out
         int tier = 0;
+        /// on mscclpp, once timed as its written plan: the table's own times, protocols and timing plan (an unchecked
+        /// table keeps them: time_as_written)
+        std::optional<std::tuple<std::vector<double>, std::vector<double>, std::vector<Protocol>>> table_times = std::nullopt;
     };
 
     /// Whether a provider's times of table c are taken (TimeCandidate::seconds): it has the query's topology and model
@@ -552,6 +559,7 @@ private:
             x.verdict = -1;
             return;
         }
+        x.table_times.emplace(c.seconds, c.other, c.protocols);
         trace("timed {} ({}) as its MSCCL++ plan: {} s at the first size (its table {} s)", c.name, c.provider, seconds[0], x.seconds[0]);
         x.seconds = c.seconds = std::move(seconds);
         c.other = std::move(other);
