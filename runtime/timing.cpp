@@ -419,6 +419,9 @@ private:
     double grain_ = 0;               // the executor's smallest transfer: a smaller one holds as long as this many bytes
     double rate_ = 0;                // the executor's rate a connection out of a GPU (bytes/s; 0: not bounded)
     double gpu_cap_ = 0;             // NCCL's per-GPU cap on the data a GPU sends (bytes/s; 0: none)
+    // per channel: the hold of its sending GPU's proxy thread per transfer (MSCCL++'s port channels; 0: none)
+    std::vector<double> proxy_;
+    std::size_t proxy_base_ = 0;     // the first of the per-node proxy resources
     std::vector<std::pair<std::size_t, double>> use_;  // (resource, seconds held) of the transfer being started
     RadixQueue<Event> events_;  // arrivals (many: every started transfer's until it arrives)
     QuadHeap<Event> ready_;   // transfers made ready (few at a time: started soon after)
@@ -474,6 +477,8 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     }
     for (const auto& [r, d] : use_) hold = std::max(hold, d);
     if (!connection_.empty()) use_.emplace_back(connection_[idx(c)].first + p_.lane[j] % connection_[idx(c)].second, hold);
+    // one proxy thread a GPU takes its port channels' triggers in turn, each for the proxy's hold (executor.hpp)
+    if (!proxy_.empty() && proxy_[idx(c)] > 0) use_.emplace_back(proxy_base_ + idx(ch.from), proxy_[idx(c)]);
     if (p_.ports == Ports::single) {
         if (topo_.is_processor(ch.from)) use_.emplace_back(E + G + idx(ch.from), hold);
         if (topo_.is_processor(ch.to)) use_.emplace_back(E + G + N + idx(ch.to), hold);
@@ -523,6 +528,17 @@ bool AsyncRun::run(double above) {
             connection_[c] = {resources, std::clamp(p_.lanes[c], 1u, most)};
             resources += connection_[c].second;
         }
+    }
+    // one proxy thread a GPU (MSCCL++'s ProxyService): a resource per node, held by the transfers of network channels
+    // out of it
+    proxy_.clear();
+    if (opt_.executor && opt_.executor->proxy > 0) {
+        proxy_.assign(message_.size(), 0.0);
+        for (std::uint32_t c = 0; c < message_.size(); ++c)
+            if (topo_.is_processor(topo_.channel(ChannelId{c}).from) && link_class(topo_, ChannelId{c}, opt_) == LinkClass::network)
+                proxy_[c] = opt_.executor->proxy;
+        proxy_base_ = resources;
+        resources += topo_.nodes();
     }
     busy_.assign(resources, BusyList{});
     group_bw_.resize(topo_.groups().size());
@@ -587,6 +603,12 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
     const double cap = opt.executor ? opt.executor->caps.gpu : 0.0;
     std::vector<double> sent(cap > 0 ? topo.nodes() : 0, 0.0);
     const std::uint32_t connections = opt.executor ? connections_per_channel(*opt.executor) : 1;
+    // MSCCL++'s proxy: per processor the step's transfers on its network channels, each its turn on the one thread
+    const double proxy = opt.executor ? opt.executor->proxy : 0.0;
+    std::vector<std::uint32_t> triggers(proxy > 0 ? topo.nodes() : 0, 0);
+    auto proxied = [&](std::uint32_t c) {
+        return proxy > 0 && topo.is_processor(topo.channel(ChannelId{c}).from) && link_class(topo, ChannelId{c}, opt) == LinkClass::network;
+    };
     double total = 0;
     if (step_seconds) step_seconds->assign(p.steps, 0.0);
     for (std::size_t i = 0; i < p.step.size();) {
@@ -600,6 +622,7 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
             if (opt.executor) ++count[c];
             if (rate > 0) largest[c] = std::max(largest[c], bytes);
             if (cap > 0) sent[idx(topo.channel(p.channel[i]).from)] += bytes;
+            if (proxied(c)) ++triggers[idx(topo.channel(p.channel[i]).from)];
             for (std::uint32_t g : topo.groups_of(p.channel[i])) group[g] += bytes;
         }
         double longest = 0;
@@ -615,6 +638,7 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
             if (rate > 0 && topo.is_processor(topo.channel(ChannelId{c}).from)) d = std::max(d, turns * (message + largest[c] / rate));
             for (std::uint32_t g : topo.groups_of(ChannelId{c})) d = std::max(d, group[g] / group_speed(topo, g, opt));
             if (cap > 0 && topo.is_processor(topo.channel(ChannelId{c}).from)) d = std::max(d, sent[idx(topo.channel(ChannelId{c}).from)] / cap);
+            if (proxied(c)) d = std::max(d, triggers[idx(topo.channel(ChannelId{c}).from)] * proxy);
             longest = std::max(longest, sp.alpha + d);
         }
         for (std::uint32_t c : used) {
@@ -622,6 +646,7 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
             if (opt.executor) count[c] = 0;
             if (rate > 0) largest[c] = 0;
             if (cap > 0) sent[idx(topo.channel(ChannelId{c}).from)] = 0;
+            if (proxied(c)) triggers[idx(topo.channel(ChannelId{c}).from)] = 0;
             for (std::uint32_t g : topo.groups_of(ChannelId{c})) group[g] = 0;
         }
         if (step_seconds) (*step_seconds)[s - 1] = longest;

@@ -106,8 +106,9 @@ double message_cost(const Topology&, ChannelId c, const TimeOptions& opt);
 /// transfer of a step on a channel runs on its k-th connection and holds it for its message beyond
 /// its bytes, while the channel carries the bytes of every connection. NCCL: up to MAXCHANNELS
 /// (64), one for each of its channels (a ring's, a tree's), each with its own slots and thread
-/// block; MSCCL and MSCCL++: 1 (the MSCCL-IR export runs a pair's transfers on one thread block, in
-/// order; MSCCL++'s thread blocks are not modelled), the message holding the channel.
+/// block; MSCCL++: up to 32, a plan's thread block having its own channel and QP to each peer (the
+/// writer's blocks, one per chain up to 32); MSCCL: 1 (the MSCCL-IR export runs a pair's transfers on
+/// one thread block, in order), the message holding the channel.
 std::uint32_t connections_per_channel(const ExecutorCosts&);
 /// The bandwidth of link group g under `opt`.
 double group_speed(const Topology&, std::uint32_t g, const TimeOptions& opt);

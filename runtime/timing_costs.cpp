@@ -68,7 +68,11 @@ std::uint32_t connections_per_channel(const ExecutorCosts& e) {
     // each peer with its own NCCL_STEPS slots (prims_simple.h:101-119 waitPeer, prims_ll.h:73-92
     // waitSend, on channel->peers[...]->send[connIndex], prims_ll.h:358-363) and its own thread
     // block (common.h:366-374, blockIdx.x to channelId)
-    return e.kind == ExecutorKind::nccl ? 64 : 1;
+    // MSCCL++: a plan's thread block has its own channel and connection (its own QP) to each peer
+    // (execution_plan.cc:395-411, executor.cc:287-313 one connection per channel entry, :365-418 a semaphore each):
+    // the writer's blocks to a peer, one per chain up to 32 (export_mscclpp.cpp spread_blocks)
+    if (e.kind == ExecutorKind::nccl) return 64;
+    return e.kind == ExecutorKind::mscclpp ? 32 : 1;
 }
 
 double datum_bytes(CollectiveKind k, std::uint32_t processors, double size) {

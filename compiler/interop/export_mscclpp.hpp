@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "compiler/table/send_table.hpp"
@@ -47,6 +48,9 @@ struct MscclppOptions {
     bool handshake = true;
     /// Past it the writer and the check of the plan stop: LimitReached ("time limit (...)"), nothing written.
     Deadline deadline = {};
+    /// When set: the plan as read back and checked, its copies between GPUs as a table on the table's topology
+    /// (mscclpp::plan_table: what `verify PLAN.json --topology --size` times), or nullopt where the plan has none.
+    std::optional<SendTable>* read_back = nullptr;
 };
 
 /// Parses `--size-range A..B` (sizes as support::parse_bytes reads them, `1M..64M`; either side

@@ -58,6 +58,14 @@ std::string table_to_mscclpp(const SendTable& t, const MscclppOptions& opt) {
                                          "against {} endpoint transfers; a bug in collsched)",
                                          t.collective.to_string(), t.topology->spec(), have.size(), want.size()));
     }
+    if (opt.read_back) {  // the plan as it runs: its copies in the steps of its as-soon-as-possible run
+        opt.read_back->reset();
+        try {
+            *opt.read_back = mscclpp::plan_table(read.plan, rep, t.topology);
+        } catch (const InputError& e) {
+            trace("mscclpp plan: no table to time ({})", e.what());
+        }
+    }
     return text;
 }
 

@@ -245,7 +245,8 @@ ExecutorModel make_mscclpp() {
         ProtocolRow r;
         r.protocol = p;
         r.launch = {2.1 * us, launch};
-        // a plan's thread block runs its ops in order: the measured round is the channel's hold per transfer
+        // a plan's thread block runs its ops in order: the measured round is its connection's hold per transfer (a block's own
+        // channel and QP to each peer: timing_costs.cpp connections_per_channel)
         r.message[idx_of(LinkClass::box)] = {box_msg, box_src};
         r.message[idx_of(LinkClass::network)] = {20.5 * us, port};
         r.message[idx_of(LinkClass::in_switch)] = {box_msg, box_src};
@@ -253,7 +254,10 @@ ExecutorModel make_mscclpp() {
         r.efficiency[idx_of(LinkClass::network)] = {48.0 / 50.0, net_eff};
         r.efficiency[idx_of(LinkClass::in_switch)] = {1.0, switch_eff};
         r.grain = {grain, grain_src};
-        r.rate = {0, "not bounded: MSCCL++'s thread blocks are not modelled (one connection a channel)"};
+        r.rate = {0, "not bounded: a thread block's copy is bounded by the link (rows 31-32)"};
+        r.proxy = {1.0 * us, "assumed, not measured (rows 39-41 time the whole round trip): one trigger's turn on the GPU's one proxy "
+                             "thread, a FIFO poll, ibv_post_send of the write and of the signal's atomic, the pop (microsoft/mscclpp "
+                             "src/core/proxy.cc:60-85, port_channel.cc:117-154; executor.cc:145-154 one ProxyService an executor)"};
         return r;
     };
     m.error = {0.310, "not validated on MSCCL++ runs of collsched's tables; the nccl model's figure (docs/time.md, \"Calibration\")"};
@@ -324,6 +328,7 @@ ExecutorCosts executor_costs(const ExecutorModel& m, Protocol p) {
     }
     c.grain = r.grain.value;
     c.rate = r.rate.value;
+    c.proxy = r.proxy.value;
     c.nccl_caps = r.caps.value > 0;
     return c;
 }

@@ -14,6 +14,8 @@
  *    than one of 256 KiB), by link class; a channel carries the bytes of several connections at
  *    once where the executor runs several over it (NCCL: one for each of its channels,
  *    runtime/timing.hpp connections_per_channel), else the message holds the channel;
+ *  - a *proxy*: MSCCL++'s port channels: a transfer on a network channel out of a GPU also holds
+ *    that GPU's one proxy thread this long (its triggers in turn);
  *  - an *efficiency*: the achievable fraction of a link's peak bandwidth, by link class (NCCL's
  *    own calibrated NVLink speeds against the datasheet; a switch's reduction throughput);
  *  - a *wire* factor: bytes on the wire per byte of data (LL's flags);
@@ -94,6 +96,8 @@ struct ProtocolRow {
     std::array<Constant, link_classes> efficiency;      ///< achievable fraction of peak, in (0, 1]
     Constant grain;                                     ///< bytes: the smallest transfer worth sending
     Constant rate;                                      ///< bytes/s one connection moves out of a GPU; 0: not bounded
+    /// seconds a transfer on a network channel holds its GPU's one proxy thread (MSCCL++'s port channels); 0: no proxy
+    Constant proxy;
     /// The protocol runs on NCCL's kernels, so NCCL's caps on its bandwidth bind (nccl_protocol_caps:
     /// LL's per-GPU llMaxBw, LL128's per-channel perChMaxRingLL128Bw); the source says which.
     Constant caps;                                      ///< 1: NCCL's caps charged, 0: none
@@ -166,6 +170,7 @@ struct ExecutorCosts {
     std::array<double, link_classes> efficiency{1, 1, 1};
     double grain = 0;
     double rate = 0;  ///< bytes/s a connection moves out of a GPU (0: not bounded)
+    double proxy = 0;  ///< seconds a network transfer holds its sending GPU's proxy thread (0: none)
     /// NCCL's caps are charged: the time model resolves `caps` from the topology (with_network_class)
     bool nccl_caps = false;
     ProtocolCaps caps;

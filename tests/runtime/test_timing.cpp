@@ -489,7 +489,7 @@ TEST_CASE("timing: a router that only forwards cuts through: a message crosses i
     CHECK(near(run("B", "B", 1000, ""), 2 * a + 2 * 1000 / B));
     CHECK(near(run("B", "B", b, "replicate=yes"), 2 * a + 2 * b / B));
     CHECK(near(run("B", "B", b, "multicast=routers"), 2 * a + 2 * b / B));
-    // an executor's message m (one connection a channel) is paid on each leg: the departure starts once the copy's
+    // an executor's message m (on MSCCL++'s connection of the channel) is paid on each leg: the departure starts once the copy's
     // message and first packet are in and ends its message after the copy arrived, 2 (a + m) + (b + q)/B
     ExecutorCosts e;
     e.kind = ExecutorKind::mscclpp;

@@ -2,8 +2,13 @@
 // receives at most llMaxBw under LL, each network channel moves at most perChMaxRingLL128Bw under
 // LL128; NCCL's own ring timed as a table on the nccl executor then meets NCCL's own model's bus
 // bandwidth where the cap binds, and is faster without the cap.
+#include <algorithm>
+#include <map>
+#include <vector>
+
 #include <doctest/doctest.h>
 
+#include "compiler/table/builder.hpp"
 #include "runtime/executor/executor.hpp"
 #include "runtime/timing.hpp"
 #include "tests/approx.hpp"
@@ -121,4 +126,56 @@ TEST_CASE("executor connections: NCCL's rings each pay their own message cost, a
     const TimePrediction one = predict_time(ring, o);
     CHECK(one.asynchronous > 1.3 * ll128);
     CHECK(one.synchronous > 1.3 * caps_time(ring, size, Protocol::ll128, true, true));
+}
+
+TEST_CASE("executor connections: MSCCL++'s thread blocks each have their own memory channel to a peer") {
+    // microsoft/mscclpp executor.cc:287-313 (one connection, its own QP, per channel entry), execution_plan.cc:395-411
+    // (a thread block's channels), executor.cc:145-154 (one ProxyService an executor); docs/time.md, "Executors".
+    // NCCL's 8 rings on h100rail 2 x 8 put 8 transfers a step on each GPU's NVLink channel to the next GPU, in 15 steps
+    const auto topo = Topology::parse("graph:" + test::source("schedules/machines/h100rail2x8.json"));
+    const SendTable ring = nccl::nccl_baseline(topo, Collective::parse("allgather", *topo), topo->default_model(), "ring").table;
+    TimeOptions o{1 << 20, std::nullopt};
+    o.executor = executor_costs(builtin_executor(ExecutorKind::mscclpp), Protocol::simple);
+    o = with_network_class(*topo, o);
+    const double box = o.executor->message[idx_of(LinkClass::box)];
+    const TimePrediction t = predict_time(ring, o);
+    // one connection a channel held 120 messages in turn on every busy NVLink channel (751 us at least); a block's own
+    // connection pays its ring's 15 in turn, the 8 rings side by side (asynchronous 315 us, synchronous 458 us: the
+    // two NIC hops' 20.5 us each, in every ring)
+    CHECK(t.asynchronous < 0.5 * 120 * box);
+    CHECK(t.synchronous < 0.7 * 120 * box);
+}
+
+TEST_CASE("executor connections: MSCCL++'s port channels' triggers of one GPU take turns on its one proxy, their messages overlap") {
+    // An alltoall on 3 GPUs: 0 -> 1 and 0 -> 2 over InfiniBand (port channels: the network class), 2 -> 1 over NVLink. GPU
+    // 0 puts m(0,1) to 1 and m(0,2) to 2 through its proxy (executor.cc:145-154 one ProxyService; proxy.cc:60-85 one
+    // thread): the second trigger starts the proxy's turn (1 us) after the first, not a message (20.5 us) after. GPU 2
+    // puts m(2,1) and m(2,0) to 1 on one NVLink channel, each on its own thread block's channel: both at once
+    const test::Scratch scratch("mscclpp_proxy");
+    const std::string graph = scratch.file("g.json", R"({"processors": 3, "alpha": "1 us",
+ "link_types": {"nv": {"bandwidth": "400 GB/s"}, "ib": {"bandwidth": "50 GB/s"}},
+ "edges": [[0, 1, 1, "ib"], [0, 2, 1, "ib"], [2, 1, 1, "nv"]]})");
+    auto topo = Topology::parse("graph:" + graph);
+    TableBuilder tb(topo, Model{}, Collective::parse("alltoall", *topo));
+    auto m = [&](const char* text) { return *tb.messages().parse(text); };
+    tb.hop(1, *topo->find_channel(Node{0}, Node{1}), m("m(0,1)"));
+    tb.hop(1, *topo->find_channel(Node{0}, Node{2}), m("m(0,2)"));
+    tb.hop(1, *topo->find_channel(Node{2}, Node{1}), m("m(2,1)"));
+    tb.hop(1, *topo->find_channel(Node{2}, Node{1}), m("m(2,0)"));
+    const SendTable t = std::move(tb).finish();
+    TimeOptions o{3072, std::nullopt};
+    o.executor = executor_costs(builtin_executor(ExecutorKind::mscclpp), Protocol::simple);
+    const ExecutorCosts& e = *o.executor;
+    const TimePrediction p = predict_time(t, o);
+    REQUIRE(p.transfers.size() == 4);
+    std::vector<double> port, memory;
+    for (std::size_t j = 0; j < 4; ++j)
+        (topo->channel(t.transfers[j].channel).from == Node{0} ? port : memory).push_back(p.transfers[j].start);
+    REQUIRE(port.size() == 2);
+    REQUIRE(memory.size() == 2);
+    // the model's 1 us (docs/time.md, "Executors"); without the proxy both start at 0 (two channels, no group)
+    CHECK(e.proxy == doctest::Approx(1e-6));
+    CHECK(std::abs(port[1] - port[0]) == doctest::Approx(e.proxy).epsilon(1e-6));
+    CHECK(e.proxy < 0.1 * e.message[idx_of(LinkClass::network)]);
+    CHECK(std::abs(memory[1] - memory[0]) < 0.01 * e.message[idx_of(LinkClass::box)]);  // the second waits for the first's bytes only
 }

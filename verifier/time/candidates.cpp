@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -352,7 +354,10 @@ public:
             TimeCandidate& c = raw_[ts_[x].raw];
             const bool nccl = c.nccl;
             if (done_[x] == pruned) left_out.push_back(c.name), c.table.reset();
-            if (done_[x] > 0 && ts_[x].verdict > 0 && !reached_[x]) ts_[x].verdict = 0;  // checked for the bounds only
+            if (done_[x] > 0 && ts_[x].verdict > 0 && !reached_[x]) {  // checked for the bounds only: the table's times
+                ts_[x].verdict = 0;
+                if (ts_[x].table_times) std::tie(c.seconds, c.other, c.protocols) = std::move(*ts_[x].table_times);
+            }
             if (done_[x] > 0 && ts_[x].verdict == 0) {
                 unchecked.push_back(c.name);
                 c.table.reset(), c.plan.reset();
@@ -382,6 +387,9 @@ private:
         std::vector<double> seconds;  // by the query's time, per size
         int verdict = 0;              // 0 not checked, 1 holds, -1 left out
         int tier = 0;
+        /// on mscclpp, once timed as its written plan: the table's own times, protocols and timing plan (an unchecked
+        /// table keeps them: time_as_written)
+        std::optional<std::tuple<std::vector<double>, std::vector<double>, std::vector<Protocol>>> table_times = std::nullopt;
     };
 
     /// Whether a provider's times of table c are taken (TimeCandidate::seconds): it has the query's topology and model
@@ -508,11 +516,55 @@ private:
         trace("checked {} ({}): {}", c.name, c.provider, r.verdict());
         verify_[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
         x.verdict = r.holds() ? 1 : -1;
-        if (r.holds() && !runs_on_executor(c, q_, notes_)) x.verdict = -1;
+        // on mscclpp the plan written for it is what runs: its times are the plan's (time_as_written)
+        const bool written = q_.executor && q_.executor->kind == ExecutorKind::mscclpp && !c.nccl;
+        WrittenPlans plans;
+        if (r.holds() && !runs_on_executor(c, q_, notes_, written ? &plans : nullptr)) x.verdict = -1;
+        if (x.verdict > 0 && written) time_as_written(x, plans);
         if (r.verdict() == "unknown") any_cut_ = true;
         if (r.verdict() == "unknown") notes_.push_back(fmt::format("{} ({}): not verified within the {}, left out", c.name, c.provider, limit_of(r)));
         else if (!r.holds()) notes_.push_back(fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider, to_string(q_.instance.model)));
         return x.verdict > 0;
+    }
+
+    /// On mscclpp, candidate x timed as the plans written for it (docs/time.md, "Optimizing on an executor"): per size the
+    /// fastest of the plans of the protocols it runs in, each plan's copies between GPUs (mscclpp::plan_table, the steps
+    /// of the plan's as-soon-as-possible run, its thread blocks' ops in order) timed in its own protocol. A plan with no
+    /// table form keeps the table's times (a note); one not timed by the limit leaves the candidate out.
+    void time_as_written(Timed& x, WrittenPlans& plans) {
+        TimeCandidate& c = raw_[x.raw];
+        for (const auto& [p, t] : plans)
+            if (!t) {
+                notes_.push_back(fmt::format("{} ({}): its MSCCL++ plan in {} has no table to time; timed as its table", c.name, c.provider, to_string(p)));
+                return;
+            }
+        std::vector<double> seconds(S_, std::numeric_limits<double>::infinity()), other(S_, 0.0);
+        std::vector<Protocol> protocols(S_, Protocol::none);
+        std::optional<TimingPlan> kept;
+        try {
+            for (auto& [p, t] : plans) {
+                TimingPlan tp(*t, limit_);
+                TimeBasis b = q_.basis_of(c);
+                if (p != Protocol::none && b.executor) std::erase_if(b.executor->protocols, [p](const ProtocolRow& r) { return r.protocol != p; });
+                for (std::size_t s = 0; s < S_; ++s)
+                    if (const BasisTime bt = time_on(tp, q_.sizes[s], b, q_.time, limit_); bt.seconds < seconds[s])
+                        seconds[s] = bt.seconds, other[s] = bt.other, protocols[s] = bt.protocol;
+                if (!kept) kept.emplace(std::move(tp));
+            }
+        } catch (const InputError& e) {  // a plan read back and checked is causal: a bug, said, and the table's times kept
+            notes_.push_back(fmt::format("{} ({}): its MSCCL++ plan could not be timed ({}); timed as its table", c.name, c.provider, e.what()));
+            return;
+        } catch (const LimitReached& e) {
+            notes_.push_back(fmt::format("{} ({}): its MSCCL++ plan not timed within the time limit ({}), left out", c.name, c.provider, e.what()));
+            x.verdict = -1;
+            return;
+        }
+        x.table_times.emplace(c.seconds, c.other, c.protocols);
+        trace("timed {} ({}) as its MSCCL++ plan: {} s at the first size (its table {} s)", c.name, c.provider, seconds[0], x.seconds[0]);
+        x.seconds = c.seconds = std::move(seconds);
+        c.other = std::move(other);
+        if (c.protocols.size() == S_) c.protocols = std::move(protocols);
+        c.plan = std::move(kept);  // what crossovers and later sizes are timed on (the first protocol's plan)
     }
 
     /// At each size, by time: the fastest that holds and every one within 1 + 1e-9 of the slowest kept so far (compare()'s

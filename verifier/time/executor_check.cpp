@@ -49,12 +49,13 @@ std::string_view executor_format(const TimeBasis& b) {
 /// Why the executor cannot run candidate c in protocol p (its exporter's refusal: a limit of the stock
 /// executor, a shape its format cannot say), or "" when it can. Past `deadline` the MSCCL++ writer and its check
 /// stop: LimitReached.
-std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p, Deadline deadline) {
+std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p, Deadline deadline, std::optional<SendTable>* read_back) {
     if (format == "nccl-graph" && c.nccl) return "";
     if (std::string why = not_offered(c, format); !why.empty()) return why;
     ExportOptions o;
     if (p != Protocol::none) o.msccl.proto = o.mscclpp.proto = std::string(to_string(p));
     o.mscclpp.deadline = deadline;
+    o.mscclpp.read_back = read_back;
     fmt::memory_buffer out;
     try {
         // NCCL graph files (one every node reads, or one per node) are read back: NCCL must run the table's data, not more
@@ -68,7 +69,7 @@ std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p,
 
 /// On an executor, a table it cannot run is not a candidate: false, with a note of its exporter's reason (a limit of the
 /// stock executor, a shape its format cannot say), or that the check did not end before the query's time limit.
-bool runs_on_executor(const TimeCandidate& c, const CandidateQuery& q, std::vector<std::string>& notes) {
+bool runs_on_executor(const TimeCandidate& c, const CandidateQuery& q, std::vector<std::string>& notes, WrittenPlans* plans) {
     const std::string_view format = executor_format(q.basis());
     if (format.empty() || c.nccl) return true;  // NCCL's own algorithms: what stock NCCL runs, the baseline
     // every protocol it runs in at some size, each written as `--format` writes it there (a table checked in LL, its
@@ -85,13 +86,17 @@ bool runs_on_executor(const TimeCandidate& c, const CandidateQuery& q, std::vect
     }
     for (Protocol p : ps) {
         std::string why;
+        std::optional<SendTable> read_back;
         try {
-            why = refusal(c, format, p, Deadline::at(q.deadline));
+            why = refusal(c, format, p, Deadline::at(q.deadline), plans && format == "mscclpp" ? &read_back : nullptr);
         } catch (const LimitReached& e) {
             notes.push_back(fmt::format("{} ({}): not checked for {} within the time limit ({}), left out", c.name, c.provider, executor, e.what()));
             return false;
         }
-        if (why.empty()) continue;
+        if (why.empty()) {
+            if (plans && format == "mscclpp") plans->emplace_back(p, std::move(read_back));
+            continue;
+        }
         const std::string in = p == Protocol::none || ps.size() == 1 ? std::string() : fmt::format(" in {}", to_string(p));
         notes.push_back(fmt::format("{} ({}): not run by {}{}: {}", c.name, c.provider, executor, in, why));
         return false;
