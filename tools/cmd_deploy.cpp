@@ -169,6 +169,33 @@ std::string winning_graphs(const TunerConfig& cfg) {
     return won.size() == 2 ? "*" : won.empty() ? "" : std::string(*won.begin());
 }
 
+/// The folder's graph files: NCCL's own graphs the tuner file picks, in one file every node reads (nccl_graphs.xml). Where
+/// the boxes number their nets differently (a NIC down) NCCL's own rings, net c in every node, cross rails and no graph file
+/// holds them: NCCL searches them itself, as the tuner file timed them (search.cc:1111-1121 searches a graph the file
+/// lacks), and the trees, kept on rails by each node's own net ids, go one file per node (nccl_graphs.node0.xml, ...;
+/// docs/exports.md, "One file per node").
+struct GraphFiles {
+    std::string algorithms;                                  ///< written: "ring", "tree", "*" (both) or ""
+    bool rings_searched = false;                             ///< the tuner file picks rings that no file holds
+    std::vector<std::pair<std::string, std::string>> files;  ///< name in the folder, text
+    bool per_node() const { return files.size() > 1; }
+};
+
+GraphFiles graph_files(const std::string& won, const Topology& topo, const fs::path& dir) {
+    GraphFiles g;
+    g.algorithms = won;
+    const NcclBoxes b = nccl_graph_boxes(topo);
+    if (!won.empty() && won != "tree" && b.count > 1 && nccl::nccl_nodes_differ(b)) {
+        g.rings_searched = true;
+        g.algorithms = won == "*" ? "tree" : "";
+    }
+    if (g.algorithms.empty()) return g;
+    const std::vector<std::string> xmls = nccl_algorithm_graph_xmls(g.algorithms, topo, (dir / "nccl_graphs.xml").string());
+    for (std::size_t k = 0; k < xmls.size(); ++k)
+        g.files.emplace_back(xmls.size() == 1 ? "nccl_graphs.xml" : nccl_graph_node_path("nccl_graphs.xml", std::uint32_t(k)), xmls[k]);
+    return g;
+}
+
 /// The README's table of predicted times: per collective and size, the fastest and NCCL's own pick.
 std::string readme_times(const TunerConfig& cfg) {
     std::string out = "| collective | size | fastest (predicted) | time | NCCL's own pick | its time | the file says |\n|---|---|---|---|---|---|---|\n";
@@ -204,8 +231,10 @@ std::string per_node_text(const Topology& topo, const std::string& dir) {
         fmt::arg("ranks", topo.processors()));
 }
 
-std::string readme(const std::string& dir, const TunerConfig& cfg, const std::string& graphs, const MscclppPlans& plans, bool asked,
+std::string readme(const std::string& dir, const TunerConfig& cfg, const GraphFiles& gf, const MscclppPlans& plans, bool asked,
                    const std::string& per_node) {
+    const std::string& graphs = gf.algorithms;
+    const std::uint32_t G = cfg.nodes > 0 ? cfg.ranks / cfg.nodes : 1;
     std::string out = fmt::format(
         "# NCCL configuration for {machine}\n\n"
         "Written by `collsched deploy --topology {machine} -o {dir}` ({nodes} nodes, {ranks} ranks). The files were checked against "
@@ -218,14 +247,24 @@ std::string readme(const std::string& dir, const TunerConfig& cfg, const std::st
         "`NCCL_TUNER_CONFIG_FILE={dir}/nccl_tuner.conf`.\n",
         fmt::arg("machine", cfg.machine), fmt::arg("dir", dir), fmt::arg("nodes", cfg.nodes), fmt::arg("ranks", cfg.ranks),
         fmt::arg("version", nccl_version), fmt::arg("executor", cfg.executor), fmt::arg("error", cfg.error * 100));
-    if (!graphs.empty())
+    if (gf.per_node())
+        out += fmt::format("- `nccl_graphs.node0.xml` to `nccl_graphs.node{}.xml`: NCCL's trees (graph 1), one file per node (`collsched convert "
+                           "nccl:tree --topology {} -o nccl_graphs.xml`): the boxes number their NICs differently, so each node names the rail "
+                           "of its trees' channels by its own net ids (docs/exports.md, \"One file per node\"). Node k (ranks {} k to {} k + {}) "
+                           "sets `NCCL_GRAPH_FILE={}/nccl_graphs.nodek.xml` (the Run line below).\n",
+                           gf.files.size() - 1, cfg.machine, G, G, G - 1, dir);
+    else if (!graphs.empty())
         out += fmt::format("- `nccl_graphs.xml`: NCCL's own {} for this machine (`collsched convert nccl:{} --topology {} --format nccl-graph`), "
                            "as its search finds them, so every run uses the channels the times below assume. Set "
                            "`NCCL_GRAPH_FILE={}/nccl_graphs.xml`.\n",
                            graphs == "*" ? "rings (graph 0) and trees (graph 1)" : graphs == "ring" ? "rings (graph 0)" : "trees (graph 1)", graphs,
                            cfg.machine, dir);
-    else
+    else if (!gf.rings_searched)
         out += "- No graph file: no line of the tuner file picks NCCL's rings or trees.\n";
+    if (gf.rings_searched)
+        out += "- NCCL's rings: no graph file. The boxes number their NICs differently, and NCCL's own rings (net c in every node) cross "
+               "rails: no graph file holds them, so NCCL searches them itself (a graph the file lacks is searched, src/graph/search.cc:932, :1121), "
+               "as the predicted times assume.\n";
     if (!asked)
         out += "- No MSCCL++ plans: `deploy` without `--mscclpp` writes NCCL's files only (`MSCCLPP_EXECUTION_PLAN_DIR` is not needed); "
                "`collsched deploy --mscclpp` adds allreduce plans where collsched's tables win on the MSCCL++ executor.\n\n";
@@ -236,18 +275,26 @@ std::string readme(const std::string& dir, const TunerConfig& cfg, const std::st
                            "its result) before it was written. Set `MSCCLPP_EXECUTION_PLAN_DIR={}/mscclpp` for MSCCL++'s executor to select "
                            "them by size. Per size:\n\n| size | fastest on MSCCL++ | time | plan |\n|---|---|---|---|\n{}\n\n",
                            plans.files.size(), plans.files.size() == 1 ? "" : "s", dir, fmt::join(plans.lines, "\n"));
+    // one file every node reads, or each rank its node's (node k is ranks G k to G k + G - 1)
+    const std::string run = gf.per_node() ? fmt::format("mpirun -np {} sh -c 'NCCL_GRAPH_FILE={}/nccl_graphs.node$((OMPI_COMM_WORLD_RANK / {})).xml "
+                                                        "exec ./build/all_reduce_perf -b 1K -e 16G -f 2 -g 1'",
+                                                        cfg.ranks, dir, G)
+                                          : fmt::format("mpirun -np {} ./build/all_reduce_perf -b 1K -e 16G -f 2 -g 1", cfg.ranks);
     out += fmt::format(
         "## Run\n\n```sh\nexport NCCL_TUNER_PLUGIN=/path/to/libnccl-tuner-example.so\nexport NCCL_TUNER_CONFIG_FILE={dir}/nccl_tuner.conf\n{graph}"
-        "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING,GRAPH\n"
-        "mpirun -np {ranks} ./build/all_reduce_perf -b 1K -e 16G -f 2 -g 1    # nccl-tests: the bus bandwidth per size\n```\n\n",
-        fmt::arg("dir", dir), fmt::arg("ranks", cfg.ranks), fmt::arg("graph", graphs.empty() ? "" : fmt::format("export NCCL_GRAPH_FILE={}/nccl_graphs.xml\n", dir)));
+        "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING,GRAPH\n{run}    # nccl-tests: the bus bandwidth per size\n```\n\n",
+        fmt::arg("dir", dir), fmt::arg("run", run),
+        fmt::arg("graph", graphs.empty() || gf.per_node() ? "" : fmt::format("export NCCL_GRAPH_FILE={}/nccl_graphs.xml\n", dir)));
     out += "## Confirm that NCCL read each file\n\nWith `NCCL_DEBUG=INFO` and `NCCL_DEBUG_SUBSYS` holding TUNING and GRAPH (the default is "
            "INIT,BOOTSTRAP,ENV), rank 0 prints:\n\n"
            "- `NCCL_TUNER_PLUGIN set by environment to ...` and `Successfully loaded external tuner plugin ...` (src/plugin/tuner.cc);\n"
            "- `TUNER/ExamplePlugin: Loaded N tuning configurations from .../nccl_tuner.conf`, N the lines of the file, and per call it "
            "changes `TUNER/ExamplePlugin: Applied config for collType=...` (plugin.c; `Config file ... not found, using defaults` means "
            "the path is wrong);\n";
-    if (!graphs.empty())
+    if (gf.per_node())
+        out += "- `NCCL_GRAPH_FILE set by environment to .../nccl_graphs.nodeK.xml` (K the node) and `Search 1 : C channels loaded from XML "
+               "graph` for the trees; the file has no graph 0, so NCCL searches the rings itself (src/graph/search.cc:932, :1121).\n";
+    else if (!graphs.empty())
         out += "- `NCCL_GRAPH_FILE set by environment to .../nccl_graphs.xml` and `Search 0 : C channels loaded from XML graph` (and "
                "`Search 1 : ...` for the trees) (src/graph/search.cc).\n";
     out += fmt::format("\n## Predicted times ({}, {} nodes, {} ranks)\n\n", cfg.executor, cfg.nodes, cfg.ranks) + readme_times(cfg);
@@ -277,9 +324,7 @@ void run_deploy(const DeployArgs& a, Context& ctx) {
         throw LimitReached(fmt::format("{}: nothing written (stopped while timing NCCL's algorithms for the tuner file)", e.what()));
     }
     limits.check("deploy: the tuner file is chosen; nothing written");
-    const std::string graphs = winning_graphs(cfg);
-    std::string xml;
-    if (!graphs.empty()) xml = nccl_algorithm_graph_xml(graphs, *topo, (dir / "nccl_graphs.xml").string());
+    const GraphFiles graphs = graph_files(winning_graphs(cfg), *topo, dir);
     limits.check("deploy: the tuner file and the graph file are made; nothing written");
     MscclppPlans plans;
     if (a.mscclpp) {
@@ -292,21 +337,28 @@ void run_deploy(const DeployArgs& a, Context& ctx) {
     }
     Staging out(dir);
     out.write("nccl_tuner.conf", tuner_file(cfg));
-    if (!xml.empty()) out.write("nccl_graphs.xml", xml);
+    for (const auto& [name, text] : graphs.files) out.write(name, text);
     for (const auto& [name, text] : plans.files) out.write(name, text);
     out.write("README.md", readme(dir.string(), cfg, graphs, plans, a.mscclpp, per_node_text(*topo, dir.string())));
     // every file read back from the disk by collsched's own checker before the folder is published
     check_tuner_file(out.read("nccl_tuner.conf"), cfg);
-    if (!xml.empty()) {
-        const nccl::GraphCheck g = nccl::check_nccl_graph(read_nccl_graph(out.read("nccl_graphs.xml"), out.path("nccl_graphs.xml")),
-                                                          out.path("nccl_graphs.xml"), *topo);
+    if (!graphs.files.empty()) {
+        std::vector<NcclGraphFile> files;
+        std::vector<nccl::NcclGraphSource> set;
+        files.reserve(graphs.files.size());
+        for (const auto& [name, text] : graphs.files) files.push_back(read_nccl_graph(out.read(name), out.path(name)));
+        for (std::size_t k = 0; k < files.size(); ++k) set.push_back({&files[k], out.path(graphs.files[k].first)});
+        const nccl::GraphCheck g = nccl::check_nccl_graphs(set, *topo);
         if (!g.holds())
-            throw InputError(fmt::format("{}: the graph file written does not hold on the machine ({}; a bug in collsched)", out.path("nccl_graphs.xml"),
-                                         g.findings.front().what));
+            throw InputError(fmt::format("{}: the graph file{} written {} not hold on the machine ({}; a bug in collsched)", out.path(graphs.files[0].first),
+                                         graphs.per_node() ? "s" : "", graphs.per_node() ? "do" : "does", g.findings.front().what));
     }
     limits.check("deploy: the folder is written and checked but not published; nothing written");
     out.publish();
-    ctx.print(fmt::format("{}: nccl_tuner.conf{}{}, README.md for {} ({} nodes, {} ranks)\n", dir.string(), xml.empty() ? "" : ", nccl_graphs.xml",
+    const std::string graph_names = graphs.files.empty() ? ""
+                                    : graphs.per_node()  ? fmt::format(", nccl_graphs.node0.xml to {}", graphs.files.back().first)
+                                                         : ", nccl_graphs.xml";
+    ctx.print(fmt::format("{}: nccl_tuner.conf{}{}, README.md for {} ({} nodes, {} ranks)\n", dir.string(), graph_names,
                           a.mscclpp ? fmt::format(", {} MSCCL++ plan{} in mscclpp/", plans.files.size(), plans.files.size() == 1 ? "" : "s") : "",
                           topo->spec(), cfg.nodes, cfg.ranks));
     ctx.exit_code = 0;

@@ -252,3 +252,25 @@ TEST_CASE("per-node graph files: deploy on a machine whose boxes number their NI
         CHECK((readme.find("NCCL_GRAPH_FILE=" + out + "/rings.node$((OMPI_COMM_WORLD_RANK / 8)).xml") != std::string::npos) == per_node);
     }
 }
+
+TEST_CASE("per-node graph files: deploy with its defaults on a machine with a NIC down writes NCCL's trees one file per node and leaves "
+          "its rings to NCCL's own search") {
+    // deploy wrote NCCL's own rings and trees in one file and stopped (exit 2: "NCCL's ring 0 enters its box at GPU 0, which has
+    // no NIC"): every command must run on every machine `collsched machine` writes
+    Scratch dir("graph_nodes_deploy_defaults");
+    const std::string machine = nic_down_machine(dir), out = dir.file("deploy");
+    auto r = run(fmt::format("deploy --topology graph:{} --sizes 1M,64M,1G -o {}", machine, out));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const std::string readme = node_file_text(out + "/README.md");
+    CHECK(readme.find("NCCL's rings: no graph file") != std::string::npos);
+    CHECK(!std::filesystem::exists(out + "/nccl_graphs.xml"));
+    // the tuner file picks NCCL's tree for allreduce at 64 MiB on this machine: its files, one a node, verify as a set
+    REQUIRE(node_file_text(out + "/nccl_tuner.conf").find("allreduce,") != std::string::npos);
+    CHECK(node_file_text(out + "/nccl_tuner.conf").find(",tree,") != std::string::npos);
+    for (int k = 0; k < 4; ++k) CHECK(std::filesystem::exists(fmt::format("{}/nccl_graphs.node{}.xml", out, k)));
+    CHECK(readme.find("NCCL_GRAPH_FILE=" + out + "/nccl_graphs.node$((OMPI_COMM_WORLD_RANK / 8)).xml") != std::string::npos);
+    auto v = run(fmt::format("verify {}/nccl_graphs.xml --topology graph:{}", out, machine));
+    INFO(v.out, v.err);
+    CHECK(v.code == 0);
+}
