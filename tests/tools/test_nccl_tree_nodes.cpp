@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -95,4 +96,35 @@ TEST_CASE("nccl tree: with NIC 0 down on 4 x 8 H100 NCCL's tables are a whole se
     CHECK(v.out.find("trees  holds") != std::string::npos);
     CHECK(v.out.find("NCCL's tree allreduce on the file's 7 tree channels") != std::string::npos);
     CHECK(run(fmt::format("convert nccl:tree --topology {}", machine)).code == 2);  // a file per node: -o needed
+}
+
+TEST_CASE("real parsers: NCCL's graph reader loads each node's tree file with NIC 0 down, channel c on net c in box 0 and c + 1 "
+          "elsewhere, its chain from GPU c + 1" * doctest::test_suite("real_parsers") * doctest::skip()) {
+    const char* loader = std::getenv("COLLSCHED_NCCL_GRAPH_LOADER");
+    REQUIRE_MESSAGE(loader != nullptr, "COLLSCHED_NCCL_GRAPH_LOADER must name the loader (ctest sets it where NCCL's source is present)");
+    Scratch dir("nccl_tree_nodes_parser");
+    nic_down(dir, 4);
+    const std::string machine = "graph:" + dir.file("nic_down4.json"), out = dir.file("tree.xml"), folder = dir.file("deploy");
+    REQUIRE(run(fmt::format("convert nccl:tree --topology {} -o {}", machine, out)).code == 0);
+    const auto d = run(fmt::format("deploy --topology {} --sizes 1M,64M,1G --timeout 120 -o {}", machine, folder));
+    INFO(d.out, d.err);
+    REQUIRE(d.code == 0);
+    for (const std::string& base : {out, folder + "/nccl_graphs.xml"}) {
+        for (std::uint32_t k = 0; k < 4; ++k) {
+            const std::string file = nccl_graph_node_path(base, k);
+            // search.cc's own ncclTopoGetGraphFromXml on a node of 8 GPUs, as node k loads its file
+            auto r = collsched::test::run_shell(fmt::format("'{}' --gpus 8 '{}'", loader, file));
+            INFO(file, ": ", r.out, r.err);
+            REQUIRE(r.code == 0);
+            const auto at = r.out.find("search.cc graph id=1");
+            REQUIRE(at != std::string::npos);
+            const std::string tree = r.out.substr(at);
+            CHECK(tree.find("pattern=3") != std::string::npos);  // NCCL_TOPO_PATTERN_TREE
+            CHECK(tree.find("nchannels=7") != std::string::npos);
+            for (int c = 0; c < 7; ++c) {
+                const int net = k == 0 ? c : c + 1;  // rail c + 1 in the node's own PCI order
+                CHECK(tree.find(fmt::format("  channel {}: net {:x} | gpus {} ", c, net, c + 1)) != std::string::npos);
+            }
+        }
+    }
 }
