@@ -98,7 +98,7 @@ TEST_CASE("weighted rings: the table exports as the same graph file, and the fil
 }
 
 TEST_CASE("weighted rings: the row also gives the same weights on twice the channels (30 on 4 x 8 H100 with NIC 0 at half), which "
-          "export as the same file and run the allgather sooner at 16 MiB; above 32 channels none") {
+          "export as the same file and run the allgather sooner at 16 MiB, and none above 32 channels") {
     Scratch dir("weighted_twice");
     auto topo = weighted_machine(dir, "half4", "dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5");
     const SynthInstance in{topo, topo->default_model(), Collective::parse("allgather", *topo)};
