@@ -159,6 +159,7 @@ private:
         std::unordered_map<std::uint64_t, Latest> latest;
         std::vector<std::pair<std::uint32_t, std::uint32_t>> members;  // (group, transfer)
         base_taken_.assign(t_.model.replicate ? 0 : base_arrivals_.size(), Taken{});
+        relayed_.assign(base_arrivals_.size(), 0);
         sum_taken_.assign(sum_arrivals_.size(), Taken{});
         for (std::uint32_t j = 0; j < T; ++j) {
             poll(j);
@@ -218,6 +219,7 @@ private:
                 // a router that forwards copies sends on the one it is matched with; with none left (the table breaks
                 // replication: `collsched verify` says where) from the first, as a router that keeps what it receives
                 if (!processor && forwards_copies() && takes_copy(base_arrivals_, base_taken_, u, key(u, idx(p)), x.step, j, notify, cut)) return;
+                if (processor && relays_copy(key(u, idx(p)), x.step, j, notify)) return;
                 p_.waiters.add(key(u, idx(p)), j);
                 ++p_.pending[j];
             });
@@ -318,6 +320,28 @@ private:
 
     /// Per key of an arrivals index, at the first position of its range (takes_copy).
     std::vector<Taken> base_taken_, sum_taken_;
+
+    /// Departure j of step `step` of a base part from the processor of key k: a copy that arrived there after the first
+    /// (in a later step than the first's) is relayed, passed on once by the processor's first departure of the part in a
+    /// later step (NCCL's PXN: u -> d -> w forwards what came from u, not d's own copy; docs/time.md, "Asynchronous time",
+    /// rule 1); each such copy in step order, the departures in table order. False when none is left for j: it waits for
+    /// the first copy.
+    bool relays_copy(std::uint64_t k, Step step, std::uint32_t j, Index& notify) {
+        auto [first, last] = base_arrivals_.find(k);
+        if (last - first < 2) return false;
+        std::uint32_t& next = relayed_[first];  // the position of the next copy to relay (0: not yet found)
+        if (next == 0) {
+            next = static_cast<std::uint32_t>(first + 1);
+            const Step own = t_.transfers[base_arrivals_.value(first)].step;
+            while (next < last && t_.transfers[base_arrivals_.value(next)].step == own) ++next;
+        }
+        if (next >= last || t_.transfers[base_arrivals_.value(next)].step >= step) return false;
+        notify.add(base_arrivals_.value(next++), j);
+        ++p_.pending[j];
+        return true;
+    }
+    /// Per key of base_arrivals_, at the first position of its range: the next copy to relay (relays_copy).
+    std::vector<std::uint32_t> relayed_;
 
     /// Per transfer, the ranges of waiters its arrival may satisfy (its base parts at its receiver).
     void wakes() {

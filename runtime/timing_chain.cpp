@@ -46,6 +46,7 @@ double chain_latency(const SendTable& t, const TimeOptions& opt, Deadline deadli
     constexpr double none = std::numeric_limits<double>::infinity();
     // (node, base part or sum) -> its arrivals there; (node, chunk) -> the arrivals of values of that chunk there
     std::unordered_map<std::uint64_t, std::vector<Reached>> copies, values;
+    std::unordered_map<std::uint64_t, std::size_t> relayed;  // (processor, base part) -> its next copy to relay
     std::vector<double> arrive(t.transfers.size(), 0.0);
     double longest = 0;
     for (std::uint32_t j = 0; j < t.transfers.size(); ++j) {
@@ -67,6 +68,17 @@ double chain_latency(const SendTable& t, const TimeOptions& opt, Deadline deadli
                 // its origin's initial data waits for nothing; else the first copy in an earlier step (a router's matched
                 // copy is one of them)
                 if (processor && ms.origin(p) == u && t.collective.initial(ms, p)) return;
+                // a processor relays a copy that came after its first (AsyncRun's relays_copy): the next such, in step order
+                if (auto it = copies.find(chain_key(u, idx(p))); processor && it != copies.end() && it->second.size() > 1) {
+                    const std::vector<Reached>& all = it->second;
+                    std::size_t& next = relayed.try_emplace(it->first, 0).first->second;
+                    if (next == 0)
+                        for (next = 1; next < all.size() && all[next].step == all.front().step;) ++next;
+                    if (next < all.size() && all[next].step < x.step) {
+                        ready = std::max(ready, all[next++].at);
+                        return;
+                    }
+                }
                 if (const double at = first(chain_key(u, idx(p))); at < none) ready = std::max(ready, at);
                 return;
             }

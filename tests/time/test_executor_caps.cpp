@@ -118,14 +118,16 @@ TEST_CASE("executor connections: NCCL's rings each pay their own message cost, a
     const double nccl = *nccl::nccl_model_time(nccl::nccl_system(*topo), CollectiveKind::allgather, nccl::Algorithm::ring,
                                                nccl::Protocol::ll128, size);
     INFO("LL128 ", ll128, " LL ", ll, " NCCL's model LL128 ", nccl);
-    CHECK(ll128 < 1.25 * nccl);  // 57.5 us: each ring still pays its 15 hops' messages in turn (47.2 without them)
-    CHECK(ll128 / ll < 1.6);     // 1.51 (NCCL's model: 0.99)
+    // 61.0 us: each ring still pays its 15 hops' messages in turn, and its PXN relay forwards the copy from the ring
+    // (runtime/timing.cpp relays_copy)
+    CHECK(ll128 < 1.3 * nccl);
+    CHECK(ll128 / ll < 1.75);  // 1.67 (NCCL's model: 0.99)
     // one connection a channel (the MSCCL executor, NCCL's constants): the rings' messages take turns, both timings
     TimeOptions o{size, std::nullopt};
     o.executor = executor_costs(builtin_executor(ExecutorKind::msccl), Protocol::ll128);
     const TimePrediction one = predict_time(ring, o);
-    CHECK(one.asynchronous > 1.3 * ll128);
-    CHECK(one.synchronous > 1.3 * caps_time(ring, size, Protocol::ll128, true, true));
+    CHECK(one.asynchronous > 1.2 * ll128);  // 78.1 us, 1.28
+    CHECK(one.synchronous > 1.2 * caps_time(ring, size, Protocol::ll128, true, true));
 }
 
 TEST_CASE("executor connections: MSCCL++'s thread blocks each have their own memory channel to a peer") {

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <regex>
 
 #include <fmt/format.h>
@@ -152,7 +153,8 @@ TEST_CASE("verify GRAPH.xml: a broken tree graph is refused, the tree graph NCCL
     CHECK(run(fmt::format("verify {} --topology {}", dir.file("dgx1.xml"), own_machine("dgx1"))).code == 0);
 }
 
-TEST_CASE("convert nccl:NAME: exit 2 and nothing written for a name without a graph, no machine, another format, dgx1x2") {
+TEST_CASE("convert nccl:NAME: exit 2 and nothing written for a name without a graph, no machine, another format, and on dgx1x2 "
+          "NCCL's tree enters every box at the GPU of its net c and holds") {
     Scratch dir("nccl_own_bad");
     const std::string out = dir.file("x.xml");
     struct Case {
@@ -164,8 +166,6 @@ TEST_CASE("convert nccl:NAME: exit 2 and nothing written for a name without a gr
         {fmt::format("convert nccl:ring -o {}", out), "nccl:ring: NCCL's algorithms are generated for a machine; give it with --topology"},
         {fmt::format("convert nccl:ring --topology {} --format json -o {}", own_machine("h100rail2x8"), out),
          "nccl:ring: NCCL's algorithms convert to --format nccl-graph"},
-        // the two DGX-1 are joined GPU to GPU, not through NICs: NCCL's ring enters box 1 at a GPU a graph file cannot name as a NIC
-        {fmt::format("convert nccl:tree --topology {} -o {}", own_machine("dgx1x2"), out), "which has no NIC"},
     };
     for (const Case& c : cases) {
         auto r = run(c.args);
@@ -174,6 +174,21 @@ TEST_CASE("convert nccl:NAME: exit 2 and nothing written for a name without a gr
         CHECK(r.err.find(c.want) != std::string::npos);
         CHECK(!std::ifstream(out).good());
     }
+    // the two DGX-1 are joined GPU to GPU: GPUs 0, 3, 4 and 7 have a link out of their box, nets 0 to 3 in PCI order, and
+    // NCCL's search starts channel c at net c (search.cc:736), so every chain's first GPU has a NIC (it started at GPU c,
+    // which for c = 1, 2 has none, and no file was written)
+    auto r = run(fmt::format("convert nccl:tree --topology {} -o {}", own_machine("dgx1x2"), out));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    std::ifstream in(out);
+    const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const char* first : {"<net dev=\"0\"/>\n      <gpu dev=\"0\"/>", "<net dev=\"1\"/>\n      <gpu dev=\"3\"/>", "<net dev=\"2\"/>\n      <gpu dev=\"4\"/>",
+                              "<net dev=\"3\"/>\n      <gpu dev=\"7\"/>"})
+        CHECK(xml.find(first) != std::string::npos);
+    auto v = run(fmt::format("verify {} --topology {}", out, own_machine("dgx1x2")));
+    INFO(v.out);
+    CHECK(v.code == 0);
+    CHECK(v.out.find("trees  holds") != std::string::npos);
 }
 
 TEST_CASE("real parsers: NCCL's graph reader loads NCCL's rings and trees of every catalog multi-box machine" *

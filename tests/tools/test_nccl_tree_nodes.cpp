@@ -128,3 +128,30 @@ TEST_CASE("real parsers: NCCL's graph reader loads each node's tree file with NI
         }
     }
 }
+
+TEST_CASE("nccl ring: with NIC 0 down each node starts channel c at its own net c (box 0 at GPU c+1, the others at GPU c) and leaves "
+          "by that NIC") {
+    Scratch dir("nccl_ring_nets");
+    const auto topo = nic_down(dir, 4);
+    const NcclBoxes b = nccl_graph_boxes(*topo);
+    const nccl::RingRoutes r = nccl::nccl_ring_routes(*topo, CollectiveKind::allgather);
+    REQUIRE(r.rings.size() == 7);  // box 0's 7 nets
+    for (std::uint32_t c = 0; c < r.rings.size(); ++c) {
+        CAPTURE(c);
+        const nccl::Ring& ring = r.rings[c];
+        for (std::uint32_t k = 0; k < b.count; ++k) {
+            CAPTURE(k);
+            // search.cc:736 per node: net c, in the node's PCI order (box 0 has no NIC beside GPU 0)
+            const Node first = ring.order[k * b.per_box], last = ring.order[(k + 1) * b.per_box - 1];
+            CHECK(b.local[idx(first)] == (k == 0 ? c + 1 : c));
+            CHECK(b.nic[idx(first)] == static_cast<int>(c));
+            // PXN: the hop out of the box passes the GPU it entered at (its NIC), not another
+            const std::vector<ChannelId>& out = ring.hops[(k + 1) * b.per_box - 1];
+            REQUIRE(out.size() >= 2);
+            CHECK(topo->channel(out.front()).from == last);
+            bool through = false;
+            for (ChannelId e : out) through = through || topo->channel(e).from == first;
+            CHECK(through);
+        }
+    }
+}

@@ -4,6 +4,7 @@
 // never more than NCCL's 32 channels, and on executor nccl it beats NCCL's own 8 rings on a slow NIC.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -18,7 +19,11 @@
 #include "compiler/topology/topology.hpp"
 #include "support/error.hpp"
 #include "verifier/check/direct.hpp"
+#include "runtime/executor/executor.hpp"
+#include "runtime/timing.hpp"
 #include "verifier/constructions/nccl/nccl_graph_check.hpp"
+#include "verifier/time/candidates.hpp"
+#include "verifier/time/constructions.hpp"
 
 using namespace collsched;
 using collsched::test::run;
@@ -90,6 +95,40 @@ TEST_CASE("weighted rings: the table exports as the same graph file, and the fil
         CHECK(g.channels_run == 15);
         CHECK(nccl::nccl_graph_table(topo, topo->default_model(), kind, g).transfers == w->table.transfers);
     }
+}
+
+TEST_CASE("weighted rings: the row also gives the same weights on twice the channels (30 on 4 x 8 H100 with NIC 0 at half), which "
+          "export as the same file and run the allgather sooner at 16 MiB, and none above 32 channels") {
+    Scratch dir("weighted_twice");
+    auto topo = weighted_machine(dir, "half4", "dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5");
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allgather", *topo)};
+    CandidateQuery q{in, {16.0 * 1048576}, std::chrono::steady_clock::now() + std::chrono::seconds(60)};
+    q.executor = builtin_executor(ExecutorKind::nccl);
+    std::vector<TimeCandidate> built;
+    std::vector<std::string> notes;
+    for (const NamedProvider& p : construction_providers())
+        if (p.name == "weighted rings") p.provide(q, built, notes);
+    REQUIRE(built.size() == 2);
+    CHECK(built[0].name == "weighted rings (15 channels)");
+    CHECK(built[1].name == "weighted rings (30 channels)");
+    std::string files[2];
+    double ll128[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) {
+        REQUIRE(verify_direct(*built[k].table).holds());
+        fmt::memory_buffer out;
+        write_table_nccl_graph(*built[k].table, out, [](fmt::memory_buffer&) {});
+        files[k] = fmt::to_string(out);
+        TimeOptions o{16.0 * 1048576, std::nullopt};
+        o.executor = executor_costs(builtin_executor(ExecutorKind::nccl), Protocol::ll128);
+        ll128[k] = predict_time(*built[k].table, o).asynchronous;
+    }
+    CHECK(files[1] == files[0]);  // a ring's channels over their greatest common divisor: 15, as NCCL reads them
+    INFO("LL128 at 16 MiB: 15 channels ", ll128[0], " s, 30 channels ", ll128[1], " s");
+    CHECK(ll128[1] < 0.99 * ll128[0]);  // 115 us against 119 us: a share half as large a hop
+    std::string why;
+    auto most = weighted_machine(dir, "most", "dgx-h100 --boxes 2 --network rail --slow-nic 0:0.9");
+    CHECK_FALSE(nccl::nccl_weighted_rings(most, most->default_model(), CollectiveKind::allgather, Deadline{}, why, 2));
+    CHECK(why.find("above the 32") != std::string::npos);
 }
 
 TEST_CASE("weighted rings: never more than NCCL's 32 channels, and none where the NICs are equally fast") {

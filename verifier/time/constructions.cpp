@@ -38,10 +38,14 @@ void weighted_ring_candidates(const CandidateQuery& q, std::vector<TimeCandidate
     if (q.instance.model.timing != Timing::hop) return;
     std::string why;
     try {
-        auto w = nccl::nccl_weighted_rings(q.instance.topology, q.instance.model, k, Deadline::at(q.deadline), why);
-        if (!w) return notes.push_back("weighted rings: none (" + why + ")");
-        out.push_back({fmt::format("weighted rings ({} channels)", w->channels), w->source, "weighted rings", false,
-                       std::make_shared<const SendTable>(std::move(w->table))});
+        // the weights on their fewest channels, and on twice as many (a share half as large a hop: sooner through the
+        // ring's P-1 hops at small sizes) where a graph file holds them
+        for (std::uint32_t times : {1u, 2u}) {
+            auto w = nccl::nccl_weighted_rings(q.instance.topology, q.instance.model, k, Deadline::at(q.deadline), why, times);
+            if (!w) return times == 1 ? notes.push_back("weighted rings: none (" + why + ")") : void();
+            out.push_back({fmt::format("weighted rings ({} channels)", w->channels), w->source, "weighted rings", false,
+                           std::make_shared<const SendTable>(std::move(w->table))});
+        }
     } catch (const InputError& e) {
         notes.push_back(fmt::format("weighted rings: none ({})", e.what()));
     } catch (const LimitReached& e) {

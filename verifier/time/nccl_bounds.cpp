@@ -13,9 +13,9 @@
 //   (at a forwarding router its departure waits for its crossing's copy): the chain is the sum of its legs, where
 //   a router that cuts through (runtime/timing.hpp cuts_through) sends on once the copy's first packet is in and
 //   ends its leg no earlier than the copy's arrival and its own latency.
-//   An allgather's datum leaves a processor once its first copy arrived, so a relay holding it from an
-//   earlier crossing sends at once (the earliest arrival of any copy; a node not reached counts 0: weaker,
-//   still a bound). A replicate=no router forwards this crossing's copy: crossings of one router come in
+//   An allgather's datum leaves a processor once a copy arrived in an earlier step (the earliest; a node not
+//   reached counts 0: weaker, still a bound), or where one reached it again in a later step than its first (PXN's
+//   relay, a route through a GPU of the next box) that copy, as runtime/timing.cpp relays_copy pairs them. A replicate=no router forwards this crossing's copy: crossings of one router come in
 //   step order, each departure before the next arrival, so FIFO pairs each with its own (a multicasting
 //   switch shares copies within a step only, so the same holds). Under replicate=yes a router is a relay.
 #include "verifier/time/nccl_bounds.hpp"
@@ -159,18 +159,39 @@ RingTimeBound reduction_chain(const Topology& t, const nccl::RingRoutes& r, std:
     return best;
 }
 
-/// Allgather: a datum leaves a processor once its first copy has arrived there (a PXN relay that
-/// holds it from an earlier crossing sends it on at once); the earliest arrivals along the flow,
-/// every earlier copy counted. A router that keeps what it receives (replicate=yes) is the same; one
-/// that forwards each copy once (replicate=no, multicasting or not) sends the copy of this crossing: the ring's
-/// crossings of a router come in step order, each departure before the next crossing's arrival
-/// (that needs it), so first in, first out pairs each departure with its own crossing's arrival.
+/// Allgather: a datum leaves a processor as the timing plan lets it (runtime/timing.cpp): once a copy of it arrived in
+/// an earlier step, or, where a copy reached it again in a later step than its first (a PXN relay's u -> d, or a route
+/// through a GPU of the next box), that copy, each such once and in step order (relays_copy); the steps as ring_table
+/// numbers them (hop k of position i's route in step i x L + k, L the longest route), the arrivals along the flow
+/// from below. A router that keeps what it receives (replicate=yes) forwards its earliest copy; one that forwards each
+/// copy once (replicate=no, multicasting or not) sends the copy of this crossing: the ring's crossings of a router come
+/// in step order, each departure before the next crossing's arrival (that needs it), so first in, first out pairs each
+/// departure with its own crossing's arrival.
 RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std::uint32_t span, const Legs& l,
                               bool routers_keep) {
     RingTimeBound best;
     constexpr double none = std::numeric_limits<double>::infinity();
     std::vector<double> arrived(t.nodes(), none);
+    struct Copy {
+        std::size_t step = 0;
+        double at = 0;
+    };
+    std::vector<std::vector<Copy>> copies(t.nodes());
+    std::vector<std::size_t> next(t.nodes(), 0);  // per processor: its next copy to relay (0: not yet found)
     std::vector<Node> touched;
+    std::size_t L = 1;
+    for (const nccl::Ring& ring : r.rings)
+        for (const auto& h : ring.hops) L = std::max(L, h.size());
+    // a processor's departure in step `step`: the copy it relays, else its earliest (0 if none: weaker, still a bound)
+    auto held = [&](Node u, std::size_t step) {
+        std::vector<Copy>& a = copies[idx(u)];
+        if (a.empty()) return 0.0;
+        std::size_t& n = next[idx(u)];
+        if (n == 0)
+            for (n = 1; n < a.size() && a[n].step == a.front().step;) ++n;
+        if (n < a.size() && a[n].step < step) return a[n++].at;
+        return arrived[idx(u)];
+    };
     for (std::size_t k = 0; k < r.rings.size(); ++k) {
         const nccl::Ring& ring = r.rings[k];
         const std::size_t P = ring.hops.size();
@@ -179,23 +200,34 @@ RingTimeBound allgather_chain(const Topology& t, const nccl::RingRoutes& r, std:
             double last = 0;
             for (std::size_t i = p; i < p + span; ++i) {
                 double carried = 0, head = 0;  // this crossing's arrival at the node it leaves next, and its first packet's
-                for (ChannelId e : ring.hops[i % P]) {
+                const std::vector<ChannelId>& hop = ring.hops[i % P];
+                for (std::size_t h = 0; h < hop.size(); ++h) {
+                    const ChannelId e = hop[h];
                     const Channel& c = t.channel(e);
+                    const std::size_t step = (i - p) * L + h;
                     // ready: held at the start; at a router that forwards copies, this crossing's (cutting through: its
-                    // first packet in, ending no earlier than it arrived); else its first copy's arrival (0 if none:
-                    // weaker, still a bound)
+                    // first packet in, ending no earlier than it arrived); at a processor, what it may send (held)
                     const bool own = !t.is_processor(c.from) && !routers_keep, cut = own && l.cut[idx(c.from)];
-                    const double ready = c.from == source ? 0 : cut ? head : own ? carried : arrived[idx(c.from)] == none ? 0 : arrived[idx(c.from)];
+                    const double ready = c.from == source ? 0
+                                         : cut            ? head
+                                         : own            ? carried
+                                         : t.is_processor(c.from) ? held(c.from, step)
+                                                                  : (arrived[idx(c.from)] == none ? 0 : arrived[idx(c.from)]);
                     const double at = cut ? std::max(ready + l.leg[idx(e)], carried + l.alpha[idx(e)]) : ready + l.leg[idx(e)];
                     head = ready + l.first[idx(e)];
                     carried = at;
                     if (arrived[idx(c.to)] == none) touched.push_back(c.to);
                     arrived[idx(c.to)] = std::min(arrived[idx(c.to)], at);
+                    if (t.is_processor(c.to)) copies[idx(c.to)].push_back({step, at});
                     last = std::max(last, arrived[idx(c.to)]);
                 }
             }
             if (last > best.seconds) best = {last, fmt::format("the first copies of a datum along ring {} from position {}", k, p)};
-            for (Node n : touched) arrived[idx(n)] = none;
+            for (Node n : touched) {
+                arrived[idx(n)] = none;
+                copies[idx(n)].clear();
+                next[idx(n)] = 0;
+            }
             touched.clear();
         }
     }

@@ -123,7 +123,8 @@ std::vector<Ring> nccl_tree_rings(const Topology&, Deadline deadline = {});
 /// rail; crossnic 0: a ring leaves each box by the NIC it entered by, PXN), read back and
 /// checked as `verify GRAPH.xml` reads it, and the table the file yields: NCCL's ring `kind` on its
 /// channels (nccl_graph_table). nullopt with `why` where the machine has one box, a NIC-less
-/// entry, NICs equally fast (NCCL's own rings), or a file that does not hold.
+/// entry, NICs equally fast (NCCL's own rings), or a file that does not hold. `times` repeats every ring that
+/// many times more (the same weights on more channels: a smaller share a hop), nullopt above 32 channels.
 struct WeightedRings {
     std::string xml, source;        ///< xml: box 0's file
     std::vector<std::string> xmls;  ///< the files: one every node reads, or one per box where they differ
@@ -133,7 +134,8 @@ struct WeightedRings {
 };
 inline constexpr std::uint32_t max_graph_channels = 32;
 inline constexpr std::uint64_t max_weighted_transfers = std::uint64_t{1} << 22;
-std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>, const Model&, CollectiveKind, Deadline, std::string& why);
+std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>, const Model&, CollectiveKind, Deadline, std::string& why,
+                                                 std::uint32_t times = 1);
 
 /// Why NCCL, loading `xml` (the graph file written for table t), runs something that moves more data on a
 /// channel than t does, or "" (docs/exports.md, "NCCL graph files"): the file read back and checked as `verify

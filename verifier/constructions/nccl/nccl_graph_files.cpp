@@ -182,7 +182,7 @@ std::vector<Ring> nccl_tree_rings(const Topology& t, Deadline deadline) {
 }
 
 std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind,
-                                                 Deadline deadline, std::string& why) {
+                                                 Deadline deadline, std::string& why, std::uint32_t times) {
     const Topology& t = *topo;
     const System s = nccl_system(t);
     const std::vector<Ring> rings = nccl_rings(t, nccl_layout(t), s, nccl_ring_graph(s).channels, deadline);
@@ -199,7 +199,9 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
     std::vector<std::uint32_t> per = channels_by_capacity(between_box_capacities(t, b, one));
     std::uint32_t common = 0;  // the exporter writes a ring's channels over the greatest common divisor: the file it writes back
     for (std::uint32_t x : per) common = std::gcd(common, x);
-    for (std::uint32_t& x : per) x /= common;
+    for (std::uint32_t& x : per) x = x / common * times;
+    if (const std::uint32_t n = std::accumulate(per.begin(), per.end(), 0u); n > max_graph_channels)
+        return why = fmt::format("{} channels, above the {} a graph file holds", n, max_graph_channels), std::nullopt;
     const bool own = same_nets && rings.size() == uniform.size() &&
                      std::all_of(rings.begin(), rings.end(), [&](const Ring& r) { return b.nic[idx(r.order.front())] >= 0; });
     if (own && std::all_of(per.begin(), per.end(), [&](std::uint32_t x) { return x == per.front(); }))

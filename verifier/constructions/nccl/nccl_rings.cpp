@@ -73,28 +73,42 @@ std::vector<std::uint32_t> box_order(const Topology& t, const std::vector<Node>&
 std::vector<Ring> nccl_rings(const Topology& t, const Layout& l, const System& s, std::uint32_t channels, Deadline deadline) {
     const std::uint32_t B = s.nodes, G = s.gpus_per_node;
     std::vector<Ring> rings;
+    // each node's nets in its own PCI order (search.cc:1400-1414): its GPUs with a NIC beside them, in index order (with
+    // NIC 0 down, box 0's net c is GPU c+1's NIC, the other boxes' GPU c's)
+    std::vector<std::vector<std::uint32_t>> nets(B);
+    for (std::uint32_t b = 0; b < B; ++b)
+        for (std::uint32_t g = 0; g < G; ++g)
+            if (l.nic_gpu[idx(l.boxes[b][g])]) nets[b].push_back(g);
     for (std::uint32_t c = 0; c < channels; ++c) {
-        // search.cc:736: channel c starts at NIC c (mod the NICs); NIC k is GPU k's own, or the
-        // box's router, entered at GPU c.
-        const std::uint32_t start = (s.nic_per_gpu ? c % s.nics_per_node : c) % G;
+        // search.cc:736: each node's search starts channel c at its net c (mod its nets); net k is a GPU's own NIC
+        // (entered at that GPU), or the box's router, entered at GPU c
+        std::vector<std::uint32_t> start(B);
+        for (std::uint32_t b = 0; b < B; ++b)
+            start[b] = s.nic_per_gpu && !nets[b].empty() ? nets[b][c % nets[b].size()] : c % G;
         // one mesh box: the ring NCCL's search found for channel c (nccl_search.cpp)
         std::vector<std::uint32_t> order = s.ring_search && c < s.ring_search->rings.size() ? s.ring_search->rings[c]
-                                                                                           : box_order(t, l.boxes.front(), start, B == 1, deadline);
+                                                                                           : box_order(t, l.boxes.front(), start[0], B == 1, deadline);
         if (order.empty())
             throw InputError(fmt::format("{}: no ring through the GPUs of a box over their own links (NCCL's search would fall back "
                                          "to PCIe, which the machine does not describe)",
                                          t.spec()));
         Ring r;
-        for (std::uint32_t b = 0; b < B; ++b)
-            for (std::uint32_t g : order) r.order.push_back(l.boxes[b][g]);
+        for (std::uint32_t b = 0; b < B; ++b) {
+            // a node whose net c is another GPU than box 0's searches its own order from there
+            const std::vector<std::uint32_t> own = start[b] == start[0] ? order : box_order(t, l.boxes[b], start[b], false, deadline);
+            if (own.empty())
+                throw InputError(fmt::format("{}: no ring through the GPUs of box {} over their own links from GPU {}", t.spec(), b, start[b]));
+            for (std::uint32_t g : own) r.order.push_back(l.boxes[b][g]);
+        }
         const std::size_t P = r.order.size();
         for (std::size_t i = 0; i < P; ++i) {
             const Node u = r.order[i], v = r.order[(i + 1) % P];
-            const bool leaves = l.box_of[idx(u)] != l.box_of[idx(v)];
+            const std::uint32_t bu = l.box_of[idx(u)];
+            const bool leaves = bu != l.box_of[idx(v)];
             // NCCL_CROSS_NIC=0: the ring leaves through the NIC it entered by; the last GPU reaches
             // it over NVLink (PXN) when the NIC is a GPU's own.
             std::optional<Node> via;
-            if (leaves && s.nic_per_gpu) via = l.boxes[l.box_of[idx(u)]][start];
+            if (leaves && s.nic_per_gpu) via = l.boxes[bu][start[bu]];
             r.hops.push_back(connection(t, u, v, via));
         }
         rings.push_back(std::move(r));
