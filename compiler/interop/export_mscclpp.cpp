@@ -93,7 +93,7 @@ private:
         const int first = std::max(1, std::min({chains, spread_blocks, most})), last = std::max(first, std::min(chains, most));
         const detail::OpFloor floor(moves_, L_.initial_chain, dealt(), L_.P, L_.packets, L_.reduction, opt_.handshake);
         for (int K = first;; ++K) {
-            const std::size_t least = floor.busiest(K, runs ? K : 1);
+            const std::size_t least = floor.busiest(K, runs ? K : 1, row());
             if (least > 64 && K < last) continue;
             std::string ops = fmt::format("at least {}", least);
             if (least <= 64) {
@@ -139,6 +139,7 @@ private:
         if (t_.has_composites() && !L_.reduction) detail::refuse_plan(t_, "combined values and bundles are not chunks of an MSCCL++ buffer");
         if (opt_.proto != "Simple" && opt_.proto != "LL") detail::refuse_plan(t_, fmt::format("--proto {}: MSCCL++ plans are Simple or LL", opt_.proto));
         if (opt_.instances < 1 || opt_.instances > 64) detail::refuse_plan(t_, fmt::format("--instances {} is outside 1..64", opt_.instances));
+        if (opt_.chains_a_block < 1) detail::refuse_plan(t_, fmt::format("{} chains a thread block: at least 1", opt_.chains_a_block));
         L_.kind = kind;
         L_.P = int(t_.topology->processors());
         if (L_.P < 2) detail::refuse_plan(t_, "an MSCCL++ plan needs at least 2 GPUs");
@@ -350,6 +351,8 @@ private:
     }
 
     const std::vector<int>& dealt() const { return runs_ ? order_ : ids_; }
+    /// Consecutive chains a block takes at a time when they are dealt round-robin (MscclppOptions::chains_a_block).
+    int row() const { return runs_ ? 1 : opt_.chains_a_block; }
 
     void finish_places(const std::vector<EndpointTransfer>& ev) {
         const int P = L_.P;
@@ -391,7 +394,7 @@ private:
         Blocks b;
         b.K = K;
         const std::vector<int>& order = dealt();
-        for (std::size_t r = 0; r < order.size(); ++r) b.tb_of_chain[order[r]] = detail::block_of(r, order.size(), K, runs_ ? K : 1);
+        for (std::size_t r = 0; r < order.size(); ++r) b.tb_of_chain[order[r]] = detail::block_of(r, order.size(), K, runs_ ? K : 1, row());
         // channels: one per (pair, thread block, instance) that has traffic in either direction
         std::set<std::tuple<int, int, int, int>> pairs;  // (a, b, tb, inst), a < b
         for (const Move& m : moves_)
