@@ -28,10 +28,6 @@ using Loc = detail::PlanLoc;
 using Move = detail::PlanMove;
 using Buf = detail::PlanBuf;
 
-}  // namespace
-
-namespace {
-
 struct PlanLayout {
     CollectiveKind kind;
     bool reduction = false, inplace = false, packets = false;
@@ -139,7 +135,6 @@ private:
         if (t_.has_composites() && !L_.reduction) detail::refuse_plan(t_, "combined values and bundles are not chunks of an MSCCL++ buffer");
         if (opt_.proto != "Simple" && opt_.proto != "LL") detail::refuse_plan(t_, fmt::format("--proto {}: MSCCL++ plans are Simple or LL", opt_.proto));
         if (opt_.instances < 1 || opt_.instances > 64) detail::refuse_plan(t_, fmt::format("--instances {} is outside 1..64", opt_.instances));
-        if (opt_.chains_a_block < 1) detail::refuse_plan(t_, fmt::format("{} chains a thread block: at least 1", opt_.chains_a_block));
         L_.kind = kind;
         L_.P = int(t_.topology->processors());
         if (L_.P < 2) detail::refuse_plan(t_, "an MSCCL++ plan needs at least 2 GPUs");
@@ -351,8 +346,7 @@ private:
     }
 
     const std::vector<int>& dealt() const { return runs_ ? order_ : ids_; }
-    /// Consecutive chains a block takes at a time when they are dealt round-robin (MscclppOptions::chains_a_block).
-    int row() const { return runs_ ? 1 : opt_.chains_a_block; }
+    int row() const { return runs_ ? 1 : opt_.chains_a_block; }  ///< chains a block takes at a time (round-robin)
 
     void finish_places(const std::vector<EndpointTransfer>& ev) {
         const int P = L_.P;
