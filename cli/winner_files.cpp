@@ -36,6 +36,7 @@ std::vector<std::pair<std::string, std::string>> render_winners(const TimeObject
         const Protocol p = r.winner_protocol(i);
         if (p != Protocol::none) o.msccl.proto = o.mscclpp.proto = std::string(to_string(p));
         std::tie(o.mscclpp.min_message_size, o.mscclpp.max_message_size) = winning_range(r, i);
+        o.mscclpp.chains_a_block = r.winner(i).mscclpp_chains_a_block;
         o.file = f.path;
         if (format == "nccl-graph") {  // one file every node reads, or one per node (docs/exports.md, "One file per node")
             const std::vector<std::string> xmls = nccl_graph_files_xml(*r.winner(i).table);

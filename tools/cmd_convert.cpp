@@ -64,6 +64,10 @@ void add_convert_command(CLI::App& app, Context& ctx) {
                     "msccl, mscclpp: copies of the program over interleaved slices of every chunk, each with its own thread "
                     "blocks and channels (default 1; msccl: at most 32 channels in all)")
         ->check(CLI::Range(1, 64));
+    cmd->add_option("--chains-a-block", args->mscclpp.chains_a_block,
+                    "mscclpp: the chains (messages, or a reduction's chunks) dealt to the thread blocks this many consecutive ones "
+                    "at a time, so that a block puts them one after another (default 1; optimize --executor mscclpp tries 4 too)")
+        ->check(CLI::Range(1, 1024));
     cmd->add_flag("--out-of-place", args->mscclpp.out_of_place,
                   "mscclpp: write an out-of-place plan (allgather and allreduce are written in place by default)");
     cmd->add_option_function<std::string>(

@@ -28,10 +28,6 @@ using Loc = detail::PlanLoc;
 using Move = detail::PlanMove;
 using Buf = detail::PlanBuf;
 
-}  // namespace
-
-namespace {
-
 struct PlanLayout {
     CollectiveKind kind;
     bool reduction = false, inplace = false, packets = false;
@@ -93,7 +89,7 @@ private:
         const int first = std::max(1, std::min({chains, spread_blocks, most})), last = std::max(first, std::min(chains, most));
         const detail::OpFloor floor(moves_, L_.initial_chain, dealt(), L_.P, L_.packets, L_.reduction, opt_.handshake);
         for (int K = first;; ++K) {
-            const std::size_t least = floor.busiest(K, runs ? K : 1);
+            const std::size_t least = floor.busiest(K, runs ? K : 1, row());
             if (least > 64 && K < last) continue;
             std::string ops = fmt::format("at least {}", least);
             if (least <= 64) {
@@ -350,6 +346,7 @@ private:
     }
 
     const std::vector<int>& dealt() const { return runs_ ? order_ : ids_; }
+    int row() const { return runs_ ? 1 : opt_.chains_a_block; }  ///< chains a block takes at a time (round-robin)
 
     void finish_places(const std::vector<EndpointTransfer>& ev) {
         const int P = L_.P;
@@ -391,7 +388,7 @@ private:
         Blocks b;
         b.K = K;
         const std::vector<int>& order = dealt();
-        for (std::size_t r = 0; r < order.size(); ++r) b.tb_of_chain[order[r]] = detail::block_of(r, order.size(), K, runs_ ? K : 1);
+        for (std::size_t r = 0; r < order.size(); ++r) b.tb_of_chain[order[r]] = detail::block_of(r, order.size(), K, runs_ ? K : 1, row());
         // channels: one per (pair, thread block, instance) that has traffic in either direction
         std::set<std::tuple<int, int, int, int>> pairs;  // (a, b, tb, inst), a < b
         for (const Move& m : moves_)

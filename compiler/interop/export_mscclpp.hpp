@@ -12,7 +12,8 @@
  *    unpacks them (the packet flags synchronize, no signal or wait);
  *  - the transfers are split over thread blocks by chain (copies: per message; reductions: per
  *    chunk), so no thread block depends on another of its GPU: one block per chain up to 32
- *    (round-robin beyond), more only where a block would pass 64 ops;
+ *    (round-robin beyond, `chains_a_block` consecutive chains at a time), more only where a block
+ *    would pass 64 ops;
  *  - `--instances N` replicates the plan over N interleaved slices of every chunk, each with its
  *    own thread blocks and channels.
  *
@@ -46,6 +47,9 @@ struct MscclppOptions {
     /// each of its memory channels (a signal and wait on its port channels), so that no put of a
     /// launch lands in a peer still running the previous one (docs/exports.md, "Between launches").
     bool handshake = true;
+    /// The chains dealt round-robin to the thread blocks this many consecutive ones (by id) at a time, so that a
+    /// block puts them one after another in their steps (1: one at a time; docs/exports.md, "Writing MSCCL++ plans").
+    int chains_a_block = 1;
     /// Past it the writer and the check of the plan stop: LimitReached ("time limit (...)"), nothing written.
     Deadline deadline = {};
     /// When set: the plan as read back and checked, its copies between GPUs as a table on the table's topology

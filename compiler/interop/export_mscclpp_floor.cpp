@@ -10,7 +10,7 @@
 
 namespace collsched::detail {
 
-// Why it is a floor. Writer::build(K) gives chain number r (in `chains`' order) thread block block_of(r, chains, K, G)
+// Why it is a floor. Writer::build(K) gives chain number r (in `chains`' order) thread block block_of(r, chains, K, G, row)
 // of every GPU (each instance a copy of instance 0's program), and TbWriter::program writes a block's
 // ops from the transfers and local copies of its own chains only. Each group below is a set of ops
 // of one GPU that share a key (a step, a source buffer, a work chunk), each op covering at most
@@ -95,7 +95,7 @@ std::vector<int> chains_by_steps(const std::vector<PlanMove>& moves, const std::
     return order;
 }
 
-std::size_t OpFloor::busiest(int K, int G) const {
+std::size_t OpFloor::busiest(int K, int G, int row) const {
     const std::size_t k = std::size_t(std::max(1, K));
     std::vector<std::size_t> ops(std::size_t(gpus_) * k, 0), count(k, 0), seen(k, 0);
     std::vector<std::size_t> touched;
@@ -103,7 +103,7 @@ std::size_t OpFloor::busiest(int K, int G) const {
     for (const Group& g : groups_) {
         for (std::size_t i = g.begin; i < g.end; ++i) {
             if (i == g.begin || items_[i].first != items_[i - 1].first) ++run;
-            const std::size_t j = std::size_t(block_of(std::size_t(items_[i].second), chains_, K, G));
+            const std::size_t j = std::size_t(block_of(std::size_t(items_[i].second), chains_, K, G, row));
             if (seen[j] == run) continue;
             seen[j] = run;
             if (count[j]++ == 0) touched.push_back(j);

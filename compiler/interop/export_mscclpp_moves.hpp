@@ -120,19 +120,20 @@ std::vector<int> chains_by_steps(const std::vector<PlanMove>& moves, const std::
 
 /// The thread block of the chain at place r of n (chains_by_steps) with K blocks a GPU in G groups: the chains
 /// cut into G runs of consecutive places, run i dealt round-robin to its own blocks i * K / G up to (i + 1) * K / G
-/// (G = 1: every chain round-robin over all K blocks).
-inline int block_of(std::size_t r, std::size_t n, int K, int G) {
+/// (G = 1: every chain round-robin over all K blocks), `row` consecutive places of a run to a block at a time
+/// (MscclppOptions::chains_a_block).
+inline int block_of(std::size_t r, std::size_t n, int K, int G, int row = 1) {
     const std::size_t k = std::size_t(std::max(1, K)), g = std::min<std::size_t>(std::size_t(std::max(1, G)), k);
     const std::size_t run = r * g / std::max<std::size_t>(n, 1), lo = run * k / g, hi = (run + 1) * k / g;
     const std::size_t first = (run * n + g - 1) / g;  // the run's first place: the least r with r * g / n == run
-    return int(lo + (r - first) % (hi - lo));
+    return int(lo + (r - first) / std::size_t(std::max(1, row)) % (hi - lo));
 }
 
 class OpFloor {
 public:
     OpFloor(const std::vector<PlanMove>& moves, const std::vector<std::vector<int>>& initial_chain, const std::vector<int>& chains, int gpus,
             bool packets, bool reduction, bool handshake);
-    std::size_t busiest(int K, int G) const;
+    std::size_t busiest(int K, int G, int row = 1) const;
 
 private:
     struct Group {

@@ -198,6 +198,13 @@ TEST_CASE("mscclpp export: thread blocks dealt round-robin (G = 1) or in runs (G
             const auto [lo, hi] = std::minmax_element(size.begin(), size.end(), [](auto& x, auto& y) { return x.second < y.second; });
             CHECK(hi->second - lo->second <= 1);
         }
+    // `row` consecutive places to a block at a time (MscclppOptions::chains_a_block), within each run
+    for (int K : {1, 7, 44})
+        for (int row : {2, 4})
+            for (std::size_t r = 0; r < 1000; ++r) {
+                CHECK(detail::block_of(r, 1000, K, 1, row) == int(r / std::size_t(row) % std::size_t(K)));
+                CHECK(detail::block_of(r, 1000, K, 1, row) == detail::block_of(r / std::size_t(row) * std::size_t(row), 1000, K, 1, row));
+            }
 }
 
 TEST_CASE("mscclpp export: hierarchical rs+direct in 8 pieces on 3 x 8 H100s, NIC 0 at half: dealt in runs of the same steps, "

@@ -116,6 +116,22 @@ std::vector<double> time_all(std::vector<TimeCandidate>& raw, const std::vector<
     return per;
 }
 
+/// On mscclpp, beside a table its plan with the chains dealt to the thread blocks mscclpp_rows consecutive ones at a time
+/// (MscclppOptions::chains_a_block): a block puts them one after another, as the table's steps order them, where one
+/// chain a block lets every block put its first chain at once (bench/results/faults.md, "On executor mscclpp"). The
+/// plans are timed as written and the faster wins, per size. Only for a table its provider timed (the constructions for
+/// time: the copy takes its times, so it costs its plan's check alone), not for NCCL's algorithms, nor a table through
+/// switches (its writer deals no chains).
+constexpr int mscclpp_rows = 4;
+void with_rows(std::vector<TimeCandidate>& raw, std::size_t sizes) {
+    const TimeCandidate& c = raw.back();
+    if (c.nccl || !c.table || c.seconds.size() != sizes || detail::uses_switch_functions(*c.table)) return;
+    TimeCandidate v = c;
+    v.name = fmt::format("{}, {} chains a thread block", c.name, mscclpp_rows);
+    v.mscclpp_chains_a_block = mscclpp_rows;
+    raw.push_back(std::move(v));
+}
+
 /// Runs every provider into `raw`; per provider its first candidate (`from`) and its seconds (`took`). Every provider
 /// holds the query's deadline: one is not started once it has passed, one a limit stops keeps the tables it had (the
 /// NCCL baselines and the checks ran after optimize --size's --timeout). The providers have 80 % of the time left,
@@ -164,9 +180,13 @@ void run_providers(const CandidateQuery& q, const std::vector<NamedProvider>& pr
         return true;
     });
     cut = Clock::now() >= build.deadline || std::ranges::any_of(stopped, [](char x) { return x != 0; });
+    const bool rows = q.executor && q.executor->kind == ExecutorKind::mscclpp;
     for (std::size_t i = 0; i < n; ++i) {
         from.push_back(raw.size());
-        for (TimeCandidate& c : outs[i]) raw.push_back(std::move(c));
+        for (TimeCandidate& c : outs[i]) {
+            raw.push_back(std::move(c));
+            if (rows) with_rows(raw, q.sizes.size());
+        }
         for (std::string& x : said[i]) notes.push_back(std::move(x));
         took.push_back(seconds[i]);
     }

@@ -43,6 +43,8 @@ struct TimeCandidate {
     std::vector<double> seconds = {}, other = {};
     std::vector<Protocol> protocols = {};  ///< per size: the executor's protocol it runs in (empty on the ideal executor)
     bool unrun = false;  ///< the query's executor cannot run it (leave_out_unrun, executor_check.hpp): not timed
+    /// On mscclpp: the chains its plan's thread blocks take at a time (MscclppOptions::chains_a_block; with_rows).
+    int mscclpp_chains_a_block = 1;
 };
 
 struct CandidateQuery {

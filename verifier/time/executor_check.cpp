@@ -56,6 +56,7 @@ std::string refusal(const TimeCandidate& c, std::string_view format, Protocol p,
     if (p != Protocol::none) o.msccl.proto = o.mscclpp.proto = std::string(to_string(p));
     o.mscclpp.deadline = deadline;
     o.mscclpp.read_back = read_back;
+    o.mscclpp.chains_a_block = c.mscclpp_chains_a_block;
     fmt::memory_buffer out;
     try {
         // NCCL graph files (one every node reads, or one per node) are read back: NCCL must run the table's data, not more
