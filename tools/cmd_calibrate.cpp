@@ -200,6 +200,8 @@ nlohmann::ordered_json report_json(const CalibrationReport& r) {
     nlohmann::ordered_json j;
     j["executor"] = r.model.name;
     j["calibration"] = nlohmann::ordered_json::parse(write_calibration(r.calibration));
+    j["rounds"] = r.rounds;
+    j["stopped_by_time_limit"] = r.cut;  // the constants are the best so far (exit 3)
     j["heldout_median"] = r.heldout_median;
     j["heldout_worst"] = r.heldout_worst;
     j["builtin_median"] = r.builtin_median;
@@ -267,7 +269,7 @@ void run_calibrate(const CalibrateArgs& a, Context& ctx) {
         for (const std::string& n : notes) text += "note: " + n + "\n";
         ctx.print(text);
     }
-    ctx.exit_code = 0;
+    ctx.exit_code = r.cut ? 3 : 0;  // the best constants so far, written and said
 }
 
 }  // namespace
@@ -278,7 +280,7 @@ void add_calibrate_command(CLI::App& app, Context& ctx) {
         "Fit an executor model (launch, link efficiencies, network hop) to measured times: nccl-tests outputs of your machine "
         "(LOG... --topology graph:M.json) or a measurements table's rows of one machine (--measurements FILE.csv --machine NAME). "
         "Prints every row's measured and predicted time and error, the held-out error beside NCCL's own model's; -o writes the "
-        "calibration that --calibration reads (docs/time.md, \"Calibration\").\nExit code: 0 fitted, 2 bad input, 3 time limit.");
+        "calibration that --calibration reads (docs/time.md, \"Calibration\").\nExit code: 0 fitted, 2 bad input, 3 time limit (before the tables were built: nothing written; during the fit: the best constants so far, printed and written, and said).");
     auto a = std::make_shared<CalibrateArgs>();
     cmd->add_option("LOG", a->logs, "nccl-tests outputs (all_reduce_perf, all_gather_perf, reduce_scatter_perf, ...) as they print them")
         ->check(file_option());

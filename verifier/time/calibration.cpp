@@ -384,8 +384,9 @@ std::optional<X> lp_round(const std::vector<Prepared*>& train, const std::vector
     glp_init_smcp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
     parm.presolve = GLP_ON;
-    parm.it_lim = 20000;  // a bound on every round: a round that ends without an optimum shrinks the region
-    parm.tm_lim = 2000;
+    // a bound on every round, in iterations, not wall-clock time (a round cut by the clock under load shrank the region
+    // and fitted other constants): a round that ends without an optimum shrinks the region
+    parm.it_lim = 20000;
     std::optional<X> y;
     if (glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT) {
         y.emplace();
@@ -405,7 +406,7 @@ double median(std::vector<double> v) {
 
 /// The constants that fit the training rows: rounds of lp_round in a trust region from the built-in
 /// constants (a tuner plugin's rows each round at their nearest variant), as many as end within the deadline.
-X fit(const std::vector<Prepared*>& train, const ExecutorModel& base, const Deadline& deadline, std::uint32_t& rounds) {
+X fit(const std::vector<Prepared*>& train, const ExecutorModel& base, const Deadline& deadline, std::uint32_t& rounds, bool& cut) {
     X x = start_of(base);
     X radius;
     for (std::size_t k = 0; k < NP; ++k) radius[k] = (upper[k] - lower[k]) / 4;
@@ -413,7 +414,10 @@ X fit(const std::vector<Prepared*>& train, const ExecutorModel& base, const Dead
     std::vector<double> t(train.size());
     std::vector<X> g(train.size());
     for (std::uint32_t round = 0; round < 40; ++round) {
-        if (deadline.passed()) break;  // the best constants so far
+        if (deadline.passed()) {  // the best constants so far, said
+            cut = true;
+            break;
+        }
         // each row's time and slope at x (the active piece: one-sided differences small enough to stay on it; the rate's
         // a secant, from 100 GB/s where it is not bounded, so that a rate that binds below shows)
         for (std::size_t i = 0; i < train.size(); ++i) {
@@ -545,7 +549,7 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
     }
 
     CalibrationReport report;
-    const X x = fit(train, base, options.deadline, report.rounds);
+    const X x = fit(train, base, options.deadline, report.rounds, report.cut);
 
     Calibration& cal = report.calibration;
     cal.executor = options.executor;
@@ -575,7 +579,8 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
 }
 
 std::string calibration_text(const CalibrationReport& r) {
-    std::string out = fmt::format("executor {} calibrated ({}; {} rounds of GLPK's simplex)\n", r.model.name, r.calibration.fitted_on, r.rounds);
+    std::string out = fmt::format("executor {} calibrated ({}; {} rounds of GLPK's simplex{})\n", r.model.name, r.calibration.fitted_on, r.rounds,
+                                  r.cut ? ", stopped by the time limit before the fit converged: the best constants so far (--timeout)" : "");
     for (const Calibration::Entry& e : r.calibration.entries) {
         out += fmt::format("  {:<7}", to_string(e.protocol));
         out += e.launch ? fmt::format(" launch {:>7.2f} us", *e.launch * 1e6) : std::string(" launch    (not fitted)");

@@ -74,6 +74,8 @@ struct CalibrationReport {
     Calibration calibration;             ///< its constants, as the file writes them
     std::vector<CalibrationResult> rows;
     std::uint32_t rounds = 0;
+    /// The time limit ended the fit before it converged: the constants are the best so far (calibrate exits 3).
+    bool cut = false;
     /// Relative errors |predicted - measured| / measured over the held-out rows that ran.
     double heldout_median = 0, heldout_worst = 0;
     double nccl_median = 0, nccl_worst = 0;  ///< NCCL's model on the same held-out rows (those it times)
