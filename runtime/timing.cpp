@@ -328,20 +328,17 @@ private:
     /// the first copy.
     bool relays_copy(std::uint64_t k, Step step, std::uint32_t j, Index& notify) {
         auto [first, last] = base_arrivals_.find(k);
-        if (last - first < 2) return false;
-        std::uint32_t& next = relayed_[first];  // the position of the next copy to relay (0: not yet found)
-        if (next == 0) {
-            next = static_cast<std::uint32_t>(first + 1);
-            const Step own = t_.transfers[base_arrivals_.value(first)].step;
-            while (next < last && t_.transfers[base_arrivals_.value(next)].step == own) ++next;
-        }
-        if (next >= last || t_.transfers[base_arrivals_.value(next)].step >= step) return false;
-        notify.add(base_arrivals_.value(next++), j);
+        const std::size_t n = last - first;
+        const std::size_t i = timing_internal::relayed_copy(n, relayed_[first], step, [&](std::size_t r) {
+            return t_.transfers[base_arrivals_.value(first + r)].step;
+        });
+        if (i == n) return false;
+        notify.add(base_arrivals_.value(first + i), j);
         ++p_.pending[j];
         return true;
     }
-    /// Per key of base_arrivals_, at the first position of its range: the next copy to relay (relays_copy).
-    std::vector<std::uint32_t> relayed_;
+    /// Per key of base_arrivals_, at the first position of its range: the next copy to relay, within the range (relays_copy).
+    std::vector<std::size_t> relayed_;
 
     /// Per transfer, the ranges of waiters its arrival may satisfy (its base parts at its receiver).
     void wakes() {

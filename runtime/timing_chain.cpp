@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "runtime/timing.hpp"
+#include "runtime/timing_index.hpp"
 #include "runtime/timing_values.hpp"
 #include "support/assert.hpp"
 #include "support/error.hpp"
@@ -72,10 +73,9 @@ double chain_latency(const SendTable& t, const TimeOptions& opt, Deadline deadli
                 if (auto it = copies.find(chain_key(u, idx(p))); processor && it != copies.end() && it->second.size() > 1) {
                     const std::vector<Reached>& all = it->second;
                     std::size_t& next = relayed.try_emplace(it->first, 0).first->second;
-                    if (next == 0)
-                        for (next = 1; next < all.size() && all[next].step == all.front().step;) ++next;
-                    if (next < all.size() && all[next].step < x.step) {
-                        ready = std::max(ready, all[next++].at);
+                    if (const std::size_t i = timing_internal::relayed_copy(all.size(), next, x.step, [&](std::size_t r) { return all[r].step; });
+                        i < all.size()) {
+                        ready = std::max(ready, all[i].at);
                         return;
                     }
                 }

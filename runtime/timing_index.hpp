@@ -262,6 +262,21 @@ private:
     double end_ = -std::numeric_limits<double>::infinity();  // iv_.back().end (none: below every time)
 };
 
+/// The relay rule (docs/time.md, "Asynchronous time", rule 1; NCCL's PXN u -> d -> w forwards what came from u): of a
+/// processor's copies of a base part, positions 0 .. n-1 in step order (`step_of(i)`), the first arrived as its own and
+/// each later one, in a later step than the first's, is passed on once, by the processor's departures of the part in a
+/// later step, in table order. `next` is the part's state (0 before its first departure). The position of the copy the
+/// departure of step `step` waits for, or n when none is left for it (it waits for the first copy). One rule for the run
+/// (AsyncRun) and the chain that bounds it (chain_latency).
+template <class StepOf>
+std::size_t relayed_copy(std::size_t n, std::size_t& next, std::uint64_t step, StepOf step_of) {
+    if (n < 2) return n;
+    if (next == 0)
+        for (next = 1; next < n && step_of(next) == step_of(0);) ++next;
+    if (next >= n || step_of(next) >= step) return n;
+    return next++;
+}
+
 }  // namespace timing_internal
 
 }  // namespace collsched
