@@ -5,11 +5,13 @@
 // was given, and `collsched calibrate` fits a published nccl-tests log.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 #include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/io/table_io.hpp"
@@ -334,14 +336,31 @@ TEST_CASE("calibrate: a fit the time limit stops says so and exits 3 with the be
     const std::string m = dir.file("a3mega.json");
     REQUIRE(test::run("machine dgx-h100 --boxes 2 --network rail --nic-gbps 200 -o " + m).code == 0);
     const std::string cmd = "calibrate " + test::source("runtime/executor/calibration/logs/gcp_a3mega_2x8_h100_all_reduce.txt") +
-                            " --topology graph:" + m + " --algorithm ring,tree --protocol Simple --tuner-plugin --buffsize 8388608 --timeout 3";
-    const auto r = test::run(cmd + " --json");
-    INFO(r.out, r.err);
-    CHECK(r.code == 3);  // the tables built and 1 or 2 rounds fitted (or, on a slow machine, not even the tables: nothing printed)
-    if (!r.out.empty()) CHECK(nlohmann::json::parse(r.out)["stopped_by_time_limit"] == true);
-    const auto t = test::run(cmd);
+                            " --topology graph:" + m + " --algorithm ring,tree --protocol Simple --tuner-plugin --buffsize 8388608";
+    // The limit must fall inside the fit: after the tables are built (3 s here, more on a slower or busier machine; CI
+    // once stopped in them at 3 s) and before the fit converges (minutes). Double it until a run reaches the fit; every
+    // run on the way must be a clean stop (exit 3, no result, said so), never a converged-looking answer.
+    double limit = 3;
+    nlohmann::json j;
+    for (;; limit *= 2) {
+        const auto r = test::run(cmd + fmt::format(" --timeout {} --json", limit));
+        INFO(limit, r.out, r.err);
+        REQUIRE(r.code == 3);
+        j = nlohmann::json::parse(r.out);
+        if (j.contains("stopped_by_time_limit")) break;
+        CHECK(j["status"] == "timeout");  // stopped while the tables were built: nothing fitted, nothing printed as fitted
+        REQUIRE(limit < 100);
+    }
+    CHECK(j["stopped_by_time_limit"] == true);
+    CHECK(j["rounds"].get<int>() >= 0);
+    // the limit holds: a fit round, its slopes or the report after it ran 1.2 s past --timeout 3 (4.2 s)
+    const double text_limit = limit * 2 > 100 ? limit : limit * 2;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto t = test::run(cmd + fmt::format(" --timeout {}", text_limit));
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     INFO(t.out, t.err);
     CHECK(t.code == 3);
+    CHECK(took < text_limit + 1.0);
     if (!t.out.empty()) CHECK(t.out.find("stopped by the time limit before the fit converged") != std::string::npos);
 }
 
