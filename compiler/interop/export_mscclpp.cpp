@@ -374,63 +374,81 @@ private:
         return {l.buf, at(l.idx, inst), size};
     }
 
-    /// How build(K) deals the chains to thread blocks and the channels to pairs of GPUs.
+    /// How build(K) deals the chains to thread blocks and the channels to pairs of GPUs: the blocks of every chain at
+    /// once (blocks(K)), a GPU's channels and moves when it is first written (gpu(b, g)): the search builds this for every
+    /// K from 32 to 108 on a table no K fits, and busiest() stops at the first block past 64 ops, most often on GPU 0
+    /// (all GPUs at once, with maps and sets per move, were a quarter of `optimize --executor mscclpp` on 16 x 8 H100).
     struct Blocks {
         int K = 0;
-        std::map<int, int> tb_of_chain;
+        std::vector<int> tb_of_chain;  ///< per chain id (a message or chunk index: small and dense), its block; -1 none
         std::vector<std::map<std::tuple<int, int, int>, int>> chan_index;  ///< per GPU: (peer, tb, inst) -> index in its type's list
         std::vector<std::vector<int>> mem_peers, port_peers;               ///< per GPU
         std::vector<std::vector<std::vector<const Move*>>> mine;           ///< per GPU and thread block: the moves it sends or receives
     };
 
     Blocks blocks(int K) const {
-        const int P = L_.P, N = opt_.instances;
+        const int P = L_.P;
+        COLLSCHED_ASSERT_MSG(P < (1 << 20) && K < (1 << 16), fmt::format("{} GPUs, {} thread blocks: beyond the channel keys", P, K));
         Blocks b;
         b.K = K;
         const std::vector<int>& order = dealt();
-        for (std::size_t r = 0; r < order.size(); ++r) b.tb_of_chain[order[r]] = detail::block_of(r, order.size(), K, runs_ ? K : 1, row());
-        // channels: one per (pair, thread block, instance) that has traffic in either direction
-        std::set<std::tuple<int, int, int, int>> pairs;  // (a, b, tb, inst), a < b
-        for (const Move& m : moves_)
-            for (int inst = 0; inst < N; ++inst)
-                pairs.insert({std::min(m.src, m.dst), std::max(m.src, m.dst), b.tb_of_chain.at(m.chain), inst});
-        // per GPU: memory and port channel lists, ordered by (peer, tb, inst) so that the k-th to a
-        // peer pairs with the peer's k-th back (executor.cc:287-312)
+        b.tb_of_chain.assign(chain_ids_.empty() ? 0 : std::size_t(*chain_ids_.rbegin()) + 1, -1);
+        for (std::size_t r = 0; r < order.size(); ++r) b.tb_of_chain[std::size_t(order[r])] = detail::block_of(r, order.size(), K, runs_ ? K : 1, row());
         b.chan_index.resize(std::size_t(P));
         b.mem_peers.resize(std::size_t(P)), b.port_peers.resize(std::size_t(P));
-        std::map<std::pair<int, int>, bool> is_port;
-        for (const Move& m : moves_) is_port[{std::min(m.src, m.dst), std::max(m.src, m.dst)}] = m.port;
-        std::vector<std::tuple<int, int, int, int, bool>> ends;  // (gpu, peer, tb, inst, port)
-        for (const auto& [a, c, j, inst] : pairs) {
-            const bool pt = is_port[{a, c}];
-            ends.push_back({a, c, j, inst, pt});
-            ends.push_back({c, a, j, inst, pt});
+        b.mine.resize(std::size_t(P));
+        return b;
+    }
+
+    /// GPU g's part of b: its channels, one per (peer, thread block, instance) with traffic either way, memory and port
+    /// lists ordered by (peer, tb, inst) so that the k-th to a peer pairs with the peer's k-th back (executor.cc:287-312);
+    /// and per thread block the moves it sends or receives, in the moves' order (each block's program reads its own: a
+    /// scan of every move per block took 150 s on 16 GPUs and 15,360 transfers).
+    void gpu(Blocks& b, int g) const {
+        const std::vector<std::size_t>& own = moves_of_gpu()[std::size_t(g)];
+        std::vector<std::uint64_t> ends;  // (peer, tb) as one sortable number (GPUs below 2^20, blocks below 2^16)
+        ends.reserve(own.size());
+        for (std::size_t i : own) {
+            const Move& m = moves_[i];
+            ends.push_back(std::uint64_t(m.src == g ? m.dst : m.src) << 16 | std::uint64_t(b.tb_of_chain[std::size_t(m.chain)]));
         }
         std::sort(ends.begin(), ends.end());
-        for (const auto& [g, p, j, inst, pt] : ends) {
+        ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+        for (const std::uint64_t e : ends) {
+            const int p = int(e >> 16), j = int(e & 0xffff);
+            const bool pt = port_.at({std::uint32_t(std::min(g, p)), std::uint32_t(std::max(g, p))});  // every move of a pair has it
             auto& list = pt ? b.port_peers[std::size_t(g)] : b.mem_peers[std::size_t(g)];
-            b.chan_index[std::size_t(g)][{p, j, inst}] = int(list.size());
-            list.push_back(p);
+            for (int inst = 0; inst < opt_.instances; ++inst)
+                for (int twice = p == g ? 2 : 1; twice > 0; --twice) {  // a move from g to g named both ends: two channels
+                    b.chan_index[std::size_t(g)][{p, j, inst}] = int(list.size());
+                    list.push_back(p);
+                }
         }
-        // per (GPU, thread block) the moves it sends or receives, in the moves' order: each block's program reads its
-        // own (a scan of every move per block took 150 s on 16 GPUs and 15,360 transfers)
-        b.mine.assign(std::size_t(P), std::vector<std::vector<const Move*>>(std::size_t(K)));
-        for (const Move& m : moves_) {
-            const std::size_t j = static_cast<std::size_t>(b.tb_of_chain.at(m.chain));
-            b.mine[std::size_t(m.src)][j].push_back(&m);
-            if (m.dst != m.src) b.mine[std::size_t(m.dst)][j].push_back(&m);
+        b.mine[std::size_t(g)].assign(std::size_t(b.K), {});
+        for (std::size_t i : own) b.mine[std::size_t(g)][std::size_t(b.tb_of_chain[std::size_t(moves_[i].chain)])].push_back(&moves_[i]);
+    }
+
+    /// Per GPU the moves it sends or receives (indices, in order), once.
+    const std::vector<std::vector<std::size_t>>& moves_of_gpu() const {
+        if (moves_of_gpu_.empty()) {
+            moves_of_gpu_.resize(std::size_t(L_.P));
+            for (std::size_t i = 0; i < moves_.size(); ++i) {
+                moves_of_gpu_[std::size_t(moves_[i].src)].push_back(i);
+                if (moves_[i].dst != moves_[i].src) moves_of_gpu_[std::size_t(moves_[i].dst)].push_back(i);
+            }
         }
-        return b;
+        return moves_of_gpu_;
     }
 
     /// The ops of the busiest thread block with K blocks a GPU, composed as build(K) composes them but not written
     /// (a plan's JSON took 1 s per K on 14,880 transfers); past `stop` ops it stops and returns what it found.
     std::size_t busiest(int K, std::size_t stop) {
-        const Blocks b = blocks(K);
+        Blocks b = blocks(K);
         std::size_t most = 0;
         auto remote = [](int, char, bool) { return 0; };  // the ids do not change the ops
         for (int g = 0; g < L_.P; ++g) {
             if (opt_.deadline.passed()) throw LimitReached(fmt::format("time limit (the MSCCL++ plan's writer, at {} thread blocks a GPU)", K));
+            gpu(b, g);
             for (int j = 0; j < K; ++j) {  // every instance has instance 0's ops
                 TbWriter tw(*this, g, j, 0, b.chan_index[std::size_t(g)], remote);
                 tw.program(b.tb_of_chain, b.mine[std::size_t(g)][std::size_t(j)]);
@@ -445,7 +463,8 @@ private:
     Built build(int K) {
         const int P = L_.P, N = opt_.instances;
         stage_used_.clear();
-        const Blocks b = blocks(K);
+        Blocks b = blocks(K);
+        for (int g = 0; g < P; ++g) gpu(b, g);
         Built built;
         detail::JsonText out(built.plan);
         out.open('{');
@@ -585,12 +604,12 @@ private:
             }
         }
 
-        void program(const std::map<int, int>& tb_of_chain, const std::vector<const Move*>& own) {
+        void program(const std::vector<int>& tb_of_chain, const std::vector<const Move*>& own) {
             const bool LL = w.L_.packets;
             // local copies of this block's chains
             const auto& copies = w.L_.initial_copies[std::size_t(g)];
             for (std::size_t k = 0; k < copies.size(); ++k)
-                if (tb_of_chain.at(w.L_.initial_chain[std::size_t(g)][k]) == j)
+                if (tb_of_chain.at(std::size_t(w.L_.initial_chain[std::size_t(g)][k])) == j)
                     data({"copy", {w.buf(copies[k].first, g, inst)}, {w.buf(copies[k].second, g, inst)}});
             std::map<Step, std::vector<const Move*>> sends, arrivals;
             for (const Move* m : own) {
@@ -783,6 +802,7 @@ private:
     std::vector<Move> moves_;
     std::map<std::pair<std::uint32_t, std::uint32_t>, bool> port_;  ///< per pair of GPUs (lower first): through a port channel
     std::set<int> chain_ids_;
+    mutable std::vector<std::vector<std::size_t>> moves_of_gpu_;  ///< moves_of_gpu()
     bool runs_ = false;             ///< build(K) deals the chains in runs of order_ (chains_by_steps), else round-robin in ids_
     std::vector<int> ids_, order_;  ///< the chains by id, and by the steps they are active in
     bool folds_ = false;  ///< W's input chunk is read where it stands (fold_initial_copies)
