@@ -3,6 +3,7 @@
 // floor is above the executor's 64 ops, so a table no K brings under 64 is refused in a fraction of
 // the time, and a plan is found (the same one) without building the Ks before it that fail.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <tuple>
 
@@ -99,11 +100,14 @@ std::size_t OpFloor::busiest(int K, int G, int row) const {
     const std::size_t k = std::size_t(std::max(1, K));
     std::vector<std::size_t> ops(std::size_t(gpus_) * k, 0), count(k, 0), seen(k, 0);
     std::vector<std::size_t> touched;
+    // each place's block once (block_of divides four times; the search asks up to 77 K of every item)
+    std::vector<std::uint32_t> block(chains_);
+    for (std::size_t r = 0; r < chains_; ++r) block[r] = std::uint32_t(block_of(r, chains_, K, G, row));
     std::size_t run = 0;  // a number per (group, key): a block counts a key once
     for (const Group& g : groups_) {
         for (std::size_t i = g.begin; i < g.end; ++i) {
             if (i == g.begin || items_[i].first != items_[i - 1].first) ++run;
-            const std::size_t j = std::size_t(block_of(std::size_t(items_[i].second), chains_, K, G, row));
+            const std::size_t j = block[std::size_t(items_[i].second)];
             if (seen[j] == run) continue;
             seen[j] = run;
             if (count[j]++ == 0) touched.push_back(j);
