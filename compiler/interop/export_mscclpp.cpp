@@ -39,18 +39,6 @@ struct PlanLayout {
     std::vector<std::vector<int>> initial_chain;
 };
 
-/// Whether the route from p to q crosses a router or a link group named nic*: then the pair
-/// talks through port channels (a NIC), else through memory channels (NVLink, NVSwitch).
-bool needs_port(const Topology& topo, std::uint32_t p, std::uint32_t q) {
-    for (ChannelId c : topo.route(Node{p}, Node{q})) {
-        const Channel& ch = topo.channel(c);
-        if (idx(ch.to) >= topo.processors() || idx(ch.from) >= topo.processors()) return true;
-        for (std::uint32_t gi : topo.groups_of(c))
-            if (topo.groups()[gi].name.starts_with("nic")) return true;
-    }
-    return false;
-}
-
 /// Thread blocks a plan spreads its chains over at first (Writer::run).
 constexpr int spread_blocks = 32;
 
@@ -213,7 +201,7 @@ private:
             if (e.src == e.dst)
                 detail::refuse_plan(t_, fmt::format("processor {} sends {} in step {} back to itself through routers", idx(e.src), ms_.name(e.message), e.sent));
             const std::pair<std::uint32_t, std::uint32_t> a(std::min(idx(e.src), idx(e.dst)), std::max(idx(e.src), idx(e.dst)));
-            if (!port_.count(a)) port_[a] = needs_port(*t_.topology, a.first, a.second) || needs_port(*t_.topology, a.second, a.first);
+            if (!port_.count(a)) port_[a] = detail::needs_port(*t_.topology, a.first, a.second) || detail::needs_port(*t_.topology, a.second, a.first);
         }
     }
 
@@ -350,10 +338,13 @@ private:
 
     void finish_places(const std::vector<EndpointTransfer>& ev) {
         const int P = L_.P;
+        moves_of_gpu_.assign(std::size_t(P), {});
         for (std::size_t i = 0; i < ev.size(); ++i) {
             const int lo = std::min(moves_[i].src, moves_[i].dst), hi = std::max(moves_[i].src, moves_[i].dst);
             moves_[i].port = port_.at({std::uint32_t(lo), std::uint32_t(hi)});
             chain_ids_.insert(moves_[i].chain);
+            moves_of_gpu_[std::size_t(lo)].push_back(i);
+            if (hi != lo) moves_of_gpu_[std::size_t(hi)].push_back(i);
         }
         for (const auto& list : L_.initial_chain)
             for (int c : list) chain_ids_.insert(c);
@@ -374,10 +365,9 @@ private:
         return {l.buf, at(l.idx, inst), size};
     }
 
-    /// How build(K) deals the chains to thread blocks and the channels to pairs of GPUs: the blocks of every chain at
-    /// once (blocks(K)), a GPU's channels and moves when it is first written (gpu(b, g)): the search builds this for every
-    /// K from 32 to 108 on a table no K fits, and busiest() stops at the first block past 64 ops, most often on GPU 0
-    /// (all GPUs at once, with maps and sets per move, were a quarter of `optimize --executor mscclpp` on 16 x 8 H100).
+    /// How build(K) deals the chains to thread blocks (blocks(K)) and a GPU's channels and moves (gpu(b, g), when it is
+    /// first written: busiest() stops at the first block past 64 ops, most often on GPU 0; all GPUs at every K, with maps
+    /// per move, were a quarter of `optimize --executor mscclpp` on 16 x 8 H100).
     struct Blocks {
         int K = 0;
         std::vector<int> tb_of_chain;  ///< per chain id (a message or chunk index: small and dense), its block; -1 none
@@ -405,7 +395,7 @@ private:
     /// and per thread block the moves it sends or receives, in the moves' order (each block's program reads its own: a
     /// scan of every move per block took 150 s on 16 GPUs and 15,360 transfers).
     void gpu(Blocks& b, int g) const {
-        const std::vector<std::size_t>& own = moves_of_gpu()[std::size_t(g)];
+        const std::vector<std::size_t>& own = moves_of_gpu_[std::size_t(g)];
         std::vector<std::uint64_t> ends;  // (peer, tb) as one sortable number (GPUs below 2^20, blocks below 2^16)
         ends.reserve(own.size());
         for (std::size_t i : own) {
@@ -426,18 +416,6 @@ private:
         }
         b.mine[std::size_t(g)].assign(std::size_t(b.K), {});
         for (std::size_t i : own) b.mine[std::size_t(g)][std::size_t(b.tb_of_chain[std::size_t(moves_[i].chain)])].push_back(&moves_[i]);
-    }
-
-    /// Per GPU the moves it sends or receives (indices, in order), once.
-    const std::vector<std::vector<std::size_t>>& moves_of_gpu() const {
-        if (moves_of_gpu_.empty()) {
-            moves_of_gpu_.resize(std::size_t(L_.P));
-            for (std::size_t i = 0; i < moves_.size(); ++i) {
-                moves_of_gpu_[std::size_t(moves_[i].src)].push_back(i);
-                if (moves_[i].dst != moves_[i].src) moves_of_gpu_[std::size_t(moves_[i].dst)].push_back(i);
-            }
-        }
-        return moves_of_gpu_;
     }
 
     /// The ops of the busiest thread block with K blocks a GPU, composed as build(K) composes them but not written
@@ -802,7 +780,7 @@ private:
     std::vector<Move> moves_;
     std::map<std::pair<std::uint32_t, std::uint32_t>, bool> port_;  ///< per pair of GPUs (lower first): through a port channel
     std::set<int> chain_ids_;
-    mutable std::vector<std::vector<std::size_t>> moves_of_gpu_;  ///< moves_of_gpu()
+    std::vector<std::vector<std::size_t>> moves_of_gpu_;  ///< per GPU the moves it sends or receives, in order
     bool runs_ = false;             ///< build(K) deals the chains in runs of order_ (chains_by_steps), else round-robin in ids_
     std::vector<int> ids_, order_;  ///< the chains by id, and by the steps they are active in
     bool folds_ = false;  ///< W's input chunk is read where it stands (fold_initial_copies)

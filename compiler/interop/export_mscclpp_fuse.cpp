@@ -1,8 +1,10 @@
-// Several channels in one MSCCL++ op (export_mscclpp.cpp, TbWriter::program): a step's port puts and port
-// waits of a thread block, up to 8 channels an op (MAX_CHANNEL_PER_OPERATION, execution_common.hpp:16).
+// Port channels in MSCCL++ ops (export_mscclpp.cpp, TbWriter::program): which pairs of GPUs talk through them, and a
+// step's port puts and port waits of a thread block, up to 8 channels an op (MAX_CHANNEL_PER_OPERATION,
+// execution_common.hpp:16).
 #include <algorithm>
 
 #include "compiler/interop/export_mscclpp_moves.hpp"
+#include "compiler/topology/topology.hpp"
 
 namespace collsched::detail {
 
@@ -24,6 +26,16 @@ std::vector<std::vector<T>> deal_distinct(const std::vector<T>& items, Key key) 
 }
 
 }  // namespace
+
+bool needs_port(const Topology& topo, std::uint32_t p, std::uint32_t q) {
+    for (ChannelId c : topo.route(Node{p}, Node{q})) {
+        const Channel& ch = topo.channel(c);
+        if (idx(ch.to) >= topo.processors() || idx(ch.from) >= topo.processors()) return true;
+        for (std::uint32_t gi : topo.groups_of(c))
+            if (topo.groups()[gi].name.starts_with("nic")) return true;
+    }
+    return false;
+}
 
 std::vector<std::vector<int>> distinct_groups(const std::vector<int>& channels) {
     return deal_distinct(channels, [](int c) { return c; });

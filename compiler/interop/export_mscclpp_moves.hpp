@@ -72,6 +72,10 @@ struct PortPut {
     PlanBuf src, dst;
 };
 
+/// Whether the route from p to q crosses a router or a link group named nic*: then the pair talks through port
+/// channels (a NIC), else through memory channels (NVLink, NVSwitch). export_mscclpp_fuse.cpp.
+bool needs_port(const Topology& topo, std::uint32_t p, std::uint32_t q);
+
 /// A step's port puts of one thread block (`name` "pws" or "pwsf") as ops of up to 8 puts on distinct channels:
 /// thread t pushes entry t into the FIFO of channel_ids[t] (handlePut, execution_kernel.hpp:168-186). Two pushes
 /// into one channel's FIFO by different threads land in either order unless a nop lies between, so `thread`
