@@ -664,6 +664,48 @@ TEST_CASE("executor bound: the rings' chain raises the nccl bound at 16 MiB with
     }
 }
 
+TEST_CASE("executor bound: every ring crosses between the boxes once a box, so the rings' chain counts boxes - 1 crossings, at or below "
+          "every ring's chain") {
+    // the chain summed each processor's least hop, in its box: a share's hops between the boxes (a NIC, 4 us against
+    // 2.4) were counted as box hops, and the bound on 4 x 8 H100 with NIC 0 at half was 87.8 us at 16 MiB (now 95.8)
+    static const test::Scratch scratch("executor_bound_ring_crossings");
+    const std::string file = scratch.file("nic_half.json");
+    REQUIRE(test::run("machine dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5 -o " + file).code == 0);
+    const auto topo = Topology::parse("graph:" + file);
+    const ExecutorModel& e = builtin_executor(ExecutorKind::nccl);
+    for (const char* collective : {"allgather", "reduce_scatter", "allreduce"}) {
+        const SynthInstance in{topo, topo->default_model(), Collective::parse(collective, *topo)};
+        CandidateQuery q{in, {16.0 * 1048576}, std::chrono::steady_clock::now() + std::chrono::seconds(30)};
+        q.executor = e;
+        std::vector<TimeCandidate> built;
+        std::vector<std::string> notes;
+        nccl_provider().provide(q, built, notes);
+        for (const NamedProvider& p : construction_providers())
+            if (p.name == "weighted rings") p.provide(q, built, notes);
+        std::vector<const SendTable*> rings;
+        for (const TimeCandidate& c : built)
+            if (c.table && (c.name == "nccl ring" || c.provider == "weighted rings")) rings.push_back(&*c.table);
+        INFO(collective, ": ", fmt::format("{}", fmt::join(notes, "\n")));
+        REQUIRE(rings.size() >= 2);
+        const RingFamily boxes = *ring_family(*topo, in.collective.kind);
+        REQUIRE(boxes.sets.size() == topo->processors() + 4);
+        RingFamily alone = boxes;  // the processors' sets only: no crossing counted
+        alone.sets.resize(topo->processors()), alone.names.resize(topo->processors());
+        for (const ProtocolRow& p : e.protocols) {
+            TimeOptions o = with_network_class(*topo, TimeOptions{16.0 * 1048576, std::nullopt});
+            o.executor = executor_costs(e, p.protocol);
+            const std::optional<TimeTerm> with = ring_chain_term(*topo, o, boxes), without = ring_chain_term(*topo, o, alone);
+            REQUIRE(with);
+            REQUIRE(without);
+            INFO(to_string(p.protocol), ": ", with->detail);
+            // 3 crossings a pass, each a NIC's alpha and hop above an NVLink hop
+            CHECK(with->latency > without->latency + (in.collective.kind == CollectiveKind::allreduce ? 6 : 3) * 1e-6);
+            CHECK(with->detail.find("another of the 4 boxes") != std::string::npos);
+            for (const SendTable* r : rings) CHECK(chain_latency(*r, o) >= with->latency * (1 - 1e-12));
+        }
+    }
+}
+
 TEST_CASE("executor bound: under replicate=yes through routers the rings' chain is left out (a router forwards its first copy: a share may skip hops)") {
     // a reviewer's probe: on 2 x 8 H100 with rail switches as routers under replicate=yes, a verified ring allgather in
     // graph-file order took 55.5 us at 1 MiB in LL128 against launch + chain 56.8 us
