@@ -367,6 +367,9 @@ std::vector<NcclGraph> nccl_node_graphs_of_rings(const Topology& topo, const std
                 throw InputError(fmt::format("nccl-graph: ring {} is not one NCCL channel: NCCL visits box 0, 1, ... in turn ({} first), "
                                              "but place {} of the ring is processor {} (box {})",
                                              &r - rings.data(), order[0], i, order[i], b.box[order[i]]));
+        bool cross = false;  // leaves some box by another NIC than it entered by
+        for (std::uint32_t k = 0; k < b.count && b.count > 1 && !r.relay; ++k)
+            cross = cross || b.nic[order[k * b.per_box]] != b.nic[order[k * b.per_box + b.per_box - 1]];
         for (std::uint32_t k = 0; k < b.count; ++k) {
             NcclChannel c;
             for (std::uint32_t i = 0; i < b.per_box; ++i) c.gpus.push_back(b.local[order[k * b.per_box + i]]);
@@ -376,10 +379,19 @@ std::vector<NcclGraph> nccl_node_graphs_of_rings(const Topology& topo, const std
                     throw InputError(fmt::format("nccl-graph: ring {} {} box {} at GPU {}, which has no NIC", &r - rings.data(),
                                                  b.nic[first] < 0 ? "enters" : "leaves", k, b.local[b.nic[first] < 0 ? first : last]));
                 c.net_in = b.nic[first], c.net_out = r.relay ? c.net_in : b.nic[last];
-                g[k].cross_nic = g[k].cross_nic || c.net_in != c.net_out;
+                g[k].cross_nic = g[k].cross_nic || cross;
             }
-            for (std::uint32_t x = 1; x < r.channels; ++x) g[k].channels.push_back(c);
-            g[k].channels.push_back(std::move(c));
+            NcclChannel tree = c;
+            if (cross) {  // the trees' chain on box 0's rail of entry
+                const std::uint32_t rail = b.local[order[0]];
+                const std::uint32_t head = idx(b.members[k][rail]);
+                if (b.nic[head] < 0)
+                    throw InputError(fmt::format("nccl-graph: ring {} enters box 0 at GPU {}, and GPU {} of box {} has no NIC for the trees' chain "
+                                                 "on that rail", &r - rings.data(), rail, rail, k));
+                std::rotate(tree.gpus.begin(), std::find(tree.gpus.begin(), tree.gpus.end(), rail), tree.gpus.end());
+                tree.net_in = tree.net_out = b.nic[head];
+            }
+            for (std::uint32_t x = 0; x < r.channels; ++x) g[k].channels.push_back(c), g[k].tree.push_back(tree);
         }
     }
     NcclGraph speeds;
@@ -397,6 +409,8 @@ std::string nccl_graphs_differ(const std::vector<NcclGraph>& g) {
                                    "node's nets in PCI order)",
                                    c, a.net_in, a.net_out, k, x.net_in, x.net_out);
             if (a.gpus != x.gpus) return fmt::format("channel {} orders box 0's GPUs otherwise than box {}'s", c, k);
+            if (c < g[0].tree.size() && c < g[k].tree.size() && (g[0].tree[c].gpus != g[k].tree[c].gpus || g[0].tree[c].net_in != g[k].tree[c].net_in))
+                return fmt::format("channel {}'s trees' chain differs between box 0 and box {}", c, k);
             if (g[0].cross_nic != g[k].cross_nic) return fmt::format("box 0 and box {} differ in crossnic", k);
         }
     return "";
@@ -435,7 +449,11 @@ std::string nccl_graphs_xml(const std::vector<NcclGraphEntry>& graphs) {
     return s + "</graphs>\n";
 }
 
-std::string nccl_graph_xml(const NcclGraph& g) { return nccl_graphs_xml({{0, 4, g}, {1, 3, g}}); }
+std::string nccl_graph_xml(const NcclGraph& g) {
+    NcclGraph trees = g;
+    if (!g.tree.empty()) trees.channels = g.tree;
+    return nccl_graphs_xml({{0, 4, g}, {1, 3, trees}});
+}
 
 std::vector<std::string> nccl_graph_files_xml(const SendTable& t) {
     const std::vector<NcclGraph> g = nccl_node_graphs_of_rings(*t.topology, table_rings(t));

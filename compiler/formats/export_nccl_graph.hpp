@@ -58,6 +58,10 @@ struct NcclGraph {
     double speed_intra = 0, speed_inter = 0;  ///< GB/s per channel (NCCL's bwIntra, bwInter)
     bool cross_nic = false;
     bool same_channels = false;  ///< NCCL's sameChannels: every channel replays the first's order
+    /// Graph 1's (the trees') channels, one per ring channel (NCCL runs min(ring, tree) channels, init.cc:1459): the
+    /// ring's own chain, or for a ring that leaves a box by another NIC than it entered by (crossnic) its box's GPUs
+    /// from the GPU of box 0's rail of entry, by that NIC at both ends (a tree joins the boxes' first NICs: one rail).
+    std::vector<NcclChannel> tree;
 };
 
 /// One `<graph>` of a file: NCCL's graph id (init.cc: 0 rings, 1 trees, 2 CollNet chains, 3 NVLS,

@@ -88,7 +88,10 @@ TEST_CASE("nccl-graph: reduce-scatter's 8 rings export as allgather's file, and 
     const auto j = nlohmann::json::parse(r.out);
     const auto& at = j["sizes"][0];
     INFO(at.dump());
-    CHECK(at["winner"].get<std::string>() == "ring_reduce_scatter_channels -D k=2");
+    // the library's rings, or in a tie with them the crossnic rings (the same rings out of each box by the last GPU's NIC)
+    const std::string winner = at["winner"].get<std::string>();
+    CHECK((winner == "ring_reduce_scatter_channels -D k=2" || winner.starts_with("crossnic rings")));
+    CHECK(at["predicted_time_s"].get<double>() == doctest::Approx(7.17e-3).epsilon(0.01));
     // 7.17 ms, within 5 % of the bound on executor nccl (6.83 ms); NCCL's own ring takes 8.19 ms (19.9 %)
     CHECK(at["executor_gap_percent"].get<double>() < 10);
 }

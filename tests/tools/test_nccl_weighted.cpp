@@ -10,6 +10,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_run.hpp"
@@ -108,6 +109,7 @@ TEST_CASE("weighted rings: the row also gives the same weights on twice the chan
     std::vector<std::string> notes;
     for (const NamedProvider& p : construction_providers())
         if (p.name == "weighted rings") p.provide(q, built, notes);
+    std::erase_if(built, [](const TimeCandidate& c) { return c.name.starts_with("crossnic"); });  // the next test's
     REQUIRE(built.size() == 2);
     CHECK(built[0].name == "weighted rings (15 channels)");
     CHECK(built[1].name == "weighted rings (30 channels)");
@@ -129,6 +131,59 @@ TEST_CASE("weighted rings: the row also gives the same weights on twice the chan
     auto most = weighted_machine(dir, "most", "dgx-h100 --boxes 2 --network rail --slow-nic 0:0.9");
     CHECK_FALSE(nccl::nccl_weighted_rings(most, most->default_model(), CollectiveKind::allgather, Deadline{}, why, 2));
     CHECK(why.find("above the 32") != std::string::npos);
+}
+
+TEST_CASE("crossnic rings: each box left by its last GPU's own NIC (no PXN relay), the trees' chains on one rail, 10 us sooner at "
+          "16 MiB on 4 x 8 H100 with NIC 0 at half") {
+    // the weighted rings leave each box by the NIC they entered by, their last GPU relaying over NVLink to it (PXN):
+    // 4 relay hops of 2.4 us in a share's path of 35 (bench/results/faults.md, "On executor nccl")
+    Scratch dir("crossnic");
+    auto topo = weighted_machine(dir, "half4", "dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5");
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allgather", *topo)};
+    CandidateQuery q{in, {16.0 * 1048576}, std::chrono::steady_clock::now() + std::chrono::seconds(60)};
+    q.executor = builtin_executor(ExecutorKind::nccl);
+    std::vector<TimeCandidate> built;
+    std::vector<std::string> notes;
+    for (const NamedProvider& p : construction_providers())
+        if (p.name == "weighted rings") p.provide(q, built, notes);
+    INFO(fmt::format("{}", fmt::join(notes, "\n")));
+    const TimeCandidate* pxn = nullptr;
+    const TimeCandidate* cross = nullptr;
+    for (const TimeCandidate& c : built) {
+        if (c.name == "weighted rings (30 channels)") pxn = &c;
+        if (c.name == "crossnic rings (28 channels)") cross = &c;
+    }
+    REQUIRE(pxn);
+    REQUIRE(cross);
+    REQUIRE(verify_direct(*cross->table).holds());
+    const std::vector<std::string> files = nccl_graph_files_xml(*cross->table);
+    REQUIRE(files.size() == 4);  // each box its own orders
+    for (std::size_t k = 0; k < files.size(); ++k) {
+        const NcclGraphFile f = read_nccl_graph(files[k], fmt::format("node {}", k));
+        REQUIRE(f.graphs.size() == 2);
+        CHECK(f.graphs[0].crossnic == 1);
+        const auto ends = [](const NcclGraphChannelXml& c) {
+            REQUIRE(c.devices.size() == 10);  // net, 8 GPUs, net
+            CHECK((c.devices.front().net && c.devices.back().net));
+            return std::pair{c.devices.front().dev, c.devices.back().dev};
+        };
+        for (const auto& c : f.graphs[0].channels) CHECK(ends(c).first != ends(c).second);  // out by the last GPU's own NIC
+        for (const auto& c : f.graphs[1].channels) CHECK(ends(c).first == ends(c).second);  // a tree by its first NIC
+        CHECK(f.graphs[1].channels.size() == f.graphs[0].channels.size());  // NCCL runs min(ring, tree) channels
+    }
+    CHECK(nccl::nccl_runs_more(*cross->table, files).empty());
+    // the trees' chain of channel c enters every box by the same rail (a tree joins the boxes' first NICs)
+    std::vector<std::vector<std::int64_t>> first(files.size());
+    for (std::size_t k = 0; k < files.size(); ++k) {
+        const NcclGraphFile f = read_nccl_graph(files[k], "node");
+        for (const auto& c : f.graphs[1].channels) first[k].push_back(c.devices[1].dev);
+    }
+    for (std::size_t k = 1; k < files.size(); ++k) CHECK(first[k] == first[0]);
+    TimeOptions o{16.0 * 1048576, std::nullopt};
+    o.executor = executor_costs(builtin_executor(ExecutorKind::nccl), Protocol::ll128);
+    const double a = predict_time(*pxn->table, o).asynchronous, b = predict_time(*cross->table, o).asynchronous;
+    INFO("LL128 at 16 MiB: weighted rings ", a, " s, crossnic rings ", b, " s");
+    CHECK(b < a - 8e-6);  // 105 us against 115 us
 }
 
 TEST_CASE("weighted rings: never more than NCCL's 32 channels, and none where the NICs are equally fast") {

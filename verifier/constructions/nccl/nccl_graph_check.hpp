@@ -125,6 +125,9 @@ std::vector<Ring> nccl_tree_rings(const Topology&, Deadline deadline = {});
 /// channels (nccl_graph_table). nullopt with `why` where the machine has one box, a NIC-less
 /// entry, NICs equally fast (NCCL's own rings), or a file that does not hold. `times` repeats every ring that
 /// many times more (the same weights on more channels: a smaller share a hop), nullopt above 32 channels.
+/// `cross_nic`: instead rings that leave each box by their last GPU's own NIC, entering the next box at the GPU of
+/// that rail (crossnic 1: no PXN relay, a hop less per box; docs/exports.md, "Rings weighted by speed"), offered
+/// with equally fast NICs too.
 struct WeightedRings {
     std::string xml, source;        ///< xml: box 0's file
     std::vector<std::string> xmls;  ///< the files: one every node reads, or one per box where they differ
@@ -135,7 +138,7 @@ struct WeightedRings {
 inline constexpr std::uint32_t max_graph_channels = 32;
 inline constexpr std::uint64_t max_weighted_transfers = std::uint64_t{1} << 22;
 std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>, const Model&, CollectiveKind, Deadline, std::string& why,
-                                                 std::uint32_t times = 1);
+                                                 std::uint32_t times = 1, bool cross_nic = false);
 
 /// Why NCCL, loading `xml` (the graph file written for table t), runs something that moves more data on a
 /// channel than t does, or "" (docs/exports.md, "NCCL graph files"): the file read back and checked as `verify

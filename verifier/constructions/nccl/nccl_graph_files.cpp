@@ -84,6 +84,38 @@ std::vector<TableRing> net_rings(const NcclBoxes& b, const std::vector<Ring>& ri
     return out;
 }
 
+/// Per GPU x_0 of a box, one ring that enters box 0 at x_0 and leaves every box by its last GPU's own NIC (no PXN
+/// relay; crossnic="1" in the file, which NCCL_CROSS_NIC=0 refuses: search.cc:936): box k runs NCCL's first ring's
+/// order of a box's GPUs from x_k round to the GPU before x_k, x_{k+1}, which box k + 1 enters at (the same rail);
+/// the last box runs from x_{B-1} round that order to x_0 (skipping it on the way) and leaves by x_0 for box 0. A
+/// ring whose GPU of entry or exit has no NIC in its box, or one box it enters and leaves by one GPU, is not offered.
+std::vector<TableRing> crossnic_rings(const NcclBoxes& b, const std::vector<Ring>& rings) {
+    const std::uint32_t n = b.per_box, B = b.count;
+    std::vector<std::uint32_t> base, pos(n);
+    for (std::uint32_t i = 0; i < n; ++i) base.push_back(b.local[idx(rings.front().order[i])]);
+    for (std::uint32_t i = 0; i < n; ++i) pos[base[i]] = i;
+    std::vector<TableRing> out;
+    for (std::uint32_t x0 = 0; x0 < n && n >= 2; ++x0) {
+        std::vector<std::uint32_t> x{x0};  // per box the local GPU it enters at; x[B] = x[0], where the last leaves
+        for (std::uint32_t k = 1; k < B; ++k) x.push_back(base[(pos[x.back()] + n - 1) % n]);
+        x.push_back(x0);
+        TableRing r;
+        bool ok = true;
+        for (std::uint32_t k = 0; k < B && ok; ++k) {
+            ok = x[k] != x[k + 1] && b.nic[idx(b.members[k][x[k]])] >= 0 && b.nic[idx(b.members[k][x[k + 1]])] >= 0;
+            std::vector<std::uint32_t> order;
+            for (std::uint32_t i = 0; i < n; ++i) order.push_back(base[(pos[x[k]] + i) % n]);
+            if (k + 1 == B) {  // round from x[k], x[0] last
+                order.erase(std::find(order.begin(), order.end(), x[0]));
+                order.push_back(x[0]);
+            }
+            for (std::uint32_t g : order) r.order.push_back(idx(b.members[k][g]));
+        }
+        if (ok) out.push_back(std::move(r));
+    }
+    return out;
+}
+
 /// The chains of NCCL's tree as rings over the boxes (nccl_tree_rings), or nullopt where NCCL's own rings serve: every
 /// box numbers its nets alike and every ring enters each box at a GPU with a NIC, or no GPU has a NIC in every box. Else
 /// NCCL's ring orders kept on rails (net_rings: one a rail, entering every box at the rail's GPU), channel c on the
@@ -182,14 +214,14 @@ std::vector<Ring> nccl_tree_rings(const Topology& t, Deadline deadline) {
 }
 
 std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind,
-                                                 Deadline deadline, std::string& why, std::uint32_t times) {
+                                                 Deadline deadline, std::string& why, std::uint32_t times, bool cross_nic) {
     const Topology& t = *topo;
     const System s = nccl_system(t);
     const std::vector<Ring> rings = nccl_rings(t, nccl_layout(t), s, nccl_ring_graph(s).channels, deadline);
     const NcclBoxes b = nccl_graph_boxes(t);
     if (b.count < 2) return why = "one box: its rings use no NIC", std::nullopt;
     if (!s.nic_per_gpu || b.nics[0].size() < 2 || rings.empty()) return why = "one NIC a box", std::nullopt;
-    std::vector<TableRing> uniform = net_rings(b, rings);
+    std::vector<TableRing> uniform = cross_nic ? crossnic_rings(b, rings) : net_rings(b, rings);
     if (uniform.size() < 2) return why = "fewer than 2 GPUs have a NIC beside them in every box", std::nullopt;
     bool same_nets = true;  // every box numbers its NICs alike: NCCL's rings keep a channel on one rail
     for (std::uint32_t k = 1; k < b.count; ++k)
@@ -204,7 +236,7 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
         return why = fmt::format("{} channels, above the {} a graph file holds", n, max_graph_channels), std::nullopt;
     const bool own = same_nets && rings.size() == uniform.size() &&
                      std::all_of(rings.begin(), rings.end(), [&](const Ring& r) { return b.nic[idx(r.order.front())] >= 0; });
-    if (own && std::all_of(per.begin(), per.end(), [&](std::uint32_t x) { return x == per.front(); }))
+    if (!cross_nic && own && std::all_of(per.begin(), per.end(), [&](std::uint32_t x) { return x == per.front(); }))
         return why = fmt::format("the {} NICs NCCL's rings use are equally fast: NCCL's own rings", uniform.size()), std::nullopt;
     std::vector<TableRing> weighted;
     std::string spread;
@@ -220,8 +252,9 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
     if (!check.holds()) return why = "its graph file does not hold on the machine: " + check.findings.front().what, std::nullopt;
     out.channels = static_cast<std::uint32_t>(check.rings.size());
     out.transfers = nccl_graph_transfers(check, kind, t.processors());
-    out.source = fmt::format("NCCL's rings weighted by NIC speed: {} channels, per net device of box 0 (hex) its channels {} ({}; "
+    out.source = fmt::format("{} weighted by NIC speed: {} channels, per net device of box 0 (hex) its channels {} ({}; "
                              "verifier/constructions/nccl/nccl_graph_files.cpp)",
+                             cross_nic ? "rings leaving each box by its last GPU's own NIC (crossnic, no PXN relay)" : "NCCL's rings",
                              out.channels, spread,
                              out.xmls.size() == 1 ? "an NCCL graph file" : fmt::format("an NCCL graph file per node, {} files", out.xmls.size()));
     if (out.transfers > max_weighted_transfers)
