@@ -41,6 +41,18 @@ std::shared_ptr<const Topology> weighted_machine(const Scratch& dir, const std::
 }
 
 /// The ring graph's (id 0) channels that enter by `<net dev="d">`.
+/// The weighted rings provider's tables on 4 x 8 H100 with NIC 0 at half, allgather at 16 MiB on executor nccl.
+std::vector<TimeCandidate> half4_weighted(const Scratch& dir, std::vector<std::string>& notes) {
+    auto topo = weighted_machine(dir, "half4", "dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5");
+    const SynthInstance in{topo, topo->default_model(), Collective::parse("allgather", *topo)};
+    CandidateQuery q{in, {16.0 * 1048576}, std::chrono::steady_clock::now() + std::chrono::seconds(60)};
+    q.executor = builtin_executor(ExecutorKind::nccl);
+    std::vector<TimeCandidate> built;
+    for (const NamedProvider& p : construction_providers())
+        if (p.name == "weighted rings") p.provide(q, built, notes);
+    return built;
+}
+
 int channels_on_net(const std::string& xml, int d) {
     const std::string ring = xml.substr(0, xml.find("</graph>"));
     const std::string in = fmt::format("<channel>\n      <net dev=\"{:x}\"/>", d);
@@ -101,14 +113,8 @@ TEST_CASE("weighted rings: the table exports as the same graph file, and the fil
 TEST_CASE("weighted rings: the row also gives the same weights on twice the channels (30 on 4 x 8 H100 with NIC 0 at half), which "
           "export as the same file and run the allgather sooner at 16 MiB, and none above 32 channels") {
     Scratch dir("weighted_twice");
-    auto topo = weighted_machine(dir, "half4", "dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5");
-    const SynthInstance in{topo, topo->default_model(), Collective::parse("allgather", *topo)};
-    CandidateQuery q{in, {16.0 * 1048576}, std::chrono::steady_clock::now() + std::chrono::seconds(60)};
-    q.executor = builtin_executor(ExecutorKind::nccl);
-    std::vector<TimeCandidate> built;
     std::vector<std::string> notes;
-    for (const NamedProvider& p : construction_providers())
-        if (p.name == "weighted rings") p.provide(q, built, notes);
+    std::vector<TimeCandidate> built = half4_weighted(dir, notes);
     std::erase_if(built, [](const TimeCandidate& c) { return c.name.starts_with("crossnic"); });  // the next test's
     REQUIRE(built.size() == 2);
     CHECK(built[0].name == "weighted rings (15 channels)");
@@ -138,14 +144,8 @@ TEST_CASE("crossnic rings: each box left by its last GPU's own NIC (no PXN relay
     // the weighted rings leave each box by the NIC they entered by, their last GPU relaying over NVLink to it (PXN):
     // 4 relay hops of 2.4 us in a share's path of 35 (bench/results/faults.md, "On executor nccl")
     Scratch dir("crossnic");
-    auto topo = weighted_machine(dir, "half4", "dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5");
-    const SynthInstance in{topo, topo->default_model(), Collective::parse("allgather", *topo)};
-    CandidateQuery q{in, {16.0 * 1048576}, std::chrono::steady_clock::now() + std::chrono::seconds(60)};
-    q.executor = builtin_executor(ExecutorKind::nccl);
-    std::vector<TimeCandidate> built;
     std::vector<std::string> notes;
-    for (const NamedProvider& p : construction_providers())
-        if (p.name == "weighted rings") p.provide(q, built, notes);
+    std::vector<TimeCandidate> built = half4_weighted(dir, notes);
     INFO(fmt::format("{}", fmt::join(notes, "\n")));
     const TimeCandidate* pxn = nullptr;
     const TimeCandidate* cross = nullptr;
