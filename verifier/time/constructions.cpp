@@ -41,17 +41,22 @@ void weighted_ring_candidates(const CandidateQuery& q, std::vector<TimeCandidate
         // the weights on their fewest channels, and on twice as many (a share half as large a hop: sooner through the
         // ring's P-1 hops at small sizes) where a graph file holds them; NCCL's rings (out of a box by the NIC they came
         // in by, PXN) and rings out of each box by the last GPU's own NIC (crossnic: a relay hop less a box)
-        for (const bool cross : {false, true})
-            for (std::uint32_t times : {1u, 2u, 4u}) {  // 4: where a graph file holds them (NIC 0 down: 6 crossnic rings)
+        for (const bool cross : {false, true}) {
+            std::uint32_t last = 0;  // channels of the last one built
+            for (std::uint32_t times : {1u, 2u, 0u}) {  // 0: as many times as 32 channels hold (NIC 0 down: 6 crossnic rings 30)
                 auto w = nccl::nccl_weighted_rings(q.instance.topology, q.instance.model, k, Deadline::at(q.deadline), why, times, cross);
                 const char* name = cross ? "crossnic rings" : "weighted rings";
                 if (!w) {
                     if (times == 1) notes.push_back(fmt::format("{}: none ({})", name, why));
-                    break;
+                    if (times != 2) break;
+                    continue;  // twice is above 32: as many as fit may still be more than once
                 }
+                if (w->channels == last) continue;  // as many as fit is once or twice
+                last = w->channels;
                 out.push_back({fmt::format("{} ({} channels)", name, w->channels), w->source, "weighted rings", false,
                                std::make_shared<const SendTable>(std::move(w->table))});
             }
+        }
     } catch (const InputError& e) {
         notes.push_back(fmt::format("weighted rings: none ({})", e.what()));
     } catch (const LimitReached& e) {

@@ -124,7 +124,8 @@ std::vector<Ring> nccl_tree_rings(const Topology&, Deadline deadline = {});
 /// checked as `verify GRAPH.xml` reads it, and the table the file yields: NCCL's ring `kind` on its
 /// channels (nccl_graph_table). nullopt with `why` where the machine has one box, a NIC-less
 /// entry, NICs equally fast (NCCL's own rings), or a file that does not hold. `times` repeats every ring that
-/// many times more (the same weights on more channels: a smaller share a hop), nullopt above 32 channels.
+/// many times more (the same weights on more channels: a smaller share a hop), nullopt above 32 channels; 0: as many
+/// times as 32 channels hold.
 /// `cross_nic`: instead rings that leave each box by their last GPU's own NIC, entering the next box at the GPU of
 /// that rail (crossnic 1: no PXN relay, a hop less per box; docs/exports.md, "Rings weighted by speed"), offered
 /// with equally fast NICs too.

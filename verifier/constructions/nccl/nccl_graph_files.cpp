@@ -231,7 +231,10 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
     std::vector<std::uint32_t> per = channels_by_capacity(between_box_capacities(t, b, one));
     std::uint32_t common = 0;  // the exporter writes a ring's channels over the greatest common divisor: the file it writes back
     for (std::uint32_t x : per) common = std::gcd(common, x);
-    for (std::uint32_t& x : per) x = x / common * times;
+    for (std::uint32_t& x : per) x /= common;
+    if (times == 0)  // as many times as a graph file holds (at least once)
+        times = std::max(1u, max_graph_channels / std::max(1u, std::accumulate(per.begin(), per.end(), 0u)));
+    for (std::uint32_t& x : per) x *= times;
     if (const std::uint32_t n = std::accumulate(per.begin(), per.end(), 0u); n > max_graph_channels)
         return why = fmt::format("{} channels, above the {} a graph file holds", n, max_graph_channels), std::nullopt;
     const bool own = same_nets && rings.size() == uniform.size() &&
