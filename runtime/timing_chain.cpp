@@ -48,6 +48,10 @@ double chain_latency(const SendTable& t, const TimeOptions& opt, Deadline deadli
     // (node, base part or sum) -> its arrivals there; (node, chunk) -> the arrivals of values of that chunk there
     std::unordered_map<std::uint64_t, std::vector<Reached>> copies, values;
     std::unordered_map<std::uint64_t, std::size_t> relayed;  // (processor, base part) -> its next copy to relay
+    // (router, base part) -> the copies its departures took so far and the step of the last (AsyncRun's takes_copy: under
+    // replicate=no a departure forwards the next copy not yet taken that arrived in an earlier step; multicast=routers at
+    // a switch that multicasts, a step's departures share one)
+    std::unordered_map<std::uint64_t, std::pair<std::size_t, Step>> taken, sums_taken;
     std::vector<double> arrive(t.transfers.size(), 0.0);
     double longest = 0;
     for (std::uint32_t j = 0; j < t.transfers.size(); ++j) {
@@ -64,6 +68,21 @@ double chain_latency(const SendTable& t, const TimeOptions& opt, Deadline deadli
             return least;
         };
         double ready = 0;
+        // AsyncRun::takes_copy at a router: the next copy of key k not yet taken that arrived in an earlier step (under
+        // multicast=routers at a switch that multicasts, a step's departures share one); false when none is left
+        auto matched = [&](std::unordered_map<std::uint64_t, std::pair<std::size_t, Step>>& taken, std::uint64_t k) {
+            const auto it = copies.find(k);
+            if (it == copies.end()) return false;
+            auto& [n, step] = taken.try_emplace(k, 0, Step{0}).first->second;
+            if (n > 0 && step == x.step && t.model.multicast_routers && topo.can_multicast(u)) {
+                ready = std::max(ready, it->second[n - 1].at);
+                return true;
+            }
+            if (n >= it->second.size() || it->second[n].step >= x.step) return false;
+            ready = std::max(ready, it->second[n].at);
+            ++n, step = x.step;
+            return true;
+        };
         ms.for_each_part(x.message, [&](MessageId p) {
             if (!ms.is_composite(p)) {
                 // its origin's initial data waits for nothing; else the first copy in an earlier step (a router's matched
@@ -79,11 +98,17 @@ double chain_latency(const SendTable& t, const TimeOptions& opt, Deadline deadli
                         return;
                     }
                 }
+                // a router's departure forwards the copy it is matched with (a share through a box's NVSwitch once a hop
+                // waits for the copy from the hop before, not the first that reached the switch)
+                if (!processor && !t.model.replicate && matched(taken, chain_key(u, idx(p)))) return;
                 if (const double at = first(chain_key(u, idx(p))); at < none) ready = std::max(ready, at);
                 return;
             }
             const auto v = timing_internal::value_set(ms, p);
             if (!v) return;
+            // a router that forwards sums (no reduction there) sends the copy of this sum it is matched with, when one is left
+            if (!processor && !t.model.replicate && !(t.model.combine_routers && topo.can_reduce(u)) && matched(sums_taken, chain_key(u, idx(p))))
+                return;
             // the value's group: every earlier arrival of its chunk whose values of it are each part of it, all of them
             double group = 0;
             if (auto it = values.find(chain_key(u, v->chunk)); it != values.end())

@@ -3,6 +3,7 @@
 #include "compiler/formats/export_nccl_graph.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -48,35 +49,66 @@ struct HopGroups {
     std::vector<Hops> groups;  ///< the chunks' first, in chunk order, then the messages alone
     std::size_t chunks = 0;    ///< how many of them are chunks
 };
+/// One message's hops from processor to processor, each copy that enters a router matched with a departure of its own
+/// (first in, first out: the earliest copy not yet taken that arrived in an earlier step, as the step semantics matches
+/// them under replicate=no): a share that crosses a box's NVSwitch once a hop keeps its path (0 -> sw -> 1, 1 -> sw -> 2
+/// is 0 -> 1, 1 -> 2, not 0 -> 1..7). False where a departure finds no copy (a router that copies): reach() then.
+bool matched_hops(const Topology& topo, const std::vector<const Transfer*>& xs, Hops& h) {
+    std::map<std::uint32_t, std::deque<std::pair<Step, std::uint32_t>>> copies;  // router -> (arrival step, processor it came from)
+    for (const Transfer* x : xs) {
+        const Channel& c = topo.channel(x->channel);
+        std::uint32_t from = idx(c.from);
+        if (!topo.is_processor(c.from)) {
+            auto& q = copies[from];
+            if (q.empty() || q.front().first >= x->step) return false;
+            from = q.front().second;
+            q.pop_front();
+        }
+        if (topo.is_processor(c.to)) h.emplace(from, idx(c.to));
+        else copies[idx(c.to)].emplace_back(x->step, from);
+    }
+    return true;
+}
+
+/// One message's hops by reachability: from a processor through any router the message leaves to a processor.
+void reach(const Topology& topo, const std::vector<const Transfer*>& xs, Hops& h) {
+    std::map<std::uint32_t, std::vector<std::uint32_t>> next;  // node -> next nodes
+    for (const Transfer* x : xs) {
+        const Channel& c = topo.channel(x->channel);
+        auto& n = next[idx(c.from)];
+        if (std::find(n.begin(), n.end(), idx(c.to)) == n.end()) n.push_back(idx(c.to));
+    }
+    for (auto& [from, tos] : next) {
+        if (!topo.is_processor(Node{from})) continue;
+        std::vector<std::uint32_t> stack = tos;
+        std::set<std::uint32_t> seen;
+        while (!stack.empty()) {
+            const std::uint32_t n = stack.back();
+            stack.pop_back();
+            if (!seen.insert(n).second) continue;
+            if (topo.is_processor(Node{n})) {
+                h.emplace(from, n);
+            } else if (auto it = next.find(n); it != next.end()) {
+                for (std::uint32_t y : it->second) stack.push_back(y);
+            }
+        }
+    }
+}
+
 HopGroups chunk_hops(const SendTable& t) {
     const Topology& topo = *t.topology;
     const Messages ms = t.messages();
-    std::map<std::uint32_t, std::map<std::uint32_t, std::vector<std::uint32_t>>> out;  // message -> node -> next nodes
-    for (const Transfer& x : t.transfers) {
-        const Channel& c = topo.channel(x.channel);
-        auto& next = out[idx(x.message)][idx(c.from)];
-        if (std::find(next.begin(), next.end(), idx(c.to)) == next.end()) next.push_back(idx(c.to));
-    }
+    std::map<std::uint32_t, std::vector<const Transfer*>> of;  // message -> its transfers, in table (step) order
+    for (const Transfer& x : t.transfers) of[idx(x.message)].push_back(&x);
+    for (auto& [m, xs] : of) std::ranges::stable_sort(xs, {}, [](const Transfer* x) { return x->step; });
     std::map<std::uint32_t, Hops> by_chunk;
     std::vector<Hops> alone;
-    for (auto& [m, next] : out) {
+    for (auto& [m, xs] : of) {
         const std::optional<std::uint32_t> k = chunk_of(ms, MessageId{m});
         Hops& h = k ? by_chunk[*k] : alone.emplace_back();
-        for (auto& [from, tos] : next) {
-            if (!topo.is_processor(Node{from})) continue;
-            std::vector<std::uint32_t> stack = tos;
-            std::set<std::uint32_t> seen;
-            while (!stack.empty()) {
-                const std::uint32_t n = stack.back();
-                stack.pop_back();
-                if (!seen.insert(n).second) continue;
-                if (topo.is_processor(Node{n})) {
-                    h.emplace(from, n);
-                } else if (auto it = next.find(n); it != next.end()) {
-                    for (std::uint32_t y : it->second) stack.push_back(y);
-                }
-            }
-        }
+        Hops mine;
+        if (!matched_hops(topo, xs, mine)) mine.clear(), reach(topo, xs, mine);
+        h.insert(mine.begin(), mine.end());
     }
     HopGroups g;
     for (auto& [k, h] : by_chunk) g.groups.push_back(std::move(h));

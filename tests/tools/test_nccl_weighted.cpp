@@ -25,6 +25,7 @@
 #include "verifier/constructions/nccl/nccl_graph_check.hpp"
 #include "verifier/time/candidates.hpp"
 #include "verifier/time/constructions.hpp"
+#include "verifier/time/ring_bound.hpp"
 
 using namespace collsched;
 using collsched::test::run;
@@ -184,6 +185,30 @@ TEST_CASE("crossnic rings: each box left by its last GPU's own NIC (no PXN relay
     const double a = predict_time(*pxn->table, o).asynchronous, b = predict_time(*cross->table, o).asynchronous;
     INFO("LL128 at 16 MiB: weighted rings ", a, " s, crossnic rings ", b, " s");
     CHECK(b < a - 8e-6);  // 105 us against 115 us
+}
+
+TEST_CASE("crossnic rings through NVSwitch and rail switches as routers: the allgather reads back as rings, and its chain waits at "
+          "a switch for the copy from the hop before") {
+    // a share passes a box's NVSwitch once a hop (0 -> sw -> 1, 1 -> sw -> 2, ...): the exporter read every GPU the
+    // share left the switch to as a hop of 0 ("no message of the table travels on a ring"), and chain_latency took the
+    // first copy to reach the switch for every departure (37.7 us in LL128 against the rings' 98.1 us)
+    Scratch dir("crossnic_routers");
+    auto topo = weighted_machine(dir, "routers", "dgx-h100 --boxes 4 --network rail --switches routers");
+    std::string why;
+    auto w = nccl::nccl_weighted_rings(topo, topo->default_model(), CollectiveKind::allgather, Deadline{}, why, 1, true);
+    REQUIRE_MESSAGE(w, why);
+    const std::vector<TableRing> rings = table_rings(w->table);
+    CHECK(rings.size() == 8);
+    CHECK(nccl::nccl_runs_more(w->table, nccl_graph_files_xml(w->table)).empty());
+    const RingFamily f = *ring_family(*topo, CollectiveKind::allgather);
+    TimeOptions o = with_network_class(*topo, TimeOptions{16.0 * 1048576, std::nullopt});
+    o.executor = executor_costs(builtin_executor(ExecutorKind::nccl), Protocol::ll128);
+    const std::optional<TimeTerm> chain = ring_chain_term(*topo, o, f);
+    REQUIRE(chain);
+    const double c = chain_latency(w->table, o), run = predict_time(w->table, o).asynchronous;
+    INFO("chain ", c, " s, the rings' term ", chain->latency, " s, the run ", run, " s");
+    CHECK(c >= chain->latency);
+    CHECK(run >= c);
 }
 
 TEST_CASE("weighted rings: never more than NCCL's 32 channels, and none where the NICs are equally fast") {
