@@ -286,6 +286,24 @@ void below_every_table(const nlohmann::json& doc) {
 
 std::shared_ptr<const Topology> machine(const std::string& file) { return Topology::parse("graph:" + test::source("schedules/machines/" + file)); }
 
+/// H100 rail boxes with NIC 0 at half, written by `collsched machine` into `dir`.
+std::shared_ptr<const Topology> nic_half_machine(const test::Scratch& dir, int boxes) {
+    const std::string file = dir.file(fmt::format("nic_half{}.json", boxes));
+    REQUIRE(test::run(fmt::format("machine dgx-h100 --boxes {} --network rail --slow-nic 0:0.5 -o {}", boxes, file)).code == 0);
+    return Topology::parse("graph:" + file);
+}
+
+/// NCCL's tables and those of the named construction providers at 16 MiB on executor nccl.
+std::vector<TimeCandidate> nccl_and(const SynthInstance& in, std::initializer_list<std::string_view> providers, std::vector<std::string>& notes) {
+    CandidateQuery q{in, {16.0 * 1048576}, std::chrono::steady_clock::now() + std::chrono::seconds(30)};
+    q.executor = builtin_executor(ExecutorKind::nccl);
+    std::vector<TimeCandidate> built;
+    nccl_provider().provide(q, built, notes);
+    for (const NamedProvider& p : construction_providers())
+        if (std::ranges::find(providers, p.name) != providers.end()) p.provide(q, built, notes);
+    return built;
+}
+
 }  // namespace
 
 TEST_CASE("executor bound: below every verified construction and NCCL algorithm on nccl and mscclpp (switches as routers: and ideal), and met within 3 % somewhere") {
@@ -606,19 +624,13 @@ TEST_CASE("executor bound: a copy that a switch as router never forwards takes a
 TEST_CASE("executor bound: the rings' chain raises the nccl bound at 16 MiB with a NIC at half, at or below every ring table, and a table "
           "with a short chain leaves it out") {
     static const test::Scratch scratch("executor_bound_ring_chain");
-    const std::string file = scratch.file("nic_half.json");
-    REQUIRE(test::run("machine dgx-h100 --boxes 2 --network rail --slow-nic 0:0.5 -o " + file).code == 0);
-    const auto topo = Topology::parse("graph:" + file);
+    const auto topo = nic_half_machine(scratch, 2);
     const ExecutorModel& e = builtin_executor(ExecutorKind::nccl);
     for (const char* collective : {"allgather", "allreduce"}) {
         const SynthInstance in{topo, topo->default_model(), Collective::parse(collective, *topo)};
-        CandidateQuery q{in, {16.0 * 1048576}, std::chrono::steady_clock::now() + std::chrono::seconds(30)};
-        q.executor = e;
-        std::vector<TimeCandidate> built;
         std::vector<std::string> notes;
-        nccl_provider().provide(q, built, notes);
-        for (const NamedProvider& p : construction_providers())
-            if (p.name == "weighted rings" || p.name == "hierarchical" || p.name == "least steps" || p.name == "tree packing") p.provide(q, built, notes);
+        const std::vector<TimeCandidate> built =
+            nccl_and(in, {"weighted rings", "hierarchical", "least steps", "tree packing"}, notes);
         std::vector<std::pair<std::string, SendTable>> rings, short_chain;
         for (const TimeCandidate& c : built)
             if (c.table && c.table->collective.kind == in.collective.kind) {
@@ -669,19 +681,12 @@ TEST_CASE("executor bound: every ring crosses between the boxes once a box, so t
     // the chain summed each processor's least hop, in its box: a share's hops between the boxes (a NIC, 4 us against
     // 2.4) were counted as box hops, and the bound on 4 x 8 H100 with NIC 0 at half was 87.8 us at 16 MiB (now 95.8)
     static const test::Scratch scratch("executor_bound_ring_crossings");
-    const std::string file = scratch.file("nic_half.json");
-    REQUIRE(test::run("machine dgx-h100 --boxes 4 --network rail --slow-nic 0:0.5 -o " + file).code == 0);
-    const auto topo = Topology::parse("graph:" + file);
+    const auto topo = nic_half_machine(scratch, 4);
     const ExecutorModel& e = builtin_executor(ExecutorKind::nccl);
     for (const char* collective : {"allgather", "reduce_scatter", "allreduce"}) {
         const SynthInstance in{topo, topo->default_model(), Collective::parse(collective, *topo)};
-        CandidateQuery q{in, {16.0 * 1048576}, std::chrono::steady_clock::now() + std::chrono::seconds(30)};
-        q.executor = e;
-        std::vector<TimeCandidate> built;
         std::vector<std::string> notes;
-        nccl_provider().provide(q, built, notes);
-        for (const NamedProvider& p : construction_providers())
-            if (p.name == "weighted rings") p.provide(q, built, notes);
+        const std::vector<TimeCandidate> built = nccl_and(in, {"weighted rings"}, notes);
         std::vector<const SendTable*> rings;
         for (const TimeCandidate& c : built)
             if (c.table && (c.name == "nccl ring" || c.provider == "weighted rings")) rings.push_back(&*c.table);
