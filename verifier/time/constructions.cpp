@@ -44,7 +44,10 @@ void weighted_ring_candidates(const CandidateQuery& q, std::vector<TimeCandidate
         for (const bool cross : {false, true}) {
             std::uint32_t last = 0;  // channels of the last one built
             for (std::uint32_t times : {1u, 2u, 0u}) {  // 0: as many times as 32 channels hold (NIC 0 down: 6 crossnic rings 30)
-                auto w = nccl::nccl_weighted_rings(q.instance.topology, q.instance.model, k, Deadline::at(q.deadline), why, times, cross);
+                // the multiples only up to 2^18 transfers: their smaller share a hop pays at 16 MiB on a few boxes; on 16 x 8
+                // H100 the crossnic rings on 32 channels (a million transfers, allreduce) took 0.8 GB and won nothing
+                auto w = nccl::nccl_weighted_rings(q.instance.topology, q.instance.model, k, Deadline::at(q.deadline), why, times, cross,
+                                                   times == 1 ? nccl::max_weighted_transfers : std::uint64_t{1} << 18);
                 const char* name = cross ? "crossnic rings" : "weighted rings";
                 if (!w) {
                     if (times == 1) notes.push_back(fmt::format("{}: none ({})", name, why));

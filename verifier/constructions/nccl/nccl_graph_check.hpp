@@ -125,7 +125,7 @@ std::vector<Ring> nccl_tree_rings(const Topology&, Deadline deadline = {});
 /// channels (nccl_graph_table). nullopt with `why` where the machine has one box, a NIC-less
 /// entry, NICs equally fast (NCCL's own rings), or a file that does not hold. `times` repeats every ring that
 /// many times more (the same weights on more channels: a smaller share a hop), nullopt above 32 channels; 0: as many
-/// times as 32 channels hold.
+/// times as 32 channels hold. A table above `max_transfers` is not built (nullopt).
 /// `cross_nic`: instead rings that leave each box by their last GPU's own NIC, entering the next box at the GPU of
 /// that rail (crossnic 1: no PXN relay, a hop less per box; docs/exports.md, "Rings weighted by speed"), offered
 /// with equally fast NICs too.
@@ -139,7 +139,8 @@ struct WeightedRings {
 inline constexpr std::uint32_t max_graph_channels = 32;
 inline constexpr std::uint64_t max_weighted_transfers = std::uint64_t{1} << 22;
 std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>, const Model&, CollectiveKind, Deadline, std::string& why,
-                                                 std::uint32_t times = 1, bool cross_nic = false);
+                                                 std::uint32_t times = 1, bool cross_nic = false,
+                                                 std::uint64_t max_transfers = max_weighted_transfers);
 
 /// Why NCCL, loading `xml` (the graph file written for table t), runs something that moves more data on a
 /// channel than t does, or "" (docs/exports.md, "NCCL graph files"): the file read back and checked as `verify

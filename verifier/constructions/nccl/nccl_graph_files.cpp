@@ -214,7 +214,8 @@ std::vector<Ring> nccl_tree_rings(const Topology& t, Deadline deadline) {
 }
 
 std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology> topo, const Model& model, CollectiveKind kind,
-                                                 Deadline deadline, std::string& why, std::uint32_t times, bool cross_nic) {
+                                                 Deadline deadline, std::string& why, std::uint32_t times, bool cross_nic,
+                                                 std::uint64_t max_transfers) {
     const Topology& t = *topo;
     const System s = nccl_system(t);
     const std::vector<Ring> rings = nccl_rings(t, nccl_layout(t), s, nccl_ring_graph(s).channels, deadline);
@@ -260,8 +261,8 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
                              cross_nic ? "rings leaving each box by its last GPU's own NIC (crossnic, no PXN relay)" : "NCCL's rings",
                              out.channels, spread,
                              out.xmls.size() == 1 ? "an NCCL graph file" : fmt::format("an NCCL graph file per node, {} files", out.xmls.size()));
-    if (out.transfers > max_weighted_transfers)
-        return why = fmt::format("its table would have about {} transfers, above {}", out.transfers, max_weighted_transfers), std::nullopt;
+    if (out.transfers > max_transfers)
+        return why = fmt::format("its table would have about {} transfers, above {}", out.transfers, max_transfers), std::nullopt;
     out.table = nccl_graph_table(std::move(topo), model, kind, check, deadline);
     return out;
 }
