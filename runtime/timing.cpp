@@ -304,15 +304,11 @@ private:
         auto [first, last] = arrivals.find(k);
         if (first == last) return false;
         Taken& t = taken[first];
-        std::uint32_t i = none;
-        if (t.n > 0 && t.step == step && shares_copies(u)) {
-            i = arrivals.value(first + t.n - 1);
-        } else {
-            if (first + t.n == last) return false;
-            i = arrivals.value(first + t.n);
-            if (t_.transfers[i].step >= step) return false;
-            ++t.n, t.step = step;
-        }
+        const std::size_t n = last - first;
+        const std::size_t at = timing_internal::matched_copy(n, t.n, t.step, step, shares_copies(u),
+                                                             [&](std::size_t r) { return t_.transfers[arrivals.value(first + r)].step; });
+        if (at == n) return false;
+        const std::uint32_t i = arrivals.value(first + at);
         (cuts_through(topo_, t_.model, u) ? cut : notify).add(i, j);
         ++p_.pending[j];
         return true;

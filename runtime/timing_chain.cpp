@@ -73,14 +73,12 @@ double chain_latency(const SendTable& t, const TimeOptions& opt, Deadline deadli
         auto matched = [&](std::unordered_map<std::uint64_t, std::pair<std::size_t, Step>>& taken, std::uint64_t k) {
             const auto it = copies.find(k);
             if (it == copies.end()) return false;
-            auto& [n, step] = taken.try_emplace(k, 0, Step{0}).first->second;
-            if (n > 0 && step == x.step && t.model.multicast_routers && topo.can_multicast(u)) {
-                ready = std::max(ready, it->second[n - 1].at);
-                return true;
-            }
-            if (n >= it->second.size() || it->second[n].step >= x.step) return false;
-            ready = std::max(ready, it->second[n].at);
-            ++n, step = x.step;
+            const std::vector<Reached>& all = it->second;
+            auto& [n, last] = taken.try_emplace(k, 0, Step{0}).first->second;
+            const std::size_t i = timing_internal::matched_copy(all.size(), n, last, x.step, t.model.multicast_routers && topo.can_multicast(u),
+                                                                [&](std::size_t r) { return all[r].step; });
+            if (i == all.size()) return false;
+            ready = std::max(ready, all[i].at);
             return true;
         };
         ms.for_each_part(x.message, [&](MessageId p) {

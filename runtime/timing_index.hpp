@@ -277,6 +277,20 @@ std::size_t relayed_copy(std::size_t n, std::size_t& next, std::uint64_t step, S
     return next++;
 }
 
+/// The copy rule at a router that forwards copies (docs/time.md, "Routers and copies"): of a router's copies of a key,
+/// positions 0 .. n-1 in step order (`step_of(i)`), a departure of step `step` takes the next not yet taken (`taken` of
+/// them so far, the last by a departure of step `last`) that arrived in an earlier step; where departures of one step
+/// share a copy (`shares`: multicast=routers at a switch that multicasts) a later one of that step takes the one its first
+/// took. The position of the copy, or n when none is left (it waits for the first copy). One rule for the run
+/// (AsyncRun::takes_copy) and the chain that bounds it (chain_latency).
+template <class Count, class Step, class StepOf>
+std::size_t matched_copy(std::size_t n, Count& taken, Step& last, Step step, bool shares, StepOf step_of) {
+    if (taken > 0 && last == step && shares) return taken - 1;
+    if (taken >= n || step_of(std::size_t(taken)) >= step) return n;
+    last = step;
+    return taken++;
+}
+
 }  // namespace timing_internal
 
 }  // namespace collsched
