@@ -81,6 +81,9 @@ struct Prepared {
     std::size_t pick = 0;
     std::optional<std::size_t> also;  ///< a held-out row between training rows of different picks: the upper one's
     std::string picked;
+    /// Every variant's time (variant_times) at the constants the rows were last timed at, and at the built-in ones: the
+    /// report reads them rather than time the rows again after the fit
+    std::vector<double> times, builtin;
 };
 
 std::string_view kind_name(CollectiveKind k) { return collective_row(k).name; }
@@ -262,44 +265,50 @@ double rel(double predicted, double measured) { return std::abs(predicted - meas
 
 bool tuned(const Prepared& p) { return p.c->tuner_plugin && p.variants.size() > 1; }
 
-/// A tuner plugin's training row: the variant whose time at x is nearest the measured one (the plugin's pick for its
-/// size range, which its table does not publish, fitted as the rest of the constants are).
-std::size_t nearest(const Prepared& p, const ExecutorModel& base, const X& x) {
+/// Every variant's time of p at x, in the order of p.variants.
+std::vector<double> variant_times(const Prepared& p, const ExecutorModel& base, const X& x) {
+    std::vector<double> t;
+    t.reserve(p.variants.size());
+    for (const Variant& v : p.variants) t.push_back(variant_time(p, v, base, x));
+    return t;
+}
+
+/// A tuner plugin's training row: the variant whose time (`times`, variant_times) is nearest the measured one (the
+/// plugin's pick for its size range, which its table does not publish, fitted as the rest of the constants are).
+std::size_t nearest(const Prepared& p, const std::vector<double>& times) {
     std::size_t best = 0;
     double err = std::numeric_limits<double>::infinity();
-    for (std::size_t v = 0; v < p.variants.size(); ++v)
-        if (const double e = rel(variant_time(p, p.variants[v], base, x), p.c->measured); e < err) best = v, err = e;
+    for (std::size_t v = 0; v < times.size(); ++v)
+        if (const double e = rel(times[v], p.c->measured); e < err) best = v, err = e;
     return best;
 }
 
-/// The case's time at x and the variant: with a tuner plugin `pick` (pick_tuned; between two picks the geometric mean
-/// of their times); else the variant NCCL ran (where NCCL's model times none of those allowed, the fastest).
-std::pair<double, const Variant*> timed(const Prepared& p, const ExecutorModel& base, const X& x) {
-    if (tuned(p)) {
-        const double t = variant_time(p, p.variants[p.pick], base, x);
-        return {p.also ? std::sqrt(t * variant_time(p, p.variants[*p.also], base, x)) : t, &p.variants[p.pick]};
-    }
+/// The case's time and the variant from its variants' `times`: with a tuner plugin `pick` (pick_tuned; between two
+/// picks the geometric mean of their times); else the variant NCCL ran (where NCCL's model times none of those
+/// allowed, the fastest).
+std::pair<double, const Variant*> timed(const Prepared& p, const std::vector<double>& times) {
+    if (tuned(p)) return {p.also ? std::sqrt(times[p.pick] * times[*p.also]) : times[p.pick], &p.variants[p.pick]};
     std::pair<double, const Variant*> best{std::numeric_limits<double>::infinity(), nullptr};
-    for (const Variant& v : p.variants)
-        if (const double t = variant_time(p, v, base, x); t < best.first) best = {t, &v};
+    for (std::size_t v = 0; v < times.size(); ++v)
+        if (times[v] < best.first) best = {times[v], &p.variants[v]};
     return best;
 }
 
-double time_of(const Prepared& p, const ExecutorModel& base, const X& x) { return timed(p, base, x).first; }
-
-/// A training row's time at x: a tuner plugin's, its nearest variant's.
-double train_time(const Prepared& p, const ExecutorModel& base, const X& x) {
-    return tuned(p) ? variant_time(p, p.variants[nearest(p, base, x)], base, x) : time_of(p, base, x);
+/// A training row's time from its variants' `times`: a tuner plugin's, its nearest variant's.
+double train_time(const Prepared& p, const std::vector<double>& times) {
+    return tuned(p) ? times[nearest(p, times)] : timed(p, times).first;
 }
 
-/// The sum of relative errors of the training rows at x.
 /// The training rows' summed relative error at x; nullopt once `deadline` passes (checked row by row: the rows of
-/// a sweep take from milliseconds to half a second each).
-std::optional<double> loss(const std::vector<Prepared*>& train, const ExecutorModel& base, const X& x, const Deadline& deadline = {}) {
+/// a sweep take from milliseconds to half a second each). Each row's variant times at x land in `times`.
+std::optional<double> loss(const std::vector<Prepared*>& train, const ExecutorModel& base, const X& x, const Deadline& deadline,
+                           std::vector<std::vector<double>>& times) {
     double s = 0;
-    for (const Prepared* p : train) {
+    times.resize(train.size());
+    for (std::size_t i = 0; i < train.size(); ++i) {
         if (deadline.passed()) return std::nullopt;
-        s += rel(train_time(*p, base, x), p->c->measured);
+        times[i] = variant_times(*train[i], base, x);
+        s += rel(train_time(*train[i], times[i]), train[i]->c->measured);
     }
     return s;
 }
@@ -309,15 +318,17 @@ std::optional<double> loss(const std::vector<Prepared*>& train, const ExecutorMo
 /// one of them), and where they differ, the plugin's range boundary lying between them, both: its time the geometric
 /// mean of theirs (a plugin's table holds one pick for each range of sizes: NVIDIA/nccl v2.21.5-1
 /// src/include/nccl_tuner.h:27-49, getCollInfo sets algorithm, protocol and nChannels for each nBytes).
-void pick_tuned(const std::vector<Prepared*>& rows, const ExecutorModel& base, const X& x) {
+void pick_tuned(const std::vector<Prepared*>& rows) {
     for (Prepared* p : rows)
-        if (tuned(*p) && p->result.train) p->pick = nearest(*p, base, x), p->picked = "nearest the measured time";
+        if (tuned(*p) && p->result.train) p->pick = nearest(*p, p->times), p->picked = "nearest the measured time";
     // the variant of p with the algorithm and protocol of `from`'s pick
-    auto same = [](const Prepared& p, const Prepared& from) -> std::optional<std::size_t> {
-        const Variant& want = from.variants[from.pick];
+    constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+    auto same = [](const Prepared& p, const Prepared* from) {
+        if (!from) return none;
+        const Variant& want = from->variants[from->pick];
         for (std::size_t v = 0; v < p.variants.size(); ++v)
             if (p.variants[v].algorithm == want.algorithm && p.variants[v].protocol == want.protocol) return v;
-        return std::nullopt;
+        return none;
     };
     for (std::size_t i = 0; i < rows.size(); ++i) {
         Prepared& p = *rows[i];
@@ -327,16 +338,16 @@ void pick_tuned(const std::vector<Prepared*>& rows, const ExecutorModel& base, c
             if (rows[j]->result.train && tuned(*rows[j])) below = rows[j];
         for (std::size_t j = i + 1; j < rows.size() && !above; ++j)
             if (rows[j]->result.train && tuned(*rows[j])) above = rows[j];
-        std::optional<std::size_t> lo = below ? same(p, *below) : std::nullopt, hi = above ? same(p, *above) : std::nullopt;
+        const std::size_t lo = same(p, below), hi = same(p, above);
         p.also.reset();
-        if (!lo && !hi) continue;
-        p.pick = lo ? *lo : *hi;
-        if (lo && hi && *lo != *hi) p.also = *hi;
+        if (lo == none && hi == none) continue;
+        p.pick = lo != none ? lo : hi;
+        if (lo != none && hi != none && lo != hi) p.also = hi;
         const auto name = [&](const Prepared& q) { return support::format_bytes(q.c->size); };
-        p.picked = p.also ? fmt::format("{} as at {}, {} as at {}: the geometric mean", p.variants[*lo].algorithm, name(*below),
-                                        p.variants[*hi].algorithm, name(*above))
-                   : lo && hi ? fmt::format("as the training rows of {} and {}", name(*below), name(*above))
-                              : fmt::format("as the training row of {}", name(lo ? *below : *above));
+        p.picked = p.also ? fmt::format("{} as at {}, {} as at {}: the geometric mean", p.variants[p.pick].algorithm, name(*below),
+                                        p.variants[*p.also].algorithm, name(*above))
+                   : lo != none && hi != none ? fmt::format("as the training rows of {} and {}", name(*below), name(*above))
+                                              : fmt::format("as the training row of {}", name(lo != none ? *below : *above));
     }
 }
 
@@ -415,13 +426,16 @@ double median(std::vector<double> v) {
 
 /// The constants that fit the training rows: rounds of lp_round in a trust region from the built-in
 /// constants (a tuner plugin's rows each round at their nearest variant), as many as end within the deadline.
+/// The rows' `times` are at the built-in constants on entry and at the returned ones on return.
 X fit(const std::vector<Prepared*>& train, const ExecutorModel& base, const Deadline& deadline, std::uint32_t& rounds, bool& cut) {
     X x = start_of(base);
     X radius;
     for (std::size_t k = 0; k < NP; ++k) radius[k] = (upper[k] - lower[k]) / 4;
-    double current = *loss(train, base, x);
+    double current = 0;
+    for (const Prepared* p : train) current += rel(train_time(*p, p->times), p->c->measured);
     std::vector<double> t(train.size());
     std::vector<X> g(train.size());
+    std::vector<std::vector<double>> next_times;
     for (std::uint32_t round = 0; round < 40; ++round) {
         if (deadline.passed()) {  // the best constants so far, said
             cut = true;
@@ -433,9 +447,10 @@ X fit(const std::vector<Prepared*>& train, const ExecutorModel& base, const Dead
         // row's slopes half a second, each of its times 60 ms
         for (std::size_t i = 0; i < train.size(); ++i) {
             const Prepared& p = *train[i];
-            const Variant* v = tuned(p) ? &p.variants[nearest(p, base, x)] : nullptr;
-            auto at = [&](const X& y) { return v ? variant_time(p, *v, base, y) : time_of(p, base, y); };
-            const auto [now, which] = v ? std::pair<double, const Variant*>{at(x), v} : timed(p, base, x);
+            const Variant* v = tuned(p) ? &p.variants[nearest(p, p.times)] : nullptr;
+            auto at = [&](const X& y) { return v ? variant_time(p, *v, base, y) : timed(p, variant_times(p, base, y)).first; };
+            const auto [now, which] = v ? std::pair<double, const Variant*>{p.times[static_cast<std::size_t>(v - p.variants.data())], v}
+                                        : timed(p, p.times);
             t[i] = now;
             // exact without a run: the launch of the row's protocol enters once (1), the others' and, but in Simple, the
             // rate not at all (0)
@@ -460,7 +475,7 @@ X fit(const std::vector<Prepared*>& train, const ExecutorModel& base, const Dead
         rounds = round + 1;
         bool moved = false;
         if (y) {
-            const std::optional<double> next = loss(train, base, *y, deadline);
+            const std::optional<double> next = loss(train, base, *y, deadline, next_times);
             if (!next) {
                 cut = true;
                 return x;
@@ -468,6 +483,7 @@ X fit(const std::vector<Prepared*>& train, const ExecutorModel& base, const Dead
             if (*next < current - 1e-9 * current) {
                 x = *y;
                 current = *next;
+                for (std::size_t i = 0; i < train.size(); ++i) train[i]->times = std::move(next_times[i]);
                 moved = true;
             }
         }
@@ -483,20 +499,15 @@ X fit(const std::vector<Prepared*>& train, const ExecutorModel& base, const Dead
     return x;
 }
 
-/// Every case's times under the built-in and the fitted constants, and the held-out errors
-/// (the training rows' when nothing is held out) beside NCCL's model's.
-void errors(CalibrationReport& report, std::vector<Prepared>& prepared, const std::map<std::string, std::vector<Prepared*>>& series,
-            const ExecutorModel& base, const X& x) {
-    const X builtin = start_of(base);
-    for (const auto& [name, rows] : series) pick_tuned(rows, base, builtin);
-    for (Prepared& p : prepared)
-        if (p.result.skipped.empty()) p.result.builtin = time_of(p, base, builtin);
-    for (const auto& [name, rows] : series) pick_tuned(rows, base, x);
+/// Every case's times under the fitted constants (the rows' `times`; their built-in ones were set before the fit),
+/// and the held-out errors (the training rows' when nothing is held out) beside NCCL's model's.
+void errors(CalibrationReport& report, std::vector<Prepared>& prepared, const std::map<std::string, std::vector<Prepared*>>& series) {
+    for (const auto& [name, rows] : series) pick_tuned(rows);
     std::vector<double> held, nccl_held, builtin_held;
     for (Prepared& p : prepared) {
         CalibrationResult& r = p.result;
         if (r.skipped.empty()) {
-            const auto [fitted, which] = timed(p, base, x);
+            const auto [fitted, which] = timed(p, p.times);
             r.fitted = fitted;
             r.algorithm = which->algorithm + (tuned(p) && p.also ? "/" + p.variants[*p.also].algorithm : std::string());
             r.protocol = which->protocol;
@@ -557,26 +568,57 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
         throw InputError(fmt::format("calibrate: none of the {} measurements can be timed here{}", cases.size(), why));
     }
 
+    // every row's variants timed at the built-in constants: the report's built-in column, the fit's start and its
+    // screening; this pass's time is what timing the held-out rows again at the fitted constants takes, after the fit
+    const X builtin = start_of(base);
+    const auto pass = Clock::now();
+    Clock::duration held_took{};
+    for (Prepared* p : all) {
+        if (options.deadline.passed()) throw LimitReached("time limit (calibrate: timing the rows at the built-in constants)");
+        const auto t0 = Clock::now();
+        p->builtin = p->times = variant_times(*p, base, builtin);
+        if (!p->result.train) held_took += Clock::now() - t0;
+    }
+    for (const auto& [name, rows] : series) pick_tuned(rows);
+    for (Prepared* p : all) p->result.builtin = timed(*p, p->times).first;
+
     // a time a million times off the built-in model's is not a time of this collective on this machine (a unit slip,
     // a corrupted row): refused, where the fit's program would take coefficients GLPK's presolver aborts on (a row of
     // 1e20 us: its weight 1e-20, "Assertion failed ... npp1.c", exit 134; the fifth hostile campaign)
-    const auto screened = Clock::now();
     for (const Prepared* p : all) {
-        const double predicted = time_of(*p, base, start_of(base)), ratio = p->c->measured / predicted;
+        const double predicted = p->result.builtin, ratio = p->c->measured / predicted;
         if (!(ratio <= 1e6 && ratio >= 1e-6))
             throw InputError(fmt::format("calibrate: {}: measured {} is {:.3g} times the executor model's {} (more than a factor of "
                                          "10^6 either way: not a time of this collective on this machine; check the units)",
                                          p->result.label, support::format_seconds(p->c->measured), ratio, support::format_seconds(predicted)));
     }
 
-    // the fit ends early enough for the report (errors(): the built-in and the fitted times of every row and the tuner
-    // plugin's picks), which took 4 to 5 times the pass above (0.57 to 0.75 s after 0.14 s; --timeout 3 ended at 4.2 s
-    // when the fit took all of it)
-    const Deadline fit_until =
-        options.deadline.none() ? options.deadline
-                                : Deadline::at(options.deadline.when() - std::chrono::duration_cast<Clock::duration>(6 * (Clock::now() - screened)));
+    // the fit ends early enough to time the held-out rows at its constants (the training rows' times it keeps): twice
+    // what they took at the built-in ones, and the rest of the pass once, for the report (a --timeout 6 on a loaded
+    // machine ended at 9.4 s when the report timed every row twice again after the fit; 4.2 s of a --timeout 3 at rest)
+    const auto reserve = 2 * held_took + (Clock::now() - pass - held_took);
+    const Deadline fit_until = options.deadline.none() ? options.deadline : Deadline::at(options.deadline.when() - reserve);
     CalibrationReport report;
-    const X x = fit(train, base, fit_until, report.rounds, report.cut);
+    X x = fit(train, base, fit_until, report.rounds, report.cut);
+    if (x != builtin) {
+        std::vector<Prepared*> held;
+        for (Prepared* p : all)
+            if (!p->result.train) held.push_back(p);
+        bool whole = true;
+        for (Prepared* p : held) {
+            if (options.deadline.passed()) {
+                whole = false;
+                break;
+            }
+            p->times = variant_times(*p, base, x);
+        }
+        if (!whole) {  // the held-out rows cannot be timed at the fitted constants within the limit: the built-in ones, said
+            x = builtin;
+            report.rounds = 0;
+            report.cut = true;
+            for (Prepared* p : all) p->times = p->builtin;
+        }
+    }
 
     Calibration& cal = report.calibration;
     cal.executor = options.executor;
@@ -598,7 +640,7 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
     }
     report.model = calibrated(base, cal);
 
-    errors(report, prepared, series, base, x);
+    errors(report, prepared, series);
     // the fit's held-out error is the calibrated model's: ties are judged within it
     cal.heldout_median = report.heldout_median;
     report.model = calibrated(base, cal);
