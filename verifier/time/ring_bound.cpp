@@ -196,6 +196,22 @@ void add_ring_terms(TimeBounds& bounds, const Topology& t, const Model& m, const
             bounds.terms.push_back(std::move(term));
         }
     }
+    // NCCL's per-GPU cap (LL's llMaxBw): a resource of the sending GPU that every transfer out of it holds for its bytes at
+    // the cap (AsyncRun::start; sync_time: a step lasts at least the bytes each GPU sends in it over the cap). Every path of
+    // a message from a processor v to another starts on a channel out of v, so a table of F sends at least d x M bytes
+    // out of every processor, one transfer after another through its cap (OBJECTIVE.md, "The rings of a graph file")
+    if (const double cap = sp.executor ? sp.executor->caps.gpu : 0.0; cap > 0) {
+        TimeTerm term;
+        term.name = "rings of a graph file: every GPU's sends at NCCL's cap per GPU";
+        term.demand = f.demand;
+        term.arcs = {CutArc{cap, 0.0}};
+        term.crossing = {fmt::format("NCCL's cap on what a GPU sends ({})", support::format_bandwidth(cap))};
+        term.detail = fmt::format("in every ring an NCCL graph file holds, every GPU sends messages of {} x M bytes (every path out of it starts "
+                                  "on one of its channels), each transfer holding the GPU's cap for its bytes ({}: NCCL's llMaxBw, "
+                                  "src/graph/tuning.cc; verifier/time/OBJECTIVE.md, \"The rings of a graph file\")",
+                                  f.demand_text, support::format_bandwidth(cap));
+        bounds.terms.push_back(std::move(term));
+    }
 }
 
 }  // namespace collsched

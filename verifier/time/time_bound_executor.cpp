@@ -92,7 +92,7 @@ void bound_ring_family(ExecutorBounds& b, const Topology& t, const Model& m, con
                        const RunLimits& limits) {
     std::vector<ExecutorBoundRow> rows = b.rows;
     std::vector<std::string> said;
-    bool chained = false;
+    bool chained = false, capped = false;
     // the chain's proof matches each departure at a router with a copy of its own (replicate=no, no multicast): under
     // replicate=yes or multicast=routers a departure needs only the first copy, and a share may skip hops
     const bool copies_shared = t.routers() > 0 && (m.replicate || m.multicast_routers);
@@ -105,6 +105,7 @@ void bound_ring_family(ExecutorBounds& b, const Topology& t, const Model& m, con
         TimeOptions speeds{0, link};
         speeds.executor = executor_costs(e, row.protocol);
         add_ring_terms(row.bounds, t, m, speeds, family, limits);
+        capped = capped || std::ranges::any_of(row.bounds.terms, [](const TimeTerm& x) { return x.name.ends_with("NCCL's cap per GPU"); });
         // the chain of a ring (OBJECTIVE.md, "The chain of a ring"), where every table of the run has one as long
         std::optional<TimeTerm> chain = copies_shared ? std::nullopt : ring_chain_term(t, speeds, family);
         if (!chain) continue;
@@ -130,6 +131,9 @@ void bound_ring_family(ExecutorBounds& b, const Topology& t, const Model& m, con
         b.assumptions.push_back("the rings' chain counts on each hop out of a processor its alpha, hop, message and grain (what runtime/timing.cpp "
                                 "holds a transfer's connection for at least), and matches each departure at a router with a copy of its own "
                                 "(replicate=no, no multicast)");
+    if (capped)
+        b.assumptions.push_back("in the rings' rows NCCL's LL cap per GPU is counted: every GPU of a ring sends its d x M bytes through it, "
+                                "each transfer holding it for its bytes (runtime/timing.cpp); the rows on any table leave it out");
     b.family = fmt::format("in which every GPU and every box of the NCCL graph file sends and receives messages of {} x M bytes at least{} "
                            "(every ring an NCCL graph file holds, as NCCL runs it; each table of the run on executor {} is checked to be one)",
                            family.demand_text, chained ? fmt::format(" and a share passes {} hops one after another (each table of the run checked to have that chain)", family.passes == 1 ? "P-1" : "2(P-1)") : "",
