@@ -142,6 +142,22 @@ TEST_CASE("shares: with a NIC down among 4 boxes its box is a leaf in some slots
     CHECK_FALSE(leaf_slots(*two, find_boxes(*two).boxes, 6).why.empty());
 }
 
+TEST_CASE("shares: a NIC that only sends (its links one way) carries no share, as a NIC down, and allreduce keeps near the bound") {
+    // before: rail_capacity read only what a GPU sends, so GPU 0's NIC (links 0 -> 8, 16, 24 only) counted as whole and no
+    // shape for faults was offered: NCCL's ring won allreduce at 2.47 to 2.50 of the bound on h100rail 4 x 8 (ideal)
+    Scratch dir("shares_one_way");
+    const auto two = shares_machine(dir, "dgx-h100 --boxes 2 --network rail --one-way 0-8");
+    const std::vector<std::uint32_t> n = shares_slots(*two, Shares::capacity);
+    CHECK(n[0] == 0);
+    CHECK(std::all_of(n.begin() + 1, n.end(), [&](std::uint32_t x) { return x == n[1] && x > 0; }));
+    CHECK(cut_off(*two, find_boxes(*two).boxes)[0] == 1);
+    shares_fastest(two, "allreduce", "shares by capacity", 1.12);
+    // 4 boxes: the box whose NIC only sends is a leaf in some slots, within 10 % at 16 MiB (1.056) as with the NIC down
+    const auto four = shares_machine(dir, "dgx-h100 --boxes 4 --network rail --one-way 0-8 --one-way 0-16 --one-way 0-24");
+    REQUIRE(leaf_slots(*four, find_boxes(*four).boxes, 6).why.empty());
+    shares_fastest(four, "allreduce", "a leaf", 1.10, 16 * 1024.0 * 1024);
+}
+
 TEST_CASE("shares: in the leaf shape the GPU without a NIC reduces a slot of the later pieces, and allreduce at 1 GiB is within 9 % of the bound") {
     // before: GPU 0 of box 0, without a NIC, owned nothing and GPUs 1 to 7 carried every slot: 4.63 ms with 9 pieces
     // against the bound's 4.17 ms (1.11); handing the first up rail's slot of the later pieces to GPU 0: 4.52 ms (leaf.hpp)

@@ -649,7 +649,9 @@ CalibrationReport calibrate(const std::vector<CalibrationCase>& cases, const Cal
 
 std::string calibration_text(const CalibrationReport& r) {
     std::string out = fmt::format("executor {} calibrated ({}; {} rounds of GLPK's simplex{})\n", r.model.name, r.calibration.fitted_on, r.rounds,
-                                  r.cut ? ", stopped by the time limit before the fit converged: the best constants so far (--timeout)" : "");
+                                  !r.cut           ? ""
+                                  : r.rounds == 0 ? ", stopped by the time limit before the fit converged: the built-in constants, no round kept (--timeout)"
+                                                  : ", stopped by the time limit before the fit converged: the best constants so far (--timeout)");
     for (const Calibration::Entry& e : r.calibration.entries) {
         out += fmt::format("  {:<7}", to_string(e.protocol));
         out += e.launch ? fmt::format(" launch {:>7.2f} us", *e.launch * 1e6) : std::string(" launch    (not fitted)");

@@ -328,7 +328,8 @@ public:
             if (planned[i] == Planned::skip) continue;
             timed_[provider_of(i)] += planning[i];
             if (planned[i] == Planned::late || planned[i] == Planned::broken) {
-                nccl_cut_ = nccl_cut_ || c.nccl, any_cut_ = true;
+                // not causal (broken): no schedule, in no space of schedules; late: not timed, the set is not whole
+                nccl_cut_ = nccl_cut_ || (c.nccl && planned[i] == Planned::late), any_cut_ = any_cut_ || planned[i] == Planned::late;
                 notes_.push_back(planned[i] == Planned::late ? fmt::format("{} ({}): not timed before the time limit, left out", c.name, c.provider)
                                                              : fmt::format("{} ({}): does not hold under {}, left out", c.name, c.provider,
                                                                            to_string(q_.instance.model)));
@@ -384,8 +385,9 @@ public:
                 if (unchecked_out) unchecked_out->push_back(std::move(c));
             }
             if (done_[x] > 0 && ts_[x].verdict > 0) kept.push_back(std::move(c));
-            // one of NCCL's timed and held (kept or unchecked), or left out by its bound: else not in the exact set
-            if (nccl && done_[x] != pruned && (done_[x] <= 0 || ts_[x].verdict < 0)) nccl_cut_ = true;
+            // one of NCCL's timed and held (kept or unchecked), or left out by its bound, or violated (a table that is no schedule
+            // of the collective here is in no space of schedules: NCCL's tree on a NIC that only sends); else not in the exact set
+            if (nccl && done_[x] != pruned && (done_[x] <= 0 || (ts_[x].verdict < 0 && !ts_[x].refuted))) nccl_cut_ = true;
             any_cut_ = any_cut_ || (done_[x] != pruned && done_[x] <= 0);  // a limit or a plan that failed
         }
         provider_notes(providers, from_, raw_.size(), {took, verify_, timed_}, unchecked, notes_);
@@ -410,6 +412,7 @@ private:
         /// on mscclpp, once timed as its written plan: the table's own times, protocols and timing plan (an unchecked
         /// table keeps them: time_as_written)
         std::optional<std::tuple<std::vector<double>, std::vector<double>, std::vector<Protocol>>> table_times = std::nullopt;
+        bool refuted = false;  // left out because the direct checker found it violated (no schedule of the collective)
     };
 
     /// Whether a provider's times of table c are taken (TimeCandidate::seconds): it has the query's topology and model
@@ -536,6 +539,7 @@ private:
         trace("checked {} ({}): {}", c.name, c.provider, r.verdict());
         verify_[provider_of(x.raw)] += std::chrono::duration<double>(Clock::now() - t0).count();
         x.verdict = r.holds() ? 1 : -1;
+        x.refuted = r.verdict() == "violated";
         // on mscclpp the plan written for it is what runs: its times are the plan's (time_as_written)
         const bool written = q_.executor && q_.executor->kind == ExecutorKind::mscclpp && !c.nccl;
         WrittenPlans plans;

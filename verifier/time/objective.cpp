@@ -176,9 +176,14 @@ std::vector<NcclUnbuilt> nccl_without_time(const TimeObjective& r, const std::op
         auto is = [&](const TimeCandidate& c) { return c.provider == "nccl" && c.name == name; };
         return std::ranges::any_of(r.candidates, is) || std::ranges::any_of(r.unchecked, is);
     };
+    // a table the checker found violated is no schedule of the collective here (NCCL's tree over a NIC that only sends):
+    // in no space of schedules, so not one without a time (gather_candidates' nccl_whole keeps the set whole for it too)
+    auto refuted = [&](const std::string& name) {
+        return std::ranges::any_of(r.notes, [&](const std::string& n) { return n.starts_with(name + " (nccl): does not hold under "); });
+    };
     for (nccl::Algorithm a : algorithms) {
         const std::string name = fmt::format("nccl {}", nccl::to_string(a));
-        if (timed(name)) continue;
+        if (timed(name) || refuted(name)) continue;
         NcclUnbuilt u = a == nccl::Algorithm::ring && ring ? *ring : NcclUnbuilt{name, ""};
         for (const std::string& n : r.notes)  // its own note ("nccl ring: not built: ...", "nccl ring (nccl): not timed ..."), else the provider's
             if (n.starts_with(name + ":") || n.starts_with(name + " (")) u.why = n.substr(name.size() + (n[name.size()] == ':' ? 2 : 1));

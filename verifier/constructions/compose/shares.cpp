@@ -49,14 +49,15 @@ Carry box_carry(const Topology& t, const std::vector<std::vector<Node>>& boxes) 
                 x = x == none || x == box_of[idx(p)] ? box_of[idx(p)] : many;
             }
     Carry c{std::vector<double>(t.processors(), 0), std::vector<double>(t.processors(), 0)};
+    const auto inside = [&](std::uint32_t p, Node other) {
+        return t.is_processor(other) ? box_of[idx(other)] == box_of[p] : router_box[idx(other)] == box_of[p];
+    };
     for (std::uint32_t p = 0; p < t.processors(); ++p) {
-        std::vector<ChannelId> leave, stay;
-        for (ChannelId ch : t.out_channels(Node{p})) {
-            const Node to = t.channel(ch).to;
-            const bool inside = t.is_processor(to) ? box_of[idx(to)] == box_of[p] : router_box[idx(to)] == box_of[p];
-            (inside ? stay : leave).push_back(ch);
-        }
-        c.out[p] = carries(t, leave), c.in[p] = carries(t, stay);
+        // each way: a one-way link (a NIC that only sends) carries a share out and none in, so the slower way counts
+        std::vector<ChannelId> leave, stay, arrive, come;
+        for (ChannelId ch : t.out_channels(Node{p})) (inside(p, t.channel(ch).to) ? stay : leave).push_back(ch);
+        for (ChannelId ch : t.in_channels(Node{p})) (inside(p, t.channel(ch).from) ? come : arrive).push_back(ch);
+        c.out[p] = std::min(carries(t, leave), carries(t, arrive)), c.in[p] = std::min(carries(t, stay), carries(t, come));
     }
     return c;
 }

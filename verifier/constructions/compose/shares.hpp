@@ -27,11 +27,13 @@ enum class Shares : std::uint8_t { even, capacity, full, leaf };
 
 /// Per rail (GPU j of every box), the least over the boxes of what GPU j can carry relative to
 /// the fastest: min(its channels out of the box / the fastest such, its channels in the box / the
-/// fastest such), each the sum of the channels' speeds capped by the link groups they are in; 0
-/// for a rail with a NIC down. All 1 on a machine whose parts have equal speeds.
+/// fastest such), each the sum of the channels' speeds capped by the link groups they are in, the
+/// slower way of the two (out of GPU j and into it: a NIC that only sends carries nothing in); 0
+/// for a rail with a NIC down or one way. All 1 on a machine whose parts have equal speeds.
 std::vector<double> rail_capacity(const Topology&, const std::vector<std::vector<Node>>& boxes);
 
-/// Per processor, whether nothing leaves its box from it (`collsched machine --nic-down`): its box is a leaf in the
+/// Per processor, whether nothing leaves its box from it or nothing enters it from outside (`collsched machine --nic-down`,
+/// a NIC `--one-way`): its box is a leaf in the
 /// shares `leaf` (leaf.hpp).
 std::vector<char> cut_off(const Topology&, const std::vector<std::vector<Node>>& boxes);
 

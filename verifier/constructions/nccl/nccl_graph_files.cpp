@@ -222,8 +222,18 @@ std::optional<WeightedRings> nccl_weighted_rings(std::shared_ptr<const Topology>
     const NcclBoxes b = nccl_graph_boxes(t);
     if (b.count < 2) return why = "one box: its rings use no NIC", std::nullopt;
     if (!s.nic_per_gpu || b.nics[0].size() < 2 || rings.empty()) return why = "one NIC a box", std::nullopt;
-    std::vector<TableRing> uniform = cross_nic ? crossnic_rings(b, rings) : net_rings(b, rings);
-    if (uniform.size() < 2) return why = "fewer than 2 GPUs have a NIC beside them in every box", std::nullopt;
+    std::vector<TableRing> uniform;
+    // a ring the machine cannot carry (one that enters a box by a NIC that only sends, `collsched machine --one-way`) is
+    // left out, as a NIC down leaves its rail out; the others keep their NICs, that one's sending side included
+    std::string dropped;
+    for (TableRing& r : cross_nic ? crossnic_rings(b, rings) : net_rings(b, rings)) {
+        if (const GraphCheck alone = checked(t, {r}); alone.holds()) uniform.push_back(std::move(r));
+        else if (dropped.empty()) dropped = alone.findings.front().what;
+    }
+    if (uniform.size() < 2)
+        return why = dropped.empty() ? "fewer than 2 GPUs have a NIC beside them in every box"
+                                     : "fewer than 2 rings the machine carries (a ring a NIC does not hold on the machine: " + dropped + ")",
+               std::nullopt;
     bool same_nets = true;  // every box numbers its NICs alike: NCCL's rings keep a channel on one rail
     for (std::uint32_t k = 1; k < b.count; ++k)
         for (std::uint32_t i = 0; i < b.per_box; ++i) same_nets = same_nets && b.nic[idx(b.members[k][i])] == b.nic[idx(b.members[0][i])];
