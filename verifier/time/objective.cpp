@@ -164,6 +164,15 @@ std::optional<NcclUnbuilt> ring_bounds(const SynthInstance& in, const TimeObject
 
 /// NCCL's algorithms for the collective that have no candidate or unchecked table, with why (the
 /// providers' notes) and, for the ring, `ring`'s bounds.
+/// NCCL's tables the checker refuted in the run ("nccl tree" from gather_candidates' "nccl tree (nccl): does not hold
+/// under ..., left out").
+std::vector<std::string> nccl_refuted(const std::vector<std::string>& notes) {
+    std::vector<std::string> out;
+    for (const std::string& n : notes)
+        if (const std::size_t at = n.find(" (nccl): does not hold under "); n.starts_with("nccl ") && at != std::string::npos) out.push_back(n.substr(0, at));
+    return out;
+}
+
 std::vector<NcclUnbuilt> nccl_without_time(const TimeObjective& r, const std::optional<NcclUnbuilt>& ring) {
     std::vector<NcclUnbuilt> out;
     std::vector<nccl::Algorithm> algorithms;
@@ -178,12 +187,10 @@ std::vector<NcclUnbuilt> nccl_without_time(const TimeObjective& r, const std::op
     };
     // a table the checker found violated is no schedule of the collective here (NCCL's tree over a NIC that only sends):
     // in no space of schedules, so not one without a time (gather_candidates' nccl_whole keeps the set whole for it too)
-    auto refuted = [&](const std::string& name) {
-        return std::ranges::any_of(r.notes, [&](const std::string& n) { return n.starts_with(name + " (nccl): does not hold under "); });
-    };
+    const std::vector<std::string> refuted = nccl_refuted(r.notes);
     for (nccl::Algorithm a : algorithms) {
         const std::string name = fmt::format("nccl {}", nccl::to_string(a));
-        if (timed(name) || refuted(name)) continue;
+        if (timed(name) || std::ranges::find(refuted, name) != refuted.end()) continue;
         NcclUnbuilt u = a == nccl::Algorithm::ring && ring ? *ring : NcclUnbuilt{name, ""};
         for (const std::string& n : r.notes)  // its own note ("nccl ring: not built: ...", "nccl ring (nccl): not timed ..."), else the provider's
             if (n.starts_with(name + ":") || n.starts_with(name + " (")) u.why = n.substr(name.size() + (n[name.size()] == ':' ? 2 : 1));
@@ -258,11 +265,10 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
     r.candidates = gather_candidates(q, time_providers(options.library, options.memory), r.notes, &r.unchecked, &nccl_whole, &all_whole);
     r.nccl_unbuilt = nccl_without_time(r, ring);
     // a table of NCCL's the checker refutes is left out of the bounds' space: said, with what is not modelled
-    for (std::size_t k = 0, n = r.notes.size(); k < n; ++k)
-        if (const std::string& s = r.notes[k]; s.starts_with("nccl ") && s.find(" (nccl): does not hold under ") != std::string::npos)
-            r.notes.push_back(fmt::format("{}: the table NCCL's search gives does not hold on this machine, so it is no schedule here and the "
-                                          "bounds' space leaves it out (what NCCL would run in its place is not modelled)",
-                                          s.substr(0, s.find(" (nccl)"))));
+    for (const std::string& name : nccl_refuted(r.notes))
+        r.notes.push_back(fmt::format("{}: the table NCCL's search gives does not hold on this machine, so it is no schedule here and the "
+                                      "bounds' space leaves it out (what NCCL would run in its place is not modelled)",
+                                      name));
     try {
         r.system = nccl::nccl_system(topo);
     } catch (const InputError& e) {
