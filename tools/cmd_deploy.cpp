@@ -177,6 +177,7 @@ std::string winning_graphs(const TunerConfig& cfg) {
 struct GraphFiles {
     std::string algorithms;                                  ///< written: "ring", "tree", "*" (both) or ""
     bool rings_searched = false;                             ///< the tuner file picks rings that no file holds
+    std::string why_searched;                                ///< why no file holds them
     std::vector<std::pair<std::string, std::string>> files;  ///< name in the folder, text
     bool per_node() const { return files.size() > 1; }
 };
@@ -184,11 +185,15 @@ struct GraphFiles {
 GraphFiles graph_files(const std::string& won, const Topology& topo, const fs::path& dir) {
     GraphFiles g;
     g.algorithms = won;
-    const NcclBoxes b = nccl_graph_boxes(topo);
-    if (!won.empty() && won != "tree" && b.count > 1 && nccl::nccl_nodes_differ(b)) {
-        g.rings_searched = true;
-        g.algorithms = won == "*" ? "tree" : "";
-    }
+    // rings no graph file holds (boxes that number their nets differently; a NIC that only sends, which NCCL's ring of its
+    // rail enters a box by): NCCL searches them itself
+    if (!won.empty() && won != "tree") try {
+            nccl_algorithm_graph_xmls("ring", topo, (dir / "nccl_graphs.xml").string());
+        } catch (const InputError& e) {
+            g.rings_searched = true, g.why_searched = e.what();
+            if (const std::size_t at = g.why_searched.rfind("; nothing written"); at != std::string::npos) g.why_searched.erase(at);
+            g.algorithms = won == "*" ? "tree" : "";
+        }
     if (g.algorithms.empty()) return g;
     const std::vector<std::string> xmls = nccl_algorithm_graph_xmls(g.algorithms, topo, (dir / "nccl_graphs.xml").string());
     for (std::size_t k = 0; k < xmls.size(); ++k)
@@ -262,9 +267,9 @@ std::string readme(const std::string& dir, const TunerConfig& cfg, const GraphFi
     else if (!gf.rings_searched)
         out += "- No graph file: no line of the tuner file picks NCCL's rings or trees.\n";
     if (gf.rings_searched)
-        out += "- NCCL's rings: no graph file. The boxes number their NICs differently, and NCCL's own rings (net c in every node) cross "
-               "rails: no graph file holds them, so NCCL searches them itself (a graph the file lacks is searched, src/graph/search.cc:932, :1121), "
-               "as the predicted times assume.\n";
+        out += fmt::format("- NCCL's rings: no graph file. No graph file holds NCCL's own rings here ({}), so NCCL searches them itself (a graph the "
+                           "file lacks is searched, src/graph/search.cc:932, :1121), as the predicted times assume.\n",
+                           gf.why_searched);
     if (!asked)
         out += "- No MSCCL++ plans: `deploy` without `--mscclpp` writes NCCL's files only (`MSCCLPP_EXECUTION_PLAN_DIR` is not needed); "
                "`collsched deploy --mscclpp` adds allreduce plans where collsched's tables win on the MSCCL++ executor.\n\n";

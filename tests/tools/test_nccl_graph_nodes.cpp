@@ -274,3 +274,24 @@ TEST_CASE("per-node graph files: deploy with its defaults on a machine with a NI
     INFO(v.out, v.err);
     CHECK(v.code == 0);
 }
+
+TEST_CASE("per-node graph files: deploy with its defaults on a machine whose NIC only sends leaves NCCL's rings to its own search, and "
+          "the tuner file picks no algorithm whose table does not hold there") {
+    // deploy stopped (exit 2: "the graph file of NCCL's channels does not hold on the machine": NCCL's ring of rail 0 enters box 0
+    // by GPU 0's NIC, which receives nothing), and tune picked NCCL's tree for allreduce, a table the checker refutes there
+    Scratch dir("graph_nodes_deploy_one_way");
+    const std::string machine = dir.file("one_way.json"), out = dir.file("deploy");
+    REQUIRE(run("machine dgx-h100 --boxes 4 --network rail --one-way 0-8 --one-way 0-16 --one-way 0-24 -o " + machine).code == 0);
+    auto r = run(fmt::format("deploy --topology graph:{} --sizes 1M,64M,1G -o {}", machine, out));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const std::string readme = node_file_text(out + "/README.md");
+    CHECK(readme.find("NCCL's rings: no graph file. No graph file holds NCCL's own rings here") != std::string::npos);
+    CHECK(!std::filesystem::exists(out + "/nccl_graphs.xml"));
+    const std::string conf = node_file_text(out + "/nccl_tuner.conf");
+    CHECK(conf.find(",tree,") == std::string::npos);
+    auto t = run(fmt::format("tune --topology graph:{} --sizes 1M,64M,1G -o {}", machine, dir.file("tune.conf")));
+    INFO(t.err);
+    REQUIRE(t.code == 0);
+    CHECK(t.out.find("note: nccl:tree allreduce: its table does not hold on the machine, not timed") != std::string::npos);
+}

@@ -13,6 +13,7 @@
 #include "runtime/compare.hpp"
 #include "runtime/timing.hpp"
 #include "support/error.hpp"
+#include "verifier/check/direct.hpp"
 #include "verifier/constructions/compose/nvls.hpp"
 #include "verifier/time/compare_report.hpp"
 
@@ -72,6 +73,15 @@ public:
         std::vector<std::string> unbuilt;
         for (nccl::Baseline& b : nccl::nccl_baselines(topo_, coll, topo_->default_model(), 0, bo, &unbuilt)) {
             opt_.limits.check("tune: NCCL's tables");
+            // a table that does not hold on the machine (NCCL's tree over a NIC that only sends) is no algorithm to pick
+            VerifyOptions vo;
+            vo.deadline = opt_.limits.deadline;
+            vo.memory_limit = true;
+            if (const VerifyReport r = verify_direct(b.table, vo); r.verdict() == "violated") {
+                notes.push_back(fmt::format("nccl:{} {}: its table does not hold on the machine, not timed", nccl::to_string(b.algorithm), row.name));
+                continue;
+            }
+            opt_.limits.check("tune: checking NCCL's tables");
             auto it = std::find_if(algos_.begin(), algos_.end(), [&](const Algo& a) { return a.nccl == b.algorithm; });
             if (it == algos_.end()) {
                 algos_.push_back({plugin_algorithm(b.algorithm), b.algorithm, b.channels, {}, {}});
