@@ -374,3 +374,31 @@ TEST_CASE("time bounds: allreduce's gossip on leaving arcs is left out where a s
     CHECK(at.seconds <= time * (1 + 1e-9));
     for (const TimeTerm& term : bounds_of(table).terms) CHECK(term.name.size() > 0);  // a term's name was moved from before use
 }
+
+TEST_CASE("time bounds: reduce-scatter's and allgather's crossings between the boxes, after the NICs' latency (a NIC that only sends)") {
+    // every byte needs a partial from 3 of the 4 boxes (a block's combining tree across them): 3 M enter the boxes through
+    // 31 NICs (GPU 0's only sends), each 2.7 us after it left: 35.2 us at 16 MiB, where the densest cut (GPU 0's way out)
+    // gave 33.3 us; allgather the same (every byte enters the 3 other boxes), and a healthy machine's 32 NICs
+    test::Scratch dir("time_crossings");
+    const double M = 16 * 1024.0 * 1024;
+    for (const char* coll : {"reduce_scatter", "allgather"})
+        for (const bool one_way : {true, false}) {
+            const std::string file = dir.file(one_way ? "oneway.json" : "rail.json");
+            const auto r = test::run(fmt::format("machine dgx-h100 --boxes 4 --network rail{} -o {}",
+                                                 one_way ? " --one-way 0-8 --one-way 0-16 --one-way 0-24" : "", file));
+            REQUIRE(r.code == 0);
+            const auto topo = Topology::parse("graph:" + file);
+            const auto b = time_bounds(*topo, Collective::parse(coll, *topo), topo->default_model());
+            REQUIRE(b.has_value());
+            const TimeBound at = evaluate(*b, M);
+            const std::string name = coll;
+            CAPTURE(name);
+            CAPTURE(one_way);
+            const auto term = std::find_if(b->terms.begin(), b->terms.end(), [](const TimeTerm& x) { return x.name.find("crossings between sets: boxes") == 0; });
+            REQUIRE(term != b->terms.end());
+            // the bound: these crossings, but allgather's densest cut on the one-way machine (31/32 M into GPU 0 by NVLink)
+            CHECK(at.seconds >= term->seconds(M) * (1 - 1e-9));
+            if (!one_way || name != "allgather") CHECK(near(at.seconds, term->seconds(M), 1e-9));
+            CHECK(near(term->seconds(M), 2.7e-6 + 3 * M / ((one_way ? 31 : 32) * 50e9), 1e-6));
+        }
+}

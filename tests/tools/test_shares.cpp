@@ -270,3 +270,37 @@ TEST_CASE("shares: machines whose parts have equal speeds keep the even shapes, 
         for (const Candidate& c : time_candidates(in, GiB)) CHECK(c.name.find("shares") == std::string::npos);
     }
 }
+
+TEST_CASE("shares: with a NIC that only sends, reduce-scatter sums that rail's slots of its box outside it first, within 10 % of the bound") {
+    // before: every shape took box 0's blocks in through its 7 NICs that receive while it sent on 8: 40.2 us at 16 MiB and
+    // 2.38 ms at 1 GiB against 35.2 us and 2.09 ms (1.14 and 1.14); now 37.8 us and 2.18 ms
+    Scratch dir("shares_one_way_rs");
+    const auto four = shares_machine(dir, "dgx-h100 --boxes 4 --network rail --one-way 0-8 --one-way 0-16 --one-way 0-24");
+    const LeafRs rs = leaf_rs(*four, find_boxes(*four).boxes);
+    REQUIRE(rs.why.empty());
+    CHECK(rs.parts == 7);
+    CHECK(rs.receives[0][0] == 0);
+    CHECK(std::count(rs.receives[0].begin(), rs.receives[0].end(), 1) == 7);
+    for (const double size : {16 * 1024.0 * 1024, GiB}) shares_fastest(four, "reduce_scatter", "a NIC that only sends", 1.10, size);
+    // box 0's NICs that receive take in (3 + 1/7)/32 of the buffer each (a little more in the last piece, direct), not
+    // the 3/28 that the shapes by capacity take
+    const SynthInstance in = shares_instance(four, "reduce_scatter");
+    const Shape leaf{InBox::rsag, Across::direct_rsag, false, Shares::leaf, 0};
+    std::string why;
+    const std::optional<SendTable> t = build_shape(in, find_boxes(*four).boxes, leaf, 16, &why);
+    REQUIRE_MESSAGE(t.has_value(), why);
+    CHECK(verify_direct(*t).holds());
+    std::vector<double> into(8, 0);
+    for (const Transfer& x : t->transfers) {
+        const Channel& ch = four->channel(x.channel);
+        if (idx(ch.to) < 8 && idx(ch.from) >= 8) into[idx(ch.to)] += 1.0 / t->collective.chunks;
+    }
+    CHECK(into[0] == 0);
+    for (std::uint32_t j = 1; j < 8; ++j) {
+        CHECK(into[j] > 22.0 / 224 - 1e-9);
+        CHECK(into[j] < 0.1);
+    }
+    // no box without a one-way NIC: the shape does not apply
+    const auto healthy = shares_machine(dir, "dgx-h100 --boxes 4 --network rail");
+    CHECK_FALSE(leaf_rs(*healthy, find_boxes(*healthy).boxes).why.empty());
+}

@@ -36,6 +36,20 @@
 // Lemma 2:
 //
 //     T >= T*(2(N-1) M) on the entering arcs of all regions together,  and  T >= T*(M) on those of each region.
+//
+// **Reduce-scatter and allgather on partitions.** Fix a byte x of the buffer and a partition as above.
+// *Reduce-scatter:* x's block is owned in one set; each of the N - 1 other sets' contributions leaves it in
+// a delivery (the first that carries it out), N - 1 deliveries from distinct sets. *Allgather:* x starts in
+// one set and a delivery brings it into each of the N - 1 others. Without adding in the network a
+// delivery's last transfer is its own (a router forwards or copies one incoming transfer: two deliveries
+// that end with one transfer are one), so each byte needs N - 1 transfers entering the regions, copies
+// or not; without copies as many leave them (a delivery's first transfer is its own then). By Lemma 2:
+//
+//     T >= T*((N-1) M) on the entering arcs of all regions together (and on the leaving arcs, without copies).
+//
+// On a machine whose box has a NIC that only sends (4 x DGX H100, rail-only), the boxes give 3 M over 31 NICs
+// in, each after the NIC's 2.7 us: the reduce-scatter cannot end before 3 M / 1,550 GB/s + 2.7 us, where the
+// densest cut (GPU 0's way out, 500 GB/s for 31/32 of M) adds only NVLink's 0.6 us.
 #include "verifier/time/time_bound.hpp"
 
 #include <algorithm>
@@ -145,8 +159,8 @@ private:
 
     void cuts() {
         switch (c_.kind) {
-            case CollectiveKind::allgather: densest(false); break;
-            case CollectiveKind::reduce_scatter: densest(true); break;
+            case CollectiveKind::allgather: densest(false), crossings(); break;
+            case CollectiveKind::reduce_scatter: densest(true), crossings(); break;
             case CollectiveKind::allreduce: allreduce(); break;
             case CollectiveKind::alltoall: alltoall(); break;
             case CollectiveKind::broadcast: rooted({idx(c_.root)}, others(), 1, "broadcast: the root's buffer crosses every cut between the root and a processor"); break;
@@ -243,6 +257,24 @@ private:
 
     void allreduce();
     void alltoall();
+    /// Reduce-scatter and allgather: the crossings between the sets of each partition (single processors first).
+    void crossings();
+    /// Single processors, then partitions().
+    std::vector<Partition> single_and_partitions() const {
+        std::vector<Partition> parts;
+        Partition single{"single processors", std::vector<std::uint32_t>(P_), P_};
+        for (std::uint32_t v = 0; v < P_; ++v) single.set[v] = v;
+        parts.push_back(std::move(single));
+        for (Partition& p : partitions(t_, speeds_)) parts.push_back(std::move(p));
+        return parts;
+    }
+    /// Whether a router's copies may serve several sets with one departure (replicate=yes, or a switch that
+    /// multicasts under multicast=routers): then no argument counts the transfers that leave the sets.
+    bool router_copies() const {
+        bool copies = t_.routers() > 0 && m_.replicate;
+        for (std::uint32_t r = P_; r < t_.nodes() && !copies; ++r) copies = m_.multicast_routers && t_.can_multicast(Node{r});
+        return copies;
+    }
     /// Per set of a partition, the least region's entering and leaving arcs (region_term).
     struct SetTerms {
         std::vector<TimeTerm> enter, leave;
@@ -378,10 +410,7 @@ void Bounds::gossip(const Partition& part, const SetTerms& terms, const char* no
     const std::uint32_t N = part.sets;
     const bool singletons = N == P_;
     std::vector<TimeTerm> enter = terms.enter, leave = terms.leave;
-    // a router's copies may serve several sets with one departure (replicate=yes, or a switch that multicasts under
-    // multicast=routers): the leaving side does not hold
-    bool copies = t_.routers() > 0 && m_.replicate;
-    for (std::uint32_t r = P_; r < t_.nodes() && !copies; ++r) copies = m_.multicast_routers && t_.can_multicast(Node{r});
+    const bool copies = router_copies();  // the leaving side does not hold
     for (bool entering : {true, false}) {
         if (!entering && (copies || note)) continue;
         std::vector<TimeTerm>& side = entering ? enter : leave;
@@ -409,13 +438,35 @@ void Bounds::gossip(const Partition& part, const SetTerms& terms, const char* no
     }
 }
 
+void Bounds::crossings() {
+    if (P_ < 2) return;
+    const std::vector<Partition> parts = single_and_partitions();
+    const bool copies = router_copies();
+    for (const Partition& part : parts) {
+        const SetTerms terms = set_terms(part);
+        for (bool entering : {true, false}) {
+            if (!entering && copies) continue;
+            const std::vector<TimeTerm>& side = entering ? terms.enter : terms.leave;
+            TimeTerm sum;
+            sum.name = part.sets == P_ ? "crossings per processor" : "crossings between sets: " + part.name;
+            sum.demand = part.sets - 1.0;
+            for (const TimeTerm& x : side) sum.arcs.insert(sum.arcs.end(), x.arcs.begin(), x.arcs.end());
+            const TimeTerm& least = *std::min_element(side.begin(), side.end(), [](const TimeTerm& a, const TimeTerm& b) { return a.bandwidth() < b.bandwidth(); });
+            sum.crossing = least.crossing;
+            sum.detail = fmt::format("every byte of the buffer {} at least N-1 = {} of the {} sets ({}) from another: N-1 transfers {} the sets' regions; "
+                                     "what can {} them is {} in all (the least region {} {}: {} = {})",
+                                     c_.kind == CollectiveKind::allgather ? "enters" : "needs a partial in", part.sets - 1, part.sets,
+                                     part.sets == P_ ? "single processors" : part.name, entering ? "enter" : "leave", entering ? "enter" : "leave",
+                                     support::format_bandwidth(sum.bandwidth()), runs_text(least.inside), entering ? "enters by" : "leaves by",
+                                     fmt::join(least.crossing, " + "), support::format_bandwidth(least.bandwidth()));
+            out_.terms.push_back(std::move(sum));
+        }
+    }
+}
+
 void Bounds::allreduce() {
     if (P_ < 2) return;
-    std::vector<Partition> parts;
-    Partition single{"single processors", std::vector<std::uint32_t>(P_), P_};
-    for (std::uint32_t v = 0; v < P_; ++v) single.set[v] = v;
-    parts.push_back(std::move(single));
-    for (Partition& p : partitions(t_, speeds_)) parts.push_back(std::move(p));
+    std::vector<Partition> parts = single_and_partitions();
     // the allgather's densest cut as a partition of two
     densest(false);
     if (!cut_set_.empty() && cut_set_.size() < P_) {

@@ -529,8 +529,9 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
     if (sh.shares != Shares::even && (sh.inbox != InBox::rsag || K < 2)) return "shares other than even are for the in-box direct exchange across boxes";
     if (sh.chained && (kind != CollectiveKind::allreduce || sh.shares == Shares::even || sh.shares == Shares::leaf))
         return "the chained reduce-scatter is for allreduce's rsag with shares by capacity or on full-speed rails";
-    if (sh.shares == Shares::leaf && (kind != CollectiveKind::allreduce || sh.across != Across::direct_rsag))
-        return "the leaf shares are for allreduce's rsag+direct";
+    if (sh.shares == Shares::leaf && (sh.across != Across::direct_rsag || (kind == CollectiveKind::allreduce) != (sh.leaf_all > 0) ||
+                                      (kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter)))
+        return "the leaf shares are for allreduce's rsag+direct (a NIC down) and reduce-scatter's rs+direct (a NIC that only sends)";
     if (kind == CollectiveKind::allreduce) return "";
     if (sh.inbox == InBox::ar) return "the in-box allreduce is for allreduce only";
     if (sh.inbox == InBox::ring && B < 3) return "a ring in boxes of fewer than 3 is the direct exchange";
@@ -544,22 +545,26 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
 /// build_shape of the leaf shares (leaf.hpp).
 std::optional<SendTable> build_leaf(const SynthInstance& in, const std::vector<std::vector<Node>>& boxes, const Shape& sh, std::uint32_t pieces,
                                     std::string* why, Deadline deadline) {
-    const LeafSlots slots = leaf_slots(*in.topology, boxes, sh.leaf_all);
-    if (!slots.why.empty()) {
-        if (why) *why = slots.why;
+    const bool rs = in.collective.kind == CollectiveKind::reduce_scatter;
+    const LeafSlots slots = rs ? LeafSlots{} : leaf_slots(*in.topology, boxes, sh.leaf_all);
+    const LeafRs rs_slots = rs ? leaf_rs(*in.topology, boxes) : LeafRs{};
+    if (const std::string& no = rs ? rs_slots.why : slots.why; !no.empty()) {
+        if (why) *why = no;
         return std::nullopt;
     }
-    // a piece is all + 2 rounds of one slot per up rail, each kind in proportion (LeafSlots::at)
-    const std::uint32_t rounds = pieces * (sh.leaf_all + 2);
+    // allreduce: a piece is all + 2 rounds of one slot per up rail, each kind in proportion (LeafSlots::at); reduce-scatter:
+    // one slot per rail of every processor's piece
+    const std::uint32_t rounds = pieces * (sh.leaf_all + 2), B = static_cast<std::uint32_t>(boxes[0].size());
     Collective coll = in.collective;
     try {
-        coll.set_chunks(rounds * static_cast<std::uint32_t>(slots.up.size() * boxes.size()), *in.topology);
+        coll.set_chunks(rs ? pieces * in.topology->processors() * rs_slots.parts : rounds * static_cast<std::uint32_t>(slots.up.size() * boxes.size()), *in.topology);
     } catch (const InputError& e) {  // the message space of 32-bit ids (docs/semantics.md, "Chunks")
         if (why) *why = e.what();
         return std::nullopt;
     }
     Plan plan(in.topology, in.model, coll, deadline);
-    leaf_allreduce_plan(plan, boxes, slots, rounds);
+    if (rs) leaf_reduce_scatter_plan(plan, boxes, rs_slots, pieces);
+    else leaf_allreduce_plan(plan, boxes, slots, rounds);
     return plan.lower(why, deadline);
 }
 
@@ -627,7 +632,8 @@ std::string shape_name(const Shape& sh, CollectiveKind kind) {
     if (sh.shares == Shares::capacity) s += ", shares by capacity";
     if (sh.shares == Shares::full) s += ", shares on full-speed rails";
     if (sh.chained) s += ", chained";
-    if (sh.shares == Shares::leaf) s += fmt::format(", a box with a NIC down a leaf in 2 of {} slots", sh.leaf_all + 2);
+    if (sh.shares == Shares::leaf && sh.leaf_all == 0) s += ", a box's slots on a NIC that only sends summed outside it first";
+    else if (sh.shares == Shares::leaf) s += fmt::format(", a box with a NIC down a leaf in 2 of {} slots", sh.leaf_all + 2);
     return s;
 }
 

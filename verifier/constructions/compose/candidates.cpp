@@ -184,20 +184,20 @@ std::vector<Shape> fault_shapes(const Topology& t, const std::vector<std::vector
     for (Shares sh : {Shares::capacity, Shares::full}) {
         if (sh == Shares::full && !partial) continue;  // the same owners as by capacity
         for (Across a : acrosses) s.push_back({InBox::rsag, a, false, sh});  // those that do not apply to the collective say so
-        // a rail that owns nothing and a GPU whose links in its box are slow: the chained in-box reduce-scatter
-        // (allreduce.hpp, Shape::chained)
+        // a rail that owns nothing and a GPU whose links in its box are slow: the chained in-box reduce-scatter (Shape::chained)
         const std::vector<std::uint32_t> owners = slot_owners(cap, sh);
         std::vector<char> owns(B, 0);
         for (std::uint32_t o : owners) owns[o] = 1;
         if (!owners.empty() && std::ranges::count(owns, 0) > 0 && std::ranges::count(slow_in_box(t, boxes), 1) > 0)
             for (Across a : acrosses) s.push_back({InBox::rsag, a, false, sh, 0, true});
     }
-    // a NIC down: its box a leaf in some slots (leaf.hpp), 5 to 7 slots of every box per up rail for each 2 of the leaf's
+    // a NIC down: its box a leaf in some slots (leaf.hpp), 5 to 7 slots of every box per up rail for each 2 of the leaf's;
+    // a NIC that only sends: reduce-scatter's slots on it summed outside its box first (leaf_all 0)
     if (std::ranges::count(cap, 0.0) > 0 && leaf_slots(t, boxes, 1).why.empty())
         for (std::uint32_t a : {5u, 6u, 7u}) s.push_back({InBox::rsag, Across::direct_rsag, false, Shares::leaf, a});
+    if (leaf_rs(t, boxes).why.empty()) s.push_back({InBox::rsag, Across::direct_rsag, false, Shares::leaf, 0});
     return s;
 }
-
 
 namespace {
 

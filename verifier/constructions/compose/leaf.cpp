@@ -1,6 +1,8 @@
 // Allreduce with a NIC down: the boxes with one are leaves in some slots (leaf.hpp).
 #include "verifier/constructions/compose/leaf.hpp"
 
+#include <algorithm>
+
 #include "verifier/constructions/compose/shares.hpp"
 
 namespace collsched::compose {
@@ -102,6 +104,89 @@ void leaf_allreduce_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes
                 for (std::uint32_t r = 0; r < K; ++r) plan.send(G + B, boxes[holder(r)][s.rail], boxes[l][s.rail], chunk(r));
             for (std::uint32_t l : leaves) gather(l, s.rail, G + B);
         }
+    }
+}
+
+LeafRs leaf_rs(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
+    LeafRs s;
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = K == 0 ? 0 : static_cast<std::uint32_t>(boxes[0].size());
+    const Ways w = nic_ways(t, boxes);
+    s.receives.assign(K, std::vector<char>(B, 1));
+    bool one_way = false, sends = true;
+    for (std::uint32_t b = 0; b < K; ++b)
+        for (std::uint32_t j = 0; j < B; ++j) {
+            const std::uint32_t p = idx(boxes[b][j]);
+            sends = sends && w.send[p] > 0;
+            s.receives[b][j] = w.receive[p] > 0;
+            one_way = one_way || !s.receives[b][j];
+        }
+    s.parts = B;
+    for (std::uint32_t b = 0; b < K; ++b) {
+        const std::uint32_t n = static_cast<std::uint32_t>(std::count(s.receives[b].begin(), s.receives[b].end(), 1));
+        if (n < B && n > 0) s.parts = std::min(s.parts, n);
+    }
+    bool fed = true;  // every box has a rail that receives, and a rail that does has another box whose NIC on it receives
+    for (std::uint32_t r = 0; r < K; ++r) {
+        bool any = false;
+        for (std::uint32_t c = 0; c < B; ++c)
+            if (s.receives[r][c]) {
+                any = true;
+                bool proxy = false;
+                for (std::uint32_t b = 0; b < K; ++b) proxy = proxy || (b != r && s.receives[b][c]);
+                fed = fed && proxy;
+            }
+        fed = fed && any;
+    }
+    if (K < 3 || B < 2 || !one_way || !sends || !fed)
+        s.why = "the leaf reduce-scatter needs 3 boxes or more, a NIC that sends but receives nothing, every NIC sending, "
+                "and on each rail that receives in a box another box whose NIC on it receives";
+    return s;
+}
+
+void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafRs& ls, std::uint32_t pieces) {
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size()), S = ls.parts;
+    std::vector<std::vector<std::uint32_t>> up(K);  // per box, the rails on which its NIC receives
+    for (std::uint32_t b = 0; b < K; ++b)
+        for (std::uint32_t c = 0; c < B; ++c)
+            if (ls.receives[b][c]) up[b].push_back(c);
+    const std::uint32_t own_t0 = pieces * K;  // each box's shares for itself after every piece's for the others
+    for (std::uint32_t q = 0; q < pieces; ++q) {
+        const std::uint32_t t = q * K;
+        for (std::uint32_t r = 0; r < K; ++r)
+            for (std::uint32_t j = 0; j < B; ++j)
+                for (std::uint32_t s = 0; s < S; ++s) {
+                    // the rail o that reduces part s of (r, j)'s piece q: j where box r receives on it; else a rail that
+                    // does, in turn, whose sum across the other boxes a proxy box x (in turn) makes and sends to box r
+                    // the last pieces (one in 16) direct on that rail: a chain's hop more would end after them
+                    const bool direct = ls.receives[r][j] != 0 || q + (pieces + 8) / 16 >= pieces;
+                    const std::uint32_t turn = (q * S + s) * B + j, n = static_cast<std::uint32_t>(up[r].size());
+                    const std::uint32_t o = ls.receives[r][j] ? j : up[r][turn % n];
+                    std::vector<std::uint32_t> proxies;
+                    for (std::uint32_t b = 0; b < K; ++b)
+                        if (!direct && b != r && ls.receives[b][o]) proxies.push_back(b);
+                    const std::uint32_t x = direct ? r : proxies[(turn / n) % proxies.size()];
+                    const std::uint32_t c = (idx(boxes[r][j]) * pieces + q) * S + s;
+                    const std::uint32_t rail_end = t + K + (direct ? 1 : 2);
+                    // box r's own partials of (r, j) after every piece's for the other boxes; but where a leaf's NIC on
+                    // rail j receives nothing, in the turn of that leaf's (whose slot j GPU j does not take): GPU j's links
+                    // in the box then take as much in every turn, so its NIC's sends keep their turn
+                    std::uint32_t own = own_t0 + q + 1;
+                    for (std::uint32_t l = 0; l < K; ++l)
+                        if (l != r && !ls.receives[l][j]) {
+                            own = t + (l + K - r) % K;
+                            break;
+                        }
+                    for (std::uint32_t b = 0; b < K; ++b) {
+                        // in-box: every GPU's partial to the owner o, in box b's order of the boxes from b + 1 on; in box r
+                        // to GPU j, but GPU o's, which sends what it gets
+                        const std::uint32_t to = b == r ? j : o;
+                        for (std::uint32_t m = 0; m < B; ++m)
+                            if (m != to && (b != r || m != o)) plan.send(b == r ? own : t + (r + K - b) % K, boxes[b][m], boxes[b][to], c);
+                        if (b != r && b != x) plan.send(t + K + 1, boxes[b][o], boxes[x][o], c);
+                    }
+                    if (!direct) plan.send(rail_end, boxes[x][o], boxes[r][o], c);
+                    if (o != j) plan.send(std::max(rail_end, own) + 1, boxes[r][o], boxes[r][j], c);
+                }
     }
 }
 

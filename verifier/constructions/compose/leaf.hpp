@@ -26,6 +26,24 @@
  * sends the result it gets back to the others: GPU 1's NVLink falls to 3.6 ms and the others' links run at
  * 0.99 of their speed, 4.48 ms against 4.62 (handed in every piece, or a rail's slot in turn: 4.78 to 5.06
  * ms): bench/results/faults.md.
+ *
+ * **Reduce-scatter with a NIC that sends but receives nothing** (`collsched machine --one-way`): in the
+ * shapes by capacity box L, whose NIC on rail d only sends, takes in 3/4 of the data on B - 1 NICs while it sends
+ * 3/4 on B (h100rail 4 x 8: 3/28 of the buffer per NIC, 2.38 ms at 1 GiB against the bound's 2.09). Here, as in
+ * the even rs+direct, processor (r, j)'s piece is reduced in every box to GPU j and along rail j; but GPU d of box L
+ * (its NIC takes nothing in) has its piece in B - 1 parts, each reduced on a rail c that box L receives on, in turn,
+ * among the other boxes into a proxy box x (in turn), which sends box L the sum once, and box L's GPU c hands it to
+ * GPU d with its own partial added. Box L takes in (3 (B-1) + 1)/(B-1) of a GPU's piece per NIC (0.098 of the buffer
+ * against 0.107), its NICs send 3 B/B, the others' NICs on the rails that box L receives on send 3 + 1/(B-1) (what
+ * a box sends on rail d cannot go to box L): 1.048 times box L's way out, the best any schedule that sums in the
+ * boxes first can do there. Two details keep the rails busy:
+ *  - in a box other than L, GPU d takes nothing for box L's GPU d in that box's turn for box L; its own box's
+ *    partials come in then instead of after every piece, so its NIC's sends for the other boxes keep their turn
+ *    (else they came a turn early and met box L's on rail d: 2.47 ms);
+ *  - the last pieces (one in 16) go direct to box L on the rail c: a chain's second hop would end after them
+ *    (16 MiB: 37.8 us against 39.7).
+ * At 16 MiB and 1 GiB 37.8 us and 2.18 ms against 35.2 us and 2.09 ms (the crossings between the boxes: 3 M into
+ * 31 NICs, time_bound.cpp).
  */
 #pragma once
 
@@ -62,5 +80,20 @@ LeafSlots leaf_slots(const Topology&, const std::vector<std::vector<Node>>& boxe
 
 /// Allreduce of the leaf shape in `pieces` pieces into `plan` (chunk (q U + u) K + r: piece q, slot u, sub-chunk r).
 void leaf_allreduce_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafSlots& slots, std::uint32_t pieces);
+
+/// The rails each box receives on for the leaf reduce-scatter (see the file comment), or `why` it does not apply: 3
+/// boxes or more, every NIC sending, some receiving nothing, and each rail a box receives on received on in another box.
+struct LeafRs {
+    std::vector<std::vector<char>> receives;  ///< per box, per rail: its NIC there receives from outside the box
+    /// the parts of a processor's piece: the fewest rails a box with a NIC that receives nothing receives on, so that
+    /// every piece spreads such a GPU's parts over all of them
+    std::uint32_t parts = 1;
+    std::string why;
+};
+LeafRs leaf_rs(const Topology&, const std::vector<std::vector<Node>>& boxes);
+
+/// Reduce-scatter of the leaf shape in `pieces` pieces of `slots.parts` parts into `plan` (chunk (p pieces + q) parts
+/// + s: processor p's part s of piece q).
+void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafRs& slots, std::uint32_t pieces);
 
 }  // namespace collsched::compose

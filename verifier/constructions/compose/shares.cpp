@@ -33,6 +33,7 @@ double carries(const Topology& t, const std::vector<ChannelId>& channels) {
 /// What each processor can carry out of its box and in it (carries), by processor.
 struct Carry {
     std::vector<double> out, in;
+    Ways ways;  ///< out of the box, each way
 };
 
 Carry box_carry(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
@@ -48,7 +49,8 @@ Carry box_carry(const Topology& t, const std::vector<std::vector<Node>>& boxes) 
                 std::uint32_t& x = router_box[idx(r)];
                 x = x == none || x == box_of[idx(p)] ? box_of[idx(p)] : many;
             }
-    Carry c{std::vector<double>(t.processors(), 0), std::vector<double>(t.processors(), 0)};
+    const std::vector<double> zero(t.processors(), 0);
+    Carry c{zero, zero, {zero, zero}};
     const auto inside = [&](std::uint32_t p, Node other) {
         return t.is_processor(other) ? box_of[idx(other)] == box_of[p] : router_box[idx(other)] == box_of[p];
     };
@@ -57,7 +59,8 @@ Carry box_carry(const Topology& t, const std::vector<std::vector<Node>>& boxes) 
         std::vector<ChannelId> leave, stay, arrive, come;
         for (ChannelId ch : t.out_channels(Node{p})) (inside(p, t.channel(ch).to) ? stay : leave).push_back(ch);
         for (ChannelId ch : t.in_channels(Node{p})) (inside(p, t.channel(ch).from) ? come : arrive).push_back(ch);
-        c.out[p] = std::min(carries(t, leave), carries(t, arrive)), c.in[p] = std::min(carries(t, stay), carries(t, come));
+        c.ways.send[p] = carries(t, leave), c.ways.receive[p] = carries(t, arrive);
+        c.out[p] = std::min(c.ways.send[p], c.ways.receive[p]), c.in[p] = std::min(carries(t, stay), carries(t, come));
     }
     return c;
 }
@@ -78,6 +81,8 @@ std::vector<double> rail_capacity(const Topology& t, const std::vector<std::vect
         }
     return cap;
 }
+
+Ways nic_ways(const Topology& t, const std::vector<std::vector<Node>>& boxes) { return box_carry(t, boxes).ways; }
 
 std::vector<char> cut_off(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
     const Carry c = box_carry(t, boxes);

@@ -32,6 +32,13 @@ enum class Shares : std::uint8_t { even, capacity, full, leaf };
 /// for a rail with a NIC down or one way. All 1 on a machine whose parts have equal speeds.
 std::vector<double> rail_capacity(const Topology&, const std::vector<std::vector<Node>>& boxes);
 
+/// Per processor, what it can send out of its box and receive from outside it (rail_capacity's carry, each way on
+/// its own: a NIC that only sends has `receive` 0).
+struct Ways {
+    std::vector<double> send, receive;
+};
+Ways nic_ways(const Topology&, const std::vector<std::vector<Node>>& boxes);
+
 /// Per processor, whether nothing leaves its box from it or nothing enters it from outside (`collsched machine --nic-down`,
 /// a NIC `--one-way`): its box is a leaf in the
 /// shares `leaf` (leaf.hpp).
