@@ -279,8 +279,8 @@ TEST_CASE("shares: with a NIC that only sends, reduce-scatter sums that rail's s
     const LeafRs rs = leaf_rs(*four, find_boxes(*four).boxes);
     REQUIRE(rs.why.empty());
     CHECK(rs.parts == 7);
-    CHECK(rs.receives[0][0] == 0);
-    CHECK(std::count(rs.receives[0].begin(), rs.receives[0].end(), 1) == 7);
+    CHECK(rs.way[0][0] == 0);
+    CHECK(std::count(rs.way[0].begin(), rs.way[0].end(), 1) == 7);
     for (const double size : {16 * 1024.0 * 1024, GiB}) shares_fastest(four, "reduce_scatter", "a NIC that only sends", 1.10, size);
     // box 0's NICs that receive take in (3 + 1/7)/32 of the buffer each (a little more in the last piece, direct), not
     // the 3/28 that the shapes by capacity take
@@ -303,4 +303,18 @@ TEST_CASE("shares: with a NIC that only sends, reduce-scatter sums that rail's s
     // no box without a one-way NIC: the shape does not apply
     const auto healthy = shares_machine(dir, "dgx-h100 --boxes 4 --network rail");
     CHECK_FALSE(leaf_rs(*healthy, find_boxes(*healthy).boxes).why.empty());
+}
+
+TEST_CASE("shares: with a NIC that only receives, allgather sends that GPU's parts out once through a box, within 10 % of the bound") {
+    // the mirror of the reduce-scatter above (GPU 0's NIC takes in but sends nothing): before, 39.3 us at 16 MiB (ag+ring,
+    // shares by capacity) and 2.34 ms at 1 GiB (tree packing) against 35.2 us and 2.09 ms; now 37.2 us and 2.16 ms. With
+    // box 0's own GPUs' parts on their own rails (not in turn) the chained parts went out after all of them: 38.9 us
+    Scratch dir("shares_one_way_ag");
+    const auto four = shares_machine(dir, "dgx-h100 --boxes 4 --network rail --one-way 8-0 --one-way 16-0 --one-way 24-0");
+    const LeafRs ag = leaf_rs(*four, find_boxes(*four).boxes, CollectiveKind::allgather);
+    REQUIRE(ag.why.empty());
+    CHECK(ag.parts == 7);
+    CHECK(ag.way[0][0] == 0);
+    CHECK_FALSE(leaf_rs(*four, find_boxes(*four).boxes).why.empty());  // every NIC receives: no leaf reduce-scatter
+    for (const double size : {16 * 1024.0 * 1024, GiB}) shares_fastest(four, "allgather", "a NIC that only receives", 1.10, size);
 }

@@ -529,9 +529,8 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
     if (sh.shares != Shares::even && (sh.inbox != InBox::rsag || K < 2)) return "shares other than even are for the in-box direct exchange across boxes";
     if (sh.chained && (kind != CollectiveKind::allreduce || sh.shares == Shares::even || sh.shares == Shares::leaf))
         return "the chained reduce-scatter is for allreduce's rsag with shares by capacity or on full-speed rails";
-    if (sh.shares == Shares::leaf && (sh.across != Across::direct_rsag || (kind == CollectiveKind::allreduce) != (sh.leaf_all > 0) ||
-                                      (kind != CollectiveKind::allreduce && kind != CollectiveKind::reduce_scatter)))
-        return "the leaf shares are for allreduce's rsag+direct (a NIC down) and reduce-scatter's rs+direct (a NIC that only sends)";
+    if (sh.shares == Shares::leaf && (sh.across != Across::direct_rsag || (kind == CollectiveKind::allreduce) != (sh.leaf_all > 0)))
+        return "the leaf shares are for allreduce's rsag+direct (a NIC down) and reduce-scatter's and allgather's direct (a one-way NIC)";
     if (kind == CollectiveKind::allreduce) return "";
     if (sh.inbox == InBox::ar) return "the in-box allreduce is for allreduce only";
     if (sh.inbox == InBox::ring && B < 3) return "a ring in boxes of fewer than 3 is the direct exchange";
@@ -545,25 +544,26 @@ std::string shape_problem(CollectiveKind kind, std::size_t K, std::size_t B, con
 /// build_shape of the leaf shares (leaf.hpp).
 std::optional<SendTable> build_leaf(const SynthInstance& in, const std::vector<std::vector<Node>>& boxes, const Shape& sh, std::uint32_t pieces,
                                     std::string* why, Deadline deadline) {
-    const bool rs = in.collective.kind == CollectiveKind::reduce_scatter;
+    const bool rs = in.collective.kind != CollectiveKind::allreduce;  // reduce-scatter or allgather
     const LeafSlots slots = rs ? LeafSlots{} : leaf_slots(*in.topology, boxes, sh.leaf_all);
-    const LeafRs rs_slots = rs ? leaf_rs(*in.topology, boxes) : LeafRs{};
+    const LeafRs rs_slots = rs ? leaf_rs(*in.topology, boxes, in.collective.kind) : LeafRs{};
     if (const std::string& no = rs ? rs_slots.why : slots.why; !no.empty()) {
         if (why) *why = no;
         return std::nullopt;
     }
-    // allreduce: a piece is all + 2 rounds of one slot per up rail, each kind in proportion (LeafSlots::at); reduce-scatter:
-    // one slot per rail of every processor's piece
+    // allreduce: a piece is all + 2 rounds of one slot per up rail, each kind in proportion (LeafSlots::at); reduce-scatter
+    // and allgather: parts of every processor's piece
     const std::uint32_t rounds = pieces * (sh.leaf_all + 2), B = static_cast<std::uint32_t>(boxes[0].size());
     Collective coll = in.collective;
     try {
-        coll.set_chunks(rs ? pieces * in.topology->processors() * rs_slots.parts : rounds * static_cast<std::uint32_t>(slots.up.size() * boxes.size()), *in.topology);
+        coll.set_chunks(rs ? pieces * rs_slots.parts * (in.collective.kind == CollectiveKind::allgather ? 1 : in.topology->processors()) : rounds * static_cast<std::uint32_t>(slots.up.size() * boxes.size()), *in.topology);
     } catch (const InputError& e) {  // the message space of 32-bit ids (docs/semantics.md, "Chunks")
         if (why) *why = e.what();
         return std::nullopt;
     }
     Plan plan(in.topology, in.model, coll, deadline);
-    if (rs) leaf_reduce_scatter_plan(plan, boxes, rs_slots, pieces);
+    if (in.collective.kind == CollectiveKind::allgather) leaf_allgather_plan(plan, boxes, rs_slots, pieces);
+    else if (rs) leaf_reduce_scatter_plan(plan, boxes, rs_slots, pieces);
     else leaf_allreduce_plan(plan, boxes, slots, rounds);
     return plan.lower(why, deadline);
 }
@@ -632,7 +632,8 @@ std::string shape_name(const Shape& sh, CollectiveKind kind) {
     if (sh.shares == Shares::capacity) s += ", shares by capacity";
     if (sh.shares == Shares::full) s += ", shares on full-speed rails";
     if (sh.chained) s += ", chained";
-    if (sh.shares == Shares::leaf && sh.leaf_all == 0) s += ", a box's slots on a NIC that only sends summed outside it first";
+    if (sh.shares == Shares::leaf && sh.leaf_all == 0 && kind == CollectiveKind::allgather) s += ", a box's slots on a NIC that only receives sent out once through a box";
+    else if (sh.shares == Shares::leaf && sh.leaf_all == 0) s += ", a box's slots on a NIC that only sends summed outside it first";
     else if (sh.shares == Shares::leaf) s += fmt::format(", a box with a NIC down a leaf in 2 of {} slots", sh.leaf_all + 2);
     return s;
 }

@@ -192,10 +192,10 @@ std::vector<Shape> fault_shapes(const Topology& t, const std::vector<std::vector
             for (Across a : acrosses) s.push_back({InBox::rsag, a, false, sh, 0, true});
     }
     // a NIC down: its box a leaf in some slots (leaf.hpp), 5 to 7 slots of every box per up rail for each 2 of the leaf's;
-    // a NIC that only sends: reduce-scatter's slots on it summed outside its box first (leaf_all 0)
+    // a one-way NIC: reduce-scatter's slots on it summed outside its box first, allgather's sent out through a box (leaf_all 0)
     if (std::ranges::count(cap, 0.0) > 0 && leaf_slots(t, boxes, 1).why.empty())
         for (std::uint32_t a : {5u, 6u, 7u}) s.push_back({InBox::rsag, Across::direct_rsag, false, Shares::leaf, a});
-    if (leaf_rs(t, boxes).why.empty()) s.push_back({InBox::rsag, Across::direct_rsag, false, Shares::leaf, 0});
+    if (leaf_rs(t, boxes).why.empty() || leaf_rs(t, boxes, CollectiveKind::allgather).why.empty()) s.push_back({InBox::rsag, Across::direct_rsag, false, Shares::leaf, 0});
     return s;
 }
 

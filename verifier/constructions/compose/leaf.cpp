@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "verifier/constructions/compose/shares.hpp"
 
 namespace collsched::compose {
@@ -107,48 +109,52 @@ void leaf_allreduce_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes
     }
 }
 
-LeafRs leaf_rs(const Topology& t, const std::vector<std::vector<Node>>& boxes) {
+LeafRs leaf_rs(const Topology& t, const std::vector<std::vector<Node>>& boxes, CollectiveKind kind) {
     LeafRs s;
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = K == 0 ? 0 : static_cast<std::uint32_t>(boxes[0].size());
     const Ways w = nic_ways(t, boxes);
-    s.receives.assign(K, std::vector<char>(B, 1));
-    bool one_way = false, sends = true;
+    const bool gather = kind == CollectiveKind::allgather;
+    s.way.assign(K, std::vector<char>(B, 1));
+    bool one_way = false, back = true;  // a NIC that does not carry the way, and every NIC the other way
     for (std::uint32_t b = 0; b < K; ++b)
         for (std::uint32_t j = 0; j < B; ++j) {
             const std::uint32_t p = idx(boxes[b][j]);
-            sends = sends && w.send[p] > 0;
-            s.receives[b][j] = w.receive[p] > 0;
-            one_way = one_way || !s.receives[b][j];
+            back = back && (gather ? w.receive[p] : w.send[p]) > 0;
+            s.way[b][j] = (gather ? w.send[p] : w.receive[p]) > 0;
+            one_way = one_way || !s.way[b][j];
         }
     s.parts = B;
+    s.up.resize(K);
     for (std::uint32_t b = 0; b < K; ++b) {
-        const std::uint32_t n = static_cast<std::uint32_t>(std::count(s.receives[b].begin(), s.receives[b].end(), 1));
+        for (std::uint32_t c = 0; c < B; ++c)
+            if (s.way[b][c]) s.up[b].push_back(c);
+        const std::uint32_t n = static_cast<std::uint32_t>(s.up[b].size());
         if (n < B && n > 0) s.parts = std::min(s.parts, n);
     }
-    bool fed = true;  // every box has a rail that receives, and a rail that does has another box whose NIC on it receives
+    bool fed = true;  // every box has a rail that carries the way, and on it another box whose NIC does
     for (std::uint32_t r = 0; r < K; ++r) {
         bool any = false;
         for (std::uint32_t c = 0; c < B; ++c)
-            if (s.receives[r][c]) {
+            if (s.way[r][c]) {
                 any = true;
                 bool proxy = false;
-                for (std::uint32_t b = 0; b < K; ++b) proxy = proxy || (b != r && s.receives[b][c]);
+                for (std::uint32_t b = 0; b < K; ++b) proxy = proxy || (b != r && s.way[b][c]);
                 fed = fed && proxy;
             }
         fed = fed && any;
     }
-    if (K < 3 || B < 2 || !one_way || !sends || !fed)
-        s.why = "the leaf reduce-scatter needs 3 boxes or more, a NIC that sends but receives nothing, every NIC sending, "
-                "and on each rail that receives in a box another box whose NIC on it receives";
+    if (kind != CollectiveKind::reduce_scatter && !gather) s.why = "the leaf shape with a one-way NIC is for reduce-scatter and allgather";
+    else if (K < 3 || B < 2 || !one_way || !back || !fed)
+        s.why = fmt::format("the leaf {} needs 3 boxes or more, a NIC that {} nothing, every NIC {}, and on each rail that {} in a box "
+                            "another box whose NIC on it does",
+                            gather ? "allgather" : "reduce-scatter", gather ? "sends" : "receives", gather ? "receiving" : "sending",
+                            gather ? "sends" : "receives");
     return s;
 }
 
 void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafRs& ls, std::uint32_t pieces) {
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size()), S = ls.parts;
-    std::vector<std::vector<std::uint32_t>> up(K);  // per box, the rails on which its NIC receives
-    for (std::uint32_t b = 0; b < K; ++b)
-        for (std::uint32_t c = 0; c < B; ++c)
-            if (ls.receives[b][c]) up[b].push_back(c);
+    const std::vector<std::vector<std::uint32_t>>& up = ls.up;
     const std::uint32_t own_t0 = pieces * K;  // each box's shares for itself after every piece's for the others
     for (std::uint32_t q = 0; q < pieces; ++q) {
         const std::uint32_t t = q * K;
@@ -158,12 +164,12 @@ void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& 
                     // the rail o that reduces part s of (r, j)'s piece q: j where box r receives on it; else a rail that
                     // does, in turn, whose sum across the other boxes a proxy box x (in turn) makes and sends to box r
                     // the last pieces (one in 16) direct on that rail: a chain's hop more would end after them
-                    const bool direct = ls.receives[r][j] != 0 || q + (pieces + 8) / 16 >= pieces;
+                    const bool direct = ls.way[r][j] != 0 || q + (pieces + 8) / 16 >= pieces;
                     const std::uint32_t turn = (q * S + s) * B + j, n = static_cast<std::uint32_t>(up[r].size());
-                    const std::uint32_t o = ls.receives[r][j] ? j : up[r][turn % n];
+                    const std::uint32_t o = ls.way[r][j] ? j : up[r][turn % n];
                     std::vector<std::uint32_t> proxies;
                     for (std::uint32_t b = 0; b < K; ++b)
-                        if (!direct && b != r && ls.receives[b][o]) proxies.push_back(b);
+                        if (!direct && b != r && ls.way[b][o]) proxies.push_back(b);
                     const std::uint32_t x = direct ? r : proxies[(turn / n) % proxies.size()];
                     const std::uint32_t c = (idx(boxes[r][j]) * pieces + q) * S + s;
                     const std::uint32_t rail_end = t + K + (direct ? 1 : 2);
@@ -172,7 +178,7 @@ void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& 
                     // in the box then take as much in every turn, so its NIC's sends keep their turn
                     std::uint32_t own = own_t0 + q + 1;
                     for (std::uint32_t l = 0; l < K; ++l)
-                        if (l != r && !ls.receives[l][j]) {
+                        if (l != r && !ls.way[l][j]) {
                             own = t + (l + K - r) % K;
                             break;
                         }
@@ -188,6 +194,42 @@ void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& 
                     if (o != j) plan.send(std::max(rail_end, own) + 1, boxes[r][o], boxes[r][j], c);
                 }
     }
+}
+
+void leaf_allgather_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafRs& ls, std::uint32_t pieces) {
+    const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size()), S = ls.parts;
+    const std::vector<std::vector<std::uint32_t>>& up = ls.up;
+    const Messages ms(K * B, nullptr, pieces * S);
+    for (std::uint32_t q = 0; q < pieces; ++q)
+        for (std::uint32_t r = 0; r < K; ++r)
+            for (std::uint32_t j = 0; j < B; ++j)
+                for (std::uint32_t s = 0; s < S; ++s) {
+                    // part s of (r, j)'s piece q goes along rail j where its NIC sends; else to GPU o of its box (a rail that
+                    // sends, in turn), which sends it to a proxy box x (in turn) that passes it on to the others; the
+                    // last pieces (one in 16) from GPU o to every box at once: a chain's hop more would end after them
+                    const bool chained = ls.way[r][j] == 0, direct = !chained || q + (pieces + 8) / 16 >= pieces;
+                    const std::uint32_t turn = (q * S + s) * B + j, n = static_cast<std::uint32_t>(up[r].size());
+                    // in a box with a NIC that sends nothing every GPU's parts go out on its rails in turn (GPU j's own
+                    // rail one part in n), so that what its NICs send is ready as the parts reach them, the chained
+                    // parts' turn among the others (its GPUs' own parts, ready at 0, went first: every chain after them)
+                    const std::uint32_t at = static_cast<std::uint32_t>(std::find(up[r].begin(), up[r].end(), j) - up[r].begin());
+                    const std::uint32_t o = chained ? up[r][turn % n] : n < B ? up[r][(at + q * S + s) % n] : j;
+                    std::vector<std::uint32_t> proxies;
+                    for (std::uint32_t b = 0; b < K; ++b)
+                        if (!direct && b != r && ls.way[b][o]) proxies.push_back(b);
+                    const std::uint32_t x = direct ? r : proxies[(turn / n) % proxies.size()];
+                    const std::uint32_t m = static_cast<std::uint32_t>(idx(ms.broadcast(idx(boxes[r][j]), q * S + s)));
+                    const std::uint32_t rail = q + (o != j ? 2 : 1), inbox = rail + (direct ? 1 : 2);
+                    if (o != j) plan.send(q + 1, boxes[r][j], boxes[r][o], m);
+                    for (std::uint32_t b = 0; b < K; ++b) {
+                        if (b != r && (direct || b == x)) plan.send(rail, boxes[r][o], boxes[b][o], m);
+                        else if (b != r) plan.send(rail + 1, boxes[x][o], boxes[b][o], m);
+                        // in the box from its GPU o (box r: GPU j, but to GPU o, which has it)
+                        const std::uint32_t from = b == r ? j : o;
+                        for (std::uint32_t v = 0; v < B; ++v)
+                            if (v != from && (b != r || v != o)) plan.send(inbox, boxes[b][from], boxes[b][v], m);
+                    }
+                }
 }
 
 }  // namespace collsched::compose

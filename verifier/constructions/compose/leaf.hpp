@@ -44,6 +44,13 @@
  *    (16 MiB: 37.8 us against 39.7).
  * At 16 MiB and 1 GiB 37.8 us and 2.18 ms against 35.2 us and 2.09 ms (the crossings between the boxes: 3 M into
  * 31 NICs, time_bound.cpp).
+ *
+ * **Allgather with a NIC that receives but sends nothing** is the mirror: GPU d of box L hands each part to GPU c of
+ * its box (a rail that sends, in turn), which sends it to a proxy box x (in turn) that passes it on along rail c to
+ * the other boxes. Box L's other GPUs send their parts on its sending rails in turn too (GPU j's own rail one part in
+ * B - 1): their parts, ready at 0, otherwise all went before any chained part, ready after its hop (first come first
+ * served), so the proxies passed every chain on at the end (16 MiB: 38.9 us; in turn 37.2 us, 2.16 ms at 1 GiB, against
+ * 35.2 us and 2.09 ms). The last pieces go from GPU c to every box at once, as above.
  */
 #pragma once
 
@@ -81,19 +88,24 @@ LeafSlots leaf_slots(const Topology&, const std::vector<std::vector<Node>>& boxe
 /// Allreduce of the leaf shape in `pieces` pieces into `plan` (chunk (q U + u) K + r: piece q, slot u, sub-chunk r).
 void leaf_allreduce_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafSlots& slots, std::uint32_t pieces);
 
-/// The rails each box receives on for the leaf reduce-scatter (see the file comment), or `why` it does not apply: 3
-/// boxes or more, every NIC sending, some receiving nothing, and each rail a box receives on received on in another box.
+/// The rails each box's NIC carries the collective's way on for the leaf reduce-scatter (into the box) or allgather (out
+/// of it; its mirror: a GPU whose NIC sends nothing hands its parts to the rails that send, in turn, and a proxy box
+/// passes each on to the others), or `why` it does not apply: 3 boxes or more, every NIC carrying the other way, some
+/// NIC not this way, and each rail that carries it in a box carrying it in another box too.
 struct LeafRs {
-    std::vector<std::vector<char>> receives;  ///< per box, per rail: its NIC there receives from outside the box
-    /// the parts of a processor's piece: the fewest rails a box with a NIC that receives nothing receives on, so that
+    std::vector<std::vector<char>> way;  ///< per box, per rail: its NIC there carries the way
+    std::vector<std::vector<std::uint32_t>> up;  ///< per box, the rails its NIC carries the way on
+    /// the parts of a processor's piece: the fewest rails a box with a NIC that does not carry the way has, so that
     /// every piece spreads such a GPU's parts over all of them
     std::uint32_t parts = 1;
     std::string why;
 };
-LeafRs leaf_rs(const Topology&, const std::vector<std::vector<Node>>& boxes);
+LeafRs leaf_rs(const Topology&, const std::vector<std::vector<Node>>& boxes, CollectiveKind = CollectiveKind::reduce_scatter);
 
 /// Reduce-scatter of the leaf shape in `pieces` pieces of `slots.parts` parts into `plan` (chunk (p pieces + q) parts
 /// + s: processor p's part s of piece q).
 void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafRs& slots, std::uint32_t pieces);
+/// Allgather of the leaf shape (its mirror), pieces q parts s as chunk q parts + s of every datum.
+void leaf_allgather_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafRs& slots, std::uint32_t pieces);
 
 }  // namespace collsched::compose
