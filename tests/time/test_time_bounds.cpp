@@ -42,6 +42,37 @@ TimeBounds bounds_of(const SendTable& t, std::optional<LinkSpeed> link = {}) {
     return *b;
 }
 
+/// 3 GPUs on a switch that multicasts, 10 GB/s up and 20 GB/s down, and a verified table of `collective` on it under
+/// multicast=routers: in step k + 1 each GPU sends chunk k of its datum up ("a" or "b" message `kind`), in step k + 2 the
+/// switch copies it to the other two (64 chunks).
+SendTable multicast3_table(const test::Scratch& dir, const char* collective, char kind) {
+    const std::string machine = dir.file("mc3.json");
+    {
+        std::ofstream f(machine);
+        f << R"({"processors": 3, "routers": 1, "alpha": "1 us", "switches": [{"router": "r1.0", "multicast": true}], "edges": [)";
+        for (int g = 0; g < 3; ++g)
+            f << (g ? "," : "") << fmt::format(R"({{"from": {0}, "to": "r1.0", "bandwidth": "10 GB/s", "one_way": true}},)"
+                                               R"({{"from": "r1.0", "to": {0}, "bandwidth": "20 GB/s", "one_way": true}})", g);
+        f << "]}";
+    }
+    const int C = 64;
+    nlohmann::json t{{"format", "collsched.table/2"}, {"topology", "graph:" + machine}, {"collective", collective}, {"chunks", C},
+                     {"model", {{"multicast", "routers"}, {"ports", "multi"}, {"queues", "unbounded"}, {"replicate", false}, {"timing", "hop"}}}};
+    t["rounds"] = std::vector<int>(C + 1, 2);
+    for (int k = 0; k < C; ++k)
+        for (int g = 0; g < 3; ++g) {
+            const std::string m = fmt::format("{}({},{})", kind, g, k);
+            t["transfers"].push_back({{"step", k + 1}, {"from", std::to_string(g)}, {"to", "r1.0"}, {"msg", m}});
+            for (int h = 0; h < 3; ++h)
+                if (h != g) t["transfers"].push_back({{"step", k + 2}, {"from", "r1.0"}, {"to", std::to_string(h)}, {"msg", m}});
+        }
+    const std::string file = dir.file(std::string(collective) + ".json");
+    std::ofstream(file) << t.dump();
+    SendTable table = read_table(file);
+    REQUIRE(verify_direct(table).holds());
+    return table;
+}
+
 }  // namespace
 
 TEST_CASE("time bounds: at or below every verified catalog schedule's times (up to 64 processors, 1 KiB .. 1 GiB)") {
@@ -343,30 +374,7 @@ TEST_CASE("time bounds: allreduce's gossip on leaving arcs is left out where a s
     // 2(N-1) = 4 departures a byte over 30 GB/s (143 ms) counted one departure per receiving set: not so where one
     // departure reaches both
     test::Scratch dir("time_multicast_gossip");
-    const std::string machine = dir.file("mc3.json");
-    {
-        std::ofstream f(machine);
-        f << R"({"processors": 3, "routers": 1, "alpha": "1 us", "switches": [{"router": "r1.0", "multicast": true}], "edges": [)";
-        for (int g = 0; g < 3; ++g)
-            f << (g ? "," : "") << fmt::format(R"({{"from": {0}, "to": "r1.0", "bandwidth": "10 GB/s", "one_way": true}},)"
-                                               R"({{"from": "r1.0", "to": {0}, "bandwidth": "20 GB/s", "one_way": true}})", g);
-        f << "]}";
-    }
-    const int C = 64;
-    nlohmann::json t{{"format", "collsched.table/2"}, {"topology", "graph:" + machine}, {"collective", "allreduce"}, {"chunks", C},
-                     {"model", {{"multicast", "routers"}, {"ports", "multi"}, {"queues", "unbounded"}, {"replicate", false}, {"timing", "hop"}}}};
-    t["rounds"] = std::vector<int>(C + 1, 2);
-    for (int k = 0; k < C; ++k)
-        for (int g = 0; g < 3; ++g) {
-            const std::string m = fmt::format("a({},{})", g, k);
-            t["transfers"].push_back({{"step", k + 1}, {"from", std::to_string(g)}, {"to", "r1.0"}, {"msg", m}});
-            for (int h = 0; h < 3; ++h)
-                if (h != g) t["transfers"].push_back({{"step", k + 2}, {"from", "r1.0"}, {"to", std::to_string(h)}, {"msg", m}});
-        }
-    const std::string file = dir.file("multicast.json");
-    std::ofstream(file) << t.dump();
-    const SendTable table = read_table(file);
-    REQUIRE(verify_direct(table).holds());
+    const SendTable table = multicast3_table(dir, "allreduce", 'a');
     const double M = 1073741824.0;
     const double time = predict_time(table, TimeOptions{M, std::nullopt}).asynchronous;
     CHECK(time < 0.11);
@@ -394,11 +402,28 @@ TEST_CASE("time bounds: reduce-scatter's and allgather's crossings between the b
             const std::string name = coll;
             CAPTURE(name);
             CAPTURE(one_way);
-            const auto term = std::find_if(b->terms.begin(), b->terms.end(), [](const TimeTerm& x) { return x.name.find("crossings between sets: boxes") == 0; });
+            const auto term = std::find_if(b->terms.begin(), b->terms.end(), [](const TimeTerm& x) { return x.name.find("crossings into the sets: boxes") == 0; });
             REQUIRE(term != b->terms.end());
             // the bound: these crossings, but allgather's densest cut on the one-way machine (31/32 M into GPU 0 by NVLink)
             CHECK(at.seconds >= term->seconds(M) * (1 - 1e-9));
             if (!one_way || name != "allgather") CHECK(near(at.seconds, term->seconds(M), 1e-9));
             CHECK(near(term->seconds(M), 2.7e-6 + 3 * M / ((one_way ? 31 : 32) * 50e9), 1e-6));
         }
+}
+
+TEST_CASE("time bounds: allgather's crossings count entries, not departures, where a switch copies (at or below a verified table)") {
+    // 3 GPUs on a switch that multicasts, 10 GB/s up and 20 GB/s down: each GPU sends its datum up once and the switch
+    // copies it to the other two: (M/3) / 10 GB/s up, 2 (M/3) / 20 GB/s down. The crossings' entering side (2 entries a
+    // byte into 60 GB/s) meets it; a leaving side (2 departures a byte out of 30 GB/s) would be twice the table's time
+    test::Scratch dir("time_multicast_crossings");
+    const SendTable table = multicast3_table(dir, "allgather", 'b');
+    const double M = 1073741824.0;
+    const double time = predict_time(table, TimeOptions{M, std::nullopt}).asynchronous;
+    const TimeBounds b = bounds_of(table);
+    const TimeBound at = evaluate(b, M);
+    CHECK(at.seconds <= time * (1 + 1e-9));
+    CHECK(at.seconds >= 0.95 * time);  // 2 M/3 / 20 GB/s down is the table's time and the bound's
+    // the switch copies: no term counts departures
+    for (const TimeTerm& term : b.terms) CHECK(term.name.find("crossings out of") == std::string::npos);
+    CHECK(std::any_of(b.terms.begin(), b.terms.end(), [](const TimeTerm& x) { return x.name.find("crossings into") == 0; }));
 }

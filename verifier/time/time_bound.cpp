@@ -448,7 +448,7 @@ void Bounds::crossings() {
             if (!entering && copies) continue;
             const std::vector<TimeTerm>& side = entering ? terms.enter : terms.leave;
             TimeTerm sum;
-            sum.name = part.sets == P_ ? "crossings per processor" : "crossings between sets: " + part.name;
+            sum.name = fmt::format("crossings {} the sets: {}", entering ? "into" : "out of", part.sets == P_ ? "single processors" : part.name);
             sum.demand = part.sets - 1.0;
             for (const TimeTerm& x : side) sum.arcs.insert(sum.arcs.end(), x.arcs.begin(), x.arcs.end());
             const TimeTerm& least = *std::min_element(side.begin(), side.end(), [](const TimeTerm& a, const TimeTerm& b) { return a.bandwidth() < b.bandwidth(); });
