@@ -35,8 +35,8 @@
  * among the other boxes into a proxy box x (in turn), which sends box L the sum once, and box L's GPU c hands it to
  * GPU d with its own partial added. Box L takes in (3 (B-1) + 1)/(B-1) of a GPU's piece per NIC (0.098 of the buffer
  * against 0.107), its NICs send 3 B/B, the others' NICs on the rails that box L receives on send 3 + 1/(B-1) (what
- * a box sends on rail d cannot go to box L): 1.048 times box L's way out, the best any schedule that sums in the
- * boxes first can do there. Two details keep the rails busy:
+ * a box sends on rail d cannot go to box L, so its other B - 1 NICs carry 22 of its 24 sums on 4 x 8): 1.048 times
+ * box L's way out. Two details keep the rails busy:
  *  - in a box other than L, GPU d takes nothing for box L's GPU d in that box's turn for box L; its own box's
  *    partials come in then instead of after every piece, so its NIC's sends for the other boxes keep their turn
  *    (else they came a turn early and met box L's on rail d: 2.47 ms);
