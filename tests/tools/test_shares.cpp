@@ -276,7 +276,7 @@ TEST_CASE("shares: with a NIC that only sends, reduce-scatter sums that rail's s
     // 2.38 ms at 1 GiB against 35.2 us and 2.09 ms (1.14 and 1.14); now 37.8 us and 2.18 ms
     Scratch dir("shares_one_way_rs");
     const auto four = shares_machine(dir, "dgx-h100 --boxes 4 --network rail --one-way 0-8 --one-way 0-16 --one-way 0-24");
-    const LeafRs rs = leaf_rs(*four, find_boxes(*four).boxes);
+    const OneWayLeaf rs = one_way_leaf(*four, find_boxes(*four).boxes);
     REQUIRE(rs.why.empty());
     CHECK(rs.parts == 7);
     CHECK(rs.way[0][0] == 0);
@@ -302,7 +302,7 @@ TEST_CASE("shares: with a NIC that only sends, reduce-scatter sums that rail's s
     }
     // no box without a one-way NIC: the shape does not apply
     const auto healthy = shares_machine(dir, "dgx-h100 --boxes 4 --network rail");
-    CHECK_FALSE(leaf_rs(*healthy, find_boxes(*healthy).boxes).why.empty());
+    CHECK_FALSE(one_way_leaf(*healthy, find_boxes(*healthy).boxes).why.empty());
 }
 
 TEST_CASE("shares: with a NIC that only receives, allgather sends that GPU's parts out once through a box, within 10 % of the bound") {
@@ -311,10 +311,10 @@ TEST_CASE("shares: with a NIC that only receives, allgather sends that GPU's par
     // box 0's own GPUs' parts on their own rails (not in turn) the chained parts went out after all of them: 38.9 us
     Scratch dir("shares_one_way_ag");
     const auto four = shares_machine(dir, "dgx-h100 --boxes 4 --network rail --one-way 8-0 --one-way 16-0 --one-way 24-0");
-    const LeafRs ag = leaf_rs(*four, find_boxes(*four).boxes, CollectiveKind::allgather);
+    const OneWayLeaf ag = one_way_leaf(*four, find_boxes(*four).boxes, CollectiveKind::allgather);
     REQUIRE(ag.why.empty());
     CHECK(ag.parts == 7);
     CHECK(ag.way[0][0] == 0);
-    CHECK_FALSE(leaf_rs(*four, find_boxes(*four).boxes).why.empty());  // every NIC receives: no leaf reduce-scatter
+    CHECK_FALSE(one_way_leaf(*four, find_boxes(*four).boxes).why.empty());  // every NIC receives: no leaf reduce-scatter
     for (const double size : {16 * 1024.0 * 1024, GiB}) shares_fastest(four, "allgather", "a NIC that only receives", 1.10, size);
 }

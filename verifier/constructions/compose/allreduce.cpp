@@ -546,24 +546,25 @@ std::optional<SendTable> build_leaf(const SynthInstance& in, const std::vector<s
                                     std::string* why, Deadline deadline) {
     const bool rs = in.collective.kind != CollectiveKind::allreduce;  // reduce-scatter or allgather
     const LeafSlots slots = rs ? LeafSlots{} : leaf_slots(*in.topology, boxes, sh.leaf_all);
-    const LeafRs rs_slots = rs ? leaf_rs(*in.topology, boxes, in.collective.kind) : LeafRs{};
-    if (const std::string& no = rs ? rs_slots.why : slots.why; !no.empty()) {
+    const OneWayLeaf one_way = rs ? one_way_leaf(*in.topology, boxes, in.collective.kind) : OneWayLeaf{};
+    if (const std::string& no = rs ? one_way.why : slots.why; !no.empty()) {
         if (why) *why = no;
         return std::nullopt;
     }
     // allreduce: a piece is all + 2 rounds of one slot per up rail, each kind in proportion (LeafSlots::at); reduce-scatter
     // and allgather: parts of every processor's piece
-    const std::uint32_t rounds = pieces * (sh.leaf_all + 2), B = static_cast<std::uint32_t>(boxes[0].size());
+    const std::uint32_t rounds = pieces * (sh.leaf_all + 2);
+    const std::uint32_t per_datum = in.collective.kind == CollectiveKind::allgather ? 1 : in.topology->processors();  // reduce-scatter: P blocks
     Collective coll = in.collective;
     try {
-        coll.set_chunks(rs ? pieces * rs_slots.parts * (in.collective.kind == CollectiveKind::allgather ? 1 : in.topology->processors()) : rounds * static_cast<std::uint32_t>(slots.up.size() * boxes.size()), *in.topology);
+        coll.set_chunks(rs ? pieces * one_way.parts * per_datum : rounds * static_cast<std::uint32_t>(slots.up.size() * boxes.size()), *in.topology);
     } catch (const InputError& e) {  // the message space of 32-bit ids (docs/semantics.md, "Chunks")
         if (why) *why = e.what();
         return std::nullopt;
     }
     Plan plan(in.topology, in.model, coll, deadline);
-    if (in.collective.kind == CollectiveKind::allgather) leaf_allgather_plan(plan, boxes, rs_slots, pieces);
-    else if (rs) leaf_reduce_scatter_plan(plan, boxes, rs_slots, pieces);
+    if (in.collective.kind == CollectiveKind::allgather) leaf_allgather_plan(plan, boxes, one_way, pieces);
+    else if (rs) leaf_reduce_scatter_plan(plan, boxes, one_way, pieces);
     else leaf_allreduce_plan(plan, boxes, slots, rounds);
     return plan.lower(why, deadline);
 }

@@ -195,7 +195,7 @@ std::vector<Shape> fault_shapes(const Topology& t, const std::vector<std::vector
     // a one-way NIC: reduce-scatter's slots on it summed outside its box first, allgather's sent out through a box (leaf_all 0)
     if (std::ranges::count(cap, 0.0) > 0 && leaf_slots(t, boxes, 1).why.empty())
         for (std::uint32_t a : {5u, 6u, 7u}) s.push_back({InBox::rsag, Across::direct_rsag, false, Shares::leaf, a});
-    if (leaf_rs(t, boxes).why.empty() || leaf_rs(t, boxes, CollectiveKind::allgather).why.empty()) s.push_back({InBox::rsag, Across::direct_rsag, false, Shares::leaf, 0});
+    if (one_way_leaf(t, boxes).why.empty() || one_way_leaf(t, boxes, CollectiveKind::allgather).why.empty()) s.push_back({InBox::rsag, Across::direct_rsag, false, Shares::leaf, 0});
     return s;
 }
 

@@ -109,8 +109,8 @@ void leaf_allreduce_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes
     }
 }
 
-LeafRs leaf_rs(const Topology& t, const std::vector<std::vector<Node>>& boxes, CollectiveKind kind) {
-    LeafRs s;
+OneWayLeaf one_way_leaf(const Topology& t, const std::vector<std::vector<Node>>& boxes, CollectiveKind kind) {
+    OneWayLeaf s;
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = K == 0 ? 0 : static_cast<std::uint32_t>(boxes[0].size());
     const Ways w = nic_ways(t, boxes);
     const bool gather = kind == CollectiveKind::allgather;
@@ -152,7 +152,7 @@ LeafRs leaf_rs(const Topology& t, const std::vector<std::vector<Node>>& boxes, C
     return s;
 }
 
-void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafRs& ls, std::uint32_t pieces) {
+void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const OneWayLeaf& ls, std::uint32_t pieces) {
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size()), S = ls.parts;
     const std::vector<std::vector<std::uint32_t>>& up = ls.up;
     const std::uint32_t own_t0 = pieces * K;  // each box's shares for itself after every piece's for the others
@@ -196,7 +196,7 @@ void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& 
     }
 }
 
-void leaf_allgather_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafRs& ls, std::uint32_t pieces) {
+void leaf_allgather_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const OneWayLeaf& ls, std::uint32_t pieces) {
     const std::uint32_t K = static_cast<std::uint32_t>(boxes.size()), B = static_cast<std::uint32_t>(boxes[0].size()), S = ls.parts;
     const std::vector<std::vector<std::uint32_t>>& up = ls.up;
     const Messages ms(K * B, nullptr, pieces * S);

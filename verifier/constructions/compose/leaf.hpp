@@ -92,7 +92,7 @@ void leaf_allreduce_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes
 /// of it; its mirror: a GPU whose NIC sends nothing hands its parts to the rails that send, in turn, and a proxy box
 /// passes each on to the others), or `why` it does not apply: 3 boxes or more, every NIC carrying the other way, some
 /// NIC not this way, and each rail that carries it in a box carrying it in another box too.
-struct LeafRs {
+struct OneWayLeaf {
     std::vector<std::vector<char>> way;  ///< per box, per rail: its NIC there carries the way
     std::vector<std::vector<std::uint32_t>> up;  ///< per box, the rails its NIC carries the way on
     /// the parts of a processor's piece: the fewest rails a box with a NIC that does not carry the way has, so that
@@ -100,12 +100,12 @@ struct LeafRs {
     std::uint32_t parts = 1;
     std::string why;
 };
-LeafRs leaf_rs(const Topology&, const std::vector<std::vector<Node>>& boxes, CollectiveKind = CollectiveKind::reduce_scatter);
+OneWayLeaf one_way_leaf(const Topology&, const std::vector<std::vector<Node>>& boxes, CollectiveKind = CollectiveKind::reduce_scatter);
 
 /// Reduce-scatter of the leaf shape in `pieces` pieces of `slots.parts` parts into `plan` (chunk (p pieces + q) parts
 /// + s: processor p's part s of piece q).
-void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafRs& slots, std::uint32_t pieces);
+void leaf_reduce_scatter_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const OneWayLeaf& slots, std::uint32_t pieces);
 /// Allgather of the leaf shape (its mirror), pieces q parts s as chunk q parts + s of every datum.
-void leaf_allgather_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const LeafRs& slots, std::uint32_t pieces);
+void leaf_allgather_plan(Plan& plan, const std::vector<std::vector<Node>>& boxes, const OneWayLeaf& slots, std::uint32_t pieces);
 
 }  // namespace collsched::compose
