@@ -61,6 +61,7 @@
 #include "runtime/timing.hpp"
 #include "support/units.hpp"
 #include "verifier/synth/symmetry/processor_orbits.hpp"
+#include "verifier/time/time_bound_windows.hpp"
 #include "verifier/time/weighted_network.hpp"
 
 namespace collsched {
@@ -132,6 +133,7 @@ public:
         if (in_network && c_.kind != CollectiveKind::reduce) {
             guarded("cut", [&] {
                 reduction_in_network();
+                if (c_.kind == CollectiveKind::reduce_scatter) windows();  // one crossing per byte of a block: wherever values add
                 if (c_.kind == CollectiveKind::allreduce)
                     for (const Partition& part : partitions(t_, speeds_))
                         if (part.sets >= 2 && part.sets < P_ && functions_inside_sets(part))
@@ -159,8 +161,8 @@ private:
 
     void cuts() {
         switch (c_.kind) {
-            case CollectiveKind::allgather: densest(false), crossings(); break;
-            case CollectiveKind::reduce_scatter: densest(true), crossings(); break;
+            case CollectiveKind::allgather: densest(false), crossings(), windows(); break;
+            case CollectiveKind::reduce_scatter: densest(true), crossings(), windows(); break;
             case CollectiveKind::allreduce: allreduce(); break;
             case CollectiveKind::alltoall: alltoall(); break;
             case CollectiveKind::broadcast: rooted({idx(c_.root)}, others(), 1, "broadcast: the root's buffer crosses every cut between the root and a processor"); break;
@@ -259,6 +261,31 @@ private:
     void alltoall();
     /// Reduce-scatter and allgather: the crossings between the sets of each partition (single processors first).
     void crossings();
+    /// Reduce-scatter and allgather: windows on the cuts into single processors, the sets of each partition, their
+    /// complements and the densest cut's side (time_bound_windows.hpp).
+    void windows() {
+        if (P_ > window_processors) return;
+        const std::vector<Partition> parts = partitions(t_, speeds_);
+        std::vector<std::vector<std::uint32_t>> sets;
+        auto both = [&](const std::vector<std::uint32_t>& S) {
+            std::vector<char> in(P_, 0);
+            for (std::uint32_t v : S) in[v] = 1;
+            std::vector<std::uint32_t> rest;
+            for (std::uint32_t v = 0; v < P_; ++v)
+                if (!in[v]) rest.push_back(v);
+            sets.push_back(S), sets.push_back(std::move(rest));
+        };
+        for (std::uint32_t r : orbits_.representatives) both({r});
+        for (const Partition& p : parts)
+            for (std::uint32_t x = 0; x < p.sets && p.sets <= 64; ++x) {
+                std::vector<std::uint32_t> S;
+                for (std::uint32_t v = 0; v < P_; ++v)
+                    if (p.set[v] == x) S.push_back(v);
+                both(S);
+            }
+        if (!cut_set_.empty()) both(cut_set_);
+        add_window_terms(out_, t_, c_.kind, net(false), speeds_, sets, parts, limits_);
+    }
     /// Single processors, then partitions().
     std::vector<Partition> single_and_partitions() const {
         std::vector<Partition> parts;

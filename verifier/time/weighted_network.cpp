@@ -72,30 +72,37 @@ std::uint64_t WeightedNetwork::cut(const std::vector<char>& side) const {
     return c;
 }
 
-double WeightedNetwork::onward_alpha(const CapacityArc& a, const std::vector<double>& onward) const {
-    double least = std::numeric_limits<double>::infinity();
-    auto channel = [&](ChannelId c) { least = std::min(least, channel_delay(t_, c, speeds_) + onward[idx(t_.channel(c).to)]); };
+double WeightedNetwork::window_shift(const CapacityArc& a, const std::vector<double>* release, const std::vector<double>& onward) const {
+    double ahead = std::numeric_limits<double>::infinity(), behind = std::numeric_limits<double>::infinity();
+    // a group's holding excludes the message (channel_delay): its channels' alpha
+    auto channel = [&](ChannelId c, bool group) {
+        const Channel& ch = t_.channel(c);
+        const double delay = group ? channel_speed(t_, c, speeds_).alpha : channel_delay(t_, c, speeds_);
+        behind = std::min(behind, delay + onward[idx(ch.to)]);
+        ahead = std::min(ahead, release ? (*release)[idx(ch.from)] : 0.0);
+    };
     switch (a.kind) {
-        case CapacityArc::Kind::channel: channel(ChannelId{a.what}); break;
-        case CapacityArc::Kind::group:  // a group's holding excludes the message (channel_delay)
-            for (ChannelId c : t_.groups()[a.what].channels)
-                least = std::min(least, channel_speed(t_, c, speeds_).alpha + onward[idx(t_.channel(c).to)]);
+        case CapacityArc::Kind::channel: channel(ChannelId{a.what}, false); break;
+        case CapacityArc::Kind::group:
+            for (ChannelId c : t_.groups()[a.what].channels) channel(c, true);
             break;
         case CapacityArc::Kind::port:
-            for (ChannelId c : a.out_port ? t_.out_channels(Node{a.what}) : t_.in_channels(Node{a.what})) channel(c);
+            for (ChannelId c : a.out_port ? t_.out_channels(Node{a.what}) : t_.in_channels(Node{a.what})) channel(c, false);
             break;
     }
-    return least;
+    return ahead + behind;
 }
 
-void WeightedNetwork::crossing(const std::vector<char>& side, TimeTerm& term, const std::vector<double>* onward) const {
+void WeightedNetwork::crossing(const std::vector<char>& side, TimeTerm& term, const std::vector<double>* onward, const std::vector<double>* release) const {
+    COLLSCHED_ASSERT(!release || (onward && !reverse_));
     std::size_t shown = 0, more = 0;
     for (std::size_t i = 0; i < net_.arcs.size(); ++i) {
         const CapacityArc& a = net_.arcs[i];
         if (!side[a.from] || side[a.to]) continue;
         double alpha = alpha_[i];
         if (onward && !reverse_) {
-            const double with = onward_alpha(a, *onward);
+            const double with = window_shift(a, release, *onward);
+            if (!std::isfinite(with) && release) continue;  // nothing over it reaches the far side in time (windows: a useless arc)
             if (std::isfinite(with)) alpha = std::max(alpha, with);
         }
         term.arcs.push_back({bw_[i], alpha});
@@ -106,8 +113,9 @@ void WeightedNetwork::crossing(const std::vector<char>& side, TimeTerm& term, co
         ++shown;
         std::string what = net_.arc_text(t_, a);
         what = what.substr(0, what.rfind(" ("));  // the count of links, replaced by the speed
-        term.crossing.push_back(alpha > alpha_[i] ? fmt::format("{} ({}, {}; {} on to a processor)", what, support::format_bandwidth(bw_[i]),
-                                                                support::format_seconds(alpha_[i]), support::format_seconds(alpha))
+        const char* extra = release ? "its window" : "on to a processor";
+        term.crossing.push_back(alpha > alpha_[i] ? fmt::format("{} ({}, {}; {} {})", what, support::format_bandwidth(bw_[i]),
+                                                                support::format_seconds(alpha_[i]), support::format_seconds(alpha), extra)
                                                   : fmt::format("{} ({}, {})", what, support::format_bandwidth(bw_[i]), support::format_seconds(alpha_[i])));
     }
     if (more) term.crossing.push_back(fmt::format("... ({} more)", more));
@@ -172,11 +180,14 @@ std::vector<char> WeightedNetwork::region(const std::vector<std::uint32_t>& from
 }
 
 std::vector<double> alpha_distances(const Topology& t, const TimeOptions& opt, std::uint32_t src, bool reversed) {
+    return alpha_distances(t, opt, std::vector<std::uint32_t>{src}, reversed);
+}
+
+std::vector<double> alpha_distances(const Topology& t, const TimeOptions& opt, const std::vector<std::uint32_t>& sources, bool reversed) {
     std::vector<double> dist(t.nodes(), std::numeric_limits<double>::infinity());
     using Item = std::pair<double, std::uint32_t>;
     std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
-    dist[src] = 0;
-    q.push({0, src});
+    for (std::uint32_t src : sources) dist[src] = 0, q.push({0, src});
     while (!q.empty()) {
         auto [d, u] = q.top();
         q.pop();
@@ -192,21 +203,9 @@ std::vector<double> alpha_distances(const Topology& t, const TimeOptions& opt, s
 }
 
 std::vector<double> alpha_to_processors(const Topology& t, const TimeOptions& opt) {
-    std::vector<double> dist(t.nodes(), std::numeric_limits<double>::infinity());
-    using Item = std::pair<double, std::uint32_t>;
-    std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
-    for (std::uint32_t p = 0; p < t.processors(); ++p) dist[p] = 0, q.push({0, p});
-    while (!q.empty()) {
-        auto [d, u] = q.top();
-        q.pop();
-        if (d > dist[u]) continue;
-        for (ChannelId c : t.in_channels(Node{u})) {
-            const std::uint32_t v = idx(t.channel(c).from);
-            const double nd = d + channel_delay(t, c, opt);
-            if (nd < dist[v]) dist[v] = nd, q.push({nd, v});
-        }
-    }
-    return dist;
+    std::vector<std::uint32_t> all(t.processors());
+    std::iota(all.begin(), all.end(), 0u);
+    return alpha_distances(t, opt, all, true);
 }
 
 std::vector<std::uint32_t> hop_distances(const Topology& t, std::uint32_t src) {

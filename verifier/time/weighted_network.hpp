@@ -38,7 +38,12 @@ public:
     /// on a network that is not reversed, an arc's latency is the least over its channels of the
     /// channel's alpha plus `onward` at its head: what crosses into a router (a rail switch) has
     /// that far still to go before a processor holds it, whoever adds or copies on the way.
-    void crossing(const std::vector<char>& side, TimeTerm& term, const std::vector<double>* onward = nullptr) const;
+    /// With `release` as well (per node: a crossing over a channel leaves its tail no earlier than this; 0 where no
+    /// such time is proved, as at a router that cuts through): the arc's latency is the least release at its
+    /// channels' tails plus the least of their alpha and `onward` at the head (its window), and an arc with no way
+    /// on (infinite) is left out (windows on a cut, time_bound_windows.cpp).
+    void crossing(const std::vector<char>& side, TimeTerm& term, const std::vector<double>* onward = nullptr,
+                  const std::vector<double>* release = nullptr) const;
     /// The integer capacity of the arcs leaving `side`.
     std::uint64_t cut(const std::vector<char>& side) const;
 
@@ -57,8 +62,9 @@ private:
     /// LimitReached when a limit is reached or when the last flow on this network took longer
     /// than the time left (the flows of one network cost about the same). `what` names the term.
     void before_flow(const RunLimits& limits, std::string_view what) const;
-    /// The least over the arc's channels of alpha plus `onward` at the channel's head.
-    double onward_alpha(const CapacityArc& a, const std::vector<double>& onward) const;
+    /// The least over the arc's channels of `release` at the tail (none: 0) plus the least of alpha plus `onward` at
+    /// the channel's head (a group's channels: their alpha without the message).
+    double window_shift(const CapacityArc& a, const std::vector<double>* release, const std::vector<double>& onward) const;
     /// Times one flow for before_flow.
     template <class F>
     auto timed(F&& flow) {
@@ -87,6 +93,8 @@ double channel_delay(const Topology&, ChannelId c, const TimeOptions& speeds);
 
 /// Latency of the channels: Dijkstra from `src` over channels (reversed: into `src`), channel_delay as length.
 std::vector<double> alpha_distances(const Topology&, const TimeOptions& speeds, std::uint32_t src, bool reversed);
+/// The same from the nearest of `sources` (reversed: to the nearest).
+std::vector<double> alpha_distances(const Topology&, const TimeOptions& speeds, const std::vector<std::uint32_t>& sources, bool reversed);
 
 /// Per node the least latency (channel_delay as length) from it to any processor (0 at a processor).
 std::vector<double> alpha_to_processors(const Topology&, const TimeOptions& speeds);
