@@ -52,7 +52,7 @@ class Windows {
 public:
     Windows(TimeBounds& out, const Topology& t, CollectiveKind kind, WeightedNetwork& n, const TimeOptions& speeds, const RunLimits& limits)
         : out_(out), t_(t), rs_(kind == CollectiveKind::reduce_scatter), n_(n), speeds_(speeds), limits_(limits), P_(t.processors()),
-          from_(P_), to_(P_) {}
+          delays_(channel_delays(t, speeds)), from_(P_), to_(P_) {}
 
     /// The set S (sorted) entered; `parts` split the far side (reduce-scatter: S's owners; allgather: U's data) into classes.
     void set(const std::vector<std::uint32_t>& S, const std::vector<Partition>& parts) {
@@ -63,22 +63,25 @@ public:
         for (std::uint32_t v = 0; v < P_; ++v)
             if (!in[v]) U.push_back(v);
         if (S.empty() || U.empty()) return;
-        const std::vector<char> side = n_.region(U, S, out_.max_flows, limits_);
+        const std::vector<std::size_t> arcs = n_.leaving(n_.region(U, S, out_.max_flows, limits_));
         const std::vector<std::uint32_t>& base = rs_ ? S : U;  // the classes' processors: owners, or data
         const std::vector<std::uint32_t>& ends = rs_ ? U : S;  // the fixed source, or destination
         // every class with the farthest end first; the other ends only for a class that gave a term kept
         for (const std::vector<std::uint32_t>& K : classes(base, parts)) {
-            const std::vector<double> k_dist = at_processors(alpha_distances(t_, speeds_, K, rs_), !rs_);
+            const std::vector<double>& k_dist = of_class(K);
             const std::vector<std::uint32_t> es = pick(ends, K);
             for (std::size_t i = 0; i < es.size(); ++i) {
                 const std::vector<double>& e_dist = rs_ ? from(es[i]) : to(es[i]);
-                TimeTerm term;
+                Candidate c;
                 // reduce-scatter: released from u = e, on to the nearest of K; allgather: released from K, on to o = e
-                n_.crossing(side, term, rs_ ? &k_dist : &e_dist, rs_ ? &e_dist : &k_dist);
-                if (term.arcs.empty()) continue;
-                term.demand = static_cast<double>(K.size()) / P_;
-                term.inside = S;
-                if (!keep(std::move(term), S, K, es[i]) && i == 0) break;
+                for (std::size_t a : arcs) {
+                    const CutArc x = n_.arc(a, rs_ ? &k_dist : &e_dist, rs_ ? &e_dist : &k_dist);
+                    if (std::isfinite(x.alpha)) c.term.arcs.push_back(x), c.arcs.push_back(a);
+                }
+                if (c.arcs.empty()) continue;
+                c.term.demand = static_cast<double>(K.size()) / P_;
+                c.term.inside = S;
+                if (!keep(std::move(c), S, K, es[i]) && i == 0) break;
             }
         }
     }
@@ -119,6 +122,12 @@ private:
         for (std::size_t i = 0; i < most_ends; ++i) out.push_back(order[i].second);
         return out;
     }
+    /// The class's distances: to the nearest of K (reduce-scatter: on to an owner) or from it (allgather: a release).
+    const std::vector<double>& of_class(const std::vector<std::uint32_t>& K) {
+        auto it = classes_.find(K);
+        if (it == classes_.end()) it = classes_.emplace(K, at_processors(alpha_distances(t_, delays_, K, rs_), !rs_)).first;
+        return it->second;
+    }
     /// Releases are proved at processors only (a router that cuts through may start before the copy is in).
     std::vector<double> at_processors(std::vector<double> d, bool release) const {
         if (release)
@@ -126,16 +135,21 @@ private:
         return d;
     }
     const std::vector<double>& from(std::uint32_t p) {
-        if (from_[p].empty()) from_[p] = at_processors(alpha_distances(t_, speeds_, p, false), true);
+        if (from_[p].empty()) from_[p] = at_processors(alpha_distances(t_, delays_, {p}, false), true);
         return from_[p];
     }
     const std::vector<double>& to(std::uint32_t p) {
-        if (to_[p].empty()) to_[p] = alpha_distances(t_, speeds_, p, true);
+        if (to_[p].empty()) to_[p] = alpha_distances(t_, delays_, {p}, true);
         return to_[p];
     }
 
     /// Keeps `term` where it is the largest so far at one of the sizes; whether it was.
-    bool keep(TimeTerm term, const std::vector<std::uint32_t>& S, const std::vector<std::uint32_t>& K, std::uint32_t e) {
+    struct Candidate {
+        TimeTerm term;
+        std::vector<std::size_t> arcs;  ///< the network's arc of each of term.arcs
+    };
+    bool keep(Candidate c, const std::vector<std::uint32_t>& S, const std::vector<std::uint32_t>& K, std::uint32_t e) {
+        TimeTerm& term = c.term;
         bool wanted = false;
         std::vector<double> at(std::size(kept_at));
         for (std::size_t i = 0; i < std::size(kept_at); ++i) {
@@ -143,6 +157,8 @@ private:
             wanted = wanted || !best_[i] || at[i] > best_s_[i];
         }
         if (!wanted) return false;
+        for (std::size_t i = 0; i < c.arcs.size() && i < 12; ++i) term.crossing.push_back(n_.arc_text(c.arcs[i], term.arcs[i].alpha, "its window"));
+        if (c.arcs.size() > 12) term.crossing.push_back(fmt::format("... ({} more)", c.arcs.size() - 12));
         term.name = fmt::format("windows on a cut into {}", support::runs_text(S));
         term.detail = rs_ ? fmt::format("the {} blocks owned by {} (M/P bytes each) need processor {}'s values, which reach them over a chain that "
                                         "enters the region of {}: over a channel no earlier than they can be at its sender, and no later than "
@@ -166,7 +182,9 @@ private:
     const TimeOptions& speeds_;
     const RunLimits& limits_;
     const std::uint32_t P_;
+    const std::vector<double> delays_;             ///< per channel its channel_delay
     std::vector<std::vector<double>> from_, to_;  ///< per processor, alpha-distances from it (routers 0) and to it
+    std::map<std::vector<std::uint32_t>, std::vector<double>> classes_;  ///< of_class
     std::optional<TimeTerm> best_[std::size(kept_at)];
     double best_s_[std::size(kept_at)] = {};
 };

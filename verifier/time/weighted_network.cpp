@@ -93,30 +93,40 @@ double WeightedNetwork::window_shift(const CapacityArc& a, const std::vector<dou
     return ahead + behind;
 }
 
-void WeightedNetwork::crossing(const std::vector<char>& side, TimeTerm& term, const std::vector<double>* onward, const std::vector<double>* release) const {
+std::vector<std::size_t> WeightedNetwork::leaving(const std::vector<char>& side) const {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < net_.arcs.size(); ++i)
+        if (side[net_.arcs[i].from] && !side[net_.arcs[i].to]) out.push_back(i);
+    return out;
+}
+
+CutArc WeightedNetwork::arc(std::size_t i, const std::vector<double>* onward, const std::vector<double>* release) const {
     COLLSCHED_ASSERT(!release || (onward && !reverse_));
+    double alpha = alpha_[i];
+    if (onward && !reverse_) {
+        const double with = window_shift(net_.arcs[i], release, *onward);
+        if (!std::isfinite(with) && release) return {bw_[i], with};  // nothing over it reaches the far side (a window: useless)
+        if (std::isfinite(with)) alpha = std::max(alpha, with);
+    }
+    return {bw_[i], alpha};
+}
+
+std::string WeightedNetwork::arc_text(std::size_t i, double alpha, const char* extra) const {
+    std::string what = net_.arc_text(t_, net_.arcs[i]);
+    what = what.substr(0, what.rfind(" ("));  // the count of links, replaced by the speed
+    return alpha > alpha_[i] ? fmt::format("{} ({}, {}; {} {})", what, support::format_bandwidth(bw_[i]), support::format_seconds(alpha_[i]),
+                                           support::format_seconds(alpha), extra)
+                             : fmt::format("{} ({}, {})", what, support::format_bandwidth(bw_[i]), support::format_seconds(alpha_[i]));
+}
+
+void WeightedNetwork::crossing(const std::vector<char>& side, TimeTerm& term, const std::vector<double>* onward, const std::vector<double>* release) const {
     std::size_t shown = 0, more = 0;
-    for (std::size_t i = 0; i < net_.arcs.size(); ++i) {
-        const CapacityArc& a = net_.arcs[i];
-        if (!side[a.from] || side[a.to]) continue;
-        double alpha = alpha_[i];
-        if (onward && !reverse_) {
-            const double with = window_shift(a, release, *onward);
-            if (!std::isfinite(with) && release) continue;  // nothing over it reaches the far side in time (windows: a useless arc)
-            if (std::isfinite(with)) alpha = std::max(alpha, with);
-        }
-        term.arcs.push_back({bw_[i], alpha});
-        if (shown >= 12) {
-            ++more;
-            continue;
-        }
-        ++shown;
-        std::string what = net_.arc_text(t_, a);
-        what = what.substr(0, what.rfind(" ("));  // the count of links, replaced by the speed
-        const char* extra = release ? "its window" : "on to a processor";
-        term.crossing.push_back(alpha > alpha_[i] ? fmt::format("{} ({}, {}; {} {})", what, support::format_bandwidth(bw_[i]),
-                                                                support::format_seconds(alpha_[i]), support::format_seconds(alpha), extra)
-                                                  : fmt::format("{} ({}, {})", what, support::format_bandwidth(bw_[i]), support::format_seconds(alpha_[i])));
+    for (std::size_t i : leaving(side)) {
+        const CutArc a = arc(i, onward, release);
+        if (!std::isfinite(a.alpha)) continue;
+        term.arcs.push_back(a);
+        if (shown >= 12) ++more;
+        else ++shown, term.crossing.push_back(arc_text(i, a.alpha, release ? "its window" : "on to a processor"));
     }
     if (more) term.crossing.push_back(fmt::format("... ({} more)", more));
 }
@@ -179,11 +189,17 @@ std::vector<char> WeightedNetwork::region(const std::vector<std::uint32_t>& from
     return flow_.source_side();
 }
 
-std::vector<double> alpha_distances(const Topology& t, const TimeOptions& opt, std::uint32_t src, bool reversed) {
-    return alpha_distances(t, opt, std::vector<std::uint32_t>{src}, reversed);
+std::vector<double> channel_delays(const Topology& t, const TimeOptions& opt) {
+    std::vector<double> d(t.channels().size());
+    for (std::uint32_t c = 0; c < d.size(); ++c) d[c] = channel_delay(t, ChannelId{c}, opt);
+    return d;
 }
 
-std::vector<double> alpha_distances(const Topology& t, const TimeOptions& opt, const std::vector<std::uint32_t>& sources, bool reversed) {
+std::vector<double> alpha_distances(const Topology& t, const TimeOptions& opt, std::uint32_t src, bool reversed) {
+    return alpha_distances(t, channel_delays(t, opt), std::vector<std::uint32_t>{src}, reversed);
+}
+
+std::vector<double> alpha_distances(const Topology& t, const std::vector<double>& delays, const std::vector<std::uint32_t>& sources, bool reversed) {
     std::vector<double> dist(t.nodes(), std::numeric_limits<double>::infinity());
     using Item = std::pair<double, std::uint32_t>;
     std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
@@ -195,7 +211,7 @@ std::vector<double> alpha_distances(const Topology& t, const TimeOptions& opt, c
         for (ChannelId c : reversed ? t.in_channels(Node{u}) : t.out_channels(Node{u})) {
             const Channel& ch = t.channel(c);
             const std::uint32_t v = idx(reversed ? ch.from : ch.to);
-            const double nd = d + channel_delay(t, c, opt);
+            const double nd = d + delays[idx(c)];
             if (nd < dist[v]) dist[v] = nd, q.push({nd, v});
         }
     }
@@ -205,7 +221,7 @@ std::vector<double> alpha_distances(const Topology& t, const TimeOptions& opt, c
 std::vector<double> alpha_to_processors(const Topology& t, const TimeOptions& opt) {
     std::vector<std::uint32_t> all(t.processors());
     std::iota(all.begin(), all.end(), 0u);
-    return alpha_distances(t, opt, all, true);
+    return alpha_distances(t, channel_delays(t, opt), all, true);
 }
 
 std::vector<std::uint32_t> hop_distances(const Topology& t, std::uint32_t src) {

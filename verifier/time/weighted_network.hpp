@@ -44,6 +44,13 @@ public:
     /// on (infinite) is left out (windows on a cut, time_bound_windows.cpp).
     void crossing(const std::vector<char>& side, TimeTerm& term, const std::vector<double>* onward = nullptr,
                   const std::vector<double>* release = nullptr) const;
+    /// The arcs from `side` to its complement (indices into net().arcs).
+    std::vector<std::size_t> leaving(const std::vector<char>& side) const;
+    /// Arc i's bandwidth and latency, with `onward` and `release` as crossing() takes them (an infinite latency: an
+    /// arc with no way on, which crossing() leaves out).
+    CutArc arc(std::size_t i, const std::vector<double>* onward = nullptr, const std::vector<double>* release = nullptr) const;
+    /// Arc i with its speed and, where `alpha` is above its own latency, that latency and `extra` ("its window").
+    std::string arc_text(std::size_t i, double alpha, const char* extra) const;
     /// The integer capacity of the arcs leaving `side`.
     std::uint64_t cut(const std::vector<char>& side) const;
 
@@ -93,8 +100,10 @@ double channel_delay(const Topology&, ChannelId c, const TimeOptions& speeds);
 
 /// Latency of the channels: Dijkstra from `src` over channels (reversed: into `src`), channel_delay as length.
 std::vector<double> alpha_distances(const Topology&, const TimeOptions& speeds, std::uint32_t src, bool reversed);
-/// The same from the nearest of `sources` (reversed: to the nearest).
-std::vector<double> alpha_distances(const Topology&, const TimeOptions& speeds, const std::vector<std::uint32_t>& sources, bool reversed);
+/// Per channel its channel_delay under `speeds`.
+std::vector<double> channel_delays(const Topology&, const TimeOptions& speeds);
+/// The same from the nearest of `sources` (reversed: to the nearest), on per-channel `delays` (channel_delays).
+std::vector<double> alpha_distances(const Topology&, const std::vector<double>& delays, const std::vector<std::uint32_t>& sources, bool reversed);
 
 /// Per node the least latency (channel_delay as length) from it to any processor (0 at a processor).
 std::vector<double> alpha_to_processors(const Topology&, const TimeOptions& speeds);
