@@ -100,7 +100,7 @@ struct TimePrediction {
 /// the bandwidth divided by its wire factor and, on a channel out of a processor, its latency added).
 LinkSpeed channel_speed(const Topology&, ChannelId c, const TimeOptions& opt);
 /// How long a transfer holds its connection over channel c beyond its bytes under `opt`'s executor
-/// (0 without one).
+/// (0 without one, and out of a router that only forwards: a put through a switch is one op of its GPU).
 double message_cost(const Topology&, ChannelId c, const TimeOptions& opt);
 /// The most connections an executor runs over one channel (docs/time.md, "Executors"): the k-th
 /// transfer of a step on a channel runs on its k-th connection and holds it for its message beyond

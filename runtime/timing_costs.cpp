@@ -60,6 +60,15 @@ LinkSpeed channel_speed(const Topology& topo, ChannelId c, const TimeOptions& op
 
 double message_cost(const Topology& topo, ChannelId c, const TimeOptions& opt) {
     if (!opt.executor) return 0;
+    // a put through a switch is one op of its sending GPU, paid on the channel out of the GPU: a switch declared to
+    // only forward (an InfiniBand rail switch, an NVSwitch without NVLS) adds no message of its own
+    const Node from = topo.channel(c).from;
+    if (!topo.is_processor(from)) {
+        bool acts = false;  // the switch's own op (NVLS, SHARP: a multimem reduce's way down) keeps its message
+        if (topo.declares_switches()) acts = topo.switch_functions(from).reduce || topo.switch_functions(from).multicast;
+        else acts = topo.default_model().combine_routers || topo.default_model().multicast_routers;
+        if (!acts) return 0;
+    }
     return opt.executor->message[idx_of(link_class(topo, c, opt))];
 }
 

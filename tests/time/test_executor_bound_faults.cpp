@@ -19,7 +19,8 @@ TEST_CASE("executor bound: a ring's every GPU sends its (P-1)/P x M through NCCL
           "switches as routers, 16 MiB: the bound is LL128's, within 10 % of the crossnic rings)") {
     // LL's row on 4 x 8 H100 with rail switches as routers was its cut out of box 0 at LL's bandwidth, 95.3 us at 16 MiB
     // allgather, while every ring runs LL at 803 us (each GPU sends 31/32 of 16 MiB at llMaxBw, 20.4 GB/s on 4 Intel
-    // boxes): the bound was 1.28 below the crossnic rings' 122 us (LL128) and now is LL128's chain, 112 us
+    // boxes): the bound was 1.28 below the crossnic rings' 122 us (LL128) and now is LL128's chain, 95.8 us (112 us while a
+    // rail switch's departure paid a message of its own; now a put through it pays one, as on the rail machine: 105 us)
     static const test::Scratch scratch("executor_bound_ll_cap");
     const std::string m = scratch.file("routers.json"), w = scratch.file("winner.json");
     REQUIRE(test::run("machine dgx-h100 --boxes 4 --network rail --switches routers -o " + m).code == 0);
@@ -36,7 +37,7 @@ TEST_CASE("executor bound: a ring's every GPU sends its (P-1)/P x M through NCCL
     CHECK(per.at("LL") > per.at("LL128"));
     const double bound = b["seconds"].get<double>(), time = row["predicted_time_s"].get<double>();
     CHECK(bound == doctest::Approx(per.at("LL128")));
-    CHECK(bound > 105e-6);
+    CHECK(bound > 95e-6);
     CHECK(time >= bound);
     CHECK(time / bound < 1.10);
     bool said = false;

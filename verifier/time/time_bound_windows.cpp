@@ -25,8 +25,8 @@
 //
 // On 4 x DGX H100 (rail-only) with NIC 0 at half on the mscclpp executor (Simple), GPU 0's values of the
 // 24 blocks owned in the other boxes leave it over its NVLink (345 GB/s), whose heads still need a NIC
-// (21.9 us with the proxy's message), or over its own NIC (24 GB/s, 23.2 us): 3/4 M cannot be out before
-// 62 us, where the densest cut without windows gives 44.8 us.
+// (23.2 us with the proxy's message), or over its own NIC (24 GB/s, 2.7 us): 3/4 M cannot be out before
+// 56.5 us (58.6 with the launch), where the densest cut without windows gives 44.8 us.
 #include "verifier/time/time_bound_windows.hpp"
 
 #include <algorithm>
