@@ -19,12 +19,17 @@ namespace {
 /// peak, `convert --format mscclpp`); what the stock executor runs (64 ops a thread block, 108 blocks a GPU) the
 /// writer decides itself, a table beyond it refused at once by its floor, and the check stops at the deadline.
 constexpr std::size_t export_check_limit = std::size_t{1} << 16;
+/// An NCCL graph file's check reads the table's rings back (verifier/constructions/nccl/nccl_graph_check.hpp), a few
+/// hundred bytes a transfer: the crossnic rings on 32 channels on 4 x 8 H100 with rail switches as routers (126,976
+/// transfers, every hop through a switch two) are checked in about 1 s.
+constexpr std::size_t nccl_graph_check_limit = std::size_t{1} << 18;
 constexpr std::uint64_t mscclpp_check_bytes_per_transfer = 16 << 10;
 
 /// Why table c is not offered to its exporter for the check, or "".
 std::string not_offered(const TimeCandidate& c, std::string_view format) {
     const std::size_t n = c.table->transfers.size();
-    if (n > export_check_limit) return fmt::format("{} transfers, above the {} the export is checked for", n, export_check_limit);
+    const std::size_t limit = format == "nccl-graph" ? nccl_graph_check_limit : export_check_limit;
+    if (n > limit) return fmt::format("{} transfers, above the {} the export is checked for", n, limit);
     if (format == "mscclpp")
         if (const MemoryBudget m = MemoryBudget::standard(); !m.fits(n * mscclpp_check_bytes_per_transfer))
             return m.refusal(n * mscclpp_check_bytes_per_transfer, fmt::format("the check of its MSCCL++ plan ({} transfers)", n));
