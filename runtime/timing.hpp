@@ -120,6 +120,9 @@ inline constexpr double router_packet_bytes = 4096;
 /// Its departure starts once the first packet of the copy it is matched with is in, its last byte leaving no earlier
 /// than that copy's last byte arrived; a departure elsewhere waits for its data whole.
 bool cuts_through(const Topology&, const Model&, Node u);
+/// Whether router u adds or multicasts: its declared functions, or (a machine that declares none) the model's combine
+/// and multicast.
+bool switch_acts(const Topology&, const Model&, Node u);
 
 /// The part of the prediction that does not depend on the size, built once per table (what each
 /// transfer waits for, what it moves): predicting at many sizes (compare, `optimize --sizes`, the

@@ -63,12 +63,8 @@ double message_cost(const Topology& topo, ChannelId c, const TimeOptions& opt) {
     // a put through a switch is one op of its sending GPU, paid on the channel out of the GPU: a switch declared to
     // only forward (an InfiniBand rail switch, an NVSwitch without NVLS) adds no message of its own
     const Node from = topo.channel(c).from;
-    if (!topo.is_processor(from)) {
-        bool acts = false;  // the switch's own op (NVLS, SHARP: a multimem reduce's way down) keeps its message
-        if (topo.declares_switches()) acts = topo.switch_functions(from).reduce || topo.switch_functions(from).multicast;
-        else acts = topo.default_model().combine_routers || topo.default_model().multicast_routers;
-        if (!acts) return 0;
-    }
+    // the switch's own op (NVLS, SHARP: a multimem reduce's way down) keeps its message
+    if (!topo.is_processor(from) && !switch_acts(topo, topo.default_model(), from)) return 0;
     return opt.executor->message[idx_of(link_class(topo, c, opt))];
 }
 
@@ -107,13 +103,16 @@ double bus_factor(CollectiveKind k, std::uint32_t processors) {
     }
 }
 
-bool cuts_through(const Topology& topo, const Model& m, Node u) {
-    if (topo.is_processor(u) || m.replicate) return false;
+bool switch_acts(const Topology& topo, const Model& m, Node u) {
     if (topo.declares_switches()) {
         const SwitchFunctions f = topo.switch_functions(u);
-        return !f.reduce && !f.multicast;
+        return f.reduce || f.multicast;
     }
-    return !m.combine_routers && !m.multicast_routers;
+    return m.combine_routers || m.multicast_routers;
+}
+
+bool cuts_through(const Topology& topo, const Model& m, Node u) {
+    return !topo.is_processor(u) && !m.replicate && !switch_acts(topo, m, u);
 }
 
 double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt) {
