@@ -11,6 +11,7 @@
 #include "compiler/io/table_io.hpp"
 #include "runtime/executor/executor.hpp"
 #include "runtime/timing.hpp"
+#include "verifier/time/time_bound_executor.hpp"
 #include "tests/tools/cli_run.hpp"
 
 using namespace collsched;
@@ -84,4 +85,43 @@ TEST_CASE("executor bound: with a NIC that only sends, the weighted rings leave 
     CHECK(refuted);
     CHECK(said);
     CHECK_FALSE(any_table);
+}
+
+TEST_CASE("executor bound: for the asynchronous time a group no slower than its channels is held until the message before an "
+          "arrival, which raises the bound on mscclpp and stays below every table's asynchronous time (GPU 0's NVLink at half)") {
+    // 2 x DGX A100, GPU 0's NVLink at half, reduce-scatter at 16 MiB on mscclpp (Simple): the 15 blocks owned in {1-15}
+    // need 15/16 M from GPU 0 over its NIC (24 GB/s) and its NVLink (115 GB/s). For both timings a group's holding ends
+    // its channel's alpha before the end (2.7 us and 600 ns): 116.3 us with the launch. Asynchronous, a transfer holds
+    // its connection message + b/B_c from the start it holds the group at, b/B_g <= b/B_c: the message too (20.5 and
+    // 6.26 us): T = (15/16 M + 24 GB/s x 23.2 us + 115 GB/s x 6.86 us) / 139 GB/s + 2.1 us = 125.0 us
+    static const test::Scratch scratch("executor_bound_async_groups");
+    const std::string m = scratch.file("gpu_half.json"), t = scratch.file("rs.json");
+    REQUIRE(test::run("machine dgx-a100 --boxes 2 --network switch --units gpu --slow-gpu 0:0.5 -o " + m).code == 0);
+    REQUIRE(test::run("compose --topology graph:" + m + " --collective reduce_scatter --size 16M -o " + t).code == 0);
+    const auto topo = Topology::parse("graph:" + m);
+    const Collective c = Collective::parse("reduce_scatter", *topo);
+    const double M = 16.0 * 1048576;
+    auto bound = [&](bool asynchronous) {
+        return evaluate(*executor_time_bounds(*topo, c, topo->default_model(), {builtin_executor(ExecutorKind::mscclpp)}, std::nullopt, {}, asynchronous), M);
+    };
+    const ExecutorBound both = bound(false), async = bound(true);
+    CHECK(both.seconds == doctest::Approx(116.27e-6).epsilon(1e-3));
+    CHECK(async.seconds == doctest::Approx(124.99e-6).epsilon(1e-3));
+    // every table of compose's, verified: asynchronous at or above the asynchronous bound, both times above the other
+    const SendTable table = read_table(t);
+    TimeOptions o{M, std::nullopt};
+    o.executor = executor_costs(builtin_executor(ExecutorKind::mscclpp), Protocol::simple);
+    const TimePrediction p = predict_time(table, o);
+    CHECK(p.asynchronous >= async.seconds);
+    CHECK(p.synchronous >= both.seconds);
+    // optimize decides by the asynchronous time and says its bound is for it; compare --time sync keeps the bound of both
+    const auto r = test::run("optimize --topology graph:" + m + " --collective reduce_scatter --size 16M --executor mscclpp --timeout 30 --jobs 1 --json");
+    REQUIRE((r.code == 0 || r.code == 3));
+    const auto doc = nlohmann::json::parse(r.out);
+    CHECK(doc["sizes"][0]["executor_lower_bound_s"].get<double>() == doctest::Approx(async.seconds).epsilon(1e-9));
+    CHECK(doc["executor_bound_space"].get<std::string>().ends_with("the asynchronous time"));
+    const auto s = test::run("compare " + t + " --executor mscclpp --time sync --sizes 16M");
+    INFO(s.out, s.err);
+    CHECK(s.code == 0);
+    CHECK(s.out.find("asynchronous and synchronous time") != std::string::npos);
 }

@@ -44,12 +44,15 @@ void check_bounds(const TimeObjective& r) {
 }
 
 /// The executor's bound under every verified schedule's two times (on the executor, and NCCL's
-/// algorithms on the nccl executor): the same internal error as check_bounds.
+/// algorithms on the nccl executor), or the asynchronous one where the bound is for it alone: the same internal
+/// error as check_bounds.
 void check_executor_bounds(const TimeObjective& r) {
+    const bool both = !r.executor_bounds->asynchronous;
+    COLLSCHED_ASSERT(both || r.options.time == TimeKind::asynchronous);
     for (std::size_t i = 0; i < r.options.sizes.size(); ++i) {
         const ExecutorBound b = evaluate(*r.executor_bounds, r.options.sizes[i]);
         for (std::size_t c = 0; c < r.candidates.size(); ++c)
-            for (double t : {r.comparison.seconds[c][i], r.comparison.other[c][i]}) {
+            for (double t : {r.comparison.seconds[c][i], both ? r.comparison.other[c][i] : r.comparison.seconds[c][i]}) {
                 const std::string bad = bound_violation(b, *r.executor_bounds, t, r.candidates[c].name);
                 COLLSCHED_ASSERT_MSG(bad.empty(), bad);
             }
@@ -117,7 +120,8 @@ void bound_nccl_rings(TimeObjective& r, bool whole, const RunLimits& limits) {
     // an unchecked table is slower than a kept one by the query's time; by the other timing too, or the bound stays
     for (const TimeCandidate& u : r.unchecked)
         for (std::size_t i = 0; !u.nccl && i < u.seconds.size() && i < u.other.size(); ++i)
-            if (evaluate(*r.executor_bounds, r.options.sizes[i]).seconds > std::min(u.seconds[i], u.other[i]) * (1 + 1e-9)) {
+            if (evaluate(*r.executor_bounds, r.options.sizes[i]).seconds >
+                (r.executor_bounds->asynchronous ? u.seconds[i] : std::min(u.seconds[i], u.other[i])) * (1 + 1e-9)) {
                 *r.executor_bounds = before;
                 return r.notes.push_back(fmt::format("{}: {} ({}), unchecked, is not in their family", any, u.name, u.provider));
             }
@@ -253,7 +257,9 @@ TimeObjective time_objective(const SynthInstance& in, const TimeObjectiveOptions
                                               "broadcast, reduce, scatter and gather have one)", in.collective.to_string()));
     TimeObjective r{in, options, std::move(*bounds), {}, {}, {}, std::nullopt, {}};
     if (const std::vector<ExecutorModel> executors = timed_executors(options); !executors.empty()) {
-        r.executor_bounds = executor_time_bounds(topo, in.collective, in.model, executors, options.link, bound_limits);
+        // decided by the asynchronous time, the bounds of that time alone (a group's message counts)
+        r.executor_bounds = executor_time_bounds(topo, in.collective, in.model, executors, options.link, bound_limits,
+                                                 options.time == TimeKind::asynchronous);
         trace("the executor's bounds: end");
     }
     // NCCL's ring search gets a quarter of what is left at most: the providers need the rest

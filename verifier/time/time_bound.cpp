@@ -8,6 +8,12 @@
 // b/B, one resource's transfers never overlap, and it arrives alpha_e >= alpha_a after its last byte, by
 // T: so its holding lies in [0, T - alpha_a]. *Synchronous:* a step in which a carries L_a lasts D_s >=
 // alpha_e + L_a/B_a, so L_a <= B_a (D_s - alpha_a); summed, <= B_a (T - alpha_a).
+// *A group's message (the asynchronous time alone).* On an executor a transfer over channel c takes c and its
+// groups g at one start and its connection for m_c + b/B_c (runtime/timing.cpp, AsyncRun::start: the hold is at least
+// every resource's), arriving alpha_c after that; g is held b/B_g. Where B_c <= B_g, b/B_g <= m_c + b/B_c - m_c, so g is
+// free m_c + alpha_c before the arrival: the group's alpha_a may count m_c (WeightedNetwork::group_delay). A
+// synchronous step lasts alpha_c + max(bytes/B_c + turns x m_c, bytes_g/B_g): the group's bytes may fill the messages'
+// time, so there the group keeps alpha_c (the bounds say which time they hold for: time_bounds' `asynchronous`).
 //
 // **Lemma 2 (a cut).** If every run moves at least D bytes over the arcs of a set A (a byte counted per
 // arc crossed), then T >= T*(D), the least T with sum over A of B_a max(0, T - alpha_a) >= D; T* >= D /
@@ -114,13 +120,16 @@ Pairs pairs_of(CollectiveKind k) {
 /// Builds the terms of one instance.
 class Bounds {
 public:
-    Bounds(const Topology& t, const Collective& c, const Model& m, const TimeOptions& speeds, const RunLimits& limits)
-        : t_(t), c_(c), m_(m), speeds_(speeds), P_(t.processors()), limits_(limits),
+    Bounds(const Topology& t, const Collective& c, const Model& m, const TimeOptions& speeds, const RunLimits& limits, bool asynchronous)
+        : t_(t), c_(c), m_(m), speeds_(speeds), asynchronous_(asynchronous), P_(t.processors()), limits_(limits),
           orbits_(processor_orbits(t, limits)) {}  // AutomorphismCheck keeps speeds too; fewer symmetries at a limit only cost flows
 
     TimeBounds run() {
-        out_.model = "docs/time.md, asynchronous and synchronous alike: a transfer of b bytes holds its channel b/B_e and each of "
-                     "its link groups b/B_g and arrives alpha_e after its last byte left";
+        out_.model = asynchronous_ ? "docs/time.md, the asynchronous time: a transfer of b bytes holds its channel b/B_e and each of its link "
+                                     "groups b/B_g from its start and arrives alpha_e after its last byte left, and its message after the "
+                                     "group's holding where its channel is no faster than the group"
+                                   : "docs/time.md, asynchronous and synchronous alike: a transfer of b bytes holds its channel b/B_e and each of "
+                                     "its link groups b/B_g and arrives alpha_e after its last byte left";
         out_.assumptions = {"hop timing (a transfer crosses one channel; a router that only forwards cuts through: docs/time.md, \"Routers and copies\")",
                             "any schedule, route, number of chunks and rounds; routers under replicate=no and yes"};
         const bool in_network = c_.row().combining() && m_.combine_routers;
@@ -183,7 +192,7 @@ private:
         auto& n = reverse ? backward_ : forward_;
         if (!n) {
             limits_.check("the flow network of the link speeds");
-            n.emplace(t_, m_, speeds_, reverse);
+            n.emplace(t_, m_, speeds_, reverse, asynchronous_);
         }
         return *n;
     }
@@ -405,6 +414,7 @@ private:
     const Collective& c_;
     const Model& m_;
     const TimeOptions speeds_;  ///< the speeds the time model times channels and groups at
+    const bool asynchronous_;   ///< the bounds are for the asynchronous time only (WeightedNetwork::group_delay)
     const std::uint32_t P_;
     const RunLimits limits_;
     const ProcessorOrbits orbits_;
@@ -633,9 +643,10 @@ std::optional<TimeBounds> time_bounds(const Topology& t, const Collective& c, co
     return time_bounds(t, c, m, TimeOptions{0, uniform}, limits);
 }
 
-std::optional<TimeBounds> time_bounds(const Topology& t, const Collective& c, const Model& m, const TimeOptions& speeds, const RunLimits& limits) {
+std::optional<TimeBounds> time_bounds(const Topology& t, const Collective& c, const Model& m, const TimeOptions& speeds, const RunLimits& limits,
+                                      bool asynchronous) {
     if (m.timing != Timing::hop || pairs_of(c.kind) == Pairs::none || t.processors() < 2) return std::nullopt;
-    return Bounds(t, c, m, with_network_class(t, speeds), limits).run();
+    return Bounds(t, c, m, with_network_class(t, speeds), limits, asynchronous).run();
 }
 
 TimeBound evaluate(const TimeBounds& b, double size) {

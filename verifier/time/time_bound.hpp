@@ -90,8 +90,10 @@ std::optional<TimeBounds> time_bounds(const Topology&, const Collective&, const 
 /// The same on the speeds the time model takes under `speeds` (its --link and executor costs:
 /// channel_speed, group_speed, and the message cost added to every channel's latency, not to a
 /// group's): the network part of the bound on an executor (time_bound_executor.hpp). The launch
-/// is not in it.
-std::optional<TimeBounds> time_bounds(const Topology&, const Collective&, const Model&, const TimeOptions& speeds, const RunLimits& limits = {});
+/// is not in it. `asynchronous`: for the asynchronous time only, where a group's holding also ends a message before
+/// the arrival over a channel no faster than the group (WeightedNetwork::group_delay); the model says so.
+std::optional<TimeBounds> time_bounds(const Topology&, const Collective&, const Model&, const TimeOptions& speeds, const RunLimits& limits = {},
+                                      bool asynchronous = false);
 
 TimeBound evaluate(const TimeBounds&, double size);
 

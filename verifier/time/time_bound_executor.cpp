@@ -27,14 +27,15 @@ std::string space_of(const ExecutorBounds& b) {
     std::vector<std::string> spaces;
     for (const auto& [executor, text] : b.parts) spaces.push_back((spaces.empty() ? "any table " : "and any table ") + text);
     if (b.exact) spaces.push_back((spaces.empty() ? "" : "and ") + b.exact->what);
-    return fmt::format("{}; asynchronous and synchronous time", fmt::join(spaces, "; "));
+    return fmt::format("{}; {}", fmt::join(spaces, "; "), b.asynchronous ? "the asynchronous time" : "asynchronous and synchronous time");
 }
 
 }  // namespace
 
 std::optional<ExecutorBounds> executor_time_bounds(const Topology& t, const Collective& c, const Model& m, const std::vector<ExecutorModel>& executors,
-                                                   const std::optional<LinkSpeed>& link, const RunLimits& limits) {
+                                                   const std::optional<LinkSpeed>& link, const RunLimits& limits, bool asynchronous) {
     ExecutorBounds out;
+    out.asynchronous = asynchronous;
     for (const ExecutorModel& e : executors) {
         if (e.kind == ExecutorKind::ideal) continue;
         out.parts.emplace_back(e.name, fmt::format("timed by executor {} ({}) in any of its protocols ({})", e.name,
@@ -42,11 +43,11 @@ std::optional<ExecutorBounds> executor_time_bounds(const Topology& t, const Coll
         for (const ProtocolRow& row : e.protocols) {
             TimeOptions speeds{0, link};
             speeds.executor = executor_costs(e, row.protocol);
-            std::optional<TimeBounds> b = time_bounds(t, c, m, speeds, limits);
+            std::optional<TimeBounds> b = time_bounds(t, c, m, speeds, limits, asynchronous);
             if (!b) return std::nullopt;
             b->model += fmt::format("; on executor {} protocol {}: each channel and group at its class's efficiency over the wire factor "
                                     "(and NCCL's cap per network channel), the hop added to the alpha of a channel out of a processor, the "
-                                    "message cost to a channel's latency (not a group's)",
+                                    "message cost to a channel's latency (to a group's only asynchronous, on its channels no faster than the group)",
                                     e.name, to_string(row.protocol));
             out.rows.push_back({e.name, row.protocol, speeds.executor->launch, std::move(*b)});
         }
@@ -54,7 +55,12 @@ std::optional<ExecutorBounds> executor_time_bounds(const Topology& t, const Coll
     if (out.rows.empty()) return std::nullopt;
     out.space = space_of(out);
     out.assumptions = {
-        "the executor model as runtime/timing.cpp times a table: a transfer holds its channel and each of its groups exclusively for its "
+        out.asynchronous ? "the executor model as runtime/timing.cpp times a table asynchronously: a transfer holds its channel and each of its groups "
+                           "exclusively for its bytes (at least the data's) at the executor's rate for the class from its start, its connection "
+                           "the message beyond the channel's bytes, and arrives at least the channel's alpha (with the hop) after that: the message "
+                           "and the alpha after its holding of the channel ends, and of a group no slower than the channel; the launch comes before "
+                           "the first transfer"
+                         : "the executor model as runtime/timing.cpp times a table: a transfer holds its channel and each of its groups exclusively for its "
         "bytes (at least the data's) at the executor's rate for the class, and arrives at least the channel's alpha (with the hop) and "
         "the message cost after its holding of the channel ends, and the alpha after a group's; the launch comes before the first transfer",
         "the grain, NCCL's LL cap per GPU, the connections and the ports only lengthen a holding: not counted",

@@ -61,6 +61,7 @@ struct ExecutorBounds {
     /// table the executor times (printed beside: what a custom executor on the same transport could reach).
     std::vector<ExecutorBoundRow> any_rows = {};
     std::string family = "";  ///< the family the rows hold for ("" when any table)
+    bool asynchronous = false;  ///< the rows hold for the asynchronous time only (else for both timings)
 };
 
 /// The bound at one size: the least over the rows of launch + the row's bound, and the exact set's time.
@@ -75,9 +76,10 @@ struct ExecutorBound {
 /// The bounds of `collective` on `topology` for the times of `executors` (each in every protocol
 /// it has; ideal executors are skipped), under `link` (--link) as the time model takes it.
 /// nullopt when time_bounds has none (wormhole timing, collectives without bounds) or no
-/// executor is given. Each row polls `limits` (what a limit stops is in its bounds' `stopped`).
+/// executor is given. Each row polls `limits` (what a limit stops is in its bounds' `stopped`). `asynchronous`: the
+/// bounds of the asynchronous time only (time_bounds' `asynchronous`: a group's message counts), which the space says.
 std::optional<ExecutorBounds> executor_time_bounds(const Topology&, const Collective&, const Model&, const std::vector<ExecutorModel>& executors,
-                                                   const std::optional<LinkSpeed>& link, const RunLimits& limits = {});
+                                                   const std::optional<LinkSpeed>& link, const RunLimits& limits = {}, bool asynchronous = false);
 
 ExecutorBound evaluate(const ExecutorBounds&, double size);
 

@@ -9,7 +9,8 @@
 // but its last byte leaves no earlier than the copy it forwards arrived: docs/time.md, "Routers and
 // copies"); each transfer over channel c arrives at least channel_delay(c) after its last byte left. So
 // the last transfer of the chain that enters R, over channel c from tail v to head w, holds c (and its
-// groups) inside [r(v), T - alpha_c - d(w)] (a group: alpha_c without the message, as Lemma 1). An arc of
+// groups) inside [r(v), T - alpha_c - d(w)] (a group: alpha_c without the message, as Lemma 1, but with it for the
+// asynchronous time on a channel no faster than the group, Lemma 1's "A group's message"). An arc of
 // the cut made of several channels (a group, a port) holds such transfers inside the union of their
 // windows, within [min r(v), T - min (alpha_c + d(w))]: it carries at most B_a max(0, T - min r - min
 // (alpha + d)) bytes of them, which is Lemma 1 with alpha_a raised to that shift (synchronous: the steps

@@ -32,8 +32,8 @@ double channel_delay(const Topology& t, ChannelId c, const TimeOptions& speeds) 
     return channel_speed(t, c, speeds).alpha + message_cost(t, c, speeds);
 }
 
-WeightedNetwork::WeightedNetwork(const Topology& t, const Model& m, const TimeOptions& speeds, bool reverse)
-    : t_(t), speeds_(speeds), reverse_(reverse), net_(reverse ? reversed(capacity_network(t, m)) : capacity_network(t, m)), flow_(net_) {
+WeightedNetwork::WeightedNetwork(const Topology& t, const Model& m, const TimeOptions& speeds, bool reverse, bool asynchronous)
+    : t_(t), speeds_(speeds), reverse_(reverse), asynchronous_(asynchronous), net_(reverse ? reversed(capacity_network(t, m)) : capacity_network(t, m)), flow_(net_) {
     const TimeOptions& opt = speeds_;
     bw_.resize(net_.arcs.size());
     alpha_.resize(net_.arcs.size());
@@ -41,7 +41,8 @@ WeightedNetwork::WeightedNetwork(const Topology& t, const Model& m, const TimeOp
         const CapacityArc& a = net_.arcs[i];
         double bw = 0, al = std::numeric_limits<double>::infinity();
         // a channel (and a port, the sum of its channels) carries its bytes at least its delay before the
-        // run's end; a group's holding ends at least the channel's alpha before (it excludes the message)
+        // run's end; a group's holding ends at least group_delay before (the channel's alpha, and asynchronous the
+        // message of a channel no faster than the group)
         auto channel = [&](ChannelId c) {
             al = std::min(al, channel_delay(t, c, opt));
             return channel_speed(t, c, opt).bandwidth;
@@ -50,7 +51,7 @@ WeightedNetwork::WeightedNetwork(const Topology& t, const Model& m, const TimeOp
             case CapacityArc::Kind::channel: bw = channel(ChannelId{a.what}); break;
             case CapacityArc::Kind::group:
                 bw = group_speed(t, a.what, opt);
-                for (ChannelId c : t.groups()[a.what].channels) al = std::min(al, channel_speed(t, c, opt).alpha);
+                for (ChannelId c : t.groups()[a.what].channels) al = std::min(al, group_delay(c, a.what));
                 break;
             case CapacityArc::Kind::port:  // not counted: the sum of its channels (a relaxation)
                 for (ChannelId c : a.out_port ? t.out_channels(Node{a.what}) : t.in_channels(Node{a.what})) bw += channel(c);
@@ -74,10 +75,10 @@ std::uint64_t WeightedNetwork::cut(const std::vector<char>& side) const {
 
 double WeightedNetwork::window_shift(const CapacityArc& a, const std::vector<double>* release, const std::vector<double>& onward) const {
     double ahead = std::numeric_limits<double>::infinity(), behind = std::numeric_limits<double>::infinity();
-    // a group's holding excludes the message (channel_delay): its channels' alpha
+    // a group's holding: group_delay (without the message but asynchronous on channels no faster than the group)
     auto channel = [&](ChannelId c, bool group) {
         const Channel& ch = t_.channel(c);
-        const double delay = group ? channel_speed(t_, c, speeds_).alpha : channel_delay(t_, c, speeds_);
+        const double delay = group ? group_delay(c, a.what) : channel_delay(t_, c, speeds_);
         behind = std::min(behind, delay + onward[idx(ch.to)]);
         ahead = std::min(ahead, release ? (*release)[idx(ch.from)] : 0.0);
     };
@@ -91,6 +92,11 @@ double WeightedNetwork::window_shift(const CapacityArc& a, const std::vector<dou
             break;
     }
     return ahead + behind;
+}
+
+double WeightedNetwork::group_delay(ChannelId c, std::uint32_t g) const {
+    const LinkSpeed sp = channel_speed(t_, c, speeds_);
+    return asynchronous_ && sp.bandwidth <= group_speed(t_, g, speeds_) ? channel_delay(t_, c, speeds_) : sp.alpha;
 }
 
 std::vector<std::size_t> WeightedNetwork::leaving(const std::vector<char>& side) const {

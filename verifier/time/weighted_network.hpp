@@ -27,7 +27,9 @@ class WeightedNetwork {
 public:
     /// `speeds`: what the time model times the channels and groups at (time_bound.hpp: the
     /// ideal executor under --link, or one executor's protocol resolved by with_network_class).
-    WeightedNetwork(const Topology&, const Model&, const TimeOptions& speeds, bool reverse);
+    /// `asynchronous`: the bounds are for the asynchronous time only, where a group's holding also ends the message
+    /// before the arrival of a transfer over a channel no faster than the group (group_delay).
+    WeightedNetwork(const Topology&, const Model&, const TimeOptions& speeds, bool reverse, bool asynchronous = false);
 
     const Topology& topology() const { return t_; }
     const CapacityNetwork& net() const { return net_; }
@@ -70,8 +72,13 @@ private:
     /// than the time left (the flows of one network cost about the same). `what` names the term.
     void before_flow(const RunLimits& limits, std::string_view what) const;
     /// The least over the arc's channels of `release` at the tail (none: 0) plus the least of alpha plus `onward` at
-    /// the channel's head (a group's channels: their alpha without the message).
+    /// the channel's head (a group's channels: group_delay).
     double window_shift(const CapacityArc& a, const std::vector<double>* release, const std::vector<double>& onward) const;
+    /// How long before a transfer over channel c arrives its holding of group g has ended: c's alpha (Lemma 1: the
+    /// group is held for the bytes, the message is the connection's); asynchronous, and c no faster than g, its
+    /// channel_delay (the message too: the transfer holds its connection msg + b/B_c >= msg + b/B_g from the start it
+    /// holds g at, and arrives alpha after that hold; time_bound_windows.cpp, "The group's message").
+    double group_delay(ChannelId c, std::uint32_t g) const;
     /// Times one flow for before_flow.
     template <class F>
     auto timed(F&& flow) {
@@ -85,6 +92,7 @@ private:
     const Topology& t_;
     TimeOptions speeds_;
     bool reverse_ = false;
+    bool asynchronous_ = false;
     CapacityNetwork net_;
     std::vector<double> bw_, alpha_;
     std::vector<std::int64_t> cap_;
