@@ -160,6 +160,9 @@ double find_table_crossover(const std::function<double(std::size_t, double)>& ti
         return above->m == below->m ? below->t[s] : below->t[s] + (above->t[s] - below->t[s]) * (m - below->m) / (above->m - below->m);
     };
     const double dlo = at_lo[0] - at_lo[1], dhi = at_hi[0] - at_hi[1];
+    // the winners at the grid points break ties within 1e-12 by order (compare_predicted): the two may tie at lo, or
+    // the later winner already be ahead there by less than that; no sign change lies between, the crossover is lo
+    if (dlo == 0 || (dlo < 0) == (dhi < 0)) return lo;
     const double smaller = std::min(std::abs(dlo), std::abs(dhi));
     int line = -1;      // the table whose time the line gives (-1: none)
     bool lined = false;  // and whether it ever gave one

@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -64,6 +65,12 @@ struct TimingPlan::Impl {
     std::vector<std::uint32_t> group_pending;
     std::vector<std::uint32_t> member_off, members;
     std::vector<std::uint32_t> chain_next;  // per group: the group of the same sender and value in a later step, or none
+    /// An op of several transfers (SendTable::transfer_ops: a plan's put of several chunks): per transfer the first of
+    /// its op on its channel in its step, which starts for all of them, holds the connection once for their bytes and
+    /// one message, and arrives for all (itself when alone); empty when every transfer is its own op. Per leader (CSR):
+    /// the others.
+    std::vector<std::uint32_t> lead, op_off, op_members;
+    bool member(std::uint32_t j) const { return !lead.empty() && lead[j] != j; }
 };
 
 namespace {
@@ -90,16 +97,25 @@ public:
         p_.moved.resize(T);
         p_.lane.resize(T);
         p_.lanes.assign(topo_.channels().size(), 0);
+        leads();
+        std::uint32_t ops = 0;  // the ops so far of the step's transfers on the channel
         for (std::uint32_t i = 0; i < T; ++i) {
             poll(i);
             const Transfer& x = t_.transfers[i];
             p_.step[i] = x.step;
             p_.channel[i] = x.channel;
             p_.moved[i] = ms_.part_count(x.message);
-            // sorted by (step, channel, message): a step's transfers on a channel are consecutive
+            // sorted by (step, channel, message): a step's transfers on a channel are consecutive; the k-th op runs on
+            // the k-th connection
             const bool next = i > 0 && t_.transfers[i - 1].step == x.step && t_.transfers[i - 1].channel == x.channel;
-            p_.lane[i] = next ? p_.lane[i - 1] + 1 : 0;
-            p_.lanes[idx(x.channel)] = std::max(p_.lanes[idx(x.channel)], p_.lane[i] + 1);
+            if (!next) ops = 0;
+            if (p_.member(i)) {
+                p_.lane[i] = p_.lane[p_.lead[i]];
+                p_.moved[p_.lead[i]] += p_.moved[i];
+                continue;
+            }
+            p_.lane[i] = ops++;
+            p_.lanes[idx(x.channel)] = std::max(p_.lanes[idx(x.channel)], ops);
         }
         // between the passes too: their indexes sort millions of entries on 1,024 GPUs (an
         // allgather's plan ran 3 s past --timeout)
@@ -110,6 +126,47 @@ public:
         program_order();
         poll(0xffff);
         wakes();
+        // an op waits for what each of its transfers waits for, and starts for all of them
+        for (std::uint32_t j = 0; j < T; ++j)
+            if (p_.member(j)) p_.pending[p_.lead[j]] += std::exchange(p_.pending[j], 0);
+    }
+
+    /// The ops of several transfers (SendTable::transfer_ops): per (op, channel, step) its first transfer leads. Not on a
+    /// channel served in program order (into a switch that reduces or multicasts: each transfer its own).
+    void leads() {
+        const std::uint32_t T = static_cast<std::uint32_t>(t_.transfers.size());
+        if (t_.transfer_ops.size() != T) return;
+        p_.lead.resize(T);
+        std::unordered_map<std::uint64_t, std::uint32_t> first;  // (op, channel) -> its first transfer in this step
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;  // (leader, member)
+        for (std::uint32_t i = 0; i < T; ++i) {
+            const Transfer& x = t_.transfers[i];
+            if (i > 0 && t_.transfers[i - 1].step != x.step) first.clear();
+            p_.lead[i] = i;
+            if (t_.transfer_ops[i] == own_op || in_order(x.channel)) continue;
+            const auto [it, fresh] = first.try_emplace(std::uint64_t(t_.transfer_ops[i]) << 32 | idx(x.channel), i);
+            if (!fresh) p_.lead[i] = it->second, pairs.emplace_back(it->second, i);
+        }
+        grouped(pairs, T, p_.op_off, p_.op_members);
+    }
+
+    /// (key, value) pairs with keys below n as CSR, each key's values in the pairs' order (a counting sort).
+    static void grouped(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& pairs, std::size_t n, std::vector<std::uint32_t>& off,
+                        std::vector<std::uint32_t>& values) {
+        off.assign(n + 1, 0);
+        for (const auto& [k, v] : pairs) ++off[k + 1];
+        for (std::size_t k = 0; k < n; ++k) off[k + 1] += off[k];
+        values.resize(pairs.size());
+        std::vector<std::uint32_t> fill(off.begin(), off.end() - 1);
+        for (const auto& [k, v] : pairs) values[fill[k]++] = v;
+    }
+
+    /// A channel from a processor into a router that reduces or multicasts (program_order).
+    bool in_order(ChannelId c) const {
+        const Channel& ch = topo_.channel(c);
+        if (!topo_.is_processor(ch.from) || topo_.is_processor(ch.to)) return false;
+        const SwitchFunctions f = topo_.switch_functions(ch.to);
+        return f.reduce || f.multicast;
     }
 
 private:
@@ -230,14 +287,7 @@ private:
         compress(notify, T, p_.notify_off, p_.notify);
         poll(0xffff);
         compress(cut, T, p_.cut_off, p_.cut);
-        // members by group (counting sort; each group's in transfer order)
-        const std::size_t G = p_.group_pending.size();
-        p_.member_off.assign(G + 1, 0);
-        for (const auto& [g, j] : members) ++p_.member_off[g + 1];
-        for (std::size_t g = 0; g < G; ++g) p_.member_off[g + 1] += p_.member_off[g];
-        p_.members.resize(members.size());
-        std::vector<std::uint32_t> fill(p_.member_off.begin(), p_.member_off.end() - 1);
-        for (const auto& [g, j] : members) p_.members[fill[g]++] = j;
+        grouped(members, p_.group_pending.size(), p_.member_off, p_.members);  // each group's in transfer order
     }
 
     /// An index keyed by transfer as CSR.
@@ -263,10 +313,7 @@ private:
         std::vector<std::uint32_t> last(topo_.channels().size(), none);
         for (std::uint32_t j = 0; j < T; ++j) {
             const ChannelId c = t_.transfers[j].channel;
-            const Channel& ch = topo_.channel(c);
-            if (!topo_.is_processor(ch.from) || topo_.is_processor(ch.to)) continue;
-            const SwitchFunctions f = topo_.switch_functions(ch.to);
-            if (!f.reduce && !f.multicast) continue;
+            if (!in_order(c)) continue;
             std::uint32_t& before = last[idx(c)];
             if (before != none) {
                 p_.next_in_order[before] = j;
@@ -375,6 +422,7 @@ public:
 
 private:
     void arrive(std::uint32_t i, double time, std::uint64_t seq);
+    void arrive_one(std::uint32_t i, double time, std::uint64_t seq);
     void start(std::uint32_t j, double time);
     /// One arrival (or the earlier group of its sender and value) of condition group g at `time`: when it is
     /// the last, every member as if by the group's arrivals one by one (the latest time, this seq), and the
@@ -392,6 +440,7 @@ private:
     /// of the transfer started `seq`-th. A predecessor's start may lie after the arrivals it is
     /// counted with, so j is ready at the latest of its conditions.
     void satisfied(std::uint32_t j, double time, std::uint64_t seq) {
+        if (!p_.lead.empty()) j = p_.lead[j];  // an op starts for all its transfers
         ready_at_[j] = std::max(ready_at_[j], time);
         if (--pending_[j] == 0) ready_.push(event(ready_at_[j], seq, j));
     }
@@ -448,6 +497,12 @@ private:
 };
 
 void AsyncRun::arrive(std::uint32_t i, double time, std::uint64_t seq) {
+    arrive_one(i, time, seq);
+    if (!p_.lead.empty())  // an op's transfers arrive together
+        for (std::uint32_t k = p_.op_off[i]; k < p_.op_off[i + 1]; ++k) arrive_one(p_.op_members[k], time, seq);
+}
+
+void AsyncRun::arrive_one(std::uint32_t i, double time, std::uint64_t seq) {
     const Step s = p_.step[i];
     for (std::uint32_t w = p_.wake_off[i]; w < p_.wake_off[i + 1]; ++w)
         for (std::size_t pos = p_.wake[w].first; pos < p_.wake[w].second; ++pos) {
@@ -515,13 +570,23 @@ void AsyncRun::start(std::uint32_t j, double ready) {
     const double end = begin + hold, arrive = end + sp.alpha;
     if (each_) out_.transfers[j] = TransferTime{ready, begin, end, arrive};
     events_.push(event(arrive, ++started_, j));
-    // the departures that cut through from it: ready once its first packet is in (after its message, at the channel's
-    // speed), ending no earlier than it arrives
+    // the departures that cut through from it (and from the other transfers of its op): ready once its first packet
+    // is in (after its message, at the channel's speed), ending no earlier than it arrives
     const double head = begin + message_[idx(c)] + sp.alpha + std::min(bytes, router_packet_bytes) / sp.bandwidth;
-    for (std::uint32_t pos = p_.cut_off[j]; pos < p_.cut_off[j + 1]; ++pos) {
-        floor_[p_.cut[pos]] = std::max(floor_[p_.cut[pos]], arrive);
-        satisfied(p_.cut[pos], head, started_);
-    }
+    auto cut_through = [&](std::uint32_t i) {
+        for (std::uint32_t pos = p_.cut_off[i]; pos < p_.cut_off[i + 1]; ++pos) {
+            floor_[p_.cut[pos]] = std::max(floor_[p_.cut[pos]], arrive);
+            satisfied(p_.cut[pos], head, started_);
+        }
+    };
+    cut_through(j);
+    if (!p_.lead.empty())
+        for (std::uint32_t k = p_.op_off[j]; k < p_.op_off[j + 1]; ++k) {
+            const std::uint32_t m = p_.op_members[k];
+            if (each_) out_.transfers[m] = out_.transfers[j];
+            ++started_;
+            cut_through(m);
+        }
     if (const std::uint32_t next = p_.next_in_order[j]; next != std::numeric_limits<std::uint32_t>::max()) satisfied(next, begin, started_);
 }
 
@@ -569,7 +634,7 @@ bool AsyncRun::run(double above) {
     const double launch = opt_.executor ? opt_.executor->launch : 0.0;
     std::vector<Event> initial;
     for (std::uint32_t j = 0; j < T; ++j)
-        if (pending_[j] == 0) initial.push_back(event(0.0, 0, j));
+        if (pending_[j] == 0 && !p_.member(j)) initial.push_back(event(0.0, 0, j));
     // the transfers ready at time 0 are in event order already (by transfer): they wait in their own list; the
     // arrivals (many: every started transfer's) and the transfers made ready since (few) in two queues. The least of
     // the three fronts comes next: the same order as one queue of all, each queue smaller
@@ -597,7 +662,8 @@ bool AsyncRun::run(double above) {
     if (opt_.executor) out_.asynchronous += opt_.executor->launch;  // the launch comes before the first transfer
     if (!each_) return true;
     std::vector<double> busy(topo_.channels().size(), 0.0);
-    for (std::uint32_t j = 0; j < T; ++j) busy[idx(p_.channel[j])] += out_.transfers[j].end - out_.transfers[j].start;
+    for (std::uint32_t j = 0; j < T; ++j)
+        if (!p_.member(j)) busy[idx(p_.channel[j])] += out_.transfers[j].end - out_.transfers[j].start;
     for (std::uint32_t c = 0; c < busy.size(); ++c)
         if (busy[c] > out_.busiest_seconds) {
             out_.busiest_seconds = busy[c];
@@ -632,6 +698,7 @@ double sync_time(const TimingPlan::Impl& p, const TimeOptions& opt, std::vector<
         const Step s = p.step[i];
         used.clear();
         for (; i < p.step.size() && p.step[i] == s; ++i) {
+            if (p.member(i)) continue;  // its op's first transfer moves its bytes
             const std::uint32_t c = idx(p.channel[i]);
             const double bytes = std::max(chunk * p.moved[i], opt.executor ? opt.executor->grain : 0.0);
             if (chan[c] == 0) used.push_back(c);
@@ -708,16 +775,6 @@ double TimingPlan::asynchronous(const TimeOptions& given) const { return predict
 double TimingPlan::asynchronous(const TimeOptions& given, double above) const { return predict_with(*impl_, given, false, above).asynchronous; }
 
 std::size_t TimingPlan::transfers() const { return impl_->step.size(); }
-
-unsigned prediction_threads(unsigned jobs, std::size_t transfers) {
-    if (jobs <= 1) return 1;
-    const MemoryBudget budget = MemoryBudget::standard();
-    // per transfer: its times (32 bytes), its counters (12), the two queues (up to 48), its busy intervals (16 each,
-    // about 3 resources), the waiters' flags
-    const std::uint64_t each = std::max<std::uint64_t>(1, mul_sat(transfers, 160));
-    const std::uint64_t room = budget.none() ? jobs : budget.left() / 2 / each;  // half of what is left: the rest is the run's
-    return static_cast<unsigned>(std::clamp<std::uint64_t>(room, 1, std::max(jobs, 1u)));
-}
 
 double synchronous_time(const SendTable& t, const TimeOptions& given, std::vector<double>* step_seconds) {
     // the plan's conditions are not needed: only steps, channels and chunks moved

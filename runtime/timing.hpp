@@ -18,6 +18,9 @@
  *    table's: each waits until the one before it on that channel has started (multimem loads and
  *    stores are issued by the GPUs' programs in order: NCCL's NVLS reduce warps, MSCCL++'s
  *    thread blocks). A router that only forwards (cuts_through) passes a message on packet by packet.
+ *    The transfers of one op over a channel in a step (SendTable::transfer_ops: a plan's put of several chunks)
+ *    start together when all are ready, hold the connection once for their bytes and one message, and arrive
+ *    together; a step's k-th op runs on the k-th connection.
  *
  * An event-driven simulation in O(T log T) for T transfers, about 100 bytes per transfer. The
  * table is trusted to be causal (verify it first): a transfer whose sender can never hold its

@@ -1,6 +1,6 @@
 // The time model's speeds and costs per channel and group (runtime/timing.hpp, docs/time.md
 // "Executors"): the executor's efficiencies, wire factors, hop and message costs and NCCL's caps by
-// link class, and the sizes as NCCL counts them.
+// link class, the sizes as NCCL counts them, and how many predictions may run at once.
 #include <algorithm>
 
 #include "runtime/timing.hpp"
@@ -122,6 +122,16 @@ double group_speed(const Topology& topo, std::uint32_t g, const TimeOptions& opt
     const double eff = opt.executor && !members.empty() ? cost.efficiency[idx_of(link_class(topo, members.front(), opt))] : 1.0;
     if (opt.uniform_unit) return opt.uniform_unit->bandwidth * topo.groups()[g].cap * eff / cost.wire;
     return topo.group_bandwidth(g) * eff / cost.wire;
+}
+
+unsigned prediction_threads(unsigned jobs, std::size_t transfers) {
+    if (jobs <= 1) return 1;
+    const MemoryBudget budget = MemoryBudget::standard();
+    // per transfer: its times (32 bytes), its counters (12), the two queues (up to 48), its busy intervals (16 each,
+    // about 3 resources), the waiters' flags
+    const std::uint64_t each = std::max<std::uint64_t>(1, mul_sat(transfers, 160));
+    const std::uint64_t room = budget.none() ? jobs : budget.left() / 2 / each;  // half of what is left: the rest is the run's
+    return static_cast<unsigned>(std::clamp<std::uint64_t>(room, 1, std::max(jobs, 1u)));
 }
 
 }  // namespace collsched

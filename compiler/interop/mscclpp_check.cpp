@@ -441,10 +441,12 @@ LaneMove lane_move(Lowering& lw, const async::Report& r, OpId o, std::size_t x) 
 
 /// The as-soon-as-possible run of the plan's copies between GPUs (docs/time.md, "Protocols"): an op
 /// starts when the ops the plan orders it after have finished (its agent's previous op, its
-/// explicit predecessors, the signal its wait matched); a data op puts its k-th whole chunk on the
-/// wire in step start + k and finishes with its last; the others take no step.
+/// explicit predecessors, the signal its wait matched); a data op puts its k-th entry (its lanes from one
+/// sender to the same peers: a src_buff/dst_buff range of `size` chunks) on the wire in step start + k, the
+/// entry's chunks in that step as one op (rep.schedule_ops), and finishes with its last; the others take no step.
 void schedule_moves(Lowering& lw, const async::Report& r, PlanReport& rep) {
     std::vector<std::pair<std::uint32_t, Movement>>& out = rep.schedule;
+    std::uint32_t entries = 0;
     const async::Program& p = lw.program();
     std::vector<std::uint32_t> finish(p.ops(), 0);
     for (OpId o : r.order) {
@@ -465,14 +467,34 @@ void schedule_moves(Lowering& lw, const async::Report& r, PlanReport& rep) {
                 rep.switch_schedule.push_back({ready + k + 1, std::move(sm)});
                 k += 2;
             }
-        } else if (lw.moves()[o])
+        } else if (lw.moves()[o]) {
+            // an op of one entry (a port op: each thread's entry is an op of its own agent) puts its range as one; the
+            // entries of an op of several (a memory put to several peers, or twice to one) each a step, as before
+            const bool one_entry = plan_op && (plan_op->channel_type == Chan::port || plan_op->dst.size() <= 1);
+            std::optional<std::pair<int, std::vector<int>>> entry;  // the sender and peers of the entry so far
+            // the slots the lane before read and wrote first: an entry reads one range and writes one, so a lane that
+            // reads and writes on from where the one before did continues its entry
+            std::optional<std::pair<Slot, Slot>> last;
+            auto next_to = [](const Slot& a, const Slot& b) { return a.rank == b.rank && a.region == b.region && b.index == a.index + 1; };
             for (std::size_t x = 0; x < od.lanes.size() && x < r.sent[o].size(); ++x) {
+                const async::Lane& lane = od.lanes[x];
+                std::optional<std::pair<Slot, Slot>> at;
+                if (!lane.in.empty() && !lane.in.front().received && !lane.out.empty()) at.emplace(lane.in.front().slot, lane.out.front());
+                const bool on = one_entry && last && at && next_to(last->first, at->first) && next_to(last->second, at->second);
+                last = at;
                 LaneMove m = lane_move(lw, r, o, x);
                 if (m.value.empty()) continue;  // a part past a chunk's first: its chunk is counted once
-                ++k;
+                if (!entry || !on || entry->first != m.from || entry->second != m.tos) {
+                    entry.emplace(m.from, m.tos);
+                    ++k, ++entries;
+                }
                 for (int to : m.tos)
-                    if (to != m.from) out.push_back({ready + k, Movement{m.from, to, m.value}});
+                    if (to != m.from) {
+                        out.push_back({ready + k, Movement{m.from, to, m.value}});
+                        rep.schedule_ops.push_back(entries - 1);
+                    }
             }
+        }
         finish[o] = ready + k;
     }
 }

@@ -67,8 +67,11 @@ struct PlanReport {
     std::size_t thread_blocks = 0, ops = 0;
     std::vector<Movement> movement;  ///< sorted; only when replayed
     /// The copies between GPUs of whole chunks, each with the step of the plan's as-soon-as-possible
-    /// run (one step a chunk; docs/time.md, "Protocols"); only when replayed.
+    /// run (one step an entry of a data op: its chunks to one peer; docs/time.md, "Protocols"); only when replayed.
     std::vector<std::pair<std::uint32_t, Movement>> schedule;
+    /// Per copy of `schedule`: the entry of a data op it is part of (numbered from 0): its chunks leave as one put,
+    /// one message (SendTable::transfer_ops).
+    std::vector<std::uint32_t> schedule_ops;
     /// The switch ops' whole chunks in the same run, each two steps (up, then down); the step is the first.
     std::vector<std::pair<std::uint32_t, SwitchMove>> switch_schedule;
     /// Nothing found, and every property the plan has was decided (the result may be unchecked

@@ -94,13 +94,27 @@ SendTable plan_table(const Plan& plan, const PlanReport& report, std::shared_ptr
         if (c0 / C != r0) return ms.personal(std::uint32_t(r0), std::uint32_t(c0 / C), std::uint32_t(c0 % C));  // alltoall: d * C + j of r0
         return std::nullopt;  // its own stays
     };
+    // A step of the plan's run is H steps of the table, H the most channels a copy crosses (a route through an
+    // NVSwitch or a rail switch as routers: 2 and more): a copy the run puts in step s crosses its route in steps
+    // (s-1)H + 1 on, arriving before any copy of a later step of the run leaves, so what depends on it waits for it.
     std::set<std::pair<int, int>> linked;
-    for (const auto& [step, m] : report.schedule) {
+    std::uint32_t H = 1;
+    for (const auto& [step, m] : report.schedule)
+        if (!m.value.empty() && linked.insert({m.from, m.to}).second) {
+            check_link(*topo, m.from, m.to);
+            H = std::max(H, std::uint32_t(topo->route(Node{std::uint32_t(m.from)}, Node{std::uint32_t(m.to)}).size()));
+        }
+    for (const auto& [step, sm] : report.switch_schedule) H = std::max(H, 2u);  // up, then down
+    auto at = [H](std::uint32_t s) { return Step((s - 1) * H + 1); };
+    for (std::size_t i = 0; i < report.schedule.size(); ++i) {
+        const auto& [step, m] = report.schedule[i];
         if (m.value.empty()) continue;
         const std::optional<MessageId> msg = message(m.value, m.from, m.to);
-        if (linked.insert({m.from, m.to}).second) check_link(*topo, m.from, m.to);
-        if (msg) b.send_cut_through(Step(step), Node{std::uint32_t(m.from)}, Node{std::uint32_t(m.to)}, *msg);
+        // the chunks of one entry of a data op: one put (SendTable::transfer_ops)
+        b.op(i < report.schedule_ops.size() ? report.schedule_ops[i] : own_op);
+        if (msg) b.send_cut_through(at(step), Node{std::uint32_t(m.from)}, Node{std::uint32_t(m.to)}, *msg);
     }
+    b.op(own_op);
     // switch ops: up to the group's switch (glres: every member its own pieces of the sum; gstore: the
     // GPU the value), then the value down to every member (gstore: but the GPU)
     std::map<std::vector<int>, Node> switches;
@@ -119,10 +133,10 @@ SendTable plan_table(const Plan& plan, const PlanReport& report, std::shared_ptr
             std::vector<std::pair<int, int>> own;
             for (auto piece : sm.value)
                 if (!sm.reduce || piece.first == g) own.push_back(piece);
-            if (!own.empty()) hop(Step(step), Node{std::uint32_t(g)}, sw, own);
+            if (!own.empty()) hop(at(step), Node{std::uint32_t(g)}, sw, own);
         }
         for (int g : sm.group)
-            if (sm.reduce || g != sm.gpu) hop(Step(step + 1), sw, Node{std::uint32_t(g)}, sm.value);
+            if (sm.reduce || g != sm.gpu) hop(at(step) + 1, sw, Node{std::uint32_t(g)}, sm.value);
     }
     return std::move(b).finish();
 }

@@ -19,7 +19,7 @@ Step TableBuilder::send_cut_through(Step step, Node src, Node dst, MessageId m) 
     route_.clear();
     table_.topology->route(src, dst, route_);
     Step s = step;
-    for (ChannelId c : route_) table_.transfers.push_back({s++, c, m});
+    for (ChannelId c : route_) hop(s++, c, m);
     return s - 1;
 }
 

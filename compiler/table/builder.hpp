@@ -20,7 +20,15 @@ public:
     Messages messages() const { return table_.messages(); }
 
     /// One transfer; `channel` must belong to the topology.
-    void hop(Step step, ChannelId channel, MessageId m) { table_.transfers.push_back({step, channel, m}); }
+    void hop(Step step, ChannelId channel, MessageId m) {
+        table_.transfers.push_back({step, channel, m});
+        if (ops_) table_.transfer_ops.push_back(op_);
+    }
+    /// The transfers from here on are part of executor op `id` (SendTable::transfer_ops; own_op: each its own).
+    void op(std::uint32_t id) {
+        if (!ops_ && id != own_op) table_.transfer_ops.assign(table_.transfers.size(), own_op), ops_ = true;
+        op_ = id;
+    }
     /// An endpoint send issued in `step`, cut-through along the route from src to dst.
     /// Returns the step in which it arrives (step - 1 when src == dst: nothing moves).
     Step send_cut_through(Step step, Node src, Node dst, MessageId m);
@@ -37,6 +45,8 @@ public:
 private:
     SendTable table_;
     std::vector<ChannelId> route_;
+    std::uint32_t op_ = own_op;
+    bool ops_ = false;  ///< transfer_ops kept (an op was named)
 };
 
 /// The phase algorithm for total exchange on a binary fat tree with any capacities

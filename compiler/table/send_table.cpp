@@ -192,7 +192,7 @@ void sort_table(SendTable& t, Deadline deadline) {
     auto& transfer_extras = t.transfer_extras;
     auto& transfer_origins = t.transfer_origins;
     if (t.is_sorted()) return;
-    if (transfer_extras.empty() && transfer_origins.empty()) {
+    if (transfer_extras.empty() && transfer_origins.empty() && t.transfer_ops.empty()) {
         sort_transfers_polled(transfers, t.topology ? t.topology->channels().size() : 0, deadline);
         return;
     }
@@ -209,11 +209,12 @@ void sort_table(SendTable& t, Deadline deadline) {
     transfers = std::move(sorted);
     for (auto& [i, text] : transfer_extras) i = where[i];
     std::sort(transfer_extras.begin(), transfer_extras.end());
-    if (transfer_origins.size() == order.size()) {
-        std::vector<std::uint32_t> origin(order.size());
-        for (std::uint64_t i = 0; i < order.size(); ++i) origin[i] = transfer_origins[order[i]];
-        transfer_origins = std::move(origin);
-    }
+    for (std::vector<std::uint32_t>* per : {&transfer_origins, &t.transfer_ops})
+        if (per->size() == order.size()) {
+            std::vector<std::uint32_t> kept(order.size());
+            for (std::uint64_t i = 0; i < order.size(); ++i) kept[i] = (*per)[order[i]];
+            *per = std::move(kept);
+        }
 }
 
 std::uint64_t SendTable::total_rounds(Step T) const {

@@ -67,6 +67,8 @@ struct Claim {
 
 /// SendTable::transfer_origins of a transfer without a recorded origin.
 inline constexpr std::uint32_t no_origin = 0xffffffffu;
+/// SendTable::transfer_ops of a transfer that is an op of its own.
+inline constexpr std::uint32_t own_op = 0xffffffffu;
 
 /// The most rounds one step may last, in every input format (DSL E055, tables, Chakra traces).
 inline constexpr std::uint32_t max_step_rounds = 1u << 20;
@@ -99,6 +101,11 @@ struct SendTable {
     /// it back as "at".
     std::vector<std::uint32_t> transfer_origins;
     std::vector<std::string> origins;
+    /// The executor op each transfer is part of, for a table read back from a plan (mscclpp::plan_table): the
+    /// transfers of one op over one channel in one step (a put of several chunks) hold its connection once, pay one
+    /// message and arrive together (runtime/timing.hpp, docs/time.md "Protocols"); own_op for a transfer of its own.
+    /// Empty otherwise. Only the time model reads it; sort() keeps it attached; files do not carry it.
+    std::vector<std::uint32_t> transfer_ops;
 
     /// The composite messages the transfers and requirements use (null when there are none):
     /// combined values a(i..j) and bundles, numbered after the base range (docs/semantics.md).

@@ -115,6 +115,18 @@ TEST_CASE("compare: where one table's time jumps, the crossover search predicts 
     CHECK(n3[1] < n3[0]);  // the line did stand in for table 1 first
 }
 
+TEST_CASE("compare: two tables that tie at a grid point within the winners' tolerance cross there (no sign change to bracket)") {
+    // the winner at a grid point is the first table unless another is faster by 1e-12 of its time: at lo table 1 was
+    // ahead by less than that, so table 0 won there and table 1 at hi, and the search found no sign change between
+    // them (an internal error: `optimize --executor mscclpp` on a 3-GPU machine whose constructions tie)
+    const double lo = 1e6, hi = 1e9;
+    auto time = [](std::size_t s, double m) { return s == 0 ? 1e-4 + 2e-13 * m : (1e-4 + 1e-13 * m) * (1 - 1e-14); };
+    std::array<int, 2> n{};
+    CHECK(find_table_crossover(time, lo, hi, {time(0, lo), time(1, lo)}, {time(0, hi), time(1, hi)}, false, &n) == lo);
+    CHECK(find_table_crossover(time, lo, hi, {1e-4, 1e-4}, {time(0, hi), time(1, hi)}, false, &n) == lo);  // an exact tie
+    CHECK(n == std::array<int, 2>{0, 0});
+}
+
 TEST_CASE("compare: on multibox 2x8 the crossover is a fine bisection's to 0.1 %, and the times on threads are the times on one") {
     const SendTable direct = library_table("schedules/multibox/allgather_direct.sched"), piped = library_table("schedules/multibox/allgather_pipelined.sched");
     const std::vector<Contender> cs{{"direct", "direct", &direct}, {"pipelined", "pipelined", &piped}};

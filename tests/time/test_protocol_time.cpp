@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <vector>
 
@@ -124,4 +125,46 @@ TEST_CASE("protocols: a plan's table is causal and complete in the direct verifi
             CHECK(r.status[static_cast<std::size_t>(p)] == Status::holds);
         }
     }
+}
+
+TEST_CASE("protocols: a put of several chunks is one op, as MSCCL++'s executor runs it: one step, one message, its chunks' bytes") {
+    // mscclpp's DSL ring allgather (8 GPUs, a put of one chunk a step) and the same plan with every chunk split in two
+    // and every entry covering both halves (`size` 2): the same bytes a put, so the same time on every executor and
+    // size. Before, each half was a step and a transfer of its own, paying its message (twice the messages, 14 steps).
+    test::Scratch dir("protocol_put_size");
+    const std::string one = test::source("tests/data/mscclpp/ring_allgather_8.json"), two = dir.file("ring_allgather_8_size2.json");
+    nlohmann::json plan = nlohmann::json::parse(read_input_text(one, "plan"));
+    for (auto& g : plan["gpus"]) {
+        for (const char* k : {"input_chunks", "output_chunks", "scratch_chunks"})
+            if (g.contains(k)) g[k] = g[k].get<int>() * 2;
+        for (auto& tb : g["threadblocks"])
+            for (auto& op : tb["ops"])
+                for (const char* side : {"src_buff", "dst_buff"})
+                    if (op.contains(side))
+                        for (auto& b : op[side]) b["index"] = b["index"].get<int>() * 2, b["size"] = b["size"].get<int>() * 2;
+    }
+    {
+        std::ofstream out(two);
+        out << plan.dump(2);
+    }
+    for (const char* exec : {"", " --executor mscclpp", " --executor nccl"}) {
+        CAPTURE(exec);
+        const std::map<double, double> a = times(one + " --topology " + dgx() + exec), b = times(two + " --topology " + dgx() + exec);
+        for (const auto& [size, t] : a) {
+            CAPTURE(size);
+            CHECK(near_relative(b.at(size), t));
+        }
+    }
+    // the read-back table: twice the transfers, in the same 7 steps, each pair one op
+    const mscclpp::ReadResult read = mscclpp::read_plan(read_input_text(two, "plan"), two);
+    const mscclpp::PlanReport rep = mscclpp::check_plan(read);
+    REQUIRE(rep.holds());
+    const SendTable t = mscclpp::plan_table(read.plan, rep, Topology::parse(dgx()));
+    CHECK(t.transfers.size() == 2 * 8 * 7);
+    CHECK(t.steps() == 7);
+    REQUIRE(t.transfer_ops.size() == t.transfers.size());
+    std::map<std::uint32_t, int> per_op;
+    for (std::uint32_t op : t.transfer_ops) ++per_op[op];
+    CHECK(per_op.size() == 8 * 7);
+    for (const auto& [op, n] : per_op) CHECK(n == 2);
 }
